@@ -1,0 +1,89 @@
+# graspd: a GRASP server in C.  `make` builds every program into bin/,
+# `make test` runs the whole suite, `make sanitize` runs it under
+# AddressSanitizer and UndefinedBehaviorSanitizer.
+
+PREFIX	?= /usr/local
+DESTDIR	?=
+O	?= build
+BIN	?= bin
+
+PKGS	 = libwebsockets libsecp256k1 libcjson sqlite3 libcrypto nanomsg \
+	   libevent
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CC	?= cc
+CFLAGS	?= -O2 -g
+CFLAGS	+= -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Icommon \
+	   -Itests/lib $(PKG_CFLAGS) -MMD -MP
+LDLIBS	+= $(PKG_LIBS) -lz -lm
+
+SAN	 = -fsanitize=address,undefined -fno-omit-frame-pointer \
+	   -fno-sanitize-recover=undefined
+
+ROLES	 = relayd syncd discoveryd historyd
+COMMON_SRC := $(wildcard common/*.c)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(O)/%.o)
+TLIB_SRC   := $(wildcard tests/lib/*.c)
+TLIB_OBJ   := $(TLIB_SRC:%.c=$(O)/%.o)
+UNIT_SRC   := $(wildcard tests/unit/*_test.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/unit/%)
+INTEG_SRC  := $(wildcard tests/integration/*_test.c)
+INTEG_BIN  := $(INTEG_SRC:tests/integration/%.c=$(O)/tests/integration/%)
+BENCH_SRC  := $(wildcard tests/bench/*.c)
+BENCH_BIN  := $(BENCH_SRC:tests/bench/%.c=$(O)/tests/bench/%)
+
+# A role is built once its folder has sources.
+BUILT_ROLES := $(foreach r,$(ROLES),$(if $(wildcard $(r)/*.c),$(r)))
+PROGRAMS := $(BUILT_ROLES:%=$(BIN)/%) \
+	    $(if $(wildcard supervisor/*.c),$(BIN)/graspd $(BIN)/graspctl)
+
+.PHONY: all test check unit sanitize bench clean install deps
+all: $(PROGRAMS)
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(O)/libcommon.a: $(COMMON_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+define role_template
+$(BIN)/$(1): $(patsubst %.c,$(O)/%.o,$(wildcard $(1)/*.c)) $(O)/libcommon.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
+endef
+$(foreach r,$(BUILT_ROLES),$(eval $(call role_template,$(r))))
+
+$(O)/tests/unit/%: $(O)/tests/unit/%.o $(TLIB_OBJ) $(O)/libcommon.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(O)/tests/integration/%: $(O)/tests/integration/%.o $(TLIB_OBJ) \
+    $(O)/libcommon.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(O)/tests/bench/%: $(O)/tests/bench/%.o $(TLIB_OBJ) $(O)/libcommon.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+tests: $(UNIT_BIN) $(INTEG_BIN) $(BENCH_BIN)
+
+test check: all tests
+	O=$(O) BIN=$(BIN) sh tests/run.sh
+
+unit: $(UNIT_BIN)
+	O=$(O) BIN=$(BIN) sh tests/run.sh unit
+
+sanitize:
+	$(MAKE) O=build/san BIN=build/san/bin CFLAGS="-O1 -g $(SAN)" \
+	    LDFLAGS="$(SAN)" test
+
+bench: all tests
+	O=$(O) BIN=$(BIN) sh tests/bench/run.sh
+
+deps:
+	sh scripts/deps.sh --test
+
+clean:
+	rm -rf build bin
+
+-include $(COMMON_OBJ:.o=.d) $(TLIB_OBJ:.o=.d)
+-include $(wildcard $(O)/*/*.d $(O)/tests/*/*.d)

@@ -1,0 +1,102 @@
+/*
+ * event.h: Nostr events (NIP-01): strict parsing, canonical serialization,
+ * id and BIP-340 signature checks, and signing.
+ *
+ * An event is one allocation owned by its creator and released with
+ * event_free().  Strings are NUL-terminated and also carry their length,
+ * because a string may legally contain a NUL byte.
+ */
+#ifndef GRASPD_EVENT_H
+#define GRASPD_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct json;
+
+/* NIP-01: kind is an integer in 0..65535. */
+#define EVENT_KIND_MAX		65535
+
+struct estr {
+	char	*s;
+	size_t	 len;
+};
+
+struct event_tag {
+	uint32_t	 n;	/* >= 1 elements */
+	struct estr	*v;
+};
+
+struct event {
+	uint8_t		 id[32];
+	uint8_t		 pubkey[32];
+	uint8_t		 sig[64];
+	char		 id_hex[65];
+	char		 pubkey_hex[65];
+	int64_t		 created_at;
+	uint32_t	 kind;
+	uint32_t	 ntags;
+	struct event_tag *tags;
+	struct estr	 content;
+	/*
+	 * The event as we store and serve it: {"id","pubkey","created_at",
+	 * "kind","tags","content","sig"} with canonical escaping.
+	 */
+	char		*json;
+	size_t		 json_len;
+};
+
+/* NIP-01 kind classes. */
+enum kind_class {
+	KIND_REGULAR,
+	KIND_REPLACEABLE,	/* 0, 3, 10000-19999 */
+	KIND_EPHEMERAL,		/* 20000-29999 */
+	KIND_ADDRESSABLE,	/* 30000-39999 */
+};
+
+enum kind_class	 event_kind_class(uint32_t kind);
+
+/*
+ * Builds an event from a parsed JSON object with strict type checks:
+ * exactly-64/128 lowercase hex, integer kind in range and non-negative
+ * integer created_at, string content, tags an array of non-empty arrays of
+ * strings.  Unknown members are ignored (and dropped from ->json).  Does
+ * not check the id or signature.  Returns NULL and an "invalid: ..."
+ * message in err on failure.  Caller frees the result.
+ */
+struct event	*event_from_json(const struct json *, char *err, size_t errlen);
+/* The same from raw text. */
+struct event	*event_parse(const char *buf, size_t len, char *err,
+		    size_t errlen);
+/* Computes the NIP-01 id of ev's fields into out. */
+void		 event_compute_id(const struct event *, uint8_t out[32]);
+/* 1 if ev->id is the hash of its fields, else 0. */
+int		 event_check_id(const struct event *);
+/* 1 if ev->sig is a valid BIP-340 signature of ev->id by ev->pubkey. */
+int		 event_check_sig(const struct event *);
+void		 event_free(struct event *);
+
+/*
+ * Creates and signs an event with the secret key; tags_json is a JSON
+ * array of arrays of strings ("[]" or NULL for none).  Returns NULL if the
+ * tags do not parse or the key is invalid.  Used for NIP-42 AUTH and by
+ * tests and benchmarks.
+ */
+struct event	*event_new_signed(const uint8_t seckey[32], int64_t created_at,
+		    uint32_t kind, const char *tags_json, const char *content);
+/* Derives the x-only public key of seckey; 0 on success. */
+int		 event_pubkey_of(const uint8_t seckey[32], uint8_t out[32]);
+
+/* Value (element 1) of the first tag named name, or NULL. */
+const struct estr *event_tag_value(const struct event *, const char *name);
+/* The "d" value of an addressable event: first d tag's value, or "". */
+const char	*event_d(const struct event *);
+/* NIP-40 expiration timestamp, or 0 when the event has none. */
+int64_t		 event_expiration(const struct event *);
+
+/* Hex helpers: 0 on success, -1 unless exactly 2n lowercase hex digits. */
+int		 hex_decode(const char *hex, size_t hexlen, uint8_t *out,
+		    size_t n);
+void		 hex_encode(const uint8_t *in, size_t n, char *out);
+
+#endif

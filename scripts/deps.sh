@@ -1,0 +1,35 @@
+#!/bin/sh
+# Installs the Debian packages graspd needs to build, run and test, and only
+# those that are missing.  Called by both README commands; safe to re-run.
+set -eu
+
+PKGS="build-essential pkg-config libevent-dev libsqlite3-dev sqlite3
+libsecp256k1-dev libcjson-dev libwebsockets-dev libnanomsg-dev libssl-dev
+zlib1g-dev git"
+
+if [ "${1:-}" = "--test" ]; then
+	PKGS="$PKGS mandoc shellcheck clang"
+	# Node.js may come from Debian (nodejs + npm) or from another packaging
+	# that bundles npm; ask for Debian's only when the commands are absent.
+	command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"
+	command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+fi
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps: missing packages:$missing (run as root to install)" >&2
+		exit 1
+	fi
+	echo "deps: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing
+fi

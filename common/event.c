@@ -1,0 +1,393 @@
+/*
+ * event.c: Nostr events (NIP-01): strict parsing, canonical serialization,
+ * SHA-256 ids and BIP-340 signatures (see event.h).  Linked by every role.
+ */
+#include <openssl/sha.h>
+#include <secp256k1.h>
+#include <secp256k1_extrakeys.h>
+#include <secp256k1_schnorrsig.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "buf.h"
+#include "event.h"
+#include "json.h"
+#include "log.h"
+
+static secp256k1_context *secp_ctx;
+
+static secp256k1_context *
+secp(void)
+{
+	unsigned char	seed[32];
+
+	if (secp_ctx == NULL) {
+		secp_ctx = secp256k1_context_create(SECP256K1_CONTEXT_VERIFY |
+		    SECP256K1_CONTEXT_SIGN);
+		if (secp_ctx == NULL)
+			fatalx("secp256k1_context_create failed");
+		/* Side-channel blinding for signing. */
+		if (getrandom(seed, sizeof(seed), 0) == sizeof(seed) &&
+		    !secp256k1_context_randomize(secp_ctx, seed))
+			log_warnx("secp256k1 context randomization failed");
+	}
+	return secp_ctx;
+}
+
+enum kind_class
+event_kind_class(uint32_t kind)
+{
+	if (kind == 0 || kind == 3 || (kind >= 10000 && kind < 20000))
+		return KIND_REPLACEABLE;
+	if (kind >= 20000 && kind < 30000)
+		return KIND_EPHEMERAL;
+	if (kind >= 30000 && kind < 40000)
+		return KIND_ADDRESSABLE;
+	return KIND_REGULAR;
+}
+
+int
+hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n)
+{
+	size_t	i;
+	int	hi, lo;
+
+	if (hexlen != n * 2)
+		return -1;
+	for (i = 0; i < n; i++) {
+		char a = hex[2 * i], b = hex[2 * i + 1];
+
+		hi = (a >= '0' && a <= '9') ? a - '0' :
+		    (a >= 'a' && a <= 'f') ? a - 'a' + 10 : -1;
+		lo = (b >= '0' && b <= '9') ? b - '0' :
+		    (b >= 'a' && b <= 'f') ? b - 'a' + 10 : -1;
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+void
+hex_encode(const uint8_t *in, size_t n, char *out)
+{
+	static const char	hex[] = "0123456789abcdef";
+	size_t			i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[in[i] >> 4];
+		out[2 * i + 1] = hex[in[i] & 0xf];
+	}
+	out[2 * n] = '\0';
+}
+
+static void
+add_tags(struct buf *b, const struct event *ev)
+{
+	uint32_t	i, j;
+
+	buf_addc(b, '[');
+	for (i = 0; i < ev->ntags; i++) {
+		if (i)
+			buf_addc(b, ',');
+		buf_addc(b, '[');
+		for (j = 0; j < ev->tags[i].n; j++) {
+			if (j)
+				buf_addc(b, ',');
+			buf_add_jstr(b, ev->tags[i].v[j].s,
+			    ev->tags[i].v[j].len);
+		}
+		buf_addc(b, ']');
+	}
+	buf_addc(b, ']');
+}
+
+void
+event_compute_id(const struct event *ev, uint8_t out[32])
+{
+	struct buf	b = BUF_INIT;
+
+	buf_adds(&b, "[0,\"");
+	buf_add_hex(&b, ev->pubkey, 32);
+	buf_printf(&b, "\",%lld,%u,", (long long)ev->created_at, ev->kind);
+	add_tags(&b, ev);
+	buf_addc(&b, ',');
+	buf_add_jstr(&b, ev->content.s, ev->content.len);
+	buf_addc(&b, ']');
+	SHA256((const unsigned char *)b.b_data, b.b_len, out);
+	buf_free(&b);
+}
+
+/* (Re)builds ev->json from the fields. */
+static void
+event_serialize(struct event *ev)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_reserve(&b, ev->content.len + 256);
+	buf_adds(&b, "{\"id\":\"");
+	buf_add_hex(&b, ev->id, 32);
+	buf_adds(&b, "\",\"pubkey\":\"");
+	buf_add_hex(&b, ev->pubkey, 32);
+	buf_printf(&b, "\",\"created_at\":%lld,\"kind\":%u,\"tags\":",
+	    (long long)ev->created_at, ev->kind);
+	add_tags(&b, ev);
+	buf_adds(&b, ",\"content\":");
+	buf_add_jstr(&b, ev->content.s, ev->content.len);
+	buf_adds(&b, ",\"sig\":\"");
+	buf_add_hex(&b, ev->sig, 64);
+	buf_adds(&b, "\"}");
+	free(ev->json);
+	ev->json = buf_release(&b, &ev->json_len);
+}
+
+static int
+get_hex(const struct json *obj, const char *key, uint8_t *out, size_t n,
+    char *err, size_t errlen)
+{
+	const struct json	*v = json_get(obj, key);
+
+	if (v == NULL) {
+		snprintf(err, errlen, "invalid: missing %s", key);
+		return -1;
+	}
+	if (v->type != JSON_STRING || hex_decode(v->s, v->len, out, n) == -1) {
+		snprintf(err, errlen, "invalid: %s must be %zu lowercase hex "
+		    "characters", key, n * 2);
+		return -1;
+	}
+	return 0;
+}
+
+struct event *
+event_from_json(const struct json *obj, char *err, size_t errlen)
+{
+	const struct json	*kind, *created, *tags, *content, *t, *e;
+	struct event		*ev;
+	size_t			 size, nstr = 0, strbytes = 0;
+	char			*pool;
+	struct estr		*strs;
+	uint32_t		 i, j;
+
+	if (obj == NULL || obj->type != JSON_OBJECT) {
+		snprintf(err, errlen, "invalid: event must be a JSON object");
+		return NULL;
+	}
+	kind = json_get(obj, "kind");
+	created = json_get(obj, "created_at");
+	tags = json_get(obj, "tags");
+	content = json_get(obj, "content");
+	if (kind == NULL || kind->type != JSON_NUMBER || !kind->is_int ||
+	    kind->i < 0 || kind->i > EVENT_KIND_MAX) {
+		snprintf(err, errlen, "invalid: kind must be an integer "
+		    "between 0 and %d", EVENT_KIND_MAX);
+		return NULL;
+	}
+	if (created == NULL || created->type != JSON_NUMBER ||
+	    !created->is_int || created->i < 0) {
+		snprintf(err, errlen, "invalid: created_at must be a "
+		    "non-negative integer");
+		return NULL;
+	}
+	if (content == NULL || content->type != JSON_STRING) {
+		snprintf(err, errlen, "invalid: content must be a string");
+		return NULL;
+	}
+	if (tags == NULL || tags->type != JSON_ARRAY) {
+		snprintf(err, errlen, "invalid: tags must be an array");
+		return NULL;
+	}
+	for (t = tags->child; t; t = t->next) {
+		if (t->type != JSON_ARRAY || t->n == 0) {
+			snprintf(err, errlen, "invalid: each tag must be a "
+			    "non-empty array of strings");
+			return NULL;
+		}
+		for (e = t->child; e; e = e->next) {
+			if (e->type != JSON_STRING) {
+				snprintf(err, errlen, "invalid: tag elements "
+				    "must be strings");
+				return NULL;
+			}
+			nstr++;
+			strbytes += e->len + 1;
+		}
+	}
+	strbytes += content->len + 1;
+
+	size = sizeof(*ev) + tags->n * sizeof(struct event_tag) +
+	    nstr * sizeof(struct estr) + strbytes;
+	if ((ev = calloc(1, size)) == NULL)
+		fatal("event_from_json");
+	ev->tags = (struct event_tag *)(ev + 1);
+	strs = (struct estr *)(ev->tags + tags->n);
+	pool = (char *)(strs + nstr);
+
+	if (get_hex(obj, "id", ev->id, 32, err, errlen) == -1 ||
+	    get_hex(obj, "pubkey", ev->pubkey, 32, err, errlen) == -1 ||
+	    get_hex(obj, "sig", ev->sig, 64, err, errlen) == -1) {
+		free(ev);
+		return NULL;
+	}
+	hex_encode(ev->id, 32, ev->id_hex);
+	hex_encode(ev->pubkey, 32, ev->pubkey_hex);
+	ev->kind = (uint32_t)kind->i;
+	ev->created_at = created->i;
+	ev->ntags = (uint32_t)tags->n;
+	for (i = 0, t = tags->child; t; t = t->next, i++) {
+		ev->tags[i].n = (uint32_t)t->n;
+		ev->tags[i].v = strs;
+		for (j = 0, e = t->child; e; e = e->next, j++) {
+			memcpy(pool, e->s, e->len + 1);
+			strs[j].s = pool;
+			strs[j].len = e->len;
+			pool += e->len + 1;
+		}
+		strs += t->n;
+	}
+	memcpy(pool, content->s, content->len + 1);
+	ev->content.s = pool;
+	ev->content.len = content->len;
+	event_serialize(ev);
+	return ev;
+}
+
+struct event *
+event_parse(const char *buf, size_t len, char *err, size_t errlen)
+{
+	struct json_doc	*doc;
+	struct json	*root;
+	struct event	*ev;
+	char		 jerr[128];
+
+	if ((root = json_parse(buf, len, &doc, jerr, sizeof(jerr))) == NULL) {
+		snprintf(err, errlen, "invalid: bad JSON: %s", jerr);
+		return NULL;
+	}
+	ev = event_from_json(root, err, errlen);
+	json_free(doc);
+	return ev;
+}
+
+int
+event_check_id(const struct event *ev)
+{
+	uint8_t	id[32];
+
+	event_compute_id(ev, id);
+	return memcmp(id, ev->id, 32) == 0;
+}
+
+int
+event_check_sig(const struct event *ev)
+{
+	secp256k1_xonly_pubkey	pk;
+
+	if (!secp256k1_xonly_pubkey_parse(secp(), &pk, ev->pubkey))
+		return 0;
+	return secp256k1_schnorrsig_verify(secp(), ev->sig, ev->id, 32, &pk);
+}
+
+void
+event_free(struct event *ev)
+{
+	if (ev == NULL)
+		return;
+	free(ev->json);
+	free(ev);
+}
+
+int
+event_pubkey_of(const uint8_t seckey[32], uint8_t out[32])
+{
+	secp256k1_keypair	kp;
+	secp256k1_xonly_pubkey	pk;
+
+	if (!secp256k1_keypair_create(secp(), &kp, seckey) ||
+	    !secp256k1_keypair_xonly_pub(secp(), &pk, NULL, &kp) ||
+	    !secp256k1_xonly_pubkey_serialize(secp(), out, &pk))
+		return -1;
+	return 0;
+}
+
+struct event *
+event_new_signed(const uint8_t seckey[32], int64_t created_at, uint32_t kind,
+    const char *tags_json, const char *content)
+{
+	secp256k1_keypair	 kp;
+	struct buf		 b = BUF_INIT;
+	struct event		*ev = NULL;
+	uint8_t			 pub[32], aux[32];
+	char			 err[128];
+
+	if (!secp256k1_keypair_create(secp(), &kp, seckey) ||
+	    event_pubkey_of(seckey, pub) == -1)
+		return NULL;
+	buf_adds(&b, "{\"id\":\"");
+	for (int i = 0; i < 64; i++)
+		buf_addc(&b, '0');
+	buf_adds(&b, "\",\"pubkey\":\"");
+	buf_add_hex(&b, pub, 32);
+	buf_printf(&b, "\",\"created_at\":%lld,\"kind\":%u,\"tags\":%s,"
+	    "\"content\":", (long long)created_at, kind,
+	    tags_json ? tags_json : "[]");
+	buf_add_jstr(&b, content ? content : "", content ? strlen(content) : 0);
+	buf_adds(&b, ",\"sig\":\"");
+	for (int i = 0; i < 128; i++)
+		buf_addc(&b, '0');
+	buf_adds(&b, "\"}");
+	ev = event_parse(b.b_data, b.b_len, err, sizeof(err));
+	buf_free(&b);
+	if (ev == NULL)
+		return NULL;
+	event_compute_id(ev, ev->id);
+	hex_encode(ev->id, 32, ev->id_hex);
+	if (getrandom(aux, sizeof(aux), 0) != sizeof(aux))
+		memset(aux, 0, sizeof(aux));
+	if (!secp256k1_schnorrsig_sign32(secp(), ev->sig, ev->id, &kp, aux)) {
+		event_free(ev);
+		return NULL;
+	}
+	event_serialize(ev);
+	return ev;
+}
+
+const struct estr *
+event_tag_value(const struct event *ev, const char *name)
+{
+	size_t		n = strlen(name);
+	uint32_t	i;
+
+	for (i = 0; i < ev->ntags; i++)
+		if (ev->tags[i].n >= 2 && ev->tags[i].v[0].len == n &&
+		    memcmp(ev->tags[i].v[0].s, name, n) == 0)
+			return &ev->tags[i].v[1];
+	return NULL;
+}
+
+const char *
+event_d(const struct event *ev)
+{
+	const struct estr	*d = event_tag_value(ev, "d");
+
+	return d ? d->s : "";
+}
+
+int64_t
+event_expiration(const struct event *ev)
+{
+	const struct estr	*x = event_tag_value(ev, "expiration");
+	long long		 v = 0;
+	size_t			 i;
+
+	if (x == NULL || x->len == 0 || x->len > 18)
+		return 0;
+	for (i = 0; i < x->len; i++) {
+		if (x->s[i] < '0' || x->s[i] > '9')
+			return 0;
+		v = v * 10 + (x->s[i] - '0');
+	}
+	return v;
+}

@@ -1,0 +1,193 @@
+/*
+ * event_test.c: event parsing, canonical serialization, id and signature
+ * checks against the shared vectors signed by nostr-tools.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event.h"
+#include "json.h"
+#include "t.h"
+
+static const uint8_t sk1[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
+    14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+    32 };
+
+/* Every vector: valid ones parse, verify and re-serialize to the same
+ * canonical id; invalid ones fail somewhere in parse/id/sig. */
+static void
+test_vectors_from_nostr_tools(void)
+{
+	char		 path[512], *line = NULL, err[256];
+	size_t		 cap = 0, nvalid = 0, ninvalid = 0;
+	ssize_t		 n;
+	FILE		*f;
+
+	snprintf(path, sizeof(path), "%s/events.jsonl", t_vectors_dir());
+	T_ASSERT((f = fopen(path, "r")) != NULL);
+	while ((n = getline(&line, &cap, f)) > 0) {
+		struct json_doc	*doc;
+		struct json	*root, *valid, *name, *evj;
+		struct event	*ev;
+		int		 ok;
+
+		if (n <= 1)
+			continue;
+		root = json_parse(line, (size_t)n, &doc, err, sizeof(err));
+		T_ASSERT(root != NULL);
+		valid = json_get(root, "valid");
+		name = json_get(root, "name");
+		evj = json_get(root, "event");
+		ev = event_from_json(evj, err, sizeof(err));
+		ok = ev != NULL && event_check_id(ev) && event_check_sig(ev);
+		if (valid->type == JSON_TRUE) {
+			nvalid++;
+			if (!ok) {
+				char m[300];
+				snprintf(m, sizeof(m), "valid vector %s "
+				    "rejected (%s)", name->s, ev ? "id/sig" :
+				    err);
+				t_fail_at(__FILE__, __LINE__, m);
+			} else {
+				/* Our stored JSON parses back to the same
+				 * event. */
+				struct event *again = event_parse(ev->json,
+				    ev->json_len, err, sizeof(err));
+				T_CHECK(again != NULL && event_check_id(again)
+				    && event_check_sig(again));
+				event_free(again);
+			}
+		} else {
+			ninvalid++;
+			if (ok) {
+				char m[300];
+				snprintf(m, sizeof(m), "invalid vector %s "
+				    "accepted", name->s);
+				t_fail_at(__FILE__, __LINE__, m);
+			}
+		}
+		event_free(ev);
+		json_free(doc);
+	}
+	free(line);
+	fclose(f);
+	T_CHECK(nvalid >= 30);
+	T_CHECK(ninvalid >= 15);
+}
+
+static void
+test_canonical_escaping_of_controls_and_del(void)
+{
+	struct event	*ev;
+	const char	*want = "\"content\":\"a\\u0000b\\u0001\\n\\t\\\"\\\\"
+	    "\x7f/\xc3\xa9\"";
+
+	ev = event_new_signed(sk1, 1700000000, 1,
+	    "[[\"t\",\"x\\u001fy\"]]", NULL);
+	T_ASSERT(ev != NULL);
+	T_CHECK(strstr(ev->json, "[[\"t\",\"x\\u001fy\"]]") != NULL);
+	event_free(ev);
+
+	/* Content with an embedded NUL must survive a round trip. */
+	ev = event_parse("{\"id\":\"00000000000000000000000000000000000000"
+	    "00000000000000000000000000\",\"pubkey\":\"0000000000000000000000"
+	    "000000000000000000000000000000000000000000\",\"created_at\":1,"
+	    "\"kind\":1,\"tags\":[],\"content\":\"a\\u0000b\\u0001\\n\\t\\\""
+	    "\\\\\x7f\\/\\u00e9\",\"sig\":\"" "0000000000000000000000000000000"
+	    "000000000000000000000000000000000000000000000000000000000000000"
+	    "0000000000000000000000000000000000\"}", 0, NULL, 0);
+	T_CHECK(ev == NULL);	/* length 0 input */
+	{
+		const char *s = "{\"id\":\"0000000000000000000000000000000000"
+		    "000000000000000000000000000000\",\"pubkey\":\"00000000000"
+		    "00000000000000000000000000000000000000000000000000000\","
+		    "\"created_at\":1,\"kind\":1,\"tags\":[],\"content\":"
+		    "\"a\\u0000b\\u0001\\n\\t\\\"\\\\\x7f\\/\\u00e9\",\"sig\":"
+		    "\"00000000000000000000000000000000000000000000000000000000"
+		    "000000000000000000000000000000000000000000000000000000000"
+		    "000000000000000\"}";
+		char err[128];
+
+		ev = event_parse(s, strlen(s), err, sizeof(err));
+		T_ASSERT(ev != NULL);
+		T_EQ_INT(ev->content.len, 12);
+		T_CHECK(strstr(ev->json, want) != NULL);
+		event_free(ev);
+	}
+}
+
+static void
+test_signed_event_verifies(void)
+{
+	struct event	*ev;
+	uint8_t		 pk[32];
+
+	ev = event_new_signed(sk1, 1700000000, 1621,
+	    "[[\"a\",\"30617:aa:repo\"],[\"subject\",\"hi\"]]", "body\n");
+	T_ASSERT(ev != NULL);
+	T_CHECK(event_check_id(ev));
+	T_CHECK(event_check_sig(ev));
+	T_ASSERT(event_pubkey_of(sk1, pk) == 0);
+	T_CHECK(memcmp(pk, ev->pubkey, 32) == 0);
+	ev->content.s[0] = 'B';
+	T_CHECK(!event_check_id(ev));
+	event_free(ev);
+}
+
+static void
+test_strict_field_types_are_refused(void)
+{
+	static const char *bad[] = {
+		"[]",
+		"{\"kind\":1}",
+		"{\"id\":\"x\",\"pubkey\":\"x\",\"created_at\":1,\"kind\":1,"
+		    "\"tags\":[],\"content\":\"\",\"sig\":\"x\"}",
+	};
+	char	err[128];
+	size_t	i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct event *ev = event_parse(bad[i], strlen(bad[i]), err,
+		    sizeof(err));
+		T_CHECK(ev == NULL);
+		T_CHECK(strncmp(err, "invalid: ", 9) == 0);
+		event_free(ev);
+	}
+}
+
+static void
+test_tag_helpers(void)
+{
+	struct event	*ev;
+
+	ev = event_new_signed(sk1, 10, 30617, "[[\"x\"],[\"d\",\"repo\"],"
+	    "[\"d\",\"other\"],[\"expiration\",\"12345\"]]", "");
+	T_ASSERT(ev != NULL);
+	T_EQ_STR(event_d(ev), "repo");
+	T_EQ_INT(event_expiration(ev), 12345);
+	T_CHECK(event_tag_value(ev, "x") == NULL);
+	T_EQ_INT(event_kind_class(30617), KIND_ADDRESSABLE);
+	T_EQ_INT(event_kind_class(0), KIND_REPLACEABLE);
+	T_EQ_INT(event_kind_class(3), KIND_REPLACEABLE);
+	T_EQ_INT(event_kind_class(10002), KIND_REPLACEABLE);
+	T_EQ_INT(event_kind_class(20001), KIND_EPHEMERAL);
+	T_EQ_INT(event_kind_class(1621), KIND_REGULAR);
+	event_free(ev);
+	ev = event_new_signed(sk1, 10, 30617, "[]", "");
+	T_ASSERT(ev != NULL);
+	T_EQ_STR(event_d(ev), "");
+	T_EQ_INT(event_expiration(ev), 0);
+	event_free(ev);
+}
+
+int
+main(void)
+{
+	T_RUN(test_vectors_from_nostr_tools);
+	T_RUN(test_canonical_escaping_of_controls_and_del);
+	T_RUN(test_signed_event_verifies);
+	T_RUN(test_strict_field_types_are_refused);
+	T_RUN(test_tag_helpers);
+	return t_done();
+}

@@ -1,0 +1,570 @@
+/*
+ * policy.c: the GRASP-01 write policy (see policy.h).  Runs in relayd,
+ * inside the write transaction, for client and ingested events alike.
+ *
+ * The rules follow ngit-grasp (reference brief 1.2-1.8) with its quirks
+ * fixed: "lists this service" compares parsed host and port instead of a
+ * substring, and a blacklisted repository cannot come back as a
+ * maintainer's announcement.  Purgatory is not here yet: until git
+ * hosting lands, accepted announcements are served at once.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "config.h"
+#include "event.h"
+#include "filter.h"
+#include "json.h"
+#include "nip19.h"
+#include "policy.h"
+#include "store.h"
+
+int
+coord_parse(const char *c, size_t len, uint32_t *kind, uint8_t pubkey[32],
+    const char **d, size_t *dlen)
+{
+	const char	*c1, *c2, *end = c + len;
+	uint32_t	 k = 0;
+	const char	*p;
+
+	if ((c1 = memchr(c, ':', len)) == NULL || c1 == c || c1 - c > 5)
+		return -1;
+	for (p = c; p < c1; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		k = k * 10 + (uint32_t)(*p - '0');
+	}
+	if (k > EVENT_KIND_MAX)
+		return -1;
+	c2 = c1 + 1 + 64;
+	if (c2 > end || (c2 < end && *c2 != ':'))
+		return -1;
+	if (hex_decode(c1 + 1, 64, pubkey, 32) == -1)
+		return -1;
+	*kind = k;
+	if (c2 == end) {
+		/* "kind:pubkey" as NIP-34 forward references use it. */
+		*d = end;
+		*dlen = 0;
+	} else {
+		*d = c2 + 1;
+		*dlen = (size_t)(end - c2 - 1);
+	}
+	return 0;
+}
+
+/*
+ * Splits "host[:port]" or "[v6]:port"; host lowercased into host.
+ * Returns 0 or -1.
+ */
+static int
+split_hostport(const char *s, size_t len, char *host, size_t hostlen,
+    int *port)
+{
+	const char	*colon = NULL, *hend;
+	size_t		 i, hn;
+	long		 v = 0;
+
+	*port = 0;
+	if (len == 0)
+		return -1;
+	if (s[0] == '[') {
+		const char *rb = memchr(s, ']', len);
+
+		if (rb == NULL)
+			return -1;
+		hend = rb + 1;
+		if (hend < s + len) {
+			if (*hend != ':')
+				return -1;
+			colon = hend;
+		}
+	} else {
+		colon = memchr(s, ':', len);
+		hend = colon ? colon : s + len;
+	}
+	if (colon) {
+		const char *p = colon + 1;
+
+		if (p == s + len || s + len - p > 5)
+			return -1;
+		for (; p < s + len; p++) {
+			if (*p < '0' || *p > '9')
+				return -1;
+			v = v * 10 + (*p - '0');
+		}
+		if (v < 1 || v > 65535)
+			return -1;
+		*port = (int)v;
+	}
+	hn = (size_t)(hend - s);
+	if (hn == 0 || hn >= hostlen)
+		return -1;
+	for (i = 0; i < hn; i++)
+		host[i] = (char)tolower((unsigned char)s[i]);
+	host[hn] = '\0';
+	/* One trailing dot names the same host. */
+	if (hn > 1 && host[hn - 1] == '.')
+		host[hn - 1] = '\0';
+	return 0;
+}
+
+int
+policy_init(struct policy *pl, const struct config *cfg, char *err,
+    size_t errlen)
+{
+	const char	*dom = cfg->domain;
+	size_t		 n = strlen(dom);
+
+	memset(pl, 0, sizeof(*pl));
+	pl->pl_cfg = cfg;
+	while (n > 0 && dom[n - 1] == '/')
+		n--;
+	if (split_hostport(dom, n, pl->pl_host, sizeof(pl->pl_host),
+	    &pl->pl_port) == -1) {
+		snprintf(err, errlen, "NGIT_DOMAIN: \"%s\" is not host[:port]",
+		    dom);
+		return -1;
+	}
+	return 0;
+}
+
+int
+policy_url_is_service(const struct policy *pl, const char *url, size_t len)
+{
+	static const struct {
+		const char	*scheme;
+		int		 port;
+	} schemes[] = {
+		{ "https://", 443 }, { "http://", 80 },
+		{ "wss://", 443 }, { "ws://", 80 },
+	};
+	const char	*p = NULL, *auth_end;
+	char		 host[256];
+	int		 port, defport = 0;
+	size_t		 i, sl;
+
+	for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+		sl = strlen(schemes[i].scheme);
+		if (len > sl && strncasecmp(url, schemes[i].scheme, sl) == 0) {
+			p = url + sl;
+			defport = schemes[i].port;
+			break;
+		}
+	}
+	if (p == NULL)
+		return 0;
+	for (auth_end = p; auth_end < url + len && *auth_end != '/' &&
+	    *auth_end != '?' && *auth_end != '#'; auth_end++)
+		;
+	if (memchr(p, '@', (size_t)(auth_end - p)) != NULL)
+		return 0;
+	if (split_hostport(p, (size_t)(auth_end - p), host, sizeof(host),
+	    &port) == -1)
+		return 0;
+	if (strcmp(host, pl->pl_host) != 0)
+		return 0;
+	if (port == 0)
+		port = defport;
+	return port == (pl->pl_port ? pl->pl_port : defport);
+}
+
+static const struct event_tag *
+find_tag(const struct event *ev, const char *name, const struct event_tag
+    *after)
+{
+	uint32_t	i = after ? (uint32_t)(after - ev->tags) + 1 : 0;
+
+	for (; i < ev->ntags; i++)
+		if (strcmp(ev->tags[i].v[0].s, name) == 0)
+			return &ev->tags[i];
+	return NULL;
+}
+
+/* 1 if some value (elements 1..) of the tags named name is this service. */
+static int
+tag_lists_service(const struct policy *pl, const struct event *ev,
+    const char *name)
+{
+	const struct event_tag	*t = NULL;
+	uint32_t		 j;
+
+	while ((t = find_tag(ev, name, t)) != NULL)
+		for (j = 1; j < t->n; j++)
+			if (policy_url_is_service(pl, t->v[j].s, t->v[j].len))
+				return 1;
+	return 0;
+}
+
+static int
+identifier_safe(const struct estr *d)
+{
+	if (d->len == 0 || memchr(d->s, '\0', d->len) != NULL)
+		return 0;
+	if (strcmp(d->s, ".") == 0 || strcmp(d->s, "..") == 0)
+		return 0;
+	return strpbrk(d->s, "/\\") == NULL;
+}
+
+static int
+rule_matches(const struct cfg_repo_rule *r, size_t n, const uint8_t pk[32],
+    const char *d)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (r[i].has_pubkey && memcmp(r[i].pubkey, pk, 32) != 0)
+			continue;
+		if (r[i].identifier && strcmp(r[i].identifier, d) != 0)
+			continue;
+		return 1;
+	}
+	return 0;
+}
+
+/* Stored announcements with identifier d, collected by the query. */
+struct announcements {
+	size_t		 n;
+	struct event	*ev[POLICY_MAX_MAINTAINERS];
+};
+
+static int
+collect_cb(const char *json, size_t len, int64_t seq, void *arg)
+{
+	struct announcements	*a = arg;
+	char			 err[64];
+
+	(void)seq;
+	if (a->n >= POLICY_MAX_MAINTAINERS)
+		return 1;
+	if ((a->ev[a->n] = event_parse(json, len, err, sizeof(err))) != NULL)
+		a->n++;
+	return 0;
+}
+
+static int
+load_announcements(struct store *st, const char *d, size_t dlen,
+    struct announcements *a)
+{
+	struct buf	 b = BUF_INIT;
+	struct json_doc	*doc;
+	struct json	*root;
+	struct filter	 f;
+	char		 err[128];
+	int		 rc = -1;
+
+	a->n = 0;
+	buf_printf(&b, "{\"kinds\":[%d],\"#d\":[", KIND_REPO_ANNOUNCEMENT);
+	buf_add_jstr(&b, d, dlen);
+	buf_adds(&b, "]}");
+	if ((root = json_parse(b.b_data, b.b_len, &doc, err, sizeof(err))) ==
+	    NULL)
+		goto done;
+	if (filter_parse(root, &f, err, sizeof(err)) == 0) {
+		if (store_query(st, &f, 1, POLICY_MAX_MAINTAINERS,
+		    POLICY_MAX_MAINTAINERS, 0, collect_cb, a) >= 0)
+			rc = 0;
+		filter_free(&f);
+	}
+	json_free(doc);
+done:
+	buf_free(&b);
+	return rc;
+}
+
+static void
+free_announcements(struct announcements *a)
+{
+	size_t	i;
+
+	for (i = 0; i < a->n; i++)
+		event_free(a->ev[i]);
+	a->n = 0;
+}
+
+/* The announcement by pk among a, or NULL. */
+static const struct event *
+announcement_by(const struct announcements *a, const uint8_t pk[32])
+{
+	size_t	i;
+
+	for (i = 0; i < a->n; i++)
+		if (memcmp(a->ev[i]->pubkey, pk, 32) == 0)
+			return a->ev[i];
+	return NULL;
+}
+
+/*
+ * 1 if who is in owner's recursive maintainer set (reference brief 1.8):
+ * start at the owner; every visited key that has an announcement with the
+ * same identifier adds its first "maintainers" tag; revisits stop.
+ */
+static int
+in_maintainer_set(const struct announcements *a, const uint8_t owner[32],
+    const uint8_t who[32])
+{
+	uint8_t			 set[POLICY_MAX_MAINTAINERS][32];
+	size_t			 n = 0, i, k;
+	const struct event	*ann;
+	const struct event_tag	*t;
+	uint32_t		 j;
+	uint8_t			 pk[32];
+
+	memcpy(set[n++], owner, 32);
+	for (i = 0; i < n; i++) {
+		if (memcmp(set[i], who, 32) == 0)
+			return 1;
+		if ((ann = announcement_by(a, set[i])) == NULL)
+			continue;
+		if ((t = find_tag(ann, "maintainers", NULL)) == NULL)
+			continue;
+		for (j = 1; j < t->n && n < POLICY_MAX_MAINTAINERS; j++) {
+			if (hex_decode(t->v[j].s, t->v[j].len, pk, 32) == -1)
+				continue;
+			for (k = 0; k < n; k++)
+				if (memcmp(set[k], pk, 32) == 0)
+					break;
+			if (k == n)
+				memcpy(set[n++], pk, 32);
+		}
+	}
+	return 0;
+}
+
+static void
+npub_of(const uint8_t pk[32], char *out, size_t outlen)
+{
+	if (nip19_encode("npub", pk, out, outlen) == -1)
+		hex_encode(pk, 32, out);
+}
+
+static int
+check_announcement(const struct policy *pl, struct store *st,
+    const struct event *ev, char *msg, size_t msglen)
+{
+	const struct config	*cfg = pl->pl_cfg;
+	const struct estr	*d = event_tag_value(ev, "d");
+	const struct event_tag	*t;
+	struct announcements	 a;
+	char			 npub[NIP19_KEY_BUFSZ];
+	int			 nclone = 0, listed, rc;
+	size_t			 i;
+
+	if (d == NULL) {
+		snprintf(msg, msglen, "invalid: missing required 'd' tag "
+		    "(identifier)");
+		return 0;
+	}
+	if (!identifier_safe(d)) {
+		snprintf(msg, msglen, "invalid: Invalid identifier: must be "
+		    "non-empty, not '.' or '..', without '/' or '\\'");
+		return 0;
+	}
+	for (t = NULL; (t = find_tag(ev, "clone", t)) != NULL; )
+		nclone++;
+	if (nclone > 1) {
+		snprintf(msg, msglen, "invalid: Invalid announcement: multiple "
+		    "clone tags found. correct format is single clone tag with "
+		    "multiple values");
+		return 0;
+	}
+	npub_of(ev->pubkey, npub, sizeof(npub));
+	for (i = 0; i < cfg->repo_blacklist.n; i++) {
+		const struct cfg_repo_rule *r = &cfg->repo_blacklist.v[i];
+
+		if (!rule_matches(r, 1, ev->pubkey, d->s))
+			continue;
+		if (r->has_pubkey && r->identifier == NULL)
+			snprintf(msg, msglen, "blocked: Repository owner %s "
+			    "is blacklisted", npub);
+		else if (r->has_pubkey)
+			snprintf(msg, msglen, "blocked: Repository %s/%s is "
+			    "blacklisted", npub, d->s);
+		else
+			snprintf(msg, msglen, "blocked: Repository identifier "
+			    "%s is blacklisted", d->s);
+		return 0;
+	}
+
+	listed = tag_lists_service(pl, ev, "clone") &&
+	    tag_lists_service(pl, ev, "relays");
+	if (listed && (cfg->repo_whitelist.n == 0 ||
+	    rule_matches(cfg->repo_whitelist.v, cfg->repo_whitelist.n,
+	    ev->pubkey, d->s)))
+		return 1;
+	if (listed)
+		snprintf(msg, msglen, "blocked: Announcement lists service but "
+		    "does not match repository whitelist. Repository %s/%s not "
+		    "in whitelist", npub, d->s);
+	else
+		snprintf(msg, msglen, "blocked: Announcement must list service "
+		    "in both 'clone' and 'relays' tags");
+
+	/* The maintainer exception: an owner or declared maintainer of a
+	 * stored announcement with this identifier is accepted as is. */
+	if (load_announcements(st, d->s, d->len, &a) == -1) {
+		snprintf(msg, msglen, "error: database query failed");
+		return -1;
+	}
+	rc = 0;
+	for (i = 0; i < a.n && rc == 0; i++) {
+		if (memcmp(a.ev[i]->pubkey, ev->pubkey, 32) == 0 ||
+		    in_maintainer_set(&a, a.ev[i]->pubkey, ev->pubkey))
+			rc = 1;
+	}
+	free_announcements(&a);
+	return rc;
+}
+
+static int
+check_state(const struct policy *pl, struct store *st, const struct event *ev,
+    char *msg, size_t msglen)
+{
+	const struct estr	*d = event_tag_value(ev, "d");
+	struct announcements	 a;
+	size_t			 i;
+	int			 rc = 0;
+
+	(void)pl;
+	if (d == NULL) {
+		snprintf(msg, msglen, "invalid: missing required 'd' tag "
+		    "(identifier)");
+		return 0;
+	}
+	if (load_announcements(st, d->s, d->len, &a) == -1) {
+		snprintf(msg, msglen, "error: database query failed");
+		return -1;
+	}
+	if (a.n == 0) {
+		snprintf(msg, msglen, "invalid: no announcement exists for "
+		    "this repository");
+		return 0;
+	}
+	for (i = 0; i < a.n && rc == 0; i++)
+		if (in_maintainer_set(&a, a.ev[i]->pubkey, ev->pubkey))
+			rc = 1;
+	free_announcements(&a);
+	if (rc == 0)
+		snprintf(msg, msglen, "invalid: author not authorized for this "
+		    "repository");
+	return rc;
+}
+
+/*
+ * The related-event rule (reference brief 1.6): accepted when it points at
+ * a stored address (a/A/q) or id (e/E/q), or a stored event points at it.
+ * Returns 1, 0 or -1 on a store error.
+ */
+static int
+is_related(struct store *st, const struct event *ev)
+{
+	uint32_t	 i, kind;
+	uint8_t		 pk[32], id[32];
+	const char	*d;
+	size_t		 dlen;
+	char		 dbuf[1024], coord[1200];
+	int		 r;
+
+	for (i = 0; i < ev->ntags; i++) {
+		const struct event_tag	*t = &ev->tags[i];
+		const char		*name = t->v[0].s;
+		const struct estr	*v;
+
+		if (t->n < 2 || t->v[0].len != 1 || !strchr("aAqeE", name[0]))
+			continue;
+		v = &t->v[1];
+		if ((name[0] == 'a' || name[0] == 'A' || name[0] == 'q') &&
+		    memchr(v->s, ':', v->len) != NULL) {
+			if (coord_parse(v->s, v->len, &kind, pk, &d, &dlen) ==
+			    -1 || dlen >= sizeof(dbuf))
+				continue;
+			memcpy(dbuf, d, dlen);
+			dbuf[dlen] = '\0';
+			r = store_has_address(st, kind, pk, dbuf);
+		} else if (hex_decode(v->s, v->len, id, 32) == 0) {
+			r = store_has_id(st, id);
+		} else
+			continue;
+		if (r != 0)
+			return r;
+	}
+
+	/* Forward references: something stored already points here. */
+	switch (event_kind_class(ev->kind)) {
+	case KIND_REPLACEABLE:
+		snprintf(coord, sizeof(coord), "%u:%s", ev->kind,
+		    ev->pubkey_hex);
+		if ((r = store_tag_exists(st, "aAq", coord)) != 0)
+			return r;
+		strncat(coord, ":", sizeof(coord) - strlen(coord) - 1);
+		return store_tag_exists(st, "aAq", coord);
+	case KIND_ADDRESSABLE:
+		snprintf(coord, sizeof(coord), "%u:%s:%s", ev->kind,
+		    ev->pubkey_hex, event_d(ev));
+		return store_tag_exists(st, "aAq", coord);
+	default:
+		return store_tag_exists(st, "eEq", ev->id_hex);
+	}
+}
+
+int
+policy_check(const struct policy *pl, struct store *st,
+    const struct event *ev, char *msg, size_t msglen)
+{
+	const struct config	*cfg = pl->pl_cfg;
+	char			 npub[NIP19_KEY_BUFSZ];
+	size_t			 i;
+	int			 r;
+
+	msg[0] = '\0';
+	for (i = 0; i < cfg->event_blacklist.n; i++) {
+		if (memcmp(cfg->event_blacklist.v[i], ev->pubkey, 32) == 0) {
+			npub_of(ev->pubkey, npub, sizeof(npub));
+			snprintf(msg, msglen, "blocked: Event author %s is "
+			    "blacklisted", npub);
+			return 0;
+		}
+	}
+
+	switch (ev->kind) {
+	case KIND_REPO_ANNOUNCEMENT:
+		return check_announcement(pl, st, ev, msg, msglen);
+	case KIND_REPO_STATE:
+		return check_state(pl, st, ev, msg, msglen);
+	case KIND_USER_GRASP_LIST:
+	case KIND_DELETION:
+		return 1;
+	case KIND_PROFILE:
+	case KIND_RELAY_LIST:
+		snprintf(msg, msglen, "blocked: profiles and relay lists are "
+		    "accepted only from repository participants");
+		return 0;
+	default:
+		break;
+	}
+
+	if ((r = is_related(st, ev)) == -1) {
+		snprintf(msg, msglen, "error: database query failed");
+		return -1;
+	}
+	if (r == 0) {
+		if (ev->kind == KIND_PR || ev->kind == KIND_PR_UPDATE)
+			snprintf(msg, msglen, "blocked: PR event must reference "
+			    "an accepted repository or accepted event");
+		else
+			snprintf(msg, msglen, "blocked: event must reference an "
+			    "accepted repository or accepted event");
+		return 0;
+	}
+	if ((ev->kind == KIND_PR || ev->kind == KIND_PR_UPDATE) &&
+	    event_tag_value(ev, "c") == NULL) {
+		snprintf(msg, msglen, "invalid: PR event has no 'c' tag (tip "
+		    "commit)");
+		return 0;
+	}
+	return 1;
+}

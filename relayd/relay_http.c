@@ -1,0 +1,209 @@
+/*
+ * relay_http.c: relayd's plain HTTP on the relay port: the NIP-11 relay
+ * information document for "Accept: application/nostr+json", a small
+ * landing page on GET /, 204 for OPTIONS, 404 otherwise.  Every response
+ * carries the CORS headers GRASP-01 requires.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "relayd.h"
+
+/* GRASP-01 (reference brief 2.5): CORS on every response. */
+static const struct {
+	const char	*name;
+	const char	*value;
+} cors[] = {
+	{ "access-control-allow-origin:", "*" },
+	{ "access-control-allow-methods:", "GET, POST, OPTIONS" },
+	{ "access-control-allow-headers:", "Authorization, Content-Type, "
+	    "Git-Protocol, Accept, Content-Encoding, X-Requested-With" },
+};
+
+int
+relay_nip11_build(void)
+{
+	cJSON	*doc, *lim, *arr;
+	char	*s, name[512];
+	static const int nips[] = { 1, 9, 11, 34, 40 };
+	size_t	 i;
+
+	if ((doc = cJSON_CreateObject()) == NULL)
+		return -1;
+	if (relayd->cfg.relay_name && relayd->cfg.relay_name[0])
+		snprintf(name, sizeof(name), "%s", relayd->cfg.relay_name);
+	else
+		snprintf(name, sizeof(name), "%s grasp relay",
+		    relayd->cfg.domain);
+	cJSON_AddStringToObject(doc, "name", name);
+	cJSON_AddStringToObject(doc, "description",
+	    relayd->cfg.relay_description);
+	cJSON_AddStringToObject(doc, "pubkey", relayd->owner_hex);
+	cJSON_AddStringToObject(doc, "software", RELAY_SOFTWARE);
+	cJSON_AddStringToObject(doc, "version", RELAY_VERSION);
+	arr = cJSON_AddArrayToObject(doc, "supported_nips");
+	for (i = 0; i < sizeof(nips) / sizeof(nips[0]); i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber(nips[i]));
+	arr = cJSON_AddArrayToObject(doc, "supported_grasps");
+	cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-01"));
+	cJSON_AddStringToObject(doc, "repo_acceptance_criteria",
+	    relayd->cfg.repo_whitelist.n ?
+	    "Announcements of whitelisted repositories that list this service "
+	    "in both their clone and relays tags, their maintainers' "
+	    "announcements, and the events that reference them." :
+	    "Announcements that list this service in both their clone and "
+	    "relays tags, their maintainers' announcements, and the events "
+	    "that reference them.");
+	if (relayd->cfg.repo_whitelist.n)
+		cJSON_AddStringToObject(doc, "curation", "Accepts only "
+		    "whitelisted repositories and maintainers that list this "
+		    "service");
+	lim = cJSON_AddObjectToObject(doc, "limitation");
+	cJSON_AddNumberToObject(lim, "max_message_length", RELAY_MAX_MESSAGE);
+	cJSON_AddNumberToObject(lim, "max_subscriptions", RELAY_MAX_SUBS);
+	cJSON_AddNumberToObject(lim, "max_limit", STORE_MAX_LIMIT);
+	cJSON_AddNumberToObject(lim, "default_limit", STORE_DEFAULT_LIMIT);
+	cJSON_AddNumberToObject(lim, "max_subid_length", RELAY_MAX_SUBID);
+	cJSON_AddNumberToObject(lim, "max_event_tags", RELAY_MAX_TAGS);
+	cJSON_AddNumberToObject(lim, "max_content_length", RELAY_MAX_CONTENT);
+	cJSON_AddNumberToObject(lim, "created_at_upper_limit",
+	    RELAY_CREATED_AT_AHEAD);
+	cJSON_AddNumberToObject(lim, "max_filters", RELAY_MAX_FILTERS);
+	cJSON_AddNumberToObject(lim, "max_connections",
+	    relayd->cfg.max_connections);
+	cJSON_AddNumberToObject(lim, "max_events_per_minute",
+	    relayd->cfg.max_events_per_minute);
+	cJSON_AddBoolToObject(lim, "auth_required", 0);
+	cJSON_AddBoolToObject(lim, "payment_required", 0);
+	cJSON_AddBoolToObject(lim, "restricted_writes", 1);
+	s = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	if (s == NULL)
+		return -1;
+	free(relayd->nip11);
+	relayd->nip11 = s;
+	relayd->nip11_len = strlen(s);
+	return 0;
+}
+
+/*
+ * Writes the status line and headers; the body (which the connection now
+ * owns) follows in relay_http_writeable().  Returns the callback result.
+ */
+static int
+respond(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len)
+{
+	unsigned char	 hbuf[LWS_PRE + 2048], *start = hbuf + LWS_PRE;
+	unsigned char	*p = start, *end = hbuf + sizeof(hbuf) - 1;
+	size_t		 i;
+
+	c->rc_kind = CONN_HTTP;
+	free(c->rc_body);
+	c->rc_body = body;
+	c->rc_bodylen = len;
+	if (lws_add_http_common_headers(wsi, status, type, len, &p, end))
+		return 1;
+	for (i = 0; i < sizeof(cors) / sizeof(cors[0]); i++)
+		if (lws_add_http_header_by_name(wsi,
+		    (const unsigned char *)cors[i].name,
+		    (const unsigned char *)cors[i].value,
+		    (int)strlen(cors[i].value), &p, end))
+			return 1;
+	if (lws_add_http_header_by_name(wsi, (const unsigned char *)"server:",
+	    (const unsigned char *)"graspd", 6, &p, end))
+		return 1;
+	if (lws_finalize_write_http_header(wsi, start, &p, end))
+		return 1;
+	if (len == 0) {
+		free(c->rc_body);
+		c->rc_body = NULL;
+		return lws_http_transaction_completed(wsi) ? -1 : 0;
+	}
+	lws_callback_on_writable(wsi);
+	return 0;
+}
+
+int
+relay_http_writeable(struct relay_conn *c, struct lws *wsi)
+{
+	unsigned char	*buf;
+	int		 n;
+
+	if (c->rc_body == NULL)
+		return 0;
+	if ((buf = malloc(LWS_PRE + c->rc_bodylen)) == NULL)
+		fatal("relay_http_writeable");
+	memcpy(buf + LWS_PRE, c->rc_body, c->rc_bodylen);
+	n = lws_write(wsi, buf + LWS_PRE, c->rc_bodylen, LWS_WRITE_HTTP_FINAL);
+	free(buf);
+	free(c->rc_body);
+	c->rc_body = NULL;
+	if (n < 0)
+		return -1;
+	return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
+static char *
+xstrdup(const char *s, size_t *len)
+{
+	char	*d = strdup(s);
+
+	if (d == NULL)
+		fatal("strdup");
+	*len = strlen(d);
+	return d;
+}
+
+static int
+wants_nip11(struct lws *wsi)
+{
+	char	accept[512];
+
+	if (lws_hdr_copy(wsi, accept, sizeof(accept), WSI_TOKEN_HTTP_ACCEPT) <=
+	    0)
+		return 0;
+	return strstr(accept, "application/nostr+json") != NULL;
+}
+
+int
+relay_http_request(struct relay_conn *c, struct lws *wsi)
+{
+	char	*uri, *body;
+	int	 method, urilen;
+	size_t	 len;
+
+	relayd->stats.http_requests++;
+	memset(c, 0, sizeof(*c));
+	method = lws_http_get_uri_and_method(wsi, &uri, &urilen);
+	if (method == LWSHUMETH_OPTIONS)
+		return respond(c, wsi, HTTP_STATUS_NO_CONTENT, NULL, NULL, 0);
+	if (method != LWSHUMETH_GET) {
+		body = xstrdup("method not allowed\n", &len);
+		return respond(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+		    "text/plain", body, len);
+	}
+	if (wants_nip11(wsi)) {
+		body = xstrdup(relayd->nip11, &len);
+		return respond(c, wsi, HTTP_STATUS_OK,
+		    "application/nostr+json", body, len);
+	}
+	if (urilen == 1 && uri[0] == '/') {
+		struct buf b = BUF_INIT;
+
+		buf_printf(&b, "<!DOCTYPE html>\n<html><head><meta charset="
+		    "\"utf-8\"><title>%s</title></head><body>\n<h1>graspd</h1>\n"
+		    "<p>A GRASP server: a Nostr relay for git collaboration "
+		    "(NIP-34) with git hosting.</p>\n<p>Relay: <code>ws://%s"
+		    "</code></p>\n</body></html>\n", relayd->cfg.domain,
+		    relayd->cfg.domain);
+		body = buf_release(&b, &len);
+		return respond(c, wsi, HTTP_STATUS_OK, "text/html", body, len);
+	}
+	body = xstrdup("<!DOCTYPE html>\n<html><body><h1>404 Not Found"
+	    "</h1></body></html>\n", &len);
+	return respond(c, wsi, HTTP_STATUS_NOT_FOUND, "text/html", body, len);
+}

@@ -1,0 +1,274 @@
+/*
+ * relay_ingest.c: relayd's event pipeline.  parse -> limits -> id and
+ * signature -> (batch) duplicate and deletion checks -> write policy ->
+ * store -> commit -> OK -> fan-out.  Events that arrive in one turn of the
+ * loop are committed in one transaction, and OK is sent only after the
+ * commit, so an acknowledged event is never lost.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "event.h"
+#include "json.h"
+#include "log.h"
+#include "relayd.h"
+
+struct pending {
+	STAILQ_ENTRY(pending)	 p_entry;
+	struct event		*p_ev;
+	struct relay_conn	*p_conn;	/* NULL once it went away */
+	int			 p_ok;
+	int			 p_fanout;
+	char			 p_msg[512];
+};
+
+static STAILQ_HEAD(, pending)	pending = STAILQ_HEAD_INITIALIZER(pending);
+static lws_sorted_usec_list_t	flush_sul;
+static int			flush_scheduled;
+
+static void	flush_cb(lws_sorted_usec_list_t *);
+
+void
+relay_ingest_init(void)
+{
+	memset(&flush_sul, 0, sizeof(flush_sul));
+}
+
+void
+relay_ingest_forget(struct relay_conn *c)
+{
+	struct pending	*p;
+
+	STAILQ_FOREACH(p, &pending, p_entry)
+		if (p->p_conn == c)
+			p->p_conn = NULL;
+}
+
+/* Unicode characters of a valid UTF-8 string. */
+static size_t
+utf8_chars(const char *s, size_t len)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; i < len; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			n++;
+	return n;
+}
+
+static int
+has_protected_tag(const struct event *ev)
+{
+	uint32_t	i;
+
+	for (i = 0; i < ev->ntags; i++)
+		if (ev->tags[i].n >= 1 && strcmp(ev->tags[i].v[0].s, "-") == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Checks that need no database.  Returns 0, or -1 with the OK message.
+ */
+static int
+check_event(const struct event *ev, char *msg, size_t msglen)
+{
+	int64_t	now = (int64_t)time(NULL), exp;
+
+	if (ev->ntags > RELAY_MAX_TAGS) {
+		snprintf(msg, msglen, "invalid: too many tags (at most %d)",
+		    RELAY_MAX_TAGS);
+		return -1;
+	}
+	if (utf8_chars(ev->content.s, ev->content.len) > RELAY_MAX_CONTENT) {
+		snprintf(msg, msglen, "invalid: content too long (at most %d "
+		    "characters)", RELAY_MAX_CONTENT);
+		return -1;
+	}
+	if (ev->created_at > now + RELAY_CREATED_AT_AHEAD) {
+		snprintf(msg, msglen, "invalid: created_at is more than %d "
+		    "seconds in the future", RELAY_CREATED_AT_AHEAD);
+		return -1;
+	}
+	if (!event_check_id(ev)) {
+		snprintf(msg, msglen, "invalid: event id does not match its "
+		    "content");
+		return -1;
+	}
+	if (!event_check_sig(ev)) {
+		snprintf(msg, msglen, "invalid: bad signature");
+		return -1;
+	}
+	if ((exp = event_expiration(ev)) != 0 && exp <= now) {
+		snprintf(msg, msglen, "blocked: event is expired");
+		return -1;
+	}
+	if (has_protected_tag(ev)) {
+		/* NIP-70: only its AUTHed author may publish it, and this
+		 * relay does not take AUTH from clients. */
+		snprintf(msg, msglen, "blocked: event marked as protected");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+schedule_flush(void)
+{
+	if (flush_scheduled)
+		return;
+	flush_scheduled = 1;
+	/* Runs after the current service pass: one commit per loop turn. */
+	lws_sul_schedule(relayd->ctx, 0, &flush_sul, flush_cb, 1);
+}
+
+static int
+rate_ok(struct relay_conn *c)
+{
+	double	per_min = relayd->cfg.max_events_per_minute;
+	int64_t	now;
+
+	if (per_min <= 0)
+		return 1;
+	now = relay_now_ms();
+	c->rc_tokens += (double)(now - c->rc_tokens_at) * per_min / 60000.0;
+	if (c->rc_tokens > per_min)
+		c->rc_tokens = per_min;
+	c->rc_tokens_at = now;
+	if (c->rc_tokens < 1.0)
+		return 0;
+	c->rc_tokens -= 1.0;
+	return 1;
+}
+
+void
+relay_ingest_client(struct relay_conn *c, const struct json *evj)
+{
+	const struct json	*idj = json_get(evj, "id");
+	const char		*id = (idj && idj->type == JSON_STRING &&
+				    idj->len == 64) ? idj->s : "";
+	struct event		*ev;
+	struct pending		*p;
+	char			 msg[512];
+
+	if (!rate_ok(c)) {
+		relay_send_ok(c, id, 0, "rate-limited: slow down");
+		relayd->stats.events_refused++;
+		return;
+	}
+	if ((ev = event_from_json(evj, msg, sizeof(msg))) == NULL ||
+	    check_event(ev, msg, sizeof(msg)) == -1) {
+		relay_send_ok(c, ev ? ev->id_hex : id, 0, msg);
+		relayd->stats.events_invalid++;
+		event_free(ev);
+		return;
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		fatal("relay_ingest_client");
+	p->p_ev = ev;
+	p->p_conn = c;
+	STAILQ_INSERT_TAIL(&pending, p, p_entry);
+	schedule_flush();
+}
+
+/* Decides one pending event inside the open transaction. */
+static void
+decide(struct pending *p)
+{
+	struct store	*st = relayd->store;
+	struct event	*ev = p->p_ev;
+	enum store_result r;
+	int64_t		 seq;
+	int		 rc;
+
+	if ((rc = store_has_id(st, ev->id)) != 0) {
+		p->p_ok = rc == 1;
+		snprintf(p->p_msg, sizeof(p->p_msg), rc == 1 ?
+		    "duplicate: already have this event" :
+		    "error: database error");
+		relayd->stats.events_duplicate += rc == 1;
+		return;
+	}
+	if ((rc = store_is_deleted(st, ev->id, ev->pubkey)) != 0) {
+		p->p_ok = 0;
+		snprintf(p->p_msg, sizeof(p->p_msg), rc == 1 ?
+		    "blocked: this event is deleted" : "error: database error");
+		return;
+	}
+	rc = policy_check(&relayd->policy, st, ev, p->p_msg,
+	    sizeof(p->p_msg));
+	if (rc != 1) {
+		p->p_ok = 0;
+		relayd->stats.events_refused++;
+		return;
+	}
+	if (event_kind_class(ev->kind) == KIND_EPHEMERAL) {
+		p->p_ok = 1;
+		p->p_fanout = 1;
+		relayd->stats.events_ephemeral++;
+		return;
+	}
+	r = store_put(st, ev, &seq);
+	p->p_ok = store_result_ok(r);
+	if (r == STORE_OK) {
+		p->p_fanout = 1;
+		p->p_msg[0] = '\0';
+	} else
+		snprintf(p->p_msg, sizeof(p->p_msg), "%s",
+		    store_result_message(r));
+}
+
+void
+relay_ingest_flush_now(void)
+{
+	STAILQ_HEAD(, pending)	 batch;
+	struct pending		*p;
+	int			 committed;
+
+	flush_scheduled = 0;
+	if (STAILQ_EMPTY(&pending))
+		return;
+	STAILQ_INIT(&batch);
+	STAILQ_CONCAT(&batch, &pending);
+
+	committed = store_begin(relayd->store) == 0;
+	if (committed) {
+		STAILQ_FOREACH(p, &batch, p_entry)
+			decide(p);
+		committed = store_commit(relayd->store) == 0;
+		if (!committed) {
+			log_warnx("commit failed; refusing a batch");
+			store_rollback(relayd->store);
+		}
+	} else
+		log_warnx("cannot begin a transaction");
+
+	while ((p = STAILQ_FIRST(&batch)) != NULL) {
+		STAILQ_REMOVE_HEAD(&batch, p_entry);
+		if (!committed) {
+			p->p_ok = 0;
+			p->p_fanout = 0;
+			snprintf(p->p_msg, sizeof(p->p_msg),
+			    "error: database error");
+		}
+		if (p->p_ok && p->p_fanout && event_kind_class(p->p_ev->kind)
+		    != KIND_EPHEMERAL)
+			relayd->stats.events_accepted++;
+		if (p->p_conn)
+			relay_send_ok(p->p_conn, p->p_ev->id_hex, p->p_ok,
+			    p->p_msg);
+		if (p->p_fanout)
+			relay_fanout(p->p_ev);
+		event_free(p->p_ev);
+		free(p);
+	}
+}
+
+static void
+flush_cb(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
+	relay_ingest_flush_now();
+}

@@ -1,0 +1,432 @@
+/*
+ * relay_ws.c: relayd's NIP-01 websocket side: message dispatch (EVENT,
+ * REQ, CLOSE), subscriptions and their live fan-out, and each client's
+ * output queue.  Bad input gets a NOTICE, OK or CLOSED and never affects
+ * another connection.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "event.h"
+#include "json.h"
+#include "log.h"
+#include "relayd.h"
+
+void
+relay_send(struct relay_conn *c, const char *s, size_t len)
+{
+	struct relay_out	*o;
+
+	if (c->rc_closing)
+		return;
+	if (c->rc_outbytes + len > RELAY_MAX_OUTQ) {
+		log_info("%s: dropping a client that does not read",
+		    c->rc_peer);
+		c->rc_closing = 1;
+		lws_callback_on_writable(c->rc_wsi);
+		return;
+	}
+	if ((o = malloc(sizeof(*o) + LWS_PRE + len)) == NULL)
+		fatal("relay_send");
+	o->ro_len = len;
+	memcpy(o->ro_data + LWS_PRE, s, len);
+	STAILQ_INSERT_TAIL(&c->rc_outq, o, ro_entry);
+	c->rc_outbytes += len;
+	lws_callback_on_writable(c->rc_wsi);
+}
+
+void
+relay_send_notice(struct relay_conn *c, const char *msg)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_adds(&b, "[\"NOTICE\",");
+	buf_add_jstr(&b, msg, strlen(msg));
+	buf_addc(&b, ']');
+	relay_send(c, b.b_data, b.b_len);
+	buf_free(&b);
+}
+
+void
+relay_send_ok(struct relay_conn *c, const char *id_hex, int ok,
+    const char *msg)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_adds(&b, "[\"OK\",");
+	buf_add_jstr(&b, id_hex, strlen(id_hex));
+	buf_adds(&b, ok ? ",true," : ",false,");
+	buf_add_jstr(&b, msg, strlen(msg));
+	buf_addc(&b, ']');
+	relay_send(c, b.b_data, b.b_len);
+	buf_free(&b);
+}
+
+static void
+send_closed(struct relay_conn *c, const char *subid, const char *msg)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_adds(&b, "[\"CLOSED\",");
+	buf_add_jstr(&b, subid, strlen(subid));
+	buf_addc(&b, ',');
+	buf_add_jstr(&b, msg, strlen(msg));
+	buf_addc(&b, ']');
+	relay_send(c, b.b_data, b.b_len);
+	buf_free(&b);
+}
+
+static void
+sub_free(struct relay_sub *s)
+{
+	size_t	i;
+
+	for (i = 0; i < s->rs_nfilters; i++)
+		filter_free(&s->rs_filters[i]);
+	free(s->rs_filters);
+	free(s);
+}
+
+static struct relay_sub *
+sub_find(struct relay_conn *c, const char *id)
+{
+	struct relay_sub	*s;
+
+	LIST_FOREACH(s, &c->rc_subs, rs_entry)
+		if (strcmp(s->rs_id, id) == 0)
+			return s;
+	return NULL;
+}
+
+static void
+sub_remove(struct relay_conn *c, struct relay_sub *s)
+{
+	LIST_REMOVE(s, rs_entry);
+	c->rc_nsubs--;
+	sub_free(s);
+}
+
+void
+relay_fanout(const struct event *ev)
+{
+	struct relay_conn	*c;
+	struct relay_sub	*s;
+	struct buf		 b = BUF_INIT;
+
+	LIST_FOREACH(c, &relayd->conns, rc_entry) {
+		LIST_FOREACH(s, &c->rc_subs, rs_entry) {
+			if (!filter_match_any(s->rs_filters, s->rs_nfilters,
+			    ev))
+				continue;
+			buf_reset(&b);
+			buf_adds(&b, "[\"EVENT\",");
+			buf_add_jstr(&b, s->rs_id, strlen(s->rs_id));
+			buf_addc(&b, ',');
+			buf_add(&b, ev->json, ev->json_len);
+			buf_addc(&b, ']');
+			relay_send(c, b.b_data, b.b_len);
+		}
+	}
+	buf_free(&b);
+}
+
+struct req_ctx {
+	struct relay_conn	*c;
+	const char		*subid;
+	struct buf		 b;
+};
+
+static int
+req_event_cb(const char *json, size_t len, int64_t seq, void *arg)
+{
+	struct req_ctx	*rq = arg;
+
+	(void)seq;
+	buf_reset(&rq->b);
+	buf_adds(&rq->b, "[\"EVENT\",");
+	buf_add_jstr(&rq->b, rq->subid, strlen(rq->subid));
+	buf_addc(&rq->b, ',');
+	buf_add(&rq->b, json, len);
+	buf_addc(&rq->b, ']');
+	relay_send(rq->c, rq->b.b_data, rq->b.b_len);
+	return rq->c->rc_closing;
+}
+
+static void
+handle_req(struct relay_conn *c, const struct json *msg)
+{
+	const struct json	*sid = json_at(msg, 1), *fj;
+	struct relay_sub	*s, *old;
+	struct req_ctx		 rq;
+	char			 err[256], subid[RELAY_MAX_SUBID + 1];
+	size_t			 i, nf;
+
+	relayd->stats.msgs_in_req++;
+	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
+		relay_send_notice(c, "invalid: REQ needs a subscription id "
+		    "string");
+		return;
+	}
+	if (sid->len > RELAY_MAX_SUBID || memchr(sid->s, '\0', sid->len)) {
+		send_closed(c, sid->s, "invalid: subscription id longer than "
+		    "64 characters");
+		return;
+	}
+	memcpy(subid, sid->s, sid->len + 1);
+	nf = msg->n - 2;
+	if (nf == 0) {
+		send_closed(c, subid, "invalid: REQ needs at least one filter");
+		return;
+	}
+	if (nf > RELAY_MAX_FILTERS) {
+		snprintf(err, sizeof(err), "invalid: too many filters (at most "
+		    "%d per REQ)", RELAY_MAX_FILTERS);
+		send_closed(c, subid, err);
+		return;
+	}
+	old = sub_find(c, subid);
+	if (old == NULL && c->rc_nsubs >= RELAY_MAX_SUBS) {
+		snprintf(err, sizeof(err), "blocked: too many subscriptions "
+		    "(at most %d per connection)", RELAY_MAX_SUBS);
+		send_closed(c, subid, err);
+		return;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL ||
+	    (s->rs_filters = calloc(nf, sizeof(struct filter))) == NULL)
+		fatal("handle_req");
+	s->rs_conn = c;
+	memcpy(s->rs_id, subid, sizeof(subid));
+	for (i = 0, fj = json_at(msg, 2); fj; fj = fj->next, i++) {
+		s->rs_nfilters = i + 1;
+		if (fj->type != JSON_OBJECT) {
+			send_closed(c, subid, "invalid: a filter must be a "
+			    "JSON object");
+			sub_free(s);
+			return;
+		}
+		if (filter_parse(fj, &s->rs_filters[i], err, sizeof(err)) ==
+		    -1) {
+			send_closed(c, subid, err);
+			sub_free(s);
+			return;
+		}
+	}
+	/* A REQ with a known id replaces that subscription (NIP-01). */
+	if (old)
+		sub_remove(c, old);
+
+	rq.c = c;
+	rq.subid = subid;
+	memset(&rq.b, 0, sizeof(rq.b));
+	if (store_query(relayd->store, s->rs_filters, s->rs_nfilters,
+	    STORE_MAX_LIMIT, STORE_DEFAULT_LIMIT, (int64_t)time(NULL),
+	    req_event_cb, &rq) == -1) {
+		buf_free(&rq.b);
+		send_closed(c, subid, "error: database query failed");
+		sub_free(s);
+		return;
+	}
+	buf_reset(&rq.b);
+	buf_adds(&rq.b, "[\"EOSE\",");
+	buf_add_jstr(&rq.b, subid, strlen(subid));
+	buf_addc(&rq.b, ']');
+	relay_send(c, rq.b.b_data, rq.b.b_len);
+	buf_free(&rq.b);
+	LIST_INSERT_HEAD(&c->rc_subs, s, rs_entry);
+	c->rc_nsubs++;
+}
+
+static void
+handle_close(struct relay_conn *c, const struct json *msg)
+{
+	const struct json	*sid = json_at(msg, 1);
+	struct relay_sub	*s;
+
+	relayd->stats.msgs_in_close++;
+	if (sid == NULL || sid->type != JSON_STRING) {
+		relay_send_notice(c, "invalid: CLOSE needs a subscription id "
+		    "string");
+		return;
+	}
+	if ((s = sub_find(c, sid->s)) != NULL)
+		sub_remove(c, s);
+}
+
+static void
+handle_message(struct relay_conn *c, const char *data, size_t len)
+{
+	struct json_doc		*doc;
+	struct json		*msg, *verb;
+	char			 err[160], notice[256];
+
+	if ((msg = json_parse(data, len, &doc, err, sizeof(err))) == NULL) {
+		snprintf(notice, sizeof(notice), "invalid: bad JSON: %s", err);
+		relay_send_notice(c, notice);
+		relayd->stats.msgs_in_other++;
+		return;
+	}
+	verb = json_at(msg, 0);
+	if (msg->type != JSON_ARRAY || verb == NULL ||
+	    verb->type != JSON_STRING) {
+		relay_send_notice(c, "invalid: a message must be a JSON array "
+		    "starting with a string");
+		relayd->stats.msgs_in_other++;
+	} else if (strcmp(verb->s, "EVENT") == 0) {
+		relayd->stats.msgs_in_event++;
+		if (msg->n != 2)
+			relay_send_notice(c, "invalid: EVENT takes exactly one "
+			    "event");
+		else
+			relay_ingest_client(c, json_at(msg, 1));
+	} else if (strcmp(verb->s, "REQ") == 0)
+		handle_req(c, msg);
+	else if (strcmp(verb->s, "CLOSE") == 0)
+		handle_close(c, msg);
+	else {
+		relayd->stats.msgs_in_other++;
+		snprintf(notice, sizeof(notice), "error: unknown message type "
+		    "\"%.40s\"", verb->s);
+		relay_send_notice(c, notice);
+	}
+	json_free(doc);
+}
+
+static void
+conn_release(struct relay_conn *c)
+{
+	struct relay_sub	*s;
+	struct relay_out	*o;
+
+	relay_ingest_forget(c);
+	while ((s = LIST_FIRST(&c->rc_subs)) != NULL)
+		sub_remove(c, s);
+	while ((o = STAILQ_FIRST(&c->rc_outq)) != NULL) {
+		STAILQ_REMOVE_HEAD(&c->rc_outq, ro_entry);
+		free(o);
+	}
+	c->rc_outbytes = 0;
+	buf_free(&c->rc_rx);
+	LIST_REMOVE(c, rc_entry);
+	relayd->nconns--;
+}
+
+static int
+ws_writeable(struct relay_conn *c, struct lws *wsi)
+{
+	struct relay_out	*o;
+	int			 n;
+
+	if (c->rc_closing) {
+		lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+		    (unsigned char *)"too slow", 8);
+		return -1;
+	}
+	while ((o = STAILQ_FIRST(&c->rc_outq)) != NULL) {
+		n = lws_write(wsi, o->ro_data + LWS_PRE, o->ro_len,
+		    LWS_WRITE_TEXT);
+		if (n < 0)
+			return -1;
+		STAILQ_REMOVE_HEAD(&c->rc_outq, ro_entry);
+		c->rc_outbytes -= o->ro_len;
+		free(o);
+		if (lws_send_pipe_choked(wsi))
+			break;
+	}
+	if (!STAILQ_EMPTY(&c->rc_outq))
+		lws_callback_on_writable(wsi);
+	return 0;
+}
+
+static void
+ws_receive(struct relay_conn *c, struct lws *wsi, const void *in, size_t len)
+{
+	int	final = lws_is_final_fragment(wsi);
+	char	notice[128];
+
+	if (lws_frame_is_binary(wsi)) {
+		if (final)
+			relay_send_notice(c, "invalid: binary messages are not "
+			    "processed by this relay");
+		return;
+	}
+	if (!c->rc_rx_oversized) {
+		if (c->rc_rx.b_len + len > RELAY_MAX_MESSAGE) {
+			c->rc_rx_oversized = 1;
+			buf_free(&c->rc_rx);
+		} else
+			buf_add(&c->rc_rx, in, len);
+	}
+	if (!final)
+		return;
+	if (c->rc_rx_oversized) {
+		snprintf(notice, sizeof(notice), "invalid: message too large "
+		    "(at most %d bytes)", RELAY_MAX_MESSAGE);
+		relay_send_notice(c, notice);
+		c->rc_rx_oversized = 0;
+		return;
+	}
+	handle_message(c, c->rc_rx.b_data ? c->rc_rx.b_data : "",
+	    c->rc_rx.b_len);
+	buf_reset(&c->rc_rx);
+	/* Do not keep a large buffer around for an idle client. */
+	if (c->rc_rx.b_cap > 256 * 1024)
+		buf_free(&c->rc_rx);
+}
+
+int
+relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
+    void *user, void *in, size_t len)
+{
+	struct relay_conn	*c = user;
+
+	switch (reason) {
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+		if (relayd->nconns >= relayd->cfg.max_connections) {
+			log_info("refusing a websocket: %d connections open",
+			    relayd->nconns);
+			return 1;
+		}
+		return 0;
+	case LWS_CALLBACK_ESTABLISHED:
+		memset(c, 0, sizeof(*c));
+		c->rc_kind = CONN_WS;
+		c->rc_wsi = wsi;
+		c->rc_serial = ++relayd->next_serial;
+		STAILQ_INIT(&c->rc_outq);
+		LIST_INIT(&c->rc_subs);
+		c->rc_tokens = relayd->cfg.max_events_per_minute;
+		c->rc_tokens_at = relay_now_ms();
+		lws_get_peer_simple(wsi, c->rc_peer, sizeof(c->rc_peer));
+		LIST_INSERT_HEAD(&relayd->conns, c, rc_entry);
+		relayd->nconns++;
+		relayd->stats.connections_total++;
+		return 0;
+	case LWS_CALLBACK_CLOSED:
+		if (c && c->rc_kind == CONN_WS) {
+			conn_release(c);
+			c->rc_kind = CONN_HTTP;
+		}
+		return 0;
+	case LWS_CALLBACK_RECEIVE:
+		ws_receive(c, wsi, in, len);
+		return 0;
+	case LWS_CALLBACK_SERVER_WRITEABLE:
+		return ws_writeable(c, wsi);
+	case LWS_CALLBACK_HTTP:
+		return relay_http_request(c, wsi);
+	case LWS_CALLBACK_HTTP_WRITEABLE:
+		return relay_http_writeable(c, wsi);
+	case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+	case LWS_CALLBACK_CLOSED_HTTP:
+		if (c && c->rc_kind == CONN_HTTP) {
+			free(c->rc_body);
+			c->rc_body = NULL;
+		}
+		return 0;
+	default:
+		break;
+	}
+	return lws_callback_http_dummy(wsi, reason, user, in, len);
+}

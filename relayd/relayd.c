@@ -1,0 +1,182 @@
+/*
+ * relayd.c: relayd's main: configuration, the store, the libwebsockets
+ * context with one vhost serving websocket and HTTP on NGIT_BIND_ADDRESS,
+ * and the service loop.  relayd is the only writer of events.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "log.h"
+#include "relayd.h"
+
+struct relayd	*relayd;
+
+static struct lws_protocols protocols[] = {
+	{
+		.name = "nostr",
+		.callback = relay_ws_callback,
+		.per_session_data_size = sizeof(struct relay_conn),
+		.rx_buffer_size = 65536,
+	},
+	{ NULL, NULL, 0, 0, 0, NULL, 0 }
+};
+
+int64_t
+relay_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	if (relayd) {
+		relayd->stop = 1;
+		if (relayd->ctx)
+			lws_cancel_service(relayd->ctx);
+	}
+}
+
+static void
+lws_log_emit(int level, const char *line)
+{
+	size_t	n = strlen(line);
+
+	while (n > 0 && line[n - 1] == '\n')
+		n--;
+	if (level & LLL_ERR)
+		log_warnx("lws: %.*s", (int)n, line);
+	else
+		log_debug("lws: %.*s", (int)n, line);
+}
+
+static __attribute__((noreturn)) void
+usage(void)
+{
+	fprintf(stderr, "usage: relayd [-d] [-f file]\n");
+	exit(CONFIG_EXIT);
+}
+
+static int
+mkdir_p(const char *path)
+{
+	char	buf[4096], *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -1;
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct lws_context_creation_info info;
+	static struct relayd	 rd;
+	const char		*file = NULL;
+	char			 err[512], dbpath[4096];
+	uint8_t			 sk[32], pk[32];
+	int			 ch, foreground = 1;
+
+	while ((ch = getopt(argc, argv, "df:")) != -1) {
+		switch (ch) {
+		case 'd':
+			foreground = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	log_init("relayd", foreground);
+	relayd = &rd;
+	LIST_INIT(&rd.conns);
+	if (config_load(&rd.cfg, file, err, sizeof(err)) == -1) {
+		log_warnx("configuration: %s", err);
+		exit(CONFIG_EXIT);
+	}
+	log_setlevel(rd.cfg.log_level);
+	if (rd.cfg.test)
+		log_warnx("NGIT_TEST is set: test timing, not for production");
+	if (policy_init(&rd.policy, &rd.cfg, err, sizeof(err)) == -1) {
+		log_warnx("configuration: %s", err);
+		exit(CONFIG_EXIT);
+	}
+	if (mkdir_p(rd.cfg.relay_data_path) == -1)
+		fatal("cannot create %s", rd.cfg.relay_data_path);
+	if (config_owner_key(&rd.cfg, sk, err, sizeof(err)) == -1) {
+		log_warnx("configuration: %s", err);
+		exit(CONFIG_EXIT);
+	}
+	if (event_pubkey_of(sk, pk) == -1) {
+		log_warnx("configuration: NGIT_RELAY_OWNER_NSEC: invalid key");
+		exit(CONFIG_EXIT);
+	}
+	explicit_bzero(sk, sizeof(sk));
+	hex_encode(pk, 32, rd.owner_hex);
+
+	snprintf(dbpath, sizeof(dbpath), "%s/graspd.db",
+	    rd.cfg.relay_data_path);
+	if ((rd.store = store_open(dbpath, 0, err, sizeof(err))) == NULL)
+		fatalx("store %s: %s", dbpath, err);
+	if (relay_nip11_build() == -1)
+		fatalx("cannot build the NIP-11 document");
+	relay_ingest_init();
+
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+
+	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
+	memset(&info, 0, sizeof(info));
+	info.port = rd.cfg.bind_port;
+	info.iface = rd.cfg.bind_host;
+	info.protocols = protocols;
+	/* No LWS_SERVER_OPTION_VALIDATE_UTF8: lws would drop the connection,
+	 * while our JSON reader answers bad UTF-8 with a NOTICE. */
+	info.options = 0;
+	info.max_http_header_pool = 64;
+	info.timeout_secs = 30;
+	info.ka_time = 60;
+	info.ka_probes = 3;
+	info.ka_interval = 10;
+	info.fd_limit_per_thread = (unsigned)rd.cfg.max_connections + 64;
+	if ((rd.ctx = lws_create_context(&info)) == NULL)
+		fatalx("cannot listen on %s", rd.cfg.bind_address);
+	log_info("listening on %s (database %s, %lld events)",
+	    rd.cfg.bind_address, dbpath, (long long)store_count(rd.store));
+
+	while (!rd.stop)
+		if (lws_service(rd.ctx, 0) < 0)
+			break;
+
+	log_info("stopping");
+	relay_ingest_flush_now();
+	lws_context_destroy(rd.ctx);
+	store_close(rd.store);
+	free(rd.nip11);
+	config_free(&rd.cfg);
+	return 0;
+}

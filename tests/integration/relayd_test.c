@@ -1,0 +1,999 @@
+/*
+ * relayd_test.c: relayd as a Nostr client sees it, over real websockets on
+ * loopback: NIP-01, NIP-11, CORS, the GRASP-01 acceptance cases that need
+ * no git (reference brief 6.3), replaceable events, deletion, limits and
+ * malformed input.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "event.h"
+#include "json.h"
+#include "nip19.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+#define TMO	5000
+
+static struct relayproc	*rp;		/* the shared relay */
+static int		 seq_d;		/* makes identifiers unique */
+
+static void
+key(int n, uint8_t sk[32], char pkhex[65], char npub[NIP19_KEY_BUFSZ])
+{
+	uint8_t	pk[32];
+
+	memset(sk, 0, 32);
+	sk[31] = (uint8_t)n;
+	sk[0] = 0x11;
+	event_pubkey_of(sk, pk);
+	if (pkhex)
+		hex_encode(pk, 32, pkhex);
+	if (npub)
+		nip19_encode("npub", pk, npub, NIP19_KEY_BUFSZ);
+}
+
+static struct wsc *
+conn(struct relayproc *r)
+{
+	return wsc_connect(relayproc_host(r), relayproc_port(r), "/", TMO);
+}
+
+/* Publishes and returns 1/0 for OK true/false, -1 for no answer. */
+static int
+pub(struct wsc *ws, const struct event *ev, char *msg, size_t msglen)
+{
+	int	 ok = -1;
+	char	*m = NULL;
+
+	if (ev == NULL)
+		return -1;
+	if (nostr_publish(ws, ev, TMO, &ok, &m) == -1)
+		ok = -1;
+	if (msg)
+		snprintf(msg, msglen, "%s", m ? m : "");
+	free(m);
+	return ok;
+}
+
+/* Number of events a REQ returns (-1 on failure). */
+static int
+count(struct wsc *ws, const char *filter)
+{
+	char	**evs = NULL;
+	size_t	 n = 0;
+	char	 subid[32];
+	int	 rc;
+
+	snprintf(subid, sizeof(subid), "c%d", rand());
+	rc = nostr_req(ws, subid, filter, TMO, &evs, &n, NULL);
+	nostr_events_free(evs);
+	nostr_close_sub(ws, subid);
+	return rc == 0 ? (int)n : -1;
+}
+
+static int
+has_id(struct wsc *ws, const char *id)
+{
+	char	f[128];
+
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id);
+	return count(ws, f);
+}
+
+/*
+ * Makes an announcement by key n for identifier d; clone and relays name
+ * this relay unless told otherwise.  maint is a JSON fragment like
+ * ",[\"maintainers\",\"<hex>\"]" or "".
+ */
+static struct event *
+announcement(int n, const char *d, int list_clone, int list_relays,
+    const char *maint)
+{
+	uint8_t		 sk[32];
+	char		 npub[NIP19_KEY_BUFSZ];
+	struct buf	 b = BUF_INIT;
+	struct event	*ev;
+	const char	*dom = relayproc_domain(rp);
+
+	key(n, sk, NULL, npub);
+	buf_printf(&b, "[[\"d\",\"%s\"],[\"name\",\"%s\"],", d, d);
+	if (list_clone)
+		buf_printf(&b, "[\"clone\",\"http://%s/%s/%s.git\"],", dom,
+		    npub, d);
+	else
+		buf_printf(&b, "[\"clone\",\"https://elsewhere.example/%s/"
+		    "%s.git\"],", npub, d);
+	if (list_relays)
+		buf_printf(&b, "[\"relays\",\"wss://other.example\",\"ws://%s\"]",
+		    dom);
+	else
+		buf_printf(&b, "[\"relays\",\"wss://other.example\"]");
+	buf_printf(&b, "%s]", maint ? maint : "");
+	ev = event_new_signed(sk, time(NULL), 30617, b.b_data, "");
+	buf_free(&b);
+	return ev;
+}
+
+static void
+repo_coord(int n, const char *d, char *out, size_t outlen)
+{
+	uint8_t	sk[32];
+	char	hex[65];
+
+	key(n, sk, hex, NULL);
+	snprintf(out, outlen, "30617:%s:%s", hex, d);
+}
+
+static struct event *
+signed_by(int n, int64_t created_at, uint32_t kind, const char *tags,
+    const char *content)
+{
+	uint8_t	sk[32];
+
+	key(n, sk, NULL, NULL);
+	return event_new_signed(sk, created_at, kind, tags, content);
+}
+
+static void
+next_d(char *d, size_t len)
+{
+	snprintf(d, len, "repo-%d", ++seq_d);
+}
+
+static void
+test_nip11_document(void)
+{
+	int		 status = 0;
+	char		*hdrs = NULL, *body = NULL, *v;
+	struct json_doc	*doc;
+	struct json	*root, *g, *e;
+	int		 found = 0;
+
+	T_ASSERT(http_get(relayproc_host(rp), relayproc_port(rp), "/",
+	    "Accept: application/nostr+json\r\n", TMO, &status, &hdrs,
+	    &body) == 0);
+	T_EQ_INT(status, 200);
+	v = http_header_value(hdrs, "content-type");
+	T_CHECK(v && strstr(v, "application/nostr+json"));
+	free(v);
+	v = http_header_value(hdrs, "access-control-allow-origin");
+	T_CHECK(v && strcmp(v, "*") == 0);
+	free(v);
+	root = json_parse(body, strlen(body), &doc, NULL, 0);
+	T_ASSERT(root != NULL);
+	T_CHECK(json_get(root, "name") && json_get(root, "name")->len > 0);
+	T_CHECK(json_get(root, "description") != NULL);
+	T_CHECK(json_get(root, "software") != NULL);
+	T_CHECK(json_get(root, "version") != NULL);
+	T_CHECK(json_get(root, "pubkey") && json_get(root, "pubkey")->len ==
+	    64);
+	g = json_get(root, "supported_grasps");
+	T_ASSERT(g && g->type == JSON_ARRAY);
+	for (e = g->child; e; e = e->next) {
+		T_CHECK(e->type == JSON_STRING && e->len == 8 &&
+		    strncmp(e->s, "GRASP-", 6) == 0);
+		if (e->type == JSON_STRING && strcmp(e->s, "GRASP-01") == 0)
+			found = 1;
+	}
+	T_CHECK(found);
+	e = json_get(root, "repo_acceptance_criteria");
+	T_CHECK(e && e->type == JSON_STRING && e->len > 0);
+	T_CHECK(json_get(root, "curation") == NULL);
+	e = json_get(root, "limitation");
+	T_CHECK(e && json_get(e, "max_subscriptions") &&
+	    json_get(e, "max_message_length") && json_get(e, "max_limit"));
+	json_free(doc);
+	free(hdrs);
+	free(body);
+}
+
+static void
+test_cors_on_every_response_and_options_204(void)
+{
+	static const struct {
+		const char	*method, *path;
+		int		 status;
+	} cases[] = {
+		{ "OPTIONS", "/", 204 },
+		{ "OPTIONS", "/npub1x/repo.git/info/refs", 204 },
+		{ "GET", "/", 200 },
+		{ "GET", "/no/such/page", 404 },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int	 status = 0;
+		char	*hdrs = NULL, *body = NULL, *v;
+		size_t	 blen;
+
+		T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp),
+		    cases[i].method, cases[i].path, NULL, NULL, 0, TMO,
+		    &status, &hdrs, &body, &blen) == 0);
+		T_EQ_INT(status, cases[i].status);
+		v = http_header_value(hdrs, "access-control-allow-origin");
+		T_CHECK(v && strcmp(v, "*") == 0);
+		free(v);
+		v = http_header_value(hdrs, "access-control-allow-methods");
+		T_CHECK(v && strstr(v, "GET") && strstr(v, "POST"));
+		free(v);
+		v = http_header_value(hdrs, "access-control-allow-headers");
+		T_CHECK(v && strstr(v, "Content-Type"));
+		free(v);
+		free(hdrs);
+		free(body);
+	}
+}
+
+static void
+test_announcement_listing_service_is_stored_with_tags(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ev;
+	char		 d[32], f[160], **evs = NULL, msg[256];
+	size_t		 n = 0;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	ev = announcement(1, d, 1, 1, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ev->id_hex);
+	T_ASSERT(nostr_req(ws, "a", f, TMO, &evs, &n, NULL) == 0);
+	T_EQ_INT(n, 1);
+	T_CHECK(strstr(evs[0], "\"relays\"") != NULL);
+	T_CHECK(strstr(evs[0], d) != NULL);
+	nostr_events_free(evs);
+	event_free(ev);
+	wsc_close(ws);
+}
+
+static void
+test_announcement_must_list_service_in_clone_and_relays(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ev;
+	char		 d[32], msg[256], npub[NIP19_KEY_BUFSZ], tags[512];
+	uint8_t		 sk[32];
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	ev = announcement(2, d, 0, 1, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
+	T_CHECK(strstr(msg, "clone") != NULL);
+	event_free(ev);
+	ev = announcement(2, d, 1, 0, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	event_free(ev);
+
+	/* A host that merely contains ours is not ours (the substring
+	 * quirk of the reference). */
+	key(2, sk, NULL, npub);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://"
+	    "%s0/%s/%s.git\"],[\"relays\",\"ws://x%s\"]]", d,
+	    relayproc_domain(rp), npub, d, relayproc_domain(rp));
+	ev = signed_by(2, time(NULL), 30617, tags, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	event_free(ev);
+
+	/* Two clone tags are refused with the reference's words. */
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://"
+	    "%s/%s/%s.git\"],[\"clone\",\"https://x.example/r.git\"],"
+	    "[\"relays\",\"ws://%s\"]]", d, relayproc_domain(rp), npub, d,
+	    relayproc_domain(rp));
+	ev = signed_by(2, time(NULL), 30617, tags, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strstr(msg, "multiple clone tags") != NULL);
+	event_free(ev);
+
+	/* No d tag, unsafe identifier. */
+	ev = signed_by(2, time(NULL), 30617, "[[\"clone\",\"x\"]]", "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strncmp(msg, "invalid: ", 9) == 0);
+	event_free(ev);
+	ev = announcement(2, "..", 1, 1, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strstr(msg, "identifier") != NULL);
+	event_free(ev);
+	wsc_close(ws);
+}
+
+static void
+test_recursive_maintainers_announcements_accepted(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ev;
+	char		 d[32], msg[256], m[128], hexb[65], hexc[65];
+	uint8_t		 sk[32];
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	key(11, sk, hexb, NULL);
+	key(12, sk, hexc, NULL);
+	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexb);
+	ev = announcement(10, d, 1, 1, m);
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	/* B's announcement points elsewhere but B is a maintainer. */
+	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexc);
+	ev = announcement(11, d, 0, 0, m);
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	/* C is B's maintainer: recursive. */
+	ev = announcement(12, d, 0, 0, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	/* D is nobody's. */
+	ev = announcement(13, d, 0, 0, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	event_free(ev);
+
+	/* State: maintainers yes, strangers no, unknown repo no. */
+	snprintf(m, sizeof(m), "[[\"d\",\"%s\"],[\"refs/heads/main\",\""
+	    "0123456789012345678901234567890123456789\"]]", d);
+	ev = signed_by(12, time(NULL), 30618, m, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	ev = signed_by(13, time(NULL), 30618, m, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_STR(msg, "invalid: author not authorized for this repository");
+	event_free(ev);
+	ev = signed_by(10, time(NULL), 30618, "[[\"d\",\"no-such-repo\"]]",
+	    "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_STR(msg, "invalid: no announcement exists for this repository");
+	event_free(ev);
+	wsc_close(ws);
+}
+
+static void
+test_related_events_accepted_by_reference(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ann, *issue, *c1, *k1, *k2, *q, *ev;
+	char		 d[32], coord[128], tags[512], msg[256];
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	ann = announcement(20, d, 1, 1, "");
+	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	repo_coord(20, d, coord, sizeof(coord));
+
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
+	    coord);
+	issue = signed_by(21, time(NULL), 1621, tags, "an issue");
+	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+
+	snprintf(tags, sizeof(tags), "[[\"A\",\"%s\"],[\"K\",\"30617\"],"
+	    "[\"p\",\"%s\"]]", coord, ann->pubkey_hex);
+	ev = signed_by(22, time(NULL), 1111, tags, "comment on repo");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+
+	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", coord);
+	ev = signed_by(22, time(NULL), 1, tags, "quoting the repo");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+
+	/* An issue of an unknown repository that quotes an accepted
+	 * issue is related through the quote. */
+	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:unknown\"],[\"q\","
+	    "\"%s\"]]", ann->pubkey_hex, issue->id_hex);
+	ev = signed_by(23, time(NULL), 1621, tags, "quote");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\",\"1621\"]]",
+	    issue->id_hex);
+	c1 = signed_by(24, time(NULL), 1111, tags, "comment on issue");
+	T_EQ_INT(pub(ws, c1, msg, sizeof(msg)), 1);
+
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", c1->id_hex);
+	k1 = signed_by(25, time(NULL), 1, tags, "kind 1 reply");
+	T_EQ_INT(pub(ws, k1, msg, sizeof(msg)), 1);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", k1->id_hex);
+	k2 = signed_by(26, time(NULL), 1, tags, "reply to reply");
+	T_EQ_INT(pub(ws, k2, msg, sizeof(msg)), 1);
+
+	/* Forward reference: X is refused alone, accepted once an
+	 * accepted event quotes it. */
+	q = signed_by(27, time(NULL), 1, "[]", "quoted later");
+	T_EQ_INT(pub(ws, q, msg, sizeof(msg)), 0);
+	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"q\",\"%s\"]]",
+	    issue->id_hex, q->id_hex);
+	ev = signed_by(28, time(NULL), 1111, tags, "quotes q");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	T_EQ_INT(pub(ws, q, msg, sizeof(msg)), 1);
+	T_EQ_INT(has_id(ws, q->id_hex), 1);
+
+	event_free(ann);
+	event_free(issue);
+	event_free(c1);
+	event_free(k1);
+	event_free(k2);
+	event_free(q);
+	wsc_close(ws);
+}
+
+static void
+test_unrelated_events_refused(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ev;
+	char		 tags[256], msg[256], hex[65];
+	uint8_t		 sk[32];
+
+	T_ASSERT(ws != NULL);
+	key(30, sk, hex, NULL);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:never\"]]", hex);
+	ev = signed_by(31, time(NULL), 1621, tags, "issue to nowhere");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_STR(msg, "blocked: event must reference an accepted repository "
+	    "or accepted event");
+	event_free(ev);
+	ev = signed_by(31, time(NULL), 1, "[]", "bare note");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	event_free(ev);
+	snprintf(tags, sizeof(tags), "[[\"q\",\"30617:%s:never\"]]", hex);
+	ev = signed_by(31, time(NULL), 1111, tags, "quote of nothing");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	event_free(ev);
+	/* Profiles and relay lists wait for GRASP-03. */
+	ev = signed_by(31, time(NULL), 0, "[]", "{}");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
+	event_free(ev);
+	ev = signed_by(31, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
+	    "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	event_free(ev);
+	wsc_close(ws);
+}
+
+static void
+test_replaceable_keeps_newest_and_lowest_id_on_tie(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*a, *b, *old, *lo, *hi;
+	char		 msg[256], f[256];
+	int64_t		 t = time(NULL) - 100;
+
+	T_ASSERT(ws != NULL);
+	/* 10317 user grasp lists are always accepted. */
+	a = signed_by(40, t, 10317, "[[\"g\",\"ws://a.example\"]]", "");
+	b = signed_by(40, t + 1, 10317, "[[\"g\",\"ws://b.example\"]]", "");
+	T_EQ_INT(pub(ws, a, msg, sizeof(msg)), 1);
+	T_EQ_INT(pub(ws, b, msg, sizeof(msg)), 1);
+	snprintf(f, sizeof(f), "{\"kinds\":[10317],\"authors\":[\"%s\"]}",
+	    a->pubkey_hex);
+	T_EQ_INT(count(ws, f), 1);
+	T_EQ_INT(has_id(ws, b->id_hex), 1);
+	T_EQ_INT(has_id(ws, a->id_hex), 0);
+	/* An older version arriving late does not replace the newer. */
+	old = signed_by(40, t - 5, 10317, "[]", "");
+	pub(ws, old, msg, sizeof(msg));
+	T_EQ_INT(has_id(ws, old->id_hex), 0);
+	T_EQ_INT(has_id(ws, b->id_hex), 1);
+
+	/* Equal created_at: the lower id stays, whatever the order. */
+	for (int i = 0; i < 50; i++) {
+		char tg[64];
+
+		snprintf(tg, sizeof(tg), "[[\"g\",\"ws://%d.example\"]]", i);
+		lo = signed_by(41, t + 10, 10317, tg, "");
+		snprintf(tg, sizeof(tg), "[[\"g\",\"ws://%dx.example\"]]", i);
+		hi = signed_by(41, t + 10, 10317, tg, "");
+		if (memcmp(lo->id, hi->id, 32) > 0) {
+			struct event *x = lo;
+			lo = hi;
+			hi = x;
+		}
+		break;
+	}
+	T_EQ_INT(pub(ws, hi, msg, sizeof(msg)), 1);
+	pub(ws, lo, msg, sizeof(msg));
+	T_EQ_INT(has_id(ws, lo->id_hex), 1);
+	T_EQ_INT(has_id(ws, hi->id_hex), 0);
+	pub(ws, hi, msg, sizeof(msg));
+	T_EQ_INT(has_id(ws, lo->id_hex), 1);
+	T_EQ_INT(has_id(ws, hi->id_hex), 0);
+	event_free(a);
+	event_free(b);
+	event_free(old);
+	event_free(lo);
+	event_free(hi);
+	wsc_close(ws);
+}
+
+static void
+test_deletion_by_author_only_and_final(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ann, *issue, *del, *bad;
+	char		 d[32], coord[128], tags[256], msg[256];
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	ann = announcement(50, d, 1, 1, "");
+	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	repo_coord(50, d, coord, sizeof(coord));
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
+	issue = signed_by(51, time(NULL), 1621, tags, "to be deleted");
+	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+
+	/* Someone else's deletion does not remove it. */
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue->id_hex);
+	bad = signed_by(52, time(NULL), 5, tags, "");
+	T_EQ_INT(pub(ws, bad, msg, sizeof(msg)), 0);
+	T_EQ_INT(has_id(ws, issue->id_hex), 1);
+
+	del = signed_by(51, time(NULL), 5, tags, "oops");
+	T_EQ_INT(pub(ws, del, msg, sizeof(msg)), 1);
+	T_EQ_INT(has_id(ws, issue->id_hex), 0);
+	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 0);
+	T_EQ_STR(msg, "blocked: this event is deleted");
+
+	/* a-coordinate deletion of the announcement by its owner. */
+	event_free(del);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
+	del = signed_by(50, time(NULL) + 1, 5, tags, "");
+	T_EQ_INT(pub(ws, del, msg, sizeof(msg)), 1);
+	T_EQ_INT(has_id(ws, ann->id_hex), 0);
+	event_free(ann);
+	event_free(issue);
+	event_free(del);
+	event_free(bad);
+	wsc_close(ws);
+}
+
+static void
+test_req_limit_order_and_live_delivery(void)
+{
+	struct wsc	*ws = conn(rp), *ws2 = conn(rp);
+	struct event	*ann, *ev;
+	char		 d[32], coord[128], tags[256], msg[256], f[256];
+	char		**evs = NULL, *live;
+	size_t		 n = 0, i;
+	int64_t		 t = time(NULL) - 1000, prev = INT64_MAX;
+
+	T_ASSERT(ws != NULL && ws2 != NULL);
+	next_d(d, sizeof(d));
+	ann = announcement(60, d, 1, 1, "");
+	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	repo_coord(60, d, coord, sizeof(coord));
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
+	for (i = 0; i < 12; i++) {
+		ev = signed_by(61, t + (int64_t)(i * 7 % 12), 1621, tags,
+		    "issue");
+		T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+		event_free(ev);
+	}
+	snprintf(f, sizeof(f), "{\"#a\":[\"%s\"],\"limit\":5}", coord);
+	T_ASSERT(nostr_req(ws, "lim", f, TMO, &evs, &n, NULL) == 0);
+	T_EQ_INT(n, 5);
+	for (i = 0; i < n; i++) {
+		struct event *e = event_parse(evs[i], strlen(evs[i]), msg,
+		    sizeof(msg));
+		T_ASSERT(e != NULL);
+		T_CHECK(e->created_at <= prev);
+		prev = e->created_at;
+		event_free(e);
+	}
+	nostr_events_free(evs);
+
+	/* Live: a second client subscribed after EOSE gets new ones. */
+	snprintf(f, sizeof(f), "{\"#a\":[\"%s\"],\"limit\":0}", coord);
+	T_ASSERT(nostr_req(ws2, "live", f, TMO, &evs, &n, NULL) == 0);
+	T_EQ_INT(n, 0);
+	nostr_events_free(evs);
+	ev = signed_by(62, time(NULL), 1621, tags, "live issue");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	live = nostr_wait_event(ws2, "live", TMO, NULL);
+	T_ASSERT(live != NULL);
+	T_CHECK(strstr(live, ev->id_hex) != NULL);
+	free(live);
+	event_free(ev);
+
+	/* Ephemeral: fanned out, never stored. */
+	ev = signed_by(62, time(NULL), 20001, tags, "ephemeral");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	live = nostr_wait_event(ws2, "live", TMO, NULL);
+	T_ASSERT(live != NULL);
+	T_CHECK(strstr(live, ev->id_hex) != NULL);
+	free(live);
+	T_EQ_INT(has_id(ws, ev->id_hex), 0);
+	event_free(ev);
+
+	/* CLOSE stops delivery. */
+	T_ASSERT(nostr_close_sub(ws2, "live") == 0);
+	ev = signed_by(62, time(NULL), 1621, tags, "after close");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	live = nostr_wait_event(ws2, "live", 300, NULL);
+	T_CHECK(live == NULL);
+	free(live);
+	event_free(ev);
+	event_free(ann);
+	wsc_close(ws);
+	wsc_close(ws2);
+}
+
+static void
+test_invalid_events_get_clear_ok(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ev;
+	char		 msg[256], *m = NULL, *j;
+	int		 ok = -1;
+
+	T_ASSERT(ws != NULL);
+	ev = signed_by(70, time(NULL), 10317, "[]", "");
+	/* Wrong id: flip a content byte after signing. */
+	j = strdup(ev->json);
+	*strstr(j, "\"content\":\"") = '\0';
+	{
+		struct buf b = BUF_INIT;
+		buf_printf(&b, "%s\"content\":\"x\",\"sig\":\"", j);
+		buf_add_hex(&b, ev->sig, 64);
+		buf_adds(&b, "\"}");
+		T_ASSERT(nostr_publish_json(ws, b.b_data, ev->id_hex, TMO,
+		    &ok, &m) == 0);
+		buf_free(&b);
+	}
+	T_EQ_INT(ok, 0);
+	T_CHECK(m && strncmp(m, "invalid: ", 9) == 0);
+	free(m);
+	m = NULL;
+	free(j);
+	/* Bad signature. */
+	ev->sig[5] ^= 1;
+	{
+		struct buf b = BUF_INIT;
+		char *s = strdup(ev->json);
+		char *sigp = strstr(s, "\"sig\":\"") + 7;
+		hex_encode(ev->sig, 64, sigp);
+		sigp[128] = '"';
+		T_ASSERT(nostr_publish_json(ws, s, ev->id_hex, TMO, &ok, &m)
+		    == 0);
+		T_EQ_INT(ok, 0);
+		T_CHECK(m && strcmp(m, "invalid: bad signature") == 0);
+		free(m);
+		m = NULL;
+		free(s);
+		buf_free(&b);
+	}
+	event_free(ev);
+	/* Far future, expired, protected. */
+	ev = signed_by(70, time(NULL) + 3600, 10317, "[]", "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strncmp(msg, "invalid: created_at", 19) == 0);
+	event_free(ev);
+	ev = signed_by(70, time(NULL), 10317, "[[\"expiration\",\"1000\"]]", "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_STR(msg, "blocked: event is expired");
+	event_free(ev);
+	ev = signed_by(70, time(NULL), 10317, "[[\"-\"]]", "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
+	event_free(ev);
+	/* Type errors from the shared vectors' shapes. */
+	T_ASSERT(nostr_publish_json(ws, "{\"id\":\"" "0000000000000000000000"
+	    "000000000000000000000000000000000000000000\",\"kind\":\"1\"}",
+	    "0000000000000000000000000000000000000000000000000000000000000000",
+	    TMO, &ok, &m) == 0);
+	T_EQ_INT(ok, 0);
+	T_CHECK(m && strncmp(m, "invalid: ", 9) == 0);
+	free(m);
+	wsc_close(ws);
+}
+
+static void
+test_expiring_event_hidden_after_expiry(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ev;
+	char		 tags[128], msg[256];
+
+	T_ASSERT(ws != NULL);
+	snprintf(tags, sizeof(tags), "[[\"expiration\",\"%lld\"]]",
+	    (long long)time(NULL) + 2);
+	ev = signed_by(71, time(NULL), 10317, tags, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(has_id(ws, ev->id_hex), 1);
+	sleep(3);
+	T_EQ_INT(has_id(ws, ev->id_hex), 0);
+	event_free(ev);
+	wsc_close(ws);
+}
+
+static void
+test_malformed_messages_get_notice_and_connection_survives(void)
+{
+	struct wsc	*ws = conn(rp), *other = conn(rp);
+	static const char *bad[] = {
+		"not json", "{\"a\":1}", "[]", "[1,2]", "[\"HELLO\"]",
+		"[\"EVENT\"]", "[\"REQ\"]", "[\"CLOSE\",5]",
+		"[\"EVENT\",{},{}]", "[\"\xff\"]",
+	};
+	char		*m, big[64];
+	struct buf	 huge = BUF_INIT;
+	size_t		 i;
+
+	T_ASSERT(ws != NULL && other != NULL);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		T_ASSERT(wsc_send_text(ws, bad[i], strlen(bad[i])) == 0);
+		m = nostr_wait_msg(ws, "NOTICE", TMO);
+		if (m == NULL) {
+			char w[128];
+			snprintf(w, sizeof(w), "no NOTICE for bad[%zu]", i);
+			t_fail_at(__FILE__, __LINE__, w);
+			continue;
+		}
+		T_CHECK(strstr(m, "invalid: ") || strstr(m, "error: "));
+		free(m);
+	}
+	T_ASSERT(wsc_send_binary(ws, "\x01\x02", 2) == 0);
+	m = nostr_wait_msg(ws, "NOTICE", TMO);
+	T_CHECK(m && strstr(m, "binary"));
+	free(m);
+	/* A message over the limit, in fragments. */
+	buf_reserve(&huge, 2 * 1024 * 1024 + 16);
+	buf_adds(&huge, "[\"REQ\",\"");
+	memset(big, 'x', sizeof(big));
+	while (huge.b_len < 2 * 1024 * 1024)
+		buf_add(&huge, big, sizeof(big));
+	buf_adds(&huge, "\"]");
+	T_ASSERT(wsc_send_text(ws, huge.b_data, huge.b_len) == 0);
+	buf_free(&huge);
+	m = nostr_wait_msg(ws, "NOTICE", TMO);
+	T_CHECK(m && strstr(m, "too large"));
+	free(m);
+	/* Still usable, and so is the other client. */
+	T_EQ_INT(count(ws, "{\"kinds\":[10317],\"limit\":1}") >= 0, 1);
+	T_EQ_INT(count(other, "{\"kinds\":[10317],\"limit\":1}") >= 0, 1);
+	/* Garbage bytes may cost this connection, not the other. */
+	T_ASSERT(wsc_send_raw(ws, "\xff\xff\xff\xff\xff\xff", 6) == 0);
+	T_EQ_INT(count(other, "{\"kinds\":[10317],\"limit\":1}") >= 0, 1);
+	wsc_drop(ws);
+	wsc_close(other);
+}
+
+static void
+test_req_limits_answer_closed(void)
+{
+	struct wsc	*ws = conn(rp);
+	char		 subid[80], *reason = NULL, **evs = NULL;
+	struct buf	 b = BUF_INIT;
+	size_t		 n, i;
+	int		 rc;
+
+	T_ASSERT(ws != NULL);
+	memset(subid, 's', 65);
+	subid[65] = '\0';
+	rc = nostr_req(ws, subid, "{}", TMO, &evs, &n, &reason);
+	T_EQ_INT(rc, 1);
+	T_CHECK(reason && strncmp(reason, "invalid: ", 9) == 0);
+	free(reason);
+	reason = NULL;
+	nostr_events_free(evs);
+	evs = NULL;
+
+	rc = nostr_req(ws, "bad", "{\"ids\":[\"abc\"]}", TMO, &evs, &n,
+	    &reason);
+	T_EQ_INT(rc, 1);
+	T_CHECK(reason && strncmp(reason, "invalid: ", 9) == 0);
+	free(reason);
+	reason = NULL;
+	nostr_events_free(evs);
+	evs = NULL;
+
+	rc = nostr_req(ws, "bad2", "{\"foo\":[1]}", TMO, &evs, &n, &reason);
+	T_EQ_INT(rc, 1);
+	T_CHECK(reason && strncmp(reason, "unsupported: ", 13) == 0);
+	free(reason);
+	reason = NULL;
+	nostr_events_free(evs);
+	evs = NULL;
+
+	buf_addc(&b, '[');
+	for (i = 0; i < 51; i++)
+		buf_adds(&b, i ? ",{}" : "{}");
+	buf_addc(&b, ']');
+	rc = nostr_req(ws, "many", b.b_data, TMO, &evs, &n, &reason);
+	buf_free(&b);
+	T_EQ_INT(rc, 1);
+	free(reason);
+	reason = NULL;
+	nostr_events_free(evs);
+	evs = NULL;
+
+	/* 200 subscriptions are fine, the 201st is refused. */
+	for (i = 0; i < 200; i++) {
+		snprintf(subid, sizeof(subid), "sub%zu", i);
+		rc = nostr_req(ws, subid, "{\"kinds\":[9],\"limit\":0}", TMO,
+		    &evs, &n, NULL);
+		nostr_events_free(evs);
+		evs = NULL;
+		T_EQ_INT(rc, 0);
+	}
+	rc = nostr_req(ws, "one-too-many", "{\"limit\":0}", TMO, &evs, &n,
+	    &reason);
+	T_EQ_INT(rc, 1);
+	T_CHECK(reason && strncmp(reason, "blocked: ", 9) == 0);
+	free(reason);
+	nostr_events_free(evs);
+	evs = NULL;
+	/* Re-using an id replaces, and is allowed at the cap. */
+	rc = nostr_req(ws, "sub7", "{\"limit\":0}", TMO, &evs, &n, NULL);
+	T_EQ_INT(rc, 0);
+	nostr_events_free(evs);
+	wsc_close(ws);
+}
+
+static void
+test_acknowledged_events_survive_kill9(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ev[20];
+	char		 msg[256];
+	int		 i;
+
+	T_ASSERT(ws != NULL);
+	for (i = 0; i < 20; i++) {
+		char tg[64];
+		snprintf(tg, sizeof(tg), "[[\"g\",\"ws://k%d.example\"]]", i);
+		ev[i] = signed_by(80 + i, time(NULL), 10317, tg, "");
+		T_EQ_INT(pub(ws, ev[i], msg, sizeof(msg)), 1);
+	}
+	wsc_drop(ws);
+	relayproc_kill(rp, SIGKILL);
+	relayproc_wait(rp, TMO);
+	T_ASSERT(relayproc_restart(rp) == 0);
+	ws = conn(rp);
+	T_ASSERT(ws != NULL);
+	for (i = 0; i < 20; i++) {
+		T_EQ_INT(has_id(ws, ev[i]->id_hex), 1);
+		event_free(ev[i]);
+	}
+	wsc_close(ws);
+}
+
+static void
+test_event_rate_limit_per_connection(void)
+{
+	static const char *env[] = { "NGIT_MAX_EVENTS_PER_MINUTE=5", NULL };
+	struct relayproc	*r = relayproc_start("relayd", env);
+	struct wsc		*ws;
+	char			 msg[256];
+	int			 i, refused = 0;
+
+	T_ASSERT(r != NULL);
+	ws = conn(r);
+	T_ASSERT(ws != NULL);
+	for (i = 0; i < 7; i++) {
+		struct event *ev = signed_by(90, time(NULL) + i, 10317, "[]",
+		    "");
+		if (pub(ws, ev, msg, sizeof(msg)) == 0 &&
+		    strcmp(msg, "rate-limited: slow down") == 0)
+			refused++;
+		event_free(ev);
+	}
+	T_EQ_INT(refused, 2);
+	wsc_close(ws);
+	relayproc_free(r);
+}
+
+static void
+test_max_connections_refuses_extra_websockets(void)
+{
+	static const char *env[] = { "NGIT_MAX_CONNECTIONS=2", NULL };
+	struct relayproc	*r = relayproc_start("relayd", env);
+	struct wsc		*a, *b, *c;
+
+	T_ASSERT(r != NULL);
+	a = conn(r);
+	b = conn(r);
+	T_ASSERT(a != NULL && b != NULL);
+	T_EQ_INT(count(a, "{\"limit\":1}") >= 0, 1);
+	T_EQ_INT(count(b, "{\"limit\":1}") >= 0, 1);
+	c = conn(r);
+	T_CHECK(c == NULL || count(c, "{\"limit\":1}") == -1);
+	if (c)
+		wsc_drop(c);
+	wsc_close(a);
+	usleep(200000);
+	c = conn(r);
+	T_CHECK(c != NULL && count(c, "{\"limit\":1}") >= 0);
+	if (c)
+		wsc_close(c);
+	wsc_close(b);
+	relayproc_free(r);
+}
+
+static void
+test_blacklists_and_whitelist(void)
+{
+	char			 npub_a[NIP19_KEY_BUFSZ], npub_b[NIP19_KEY_BUFSZ];
+	char			 e1[200], e2[200], e3[200], msg[256];
+	const char		*env[4];
+	struct relayproc	*r, *saved = rp;
+	struct wsc		*ws;
+	struct event		*ev;
+	uint8_t			 sk[32];
+
+	key(100, sk, NULL, npub_a);
+	key(101, sk, NULL, npub_b);
+	snprintf(e1, sizeof(e1), "NGIT_EVENT_BLACKLIST=%s", npub_b);
+	snprintf(e2, sizeof(e2), "NGIT_REPOSITORY_BLACKLIST=%s/bad-repo",
+	    npub_a);
+	snprintf(e3, sizeof(e3), "NGIT_REPOSITORY_WHITELIST=%s", npub_a);
+	env[0] = e1;
+	env[1] = e2;
+	env[2] = e3;
+	env[3] = NULL;
+	r = relayproc_start("relayd", env);
+	T_ASSERT(r != NULL);
+	rp = r;
+	ws = conn(r);
+	T_ASSERT(ws != NULL);
+	ev = announcement(100, "good-repo", 1, 1, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	ev = announcement(100, "bad-repo", 1, 1, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strstr(msg, "blacklisted") != NULL);
+	event_free(ev);
+	ev = announcement(101, "any", 1, 1, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strstr(msg, "Event author") != NULL);
+	event_free(ev);
+	ev = announcement(102, "not-whitelisted", 1, 1, "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_CHECK(strstr(msg, "whitelist") != NULL);
+	event_free(ev);
+	wsc_close(ws);
+	rp = saved;
+	relayproc_free(r);
+}
+
+int
+main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	srand((unsigned)getpid());
+	rp = relayproc_start("relayd", NULL);
+	if (rp == NULL) {
+		printf("not ok - relayd_start: relayd did not start\n");
+		return 1;
+	}
+	T_RUN(test_nip11_document);
+	T_RUN(test_cors_on_every_response_and_options_204);
+	T_RUN(test_announcement_listing_service_is_stored_with_tags);
+	T_RUN(test_announcement_must_list_service_in_clone_and_relays);
+	T_RUN(test_recursive_maintainers_announcements_accepted);
+	T_RUN(test_related_events_accepted_by_reference);
+	T_RUN(test_unrelated_events_refused);
+	T_RUN(test_replaceable_keeps_newest_and_lowest_id_on_tie);
+	T_RUN(test_deletion_by_author_only_and_final);
+	T_RUN(test_req_limit_order_and_live_delivery);
+	T_RUN(test_invalid_events_get_clear_ok);
+	T_RUN(test_expiring_event_hidden_after_expiry);
+	T_RUN(test_malformed_messages_get_notice_and_connection_survives);
+	T_RUN(test_req_limits_answer_closed);
+	T_RUN(test_acknowledged_events_survive_kill9);
+	T_RUN(test_event_rate_limit_per_connection);
+	T_RUN(test_max_connections_refuses_extra_websockets);
+	T_RUN(test_blacklists_and_whitelist);
+	if (t_fail)
+		relayproc_dump_log(rp, 30);
+	relayproc_free(rp);
+	return t_done();
+}

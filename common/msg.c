@@ -1,0 +1,243 @@
+/*
+ * msg.c: nanomsg channels and the message framing shared by every graspd
+ * process (see msg.h).
+ */
+#include <errno.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/pipeline.h>
+#include <nanomsg/pubsub.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+#include "msg.h"
+
+const char *
+msg_type_name(unsigned type)
+{
+	switch (type) {
+#define MSG_NAME(name, value)	case value: return #name;
+	MSG_TYPE_LIST(MSG_NAME)
+#undef MSG_NAME
+	default:
+		return "UNKNOWN";
+	}
+}
+
+static int
+msg_type_known(unsigned type)
+{
+	switch (type) {
+#define MSG_CASE(name, value)	case value:
+	MSG_TYPE_LIST(MSG_CASE)
+#undef MSG_CASE
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static const char *const role_names[] = {
+#define ROLE_STR(name, value, str)	[value] = str,
+	ROLE_LIST(ROLE_STR)
+#undef ROLE_STR
+};
+
+const char *
+role_name(unsigned role)
+{
+	if (role >= ROLE_COUNT)
+		return "unknown";
+	return role_names[role];
+}
+
+int
+role_from_name(const char *s)
+{
+	unsigned	i;
+
+	for (i = 0; i < ROLE_COUNT; i++)
+		if (strcmp(role_names[i], s) == 0)
+			return (int)i;
+	return -1;
+}
+
+int
+chan_endpoint(const char *run_path, const char *name, char *out,
+    size_t outlen)
+{
+	int	n = snprintf(out, outlen, "ipc://%s/%s.ipc", run_path, name);
+
+	return (n < 0 || (size_t)n >= outlen) ? -1 : 0;
+}
+
+int
+chan_control_endpoint(const char *run_path, enum role r, char *out,
+    size_t outlen)
+{
+	char	name[64];
+
+	snprintf(name, sizeof(name), "control-%s", role_name(r));
+	return chan_endpoint(run_path, name, out, outlen);
+}
+
+int
+chan_open(int proto, const char *endpoint, int bind)
+{
+	int	s, maxsz = (int)(MSG_MAX_PAYLOAD + sizeof(struct msg_hdr));
+	int	saved;
+
+	if ((s = nn_socket(AF_SP, proto)) < 0)
+		return -1;
+	if (nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsz,
+	    sizeof(maxsz)) < 0)
+		goto fail;
+	if (proto == NN_SUB && nn_setsockopt(s, NN_SUB, NN_SUB_SUBSCRIBE, "",
+	    0) < 0)
+		goto fail;
+	if (bind) {
+		/* A stale socket file from a killed process blocks bind. */
+		if (strncmp(endpoint, "ipc://", 6) == 0)
+			unlink(endpoint + 6);
+		if (nn_bind(s, endpoint) < 0)
+			goto fail;
+	} else if (nn_connect(s, endpoint) < 0)
+		goto fail;
+	return s;
+fail:
+	saved = errno;
+	nn_close(s);
+	errno = saved;
+	return -1;
+}
+
+int
+chan_rcvfd(int sock)
+{
+	int	fd;
+	size_t	sz = sizeof(fd);
+
+	if (nn_getsockopt(sock, NN_SOL_SOCKET, NN_RCVFD, &fd, &sz) < 0)
+		return -1;
+	return fd;
+}
+
+void
+chan_close(int sock)
+{
+	if (sock >= 0)
+		nn_close(sock);
+}
+
+int
+msg_send(int sock, enum msg_type type, const void *payload, size_t len,
+    int flags)
+{
+	struct msg_hdr	*h;
+	void		*nb;
+
+	if (len > MSG_MAX_PAYLOAD) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	if ((nb = nn_allocmsg(sizeof(*h) + len, 0)) == NULL)
+		fatal("nn_allocmsg");
+	h = nb;
+	h->mh_magic = MSG_MAGIC;
+	h->mh_version = MSG_VERSION;
+	h->mh_type = (uint16_t)type;
+	h->mh_len = (uint32_t)len;
+	h->mh_pid = (uint32_t)getpid();
+	if (len)
+		memcpy((char *)nb + sizeof(*h), payload, len);
+	/* With NN_MSG nanomsg takes the buffer on success only. */
+	if (nn_send(sock, &nb, NN_MSG, flags) < 0) {
+		int saved = errno;
+
+		nn_freemsg(nb);
+		errno = saved;
+		return -1;
+	}
+	return 0;
+}
+
+int
+msg_recv(int sock, struct msg *m, int flags)
+{
+	struct msg_hdr	 h;
+	void		*nb = NULL;
+	int		 n;
+
+	memset(m, 0, sizeof(*m));
+	if ((n = nn_recv(sock, &nb, NN_MSG, flags)) < 0) {
+		if (errno == EAGAIN)
+			return 0;
+		return -1;
+	}
+	if ((size_t)n < sizeof(h))
+		fatalx("malformed message: %d bytes, shorter than a header", n);
+	memcpy(&h, nb, sizeof(h));
+	if (h.mh_magic != MSG_MAGIC)
+		fatalx("malformed message: bad magic 0x%08x", h.mh_magic);
+	if (h.mh_version != MSG_VERSION)
+		fatalx("malformed message: version %u, expected %u",
+		    h.mh_version, MSG_VERSION);
+	if (!msg_type_known(h.mh_type))
+		fatalx("malformed message: unknown type %u", h.mh_type);
+	if (h.mh_len != (size_t)n - sizeof(h) || h.mh_len > MSG_MAX_PAYLOAD)
+		fatalx("malformed %s message: length %u, %zu bytes follow",
+		    msg_type_name(h.mh_type), h.mh_len, (size_t)n - sizeof(h));
+	m->m_type = h.mh_type;
+	m->m_pid = h.mh_pid;
+	m->m_data = (const uint8_t *)nb + sizeof(h);
+	m->m_len = h.mh_len;
+	m->m_nn = nb;
+	return 1;
+}
+
+void
+msg_free(struct msg *m)
+{
+	if (m->m_nn)
+		nn_freemsg(m->m_nn);
+	memset(m, 0, sizeof(*m));
+}
+
+void
+msg_ingest_encode(struct buf *b, enum role origin, const char *url,
+    const char *json, size_t jsonlen)
+{
+	size_t		ulen = url ? strlen(url) : 0;
+	uint16_t	u16;
+
+	if (ulen > UINT16_MAX)
+		ulen = UINT16_MAX;
+	u16 = (uint16_t)ulen;
+	buf_addc(b, (char)origin);
+	buf_add(b, &u16, sizeof(u16));
+	buf_add(b, url ? url : "", ulen);
+	buf_add(b, json, jsonlen);
+}
+
+void
+msg_ingest_decode(const struct msg *m, struct msg_ingest *mi)
+{
+	uint16_t	u16;
+
+	if (m->m_type != MSG_INGEST || m->m_len < 3)
+		fatalx("malformed INGEST message: %zu bytes", m->m_len);
+	if (m->m_data[0] >= ROLE_COUNT)
+		fatalx("malformed INGEST message: origin %u", m->m_data[0]);
+	memcpy(&u16, m->m_data + 1, sizeof(u16));
+	if ((size_t)u16 + 3 > m->m_len)
+		fatalx("malformed INGEST message: url length %u of %zu", u16,
+		    m->m_len);
+	mi->mi_origin = m->m_data[0];
+	mi->mi_url = (const char *)m->m_data + 3;
+	mi->mi_urllen = u16;
+	mi->mi_json = mi->mi_url + u16;
+	mi->mi_jsonlen = m->m_len - 3 - u16;
+}

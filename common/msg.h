@@ -1,0 +1,159 @@
+/*
+ * msg.h: the messages graspd's processes exchange over nanomsg, and the
+ * channels that carry them (design.md, "Channels").
+ *
+ * Every message is a fixed header followed by a payload.  The header
+ * carries a magic number, a version, the type and the payload length; a
+ * receiver checks all four.  A malformed message from a sibling process is
+ * a bug: msg_recv() ends the receiving process with fatalx() and the
+ * supervisor restarts it.  Nothing a websocket client or a remote relay
+ * sends reaches this path.
+ *
+ * All processes run on one machine, so integers travel in host order.
+ */
+#ifndef GRASPD_MSG_H
+#define GRASPD_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf;
+
+#define MSG_MAGIC	0x47525350u	/* "GRSP" */
+#define MSG_VERSION	1
+/* Ours: an ingested event is at most 1 MiB (relayd's message limit)
+ * plus its origin; control replies and stats are far smaller. */
+#define MSG_MAX_PAYLOAD	(4u * 1024 * 1024)
+
+/*
+ * The one list of message types.  Append, never renumber: a role built
+ * from another revision must not misread a message.
+ */
+#define MSG_TYPE_LIST(X)						\
+	X(INGEST,	1)	/* role -> relayd: a fetched event */	\
+	X(ACCEPTED,	2)	/* relayd -> all: one stored event */	\
+	X(CONTROL,	3)	/* graspctl/supervisor -> process */	\
+	X(CONTROL_REPLY, 4)	/* process -> graspctl/supervisor */	\
+	X(STATS,	5)	/* role -> relayd: counter snapshot */
+
+enum msg_type {
+#define MSG_ENUM(name, value)	MSG_##name = value,
+	MSG_TYPE_LIST(MSG_ENUM)
+#undef MSG_ENUM
+};
+
+/* "INGEST", "ACCEPTED", ...; "UNKNOWN" for anything else. */
+const char	*msg_type_name(unsigned type);
+
+struct msg_hdr {
+	uint32_t	mh_magic;
+	uint16_t	mh_version;
+	uint16_t	mh_type;
+	uint32_t	mh_len;		/* payload bytes after the header */
+	uint32_t	mh_pid;		/* sender */
+};
+
+/* The processes, for origins, endpoints and logs. */
+#define ROLE_LIST(X)							\
+	X(SUPERVISOR,	0, "graspd")					\
+	X(RELAYD,	1, "relayd")					\
+	X(SYNCD,	2, "syncd")					\
+	X(DISCOVERYD,	3, "discoveryd")				\
+	X(HISTORYD,	4, "historyd")					\
+	X(GRASPCTL,	5, "graspctl")
+
+enum role {
+#define ROLE_ENUM(name, value, str)	ROLE_##name = value,
+	ROLE_LIST(ROLE_ENUM)
+#undef ROLE_ENUM
+	ROLE_COUNT
+};
+
+const char	*role_name(unsigned role);
+/* The role named s, or -1. */
+int		 role_from_name(const char *s);
+
+/* Channel names: ipc://<NGIT_RUN_PATH>/<name>.ipc. */
+#define CHAN_INGEST	"ingest"
+#define CHAN_ACCEPTED	"accepted"
+#define CHAN_STATS	"stats"
+/* Each process binds its own control channel "control-<role>". */
+
+/* Writes "ipc://<run_path>/<name>.ipc"; -1 if it does not fit. */
+int	chan_endpoint(const char *run_path, const char *name, char *out,
+	    size_t outlen);
+/* The control endpoint of a role. */
+int	chan_control_endpoint(const char *run_path, enum role, char *out,
+	    size_t outlen);
+
+/*
+ * Opens a nanomsg socket of protocol proto (NN_PUSH, NN_SUB, ...) and binds
+ * (bind != 0) or connects it to endpoint, with the receive size limit set
+ * to the largest message.  SUB sockets subscribe to everything.  Returns
+ * the socket or -1 with errno set.
+ */
+int	chan_open(int proto, const char *endpoint, int bind);
+/* The descriptor that polls readable when a message waits (NN_RCVFD). */
+int	chan_rcvfd(int sock);
+void	chan_close(int sock);
+
+/*
+ * Sends one message.  flags are nanomsg flags (NN_DONTWAIT).  Returns 0,
+ * or -1 with errno (EAGAIN when it would block).
+ */
+int	msg_send(int sock, enum msg_type, const void *payload, size_t len,
+	    int flags);
+
+/* A received message; release it with msg_free(). */
+struct msg {
+	enum msg_type	 m_type;
+	uint32_t	 m_pid;
+	const uint8_t	*m_data;	/* payload */
+	size_t		 m_len;
+	void		*m_nn;		/* nanomsg's buffer */
+};
+
+/*
+ * Receives one message.  Returns 1 with *m filled, 0 when none is waiting
+ * (with NN_DONTWAIT) and -1 on a socket error.  A message with a bad
+ * magic, version, type or length ends the process (fatalx): it can only
+ * come from a broken sibling.
+ */
+int	msg_recv(int sock, struct msg *m, int flags);
+void	msg_free(struct msg *);
+
+/*
+ * ACCEPTED payload: a hint that an event was stored.  Subscribers read
+ * the event itself from the database by seq (SQLite is the truth).
+ */
+struct msg_accepted {
+	int64_t		ma_seq;
+	uint32_t	ma_kind;
+	uint32_t	ma_pad;
+	uint8_t		ma_id[32];
+	uint8_t		ma_pubkey[32];
+};
+
+/*
+ * INGEST payload: [u8 origin role][u16 url length][url][event JSON].
+ * msg_ingest_decode() ends the process on a malformed payload.
+ */
+void	msg_ingest_encode(struct buf *, enum role origin, const char *url,
+	    const char *json, size_t jsonlen);
+struct msg_ingest {
+	enum role	 mi_origin;
+	const char	*mi_url;	/* not NUL-terminated */
+	size_t		 mi_urllen;
+	const char	*mi_json;
+	size_t		 mi_jsonlen;
+};
+void	msg_ingest_decode(const struct msg *, struct msg_ingest *);
+
+/*
+ * CONTROL and CONTROL_REPLY payloads are JSON text: a request is
+ * {"cmd":"status"|"show"|"log"|"stop"|...,"args":[...]} and a reply
+ * {"ok":true|false, ...}.  STATS payloads are JSON text too:
+ * {"role":"syncd","pid":N,"metrics":[["name{labels}",value],...]}.
+ */
+
+#endif

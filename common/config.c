@@ -1,0 +1,1216 @@
+/*
+ * config.c: graspd.conf and its NGIT_* environment overrides (see
+ * config.h).  Every process loads it at start: the supervisor to check and
+ * dump it (graspd -n), each role from the file it was exec'd with.
+ *
+ * The keys live in one table below; the parser, the environment overlay,
+ * the dump and the reload policy all walk it.  etc/graspd.conf and
+ * man/graspd.conf.5 repeat it for people, and config_test checks the
+ * sample against it.
+ */
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "log.h"
+#include "nip19.h"
+
+enum cfg_type {
+	CT_STR,		/* free text, one line */
+	CT_PATH,	/* absolute path */
+	CT_DOMAIN,	/* host[:port] */
+	CT_BIND,	/* host:port, IPv6 as [addr]:port */
+	CT_SECKEY,	/* nsec or hex */
+	CT_REPOS,	/* list of npub, npub/identifier, identifier */
+	CT_KEYS,	/* list of npub or hex public keys */
+	CT_URL,		/* relay URL, wss:// assumed without a scheme */
+	CT_URLS,	/* list of relay URLs */
+	CT_INT,
+	CT_BOOL,
+	CT_LOGLEVEL,
+};
+
+#define CK_RELOAD	0x01	/* takes effect on reload, not just restart */
+
+struct cfg_key {
+	const char	*ck_name;	/* environment spelling */
+	enum cfg_type	 ck_type;
+	size_t		 ck_off;	/* field in struct config */
+	const char	*ck_def;	/* default, as the file writes it */
+	long		 ck_min, ck_max;	/* CT_INT only */
+	int		 ck_flags;
+	const char	*ck_help;	/* the comment in etc/graspd.conf */
+};
+
+#define F(field)	offsetof(struct config, field)
+
+/*
+ * Every key graspd knows, in the order of etc/graspd.conf.  Defaults that
+ * depend on other keys (NGIT_DOMAIN, NGIT_RELAY_NAME) or on a file
+ * (NGIT_RELAY_OWNER_NSEC) are "" here and filled in by cfg_finish() and
+ * config_owner_key().
+ */
+static const struct cfg_key cfg_keys[] = {
+	{ "NGIT_DOMAIN", CT_DOMAIN, F(domain), "", 0, 0, 0,
+	  "Public host[:port] of this relay; empty means the bind address" },
+	{ "NGIT_BIND_ADDRESS", CT_BIND, F(bind_address), "127.0.0.1:7334",
+	  0, 0, 0,
+	  "Address and port to listen on; IPv6 is written [::1]:7334" },
+	{ "NGIT_RELAY_DATA_PATH", CT_PATH, F(relay_data_path),
+	  "/var/lib/graspd/relay", 0, 0, 0,
+	  "Directory of the event database and the relay owner key file" },
+	{ "NGIT_GIT_DATA_PATH", CT_PATH, F(git_data_path),
+	  "/var/lib/graspd/git", 0, 0, 0,
+	  "Directory of the hosted bare git repositories" },
+	{ "NGIT_RUN_PATH", CT_PATH, F(run_path), "/run/graspd", 0, 0, 0,
+	  "Directory of the control and message sockets" },
+	{ "NGIT_RELAY_NAME", CT_STR, F(relay_name), "", 0, 0, 0,
+	  "NIP-11 relay name; empty means \"<domain> grasp relay\"" },
+	{ "NGIT_RELAY_DESCRIPTION", CT_STR, F(relay_description),
+	  "Git Nostr Relay - a grasp implementation", 0, 0, 0,
+	  "NIP-11 relay description" },
+	{ "NGIT_RELAY_OWNER_NSEC", CT_SECKEY, F(owner_sk), "", 0, 0, 0,
+	  "Relay secret key, nsec or hex; empty: .relay-owner.nsec in "
+	  "relay_data_path" },
+	{ "NGIT_REPOSITORY_WHITELIST", CT_REPOS, F(repo_whitelist), "", 0, 0, 0,
+	  "Host only these repositories: npub, npub/id or id, "
+	  "comma-separated" },
+	{ "NGIT_REPOSITORY_BLACKLIST", CT_REPOS, F(repo_blacklist), "", 0, 0, 0,
+	  "Never host these repositories (same forms); beats the whitelist" },
+	{ "NGIT_EVENT_BLACKLIST", CT_KEYS, F(event_blacklist), "", 0, 0, 0,
+	  "Refuse every event by these authors: npub or hex, comma-separated" },
+	{ "NGIT_MAX_CONNECTIONS", CT_INT, F(max_connections), "4096",
+	  1, 1048576, 0,
+	  "Most websocket connections served at once" },
+	{ "NGIT_MAX_EVENTS_PER_MINUTE", CT_INT, F(max_events_per_minute), "60",
+	  0, 1000000, 0,
+	  "Most events one client connection may send per minute; 0 is no "
+	  "limit" },
+	{ "NGIT_LOG_LEVEL", CT_LOGLEVEL, F(log_level), "info", 0, 0, CK_RELOAD,
+	  "Most verbose log level: error, warn, info or debug" },
+	{ "NGIT_TEST", CT_BOOL, F(test), "false", 0, 0, 0,
+	  "Test timing: periodic work every 200 ms, long delays 60 times "
+	  "shorter" },
+	{ "NGIT_METRICS_ENABLED", CT_BOOL, F(metrics_enabled), "true", 0, 0, 0,
+	  "Serve Prometheus metrics at /metrics on the relay port" },
+	{ "NGIT_SYNC_ENABLED", CT_BOOL, F(sync_enabled), "true", 0, 0, 0,
+	  "Sync hosted repositories' events from other relays (GRASP-02)" },
+	{ "NGIT_SYNC_BOOTSTRAP_RELAY_URL", CT_URL, F(sync_bootstrap_relay_url),
+	  "", 0, 0, 0,
+	  "Relay to start sync and discovery from; wss:// if no scheme" },
+	{ "NGIT_SYNC_BASE_BACKOFF_SECS", CT_INT, F(sync_base_backoff_secs), "5",
+	  1, 86400, 0,
+	  "First reconnect delay and connect timeout for other relays, "
+	  "seconds" },
+	{ "NGIT_SYNC_MAX_BACKOFF_SECS", CT_INT, F(sync_max_backoff_secs),
+	  "3600", 1, 604800, 0,
+	  "Longest reconnect delay for other relays, seconds" },
+	{ "NGIT_SYNC_DISABLE_NEGENTROPY", CT_BOOL, F(sync_disable_negentropy),
+	  "false", 0, 0, 0,
+	  "Sync with REQ and EOSE only, never NIP-77 negentropy" },
+	{ "NGIT_SYNC_ALLOW_PRIVATE_TARGETS", CT_BOOL,
+	  F(sync_allow_private_targets), "false", 0, 0, 0,
+	  "Let sync dial loopback and private addresses (tests, private "
+	  "networks)" },
+	{ "NGIT_SYNC_PLUS_ENABLED", CT_BOOL, F(sync_plus_enabled), "true",
+	  0, 0, 0,
+	  "Proactive sync plus (GRASP-03): follow participants' mailboxes" },
+	{ "NGIT_SYNC_PLUS_USER_INDEX_RELAYS", CT_URLS,
+	  F(sync_plus_user_index_relays), "", 0, 0, 0,
+	  "Relays to look up authors' kind 0 and 10002 on, comma-separated" },
+	{ "NGIT_SYNC_PLUS_FALLBACK_RELAYS", CT_URLS,
+	  F(sync_plus_fallback_relays), "", 0, 0, 0,
+	  "Mailboxes for root authors without a relay list, comma-separated" },
+	{ "NGIT_PRIVATE_MODE", CT_BOOL, F(private_mode), "false", 0, 0, 0,
+	  "Private instance: no repository-scoped probes of owners' inboxes" },
+};
+
+#define CFG_NKEYS	(sizeof(cfg_keys) / sizeof(cfg_keys[0]))
+#define CFG_PREFIX	"NGIT_"
+/* How much of a bad value an error message quotes. */
+#define CFG_QUOTE_MAX	64
+
+#define FIELD(cfg, k, T)	((T *)(void *)((char *)(cfg) + (k)->ck_off))
+
+static char *
+xstrdup(const char *s)
+{
+	char	*p;
+
+	if ((p = strdup(s)) == NULL)
+		fatal("config");
+	return p;
+}
+
+static void *
+xreallocarray(void *p, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		fatalx("config: array too large");
+	if ((p = realloc(p, n * size > 0 ? n * size : 1)) == NULL)
+		fatal("config");
+	return p;
+}
+
+/* The file spelling of a key: lower case, without "NGIT_". */
+static void
+cfg_file_name(const struct cfg_key *k, char *out, size_t outlen)
+{
+	const char	*s = k->ck_name + strlen(CFG_PREFIX);
+	size_t		 i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < outlen; i++)
+		out[i] = (char)tolower((unsigned char)s[i]);
+	out[i] = '\0';
+}
+
+static const struct cfg_key *
+cfg_lookup(const char *name)
+{
+	char	lname[64];
+	size_t	i;
+
+	for (i = 0; i < CFG_NKEYS; i++) {
+		if (strcmp(name, cfg_keys[i].ck_name) == 0)
+			return &cfg_keys[i];
+		cfg_file_name(&cfg_keys[i], lname, sizeof(lname));
+		if (strcmp(name, lname) == 0)
+			return &cfg_keys[i];
+	}
+	return NULL;
+}
+
+static int
+is_blank(int c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' ||
+	    c == '\v' || c == '\f';
+}
+
+/* Trims blanks from both ends of s in place; returns the new start. */
+static char *
+trim(char *s)
+{
+	size_t	n;
+
+	while (is_blank((unsigned char)*s))
+		s++;
+	n = strlen(s);
+	while (n > 0 && is_blank((unsigned char)s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+static int
+has_ctrl(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
+static int
+has_space_or_ctrl(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s <= 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
+static void
+repo_rules_free(struct cfg_repo_rules *rr)
+{
+	size_t	i;
+
+	for (i = 0; i < rr->n; i++)
+		free(rr->v[i].identifier);
+	free(rr->v);
+	rr->v = NULL;
+	rr->n = 0;
+}
+
+static void
+strs_free(struct cfg_strs *ss)
+{
+	size_t	i;
+
+	for (i = 0; i < ss->n; i++)
+		free(ss->v[i]);
+	free(ss->v);
+	ss->v = NULL;
+	ss->n = 0;
+}
+
+/* Frees what a key's field holds and leaves it empty. */
+static void
+cfg_clear(struct config *cfg, const struct cfg_key *k)
+{
+	struct cfg_keys	*ks;
+
+	switch (k->ck_type) {
+	case CT_STR:
+	case CT_PATH:
+	case CT_DOMAIN:
+	case CT_URL:
+		free(*FIELD(cfg, k, char *));
+		*FIELD(cfg, k, char *) = NULL;
+		break;
+	case CT_BIND:
+		free(cfg->bind_address);
+		free(cfg->bind_host);
+		cfg->bind_address = cfg->bind_host = NULL;
+		cfg->bind_port = 0;
+		break;
+	case CT_SECKEY:
+		explicit_bzero(cfg->owner_sk, sizeof(cfg->owner_sk));
+		cfg->has_owner_sk = 0;
+		break;
+	case CT_REPOS:
+		repo_rules_free(FIELD(cfg, k, struct cfg_repo_rules));
+		break;
+	case CT_KEYS:
+		ks = FIELD(cfg, k, struct cfg_keys);
+		free(ks->v);
+		ks->v = NULL;
+		ks->n = 0;
+		break;
+	case CT_URLS:
+		strs_free(FIELD(cfg, k, struct cfg_strs));
+		break;
+	case CT_INT:
+	case CT_BOOL:
+	case CT_LOGLEVEL:
+		break;
+	}
+}
+
+/*
+ * Splits host[:port] (port_required: host:port).  IPv6 literals must be
+ * bracketed.  On success *hostp is a new string without brackets and
+ * *portp the port or 0; returns NULL.  Otherwise returns the reason.
+ */
+static const char *
+parse_hostport(const char *v, int port_required, char **hostp, int *portp)
+{
+	struct in6_addr	 a6;
+	struct in_addr	 a4;
+	const char	*p, *port = NULL, *label;
+	char		 host[256];
+	size_t		 hlen, llen;
+	long		 n;
+	int		 alldigits;
+
+	*hostp = NULL;
+	*portp = 0;
+	if (v[0] == '[') {
+		if ((p = strchr(v, ']')) == NULL)
+			return "has no closing ']'";
+		hlen = (size_t)(p - v - 1);
+		if (hlen == 0 || hlen >= sizeof(host))
+			return "is not an IPv6 address in brackets";
+		memcpy(host, v + 1, hlen);
+		host[hlen] = '\0';
+		if (inet_pton(AF_INET6, host, &a6) != 1)
+			return "is not an IPv6 address in brackets";
+		if (p[1] == ':')
+			port = p + 2;
+		else if (p[1] != '\0')
+			return "has junk after ']'";
+	} else {
+		if ((p = strchr(v, ':')) != NULL && strchr(p + 1, ':') != NULL)
+			return "is an IPv6 address without brackets";
+		hlen = p ? (size_t)(p - v) : strlen(v);
+		if (hlen == 0)
+			return "has no host";
+		if (hlen >= sizeof(host))
+			return "has a host name that is too long";
+		memcpy(host, v, hlen);
+		host[hlen] = '\0';
+		if (p)
+			port = p + 1;
+		if (inet_pton(AF_INET, host, &a4) != 1) {
+			/* RFC 1123 names; an all-digit last label is none. */
+			if (hlen > 253)
+				return "has a host name that is too long";
+			label = host;
+			alldigits = 1;
+			for (p = host;; p++) {
+				if (*p == '.' || *p == '\0') {
+					llen = (size_t)(p - label);
+					if (llen == 0 || llen > 63 ||
+					    label[0] == '-' || p[-1] == '-')
+						return "is not an IP address "
+						    "or host name";
+					if (*p == '\0')
+						break;
+					label = p + 1;
+					alldigits = 1;
+					continue;
+				}
+				if (!isalnum((unsigned char)*p) && *p != '-')
+					return "is not an IP address or "
+					    "host name";
+				if (!isdigit((unsigned char)*p))
+					alldigits = 0;
+			}
+			if (alldigits)
+				return "is not an IP address or host name";
+		}
+	}
+	if (port == NULL) {
+		if (port_required)
+			return "has no port (host:port)";
+	} else {
+		if (*port == '\0' || strspn(port, "0123456789") !=
+		    strlen(port) || strlen(port) > 5)
+			return "has a port that is not a number";
+		n = strtol(port, NULL, 10);
+		if (n < 1 || n > 65535)
+			return "has a port outside 1-65535";
+		*portp = (int)n;
+	}
+	*hostp = xstrdup(host);
+	return NULL;
+}
+
+/*
+ * Checks a relay URL and returns it as stored (a new string, "wss://"
+ * prepended when it has no scheme), or NULL with the reason in *why.
+ * Only the shape is checked here; common/relayurl.c canonicalizes.
+ */
+static char *
+parse_relay_url(const char *v, const char **why)
+{
+	const char	*rest, *p;
+	char		*url;
+	size_t		 n;
+
+	if (has_space_or_ctrl(v)) {
+		*why = "is not a relay URL (it contains blanks)";
+		return NULL;
+	}
+	if ((p = strstr(v, "://")) == NULL) {
+		n = strlen(v) + sizeof("wss://");
+		if ((url = malloc(n)) == NULL)
+			fatal("config");
+		snprintf(url, n, "wss://%s", v);
+		rest = url + strlen("wss://");
+	} else {
+		if (!((p - v == 2 && strncasecmp(v, "ws", 2) == 0) ||
+		    (p - v == 3 && strncasecmp(v, "wss", 3) == 0))) {
+			*why = "is not a relay URL (ws:// or wss://)";
+			return NULL;
+		}
+		url = xstrdup(v);
+		/* Store the scheme in lower case. */
+		for (n = 0; n < (size_t)(p - v); n++)
+			url[n] = (char)tolower((unsigned char)url[n]);
+		rest = url + (p - v) + 3;
+	}
+	if (strchr("/?#:", *rest) != NULL) {
+		free(url);
+		*why = "is not a relay URL (no host)";
+		return NULL;
+	}
+	return url;
+}
+
+/* Calls fn on each trimmed, non-empty item of the comma list v. */
+static int
+for_each_item(char *v, int (*fn)(void *, const char *, char *, size_t),
+    void *arg, char *why, size_t whylen)
+{
+	char	*item, *next;
+
+	for (item = v; item != NULL; item = next) {
+		if ((next = strchr(item, ',')) != NULL)
+			*next++ = '\0';
+		item = trim(item);
+		if (*item == '\0')
+			continue;
+		if (fn(arg, item, why, whylen) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+add_repo_rule(void *arg, const char *item, char *why, size_t whylen)
+{
+	struct cfg_repo_rules	*rr = arg;
+	struct cfg_repo_rule	 r;
+	const char		*slash, *id = NULL;
+	char			 npub[NIP19_MAX_LEN + 1];
+	size_t			 n;
+
+	memset(&r, 0, sizeof(r));
+	if ((slash = strchr(item, '/')) != NULL) {
+		n = (size_t)(slash - item);
+		id = slash + 1;
+	} else if (strncasecmp(item, "npub1", 5) == 0)
+		n = strlen(item);
+	else {
+		n = 0;
+		id = item;
+	}
+	if (slash != NULL || n > 0) {
+		if (n > NIP19_MAX_LEN)
+			n = NIP19_MAX_LEN;
+		memcpy(npub, item, n);
+		npub[n] = '\0';
+		if (nip19_decode(npub, "npub", r.pubkey) == -1) {
+			snprintf(why, whylen, "\"%.*s\" is not a valid npub",
+			    CFG_QUOTE_MAX, npub);
+			return -1;
+		}
+		r.has_pubkey = 1;
+	}
+	if (id != NULL) {
+		if (*id == '\0' || has_space_or_ctrl(id)) {
+			snprintf(why, whylen, "\"%.*s\" has %s identifier",
+			    CFG_QUOTE_MAX, item, *id ? "a bad" : "an empty");
+			return -1;
+		}
+		r.identifier = xstrdup(id);
+	}
+	rr->v = xreallocarray(rr->v, rr->n + 1, sizeof(*rr->v));
+	rr->v[rr->n++] = r;
+	return 0;
+}
+
+static int
+add_pubkey(void *arg, const char *item, char *why, size_t whylen)
+{
+	struct cfg_keys	*ks = arg;
+	uint8_t		 pk[32];
+
+	if (key_parse_pubkey(item, pk) == -1) {
+		snprintf(why, whylen, "\"%.*s\" is not an npub or 64-digit "
+		    "lowercase hex public key", CFG_QUOTE_MAX, item);
+		return -1;
+	}
+	ks->v = xreallocarray(ks->v, ks->n + 1, sizeof(*ks->v));
+	memcpy(ks->v[ks->n++], pk, 32);
+	return 0;
+}
+
+static int
+add_url(void *arg, const char *item, char *why, size_t whylen)
+{
+	struct cfg_strs	*ss = arg;
+	const char	*reason;
+	char		*url;
+
+	if ((url = parse_relay_url(item, &reason)) == NULL) {
+		snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, item,
+		    reason);
+		return -1;
+	}
+	ss->v = xreallocarray(ss->v, ss->n + 1, sizeof(*ss->v));
+	ss->v[ss->n++] = url;
+	return 0;
+}
+
+static int
+parse_bool(const char *v, int *out)
+{
+	static const char	*yes[] = { "true", "1", "yes" };
+	static const char	*no[] = { "false", "0", "no" };
+	size_t			 i;
+
+	for (i = 0; i < 3; i++) {
+		if (strcasecmp(v, yes[i]) == 0) {
+			*out = 1;
+			return 0;
+		}
+		if (strcasecmp(v, no[i]) == 0) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Sets key k from the value v (already unquoted).  An empty v selects the
+ * default.  The old value is replaced only on success.  Returns 0, or -1
+ * with the reason (not naming the key) in why.
+ */
+static int
+cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
+    char *why, size_t whylen)
+{
+	struct cfg_repo_rules	 rr = { NULL, 0 };
+	struct cfg_keys		 ks = { NULL, 0 };
+	struct cfg_strs		 ss = { NULL, 0 };
+	const char		*reason;
+	const char		*digits;
+	char			*s = NULL, *host = NULL;
+	uint8_t			 sk[32];
+	long			 n;
+	int			 b, port, lvl;
+
+	if (*v == '\0')
+		v = k->ck_def;
+	if (*v == '\0') {
+		cfg_clear(cfg, k);
+		return 0;
+	}
+
+	switch (k->ck_type) {
+	case CT_STR:
+		if (has_ctrl(v)) {
+			snprintf(why, whylen, "contains control characters");
+			return -1;
+		}
+		cfg_clear(cfg, k);
+		*FIELD(cfg, k, char *) = xstrdup(v);
+		return 0;
+	case CT_PATH:
+		if (v[0] != '/' || has_ctrl(v)) {
+			snprintf(why, whylen, "\"%.*s\" is not an absolute "
+			    "path", CFG_QUOTE_MAX, v);
+			return -1;
+		}
+		cfg_clear(cfg, k);
+		*FIELD(cfg, k, char *) = xstrdup(v);
+		return 0;
+	case CT_DOMAIN:
+		if (strstr(v, "://") != NULL || strchr(v, '/') != NULL)
+			reason = "is not host[:port] (no scheme or path)";
+		else
+			reason = parse_hostport(v, 0, &host, &port);
+		free(host);
+		if (reason != NULL) {
+			snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, v,
+			    reason);
+			return -1;
+		}
+		cfg_clear(cfg, k);
+		*FIELD(cfg, k, char *) = xstrdup(v);
+		return 0;
+	case CT_BIND:
+		if ((reason = parse_hostport(v, 1, &host, &port)) != NULL) {
+			snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, v,
+			    reason);
+			return -1;
+		}
+		cfg_clear(cfg, k);
+		cfg->bind_address = xstrdup(v);
+		cfg->bind_host = host;
+		cfg->bind_port = port;
+		return 0;
+	case CT_SECKEY:
+		/* Never quote a secret back, not even a wrong one. */
+		if (key_parse_seckey(v, sk) == -1) {
+			snprintf(why, whylen, "not a valid nsec or 64-digit "
+			    "hex secret key");
+			return -1;
+		}
+		cfg_clear(cfg, k);
+		memcpy(cfg->owner_sk, sk, 32);
+		explicit_bzero(sk, sizeof(sk));
+		cfg->has_owner_sk = 1;
+		return 0;
+	case CT_REPOS:
+	case CT_KEYS:
+	case CT_URLS:
+		s = xstrdup(v);
+		if (k->ck_type == CT_REPOS)
+			b = for_each_item(s, add_repo_rule, &rr, why, whylen);
+		else if (k->ck_type == CT_KEYS)
+			b = for_each_item(s, add_pubkey, &ks, why, whylen);
+		else
+			b = for_each_item(s, add_url, &ss, why, whylen);
+		free(s);
+		if (b == -1) {
+			repo_rules_free(&rr);
+			free(ks.v);
+			strs_free(&ss);
+			return -1;
+		}
+		cfg_clear(cfg, k);
+		if (k->ck_type == CT_REPOS)
+			*FIELD(cfg, k, struct cfg_repo_rules) = rr;
+		else if (k->ck_type == CT_KEYS)
+			*FIELD(cfg, k, struct cfg_keys) = ks;
+		else
+			*FIELD(cfg, k, struct cfg_strs) = ss;
+		return 0;
+	case CT_URL:
+		if ((s = parse_relay_url(v, &reason)) == NULL) {
+			snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, v,
+			    reason);
+			return -1;
+		}
+		cfg_clear(cfg, k);
+		*FIELD(cfg, k, char *) = s;
+		return 0;
+	case CT_INT:
+		digits = v + (v[0] == '-');
+		if (*digits == '\0' ||
+		    strspn(digits, "0123456789") != strlen(digits)) {
+			snprintf(why, whylen, "\"%.*s\" is not a number",
+			    CFG_QUOTE_MAX, v);
+			return -1;
+		}
+		errno = 0;
+		n = strtol(v, NULL, 10);
+		if (errno == ERANGE || n < k->ck_min || n > k->ck_max) {
+			snprintf(why, whylen, "\"%.*s\" is out of range "
+			    "(%ld to %ld)", CFG_QUOTE_MAX, v, k->ck_min,
+			    k->ck_max);
+			return -1;
+		}
+		*FIELD(cfg, k, int) = (int)n;
+		return 0;
+	case CT_BOOL:
+		if (parse_bool(v, &b) == -1) {
+			snprintf(why, whylen, "\"%.*s\" is not a boolean "
+			    "(true/false, yes/no, 1/0)", CFG_QUOTE_MAX, v);
+			return -1;
+		}
+		*FIELD(cfg, k, int) = b;
+		return 0;
+	case CT_LOGLEVEL:
+		if ((lvl = log_parse_level(v)) == -1) {
+			snprintf(why, whylen, "\"%.*s\" is not a log level "
+			    "(error, warn, info, debug)", CFG_QUOTE_MAX, v);
+			return -1;
+		}
+		*FIELD(cfg, k, enum log_level) = (enum log_level)lvl;
+		return 0;
+	}
+	snprintf(why, whylen, "internal error: bad key type");
+	return -1;
+}
+
+/*
+ * Takes the value part of a line (after '='): either "..." with \" and \\
+ * escapes, or bare text up to a '#' that follows a blank.  Unquotes in
+ * place; returns the value, or NULL with the reason in *why.
+ */
+static char *
+cfg_value(char *v, const char **why)
+{
+	char	*r, *w;
+
+	v = trim(v);
+	if (*v != '"') {
+		for (r = v; *r != '\0'; r++)
+			if (*r == '#' && (r == v || is_blank((unsigned char)
+			    r[-1]))) {
+				*r = '\0';
+				break;
+			}
+		return trim(v);
+	}
+	for (r = w = v + 1; *r != '"'; r++, w++) {
+		if (*r == '\0') {
+			*why = "has no closing quote";
+			return NULL;
+		}
+		if (*r == '\\') {
+			if (r[1] != '"' && r[1] != '\\') {
+				*why = "has a bad escape (only \\\" and \\\\)";
+				return NULL;
+			}
+			r++;
+		}
+		*w = *r;
+	}
+	for (r++; is_blank((unsigned char)*r); r++)
+		;
+	if (*r != '\0' && *r != '#') {
+		*why = "has text after the closing quote";
+		return NULL;
+	}
+	*w = '\0';
+	return v + 1;
+}
+
+static int
+cfg_read_file(struct config *cfg, const char *file, char *err, size_t errlen)
+{
+	const struct cfg_key	*k;
+	const char		*why_s = NULL;
+	FILE			*fp;
+	char			*line = NULL, *s, *eq, *key, *val;
+	char			 why[256];
+	size_t			 cap = 0;
+	ssize_t			 len;
+	int			 seen[CFG_NKEYS], lineno = 0, rc = -1;
+
+	memset(seen, 0, sizeof(seen));
+	if ((fp = fopen(file, "r")) == NULL) {
+		snprintf(err, errlen, "%s: %s", file, strerror(errno));
+		return -1;
+	}
+	while ((len = getline(&line, &cap, fp)) != -1) {
+		lineno++;
+		if ((size_t)len != strlen(line)) {
+			snprintf(err, errlen, "%s:%d: NUL byte in line", file,
+			    lineno);
+			goto done;
+		}
+		s = trim(line);
+		if (*s == '\0' || *s == '#')
+			continue;
+		if ((eq = strchr(s, '=')) == NULL) {
+			snprintf(err, errlen, "%s:%d: expected \"key = value\"",
+			    file, lineno);
+			goto done;
+		}
+		*eq = '\0';
+		key = trim(s);
+		if ((k = cfg_lookup(key)) == NULL) {
+			snprintf(err, errlen, "%s:%d: unknown key \"%.*s\"",
+			    file, lineno, CFG_QUOTE_MAX, key);
+			goto done;
+		}
+		if (seen[k - cfg_keys]) {
+			snprintf(err, errlen, "%s:%d: %s: already set on line "
+			    "%d", file, lineno, k->ck_name, seen[k - cfg_keys]);
+			goto done;
+		}
+		seen[k - cfg_keys] = lineno;
+		if ((val = cfg_value(eq + 1, &why_s)) == NULL) {
+			snprintf(err, errlen, "%s:%d: %s: value %s", file,
+			    lineno, k->ck_name, why_s);
+			goto done;
+		}
+		if (cfg_set(cfg, k, val, why, sizeof(why)) == -1) {
+			snprintf(err, errlen, "%s:%d: %s: %s", file, lineno,
+			    k->ck_name, why);
+			goto done;
+		}
+	}
+	if (ferror(fp)) {
+		snprintf(err, errlen, "%s: %s", file, strerror(errno));
+		goto done;
+	}
+	rc = 0;
+done:
+	free(line);
+	fclose(fp);
+	return rc;
+}
+
+/* Defaults that depend on other keys, and checks across keys. */
+static int
+cfg_finish(struct config *cfg, char *err, size_t errlen)
+{
+	size_t	n;
+
+	if (cfg->domain == NULL)
+		cfg->domain = xstrdup(cfg->bind_address);
+	if (cfg->relay_name == NULL) {
+		n = strlen(cfg->domain) + sizeof(" grasp relay");
+		if ((cfg->relay_name = malloc(n)) == NULL)
+			fatal("config");
+		snprintf(cfg->relay_name, n, "%s grasp relay", cfg->domain);
+	}
+	if (cfg->sync_max_backoff_secs < cfg->sync_base_backoff_secs) {
+		snprintf(err, errlen, "NGIT_SYNC_MAX_BACKOFF_SECS: %d is less "
+		    "than NGIT_SYNC_BASE_BACKOFF_SECS (%d)",
+		    cfg->sync_max_backoff_secs, cfg->sync_base_backoff_secs);
+		return -1;
+	}
+	return 0;
+}
+
+int
+config_load(struct config *cfg, const char *file, char *err, size_t errlen)
+{
+	const struct cfg_key	*k;
+	const char		*v;
+	char			 why[256];
+	size_t			 i;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (i = 0; i < CFG_NKEYS; i++) {
+		k = &cfg_keys[i];
+		if (cfg_set(cfg, k, "", why, sizeof(why)) == -1) {
+			snprintf(err, errlen, "%s: bad default: %s",
+			    k->ck_name, why);
+			goto fail;
+		}
+	}
+	if (file != NULL && cfg_read_file(cfg, file, err, errlen) == -1)
+		goto fail;
+	for (i = 0; i < CFG_NKEYS; i++) {
+		k = &cfg_keys[i];
+		/* Set but empty is unset, as with ngit-grasp's clap. */
+		if ((v = getenv(k->ck_name)) == NULL || *v == '\0')
+			continue;
+		if (cfg_set(cfg, k, v, why, sizeof(why)) == -1) {
+			snprintf(err, errlen, "%s: %s (from the environment)",
+			    k->ck_name, why);
+			goto fail;
+		}
+	}
+	if (cfg_finish(cfg, err, errlen) == -1)
+		goto fail;
+	return 0;
+fail:
+	config_free(cfg);
+	return -1;
+}
+
+void
+config_free(struct config *cfg)
+{
+	size_t	i;
+
+	for (i = 0; i < CFG_NKEYS; i++)
+		cfg_clear(cfg, &cfg_keys[i]);
+	free(cfg->owner_key_file);
+	explicit_bzero(cfg, sizeof(*cfg));
+}
+
+/* Appends v as a file value: bare when it reads back the same. */
+static void
+dump_value(struct buf *b, const char *v)
+{
+	size_t	n = strlen(v);
+
+	if (n > 0 && !is_blank((unsigned char)v[0]) &&
+	    !is_blank((unsigned char)v[n - 1]) &&
+	    strpbrk(v, "#\"\\") == NULL) {
+		buf_adds(b, v);
+		return;
+	}
+	buf_addc(b, '"');
+	for (; *v; v++) {
+		if (*v == '"' || *v == '\\')
+			buf_addc(b, '\\');
+		buf_addc(b, *v);
+	}
+	buf_addc(b, '"');
+}
+
+static void
+dump_npub(struct buf *b, const uint8_t pk[32])
+{
+	char	s[NIP19_KEY_BUFSZ];
+
+	if (nip19_encode("npub", pk, s, sizeof(s)) == 0)
+		buf_adds(b, s);
+}
+
+void
+config_dump(const struct config *cfg, struct buf *b)
+{
+	static const char	*lvl[] = { "error", "warn", "info", "debug" };
+	const struct cfg_key	*k;
+	const struct cfg_repo_rules *rr;
+	const struct cfg_keys	*ks;
+	const struct cfg_strs	*ss;
+	struct buf		 v = BUF_INIT;
+	const char		*s;
+	char			 name[64];
+	size_t			 i, j;
+	int			 n;
+
+	for (i = 0; i < CFG_NKEYS; i++) {
+		k = &cfg_keys[i];
+		cfg_file_name(k, name, sizeof(name));
+		buf_reset(&v);
+		buf_adds(&v, "");
+		switch (k->ck_type) {
+		case CT_STR:
+		case CT_PATH:
+		case CT_DOMAIN:
+		case CT_BIND:
+		case CT_URL:
+			s = *FIELD(cfg, k, char *const);
+			buf_adds(&v, s ? s : "");
+			break;
+		case CT_SECKEY:
+			/* A comment, so the dump still parses. */
+			if (cfg->owner_key_file != NULL)
+				buf_printf(b, "%s = # key from %s\n", name,
+				    cfg->owner_key_file);
+			else if (cfg->has_owner_sk)
+				buf_printf(b, "%s = # set, redacted\n", name);
+			else
+				buf_printf(b, "%s = # from %s/%s\n", name,
+				    cfg->relay_data_path ?
+				    cfg->relay_data_path : "",
+				    CONFIG_OWNER_KEY_FILE);
+			continue;
+		case CT_REPOS:
+			rr = FIELD(cfg, k, const struct cfg_repo_rules);
+			for (j = 0; j < rr->n; j++) {
+				if (j > 0)
+					buf_adds(&v, ", ");
+				if (rr->v[j].has_pubkey)
+					dump_npub(&v, rr->v[j].pubkey);
+				if (rr->v[j].has_pubkey && rr->v[j].identifier)
+					buf_addc(&v, '/');
+				if (rr->v[j].identifier)
+					buf_adds(&v, rr->v[j].identifier);
+			}
+			break;
+		case CT_KEYS:
+			ks = FIELD(cfg, k, const struct cfg_keys);
+			for (j = 0; j < ks->n; j++) {
+				if (j > 0)
+					buf_adds(&v, ", ");
+				dump_npub(&v, ks->v[j]);
+			}
+			break;
+		case CT_URLS:
+			ss = FIELD(cfg, k, const struct cfg_strs);
+			for (j = 0; j < ss->n; j++)
+				buf_printf(&v, "%s%s", j ? ", " : "",
+				    ss->v[j]);
+			break;
+		case CT_INT:
+			buf_printf(&v, "%d", *FIELD(cfg, k, const int));
+			break;
+		case CT_BOOL:
+			buf_adds(&v, *FIELD(cfg, k, const int) ?
+			    "true" : "false");
+			break;
+		case CT_LOGLEVEL:
+			n = (int)*FIELD(cfg, k, const enum log_level);
+			buf_adds(&v, n >= 0 && n <= 3 ? lvl[n] : "info");
+			break;
+		}
+		buf_printf(b, "%s = ", name);
+		dump_value(b, v.b_data);
+		buf_addc(b, '\n');
+	}
+	buf_free(&v);
+}
+
+/* Reads a key file; 1 if it does not exist. */
+static int
+owner_key_read(const char *path, uint8_t sk[32], char *err, size_t errlen)
+{
+	struct stat	 st;
+	char		 text[256], *s;
+	ssize_t		 n;
+	int		 fd, rc = -1;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return 1;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto done;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		goto done;
+	}
+	if (st.st_mode & 077)
+		log_warnx("%s: readable by others (mode %03o); should be 0600",
+		    path, (unsigned)(st.st_mode & 0777));
+	do
+		n = read(fd, text, sizeof(text) - 1);
+	while (n == -1 && errno == EINTR);
+	if (n == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto done;
+	}
+	text[n] = '\0';
+	s = trim(text);
+	if ((size_t)n == sizeof(text) - 1 || key_parse_seckey(s, sk) == -1) {
+		snprintf(err, errlen, "%s: not a valid nsec or hex secret key",
+		    path);
+		goto done;
+	}
+	rc = 0;
+done:
+	explicit_bzero(text, sizeof(text));
+	close(fd);
+	return rc;
+}
+
+/* Writes a fresh key to path, atomically; 1 if path appeared meanwhile. */
+static int
+owner_key_create(const char *path, uint8_t sk[32], char *err, size_t errlen)
+{
+	char		 tmp[PATH_MAX], text[NIP19_KEY_BUFSZ + 1];
+	size_t		 got, len;
+	ssize_t		 n;
+	int		 fd = -1, rc = -1;
+
+	do {
+		for (got = 0; got < 32; got += (size_t)n)
+			if ((n = getrandom(sk + got, 32 - got, 0)) == -1) {
+				if (errno != EINTR) {
+					snprintf(err, errlen, "getrandom: %s",
+					    strerror(errno));
+					return -1;
+				}
+				n = 0;
+			}
+	} while (!key_seckey_valid(sk));
+	if (nip19_encode("nsec", sk, text, sizeof(text) - 1) == -1) {
+		snprintf(err, errlen, "nsec encoding failed");
+		return -1;
+	}
+	strcat(text, "\n");
+	len = strlen(text);
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path,
+	    (long)getpid()) >= sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		goto done;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	if (fchmod(fd, 0600) == -1 ||
+	    write(fd, text, len) != (ssize_t)len || fsync(fd) == -1) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	if (close(fd) == -1) {
+		fd = -1;
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto done;
+	}
+	fd = -1;
+	/* link() never replaces: a key another process wrote wins. */
+	if (link(tmp, path) == -1) {
+		if (errno == EEXIST)
+			rc = 1;
+		else
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto done;
+	}
+	rc = 0;
+done:
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+	explicit_bzero(text, sizeof(text));
+	if (rc != 0)
+		explicit_bzero(sk, 32);
+	return rc;
+}
+
+int
+config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
+    size_t errlen)
+{
+	char	*path;
+	size_t	 n;
+	int	 r;
+
+	if (cfg->has_owner_sk) {
+		memcpy(sk, cfg->owner_sk, 32);
+		return 0;
+	}
+	n = strlen(cfg->relay_data_path) + 1 + sizeof(CONFIG_OWNER_KEY_FILE);
+	if ((path = malloc(n)) == NULL)
+		fatal("config");
+	snprintf(path, n, "%s/%s", cfg->relay_data_path, CONFIG_OWNER_KEY_FILE);
+	if ((r = owner_key_read(path, sk, err, errlen)) == 1) {
+		if ((r = owner_key_create(path, sk, err, errlen)) == 0)
+			log_info("created relay owner key %s", path);
+		else if (r == 1)
+			r = owner_key_read(path, sk, err, errlen);
+	}
+	if (r != 0) {
+		free(path);
+		return -1;
+	}
+	memcpy(cfg->owner_sk, sk, 32);
+	cfg->has_owner_sk = 1;
+	free(cfg->owner_key_file);
+	cfg->owner_key_file = path;
+	return 0;
+}
+
+int
+config_test_mode(const struct config *cfg)
+{
+	return cfg->test;
+}
+
+double
+cfg_scale_delay(const struct config *cfg, double secs)
+{
+	return cfg->test ? secs / CONFIG_TEST_DELAY_DIVISOR : secs;
+}
+
+double
+cfg_period(const struct config *cfg, double secs)
+{
+	if (cfg->test && secs > CONFIG_TEST_PERIOD_MAX)
+		return CONFIG_TEST_PERIOD_MAX;
+	return secs;
+}
+
+int
+config_key_reloadable(const char *name)
+{
+	const struct cfg_key	*k;
+
+	if ((k = cfg_lookup(name)) == NULL)
+		return -1;
+	return (k->ck_flags & CK_RELOAD) != 0;
+}
+
+void
+config_warn_env(void)
+{
+	extern char	**environ;
+	char		 name[128];
+	char		**e;
+	size_t		 n;
+
+	for (e = environ; *e != NULL; e++) {
+		if (strncmp(*e, CFG_PREFIX, strlen(CFG_PREFIX)) != 0)
+			continue;
+		n = strcspn(*e, "=");
+		if (n >= sizeof(name))
+			n = sizeof(name) - 1;
+		memcpy(name, *e, n);
+		name[n] = '\0';
+		if (cfg_lookup(name) == NULL)
+			log_warnx("environment: %s is not a graspd setting; "
+			    "ignored", name);
+	}
+}
+
+int
+config_key_info(size_t i, const char **name, const char **def,
+    const char **help)
+{
+	if (i >= CFG_NKEYS)
+		return -1;
+	if (name != NULL)
+		*name = cfg_keys[i].ck_name;
+	if (def != NULL)
+		*def = cfg_keys[i].ck_def;
+	if (help != NULL)
+		*help = cfg_keys[i].ck_help;
+	return 0;
+}

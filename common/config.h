@@ -1,0 +1,175 @@
+/*
+ * config.h: graspd's configuration, shared by the supervisor and every role.
+ *
+ * One file of "key = value" lines (graspd.conf(5)), each key overridable by
+ * an environment variable of ngit-grasp's name, so an operator moving from
+ * ngit-grasp keeps their settings.  Precedence: environment > file >
+ * built-in default.  Every value is checked when it is read; a process that
+ * gets a configuration error exits 78 (EX_CONFIG) and is not respawned.
+ *
+ * The list of keys lives in one table in config.c; etc/graspd.conf and
+ * man/graspd.conf.5 mirror it, and tests/unit/config_test.c checks the
+ * sample against the table.
+ */
+#ifndef GRASPD_CONFIG_H
+#define GRASPD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+struct buf;
+
+/* sysexits(3): a configuration error; the supervisor does not respawn. */
+#define CONFIG_EXIT		78
+
+/* Relay owner key file, in the relay data path, as ngit-grasp names it. */
+#define CONFIG_OWNER_KEY_FILE	".relay-owner.nsec"
+
+/* Design, "Test timing": NGIT_TEST shortens delays 60-fold ... */
+#define CONFIG_TEST_DELAY_DIVISOR	60.0
+/* ... and runs periodic work at least every 200 ms. */
+#define CONFIG_TEST_PERIOD_MAX		0.2
+
+/*
+ * One repository whitelist or blacklist entry, written "npub",
+ * "npub/identifier" or "identifier".  identifier is NULL when the entry
+ * names every repository of pubkey.
+ */
+struct cfg_repo_rule {
+	int		 has_pubkey;
+	uint8_t		 pubkey[32];
+	char		*identifier;
+};
+
+struct cfg_repo_rules {
+	struct cfg_repo_rule	*v;
+	size_t			 n;
+};
+
+struct cfg_keys {
+	uint8_t		(*v)[32];
+	size_t		 n;
+};
+
+struct cfg_strs {
+	char		**v;
+	size_t		  n;
+};
+
+/*
+ * The effective configuration.  Each field is named like its key in the
+ * file (NGIT_MAX_CONNECTIONS is max_connections), except the three noted.
+ * Every string is owned by the struct and released by config_free(); none
+ * is NULL after a successful config_load() except sync_bootstrap_relay_url
+ * and owner_key_file.
+ */
+struct config {
+	char		*domain;
+	char		*bind_address;		/* as written */
+	char		*bind_host;		/* its host, without [ ] */
+	int		 bind_port;		/* its port, 1-65535 */
+	char		*relay_data_path;
+	char		*git_data_path;
+	char		*run_path;
+	char		*relay_name;
+	char		*relay_description;
+	/* NGIT_RELAY_OWNER_NSEC, or the key file once config_owner_key ran. */
+	int		 has_owner_sk;
+	uint8_t		 owner_sk[32];
+	char		*owner_key_file;	/* the key file, once used */
+	struct cfg_repo_rules repo_whitelist;	/* NGIT_REPOSITORY_WHITELIST */
+	struct cfg_repo_rules repo_blacklist;	/* NGIT_REPOSITORY_BLACKLIST */
+	struct cfg_keys	 event_blacklist;
+	int		 max_connections;
+	int		 max_events_per_minute;	/* 0: no limit */
+	enum log_level	 log_level;
+	int		 test;
+	int		 metrics_enabled;
+	int		 sync_enabled;
+	char		*sync_bootstrap_relay_url;
+	int		 sync_base_backoff_secs;
+	int		 sync_max_backoff_secs;	/* >= sync_base_backoff_secs */
+	int		 sync_disable_negentropy;
+	int		 sync_allow_private_targets;
+	int		 sync_plus_enabled;
+	struct cfg_strs	 sync_plus_user_index_relays;
+	struct cfg_strs	 sync_plus_fallback_relays;
+	int		 private_mode;
+};
+
+/*
+ * Loads the configuration into cfg, which it overwrites (free an earlier
+ * one first): built-in defaults, then the file (if file is not NULL),
+ * then the NGIT_* environment.  The file must exist and may
+ * only name known keys, each at most once.  An environment variable that
+ * is set but empty counts as unset; an empty value in the file selects the
+ * default.  Returns 0, or -1 with a message naming the key (and file:line
+ * for file values) in err (errlen bytes); on -1 cfg holds nothing that
+ * needs freeing, though config_free() on it is harmless.  Exits (fatal)
+ * only if memory runs out.  Does not touch the owner key file: see
+ * config_owner_key().
+ */
+int	config_load(struct config *cfg, const char *file, char *err,
+	    size_t errlen);
+
+/* Releases everything cfg owns, wipes the secret key, and zeroes cfg. */
+void	config_free(struct config *cfg);
+
+/*
+ * Appends the effective configuration to b as "key = value" lines, one per
+ * key in table order, in the file's lower-case spelling, values quoted
+ * where the file would need quotes.  The secret key is never written.
+ */
+void	config_dump(const struct config *cfg, struct buf *b);
+
+/*
+ * Gets the relay owner secret key into sk: NGIT_RELAY_OWNER_NSEC if set;
+ * otherwise the key in <relay data path>/.relay-owner.nsec (an nsec or
+ * hex, surrounding whitespace ignored), created with a fresh getrandom()
+ * key and mode 0600 if absent.  Creation is atomic: a concurrent caller
+ * reads the key the other wrote.  The relay data directory must exist.
+ * Caches the key in cfg.  Returns 0, or -1 with a message in err.
+ */
+int	config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
+	    size_t errlen);
+
+/* Returns 1 if NGIT_TEST is set (test timing), else 0. */
+int	config_test_mode(const struct config *cfg);
+
+/*
+ * A delay of minutes or hours (retry, refresh, cooldown, backoff) as it
+ * applies: secs, or secs / 60 in test mode.
+ */
+double	cfg_scale_delay(const struct config *cfg, double secs);
+
+/*
+ * The period of a periodic task: secs, or at most 0.2 s in test mode.
+ */
+double	cfg_period(const struct config *cfg, double secs);
+
+/*
+ * Logs a warning for each NGIT_* environment variable that is not a
+ * graspd key (ngit-grasp settings graspd lacks, typos).  config_load()
+ * ignores them; the supervisor calls this once at start.
+ */
+void	config_warn_env(void);
+
+/*
+ * Describes the i-th key of the table (0-based), in graspd.conf order:
+ * its environment name, its default as the file writes it ("" when the
+ * default is derived or absent) and its one-line help.  Pointers are to
+ * static strings; NULL arguments are skipped.  Returns 0, or -1 when i is
+ * past the end.
+ */
+int	config_key_info(size_t i, const char **name, const char **def,
+	    const char **help);
+
+/*
+ * Returns 1 if a changed value of the key named name (either spelling)
+ * takes effect on reload, 0 if it needs a restart, -1 if no such key.
+ */
+int	config_key_reloadable(const char *name);
+
+#endif

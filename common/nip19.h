@@ -1,0 +1,54 @@
+/*
+ * nip19.h: NIP-19 bech32 keys (npub, nsec) and the key spellings that
+ * graspd accepts wherever an operator writes a key.
+ *
+ * Only 32-byte payloads are handled: npub and nsec, not the TLV forms
+ * (nprofile, naddr, ...).  Bech32 is BIP-173 (not bech32m).  Used by
+ * common/config.c and by any role that prints or reads keys.
+ */
+#ifndef GRASPD_NIP19_H
+#define GRASPD_NIP19_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* BIP-173: a bech32 string is at most 90 characters. */
+#define NIP19_MAX_LEN		90
+/* "npub1" or "nsec1", 52 data characters, 6 checksum characters, NUL. */
+#define NIP19_KEY_BUFSZ		64
+
+/*
+ * Decodes the bech32 string s, whose human-readable part must be hrp
+ * (lowercase, e.g. "npub"), into the 32 bytes at out.  s may be all
+ * lowercase or all uppercase, never mixed (BIP-173).  Returns 0, or -1
+ * if s is not valid bech32, has another hrp, a bad checksum, non-zero
+ * padding, or a payload that is not 32 bytes; out is then unspecified.
+ */
+int	nip19_decode(const char *s, const char *hrp, uint8_t out[32]);
+
+/*
+ * Writes the lowercase bech32 encoding of the 32 bytes at in, with human
+ * readable part hrp, as a NUL-terminated string into out (outlen bytes;
+ * NIP19_KEY_BUFSZ is enough for npub and nsec).  Returns 0, or -1 if hrp
+ * is empty or not lowercase printable ASCII, or out is too small.
+ */
+int	nip19_encode(const char *hrp, const uint8_t in[32], char *out,
+	    size_t outlen);
+
+/*
+ * Parses a public key written as an npub or as 64 lowercase hex digits
+ * (the Nostr wire form).  Returns 0, or -1 if s is neither.
+ */
+int	key_parse_pubkey(const char *s, uint8_t out[32]);
+
+/*
+ * Parses a secret key written as an nsec or as 64 hex digits (either
+ * case).  The key must also be a valid secp256k1 secret key: not zero and
+ * below the group order.  Returns 0, or -1 (out is then zeroed).
+ */
+int	key_parse_seckey(const char *s, uint8_t out[32]);
+
+/* Returns 1 if the 32 bytes are a valid secp256k1 secret key, else 0. */
+int	key_seckey_valid(const uint8_t sk[32]);
+
+#endif

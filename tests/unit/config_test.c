@@ -1,0 +1,1056 @@
+/*
+ * config_test.c: graspd.conf parsing, NGIT_* overrides, the owner key file
+ * and test timing (common/config.c), and that etc/graspd.conf and
+ * man/graspd.conf.5 match the key table.
+ *
+ * Run from the top of the checkout (GRASPD_SRCDIR overrides).
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "nip19.h"
+#include "t.h"
+
+extern char	**environ;
+
+#define NPUB	"npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js35mp4dma8qzvjptg"
+#define NPUB_HEX \
+	"7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e"
+#define NSEC	"nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
+
+static char	tdir[] = "/tmp/config_test.XXXXXX";
+static char	conf[sizeof(tdir) + 32];
+static char	err[512];
+
+static const char *
+srcdir(void)
+{
+	const char	*d = getenv("GRASPD_SRCDIR");
+
+	return d ? d : ".";
+}
+
+/* Unsets every NGIT_* variable, so each case starts from a clean slate. */
+static void
+clear_env(void)
+{
+	char	name[256];
+	char	**e;
+	size_t	n;
+
+again:
+	for (e = environ; *e != NULL; e++) {
+		if (strncmp(*e, "NGIT_", 5) != 0)
+			continue;
+		n = strcspn(*e, "=");
+		if (n >= sizeof(name))
+			n = sizeof(name) - 1;
+		memcpy(name, *e, n);
+		name[n] = '\0';
+		unsetenv(name);
+		goto again;	/* environ changed under us */
+	}
+}
+
+static void
+write_conf(const char *text)
+{
+	FILE	*fp;
+
+	if ((fp = fopen(conf, "w")) == NULL) {
+		perror(conf);
+		exit(2);
+	}
+	fputs(text, fp);
+	fclose(fp);
+}
+
+/* Loads text as the config file; returns config_load's result. */
+static int
+load_text(struct config *cfg, const char *text)
+{
+	write_conf(text);
+	err[0] = '\0';
+	return config_load(cfg, conf, err, sizeof(err));
+}
+
+static int
+starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static char *
+slurp(const char *path)
+{
+	FILE	*fp;
+	char	*s;
+	long	 n;
+
+	if ((fp = fopen(path, "r")) == NULL)
+		return NULL;
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	rewind(fp);
+	if ((s = malloc((size_t)n + 1)) == NULL)
+		exit(2);
+	s[fread(s, 1, (size_t)n, fp)] = '\0';
+	fclose(fp);
+	return s;
+}
+
+static char *
+dump(const struct config *cfg)
+{
+	struct buf	b = BUF_INIT;
+
+	config_dump(cfg, &b);
+	return buf_release(&b, NULL);
+}
+
+static void
+file_key(const char *name, char *out)
+{
+	size_t	i;
+
+	for (i = 0; name[i + 5] != '\0'; i++)
+		out[i] = (char)(name[i + 5] - (name[i + 5] >= 'A' &&
+		    name[i + 5] <= 'Z' ? 'A' - 'a' : 0));
+	out[i] = '\0';
+}
+
+static void
+defaults_without_file(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_STR(c.bind_address, "127.0.0.1:7334");
+	T_EQ_STR(c.bind_host, "127.0.0.1");
+	T_EQ_INT(c.bind_port, 7334);
+	T_EQ_STR(c.domain, "127.0.0.1:7334");
+	T_EQ_STR(c.relay_data_path, "/var/lib/graspd/relay");
+	T_EQ_STR(c.git_data_path, "/var/lib/graspd/git");
+	T_EQ_STR(c.run_path, "/run/graspd");
+	T_EQ_STR(c.relay_name, "127.0.0.1:7334 grasp relay");
+	T_EQ_STR(c.relay_description,
+	    "Git Nostr Relay - a grasp implementation");
+	T_EQ_INT(c.has_owner_sk, 0);
+	T_CHECK(c.owner_key_file == NULL);
+	T_EQ_INT(c.repo_whitelist.n, 0);
+	T_EQ_INT(c.repo_blacklist.n, 0);
+	T_EQ_INT(c.event_blacklist.n, 0);
+	T_EQ_INT(c.max_connections, 4096);
+	T_EQ_INT(c.max_events_per_minute, 60);
+	T_EQ_INT(c.log_level, LOG_LVL_INFO);
+	T_EQ_INT(c.test, 0);
+	T_EQ_INT(c.metrics_enabled, 1);
+	T_EQ_INT(c.sync_enabled, 1);
+	T_CHECK(c.sync_bootstrap_relay_url == NULL);
+	T_EQ_INT(c.sync_base_backoff_secs, 5);
+	T_EQ_INT(c.sync_max_backoff_secs, 3600);
+	T_EQ_INT(c.sync_disable_negentropy, 0);
+	T_EQ_INT(c.sync_allow_private_targets, 0);
+	T_EQ_INT(c.sync_plus_enabled, 1);
+	T_EQ_INT(c.sync_plus_user_index_relays.n, 0);
+	T_EQ_INT(c.sync_plus_fallback_relays.n, 0);
+	T_EQ_INT(c.private_mode, 0);
+	config_free(&c);
+}
+
+static void
+file_sets_values_in_both_spellings(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_ASSERT(load_text(&c,
+	    "# a comment\n"
+	    "\n"
+	    "   \t\n"
+	    "  bind_address   =   [::1]:8080   \n"
+	    "NGIT_DOMAIN = git.example.org\n"
+	    "max_connections=10\n"
+	    "\tNGIT_LOG_LEVEL = debug\r\n"
+	    "relay_description = A relay # with a comment\n"
+	    "test = yes\n"
+	    "metrics_enabled = 0\n"
+	    "sync_enabled = FALSE\n"
+	    "git_data_path = /srv/git\n") == 0);
+	T_EQ_STR(c.bind_address, "[::1]:8080");
+	T_EQ_STR(c.bind_host, "::1");
+	T_EQ_INT(c.bind_port, 8080);
+	T_EQ_STR(c.domain, "git.example.org");
+	T_EQ_STR(c.relay_name, "git.example.org grasp relay");
+	T_EQ_INT(c.max_connections, 10);
+	T_EQ_INT(c.log_level, LOG_LVL_DEBUG);
+	T_EQ_STR(c.relay_description, "A relay");
+	T_EQ_INT(c.test, 1);
+	T_EQ_INT(c.metrics_enabled, 0);
+	T_EQ_INT(c.sync_enabled, 0);
+	T_EQ_STR(c.git_data_path, "/srv/git");
+	config_free(&c);
+}
+
+static void
+domain_defaults_to_bind_address_from_file(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_ASSERT(load_text(&c, "bind_address = 0.0.0.0:80\n") == 0);
+	T_EQ_STR(c.domain, "0.0.0.0:80");
+	T_EQ_STR(c.relay_name, "0.0.0.0:80 grasp relay");
+	config_free(&c);
+}
+
+static void
+environment_beats_file(void)
+{
+	struct config	c;
+
+	clear_env();
+	setenv("NGIT_MAX_CONNECTIONS", "7", 1);
+	setenv("NGIT_RELAY_NAME", "from env", 1);
+	setenv("NGIT_SYNC_PLUS_ENABLED", "false", 1);
+	T_ASSERT(load_text(&c, "max_connections = 99\n"
+	    "relay_name = from file\n"
+	    "max_events_per_minute = 5\n") == 0);
+	T_EQ_INT(c.max_connections, 7);
+	T_EQ_STR(c.relay_name, "from env");
+	T_EQ_INT(c.sync_plus_enabled, 0);
+	T_EQ_INT(c.max_events_per_minute, 5);
+	config_free(&c);
+	clear_env();
+}
+
+static void
+empty_environment_variable_is_unset(void)
+{
+	struct config	c;
+
+	clear_env();
+	setenv("NGIT_MAX_CONNECTIONS", "", 1);
+	setenv("NGIT_TEST", "", 1);
+	T_ASSERT(load_text(&c, "max_connections = 99\n") == 0);
+	T_EQ_INT(c.max_connections, 99);
+	T_EQ_INT(c.test, 0);
+	config_free(&c);
+	clear_env();
+}
+
+static void
+empty_file_value_selects_default(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_ASSERT(load_text(&c, "max_connections =\nrelay_name = \"\"\n"
+	    "log_level = # none\n") == 0);
+	T_EQ_INT(c.max_connections, 4096);
+	T_EQ_STR(c.relay_name, "127.0.0.1:7334 grasp relay");
+	T_EQ_INT(c.log_level, LOG_LVL_INFO);
+	config_free(&c);
+}
+
+static void
+quoted_values(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_ASSERT(load_text(&c,
+	    "relay_name = \"  My # relay \\\"one\\\" \\\\ \"  # comment\n"
+	    "relay_description = \"\"\n"
+	    "max_connections = \"12\"\n"
+	    "domain=\"example.com\"\n") == 0);
+	T_EQ_STR(c.relay_name, "  My # relay \"one\" \\ ");
+	T_EQ_STR(c.relay_description,
+	    "Git Nostr Relay - a grasp implementation");
+	T_EQ_INT(c.max_connections, 12);
+	T_EQ_STR(c.domain, "example.com");
+	config_free(&c);
+	/* '#' not after a blank is part of a bare value. */
+	T_ASSERT(load_text(&c, "relay_name = relay#1\n") == 0);
+	T_EQ_STR(c.relay_name, "relay#1");
+	config_free(&c);
+}
+
+static void
+bad_quoting_is_an_error(void)
+{
+	struct config	c;
+	char		want[256];
+
+	clear_env();
+	T_EQ_INT(load_text(&c, "relay_name = \"open\n"), -1);
+	snprintf(want, sizeof(want), "%s:1: NGIT_RELAY_NAME: value has no "
+	    "closing quote", conf);
+	T_EQ_STR(err, want);
+	T_EQ_INT(load_text(&c, "\n\nrelay_name = \"a\" b\n"), -1);
+	snprintf(want, sizeof(want), "%s:3: NGIT_RELAY_NAME: value has text "
+	    "after the closing quote", conf);
+	T_EQ_STR(err, want);
+	T_EQ_INT(load_text(&c, "relay_name = \"a\\n\"\n"), -1);
+	T_CHECK(strstr(err, "bad escape") != NULL);
+}
+
+static void
+unknown_key_names_line(void)
+{
+	struct config	c;
+	char		want[256];
+	int		i;
+	struct buf	b = BUF_INIT;
+
+	clear_env();
+	for (i = 1; i < 12; i++)
+		buf_adds(&b, i % 2 ? "# comment\n" : "\n");
+	buf_adds(&b, "foo = bar\n");
+	T_EQ_INT(load_text(&c, b.b_data), -1);
+	buf_free(&b);
+	snprintf(want, sizeof(want), "%s:12: unknown key \"foo\"", conf);
+	T_EQ_STR(err, want);
+	/* Neither mixed spellings nor a lower-case env name are keys. */
+	T_EQ_INT(load_text(&c, "ngit_domain = x\n"), -1);
+	T_CHECK(strstr(err, ":1: unknown key \"ngit_domain\"") != NULL);
+	T_EQ_INT(load_text(&c, "BIND_ADDRESS = 1.2.3.4:5\n"), -1);
+	T_CHECK(strstr(err, "unknown key") != NULL);
+}
+
+static void
+line_without_equals_is_an_error(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_EQ_INT(load_text(&c, "\nbind_address 1.2.3.4:5\n"), -1);
+	T_CHECK(strstr(err, ":2: expected \"key = value\"") != NULL);
+}
+
+static void
+duplicate_key_is_an_error(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_EQ_INT(load_text(&c, "max_connections = 1\n"
+	    "NGIT_MAX_CONNECTIONS = 2\n"), -1);
+	T_CHECK(strstr(err, ":2: NGIT_MAX_CONNECTIONS: already set on "
+	    "line 1") != NULL);
+}
+
+static void
+missing_file_is_an_error(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_EQ_INT(config_load(&c, "/nonexistent/graspd.conf", err,
+	    sizeof(err)), -1);
+	T_EQ_STR(err, "/nonexistent/graspd.conf: No such file or directory");
+}
+
+/* Sets one variable, loads without a file, and expects an error. */
+static void
+env_error(const char *name, const char *value, const char *msg)
+{
+	struct config	c;
+	char		want[512];
+
+	clear_env();
+	setenv(name, value, 1);
+	snprintf(want, sizeof(want), "%s: %s (from the environment)", name,
+	    msg);
+	if (config_load(&c, NULL, err, sizeof(err)) != -1)
+		t_fail_at(__FILE__, __LINE__, name);
+	else if (strcmp(err, want) != 0) {
+		char	m[sizeof(err) + sizeof(want) + 16];
+
+		snprintf(m, sizeof(m), "\"%s\" != \"%s\"", err, want);
+		t_fail_at(__FILE__, __LINE__, m);
+	}
+	clear_env();
+}
+
+static void
+bad_values_name_the_key(void)
+{
+	env_error("NGIT_MAX_CONNECTIONS", "abc", "\"abc\" is not a number");
+	env_error("NGIT_MAX_CONNECTIONS", "0",
+	    "\"0\" is out of range (1 to 1048576)");
+	env_error("NGIT_MAX_CONNECTIONS", "12x", "\"12x\" is not a number");
+	env_error("NGIT_MAX_CONNECTIONS", "+3", "\"+3\" is not a number");
+	env_error("NGIT_MAX_EVENTS_PER_MINUTE", "-1",
+	    "\"-1\" is out of range (0 to 1000000)");
+	env_error("NGIT_SYNC_BASE_BACKOFF_SECS", "99999999999999999999999",
+	    "\"99999999999999999999999\" is out of range (1 to 86400)");
+	env_error("NGIT_TEST", "maybe",
+	    "\"maybe\" is not a boolean (true/false, yes/no, 1/0)");
+	env_error("NGIT_PRIVATE_MODE", "on",
+	    "\"on\" is not a boolean (true/false, yes/no, 1/0)");
+	env_error("NGIT_LOG_LEVEL", "info,ngit=debug",
+	    "\"info,ngit=debug\" is not a log level (error, warn, info, "
+	    "debug)");
+	env_error("NGIT_RELAY_DATA_PATH", "data/relay",
+	    "\"data/relay\" is not an absolute path");
+	env_error("NGIT_RELAY_NAME", "a\tb", "contains control characters");
+	env_error("NGIT_DOMAIN", "https://example.com",
+	    "\"https://example.com\" is not host[:port] (no scheme or path)");
+	env_error("NGIT_DOMAIN", "exa mple.com",
+	    "\"exa mple.com\" is not an IP address or host name");
+	env_error("NGIT_SYNC_BOOTSTRAP_RELAY_URL", "http://relay.example",
+	    "\"http://relay.example\" is not a relay URL (ws:// or wss://)");
+	env_error("NGIT_SYNC_PLUS_FALLBACK_RELAYS", "wss://a.example, wss://",
+	    "\"wss://\" is not a relay URL (no host)");
+	env_error("NGIT_EVENT_BLACKLIST", NPUB ", nope",
+	    "\"nope\" is not an npub or 64-digit lowercase hex public key");
+	env_error("NGIT_RELAY_OWNER_NSEC", "nsec1nope",
+	    "not a valid nsec or 64-digit hex secret key");
+}
+
+static void
+bad_file_value_names_line_and_key(void)
+{
+	struct config	c;
+	char		want[256];
+
+	clear_env();
+	T_EQ_INT(load_text(&c, "# x\nmax_connections = abc\n"), -1);
+	snprintf(want, sizeof(want), "%s:2: NGIT_MAX_CONNECTIONS: \"abc\" is "
+	    "not a number", conf);
+	T_EQ_STR(err, want);
+	/* The file is checked whole, even where the environment overrides. */
+	setenv("NGIT_MAX_CONNECTIONS", "5", 1);
+	T_EQ_INT(load_text(&c, "max_connections = abc\n"), -1);
+	clear_env();
+}
+
+static void
+secret_key_never_appears_in_errors(void)
+{
+	struct config	c;
+	char		bad[] = NSEC;
+
+	clear_env();
+	bad[sizeof(bad) - 2] = 'q';
+	setenv("NGIT_RELAY_OWNER_NSEC", bad, 1);
+	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
+	T_CHECK(strstr(err, "vl029mgp") == NULL);
+	T_CHECK(starts_with(err, "NGIT_RELAY_OWNER_NSEC: "));
+	clear_env();
+}
+
+static void
+bind_address_forms(void)
+{
+	static const struct {
+		const char	*v;
+		const char	*host;	/* NULL: an error */
+		int		 port;
+		const char	*why;
+	} cases[] = {
+		{ "127.0.0.1:7334", "127.0.0.1", 7334, NULL },
+		{ "0.0.0.0:1", "0.0.0.0", 1, NULL },
+		{ "[::]:65535", "::", 65535, NULL },
+		{ "[fe80::1]:443", "fe80::1", 443, NULL },
+		{ "localhost:8080", "localhost", 8080, NULL },
+		{ "relay-1.example.org:80", "relay-1.example.org", 80, NULL },
+		{ "::1:7334", NULL, 0, "is an IPv6 address without brackets" },
+		{ "[::1]", NULL, 0, "has no port (host:port)" },
+		{ "[::1]7334", NULL, 0, "has junk after ']'" },
+		{ "[1.2.3.4]:80", NULL, 0, "is not an IPv6 address in brackets" },
+		{ "127.0.0.1", NULL, 0, "has no port (host:port)" },
+		{ "127.0.0.1:0", NULL, 0, "has a port outside 1-65535" },
+		{ "127.0.0.1:65536", NULL, 0, "has a port outside 1-65535" },
+		{ "127.0.0.1:http", NULL, 0, "has a port that is not a number" },
+		{ "127.0.0.1:", NULL, 0, "has a port that is not a number" },
+		{ ":7334", NULL, 0, "has no host" },
+		{ "999.1.1.1:80", NULL, 0, "is not an IP address or host name" },
+		{ "-bad.example:80", NULL, 0,
+		  "is not an IP address or host name" },
+		{ "a..b:80", NULL, 0, "is not an IP address or host name" },
+		{ "under_score:80", NULL, 0,
+		  "is not an IP address or host name" },
+	};
+	struct config	c;
+	char		want[256];
+	size_t		i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		clear_env();
+		setenv("NGIT_BIND_ADDRESS", cases[i].v, 1);
+		if (cases[i].host != NULL) {
+			if (config_load(&c, NULL, err, sizeof(err)) != 0) {
+				t_fail_at(__FILE__, __LINE__, err);
+				continue;
+			}
+			T_EQ_STR(c.bind_host, cases[i].host);
+			T_EQ_INT(c.bind_port, cases[i].port);
+			T_EQ_STR(c.bind_address, cases[i].v);
+			config_free(&c);
+			continue;
+		}
+		snprintf(want, sizeof(want), "NGIT_BIND_ADDRESS: \"%s\" %s "
+		    "(from the environment)", cases[i].v, cases[i].why);
+		T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
+		T_EQ_STR(err, want);
+	}
+	clear_env();
+}
+
+static void
+domain_forms(void)
+{
+	struct config	c;
+
+	clear_env();
+	setenv("NGIT_DOMAIN", "git.example.org:8443", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_STR(c.domain, "git.example.org:8443");
+	config_free(&c);
+	setenv("NGIT_DOMAIN", "[2001:db8::1]", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_STR(c.domain, "[2001:db8::1]");
+	config_free(&c);
+	clear_env();
+}
+
+static void
+lists_are_trimmed_and_skip_empty_items(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_ASSERT(load_text(&c, "sync_plus_user_index_relays = "
+	    " wss://a.example , ,ws://b.example:7777/path?x=1,,"
+	    "c.example ,\n"
+	    "sync_plus_fallback_relays = ,  ,\n"
+	    "sync_bootstrap_relay_url = relay.example\n") == 0);
+	T_EQ_INT(c.sync_plus_user_index_relays.n, 3);
+	T_EQ_STR(c.sync_plus_user_index_relays.v[0], "wss://a.example");
+	T_EQ_STR(c.sync_plus_user_index_relays.v[1],
+	    "ws://b.example:7777/path?x=1");
+	T_EQ_STR(c.sync_plus_user_index_relays.v[2], "wss://c.example");
+	T_EQ_INT(c.sync_plus_fallback_relays.n, 0);
+	T_EQ_STR(c.sync_bootstrap_relay_url, "wss://relay.example");
+	config_free(&c);
+	setenv("NGIT_SYNC_BOOTSTRAP_RELAY_URL", "WSS://Relay.Example", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_STR(c.sync_bootstrap_relay_url, "wss://Relay.Example");
+	config_free(&c);
+	clear_env();
+}
+
+static void
+event_blacklist_takes_npub_and_hex(void)
+{
+	struct config	c;
+	uint8_t		pk[32];
+
+	clear_env();
+	setenv("NGIT_EVENT_BLACKLIST", " " NPUB "," NPUB_HEX ",", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_INT(c.event_blacklist.n, 2);
+	T_ASSERT(key_parse_pubkey(NPUB_HEX, pk) == 0);
+	T_CHECK(memcmp(c.event_blacklist.v[0], pk, 32) == 0);
+	T_CHECK(memcmp(c.event_blacklist.v[1], pk, 32) == 0);
+	config_free(&c);
+	clear_env();
+}
+
+static void
+whitelist_entry_forms(void)
+{
+	struct config	c;
+	uint8_t		pk[32];
+
+	clear_env();
+	T_ASSERT(key_parse_pubkey(NPUB_HEX, pk) == 0);
+	T_ASSERT(load_text(&c, "repository_whitelist = " NPUB ", " NPUB
+	    "/ngit , grasp-tools,,\n"
+	    "repository_blacklist = spam\n") == 0);
+	T_EQ_INT(c.repo_whitelist.n, 3);
+	T_EQ_INT(c.repo_whitelist.v[0].has_pubkey, 1);
+	T_CHECK(memcmp(c.repo_whitelist.v[0].pubkey, pk, 32) == 0);
+	T_CHECK(c.repo_whitelist.v[0].identifier == NULL);
+	T_EQ_INT(c.repo_whitelist.v[1].has_pubkey, 1);
+	T_CHECK(memcmp(c.repo_whitelist.v[1].pubkey, pk, 32) == 0);
+	T_EQ_STR(c.repo_whitelist.v[1].identifier, "ngit");
+	T_EQ_INT(c.repo_whitelist.v[2].has_pubkey, 0);
+	T_EQ_STR(c.repo_whitelist.v[2].identifier, "grasp-tools");
+	T_EQ_INT(c.repo_blacklist.n, 1);
+	T_EQ_STR(c.repo_blacklist.v[0].identifier, "spam");
+	config_free(&c);
+}
+
+static void
+whitelist_bad_npub_names_key(void)
+{
+	struct config	c;
+	char		bad[] = NPUB;
+
+	clear_env();
+	bad[sizeof(bad) - 2] = 'q';
+	T_EQ_INT(load_text(&c, "repository_whitelist = ok, npub1xyz\n"), -1);
+	T_CHECK(strstr(err, ":1: NGIT_REPOSITORY_WHITELIST: \"npub1xyz\" is "
+	    "not a valid npub") != NULL);
+	setenv("NGIT_REPOSITORY_BLACKLIST", bad, 1);
+	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
+	T_CHECK(starts_with(err, "NGIT_REPOSITORY_BLACKLIST: \"npub10elf"));
+	T_CHECK(strstr(err, "is not a valid npub") != NULL);
+	/* The part before a '/' must be an npub, never a hex key. */
+	setenv("NGIT_REPOSITORY_BLACKLIST", NPUB_HEX "/repo", 1);
+	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
+	T_CHECK(strstr(err, "is not a valid npub") != NULL);
+	setenv("NGIT_REPOSITORY_BLACKLIST", NPUB "/", 1);
+	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
+	T_CHECK(strstr(err, "has an empty identifier") != NULL);
+	setenv("NGIT_REPOSITORY_BLACKLIST", "/repo", 1);
+	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
+	T_CHECK(strstr(err, "\"\" is not a valid npub") != NULL);
+	clear_env();
+}
+
+static void
+backoff_max_below_base_is_an_error(void)
+{
+	struct config	c;
+
+	clear_env();
+	setenv("NGIT_SYNC_BASE_BACKOFF_SECS", "10", 1);
+	setenv("NGIT_SYNC_MAX_BACKOFF_SECS", "9", 1);
+	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
+	T_EQ_STR(err, "NGIT_SYNC_MAX_BACKOFF_SECS: 9 is less than "
+	    "NGIT_SYNC_BASE_BACKOFF_SECS (10)");
+	setenv("NGIT_SYNC_MAX_BACKOFF_SECS", "10", 1);
+	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), 0);
+	config_free(&c);
+	clear_env();
+}
+
+static void
+owner_key_from_config_wins(void)
+{
+	struct config	c;
+	uint8_t		sk[32], want[32];
+	char		path[sizeof(tdir) + 64];
+
+	clear_env();
+	setenv("NGIT_RELAY_DATA_PATH", tdir, 1);
+	setenv("NGIT_RELAY_OWNER_NSEC", NSEC, 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_INT(c.has_owner_sk, 1);
+	T_ASSERT(config_owner_key(&c, sk, err, sizeof(err)) == 0);
+	T_ASSERT(key_parse_seckey(NSEC, want) == 0);
+	T_CHECK(memcmp(sk, want, 32) == 0);
+	snprintf(path, sizeof(path), "%s/%s", tdir, CONFIG_OWNER_KEY_FILE);
+	T_CHECK(access(path, F_OK) == -1);
+	config_free(&c);
+	clear_env();
+}
+
+static void
+owner_key_file_created_0600_and_stable(void)
+{
+	struct config	c;
+	struct stat	st;
+	uint8_t		sk1[32], sk2[32], fsk[32];
+	char		path[sizeof(tdir) + 64], *text, *d;
+
+	clear_env();
+	snprintf(path, sizeof(path), "%s/%s", tdir, CONFIG_OWNER_KEY_FILE);
+	unlink(path);
+	setenv("NGIT_RELAY_DATA_PATH", tdir, 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_INT(c.has_owner_sk, 0);
+	T_ASSERT(config_owner_key(&c, sk1, err, sizeof(err)) == 0);
+	T_EQ_INT(c.has_owner_sk, 1);
+	T_EQ_STR(c.owner_key_file, path);
+	T_CHECK(memcmp(c.owner_sk, sk1, 32) == 0);
+	/* The dump says where the key lives, never what it is. */
+	d = dump(&c);
+	T_CHECK(strstr(d, "relay_owner_nsec = # key from ") != NULL);
+	T_CHECK(strstr(d, "nsec1") == NULL);
+	free(d);
+	config_free(&c);
+
+	T_ASSERT(stat(path, &st) == 0);
+	T_EQ_INT(st.st_mode & 07777, 0600);
+	T_ASSERT(S_ISREG(st.st_mode));
+	text = slurp(path);
+	T_ASSERT(text != NULL);
+	T_CHECK(starts_with(text, "nsec1"));
+	T_CHECK(text[strlen(text) - 1] == '\n');
+	text[strcspn(text, "\n")] = '\0';
+	T_CHECK(key_parse_seckey(text, fsk) == 0);
+	free(text);
+	T_CHECK(memcmp(fsk, sk1, 32) == 0);
+
+	/* A second start reads the same key. */
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_ASSERT(config_owner_key(&c, sk2, err, sizeof(err)) == 0);
+	T_CHECK(memcmp(sk1, sk2, 32) == 0);
+	config_free(&c);
+	T_ASSERT(stat(path, &st) == 0);
+	T_EQ_INT(st.st_mode & 07777, 0600);
+	/* No temporary file is left behind. */
+	{
+		char	tmp[sizeof(path) + 32];
+
+		snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+		T_CHECK(access(tmp, F_OK) == -1);
+	}
+	unlink(path);
+	clear_env();
+}
+
+static void
+owner_key_file_bad_contents_is_an_error(void)
+{
+	struct config	c;
+	FILE		*fp;
+	uint8_t		 sk[32], want[32];
+	char		 path[sizeof(tdir) + 64];
+
+	clear_env();
+	snprintf(path, sizeof(path), "%s/%s", tdir, CONFIG_OWNER_KEY_FILE);
+	setenv("NGIT_RELAY_DATA_PATH", tdir, 1);
+	T_ASSERT((fp = fopen(path, "w")) != NULL);
+	fputs("garbage\n", fp);
+	fclose(fp);
+	chmod(path, 0600);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_INT(config_owner_key(&c, sk, err, sizeof(err)), -1);
+	T_CHECK(strstr(err, "not a valid nsec or hex secret key") != NULL);
+	T_EQ_INT(c.has_owner_sk, 0);
+	/* An existing hex key with surrounding blanks is read, not replaced. */
+	T_ASSERT((fp = fopen(path, "w")) != NULL);
+	fputs("  67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
+	    "\n\n", fp);
+	fclose(fp);
+	T_ASSERT(config_owner_key(&c, sk, err, sizeof(err)) == 0);
+	T_ASSERT(key_parse_seckey(NSEC, want) == 0);
+	T_CHECK(memcmp(sk, want, 32) == 0);
+	config_free(&c);
+	unlink(path);
+	/* A missing data directory is reported, not created. */
+	setenv("NGIT_RELAY_DATA_PATH", "/nonexistent/graspd", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_INT(config_owner_key(&c, sk, err, sizeof(err)), -1);
+	T_CHECK(strstr(err, "/nonexistent/graspd/") != NULL);
+	config_free(&c);
+	clear_env();
+}
+
+static void
+test_mode_scales_timing(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_INT(config_test_mode(&c), 0);
+	T_CHECK(cfg_scale_delay(&c, 300) == 300);
+	T_CHECK(cfg_period(&c, 60) == 60);
+	T_CHECK(cfg_period(&c, 0.1) == 0.1);
+	config_free(&c);
+
+	setenv("NGIT_TEST", "1", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_INT(config_test_mode(&c), 1);
+	T_CHECK(fabs(cfg_scale_delay(&c, 300) - 5) < 1e-9);
+	T_CHECK(fabs(cfg_scale_delay(&c, 86400) - 1440) < 1e-9);
+	T_CHECK(fabs(cfg_scale_delay(&c, 65) - 65.0 / 60) < 1e-9);
+	T_CHECK(cfg_period(&c, 60) == 0.2);
+	T_CHECK(cfg_period(&c, 5) == 0.2);
+	T_CHECK(cfg_period(&c, 0.2) == 0.2);
+	T_CHECK(cfg_period(&c, 0.05) == 0.05);
+	config_free(&c);
+	clear_env();
+}
+
+static void
+dump_redacts_secret_key(void)
+{
+	struct config	c;
+	char		*d;
+
+	clear_env();
+	T_ASSERT(load_text(&c, "relay_owner_nsec = " NSEC "\n") == 0);
+	d = dump(&c);
+	config_free(&c);
+	T_CHECK(strstr(d, "\nrelay_owner_nsec = # set, redacted\n") != NULL);
+	T_CHECK(strstr(d, "vl029mgp") == NULL);
+	T_CHECK(strstr(d, "67dea2ed") == NULL);
+	free(d);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	d = dump(&c);
+	config_free(&c);
+	T_CHECK(strstr(d, "\nrelay_owner_nsec = # from "
+	    "/var/lib/graspd/relay/.relay-owner.nsec\n") != NULL);
+	free(d);
+}
+
+static void
+dump_round_trips(void)
+{
+	struct config	c;
+	char		*d1, *d2;
+
+	clear_env();
+	T_ASSERT(load_text(&c,
+	    "domain = git.example.org\n"
+	    "relay_name = \"hash # and \\\"quotes\\\"\"\n"
+	    "relay_description = \" padded \"\n"
+	    "repository_whitelist = " NPUB "/ngit, " NPUB ", tools\n"
+	    "event_blacklist = " NPUB_HEX "\n"
+	    "sync_plus_fallback_relays = a.example, ws://b.example\n"
+	    "sync_bootstrap_relay_url = wss://boot.example\n"
+	    "log_level = warn\n"
+	    "max_events_per_minute = 0\n") == 0);
+	d1 = dump(&c);
+	config_free(&c);
+	T_CHECK(starts_with(d1, "domain = git.example.org\n"));
+	T_CHECK(strstr(d1, "\nlog_level = warn\n") != NULL);
+	T_CHECK(strstr(d1, "\nmax_events_per_minute = 0\n") != NULL);
+	T_CHECK(strstr(d1, "\nrepository_whitelist = " NPUB "/ngit, " NPUB
+	    ", tools\n") != NULL);
+	T_CHECK(strstr(d1, "\nevent_blacklist = " NPUB "\n") != NULL);
+	T_CHECK(strstr(d1, "\nsync_plus_fallback_relays = wss://a.example, "
+	    "ws://b.example\n") != NULL);
+	T_CHECK(strstr(d1, "\nrelay_name = \"hash # and \\\"quotes\\\"\"\n")
+	    != NULL);
+	T_CHECK(strstr(d1, "\nrelay_description = \" padded \"\n") != NULL);
+	/* Reading the dump back gives the same configuration. */
+	T_ASSERT(load_text(&c, d1) == 0);
+	d2 = dump(&c);
+	config_free(&c);
+	T_EQ_STR(d2, d1);
+	free(d1);
+	free(d2);
+}
+
+static void
+only_log_level_is_reloadable(void)
+{
+	const char	*name;
+	size_t		 i;
+
+	T_EQ_INT(config_key_reloadable("NGIT_LOG_LEVEL"), 1);
+	T_EQ_INT(config_key_reloadable("log_level"), 1);
+	T_EQ_INT(config_key_reloadable("NGIT_BIND_ADDRESS"), 0);
+	T_EQ_INT(config_key_reloadable("nope"), -1);
+	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
+		if (strcmp(name, "NGIT_LOG_LEVEL") != 0)
+			T_EQ_INT(config_key_reloadable(name), 0);
+	T_EQ_INT(i, 26);
+}
+
+static void
+sample_file_yields_defaults(void)
+{
+	struct config	c;
+	char		path[1024], *d0, *d1;
+
+	clear_env();
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	d0 = dump(&c);
+	config_free(&c);
+	snprintf(path, sizeof(path), "%s/etc/graspd.conf", srcdir());
+	if (config_load(&c, path, err, sizeof(err)) != 0) {
+		free(d0);
+		t_fail_at(__FILE__, __LINE__, err);
+		return;
+	}
+	d1 = dump(&c);
+	config_free(&c);
+	T_EQ_STR(d1, d0);
+	free(d0);
+	free(d1);
+}
+
+/*
+ * Every key of the table appears in etc/graspd.conf as "#key = default",
+ * right under "# <help>", and uncommenting them all gives the defaults.
+ */
+static void
+sample_file_lists_every_key(void)
+{
+	struct config	 c;
+	struct buf	 un = BUF_INIT;
+	const char	*name, *def, *help;
+	char		 path[1024], fkey[64], want[512], *text, *line, *prev;
+	char		*save, *d0 = NULL, *d1 = NULL;
+	size_t		 i, nset = 0;
+	int		 found;
+
+	clear_env();
+	snprintf(path, sizeof(path), "%s/etc/graspd.conf", srcdir());
+	T_ASSERT((text = slurp(path)) != NULL);
+	for (i = 0; config_key_info(i, &name, &def, &help) == 0; i++) {
+		file_key(name, fkey);
+		snprintf(want, sizeof(want), "#%s =%s%s", fkey, *def ? " " : "",
+		    def);
+		found = 0;
+		prev = "";
+		for (line = text; *line; ) {
+			size_t	n = strcspn(line, "\n");
+
+			if (strlen(want) == n && strncmp(line, want, n) == 0) {
+				char	h[512];
+
+				found = 1;
+				snprintf(h, sizeof(h), "# %s\n", help);
+				if (!starts_with(prev, h)) {
+					snprintf(h, sizeof(h), "help above %s",
+					    fkey);
+					t_fail_at(__FILE__, __LINE__, h);
+				}
+			}
+			prev = line;
+			line += n + (line[n] == '\n');
+		}
+		if (!found)
+			t_fail_at(__FILE__, __LINE__, want);
+	}
+
+	/* Every "#key =" line names a known key; uncomment them all. */
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] != '#' || line[1] < 'a' || line[1] > 'z')
+			continue;
+		name = line + 1;
+		i = strcspn(name, " =");
+		snprintf(fkey, sizeof(fkey), "%.*s", (int)i, name);
+		if (config_key_reloadable(fkey) == -1)
+			t_fail_at(__FILE__, __LINE__, fkey);
+		buf_printf(&un, "%s\n", name);
+		nset++;
+	}
+	free(text);
+	T_EQ_INT(nset, 26);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	d0 = dump(&c);
+	config_free(&c);
+	if (load_text(&c, un.b_data) != 0) {
+		buf_free(&un);
+		free(d0);
+		t_fail_at(__FILE__, __LINE__, err);
+		return;
+	}
+	buf_free(&un);
+	d1 = dump(&c);
+	config_free(&c);
+	T_EQ_STR(d1, d0);
+	free(d0);
+	free(d1);
+}
+
+static void
+man_page_lists_every_key(void)
+{
+	const char	*name;
+	char		 path[1024], *text;
+	size_t		 i;
+
+	snprintf(path, sizeof(path), "%s/man/graspd.conf.5", srcdir());
+	T_ASSERT((text = slurp(path)) != NULL);
+	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
+		if (strstr(text, name) == NULL)
+			t_fail_at(__FILE__, __LINE__, name);
+	free(text);
+}
+
+static void
+unknown_environment_names_are_warned_about(void)
+{
+	char	path[sizeof(tdir) + 32], *text;
+	int	saved, fd;
+
+	clear_env();
+	setenv("NGIT_ARCHIVE_ALL", "true", 1);
+	setenv("NGIT_DOMAIN", "example.org", 1);
+	snprintf(path, sizeof(path), "%s/stderr", tdir);
+	fflush(stderr);
+	saved = dup(2);
+	T_ASSERT((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) != -1);
+	dup2(fd, 2);
+	close(fd);
+	config_warn_env();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	T_ASSERT((text = slurp(path)) != NULL);
+	T_CHECK(strstr(text, "NGIT_ARCHIVE_ALL is not a graspd setting") !=
+	    NULL);
+	T_CHECK(strstr(text, "NGIT_DOMAIN") == NULL);
+	free(text);
+	clear_env();
+}
+
+static int
+rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(p);
+}
+
+int
+main(void)
+{
+	if (mkdtemp(tdir) == NULL) {
+		perror("mkdtemp");
+		return 2;
+	}
+	snprintf(conf, sizeof(conf), "%s/graspd.conf", tdir);
+
+	T_RUN(defaults_without_file);
+	T_RUN(file_sets_values_in_both_spellings);
+	T_RUN(domain_defaults_to_bind_address_from_file);
+	T_RUN(environment_beats_file);
+	T_RUN(empty_environment_variable_is_unset);
+	T_RUN(empty_file_value_selects_default);
+	T_RUN(quoted_values);
+	T_RUN(bad_quoting_is_an_error);
+	T_RUN(unknown_key_names_line);
+	T_RUN(line_without_equals_is_an_error);
+	T_RUN(duplicate_key_is_an_error);
+	T_RUN(missing_file_is_an_error);
+	T_RUN(bad_values_name_the_key);
+	T_RUN(bad_file_value_names_line_and_key);
+	T_RUN(secret_key_never_appears_in_errors);
+	T_RUN(bind_address_forms);
+	T_RUN(domain_forms);
+	T_RUN(lists_are_trimmed_and_skip_empty_items);
+	T_RUN(event_blacklist_takes_npub_and_hex);
+	T_RUN(whitelist_entry_forms);
+	T_RUN(whitelist_bad_npub_names_key);
+	T_RUN(backoff_max_below_base_is_an_error);
+	T_RUN(owner_key_from_config_wins);
+	T_RUN(owner_key_file_created_0600_and_stable);
+	T_RUN(owner_key_file_bad_contents_is_an_error);
+	T_RUN(test_mode_scales_timing);
+	T_RUN(dump_redacts_secret_key);
+	T_RUN(dump_round_trips);
+	T_RUN(only_log_level_is_reloadable);
+	T_RUN(sample_file_yields_defaults);
+	T_RUN(sample_file_lists_every_key);
+	T_RUN(man_page_lists_every_key);
+	T_RUN(unknown_environment_names_are_warned_about);
+
+	clear_env();
+	nftw(tdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	return t_done();
+}

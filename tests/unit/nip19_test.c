@@ -1,0 +1,251 @@
+/*
+ * nip19_test.c: bech32 npub/nsec and the operator key spellings
+ * (common/nip19.c).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "nip19.h"
+#include "t.h"
+
+/*
+ * NIP-19's published examples.  The nsec's key ends in ...ffa (as in
+ * NIP-19 itself and every implementation), not ...ffe.
+ */
+#define NPUB	"npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js35mp4dma8qzvjptg"
+#define NPUB_HEX \
+	"7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e"
+#define NSEC	"nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
+#define NSEC_HEX \
+	"67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
+
+static void
+hex_of(const uint8_t *b, char out[65])
+{
+	static const char	d[] = "0123456789abcdef";
+	int			i;
+
+	for (i = 0; i < 32; i++) {
+		out[2 * i] = d[b[i] >> 4];
+		out[2 * i + 1] = d[b[i] & 15];
+	}
+	out[64] = '\0';
+}
+
+static void
+upper(char *s)
+{
+	for (; *s; s++)
+		if (*s >= 'a' && *s <= 'z')
+			*s -= 'a' - 'A';
+}
+
+static void
+decode_npub_example(void)
+{
+	uint8_t	k[32];
+	char	hex[65];
+
+	T_EQ_INT(nip19_decode(NPUB, "npub", k), 0);
+	hex_of(k, hex);
+	T_EQ_STR(hex, NPUB_HEX);
+}
+
+static void
+decode_nsec_example(void)
+{
+	uint8_t	k[32];
+	char	hex[65];
+
+	T_EQ_INT(nip19_decode(NSEC, "nsec", k), 0);
+	hex_of(k, hex);
+	T_EQ_STR(hex, NSEC_HEX);
+}
+
+static void
+encode_round_trips_examples(void)
+{
+	uint8_t	k[32];
+	char	s[NIP19_KEY_BUFSZ];
+
+	T_EQ_INT(key_parse_pubkey(NPUB_HEX, k), 0);
+	T_EQ_INT(nip19_encode("npub", k, s, sizeof(s)), 0);
+	T_EQ_STR(s, NPUB);
+	T_EQ_INT(key_parse_seckey(NSEC_HEX, k), 0);
+	T_EQ_INT(nip19_encode("nsec", k, s, sizeof(s)), 0);
+	T_EQ_STR(s, NSEC);
+	T_EQ_INT((int)strlen(s), NIP19_KEY_BUFSZ - 1);
+}
+
+static void
+encode_refuses_small_buffer_and_bad_hrp(void)
+{
+	uint8_t	k[32] = { 1 };
+	char	s[NIP19_KEY_BUFSZ];
+
+	T_EQ_INT(nip19_encode("npub", k, s, NIP19_KEY_BUFSZ - 1), -1);
+	T_EQ_INT(nip19_encode("NPUB", k, s, sizeof(s)), -1);
+	T_EQ_INT(nip19_encode("", k, s, sizeof(s)), -1);
+	T_EQ_INT(nip19_encode("n pub", k, s, sizeof(s)), -1);
+}
+
+static void
+bad_checksum_is_refused(void)
+{
+	uint8_t	k[32];
+	char	s[] = NPUB;
+
+	s[sizeof(s) - 2] = 'h';
+	T_EQ_INT(nip19_decode(s, "npub", k), -1);
+	/* A substitution in the middle of the data part. */
+	strcpy(s, NPUB);
+	s[20] = s[20] == 'q' ? 'p' : 'q';
+	T_EQ_INT(nip19_decode(s, "npub", k), -1);
+}
+
+static void
+wrong_hrp_is_refused(void)
+{
+	uint8_t	k[32];
+
+	T_EQ_INT(nip19_decode(NPUB, "nsec", k), -1);
+	T_EQ_INT(nip19_decode(NSEC, "npub", k), -1);
+	T_EQ_INT(nip19_decode(NPUB, "np", k), -1);
+	/* Valid bech32 with hrp "nsec", but the payload is a public key. */
+	T_EQ_INT(nip19_decode("nsec10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qw6eqda", "npub", k), -1);
+}
+
+static void
+uppercase_only_when_all_uppercase(void)
+{
+	uint8_t	k[32];
+	char	hex[65], s[] = NPUB;
+
+	upper(s);
+	T_EQ_INT(nip19_decode(s, "npub", k), 0);
+	hex_of(k, hex);
+	T_EQ_STR(hex, NPUB_HEX);
+	/* One letter of the other case makes it mixed. */
+	strcpy(s, NPUB);
+	s[sizeof(s) - 2] = 'G';
+	T_EQ_INT(nip19_decode(s, "npub", k), -1);
+	strcpy(s, NPUB);
+	s[0] = 'N';
+	T_EQ_INT(nip19_decode(s, "npub", k), -1);
+}
+
+static void
+wrong_length_is_refused(void)
+{
+	uint8_t	k[32];
+
+	/* 33- and 31-byte payloads with valid checksums. */
+	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qzvjptfp", "npub", k), -1);
+	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dmup82t8f", "npub", k), -1);
+	/* 32 bytes and an extra, zero 5-bit group: too much padding. */
+	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qqlhqg6v", "npub", k), -1);
+	T_EQ_INT(nip19_decode("npub1", "npub", k), -1);
+	T_EQ_INT(nip19_decode("", "npub", k), -1);
+	T_EQ_INT(nip19_decode("npub1qqqqqq", "npub", k), -1);
+}
+
+static void
+nonzero_padding_is_refused(void)
+{
+	uint8_t	k[32];
+
+	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8pl6x5k6", "npub", k), -1);
+}
+
+static void
+junk_is_refused(void)
+{
+	uint8_t	k[32];
+
+	T_EQ_INT(nip19_decode("npub1 0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038"
+	    "js35mp4dma8qzvjptg", "npub", k), -1);
+	/* 'b', 'i', 'o' and '1' are not in the data alphabet. */
+	T_EQ_INT(nip19_decode("npub1belfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qzvjptg", "npub", k), -1);
+	T_EQ_INT(nip19_decode("npub0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qzvjptg", "npub", k), -1);
+	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qzvjptgqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq", "npub", k), -1);
+}
+
+static void
+pubkey_accepts_npub_and_lowercase_hex(void)
+{
+	uint8_t	a[32], b[32];
+	char	up[] = NPUB_HEX;
+
+	T_EQ_INT(key_parse_pubkey(NPUB, a), 0);
+	T_EQ_INT(key_parse_pubkey(NPUB_HEX, b), 0);
+	T_CHECK(memcmp(a, b, 32) == 0);
+	upper(up);
+	T_EQ_INT(key_parse_pubkey(up, b), -1);
+	T_EQ_INT(key_parse_pubkey(NSEC, b), -1);
+	T_EQ_INT(key_parse_pubkey(NPUB_HEX "00", b), -1);
+	T_EQ_INT(key_parse_pubkey("7e7e", b), -1);
+	T_EQ_INT(key_parse_pubkey("", b), -1);
+}
+
+static void
+seckey_accepts_nsec_and_hex_of_either_case(void)
+{
+	uint8_t	a[32], b[32];
+	char	up[] = NSEC_HEX;
+
+	T_EQ_INT(key_parse_seckey(NSEC, a), 0);
+	T_EQ_INT(key_parse_seckey(NSEC_HEX, b), 0);
+	T_CHECK(memcmp(a, b, 32) == 0);
+	upper(up);
+	T_EQ_INT(key_parse_seckey(up, b), 0);
+	T_CHECK(memcmp(a, b, 32) == 0);
+	T_EQ_INT(key_parse_seckey(NPUB, b), -1);
+	T_EQ_INT(key_parse_seckey("nope", b), -1);
+}
+
+static void
+seckey_outside_the_group_is_refused(void)
+{
+	uint8_t	k[32];
+
+	T_EQ_INT(key_parse_seckey("0000000000000000000000000000000000000000"
+	    "000000000000000000000000", k), -1);
+	T_EQ_INT(key_parse_seckey("nsec1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq"
+	    "qqqqqqqqqqqqqqwkhnav", k), -1);
+	/* The group order itself, and order - 1, the largest valid key. */
+	T_EQ_INT(key_parse_seckey("fffffffffffffffffffffffffffffffebaaedce6af"
+	    "48a03bbfd25e8cd0364141", k), -1);
+	T_EQ_INT(key_parse_seckey("nsec1lllllllllllllllllllllllll6a2ah8x4ay2qw"
+	    "al6f0ge5pkg9qstu3zum", k), -1);
+	T_EQ_INT(key_parse_seckey("fffffffffffffffffffffffffffffffebaaedce6af"
+	    "48a03bbfd25e8cd0364140", k), 0);
+	T_EQ_INT(key_parse_seckey("0000000000000000000000000000000000000000"
+	    "000000000000000000000001", k), 0);
+}
+
+int
+main(void)
+{
+	T_RUN(decode_npub_example);
+	T_RUN(decode_nsec_example);
+	T_RUN(encode_round_trips_examples);
+	T_RUN(encode_refuses_small_buffer_and_bad_hrp);
+	T_RUN(bad_checksum_is_refused);
+	T_RUN(wrong_hrp_is_refused);
+	T_RUN(uppercase_only_when_all_uppercase);
+	T_RUN(wrong_length_is_refused);
+	T_RUN(nonzero_padding_is_refused);
+	T_RUN(junk_is_refused);
+	T_RUN(pubkey_accepts_npub_and_lowercase_hex);
+	T_RUN(seckey_accepts_nsec_and_hex_of_either_case);
+	T_RUN(seckey_outside_the_group_is_refused);
+	return t_done();
+}

@@ -14,9 +14,9 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CC	?= cc
 CFLAGS	?= -O2 -g
-CFLAGS	+= -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Icommon \
+override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Icommon \
 	   -Itests/lib $(PKG_CFLAGS) -MMD -MP
-LDLIBS	+= $(PKG_LIBS) -lz -lm
+override LDLIBS += $(PKG_LIBS) -lz -lm
 
 SAN	 = -fsanitize=address,undefined -fno-omit-frame-pointer \
 	   -fno-sanitize-recover=undefined

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "relayd.h"
@@ -169,6 +170,111 @@ wants_nip11(struct lws *wsi)
 	return strstr(accept, "application/nostr+json") != NULL;
 }
 
+static void
+metric(cJSON *arr, const char *name, double v)
+{
+	cJSON	*m = cJSON_CreateArray();
+
+	cJSON_AddItemToArray(m, cJSON_CreateString(name));
+	cJSON_AddItemToArray(m, cJSON_CreateNumber(v));
+	cJSON_AddItemToArray(arr, m);
+}
+
+cJSON *
+relay_own_metrics(void)
+{
+	const struct relay_stats	*st = &relayd->stats;
+	cJSON				*a = cJSON_CreateArray();
+	char				 name[128];
+	unsigned			 r;
+
+	metric(a, "graspd_relay_uptime_seconds",
+	    (double)(time(NULL) - relayd->started));
+	metric(a, "graspd_relay_connections_active", relayd->nconns);
+	metric(a, "graspd_relay_connections_total",
+	    (double)st->connections_total);
+	metric(a, "graspd_relay_messages_received_total{type=\"EVENT\"}",
+	    (double)st->msgs_in_event);
+	metric(a, "graspd_relay_messages_received_total{type=\"REQ\"}",
+	    (double)st->msgs_in_req);
+	metric(a, "graspd_relay_messages_received_total{type=\"CLOSE\"}",
+	    (double)st->msgs_in_close);
+	metric(a, "graspd_relay_messages_received_total{type=\"other\"}",
+	    (double)st->msgs_in_other);
+	metric(a, "graspd_relay_events_total{result=\"accepted\"}",
+	    (double)st->events_accepted);
+	metric(a, "graspd_relay_events_total{result=\"duplicate\"}",
+	    (double)st->events_duplicate);
+	metric(a, "graspd_relay_events_total{result=\"refused\"}",
+	    (double)st->events_refused);
+	metric(a, "graspd_relay_events_total{result=\"invalid\"}",
+	    (double)st->events_invalid);
+	metric(a, "graspd_relay_events_total{result=\"ephemeral\"}",
+	    (double)st->events_ephemeral);
+	for (r = 0; r < ROLE_COUNT; r++) {
+		if (st->ingested[r] == 0)
+			continue;
+		snprintf(name, sizeof(name), "graspd_relay_ingested_total"
+		    "{origin=\"%s\"}", role_name(r));
+		metric(a, name, (double)st->ingested[r]);
+	}
+	metric(a, "graspd_relay_events_stored",
+	    (double)store_count(relayd->store));
+	metric(a, "graspd_relay_http_requests_total",
+	    (double)st->http_requests);
+	return a;
+}
+
+/* Appends one sample, adding role="r" to its labels. */
+static void
+prom_line(struct buf *b, const char *name, double v, const char *role)
+{
+	const char	*brace = strchr(name, '{');
+
+	if (brace) {
+		buf_add(b, name, (size_t)(brace - name));
+		buf_printf(b, "{role=\"%s\",%s", role, brace + 1);
+	} else
+		buf_printf(b, "%s{role=\"%s\"}", name, role);
+	buf_printf(b, " %.17g\n", v);
+}
+
+static void
+prom_array(struct buf *b, const cJSON *arr, const char *role)
+{
+	const cJSON	*m, *n, *v;
+
+	cJSON_ArrayForEach(m, arr) {
+		n = cJSON_GetArrayItem(m, 0);
+		v = cJSON_GetArrayItem(m, 1);
+		if (cJSON_IsString(n) && cJSON_IsNumber(v))
+			prom_line(b, n->valuestring, v->valuedouble, role);
+	}
+}
+
+/* Prometheus text: relayd's counters and every role's last snapshot. */
+static char *
+metrics_text(size_t *len)
+{
+	struct buf	 b = BUF_INIT;
+	cJSON		*own = relay_own_metrics();
+	const cJSON	*rs;
+	unsigned	 r;
+
+	buf_adds(&b, "# graspd metrics: one sample per line, label role = "
+	    "the reporting process\n");
+	prom_array(&b, own, "relayd");
+	cJSON_Delete(own);
+	for (r = 0; r < ROLE_COUNT; r++) {
+		if (r == ROLE_RELAYD ||
+		    (rs = relay_chan_role_stats(r)) == NULL)
+			continue;
+		prom_array(&b, cJSON_GetObjectItem(rs, "metrics"),
+		    role_name(r));
+	}
+	return buf_release(&b, len);
+}
+
 int
 relay_http_request(struct relay_conn *c, struct lws *wsi)
 {
@@ -190,6 +296,12 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 		body = xstrdup(relayd->nip11, &len);
 		return respond(c, wsi, HTTP_STATUS_OK,
 		    "application/nostr+json", body, len);
+	}
+	if (relayd->cfg.metrics_enabled && urilen == 8 &&
+	    memcmp(uri, "/metrics", 8) == 0) {
+		body = metrics_text(&len);
+		return respond(c, wsi, HTTP_STATUS_OK,
+		    "text/plain; version=0.0.4", body, len);
 	}
 	if (urilen == 1 && uri[0] == '/') {
 		struct buf b = BUF_INIT;

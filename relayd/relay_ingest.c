@@ -21,6 +21,7 @@ struct pending {
 	struct relay_conn	*p_conn;	/* NULL once it went away */
 	int			 p_ok;
 	int			 p_fanout;
+	int64_t			 p_seq;		/* when stored */
 	char			 p_msg[512];
 };
 
@@ -173,6 +174,30 @@ relay_ingest_client(struct relay_conn *c, const struct json *evj)
 	schedule_flush();
 }
 
+void
+relay_ingest_remote(enum role origin, const char *url, size_t urllen,
+    const char *json, size_t len)
+{
+	struct event	*ev;
+	struct pending	*p;
+	char		 msg[512];
+
+	relayd->stats.ingested[origin]++;
+	if ((ev = event_parse(json, len, msg, sizeof(msg))) == NULL ||
+	    check_event(ev, msg, sizeof(msg)) == -1) {
+		log_debug("%s via %.*s: %s", role_name(origin), (int)urllen,
+		    url, msg);
+		relayd->stats.events_invalid++;
+		event_free(ev);
+		return;
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		fatal("relay_ingest_remote");
+	p->p_ev = ev;
+	STAILQ_INSERT_TAIL(&pending, p, p_entry);
+	schedule_flush();
+}
+
 /* Decides one pending event inside the open transaction. */
 static void
 decide(struct pending *p)
@@ -214,6 +239,7 @@ decide(struct pending *p)
 	p->p_ok = store_result_ok(r);
 	if (r == STORE_OK) {
 		p->p_fanout = 1;
+		p->p_seq = seq;
 		p->p_msg[0] = '\0';
 	} else
 		snprintf(p->p_msg, sizeof(p->p_msg), "%s",
@@ -261,6 +287,8 @@ relay_ingest_flush_now(void)
 			    p->p_msg);
 		if (p->p_fanout)
 			relay_fanout(p->p_ev);
+		if (p->p_fanout && p->p_seq > 0)
+			relay_chan_publish(p->p_seq, p->p_ev);
 		event_free(p->p_ev);
 		free(p);
 	}

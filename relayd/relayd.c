@@ -25,6 +25,10 @@ static struct lws_protocols protocols[] = {
 		.per_session_data_size = sizeof(struct relay_conn),
 		.rx_buffer_size = 65536,
 	},
+	{
+		.name = "nn",
+		.callback = relay_chan_callback,
+	},
 	{ NULL, NULL, 0, 0, 0, NULL, 0 }
 };
 
@@ -113,6 +117,8 @@ main(int argc, char *argv[])
 	log_init("relayd", foreground);
 	relayd = &rd;
 	LIST_INIT(&rd.conns);
+	rd.sock_ingest = rd.sock_accepted = rd.sock_stats = -1;
+	rd.sock_control = -1;
 	if (config_load(&rd.cfg, file, err, sizeof(err)) == -1) {
 		log_warnx("configuration: %s", err);
 		exit(CONFIG_EXIT);
@@ -165,6 +171,13 @@ main(int argc, char *argv[])
 	info.fd_limit_per_thread = (unsigned)rd.cfg.max_connections + 64;
 	if ((rd.ctx = lws_create_context(&info)) == NULL)
 		fatalx("cannot listen on %s", rd.cfg.bind_address);
+	if ((rd.vhost = lws_get_vhost_by_name(rd.ctx, "default")) == NULL)
+		fatalx("no default vhost");
+	if (mkdir_p(rd.cfg.run_path) == -1)
+		fatal("cannot create %s", rd.cfg.run_path);
+	relay_chan_open();
+	rd.started = time(NULL);
+	relay_chan_notify_ready();
 	log_info("listening on %s (database %s, %lld events)",
 	    rd.cfg.bind_address, dbpath, (long long)store_count(rd.store));
 
@@ -175,6 +188,7 @@ main(int argc, char *argv[])
 	log_info("stopping");
 	relay_ingest_flush_now();
 	lws_context_destroy(rd.ctx);
+	relay_chan_close();
 	store_close(rd.store);
 	free(rd.nip11);
 	config_free(&rd.cfg);

@@ -6,7 +6,8 @@
  * relay_ws.c     NIP-01 messages: EVENT, REQ, CLOSE; subscriptions; output
  * relay_ingest.c the event pipeline: checks, policy, batched commit, OK,
  *                fan-out
- * relay_http.c   NIP-11, the landing page, CORS, OPTIONS
+ * relay_http.c   NIP-11, the landing page, /metrics, CORS, OPTIONS
+ * relay_chan.c   the nanomsg channels: ingest, accepted, stats, control
  */
 #ifndef GRASPD_RELAYD_H
 #define GRASPD_RELAYD_H
@@ -15,10 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
 
 #include "buf.h"
 #include "config.h"
 #include "filter.h"
+#include "msg.h"
 #include "policy.h"
 #include "store.h"
 
@@ -95,6 +100,7 @@ struct relay_stats {
 	uint64_t	events_accepted, events_duplicate, events_refused;
 	uint64_t	events_invalid, events_ephemeral;
 	uint64_t	http_requests;
+	uint64_t	ingested[ROLE_COUNT];	/* by origin role */
 };
 
 struct relayd {
@@ -110,6 +116,11 @@ struct relayd {
 	char			 owner_hex[65];
 	char			*nip11;		/* cached document */
 	size_t			 nip11_len;
+	int			 sock_ingest;	/* nanomsg PULL */
+	int			 sock_accepted;	/* nanomsg PUB */
+	int			 sock_stats;	/* nanomsg PULL */
+	int			 sock_control;	/* nanomsg REP */
+	time_t			 started;
 	volatile int		 stop;
 };
 
@@ -129,7 +140,22 @@ void	relay_send_ok(struct relay_conn *, const char *id_hex, int ok,
 /* Sends ev to every live subscription it matches. */
 void	relay_fanout(const struct event *);
 
+/* relay_chan.c */
+void	relay_chan_open(void);
+void	relay_chan_close(void);
+/* Tells the supervisor we are ready (GRASPD_READY_FD), once. */
+void	relay_chan_notify_ready(void);
+/* Publishes the accepted notice of a stored event. */
+void	relay_chan_publish(int64_t seq, const struct event *);
+int	relay_chan_callback(struct lws *, enum lws_callback_reasons, void *,
+	    void *, size_t);
+/* The latest stats snapshot of a role, or NULL. */
+const cJSON *relay_chan_role_stats(enum role);
+
 /* relay_ingest.c */
+/* An event fetched by another role: the same pipeline, no client limits. */
+void	relay_ingest_remote(enum role origin, const char *url, size_t urllen,
+	    const char *json, size_t len);
 /* A client EVENT: checks, then queues it for the next batched commit. */
 void	relay_ingest_client(struct relay_conn *, const struct json *evj);
 /* Drops references to a closing connection from pending work. */
@@ -141,5 +167,7 @@ void	relay_ingest_flush_now(void);
 int	relay_http_request(struct relay_conn *, struct lws *);
 int	relay_http_writeable(struct relay_conn *, struct lws *);
 int	relay_nip11_build(void);
+/* relayd's own counters as [["name{labels}",value],...]; caller frees. */
+cJSON	*relay_own_metrics(void);
 
 #endif

@@ -1,0 +1,279 @@
+/*
+ * relay_chan.c: relayd's side of the nanomsg channels (design.md,
+ * "Channels"): it binds ingest (PULL: events fetched by the other roles),
+ * accepted (PUB: one notice per stored event), stats (PULL: the other
+ * roles' counters, served at /metrics) and its own control socket (REP,
+ * for graspctl and the supervisor).  The descriptors nanomsg exposes are
+ * adopted into the libwebsockets loop as raw files.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/pipeline.h>
+#include <nanomsg/pubsub.h>
+#include <nanomsg/reqrep.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "log.h"
+#include "msg.h"
+#include "relayd.h"
+
+/* Latest stats snapshot of each role, for /metrics. */
+static cJSON	*role_stats[ROLE_COUNT];
+
+static int
+open_bound(int proto, const char *name, char *ep, size_t eplen)
+{
+	int	s;
+
+	if (chan_endpoint(relayd->cfg.run_path, name, ep, eplen) == -1)
+		fatalx("run path too long for %s", name);
+	if ((s = chan_open(proto, ep, 1)) < 0)
+		fatal("cannot bind %s", ep);
+	return s;
+}
+
+static void
+adopt(int sock, const char *what)
+{
+	lws_sock_file_fd_type	u;
+	struct lws		*wsi;
+	int			 fd;
+
+	if ((fd = chan_rcvfd(sock)) < 0)
+		fatal("NN_RCVFD of %s", what);
+	u.filefd = fd;
+	wsi = lws_adopt_descriptor_vhost(relayd->vhost, LWS_ADOPT_RAW_FILE_DESC,
+	    u, "nn", NULL);
+	if (wsi == NULL)
+		fatalx("cannot adopt the %s channel into the loop", what);
+	lws_set_opaque_user_data(wsi, (void *)(intptr_t)(sock + 1));
+}
+
+void
+relay_chan_open(void)
+{
+	char	ep[512];
+
+	relayd->sock_ingest = open_bound(NN_PULL, CHAN_INGEST, ep, sizeof(ep));
+	relayd->sock_accepted = open_bound(NN_PUB, CHAN_ACCEPTED, ep,
+	    sizeof(ep));
+	relayd->sock_stats = open_bound(NN_PULL, CHAN_STATS, ep, sizeof(ep));
+	if (chan_control_endpoint(relayd->cfg.run_path, ROLE_RELAYD, ep,
+	    sizeof(ep)) == -1)
+		fatalx("run path too long");
+	if ((relayd->sock_control = chan_open(NN_REP, ep, 1)) < 0)
+		fatal("cannot bind %s", ep);
+	adopt(relayd->sock_ingest, "ingest");
+	adopt(relayd->sock_stats, "stats");
+	adopt(relayd->sock_control, "control");
+}
+
+void
+relay_chan_close(void)
+{
+	size_t	i;
+
+	chan_close(relayd->sock_ingest);
+	chan_close(relayd->sock_accepted);
+	chan_close(relayd->sock_stats);
+	chan_close(relayd->sock_control);
+	for (i = 0; i < ROLE_COUNT; i++) {
+		cJSON_Delete(role_stats[i]);
+		role_stats[i] = NULL;
+	}
+}
+
+void
+relay_chan_notify_ready(void)
+{
+	const char	*s = getenv("GRASPD_READY_FD");
+	int		 fd;
+
+	if (s == NULL || (fd = atoi(s)) <= 2)
+		return;
+	if (write(fd, "READY=1\n", 8) != 8)
+		log_warn("readiness notification");
+	close(fd);
+	unsetenv("GRASPD_READY_FD");
+}
+
+void
+relay_chan_publish(int64_t seq, const struct event *ev)
+{
+	struct msg_accepted	ma;
+
+	memset(&ma, 0, sizeof(ma));
+	ma.ma_seq = seq;
+	ma.ma_kind = ev->kind;
+	memcpy(ma.ma_id, ev->id, 32);
+	memcpy(ma.ma_pubkey, ev->pubkey, 32);
+	/* A PUB socket drops rather than blocks; the feed's readers catch
+	 * up from the database. */
+	if (msg_send(relayd->sock_accepted, MSG_ACCEPTED, &ma, sizeof(ma),
+	    NN_DONTWAIT) == -1 && errno != EAGAIN)
+		log_warn("publishing an accepted notice");
+}
+
+static void
+dispatch_ingest(const struct msg *m)
+{
+	struct msg_ingest	mi;
+
+	if (m->m_type != MSG_INGEST)
+		fatalx("unexpected %s message on the ingest channel",
+		    msg_type_name(m->m_type));
+	msg_ingest_decode(m, &mi);
+	relay_ingest_remote(mi.mi_origin, mi.mi_url, mi.mi_urllen,
+	    mi.mi_json, mi.mi_jsonlen);
+}
+
+static void
+dispatch_stats(const struct msg *m)
+{
+	cJSON	*doc, *role;
+	int	 r;
+
+	if (m->m_type != MSG_STATS)
+		fatalx("unexpected %s message on the stats channel",
+		    msg_type_name(m->m_type));
+	doc = cJSON_ParseWithLength((const char *)m->m_data, m->m_len);
+	if (doc == NULL || (role = cJSON_GetObjectItem(doc, "role")) == NULL ||
+	    !cJSON_IsString(role) || (r = role_from_name(role->valuestring))
+	    < 0 || !cJSON_IsArray(cJSON_GetObjectItem(doc, "metrics")))
+		fatalx("malformed STATS message from pid %u", m->m_pid);
+	cJSON_Delete(role_stats[r]);
+	role_stats[r] = doc;
+}
+
+static cJSON *
+show_view(void)
+{
+	cJSON			*view = cJSON_CreateObject(), *arr, *o;
+	struct relay_conn	*c;
+	int			 nsubs = 0;
+
+	arr = cJSON_AddArrayToObject(view, "connections");
+	LIST_FOREACH(c, &relayd->conns, rc_entry) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "peer", c->rc_peer);
+		cJSON_AddNumberToObject(o, "subscriptions", c->rc_nsubs);
+		cJSON_AddNumberToObject(o, "queued_bytes",
+		    (double)c->rc_outbytes);
+		cJSON_AddItemToArray(arr, o);
+		nsubs += c->rc_nsubs;
+	}
+	cJSON_AddNumberToObject(view, "connections_open", relayd->nconns);
+	cJSON_AddNumberToObject(view, "subscriptions_open", nsubs);
+	cJSON_AddNumberToObject(view, "events_stored",
+	    (double)store_count(relayd->store));
+	cJSON_AddStringToObject(view, "listen", relayd->cfg.bind_address);
+	return view;
+}
+
+static void
+dispatch_control(const struct msg *m)
+{
+	cJSON		*req, *rep, *cmd, *args, *a0;
+	char		*out;
+	const char	*c;
+
+	if (m->m_type != MSG_CONTROL)
+		fatalx("unexpected %s message on the control channel",
+		    msg_type_name(m->m_type));
+	rep = cJSON_CreateObject();
+	req = cJSON_ParseWithLength((const char *)m->m_data, m->m_len);
+	cmd = req ? cJSON_GetObjectItem(req, "cmd") : NULL;
+	args = req ? cJSON_GetObjectItem(req, "args") : NULL;
+	a0 = cJSON_IsArray(args) ? cJSON_GetArrayItem(args, 0) : NULL;
+	c = cJSON_IsString(cmd) ? cmd->valuestring : NULL;
+	if (c == NULL) {
+		cJSON_AddBoolToObject(rep, "ok", 0);
+		cJSON_AddStringToObject(rep, "error", "request must be a JSON "
+		    "object with a \"cmd\" string");
+	} else if (strcmp(c, "status") == 0) {
+		cJSON_AddBoolToObject(rep, "ok", 1);
+		cJSON_AddStringToObject(rep, "role", "relayd");
+		cJSON_AddNumberToObject(rep, "pid", getpid());
+		cJSON_AddNumberToObject(rep, "uptime",
+		    (double)(time(NULL) - relayd->started));
+		cJSON_AddBoolToObject(rep, "ready", 1);
+	} else if (strcmp(c, "show") == 0) {
+		cJSON_AddBoolToObject(rep, "ok", 1);
+		cJSON_AddStringToObject(rep, "role", "relayd");
+		cJSON_AddItemToObject(rep, "view", show_view());
+	} else if (strcmp(c, "stats") == 0) {
+		cJSON_AddBoolToObject(rep, "ok", 1);
+		cJSON_AddItemToObject(rep, "metrics", relay_own_metrics());
+	} else if (strcmp(c, "log") == 0 && cJSON_IsString(a0) &&
+	    (strcmp(a0->valuestring, "verbose") == 0 ||
+	    strcmp(a0->valuestring, "brief") == 0)) {
+		log_setlevel(a0->valuestring[0] == 'v' ? LOG_LVL_DEBUG :
+		    relayd->cfg.log_level);
+		cJSON_AddBoolToObject(rep, "ok", 1);
+	} else if (strcmp(c, "stop") == 0) {
+		cJSON_AddBoolToObject(rep, "ok", 1);
+		relayd->stop = 1;
+		lws_cancel_service(relayd->ctx);
+	} else {
+		char	e[128];
+
+		snprintf(e, sizeof(e), "unknown command \"%.40s\"", c);
+		cJSON_AddBoolToObject(rep, "ok", 0);
+		cJSON_AddStringToObject(rep, "error", e);
+	}
+	cJSON_Delete(req);
+	out = cJSON_PrintUnformatted(rep);
+	cJSON_Delete(rep);
+	if (out == NULL)
+		fatalx("control reply");
+	if (msg_send(relayd->sock_control, MSG_CONTROL_REPLY, out, strlen(out),
+	    NN_DONTWAIT) == -1)
+		log_warn("control reply");
+	free(out);
+}
+
+/* The raw-file protocol callback for the adopted nanomsg descriptors. */
+int
+relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
+    void *user, void *in, size_t len)
+{
+	intptr_t	tag;
+	int		sock, n;
+	struct msg	m;
+
+	if (reason != LWS_CALLBACK_RAW_RX_FILE)
+		return 0;
+	tag = (intptr_t)lws_get_opaque_user_data(wsi);
+	sock = (int)tag - 1;
+	/* Bounded so that a flood on one channel cannot starve clients. */
+	for (n = 0; n < 256; n++) {
+		int r = msg_recv(sock, &m, NN_DONTWAIT);
+
+		if (r == 0)
+			break;
+		if (r < 0) {
+			log_warn("channel receive");
+			break;
+		}
+		if (sock == relayd->sock_ingest)
+			dispatch_ingest(&m);
+		else if (sock == relayd->sock_stats)
+			dispatch_stats(&m);
+		else
+			dispatch_control(&m);
+		msg_free(&m);
+	}
+	return 0;
+}
+
+const cJSON *
+relay_chan_role_stats(enum role r)
+{
+	return r < ROLE_COUNT ? role_stats[r] : NULL;
+}

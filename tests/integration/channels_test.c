@@ -1,0 +1,321 @@
+/*
+ * channels_test.c: relayd's nanomsg channels as the other roles use them:
+ * ingest runs fetched events through the same pipeline as client EVENTs,
+ * accepted announces every stored event, stats reach /metrics, control
+ * answers, and a malformed message from a "sibling" ends relayd (exit 1,
+ * to be restarted) instead of being trusted.
+ */
+#include <nanomsg/nn.h>
+#include <nanomsg/pipeline.h>
+#include <nanomsg/pubsub.h>
+#include <nanomsg/reqrep.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "event.h"
+#include "msg.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+#define TMO	5000
+
+static struct relayproc	*rp;
+
+static int
+open_chan(int proto, const char *name)
+{
+	char	run[512], ep[600];
+	int	s, tmo = TMO;
+
+	snprintf(run, sizeof(run), "%s/run", relayproc_dir(rp));
+	if (strncmp(name, "control-", 8) == 0)
+		chan_control_endpoint(run, role_from_name(name + 8), ep,
+		    sizeof(ep));
+	else
+		chan_endpoint(run, name, ep, sizeof(ep));
+	if ((s = chan_open(proto, ep, 0)) < 0)
+		return -1;
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
+	return s;
+}
+
+static struct event *
+ev10317(int n, const char *g)
+{
+	uint8_t	sk[32];
+	char	tags[128];
+
+	memset(sk, 0x22, 32);
+	sk[31] = (uint8_t)n;
+	snprintf(tags, sizeof(tags), "[[\"g\",\"%s\"]]", g);
+	return event_new_signed(sk, time(NULL), 10317, tags, "");
+}
+
+static int
+stored(const char *id)
+{
+	struct wsc	*ws = wsc_connect(relayproc_host(rp), relayproc_port(rp),
+			    "/", TMO);
+	char		 f[128], **evs = NULL;
+	size_t		 n = 0;
+	int		 rc;
+
+	if (ws == NULL)
+		return -1;
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id);
+	rc = nostr_req(ws, "q", f, TMO, &evs, &n, NULL);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	return rc == 0 ? (int)n : -1;
+}
+
+static char *
+metrics(void)
+{
+	int	 status = 0;
+	char	*hdrs = NULL, *body = NULL;
+
+	if (http_get(relayproc_host(rp), relayproc_port(rp), "/metrics", NULL,
+	    TMO, &status, &hdrs, &body) != 0 || status != 200) {
+		free(hdrs);
+		free(body);
+		return NULL;
+	}
+	free(hdrs);
+	return body;
+}
+
+/* Waits (bounded) until pred() holds. */
+static int
+eventually(int (*pred)(const void *), const void *arg)
+{
+	int	i;
+
+	for (i = 0; i < 50; i++) {
+		if (pred(arg))
+			return 1;
+		usleep(100000);
+	}
+	return 0;
+}
+
+static int
+is_stored(const void *id)
+{
+	return stored(id) == 1;
+}
+
+static int
+metrics_has(const void *needle)
+{
+	char	*m = metrics();
+	int	 r = m && strstr(m, needle) != NULL;
+
+	free(m);
+	return r;
+}
+
+static void
+test_ingest_uses_the_client_pipeline(void)
+{
+	int		 s = open_chan(NN_PUSH, CHAN_INGEST);
+	struct event	*good, *forged, *unrelated;
+	struct buf	 b = BUF_INIT;
+	uint8_t		 sk[32];
+	char		*j;
+
+	T_ASSERT(s >= 0);
+	good = ev10317(1, "ws://good.example");
+	forged = ev10317(2, "ws://forged.example");
+	forged->sig[3] ^= 0x40;
+	memset(sk, 0x33, 32);
+	unrelated = event_new_signed(sk, time(NULL), 1, "[]", "orphan");
+	T_ASSERT(good && forged && unrelated);
+	/* Re-serialize the forged one with its broken signature. */
+	j = strdup(forged->json);
+	hex_encode(forged->sig, 64, strstr(j, "\"sig\":\"") + 7);
+	j[strlen(j)] = '"';	/* hex_encode's NUL replaced the quote */
+
+	msg_ingest_encode(&b, ROLE_SYNCD, "wss://peer.example", good->json,
+	    good->json_len);
+	T_ASSERT(msg_send(s, MSG_INGEST, b.b_data, b.b_len, 0) == 0);
+	buf_reset(&b);
+	msg_ingest_encode(&b, ROLE_SYNCD, "wss://peer.example", j, strlen(j));
+	T_ASSERT(msg_send(s, MSG_INGEST, b.b_data, b.b_len, 0) == 0);
+	buf_reset(&b);
+	msg_ingest_encode(&b, ROLE_HISTORYD, "wss://x.example",
+	    unrelated->json, unrelated->json_len);
+	T_ASSERT(msg_send(s, MSG_INGEST, b.b_data, b.b_len, 0) == 0);
+	buf_free(&b);
+
+	T_CHECK(eventually(is_stored, good->id_hex));
+	T_CHECK(eventually(metrics_has,
+	    "graspd_relay_ingested_total{role=\"relayd\",origin=\"historyd\"}"
+	    " 1"));
+	T_EQ_INT(stored(forged->id_hex), 0);
+	T_EQ_INT(stored(unrelated->id_hex), 0);
+	T_CHECK(metrics_has("graspd_relay_ingested_total{role=\"relayd\","
+	    "origin=\"syncd\"} 2"));
+	T_CHECK(metrics_has("graspd_relay_events_total{role=\"relayd\","
+	    "result=\"invalid\"} 1"));
+	T_CHECK(metrics_has("graspd_relay_events_total{role=\"relayd\","
+	    "result=\"refused\"} 1"));
+	free(j);
+	event_free(good);
+	event_free(forged);
+	event_free(unrelated);
+	chan_close(s);
+}
+
+static void
+test_accepted_feed_announces_stored_events(void)
+{
+	int		 sub = open_chan(NN_SUB, CHAN_ACCEPTED);
+	struct wsc	*ws;
+	struct event	*ev;
+	struct msg	 m;
+	int		 ok = 0, found = 0, i;
+
+	T_ASSERT(sub >= 0);
+	usleep(200000);		/* let the subscription reach relayd */
+	ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/", TMO);
+	T_ASSERT(ws != NULL);
+	ev = ev10317(5, "ws://feed.example");
+	T_ASSERT(nostr_publish(ws, ev, TMO, &ok, NULL) == 0 && ok);
+	for (i = 0; i < 20 && !found; i++) {
+		const struct msg_accepted *ma;
+
+		if (msg_recv(sub, &m, 0) != 1)
+			break;
+		T_EQ_INT(m.m_type, MSG_ACCEPTED);
+		T_EQ_INT(m.m_len, sizeof(struct msg_accepted));
+		ma = (const struct msg_accepted *)m.m_data;
+		if (memcmp(ma->ma_id, ev->id, 32) == 0) {
+			found = 1;
+			T_CHECK(ma->ma_seq > 0);
+			T_EQ_INT(ma->ma_kind, 10317);
+		}
+		msg_free(&m);
+	}
+	T_CHECK(found);
+	event_free(ev);
+	wsc_close(ws);
+	chan_close(sub);
+}
+
+static void
+test_stats_of_roles_reach_metrics(void)
+{
+	int		 s = open_chan(NN_PUSH, CHAN_STATS);
+	const char	*snap = "{\"role\":\"syncd\",\"pid\":1,\"metrics\":["
+	    "[\"graspd_syncd_relays_tracked\",3],[\"graspd_feed_seq{x=\\\"y\\\"}"
+	    "\",7]]}";
+
+	T_ASSERT(s >= 0);
+	T_ASSERT(msg_send(s, MSG_STATS, snap, strlen(snap), 0) == 0);
+	T_CHECK(eventually(metrics_has,
+	    "graspd_syncd_relays_tracked{role=\"syncd\"} 3"));
+	T_CHECK(metrics_has("graspd_feed_seq{role=\"syncd\",x=\"y\"} 7"));
+	chan_close(s);
+}
+
+static char *
+control(const char *req)
+{
+	int		 s = open_chan(NN_REQ, "control-relayd");
+	struct msg	 m;
+	char		*out = NULL;
+
+	if (s < 0)
+		return NULL;
+	if (msg_send(s, MSG_CONTROL, req, strlen(req), 0) == 0 &&
+	    msg_recv(s, &m, 0) == 1) {
+		if (m.m_type == MSG_CONTROL_REPLY &&
+		    (out = malloc(m.m_len + 1)) != NULL) {
+			memcpy(out, m.m_data, m.m_len);
+			out[m.m_len] = '\0';
+		}
+		msg_free(&m);
+	}
+	chan_close(s);
+	return out;
+}
+
+static void
+test_control_answers(void)
+{
+	char	*r;
+
+	r = control("{\"cmd\":\"status\"}");
+	T_ASSERT(r != NULL);
+	T_CHECK(strstr(r, "\"ok\":true") && strstr(r, "\"role\":\"relayd\""));
+	free(r);
+	r = control("{\"cmd\":\"show\"}");
+	T_ASSERT(r != NULL);
+	T_CHECK(strstr(r, "\"connections_open\"") != NULL);
+	free(r);
+	r = control("{\"cmd\":\"stats\"}");
+	T_ASSERT(r != NULL);
+	T_CHECK(strstr(r, "graspd_relay_events_stored") != NULL);
+	free(r);
+	r = control("{\"cmd\":\"log\",\"args\":[\"verbose\"]}");
+	T_ASSERT(r != NULL);
+	T_CHECK(strstr(r, "\"ok\":true") != NULL);
+	free(r);
+	r = control("{\"cmd\":\"frobnicate\"}");
+	T_ASSERT(r != NULL);
+	T_CHECK(strstr(r, "\"ok\":false") && strstr(r, "unknown command"));
+	free(r);
+	r = control("not json");
+	T_ASSERT(r != NULL);
+	T_CHECK(strstr(r, "\"ok\":false") != NULL);
+	free(r);
+}
+
+static void
+test_malformed_sibling_message_ends_relayd(void)
+{
+	int	s = open_chan(NN_PUSH, CHAN_INGEST), st;
+	char	junk[32];
+	void	*nb;
+
+	T_ASSERT(s >= 0);
+	memset(junk, 0x5a, sizeof(junk));
+	nb = nn_allocmsg(sizeof(junk), 0);
+	memcpy(nb, junk, sizeof(junk));
+	T_ASSERT(nn_send(s, &nb, NN_MSG, 0) >= 0);
+	st = relayproc_wait(rp, TMO);
+	T_EQ_INT(st, 1);
+	chan_close(s);
+	/* It comes back with everything it had acknowledged. */
+	T_ASSERT(relayproc_restart(rp) == 0);
+	T_EQ_INT(stored("0000000000000000000000000000000000000000000000000000"
+	    "000000000000") >= 0, 1);
+}
+
+int
+main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if ((rp = relayproc_start("relayd", NULL)) == NULL) {
+		printf("not ok - channels_start: relayd did not start\n");
+		return 1;
+	}
+	T_RUN(test_ingest_uses_the_client_pipeline);
+	T_RUN(test_accepted_feed_announces_stored_events);
+	T_RUN(test_stats_of_roles_reach_metrics);
+	T_RUN(test_control_answers);
+	T_RUN(test_malformed_sibling_message_ends_relayd);
+	if (t_fail)
+		relayproc_dump_log(rp, 30);
+	relayproc_free(rp);
+	return t_done();
+}

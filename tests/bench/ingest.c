@@ -1,0 +1,722 @@
+/*
+ * ingest.c: the ingest and query benchmark of relayd, run by
+ * tests/bench/run.sh (a test tool, not a daemon).
+ *
+ *   ingest gen N FILE --domain HOST:PORT [--repo-owner-seckey HEX]
+ *       [--authors K]
+ *	pre-signs N GRASP-valid events into FILE, one event JSON a line: a
+ *	kind 30617 announcement listing ws://DOMAIN and
+ *	http://DOMAIN/<npub>/bench.git, then kind 1621 issues tagging it and
+ *	kind 1111 comments on earlier issues, by K authors whose keys are
+ *	derived from their number (the same N gives the same events, but for
+ *	created_at and the signatures' randomness).
+ *   ingest publish HOST PORT FILE [--conns 4] [--inflight 50] [--serial N]
+ *       [--stall-ms MS]
+ *	publishes the first line alone (the announcement), then all lines
+ *	but the last N over several connections with that many EVENTs in
+ *	flight on each, then the last N one at a time to measure OK latency.
+ *   ingest req HOST PORT --filter JSON [--n 1000] [--name LABEL]
+ *	times N sequential REQ -> EOSE round trips.
+ *   ingest freeport		prints a free loopback port
+ *   ingest waitport HOST PORT [MS]	waits until the port accepts
+ *
+ * Figures go to stdout as "figure value unit" lines.  Nothing depends on
+ * how fast the machine is: the tool fails only when the relay breaks the
+ * protocol, drops the connection, or answers nothing for --stall-ms.
+ * Only loopback hosts are accepted.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <math.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/sha.h>
+
+#include "buf.h"
+#include "event.h"
+#include "json.h"
+#include "log.h"
+#include "nip19.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "wsclient.h"
+
+#define BENCH_REPO_ID		"bench"
+#define BENCH_TIMEOUT_MS	30000	/* one answer, default stall limit */
+#define BENCH_CONNECT_MS	5000
+/*
+ * A comment refers to an issue at least this many lines earlier, so the
+ * issue is stored before the comment arrives even with every connection's
+ * window in flight (4 x 50 by default).
+ */
+#define BENCH_DEP_GAP		1000
+#define BENCH_MAX_CONNS		64
+/* Distinct OK false messages echoed on stderr. */
+#define BENCH_REASONS_SHOWN	5
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: ingest gen N FILE --domain HOST:PORT "
+	    "[--repo-owner-seckey HEX] [--authors K]\n"
+	    "       ingest publish HOST PORT FILE [--conns C] [--inflight I] "
+	    "[--serial N] [--stall-ms MS]\n"
+	    "       ingest req HOST PORT --filter JSON [--n N] "
+	    "[--name LABEL]\n"
+	    "       ingest freeport\n"
+	    "       ingest waitport HOST PORT [MS]\n");
+	exit(2);
+}
+
+static long
+num_arg(const char *s, long min, long max)
+{
+	char	*ep;
+	long	 v;
+
+	errno = 0;
+	v = strtol(s, &ep, 10);
+	if (errno != 0 || *s == '\0' || *ep != '\0' || v < min || v > max) {
+		fprintf(stderr, "ingest: bad number %s\n", s);
+		usage();
+	}
+	return v;
+}
+
+/* Value of option name in argv, or NULL; removes nothing. */
+static const char *
+opt(int argc, char **argv, const char *name)
+{
+	int	i;
+
+	for (i = 0; i + 1 < argc; i++)
+		if (strcmp(argv[i], name) == 0)
+			return argv[i + 1];
+	return NULL;
+}
+
+/* 1 if every address of host is a loopback address. */
+static int
+is_loopback(const char *host)
+{
+	struct addrinfo	 hints, *res, *ai;
+	int		 ok = 1;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return 0;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if (ai->ai_family == AF_INET) {
+			const struct sockaddr_in *s = (void *)ai->ai_addr;
+
+			ok &= (ntohl(s->sin_addr.s_addr) >> 24) == 127;
+		} else if (ai->ai_family == AF_INET6) {
+			const struct sockaddr_in6 *s = (void *)ai->ai_addr;
+
+			ok &= IN6_IS_ADDR_LOOPBACK(&s->sin6_addr);
+		} else
+			ok = 0;
+	}
+	freeaddrinfo(res);
+	return ok;
+}
+
+static void
+check_host(const char *host)
+{
+	if (!is_loopback(host)) {
+		fprintf(stderr, "ingest: %s is not a loopback address; the "
+		    "benchmark only talks to this machine\n", host);
+		exit(2);
+	}
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double	x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile q (0..1] of v[0..n), sorted in place. */
+static double
+percentile(double *v, size_t n, double q)
+{
+	size_t	r;
+
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	r = (size_t)ceil(q * (double)n);
+	return v[r > 0 ? r - 1 : 0];
+}
+
+static double
+now_s(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A secret key derived from a label: sha256 until it is a valid key. */
+static void
+derive_key(const char *label, unsigned n, uint8_t sk[32])
+{
+	char	s[128];
+
+	snprintf(s, sizeof(s), "graspd bench %s %u", label, n);
+	SHA256((const unsigned char *)s, strlen(s), sk);
+	while (!key_seckey_valid(sk))
+		SHA256(sk, 32, sk);
+}
+
+/* Deterministic spread of i over 0..n-1. */
+static size_t
+spread(size_t i, size_t n)
+{
+	uint64_t	x = (uint64_t)i * 0x9e3779b97f4a7c15ULL;
+
+	x ^= x >> 31;
+	return (size_t)(x % n);
+}
+
+static void
+write_event(FILE *f, const struct event *ev)
+{
+	fwrite(ev->json, 1, ev->json_len, f);
+	fputc('\n', f);
+}
+
+struct issue {
+	size_t	line;
+	char	id[65];
+	char	author[65];
+};
+
+static int
+cmd_gen(int argc, char **argv)
+{
+	const char	*domain, *skhex, *file;
+	struct buf	 tags = BUF_INIT, url = BUF_INIT, content = BUF_INIT;
+	struct event	*ev;
+	struct issue	*issues;
+	uint8_t		 owner_sk[32], owner_pk[32], (*sks)[32];
+	char		 owner_hex[65], npub[NIP19_KEY_BUFSZ];
+	char		 (*pks)[65];
+	size_t		 n, i, nauth, nissues = 0, eligible = 0, ncomments = 0;
+	int64_t		 now, created;
+	double		 t0 = now_s();
+	FILE		*f;
+	struct buf	 ids = BUF_INIT;
+
+	if (argc < 3)
+		usage();
+	n = (size_t)num_arg(argv[1], 1, 10000000);
+	file = argv[2];
+	if ((domain = opt(argc, argv, "--domain")) == NULL) {
+		fprintf(stderr, "ingest gen: --domain HOST:PORT is needed\n");
+		usage();
+	}
+	nauth = (size_t)num_arg(opt(argc, argv, "--authors") ?
+	    opt(argc, argv, "--authors") : "256", 1, 1000000);
+	if ((skhex = opt(argc, argv, "--repo-owner-seckey")) != NULL) {
+		if (key_parse_seckey(skhex, owner_sk) == -1) {
+			fprintf(stderr, "ingest gen: bad owner secret key\n");
+			return 2;
+		}
+	} else
+		derive_key("owner", 0, owner_sk);
+	if (event_pubkey_of(owner_sk, owner_pk) == -1 ||
+	    nip19_encode("npub", owner_pk, npub, sizeof(npub)) == -1)
+		fatalx("ingest gen: cannot derive the owner's keys");
+	hex_encode(owner_pk, 32, owner_hex);
+
+	sks = calloc(nauth, sizeof(*sks));
+	pks = calloc(nauth, sizeof(*pks));
+	issues = calloc(n, sizeof(*issues));
+	if (sks == NULL || pks == NULL || issues == NULL)
+		fatal("ingest gen: calloc");
+	for (i = 0; i < nauth; i++) {
+		uint8_t	pk[32];
+
+		derive_key("author", (unsigned)i, sks[i]);
+		if (event_pubkey_of(sks[i], pk) == -1)
+			fatalx("ingest gen: cannot derive author %zu", i);
+		hex_encode(pk, 32, pks[i]);
+	}
+	if ((f = fopen(file, "w")) == NULL)
+		fatal("ingest gen: %s", file);
+
+	/* Spread over the last hour: in the past, and inside any window. */
+	now = (int64_t)time(NULL);
+	buf_printf(&url, "http://%s/%s/" BENCH_REPO_ID ".git", domain, npub);
+	buf_adds(&tags, "[[\"d\",\"" BENCH_REPO_ID "\"],[\"name\",\""
+	    BENCH_REPO_ID "\"],[\"clone\",");
+	buf_add_jstr(&tags, url.b_data, url.b_len);
+	buf_reset(&url);
+	buf_printf(&url, "ws://%s", domain);
+	buf_adds(&tags, "],[\"relays\",");
+	buf_add_jstr(&tags, url.b_data, url.b_len);
+	buf_adds(&tags, "]]");
+	ev = event_new_signed(owner_sk, now - 3600, 30617, tags.b_data,
+	    "Repository of the graspd ingest benchmark.");
+	if (ev == NULL)
+		fatalx("ingest gen: cannot sign the announcement");
+	write_event(f, ev);
+	event_free(ev);
+
+	for (i = 1; i < n; i++) {
+		size_t	a = spread(i, nauth), k;
+
+		created = now - 3600 + (int64_t)(i * 3600 / n);
+		while (eligible < nissues &&
+		    issues[eligible].line + BENCH_DEP_GAP <= i)
+			eligible++;
+		buf_reset(&tags);
+		buf_reset(&content);
+		if (eligible == 0 || i % 4 == 0) {
+			buf_printf(&tags, "[[\"a\",\"30617:%s:" BENCH_REPO_ID
+			    "\"],[\"p\",\"%s\"],[\"subject\",\"bench issue "
+			    "%zu\"],[\"t\",\"bench\"]]", owner_hex, owner_hex,
+			    i);
+			buf_printf(&content, "Issue %zu of the ingest "
+			    "benchmark.\n\nSteps to reproduce: publish many "
+			    "events at once and watch the OK latency.", i);
+			ev = event_new_signed(sks[a], created, 1621,
+			    tags.b_data, content.b_data);
+			if (ev == NULL)
+				fatalx("ingest gen: cannot sign issue %zu", i);
+			issues[nissues].line = i;
+			memcpy(issues[nissues].id, ev->id_hex, 65);
+			memcpy(issues[nissues].author, pks[a], 65);
+			nissues++;
+		} else {
+			k = spread(i * 7 + 1, eligible);
+			buf_printf(&tags, "[[\"E\",\"%s\",\"\",\"%s\"],"
+			    "[\"K\",\"1621\"],[\"P\",\"%s\"],"
+			    "[\"e\",\"%s\",\"\",\"%s\"],[\"k\",\"1621\"],"
+			    "[\"p\",\"%s\"]]", issues[k].id, issues[k].author,
+			    issues[k].author, issues[k].id, issues[k].author,
+			    issues[k].author);
+			buf_printf(&content, "Comment %zu: confirmed here, "
+			    "it happens with %zu events too.", i, i * 3);
+			ev = event_new_signed(sks[a], created, 1111,
+			    tags.b_data, content.b_data);
+			if (ev == NULL)
+				fatalx("ingest gen: cannot sign comment %zu",
+				    i);
+			ncomments++;
+		}
+		if (i % (n / 10 + 1) == 0) {
+			if (ids.b_len > 0)
+				buf_addc(&ids, ',');
+			buf_adds(&ids, ev->id_hex);
+		}
+		write_event(f, ev);
+		event_free(ev);
+	}
+	if (fclose(f) == EOF)
+		fatal("ingest gen: %s", file);
+
+	printf("gen_events %zu events\n", n);
+	printf("gen_issues %zu events\n", nissues);
+	printf("gen_comments %zu events\n", ncomments);
+	printf("gen_seconds %.3f s\n", now_s() - t0);
+	printf("gen_owner %s pubkey\n", owner_hex);
+	printf("gen_sample_author %s pubkey\n", pks[spread(1, nauth)]);
+	printf("gen_sample_issue %s id\n", nissues ? issues[0].id : "-");
+	printf("gen_sample_ids %s ids\n", ids.b_len ? ids.b_data : "-");
+	buf_free(&tags);
+	buf_free(&url);
+	buf_free(&content);
+	buf_free(&ids);
+	free(sks);
+	free(pks);
+	free(issues);
+	return 0;
+}
+
+struct lines {
+	char	**l;
+	size_t	 n;
+};
+
+static void
+read_lines(const char *file, struct lines *ls)
+{
+	FILE	*f;
+	char	*line = NULL;
+	size_t	 cap = 0, lcap = 0;
+	ssize_t	 r;
+
+	if ((f = fopen(file, "r")) == NULL)
+		fatal("ingest: %s", file);
+	memset(ls, 0, sizeof(*ls));
+	while ((r = getline(&line, &cap, f)) != -1) {
+		while (r > 0 && (line[r - 1] == '\n' || line[r - 1] == '\r'))
+			line[--r] = '\0';
+		if (r == 0)
+			continue;
+		if (ls->n == lcap) {
+			lcap = lcap ? lcap * 2 : 1024;
+			ls->l = reallocarray(ls->l, lcap, sizeof(*ls->l));
+			if (ls->l == NULL)
+				fatal("ingest: reallocarray");
+		}
+		if ((ls->l[ls->n++] = strdup(line)) == NULL)
+			fatal("ingest: strdup");
+	}
+	free(line);
+	fclose(f);
+}
+
+/* The "id" of an event JSON line into out; 0 or -1. */
+static int
+line_id(const char *line, char out[65])
+{
+	struct json_doc	*doc = NULL;
+	struct json	*root, *id;
+	char		 err[64];
+	int		 rc = -1;
+
+	root = json_parse(line, strlen(line), &doc, err, sizeof(err));
+	if (root != NULL && (id = json_get(root, "id")) != NULL &&
+	    id->type == JSON_STRING && id->len == 64) {
+		memcpy(out, id->s, 64);
+		out[64] = '\0';
+		rc = 0;
+	}
+	json_free(doc);
+	return rc;
+}
+
+struct okcount {
+	size_t	 ok_true, ok_false;
+	char	*reasons[BENCH_REASONS_SHOWN];
+	size_t	 nreasons;
+};
+
+static void
+count_ok(struct okcount *c, int ok, const char *msg)
+{
+	size_t	i;
+
+	if (ok) {
+		c->ok_true++;
+		return;
+	}
+	c->ok_false++;
+	for (i = 0; i < c->nreasons; i++)
+		if (strcmp(c->reasons[i], msg ? msg : "") == 0)
+			return;
+	if (c->nreasons < BENCH_REASONS_SHOWN) {
+		c->reasons[c->nreasons++] = strdup(msg ? msg : "");
+		fprintf(stderr, "# OK false: %s\n", msg ? msg : "");
+	}
+}
+
+/* Publishes one line and waits for its OK; latency in ms, or -1. */
+static double
+publish_one(struct wsc *w, const char *line, struct okcount *c, int stall_ms)
+{
+	char	 id[65], *msg = NULL;
+	double	 t0;
+	int	 ok = 0;
+
+	if (line_id(line, id) == -1) {
+		fprintf(stderr, "ingest: a line without an id: %.80s\n", line);
+		return -1;
+	}
+	t0 = now_s();
+	if (nostr_publish_json(w, line, id, stall_ms, &ok, &msg) == -1) {
+		fprintf(stderr, "ingest: no OK for %s within %d ms (%s)\n", id,
+		    stall_ms, wsc_error(w));
+		return -1;
+	}
+	count_ok(c, ok, msg);
+	free(msg);
+	return (now_s() - t0) * 1000;
+}
+
+/*
+ * Handles the messages buffered on one connection: every OK ends one
+ * EVENT in flight.  Returns the number of OKs, or -1 if the connection
+ * ended.
+ */
+static long
+drain_oks(struct wsc *w, struct okcount *c)
+{
+	struct json_doc	*doc;
+	struct json	*m, *st;
+	char		*text, err[64];
+	size_t		 len;
+	long		 n = 0;
+
+	while ((text = wsc_next(w, &len, NULL)) != NULL) {
+		doc = NULL;
+		m = json_parse(text, len, &doc, err, sizeof(err));
+		if (m != NULL && m->type == JSON_ARRAY && m->child != NULL &&
+		    m->child->type == JSON_STRING &&
+		    strcmp(m->child->s, "OK") == 0 &&
+		    (st = json_at(m, 2)) != NULL) {
+			struct json	*msg = json_at(m, 3);
+
+			count_ok(c, st->type == JSON_TRUE,
+			    msg && msg->type == JSON_STRING ? msg->s : "");
+			n++;
+		}
+		json_free(doc);
+		free(text);
+	}
+	return wsc_is_closed(w) ? -1 : n;
+}
+
+static int
+cmd_publish(int argc, char **argv)
+{
+	struct wsc	*w[BENCH_MAX_CONNS];
+	struct pollfd	 pfd[BENCH_MAX_CONNS];
+	struct lines	 ls;
+	struct okcount	 ac, oc, sc;
+	struct buf	 msg = BUF_INIT;
+	const char	*host, *v;
+	size_t		 conns, inflight, serial = 0, i, next, end, done;
+	size_t		 busy[BENCH_MAX_CONNS];
+	double		 t0, t1, last_ok, *lat;
+	long		 got;
+	int		 port, stall_ms = BENCH_TIMEOUT_MS, rc = 1;
+
+	if (argc < 4)
+		usage();
+	host = argv[1];
+	port = (int)num_arg(argv[2], 1, 65535);
+	check_host(host);
+	conns = (size_t)num_arg((v = opt(argc, argv, "--conns")) ? v : "4", 1,
+	    BENCH_MAX_CONNS);
+	inflight = (size_t)num_arg((v = opt(argc, argv, "--inflight")) ? v :
+	    "50", 1, 100000);
+	if ((v = opt(argc, argv, "--serial")) != NULL)
+		serial = (size_t)num_arg(v, 0, 10000000);
+	if ((v = opt(argc, argv, "--stall-ms")) != NULL)
+		stall_ms = (int)num_arg(v, 100, 3600000);
+	read_lines(argv[3], &ls);
+	if (ls.n < 1 + serial) {
+		fprintf(stderr, "ingest: %s has %zu events, fewer than 1 + "
+		    "--serial %zu\n", argv[3], ls.n, serial);
+		return 2;
+	}
+	memset(&ac, 0, sizeof(ac));
+	memset(&oc, 0, sizeof(oc));
+	memset(&sc, 0, sizeof(sc));
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < conns; i++) {
+		if ((w[i] = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) ==
+		    NULL) {
+			fprintf(stderr, "ingest: cannot open connection %zu "
+			    "to %s port %d\n", i, host, port);
+			goto done;
+		}
+		busy[i] = 0;
+	}
+
+	/* The announcement first: everything else refers to it. */
+	if (publish_one(w[0], ls.l[0], &ac, stall_ms) < 0)
+		goto done;
+	printf("announce_ok_true %zu events\n", ac.ok_true);
+
+	next = 1;
+	end = ls.n - serial;
+	done = 0;
+	t0 = last_ok = now_s();
+	while (next < end || done < end - 1) {
+		for (i = 0; i < conns; i++) {
+			while (busy[i] < inflight && next < end) {
+				buf_reset(&msg);
+				buf_adds(&msg, "[\"EVENT\",");
+				buf_adds(&msg, ls.l[next]);
+				buf_addc(&msg, ']');
+				if (wsc_send_text(w[i], msg.b_data,
+				    msg.b_len) == -1) {
+					fprintf(stderr, "ingest: send failed "
+					    "on connection %zu: %s\n", i,
+					    wsc_error(w[i]));
+					goto done;
+				}
+				busy[i]++;
+				next++;
+			}
+			pfd[i].fd = wsc_fd(w[i]);
+			pfd[i].events = POLLIN;
+			pfd[i].revents = 0;
+		}
+		if (poll(pfd, conns, 200) == -1 && errno != EINTR)
+			fatal("ingest: poll");
+		for (i = 0; i < conns; i++) {
+			if (pfd[i].revents == 0)
+				continue;
+			wsc_read_available(w[i]);
+			if ((got = drain_oks(w[i], &oc)) == -1) {
+				fprintf(stderr, "ingest: connection %zu ended: "
+				    "%s\n", i, wsc_error(w[i]));
+				goto done;
+			}
+			if (got > 0) {
+				busy[i] -= (size_t)got > busy[i] ? busy[i] :
+				    (size_t)got;
+				done += (size_t)got;
+				last_ok = now_s();
+			}
+		}
+		if ((now_s() - last_ok) * 1000 > stall_ms) {
+			fprintf(stderr, "ingest: no OK for %d ms with %zu of "
+			    "%zu answered; giving up\n", stall_ms, done,
+			    end - 1);
+			goto done;
+		}
+	}
+	t1 = now_s();
+	printf("publish_events %zu events\n", end - 1);
+	printf("publish_conns %zu conns\n", conns);
+	printf("publish_inflight %zu events\n", inflight);
+	printf("publish_ok_true %zu events\n", oc.ok_true);
+	printf("publish_ok_false %zu events\n", oc.ok_false);
+	printf("publish_seconds %.3f s\n", t1 - t0);
+	printf("publish_rate %.1f events/s\n",
+	    t1 > t0 ? (double)(end - 1) / (t1 - t0) : 0.0);
+	fflush(stdout);
+
+	if (serial > 0) {
+		if ((lat = calloc(serial, sizeof(*lat))) == NULL)
+			fatal("ingest: calloc");
+		for (i = 0; i < serial; i++)
+			if ((lat[i] = publish_one(w[0], ls.l[end + i], &sc,
+			    stall_ms)) < 0) {
+				free(lat);
+				goto done;
+			}
+		printf("serial_events %zu events\n", serial);
+		printf("serial_ok_true %zu events\n", sc.ok_true);
+		printf("serial_ok_false %zu events\n", sc.ok_false);
+		printf("serial_ok_p50 %.3f ms\n", percentile(lat, serial, 0.50));
+		printf("serial_ok_p99 %.3f ms\n", percentile(lat, serial, 0.99));
+		free(lat);
+	}
+	rc = 0;
+done:
+	for (i = 0; i < conns; i++)
+		wsc_close(w[i]);
+	for (i = 0; i < ls.n; i++)
+		free(ls.l[i]);
+	free(ls.l);
+	for (i = 0; i < ac.nreasons; i++)
+		free(ac.reasons[i]);
+	for (i = 0; i < oc.nreasons; i++)
+		free(oc.reasons[i]);
+	for (i = 0; i < sc.nreasons; i++)
+		free(sc.reasons[i]);
+	buf_free(&msg);
+	return rc;
+}
+
+static int
+cmd_req(int argc, char **argv)
+{
+	struct wsc	*w;
+	const char	*host, *filter, *name, *v;
+	char		 subid[32], **evs, *closed;
+	size_t		 n, i, nev = 0, first = 0, nclosed = 0;
+	double		 t0, *lat;
+	int		 port, rc = 1, r;
+
+	if (argc < 3)
+		usage();
+	host = argv[1];
+	port = (int)num_arg(argv[2], 1, 65535);
+	check_host(host);
+	if ((filter = opt(argc, argv, "--filter")) == NULL)
+		usage();
+	n = (size_t)num_arg((v = opt(argc, argv, "--n")) ? v : "1000", 1,
+	    10000000);
+	name = (v = opt(argc, argv, "--name")) ? v : "req";
+	if ((lat = calloc(n, sizeof(*lat))) == NULL)
+		fatal("ingest: calloc");
+	if ((w = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) == NULL)
+		goto done;
+	for (i = 0; i < n; i++) {
+		snprintf(subid, sizeof(subid), "bench-%zu", i);
+		t0 = now_s();
+		r = nostr_req(w, subid, filter, BENCH_TIMEOUT_MS, &evs, &nev,
+		    &closed);
+		lat[i] = (now_s() - t0) * 1000;
+		nostr_events_free(evs);
+		if (r == -1) {
+			fprintf(stderr, "ingest: REQ %s got no EOSE within %d "
+			    "ms (%s)\n", subid, BENCH_TIMEOUT_MS,
+			    wsc_error(w));
+			goto done;
+		}
+		if (r == 1) {
+			if (nclosed++ == 0)
+				fprintf(stderr, "# REQ %s CLOSED: %s\n", name,
+				    closed ? closed : "");
+			free(closed);
+		} else if (nostr_close_sub(w, subid) == -1)
+			goto done;
+		if (i == 0)
+			first = nev;
+	}
+	printf("req_%s_events %zu events\n", name, first);
+	if (nclosed > 0)
+		printf("req_%s_closed %zu reqs\n", name, nclosed);
+	printf("req_%s_p50 %.3f ms\n", name, percentile(lat, n, 0.50));
+	printf("req_%s_p99 %.3f ms\n", name, percentile(lat, n, 0.99));
+	rc = 0;
+done:
+	wsc_close(w);
+	free(lat);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	int	port;
+
+	log_init("ingest", 1);
+	if (argc < 2)
+		usage();
+	if (strcmp(argv[1], "gen") == 0)
+		return cmd_gen(argc - 1, argv + 1);
+	if (strcmp(argv[1], "publish") == 0)
+		return cmd_publish(argc - 1, argv + 1);
+	if (strcmp(argv[1], "req") == 0)
+		return cmd_req(argc - 1, argv + 1);
+	if (strcmp(argv[1], "freeport") == 0) {
+		if ((port = relayproc_free_port("127.0.0.1")) == -1)
+			return 1;
+		printf("%d\n", port);
+		return 0;
+	}
+	if (strcmp(argv[1], "waitport") == 0 && argc >= 4) {
+		check_host(argv[2]);
+		return relayproc_wait_port(argv[2],
+		    (int)num_arg(argv[3], 1, 65535), argc > 4 ?
+		    (int)num_arg(argv[4], 0, 600000) : 10000) == 0 ? 0 : 1;
+	}
+	usage();
+}

@@ -1,0 +1,324 @@
+/*
+ * nostr.c: NIP-01 client conveniences of the integration tests and the
+ * benchmarks (see nostr.h).  Runs in the test process, over wsclient.c.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "event.h"
+#include "json.h"
+#include "log.h"
+#include "nostr.h"
+#include "wsclient.h"
+
+/* Strings equal, given the parsed one with its length. */
+static int
+jstr_is(const struct json *j, const char *s)
+{
+	return j != NULL && j->type == JSON_STRING && j->len == strlen(s) &&
+	    memcmp(j->s, s, j->len) == 0;
+}
+
+static char *
+jstr_dup(const struct json *j)
+{
+	char	*p;
+
+	if (j == NULL || j->type != JSON_STRING)
+		return NULL;
+	if ((p = malloc(j->len + 1)) == NULL)
+		fatal("nostr: malloc");
+	memcpy(p, j->s, j->len);
+	p[j->len] = '\0';
+	return p;
+}
+
+static void
+json_text(struct buf *b, const struct json *j)
+{
+	const struct json	*c;
+
+	switch (j->type) {
+	case JSON_NULL:
+		buf_adds(b, "null");
+		break;
+	case JSON_FALSE:
+		buf_adds(b, "false");
+		break;
+	case JSON_TRUE:
+		buf_adds(b, "true");
+		break;
+	case JSON_NUMBER:
+		if (j->is_int)
+			buf_printf(b, "%" PRId64, j->i);
+		else
+			buf_printf(b, "%.17g", j->d);
+		break;
+	case JSON_STRING:
+		buf_add_jstr(b, j->s, j->len);
+		break;
+	case JSON_ARRAY:
+	case JSON_OBJECT:
+		buf_addc(b, j->type == JSON_ARRAY ? '[' : '{');
+		for (c = j->child; c != NULL; c = c->next) {
+			if (c != j->child)
+				buf_addc(b, ',');
+			if (j->type == JSON_OBJECT) {
+				buf_add_jstr(b, c->key, c->keylen);
+				buf_addc(b, ':');
+			}
+			json_text(b, c);
+		}
+		buf_addc(b, j->type == JSON_ARRAY ? ']' : '}');
+		break;
+	}
+}
+
+char *
+nostr_json_text(const struct json *j)
+{
+	struct buf	b = BUF_INIT;
+
+	json_text(&b, j);
+	return buf_release(&b, NULL);
+}
+
+/*
+ * Receives relay messages until one parses as a JSON array with a string
+ * first element, or the deadline.  Returns that array, its document in
+ * *docp (caller frees with json_free), or NULL.
+ */
+static struct json *
+next_msg(struct wsc *w, int64_t deadline, struct json_doc **docp)
+{
+	struct json	*root;
+	char		 err[128], *m;
+	size_t		 len;
+	int64_t		 left;
+
+	*docp = NULL;
+	for (;;) {
+		left = deadline - wsc_now_ms();
+		if ((m = wsc_recv(w, left > 0 ? (int)left : 0, &len)) == NULL)
+			return NULL;
+		root = json_parse(m, len, docp, err, sizeof(err));
+		if (root == NULL)
+			fprintf(stderr, "# nostr: unparsable relay message "
+			    "(%s): %.200s\n", err, m);
+		free(m);
+		if (root != NULL && root->type == JSON_ARRAY &&
+		    root->child != NULL && root->child->type == JSON_STRING)
+			return root;
+		json_free(*docp);
+		*docp = NULL;
+	}
+}
+
+char *
+nostr_event_msg(const struct event *ev)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_adds(&b, "[\"EVENT\",");
+	buf_add(&b, ev->json, ev->json_len);
+	buf_addc(&b, ']');
+	return buf_release(&b, NULL);
+}
+
+int
+nostr_publish_json(struct wsc *w, const char *event_json, const char *id_hex,
+    int timeout_ms, int *ok, char **message)
+{
+	struct buf	 b = BUF_INIT;
+	struct json_doc	*doc = NULL;
+	struct json	*m, *st;
+	int64_t		 deadline = wsc_now_ms() + timeout_ms;
+	int		 rc = -1;
+
+	if (message != NULL)
+		*message = NULL;
+	buf_adds(&b, "[\"EVENT\",");
+	buf_adds(&b, event_json);
+	buf_addc(&b, ']');
+	if (wsc_send_text(w, b.b_data, b.b_len) == -1)
+		goto done;
+	while ((m = next_msg(w, deadline, &doc)) != NULL) {
+		st = json_at(m, 2);
+		if (jstr_is(m->child, "OK") && jstr_is(json_at(m, 1), id_hex) &&
+		    st != NULL && (st->type == JSON_TRUE ||
+		    st->type == JSON_FALSE)) {
+			*ok = st->type == JSON_TRUE;
+			if (message != NULL)
+				*message = jstr_dup(json_at(m, 3));
+			rc = 0;
+			break;
+		}
+		json_free(doc);
+		doc = NULL;
+	}
+done:
+	json_free(doc);
+	buf_free(&b);
+	return rc;
+}
+
+int
+nostr_publish(struct wsc *w, const struct event *ev, int timeout_ms, int *ok,
+    char **message)
+{
+	return nostr_publish_json(w, ev->json, ev->id_hex, timeout_ms, ok,
+	    message);
+}
+
+static void
+push_event(char ***evs, size_t *n, size_t *cap, char *e)
+{
+	char	**p;
+
+	if (*n + 1 >= *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		if ((p = reallocarray(*evs, *cap, sizeof(*p))) == NULL)
+			fatal("nostr: reallocarray");
+		*evs = p;
+	}
+	(*evs)[(*n)++] = e;
+	(*evs)[*n] = NULL;
+}
+
+int
+nostr_req(struct wsc *w, const char *subid, const char *filters_json,
+    int timeout_ms, char ***events_out, size_t *n_out, char **closed_reason)
+{
+	struct buf	 b = BUF_INIT;
+	struct json_doc	*doc = NULL;
+	struct json	*m;
+	const char	*f = filters_json, *end;
+	char		**evs = NULL;
+	size_t		 n = 0, cap = 0;
+	int64_t		 deadline = wsc_now_ms() + timeout_ms;
+	int		 rc = -1;
+
+	if (closed_reason != NULL)
+		*closed_reason = NULL;
+	buf_adds(&b, "[\"REQ\",");
+	buf_add_jstr(&b, subid, strlen(subid));
+	buf_addc(&b, ',');
+	while (*f == ' ' || *f == '\t' || *f == '\n' || *f == '\r')
+		f++;
+	if (*f == '[' && (end = strrchr(f, ']')) != NULL)
+		buf_add(&b, f + 1, (size_t)(end - f - 1));
+	else
+		buf_adds(&b, f);
+	buf_addc(&b, ']');
+	if (wsc_send_text(w, b.b_data, b.b_len) == -1)
+		goto done;
+	while ((m = next_msg(w, deadline, &doc)) != NULL) {
+		if (jstr_is(json_at(m, 1), subid)) {
+			if (jstr_is(m->child, "EVENT") && json_at(m, 2) != NULL)
+				push_event(&evs, &n, &cap,
+				    nostr_json_text(json_at(m, 2)));
+			else if (jstr_is(m->child, "EOSE")) {
+				rc = 0;
+				break;
+			} else if (jstr_is(m->child, "CLOSED")) {
+				if (closed_reason != NULL)
+					*closed_reason = jstr_dup(json_at(m,
+					    2));
+				rc = 1;
+				break;
+			}
+		}
+		json_free(doc);
+		doc = NULL;
+	}
+done:
+	json_free(doc);
+	buf_free(&b);
+	if (evs == NULL && (evs = calloc(1, sizeof(*evs))) == NULL)
+		fatal("nostr: calloc");
+	*events_out = evs;
+	if (n_out != NULL)
+		*n_out = n;
+	return rc;
+}
+
+void
+nostr_events_free(char **events)
+{
+	size_t	i;
+
+	if (events == NULL)
+		return;
+	for (i = 0; events[i] != NULL; i++)
+		free(events[i]);
+	free(events);
+}
+
+char *
+nostr_wait_event(struct wsc *w, const char *subid, int timeout_ms,
+    char **closed_reason)
+{
+	struct json_doc	*doc = NULL;
+	struct json	*m;
+	char		*ev = NULL;
+	int64_t		 deadline = wsc_now_ms() + timeout_ms;
+
+	if (closed_reason != NULL)
+		*closed_reason = NULL;
+	while ((m = next_msg(w, deadline, &doc)) != NULL) {
+		if (jstr_is(json_at(m, 1), subid)) {
+			if (jstr_is(m->child, "EVENT") &&
+			    json_at(m, 2) != NULL) {
+				ev = nostr_json_text(json_at(m, 2));
+				break;
+			}
+			if (jstr_is(m->child, "CLOSED")) {
+				if (closed_reason != NULL)
+					*closed_reason = jstr_dup(json_at(m,
+					    2));
+				break;
+			}
+		}
+		json_free(doc);
+		doc = NULL;
+	}
+	json_free(doc);
+	return ev;
+}
+
+int
+nostr_close_sub(struct wsc *w, const char *subid)
+{
+	struct buf	b = BUF_INIT;
+	int		rc;
+
+	buf_adds(&b, "[\"CLOSE\",");
+	buf_add_jstr(&b, subid, strlen(subid));
+	buf_addc(&b, ']');
+	rc = wsc_send_text(w, b.b_data, b.b_len);
+	buf_free(&b);
+	return rc;
+}
+
+char *
+nostr_wait_msg(struct wsc *w, const char *type, int timeout_ms)
+{
+	struct json_doc	*doc = NULL;
+	struct json	*m;
+	char		*text = NULL;
+	int64_t		 deadline = wsc_now_ms() + timeout_ms;
+
+	while ((m = next_msg(w, deadline, &doc)) != NULL) {
+		if (jstr_is(m->child, type)) {
+			text = nostr_json_text(m);
+			break;
+		}
+		json_free(doc);
+		doc = NULL;
+	}
+	json_free(doc);
+	return text;
+}

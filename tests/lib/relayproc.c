@@ -1,0 +1,609 @@
+/*
+ * relayproc.c: runs a graspd program as the server of one integration test
+ * or benchmark (see relayproc.h).  Runs in the test process; the program
+ * is fork+exec'd with nothing else done in the child, as the supervisor
+ * does, because nanomsg is not fork-safe.
+ */
+#define _GNU_SOURCE		/* close_range */
+#include <sys/types.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+#include "relayproc.h"
+#include "wsclient.h"
+
+extern char **environ;
+
+struct relayproc {
+	char	*rp_program;		/* absolute path */
+	char	**rp_env;		/* our KEY=VALUE settings */
+	size_t	 rp_nenv;
+	char	 rp_host[64];
+	int	 rp_port;
+	char	 rp_domain[256];
+	char	 rp_url[272];
+	char	 rp_dir[PATH_MAX];
+	char	 rp_log[PATH_MAX + 8];
+	pid_t	 rp_pid;		/* -1 when not running */
+	int	 rp_status;		/* of the last exit */
+};
+
+static char *
+xstrdup(const char *s)
+{
+	char	*p;
+
+	if ((p = strdup(s)) == NULL)
+		fatal("relayproc: strdup");
+	return p;
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Length of the KEY part of "KEY=VALUE" (the whole string if no '='). */
+static size_t
+env_keylen(const char *kv)
+{
+	const char	*eq = strchr(kv, '=');
+
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+static const char *
+env_get(const struct relayproc *rp, const char *key)
+{
+	size_t	i, kl = strlen(key);
+
+	for (i = 0; i < rp->rp_nenv; i++)
+		if (env_keylen(rp->rp_env[i]) == kl &&
+		    strncmp(rp->rp_env[i], key, kl) == 0)
+			return rp->rp_env[i] + kl + 1;
+	return NULL;
+}
+
+void
+relayproc_setenv(struct relayproc *rp, const char *kv)
+{
+	size_t	 i, kl = env_keylen(kv);
+	char	**n;
+
+	if (kv[kl] != '=')
+		return;
+	for (i = 0; i < rp->rp_nenv; i++) {
+		if (env_keylen(rp->rp_env[i]) == kl &&
+		    strncmp(rp->rp_env[i], kv, kl) == 0) {
+			free(rp->rp_env[i]);
+			rp->rp_env[i] = xstrdup(kv);
+			return;
+		}
+	}
+	n = reallocarray(rp->rp_env, rp->rp_nenv + 2, sizeof(*n));
+	if (n == NULL)
+		fatal("relayproc: reallocarray");
+	rp->rp_env = n;
+	rp->rp_env[rp->rp_nenv++] = xstrdup(kv);
+	rp->rp_env[rp->rp_nenv] = NULL;
+}
+
+static void __attribute__((format(printf, 3, 4)))
+setenvf(struct relayproc *rp, const char *key, const char *fmt, ...)
+{
+	struct buf	 b = BUF_INIT;
+	va_list		 ap;
+	char		*v = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&v, fmt, ap) == -1)
+		fatal("relayproc: vasprintf");
+	va_end(ap);
+	buf_printf(&b, "%s=%s", key, v);
+	relayproc_setenv(rp, b.b_data);
+	buf_free(&b);
+	free(v);
+}
+
+/* The test's environment with our settings replacing the same keys. */
+static char **
+build_envp(const struct relayproc *rp)
+{
+	size_t	  n = 0, i, j;
+	char	**envp;
+
+	for (i = 0; environ[i] != NULL; i++)
+		n++;
+	envp = calloc(n + rp->rp_nenv + 1, sizeof(*envp));
+	if (envp == NULL)
+		fatal("relayproc: calloc");
+	n = 0;
+	for (i = 0; environ[i] != NULL; i++) {
+		size_t	kl = env_keylen(environ[i]);
+
+		for (j = 0; j < rp->rp_nenv; j++)
+			if (env_keylen(rp->rp_env[j]) == kl &&
+			    strncmp(rp->rp_env[j], environ[i], kl) == 0)
+				break;
+		if (j == rp->rp_nenv)
+			envp[n++] = environ[i];
+	}
+	for (j = 0; j < rp->rp_nenv; j++)
+		envp[n++] = rp->rp_env[j];
+	envp[n] = NULL;
+	return envp;
+}
+
+/* Reads "host:port" or "[v6]:port" from NGIT_BIND_ADDRESS; 0 or -1. */
+static int
+parse_bind(struct relayproc *rp)
+{
+	const char	*v = env_get(rp, "NGIT_BIND_ADDRESS"), *colon;
+	size_t		 hl;
+	char		*ep;
+	long		 port;
+
+	if (v == NULL)
+		return -1;
+	if (*v == '[') {
+		if ((colon = strstr(v, "]:")) == NULL)
+			return -1;
+		v++;
+		hl = (size_t)(colon - v);
+		colon++;
+	} else {
+		if ((colon = strrchr(v, ':')) == NULL)
+			return -1;
+		hl = (size_t)(colon - v);
+	}
+	port = strtol(colon + 1, &ep, 10);
+	if (hl == 0 || hl >= sizeof(rp->rp_host) || *ep != '\0' ||
+	    port <= 0 || port > 65535)
+		return -1;
+	memcpy(rp->rp_host, v, hl);
+	rp->rp_host[hl] = '\0';
+	rp->rp_port = (int)port;
+	return 0;
+}
+
+int
+relayproc_free_port(const char *host)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t		 sl;
+	int			 fd, port = -1;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sl = sizeof(*sin);
+	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sl = sizeof(*sin6);
+	} else
+		return -1;
+	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&ss, sl) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		port = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
+		    sin6->sin6_port);
+	close(fd);
+	return port;
+}
+
+int
+relayproc_wait_port(const char *host, int port, int timeout_ms)
+{
+	int64_t	deadline = wsc_now_ms() + timeout_ms;
+	int	fd;
+
+	for (;;) {
+		if ((fd = wsc_tcp_connect(host, port, 200)) != -1) {
+			close(fd);
+			return 0;
+		}
+		if (wsc_now_ms() >= deadline)
+			return -1;
+		sleep_ms(20);
+	}
+}
+
+static int
+decode_status(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return 255;
+}
+
+int
+relayproc_wait(struct relayproc *rp, int timeout_ms)
+{
+	int64_t	deadline = wsc_now_ms() + timeout_ms;
+	pid_t	r;
+	int	st;
+
+	if (rp->rp_pid == -1)
+		return rp->rp_status;
+	for (;;) {
+		r = waitpid(rp->rp_pid, &st, WNOHANG);
+		if (r == rp->rp_pid) {
+			rp->rp_status = decode_status(st);
+			/* Helpers it left in its process group go too. */
+			kill(-rp->rp_pid, SIGKILL);
+			rp->rp_pid = -1;
+			return rp->rp_status;
+		}
+		if (r == -1 && errno != EINTR) {
+			rp->rp_status = 255;
+			rp->rp_pid = -1;
+			return rp->rp_status;
+		}
+		if (wsc_now_ms() >= deadline)
+			return -1;
+		sleep_ms(10);
+	}
+}
+
+int
+relayproc_kill(struct relayproc *rp, int sig)
+{
+	if (rp->rp_pid == -1)
+		return -1;
+	return kill(rp->rp_pid, sig);
+}
+
+int
+relayproc_stop(struct relayproc *rp)
+{
+	int	st;
+
+	if (rp->rp_pid == -1)
+		return rp->rp_status;
+	kill(rp->rp_pid, SIGTERM);
+	if ((st = relayproc_wait(rp, RELAYPROC_STOP_TIMEOUT_MS)) != -1)
+		return st;
+	fprintf(stderr, "# relayproc: %s did not exit %d ms after SIGTERM, "
+	    "killing it\n", rp->rp_program, RELAYPROC_STOP_TIMEOUT_MS);
+	kill(-rp->rp_pid, SIGKILL);
+	kill(rp->rp_pid, SIGKILL);
+	if ((st = relayproc_wait(rp, RELAYPROC_STOP_TIMEOUT_MS)) != -1)
+		return st;
+	fprintf(stderr, "# relayproc: pid %d survives SIGKILL\n",
+	    (int)rp->rp_pid);
+	return 255;
+}
+
+/* Forks and execs the program; the child does nothing else. */
+static int
+spawn(struct relayproc *rp)
+{
+	char	**envp, *argv[2];
+	pid_t	  parent = getpid(), pid;
+	int	  logfd, nullfd;
+
+	logfd = open(rp->rp_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0644);
+	nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (logfd == -1 || nullfd == -1) {
+		fprintf(stderr, "# relayproc: %s: %s\n", rp->rp_log,
+		    strerror(errno));
+		if (logfd != -1)
+			close(logfd);
+		if (nullfd != -1)
+			close(nullfd);
+		return -1;
+	}
+	envp = build_envp(rp);
+	argv[0] = strrchr(rp->rp_program, '/') + 1;
+	argv[1] = NULL;
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		fprintf(stderr, "# relayproc: fork: %s\n", strerror(errno));
+		close(logfd);
+		close(nullfd);
+		free(envp);
+		return -1;
+	}
+	if (pid == 0) {
+		sigset_t	all;
+
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(nullfd, 0) == -1 || dup2(logfd, 1) == -1 ||
+		    dup2(logfd, 2) == -1 || chdir(rp->rp_dir) == -1)
+			_exit(127);
+		close_range(3, ~0U, 0);
+		execve(rp->rp_program, argv, envp);
+		dprintf(2, "relayproc: exec %s: %s\n", rp->rp_program,
+		    strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(logfd);
+	close(nullfd);
+	free(envp);
+	rp->rp_pid = pid;
+	return 0;
+}
+
+/* Starts the program and waits until its port accepts connections. */
+static int
+start(struct relayproc *rp)
+{
+	int64_t	deadline;
+	int	fd;
+
+	if (spawn(rp) == -1)
+		return -1;
+	deadline = wsc_now_ms() + RELAYPROC_START_TIMEOUT_MS;
+	for (;;) {
+		if (relayproc_wait(rp, 0) != -1) {
+			fprintf(stderr, "# relayproc: %s exited with status "
+			    "%d before listening\n", rp->rp_program,
+			    rp->rp_status);
+			break;
+		}
+		if ((fd = wsc_tcp_connect(rp->rp_host, rp->rp_port,
+		    200)) != -1) {
+			close(fd);
+			return 0;
+		}
+		if (wsc_now_ms() >= deadline) {
+			fprintf(stderr, "# relayproc: %s not listening on "
+			    "%s port %d after %d ms\n", rp->rp_program,
+			    rp->rp_host, rp->rp_port,
+			    RELAYPROC_START_TIMEOUT_MS);
+			relayproc_stop(rp);
+			break;
+		}
+		sleep_ms(20);
+	}
+	relayproc_dump_log(rp, 30);
+	return -1;
+}
+
+/* The program's absolute path, or NULL if it is not an executable. */
+static char *
+find_program(const char *program)
+{
+	struct buf	 b = BUF_INIT;
+	const char	*bin;
+	char		*path;
+
+	if (strchr(program, '/') != NULL)
+		buf_adds(&b, program);
+	else {
+		if ((bin = getenv("GRASPD_BIN")) == NULL || *bin == '\0')
+			bin = "bin";
+		buf_printf(&b, "%s/%s", bin, program);
+	}
+	path = realpath(b.b_data, NULL);
+	if (path == NULL || access(path, X_OK) == -1) {
+		fprintf(stderr, "# relayproc: %s: %s (build it with make)\n",
+		    b.b_data, path ? strerror(errno) : "not found");
+		free(path);
+		path = NULL;
+	}
+	buf_free(&b);
+	return path;
+}
+
+struct relayproc *
+relayproc_start(const char *program, const char *const extra_env[])
+{
+	struct relayproc	*rp;
+	const char		*tmp, *v;
+	char			 sub[PATH_MAX + 8];
+	static const char	*subdirs[] = { "relay", "git", "run" };
+	size_t			 i;
+	int			 port;
+
+	if ((rp = calloc(1, sizeof(*rp))) == NULL)
+		fatal("relayproc: calloc");
+	rp->rp_pid = -1;
+	if ((rp->rp_program = find_program(program)) == NULL)
+		goto fail;
+	if ((port = relayproc_free_port("127.0.0.1")) == -1) {
+		fprintf(stderr, "# relayproc: no free loopback port\n");
+		goto fail;
+	}
+	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
+		tmp = "/tmp";
+	snprintf(rp->rp_dir, sizeof(rp->rp_dir), "%s/graspd-test.XXXXXX",
+	    tmp);
+	if (mkdtemp(rp->rp_dir) == NULL) {
+		fprintf(stderr, "# relayproc: mkdtemp %s: %s\n", rp->rp_dir,
+		    strerror(errno));
+		rp->rp_dir[0] = '\0';
+		goto fail;
+	}
+	for (i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", rp->rp_dir, subdirs[i]);
+		if (mkdir(sub, 0700) == -1) {
+			fprintf(stderr, "# relayproc: mkdir %s: %s\n", sub,
+			    strerror(errno));
+			goto fail;
+		}
+	}
+	snprintf(rp->rp_log, sizeof(rp->rp_log), "%s/log", rp->rp_dir);
+
+	setenvf(rp, "NGIT_BIND_ADDRESS", "127.0.0.1:%d", port);
+	setenvf(rp, "NGIT_DOMAIN", "127.0.0.1:%d", port);
+	setenvf(rp, "NGIT_RELAY_DATA_PATH", "%s/relay", rp->rp_dir);
+	setenvf(rp, "NGIT_GIT_DATA_PATH", "%s/git", rp->rp_dir);
+	setenvf(rp, "NGIT_RUN_PATH", "%s/run", rp->rp_dir);
+	relayproc_setenv(rp, "NGIT_TEST=1");
+	relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE=0");
+	for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
+		relayproc_setenv(rp, extra_env[i]);
+	if (parse_bind(rp) == -1) {
+		fprintf(stderr, "# relayproc: cannot read NGIT_BIND_ADDRESS "
+		    "%s\n", env_get(rp, "NGIT_BIND_ADDRESS"));
+		goto fail;
+	}
+	v = env_get(rp, "NGIT_DOMAIN");
+	snprintf(rp->rp_domain, sizeof(rp->rp_domain), "%s", v ? v : "");
+	snprintf(rp->rp_url, sizeof(rp->rp_url), "ws://%s", rp->rp_domain);
+
+	if (start(rp) == -1)
+		goto fail;
+	return rp;
+fail:
+	relayproc_free(rp);
+	return NULL;
+}
+
+int
+relayproc_restart(struct relayproc *rp)
+{
+	relayproc_stop(rp);
+	return start(rp);
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	if (remove(path) == -1)
+		fprintf(stderr, "# relayproc: remove %s: %s\n", path,
+		    strerror(errno));
+	return 0;
+}
+
+void
+relayproc_free(struct relayproc *rp)
+{
+	const char	*keep;
+	size_t		 i;
+
+	if (rp == NULL)
+		return;
+	relayproc_stop(rp);
+	if (rp->rp_dir[0] != '\0') {
+		keep = getenv("GRASPD_KEEP_TMP");
+		if (keep != NULL && *keep != '\0')
+			fprintf(stderr, "# relayproc: kept %s\n", rp->rp_dir);
+		else
+			nftw(rp->rp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	for (i = 0; i < rp->rp_nenv; i++)
+		free(rp->rp_env[i]);
+	free(rp->rp_env);
+	free(rp->rp_program);
+	free(rp);
+}
+
+void
+relayproc_dump_log(const struct relayproc *rp, int nlines)
+{
+	FILE		*f;
+	struct buf	 b = BUF_INIT;
+	char		 chunk[8192], *p, *line;
+	size_t		 n;
+	long		 size;
+	int		 seen = 0;
+
+	if ((f = fopen(rp->rp_log, "r")) == NULL)
+		return;
+	/* The tail is in the last 64 KiB unless lines are very long. */
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 65536)
+		fseek(f, size - 65536, SEEK_SET);
+	else
+		fseek(f, 0, SEEK_SET);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(&b, chunk, n);
+	fclose(f);
+	if (b.b_len == 0) {
+		fprintf(stderr, "# %s is empty\n", rp->rp_log);
+		goto done;
+	}
+	p = b.b_data + b.b_len;
+	if (p[-1] == '\n')
+		*--p = '\0';
+	while (p > b.b_data && seen < nlines) {
+		p--;
+		if (*p == '\n')
+			seen++;
+	}
+	if (*p == '\n')
+		p++;
+	fprintf(stderr, "# --- last lines of %s\n", rp->rp_log);
+	for (line = strtok(p, "\n"); line != NULL; line = strtok(NULL, "\n"))
+		fprintf(stderr, "# %s\n", line);
+done:
+	buf_free(&b);
+}
+
+int
+relayproc_port(const struct relayproc *rp)
+{
+	return rp->rp_port;
+}
+
+const char *
+relayproc_host(const struct relayproc *rp)
+{
+	return rp->rp_host;
+}
+
+const char *
+relayproc_dir(const struct relayproc *rp)
+{
+	return rp->rp_dir;
+}
+
+const char *
+relayproc_log_path(const struct relayproc *rp)
+{
+	return rp->rp_log;
+}
+
+pid_t
+relayproc_pid(const struct relayproc *rp)
+{
+	return rp->rp_pid;
+}
+
+const char *
+relayproc_domain(const struct relayproc *rp)
+{
+	return rp->rp_domain;
+}
+
+const char *
+relayproc_url(const struct relayproc *rp)
+{
+	return rp->rp_url;
+}

@@ -1,0 +1,87 @@
+/*
+ * relayproc.h: start and stop a graspd program (relayd, graspd, ...) for
+ * one test, on a free loopback port, in a temporary directory of its own.
+ *
+ * The program gets the NGIT_* environment of a test instance and writes
+ * its stdout and stderr to <dir>/log.  Every wait is bounded, and the
+ * child dies with the test process (PR_SET_PDEATHSIG), so a crashed test
+ * leaves no server behind.
+ */
+#ifndef GRASPD_RELAYPROC_H
+#define GRASPD_RELAYPROC_H
+
+#include <sys/types.h>
+
+/* How long relayproc_start() waits for the port to accept connections. */
+#define RELAYPROC_START_TIMEOUT_MS	10000
+/* How long relayproc_stop() waits after SIGTERM before SIGKILL. */
+#define RELAYPROC_STOP_TIMEOUT_MS	5000
+
+struct relayproc;
+
+/*
+ * Picks a free port, creates a temporary directory ($TMPDIR or /tmp) with
+ * relay/, git/ and run/ inside, and starts program ($GRASPD_BIN/program,
+ * GRASPD_BIN defaulting to "bin"; a program with a '/' is used as it is)
+ * in that directory with the environment of the test plus
+ *   NGIT_BIND_ADDRESS=127.0.0.1:PORT  NGIT_DOMAIN=127.0.0.1:PORT
+ *   NGIT_RELAY_DATA_PATH=DIR/relay    NGIT_GIT_DATA_PATH=DIR/git
+ *   NGIT_RUN_PATH=DIR/run  NGIT_TEST=1  NGIT_MAX_EVENTS_PER_MINUTE=0
+ * then extra_env ("KEY=VALUE" strings, NULL-terminated, may be NULL),
+ * which overrides any of them.  Waits until the bind address accepts TCP
+ * connections.  Returns the handle, or NULL (after printing the log tail
+ * and cleaning up) if the program could not start or never listened.
+ */
+struct relayproc *relayproc_start(const char *program,
+		    const char *const extra_env[]);
+/*
+ * Stops the program (see relayproc_stop) and starts it again with the same
+ * port, directory and environment.  Returns 0, or -1 if it did not come
+ * back listening in time.
+ */
+int		 relayproc_restart(struct relayproc *);
+/* Sets or replaces "KEY=VALUE" in the environment of the next restart. */
+void		 relayproc_setenv(struct relayproc *, const char *kv);
+/* Sends sig to the program.  0, or -1 if it is not running. */
+int		 relayproc_kill(struct relayproc *, int sig);
+/*
+ * Waits at most timeout_ms for the program to exit.  Returns its status
+ * as relayproc_stop() does, or -1 if it is still running.
+ */
+int		 relayproc_wait(struct relayproc *, int timeout_ms);
+/*
+ * SIGTERM, up to RELAYPROC_STOP_TIMEOUT_MS for the exit, then SIGKILL.
+ * Returns the exit status (0..255), 128 + the signal number if a signal
+ * ended it (so 137 means it had to be killed), or the status of the
+ * earlier exit if it was no longer running.
+ */
+int		 relayproc_stop(struct relayproc *);
+/*
+ * Stops the program if it runs, removes the directory (kept, and its path
+ * printed, when GRASPD_KEEP_TMP is set) and frees.  NULL is fine.
+ */
+void		 relayproc_free(struct relayproc *);
+/* Prints the last nlines lines of the log on stderr as "# " lines. */
+void		 relayproc_dump_log(const struct relayproc *, int nlines);
+
+int		 relayproc_port(const struct relayproc *);
+/* The host to connect to: the host part of NGIT_BIND_ADDRESS. */
+const char	*relayproc_host(const struct relayproc *);
+const char	*relayproc_dir(const struct relayproc *);
+const char	*relayproc_log_path(const struct relayproc *);
+/* Pid of the running program, or -1. */
+pid_t		 relayproc_pid(const struct relayproc *);
+/* The NGIT_DOMAIN it runs with (by default "127.0.0.1:PORT"). */
+const char	*relayproc_domain(const struct relayproc *);
+/* "ws://" + NGIT_DOMAIN: what announcements put in their relays tag. */
+const char	*relayproc_url(const struct relayproc *);
+
+/*
+ * A loopback TCP port that was free a moment ago (bind to port 0, read it,
+ * close): host "127.0.0.1" or "::1".  Returns the port or -1.
+ */
+int		 relayproc_free_port(const char *host);
+/* Waits at most timeout_ms until host:port accepts a connection.  0 / -1. */
+int		 relayproc_wait_port(const char *host, int port, int timeout_ms);
+
+#endif

@@ -22,8 +22,10 @@ REQS=${BENCH_REQS:-1000}
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
-ingest=$top/$O/tests/bench/ingest
-relayd=$top/$BIN/relayd
+case $O in /*) ;; *) O=$top/$O ;; esac
+case $BIN in /*) ;; *) BIN=$top/$BIN ;; esac
+ingest=$O/tests/bench/ingest
+relayd=$BIN/relayd
 for f in "$relayd" "$ingest"; do
 	if [ ! -x "$f" ]; then
 		echo "bench: $f is missing; build first: make all tests" >&2

@@ -10,7 +10,9 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-ingest=$top/${O:-build}/tests/bench/ingest
+O=${O:-build}
+case $O in /*) ;; *) O=$top/$O ;; esac
+ingest=$O/tests/bench/ingest
 
 for c in node npm; do
 	if ! command -v "$c" >/dev/null 2>&1; then

@@ -12,7 +12,9 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-relayd=${GRASPD_BIN:-$top/${BIN:-bin}}/relayd
+bin=${GRASPD_BIN:-${BIN:-bin}}
+case $bin in /*) ;; *) bin=$top/$bin ;; esac
+relayd=$bin/relayd
 
 usage() {
 	echo "usage: start_relay.sh start|stop DIR" >&2

@@ -420,6 +420,7 @@ header_lines(const char *block, size_t blen)
 	return out;
 }
 
+/* 1 if token occurs in a header value, ignoring case ("keep-alive, Upgrade"). */
 static int
 has_token(const char *list, const char *token)
 {

@@ -1,0 +1,369 @@
+/*
+ * msg_test.c: the message framing of msg.c: every type survives a round
+ * trip with its payload and sender, the type list names every type, the
+ * ingest codec round-trips, and a message with a broken header ends the
+ * receiving process with status 1.
+ *
+ * The broken-header cases run in a fresh copy of this program started by
+ * fork+exec: nanomsg is not fork-safe, so no child ever uses a nanomsg
+ * state inherited from the test process.
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/pair.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+#include "msg.h"
+#include "t.h"
+
+static char	tmpdir[64];
+static int	npair;
+
+/* A connected PAIR of sockets over ipc in tmpdir; 0 or -1. */
+static int
+pair_open(int *tx, int *rx)
+{
+	char	name[32], ep[256];
+	int	tmo = 5000;
+
+	snprintf(name, sizeof(name), "pair%d", ++npair);
+	if (chan_endpoint(tmpdir, name, ep, sizeof(ep)) == -1)
+		return -1;
+	if ((*rx = chan_open(NN_PAIR, ep, 1)) == -1)
+		return -1;
+	if ((*tx = chan_open(NN_PAIR, ep, 0)) == -1) {
+		chan_close(*rx);
+		return -1;
+	}
+	nn_setsockopt(*rx, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
+	nn_setsockopt(*tx, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
+	return 0;
+}
+
+static void
+test_every_type_round_trips(void)
+{
+	static const unsigned	 types[] = {
+#define MSG_VAL(name, value)	value,
+		MSG_TYPE_LIST(MSG_VAL)
+#undef MSG_VAL
+	};
+	struct msg		 m;
+	char			 payload[64];
+	size_t			 i;
+	int			 tx, rx;
+
+	T_ASSERT(pair_open(&tx, &rx) == 0);
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		snprintf(payload, sizeof(payload), "payload of %s",
+		    msg_type_name(types[i]));
+		T_ASSERT(msg_send(tx, types[i], payload, strlen(payload),
+		    0) == 0);
+		T_EQ_INT(msg_recv(rx, &m, 0), 1);
+		T_EQ_INT(m.m_type, types[i]);
+		T_EQ_INT(m.m_pid, getpid());
+		T_EQ_INT(m.m_len, strlen(payload));
+		T_CHECK(memcmp(m.m_data, payload, m.m_len) == 0);
+		msg_free(&m);
+		T_CHECK(m.m_nn == NULL);
+	}
+	/* An empty payload is a message too. */
+	T_ASSERT(msg_send(tx, MSG_CONTROL, NULL, 0, 0) == 0);
+	T_EQ_INT(msg_recv(rx, &m, 0), 1);
+	T_EQ_INT(m.m_type, MSG_CONTROL);
+	T_EQ_INT(m.m_len, 0);
+	msg_free(&m);
+	/* Nothing waiting: 0 without blocking. */
+	T_EQ_INT(msg_recv(rx, &m, NN_DONTWAIT), 0);
+	chan_close(tx);
+	chan_close(rx);
+}
+
+static void
+test_largest_payload_passes_and_larger_is_refused(void)
+{
+	struct msg	 m;
+	char		*big;
+	int		 tx, rx;
+
+	T_ASSERT((big = malloc(MSG_MAX_PAYLOAD + 1)) != NULL);
+	memset(big, 'x', MSG_MAX_PAYLOAD + 1);
+	big[MSG_MAX_PAYLOAD - 1] = 'y';
+	T_ASSERT(pair_open(&tx, &rx) == 0);
+	T_ASSERT(msg_send(tx, MSG_INGEST, big, MSG_MAX_PAYLOAD, 0) == 0);
+	T_EQ_INT(msg_recv(rx, &m, 0), 1);
+	T_EQ_INT(m.m_len, MSG_MAX_PAYLOAD);
+	T_CHECK(m.m_data[MSG_MAX_PAYLOAD - 1] == 'y');
+	msg_free(&m);
+	errno = 0;
+	T_EQ_INT(msg_send(tx, MSG_INGEST, big, MSG_MAX_PAYLOAD + 1, 0), -1);
+	T_EQ_INT(errno, EMSGSIZE);
+	chan_close(tx);
+	chan_close(rx);
+	free(big);
+}
+
+static void
+test_type_names_cover_the_list(void)
+{
+#define MSG_NAME_CHECK(name, value)					\
+	T_EQ_STR(msg_type_name(value), #name);				\
+	T_EQ_INT(MSG_##name, value);
+	MSG_TYPE_LIST(MSG_NAME_CHECK)
+#undef MSG_NAME_CHECK
+	T_EQ_STR(msg_type_name(0), "UNKNOWN");
+	T_EQ_STR(msg_type_name(999), "UNKNOWN");
+	T_EQ_STR(msg_type_name(0xffff), "UNKNOWN");
+}
+
+static void
+test_role_names_round_trip(void)
+{
+	unsigned	r;
+
+	for (r = 0; r < ROLE_COUNT; r++)
+		T_EQ_INT(role_from_name(role_name(r)), r);
+	T_EQ_STR(role_name(ROLE_SYNCD), "syncd");
+	T_EQ_STR(role_name(ROLE_COUNT), "unknown");
+	T_EQ_INT(role_from_name("nobody"), -1);
+}
+
+static void
+test_endpoints(void)
+{
+	char	ep[64];
+
+	T_EQ_INT(chan_endpoint("/run/g", CHAN_ACCEPTED, ep, sizeof(ep)), 0);
+	T_EQ_STR(ep, "ipc:///run/g/accepted.ipc");
+	T_EQ_INT(chan_control_endpoint("/run/g", ROLE_HISTORYD, ep,
+	    sizeof(ep)), 0);
+	T_EQ_STR(ep, "ipc:///run/g/control-historyd.ipc");
+	T_EQ_INT(chan_endpoint("/a/very/long/run/directory/path", "stats", ep,
+	    16), -1);
+}
+
+static void
+test_ingest_codec_round_trips(void)
+{
+	struct buf		 b = BUF_INIT;
+	struct msg		 m;
+	struct msg_ingest	 mi;
+	const char		*json = "{\"id\":\"x\"}";
+	int			 tx, rx;
+
+	T_ASSERT(pair_open(&tx, &rx) == 0);
+	msg_ingest_encode(&b, ROLE_HISTORYD, "wss://relay.example/", json,
+	    strlen(json));
+	T_ASSERT(msg_send(tx, MSG_INGEST, b.b_data, b.b_len, 0) == 0);
+	buf_free(&b);
+	T_EQ_INT(msg_recv(rx, &m, 0), 1);
+	msg_ingest_decode(&m, &mi);
+	T_EQ_INT(mi.mi_origin, ROLE_HISTORYD);
+	T_EQ_INT(mi.mi_urllen, strlen("wss://relay.example/"));
+	T_CHECK(memcmp(mi.mi_url, "wss://relay.example/", mi.mi_urllen) == 0);
+	T_EQ_INT(mi.mi_jsonlen, strlen(json));
+	T_CHECK(memcmp(mi.mi_json, json, mi.mi_jsonlen) == 0);
+	msg_free(&m);
+
+	/* No URL. */
+	msg_ingest_encode(&b, ROLE_SYNCD, NULL, json, strlen(json));
+	T_ASSERT(msg_send(tx, MSG_INGEST, b.b_data, b.b_len, 0) == 0);
+	buf_free(&b);
+	T_EQ_INT(msg_recv(rx, &m, 0), 1);
+	msg_ingest_decode(&m, &mi);
+	T_EQ_INT(mi.mi_origin, ROLE_SYNCD);
+	T_EQ_INT(mi.mi_urllen, 0);
+	T_EQ_INT(mi.mi_jsonlen, strlen(json));
+	msg_free(&m);
+	chan_close(tx);
+	chan_close(rx);
+}
+
+/*
+ * The child: sends itself one raw frame (a header made broken in the way
+ * named by how, or a bad INGEST payload) and receives it with msg_recv()
+ * (or decodes it).  Exits 1 through fatalx() if msg.c does its job;
+ * returning 0 means it accepted the message.
+ */
+static int
+child_broken(const char *dir, const char *how)
+{
+	struct msg_hdr	 h;
+	struct msg	 m;
+	struct msg_ingest mi;
+	unsigned char	 frame[sizeof(h) + 8];
+	size_t		 len = sizeof(frame);
+	int		 tx, rx;
+
+	snprintf(tmpdir, sizeof(tmpdir), "%s", dir);
+	if (pair_open(&tx, &rx) == -1)
+		return 3;
+	memset(&h, 0, sizeof(h));
+	h.mh_magic = MSG_MAGIC;
+	h.mh_version = MSG_VERSION;
+	h.mh_type = MSG_CONTROL;
+	h.mh_len = 8;
+	h.mh_pid = (uint32_t)getpid();
+	if (strcmp(how, "short") == 0)
+		len = sizeof(h) - 1;
+	else if (strcmp(how, "magic") == 0)
+		h.mh_magic = 0x12345678;
+	else if (strcmp(how, "version") == 0)
+		h.mh_version = MSG_VERSION + 1;
+	else if (strcmp(how, "type") == 0)
+		h.mh_type = 999;
+	else if (strcmp(how, "length") == 0)
+		h.mh_len = 9;
+	else if (strcmp(how, "ingest") == 0) {
+		/* A URL length past the end of the payload. */
+		h.mh_type = MSG_INGEST;
+		h.mh_len = 8;
+	} else
+		return 3;
+	memcpy(frame, &h, sizeof(h));
+	memset(frame + sizeof(h), 0, 8);
+	frame[sizeof(h)] = ROLE_SYNCD;
+	frame[sizeof(h) + 1] = 0xff;
+	if (nn_send(tx, frame, len, 0) != (int)len)
+		return 3;
+	if (msg_recv(rx, &m, 0) != 1)
+		return 3;
+	if (m.m_type == MSG_INGEST)
+		msg_ingest_decode(&m, &mi);
+	msg_free(&m);
+	return 0;
+}
+
+/* Runs child_broken(how) in a fresh process: its exit status, its stderr
+ * in out. */
+static int
+run_child(const char *how, char *out, size_t outlen)
+{
+	char	 dir[128], *argv[5];
+	int	 p[2], st;
+	ssize_t	 n;
+	size_t	 got = 0;
+	pid_t	 pid;
+
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, how);
+	if (mkdir(dir, 0700) == -1 || pipe(p) == -1)
+		return -1;
+	argv[0] = "msg_test";
+	argv[1] = "child";
+	argv[2] = dir;
+	argv[3] = (char *)how;
+	argv[4] = NULL;
+	fflush(NULL);
+	if ((pid = fork()) == -1)
+		return -1;
+	if (pid == 0) {
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	close(p[1]);
+	while (got + 1 < outlen && (n = read(p[0], out + got,
+	    outlen - got - 1)) > 0)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(p[0]);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static void
+broken(const char *how, const char *says)
+{
+	char	out[4096];
+	int	st = run_child(how, out, sizeof(out));
+
+	if (st != 1 || strstr(out, says) == NULL)
+		printf("# %s: status %d, stderr: %s\n", how, st, out);
+	T_EQ_INT(st, 1);
+	T_CHECK(strstr(out, says) != NULL);
+}
+
+static void
+test_short_message_ends_the_receiver(void)
+{
+	broken("short", "shorter than a header");
+}
+
+static void
+test_bad_magic_ends_the_receiver(void)
+{
+	broken("magic", "bad magic 0x12345678");
+}
+
+static void
+test_bad_version_ends_the_receiver(void)
+{
+	broken("version", "version 2, expected 1");
+}
+
+static void
+test_unknown_type_ends_the_receiver(void)
+{
+	broken("type", "unknown type 999");
+}
+
+static void
+test_length_mismatch_ends_the_receiver(void)
+{
+	broken("length", "malformed CONTROL message: length 9, 8 bytes follow");
+}
+
+static void
+test_bad_ingest_payload_ends_the_receiver(void)
+{
+	broken("ingest", "malformed INGEST message: url length");
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	return remove(path);
+}
+
+int
+main(int argc, char *argv[])
+{
+	int	rc;
+
+	log_init("msg_test", 1);
+	if (argc == 4 && strcmp(argv[1], "child") == 0)
+		return child_broken(argv[2], argv[3]);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/msg_test.XXXXXX");
+	if (mkdtemp(tmpdir) == NULL)
+		return 2;
+
+	T_RUN(test_every_type_round_trips);
+	T_RUN(test_largest_payload_passes_and_larger_is_refused);
+	T_RUN(test_type_names_cover_the_list);
+	T_RUN(test_role_names_round_trip);
+	T_RUN(test_endpoints);
+	T_RUN(test_ingest_codec_round_trips);
+	T_RUN(test_short_message_ends_the_receiver);
+	T_RUN(test_bad_magic_ends_the_receiver);
+	T_RUN(test_bad_version_ends_the_receiver);
+	T_RUN(test_unknown_type_ends_the_receiver);
+	T_RUN(test_length_mismatch_ends_the_receiver);
+	T_RUN(test_bad_ingest_payload_ends_the_receiver);
+
+	rc = t_done();
+	nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	return rc;
+}

@@ -1,0 +1,257 @@
+/*
+ * db.c: opens graspd's SQLite database and owns its schema.  Every role
+ * that touches the database (relayd, syncd, discoveryd, historyd) opens it
+ * here; the roles that write run the migrations, so whichever starts first
+ * creates the schema.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
+
+#include "db.h"
+#include "log.h"
+
+/*
+ * The schema, one step per element, applied in order.  Append only: a
+ * released step is never edited, since databases in the field already ran
+ * it.  PRAGMA user_version counts the steps a database has run.
+ */
+static const char *const db_migrations[] = {
+	/* 1: events, their tag index, NIP-09 deletions. */
+	"CREATE TABLE events ("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  id BLOB NOT NULL UNIQUE,"
+	"  pubkey BLOB NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  kind INTEGER NOT NULL,"
+	/* '' for replaceable, the d value for addressable, else NULL. */
+	"  d TEXT,"
+	/* NIP-40 expiration, NULL when the event has none. */
+	"  expiration INTEGER,"
+	"  json TEXT NOT NULL"
+	");"
+	/* Each index yields one list value's events newest first. */
+	"CREATE INDEX events_created ON events(created_at);"
+	"CREATE INDEX events_pubkey ON events(pubkey, created_at);"
+	"CREATE INDEX events_kind ON events(kind, created_at);"
+	"CREATE INDEX events_pubkey_kind ON events(pubkey, kind, created_at);"
+	"CREATE UNIQUE INDEX events_address ON events(kind, pubkey, d)"
+	"  WHERE d IS NOT NULL;"
+	/*
+	 * First value of every tag named by one letter a-z, A-Z (NIP-01).
+	 * The key is the index: a "#x" value's events, newest first.
+	 */
+	"CREATE TABLE tags ("
+	"  name TEXT NOT NULL,"
+	"  value TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  event INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,"
+	"  PRIMARY KEY (name, value, created_at, event)"
+	") WITHOUT ROWID;"
+	/* For the cascade when an event is removed. */
+	"CREATE INDEX tags_event ON tags(event);"
+	/* NIP-09 "e" deletions: that id by that author stays refused. */
+	"CREATE TABLE deleted_ids ("
+	"  id BLOB NOT NULL,"
+	"  pubkey BLOB NOT NULL,"
+	"  PRIMARY KEY (id, pubkey)"
+	") WITHOUT ROWID;"
+	/* NIP-09 "a" deletions: versions up to created_at stay refused. */
+	"CREATE TABLE deleted_addresses ("
+	"  kind INTEGER NOT NULL,"
+	"  pubkey BLOB NOT NULL,"
+	"  d TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (kind, pubkey, d)"
+	") WITHOUT ROWID;",
+};
+
+#define DB_NMIGRATIONS \
+	((int)(sizeof(db_migrations) / sizeof(db_migrations[0])))
+
+int
+db_schema_version(void)
+{
+	return DB_NMIGRATIONS;
+}
+
+/* Creates every missing directory above path's last component. */
+static int
+mkdir_parents(const char *path, char *err, size_t errlen)
+{
+	char	*p, *s, c;
+	int	 rc = -1;
+
+	if ((p = strdup(path)) == NULL)
+		fatal("strdup");
+	if ((s = strrchr(p, '/')) == NULL || s == p) {
+		rc = 0;
+		goto done;
+	}
+	*s = '\0';
+	for (s = p + 1; ; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		c = *s;
+		*s = '\0';
+		if (mkdir(p, 0755) == -1 && errno != EEXIST) {
+			snprintf(err, errlen, "mkdir %s: %s", p,
+			    strerror(errno));
+			goto done;
+		}
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	rc = 0;
+done:
+	free(p);
+	return rc;
+}
+
+/* Runs one statement that returns at most one integer row into *out. */
+static int
+db_int(sqlite3 *db, const char *sql, long long *out)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && out != NULL)
+		*out = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : -1;
+}
+
+static int
+db_migrate(sqlite3 *db, char *err, size_t errlen)
+{
+	long long	 version = 0;
+	char		*msg = NULL, sql[64];
+	int		 i;
+
+	/* IMMEDIATE: two roles starting together must not both migrate. */
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
+		goto fail;
+	if (db_int(db, "PRAGMA user_version", &version) == -1)
+		goto fail;
+	if (version > DB_NMIGRATIONS) {
+		snprintf(err, errlen, "database schema version %lld is newer "
+		    "than this program's %d", version, DB_NMIGRATIONS);
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	for (i = (int)version; i < DB_NMIGRATIONS; i++) {
+		if (sqlite3_exec(db, db_migrations[i], NULL, NULL, &msg) !=
+		    SQLITE_OK)
+			goto fail;
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
+	    DB_NMIGRATIONS);
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK ||
+	    sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
+		goto fail;
+	if (version < DB_NMIGRATIONS)
+		log_info("database schema migrated from version %lld to %d",
+		    version, DB_NMIGRATIONS);
+	return 0;
+
+fail:
+	snprintf(err, errlen, "schema migration: %s",
+	    msg ? msg : sqlite3_errmsg(db));
+	sqlite3_free(msg);
+	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
+}
+
+int
+db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
+{
+	sqlite3		*db = NULL;
+	long long	 version = 0;
+	char		*msg = NULL;
+	int		 ro = (flags & DB_READONLY) != 0, oflags;
+	char		 mode[16] = "", pragmas[160];
+
+	*out = NULL;
+	if (!ro && strcmp(path, ":memory:") != 0 &&
+	    mkdir_parents(path, err, errlen) == -1)
+		return -1;
+	oflags = ro ? SQLITE_OPEN_READONLY :
+	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	if (sqlite3_open_v2(path, &db, oflags | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", path,
+		    db ? sqlite3_errmsg(db) : "out of memory");
+		goto fail;
+	}
+	sqlite3_extended_result_codes(db, 1);
+	sqlite3_busy_timeout(db, DB_BUSY_TIMEOUT_MS);
+
+	if (!ro) {
+		sqlite3_stmt	*st;
+
+		/* A read-only connection cannot switch; the writer did. */
+		if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st,
+		    NULL) != SQLITE_OK)
+			goto sqlfail;
+		if (sqlite3_step(st) == SQLITE_ROW)
+			snprintf(mode, sizeof(mode), "%s",
+			    (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+		if (strcmp(mode, "wal") != 0 && strcmp(path, ":memory:") != 0) {
+			snprintf(err, errlen, "%s: cannot enable WAL "
+			    "(journal mode %s)", path, mode);
+			goto fail;
+		}
+	}
+	/*
+	 * temp_store: sorters, UNION merges and the statement journal of
+	 * each put's savepoint would otherwise go through temporary files.
+	 */
+	snprintf(pragmas, sizeof(pragmas), "PRAGMA synchronous=NORMAL;"
+	    "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;"
+	    "PRAGMA cache_size=-%d;", DB_CACHE_KIB);
+	if (sqlite3_exec(db, pragmas, NULL, NULL, &msg) != SQLITE_OK)
+		goto sqlfail;
+
+	if (!ro) {
+		if (db_migrate(db, err, errlen) == -1)
+			goto fail;
+	} else {
+		if (db_int(db, "PRAGMA user_version", &version) == -1)
+			goto sqlfail;
+		if (version != DB_NMIGRATIONS) {
+			snprintf(err, errlen, "%s: schema version %lld, this "
+			    "program needs %d", path, version,
+			    DB_NMIGRATIONS);
+			goto fail;
+		}
+	}
+	*out = db;
+	return 0;
+
+sqlfail:
+	snprintf(err, errlen, "%s: %s", path, msg ? msg : sqlite3_errmsg(db));
+fail:
+	sqlite3_free(msg);
+	sqlite3_close(db);
+	return -1;
+}
+
+void
+db_close(sqlite3 *db)
+{
+	if (db == NULL)
+		return;
+	if (sqlite3_close(db) != SQLITE_OK) {
+		log_warnx("db_close: %s", sqlite3_errmsg(db));
+		sqlite3_close_v2(db);
+	}
+}

@@ -1,0 +1,1201 @@
+/*
+ * store.c: the event store over graspd's SQLite database (schema in
+ * db.c).  relayd writes and answers REQs through it; syncd, discoveryd
+ * and historyd read it and follow the accepted feed by seq.
+ *
+ * Every fixed statement is prepared once, on first use, and kept.  A REQ
+ * filter becomes one SELECT whose shape depends on which members the
+ * filter has and how long its lists are (see "Turning a filter into SQL"
+ * below); the last STORE_QCACHE shapes stay prepared.  Values are always
+ * bound, never written into the SQL text.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "buf.h"
+#include "db.h"
+#include "event.h"
+#include "filter.h"
+#include "log.h"
+#include "store.h"
+
+/* Ours: how many query shapes stay prepared. */
+#define STORE_QCACHE	64
+/*
+ * Ours, measured at 20k events: the longest list queried as one
+ * newest-first scan per value.  Authors and kinds have many events per
+ * value, so per-value scans beat sorting every match up to about a
+ * hundred values; a tag value usually has few events, so a longer #x list
+ * is cheaper sorted (SQLite allows 500 compound arms).
+ */
+#define STORE_ARMS_MAX	128
+#define STORE_ARMS_TAG	16
+
+enum store_stmt {
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_SAVEPOINT,
+	ST_RELEASE,
+	ST_ROLLBACK_TO,
+	ST_HAS_ID,
+	ST_GET_BY_ID,
+	ST_IS_DELETED,
+	ST_IS_DELETED_ANY,
+	ST_ADDR_DELETED,
+	ST_GET_ADDR,
+	ST_HAS_ADDR,
+	ST_DELETE_SEQ,
+	ST_INSERT,
+	ST_INSERT_TAG,
+	ST_MARK_DELETED,
+	ST_MARK_ADDR_DELETED,
+	ST_DELETE_ADDR_UPTO,
+	ST_TAG_EXISTS,
+	ST_COUNT,
+	ST_LAST_SEQ,
+	ST_SINCE_SEQ,
+	ST_NSTMT,
+};
+
+static const char *const store_sql[ST_NSTMT] = {
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_SAVEPOINT] = "SAVEPOINT store_put",
+	[ST_RELEASE] = "RELEASE store_put",
+	[ST_ROLLBACK_TO] = "ROLLBACK TO store_put",
+	[ST_HAS_ID] = "SELECT 1 FROM events WHERE id = ?1",
+	[ST_GET_BY_ID] = "SELECT seq, pubkey, kind FROM events WHERE id = ?1",
+	[ST_IS_DELETED] =
+	    "SELECT 1 FROM deleted_ids WHERE id = ?1 AND pubkey = ?2",
+	[ST_IS_DELETED_ANY] = "SELECT 1 FROM deleted_ids WHERE id = ?1",
+	[ST_ADDR_DELETED] = "SELECT created_at FROM deleted_addresses"
+	    " WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
+	[ST_GET_ADDR] = "SELECT seq, created_at, id FROM events"
+	    " WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
+	[ST_HAS_ADDR] = "SELECT 1 FROM events"
+	    " WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
+	[ST_DELETE_SEQ] = "DELETE FROM events WHERE seq = ?1",
+	[ST_INSERT] = "INSERT INTO events"
+	    " (id, pubkey, created_at, kind, d, expiration, json)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	/* OR IGNORE: a tag repeated within one event is indexed once. */
+	[ST_INSERT_TAG] = "INSERT OR IGNORE INTO tags"
+	    " (name, value, created_at, event) VALUES (?1, ?2, ?3, ?4)",
+	[ST_MARK_DELETED] =
+	    "INSERT OR IGNORE INTO deleted_ids (id, pubkey) VALUES (?1, ?2)",
+	[ST_MARK_ADDR_DELETED] = "INSERT INTO deleted_addresses"
+	    " (kind, pubkey, d, created_at) VALUES (?1, ?2, ?3, ?4)"
+	    " ON CONFLICT (kind, pubkey, d) DO UPDATE"
+	    " SET created_at = max(created_at, excluded.created_at)",
+	[ST_DELETE_ADDR_UPTO] = "DELETE FROM events WHERE kind = ?1"
+	    " AND pubkey = ?2 AND d = ?3 AND created_at <= ?4",
+	[ST_TAG_EXISTS] =
+	    "SELECT 1 FROM tags WHERE name = ?1 AND value = ?2 LIMIT 1",
+	[ST_COUNT] = "SELECT count(*) FROM events",
+	[ST_LAST_SEQ] = "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+	[ST_SINCE_SEQ] = "SELECT seq, json FROM events WHERE seq > ?1"
+	    " ORDER BY seq LIMIT ?2",
+};
+
+struct store_qslot {
+	sqlite3_stmt	*qs_stmt;
+	uint64_t	 qs_hash;	/* of the SQL text */
+	uint64_t	 qs_used;	/* s_qclock at last use */
+};
+
+struct store {
+	sqlite3			*s_db;
+	sqlite3_stmt		*s_stmt[ST_NSTMT];
+	struct store_qslot	 s_qcache[STORE_QCACHE];
+	uint64_t		 s_qclock;
+};
+
+typedef int store_row_cb(const char *, size_t, int64_t, void *);
+
+static void
+store_sqlerr(struct store *s, const char *what)
+{
+	log_warnx("store: %s: %s", what, sqlite3_errmsg(s->s_db));
+}
+
+/* The cached statement, reset and ready to bind; NULL after logging. */
+static sqlite3_stmt *
+stmt(struct store *s, enum store_stmt which)
+{
+	sqlite3_stmt	*st = s->s_stmt[which];
+
+	if (st != NULL)
+		return st;
+	if (sqlite3_prepare_v3(s->s_db, store_sql[which], -1,
+	    SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+		store_sqlerr(s, store_sql[which]);
+		return NULL;
+	}
+	s->s_stmt[which] = st;
+	return st;
+}
+
+/* Runs a statement that returns no rows; 0 or -1 after logging. */
+static int
+exec_stmt(struct store *s, enum store_stmt which)
+{
+	sqlite3_stmt	*st;
+	int		 rc;
+
+	if ((st = stmt(s, which)) == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		store_sqlerr(s, store_sql[which]);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Steps a bound single-row query: 1 if it gave a row (the caller reads
+ * the columns, then resets), 0 if none (already reset), -1 on error.
+ */
+static int
+step_row(struct store *s, sqlite3_stmt *st)
+{
+	int	rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW)
+		return 1;
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	store_sqlerr(s, sqlite3_sql(st));
+	return -1;
+}
+
+struct store *
+store_open(const char *path, int readonly, char *err, size_t errlen)
+{
+	struct store	*s;
+	sqlite3		*db;
+
+	if (db_open(path, readonly ? DB_READONLY : 0, &db, err, errlen) == -1)
+		return NULL;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		fatal("calloc");
+	s->s_db = db;
+	return s;
+}
+
+void
+store_close(struct store *s)
+{
+	size_t	i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; i < ST_NSTMT; i++)
+		sqlite3_finalize(s->s_stmt[i]);
+	for (i = 0; i < STORE_QCACHE; i++)
+		sqlite3_finalize(s->s_qcache[i].qs_stmt);
+	db_close(s->s_db);
+	free(s);
+}
+
+int
+store_begin(struct store *s)
+{
+	return exec_stmt(s, ST_BEGIN);
+}
+
+int
+store_commit(struct store *s)
+{
+	if (exec_stmt(s, ST_COMMIT) == 0)
+		return 0;
+	if (!sqlite3_get_autocommit(s->s_db))
+		exec_stmt(s, ST_ROLLBACK);
+	return -1;
+}
+
+int
+store_rollback(struct store *s)
+{
+	return exec_stmt(s, ST_ROLLBACK);
+}
+
+static int
+is_letter(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/*
+ * The d value an event is kept under: "" for replaceable kinds, the first
+ * d tag's value (or "") for addressable ones, NULL for the rest.  Same
+ * choice as event_d(), with the length, since a value may hold a NUL.
+ */
+static const char *
+store_event_d(const struct event *ev, size_t *lenp)
+{
+	const struct estr	*d;
+
+	*lenp = 0;
+	switch (event_kind_class(ev->kind)) {
+	case KIND_REPLACEABLE:
+		return "";
+	case KIND_ADDRESSABLE:
+		if ((d = event_tag_value(ev, "d")) == NULL)
+			return "";
+		*lenp = d->len;
+		return d->s;
+	default:
+		return NULL;
+	}
+}
+
+/* Looks up a stored event by id: 1 and its seq, pubkey, kind; 0; -1. */
+static int
+get_by_id(struct store *s, const uint8_t id[32], int64_t *seq,
+    uint8_t pubkey[32], uint32_t *kind)
+{
+	sqlite3_stmt	*st;
+	int		 r;
+
+	if ((st = stmt(s, ST_GET_BY_ID)) == NULL)
+		return -1;
+	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	if ((r = step_row(s, st)) != 1)
+		return r;
+	*seq = sqlite3_column_int64(st, 0);
+	if (sqlite3_column_bytes(st, 1) == 32)
+		memcpy(pubkey, sqlite3_column_blob(st, 1), 32);
+	else
+		memset(pubkey, 0, 32);
+	*kind = (uint32_t)sqlite3_column_int64(st, 2);
+	sqlite3_reset(st);
+	return 1;
+}
+
+static int
+delete_seq(struct store *s, int64_t seq)
+{
+	sqlite3_stmt	*st;
+
+	if ((st = stmt(s, ST_DELETE_SEQ)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, seq);
+	return step_row(s, st) == 0 ? 0 : -1;
+}
+
+static int
+mark_deleted(struct store *s, const uint8_t id[32], const uint8_t pk[32])
+{
+	sqlite3_stmt	*st;
+
+	if ((st = stmt(s, ST_MARK_DELETED)) == NULL)
+		return -1;
+	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
+	return step_row(s, st) == 0 ? 0 : -1;
+}
+
+/*
+ * Parses a NIP-01 coordinate "<kind>:<pubkey hex>:<d>", splitting on the
+ * first two colons only (d may hold colons).  0 on success, -1 if
+ * malformed.
+ */
+static int
+parse_coordinate(const struct estr *a, uint32_t *kind, uint8_t pubkey[32],
+    const char **d, size_t *dlen)
+{
+	const char	*p = a->s, *end = a->s + a->len, *c;
+	uint32_t	 k = 0;
+
+	for (c = p; c < end && *c != ':'; c++) {
+		if (*c < '0' || *c > '9' || c - p >= 5)
+			return -1;
+		k = k * 10 + (uint32_t)(*c - '0');
+	}
+	if (c == p || c == end || k > EVENT_KIND_MAX)
+		return -1;
+	p = c + 1;
+	if (end - p < 65 || p[64] != ':' || hex_decode(p, 64, pubkey, 32) == -1)
+		return -1;
+	*kind = k;
+	*d = p + 65;
+	*dlen = (size_t)(end - (p + 65));
+	return 0;
+}
+
+/*
+ * NIP-09: applies the deletion request ev (already known to be kind 5),
+ * inside the put's savepoint.  Refuses it whole if an "e" names a stored
+ * event of another author or an "a" names another author's address.
+ */
+static enum store_result
+apply_deletion(struct store *s, const struct event *ev)
+{
+	sqlite3_stmt	*st;
+	uint8_t		 id[32], pk[32];
+	uint32_t	 i, kind;
+	int64_t		 seq;
+	const char	*d;
+	size_t		 dlen;
+	int		 pass, r;
+
+	/* Pass 0 only checks, pass 1 changes: a refusal writes nothing. */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < ev->ntags; i++) {
+			const struct event_tag	*t = &ev->tags[i];
+
+			if (t->n < 2 || t->v[0].len != 1)
+				continue;
+			if (t->v[0].s[0] == 'e') {
+				if (hex_decode(t->v[1].s, t->v[1].len, id,
+				    32) == -1)
+					continue;
+				r = get_by_id(s, id, &seq, pk, &kind);
+				if (r == -1)
+					return STORE_ERROR;
+				if (r == 1 && memcmp(pk, ev->pubkey, 32) != 0)
+					return STORE_INVALID_DELETION;
+				if (pass == 0)
+					continue;
+				/* Deleting a deletion has no effect. */
+				if (r == 1 && kind == STORE_KIND_DELETION)
+					continue;
+				if (r == 1 && delete_seq(s, seq) == -1)
+					return STORE_ERROR;
+				if (mark_deleted(s, id, ev->pubkey) == -1)
+					return STORE_ERROR;
+			} else if (t->v[0].s[0] == 'a') {
+				if (parse_coordinate(&t->v[1], &kind, pk, &d,
+				    &dlen) == -1)
+					continue;
+				if (memcmp(pk, ev->pubkey, 32) != 0)
+					return STORE_INVALID_DELETION;
+				if (pass == 0)
+					continue;
+				switch (event_kind_class(kind)) {
+				case KIND_REPLACEABLE:
+				case KIND_ADDRESSABLE:
+					break;
+				default:
+					continue;
+				}
+				if ((st = stmt(s, ST_MARK_ADDR_DELETED)) ==
+				    NULL)
+					return STORE_ERROR;
+				sqlite3_bind_int64(st, 1, kind);
+				sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
+				sqlite3_bind_text(st, 3, d, (int)dlen,
+				    SQLITE_STATIC);
+				sqlite3_bind_int64(st, 4, ev->created_at);
+				if (step_row(s, st) != 0)
+					return STORE_ERROR;
+				if ((st = stmt(s, ST_DELETE_ADDR_UPTO)) == NULL)
+					return STORE_ERROR;
+				sqlite3_bind_int64(st, 1, kind);
+				sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
+				sqlite3_bind_text(st, 3, d, (int)dlen,
+				    SQLITE_STATIC);
+				sqlite3_bind_int64(st, 4, ev->created_at);
+				if (step_row(s, st) != 0)
+					return STORE_ERROR;
+			}
+		}
+	}
+	return STORE_OK;
+}
+
+/*
+ * The replaceable/addressable rules for ev kept under (kind, pubkey, d):
+ * refused if its address was deleted at or after its created_at, or if
+ * an equal-or-newer version is stored; otherwise the older version goes.
+ */
+static enum store_result
+apply_replacement(struct store *s, const struct event *ev, const char *d,
+    size_t dlen)
+{
+	sqlite3_stmt	*st;
+	int64_t		 seq, created_at;
+	int		 r, older;
+
+	if ((st = stmt(s, ST_ADDR_DELETED)) == NULL)
+		return STORE_ERROR;
+	sqlite3_bind_int64(st, 1, ev->kind);
+	sqlite3_bind_blob(st, 2, ev->pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, d, (int)dlen, SQLITE_STATIC);
+	if ((r = step_row(s, st)) == -1)
+		return STORE_ERROR;
+	if (r == 1) {
+		created_at = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (ev->created_at <= created_at)
+			return STORE_DELETED;
+	}
+
+	if ((st = stmt(s, ST_GET_ADDR)) == NULL)
+		return STORE_ERROR;
+	sqlite3_bind_int64(st, 1, ev->kind);
+	sqlite3_bind_blob(st, 2, ev->pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, d, (int)dlen, SQLITE_STATIC);
+	if ((r = step_row(s, st)) == -1)
+		return STORE_ERROR;
+	if (r == 0)
+		return STORE_OK;
+	seq = sqlite3_column_int64(st, 0);
+	created_at = sqlite3_column_int64(st, 1);
+	/* NIP-01: newer created_at wins; on a tie the lower id stays. */
+	older = created_at > ev->created_at || (created_at == ev->created_at &&
+	    sqlite3_column_bytes(st, 2) == 32 &&
+	    memcmp(sqlite3_column_blob(st, 2), ev->id, 32) < 0);
+	sqlite3_reset(st);
+	if (older)
+		return STORE_REPLACED;
+	return delete_seq(s, seq) == 0 ? STORE_OK : STORE_ERROR;
+}
+
+static enum store_result
+insert_event(struct store *s, const struct event *ev, const char *d,
+    size_t dlen, int64_t *seq_out)
+{
+	sqlite3_stmt	*st;
+	int64_t		 seq, exp;
+	uint32_t	 i;
+
+	if ((st = stmt(s, ST_INSERT)) == NULL)
+		return STORE_ERROR;
+	sqlite3_bind_blob(st, 1, ev->id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, ev->pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, ev->created_at);
+	sqlite3_bind_int64(st, 4, ev->kind);
+	if (d != NULL)
+		sqlite3_bind_text(st, 5, d, (int)dlen, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 5);
+	if ((exp = event_expiration(ev)) > 0)
+		sqlite3_bind_int64(st, 6, exp);
+	else
+		sqlite3_bind_null(st, 6);
+	sqlite3_bind_text(st, 7, ev->json, (int)ev->json_len, SQLITE_STATIC);
+	if (step_row(s, st) != 0)
+		return STORE_ERROR;
+	seq = sqlite3_last_insert_rowid(s->s_db);
+
+	if ((st = stmt(s, ST_INSERT_TAG)) == NULL)
+		return STORE_ERROR;
+	for (i = 0; i < ev->ntags; i++) {
+		const struct event_tag	*t = &ev->tags[i];
+		char			 name[2];
+
+		if (t->n < 2 || t->v[0].len != 1 || !is_letter(t->v[0].s[0]))
+			continue;
+		name[0] = t->v[0].s[0];
+		name[1] = '\0';
+		sqlite3_bind_text(st, 1, name, 1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, t->v[1].s, (int)t->v[1].len,
+		    SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, ev->created_at);
+		sqlite3_bind_int64(st, 4, seq);
+		if (step_row(s, st) != 0)
+			return STORE_ERROR;
+	}
+	if (seq_out != NULL)
+		*seq_out = seq;
+	return STORE_OK;
+}
+
+static enum store_result
+put_locked(struct store *s, const struct event *ev, int64_t *seq_out)
+{
+	enum store_result	 r;
+	sqlite3_stmt		*st;
+	const char		*d;
+	size_t			 dlen;
+	int			 found;
+
+	if ((found = store_has_id(s, ev->id)) == -1)
+		return STORE_ERROR;
+	if (found)
+		return STORE_DUPLICATE;
+	/* A deletion cannot be deleted, so it is never refused as one. */
+	if (ev->kind != STORE_KIND_DELETION) {
+		if ((st = stmt(s, ST_IS_DELETED)) == NULL)
+			return STORE_ERROR;
+		sqlite3_bind_blob(st, 1, ev->id, 32, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 2, ev->pubkey, 32, SQLITE_STATIC);
+		if ((found = step_row(s, st)) == -1)
+			return STORE_ERROR;
+		if (found) {
+			sqlite3_reset(st);
+			return STORE_DELETED;
+		}
+	}
+	d = store_event_d(ev, &dlen);
+	if (d != NULL && (r = apply_replacement(s, ev, d, dlen)) != STORE_OK)
+		return r;
+	if (ev->kind == STORE_KIND_DELETION &&
+	    (r = apply_deletion(s, ev)) != STORE_OK)
+		return r;
+	return insert_event(s, ev, d, dlen, seq_out);
+}
+
+enum store_result
+store_put(struct store *s, const struct event *ev, int64_t *seq_out)
+{
+	enum store_result	r;
+	int			own;
+
+	if (event_kind_class(ev->kind) == KIND_EPHEMERAL) {
+		log_warnx("store: ephemeral kind %u passed to store_put",
+		    ev->kind);
+		return STORE_ERROR;
+	}
+	if (ev->json_len > INT32_MAX)
+		return STORE_ERROR;
+	/* Outside a transaction the put makes its own. */
+	own = sqlite3_get_autocommit(s->s_db);
+	if (exec_stmt(s, own ? ST_BEGIN : ST_SAVEPOINT) == -1)
+		return STORE_ERROR;
+	r = put_locked(s, ev, seq_out);
+	if (r == STORE_OK) {
+		if (own ? store_commit(s) == 0 : exec_stmt(s, ST_RELEASE) == 0)
+			return STORE_OK;
+		r = STORE_ERROR;
+		if (own)
+			return r;
+	}
+	if (own)
+		exec_stmt(s, ST_ROLLBACK);
+	else {
+		exec_stmt(s, ST_ROLLBACK_TO);
+		exec_stmt(s, ST_RELEASE);
+	}
+	return r;
+}
+
+const char *
+store_result_message(enum store_result r)
+{
+	switch (r) {
+	case STORE_OK:
+		return "";
+	case STORE_DUPLICATE:
+		return "duplicate: already have this event";
+	case STORE_DELETED:
+		return "blocked: this event is deleted";
+	case STORE_REPLACED:
+		return "invalid: a newer version of this replaceable event "
+		    "is stored";
+	case STORE_INVALID_DELETION:
+		return "invalid: deletion targets events of another author";
+	default:
+		return "error: database error";
+	}
+}
+
+int
+store_result_ok(enum store_result r)
+{
+	return r == STORE_OK || r == STORE_DUPLICATE;
+}
+
+int
+store_has_id(struct store *s, const uint8_t id[32])
+{
+	sqlite3_stmt	*st;
+	int		 r;
+
+	if ((st = stmt(s, ST_HAS_ID)) == NULL)
+		return -1;
+	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	if ((r = step_row(s, st)) == 1)
+		sqlite3_reset(st);
+	return r;
+}
+
+int
+store_is_deleted(struct store *s, const uint8_t id[32],
+    const uint8_t pubkey[32])
+{
+	sqlite3_stmt	*st;
+	int		 r;
+
+	if ((st = stmt(s, pubkey ? ST_IS_DELETED : ST_IS_DELETED_ANY)) == NULL)
+		return -1;
+	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	if (pubkey != NULL)
+		sqlite3_bind_blob(st, 2, pubkey, 32, SQLITE_STATIC);
+	if ((r = step_row(s, st)) == 1)
+		sqlite3_reset(st);
+	return r;
+}
+
+int
+store_has_address(struct store *s, uint32_t kind, const uint8_t pubkey[32],
+    const char *d)
+{
+	sqlite3_stmt	*st;
+	int		 r;
+
+	if ((st = stmt(s, ST_HAS_ADDR)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, kind);
+	sqlite3_bind_blob(st, 2, pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, d, -1, SQLITE_STATIC);
+	if ((r = step_row(s, st)) == 1)
+		sqlite3_reset(st);
+	return r;
+}
+
+int
+store_tag_exists(struct store *s, const char *names, const char *value)
+{
+	sqlite3_stmt	*st;
+	const char	*c;
+	int		 r;
+
+	if ((st = stmt(s, ST_TAG_EXISTS)) == NULL)
+		return -1;
+	for (c = names; *c != '\0'; c++) {
+		if (!is_letter(*c))
+			continue;
+		sqlite3_bind_text(st, 1, c, 1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+		if ((r = step_row(s, st)) != 0) {
+			if (r == 1)
+				sqlite3_reset(st);
+			return r;
+		}
+	}
+	return 0;
+}
+
+int64_t
+store_count(struct store *s)
+{
+	sqlite3_stmt	*st;
+	int64_t		 n;
+
+	if ((st = stmt(s, ST_COUNT)) == NULL || step_row(s, st) != 1)
+		return -1;
+	n = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return n;
+}
+
+int
+store_last_seq(struct store *s, int64_t *out)
+{
+	sqlite3_stmt	*st;
+	int		 r;
+
+	*out = 0;
+	if ((st = stmt(s, ST_LAST_SEQ)) == NULL)
+		return -1;
+	if ((r = step_row(s, st)) == -1)
+		return -1;
+	if (r == 1) {
+		*out = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+	}
+	return 0;
+}
+
+/* The seqs a multi-filter query has delivered. */
+struct seqset {
+	int64_t	*ss_v;		/* open addressing, 0 = empty */
+	size_t	 ss_cap;	/* power of two */
+	size_t	 ss_n;
+};
+
+/* Adds seq (> 0); returns 1 if it was new, 0 if already there. */
+static int
+seqset_add(struct seqset *ss, int64_t seq)
+{
+	size_t	i;
+
+	if (ss->ss_n * 2 >= ss->ss_cap) {
+		struct seqset	 bigger;
+		size_t		 j;
+
+		bigger.ss_cap = ss->ss_cap ? ss->ss_cap * 2 : 64;
+		bigger.ss_n = 0;
+		if ((bigger.ss_v = calloc(bigger.ss_cap,
+		    sizeof(*bigger.ss_v))) == NULL)
+			fatal("calloc");
+		for (j = 0; j < ss->ss_cap; j++)
+			if (ss->ss_v[j] != 0)
+				seqset_add(&bigger, ss->ss_v[j]);
+		free(ss->ss_v);
+		*ss = bigger;
+	}
+	i = ((uint64_t)seq * 0x9e3779b97f4a7c15ULL) >> 20;
+	for (;; i++) {
+		i &= ss->ss_cap - 1;
+		if (ss->ss_v[i] == seq)
+			return 0;
+		if (ss->ss_v[i] == 0)
+			break;
+	}
+	ss->ss_v[i] = seq;
+	ss->ss_n++;
+	return 1;
+}
+
+/*
+ * Steps st, handing each (seq, json) row to cb.  *stopped is set if cb
+ * asked to stop.  Skips rows whose seq is already in seen (and adds new
+ * ones) when seen is not NULL.  Returns rows delivered or -1; st is reset.
+ */
+static int
+deliver_rows(struct store *s, sqlite3_stmt *st, struct seqset *seen,
+    store_row_cb *cb, void *arg, int *stopped)
+{
+	int		 rc, n = 0;
+	int64_t		 seq;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		seq = sqlite3_column_int64(st, 0);
+		if (seen != NULL && !seqset_add(seen, seq))
+			continue;
+		n++;
+		if (cb((const char *)sqlite3_column_text(st, 1),
+		    (size_t)sqlite3_column_bytes(st, 1), seq, arg) != 0) {
+			*stopped = 1;
+			break;
+		}
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		store_sqlerr(s, "query");
+		return -1;
+	}
+	return n;
+}
+
+int
+store_since_seq(struct store *s, int64_t after, size_t max,
+    store_row_cb *cb, void *arg)
+{
+	sqlite3_stmt	*st;
+	int		 stopped = 0;
+
+	if ((st = stmt(s, ST_SINCE_SEQ)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, after);
+	sqlite3_bind_int64(st, 2, max > INT64_MAX ? INT64_MAX : (int64_t)max);
+	return deliver_rows(s, st, NULL, cb, arg, &stopped);
+}
+
+/*
+ * Turning a filter into SQL.  Each index yields the events of one list
+ * value newest first, so a filter whose driving list is short becomes one
+ * such scan per value ("arm"), merged by SQLite's compound-SELECT merge
+ * (UNION, which also drops an event that two arms find) and cut at the
+ * limit: only about limit rows are read however many match.  Long lists,
+ * and ids, fall back to one SELECT with IN lists and a sort.
+ */
+enum qdrive {
+	QD_PLAIN,	/* one SELECT; SQLite picks the index */
+	QD_TAG,		/* one arm per value of the shortest #x list */
+	QD_AUTHOR,	/* one arm per author */
+	QD_KIND,	/* one arm per kind */
+	QD_PAIR,	/* one arm per (author, kind) */
+};
+
+enum qbind_type {
+	QB_INT,
+	QB_BLOB,
+	QB_TEXT,
+};
+
+struct qbind {
+	enum qbind_type	 qv_type;
+	const void	*qv_p;
+	size_t		 qv_len;
+	int64_t		 qv_i;
+};
+
+/* A list bound to parameters ?first .. ?first+n-1. */
+struct qlist {
+	int	ql_first;
+	size_t	ql_n;
+};
+
+struct qbuild {
+	struct buf	 qb_sql;
+	struct qbind	*qb_bind;
+	size_t		 qb_n;
+	size_t		 qb_cap;
+	enum qdrive	 qb_drive;
+	size_t		 qb_dtag;	/* driving #x (QD_TAG) */
+	int		 qb_plus;	/* "+": other columns off indexes */
+	struct qlist	 qb_ids, qb_authors, qb_kinds, *qb_tags;
+	int		 qb_names;	/* first tag-name parameter */
+	int		 qb_since, qb_until, qb_now, qb_limit;
+};
+
+/* Smallest power of two >= n (n >= 1). */
+static size_t
+pad_count(size_t n)
+{
+	size_t	p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Records one bound value; returns its parameter number. */
+static int
+qb_add(struct qbuild *qb, enum qbind_type type, const void *p, size_t len,
+    int64_t i)
+{
+	if (qb->qb_n == qb->qb_cap) {
+		qb->qb_cap = qb->qb_cap ? qb->qb_cap * 2 : 64;
+		qb->qb_bind = reallocarray(qb->qb_bind, qb->qb_cap,
+		    sizeof(*qb->qb_bind));
+		if (qb->qb_bind == NULL)
+			fatal("reallocarray");
+	}
+	qb->qb_bind[qb->qb_n].qv_type = type;
+	qb->qb_bind[qb->qb_n].qv_p = p;
+	qb->qb_bind[qb->qb_n].qv_len = len;
+	qb->qb_bind[qb->qb_n].qv_i = i;
+	return (int)++qb->qb_n;
+}
+
+/*
+ * Binds a list.  An IN list is padded to a power of two by repeating its
+ * last value, so that few statement shapes exist; a driving list is not
+ * padded, since each value costs an arm.
+ */
+static struct qlist
+qb_add_list(struct qbuild *qb, enum qbind_type type, const void *v,
+    size_t n, int pad)
+{
+	struct qlist	 l = { 0, 0 };
+	size_t		 i, k;
+
+	l.ql_n = pad ? pad_count(n) : n;
+	for (i = 0; i < l.ql_n; i++) {
+		k = i < n ? i : n - 1;
+		switch (type) {
+		case QB_BLOB:
+			l.ql_first = qb_add(qb, type,
+			    ((const uint8_t (*)[32])v)[k], 32, 0);
+			break;
+		case QB_TEXT:
+			l.ql_first = qb_add(qb, type,
+			    ((const struct estr *)v)[k].s,
+			    ((const struct estr *)v)[k].len, 0);
+			break;
+		default:
+			l.ql_first = qb_add(qb, type, NULL, 0,
+			    ((const uint32_t *)v)[k]);
+			break;
+		}
+	}
+	l.ql_first -= (int)l.ql_n - 1;
+	return l;
+}
+
+static void
+qb_list_sql(struct qbuild *qb, struct qlist l)
+{
+	size_t	i;
+
+	buf_addc(&qb->qb_sql, '(');
+	for (i = 0; i < l.ql_n; i++)
+		buf_printf(&qb->qb_sql, "%s?%d", i ? "," : "",
+		    l.ql_first + (int)i);
+	buf_addc(&qb->qb_sql, ')');
+}
+
+/* Picks the driving list and binds every value of f. */
+static void
+qb_plan(struct qbuild *qb, const struct filter *f, int64_t now,
+    int64_t limit)
+{
+	size_t	i, na = f->f_nauthors, nk = f->f_nkinds;
+
+	qb->qb_drive = QD_PLAIN;
+	if (f->f_has_ids)
+		;
+	else if (f->f_ntags > 0) {
+		for (i = 1; i < f->f_ntags; i++)
+			if (f->f_tags[i].ft_n < f->f_tags[qb->qb_dtag].ft_n)
+				qb->qb_dtag = i;
+		if (f->f_tags[qb->qb_dtag].ft_n <= STORE_ARMS_TAG)
+			qb->qb_drive = QD_TAG;
+	} else if (f->f_has_authors && f->f_has_kinds &&
+	    na * nk <= STORE_ARMS_MAX)
+		qb->qb_drive = QD_PAIR;
+	else if (f->f_has_authors && na <= STORE_ARMS_MAX)
+		qb->qb_drive = QD_AUTHOR;
+	else if (f->f_has_kinds && nk <= STORE_ARMS_MAX)
+		qb->qb_drive = QD_KIND;
+	/*
+	 * Without statistics SQLite may scan a common kind rather than the
+	 * tag index; ids and tags are the selective members.
+	 */
+	qb->qb_plus = qb->qb_drive != QD_PLAIN || f->f_has_ids ||
+	    f->f_ntags > 0;
+
+	if (f->f_has_ids)
+		qb->qb_ids = qb_add_list(qb, QB_BLOB, f->f_ids, f->f_nids, 1);
+	if (f->f_has_authors)
+		qb->qb_authors = qb_add_list(qb, QB_BLOB, f->f_authors, na,
+		    qb->qb_drive != QD_AUTHOR && qb->qb_drive != QD_PAIR);
+	if (f->f_has_kinds)
+		qb->qb_kinds = qb_add_list(qb, QB_INT, f->f_kinds, nk,
+		    qb->qb_drive != QD_KIND && qb->qb_drive != QD_PAIR);
+	if (f->f_ntags > 0) {
+		qb->qb_tags = calloc(f->f_ntags, sizeof(*qb->qb_tags));
+		if (qb->qb_tags == NULL)
+			fatal("calloc");
+	}
+	for (i = 0; i < f->f_ntags; i++) {
+		int name = qb_add(qb, QB_TEXT, &f->f_tags[i].ft_name, 1, 0);
+
+		if (i == 0)
+			qb->qb_names = name;
+	}
+	for (i = 0; i < f->f_ntags; i++)
+		qb->qb_tags[i] = qb_add_list(qb, QB_TEXT, f->f_tags[i].ft_v,
+		    f->f_tags[i].ft_n,
+		    !(qb->qb_drive == QD_TAG && i == qb->qb_dtag));
+	if (f->f_has_since)
+		qb->qb_since = qb_add(qb, QB_INT, NULL, 0, f->f_since);
+	if (f->f_has_until)
+		qb->qb_until = qb_add(qb, QB_INT, NULL, 0, f->f_until);
+	qb->qb_now = qb_add(qb, QB_INT, NULL, 0, now);
+	qb->qb_limit = qb_add(qb, QB_INT, NULL, 0, limit);
+}
+
+/*
+ * Writes one SELECT (an arm, or the whole PLAIN query) fixing the driving
+ * values a (author index or tag value index) and k (kind index).
+ */
+static void
+qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
+{
+	struct buf	*b = &qb->qb_sql;
+	const char	*plus = qb->qb_plus ? "+" : "";
+	const char	*when = "e.created_at";
+	size_t		 i;
+
+	if (qb->qb_drive == QD_TAG) {
+		/* The tag key is ordered by created_at: scan it. */
+		buf_printf(b, "SELECT e.seq, e.json, t.created_at, e.id"
+		    " FROM tags t CROSS JOIN events e ON e.seq = t.event"
+		    " WHERE t.name = ?%d AND t.value = ?%d",
+		    qb->qb_names + (int)qb->qb_dtag,
+		    qb->qb_tags[qb->qb_dtag].ql_first + (int)a);
+		when = "t.created_at";
+		plus = "";
+	} else {
+		buf_adds(b, "SELECT e.seq, e.json, e.created_at, e.id"
+		    " FROM events e WHERE 1");
+		if (qb->qb_drive == QD_AUTHOR || qb->qb_drive == QD_PAIR)
+			buf_printf(b, " AND e.pubkey = ?%d",
+			    qb->qb_authors.ql_first + (int)a);
+		if (qb->qb_drive == QD_KIND || qb->qb_drive == QD_PAIR)
+			buf_printf(b, " AND e.kind = ?%d",
+			    qb->qb_kinds.ql_first + (int)k);
+		if (qb->qb_drive != QD_PLAIN || f->f_ntags == 0)
+			plus = "";
+	}
+	if (f->f_has_ids) {
+		buf_adds(b, " AND e.id IN ");
+		qb_list_sql(qb, qb->qb_ids);
+	}
+	if (f->f_has_authors && qb->qb_drive != QD_AUTHOR &&
+	    qb->qb_drive != QD_PAIR) {
+		buf_printf(b, " AND %se.pubkey IN ", qb->qb_plus ? "+" : "");
+		qb_list_sql(qb, qb->qb_authors);
+	}
+	if (f->f_has_kinds && qb->qb_drive != QD_KIND &&
+	    qb->qb_drive != QD_PAIR) {
+		buf_printf(b, " AND %se.kind IN ", qb->qb_plus ? "+" : "");
+		qb_list_sql(qb, qb->qb_kinds);
+	}
+	/* The time range narrows the driving index; elsewhere it filters. */
+	if (f->f_has_since)
+		buf_printf(b, " AND %s%s >= ?%d", plus, when, qb->qb_since);
+	if (f->f_has_until)
+		buf_printf(b, " AND %s%s <= ?%d", plus, when, qb->qb_until);
+	for (i = 0; i < f->f_ntags; i++) {
+		if (qb->qb_drive == QD_TAG && i == qb->qb_dtag)
+			continue;
+		buf_printf(b, " AND e.seq IN (SELECT event FROM tags"
+		    " WHERE name = ?%d AND value IN ", qb->qb_names + (int)i);
+		qb_list_sql(qb, qb->qb_tags[i]);
+		buf_addc(b, ')');
+	}
+	buf_printf(b, " AND (e.expiration IS NULL OR e.expiration >= ?%d)",
+	    qb->qb_now);
+}
+
+/* Writes the whole query for f into qb->qb_sql. */
+static void
+qb_build(struct qbuild *qb, const struct filter *f)
+{
+	size_t	a, k, na = 1, nk = 1, arms = 0;
+
+	switch (qb->qb_drive) {
+	case QD_TAG:
+		na = f->f_tags[qb->qb_dtag].ft_n;
+		break;
+	case QD_AUTHOR:
+		na = f->f_nauthors;
+		break;
+	case QD_KIND:
+		nk = f->f_nkinds;
+		break;
+	case QD_PAIR:
+		na = f->f_nauthors;
+		nk = f->f_nkinds;
+		break;
+	default:
+		break;
+	}
+	for (a = 0; a < na; a++)
+		for (k = 0; k < nk; k++) {
+			if (arms++ > 0)
+				buf_adds(&qb->qb_sql, " UNION ");
+			qb_select(qb, f, a, k);
+		}
+	buf_printf(&qb->qb_sql, " ORDER BY 3 DESC, 4 LIMIT ?%d", qb->qb_limit);
+}
+
+static void
+qb_bind(const struct qbuild *qb, sqlite3_stmt *st)
+{
+	const struct qbind	*v;
+	size_t			 i;
+
+	for (i = 0; i < qb->qb_n; i++) {
+		v = &qb->qb_bind[i];
+		switch (v->qv_type) {
+		case QB_INT:
+			sqlite3_bind_int64(st, (int)i + 1, v->qv_i);
+			break;
+		case QB_BLOB:
+			sqlite3_bind_blob(st, (int)i + 1, v->qv_p,
+			    (int)v->qv_len, SQLITE_STATIC);
+			break;
+		case QB_TEXT:
+			sqlite3_bind_text(st, (int)i + 1, v->qv_p,
+			    (int)v->qv_len, SQLITE_STATIC);
+			break;
+		}
+	}
+}
+
+static uint64_t
+hash_text(const char *p)
+{
+	uint64_t	h = 0xcbf29ce484222325ULL;
+
+	for (; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The prepared statement for this SQL text, from the cache or new. */
+static sqlite3_stmt *
+query_stmt(struct store *s, const char *sql)
+{
+	struct store_qslot	*slot, *victim = NULL;
+	uint64_t		 h = hash_text(sql);
+	size_t			 i;
+
+	s->s_qclock++;
+	for (i = 0; i < STORE_QCACHE; i++) {
+		slot = &s->s_qcache[i];
+		if (slot->qs_stmt != NULL && slot->qs_hash == h &&
+		    strcmp(sqlite3_sql(slot->qs_stmt), sql) == 0) {
+			slot->qs_used = s->s_qclock;
+			return slot->qs_stmt;
+		}
+		if (victim == NULL || slot->qs_used < victim->qs_used)
+			victim = slot;
+	}
+	sqlite3_finalize(victim->qs_stmt);
+	memset(victim, 0, sizeof(*victim));
+	if (sqlite3_prepare_v3(s->s_db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+	    &victim->qs_stmt, NULL) != SQLITE_OK) {
+		store_sqlerr(s, "prepare query");
+		victim->qs_stmt = NULL;
+		return NULL;
+	}
+	victim->qs_hash = h;
+	victim->qs_used = s->s_qclock;
+	return victim->qs_stmt;
+}
+
+/* The number of events filter f may deliver. */
+static size_t
+filter_limit(const struct filter *f, size_t max_limit, size_t default_limit)
+{
+	size_t	limit;
+
+	if (f->f_has_limit)
+		limit = (uint64_t)f->f_limit < max_limit ?
+		    (size_t)f->f_limit : max_limit;
+	else if (f->f_has_ids)
+		limit = f->f_nids;
+	else
+		limit = default_limit;
+	return limit < max_limit ? limit : max_limit;
+}
+
+int
+store_query(struct store *s, const struct filter *f, size_t n,
+    size_t max_limit, size_t default_limit, int64_t now,
+    store_row_cb *cb, void *arg)
+{
+	struct qbuild	 qb;
+	struct seqset	 seen = { NULL, 0, 0 };
+	sqlite3_stmt	*st;
+	size_t		 i, limit;
+	int		 total = 0, r, stopped = 0;
+
+	for (i = 0; i < n && !stopped; i++) {
+		if (f[i].f_empty ||
+		    (limit = filter_limit(&f[i], max_limit,
+		    default_limit)) == 0)
+			continue;
+		memset(&qb, 0, sizeof(qb));
+		qb_plan(&qb, &f[i], now, limit > INT64_MAX ? INT64_MAX :
+		    (int64_t)limit);
+		qb_build(&qb, &f[i]);
+		st = query_stmt(s, qb.qb_sql.b_data);
+		if (st != NULL)
+			qb_bind(&qb, st);
+		buf_free(&qb.qb_sql);
+		free(qb.qb_bind);
+		free(qb.qb_tags);
+		if (st == NULL) {
+			total = -1;
+			break;
+		}
+		r = deliver_rows(s, st, n > 1 ? &seen : NULL, cb, arg,
+		    &stopped);
+		sqlite3_clear_bindings(st);
+		if (r == -1) {
+			total = -1;
+			break;
+		}
+		total += r;
+	}
+	free(seen.ss_v);
+	return total;
+}

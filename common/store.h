@@ -1,0 +1,139 @@
+/*
+ * store.h: the event store: NIP-01 events in graspd's SQLite database,
+ * with the replaceable/addressable rules, NIP-09 deletions and NIP-40
+ * expiration applied.
+ *
+ * relayd writes through it (and reads REQs from it); the other roles read
+ * it, and follow the accepted feed in seq order.  A struct store is one
+ * connection with its cached prepared statements; it belongs to one
+ * thread.  Callbacks given to the query functions must not call back into
+ * the same store.
+ */
+#ifndef GRASPD_STORE_H
+#define GRASPD_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct event;
+struct filter;
+struct store;
+
+/* NIP-09: the kind of a deletion request. */
+#define STORE_KIND_DELETION	5
+
+/* ngit-grasp brief 2.1: limit per filter when a REQ filter has none. */
+#define STORE_DEFAULT_LIMIT	500
+/* nips.md 1.10 (STRFRY maxFilterLimit): the largest limit honoured. */
+#define STORE_MAX_LIMIT		500
+
+enum store_result {
+	STORE_OK,		/* stored */
+	STORE_DUPLICATE,	/* that id is already stored */
+	STORE_DELETED,		/* refused: deleted by NIP-09 */
+	STORE_REPLACED,		/* refused: an equal or newer version is
+				   stored (NIP-01 replaceable rule) */
+	STORE_INVALID_DELETION,	/* kind 5 naming others' events */
+	STORE_ERROR,		/* database error, or an ephemeral kind */
+};
+
+/*
+ * Opens (read-write: creating and migrating) the database at path; see
+ * db_open().  Returns the store, or NULL with the reason in err.  The
+ * caller closes it with store_close().  Never exits, except on allocation
+ * failure.
+ */
+struct store	*store_open(const char *path, int readonly, char *err,
+		    size_t errlen);
+/* Finalizes the cached statements and closes the connection.  NULL is fine. */
+void		 store_close(struct store *);
+
+/*
+ * Transactions (BEGIN IMMEDIATE, so the write lock is taken up front).
+ * relayd wraps the puts of one loop turn in one transaction and answers
+ * OK only after store_commit() succeeds.  Each returns 0, or -1 after
+ * logging; a failed commit leaves the transaction rolled back.
+ */
+int		 store_begin(struct store *);
+int		 store_commit(struct store *);
+int		 store_rollback(struct store *);
+
+/*
+ * Stores ev (already verified by the caller: id, signature, policy) and
+ * applies its effects: a replaceable or addressable event removes the
+ * older version it replaces; a kind 5 event (NIP-09) removes the events
+ * and addresses of its author that it names and records them as deleted,
+ * so that they are refused if they come back.  Works inside or outside a
+ * store_begin() transaction; a refused or failed put changes nothing.  On
+ * STORE_OK stores the new seq in *seq_out (if not NULL).  Ephemeral kinds
+ * must not be passed in: they give STORE_ERROR, as does any write through
+ * a read-only store.  Does not look at NIP-40 expiration; that is the
+ * caller's policy.  Never exits, except on allocation failure.
+ */
+enum store_result store_put(struct store *, const struct event *ev,
+		    int64_t *seq_out);
+
+/*
+ * The NIP-01 OK message for a put result ("" for STORE_OK), a static
+ * string.  store_result_ok() gives the OK flag to send with it: true for
+ * STORE_OK and STORE_DUPLICATE, false for the rest (an older replaceable
+ * version is refused with "invalid:", as ngit-grasp does).
+ */
+const char	*store_result_message(enum store_result);
+int		 store_result_ok(enum store_result);
+
+/* 1 if an event with that id is stored, 0 if not, -1 on error. */
+int		 store_has_id(struct store *, const uint8_t id[32]);
+/*
+ * 1 if a NIP-09 deletion by pubkey recorded that id as deleted (pubkey
+ * NULL: by anyone), 0 if not, -1 on error.
+ */
+int		 store_is_deleted(struct store *, const uint8_t id[32],
+		    const uint8_t pubkey[32]);
+/*
+ * 1 if an event of that kind by that author with that d value ("" for a
+ * replaceable kind) is stored, 0 if not, -1 on error.  d is NUL-terminated.
+ */
+int		 store_has_address(struct store *, uint32_t kind,
+		    const uint8_t pubkey[32], const char *d);
+/*
+ * 1 if some stored event has a tag whose one-letter name is one of the
+ * letters in names (e.g. "aAq") and whose first value is exactly value,
+ * 0 if not, -1 on error.  Expired events count.
+ */
+int		 store_tag_exists(struct store *, const char *names,
+		    const char *value);
+
+/*
+ * Runs the stored-events phase of a REQ: for each of the n filters, the
+ * newest matching events first (created_at descending, then id
+ * ascending), at most the filter's limit (clamped to max_limit;
+ * default_limit when absent, or the number of ids for an ids filter).
+ * Events already delivered for an earlier filter are not repeated, and
+ * events whose NIP-40 expiration is before now are skipped.  cb gets the
+ * stored JSON (valid only during the call) and seq; a non-zero return
+ * stops the query.  Returns the number of events delivered, or -1 on a
+ * database error.
+ */
+int		 store_query(struct store *, const struct filter *f,
+		    size_t n, size_t max_limit, size_t default_limit,
+		    int64_t now, int (*cb)(const char *json, size_t len,
+		    int64_t seq, void *arg), void *arg);
+
+/* Number of stored events, or -1 on error. */
+int64_t		 store_count(struct store *);
+/*
+ * The highest seq ever assigned (0 for a new database), even if that
+ * event has since been removed, into *out.  Returns 0, or -1 on error.
+ */
+int		 store_last_seq(struct store *, int64_t *out);
+/*
+ * Delivers the stored events with seq > after in seq order, at most max
+ * of them, through cb as in store_query() (expired events included).
+ * Returns the number delivered, or -1 on error.
+ */
+int		 store_since_seq(struct store *, int64_t after, size_t max,
+		    int (*cb)(const char *json, size_t len, int64_t seq,
+		    void *arg), void *arg);
+
+#endif

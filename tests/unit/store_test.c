@@ -1,0 +1,1069 @@
+/*
+ * store_test.c: the event store (store.c) and database opening (db.c):
+ * replaceable and addressable rules, NIP-09 deletions, NIP-40 expiration,
+ * REQ queries against filter_match(), limits, and the seq feed.
+ */
+#define _GNU_SOURCE
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "db.h"
+#include "event.h"
+#include "filter.h"
+#include "json.h"
+#include "log.h"
+#include "store.h"
+#include "t.h"
+
+static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
+static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
+static const uint8_t	 sk3[32] = { [0 ... 31] = 0x33 };
+
+#define NOW	1000000
+#define FLEN	12288	/* room for one filter's text */
+/* Tags JSON holding one d tag. */
+#define D_TAG(v)	"[[\"d\",\"" v "\"]]"
+
+static char	 tmpdir[64];
+static int	 dbcount;
+static char	 err[256];
+
+/* A fresh store in its own file under tmpdir. */
+static struct store *
+fresh(void)
+{
+	char		 path[128];
+	struct store	*s;
+
+	snprintf(path, sizeof(path), "%s/db%d/graspd.db", tmpdir, ++dbcount);
+	s = store_open(path, 0, err, sizeof(err));
+	if (s == NULL)
+		printf("# store_open: %s\n", err);
+	return s;
+}
+
+static struct event *
+ev_new(const uint8_t *sk, int64_t created_at, uint32_t kind,
+    const char *tags, const char *content)
+{
+	struct event	*ev = event_new_signed(sk, created_at, kind, tags,
+	    content);
+
+	if (ev == NULL) {
+		printf("# event_new_signed failed for tags %s\n",
+		    tags ? tags : "(none)");
+		abort();
+	}
+	return ev;
+}
+
+/* What a query delivered. */
+struct coll {
+	size_t	  n;
+	char	**json;
+	int64_t	 *seq;
+	size_t	  stop_after;	/* 0: never stop */
+};
+
+static int
+collect(const char *json, size_t len, int64_t seq, void *arg)
+{
+	struct coll	*c = arg;
+
+	c->json = realloc(c->json, (c->n + 1) * sizeof(*c->json));
+	c->seq = realloc(c->seq, (c->n + 1) * sizeof(*c->seq));
+	if (c->json == NULL || c->seq == NULL)
+		abort();
+	if ((c->json[c->n] = malloc(len + 1)) == NULL)
+		abort();
+	memcpy(c->json[c->n], json, len);
+	c->json[c->n][len] = '\0';
+	c->seq[c->n] = seq;
+	c->n++;
+	return c->stop_after != 0 && c->n >= c->stop_after;
+}
+
+static void
+coll_free(struct coll *c)
+{
+	size_t	i;
+
+	for (i = 0; i < c->n; i++)
+		free(c->json[i]);
+	free(c->json);
+	free(c->seq);
+	memset(c, 0, sizeof(*c));
+}
+
+/* 1 if c holds exactly the events exp[0..n) in that order. */
+static int
+coll_is(const struct coll *c, struct event *const *exp, size_t n)
+{
+	size_t	i;
+
+	if (c->n != n) {
+		printf("# got %zu events, expected %zu\n", c->n, n);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		if (strcmp(c->json[i], exp[i]->json) != 0) {
+			printf("# event %zu differs\n", i);
+			return 0;
+		}
+	return 1;
+}
+
+static int
+parse_filter(const char *text, struct filter *f)
+{
+	struct json_doc	*doc = NULL;
+	struct json	*j;
+	int		 r;
+
+	if ((j = json_parse(text, strlen(text), &doc, err,
+	    sizeof(err))) == NULL) {
+		printf("# bad filter JSON %s: %s\n", text, err);
+		return -1;
+	}
+	r = filter_parse(j, f, err, sizeof(err));
+	if (r != 0)
+		printf("# filter %s: %s\n", text, err);
+	json_free(doc);
+	return r;
+}
+
+/* Runs one filter (text) through store_query into c; returns its result. */
+static int
+query1(struct store *s, const char *text, size_t max, size_t def,
+    int64_t now, struct coll *c)
+{
+	struct filter	f;
+	int		r;
+
+	if (parse_filter(text, &f) != 0)
+		return -2;
+	r = store_query(s, &f, 1, max, def, now, collect, c);
+	filter_free(&f);
+	return r;
+}
+
+static int
+count_of(struct store *s, const char *text)
+{
+	struct coll	c = { 0 };
+	int		r = query1(s, text, 100000, 100000, NOW, &c);
+
+	coll_free(&c);
+	return r;
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void
+db_open_creates_parents_sets_pragmas_and_migrates_once(void)
+{
+	sqlite3		*db;
+	sqlite3_stmt	*st;
+	char		 path[128];
+	const char	*checks[][2] = {
+		{ "PRAGMA journal_mode", "wal" },
+		{ "PRAGMA foreign_keys", "1" },
+		{ "PRAGMA synchronous", "1" },
+		{ "PRAGMA busy_timeout", "5000" },
+	};
+	size_t		 i;
+	int		 pass;
+
+	snprintf(path, sizeof(path), "%s/a/b/c/graspd.db", tmpdir);
+	T_CHECK(db_open(path, DB_READONLY, &db, err, sizeof(err)) == -1);
+	T_CHECK(db == NULL);
+	for (pass = 0; pass < 3; pass++) {
+		T_ASSERT(db_open(path, pass == 2 ? DB_READONLY : 0, &db, err,
+		    sizeof(err)) == 0);
+		for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+			T_ASSERT(sqlite3_prepare_v2(db, checks[i][0], -1, &st,
+			    NULL) == SQLITE_OK);
+			T_ASSERT(sqlite3_step(st) == SQLITE_ROW);
+			T_CHECK(strcmp((const char *)sqlite3_column_text(st, 0),
+			    checks[i][1]) == 0);
+			sqlite3_finalize(st);
+		}
+		T_ASSERT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1,
+		    &st, NULL) == SQLITE_OK);
+		T_ASSERT(sqlite3_step(st) == SQLITE_ROW);
+		T_CHECK(sqlite3_column_int(st, 0) == db_schema_version());
+		sqlite3_finalize(st);
+		db_close(db);
+	}
+	/* A schema newer than this program's is refused. */
+	T_ASSERT(db_open(path, 0, &db, err, sizeof(err)) == 0);
+	T_ASSERT(sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL,
+	    NULL) == SQLITE_OK);
+	db_close(db);
+	T_CHECK(db_open(path, 0, &db, err, sizeof(err)) == -1);
+	T_CHECK(strstr(err, "newer") != NULL);
+}
+
+static void
+put_stores_once_then_reports_duplicate(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev = ev_new(sk1, 100, 1, "[[\"t\",\"x\"]]", "hi");
+	int64_t		 seq = 0, seq2 = 0;
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_has_id(s, ev->id) == 0);
+	T_CHECK(store_put(s, ev, &seq) == STORE_OK);
+	T_CHECK(seq > 0);
+	T_CHECK(store_has_id(s, ev->id) == 1);
+	T_CHECK(store_put(s, ev, &seq2) == STORE_DUPLICATE);
+	T_CHECK(seq2 == 0);
+	T_CHECK(store_count(s) == 1);
+	event_free(ev);
+	store_close(s);
+}
+
+static void
+put_refuses_ephemeral_kinds(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev = ev_new(sk1, 100, 20001, NULL, "");
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, ev, NULL) == STORE_ERROR);
+	T_CHECK(store_count(s) == 0);
+	event_free(ev);
+	store_close(s);
+}
+
+static void
+replaceable_newer_wins_older_refused(void)
+{
+	struct store	*s = fresh();
+	struct event	*a = ev_new(sk1, 100, 10002, NULL, "a");
+	struct event	*b = ev_new(sk1, 200, 10002, NULL, "b");
+	struct event	*c = ev_new(sk1, 150, 10002, NULL, "c");
+	struct event	*other = ev_new(sk2, 50, 10002, NULL, "o");
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, a, NULL) == STORE_OK);
+	T_CHECK(store_put(s, other, NULL) == STORE_OK);
+	T_CHECK(store_put(s, b, NULL) == STORE_OK);
+	T_CHECK(store_has_id(s, a->id) == 0);
+	T_CHECK(store_put(s, c, NULL) == STORE_REPLACED);
+	T_CHECK(store_has_id(s, c->id) == 0);
+	T_CHECK(store_put(s, a, NULL) == STORE_REPLACED);
+	T_CHECK(store_has_id(s, b->id) == 1);
+	/* Another author's list is a different address. */
+	T_CHECK(store_has_id(s, other->id) == 1);
+	T_CHECK(store_count(s) == 2);
+	T_CHECK(store_has_address(s, 10002, a->pubkey, "") == 1);
+	T_CHECK(store_has_address(s, 10002, a->pubkey, "x") == 0);
+	T_CHECK(count_of(s, "{\"kinds\":[10002]}") == 2);
+	event_free(a);
+	event_free(b);
+	event_free(c);
+	event_free(other);
+	store_close(s);
+}
+
+static void
+replaceable_tie_keeps_lower_id_in_both_orders(void)
+{
+	struct event	*x = ev_new(sk1, 100, 0, NULL, "x");
+	struct event	*y = ev_new(sk1, 100, 0, NULL, "y");
+	struct event	*lo, *hi;
+	struct store	*s;
+
+	if (memcmp(x->id, y->id, 32) < 0)
+		lo = x, hi = y;
+	else
+		lo = y, hi = x;
+
+	T_ASSERT((s = fresh()) != NULL);
+	T_CHECK(store_put(s, lo, NULL) == STORE_OK);
+	T_CHECK(store_put(s, hi, NULL) == STORE_REPLACED);
+	T_CHECK(store_has_id(s, lo->id) == 1);
+	T_CHECK(store_has_id(s, hi->id) == 0);
+	store_close(s);
+
+	T_ASSERT((s = fresh()) != NULL);
+	T_CHECK(store_put(s, hi, NULL) == STORE_OK);
+	T_CHECK(store_put(s, lo, NULL) == STORE_OK);
+	T_CHECK(store_has_id(s, lo->id) == 1);
+	T_CHECK(store_has_id(s, hi->id) == 0);
+	T_CHECK(store_count(s) == 1);
+	store_close(s);
+	event_free(x);
+	event_free(y);
+}
+
+static void
+addressable_kept_per_d(void)
+{
+	struct store	*s = fresh();
+	struct event	*a1 = ev_new(sk1, 100, 30617, D_TAG("a"), "1");
+	struct event	*b1 = ev_new(sk1, 100, 30617, D_TAG("b"), "2");
+	struct event	*a2 = ev_new(sk1, 200, 30617, D_TAG("a"), "3");
+	struct event	*nod = ev_new(sk1, 100, 30617, NULL, "4");
+	struct event	*empty = ev_new(sk1, 300, 30617, D_TAG(""), "5");
+	struct event	*k2 = ev_new(sk1, 100, 30618, D_TAG("a"), "6");
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, a1, NULL) == STORE_OK);
+	T_CHECK(store_put(s, b1, NULL) == STORE_OK);
+	T_CHECK(store_put(s, k2, NULL) == STORE_OK);
+	T_CHECK(store_put(s, a2, NULL) == STORE_OK);
+	T_CHECK(store_has_id(s, a1->id) == 0);
+	T_CHECK(store_has_id(s, b1->id) == 1);
+	T_CHECK(store_has_id(s, k2->id) == 1);
+	T_CHECK(store_put(s, a1, NULL) == STORE_REPLACED);
+	/* No d tag is keyed as d = "" (nips.md 1.5). */
+	T_CHECK(store_put(s, nod, NULL) == STORE_OK);
+	T_CHECK(store_has_address(s, 30617, nod->pubkey, "") == 1);
+	T_CHECK(store_put(s, empty, NULL) == STORE_OK);
+	T_CHECK(store_has_id(s, nod->id) == 0);
+	T_CHECK(store_has_address(s, 30617, a1->pubkey, "a") == 1);
+	T_CHECK(store_has_address(s, 30617, a1->pubkey, "c") == 0);
+	T_CHECK(store_has_address(s, 30618, a1->pubkey, "a") == 1);
+	T_CHECK(count_of(s, "{\"kinds\":[30617]}") == 3);
+	T_CHECK(count_of(s, "{\"#d\":[\"a\"]}") == 2);
+	event_free(a1);
+	event_free(b1);
+	event_free(a2);
+	event_free(nod);
+	event_free(empty);
+	event_free(k2);
+	store_close(s);
+}
+
+/* A kind 5 by sk naming the given e ids and a coordinates. */
+static struct event *
+deletion(const uint8_t *sk, int64_t created_at, const char *e1,
+    const char *e2, const char *a1)
+{
+	char	tags[1024];
+	size_t	len;
+
+	len = (size_t)snprintf(tags, sizeof(tags), "[[\"k\",\"1\"]");
+	if (e1 != NULL)
+		len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+		    ",[\"e\",\"%s\"]", e1);
+	if (e2 != NULL)
+		len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+		    ",[\"e\",\"%s\"]", e2);
+	if (a1 != NULL)
+		len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+		    ",[\"a\",\"%s\"]", a1);
+	snprintf(tags + len, sizeof(tags) - len, "]");
+	return ev_new(sk, created_at, 5, tags, "gone");
+}
+
+static void
+deletion_by_e_removes_own_event_and_blocks_it(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev = ev_new(sk1, 100, 1, "[[\"t\",\"x\"]]", "x");
+	struct event	*del = deletion(sk1, 200, ev->id_hex, NULL, NULL);
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
+	T_CHECK(store_put(s, del, NULL) == STORE_OK);
+	T_CHECK(store_has_id(s, ev->id) == 0);
+	T_CHECK(store_has_id(s, del->id) == 1);
+	T_CHECK(store_is_deleted(s, ev->id, ev->pubkey) == 1);
+	T_CHECK(store_is_deleted(s, ev->id, NULL) == 1);
+	T_CHECK(store_is_deleted(s, del->id, NULL) == 0);
+	T_CHECK(store_put(s, ev, NULL) == STORE_DELETED);
+	/* Its tag rows went with it. */
+	T_CHECK(store_tag_exists(s, "t", "x") == 0);
+	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 0);
+	event_free(ev);
+	event_free(del);
+	store_close(s);
+}
+
+static void
+deletion_naming_another_authors_event_is_refused_whole(void)
+{
+	struct store	*s = fresh();
+	struct event	*theirs = ev_new(sk1, 100, 1, NULL, "theirs");
+	struct event	*mine = ev_new(sk2, 100, 1, NULL, "mine");
+	struct event	*del = deletion(sk2, 200, mine->id_hex,
+	    theirs->id_hex, NULL);
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, theirs, NULL) == STORE_OK);
+	T_CHECK(store_put(s, mine, NULL) == STORE_OK);
+	T_CHECK(store_put(s, del, NULL) == STORE_INVALID_DELETION);
+	T_CHECK(store_has_id(s, theirs->id) == 1);
+	T_CHECK(store_has_id(s, mine->id) == 1);
+	T_CHECK(store_has_id(s, del->id) == 0);
+	T_CHECK(store_is_deleted(s, mine->id, NULL) == 0);
+	event_free(theirs);
+	event_free(mine);
+	event_free(del);
+	store_close(s);
+}
+
+static void
+deletion_before_arrival_blocks_only_the_same_author(void)
+{
+	struct store	*s = fresh();
+	struct event	*own = ev_new(sk1, 100, 1, NULL, "own");
+	struct event	*foreign = ev_new(sk2, 100, 1, NULL, "foreign");
+	/* sk1 names both ids before either is stored. */
+	struct event	*del = deletion(sk1, 200, own->id_hex,
+	    foreign->id_hex, NULL);
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, del, NULL) == STORE_OK);
+	T_CHECK(store_put(s, own, NULL) == STORE_DELETED);
+	T_CHECK(store_put(s, foreign, NULL) == STORE_OK);
+	T_CHECK(store_is_deleted(s, foreign->id, foreign->pubkey) == 0);
+	T_CHECK(store_is_deleted(s, own->id, own->pubkey) == 1);
+	event_free(own);
+	event_free(foreign);
+	event_free(del);
+	store_close(s);
+}
+
+static void
+deleting_a_deletion_has_no_effect(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev = ev_new(sk1, 100, 1, NULL, "x");
+	struct event	*del1 = deletion(sk1, 200, ev->id_hex, NULL, NULL);
+	struct event	*del3 = deletion(sk1, 210, NULL, NULL, NULL);
+	struct event	*del2 = deletion(sk1, 300, del1->id_hex,
+	    del3->id_hex, NULL);
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
+	T_CHECK(store_put(s, del1, NULL) == STORE_OK);
+	T_CHECK(store_put(s, del2, NULL) == STORE_OK);
+	T_CHECK(store_has_id(s, del1->id) == 1);
+	/* A deletion named before it arrived is still accepted. */
+	T_CHECK(store_put(s, del3, NULL) == STORE_OK);
+	T_CHECK(store_put(s, ev, NULL) == STORE_DELETED);
+	event_free(ev);
+	event_free(del1);
+	event_free(del2);
+	event_free(del3);
+	store_close(s);
+}
+
+static void
+deletion_by_a_removes_versions_up_to_its_time(void)
+{
+	struct store	*s = fresh();
+	struct event	*v100 = ev_new(sk1, 100, 30617, "[[\"d\",\"r:x\"]]",
+	    "1");
+	struct event	*v150 = ev_new(sk1, 150, 30617, "[[\"d\",\"r:x\"]]",
+	    "2");
+	struct event	*v151 = ev_new(sk1, 151, 30617, "[[\"d\",\"r:x\"]]",
+	    "3");
+	struct event	*otherd = ev_new(sk1, 100, 30617, "[[\"d\",\"r\"]]",
+	    "4");
+	struct event	*del;
+	char		 coord[128];
+
+	/* d holds a colon: the coordinate splits on the first two only. */
+	snprintf(coord, sizeof(coord), "30617:%s:r:x", v100->pubkey_hex);
+	del = deletion(sk1, 150, NULL, NULL, coord);
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, v100, NULL) == STORE_OK);
+	T_CHECK(store_put(s, otherd, NULL) == STORE_OK);
+	T_CHECK(store_put(s, del, NULL) == STORE_OK);
+	T_CHECK(store_has_id(s, v100->id) == 0);
+	T_CHECK(store_has_address(s, 30617, v100->pubkey, "r:x") == 0);
+	T_CHECK(store_has_id(s, otherd->id) == 1);
+	T_CHECK(store_put(s, v100, NULL) == STORE_DELETED);
+	T_CHECK(store_put(s, v150, NULL) == STORE_DELETED);
+	T_CHECK(store_put(s, v151, NULL) == STORE_OK);
+	event_free(del);
+
+	/* A newer version stored before the deletion survives it. */
+	del = deletion(sk1, 140, NULL, NULL, coord);
+	T_CHECK(store_put(s, del, NULL) == STORE_OK);
+	T_CHECK(store_has_id(s, v151->id) == 1);
+	/* An earlier cutoff does not lower the recorded one. */
+	T_CHECK(store_put(s, v150, NULL) == STORE_DELETED);
+	event_free(del);
+	event_free(v100);
+	event_free(v150);
+	event_free(v151);
+	event_free(otherd);
+	store_close(s);
+}
+
+static void
+deletion_by_a_of_another_pubkey_is_refused(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev = ev_new(sk1, 100, 30617, D_TAG("r"), "1");
+	struct event	*del;
+	char		 coord[128];
+
+	snprintf(coord, sizeof(coord), "30617:%s:r", ev->pubkey_hex);
+	del = deletion(sk2, 200, NULL, NULL, coord);
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
+	T_CHECK(store_put(s, del, NULL) == STORE_INVALID_DELETION);
+	T_CHECK(store_has_id(s, ev->id) == 1);
+	T_CHECK(store_has_id(s, del->id) == 0);
+	event_free(ev);
+	event_free(del);
+	store_close(s);
+}
+
+static void
+expired_events_hidden_on_read_but_in_feed(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev = ev_new(sk1, 100, 1,
+	    "[[\"expiration\",\"1000\"]]", "x");
+	struct event	*keep = ev_new(sk1, 90, 1, NULL, "y");
+	struct coll	 c = { 0 };
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
+	T_CHECK(store_put(s, keep, NULL) == STORE_OK);
+	T_CHECK(query1(s, "{}", 10, 10, 999, &c) == 2);
+	coll_free(&c);
+	T_CHECK(query1(s, "{}", 10, 10, 1000, &c) == 2);
+	coll_free(&c);
+	T_CHECK(query1(s, "{}", 10, 10, 1001, &c) == 1);
+	T_CHECK(coll_is(&c, &keep, 1));
+	coll_free(&c);
+	T_CHECK(store_since_seq(s, 0, 10, collect, &c) == 2);
+	coll_free(&c);
+	event_free(ev);
+	event_free(keep);
+	store_close(s);
+}
+
+static void
+limit_default_and_max_clamp(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev[20];
+	struct coll	 c = { 0 };
+	char		 text[1024];
+	size_t		 i, len;
+
+	T_ASSERT(s != NULL);
+	for (i = 0; i < 20; i++) {
+		ev[i] = ev_new(sk1, 100 + (int64_t)i, 1, NULL, "x");
+		T_CHECK(store_put(s, ev[i], NULL) == STORE_OK);
+	}
+	T_CHECK(query1(s, "{}", 10, 5, NOW, &c) == 5);
+	T_CHECK(c.json != NULL && strcmp(c.json[0], ev[19]->json) == 0);
+	coll_free(&c);
+	T_CHECK(query1(s, "{\"limit\":100}", 10, 5, NOW, &c) == 10);
+	coll_free(&c);
+	T_CHECK(query1(s, "{\"limit\":3}", 10, 5, NOW, &c) == 3);
+	coll_free(&c);
+	T_CHECK(query1(s, "{\"limit\":0}", 10, 5, NOW, &c) == 0);
+	coll_free(&c);
+	/* An ids filter without limit wants all its ids, up to max. */
+	len = (size_t)snprintf(text, sizeof(text), "{\"ids\":[");
+	for (i = 0; i < 7; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+		    "%s\"%s\"", i ? "," : "", ev[i]->id_hex);
+	snprintf(text + len, sizeof(text) - len, "]}");
+	T_CHECK(query1(s, text, 10, 2, NOW, &c) == 7);
+	coll_free(&c);
+	T_CHECK(query1(s, text, 4, 2, NOW, &c) == 4);
+	coll_free(&c);
+	/* A default above max is clamped too. */
+	T_CHECK(query1(s, "{}", 6, 50, NOW, &c) == 6);
+	coll_free(&c);
+	for (i = 0; i < 20; i++)
+		event_free(ev[i]);
+	store_close(s);
+}
+
+static void
+ordering_newest_first_ties_by_lowest_id(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev[8], *exp[8], *tmp;
+	struct coll	 c = { 0 };
+	size_t		 i, j;
+	char		 content[8];
+
+	T_ASSERT(s != NULL);
+	for (i = 0; i < 8; i++) {
+		snprintf(content, sizeof(content), "%zu", i);
+		ev[i] = ev_new(sk1, 100 + (int64_t)(i % 3), 1, NULL, content);
+		T_CHECK(store_put(s, ev[i], NULL) == STORE_OK);
+		exp[i] = ev[i];
+	}
+	for (i = 0; i < 8; i++)
+		for (j = i + 1; j < 8; j++)
+			if (exp[j]->created_at > exp[i]->created_at ||
+			    (exp[j]->created_at == exp[i]->created_at &&
+			    memcmp(exp[j]->id, exp[i]->id, 32) < 0)) {
+				tmp = exp[i];
+				exp[i] = exp[j];
+				exp[j] = tmp;
+			}
+	T_CHECK(query1(s, "{}", 100, 100, NOW, &c) == 8);
+	T_CHECK(coll_is(&c, exp, 8));
+	coll_free(&c);
+	for (i = 0; i < 8; i++)
+		event_free(ev[i]);
+	store_close(s);
+}
+
+static void
+query_dedupes_across_filters_and_stops_on_request(void)
+{
+	struct store	*s = fresh();
+	struct event	*a = ev_new(sk1, 100, 1, NULL, "a");
+	struct event	*b = ev_new(sk1, 101, 7, NULL, "b");
+	struct event	*c2 = ev_new(sk2, 102, 1, NULL, "c");
+	struct filter	 f[3];
+	struct coll	 c = { 0 };
+	char		 text[256];
+	size_t		 i;
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, a, NULL) == STORE_OK);
+	T_CHECK(store_put(s, b, NULL) == STORE_OK);
+	T_CHECK(store_put(s, c2, NULL) == STORE_OK);
+	snprintf(text, sizeof(text), "{\"authors\":[\"%s\"]}", a->pubkey_hex);
+	T_ASSERT(parse_filter(text, &f[0]) == 0);
+	T_ASSERT(parse_filter("{\"kinds\":[1]}", &f[1]) == 0);
+	T_ASSERT(parse_filter("{\"kinds\":[]}", &f[2]) == 0);
+	T_CHECK(store_query(s, f, 3, 100, 100, NOW, collect, &c) == 3);
+	/* First filter's results in its order, then the new ones. */
+	{
+		struct event	*exp[] = { b, a, c2 };
+
+		T_CHECK(coll_is(&c, exp, 3));
+	}
+	coll_free(&c);
+	c.stop_after = 2;
+	T_CHECK(store_query(s, f, 3, 100, 100, NOW, collect, &c) == 2);
+	coll_free(&c);
+	for (i = 0; i < 3; i++)
+		filter_free(&f[i]);
+	event_free(a);
+	event_free(b);
+	event_free(c2);
+	store_close(s);
+}
+
+/* xorshift: a reproducible event set. */
+static uint64_t	rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t
+rng(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state % n);
+}
+
+static int
+cmp_newest(const void *x, const void *y)
+{
+	const struct event	*a = *(struct event *const *)x;
+	const struct event	*b = *(struct event *const *)y;
+
+	if (a->created_at != b->created_at)
+		return a->created_at > b->created_at ? -1 : 1;
+	return memcmp(a->id, b->id, 32);
+}
+
+static void
+query_results_equal_filter_match(void)
+{
+	enum { NEV = 400 };
+	static const uint32_t	 kinds[] = {
+		1, 7, 1617, 1621, 30617, 10002
+	};
+	const uint8_t		*keys[] = { sk1, sk2, sk3 };
+	struct store		*s = fresh();
+	struct event		*ev[NEV], *exp[NEV];
+	char			 pk[3][65], tags[1024], content[32];
+	static char		 filters[40][FLEN];
+	struct filter		 f[40];
+	struct coll		 c = { 0 };
+	int64_t			 now = 1050;
+	size_t			 i, j, nf = 0, nexp, len;
+	uint8_t			 pkb[32];
+
+	T_ASSERT(s != NULL);
+	for (i = 0; i < 3; i++) {
+		T_ASSERT(event_pubkey_of(keys[i], pkb) == 0);
+		hex_encode(pkb, 32, pk[i]);
+	}
+	for (i = 0; i < NEV; i++) {
+		uint32_t kind = kinds[rng(6)];
+
+		len = (size_t)snprintf(tags, sizeof(tags), "[[\"k\",\"v\"]");
+		if (kind == 30617)
+			len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+			    ",[\"d\",\"r%u\"]", rng(3));
+		if (i > 0 && rng(3) == 0)
+			len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+			    ",[\"e\",\"%s\"]", ev[rng((uint32_t)i)]->id_hex);
+		if (rng(2))
+			len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+			    ",[\"p\",\"%s\"]", pk[rng(3)]);
+		if (rng(4) == 0)
+			len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+			    ",[\"p\",\"%s\"]", pk[rng(3)]);
+		if (rng(2))
+			len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+			    ",[\"t\",\"%c\"]", 'a' + rng(3));
+		if (rng(4) == 0)
+			len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+			    ",[\"t\",\"x\",\"y\"]");
+		if (rng(4) == 0)
+			len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+			    ",[\"a\",\"30617:%s:r%u\"]", pk[rng(3)], rng(3));
+		if (rng(8) == 0)
+			len += (size_t)snprintf(tags + len, sizeof(tags) - len,
+			    ",[\"expiration\",\"%u\"]", 1000 + rng(100));
+		snprintf(tags + len, sizeof(tags) - len, "]");
+		snprintf(content, sizeof(content), "event %zu", i);
+		ev[i] = ev_new(keys[rng(3)], 1000 + rng(40), kind, tags,
+		    content);
+		enum store_result r = store_put(s, ev[i], NULL);
+		T_CHECK(r == STORE_OK || r == STORE_REPLACED);
+	}
+
+	snprintf(filters[nf++], FLEN, "{}");
+	snprintf(filters[nf++], FLEN, "{\"kinds\":[1]}");
+	snprintf(filters[nf++], FLEN, "{\"kinds\":[1,7],\"limit\":10}");
+	snprintf(filters[nf++], FLEN, "{\"authors\":[\"%s\"]}", pk[0]);
+	snprintf(filters[nf++], FLEN, "{\"authors\":[\"%s\",\"%s\"],"
+	    "\"kinds\":[1621]}", pk[1], pk[2]);
+	snprintf(filters[nf++], FLEN, "{\"#t\":[\"a\"]}");
+	snprintf(filters[nf++], FLEN, "{\"#t\":[\"a\",\"b\"],\"kinds\":[1]}");
+	snprintf(filters[nf++], FLEN, "{\"#e\":[\"%s\",\"%s\"]}",
+	    ev[3]->id_hex, ev[10]->id_hex);
+	snprintf(filters[nf++], FLEN, "{\"#p\":[\"%s\"],\"since\":1010,"
+	    "\"until\":1030}", pk[1]);
+	snprintf(filters[nf++], FLEN, "{\"ids\":[\"%s\",\"%s\",\"%s\"]}",
+	    ev[0]->id_hex, ev[5]->id_hex, ev[399]->id_hex);
+	snprintf(filters[nf++], FLEN, "{\"kinds\":[30617],\"#d\":[\"r1\"]}");
+	snprintf(filters[nf++], FLEN, "{\"#a\":[\"30617:%s:r0\"]}", pk[2]);
+	snprintf(filters[nf++], FLEN, "{\"since\":1035}");
+	snprintf(filters[nf++], FLEN, "{\"until\":1005,\"limit\":3}");
+	snprintf(filters[nf++], FLEN, "{\"#t\":[\"x\"]}");
+	snprintf(filters[nf++], FLEN, "{\"#t\":[\"y\"]}");
+	snprintf(filters[nf++], FLEN, "{\"#t\":[\"c\"],\"#p\":[\"%s\"],"
+	    "\"authors\":[\"%s\"]}", pk[0], pk[1]);
+	snprintf(filters[nf++], FLEN, "{\"kinds\":[10002,30617],\"limit\":7}");
+	/* Two arms finding the same event (two p tags) return it once. */
+	snprintf(filters[nf++], FLEN, "{\"#p\":[\"%s\",\"%s\"],"
+	    "\"limit\":40}", pk[0], pk[1]);
+	snprintf(filters[nf++], FLEN, "{\"kinds\":[1621],\"since\":1010,"
+	    "\"until\":1020}");
+	snprintf(filters[nf++], FLEN, "{\"authors\":[\"%s\"],\"until\":1020,"
+	    "\"limit\":5}", pk[2]);
+	/* Too many kinds, or authors x kinds, for one scan per value. */
+	snprintf(filters[nf++], FLEN, "{\"kinds\":[1,2,3,4,5,6,7,8,9,10,11,"
+	    "12,13,14,15,16,17,1617],\"limit\":30}");
+	snprintf(filters[nf++], FLEN, "{\"authors\":[\"%s\",\"%s\",\"%s\"],"
+	    "\"kinds\":[1,2,3,4,5,6,7],\"limit\":25}", pk[0], pk[1], pk[2]);
+	/* More authors than arms, and authors x kinds beyond the arms. */
+	len = (size_t)snprintf(filters[nf], FLEN, "{\"limit\":15,"
+	    "\"authors\":[\"%s\"", pk[0]);
+	for (j = 0; j < 129; j++)
+		len += (size_t)snprintf(filters[nf] + len, FLEN - len,
+		    ",\"%064zx\"", j);
+	snprintf(filters[nf++] + len, FLEN - len, "]}");
+	len = (size_t)snprintf(filters[nf], FLEN, "{\"authors\":[\"%s\","
+	    "\"%s\"],\"kinds\":[7", pk[1], pk[2]);
+	for (j = 0; j < 70; j++)
+		len += (size_t)snprintf(filters[nf] + len, FLEN - len,
+		    ",%zu", 1000 + j * 10);
+	snprintf(filters[nf++] + len, FLEN - len, "]}");
+	/* ids with other members; two multi-value tag conditions. */
+	len = (size_t)snprintf(filters[nf], FLEN, "{\"#t\":[\"a\",\"b\","
+	    "\"x\"],\"kinds\":[1,7,1617,1621],\"ids\":[");
+	for (j = 0; j < 40; j++)
+		len += (size_t)snprintf(filters[nf] + len, FLEN - len,
+		    "%s\"%s\"", j ? "," : "", ev[j]->id_hex);
+	snprintf(filters[nf++] + len, FLEN - len, "]}");
+	snprintf(filters[nf++], FLEN, "{\"#t\":[\"a\",\"b\",\"x\"],"
+	    "\"#p\":[\"%s\",\"%s\"],\"limit\":12}", pk[0], pk[2]);
+	/* More #e values than arms: one SELECT driven by the tag index. */
+	len = (size_t)snprintf(filters[nf], FLEN, "{\"kinds\":[1,7,1617],"
+	    "\"#e\":[");
+	for (j = 0; j < 20; j++)
+		len += (size_t)snprintf(filters[nf] + len, FLEN - len,
+		    "%s\"%s\"", j ? "," : "", ev[j * 7]->id_hex);
+	snprintf(filters[nf++] + len, FLEN - len, "]}");
+
+	for (i = 0; i < nf; i++) {
+		T_ASSERT(parse_filter(filters[i], &f[i]) == 0);
+		nexp = 0;
+		for (j = 0; j < NEV; j++) {
+			int64_t x = event_expiration(ev[j]);
+
+			if (store_has_id(s, ev[j]->id) == 1 &&
+			    filter_match(&f[i], ev[j]) &&
+			    (x == 0 || x >= now))
+				exp[nexp++] = ev[j];
+		}
+		qsort(exp, nexp, sizeof(exp[0]), cmp_newest);
+		if (f[i].f_has_limit && (size_t)f[i].f_limit < nexp)
+			nexp = (size_t)f[i].f_limit;
+		if (f[i].f_has_ids && !f[i].f_has_limit && f[i].f_nids < nexp)
+			nexp = f[i].f_nids;
+		T_CHECK(store_query(s, &f[i], 1, NEV, NEV, now, collect, &c) ==
+		    (int)nexp);
+		if (!coll_is(&c, exp, nexp))
+			printf("# filter %s\n", filters[i]);
+		T_CHECK(coll_is(&c, exp, nexp));
+		coll_free(&c);
+	}
+
+	/* All at once: each event once, in the order of its first filter. */
+	T_CHECK(store_query(s, f, nf, NEV, NEV, now, collect, &c) > 0);
+	for (i = 0; i < c.n; i++)
+		for (j = i + 1; j < c.n; j++)
+			T_CHECK(c.seq[i] != c.seq[j]);
+	coll_free(&c);
+
+	for (i = 0; i < nf; i++)
+		filter_free(&f[i]);
+	for (i = 0; i < NEV; i++)
+		event_free(ev[i]);
+	store_close(s);
+}
+
+static void
+since_seq_reads_feed_in_order(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev[5];
+	struct coll	 c = { 0 };
+	int64_t		 seq[5], last = -1;
+	size_t		 i;
+	char		 content[8];
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_last_seq(s, &last) == 0);
+	T_CHECK(last == 0);
+	for (i = 0; i < 5; i++) {
+		snprintf(content, sizeof(content), "%zu", i);
+		/* Out of created_at order: the feed is arrival order. */
+		ev[i] = ev_new(sk1, 500 - (int64_t)i * 10, 1, NULL, content);
+		T_CHECK(store_put(s, ev[i], &seq[i]) == STORE_OK);
+		T_CHECK(i == 0 || seq[i] > seq[i - 1]);
+	}
+	T_CHECK(store_since_seq(s, 0, 100, collect, &c) == 5);
+	T_CHECK(coll_is(&c, ev, 5));
+	for (i = 0; i < c.n; i++)
+		T_CHECK(c.seq[i] == seq[i]);
+	coll_free(&c);
+	T_CHECK(store_since_seq(s, seq[1], 2, collect, &c) == 2);
+	T_CHECK(coll_is(&c, ev + 2, 2));
+	coll_free(&c);
+	T_CHECK(store_since_seq(s, seq[4], 100, collect, &c) == 0);
+	coll_free(&c);
+	T_CHECK(store_last_seq(s, &last) == 0);
+	T_CHECK(last == seq[4]);
+
+	/* Removing the newest does not move last_seq back. */
+	{
+		struct event	*del;
+		int64_t		 dseq;
+
+		del = deletion(sk1, 600, ev[4]->id_hex, NULL, NULL);
+		T_CHECK(store_put(s, del, &dseq) == STORE_OK);
+		T_CHECK(store_last_seq(s, &last) == 0);
+		T_CHECK(last == dseq);
+		T_CHECK(store_since_seq(s, seq[3], 100, collect, &c) == 1);
+		T_CHECK(coll_is(&c, &del, 1));
+		coll_free(&c);
+		event_free(del);
+	}
+	for (i = 0; i < 5; i++)
+		event_free(ev[i]);
+	store_close(s);
+}
+
+static void
+tag_exists_checks_first_values_of_named_letters(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev = ev_new(sk1, 100, 1,
+	    "[[\"A\",\"30617:x:y\"],[\"q\",\"quoted\",\"extra\"],"
+	    "[\"qq\",\"long\"]]", "x");
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
+	T_CHECK(store_tag_exists(s, "aAq", "30617:x:y") == 1);
+	T_CHECK(store_tag_exists(s, "a", "30617:x:y") == 0);
+	T_CHECK(store_tag_exists(s, "aAq", "quoted") == 1);
+	T_CHECK(store_tag_exists(s, "aAq", "extra") == 0);
+	T_CHECK(store_tag_exists(s, "q", "long") == 0);
+	T_CHECK(store_tag_exists(s, "", "quoted") == 0);
+	event_free(ev);
+
+	/* A tag repeated in one event is indexed, and found, once. */
+	ev = ev_new(sk1, 100, 1, "[[\"t\",\"same\"],[\"t\",\"same\"]]",
+	    "twice");
+	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
+	T_CHECK(count_of(s, "{\"#t\":[\"same\"]}") == 1);
+	T_CHECK(count_of(s, "{\"#t\":[\"same\",\"other\"]}") == 1);
+	event_free(ev);
+
+	/* Values are compared by length: a NUL inside one is kept. */
+	ev = ev_new(sk1, 100, 1, "[[\"t\",\"a\\u0000b\"]]", "nul");
+	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
+	T_CHECK(count_of(s, "{\"#t\":[\"a\\u0000b\"]}") == 1);
+	T_CHECK(count_of(s, "{\"#t\":[\"a\"]}") == 0);
+	T_CHECK(count_of(s, "{\"#t\":[\"a\\u0000c\",\"x\"]}") == 0);
+	event_free(ev);
+	store_close(s);
+}
+
+static void
+transactions_batch_and_roll_back(void)
+{
+	struct store	*s = fresh();
+	struct event	*a = ev_new(sk1, 100, 1, NULL, "a");
+	struct event	*b = ev_new(sk1, 101, 1, NULL, "b");
+	struct event	*old = ev_new(sk1, 50, 0, NULL, "old");
+	struct event	*new = ev_new(sk1, 60, 0, NULL, "new");
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_begin(s) == 0);
+	T_CHECK(store_put(s, a, NULL) == STORE_OK);
+	T_CHECK(store_put(s, b, NULL) == STORE_OK);
+	T_CHECK(store_rollback(s) == 0);
+	T_CHECK(store_count(s) == 0);
+
+	T_CHECK(store_begin(s) == 0);
+	T_CHECK(store_put(s, a, NULL) == STORE_OK);
+	T_CHECK(store_put(s, new, NULL) == STORE_OK);
+	/* A refused put inside the batch leaves the rest of it alone. */
+	T_CHECK(store_put(s, old, NULL) == STORE_REPLACED);
+	T_CHECK(store_put(s, a, NULL) == STORE_DUPLICATE);
+	T_CHECK(store_put(s, b, NULL) == STORE_OK);
+	T_CHECK(store_commit(s) == 0);
+	T_CHECK(store_count(s) == 3);
+	event_free(a);
+	event_free(b);
+	event_free(old);
+	event_free(new);
+	store_close(s);
+}
+
+static void
+readonly_store_reads_what_writer_committed(void)
+{
+	char		 path[128];
+	struct store	*w, *r;
+	struct event	*a = ev_new(sk1, 100, 1, NULL, "a");
+	struct event	*b = ev_new(sk1, 101, 1, NULL, "b");
+	struct event	*other = ev_new(sk2, 1, 1, NULL, "");
+	struct coll	 c = { 0 };
+
+	snprintf(path, sizeof(path), "%s/ro/graspd.db", tmpdir);
+	T_CHECK(store_open(path, 1, err, sizeof(err)) == NULL);
+	T_ASSERT((w = store_open(path, 0, err, sizeof(err))) != NULL);
+	T_ASSERT((r = store_open(path, 1, err, sizeof(err))) != NULL);
+	T_CHECK(store_put(w, a, NULL) == STORE_OK);
+	T_CHECK(query1(r, "{}", 10, 10, NOW, &c) == 1);
+	coll_free(&c);
+	T_CHECK(store_put(w, b, NULL) == STORE_OK);
+	T_CHECK(query1(r, "{}", 10, 10, NOW, &c) == 2);
+	coll_free(&c);
+	/* Writing through a read-only store fails cleanly. */
+	T_CHECK(store_put(r, b, NULL) == STORE_DUPLICATE);
+	T_CHECK(store_put(r, other, NULL) == STORE_ERROR);
+	T_CHECK(store_has_id(w, other->id) == 0);
+	store_close(r);
+	store_close(w);
+	/* With no writer left (WAL checkpointed away), still readable. */
+	T_ASSERT((r = store_open(path, 1, err, sizeof(err))) != NULL);
+	T_CHECK(query1(r, "{}", 10, 10, NOW, &c) == 2);
+	coll_free(&c);
+	store_close(r);
+	event_free(a);
+	event_free(b);
+	event_free(other);
+}
+
+static void
+result_messages_follow_nip01_prefixes(void)
+{
+	T_EQ_STR(store_result_message(STORE_OK), "");
+	T_EQ_STR(store_result_message(STORE_DUPLICATE),
+	    "duplicate: already have this event");
+	T_EQ_STR(store_result_message(STORE_DELETED),
+	    "blocked: this event is deleted");
+	T_EQ_STR(store_result_message(STORE_REPLACED),
+	    "invalid: a newer version of this replaceable event is stored");
+	T_EQ_STR(store_result_message(STORE_INVALID_DELETION),
+	    "invalid: deletion targets events of another author");
+	T_EQ_STR(store_result_message(STORE_ERROR), "error: database error");
+	T_CHECK(store_result_ok(STORE_OK) && store_result_ok(STORE_DUPLICATE));
+	T_CHECK(!store_result_ok(STORE_DELETED) &&
+	    !store_result_ok(STORE_REPLACED) &&
+	    !store_result_ok(STORE_INVALID_DELETION) &&
+	    !store_result_ok(STORE_ERROR));
+}
+
+int
+main(void)
+{
+	int	rc;
+
+	log_init("store_test", 1);
+	log_setlevel(LOG_LVL_WARN);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/store_test.XXXXXX");
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	T_RUN(db_open_creates_parents_sets_pragmas_and_migrates_once);
+	T_RUN(put_stores_once_then_reports_duplicate);
+	T_RUN(put_refuses_ephemeral_kinds);
+	T_RUN(replaceable_newer_wins_older_refused);
+	T_RUN(replaceable_tie_keeps_lower_id_in_both_orders);
+	T_RUN(addressable_kept_per_d);
+	T_RUN(deletion_by_e_removes_own_event_and_blocks_it);
+	T_RUN(deletion_naming_another_authors_event_is_refused_whole);
+	T_RUN(deletion_before_arrival_blocks_only_the_same_author);
+	T_RUN(deleting_a_deletion_has_no_effect);
+	T_RUN(deletion_by_a_removes_versions_up_to_its_time);
+	T_RUN(deletion_by_a_of_another_pubkey_is_refused);
+	T_RUN(expired_events_hidden_on_read_but_in_feed);
+	T_RUN(limit_default_and_max_clamp);
+	T_RUN(ordering_newest_first_ties_by_lowest_id);
+	T_RUN(query_dedupes_across_filters_and_stops_on_request);
+	T_RUN(query_results_equal_filter_match);
+	T_RUN(since_seq_reads_feed_in_order);
+	T_RUN(tag_exists_checks_first_values_of_named_letters);
+	T_RUN(transactions_batch_and_roll_back);
+	T_RUN(readonly_store_reads_what_writer_committed);
+	T_RUN(result_messages_follow_nip01_prefixes);
+	rc = t_done();
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return rc;
+}

@@ -220,6 +220,9 @@ relay_own_metrics(void)
 	}
 	metric(a, "graspd_relay_events_stored",
 	    (double)store_count(relayd->store));
+	metric(a, "graspd_relay_commits_total", (double)st->commits);
+	metric(a, "graspd_relay_committed_events_total",
+	    (double)st->committed_events);
 	metric(a, "graspd_relay_http_requests_total",
 	    (double)st->http_requests);
 	return a;

@@ -28,6 +28,7 @@ struct pending {
 static STAILQ_HEAD(, pending)	pending = STAILQ_HEAD_INITIALIZER(pending);
 static lws_sorted_usec_list_t	flush_sul;
 static int			flush_scheduled;
+static size_t			last_batch;	/* events in the last commit */
 
 static void	flush_cb(lws_sorted_usec_list_t *);
 
@@ -121,8 +122,14 @@ schedule_flush(void)
 	if (flush_scheduled)
 		return;
 	flush_scheduled = 1;
-	/* Runs after the current service pass: one commit per loop turn. */
-	lws_sul_schedule(relayd->ctx, 0, &flush_sul, flush_cb, 1);
+	/*
+	 * Runs after the current service pass: one commit per loop turn.
+	 * Under load (the last commit carried several events) wait a little
+	 * longer so that more events share a commit: a commit costs far more
+	 * than an event, and queueing dominates latency then anyway.
+	 */
+	lws_sul_schedule(relayd->ctx, 0, &flush_sul, flush_cb,
+	    last_batch >= RELAY_BATCH_BUSY ? RELAY_BATCH_WAIT_US : 1);
 }
 
 static int
@@ -258,12 +265,18 @@ relay_ingest_flush_now(void)
 		return;
 	STAILQ_INIT(&batch);
 	STAILQ_CONCAT(&batch, &pending);
+	last_batch = 0;
+	STAILQ_FOREACH(p, &batch, p_entry)
+		last_batch++;
 
 	committed = store_begin(relayd->store) == 0;
 	if (committed) {
-		STAILQ_FOREACH(p, &batch, p_entry)
+		STAILQ_FOREACH(p, &batch, p_entry) {
 			decide(p);
+			relayd->stats.committed_events++;
+		}
 		committed = store_commit(relayd->store) == 0;
+		relayd->stats.commits++;
 		if (!committed) {
 			log_warnx("commit failed; refusing a batch");
 			store_rollback(relayd->store);

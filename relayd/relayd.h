@@ -48,6 +48,11 @@
 /* Ours: bytes queued to one client before it is dropped as too slow. */
 #define RELAY_MAX_OUTQ		(32 * 1024 * 1024)
 
+/* Ours: a commit with this many events means load: batch for longer. */
+#define RELAY_BATCH_BUSY	8
+/* Ours: how long a loaded relay gathers events for one commit. */
+#define RELAY_BATCH_WAIT_US	3000
+
 /* What relayd reports as its software (NIP-11 requires a URL). */
 #define RELAY_SOFTWARE		"https://github.com/graspd/graspd"
 #define RELAY_VERSION		"0.1.0"
@@ -100,6 +105,7 @@ struct relay_stats {
 	uint64_t	events_accepted, events_duplicate, events_refused;
 	uint64_t	events_invalid, events_ephemeral;
 	uint64_t	http_requests;
+	uint64_t	commits, committed_events;
 	uint64_t	ingested[ROLE_COUNT];	/* by origin role */
 };
 

@@ -1,0 +1,656 @@
+/*
+ * role.c: the process skeleton of syncd, discoveryd and historyd (see
+ * role.h).  One libwebsockets service loop per process, with no listening
+ * port: the nanomsg descriptors (control, accepted feed) are adopted into
+ * it as raw files, and the periodic work (database retry, feed poll,
+ * stats) runs on lws_sul timers.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/pipeline.h>
+#include <nanomsg/reqrep.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "event.h"
+#include "log.h"
+#include "role.h"
+#include "store.h"
+
+/* The name of the raw-file protocol our nanomsg descriptors use. */
+#define ROLE_CHAN_PROTOCOL	"graspd-chan"
+
+/* What an adopted descriptor is, kept as its wsi's opaque data. */
+enum role_chan {
+	RCHAN_CONTROL = 1,
+	RCHAN_FEED,
+};
+
+/* One role per process; the signal handler and lws callbacks need it. */
+static struct role_ctx	*role_self;
+
+static void	role_sched(struct role_ctx *, lws_sorted_usec_list_t *,
+		    sul_cb_t, double);
+
+int64_t
+role_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+role_uptime(const struct role_ctx *ctx)
+{
+	return (role_now_ms() - ctx->r_started_ms) / 1000;
+}
+
+void
+role_metric(cJSON *metrics, const char *name, double value)
+{
+	cJSON	*pair;
+
+	if ((pair = cJSON_CreateArray()) == NULL ||
+	    !cJSON_AddItemToArray(pair, cJSON_CreateString(name)) ||
+	    !cJSON_AddItemToArray(pair, cJSON_CreateNumber(value)) ||
+	    !cJSON_AddItemToArray(metrics, pair))
+		fatalx("role_metric: out of memory");
+}
+
+int
+role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
+    size_t len)
+{
+	struct buf	b = BUF_INIT;
+	int		rc, saved;
+
+	msg_ingest_encode(&b, ctx->r_role, relay_url, json, len);
+	rc = msg_send(ctx->r_sock_ingest, MSG_INGEST, b.b_data, b.b_len,
+	    NN_DONTWAIT);
+	saved = errno;
+	buf_free(&b);
+	if (rc == -1) {
+		ctx->r_ingest_dropped++;
+		errno = saved;
+		return -1;
+	}
+	ctx->r_ingest_sent++;
+	return 0;
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	if (role_self != NULL) {
+		role_self->r_stop = 1;
+		if (role_self->r_lws != NULL)
+			lws_cancel_service(role_self->r_lws);
+	}
+}
+
+static void
+lws_log_emit(int level, const char *line)
+{
+	size_t	n = strlen(line);
+
+	while (n > 0 && line[n - 1] == '\n')
+		n--;
+	if (level & LLL_ERR)
+		log_warnx("lws: %.*s", (int)n, line);
+	else
+		log_debug("lws: %.*s", (int)n, line);
+}
+
+static int
+mkdir_p(const char *path, mode_t mode)
+{
+	char	buf[4096], *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/*
+ * Adopts a copy of a nanomsg descriptor into the loop.  A copy, because
+ * libwebsockets closes what it adopted when the context goes, and the
+ * original belongs to nanomsg.
+ */
+static void
+role_adopt(struct role_ctx *ctx, int fd, enum role_chan kind,
+    const char *what)
+{
+	lws_sock_file_fd_type	 u;
+	struct lws		*wsi;
+	int			 copy;
+
+	if (fd < 0)
+		fatalx("no descriptor for the %s channel", what);
+	if ((copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1)
+		fatal("dup of the %s channel descriptor", what);
+	u.filefd = copy;
+	wsi = lws_adopt_descriptor_vhost(ctx->r_vhost, LWS_ADOPT_RAW_FILE_DESC,
+	    u, ROLE_CHAN_PROTOCOL, NULL);
+	if (wsi == NULL)
+		fatalx("cannot adopt the %s channel into the loop", what);
+	lws_set_opaque_user_data(wsi, (void *)(intptr_t)kind);
+}
+
+/* Tells the supervisor we are ready, if it asked (GRASPD_READY_FD). */
+static void
+role_notify_ready(void)
+{
+	const char	*s = getenv(ROLE_READY_ENV);
+	char		*ep;
+	long		 fd;
+
+	if (s == NULL || *s == '\0')
+		return;
+	errno = 0;
+	fd = strtol(s, &ep, 10);
+	if (errno != 0 || *ep != '\0' || fd <= 2 || fd > 65535) {
+		log_warnx("%s=%s: not a descriptor, readiness not signalled",
+		    ROLE_READY_ENV, s);
+		return;
+	}
+	if (write((int)fd, "READY=1\n", 8) != 8)
+		log_warn("readiness notification on descriptor %ld", fd);
+	close((int)fd);
+	unsetenv(ROLE_READY_ENV);
+}
+
+static void
+role_metrics(struct role_ctx *ctx, cJSON *metrics)
+{
+	const struct feed_stats	*fs = feed_stats(&ctx->r_feed);
+
+	role_metric(metrics, "graspd_role_uptime_seconds",
+	    (double)role_uptime(ctx));
+	role_metric(metrics, "graspd_role_ready", ctx->r_ready);
+	role_metric(metrics, "graspd_feed_seq", (double)(ctx->r_feed_open ?
+	    feed_last_seq(&ctx->r_feed) : ctx->r_start_seq));
+	role_metric(metrics, "graspd_feed_events_total",
+	    (double)fs->fs_events);
+	role_metric(metrics, "graspd_feed_notices_total",
+	    (double)fs->fs_notices);
+	role_metric(metrics, "graspd_feed_notice_gaps_total",
+	    (double)fs->fs_gaps);
+	role_metric(metrics, "graspd_feed_unnoticed_events_total",
+	    (double)fs->fs_unnoticed);
+	role_metric(metrics, "graspd_feed_unreadable_events_total",
+	    (double)fs->fs_unreadable);
+	role_metric(metrics, "graspd_role_ingest_sent_total",
+	    (double)ctx->r_ingest_sent);
+	role_metric(metrics, "graspd_role_ingest_dropped_total",
+	    (double)ctx->r_ingest_dropped);
+	if (ctx->r_ready && ctx->r_ops->stats != NULL)
+		ctx->r_ops->stats(ctx, metrics);
+}
+
+/* The reply to one control request; the caller frees it. */
+static cJSON *
+role_control_reply(struct role_ctx *ctx, const struct msg *m)
+{
+	cJSON		*req = NULL, *rep, *cmd, *args, *a0, *view;
+	const char	*c;
+	char		 e[160];
+	int		 lvl;
+
+	if ((rep = cJSON_CreateObject()) == NULL)
+		fatalx("control: out of memory");
+	if (m->m_type != MSG_CONTROL) {
+		snprintf(e, sizeof(e), "unexpected %s message",
+		    msg_type_name(m->m_type));
+		goto fail;
+	}
+	req = cJSON_ParseWithLength((const char *)m->m_data, m->m_len);
+	cmd = cJSON_IsObject(req) ? cJSON_GetObjectItem(req, "cmd") : NULL;
+	if (!cJSON_IsString(cmd)) {
+		snprintf(e, sizeof(e), "request must be a JSON object with a "
+		    "\"cmd\" string");
+		goto fail;
+	}
+	c = cmd->valuestring;
+	args = cJSON_GetObjectItem(req, "args");
+	a0 = cJSON_IsArray(args) ? cJSON_GetArrayItem(args, 0) : NULL;
+
+	if (strcmp(c, "status") == 0) {
+		cJSON_AddBoolToObject(rep, "ok", 1);
+		cJSON_AddStringToObject(rep, "role", ctx->r_name);
+		cJSON_AddNumberToObject(rep, "pid", (double)getpid());
+		cJSON_AddNumberToObject(rep, "uptime",
+		    (double)role_uptime(ctx));
+		cJSON_AddBoolToObject(rep, "ready", ctx->r_ready);
+		cJSON_AddNumberToObject(rep, "feed_seq",
+		    (double)(ctx->r_feed_open ? feed_last_seq(&ctx->r_feed) :
+		    ctx->r_start_seq));
+		if (!ctx->r_ready)
+			cJSON_AddStringToObject(rep, "waiting",
+			    ctx->r_waiting);
+	} else if (strcmp(c, "show") == 0) {
+		cJSON_AddBoolToObject(rep, "ok", 1);
+		cJSON_AddStringToObject(rep, "role", ctx->r_name);
+		view = cJSON_AddObjectToObject(rep, "view");
+		if (!ctx->r_ready) {
+			cJSON_AddBoolToObject(view, "ready", 0);
+			cJSON_AddStringToObject(view, "waiting",
+			    ctx->r_waiting);
+		} else if (ctx->r_ops->show != NULL)
+			ctx->r_ops->show(ctx, view);
+	} else if (strcmp(c, "stats") == 0) {
+		cJSON_AddBoolToObject(rep, "ok", 1);
+		role_metrics(ctx, cJSON_AddArrayToObject(rep, "metrics"));
+	} else if (strcmp(c, "log") == 0) {
+		if (cJSON_IsString(a0) && strcmp(a0->valuestring,
+		    "verbose") == 0)
+			lvl = LOG_LVL_DEBUG;
+		else if (cJSON_IsString(a0) && strcmp(a0->valuestring,
+		    "brief") == 0)
+			/* Back to the configured level, but no chattier
+			 * than info: "brief" must not mean debug. */
+			lvl = ctx->r_cfg.log_level < LOG_LVL_INFO ?
+			    ctx->r_cfg.log_level : LOG_LVL_INFO;
+		else {
+			snprintf(e, sizeof(e), "usage: log verbose|brief");
+			goto fail;
+		}
+		log_setlevel(lvl);
+		log_info("log level now %s", lvl == LOG_LVL_DEBUG ? "debug" :
+		    lvl == LOG_LVL_INFO ? "info" : lvl == LOG_LVL_WARN ?
+		    "warn" : "error");
+		cJSON_AddBoolToObject(rep, "ok", 1);
+		cJSON_AddStringToObject(rep, "level", lvl == LOG_LVL_DEBUG ?
+		    "debug" : lvl == LOG_LVL_INFO ? "info" :
+		    lvl == LOG_LVL_WARN ? "warn" : "error");
+	} else if (strcmp(c, "stop") == 0) {
+		cJSON_AddBoolToObject(rep, "ok", 1);
+		log_info("stop requested on the control socket");
+		/* The reply leaves through nanomsg's own thread; give it
+		 * a moment before the socket closes. */
+		role_sched(ctx, &ctx->r_sul_stop, NULL, ROLE_STOP_GRACE);
+	} else {
+		snprintf(e, sizeof(e), "unknown command \"%.64s\"", c);
+		goto fail;
+	}
+	cJSON_Delete(req);
+	return rep;
+fail:
+	cJSON_Delete(req);
+	cJSON_Delete(rep);
+	if ((rep = cJSON_CreateObject()) == NULL)
+		fatalx("control: out of memory");
+	cJSON_AddBoolToObject(rep, "ok", 0);
+	cJSON_AddStringToObject(rep, "error", e);
+	return rep;
+}
+
+/* Answers every waiting control request. */
+static void
+role_dispatch_control(struct role_ctx *ctx)
+{
+	struct msg	 m;
+	cJSON		*rep;
+	char		*out;
+	int		 r;
+
+	for (;;) {
+		if ((r = msg_recv(ctx->r_sock_control, &m, NN_DONTWAIT)) == 0)
+			break;
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			log_warn("control: receive");
+			break;
+		}
+		ctx->r_control_requests++;
+		rep = role_control_reply(ctx, &m);
+		msg_free(&m);
+		if ((out = cJSON_PrintUnformatted(rep)) == NULL)
+			fatalx("control: out of memory");
+		cJSON_Delete(rep);
+		if (msg_send(ctx->r_sock_control, MSG_CONTROL_REPLY, out,
+		    strlen(out), NN_DONTWAIT) == -1)
+			log_warn("control: reply");
+		free(out);
+	}
+}
+
+static int
+role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
+    void *user, void *in, size_t len)
+{
+	struct role_ctx	*ctx = role_self;
+
+	if (reason != LWS_CALLBACK_RAW_RX_FILE || ctx == NULL)
+		return 0;
+	switch ((intptr_t)lws_get_opaque_user_data(wsi)) {
+	case RCHAN_CONTROL:
+		role_dispatch_control(ctx);
+		break;
+	case RCHAN_FEED:
+		feed_drain(&ctx->r_feed);
+		break;
+	}
+	return 0;
+}
+
+static void
+role_on_feed_event(void *arg, int64_t seq, const struct event *ev)
+{
+	struct role_ctx	*ctx = arg;
+
+	log_debug("feed: seq %lld kind %u id %s", (long long)seq, ev->kind,
+	    ev->id_hex);
+	if (ctx->r_ops->accepted != NULL)
+		ctx->r_ops->accepted(ctx, seq, ev);
+}
+
+static void
+role_sul_stop(lws_sorted_usec_list_t *sul)
+{
+	struct role_ctx	*ctx = lws_container_of(sul, struct role_ctx,
+	    r_sul_stop);
+
+	ctx->r_stop = 1;
+}
+
+/* Schedules sul in secs seconds (cb NULL: the stop timer). */
+static void
+role_sched(struct role_ctx *ctx, lws_sorted_usec_list_t *sul, sul_cb_t cb,
+    double secs)
+{
+	lws_sul_schedule(ctx->r_lws, 0, sul, cb ? cb : role_sul_stop,
+	    (lws_usec_t)(secs * LWS_US_PER_SEC));
+}
+
+static void
+role_sul_poll(lws_sorted_usec_list_t *sul)
+{
+	struct role_ctx	*ctx = lws_container_of(sul, struct role_ctx,
+	    r_sul_poll);
+
+	feed_poll(&ctx->r_feed);
+	role_sched(ctx, sul, role_sul_poll, cfg_period(&ctx->r_cfg,
+	    ROLE_FEED_POLL_PERIOD));
+}
+
+static void
+role_sul_stats(lws_sorted_usec_list_t *sul)
+{
+	struct role_ctx	*ctx = lws_container_of(sul, struct role_ctx,
+	    r_sul_stats);
+	cJSON		*doc;
+	char		*out;
+
+	if ((doc = cJSON_CreateObject()) == NULL)
+		fatalx("stats: out of memory");
+	cJSON_AddStringToObject(doc, "role", ctx->r_name);
+	cJSON_AddNumberToObject(doc, "pid", (double)getpid());
+	role_metrics(ctx, cJSON_AddArrayToObject(doc, "metrics"));
+	if ((out = cJSON_PrintUnformatted(doc)) == NULL)
+		fatalx("stats: out of memory");
+	cJSON_Delete(doc);
+	/* Without relayd the snapshot is dropped: stats are not worth
+	 * a queue. */
+	if (msg_send(ctx->r_sock_stats, MSG_STATS, out, strlen(out),
+	    NN_DONTWAIT) == -1) {
+		ctx->r_stats_dropped++;
+		if (errno != EAGAIN)
+			log_warn("stats: send");
+	} else
+		ctx->r_stats_sent++;
+	free(out);
+	role_sched(ctx, sul, role_sul_stats, ctx->r_cfg.test ?
+	    ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD);
+}
+
+/*
+ * Opens the store and, once it is there, runs init, starts the feed and
+ * signals readiness.  Returns 0 when ready, -1 to try again later.
+ */
+static int
+role_open_store(struct role_ctx *ctx)
+{
+	struct store	*s;
+	struct stat	 sb;
+	char		 err[512], why[sizeof(ctx->r_waiting)];
+	int64_t		 start;
+
+	ctx->r_db_attempts++;
+	if (stat(ctx->r_dbpath, &sb) == -1) {
+		snprintf(why, sizeof(why), "database %s: %s (relayd creates "
+		    "it)", ctx->r_dbpath, strerror(errno));
+		goto wait;
+	}
+	if ((s = store_open(ctx->r_dbpath, 1, err, sizeof(err))) == NULL) {
+		snprintf(why, sizeof(why), "database: %s", err);
+		goto wait;
+	}
+	if (store_last_seq(s, &start) == -1) {
+		store_close(s);
+		snprintf(why, sizeof(why), "database %s: cannot read the last "
+		    "seq", ctx->r_dbpath);
+		goto wait;
+	}
+	ctx->r_store = s;
+	ctx->r_start_seq = start;
+	if (ctx->r_ops->init != NULL && ctx->r_ops->init(ctx) == -1)
+		fatalx("initialisation from the database failed");
+	ctx->r_init_done = 1;
+	if (feed_open(&ctx->r_feed, &ctx->r_cfg, s, start, role_on_feed_event,
+	    ctx) == -1)
+		fatal("cannot connect to the accepted channel");
+	ctx->r_feed_open = 1;
+	role_adopt(ctx, feed_fd(&ctx->r_feed), RCHAN_FEED, "accepted");
+	ctx->r_ready = 1;
+	ctx->r_waiting[0] = '\0';
+	log_info("ready: database %s, feed from seq %lld", ctx->r_dbpath,
+	    (long long)start);
+	role_notify_ready();
+	/* Whatever was stored while init ran is delivered now. */
+	feed_poll(&ctx->r_feed);
+	role_sched(ctx, &ctx->r_sul_poll, role_sul_poll,
+	    cfg_period(&ctx->r_cfg, ROLE_FEED_POLL_PERIOD));
+	return 0;
+wait:
+	/* Say it once per distinct reason, not once per attempt. */
+	if (strcmp(why, ctx->r_waiting) != 0)
+		log_info("waiting: %s", why);
+	else
+		log_debug("waiting: %s", why);
+	snprintf(ctx->r_waiting, sizeof(ctx->r_waiting), "%s", why);
+	return -1;
+}
+
+static void
+role_sul_db(lws_sorted_usec_list_t *sul)
+{
+	struct role_ctx	*ctx = lws_container_of(sul, struct role_ctx,
+	    r_sul_db);
+	double		 max;
+
+	if (role_open_store(ctx) == 0)
+		return;
+	max = cfg_period(&ctx->r_cfg, ROLE_DB_RETRY_MAX);
+	ctx->r_db_retry = ctx->r_db_retry * 2 > max ? max :
+	    ctx->r_db_retry * 2;
+	role_sched(ctx, sul, role_sul_db, ctx->r_db_retry);
+}
+
+static void __attribute__((noreturn))
+usage(const char *name)
+{
+	fprintf(stderr, "usage: %s [-d] [-f file]\n", name);
+	exit(CONFIG_EXIT);
+}
+
+/* Our raw-file protocol, then the role's, then the terminator. */
+static struct lws_protocols *
+role_protocols(const struct role_ops *ops)
+{
+	struct lws_protocols	*p;
+	size_t			 n = 0, i;
+
+	while (ops->protocols != NULL && ops->protocols[n].name != NULL)
+		n++;
+	if ((p = calloc(n + 2, sizeof(*p))) == NULL)
+		fatal("calloc");
+	p[0].name = ROLE_CHAN_PROTOCOL;
+	p[0].callback = role_chan_callback;
+	for (i = 0; i < n; i++)
+		p[i + 1] = ops->protocols[i];
+	return p;
+}
+
+static int
+role_connect(struct role_ctx *ctx, const char *chan)
+{
+	char	ep[512];
+	int	s;
+
+	if (chan_endpoint(ctx->r_cfg.run_path, chan, ep, sizeof(ep)) == -1)
+		fatalx("run path too long for the %s channel", chan);
+	if ((s = chan_open(NN_PUSH, ep, 0)) == -1)
+		fatal("cannot connect to %s", ep);
+	return s;
+}
+
+int
+role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
+{
+	static struct role_ctx		 ctx;
+	struct lws_context_creation_info info;
+	struct sigaction		 sa;
+	const char			*file = NULL, *name = role_name(role);
+	char				 err[512], ep[512];
+	int				 ch, foreground = 0;
+
+	while ((ch = getopt(argc, argv, "df:")) != -1) {
+		switch (ch) {
+		case 'd':
+			foreground = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		default:
+			usage(name);
+		}
+	}
+	if (optind != argc)
+		usage(name);
+	log_init(name, foreground);
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.r_role = role;
+	ctx.r_name = name;
+	ctx.r_ops = ops;
+	ctx.r_started_ms = role_now_ms();
+	ctx.r_sock_control = ctx.r_sock_stats = ctx.r_sock_ingest = -1;
+	ctx.r_feed.f_sock = ctx.r_feed.f_fd = -1;
+	ctx.r_db_retry = ROLE_DB_RETRY_FIRST;
+	snprintf(ctx.r_waiting, sizeof(ctx.r_waiting), "starting");
+	role_self = &ctx;
+
+	if (config_load(&ctx.r_cfg, file, err, sizeof(err)) == -1) {
+		log_warnx("configuration: %s", err);
+		exit(CONFIG_EXIT);
+	}
+	log_setlevel(ctx.r_cfg.log_level);
+	if (ctx.r_cfg.test)
+		log_warnx("NGIT_TEST is set: test timing, not for production");
+	if (snprintf(ctx.r_dbpath, sizeof(ctx.r_dbpath), "%s/graspd.db",
+	    ctx.r_cfg.relay_data_path) >= (int)sizeof(ctx.r_dbpath)) {
+		log_warnx("configuration: NGIT_RELAY_DATA_PATH is too long");
+		exit(CONFIG_EXIT);
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	/* The supervisor restarts roles to reload; a role keeps going. */
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+
+	if (mkdir_p(ctx.r_cfg.run_path, 0700) == -1)
+		fatal("cannot create the run directory %s",
+		    ctx.r_cfg.run_path);
+
+	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
+	ctx.r_protocols = role_protocols(ops);
+	memset(&info, 0, sizeof(info));
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.protocols = ctx.r_protocols;
+	info.gid = -1;
+	info.uid = -1;
+	if ((ctx.r_lws = lws_create_context(&info)) == NULL)
+		fatalx("cannot create the libwebsockets context");
+	if ((ctx.r_vhost = lws_get_vhost_by_name(ctx.r_lws, "default")) ==
+	    NULL)
+		fatalx("libwebsockets made no default vhost");
+
+	if (chan_control_endpoint(ctx.r_cfg.run_path, role, ep,
+	    sizeof(ep)) == -1)
+		fatalx("run path too long for the control channel");
+	if ((ctx.r_sock_control = chan_open(NN_REP, ep, 1)) == -1)
+		fatal("cannot bind %s", ep);
+	role_adopt(&ctx, chan_rcvfd(ctx.r_sock_control), RCHAN_CONTROL,
+	    "control");
+	ctx.r_sock_stats = role_connect(&ctx, CHAN_STATS);
+	ctx.r_sock_ingest = role_connect(&ctx, CHAN_INGEST);
+	log_info("started, control socket %s", ep);
+
+	if (role_open_store(&ctx) == -1)
+		role_sched(&ctx, &ctx.r_sul_db, role_sul_db, ctx.r_db_retry);
+	role_sched(&ctx, &ctx.r_sul_stats, role_sul_stats, ctx.r_cfg.test ?
+	    ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD);
+
+	while (!ctx.r_stop)
+		if (lws_service(ctx.r_lws, 0) < 0)
+			break;
+
+	log_info("stopping");
+	lws_sul_cancel(&ctx.r_sul_db);
+	lws_sul_cancel(&ctx.r_sul_poll);
+	lws_sul_cancel(&ctx.r_sul_stats);
+	lws_sul_cancel(&ctx.r_sul_stop);
+	if (ctx.r_init_done && ops->fini != NULL)
+		ops->fini(&ctx);
+	feed_close(&ctx.r_feed);
+	lws_context_destroy(ctx.r_lws);
+	ctx.r_lws = NULL;
+	chan_close(ctx.r_sock_control);
+	chan_close(ctx.r_sock_stats);
+	chan_close(ctx.r_sock_ingest);
+	store_close(ctx.r_store);
+	free(ctx.r_protocols);
+	config_free(&ctx.r_cfg);
+	role_self = NULL;
+	return 0;
+}

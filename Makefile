@@ -56,6 +56,25 @@ $(BIN)/$(1): $(patsubst %.c,$(O)/%.o,$(wildcard $(1)/*.c)) $(O)/libcommon.a
 endef
 $(foreach r,$(BUILT_ROLES),$(eval $(call role_template,$(r))))
 
+# graspd (the supervisor) and graspctl.  LIBEXECDIR, where graspd looks
+# for the roles when they are not beside it, is compiled into graspd; the
+# stamp file rebuilds graspd.o when it changes (make install PREFIX=...).
+LIBEXECDIR ?= $(PREFIX)/libexec/graspd
+SUP_SRC	:= $(filter-out supervisor/graspctl.c,$(wildcard supervisor/*.c))
+$(O)/supervisor/libexecdir.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LIBEXECDIR)' | cmp -s - $@ || echo '$(LIBEXECDIR)' > $@
+$(O)/supervisor/graspd.o: $(O)/supervisor/libexecdir.stamp
+$(O)/supervisor/graspd.o: override CFLAGS += -DLIBEXECDIR='"$(LIBEXECDIR)"'
+$(BIN)/graspd: $(SUP_SRC:%.c=$(O)/%.o) $(O)/libcommon.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BIN)/graspctl: $(O)/supervisor/graspctl.o $(O)/libcommon.a
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+.PHONY: FORCE
+FORCE:
+
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TLIB_OBJ) $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(O)/tests/integration/%: $(O)/tests/integration/%.o $(TLIB_OBJ) \

@@ -1,0 +1,661 @@
+/*
+ * graspd.c: the supervisor's main.  Reads the configuration, becomes a
+ * daemon (or stays in the foreground with -d), takes the pid file, binds
+ * the control socket, starts relayd and then, once relayd is ready, the
+ * other roles; reports readiness to whoever started it once every role
+ * is ready or failed; stops everything (relayd last) on SIGTERM, SIGINT
+ * or graspctl stop; re-reads the configuration on SIGHUP or graspctl
+ * reload.  One libevent loop, no threads of its own.
+ */
+#define _GNU_SOURCE		/* pipe2 */
+#include <sys/types.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "config.h"
+#include "log.h"
+#include "supervisor.h"
+
+#ifndef LIBEXECDIR
+#define LIBEXECDIR	"/usr/local/libexec/graspd"
+#endif
+
+struct supervisor	*sv;
+static struct supervisor sv_store;
+static int		 sv_verbose;	/* -v: debug, whatever the file says */
+
+double
+sup_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: graspd [-dnv] [-f file]\n");
+	exit(SUP_USAGE_EXIT);
+}
+
+/*
+ * Tells the process that waits for a daemon's start-up (graspd without
+ * -d) how it went: "READY" or "ERROR <status> <message>".  Once.
+ */
+static void
+report(int status, const char *msg)
+{
+	if (sv->sv_report_fd == -1)
+		return;
+	if (status == 0)
+		dprintf(sv->sv_report_fd, "READY\n");
+	else
+		dprintf(sv->sv_report_fd, "ERROR %d %s\n", status, msg);
+	close(sv->sv_report_fd);
+	sv->sv_report_fd = -1;
+}
+
+/* sd_notify(3), for systemd's Type=notify: one datagram, best effort. */
+static void
+notify(const char *state)
+{
+	struct sockaddr_un	 sun;
+	size_t			 len;
+	int			 fd;
+
+	if (sv->sv_notify == NULL)
+		return;
+	len = strlen(sv->sv_notify);
+	if (len < 2 || len >= sizeof(sun.sun_path) ||
+	    (sv->sv_notify[0] != '/' && sv->sv_notify[0] != '@'))
+		return;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, sv->sv_notify, len);
+	/* "@name" is Linux's abstract namespace. */
+	if (sun.sun_path[0] == '@')
+		sun.sun_path[0] = '\0';
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1) {
+		log_warn("notify: socket");
+		return;
+	}
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+	    (struct sockaddr *)&sun,
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) == -1)
+		log_warn("notify %s: sendto %s", state, sv->sv_notify);
+	close(fd);
+}
+
+static void
+pidfile_remove(void)
+{
+	if (sv->sv_pidfd == -1)
+		return;
+	unlink(sv->sv_pidfile);
+	close(sv->sv_pidfd);
+	sv->sv_pidfd = -1;
+}
+
+/* A start-up error before the loop: log it, tell the waiter, exit. */
+static void __attribute__((noreturn, format(printf, 2, 3)))
+startup_fail(int status, const char *fmt, ...)
+{
+	char	msg[1024];
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warnx("%s", msg);
+	report(status, msg);
+	sup_control_close();
+	pidfile_remove();
+	exit(status);
+}
+
+/* Creates dir and its parents, mode 0755; 0 or -1 with errno. */
+static int
+mkdir_p(const char *dir)
+{
+	char	path[PATH_MAX], *p;
+
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (p = path + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/*
+ * Takes RUN/graspd.pid: locked for as long as graspd runs, so a second
+ * graspd on the same run directory cannot steal the control socket.
+ */
+static void
+pidfile_open(void)
+{
+	char	old[32];
+	ssize_t	n;
+	int	fd;
+
+	if ((size_t)snprintf(sv->sv_pidfile, sizeof(sv->sv_pidfile),
+	    "%s/graspd.pid", sv->sv_cfg.run_path) >= sizeof(sv->sv_pidfile))
+		startup_fail(1, "run_path too long: %s", sv->sv_cfg.run_path);
+	fd = open(sv->sv_pidfile, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd == -1)
+		startup_fail(1, "%s: %s", sv->sv_pidfile, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		n = read(fd, old, sizeof(old) - 1);
+		old[n > 0 ? n : 0] = '\0';
+		old[strcspn(old, "\n")] = '\0';
+		close(fd);
+		startup_fail(1, "graspd is already running (pid %s, %s is "
+		    "locked)", old[0] ? old : "unknown", sv->sv_pidfile);
+	}
+	if (ftruncate(fd, 0) == -1 || dprintf(fd, "%d\n", (int)getpid()) < 0)
+		startup_fail(1, "%s: %s", sv->sv_pidfile, strerror(errno));
+	sv->sv_pidfd = fd;
+}
+
+/*
+ * Where the role binaries are: $GRASPD_LIBEXEC, else the directory of our
+ * own executable when relayd is there (a build tree), else LIBEXECDIR.
+ */
+static void
+find_libexec(void)
+{
+	const char	*env = getenv(SUP_LIBEXEC_ENV);
+	char		 exe[PATH_MAX], probe[PATH_MAX + 16], *slash;
+	ssize_t		 n;
+
+	if (env != NULL && *env != '\0') {
+		if (realpath(env, sv->sv_libexec) == NULL)
+			snprintf(sv->sv_libexec, sizeof(sv->sv_libexec), "%s",
+			    env);
+		return;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		if ((slash = strrchr(exe, '/')) != NULL) {
+			*slash = '\0';
+			snprintf(probe, sizeof(probe), "%s/relayd", exe);
+			if (access(probe, X_OK) == 0) {
+				snprintf(sv->sv_libexec, sizeof(sv->sv_libexec),
+				    "%s", exe);
+				return;
+			}
+		}
+	}
+	snprintf(sv->sv_libexec, sizeof(sv->sv_libexec), "%s", LIBEXECDIR);
+}
+
+/*
+ * The process that ran "graspd" waits here for the daemon's report and
+ * exits with its status, so that an init script sees a bad start.
+ */
+static int
+daemon_wait(int fd, pid_t child)
+{
+	char	buf[2048];
+	size_t	len = 0;
+	ssize_t	n;
+	int	st, status, off = 0;
+
+	while (waitpid(child, &st, 0) == -1 && errno == EINTR)
+		;
+	while (len < sizeof(buf) - 1) {
+		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (strncmp(buf, "READY\n", 6) == 0)
+		return 0;
+	if (sscanf(buf, "ERROR %d %n", &status, &off) == 1 && off > 0 &&
+	    status > 0 && status < 256) {
+		fprintf(stderr, "graspd: %s", buf + off);
+		return status;
+	}
+	fprintf(stderr, "graspd: the daemon exited during start-up; see the "
+	    "system log\n");
+	return 1;
+}
+
+/*
+ * Becomes a daemon: fork (the parent waits for the report), setsid,
+ * fork again, chdir /, standard descriptors to /dev/null.  Called before
+ * any nanomsg socket exists.
+ */
+static void
+daemon_start(void)
+{
+	int	p[2];
+	pid_t	pid;
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		fatal("pipe2");
+	fflush(NULL);
+	if ((pid = fork()) == -1)
+		fatal("fork");
+	if (pid > 0) {
+		close(p[1]);
+		exit(daemon_wait(p[0], pid));
+	}
+	close(p[0]);
+	if (setsid() == -1)
+		fatal("setsid");
+	if ((pid = fork()) == -1)
+		fatal("fork");
+	if (pid > 0)
+		_exit(0);
+	if (chdir("/") == -1)
+		fatal("chdir /");
+	if (dup2(sv->sv_devnull, 0) == -1 || dup2(sv->sv_devnull, 1) == -1 ||
+	    dup2(sv->sv_devnull, 2) == -1)
+		fatal("dup2");
+	sv->sv_report_fd = p[1];
+}
+
+struct event *
+sup_event_new(int fd, short events, void (*cb)(int, short, void *),
+    void *arg)
+{
+	struct event	*ev;
+
+	if ((ev = calloc(1, event_get_struct_event_size())) == NULL)
+		fatal("calloc");
+	if (event_assign(ev, sv->sv_base, fd, events, cb, arg) == -1)
+		fatalx("event_assign failed");
+	return ev;
+}
+
+void
+sup_event_free(struct event *ev)
+{
+	if (ev == NULL)
+		return;
+	event_del(ev);
+	free(ev);
+}
+
+void
+sup_progress(void)
+{
+	if (sv->sv_progress_ev != NULL)
+		event_active(sv->sv_progress_ev, EV_TIMEOUT, 1);
+}
+
+void
+sup_shutdown(int status)
+{
+	struct sup_role	*r;
+	int		 i;
+
+	if (sv->sv_shutdown)
+		return;
+	sv->sv_shutdown = 1;
+	sv->sv_exit = status;
+	log_info("stopping every role");
+	notify("STOPPING=1");
+	if (sv->sv_booting) {
+		sv->sv_booting = 0;
+		report(status ? status : 1, "graspd was stopped during its "
+		    "start-up");
+	}
+	/* relayd last: sup_progress stops it once the others are gone. */
+	for (i = 0; i < SUP_NROLES; i++) {
+		r = &sv->sv_roles[i];
+		if (r->rl_id != ROLE_RELAYD || r->rl_pid <= 0)
+			sup_role_stop(r);
+	}
+	sup_progress();
+}
+
+/* Start-up is over: tell the caller (and systemd), or give up. */
+static void
+boot_done(int status, const char *msg)
+{
+	struct buf	 b = BUF_INIT;
+	struct sup_role	*r;
+	int		 i;
+
+	sv->sv_booting = 0;
+	if (status != 0) {
+		log_warnx("%s", msg);
+		report(status, msg);
+		sup_shutdown(status);
+		return;
+	}
+	for (i = 0; i < SUP_NROLES; i++) {
+		r = &sv->sv_roles[i];
+		buf_printf(&b, "%s%s %s", i ? ", " : "", r->rl_name,
+		    sup_state_name(r->rl_state));
+	}
+	log_info("ready: %s", b.b_data);
+	buf_free(&b);
+	report(0, NULL);
+	notify("READY=1");
+}
+
+/*
+ * Start-up order: relayd first, then the others once relayd is ready;
+ * done when relayd runs and every other wanted role is ready or failed.
+ */
+static void
+boot_progress(void)
+{
+	struct sup_role	*relayd = sup_role_get(ROLE_RELAYD), *r;
+	char		 msg[512];
+	int		 i;
+
+	if (relayd->rl_state == SUP_FAILED) {
+		snprintf(msg, sizeof(msg), "relayd failed: %s",
+		    relayd->rl_reason);
+		boot_done(strcmp(relayd->rl_last_exit, "exited 78") == 0 ?
+		    CONFIG_EXIT : 1, msg);
+		return;
+	}
+	if (relayd->rl_state != SUP_RUNNING)
+		return;
+	for (i = 0; i < SUP_NROLES; i++) {
+		r = &sv->sv_roles[i];
+		if (r->rl_hold)
+			sup_role_start(r);
+	}
+	for (i = 0; i < SUP_NROLES; i++) {
+		r = &sv->sv_roles[i];
+		if (r->rl_want && r->rl_state != SUP_RUNNING)
+			return;
+	}
+	boot_done(0, NULL);
+}
+
+static void
+progress_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sup_role	*relayd = sup_role_get(ROLE_RELAYD);
+	int		 i, others = 0;
+
+	if (sv->sv_shutdown) {
+		for (i = 0; i < SUP_NROLES; i++)
+			if (sv->sv_roles[i].rl_id != ROLE_RELAYD &&
+			    sv->sv_roles[i].rl_pid > 0)
+				others++;
+		if (others == 0 && relayd->rl_pid > 0 &&
+		    relayd->rl_state != SUP_STOPPING)
+			sup_role_stop(relayd);
+		if (sup_roles_alive() == 0) {
+			log_info("every role stopped");
+			event_base_loopbreak(sv->sv_base);
+		}
+		return;
+	}
+	if (sv->sv_booting)
+		boot_progress();
+}
+
+static void
+apply_log_level(void)
+{
+	log_setlevel(sv_verbose ? LOG_LVL_DEBUG : sv->sv_cfg.log_level);
+}
+
+int
+sup_reload(int *changed, char *err, size_t errlen)
+{
+	struct config	 nc;
+	struct buf	 a = BUF_INIT, b = BUF_INIT;
+	struct sup_role	*r;
+	int		 i;
+
+	*changed = 0;
+	if (sv->sv_shutdown) {
+		snprintf(err, errlen, "graspd is shutting down");
+		return -1;
+	}
+	if (config_load(&nc, sv->sv_conffile, err, errlen) == -1) {
+		config_free(&nc);
+		log_warnx("reload: %s; keeping the running configuration",
+		    err);
+		return -1;
+	}
+	if (strcmp(nc.run_path, sv->sv_cfg.run_path) != 0) {
+		snprintf(err, errlen, "run_path changed from %s to %s: "
+		    "restart graspd to move it", sv->sv_cfg.run_path,
+		    nc.run_path);
+		config_free(&nc);
+		log_warnx("reload: %s; keeping the running configuration",
+		    err);
+		return -1;
+	}
+	config_dump(&sv->sv_cfg, &a);
+	config_dump(&nc, &b);
+	/* config_dump never shows the secret key: compare it apart. */
+	*changed = strcmp(a.b_data, b.b_data) != 0 ||
+	    nc.has_owner_sk != sv->sv_cfg.has_owner_sk ||
+	    memcmp(nc.owner_sk, sv->sv_cfg.owner_sk, sizeof(nc.owner_sk)) != 0;
+	buf_free(&a);
+	buf_free(&b);
+	config_free(&sv->sv_cfg);
+	sv->sv_cfg = nc;
+	explicit_bzero(&nc, sizeof(nc));
+	apply_log_level();
+	if (!*changed) {
+		log_info("reload: configuration unchanged");
+		return 0;
+	}
+	log_info("reload: configuration changed: restarting the roles");
+	for (i = 0; i < SUP_NROLES; i++) {
+		r = &sv->sv_roles[i];
+		if (r->rl_hold)
+			continue;
+		if (r->rl_want)
+			sup_role_restart(r);
+		else if (r->rl_state == SUP_FAILED)
+			sup_role_start(r);	/* the change may fix it */
+	}
+	return 0;
+}
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	char	err[1024];
+	int	changed;
+
+	switch (sig) {
+	case SIGTERM:
+	case SIGINT:
+		log_info("%s received", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		sup_shutdown(0);
+		break;
+	case SIGHUP:
+		log_info("SIGHUP received: reloading the configuration");
+		sup_reload(&changed, err, sizeof(err));
+		break;
+	case SIGCHLD:
+		sup_reap();
+		break;
+	}
+}
+
+static void
+warn_relative(const char *key, const char *path)
+{
+	if (path != NULL && path[0] != '/')
+		log_warnx("%s %s is relative: a daemon resolves it from /",
+		    key, path);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const int	 sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+	struct event		*sigev[sizeof(sigs) / sizeof(sigs[0])];
+	struct sup_role		*r;
+	struct buf		 b = BUF_INIT;
+	const char		*file = NULL, *ns;
+	char			 err[1024], real[PATH_MAX];
+	int			 ch, nflag = 0, fd;
+	size_t			 i;
+
+	/* Descriptors 0-2 must exist before anything else is opened. */
+	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd < 3)
+		;
+	if (fd > 2)
+		close(fd);
+
+	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
+		switch (ch) {
+		case 'd':
+			sv_store.sv_foreground = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'n':
+			nflag = 1;
+			break;
+		case 'v':
+			sv_verbose = 1;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+
+	sv = &sv_store;
+	sv->sv_ctl = -1;
+	sv->sv_pidfd = -1;
+	sv->sv_report_fd = -1;
+	log_init("graspd", 1);
+	if (config_load(&sv->sv_cfg, file, err, sizeof(err)) == -1) {
+		fprintf(stderr, "graspd: %s\n", err);
+		config_free(&sv->sv_cfg);
+		return CONFIG_EXIT;
+	}
+	if (nflag) {
+		if (sv_verbose) {
+			config_dump(&sv->sv_cfg, &b);
+			fputs(b.b_data, stdout);
+			buf_free(&b);
+		}
+		fprintf(stderr, "configuration OK\n");
+		config_free(&sv->sv_cfg);
+		return 0;
+	}
+	if (file != NULL) {
+		if (realpath(file, real) == NULL) {
+			fprintf(stderr, "graspd: %s: %s\n", file,
+			    strerror(errno));
+			return CONFIG_EXIT;
+		}
+		if ((sv->sv_conffile = strdup(real)) == NULL)
+			fatal("strdup");
+	}
+	apply_log_level();
+	find_libexec();
+	/* Ours alone: a role must not tell systemd anything. */
+	if ((ns = getenv(SUP_NOTIFY_ENV)) != NULL && *ns != '\0' &&
+	    (sv->sv_notify = strdup(ns)) == NULL)
+		fatal("strdup");
+	unsetenv(SUP_NOTIFY_ENV);
+	config_warn_env();
+	if (sv->sv_cfg.test)
+		log_warnx("NGIT_TEST is set: test timing, not for production");
+	if ((sv->sv_devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
+		fatal("/dev/null");
+	if (!sv->sv_foreground) {
+		warn_relative("run_path", sv->sv_cfg.run_path);
+		warn_relative("relay_data_path", sv->sv_cfg.relay_data_path);
+		warn_relative("git_data_path", sv->sv_cfg.git_data_path);
+		daemon_start();
+		log_init("graspd", 0);
+	}
+
+	if (mkdir_p(sv->sv_cfg.run_path) == -1)
+		startup_fail(1, "cannot create run_path %s: %s",
+		    sv->sv_cfg.run_path, strerror(errno));
+	pidfile_open();
+	signal(SIGPIPE, SIG_IGN);
+	if ((sv->sv_base = event_base_new()) == NULL)
+		startup_fail(1, "event_base_new failed");
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		sigev[i] = sup_event_new(sigs[i], EV_SIGNAL | EV_PERSIST,
+		    signal_cb, NULL);
+		if (evsignal_add(sigev[i], NULL) == -1)
+			startup_fail(1, "cannot watch signal %d", sigs[i]);
+	}
+	sv->sv_progress_ev = sup_event_new(-1, 0, progress_cb, NULL);
+	sup_roles_init();
+	if (sup_control_open(err, sizeof(err)) == -1)
+		startup_fail(1, "control socket: %s", err);
+
+	sv->sv_started = sup_now();
+	sv->sv_booting = 1;
+	log_info("started (pid %d, configuration %s, roles from %s)",
+	    (int)getpid(), sv->sv_conffile ? sv->sv_conffile :
+	    "defaults and environment", sv->sv_libexec);
+	for (i = 0; i < SUP_NROLES; i++) {
+		r = &sv->sv_roles[i];
+		if (r->rl_id == ROLE_RELAYD)
+			continue;
+		r->rl_want = 1;
+		r->rl_hold = 1;
+		r->rl_state = SUP_STARTING;
+		snprintf(r->rl_reason, sizeof(r->rl_reason),
+		    "waiting for relayd to be ready");
+	}
+	sup_role_start(sup_role_get(ROLE_RELAYD));
+
+	event_base_dispatch(sv->sv_base);
+
+	log_info("exiting with status %d", sv->sv_exit);
+	report(sv->sv_exit ? sv->sv_exit : 1, "graspd exited during its "
+	    "start-up");
+	sup_control_close();
+	sup_roles_free();
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sup_event_free(sigev[i]);
+	sup_event_free(sv->sv_progress_ev);
+	sv->sv_progress_ev = NULL;
+	event_base_free(sv->sv_base);
+	pidfile_remove();
+	close(sv->sv_devnull);
+	config_free(&sv->sv_cfg);
+	free(sv->sv_conffile);
+	free(sv->sv_notify);
+	return sv->sv_exit;
+}

@@ -1,0 +1,614 @@
+/*
+ * sup_role.c: graspd's role table.  Starts each role by fork+exec with a
+ * readiness pipe, reaps it, and applies the restart policy of
+ * supervisor.h: a role that was ready for a while restarts at once, a
+ * role that died fast restarts after a doubling delay and is marked
+ * failed after SUP_MAX_FAST_DEATHS such deaths in a row, and a role that
+ * exits 78 (EX_CONFIG) is failed at once.  Runs in the supervisor only.
+ *
+ * nanomsg is not fork-safe and graspd has nanomsg's threads, so a forked
+ * child only moves descriptors, resets signals and execs: everything it
+ * needs (argv, envp) is built before fork().
+ */
+#define _GNU_SOURCE		/* close_range, dup3, pipe2 */
+#include <sys/types.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "supervisor.h"
+
+extern char **environ;
+
+static void	role_spawn(struct sup_role *);
+static void	role_term(struct sup_role *);
+
+static const char *const state_names[] = {
+	[SUP_STOPPED] = "stopped",
+	[SUP_STARTING] = "starting",
+	[SUP_RUNNING] = "running",
+	[SUP_BACKOFF] = "backoff",
+	[SUP_STOPPING] = "stopping",
+	[SUP_FAILED] = "failed",
+};
+
+const char *
+sup_state_name(enum sup_state s)
+{
+	if ((unsigned)s >= sizeof(state_names) / sizeof(state_names[0]))
+		return "unknown";
+	return state_names[s];
+}
+
+struct sup_role *
+sup_role_get(enum role id)
+{
+	int	i;
+
+	for (i = 0; i < SUP_NROLES; i++)
+		if (sv->sv_roles[i].rl_id == id)
+			return &sv->sv_roles[i];
+	return NULL;
+}
+
+struct sup_role *
+sup_role_find(const char *name)
+{
+	int	i;
+
+	for (i = 0; i < SUP_NROLES; i++)
+		if (strcmp(sv->sv_roles[i].rl_name, name) == 0)
+			return &sv->sv_roles[i];
+	return NULL;
+}
+
+double
+sup_role_uptime(const struct sup_role *r)
+{
+	return r->rl_pid > 0 ? sup_now() - r->rl_started : 0;
+}
+
+int
+sup_roles_alive(void)
+{
+	int	i, n = 0;
+
+	for (i = 0; i < SUP_NROLES; i++)
+		if (sv->sv_roles[i].rl_pid > 0)
+			n++;
+	return n;
+}
+
+static void
+timer_in(struct event *ev, double secs)
+{
+	struct timeval	tv;
+
+	if (secs < 0)
+		secs = 0;
+	tv.tv_sec = (time_t)secs;
+	tv.tv_usec = (suseconds_t)((secs - (double)tv.tv_sec) * 1e6);
+	evtimer_add(ev, &tv);
+}
+
+static void __attribute__((format(printf, 2, 3)))
+role_reason(struct sup_role *r, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->rl_reason, sizeof(r->rl_reason), fmt, ap);
+	va_end(ap);
+}
+
+/* Marks the role failed: it is not started again until asked. */
+static void __attribute__((format(printf, 2, 3)))
+role_fail(struct sup_role *r, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->rl_reason, sizeof(r->rl_reason), fmt, ap);
+	va_end(ap);
+	evtimer_del(r->rl_start_timer);
+	r->rl_state = SUP_FAILED;
+	r->rl_want = 0;
+	r->rl_hold = 0;
+	log_warnx("%s failed: %s", r->rl_name, r->rl_reason);
+	sup_progress();
+}
+
+static void
+role_close_ready(struct sup_role *r)
+{
+	if (r->rl_ready_ev != NULL) {
+		sup_event_free(r->rl_ready_ev);
+		r->rl_ready_ev = NULL;
+	}
+	if (r->rl_ready_fd != -1) {
+		close(r->rl_ready_fd);
+		r->rl_ready_fd = -1;
+	}
+}
+
+static void
+role_ready(struct sup_role *r)
+{
+	if (r->rl_state != SUP_STARTING)
+		return;
+	evtimer_del(r->rl_ready_timer);
+	r->rl_state = SUP_RUNNING;
+	r->rl_ready = sup_now();
+	r->rl_reason[0] = '\0';
+	log_info("%s ready (pid %d, %.1f s after its start)", r->rl_name,
+	    (int)r->rl_pid, r->rl_ready - r->rl_started);
+	sup_progress();
+}
+
+static void
+role_ready_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sup_role	*r = arg;
+	size_t		 room = sizeof(r->rl_ready_buf) - 1 - r->rl_ready_len;
+	ssize_t		 n;
+
+	if (room == 0) {
+		/* Not the protocol: stop listening, the timeout decides. */
+		log_warnx("%s wrote more than %zu bytes on its readiness pipe",
+		    r->rl_name, sizeof(r->rl_ready_buf) - 1);
+		role_close_ready(r);
+		return;
+	}
+	n = read(fd, r->rl_ready_buf + r->rl_ready_len, room);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0) {
+		r->rl_ready_len += (size_t)n;
+		r->rl_ready_buf[r->rl_ready_len] = '\0';
+		if (strstr(r->rl_ready_buf, SUP_READY_MSG) != NULL)
+			role_ready(r);
+		return;
+	}
+	/* End of file: the role closed it, or exited; SIGCHLD tells. */
+	role_close_ready(r);
+}
+
+static void
+role_ready_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sup_role	*r = arg;
+
+	if (r->rl_pid <= 0 || r->rl_state != SUP_STARTING)
+		return;
+	log_warnx("%s (pid %d) not ready %.0f s after its start: stopping it",
+	    r->rl_name, (int)r->rl_pid, SUP_READY_TIMEOUT);
+	role_reason(r, "not ready %.0f s after its start", SUP_READY_TIMEOUT);
+	role_term(r);
+}
+
+static void
+role_kill_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sup_role	*r = arg;
+
+	if (r->rl_pid <= 0)
+		return;
+	log_warnx("%s (pid %d) still runs %.0f s after SIGTERM: SIGKILL",
+	    r->rl_name, (int)r->rl_pid, SUP_STOP_TIMEOUT);
+	/* Its process group: helpers it started go with it. */
+	kill(-r->rl_pid, SIGKILL);
+	kill(r->rl_pid, SIGKILL);
+}
+
+static void
+role_start_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sup_role	*r = arg;
+
+	if (r->rl_pid > 0 || sv->sv_shutdown || !r->rl_want)
+		return;
+	role_spawn(r);
+}
+
+void
+sup_roles_init(void)
+{
+	static const enum role	 order[SUP_NROLES] = {
+		ROLE_RELAYD, ROLE_SYNCD, ROLE_DISCOVERYD, ROLE_HISTORYD
+	};
+	struct sup_role		*r;
+	int			 i;
+
+	for (i = 0; i < SUP_NROLES; i++) {
+		r = &sv->sv_roles[i];
+		memset(r, 0, sizeof(*r));
+		r->rl_id = order[i];
+		r->rl_name = role_name(order[i]);
+		r->rl_state = SUP_STOPPED;
+		r->rl_pid = -1;
+		r->rl_ready_fd = -1;
+		r->rl_start_timer = sup_event_new(-1, 0, role_start_cb, r);
+		r->rl_ready_timer = sup_event_new(-1, 0, role_ready_timeout_cb,
+		    r);
+		r->rl_kill_timer = sup_event_new(-1, 0, role_kill_cb, r);
+	}
+}
+
+void
+sup_roles_free(void)
+{
+	struct sup_role	*r;
+	int		 i;
+
+	for (i = 0; i < SUP_NROLES; i++) {
+		r = &sv->sv_roles[i];
+		role_close_ready(r);
+		sup_event_free(r->rl_start_timer);
+		sup_event_free(r->rl_ready_timer);
+		sup_event_free(r->rl_kill_timer);
+		r->rl_start_timer = r->rl_ready_timer = NULL;
+		r->rl_kill_timer = NULL;
+	}
+}
+
+/*
+ * The environment of a role: ours without any GRASPD_READY_FD, plus
+ * GRASPD_READY_FD=3.  The strings are environ's; free only the array.
+ */
+static char **
+role_envp(void)
+{
+	static char	 ready[] = SUP_READY_ENV "=3";
+	size_t		 n = 0, i, kl = strlen(SUP_READY_ENV);
+	char		**envp;
+
+	for (i = 0; environ[i] != NULL; i++)
+		n++;
+	if ((envp = calloc(n + 2, sizeof(*envp))) == NULL)
+		fatal("calloc");
+	n = 0;
+	for (i = 0; environ[i] != NULL; i++)
+		if (strncmp(environ[i], SUP_READY_ENV, kl) != 0 ||
+		    environ[i][kl] != '=')
+			envp[n++] = environ[i];
+	envp[n++] = ready;
+	envp[n] = NULL;
+	return envp;
+}
+
+/*
+ * The forked child: descriptors, signals, exec, nothing else (only
+ * async-signal-safe calls).  Ends up with /dev/null on 0, graspd's own
+ * 1 and 2, the readiness pipe on 3, and the exec-error pipe on 4, closed
+ * by a successful exec.  On failure writes errno to the error pipe.
+ */
+static void __attribute__((noreturn))
+role_child(const char *path, char *const argv[], char *const envp[],
+    int readyw, int errw, pid_t parent)
+{
+	static const int	 sigs[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP,
+	    SIGCHLD, SIGUSR1, SIGUSR2 };
+	struct sigaction	 sa;
+	sigset_t		 none;
+	size_t			 i;
+	int			 e;
+
+	setpgid(0, 0);
+	/* A role never outlives graspd: a new graspd would start another. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(127);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	/* Above 4 first, so that the dup2()s below cannot clobber them. */
+	if ((errw = fcntl(errw, F_DUPFD_CLOEXEC, SUP_READY_FD + 2)) == -1)
+		_exit(127);
+	if ((readyw = fcntl(readyw, F_DUPFD, SUP_READY_FD + 2)) == -1)
+		goto fail;
+	if (dup2(sv->sv_devnull, 0) == -1 ||
+	    dup2(readyw, SUP_READY_FD) == -1 ||
+	    dup3(errw, SUP_READY_FD + 1, O_CLOEXEC) == -1)
+		goto fail;
+	errw = SUP_READY_FD + 1;
+	close_range(SUP_READY_FD + 2, ~0U, 0);
+	execve(path, argv, envp);
+fail:
+	e = errno;
+	if (write(errw, &e, sizeof(e)) == -1) {
+		/* Nothing left to tell it with. */
+	}
+	_exit(127);
+}
+
+/* Starts the role's process now.  Marks it failed if it cannot exec. */
+static void
+role_spawn(struct sup_role *r)
+{
+	char	  path[PATH_MAX + 32], *argv[6], **envp;
+	int	  readyp[2], errp[2], argc = 0, e, st;
+	ssize_t	  n;
+	pid_t	  pid;
+
+	evtimer_del(r->rl_start_timer);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", sv->sv_libexec,
+	    r->rl_name) >= sizeof(path)) {
+		role_fail(r, "libexec path too long: %s", sv->sv_libexec);
+		return;
+	}
+	argv[argc++] = (char *)r->rl_name;
+	if (sv->sv_conffile != NULL) {
+		argv[argc++] = "-f";
+		argv[argc++] = sv->sv_conffile;
+	}
+	if (sv->sv_foreground)
+		argv[argc++] = "-d";
+	argv[argc] = NULL;
+
+	if (pipe2(readyp, O_CLOEXEC) == -1)
+		fatal("pipe2");
+	if (pipe2(errp, O_CLOEXEC) == -1)
+		fatal("pipe2");
+	envp = role_envp();
+	r->rl_started = sup_now();
+	r->rl_ready = 0;
+	if ((pid = fork()) == -1) {
+		log_warn("%s: fork", r->rl_name);
+		close(readyp[0]);
+		close(readyp[1]);
+		close(errp[0]);
+		close(errp[1]);
+		free(envp);
+		/* Try again later, like any start that died fast. */
+		r->rl_fast_deaths++;
+		role_reason(r, "fork: %s", strerror(errno));
+		r->rl_state = SUP_BACKOFF;
+		timer_in(r->rl_start_timer, SUP_BACKOFF_MAX);
+		return;
+	}
+	if (pid == 0)
+		role_child(path, argv, envp, readyp[1], errp[1], getppid());
+	setpgid(pid, pid);
+	free(envp);
+	close(readyp[1]);
+	close(errp[1]);
+	/* Blocks until the exec: the child does nothing slow before it. */
+	do
+		n = read(errp[0], &e, sizeof(e));
+	while (n == -1 && errno == EINTR);
+	close(errp[0]);
+	if (n == (ssize_t)sizeof(e)) {
+		close(readyp[0]);
+		while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+			;
+		role_fail(r, "cannot execute %s: %s", path, strerror(e));
+		return;
+	}
+
+	if (r->rl_spawned)
+		r->rl_restarts++;
+	r->rl_spawned = 1;
+	r->rl_pid = pid;
+	r->rl_state = SUP_STARTING;
+	r->rl_reason[0] = '\0';
+	r->rl_ready_len = 0;
+	r->rl_ready_buf[0] = '\0';
+	r->rl_ready_fd = readyp[0];
+	if (fcntl(r->rl_ready_fd, F_SETFL, O_NONBLOCK) == -1)
+		fatal("fcntl");
+	r->rl_ready_ev = sup_event_new(r->rl_ready_fd, EV_READ | EV_PERSIST,
+	    role_ready_cb, r);
+	if (event_add(r->rl_ready_ev, NULL) == -1)
+		fatalx("cannot watch the readiness pipe of %s", r->rl_name);
+	timer_in(r->rl_ready_timer, SUP_READY_TIMEOUT);
+	log_info("%s started (pid %d)", r->rl_name, (int)pid);
+}
+
+/*
+ * Starts the role after delay seconds, but never within SUP_START_GAP of
+ * its last start.
+ */
+static void
+role_schedule(struct sup_role *r, double delay)
+{
+	double	gap;
+
+	if (r->rl_spawned) {
+		gap = r->rl_started + SUP_START_GAP - sup_now();
+		if (gap > delay)
+			delay = gap;
+	}
+	if (delay <= 0) {
+		role_spawn(r);
+		return;
+	}
+	r->rl_state = SUP_BACKOFF;
+	timer_in(r->rl_start_timer, delay);
+	sup_progress();
+}
+
+void
+sup_role_start(struct sup_role *r)
+{
+	r->rl_want = 1;
+	r->rl_hold = 0;
+	r->rl_fast_deaths = 0;
+	if (r->rl_pid > 0) {
+		/* A stop in progress turns into a restart. */
+		if (r->rl_state == SUP_STOPPING)
+			r->rl_restart = 1;
+		return;
+	}
+	if (r->rl_state == SUP_BACKOFF)
+		evtimer_del(r->rl_start_timer);
+	r->rl_reason[0] = '\0';
+	role_schedule(r, 0);
+}
+
+/* SIGTERM now, SIGKILL after SUP_STOP_TIMEOUT. */
+static void
+role_term(struct sup_role *r)
+{
+	if (r->rl_state == SUP_STOPPING)
+		return;
+	evtimer_del(r->rl_ready_timer);
+	r->rl_state = SUP_STOPPING;
+	kill(r->rl_pid, SIGTERM);
+	timer_in(r->rl_kill_timer, SUP_STOP_TIMEOUT);
+}
+
+void
+sup_role_stop(struct sup_role *r)
+{
+	r->rl_want = 0;
+	r->rl_hold = 0;
+	r->rl_restart = 0;
+	evtimer_del(r->rl_start_timer);
+	if (r->rl_pid > 0) {
+		log_info("stopping %s (pid %d)", r->rl_name, (int)r->rl_pid);
+		role_term(r);
+		return;
+	}
+	if (r->rl_state != SUP_FAILED) {
+		r->rl_state = SUP_STOPPED;
+		r->rl_reason[0] = '\0';
+	}
+	sup_progress();
+}
+
+void
+sup_role_restart(struct sup_role *r)
+{
+	if (r->rl_pid <= 0) {
+		sup_role_start(r);
+		return;
+	}
+	r->rl_want = 1;
+	r->rl_hold = 0;
+	r->rl_fast_deaths = 0;
+	r->rl_restart = 1;
+	log_info("restarting %s (pid %d)", r->rl_name, (int)r->rl_pid);
+	role_term(r);
+}
+
+/* "exited 1", "killed by signal 9", as graspctl shows the last exit. */
+static void
+describe_exit(int st, char *out, size_t outlen)
+{
+	if (WIFEXITED(st))
+		snprintf(out, outlen, "exited %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(out, outlen, "killed by signal %d%s", WTERMSIG(st),
+		    WCOREDUMP(st) ? " (core dumped)" : "");
+	else
+		snprintf(out, outlen, "status 0x%x", (unsigned)st);
+}
+
+/* The restart policy, once the role's process has been reaped. */
+static void
+role_exited(struct sup_role *r, int st)
+{
+	double		now = sup_now(), up = now - r->rl_started, delay;
+	int		was_ready = r->rl_ready > 0;
+	unsigned	n;
+
+	describe_exit(st, r->rl_last_exit, sizeof(r->rl_last_exit));
+	/* A READY=1 written just before the exit still counts. */
+	if (r->rl_ready_fd != -1 && r->rl_state == SUP_STARTING)
+		role_ready_cb(r->rl_ready_fd, EV_READ, r);
+	was_ready = r->rl_ready > 0;
+	role_close_ready(r);
+	evtimer_del(r->rl_ready_timer);
+	evtimer_del(r->rl_kill_timer);
+	if (r->rl_state == SUP_STOPPING && !r->rl_restart && !r->rl_want)
+		log_info("%s (pid %d) %s", r->rl_name, (int)r->rl_pid,
+		    r->rl_last_exit);
+	else
+		log_warnx("%s (pid %d) %s after %.1f s", r->rl_name,
+		    (int)r->rl_pid, r->rl_last_exit, up);
+	r->rl_pid = -1;
+
+	if (sv->sv_shutdown) {
+		r->rl_state = SUP_STOPPED;
+		r->rl_restart = 0;
+		sup_progress();
+		return;
+	}
+	if (r->rl_restart && r->rl_want) {
+		r->rl_restart = 0;
+		r->rl_fast_deaths = 0;
+		r->rl_reason[0] = '\0';
+		role_schedule(r, 0);
+		return;
+	}
+	r->rl_restart = 0;
+	if (!r->rl_want) {
+		r->rl_state = SUP_STOPPED;
+		role_reason(r, "stopped on request");
+		sup_progress();
+		return;
+	}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == CONFIG_EXIT) {
+		role_fail(r, "exited %d (configuration error): not restarted",
+		    CONFIG_EXIT);
+		return;
+	}
+	if (was_ready && now - r->rl_ready >= SUP_STABLE_SECS) {
+		r->rl_fast_deaths = 0;
+		delay = 0;
+	} else if (!was_ready || up < SUP_FAST_DEATH_SECS) {
+		n = ++r->rl_fast_deaths;
+		if (n >= SUP_MAX_FAST_DEATHS) {
+			role_fail(r, "%u fast deaths in a row (last: %s): not "
+			    "restarted", n, r->rl_last_exit);
+			return;
+		}
+		delay = SUP_BACKOFF_MIN;
+		while (--n > 0 && delay < SUP_BACKOFF_MAX)
+			delay *= 2;
+		if (delay > SUP_BACKOFF_MAX)
+			delay = SUP_BACKOFF_MAX;
+	} else {
+		r->rl_fast_deaths = 0;
+		delay = SUP_BACKOFF_MIN;
+	}
+	if (delay > 0) {
+		role_reason(r, "%s%s; restarting in %.0f s", r->rl_last_exit,
+		    was_ready ? "" : " before ready", delay);
+		log_info("%s: restarting in %.0f s", r->rl_name, delay);
+	}
+	role_schedule(r, delay);
+}
+
+void
+sup_reap(void)
+{
+	pid_t	pid;
+	int	st, i;
+
+	for (;;) {
+		pid = waitpid(-1, &st, WNOHANG);
+		if (pid == -1 && errno == EINTR)
+			continue;
+		if (pid <= 0)
+			break;
+		for (i = 0; i < SUP_NROLES; i++)
+			if (sv->sv_roles[i].rl_pid == pid)
+				break;
+		if (i < SUP_NROLES)
+			role_exited(&sv->sv_roles[i], st);
+	}
+}

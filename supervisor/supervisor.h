@@ -1,0 +1,189 @@
+/*
+ * supervisor.h: private header of graspd, the supervisor.  graspd
+ * fork+execs the roles (relayd, syncd, discoveryd, historyd), restarts
+ * them when they die, and answers graspctl on its control socket.  It
+ * parses no network input and writes no events.
+ *
+ * graspd.c       main, options, daemon mode, pid file, signals, the loop,
+ *                start-up and shutdown sequencing, reload, readiness
+ *                towards whoever started graspd (daemon parent, systemd)
+ * sup_role.c     the role table: fork+exec, readiness pipes, reaping, the
+ *                restart policy, stopping a role
+ * sup_control.c  the control socket: graspctl's requests
+ */
+#ifndef GRASPD_SUPERVISOR_H
+#define GRASPD_SUPERVISOR_H
+
+#include <sys/types.h>
+
+#include <limits.h>
+#include <stdarg.h>
+
+#include "config.h"
+#include "msg.h"
+
+struct event;
+struct event_base;
+
+/*
+ * Restart policy, after s6-supervise and nginx's master (aesthetics
+ * anchors A3, A4 and section 2).  Ours, not from a NIP or GRASP text.
+ */
+/* First delay after a fast death; it doubles with each one in a row. */
+#define SUP_BACKOFF_MIN		1.0
+/* Longest delay between two automatic starts of a role. */
+#define SUP_BACKOFF_MAX		60.0
+/* s6: never two starts of one role closer than this. */
+#define SUP_START_GAP		1.0
+/* A role that was ready this long before it died restarts at once. */
+#define SUP_STABLE_SECS		10.0
+/* A role that dies sooner after its start (or before ready) died fast. */
+#define SUP_FAST_DEATH_SECS	10.0
+/* This many fast deaths in a row mark a role failed (s6-permafailon). */
+#define SUP_MAX_FAST_DEATHS	5
+/* s6 timeout-kill: SIGTERM, then SIGKILL after this many seconds. */
+#define SUP_STOP_TIMEOUT	5.0
+/* A role not ready this long after its start is stopped (a fast death). */
+#define SUP_READY_TIMEOUT	60.0
+
+/*
+ * Readiness (s6 notification-fd): a role finds the write end of a pipe in
+ * descriptor GRASPD_READY_FD, writes "READY=1\n" once it has opened the
+ * database and bound or connected its channels, and closes it.
+ */
+#define SUP_READY_ENV		"GRASPD_READY_FD"
+#define SUP_READY_FD		3
+#define SUP_READY_MSG		"READY=1\n"
+/* Where the role binaries are, when set (tests, odd installs). */
+#define SUP_LIBEXEC_ENV		"GRASPD_LIBEXEC"
+/* sd_notify(3): the datagram socket of systemd's Type=notify. */
+#define SUP_NOTIFY_ENV		"NOTIFY_SOCKET"
+/* sysexits(3): a command line error. */
+#define SUP_USAGE_EXIT		64
+
+/* The roles, in start order; relayd binds the channels the others use. */
+#define SUP_NROLES		4
+
+enum sup_state {
+	SUP_STOPPED = 0,	/* not running and not wanted */
+	SUP_STARTING,		/* started, not ready yet (or waiting) */
+	SUP_RUNNING,		/* ready */
+	SUP_BACKOFF,		/* died; a timer starts it again */
+	SUP_STOPPING,		/* SIGTERM sent, waiting for the exit */
+	SUP_FAILED,		/* not restarted until graspctl start */
+};
+
+struct sup_role {
+	const char	*rl_name;
+	enum role	 rl_id;
+	enum sup_state	 rl_state;
+	int		 rl_want;	/* keep it running */
+	int		 rl_hold;	/* start-up: waits for relayd ready */
+	int		 rl_restart;	/* the coming exit is a restart */
+	pid_t		 rl_pid;	/* -1 when no process */
+	double		 rl_started;	/* monotonic time of the last start */
+	double		 rl_ready;	/* ... of its readiness, 0 if none */
+	int		 rl_spawned;	/* started at least once */
+	unsigned	 rl_restarts;	/* starts after the first */
+	unsigned	 rl_fast_deaths; /* in a row */
+	int		 rl_ready_fd;	/* our end of the readiness pipe */
+	char		 rl_ready_buf[32];
+	size_t		 rl_ready_len;
+	struct event	*rl_ready_ev;
+	struct event	*rl_start_timer;	/* backoff, start gap */
+	struct event	*rl_ready_timer;	/* SUP_READY_TIMEOUT */
+	struct event	*rl_kill_timer;		/* SUP_STOP_TIMEOUT */
+	char		 rl_last_exit[64];	/* "exited 1", "killed by ..." */
+	char		 rl_reason[256];	/* why it is in its state */
+};
+
+struct supervisor {
+	struct config		 sv_cfg;
+	char			*sv_conffile;	/* absolute path, or NULL */
+	int			 sv_foreground;
+	char			 sv_libexec[PATH_MAX];
+	struct event_base	*sv_base;
+	struct sup_role		 sv_roles[SUP_NROLES];
+	int			 sv_devnull;	/* roles' standard input */
+	int			 sv_ctl;	/* nanomsg REP, -1 if none */
+	struct event		*sv_ctl_ev;
+	struct event		*sv_progress_ev;
+	double			 sv_started;	/* monotonic */
+	int			 sv_booting;	/* until readiness reported */
+	int			 sv_shutdown;	/* stopping everything */
+	int			 sv_exit;	/* status when the loop ends */
+	int			 sv_report_fd;	/* daemon mode: the parent */
+	char			*sv_notify;	/* NOTIFY_SOCKET, or NULL */
+	char			 sv_pidfile[PATH_MAX];
+	int			 sv_pidfd;
+};
+
+extern struct supervisor *sv;
+
+/* graspd.c */
+/* Seconds on the monotonic clock. */
+double	sup_now(void);
+/*
+ * libevent's event_new() and event_free(), spelled apart: common/event.c
+ * (Nostr events) has an event_free() of its own, and libcommon.a comes
+ * before libevent on the link line.  sup_event_new() never returns NULL
+ * (allocation failure is fatal); sup_event_free() deletes the event and
+ * frees it, and takes NULL.
+ */
+struct event *sup_event_new(int fd, short events,
+	    void (*cb)(int, short, void *), void *arg);
+void	sup_event_free(struct event *);
+/*
+ * Asks for the start-up and shutdown sequencing to be looked at again
+ * from the event loop, after a role changed state.  Never recurses.
+ */
+void	sup_progress(void);
+/*
+ * Stops every role (relayd last) and then leaves the loop; graspd exits
+ * with status.  Calling it again only keeps the first status.
+ */
+void	sup_shutdown(int status);
+/*
+ * Re-reads the configuration (same file, same environment).  On an error
+ * keeps everything as it is and returns -1 with the reason in err.  On
+ * success returns 0 and sets *changed: when the effective configuration
+ * differs, every wanted or failed role is restarted to pick it up.
+ */
+int	sup_reload(int *changed, char *err, size_t errlen);
+
+/* sup_role.c */
+/* Sets up the table: every role stopped, its timers created. */
+void	sup_roles_init(void);
+/* Releases the table's events and descriptors (processes are gone). */
+void	sup_roles_free(void);
+/* The role called name, or NULL. */
+struct sup_role *sup_role_find(const char *name);
+struct sup_role *sup_role_get(enum role);
+/* "starting", "running", ... as graspctl shows them. */
+const char *sup_state_name(enum sup_state);
+/*
+ * Wants the role up: starts it now, or after the start gap.  Clears a
+ * failed state and the fast-death count.  Nothing if it runs already.
+ */
+void	sup_role_start(struct sup_role *);
+/* Wants the role down: SIGTERM, SIGKILL after SUP_STOP_TIMEOUT. */
+void	sup_role_stop(struct sup_role *);
+/* Stops the role if it runs, then starts it without backoff. */
+void	sup_role_restart(struct sup_role *);
+/* Reaps every exited child (SIGCHLD) and applies the restart policy. */
+void	sup_reap(void);
+/* Number of roles with a live process. */
+int	sup_roles_alive(void);
+/* Seconds the role's current process has run, 0 if none. */
+double	sup_role_uptime(const struct sup_role *);
+
+/* sup_control.c */
+/*
+ * Binds the control socket at chan_control_endpoint(run_path,
+ * ROLE_SUPERVISOR) and adds it to the loop.  Returns 0, or -1 with the
+ * reason in err.
+ */
+int	sup_control_open(char *err, size_t errlen);
+void	sup_control_close(void);
+
+#endif

@@ -20,6 +20,8 @@
 /* One batch of rows copied out of the store. */
 struct feed_batch {
 	size_t	 fb_n;
+	size_t	 fb_bytes;
+	int	 fb_full;	/* cut short by FEED_BATCH_BYTES */
 	int64_t	 fb_seq[FEED_BATCH];
 	char	*fb_json[FEED_BATCH];
 	size_t	 fb_len[FEED_BATCH];
@@ -41,6 +43,11 @@ batch_add(const char *json, size_t len, int64_t seq, void *arg)
 	b->fb_json[b->fb_n] = copy;
 	b->fb_len[b->fb_n] = len;
 	b->fb_n++;
+	b->fb_bytes += len;
+	if (b->fb_bytes >= FEED_BATCH_BYTES) {
+		b->fb_full = 1;
+		return 1;
+	}
 	return 0;
 }
 
@@ -52,6 +59,8 @@ batch_reset(struct feed_batch *b)
 	for (i = 0; i < b->fb_n; i++)
 		free(b->fb_json[i]);
 	b->fb_n = 0;
+	b->fb_bytes = 0;
+	b->fb_full = 0;
 }
 
 /*
@@ -80,7 +89,7 @@ scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
 			n = -1;
 			break;
 		}
-		if (r < FEED_BATCH)
+		if (r < FEED_BATCH && !b->fb_full)
 			done = 1;
 		for (i = 0; i < b->fb_n; i++) {
 			if (b->fb_seq[i] > upto) {

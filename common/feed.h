@@ -22,8 +22,10 @@ struct config;
 struct event;
 struct store;
 
-/* Ours: rows read from the store per query while catching up. */
-#define FEED_BATCH	256
+/* Ours: rows read from the store per query while catching up ... */
+#define FEED_BATCH		256
+/* ... and bytes of event JSON copied out per query (events reach 1 MiB). */
+#define FEED_BATCH_BYTES	(8u * 1024 * 1024)
 
 /*
  * Called once per stored event, in increasing seq order, each seq at most

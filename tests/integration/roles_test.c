@@ -846,6 +846,28 @@ test_configuration_error_exits_78(void)
 	T_EQ_INT(role_wait_exit(&r, TMO), 78);
 }
 
+static void
+test_sigterm_while_waiting_for_the_database_exits_zero(void)
+{
+	struct fixture	 f;
+	struct rolep	 r;
+	cJSON		*rep;
+
+	T_ASSERT(fixture_dirs(&f) == 0);
+	T_ASSERT(role_start(&r, &f, "discoveryd", NULL, NULL) == 0);
+	T_EQ_INT(role_wait_ready(&r, 300), -1);
+	rep = ctl(&f, ROLE_DISCOVERYD, "{\"cmd\":\"stats\"}");
+	T_ASSERT(rep != NULL);
+	T_EQ_INT(metric(cJSON_GetObjectItem(rep, "metrics"),
+	    "graspd_role_ready"), 0);
+	/* The role's own metrics wait for its state. */
+	T_EQ_INT(metric(cJSON_GetObjectItem(rep, "metrics"),
+	    "graspd_discoveryd_enabled"), -1);
+	cJSON_Delete(rep);
+	T_EQ_INT(role_stop(&r), 0);
+	fixture_free(&f);
+}
+
 /*
  * The real relayd from here on.  A role started before relayd has made
  * the database waits, says so, and becomes ready once relayd is up.
@@ -997,6 +1019,7 @@ main(void)
 	T_RUN(test_discoveryd_view);
 	T_RUN(test_historyd_view);
 	T_RUN(test_configuration_error_exits_78);
+	T_RUN(test_sigterm_while_waiting_for_the_database_exits_zero);
 	role_stop(&sy);
 	fixture_free(&fx);
 

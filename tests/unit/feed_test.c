@@ -288,6 +288,38 @@ test_catch_up_spans_several_batches(void)
 }
 
 static void
+test_catch_up_cut_by_bytes_still_delivers_all(void)
+{
+	struct feed	 f;
+	struct got	*g = calloc(1, sizeof(*g));
+	struct event	*ev;
+	char		*content;
+	size_t		 big = FEED_BATCH_BYTES / 3 + 1, i;
+	int64_t		 seqs[7];
+
+	T_ASSERT(g != NULL);
+	T_ASSERT((content = malloc(big + 1)) != NULL);
+	T_ASSERT(feed_open(&f, &cfg, rd, last_seq(), collect, g) == 0);
+	/* Seven events, three per byte-capped query. */
+	for (i = 0; i < 7; i++) {
+		memset(content, 'a' + (int)i, big);
+		content[big] = '\0';
+		ev = event_new_signed(sk, 1800000000 + (int64_t)i, 1, NULL,
+		    content);
+		T_ASSERT(ev != NULL);
+		T_EQ_INT(store_put(wr, ev, &seqs[i]), STORE_OK);
+		event_free(ev);
+	}
+	T_EQ_INT(feed_poll(&f), 7);
+	T_EQ_INT(g->n, 7);
+	for (i = 0; i < 7; i++)
+		T_EQ_INT(g->seq[i], seqs[i]);
+	feed_close(&f);
+	free(content);
+	free(g);
+}
+
+static void
 test_scan_delivers_exactly_the_range(void)
 {
 	struct got	*g = calloc(1, sizeof(*g));
@@ -435,6 +467,7 @@ main(int argc, char *argv[])
 	T_RUN(test_notice_gap_delivers_the_missing_events);
 	T_RUN(test_reopened_at_saved_seq_misses_and_repeats_nothing);
 	T_RUN(test_catch_up_spans_several_batches);
+	T_RUN(test_catch_up_cut_by_bytes_still_delivers_all);
 	T_RUN(test_scan_delivers_exactly_the_range);
 	T_RUN(test_non_accepted_message_ends_the_process);
 	T_RUN(test_short_accepted_message_ends_the_process);

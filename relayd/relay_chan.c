@@ -8,6 +8,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
 #include <nanomsg/pubsub.h>
@@ -47,6 +48,9 @@ adopt(int sock, const char *what)
 
 	if ((fd = chan_rcvfd(sock)) < 0)
 		fatal("NN_RCVFD of %s", what);
+	/* lws closes what it adopted; nanomsg must keep its own fd. */
+	if ((fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1)
+		fatal("dup of the %s descriptor", what);
 	u.filefd = fd;
 	wsi = lws_adopt_descriptor_vhost(relayd->vhost, LWS_ADOPT_RAW_FILE_DESC,
 	    u, "nn", NULL);

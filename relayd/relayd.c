@@ -100,7 +100,7 @@ main(int argc, char *argv[])
 	const char		*file = NULL;
 	char			 err[512], dbpath[4096];
 	uint8_t			 sk[32], pk[32];
-	int			 ch, foreground = 1;
+	int			 ch, foreground = 0;
 
 	while ((ch = getopt(argc, argv, "df:")) != -1) {
 		switch (ch) {
@@ -154,6 +154,8 @@ main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
+	/* The supervisor restarts roles to reload them. */
+	signal(SIGHUP, SIG_IGN);
 
 	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
 	memset(&info, 0, sizeof(info));

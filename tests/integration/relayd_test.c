@@ -964,6 +964,16 @@ test_blacklists_and_whitelist(void)
 	relayproc_free(r);
 }
 
+static void
+test_sigterm_stops_cleanly_and_sighup_is_ignored(void)
+{
+	T_EQ_INT(relayproc_kill(rp, SIGHUP), 0);
+	usleep(200000);
+	T_EQ_INT(relayproc_wait(rp, 0), -1);	/* still running */
+	T_EQ_INT(relayproc_stop(rp), 0);
+	T_ASSERT(relayproc_restart(rp) == 0);
+}
+
 int
 main(void)
 {
@@ -992,6 +1002,7 @@ main(void)
 	T_RUN(test_event_rate_limit_per_connection);
 	T_RUN(test_max_connections_refuses_extra_websockets);
 	T_RUN(test_blacklists_and_whitelist);
+	T_RUN(test_sigterm_stops_cleanly_and_sighup_is_ignored);
 	if (t_fail)
 		relayproc_dump_log(rp, 30);
 	relayproc_free(rp);

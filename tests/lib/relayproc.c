@@ -305,7 +305,7 @@ relayproc_stop(struct relayproc *rp)
 static int
 spawn(struct relayproc *rp)
 {
-	char	**envp, *argv[2];
+	char	**envp, *argv[3];
 	pid_t	  parent = getpid(), pid;
 	int	  logfd, nullfd;
 
@@ -323,7 +323,9 @@ spawn(struct relayproc *rp)
 	}
 	envp = build_envp(rp);
 	argv[0] = strrchr(rp->rp_program, '/') + 1;
-	argv[1] = NULL;
+	/* Foreground, logging to stderr (which goes to the log file). */
+	argv[1] = "-d";
+	argv[2] = NULL;
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
 		fprintf(stderr, "# relayproc: fork: %s\n", strerror(errno));

@@ -75,6 +75,30 @@ $(BIN)/graspctl: $(O)/supervisor/graspctl.o $(O)/libcommon.a
 .PHONY: FORCE
 FORCE:
 
+# make install [PREFIX=/usr/local] [DESTDIR=]: graspd and graspctl in sbin,
+# the roles in LIBEXECDIR, the manual, the sample configuration, and the
+# init script and systemd unit as examples, with the paths filled in.
+EXAMPLES = $(PREFIX)/share/graspd/examples
+INSTALL_PATHS = -e 's|/usr/local/sbin|$(PREFIX)/sbin|g' \
+	   -e 's|/usr/local/libexec/graspd|$(LIBEXECDIR)|g'
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(LIBEXECDIR) \
+	    $(DESTDIR)$(PREFIX)/share/man/man5 \
+	    $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)/etc/graspd \
+	    $(DESTDIR)$(EXAMPLES)
+	install -m 755 $(BIN)/graspd $(BIN)/graspctl $(DESTDIR)$(PREFIX)/sbin/
+	$(if $(BUILT_ROLES),install -m 755 $(BUILT_ROLES:%=$(BIN)/%) \
+	    $(DESTDIR)$(LIBEXECDIR)/)
+	for m in $(wildcard man/*.5 man/*.8); do \
+	    sed $(INSTALL_PATHS) $$m > \
+	    $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/$${m##*/} || exit 1; \
+	done
+	install -m 644 etc/graspd.conf $(DESTDIR)/etc/graspd/graspd.conf.sample
+	sed $(INSTALL_PATHS) etc/graspd.init > $(DESTDIR)$(EXAMPLES)/graspd.init
+	chmod 755 $(DESTDIR)$(EXAMPLES)/graspd.init
+	sed $(INSTALL_PATHS) etc/graspd.service > \
+	    $(DESTDIR)$(EXAMPLES)/graspd.service
+
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TLIB_OBJ) $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(O)/tests/integration/%: $(O)/tests/integration/%.o $(TLIB_OBJ) \

@@ -1,0 +1,1542 @@
+/*
+ * supervisor_test.c: graspd and graspctl as an operator sees them.  Real
+ * processes on loopback in temporary directories: graspd starts the
+ * roles that exist, graspctl reports them, a role killed with SIGKILL
+ * comes back while the others keep running and relayd keeps serving,
+ * every event relayd accepted survives relayd's own death, restart and
+ * stop/start of one role, reload (SIGHUP and graspctl) with a broken and
+ * a changed file, exit 78 and crash loops marked failed, the start-up
+ * failures, daemon mode, sd_notify, graspd -n, and the lint of the man
+ * pages and the init script.
+ *
+ * graspd is started here with our own fork+exec (relayproc.c cannot pass
+ * options, and graspd needs -d to stay in the foreground).  Every child
+ * dies with the test (PR_SET_PDEATHSIG; the roles die with graspd).
+ */
+#define _GNU_SOURCE		/* close_range */
+#include <sys/types.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "event.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+extern char **environ;
+
+#define NROLES		4
+/* How long a role may take to come back or to change state here. */
+#define COMEBACK_MS	15000
+/* graspd's own stop bound: SIGTERM + SIGKILL after 5 s, twice. */
+#define STOP_MS		20000
+
+static const char *const roles[NROLES] = {
+	"relayd", "syncd", "discoveryd", "historyd"
+};
+static int	role_exists[NROLES];
+static char	bindir[PATH_MAX];	/* graspd and graspctl */
+static char	libexec[PATH_MAX];	/* the roles */
+static char	topdir[PATH_MAX];	/* the checkout: man/, etc/ */
+
+/* One graspd under test. */
+struct gd {
+	pid_t	 pid;			/* -1 once reaped */
+	int	 status;		/* of the exit, as a shell shows it */
+	int	 port;
+	char	 dir[PATH_MAX];
+	char	 run[PATH_MAX + 8];
+	char	 log[PATH_MAX + 8];
+	char	 conf[PATH_MAX + 16];
+};
+
+/* Everything that may need killing at the end, whatever happened. */
+static pid_t	cleanup_pids[256];
+static int	ncleanup;
+
+static void
+remember_pid(pid_t pid)
+{
+	int	i;
+
+	if (pid <= 0)
+		return;
+	for (i = 0; i < ncleanup; i++)
+		if (cleanup_pids[i] == pid)
+			return;
+	if (ncleanup < (int)(sizeof(cleanup_pids) / sizeof(cleanup_pids[0])))
+		cleanup_pids[ncleanup++] = pid;
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The process name of pid, or "" if it is gone. */
+static void
+proc_comm(pid_t pid, char *out, size_t outlen)
+{
+	char	path[64];
+	FILE	*f;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	if (fgets(out, (int)outlen, f) == NULL)
+		out[0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+/* 1 if pid runs (a zombie does not count). */
+static int
+alive(pid_t pid)
+{
+	char	path[64], buf[512], *p;
+	FILE	*f;
+	size_t	n;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || p[1] == '\0')
+		return 1;
+	return p[2] != 'Z' && p[2] != 'X';
+}
+
+/* Kills what is left of the processes the test saw (their names match). */
+static void
+cleanup_all(void)
+{
+	static const char *const names[] = { "graspd", "relayd", "syncd",
+	    "discoveryd", "historyd" };
+	char	comm[64];
+	size_t	j;
+	int	i;
+
+	for (i = 0; i < ncleanup; i++) {
+		if (!alive(cleanup_pids[i]))
+			continue;
+		proc_comm(cleanup_pids[i], comm, sizeof(comm));
+		for (j = 0; j < sizeof(names) / sizeof(names[0]); j++)
+			if (strcmp(comm, names[j]) == 0) {
+				kill(cleanup_pids[i], SIGKILL);
+				break;
+			}
+	}
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	remove(path);
+	return 0;
+}
+
+static void
+rm_tree(const char *dir)
+{
+	const char	*keep = getenv("GRASPD_KEEP_TMP");
+
+	if (dir[0] == '\0')
+		return;
+	if (keep != NULL && *keep != '\0') {
+		fprintf(stderr, "# kept %s\n", dir);
+		return;
+	}
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int
+make_tmpdir(char *out, size_t outlen)
+{
+	const char	*tmp = getenv("TMPDIR");
+
+	if (tmp == NULL || *tmp == '\0')
+		tmp = "/tmp";
+	snprintf(out, outlen, "%s/graspd-sup.XXXXXX", tmp);
+	if (mkdtemp(out) == NULL) {
+		out[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+static int
+write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE	*f;
+
+	unlink(path);
+	if ((f = fopen(path, "w")) == NULL)
+		return -1;
+	fputs(text, f);
+	fclose(f);
+	return chmod(path, mode);
+}
+
+/* The whole file, NUL-terminated, or NULL; caller frees. */
+static char *
+read_file(const char *path)
+{
+	struct buf	 b = BUF_INIT;
+	char		 chunk[4096];
+	size_t		 n;
+	FILE		*f;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return NULL;
+	buf_adds(&b, "");
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(&b, chunk, n);
+	fclose(f);
+	return buf_release(&b, NULL);
+}
+
+static void
+dump_log(const struct gd *g, int nlines)
+{
+	char	*text, *p;
+	int	 seen = 0;
+
+	if ((text = read_file(g->log)) == NULL)
+		return;
+	p = text + strlen(text);
+	while (p > text && seen <= nlines)
+		if (*--p == '\n')
+			seen++;
+	fprintf(stderr, "# --- last lines of %s\n", g->log);
+	for (p = strtok(p, "\n"); p != NULL; p = strtok(NULL, "\n"))
+		fprintf(stderr, "# %s\n", p);
+	free(text);
+}
+
+/*
+ * Runs a shell command line, stdout and stderr into *out (caller frees;
+ * out may be NULL).  Returns its exit status, or -1.
+ */
+static int __attribute__((format(printf, 2, 3)))
+run(char **out, const char *fmt, ...)
+{
+	struct buf	 b = BUF_INIT, cmd = BUF_INIT;
+	char		 chunk[4096];
+	va_list		 ap;
+	size_t		 n;
+	FILE		*f;
+	int		 st;
+	char		*v = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&v, fmt, ap) == -1)
+		abort();
+	va_end(ap);
+	buf_printf(&cmd, "%s 2>&1", v);
+	free(v);
+	fflush(NULL);
+	if ((f = popen(cmd.b_data, "r")) == NULL) {
+		buf_free(&cmd);
+		return -1;
+	}
+	buf_adds(&b, "");
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(&b, chunk, n);
+	st = pclose(f);
+	buf_free(&cmd);
+	if (out != NULL)
+		*out = buf_release(&b, NULL);
+	else
+		buf_free(&b);
+	if (st == -1 || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* graspctl -r RUN args..., output in *out. */
+static int __attribute__((format(printf, 3, 4)))
+ctl(const struct gd *g, char **out, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*args = NULL;
+	int	 rc;
+
+	va_start(ap, fmt);
+	if (vasprintf(&args, fmt, ap) == -1)
+		abort();
+	va_end(ap);
+	rc = run(out, "'%s/graspctl' -r '%s' %s", bindir, g->run, args);
+	free(args);
+	return rc;
+}
+
+/* graspctl -j status, parsed; NULL if it failed.  Caller frees. */
+static cJSON *
+status(const struct gd *g)
+{
+	cJSON	*j = NULL, *r, *roles_j;
+	char	*out = NULL;
+
+	if (run(&out, "'%s/graspctl' -j -r '%s' status 2>/dev/null", bindir,
+	    g->run) == 0)
+		j = cJSON_Parse(out);
+	free(out);
+	roles_j = j ? cJSON_GetObjectItem(j, "roles") : NULL;
+	cJSON_ArrayForEach(r, roles_j)
+		remember_pid((pid_t)cJSON_GetNumberValue(cJSON_GetObjectItem(r,
+		    "pid")));
+	return j;
+}
+
+static cJSON *
+role_of(const cJSON *st, const char *name)
+{
+	const cJSON	*r;
+
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(st, "roles"))
+		if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r,
+		    "role")), name) == 0)
+			return (cJSON *)r;
+	return NULL;
+}
+
+static const char *
+rstr(const cJSON *st, const char *name, const char *key)
+{
+	const char	*s;
+
+	s = cJSON_GetStringValue(cJSON_GetObjectItem(role_of(st, name), key));
+	return s ? s : "";
+}
+
+static long
+rnum(const cJSON *st, const char *name, const char *key)
+{
+	const cJSON	*v = cJSON_GetObjectItem(role_of(st, name), key);
+
+	return cJSON_IsNumber(v) ? (long)v->valuedouble : -1;
+}
+
+/* The status of graspd, or -1 while it runs. */
+static int
+gd_reap(struct gd *g, int timeout_ms)
+{
+	int64_t	deadline = wsc_now_ms() + timeout_ms;
+	pid_t	r;
+	int	st;
+
+	if (g->pid == -1)
+		return g->status;
+	for (;;) {
+		r = waitpid(g->pid, &st, WNOHANG);
+		if (r == g->pid) {
+			g->status = WIFEXITED(st) ? WEXITSTATUS(st) :
+			    128 + WTERMSIG(st);
+			g->pid = -1;
+			return g->status;
+		}
+		if (r == -1 && errno != EINTR) {
+			g->pid = -1;
+			g->status = 255;
+			return 255;
+		}
+		if (wsc_now_ms() >= deadline)
+			return -1;
+		sleep_ms(20);
+	}
+}
+
+/*
+ * Starts graspd -d [-f conf] in a new temporary directory: conf_text is
+ * the file to write (NULL: no -f), extra_env "KEY=VALUE" strings
+ * (NULL-terminated, may be NULL) over the test instance's NGIT_*
+ * settings.  The run directory is left for graspd to create.  Returns 0,
+ * or -1 with the directory removed.
+ */
+static int
+gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
+{
+	struct buf	 e = BUF_INIT;
+	char		**envp, *argv[6], path[PATH_MAX + 16], sub[PATH_MAX + 8];
+	size_t		 n = 0, i, j, off[32], noff = 0;
+	int		 logfd, argc = 0;
+	pid_t		 pid, parent = getpid();
+
+	memset(g, 0, sizeof(*g));
+	g->pid = -1;
+	if (make_tmpdir(g->dir, sizeof(g->dir)) == -1)
+		return -1;
+	snprintf(sub, sizeof(sub), "%s/relay", g->dir);
+	mkdir(sub, 0700);
+	snprintf(sub, sizeof(sub), "%s/git", g->dir);
+	mkdir(sub, 0700);
+	snprintf(g->run, sizeof(g->run), "%s/run", g->dir);
+	snprintf(g->log, sizeof(g->log), "%s/log", g->dir);
+	if ((g->port = relayproc_free_port("127.0.0.1")) == -1)
+		goto fail;
+	if (conf_text != NULL) {
+		snprintf(g->conf, sizeof(g->conf), "%s/graspd.conf", g->dir);
+		if (write_file(g->conf, conf_text, 0644) == -1)
+			goto fail;
+	}
+
+	/* Offsets into one buffer: its data may move while it grows. */
+#define ENV(...) do {							\
+	off[noff++] = e.b_len;						\
+	buf_printf(&e, __VA_ARGS__);					\
+	buf_addc(&e, '\0');						\
+} while (0)
+	ENV("NGIT_BIND_ADDRESS=127.0.0.1:%d", g->port);
+	ENV("NGIT_DOMAIN=127.0.0.1:%d", g->port);
+	ENV("NGIT_RELAY_DATA_PATH=%s/relay", g->dir);
+	ENV("NGIT_GIT_DATA_PATH=%s/git", g->dir);
+	ENV("NGIT_RUN_PATH=%s", g->run);
+	ENV("NGIT_TEST=1");
+	ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
+	ENV("GRASPD_LIBEXEC=%s", libexec);
+	for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
+		ENV("%s", extra_env[i]);
+#undef ENV
+	for (i = 0; environ[i] != NULL; i++)
+		n++;
+	if ((envp = calloc(n + noff + 1, sizeof(*envp))) == NULL)
+		abort();
+	n = 0;
+	for (i = 0; environ[i] != NULL; i++) {
+		size_t	kl = strcspn(environ[i], "=");
+
+		/* Ours replace the test's; stray NGIT_* settings go. */
+		if (strncmp(environ[i], "NGIT_", 5) == 0 ||
+		    strncmp(environ[i], "NOTIFY_SOCKET=", 14) == 0)
+			continue;
+		for (j = 0; j < noff; j++)
+			if (strncmp(e.b_data + off[j], environ[i], kl + 1) == 0)
+				break;
+		if (j == noff)
+			envp[n++] = environ[i];
+	}
+	for (j = 0; j < noff; j++) {
+		const char	*kv = e.b_data + off[j];
+		size_t		 k, kl = strcspn(kv, "=");
+
+		/* A later setting of the same key wins. */
+		for (k = j + 1; k < noff; k++)
+			if (strncmp(e.b_data + off[k], kv, kl + 1) == 0)
+				break;
+		if (k == noff)
+			envp[n++] = e.b_data + off[j];
+	}
+	envp[n] = NULL;
+
+	snprintf(path, sizeof(path), "%s/graspd", bindir);
+	argv[argc++] = "graspd";
+	argv[argc++] = "-d";
+	if (conf_text != NULL) {
+		argv[argc++] = "-f";
+		argv[argc++] = g->conf;
+	}
+	argv[argc] = NULL;
+	logfd = open(g->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (logfd == -1) {
+		free(envp);
+		goto fail;
+	}
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		close(logfd);
+		free(envp);
+		goto fail;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		if (dup2(logfd, 1) == -1 || dup2(logfd, 2) == -1)
+			_exit(127);
+		close_range(3, ~0U, 0);
+		execve(path, argv, envp);
+		_exit(127);
+	}
+	close(logfd);
+	free(envp);
+	buf_free(&e);
+	g->pid = pid;
+	remember_pid(pid);
+	return 0;
+fail:
+	buf_free(&e);
+	rm_tree(g->dir);
+	g->dir[0] = '\0';
+	return -1;
+}
+
+/*
+ * Waits until relayd runs and no role is starting, in backoff or
+ * stopping.  Returns the last status (caller frees) or NULL on timeout.
+ */
+static cJSON *
+gd_wait_settled(struct gd *g, int timeout_ms)
+{
+	int64_t		 deadline = wsc_now_ms() + timeout_ms;
+	cJSON		*st;
+	const char	*s;
+	int		 i, busy;
+
+	for (;;) {
+		if ((st = status(g)) != NULL) {
+			busy = strcmp(rstr(st, "relayd", "state"),
+			    "running") != 0;
+			for (i = 0; i < NROLES; i++) {
+				s = rstr(st, roles[i], "state");
+				if (strcmp(s, "starting") == 0 ||
+				    strcmp(s, "backoff") == 0 ||
+				    strcmp(s, "stopping") == 0)
+					busy = 1;
+			}
+			if (!busy)
+				return st;
+			if (wsc_now_ms() >= deadline)
+				return st;
+			cJSON_Delete(st);
+		} else if (wsc_now_ms() >= deadline || gd_reap(g, 0) != -1)
+			return NULL;
+		sleep_ms(100);
+	}
+}
+
+/* Starts graspd and waits for its roles; NULL-safe stop on failure. */
+static int
+gd_start(struct gd *g, const char *conf_text, const char *const extra_env[])
+{
+	cJSON	*st;
+
+	if (gd_spawn(g, conf_text, extra_env) == -1) {
+		fprintf(stderr, "# cannot start graspd\n");
+		return -1;
+	}
+	if ((st = gd_wait_settled(g, COMEBACK_MS)) == NULL) {
+		fprintf(stderr, "# graspd did not answer in time\n");
+		dump_log(g, 40);
+		return -1;
+	}
+	cJSON_Delete(st);
+	return 0;
+}
+
+/* SIGTERM, bounded wait, SIGKILL; removes the directory. */
+static int
+gd_stop(struct gd *g)
+{
+	int	st = -1;
+
+	if (g->pid != -1) {
+		kill(g->pid, SIGTERM);
+		if ((st = gd_reap(g, STOP_MS)) == -1) {
+			fprintf(stderr, "# graspd did not stop; killing it\n");
+			dump_log(g, 30);
+			kill(-g->pid, SIGKILL);
+			kill(g->pid, SIGKILL);
+			st = gd_reap(g, STOP_MS);
+		}
+	} else
+		st = g->status;
+	cleanup_all();
+	rm_tree(g->dir);
+	g->dir[0] = '\0';
+	return st;
+}
+
+/* Waits until role name is in state (and, if oldpid > 0, has another pid). */
+static int
+wait_role(struct gd *g, const char *name, const char *state, long oldpid,
+    int timeout_ms)
+{
+	int64_t	 deadline = wsc_now_ms() + timeout_ms;
+	cJSON	*st;
+	int	 ok;
+
+	for (;;) {
+		if ((st = status(g)) != NULL) {
+			ok = strcmp(rstr(st, name, "state"), state) == 0 &&
+			    (oldpid <= 0 || rnum(st, name, "pid") != oldpid);
+			cJSON_Delete(st);
+			if (ok)
+				return 0;
+		}
+		if (wsc_now_ms() >= deadline)
+			return -1;
+		sleep_ms(100);
+	}
+}
+
+static int
+log_has(const struct gd *g, const char *needle)
+{
+	char	*text = read_file(g->log);
+	int	 found = text != NULL && strstr(text, needle) != NULL;
+
+	free(text);
+	return found;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void
+test_configtest_sample_and_broken_files(void)
+{
+	char	dir[PATH_MAX], f[PATH_MAX + 32], *out = NULL;
+	int	rc;
+
+	rc = run(&out, "cd '%s' && env -u NGIT_RUN_PATH '%s/graspd' -n -f "
+	    "etc/graspd.conf", topdir, bindir);
+	T_EQ_INT(rc, 0);
+	T_CHECK(strstr(out, "configuration OK") != NULL);
+	free(out);
+	rc = run(&out, "cd '%s' && env -u NGIT_RUN_PATH '%s/graspd' -nv -f "
+	    "etc/graspd.conf", topdir, bindir);
+	T_EQ_INT(rc, 0);
+	T_CHECK(strstr(out, "run_path = /run/graspd") != NULL);
+	free(out);
+	T_EQ_INT(run(NULL, "'%s/graspd' -n", bindir), 0);
+
+	T_ASSERT(make_tmpdir(dir, sizeof(dir)) == 0);
+	snprintf(f, sizeof(f), "%s/bad.conf", dir);
+	write_file(f, "nosuchkey = 1\n", 0644);
+	rc = run(&out, "'%s/graspd' -n -f '%s'", bindir, f);
+	T_CHECK(rc == 78);
+	T_CHECK(strstr(out, ":1: unknown key \"nosuchkey\"") != NULL);
+	free(out);
+	write_file(f, "# fine\nmax_connections = 0\n", 0644);
+	rc = run(&out, "'%s/graspd' -n -f '%s'", bindir, f);
+	T_CHECK(rc == 78);
+	T_CHECK(strstr(out, "bad.conf:2: NGIT_MAX_CONNECTIONS: \"0\" is out "
+	    "of range") != NULL);
+	free(out);
+	write_file(f, "just words\n", 0644);
+	rc = run(&out, "'%s/graspd' -n -f '%s'", bindir, f);
+	T_CHECK(rc == 78);
+	T_CHECK(strstr(out, "expected \"key = value\"") != NULL);
+	free(out);
+	rc = run(&out, "'%s/graspd' -n -f '%s/missing.conf'", bindir, dir);
+	T_CHECK(rc == 78);
+	T_CHECK(strstr(out, "missing.conf: No such file or directory") !=
+	    NULL);
+	free(out);
+	rc = run(&out, "'%s/graspd' -x", bindir);
+	T_CHECK(rc == 64);
+	T_CHECK(strstr(out, "usage: graspd") != NULL);
+	free(out);
+	rm_tree(dir);
+}
+
+static void
+test_graspctl_usage_and_unreachable(void)
+{
+	struct gd	 g;
+	char		 path[PATH_MAX + 96], *out = NULL;
+	int		 rc;
+
+	memset(&g, 0, sizeof(g));
+	T_ASSERT(make_tmpdir(g.dir, sizeof(g.dir)) == 0);
+	snprintf(g.run, sizeof(g.run), "%s", g.dir);
+	T_EQ_INT(run(NULL, "'%s/graspctl'", bindir), 64);
+	T_EQ_INT(ctl(&g, NULL, "frobnicate"), 64);
+	T_EQ_INT(ctl(&g, NULL, "restart"), 64);
+	T_EQ_INT(ctl(&g, NULL, "restart nosuchrole"), 64);
+	T_EQ_INT(ctl(&g, NULL, "log loud"), 64);
+
+	rc = ctl(&g, &out, "status");
+	T_CHECK(rc == 1);
+	snprintf(path, sizeof(path), "graspctl: graspd is not running (no "
+	    "socket at %s/control-graspd.ipc)", g.dir);
+	T_CHECK(strstr(out, path) != NULL);
+	free(out);
+	rc = ctl(&g, &out, "show relayd");
+	T_CHECK(rc == 1);
+	T_CHECK(strstr(out, "graspctl: relayd is not running") != NULL);
+	free(out);
+
+	/* A socket file nobody listens on: a bounded wait, then an error. */
+	snprintf(path, sizeof(path), "%s/control-graspd.ipc", g.dir);
+	write_file(path, "", 0600);
+	rc = ctl(&g, &out, "status");
+	T_CHECK(rc == 1);
+	T_CHECK(strstr(out, "graspctl: graspd does not answer") != NULL);
+	free(out);
+	rm_tree(g.dir);
+}
+
+/* The shared instance of the next cases; a NOTIFY_SOCKET listens. */
+static struct gd	 G;
+static int		 G_up;
+static int		 notify_fd = -1;
+static char		 notify_dir[PATH_MAX];
+
+/* Waits for one sd_notify datagram; returns it (static) or "". */
+static const char *
+notify_recv(int timeout_ms)
+{
+	static char	buf[256];
+	struct timeval	tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	ssize_t		n;
+
+	setsockopt(notify_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = recv(notify_fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static void
+test_graspd_starts_every_role(void)
+{
+	struct sockaddr_un	 sun;
+	struct stat		 sb;
+	cJSON			*st;
+	char			 env[PATH_MAX + 32], *out = NULL, *pidtext;
+	char			 line[128];
+	const char		*extra[2] = { env, NULL };
+	int			 i;
+
+	T_ASSERT(make_tmpdir(notify_dir, sizeof(notify_dir)) == 0);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	T_ASSERT(strlen(notify_dir) + 8 < sizeof(sun.sun_path));
+	memcpy(sun.sun_path, notify_dir, strlen(notify_dir));
+	memcpy(sun.sun_path + strlen(notify_dir), "/notify", 8);
+	notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	T_ASSERT(notify_fd != -1);
+	T_ASSERT(bind(notify_fd, (struct sockaddr *)&sun, sizeof(sun)) == 0);
+	snprintf(env, sizeof(env), "NOTIFY_SOCKET=%s", sun.sun_path);
+
+	T_ASSERT(gd_start(&G, NULL, extra) == 0);
+	G_up = 1;
+	T_EQ_STR(notify_recv(5000), "READY=1");
+	st = status(&G);
+	T_ASSERT(st != NULL);
+	T_CHECK(cJSON_IsTrue(cJSON_GetObjectItem(st, "ok")));
+	T_EQ_INT((long)cJSON_GetNumberValue(cJSON_GetObjectItem(st, "pid")),
+	    G.pid);
+	for (i = 0; i < NROLES; i++) {
+		if (role_exists[i]) {
+			T_CHECK(strcmp(rstr(st, roles[i], "state"),
+			    "running") == 0);
+			T_CHECK(rnum(st, roles[i], "pid") > 0);
+			T_CHECK(rnum(st, roles[i], "restarts") == 0);
+		} else {
+			printf("# %s does not exist: expecting it failed\n",
+			    roles[i]);
+			T_CHECK(strcmp(rstr(st, roles[i], "state"),
+			    "failed") == 0);
+			T_CHECK(strstr(rstr(st, roles[i], "reason"),
+			    "cannot execute") != NULL);
+		}
+	}
+	cJSON_Delete(st);
+
+	/* The table people read. */
+	T_EQ_INT(ctl(&G, &out, "status"), 0);
+	T_CHECK(strncmp(out, "PROCESS", 7) == 0);
+	snprintf(line, sizeof(line), "\ngraspd      running   %d ",
+	    (int)G.pid);
+	T_CHECK(strstr(out, line) != NULL);
+	for (i = 0; i < NROLES; i++) {
+		snprintf(line, sizeof(line), "\n%-11s %s", roles[i],
+		    role_exists[i] ? "running" : "failed");
+		T_CHECK(strstr(out, line) != NULL);
+	}
+	free(out);
+
+	/* graspd made the run directory and holds its pid file. */
+	T_ASSERT(stat(G.run, &sb) == 0);
+	T_CHECK((sb.st_mode & 0777) == 0755);
+	snprintf(env, sizeof(env), "%s/graspd.pid", G.run);
+	pidtext = read_file(env);
+	T_ASSERT(pidtext != NULL);
+	T_EQ_INT(atoi(pidtext), G.pid);
+	free(pidtext);
+
+	T_CHECK(relayproc_wait_port("127.0.0.1", G.port, 2000) == 0);
+}
+
+/* A role's argv and environment as it was exec'd. */
+static void
+test_roles_get_their_arguments_and_readiness_fd(void)
+{
+	cJSON	*st;
+	char	 path[64], *text;
+	size_t	 n;
+	long	 pid;
+	FILE	*f;
+	char	 buf[65536];
+
+	T_ASSERT(G_up);
+	T_ASSERT(role_exists[0]);
+	st = status(&G);
+	T_ASSERT(st != NULL);
+	pid = rnum(st, "relayd", "pid");
+	cJSON_Delete(st);
+	T_ASSERT(pid > 0);
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+	T_ASSERT((f = fopen(path, "r")) != NULL);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	/* argv[0] is the role's name; -d because graspd runs with -d. */
+	T_EQ_INT(n, sizeof("relayd\0-d"));
+	T_CHECK(memcmp(buf, "relayd\0-d\0", n) == 0);
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+	T_ASSERT((f = fopen(path, "r")) != NULL);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (text = buf; text < buf + n; text += strlen(text) + 1) {
+		T_CHECK(strncmp(text, "NOTIFY_SOCKET=", 14) != 0);
+		if (strncmp(text, "GRASPD_READY_FD=", 16) == 0)
+			T_EQ_STR(text, "GRASPD_READY_FD=3");
+	}
+}
+
+/* Publishing state: one connection, the ids relayd accepted. */
+struct pubs {
+	struct wsc	*ws;
+	int		 seq;
+	char		 ids[512][65];
+	int		 nids;
+	int		 tries, oks, errors;
+};
+
+/* Publishes one new 10317 (accepted by any key); 1 ok, 0 refused, -1. */
+static int
+publish_one(struct pubs *p)
+{
+	struct event	*ev;
+	uint8_t		 sk[32];
+	int		 ok = -1;
+
+	if (p->ws == NULL &&
+	    (p->ws = wsc_connect("127.0.0.1", G.port, "/", 1000)) == NULL) {
+		p->errors++;
+		return -1;
+	}
+	memset(sk, 0, sizeof(sk));
+	sk[0] = 0x5a;
+	/* A key per event: 10317 is replaceable, one per author. */
+	p->seq++;
+	sk[30] = (uint8_t)(p->seq >> 8);
+	sk[31] = (uint8_t)p->seq;
+	if ((ev = event_new_signed(sk, time(NULL), 10317, "[]", "")) == NULL)
+		abort();
+	p->tries++;
+	if (nostr_publish(p->ws, ev, 3000, &ok, NULL) == -1) {
+		wsc_drop(p->ws);
+		p->ws = NULL;
+		p->errors++;
+		ok = -1;
+	} else if (ok && p->nids < (int)(sizeof(p->ids) / sizeof(p->ids[0]))) {
+		snprintf(p->ids[p->nids++], sizeof(p->ids[0]), "%s",
+		    ev->id_hex);
+		p->oks++;
+	}
+	event_free(ev);
+	return ok;
+}
+
+static void
+test_kill9_each_role_comes_back_while_clients_publish(void)
+{
+	struct pubs	*p;
+	struct buf	 filter = BUF_INIT;
+	struct wsc	*ws;
+	cJSON		*st;
+	char		**evs = NULL;
+	size_t		 nev = 0;
+	long		 before[NROLES], after[NROLES];
+	int64_t		 deadline;
+	int		 i, j, back, rc, fails;
+
+	T_ASSERT(G_up);
+	T_ASSERT((p = calloc(1, sizeof(*p))) != NULL);
+	for (i = 0; i < NROLES; i++) {
+		if (!role_exists[i])
+			continue;
+		st = gd_wait_settled(&G, COMEBACK_MS);
+		T_ASSERT(st != NULL);
+		for (j = 0; j < NROLES; j++)
+			before[j] = rnum(st, roles[j], "pid");
+		cJSON_Delete(st);
+		T_ASSERT(before[i] > 0);
+		/* A few events before, so that there is something to lose. */
+		for (j = 0; j < 3; j++)
+			T_CHECK(publish_one(p) == 1);
+
+		T_ASSERT(kill((pid_t)before[i], SIGKILL) == 0);
+		deadline = wsc_now_ms() + COMEBACK_MS;
+		back = fails = 0;
+		while (!back && wsc_now_ms() < deadline) {
+			rc = publish_one(p);
+			if (rc != 1)
+				fails++;
+			if ((st = status(&G)) != NULL) {
+				back = strcmp(rstr(st, roles[i], "state"),
+				    "running") == 0 &&
+				    rnum(st, roles[i], "pid") != before[i];
+				for (j = 0; j < NROLES; j++)
+					after[j] = rnum(st, roles[j], "pid");
+				cJSON_Delete(st);
+			}
+			sleep_ms(50);
+		}
+		printf("# %s killed: back %s, %d publish failures meanwhile\n",
+		    roles[i], back ? "yes" : "no", fails);
+		if (!back)
+			dump_log(&G, 30);
+		T_ASSERT(back);
+		/* Nobody else was restarted. */
+		for (j = 0; j < NROLES; j++)
+			if (j != i)
+				T_EQ_INT(after[j], before[j]);
+		/* relayd served every event while another role was down. */
+		if (i != 0)
+			T_EQ_INT(fails, 0);
+		T_CHECK(publish_one(p) == 1);
+	}
+
+	/* Every event that got OK true is stored, relayd's death or not. */
+	T_ASSERT(p->nids > 0);
+	buf_adds(&filter, "{\"ids\":[");
+	for (i = 0; i < p->nids; i++)
+		buf_printf(&filter, "%s\"%s\"", i ? "," : "", p->ids[i]);
+	buf_printf(&filter, "],\"limit\":%d}", p->nids);
+	ws = wsc_connect("127.0.0.1", G.port, "/", 5000);
+	T_ASSERT(ws != NULL);
+	rc = nostr_req(ws, "ids", filter.b_data, 10000, &evs, &nev, NULL);
+	printf("# %d events accepted (%d tries), %zu found again\n", p->nids,
+	    p->tries, nev);
+	T_CHECK(rc == 0);
+	T_EQ_INT(nev, p->nids);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	if (p->ws != NULL)
+		wsc_close(p->ws);
+	buf_free(&filter);
+	free(p);
+}
+
+static void
+test_graspctl_restart_historyd_changes_only_its_pid(void)
+{
+	cJSON	*st;
+	char	*out = NULL;
+	long	 before[NROLES];
+	int	 j, rc;
+
+	T_ASSERT(G_up);
+	if (!role_exists[3]) {
+		printf("# skip: %s/historyd does not exist\n", libexec);
+		return;
+	}
+	st = gd_wait_settled(&G, COMEBACK_MS);
+	T_ASSERT(st != NULL);
+	for (j = 0; j < NROLES; j++)
+		before[j] = rnum(st, roles[j], "pid");
+	cJSON_Delete(st);
+	rc = ctl(&G, &out, "restart historyd");
+	T_CHECK(rc == 0);
+	T_CHECK(strstr(out, "historyd: restart requested") != NULL);
+	free(out);
+	T_ASSERT(wait_role(&G, "historyd", "running", before[3],
+	    COMEBACK_MS) == 0);
+	st = status(&G);
+	T_ASSERT(st != NULL);
+	for (j = 0; j < NROLES; j++)
+		if (j != 3)
+			T_CHECK(rnum(st, roles[j], "pid") == before[j]);
+	/* A requested restart is not a crash: no backoff, no exit reason. */
+	T_CHECK(strcmp(rstr(st, "historyd", "reason"), "") == 0);
+	T_CHECK(rnum(st, "historyd", "restarts") >= 1);
+	cJSON_Delete(st);
+}
+
+static void
+test_stopped_role_stays_down_until_started(void)
+{
+	const char	*name = NULL;
+	cJSON		*st;
+	char		*out = NULL;
+	long		 pid;
+	int		 i;
+
+	T_ASSERT(G_up);
+	for (i = NROLES - 1; i > 0 && name == NULL; i--)
+		if (role_exists[i])
+			name = roles[i];
+	if (name == NULL)
+		name = "relayd";
+	st = status(&G);
+	T_ASSERT(st != NULL);
+	pid = rnum(st, name, "pid");
+	cJSON_Delete(st);
+	T_EQ_INT(ctl(&G, NULL, "stop %s", name), 0);
+	T_ASSERT(wait_role(&G, name, "stopped", 0, COMEBACK_MS) == 0);
+	T_CHECK(!alive((pid_t)pid));
+	sleep_ms(2500);
+	st = status(&G);
+	T_ASSERT(st != NULL);
+	T_EQ_STR(rstr(st, name, "state"), "stopped");
+	T_EQ_INT(rnum(st, name, "pid"), 0);
+	cJSON_Delete(st);
+	T_EQ_INT(ctl(&G, &out, "start %s", name), 0);
+	free(out);
+	T_ASSERT(wait_role(&G, name, "running", pid, COMEBACK_MS) == 0);
+	/* Errors come back as errors. */
+	T_EQ_INT(ctl(&G, &out, "start graspd"), 64);
+	free(out);
+}
+
+static void
+test_direct_commands_work_while_graspd_is_stopped(void)
+{
+	char	*out = NULL;
+	int	 rc;
+
+	T_ASSERT(G_up);
+	T_EQ_INT(ctl(&G, &out, "show graspd"), 0);
+	T_CHECK(strstr(out, "pid: ") != NULL);
+	T_CHECK(strstr(out, "roles:\n  relayd: running") != NULL);
+	free(out);
+	T_EQ_INT(ctl(&G, &out, "stats graspd"), 0);
+	T_CHECK(strstr(out, "graspd_role_up{role=\"relayd\"} 1") != NULL);
+	free(out);
+	T_EQ_INT(ctl(&G, &out, "-j log verbose graspd"), 0);
+	T_CHECK(strstr(out, "\"level\":\"debug\"") != NULL);
+	free(out);
+	T_EQ_INT(ctl(&G, &out, "log brief graspd"), 0);
+	free(out);
+	if (!role_exists[0])
+		return;
+
+	/* The supervisor frozen: its socket does not answer, relayd's does. */
+	T_ASSERT(kill(G.pid, SIGSTOP) == 0);
+	rc = ctl(&G, &out, "status");
+	T_CHECK(rc == 1);
+	T_CHECK(strstr(out, "graspd does not answer") != NULL);
+	free(out);
+	rc = ctl(&G, &out, "show relayd");
+	T_CHECK(rc == 0);
+	T_CHECK(out[0] != '\0');
+	free(out);
+	rc = ctl(&G, &out, "stats relayd");
+	T_CHECK(rc == 0);
+	T_CHECK(strstr(out, "graspd_relay_") != NULL);
+	free(out);
+	rc = ctl(&G, &out, "log verbose");
+	/* Every process with a socket was asked; graspd did not answer. */
+	T_CHECK(strstr(out, "relayd: log verbose") != NULL);
+	T_CHECK(strstr(out, "graspd does not answer") != NULL);
+	free(out);
+	T_ASSERT(kill(G.pid, SIGCONT) == 0);
+	T_EQ_INT(ctl(&G, &out, "log brief"), 0);
+	free(out);
+}
+
+static void
+test_sigterm_stops_every_role_relayd_last(void)
+{
+	cJSON	*st;
+	char	*text, *p_relayd, *p_other;
+	long	 pids[NROLES];
+	int	 i, rc;
+
+	T_ASSERT(G_up);
+	st = gd_wait_settled(&G, COMEBACK_MS);
+	T_ASSERT(st != NULL);
+	for (i = 0; i < NROLES; i++)
+		pids[i] = rnum(st, roles[i], "pid");
+	cJSON_Delete(st);
+	T_ASSERT(kill(G.pid, SIGTERM) == 0);
+	rc = gd_reap(&G, STOP_MS);
+	G_up = 0;
+	T_EQ_INT(rc, 0);
+	T_EQ_STR(notify_recv(2000), "STOPPING=1");
+	for (i = 0; i < NROLES; i++)
+		T_CHECK(!alive((pid_t)pids[i]));
+	text = read_file(G.log);
+	T_ASSERT(text != NULL);
+	/* relayd is told to stop only once the others have exited. */
+	p_relayd = strstr(text, "graspd: stopping relayd");
+	T_CHECK(p_relayd != NULL);
+	for (i = 1; i < NROLES; i++) {
+		char	needle[64];
+
+		if (!role_exists[i])
+			continue;
+		snprintf(needle, sizeof(needle), "graspd: %s (pid %ld) ",
+		    roles[i], pids[i]);
+		p_other = strstr(text, needle);
+		T_CHECK(p_other != NULL && p_relayd != NULL &&
+		    p_other < p_relayd);
+	}
+	T_CHECK(strstr(text, "graspd: exiting with status 0") != NULL);
+	free(text);
+	/* The pid file and the control socket are gone with it. */
+	{
+		char	path[PATH_MAX + 32];
+
+		snprintf(path, sizeof(path), "%s/graspd.pid", G.run);
+		T_CHECK(access(path, F_OK) == -1);
+		snprintf(path, sizeof(path), "%s/control-graspd.ipc", G.run);
+		T_CHECK(access(path, F_OK) == -1);
+	}
+}
+
+static void
+test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
+{
+	struct gd	 h;
+	cJSON		*st;
+	char		*out = NULL, *body = NULL;
+	long		 before[NROLES];
+	int		 i, status_code = 0, rc;
+
+	T_ASSERT(gd_start(&h, "relay_description = first\n", NULL) == 0);
+	st = gd_wait_settled(&h, COMEBACK_MS);
+	T_ASSERT(st != NULL);
+	for (i = 0; i < NROLES; i++)
+		before[i] = rnum(st, roles[i], "pid");
+	cJSON_Delete(st);
+
+	/* A broken file: SIGHUP logs why and changes nothing. */
+	write_file(h.conf, "relay_description = first\nnosuchkey = 2\n", 0644);
+	T_ASSERT(kill(h.pid, SIGHUP) == 0);
+	sleep_ms(1500);
+	T_CHECK(log_has(&h, "reload: "));
+	T_CHECK(log_has(&h, "unknown key \"nosuchkey\"; keeping the running "
+	    "configuration"));
+	st = status(&h);
+	T_ASSERT(st != NULL);
+	for (i = 0; i < NROLES; i++) {
+		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
+		if (role_exists[i])
+			T_CHECK(strcmp(rstr(st, roles[i], "state"),
+			    "running") == 0);
+	}
+	cJSON_Delete(st);
+	/* graspctl reload says so and fails. */
+	rc = ctl(&h, &out, "reload");
+	T_CHECK(rc == 1);
+	T_CHECK(strstr(out, "unknown key \"nosuchkey\"") != NULL);
+	free(out);
+
+	/* The same configuration again: nothing restarts. */
+	write_file(h.conf, "# the same\nrelay_description = first\n", 0644);
+	rc = ctl(&h, &out, "reload");
+	T_CHECK(rc == 0);
+	T_CHECK(strstr(out, "configuration unchanged") != NULL);
+	free(out);
+	sleep_ms(500);
+	st = status(&h);
+	T_ASSERT(st != NULL);
+	for (i = 0; i < NROLES; i++)
+		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
+	cJSON_Delete(st);
+
+	/* A change: every role restarts and relayd serves the new value. */
+	write_file(h.conf, "relay_description = second\n", 0644);
+	rc = ctl(&h, &out, "reload");
+	T_CHECK(rc == 0);
+	T_CHECK(strstr(out, "configuration changed") != NULL);
+	free(out);
+	for (i = 0; i < NROLES; i++)
+		if (role_exists[i])
+			T_CHECK(wait_role(&h, roles[i], "running", before[i],
+			    COMEBACK_MS) == 0);
+	if (role_exists[0]) {
+		T_CHECK(relayproc_wait_port("127.0.0.1", h.port, 5000) == 0);
+		T_CHECK(http_get("127.0.0.1", h.port, "/",
+		    "Accept: application/nostr+json\r\n", 5000, &status_code,
+		    NULL, &body) == 0);
+		T_CHECK(body != NULL && strstr(body, "\"second\"") != NULL);
+		free(body);
+	}
+
+	/* graspctl stop: everything ends, graspctl returns after graspd. */
+	rc = ctl(&h, &out, "stop");
+	T_CHECK(rc == 0);
+	T_CHECK(strstr(out, "graspd stopped") != NULL);
+	free(out);
+	T_EQ_INT(gd_reap(&h, 2000), 0);
+	gd_stop(&h);
+}
+
+/* Start times of "NAME started" lines in the log, in ms of the day. */
+static int
+start_times(const struct gd *g, const char *name, long *t, int max)
+{
+	char	*text = read_file(g->log), *line, needle[64];
+	int	 n = 0, hh, mm, ss, ms;
+
+	if (text == NULL)
+		return 0;
+	snprintf(needle, sizeof(needle), "graspd: %s started", name);
+	for (line = strtok(text, "\n"); line != NULL && n < max;
+	    line = strtok(NULL, "\n"))
+		if (strstr(line, needle) != NULL &&
+		    sscanf(line, "%d:%d:%d.%d", &hh, &mm, &ss, &ms) == 4)
+			t[n++] = ((hh * 60L + mm) * 60 + ss) * 1000 + ms;
+	free(text);
+	return n;
+}
+
+static void
+test_exit78_is_permanent_and_crash_loops_fail(void)
+{
+	struct gd	 f;
+	cJSON		*st;
+	char		 fake[PATH_MAX], path[PATH_MAX + 32], real[PATH_MAX + 32];
+	char		 env[PATH_MAX + 32], *out = NULL, *fds;
+	const char	*extra[2] = { env, NULL };
+	long		 relayd_pid, t[8];
+	int		 n, i, backoff_seen = 0;
+	int64_t		 deadline;
+
+	if (!role_exists[0]) {
+		printf("# skip: no relayd in %s\n", libexec);
+		return;
+	}
+	T_ASSERT(make_tmpdir(fake, sizeof(fake)) == 0);
+	snprintf(real, sizeof(real), "%s/relayd", libexec);
+	snprintf(path, sizeof(path), "%s/relayd", fake);
+	T_ASSERT(symlink(real, path) == 0);
+	/* syncd: a configuration error; it lists its descriptors first. */
+	snprintf(path, sizeof(path), "%s/syncd", fake);
+	T_ASSERT(write_file(path, "#!/bin/sh\n(echo; ls /proc/$$/fd) > "
+	    "\"$0.fds\"\nexit 78\n", 0755) == 0);
+	/* discoveryd: dies at once, every time. */
+	snprintf(path, sizeof(path), "%s/discoveryd", fake);
+	T_ASSERT(write_file(path, "#!/bin/sh\nexit 3\n", 0755) == 0);
+	/* historyd: missing. */
+	snprintf(env, sizeof(env), "GRASPD_LIBEXEC=%s", fake);
+
+	T_ASSERT(gd_spawn(&f, NULL, extra) == 0);
+	T_ASSERT(wait_role(&f, "syncd", "failed", 0, COMEBACK_MS) == 0);
+	st = status(&f);
+	T_ASSERT(st != NULL);
+	relayd_pid = rnum(st, "relayd", "pid");
+	T_CHECK(strstr(rstr(st, "syncd", "reason"), "exited 78") != NULL);
+	T_EQ_STR(rstr(st, "syncd", "last_exit"), "exited 78");
+	T_EQ_INT(rnum(st, "syncd", "pid"), 0);
+	T_EQ_STR(rstr(st, "historyd", "state"), "failed");
+	T_CHECK(strstr(rstr(st, "historyd", "reason"), "cannot execute") !=
+	    NULL);
+	cJSON_Delete(st);
+
+	/* What a role inherits: 0-2 and the readiness pipe on 3, no more. */
+	snprintf(path, sizeof(path), "%s/syncd.fds", fake);
+	fds = read_file(path);
+	T_ASSERT(fds != NULL);
+	for (i = 0; i < 10; i++) {
+		char	needle[8];
+
+		snprintf(needle, sizeof(needle), "\n%d\n", i);
+		if (i <= 3)
+			T_CHECK(strstr(fds, needle) != NULL);
+		else
+			T_CHECK(strstr(fds, needle) == NULL);
+	}
+	free(fds);
+
+	/* discoveryd: backoff, then failed after five fast deaths. */
+	deadline = wsc_now_ms() + 40000;
+	for (;;) {
+		st = status(&f);
+		T_ASSERT(st != NULL);
+		if (strcmp(rstr(st, "discoveryd", "state"), "backoff") == 0 &&
+		    strstr(rstr(st, "discoveryd", "reason"), "exited 3 before "
+		    "ready; restarting in") != NULL)
+			backoff_seen = 1;
+		if (strcmp(rstr(st, "discoveryd", "state"), "failed") == 0)
+			break;
+		cJSON_Delete(st);
+		T_ASSERT(wsc_now_ms() < deadline);
+		sleep_ms(200);
+	}
+	T_CHECK(backoff_seen);
+	T_CHECK(strstr(rstr(st, "discoveryd", "reason"), "5 fast deaths in a "
+	    "row (last: exited 3)") != NULL);
+	T_EQ_INT(rnum(st, "discoveryd", "restarts"), 4);
+	/* syncd was never tried again, relayd never touched. */
+	T_EQ_INT(rnum(st, "syncd", "restarts"), 0);
+	T_EQ_STR(rstr(st, "relayd", "state"), "running");
+	T_EQ_INT(rnum(st, "relayd", "pid"), relayd_pid);
+	cJSON_Delete(st);
+	/* The delays doubled: 1, 2, 4, 8 s between the five starts. */
+	n = start_times(&f, "discoveryd", t, 8);
+	T_EQ_INT(n, 5);
+	for (i = 1; i < n; i++) {
+		long	gap = t[i] - t[i - 1], want = 1000L << (i - 1);
+
+		printf("# discoveryd start %d after %ld ms\n", i + 1, gap);
+		T_CHECK(gap >= want - 50 && gap < want + 1500);
+	}
+	/* graspd finished its start-up with failed roles: it is ready. */
+	T_CHECK(log_has(&f, "graspd: ready: relayd running, syncd failed"));
+
+	/* graspctl start tries again; 78 again. */
+	T_EQ_INT(ctl(&f, &out, "start syncd"), 0);
+	free(out);
+	sleep_ms(300);
+	T_ASSERT(wait_role(&f, "syncd", "failed", 0, COMEBACK_MS) == 0);
+	st = status(&f);
+	T_ASSERT(st != NULL);
+	T_EQ_INT(rnum(st, "syncd", "restarts"), 1);
+	cJSON_Delete(st);
+
+	T_EQ_INT(gd_stop(&f), 0);
+	rm_tree(fake);
+}
+
+static void
+test_startup_fails_when_relayd_cannot_run(void)
+{
+	struct gd	 g;
+	char		 fake[PATH_MAX], path[PATH_MAX + 32], env[PATH_MAX + 32];
+	char		*out = NULL;
+	const char	*extra[2] = { env, NULL };
+	int		 rc;
+
+	T_ASSERT(make_tmpdir(fake, sizeof(fake)) == 0);
+	snprintf(env, sizeof(env), "GRASPD_LIBEXEC=%s", fake);
+	/* Foreground: exit 1 and the reason in the log. */
+	T_ASSERT(gd_spawn(&g, NULL, extra) == 0);
+	rc = gd_reap(&g, 10000);
+	T_CHECK(rc == 1);
+	T_CHECK(log_has(&g, "relayd failed: cannot execute"));
+	gd_stop(&g);
+	/* Daemon mode: the command itself fails and says why. */
+	rc = run(&out, "NGIT_RUN_PATH='%s/run' GRASPD_LIBEXEC='%s' "
+	    "NGIT_RELAY_DATA_PATH='%s' '%s/graspd'", fake, fake, fake, bindir);
+	T_CHECK(rc == 1);
+	T_CHECK(strstr(out, "graspd: relayd failed: cannot execute") != NULL);
+	free(out);
+	/* relayd exiting 78: graspd exits 78 too (do not respawn graspd). */
+	snprintf(path, sizeof(path), "%s/relayd", fake);
+	T_ASSERT(write_file(path, "#!/bin/sh\nexit 78\n", 0755) == 0);
+	rc = run(&out, "NGIT_RUN_PATH='%s/run' GRASPD_LIBEXEC='%s' "
+	    "NGIT_RELAY_DATA_PATH='%s' '%s/graspd'", fake, fake, fake, bindir);
+	T_CHECK(rc == 78);
+	T_CHECK(strstr(out, "relayd failed: exited 78 (configuration error)")
+	    != NULL);
+	free(out);
+	rm_tree(fake);
+}
+
+static void
+test_daemon_mode_returns_once_ready(void)
+{
+	char	 dir[PATH_MAX], path[PATH_MAX + 32], *out = NULL, *text;
+	char	 comm[64], stat_line[512];
+	pid_t	 pid = -1;
+	int	 port, rc, ppid = 0;
+	FILE	*f;
+	struct gd g;
+
+	if (!role_exists[0]) {
+		printf("# skip: no relayd in %s\n", libexec);
+		return;
+	}
+	T_ASSERT(make_tmpdir(dir, sizeof(dir)) == 0);
+	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
+	memset(&g, 0, sizeof(g));
+	snprintf(g.run, sizeof(g.run), "%s/run", dir);
+#define DAEMON_ENV "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d " \
+	"NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "	\
+	"NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
+	rc = run(&out, DAEMON_ENV "'%s/graspd'", port, port, dir, dir, dir,
+	    libexec, bindir);
+	T_CHECK(rc == 0);
+	free(out);
+	snprintf(path, sizeof(path), "%s/run/graspd.pid", dir);
+	text = read_file(path);
+	T_ASSERT(text != NULL);
+	pid = atoi(text);
+	free(text);
+	remember_pid(pid);
+	T_ASSERT(alive(pid));
+	proc_comm(pid, comm, sizeof(comm));
+	T_EQ_STR(comm, "graspd");
+	/* Detached: not our child, in a session of its own. */
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fgets(stat_line, sizeof(stat_line), f) != NULL) {
+			char	*p = strrchr(stat_line, ')');
+
+			if (p != NULL)
+				sscanf(p + 2, "%*c %d", &ppid);
+		}
+		fclose(f);
+	}
+	T_CHECK(ppid != getpid());
+	T_CHECK(getsid(pid) != getsid(0));
+	/* Ready means relayd listens now, not later. */
+	T_CHECK(relayproc_wait_port("127.0.0.1", port, 100) == 0);
+	T_EQ_INT(ctl(&g, &out, "status"), 0);
+	T_CHECK(strstr(out, "\nrelayd      running") != NULL);
+	free(out);
+	cJSON_Delete(status(&g));	/* remembers the roles' pids */
+
+	/* A second graspd on the same run directory refuses. */
+	rc = run(&out, DAEMON_ENV "'%s/graspd' -d", port, port, dir, dir, dir,
+	    libexec, bindir);
+	T_CHECK(rc == 1);
+	T_CHECK(strstr(out, "graspd is already running") != NULL);
+	free(out);
+#undef DAEMON_ENV
+
+	rc = ctl(&g, &out, "stop");
+	T_CHECK(rc == 0);
+	free(out);
+	T_CHECK(!alive(pid));
+	cleanup_all();
+	rm_tree(dir);
+}
+
+/* Runs a lint command; every line it prints must be allowed. */
+static void
+test_man_pages_and_init_script_lint_clean(void)
+{
+	char	*out = NULL, *line, *save = NULL, name[64], page[PATH_MAX + 96];
+	int	 rc, sec, bad = 0;
+
+	if (run(NULL, "command -v mandoc >/dev/null") != 0)
+		printf("# skip: mandoc not installed\n");
+	else {
+		rc = run(&out, "cd '%s' && mandoc -Tlint man/*.[1-9]", topdir);
+		for (line = strtok_r(out, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			static const char	 xr[] = "referenced manual "
+			    "not found: Xr ";
+			char			*x = strstr(line, xr);
+
+			/* The system's manual database, not our pages. */
+			if (strstr(line, "mandoc.db") != NULL)
+				continue;
+			/* Our own pages are not installed where it looks. */
+			if (x != NULL && sscanf(x + strlen(xr), "%63s %d", name,
+			    &sec) == 2) {
+				snprintf(page, sizeof(page), "%s/man/%s.%d",
+				    topdir, name, sec);
+				if (access(page, F_OK) == 0)
+					continue;
+			}
+			printf("# %s\n", line);
+			bad++;
+		}
+		T_EQ_INT(bad, 0);
+		T_CHECK(rc == 0 || rc == 1);
+		free(out);
+		T_CHECK(run(NULL, "test -f '%s/man/graspd.8' && test -f "
+		    "'%s/man/graspctl.8'", topdir, topdir) == 0);
+	}
+	if (run(NULL, "command -v shellcheck >/dev/null") != 0)
+		printf("# skip: shellcheck not installed\n");
+	else {
+		rc = run(&out, "shellcheck -s sh '%s/etc/graspd.init'",
+		    topdir);
+		if (rc != 0)
+			printf("# %s\n", out);
+		T_EQ_INT(rc, 0);
+		free(out);
+	}
+	T_EQ_INT(run(NULL, "sh -n '%s/etc/graspd.init'", topdir), 0);
+	out = NULL;
+	{
+		char	path[PATH_MAX + 32];
+
+		snprintf(path, sizeof(path), "%s/etc/graspd.service", topdir);
+		out = read_file(path);
+	}
+	T_ASSERT(out != NULL);
+	T_CHECK(strstr(out, "\nType=notify\n") != NULL);
+	T_CHECK(strstr(out, "graspd -n") != NULL);
+	T_CHECK(strstr(out, "graspd -d") != NULL);
+	T_CHECK(strstr(out, "graspctl") != NULL &&
+	    strstr(out, "reload") != NULL);
+	T_CHECK(strstr(out, "\nRestart=on-failure\n") != NULL);
+	free(out);
+}
+
+static void
+absolute_dir(const char *in, char *out, size_t outlen)
+{
+	if (realpath(in, out) == NULL)
+		snprintf(out, outlen, "%s", in);
+}
+
+int
+main(void)
+{
+	const char	*b = getenv("GRASPD_BIN"), *l = getenv("GRASPD_LIBEXEC");
+	char		 path[PATH_MAX + 32];
+	int		 i;
+
+	signal(SIGPIPE, SIG_IGN);
+	absolute_dir(b != NULL && *b != '\0' ? b : "bin", bindir,
+	    sizeof(bindir));
+	absolute_dir(l != NULL && *l != '\0' ? l : bindir, libexec,
+	    sizeof(libexec));
+	absolute_dir(".", topdir, sizeof(topdir));
+	for (i = 0; i < NROLES; i++) {
+		snprintf(path, sizeof(path), "%s/%s", libexec, roles[i]);
+		role_exists[i] = access(path, X_OK) == 0;
+	}
+	printf("# graspd from %s, roles from %s\n", bindir, libexec);
+	atexit(cleanup_all);
+
+	T_RUN(test_configtest_sample_and_broken_files);
+	T_RUN(test_graspctl_usage_and_unreachable);
+	T_RUN(test_graspd_starts_every_role);
+	T_RUN(test_roles_get_their_arguments_and_readiness_fd);
+	T_RUN(test_kill9_each_role_comes_back_while_clients_publish);
+	T_RUN(test_graspctl_restart_historyd_changes_only_its_pid);
+	T_RUN(test_stopped_role_stays_down_until_started);
+	T_RUN(test_direct_commands_work_while_graspd_is_stopped);
+	T_RUN(test_sigterm_stops_every_role_relayd_last);
+	gd_stop(&G);
+	if (notify_fd != -1)
+		close(notify_fd);
+	rm_tree(notify_dir);
+	T_RUN(test_reload_keeps_running_on_a_broken_file_restarts_on_a_change);
+	T_RUN(test_exit78_is_permanent_and_crash_loops_fail);
+	T_RUN(test_startup_fails_when_relayd_cannot_run);
+	T_RUN(test_daemon_mode_returns_once_ready);
+	T_RUN(test_man_pages_and_init_script_lint_clean);
+	cleanup_all();
+	return t_done();
+}

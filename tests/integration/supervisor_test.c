@@ -1262,7 +1262,7 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	fds = read_file(path);
 	T_ASSERT(fds != NULL);
 	for (i = 0; i < 10; i++) {
-		char	needle[8];
+		char	needle[16];
 
 		snprintf(needle, sizeof(needle), "\n%d\n", i);
 		if (i <= 3)

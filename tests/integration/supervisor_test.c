@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -130,6 +131,39 @@ alive(pid_t pid)
 	if ((p = strrchr(buf, ')')) == NULL || p[1] == '\0')
 		return 1;
 	return p[2] != 'Z' && p[2] != 'X';
+}
+
+/* Processes of process group pgid that are not zombies. */
+static int
+group_alive(pid_t pgid)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[300], buf[512], *p, state;
+	int		 n = 0, grp;
+	size_t		 len;
+	FILE		*f;
+
+	if ((d = opendir("/proc")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = '\0';
+		/* "pid (comm) S ppid pgrp ...": after the last ')'. */
+		if ((p = strrchr(buf, ')')) == NULL ||
+		    sscanf(p + 1, " %c %*d %d", &state, &grp) != 2)
+			continue;
+		if (grp == (int)pgid && state != 'Z' && state != 'X')
+			n++;
+	}
+	closedir(d);
+	return n;
 }
 
 /* Kills what is left of the processes the test saw (their names match). */
@@ -1222,7 +1256,8 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	char		 fake[PATH_MAX], path[PATH_MAX + 32], real[PATH_MAX + 32];
 	char		 env[PATH_MAX + 32], *out = NULL, *fds;
 	const char	*extra[2] = { env, NULL };
-	long		 relayd_pid, t[8];
+	long		 relayd_pid, hist_pid, t[8];
+	int64_t		 t0;
 	int		 n, i, backoff_seen = 0;
 	int64_t		 deadline;
 
@@ -1241,7 +1276,11 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	/* discoveryd: dies at once, every time. */
 	snprintf(path, sizeof(path), "%s/discoveryd", fake);
 	T_ASSERT(write_file(path, "#!/bin/sh\nexit 3\n", 0755) == 0);
-	/* historyd: missing. */
+	/* historyd: ready through the pipe, then deaf to SIGTERM. */
+	snprintf(path, sizeof(path), "%s/historyd", fake);
+	T_ASSERT(write_file(path, "#!/bin/sh\ntrap '' TERM\n"
+	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n",
+	    0755) == 0);
 	snprintf(env, sizeof(env), "GRASPD_LIBEXEC=%s", fake);
 
 	T_ASSERT(gd_spawn(&f, NULL, extra) == 0);
@@ -1252,10 +1291,27 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	T_CHECK(strstr(rstr(st, "syncd", "reason"), "exited 78") != NULL);
 	T_EQ_STR(rstr(st, "syncd", "last_exit"), "exited 78");
 	T_EQ_INT(rnum(st, "syncd", "pid"), 0);
-	T_EQ_STR(rstr(st, "historyd", "state"), "failed");
-	T_CHECK(strstr(rstr(st, "historyd", "reason"), "cannot execute") !=
-	    NULL);
 	cJSON_Delete(st);
+
+	/* A role that ignores SIGTERM gets SIGKILL (its group) 5 s later. */
+	T_ASSERT(wait_role(&f, "historyd", "running", 0, COMEBACK_MS) == 0);
+	st = status(&f);
+	T_ASSERT(st != NULL);
+	hist_pid = rnum(st, "historyd", "pid");
+	cJSON_Delete(st);
+	t0 = wsc_now_ms();
+	T_EQ_INT(ctl(&f, NULL, "stop historyd"), 0);
+	T_ASSERT(wait_role(&f, "historyd", "stopped", 0, COMEBACK_MS) == 0);
+	printf("# historyd stopped %lld ms after the request\n",
+	    (long long)(wsc_now_ms() - t0));
+	T_CHECK(wsc_now_ms() - t0 >= 4900);
+	/* Its helper (sleep) went too: a zombie at most, for init. */
+	T_EQ_INT(group_alive((pid_t)hist_pid), 0);
+	st = status(&f);
+	T_ASSERT(st != NULL);
+	T_EQ_STR(rstr(st, "historyd", "last_exit"), "killed by signal 9");
+	cJSON_Delete(st);
+	T_CHECK(log_has(&f, "still runs 5 s after SIGTERM: SIGKILL"));
 
 	/* What a role inherits: 0-2 and the readiness pipe on 3, no more. */
 	snprintf(path, sizeof(path), "%s/syncd.fds", fake);
@@ -1317,6 +1373,16 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	T_ASSERT(st != NULL);
 	T_EQ_INT(rnum(st, "syncd", "restarts"), 1);
 	cJSON_Delete(st);
+
+	/* relayd, ready for more than 10 s: restarted at once, no backoff. */
+	T_ASSERT(kill((pid_t)relayd_pid, SIGKILL) == 0);
+	t0 = wsc_now_ms();
+	T_ASSERT(wait_role(&f, "relayd", "running", relayd_pid,
+	    COMEBACK_MS) == 0);
+	printf("# relayd back %lld ms after SIGKILL\n",
+	    (long long)(wsc_now_ms() - t0));
+	T_CHECK(wsc_now_ms() - t0 < 900);
+	T_CHECK(!log_has(&f, "relayd: restarting in"));
 
 	T_EQ_INT(gd_stop(&f), 0);
 	rm_tree(fake);

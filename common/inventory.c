@@ -1,0 +1,643 @@
+/*
+ * inventory.c: the repositories, roots, descendants and participants
+ * derived from accepted events (see inventory.h).  Built by every role
+ * from the store at start and kept current from the accepted feed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "event.h"
+#include "inventory.h"
+#include "log.h"
+#include "policy.h"
+#include "relayurl.h"
+
+/* What an id or address leads to: the roots it descends from. */
+struct inv_node {
+	int		  nd_depth;	/* 0 for a root itself */
+	struct inv_root	**nd_roots;
+	size_t		  nd_n;
+	size_t		  nd_cap;
+};
+
+/* Roots that name a repository the inventory does not know (yet). */
+struct inv_pending {
+	struct inv_root	**pd_roots;
+	size_t		  pd_n;
+	size_t		  pd_cap;
+};
+
+#define GROW(arr, n, cap) do {						\
+	if ((n) == (cap)) {						\
+		size_t nc_ = (cap) ? (cap) * 2 : 4;			\
+		void *np_ = reallocarray((arr), nc_, sizeof(*(arr)));	\
+		if (np_ == NULL)					\
+			fatal("inventory");				\
+		(arr) = np_;						\
+		(cap) = nc_;						\
+	}								\
+} while (0)
+
+static char *
+xstrndup(const char *s, size_t n)
+{
+	char	*d = strndup(s, n);
+
+	if (d == NULL)
+		fatal("inventory");
+	return d;
+}
+
+struct inventory *
+inv_new(const struct config *cfg)
+{
+	struct inventory	*iv;
+	char			 self[4][RELAYURL_MAX + 1];
+	int			 n, i;
+
+	if ((iv = calloc(1, sizeof(*iv))) == NULL)
+		fatal("inv_new");
+	iv->iv_urlflags = cfg && cfg->sync_allow_private_targets ?
+	    RELAYURL_ALLOW_PRIVATE : 0;
+	n = cfg && cfg->domain ? relayurl_self_keys(cfg->domain, self, 4) : 0;
+	if (n > 0) {
+		if ((iv->iv_self = calloc((size_t)n, sizeof(*iv->iv_self))) ==
+		    NULL)
+			fatal("inv_new");
+		for (i = 0; i < n; i++)
+			snprintf(iv->iv_self[i], sizeof(iv->iv_self[i]), "%s",
+			    self[i]);
+		iv->iv_nself = n;
+	}
+	return iv;
+}
+
+static void
+repo_free(struct inv_repo *r)
+{
+	size_t	i;
+
+	for (i = 0; i < r->ir_nrelays; i++)
+		free(r->ir_relays[i]);
+	free(r->ir_relays);
+	free(r->ir_maint);
+	free(r->ir_roots);
+	free(r->ir_coord);
+	free(r->ir_d);
+	free(r);
+}
+
+static void
+root_free(struct inv_root *rt)
+{
+	size_t	i;
+
+	for (i = 0; i < rt->rt_naddrs; i++)
+		free(rt->rt_addrs[i]);
+	free(rt->rt_addrs);
+	free(rt->rt_desc);
+	free(rt->rt_coord);
+	free(rt);
+}
+
+void
+inv_free(struct inventory *iv)
+{
+	size_t	 it;
+	void	*v;
+
+	if (iv == NULL)
+		return;
+	for (it = 0; hmap_next(&iv->iv_repos, &it, NULL, NULL, &v); )
+		repo_free(v);
+	for (it = 0; hmap_next(&iv->iv_roots, &it, NULL, NULL, &v); )
+		root_free(v);
+	for (it = 0; hmap_next(&iv->iv_nodes, &it, NULL, NULL, &v); ) {
+		free(((struct inv_node *)v)->nd_roots);
+		free(v);
+	}
+	for (it = 0; hmap_next(&iv->iv_authors, &it, NULL, NULL, &v); ) {
+		free(((struct inv_author *)v)->au_roots);
+		free(v);
+	}
+	for (it = 0; hmap_next(&iv->iv_pending, &it, NULL, NULL, &v); ) {
+		free(((struct inv_pending *)v)->pd_roots);
+		free(v);
+	}
+	hmap_free(&iv->iv_repos);
+	hmap_free(&iv->iv_roots);
+	hmap_free(&iv->iv_nodes);
+	hmap_free(&iv->iv_authors);
+	hmap_free(&iv->iv_pending);
+	free(iv->iv_self);
+	free(iv);
+}
+
+static int
+is_self(const struct inventory *iv, const char *key)
+{
+	const char	*keys[4];
+	int		 i;
+
+	for (i = 0; i < iv->iv_nself && i < 4; i++)
+		keys[i] = iv->iv_self[i];
+	return relayurl_is_self(key, keys, (size_t)iv->iv_nself);
+}
+
+/* Adds a canonical key for raw (ws/wss URL) to out unless present. */
+static size_t
+add_relay(const struct inventory *iv, const char *raw, size_t len,
+    char **out, size_t n, size_t max)
+{
+	char		 key[RELAYURL_MAX + 1];
+	const char	*why;
+	size_t		 i;
+
+	if (n >= max || relayurl_canon(raw, len, iv->iv_urlflags, key,
+	    sizeof(key), &why) == -1 || is_self(iv, key))
+		return n;
+	for (i = 0; i < n; i++)
+		if (strcmp(out[i], key) == 0)
+			return n;
+	out[n] = xstrndup(key, strlen(key));
+	return n + 1;
+}
+
+size_t
+inv_announcement_relays(const struct inventory *iv, const struct event *ev,
+    char **out, size_t max)
+{
+	size_t		 n = 0;
+	uint32_t	 i, j;
+	char		 buf[RELAYURL_MAX + 16];
+
+	for (i = 0; i < ev->ntags; i++) {
+		const struct event_tag	*t = &ev->tags[i];
+		int			 relays, clone;
+
+		relays = strcmp(t->v[0].s, "relays") == 0;
+		clone = strcmp(t->v[0].s, "clone") == 0;
+		for (j = 1; j < t->n && (relays || clone); j++) {
+			const char	*v = t->v[j].s, *host, *end;
+			int		 tls;
+
+			if (relays) {
+				n = add_relay(iv, v, t->v[j].len, out, n, max);
+				continue;
+			}
+			/* http(s)://host[:port]/... -> ws(s)://host[:port] */
+			if (strncasecmp(v, "https://", 8) == 0) {
+				tls = 1;
+				host = v + 8;
+			} else if (strncasecmp(v, "http://", 7) == 0) {
+				tls = 0;
+				host = v + 7;
+			} else
+				continue;
+			end = host + strcspn(host, "/?#");
+			if (end == host || (size_t)(end - host) > RELAYURL_MAX)
+				continue;
+			snprintf(buf, sizeof(buf), "%s://%.*s", tls ? "wss" :
+			    "ws", (int)(end - host), host);
+			n = add_relay(iv, buf, strlen(buf), out, n, max);
+		}
+	}
+	return n;
+}
+
+static struct inv_author *
+author_get(struct inventory *iv, const uint8_t pk[32])
+{
+	struct inv_author	*a = hmap_get(&iv->iv_authors, pk, 32);
+
+	if (a == NULL) {
+		if ((a = calloc(1, sizeof(*a))) == NULL)
+			fatal("inventory");
+		memcpy(a->au_pubkey, pk, 32);
+		hmap_put(&iv->iv_authors, pk, 32, a);
+	}
+	return a;
+}
+
+static void
+author_add_root(struct inventory *iv, const uint8_t pk[32],
+    struct inv_root *rt)
+{
+	struct inv_author	*a = author_get(iv, pk);
+	size_t			 i;
+
+	for (i = 0; i < a->au_nroots; i++)
+		if (a->au_roots[i] == rt)
+			return;
+	GROW(a->au_roots, a->au_nroots, a->au_caproots);
+	a->au_roots[a->au_nroots++] = rt;
+}
+
+static struct inv_node *
+node_get(struct inventory *iv, const void *key, size_t len, int depth)
+{
+	struct inv_node	*nd = hmap_get(&iv->iv_nodes, key, len);
+
+	if (nd == NULL) {
+		if ((nd = calloc(1, sizeof(*nd))) == NULL)
+			fatal("inventory");
+		nd->nd_depth = depth;
+		hmap_put(&iv->iv_nodes, key, len, nd);
+	} else if (depth < nd->nd_depth)
+		nd->nd_depth = depth;
+	return nd;
+}
+
+static int
+node_add_root(struct inv_node *nd, struct inv_root *rt)
+{
+	size_t	i;
+
+	for (i = 0; i < nd->nd_n; i++)
+		if (nd->nd_roots[i] == rt)
+			return 0;
+	GROW(nd->nd_roots, nd->nd_n, nd->nd_cap);
+	nd->nd_roots[nd->nd_n++] = rt;
+	return 1;
+}
+
+static void
+repo_attach_root(struct inv_repo *r, struct inv_root *rt)
+{
+	size_t	i;
+
+	rt->rt_repo = r;
+	for (i = 0; i < r->ir_nroots; i++)
+		if (r->ir_roots[i] == rt)
+			return;
+	GROW(r->ir_roots, r->ir_nroots, r->ir_caproots);
+	r->ir_roots[r->ir_nroots++] = rt;
+}
+
+static void
+repo_detach_root(struct inv_repo *r, struct inv_root *rt)
+{
+	size_t	i;
+
+	for (i = 0; i < r->ir_nroots; i++) {
+		if (r->ir_roots[i] == rt) {
+			r->ir_roots[i] = r->ir_roots[--r->ir_nroots];
+			break;
+		}
+	}
+	rt->rt_repo = NULL;
+}
+
+static void
+pending_add(struct inventory *iv, struct inv_root *rt)
+{
+	struct inv_pending	*pd = hmap_get(&iv->iv_pending, rt->rt_coord,
+				    strlen(rt->rt_coord));
+
+	if (pd == NULL) {
+		if ((pd = calloc(1, sizeof(*pd))) == NULL)
+			fatal("inventory");
+		hmap_put(&iv->iv_pending, rt->rt_coord, strlen(rt->rt_coord),
+		    pd);
+	}
+	GROW(pd->pd_roots, pd->pd_n, pd->pd_cap);
+	pd->pd_roots[pd->pd_n++] = rt;
+}
+
+static void
+add_announcement(struct inventory *iv, const struct event *ev,
+    enum inv_level level)
+{
+	struct inv_repo		*r;
+	struct inv_pending	*pd;
+	const struct estr	*d = event_tag_value(ev, "d");
+	char			 coord[64 + 16 + 1024], *relays[INV_MAX_REPO_RELAYS];
+	const struct event_tag	*mt = NULL;
+	size_t			 i, n;
+	uint32_t		 k;
+
+	if (d == NULL || d->len == 0 || d->len > 1000)
+		return;
+	snprintf(coord, sizeof(coord), "30617:%s:%s", ev->pubkey_hex, d->s);
+	r = hmap_get(&iv->iv_repos, coord, strlen(coord));
+	if (r != NULL) {
+		/* Never downgrade; older announcements change nothing. */
+		if (level == INV_STATE_ONLY && r->ir_level == INV_FULL)
+			return;
+		if (ev->created_at < r->ir_created_at && level <= r->ir_level)
+			return;
+	} else {
+		if ((r = calloc(1, sizeof(*r))) == NULL)
+			fatal("inventory");
+		r->ir_coord = xstrndup(coord, strlen(coord));
+		memcpy(r->ir_owner, ev->pubkey, 32);
+		r->ir_d = xstrndup(d->s, d->len);
+		hmap_put(&iv->iv_repos, coord, strlen(coord), r);
+	}
+	if (level > r->ir_level)
+		r->ir_level = level;
+	if (ev->created_at >= r->ir_created_at) {
+		r->ir_created_at = ev->created_at;
+		for (i = 0; i < r->ir_nrelays; i++)
+			free(r->ir_relays[i]);
+		free(r->ir_relays);
+		n = inv_announcement_relays(iv, ev, relays,
+		    INV_MAX_REPO_RELAYS);
+		r->ir_relays = NULL;
+		r->ir_nrelays = 0;
+		if (n) {
+			if ((r->ir_relays = calloc(n, sizeof(char *))) == NULL)
+				fatal("inventory");
+			memcpy(r->ir_relays, relays, n * sizeof(char *));
+			r->ir_nrelays = n;
+		}
+		/* The first "maintainers" tag (reference brief 1.3). */
+		for (k = 0; k < ev->ntags && mt == NULL; k++)
+			if (strcmp(ev->tags[k].v[0].s, "maintainers") == 0)
+				mt = &ev->tags[k];
+		free(r->ir_maint);
+		r->ir_maint = NULL;
+		r->ir_nmaint = 0;
+		if (mt && mt->n > 1) {
+			if ((r->ir_maint = calloc(mt->n - 1, 32)) == NULL)
+				fatal("inventory");
+			for (k = 1; k < mt->n; k++)
+				if (hex_decode(mt->v[k].s, mt->v[k].len,
+				    r->ir_maint[r->ir_nmaint], 32) == 0)
+					r->ir_nmaint++;
+		}
+	}
+	/* Roots that were waiting for this repository attach now. */
+	if ((pd = hmap_del(&iv->iv_pending, coord, strlen(coord))) != NULL) {
+		for (i = 0; i < pd->pd_n; i++)
+			if (!pd->pd_roots[i]->rt_deleted)
+				repo_attach_root(r, pd->pd_roots[i]);
+		free(pd->pd_roots);
+		free(pd);
+	}
+	iv->iv_generation++;
+}
+
+static void
+add_root(struct inventory *iv, const struct event *ev)
+{
+	const struct estr	*a = NULL;
+	struct inv_root		*rt;
+	struct inv_repo		*r;
+	struct inv_node		*nd;
+	uint32_t		 i;
+
+	for (i = 0; i < ev->ntags && a == NULL; i++)
+		if (ev->tags[i].n >= 2 && strcmp(ev->tags[i].v[0].s, "a") == 0
+		    && strncmp(ev->tags[i].v[1].s, "30617:", 6) == 0)
+			a = &ev->tags[i].v[1];
+	if (a == NULL || hmap_get(&iv->iv_roots, ev->id, 32) != NULL)
+		return;
+	if ((rt = calloc(1, sizeof(*rt))) == NULL)
+		fatal("inventory");
+	memcpy(rt->rt_id, ev->id, 32);
+	memcpy(rt->rt_author, ev->pubkey, 32);
+	rt->rt_kind = ev->kind;
+	rt->rt_coord = xstrndup(a->s, a->len);
+	hmap_put(&iv->iv_roots, ev->id, 32, rt);
+	nd = node_get(iv, ev->id, 32, 0);
+	node_add_root(nd, rt);
+	author_add_root(iv, ev->pubkey, rt);
+	if ((r = hmap_get(&iv->iv_repos, a->s, a->len)) != NULL)
+		repo_attach_root(r, rt);
+	else
+		pending_add(iv, rt);
+	iv->iv_generation++;
+}
+
+static void
+root_add_desc(struct inv_root *rt, const uint8_t id[32])
+{
+	GROW(rt->rt_desc, rt->rt_ndesc, rt->rt_capdesc);
+	memcpy(rt->rt_desc[rt->rt_ndesc++], id, 32);
+}
+
+static void
+root_add_addr(struct inv_root *rt, const char *addr)
+{
+	size_t	i;
+
+	for (i = 0; i < rt->rt_naddrs; i++)
+		if (strcmp(rt->rt_addrs[i], addr) == 0)
+			return;
+	GROW(rt->rt_addrs, rt->rt_naddrs, rt->rt_capaddrs);
+	rt->rt_addrs[rt->rt_naddrs++] = xstrndup(addr, strlen(addr));
+}
+
+/*
+ * Makes ev a descendant of the roots its parents (e/E/q ids, a/A/q
+ * addresses already known as nodes) descend from, within the bounds.
+ */
+static void
+add_descendant(struct inventory *iv, const struct event *ev)
+{
+	struct inv_root	*roots[64];
+	size_t		 nroots = 0, i, k;
+	int		 depth = INV_MAX_DEPTH + 1, added = 0;
+	uint32_t	 t;
+	uint8_t		 id[32];
+	char		 addr[64 + 16 + 1024];
+	enum kind_class	 kc = event_kind_class(ev->kind);
+	struct inv_node	*nd;
+
+	for (t = 0; t < ev->ntags; t++) {
+		const struct event_tag	*tg = &ev->tags[t];
+		const char		*name = tg->v[0].s;
+		struct inv_node		*p = NULL;
+
+		if (tg->n < 2 || tg->v[0].len != 1 || !strchr("eEqaA", name[0]))
+			continue;
+		if (name[0] != 'a' && name[0] != 'A' &&
+		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0)
+			p = hmap_get(&iv->iv_nodes, id, 32);
+		else if (name[0] != 'e' && name[0] != 'E' &&
+		    memchr(tg->v[1].s, ':', tg->v[1].len))
+			p = hmap_get(&iv->iv_nodes, tg->v[1].s, tg->v[1].len);
+		if (p == NULL || p->nd_depth >= INV_MAX_DEPTH)
+			continue;
+		if (p->nd_depth + 1 < depth)
+			depth = p->nd_depth + 1;
+		for (i = 0; i < p->nd_n; i++) {
+			for (k = 0; k < nroots; k++)
+				if (roots[k] == p->nd_roots[i])
+					break;
+			if (k == nroots && nroots < 64 &&
+			    !p->nd_roots[i]->rt_deleted)
+				roots[nroots++] = p->nd_roots[i];
+		}
+	}
+	if (nroots == 0)
+		return;
+	addr[0] = '\0';
+	if (kc == KIND_ADDRESSABLE || kc == KIND_REPLACEABLE)
+		snprintf(addr, sizeof(addr), "%u:%s:%s", ev->kind,
+		    ev->pubkey_hex, kc == KIND_ADDRESSABLE ? event_d(ev) : "");
+	for (k = 0; k < nroots; k++) {
+		struct inv_root *rt = roots[k];
+
+		if (memcmp(rt->rt_id, ev->id, 32) == 0)
+			continue;
+		if (rt->rt_ndesc >= INV_MAX_DESCENDANTS)
+			continue;
+		nd = node_get(iv, ev->id, 32, depth);
+		if (!node_add_root(nd, rt))
+			continue;
+		root_add_desc(rt, ev->id);
+		if (addr[0]) {
+			node_add_root(node_get(iv, addr, strlen(addr), depth),
+			    rt);
+			root_add_addr(rt, addr);
+		}
+		author_add_root(iv, ev->pubkey, rt);
+		added = 1;
+	}
+	if (added)
+		iv->iv_generation++;
+}
+
+static void
+remove_repo(struct inventory *iv, const char *coord, size_t len)
+{
+	struct inv_repo	*r = hmap_del(&iv->iv_repos, coord, len);
+
+	if (r == NULL)
+		return;
+	while (r->ir_nroots > 0) {
+		struct inv_root *rt = r->ir_roots[0];
+
+		repo_detach_root(r, rt);
+		pending_add(iv, rt);
+	}
+	repo_free(r);
+	iv->iv_generation++;
+}
+
+/* NIP-09: the author withdraws a root or an announcement. */
+static void
+apply_deletion(struct inventory *iv, const struct event *ev)
+{
+	uint32_t	 t, kind;
+	uint8_t		 id[32], pk[32];
+	struct inv_root	*rt;
+	const char	*d;
+	size_t		 dlen;
+
+	for (t = 0; t < ev->ntags; t++) {
+		const struct event_tag *tg = &ev->tags[t];
+
+		if (tg->n < 2)
+			continue;
+		if (strcmp(tg->v[0].s, "e") == 0 &&
+		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0 &&
+		    (rt = hmap_get(&iv->iv_roots, id, 32)) != NULL &&
+		    memcmp(rt->rt_author, ev->pubkey, 32) == 0 &&
+		    !rt->rt_deleted) {
+			rt->rt_deleted = 1;
+			if (rt->rt_repo)
+				repo_detach_root(rt->rt_repo, rt);
+			iv->iv_generation++;
+		} else if (strcmp(tg->v[0].s, "a") == 0 &&
+		    coord_parse(tg->v[1].s, tg->v[1].len, &kind, pk, &d,
+		    &dlen) == 0 && kind == KIND_REPO_ANNOUNCEMENT &&
+		    memcmp(pk, ev->pubkey, 32) == 0)
+			remove_repo(iv, tg->v[1].s, tg->v[1].len);
+	}
+}
+
+void
+inv_add(struct inventory *iv, const struct event *ev)
+{
+	switch (ev->kind) {
+	case KIND_REPO_ANNOUNCEMENT:
+		add_announcement(iv, ev, INV_FULL);
+		return;
+	case KIND_DELETION:
+		apply_deletion(iv, ev);
+		return;
+	case KIND_PATCH:
+	case KIND_PR:
+	case KIND_ISSUE:
+		add_root(iv, ev);
+		break;
+	default:
+		break;
+	}
+	/* Roots may also answer another thread (patch revisions do). */
+	add_descendant(iv, ev);
+}
+
+void
+inv_add_stateonly(struct inventory *iv, const struct event *ev)
+{
+	if (ev->kind == KIND_REPO_ANNOUNCEMENT)
+		add_announcement(iv, ev, INV_STATE_ONLY);
+}
+
+struct inv_repo *
+inv_repo(const struct inventory *iv, const char *coord)
+{
+	return hmap_get(&iv->iv_repos, coord, strlen(coord));
+}
+
+struct inv_repo *
+inv_repo_next(const struct inventory *iv, size_t *it)
+{
+	void	*v;
+
+	return hmap_next(&iv->iv_repos, it, NULL, NULL, &v) ? v : NULL;
+}
+
+struct inv_root *
+inv_root(const struct inventory *iv, const uint8_t id[32])
+{
+	return hmap_get(&iv->iv_roots, id, 32);
+}
+
+struct inv_author *
+inv_author(const struct inventory *iv, const uint8_t pubkey[32])
+{
+	return hmap_get(&iv->iv_authors, pubkey, 32);
+}
+
+struct inv_author *
+inv_author_next(const struct inventory *iv, size_t *it)
+{
+	void	*v;
+
+	return hmap_next(&iv->iv_authors, it, NULL, NULL, &v) ? v : NULL;
+}
+
+int
+inv_eligible(const struct inventory *iv, const uint8_t pk[32])
+{
+	const struct inv_author	*a = hmap_get(&iv->iv_authors, pk, 32);
+	const struct inv_repo	*r;
+	size_t			 i, it = 0;
+
+	if (a) {
+		for (i = 0; i < a->au_nroots; i++) {
+			const struct inv_root *rt = a->au_roots[i];
+
+			if (!rt->rt_deleted && rt->rt_repo &&
+			    rt->rt_repo->ir_level == INV_FULL)
+				return 1;
+		}
+	}
+	while ((r = inv_repo_next(iv, &it)) != NULL) {
+		if (r->ir_level != INV_FULL)
+			continue;
+		if (memcmp(r->ir_owner, pk, 32) == 0)
+			return 1;
+		for (i = 0; i < r->ir_nmaint; i++)
+			if (memcmp(r->ir_maint[i], pk, 32) == 0)
+				return 1;
+	}
+	return 0;
+}

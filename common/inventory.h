@@ -1,0 +1,135 @@
+/*
+ * inventory.h: what graspd knows about the repositories it hosts, derived
+ * only from accepted events (design.md, "Storage"; GRASP-03 text): the
+ * accepted announcements with owners, declared maintainers, relays and sync
+ * level; their root events (1617, 1618, 1621 whose "a" names the
+ * repository); and a bounded recursive set of descendants of each root
+ * (replies, reactions, zaps, statuses...) with root provenance carried
+ * through event-id and address references.  From that: the eligible
+ * identity authors and each participant's threads.
+ *
+ * Every role builds its own copy at start by feeding the stored events in
+ * seq order, then keeps it current from the accepted feed.  Nothing here
+ * is persisted; nothing here trusts an event the store did not accept.
+ */
+#ifndef GRASPD_INVENTORY_H
+#define GRASPD_INVENTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hmap.h"
+
+struct config;
+struct event;
+
+/* GRASP-03 "bounded recursive" descendants; ours: hops below a root. */
+#define INV_MAX_DEPTH		16
+/* Ours: descendants followed per root; one thread cannot grow it more. */
+#define INV_MAX_DESCENDANTS	10000
+/* Ours: relays kept per repository from its relays and clone tags. */
+#define INV_MAX_REPO_RELAYS	32
+
+/* ngit-grasp brief 1.7: Full (served) or StateOnly (in purgatory). */
+enum inv_level {
+	INV_STATE_ONLY = 1,
+	INV_FULL = 2,
+};
+
+struct inv_root;
+
+struct inv_repo {
+	char		 *ir_coord;	/* "30617:<owner hex>:<d>" */
+	uint8_t		  ir_owner[32];
+	char		 *ir_d;
+	int64_t		  ir_created_at;
+	enum inv_level	  ir_level;
+	char		**ir_relays;	/* canonical keys, ourselves excluded */
+	size_t		  ir_nrelays;
+	uint8_t		(*ir_maint)[32];	/* declared maintainers */
+	size_t		  ir_nmaint;
+	struct inv_root	**ir_roots;	/* live roots (not deleted) */
+	size_t		  ir_nroots;
+	size_t		  ir_caproots;
+};
+
+struct inv_root {
+	uint8_t		  rt_id[32];
+	uint8_t		  rt_author[32];
+	uint32_t	  rt_kind;
+	int		  rt_deleted;
+	struct inv_repo	 *rt_repo;	/* NULL while its repo is unknown */
+	char		 *rt_coord;	/* the repository it names */
+	uint8_t		(*rt_desc)[32];	/* descendant ids */
+	size_t		  rt_ndesc;
+	size_t		  rt_capdesc;
+	char		**rt_addrs;	/* descendant address coordinates */
+	size_t		  rt_naddrs;
+	size_t		  rt_capaddrs;
+};
+
+/* The roots one author's events occur in (GRASP-03 participants). */
+struct inv_author {
+	uint8_t		  au_pubkey[32];
+	struct inv_root	**au_roots;
+	size_t		  au_nroots;
+	size_t		  au_caproots;
+};
+
+struct inventory {
+	struct hmap	 iv_repos;	/* coord -> struct inv_repo */
+	struct hmap	 iv_roots;	/* id -> struct inv_root */
+	struct hmap	 iv_nodes;	/* id or address -> struct inv_node */
+	struct hmap	 iv_authors;	/* pubkey -> struct inv_author */
+	struct hmap	 iv_pending;	/* coord -> struct inv_pending */
+	unsigned	 iv_urlflags;	/* relayurl flags for repo relays */
+	char		(*iv_self)[256];	/* our own relay keys */
+	int		 iv_nself;
+	uint64_t	 iv_generation;	/* bumped on every change */
+};
+
+/*
+ * Creates an empty inventory.  cfg gives NGIT_DOMAIN (our own relay,
+ * never a target) and NGIT_SYNC_ALLOW_PRIVATE_TARGETS.  Fatal on
+ * allocation failure.
+ */
+struct inventory *inv_new(const struct config *cfg);
+void		 inv_free(struct inventory *);
+
+/*
+ * Feeds one accepted event, in seq order.  Announcements become Full
+ * repositories; roots attach to their repository (or wait for it);
+ * events referring to a known root or descendant become descendants;
+ * kind 5 deletions by a root's author remove that root.
+ */
+void		 inv_add(struct inventory *, const struct event *);
+/*
+ * Feeds an announcement that is held in purgatory: its repository is
+ * StateOnly unless it is already Full (never downgraded).
+ */
+void		 inv_add_stateonly(struct inventory *, const struct event *);
+
+struct inv_repo	*inv_repo(const struct inventory *, const char *coord);
+/* Iterates repositories: for (it = 0; (r = inv_repo_next(iv, &it)); ) */
+struct inv_repo	*inv_repo_next(const struct inventory *, size_t *it);
+struct inv_root	*inv_root(const struct inventory *, const uint8_t id[32]);
+struct inv_author *inv_author(const struct inventory *,
+		    const uint8_t pubkey[32]);
+struct inv_author *inv_author_next(const struct inventory *, size_t *it);
+
+/*
+ * 1 if pubkey is an eligible identity author (GRASP-03): an owner or
+ * declared maintainer of an accepted Full repository, or the author of
+ * an accepted root of a Full repository or of one of its descendants.
+ */
+int		 inv_eligible(const struct inventory *, const uint8_t pubkey[32]);
+
+/*
+ * Adds the relay part of an announcement's "relays" values and http(s)
+ * "clone" URLs to out (canonical keys, deduplicated, hygiene-checked,
+ * ourselves excluded).  Exposed for tests.
+ */
+size_t		 inv_announcement_relays(const struct inventory *,
+		    const struct event *, char **out, size_t max);
+
+#endif

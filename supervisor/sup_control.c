@@ -236,6 +236,10 @@ ctl_stop(int argc, const char **argv, cJSON *reply, char *err, size_t errlen)
 	/* Like every process's "stop": without a role, graspd itself. */
 	if (argc == 0)
 		return ctl_shutdown(argc, argv, reply, err, errlen);
+	if (sv->sv_shutdown) {
+		snprintf(err, errlen, "graspd is shutting down");
+		return -1;
+	}
 	if ((r = arg_role(argv[0], err, errlen)) == NULL)
 		return -1;
 	log_info("control: stop %s", r->rl_name);
@@ -277,7 +281,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{ "stats",	0, 0, 1, ctl_stats },
 	{ "log",	1, 1, 1, ctl_log },
 	{ "start",	1, 1, 0, ctl_start },
-	{ "stop",	0, 1, 0, ctl_stop },
+	{ "stop",	0, 1, 1, ctl_stop },
 	{ "restart",	1, 1, 0, ctl_restart },
 	{ "reload",	0, 0, 0, ctl_reload },
 	{ "shutdown",	0, 0, 1, ctl_shutdown },

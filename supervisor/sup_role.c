@@ -533,7 +533,8 @@ role_exited(struct sup_role *r, int st)
 	role_close_ready(r);
 	evtimer_del(r->rl_ready_timer);
 	evtimer_del(r->rl_kill_timer);
-	if (r->rl_state == SUP_STOPPING && !r->rl_restart && !r->rl_want)
+	/* Asked to stop (graspctl, reload, shutdown): no news. */
+	if (r->rl_state == SUP_STOPPING)
 		log_info("%s (pid %d) %s", r->rl_name, (int)r->rl_pid,
 		    r->rl_last_exit);
 	else

@@ -62,5 +62,10 @@ for g in $groups; do
 done
 
 [ -n "$failed_names" ] && echo "# failed:$failed_names"
-echo "$pass passed, $fail failed"
+# scripts/test.sh runs the suite twice and prints the grand total itself.
+if [ -n "${RUN_LABEL:-}" ]; then
+	echo "# $RUN_LABEL: $pass passed, $fail failed"
+else
+	echo "$pass passed, $fail failed"
+fi
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -107,7 +107,12 @@ $(O)/tests/integration/%: $(O)/tests/integration/%.o $(TLIB_OBJ) \
 $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TLIB_OBJ) $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-tests: $(UNIT_BIN) $(INTEG_BIN) $(BENCH_BIN)
+# The scriptable peer relay of the integration tests (tests/peer/peer.h).
+$(O)/tests/peer/peer: $(patsubst %.c,$(O)/%.o,$(wildcard tests/peer/*.c)) \
+    $(O)/libcommon.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+tests: $(UNIT_BIN) $(INTEG_BIN) $(BENCH_BIN) $(O)/tests/peer/peer
 
 test check: all tests
 	O=$(O) BIN=$(BIN) sh tests/run.sh

@@ -488,6 +488,30 @@ fail:
 	return NULL;
 }
 
+struct relayproc *
+relayproc_start_peer(const char *const extra_env[])
+{
+	struct relayproc	*rp;
+	struct buf		 b = BUF_INIT;
+	const char		*v;
+
+	if ((v = getenv("GRASPD_PEER")) != NULL && *v != '\0')
+		buf_adds(&b, v);
+	else {
+		if ((v = getenv("O")) == NULL || *v == '\0')
+			v = "build";
+		buf_printf(&b, "%s/tests/peer/peer", v);
+	}
+	/* A path without a '/' would be looked up in $GRASPD_BIN. */
+	if (strchr(b.b_data, '/') == NULL) {
+		buf_reset(&b);
+		buf_printf(&b, "./%s", v);
+	}
+	rp = relayproc_start(b.b_data, extra_env);
+	buf_free(&b);
+	return rp;
+}
+
 int
 relayproc_restart(struct relayproc *rp)
 {

@@ -35,6 +35,12 @@ struct relayproc;
 struct relayproc *relayproc_start(const char *program,
 		    const char *const extra_env[]);
 /*
+ * relayproc_start() for the scriptable peer relay of the tests
+ * (tests/peer/peer.h): $GRASPD_PEER if set, else $O/tests/peer/peer with
+ * O defaulting to "build", as tests/run.sh runs from the top of the tree.
+ */
+struct relayproc *relayproc_start_peer(const char *const extra_env[]);
+/*
  * Stops the program (see relayproc_stop) and starts it again with the same
  * port, directory and environment.  Returns 0, or -1 if it did not come
  * back listening in time.

@@ -1,0 +1,2230 @@
+/*
+ * conn.c: outbound connections to remote relays (see conn.h), run by
+ * syncd, discoveryd and historyd on their libwebsockets loop.
+ *
+ * A connection (struct conn) is a relay key, a link state machine and
+ * three request lists:
+ *	c_pending	waiting for admission: live first, then by priority,
+ *			first come first served within one;
+ *	c_open		REQ sent, subscription open on the relay;
+ *	c_parked	waiting for AUTH to complete, or (live ones refused
+ *			by the relay, or any live one while the link is down)
+ *			for the next connection.
+ * conn_pump() admits the head of c_pending when the link is up, no
+ * cooldown runs, fewer than CONN_MAX_SUBS subscriptions are open and
+ * CONN_REQ_INTERVAL has passed since the last REQ.  Messages leave
+ * through c_out, one per writeable callback.
+ *
+ * Everything that can call back into a role (done callbacks, the state
+ * hook) is reached from the loop: from an lws callback or an lws_sul
+ * timer, never from inside a conn_* call the role made.  A connection is
+ * freed only by its retire timer (or conn_mgr_free()), so it outlives
+ * every callback that runs on its behalf.
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <ctype.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "config.h"
+#include "conn.h"
+#include "event.h"
+#include "filter.h"
+#include "json.h"
+#include "log.h"
+
+/* Ours: an rx buffer grown past this is released after its message. */
+#define CONN_RX_KEEP		(64u * 1024)
+/* Ours: bytes of a relay's text (CLOSED, NOTICE) we keep or log. */
+#define CONN_REASON_MAX		200
+
+enum req_kind {
+	REQ_FETCH,
+	REQ_PAGINATE,
+	REQ_LIVE,
+};
+
+enum req_where {
+	RQ_NONE,
+	RQ_PENDING,
+	RQ_OPEN,
+	RQ_PARKED,
+	RQ_ENDING,	/* in c_ending, about to be finished */
+};
+
+/* Why a request is parked. */
+enum req_park {
+	PARK_AUTH = 1,		/* CLOSED auth-required, AUTH may fix it */
+	PARK_RECONNECT,		/* live: wait for the next connection */
+};
+
+/* Admission rank: live subscriptions before any fetch. */
+#define RANK_LIVE	(-1)
+
+/* One id seen in a fetch or pagination, with its created_at. */
+struct seen {
+	uint8_t		 s_id[32];
+	int64_t		 s_at;
+	int		 s_used;
+};
+
+/* Open-addressed set of ids (checked ids are SHA-256: uniform). */
+struct idset {
+	struct seen	*is_v;
+	size_t		 is_cap;	/* 0 or a power of two */
+	size_t		 is_n;
+};
+
+struct conn_req {
+	TAILQ_ENTRY(conn_req)	 r_entry;
+	struct conn		*r_conn;
+	enum req_kind		 r_kind;
+	int			 r_rank;	/* RANK_LIVE or a prio */
+	enum req_where		 r_where;
+	enum req_park		 r_park;
+	char			 r_subid[CONN_SUBID_MAX + 1];
+	/* The filters of the REQ, comma-separated JSON objects. */
+	char			*r_filters;
+	size_t			 r_filters_len;
+	/* The same, parsed: what a delivered event must match (none if
+	 * our own parser refuses a filter the relay may take). */
+	struct filter		*r_match;
+	size_t			 r_nmatch;
+	/* Pagination: the base filter and the current page's bounds. */
+	struct json_doc		*r_doc;
+	const struct json	*r_base;
+	int			 r_has_until;
+	int64_t			 r_until;
+	int			 r_has_since;
+	int64_t			 r_since;
+	uint64_t		 r_page_inrange;	/* events <= until */
+	uint64_t		 r_page_new;
+	int64_t			 r_page_min;
+	struct idset		 r_seen;
+	struct conn_fetch_stats	 r_st;
+	double			 r_timeout;
+	struct conn_fetch_cb	 r_cb;
+	/* A result decided before the REQ went out, given by r_sul. */
+	int			 r_fail_pending;
+	enum conn_fetch_result	 r_fail_res;
+	char			 r_reason[CONN_REASON_MAX + 1];
+	int			 r_in_cb;
+	int			 r_cancelled;
+	lws_sorted_usec_list_t	 r_sul;
+};
+
+TAILQ_HEAD(conn_reqq, conn_req);
+
+/* One message waiting for a writeable callback. */
+struct conn_out {
+	TAILQ_ENTRY(conn_out)	 o_entry;
+	size_t			 o_len;		/* payload bytes */
+	unsigned char		*o_buf;		/* LWS_PRE + payload */
+};
+
+TAILQ_HEAD(conn_outq, conn_out);
+
+struct conn {
+	TAILQ_ENTRY(conn)	 c_entry;
+	struct conn_mgr		*c_mgr;
+	char			 c_key[RELAYURL_MAX + 1];
+	struct relayurl		 c_url;
+	unsigned		 c_flags;
+	unsigned		 c_holds;
+	enum conn_state		 c_link;	/* never RATE_LIMITED */
+	enum conn_state		 c_reported;	/* as the hook last saw it */
+	struct lws		*c_wsi;
+	int			 c_dialing;
+	int64_t			 c_retry_ms;	/* BACKOFF, DEAD, REFUSED */
+	int64_t			 c_cool_ms;	/* end of cooldown, or 0 */
+	int64_t			 c_last_req_ms;	/* 0: none yet */
+	int64_t			 c_streak_ms;	/* first failure, or 0 */
+	unsigned		 c_failures;	/* consecutive */
+	char			 c_reason[CONN_REASON_MAX + 1];
+	struct conn_reqq	 c_pending;
+	struct conn_reqq	 c_open;
+	struct conn_reqq	 c_parked;
+	struct conn_reqq	 c_ending;
+	unsigned		 c_npending, c_nopen, c_nparked, c_nlive;
+	struct conn_outq	 c_out;
+	struct buf		 c_rx;
+	unsigned		 c_malformed_now;	/* this link */
+	int			 c_auth_sent;
+	int			 c_authed;
+	char			 c_auth_id[65];
+	uint64_t		 c_bytes_in, c_bytes_out, c_events;
+	uint64_t		 c_failures_total, c_malformed, c_rate_limits;
+	uint64_t		 c_stray, c_ingest_dropped;
+	int			 c_retire_queued;
+	lws_sorted_usec_list_t	 c_sul_connect;
+	lws_sorted_usec_list_t	 c_sul_retry;
+	lws_sorted_usec_list_t	 c_sul_pump;
+	lws_sorted_usec_list_t	 c_sul_retire;
+};
+
+TAILQ_HEAD(conn_list, conn);
+
+struct conn_mgr {
+	struct lws_context	*m_lws;
+	struct lws_vhost	*m_vhost;
+	struct config		*m_cfg;
+	const struct conn_hooks	*m_hooks;
+	void			*m_arg;
+	struct conn_list	 m_conns;
+	char			 m_self[4][RELAYURL_MAX + 1];
+	const char		*m_self_ptr[4];
+	size_t			 m_nself;
+	uint64_t		 m_next_sub;
+	int			 m_no_owner_key_logged;
+	/* Totals that outlive retired connections. */
+	uint64_t		 m_bytes_in, m_bytes_out, m_events;
+	uint64_t		 m_failures, m_malformed, m_rate_limits;
+	uint64_t		 m_stray, m_ingest_dropped;
+	uint64_t		 m_results[FETCH_RATE_LIMITED + 1];
+};
+
+/* Ours: websocket keepalive of every connection (see conn.h). */
+static const lws_retry_bo_t conn_keepalive = {
+	.secs_since_valid_ping = CONN_PING_SECS,
+	.secs_since_valid_hangup = CONN_HANGUP_SECS,
+};
+
+const struct lws_protocols conn_lws_protocol = CONN_LWS_PROTOCOL;
+
+enum drop_mode {
+	DROP_CLEAN,		/* we closed it on purpose */
+	DROP_FAILURE,		/* counts against the relay, backoff */
+	DROP_REFUSED,		/* the target was refused at connect */
+};
+
+static void	conn_pump(struct conn *);
+static void	conn_maybe_retire(struct conn *);
+static void	conn_lost(struct conn *, const char *, enum drop_mode, int);
+static void	conn_sched(struct conn *, lws_sorted_usec_list_t *, sul_cb_t,
+		    double);
+static void	req_sul(lws_sorted_usec_list_t *);
+static void	conn_sul_pump(lws_sorted_usec_list_t *);
+static void	conn_sul_retry(lws_sorted_usec_list_t *);
+
+/* ------------------------------------------------------------------ */
+/* Small helpers                                                       */
+
+static int64_t
+now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Copies at most CONN_REASON_MAX bytes of a relay's text into dst (size
+ * CONN_REASON_MAX + 1), control bytes replaced, so that it can be logged
+ * and shown.
+ */
+static void
+clean_text(char *dst, const char *src, size_t len)
+{
+	size_t	i, n = len > CONN_REASON_MAX ? CONN_REASON_MAX : len;
+
+	for (i = 0; i < n; i++) {
+		unsigned char	ch = (unsigned char)src[i];
+
+		dst[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+	}
+	dst[n] = '\0';
+}
+
+const char *
+conn_state_name(enum conn_state s)
+{
+	static const char *const names[] = {
+#define CONN_STATE_STR(name, str)	str,
+		CONN_STATE_LIST(CONN_STATE_STR)
+#undef CONN_STATE_STR
+	};
+
+	if ((unsigned)s >= CONN_NSTATES)
+		return "unknown";
+	return names[s];
+}
+
+const char *
+conn_fetch_result_name(enum conn_fetch_result r)
+{
+	switch (r) {
+	case FETCH_EOSE:
+		return "eose";
+	case FETCH_CLOSED:
+		return "closed";
+	case FETCH_TIMEOUT:
+		return "timeout";
+	case FETCH_DISCONNECTED:
+		return "disconnected";
+	case FETCH_RATE_LIMITED:
+		return "rate_limited";
+	}
+	return "unknown";
+}
+
+/* ------------------------------------------------------------------ */
+/* Pure parts                                                          */
+
+double
+conn_backoff_delay(const struct config *cfg, unsigned failures,
+    double streak_secs, int *dead)
+{
+	double	d, max = cfg->sync_max_backoff_secs;
+	unsigned i;
+
+	if (dead != NULL)
+		*dead = 0;
+	if (streak_secs >= cfg_scale_delay(cfg, CONN_DEAD_AFTER)) {
+		if (dead != NULL)
+			*dead = 1;
+		return cfg_scale_delay(cfg, CONN_DEAD_RETRY);
+	}
+	d = cfg->sync_base_backoff_secs;
+	for (i = 1; i < failures && d < max; i++)
+		d *= 2;
+	if (d > max)
+		d = max;
+	return cfg_scale_delay(cfg, d);
+}
+
+double
+conn_connect_timeout(const struct config *cfg)
+{
+	double	t = cfg_scale_delay(cfg, cfg->sync_base_backoff_secs);
+
+	return t < CONN_CONNECT_TIMEOUT_MIN ? CONN_CONNECT_TIMEOUT_MIN : t;
+}
+
+double
+conn_fetch_timeout(const struct config *cfg)
+{
+	return config_test_mode(cfg) ? CONN_FETCH_TIMEOUT_TEST :
+	    CONN_FETCH_TIMEOUT;
+}
+
+/* 1 if the lower-cased text[0..len) contains word. */
+static int
+has_word(const char *text, size_t len, const char *word)
+{
+	size_t	wl = strlen(word), i, j;
+
+	if (wl > len)
+		return 0;
+	for (i = 0; i + wl <= len; i++) {
+		for (j = 0; j < wl; j++)
+			if (tolower((unsigned char)text[i + j]) != word[j])
+				break;
+		if (j == wl)
+			return 1;
+	}
+	return 0;
+}
+
+int
+conn_notice_is_rate_limit(const char *text, size_t len)
+{
+	return (has_word(text, len, "rate") && has_word(text, len, "limit")) ||
+	    has_word(text, len, "too many") ||
+	    has_word(text, len, "slow down") ||
+	    has_word(text, len, "throttl");
+}
+
+int
+conn_reason_is_rate_limited(const char *msg, size_t len)
+{
+	size_t	pl = strlen(CONN_RATE_LIMITED_PREFIX);
+
+	return len >= pl && memcmp(msg, CONN_RATE_LIMITED_PREFIX, pl) == 0;
+}
+
+size_t
+conn_req_size(size_t filter_len)
+{
+	/* ["REQ","<subid>",<filter>] */
+	return strlen("[\"REQ\",\"") + CONN_SUBID_MAX + strlen("\",") +
+	    filter_len + strlen("]");
+}
+
+/* Appends the JSON text of v (canonical string escaping). */
+static void
+json_write(struct buf *b, const struct json *v)
+{
+	const struct json	*e;
+
+	switch (v->type) {
+	case JSON_NULL:
+		buf_adds(b, "null");
+		break;
+	case JSON_FALSE:
+		buf_adds(b, "false");
+		break;
+	case JSON_TRUE:
+		buf_adds(b, "true");
+		break;
+	case JSON_NUMBER:
+		if (v->is_int)
+			buf_printf(b, "%lld", (long long)v->i);
+		else
+			buf_printf(b, "%.17g", v->d);
+		break;
+	case JSON_STRING:
+		buf_add_jstr(b, v->s, v->len);
+		break;
+	case JSON_ARRAY:
+		buf_addc(b, '[');
+		for (e = v->child; e != NULL; e = e->next) {
+			if (e != v->child)
+				buf_addc(b, ',');
+			json_write(b, e);
+		}
+		buf_addc(b, ']');
+		break;
+	case JSON_OBJECT:
+		buf_addc(b, '{');
+		for (e = v->child; e != NULL; e = e->next) {
+			if (e != v->child)
+				buf_addc(b, ',');
+			buf_add_jstr(b, e->key, e->keylen);
+			buf_addc(b, ':');
+			json_write(b, e);
+		}
+		buf_addc(b, '}');
+		break;
+	}
+}
+
+/*
+ * Appends the members of object o except the one named skip (may be
+ * NULL), comma-separated, without braces.  Returns how many it wrote.
+ */
+static size_t
+json_write_members(struct buf *b, const struct json *o, const char *skip)
+{
+	const struct json	*e;
+	size_t			 n = 0;
+
+	for (e = o->child; e != NULL; e = e->next) {
+		if (skip != NULL && e->keylen == strlen(skip) &&
+		    memcmp(e->key, skip, e->keylen) == 0)
+			continue;
+		if (n++ > 0)
+			buf_addc(b, ',');
+		buf_add_jstr(b, e->key, e->keylen);
+		buf_addc(b, ':');
+		json_write(b, e);
+	}
+	return n;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void
+conn_filters_free(struct conn_filters *f)
+{
+	size_t	i;
+
+	if (f == NULL)
+		return;
+	for (i = 0; i < f->cf_n; i++)
+		free(f->cf_v[i]);
+	free(f->cf_v);
+	f->cf_v = NULL;
+	f->cf_n = 0;
+}
+
+int
+conn_pack_filters(const char *base, const char *field,
+    const char *const values[], size_t n, size_t budget, size_t max_values,
+    struct conn_filters *out, const char **why)
+{
+	struct json_doc		 *doc = NULL;
+	const struct json	 *root;
+	struct conn_filters	  add = { NULL, 0 };
+	struct buf		  prefix = BUF_INIT, f = BUF_INIT, v = BUF_INIT;
+	const char		**sorted = NULL, *dummy;
+	char			  name[16], err[128];
+	size_t			  i, m = 0, inf, suffix = strlen("]}");
+	int			  rc = -1;
+
+	if (why == NULL)
+		why = &dummy;
+	if (strcmp(field, "ids") == 0 || strcmp(field, "authors") == 0)
+		snprintf(name, sizeof(name), "%s", field);
+	else if (strlen(field) == 1 && isalpha((unsigned char)field[0]) &&
+	    isascii((unsigned char)field[0]))
+		snprintf(name, sizeof(name), "#%c", field[0]);
+	else {
+		*why = "field must be ids, authors or one tag letter";
+		return -1;
+	}
+	root = json_parse(base, strlen(base), &doc, err, sizeof(err));
+	if (root == NULL || root->type != JSON_OBJECT) {
+		*why = "base is not a JSON object";
+		goto done;
+	}
+	if (json_get(root, name) != NULL) {
+		*why = "base already has the member to pack";
+		goto done;
+	}
+	if (n == 0) {
+		rc = 0;
+		goto done;
+	}
+
+	if ((sorted = calloc(n, sizeof(*sorted))) == NULL)
+		fatal("conn_pack_filters");
+	memcpy(sorted, values, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_str);
+	for (i = 0; i < n; i++)
+		if (m == 0 || strcmp(sorted[m - 1], sorted[i]) != 0)
+			sorted[m++] = sorted[i];
+
+	buf_addc(&prefix, '{');
+	if (json_write_members(&prefix, root, NULL) > 0)
+		buf_addc(&prefix, ',');
+	buf_add_jstr(&prefix, name, strlen(name));
+	buf_adds(&prefix, ":[");
+
+	for (i = 0; i < m; ) {
+		buf_reset(&f);
+		buf_add(&f, prefix.b_data, prefix.b_len);
+		inf = 0;
+		while (i < m && (max_values == 0 || inf < max_values)) {
+			buf_reset(&v);
+			if (inf > 0)
+				buf_addc(&v, ',');
+			buf_add_jstr(&v, sorted[i], strlen(sorted[i]));
+			if (conn_req_size(f.b_len + v.b_len + suffix) > budget)
+				break;
+			buf_add(&f, v.b_data, v.b_len);
+			inf++;
+			i++;
+		}
+		if (inf == 0) {
+			*why = "one value alone does not fit the byte budget";
+			conn_filters_free(&add);
+			goto done;
+		}
+		buf_adds(&f, "]}");
+		add.cf_v = reallocarray(add.cf_v, add.cf_n + 1,
+		    sizeof(*add.cf_v));
+		if (add.cf_v == NULL)
+			fatal("conn_pack_filters");
+		add.cf_v[add.cf_n++] = buf_release(&f, NULL);
+	}
+
+	out->cf_v = reallocarray(out->cf_v, out->cf_n + add.cf_n,
+	    sizeof(*out->cf_v));
+	if (out->cf_v == NULL)
+		fatal("conn_pack_filters");
+	memcpy(out->cf_v + out->cf_n, add.cf_v, add.cf_n * sizeof(*add.cf_v));
+	out->cf_n += add.cf_n;
+	rc = (int)add.cf_n;
+	free(add.cf_v);
+done:
+	free(sorted);
+	buf_free(&prefix);
+	buf_free(&f);
+	buf_free(&v);
+	json_free(doc);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Id sets                                                             */
+
+static uint64_t
+id_hash(const uint8_t id[32])
+{
+	uint64_t	h;
+
+	memcpy(&h, id, sizeof(h));
+	return h;
+}
+
+static struct seen *
+idset_slot(struct seen *v, size_t cap, const uint8_t id[32])
+{
+	size_t	i = (size_t)id_hash(id) & (cap - 1);
+
+	while (v[i].s_used && memcmp(v[i].s_id, id, 32) != 0)
+		i = (i + 1) & (cap - 1);
+	return &v[i];
+}
+
+static int
+idset_has(const struct idset *s, const uint8_t id[32])
+{
+	return s->is_cap > 0 && idset_slot(s->is_v, s->is_cap, id)->s_used;
+}
+
+/* Rebuilds s with capacity cap, keeping entries with s_at <= max_at. */
+static void
+idset_rebuild(struct idset *s, size_t cap, int64_t max_at)
+{
+	struct seen	*nv, *slot;
+	size_t		 i, n = 0;
+
+	if ((nv = calloc(cap, sizeof(*nv))) == NULL)
+		fatal("idset");
+	for (i = 0; i < s->is_cap; i++) {
+		if (!s->is_v[i].s_used || s->is_v[i].s_at > max_at)
+			continue;
+		slot = idset_slot(nv, cap, s->is_v[i].s_id);
+		*slot = s->is_v[i];
+		n++;
+	}
+	free(s->is_v);
+	s->is_v = nv;
+	s->is_cap = cap;
+	s->is_n = n;
+}
+
+static void
+idset_add(struct idset *s, const uint8_t id[32], int64_t at)
+{
+	struct seen	*slot;
+
+	if ((s->is_n + 1) * 2 > s->is_cap)
+		idset_rebuild(s, s->is_cap ? s->is_cap * 2 : 64, INT64_MAX);
+	slot = idset_slot(s->is_v, s->is_cap, id);
+	if (slot->s_used)
+		return;
+	memcpy(slot->s_id, id, 32);
+	slot->s_at = at;
+	slot->s_used = 1;
+	s->is_n++;
+}
+
+/* Forgets the ids newer than max_at: they cannot come back. */
+static void
+idset_prune(struct idset *s, int64_t max_at)
+{
+	size_t	cap = 64;
+
+	while (cap < s->is_n * 2)
+		cap *= 2;
+	if (s->is_cap > 0)
+		idset_rebuild(s, cap, max_at);
+}
+
+static void
+idset_free(struct idset *s)
+{
+	free(s->is_v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ------------------------------------------------------------------ */
+/* State and timers                                                    */
+
+enum conn_state
+conn_state(const struct conn *c)
+{
+	if (c->c_cool_ms != 0 && now_ms() < c->c_cool_ms)
+		return CONN_RATE_LIMITED;
+	return c->c_link;
+}
+
+const char *
+conn_key(const struct conn *c)
+{
+	return c->c_key;
+}
+
+/* Tells the role's hook if the reported state changed. */
+static void
+conn_report(struct conn *c)
+{
+	enum conn_state	 old = c->c_reported, cur = conn_state(c);
+	struct conn_mgr	*m = c->c_mgr;
+
+	if (old == cur)
+		return;
+	c->c_reported = cur;
+	if (m->m_hooks->state != NULL)
+		m->m_hooks->state(m->m_arg, c, old, cur);
+}
+
+static void
+conn_sched(struct conn *c, lws_sorted_usec_list_t *sul, sul_cb_t cb,
+    double secs)
+{
+	if (secs < 0)
+		secs = 0;
+	lws_sul_schedule(c->c_mgr->m_lws, 0, sul, cb,
+	    (lws_usec_t)(secs * LWS_US_PER_SEC));
+}
+
+static int
+conn_cooling(struct conn *c)
+{
+	return c->c_cool_ms != 0 && now_ms() < c->c_cool_ms;
+}
+
+/* A link or a request needs the relay: live subscriptions, requests. */
+static int
+conn_needed(const struct conn *c)
+{
+	return c->c_nlive > 0 || c->c_npending > 0 || c->c_nopen > 0 ||
+	    c->c_nparked > 0;
+}
+
+static void
+conn_count_malformed(struct conn *c)
+{
+	c->c_malformed++;
+	c->c_mgr->m_malformed++;
+}
+
+/* ------------------------------------------------------------------ */
+/* Requests                                                            */
+
+static void
+req_unlink(struct conn_req *r)
+{
+	struct conn	*c = r->r_conn;
+
+	switch (r->r_where) {
+	case RQ_PENDING:
+		TAILQ_REMOVE(&c->c_pending, r, r_entry);
+		c->c_npending--;
+		break;
+	case RQ_OPEN:
+		TAILQ_REMOVE(&c->c_open, r, r_entry);
+		c->c_nopen--;
+		break;
+	case RQ_PARKED:
+		TAILQ_REMOVE(&c->c_parked, r, r_entry);
+		c->c_nparked--;
+		break;
+	case RQ_ENDING:
+		TAILQ_REMOVE(&c->c_ending, r, r_entry);
+		break;
+	case RQ_NONE:
+		break;
+	}
+	r->r_where = RQ_NONE;
+}
+
+static void
+req_free(struct conn_req *r)
+{
+	size_t	i;
+
+	lws_sul_cancel(&r->r_sul);
+	for (i = 0; i < r->r_nmatch; i++)
+		filter_free(&r->r_match[i]);
+	free(r->r_match);
+	free(r->r_filters);
+	json_free(r->r_doc);
+	idset_free(&r->r_seen);
+	free(r);
+}
+
+/* Inserts r into c_pending behind every request of its rank or lower. */
+static void
+req_enqueue(struct conn_req *r)
+{
+	struct conn	*c = r->r_conn;
+	struct conn_req	*p;
+
+	TAILQ_FOREACH_REVERSE(p, &c->c_pending, conn_reqq, r_entry)
+		if (p->r_rank <= r->r_rank)
+			break;
+	if (p == NULL)
+		TAILQ_INSERT_HEAD(&c->c_pending, r, r_entry);
+	else
+		TAILQ_INSERT_AFTER(&c->c_pending, p, r, r_entry);
+	r->r_where = RQ_PENDING;
+	c->c_npending++;
+}
+
+static void
+req_park(struct conn_req *r, enum req_park why)
+{
+	struct conn	*c = r->r_conn;
+
+	TAILQ_INSERT_TAIL(&c->c_parked, r, r_entry);
+	r->r_where = RQ_PARKED;
+	r->r_park = why;
+	c->c_nparked++;
+}
+
+/* Queues a message for the relay; the link must be up. */
+static void
+conn_send(struct conn *c, const char *text, size_t len)
+{
+	struct conn_out	*o;
+
+	if (c->c_wsi == NULL || c->c_link != CONN_CONNECTED)
+		return;
+	if ((o = calloc(1, sizeof(*o))) == NULL ||
+	    (o->o_buf = malloc(LWS_PRE + len)) == NULL)
+		fatal("conn_send");
+	memcpy(o->o_buf + LWS_PRE, text, len);
+	o->o_len = len;
+	TAILQ_INSERT_TAIL(&c->c_out, o, o_entry);
+	lws_callback_on_writable(c->c_wsi);
+}
+
+static void
+conn_send_close(struct conn *c, const char *subid)
+{
+	char	msg[64];
+	int	n;
+
+	n = snprintf(msg, sizeof(msg), "[\"CLOSE\",\"%s\"]", subid);
+	conn_send(c, msg, (size_t)n);
+}
+
+/*
+ * Takes r out of its list; if its subscription is open on a live link,
+ * CLOSEs it.  The slot is free from here on: the CLOSE leaves before any
+ * later REQ.
+ */
+static void
+req_close(struct conn_req *r)
+{
+	struct conn	*c = r->r_conn;
+	int		 was_open = r->r_where == RQ_OPEN;
+
+	req_unlink(r);
+	if (was_open)
+		conn_send_close(c, r->r_subid);
+	lws_sul_cancel(&r->r_sul);
+}
+
+/*
+ * Ends a fetch or pagination: CLOSE if open, done callback, free.  The
+ * caller must not touch r afterwards.
+ */
+static void
+req_finish(struct conn_req *r, enum conn_fetch_result res,
+    const char *reason)
+{
+	struct conn	*c = r->r_conn;
+	struct conn_mgr	*m = c->c_mgr;
+	char		 why[CONN_REASON_MAX + 1];
+
+	req_close(r);
+	snprintf(why, sizeof(why), "%s", reason ? reason : "");
+	m->m_results[res]++;
+	log_debug("conn %s: %s %s after %u page(s), %llu event(s): %s",
+	    c->c_key, r->r_kind == REQ_PAGINATE ? "pagination" : "fetch",
+	    conn_fetch_result_name(res), r->r_st.cs_pages,
+	    (unsigned long long)r->r_st.cs_events, why);
+	if (!r->r_cancelled && r->r_cb.done != NULL) {
+		r->r_in_cb++;
+		r->r_cb.done(r->r_cb.arg, r, res, why, &r->r_st);
+		r->r_in_cb--;
+	}
+	req_free(r);
+	conn_pump(c);
+	conn_maybe_retire(c);
+}
+
+static void
+req_sul(lws_sorted_usec_list_t *sul)
+{
+	struct conn_req	*r = lws_container_of(sul, struct conn_req, r_sul);
+
+	if (r->r_fail_pending) {
+		r->r_fail_pending = 0;
+		req_finish(r, r->r_fail_res, r->r_reason);
+		return;
+	}
+	if (r->r_where == RQ_PARKED) {
+		/* Still refused for want of AUTH when time ran out. */
+		req_finish(r, FETCH_CLOSED, r->r_reason);
+		return;
+	}
+	req_finish(r, FETCH_TIMEOUT, "no EOSE before the timeout");
+}
+
+/* Ends r from the loop, soon, with res. */
+static void
+req_fail_soon(struct conn_req *r, enum conn_fetch_result res,
+    const char *reason)
+{
+	r->r_fail_pending = 1;
+	r->r_fail_res = res;
+	snprintf(r->r_reason, sizeof(r->r_reason), "%s", reason);
+	conn_sched(r->r_conn, &r->r_sul, req_sul, 0);
+}
+
+/*
+ * Finishes every request in c_ending with res and reason (NULL: each
+ * request's own r_reason).  A done callback may cancel one still there.
+ */
+static void
+conn_end_stranded(struct conn *c, enum conn_fetch_result res,
+    const char *reason)
+{
+	struct conn_req	*r;
+	char		 why[CONN_REASON_MAX + 1];
+
+	while ((r = TAILQ_FIRST(&c->c_ending)) != NULL) {
+		req_unlink(r);
+		snprintf(why, sizeof(why), "%s", reason ? reason :
+		    r->r_reason);
+		req_finish(r, res, why);
+	}
+}
+
+/* The filter of r's next page into r_filters. */
+static void
+req_build_page(struct conn_req *r)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_addc(&b, '{');
+	if (json_write_members(&b, r->r_base, "until") > 0 && r->r_has_until)
+		buf_addc(&b, ',');
+	if (r->r_has_until)
+		buf_printf(&b, "\"until\":%lld", (long long)r->r_until);
+	buf_addc(&b, '}');
+	free(r->r_filters);
+	r->r_filters = buf_release(&b, &r->r_filters_len);
+}
+
+/* Sends r's REQ now; the caller checked admission. */
+static void
+req_admit(struct conn_req *r)
+{
+	struct conn	*c = r->r_conn;
+	struct buf	 b = BUF_INIT;
+
+	req_unlink(r);
+	snprintf(r->r_subid, sizeof(r->r_subid), "%c%llx",
+	    r->r_kind == REQ_LIVE ? 'l' : r->r_kind == REQ_FETCH ? 'f' : 'p',
+	    (unsigned long long)++c->c_mgr->m_next_sub);
+	buf_adds(&b, "[\"REQ\",\"");
+	buf_adds(&b, r->r_subid);
+	buf_adds(&b, "\",");
+	buf_add(&b, r->r_filters, r->r_filters_len);
+	buf_addc(&b, ']');
+	conn_send(c, b.b_data, b.b_len);
+	buf_free(&b);
+	TAILQ_INSERT_TAIL(&c->c_open, r, r_entry);
+	r->r_where = RQ_OPEN;
+	c->c_nopen++;
+	c->c_last_req_ms = now_ms();
+	if (r->r_kind != REQ_LIVE) {
+		r->r_st.cs_pages++;
+		r->r_page_inrange = r->r_page_new = 0;
+		r->r_page_min = INT64_MAX;
+		conn_sched(c, &r->r_sul, req_sul, r->r_timeout);
+	}
+}
+
+/* Admits waiting requests as far as the link, cooldown, ledger and
+ * pacing allow; schedules itself for the next pacing slot. */
+static void
+conn_pump(struct conn *c)
+{
+	struct config	*cfg = c->c_mgr->m_cfg;
+	int64_t		 now = now_ms(), next;
+
+	if (c->c_cool_ms != 0 && now >= c->c_cool_ms) {
+		c->c_cool_ms = 0;
+		log_info("conn %s: rate-limit cooldown over", c->c_key);
+		conn_report(c);
+	}
+	if (c->c_link != CONN_CONNECTED || c->c_wsi == NULL)
+		return;
+	if (c->c_cool_ms != 0) {
+		conn_sched(c, &c->c_sul_pump, conn_sul_pump,
+		    (double)(c->c_cool_ms - now) / 1000);
+		return;
+	}
+	if (TAILQ_EMPTY(&c->c_pending) || c->c_nopen >= CONN_MAX_SUBS)
+		return;
+	next = c->c_last_req_ms + (int64_t)(cfg_scale_delay(cfg,
+	    CONN_REQ_INTERVAL) * 1000);
+	if (c->c_last_req_ms != 0 && now < next) {
+		conn_sched(c, &c->c_sul_pump, conn_sul_pump,
+		    (double)(next - now) / 1000);
+		return;
+	}
+	req_admit(TAILQ_FIRST(&c->c_pending));
+	if (!TAILQ_EMPTY(&c->c_pending) && c->c_nopen < CONN_MAX_SUBS)
+		conn_sched(c, &c->c_sul_pump, conn_sul_pump,
+		    cfg_scale_delay(cfg, CONN_REQ_INTERVAL));
+}
+
+static void
+conn_sul_pump(lws_sorted_usec_list_t *sul)
+{
+	conn_pump(lws_container_of(sul, struct conn, c_sul_pump));
+}
+
+/* Gets a link going (from the loop) when one is needed and none is. */
+static void
+conn_kick(struct conn *c)
+{
+	if (c->c_link == CONN_IDLE && conn_needed(c))
+		conn_sched(c, &c->c_sul_retry, conn_sul_retry, 0);
+	else if (c->c_link == CONN_CONNECTED)
+		conn_pump(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Rate limits, AUTH                                                   */
+
+static void
+conn_rate_limited(struct conn *c, const char *what, const char *text,
+    size_t len)
+{
+	struct config	*cfg = c->c_mgr->m_cfg;
+	double		 cool = cfg_scale_delay(cfg, CONN_RATE_LIMIT_COOLDOWN);
+	char		 t[CONN_REASON_MAX + 1];
+
+	clean_text(t, text, len);
+	c->c_rate_limits++;
+	c->c_mgr->m_rate_limits++;
+	c->c_cool_ms = now_ms() + (int64_t)(cool * 1000);
+	if (c->c_cool_ms == 0)
+		c->c_cool_ms = 1;
+	log_info("conn %s: rate limited (%s \"%s\"), no new request for "
+	    "%.1f s", c->c_key, what, t, cool);
+	conn_sched(c, &c->c_sul_pump, conn_sul_pump, cool);
+	conn_report(c);
+}
+
+/* Answers ["AUTH",challenge] with a kind 22242 event (NIP-42). */
+static void
+conn_auth(struct conn *c, const char *challenge, size_t len)
+{
+	struct conn_mgr	*m = c->c_mgr;
+	struct buf	 tags = BUF_INIT, msg = BUF_INIT;
+	struct event	*ev;
+	uint8_t		 sk[32];
+	char		 err[256];
+
+	if (c->c_auth_sent)
+		return;		/* one answer per connection */
+	c->c_auth_sent = 1;
+	if (len == 0 || len > CONN_AUTH_CHALLENGE_MAX ||
+	    memchr(challenge, '\0', len) != NULL) {
+		conn_count_malformed(c);
+		return;
+	}
+	if (config_owner_key(m->m_cfg, sk, err, sizeof(err)) == -1) {
+		if (!m->m_no_owner_key_logged++)
+			log_warnx("conn: cannot answer AUTH, no relay owner "
+			    "key: %s", err);
+		return;
+	}
+	buf_adds(&tags, "[[\"relay\",");
+	buf_add_jstr(&tags, c->c_key, strlen(c->c_key));
+	buf_adds(&tags, "],[\"challenge\",");
+	buf_add_jstr(&tags, challenge, len);
+	buf_adds(&tags, "]]");
+	ev = event_new_signed(sk, (int64_t)time(NULL), CONN_AUTH_KIND,
+	    tags.b_data, "");
+	explicit_bzero(sk, sizeof(sk));
+	buf_free(&tags);
+	if (ev == NULL) {
+		log_warnx("conn %s: cannot sign the AUTH event", c->c_key);
+		return;
+	}
+	memcpy(c->c_auth_id, ev->id_hex, sizeof(c->c_auth_id));
+	buf_adds(&msg, "[\"AUTH\",");
+	buf_add(&msg, ev->json, ev->json_len);
+	buf_addc(&msg, ']');
+	conn_send(c, msg.b_data, msg.b_len);
+	buf_free(&msg);
+	event_free(ev);
+	log_debug("conn %s: answered AUTH", c->c_key);
+}
+
+/* AUTH accepted or refused: requests parked for it go on or end. */
+static void
+conn_auth_result(struct conn *c, int ok, const char *msg)
+{
+	struct conn_req	*r;
+	struct conn_req	*next;
+
+	c->c_authed = ok;
+	log_info("conn %s: AUTH %s%s%s", c->c_key, ok ? "accepted" :
+	    "refused", *msg ? ": " : "", msg);
+	for (r = TAILQ_FIRST(&c->c_parked); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, r_entry);
+		if (r->r_park != PARK_AUTH)
+			continue;
+		req_unlink(r);
+		if (ok)
+			req_enqueue(r);
+		else if (r->r_kind == REQ_LIVE)
+			req_park(r, PARK_RECONNECT);
+		else {
+			TAILQ_INSERT_TAIL(&c->c_ending, r, r_entry);
+			r->r_where = RQ_ENDING;
+		}
+	}
+	conn_end_stranded(c, FETCH_CLOSED, NULL);
+	conn_pump(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Messages from the relay                                             */
+
+static int
+conn_ingest(struct conn *c, const struct event *ev)
+{
+	struct conn_mgr	*m = c->c_mgr;
+
+	if (m->m_hooks->ingest(m->m_arg, c->c_key, ev->json,
+	    ev->json_len) == -1) {
+		c->c_ingest_dropped++;
+		m->m_ingest_dropped++;
+		return -1;
+	}
+	return 0;
+}
+
+static struct conn_req *
+conn_find_open(struct conn *c, const struct json *subid)
+{
+	struct conn_req	*r;
+
+	if (subid == NULL || subid->type != JSON_STRING)
+		return NULL;
+	TAILQ_FOREACH(r, &c->c_open, r_entry)
+		if (strlen(r->r_subid) == subid->len &&
+		    memcmp(r->r_subid, subid->s, subid->len) == 0)
+			return r;
+	return NULL;
+}
+
+static void
+conn_on_event(struct conn *c, struct conn_req *r, const struct event *ev)
+{
+	int	in_range;
+
+	c->c_events++;
+	c->c_mgr->m_events++;
+	if (r->r_kind == REQ_LIVE) {
+		conn_ingest(c, ev);
+		return;
+	}
+	r->r_st.cs_events++;
+	in_range = !r->r_has_until || ev->created_at <= r->r_until;
+	if (in_range) {
+		r->r_page_inrange++;
+		if (ev->created_at < r->r_page_min)
+			r->r_page_min = ev->created_at;
+	}
+	if (idset_has(&r->r_seen, ev->id))
+		return;
+	idset_add(&r->r_seen, ev->id, ev->created_at);
+	r->r_st.cs_new++;
+	if (in_range)
+		r->r_page_new++;
+	if (r->r_st.cs_oldest < 0 || ev->created_at < r->r_st.cs_oldest)
+		r->r_st.cs_oldest = ev->created_at;
+	conn_ingest(c, ev);
+	if (r->r_cb.event != NULL) {
+		r->r_in_cb++;
+		r->r_cb.event(r->r_cb.arg, r, ev);
+		r->r_in_cb--;
+		if (r->r_cancelled) {
+			req_free(r);
+			conn_pump(c);
+			conn_maybe_retire(c);
+		}
+	}
+}
+
+/* EOSE of a fetch or a page: finish, or queue the next page. */
+static void
+conn_on_eose(struct conn_req *r)
+{
+	struct conn	*c = r->r_conn;
+
+	if (r->r_kind == REQ_FETCH ||
+	    r->r_st.cs_pages >= CONN_PAGINATE_MAX_PAGES) {
+		req_finish(r, FETCH_EOSE, "");
+		return;
+	}
+	if (r->r_page_new > 0) {
+		r->r_until = r->r_page_min;
+	} else if (r->r_page_inrange > 0 && r->r_has_until &&
+	    r->r_page_min == r->r_until && r->r_until > 0) {
+		/* Stuck on one second: the relay caps below the events
+		 * of that second.  Step past it once. */
+		r->r_until--;
+	} else {
+		req_finish(r, FETCH_EOSE, "");
+		return;
+	}
+	r->r_has_until = 1;
+	if (r->r_has_since && r->r_until < r->r_since) {
+		req_finish(r, FETCH_EOSE, "");
+		return;
+	}
+	idset_prune(&r->r_seen, r->r_until);
+	req_close(r);
+	req_build_page(r);
+	req_enqueue(r);
+	conn_pump(c);
+}
+
+static void
+conn_on_closed(struct conn *c, struct conn_req *r, const struct json *msg)
+{
+	const char	*t = msg != NULL && msg->type == JSON_STRING ?
+			    msg->s : "";
+	size_t		 tl = msg != NULL && msg->type == JSON_STRING ?
+			    msg->len : 0;
+	char		 why[CONN_REASON_MAX + 1];
+	size_t		 apl = strlen(CONN_AUTH_REQUIRED_PREFIX);
+
+	clean_text(why, t, tl);
+	/* The relay ended the subscription: no CLOSE from us. */
+	req_unlink(r);
+	if (conn_reason_is_rate_limited(t, tl)) {
+		conn_rate_limited(c, "CLOSED", t, tl);
+		if (r->r_kind == REQ_LIVE)
+			req_enqueue(r);
+		else
+			req_finish(r, FETCH_RATE_LIMITED, why);
+		conn_pump(c);
+		return;
+	}
+	if (tl >= apl && memcmp(t, CONN_AUTH_REQUIRED_PREFIX, apl) == 0 &&
+	    !c->c_authed) {
+		snprintf(r->r_reason, sizeof(r->r_reason), "%s", why);
+		req_park(r, PARK_AUTH);
+		conn_pump(c);
+		return;
+	}
+	if (r->r_kind == REQ_LIVE) {
+		log_info("conn %s: live subscription closed by the relay: %s",
+		    c->c_key, why);
+		req_park(r, PARK_RECONNECT);
+		conn_pump(c);
+		return;
+	}
+	req_finish(r, FETCH_CLOSED, why);
+}
+
+/*
+ * 1 if ev matches r's base filter apart from its "until" (a later page
+ * asks below it, an earlier one above).
+ */
+static int
+base_match_ignoring_until(const struct conn_req *r, const struct event *ev)
+{
+	struct filter	f = r->r_match[0];
+
+	f.f_has_until = 0;
+	return filter_match(&f, ev);
+}
+
+/*
+ * One complete message from the relay.  Malformed ones count against
+ * the relay; too many drop the link (the caller sees c_wsi change).
+ */
+static void
+conn_dispatch(struct conn *c, const char *text, size_t len)
+{
+	struct json_doc		*doc = NULL;
+	const struct json	*root, *type, *a1, *a2, *a3;
+	struct conn_req		*r;
+	struct event		*ev;
+	char			 err[128], t[CONN_REASON_MAX + 1];
+	int			 bad = 0;
+
+	root = json_parse(text, len, &doc, err, sizeof(err));
+	if (root == NULL || root->type != JSON_ARRAY || root->n < 1 ||
+	    (type = json_at(root, 0))->type != JSON_STRING) {
+		bad = 1;
+		goto done;
+	}
+	a1 = json_at(root, 1);
+	a2 = json_at(root, 2);
+	a3 = json_at(root, 3);
+	if (strcmp(type->s, "EVENT") == 0) {
+		if (root->n != 3 || a1->type != JSON_STRING ||
+		    a2->type != JSON_OBJECT) {
+			bad = 1;
+			goto done;
+		}
+		if ((r = conn_find_open(c, a1)) == NULL) {
+			c->c_stray++;
+			c->c_mgr->m_stray++;
+			goto done;
+		}
+		if ((ev = event_from_json(a2, err, sizeof(err))) == NULL ||
+		    !event_check_id(ev)) {
+			event_free(ev);
+			bad = 1;
+			goto done;
+		}
+		/* Pagination moves until; the base filter must match. */
+		if (r->r_nmatch > 0 && !filter_match_any(r->r_match,
+		    r->r_nmatch, ev) && !(r->r_kind == REQ_PAGINATE &&
+		    base_match_ignoring_until(r, ev))) {
+			event_free(ev);
+			c->c_stray++;
+			c->c_mgr->m_stray++;
+			goto done;
+		}
+		conn_on_event(c, r, ev);
+		event_free(ev);
+	} else if (strcmp(type->s, "EOSE") == 0) {
+		if (a1 == NULL || a1->type != JSON_STRING) {
+			bad = 1;
+			goto done;
+		}
+		if ((r = conn_find_open(c, a1)) != NULL &&
+		    r->r_kind != REQ_LIVE)
+			conn_on_eose(r);
+	} else if (strcmp(type->s, "CLOSED") == 0) {
+		if (a1 == NULL || a1->type != JSON_STRING ||
+		    (a2 != NULL && a2->type != JSON_STRING)) {
+			bad = 1;
+			goto done;
+		}
+		if ((r = conn_find_open(c, a1)) != NULL)
+			conn_on_closed(c, r, a2);
+	} else if (strcmp(type->s, "NOTICE") == 0) {
+		if (a1 == NULL || a1->type != JSON_STRING) {
+			bad = 1;
+			goto done;
+		}
+		clean_text(t, a1->s, a1->len);
+		log_debug("conn %s: NOTICE %s", c->c_key, t);
+		if (conn_notice_is_rate_limit(a1->s, a1->len))
+			conn_rate_limited(c, "NOTICE", a1->s, a1->len);
+	} else if (strcmp(type->s, "OK") == 0) {
+		if (root->n < 3 || a1->type != JSON_STRING ||
+		    (a2->type != JSON_TRUE && a2->type != JSON_FALSE) ||
+		    (a3 != NULL && a3->type != JSON_STRING)) {
+			bad = 1;
+			goto done;
+		}
+		if (a2->type == JSON_FALSE && a3 != NULL &&
+		    conn_reason_is_rate_limited(a3->s, a3->len))
+			conn_rate_limited(c, "OK", a3->s, a3->len);
+		if (c->c_auth_id[0] != '\0' && a1->len == 64 &&
+		    memcmp(a1->s, c->c_auth_id, 64) == 0) {
+			c->c_auth_id[0] = '\0';
+			clean_text(t, a3 ? a3->s : "", a3 ? a3->len : 0);
+			conn_auth_result(c, a2->type == JSON_TRUE, t);
+		}
+	} else if (strcmp(type->s, "AUTH") == 0) {
+		if (a1 == NULL || a1->type != JSON_STRING) {
+			bad = 1;
+			goto done;
+		}
+		conn_auth(c, a1->s, a1->len);
+	}
+	/* Other types (COUNT, NEG-MSG, ...) answer nothing we asked. */
+done:
+	json_free(doc);
+	if (bad) {
+		conn_count_malformed(c);
+		log_debug("conn %s: malformed message (%zu bytes)", c->c_key,
+		    len);
+		if (++c->c_malformed_now > CONN_MALFORMED_MAX && c->c_wsi)
+			conn_lost(c, "protocol: too many malformed messages",
+			    DROP_FAILURE, 1);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* The link                                                            */
+
+static void
+conn_clear_link(struct conn *c)
+{
+	struct conn_out	*o;
+
+	while ((o = TAILQ_FIRST(&c->c_out)) != NULL) {
+		TAILQ_REMOVE(&c->c_out, o, o_entry);
+		free(o->o_buf);
+		free(o);
+	}
+	buf_free(&c->c_rx);
+	c->c_malformed_now = 0;
+	c->c_auth_sent = c->c_authed = 0;
+	c->c_auth_id[0] = '\0';
+	c->c_last_req_ms = 0;
+	lws_sul_cancel(&c->c_sul_connect);
+}
+
+/* Forgets the wsi; kills it unless its own callback will (in_cb). */
+static void
+conn_detach(struct conn *c, int in_cb)
+{
+	struct lws	*wsi = c->c_wsi;
+
+	c->c_wsi = NULL;
+	c->c_dialing = 0;
+	if (wsi == NULL)
+		return;
+	lws_set_opaque_user_data(wsi, NULL);
+	if (!in_cb)
+		lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK,
+		    LWS_TO_KILL_ASYNC);
+}
+
+/*
+ * The link ended, never came up, or is closed on purpose (DROP_CLEAN).
+ * Fetches end with FETCH_DISCONNECTED; live subscriptions are parked
+ * for the next link.  in_cb: we run in a callback of c's wsi, which
+ * closes it (by returning -1, or because it is closing anyway).
+ */
+static void
+conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
+{
+	struct config	*cfg = c->c_mgr->m_cfg;
+	struct conn_reqq live = TAILQ_HEAD_INITIALIZER(live);
+	struct conn_reqq *lists[] = { &c->c_open, &c->c_pending,
+			    &c->c_parked };
+	struct conn_req	*r;
+	char		 reason[CONN_REASON_MAX + 1];
+	int64_t		 now = now_ms(), retry;
+	double		 delay;
+	size_t		 i;
+	int		 dead = 0;
+
+	snprintf(reason, sizeof(reason), "%s", why);
+	conn_detach(c, in_cb);
+	conn_clear_link(c);
+	for (i = 0; i < 3; i++) {
+		while ((r = TAILQ_FIRST(lists[i])) != NULL) {
+			req_unlink(r);
+			if (r->r_kind == REQ_LIVE)
+				TAILQ_INSERT_TAIL(&live, r, r_entry);
+			else {
+				lws_sul_cancel(&r->r_sul);
+				TAILQ_INSERT_TAIL(&c->c_ending, r, r_entry);
+				r->r_where = RQ_ENDING;
+			}
+		}
+	}
+	while ((r = TAILQ_FIRST(&live)) != NULL) {
+		TAILQ_REMOVE(&live, r, r_entry);
+		req_park(r, PARK_RECONNECT);
+	}
+
+	switch (mode) {
+	case DROP_CLEAN:
+		c->c_link = CONN_IDLE;
+		break;
+	case DROP_REFUSED:
+		c->c_failures_total++;
+		c->c_mgr->m_failures++;
+		delay = cfg_scale_delay(cfg, CONN_DEAD_RETRY);
+		c->c_link = CONN_REFUSED;
+		c->c_retry_ms = now + (int64_t)(delay * 1000);
+		snprintf(c->c_reason, sizeof(c->c_reason), "%s", reason);
+		log_info("conn %s: refused: %s", c->c_key, reason);
+		conn_sched(c, &c->c_sul_retry, conn_sul_retry, delay);
+		break;
+	case DROP_FAILURE:
+		c->c_failures++;
+		c->c_failures_total++;
+		c->c_mgr->m_failures++;
+		if (c->c_streak_ms == 0)
+			c->c_streak_ms = now;
+		delay = conn_backoff_delay(cfg, c->c_failures,
+		    (double)(now - c->c_streak_ms) / 1000, &dead);
+		retry = now + (int64_t)(delay * 1000);
+		/* A later cooldown keeps the relay waiting longer. */
+		if (c->c_cool_ms != 0 && c->c_cool_ms > retry)
+			retry = c->c_cool_ms;
+		c->c_retry_ms = retry;
+		c->c_link = dead ? CONN_DEAD : CONN_BACKOFF;
+		snprintf(c->c_reason, sizeof(c->c_reason), "%s", reason);
+		log_info("conn %s: %s; failure %u, %s, next try in %.3f s",
+		    c->c_key, reason, c->c_failures, dead ? "dead" :
+		    "backoff", (double)(retry - now) / 1000);
+		conn_sched(c, &c->c_sul_retry, conn_sul_retry,
+		    (double)(retry - now) / 1000);
+		break;
+	}
+	conn_report(c);
+
+	/* Fetches end after the state is set, so a done callback sees it. */
+	conn_end_stranded(c, FETCH_DISCONNECTED, reason);
+	conn_maybe_retire(c);
+}
+
+static void
+conn_sul_connect(lws_sorted_usec_list_t *sul)
+{
+	struct conn	*c = lws_container_of(sul, struct conn, c_sul_connect);
+
+	if (c->c_link == CONN_CONNECTING)
+		conn_lost(c, "connect timeout", DROP_FAILURE, 0);
+}
+
+/*
+ * Resolves and vets the target, then starts the client connection to
+ * the vetted address.  Runs from a timer, never inside a role's call.
+ */
+static void
+conn_dial(struct conn *c)
+{
+	struct conn_mgr			*m = c->c_mgr;
+	struct lws_client_connect_info	 info;
+	struct sockaddr_storage		 ss;
+	socklen_t			 sl = sizeof(ss);
+	unsigned			 flags = 0;
+	const char			*why = NULL;
+	char				 addr[NI_MAXHOST];
+	char				 w[CONN_REASON_MAX + 1];
+	struct lws			*wsi;
+	int				 rc;
+
+	if (m->m_cfg->sync_allow_private_targets)
+		flags |= RELAYURL_ALLOW_PRIVATE;
+	if (c->c_flags & CONN_TRUSTED)
+		flags |= RELAYURL_TRUSTED;
+	c->c_link = CONN_RESOLVING;
+	conn_report(c);
+	rc = relayurl_resolve_checked(c->c_key, flags, &ss, &sl, &why);
+	if (rc == -1) {
+		conn_lost(c, why ? why : "target refused", DROP_REFUSED, 0);
+		return;
+	}
+	if (rc != 0) {
+		snprintf(w, sizeof(w), "dns: %s", why ? why : "no address");
+		conn_lost(c, w, DROP_FAILURE, 0);
+		return;
+	}
+	if (getnameinfo((struct sockaddr *)&ss, sl, addr, sizeof(addr), NULL,
+	    0, NI_NUMERICHOST) != 0) {
+		conn_lost(c, "cannot print the resolved address",
+		    DROP_FAILURE, 0);
+		return;
+	}
+
+	memset(&info, 0, sizeof(info));
+	info.context = m->m_lws;
+	info.vhost = m->m_vhost;
+	/* The vetted address, never the name again (DNS rebinding). */
+	info.address = addr;
+	info.port = c->c_url.ru_port;
+	info.ssl_connection = LCCSCF_HTTP_NO_FOLLOW_REDIRECT |
+	    (c->c_url.ru_tls ? LCCSCF_USE_SSL : 0);
+	info.path = c->c_url.ru_target;
+	/* The Host header; lws takes SNI and the certificate name from it. */
+	info.host = c->c_url.ru_authority;
+	info.origin = c->c_url.ru_authority;
+	info.ietf_version_or_minus_one = -1;
+	info.local_protocol_name = CONN_PROTOCOL_NAME;
+	info.alpn = "http/1.1";
+	info.opaque_user_data = c;
+	info.retry_and_idle_policy = &conn_keepalive;
+
+	c->c_link = CONN_CONNECTING;
+	conn_report(c);
+	log_debug("conn %s: connecting to %s port %d", c->c_key, addr,
+	    info.port);
+	c->c_dialing = 1;
+	wsi = lws_client_connect_via_info(&info);
+	c->c_dialing = 0;
+	if (c->c_link != CONN_CONNECTING)
+		return;		/* failed inside, already handled */
+	if (wsi == NULL) {
+		conn_lost(c, "cannot start the connection", DROP_FAILURE, 0);
+		return;
+	}
+	c->c_wsi = wsi;
+	conn_sched(c, &c->c_sul_connect, conn_sul_connect,
+	    conn_connect_timeout(m->m_cfg));
+}
+
+static void
+conn_sul_retry(lws_sorted_usec_list_t *sul)
+{
+	struct conn	*c = lws_container_of(sul, struct conn, c_sul_retry);
+
+	switch (c->c_link) {
+	case CONN_BACKOFF:
+	case CONN_DEAD:
+	case CONN_REFUSED:
+		if (conn_cooling(c)) {
+			conn_sched(c, &c->c_sul_retry, conn_sul_retry,
+			    (double)(c->c_cool_ms - now_ms()) / 1000);
+			return;
+		}
+		c->c_link = CONN_IDLE;
+		/* FALLTHROUGH */
+	case CONN_IDLE:
+		if (conn_needed(c))
+			conn_dial(c);
+		else {
+			conn_report(c);
+			conn_maybe_retire(c);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+conn_established(struct conn *c)
+{
+	struct conn_req	*r, *next;
+
+	lws_sul_cancel(&c->c_sul_connect);
+	c->c_link = CONN_CONNECTED;
+	c->c_failures = 0;
+	c->c_streak_ms = 0;
+	c->c_reason[0] = '\0';
+	c->c_malformed_now = 0;
+	log_info("conn %s: connected", c->c_key);
+	/* Live subscriptions again, ahead of everything (a fetch parked
+	 * with its failure due keeps it). */
+	for (r = TAILQ_FIRST(&c->c_parked); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, r_entry);
+		if (r->r_fail_pending)
+			continue;
+		req_unlink(r);
+		req_enqueue(r);
+	}
+	conn_report(c);
+	conn_pump(c);
+}
+
+/* The conn a callback is about, or NULL if the wsi is not ours (any
+ * more). */
+static struct conn *
+conn_of(struct lws *wsi)
+{
+	struct conn	*c = lws_get_opaque_user_data(wsi);
+
+	if (c == NULL)
+		return NULL;
+	if (c->c_wsi == NULL && c->c_dialing)
+		c->c_wsi = wsi;
+	return c->c_wsi == wsi ? c : NULL;
+}
+
+static int
+conn_writeable(struct conn *c, struct lws *wsi)
+{
+	struct conn_out	*o;
+	int		 n;
+
+	if ((o = TAILQ_FIRST(&c->c_out)) == NULL)
+		return 0;
+	TAILQ_REMOVE(&c->c_out, o, o_entry);
+	n = lws_write(wsi, o->o_buf + LWS_PRE, o->o_len, LWS_WRITE_TEXT);
+	c->c_bytes_out += o->o_len;
+	c->c_mgr->m_bytes_out += o->o_len;
+	free(o->o_buf);
+	free(o);
+	if (n < 0) {
+		conn_lost(c, "write failed", DROP_FAILURE, 1);
+		return -1;
+	}
+	if (!TAILQ_EMPTY(&c->c_out))
+		lws_callback_on_writable(wsi);
+	return 0;
+}
+
+static int
+conn_receive(struct conn *c, struct lws *wsi, const void *in, size_t len)
+{
+	c->c_bytes_in += len;
+	c->c_mgr->m_bytes_in += len;
+	if (c->c_rx.b_len + len > CONN_MAX_MESSAGE) {
+		conn_count_malformed(c);
+		conn_lost(c, "protocol: message over the size limit",
+		    DROP_FAILURE, 1);
+		return -1;
+	}
+	buf_add(&c->c_rx, in, len);
+	if (!lws_is_final_fragment(wsi))
+		return 0;
+	if (lws_frame_is_binary(wsi)) {
+		conn_count_malformed(c);
+		if (++c->c_malformed_now > CONN_MALFORMED_MAX) {
+			conn_lost(c, "protocol: too many malformed messages",
+			    DROP_FAILURE, 1);
+			return -1;
+		}
+	} else
+		conn_dispatch(c, c->c_rx.b_data, c->c_rx.b_len);
+	if (c->c_wsi != wsi)
+		return -1;	/* dropped while dispatching */
+	if (c->c_rx.b_cap > CONN_RX_KEEP)
+		buf_free(&c->c_rx);
+	else
+		buf_reset(&c->c_rx);
+	return 0;
+}
+
+int
+conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason,
+    void *user, void *in, size_t len)
+{
+	struct conn	*c;
+	char		 why[CONN_REASON_MAX + 1];
+
+	switch (reason) {
+	case LWS_CALLBACK_CLIENT_ESTABLISHED:
+		if ((c = conn_of(wsi)) == NULL)
+			return -1;
+		conn_established(c);
+		return c->c_wsi == wsi ? 0 : -1;
+	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+		if ((c = conn_of(wsi)) == NULL)
+			return 0;
+		snprintf(why, sizeof(why), "connect: %.*s",
+		    in ? (int)strnlen(in, 150) : 5, in ? (const char *)in :
+		    "error");
+		conn_lost(c, why, DROP_FAILURE, 1);
+		return 0;
+	case LWS_CALLBACK_CLIENT_RECEIVE:
+		if ((c = conn_of(wsi)) == NULL)
+			return -1;
+		return conn_receive(c, wsi, in, len);
+	case LWS_CALLBACK_CLIENT_WRITEABLE:
+		if ((c = conn_of(wsi)) == NULL)
+			return -1;
+		return conn_writeable(c, wsi);
+	case LWS_CALLBACK_CLIENT_CLOSED:
+	case LWS_CALLBACK_WSI_DESTROY:
+		if ((c = conn_of(wsi)) == NULL)
+			return 0;
+		conn_lost(c, "closed by the relay", DROP_FAILURE, 1);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Connections                                                         */
+
+static void
+conn_free(struct conn *c)
+{
+	struct conn_reqq *lists[] = { &c->c_open, &c->c_pending,
+			    &c->c_parked, &c->c_ending };
+	struct conn_req	*r;
+	size_t		 i;
+
+	conn_detach(c, 0);
+	conn_clear_link(c);
+	for (i = 0; i < 4; i++)
+		while ((r = TAILQ_FIRST(lists[i])) != NULL) {
+			req_unlink(r);
+			req_free(r);
+		}
+	lws_sul_cancel(&c->c_sul_connect);
+	lws_sul_cancel(&c->c_sul_retry);
+	lws_sul_cancel(&c->c_sul_pump);
+	lws_sul_cancel(&c->c_sul_retire);
+	TAILQ_REMOVE(&c->c_mgr->m_conns, c, c_entry);
+	free(c);
+}
+
+/* 1 if nothing keeps c: no holder, no work, no backoff to remember. */
+static int
+conn_idle_out(const struct conn *c)
+{
+	if (c->c_holds > 0 || conn_needed(c))
+		return 0;
+	switch (c->c_link) {
+	case CONN_BACKOFF:
+	case CONN_DEAD:
+	case CONN_REFUSED:
+		return 0;	/* kept until the retry timer */
+	default:
+		return 1;
+	}
+}
+
+static void
+conn_sul_retire(lws_sorted_usec_list_t *sul)
+{
+	struct conn	*c = lws_container_of(sul, struct conn, c_sul_retire);
+
+	c->c_retire_queued = 0;
+	if (!conn_idle_out(c))
+		return;
+	log_debug("conn %s: retired", c->c_key);
+	conn_free(c);
+}
+
+static void
+conn_maybe_retire(struct conn *c)
+{
+	if (c->c_retire_queued || !conn_idle_out(c))
+		return;
+	c->c_retire_queued = 1;
+	conn_sched(c, &c->c_sul_retire, conn_sul_retire, 0);
+}
+
+struct conn *
+conn_get(struct conn_mgr *m, const char *key, unsigned flags,
+    const char **why)
+{
+	struct conn	*c;
+	const char	*dummy;
+
+	if (why == NULL)
+		why = &dummy;
+	TAILQ_FOREACH(c, &m->m_conns, c_entry)
+		if (strcmp(c->c_key, key) == 0) {
+			c->c_flags |= flags;
+			c->c_holds++;
+			return c;
+		}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("conn_get");
+	if (relayurl_parse(key, &c->c_url) == -1) {
+		free(c);
+		*why = "not a canonical relay key";
+		return NULL;
+	}
+	if (relayurl_is_self(key, (const char *const *)m->m_self_ptr,
+	    m->m_nself)) {
+		free(c);
+		*why = "this relay itself";
+		return NULL;
+	}
+	snprintf(c->c_key, sizeof(c->c_key), "%s", key);
+	c->c_mgr = m;
+	c->c_flags = flags;
+	c->c_holds = 1;
+	c->c_link = c->c_reported = CONN_IDLE;
+	TAILQ_INIT(&c->c_pending);
+	TAILQ_INIT(&c->c_open);
+	TAILQ_INIT(&c->c_parked);
+	TAILQ_INIT(&c->c_ending);
+	TAILQ_INIT(&c->c_out);
+	TAILQ_INSERT_TAIL(&m->m_conns, c, c_entry);
+	return c;
+}
+
+void
+conn_hold(struct conn *c)
+{
+	c->c_holds++;
+}
+
+void
+conn_release(struct conn *c)
+{
+	if (c->c_holds == 0)
+		fatalx("conn_release: %s has no holder", c->c_key);
+	c->c_holds--;
+	conn_maybe_retire(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Requests from the role                                              */
+
+/*
+ * Parses r's filters_json (one object, or with many 1 also an array of
+ * objects) into r_filters, the comma-separated text of a REQ's filters,
+ * and r_match.  With docp, keeps the parsed object there (one object
+ * only) for pagination.  Returns 0, or -1 with *why.
+ */
+static int
+req_set_filters(struct conn_req *r, const char *filters_json, int many,
+    int keep_doc, const char **why)
+{
+	struct json_doc		*doc = NULL;
+	const struct json	*root, *e;
+	struct buf		 b = BUF_INIT;
+	char			 err[128];
+	size_t			 n, i;
+
+	root = json_parse(filters_json, strlen(filters_json), &doc, err,
+	    sizeof(err));
+	if (root == NULL) {
+		*why = "filter is not JSON";
+		return -1;
+	}
+	if (root->type == JSON_OBJECT)
+		n = 1;
+	else if (many && root->type == JSON_ARRAY && root->n > 0) {
+		n = root->n;
+		for (e = root->child; e != NULL; e = e->next)
+			if (e->type != JSON_OBJECT) {
+				*why = "filters must be JSON objects";
+				goto fail;
+			}
+	} else {
+		*why = many ? "filters must be an object or a non-empty array "
+		    "of objects" : "filter must be a JSON object";
+		goto fail;
+	}
+	if ((r->r_match = calloc(n, sizeof(*r->r_match))) == NULL)
+		fatal("conn request");
+	for (i = 0, e = root->type == JSON_OBJECT ? root : root->child;
+	    i < n; i++, e = e->next) {
+		if (i > 0)
+			buf_addc(&b, ',');
+		json_write(&b, e);
+	}
+	for (i = 0, e = root->type == JSON_OBJECT ? root : root->child;
+	    i < n; i++, e = e->next) {
+		if (filter_parse(e, &r->r_match[i], err, sizeof(err)) == -1) {
+			/* The relay may take what relayd would not: then
+			 * delivered events go unchecked. */
+			log_debug("conn: no event check for a filter: %s",
+			    err);
+			while (i > 0)
+				filter_free(&r->r_match[--i]);
+			free(r->r_match);
+			r->r_match = NULL;
+			r->r_nmatch = 0;
+			break;
+		}
+		r->r_nmatch = i + 1;
+	}
+	if (conn_req_size(b.b_len) > CONN_REQ_BUDGET) {
+		*why = "REQ larger than the byte budget";
+		goto fail;
+	}
+	r->r_filters = buf_release(&b, &r->r_filters_len);
+	if (keep_doc) {
+		r->r_doc = doc;
+		r->r_base = root;
+	} else
+		json_free(doc);
+	return 0;
+fail:
+	buf_free(&b);
+	json_free(doc);
+	return -1;
+}
+
+static struct conn_req *
+req_new(struct conn *c, enum req_kind kind, int rank, double timeout,
+    const struct conn_fetch_cb *cb)
+{
+	struct conn_req	*r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		fatal("conn request");
+	r->r_conn = c;
+	r->r_kind = kind;
+	r->r_rank = rank;
+	r->r_timeout = timeout > 0 ? timeout :
+	    conn_fetch_timeout(c->c_mgr->m_cfg);
+	if (cb != NULL)
+		r->r_cb = *cb;
+	r->r_st.cs_oldest = -1;
+	r->r_page_min = INT64_MAX;
+	return r;
+}
+
+/* Queues a new fetch or pagination, or ends it soon if no link can be
+ * had now. */
+static void
+req_start(struct conn_req *r)
+{
+	struct conn	*c = r->r_conn;
+	char		 why[CONN_REASON_MAX + 1];
+
+	switch (c->c_link) {
+	case CONN_BACKOFF:
+	case CONN_DEAD:
+	case CONN_REFUSED:
+		snprintf(why, sizeof(why), "%s until the next try: %.150s",
+		    conn_state_name(c->c_link), c->c_reason);
+		/* Parked so that conn_needed() holds c until it ends. */
+		req_park(r, PARK_RECONNECT);
+		req_fail_soon(r, FETCH_DISCONNECTED, why);
+		return;
+	default:
+		req_enqueue(r);
+		conn_kick(c);
+	}
+}
+
+struct conn_req *
+conn_fetch(struct conn *c, const char *filter_json, enum conn_prio prio,
+    double timeout, const struct conn_fetch_cb *cb)
+{
+	struct conn_req	*r;
+	const char	*why;
+
+	r = req_new(c, REQ_FETCH, (int)prio, timeout, cb);
+	if (req_set_filters(r, filter_json, 0, 0, &why) == -1) {
+		log_warnx("conn %s: fetch refused: %s", c->c_key, why);
+		req_free(r);
+		return NULL;
+	}
+	req_start(r);
+	return r;
+}
+
+struct conn_req *
+conn_paginate(struct conn *c, const char *filter_json, enum conn_prio prio,
+    double timeout, const struct conn_fetch_cb *cb)
+{
+	struct conn_req		*r;
+	const struct json	*v;
+	const char		*why;
+
+	r = req_new(c, REQ_PAGINATE, (int)prio, timeout, cb);
+	if (req_set_filters(r, filter_json, 0, 1, &why) == -1)
+		goto fail;
+	/* Room for an "until" member the base may not have. */
+	if (conn_req_size(r->r_filters_len + 32) > CONN_REQ_BUDGET) {
+		why = "REQ larger than the byte budget";
+		goto fail;
+	}
+	if ((v = json_get(r->r_base, "until")) != NULL) {
+		if (v->type != JSON_NUMBER || !v->is_int) {
+			why = "until is not an integer";
+			goto fail;
+		}
+		r->r_has_until = 1;
+		r->r_until = v->i;
+	}
+	if ((v = json_get(r->r_base, "since")) != NULL && v->type ==
+	    JSON_NUMBER && v->is_int) {
+		r->r_has_since = 1;
+		r->r_since = v->i;
+	}
+	req_start(r);
+	return r;
+fail:
+	log_warnx("conn %s: pagination refused: %s", c->c_key, why);
+	req_free(r);
+	return NULL;
+}
+
+void
+conn_fetch_cancel(struct conn_req *r)
+{
+	struct conn	*c = r->r_conn;
+
+	if (r->r_cancelled)
+		return;
+	req_close(r);
+	r->r_cancelled = 1;
+	if (r->r_in_cb)
+		return;		/* freed when its callback returns */
+	req_free(r);
+	conn_pump(c);
+	conn_maybe_retire(c);
+}
+
+struct conn_req *
+conn_live(struct conn *c, const char *filters_json, const char **why)
+{
+	struct conn_req	*r;
+	const char	*dummy;
+
+	if (why == NULL)
+		why = &dummy;
+	if (c->c_nlive >= CONN_MAX_LIVE) {
+		*why = "too many live subscriptions on this relay";
+		return NULL;
+	}
+	r = req_new(c, REQ_LIVE, RANK_LIVE, 0, NULL);
+	if (req_set_filters(r, filters_json, 1, 0, why) == -1) {
+		req_free(r);
+		return NULL;
+	}
+	c->c_nlive++;
+	switch (c->c_link) {
+	case CONN_BACKOFF:
+	case CONN_DEAD:
+	case CONN_REFUSED:
+		req_park(r, PARK_RECONNECT);
+		break;
+	default:
+		req_enqueue(r);
+		conn_kick(c);
+	}
+	return r;
+}
+
+void
+conn_live_close(struct conn_req *r)
+{
+	struct conn	*c = r->r_conn;
+
+	req_close(r);
+	c->c_nlive--;
+	req_free(r);
+	conn_pump(c);
+	conn_maybe_retire(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* The manager                                                         */
+
+struct conn_mgr *
+conn_mgr_new(struct lws_context *context, struct lws_vhost *vhost,
+    struct config *cfg, const struct conn_hooks *hooks, void *arg)
+{
+	struct conn_mgr	*m;
+	int		 n;
+	size_t		 i;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		fatal("conn_mgr_new");
+	m->m_lws = context;
+	m->m_vhost = vhost;
+	m->m_cfg = cfg;
+	m->m_hooks = hooks;
+	m->m_arg = arg;
+	TAILQ_INIT(&m->m_conns);
+	n = cfg->domain != NULL ? relayurl_self_keys(cfg->domain, m->m_self,
+	    sizeof(m->m_self) / sizeof(m->m_self[0])) : -1;
+	if (n < 0) {
+		log_warnx("conn: NGIT_DOMAIN \"%s\" gives no relay key; only "
+		    "the checks on addresses keep us from dialling ourselves",
+		    cfg->domain ? cfg->domain : "");
+		n = 0;
+	}
+	m->m_nself = (size_t)n;
+	for (i = 0; i < m->m_nself; i++)
+		m->m_self_ptr[i] = m->m_self[i];
+	return m;
+}
+
+void
+conn_mgr_free(struct conn_mgr *m)
+{
+	struct conn	*c;
+
+	if (m == NULL)
+		return;
+	while ((c = TAILQ_FIRST(&m->m_conns)) != NULL)
+		conn_free(c);
+	free(m);
+}
+
+void
+conn_mgr_show(struct conn_mgr *m, cJSON *arr)
+{
+	struct conn	*c;
+	cJSON		*o;
+	enum conn_state	 s;
+	int64_t		 now = now_ms(), until = 0;
+
+	TAILQ_FOREACH(c, &m->m_conns, c_entry) {
+		if ((o = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(arr, o))
+			fatalx("conn_mgr_show: out of memory");
+		s = conn_state(c);
+		cJSON_AddStringToObject(o, "relay", c->c_key);
+		cJSON_AddStringToObject(o, "state", conn_state_name(s));
+		if (s == CONN_RATE_LIMITED)
+			until = c->c_cool_ms;
+		else if (s == CONN_BACKOFF || s == CONN_DEAD ||
+		    s == CONN_REFUSED)
+			until = c->c_retry_ms;
+		else
+			until = 0;
+		if (until != 0)
+			cJSON_AddNumberToObject(o, "until", (double)(time(NULL) +
+			    (until - now + 999) / 1000));
+		if (c->c_reason[0] != '\0')
+			cJSON_AddStringToObject(o, "reason", c->c_reason);
+		cJSON_AddNumberToObject(o, "holders", c->c_holds);
+		cJSON_AddNumberToObject(o, "subscriptions", c->c_nopen);
+		cJSON_AddNumberToObject(o, "live", c->c_nlive);
+		cJSON_AddNumberToObject(o, "queued", c->c_npending);
+		cJSON_AddNumberToObject(o, "parked", c->c_nparked);
+		cJSON_AddNumberToObject(o, "bytes_in", (double)c->c_bytes_in);
+		cJSON_AddNumberToObject(o, "bytes_out",
+		    (double)c->c_bytes_out);
+		cJSON_AddNumberToObject(o, "events", (double)c->c_events);
+		cJSON_AddNumberToObject(o, "failures", c->c_failures);
+		cJSON_AddNumberToObject(o, "failures_total",
+		    (double)c->c_failures_total);
+		cJSON_AddNumberToObject(o, "malformed",
+		    (double)c->c_malformed);
+		cJSON_AddNumberToObject(o, "rate_limits",
+		    (double)c->c_rate_limits);
+		cJSON_AddNumberToObject(o, "stray", (double)c->c_stray);
+		cJSON_AddNumberToObject(o, "ingest_dropped",
+		    (double)c->c_ingest_dropped);
+	}
+}
+
+static void
+metric(cJSON *metrics, const char *name, double value)
+{
+	cJSON	*pair;
+
+	if ((pair = cJSON_CreateArray()) == NULL ||
+	    !cJSON_AddItemToArray(pair, cJSON_CreateString(name)) ||
+	    !cJSON_AddItemToArray(pair, cJSON_CreateNumber(value)) ||
+	    !cJSON_AddItemToArray(metrics, pair))
+		fatalx("conn_mgr_stats: out of memory");
+}
+
+void
+conn_mgr_stats(struct conn_mgr *m, cJSON *metrics)
+{
+	struct conn	*c;
+	unsigned	 by_state[CONN_NSTATES] = { 0 };
+	uint64_t	 open = 0, live = 0, queued = 0, parked = 0;
+	char		 name[96];
+	int		 s;
+
+	TAILQ_FOREACH(c, &m->m_conns, c_entry) {
+		by_state[conn_state(c)]++;
+		open += c->c_nopen;
+		live += c->c_nlive;
+		queued += c->c_npending;
+		parked += c->c_nparked;
+	}
+	for (s = 0; s < CONN_NSTATES; s++) {
+		snprintf(name, sizeof(name),
+		    "graspd_conn_relays{state=\"%s\"}", conn_state_name(s));
+		metric(metrics, name, by_state[s]);
+	}
+	metric(metrics, "graspd_conn_subscriptions", (double)open);
+	metric(metrics, "graspd_conn_live_subscriptions", (double)live);
+	metric(metrics, "graspd_conn_queued_requests", (double)queued);
+	metric(metrics, "graspd_conn_parked_requests", (double)parked);
+	metric(metrics, "graspd_conn_bytes_in_total", (double)m->m_bytes_in);
+	metric(metrics, "graspd_conn_bytes_out_total",
+	    (double)m->m_bytes_out);
+	metric(metrics, "graspd_conn_events_total", (double)m->m_events);
+	metric(metrics, "graspd_conn_failures_total", (double)m->m_failures);
+	metric(metrics, "graspd_conn_malformed_total",
+	    (double)m->m_malformed);
+	metric(metrics, "graspd_conn_rate_limits_total",
+	    (double)m->m_rate_limits);
+	metric(metrics, "graspd_conn_stray_events_total",
+	    (double)m->m_stray);
+	metric(metrics, "graspd_conn_ingest_dropped_total",
+	    (double)m->m_ingest_dropped);
+	for (s = 0; s <= FETCH_RATE_LIMITED; s++) {
+		snprintf(name, sizeof(name),
+		    "graspd_conn_fetches_total{result=\"%s\"}",
+		    conn_fetch_result_name(s));
+		metric(metrics, name, (double)m->m_results[s]);
+	}
+}

@@ -1,0 +1,413 @@
+/*
+ * conn.h: outbound connections to remote relays, the one way syncd,
+ * discoveryd and historyd talk to another relay (design.md, "Outbound
+ * connections").
+ *
+ * A role makes one connection manager on its libwebsockets loop and asks
+ * it for connections by canonical relay key (relayurl.h).  Inside a role a
+ * relay has at most one connection, shared by every purpose that needs it
+ * and reference-counted by its holders.  The manager owns everything
+ * between "I want these events from that relay" and the frames on the
+ * wire:
+ *   - target checks at every (re)connect: canonical key, never this relay
+ *     itself, resolved addresses vetted (relayurl_resolve_checked), the
+ *     socket dialled to the vetted address with the original host as
+ *     Host and SNI, no redirects;
+ *   - a connect timeout, exponential backoff, "dead" after a day of
+ *     failures, all shrunk by NGIT_TEST (cfg_scale_delay);
+ *   - rate-limit detection (NOTICE text, CLOSED and OK "rate-limited:")
+ *     and a cooldown during which no new REQ leaves;
+ *   - per-relay request pacing and a subscription ledger (a cap on
+ *     concurrent subscriptions, live work admitted before background
+ *     work, waiting requests in the relay's own queue);
+ *   - a message size limit and strict parsing of everything the relay
+ *     sends: nothing it sends can crash the role, malformed input counts
+ *     against the relay and may drop the connection;
+ *   - NIP-42 AUTH answered with the relay owner key;
+ *   - one-shot fetches (REQ until EOSE, CLOSED or timeout, then CLOSE),
+ *     until-based pagination, and live subscriptions that are sent again
+ *     after every reconnect;
+ *   - filter byte packing, so that every REQ stays under a byte budget.
+ * Every event a relay delivers goes to the role's ingest hook (relayd
+ * checks it like any untrusted event); nothing here stores anything.
+ *
+ * Everything runs on the role's loop: no function blocks, except that
+ * resolving a host name at connect time calls getaddrinfo (libwebsockets
+ * is built without asynchronous DNS here).  Nothing here exits except on
+ * allocation failure (fatal).
+ */
+#ifndef GRASPD_CONN_H
+#define GRASPD_CONN_H
+
+#include <cjson/cJSON.h>
+#include <libwebsockets.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "relayurl.h"
+
+struct config;
+struct event;
+
+/* ------------------------------------------------------------------ */
+/* Constants.  Durations are seconds before cfg_scale_delay() unless   */
+/* the comment says otherwise.                                         */
+
+/* ngit-grasp-brief.md 3.7: one connect attempt, timed out after
+ * NGIT_SYNC_BASE_BACKOFF_SECS (5 s by default); test mode scales it ... */
+/* ... but never below this, ours: 5 s / 60 leaves too little for a
+ * websocket handshake on a loaded test machine. */
+#define CONN_CONNECT_TIMEOUT_MIN	0.5
+/* ngit-grasp-brief.md 3.10: a streak of failures this long marks the
+ * relay dead ... */
+#define CONN_DEAD_AFTER			(24.0 * 3600)
+/* ... and a dead relay is tried again this much later. */
+#define CONN_DEAD_RETRY			(24.0 * 3600)
+/* ngit-grasp-brief.md 3.9: cooldown after a rate-limit signal (a 60 s
+ * window plus 5 s). */
+#define CONN_RATE_LIMIT_COOLDOWN	65.0
+/* ngit-grasp-brief.md 3.9: the prefix of a machine-readable rate-limit
+ * answer in CLOSED and OK (NIP-01, nips.md 1.8). */
+#define CONN_RATE_LIMITED_PREFIX	"rate-limited:"
+/* nips.md 1.8 (NIP-42): CLOSED prefix of a REQ refused until we AUTH. */
+#define CONN_AUTH_REQUIRED_PREFIX	"auth-required:"
+/* nips.md 1.9 (NIP-42): the kind of the AUTH event. */
+#define CONN_AUTH_KIND			22242
+/* Ours: the longest AUTH challenge we sign (NIP-42 sets none; real
+ * challenges are 16-64 characters). */
+#define CONN_AUTH_CHALLENGE_MAX		1024
+/* GRASP-03 text and ngit-grasp-brief.md: fetch_events times out after
+ * 30 s ... */
+#define CONN_FETCH_TIMEOUT		30.0
+/* ... and after 3 s under NGIT_TEST (design.md, "Test timing"; not the
+ * 60-fold rule, which would leave 0.5 s). */
+#define CONN_FETCH_TIMEOUT_TEST		3.0
+/* Ours: minimum interval between two REQs to one relay (GRASP-03 "per-
+ * relay request pacing" names no figure): at most 5 REQs a second. */
+#define CONN_REQ_INTERVAL		0.2
+/* Ours: concurrent subscriptions per relay, below common relay caps
+ * (strfry 200, rust-nostr relays 500, some public relays 10-20; nips.md
+ * 1.10). */
+#define CONN_MAX_SUBS			10
+/* Ours: of those, at most this many live ones, so that background work
+ * always has a slot; a role packs more live filters into fewer REQs. */
+#define CONN_MAX_LIVE			8
+/* Ours: byte budget of one REQ message, the default of conn_pack_filters
+ * and a hard cap for every REQ sent: well under strfry's 131072-byte
+ * websocket payload limit (nips.md 1.10) and the 64 KB some relays set
+ * (ngit-grasp-brief.md 3.6). */
+#define CONN_REQ_BUDGET			(32u * 1024)
+/* Ours: the longest subscription id we generate (NIP-01 allows 64). */
+#define CONN_SUBID_MAX			20
+/* Ours, like relayd's own message limit: the largest message a remote
+ * relay may send; a larger one is a protocol failure and drops the
+ * connection. */
+#define CONN_MAX_MESSAGE		(1024u * 1024)
+/* Ours: malformed messages tolerated on one connection before it is
+ * dropped as a protocol failure. */
+#define CONN_MALFORMED_MAX		16
+/* Ours: pages of one pagination, a bound against a relay that invents
+ * new events forever (500-event pages make this 500000 events). */
+#define CONN_PAGINATE_MAX_PAGES		1000
+/* Ours: websocket keepalive.  A ping after this much silence ... */
+#define CONN_PING_SECS			60
+/* ... and the connection is dropped after this much. */
+#define CONN_HANGUP_SECS		120
+
+/* The libwebsockets protocol name of our client connections. */
+#define CONN_PROTOCOL_NAME		"graspd-conn"
+
+/* ------------------------------------------------------------------ */
+
+struct conn_mgr;
+struct conn;
+struct conn_req;	/* a fetch, a pagination or a live subscription */
+
+/*
+ * The state of a relay as conn_state() reports it.  RATE_LIMITED is
+ * reported whatever the link does while a cooldown runs.
+ */
+#define CONN_STATE_LIST(X)						\
+	X(IDLE,		"idle")		/* no link, none needed yet */	\
+	X(RESOLVING,	"resolving")	/* looking up the host */	\
+	X(CONNECTING,	"connecting")	/* TCP, TLS, websocket */	\
+	X(CONNECTED,	"connected")					\
+	X(BACKOFF,	"backoff")	/* failed; retry at c_retry */	\
+	X(RATE_LIMITED,	"rate_limited")	/* cooling down */		\
+	X(DEAD,		"dead")		/* a day of failures */		\
+	X(REFUSED,	"refused")	/* target refused at connect */
+
+enum conn_state {
+#define CONN_STATE_ENUM(name, str)	CONN_##name,
+	CONN_STATE_LIST(CONN_STATE_ENUM)
+#undef CONN_STATE_ENUM
+	CONN_NSTATES
+};
+
+/* "idle", "connected", ...; "unknown" for anything else. */
+const char	*conn_state_name(enum conn_state);
+
+/* conn_get() flags. */
+/* Operator-configured relay: resolved addresses are not vetted
+ * (RELAYURL_TRUSTED).  Sticky: once trusted, a connection stays so. */
+#define CONN_TRUSTED		0x01
+
+/* How a fetch or pagination ended. */
+enum conn_fetch_result {
+	FETCH_EOSE,		/* complete */
+	FETCH_CLOSED,		/* the relay closed it; reason says why */
+	FETCH_TIMEOUT,		/* no EOSE in time (events so far kept) */
+	FETCH_DISCONNECTED,	/* link failed, dropped, or not up */
+	FETCH_RATE_LIMITED,	/* CLOSED "rate-limited:" */
+};
+
+/* "eose", "closed", ... */
+const char	*conn_fetch_result_name(enum conn_fetch_result);
+
+/*
+ * Admission order of a relay's waiting requests: live subscriptions
+ * first, then NORMAL, then BACKGROUND; first come first served within
+ * one priority.
+ */
+enum conn_prio {
+	CONN_PRIO_NORMAL,	/* e.g. syncd's historic catch-up */
+	CONN_PRIO_BACKGROUND,	/* e.g. history probes, discovery */
+};
+
+/* What a fetch or pagination saw, passed to its done callback. */
+struct conn_fetch_stats {
+	unsigned	 cs_pages;	/* REQs sent (1 for a fetch) */
+	uint64_t	 cs_events;	/* every event delivered */
+	uint64_t	 cs_new;	/* distinct ids among them */
+	int64_t		 cs_oldest;	/* oldest created_at, or -1 */
+};
+
+/*
+ * A fetch's callbacks.  event (may be NULL) sees every new event of the
+ * fetch after the ingest hook did; ev is valid during the call.  done is
+ * called exactly once, from the loop (never from inside conn_fetch() or
+ * conn_paginate()), unless the request is cancelled; reason is the
+ * CLOSED text for FETCH_CLOSED and FETCH_RATE_LIMITED, else a short
+ * description.  The request is freed when done returns.  Callbacks may
+ * call any conn_* function except conn_mgr_free(); event may cancel its
+ * own request.
+ */
+struct conn_fetch_cb {
+	void	(*event)(void *arg, struct conn_req *req,
+		    const struct event *ev);
+	void	(*done)(void *arg, struct conn_req *req,
+		    enum conn_fetch_result res, const char *reason,
+		    const struct conn_fetch_stats *st);
+	void	*arg;
+};
+
+/*
+ * The role's hooks.  ingest is required; state may be NULL.
+ */
+struct conn_hooks {
+	/*
+	 * One event a remote relay delivered (its JSON, len bytes, as we
+	 * re-serialized it; the id was checked, the signature was not),
+	 * with the canonical key of the relay.  Called for every event of
+	 * an open subscription the first time it arrives in that request;
+	 * events for subscriptions we do not have open are counted and
+	 * dropped.  Returns 0, or -1 if the event could not be passed on
+	 * (counted).  The role passes role_ingest().
+	 */
+	int	(*ingest)(void *arg, const char *relay_key, const char *json,
+		    size_t len);
+	/* The reported state of c changed (see conn_state()). */
+	void	(*state)(void *arg, struct conn *c, enum conn_state old,
+		    enum conn_state state);
+};
+
+/*
+ * The libwebsockets callback of our connections, and an initializer for
+ * the role's protocol list (role_ops.protocols):
+ *	static const struct lws_protocols protos[] = {
+ *		CONN_LWS_PROTOCOL, { NULL, NULL, 0, 0, 0, NULL, 0 } };
+ * The context must be created with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT
+ * for wss:// relays (role.c does).
+ */
+int	conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason,
+	    void *user, void *in, size_t len);
+#define CONN_LWS_PROTOCOL \
+	{ CONN_PROTOCOL_NAME, conn_lws_callback, 0, 0, 0, NULL, 0 }
+/* The same entry, for code that builds the list at run time. */
+extern const struct lws_protocols conn_lws_protocol;
+
+/*
+ * Makes a connection manager on the loop of context, connecting through
+ * vhost (whose protocols include CONN_LWS_PROTOCOL).  cfg (timings,
+ * NGIT_DOMAIN for the self keys, NGIT_SYNC_ALLOW_PRIVATE_TARGETS, the
+ * owner key for AUTH, which config_owner_key() may load into cfg on the
+ * first challenge) and hooks must outlive the manager; arg is passed to
+ * the hooks.  Returns the manager (caller frees with conn_mgr_free()).
+ * Exits on allocation failure.
+ */
+struct conn_mgr	*conn_mgr_new(struct lws_context *context,
+		    struct lws_vhost *vhost, struct config *cfg,
+		    const struct conn_hooks *hooks, void *arg);
+
+/*
+ * Closes every connection and frees every request without calling its
+ * callbacks, then the manager.  Call it before the lws context is
+ * destroyed, never from a callback.  NULL is fine.
+ */
+void		 conn_mgr_free(struct conn_mgr *);
+
+/*
+ * The connection to the relay named key (a canonical key, as
+ * relayurl_canon() wrote it with the trust the caller gives the URL),
+ * made if the role has none, with one hold taken for the caller.  flags
+ * is a set of CONN_* flags.  Dials nothing by itself: the first request
+ * does.  Returns NULL if key is not canonical or names this relay
+ * itself (NGIT_DOMAIN), with *why (if not NULL) set to a static string.
+ */
+struct conn	*conn_get(struct conn_mgr *, const char *key, unsigned flags,
+		    const char **why);
+/* Takes one more hold on c. */
+void		 conn_hold(struct conn *c);
+/*
+ * Drops one hold.  A connection without holders, live subscriptions or
+ * requests retires (closed and freed, later on the loop), except that
+ * one in backoff, dead or refused is kept until its retry time so that
+ * asking again does not skip the backoff.  The caller must not use c
+ * afterwards unless it holds it otherwise.
+ */
+void		 conn_release(struct conn *c);
+
+/* The canonical key of c (owned by c). */
+const char	*conn_key(const struct conn *c);
+/* The state of c as reported: RATE_LIMITED while a cooldown runs. */
+enum conn_state	 conn_state(const struct conn *c);
+
+/*
+ * Queues one REQ with filter_json (one filter object; the REQ must fit
+ * CONN_REQ_BUDGET) on c and collects events until EOSE, CLOSED, the
+ * timeout (seconds after the REQ left; 0 for conn_fetch_timeout()) or
+ * the link ending, then CLOSEs the subscription if still open and calls
+ * cb->done.  Connects c if needed.  While c is in backoff, dead or
+ * refused the fetch ends at once (FETCH_DISCONNECTED, from the loop);
+ * while c cools down after a rate limit it waits in c's queue.  Returns
+ * the request (valid until done returns), or NULL if filter_json is not
+ * one JSON object or the REQ is too large (nothing is called then).
+ */
+struct conn_req	*conn_fetch(struct conn *c, const char *filter_json,
+		    enum conn_prio prio, double timeout,
+		    const struct conn_fetch_cb *cb);
+
+/*
+ * Like conn_fetch(), but pages back in time: after each EOSE, if the
+ * page brought ids not seen before in this pagination, the same filter
+ * is sent again with "until" = the oldest created_at seen (inclusive,
+ * so events of the same second are not lost; ids seen before are not
+ * ingested again).  A page without a new id ends it, except that a
+ * page stuck on one second (every event at the current until) is
+ * followed once by until - 1.  Every delivered id counts as progress,
+ * whatever relayd later decides about the event.  Ends with the result
+ * of the last page; at most CONN_PAGINATE_MAX_PAGES pages.
+ */
+struct conn_req	*conn_paginate(struct conn *c, const char *filter_json,
+		    enum conn_prio prio, double timeout,
+		    const struct conn_fetch_cb *cb);
+
+/*
+ * Cancels a fetch or pagination that has not ended: CLOSEs it if its REQ
+ * is open and frees it without calling done.
+ */
+void		 conn_fetch_cancel(struct conn_req *req);
+
+/*
+ * A live subscription: filters_json (one filter object or a JSON array
+ * of them) is sent as one REQ, normally with "limit":0 set by the
+ * caller, and kept open; after every reconnect it is sent again.  Its
+ * events go to the ingest hook.  Connects c if needed and keeps it
+ * connected (reconnecting with backoff) until closed.  Returns the
+ * handle, or NULL if the filters do not parse, the REQ does not fit
+ * CONN_REQ_BUDGET, or c already has CONN_MAX_LIVE live subscriptions
+ * (*why, if not NULL, says which).
+ */
+struct conn_req	*conn_live(struct conn *c, const char *filters_json,
+		    const char **why);
+/* Closes a live subscription (CLOSE if open) and frees the handle. */
+void		 conn_live_close(struct conn_req *live);
+
+/*
+ * Appends one object per connection to arr, for `graspctl show`: relay,
+ * state, until (unix time of the next retry or the end of a cooldown),
+ * reason, holders, subscriptions (open), live, queued, bytes_in,
+ * bytes_out, events, failures (consecutive), failures_total, malformed,
+ * rate_limits, stray, ingest_dropped.
+ */
+void		 conn_mgr_show(struct conn_mgr *, cJSON *arr);
+
+/*
+ * Appends the manager's metrics to a role metrics array (["name", value]
+ * pairs): connections by state, open subscriptions, queued requests,
+ * totals.  Fixed cardinality: no relay URL appears.
+ */
+void		 conn_mgr_stats(struct conn_mgr *, cJSON *metrics);
+
+/* ------------------------------------------------------------------ */
+/* Pure parts, exported for the role and for the unit tests.           */
+
+/*
+ * The wait before the next attempt after failures consecutive failures
+ * (>= 1) in a streak that began streak_secs ago: base x 2^(failures-1)
+ * capped at max (NGIT_SYNC_BASE_BACKOFF_SECS, NGIT_SYNC_MAX_BACKOFF_SECS),
+ * or CONN_DEAD_RETRY once the streak reaches CONN_DEAD_AFTER, in which
+ * case *dead (if not NULL) is set to 1.  Both durations compare and come
+ * out scaled by cfg_scale_delay().
+ */
+double		 conn_backoff_delay(const struct config *cfg,
+		    unsigned failures, double streak_secs, int *dead);
+
+/* The connect timeout: the base backoff, scaled, at least
+ * CONN_CONNECT_TIMEOUT_MIN. */
+double		 conn_connect_timeout(const struct config *cfg);
+
+/* CONN_FETCH_TIMEOUT, or CONN_FETCH_TIMEOUT_TEST under NGIT_TEST. */
+double		 conn_fetch_timeout(const struct config *cfg);
+
+/*
+ * 1 if NOTICE text (len bytes) reads as a rate limit: lower-cased, it
+ * contains "rate" and "limit", or "too many", or "slow down", or
+ * "throttl" (ngit-grasp-brief.md 3.9).  Else 0.
+ */
+int		 conn_notice_is_rate_limit(const char *text, size_t len);
+
+/* 1 if a CLOSED or OK message starts with "rate-limited:", else 0. */
+int		 conn_reason_is_rate_limited(const char *msg, size_t len);
+
+/* A list of filter texts made by conn_pack_filters(). */
+struct conn_filters {
+	char	**cf_v;		/* NUL-terminated JSON objects, owned */
+	size_t	  cf_n;
+};
+
+/*
+ * Splits a set of values into filters whose REQs each fit budget bytes:
+ * every filter is base (a JSON object text; "{}" for none) plus one
+ * member named by field, "ids", "authors" or a single tag letter (then
+ * written "#x"), holding a run of the values.  The values (n strings,
+ * each NUL-terminated) are sorted bytewise and de-duplicated first, so
+ * the same set always packs into the same filters, and filled greedily:
+ * each filter takes as many as fit, and at most max_values (0: no
+ * limit).  A REQ is counted as ["REQ","<CONN_SUBID_MAX chars>",filter].
+ * Appends to out (which starts as {NULL, 0}; free with
+ * conn_filters_free()).  Returns the number of filters added (0 for no
+ * values), or -1 with *why set if base is not a JSON object, already
+ * has that member, field is not one of those, or one value alone does
+ * not fit the budget (nothing is added then).
+ */
+int		 conn_pack_filters(const char *base, const char *field,
+		    const char *const values[], size_t n, size_t budget,
+		    size_t max_values, struct conn_filters *out,
+		    const char **why);
+void		 conn_filters_free(struct conn_filters *);
+
+/* The REQ bytes one filter costs: ["REQ","<CONN_SUBID_MAX>",filter]. */
+size_t		 conn_req_size(size_t filter_len);
+
+#endif

@@ -1,0 +1,451 @@
+/*
+ * conn_test.c: the pure parts of common/conn.c: the backoff schedule with
+ * its cap and the 24 h dead rule, the connect and fetch timeouts in
+ * production and test mode, rate-limit detection in NOTICE text and in
+ * CLOSED/OK prefixes, and filter byte packing (bounds, stability,
+ * de-duplication, value caps, errors).  No network, no loop.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "config.h"
+#include "conn.h"
+#include "json.h"
+#include "t.h"
+
+static struct config
+mkcfg(int base, int max, int test)
+{
+	struct config	c;
+
+	memset(&c, 0, sizeof(c));
+	c.sync_base_backoff_secs = base;
+	c.sync_max_backoff_secs = max;
+	c.test = test;
+	return c;
+}
+
+static int
+near(double a, double b)
+{
+	return a - b < 1e-9 && b - a < 1e-9;
+}
+
+static void
+backoff_doubles_from_base_to_the_cap(void)
+{
+	struct config	c = mkcfg(5, 3600, 0);
+	/* ngit-grasp-brief.md 3.10: 5, 10, ..., 2560, then 3600. */
+	static const double want[] = { 5, 10, 20, 40, 80, 160, 320, 640,
+	    1280, 2560, 3600, 3600, 3600 };
+	unsigned	i;
+	int		dead;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		T_ASSERT(near(conn_backoff_delay(&c, i + 1, 0, &dead),
+		    want[i]));
+		T_EQ_INT(dead, 0);
+	}
+	/* A huge failure count neither overflows nor passes the cap. */
+	T_ASSERT(near(conn_backoff_delay(&c, 100000, 3600, NULL), 3600));
+}
+
+static void
+backoff_respects_a_low_cap(void)
+{
+	struct config	c = mkcfg(5, 20, 0);
+
+	T_ASSERT(near(conn_backoff_delay(&c, 1, 0, NULL), 5));
+	T_ASSERT(near(conn_backoff_delay(&c, 2, 0, NULL), 10));
+	T_ASSERT(near(conn_backoff_delay(&c, 3, 0, NULL), 20));
+	T_ASSERT(near(conn_backoff_delay(&c, 4, 0, NULL), 20));
+	c = mkcfg(7, 7, 0);
+	T_ASSERT(near(conn_backoff_delay(&c, 9, 0, NULL), 7));
+}
+
+static void
+backoff_marks_dead_after_a_day_of_failures(void)
+{
+	struct config	c = mkcfg(5, 3600, 0);
+	int		dead = -1;
+
+	T_ASSERT(near(conn_backoff_delay(&c, 30, CONN_DEAD_AFTER - 1, &dead),
+	    3600));
+	T_EQ_INT(dead, 0);
+	T_ASSERT(near(conn_backoff_delay(&c, 30, CONN_DEAD_AFTER, &dead),
+	    CONN_DEAD_RETRY));
+	T_EQ_INT(dead, 1);
+	T_ASSERT(near(conn_backoff_delay(&c, 31, 2 * CONN_DEAD_AFTER, &dead),
+	    24 * 3600));
+	T_EQ_INT(dead, 1);
+}
+
+static void
+backoff_shrinks_sixty_fold_in_test_mode(void)
+{
+	struct config	c = mkcfg(5, 3600, 1);
+	int		dead;
+
+	T_ASSERT(near(conn_backoff_delay(&c, 1, 0, NULL), 5.0 / 60));
+	T_ASSERT(near(conn_backoff_delay(&c, 4, 0, NULL), 40.0 / 60));
+	T_ASSERT(near(conn_backoff_delay(&c, 20, 0, NULL), 60));
+	/* The day is scaled too: 24 min of failures make a relay dead. */
+	T_ASSERT(near(conn_backoff_delay(&c, 20, 24 * 60 - 1, &dead), 60));
+	T_EQ_INT(dead, 0);
+	T_ASSERT(near(conn_backoff_delay(&c, 20, 24 * 60, &dead), 24 * 60));
+	T_EQ_INT(dead, 1);
+}
+
+static void
+connect_timeout_is_the_base_backoff_with_a_floor(void)
+{
+	struct config	c = mkcfg(5, 3600, 0);
+
+	T_ASSERT(near(conn_connect_timeout(&c), 5));
+	c = mkcfg(5, 3600, 1);
+	T_ASSERT(near(conn_connect_timeout(&c), CONN_CONNECT_TIMEOUT_MIN));
+	c = mkcfg(60, 3600, 1);
+	T_ASSERT(near(conn_connect_timeout(&c), 1));
+}
+
+static void
+fetch_timeout_is_thirty_seconds_or_three_in_test_mode(void)
+{
+	struct config	c = mkcfg(5, 3600, 0);
+
+	T_ASSERT(near(conn_fetch_timeout(&c), 30));
+	c.test = 1;
+	T_ASSERT(near(conn_fetch_timeout(&c), 3));
+}
+
+static int
+notice(const char *s)
+{
+	return conn_notice_is_rate_limit(s, strlen(s));
+}
+
+static void
+notice_text_classification(void)
+{
+	/* ngit-grasp-brief.md 3.9, lower-cased. */
+	T_EQ_INT(notice("rate limit exceeded"), 1);
+	T_EQ_INT(notice("Rate-Limited: try later"), 1);
+	T_EQ_INT(notice("you are being RATE LIMITED"), 1);
+	T_EQ_INT(notice("limit on your rate"), 1);
+	T_EQ_INT(notice("Too Many requests"), 1);
+	T_EQ_INT(notice("please slow down"), 1);
+	T_EQ_INT(notice("SLOW DOWN"), 1);
+	T_EQ_INT(notice("throttled"), 1);
+	T_EQ_INT(notice("Throttling in effect"), 1);
+	T_EQ_INT(notice("error: rate of events"), 0);
+	T_EQ_INT(notice("limit reached"), 0);
+	T_EQ_INT(notice("too  many"), 0);
+	T_EQ_INT(notice("slowdown"), 0);
+	T_EQ_INT(notice("blocked: not allowed"), 0);
+	T_EQ_INT(notice(""), 0);
+	/* Length is honoured: nothing past len is read. */
+	T_EQ_INT(conn_notice_is_rate_limit("slow down", 6), 0);
+	T_EQ_INT(conn_notice_is_rate_limit("too many\0", 9), 1);
+}
+
+static int
+prefix(const char *s)
+{
+	return conn_reason_is_rate_limited(s, strlen(s));
+}
+
+static void
+closed_and_ok_prefix_classification(void)
+{
+	/* NIP-01 machine-readable prefix, exact and case-sensitive. */
+	T_EQ_INT(prefix("rate-limited: slow down"), 1);
+	T_EQ_INT(prefix("rate-limited:"), 1);
+	T_EQ_INT(prefix("rate-limited"), 0);
+	T_EQ_INT(prefix("Rate-Limited: slow down"), 0);
+	T_EQ_INT(prefix("error: rate-limited: no"), 0);
+	T_EQ_INT(prefix("blocked: rate limit"), 0);
+	T_EQ_INT(prefix(""), 0);
+}
+
+static void
+req_size_counts_the_longest_subscription_id(void)
+{
+	char	req[256];
+	int	n;
+
+	n = snprintf(req, sizeof(req), "[\"REQ\",\"%0*d\",%s]",
+	    CONN_SUBID_MAX, 0, "{}");
+	T_EQ_INT(conn_req_size(2), n);
+}
+
+/* 64 hex characters from n. */
+static char *
+hexval(unsigned n)
+{
+	char	*s = malloc(65);
+	unsigned x = n * 2654435761u;
+	int	 i;
+
+	for (i = 0; i < 64; i++) {
+		x = x * 1103515245u + 12345u;
+		s[i] = "0123456789abcdef"[(x >> 16) & 15];
+	}
+	s[64] = '\0';
+	return s;
+}
+
+/*
+ * Checks a packing: each filter parses as an object with base's members
+ * and field, each REQ fits budget, values come in sorted order across
+ * filters without repeats, and each filter but the last could not take
+ * the next value.  Returns the number of values seen, or -1.
+ */
+static long
+check_packing(const struct conn_filters *f, const char *name,
+    const char *base_member, size_t budget, size_t max_values)
+{
+	struct json_doc		*doc;
+	const struct json	*root, *arr, *v;
+	char			 err[128], *prev = NULL;
+	long			 seen = 0;
+	size_t			 i;
+
+	for (i = 0; i < f->cf_n; i++) {
+		if (conn_req_size(strlen(f->cf_v[i])) > budget)
+			return -1;
+		root = json_parse(f->cf_v[i], strlen(f->cf_v[i]), &doc, err,
+		    sizeof(err));
+		if (root == NULL || root->type != JSON_OBJECT)
+			return -1;
+		if (base_member != NULL && json_get(root, base_member) == NULL)
+			return -1;
+		arr = json_get(root, name);
+		if (arr == NULL || arr->type != JSON_ARRAY || arr->n == 0 ||
+		    (max_values > 0 && arr->n > max_values))
+			return -1;
+		for (v = arr->child; v != NULL; v = v->next) {
+			if (prev != NULL && strcmp(prev, v->s) >= 0)
+				return -1;
+			free(prev);
+			prev = strdup(v->s);
+			seen++;
+		}
+		/* Greedy: the next value would not have fitted. */
+		if (i + 1 < f->cf_n && (max_values == 0 ||
+		    arr->n < max_values) && conn_req_size(strlen(f->cf_v[i]) +
+		    67) <= budget)
+			return -1;
+		json_free(doc);
+	}
+	free(prev);
+	return seen;
+}
+
+static void
+packing_keeps_every_req_under_the_budget(void)
+{
+	char			*vals[2000];
+	struct conn_filters	 f = { NULL, 0 };
+	const char		*why = NULL;
+	size_t			 i;
+	int			 n;
+
+	for (i = 0; i < 2000; i++)
+		vals[i] = hexval((unsigned)i);
+	n = conn_pack_filters("{\"kinds\":[1,7]}", "e",
+	    (const char *const *)vals, 2000, CONN_REQ_BUDGET, 0, &f, &why);
+	T_ASSERT(n > 1);
+	T_EQ_INT(f.cf_n, n);
+	T_EQ_INT(check_packing(&f, "#e", "kinds", CONN_REQ_BUDGET, 0), 2000);
+	/* 67 bytes per id: about 480 per 32 KiB REQ. */
+	T_ASSERT(n <= 5);
+	conn_filters_free(&f);
+
+	n = conn_pack_filters("{}", "authors", (const char *const *)vals,
+	    2000, 4096, 0, &f, &why);
+	T_ASSERT(n > 0);
+	T_EQ_INT(check_packing(&f, "authors", NULL, 4096, 0), 2000);
+	conn_filters_free(&f);
+	for (i = 0; i < 2000; i++)
+		free(vals[i]);
+}
+
+static void
+packing_is_stable_and_deduplicates(void)
+{
+	char			*vals[300], *shuf[600];
+	struct conn_filters	 a = { NULL, 0 }, b = { NULL, 0 };
+	size_t			 i, j;
+	unsigned		 x = 7;
+
+	for (i = 0; i < 300; i++)
+		vals[i] = hexval((unsigned)i + 5000);
+	/* The same set, shuffled and with every value twice. */
+	for (i = 0; i < 600; i++)
+		shuf[i] = vals[i % 300];
+	for (i = 599; i > 0; i--) {
+		char	*t;
+
+		x = x * 1103515245u + 12345u;
+		j = (x >> 8) % (i + 1);
+		t = shuf[i];
+		shuf[i] = shuf[j];
+		shuf[j] = t;
+	}
+	T_ASSERT(conn_pack_filters("{\"kinds\":[1617]}", "ids",
+	    (const char *const *)vals, 300, 8192, 0, &a, NULL) > 1);
+	T_ASSERT(conn_pack_filters("{\"kinds\":[1617]}", "ids",
+	    (const char *const *)shuf, 600, 8192, 0, &b, NULL) > 1);
+	T_EQ_INT(a.cf_n, b.cf_n);
+	for (i = 0; i < a.cf_n; i++)
+		T_EQ_STR(a.cf_v[i], b.cf_v[i]);
+	T_EQ_INT(check_packing(&b, "ids", "kinds", 8192, 0), 300);
+	conn_filters_free(&a);
+	conn_filters_free(&b);
+	for (i = 0; i < 300; i++)
+		free(vals[i]);
+}
+
+static void
+packing_caps_values_per_filter(void)
+{
+	char			*vals[250];
+	struct conn_filters	 f = { NULL, 0 };
+	struct json_doc		*doc;
+	const struct json	*root;
+	char			 err[64];
+	size_t			 i;
+
+	for (i = 0; i < 250; i++)
+		vals[i] = hexval((unsigned)i + 90000);
+	/* GRASP-03: at most 100 authors per discovery query. */
+	T_EQ_INT(conn_pack_filters("{\"kinds\":[0,10002]}", "authors",
+	    (const char *const *)vals, 250, CONN_REQ_BUDGET, 100, &f, NULL),
+	    3);
+	T_EQ_INT(check_packing(&f, "authors", "kinds", CONN_REQ_BUDGET, 100),
+	    250);
+	root = json_parse(f.cf_v[2], strlen(f.cf_v[2]), &doc, err,
+	    sizeof(err));
+	T_ASSERT(root != NULL);
+	T_EQ_INT(json_get(root, "authors")->n, 50);
+	json_free(doc);
+	conn_filters_free(&f);
+	for (i = 0; i < 250; i++)
+		free(vals[i]);
+}
+
+static void
+packing_escapes_values_and_keeps_base_members(void)
+{
+	const char		*vals[] = { "a\"b", "c\\d", "e\nf", "30617:"
+				    "aa:repo" };
+	struct conn_filters	 f = { NULL, 0 };
+	struct json_doc		*doc;
+	const struct json	*root, *v;
+	char			 err[64];
+
+	T_EQ_INT(conn_pack_filters("{ \"kinds\" : [ 1 ] , \"since\": 5 }",
+	    "a", vals, 4, CONN_REQ_BUDGET, 0, &f, NULL), 1);
+	root = json_parse(f.cf_v[0], strlen(f.cf_v[0]), &doc, err,
+	    sizeof(err));
+	T_ASSERT(root != NULL);
+	T_EQ_INT(json_get(root, "since")->i, 5);
+	T_EQ_INT(json_get(root, "kinds")->n, 1);
+	v = json_get(root, "#a");
+	T_ASSERT(v != NULL && v->n == 4);
+	T_EQ_STR(v->child->s, "30617:aa:repo");
+	T_EQ_STR(v->child->next->s, "a\"b");
+	T_EQ_STR(v->child->next->next->next->s, "e\nf");
+	json_free(doc);
+	conn_filters_free(&f);
+}
+
+static void
+packing_refuses_what_cannot_fit_and_bad_arguments(void)
+{
+	struct conn_filters	 f = { NULL, 0 };
+	const char		*why = NULL, *one[1], *two[2];
+	char			*big;
+
+	if ((big = malloc(40001)) == NULL)
+		return;
+	memset(big, 'x', 40000);
+	big[40000] = '\0';
+	two[0] = "fine";
+	two[1] = big;
+	/* A value larger than the budget is an error, not a silent drop. */
+	T_EQ_INT(conn_pack_filters("{}", "d", two, 2, CONN_REQ_BUDGET, 0, &f,
+	    &why), -1);
+	T_ASSERT(why != NULL);
+	T_EQ_INT(f.cf_n, 0);
+	T_ASSERT(f.cf_v == NULL);
+	free(big);
+
+	one[0] = "x";
+	why = NULL;
+	T_EQ_INT(conn_pack_filters("{\"#d\":[\"y\"]}", "d", one, 1, 1000, 0,
+	    &f, &why), -1);
+	T_ASSERT(why != NULL);
+	T_EQ_INT(conn_pack_filters("[]", "d", one, 1, 1000, 0, &f, &why), -1);
+	T_EQ_INT(conn_pack_filters("{", "d", one, 1, 1000, 0, &f, &why), -1);
+	T_EQ_INT(conn_pack_filters("{}", "dd", one, 1, 1000, 0, &f, &why), -1);
+	T_EQ_INT(conn_pack_filters("{}", "#", one, 1, 1000, 0, &f, &why), -1);
+	T_EQ_INT(conn_pack_filters("{}", "kinds", one, 1, 1000, 0, &f, &why),
+	    -1);
+	/* A budget below the empty REQ fits nothing. */
+	T_EQ_INT(conn_pack_filters("{}", "d", one, 1, 20, 0, &f, &why), -1);
+	/* No values: no filters, not an error. */
+	T_EQ_INT(conn_pack_filters("{}", "d", one, 0, 1000, 0, &f, &why), 0);
+	T_EQ_INT(f.cf_n, 0);
+	conn_filters_free(&f);
+}
+
+static void
+packing_appends_to_an_existing_list(void)
+{
+	const char		*a[] = { "1", "2" }, *b[] = { "3" };
+	struct conn_filters	 f = { NULL, 0 };
+
+	T_EQ_INT(conn_pack_filters("{}", "d", a, 2, 1000, 1, &f, NULL), 2);
+	T_EQ_INT(conn_pack_filters("{}", "t", b, 1, 1000, 0, &f, NULL), 1);
+	T_EQ_INT(f.cf_n, 3);
+	T_EQ_STR(f.cf_v[0], "{\"#d\":[\"1\"]}");
+	T_EQ_STR(f.cf_v[1], "{\"#d\":[\"2\"]}");
+	T_EQ_STR(f.cf_v[2], "{\"#t\":[\"3\"]}");
+	conn_filters_free(&f);
+}
+
+static void
+state_and_result_names(void)
+{
+	T_EQ_STR(conn_state_name(CONN_IDLE), "idle");
+	T_EQ_STR(conn_state_name(CONN_RATE_LIMITED), "rate_limited");
+	T_EQ_STR(conn_state_name(CONN_REFUSED), "refused");
+	T_EQ_STR(conn_state_name(CONN_NSTATES), "unknown");
+	T_EQ_STR(conn_fetch_result_name(FETCH_EOSE), "eose");
+	T_EQ_STR(conn_fetch_result_name(FETCH_RATE_LIMITED), "rate_limited");
+}
+
+int
+main(void)
+{
+	T_RUN(backoff_doubles_from_base_to_the_cap);
+	T_RUN(backoff_respects_a_low_cap);
+	T_RUN(backoff_marks_dead_after_a_day_of_failures);
+	T_RUN(backoff_shrinks_sixty_fold_in_test_mode);
+	T_RUN(connect_timeout_is_the_base_backoff_with_a_floor);
+	T_RUN(fetch_timeout_is_thirty_seconds_or_three_in_test_mode);
+	T_RUN(notice_text_classification);
+	T_RUN(closed_and_ok_prefix_classification);
+	T_RUN(req_size_counts_the_longest_subscription_id);
+	T_RUN(packing_keeps_every_req_under_the_budget);
+	T_RUN(packing_is_stable_and_deduplicates);
+	T_RUN(packing_caps_values_per_filter);
+	T_RUN(packing_escapes_values_and_keeps_base_members);
+	T_RUN(packing_refuses_what_cannot_fit_and_bad_arguments);
+	T_RUN(packing_appends_to_an_existing_list);
+	T_RUN(state_and_result_names);
+	return t_done();
+}

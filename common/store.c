@@ -839,6 +839,7 @@ struct qbuild {
 	struct qlist	 qb_ids, qb_authors, qb_kinds, *qb_tags;
 	int		 qb_names;	/* first tag-name parameter */
 	int		 qb_since, qb_until, qb_now, qb_limit;
+	int		 qb_items;	/* (created_at, id) only, ascending */
 };
 
 /* Smallest power of two >= n (n >= 1). */
@@ -993,16 +994,17 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 
 	if (qb->qb_drive == QD_TAG) {
 		/* The tag key is ordered by created_at: scan it. */
-		buf_printf(b, "SELECT e.seq, e.json, t.created_at, e.id"
+		buf_printf(b, "SELECT e.seq, %s, t.created_at, e.id"
 		    " FROM tags t CROSS JOIN events e ON e.seq = t.event"
 		    " WHERE t.name = ?%d AND t.value = ?%d",
+		    qb->qb_items ? "NULL" : "e.json",
 		    qb->qb_names + (int)qb->qb_dtag,
 		    qb->qb_tags[qb->qb_dtag].ql_first + (int)a);
 		when = "t.created_at";
 		plus = "";
 	} else {
-		buf_adds(b, "SELECT e.seq, e.json, e.created_at, e.id"
-		    " FROM events e WHERE 1");
+		buf_printf(b, "SELECT e.seq, %s, e.created_at, e.id"
+		    " FROM events e WHERE 1", qb->qb_items ? "NULL" : "e.json");
 		if (qb->qb_drive == QD_AUTHOR || qb->qb_drive == QD_PAIR)
 			buf_printf(b, " AND e.pubkey = ?%d",
 			    qb->qb_authors.ql_first + (int)a);
@@ -1072,7 +1074,8 @@ qb_build(struct qbuild *qb, const struct filter *f)
 				buf_adds(&qb->qb_sql, " UNION ");
 			qb_select(qb, f, a, k);
 		}
-	buf_printf(&qb->qb_sql, " ORDER BY 3 DESC, 4 LIMIT ?%d", qb->qb_limit);
+	buf_printf(&qb->qb_sql, " ORDER BY 3%s, 4 LIMIT ?%d",
+	    qb->qb_items ? "" : " DESC", qb->qb_limit);
 }
 
 static void
@@ -1198,4 +1201,51 @@ store_query(struct store *s, const struct filter *f, size_t n,
 	}
 	free(seen.ss_v);
 	return total;
+}
+
+int
+store_query_items(struct store *s, const struct filter *f, int64_t now,
+    size_t max, int (*cb)(int64_t created_at, const uint8_t id[32],
+    void *arg), void *arg, int *more)
+{
+	struct qbuild	 qb;
+	sqlite3_stmt	*st;
+	size_t		 n = 0;
+	int		 rc;
+
+	*more = 0;
+	if (f->f_empty)
+		return 0;
+	memset(&qb, 0, sizeof(qb));
+	qb.qb_items = 1;
+	/* One row past max tells that there are more. */
+	qb_plan(&qb, f, now, max >= INT64_MAX ? INT64_MAX : (int64_t)max + 1);
+	qb_build(&qb, f);
+	st = query_stmt(s, qb.qb_sql.b_data);
+	if (st != NULL)
+		qb_bind(&qb, st);
+	buf_free(&qb.qb_sql);
+	free(qb.qb_bind);
+	free(qb.qb_tags);
+	if (st == NULL)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == max) {
+			*more = 1;
+			break;
+		}
+		if (sqlite3_column_bytes(st, 3) != 32)
+			continue;
+		n++;
+		if (cb(sqlite3_column_int64(st, 2),
+		    sqlite3_column_blob(st, 3), arg) != 0)
+			break;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		store_sqlerr(s, "query");
+		return -1;
+	}
+	return n > INT32_MAX ? INT32_MAX : (int)n;
 }

@@ -120,6 +120,19 @@ int		 store_query(struct store *, const struct filter *f,
 		    int64_t now, int (*cb)(const char *json, size_t len,
 		    int64_t seq, void *arg), void *arg);
 
+/*
+ * The (created_at, id) of every stored event matching filter f, for a
+ * NIP-77 set: the filter's limit is ignored, events whose NIP-40
+ * expiration is before now are skipped, and the order is created_at
+ * ascending, then id ascending.  cb gets each pair (id valid only during
+ * the call); a non-zero return stops the query.  At most max are
+ * delivered; *more is set to 1 if more events match, else 0.  Returns
+ * the number delivered, or -1 on a database error.
+ */
+int		 store_query_items(struct store *, const struct filter *f,
+		    int64_t now, size_t max, int (*cb)(int64_t created_at,
+		    const uint8_t id[32], void *arg), void *arg, int *more);
+
 /* Number of stored events, or -1 on error. */
 int64_t		 store_count(struct store *);
 /*

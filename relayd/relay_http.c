@@ -29,7 +29,7 @@ relay_nip11_build(void)
 {
 	cJSON	*doc, *lim, *arr;
 	char	*s, name[512];
-	static const int nips[] = { 1, 9, 11, 34, 40 };
+	static const int nips[] = { 1, 9, 11, 34, 40, 77 };
 	size_t	 i;
 
 	if ((doc = cJSON_CreateObject()) == NULL)
@@ -199,6 +199,8 @@ relay_own_metrics(void)
 	    (double)st->msgs_in_req);
 	metric(a, "graspd_relay_messages_received_total{type=\"CLOSE\"}",
 	    (double)st->msgs_in_close);
+	metric(a, "graspd_relay_messages_received_total{type=\"NEG\"}",
+	    (double)st->msgs_in_neg);
 	metric(a, "graspd_relay_messages_received_total{type=\"other\"}",
 	    (double)st->msgs_in_other);
 	metric(a, "graspd_relay_events_total{result=\"accepted\"}",

@@ -284,6 +284,8 @@ handle_message(struct relay_conn *c, const char *data, size_t len)
 		handle_req(c, msg);
 	else if (strcmp(verb->s, "CLOSE") == 0)
 		handle_close(c, msg);
+	else if (strncmp(verb->s, "NEG-", 4) == 0)
+		relay_neg_message(c, msg);
 	else {
 		relayd->stats.msgs_in_other++;
 		snprintf(notice, sizeof(notice), "error: unknown message type "
@@ -302,6 +304,7 @@ conn_release(struct relay_conn *c)
 	relay_ingest_forget(c);
 	while ((s = LIST_FIRST(&c->rc_subs)) != NULL)
 		sub_remove(c, s);
+	relay_neg_release(c);
 	while ((o = STAILQ_FIRST(&c->rc_outq)) != NULL) {
 		STAILQ_REMOVE_HEAD(&c->rc_outq, ro_entry);
 		free(o);

@@ -8,6 +8,7 @@
  *                fan-out
  * relay_http.c   NIP-11, the landing page, /metrics, CORS, OPTIONS
  * relay_chan.c   the nanomsg channels: ingest, accepted, stats, control
+ * relay_neg.c    NIP-77 negentropy sync: NEG-OPEN, NEG-MSG, NEG-CLOSE
  */
 #ifndef GRASPD_RELAYD_H
 #define GRASPD_RELAYD_H
@@ -47,6 +48,13 @@
 #define RELAY_CREATED_AT_AHEAD	900
 /* Ours: bytes queued to one client before it is dropped as too slow. */
 #define RELAY_MAX_OUTQ		(32 * 1024 * 1024)
+/* Ours: NIP-77 sessions open at once on one connection. */
+#define RELAY_MAX_NEGS		8
+/*
+ * Ours: items held by all NIP-77 sessions together (40 bytes each, so
+ * 160 MB), beyond which a NEG-OPEN waits for others to finish.
+ */
+#define RELAY_NEG_MAX_HELD	4000000
 
 /* Ours: a commit with this many events means load: batch for longer. */
 #define RELAY_BATCH_BUSY	8
@@ -58,6 +66,7 @@
 #define RELAY_VERSION		"0.1.0"
 
 struct relay_conn;
+struct relay_neg;
 
 struct relay_sub {
 	LIST_ENTRY(relay_sub)	 rs_entry;
@@ -90,6 +99,8 @@ struct relay_conn {
 	size_t			 rc_outbytes;
 	LIST_HEAD(, relay_sub)	 rc_subs;
 	int			 rc_nsubs;
+	LIST_HEAD(, relay_neg)	 rc_negs;	/* NIP-77 sessions */
+	int			 rc_nnegs;
 	double			 rc_tokens;	/* EVENT rate bucket */
 	int64_t			 rc_tokens_at;	/* ms of last refill */
 	int			 rc_closing;
@@ -102,6 +113,7 @@ struct relay_conn {
 struct relay_stats {
 	uint64_t	connections_total;
 	uint64_t	msgs_in_event, msgs_in_req, msgs_in_close, msgs_in_other;
+	uint64_t	msgs_in_neg;
 	uint64_t	events_accepted, events_duplicate, events_refused;
 	uint64_t	events_invalid, events_ephemeral;
 	uint64_t	http_requests;
@@ -168,6 +180,12 @@ void	relay_ingest_client(struct relay_conn *, const struct json *evj);
 void	relay_ingest_forget(struct relay_conn *);
 void	relay_ingest_init(void);
 void	relay_ingest_flush_now(void);
+
+/* relay_neg.c */
+/* Handles a message whose verb starts "NEG-" (NIP-77); never exits. */
+void	relay_neg_message(struct relay_conn *, const struct json *msg);
+/* Frees the connection's negentropy sessions. */
+void	relay_neg_release(struct relay_conn *);
 
 /* relay_http.c */
 int	relay_http_request(struct relay_conn *, struct lws *);

@@ -1029,6 +1029,84 @@ result_messages_follow_nip01_prefixes(void)
 	    !store_result_ok(STORE_ERROR));
 }
 
+struct items {
+	size_t	 n;
+	int64_t	 ts[64];
+	uint8_t	 id[64][32];
+};
+
+static int
+collect_item(int64_t created_at, const uint8_t id[32], void *arg)
+{
+	struct items	*it = arg;
+
+	if (it->n == 64)
+		return 1;
+	it->ts[it->n] = created_at;
+	memcpy(it->id[it->n++], id, 32);
+	return 0;
+}
+
+static void
+query_items_ascending_without_limit_or_expired(void)
+{
+	struct store	*s = fresh();
+	struct event	*ev[12], *gone;
+	struct filter	 f;
+	struct items	 it;
+	char		 content[16];
+	size_t		 i;
+	int		 more;
+
+	T_ASSERT(s != NULL);
+	for (i = 0; i < 12; i++) {
+		/* Three per second: ties are ordered by id. */
+		snprintf(content, sizeof(content), "%zu", i);
+		ev[i] = ev_new(i % 2 ? sk1 : sk2, 200 - (int64_t)(i / 3),
+		    1, i < 6 ? "[[\"t\",\"x\"]]" : NULL, content);
+		T_CHECK(store_put(s, ev[i], NULL) == STORE_OK);
+	}
+	gone = ev_new(sk3, 150, 1, "[[\"expiration\",\"1000\"]]", "x");
+	T_CHECK(store_put(s, gone, NULL) == STORE_OK);
+
+	T_ASSERT(parse_filter("{\"limit\":2}", &f) == 0);
+	memset(&it, 0, sizeof(it));
+	T_CHECK(store_query_items(s, &f, NOW, 100, collect_item, &it,
+	    &more) == 12);
+	T_CHECK(more == 0);
+	T_CHECK(it.n == 12);
+	for (i = 1; i < it.n; i++)
+		T_CHECK(it.ts[i - 1] < it.ts[i] || (it.ts[i - 1] == it.ts[i] &&
+		    memcmp(it.id[i - 1], it.id[i], 32) < 0));
+	T_CHECK(it.ts[0] == 197 && it.ts[11] == 200);
+	/* Before its expiration the expiring event is part of the set. */
+	memset(&it, 0, sizeof(it));
+	T_CHECK(store_query_items(s, &f, 999, 100, collect_item, &it,
+	    &more) == 13);
+	T_CHECK(it.ts[0] == 150);
+	/* More than max: max delivered, and said so. */
+	memset(&it, 0, sizeof(it));
+	T_CHECK(store_query_items(s, &f, NOW, 5, collect_item, &it,
+	    &more) == 5);
+	T_CHECK(more == 1);
+	memset(&it, 0, sizeof(it));
+	T_CHECK(store_query_items(s, &f, NOW, 12, collect_item, &it,
+	    &more) == 12);
+	T_CHECK(more == 0);
+	filter_free(&f);
+
+	T_ASSERT(parse_filter("{\"#t\":[\"x\"]}", &f) == 0);
+	memset(&it, 0, sizeof(it));
+	T_CHECK(store_query_items(s, &f, NOW, 100, collect_item, &it,
+	    &more) == 6);
+	T_CHECK(it.ts[0] == 199 && it.ts[5] == 200);
+	filter_free(&f);
+	for (i = 0; i < 12; i++)
+		event_free(ev[i]);
+	event_free(gone);
+	store_close(s);
+}
+
 int
 main(void)
 {
@@ -1063,6 +1141,7 @@ main(void)
 	T_RUN(transactions_batch_and_roll_back);
 	T_RUN(readonly_store_reads_what_writer_committed);
 	T_RUN(result_messages_follow_nip01_prefixes);
+	T_RUN(query_items_ascending_without_limit_or_expired);
 	rc = t_done();
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	return rc;

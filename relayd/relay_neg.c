@@ -1,0 +1,294 @@
+/*
+ * relay_neg.c: relayd's NIP-77 negentropy sync, the server side.
+ * NEG-OPEN takes a filter and the client's first message: the set is
+ * every stored event matching the filter (no limit, expired events left
+ * out), and relayd answers with NEG-MSG; each NEG-MSG is answered the
+ * same way until the client stops; NEG-CLOSE frees the session.  Errors
+ * go back as NEG-ERR with a NIP-01 prefix, after which the session is
+ * gone.  The reconciliation itself is common/negentropy.c.
+ *
+ * Sessions hang off their connection (rc_negs) and are freed with it.
+ * Their ids are a namespace apart from REQ subscriptions.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "json.h"
+#include "log.h"
+#include "negentropy.h"
+#include "relayd.h"
+
+struct relay_neg {
+	LIST_ENTRY(relay_neg)	 rn_entry;
+	char			 rn_id[RELAY_MAX_SUBID + 1];
+	struct neg		*rn_neg;
+};
+
+/* Items held by every open session of this relayd together. */
+static size_t	neg_items_held;
+
+static void
+send_neg(struct relay_conn *c, const char *verb, const char *subid,
+    const char *text, size_t len, long long extra)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_adds(&b, "[\"");
+	buf_adds(&b, verb);
+	buf_adds(&b, "\",");
+	buf_add_jstr(&b, subid, strlen(subid));
+	buf_addc(&b, ',');
+	buf_add_jstr(&b, text, len);
+	if (extra >= 0)
+		buf_printf(&b, ",%lld", extra);
+	buf_addc(&b, ']');
+	relay_send(c, b.b_data, b.b_len);
+	buf_free(&b);
+}
+
+static void
+send_err(struct relay_conn *c, const char *subid, const char *reason)
+{
+	send_neg(c, "NEG-ERR", subid, reason, strlen(reason), -1);
+}
+
+static struct relay_neg *
+neg_find(struct relay_conn *c, const char *id)
+{
+	struct relay_neg	*n;
+
+	LIST_FOREACH(n, &c->rc_negs, rn_entry)
+		if (strcmp(n->rn_id, id) == 0)
+			return n;
+	return NULL;
+}
+
+static void
+neg_remove(struct relay_conn *c, struct relay_neg *n)
+{
+	LIST_REMOVE(n, rn_entry);
+	c->rc_nnegs--;
+	neg_items_held -= neg_size(n->rn_neg);
+	neg_free(n->rn_neg);
+	free(n);
+}
+
+void
+relay_neg_release(struct relay_conn *c)
+{
+	struct relay_neg	*n;
+
+	while ((n = LIST_FIRST(&c->rc_negs)) != NULL)
+		neg_remove(c, n);
+}
+
+/*
+ * Copies the subscription id (element 1) into subid.  Returns 0, or -1
+ * after telling the client what is wrong.
+ */
+static int
+neg_subid(struct relay_conn *c, const struct json *msg, const char *verb,
+    char subid[RELAY_MAX_SUBID + 1])
+{
+	const struct json	*sid = json_at(msg, 1);
+	char			 notice[128];
+
+	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
+		snprintf(notice, sizeof(notice), "invalid: %s needs a "
+		    "subscription id string", verb);
+		relay_send_notice(c, notice);
+		return -1;
+	}
+	if (sid->len > RELAY_MAX_SUBID || memchr(sid->s, '\0', sid->len)) {
+		send_err(c, sid->s, "invalid: subscription id longer than 64 "
+		    "characters");
+		return -1;
+	}
+	memcpy(subid, sid->s, sid->len + 1);
+	return 0;
+}
+
+struct neg_items {
+	struct neg_item	*ni_v;
+	size_t		 ni_n;
+	size_t		 ni_cap;
+};
+
+static int
+collect_item(int64_t created_at, const uint8_t id[32], void *arg)
+{
+	struct neg_items	*it = arg;
+
+	if (it->ni_n == it->ni_cap) {
+		it->ni_cap = it->ni_cap ? it->ni_cap * 2 : 1024;
+		it->ni_v = reallocarray(it->ni_v, it->ni_cap,
+		    sizeof(*it->ni_v));
+		if (it->ni_v == NULL)
+			fatal("collect_item");
+	}
+	/* created_at is never negative in the store (event.c). */
+	it->ni_v[it->ni_n].ni_ts = created_at < 0 ? 0 : (uint64_t)created_at;
+	memcpy(it->ni_v[it->ni_n].ni_id, id, NEG_ID_SIZE);
+	it->ni_n++;
+	return 0;
+}
+
+/*
+ * Answers the client's message hex (element of msg, maybe NULL) with
+ * session ng and sends the answer as NEG-MSG.  Returns 0, or -1 after
+ * sending NEG-ERR (the caller then drops the session).
+ */
+static int
+neg_answer(struct relay_conn *c, const char *subid, struct neg *ng,
+    const struct json *hex)
+{
+	struct buf	 out = BUF_INIT;
+	char		 err[160], reason[200];
+
+	if (hex == NULL || hex->type != JSON_STRING) {
+		send_err(c, subid, "invalid: the negentropy message must be a "
+		    "hex string");
+		return -1;
+	}
+	if (neg_server_reconcile(ng, hex->s, hex->len, &out, err,
+	    sizeof(err)) == -1) {
+		snprintf(reason, sizeof(reason), "invalid: %s", err);
+		send_err(c, subid, reason);
+		return -1;
+	}
+	send_neg(c, "NEG-MSG", subid, out.b_data, out.b_len, -1);
+	buf_free(&out);
+	return 0;
+}
+
+static void
+neg_open(struct relay_conn *c, const struct json *msg)
+{
+	const struct json	*fj = json_at(msg, 2);
+	struct relay_neg	*n, *old;
+	struct neg_items	 it = { NULL, 0, 0 };
+	struct filter		 f;
+	char			 subid[RELAY_MAX_SUBID + 1], err[256];
+	int			 more;
+
+	memset(&f, 0, sizeof(f));
+	if (neg_subid(c, msg, "NEG-OPEN", subid) == -1)
+		return;
+	/* NIP-77: opening an id that is open replaces that session. */
+	if ((old = neg_find(c, subid)) != NULL)
+		neg_remove(c, old);
+	if (msg->n != 4) {
+		send_err(c, subid, "invalid: NEG-OPEN takes a subscription "
+		    "id, one filter and a message");
+		return;
+	}
+	if (c->rc_nnegs >= RELAY_MAX_NEGS) {
+		snprintf(err, sizeof(err), "blocked: too many negentropy "
+		    "sessions (at most %d per connection)", RELAY_MAX_NEGS);
+		send_err(c, subid, err);
+		return;
+	}
+	if (fj->type != JSON_OBJECT) {
+		send_err(c, subid, "invalid: a filter must be a JSON object");
+		return;
+	}
+	if (filter_parse(fj, &f, err, sizeof(err)) == -1) {
+		send_err(c, subid, err);
+		return;
+	}
+	if (store_query_items(relayd->store, &f, (int64_t)time(NULL),
+	    NEG_MAX_ITEMS, collect_item, &it, &more) == -1) {
+		send_err(c, subid, "error: database query failed");
+		goto done;
+	}
+	if (more) {
+		/* STRFRY's reason, with its limit as a 4th element. */
+		static const char reason[] = "blocked: too many query results";
+
+		send_neg(c, "NEG-ERR", subid, reason, sizeof(reason) - 1,
+		    NEG_MAX_ITEMS);
+		goto done;
+	}
+	if (neg_items_held + it.ni_n > RELAY_NEG_MAX_HELD) {
+		send_err(c, subid, "rate-limited: too many negentropy "
+		    "syncs in progress, try again later");
+		goto done;
+	}
+	if ((n = calloc(1, sizeof(*n))) == NULL)
+		fatal("neg_open");
+	memcpy(n->rn_id, subid, sizeof(subid));
+	n->rn_neg = neg_server_new(it.ni_v, it.ni_n, NEG_FRAME_DEFAULT, err,
+	    sizeof(err));
+	it.ni_v = NULL;
+	if (n->rn_neg == NULL) {
+		/* Cannot happen with the bounds above; say so if it does. */
+		log_warnx("negentropy: %s", err);
+		send_err(c, subid, "error: cannot start negentropy");
+		free(n);
+		goto done;
+	}
+	LIST_INSERT_HEAD(&c->rc_negs, n, rn_entry);
+	c->rc_nnegs++;
+	neg_items_held += neg_size(n->rn_neg);
+	if (neg_answer(c, subid, n->rn_neg, json_at(msg, 3)) == -1)
+		neg_remove(c, n);
+done:
+	free(it.ni_v);
+	filter_free(&f);
+}
+
+static void
+neg_msg(struct relay_conn *c, const struct json *msg)
+{
+	struct relay_neg	*n;
+	char			 subid[RELAY_MAX_SUBID + 1];
+
+	if (neg_subid(c, msg, "NEG-MSG", subid) == -1)
+		return;
+	if ((n = neg_find(c, subid)) == NULL) {
+		send_err(c, subid, "closed: subscription not found");
+		return;
+	}
+	if (msg->n != 3) {
+		send_err(c, subid, "invalid: NEG-MSG takes a subscription id "
+		    "and a message");
+		neg_remove(c, n);
+		return;
+	}
+	if (neg_answer(c, subid, n->rn_neg, json_at(msg, 2)) == -1)
+		neg_remove(c, n);
+}
+
+static void
+neg_close(struct relay_conn *c, const struct json *msg)
+{
+	struct relay_neg	*n;
+	char			 subid[RELAY_MAX_SUBID + 1];
+
+	if (neg_subid(c, msg, "NEG-CLOSE", subid) == -1)
+		return;
+	if ((n = neg_find(c, subid)) != NULL)
+		neg_remove(c, n);
+}
+
+void
+relay_neg_message(struct relay_conn *c, const struct json *msg)
+{
+	const char	*verb = json_at(msg, 0)->s;
+	char		 notice[128];
+
+	relayd->stats.msgs_in_neg++;
+	if (strcmp(verb, "NEG-OPEN") == 0)
+		neg_open(c, msg);
+	else if (strcmp(verb, "NEG-MSG") == 0)
+		neg_msg(c, msg);
+	else if (strcmp(verb, "NEG-CLOSE") == 0)
+		neg_close(c, msg);
+	else {
+		snprintf(notice, sizeof(notice), "error: unknown message type "
+		    "\"%.40s\"", verb);
+		relay_send_notice(c, notice);
+	}
+}

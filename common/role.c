@@ -77,6 +77,20 @@ role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
 	msg_ingest_encode(&b, ctx->r_role, relay_url, json, len);
 	rc = msg_send(ctx->r_sock_ingest, MSG_INGEST, b.b_data, b.b_len,
 	    NN_DONTWAIT);
+	/*
+	 * Backpressure: when relayd lags, wait for it a little (bounded by
+	 * the socket's send timeout) rather than drop what a relay sent;
+	 * after one such wait fails, drop without waiting for a while so
+	 * that a dead relayd cannot stall the loop.
+	 */
+	if (rc == -1 && errno == EAGAIN && role_now_ms() >=
+	    ctx->r_ingest_congested_until) {
+		rc = msg_send(ctx->r_sock_ingest, MSG_INGEST, b.b_data,
+		    b.b_len, 0);
+		if (rc == -1)
+			ctx->r_ingest_congested_until = role_now_ms() +
+			    ROLE_INGEST_BACKOFF_MS;
+	}
 	saved = errno;
 	buf_free(&b);
 	if (rc == -1) {
@@ -606,6 +620,7 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	ctx.r_protocols = role_protocols(ops);
 	memset(&info, 0, sizeof(info));
 	info.port = CONTEXT_PORT_NO_LISTEN;
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;	/* wss: conn.c */
 	info.protocols = ctx.r_protocols;
 	info.gid = -1;
 	info.uid = -1;
@@ -624,6 +639,13 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	    "control");
 	ctx.r_sock_stats = role_connect(&ctx, CHAN_STATS);
 	ctx.r_sock_ingest = role_connect(&ctx, CHAN_INGEST);
+	if (ctx.r_sock_ingest >= 0) {
+		int tmo = ROLE_INGEST_WAIT_MS;
+
+		if (nn_setsockopt(ctx.r_sock_ingest, NN_SOL_SOCKET,
+		    NN_SNDTIMEO, &tmo, sizeof(tmo)) < 0)
+			log_warn("ingest send timeout");
+	}
 	log_info("started, control socket %s", ep);
 
 	if (role_open_store(&ctx) == -1)

@@ -47,6 +47,11 @@ struct store;
 /* Ours: how long a stopping role lets nanomsg deliver the last reply. */
 #define ROLE_STOP_GRACE			0.1
 
+/* Ours: how long role_ingest() waits for a lagging relayd ... */
+#define ROLE_INGEST_WAIT_MS		1000
+/* ... and how long it then drops at once rather than wait again. */
+#define ROLE_INGEST_BACKOFF_MS		2000
+
 /* Environment variable naming the descriptor for "READY=1\n". */
 #define ROLE_READY_ENV			"GRASPD_READY_FD"
 
@@ -111,6 +116,7 @@ struct role_ctx {
 	uint64_t		 r_db_attempts;
 	uint64_t		 r_stats_sent, r_stats_dropped;
 	uint64_t		 r_ingest_sent, r_ingest_dropped;
+	int64_t			 r_ingest_congested_until;	/* ms */
 	uint64_t		 r_control_requests;
 	lws_sorted_usec_list_t	 r_sul_db;
 	lws_sorted_usec_list_t	 r_sul_poll;

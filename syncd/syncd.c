@@ -1,98 +1,284 @@
 /*
- * syncd.c: main of syncd, the GRASP-02 sync role (design.md, "Which role
- * does what").  For now it keeps the inventories sync will need (see
- * sync_inv.c), rebuilt from the database and followed on the accepted
- * feed, and shows them; it does not fetch from any remote relay yet.
+ * syncd.c: main of syncd, the GRASP-02 sync role (see syncd.h): the
+ * inventory of hosted repositories, rebuilt from the database at start and
+ * followed on the accepted feed; after each batch window the wanted
+ * targets of every remote relay are derived from it and each relay
+ * fetches what is new (sync_relay.c).
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "event.h"
 #include "feed.h"
 #include "log.h"
-#include "role.h"
+#include "relayurl.h"
 #include "syncd.h"
 
-static struct sync_inv	inv;
-static uint64_t		scanned;	/* events read by the startup scan */
+static struct syncd	 syncd;
 
-/*
- * The startup scan runs twice over the stored events: announcements
- * first, then roots.  In seq order a root can come before the stored
- * version of its announcement, because a newer version replaced (and
- * removed) the one the root followed.
- */
-static void
-sync_take_announcement(void *arg, int64_t seq, const struct event *ev)
+static const struct lws_protocols sync_protocols[] = {
+	CONN_LWS_PROTOCOL,
+	{ NULL, NULL, 0, 0, 0, NULL, 0 }
+};
+
+double
+sync_delay(const struct syncd *sd, double secs)
 {
-	if (ev->kind == KIND_REPO_ANNOUNCEMENT)
-		sync_inv_add(&inv, ev);
+	return cfg_scale_delay(&sd->sd_ctx->r_cfg, secs);
+}
+
+static int
+sync_ingest(void *arg, const char *relay_key, const char *json, size_t len)
+{
+	struct syncd		*sd = arg;
+	struct sync_relay	*sr;
+
+	sd->sd_events++;
+	if ((sr = hmap_get(&sd->sd_relays, relay_key, strlen(relay_key))))
+		sr->sr_events++;
+	return role_ingest(sd->sd_ctx, relay_key, json, len);
 }
 
 static void
-sync_take_root(void *arg, int64_t seq, const struct event *ev)
+sync_conn_state(void *arg, struct conn *c, enum conn_state old,
+    enum conn_state now)
 {
-	scanned++;
-	if (ev->kind != KIND_REPO_ANNOUNCEMENT)
-		sync_inv_add(&inv, ev);
+	struct syncd		*sd = arg;
+	const char		*key = conn_key(c);
+	struct sync_relay	*sr = hmap_get(&sd->sd_relays, key, strlen(key));
+
+	log_debug("%s: %s -> %s", key, conn_state_name(old),
+	    conn_state_name(now));
+	if (sr != NULL && sr->sr_conn == c)
+		sync_relay_state(sr, old, now);
+}
+
+static const struct conn_hooks sync_hooks = {
+	.ingest = sync_ingest,
+	.state = sync_conn_state,
+};
+
+static struct sync_relay *
+relay_mark(struct syncd *sd, const char *key, int boot)
+{
+	struct sync_relay	*sr = hmap_get(&sd->sd_relays, key, strlen(key));
+
+	if (sr == NULL) {
+		if ((sr = sync_relay_new(sd, key, boot)) == NULL)
+			return NULL;
+		hmap_put(&sd->sd_relays, key, strlen(key), sr);
+	}
+	if (!sr->sr_marked) {
+		sr->sr_marked = 1;
+		sync_relay_clear_want(sr);
+	}
+	return sr;
+}
+
+/*
+ * Derives every relay's wanted targets from the inventory (reference
+ * brief 3.1, with GRASP-03's descendants), drops relays that have none,
+ * and lets each relay fetch what is new.
+ */
+static void
+reconcile(struct syncd *sd)
+{
+	struct inv_repo		*r;
+	struct sync_relay	*sr;
+	size_t			 it, i, j, k;
+	char			 hex[65];
+	void			*v;
+	const void		*key;
+	size_t			 keylen;
+
+	sd->sd_reconciles++;
+	sd->sd_inv_gen = sd->sd_inv->iv_generation;
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
+		((struct sync_relay *)v)->sr_marked = 0;
+	if (sd->sd_bootstrap)
+		relay_mark(sd, sd->sd_bootstrap, 1);
+	for (it = 0; (r = inv_repo_next(sd->sd_inv, &it)) != NULL; ) {
+		for (i = 0; i < r->ir_nrelays; i++) {
+			if ((sr = relay_mark(sd, r->ir_relays[i], 0)) == NULL)
+				continue;
+			sync_relay_want(sr, SET_D, r->ir_d);
+			if (r->ir_level != INV_FULL)
+				continue;
+			sync_relay_want(sr, SET_REPOS, r->ir_coord);
+			for (j = 0; j < r->ir_nroots; j++) {
+				struct inv_root *rt = r->ir_roots[j];
+
+				hex_encode(rt->rt_id, 32, hex);
+				sync_relay_want(sr, SET_IDS, hex);
+				for (k = 0; k < rt->rt_ndesc; k++) {
+					hex_encode(rt->rt_desc[k], 32, hex);
+					sync_relay_want(sr, SET_IDS, hex);
+				}
+				for (k = 0; k < rt->rt_naddrs; k++)
+					sync_relay_want(sr, SET_ADDRS,
+					    rt->rt_addrs[k]);
+			}
+		}
+	}
+	/* A relay without targets is closed (reference brief 8.5). */
+	for (;;) {
+		int	removed = 0;
+
+		for (it = 0; hmap_next(&sd->sd_relays, &it, &key, &keylen,
+		    &v); ) {
+			sr = v;
+			if (sr->sr_marked)
+				continue;
+			hmap_del(&sd->sd_relays, key, keylen);
+			sync_relay_free(sr);
+			removed = 1;
+			break;
+		}
+		if (!removed)
+			break;
+	}
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
+		sync_relay_update(v);
+}
+
+static void
+window_cb(lws_sorted_usec_list_t *sul)
+{
+	struct syncd	*sd = &syncd;
+
+	sd->sd_window_armed = 0;
+	if (sd->sd_ctx->r_cfg.sync_enabled)
+		reconcile(sd);
+}
+
+static void
+arm_window(struct syncd *sd)
+{
+	double	secs;
+
+	if (sd->sd_window_armed)
+		return;
+	sd->sd_window_armed = 1;
+	secs = cfg_period(&sd->sd_ctx->r_cfg, SYNC_BATCH_WINDOW);
+	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sd->sd_sul_window, window_cb,
+	    (lws_usec_t)(secs * 1e6));
+}
+
+static void
+take_stored(void *arg, int64_t seq, const struct event *ev)
+{
+	inv_add(arg, ev);
 }
 
 static int
 sync_init(struct role_ctx *ctx)
 {
-	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq,
-	    sync_take_announcement, NULL, NULL) == -1 ||
-	    feed_scan(ctx->r_store, 0, ctx->r_start_seq, sync_take_root, NULL,
-	    NULL) == -1)
+	struct syncd	*sd = &syncd;
+	char		 key[RELAYURL_MAX + 1];
+	const char	*why;
+	const char	*boot = ctx->r_cfg.sync_bootstrap_relay_url;
+
+	sd->sd_ctx = ctx;
+	ctx->r_data = sd;
+	sd->sd_inv = inv_new(&ctx->r_cfg);
+	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq, take_stored,
+	    sd->sd_inv, NULL) == -1)
 		return -1;
-	log_info("inventory: %zu repositories, %zu roots from %llu stored "
-	    "events; sync %s, remote sync not implemented yet",
-	    inv.si_repos.ss_n, inv.si_roots.ss_n,
-	    (unsigned long long)scanned,
-	    ctx->r_cfg.sync_enabled ? "enabled" : "disabled");
+	sd->sd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
+	    &sync_hooks, sd);
+	if (boot && boot[0]) {
+		if (relayurl_canon(boot, strlen(boot), RELAYURL_TRUSTED, key,
+		    sizeof(key), &why) == -1)
+			log_warnx("bootstrap relay %s ignored: %s", boot, why);
+		else if ((sd->sd_bootstrap = strdup(key)) == NULL)
+			fatal("strdup");
+	}
+	log_info("inventory from the database: %zu repositories; sync %s%s%s",
+	    sd->sd_inv->iv_repos.hm_n, ctx->r_cfg.sync_enabled ? "enabled" :
+	    "disabled (NGIT_SYNC_ENABLED=false)", sd->sd_bootstrap ?
+	    ", bootstrap " : "", sd->sd_bootstrap ? sd->sd_bootstrap : "");
+	if (ctx->r_cfg.sync_enabled)
+		reconcile(sd);
 	return 0;
 }
 
 static void
 sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 {
-	sync_inv_add(&inv, ev);
+	struct syncd	*sd = ctx->r_data;
+
+	inv_add(sd->sd_inv, ev);
+	if (sd->sd_inv->iv_generation != sd->sd_inv_gen)
+		arm_window(sd);
 }
 
 static void
 sync_show(struct role_ctx *ctx, cJSON *view)
 {
-	cJSON	*roots;
+	struct syncd	*sd = ctx->r_data;
+	cJSON		*arr;
+	size_t		 it;
+	void		*v;
 
 	cJSON_AddBoolToObject(view, "sync_enabled", ctx->r_cfg.sync_enabled);
-	cJSON_AddStringToObject(view, "sync_logic", "not yet implemented");
+	cJSON_AddStringToObject(view, "bootstrap", sd->sd_bootstrap ?
+	    sd->sd_bootstrap : "");
 	cJSON_AddNumberToObject(view, "repositories",
-	    (double)inv.si_repos.ss_n);
-	cJSON_AddNumberToObject(view, "announcement_events",
-	    (double)inv.si_announcements);
-	roots = cJSON_AddObjectToObject(view, "roots");
-	cJSON_AddNumberToObject(roots, "1617", (double)inv.si_roots_by_kind[0]);
-	cJSON_AddNumberToObject(roots, "1618", (double)inv.si_roots_by_kind[1]);
-	cJSON_AddNumberToObject(roots, "1621", (double)inv.si_roots_by_kind[2]);
-	cJSON_AddNumberToObject(view, "root_kind_events_unlinked",
-	    (double)inv.si_unlinked);
-	cJSON_AddNumberToObject(view, "scanned_at_start", (double)scanned);
+	    (double)sd->sd_inv->iv_repos.hm_n);
+	cJSON_AddNumberToObject(view, "roots",
+	    (double)sd->sd_inv->iv_roots.hm_n);
+	cJSON_AddNumberToObject(view, "events_synced", (double)sd->sd_events);
+	arr = cJSON_AddArrayToObject(view, "relays");
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); ) {
+		cJSON *o = cJSON_CreateObject();
+
+		sync_relay_show(v, o);
+		cJSON_AddItemToArray(arr, o);
+	}
+	conn_mgr_show(sd->sd_conns, cJSON_AddArrayToObject(view,
+	    "connections"));
 }
 
 static void
 sync_stats(struct role_ctx *ctx, cJSON *metrics)
 {
+	struct syncd	*sd = ctx->r_data;
+	size_t		 it, synced = 0;
+	void		*v;
+
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
+		synced += ((struct sync_relay *)v)->sr_synced_at != 0;
 	role_metric(metrics, "graspd_syncd_enabled", ctx->r_cfg.sync_enabled);
 	role_metric(metrics, "graspd_syncd_repositories",
-	    (double)inv.si_repos.ss_n);
-	role_metric(metrics, "graspd_syncd_roots", (double)inv.si_roots.ss_n);
-	role_metric(metrics, "graspd_syncd_announcement_events_total",
-	    (double)inv.si_announcements);
+	    (double)sd->sd_inv->iv_repos.hm_n);
+	role_metric(metrics, "graspd_syncd_roots",
+	    (double)sd->sd_inv->iv_roots.hm_n);
+	role_metric(metrics, "graspd_syncd_relays_tracked",
+	    (double)sd->sd_relays.hm_n);
+	role_metric(metrics, "graspd_syncd_relays_historic_synced",
+	    (double)synced);
+	role_metric(metrics, "graspd_syncd_events_synced_total",
+	    (double)sd->sd_events);
+	role_metric(metrics, "graspd_syncd_reconciles_total",
+	    (double)sd->sd_reconciles);
+	conn_mgr_stats(sd->sd_conns, metrics);
 }
 
 static void
 sync_fini(struct role_ctx *ctx)
 {
-	sync_inv_free(&inv);
+	struct syncd	*sd = ctx->r_data;
+	size_t		 it;
+	void		*v;
+
+	lws_sul_cancel(&sd->sd_sul_window);
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
+		sync_relay_free(v);
+	hmap_free(&sd->sd_relays);
+	conn_mgr_free(sd->sd_conns);
+	inv_free(sd->sd_inv);
+	free(sd->sd_bootstrap);
 }
 
 static const struct role_ops sync_ops = {
@@ -101,6 +287,7 @@ static const struct role_ops sync_ops = {
 	.show = sync_show,
 	.stats = sync_stats,
 	.fini = sync_fini,
+	.protocols = sync_protocols,
 };
 
 int

@@ -1,54 +1,118 @@
 /*
- * syncd.h: private header of syncd, graspd's GRASP-02 sync role.
+ * syncd.h: private header of syncd, graspd's GRASP-02 sync role: it keeps
+ * this relay complete for every repository it hosts by pulling, from the
+ * relays each accepted announcement names, everything about the
+ * repository: history first (paginated), then live.
  *
- * syncd.c     main and the role hooks (role.h): view, metrics
- * sync_inv.c  the inventories sync will work from: accepted repository
- *             announcements and the roots that name them
+ * syncd.c       main, the role hooks, the inventory and the batch window
+ * sync_relay.c  one remote relay: wanted and fetched targets, historic
+ *               pagination, live subscriptions, catch-up after outages,
+ *               the daily resync
  *
- * What exists so far is the inventory, rebuilt from the database at start
- * and followed on the accepted feed.  Fetching from remote relays (the
- * GRASP-02 layers, root-author inboxes, fallback relays) is not written
- * yet; nothing here pretends to do it.
+ * Everything fetched goes to relayd over the ingest channel; syncd never
+ * writes the database.  Its state is rebuilt from the database at start.
  */
 #ifndef GRASPD_SYNCD_H
 #define GRASPD_SYNCD_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
-#include "policy.h"	/* the NIP-34 kind numbers */
+#include "conn.h"
+#include "hmap.h"
+#include "inventory.h"
+#include "role.h"
 
-struct event;
+/* Reference brief 3.2: layer 1, every announcement and user grasp list. */
+#define SYNC_L1_FILTER		"{\"kinds\":[30617,10317]}"
+/* Reference brief 3.2 (state), plus 30617 so that maintainers'
+ * announcements refused before their owner's are fetched again. */
+#define SYNC_STATE_BASE		"\"kinds\":[30617,30618]"
+/* Reference brief 3.7: an outage shorter than this resumes ... */
+#define SYNC_QUICK_RECONNECT	900.0
+/* ... from this long before the disconnect. */
+#define SYNC_CATCHUP_MARGIN	900.0
+/* Reference brief 3.7: the daily full resync, at a random moment ... */
+#define SYNC_DAILY_MIN		(23.0 * 3600)
+#define SYNC_DAILY_MAX		(25.0 * 3600)
+/* Ours: accepted events gathered this long before targets are rebuilt
+ * (the reference's 5 s self-subscriber window; 200 ms under NGIT_TEST). */
+#define SYNC_BATCH_WINDOW	2.0
+/* Ours: a failed historic fetch is tried again after this long. */
+#define SYNC_RETRY		60.0
+/* Ours: live REQs left free for historic fetches (conn's ledger). */
+#define SYNC_LIVE_RESERVE	2
+/* Ours: filters that do not fit live are polled this often instead. */
+#define SYNC_ROTATE_PERIOD	300.0
 
-/* A set of byte strings (open addressing). */
-struct strset {
-	struct strset_ent {
-		char	*se_s;		/* NULL: empty slot */
-		size_t	 se_len;
-	}		*ss_v;
-	size_t		 ss_cap;	/* a power of two, or 0 */
-	size_t		 ss_n;
+/* Which wanted set a historic request covers. */
+enum sync_set {
+	SET_D,		/* identifiers: state + announcements by #d */
+	SET_REPOS,	/* repository coordinates: layer 2 */
+	SET_IDS,	/* root and descendant ids: layer 3 */
+	SET_ADDRS,	/* descendant address coordinates: layer 3 */
+	SET_COUNT
 };
 
-/* Adds a copy of s; 1 if it was new, 0 if already there. */
-int	strset_add(struct strset *, const char *s, size_t len);
-/* 1 if s is in the set, else 0. */
-int	strset_has(const struct strset *, const char *s, size_t len);
-/* Frees the set and empties it. */
-void	strset_free(struct strset *);
+struct syncd;
+struct sync_hreq;
 
-struct sync_inv {
-	struct strset	si_repos;	/* "30617:<pubkey hex>:<d>" */
-	struct strset	si_roots;	/* root event ids, hex */
-	uint64_t	si_announcements;	/* 30617 events seen */
-	uint64_t	si_roots_by_kind[3];	/* 1617, 1618, 1621 */
-	uint64_t	si_unlinked;	/* root kinds naming no known repo */
+struct sync_relay {
+	struct syncd	*sr_sd;
+	char		*sr_key;
+	struct conn	*sr_conn;
+	int		 sr_bootstrap;
+	int		 sr_marked;		/* still wanted this round */
+	struct hmap	 sr_want[SET_COUNT];	/* value -> (void *)1 */
+	struct hmap	 sr_have[SET_COUNT];	/* historic requested */
+	int		 sr_l1_have;
+	struct conn_req	*sr_live[CONN_MAX_LIVE];
+	char		*sr_live_text[CONN_MAX_LIVE];
+	size_t		 sr_nlive;
+	char		**sr_rotate;		/* filters that do not fit live */
+	size_t		 sr_nrotate;
+	int64_t		 sr_rotated_at;		/* unix time of the last poll */
+	unsigned	 sr_historic;		/* requests in flight */
+	unsigned	 sr_failed;		/* historic requests that failed */
+	int64_t		 sr_connected_at;	/* unix time, 0 never */
+	int64_t		 sr_disconnected_at;	/* unix time, 0 connected */
+	int64_t		 sr_synced_at;		/* last historic completion */
+	uint64_t	 sr_events;		/* events it delivered */
+	LIST_HEAD(, sync_hreq) sr_hreqs;	/* historic in flight */
+	int64_t		 sr_catchup_since;	/* pending catch-up, or 0 */
+	lws_sorted_usec_list_t sr_sul_daily;
+	lws_sorted_usec_list_t sr_sul_retry;
+	lws_sorted_usec_list_t sr_sul_rotate;
 };
 
-/* Index of a root kind in si_roots_by_kind, or -1. */
-int	sync_root_kind_index(uint32_t kind);
-/* Takes one stored event into the inventory (any kind; others ignored). */
-void	sync_inv_add(struct sync_inv *, const struct event *);
-void	sync_inv_free(struct sync_inv *);
+struct syncd {
+	struct role_ctx	*sd_ctx;
+	struct inventory *sd_inv;
+	struct conn_mgr	*sd_conns;
+	struct hmap	 sd_relays;		/* key -> struct sync_relay */
+	char		*sd_bootstrap;		/* canonical key, or NULL */
+	uint64_t	 sd_inv_gen;		/* inventory generation seen */
+	int		 sd_window_armed;
+	lws_sorted_usec_list_t sd_sul_window;
+	uint64_t	 sd_events;		/* events sent to relayd */
+	uint64_t	 sd_reconciles;
+};
+
+/* sync_relay.c */
+struct sync_relay *sync_relay_new(struct syncd *, const char *key, int boot);
+void	sync_relay_free(struct sync_relay *);
+/* Clears the wanted sets before a new round of sync_relay_want(). */
+void	sync_relay_clear_want(struct sync_relay *);
+void	sync_relay_want(struct sync_relay *, enum sync_set, const char *v);
+/* Requests what is wanted and not yet fetched; refreshes live REQs. */
+void	sync_relay_update(struct sync_relay *);
+/* The connection's state changed (conn hook). */
+void	sync_relay_state(struct sync_relay *, enum conn_state old,
+	    enum conn_state now);
+void	sync_relay_show(struct sync_relay *, cJSON *obj);
+
+/* syncd.c */
+double	sync_delay(const struct syncd *, double secs);
 
 #endif

@@ -1,0 +1,615 @@
+/*
+ * sync_relay.c: syncd's work on one remote relay (see syncd.h).  The
+ * relay's wanted targets are recomputed from the inventory; what is
+ * wanted and not yet fetched is requested as byte-packed, paginated
+ * historic filters (a diff, never a re-send of everything), and the whole
+ * wanted set is covered by live subscriptions packed under the
+ * connection's cap, with anything beyond it polled on a rotation.  An
+ * outage shorter than 15 minutes is caught up from 15 minutes before the
+ * disconnect; a longer one, and the daily pass, resync everything.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "log.h"
+#include "syncd.h"
+
+enum hreq_kind {
+	HR_L1,
+	HR_SET,
+	HR_CATCHUP,
+	HR_ROTATE,
+};
+
+struct sync_hreq {
+	LIST_ENTRY(sync_hreq)	 hr_entry;
+	struct sync_relay	*hr_sr;
+	struct conn_req		*hr_req;
+	enum hreq_kind		 hr_kind;
+	enum sync_set		 hr_set;
+	int64_t			 hr_since;	/* catch-up: its since */
+};
+
+/* The tag letters each set is asked by (reference brief 3.2). */
+static const char *const set_fields[SET_COUNT][3] = {
+	[SET_D] = { "d", NULL, NULL },
+	[SET_REPOS] = { "a", "A", "q" },
+	[SET_IDS] = { "e", "E", "q" },
+	[SET_ADDRS] = { "a", "A", "q" },
+};
+
+static void	sync_relay_catchup(struct sync_relay *, int64_t since);
+static void	arm_retry(struct sync_relay *);
+
+static int64_t
+now_unix(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static void
+schedule(struct sync_relay *sr, lws_sorted_usec_list_t *sul, sul_cb_t cb,
+    double secs)
+{
+	lws_sul_schedule(sr->sr_sd->sd_ctx->r_lws, 0, sul, cb,
+	    (lws_usec_t)(secs * 1e6) + 1);
+}
+
+static void
+daily_cb(lws_sorted_usec_list_t *sul)
+{
+	struct sync_relay	*sr = lws_container_of(sul, struct sync_relay,
+				    sr_sul_daily);
+	double			 span = SYNC_DAILY_MAX - SYNC_DAILY_MIN;
+	int			 s;
+
+	log_info("%s: daily full resync", sr->sr_key);
+	for (s = 0; s < SET_COUNT; s++) {
+		hmap_free(&sr->sr_have[s]);
+	}
+	sr->sr_l1_have = 0;
+	sync_relay_update(sr);
+	schedule(sr, &sr->sr_sul_daily, daily_cb, sync_delay(sr->sr_sd,
+	    SYNC_DAILY_MIN + span * ((double)random() / RAND_MAX)));
+}
+
+struct sync_relay *
+sync_relay_new(struct syncd *sd, const char *key, int boot)
+{
+	struct sync_relay	*sr;
+	const char		*why = NULL;
+	double			 span = SYNC_DAILY_MAX - SYNC_DAILY_MIN;
+
+	if ((sr = calloc(1, sizeof(*sr))) == NULL ||
+	    (sr->sr_key = strdup(key)) == NULL)
+		fatal("sync_relay_new");
+	sr->sr_sd = sd;
+	sr->sr_bootstrap = boot;
+	LIST_INIT(&sr->sr_hreqs);
+	sr->sr_conn = conn_get(sd->sd_conns, key, boot ? CONN_TRUSTED : 0,
+	    &why);
+	if (sr->sr_conn == NULL) {
+		log_info("%s: not a sync target: %s", key, why ? why : "?");
+		free(sr->sr_key);
+		free(sr);
+		return NULL;
+	}
+	schedule(sr, &sr->sr_sul_daily, daily_cb, sync_delay(sd,
+	    SYNC_DAILY_MIN + span * ((double)random() / RAND_MAX)));
+	log_info("%s: tracking%s", key, boot ? " (bootstrap)" : "");
+	return sr;
+}
+
+static void
+hreq_free(struct sync_hreq *hr)
+{
+	LIST_REMOVE(hr, hr_entry);
+	hr->hr_sr->sr_historic--;
+	free(hr);
+}
+
+static void
+live_close_all(struct sync_relay *sr)
+{
+	size_t	i;
+
+	for (i = 0; i < sr->sr_nlive; i++) {
+		conn_live_close(sr->sr_live[i]);
+		free(sr->sr_live_text[i]);
+	}
+	sr->sr_nlive = 0;
+}
+
+static void
+rotate_clear(struct sync_relay *sr)
+{
+	size_t	i;
+
+	for (i = 0; i < sr->sr_nrotate; i++)
+		free(sr->sr_rotate[i]);
+	free(sr->sr_rotate);
+	sr->sr_rotate = NULL;
+	sr->sr_nrotate = 0;
+}
+
+void
+sync_relay_free(struct sync_relay *sr)
+{
+	struct sync_hreq	*hr;
+	int			 s;
+
+	if (sr == NULL)
+		return;
+	while ((hr = LIST_FIRST(&sr->sr_hreqs)) != NULL) {
+		conn_fetch_cancel(hr->hr_req);
+		hreq_free(hr);
+	}
+	live_close_all(sr);
+	rotate_clear(sr);
+	lws_sul_cancel(&sr->sr_sul_daily);
+	lws_sul_cancel(&sr->sr_sul_retry);
+	lws_sul_cancel(&sr->sr_sul_rotate);
+	for (s = 0; s < SET_COUNT; s++) {
+		hmap_free(&sr->sr_want[s]);
+		hmap_free(&sr->sr_have[s]);
+	}
+	conn_release(sr->sr_conn);
+	log_info("%s: no longer a target", sr->sr_key);
+	free(sr->sr_key);
+	free(sr);
+}
+
+void
+sync_relay_clear_want(struct sync_relay *sr)
+{
+	int	s;
+
+	for (s = 0; s < SET_COUNT; s++)
+		hmap_free(&sr->sr_want[s]);
+}
+
+void
+sync_relay_want(struct sync_relay *sr, enum sync_set set, const char *v)
+{
+	/* Keys keep their NUL so that they can be handed out as strings. */
+	hmap_put(&sr->sr_want[set], v, strlen(v) + 1, (void *)1);
+}
+
+static void
+hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
+    const char *reason, const struct conn_fetch_stats *st)
+{
+	struct sync_hreq	*hr = arg;
+	struct sync_relay	*sr = hr->hr_sr;
+	int			 ok;
+
+	/* A relay refusing a filter outright will refuse it again. */
+	ok = res == FETCH_EOSE || res == FETCH_CLOSED;
+	if (!ok) {
+		log_info("%s: historic request failed (%s%s%s); retrying later",
+		    sr->sr_key, conn_fetch_result_name(res), reason ? ": " :
+		    "", reason ? reason : "");
+		sr->sr_failed++;
+		switch (hr->hr_kind) {
+		case HR_L1:
+			sr->sr_l1_have = 0;
+			break;
+		case HR_SET:
+			/* Ask for the whole set again: relayd drops what it
+			 * already has. */
+			hmap_free(&sr->sr_have[hr->hr_set]);
+			break;
+		case HR_CATCHUP:
+			if (sr->sr_catchup_since == 0 ||
+			    hr->hr_since < sr->sr_catchup_since)
+				sr->sr_catchup_since = hr->hr_since;
+			break;
+		case HR_ROTATE:
+			break;
+		}
+		arm_retry(sr);
+	}
+	hreq_free(hr);
+	if (sr->sr_historic == 0 && ok && sr->sr_failed == 0 &&
+	    sr->sr_l1_have) {
+		if (sr->sr_synced_at == 0)
+			log_info("%s: historic sync complete (%llu events "
+			    "delivered)", sr->sr_key,
+			    (unsigned long long)sr->sr_events);
+		sr->sr_synced_at = now_unix();
+	}
+}
+
+static void
+historic_since(struct sync_relay *sr, const char *filter,
+    enum hreq_kind kind, enum sync_set set, int64_t since)
+{
+	struct sync_hreq	*hr;
+	struct conn_fetch_cb	 cb;
+
+	if ((hr = calloc(1, sizeof(*hr))) == NULL)
+		fatal("historic");
+	hr->hr_sr = sr;
+	hr->hr_kind = kind;
+	hr->hr_set = set;
+	hr->hr_since = since;
+	memset(&cb, 0, sizeof(cb));
+	cb.done = hreq_done;
+	cb.arg = hr;
+	hr->hr_req = conn_paginate(sr->sr_conn, filter, CONN_PRIO_NORMAL, 0,
+	    &cb);
+	if (hr->hr_req == NULL) {
+		log_warnx("%s: filter refused by the connection: %.200s",
+		    sr->sr_key, filter);
+		free(hr);
+		return;
+	}
+	LIST_INSERT_HEAD(&sr->sr_hreqs, hr, hr_entry);
+	sr->sr_historic++;
+}
+
+static void
+historic(struct sync_relay *sr, const char *filter, enum hreq_kind kind,
+    enum sync_set set)
+{
+	historic_since(sr, filter, kind, set, 0);
+}
+
+/* The JSON object text base with extra members ("" for none). */
+static void
+base_of(struct buf *b, const char *kinds, int live, int64_t since)
+{
+	int	first = 1;
+
+	buf_reset(b);
+	buf_addc(b, '{');
+	if (kinds) {
+		buf_adds(b, kinds);
+		first = 0;
+	}
+	if (live) {
+		buf_adds(b, first ? "\"limit\":0" : ",\"limit\":0");
+		first = 0;
+	}
+	if (since > 0)
+		buf_printf(b, "%s\"since\":%lld", first ? "" : ",",
+		    (long long)since);
+	buf_addc(b, '}');
+}
+
+/* Packs values of set into filters (appended to out). */
+static void
+pack_set(struct sync_relay *sr, enum sync_set set, const char *const *vals,
+    size_t n, int live, int64_t since, struct conn_filters *out)
+{
+	struct buf	 b = BUF_INIT;
+	const char	*why;
+	int		 f;
+
+	if (n == 0)
+		return;
+	base_of(&b, set == SET_D ? SYNC_STATE_BASE : NULL, live, since);
+	for (f = 0; f < 3 && set_fields[set][f]; f++)
+		if (conn_pack_filters(b.b_data, set_fields[set][f], vals, n,
+		    CONN_REQ_BUDGET, 0, out, &why) == -1)
+			log_warnx("%s: cannot pack %zu values: %s", sr->sr_key,
+			    n, why);
+	buf_free(&b);
+}
+
+/* The keys of a set as a string array (pointing into the map). */
+static const char **
+set_values(const struct hmap *m, size_t *n)
+{
+	const char	**v;
+	const void	 *key;
+	size_t		  it = 0;
+
+	*n = 0;
+	if ((v = calloc(m->hm_n + 1, sizeof(*v))) == NULL)
+		fatal("set_values");
+	while (hmap_next(m, &it, &key, NULL, NULL))
+		v[(*n)++] = key;
+	return v;
+}
+
+static char *
+with_since(const char *filter, int64_t since)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_printf(&b, "{\"since\":%lld%s%s", (long long)since,
+	    strcmp(filter, "{}") == 0 ? "" : ",", filter + 1);
+	return buf_release(&b, NULL);
+}
+
+/* A copy of a live filter without its "limit":0 member. */
+static char *
+strip_limit0(const char *f)
+{
+	static const char	*const pats[] = { "\"limit\":0,", ",\"limit\":0",
+				    "\"limit\":0" };
+	char			*d, *p;
+	size_t			 i, n;
+
+	if ((d = strdup(f)) == NULL)
+		fatal("strip_limit0");
+	for (i = 0; i < 3; i++) {
+		if ((p = strstr(d, pats[i])) != NULL) {
+			n = strlen(pats[i]);
+			memmove(p, p + n, strlen(p + n) + 1);
+			break;
+		}
+	}
+	return d;
+}
+
+/* Live: every wanted filter, packed into as few REQs as fit the cap. */
+static void
+refresh_live(struct sync_relay *sr)
+{
+	struct conn_filters	 fl = { NULL, 0 };
+	char			*reqs[CONN_MAX_LIVE];
+	size_t			 nreq = 0, i, j, n;
+	struct buf		 cur = BUF_INIT;
+	const char		**vals;
+	int			 s, keep[CONN_MAX_LIVE];
+
+	fl.cf_v = calloc(1, sizeof(char *));
+	if (fl.cf_v == NULL || (fl.cf_v[0] = strdup("{\"kinds\":[30617,10317],"
+	    "\"limit\":0}")) == NULL)
+		fatal("refresh_live");
+	fl.cf_n = 1;
+	for (s = 0; s < SET_COUNT; s++) {
+		vals = set_values(&sr->sr_want[s], &n);
+		pack_set(sr, s, vals, n, 1, 0, &fl);
+		free(vals);
+	}
+	rotate_clear(sr);
+	/* Greedy grouping of the filters into REQ arrays. */
+	for (i = 0; i < fl.cf_n; i++) {
+		size_t add = strlen(fl.cf_v[i]) + 1;
+
+		if (cur.b_len > 0 && conn_req_size(cur.b_len + add + 1) >
+		    CONN_REQ_BUDGET) {
+			buf_addc(&cur, ']');
+			reqs[nreq++] = buf_release(&cur, NULL);
+		}
+		if (nreq == CONN_MAX_LIVE) {
+			/* No room live: poll it on the rotation instead. */
+			char **nr = reallocarray(sr->sr_rotate,
+			    sr->sr_nrotate + 1, sizeof(char *));
+
+			if (nr == NULL)
+				fatal("refresh_live");
+			sr->sr_rotate = nr;
+			/* Without "limit":0: it is a historic poll. */
+			sr->sr_rotate[sr->sr_nrotate++] = strip_limit0(
+			    fl.cf_v[i]);
+			continue;
+		}
+		buf_addc(&cur, cur.b_len == 0 ? '[' : ',');
+		buf_adds(&cur, fl.cf_v[i]);
+	}
+	if (cur.b_len > 0 && nreq < CONN_MAX_LIVE) {
+		buf_addc(&cur, ']');
+		reqs[nreq++] = buf_release(&cur, NULL);
+	}
+	buf_free(&cur);
+	conn_filters_free(&fl);
+
+	/* Keep the subscriptions whose REQ did not change. */
+	for (j = 0; j < sr->sr_nlive; j++)
+		keep[j] = 0;
+	for (i = 0; i < nreq; i++) {
+		for (j = 0; j < sr->sr_nlive; j++) {
+			if (!keep[j] && strcmp(reqs[i], sr->sr_live_text[j]) ==
+			    0) {
+				keep[j] = 1;
+				free(reqs[i]);
+				reqs[i] = NULL;
+				break;
+			}
+		}
+	}
+	for (j = 0, n = 0; j < sr->sr_nlive; j++) {
+		if (keep[j]) {
+			sr->sr_live[n] = sr->sr_live[j];
+			sr->sr_live_text[n++] = sr->sr_live_text[j];
+		} else {
+			conn_live_close(sr->sr_live[j]);
+			free(sr->sr_live_text[j]);
+		}
+	}
+	sr->sr_nlive = n;
+	for (i = 0; i < nreq; i++) {
+		const char	*why = NULL;
+		struct conn_req	*lv;
+
+		if (reqs[i] == NULL)
+			continue;
+		if ((lv = conn_live(sr->sr_conn, reqs[i], &why)) == NULL) {
+			log_warnx("%s: live subscription refused: %s",
+			    sr->sr_key, why ? why : "?");
+			free(reqs[i]);
+			continue;
+		}
+		sr->sr_live[sr->sr_nlive] = lv;
+		sr->sr_live_text[sr->sr_nlive++] = reqs[i];
+	}
+	if (sr->sr_nrotate > 0) {
+		log_info("%s: %zu filters over the live cap are polled every "
+		    "%.0f s", sr->sr_key, sr->sr_nrotate,
+		    sync_delay(sr->sr_sd, SYNC_ROTATE_PERIOD));
+		if (sr->sr_rotated_at == 0)
+			sr->sr_rotated_at = now_unix();
+	}
+}
+
+static void
+rotate_cb(lws_sorted_usec_list_t *sul)
+{
+	struct sync_relay	*sr = lws_container_of(sul, struct sync_relay,
+				    sr_sul_rotate);
+	int64_t			 since = sr->sr_rotated_at -
+				    (int64_t)SYNC_CATCHUP_MARGIN;
+	size_t			 i;
+
+	sr->sr_rotated_at = now_unix();
+	for (i = 0; i < sr->sr_nrotate; i++) {
+		char *f = with_since(sr->sr_rotate[i], since > 0 ? since : 1);
+
+		historic(sr, f, HR_ROTATE, SET_D);
+		free(f);
+	}
+	if (sr->sr_nrotate > 0)
+		schedule(sr, &sr->sr_sul_rotate, rotate_cb,
+		    sync_delay(sr->sr_sd, SYNC_ROTATE_PERIOD));
+}
+
+void
+sync_relay_update(struct sync_relay *sr)
+{
+	struct conn_filters	 fl = { NULL, 0 };
+	const char		**vals;
+	size_t			 n, i, it;
+	const void		*key;
+	size_t			 keylen;
+	int			 s;
+
+	if (!sr->sr_l1_have) {
+		sr->sr_l1_have = 1;
+		historic(sr, SYNC_L1_FILTER, HR_L1, SET_D);
+	}
+	for (s = 0; s < SET_COUNT; s++) {
+		/* What is wanted and not yet asked for. */
+		if ((vals = calloc(sr->sr_want[s].hm_n + 1, sizeof(*vals))) ==
+		    NULL)
+			fatal("sync_relay_update");
+		n = 0;
+		for (it = 0; hmap_next(&sr->sr_want[s], &it, &key, &keylen,
+		    NULL); ) {
+			if (hmap_get(&sr->sr_have[s], key, keylen) != NULL)
+				continue;
+			vals[n++] = key;
+		}
+		pack_set(sr, s, vals, n, 0, 0, &fl);
+		for (i = 0; i < fl.cf_n; i++)
+			historic(sr, fl.cf_v[i], HR_SET, s);
+		conn_filters_free(&fl);
+		for (i = 0; i < n; i++)
+			hmap_put(&sr->sr_have[s], vals[i], strlen(vals[i]) + 1,
+			    (void *)1);
+		free(vals);
+	}
+	refresh_live(sr);
+	if (sr->sr_nrotate > 0 && lws_dll2_is_detached(
+	    &sr->sr_sul_rotate.list))
+		schedule(sr, &sr->sr_sul_rotate, rotate_cb,
+		    sync_delay(sr->sr_sd, SYNC_ROTATE_PERIOD));
+}
+
+/* Everything already asked for, again, from since on. */
+static void
+sync_relay_catchup(struct sync_relay *sr, int64_t since)
+{
+	struct conn_filters	 fl = { NULL, 0 };
+	const char		**vals;
+	char			*f;
+	size_t			 n, i;
+	int			 s;
+
+	log_info("%s: catching up from %lld", sr->sr_key, (long long)since);
+	sr->sr_catchup_since = 0;
+	f = with_since(SYNC_L1_FILTER, since);
+	historic_since(sr, f, HR_CATCHUP, SET_D, since);
+	free(f);
+	for (s = 0; s < SET_COUNT; s++) {
+		vals = set_values(&sr->sr_have[s], &n);
+		pack_set(sr, s, vals, n, 0, since, &fl);
+		for (i = 0; i < fl.cf_n; i++)
+			historic_since(sr, fl.cf_v[i], HR_CATCHUP, s, since);
+		conn_filters_free(&fl);
+		free(vals);
+	}
+}
+
+static void
+retry_cb(lws_sorted_usec_list_t *sul)
+{
+	struct sync_relay	*sr = lws_container_of(sul, struct sync_relay,
+				    sr_sul_retry);
+
+	sr->sr_failed = 0;
+	if (sr->sr_catchup_since > 0)
+		sync_relay_catchup(sr, sr->sr_catchup_since);
+	sync_relay_update(sr);
+}
+
+static void
+arm_retry(struct sync_relay *sr)
+{
+	schedule(sr, &sr->sr_sul_retry, retry_cb, sync_delay(sr->sr_sd,
+	    SYNC_RETRY));
+}
+
+void
+sync_relay_state(struct sync_relay *sr, enum conn_state old,
+    enum conn_state now)
+{
+	int64_t	t = now_unix();
+
+	if (now == CONN_CONNECTED && old != CONN_RATE_LIMITED) {
+		if (sr->sr_disconnected_at > 0) {
+			double out = (double)(t - sr->sr_disconnected_at);
+
+			if (out < sync_delay(sr->sr_sd, SYNC_QUICK_RECONNECT))
+				sync_relay_catchup(sr, sr->sr_disconnected_at -
+				    (int64_t)sync_delay(sr->sr_sd,
+				    SYNC_CATCHUP_MARGIN));
+			else {
+				int s;
+
+				log_info("%s: down %.0f s: full resync",
+				    sr->sr_key, out);
+				for (s = 0; s < SET_COUNT; s++)
+					hmap_free(&sr->sr_have[s]);
+				sr->sr_l1_have = 0;
+				sync_relay_update(sr);
+			}
+		}
+		sr->sr_disconnected_at = 0;
+		sr->sr_connected_at = t;
+	} else if (old == CONN_CONNECTED && now != CONN_RATE_LIMITED &&
+	    now != CONN_CONNECTED && sr->sr_disconnected_at == 0)
+		sr->sr_disconnected_at = t;
+}
+
+void
+sync_relay_show(struct sync_relay *sr, cJSON *o)
+{
+	cJSON_AddStringToObject(o, "relay", sr->sr_key);
+	cJSON_AddStringToObject(o, "state", conn_state_name(
+	    conn_state(sr->sr_conn)));
+	cJSON_AddBoolToObject(o, "bootstrap", sr->sr_bootstrap);
+	cJSON_AddNumberToObject(o, "identifiers",
+	    (double)sr->sr_want[SET_D].hm_n);
+	cJSON_AddNumberToObject(o, "repositories",
+	    (double)sr->sr_want[SET_REPOS].hm_n);
+	cJSON_AddNumberToObject(o, "thread_ids",
+	    (double)sr->sr_want[SET_IDS].hm_n);
+	cJSON_AddNumberToObject(o, "thread_addresses",
+	    (double)sr->sr_want[SET_ADDRS].hm_n);
+	cJSON_AddNumberToObject(o, "live_subscriptions", (double)sr->sr_nlive);
+	cJSON_AddNumberToObject(o, "rotating_filters", (double)sr->sr_nrotate);
+	cJSON_AddNumberToObject(o, "historic_in_flight",
+	    (double)sr->sr_historic);
+	cJSON_AddNumberToObject(o, "events", (double)sr->sr_events);
+	cJSON_AddNumberToObject(o, "historic_synced_at",
+	    (double)sr->sr_synced_at);
+	cJSON_AddNumberToObject(o, "disconnected_at",
+	    (double)sr->sr_disconnected_at);
+}

@@ -198,7 +198,6 @@ static const lws_retry_bo_t conn_keepalive = {
 const struct lws_protocols conn_lws_protocol = CONN_LWS_PROTOCOL;
 
 enum drop_mode {
-	DROP_CLEAN,		/* we closed it on purpose */
 	DROP_FAILURE,		/* counts against the relay, backoff */
 	DROP_REFUSED,		/* the target was refused at connect */
 };
@@ -1000,8 +999,6 @@ conn_rate_limited(struct conn *c, const char *what, const char *text,
 	c->c_rate_limits++;
 	c->c_mgr->m_rate_limits++;
 	c->c_cool_ms = now_ms() + (int64_t)(cool * 1000);
-	if (c->c_cool_ms == 0)
-		c->c_cool_ms = 1;
 	log_info("conn %s: rate limited (%s \"%s\"), no new request for "
 	    "%.1f s", c->c_key, what, t, cool);
 	conn_sched(c, &c->c_sul_pump, conn_sul_pump, cool);
@@ -1389,7 +1386,7 @@ conn_detach(struct conn *c, int in_cb)
 }
 
 /*
- * The link ended, never came up, or is closed on purpose (DROP_CLEAN).
+ * The link ended or never came up.
  * Fetches end with FETCH_DISCONNECTED; live subscriptions are parked
  * for the next link.  in_cb: we run in a callback of c's wsi, which
  * closes it (by returning -1, or because it is closing anyway).
@@ -1429,9 +1426,6 @@ conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
 	}
 
 	switch (mode) {
-	case DROP_CLEAN:
-		c->c_link = CONN_IDLE;
-		break;
 	case DROP_REFUSED:
 		c->c_failures_total++;
 		c->c_mgr->m_failures++;
@@ -2023,6 +2017,9 @@ conn_fetch_cancel(struct conn_req *r)
 {
 	struct conn	*c = r->r_conn;
 
+	if (r->r_kind == REQ_LIVE)
+		fatalx("conn_fetch_cancel: %s: a live subscription",
+		    c->c_key);
 	if (r->r_cancelled)
 		return;
 	req_close(r);
@@ -2070,6 +2067,9 @@ conn_live_close(struct conn_req *r)
 {
 	struct conn	*c = r->r_conn;
 
+	if (r->r_kind != REQ_LIVE)
+		fatalx("conn_live_close: %s: not a live subscription",
+		    c->c_key);
 	req_close(r);
 	c->c_nlive--;
 	req_free(r);

@@ -176,7 +176,8 @@ enum conn_prio {
 
 /* What a fetch or pagination saw, passed to its done callback. */
 struct conn_fetch_stats {
-	unsigned	 cs_pages;	/* REQs sent (1 for a fetch) */
+	unsigned	 cs_pages;	/* REQs sent (a page, or a REQ
+					   sent again after AUTH) */
 	uint64_t	 cs_events;	/* every event delivered */
 	uint64_t	 cs_new;	/* distinct ids among them */
 	int64_t		 cs_oldest;	/* oldest created_at, or -1 */

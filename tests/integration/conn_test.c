@@ -36,7 +36,8 @@
 
 #define TMO		5000	/* ms, one HTTP call or one wait */
 #define SELF_DOMAIN	"graspd.example"
-#define OWNER_HEX	"1111111111111111111111111111111111111111111111111111111111111111"
+#define OWNER_HEX	"11111111111111111111111111111111" \
+			"11111111111111111111111111111111"
 /* NGIT_TEST: the 65 s cooldown lasts 65/60 s. */
 #define COOL_MS		((int)(CONN_RATE_LIMIT_COOLDOWN * 1000 / 60))
 
@@ -898,10 +899,12 @@ closed_rate_limited_cools_down(void)
 /* ------------------------------------------------------------------ */
 /* A scripted server for OK false "rate-limited:" (to our AUTH).       */
 
+static int	script_port;
 static int64_t	script_ok_at;
 static int64_t	script_req_at[8];
 static int	script_nreq;
 static int	script_authed_pubkey_ok;
+static char	script_host[128];
 
 struct script_pss {
 	char	q[4][512];
@@ -929,6 +932,11 @@ script_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 	int			 i;
 
 	switch (reason) {
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+		if (lws_hdr_copy(wsi, script_host, sizeof(script_host),
+		    WSI_TOKEN_HOST) < 0)
+			script_host[0] = '\0';
+		return 0;
 	case LWS_CALLBACK_ESTABLISHED:
 		memset(p, 0, sizeof(*p));
 		script_queue(wsi, p, "[\"AUTH\",\"challenge-1\"]");
@@ -979,27 +987,14 @@ static const struct lws_protocols script_protocols[] = {
 static void
 ok_rate_limited_to_auth_cools_down(void)
 {
-	struct lws_context_creation_info info;
-	struct lws_vhost	*svh;
 	struct fres		 f[2];
 	struct conn_fetch_cb	 cb[2];
 	struct conn		*c;
 	char			 key[64];
-	int			 port;
 
-	port = relayproc_free_port("127.0.0.1");
-	T_ASSERT(port > 0);
-	memset(&info, 0, sizeof(info));
-	info.port = port;
-	info.iface = "127.0.0.1";
-	info.protocols = script_protocols;
-	info.vhost_name = "script";
-	svh = lws_create_vhost(lws, &info);
-	T_ASSERT(svh != NULL);
-	snprintf(key, sizeof(key), "ws://127.0.0.1:%d/", port);
+	snprintf(key, sizeof(key), "ws://127.0.0.1:%d/", script_port);
 	script_nreq = 0;
 	script_ok_at = 0;
-
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, key, 0, NULL);
 	cb[0] = fcb(&f[0]);
@@ -1022,8 +1017,31 @@ ok_rate_limited_to_auth_cools_down(void)
 	T_EQ_INT(show_num(key, "rate_limits"), 1);
 	conn_release(c);
 	mgr_stop();
-	lws_vhost_destroy(svh);
-	run_for(30);
+}
+
+/*
+ * DNS rebinding: the socket goes to the address vetted at resolve time,
+ * the Host header (and SNI) names the relay.
+ */
+static void
+host_header_names_the_relay_not_its_address(void)
+{
+	struct fres		 f;
+	struct conn_fetch_cb	 cb = fcb(&f);
+	struct conn		*c;
+	char			 key[64], host[64];
+
+	snprintf(key, sizeof(key), "ws://localhost:%d/", script_port);
+	snprintf(host, sizeof(host), "localhost:%d", script_port);
+	script_host[0] = '\0';
+	mgr_start(1, 5, 3600);
+	c = conn_get(mgr, key, 0, NULL);
+	T_ASSERT(conn_fetch(c, "{}", CONN_PRIO_NORMAL, 0, &cb) != NULL);
+	T_EQ_INT(run_until_all(&f, 1, TMO), 0);
+	T_EQ_INT(f.res, FETCH_EOSE);
+	T_EQ_STR(script_host, host);
+	conn_release(c);
+	mgr_stop();
 }
 
 /*
@@ -1586,6 +1604,15 @@ main(void)
 		return 1;
 	}
 	tick_cb(&tick);
+	memset(&info, 0, sizeof(info));
+	info.port = script_port = relayproc_free_port("127.0.0.1");
+	info.iface = "127.0.0.1";
+	info.protocols = script_protocols;
+	info.vhost_name = "script";
+	if (script_port <= 0 || lws_create_vhost(lws, &info) == NULL) {
+		printf("not ok - lws: no scripted server\n");
+		return 1;
+	}
 
 	T_RUN(one_connection_per_relay_shared_then_retired);
 	T_RUN(bad_requests_are_refused_at_once);
@@ -1597,6 +1624,7 @@ main(void)
 	T_RUN(notice_rate_limit_cools_down);
 	T_RUN(closed_rate_limited_cools_down);
 	T_RUN(ok_rate_limited_to_auth_cools_down);
+	T_RUN(host_header_names_the_relay_not_its_address);
 	T_RUN(wss_checks_the_certificate);
 	T_RUN(auth_is_answered_with_the_owner_key);
 	T_RUN(backoff_schedule_against_an_absent_relay);

@@ -160,7 +160,7 @@ struct conn {
 	char			 c_auth_id[65];
 	uint64_t		 c_bytes_in, c_bytes_out, c_events;
 	uint64_t		 c_failures_total, c_malformed, c_rate_limits;
-	uint64_t		 c_stray, c_ingest_dropped;
+	uint64_t		 c_stray, c_bad_events, c_ingest_dropped;
 	int			 c_retire_queued;
 	lws_sorted_usec_list_t	 c_sul_connect;
 	lws_sorted_usec_list_t	 c_sul_retry;
@@ -185,7 +185,7 @@ struct conn_mgr {
 	/* Totals that outlive retired connections. */
 	uint64_t		 m_bytes_in, m_bytes_out, m_events;
 	uint64_t		 m_failures, m_malformed, m_rate_limits;
-	uint64_t		 m_stray, m_ingest_dropped;
+	uint64_t		 m_stray, m_bad_events, m_ingest_dropped;
 	uint64_t		 m_results[FETCH_RATE_LIMITED + 1];
 };
 
@@ -1270,10 +1270,16 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 			c->c_mgr->m_stray++;
 			goto done;
 		}
+		/*
+		 * An event that does not parse or whose id is not its hash
+		 * is dropped and counted, but does not threaten the link:
+		 * relays keep events other implementations accepted.
+		 */
 		if ((ev = event_from_json(a2, err, sizeof(err))) == NULL ||
 		    !event_check_id(ev)) {
 			event_free(ev);
-			bad = 1;
+			c->c_bad_events++;
+			c->c_mgr->m_bad_events++;
 			goto done;
 		}
 		/* Pagination moves until; the base filter must match. */
@@ -2166,6 +2172,8 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 		cJSON_AddNumberToObject(o, "rate_limits",
 		    (double)c->c_rate_limits);
 		cJSON_AddNumberToObject(o, "stray", (double)c->c_stray);
+		cJSON_AddNumberToObject(o, "bad_events",
+		    (double)c->c_bad_events);
 		cJSON_AddNumberToObject(o, "ingest_dropped",
 		    (double)c->c_ingest_dropped);
 	}
@@ -2219,6 +2227,8 @@ conn_mgr_stats(struct conn_mgr *m, cJSON *metrics)
 	    (double)m->m_rate_limits);
 	metric(metrics, "graspd_conn_stray_events_total",
 	    (double)m->m_stray);
+	metric(metrics, "graspd_conn_bad_events_total",
+	    (double)m->m_bad_events);
 	metric(metrics, "graspd_conn_ingest_dropped_total",
 	    (double)m->m_ingest_dropped);
 	for (s = 0; s <= FETCH_RATE_LIMITED; s++) {

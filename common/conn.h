@@ -21,8 +21,9 @@
  *     concurrent subscriptions, live work admitted before background
  *     work, waiting requests in the relay's own queue);
  *   - a message size limit and strict parsing of everything the relay
- *     sends: nothing it sends can crash the role, malformed input counts
- *     against the relay and may drop the connection;
+ *     sends: nothing it sends can crash the role; malformed messages
+ *     count against the relay and too many drop the connection; events
+ *     must carry their true id and match what we asked for;
  *   - NIP-42 AUTH answered with the relay owner key;
  *   - one-shot fetches (REQ until EOSE, CLOSED or timeout, then CLOSE),
  *     until-based pagination, and live subscriptions that are sent again
@@ -210,10 +211,12 @@ struct conn_hooks {
 	 * One event a remote relay delivered (its JSON, len bytes, as we
 	 * re-serialized it; the id was checked, the signature was not),
 	 * with the canonical key of the relay.  Called for every event of
-	 * an open subscription the first time it arrives in that request;
-	 * events for subscriptions we do not have open are counted and
-	 * dropped.  Returns 0, or -1 if the event could not be passed on
-	 * (counted).  The role passes role_ingest().
+	 * an open subscription that matches the REQ's filters, the first
+	 * time it arrives in that request.  Events for subscriptions we do
+	 * not have open or matching none of their filters ("stray"), and
+	 * events that do not parse or whose id is wrong ("bad_events"),
+	 * are counted and dropped.  Returns 0, or -1 if the event could not
+	 * be passed on (counted).  The role passes role_ingest().
 	 */
 	int	(*ingest)(void *arg, const char *relay_key, const char *json,
 		    size_t len);
@@ -337,9 +340,10 @@ void		 conn_live_close(struct conn_req *live);
 /*
  * Appends one object per connection to arr, for `graspctl show`: relay,
  * state, until (unix time of the next retry or the end of a cooldown),
- * reason, holders, subscriptions (open), live, queued, bytes_in,
- * bytes_out, events, failures (consecutive), failures_total, malformed,
- * rate_limits, stray, ingest_dropped.
+ * reason, holders, subscriptions (open), live, queued, parked (waiting
+ * for AUTH or a reconnect), bytes_in, bytes_out, events, failures
+ * (consecutive), failures_total, malformed (messages), rate_limits,
+ * stray, bad_events, ingest_dropped.
  */
 void		 conn_mgr_show(struct conn_mgr *, cJSON *arr);
 

@@ -1302,17 +1302,24 @@ garbage_counts_against_the_relay_then_drops_it(void)
 static void
 forged_events_go_to_relayd_unverified(void)
 {
-	struct event	*evs[3], *got;
+	struct event	*evs[3], *got, *bad;
 	struct fres	 f;
 	struct conn_fetch_cb cb = fcb(&f);
 	struct conn	*c;
-	char		 err[128];
+	char		 err[128], *p;
 	size_t		 i;
 
 	T_EQ_INT(peer_reset(), 200);
 	for (i = 0; i < 3; i++)
 		evs[i] = mkev(800 + (int)i, 1700000600, 1, NULL);
 	T_EQ_INT(seed(evs, 3), 200);
+	/* And one whose content no longer hashes to its id. */
+	bad = mkev(810, 1700000601, 1, NULL);
+	p = strstr(bad->json, "event 810");
+	T_ASSERT(p != NULL);
+	p[0] = 'E';
+	T_EQ_INT(seed(&bad, 1), 200);
+	event_free(bad);
 	T_EQ_INT(peer_config("{\"forge\":true}"), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
@@ -1330,6 +1337,8 @@ forged_events_go_to_relayd_unverified(void)
 		event_free(got);
 	}
 	T_EQ_INT(show_num(peer_key, "malformed"), 0);
+	T_EQ_INT(show_num(peer_key, "bad_events"), 1);
+	T_EQ_INT(f.st.cs_events, 3);
 	free_evs(evs, 3);
 	conn_release(c);
 	mgr_stop();

@@ -54,10 +54,9 @@ struct event;
 /* Constants.  Durations are seconds before cfg_scale_delay() unless   */
 /* the comment says otherwise.                                         */
 
-/* ngit-grasp-brief.md 3.7: one connect attempt, timed out after
- * NGIT_SYNC_BASE_BACKOFF_SECS (5 s by default); test mode scales it ... */
-/* ... but never below this, ours: 5 s / 60 leaves too little for a
- * websocket handshake on a loaded test machine. */
+/* A connect attempt times out after NGIT_SYNC_BASE_BACKOFF_SECS, scaled
+ * (ngit-grasp-brief.md 3.7), but never sooner than this, ours: 5 s / 60
+ * leaves too little for a handshake on a loaded test machine. */
 #define CONN_CONNECT_TIMEOUT_MIN	0.5
 /* ngit-grasp-brief.md 3.10: a streak of failures this long marks the
  * relay dead ... */
@@ -86,17 +85,17 @@ struct event;
 /* Ours: minimum interval between two REQs to one relay (GRASP-03 "per-
  * relay request pacing" names no figure): at most 5 REQs a second. */
 #define CONN_REQ_INTERVAL		0.2
-/* Ours: concurrent subscriptions per relay, below common relay caps
- * (strfry 200, rust-nostr relays 500, some public relays 10-20; nips.md
- * 1.10). */
+/* Ours: concurrent subscriptions per relay, far below common relay caps
+ * (strfry 200, rust-nostr relays 500: nips.md 1.10), so that stricter
+ * public relays do not refuse us either. */
 #define CONN_MAX_SUBS			10
 /* Ours: of those, at most this many live ones, so that background work
  * always has a slot; a role packs more live filters into fewer REQs. */
 #define CONN_MAX_LIVE			8
 /* Ours: byte budget of one REQ message, the default of conn_pack_filters
  * and a hard cap for every REQ sent: well under strfry's 131072-byte
- * websocket payload limit (nips.md 1.10) and the 64 KB some relays set
- * (ngit-grasp-brief.md 3.6). */
+ * websocket payload limit (nips.md 1.10), and half the 64 KB that
+ * ngit-grasp-brief.md 3.6 keeps every REQ below. */
 #define CONN_REQ_BUDGET			(32u * 1024)
 /* Ours: the longest subscription id we generate (NIP-01 allows 64). */
 #define CONN_SUBID_MAX			20

@@ -641,3 +641,46 @@ inv_eligible(const struct inventory *iv, const uint8_t pk[32])
 	}
 	return 0;
 }
+
+/* Adds pk to the set once; calls cb the first time. */
+static void
+each_once(struct hmap *set, const uint8_t pk[32],
+    void (*cb)(void *, const uint8_t [32]), void *arg)
+{
+	if (hmap_get(set, pk, 32) != NULL)
+		return;
+	hmap_put(set, pk, 32, (void *)1);
+	cb(arg, pk);
+}
+
+size_t
+inv_eligible_each(const struct inventory *iv,
+    void (*cb)(void *arg, const uint8_t pubkey[32]), void *arg)
+{
+	struct hmap		 set = HMAP_INIT;
+	const struct inv_author	*a;
+	const struct inv_repo	*r;
+	size_t			 it, i, n;
+
+	for (it = 0; (r = inv_repo_next(iv, &it)) != NULL; ) {
+		if (r->ir_level != INV_FULL)
+			continue;
+		each_once(&set, r->ir_owner, cb, arg);
+		for (i = 0; i < r->ir_nmaint; i++)
+			each_once(&set, r->ir_maint[i], cb, arg);
+	}
+	for (it = 0; (a = inv_author_next(iv, &it)) != NULL; ) {
+		for (i = 0; i < a->au_nroots; i++) {
+			const struct inv_root *rt = a->au_roots[i];
+
+			if (!rt->rt_deleted && rt->rt_repo &&
+			    rt->rt_repo->ir_level == INV_FULL) {
+				each_once(&set, a->au_pubkey, cb, arg);
+				break;
+			}
+		}
+	}
+	n = set.hm_n;
+	hmap_free(&set);
+	return n;
+}

@@ -125,6 +125,15 @@ struct inv_author *inv_author_next(const struct inventory *, size_t *it);
 int		 inv_eligible(const struct inventory *, const uint8_t pubkey[32]);
 
 /*
+ * Calls cb once for every eligible identity author (as inv_eligible()
+ * decides), in no particular order; pubkey is valid during the call.
+ * cb must not change the inventory.  Returns the number of authors.
+ */
+size_t		 inv_eligible_each(const struct inventory *,
+		    void (*cb)(void *arg, const uint8_t pubkey[32]),
+		    void *arg);
+
+/*
  * Adds the relay part of an announcement's "relays" values and http(s)
  * "clone" URLs to out (canonical keys, deduplicated, hygiene-checked,
  * ourselves excluded).  Exposed for tests.

@@ -262,6 +262,141 @@ test_deletions_by_the_author_only(void)
 	inv_free(iv);
 }
 
+static void
+test_provenance_through_quotes_and_address_tags(void)
+{
+	struct inventory	*iv = inv_new(&cfg);
+	struct event		*r1, *r2, *quote, *art, *viaA, *viaQ, *both;
+	struct inv_author	*a;
+	char			 c[200], tags[512], h[65];
+
+	coord(1, "q", c, sizeof(c));
+	feed(iv, ev(1, 100, 30617, "[[\"d\",\"q\"]]"));
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
+	r1 = ev(2, 101, 1621, tags);
+	inv_add(iv, r1);
+	r2 = ev(3, 101, 1617, tags);
+	inv_add(iv, r2);
+	/* A quote by id ("q"), then an article under r2 ... */
+	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", r1->id_hex);
+	quote = ev(4, 102, 1, tags);
+	inv_add(iv, quote);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"art\"],[\"E\",\"%s\"]]",
+	    r2->id_hex);
+	art = ev(5, 103, 30023, tags);
+	inv_add(iv, art);
+	/* ... reached only through its address, by "A" and by "q". */
+	hexof(5, h);
+	snprintf(tags, sizeof(tags), "[[\"A\",\"30023:%s:art\"]]", h);
+	viaA = ev(6, 104, 1111, tags);
+	inv_add(iv, viaA);
+	snprintf(tags, sizeof(tags), "[[\"q\",\"30023:%s:art\"]]", h);
+	viaQ = ev(7, 105, 1, tags);
+	inv_add(iv, viaQ);
+	/* One event in both threads. */
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"e\",\"%s\"]]",
+	    quote->id_hex, viaQ->id_hex);
+	both = ev(8, 106, 7, tags);
+	inv_add(iv, both);
+
+	T_EQ_INT(inv_root(iv, r1->id)->rt_ndesc, 2);	/* quote, both */
+	T_EQ_INT(inv_root(iv, r2->id)->rt_ndesc, 4);	/* art, A, q, both */
+	T_EQ_INT(inv_root(iv, r2->id)->rt_naddrs, 1);
+	/* Each participant is tied to the threads it occurs in only. */
+	a = inv_author(iv, quote->pubkey);
+	T_ASSERT(a != NULL);
+	T_EQ_INT(a->au_nroots, 1);
+	T_CHECK(a->au_roots[0] == inv_root(iv, r1->id));
+	a = inv_author(iv, viaQ->pubkey);
+	T_ASSERT(a != NULL);
+	T_EQ_INT(a->au_nroots, 1);
+	T_CHECK(a->au_roots[0] == inv_root(iv, r2->id));
+	T_EQ_INT(inv_author(iv, both->pubkey)->au_nroots, 2);
+	T_CHECK(inv_eligible(iv, viaA->pubkey));
+	T_CHECK(inv_eligible(iv, viaQ->pubkey));
+	T_CHECK(inv_eligible(iv, art->pubkey));
+	event_free(r1);
+	event_free(r2);
+	event_free(quote);
+	event_free(art);
+	event_free(viaA);
+	event_free(viaQ);
+	event_free(both);
+	inv_free(iv);
+}
+
+static void
+collect(void *arg, const uint8_t pk[32])
+{
+	struct hmap	*m = arg;
+
+	/* A second call for one author would count twice. */
+	if (hmap_put(m, pk, 32, (void *)1) != NULL)
+		hmap_put(m, "dup", 3, (void *)1);
+}
+
+static int
+pk_of(int who, uint8_t pk[32])
+{
+	uint8_t	sk[32];
+
+	sk_of(who, sk);
+	return event_pubkey_of(sk, pk);
+}
+
+static void
+test_maintainers_of_full_repositories_only_and_each_author_once(void)
+{
+	struct inventory	*iv = inv_new(&cfg);
+	struct hmap		 got = HMAP_INIT;
+	struct event		*held, *root, *stray;
+	char			 c[200], tags[512], m2[65], m3[65];
+	uint8_t			 pk[32];
+
+	hexof(2, m2);
+	hexof(3, m3);
+	/* Owner 1 names maintainer 2 and lists itself too. */
+	snprintf(tags, sizeof(tags), "[[\"d\",\"full\"],[\"maintainers\","
+	    "\"%s\"]]", m2);
+	feed(iv, ev(1, 100, 30617, tags));
+	/* A StateOnly repository (held in purgatory) naming 3. */
+	snprintf(tags, sizeof(tags), "[[\"d\",\"held\"],[\"maintainers\","
+	    "\"%s\"]]", m3);
+	held = ev(4, 100, 30617, tags);
+	inv_add_stateonly(iv, held);
+	/* The owner also opens an issue; 5 writes only elsewhere. */
+	coord(1, "full", c, sizeof(c));
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
+	root = ev(1, 101, 1621, tags);
+	inv_add(iv, root);
+	stray = ev(5, 102, 1, "[[\"t\",\"unrelated\"]]");
+	inv_add(iv, stray);
+
+	T_ASSERT(pk_of(2, pk) == 0);
+	T_CHECK(inv_eligible(iv, pk));
+	T_ASSERT(pk_of(3, pk) == 0);
+	T_CHECK(!inv_eligible(iv, pk));
+	T_CHECK(!inv_eligible(iv, held->pubkey));
+	T_CHECK(!inv_eligible(iv, stray->pubkey));
+	T_EQ_INT(inv_eligible_each(iv, collect, &got), 2);
+	T_EQ_INT(got.hm_n, 2);
+	T_CHECK(hmap_get(&got, root->pubkey, 32) != NULL);
+	T_ASSERT(pk_of(2, pk) == 0);
+	T_CHECK(hmap_get(&got, pk, 32) != NULL);
+	hmap_free(&got);
+
+	/* Promotion makes the held repository's people eligible. */
+	inv_add(iv, held);
+	T_CHECK(inv_eligible(iv, held->pubkey));
+	T_EQ_INT(inv_eligible_each(iv, collect, &got), 4);
+	T_EQ_INT(got.hm_n, 4);
+	hmap_free(&got);
+	event_free(held);
+	event_free(root);
+	event_free(stray);
+	inv_free(iv);
+}
+
 int
 main(void)
 {
@@ -278,6 +413,8 @@ main(void)
 	T_RUN(test_descendant_chains_are_bounded);
 	T_RUN(test_addressable_descendants_and_their_addresses);
 	T_RUN(test_deletions_by_the_author_only);
+	T_RUN(test_provenance_through_quotes_and_address_tags);
+	T_RUN(test_maintainers_of_full_repositories_only_and_each_author_once);
 	config_free(&cfg);
 	return t_done();
 }

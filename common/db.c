@@ -68,6 +68,81 @@ static const char *const db_migrations[] = {
 	"  created_at INTEGER NOT NULL,"
 	"  PRIMARY KEY (kind, pubkey, d)"
 	") WITHOUT ROWID;",
+
+	/*
+	 * 2: GRASP-01 purgatory (store.h, "Purgatory"): events held until
+	 * their git data arrives, persisted so that a crash loses none.
+	 * Times are unix seconds.
+	 */
+	"CREATE TABLE purgatory_announcements ("
+	"  pubkey BLOB NOT NULL,"
+	"  d TEXT NOT NULL,"
+	"  id BLOB NOT NULL UNIQUE,"
+	"  created_at INTEGER NOT NULL,"
+	"  json TEXT NOT NULL,"
+	/* JSON array of the values of its "relays" tags. */
+	"  relays TEXT NOT NULL,"
+	"  entered_at INTEGER NOT NULL,"
+	/* End of the current phase: the repository goes at expires_at;
+	 * once soft_expired, the entry itself goes at expires_at. */
+	"  expires_at INTEGER NOT NULL,"
+	"  soft_expired INTEGER NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (pubkey, d)"
+	");"
+	"CREATE INDEX purgatory_announcements_d ON purgatory_announcements(d);"
+	"CREATE INDEX purgatory_announcements_expiry"
+	"  ON purgatory_announcements(expires_at);"
+	/* State (30618), PR (1618) and PR update (1619) events. */
+	"CREATE TABLE purgatory_events ("
+	"  id BLOB PRIMARY KEY,"
+	"  pubkey BLOB NOT NULL,"
+	"  kind INTEGER NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	/* The repository identifier: a state's d, a PR's first a tag's. */
+	"  d TEXT NOT NULL,"
+	"  json TEXT NOT NULL,"
+	/* 1 when it came from another role (synced), 0 from a client. */
+	"  remote INTEGER NOT NULL,"
+	"  entered_at INTEGER NOT NULL,"
+	"  expires_at INTEGER NOT NULL"
+	");"
+	"CREATE INDEX purgatory_events_d ON purgatory_events(d, created_at);"
+	"CREATE INDEX purgatory_events_expiry ON purgatory_events(expires_at);"
+	/* The git objects each held event waits for (commits, tags). */
+	"CREATE TABLE purgatory_wants ("
+	"  event BLOB NOT NULL REFERENCES purgatory_events(id)"
+	"    ON DELETE CASCADE,"
+	"  oid TEXT NOT NULL,"
+	"  PRIMARY KEY (event, oid)"
+	") WITHOUT ROWID;"
+	/* refs/nostr/<id> pushed before any PR event <id> was seen. */
+	"CREATE TABLE purgatory_placeholders ("
+	"  id BLOB NOT NULL,"
+	"  owner BLOB NOT NULL,"
+	"  d TEXT NOT NULL,"
+	"  oid TEXT NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (id, owner, d)"
+	") WITHOUT ROWID;"
+	/* Ids that expired from purgatory without their git data. */
+	"CREATE TABLE purgatory_expired ("
+	"  id BLOB PRIMARY KEY,"
+	"  expired_at INTEGER NOT NULL"
+	");"
+	/*
+	 * GRASP-02 sync level of every repository: 'full' when its
+	 * announcement is stored, 'state_only' while it is only held.
+	 */
+	"CREATE VIEW repo_sync_levels AS"
+	"  SELECT pubkey, d, 'full' AS level, json, NULL AS relays,"
+	"    0 AS soft_expired"
+	"  FROM events WHERE kind = 30617 AND d IS NOT NULL"
+	"  UNION ALL"
+	"  SELECT p.pubkey, p.d, 'state_only', p.json, p.relays,"
+	"    p.soft_expired"
+	"  FROM purgatory_announcements p WHERE NOT EXISTS"
+	"    (SELECT 1 FROM events e WHERE e.kind = 30617"
+	"     AND e.pubkey = p.pubkey AND e.d = p.d);",
 };
 
 #define DB_NMIGRATIONS \

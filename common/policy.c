@@ -5,8 +5,9 @@
  * The rules follow ngit-grasp (reference brief 1.2-1.8) with its quirks
  * fixed: "lists this service" compares parsed host and port instead of a
  * substring, and a blacklisted repository cannot come back as a
- * maintainer's announcement.  Purgatory is not here yet: until git
- * hosting lands, accepted announcements are served at once.
+ * maintainer's announcement.  The policy decides who may write; whether
+ * git data is present, and so whether an event is stored or held in
+ * purgatory, is relayd's decision (relayd/relay_purg.c).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "json.h"
 #include "nip19.h"
 #include "policy.h"
+#include "purg.h"
 #include "store.h"
 
 int
@@ -200,14 +202,14 @@ tag_lists_service(const struct policy *pl, const struct event *ev,
 	return 0;
 }
 
-static int
-identifier_safe(const struct estr *d)
+int
+policy_identifier_safe(const char *d, size_t len)
 {
-	if (d->len == 0 || memchr(d->s, '\0', d->len) != NULL)
+	if (len == 0 || memchr(d, '\0', len) != NULL)
 		return 0;
-	if (strcmp(d->s, ".") == 0 || strcmp(d->s, "..") == 0)
+	if (strcmp(d, ".") == 0 || strcmp(d, "..") == 0)
 		return 0;
-	return strpbrk(d->s, "/\\") == NULL;
+	return strpbrk(d, "/\\") == NULL;
 }
 
 static int
@@ -226,34 +228,39 @@ rule_matches(const struct cfg_repo_rule *r, size_t n, const uint8_t pk[32],
 	return 0;
 }
 
-/* Stored announcements with identifier d, collected by the query. */
-struct announcements {
-	size_t		 n;
-	struct event	*ev[POLICY_MAX_MAINTAINERS];
-};
+void
+policy_set_purgatory(struct policy *pl, struct purg *p)
+{
+	pl->pl_purg = p;
+}
 
 static int
 collect_cb(const char *json, size_t len, int64_t seq, void *arg)
 {
-	struct announcements	*a = arg;
+	struct policy_anns	*a = arg;
 	char			 err[64];
 
 	(void)seq;
 	if (a->n >= POLICY_MAX_MAINTAINERS)
 		return 1;
-	if ((a->ev[a->n] = event_parse(json, len, err, sizeof(err))) != NULL)
+	if ((a->v[a->n].an_ev = event_parse(json, len, err, sizeof(err))) !=
+	    NULL) {
+		a->v[a->n].an_held = 0;
 		a->n++;
+	}
 	return 0;
 }
 
-static int
-load_announcements(struct store *st, const char *d, size_t dlen,
-    struct announcements *a)
+int
+policy_anns_load(const struct policy *pl, struct store *st, const char *d,
+    size_t dlen, int with_held, struct policy_anns *a)
 {
 	struct buf	 b = BUF_INIT;
 	struct json_doc	*doc;
 	struct json	*root;
 	struct filter	 f;
+	struct purg_ann	*held = NULL;
+	size_t		 nheld = 0, i;
 	char		 err[128];
 	int		 rc = -1;
 
@@ -271,45 +278,58 @@ load_announcements(struct store *st, const char *d, size_t dlen,
 		filter_free(&f);
 	}
 	json_free(doc);
+	if (rc == -1 || !with_held || pl->pl_purg == NULL ||
+	    memchr(d, '\0', dlen) != NULL)
+		goto done;
+	if (purg_ann_list_d(pl->pl_purg, d, &held, &nheld) == -1) {
+		rc = -1;
+		goto done;
+	}
+	for (i = 0; i < nheld && a->n < POLICY_MAX_MAINTAINERS; i++) {
+		/* A stored version takes precedence; none should exist. */
+		if (policy_anns_by(a, held[i].pa_pubkey) != NULL)
+			continue;
+		a->v[a->n].an_ev = event_parse(held[i].pa_json,
+		    strlen(held[i].pa_json), err, sizeof(err));
+		if (a->v[a->n].an_ev == NULL)
+			continue;
+		a->v[a->n].an_held = 1;
+		a->n++;
+	}
+	purg_ann_free_list(held, nheld);
 done:
 	buf_free(&b);
 	return rc;
 }
 
-static void
-free_announcements(struct announcements *a)
+void
+policy_anns_free(struct policy_anns *a)
 {
 	size_t	i;
 
 	for (i = 0; i < a->n; i++)
-		event_free(a->ev[i]);
+		event_free(a->v[i].an_ev);
 	a->n = 0;
 }
 
-/* The announcement by pk among a, or NULL. */
-static const struct event *
-announcement_by(const struct announcements *a, const uint8_t pk[32])
+const struct policy_ann *
+policy_anns_by(const struct policy_anns *a, const uint8_t pk[32])
 {
 	size_t	i;
 
 	for (i = 0; i < a->n; i++)
-		if (memcmp(a->ev[i]->pubkey, pk, 32) == 0)
-			return a->ev[i];
+		if (memcmp(a->v[i].an_ev->pubkey, pk, 32) == 0)
+			return &a->v[i];
 	return NULL;
 }
 
-/*
- * 1 if who is in owner's recursive maintainer set (reference brief 1.8):
- * start at the owner; every visited key that has an announcement with the
- * same identifier adds its first "maintainers" tag; revisits stop.
- */
-static int
-in_maintainer_set(const struct announcements *a, const uint8_t owner[32],
+int
+policy_anns_authorised(const struct policy_anns *a, const uint8_t owner[32],
     const uint8_t who[32])
 {
 	uint8_t			 set[POLICY_MAX_MAINTAINERS][32];
 	size_t			 n = 0, i, k;
-	const struct event	*ann;
+	const struct policy_ann	*ann;
 	const struct event_tag	*t;
 	uint32_t		 j;
 	uint8_t			 pk[32];
@@ -318,9 +338,9 @@ in_maintainer_set(const struct announcements *a, const uint8_t owner[32],
 	for (i = 0; i < n; i++) {
 		if (memcmp(set[i], who, 32) == 0)
 			return 1;
-		if ((ann = announcement_by(a, set[i])) == NULL)
+		if ((ann = policy_anns_by(a, set[i])) == NULL)
 			continue;
-		if ((t = find_tag(ann, "maintainers", NULL)) == NULL)
+		if ((t = find_tag(ann->an_ev, "maintainers", NULL)) == NULL)
 			continue;
 		for (j = 1; j < t->n && n < POLICY_MAX_MAINTAINERS; j++) {
 			if (hex_decode(t->v[j].s, t->v[j].len, pk, 32) == -1)
@@ -349,7 +369,7 @@ check_announcement(const struct policy *pl, struct store *st,
 	const struct config	*cfg = pl->pl_cfg;
 	const struct estr	*d = event_tag_value(ev, "d");
 	const struct event_tag	*t;
-	struct announcements	 a;
+	struct policy_anns	 a;
 	char			 npub[NIP19_KEY_BUFSZ];
 	int			 nclone = 0, listed, rc;
 	size_t			 i;
@@ -359,7 +379,7 @@ check_announcement(const struct policy *pl, struct store *st,
 		    "(identifier)");
 		return 0;
 	}
-	if (!identifier_safe(d)) {
+	if (!policy_identifier_safe(d->s, d->len)) {
 		snprintf(msg, msglen, "invalid: Invalid identifier: must be "
 		    "non-empty, not '.' or '..', without '/' or '\\'");
 		return 0;
@@ -395,7 +415,7 @@ check_announcement(const struct policy *pl, struct store *st,
 	if (listed && (cfg->repo_whitelist.n == 0 ||
 	    rule_matches(cfg->repo_whitelist.v, cfg->repo_whitelist.n,
 	    ev->pubkey, d->s)))
-		return 1;
+		return POLICY_HOST;
 	if (listed)
 		snprintf(msg, msglen, "blocked: Announcement lists service but "
 		    "does not match repository whitelist. Repository %s/%s not "
@@ -404,19 +424,24 @@ check_announcement(const struct policy *pl, struct store *st,
 		snprintf(msg, msglen, "blocked: Announcement must list service "
 		    "in both 'clone' and 'relays' tags");
 
-	/* The maintainer exception: an owner or declared maintainer of a
-	 * stored announcement with this identifier is accepted as is. */
-	if (load_announcements(st, d->s, d->len, &a) == -1) {
+	/*
+	 * The maintainer exception: the owner or a recursive maintainer of
+	 * an announcement with this identifier, stored or held in
+	 * purgatory, is accepted as is.
+	 */
+	if (policy_anns_load(pl, st, d->s, d->len, 1, &a) == -1) {
+		policy_anns_free(&a);
 		snprintf(msg, msglen, "error: database query failed");
-		return -1;
+		return POLICY_ERROR;
 	}
-	rc = 0;
-	for (i = 0; i < a.n && rc == 0; i++) {
-		if (memcmp(a.ev[i]->pubkey, ev->pubkey, 32) == 0 ||
-		    in_maintainer_set(&a, a.ev[i]->pubkey, ev->pubkey))
-			rc = 1;
+	rc = POLICY_REFUSE;
+	for (i = 0; i < a.n && rc == POLICY_REFUSE; i++) {
+		if (memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0 ||
+		    policy_anns_authorised(&a, a.v[i].an_ev->pubkey,
+		    ev->pubkey))
+			rc = POLICY_ACCEPT;
 	}
-	free_announcements(&a);
+	policy_anns_free(&a);
 	return rc;
 }
 
@@ -425,29 +450,32 @@ check_state(const struct policy *pl, struct store *st, const struct event *ev,
     char *msg, size_t msglen)
 {
 	const struct estr	*d = event_tag_value(ev, "d");
-	struct announcements	 a;
+	struct policy_anns	 a;
 	size_t			 i;
-	int			 rc = 0;
+	int			 rc = POLICY_REFUSE;
 
-	(void)pl;
 	if (d == NULL) {
 		snprintf(msg, msglen, "invalid: missing required 'd' tag "
 		    "(identifier)");
 		return 0;
 	}
-	if (load_announcements(st, d->s, d->len, &a) == -1) {
+	/* Announcements held in purgatory count (reference brief 1.4). */
+	if (policy_anns_load(pl, st, d->s, d->len, 1, &a) == -1) {
+		policy_anns_free(&a);
 		snprintf(msg, msglen, "error: database query failed");
-		return -1;
+		return POLICY_ERROR;
 	}
 	if (a.n == 0) {
+		policy_anns_free(&a);
 		snprintf(msg, msglen, "invalid: no announcement exists for "
 		    "this repository");
-		return 0;
+		return POLICY_REFUSE;
 	}
-	for (i = 0; i < a.n && rc == 0; i++)
-		if (in_maintainer_set(&a, a.ev[i]->pubkey, ev->pubkey))
-			rc = 1;
-	free_announcements(&a);
+	for (i = 0; i < a.n && rc == POLICY_REFUSE; i++)
+		if (policy_anns_authorised(&a, a.v[i].an_ev->pubkey,
+		    ev->pubkey))
+			rc = POLICY_ACCEPT;
+	policy_anns_free(&a);
 	if (rc == 0)
 		snprintf(msg, msglen, "invalid: author not authorized for this "
 		    "repository");

@@ -15,6 +15,7 @@
 
 struct config;
 struct event;
+struct purg;
 struct store;
 
 /* NIP-34 kinds the policy dispatches on. */
@@ -32,10 +33,34 @@ struct store;
 /* Ours: bound on the recursive maintainer walk (NIP-34 sets none). */
 #define POLICY_MAX_MAINTAINERS	256
 
+/* policy_check() verdicts. */
+#define POLICY_ERROR		(-1)
+#define POLICY_REFUSE		0
+#define POLICY_ACCEPT		1	/* store it */
+/*
+ * A kind 30617 that lists this service: relayd hosts its repository, and
+ * holds it in purgatory until git data arrives unless an earlier version
+ * is stored (GRASP-01, reference brief 1.3).
+ */
+#define POLICY_HOST		2
+
 struct policy {
 	const struct config	*pl_cfg;
 	char			 pl_host[256];	/* NGIT_DOMAIN host, lower */
 	int			 pl_port;	/* its port, 0 when none */
+	struct purg		*pl_purg;	/* held announcements, or NULL */
+};
+
+/* One announcement of a repository identifier, stored or held. */
+struct policy_ann {
+	struct event	*an_ev;
+	int		 an_held;	/* in purgatory, not stored */
+};
+
+/* The announcements of one identifier, as policy_anns_load() finds them. */
+struct policy_anns {
+	size_t			n;
+	struct policy_ann	v[POLICY_MAX_MAINTAINERS];
 };
 
 /*
@@ -46,9 +71,19 @@ int	policy_init(struct policy *, const struct config *cfg, char *err,
 	    size_t errlen);
 
 /*
- * Decides about ev.  Returns 1 to accept, 0 to refuse with the client-facing
- * OK message ("blocked: ...", "invalid: ...") in msg, or -1 when the store
- * failed (msg says "error: ...": fail closed).  Never exits.
+ * Lets the policy see the announcements held in purgatory (p outlives the
+ * policy; NULL: none).  The maintainer exception and the state policy
+ * count them (reference brief 1.3, 1.4).
+ */
+void	policy_set_purgatory(struct policy *, struct purg *p);
+
+/*
+ * Decides about ev.  Returns POLICY_ACCEPT, POLICY_HOST (a kind 30617 that
+ * lists this service), POLICY_REFUSE with the client-facing OK message
+ * ("blocked: ...", "invalid: ...") in msg, or POLICY_ERROR when the store
+ * failed (msg says "error: ...": fail closed).  A kind 30618 or 1618/1619
+ * is accepted when its author is authorised and its references hold;
+ * whether its git data is present is relayd's question.  Never exits.
  */
 int	policy_check(const struct policy *, struct store *,
 	    const struct event *ev, char *msg, size_t msglen);
@@ -59,6 +94,32 @@ int	policy_check(const struct policy *, struct store *,
  */
 int	policy_url_is_service(const struct policy *, const char *url,
 	    size_t len);
+
+/*
+ * Loads the announcements (kind 30617) with identifier d: the stored ones,
+ * and with with_held also those held in purgatory.  At most
+ * POLICY_MAX_MAINTAINERS.  Returns 0, or -1 on a store error; the caller
+ * frees with policy_anns_free() either way.
+ */
+int	policy_anns_load(const struct policy *, struct store *, const char *d,
+	    size_t dlen, int with_held, struct policy_anns *out);
+void	policy_anns_free(struct policy_anns *);
+/* The announcement by pubkey among a, or NULL. */
+const struct policy_ann *policy_anns_by(const struct policy_anns *a,
+	    const uint8_t pubkey[32]);
+/*
+ * 1 if who is in owner's recursive maintainer set over a (reference brief
+ * 1.8): the owner, the keys of the owner's first "maintainers" tag, theirs
+ * when they have an announcement in a, and so on; else 0.
+ */
+int	policy_anns_authorised(const struct policy_anns *a,
+	    const uint8_t owner[32], const uint8_t who[32]);
+
+/*
+ * 1 if d is a safe repository identifier (reference brief 1.3): not
+ * empty, not "." or "..", without '/', '\' or NUL.
+ */
+int	policy_identifier_safe(const char *d, size_t len);
 
 /*
  * Splits a "kind:pubkey:d" coordinate (d may contain ':').  Returns 0 and

@@ -1249,3 +1249,29 @@ store_query_items(struct store *s, const struct filter *f, int64_t now,
 	}
 	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
+
+int
+store_address_deleted(struct store *s, uint32_t kind, const uint8_t pubkey[32],
+    const char *d, int64_t created_at)
+{
+	sqlite3_stmt	*st;
+	int64_t		 at;
+	int		 r;
+
+	if ((st = stmt(s, ST_ADDR_DELETED)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, kind);
+	sqlite3_bind_blob(st, 2, pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, d, -1, SQLITE_STATIC);
+	if ((r = step_row(s, st)) != 1)
+		return r;
+	at = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return created_at <= at;
+}
+
+struct sqlite3 *
+store_sqlite(struct store *s)
+{
+	return s->s_db;
+}

@@ -18,6 +18,7 @@
 struct event;
 struct filter;
 struct store;
+struct sqlite3;
 
 /* NIP-09: the kind of a deletion request. */
 #define STORE_KIND_DELETION	5
@@ -148,5 +149,56 @@ int		 store_last_seq(struct store *, int64_t *out);
 int		 store_since_seq(struct store *, int64_t after, size_t max,
 		    int (*cb)(const char *json, size_t len, int64_t seq,
 		    void *arg), void *arg);
+
+/*
+ * 1 if a NIP-09 "a" deletion by pubkey covers (kind, d) at created_at, so
+ * that store_put() would refuse a version of that age; 0 if not; -1 on
+ * error.  d is NUL-terminated.
+ */
+int		 store_address_deleted(struct store *, uint32_t kind,
+		    const uint8_t pubkey[32], const char *d,
+		    int64_t created_at);
+
+/*
+ * The store's SQLite connection, for the modules that own other tables of
+ * the same database (purg.c).  Owned by the store; do not close it.
+ */
+struct sqlite3	*store_sqlite(struct store *);
+
+/*
+ * Purgatory (GRASP-01; schema step 2 in db.c, accessed through purg.h).
+ * Events whose git data has not arrived are held here, not in events, so
+ * REQ never serves them; relayd moves them to events when the data lands.
+ *
+ *   purgatory_announcements  one row per (pubkey, d): a kind 30617 that
+ *	lists this service and has no stored version yet.  Columns: pubkey
+ *	(owner, 32-byte blob), d, id, created_at, json (the event), relays
+ *	(JSON array of its "relays" tag values), entered_at, expires_at
+ *	(unix seconds), soft_expired.  Phase one ends at expires_at (30
+ *	minutes after entry or the last extension): the bare repository is
+ *	deleted, soft_expired becomes 1 and expires_at moves 24 hours on; a
+ *	state event of an authorised author revives it (repository
+ *	re-created, 30 minutes again).  At the end of phase two the row goes
+ *	and its id enters purgatory_expired.
+ *   purgatory_events  kind 30618 states, 1618 PRs and 1619 PR updates:
+ *	id, pubkey, kind, created_at, d (the repository identifier: the
+ *	state's d, the d of a PR's first "a 30617:" tag), json, remote (1 when
+ *	a sibling role fetched it, 0 from a client), entered_at, expires_at
+ *	(30 minutes).  Expired rows go and their ids enter purgatory_expired.
+ *   purgatory_wants  (event, oid): the commit and tag objects a held event
+ *	waits for (a state's heads and tags, a PR's "c").  syncd's git-data
+ *	hunt reads what is missing here; the clone URLs to try are in the
+ *	announcements (events and purgatory_announcements) with that d.
+ *   purgatory_placeholders  (id, owner, d, oid, expires_at): a push to
+ *	refs/nostr/<id> of <owner>/<d>.git before any event <id> was seen.
+ *   purgatory_expired  (id, expired_at): ids that expired without their
+ *	git data; their synced copies are refused for 7 days.
+ *   repo_sync_levels (view)  pubkey, d, level, json, relays, soft_expired:
+ *	every repository of an accepted announcement.  level is 'full' when
+ *	the announcement is stored in events (sync states, layer 2 and
+ *	layer 3) and 'state_only' while it is only in purgatory (sync kind
+ *	30618 for d on its relays, so that states, and with them the git
+ *	data, can arrive).  relays is set for 'state_only' rows.
+ */
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * relay_http.c: relayd's plain HTTP on the relay port: the NIP-11 relay
  * information document for "Accept: application/nostr+json", a small
- * landing page on GET /, 204 for OPTIONS, 404 otherwise.  Every response
+ * landing page on GET /, 204 for OPTIONS, git smart HTTP at
+ * /<npub>/<id>.git/ (relay_git.c), 404 otherwise.  Every response
  * carries the CORS headers GRASP-01 requires.
  */
 #include <cjson/cJSON.h>
@@ -100,7 +101,6 @@ respond(struct relay_conn *c, struct lws *wsi, unsigned status,
 {
 	unsigned char	 hbuf[LWS_PRE + 2048], *start = hbuf + LWS_PRE;
 	unsigned char	*p = start, *end = hbuf + sizeof(hbuf) - 1;
-	size_t		 i;
 
 	c->rc_kind = CONN_HTTP;
 	free(c->rc_body);
@@ -108,12 +108,8 @@ respond(struct relay_conn *c, struct lws *wsi, unsigned status,
 	c->rc_bodylen = len;
 	if (lws_add_http_common_headers(wsi, status, type, len, &p, end))
 		return 1;
-	for (i = 0; i < sizeof(cors) / sizeof(cors[0]); i++)
-		if (lws_add_http_header_by_name(wsi,
-		    (const unsigned char *)cors[i].name,
-		    (const unsigned char *)cors[i].value,
-		    (int)strlen(cors[i].value), &p, end))
-			return 1;
+	if (relay_http_add_cors(wsi, &p, end))
+		return 1;
 	if (lws_add_http_header_by_name(wsi, (const unsigned char *)"server:",
 	    (const unsigned char *)"graspd", 6, &p, end))
 		return 1;
@@ -129,11 +125,55 @@ respond(struct relay_conn *c, struct lws *wsi, unsigned status,
 }
 
 int
+relay_http_add_cors(struct lws *wsi, unsigned char **p, unsigned char *end)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof(cors) / sizeof(cors[0]); i++)
+		if (lws_add_http_header_by_name(wsi,
+		    (const unsigned char *)cors[i].name,
+		    (const unsigned char *)cors[i].value,
+		    (int)strlen(cors[i].value), p, end))
+			return 1;
+	return 0;
+}
+
+int
+relay_http_respond(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len)
+{
+	return respond(c, wsi, status, type, body, len);
+}
+
+int
+relay_http_body(struct relay_conn *c, struct lws *wsi, const void *in,
+    size_t len)
+{
+	return relay_git_body(c, wsi, in, len);
+}
+
+int
+relay_http_body_done(struct relay_conn *c, struct lws *wsi)
+{
+	return relay_git_body_done(c, wsi);
+}
+
+void
+relay_http_closed(struct relay_conn *c)
+{
+	relay_git_close(c);
+	free(c->rc_body);
+	c->rc_body = NULL;
+}
+
+int
 relay_http_writeable(struct relay_conn *c, struct lws *wsi)
 {
 	unsigned char	*buf;
 	int		 n;
 
+	if (c->rc_git != NULL)
+		return relay_git_writeable(c, wsi);
 	if (c->rc_body == NULL)
 		return 0;
 	if ((buf = malloc(LWS_PRE + c->rc_bodylen)) == NULL)
@@ -227,6 +267,7 @@ relay_own_metrics(void)
 	    (double)st->committed_events);
 	metric(a, "graspd_relay_http_requests_total",
 	    (double)st->http_requests);
+	relay_git_metrics(a);
 	return a;
 }
 
@@ -284,14 +325,19 @@ int
 relay_http_request(struct relay_conn *c, struct lws *wsi)
 {
 	char	*uri, *body;
-	int	 method, urilen;
+	int	 method, urilen, n;
 	size_t	 len;
 
 	relayd->stats.http_requests++;
+	relay_git_close(c);
 	memset(c, 0, sizeof(*c));
 	method = lws_http_get_uri_and_method(wsi, &uri, &urilen);
 	if (method == LWSHUMETH_OPTIONS)
 		return respond(c, wsi, HTTP_STATUS_NO_CONTENT, NULL, NULL, 0);
+	/* Git routes come before NIP-11 (reference brief 2.2). */
+	if ((n = relay_git_request(c, wsi, method, uri, urilen)) !=
+	    RELAY_GIT_NOT_MINE)
+		return n;
 	if (method != LWSHUMETH_GET) {
 		body = xstrdup("method not allowed\n", &len);
 		return respond(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,

@@ -1,9 +1,14 @@
 /*
  * relay_ingest.c: relayd's event pipeline.  parse -> limits -> id and
  * signature -> (batch) duplicate and deletion checks -> write policy ->
+ * purgatory (relay_purg.c: hold until git data arrives, or store) ->
  * store -> commit -> OK -> fan-out.  Events that arrive in one turn of the
  * loop are committed in one transaction, and OK is sent only after the
- * commit, so an acknowledged event is never lost.
+ * commit, so an acknowledged event is never lost.  Other writers of the
+ * database (purgatory releases after a push, the expiry sweep) queue
+ * tasks that run inside the same batched transactions, and the events a
+ * task stores are fanned out and published after the commit like any
+ * accepted event.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +22,32 @@
 
 struct pending {
 	STAILQ_ENTRY(pending)	 p_entry;
-	struct event		*p_ev;
+	struct event		*p_ev;		/* NULL for a task */
 	struct relay_conn	*p_conn;	/* NULL once it went away */
+	int			 p_remote;	/* fetched by another role */
 	int			 p_ok;
 	int			 p_fanout;
+	int			 p_stored;	/* by store_put() just now */
 	int64_t			 p_seq;		/* when stored */
 	char			 p_msg[512];
+	/* A task: run inside the transaction, done after it. */
+	void			(*p_run)(void *);
+	void			(*p_done)(void *, int);
+	void			*p_arg;
+};
+
+/* Work for after the commit of the open transaction. */
+struct deferred {
+	STAILQ_ENTRY(deferred)	 df_entry;
+	struct event		*df_ev;		/* released: fan out */
+	int64_t			 df_seq;
+	void			(*df_fn)(void *, int);
+	void			*df_arg;
 };
 
 static STAILQ_HEAD(, pending)	pending = STAILQ_HEAD_INITIALIZER(pending);
+static STAILQ_HEAD(, deferred)	deferred = STAILQ_HEAD_INITIALIZER(deferred);
+static int			in_txn;
 static lws_sorted_usec_list_t	flush_sul;
 static int			flush_scheduled;
 static size_t			last_batch;	/* events in the last commit */
@@ -201,8 +223,61 @@ relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		fatal("relay_ingest_remote");
 	p->p_ev = ev;
+	p->p_remote = 1;
 	STAILQ_INSERT_TAIL(&pending, p, p_entry);
 	schedule_flush();
+}
+
+void
+relay_ingest_task(void (*fn)(void *), void (*done)(void *, int), void *arg)
+{
+	struct pending	*p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		fatal("relay_ingest_task");
+	p->p_run = fn;
+	p->p_done = done;
+	p->p_arg = arg;
+	STAILQ_INSERT_TAIL(&pending, p, p_entry);
+	schedule_flush();
+}
+
+static struct deferred *
+deferred_new(void)
+{
+	struct deferred	*df;
+
+	if (!in_txn)
+		fatalx("deferred work outside a transaction");
+	if ((df = calloc(1, sizeof(*df))) == NULL)
+		fatal("deferred_new");
+	STAILQ_INSERT_TAIL(&deferred, df, df_entry);
+	return df;
+}
+
+void
+relay_ingest_released(struct event *ev, int64_t seq)
+{
+	struct deferred	*df = deferred_new();
+
+	df->df_ev = ev;
+	df->df_seq = seq;
+	relayd->stats.purg_released++;
+}
+
+void
+relay_ingest_defer(void (*fn)(void *, int), void *arg)
+{
+	struct deferred	*df = deferred_new();
+
+	df->df_fn = fn;
+	df->df_arg = arg;
+}
+
+int
+relay_ingest_in_txn(void)
+{
+	return in_txn;
 }
 
 /* Decides one pending event inside the open transaction. */
@@ -229,12 +304,25 @@ decide(struct pending *p)
 		    "blocked: this event is deleted" : "error: database error");
 		return;
 	}
+	if (relay_purg_held(ev, p->p_msg, sizeof(p->p_msg))) {
+		p->p_ok = 1;
+		relayd->stats.events_duplicate++;
+		return;
+	}
 	rc = policy_check(&relayd->policy, st, ev, p->p_msg,
 	    sizeof(p->p_msg));
-	if (rc != 1) {
+	switch (relay_purg_route(ev, rc, p->p_remote, p->p_msg,
+	    sizeof(p->p_msg))) {
+	case PURG_HELD:
+		p->p_ok = 1;
+		relayd->stats.purg_held++;
+		return;
+	case PURG_REFUSE:
 		p->p_ok = 0;
 		relayd->stats.events_refused++;
 		return;
+	case PURG_STORE:
+		break;
 	}
 	if (event_kind_class(ev->kind) == KIND_EPHEMERAL) {
 		p->p_ok = 1;
@@ -248,15 +336,36 @@ decide(struct pending *p)
 		p->p_fanout = 1;
 		p->p_seq = seq;
 		p->p_msg[0] = '\0';
+		relay_purg_stored(ev);
 	} else
 		snprintf(p->p_msg, sizeof(p->p_msg), "%s",
 		    store_result_message(r));
 }
 
+/* After the commit (or its failure): released events and hooks. */
+static void
+run_deferred(int committed)
+{
+	struct deferred	*df;
+
+	while ((df = STAILQ_FIRST(&deferred)) != NULL) {
+		STAILQ_REMOVE_HEAD(&deferred, df_entry);
+		if (df->df_ev != NULL && committed) {
+			relayd->stats.events_accepted++;
+			relay_fanout(df->df_ev);
+			relay_chan_publish(df->df_seq, df->df_ev);
+		}
+		if (df->df_fn != NULL)
+			df->df_fn(df->df_arg, committed);
+		event_free(df->df_ev);
+		free(df);
+	}
+}
+
 void
 relay_ingest_flush_now(void)
 {
-	STAILQ_HEAD(, pending)	 batch;
+	STAILQ_HEAD(, pending)	 batch, tasks;
 	struct pending		*p;
 	int			 committed;
 
@@ -264,6 +373,7 @@ relay_ingest_flush_now(void)
 	if (STAILQ_EMPTY(&pending))
 		return;
 	STAILQ_INIT(&batch);
+	STAILQ_INIT(&tasks);
 	STAILQ_CONCAT(&batch, &pending);
 	last_batch = 0;
 	STAILQ_FOREACH(p, &batch, p_entry)
@@ -271,10 +381,16 @@ relay_ingest_flush_now(void)
 
 	committed = store_begin(relayd->store) == 0;
 	if (committed) {
+		in_txn = 1;
 		STAILQ_FOREACH(p, &batch, p_entry) {
+			if (p->p_run != NULL) {
+				p->p_run(p->p_arg);
+				continue;
+			}
 			decide(p);
 			relayd->stats.committed_events++;
 		}
+		in_txn = 0;
 		committed = store_commit(relayd->store) == 0;
 		relayd->stats.commits++;
 		if (!committed) {
@@ -286,6 +402,10 @@ relay_ingest_flush_now(void)
 
 	while ((p = STAILQ_FIRST(&batch)) != NULL) {
 		STAILQ_REMOVE_HEAD(&batch, p_entry);
+		if (p->p_run != NULL) {
+			STAILQ_INSERT_TAIL(&tasks, p, p_entry);
+			continue;
+		}
 		if (!committed) {
 			p->p_ok = 0;
 			p->p_fanout = 0;
@@ -303,6 +423,14 @@ relay_ingest_flush_now(void)
 		if (p->p_fanout && p->p_seq > 0)
 			relay_chan_publish(p->p_seq, p->p_ev);
 		event_free(p->p_ev);
+		free(p);
+	}
+	run_deferred(committed);
+	/* Task completions last: they see every event of the batch out. */
+	for (p = STAILQ_FIRST(&tasks); p != NULL; p = STAILQ_FIRST(&tasks)) {
+		STAILQ_REMOVE_HEAD(&tasks, p_entry);
+		if (p->p_done != NULL)
+			p->p_done(p->p_arg, committed);
 		free(p);
 	}
 }

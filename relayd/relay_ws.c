@@ -421,12 +421,14 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		return relay_http_request(c, wsi);
 	case LWS_CALLBACK_HTTP_WRITEABLE:
 		return relay_http_writeable(c, wsi);
+	case LWS_CALLBACK_HTTP_BODY:
+		return relay_http_body(c, wsi, in, len);
+	case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+		return relay_http_body_done(c, wsi);
 	case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
 	case LWS_CALLBACK_CLOSED_HTTP:
-		if (c && c->rc_kind == CONN_HTTP) {
-			free(c->rc_body);
-			c->rc_body = NULL;
-		}
+		if (c && c->rc_kind == CONN_HTTP)
+			relay_http_closed(c);
 		return 0;
 	default:
 		break;

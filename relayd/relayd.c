@@ -29,6 +29,10 @@ static struct lws_protocols protocols[] = {
 		.name = "nn",
 		.callback = relay_chan_callback,
 	},
+	{
+		.name = "gitpipe",
+		.callback = relay_git_pipe_callback,
+	},
 	{ NULL, NULL, 0, 0, 0, NULL, 0 }
 };
 
@@ -50,6 +54,18 @@ on_signal(int sig)
 		if (relayd->ctx)
 			lws_cancel_service(relayd->ctx);
 	}
+}
+
+/* A git child ended: wake the loop, which reaps it (relay_repo.c). */
+static void
+on_sigchld(int sig)
+{
+	int	saved = errno;
+
+	(void)sig;
+	if (relayd && relayd->ctx)
+		lws_cancel_service(relayd->ctx);
+	errno = saved;
 }
 
 static void
@@ -152,6 +168,7 @@ main(int argc, char *argv[])
 	relay_ingest_init();
 
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, on_sigchld);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	/* The supervisor restarts roles to reload them. */
@@ -177,6 +194,8 @@ main(int argc, char *argv[])
 		fatalx("no default vhost");
 	if (mkdir_p(rd.cfg.run_path) == -1)
 		fatal("cannot create %s", rd.cfg.run_path);
+	relay_repo_init();
+	relay_purg_init();
 	relay_chan_open();
 	rd.started = time(NULL);
 	relay_chan_notify_ready();
@@ -191,6 +210,7 @@ main(int argc, char *argv[])
 	relay_ingest_flush_now();
 	lws_context_destroy(rd.ctx);
 	relay_chan_close();
+	relay_purg_close();
 	store_close(rd.store);
 	free(rd.nip11);
 	config_free(&rd.cfg);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -60,6 +61,36 @@
 #define RELAY_BATCH_BUSY	8
 /* Ours: how long a loaded relay gathers events for one commit. */
 #define RELAY_BATCH_WAIT_US	3000
+
+/*
+ * GRASP-01 purgatory (reference brief 1.7), in seconds; NGIT_TEST shrinks
+ * the delays 60-fold (cfg_scale_delay) and the sweep period (cfg_period).
+ */
+#define PURG_EXPIRY_S		1800	/* held events, announcements' phase 1 */
+#define PURG_SOFT_EXPIRY_S	86400	/* announcements' phase 2 */
+#define PURG_SWEEP_S		60
+#define PURG_EXPIRED_KEEP_S	(7 * 86400)	/* expired ids */
+#define PURG_EXPIRED_SWEEP_S	86400
+
+/* Git smart HTTP.  Ours unless noted. */
+/* How long one request's git process may run before it is killed. */
+#define RELAY_GIT_TIMEOUT_S	600
+/* How long one maintenance job's git process may run (fetch, update-ref). */
+#define RELAY_GIT_JOB_TIMEOUT_S	300
+/* Largest request body, after inflating gzip. */
+#define RELAY_GIT_MAX_REQUEST	(2ULL * 1024 * 1024 * 1024)
+/* Largest response body (a clone of a big repository). */
+#define RELAY_GIT_MAX_RESPONSE	(8ULL * 1024 * 1024 * 1024)
+/* Bytes held between the client and a git process before reading pauses. */
+#define RELAY_GIT_PIPE_BUF	(1024 * 1024)
+/* Largest command section of a receive-pack request (before the pack). */
+#define RELAY_GIT_MAX_COMMANDS	(4 * 1024 * 1024)
+/* Git processes serving HTTP requests at once; more get 503. */
+#define RELAY_GIT_MAX_CHILDREN	32
+/* git's pkt-line: at most 65520 bytes including the 4-byte length. */
+#define GIT_PKT_MAX		65520
+/* A SHA-1 object name in hex. */
+#define GIT_OID_HEX		40
 
 /* What relayd reports as its software (NIP-11 requires a URL). */
 #define RELAY_SOFTWARE		"https://github.com/graspd/graspd"
@@ -108,6 +139,8 @@ struct relay_conn {
 	/* HTTP: the response body waiting for a writable callback. */
 	char			*rc_body;
 	size_t			 rc_bodylen;
+	/* HTTP: a git smart HTTP request in progress (relay_git.c). */
+	struct relay_gitreq	*rc_git;
 };
 
 struct relay_stats {
@@ -119,12 +152,17 @@ struct relay_stats {
 	uint64_t	http_requests;
 	uint64_t	commits, committed_events;
 	uint64_t	ingested[ROLE_COUNT];	/* by origin role */
+	uint64_t	purg_held, purg_released, purg_expired;
+	uint64_t	git_requests[3][2];	/* [service][ok] */
+	uint64_t	git_push_auth[2];	/* [allowed] */
+	uint64_t	git_jobs[2];		/* [ok] */
 };
 
 struct relayd {
 	struct config		 cfg;
 	struct policy		 policy;
 	struct store		*store;
+	struct purg		*purg;
 	struct lws_context	*ctx;
 	struct lws_vhost	*vhost;
 	LIST_HEAD(, relay_conn)	 conns;
@@ -187,11 +225,190 @@ void	relay_neg_message(struct relay_conn *, const struct json *msg);
 /* Frees the connection's negentropy sessions. */
 void	relay_neg_release(struct relay_conn *);
 
+/*
+ * Work that runs inside the next batched write transaction: fn(arg) in
+ * it, then done(arg, committed) after the commit (committed 1) or its
+ * failure (0).  done may be NULL.
+ */
+void	relay_ingest_task(void (*fn)(void *), void (*done)(void *, int),
+	    void *arg);
+/*
+ * Inside a transaction: ev (ownership taken) was stored with seq by a
+ * side effect (a purgatory release); it is fanned out and published on
+ * the accepted feed after the commit, dropped if the commit fails.
+ */
+void	relay_ingest_released(struct event *ev, int64_t seq);
+/* Inside a transaction: fn(arg, committed) runs after the commit. */
+void	relay_ingest_defer(void (*fn)(void *, int), void *arg);
+/* 1 while a batched transaction is open. */
+int	relay_ingest_in_txn(void);
+
 /* relay_http.c */
 int	relay_http_request(struct relay_conn *, struct lws *);
 int	relay_http_writeable(struct relay_conn *, struct lws *);
+/* Request body callbacks and the end of an HTTP transaction. */
+int	relay_http_body(struct relay_conn *, struct lws *, const void *,
+	    size_t);
+int	relay_http_body_done(struct relay_conn *, struct lws *);
+void	relay_http_closed(struct relay_conn *);
+/* Adds the CORS headers every response carries. 0 or 1 when out of room. */
+int	relay_http_add_cors(struct lws *, unsigned char **p,
+	    unsigned char *end);
+/* A complete response whose body (owned by the connection now) follows. */
+int	relay_http_respond(struct relay_conn *, struct lws *, unsigned status,
+	    const char *type, char *body, size_t len);
 int	relay_nip11_build(void);
 /* relayd's own counters as [["name{labels}",value],...]; caller frees. */
 cJSON	*relay_own_metrics(void);
+
+/* relay_git.c */
+/*
+ * Serves uri if it is a git route (/<npub>/<id>.git[/...]): returns the
+ * callback result, or RELAY_GIT_NOT_MINE.
+ */
+#define RELAY_GIT_NOT_MINE	(-2)
+int	relay_git_request(struct relay_conn *, struct lws *, int method,
+	    const char *uri, int urilen);
+int	relay_git_body(struct relay_conn *, struct lws *, const void *,
+	    size_t);
+int	relay_git_body_done(struct relay_conn *, struct lws *);
+int	relay_git_writeable(struct relay_conn *, struct lws *);
+void	relay_git_close(struct relay_conn *);
+/* The raw-file protocol of the pipes to git processes. */
+int	relay_git_pipe_callback(struct lws *, enum lws_callback_reasons,
+	    void *, void *, size_t);
+/* Appends the git and purgatory counters to a relay_own_metrics() array. */
+void	relay_git_metrics(cJSON *arr);
+
+/* One ref update of a receive-pack request. */
+struct relay_push_cmd {
+	char	 pc_old[GIT_OID_HEX + 1];
+	char	 pc_new[GIT_OID_HEX + 1];
+	char	*pc_ref;
+};
+
+/* relay_repo.c */
+/* One ref: its full name and object. */
+struct relay_ref {
+	char	*rf_name;
+	char	 rf_oid[GIT_OID_HEX + 1];
+};
+struct relay_refs {
+	struct relay_ref	*v;
+	size_t			 n;
+	char			*head;		/* HEAD's target, or NULL */
+};
+typedef void relay_child_cb(pid_t pid, int status, void *arg);
+
+void	relay_repo_init(void);
+/* <git_data_path>/<npub>/<d>.git into out.  0, or -1 if too long. */
+int	relay_repo_path(const uint8_t owner[32], const char *d, char *out,
+	    size_t outlen);
+/* 1 if the repository directory exists, else 0. */
+int	relay_repo_exists(const uint8_t owner[32], const char *d);
+/*
+ * Creates the bare repository of (owner, d) if it is missing, in C and
+ * atomically (a complete directory is renamed into place).  0 or -1.
+ */
+int	relay_repo_create(const uint8_t owner[32], const char *d);
+/* Removes the repository of (owner, d); 0, or -1 after logging. */
+int	relay_repo_remove(const uint8_t owner[32], const char *d);
+/* 1 if repo holds object oid (loose or in a pack), 0 if not. */
+int	relay_repo_has_object(const char *repo, const char *oid);
+/*
+ * Reads the refs of repo (loose and packed) whose names start with one of
+ * the prefixes (NULL-terminated list; NULL: every ref), and HEAD's
+ * target.  0, or -1 (out empty).  Free with relay_refs_free().
+ */
+int	relay_repo_read_refs(const char *repo, const char *const *prefixes,
+	    struct relay_refs *out);
+void	relay_refs_free(struct relay_refs *);
+/* The object a ref names, or NULL. */
+const char *relay_refs_get(const struct relay_refs *, const char *name);
+/* 1 if repo has a branch or tag. */
+int	relay_repo_has_refs(const char *repo);
+/*
+ * The branches and tags a state event (kind 30618) declares, names
+ * ending "^{}" and malformed entries skipped, and the branch its HEAD tag
+ * names into *head (NULL if none; the caller frees both).
+ */
+void	relay_state_refs(const struct event *state, struct relay_refs *out,
+	    char **head);
+/*
+ * Spawns argv (argv[0] looked up in PATH) with stdin from fd_in and
+ * stdout to fd_out (-1: /dev/null), stderr inherited, every other
+ * descriptor closed, and relayd's environment without GIT_* plus env
+ * ("KEY=VALUE", NULL-terminated, may be NULL).  It is killed after
+ * timeout_s; cb(pid, status, arg) runs from the loop once it is reaped
+ * (status: exit code, or 128 + signal).  Returns the pid or -1.
+ */
+pid_t	relay_child_spawn(char *const argv[], int fd_in, int fd_out,
+	    const char *const *env, int timeout_s, relay_child_cb *cb,
+	    void *arg);
+/* Kills the child now; its callback is not called. */
+void	relay_child_abandon(pid_t);
+/* Reaps exited children and kills overdue ones (SIGCHLD, timer). */
+void	relay_children_reap(void);
+/* Running children of relay_child_spawn(). */
+int	relay_children_count(void);
+/*
+ * Maintenance jobs, run one at a time in order.  align: make the
+ * branches, tags and HEAD of (owner, d) those of the state event
+ * (copying objects from src's repository when missing), then report new
+ * git data for (owner, d).  set_ref / delete_ref: one ref (delete only if
+ * it still names old).  call: fn(arg) once every job queued before it is
+ * done.
+ */
+void	relay_job_align(const uint8_t owner[32], const char *d,
+	    const struct event *state, const uint8_t src[32]);
+void	relay_job_set_ref(const uint8_t owner[32], const char *d,
+	    const char *ref, const char *oid, const uint8_t src[32]);
+void	relay_job_delete_ref(const uint8_t owner[32], const char *d,
+	    const char *ref, const char *old);
+void	relay_job_call(void (*fn)(void *), void *arg);
+
+/* relay_purg.c */
+enum purg_route {
+	PURG_STORE,	/* store it as usual */
+	PURG_HELD,	/* held in purgatory: OK true, not stored */
+	PURG_REFUSE,	/* OK false */
+};
+void	relay_purg_init(void);
+void	relay_purg_close(void);
+/*
+ * Before the policy: 1 (with the OK message) when ev is already held and
+ * needs no further decision, else 0.  Inside the transaction.
+ */
+int	relay_purg_held(const struct event *ev, char *msg, size_t msglen);
+/*
+ * After the policy gave verdict (POLICY_*): holds, refuses or lets ev be
+ * stored, with the purgatory side effects (repositories created or
+ * evicted, expiry extended, deletions applied).  msg gets the OK message.
+ * remote: fetched by another role.  Inside the transaction.
+ */
+enum purg_route relay_purg_route(const struct event *ev, int verdict,
+	    int remote, char *msg, size_t msglen);
+/* After store_put() stored ev: aligns refs, releases what it unblocks. */
+void	relay_purg_stored(const struct event *ev);
+/*
+ * Push authorization (reference brief 7) for a receive-pack request to
+ * (owner, d), before any git process runs.  1 allowed; 0 refused with the
+ * reason (after "authorisation failed: ") in reason; -1 on error.
+ */
+int	relay_purg_authorise_push(const uint8_t owner[32], const char *d,
+	    const struct relay_push_cmd *, size_t n, char *reason,
+	    size_t reasonlen);
+/*
+ * A receive-pack to (owner, d) succeeded: records placeholders and
+ * releases what the new git data satisfies; done(arg) runs once that is
+ * committed and the refs it implies are aligned.
+ */
+void	relay_purg_pushed(const uint8_t owner[32], const char *d,
+	    const struct relay_push_cmd *, size_t n, void (*done)(void *),
+	    void *arg);
+/* Git data landed in (owner, d) by a job: release what it satisfies. */
+void	relay_purg_git_arrived(const uint8_t owner[32], const char *d);
+/* 2 if (owner, d) is served, 1 if held in purgatory, 0 if neither. */
+int	relay_purg_hosted(const uint8_t owner[32], const char *d);
 
 #endif

@@ -1,8 +1,11 @@
 /*
  * relayd_test.c: relayd as a Nostr client sees it, over real websockets on
- * loopback: NIP-01, NIP-11, CORS, the GRASP-01 acceptance cases that need
- * no git (reference brief 6.3), replaceable events, deletion, limits and
- * malformed input.
+ * loopback: NIP-01, NIP-11, CORS, the GRASP-01 acceptance cases (reference
+ * brief 6.3), replaceable events, deletion, limits and malformed input.
+ * A new announcement is held in purgatory until git data arrives, so the
+ * cases that need a served repository publish it, a state event and push
+ * a commit with the real git client, as grasp-audit's "ValidRepoServed"
+ * fixture does (git_test.c covers purgatory itself).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 
 #include "buf.h"
 #include "event.h"
+#include "gitutil.h"
 #include "json.h"
 #include "nip19.h"
 #include "nostr.h"
@@ -21,9 +25,12 @@
 #include "wsclient.h"
 
 #define TMO	5000
+#define MSG_HELD	"purgatory: won't be served until git data arrives"
 
 static struct relayproc	*rp;		/* the shared relay */
 static int		 seq_d;		/* makes identifiers unique */
+static char		 tmp[256];	/* local repositories, HOME */
+static int		 seq_dir;
 
 static void
 key(int n, uint8_t sk[32], char pkhex[65], char npub[NIP19_KEY_BUFSZ])
@@ -148,6 +155,42 @@ next_d(char *d, size_t len)
 	snprintf(d, len, "repo-%d", ++seq_d);
 }
 
+/*
+ * Publishes ann (by key n, for d), which must be held in purgatory, and
+ * serves it: a state event naming a new commit, pushed with git.  Returns
+ * 1 once the announcement is served, 0 otherwise.
+ */
+static int
+serve(struct wsc *ws, int n, const struct event *ann, const char *d)
+{
+	uint8_t	 sk[32];
+	char	 msg[256], dir[512], f[128], **evs = NULL;
+	size_t	 k = 0;
+	int	 i;
+
+	if (pub(ws, ann, msg, sizeof(msg)) != 1 || strcmp(msg, MSG_HELD) !=
+	    0) {
+		printf("# serve: announcement: %s\n", msg);
+		return 0;
+	}
+	key(n, sk, NULL, NULL);
+	snprintf(dir, sizeof(dir), "%s/w%d", tmp, ++seq_dir);
+	if (gt_release(ws, sk, relayproc_domain(rp), d, dir, NULL) == -1)
+		return 0;
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
+	for (i = 0; i < 50 && k == 0; i++) {
+		nostr_events_free(evs);
+		evs = NULL;
+		if (nostr_req(ws, "serve", f, TMO, &evs, &k, NULL) != 0)
+			k = 0;
+		nostr_close_sub(ws, "serve");
+		if (k == 0)
+			usleep(100000);
+	}
+	nostr_events_free(evs);
+	return k == 1;
+}
+
 static void
 test_nip11_document(void)
 {
@@ -233,7 +276,7 @@ test_cors_on_every_response_and_options_204(void)
 }
 
 static void
-test_announcement_listing_service_is_stored_with_tags(void)
+test_announcement_listing_service_is_held_then_served_with_tags(void)
 {
 	struct wsc	*ws = conn(rp);
 	struct event	*ev;
@@ -244,6 +287,9 @@ test_announcement_listing_service_is_stored_with_tags(void)
 	next_d(d, sizeof(d));
 	ev = announcement(1, d, 1, 1, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
+	T_EQ_INT(has_id(ws, ev->id_hex), 0);
+	T_EQ_INT(serve(ws, 1, ev, d), 1);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ev->id_hex);
 	T_ASSERT(nostr_req(ws, "a", f, TMO, &evs, &n, NULL) == 0);
 	T_EQ_INT(n, 1);
@@ -320,8 +366,10 @@ test_recursive_maintainers_announcements_accepted(void)
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexb);
 	ev = announcement(10, d, 1, 1, m);
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
 	event_free(ev);
-	/* B's announcement points elsewhere but B is a maintainer. */
+	/* B's announcement points elsewhere but B is a maintainer (of an
+	 * announcement held in purgatory: it counts). */
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexc);
 	ev = announcement(11, d, 0, 0, m);
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
@@ -335,11 +383,13 @@ test_recursive_maintainers_announcements_accepted(void)
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	event_free(ev);
 
-	/* State: maintainers yes, strangers no, unknown repo no. */
+	/* State: maintainers yes (held: its commit is nowhere yet),
+	 * strangers no, unknown repo no. */
 	snprintf(m, sizeof(m), "[[\"d\",\"%s\"],[\"refs/heads/main\",\""
 	    "0123456789012345678901234567890123456789\"]]", d);
 	ev = signed_by(12, time(NULL), 30618, m, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
 	event_free(ev);
 	ev = signed_by(13, time(NULL), 30618, m, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
@@ -363,7 +413,7 @@ test_related_events_accepted_by_reference(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(20, d, 1, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_ASSERT(serve(ws, 20, ann, d));
 	repo_coord(20, d, coord, sizeof(coord));
 
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
@@ -524,7 +574,7 @@ test_deletion_by_author_only_and_final(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(50, d, 1, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_ASSERT(serve(ws, 50, ann, d));
 	repo_coord(50, d, coord, sizeof(coord));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	issue = signed_by(51, time(NULL), 1621, tags, "to be deleted");
@@ -568,7 +618,7 @@ test_req_limit_order_and_live_delivery(void)
 	T_ASSERT(ws != NULL && ws2 != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(60, d, 1, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_ASSERT(serve(ws, 60, ann, d));
 	repo_coord(60, d, coord, sizeof(coord));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	for (i = 0; i < 12; i++) {
@@ -977,8 +1027,19 @@ test_sigterm_stops_cleanly_and_sighup_is_ignored(void)
 int
 main(void)
 {
+	char	home[300];
+	int	rc;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	srand((unsigned)getpid());
+	snprintf(tmp, sizeof(tmp), "%s/graspd-relayd-test.XXXXXX",
+	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(home, sizeof(home), "%s/home", tmp);
+	if (mkdtemp(tmp) == NULL || (snprintf(home, sizeof(home), "%s/home",
+	    tmp), gt_setup(home)) == -1) {
+		printf("not ok - relayd_start: no temporary directory\n");
+		return 1;
+	}
 	rp = relayproc_start("relayd", NULL);
 	if (rp == NULL) {
 		printf("not ok - relayd_start: relayd did not start\n");
@@ -986,7 +1047,7 @@ main(void)
 	}
 	T_RUN(test_nip11_document);
 	T_RUN(test_cors_on_every_response_and_options_204);
-	T_RUN(test_announcement_listing_service_is_stored_with_tags);
+	T_RUN(test_announcement_listing_service_is_held_then_served_with_tags);
 	T_RUN(test_announcement_must_list_service_in_clone_and_relays);
 	T_RUN(test_recursive_maintainers_announcements_accepted);
 	T_RUN(test_related_events_accepted_by_reference);
@@ -1006,5 +1067,13 @@ main(void)
 	if (t_fail)
 		relayproc_dump_log(rp, 30);
 	relayproc_free(rp);
-	return t_done();
+	rc = t_done();
+	if (getenv("GRASPD_KEEP_TMP") == NULL) {
+		char	cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", tmp);
+	}
+	return rc;
 }

@@ -36,6 +36,7 @@
 
 #include "buf.h"
 #include "event.h"
+#include "gitutil.h"
 #include "log.h"
 #include "msg.h"
 #include "nip19.h"
@@ -946,21 +947,36 @@ test_syncd_follows_relayd(void)
 {
 	struct wsc	*ws;
 	cJSON		*rep;
-	char		*hdrs = NULL, *body = NULL;
+	char		*hdrs = NULL, *body = NULL, home[PATH_MAX + 8];
+	char		 work[PATH_MAX + 8];
 	double		 notices = 0;
 	int		 status = 0, i;
 
 	T_ASSERT(rp != NULL && sy.pid != -1);
 	T_ASSERT((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp),
 	    "/", TMO)) != NULL);
+	/* A new announcement is held in purgatory (GRASP-01) until git
+	 * data arrives: a state event and a push release it. */
 	T_EQ_INT(relay_announce(ws, sk_a, "relayed"), 1);
+	snprintf(home, sizeof(home), "%s/home", fr.dir);
+	snprintf(work, sizeof(work), "%s/work", fr.dir);
+	T_ASSERT(gt_setup(home) == 0);
+	T_ASSERT(gt_release(ws, sk_a, relayproc_domain(rp), "relayed", work,
+	    NULL) == 0);
 	T_EQ_INT(view_num_becomes(&fr, ROLE_SYNCD, "repositories", 1), 1);
 	/* relayd's notices reach syncd once its SUB has connected. */
 	for (i = 0; i < 10 && notices < 1; i++) {
-		char	d[32];
+		struct event	*ev;
+		char		 g[64];
+		int		 ok = -1;
 
-		snprintf(d, sizeof(d), "relayed-%d", i);
-		T_EQ_INT(relay_announce(ws, sk_b, d), 1);
+		snprintf(g, sizeof(g), "[[\"g\",\"ws://relayed-%d.example\"]]",
+		    i);
+		ev = event_new_signed(sk_b, time(NULL) + i, 10317, g, "");
+		T_ASSERT(ev != NULL);
+		T_EQ_INT(nostr_publish(ws, ev, TMO, &ok, NULL), 0);
+		event_free(ev);
+		T_EQ_INT(ok, 1);
 		sleep_ms(300);
 		rep = ctl(&fr, ROLE_SYNCD, "{\"cmd\":\"stats\"}");
 		notices = metric(cJSON_GetObjectItem(rep, "metrics"),

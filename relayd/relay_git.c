@@ -1,0 +1,1311 @@
+/*
+ * relay_git.c: relayd's git smart HTTP (GRASP-01) on the relay port:
+ *
+ *   GET  /<npub>/<id>.git/info/refs?service=git-upload-pack|git-receive-pack
+ *   POST /<npub>/<id>.git/git-upload-pack
+ *   POST /<npub>/<id>.git/git-receive-pack
+ *   GET  /<npub>/<id>.git          a small page about the repository
+ *
+ * Each request runs Debian's git as a child of relayd ("git upload-pack"
+ * or "git receive-pack" with --stateless-rpc) and never blocks the loop:
+ * the request body (de-chunked, gzip inflated) streams to the child's
+ * stdin and its stdout streams back through pipes adopted into the
+ * libwebsockets loop, each side pausing the other when RELAY_GIT_PIPE_BUF
+ * bytes wait.  A push is authorised (relay_purg.c) from its ref updates
+ * before any git process runs; a refused push is answered HTTP 200 with
+ * "ERR authorisation failed: <reason>", the receive-pack result clients
+ * show.  After a successful push the response ends only once the git
+ * data it brought has released what it satisfies.  Git responses carry no
+ * length and close the connection when done.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "event.h"
+#include "log.h"
+#include "nip19.h"
+#include "purg.h"
+#include "relayd.h"
+
+/* Bytes moved per write to the client, per read from a pipe. */
+#define GIT_IO_CHUNK		(64 * 1024)
+/* Ours: beyond the child's own deadline, the connection's. */
+#define GIT_CONN_GRACE_S	30
+
+enum git_svc {
+	SVC_UPLOAD = 0,
+	SVC_RECEIVE = 1,
+	SVC_NONE = 2,
+};
+
+static const char *const svc_name[] = { "git-upload-pack",
+	"git-receive-pack" };
+
+/* Chunked transfer coding of a request body (RFC 9112 7.1). */
+enum dc_state {
+	DC_SIZE,
+	DC_EXT,
+	DC_SIZE_LF,
+	DC_DATA,
+	DC_DATA_CR,
+	DC_DATA_LF,
+	DC_TRAILER,
+	DC_TRAILER_LF,
+	DC_DONE,
+};
+
+struct dechunk {
+	enum dc_state	 dc_state;
+	uint64_t	 dc_left;
+	int		 dc_digits;
+	int		 dc_linelen;	/* bytes of the trailer line */
+};
+
+/* One end of a pipe to the child, adopted into the loop. */
+struct gitpipe {
+	struct relay_gitreq	*gp_req;	/* NULL once the request ended */
+	struct lws		*gp_wsi;
+	int			 gp_fd;
+	int			 gp_out;	/* 1: the child's stdout */
+	int			 gp_paused;
+};
+
+/* Outlives the request: a release may end after the client left. */
+struct gitwait {
+	struct relay_gitreq	*gw_req;
+};
+
+struct relay_gitreq {
+	struct relay_conn	*gr_conn;
+	struct lws		*gr_wsi;
+	enum git_svc		 gr_svc;
+	int			 gr_advertise;	/* info/refs */
+	int			 gr_head;	/* a HEAD request */
+	uint8_t			 gr_owner[32];
+	char			*gr_d;
+	char			 gr_repo[PATH_MAX];
+	char			 gr_proto[160];	/* GIT_PROTOCOL=... or "" */
+
+	/* The request body. */
+	int			 gr_chunked;
+	struct dechunk		 gr_dc;
+	int			 gr_gzip;
+	int			 gr_zinit;
+	z_stream		 gr_z;
+	uint64_t		 gr_inbytes;	/* after inflating */
+	struct buf		 gr_in;		/* waiting for the child */
+	size_t			 gr_inoff;
+	int			 gr_in_done;
+	int			 gr_discard;	/* the rest is dropped */
+	int			 gr_rx_paused;
+
+	/* A push: its ref updates, the decision. */
+	struct relay_push_cmd	*gr_cmds;
+	size_t			 gr_ncmds;
+	int			 gr_decided;
+	int			 gr_sideband;	/* the client asked for it */
+
+	/* The child. */
+	pid_t			 gr_pid;
+	int			 gr_exited;
+	int			 gr_status;
+	struct gitpipe		*gr_pin, *gr_pout;
+	struct gitwait		*gr_wait;	/* a release in progress */
+
+	/* The response. */
+	unsigned		 gr_code;	/* 0 until decided */
+	const char		*gr_type;
+	int			 gr_hdr_sent;
+	struct buf		 gr_out;
+	size_t			 gr_outoff;
+	int			 gr_out_eof;
+	uint64_t		 gr_outbytes;
+	int			 gr_done;	/* no more output will come */
+	int			 gr_closing;	/* all written: close */
+	lws_sorted_usec_list_t	 gr_sul;	/* the request's deadline */
+	lws_sorted_usec_list_t	 gr_pin_sul;	/* re-arms stdin POLLOUT */
+};
+
+static void	pump_in(struct relay_gitreq *);
+static void	finish_error(struct relay_gitreq *, unsigned, const char *);
+
+static void
+want_write(struct relay_gitreq *gr)
+{
+	if (gr->gr_wsi != NULL)
+		lws_callback_on_writable(gr->gr_wsi);
+}
+
+static size_t
+out_pending(const struct relay_gitreq *gr)
+{
+	return gr->gr_out.b_len - gr->gr_outoff;
+}
+
+static size_t
+in_pending(const struct relay_gitreq *gr)
+{
+	return gr->gr_in.b_len - gr->gr_inoff;
+}
+
+/* Appends one pkt-line (RFC-less, git's protocol-common format). */
+static void
+pkt_line(struct buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+pkt_line(struct buf *b, const char *fmt, ...)
+{
+	char	line[GIT_PKT_MAX];
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 4, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(line) - 5)
+		n = (int)sizeof(line) - 5;
+	buf_printf(b, "%04x", n + 4);
+	buf_add(b, line, (size_t)n);
+}
+
+/* Closes our end of a pipe (lws owns the descriptor). */
+static void
+pipe_drop(struct gitpipe *gp)
+{
+	if (gp == NULL)
+		return;
+	gp->gp_req = NULL;
+	if (gp->gp_wsi != NULL)
+		lws_set_timeout(gp->gp_wsi, PENDING_TIMEOUT_USER_OK,
+		    LWS_TO_KILL_ASYNC);
+}
+
+static void
+gitreq_free(struct relay_gitreq *gr)
+{
+	size_t	i;
+
+	lws_sul_cancel(&gr->gr_sul);
+	lws_sul_cancel(&gr->gr_pin_sul);
+	if (gr->gr_pid > 0 && !gr->gr_exited)
+		relay_child_abandon(gr->gr_pid);
+	pipe_drop(gr->gr_pin);
+	pipe_drop(gr->gr_pout);
+	if (gr->gr_wait != NULL)
+		gr->gr_wait->gw_req = NULL;
+	if (gr->gr_zinit)
+		inflateEnd(&gr->gr_z);
+	for (i = 0; i < gr->gr_ncmds; i++)
+		free(gr->gr_cmds[i].pc_ref);
+	free(gr->gr_cmds);
+	buf_free(&gr->gr_in);
+	buf_free(&gr->gr_out);
+	free(gr->gr_d);
+	free(gr);
+}
+
+void
+relay_git_close(struct relay_conn *c)
+{
+	if (c->rc_git == NULL)
+		return;
+	gitreq_free(c->rc_git);
+	c->rc_git = NULL;
+}
+
+static void
+conn_timeout(lws_sorted_usec_list_t *sul)
+{
+	struct relay_gitreq	*gr = lws_container_of(sul,
+				    struct relay_gitreq, gr_sul);
+
+	log_warnx("git request for %s took too long; closing it", gr->gr_d);
+	if (gr->gr_pid > 0 && !gr->gr_exited) {
+		relay_child_abandon(gr->gr_pid);
+		gr->gr_exited = 1;
+	}
+	if (gr->gr_wsi != NULL)
+		lws_set_timeout(gr->gr_wsi, PENDING_TIMEOUT_USER_OK,
+		    LWS_TO_KILL_ASYNC);
+}
+
+/* The headers of the response; the body streams after them. */
+static int
+send_headers(struct relay_gitreq *gr, struct lws *wsi)
+{
+	unsigned char	 hbuf[LWS_PRE + 1024], *start = hbuf + LWS_PRE;
+	unsigned char	*p = start, *end = hbuf + sizeof(hbuf) - 1;
+
+	if (lws_add_http_common_headers(wsi, gr->gr_code, gr->gr_type,
+	    gr->gr_head ? 0 : LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end) ||
+	    relay_http_add_cors(wsi, &p, end) ||
+	    lws_add_http_header_by_name(wsi, (const unsigned char *)
+	    "cache-control:", (const unsigned char *)"no-cache", 8, &p, end) ||
+	    lws_add_http_header_by_name(wsi, (const unsigned char *)
+	    "expires:", (const unsigned char *)"Fri, 01 Jan 1980 00:00:00 GMT",
+	    29, &p, end) ||
+	    lws_add_http_header_by_name(wsi, (const unsigned char *)
+	    "pragma:", (const unsigned char *)"no-cache", 8, &p, end) ||
+	    lws_add_http_header_by_name(wsi, (const unsigned char *)"server:",
+	    (const unsigned char *)"graspd", 6, &p, end) ||
+	    lws_finalize_write_http_header(wsi, start, &p, end))
+		return -1;
+	gr->gr_hdr_sent = 1;
+	return 0;
+}
+
+int
+relay_git_writeable(struct relay_conn *c, struct lws *wsi)
+{
+	static unsigned char	 chunk[LWS_PRE + GIT_IO_CHUNK];
+	struct relay_gitreq	*gr = c->rc_git;
+	size_t			 n;
+	int			 last;
+
+	if (gr == NULL)
+		return 0;
+	if (gr->gr_closing)
+		return -1;
+	if (!gr->gr_hdr_sent) {
+		if (gr->gr_code == 0) {
+			/* Nothing from the child yet: status unknown. */
+			if (out_pending(gr) == 0 && !(gr->gr_out_eof &&
+			    gr->gr_exited))
+				return 0;
+			if (out_pending(gr) == 0 && gr->gr_status != 0) {
+				finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+				    "git failed\n");
+			} else
+				gr->gr_code = HTTP_STATUS_OK;
+		}
+		if (send_headers(gr, wsi) == -1)
+			return -1;
+		if (gr->gr_head) {
+			gr->gr_closing = 1;
+			want_write(gr);
+			return 0;
+		}
+		if (!lws_send_pipe_choked(wsi))
+			want_write(gr);
+		return 0;
+	}
+	n = out_pending(gr);
+	if (n > GIT_IO_CHUNK)
+		n = GIT_IO_CHUNK;
+	last = gr->gr_done || (gr->gr_out_eof && gr->gr_exited &&
+	    gr->gr_wait == NULL);
+	last = last && n == out_pending(gr);
+	if (n > 0 || last) {
+		memcpy(chunk + LWS_PRE, gr->gr_out.b_data + gr->gr_outoff, n);
+		if (lws_write(wsi, chunk + LWS_PRE, n, last ?
+		    LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
+			return -1;
+		gr->gr_outoff += n;
+		if (gr->gr_outoff == gr->gr_out.b_len) {
+			buf_reset(&gr->gr_out);
+			gr->gr_outoff = 0;
+		}
+	}
+	if (last) {
+		/* No length was sent: the end of the body is the close,
+		 * once lws has sent what it may have buffered. */
+		gr->gr_closing = 1;
+		want_write(gr);
+		return 0;
+	}
+	if (gr->gr_pout != NULL && gr->gr_pout->gp_paused &&
+	    out_pending(gr) < RELAY_GIT_PIPE_BUF / 2) {
+		gr->gr_pout->gp_paused = 0;
+		lws_rx_flow_control(gr->gr_pout->gp_wsi, 1);
+	}
+	if (out_pending(gr) > 0)
+		want_write(gr);
+	return 0;
+}
+
+/* Ends the request with an error response (before any header). */
+static void
+finish_error(struct relay_gitreq *gr, unsigned code, const char *text)
+{
+	if (gr->gr_hdr_sent) {
+		gr->gr_done = 1;
+		want_write(gr);
+		return;
+	}
+	gr->gr_code = code;
+	gr->gr_type = "text/plain";
+	buf_reset(&gr->gr_out);
+	gr->gr_outoff = 0;
+	buf_adds(&gr->gr_out, text);
+	gr->gr_done = 1;
+	gr->gr_discard = 1;
+	if (gr->gr_pid > 0 && !gr->gr_exited) {
+		relay_child_abandon(gr->gr_pid);
+		gr->gr_exited = 1;
+		gr->gr_status = 255;
+	}
+	pipe_drop(gr->gr_pin);
+	gr->gr_pin = NULL;
+	pipe_drop(gr->gr_pout);
+	gr->gr_pout = NULL;
+	want_write(gr);
+}
+
+/* The child's stdout is readable. */
+static int
+pipe_read(struct relay_gitreq *gr, struct gitpipe *gp)
+{
+	char	buf[GIT_IO_CHUNK];
+	size_t	room;
+	ssize_t	n;
+
+	if (out_pending(gr) >= RELAY_GIT_PIPE_BUF) {
+		gp->gp_paused = 1;
+		lws_rx_flow_control(gp->gp_wsi, 0);
+		return 0;
+	}
+	room = RELAY_GIT_PIPE_BUF - out_pending(gr);
+	if (room > sizeof(buf))
+		room = sizeof(buf);
+	n = read(gp->gp_fd, buf, room);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		gr->gr_out_eof = 1;
+		want_write(gr);
+		return -1;
+	}
+	gr->gr_outbytes += (uint64_t)n;
+	if (gr->gr_outbytes > RELAY_GIT_MAX_RESPONSE) {
+		log_warnx("git response for %s is too large; stopping it",
+		    gr->gr_d);
+		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		    "response too large\n");
+		return -1;
+	}
+	buf_add(&gr->gr_out, buf, (size_t)n);
+	want_write(gr);
+	return 0;
+}
+
+static void
+pin_rearm(lws_sorted_usec_list_t *sul)
+{
+	struct relay_gitreq	*gr = lws_container_of(sul,
+				    struct relay_gitreq, gr_pin_sul);
+
+	if (gr->gr_pin != NULL)
+		lws_callback_on_writable(gr->gr_pin->gp_wsi);
+}
+
+/* The child's stdin can take more. */
+static int
+pipe_write(struct relay_gitreq *gr, struct gitpipe *gp)
+{
+	ssize_t	n;
+
+	while (in_pending(gr) > 0) {
+		n = write(gp->gp_fd, gr->gr_in.b_data + gr->gr_inoff,
+		    in_pending(gr));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			/* The child stopped reading: drop the rest. */
+			gr->gr_discard = 1;
+			buf_reset(&gr->gr_in);
+			gr->gr_inoff = 0;
+			return -1;
+		}
+		gr->gr_inoff += (size_t)n;
+	}
+	if (in_pending(gr) == 0) {
+		buf_reset(&gr->gr_in);
+		gr->gr_inoff = 0;
+	}
+	if (gr->gr_rx_paused && in_pending(gr) < RELAY_GIT_PIPE_BUF / 2 &&
+	    gr->gr_wsi != NULL) {
+		gr->gr_rx_paused = 0;
+		lws_rx_flow_control(gr->gr_wsi, 1);
+	}
+	if (in_pending(gr) > 0) {
+		/*
+		 * lws 4.1 clears POLLOUT of a raw file after its writeable
+		 * callback returns, so asking here would be undone: ask
+		 * again from a timer, right after.
+		 */
+		lws_sul_schedule(relayd->ctx, 0, &gr->gr_pin_sul, pin_rearm,
+		    1);
+		return 0;
+	}
+	/* All written: end of input closes the child's stdin. */
+	return gr->gr_in_done ? -1 : 0;
+}
+
+int
+relay_git_pipe_callback(struct lws *wsi, enum lws_callback_reasons reason,
+    void *user, void *in, size_t len)
+{
+	struct gitpipe		*gp;
+	struct relay_gitreq	*gr;
+
+	(void)user;
+	(void)in;
+	(void)len;
+	if (reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED) {
+		relay_children_reap();
+		return 0;
+	}
+	switch (reason) {
+	case LWS_CALLBACK_RAW_RX_FILE:
+	case LWS_CALLBACK_RAW_WRITEABLE_FILE:
+	case LWS_CALLBACK_RAW_CLOSE_FILE:
+		break;
+	default:
+		return 0;
+	}
+	gp = lws_get_opaque_user_data(wsi);
+	if (gp == NULL)
+		return reason == LWS_CALLBACK_RAW_CLOSE_FILE ? 0 : -1;
+	gr = gp->gp_req;
+	switch (reason) {
+	case LWS_CALLBACK_RAW_RX_FILE:
+		if (gr == NULL)
+			return -1;
+		return gp->gp_out ? pipe_read(gr, gp) : 0;
+	case LWS_CALLBACK_RAW_WRITEABLE_FILE:
+		if (gr == NULL)
+			return -1;
+		return gp->gp_out ? 0 : pipe_write(gr, gp);
+	default:
+		/* Closed: by us, or the child ended its side. */
+		if (gr != NULL) {
+			if (gp->gp_out) {
+				gr->gr_pout = NULL;
+				gr->gr_out_eof = 1;
+			} else
+				gr->gr_pin = NULL;
+			want_write(gr);
+		}
+		lws_set_opaque_user_data(wsi, NULL);
+		free(gp);
+		return 0;
+	}
+}
+
+static struct gitpipe *
+adopt_pipe(struct relay_gitreq *gr, int fd, int out)
+{
+	lws_sock_file_fd_type	 u;
+	struct gitpipe		*gp;
+	struct lws		*wsi;
+
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1) {
+		close(fd);
+		return NULL;
+	}
+	u.filefd = fd;
+	wsi = lws_adopt_descriptor_vhost(relayd->vhost, LWS_ADOPT_RAW_FILE_DESC,
+	    u, "gitpipe", NULL);
+	if (wsi == NULL) {
+		close(fd);
+		return NULL;
+	}
+	if ((gp = calloc(1, sizeof(*gp))) == NULL)
+		fatal("adopt_pipe");
+	gp->gp_req = gr;
+	gp->gp_wsi = wsi;
+	gp->gp_fd = fd;
+	gp->gp_out = out;
+	lws_set_opaque_user_data(wsi, gp);
+	return gp;
+}
+
+static void
+release_done(void *arg)
+{
+	struct gitwait		*gw = arg;
+	struct relay_gitreq	*gr = gw->gw_req;
+
+	if (gr != NULL) {
+		gr->gr_wait = NULL;
+		want_write(gr);
+	}
+	free(gw);
+}
+
+static void
+child_done(pid_t pid, int status, void *arg)
+{
+	struct relay_gitreq	*gr = arg;
+	struct gitwait		*gw;
+
+	(void)pid;
+	gr->gr_exited = 1;
+	gr->gr_status = status;
+	relayd->stats.git_requests[gr->gr_svc == SVC_RECEIVE ? 1 :
+	    gr->gr_advertise ? 2 : 0][status == 0]++;
+	if (status != 0)
+		log_info("git %s for %s ended with status %d",
+		    svc_name[gr->gr_svc], gr->gr_d, status);
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0) {
+		/* New git data: release what it satisfies, then answer. */
+		if ((gw = calloc(1, sizeof(*gw))) == NULL)
+			fatal("child_done");
+		gw->gw_req = gr;
+		gr->gr_wait = gw;
+		relay_purg_pushed(gr->gr_owner, gr->gr_d, gr->gr_cmds,
+		    gr->gr_ncmds, release_done, gw);
+	}
+	want_write(gr);
+}
+
+/* Starts git for the request.  0, or -1 after answering an error. */
+static int
+start_child(struct relay_gitreq *gr)
+{
+	char		*argv[16];
+	const char	*env[2] = { NULL, NULL };
+	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 }, n = 0;
+
+	if (relay_children_count() >= RELAY_GIT_MAX_CHILDREN) {
+		finish_error(gr, HTTP_STATUS_SERVICE_UNAVAILABLE,
+		    "too many git operations; try again\n");
+		return -1;
+	}
+	if ((!gr->gr_advertise && pipe2(in, O_CLOEXEC) == -1) ||
+	    pipe2(out, O_CLOEXEC) == -1) {
+		log_warn("pipe");
+		if (in[0] != -1) {
+			close(in[0]);
+			close(in[1]);
+		}
+		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		    "cannot run git\n");
+		return -1;
+	}
+	argv[n++] = "git";
+	if (gr->gr_svc == SVC_UPLOAD) {
+		argv[n++] = "-c";
+		argv[n++] = "uploadpack.allowReachableSHA1InWant=true";
+		argv[n++] = "-c";
+		argv[n++] = "uploadpack.allowTipSHA1InWant=true";
+		argv[n++] = "-c";
+		argv[n++] = "uploadpack.allowFilter=true";
+		argv[n++] = "upload-pack";
+	} else
+		argv[n++] = "receive-pack";
+	argv[n++] = "--stateless-rpc";
+	if (gr->gr_advertise)
+		argv[n++] = "--advertise-refs";
+	argv[n++] = gr->gr_repo;
+	argv[n] = NULL;
+	if (gr->gr_proto[0] != '\0')
+		env[0] = gr->gr_proto;
+	gr->gr_pid = relay_child_spawn(argv, in[0], out[1], env,
+	    RELAY_GIT_TIMEOUT_S, child_done, gr);
+	if (in[0] != -1)
+		close(in[0]);
+	close(out[1]);
+	if (gr->gr_pid == -1) {
+		if (in[1] != -1)
+			close(in[1]);
+		close(out[0]);
+		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		    "cannot run git\n");
+		return -1;
+	}
+	if ((gr->gr_pout = adopt_pipe(gr, out[0], 1)) == NULL ||
+	    (in[1] != -1 && (gr->gr_pin = adopt_pipe(gr, in[1], 0)) ==
+	    NULL)) {
+		if (gr->gr_pout == NULL && in[1] != -1)
+			close(in[1]);
+		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		    "cannot run git\n");
+		return -1;
+	}
+	gr->gr_type = gr->gr_svc == SVC_UPLOAD ? (gr->gr_advertise ?
+	    "application/x-git-upload-pack-advertisement" :
+	    "application/x-git-upload-pack-result") : (gr->gr_advertise ?
+	    "application/x-git-receive-pack-advertisement" :
+	    "application/x-git-receive-pack-result");
+	if (gr->gr_advertise) {
+		/* Smart HTTP: "# service=..." and a flush precede it. */
+		pkt_line(&gr->gr_out, "# service=%s\n", svc_name[gr->gr_svc]);
+		buf_adds(&gr->gr_out, "0000");
+	}
+	pump_in(gr);
+	return 0;
+}
+
+/* Moves buffered request bytes toward the child. */
+static void
+pump_in(struct relay_gitreq *gr)
+{
+	if (gr->gr_pin == NULL)
+		return;
+	if (in_pending(gr) > 0 || gr->gr_in_done)
+		lws_callback_on_writable(gr->gr_pin->gp_wsi);
+	if (in_pending(gr) >= RELAY_GIT_PIPE_BUF && !gr->gr_rx_paused &&
+	    gr->gr_wsi != NULL) {
+		gr->gr_rx_paused = 1;
+		lws_rx_flow_control(gr->gr_wsi, 0);
+	}
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* 1 if the space-separated capability list caps[0..len) has cap. */
+static int
+has_cap(const char *caps, size_t len, const char *cap)
+{
+	const char	*p = caps, *end = caps + len, *sp;
+	size_t		 n = strlen(cap);
+
+	while (p < end) {
+		if ((sp = memchr(p, ' ', (size_t)(end - p))) == NULL)
+			sp = end;
+		if ((size_t)(sp - p) == n && memcmp(p, cap, n) == 0)
+			return 1;
+		p = sp + 1;
+	}
+	return 0;
+}
+
+/*
+ * Parses the command section of a receive-pack request from the start of
+ * the body: pkt-lines "old new ref\0caps", "old new ref", "shallow oid",
+ * up to a flush.  Returns 1 when complete (commands stored), 0 when more
+ * bytes are needed, -1 when malformed (reason in err).
+ */
+static int
+parse_commands(struct relay_gitreq *gr, char *err, size_t errlen)
+{
+	const char		*p = gr->gr_in.b_data, *line, *sp1, *sp2, *end;
+	size_t			 have = gr->gr_in.b_len, off = 0, len, i;
+	struct relay_push_cmd	 pc;
+	int			 k, v;
+
+	for (;;) {
+		if (have - off < 4)
+			return 0;
+		for (len = 0, i = 0; i < 4; i++) {
+			if ((v = hexval((unsigned char)p[off + i])) < 0) {
+				snprintf(err, errlen, "bad pkt-line length");
+				return -1;
+			}
+			len = len * 16 + (size_t)v;
+		}
+		if (len == 0)
+			return 1;
+		if (len < 5 || len > GIT_PKT_MAX) {
+			snprintf(err, errlen, "bad pkt-line length");
+			return -1;
+		}
+		if (have - off < len)
+			return 0;
+		line = p + off + 4;
+		end = p + off + len;
+		off += len;
+		/* Capabilities follow a NUL on the first line. */
+		if ((sp1 = memchr(line, '\0', (size_t)(end - line))) != NULL) {
+			gr->gr_sideband = has_cap(sp1 + 1,
+			    (size_t)(end - sp1 - 1), "side-band-64k") ||
+			    has_cap(sp1 + 1, (size_t)(end - sp1 - 1),
+			    "side-band");
+			end = sp1;
+		}
+		if (end > line && end[-1] == '\n')
+			end--;
+		if ((size_t)(end - line) > 8 && memcmp(line, "shallow ", 8) ==
+		    0)
+			continue;
+		if ((size_t)(end - line) >= 9 && memcmp(line, "push-cert",
+		    9) == 0) {
+			snprintf(err, errlen, "signed pushes are not "
+			    "supported");
+			return -1;
+		}
+		sp1 = line + GIT_OID_HEX;
+		sp2 = sp1 + 1 + GIT_OID_HEX;
+		if (end - line < 2 * GIT_OID_HEX + 3 || *sp1 != ' ' ||
+		    *sp2 != ' ') {
+			snprintf(err, errlen, "bad ref update line");
+			return -1;
+		}
+		memset(&pc, 0, sizeof(pc));
+		memcpy(pc.pc_old, line, GIT_OID_HEX);
+		memcpy(pc.pc_new, sp1 + 1, GIT_OID_HEX);
+		for (k = 0; k < GIT_OID_HEX; k++)
+			if (hexval((unsigned char)pc.pc_old[k]) < 0 ||
+			    hexval((unsigned char)pc.pc_new[k]) < 0) {
+				snprintf(err, errlen, "bad object name");
+				return -1;
+			}
+		if ((pc.pc_ref = strndup(sp2 + 1, (size_t)(end - sp2 - 1))) ==
+		    NULL)
+			fatal("parse_commands");
+		if ((gr->gr_cmds = reallocarray(gr->gr_cmds, gr->gr_ncmds + 1,
+		    sizeof(*gr->gr_cmds))) == NULL)
+			fatal("parse_commands");
+		gr->gr_cmds[gr->gr_ncmds++] = pc;
+	}
+}
+
+/* Authorises a push once its commands are in; starts git or refuses. */
+static void
+decide_push(struct relay_gitreq *gr)
+{
+	char	err[256], reason[1024];
+	int	r;
+	size_t	i;
+
+	if (gr->gr_decided)
+		return;
+	r = parse_commands(gr, err, sizeof(err));
+	if (r == 0 && !gr->gr_in_done) {
+		if (gr->gr_in.b_len > RELAY_GIT_MAX_COMMANDS)
+			finish_error(gr, HTTP_STATUS_REQ_ENTITY_TOO_LARGE,
+			    "too many ref updates\n");
+		/* Commands parsed so far are parsed again. */
+		for (i = 0; i < gr->gr_ncmds; i++)
+			free(gr->gr_cmds[i].pc_ref);
+		gr->gr_ncmds = 0;
+		return;
+	}
+	gr->gr_decided = 1;
+	if (r != 1) {
+		if (r == 0)
+			snprintf(err, sizeof(err), "the request ended early");
+		log_info("push to %s: malformed request: %s", gr->gr_d, err);
+		finish_error(gr, HTTP_STATUS_BAD_REQUEST, "malformed "
+		    "receive-pack request\n");
+		return;
+	}
+	r = relay_purg_authorise_push(gr->gr_owner, gr->gr_d, gr->gr_cmds,
+	    gr->gr_ncmds, reason, sizeof(reason));
+	if (r == -1) {
+		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		    "cannot authorise the push\n");
+		return;
+	}
+	relayd->stats.git_push_auth[r]++;
+	if (r == 0) {
+		log_info("push to %s refused: %s", gr->gr_d, reason);
+		/* The refusal follows the rest of the body, read and
+		 * dropped, so that the client sees it. */
+		gr->gr_discard = 1;
+		buf_reset(&gr->gr_in);
+		gr->gr_inoff = 0;
+		gr->gr_code = HTTP_STATUS_OK;
+		gr->gr_type = "application/x-git-receive-pack-result";
+		if (gr->gr_sideband) {
+			struct buf	inner = BUF_INIT;
+
+			/* The client reads its report through side-band
+			 * channel 1: the ERR line goes inside it. */
+			pkt_line(&inner, "ERR authorisation failed: %s\n",
+			    reason);
+			buf_adds(&inner, "0000");
+			pkt_line(&gr->gr_out, "\001%s", inner.b_data);
+			buf_adds(&gr->gr_out, "0000");
+			buf_free(&inner);
+		} else
+			pkt_line(&gr->gr_out, "ERR authorisation failed: %s\n",
+			    reason);
+		return;
+	}
+	start_child(gr);
+}
+
+/* Request bytes after de-chunking and inflating. */
+static void
+feed(struct relay_gitreq *gr, const void *data, size_t n)
+{
+	gr->gr_inbytes += n;
+	if (gr->gr_inbytes > RELAY_GIT_MAX_REQUEST && !gr->gr_done) {
+		finish_error(gr, HTTP_STATUS_REQ_ENTITY_TOO_LARGE,
+		    "request too large\n");
+		return;
+	}
+	if (gr->gr_discard)
+		return;
+	buf_add(&gr->gr_in, data, n);
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_decided)
+		decide_push(gr);
+	pump_in(gr);
+}
+
+/* Inflates gzip request bytes into feed(). */
+static int
+inflate_feed(struct relay_gitreq *gr, const void *data, size_t n)
+{
+	unsigned char	out[GIT_IO_CHUNK];
+	int		rc;
+
+	if (!gr->gr_zinit) {
+		memset(&gr->gr_z, 0, sizeof(gr->gr_z));
+		if (inflateInit2(&gr->gr_z, 16 + MAX_WBITS) != Z_OK)
+			return -1;
+		gr->gr_zinit = 1;
+	}
+	gr->gr_z.next_in = (unsigned char *)(uintptr_t)data;
+	gr->gr_z.avail_in = (unsigned)n;
+	do {
+		gr->gr_z.next_out = out;
+		gr->gr_z.avail_out = sizeof(out);
+		rc = inflate(&gr->gr_z, Z_NO_FLUSH);
+		if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+			return -1;
+		feed(gr, out, sizeof(out) - gr->gr_z.avail_out);
+		if (gr->gr_done)
+			return 0;
+	} while (gr->gr_z.avail_out == 0 || (gr->gr_z.avail_in > 0 &&
+	    rc != Z_STREAM_END));
+	return 0;
+}
+
+static int
+decoded(struct relay_gitreq *gr, const void *data, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (gr->gr_gzip)
+		return inflate_feed(gr, data, n);
+	feed(gr, data, n);
+	return 0;
+}
+
+/*
+ * Removes the chunked framing, handing the data on.  1 when the last
+ * chunk and its trailers were seen, 0 for more, -1 if malformed.
+ */
+static int
+dechunk(struct relay_gitreq *gr, const unsigned char *p, size_t n)
+{
+	struct dechunk	*dc = &gr->gr_dc;
+	size_t		 i = 0, take;
+	int		 v;
+
+	while (i < n) {
+		switch (dc->dc_state) {
+		case DC_SIZE:
+			if ((v = hexval(p[i])) >= 0) {
+				if (++dc->dc_digits > 15)
+					return -1;
+				dc->dc_left = dc->dc_left * 16 + (uint64_t)v;
+			} else if (dc->dc_digits == 0)
+				return -1;
+			else if (p[i] == '\r')
+				dc->dc_state = DC_SIZE_LF;
+			else if (p[i] == ';' || p[i] == ' ' || p[i] == '\t')
+				dc->dc_state = DC_EXT;
+			else
+				return -1;
+			i++;
+			break;
+		case DC_EXT:
+			if (p[i++] == '\r')
+				dc->dc_state = DC_SIZE_LF;
+			break;
+		case DC_SIZE_LF:
+			if (p[i++] != '\n')
+				return -1;
+			dc->dc_digits = 0;
+			if (dc->dc_left == 0) {
+				dc->dc_state = DC_TRAILER;
+				dc->dc_linelen = 0;
+			} else
+				dc->dc_state = DC_DATA;
+			break;
+		case DC_DATA:
+			take = n - i;
+			if (take > dc->dc_left)
+				take = (size_t)dc->dc_left;
+			if (decoded(gr, p + i, take) == -1)
+				return -1;
+			i += take;
+			dc->dc_left -= take;
+			if (dc->dc_left == 0)
+				dc->dc_state = DC_DATA_CR;
+			break;
+		case DC_DATA_CR:
+			if (p[i++] != '\r')
+				return -1;
+			dc->dc_state = DC_DATA_LF;
+			break;
+		case DC_DATA_LF:
+			if (p[i++] != '\n')
+				return -1;
+			dc->dc_state = DC_SIZE;
+			break;
+		case DC_TRAILER:
+			if (p[i] == '\r') {
+				dc->dc_state = DC_TRAILER_LF;
+			} else
+				dc->dc_linelen++;
+			i++;
+			break;
+		case DC_TRAILER_LF:
+			if (p[i++] != '\n')
+				return -1;
+			if (dc->dc_linelen == 0) {
+				dc->dc_state = DC_DONE;
+				return 1;
+			}
+			dc->dc_linelen = 0;
+			dc->dc_state = DC_TRAILER;
+			break;
+		case DC_DONE:
+			return 1;
+		}
+	}
+	return dc->dc_state == DC_DONE;
+}
+
+/* The whole request body is in. */
+static void
+body_end(struct relay_gitreq *gr)
+{
+	if (gr->gr_in_done)
+		return;
+	gr->gr_in_done = 1;
+	if (gr->gr_zinit && !gr->gr_done) {
+		inflateEnd(&gr->gr_z);
+		gr->gr_zinit = 0;
+	}
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_decided && !gr->gr_done)
+		decide_push(gr);
+	if (gr->gr_discard && !gr->gr_done && gr->gr_code != 0) {
+		/* A refusal, now that the body is read. */
+		gr->gr_done = 1;
+		want_write(gr);
+		return;
+	}
+	pump_in(gr);
+}
+
+int
+relay_git_body(struct relay_conn *c, struct lws *wsi, const void *in,
+    size_t len)
+{
+	struct relay_gitreq	*gr = c->rc_git;
+	int			 r;
+
+	if (gr == NULL)
+		return -1;
+	if (gr->gr_in_done || (gr->gr_done && gr->gr_code != HTTP_STATUS_OK))
+		return 0;
+	if (gr->gr_chunked) {
+		if ((r = dechunk(gr, in, len)) == -1) {
+			finish_error(gr, HTTP_STATUS_BAD_REQUEST,
+			    "malformed request body\n");
+			return 0;
+		}
+		if (r == 1)
+			body_end(gr);
+		return 0;
+	}
+	if (decoded(gr, in, len) == -1)
+		finish_error(gr, HTTP_STATUS_BAD_REQUEST,
+		    "malformed request body\n");
+	return 0;
+}
+
+int
+relay_git_body_done(struct relay_conn *c, struct lws *wsi)
+{
+	struct relay_gitreq	*gr = c->rc_git;
+
+	(void)wsi;
+	if (gr == NULL)
+		return -1;
+	body_end(gr);
+	return 0;
+}
+
+static void
+html_escape(struct buf *b, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		switch (*s) {
+		case '<':
+			buf_adds(b, "&lt;");
+			break;
+		case '>':
+			buf_adds(b, "&gt;");
+			break;
+		case '&':
+			buf_adds(b, "&amp;");
+			break;
+		case '"':
+			buf_adds(b, "&quot;");
+			break;
+		default:
+			buf_addc(b, *s);
+		}
+	}
+}
+
+/* A small page about a hosted repository; 404 for any other. */
+static int
+repo_page(struct relay_conn *c, struct lws *wsi, const char *npub,
+    const uint8_t owner[32], const char *d)
+{
+	struct buf	 b = BUF_INIT;
+	const char	*p;
+	char		*body;
+	size_t		 len;
+	int		 hosted = relay_purg_hosted(owner, d);
+
+	if (hosted == 0 || !relay_repo_exists(owner, d)) {
+		if ((body = strdup("<!DOCTYPE html>\n<html><body><h1>404 Not "
+		    "Found</h1><p>No such repository.</p></body></html>\n")) ==
+		    NULL)
+			fatal("repo_page");
+		return relay_http_respond(c, wsi, HTTP_STATUS_NOT_FOUND,
+		    "text/html", body, strlen(body));
+	}
+	buf_adds(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+	    "<title>");
+	html_escape(&b, d);
+	buf_adds(&b, "</title></head><body>\n<h1>");
+	html_escape(&b, d);
+	buf_printf(&b, "</h1>\n<p>Owner: <code>%s</code></p>\n<p>Clone: "
+	    "<code>git clone http://", npub);
+	html_escape(&b, relayd->cfg.domain);
+	buf_printf(&b, "/%s/", npub);
+	for (p = d; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p))
+			buf_addc(&b, *p);
+		else
+			buf_printf(&b, "%%%02X", (unsigned char)*p);
+	}
+	buf_printf(&b, ".git</code></p>\n<p>%s</p>\n</body></html>\n",
+	    hosted == 2 ? "Served: its announcement is accepted." :
+	    "In purgatory: its announcement is not served until git data "
+	    "arrives.");
+	body = buf_release(&b, &len);
+	return relay_http_respond(c, wsi, HTTP_STATUS_OK, "text/html", body,
+	    len);
+}
+
+static int
+simple(struct relay_conn *c, struct lws *wsi, unsigned code, const char *text)
+{
+	char	*body = strdup(text);
+
+	if (body == NULL)
+		fatal("simple");
+	return relay_http_respond(c, wsi, code, "text/plain", body,
+	    strlen(body));
+}
+
+int
+relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
+    const char *uri, int urilen)
+{
+	struct relay_gitreq	*gr;
+	const char		*seg2, *rest, *end = uri + urilen, *sv;
+	char			 npub[NIP19_MAX_LEN + 1], d[1024], svc[64];
+	char			 hdr[128];
+	uint8_t			 owner[32];
+	size_t			 n1, n2;
+	enum git_svc		 which = SVC_NONE;
+	int			 advertise = 0, i;
+
+	/* /<npub>/<id>.git[/...]: lws has percent-decoded the path. */
+	if (urilen < 2 || uri[0] != '/')
+		return RELAY_GIT_NOT_MINE;
+	if ((seg2 = memchr(uri + 1, '/', (size_t)(end - uri - 1))) == NULL)
+		return RELAY_GIT_NOT_MINE;
+	n1 = (size_t)(seg2 - uri - 1);
+	seg2++;
+	if ((rest = memchr(seg2, '/', (size_t)(end - seg2))) == NULL)
+		rest = end;
+	n2 = (size_t)(rest - seg2);
+	if (n2 <= 4 || memcmp(rest - 4, ".git", 4) != 0)
+		return RELAY_GIT_NOT_MINE;
+	if (n1 == 0 || n1 > NIP19_MAX_LEN)
+		return simple(c, wsi, HTTP_STATUS_BAD_REQUEST,
+		    "invalid npub in the repository URL\n");
+	memcpy(npub, uri + 1, n1);
+	npub[n1] = '\0';
+	if (nip19_decode(npub, "npub", owner) == -1)
+		return simple(c, wsi, HTTP_STATUS_BAD_REQUEST,
+		    "invalid npub in the repository URL\n");
+	if (n2 - 4 >= sizeof(d))
+		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
+		    "no such repository\n");
+	memcpy(d, seg2, n2 - 4);
+	d[n2 - 4] = '\0';
+	if (!policy_identifier_safe(d, n2 - 4))
+		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
+		    "no such repository\n");
+
+	if (rest == end || (end - rest == 1 && *rest == '/')) {
+		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
+			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+			    "method not allowed\n");
+		return repo_page(c, wsi, npub, owner, d);
+	}
+	if (end - rest == 10 && memcmp(rest, "/info/refs", 10) == 0) {
+		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
+			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+			    "method not allowed\n");
+		/* The value, inside svc after "service=". */
+		if ((sv = lws_get_urlarg_by_name(wsi, "service=", svc,
+		    sizeof(svc))) == NULL)
+			return simple(c, wsi, HTTP_STATUS_FORBIDDEN,
+			    "only the smart HTTP protocol is served\n");
+		for (i = 0; i < 2; i++)
+			if (strcmp(sv, svc_name[i]) == 0)
+				which = (enum git_svc)i;
+		if (which == SVC_NONE)
+			return simple(c, wsi, HTTP_STATUS_FORBIDDEN,
+			    "unknown git service\n");
+		advertise = 1;
+	} else if (end - rest == 16 && memcmp(rest, "/git-upload-pack",
+	    16) == 0)
+		which = SVC_UPLOAD;
+	else if (end - rest == 17 && memcmp(rest, "/git-receive-pack",
+	    17) == 0)
+		which = SVC_RECEIVE;
+	else
+		return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
+	if (!advertise && method != LWSHUMETH_POST)
+		return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+		    "method not allowed\n");
+	if (!relay_repo_exists(owner, d))
+		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
+		    "repository not found\n");
+
+	if ((gr = calloc(1, sizeof(*gr))) == NULL ||
+	    (gr->gr_d = strdup(d)) == NULL)
+		fatal("relay_git_request");
+	gr->gr_conn = c;
+	gr->gr_wsi = wsi;
+	gr->gr_svc = which;
+	gr->gr_advertise = advertise;
+	gr->gr_head = method == LWSHUMETH_HEAD;
+	gr->gr_pid = -1;
+	memcpy(gr->gr_owner, owner, 32);
+	relay_repo_path(owner, d, gr->gr_repo, sizeof(gr->gr_repo));
+	/* Protocol v2 and friends, passed on as git's http-backend does. */
+	if (lws_hdr_custom_copy(wsi, hdr, sizeof(hdr), "git-protocol:", 13) >
+	    0 && strspn(hdr, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=:-._") == strlen(hdr))
+		snprintf(gr->gr_proto, sizeof(gr->gr_proto), "GIT_PROTOCOL=%s",
+		    hdr);
+	if (lws_hdr_copy(wsi, hdr, sizeof(hdr),
+	    WSI_TOKEN_HTTP_CONTENT_ENCODING) > 0) {
+		if (strcasecmp(hdr, "gzip") == 0 ||
+		    strcasecmp(hdr, "x-gzip") == 0)
+			gr->gr_gzip = 1;
+		else if (strcasecmp(hdr, "identity") != 0) {
+			free(gr->gr_d);
+			free(gr);
+			return simple(c, wsi, HTTP_STATUS_UNSUPPORTED_MEDIA_TYPE,
+			    "unsupported content encoding\n");
+		}
+	}
+	if (lws_hdr_copy(wsi, hdr, sizeof(hdr),
+	    WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0 &&
+	    strcasecmp(hdr, "chunked") == 0)
+		gr->gr_chunked = 1;
+	c->rc_kind = CONN_HTTP;
+	c->rc_git = gr;
+	/* Our own deadline replaces lws's idle timeouts. */
+	lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
+	lws_sul_schedule(relayd->ctx, 0, &gr->gr_sul, conn_timeout,
+	    (lws_usec_t)(RELAY_GIT_TIMEOUT_S + GIT_CONN_GRACE_S) *
+	    LWS_US_PER_SEC);
+	if (advertise || which == SVC_UPLOAD)
+		start_child(gr);
+	if (advertise) {
+		gr->gr_in_done = 1;
+		return 0;
+	}
+	/* A POST whose body is empty: no body callbacks will come. */
+	if (!gr->gr_chunked && lws_hdr_total_length(wsi,
+	    WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
+	    lws_hdr_copy(wsi, hdr, sizeof(hdr),
+	    WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 && strtoull(hdr, NULL, 10) == 0)
+		body_end(gr);
+	return 0;
+}
+
+void
+relay_git_metrics(cJSON *arr)
+{
+	static const char *const op[] = { "upload-pack", "receive-pack",
+		"info-refs" };
+	const struct relay_stats	*st = &relayd->stats;
+	struct purg_counts		 pc;
+	cJSON				*m;
+	char				 name[160];
+	int				 i, ok;
+
+#define METRIC(n, v) do {						\
+	m = cJSON_CreateArray();					\
+	cJSON_AddItemToArray(m, cJSON_CreateString(n));			\
+	cJSON_AddItemToArray(m, cJSON_CreateNumber((double)(v)));	\
+	cJSON_AddItemToArray(arr, m);					\
+} while (0)
+	for (i = 0; i < 3; i++)
+		for (ok = 0; ok < 2; ok++) {
+			snprintf(name, sizeof(name), "graspd_git_requests_total"
+			    "{operation=\"%s\",status=\"%s\"}", op[i],
+			    ok ? "success" : "error");
+			METRIC(name, st->git_requests[i][ok]);
+		}
+	METRIC("graspd_git_push_authorization_total{result=\"allowed\"}",
+	    st->git_push_auth[1]);
+	METRIC("graspd_git_push_authorization_total{result=\"refused\"}",
+	    st->git_push_auth[0]);
+	METRIC("graspd_git_jobs_total{status=\"success\"}", st->git_jobs[1]);
+	METRIC("graspd_git_jobs_total{status=\"error\"}", st->git_jobs[0]);
+	METRIC("graspd_git_processes", relay_children_count());
+	METRIC("graspd_purgatory_events_total{result=\"held\"}",
+	    st->purg_held);
+	METRIC("graspd_purgatory_events_total{result=\"released\"}",
+	    st->purg_released);
+	METRIC("graspd_purgatory_events_total{result=\"expired\"}",
+	    st->purg_expired);
+	if (purg_count(relayd->purg, &pc) == 0) {
+		METRIC("graspd_purgatory_held{type=\"announcement\"}",
+		    pc.announcements);
+		METRIC("graspd_purgatory_held{type=\"soft_expired\"}",
+		    pc.soft_expired);
+		METRIC("graspd_purgatory_held{type=\"state\"}", pc.states);
+		METRIC("graspd_purgatory_held{type=\"pr\"}", pc.prs);
+		METRIC("graspd_purgatory_held{type=\"placeholder\"}",
+		    pc.placeholders);
+		METRIC("graspd_purgatory_expired_ids", pc.expired);
+	}
+#undef METRIC
+}

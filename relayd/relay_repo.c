@@ -1,0 +1,1122 @@
+/*
+ * relay_repo.c: relayd's repositories on disk (<git_data>/<npub>/<d>.git):
+ * creating and removing them, reading their refs and checking their
+ * objects in C (no process, so the checks can run inside a write
+ * transaction), the git child processes relayd runs (spawned with
+ * posix_spawn, reaped from the loop after SIGCHLD, killed when overdue),
+ * and the queue of maintenance jobs that change refs: copy objects
+ * between repositories with a local "git fetch", "git update-ref", HEAD.
+ * Jobs run one at a time, in order, so the changes to one repository
+ * never race each other.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "log.h"
+#include "nip19.h"
+#include "relayd.h"
+
+extern char **environ;
+
+/* Ours: how often children are checked while some run (SIGCHLD is the
+ * fast path; this catches deadlines). */
+#define CHILD_CHECK_US		(200 * 1000)
+/* Ours: depth of nested ref directories read (refs/heads/a/b/c...). */
+#define REFS_MAX_DEPTH		16
+
+/* Loose refs and packed-refs of a new repository start empty. */
+static const char	 repo_config[] =
+    "[core]\n"
+    "\trepositoryformatversion = 0\n"
+    "\tfilemode = true\n"
+    "\tbare = true\n";
+/* Most hosts and clients name the first branch main today. */
+static const char	 repo_head[] = "ref: refs/heads/main\n";
+
+int
+relay_repo_path(const uint8_t owner[32], const char *d, char *out,
+    size_t outlen)
+{
+	char	npub[NIP19_KEY_BUFSZ];
+	int	n;
+
+	if (nip19_encode("npub", owner, npub, sizeof(npub)) == -1)
+		return -1;
+	n = snprintf(out, outlen, "%s/%s/%s.git", relayd->cfg.git_data_path,
+	    npub, d);
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+int
+relay_repo_exists(const uint8_t owner[32], const char *d)
+{
+	char		path[PATH_MAX];
+	struct stat	sb;
+
+	if (relay_repo_path(owner, d, path, sizeof(path)) == -1)
+		return 0;
+	return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int
+write_file(const char *dir, const char *name, const char *text)
+{
+	char	path[PATH_MAX];
+	size_t	len = strlen(text);
+	int	fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    (int)sizeof(path))
+		return -1;
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0644)) == -1)
+		return -1;
+	if (write(fd, text, len) != (ssize_t)len) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+static int
+mkdir_in(const char *dir, const char *name)
+{
+	char	path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    (int)sizeof(path))
+		return -1;
+	return mkdir(path, 0755) == -1 && errno != EEXIST ? -1 : 0;
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path) == -1 && errno != ENOENT ? -1 : 0;
+	return unlink(path) == -1 && errno != ENOENT ? -1 : 0;
+}
+
+/* Removes a directory tree (not following symlinks); 0 or -1. */
+static int
+rm_tree(const char *path)
+{
+	return nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS) == -1 &&
+	    errno != ENOENT ? -1 : 0;
+}
+
+int
+relay_repo_create(const uint8_t owner[32], const char *d)
+{
+	static const char *const dirs[] = {
+		"objects", "objects/info", "objects/pack", "refs",
+		"refs/heads", "refs/tags", "info",
+	};
+	char		path[PATH_MAX], parent[PATH_MAX], tmp[PATH_MAX];
+	char		*slash;
+	size_t		i;
+
+	if (!policy_identifier_safe(d, strlen(d)) ||
+	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
+		return -1;
+	if (relay_repo_exists(owner, d))
+		return 0;
+	snprintf(parent, sizeof(parent), "%s", path);
+	if ((slash = strrchr(parent, '/')) == NULL)
+		return -1;
+	*slash = '\0';
+	if (mkdir(relayd->cfg.git_data_path, 0755) == -1 && errno != EEXIST)
+		goto fail;
+	if (mkdir(parent, 0755) == -1 && errno != EEXIST)
+		goto fail;
+	/* Built aside and renamed, so nobody sees half a repository. */
+	if (snprintf(tmp, sizeof(tmp), "%s/.new-XXXXXX", parent) >=
+	    (int)sizeof(tmp) || mkdtemp(tmp) == NULL)
+		goto fail;
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (mkdir_in(tmp, dirs[i]) == -1)
+			goto failtmp;
+	if (write_file(tmp, "HEAD", repo_head) == -1 ||
+	    write_file(tmp, "config", repo_config) == -1 ||
+	    write_file(tmp, "description", "GRASP repository hosted by "
+	    "graspd\n") == -1)
+		goto failtmp;
+	if (rename(tmp, path) == -1) {
+		if (errno == EEXIST || errno == ENOTEMPTY) {
+			rm_tree(tmp);
+			return 0;
+		}
+		goto failtmp;
+	}
+	log_debug("created repository %s", path);
+	return 0;
+failtmp:
+	rm_tree(tmp);
+fail:
+	log_warn("cannot create repository %s", path);
+	return -1;
+}
+
+int
+relay_repo_remove(const uint8_t owner[32], const char *d)
+{
+	static unsigned	serial;
+	char		path[PATH_MAX], gone[PATH_MAX];
+	char		*slash;
+
+	if (!policy_identifier_safe(d, strlen(d)) ||
+	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
+		return -1;
+	/* Renamed first, so a request never sees it half removed. */
+	snprintf(gone, sizeof(gone), "%s", path);
+	if ((slash = strrchr(gone, '/')) == NULL)
+		return -1;
+	if (snprintf(slash + 1, sizeof(gone) - (size_t)(slash + 1 - gone),
+	    ".gone-%ld-%u", (long)getpid(), ++serial) >= (int)(sizeof(gone) -
+	    (size_t)(slash + 1 - gone)))
+		return -1;
+	if (rename(path, gone) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		log_warn("cannot remove repository %s", path);
+		return -1;
+	}
+	if (rm_tree(gone) == -1) {
+		log_warn("cannot remove %s", gone);
+		return -1;
+	}
+	log_debug("removed repository %s", path);
+	return 0;
+}
+
+static int
+is_oid(const char *s)
+{
+	size_t	i;
+
+	for (i = 0; i < GIT_OID_HEX; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* 1 if the pack index at path lists the 20-byte name, 0 if not. */
+static int
+idx_has(const char *path, const uint8_t name[20])
+{
+	struct stat		 sb;
+	const unsigned char	*m;
+	const uint32_t		*fan;
+	size_t			 off, width, lo, hi, mid;
+	uint32_t		 n, first;
+	int			 fd, found = 0, c, v2;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	if (fstat(fd, &sb) == -1 || sb.st_size < 8 + 256 * 4) {
+		close(fd);
+		return 0;
+	}
+	m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return 0;
+	/* Version 2: "\377tOc", version, fanout, names; version 1: fanout,
+	 * then (offset, name) entries. */
+	v2 = memcmp(m, "\377tOc", 4) == 0;
+	fan = (const uint32_t *)(m + (v2 ? 8 : 0));
+	first = name[0] ? ntohl(fan[name[0] - 1]) : 0;
+	n = ntohl(fan[name[0]]);
+	off = (v2 ? 8 : 0) + 256 * 4;
+	width = v2 ? 20 : 24;
+	if (n < first || off + (size_t)ntohl(fan[255]) * width >
+	    (size_t)sb.st_size)
+		goto done;
+	lo = first;
+	hi = n;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = memcmp(m + off + mid * width + (v2 ? 0 : 4), name, 20);
+		if (c == 0) {
+			found = 1;
+			break;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+done:
+	munmap((void *)m, (size_t)sb.st_size);
+	return found;
+}
+
+int
+relay_repo_has_object(const char *repo, const char *oid)
+{
+	char		 path[PATH_MAX];
+	uint8_t		 name[20];
+	struct stat	 sb;
+	struct dirent	*de;
+	DIR		*dir;
+	size_t		 len;
+	int		 found = 0;
+
+	if (strlen(oid) != GIT_OID_HEX || !is_oid(oid) ||
+	    hex_decode(oid, GIT_OID_HEX, name, 20) == -1)
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/objects/%.2s/%s", repo, oid,
+	    oid + 2) < (int)sizeof(path) && stat(path, &sb) == 0)
+		return 1;
+	if (snprintf(path, sizeof(path), "%s/objects/pack", repo) >=
+	    (int)sizeof(path) || (dir = opendir(path)) == NULL)
+		return 0;
+	while (!found && (de = readdir(dir)) != NULL) {
+		len = strlen(de->d_name);
+		if (len < 5 || strcmp(de->d_name + len - 4, ".idx") != 0)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/objects/pack/%s", repo,
+		    de->d_name) >= (int)sizeof(path))
+			continue;
+		found = idx_has(path, name);
+	}
+	closedir(dir);
+	return found;
+}
+
+void
+relay_refs_free(struct relay_refs *r)
+{
+	size_t	i;
+
+	for (i = 0; i < r->n; i++)
+		free(r->v[i].rf_name);
+	free(r->v);
+	free(r->head);
+	memset(r, 0, sizeof(*r));
+}
+
+static struct relay_ref *
+refs_find(const struct relay_refs *r, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < r->n; i++)
+		if (strcmp(r->v[i].rf_name, name) == 0)
+			return &r->v[i];
+	return NULL;
+}
+
+const char *
+relay_refs_get(const struct relay_refs *r, const char *name)
+{
+	struct relay_ref	*f = refs_find(r, name);
+
+	return f ? f->rf_oid : NULL;
+}
+
+static int
+wanted(const char *name, const char *const *prefixes)
+{
+	size_t	i;
+
+	if (prefixes == NULL)
+		return 1;
+	for (i = 0; prefixes[i] != NULL; i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/* Sets name to oid, replacing an earlier value (loose beats packed). */
+static void
+refs_set(struct relay_refs *r, const char *name, const char *oid)
+{
+	struct relay_ref	*f;
+
+	if ((f = refs_find(r, name)) == NULL) {
+		if ((r->v = reallocarray(r->v, r->n + 1, sizeof(*r->v))) ==
+		    NULL || (r->v[r->n].rf_name = strdup(name)) == NULL)
+			fatal("refs_set");
+		f = &r->v[r->n++];
+	}
+	memcpy(f->rf_oid, oid, GIT_OID_HEX);
+	f->rf_oid[GIT_OID_HEX] = '\0';
+}
+
+static void
+read_packed(const char *repo, const char *const *prefixes,
+    struct relay_refs *r)
+{
+	char	 path[PATH_MAX], *line = NULL;
+	size_t	 cap = 0;
+	ssize_t	 len;
+	FILE	*f;
+
+	if (snprintf(path, sizeof(path), "%s/packed-refs", repo) >=
+	    (int)sizeof(path) || (f = fopen(path, "re")) == NULL)
+		return;
+	while ((len = getline(&line, &cap, f)) != -1) {
+		while (len > 0 && (line[len - 1] == '\n' ||
+		    line[len - 1] == '\r'))
+			line[--len] = '\0';
+		/* "# pack-refs with:" header, "^<oid>" peeled lines. */
+		if (len < GIT_OID_HEX + 2 || line[0] == '#' || line[0] == '^' ||
+		    line[GIT_OID_HEX] != ' ' || !is_oid(line))
+			continue;
+		if (wanted(line + GIT_OID_HEX + 1, prefixes))
+			refs_set(r, line + GIT_OID_HEX + 1, line);
+	}
+	free(line);
+	fclose(f);
+}
+
+static void
+read_loose(const char *repo, const char *rel, int depth,
+    const char *const *prefixes, struct relay_refs *r)
+{
+	char		 path[PATH_MAX], sub[PATH_MAX], buf[GIT_OID_HEX + 2];
+	struct dirent	*de;
+	struct stat	 sb;
+	DIR		*dir;
+	ssize_t		 n;
+	int		 fd;
+
+	if (depth > REFS_MAX_DEPTH || snprintf(path, sizeof(path), "%s/%s",
+	    repo, rel) >= (int)sizeof(path) || (dir = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(dir)) != NULL) {
+		if (de->d_name[0] == '.' || strstr(de->d_name, ".lock"))
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) >=
+		    (int)sizeof(sub) || snprintf(path, sizeof(path), "%s/%s",
+		    repo, sub) >= (int)sizeof(path) || lstat(path, &sb) == -1)
+			continue;
+		if (S_ISDIR(sb.st_mode)) {
+			read_loose(repo, sub, depth + 1, prefixes, r);
+			continue;
+		}
+		if (!S_ISREG(sb.st_mode) || !wanted(sub, prefixes))
+			continue;
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+		if (n >= GIT_OID_HEX && is_oid(buf))
+			refs_set(r, sub, buf);
+	}
+	closedir(dir);
+}
+
+int
+relay_repo_read_refs(const char *repo, const char *const *prefixes,
+    struct relay_refs *r)
+{
+	char	path[PATH_MAX], buf[512];
+	ssize_t	n;
+	int	fd;
+
+	memset(r, 0, sizeof(*r));
+	if (snprintf(path, sizeof(path), "%s/HEAD", repo) >=
+	    (int)sizeof(path) || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 5 && strncmp(buf, "ref: ", 5) == 0) {
+		buf[n] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if ((r->head = strdup(buf + 5)) == NULL)
+			fatal("strdup");
+	}
+	read_packed(repo, prefixes, r);
+	read_loose(repo, "refs", 0, prefixes, r);
+	return 0;
+}
+
+int
+relay_repo_has_refs(const char *repo)
+{
+	static const char *const prefixes[] = { "refs/heads/", "refs/tags/",
+		NULL };
+	struct relay_refs	r;
+	int			has;
+
+	if (relay_repo_read_refs(repo, prefixes, &r) == -1)
+		return 0;
+	has = r.n > 0;
+	relay_refs_free(&r);
+	return has;
+}
+
+/* Children. */
+
+struct relay_child {
+	LIST_ENTRY(relay_child)	 ch_entry;
+	pid_t			 ch_pid;
+	int64_t			 ch_deadline;	/* ms, relay_now_ms() */
+	int			 ch_killed;
+	int			 ch_status;
+	relay_child_cb		*ch_cb;
+	void			*ch_arg;
+};
+
+static LIST_HEAD(, relay_child)	children = LIST_HEAD_INITIALIZER(children);
+static int			nchildren;
+static lws_sorted_usec_list_t	child_sul;
+
+static void	child_timer(lws_sorted_usec_list_t *);
+
+static void
+child_schedule(void)
+{
+	if (!LIST_EMPTY(&children))
+		lws_sul_schedule(relayd->ctx, 0, &child_sul, child_timer,
+		    CHILD_CHECK_US);
+}
+
+/* relayd's environment without GIT_*, then env. */
+static char **
+child_env(const char *const *env)
+{
+	char	**e;
+	size_t	  n = 0, k = 0, i;
+
+	for (i = 0; environ[i] != NULL; i++)
+		n++;
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		n++;
+	if ((e = calloc(n + 1, sizeof(*e))) == NULL)
+		fatal("child_env");
+	for (i = 0; environ[i] != NULL; i++)
+		if (strncmp(environ[i], "GIT_", 4) != 0)
+			e[k++] = environ[i];
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		e[k++] = (char *)env[i];
+	e[k] = NULL;
+	return e;
+}
+
+pid_t
+relay_child_spawn(char *const argv[], int fd_in, int fd_out,
+    const char *const *env, int timeout_s, relay_child_cb *cb, void *arg)
+{
+	posix_spawn_file_actions_t	 fa;
+	struct relay_child		*ch;
+	char				**envp;
+	pid_t				 pid;
+	int				 rc;
+
+	posix_spawn_file_actions_init(&fa);
+	if (fd_in >= 0)
+		posix_spawn_file_actions_adddup2(&fa, fd_in, 0);
+	else
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
+		    O_RDONLY, 0);
+	if (fd_out >= 0)
+		posix_spawn_file_actions_adddup2(&fa, fd_out, 1);
+	else
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null",
+		    O_WRONLY, 0);
+	/* Sockets, the database and nanomsg stay with relayd. */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	envp = child_env(env);
+	rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	free(envp);
+	if (rc != 0) {
+		errno = rc;
+		log_warn("cannot run %s", argv[0]);
+		return -1;
+	}
+	if ((ch = calloc(1, sizeof(*ch))) == NULL)
+		fatal("relay_child_spawn");
+	ch->ch_pid = pid;
+	ch->ch_deadline = relay_now_ms() + (int64_t)timeout_s * 1000;
+	ch->ch_cb = cb;
+	ch->ch_arg = arg;
+	LIST_INSERT_HEAD(&children, ch, ch_entry);
+	nchildren++;
+	child_schedule();
+	return pid;
+}
+
+void
+relay_child_abandon(pid_t pid)
+{
+	struct relay_child	*ch;
+
+	LIST_FOREACH(ch, &children, ch_entry) {
+		if (ch->ch_pid != pid)
+			continue;
+		ch->ch_cb = NULL;
+		if (!ch->ch_killed) {
+			kill(pid, SIGKILL);
+			ch->ch_killed = 1;
+		}
+		return;
+	}
+}
+
+int
+relay_children_count(void)
+{
+	return nchildren;
+}
+
+void
+relay_children_reap(void)
+{
+	LIST_HEAD(, relay_child)	 done = LIST_HEAD_INITIALIZER(done);
+	struct relay_child		*ch, *next;
+	int64_t				 now = relay_now_ms();
+	int				 st;
+	pid_t				 r;
+
+	for (ch = LIST_FIRST(&children); ch != NULL; ch = next) {
+		next = LIST_NEXT(ch, ch_entry);
+		r = waitpid(ch->ch_pid, &st, WNOHANG);
+		if (r == ch->ch_pid || (r == -1 && errno == ECHILD)) {
+			LIST_REMOVE(ch, ch_entry);
+			nchildren--;
+			ch->ch_status = r == -1 ? 255 : WIFEXITED(st) ?
+			    WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			LIST_INSERT_HEAD(&done, ch, ch_entry);
+			continue;
+		}
+		if (!ch->ch_killed && now >= ch->ch_deadline) {
+			log_warnx("git process %ld overran its time; killing "
+			    "it", (long)ch->ch_pid);
+			kill(ch->ch_pid, SIGKILL);
+			ch->ch_killed = 1;
+		}
+	}
+	/* Callbacks may spawn more children: the list is settled now. */
+	while ((ch = LIST_FIRST(&done)) != NULL) {
+		LIST_REMOVE(ch, ch_entry);
+		if (ch->ch_cb)
+			ch->ch_cb(ch->ch_pid, ch->ch_status, ch->ch_arg);
+		free(ch);
+	}
+	child_schedule();
+}
+
+static void
+child_timer(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
+	relay_children_reap();
+}
+
+/* Jobs. */
+
+enum job_kind {
+	JOB_ALIGN,
+	JOB_SET_REF,
+	JOB_DELETE_REF,
+	JOB_CALL,
+};
+
+struct relay_job {
+	TAILQ_ENTRY(relay_job)	 j_entry;
+	enum job_kind		 j_kind;
+	uint8_t			 j_owner[32];
+	uint8_t			 j_src[32];
+	int			 j_has_src;
+	char			*j_d;
+	struct event		*j_state;	/* JOB_ALIGN */
+	char			*j_ref;		/* JOB_SET_REF, JOB_DELETE_REF */
+	char			 j_oid[GIT_OID_HEX + 1];
+	void			(*j_fn)(void *);
+	void			*j_arg;
+	int			 j_step;
+	int			 j_changed;	/* refs were written */
+};
+
+static TAILQ_HEAD(, relay_job)	jobs = TAILQ_HEAD_INITIALIZER(jobs);
+static struct relay_job		*job_running;
+
+static void	job_next(void);
+
+static struct relay_job *
+job_new(enum job_kind kind, const uint8_t owner[32], const char *d,
+    const uint8_t src[32])
+{
+	struct relay_job	*j;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		fatal("job_new");
+	j->j_kind = kind;
+	if (owner)
+		memcpy(j->j_owner, owner, 32);
+	if (src) {
+		memcpy(j->j_src, src, 32);
+		j->j_has_src = 1;
+	}
+	if (d && (j->j_d = strdup(d)) == NULL)
+		fatal("job_new");
+	return j;
+}
+
+static void
+job_free(struct relay_job *j)
+{
+	event_free(j->j_state);
+	free(j->j_d);
+	free(j->j_ref);
+	free(j);
+}
+
+static void
+job_queue(struct relay_job *j)
+{
+	TAILQ_INSERT_TAIL(&jobs, j, j_entry);
+	if (job_running == NULL)
+		job_next();
+}
+
+void
+relay_job_align(const uint8_t owner[32], const char *d,
+    const struct event *state, const uint8_t src[32])
+{
+	struct relay_job	*j = job_new(JOB_ALIGN, owner, d, src);
+	char			 err[64];
+
+	if ((j->j_state = event_parse(state->json, state->json_len, err,
+	    sizeof(err))) == NULL)
+		fatalx("relay_job_align: %s", err);
+	job_queue(j);
+}
+
+void
+relay_job_set_ref(const uint8_t owner[32], const char *d, const char *ref,
+    const char *oid, const uint8_t src[32])
+{
+	struct relay_job	*j = job_new(JOB_SET_REF, owner, d, src);
+
+	if ((j->j_ref = strdup(ref)) == NULL)
+		fatal("relay_job_set_ref");
+	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
+	job_queue(j);
+}
+
+void
+relay_job_delete_ref(const uint8_t owner[32], const char *d, const char *ref,
+    const char *old)
+{
+	struct relay_job	*j = job_new(JOB_DELETE_REF, owner, d, NULL);
+
+	if ((j->j_ref = strdup(ref)) == NULL)
+		fatal("relay_job_delete_ref");
+	snprintf(j->j_oid, sizeof(j->j_oid), "%s", old);
+	job_queue(j);
+}
+
+void
+relay_job_call(void (*fn)(void *), void *arg)
+{
+	struct relay_job	*j = job_new(JOB_CALL, NULL, NULL, NULL);
+
+	j->j_fn = fn;
+	j->j_arg = arg;
+	job_queue(j);
+}
+
+/* A state's desired refs: branches and tags, and HEAD's branch. */
+struct desired {
+	struct relay_refs	 refs;
+	char			*head;
+};
+
+static void	desired_of(const struct event *, struct desired *);
+
+void
+relay_state_refs(const struct event *state, struct relay_refs *refs,
+    char **headp)
+{
+	struct desired	 w;
+
+	desired_of(state, &w);
+	*refs = w.refs;
+	*headp = w.head;
+}
+
+static void
+desired_of(const struct event *state, struct desired *w)
+{
+	const struct event_tag	*t;
+	uint32_t		 i;
+	size_t			 len;
+
+	memset(w, 0, sizeof(*w));
+	for (i = 0; i < state->ntags; i++) {
+		t = &state->tags[i];
+		if (t->n < 2)
+			continue;
+		if (strcmp(t->v[0].s, "HEAD") == 0) {
+			const char *v = t->v[1].s;
+
+			if (strncmp(v, "ref: ", 5) == 0)
+				v += 5;
+			if (strncmp(v, "refs/heads/", 11) == 0 && w->head ==
+			    NULL && (w->head = strdup(v)) == NULL)
+				fatal("desired_of");
+			continue;
+		}
+		if (strncmp(t->v[0].s, "refs/heads/", 11) != 0 &&
+		    strncmp(t->v[0].s, "refs/tags/", 10) != 0)
+			continue;
+		len = t->v[0].len;
+		if (len >= 3 && strcmp(t->v[0].s + len - 3, "^{}") == 0)
+			continue;
+		if (t->v[1].len != GIT_OID_HEX || !is_oid(t->v[1].s) ||
+		    memchr(t->v[0].s, '\n', len) || memchr(t->v[0].s, ' ', len))
+			continue;
+		refs_set(&w->refs, t->v[0].s, t->v[1].s);
+	}
+}
+
+static void
+desired_free(struct desired *w)
+{
+	relay_refs_free(&w->refs);
+	free(w->head);
+}
+
+static void	job_child_done(pid_t, int, void *);
+
+/* Runs git with args in repo; the job waits for it.  0 or -1. */
+static int
+job_git(struct relay_job *j, const char *repo, const char *const *args,
+    int fd_in)
+{
+	char	*argv[64], gitdir[PATH_MAX + 16];
+	size_t	 n = 0, i;
+
+	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", repo);
+	argv[n++] = "git";
+	argv[n++] = gitdir;
+	for (i = 0; args[i] != NULL && n < 63; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	return relay_child_spawn(argv, fd_in, -1, NULL,
+	    RELAY_GIT_JOB_TIMEOUT_S, job_child_done, j) == -1 ? -1 : 0;
+}
+
+/*
+ * Copies the objects of want missing from repo out of the source
+ * repository.  1 if a fetch runs, 0 if nothing is missing, -1.
+ */
+static int
+job_fetch(struct relay_job *j, const char *repo, const char *const *want,
+    size_t n)
+{
+	char		 src[PATH_MAX];
+	const char	*args[64];
+	size_t		 k = 0, i;
+
+	for (i = 0; i < n; i++)
+		if (!relay_repo_has_object(repo, want[i]))
+			break;
+	if (i == n)
+		return 0;
+	if (!j->j_has_src || memcmp(j->j_src, j->j_owner, 32) == 0 ||
+	    relay_repo_path(j->j_src, j->j_d, src, sizeof(src)) == -1)
+		return -1;
+	/* The source is ours and local: any object in it may be asked. */
+	args[k++] = "-c";
+	args[k++] = "uploadpack.allowAnySHA1InWant=true";
+	args[k++] = "fetch";
+	args[k++] = "--quiet";
+	args[k++] = "--no-tags";
+	args[k++] = "--no-write-fetch-head";
+	args[k++] = "--no-auto-gc";
+	args[k++] = src;
+	for (i = 0; i < n && k < 60; i++)
+		if (!relay_repo_has_object(repo, want[i]))
+			args[k++] = want[i];
+	args[k] = NULL;
+	return job_git(j, repo, args, -1) == 0 ? 1 : -1;
+}
+
+/* Writes HEAD as a symbolic ref to branch, the way git locks it. */
+static int
+write_head(const char *repo, const char *branch)
+{
+	char	lock[PATH_MAX], path[PATH_MAX], text[PATH_MAX];
+	int	fd, n;
+
+	if (snprintf(path, sizeof(path), "%s/HEAD", repo) >=
+	    (int)sizeof(path) || snprintf(lock, sizeof(lock), "%s/HEAD.lock",
+	    repo) >= (int)sizeof(lock))
+		return -1;
+	n = snprintf(text, sizeof(text), "ref: %s\n", branch);
+	if (n < 0 || n >= (int)sizeof(text))
+		return -1;
+	if ((fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) ==
+	    -1)
+		return -1;
+	if (write(fd, text, (size_t)n) != n || close(fd) == -1) {
+		unlink(lock);
+		return -1;
+	}
+	if (rename(lock, path) == -1) {
+		unlink(lock);
+		return -1;
+	}
+	return 0;
+}
+
+/* An anonymous file holding text, positioned at its start; or -1. */
+static int
+text_fd(const char *text, size_t len)
+{
+	int	fd;
+
+	if ((fd = memfd_create("graspd-stdin", MFD_CLOEXEC)) == -1)
+		return -1;
+	if (write(fd, text, len) != (ssize_t)len ||
+	    lseek(fd, 0, SEEK_SET) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * One step of an align job.  1 if a git process runs (the job continues
+ * when it ends), 0 when the job is done, -1 when it failed.
+ */
+static int
+align_step(struct relay_job *j, const char *repo)
+{
+	static const char *const prefixes[] = { "refs/heads/", "refs/tags/",
+		NULL };
+	static const char *const update[] = { "update-ref", "--stdin", NULL };
+	struct desired		 w;
+	struct relay_refs	 cur;
+	struct buf		 b = BUF_INIT;
+	const char		*want[64] = { NULL }, *o;
+	const char		*head = NULL;
+	size_t			 i, n = 0;
+	int			 rc = 0, fd;
+
+	desired_of(j->j_state, &w);
+	switch (j->j_step) {
+	case 0:
+		for (i = 0; i < w.refs.n && n < 56; i++)
+			want[n++] = w.refs.v[i].rf_oid;
+		j->j_step = 1;
+		if ((rc = job_fetch(j, repo, want, n)) != 0)
+			break;
+		/* FALLTHROUGH */
+	case 1:
+		j->j_step = 2;
+		if (relay_repo_read_refs(repo, prefixes, &cur) == -1) {
+			rc = -1;
+			break;
+		}
+		for (i = 0; i < cur.n; i++)
+			if (relay_refs_get(&w.refs, cur.v[i].rf_name) == NULL)
+				buf_printf(&b, "delete %s\n",
+				    cur.v[i].rf_name);
+		for (i = 0; i < w.refs.n; i++) {
+			o = relay_refs_get(&cur, w.refs.v[i].rf_name);
+			if (o == NULL || strcmp(o, w.refs.v[i].rf_oid) != 0)
+				buf_printf(&b, "update %s %s\n",
+				    w.refs.v[i].rf_name, w.refs.v[i].rf_oid);
+		}
+		relay_refs_free(&cur);
+		if (b.b_len > 0) {
+			j->j_changed = 1;
+			if ((fd = text_fd(b.b_data, b.b_len)) == -1) {
+				rc = -1;
+				break;
+			}
+			rc = job_git(j, repo, update, fd) == 0 ? 1 : -1;
+			close(fd);
+			break;
+		}
+		/* FALLTHROUGH */
+	case 2:
+		j->j_step = 3;
+		if (w.head != NULL) {
+			if (relay_refs_get(&w.refs, w.head))
+				head = w.head;
+		} else if (relay_repo_read_refs(repo, prefixes, &cur) == 0) {
+			/* No HEAD in the state: keep a HEAD that names one
+			 * of its branches, else point it at main, master
+			 * or the first branch. */
+			if (cur.head == NULL ||
+			    relay_refs_get(&w.refs, cur.head) == NULL) {
+				if (relay_refs_get(&w.refs, "refs/heads/main"))
+					head = "refs/heads/main";
+				else if (relay_refs_get(&w.refs,
+				    "refs/heads/master"))
+					head = "refs/heads/master";
+				for (i = 0; head == NULL && i < w.refs.n; i++)
+					if (strncmp(w.refs.v[i].rf_name,
+					    "refs/heads/", 11) == 0)
+						head = w.refs.v[i].rf_name;
+			}
+			relay_refs_free(&cur);
+		}
+		if (head && write_head(repo, head) == -1)
+			rc = -1;
+		break;
+	default:
+		break;
+	}
+	if (w.refs.n > 0)
+		j->j_changed = 1;
+	desired_free(&w);
+	buf_free(&b);
+	return rc;
+}
+
+/* One step of any job; as align_step(). */
+static int
+job_step(struct relay_job *j)
+{
+	char		 repo[PATH_MAX];
+	const char	*want[1];
+	int		 rc;
+
+	if (j->j_kind == JOB_CALL) {
+		j->j_fn(j->j_arg);
+		return 0;
+	}
+	if (relay_repo_path(j->j_owner, j->j_d, repo, sizeof(repo)) == -1 ||
+	    !relay_repo_exists(j->j_owner, j->j_d))
+		return 0;	/* gone meanwhile: nothing to align */
+	switch (j->j_kind) {
+	case JOB_ALIGN:
+		return align_step(j, repo);
+	case JOB_SET_REF:
+		if (j->j_step == 0) {
+			j->j_step = 1;
+			want[0] = j->j_oid;
+			if ((rc = job_fetch(j, repo, want, 1)) != 0)
+				return rc;
+		}
+		if (j->j_step == 1) {
+			const char *args[] = { "update-ref", j->j_ref,
+			    j->j_oid, NULL };
+
+			j->j_step = 2;
+			return job_git(j, repo, args, -1) == 0 ? 1 : -1;
+		}
+		return 0;
+	case JOB_DELETE_REF:
+		if (j->j_step == 0) {
+			const char *args[] = { "update-ref", "-d", j->j_ref,
+			    j->j_oid, NULL };
+			const char *pfx[] = { j->j_ref, NULL };
+			struct relay_refs cur;
+			const char *o;
+			int gone;
+
+			j->j_step = 1;
+			/* Already gone or moved on: nothing to do. */
+			if (relay_repo_read_refs(repo, pfx, &cur) == -1)
+				return -1;
+			o = relay_refs_get(&cur, j->j_ref);
+			gone = o == NULL || strcmp(o, j->j_oid) != 0;
+			relay_refs_free(&cur);
+			if (gone)
+				return 0;
+			return job_git(j, repo, args, -1) == 0 ? 1 : -1;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void
+job_finish(struct relay_job *j, int ok)
+{
+	relayd->stats.git_jobs[ok ? 1 : 0]++;
+	if (!ok)
+		log_warnx("git job on %s failed", j->j_d ? j->j_d : "?");
+	if (ok && j->j_kind == JOB_ALIGN && j->j_changed)
+		relay_purg_git_arrived(j->j_owner, j->j_d);
+	job_free(j);
+}
+
+static void
+job_next(void)
+{
+	struct relay_job	*j;
+	int			 rc;
+
+	while (job_running == NULL && (j = TAILQ_FIRST(&jobs)) != NULL) {
+		TAILQ_REMOVE(&jobs, j, j_entry);
+		job_running = j;
+		rc = job_step(j);
+		if (rc == 1)
+			return;
+		job_running = NULL;
+		job_finish(j, rc == 0);
+	}
+}
+
+static void
+job_child_done(pid_t pid, int status, void *arg)
+{
+	struct relay_job	*j = arg;
+	int			 rc;
+
+	(void)pid;
+	if (status != 0) {
+		job_running = NULL;
+		job_finish(j, 0);
+		job_next();
+		return;
+	}
+	if ((rc = job_step(j)) == 1)
+		return;
+	job_running = NULL;
+	job_finish(j, rc == 0);
+	job_next();
+}
+
+void
+relay_repo_init(void)
+{
+	char	*p, *s;
+
+	memset(&child_sul, 0, sizeof(child_sul));
+	/* The git data directory and its parents. */
+	if ((p = strdup(relayd->cfg.git_data_path)) == NULL)
+		fatal("strdup");
+	for (s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) == -1 && errno != EEXIST)
+			fatal("cannot create %s", p);
+		*s = '/';
+	}
+	if (mkdir(p, 0755) == -1 && errno != EEXIST)
+		fatal("cannot create %s", p);
+	free(p);
+}

@@ -3,16 +3,22 @@
  * tests/bench/run.sh (a test tool, not a daemon).
  *
  *   ingest gen N FILE --domain HOST:PORT [--repo-owner-seckey HEX]
- *       [--authors K]
+ *       [--authors K] [--git-dir DIR]
  *	pre-signs N GRASP-valid events into FILE, one event JSON a line: a
  *	kind 30617 announcement listing ws://DOMAIN and
  *	http://DOMAIN/<npub>/bench.git, then kind 1621 issues tagging it and
  *	kind 1111 comments on earlier issues, by K authors whose keys are
  *	derived from their number (the same N gives the same events, but for
- *	created_at and the signatures' randomness).
+ *	created_at and the signatures' randomness).  With --git-dir, a git
+ *	repository with one commit is made in DIR and the second line is the
+ *	owner's state event naming it: relayd holds a new announcement in
+ *	purgatory until git data arrives (GRASP-01), and the push of that
+ *	commit releases it.
  *   ingest publish HOST PORT FILE [--conns 4] [--inflight 50] [--serial N]
- *       [--stall-ms MS]
- *	publishes the first line alone (the announcement), then all lines
+ *       [--stall-ms MS] [--push DIR]
+ *	publishes the first line alone (the announcement; with --push, the
+ *	second too, the state, then pushes DIR's main branch to the
+ *	repository and waits until the announcement is served), then all lines
  *	but the last N over several connections with that many EVENTs in
  *	flight on each, then the last N one at a time to measure OK latency.
  *   ingest req HOST PORT --filter JSON [--n 1000] [--name LABEL]
@@ -39,11 +45,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/sha.h>
 
 #include "buf.h"
 #include "event.h"
+#include "gitutil.h"
 #include "json.h"
 #include "log.h"
 #include "nip19.h"
@@ -69,9 +77,9 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: ingest gen N FILE --domain HOST:PORT "
-	    "[--repo-owner-seckey HEX] [--authors K]\n"
+	    "[--repo-owner-seckey HEX] [--authors K] [--git-dir DIR]\n"
 	    "       ingest publish HOST PORT FILE [--conns C] [--inflight I] "
-	    "[--serial N] [--stall-ms MS]\n"
+	    "[--serial N] [--stall-ms MS] [--push DIR]\n"
 	    "       ingest req HOST PORT --filter JSON [--n N] "
 	    "[--name LABEL]\n"
 	    "       ingest freeport\n"
@@ -211,7 +219,7 @@ struct issue {
 static int
 cmd_gen(int argc, char **argv)
 {
-	const char	*domain, *skhex, *file;
+	const char	*domain, *skhex, *file, *gitdir;
 	struct buf	 tags = BUF_INIT, url = BUF_INIT, content = BUF_INIT;
 	struct event	*ev;
 	struct issue	*issues;
@@ -219,6 +227,7 @@ cmd_gen(int argc, char **argv)
 	char		 owner_hex[65], npub[NIP19_KEY_BUFSZ];
 	char		 (*pks)[65];
 	size_t		 n, i, nauth, nissues = 0, eligible = 0, ncomments = 0;
+	size_t		 first = 1;
 	int64_t		 now, created;
 	double		 t0 = now_s();
 	FILE		*f;
@@ -280,7 +289,28 @@ cmd_gen(int argc, char **argv)
 	write_event(f, ev);
 	event_free(ev);
 
-	for (i = 1; i < n; i++) {
+	if ((gitdir = opt(argc, argv, "--git-dir")) != NULL) {
+		char	home[4096], oid[41];
+
+		snprintf(home, sizeof(home), "%s.home", gitdir);
+		if (n < 2 || gt_setup(home) == -1 || gt_init(gitdir) == -1 ||
+		    gt_commit(gitdir, "README", "graspd ingest benchmark\n",
+		    "bench", oid) == -1)
+			fatalx("ingest gen: cannot make the git repository in "
+			    "%s", gitdir);
+		buf_reset(&tags);
+		buf_printf(&tags, "[[\"d\",\"" BENCH_REPO_ID "\"],"
+		    "[\"refs/heads/main\",\"%s\"],[\"HEAD\","
+		    "\"ref: refs/heads/main\"]]", oid);
+		if ((ev = event_new_signed(owner_sk, now - 3600, 30618,
+		    tags.b_data, "")) == NULL)
+			fatalx("ingest gen: cannot sign the state event");
+		write_event(f, ev);
+		event_free(ev);
+		first = 2;
+	}
+
+	for (i = first; i < n; i++) {
 		size_t	a = spread(i, nauth), k;
 
 		created = now - 3600 + (int64_t)(i * 3600 / n);
@@ -334,6 +364,8 @@ cmd_gen(int argc, char **argv)
 		fatal("ingest gen: %s", file);
 
 	printf("gen_events %zu events\n", n);
+	if (first == 2)
+		printf("gen_git_dir %s path\n", gitdir);
 	printf("gen_issues %zu events\n", nissues);
 	printf("gen_comments %zu events\n", ncomments);
 	printf("gen_seconds %.3f s\n", now_s() - t0);
@@ -486,6 +518,64 @@ drain_oks(struct wsc *w, struct okcount *c)
 	return wsc_is_closed(w) ? -1 : n;
 }
 
+/*
+ * Pushes dir's main branch to the repository of the announcement line
+ * ann on host:port, then waits until the announcement is served.
+ * 0 or -1.
+ */
+static int
+release(struct wsc *w, const char *host, int port, const char *ann,
+    const char *dir, int stall_ms)
+{
+	struct event	*ev;
+	const struct estr *d;
+	char		 url[1024], npub[NIP19_KEY_BUFSZ], err[128], f[128];
+	char		*out = NULL, **evs = NULL;
+	size_t		 n = 0;
+	double		 t0 = now_s();
+	int		 rc = -1;
+
+	if ((ev = event_parse(ann, strlen(ann), err, sizeof(err))) == NULL ||
+	    (d = event_tag_value(ev, "d")) == NULL) {
+		fprintf(stderr, "ingest: the first line is no announcement\n");
+		event_free(ev);
+		return -1;
+	}
+	nip19_encode("npub", ev->pubkey, npub, sizeof(npub));
+	snprintf(url, sizeof(url), "http://%s:%d/%s/%s.git", host, port, npub,
+	    d->s);
+	snprintf(err, sizeof(err), "%.100s.home", dir);
+	if (gt_setup(err) == -1)
+		goto done;
+	if (gt_git(dir, &out, "push", "-q", url, "main", NULL) != 0) {
+		fprintf(stderr, "ingest: git push to %s failed: %s\n", url,
+		    out ? out : "");
+		goto done;
+	}
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ev->id_hex);
+	while ((now_s() - t0) * 1000 < stall_ms) {
+		nostr_events_free(evs);
+		evs = NULL;
+		if (nostr_req(w, "release", f, stall_ms, &evs, &n, NULL) == 0 &&
+		    n == 1) {
+			rc = 0;
+			break;
+		}
+		nostr_close_sub(w, "release");
+		usleep(100000);
+	}
+	if (rc == -1)
+		fprintf(stderr, "ingest: the announcement is not served after "
+		    "the push\n");
+	printf("release_seconds %.3f s\n", now_s() - t0);
+done:
+	nostr_close_sub(w, "release");
+	nostr_events_free(evs);
+	free(out);
+	event_free(ev);
+	return rc;
+}
+
 static int
 cmd_publish(int argc, char **argv)
 {
@@ -494,8 +584,8 @@ cmd_publish(int argc, char **argv)
 	struct lines	 ls;
 	struct okcount	 ac, oc, sc;
 	struct buf	 msg = BUF_INIT;
-	const char	*host, *v;
-	size_t		 conns, inflight, serial = 0, i, next, end, done;
+	const char	*host, *v, *pushdir;
+	size_t		 conns, inflight, serial = 0, i, next, end, done, head;
 	size_t		 busy[BENCH_MAX_CONNS];
 	double		 t0, t1, last_ok, *lat;
 	long		 got;
@@ -514,10 +604,12 @@ cmd_publish(int argc, char **argv)
 		serial = (size_t)num_arg(v, 0, 10000000);
 	if ((v = opt(argc, argv, "--stall-ms")) != NULL)
 		stall_ms = (int)num_arg(v, 100, 3600000);
+	pushdir = opt(argc, argv, "--push");
+	head = pushdir ? 2 : 1;
 	read_lines(argv[3], &ls);
-	if (ls.n < 1 + serial) {
-		fprintf(stderr, "ingest: %s has %zu events, fewer than 1 + "
-		    "--serial %zu\n", argv[3], ls.n, serial);
+	if (ls.n < head + serial) {
+		fprintf(stderr, "ingest: %s has %zu events, fewer than %zu + "
+		    "--serial %zu\n", argv[3], ls.n, head, serial);
 		return 2;
 	}
 	memset(&ac, 0, sizeof(ac));
@@ -534,16 +626,21 @@ cmd_publish(int argc, char **argv)
 		busy[i] = 0;
 	}
 
-	/* The announcement first: everything else refers to it. */
-	if (publish_one(w[0], ls.l[0], &ac, stall_ms) < 0)
+	/* The announcement first: everything else refers to it.  It is
+	 * held in purgatory until its state and git data arrive. */
+	for (i = 0; i < head; i++)
+		if (publish_one(w[0], ls.l[i], &ac, stall_ms) < 0)
+			goto done;
+	if (pushdir != NULL && release(w[0], host, port, ls.l[0], pushdir,
+	    stall_ms) == -1)
 		goto done;
 	printf("announce_ok_true %zu events\n", ac.ok_true);
 
-	next = 1;
+	next = head;
 	end = ls.n - serial;
 	done = 0;
 	t0 = last_ok = now_s();
-	while (next < end || done < end - 1) {
+	while (next < end || done < end - head) {
 		for (i = 0; i < conns; i++) {
 			while (busy[i] < inflight && next < end) {
 				buf_reset(&msg);
@@ -585,19 +682,19 @@ cmd_publish(int argc, char **argv)
 		if ((now_s() - last_ok) * 1000 > stall_ms) {
 			fprintf(stderr, "ingest: no OK for %d ms with %zu of "
 			    "%zu answered; giving up\n", stall_ms, done,
-			    end - 1);
+			    end - head);
 			goto done;
 		}
 	}
 	t1 = now_s();
-	printf("publish_events %zu events\n", end - 1);
+	printf("publish_events %zu events\n", end - head);
 	printf("publish_conns %zu conns\n", conns);
 	printf("publish_inflight %zu events\n", inflight);
 	printf("publish_ok_true %zu events\n", oc.ok_true);
 	printf("publish_ok_false %zu events\n", oc.ok_false);
 	printf("publish_seconds %.3f s\n", t1 - t0);
 	printf("publish_rate %.1f events/s\n",
-	    t1 > t0 ? (double)(end - 1) / (t1 - t0) : 0.0);
+	    t1 > t0 ? (double)(end - head) / (t1 - t0) : 0.0);
 	fflush(stdout);
 
 	if (serial > 0) {

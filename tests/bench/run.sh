@@ -86,9 +86,12 @@ pid=$!
 "$ingest" waitport 127.0.0.1 "$port" 10000 ||
     fail "relayd is not listening on $domain after 10 s"
 
-echo "# bench: relayd on $domain, signing $((EVENTS + SERIAL + 1)) events"
-timeout 600 "$ingest" gen $((EVENTS + SERIAL + 1)) "$tmp/events.jsonl" \
-    --domain "$domain" >"$tmp/gen.out" || fail "ingest gen failed"
+# The announcement and the owner's state event come first; relayd holds
+# the announcement in purgatory until the push of the state's commit.
+echo "# bench: relayd on $domain, signing $((EVENTS + SERIAL + 2)) events"
+timeout 600 "$ingest" gen $((EVENTS + SERIAL + 2)) "$tmp/events.jsonl" \
+    --domain "$domain" --git-dir "$tmp/src" >"$tmp/gen.out" ||
+    fail "ingest gen failed"
 owner=$(awk '$1 == "gen_owner" { print $2 }' "$tmp/gen.out")
 issue=$(awk '$1 == "gen_sample_issue" { print $2 }' "$tmp/gen.out")
 author=$(awk '$1 == "gen_sample_author" { print $2 }' "$tmp/gen.out")
@@ -99,8 +102,8 @@ grep -E '^gen_(events|seconds) ' "$tmp/gen.out" >"$tmp/figures"
 echo "# bench: publishing $EVENTS events (4 x 50 in flight), then $SERIAL" \
     "one at a time"
 timeout 900 "$ingest" publish 127.0.0.1 "$port" "$tmp/events.jsonl" \
-    --conns 4 --inflight 50 --serial "$SERIAL" >>"$tmp/figures" ||
-    fail "ingest publish failed"
+    --conns 4 --inflight 50 --serial "$SERIAL" --push "$tmp/src" \
+    >>"$tmp/figures" || fail "ingest publish failed"
 
 echo "# bench: $REQS REQ -> EOSE round trips per query"
 req() {

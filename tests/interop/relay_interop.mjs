@@ -3,13 +3,18 @@
 // starts relayd and sets RELAY_URL (ws://127.0.0.1:PORT) and C_EVENT_FILE
 // (events signed by graspd's C code, one JSON a line).
 //
-// The tests share one repository and run in order: announce, open an
-// issue, read both back, follow the repository live, and check that
-// nostr-tools accepts what our C code signs.  Every wait is bounded.
+// The tests share one repository and run in order: announce (held in
+// purgatory, GRASP-01), publish a state event and push its commit with the
+// git client (which releases the announcement), open an issue, read both
+// back, follow the repository live, and check that nostr-tools accepts
+// what our C code signs.  Every wait is bounded.
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import WebSocket from 'ws';
 import {
   generateSecretKey,
@@ -122,6 +127,28 @@ class Relay {
   }
 }
 
+// The git client, bounded, in dir, with its own HOME and no prompts.
+const gitHome = mkdtempSync(join(tmpdir(), 'graspd-interop-git-'));
+after(() => rmSync(gitHome, { recursive: true, force: true }));
+function git(dir, ...args) {
+  return execFileSync('git', args, {
+    cwd: dir,
+    timeout: 30000,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: gitHome,
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_NAME: 'interop',
+      GIT_AUTHOR_EMAIL: 'interop@graspd.invalid',
+      GIT_COMMITTER_NAME: 'interop',
+      GIT_COMMITTER_EMAIL: 'interop@graspd.invalid',
+    },
+  }).trim();
+}
+
 const conns = [];
 async function connect() {
   assert.ok(RELAY_URL, 'RELAY_URL is not set; run tests/interop/run.sh');
@@ -150,7 +177,7 @@ function newIssue(subject, content) {
   }, reporter);
 }
 
-test('a repository announcement listing this relay gets OK true',
+test('a repository announcement listing this relay is held in purgatory',
   { timeout: TEST_MS }, async () => {
     relay = await connect();
     announcement = finalizeEvent({
@@ -167,6 +194,36 @@ test('a repository announcement listing this relay gets OK true',
     }, owner);
     const r = await relay.publish(announcement);
     assert.equal(r.ok, true, `OK false: ${r.message}`);
+    assert.equal(r.message,
+      "purgatory: won't be served until git data arrives");
+    assert.deepEqual(await relay.req('held', { ids: [announcement.id] }), []);
+    relay.send(['CLOSE', 'held']);
+  });
+
+test('a state event and a git push release the repository',
+  { timeout: TEST_MS }, async () => {
+    assert.ok(relay && announcement, 'the announcement test did not run');
+    const dir = join(gitHome, 'work');
+    git(gitHome, 'init', '-q', '-b', 'main', dir);
+    writeFileSync(join(dir, 'README'), 'graspd interop\n');
+    git(dir, 'add', 'README');
+    git(dir, 'commit', '-q', '-m', 'first');
+    const commit = git(dir, 'rev-parse', 'HEAD');
+    const state = finalizeEvent({
+      kind: 30618,
+      created_at: now(),
+      tags: [['d', REPO_ID], ['refs/heads/main', commit],
+        ['HEAD', 'ref: refs/heads/main']],
+      content: '',
+    }, owner);
+    const r = await relay.publish(state);
+    assert.equal(r.ok, true, `OK false: ${r.message}`);
+    git(dir, 'push', '-q',
+      `http://${hostport}/${npubEncode(ownerPk)}/${REPO_ID}.git`, 'main');
+    // relayd answers the push once the release is committed.
+    const got = await relay.req('released', { ids: [announcement.id] });
+    assert.equal(got.length, 1, 'the announcement is not served');
+    relay.send(['CLOSE', 'released']);
   });
 
 test('an issue tagging the announcement gets OK true',

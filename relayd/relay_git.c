@@ -308,7 +308,9 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 	    gr->gr_wait == NULL);
 	last = last && n == out_pending(gr);
 	if (n > 0 || last) {
-		memcpy(chunk + LWS_PRE, gr->gr_out.b_data + gr->gr_outoff, n);
+		if (n > 0)
+			memcpy(chunk + LWS_PRE, gr->gr_out.b_data +
+			    gr->gr_outoff, n);
 		if (lws_write(wsi, chunk + LWS_PRE, n, last ?
 		    LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
 			return -1;

@@ -619,9 +619,13 @@ extend_owners(const struct policy_anns *a, const char *d,
 		    !policy_anns_authorised(a, owner, who) ||
 		    purg_ann_get(relayd->purg, owner, d, &held) != 1)
 			continue;
-		if (held.pa_soft_expired && relay_repo_create(owner, d) == -1) {
-			purg_ann_clear(&held);
-			continue;
+		if (held.pa_soft_expired) {
+			if (relay_repo_create(owner, d) == -1) {
+				purg_ann_clear(&held);
+				continue;
+			}
+			log_info("purgatory: repository %s revived by a state "
+			    "event", d);
 		}
 		purg_ann_set_expiry(relayd->purg, owner, d,
 		    later(PURG_EXPIRY_S), 0);
@@ -817,8 +821,12 @@ relay_purg_held(const struct event *ev, char *msg, size_t msglen)
 		if (purg_ann_by_id(relayd->purg, ev->id, &pa) != 1)
 			return 0;
 		/* Sent again: the owner still wants it; wait longer. */
-		if (!pa.pa_soft_expired ||
-		    relay_repo_create(pa.pa_pubkey, pa.pa_d) == 0)
+		if (pa.pa_soft_expired && relay_repo_create(pa.pa_pubkey,
+		    pa.pa_d) == 0)
+			log_info("purgatory: repository %s revived: its "
+			    "announcement came again", pa.pa_d);
+		if (!pa.pa_soft_expired || relay_repo_exists(pa.pa_pubkey,
+		    pa.pa_d))
 			purg_ann_set_expiry(relayd->purg, pa.pa_pubkey, pa.pa_d,
 			    later(PURG_EXPIRY_S), 0);
 		purg_ann_clear(&pa);
@@ -1415,7 +1423,6 @@ sweep_run(void *arg)
 	int64_t		 now = time(NULL);
 	size_t		 n = 0, i;
 	char		 hex[65];
-	struct later_job *lj;
 
 	(void)arg;
 	if (purg_ev_due(relayd->purg, now, &ev, &n) == 0) {

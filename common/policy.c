@@ -436,6 +436,14 @@ check_announcement(const struct policy *pl, struct store *st,
 	}
 	rc = POLICY_REFUSE;
 	for (i = 0; i < a.n && rc == POLICY_REFUSE; i++) {
+		/*
+		 * The author's own held announcement does not count: a
+		 * newer one that no longer lists this service evicts it
+		 * (reference brief 1.3, checked before the exception).
+		 */
+		if (a.v[i].an_held && memcmp(a.v[i].an_ev->pubkey,
+		    ev->pubkey, 32) == 0)
+			continue;
 		if (memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0 ||
 		    policy_anns_authorised(&a, a.v[i].an_ev->pubkey,
 		    ev->pubkey))

@@ -157,6 +157,24 @@ in_pending(const struct relay_gitreq *gr)
 	return gr->gr_in.b_len - gr->gr_inoff;
 }
 
+/*
+ * Drops the consumed front of a buffer once it is large, so that a long
+ * transfer keeps about RELAY_GIT_PIPE_BUF in memory, not all it moved.
+ */
+static void
+compact(struct buf *b, size_t *off)
+{
+	if (*off == b->b_len) {
+		buf_reset(b);
+		*off = 0;
+	} else if (*off >= RELAY_GIT_PIPE_BUF / 2) {
+		memmove(b->b_data, b->b_data + *off, b->b_len - *off);
+		b->b_len -= *off;
+		b->b_data[b->b_len] = '\0';
+		*off = 0;
+	}
+}
+
 /* Appends one pkt-line (RFC-less, git's protocol-common format). */
 static void
 pkt_line(struct buf *b, const char *fmt, ...)
@@ -315,10 +333,7 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 		    LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
 			return -1;
 		gr->gr_outoff += n;
-		if (gr->gr_outoff == gr->gr_out.b_len) {
-			buf_reset(&gr->gr_out);
-			gr->gr_outoff = 0;
-		}
+		compact(&gr->gr_out, &gr->gr_outoff);
 	}
 	if (last) {
 		/* No length was sent: the end of the body is the close,
@@ -434,10 +449,7 @@ pipe_write(struct relay_gitreq *gr, struct gitpipe *gp)
 		}
 		gr->gr_inoff += (size_t)n;
 	}
-	if (in_pending(gr) == 0) {
-		buf_reset(&gr->gr_in);
-		gr->gr_inoff = 0;
-	}
+	compact(&gr->gr_in, &gr->gr_inoff);
 	if (gr->gr_rx_paused && in_pending(gr) < RELAY_GIT_PIPE_BUF / 2 &&
 	    gr->gr_wsi != NULL) {
 		gr->gr_rx_paused = 0;

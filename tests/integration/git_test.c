@@ -4,7 +4,8 @@
  * and websockets for the events.  Covers the grasp-audit purgatory, push
  * authorization, repository creation, clone, filter and CORS cases
  * (reference brief 6.3), request bodies (chunked, gzip, protocol v2),
- * expiry, and purgatory surviving kill -9.
+ * eviction, expiry (with the refusal of synced copies of expired events),
+ * and purgatory surviving kill -9.
  */
 #include <sys/stat.h>
 
@@ -15,12 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <nanomsg/nn.h>
+#include <nanomsg/pipeline.h>
 #include <zlib.h>
 
 #include "buf.h"
 #include "event.h"
 #include "gitutil.h"
 #include "json.h"
+#include "msg.h"
 #include "nip19.h"
 #include "nostr.h"
 #include "relayproc.h"
@@ -837,6 +841,15 @@ test_repository_pages_and_advertisement(void)
 	    NULL, &status, NULL, &body) == 0);
 	T_EQ_INT(status, 400);
 	free(body);
+	body = NULL;
+	/* The purgatory and git counters are in /metrics. */
+	T_ASSERT(get("/metrics", NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 200);
+	T_CHECK(body && strstr(body, "graspd_purgatory_held{role=\"relayd\","
+	    "type=\"announcement\"}"));
+	T_CHECK(body && strstr(body, "graspd_git_requests_total{role=\""
+	    "relayd\",operation=\"info-refs\",status=\"success\"}"));
+	free(body);
 	event_free(ann);
 	wsc_close(ws);
 }
@@ -1073,6 +1086,62 @@ test_large_push_streams_chunked(void)
 }
 
 static void
+test_newer_unlisted_announcement_evicts_the_held_one(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ann, *unlisted;
+	char		 d[32], msg[256], path[512], *body = NULL;
+	int		 status = 0;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	ann = announcement(34, d, 1, "");
+	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	path_of(34, d, "/info/refs?service=git-upload-pack", path,
+	    sizeof(path));
+	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 200);
+	free(body);
+	body = NULL;
+	/* The owner drops this service: refused, and the held one goes. */
+	sleep(1);
+	unlisted = announcement(34, d, 0, "");
+	T_EQ_INT(pub(ws, unlisted, msg, sizeof(msg)), 0);
+	T_CHECK(strncmp(msg, "blocked: Announcement must list service", 39) ==
+	    0);
+	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 404);
+	free(body);
+	T_EQ_INT(served(ws, ann->id_hex), 0);
+	event_free(ann);
+	event_free(unlisted);
+	wsc_close(ws);
+}
+
+/* Hands ev to relayd as another role would (ingest channel). */
+static int
+ingest(const struct event *ev)
+{
+	struct buf	 b = BUF_INIT;
+	char		 run[512], ep[600];
+	int		 s, tmo = TMO, rc;
+
+	snprintf(run, sizeof(run), "%s/run", relayproc_dir(rp));
+	if (chan_endpoint(run, CHAN_INGEST, ep, sizeof(ep)) == -1 ||
+	    (s = chan_open(NN_PUSH, ep, 0)) < 0)
+		return -1;
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
+	msg_ingest_encode(&b, ROLE_SYNCD, "wss://peer.example", ev->json,
+	    ev->json_len);
+	rc = msg_send(s, MSG_INGEST, b.b_data, b.b_len, 0);
+	buf_free(&b);
+	/* Let nanomsg deliver before the socket goes. */
+	usleep(200000);
+	chan_close(s);
+	return rc;
+}
+
+static void
 test_purgatory_survives_kill9(void)
 {
 	struct wsc	*ws = conn();
@@ -1123,7 +1192,7 @@ static void
 test_held_announcement_expires_and_loses_its_repository(void)
 {
 	struct wsc	*ws = conn();
-	struct event	*ann;
+	struct event	*ann, *st;
 	char		 d[32], msg[256], path[512], *body = NULL;
 	int		 status = 0, i;
 
@@ -1131,6 +1200,11 @@ test_held_announcement_expires_and_loses_its_repository(void)
 	next_d(d, sizeof(d));
 	ann = announcement(33, d, 1, "");
 	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	/* A state whose commit exists nowhere: it will expire too. */
+	st = state(33, d, "main", "refs/heads/main",
+	    "0123456789abcdef0123456789abcdef01234567", NULL);
+	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
 	path_of(33, d, "/info/refs?service=git-upload-pack", path,
 	    sizeof(path));
 	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
@@ -1152,7 +1226,19 @@ test_held_announcement_expires_and_loses_its_repository(void)
 	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
 	T_EQ_INT(status, 200);
 	free(body);
+	/*
+	 * The state expired with it.  A synced copy is refused ("invalid:
+	 * previously expired from purgatory without git data"), so the
+	 * client's copy is held anew rather than found held.
+	 */
+	T_ASSERT(ingest(st) == 0);
+	usleep(300000);
+	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
+	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, "duplicate: in purgatory");
 	event_free(ann);
+	event_free(st);
 	wsc_close(ws);
 }
 
@@ -1214,6 +1300,7 @@ main(void)
 	RUN(test_cors_on_git_routes_and_options);
 	RUN(test_gzip_body_and_protocol_v2);
 	RUN(test_large_push_streams_chunked);
+	RUN(test_newer_unlisted_announcement_evicts_the_held_one);
 	RUN(test_purgatory_survives_kill9);
 	RUN(test_held_announcement_expires_and_loses_its_repository);
 	T_RUN(test_sigterm_stops_cleanly);

@@ -1,11 +1,49 @@
 /*
  * discoveryd.c: main of discoveryd, the GRASP-03 identity discovery role
- * (design.md, "Which role does what").  The discovery control plane
- * (eligible authors, batches, user-index and outbox queries) is not
- * written yet: the process runs the role skeleton (role.h), follows the
- * accepted feed and shows its configuration.
+ * (see discoveryd.h).  It rebuilds the repository inventory and every
+ * stored kind 10002 from the database before any network request, then
+ * follows the accepted feed.  A once-per-minute reconciliation derives
+ * the eligible identity authors from the inventory (owners and declared
+ * maintainers of accepted Full repositories, authors of accepted roots
+ * and their descendants) and starts a round for each author that is due:
+ * the configured user indexes and the bootstrap relay for an author
+ * without a stored relay list, the list's write/unmarked outboxes (at
+ * most four, in tag order) for an author with one.  A newer stored list
+ * adds its outboxes not yet asked in the round, until no unvisited
+ * source remains.  A round ends when every source answered: an author
+ * some successful query returned is refreshed after 24 hours, any other
+ * after five minutes.
+ *
+ * An author without a stored relay list for whom an index query
+ * succeeded without delivering a relay list that relayd accepted is
+ * marked "fallback" in the view: the GRASP-03 fallback relays are to
+ * serve as that author's mailboxes (issue #7 wires syncd to it).
  */
-#include "role.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "discoveryd.h"
+#include "event.h"
+#include "log.h"
+#include "policy.h"
+#include "relayurl.h"
+
+static struct discd	 discd;
+
+static const struct lws_protocols disc_protocols[] = {
+	CONN_LWS_PROTOCOL,
+	{ NULL, NULL, 0, 0, 0, NULL, 0 }
+};
+
+static void	finish_round(struct discd *, struct disc_author *);
+
+int64_t
+disc_now_ms(void)
+{
+	return role_now_ms();
+}
 
 /* GRASP-03 runs only as an overlay on an enabled syncd. */
 static int
@@ -14,20 +52,544 @@ disc_enabled(const struct config *cfg)
 	return cfg->sync_plus_enabled && cfg->sync_enabled;
 }
 
+static int64_t
+delay_ms(const struct discd *dd, double secs)
+{
+	return (int64_t)(cfg_scale_delay(&dd->dd_ctx->r_cfg, secs) * 1000);
+}
+
+static struct disc_author *
+author_get(struct discd *dd, const uint8_t pk[32])
+{
+	struct disc_author	*a = hmap_get(&dd->dd_authors, pk, 32);
+
+	if (a == NULL) {
+		if ((a = calloc(1, sizeof(*a))) == NULL)
+			fatal("disc_author");
+		memcpy(a->da_pk, pk, 32);
+		hex_encode(pk, 32, a->da_hex);
+		hmap_put(&dd->dd_authors, pk, 32, a);
+	}
+	return a;
+}
+
+static void
+author_free(struct disc_author *a)
+{
+	relaylist_clear(&a->da_list);
+	hmap_free(&a->da_visited);
+	free(a);
+}
+
+/*
+ * Asks source key about a in its round, once per round; outbox sources
+ * count against DISC_ROUND_MAX_OUTBOXES.  Returns 1 if added.
+ */
+static int
+round_add(struct discd *dd, struct disc_author *a, const char *key)
+{
+	int	index = disc_is_index(dd, key);
+
+	if (hmap_get(&a->da_visited, key, strlen(key)) != NULL)
+		return 0;
+	if (!index && a->da_outboxes_added >= DISC_ROUND_MAX_OUTBOXES)
+		return 0;
+	if (!index)
+		a->da_outboxes_added++;
+	hmap_put(&a->da_visited, key, strlen(key), (void *)1);
+	disc_source_add(dd, key, a);
+	a->da_pending++;
+	return 1;
+}
+
+/* Adds the outboxes of a's stored list to its round; returns how many. */
+static int
+round_add_outboxes(struct discd *dd, struct disc_author *a)
+{
+	const char	*key;
+	size_t		 i;
+	int		 n = 0;
+
+	for (i = 0; (key = relaylist_get(&a->da_list, RELAYLIST_OUTBOX, i));
+	    i++)
+		n += round_add(dd, a, key);
+	return n;
+}
+
+static void
+start_round(struct discd *dd, struct disc_author *a)
+{
+	size_t	i;
+
+	hmap_free(&a->da_visited);
+	a->da_outboxes_added = 0;
+	a->da_found = a->da_failed = 0;
+	a->da_index_ok = a->da_index_list = 0;
+	a->da_pending = 0;
+	a->da_in_round = 1;
+	a->da_round++;
+	a->da_rounds++;
+	dd->dd_rounds++;
+	if (a->da_has_list)
+		round_add_outboxes(dd, a);
+	else
+		for (i = 0; i < dd->dd_nindex; i++)
+			round_add(dd, a, dd->dd_index[i]);
+	if (a->da_pending == 0)
+		finish_round(dd, a);
+}
+
+/* Takes a out of its round without an outcome (no longer eligible). */
+static void
+drop_round(struct discd *dd, struct disc_author *a)
+{
+	if (!a->da_in_round)
+		return;
+	disc_source_forget(dd, a);
+	a->da_in_round = 0;
+	a->da_pending = 0;
+	a->da_round++;		/* answers in flight are ignored */
+	a->da_due_ms = 0;
+}
+
+static void
+finish_round(struct discd *dd, struct disc_author *a)
+{
+	int64_t	now = disc_now_ms();
+
+	a->da_in_round = 0;
+	a->da_done_ms = now;
+	if (a->da_found)
+		a->da_result = "found";
+	else if (a->da_failed)
+		a->da_result = "failed";
+	else if (a->da_visited.hm_n == 0)
+		a->da_result = "no_source";
+	else
+		a->da_result = "missing";
+	if (a->da_found)
+		dd->dd_found++;
+	else
+		dd->dd_missing++;
+	a->da_due_ms = now + delay_ms(dd, a->da_found ? DISC_REFRESH :
+	    DISC_RETRY);
+	a->da_fb_index_ok = a->da_index_ok;
+	a->da_fb_index_list = a->da_index_list;
+	log_debug("%s: discovery round %s after %zu sources", a->da_hex,
+	    a->da_result, a->da_visited.hm_n);
+}
+
+void
+disc_author_answer(struct discd *dd, struct disc_author *a, uint64_t round,
+    int ok, unsigned got, int index)
+{
+	if (!a->da_in_round || a->da_round != round || a->da_pending == 0)
+		return;
+	if (ok) {
+		if (got & DISC_GOT_ANY)
+			a->da_found = 1;
+		if (index) {
+			a->da_index_ok = 1;
+			if (got & DISC_GOT_LIST)
+				a->da_index_list = 1;
+		}
+	} else
+		a->da_failed = 1;
+	if (--a->da_pending == 0)
+		finish_round(dd, a);
+}
+
+/*
+ * A newer stored relay list of an eligible author: its outboxes not yet
+ * asked join the author's round (reopened if it had ended), so that
+ * replacements converge until no unvisited source remains.
+ */
+static void
+follow_outboxes(struct discd *dd, struct disc_author *a)
+{
+	int	was = a->da_in_round;
+
+	if (!dd->dd_started || !a->da_eligible || a->da_rounds == 0)
+		return;
+	a->da_in_round = 1;
+	if (round_add_outboxes(dd, a) > 0)
+		log_debug("%s: newer relay list: outboxes join the round",
+		    a->da_hex);
+	else
+		a->da_in_round = was;
+}
+
+/* NIP-09: the author withdrew its relay list. */
+static void
+take_deletion(struct discd *dd, const struct event *ev)
+{
+	struct disc_author	*a = hmap_get(&dd->dd_authors, ev->pubkey, 32);
+	char			 addr[80];
+	uint8_t			 id[32];
+	uint32_t		 t;
+	int			 gone = 0;
+
+	if (a == NULL || !a->da_has_list)
+		return;
+	snprintf(addr, sizeof(addr), "%u:%s:", KIND_RELAY_LIST, a->da_hex);
+	for (t = 0; t < ev->ntags; t++) {
+		const struct event_tag *tg = &ev->tags[t];
+
+		if (tg->n < 2)
+			continue;
+		if (strcmp(tg->v[0].s, "e") == 0 && hex_decode(tg->v[1].s,
+		    tg->v[1].len, id, 32) == 0 &&
+		    memcmp(id, a->da_list_id, 32) == 0)
+			gone = 1;
+		else if (strcmp(tg->v[0].s, "a") == 0 &&
+		    strcmp(tg->v[1].s, addr) == 0 &&
+		    ev->created_at >= a->da_list_at)
+			gone = 1;
+	}
+	if (gone) {
+		log_info("%s: relay list deleted by its author", a->da_hex);
+		relaylist_clear(&a->da_list);
+		a->da_has_list = 0;
+	}
+}
+
+/* One stored event: the inventory, retained lists and profiles. */
+static void
+take_event(struct discd *dd, const struct event *ev)
+{
+	struct disc_author	*a;
+
+	inv_add(dd->dd_inv, ev);
+	switch (ev->kind) {
+	case KIND_PROFILE:
+		author_get(dd, ev->pubkey)->da_has_profile = 1;
+		break;
+	case KIND_RELAY_LIST:
+		a = author_get(dd, ev->pubkey);
+		/* The store keeps the newest; never step back anyway. */
+		if (a->da_has_list && (ev->created_at < a->da_list_at ||
+		    (ev->created_at == a->da_list_at &&
+		    memcmp(ev->id, a->da_list_id, 32) >= 0)))
+			break;
+		relaylist_clear(&a->da_list);
+		relaylist_parse(ev, dd->dd_urlflags, dd->dd_selfv,
+		    dd->dd_nself, &a->da_list);
+		a->da_has_list = 1;
+		a->da_list_at = ev->created_at;
+		memcpy(a->da_list_id, ev->id, 32);
+		follow_outboxes(dd, a);
+		break;
+	case KIND_DELETION:
+		take_deletion(dd, ev);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+take_stored(void *arg, int64_t seq, const struct event *ev)
+{
+	(void)seq;
+	take_event(arg, ev);
+}
+
+static void
+mark_eligible(void *arg, const uint8_t pk[32])
+{
+	author_get(arg, pk)->da_mark = 1;
+}
+
+/* The eligible authors from the inventory; others leave their rounds. */
+static void
+update_eligible(struct discd *dd)
+{
+	struct disc_author	*a, **gone = NULL;
+	size_t			 it, n = 0, ngone = 0, i;
+	void			*v;
+
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); )
+		((struct disc_author *)v)->da_mark = 0;
+	inv_eligible_each(dd->dd_inv, mark_eligible, dd);
+	if ((gone = calloc(dd->dd_authors.hm_n + 1, sizeof(*gone))) == NULL)
+		fatal("update_eligible");
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+		a = v;
+		if (a->da_eligible && !a->da_mark)
+			drop_round(dd, a);
+		a->da_eligible = a->da_mark;
+		n += a->da_eligible;
+		/* Nothing to keep for an author with no stored identity. */
+		if (!a->da_eligible && !a->da_has_list && !a->da_has_profile)
+			gone[ngone++] = a;
+	}
+	for (i = 0; i < ngone; i++) {
+		hmap_del(&dd->dd_authors, gone[i]->da_pk, 32);
+		author_free(gone[i]);
+	}
+	free(gone);
+	dd->dd_neligible = n;
+	dd->dd_inv_gen = dd->dd_inv->iv_generation;
+	dd->dd_inv_seen = 1;
+}
+
+/* The once-per-minute reconciliation: who is eligible, who is due. */
+static void
+reconcile(struct discd *dd)
+{
+	struct disc_author	*a;
+	int64_t			 now = disc_now_ms();
+	size_t			 it;
+	void			*v;
+
+	dd->dd_reconciles++;
+	if (!dd->dd_inv_seen || dd->dd_inv->iv_generation != dd->dd_inv_gen)
+		update_eligible(dd);
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+		a = v;
+		if (a->da_eligible && !a->da_in_round && a->da_due_ms <= now)
+			start_round(dd, a);
+	}
+}
+
+static void
+pass_cb(lws_sorted_usec_list_t *sul)
+{
+	struct discd	*dd = &discd;
+	double		 secs = cfg_period(&dd->dd_ctx->r_cfg,
+			    DISC_MAINT_PERIOD);
+
+	(void)sul;
+	dd->dd_passes++;
+	dd->dd_dialled = 0;
+	if (dd->dd_pass++ % dd->dd_reconcile_every == 0)
+		reconcile(dd);
+	disc_dispatch(dd);
+	lws_sul_schedule(dd->dd_ctx->r_lws, 0, &dd->dd_sul_pass, pass_cb,
+	    (lws_usec_t)(secs * 1e6));
+}
+
+static int
+disc_ingest(void *arg, const char *relay_key, const char *json, size_t len)
+{
+	struct discd	*dd = arg;
+
+	dd->dd_last_ingest_ok = role_ingest(dd->dd_ctx, relay_key, json,
+	    len) == 0;
+	if (!dd->dd_last_ingest_ok)
+		dd->dd_ingest_dropped++;
+	return dd->dd_last_ingest_ok ? 0 : -1;
+}
+
+static void
+disc_conn_state(void *arg, struct conn *c, enum conn_state old,
+    enum conn_state now)
+{
+	(void)arg;
+	log_debug("%s: %s -> %s", conn_key(c), conn_state_name(old),
+	    conn_state_name(now));
+}
+
+static const struct conn_hooks disc_hooks = {
+	.ingest = disc_ingest,
+	.state = disc_conn_state,
+};
+
+/* The operator's index sources, canonical (trusted) and distinct. */
+static void
+add_index(struct discd *dd, const char *url, const char *what)
+{
+	char		 key[RELAYURL_MAX + 1];
+	const char	*why;
+	char		**v;
+
+	if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
+	    sizeof(key), &why) == -1) {
+		log_warnx("%s %s ignored: %s", what, url, why);
+		return;
+	}
+	if (disc_is_index(dd, key))
+		return;
+	if ((v = reallocarray(dd->dd_index, dd->dd_nindex + 1,
+	    sizeof(*v))) == NULL || (v[dd->dd_nindex] = strdup(key)) == NULL)
+		fatal("add_index");
+	dd->dd_index = v;
+	dd->dd_nindex++;
+}
+
 static int
 disc_init(struct role_ctx *ctx)
 {
-	log_info("GRASP-03 %s; discovery logic not implemented yet",
-	    disc_enabled(&ctx->r_cfg) ? "enabled" : "disabled");
+	struct discd		*dd = &discd;
+	const struct config	*cfg = &ctx->r_cfg;
+	double			 maint, rec;
+	size_t			 i, it, lists = 0;
+	void			*v;
+	int			 n;
+
+	dd->dd_ctx = ctx;
+	ctx->r_data = dd;
+	dd->dd_enabled = disc_enabled(cfg);
+	if (!dd->dd_enabled) {
+		log_info("GRASP-03 disabled (%s): no identity discovery",
+		    !cfg->sync_enabled ? "NGIT_SYNC_ENABLED=false" :
+		    "NGIT_SYNC_PLUS_ENABLED=false");
+		return 0;
+	}
+	dd->dd_urlflags = cfg->sync_allow_private_targets ?
+	    RELAYURL_ALLOW_PRIVATE : 0;
+	if (cfg->domain && (n = relayurl_self_keys(cfg->domain, dd->dd_self,
+	    4)) > 0) {
+		for (i = 0; i < (size_t)n; i++)
+			dd->dd_selfv[i] = dd->dd_self[i];
+		dd->dd_nself = (size_t)n;
+	}
+	for (i = 0; i < cfg->sync_plus_user_index_relays.n; i++)
+		add_index(dd, cfg->sync_plus_user_index_relays.v[i],
+		    "user index relay");
+	if (cfg->sync_bootstrap_relay_url && cfg->sync_bootstrap_relay_url[0])
+		add_index(dd, cfg->sync_bootstrap_relay_url, "bootstrap relay");
+
+	/* Ownership from the database, before any network request. */
+	dd->dd_inv = inv_new(cfg);
+	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq, take_stored, dd,
+	    NULL) == -1)
+		return -1;
+	update_eligible(dd);
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); )
+		lists += ((struct disc_author *)v)->da_has_list &&
+		    ((struct disc_author *)v)->da_eligible;
+	log_info("from the database: %zu eligible identity authors, %zu with "
+	    "a stored relay list; %zu index sources", dd->dd_neligible, lists,
+	    dd->dd_nindex);
+	if (dd->dd_nindex == 0)
+		log_info("no user index or bootstrap relay configured: authors "
+		    "without a stored relay list cannot be discovered");
+
+	dd->dd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
+	    &disc_hooks, dd);
+	maint = cfg_period(cfg, DISC_MAINT_PERIOD);
+	rec = cfg_period(cfg, DISC_RECONCILE_PERIOD);
+	dd->dd_reconcile_every = rec > maint ? (unsigned)(rec / maint + 0.5) :
+	    1;
+	dd->dd_started = 1;
+	/* The first pass runs from the loop, once the role is ready. */
+	lws_sul_schedule(ctx->r_lws, 0, &dd->dd_sul_pass, pass_cb, 1);
 	return 0;
+}
+
+static void
+disc_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
+{
+	struct discd	*dd = ctx->r_data;
+
+	(void)seq;
+	if (dd->dd_enabled)
+		take_event(dd, ev);
+}
+
+/* 1 if a is to use the fallback relays as mailboxes (see the top). */
+static int
+is_fallback(const struct discd *dd, const struct disc_author *a,
+    int64_t now)
+{
+	if (!a->da_eligible || a->da_has_list || !a->da_fb_index_ok)
+		return 0;
+	/* A list the index delivered may still be on its way to the
+	 * store; past the settle time relayd refused it. */
+	return !a->da_fb_index_list ||
+	    now - a->da_done_ms >= (int64_t)(DISC_SETTLE * 1000);
+}
+
+static void
+add_keys(cJSON *o, const char *name, const struct relaylist *rl,
+    enum relaylist_purpose p)
+{
+	cJSON		*arr = cJSON_AddArrayToObject(o, name);
+	const char	*k;
+	size_t		 i;
+
+	for (i = 0; (k = relaylist_get(rl, p, i)) != NULL; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(k));
+}
+
+static void
+show_author(const struct discd *dd, const struct disc_author *a,
+    int64_t now, cJSON *o)
+{
+	cJSON	*l;
+	double	 in;
+
+	cJSON_AddStringToObject(o, "pubkey", a->da_hex);
+	if (a->da_has_list) {
+		l = cJSON_AddObjectToObject(o, "relay_list");
+		cJSON_AddNumberToObject(l, "created_at",
+		    (double)a->da_list_at);
+		add_keys(l, "inbox", &a->da_list, RELAYLIST_INBOX);
+		add_keys(l, "outbox", &a->da_list, RELAYLIST_OUTBOX);
+		add_keys(l, "history", &a->da_list, RELAYLIST_HISTORY);
+		add_keys(l, "repo_inbox", &a->da_list, RELAYLIST_REPO_INBOX);
+	} else
+		cJSON_AddNullToObject(o, "relay_list");
+	cJSON_AddBoolToObject(o, "profile", a->da_has_profile);
+	cJSON_AddBoolToObject(o, "in_round", a->da_in_round);
+	cJSON_AddNumberToObject(o, "pending_sources", a->da_in_round ?
+	    (double)a->da_pending : 0);
+	cJSON_AddNumberToObject(o, "sources_asked",
+	    (double)a->da_visited.hm_n);
+	if (a->da_in_round) {
+		cJSON_AddNullToObject(o, "next_refresh");
+		cJSON_AddNullToObject(o, "next_refresh_in");
+	} else {
+		in = a->da_due_ms > now ? (double)(a->da_due_ms - now) / 1000 :
+		    0;
+		cJSON_AddNumberToObject(o, "next_refresh",
+		    (double)time(NULL) + in);
+		cJSON_AddNumberToObject(o, "next_refresh_in", in);
+	}
+	cJSON_AddStringToObject(o, "last_result", a->da_result ?
+	    a->da_result : "none");
+	cJSON_AddNumberToObject(o, "rounds", (double)a->da_rounds);
+	cJSON_AddBoolToObject(o, "fallback", is_fallback(dd, a, now));
+}
+
+/* Counts for the view and the metrics. */
+struct disc_counts {
+	size_t	with_list, fallback, due, in_round;
+};
+
+static void
+count(const struct discd *dd, struct disc_counts *c)
+{
+	const struct disc_author	*a;
+	int64_t				 now = disc_now_ms();
+	size_t				 it;
+	void				*v;
+
+	memset(c, 0, sizeof(*c));
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+		a = v;
+		if (!a->da_eligible)
+			continue;
+		c->with_list += a->da_has_list;
+		c->fallback += is_fallback(dd, a, now);
+		c->in_round += a->da_in_round;
+		c->due += !a->da_in_round && a->da_due_ms <= now;
+	}
 }
 
 static void
 disc_show(struct role_ctx *ctx, cJSON *view)
 {
+	struct discd		*dd = ctx->r_data;
 	const struct config	*cfg = &ctx->r_cfg;
+	struct disc_counts	 c;
+	cJSON			*arr, *o;
+	int64_t			 now = disc_now_ms();
+	size_t			 it, i, listed = 0;
+	void			*v;
 
-	cJSON_AddBoolToObject(view, "grasp03_enabled", disc_enabled(cfg));
+	cJSON_AddBoolToObject(view, "grasp03_enabled", dd->dd_enabled);
 	cJSON_AddBoolToObject(view, "sync_enabled", cfg->sync_enabled);
 	cJSON_AddBoolToObject(view, "sync_plus_enabled",
 	    cfg->sync_plus_enabled);
@@ -35,21 +597,127 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 	    (double)cfg->sync_plus_user_index_relays.n);
 	cJSON_AddNumberToObject(view, "fallback_relays",
 	    (double)cfg->sync_plus_fallback_relays.n);
-	cJSON_AddStringToObject(view, "discovery_logic",
-	    "not yet implemented");
+	if (!dd->dd_enabled) {
+		cJSON_AddStringToObject(view, "discovery", !cfg->sync_enabled ?
+		    "off: NGIT_SYNC_ENABLED=false (GRASP-03 is an overlay on "
+		    "GRASP-02 sync)" : "off: NGIT_SYNC_PLUS_ENABLED=false");
+		return;
+	}
+	cJSON_AddStringToObject(view, "discovery", "on");
+	arr = cJSON_AddArrayToObject(view, "index_sources");
+	for (i = 0; i < dd->dd_nindex; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(dd->dd_index[i]));
+	count(dd, &c);
+	cJSON_AddNumberToObject(view, "eligible_authors",
+	    (double)dd->dd_neligible);
+	cJSON_AddNumberToObject(view, "authors_with_relay_list",
+	    (double)c.with_list);
+	cJSON_AddNumberToObject(view, "fallback_authors", (double)c.fallback);
+	cJSON_AddNumberToObject(view, "authors_due", (double)c.due);
+	cJSON_AddNumberToObject(view, "authors_in_round", (double)c.in_round);
+	disc_source_show(dd, view);
+	arr = cJSON_AddArrayToObject(view, "authors");
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+		const struct disc_author *a = v;
+
+		if (!a->da_eligible)
+			continue;
+		if (listed++ >= DISC_VIEW_MAX_AUTHORS)
+			continue;
+		o = cJSON_CreateObject();
+		show_author(dd, a, now, o);
+		cJSON_AddItemToArray(arr, o);
+	}
+	cJSON_AddBoolToObject(view, "authors_truncated",
+	    listed > DISC_VIEW_MAX_AUTHORS);
+	o = cJSON_AddObjectToObject(view, "totals");
+	cJSON_AddNumberToObject(o, "rounds", (double)dd->dd_rounds);
+	cJSON_AddNumberToObject(o, "batches_ok", (double)dd->dd_batches_ok);
+	cJSON_AddNumberToObject(o, "batches_failed",
+	    (double)dd->dd_batches_failed);
+	cJSON_AddNumberToObject(o, "sources_dialled", (double)dd->dd_dials);
+	cJSON_AddNumberToObject(o, "authors_found", (double)dd->dd_found);
+	cJSON_AddNumberToObject(o, "authors_missing", (double)dd->dd_missing);
+	cJSON_AddNumberToObject(o, "events", (double)dd->dd_events);
+	cJSON_AddNumberToObject(o, "forged", (double)dd->dd_forged);
+	cJSON_AddNumberToObject(o, "ingest_dropped",
+	    (double)dd->dd_ingest_dropped);
+	cJSON_AddNumberToObject(o, "reconciles", (double)dd->dd_reconciles);
+	conn_mgr_show(dd->dd_conns, cJSON_AddArrayToObject(view,
+	    "connections"));
 }
 
 static void
 disc_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	role_metric(metrics, "graspd_discoveryd_enabled",
-	    disc_enabled(&ctx->r_cfg));
+	struct discd		*dd = ctx->r_data;
+	struct disc_counts	 c;
+
+	role_metric(metrics, "graspd_discoveryd_enabled", dd->dd_enabled);
+	if (!dd->dd_enabled)
+		return;
+	count(dd, &c);
+	role_metric(metrics, "graspd_discoveryd_eligible_authors",
+	    (double)dd->dd_neligible);
+	role_metric(metrics, "graspd_discoveryd_authors_with_relay_list",
+	    (double)c.with_list);
+	role_metric(metrics, "graspd_discoveryd_fallback_authors",
+	    (double)c.fallback);
+	role_metric(metrics, "graspd_discoveryd_authors_due", (double)c.due);
+	role_metric(metrics, "graspd_discoveryd_authors_in_round",
+	    (double)c.in_round);
+	role_metric(metrics, "graspd_discoveryd_sources",
+	    (double)dd->dd_sources.hm_n);
+	role_metric(metrics, "graspd_discoveryd_batches_in_flight",
+	    dd->dd_batch != NULL);
+	role_metric(metrics, "graspd_discoveryd_batches_total{result=\"ok\"}",
+	    (double)dd->dd_batches_ok);
+	role_metric(metrics,
+	    "graspd_discoveryd_batches_total{result=\"failed\"}",
+	    (double)dd->dd_batches_failed);
+	role_metric(metrics, "graspd_discoveryd_sources_dialled_total",
+	    (double)dd->dd_dials);
+	role_metric(metrics, "graspd_discoveryd_rounds_total",
+	    (double)dd->dd_rounds);
+	role_metric(metrics, "graspd_discoveryd_authors_found_total",
+	    (double)dd->dd_found);
+	role_metric(metrics, "graspd_discoveryd_authors_missing_total",
+	    (double)dd->dd_missing);
+	role_metric(metrics, "graspd_discoveryd_events_total",
+	    (double)dd->dd_events);
+	role_metric(metrics, "graspd_discoveryd_forged_events_total",
+	    (double)dd->dd_forged);
+	conn_mgr_stats(dd->dd_conns, metrics);
+}
+
+static void
+disc_fini(struct role_ctx *ctx)
+{
+	struct discd	*dd = ctx->r_data;
+	size_t		 it, i;
+	void		*v;
+
+	if (dd == NULL || !dd->dd_enabled)
+		return;
+	lws_sul_cancel(&dd->dd_sul_pass);
+	disc_source_free_all(dd);
+	conn_mgr_free(dd->dd_conns);
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); )
+		author_free(v);
+	hmap_free(&dd->dd_authors);
+	inv_free(dd->dd_inv);
+	for (i = 0; i < dd->dd_nindex; i++)
+		free(dd->dd_index[i]);
+	free(dd->dd_index);
 }
 
 static const struct role_ops disc_ops = {
 	.init = disc_init,
+	.accepted = disc_accepted,
 	.show = disc_show,
 	.stats = disc_stats,
+	.fini = disc_fini,
+	.protocols = disc_protocols,
 };
 
 int

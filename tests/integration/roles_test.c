@@ -794,7 +794,10 @@ test_discoveryd_view(void)
 	T_EQ_INT(jbool(view, "grasp03_enabled"), 1);
 	T_EQ_INT(jnum(view, "user_index_relays"), 2);
 	T_EQ_INT(jnum(view, "fallback_relays"), 1);
-	T_EQ_STR(jstr(view, "discovery_logic"), "not yet implemented");
+	T_EQ_STR(jstr(view, "discovery"), "on");
+	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(view,
+	    "index_sources")), 2);
+	T_CHECK(jnum(view, "eligible_authors") >= 0);
 	cJSON_Delete(rep);
 	rep = ctl(&fx, ROLE_DISCOVERYD, "{\"cmd\":\"status\"}");
 	T_EQ_INT(jnum(rep, "feed_seq"), fx_last_seq());
@@ -809,6 +812,7 @@ test_discoveryd_view(void)
 	T_EQ_INT(jbool(view, "grasp03_enabled"), 0);
 	T_EQ_INT(jbool(view, "sync_plus_enabled"), 1);
 	T_EQ_INT(jnum(view, "user_index_relays"), 0);
+	T_CHECK(strncmp(jstr(view, "discovery"), "off: ", 5) == 0);
 	cJSON_Delete(rep);
 	T_EQ_INT(role_stop(&r), 0);
 }

@@ -823,6 +823,16 @@ test_repository_pages_and_advertisement(void)
 	free(hdrs);
 	free(body);
 	hdrs = body = NULL;
+	/* An identifier with a space arrives percent-decoded. */
+	event_free(ann);
+	ann = announcement(26, "with space", 1, "");
+	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	path_of(26, "with%20space", "/info/refs?service=git-upload-pack",
+	    path, sizeof(path));
+	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 200);
+	free(body);
+	body = NULL;
 	/* Unknown repository: 404, page and git alike. */
 	path_of(26, "no-such-repo", "", path, sizeof(path));
 	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);

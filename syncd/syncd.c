@@ -12,6 +12,7 @@
 #include "event.h"
 #include "feed.h"
 #include "log.h"
+#include "policy.h"
 #include "relayurl.h"
 #include "syncd.h"
 
@@ -168,7 +169,11 @@ arm_window(struct syncd *sd)
 static void
 take_stored(void *arg, int64_t seq, const struct event *ev)
 {
-	inv_add(arg, ev);
+	struct syncd	*sd = arg;
+
+	sd->sd_scanned++;
+	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
+	inv_add(sd->sd_inv, ev);
 }
 
 static int
@@ -183,7 +188,7 @@ sync_init(struct role_ctx *ctx)
 	ctx->r_data = sd;
 	sd->sd_inv = inv_new(&ctx->r_cfg);
 	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq, take_stored,
-	    sd->sd_inv, NULL) == -1)
+	    sd, NULL) == -1)
 		return -1;
 	sd->sd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &sync_hooks, sd);
@@ -208,26 +213,61 @@ sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 {
 	struct syncd	*sd = ctx->r_data;
 
+	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
 	inv_add(sd->sd_inv, ev);
 	if (sd->sd_inv->iv_generation != sd->sd_inv_gen)
 		arm_window(sd);
+}
+
+/* Live roots attached to a repository, by kind, and those waiting. */
+static size_t
+count_roots(const struct syncd *sd, size_t bykind[3], size_t *unlinked)
+{
+	size_t	it, n = 0;
+	void	*v;
+
+	bykind[0] = bykind[1] = bykind[2] = 0;
+	*unlinked = 0;
+	for (it = 0; hmap_next(&sd->sd_inv->iv_roots, &it, NULL, NULL, &v); ) {
+		struct inv_root *rt = v;
+
+		if (rt->rt_deleted)
+			continue;
+		if (rt->rt_repo == NULL) {
+			(*unlinked)++;
+			continue;
+		}
+		bykind[rt->rt_kind == KIND_PATCH ? 0 : rt->rt_kind == KIND_PR ?
+		    1 : 2]++;
+		n++;
+	}
+	return n;
 }
 
 static void
 sync_show(struct role_ctx *ctx, cJSON *view)
 {
 	struct syncd	*sd = ctx->r_data;
-	cJSON		*arr;
-	size_t		 it;
+	cJSON		*arr, *roots;
+	size_t		 it, unlinked = 0, bykind[3] = { 0, 0, 0 };
 	void		*v;
 
+	count_roots(sd, bykind, &unlinked);
 	cJSON_AddBoolToObject(view, "sync_enabled", ctx->r_cfg.sync_enabled);
 	cJSON_AddStringToObject(view, "bootstrap", sd->sd_bootstrap ?
 	    sd->sd_bootstrap : "");
 	cJSON_AddNumberToObject(view, "repositories",
 	    (double)sd->sd_inv->iv_repos.hm_n);
-	cJSON_AddNumberToObject(view, "roots",
-	    (double)sd->sd_inv->iv_roots.hm_n);
+	roots = cJSON_AddObjectToObject(view, "roots");
+	cJSON_AddNumberToObject(roots, "1617", (double)bykind[0]);
+	cJSON_AddNumberToObject(roots, "1618", (double)bykind[1]);
+	cJSON_AddNumberToObject(roots, "1621", (double)bykind[2]);
+	cJSON_AddNumberToObject(view, "root_kind_events_unlinked",
+	    (double)unlinked);
+	cJSON_AddNumberToObject(view, "announcement_events",
+	    (double)sd->sd_announcements);
+	cJSON_AddNumberToObject(view, "scanned_at_start",
+	    (double)sd->sd_scanned);
 	cJSON_AddNumberToObject(view, "events_synced", (double)sd->sd_events);
 	arr = cJSON_AddArrayToObject(view, "relays");
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); ) {
@@ -244,7 +284,7 @@ static void
 sync_stats(struct role_ctx *ctx, cJSON *metrics)
 {
 	struct syncd	*sd = ctx->r_data;
-	size_t		 it, synced = 0;
+	size_t		 it, synced = 0, bykind[3], unlinked;
 	void		*v;
 
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
@@ -253,7 +293,7 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 	role_metric(metrics, "graspd_syncd_repositories",
 	    (double)sd->sd_inv->iv_repos.hm_n);
 	role_metric(metrics, "graspd_syncd_roots",
-	    (double)sd->sd_inv->iv_roots.hm_n);
+	    (double)count_roots(sd, bykind, &unlinked));
 	role_metric(metrics, "graspd_syncd_relays_tracked",
 	    (double)sd->sd_relays.hm_n);
 	role_metric(metrics, "graspd_syncd_relays_historic_synced",

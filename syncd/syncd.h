@@ -45,6 +45,10 @@
 #define SYNC_LIVE_RESERVE	2
 /* Ours: filters that do not fit live are polled this often instead. */
 #define SYNC_ROTATE_PERIOD	300.0
+/* Ours: a replaced live subscription may leave a moment uncovered (its
+ * replacement waits for REQ pacing or the ledger); that moment is caught
+ * up like a short outage this long after it, at most once per period. */
+#define SYNC_GAP_FILL		60.0
 
 /* Which wanted set a historic request covers. */
 enum sync_set {
@@ -81,9 +85,12 @@ struct sync_relay {
 	uint64_t	 sr_events;		/* events it delivered */
 	LIST_HEAD(, sync_hreq) sr_hreqs;	/* historic in flight */
 	int64_t		 sr_catchup_since;	/* pending catch-up, or 0 */
+	int64_t		 sr_gap_at;		/* first live replacement
+						   not yet caught up, or 0 */
 	lws_sorted_usec_list_t sr_sul_daily;
 	lws_sorted_usec_list_t sr_sul_retry;
 	lws_sorted_usec_list_t sr_sul_rotate;
+	lws_sorted_usec_list_t sr_sul_gap;
 };
 
 struct syncd {
@@ -96,6 +103,8 @@ struct syncd {
 	int		 sd_window_armed;
 	lws_sorted_usec_list_t sd_sul_window;
 	uint64_t	 sd_events;		/* events sent to relayd */
+	uint64_t	 sd_scanned;		/* stored events read at start */
+	uint64_t	 sd_announcements;	/* 30617 events taken */
 	uint64_t	 sd_reconciles;
 };
 

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "event.h"
 #include "filter.h"
+#include "inventory.h"
 #include "json.h"
 #include "nip19.h"
 #include "policy.h"
@@ -232,6 +233,12 @@ void
 policy_set_purgatory(struct policy *pl, struct purg *p)
 {
 	pl->pl_purg = p;
+}
+
+void
+policy_set_inventory(struct policy *pl, const struct inventory *iv)
+{
+	pl->pl_inv = iv;
 }
 
 static int
@@ -576,8 +583,12 @@ policy_check(const struct policy *pl, struct store *st,
 		return 1;
 	case KIND_PROFILE:
 	case KIND_RELAY_LIST:
+		/* GRASP-03: identity storage for eligible authors only. */
+		if (pl->pl_inv != NULL && inv_eligible(pl->pl_inv, ev->pubkey))
+			return 1;
 		snprintf(msg, msglen, "blocked: profiles and relay lists are "
-		    "accepted only from repository participants");
+		    "accepted only from owners and maintainers of hosted "
+		    "repositories and authors of their accepted threads");
 		return 0;
 	default:
 		break;

@@ -15,6 +15,7 @@
 
 struct config;
 struct event;
+struct inventory;
 struct purg;
 struct store;
 
@@ -49,6 +50,8 @@ struct policy {
 	char			 pl_host[256];	/* NGIT_DOMAIN host, lower */
 	int			 pl_port;	/* its port, 0 when none */
 	struct purg		*pl_purg;	/* held announcements, or NULL */
+	/* GRASP-03 eligible identity authors, or NULL (none). */
+	const struct inventory	*pl_inv;
 };
 
 /* One announcement of a repository identifier, stored or held. */
@@ -76,6 +79,15 @@ int	policy_init(struct policy *, const struct config *cfg, char *err,
  * count them (reference brief 1.3, 1.4).
  */
 void	policy_set_purgatory(struct policy *, struct purg *p);
+
+/*
+ * Lets the policy see the repository inventory (iv outlives the policy;
+ * NULL: none): kind 0 and kind 10002 are accepted only from its eligible
+ * identity authors (GRASP-03; inv_eligible()).  The caller keeps iv
+ * current with every event it stores, so that an author made eligible
+ * earlier in the same write transaction counts.
+ */
+void	policy_set_inventory(struct policy *, const struct inventory *iv);
 
 /*
  * Decides about ev.  Returns POLICY_ACCEPT, POLICY_HOST (a kind 30617 that

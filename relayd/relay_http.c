@@ -51,6 +51,11 @@ relay_nip11_build(void)
 		cJSON_AddItemToArray(arr, cJSON_CreateNumber(nips[i]));
 	arr = cJSON_AddArrayToObject(doc, "supported_grasps");
 	cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-01"));
+	/* syncd runs GRASP-02; GRASP-03 is an overlay on it. */
+	if (relayd->cfg.sync_enabled)
+		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-02"));
+	if (relayd->cfg.sync_enabled && relayd->cfg.sync_plus_enabled)
+		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-03"));
 	cJSON_AddStringToObject(doc, "repo_acceptance_criteria",
 	    relayd->cfg.repo_whitelist.n ?
 	    "Announcements of whitelisted repositories that list this service "

@@ -262,6 +262,7 @@ relay_ingest_released(struct event *ev, int64_t seq)
 
 	df->df_ev = ev;
 	df->df_seq = seq;
+	relay_inv_add(ev);
 	relayd->stats.purg_released++;
 }
 
@@ -336,6 +337,7 @@ decide(struct pending *p)
 		p->p_fanout = 1;
 		p->p_seq = seq;
 		p->p_msg[0] = '\0';
+		relay_inv_add(ev);
 		relay_purg_stored(ev);
 	} else
 		snprintf(p->p_msg, sizeof(p->p_msg), "%s",
@@ -396,6 +398,7 @@ relay_ingest_flush_now(void)
 		if (!committed) {
 			log_warnx("commit failed; refusing a batch");
 			store_rollback(relayd->store);
+			relay_inv_rebuild();
 		}
 	} else
 		log_warnx("cannot begin a transaction");

@@ -166,6 +166,7 @@ main(int argc, char *argv[])
 	if (relay_nip11_build() == -1)
 		fatalx("cannot build the NIP-11 document");
 	relay_ingest_init();
+	relay_inv_init();
 
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, on_sigchld);
@@ -211,6 +212,7 @@ main(int argc, char *argv[])
 	lws_context_destroy(rd.ctx);
 	relay_chan_close();
 	relay_purg_close();
+	relay_inv_free();
 	store_close(rd.store);
 	free(rd.nip11);
 	config_free(&rd.cfg);

@@ -9,6 +9,8 @@
  * relay_http.c   NIP-11, the landing page, /metrics, CORS, OPTIONS
  * relay_chan.c   the nanomsg channels: ingest, accepted, stats, control
  * relay_neg.c    NIP-77 negentropy sync: NEG-OPEN, NEG-MSG, NEG-CLOSE
+ * relay_inv.c    the repository inventory behind GRASP-03's identity
+ *                policy (who may store kind 0 and 10002)
  */
 #ifndef GRASPD_RELAYD_H
 #define GRASPD_RELAYD_H
@@ -218,6 +220,15 @@ void	relay_ingest_client(struct relay_conn *, const struct json *evj);
 void	relay_ingest_forget(struct relay_conn *);
 void	relay_ingest_init(void);
 void	relay_ingest_flush_now(void);
+
+/* relay_inv.c */
+/* Builds the inventory from the store and gives it to the policy. */
+void	relay_inv_init(void);
+/* Inside a transaction: ev was stored (accepted or released). */
+void	relay_inv_add(const struct event *ev);
+/* After a transaction failed to commit: back to what the store holds. */
+void	relay_inv_rebuild(void);
+void	relay_inv_free(void);
 
 /* relay_neg.c */
 /* Handles a message whose verb starts "NEG-" (NIP-77); never exits. */

@@ -26,6 +26,9 @@
 
 #define TMO	5000
 #define MSG_HELD	"purgatory: won't be served until git data arrives"
+#define MSG_NOT_ELIGIBLE "blocked: profiles and relay lists are accepted " \
+	"only from owners and maintainers of hosted repositories and " \
+	"authors of their accepted threads"
 
 static struct relayproc	*rp;		/* the shared relay */
 static int		 seq_d;		/* makes identifiers unique */
@@ -227,6 +230,12 @@ test_nip11_document(void)
 			found = 1;
 	}
 	T_CHECK(found);
+	/* syncd and GRASP-03 are on by default. */
+	for (found = 0, e = g->child; e; e = e->next)
+		if (e->type == JSON_STRING && (strcmp(e->s, "GRASP-02") == 0 ||
+		    strcmp(e->s, "GRASP-03") == 0))
+			found++;
+	T_EQ_INT(found, 2);
 	e = json_get(root, "repo_acceptance_criteria");
 	T_CHECK(e && e->type == JSON_STRING && e->len > 0);
 	T_CHECK(json_get(root, "curation") == NULL);
@@ -497,15 +506,134 @@ test_unrelated_events_refused(void)
 	ev = signed_by(31, time(NULL), 1111, tags, "quote of nothing");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	event_free(ev);
-	/* Profiles and relay lists wait for GRASP-03. */
+	/* Profiles and relay lists only from eligible identity authors
+	 * (GRASP-03; test_identity_events_only_from_eligible_authors). */
 	ev = signed_by(31, time(NULL), 0, "[]", "{}");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
+	T_EQ_STR(msg, MSG_NOT_ELIGIBLE);
 	event_free(ev);
 	ev = signed_by(31, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
 	    "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	event_free(ev);
+	wsc_close(ws);
+}
+
+/* The OK of the next message that is an OK, parsed: 1, 0 or -1. */
+static int
+next_ok(struct wsc *ws, char *id, size_t idlen)
+{
+	char		*m = nostr_wait_msg(ws, "OK", TMO);
+	struct json_doc	*doc = NULL;
+	const struct json *a, *i, *o;
+	char		 err[64];
+	int		 ok = -1;
+
+	id[0] = '\0';
+	if (m == NULL)
+		return -1;
+	if ((a = json_parse(m, strlen(m), &doc, err, sizeof(err))) != NULL &&
+	    (i = json_at(a, 1)) != NULL && i->type == JSON_STRING &&
+	    (o = json_at(a, 2)) != NULL) {
+		snprintf(id, idlen, "%s", i->s);
+		ok = o->type == JSON_TRUE;
+	}
+	json_free(doc);
+	free(m);
+	return ok;
+}
+
+static void
+test_identity_events_only_from_eligible_authors(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ann, *issue, *reply, *late, *prof, *ev;
+	struct buf	 frames = BUF_INIT;
+	char		 d[32], coord[128], tags[512], msg[256], m51[65];
+	char		 id[80];
+	uint8_t		 sk[32], mask[4] = { 1, 2, 3, 4 };
+	char		*em;
+	int		 i, ok_late = -1, ok_prof = -1, ok;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	key(51, sk, m51, NULL);
+	snprintf(tags, sizeof(tags), ",[\"maintainers\",\"%s\"]", m51);
+	ann = announcement(50, d, 1, 1, tags);
+	/* Nobody yet. */
+	ev = signed_by(50, time(NULL), 0, "[]", "{}");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_STR(msg, MSG_NOT_ELIGIBLE);
+	event_free(ev);
+	T_ASSERT(serve(ws, 50, ann, d));
+	repo_coord(50, d, coord, sizeof(coord));
+
+	/* Owner and declared maintainer, once it is served. */
+	ev = signed_by(50, time(NULL) + 1, 0, "[]", "{\"name\":\"owner\"}");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	ev = signed_by(51, time(NULL), 10002, "[[\"r\",\"wss://m.example\"]]",
+	    "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	/* A root author and, through an e reference, a reply author. */
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
+	issue = signed_by(52, time(NULL), 1621, tags, "issue");
+	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue->id_hex);
+	reply = signed_by(56, time(NULL), 1, tags, "reply");
+	T_EQ_INT(pub(ws, reply, msg, sizeof(msg)), 1);
+	ev = signed_by(56, time(NULL), 0, "[]", "{}");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	/* Someone whose only event is a refused note is not eligible. */
+	ev = signed_by(54, time(NULL), 1, "[]", "note");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	event_free(ev);
+	ev = signed_by(54, time(NULL), 10002, "[[\"r\",\"wss://x.example\"]]",
+	    "");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_STR(msg, MSG_NOT_ELIGIBLE);
+	event_free(ev);
+
+	/* An issue and its author's profile in one write, so in one
+	 * batch: the issue, decided first, makes the author eligible. */
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
+	late = signed_by(53, time(NULL), 1621, tags, "late issue");
+	prof = signed_by(53, time(NULL), 0, "[]", "{\"name\":\"late\"}");
+	em = nostr_event_msg(late);
+	wsc_frame_encode(&frames, WS_OP_TEXT, 1, mask, em, strlen(em));
+	free(em);
+	em = nostr_event_msg(prof);
+	wsc_frame_encode(&frames, WS_OP_TEXT, 1, mask, em, strlen(em));
+	free(em);
+	T_ASSERT(wsc_send_raw(ws, frames.b_data, frames.b_len) == 0);
+	buf_free(&frames);
+	for (i = 0; i < 2; i++) {
+		ok = next_ok(ws, id, sizeof(id));
+		if (strcmp(id, late->id_hex) == 0)
+			ok_late = ok;
+		else if (strcmp(id, prof->id_hex) == 0)
+			ok_prof = ok;
+	}
+	T_EQ_INT(ok_late, 1);
+	T_EQ_INT(ok_prof, 1);
+
+	/* After a restart the inventory comes from the store. */
+	wsc_close(ws);
+	T_ASSERT(relayproc_restart(rp) == 0);
+	T_ASSERT((ws = conn(rp)) != NULL);
+	ev = signed_by(56, time(NULL) + 1, 0, "[]", "{\"name\":\"2\"}");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	event_free(ev);
+	ev = signed_by(54, time(NULL) + 1, 0, "[]", "{}");
+	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	event_free(ev);
+	event_free(ann);
+	event_free(issue);
+	event_free(reply);
+	event_free(late);
+	event_free(prof);
 	wsc_close(ws);
 }
 
@@ -1052,6 +1180,7 @@ main(void)
 	T_RUN(test_recursive_maintainers_announcements_accepted);
 	T_RUN(test_related_events_accepted_by_reference);
 	T_RUN(test_unrelated_events_refused);
+	T_RUN(test_identity_events_only_from_eligible_authors);
 	T_RUN(test_replaceable_keeps_newest_and_lowest_id_on_tie);
 	T_RUN(test_deletion_by_author_only_and_final);
 	T_RUN(test_req_limit_order_and_live_delivery);

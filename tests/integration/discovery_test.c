@@ -1,0 +1,879 @@
+/*
+ * discovery_test.c: GRASP-03 identity discovery (discoveryd) and relayd's
+ * identity write policy inside a real graspd, against scriptable peer
+ * relays on loopback playing the user index and the authors' outboxes:
+ * an eligible author's profile and relay list fetched from the index and
+ * stored, newer lists followed through their outboxes, a non-eligible
+ * author refused, fallback marking, the 24 h / 5 min cadence (NGIT_TEST
+ * shrinks it to 24 min / 5 s), batches of at most 100 authors with one in
+ * flight, a hostile list bounded to four relays per purpose, ownership
+ * rebuilt from the database before any network request, and the off
+ * switch.  NIP-11 advertises GRASP-02 and GRASP-03 as configured.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+
+#include "buf.h"
+#include "event.h"
+#include "gitutil.h"
+#include "msg.h"
+#include "nip19.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+#define TMO		5000
+#define NAUTHORS	150	/* eligible issue authors, > 100 */
+#define NFOUND		75	/* of them, with a profile on the index */
+#define NHOSTILE	50	/* relays in the hostile list */
+#define WHO_OWNER	1
+#define WHO_STRANGER	2
+#define WHO_MAINT	3
+#define WHO_HOSTILE	90
+#define WHO_AUTHOR0	100
+
+static struct relayproc	*idx, *ob2, *ob3, *idx4, *b, *c;
+static char		 tmpdir[256];
+static char		 coord[200];
+static int64_t		 t0;
+static struct event	*l1, *l2, *l3, *oprof;
+
+static void
+sk_of(int n, uint8_t sk[32])
+{
+	memset(sk, 0x66, 32);
+	sk[30] = (uint8_t)(n >> 8);
+	sk[31] = (uint8_t)n;
+}
+
+static struct event *
+ev(int who, int64_t at, uint32_t kind, const char *tags, const char *content)
+{
+	uint8_t	sk[32];
+
+	sk_of(who, sk);
+	return event_new_signed(sk, at, kind, tags, content);
+}
+
+static void
+hex_of(int who, char out[65])
+{
+	uint8_t	sk[32], pk[32];
+
+	sk_of(who, sk);
+	event_pubkey_of(sk, pk);
+	hex_encode(pk, 32, out);
+}
+
+static const char *
+url_of(struct relayproc *p)
+{
+	static char	u[4][64];
+	static int	turn;
+
+	turn = (turn + 1) % 4;
+	snprintf(u[turn], sizeof(u[turn]), "ws://127.0.0.1:%d/",
+	    relayproc_port(p));
+	return u[turn];
+}
+
+/* ------------------------------------------------------------------ */
+/* The peers' HTTP control API.                                        */
+
+static int
+peer_post(struct relayproc *p, const char *path, const char *body,
+    size_t len)
+{
+	char	*h = NULL, *rb = NULL;
+	size_t	 rl;
+	int	 status = 0, rc;
+
+	rc = http_request(relayproc_host(p), relayproc_port(p), "POST", path,
+	    NULL, body, len, TMO, &status, &h, &rb, &rl);
+	free(h);
+	free(rb);
+	return rc == 0 && status == 200 ? 0 : -1;
+}
+
+static int
+seed(struct relayproc *p, struct event **evs, size_t n)
+{
+	struct buf	bb = BUF_INIT;
+	size_t		i;
+	int		rc;
+
+	for (i = 0; i < n; i++) {
+		buf_add(&bb, evs[i]->json, evs[i]->json_len);
+		buf_addc(&bb, '\n');
+	}
+	rc = peer_post(p, "/events", bb.b_data, bb.b_len);
+	buf_free(&bb);
+	return rc;
+}
+
+static int
+peer_config(struct relayproc *p, const char *json)
+{
+	return peer_post(p, "/config", json, strlen(json));
+}
+
+static cJSON *
+peer_log(struct relayproc *p)
+{
+	char	*h = NULL, *body = NULL;
+	int	 status = 0;
+	cJSON	*j = NULL;
+
+	if (http_get(relayproc_host(p), relayproc_port(p), "/log", NULL, TMO,
+	    &status, &h, &body) == 0 && status == 200)
+		j = cJSON_Parse(body);
+	free(h);
+	free(body);
+	return j;
+}
+
+/* One identity query a peer saw: when, which authors. */
+struct ireq {
+	double	 at;
+	cJSON	*authors;	/* borrowed from the log */
+};
+
+/*
+ * The peer's REQs whose single filter asks kinds [0,10002] by authors,
+ * from the from-th REQ of its log on; *log_out keeps them alive.
+ */
+static size_t
+identity_reqs(struct relayproc *p, int from, struct ireq *out, size_t max,
+    cJSON **log_out)
+{
+	cJSON		*log = peer_log(p), *r, *f, *k;
+	size_t		 n = 0;
+	int		 i = 0;
+
+	*log_out = log;
+	if (log == NULL)
+		return 0;
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
+		if (i++ < from)
+			continue;
+		f = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "filters"), 0);
+		k = cJSON_GetObjectItem(f, "kinds");
+		if (cJSON_GetArraySize(k) != 2 ||
+		    cJSON_GetArrayItem(k, 0)->valuedouble != 0 ||
+		    cJSON_GetArrayItem(k, 1)->valuedouble != 10002 ||
+		    n == max)
+			continue;
+		out[n].at = cJSON_GetObjectItem(r, "at_ms")->valuedouble;
+		out[n].authors = cJSON_GetObjectItem(f, "authors");
+		n++;
+	}
+	return n;
+}
+
+static int
+nreqs(struct relayproc *p)
+{
+	cJSON	*log = peer_log(p);
+	int	 n;
+
+	n = log ? cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs")) : 0;
+	cJSON_Delete(log);
+	return n;
+}
+
+static int
+has_author(const struct ireq *q, const char *hex)
+{
+	const cJSON	*a;
+
+	cJSON_ArrayForEach(a, q->authors)
+		if (cJSON_IsString(a) && strcmp(a->valuestring, hex) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+cmp_ireq(const void *a, const void *b)
+{
+	const struct ireq	*x = *(struct ireq *const *)a;
+	const struct ireq	*y = *(struct ireq *const *)b;
+
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* REQs of the peer naming hex, their times in at[] (at most max). */
+static int
+asked(struct relayproc *p, const char *hex, double *at, int max)
+{
+	struct ireq	 q[512];
+	cJSON		*log;
+	size_t		 n, i;
+	int		 k = 0;
+
+	n = identity_reqs(p, 0, q, 512, &log);
+	for (i = 0; i < n; i++)
+		if (has_author(&q[i], hex)) {
+			if (k < max)
+				at[k] = q[i].at;
+			k++;
+		}
+	cJSON_Delete(log);
+	return k;
+}
+
+/* ------------------------------------------------------------------ */
+/* graspd: clients, control sockets, graspctl.                         */
+
+static int
+pub(struct relayproc *p, const struct event *e, char *msg, size_t msglen)
+{
+	struct wsc	*ws = wsc_connect(relayproc_host(p), relayproc_port(p),
+			    "/", TMO);
+	char		*m = NULL;
+	int		 ok = -1;
+
+	if (ws == NULL)
+		return -1;
+	if (nostr_publish(ws, e, TMO, &ok, &m) != 0)
+		ok = -1;
+	snprintf(msg, msglen, "%s", m ? m : "");
+	free(m);
+	wsc_close(ws);
+	return ok;
+}
+
+static int
+count_on(struct relayproc *p, const char *filter)
+{
+	struct wsc	*ws = wsc_connect(relayproc_host(p), relayproc_port(p),
+			    "/", TMO);
+	char		**evs = NULL;
+	size_t		 n = 0;
+	int		 rc;
+
+	if (ws == NULL)
+		return -1;
+	rc = nostr_req(ws, "c", filter, TMO, &evs, &n, NULL);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	return rc == 0 ? (int)n : -1;
+}
+
+static int
+wait_count(struct relayproc *p, const char *filter, int want, int secs)
+{
+	int	n = -1, i;
+
+	for (i = 0; i < secs * 10; i++) {
+		if ((n = count_on(p, filter)) >= want)
+			return n;
+		usleep(100000);
+	}
+	return n;
+}
+
+/* discoveryd's `show` view (the whole reply), or NULL. */
+static cJSON *
+disc_reply(struct relayproc *p, int tmo)
+{
+	char		 run[512], ep[700];
+	const char	*req = "{\"cmd\":\"show\"}";
+	struct msg	 m;
+	cJSON		*rep = NULL;
+	int		 s;
+
+	snprintf(run, sizeof(run), "%s/run", relayproc_dir(p));
+	if (chan_control_endpoint(run, ROLE_DISCOVERYD, ep, sizeof(ep)) ==
+	    -1 || (s = chan_open(NN_REQ, ep, 0)) == -1)
+		return NULL;
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
+	if (msg_send(s, MSG_CONTROL, req, strlen(req), 0) == 0 &&
+	    msg_recv(s, &m, 0) == 1) {
+		if (m.m_type == MSG_CONTROL_REPLY)
+			rep = cJSON_ParseWithLength((const char *)m.m_data,
+			    m.m_len);
+		msg_free(&m);
+	}
+	chan_close(s);
+	return rep;
+}
+
+/* The view once discoveryd is ready (its view has "discovery"). */
+static cJSON *
+disc_view(struct relayproc *p, int secs)
+{
+	cJSON	*rep, *v;
+	int	 i;
+
+	for (i = 0; i < secs * 10; i++) {
+		if ((rep = disc_reply(p, 500)) != NULL) {
+			v = cJSON_DetachItemFromObject(rep, "view");
+			cJSON_Delete(rep);
+			if (cJSON_GetObjectItem(v, "discovery") != NULL)
+				return v;
+			cJSON_Delete(v);
+		}
+		usleep(100000);
+	}
+	return NULL;
+}
+
+static cJSON *
+author_in(const cJSON *view, const char *hex)
+{
+	cJSON	*a;
+
+	cJSON_ArrayForEach(a, cJSON_GetObjectItem(view, "authors")) {
+		const cJSON *pk = cJSON_GetObjectItem(a, "pubkey");
+
+		if (cJSON_IsString(pk) && strcmp(pk->valuestring, hex) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+static double
+jnum(const cJSON *o, const char *name)
+{
+	const cJSON	*v = cJSON_GetObjectItem(o, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static int
+jbool(const cJSON *o, const char *name)
+{
+	const cJSON	*v = cJSON_GetObjectItem(o, name);
+
+	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+}
+
+/* graspctl -r <run> args; 0 on success. */
+static int
+graspctl(struct relayproc *p, const char *args)
+{
+	char		 cmd[1200];
+	const char	*bin = getenv("GRASPD_BIN") ? getenv("GRASPD_BIN") :
+			    "bin";
+
+	snprintf(cmd, sizeof(cmd), "'%s/graspctl' -r '%s/run' %s >/dev/null",
+	    bin, relayproc_dir(p), args);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int
+nip11_has(struct relayproc *p, const char *grasp)
+{
+	char	*h = NULL, *body = NULL;
+	cJSON	*doc, *g;
+	int	 status = 0, found = 0;
+
+	if (http_get(relayproc_host(p), relayproc_port(p), "/",
+	    "Accept: application/nostr+json\r\n", TMO, &status, &h, &body) !=
+	    0 || status != 200) {
+		free(h);
+		free(body);
+		return -1;
+	}
+	doc = cJSON_Parse(body);
+	cJSON_ArrayForEach(g, cJSON_GetObjectItem(doc, "supported_grasps"))
+		if (cJSON_IsString(g) && strcmp(g->valuestring, grasp) == 0)
+			found = 1;
+	cJSON_Delete(doc);
+	free(h);
+	free(body);
+	return found;
+}
+
+/*
+ * Publishes owner's announcement of d on p (maintainers: maint_hex or
+ * NULL) and makes it served (state + push); returns 0 once served.
+ */
+static int
+host_repo(struct relayproc *p, int owner, const char *d,
+    const char *maint_hex)
+{
+	uint8_t		 sk[32], pk[32];
+	char		 npub[NIP19_KEY_BUFSZ], tags[1024], msg[256];
+	char		 dir[512], f[200];
+	struct event	*ann;
+	struct wsc	*ws;
+	int		 rc = -1;
+
+	sk_of(owner, sk);
+	event_pubkey_of(sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
+	    "%s/%s.git\"],[\"relays\",\"ws://%s\"]%s%s%s]", d,
+	    relayproc_domain(p), npub, d, relayproc_domain(p),
+	    maint_hex ? ",[\"maintainers\",\"" : "", maint_hex ? maint_hex :
+	    "", maint_hex ? "\"]" : "");
+	ann = ev(owner, t0, 30617, tags, "");
+	if (pub(p, ann, msg, sizeof(msg)) != 1) {
+		printf("# announcement refused: %s\n", msg);
+		goto done;
+	}
+	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
+	    TMO)) == NULL)
+		goto done;
+	snprintf(dir, sizeof(dir), "%s/%s-%d", tmpdir, d, relayproc_port(p));
+	rc = gt_release(ws, sk, relayproc_domain(p), d, dir, NULL);
+	wsc_close(ws);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
+	if (rc == 0 && wait_count(p, f, 1, 10) != 1)
+		rc = -1;
+done:
+	event_free(ann);
+	return rc;
+}
+
+static struct event *
+issue_by(int who, const char *title)
+{
+	char	tags[600];
+
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"%s\"]]",
+	    coord, title);
+	return ev(who, t0 + 10, 1621, tags, title);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void
+test_index_then_outboxes_bring_the_newest_identity(void)
+{
+	struct event	*xprof, *is, *mine[3];
+	char		 tags[512], f[300], oh[65], mh[65], xh[65], msg[256];
+	cJSON		*v = NULL, *a, *ob;
+	int		 i;
+
+	hex_of(WHO_OWNER, oh);
+	hex_of(WHO_MAINT, mh);
+	hex_of(WHO_STRANGER, xh);
+	snprintf(coord, sizeof(coord), "30617:%s:ident", oh);
+	/* The index has the owner's profile and first list, which names
+	 * ob2 as its outbox; ob2 has a newer list naming ob3; ob3 the
+	 * newest, naming both (nothing new: the round ends there). */
+	oprof = ev(WHO_OWNER, t0 - 500, 0, "[]", "{\"name\":\"owner\"}");
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"],[\"r\","
+	    "\"wss://inbox.example\",\"read\"]]", url_of(ob2));
+	l1 = ev(WHO_OWNER, t0 - 300, 10002, tags, "");
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"]]",
+	    url_of(ob3));
+	l2 = ev(WHO_OWNER, t0 - 200, 10002, tags, "");
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\"],[\"r\",\"%s\","
+	    "\"write\"],[\"r\",\"wss://inbox.example\",\"read\"]]",
+	    url_of(ob3), url_of(ob2));
+	l3 = ev(WHO_OWNER, t0 - 100, 10002, tags, "");
+	xprof = ev(WHO_STRANGER, t0 - 500, 0, "[]", "{\"name\":\"x\"}");
+	mine[0] = oprof;
+	mine[1] = l1;
+	mine[2] = xprof;
+	T_ASSERT(seed(idx, mine, 3) == 0);
+	T_ASSERT(seed(ob2, &l2, 1) == 0);
+	T_ASSERT(seed(ob3, &l3, 1) == 0);
+
+	/* Owner and maintainer become eligible once the repository is
+	 * served; the hostile-list author through an issue. */
+	T_ASSERT(host_repo(b, WHO_OWNER, "ident", mh) == 0);
+	is = issue_by(WHO_HOSTILE, "hostile");
+	T_EQ_INT(pub(b, is, msg, sizeof(msg)), 1);
+	event_free(is);
+
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", oprof->id_hex,
+	    l3->id_hex);
+	T_EQ_INT(wait_count(b, f, 2, 20), 2);
+	/* Each source was asked, the index first. */
+	T_CHECK(asked(idx, oh, NULL, 0) >= 1);
+	T_CHECK(asked(ob2, oh, NULL, 0) >= 1);
+	T_CHECK(asked(ob3, oh, NULL, 0) >= 1);
+	/* The stranger is not eligible: never asked, never stored. */
+	T_EQ_INT(asked(idx, xh, NULL, 0), 0);
+	snprintf(f, sizeof(f), "{\"authors\":[\"%s\"]}", xh);
+	T_EQ_INT(count_on(b, f), 0);
+
+	/* The view: the newest list's mailboxes; the maintainer, whom the
+	 * index answered without a list, is marked for fallback. */
+	for (i = 0; i < 50; i++) {
+		cJSON_Delete(v);
+		v = disc_view(b, 5);
+		a = author_in(v, mh);
+		if (a != NULL && jbool(a, "fallback") == 1)
+			break;
+		usleep(100000);
+	}
+	T_ASSERT(v != NULL);
+	T_ASSERT((a = author_in(v, mh)) != NULL);
+	T_EQ_INT(jbool(a, "fallback"), 1);
+	T_CHECK(cJSON_IsNull(cJSON_GetObjectItem(a, "relay_list")));
+	T_ASSERT((a = author_in(v, oh)) != NULL);
+	T_EQ_INT(jbool(a, "fallback"), 0);
+	T_EQ_INT(jbool(a, "profile"), 1);
+	T_EQ_STR(cJSON_GetObjectItem(a, "last_result")->valuestring, "found");
+	T_EQ_INT(jnum(cJSON_GetObjectItem(a, "relay_list"), "created_at"),
+	    l3->created_at);
+	ob = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "relay_list"),
+	    "outbox");
+	T_EQ_INT(cJSON_GetArraySize(ob), 2);
+	T_EQ_STR(cJSON_GetArrayItem(ob, 0)->valuestring, url_of(ob3));
+	T_EQ_STR(cJSON_GetArrayItem(ob, 1)->valuestring, url_of(ob2));
+	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(
+	    a, "relay_list"), "inbox")), 2);
+	/* 24 h under NGIT_TEST is 24 min. */
+	T_CHECK(jnum(a, "next_refresh_in") > 600);
+	T_CHECK(jnum(v, "eligible_authors") == 3);
+	cJSON_Delete(v);
+	event_free(xprof);
+}
+
+static void
+test_identity_events_only_from_eligible_authors(void)
+{
+	struct event	*e;
+	char		 msg[256];
+
+	e = ev(WHO_STRANGER, time(NULL), 0, "[]", "{\"name\":\"x\"}");
+	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 0);
+	T_CHECK(strncmp(msg, "blocked: profiles and relay lists are accepted "
+	    "only from", 48) == 0);
+	event_free(e);
+	e = ev(WHO_STRANGER, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
+	    "");
+	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 0);
+	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
+	event_free(e);
+	/* The declared maintainer is eligible: its own profile is taken. */
+	e = ev(WHO_MAINT, time(NULL), 0, "[]", "{\"name\":\"maint\"}");
+	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 1);
+	event_free(e);
+}
+
+static void
+test_missing_author_retried_after_five_minutes_found_one_not(void)
+{
+	char	mh[65], oh[65];
+	double	at[8];
+	int	n = 0, i;
+
+	hex_of(WHO_MAINT, mh);
+	hex_of(WHO_OWNER, oh);
+	/* 5 min under NGIT_TEST: 5 s. */
+	for (i = 0; i < 100 && n < 2; i++) {
+		n = asked(idx, mh, at, 8);
+		if (n < 2)
+			usleep(100000);
+	}
+	T_ASSERT(n >= 2);
+	printf("# maintainer asked again after %.0f ms\n", at[1] - at[0]);
+	T_CHECK(at[1] - at[0] >= 4500 && at[1] - at[0] <= 8000);
+	/* The owner, found, is not asked the index again (and, with a
+	 * list stored, never will be). */
+	T_EQ_INT(asked(idx, oh, NULL, 0), 1);
+}
+
+static void
+test_batches_of_100_one_in_flight(void)
+{
+	struct event	*iss[NAUTHORS], *prof[NFOUND];
+	struct ireq	 q[3][512];
+	struct relayproc *peers[3] = { idx, ob2, ob3 };
+	cJSON		*logs[3] = { NULL, NULL, NULL };
+	struct wsc	*ws;
+	char		 hex[65], msg[256], *f;
+	struct buf	 fb = BUF_INIT;
+	size_t		 nq[3], i, j, k, p, covered;
+	int		 from[3], ok, overlap = 0, over100 = 0, nidx = 0;
+	struct ireq	*all[1536];
+	size_t		 nall = 0;
+
+	/* Discovery paused while the authors arrive, so that one
+	 * reconciliation sees them all due. */
+	T_ASSERT(graspctl(b, "stop discoveryd") == 0);
+	for (i = 0; i < 50 && disc_reply(b, 200) != NULL; i++)
+		usleep(100000);
+	ws = wsc_connect(relayproc_host(b), relayproc_port(b), "/", TMO);
+	T_ASSERT(ws != NULL);
+	for (i = 0; i < NAUTHORS; i++) {
+		snprintf(msg, sizeof(msg), "issue %zu", i);
+		iss[i] = issue_by(WHO_AUTHOR0 + (int)i, msg);
+		T_ASSERT(nostr_publish(ws, iss[i], TMO, &ok, NULL) == 0 && ok);
+	}
+	wsc_close(ws);
+	for (i = 0; i < NFOUND; i++)
+		prof[i] = ev(WHO_AUTHOR0 + (int)i, t0 - 50, 0, "[]", "{}");
+	T_ASSERT(seed(idx, prof, NFOUND) == 0);
+	for (p = 0; p < 3; p++) {
+		T_ASSERT(peer_config(peers[p], "{\"eose_delay_ms\":300}") == 0);
+		from[p] = nreqs(peers[p]);
+	}
+	T_ASSERT(graspctl(b, "start discoveryd") == 0);
+
+	/* Every author asked of the index. */
+	for (i = 0; i < 150; i++) {
+		cJSON_Delete(logs[0]);
+		nq[0] = identity_reqs(idx, from[0], q[0], 512, &logs[0]);
+		for (k = 0, covered = 0; k < NAUTHORS; k++) {
+			hex_of(WHO_AUTHOR0 + (int)k, hex);
+			for (j = 0; j < nq[0]; j++)
+				if (has_author(&q[0][j], hex))
+					break;
+			covered += j < nq[0];
+		}
+		if (covered == NAUTHORS)
+			break;
+		usleep(100000);
+	}
+	T_EQ_INT(covered, NAUTHORS);
+	for (p = 0; p < 3; p++) {
+		if (p > 0)
+			nq[p] = identity_reqs(peers[p], from[p], q[p], 512,
+			    &logs[p]);
+		for (j = 0; j < nq[p]; j++) {
+			if (cJSON_GetArraySize(q[p][j].authors) > 100)
+				over100++;
+			all[nall++] = &q[p][j];
+		}
+	}
+	nidx = (int)nq[0];
+	printf("# %d index REQs, %zu identity REQs in all\n", nidx, nall);
+	T_CHECK(nidx >= 2);
+	T_EQ_INT(over100, 0);
+	/*
+	 * One in flight: every peer holds EOSE back 300 ms, so in start
+	 * order no REQ may start sooner than that after the one before
+	 * (a connection that retires takes its subscription with it, so
+	 * CLOSE times cannot tell).
+	 */
+	qsort(all, nall, sizeof(all[0]), cmp_ireq);
+	for (i = 1; i < nall; i++)
+		if (all[i]->at - all[i - 1]->at < 290) {
+			printf("# REQ at %.0f (%d authors) only %.0f ms after "
+			    "the one before\n", all[i]->at,
+			    cJSON_GetArraySize(all[i]->authors),
+			    all[i]->at - all[i - 1]->at);
+			overlap++;
+		}
+	T_EQ_INT(overlap, 0);
+	/* The profiles the index had reach the store. */
+	buf_adds(&fb, "{\"kinds\":[0],\"authors\":[");
+	for (i = 0; i < NFOUND; i++)
+		buf_printf(&fb, "%s\"%s\"", i ? "," : "", prof[i]->pubkey_hex);
+	buf_adds(&fb, "]}");
+	f = fb.b_data;
+	T_EQ_INT(wait_count(b, f, NFOUND, 15), NFOUND);
+	buf_free(&fb);
+	for (p = 0; p < 3; p++) {
+		cJSON_Delete(logs[p]);
+		peer_config(peers[p], "{\"eose_delay_ms\":0}");
+	}
+	for (i = 0; i < NAUTHORS; i++)
+		event_free(iss[i]);
+	for (i = 0; i < NFOUND; i++)
+		event_free(prof[i]);
+}
+
+static void
+test_hostile_list_bounded_to_four_per_purpose(void)
+{
+	struct event	*e;
+	struct buf	 tags = BUF_INIT;
+	char		 hh[65], msg[256], line[200], *logtxt = NULL;
+	cJSON		*v = NULL, *a = NULL, *rl;
+	const char	*purposes[] = { "inbox", "outbox", "history",
+			    "repo_inbox" };
+	int		 base = relayproc_port(idx) + 20000, i, seen = 0;
+	size_t		 len = 0, p;
+	FILE		*fp;
+
+	if (base > 64000)
+		base = 20000;
+	hex_of(WHO_HOSTILE, hh);
+	/* Junk, variant spellings of one relay, odd markers, then fifty
+	 * loopback relays that do not answer. */
+	buf_adds(&tags, "[[\"r\",\"not a url\"],[\"r\",\"wss://#web3/\"],"
+	    "[\"r\",\"http://x.example\"],[\"r\",\"wss://u:p@x.example\"],"
+	    "[\"r\",\"wss://x.example\",\"both\"],[\"r\",\"wss://y.example\","
+	    "\"\"]");
+	for (i = 0; i < NHOSTILE; i++)
+		buf_printf(&tags, ",[\"r\",\"ws://127.0.0.1:%d%s\"%s]",
+		    base + i, i == 1 ? ":" : "", i % 3 == 2 ? ",\"read\"" : "");
+	/* The first relay again in other spellings. */
+	buf_printf(&tags, ",[\"r\",\"WS://127.0.0.1:%d/\",\"write\"],"
+	    "[\"r\",\"ws://127.0.0.1:%d//\"]]", base, base);
+	e = ev(WHO_HOSTILE, time(NULL), 10002, tags.b_data, "");
+	buf_free(&tags);
+	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 1);
+	event_free(e);
+
+	for (i = 0; i < 50; i++) {
+		cJSON_Delete(v);
+		v = disc_view(b, 5);
+		a = author_in(v, hh);
+		if (a != NULL && !cJSON_IsNull(cJSON_GetObjectItem(a,
+		    "relay_list")) && jbool(a, "in_round") == 0 &&
+		    jnum(a, "sources_asked") >= 4)
+			break;
+		usleep(100000);
+	}
+	T_ASSERT(a != NULL);
+	rl = cJSON_GetObjectItem(a, "relay_list");
+	T_ASSERT(cJSON_IsObject(rl));
+	for (p = 0; p < 4; p++)
+		T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(rl,
+		    purposes[p])), 4);
+	/* "ws://127.0.0.1:<base+1>:" is refused; <base+2> is read-only. */
+	snprintf(line, sizeof(line), "ws://127.0.0.1:%d/", base + 3);
+	T_EQ_STR(cJSON_GetArrayItem(cJSON_GetObjectItem(rl, "outbox"), 1)->
+	    valuestring, line);
+	T_CHECK(jnum(a, "sources_asked") <= 5);
+	cJSON_Delete(v);
+	/* Only the four outboxes were ever dialled. */
+	usleep(500000);
+	T_ASSERT((fp = fopen(relayproc_log_path(b), "r")) != NULL);
+	logtxt = malloc(1 << 24);
+	T_ASSERT(logtxt != NULL);
+	len = fread(logtxt, 1, (1 << 24) - 1, fp);
+	fclose(fp);
+	logtxt[len] = '\0';
+	for (i = 0; i < NHOSTILE; i++) {
+		snprintf(line, sizeof(line), "ws://127.0.0.1:%d/: identity",
+		    base + i);
+		if (strstr(logtxt, line) != NULL)
+			seen++;
+		if (i > 6)
+			T_CHECK(strstr(logtxt, line) == NULL);
+	}
+	free(logtxt);
+	printf("# %d hostile relays were asked\n", seen);
+	T_CHECK(seen >= 1 && seen <= 4);
+}
+
+static void
+test_restart_rebuilds_ownership_before_network(void)
+{
+	char	oh[65];
+	cJSON	*v, *a, *tot;
+
+	hex_of(WHO_OWNER, oh);
+	T_ASSERT(relayproc_stop(idx) >= 0);
+	T_ASSERT(relayproc_stop(ob2) >= 0);
+	T_ASSERT(relayproc_stop(ob3) >= 0);
+	T_ASSERT(graspctl(b, "restart discoveryd") == 0);
+	usleep(300000);
+	v = disc_view(b, 10);
+	T_ASSERT(v != NULL);
+	T_EQ_INT(jnum(v, "eligible_authors"), 3 + NAUTHORS);
+	tot = cJSON_GetObjectItem(v, "totals");
+	T_EQ_INT(jnum(tot, "batches_ok"), 0);
+	a = author_in(v, oh);
+	T_ASSERT(a != NULL);
+	T_EQ_INT(jnum(cJSON_GetObjectItem(a, "relay_list"), "created_at"),
+	    l3->created_at);
+	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(
+	    a, "relay_list"), "outbox")), 2);
+	T_EQ_INT(jbool(a, "profile"), 1);
+	T_CHECK(jnum(v, "authors_with_relay_list") == 2);
+	cJSON_Delete(v);
+}
+
+static void
+test_off_switch(void)
+{
+	static const char *env[4];
+	char		 e1[128];
+	cJSON		*v;
+
+	snprintf(e1, sizeof(e1), "NGIT_SYNC_PLUS_USER_INDEX_RELAYS=ws://"
+	    "127.0.0.1:%d", relayproc_port(idx4));
+	env[0] = e1;
+	env[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
+	env[2] = "NGIT_SYNC_PLUS_ENABLED=false";
+	env[3] = NULL;
+	T_ASSERT((c = relayproc_start("graspd", env)) != NULL);
+	T_EQ_INT(nip11_has(b, "GRASP-02"), 1);
+	T_EQ_INT(nip11_has(b, "GRASP-03"), 1);
+	T_EQ_INT(nip11_has(c, "GRASP-01"), 1);
+	T_EQ_INT(nip11_has(c, "GRASP-02"), 1);
+	T_EQ_INT(nip11_has(c, "GRASP-03"), 0);
+	T_ASSERT(host_repo(c, WHO_OWNER, "off", NULL) == 0);
+	v = disc_view(c, 10);
+	T_ASSERT(v != NULL);
+	T_EQ_INT(jbool(v, "grasp03_enabled"), 0);
+	T_CHECK(strstr(cJSON_GetObjectItem(v, "discovery")->valuestring,
+	    "NGIT_SYNC_PLUS_ENABLED=false") != NULL);
+	cJSON_Delete(v);
+	sleep(2);
+	T_EQ_INT(nreqs(idx4), 0);
+}
+
+int
+main(void)
+{
+	char		 e1[128];
+	const char	*env[3];
+	int		 rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	t0 = (int64_t)time(NULL) - 3600;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-disc.XXXXXX",
+	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
+		printf("not ok - discovery_setup: temp dir\n");
+		return 1;
+	}
+	if ((idx = relayproc_start_peer(NULL)) == NULL ||
+	    (ob2 = relayproc_start_peer(NULL)) == NULL ||
+	    (ob3 = relayproc_start_peer(NULL)) == NULL ||
+	    (idx4 = relayproc_start_peer(NULL)) == NULL) {
+		printf("not ok - discovery_setup: peers did not start\n");
+		return 1;
+	}
+	snprintf(e1, sizeof(e1), "NGIT_SYNC_PLUS_USER_INDEX_RELAYS=ws://"
+	    "127.0.0.1:%d", relayproc_port(idx));
+	env[0] = e1;
+	env[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
+	env[2] = NULL;
+	if ((b = relayproc_start("graspd", env)) == NULL) {
+		printf("not ok - discovery_setup: graspd did not start\n");
+		return 1;
+	}
+	T_RUN(test_index_then_outboxes_bring_the_newest_identity);
+	T_RUN(test_identity_events_only_from_eligible_authors);
+	T_RUN(test_missing_author_retried_after_five_minutes_found_one_not);
+	T_RUN(test_batches_of_100_one_in_flight);
+	T_RUN(test_hostile_list_bounded_to_four_per_purpose);
+	T_RUN(test_restart_rebuilds_ownership_before_network);
+	T_RUN(test_off_switch);
+	if (t_fail) {
+		relayproc_dump_log(b, 80);
+		if (c)
+			relayproc_dump_log(c, 40);
+	}
+	relayproc_free(c);
+	relayproc_free(b);
+	relayproc_free(idx);
+	relayproc_free(ob2);
+	relayproc_free(ob3);
+	relayproc_free(idx4);
+	event_free(l1);
+	event_free(l2);
+	event_free(l3);
+	event_free(oprof);
+	{
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		rc = system(cmd);
+		(void)rc;
+	}
+	return t_done();
+}

@@ -111,6 +111,7 @@ struct relay_gitreq {
 	/* A push: its ref updates, the decision. */
 	struct relay_push_cmd	*gr_cmds;
 	size_t			 gr_ncmds;
+	size_t			 gr_cmdoff;	/* parsed so far */
 	int			 gr_decided;
 	int			 gr_sideband;	/* the client asked for it */
 
@@ -310,13 +311,9 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 		}
 		if (send_headers(gr, wsi) == -1)
 			return -1;
-		if (gr->gr_head) {
+		if (gr->gr_head)
 			gr->gr_closing = 1;
-			want_write(gr);
-			return 0;
-		}
-		if (!lws_send_pipe_choked(wsi))
-			want_write(gr);
+		want_write(gr);
 		return 0;
 	}
 	n = out_pending(gr);
@@ -427,6 +424,22 @@ pin_rearm(lws_sorted_usec_list_t *sul)
 		lws_callback_on_writable(gr->gr_pin->gp_wsi);
 }
 
+/* Reads what the child left in its stdout pipe, ignoring the budget. */
+static void
+pipe_drain(struct relay_gitreq *gr, struct gitpipe *gp)
+{
+	char	buf[GIT_IO_CHUNK];
+	ssize_t	n;
+
+	while ((n = read(gp->gp_fd, buf, sizeof(buf))) > 0 ||
+	    (n < 0 && errno == EINTR)) {
+		if (n <= 0)
+			continue;
+		gr->gr_outbytes += (uint64_t)n;
+		buf_add(&gr->gr_out, buf, (size_t)n);
+	}
+}
+
 /* The child's stdin can take more. */
 static int
 pipe_write(struct relay_gitreq *gr, struct gitpipe *gp)
@@ -508,6 +521,12 @@ relay_git_pipe_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		/* Closed: by us, or the child ended its side. */
 		if (gr != NULL) {
 			if (gp->gp_out) {
+				/*
+				 * lws closes on POLLHUP even while reading is
+				 * paused, with the pipe's last bytes unread:
+				 * take them now (at most a pipe's capacity).
+				 */
+				pipe_drain(gr, gp);
 				gr->gr_pout = NULL;
 				gr->gr_out_eof = 1;
 			} else
@@ -719,11 +738,13 @@ static int
 parse_commands(struct relay_gitreq *gr, char *err, size_t errlen)
 {
 	const char		*p = gr->gr_in.b_data, *line, *sp1, *sp2, *end;
-	size_t			 have = gr->gr_in.b_len, off = 0, len, i;
+	size_t			 have = gr->gr_in.b_len, off, len, i;
 	struct relay_push_cmd	 pc;
 	int			 k, v;
 
-	for (;;) {
+	/* Resumes where the last call stopped: a slow client costs no
+	 * re-parsing. */
+	for (off = gr->gr_cmdoff;; gr->gr_cmdoff = off) {
 		if (have - off < 4)
 			return 0;
 		for (len = 0, i = 0; i < 4; i++) {
@@ -795,7 +816,6 @@ decide_push(struct relay_gitreq *gr)
 {
 	char	err[256], reason[1024];
 	int	r;
-	size_t	i;
 
 	if (gr->gr_decided)
 		return;
@@ -804,10 +824,6 @@ decide_push(struct relay_gitreq *gr)
 		if (gr->gr_in.b_len > RELAY_GIT_MAX_COMMANDS)
 			finish_error(gr, HTTP_STATUS_REQ_ENTITY_TOO_LARGE,
 			    "too many ref updates\n");
-		/* Commands parsed so far are parsed again. */
-		for (i = 0; i < gr->gr_ncmds; i++)
-			free(gr->gr_cmds[i].pc_ref);
-		gr->gr_ncmds = 0;
 		return;
 	}
 	gr->gr_decided = 1;

@@ -1087,7 +1087,11 @@ test_large_push_streams_chunked(void)
 	free(out);
 	T_EQ_INT(served(ws, st->id_hex), 1);
 	workdir(clone, sizeof(clone));
-	T_EQ_INT(gt_git(NULL, NULL, "clone", "-q", url, clone, NULL), 0);
+	out = NULL;
+	T_EQ_INT(gt_git(NULL, &out, "clone", "-q", url, clone, NULL), 0);
+	if (out && *out)
+		printf("# %s", out);
+	free(out);
 	T_ASSERT(gt_rev(clone, "HEAD", c2) == 0);
 	T_EQ_STR(c2, big);
 	event_free(ann);

@@ -254,6 +254,18 @@ source_fail(struct discd *dd, struct disc_source *s)
 	source_retire(dd, s);
 }
 
+/*
+ * A source whose connection cools down after a rate limit would make its
+ * batch wait in the connection's queue: admission takes only what can
+ * leave now, and the source is tried again on a later pass.
+ */
+static int
+source_ready(const struct disc_source *s)
+{
+	return s->ds_conn == NULL ||
+	    conn_state(s->ds_conn) != CONN_RATE_LIMITED;
+}
+
 void
 disc_dispatch(struct discd *dd)
 {
@@ -271,6 +283,8 @@ disc_dispatch(struct discd *dd)
 				empty = s;
 				break;
 			}
+			if (!source_ready(s))
+				continue;
 			if (s->ds_conn != NULL) {
 				held = s;
 				break;
@@ -298,6 +312,9 @@ disc_dispatch(struct discd *dd)
 			}
 			dd->dd_dialled = 1;
 			dd->dd_dials++;
+			/* Known to the manager and still cooling down. */
+			if (!source_ready(fresh))
+				continue;
 			held = fresh;
 		}
 		if (send_batch(dd, held) == 0)

@@ -1,0 +1,325 @@
+/*
+ * sync_test.c: syncd (GRASP-02) inside a real graspd, pulling from a
+ * scriptable peer relay on loopback: bootstrap discovery, history through
+ * a peer that caps its answers (pagination), layers 2 and 3 with their tag
+ * variants and descendants, live delivery, a comment that arrives before
+ * its issue, refusal of announcements that do not list us, and the
+ * subscription cap seen from the peer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "event.h"
+#include "gitutil.h"
+#include "nip19.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+#define TMO		5000
+#define NISSUES		45
+
+static struct relayproc	*peer, *b;
+static char		 peer_url[128];
+static char		 coord[200];
+static uint8_t		 owner_sk[32];
+static char		 tmpdir[256];
+
+static void
+sk_of(int n, uint8_t sk[32])
+{
+	memset(sk, 0x55, 32);
+	sk[31] = (uint8_t)n;
+}
+
+static struct event *
+ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
+{
+	uint8_t	sk[32];
+
+	sk_of(who, sk);
+	return event_new_signed(sk, at, kind, tags, c);
+}
+
+/* Seeds the peer with events (its POST /events takes JSON lines). */
+static int
+seed(struct event **evs, size_t n)
+{
+	struct buf	 b = BUF_INIT;
+	char		*h = NULL, *body = NULL;
+	size_t		 i, blen;
+	int		 status = 0, rc;
+
+	for (i = 0; i < n; i++) {
+		buf_add(&b, evs[i]->json, evs[i]->json_len);
+		buf_addc(&b, '\n');
+	}
+	rc = http_request(relayproc_host(peer), relayproc_port(peer), "POST",
+	    "/events", NULL, b.b_data, b.b_len, TMO, &status, &h, &body,
+	    &blen);
+	buf_free(&b);
+	free(h);
+	free(body);
+	return rc == 0 && status == 200 ? 0 : -1;
+}
+
+static int
+peer_config(const char *json)
+{
+	char	*h = NULL, *body = NULL;
+	size_t	 blen;
+	int	 status = 0, rc;
+
+	rc = http_request(relayproc_host(peer), relayproc_port(peer), "POST",
+	    "/config", NULL, json, strlen(json), TMO, &status, &h, &body,
+	    &blen);
+	free(h);
+	free(body);
+	return rc == 0 && status == 200 ? 0 : -1;
+}
+
+static char *
+peer_log(void)
+{
+	char	*h = NULL, *body = NULL;
+	int	 status = 0;
+
+	if (http_get(relayproc_host(peer), relayproc_port(peer), "/log", NULL,
+	    TMO, &status, &h, &body) != 0)
+		body = NULL;
+	free(h);
+	return body;
+}
+
+/* Events on B matching filter (-1 on failure). */
+static int
+count_b(const char *filter)
+{
+	struct wsc	*ws = wsc_connect(relayproc_host(b), relayproc_port(b),
+			    "/", TMO);
+	char		**evs = NULL;
+	size_t		 n = 0;
+	int		 rc;
+
+	if (ws == NULL)
+		return -1;
+	rc = nostr_req(ws, "c", filter, TMO, &evs, &n, NULL);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	return rc == 0 ? (int)n : -1;
+}
+
+/* Waits up to secs for count_b(filter) >= want; returns the last count. */
+static int
+wait_count(const char *filter, int want, int secs)
+{
+	int	n = -1, i;
+
+	for (i = 0; i < secs * 5; i++) {
+		if ((n = count_b(filter)) >= want)
+			return n;
+		usleep(200000);
+	}
+	return n;
+}
+
+static void
+test_bootstrap_announcement_is_released_and_history_synced(void)
+{
+	struct event	*ann, *foreign, *issues[NISSUES], *c1, *c2, *c3, *r1;
+	struct wsc	*ws;
+	char		 npub[NIP19_KEY_BUFSZ], tags[1024], f[800], dir[512];
+	uint8_t		 pk[32];
+	int		 i, n;
+	int64_t		 t = time(NULL) - 3600;
+
+	sk_of(1, owner_sk);
+	event_pubkey_of(owner_sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	snprintf(tags, sizeof(tags), "[[\"d\",\"synced\"],[\"clone\",\"http://"
+	    "%s/%s/synced.git\"],[\"relays\",\"ws://%s\",\"%s\"]]",
+	    relayproc_domain(b), npub, relayproc_domain(b), peer_url);
+	ann = ev(1, t, 30617, tags, "");
+	snprintf(coord, sizeof(coord), "30617:%s:synced", ann->pubkey_hex);
+	/* Lists only the peer: B must not take it. */
+	snprintf(tags, sizeof(tags), "[[\"d\",\"foreign\"],[\"clone\","
+	    "\"http://elsewhere.example/x.git\"],[\"relays\",\"%s\"]]",
+	    peer_url);
+	foreign = ev(2, t, 30617, tags, "");
+	/* History: more issues than the peer answers per REQ, many in one
+	 * second, each tag variant; comments, a reaction, a quote. */
+	for (i = 0; i < NISSUES; i++) {
+		const char *v = i % 3 == 0 ? "a" : i % 3 == 1 ? "A" : "q";
+
+		snprintf(tags, sizeof(tags), "[[\"%s\",\"%s\"]]", v, coord);
+		issues[i] = ev(10 + i, t + 10 + i / 9, 1621, tags, "issue");
+	}
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\",\"1621\"]]",
+	    issues[0]->id_hex);
+	c1 = ev(3, t + 100, 1111, tags, "comment E");
+	/* Roots are the issues whose "a" names the repository (GRASP-03);
+	 * issues[0], [3], [6] use "a". */
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issues[3]->id_hex);
+	c2 = ev(4, t + 101, 1, tags, "reply e");
+	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", issues[6]->id_hex);
+	c3 = ev(5, t + 102, 1, tags, "quote q");
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", c1->id_hex);
+	r1 = ev(6, t + 103, 7, tags, "+");	/* only its parent */
+
+	T_ASSERT(peer_config("{\"max_results\":10}") == 0);
+	{
+		struct event *all[] = { ann, foreign, c1, c2, c3, r1 };
+		T_ASSERT(seed(all, 6) == 0);
+		T_ASSERT(seed(issues, NISSUES) == 0);
+	}
+
+	/* Bootstrap L1 brings the announcement to B; it waits in
+	 * purgatory until git data arrives, which we push. */
+	ws = wsc_connect(relayproc_host(b), relayproc_port(b), "/", TMO);
+	T_ASSERT(ws != NULL);
+	for (i = 0; i < 50; i++) {
+		usleep(200000);
+		snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, i);
+		if (gt_release(ws, owner_sk, relayproc_domain(b), "synced",
+		    dir, NULL) == 0)
+			break;
+	}
+	T_ASSERT(i < 50);
+	wsc_close(ws);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
+	T_EQ_INT(wait_count(f, 1, 10), 1);
+
+	/* Layer 2 through the capped peer: every issue, none twice. */
+	snprintf(f, sizeof(f), "[{\"#a\":[\"%s\"]},{\"#A\":[\"%s\"]},"
+	    "{\"#q\":[\"%s\"]}]", coord, coord, coord);
+	n = wait_count(f, NISSUES, 20);
+	T_EQ_INT(n, NISSUES);
+	/* Layer 3: comment, reply, quote, and the reaction that names only
+	 * its parent comment. */
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\",\"%s\",\"%s\"]}",
+	    c1->id_hex, c2->id_hex, c3->id_hex, r1->id_hex);
+	if (wait_count(f, 4, 15) != 4) {
+		struct event *l3[] = { c1, c2, c3, r1 };
+		for (i = 0; i < 4; i++) {
+			snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}",
+			    l3[i]->id_hex);
+			printf("# layer 3 event %d (kind %u): %d on B\n", i,
+			    l3[i]->kind, count_b(f));
+		}
+		T_CHECK(0);
+	}
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", foreign->id_hex);
+	T_EQ_INT(count_b(f), 0);
+
+	event_free(ann);
+	event_free(foreign);
+	for (i = 0; i < NISSUES; i++)
+		event_free(issues[i]);
+	event_free(c1);
+	event_free(c2);
+	event_free(c3);
+	event_free(r1);
+}
+
+static void
+test_live_layers_and_comment_before_issue(void)
+{
+	struct event	*issue, *comment, *late_issue, *early;
+	char		 tags[512], f[256];
+
+	T_ASSERT(peer_config("{\"max_results\":0}") == 0);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
+	issue = ev(60, time(NULL), 1621, tags, "live issue");
+	T_ASSERT(seed(&issue, 1) == 0);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", issue->id_hex);
+	T_EQ_INT(wait_count(f, 1, 10), 1);
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"]]", issue->id_hex);
+	comment = ev(61, time(NULL), 1111, tags, "live comment");
+	T_ASSERT(seed(&comment, 1) == 0);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", comment->id_hex);
+	T_EQ_INT(wait_count(f, 1, 10), 1);
+
+	/* The comment reaches the peer before its issue exists. */
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
+	late_issue = ev(62, time(NULL), 1621, tags, "late issue");
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"]]", late_issue->id_hex);
+	early = ev(63, time(NULL), 1111, tags, "early comment");
+	T_ASSERT(seed(&early, 1) == 0);
+	usleep(500000);
+	T_ASSERT(seed(&late_issue, 1) == 0);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", late_issue->id_hex,
+	    early->id_hex);
+	T_EQ_INT(wait_count(f, 2, 15), 2);
+	event_free(issue);
+	event_free(comment);
+	event_free(late_issue);
+	event_free(early);
+}
+
+static void
+test_peer_saw_packed_filters_under_the_cap(void)
+{
+	char		*log = peer_log();
+	const char	*p;
+	int		 maxsubs = -1;
+
+	T_ASSERT(log != NULL);
+	T_CHECK(strstr(log, "\"#a\"") != NULL);
+	T_CHECK(strstr(log, "\"#E\"") != NULL);
+	T_CHECK(strstr(log, "\"#d\"") != NULL);
+	T_CHECK(strstr(log, "\"until\"") != NULL);	/* it paginated */
+	if ((p = strstr(log, "\"max_concurrent_subs\":")) != NULL)
+		maxsubs = atoi(p + 22);
+	T_CHECK(maxsubs > 0 && maxsubs <= 10);
+	free(log);
+}
+
+int
+main(void)
+{
+	char		 env1[200];
+	const char	*env[3];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-sync.XXXXXX",
+	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
+		printf("not ok - sync_setup: temp dir\n");
+		return 1;
+	}
+	if ((peer = relayproc_start_peer(NULL)) == NULL) {
+		printf("not ok - sync_setup: peer did not start\n");
+		return 1;
+	}
+	snprintf(peer_url, sizeof(peer_url), "ws://127.0.0.1:%d",
+	    relayproc_port(peer));
+	snprintf(env1, sizeof(env1), "NGIT_SYNC_BOOTSTRAP_RELAY_URL=%s",
+	    peer_url);
+	env[0] = env1;
+	env[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
+	env[2] = NULL;
+	if ((b = relayproc_start("graspd", env)) == NULL) {
+		printf("not ok - sync_setup: graspd did not start\n");
+		relayproc_free(peer);
+		return 1;
+	}
+	T_RUN(test_bootstrap_announcement_is_released_and_history_synced);
+	T_RUN(test_live_layers_and_comment_before_issue);
+	T_RUN(test_peer_saw_packed_filters_under_the_cap);
+	if (t_fail)
+		relayproc_dump_log(b, 60);
+	relayproc_free(b);
+	relayproc_free(peer);
+	{
+		char cmd[400];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", tmpdir);
+	}
+	return t_done();
+}

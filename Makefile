@@ -130,8 +130,61 @@ bench: all tests
 deps:
 	sh scripts/deps.sh --test
 
+# make fuzz: the libFuzzer harnesses tests/fuzz/<name>_fuzz.c, built with
+# clang against common/ compiled with the same sanitizers into
+# $(FUZZ_O) (never against libcommon.a), then run one after another, each
+# for FUZZ_SECONDS or, when it is set, FUZZ_RUNS inputs.  Each works on
+# its own corpus in $(FUZZ_O)/corpus/<name>, seeded from the checked-in
+# tests/fuzz/corpus/<name>, and leaves crashes in $(FUZZ_O)/artifacts/.
+# FUZZ_TARGETS picks harnesses, FUZZ_ARGS adds libFuzzer options.
+# "make test" runs each for a few seconds (tests/fuzz/run_short.sh).
+FUZZ_CC		?= clang
+FUZZ_O		?= build/fuzz
+FUZZ_SECONDS	?= 600
+FUZZ_RUNS	?=
+FUZZ_ARGS	?=
+FUZZ_SAN	 = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+		   -fno-omit-frame-pointer
+FUZZ_CFLAGS	 = -g -O1 $(FUZZ_SAN) -std=gnu11 -Wall -Wextra \
+		   -Wno-unused-parameter -Icommon -Irelayd $(PKG_CFLAGS) -MMD -MP
+FUZZ_SRC	:= $(wildcard tests/fuzz/*_fuzz.c)
+FUZZ_NAMES	:= $(FUZZ_SRC:tests/fuzz/%_fuzz.c=%)
+FUZZ_TARGETS	?= $(FUZZ_NAMES)
+FUZZ_BIN	:= $(FUZZ_NAMES:%=$(FUZZ_O)/%_fuzz)
+FUZZ_COMMON_OBJ := $(COMMON_SRC:%.c=$(FUZZ_O)/%.o)
+FUZZ_LIMIT	 = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
+
+.PHONY: fuzz fuzz-build fuzz-short
+$(FUZZ_O)/common/%.o: common/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_O)/libcommon-fuzz.a: $(FUZZ_COMMON_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_O)/%_fuzz: tests/fuzz/%_fuzz.c $(FUZZ_O)/libcommon-fuzz.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< \
+	    $(FUZZ_O)/libcommon-fuzz.a $(PKG_LIBS) -lz -lm
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	@for n in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_O)/corpus/$$n $(FUZZ_O)/artifacts/$$n || exit 1; \
+	    dict=; [ -f tests/fuzz/$$n.dict ] && dict=-dict=tests/fuzz/$$n.dict; \
+	    echo "# fuzz_$$n: $(FUZZ_LIMIT)"; \
+	    $(FUZZ_O)/$${n}_fuzz $(FUZZ_LIMIT) -timeout=10 -rss_limit_mb=2048 \
+		-print_final_stats=1 -artifact_prefix=$(FUZZ_O)/artifacts/$$n/ $$dict $(FUZZ_ARGS) \
+		$(FUZZ_O)/corpus/$$n tests/fuzz/corpus/$$n || exit 1; \
+	done
+
+fuzz-short:
+	FUZZ_O=$(FUZZ_O) FUZZ_CC=$(FUZZ_CC) sh tests/fuzz/run_short.sh
+
 clean:
 	rm -rf build bin
 
 -include $(COMMON_OBJ:.o=.d) $(TLIB_OBJ:.o=.d)
 -include $(wildcard $(O)/*/*.d $(O)/tests/*/*.d)
+-include $(wildcard $(FUZZ_O)/*.d $(FUZZ_O)/common/*.d)

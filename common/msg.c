@@ -88,6 +88,7 @@ int
 chan_open(int proto, const char *endpoint, int bind)
 {
 	int	s, maxsz = (int)(MSG_MAX_PAYLOAD + sizeof(struct msg_hdr));
+	int	bufsz = CHAN_PIPE_BUFFER;
 	int	saved;
 
 	if ((s = nn_socket(AF_SP, proto)) < 0)
@@ -97,6 +98,12 @@ chan_open(int proto, const char *endpoint, int bind)
 		goto fail;
 	if (proto == NN_SUB && nn_setsockopt(s, NN_SUB, NN_SUB_SUBSCRIBE, "",
 	    0) < 0)
+		goto fail;
+	/* Room for a burst of fetched events between two roles. */
+	if ((proto == NN_PUSH && nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDBUF,
+	    &bufsz, sizeof(bufsz)) < 0) || (proto == NN_PULL &&
+	    nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVBUF, &bufsz,
+	    sizeof(bufsz)) < 0))
 		goto fail;
 	if (bind) {
 		/* A stale socket file from a killed process blocks bind. */
@@ -165,11 +172,51 @@ msg_send(int sock, enum msg_type type, const void *payload, size_t len,
 }
 
 int
+msg_check(const void *buf, size_t n, struct msg *m, char *err, size_t errlen)
+{
+	struct msg_hdr	h;
+
+	memset(m, 0, sizeof(*m));
+	if (n < sizeof(h)) {
+		snprintf(err, errlen, "malformed message: %zu bytes, shorter "
+		    "than a header", n);
+		return -1;
+	}
+	memcpy(&h, buf, sizeof(h));
+	if (h.mh_magic != MSG_MAGIC) {
+		snprintf(err, errlen, "malformed message: bad magic 0x%08x",
+		    h.mh_magic);
+		return -1;
+	}
+	if (h.mh_version != MSG_VERSION) {
+		snprintf(err, errlen, "malformed message: version %u, "
+		    "expected %u", h.mh_version, MSG_VERSION);
+		return -1;
+	}
+	if (!msg_type_known(h.mh_type)) {
+		snprintf(err, errlen, "malformed message: unknown type %u",
+		    h.mh_type);
+		return -1;
+	}
+	if (h.mh_len != n - sizeof(h) || h.mh_len > MSG_MAX_PAYLOAD) {
+		snprintf(err, errlen, "malformed %s message: length %u, %zu "
+		    "bytes follow", msg_type_name(h.mh_type), h.mh_len,
+		    n - sizeof(h));
+		return -1;
+	}
+	m->m_type = h.mh_type;
+	m->m_pid = h.mh_pid;
+	m->m_data = (const uint8_t *)buf + sizeof(h);
+	m->m_len = h.mh_len;
+	return 0;
+}
+
+int
 msg_recv(int sock, struct msg *m, int flags)
 {
-	struct msg_hdr	 h;
-	void		*nb = NULL;
-	int		 n;
+	void	*nb = NULL;
+	char	 err[160];
+	int	 n;
 
 	memset(m, 0, sizeof(*m));
 	if ((n = nn_recv(sock, &nb, NN_MSG, flags)) < 0) {
@@ -177,23 +224,8 @@ msg_recv(int sock, struct msg *m, int flags)
 			return 0;
 		return -1;
 	}
-	if ((size_t)n < sizeof(h))
-		fatalx("malformed message: %d bytes, shorter than a header", n);
-	memcpy(&h, nb, sizeof(h));
-	if (h.mh_magic != MSG_MAGIC)
-		fatalx("malformed message: bad magic 0x%08x", h.mh_magic);
-	if (h.mh_version != MSG_VERSION)
-		fatalx("malformed message: version %u, expected %u",
-		    h.mh_version, MSG_VERSION);
-	if (!msg_type_known(h.mh_type))
-		fatalx("malformed message: unknown type %u", h.mh_type);
-	if (h.mh_len != (size_t)n - sizeof(h) || h.mh_len > MSG_MAX_PAYLOAD)
-		fatalx("malformed %s message: length %u, %zu bytes follow",
-		    msg_type_name(h.mh_type), h.mh_len, (size_t)n - sizeof(h));
-	m->m_type = h.mh_type;
-	m->m_pid = h.mh_pid;
-	m->m_data = (const uint8_t *)nb + sizeof(h);
-	m->m_len = h.mh_len;
+	if (msg_check(nb, (size_t)n, m, err, sizeof(err)) == -1)
+		fatalx("%s", err);
 	m->m_nn = nb;
 	return 1;
 }

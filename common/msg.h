@@ -73,6 +73,9 @@ const char	*role_name(unsigned role);
 /* The role named s, or -1. */
 int		 role_from_name(const char *s);
 
+/* Ours: send/receive buffer of the PUSH/PULL pipes (ingest, stats). */
+#define CHAN_PIPE_BUFFER	(8 * 1024 * 1024)
+
 /* Channel names: ipc://<NGIT_RUN_PATH>/<name>.ipc. */
 #define CHAN_INGEST	"ingest"
 #define CHAN_ACCEPTED	"accepted"
@@ -120,6 +123,15 @@ struct msg {
  * come from a broken sibling.
  */
 int	msg_recv(int sock, struct msg *m, int flags);
+/*
+ * The checks of msg_recv() on a received buffer of n bytes (header and
+ * payload), without the exit: returns 0 with *m filled (m_data points
+ * into buf, which the caller keeps owning; m_nn is NULL, so msg_free() is
+ * a no-op), or -1 with msg_recv()'s fatalx text in err.  Never exits.
+ * Used by msg_recv() and by the fuzz harness.
+ */
+int	msg_check(const void *buf, size_t n, struct msg *m, char *err,
+	    size_t errlen);
 void	msg_free(struct msg *);
 
 /*

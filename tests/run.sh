@@ -2,7 +2,7 @@
 # Runs graspd's test suite: unit tests, integration tests (real processes
 # on loopback) and the Node.js interop test.  Every test program prints
 # "ok - NAME" / "not ok - NAME" lines; this script adds them up and ends
-# with the line "N passed, N failed".  Usage: tests/run.sh [unit|integration|interop]...
+# with the line "N passed, N failed".  Usage: tests/run.sh [unit|integration|interop|fuzz]...
 set -u
 
 O=${O:-build}
@@ -14,7 +14,7 @@ export GRASPD_BIN
 : "${GRASPD_VECTORS:=$top/../shared/vectors}"
 export GRASPD_VECTORS
 
-groups=${*:-unit integration interop}
+groups=${*:-unit integration interop fuzz}
 pass=0
 fail=0
 failed_names=""
@@ -52,6 +52,11 @@ for g in $groups; do
 	interop)
 		if [ -f tests/interop/run.sh ]; then
 			run_prog interop 600 sh tests/interop/run.sh
+		fi
+		;;
+	fuzz)
+		if [ -f tests/fuzz/run_short.sh ]; then
+			run_prog fuzz 600 sh tests/fuzz/run_short.sh
 		fi
 		;;
 	*)

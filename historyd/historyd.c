@@ -1,37 +1,704 @@
 /*
  * historyd.c: main of historyd, the GRASP-03 history-only mailbox probe
- * role (design.md, "Which role does what").  The probe workers are not
- * written yet: the process runs the role skeleton (role.h), follows the
- * accepted feed and shows that it has no workers.
+ * role (see historyd.h).  It rebuilds the repository inventory and every
+ * stored kind 10002 from the database, then follows the accepted feed.
+ * Whenever either changed, the desired probe relays are derived again:
+ *   - each participant of an accepted root of a Full repository (its
+ *     author or the author of a descendant) has its history mailboxes
+ *     probed (RELAYLIST_HISTORY: at most four, write/unmarked first) for
+ *     the roots it takes part in: the repository coordinate, the root
+ *     id, the descendant ids and descendant address coordinates;
+ *   - a participant without a stored relay list has those roots probed
+ *     on the operator's fallback relays (NGIT_SYNC_PLUS_FALLBACK_RELAYS);
+ *   - on a public instance only (NGIT_PRIVATE_MODE false) the owner and
+ *     the declared maintainers of each Full repository have their
+ *     read/unmarked inboxes (RELAYLIST_REPO_INBOX, at most four) probed
+ *     for the exact repository coordinate and every known root id.
+ * Scopes of one relay are unioned, then packed into filters with "#a",
+ * "#A" (coordinates and addresses), "#e", "#E" (ids) and "#q" (both),
+ * each a byte-bounded run of sorted values (conn_pack_filters).  Nothing
+ * here is ever a live subscription: every group is one conn_paginate()
+ * at background priority.
+ *
+ * The fallback rule is ours: "no stored 10002" (derivable from the
+ * database), not GRASP-03's "a successful user-index query returned no
+ * accepted kind 10002", which only discoveryd knows.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "event.h"
+#include "historyd.h"
+#include "inventory.h"
+#include "log.h"
+#include "policy.h"
+#include "relaylist.h"
+#include "relayurl.h"
 #include "role.h"
+
+/* One author's stored relay list. */
+struct hist_list {
+	int64_t		 hl_at;
+	uint8_t		 hl_id[32];
+	struct relaylist hl_list;
+};
+
+/* The union of the scopes probed on one relay. */
+struct hist_scope {
+	struct hmap	 sc_addrs;	/* coordinates and addresses */
+	struct hmap	 sc_ids;	/* hex ids */
+	unsigned	 sc_purposes;
+	int		 sc_trusted;
+};
+
+struct histd {
+	struct role_ctx	*hd_ctx;
+	int		 hd_enabled;
+	int		 hd_public;
+	struct inventory *hd_inv;
+	uint64_t	 hd_inv_gen;
+	int		 hd_dirty;
+	struct hmap	 hd_lists;	/* pubkey -> struct hist_list */
+	unsigned	 hd_urlflags;
+	char		 hd_self[4][RELAYURL_MAX + 1];
+	const char	*hd_selfv[4];
+	size_t		 hd_nself;
+	char		**hd_fallback;	/* canonical, trusted */
+	size_t		 hd_nfallback;
+	size_t		 hd_neligible;
+	struct conn_mgr	*hd_conns;
+	struct hist_sched hd_sched;
+	lws_sorted_usec_list_t hd_sul_pass;
+	uint64_t	 hd_reconciles, hd_events, hd_ingest_dropped;
+	uint64_t	 hd_groups_ok, hd_groups_failed;
+};
+
+static struct histd	 histd;
+
+static const struct lws_protocols hist_protocols[] = {
+	CONN_LWS_PROTOCOL,
+	{ NULL, NULL, 0, 0, 0, NULL, 0 }
+};
+
+static int64_t
+delay_ms(const struct histd *hd, double secs)
+{
+	return (int64_t)(cfg_scale_delay(&hd->hd_ctx->r_cfg, secs) * 1000);
+}
+
+static void
+take_event(struct histd *hd, const struct event *ev)
+{
+	struct hist_list	*l;
+
+	inv_add(hd->hd_inv, ev);
+	if (ev->kind != KIND_RELAY_LIST)
+		return;
+	if ((l = hmap_get(&hd->hd_lists, ev->pubkey, 32)) == NULL) {
+		if ((l = calloc(1, sizeof(*l))) == NULL)
+			fatal("hist_list");
+		hmap_put(&hd->hd_lists, ev->pubkey, 32, l);
+	} else if (ev->created_at < l->hl_at || (ev->created_at == l->hl_at &&
+	    memcmp(ev->id, l->hl_id, 32) >= 0))
+		return;
+	relaylist_clear(&l->hl_list);
+	relaylist_parse(ev, hd->hd_urlflags, hd->hd_selfv, hd->hd_nself,
+	    &l->hl_list);
+	l->hl_at = ev->created_at;
+	memcpy(l->hl_id, ev->id, 32);
+	/* GRASP-03: "Mailbox replacement/removal changes desired ownership
+	 * immediately". */
+	hd->hd_dirty = 1;
+}
+
+static void
+take_stored(void *arg, int64_t seq, const struct event *ev)
+{
+	(void)seq;
+	take_event(arg, ev);
+}
+
+/* ------------------------------------------------------------------ */
+/* Desired relays and their scopes.                                    */
+
+static struct hist_scope *
+scope_get(struct hmap *scopes, const char *key, unsigned purpose,
+    int trusted)
+{
+	struct hist_scope	*sc = hmap_get(scopes, key, strlen(key));
+
+	if (sc == NULL) {
+		if ((sc = calloc(1, sizeof(*sc))) == NULL)
+			fatal("scope_get");
+		hmap_put(scopes, key, strlen(key), sc);
+	}
+	sc->sc_purposes |= purpose;
+	sc->sc_trusted |= trusted;
+	return sc;
+}
+
+static void
+set_add(struct hmap *set, const char *s)
+{
+	char	*k;
+
+	if (hmap_get(set, s, strlen(s)) != NULL)
+		return;
+	if ((k = strdup(s)) == NULL)
+		fatal("set_add");
+	hmap_put(set, k, strlen(k), k);
+}
+
+static void
+set_add_id(struct hmap *set, const uint8_t id[32])
+{
+	char	hex[65];
+
+	hex_encode(id, 32, hex);
+	set_add(set, hex);
+}
+
+static int
+root_live(const struct inv_root *rt)
+{
+	return !rt->rt_deleted && rt->rt_repo != NULL &&
+	    rt->rt_repo->ir_level == INV_FULL;
+}
+
+/* A participant's scope for root rt: coordinate, ids, addresses. */
+static void
+scope_add_thread(struct hist_scope *sc, const struct inv_root *rt)
+{
+	size_t	i;
+
+	set_add(&sc->sc_addrs, rt->rt_repo->ir_coord);
+	set_add_id(&sc->sc_ids, rt->rt_id);
+	for (i = 0; i < rt->rt_ndesc; i++)
+		set_add_id(&sc->sc_ids, rt->rt_desc[i]);
+	for (i = 0; i < rt->rt_naddrs; i++)
+		set_add(&sc->sc_addrs, rt->rt_addrs[i]);
+}
+
+/* An owner's or maintainer's scope: the repository and its roots. */
+static void
+scope_add_repo(struct hist_scope *sc, const struct inv_repo *r)
+{
+	size_t	i;
+
+	set_add(&sc->sc_addrs, r->ir_coord);
+	for (i = 0; i < r->ir_nroots; i++)
+		if (!r->ir_roots[i]->rt_deleted)
+			set_add_id(&sc->sc_ids, r->ir_roots[i]->rt_id);
+}
+
+static void
+participant(struct histd *hd, struct hmap *scopes,
+    const struct inv_author *au)
+{
+	const struct hist_list	*l = hmap_get(&hd->hd_lists, au->au_pubkey,
+				    32);
+	const char		*key;
+	size_t			 i, j;
+
+	for (i = 0; i < au->au_nroots; i++) {
+		const struct inv_root *rt = au->au_roots[i];
+
+		if (!root_live(rt))
+			continue;
+		if (l != NULL)
+			for (j = 0; (key = relaylist_get(&l->hl_list,
+			    RELAYLIST_HISTORY, j)) != NULL; j++)
+				scope_add_thread(scope_get(scopes, key,
+				    HIST_P_PARTICIPANT, 0), rt);
+		else
+			for (j = 0; j < hd->hd_nfallback; j++)
+				scope_add_thread(scope_get(scopes,
+				    hd->hd_fallback[j], HIST_P_FALLBACK, 1),
+				    rt);
+	}
+}
+
+static void
+repo_member(struct histd *hd, struct hmap *scopes, const uint8_t pk[32],
+    const struct inv_repo *r)
+{
+	const struct hist_list	*l = hmap_get(&hd->hd_lists, pk, 32);
+	const char		*key;
+	size_t			 j;
+
+	if (l == NULL)
+		return;
+	for (j = 0; (key = relaylist_get(&l->hl_list, RELAYLIST_REPO_INBOX,
+	    j)) != NULL; j++)
+		scope_add_repo(scope_get(scopes, key, HIST_P_REPOSITORY, 0),
+		    r);
+}
+
+static size_t
+set_values(const struct hmap *set, const char **out)
+{
+	size_t	 it, n = 0;
+	void	*v;
+
+	for (it = 0; hmap_next(set, &it, NULL, NULL, &v); )
+		out[n++] = v;
+	return n;
+}
+
+/*
+ * The filters of one scope, in a fixed field order, each field's values
+ * sorted by conn_pack_filters: a stable-sorted set.
+ */
+static void
+build_filters(const struct hist_scope *sc, struct conn_filters *out)
+{
+	const char	**addrs, **ids, **both, *why;
+	size_t		  na, ni;
+
+	if ((addrs = calloc(sc->sc_addrs.hm_n + 1, sizeof(*addrs))) == NULL ||
+	    (ids = calloc(sc->sc_ids.hm_n + 1, sizeof(*ids))) == NULL ||
+	    (both = calloc(sc->sc_addrs.hm_n + sc->sc_ids.hm_n + 1,
+	    sizeof(*both))) == NULL)
+		fatal("build_filters");
+	na = set_values(&sc->sc_addrs, addrs);
+	ni = set_values(&sc->sc_ids, ids);
+	memcpy(both, addrs, na * sizeof(*both));
+	memcpy(both + na, ids, ni * sizeof(*both));
+	if (conn_pack_filters("{}", "a", addrs, na, CONN_REQ_BUDGET, 0, out,
+	    &why) == -1 ||
+	    conn_pack_filters("{}", "A", addrs, na, CONN_REQ_BUDGET, 0, out,
+	    &why) == -1 ||
+	    conn_pack_filters("{}", "e", ids, ni, CONN_REQ_BUDGET, 0, out,
+	    &why) == -1 ||
+	    conn_pack_filters("{}", "E", ids, ni, CONN_REQ_BUDGET, 0, out,
+	    &why) == -1 ||
+	    conn_pack_filters("{}", "q", both, na + ni, CONN_REQ_BUDGET, 0,
+	    out, &why) == -1)
+		log_warnx("history filters: %s", why);
+	free(addrs);
+	free(ids);
+	free(both);
+}
+
+static void
+scope_free(struct hist_scope *sc)
+{
+	size_t	 it;
+	void	*v;
+
+	for (it = 0; hmap_next(&sc->sc_addrs, &it, NULL, NULL, &v); )
+		free(v);
+	for (it = 0; hmap_next(&sc->sc_ids, &it, NULL, NULL, &v); )
+		free(v);
+	hmap_free(&sc->sc_addrs);
+	hmap_free(&sc->sc_ids);
+	free(sc);
+}
+
+static void
+count_eligible(void *arg, const uint8_t pk[32])
+{
+	(void)pk;
+	(*(size_t *)arg)++;
+}
+
+static void
+reconcile(struct histd *hd)
+{
+	struct hmap		 scopes = { 0 };
+	struct inv_author	*au;
+	struct inv_repo		*r;
+	struct hist_relay	*hr;
+	struct conn_filters	 f;
+	const void		*k;
+	size_t			 it, i, n = 0, klen;
+	void			*v;
+
+	hd->hd_reconciles++;
+	for (it = 0; (au = inv_author_next(hd->hd_inv, &it)) != NULL; )
+		participant(hd, &scopes, au);
+	if (hd->hd_public)
+		for (it = 0; (r = inv_repo_next(hd->hd_inv, &it)) != NULL; ) {
+			if (r->ir_level != INV_FULL)
+				continue;
+			repo_member(hd, &scopes, r->ir_owner, r);
+			for (i = 0; i < r->ir_nmaint; i++)
+				repo_member(hd, &scopes, r->ir_maint[i], r);
+		}
+	hist_sched_unmark(&hd->hd_sched);
+	for (it = 0; hmap_next(&scopes, &it, &k, &klen, &v); ) {
+		struct hist_scope *sc = v;
+		char key[RELAYURL_MAX + 1];
+
+		if (klen > RELAYURL_MAX)
+			klen = RELAYURL_MAX;
+		memcpy(key, k, klen);
+		key[klen] = '\0';
+		hr = hist_sched_want(&hd->hd_sched, key, sc->sc_purposes,
+		    sc->sc_trusted);
+		memset(&f, 0, sizeof(f));
+		build_filters(sc, &f);
+		hist_sched_set_filters(&hd->hd_sched, hr, &f);
+		scope_free(sc);
+	}
+	hmap_free(&scopes);
+	hist_sched_sweep(&hd->hd_sched);
+	inv_eligible_each(hd->hd_inv, count_eligible, &n);
+	hd->hd_neligible = n;
+	hd->hd_inv_gen = hd->hd_inv->iv_generation;
+	hd->hd_dirty = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Workers.                                                            */
+
+static void
+group_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
+    const char *reason, const struct conn_fetch_stats *st)
+{
+	struct hist_relay	*r = arg;
+	struct histd		*hd = &histd;
+	int			 ok = res == FETCH_EOSE;
+
+	(void)req;
+	log_debug("%s: history group %zu: %s (%s), %u pages, %llu events",
+	    r->hr_key, r->hr_cursor, conn_fetch_result_name(res),
+	    reason ? reason : "", st ? st->cs_pages : 0,
+	    st ? (unsigned long long)st->cs_events : 0ULL);
+	if (st)
+		hd->hd_events += st->cs_events;
+	if (ok)
+		hd->hd_groups_ok++;
+	else
+		hd->hd_groups_failed++;
+	hist_sched_done(&hd->hd_sched, r, ok, role_now_ms());
+}
+
+static int
+worker_start(void *arg, struct hist_relay *r, const char *filter)
+{
+	struct histd		*hd = arg;
+	struct conn_fetch_cb	 cb = { NULL, group_done, r };
+	const char		*why = NULL;
+
+	if (r->hr_conn == NULL && (r->hr_conn = conn_get(hd->hd_conns,
+	    r->hr_key, r->hr_trusted ? CONN_TRUSTED : 0, &why)) == NULL) {
+		log_warnx("%s: no history probe: %s", r->hr_key,
+		    why ? why : "refused");
+		return -1;
+	}
+	if ((r->hr_req = conn_paginate(r->hr_conn, filter,
+	    CONN_PRIO_BACKGROUND, 0, &cb)) == NULL) {
+		log_warnx("%s: history filter refused", r->hr_key);
+		return -1;
+	}
+	return 0;
+}
+
+/* An exclusively history connection retires once its worker is idle. */
+static void
+worker_release(void *arg, struct hist_relay *r)
+{
+	(void)arg;
+	if (r->hr_conn != NULL) {
+		conn_release(r->hr_conn);
+		r->hr_conn = NULL;
+	}
+}
+
+static const struct hist_sched_ops hist_sched_ops = {
+	.start = worker_start,
+	.release = worker_release,
+};
+
+static void
+pass_cb(lws_sorted_usec_list_t *sul)
+{
+	struct histd	*hd = &histd;
+	double		 secs = cfg_period(&hd->hd_ctx->r_cfg,
+			    HIST_MAINT_PERIOD);
+
+	(void)sul;
+	if (hd->hd_dirty || hd->hd_inv->iv_generation != hd->hd_inv_gen)
+		reconcile(hd);
+	hist_sched_pass(&hd->hd_sched, role_now_ms());
+	lws_sul_schedule(hd->hd_ctx->r_lws, 0, &hd->hd_sul_pass, pass_cb,
+	    (lws_usec_t)(secs * 1e6));
+}
+
+static int
+hist_ingest(void *arg, const char *relay_key, const char *json, size_t len)
+{
+	struct histd	*hd = arg;
+
+	if (role_ingest(hd->hd_ctx, relay_key, json, len) == 0)
+		return 0;
+	hd->hd_ingest_dropped++;
+	return -1;
+}
+
+static const struct conn_hooks hist_hooks = {
+	.ingest = hist_ingest,
+};
+
+/* ------------------------------------------------------------------ */
+/* Role hooks.                                                         */
+
+static void
+add_fallback(struct histd *hd, const char *url)
+{
+	char		 key[RELAYURL_MAX + 1];
+	const char	*why;
+	char		**v;
+	size_t		 i;
+
+	if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
+	    sizeof(key), &why) == -1) {
+		log_warnx("fallback relay %s ignored: %s", url, why);
+		return;
+	}
+	for (i = 0; i < hd->hd_nfallback; i++)
+		if (strcmp(hd->hd_fallback[i], key) == 0)
+			return;
+	if ((v = reallocarray(hd->hd_fallback, hd->hd_nfallback + 1,
+	    sizeof(*v))) == NULL || (v[hd->hd_nfallback] = strdup(key)) ==
+	    NULL)
+		fatal("add_fallback");
+	hd->hd_fallback = v;
+	hd->hd_nfallback++;
+}
 
 static int
 hist_init(struct role_ctx *ctx)
 {
-	log_info("%s instance; history workers not implemented yet",
-	    ctx->r_cfg.private_mode ? "private" : "public");
+	struct histd		*hd = &histd;
+	const struct config	*cfg = &ctx->r_cfg;
+	size_t			 i;
+	int			 n;
+
+	hd->hd_ctx = ctx;
+	ctx->r_data = hd;
+	hd->hd_enabled = cfg->sync_plus_enabled && cfg->sync_enabled;
+	hd->hd_public = !cfg->private_mode;
+	if (!hd->hd_enabled) {
+		log_info("GRASP-03 disabled (%s): no history probes",
+		    !cfg->sync_enabled ? "NGIT_SYNC_ENABLED=false" :
+		    "NGIT_SYNC_PLUS_ENABLED=false");
+		return 0;
+	}
+	hd->hd_urlflags = cfg->sync_allow_private_targets ?
+	    RELAYURL_ALLOW_PRIVATE : 0;
+	if (cfg->domain && (n = relayurl_self_keys(cfg->domain, hd->hd_self,
+	    4)) > 0) {
+		for (i = 0; i < (size_t)n; i++)
+			hd->hd_selfv[i] = hd->hd_self[i];
+		hd->hd_nself = (size_t)n;
+	}
+	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++)
+		add_fallback(hd, cfg->sync_plus_fallback_relays.v[i]);
+	hd->hd_inv = inv_new(cfg);
+	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq, take_stored, hd,
+	    NULL) == -1)
+		return -1;
+	hd->hd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
+	    &hist_hooks, hd);
+	hist_sched_init(&hd->hd_sched, &hist_sched_ops, hd,
+	    delay_ms(hd, HIST_REFRESH), delay_ms(hd, HIST_RETRY));
+	reconcile(hd);
+	log_info("%s instance: %zu eligible authors, %zu history-probe relays "
+	    "from the database; %zu fallback relays",
+	    hd->hd_public ? "public" : "private", hd->hd_neligible,
+	    hd->hd_sched.hs_relays.hm_n, hd->hd_nfallback);
+	lws_sul_schedule(ctx->r_lws, 0, &hd->hd_sul_pass, pass_cb, 1);
 	return 0;
+}
+
+static void
+hist_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
+{
+	struct histd	*hd = ctx->r_data;
+
+	(void)seq;
+	if (hd->hd_enabled)
+		take_event(hd, ev);
+}
+
+struct hist_counts {
+	size_t	relays, cursors, active, inflight;
+};
+
+static void
+count(const struct histd *hd, struct hist_counts *c)
+{
+	const struct hist_relay	*r;
+	size_t			 it;
+	void			*v;
+
+	memset(c, 0, sizeof(*c));
+	for (it = 0; hmap_next(&hd->hd_sched.hs_relays, &it, NULL, NULL,
+	    &v); ) {
+		r = v;
+		c->relays += r->hr_desired;
+		c->cursors += r->hr_filters.cf_n > 0;
+		c->active += r->hr_active;
+		c->inflight += r->hr_inflight;
+	}
 }
 
 static void
 hist_show(struct role_ctx *ctx, cJSON *view)
 {
-	cJSON_AddBoolToObject(view, "private_mode", ctx->r_cfg.private_mode);
-	cJSON_AddNumberToObject(view, "workers", 0);
-	cJSON_AddStringToObject(view, "history_logic", "not yet implemented");
+	struct histd		*hd = ctx->r_data;
+	const struct config	*cfg = &ctx->r_cfg;
+	struct hist_counts	 c;
+	cJSON			*arr, *o, *p;
+	int64_t			 now = role_now_ms();
+	size_t			 it, listed = 0;
+	void			*v;
+
+	cJSON_AddBoolToObject(view, "grasp03_enabled", hd->hd_enabled);
+	cJSON_AddBoolToObject(view, "private_mode", cfg->private_mode);
+	if (!hd->hd_enabled) {
+		cJSON_AddStringToObject(view, "history", !cfg->sync_enabled ?
+		    "off: NGIT_SYNC_ENABLED=false" :
+		    "off: NGIT_SYNC_PLUS_ENABLED=false");
+		cJSON_AddNumberToObject(view, "workers", 0);
+		return;
+	}
+	cJSON_AddStringToObject(view, "history", "on");
+	count(hd, &c);
+	cJSON_AddNumberToObject(view, "eligible_authors",
+	    (double)hd->hd_neligible);
+	cJSON_AddNumberToObject(view, "desired_relays", (double)c.relays);
+	cJSON_AddNumberToObject(view, "cursors", (double)c.cursors);
+	cJSON_AddNumberToObject(view, "workers", (double)c.active);
+	cJSON_AddNumberToObject(view, "max_workers", HIST_MAX_WORKERS);
+	cJSON_AddNumberToObject(view, "fallback_relays",
+	    (double)hd->hd_nfallback);
+	arr = cJSON_AddArrayToObject(view, "relays");
+	for (it = 0; hmap_next(&hd->hd_sched.hs_relays, &it, NULL, NULL,
+	    &v); ) {
+		const struct hist_relay *r = v;
+		double in;
+
+		if (listed++ >= HIST_VIEW_MAX_RELAYS)
+			continue;
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "relay", r->hr_key);
+		p = cJSON_AddArrayToObject(o, "purpose");
+		if (r->hr_purposes & HIST_P_PARTICIPANT)
+			cJSON_AddItemToArray(p,
+			    cJSON_CreateString("participant"));
+		if (r->hr_purposes & HIST_P_REPOSITORY)
+			cJSON_AddItemToArray(p,
+			    cJSON_CreateString("repository"));
+		if (r->hr_purposes & HIST_P_FALLBACK)
+			cJSON_AddItemToArray(p, cJSON_CreateString("fallback"));
+		cJSON_AddBoolToObject(o, "desired", r->hr_desired);
+		cJSON_AddNumberToObject(o, "cursor", (double)r->hr_cursor);
+		cJSON_AddNumberToObject(o, "filters",
+		    (double)r->hr_filters.cf_n);
+		cJSON_AddNumberToObject(o, "rotation_left",
+		    (double)r->hr_rot_left);
+		in = r->hr_due_ms > now ? (double)(r->hr_due_ms - now) / 1000 :
+		    0;
+		cJSON_AddNumberToObject(o, "next_due", (double)time(NULL) + in);
+		cJSON_AddNumberToObject(o, "next_due_in", in);
+		cJSON_AddStringToObject(o, "worker", hist_relay_state(r, now));
+		cJSON_AddNumberToObject(o, "groups_ok",
+		    (double)r->hr_groups_ok);
+		cJSON_AddNumberToObject(o, "groups_failed",
+		    (double)r->hr_groups_failed);
+		cJSON_AddNumberToObject(o, "rotations",
+		    (double)r->hr_rotations);
+		cJSON_AddStringToObject(o, "last", r->hr_last ? r->hr_last :
+		    "none");
+		cJSON_AddItemToArray(arr, o);
+	}
+	cJSON_AddBoolToObject(view, "relays_truncated",
+	    listed > HIST_VIEW_MAX_RELAYS);
+	o = cJSON_AddObjectToObject(view, "totals");
+	cJSON_AddNumberToObject(o, "admitted",
+	    (double)hd->hd_sched.hs_admitted);
+	cJSON_AddNumberToObject(o, "groups_ok", (double)hd->hd_groups_ok);
+	cJSON_AddNumberToObject(o, "groups_failed",
+	    (double)hd->hd_groups_failed);
+	cJSON_AddNumberToObject(o, "events", (double)hd->hd_events);
+	cJSON_AddNumberToObject(o, "ingest_dropped",
+	    (double)hd->hd_ingest_dropped);
+	cJSON_AddNumberToObject(o, "reconciles", (double)hd->hd_reconciles);
+	conn_mgr_show(hd->hd_conns, cJSON_AddArrayToObject(view,
+	    "connections"));
 }
 
 static void
 hist_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	role_metric(metrics, "graspd_historyd_workers", 0);
+	struct histd		*hd = ctx->r_data;
+	struct hist_counts	 c;
+
+	role_metric(metrics, "graspd_historyd_enabled", hd->hd_enabled);
+	if (!hd->hd_enabled) {
+		role_metric(metrics, "graspd_historyd_workers", 0);
+		return;
+	}
+	count(hd, &c);
+	/* GRASP-03: the fixed-cardinality retained-state metric. */
+	role_metric(metrics,
+	    "graspd_historyd_retained{state=\"eligible_authors\"}",
+	    (double)hd->hd_neligible);
+	role_metric(metrics,
+	    "graspd_historyd_retained{state=\"desired_relays\"}",
+	    (double)c.relays);
+	role_metric(metrics, "graspd_historyd_retained{state=\"cursors\"}",
+	    (double)c.cursors);
+	role_metric(metrics, "graspd_historyd_retained{state=\"workers\"}",
+	    (double)c.active);
+	role_metric(metrics, "graspd_historyd_workers", (double)c.active);
+	role_metric(metrics, "graspd_historyd_groups_total{result=\"ok\"}",
+	    (double)hd->hd_groups_ok);
+	role_metric(metrics,
+	    "graspd_historyd_groups_total{result=\"failed\"}",
+	    (double)hd->hd_groups_failed);
+	role_metric(metrics, "graspd_historyd_events_total",
+	    (double)hd->hd_events);
+	conn_mgr_stats(hd->hd_conns, metrics);
+}
+
+static void
+hist_fini(struct role_ctx *ctx)
+{
+	struct histd	*hd = ctx->r_data;
+	size_t		 it, i;
+	void		*v;
+
+	if (hd == NULL || !hd->hd_enabled)
+		return;
+	lws_sul_cancel(&hd->hd_sul_pass);
+	/* Requests go with the manager, without their callbacks. */
+	conn_mgr_free(hd->hd_conns);
+	hd->hd_sched.hs_ops = &(const struct hist_sched_ops){ NULL, NULL };
+	hist_sched_free(&hd->hd_sched);
+	for (it = 0; hmap_next(&hd->hd_lists, &it, NULL, NULL, &v); ) {
+		relaylist_clear(&((struct hist_list *)v)->hl_list);
+		free(v);
+	}
+	hmap_free(&hd->hd_lists);
+	inv_free(hd->hd_inv);
+	for (i = 0; i < hd->hd_nfallback; i++)
+		free(hd->hd_fallback[i]);
+	free(hd->hd_fallback);
 }
 
 static const struct role_ops hist_ops = {
 	.init = hist_init,
+	.accepted = hist_accepted,
 	.show = hist_show,
 	.stats = hist_stats,
+	.fini = hist_fini,
+	.protocols = hist_protocols,
 };
 
 int

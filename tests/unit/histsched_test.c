@@ -1,0 +1,297 @@
+/*
+ * histsched_test.c: historyd's history-probe scheduler on a fake clock
+ * (historyd/hist_sched.c, compiled in): at most one new due relay per
+ * maintenance pass, never more than 32 workers, one group in flight per
+ * relay draining its own cursor, 24 h refresh after a successful
+ * rotation, 5 min retry after a failed group (the cursor advances), the
+ * cursor kept modulo a changed filter set, removal while in flight, a
+ * fresh scheduler (a restart) starting from the first filter.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../historyd/hist_sched.c"
+#include "t.h"
+
+#define REFRESH	(24LL * 3600 * 1000)
+#define RETRY	(5LL * 60 * 1000)
+
+/* What the fake worker saw. */
+static struct {
+	int		 starts;
+	int		 releases;
+	int		 fail_start;
+	char		 last[64];
+	struct hist_relay *last_relay;
+} w;
+
+static int
+fake_start(void *arg, struct hist_relay *r, const char *filter)
+{
+	(void)arg;
+	w.starts++;
+	snprintf(w.last, sizeof(w.last), "%s", filter);
+	w.last_relay = r;
+	return w.fail_start ? -1 : 0;
+}
+
+static void
+fake_release(void *arg, struct hist_relay *r)
+{
+	(void)arg;
+	(void)r;
+	w.releases++;
+}
+
+static const struct hist_sched_ops ops = { fake_start, fake_release };
+
+static void
+filters(struct conn_filters *f, int n, const char *tag)
+{
+	char	buf[64];
+	int	i;
+
+	memset(f, 0, sizeof(*f));
+	if ((f->cf_v = calloc((size_t)n + 1, sizeof(char *))) == NULL)
+		abort();
+	for (i = 0; i < n; i++) {
+		snprintf(buf, sizeof(buf), "{\"#%s\":[\"%d\"]}", tag, i);
+		f->cf_v[i] = strdup(buf);
+	}
+	f->cf_n = (size_t)n;
+}
+
+static struct hist_relay *
+want(struct hist_sched *s, const char *key, int nf, const char *tag)
+{
+	struct hist_relay	*r = hist_sched_want(s, key,
+				    HIST_P_PARTICIPANT, 0);
+	struct conn_filters	 f;
+
+	filters(&f, nf, tag);
+	hist_sched_set_filters(s, r, &f);
+	return r;
+}
+
+static void
+setup(struct hist_sched *s)
+{
+	memset(&w, 0, sizeof(w));
+	hist_sched_init(s, &ops, NULL, REFRESH, RETRY);
+}
+
+static void
+one_per_pass_32_workers(void)
+{
+	struct hist_sched	s;
+	char			key[64];
+	int			i, admitted = 0;
+
+	setup(&s);
+	hist_sched_unmark(&s);
+	for (i = 0; i < 40; i++) {
+		snprintf(key, sizeof(key), "ws://r%02d.example", i);
+		want(&s, key, 3, "e");
+	}
+	hist_sched_sweep(&s);
+	for (i = 0; i < 40; i++) {
+		int a = hist_sched_pass(&s, 1000 + i);
+
+		/* One per pass while below the ceiling, then none. */
+		T_EQ_INT(a, i < 32 ? 1 : 0);
+		admitted += a;
+		T_EQ_INT(w.starts, admitted);
+		T_CHECK(s.hs_nactive <= HIST_MAX_WORKERS);
+	}
+	T_EQ_INT(s.hs_nactive, 32);
+	/* A worker finishing its rotation frees a slot for the next pass. */
+	for (i = 0; i < 3; i++)
+		hist_sched_done(&s, w.last_relay, 1, 2000);
+	T_EQ_INT(s.hs_nactive, 31);
+	T_EQ_INT(hist_sched_pass(&s, 2001), 1);
+	T_EQ_INT(hist_sched_pass(&s, 2002), 0);
+	T_EQ_INT(s.hs_nactive, 32);
+	hist_sched_free(&s);
+}
+
+static void
+successful_groups_drain_then_refresh(void)
+{
+	struct hist_sched	 s;
+	struct hist_relay	*r;
+
+	setup(&s);
+	r = want(&s, "ws://a.example", 3, "e");
+	hist_sched_sweep(&s);
+	T_EQ_STR(hist_relay_state(r, 0), "waiting");
+	T_EQ_INT(hist_sched_pass(&s, 10), 1);
+	T_EQ_STR(w.last, "{\"#e\":[\"0\"]}");
+	T_EQ_STR(hist_relay_state(r, 10), "in_flight");
+	/* A second pass admits nothing more on this relay (single flight). */
+	T_EQ_INT(hist_sched_pass(&s, 11), 0);
+	T_EQ_INT(w.starts, 1);
+	hist_sched_done(&s, r, 1, 20);
+	/* The next group started at once, without a pass. */
+	T_EQ_INT(w.starts, 2);
+	T_EQ_STR(w.last, "{\"#e\":[\"1\"]}");
+	hist_sched_done(&s, r, 1, 30);
+	T_EQ_STR(w.last, "{\"#e\":[\"2\"]}");
+	hist_sched_done(&s, r, 1, 40);
+	/* Rotation complete: released, due in 24 h, cursor back at 0. */
+	T_EQ_INT(w.starts, 3);
+	T_EQ_INT(w.releases, 1);
+	T_EQ_INT(s.hs_nactive, 0);
+	T_EQ_INT(r->hr_cursor, 0);
+	T_EQ_INT(r->hr_rotations, 1);
+	T_EQ_INT(r->hr_due_ms, 40 + REFRESH);
+	T_EQ_STR(hist_relay_state(r, 50), "idle");
+	T_EQ_INT(hist_sched_pass(&s, 40 + REFRESH - 1), 0);
+	T_EQ_INT(hist_sched_pass(&s, 40 + REFRESH), 1);
+	T_EQ_STR(w.last, "{\"#e\":[\"0\"]}");
+	hist_sched_free(&s);
+}
+
+static void
+failed_group_advances_and_retries(void)
+{
+	struct hist_sched	 s;
+	struct hist_relay	*r;
+
+	setup(&s);
+	r = want(&s, "ws://a.example", 3, "e");
+	hist_sched_sweep(&s);
+	hist_sched_pass(&s, 0);
+	hist_sched_done(&s, r, 0, 100);
+	/* Cursor advanced, worker released for five minutes. */
+	T_EQ_INT(r->hr_cursor, 1);
+	T_EQ_INT(s.hs_nactive, 0);
+	T_EQ_INT(w.releases, 1);
+	T_EQ_INT(r->hr_due_ms, 100 + RETRY);
+	T_EQ_INT(hist_sched_pass(&s, 100 + RETRY - 1), 0);
+	T_EQ_INT(hist_sched_pass(&s, 100 + RETRY), 1);
+	/* The rotation goes on from the next group. */
+	T_EQ_STR(w.last, "{\"#e\":[\"1\"]}");
+	hist_sched_done(&s, r, 1, 400000);
+	T_EQ_STR(w.last, "{\"#e\":[\"2\"]}");
+	hist_sched_done(&s, r, 1, 400010);
+	/* A rotation with a failed group starts again after the retry
+	 * delay, from the failed group. */
+	T_EQ_INT(r->hr_rotations, 1);
+	T_EQ_INT(r->hr_due_ms, 400010 + RETRY);
+	T_EQ_INT(hist_sched_pass(&s, 400010 + RETRY), 1);
+	T_EQ_STR(w.last, "{\"#e\":[\"0\"]}");
+	hist_sched_free(&s);
+}
+
+static void
+start_refused_counts_as_failure(void)
+{
+	struct hist_sched	 s;
+	struct hist_relay	*r;
+
+	setup(&s);
+	r = want(&s, "ws://a.example", 2, "e");
+	hist_sched_sweep(&s);
+	w.fail_start = 1;
+	T_EQ_INT(hist_sched_pass(&s, 0), 1);
+	T_EQ_INT(w.starts, 1);
+	T_EQ_INT(s.hs_nactive, 0);
+	T_EQ_INT(r->hr_groups_failed, 1);
+	T_EQ_INT(r->hr_due_ms, RETRY);
+	hist_sched_free(&s);
+}
+
+static void
+cursor_modulo_new_filter_set(void)
+{
+	struct hist_sched	 s;
+	struct hist_relay	*r;
+
+	setup(&s);
+	r = want(&s, "ws://a.example", 5, "e");
+	hist_sched_sweep(&s);
+	hist_sched_pass(&s, 0);
+	hist_sched_done(&s, r, 1, 1);
+	hist_sched_done(&s, r, 1, 2);
+	hist_sched_done(&s, r, 1, 3);
+	T_EQ_INT(r->hr_cursor, 3);
+	/* The same set again changes nothing. */
+	hist_sched_unmark(&s);
+	want(&s, "ws://a.example", 5, "e");
+	hist_sched_sweep(&s);
+	T_EQ_INT(r->hr_cursor, 3);
+	T_EQ_INT(r->hr_rot_left, 2);
+	/* A smaller set: the cursor modulo its size. */
+	hist_sched_unmark(&s);
+	want(&s, "ws://a.example", 2, "A");
+	hist_sched_sweep(&s);
+	T_EQ_INT(r->hr_cursor, 1);
+	T_EQ_INT(r->hr_rot_left, 2);
+	hist_sched_done(&s, r, 1, 4);
+	T_EQ_STR(w.last, "{\"#A\":[\"0\"]}");
+	hist_sched_free(&s);
+}
+
+static void
+removal_lets_flight_finish(void)
+{
+	struct hist_sched	 s;
+	struct hist_relay	*r;
+
+	setup(&s);
+	r = want(&s, "ws://a.example", 3, "e");
+	want(&s, "ws://b.example", 3, "e");
+	hist_sched_sweep(&s);
+	hist_sched_pass(&s, 0);
+	T_ASSERT(w.last_relay == r);
+	/* Both removed: b (idle) goes at once, a stays until its group
+	 * ends, and no further group starts on it. */
+	hist_sched_unmark(&s);
+	hist_sched_sweep(&s);
+	T_EQ_INT(s.hs_relays.hm_n, 1);
+	T_EQ_INT(s.hs_nactive, 1);
+	hist_sched_done(&s, r, 1, 5);
+	T_EQ_INT(w.starts, 1);
+	T_EQ_INT(s.hs_relays.hm_n, 0);
+	T_EQ_INT(s.hs_nactive, 0);
+	T_EQ_INT(w.releases, 1);
+	T_EQ_INT(hist_sched_pass(&s, 6), 0);
+	hist_sched_free(&s);
+}
+
+static void
+restart_starts_from_first_filter(void)
+{
+	struct hist_sched	 s;
+	struct hist_relay	*r;
+
+	setup(&s);
+	r = want(&s, "ws://a.example", 3, "e");
+	hist_sched_sweep(&s);
+	hist_sched_pass(&s, 0);
+	hist_sched_done(&s, r, 1, 1);
+	T_EQ_INT(r->hr_cursor, 1);
+	hist_sched_free(&s);
+	/* A new process: nothing was persisted. */
+	setup(&s);
+	r = want(&s, "ws://a.example", 3, "e");
+	hist_sched_sweep(&s);
+	T_EQ_INT(r->hr_cursor, 0);
+	hist_sched_pass(&s, 0);
+	T_EQ_STR(w.last, "{\"#e\":[\"0\"]}");
+	hist_sched_free(&s);
+}
+
+int
+main(void)
+{
+	T_RUN(one_per_pass_32_workers);
+	T_RUN(successful_groups_drain_then_refresh);
+	T_RUN(failed_group_advances_and_retries);
+	T_RUN(start_refused_counts_as_failure);
+	T_RUN(cursor_modulo_new_filter_set);
+	T_RUN(removal_lets_flight_finish);
+	T_RUN(restart_starts_from_first_filter);
+	return t_done();
+}

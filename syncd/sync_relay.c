@@ -24,6 +24,14 @@ enum hreq_kind {
 	HR_ROTATE,
 };
 
+/* The values one diff asked for, shared by the requests that carry
+ * them; a failed request forgets them, not the whole set. */
+struct sync_vals {
+	unsigned	  sv_refs;
+	size_t		  sv_n;
+	char		**sv_v;
+};
+
 struct sync_hreq {
 	LIST_ENTRY(sync_hreq)	 hr_entry;
 	struct sync_relay	*hr_sr;
@@ -31,6 +39,7 @@ struct sync_hreq {
 	enum hreq_kind		 hr_kind;
 	enum sync_set		 hr_set;
 	int64_t			 hr_since;	/* catch-up: its since */
+	struct sync_vals	*hr_vals;	/* HR_SET: what it asks */
 };
 
 /* The tag letters each set is asked by (reference brief 3.2). */
@@ -41,8 +50,10 @@ static const char *const set_fields[SET_COUNT][3] = {
 	[SET_ADDRS] = { "a", "A", "q" },
 };
 
-static void	sync_relay_catchup(struct sync_relay *, int64_t since);
+static void	sync_relay_catchup(struct sync_relay *, int64_t since,
+		    const char *why);
 static void	arm_retry(struct sync_relay *);
+static void	note_gap(struct sync_relay *);
 
 static int64_t
 now_unix(void)
@@ -103,11 +114,42 @@ sync_relay_new(struct syncd *sd, const char *key, int boot)
 	return sr;
 }
 
+static struct sync_vals *
+vals_new(const char *const *v, size_t n)
+{
+	struct sync_vals	*sv;
+	size_t			 i;
+
+	if ((sv = calloc(1, sizeof(*sv))) == NULL ||
+	    (sv->sv_v = calloc(n, sizeof(char *))) == NULL)
+		fatal("vals_new");
+	for (i = 0; i < n; i++)
+		if ((sv->sv_v[i] = strdup(v[i])) == NULL)
+			fatal("vals_new");
+	sv->sv_n = n;
+	sv->sv_refs = 1;
+	return sv;
+}
+
+static void
+vals_release(struct sync_vals *sv)
+{
+	size_t	i;
+
+	if (sv == NULL || --sv->sv_refs > 0)
+		return;
+	for (i = 0; i < sv->sv_n; i++)
+		free(sv->sv_v[i]);
+	free(sv->sv_v);
+	free(sv);
+}
+
 static void
 hreq_free(struct sync_hreq *hr)
 {
 	LIST_REMOVE(hr, hr_entry);
 	hr->hr_sr->sr_historic--;
+	vals_release(hr->hr_vals);
 	free(hr);
 }
 
@@ -152,6 +194,7 @@ sync_relay_free(struct sync_relay *sr)
 	lws_sul_cancel(&sr->sr_sul_daily);
 	lws_sul_cancel(&sr->sr_sul_retry);
 	lws_sul_cancel(&sr->sr_sul_rotate);
+	lws_sul_cancel(&sr->sr_sul_gap);
 	for (s = 0; s < SET_COUNT; s++) {
 		hmap_free(&sr->sr_want[s]);
 		hmap_free(&sr->sr_have[s]);
@@ -184,6 +227,7 @@ hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 {
 	struct sync_hreq	*hr = arg;
 	struct sync_relay	*sr = hr->hr_sr;
+	size_t			 i;
 	int			 ok;
 
 	/* A relay refusing a filter outright will refuse it again. */
@@ -198,9 +242,13 @@ hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 			sr->sr_l1_have = 0;
 			break;
 		case HR_SET:
-			/* Ask for the whole set again: relayd drops what it
-			 * already has. */
-			hmap_free(&sr->sr_have[hr->hr_set]);
+			/* Ask for what this diff asked again, in full; the
+			 * rest of the set stays fetched, so that a short
+			 * outage still catches it up from since. */
+			for (i = 0; i < hr->hr_vals->sv_n; i++)
+				hmap_del(&sr->sr_have[hr->hr_set],
+				    hr->hr_vals->sv_v[i],
+				    strlen(hr->hr_vals->sv_v[i]) + 1);
 			break;
 		case HR_CATCHUP:
 			if (sr->sr_catchup_since == 0 ||
@@ -225,7 +273,8 @@ hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 
 static void
 historic_since(struct sync_relay *sr, const char *filter,
-    enum hreq_kind kind, enum sync_set set, int64_t since)
+    enum hreq_kind kind, enum sync_set set, int64_t since,
+    struct sync_vals *vals)
 {
 	struct sync_hreq	*hr;
 	struct conn_fetch_cb	 cb;
@@ -236,6 +285,9 @@ historic_since(struct sync_relay *sr, const char *filter,
 	hr->hr_kind = kind;
 	hr->hr_set = set;
 	hr->hr_since = since;
+	hr->hr_vals = vals;
+	if (vals != NULL)
+		vals->sv_refs++;
 	memset(&cb, 0, sizeof(cb));
 	cb.done = hreq_done;
 	cb.arg = hr;
@@ -244,6 +296,7 @@ historic_since(struct sync_relay *sr, const char *filter,
 	if (hr->hr_req == NULL) {
 		log_warnx("%s: filter refused by the connection: %.200s",
 		    sr->sr_key, filter);
+		vals_release(hr->hr_vals);
 		free(hr);
 		return;
 	}
@@ -255,7 +308,7 @@ static void
 historic(struct sync_relay *sr, const char *filter, enum hreq_kind kind,
     enum sync_set set)
 {
-	historic_since(sr, filter, kind, set, 0);
+	historic_since(sr, filter, kind, set, 0, NULL);
 }
 
 /* The JSON object text base with extra members ("" for none). */
@@ -347,16 +400,33 @@ strip_limit0(const char *f)
 	return d;
 }
 
+/* Closes the live subscriptions not marked in keep. */
+static void
+live_close_replaced(struct sync_relay *sr, const int *keep)
+{
+	size_t	j;
+
+	for (j = 0; j < sr->sr_nlive; j++) {
+		if (keep[j] || sr->sr_live[j] == NULL)
+			continue;
+		conn_live_close(sr->sr_live[j]);
+		free(sr->sr_live_text[j]);
+		sr->sr_live[j] = NULL;
+		sr->sr_live_text[j] = NULL;
+	}
+}
+
 /* Live: every wanted filter, packed into as few REQs as fit the cap. */
 static void
 refresh_live(struct sync_relay *sr)
 {
 	struct conn_filters	 fl = { NULL, 0 };
-	char			*reqs[CONN_MAX_LIVE];
-	size_t			 nreq = 0, i, j, n;
+	char			*reqs[CONN_MAX_LIVE], *text[CONN_MAX_LIVE];
+	struct conn_req		*live[CONN_MAX_LIVE];
+	size_t			 nreq = 0, i, j, n, nold, nnew;
 	struct buf		 cur = BUF_INIT;
 	const char		**vals;
-	int			 s, keep[CONN_MAX_LIVE];
+	int			 s, early, keep[CONN_MAX_LIVE];
 
 	fl.cf_v = calloc(1, sizeof(char *));
 	if (fl.cf_v == NULL || (fl.cf_v[0] = strdup("{\"kinds\":[30617,10317],"
@@ -415,16 +485,26 @@ refresh_live(struct sync_relay *sr)
 			}
 		}
 	}
-	for (j = 0, n = 0; j < sr->sr_nlive; j++) {
+	for (j = 0, n = 0, nold = 0; j < sr->sr_nlive; j++) {
 		if (keep[j]) {
-			sr->sr_live[n] = sr->sr_live[j];
-			sr->sr_live_text[n++] = sr->sr_live_text[j];
-		} else {
-			conn_live_close(sr->sr_live[j]);
-			free(sr->sr_live_text[j]);
-		}
+			live[n] = sr->sr_live[j];
+			text[n++] = sr->sr_live_text[j];
+		} else
+			nold++;
 	}
-	sr->sr_nlive = n;
+	for (i = 0, nnew = 0; i < nreq; i++)
+		nnew += reqs[i] != NULL;
+	/*
+	 * Replacements are asked before what they replace is closed, so
+	 * that the relay is not left without them, unless the cap wants
+	 * the room first.  Either way the moment may not be covered (the
+	 * REQ can wait for pacing, the CLOSE cannot): catch it up later.
+	 */
+	early = n + nnew + nold > CONN_MAX_LIVE;
+	if (nold > 0 && nnew > 0 && conn_state(sr->sr_conn) == CONN_CONNECTED)
+		note_gap(sr);
+	if (early)
+		live_close_replaced(sr, keep);
 	for (i = 0; i < nreq; i++) {
 		const char	*why = NULL;
 		struct conn_req	*lv;
@@ -437,9 +517,14 @@ refresh_live(struct sync_relay *sr)
 			free(reqs[i]);
 			continue;
 		}
-		sr->sr_live[sr->sr_nlive] = lv;
-		sr->sr_live_text[sr->sr_nlive++] = reqs[i];
+		live[n] = lv;
+		text[n++] = reqs[i];
 	}
+	if (!early)
+		live_close_replaced(sr, keep);
+	memcpy(sr->sr_live, live, n * sizeof(live[0]));
+	memcpy(sr->sr_live_text, text, n * sizeof(text[0]));
+	sr->sr_nlive = n;
 	if (sr->sr_nrotate > 0) {
 		log_info("%s: %zu filters over the live cap are polled every "
 		    "%.0f s", sr->sr_key, sr->sr_nrotate,
@@ -480,6 +565,9 @@ sync_relay_update(struct sync_relay *sr)
 	size_t			 keylen;
 	int			 s;
 
+	/* Live first, then history: what arrives between the two is in
+	 * one or the other. */
+	refresh_live(sr);
 	if (!sr->sr_l1_have) {
 		sr->sr_l1_have = 1;
 		historic(sr, SYNC_L1_FILTER, HR_L1, SET_D);
@@ -497,15 +585,20 @@ sync_relay_update(struct sync_relay *sr)
 			vals[n++] = key;
 		}
 		pack_set(sr, s, vals, n, 0, 0, &fl);
-		for (i = 0; i < fl.cf_n; i++)
-			historic(sr, fl.cf_v[i], HR_SET, s);
+		if (n > 0) {
+			struct sync_vals *sv = vals_new(vals, n);
+
+			for (i = 0; i < fl.cf_n; i++)
+				historic_since(sr, fl.cf_v[i], HR_SET, s, 0,
+				    sv);
+			vals_release(sv);
+		}
 		conn_filters_free(&fl);
 		for (i = 0; i < n; i++)
 			hmap_put(&sr->sr_have[s], vals[i], strlen(vals[i]) + 1,
 			    (void *)1);
 		free(vals);
 	}
-	refresh_live(sr);
 	if (sr->sr_nrotate > 0 && lws_dll2_is_detached(
 	    &sr->sr_sul_rotate.list))
 		schedule(sr, &sr->sr_sul_rotate, rotate_cb,
@@ -514,7 +607,7 @@ sync_relay_update(struct sync_relay *sr)
 
 /* Everything already asked for, again, from since on. */
 static void
-sync_relay_catchup(struct sync_relay *sr, int64_t since)
+sync_relay_catchup(struct sync_relay *sr, int64_t since, const char *why)
 {
 	struct conn_filters	 fl = { NULL, 0 };
 	const char		**vals;
@@ -522,16 +615,18 @@ sync_relay_catchup(struct sync_relay *sr, int64_t since)
 	size_t			 n, i;
 	int			 s;
 
-	log_info("%s: catching up from %lld", sr->sr_key, (long long)since);
+	log_info("%s: catching up from %lld %s", sr->sr_key, (long long)since,
+	    why);
 	sr->sr_catchup_since = 0;
 	f = with_since(SYNC_L1_FILTER, since);
-	historic_since(sr, f, HR_CATCHUP, SET_D, since);
+	historic_since(sr, f, HR_CATCHUP, SET_D, since, NULL);
 	free(f);
 	for (s = 0; s < SET_COUNT; s++) {
 		vals = set_values(&sr->sr_have[s], &n);
 		pack_set(sr, s, vals, n, 0, since, &fl);
 		for (i = 0; i < fl.cf_n; i++)
-			historic_since(sr, fl.cf_v[i], HR_CATCHUP, s, since);
+			historic_since(sr, fl.cf_v[i], HR_CATCHUP, s, since,
+			    NULL);
 		conn_filters_free(&fl);
 		free(vals);
 	}
@@ -545,8 +640,36 @@ retry_cb(lws_sorted_usec_list_t *sul)
 
 	sr->sr_failed = 0;
 	if (sr->sr_catchup_since > 0)
-		sync_relay_catchup(sr, sr->sr_catchup_since);
+		sync_relay_catchup(sr, sr->sr_catchup_since, "again");
 	sync_relay_update(sr);
+}
+
+static void
+gap_cb(lws_sorted_usec_list_t *sul)
+{
+	struct sync_relay	*sr = lws_container_of(sul, struct sync_relay,
+				    sr_sul_gap);
+
+	/* Down meanwhile: the reconnect catches up, this waits for it. */
+	if (conn_state(sr->sr_conn) != CONN_CONNECTED) {
+		schedule(sr, &sr->sr_sul_gap, gap_cb, sync_delay(sr->sr_sd,
+		    SYNC_GAP_FILL));
+		return;
+	}
+	sync_relay_catchup(sr, sr->sr_gap_at - (int64_t)sync_delay(sr->sr_sd,
+	    SYNC_CATCHUP_MARGIN), "after live resubscriptions");
+	sr->sr_gap_at = 0;
+}
+
+/* A live subscription was replaced now: catch that moment up later. */
+static void
+note_gap(struct sync_relay *sr)
+{
+	if (sr->sr_gap_at == 0)
+		sr->sr_gap_at = now_unix();
+	if (lws_dll2_is_detached(&sr->sr_sul_gap.list))
+		schedule(sr, &sr->sr_sul_gap, gap_cb, sync_delay(sr->sr_sd,
+		    SYNC_GAP_FILL));
 }
 
 static void
@@ -569,7 +692,7 @@ sync_relay_state(struct sync_relay *sr, enum conn_state old,
 			if (out < sync_delay(sr->sr_sd, SYNC_QUICK_RECONNECT))
 				sync_relay_catchup(sr, sr->sr_disconnected_at -
 				    (int64_t)sync_delay(sr->sr_sd,
-				    SYNC_CATCHUP_MARGIN));
+				    SYNC_CATCHUP_MARGIN), "after an outage");
 			else {
 				int s;
 

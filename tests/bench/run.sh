@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/bench/run.sh: the relayd ingest and query benchmark (`make bench`).
+# tests/bench/run.sh: the relayd ingest and query benchmark (`make bench`),
+# then the sync pull benchmark (tests/bench/pull.sh).
 #
 # Builds nothing: it needs $BIN/relayd and $O/tests/bench/ingest.  Starts
 # relayd on a free loopback port in a temporary directory, pre-signs the
@@ -134,3 +135,6 @@ $2 ~ /^[0-9.]+$/ {
 }
 END { printf "\n  }\n}\n" }' "$tmp/figures" >"$O/bench.json"
 echo "# bench: figures written to $O/bench.json"
+
+# The sync pull benchmark adds its figures to the same file.
+O=$O BIN=$BIN sh "$top/tests/bench/pull.sh"

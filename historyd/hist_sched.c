@@ -36,6 +36,7 @@ static void
 relay_free(struct hist_relay *r)
 {
 	conn_filters_free(&r->hr_filters);
+	hmap_free(&r->hr_threads);
 	free(r->hr_key);
 	free(r);
 }

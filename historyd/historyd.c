@@ -49,6 +49,7 @@ struct hist_list {
 struct hist_scope {
 	struct hmap	 sc_addrs;	/* coordinates and addresses */
 	struct hmap	 sc_ids;	/* hex ids */
+	struct hmap	 sc_threads;	/* root ids, coordinates (keys) */
 	unsigned	 sc_purposes;
 	int		 sc_trusted;
 };
@@ -175,6 +176,7 @@ scope_add_thread(struct hist_scope *sc, const struct inv_root *rt)
 
 	set_add(&sc->sc_addrs, rt->rt_repo->ir_coord);
 	set_add_id(&sc->sc_ids, rt->rt_id);
+	hmap_put(&sc->sc_threads, rt->rt_id, 32, (void *)1);
 	for (i = 0; i < rt->rt_ndesc; i++)
 		set_add_id(&sc->sc_ids, rt->rt_desc[i]);
 	for (i = 0; i < rt->rt_naddrs; i++)
@@ -188,9 +190,13 @@ scope_add_repo(struct hist_scope *sc, const struct inv_repo *r)
 	size_t	i;
 
 	set_add(&sc->sc_addrs, r->ir_coord);
+	hmap_put(&sc->sc_threads, r->ir_coord, strlen(r->ir_coord), (void *)1);
 	for (i = 0; i < r->ir_nroots; i++)
-		if (!r->ir_roots[i]->rt_deleted)
+		if (!r->ir_roots[i]->rt_deleted) {
 			set_add_id(&sc->sc_ids, r->ir_roots[i]->rt_id);
+			hmap_put(&sc->sc_threads, r->ir_roots[i]->rt_id, 32,
+			    (void *)1);
+		}
 }
 
 static void
@@ -212,7 +218,9 @@ participant(struct histd *hd, struct hmap *scopes,
 			    RELAYLIST_HISTORY, j)) != NULL; j++)
 				scope_add_thread(scope_get(scopes, key,
 				    HIST_P_PARTICIPANT, 0), rt);
-		else
+		else if (memcmp(rt->rt_author, au->au_pubkey, 32) != 0)
+			/* A root author's fallback is syncd's ordinary
+			 * coverage; here only non-root participants. */
 			for (j = 0; j < hd->hd_nfallback; j++)
 				scope_add_thread(scope_get(scopes,
 				    hd->hd_fallback[j], HIST_P_FALLBACK, 1),
@@ -294,7 +302,31 @@ scope_free(struct hist_scope *sc)
 		free(v);
 	hmap_free(&sc->sc_addrs);
 	hmap_free(&sc->sc_ids);
+	hmap_free(&sc->sc_threads);
 	free(sc);
+}
+
+/*
+ * GRASP-03: "History-probe additions become due promptly": a relay whose
+ * scope gained a thread (root or repository) it did not cover is due at
+ * once unless its worker runs; new descendants of covered threads wait
+ * for the relay's next rotation.
+ */
+static void
+take_threads(struct hist_relay *hr, struct hist_scope *sc)
+{
+	const void	*k;
+	size_t		 it, len;
+	int		 added = 0;
+
+	for (it = 0; hmap_next(&sc->sc_threads, &it, &k, &len, NULL); )
+		if (hmap_get(&hr->hr_threads, k, len) == NULL)
+			added = 1;
+	hmap_free(&hr->hr_threads);
+	hr->hr_threads = sc->sc_threads;
+	memset(&sc->sc_threads, 0, sizeof(sc->sc_threads));
+	if (added && !hr->hr_active)
+		hr->hr_due_ms = 0;
 }
 
 static void
@@ -341,6 +373,7 @@ reconcile(struct histd *hd)
 		memset(&f, 0, sizeof(f));
 		build_filters(sc, &f);
 		hist_sched_set_filters(&hd->hd_sched, hr, &f);
+		take_threads(hr, sc);
 		scope_free(sc);
 	}
 	hmap_free(&scopes);

@@ -64,6 +64,7 @@ struct hist_relay {
 	int		 hr_inflight;	/* a group is being fetched */
 	uint64_t	 hr_groups_ok, hr_groups_failed, hr_rotations;
 	const char	*hr_last;	/* last group result, static */
+	struct hmap	 hr_threads;	/* root ids, coordinates in scope */
 	void		*hr_conn;	/* the caller's (struct conn *) */
 	void		*hr_req;	/* the caller's (struct conn_req *) */
 };

@@ -1,0 +1,569 @@
+/*
+ * history_test.c: GRASP-03 history-only mailbox probes (historyd) inside a
+ * real graspd, against scriptable peer relays on loopback playing the
+ * participants' mailboxes, the owner's read inbox and the operator's
+ * fallback relay:
+ *   - a participant's reply stored only in its second outbox is found;
+ *     one stored only in its fifth distinct outbox is not, and that relay
+ *     is never dialled; a root-slash spelling of the first outbox does not
+ *     consume a slot;
+ *   - a reply by a participant without a relay list is found on the
+ *     fallback relay;
+ *   - a status stored only in the owner's read inbox is found on a public
+ *     instance, and the inbox is not probed in private mode;
+ *   - with NGIT_SYNC_PLUS_ENABLED=false nothing is probed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+
+#include "buf.h"
+#include "event.h"
+#include "gitutil.h"
+#include "msg.h"
+#include "nip19.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+#define TMO		5000
+#define NOB		5	/* the participant's distinct outboxes */
+#define WHO_OWNER	1
+#define WHO_ROOT	10
+#define WHO_PART	20
+#define WHO_NOLIST	30
+#define WHO_OTHER	31
+#define WHO_STATUS	40	/* not a participant before */
+
+static struct relayproc	*ob[NOB], *fb, *own, *b;
+static char		 tmpdir[256];
+static char		 coord[200];
+static int64_t		 t0;
+static struct event	*issue;
+
+static void
+sk_of(int n, uint8_t sk[32])
+{
+	memset(sk, 0x66, 32);
+	sk[30] = (uint8_t)(n >> 8);
+	sk[31] = (uint8_t)n;
+}
+
+static struct event *
+ev(int who, int64_t at, uint32_t kind, const char *tags, const char *content)
+{
+	uint8_t	sk[32];
+
+	sk_of(who, sk);
+	return event_new_signed(sk, at, kind, tags, content);
+}
+
+static void
+hex_of(int who, char out[65])
+{
+	uint8_t	sk[32], pk[32];
+
+	sk_of(who, sk);
+	event_pubkey_of(sk, pk);
+	hex_encode(pk, 32, out);
+}
+
+static const char *
+url_of(struct relayproc *p)
+{
+	static char	u[4][64];
+	static int	turn;
+
+	turn = (turn + 1) % 4;
+	snprintf(u[turn], sizeof(u[turn]), "ws://127.0.0.1:%d/",
+	    relayproc_port(p));
+	return u[turn];
+}
+
+/* ------------------------------------------------------------------ */
+/* The peers' HTTP control API.                                        */
+
+static int
+peer_post(struct relayproc *p, const char *path, const char *body,
+    size_t len)
+{
+	char	*h = NULL, *rb = NULL;
+	size_t	 rl;
+	int	 status = 0, rc;
+
+	rc = http_request(relayproc_host(p), relayproc_port(p), "POST", path,
+	    NULL, body, len, TMO, &status, &h, &rb, &rl);
+	free(h);
+	free(rb);
+	return rc == 0 && status == 200 ? 0 : -1;
+}
+
+static int
+seed(struct relayproc *p, struct event **evs, size_t n)
+{
+	struct buf	bb = BUF_INIT;
+	size_t		i;
+	int		rc;
+
+	for (i = 0; i < n; i++) {
+		buf_add(&bb, evs[i]->json, evs[i]->json_len);
+		buf_addc(&bb, '\n');
+	}
+	rc = peer_post(p, "/events", bb.b_data, bb.b_len);
+	buf_free(&bb);
+	return rc;
+}
+
+static cJSON *
+peer_log(struct relayproc *p)
+{
+	char	*h = NULL, *body = NULL;
+	int	 status = 0;
+	cJSON	*j = NULL;
+
+	if (http_get(relayproc_host(p), relayproc_port(p), "/log", NULL, TMO,
+	    &status, &h, &body) == 0 && status == 200)
+		j = cJSON_Parse(body);
+	free(h);
+	free(body);
+	return j;
+}
+
+
+static int
+nreqs(struct relayproc *p)
+{
+	cJSON	*log = peer_log(p);
+	int	 n;
+
+	n = log ? cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs")) : 0;
+	cJSON_Delete(log);
+	return n;
+}
+
+
+
+
+/* ------------------------------------------------------------------ */
+/* graspd: clients, control sockets, graspctl.                         */
+
+static int
+pub(struct relayproc *p, const struct event *e, char *msg, size_t msglen)
+{
+	struct wsc	*ws = wsc_connect(relayproc_host(p), relayproc_port(p),
+			    "/", TMO);
+	char		*m = NULL;
+	int		 ok = -1;
+
+	if (ws == NULL)
+		return -1;
+	if (nostr_publish(ws, e, TMO, &ok, &m) != 0)
+		ok = -1;
+	snprintf(msg, msglen, "%s", m ? m : "");
+	free(m);
+	wsc_close(ws);
+	return ok;
+}
+
+static int
+count_on(struct relayproc *p, const char *filter)
+{
+	struct wsc	*ws = wsc_connect(relayproc_host(p), relayproc_port(p),
+			    "/", TMO);
+	char		**evs = NULL;
+	size_t		 n = 0;
+	int		 rc;
+
+	if (ws == NULL)
+		return -1;
+	rc = nostr_req(ws, "c", filter, TMO, &evs, &n, NULL);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	return rc == 0 ? (int)n : -1;
+}
+
+static int
+wait_count(struct relayproc *p, const char *filter, int want, int secs)
+{
+	int	n = -1, i;
+
+	for (i = 0; i < secs * 10; i++) {
+		if ((n = count_on(p, filter)) >= want)
+			return n;
+		usleep(100000);
+	}
+	return n;
+}
+
+/* historyd's `show` view (the whole reply), or NULL. */
+static cJSON *
+hist_reply(struct relayproc *p, int tmo)
+{
+	char		 run[512], ep[700];
+	const char	*req = "{\"cmd\":\"show\"}";
+	struct msg	 m;
+	cJSON		*rep = NULL;
+	int		 s;
+
+	snprintf(run, sizeof(run), "%s/run", relayproc_dir(p));
+	if (chan_control_endpoint(run, ROLE_HISTORYD, ep, sizeof(ep)) ==
+	    -1 || (s = chan_open(NN_REQ, ep, 0)) == -1)
+		return NULL;
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
+	if (msg_send(s, MSG_CONTROL, req, strlen(req), 0) == 0 &&
+	    msg_recv(s, &m, 0) == 1) {
+		if (m.m_type == MSG_CONTROL_REPLY)
+			rep = cJSON_ParseWithLength((const char *)m.m_data,
+			    m.m_len);
+		msg_free(&m);
+	}
+	chan_close(s);
+	return rep;
+}
+
+/* The view once historyd is ready (its view has "history"). */
+static cJSON *
+hist_view(struct relayproc *p, int secs)
+{
+	cJSON	*rep, *v;
+	int	 i;
+
+	for (i = 0; i < secs * 10; i++) {
+		if ((rep = hist_reply(p, 500)) != NULL) {
+			v = cJSON_DetachItemFromObject(rep, "view");
+			cJSON_Delete(rep);
+			if (cJSON_GetObjectItem(v, "history") != NULL)
+				return v;
+			cJSON_Delete(v);
+		}
+		usleep(100000);
+	}
+	return NULL;
+}
+
+
+static double
+jnum(const cJSON *o, const char *name)
+{
+	const cJSON	*v = cJSON_GetObjectItem(o, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static int
+jbool(const cJSON *o, const char *name)
+{
+	const cJSON	*v = cJSON_GetObjectItem(o, name);
+
+	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+}
+
+
+
+/*
+ * Publishes owner's announcement of d on p (maintainers: maint_hex or
+ * NULL) and makes it served (state + push); returns 0 once served.
+ */
+static int
+host_repo(struct relayproc *p, int owner, const char *d,
+    const char *maint_hex)
+{
+	uint8_t		 sk[32], pk[32];
+	char		 npub[NIP19_KEY_BUFSZ], tags[1024], msg[256];
+	char		 dir[512], f[200];
+	struct event	*ann;
+	struct wsc	*ws;
+	int		 rc = -1;
+
+	sk_of(owner, sk);
+	event_pubkey_of(sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
+	    "%s/%s.git\"],[\"relays\",\"ws://%s\"]%s%s%s]", d,
+	    relayproc_domain(p), npub, d, relayproc_domain(p),
+	    maint_hex ? ",[\"maintainers\",\"" : "", maint_hex ? maint_hex :
+	    "", maint_hex ? "\"]" : "");
+	ann = ev(owner, t0, 30617, tags, "");
+	if (pub(p, ann, msg, sizeof(msg)) != 1) {
+		printf("# announcement refused: %s\n", msg);
+		goto done;
+	}
+	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
+	    TMO)) == NULL)
+		goto done;
+	snprintf(dir, sizeof(dir), "%s/%s-%d", tmpdir, d, relayproc_port(p));
+	rc = gt_release(ws, sk, relayproc_domain(p), d, dir, NULL);
+	wsc_close(ws);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
+	if (rc == 0 && wait_count(p, f, 1, 10) != 1)
+		rc = -1;
+done:
+	event_free(ann);
+	return rc;
+}
+
+/* The relay of the historyd view whose key names p's port, or NULL. */
+static cJSON *
+relay_in(const cJSON *view, struct relayproc *p)
+{
+	char	 port[16];
+	cJSON	*r;
+
+	snprintf(port, sizeof(port), ":%d", relayproc_port(p));
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(view, "relays")) {
+		const cJSON *k = cJSON_GetObjectItem(r, "relay");
+
+		if (cJSON_IsString(k) && strstr(k->valuestring, port) != NULL)
+			return r;
+	}
+	return NULL;
+}
+
+static int
+peer_connections(struct relayproc *p)
+{
+	cJSON	*log = peer_log(p);
+	int	 n;
+
+	n = log ? (int)jnum(log, "connections") : -1;
+	cJSON_Delete(log);
+	return n;
+}
+
+static struct event *
+reply_by(int who, int64_t at, const char *content)
+{
+	char	tags[300];
+
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"],"
+	    "[\"K\",\"1621\"]]", issue->id_hex, issue->id_hex);
+	return ev(who, at, 1111, tags, content);
+}
+
+static int
+found(struct relayproc *p, const struct event *e, int secs)
+{
+	char	f[200];
+
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
+	return wait_count(p, f, 1, secs);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void
+test_participant_history_mailboxes(void)
+{
+	struct event	*r0, *r2, *r5, *list;
+	char		 tags[1024], oh[65], msg[256], noslash[64];
+	cJSON		*v = NULL, *r;
+	int		 i;
+
+	hex_of(WHO_OWNER, oh);
+	snprintf(coord, sizeof(coord), "30617:%s:hist", oh);
+	T_ASSERT(host_repo(b, WHO_OWNER, "hist", NULL) == 0);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
+	    coord);
+	issue = ev(WHO_ROOT, t0 + 10, 1621, tags, "the issue");
+	T_EQ_INT(pub(b, issue, msg, sizeof(msg)), 1);
+	/* The participant takes part in the thread, then lists five
+	 * distinct outboxes, the first spelled twice. */
+	r0 = reply_by(WHO_PART, t0 + 20, "first reply");
+	T_EQ_INT(pub(b, r0, msg, sizeof(msg)), 1);
+	snprintf(noslash, sizeof(noslash), "ws://127.0.0.1:%d",
+	    relayproc_port(ob[0]));
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"],[\"r\",\"%s\","
+	    "\"write\"],[\"r\",\"%s\",\"write\"],[\"r\",\"%s\",\"write\"],"
+	    "[\"r\",\"%s\",\"write\"],[\"r\",\"%s\",\"write\"]]",
+	    url_of(ob[0]), noslash, url_of(ob[1]), url_of(ob[2]),
+	    url_of(ob[3]), url_of(ob[4]));
+	list = ev(WHO_PART, t0 + 30, 10002, tags, "");
+	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	r2 = reply_by(WHO_PART, t0 + 40, "in the second outbox only");
+	r5 = reply_by(WHO_PART, t0 + 41, "in the fifth outbox only");
+	T_ASSERT(seed(ob[1], &r2, 1) == 0);
+	T_ASSERT(seed(ob[4], &r5, 1) == 0);
+
+	T_EQ_INT(found(b, r2, 30), 1);
+	/* The view: four participant relays, the fifth not among them. */
+	for (i = 0; i < 50; i++) {
+		cJSON_Delete(v);
+		v = hist_view(b, 5);
+		if (v != NULL && (r = relay_in(v, ob[3])) != NULL &&
+		    jnum(r, "rotations") >= 1)
+			break;
+		usleep(100000);
+	}
+	T_ASSERT(v != NULL);
+	for (i = 0; i < 4; i++) {
+		T_ASSERT((r = relay_in(v, ob[i])) != NULL);
+		T_CHECK(cJSON_IsString(cJSON_GetArrayItem(cJSON_GetObjectItem(
+		    r, "purpose"), 0)));
+		T_CHECK(jnum(r, "filters") >= 5);
+		T_CHECK(cJSON_GetObjectItem(r, "worker") != NULL);
+		T_CHECK(cJSON_GetObjectItem(r, "next_due") != NULL);
+	}
+	T_CHECK(relay_in(v, ob[4]) == NULL);
+	T_CHECK(jnum(v, "workers") <= 32);
+	cJSON_Delete(v);
+	sleep(2);
+	T_EQ_INT(count_on(b, "{\"kinds\":[1111],\"#E\":[\"x\"]}"), 0);
+	{
+		char f[200];
+
+		snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", r5->id_hex);
+		T_EQ_INT(count_on(b, f), 0);
+	}
+	/* Never dialled, by historyd or anyone. */
+	T_EQ_INT(peer_connections(ob[4]), 0);
+	event_free(r0);
+	event_free(r2);
+	event_free(r5);
+	event_free(list);
+}
+
+static void
+test_fallback_for_participant_without_list(void)
+{
+	struct event	*q0, *q1;
+	char		 msg[256];
+
+	q0 = reply_by(WHO_NOLIST, t0 + 50, "no relay list");
+	T_EQ_INT(pub(b, q0, msg, sizeof(msg)), 1);
+	q1 = reply_by(WHO_OTHER, t0 + 51, "only on the fallback relay");
+	T_ASSERT(seed(fb, &q1, 1) == 0);
+	T_EQ_INT(found(b, q1, 30), 1);
+	event_free(q0);
+	event_free(q1);
+}
+
+static void
+test_owner_read_inbox_public_only(void)
+{
+	struct event	*list, *st, *st2;
+	char		 tags[600], msg[256];
+	cJSON		*v, *r;
+	int		 before, i;
+
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"]]",
+	    url_of(own));
+	list = ev(WHO_OWNER, t0 + 60, 10002, tags, "");
+	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"a\",\"%s\"]]",
+	    issue->id_hex, coord);
+	st = ev(WHO_STATUS, t0 + 70, 1632, tags, "closed");
+	T_ASSERT(seed(own, &st, 1) == 0);
+	T_EQ_INT(found(b, st, 30), 1);
+	v = hist_view(b, 5);
+	T_ASSERT(v != NULL);
+	T_ASSERT((r = relay_in(v, own)) != NULL);
+	T_CHECK(strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"),
+	    0)->valuestring, "repository") == 0);
+	cJSON_Delete(v);
+
+	/* Private mode: the same inbox is not a history relay. */
+	relayproc_setenv(b, "NGIT_PRIVATE_MODE=true");
+	T_ASSERT(relayproc_restart(b) == 0);
+	v = hist_view(b, 10);
+	T_ASSERT(v != NULL);
+	T_EQ_INT(jbool(v, "private_mode"), 1);
+	T_CHECK(relay_in(v, own) == NULL);
+	/* The participant's outboxes still are. */
+	T_CHECK(relay_in(v, ob[0]) != NULL);
+	cJSON_Delete(v);
+	before = nreqs(own);
+	st2 = ev(WHO_STATUS, t0 + 80, 1630, tags, "reopened");
+	T_ASSERT(seed(own, &st2, 1) == 0);
+	for (i = 0; i < 3; i++)
+		sleep(1);
+	T_EQ_INT(nreqs(own), before);
+	relayproc_setenv(b, "NGIT_PRIVATE_MODE=false");
+	event_free(list);
+	event_free(st);
+	event_free(st2);
+}
+
+static void
+test_off_switch(void)
+{
+	cJSON	*v;
+	int	 before[NOB], i;
+
+	relayproc_setenv(b, "NGIT_SYNC_PLUS_ENABLED=false");
+	T_ASSERT(relayproc_restart(b) == 0);
+	for (i = 0; i < NOB; i++)
+		before[i] = nreqs(ob[i]);
+	v = hist_view(b, 10);
+	T_ASSERT(v != NULL);
+	T_EQ_INT(jbool(v, "grasp03_enabled"), 0);
+	T_EQ_INT(jnum(v, "workers"), 0);
+	T_CHECK(cJSON_GetObjectItem(v, "relays") == NULL);
+	cJSON_Delete(v);
+	sleep(3);
+	for (i = 0; i < NOB; i++)
+		T_EQ_INT(nreqs(ob[i]), before[i]);
+}
+
+int
+main(void)
+{
+	char		 e1[128];
+	const char	*env[3];
+	int		 rc, i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	t0 = (int64_t)time(NULL) - 3600;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-hist.XXXXXX",
+	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
+		printf("not ok - history_setup: temp dir\n");
+		return 1;
+	}
+	for (i = 0; i < NOB; i++)
+		if ((ob[i] = relayproc_start_peer(NULL)) == NULL) {
+			printf("not ok - history_setup: peers\n");
+			return 1;
+		}
+	if ((fb = relayproc_start_peer(NULL)) == NULL ||
+	    (own = relayproc_start_peer(NULL)) == NULL) {
+		printf("not ok - history_setup: peers\n");
+		return 1;
+	}
+	snprintf(e1, sizeof(e1), "NGIT_SYNC_PLUS_FALLBACK_RELAYS=ws://"
+	    "127.0.0.1:%d", relayproc_port(fb));
+	env[0] = e1;
+	env[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
+	env[2] = NULL;
+	if ((b = relayproc_start("graspd", env)) == NULL) {
+		printf("not ok - history_setup: graspd did not start\n");
+		return 1;
+	}
+	T_RUN(test_participant_history_mailboxes);
+	T_RUN(test_fallback_for_participant_without_list);
+	T_RUN(test_owner_read_inbox_public_only);
+	T_RUN(test_off_switch);
+	if (t_fail)
+		relayproc_dump_log(b, 80);
+	relayproc_free(b);
+	for (i = 0; i < NOB; i++)
+		relayproc_free(ob[i]);
+	relayproc_free(fb);
+	relayproc_free(own);
+	event_free(issue);
+	{
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		rc = system(cmd);
+		(void)rc;
+	}
+	return t_done();
+}

@@ -87,12 +87,15 @@ static char *
 peer_log(void)
 {
 	char	*h = NULL, *body = NULL;
-	int	 status = 0;
+	int	 status = 0, rc;
 
-	if (http_get(relayproc_host(peer), relayproc_port(peer), "/log", NULL,
-	    TMO, &status, &h, &body) != 0)
-		body = NULL;
+	rc = http_get(relayproc_host(peer), relayproc_port(peer), "/log", NULL,
+	    TMO, &status, &h, &body);
 	free(h);
+	if (rc != 0 || status != 200) {
+		free(body);
+		return NULL;
+	}
 	return body;
 }
 

@@ -3,8 +3,9 @@
  * "Channels"): it binds ingest (PULL: events fetched by the other roles),
  * accepted (PUB: one notice per stored event), stats (PULL: the other
  * roles' counters, served at /metrics) and its own control socket (REP,
- * for graspctl and the supervisor).  The descriptors nanomsg exposes are
- * adopted into the libwebsockets loop as raw files.
+ * for graspctl, the supervisor and syncd's "git-data" notices).  The
+ * descriptors nanomsg exposes are adopted into the libwebsockets loop as
+ * raw files.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -180,6 +181,42 @@ show_view(void)
 	return view;
 }
 
+/*
+ * {"cmd":"git-data","args":["<owner hex>","<d>"]}: syncd's git-data hunt
+ * fetched objects into <owner>/<d>.git; run the release a successful push
+ * runs ("newly available git data", reference brief 7).  Anything may
+ * send it (graspctl too): the release only stores what the git data on
+ * disk satisfies.
+ */
+static void
+control_git_data(const cJSON *args, cJSON *rep)
+{
+	const cJSON	*a0, *a1;
+	const char	*err = NULL;
+	uint8_t		 owner[32];
+
+	a0 = cJSON_IsArray(args) ? cJSON_GetArrayItem(args, 0) : NULL;
+	a1 = cJSON_IsArray(args) ? cJSON_GetArrayItem(args, 1) : NULL;
+	if (!cJSON_IsString(a0) || !cJSON_IsString(a1) ||
+	    cJSON_GetArraySize(args) != 2)
+		err = "usage: git-data <owner pubkey hex> <identifier>";
+	else if (hex_decode(a0->valuestring, strlen(a0->valuestring), owner,
+	    32) == -1)
+		err = "the owner must be 64 lowercase hex digits";
+	else if (!policy_identifier_safe(a1->valuestring,
+	    strlen(a1->valuestring)))
+		err = "not a safe repository identifier";
+	else if (relay_purg_hosted(owner, a1->valuestring) == 0)
+		err = "no such repository";
+	if (err != NULL) {
+		cJSON_AddBoolToObject(rep, "ok", 0);
+		cJSON_AddStringToObject(rep, "error", err);
+		return;
+	}
+	relay_purg_git_arrived(owner, a1->valuestring);
+	cJSON_AddBoolToObject(rep, "ok", 1);
+}
+
 static void
 dispatch_control(const struct msg *m)
 {
@@ -220,6 +257,8 @@ dispatch_control(const struct msg *m)
 		log_setlevel(a0->valuestring[0] == 'v' ? LOG_LVL_DEBUG :
 		    relayd->cfg.log_level);
 		cJSON_AddBoolToObject(rep, "ok", 1);
+	} else if (strcmp(c, "git-data") == 0) {
+		control_git_data(args, rep);
 	} else if (strcmp(c, "stop") == 0) {
 		cJSON_AddBoolToObject(rep, "ok", 1);
 		relayd->stop = 1;

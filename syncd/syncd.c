@@ -166,6 +166,13 @@ arm_window(struct syncd *sd)
 	    (lws_usec_t)(secs * 1e6));
 }
 
+void
+sync_inventory_changed(struct syncd *sd)
+{
+	if (sd->sd_inv->iv_generation != sd->sd_inv_gen)
+		arm_window(sd);
+}
+
 static void
 take_stored(void *arg, int64_t seq, const struct event *ev)
 {
@@ -205,6 +212,7 @@ sync_init(struct role_ctx *ctx)
 	    ", bootstrap " : "", sd->sd_bootstrap ? sd->sd_bootstrap : "");
 	if (ctx->r_cfg.sync_enabled)
 		reconcile(sd);
+	sync_git_init(sd);
 	return 0;
 }
 
@@ -278,6 +286,7 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 	}
 	conn_mgr_show(sd->sd_conns, cJSON_AddArrayToObject(view,
 	    "connections"));
+	sync_git_show(sd, view);
 }
 
 static void
@@ -303,6 +312,7 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 	role_metric(metrics, "graspd_syncd_reconciles_total",
 	    (double)sd->sd_reconciles);
 	conn_mgr_stats(sd->sd_conns, metrics);
+	sync_git_stats(sd, metrics);
 }
 
 static void
@@ -313,6 +323,7 @@ sync_fini(struct role_ctx *ctx)
 	void		*v;
 
 	lws_sul_cancel(&sd->sd_sul_window);
+	sync_git_fini(sd);
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
 		sync_relay_free(v);
 	hmap_free(&sd->sd_relays);

@@ -8,6 +8,9 @@
  * sync_relay.c  one remote relay: wanted and fetched targets, historic
  *               pagination, live subscriptions, catch-up after outages,
  *               the daily resync
+ * sync_git.c    the git-data hunt for events held in purgatory: objects
+ *               fetched from the repositories' clone URLs, relayd told;
+ *               held announcements fed to the inventory as StateOnly
  *
  * Everything fetched goes to relayd over the ingest channel; syncd never
  * writes the database.  Its state is rebuilt from the database at start.
@@ -50,6 +53,47 @@
  * up like a short outage this long after it, at most once per period. */
 #define SYNC_GAP_FILL		60.0
 
+/*
+ * The git-data hunt (sync_git.c).  Delays are scaled by NGIT_TEST
+ * (cfg_scale_delay), the loop period by cfg_period.
+ */
+/* Reference brief 3.15: the hunt loop runs every second. */
+#define SYNC_GIT_TICK		1.0
+/* Reference brief 3.15: first attempt after a user-submitted event ... */
+#define SYNC_GIT_DELAY_USER	180.0
+/* ... and after a synced one. */
+#define SYNC_GIT_DELAY_SYNCED	0.5
+/* Reference brief 3.15: an incomplete attempt waits 20 s, doubling ... */
+#define SYNC_GIT_BACKOFF_FIRST	20.0
+/* ... up to 120 s. */
+#define SYNC_GIT_BACKOFF_MAX	120.0
+/* Reference brief 3.15: fetches from one domain at once ... */
+#define SYNC_GIT_DOMAIN_CONCURRENT 5
+/* ... and started in any window of 60 s (production's 60, not the 30 of
+ * the reference's docs). */
+#define SYNC_GIT_DOMAIN_RATE	60
+#define SYNC_GIT_DOMAIN_WINDOW	60.0
+/* Ours: a git fetch is killed after this long (5 s under NGIT_TEST) ... */
+#define SYNC_GIT_FETCH_TIMEOUT	300.0
+/* ... and git gives up by itself on a transfer stalled this long. */
+#define SYNC_GIT_STALL_SECS	60
+/* Ours: an object check (git cat-file) is killed after this long. */
+#define SYNC_GIT_CHECK_TIMEOUT	30.0
+/* Ours: git processes the hunt runs at once. */
+#define SYNC_GIT_MAX_CHILDREN	8
+/* Ours: objects checked per identifier, asked per fetch, and clone URLs
+ * tried per identifier. */
+#define SYNC_GIT_MAX_OBJECTS	4096
+#define SYNC_GIT_MAX_WANTS	256
+#define SYNC_GIT_MAX_URLS	16
+/* Ours: bytes of a git fetch's error output kept (its tail). */
+#define SYNC_GIT_ERR_KEEP	4096
+/* Ours: running git processes and relayd's answers are polled this
+ * often while there are any. */
+#define SYNC_GIT_POLL		0.1
+/* Ours: how long relayd may take to answer a "git-data" notice. */
+#define SYNC_GIT_NOTICE_TIMEOUT	1.0
+
 /* Which wanted set a historic request covers. */
 enum sync_set {
 	SET_D,		/* identifiers: state + announcements by #d */
@@ -61,6 +105,7 @@ enum sync_set {
 
 struct syncd;
 struct sync_hreq;
+struct sync_git;
 
 struct sync_relay {
 	struct syncd	*sr_sd;
@@ -106,6 +151,7 @@ struct syncd {
 	uint64_t	 sd_scanned;		/* stored events read at start */
 	uint64_t	 sd_announcements;	/* 30617 events taken */
 	uint64_t	 sd_reconciles;
+	struct sync_git	*sd_git;		/* the git-data hunt */
 };
 
 /* sync_relay.c */
@@ -121,7 +167,19 @@ void	sync_relay_state(struct sync_relay *, enum conn_state old,
 	    enum conn_state now);
 void	sync_relay_show(struct sync_relay *, cJSON *obj);
 
+/* sync_git.c */
+/* Starts the hunt's timers and its notice socket to relayd. */
+void	sync_git_init(struct syncd *);
+/* Kills running git processes and frees everything; NULL-safe. */
+void	sync_git_fini(struct syncd *);
+/* The "git_hunting" array and counters of `graspctl show syncd`. */
+void	sync_git_show(struct syncd *, cJSON *view);
+void	sync_git_stats(struct syncd *, cJSON *metrics);
+
 /* syncd.c */
 double	sync_delay(const struct syncd *, double secs);
+/* The inventory changed outside the feed: rebuild targets after the
+ * batch window. */
+void	sync_inventory_changed(struct syncd *);
 
 #endif

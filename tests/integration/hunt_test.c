@@ -1,0 +1,551 @@
+/*
+ * hunt_test.c: syncd's git-data hunt (GRASP-02, reference brief 3.15)
+ * between real graspd instances on loopback.  A repository is released
+ * on A (state and push); B, bootstrapped from A with private targets
+ * allowed, syncs its announcement and state, which wait in B's purgatory,
+ * hunts the objects from the clone URLs (a git server that accepts and
+ * never answers first, then A) and releases both, after which a clone
+ * from B has the commit; an object that no server has does not keep
+ * the others from coming; relayd's "git-data" command checks its
+ * arguments.  C, without private targets, refuses loopback clone URLs: a
+ * listener named there never sees a connection.
+ */
+#define _GNU_SOURCE
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+
+#include "buf.h"
+#include "event.h"
+#include "gitutil.h"
+#include "msg.h"
+#include "nip19.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+#define TMO		5000
+/* Longest wait for the hunt on B: the silent server costs its fetch
+ * timeout (300 s / 60 under NGIT_TEST), the rest is sync and release. */
+#define HUNT_WAIT_S	40
+/* Connections the silent server keeps open. */
+#define MAX_HELD	16
+
+static struct relayproc	*a, *b, *c;
+static char		 tmpdir[256];
+static int		 silent_fd = -1, quiet_fd = -1;
+static int		 silent_port, quiet_port;
+static int		 held[MAX_HELD], nheld;
+
+static void
+sk_of(int n, uint8_t sk[32])
+{
+	memset(sk, 0x61, 32);
+	sk[31] = (uint8_t)n;
+}
+
+/* A loopback listener that never answers; its port in *port. */
+static int
+listener(int *port)
+{
+	struct sockaddr_in	sin;
+	socklen_t		sl = sizeof(sin);
+	int			fd;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC |
+	    SOCK_NONBLOCK, 0)) == -1)
+		return -1;
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, 16) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &sl) == -1) {
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+/* Accepts what waits on fd, keeping the connections open (silent). */
+static int
+accept_held(int fd)
+{
+	int	s, n = 0;
+
+	while ((s = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		n++;
+		if (nheld < MAX_HELD)
+			held[nheld++] = s;
+		else
+			close(s);
+	}
+	return n;
+}
+
+static struct wsc *
+ws_to(struct relayproc *p)
+{
+	return wsc_connect(relayproc_host(p), relayproc_port(p), "/", TMO);
+}
+
+/* Events on p matching filter (-1 on failure); the first into *first. */
+static int
+count_on(struct relayproc *p, const char *filter, struct event **first)
+{
+	struct wsc	*ws = ws_to(p);
+	char		**evs = NULL, err[64];
+	size_t		 n = 0;
+	int		 rc;
+
+	if (ws == NULL)
+		return -1;
+	rc = nostr_req(ws, "h", filter, TMO, &evs, &n, NULL);
+	if (rc == 0 && n > 0 && first != NULL)
+		*first = event_parse(evs[0], strlen(evs[0]), err, sizeof(err));
+	nostr_events_free(evs);
+	wsc_close(ws);
+	return rc == 0 ? (int)n : -1;
+}
+
+/* The reply to a control request to a role of p, or NULL; caller
+ * deletes it. */
+static cJSON *
+control(struct relayproc *p, enum role role, const char *req)
+{
+	char		 run[PATH_MAX], ep[PATH_MAX + 64];
+	struct msg	 m;
+	cJSON		*rep = NULL;
+	int		 s, tmo = TMO;
+
+	snprintf(run, sizeof(run), "%s/run", relayproc_dir(p));
+	if (chan_control_endpoint(run, role, ep, sizeof(ep)) == -1 ||
+	    (s = chan_open(NN_REQ, ep, 0)) == -1)
+		return NULL;
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
+	if (msg_send(s, MSG_CONTROL, req, strlen(req), 0) == 0 &&
+	    msg_recv(s, &m, 0) == 1) {
+		if (m.m_type == MSG_CONTROL_REPLY)
+			rep = cJSON_ParseWithLength((const char *)m.m_data,
+			    m.m_len);
+		msg_free(&m);
+	}
+	chan_close(s);
+	return rep;
+}
+
+/* The "view" of `show` from a role of p, or NULL; caller deletes root. */
+static cJSON *
+show(struct relayproc *p, enum role role, cJSON **root)
+{
+	*root = control(p, role, "{\"cmd\":\"show\"}");
+	return *root ? cJSON_GetObjectItem(*root, "view") : NULL;
+}
+
+static double
+num(const cJSON *o, const char *name)
+{
+	const cJSON	*v = o ? cJSON_GetObjectItem(o, name) : NULL;
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static const char *
+str(const cJSON *o, const char *name)
+{
+	const cJSON	*v = o ? cJSON_GetObjectItem(o, name) : NULL;
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* The git_hunting entry of d in a syncd view, or NULL. */
+static const cJSON *
+hunt_of(const cJSON *view, const char *d)
+{
+	const cJSON	*arr = cJSON_GetObjectItem(view, "git_hunting"), *o;
+
+	cJSON_ArrayForEach(o, arr)
+		if (strcmp(str(o, "d"), d) == 0)
+			return o;
+	return NULL;
+}
+
+static void
+print_hunt(struct relayproc *p, const char *d)
+{
+	cJSON		*root;
+	const cJSON	*view = show(p, ROLE_SYNCD, &root), *h;
+	char		*text;
+
+	h = view ? hunt_of(view, d) : NULL;
+	if (h != NULL && (text = cJSON_PrintUnformatted(h)) != NULL) {
+		printf("# hunt %s: %s\n", d, text);
+		free(text);
+	}
+	if (view != NULL && (text = cJSON_PrintUnformatted(
+	    cJSON_GetObjectItem(view, "git_hunt"))) != NULL) {
+		printf("# totals: %s\n", text);
+		free(text);
+	}
+	cJSON_Delete(root);
+}
+
+static struct event *
+announcement(int who, const char *d, const char *clone, const char *relays)
+{
+	char	tags[2048];
+	uint8_t	sk[32];
+
+	sk_of(who, sk);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"name\",\"%s\"],"
+	    "[\"clone\",%s],[\"relays\",%s]]", d, d, clone, relays);
+	return event_new_signed(sk, time(NULL) - 60, 30617, tags, "");
+}
+
+static void
+test_synced_state_is_hunted_and_released(void)
+{
+	struct event	*ann = NULL, *state = NULL;
+	struct wsc	*ws = NULL;
+	uint8_t		 sk[32], pk[32];
+	char		 npub[NIP19_KEY_BUFSZ], clone[1024], relays[512];
+	char		 f[512], dir[512], url[512], oid[41], got[41];
+	char		*msg = NULL;
+	cJSON		*root = NULL;
+	const cJSON	*view, *tot;
+	int		 ok = 0, i, n = 0, conns = 0;
+	int64_t		 t0;
+
+	sk_of(1, sk);
+	event_pubkey_of(sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	/* The silent server first: it may cost only its own fetch. */
+	snprintf(clone, sizeof(clone), "\"http://127.0.0.1:%d/%s/hunted.git\","
+	    "\"http://%s/%s/hunted.git\",\"http://%s/%s/hunted.git\"",
+	    silent_port, npub, relayproc_domain(a), npub, relayproc_domain(b),
+	    npub);
+	snprintf(relays, sizeof(relays), "\"%s\",\"%s\"", relayproc_url(a),
+	    relayproc_url(b));
+	T_ASSERT((ann = announcement(1, "hunted", clone, relays)) != NULL);
+	T_ASSERT((ws = ws_to(a)) != NULL);
+	T_ASSERT(nostr_publish(ws, ann, TMO, &ok, &msg) == 0);
+	T_ASSERT(ok);
+	snprintf(dir, sizeof(dir), "%s/hunted", tmpdir);
+	T_ASSERT(gt_release(ws, sk, relayproc_domain(a), "hunted", dir,
+	    oid) == 0);
+	snprintf(f, sizeof(f), "{\"kinds\":[30618],\"#d\":[\"hunted\"]}");
+	T_EQ_INT(count_on(a, f, &state), 1);
+	T_ASSERT(state != NULL);
+
+	/* B: synced from A, held, hunted, released. */
+	t0 = wsc_now_ms();
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", ann->id_hex,
+	    state->id_hex);
+	for (i = 0; i < HUNT_WAIT_S * 5; i++) {
+		conns += accept_held(silent_fd);
+		if ((n = count_on(b, f, NULL)) == 2)
+			break;
+		usleep(200000);
+	}
+	conns += accept_held(silent_fd);
+	if (n != 2)
+		print_hunt(b, "hunted");
+	T_EQ_INT(n, 2);
+	printf("# released on B after %lld ms\n",
+	    (long long)(wsc_now_ms() - t0));
+	/* The silent server was tried, and failed only its own fetch. */
+	T_CHECK(conns >= 1);
+
+	/* The clone from B has the commit. */
+	gt_url(url, sizeof(url), relayproc_domain(b), pk, "hunted");
+	snprintf(dir, sizeof(dir), "%s/hunted-clone", tmpdir);
+	T_EQ_INT(gt_git(NULL, NULL, "clone", "-q", url, dir, NULL), 0);
+	T_ASSERT(gt_rev(dir, "HEAD", got) == 0);
+	T_EQ_STR(got, oid);
+
+	view = show(b, ROLE_SYNCD, &root);
+	T_ASSERT(view != NULL);
+	tot = cJSON_GetObjectItem(view, "git_hunt");
+	T_CHECK(num(tot, "fetches_ok") >= 1);
+	T_CHECK(num(tot, "fetches_timed_out") >= 1);
+	T_CHECK(num(tot, "notices_ok") >= 1);
+	T_CHECK(num(tot, "objects_fetched") >= 1);
+	/* Both events left B's purgatory: the hunt left the queue. */
+	for (i = 0; i < 25 && hunt_of(view, "hunted") != NULL; i++) {
+		cJSON_Delete(root);
+		usleep(200000);
+		view = show(b, ROLE_SYNCD, &root);
+		T_ASSERT(view != NULL);
+	}
+	T_CHECK(hunt_of(view, "hunted") == NULL);
+	T_CHECK(num(cJSON_GetObjectItem(view, "git_hunt"),
+	    "events_released") >= 1);
+	cJSON_Delete(root);
+	free(msg);
+	wsc_close(ws);
+	event_free(ann);
+	event_free(state);
+}
+
+/*
+ * B holds a state naming a commit nobody has next to the commit A's state
+ * names: the fetch of both from A fails on "not our ref", and the other
+ * object still comes, so A's state and the announcement are released.
+ */
+static void
+test_a_missing_object_does_not_block_the_others(void)
+{
+	struct event	*ann = NULL, *ghost = NULL, *state = NULL;
+	struct wsc	*wa = NULL, *wb = NULL;
+	uint8_t		 sk[32], pk[32];
+	char		 npub[NIP19_KEY_BUFSZ], clone[1024], relays[512];
+	char		 tags[512], f[512], dir[512], oid[41], *msg = NULL;
+	const char	*fake = "0123456789abcdef0123456789abcdef01234567";
+	cJSON		*root = NULL;
+	const cJSON	*view, *h;
+	int		 ok = 0, i, n = 0;
+
+	sk_of(3, sk);
+	event_pubkey_of(sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	snprintf(clone, sizeof(clone), "\"http://%s/%s/partial.git\","
+	    "\"http://%s/%s/partial.git\"", relayproc_domain(a), npub,
+	    relayproc_domain(b), npub);
+	snprintf(relays, sizeof(relays), "\"%s\",\"%s\"", relayproc_url(a),
+	    relayproc_url(b));
+	T_ASSERT((ann = announcement(3, "partial", clone, relays)) != NULL);
+	T_ASSERT((wa = ws_to(a)) != NULL && (wb = ws_to(b)) != NULL);
+	T_ASSERT(nostr_publish(wa, ann, TMO, &ok, &msg) == 0 && ok);
+	free(msg);
+	msg = NULL;
+	T_ASSERT(nostr_publish(wb, ann, TMO, &ok, &msg) == 0 && ok);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"partial\"],"
+	    "[\"refs/heads/ghost\",\"%s\"]]", fake);
+	T_ASSERT((ghost = event_new_signed(sk, time(NULL) - 30, 30618, tags,
+	    "")) != NULL);
+	free(msg);
+	msg = NULL;
+	T_ASSERT(nostr_publish(wb, ghost, TMO, &ok, &msg) == 0 && ok);
+	snprintf(dir, sizeof(dir), "%s/partial", tmpdir);
+	T_ASSERT(gt_release(wa, sk, relayproc_domain(a), "partial", dir,
+	    oid) == 0);
+	snprintf(f, sizeof(f), "{\"kinds\":[30618],\"#d\":[\"partial\"]}");
+	T_EQ_INT(count_on(a, f, &state), 1);
+	T_ASSERT(state != NULL);
+
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", ann->id_hex,
+	    state->id_hex);
+	for (i = 0; i < HUNT_WAIT_S * 5; i++) {
+		if ((n = count_on(b, f, NULL)) == 2)
+			break;
+		usleep(200000);
+	}
+	if (n != 2)
+		print_hunt(b, "partial");
+	T_EQ_INT(n, 2);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ghost->id_hex);
+	T_EQ_INT(count_on(b, f, NULL), 0);
+	/* The released state leaves the hunt at syncd's next scan. */
+	for (i = 0; i < 25; i++) {
+		cJSON_Delete(root);
+		view = show(b, ROLE_SYNCD, &root);
+		T_ASSERT(view != NULL);
+		h = hunt_of(view, "partial");
+		if (h != NULL && num(h, "held_events") == 1)
+			break;
+		usleep(200000);
+	}
+	T_CHECK(num(cJSON_GetObjectItem(view, "git_hunt"),
+	    "fetches_failed") >= 1);
+	if (h == NULL || strstr(str(h, "last_error"), "not our ref") ==
+	    NULL || num(h, "missing") != 1)
+		print_hunt(b, "partial");
+	T_ASSERT(h != NULL);
+	T_CHECK(num(h, "held_events") == 1);
+	T_CHECK(num(h, "missing") == 1);
+	T_CHECK(strstr(str(h, "last_error"), "not our ref") != NULL);
+	cJSON_Delete(root);
+	free(msg);
+	wsc_close(wa);
+	wsc_close(wb);
+	event_free(ann);
+	event_free(ghost);
+	event_free(state);
+}
+
+/* relayd's "git-data" command checks what it is given. */
+static void
+test_relayd_git_data_command(void)
+{
+	static const struct {
+		const char	*req;
+		int		 ok;
+	} cases[] = {
+		{ "{\"cmd\":\"git-data\"}", 0 },
+		{ "{\"cmd\":\"git-data\",\"args\":[\"zz\",\"hunted\"]}", 0 },
+		{ "{\"cmd\":\"git-data\",\"args\":[\"%s\",\"../x\"]}", 0 },
+		{ "{\"cmd\":\"git-data\",\"args\":[\"%s\",\"nope\"]}", 0 },
+		{ "{\"cmd\":\"git-data\",\"args\":[\"%s\",\"hunted\"]}", 1 },
+	};
+	uint8_t		 sk[32], pk[32];
+	char		 hex[65], req[256];
+	cJSON		*rep;
+	size_t		 i;
+
+	sk_of(1, sk);
+	event_pubkey_of(sk, pk);
+	hex_encode(pk, 32, hex);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(req, sizeof(req), cases[i].req, hex);
+		rep = control(b, ROLE_RELAYD, req);
+		T_ASSERT(rep != NULL);
+		if (cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")) !=
+		    cases[i].ok)
+			printf("# %s -> %s\n", req, str(rep, "error"));
+		T_CHECK(cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")) ==
+		    cases[i].ok);
+		cJSON_Delete(rep);
+	}
+}
+
+static void
+test_private_clone_urls_are_refused_never_dialled(void)
+{
+	struct event	*ann = NULL, *state = NULL;
+	struct wsc	*ws = NULL;
+	uint8_t		 sk[32], pk[32];
+	char		 npub[NIP19_KEY_BUFSZ], clone[1024], relays[256];
+	char		 tags[512], dir[512], oid[41], *msg = NULL;
+	cJSON		*root = NULL;
+	const cJSON	*view = NULL, *h = NULL, *tot;
+	int		 ok = 0, i;
+
+	sk_of(2, sk);
+	event_pubkey_of(sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	snprintf(clone, sizeof(clone), "\"http://127.0.0.1:%d/%s/quiet.git\","
+	    "\"http://%s/%s/quiet.git\",\"http://%s/%s/quiet.git\"",
+	    quiet_port, npub, relayproc_domain(a), npub, relayproc_domain(c),
+	    npub);
+	snprintf(relays, sizeof(relays), "\"%s\"", relayproc_url(c));
+	T_ASSERT((ann = announcement(2, "quiet", clone, relays)) != NULL);
+	T_ASSERT((ws = ws_to(c)) != NULL);
+	T_ASSERT(nostr_publish(ws, ann, TMO, &ok, &msg) == 0);
+	T_ASSERT(ok);
+	/* A commit nobody has: the state is held, user-submitted. */
+	snprintf(dir, sizeof(dir), "%s/quiet", tmpdir);
+	T_ASSERT(gt_init(dir) == 0);
+	T_ASSERT(gt_commit(dir, "README", "quiet", "quiet", oid) == 0);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"quiet\"],[\"refs/heads/main\","
+	    "\"%s\"],[\"HEAD\",\"ref: refs/heads/main\"]]", oid);
+	T_ASSERT((state = event_new_signed(sk, time(NULL), 30618, tags,
+	    "")) != NULL);
+	free(msg);
+	msg = NULL;
+	T_ASSERT(nostr_publish(ws, state, TMO, &ok, &msg) == 0);
+	T_ASSERT(ok);
+	T_ASSERT(msg != NULL && strncmp(msg, "purgatory:", 10) == 0);
+
+	/* 180 s / 60 after a user-submitted event, then an attempt. */
+	for (i = 0; i < 15 * 5; i++) {
+		cJSON_Delete(root);
+		view = show(c, ROLE_SYNCD, &root);
+		h = view ? hunt_of(view, "quiet") : NULL;
+		if (h != NULL && num(h, "attempts") >= 1)
+			break;
+		usleep(200000);
+	}
+	if (h == NULL || num(h, "missing") != 1)
+		print_hunt(c, "quiet");
+	T_ASSERT(h != NULL);
+	T_CHECK(num(h, "attempts") >= 1);
+	T_CHECK(num(h, "needed") == 1);
+	T_CHECK(num(h, "missing") == 1);
+	/* A's and the listener's URLs refused, C's own left out. */
+	T_CHECK(num(h, "clone_urls") == 0);
+	T_CHECK(strcmp(str(h, "last_error"), "no usable clone URL") == 0);
+	tot = cJSON_GetObjectItem(view, "git_hunt");
+	T_CHECK(num(tot, "urls_refused") >= 2);
+	T_CHECK(num(tot, "fetches_ok") == 0);
+	T_CHECK(num(tot, "fetches_failed") == 0);
+	T_EQ_INT(accept_held(quiet_fd), 0);
+	cJSON_Delete(root);
+	free(msg);
+	wsc_close(ws);
+	event_free(ann);
+	event_free(state);
+}
+
+int
+main(void)
+{
+	char		 env1[200];
+	const char	*envb[3];
+	int		 i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-hunt.XXXXXX",
+	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1 ||
+	    (silent_fd = listener(&silent_port)) == -1 ||
+	    (quiet_fd = listener(&quiet_port)) == -1) {
+		printf("not ok - hunt_setup: temp dir or listeners\n");
+		return 1;
+	}
+	if ((a = relayproc_start("graspd", NULL)) == NULL) {
+		printf("not ok - hunt_setup: graspd A did not start\n");
+		return 1;
+	}
+	snprintf(env1, sizeof(env1), "NGIT_SYNC_BOOTSTRAP_RELAY_URL=%s",
+	    relayproc_url(a));
+	envb[0] = env1;
+	envb[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
+	envb[2] = NULL;
+	if ((b = relayproc_start("graspd", envb)) == NULL ||
+	    (c = relayproc_start("graspd", NULL)) == NULL) {
+		printf("not ok - hunt_setup: graspd B or C did not start\n");
+		relayproc_free(b);
+		relayproc_free(a);
+		return 1;
+	}
+	T_RUN(test_synced_state_is_hunted_and_released);
+	T_RUN(test_a_missing_object_does_not_block_the_others);
+	T_RUN(test_relayd_git_data_command);
+	T_RUN(test_private_clone_urls_are_refused_never_dialled);
+	if (t_fail) {
+		relayproc_dump_log(a, 30);
+		relayproc_dump_log(b, 60);
+		relayproc_dump_log(c, 30);
+	}
+	relayproc_free(c);
+	relayproc_free(b);
+	relayproc_free(a);
+	for (i = 0; i < nheld; i++)
+		close(held[i]);
+	close(silent_fd);
+	close(quiet_fd);
+	{
+		char cmd[400];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", tmpdir);
+	}
+	return t_done();
+}

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "policy.h"
 #include "relayurl.h"
+#include "sync_plus.h"
 #include "syncd.h"
 
 static struct syncd	 syncd;
@@ -122,6 +123,8 @@ reconcile(struct syncd *sd)
 			}
 		}
 	}
+	/* GRASP-03: root authors' inboxes and fallback relays. */
+	sync_plus_reconcile(sd, relay_mark);
 	/* A relay without targets is closed (reference brief 8.5). */
 	for (;;) {
 		int	removed = 0;
@@ -181,6 +184,7 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	sd->sd_scanned++;
 	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
 	inv_add(sd->sd_inv, ev);
+	sync_plus_take(ev);
 }
 
 static int
@@ -194,6 +198,7 @@ sync_init(struct role_ctx *ctx)
 	sd->sd_ctx = ctx;
 	ctx->r_data = sd;
 	sd->sd_inv = inv_new(&ctx->r_cfg);
+	sync_plus_init(sd);
 	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq, take_stored,
 	    sd, NULL) == -1)
 		return -1;
@@ -223,7 +228,9 @@ sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 
 	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
 	inv_add(sd->sd_inv, ev);
-	if (sd->sd_inv->iv_generation != sd->sd_inv_gen)
+	/* A newer relay list changes a root author's inboxes at once. */
+	if (sync_plus_take(ev) ||
+	    sd->sd_inv->iv_generation != sd->sd_inv_gen)
 		arm_window(sd);
 }
 
@@ -287,6 +294,7 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 	conn_mgr_show(sd->sd_conns, cJSON_AddArrayToObject(view,
 	    "connections"));
 	sync_git_show(sd, view);
+	sync_plus_show(view);
 }
 
 static void
@@ -324,6 +332,7 @@ sync_fini(struct role_ctx *ctx)
 
 	lws_sul_cancel(&sd->sd_sul_window);
 	sync_git_fini(sd);
+	sync_plus_fini();
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
 		sync_relay_free(v);
 	hmap_free(&sd->sd_relays);

@@ -9,6 +9,10 @@
  *     consume a slot;
  *   - a reply by a participant without a relay list is found on the
  *     fallback relay;
+ *   - syncd: a reply in the root author's read inbox arrives while it
+ *     follows that inbox (after historyd's probe of it is done); a reply
+ *     to the root of an author without a relay list is found on the
+ *     fallback relay;
  *   - a status stored only in the owner's read inbox is found on a public
  *     instance, and the inbox is not probed in private mode;
  *   - with NGIT_SYNC_PLUS_ENABLED=false nothing is probed.
@@ -41,8 +45,10 @@
 #define WHO_NOLIST	30
 #define WHO_OTHER	31
 #define WHO_STATUS	40	/* not a participant before */
+#define WHO_ROOT2	50	/* a root author without a relay list */
+#define WHO_LATE	51
 
-static struct relayproc	*ob[NOB], *fb, *own, *b;
+static struct relayproc	*ob[NOB], *fb, *own, *rin, *b;
 static char		 tmpdir[256];
 static char		 coord[200];
 static int64_t		 t0;
@@ -446,6 +452,56 @@ test_fallback_for_participant_without_list(void)
 }
 
 static void
+test_root_author_inbox_in_ordinary_coverage(void)
+{
+	struct event	*list, *late;
+	char		 tags[300], msg[256];
+	cJSON		*v = NULL, *r;
+	int		 i;
+
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"]]",
+	    url_of(rin));
+	list = ev(WHO_ROOT, t0 + 90, 10002, tags, "");
+	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	/* historyd probes the inbox once (a read-only fill of the root
+	 * author's history mailboxes), then not for 24 (test) minutes. */
+	for (i = 0; i < 100; i++) {
+		cJSON_Delete(v);
+		v = hist_view(b, 5);
+		if (v != NULL && (r = relay_in(v, rin)) != NULL &&
+		    jnum(r, "rotations") >= 1)
+			break;
+		usleep(100000);
+	}
+	cJSON_Delete(v);
+	T_ASSERT(i < 100);
+	sleep(1);
+	late = reply_by(WHO_LATE, time(NULL), "late reply in the inbox");
+	T_ASSERT(seed(rin, &late, 1) == 0);
+	T_EQ_INT(found(b, late, 4), 1);
+	event_free(list);
+	event_free(late);
+}
+
+static void
+test_root_author_without_list_on_fallback(void)
+{
+	struct event	*is2, *rep;
+	char		 tags[600], msg[256];
+
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"t\"]]",
+	    coord);
+	is2 = ev(WHO_ROOT2, t0 + 100, 1621, tags, "second issue");
+	T_EQ_INT(pub(b, is2, msg, sizeof(msg)), 1);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is2->id_hex);
+	rep = ev(WHO_LATE, t0 + 110, 1, tags, "reply on the fallback relay");
+	T_ASSERT(seed(fb, &rep, 1) == 0);
+	T_EQ_INT(found(b, rep, 20), 1);
+	event_free(is2);
+	event_free(rep);
+}
+
+static void
 test_owner_read_inbox_public_only(void)
 {
 	struct event	*list, *st, *st2;
@@ -495,13 +551,15 @@ static void
 test_off_switch(void)
 {
 	cJSON	*v;
-	int	 before[NOB], i;
+	int	 before[NOB], brin, bfb, i;
 
 	relayproc_setenv(b, "NGIT_SYNC_PLUS_ENABLED=false");
 	T_ASSERT(relayproc_restart(b) == 0);
 	for (i = 0; i < NOB; i++)
 		before[i] = nreqs(ob[i]);
 	v = hist_view(b, 10);
+	brin = nreqs(rin);
+	bfb = nreqs(fb);
 	T_ASSERT(v != NULL);
 	T_EQ_INT(jbool(v, "grasp03_enabled"), 0);
 	T_EQ_INT(jnum(v, "workers"), 0);
@@ -510,6 +568,8 @@ test_off_switch(void)
 	sleep(3);
 	for (i = 0; i < NOB; i++)
 		T_EQ_INT(nreqs(ob[i]), before[i]);
+	T_EQ_INT(nreqs(rin), brin);
+	T_EQ_INT(nreqs(fb), bfb);
 }
 
 int
@@ -533,7 +593,8 @@ main(void)
 			return 1;
 		}
 	if ((fb = relayproc_start_peer(NULL)) == NULL ||
-	    (own = relayproc_start_peer(NULL)) == NULL) {
+	    (own = relayproc_start_peer(NULL)) == NULL ||
+	    (rin = relayproc_start_peer(NULL)) == NULL) {
 		printf("not ok - history_setup: peers\n");
 		return 1;
 	}
@@ -548,6 +609,8 @@ main(void)
 	}
 	T_RUN(test_participant_history_mailboxes);
 	T_RUN(test_fallback_for_participant_without_list);
+	T_RUN(test_root_author_inbox_in_ordinary_coverage);
+	T_RUN(test_root_author_without_list_on_fallback);
 	T_RUN(test_owner_read_inbox_public_only);
 	T_RUN(test_off_switch);
 	if (t_fail)
@@ -557,6 +620,7 @@ main(void)
 		relayproc_free(ob[i]);
 	relayproc_free(fb);
 	relayproc_free(own);
+	relayproc_free(rin);
 	event_free(issue);
 	{
 		char cmd[400];

@@ -1,0 +1,207 @@
+/*
+ * sync_plus.c: root-author inboxes and fallback relays in syncd's
+ * ordinary coverage (see sync_plus.h).  State is static: one syncd per
+ * process.  Rebuilt from the database at start like the inventory
+ * (take_stored feeds every stored event), never persisted.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "event.h"
+#include "log.h"
+#include "policy.h"
+#include "relaylist.h"
+#include "relayurl.h"
+#include "sync_plus.h"
+#include "syncd.h"
+
+struct plus_list {
+	int64_t		 pl_at;
+	uint8_t		 pl_id[32];
+	struct relaylist pl_list;
+};
+
+static struct {
+	int		 enabled;
+	unsigned	 urlflags;
+	char		 self[4][RELAYURL_MAX + 1];
+	const char	*selfv[4];
+	size_t		 nself;
+	struct hmap	 lists;		/* pubkey -> struct plus_list */
+	char		**fallback;	/* canonical, trusted */
+	size_t		 nfallback;
+	/* Of the last reconciliation. */
+	size_t		 roots_inbox, roots_fallback, relays;
+} plus;
+
+void
+sync_plus_init(struct syncd *sd)
+{
+	const struct config	*cfg = &sd->sd_ctx->r_cfg;
+	char			 key[RELAYURL_MAX + 1];
+	const char		*why;
+	size_t			 i, j;
+	int			 n;
+
+	/* Taken at start too (take_stored runs before init ends). */
+	plus.enabled = cfg->sync_plus_enabled && cfg->sync_enabled;
+	if (!plus.enabled)
+		return;
+	plus.urlflags = cfg->sync_allow_private_targets ?
+	    RELAYURL_ALLOW_PRIVATE : 0;
+	if (cfg->domain && (n = relayurl_self_keys(cfg->domain, plus.self,
+	    4)) > 0) {
+		for (i = 0; i < (size_t)n; i++)
+			plus.selfv[i] = plus.self[i];
+		plus.nself = (size_t)n;
+	}
+	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++) {
+		const char *u = cfg->sync_plus_fallback_relays.v[i];
+		char **v;
+
+		if (relayurl_canon(u, strlen(u), RELAYURL_TRUSTED, key,
+		    sizeof(key), &why) == -1) {
+			log_warnx("fallback relay %s ignored: %s", u, why);
+			continue;
+		}
+		for (j = 0; j < plus.nfallback; j++)
+			if (strcmp(plus.fallback[j], key) == 0)
+				break;
+		if (j < plus.nfallback)
+			continue;
+		if ((v = reallocarray(plus.fallback, plus.nfallback + 1,
+		    sizeof(*v))) == NULL ||
+		    (v[plus.nfallback] = strdup(key)) == NULL)
+			fatal("sync_plus_init");
+		plus.fallback = v;
+		plus.nfallback++;
+	}
+}
+
+int
+sync_plus_take(const struct event *ev)
+{
+	struct plus_list	*l;
+
+	if (!plus.enabled || ev->kind != KIND_RELAY_LIST)
+		return 0;
+	if ((l = hmap_get(&plus.lists, ev->pubkey, 32)) == NULL) {
+		if ((l = calloc(1, sizeof(*l))) == NULL)
+			fatal("sync_plus_take");
+		hmap_put(&plus.lists, ev->pubkey, 32, l);
+	} else if (ev->created_at < l->pl_at || (ev->created_at == l->pl_at &&
+	    memcmp(ev->id, l->pl_id, 32) >= 0))
+		return 0;
+	relaylist_clear(&l->pl_list);
+	relaylist_parse(ev, plus.urlflags, plus.selfv, plus.nself,
+	    &l->pl_list);
+	l->pl_at = ev->created_at;
+	memcpy(l->pl_id, ev->id, 32);
+	return 1;
+}
+
+static void
+want_thread(struct sync_relay *sr, const struct inv_root *rt)
+{
+	char	hex[65];
+	size_t	k;
+
+	hex_encode(rt->rt_id, 32, hex);
+	sync_relay_want(sr, SET_IDS, hex);
+	for (k = 0; k < rt->rt_ndesc; k++) {
+		hex_encode(rt->rt_desc[k], 32, hex);
+		sync_relay_want(sr, SET_IDS, hex);
+	}
+	for (k = 0; k < rt->rt_naddrs; k++)
+		sync_relay_want(sr, SET_ADDRS, rt->rt_addrs[k]);
+}
+
+void
+sync_plus_reconcile(struct syncd *sd,
+    struct sync_relay *(*mark)(struct syncd *, const char *, int))
+{
+	const struct plus_list	*l;
+	struct inv_repo		*r;
+	struct sync_relay	*sr;
+	struct conn		*c;
+	struct hmap		 seen = { 0 };
+	const char		*key;
+	size_t			 it, j, i;
+
+	plus.roots_inbox = plus.roots_fallback = 0;
+	if (!plus.enabled)
+		return;
+	for (it = 0; (r = inv_repo_next(sd->sd_inv, &it)) != NULL; ) {
+		if (r->ir_level != INV_FULL)
+			continue;
+		for (j = 0; j < r->ir_nroots; j++) {
+			const struct inv_root *rt = r->ir_roots[j];
+
+			if (rt->rt_deleted)
+				continue;
+			l = hmap_get(&plus.lists, rt->rt_author, 32);
+			if (l != NULL) {
+				plus.roots_inbox++;
+				for (i = 0; (key = relaylist_get(&l->pl_list,
+				    RELAYLIST_INBOX, i)) != NULL; i++)
+					if ((sr = mark(sd, key, 0)) != NULL) {
+						want_thread(sr, rt);
+						hmap_put(&seen, key,
+						    strlen(key), sr);
+					}
+				continue;
+			}
+			if (plus.nfallback > 0)
+				plus.roots_fallback++;
+			for (i = 0; i < plus.nfallback; i++) {
+				key = plus.fallback[i];
+				if ((sr = mark(sd, key, 0)) == NULL)
+					continue;
+				/* Operator input: the connection is made
+				 * trusted (sticky in conn.c). */
+				if ((c = conn_get(sd->sd_conns, key,
+				    CONN_TRUSTED, NULL)) != NULL)
+					conn_release(c);
+				want_thread(sr, rt);
+				hmap_put(&seen, key, strlen(key), sr);
+			}
+		}
+	}
+	plus.relays = seen.hm_n;
+	hmap_free(&seen);
+}
+
+void
+sync_plus_show(cJSON *view)
+{
+	cJSON	*o = cJSON_AddObjectToObject(view, "sync_plus");
+
+	cJSON_AddBoolToObject(o, "enabled", plus.enabled);
+	cJSON_AddNumberToObject(o, "relay_lists", (double)plus.lists.hm_n);
+	cJSON_AddNumberToObject(o, "roots_on_inboxes",
+	    (double)plus.roots_inbox);
+	cJSON_AddNumberToObject(o, "roots_on_fallback",
+	    (double)plus.roots_fallback);
+	cJSON_AddNumberToObject(o, "inbox_and_fallback_relays",
+	    (double)plus.relays);
+	cJSON_AddNumberToObject(o, "fallback_relays",
+	    (double)plus.nfallback);
+}
+
+void
+sync_plus_fini(void)
+{
+	size_t	 it, i;
+	void	*v;
+
+	for (it = 0; hmap_next(&plus.lists, &it, NULL, NULL, &v); ) {
+		relaylist_clear(&((struct plus_list *)v)->pl_list);
+		free(v);
+	}
+	hmap_free(&plus.lists);
+	for (i = 0; i < plus.nfallback; i++)
+		free(plus.fallback[i]);
+	free(plus.fallback);
+	plus.fallback = NULL;
+	plus.nfallback = 0;
+}

@@ -13,6 +13,8 @@
  *     follows that inbox (after historyd's probe of it is done); a reply
  *     to the root of an author without a relay list is found on the
  *     fallback relay;
+ *   - a participant deleting its relay list (NIP-09) takes its
+ *     mailboxes out at once;
  *   - a status stored only in the owner's read inbox is found on a public
  *     instance, and the inbox is not probed in private mode;
  *   - with NGIT_SYNC_PLUS_ENABLED=false nothing is probed.
@@ -502,6 +504,35 @@ test_root_author_without_list_on_fallback(void)
 }
 
 static void
+test_list_deletion_changes_mailboxes_at_once(void)
+{
+	struct event	*del;
+	char		 tags[300], ph[65], msg[256];
+	cJSON		*v = NULL;
+	int		 i;
+
+	hex_of(WHO_PART, ph);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"10002:%s:\"]]", ph);
+	del = ev(WHO_PART, time(NULL), 5, tags, "");
+	T_EQ_INT(pub(b, del, msg, sizeof(msg)), 1);
+	/* The participant's outboxes leave at once; without a list its
+	 * roots go to the fallback relay. */
+	for (i = 0; i < 50; i++) {
+		cJSON_Delete(v);
+		v = hist_view(b, 5);
+		if (v != NULL && relay_in(v, ob[1]) == NULL)
+			break;
+		usleep(100000);
+	}
+	T_ASSERT(v != NULL);
+	for (i = 0; i < 4; i++)
+		T_CHECK(relay_in(v, ob[i]) == NULL);
+	T_CHECK(relay_in(v, fb) != NULL);
+	cJSON_Delete(v);
+	event_free(del);
+}
+
+static void
 test_owner_read_inbox_public_only(void)
 {
 	struct event	*list, *st, *st2;
@@ -532,8 +563,8 @@ test_owner_read_inbox_public_only(void)
 	T_ASSERT(v != NULL);
 	T_EQ_INT(jbool(v, "private_mode"), 1);
 	T_CHECK(relay_in(v, own) == NULL);
-	/* The participant's outboxes still are. */
-	T_CHECK(relay_in(v, ob[0]) != NULL);
+	/* Participants' relays still are. */
+	T_CHECK(relay_in(v, fb) != NULL);
 	cJSON_Delete(v);
 	before = nreqs(own);
 	st2 = ev(WHO_STATUS, t0 + 80, 1630, tags, "reopened");
@@ -611,6 +642,7 @@ main(void)
 	T_RUN(test_fallback_for_participant_without_list);
 	T_RUN(test_root_author_inbox_in_ordinary_coverage);
 	T_RUN(test_root_author_without_list_on_fallback);
+	T_RUN(test_list_deletion_changes_mailboxes_at_once);
 	T_RUN(test_owner_read_inbox_public_only);
 	T_RUN(test_off_switch);
 	if (t_fail)

@@ -50,6 +50,9 @@
 #define WHO_ROOT2	50	/* a root author without a relay list */
 #define WHO_LATE	51
 
+#define RETAINED(state) \
+	"graspd_historyd_retained{role=\"historyd\",state=\"" state "\"}"
+
 static struct relayproc	*ob[NOB], *fb, *own, *rin, *b;
 static char		 tmpdir[256];
 static char		 coord[200];
@@ -365,6 +368,28 @@ found(struct relayproc *p, const struct event *e, int secs)
 	return wait_count(p, f, 1, secs);
 }
 
+/* 1 once relayd's /metrics has a line starting with name, within secs. */
+static int
+metrics_have(struct relayproc *p, const char *name, int secs)
+{
+	char	*h, *body;
+	int	 status, i, ok = 0;
+
+	for (i = 0; i < secs * 10 && !ok; i++) {
+		h = body = NULL;
+		status = 0;
+		if (http_get(relayproc_host(p), relayproc_port(p), "/metrics",
+		    NULL, TMO, &status, &h, &body) == 0 && status == 200 &&
+		    body != NULL && strstr(body, name) != NULL)
+			ok = 1;
+		free(h);
+		free(body);
+		if (!ok)
+			usleep(100000);
+	}
+	return ok;
+}
+
 /* ------------------------------------------------------------------ */
 
 static void
@@ -422,6 +447,12 @@ test_participant_history_mailboxes(void)
 	T_CHECK(relay_in(v, ob[4]) == NULL);
 	T_CHECK(jnum(v, "workers") <= 32);
 	cJSON_Delete(v);
+	/* The fixed-cardinality retained-state metric (relayd adds the
+	 * role label). */
+	T_CHECK(metrics_have(b, RETAINED("eligible_authors"), 5));
+	T_CHECK(metrics_have(b, RETAINED("desired_relays"), 5));
+	T_CHECK(metrics_have(b, RETAINED("cursors"), 5));
+	T_CHECK(metrics_have(b, RETAINED("workers"), 5));
 	sleep(2);
 	T_EQ_INT(count_on(b, "{\"kinds\":[1111],\"#E\":[\"x\"]}"), 0);
 	{

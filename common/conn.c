@@ -1048,7 +1048,7 @@ conn_auth(struct conn *c, const char *challenge, size_t len)
 	buf_addc(&msg, ']');
 	conn_send(c, msg.b_data, msg.b_len);
 	buf_free(&msg);
-	event_free(ev);
+	event_destroy(ev);
 	log_debug("conn %s: answered AUTH", c->c_key);
 }
 
@@ -1277,7 +1277,7 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 		 */
 		if ((ev = event_from_json(a2, err, sizeof(err))) == NULL ||
 		    !event_check_id(ev)) {
-			event_free(ev);
+			event_destroy(ev);
 			c->c_bad_events++;
 			c->c_mgr->m_bad_events++;
 			goto done;
@@ -1286,13 +1286,13 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 		if (r->r_nmatch > 0 && !filter_match_any(r->r_match,
 		    r->r_nmatch, ev) && !(r->r_kind == REQ_PAGINATE &&
 		    base_match_ignoring_until(r, ev))) {
-			event_free(ev);
+			event_destroy(ev);
 			c->c_stray++;
 			c->c_mgr->m_stray++;
 			goto done;
 		}
 		conn_on_event(c, r, ev);
-		event_free(ev);
+		event_destroy(ev);
 	} else if (strcmp(type->s, "EOSE") == 0) {
 		if (a1 == NULL || a1->type != JSON_STRING) {
 			bad = 1;

@@ -291,7 +291,7 @@ event_check_sig(const struct event *ev)
 }
 
 void
-event_free(struct event *ev)
+event_destroy(struct event *ev)
 {
 	if (ev == NULL)
 		return;
@@ -347,7 +347,7 @@ event_new_signed(const uint8_t seckey[32], int64_t created_at, uint32_t kind,
 	if (getrandom(aux, sizeof(aux), 0) != sizeof(aux))
 		memset(aux, 0, sizeof(aux));
 	if (!secp256k1_schnorrsig_sign32(secp(), ev->sig, ev->id, &kp, aux)) {
-		event_free(ev);
+		event_destroy(ev);
 		return NULL;
 	}
 	event_serialize(ev);

@@ -3,7 +3,7 @@
  * id and BIP-340 signature checks, and signing.
  *
  * An event is one allocation owned by its creator and released with
- * event_free().  Strings are NUL-terminated and also carry their length,
+ * event_destroy().  Strings are NUL-terminated and also carry their length,
  * because a string may legally contain a NUL byte.
  */
 #ifndef GRASPD_EVENT_H
@@ -74,7 +74,7 @@ void		 event_compute_id(const struct event *, uint8_t out[32]);
 int		 event_check_id(const struct event *);
 /* 1 if ev->sig is a valid BIP-340 signature of ev->id by ev->pubkey. */
 int		 event_check_sig(const struct event *);
-void		 event_free(struct event *);
+void		 event_destroy(struct event *);
 
 /*
  * Creates and signs an event with the secret key; tags_json is a JSON

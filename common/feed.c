@@ -113,7 +113,7 @@ scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
 						f->f_stats.fs_unnoticed++;
 				}
 				cb(arg, b->fb_seq[i], ev);
-				event_free(ev);
+				event_destroy(ev);
 				n++;
 			}
 			*last = b->fb_seq[i];

@@ -315,7 +315,7 @@ policy_anns_free(struct policy_anns *a)
 	size_t	i;
 
 	for (i = 0; i < a->n; i++)
-		event_free(a->v[i].an_ev);
+		event_destroy(a->v[i].an_ev);
 	a->n = 0;
 }
 

@@ -192,7 +192,7 @@ relay_ingest_client(struct relay_conn *c, const struct json *evj)
 	    check_event(ev, msg, sizeof(msg)) == -1) {
 		relay_send_ok(c, ev ? ev->id_hex : id, 0, msg);
 		relayd->stats.events_invalid++;
-		event_free(ev);
+		event_destroy(ev);
 		return;
 	}
 	if ((p = calloc(1, sizeof(*p))) == NULL)
@@ -217,7 +217,7 @@ relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 		log_debug("%s via %.*s: %s", role_name(origin), (int)urllen,
 		    url, msg);
 		relayd->stats.events_invalid++;
-		event_free(ev);
+		event_destroy(ev);
 		return;
 	}
 	if ((p = calloc(1, sizeof(*p))) == NULL)
@@ -359,7 +359,7 @@ run_deferred(int committed)
 		}
 		if (df->df_fn != NULL)
 			df->df_fn(df->df_arg, committed);
-		event_free(df->df_ev);
+		event_destroy(df->df_ev);
 		free(df);
 	}
 }
@@ -425,7 +425,7 @@ relay_ingest_flush_now(void)
 			relay_fanout(p->p_ev);
 		if (p->p_fanout && p->p_seq > 0)
 			relay_chan_publish(p->p_seq, p->p_ev);
-		event_free(p->p_ev);
+		event_destroy(p->p_ev);
 		free(p);
 	}
 	run_deferred(committed);

@@ -166,7 +166,7 @@ evlist_free(struct evlist *l)
 	size_t	i;
 
 	for (i = 0; i < l->n; i++)
-		event_free(l->v[i]);
+		event_destroy(l->v[i]);
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 }
@@ -291,7 +291,7 @@ later_job_run(void *arg, int committed)
 			break;
 		}
 	}
-	event_free(lj->lj_state);
+	event_destroy(lj->lj_state);
 	free(lj->lj_d);
 	free(lj->lj_ref);
 	free(lj);
@@ -925,7 +925,7 @@ release_one(struct event *ev)
 		relay_purg_stored(ev);
 		relay_ingest_released(ev, seq);
 	} else
-		event_free(ev);
+		event_destroy(ev);
 	return 1;
 }
 
@@ -941,13 +941,13 @@ try_release_pr(const struct purg_ev *pe, const uint8_t *extra_owner,
 
 	if ((ev = parse_json(pe->pe_json)) == NULL ||
 	    (c = pr_commit(ev)) == NULL) {
-		event_free(ev);
+		event_destroy(ev);
 		return;
 	}
 	n = pr_owners(ev, pe->pe_d, owners, POLICY_MAX_MAINTAINERS);
 	if (!pr_source((const uint8_t (*)[32])owners, n, pe->pe_d, c,
 	    extra_owner, extra_d, src, src_d, sizeof(src_d))) {
-		event_free(ev);
+		event_destroy(ev);
 		return;
 	}
 	/* The pushed repository is a source of the copy too. */
@@ -984,7 +984,7 @@ release_d(const char *d, const uint8_t *extra_owner, const char *extra_d)
 		if ((ev = parse_json(held[i].pe_json)) == NULL)
 			continue;
 		if (load_anns(d, 1, &a) == -1) {
-			event_free(ev);
+			event_destroy(ev);
 			break;
 		}
 		for (k = 0, ok = 0; k < a.n && !ok; k++)
@@ -996,7 +996,7 @@ release_d(const char *d, const uint8_t *extra_owner, const char *extra_d)
 		relay_refs_free(&want);
 		policy_anns_free(&a);
 		if (!ok) {
-			event_free(ev);
+			event_destroy(ev);
 			continue;
 		}
 		if (release_one(ev))
@@ -1260,14 +1260,14 @@ known_pr_commit(const uint8_t id[32], char *c, size_t clen)
 		purg_ev_clear(&pe);
 	} else if ((ev = stored_event(id)) != NULL && ev->kind != KIND_PR &&
 	    ev->kind != KIND_PR_UPDATE) {
-		event_free(ev);
+		event_destroy(ev);
 		ev = NULL;
 	}
 	if (ev != NULL) {
 		tip = pr_commit(ev);
 		snprintf(c, clen, "%s", tip ? tip : "(none)");
 		found = 1;
-		event_free(ev);
+		event_destroy(ev);
 	}
 	return found;
 }
@@ -1370,7 +1370,7 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 		    (ev = parse_json(held[i].pe_json)) == NULL)
 			continue;
 		relay_state_refs(ev, &want, &head);
-		event_free(ev);
+		event_destroy(ev);
 		free(head);
 		refs_diff(&after, &want, w, sizeof(w));
 		relay_refs_free(&want);

@@ -691,7 +691,7 @@ job_new(enum job_kind kind, const uint8_t owner[32], const char *d,
 static void
 job_free(struct relay_job *j)
 {
-	event_free(j->j_state);
+	event_destroy(j->j_state);
 	free(j->j_d);
 	free(j->j_ref);
 	free(j);

@@ -292,20 +292,16 @@ sup_event_new(int fd, short events, void (*cb)(int, short, void *),
 {
 	struct event	*ev;
 
-	if ((ev = calloc(1, event_get_struct_event_size())) == NULL)
-		fatal("calloc");
-	if (event_assign(ev, sv->sv_base, fd, events, cb, arg) == -1)
-		fatalx("event_assign failed");
+	if ((ev = event_new(sv->sv_base, fd, events, cb, arg)) == NULL)
+		fatalx("event_new failed");
 	return ev;
 }
 
 void
 sup_event_free(struct event *ev)
 {
-	if (ev == NULL)
-		return;
-	event_del(ev);
-	free(ev);
+	if (ev != NULL)
+		event_free(ev);
 }
 
 void

@@ -124,11 +124,9 @@ extern struct supervisor *sv;
 /* Seconds on the monotonic clock. */
 double	sup_now(void);
 /*
- * libevent's event_new() and event_free(), spelled apart: common/event.c
- * (Nostr events) has an event_free() of its own, and libcommon.a comes
- * before libevent on the link line.  sup_event_new() never returns NULL
- * (allocation failure is fatal); sup_event_free() deletes the event and
- * frees it, and takes NULL.
+ * libevent's event_new() and event_free() on the supervisor's base:
+ * sup_event_new() never returns NULL (allocation failure is fatal);
+ * sup_event_free() deletes the event and frees it, and takes NULL.
  */
 struct event *sup_event_new(int fd, short events,
 	    void (*cb)(int, short, void *), void *arg);

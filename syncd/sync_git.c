@@ -296,7 +296,7 @@ ev_new(const struct purg_ev *pe)
 					    &ge->ge_nclone, t->v[j].s);
 		}
 	}
-	event_free(ev);
+	event_destroy(ev);
 	return ge;
 }
 
@@ -1233,7 +1233,7 @@ stored_cb(const char *json, size_t len, int64_t seq, void *arg)
 	(void)seq;
 	if ((ev = event_parse(json, len, err, sizeof(err))) != NULL) {
 		sources_add(arg, ev, 1);
-		event_free(ev);
+		event_destroy(ev);
 	}
 	return 0;
 }
@@ -1403,7 +1403,7 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 			continue;
 		/* A soft-expired one has no repository, but its URLs. */
 		sources_add(&so, ev, !held[i].pa_soft_expired);
-		event_free(ev);
+		event_destroy(ev);
 	}
 	for (i = 0; i < so.so_nowners && !h->gh_has_owner; i++) {
 		if (repo_of(sg, so.so_owners[i], h->gh_d, repo,
@@ -1462,7 +1462,7 @@ feed_held_announcements(struct sync_git *sg)
 		    (ev = event_parse(v[i].pa_json, strlen(v[i].pa_json), err,
 		    sizeof(err))) != NULL) {
 			inv_add_stateonly(sd->sd_inv, ev);
-			event_free(ev);
+			event_destroy(ev);
 		}
 		hmap_put(&sg->sg_anns, v[i].pa_id, 32, gen);
 	}

@@ -287,7 +287,7 @@ cmd_gen(int argc, char **argv)
 	if (ev == NULL)
 		fatalx("ingest gen: cannot sign the announcement");
 	write_event(f, ev);
-	event_free(ev);
+	event_destroy(ev);
 
 	if ((gitdir = opt(argc, argv, "--git-dir")) != NULL) {
 		char	home[4096], oid[41];
@@ -306,7 +306,7 @@ cmd_gen(int argc, char **argv)
 		    tags.b_data, "")) == NULL)
 			fatalx("ingest gen: cannot sign the state event");
 		write_event(f, ev);
-		event_free(ev);
+		event_destroy(ev);
 		first = 2;
 	}
 
@@ -358,7 +358,7 @@ cmd_gen(int argc, char **argv)
 			buf_adds(&ids, ev->id_hex);
 		}
 		write_event(f, ev);
-		event_free(ev);
+		event_destroy(ev);
 	}
 	if (fclose(f) == EOF)
 		fatal("ingest gen: %s", file);
@@ -538,7 +538,7 @@ release(struct wsc *w, const char *host, int port, const char *ann,
 	if ((ev = event_parse(ann, strlen(ann), err, sizeof(err))) == NULL ||
 	    (d = event_tag_value(ev, "d")) == NULL) {
 		fprintf(stderr, "ingest: the first line is no announcement\n");
-		event_free(ev);
+		event_destroy(ev);
 		return -1;
 	}
 	nip19_encode("npub", ev->pubkey, npub, sizeof(npub));
@@ -572,7 +572,7 @@ done:
 	nostr_close_sub(w, "release");
 	nostr_events_free(evs);
 	free(out);
-	event_free(ev);
+	event_destroy(ev);
 	return rc;
 }
 

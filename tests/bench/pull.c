@@ -243,8 +243,8 @@ cmd_announce(int argc, char **argv)
 	}
 	rc = 0;
 done:
-	event_free(old);
-	event_free(ev);
+	event_destroy(old);
+	event_destroy(ev);
 	buf_free(&tags);
 	buf_free(&rest);
 	buf_free(&url);
@@ -428,8 +428,8 @@ cmd_sync(int argc, char **argv)
 	rc = 0;
 done:
 	wsc_close(w);
-	event_free(ann);
-	event_free(state);
+	event_destroy(ann);
+	event_destroy(state);
 	free(annl);
 	free(statel);
 	free(msg);

@@ -101,7 +101,7 @@ ingest(struct session *ss, const struct json *evj)
 	    utf8_chars(ev->content.s, ev->content.len) > RELAY_MAX_CONTENT ||
 	    !event_check_id(ev) || !event_check_sig(ev)) {
 		ss->replies++;
-		event_free(ev);
+		event_destroy(ev);
 		return NULL;
 	}
 	(void)event_expiration(ev);
@@ -224,7 +224,7 @@ message(struct session *ss, const char *data, size_t len)
 		/* handle_message(): EVENT takes exactly one event. */
 		if (msg->n == 2 && (ev = ingest(ss, json_at(msg, 1))) != NULL) {
 			fanout(ss, ev);
-			event_free(ev);
+			event_destroy(ev);
 		}
 	} else if (strcmp(verb->s, "REQ") == 0)
 		req(ss, msg);
@@ -248,7 +248,7 @@ message(struct session *ss, const char *data, size_t len)
 		if (msg->n == 2 && (ev = event_from_json(json_at(msg, 1), err,
 		    sizeof(err))) != NULL) {
 			fuzz_check_event(ev);
-			event_free(ev);
+			event_destroy(ev);
 		}
 	} else if (strcmp(verb->s, "NEG-OPEN") == 0) {
 		/* ["NEG-OPEN", subid, filter, initial message hex] */

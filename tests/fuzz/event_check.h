@@ -113,7 +113,7 @@ fuzz_check_event(const struct event *ev)
 	/* Only an event whose id holds gets the (costly) signature check. */
 	if (memcmp(id, ev->id, 32) == 0)
 		(void)event_check_sig(ev);
-	event_free(ev2);
+	event_destroy(ev2);
 }
 
 #endif

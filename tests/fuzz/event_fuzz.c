@@ -25,6 +25,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	fuzz_check_event(ev);
-	event_free(ev);
+	event_destroy(ev);
 	return 0;
 }

@@ -273,12 +273,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	match_one(fj, &f, ev);
 	if (must)
 		FUZZ_ASSERT(filter_match(&f, ev) == 1);
-	event_free(ev);
+	event_destroy(ev);
 	filter_free(&f);
 	filter_free(&f);
 done:
 	for (i = 0; i < nev; i++)
-		event_free(events[i]);
+		event_destroy(events[i]);
 	json_free(doc);
 	return 0;
 }

@@ -56,7 +56,7 @@ ingest(const struct msg *m)
 	if ((ev = event_parse(mi.mi_json, mi.mi_jsonlen, err,
 	    sizeof(err))) != NULL) {
 		fuzz_check_event(ev);
-		event_free(ev);
+		event_destroy(ev);
 	}
 	(void)relayurl_canon(mi.mi_url, mi.mi_urllen, 0, key, sizeof(key),
 	    NULL);

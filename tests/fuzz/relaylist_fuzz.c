@@ -70,6 +70,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT(strcmp(mb[j].key, mb[k].key) != 0);
 	}
 	free(mb);
-	event_free(ev);
+	event_destroy(ev);
 	return 0;
 }

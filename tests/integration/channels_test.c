@@ -169,9 +169,9 @@ test_ingest_uses_the_client_pipeline(void)
 	T_CHECK(metrics_has("graspd_relay_events_total{role=\"relayd\","
 	    "result=\"refused\"} 1"));
 	free(j);
-	event_free(good);
-	event_free(forged);
-	event_free(unrelated);
+	event_destroy(good);
+	event_destroy(forged);
+	event_destroy(unrelated);
 	chan_close(s);
 }
 
@@ -206,7 +206,7 @@ test_accepted_feed_announces_stored_events(void)
 		msg_free(&m);
 	}
 	T_CHECK(found);
-	event_free(ev);
+	event_destroy(ev);
 	wsc_close(ws);
 	chan_close(sub);
 }

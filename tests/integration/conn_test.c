@@ -119,7 +119,7 @@ ingested_count(const char *id_hex)
 		if (ev == NULL)
 			return -1;
 		n += strcmp(ev->id_hex, id_hex) == 0;
-		event_free(ev);
+		event_destroy(ev);
 	}
 	return n;
 }
@@ -391,7 +391,7 @@ free_evs(struct event **evs, size_t n)
 	size_t	i;
 
 	for (i = 0; i < n; i++)
-		event_free(evs[i]);
+		event_destroy(evs[i]);
 }
 
 /* Runs the loop in slices until the peer logged at least n REQs. */
@@ -839,7 +839,7 @@ cooldown_case(const char *config, enum conn_fetch_result first)
 	T_EQ_INT(peer_reset(), 200);
 	ev = mkev(600, 1700000400, 1, NULL);
 	T_EQ_INT(seed(&ev, 1), 200);
-	event_free(ev);
+	event_destroy(ev);
 	T_EQ_INT(peer_config(config), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
@@ -1319,7 +1319,7 @@ forged_events_go_to_relayd_unverified(void)
 	T_ASSERT(p != NULL);
 	p[0] = 'E';
 	T_EQ_INT(seed(&bad, 1), 200);
-	event_free(bad);
+	event_destroy(bad);
 	T_EQ_INT(peer_config("{\"forge\":true}"), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
@@ -1334,7 +1334,7 @@ forged_events_go_to_relayd_unverified(void)
 		T_ASSERT(got != NULL);
 		T_CHECK(event_check_id(got));
 		T_CHECK(!event_check_sig(got));
-		event_free(got);
+		event_destroy(got);
 	}
 	T_EQ_INT(show_num(peer_key, "malformed"), 0);
 	T_EQ_INT(show_num(peer_key, "bad_events"), 1);
@@ -1481,7 +1481,7 @@ live_subscription_survives_a_peer_restart(void)
 	while (ingested_count(ev->id_hex) == 0 && wsc_now_ms() < end)
 		run_for(20);
 	T_EQ_INT(ingested_count(ev->id_hex), 1);
-	event_free(ev);
+	event_destroy(ev);
 	conn_live_close(live);
 	conn_release(c);
 	mgr_stop();

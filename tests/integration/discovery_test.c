@@ -432,7 +432,7 @@ host_repo(struct relayproc *p, int owner, const char *d,
 	if (rc == 0 && wait_count(p, f, 1, 10) != 1)
 		rc = -1;
 done:
-	event_free(ann);
+	event_destroy(ann);
 	return rc;
 }
 
@@ -487,7 +487,7 @@ test_index_then_outboxes_bring_the_newest_identity(void)
 	T_ASSERT(host_repo(b, WHO_OWNER, "ident", mh) == 0);
 	is = issue_by(WHO_HOSTILE, "hostile");
 	T_EQ_INT(pub(b, is, msg, sizeof(msg)), 1);
-	event_free(is);
+	event_destroy(is);
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", oprof->id_hex,
 	    l3->id_hex);
@@ -532,7 +532,7 @@ test_index_then_outboxes_bring_the_newest_identity(void)
 	T_CHECK(jnum(a, "next_refresh_in") > 600);
 	T_CHECK(jnum(v, "eligible_authors") == 3);
 	cJSON_Delete(v);
-	event_free(xprof);
+	event_destroy(xprof);
 }
 
 static void
@@ -545,16 +545,16 @@ test_identity_events_only_from_eligible_authors(void)
 	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: profiles and relay lists are accepted "
 	    "only from", 48) == 0);
-	event_free(e);
+	event_destroy(e);
 	e = ev(WHO_STRANGER, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
 	    "");
 	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
-	event_free(e);
+	event_destroy(e);
 	/* The declared maintainer is eligible: its own profile is taken. */
 	e = ev(WHO_MAINT, time(NULL), 0, "[]", "{\"name\":\"maint\"}");
 	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 1);
-	event_free(e);
+	event_destroy(e);
 }
 
 static void
@@ -676,9 +676,9 @@ test_batches_of_100_one_in_flight(void)
 		peer_config(peers[p], "{\"eose_delay_ms\":0}");
 	}
 	for (i = 0; i < NAUTHORS; i++)
-		event_free(iss[i]);
+		event_destroy(iss[i]);
 	for (i = 0; i < NFOUND; i++)
-		event_free(prof[i]);
+		event_destroy(prof[i]);
 }
 
 static void
@@ -712,7 +712,7 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 	e = ev(WHO_HOSTILE, time(NULL), 10002, tags.b_data, "");
 	buf_free(&tags);
 	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 1);
-	event_free(e);
+	event_destroy(e);
 
 	for (i = 0; i < 50; i++) {
 		cJSON_Delete(v);
@@ -864,10 +864,10 @@ main(void)
 	relayproc_free(ob2);
 	relayproc_free(ob3);
 	relayproc_free(idx4);
-	event_free(l1);
-	event_free(l2);
-	event_free(l3);
-	event_free(oprof);
+	event_destroy(l1);
+	event_destroy(l2);
+	event_destroy(l3);
+	event_destroy(oprof);
 	{
 		char cmd[400];
 

@@ -252,7 +252,7 @@ done:
 	if (annp != NULL && rc == 0)
 		*annp = ann;
 	else
-		event_free(ann);
+		event_destroy(ann);
 	return rc;
 }
 
@@ -328,7 +328,7 @@ test_new_announcement_ok_but_not_served(void)
 	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	T_EQ_INT(served(ws, ann->id_hex), 0);
-	event_free(ann);
+	event_destroy(ann);
 	wsc_close(ws);
 }
 
@@ -355,7 +355,7 @@ test_git_endpoint_works_for_purgatory_repo(void)
 	free(v);
 	free(adv);
 	free(hdrs);
-	event_free(ann);
+	event_destroy(ann);
 	wsc_close(ws);
 }
 
@@ -395,8 +395,8 @@ test_state_held_until_push_then_both_served(void)
 	snprintf(clone + strlen(clone), sizeof(clone) - strlen(clone),
 	    "/file.txt");
 	T_CHECK(access(clone, F_OK) == 0);
-	event_free(ann);
-	event_free(st);
+	event_destroy(ann);
+	event_destroy(st);
 	wsc_close(ws);
 }
 
@@ -426,7 +426,7 @@ test_push_rejected_without_state(void)
 	out = NULL;
 	T_CHECK(push(dir, url, "main", &out) != 0);
 	free(out);
-	event_free(ann);
+	event_destroy(ann);
 	wsc_close(ws);
 }
 
@@ -462,8 +462,8 @@ test_push_of_wrong_commit_rejected(void)
 	T_EQ_INT(push(dir, url, "HEAD~1:refs/heads/main", &out), 0);
 	free(out);
 	T_EQ_INT(served(ws, st->id_hex), 1);
-	event_free(ann);
-	event_free(st);
+	event_destroy(ann);
+	event_destroy(st);
 	wsc_close(ws);
 }
 
@@ -495,8 +495,8 @@ test_maintainer_and_recursive_maintainer_states_authorise(void)
 	out = NULL;
 	T_EQ_INT(served(ws, ann->id_hex), 1);
 	T_EQ_INT(served(ws, st->id_hex), 1);
-	event_free(ann);
-	event_free(st);
+	event_destroy(ann);
+	event_destroy(st);
 
 	/* Recursive: 11's announcement points elsewhere and names 12. */
 	next_d(d, sizeof(d));
@@ -518,9 +518,9 @@ test_maintainer_and_recursive_maintainer_states_authorise(void)
 	free(out);
 	T_EQ_INT(served(ws, ann->id_hex), 1);
 	T_EQ_INT(served(ws, st->id_hex), 1);
-	event_free(ann);
-	event_free(mann);
-	event_free(st);
+	event_destroy(ann);
+	event_destroy(mann);
+	event_destroy(st);
 	wsc_close(ws);
 }
 
@@ -544,8 +544,8 @@ test_non_maintainer_state_ignored_push_rejected(void)
 	T_CHECK(push(dir, url, "main", &out) != 0);
 	T_CHECK(out && strstr(out, "authorisation failed"));
 	free(out);
-	event_free(ann);
-	event_free(st);
+	event_destroy(ann);
+	event_destroy(st);
 	wsc_close(ws);
 }
 
@@ -572,9 +572,9 @@ test_deletion_by_id_removes_held_state(void)
 	T_CHECK(out && strstr(out, "No state events in purgatory"));
 	free(out);
 	T_EQ_INT(served(ws, st->id_hex), 0);
-	event_free(ann);
-	event_free(st);
-	event_free(del);
+	event_destroy(ann);
+	event_destroy(st);
+	event_destroy(del);
 	wsc_close(ws);
 }
 
@@ -604,9 +604,9 @@ test_deletion_by_coordinate_removes_maintainers_held_state(void)
 	T_CHECK(push(dir, url, "main", &out) != 0);
 	T_CHECK(out && strstr(out, "No state events in purgatory"));
 	free(out);
-	event_free(ann);
-	event_free(st);
-	event_free(del);
+	event_destroy(ann);
+	event_destroy(st);
+	event_destroy(del);
 	wsc_close(ws);
 }
 
@@ -651,8 +651,8 @@ test_pr_held_until_its_commit_is_pushed(void)
 	T_EQ_INT(push(dir, url, ref, &out), 0);
 	free(out);
 	T_EQ_INT(wait_served(ws, pr->id_hex, TMO), 1);
-	event_free(ann);
-	event_free(pr);
+	event_destroy(ann);
+	event_destroy(pr);
 	wsc_close(ws);
 }
 
@@ -711,8 +711,8 @@ test_refs_nostr_rules(void)
 	T_EQ_INT(push(dir, url, ref, &out), 0);
 	free(out);
 	T_EQ_INT(wait_served(ws, pr->id_hex, TMO), 1);
-	event_free(ann);
-	event_free(pr);
+	event_destroy(ann);
+	event_destroy(pr);
 	wsc_close(ws);
 }
 
@@ -738,8 +738,8 @@ test_head_follows_state_with_existing_commit(void)
 	T_EQ_INT(served(ws, st->id_hex), 1);
 	T_CHECK(wait_advertised(24, d, "symref=HEAD:refs/heads/develop",
 	    TMO));
-	event_free(ann);
-	event_free(st);
+	event_destroy(ann);
+	event_destroy(st);
 	wsc_close(ws);
 }
 
@@ -770,8 +770,8 @@ test_head_follows_state_after_push_of_new_branch(void)
 	T_EQ_INT(served(ws, st->id_hex), 1);
 	T_CHECK(wait_advertised(25, d, "symref=HEAD:refs/heads/feature",
 	    TMO));
-	event_free(ann);
-	event_free(st);
+	event_destroy(ann);
+	event_destroy(st);
 	wsc_close(ws);
 }
 
@@ -824,7 +824,7 @@ test_repository_pages_and_advertisement(void)
 	free(body);
 	hdrs = body = NULL;
 	/* An identifier with a space arrives percent-decoded. */
-	event_free(ann);
+	event_destroy(ann);
 	ann = announcement(26, "with space", 1, "");
 	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
 	path_of(26, "with%20space", "/info/refs?service=git-upload-pack",
@@ -860,7 +860,7 @@ test_repository_pages_and_advertisement(void)
 	T_CHECK(body && strstr(body, "graspd_git_requests_total{role=\""
 	    "relayd\",operation=\"info-refs\",status=\"success\"}"));
 	free(body);
-	event_free(ann);
+	event_destroy(ann);
 	wsc_close(ws);
 }
 
@@ -898,7 +898,7 @@ test_clone_and_advertised_capabilities(void)
 	T_CHECK(strstr(adv, "allow-tip-sha1-in-want") != NULL);
 	T_CHECK(strstr(adv, " filter") != NULL);
 	free(adv);
-	event_free(ann);
+	event_destroy(ann);
 	wsc_close(ws);
 }
 
@@ -931,7 +931,7 @@ test_partial_clone_filters(void)
 	free(out);
 	T_ASSERT(gt_rev(clone, "FETCH_HEAD", c2) == 0);
 	T_EQ_STR(c2, oid);
-	event_free(ann);
+	event_destroy(ann);
 	wsc_close(ws);
 }
 
@@ -986,7 +986,7 @@ test_cors_on_git_routes_and_options(void)
 		free(hdrs);
 		free(body);
 	}
-	event_free(ann);
+	event_destroy(ann);
 	wsc_close(ws);
 }
 
@@ -1094,8 +1094,8 @@ test_large_push_streams_chunked(void)
 	free(out);
 	T_ASSERT(gt_rev(clone, "HEAD", c2) == 0);
 	T_EQ_STR(c2, big);
-	event_free(ann);
-	event_free(st);
+	event_destroy(ann);
+	event_destroy(st);
 	wsc_close(ws);
 }
 
@@ -1127,8 +1127,8 @@ test_newer_unlisted_announcement_evicts_the_held_one(void)
 	T_EQ_INT(status, 404);
 	free(body);
 	T_EQ_INT(served(ws, ann->id_hex), 0);
-	event_free(ann);
-	event_free(unlisted);
+	event_destroy(ann);
+	event_destroy(unlisted);
 	wsc_close(ws);
 }
 
@@ -1196,9 +1196,9 @@ test_purgatory_survives_kill9(void)
 	T_EQ_INT(served(ws, ann1->id_hex), 1);
 	T_EQ_INT(served(ws, st->id_hex), 1);
 	T_EQ_INT(served(ws, ann2->id_hex), 0);
-	event_free(ann1);
-	event_free(ann2);
-	event_free(st);
+	event_destroy(ann1);
+	event_destroy(ann2);
+	event_destroy(st);
 	wsc_close(ws);
 }
 
@@ -1251,8 +1251,8 @@ test_held_announcement_expires_and_loses_its_repository(void)
 	T_EQ_STR(msg, MSG_HELD);
 	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "duplicate: in purgatory");
-	event_free(ann);
-	event_free(st);
+	event_destroy(ann);
+	event_destroy(st);
 	wsc_close(ws);
 }
 

@@ -317,7 +317,7 @@ host_repo(struct relayproc *p, int owner, const char *d,
 	if (rc == 0 && wait_count(p, f, 1, 10) != 1)
 		rc = -1;
 done:
-	event_free(ann);
+	event_destroy(ann);
 	return rc;
 }
 
@@ -463,10 +463,10 @@ test_participant_history_mailboxes(void)
 	}
 	/* Never dialled, by historyd or anyone. */
 	T_EQ_INT(peer_connections(ob[4]), 0);
-	event_free(r0);
-	event_free(r2);
-	event_free(r5);
-	event_free(list);
+	event_destroy(r0);
+	event_destroy(r2);
+	event_destroy(r5);
+	event_destroy(list);
 }
 
 static void
@@ -480,8 +480,8 @@ test_fallback_for_participant_without_list(void)
 	q1 = reply_by(WHO_OTHER, t0 + 51, "only on the fallback relay");
 	T_ASSERT(seed(fb, &q1, 1) == 0);
 	T_EQ_INT(found(b, q1, 30), 1);
-	event_free(q0);
-	event_free(q1);
+	event_destroy(q0);
+	event_destroy(q1);
 }
 
 static void
@@ -512,8 +512,8 @@ test_root_author_inbox_in_ordinary_coverage(void)
 	late = reply_by(WHO_LATE, time(NULL), "late reply in the inbox");
 	T_ASSERT(seed(rin, &late, 1) == 0);
 	T_EQ_INT(found(b, late, 4), 1);
-	event_free(list);
-	event_free(late);
+	event_destroy(list);
+	event_destroy(late);
 }
 
 static void
@@ -530,8 +530,8 @@ test_root_author_without_list_on_fallback(void)
 	rep = ev(WHO_LATE, t0 + 110, 1, tags, "reply on the fallback relay");
 	T_ASSERT(seed(fb, &rep, 1) == 0);
 	T_EQ_INT(found(b, rep, 20), 1);
-	event_free(is2);
-	event_free(rep);
+	event_destroy(is2);
+	event_destroy(rep);
 }
 
 static void
@@ -560,7 +560,7 @@ test_list_deletion_changes_mailboxes_at_once(void)
 		T_CHECK(relay_in(v, ob[i]) == NULL);
 	T_CHECK(relay_in(v, fb) != NULL);
 	cJSON_Delete(v);
-	event_free(del);
+	event_destroy(del);
 }
 
 static void
@@ -604,9 +604,9 @@ test_owner_read_inbox_public_only(void)
 		sleep(1);
 	T_EQ_INT(nreqs(own), before);
 	relayproc_setenv(b, "NGIT_PRIVATE_MODE=false");
-	event_free(list);
-	event_free(st);
-	event_free(st2);
+	event_destroy(list);
+	event_destroy(st);
+	event_destroy(st2);
 }
 
 static void
@@ -684,7 +684,7 @@ main(void)
 	relayproc_free(fb);
 	relayproc_free(own);
 	relayproc_free(rin);
-	event_free(issue);
+	event_destroy(issue);
 	{
 		char cmd[400];
 

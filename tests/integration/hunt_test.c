@@ -299,8 +299,8 @@ test_synced_state_is_hunted_and_released(void)
 	cJSON_Delete(root);
 	free(msg);
 	wsc_close(ws);
-	event_free(ann);
-	event_free(state);
+	event_destroy(ann);
+	event_destroy(state);
 }
 
 /*
@@ -384,9 +384,9 @@ test_a_missing_object_does_not_block_the_others(void)
 	free(msg);
 	wsc_close(wa);
 	wsc_close(wb);
-	event_free(ann);
-	event_free(ghost);
-	event_free(state);
+	event_destroy(ann);
+	event_destroy(ghost);
+	event_destroy(state);
 }
 
 /* relayd's "git-data" command checks what it is given. */
@@ -488,8 +488,8 @@ test_private_clone_urls_are_refused_never_dialled(void)
 	cJSON_Delete(root);
 	free(msg);
 	wsc_close(ws);
-	event_free(ann);
-	event_free(state);
+	event_destroy(ann);
+	event_destroy(state);
 }
 
 int

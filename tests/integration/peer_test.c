@@ -123,7 +123,7 @@ free_evs(struct event **evs, size_t n)
 	size_t	i;
 
 	for (i = 0; i < n; i++)
-		event_free(evs[i]);
+		event_destroy(evs[i]);
 }
 
 /* The "id" of one event's JSON text, into out. */
@@ -137,7 +137,7 @@ id_of(const char *evjson, char out[65])
 	    NULL)
 		return -1;
 	memcpy(out, ev->id_hex, 65);
-	event_free(ev);
+	event_destroy(ev);
 	return 0;
 }
 
@@ -314,8 +314,8 @@ test_published_events_stored_unchecked_unless_verify(void)
 	msg = NULL;
 	wsc_close(w);
 	free(forged);
-	event_free(ev);
-	event_free(dup);
+	event_destroy(ev);
+	event_destroy(dup);
 	T_EQ_INT(reset(), 200);
 }
 
@@ -350,7 +350,7 @@ test_live_delivery_of_published_and_seeded_events(void)
 	free(e);
 	/* After CLOSE nothing more arrives. */
 	T_CHECK(nostr_close_sub(a, "live") == 0);
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_ev(4, 3002, 7, NULL, "late");
 	T_CHECK(nostr_publish(b, ev, TMO, &ok, &msg) == 0 && ok == 1);
 	free(msg);
@@ -359,8 +359,8 @@ test_live_delivery_of_published_and_seeded_events(void)
 	free(e);
 	wsc_close(a);
 	wsc_close(b);
-	event_free(ev);
-	event_free(ev2);
+	event_destroy(ev);
+	event_destroy(ev2);
 }
 
 static void
@@ -420,7 +420,7 @@ test_ok_rate_limited_does_not_store(void)
 	    log_num(log, "events_received") == 1);
 	cJSON_Delete(log);
 	wsc_close(w);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 /* Seeds n kind-1 events at created_at 5000.. by key 6. */
@@ -456,7 +456,7 @@ test_max_results_caps_each_req(void)
 	if (n == 3) {
 		ev = event_parse(got[2], strlen(got[2]), NULL, 0);
 		T_CHECK(ev != NULL && ev->created_at == 5007);
-		event_free(ev);
+		event_destroy(ev);
 	}
 	nostr_events_free(got);
 	wsc_close(w);
@@ -579,7 +579,7 @@ test_forge_flips_a_signature_byte(void)
 		T_CHECK(got_ev != NULL && !event_check_sig(got_ev));
 		T_CHECK(got_ev != NULL &&
 		    memcmp(got_ev->sig, ev->sig, 63) == 0);
-		event_free(got_ev);
+		event_destroy(got_ev);
 	}
 	nostr_events_free(got);
 	got = NULL;
@@ -588,11 +588,11 @@ test_forge_flips_a_signature_byte(void)
 	if (n == 1) {
 		got_ev = event_parse(got[0], strlen(got[0]), NULL, 0);
 		T_CHECK(got_ev != NULL && event_check_sig(got_ev));
-		event_free(got_ev);
+		event_destroy(got_ev);
 	}
 	nostr_events_free(got);
 	wsc_close(w);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 static void
@@ -640,7 +640,7 @@ test_flood_sends_unsolicited_events(void)
 		ev = event_parse(got[i], strlen(got[i]), NULL, 0);
 		T_CHECK(ev != NULL && ev->kind != 30617);
 		T_CHECK(ev != NULL && event_check_sig(ev));
-		event_free(ev);
+		event_destroy(ev);
 	}
 	nostr_events_free(got);
 	wsc_close(w);
@@ -740,8 +740,8 @@ test_auth_challenge_then_req_works(void)
 	    pk) == 0);
 	T_CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(log, "auth")) == 1);
 	cJSON_Delete(log);
-	event_free(bad);
-	event_free(good);
+	event_destroy(bad);
+	event_destroy(good);
 	wsc_close(w);
 }
 
@@ -938,7 +938,7 @@ test_seeding_reports_bad_lines(void)
 	    strstr(resp, "line 3:") != NULL);
 	free(resp);
 	buf_free(&b);
-	event_free(ev);
+	event_destroy(ev);
 	T_EQ_INT(reset(), 200);
 }
 

@@ -305,7 +305,7 @@ test_announcement_listing_service_is_held_then_served_with_tags(void)
 	T_CHECK(strstr(evs[0], "\"relays\"") != NULL);
 	T_CHECK(strstr(evs[0], d) != NULL);
 	nostr_events_free(evs);
-	event_free(ev);
+	event_destroy(ev);
 	wsc_close(ws);
 }
 
@@ -323,10 +323,10 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
 	T_CHECK(strstr(msg, "clone") != NULL);
-	event_free(ev);
+	event_destroy(ev);
 	ev = announcement(2, d, 1, 0, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* A host that merely contains ours is not ours (the substring
 	 * quirk of the reference). */
@@ -336,7 +336,7 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	    relayproc_domain(rp), npub, d, relayproc_domain(rp));
 	ev = signed_by(2, time(NULL), 30617, tags, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* Two clone tags are refused with the reference's words. */
 	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://"
@@ -346,17 +346,17 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	ev = signed_by(2, time(NULL), 30617, tags, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "multiple clone tags") != NULL);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* No d tag, unsafe identifier. */
 	ev = signed_by(2, time(NULL), 30617, "[[\"clone\",\"x\"]]", "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "invalid: ", 9) == 0);
-	event_free(ev);
+	event_destroy(ev);
 	ev = announcement(2, "..", 1, 1, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "identifier") != NULL);
-	event_free(ev);
+	event_destroy(ev);
 	wsc_close(ws);
 }
 
@@ -376,21 +376,21 @@ test_recursive_maintainers_announcements_accepted(void)
 	ev = announcement(10, d, 1, 1, m);
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
-	event_free(ev);
+	event_destroy(ev);
 	/* B's announcement points elsewhere but B is a maintainer (of an
 	 * announcement held in purgatory: it counts). */
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexc);
 	ev = announcement(11, d, 0, 0, m);
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 	/* C is B's maintainer: recursive. */
 	ev = announcement(12, d, 0, 0, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 	/* D is nobody's. */
 	ev = announcement(13, d, 0, 0, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* State: maintainers yes (held: its commit is nowhere yet),
 	 * strangers no, unknown repo no. */
@@ -399,16 +399,16 @@ test_recursive_maintainers_announcements_accepted(void)
 	ev = signed_by(12, time(NULL), 30618, m, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_by(13, time(NULL), 30618, m, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "invalid: author not authorized for this repository");
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_by(10, time(NULL), 30618, "[[\"d\",\"no-such-repo\"]]",
 	    "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "invalid: no announcement exists for this repository");
-	event_free(ev);
+	event_destroy(ev);
 	wsc_close(ws);
 }
 
@@ -434,12 +434,12 @@ test_related_events_accepted_by_reference(void)
 	    "[\"p\",\"%s\"]]", coord, ann->pubkey_hex);
 	ev = signed_by(22, time(NULL), 1111, tags, "comment on repo");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 
 	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", coord);
 	ev = signed_by(22, time(NULL), 1, tags, "quoting the repo");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* An issue of an unknown repository that quotes an accepted
 	 * issue is related through the quote. */
@@ -447,7 +447,7 @@ test_related_events_accepted_by_reference(void)
 	    "\"%s\"]]", ann->pubkey_hex, issue->id_hex);
 	ev = signed_by(23, time(NULL), 1621, tags, "quote");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\",\"1621\"]]",
 	    issue->id_hex);
@@ -470,16 +470,16 @@ test_related_events_accepted_by_reference(void)
 	    issue->id_hex, q->id_hex);
 	ev = signed_by(28, time(NULL), 1111, tags, "quotes q");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 	T_EQ_INT(pub(ws, q, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, q->id_hex), 1);
 
-	event_free(ann);
-	event_free(issue);
-	event_free(c1);
-	event_free(k1);
-	event_free(k2);
-	event_free(q);
+	event_destroy(ann);
+	event_destroy(issue);
+	event_destroy(c1);
+	event_destroy(k1);
+	event_destroy(k2);
+	event_destroy(q);
 	wsc_close(ws);
 }
 
@@ -498,24 +498,24 @@ test_unrelated_events_refused(void)
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "blocked: event must reference an accepted repository "
 	    "or accepted event");
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_by(31, time(NULL), 1, "[]", "bare note");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	event_free(ev);
+	event_destroy(ev);
 	snprintf(tags, sizeof(tags), "[[\"q\",\"30617:%s:never\"]]", hex);
 	ev = signed_by(31, time(NULL), 1111, tags, "quote of nothing");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	event_free(ev);
+	event_destroy(ev);
 	/* Profiles and relay lists only from eligible identity authors
 	 * (GRASP-03; test_identity_events_only_from_eligible_authors). */
 	ev = signed_by(31, time(NULL), 0, "[]", "{}");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, MSG_NOT_ELIGIBLE);
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_by(31, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
 	    "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	event_free(ev);
+	event_destroy(ev);
 	wsc_close(ws);
 }
 
@@ -564,18 +564,18 @@ test_identity_events_only_from_eligible_authors(void)
 	ev = signed_by(50, time(NULL), 0, "[]", "{}");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, MSG_NOT_ELIGIBLE);
-	event_free(ev);
+	event_destroy(ev);
 	T_ASSERT(serve(ws, 50, ann, d));
 	repo_coord(50, d, coord, sizeof(coord));
 
 	/* Owner and declared maintainer, once it is served. */
 	ev = signed_by(50, time(NULL) + 1, 0, "[]", "{\"name\":\"owner\"}");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_by(51, time(NULL), 10002, "[[\"r\",\"wss://m.example\"]]",
 	    "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 	/* A root author and, through an e reference, a reply author. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	issue = signed_by(52, time(NULL), 1621, tags, "issue");
@@ -585,16 +585,16 @@ test_identity_events_only_from_eligible_authors(void)
 	T_EQ_INT(pub(ws, reply, msg, sizeof(msg)), 1);
 	ev = signed_by(56, time(NULL), 0, "[]", "{}");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 	/* Someone whose only event is a refused note is not eligible. */
 	ev = signed_by(54, time(NULL), 1, "[]", "note");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_by(54, time(NULL), 10002, "[[\"r\",\"wss://x.example\"]]",
 	    "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, MSG_NOT_ELIGIBLE);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* An issue and its author's profile in one write, so in one
 	 * batch: the issue, decided first, makes the author eligible. */
@@ -625,15 +625,15 @@ test_identity_events_only_from_eligible_authors(void)
 	T_ASSERT((ws = conn(rp)) != NULL);
 	ev = signed_by(56, time(NULL) + 1, 0, "[]", "{\"name\":\"2\"}");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_by(54, time(NULL) + 1, 0, "[]", "{}");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	event_free(ev);
-	event_free(ann);
-	event_free(issue);
-	event_free(reply);
-	event_free(late);
-	event_free(prof);
+	event_destroy(ev);
+	event_destroy(ann);
+	event_destroy(issue);
+	event_destroy(reply);
+	event_destroy(late);
+	event_destroy(prof);
 	wsc_close(ws);
 }
 
@@ -684,11 +684,11 @@ test_replaceable_keeps_newest_and_lowest_id_on_tie(void)
 	pub(ws, hi, msg, sizeof(msg));
 	T_EQ_INT(has_id(ws, lo->id_hex), 1);
 	T_EQ_INT(has_id(ws, hi->id_hex), 0);
-	event_free(a);
-	event_free(b);
-	event_free(old);
-	event_free(lo);
-	event_free(hi);
+	event_destroy(a);
+	event_destroy(b);
+	event_destroy(old);
+	event_destroy(lo);
+	event_destroy(hi);
 	wsc_close(ws);
 }
 
@@ -721,15 +721,15 @@ test_deletion_by_author_only_and_final(void)
 	T_EQ_STR(msg, "blocked: this event is deleted");
 
 	/* a-coordinate deletion of the announcement by its owner. */
-	event_free(del);
+	event_destroy(del);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	del = signed_by(50, time(NULL) + 1, 5, tags, "");
 	T_EQ_INT(pub(ws, del, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, ann->id_hex), 0);
-	event_free(ann);
-	event_free(issue);
-	event_free(del);
-	event_free(bad);
+	event_destroy(ann);
+	event_destroy(issue);
+	event_destroy(del);
+	event_destroy(bad);
 	wsc_close(ws);
 }
 
@@ -753,7 +753,7 @@ test_req_limit_order_and_live_delivery(void)
 		ev = signed_by(61, t + (int64_t)(i * 7 % 12), 1621, tags,
 		    "issue");
 		T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-		event_free(ev);
+		event_destroy(ev);
 	}
 	snprintf(f, sizeof(f), "{\"#a\":[\"%s\"],\"limit\":5}", coord);
 	T_ASSERT(nostr_req(ws, "lim", f, TMO, &evs, &n, NULL) == 0);
@@ -764,7 +764,7 @@ test_req_limit_order_and_live_delivery(void)
 		T_ASSERT(e != NULL);
 		T_CHECK(e->created_at <= prev);
 		prev = e->created_at;
-		event_free(e);
+		event_destroy(e);
 	}
 	nostr_events_free(evs);
 
@@ -779,7 +779,7 @@ test_req_limit_order_and_live_delivery(void)
 	T_ASSERT(live != NULL);
 	T_CHECK(strstr(live, ev->id_hex) != NULL);
 	free(live);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* Ephemeral: fanned out, never stored. */
 	ev = signed_by(62, time(NULL), 20001, tags, "ephemeral");
@@ -789,7 +789,7 @@ test_req_limit_order_and_live_delivery(void)
 	T_CHECK(strstr(live, ev->id_hex) != NULL);
 	free(live);
 	T_EQ_INT(has_id(ws, ev->id_hex), 0);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* CLOSE stops delivery. */
 	T_ASSERT(nostr_close_sub(ws2, "live") == 0);
@@ -798,8 +798,8 @@ test_req_limit_order_and_live_delivery(void)
 	live = nostr_wait_event(ws2, "live", 300, NULL);
 	T_CHECK(live == NULL);
 	free(live);
-	event_free(ev);
-	event_free(ann);
+	event_destroy(ev);
+	event_destroy(ann);
 	wsc_close(ws);
 	wsc_close(ws2);
 }
@@ -848,20 +848,20 @@ test_invalid_events_get_clear_ok(void)
 		free(s);
 		buf_free(&b);
 	}
-	event_free(ev);
+	event_destroy(ev);
 	/* Far future, expired, protected. */
 	ev = signed_by(70, time(NULL) + 3600, 10317, "[]", "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "invalid: created_at", 19) == 0);
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_by(70, time(NULL), 10317, "[[\"expiration\",\"1000\"]]", "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "blocked: event is expired");
-	event_free(ev);
+	event_destroy(ev);
 	ev = signed_by(70, time(NULL), 10317, "[[\"-\"]]", "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
-	event_free(ev);
+	event_destroy(ev);
 	/* Type errors from the shared vectors' shapes. */
 	T_ASSERT(nostr_publish_json(ws, "{\"id\":\"" "0000000000000000000000"
 	    "000000000000000000000000000000000000000000\",\"kind\":\"1\"}",
@@ -888,7 +888,7 @@ test_expiring_event_hidden_after_expiry(void)
 	T_EQ_INT(has_id(ws, ev->id_hex), 1);
 	sleep(3);
 	T_EQ_INT(has_id(ws, ev->id_hex), 0);
-	event_free(ev);
+	event_destroy(ev);
 	wsc_close(ws);
 }
 
@@ -1039,7 +1039,7 @@ test_acknowledged_events_survive_kill9(void)
 	T_ASSERT(ws != NULL);
 	for (i = 0; i < 20; i++) {
 		T_EQ_INT(has_id(ws, ev[i]->id_hex), 1);
-		event_free(ev[i]);
+		event_destroy(ev[i]);
 	}
 	wsc_close(ws);
 }
@@ -1062,7 +1062,7 @@ test_event_rate_limit_per_connection(void)
 		if (pub(ws, ev, msg, sizeof(msg)) == 0 &&
 		    strcmp(msg, "rate-limited: slow down") == 0)
 			refused++;
-		event_free(ev);
+		event_destroy(ev);
 	}
 	T_EQ_INT(refused, 2);
 	wsc_close(ws);
@@ -1124,19 +1124,19 @@ test_blacklists_and_whitelist(void)
 	T_ASSERT(ws != NULL);
 	ev = announcement(100, "good-repo", 1, 1, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
-	event_free(ev);
+	event_destroy(ev);
 	ev = announcement(100, "bad-repo", 1, 1, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "blacklisted") != NULL);
-	event_free(ev);
+	event_destroy(ev);
 	ev = announcement(101, "any", 1, 1, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "Event author") != NULL);
-	event_free(ev);
+	event_destroy(ev);
 	ev = announcement(102, "not-whitelisted", 1, 1, "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "whitelist") != NULL);
-	event_free(ev);
+	event_destroy(ev);
 	wsc_close(ws);
 	rp = saved;
 	relayproc_free(r);

@@ -437,7 +437,7 @@ fx_put(const uint8_t sk[32], uint32_t kind, const char *tags, int notice)
 		memcpy(ma.ma_pubkey, ev->pubkey, 32);
 		msg_send(fx.pub, MSG_ACCEPTED, &ma, sizeof(ma), NN_DONTWAIT);
 	}
-	event_free(ev);
+	event_destroy(ev);
 	return seq;
 }
 
@@ -944,7 +944,7 @@ relay_announce(struct wsc *ws, const uint8_t sk[32], const char *d)
 	buf_free(&b);
 	if (ev == NULL || nostr_publish(ws, ev, TMO, &ok, NULL) == -1)
 		ok = -1;
-	event_free(ev);
+	event_destroy(ev);
 	return ok;
 }
 
@@ -981,7 +981,7 @@ test_syncd_follows_relayd(void)
 		ev = event_new_signed(sk_b, time(NULL) + i, 10317, g, "");
 		T_ASSERT(ev != NULL);
 		T_EQ_INT(nostr_publish(ws, ev, TMO, &ok, NULL), 0);
-		event_free(ev);
+		event_destroy(ev);
 		T_EQ_INT(ok, 1);
 		sleep_ms(300);
 		rep = ctl(&fr, ROLE_SYNCD, "{\"cmd\":\"stats\"}");

@@ -898,7 +898,7 @@ publish_one(struct pubs *p)
 		    ev->id_hex);
 		p->oks++;
 	}
-	event_free(ev);
+	event_destroy(ev);
 	return ok;
 }
 

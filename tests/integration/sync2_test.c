@@ -1203,7 +1203,7 @@ main(void)
 	relayproc_free(b);
 	relayproc_free(peer);
 	for (i = 0; i < nmade; i++)
-		event_free(made[i]);
+		event_destroy(made[i]);
 	rm_tmpdir();
 	return t_done();
 }

@@ -219,14 +219,14 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", foreign->id_hex);
 	T_EQ_INT(count_b(f), 0);
 
-	event_free(ann);
-	event_free(foreign);
+	event_destroy(ann);
+	event_destroy(foreign);
 	for (i = 0; i < NISSUES; i++)
-		event_free(issues[i]);
-	event_free(c1);
-	event_free(c2);
-	event_free(c3);
-	event_free(r1);
+		event_destroy(issues[i]);
+	event_destroy(c1);
+	event_destroy(c2);
+	event_destroy(c3);
+	event_destroy(r1);
 }
 
 static void
@@ -258,10 +258,10 @@ test_live_layers_and_comment_before_issue(void)
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", late_issue->id_hex,
 	    early->id_hex);
 	T_EQ_INT(wait_count(f, 2, 15), 2);
-	event_free(issue);
-	event_free(comment);
-	event_free(late_issue);
-	event_free(early);
+	event_destroy(issue);
+	event_destroy(comment);
+	event_destroy(late_issue);
+	event_destroy(early);
 }
 
 static void

@@ -210,6 +210,6 @@ gt_release(struct wsc *ws, const uint8_t sk[32], const char *domain,
 done:
 	free(msg);
 	free(out);
-	event_free(ev);
+	event_destroy(ev);
 	return rc;
 }

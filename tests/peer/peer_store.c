@@ -29,12 +29,12 @@ peer_store_add(struct event *ev)
 
 	for (i = 0; i < peer->nevents; i++) {
 		if (memcmp(peer->events[i]->id, ev->id, 32) == 0) {
-			event_free(ev);
+			event_destroy(ev);
 			return 0;
 		}
 	}
 	if (peer->nevents >= PEER_MAX_EVENTS) {
-		event_free(ev);
+		event_destroy(ev);
 		return -1;
 	}
 	if (peer->nevents == peer->capevents) {
@@ -226,7 +226,7 @@ peer_reset(void)
 
 	memset(&peer->cfg, 0, sizeof(peer->cfg));
 	for (i = 0; i < peer->nevents; i++)
-		event_free(peer->events[i]);
+		event_destroy(peer->events[i]);
 	free(peer->events);
 	peer->events = NULL;
 	peer->nevents = peer->capevents = 0;

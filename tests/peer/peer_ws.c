@@ -339,7 +339,7 @@ send_flood(struct peer_conn *c, const char *subid, int n)
 		if (ev == NULL)
 			fatalx("cannot sign a junk event");
 		send_event(c, subid, ev);
-		event_free(ev);
+		event_destroy(ev);
 	}
 }
 
@@ -502,7 +502,7 @@ handle_event(struct peer_conn *c, const struct json *msg)
 		send_ok(c, id, 0, "error: the peer's store is full");
 	return;
 done:
-	event_free(ev);
+	event_destroy(ev);
 }
 
 /* NIP-42: a kind 22242 event, validly signed, naming our challenge. */
@@ -537,7 +537,7 @@ handle_auth(struct peer_conn *c, const struct json *msg)
 		why = "invalid: missing relay tag";
 	if (why != NULL) {
 		send_ok(c, ev->id_hex, 0, why);
-		event_free(ev);
+		event_destroy(ev);
 		return;
 	}
 	c->pc_authed = 1;
@@ -547,7 +547,7 @@ handle_auth(struct peer_conn *c, const struct json *msg)
 	cJSON_AddStringToObject(e, "pubkey", ev->pubkey_hex);
 	peer_log_add(peer->log_auth, e);
 	send_ok(c, ev->id_hex, 1, "");
-	event_free(ev);
+	event_destroy(ev);
 }
 
 static void

@@ -56,7 +56,7 @@ test_vectors_from_nostr_tools(void)
 				    ev->json_len, err, sizeof(err));
 				T_CHECK(again != NULL && event_check_id(again)
 				    && event_check_sig(again));
-				event_free(again);
+				event_destroy(again);
 			}
 		} else {
 			ninvalid++;
@@ -67,7 +67,7 @@ test_vectors_from_nostr_tools(void)
 				t_fail_at(__FILE__, __LINE__, m);
 			}
 		}
-		event_free(ev);
+		event_destroy(ev);
 		json_free(doc);
 	}
 	free(line);
@@ -87,7 +87,7 @@ test_canonical_escaping_of_controls_and_del(void)
 	    "[[\"t\",\"x\\u001fy\"]]", NULL);
 	T_ASSERT(ev != NULL);
 	T_CHECK(strstr(ev->json, "[[\"t\",\"x\\u001fy\"]]") != NULL);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* Content with an embedded NUL must survive a round trip. */
 	ev = event_parse("{\"id\":\"00000000000000000000000000000000000000"
@@ -113,7 +113,7 @@ test_canonical_escaping_of_controls_and_del(void)
 		T_ASSERT(ev != NULL);
 		T_EQ_INT(ev->content.len, 12);
 		T_CHECK(strstr(ev->json, want) != NULL);
-		event_free(ev);
+		event_destroy(ev);
 	}
 }
 
@@ -132,7 +132,7 @@ test_signed_event_verifies(void)
 	T_CHECK(memcmp(pk, ev->pubkey, 32) == 0);
 	ev->content.s[0] = 'B';
 	T_CHECK(!event_check_id(ev));
-	event_free(ev);
+	event_destroy(ev);
 }
 
 static void
@@ -152,7 +152,7 @@ test_strict_field_types_are_refused(void)
 		    sizeof(err));
 		T_CHECK(ev == NULL);
 		T_CHECK(strncmp(err, "invalid: ", 9) == 0);
-		event_free(ev);
+		event_destroy(ev);
 	}
 }
 
@@ -173,12 +173,12 @@ test_tag_helpers(void)
 	T_EQ_INT(event_kind_class(10002), KIND_REPLACEABLE);
 	T_EQ_INT(event_kind_class(20001), KIND_EPHEMERAL);
 	T_EQ_INT(event_kind_class(1621), KIND_REGULAR);
-	event_free(ev);
+	event_destroy(ev);
 	ev = event_new_signed(sk1, 10, 30617, "[]", "");
 	T_ASSERT(ev != NULL);
 	T_EQ_STR(event_d(ev), "");
 	T_EQ_INT(event_expiration(ev), 0);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 int

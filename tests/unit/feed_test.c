@@ -74,7 +74,7 @@ put(uint8_t id_out[32])
 		seq = -1;
 	if (id_out != NULL)
 		memcpy(id_out, ev->id, 32);
-	event_free(ev);
+	event_destroy(ev);
 	return seq;
 }
 
@@ -308,7 +308,7 @@ test_catch_up_cut_by_bytes_still_delivers_all(void)
 		    content);
 		T_ASSERT(ev != NULL);
 		T_EQ_INT(store_put(wr, ev, &seqs[i]), STORE_OK);
-		event_free(ev);
+		event_destroy(ev);
 	}
 	T_EQ_INT(feed_poll(&f), 7);
 	T_EQ_INT(g->n, 7);

@@ -253,7 +253,7 @@ empty_lists_match_nothing(void)
 		T_CHECK(filter_match(&f, ev) == 0);
 		filter_free(&f);
 	}
-	event_free(ev);
+	event_destroy(ev);
 }
 
 static void
@@ -279,8 +279,8 @@ match_ids_authors_kinds(void)
 	    ev->pubkey_hex);
 	T_CHECK(matches(text, ev) == 0);
 	T_CHECK(matches(text, other) == 0);
-	event_free(ev);
-	event_free(other);
+	event_destroy(ev);
+	event_destroy(other);
 }
 
 static void
@@ -297,7 +297,7 @@ match_since_until_inclusive(void)
 	T_CHECK(matches("{\"since\":101,\"until\":99}", ev) == 0);
 	/* limit is the store's business, not matching's. */
 	T_CHECK(matches("{\"limit\":0}", ev) == 1);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 static void
@@ -325,7 +325,7 @@ match_tags_on_first_value_only(void)
 	    == 1);
 	T_CHECK(matches("{\"#t\":[\"first\"],\"#e\":[\"" HEX_B "\"]}", ev)
 	    == 0);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 static void
@@ -338,7 +338,7 @@ match_tag_values_are_nul_safe(void)
 	T_CHECK(matches("{\"#t\":[\"a\\u0000b\"]}", ev) == 1);
 	T_CHECK(matches("{\"#t\":[\"a\"]}", ev) == 0);
 	T_CHECK(matches("{\"#t\":[\"a\\u0000c\"]}", ev) == 0);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 static void
@@ -354,7 +354,7 @@ match_any_is_or_across_filters(void)
 	T_CHECK(filter_match_any(f, 2, ev) == 1);
 	filter_free(&f[0]);
 	filter_free(&f[1]);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 int

@@ -44,7 +44,7 @@ static void
 feed(struct inventory *iv, struct event *e)
 {
 	inv_add(iv, e);
-	event_free(e);
+	event_destroy(e);
 }
 
 static void
@@ -134,10 +134,10 @@ test_threads_carry_root_provenance_and_participants(void)
 	event_pubkey_of(sk, pk);
 	T_CHECK(inv_eligible(iv, pk));		/* owner */
 	T_CHECK(!inv_eligible(iv, other->pubkey));
-	event_free(issue);
-	event_free(comment);
-	event_free(react);
-	event_free(other);
+	event_destroy(issue);
+	event_destroy(comment);
+	event_destroy(react);
+	event_destroy(other);
 	inv_free(iv);
 }
 
@@ -171,8 +171,8 @@ test_roots_wait_for_their_repository_and_stateonly_is_inert(void)
 	/* Never downgraded. */
 	inv_add_stateonly(iv, ann);
 	T_EQ_INT(r->ir_level, INV_FULL);
-	event_free(issue);
-	event_free(ann);
+	event_destroy(issue);
+	event_destroy(ann);
 	inv_free(iv);
 }
 
@@ -195,12 +195,12 @@ test_descendant_chains_are_bounded(void)
 		e = ev(10 + i, 200 + i, 1, tags);
 		inv_add(iv, e);
 		if (prev != root)
-			event_free(prev);
+			event_destroy(prev);
 		prev = e;
 	}
-	event_free(prev);
+	event_destroy(prev);
 	T_EQ_INT(inv_root(iv, root->id)->rt_ndesc, INV_MAX_DEPTH);
-	event_free(root);
+	event_destroy(root);
 	inv_free(iv);
 }
 
@@ -230,9 +230,9 @@ test_addressable_descendants_and_their_addresses(void)
 	T_EQ_INT(rt->rt_naddrs, 1);
 	T_CHECK(strstr(rt->rt_addrs[0], ":note") != NULL);
 	T_CHECK(inv_eligible(iv, reply->pubkey));
-	event_free(root);
-	event_free(art);
-	event_free(reply);
+	event_destroy(root);
+	event_destroy(art);
+	event_destroy(reply);
 	inv_free(iv);
 }
 
@@ -258,7 +258,7 @@ test_deletions_by_the_author_only(void)
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
 	feed(iv, ev(1, 103, 5, tags));
 	T_CHECK(inv_repo(iv, c) == NULL);
-	event_free(root);
+	event_destroy(root);
 	inv_free(iv);
 }
 
@@ -315,13 +315,13 @@ test_provenance_through_quotes_and_address_tags(void)
 	T_CHECK(inv_eligible(iv, viaA->pubkey));
 	T_CHECK(inv_eligible(iv, viaQ->pubkey));
 	T_CHECK(inv_eligible(iv, art->pubkey));
-	event_free(r1);
-	event_free(r2);
-	event_free(quote);
-	event_free(art);
-	event_free(viaA);
-	event_free(viaQ);
-	event_free(both);
+	event_destroy(r1);
+	event_destroy(r2);
+	event_destroy(quote);
+	event_destroy(art);
+	event_destroy(viaA);
+	event_destroy(viaQ);
+	event_destroy(both);
 	inv_free(iv);
 }
 
@@ -391,9 +391,9 @@ test_maintainers_of_full_repositories_only_and_each_author_once(void)
 	T_EQ_INT(inv_eligible_each(iv, collect, &got), 4);
 	T_EQ_INT(got.hm_n, 4);
 	hmap_free(&got);
-	event_free(held);
-	event_free(root);
-	event_free(stray);
+	event_destroy(held);
+	event_destroy(root);
+	event_destroy(stray);
 	inv_free(iv);
 }
 

@@ -94,9 +94,9 @@ announcements_put_get_replace_expire(void)
 	purg_ann_clear(&pa);
 	T_EQ_INT(purg_ann_delete(p, b->pubkey, "repo"), 0);
 	T_EQ_INT(purg_ann_get(p, b->pubkey, "repo", &pa), 0);
-	event_free(a1);
-	event_free(a2);
-	event_free(b);
+	event_destroy(a1);
+	event_destroy(a2);
+	event_destroy(b);
 	purg_close(p);
 	store_close(s);
 }
@@ -161,9 +161,9 @@ events_wants_order_extend_and_due(void)
 		k = sqlite3_column_int(q, 0);
 	sqlite3_finalize(q);
 	T_EQ_INT(k, 2);
-	event_free(st1);
-	event_free(st2);
-	event_free(pr);
+	event_destroy(st1);
+	event_destroy(st2);
+	event_destroy(pr);
 	purg_close(p);
 	store_close(s);
 }
@@ -210,7 +210,7 @@ placeholders_expired_deadline_and_counts(void)
 	T_EQ_INT(purg_expired_sweep(p, 999), 0);
 	T_EQ_INT(purg_expired_sweep(p, 1000), 1);
 	T_EQ_INT(purg_expired_has(p, id), 0);
-	event_free(a);
+	event_destroy(a);
 	purg_close(p);
 	store_close(s);
 }
@@ -265,7 +265,7 @@ sync_levels_persist_and_read_only(void)
 	purg_close(p);
 	store_close(s);
 	/* Reopened: still there; read-only readers see the same. */
-	event_free(a);
+	event_destroy(a);
 	a = ann(sk1, 300, "again");
 	s = store_open(path, 0, err, sizeof(err));
 	T_ASSERT(s != NULL);
@@ -282,8 +282,8 @@ sync_levels_persist_and_read_only(void)
 	T_EQ_STR(level, "state_only");
 	purg_close(p);
 	store_close(ro);
-	event_free(a);
-	event_free(b);
+	event_destroy(a);
+	event_destroy(b);
 }
 
 int

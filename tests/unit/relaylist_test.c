@@ -42,7 +42,7 @@ parse(const char *tags, struct relaylist *rl)
 	if (ev == NULL)
 		return -2;
 	rc = relaylist_parse(ev, 0, NULL, 0, rl);
-	event_free(ev);
+	event_destroy(ev);
 	return rc;
 }
 
@@ -309,7 +309,7 @@ test_this_relay_and_private_targets(void)
 	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX), "ws://127.0.0.1:7777/ "
 	    "wss://other.example/");
 	relaylist_clear(&rl);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 static void
@@ -323,7 +323,7 @@ test_other_kinds_are_not_relay_lists(void)
 	T_EQ_INT(rl.rl_nkeys, 0);
 	T_CHECK(relaylist_get(&rl, RELAYLIST_OUTBOX, 0) == NULL);
 	relaylist_clear(&rl);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 /* Each vector of relay-urls.tsv as a one-tag list, then all in one. */
@@ -373,7 +373,7 @@ test_shared_url_vectors(void)
 		free(tags);
 		if (ev == NULL || relaylist_parse(ev, 0, NULL, 0, &rl) != 0) {
 			bad++;
-			event_free(ev);
+			event_destroy(ev);
 			continue;
 		}
 		if (strcmp(expect, "REJECT") == 0 ? rl.rl_nkeys != 0 ||
@@ -390,7 +390,7 @@ test_shared_url_vectors(void)
 				nfirst++;
 		}
 		relaylist_clear(&rl);
-		event_free(ev);
+		event_destroy(ev);
 	}
 	free(line);
 	fclose(f);
@@ -411,7 +411,7 @@ test_shared_url_vectors(void)
 	}
 	T_EQ_INT(rl.rl_r_tags, checked);
 	relaylist_clear(&rl);
-	event_free(ev);
+	event_destroy(ev);
 }
 
 int

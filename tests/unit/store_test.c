@@ -231,7 +231,7 @@ put_stores_once_then_reports_duplicate(void)
 	T_CHECK(store_put(s, ev, &seq2) == STORE_DUPLICATE);
 	T_CHECK(seq2 == 0);
 	T_CHECK(store_count(s) == 1);
-	event_free(ev);
+	event_destroy(ev);
 	store_close(s);
 }
 
@@ -244,7 +244,7 @@ put_refuses_ephemeral_kinds(void)
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, ev, NULL) == STORE_ERROR);
 	T_CHECK(store_count(s) == 0);
-	event_free(ev);
+	event_destroy(ev);
 	store_close(s);
 }
 
@@ -272,10 +272,10 @@ replaceable_newer_wins_older_refused(void)
 	T_CHECK(store_has_address(s, 10002, a->pubkey, "") == 1);
 	T_CHECK(store_has_address(s, 10002, a->pubkey, "x") == 0);
 	T_CHECK(count_of(s, "{\"kinds\":[10002]}") == 2);
-	event_free(a);
-	event_free(b);
-	event_free(c);
-	event_free(other);
+	event_destroy(a);
+	event_destroy(b);
+	event_destroy(c);
+	event_destroy(other);
 	store_close(s);
 }
 
@@ -306,8 +306,8 @@ replaceable_tie_keeps_lower_id_in_both_orders(void)
 	T_CHECK(store_has_id(s, hi->id) == 0);
 	T_CHECK(store_count(s) == 1);
 	store_close(s);
-	event_free(x);
-	event_free(y);
+	event_destroy(x);
+	event_destroy(y);
 }
 
 static void
@@ -340,12 +340,12 @@ addressable_kept_per_d(void)
 	T_CHECK(store_has_address(s, 30618, a1->pubkey, "a") == 1);
 	T_CHECK(count_of(s, "{\"kinds\":[30617]}") == 3);
 	T_CHECK(count_of(s, "{\"#d\":[\"a\"]}") == 2);
-	event_free(a1);
-	event_free(b1);
-	event_free(a2);
-	event_free(nod);
-	event_free(empty);
-	event_free(k2);
+	event_destroy(a1);
+	event_destroy(b1);
+	event_destroy(a2);
+	event_destroy(nod);
+	event_destroy(empty);
+	event_destroy(k2);
 	store_close(s);
 }
 
@@ -390,8 +390,8 @@ deletion_by_e_removes_own_event_and_blocks_it(void)
 	/* Its tag rows went with it. */
 	T_CHECK(store_tag_exists(s, "t", "x") == 0);
 	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 0);
-	event_free(ev);
-	event_free(del);
+	event_destroy(ev);
+	event_destroy(del);
 	store_close(s);
 }
 
@@ -412,9 +412,9 @@ deletion_naming_another_authors_event_is_refused_whole(void)
 	T_CHECK(store_has_id(s, mine->id) == 1);
 	T_CHECK(store_has_id(s, del->id) == 0);
 	T_CHECK(store_is_deleted(s, mine->id, NULL) == 0);
-	event_free(theirs);
-	event_free(mine);
-	event_free(del);
+	event_destroy(theirs);
+	event_destroy(mine);
+	event_destroy(del);
 	store_close(s);
 }
 
@@ -434,9 +434,9 @@ deletion_before_arrival_blocks_only_the_same_author(void)
 	T_CHECK(store_put(s, foreign, NULL) == STORE_OK);
 	T_CHECK(store_is_deleted(s, foreign->id, foreign->pubkey) == 0);
 	T_CHECK(store_is_deleted(s, own->id, own->pubkey) == 1);
-	event_free(own);
-	event_free(foreign);
-	event_free(del);
+	event_destroy(own);
+	event_destroy(foreign);
+	event_destroy(del);
 	store_close(s);
 }
 
@@ -458,10 +458,10 @@ deleting_a_deletion_has_no_effect(void)
 	/* A deletion named before it arrived is still accepted. */
 	T_CHECK(store_put(s, del3, NULL) == STORE_OK);
 	T_CHECK(store_put(s, ev, NULL) == STORE_DELETED);
-	event_free(ev);
-	event_free(del1);
-	event_free(del2);
-	event_free(del3);
+	event_destroy(ev);
+	event_destroy(del1);
+	event_destroy(del2);
+	event_destroy(del3);
 	store_close(s);
 }
 
@@ -493,7 +493,7 @@ deletion_by_a_removes_versions_up_to_its_time(void)
 	T_CHECK(store_put(s, v100, NULL) == STORE_DELETED);
 	T_CHECK(store_put(s, v150, NULL) == STORE_DELETED);
 	T_CHECK(store_put(s, v151, NULL) == STORE_OK);
-	event_free(del);
+	event_destroy(del);
 
 	/* A newer version stored before the deletion survives it. */
 	del = deletion(sk1, 140, NULL, NULL, coord);
@@ -501,11 +501,11 @@ deletion_by_a_removes_versions_up_to_its_time(void)
 	T_CHECK(store_has_id(s, v151->id) == 1);
 	/* An earlier cutoff does not lower the recorded one. */
 	T_CHECK(store_put(s, v150, NULL) == STORE_DELETED);
-	event_free(del);
-	event_free(v100);
-	event_free(v150);
-	event_free(v151);
-	event_free(otherd);
+	event_destroy(del);
+	event_destroy(v100);
+	event_destroy(v150);
+	event_destroy(v151);
+	event_destroy(otherd);
 	store_close(s);
 }
 
@@ -524,8 +524,8 @@ deletion_by_a_of_another_pubkey_is_refused(void)
 	T_CHECK(store_put(s, del, NULL) == STORE_INVALID_DELETION);
 	T_CHECK(store_has_id(s, ev->id) == 1);
 	T_CHECK(store_has_id(s, del->id) == 0);
-	event_free(ev);
-	event_free(del);
+	event_destroy(ev);
+	event_destroy(del);
 	store_close(s);
 }
 
@@ -550,8 +550,8 @@ expired_events_hidden_on_read_but_in_feed(void)
 	coll_free(&c);
 	T_CHECK(store_since_seq(s, 0, 10, collect, &c) == 2);
 	coll_free(&c);
-	event_free(ev);
-	event_free(keep);
+	event_destroy(ev);
+	event_destroy(keep);
 	store_close(s);
 }
 
@@ -592,7 +592,7 @@ limit_default_and_max_clamp(void)
 	T_CHECK(query1(s, "{}", 6, 50, NOW, &c) == 6);
 	coll_free(&c);
 	for (i = 0; i < 20; i++)
-		event_free(ev[i]);
+		event_destroy(ev[i]);
 	store_close(s);
 }
 
@@ -625,7 +625,7 @@ ordering_newest_first_ties_by_lowest_id(void)
 	T_CHECK(coll_is(&c, exp, 8));
 	coll_free(&c);
 	for (i = 0; i < 8; i++)
-		event_free(ev[i]);
+		event_destroy(ev[i]);
 	store_close(s);
 }
 
@@ -662,9 +662,9 @@ query_dedupes_across_filters_and_stops_on_request(void)
 	coll_free(&c);
 	for (i = 0; i < 3; i++)
 		filter_free(&f[i]);
-	event_free(a);
-	event_free(b);
-	event_free(c2);
+	event_destroy(a);
+	event_destroy(b);
+	event_destroy(c2);
 	store_close(s);
 }
 
@@ -849,7 +849,7 @@ query_results_equal_filter_match(void)
 	for (i = 0; i < nf; i++)
 		filter_free(&f[i]);
 	for (i = 0; i < NEV; i++)
-		event_free(ev[i]);
+		event_destroy(ev[i]);
 	store_close(s);
 }
 
@@ -898,10 +898,10 @@ since_seq_reads_feed_in_order(void)
 		T_CHECK(store_since_seq(s, seq[3], 100, collect, &c) == 1);
 		T_CHECK(coll_is(&c, &del, 1));
 		coll_free(&c);
-		event_free(del);
+		event_destroy(del);
 	}
 	for (i = 0; i < 5; i++)
-		event_free(ev[i]);
+		event_destroy(ev[i]);
 	store_close(s);
 }
 
@@ -921,7 +921,7 @@ tag_exists_checks_first_values_of_named_letters(void)
 	T_CHECK(store_tag_exists(s, "aAq", "extra") == 0);
 	T_CHECK(store_tag_exists(s, "q", "long") == 0);
 	T_CHECK(store_tag_exists(s, "", "quoted") == 0);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* A tag repeated in one event is indexed, and found, once. */
 	ev = ev_new(sk1, 100, 1, "[[\"t\",\"same\"],[\"t\",\"same\"]]",
@@ -929,7 +929,7 @@ tag_exists_checks_first_values_of_named_letters(void)
 	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
 	T_CHECK(count_of(s, "{\"#t\":[\"same\"]}") == 1);
 	T_CHECK(count_of(s, "{\"#t\":[\"same\",\"other\"]}") == 1);
-	event_free(ev);
+	event_destroy(ev);
 
 	/* Values are compared by length: a NUL inside one is kept. */
 	ev = ev_new(sk1, 100, 1, "[[\"t\",\"a\\u0000b\"]]", "nul");
@@ -937,7 +937,7 @@ tag_exists_checks_first_values_of_named_letters(void)
 	T_CHECK(count_of(s, "{\"#t\":[\"a\\u0000b\"]}") == 1);
 	T_CHECK(count_of(s, "{\"#t\":[\"a\"]}") == 0);
 	T_CHECK(count_of(s, "{\"#t\":[\"a\\u0000c\",\"x\"]}") == 0);
-	event_free(ev);
+	event_destroy(ev);
 	store_close(s);
 }
 
@@ -966,10 +966,10 @@ transactions_batch_and_roll_back(void)
 	T_CHECK(store_put(s, b, NULL) == STORE_OK);
 	T_CHECK(store_commit(s) == 0);
 	T_CHECK(store_count(s) == 3);
-	event_free(a);
-	event_free(b);
-	event_free(old);
-	event_free(new);
+	event_destroy(a);
+	event_destroy(b);
+	event_destroy(old);
+	event_destroy(new);
 	store_close(s);
 }
 
@@ -1004,9 +1004,9 @@ readonly_store_reads_what_writer_committed(void)
 	T_CHECK(query1(r, "{}", 10, 10, NOW, &c) == 2);
 	coll_free(&c);
 	store_close(r);
-	event_free(a);
-	event_free(b);
-	event_free(other);
+	event_destroy(a);
+	event_destroy(b);
+	event_destroy(other);
 }
 
 static void
@@ -1102,8 +1102,8 @@ query_items_ascending_without_limit_or_expired(void)
 	T_CHECK(it.ts[0] == 199 && it.ts[5] == 200);
 	filter_free(&f);
 	for (i = 0; i < 12; i++)
-		event_free(ev[i]);
-	event_free(gone);
+		event_destroy(ev[i]);
+	event_destroy(gone);
 	store_close(s);
 }
 

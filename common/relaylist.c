@@ -2,6 +2,7 @@
  * relaylist.c: a NIP-65 kind 10002 read into GRASP-03's per-purpose relay
  * selections (see relaylist.h).  Linked by discoveryd, syncd and historyd.
  */
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,4 +176,29 @@ relaylist_purpose_name(enum relaylist_purpose p)
 	default:
 		return "?";
 	}
+}
+
+int
+relaylist_deleted_by(const struct event *ev, const uint8_t list_id[32],
+    int64_t list_at)
+{
+	char		 addr[80], hex[65];
+	uint8_t		 id[32];
+	uint32_t	 t;
+
+	hex_encode(ev->pubkey, 32, hex);
+	snprintf(addr, sizeof(addr), "%u:%s:", KIND_RELAY_LIST, hex);
+	for (t = 0; t < ev->ntags; t++) {
+		const struct event_tag *tg = &ev->tags[t];
+
+		if (tg->n < 2)
+			continue;
+		if (strcmp(tg->v[0].s, "e") == 0 && hex_decode(tg->v[1].s,
+		    tg->v[1].len, id, 32) == 0 && memcmp(id, list_id, 32) == 0)
+			return 1;
+		if (strcmp(tg->v[0].s, "a") == 0 &&
+		    strcmp(tg->v[1].s, addr) == 0 && ev->created_at >= list_at)
+			return 1;
+	}
+	return 0;
 }

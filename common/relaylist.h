@@ -92,6 +92,13 @@ int		 relaylist_parse(const struct event *ev, unsigned urlflags,
 
 /* Releases what the list owns and empties it.  Idempotent. */
 void		 relaylist_clear(struct relaylist *);
+/*
+ * 1 if ev, a kind 5 by the list's author, withdraws the stored kind 10002
+ * list_id of created_at list_at (NIP-09: by id, or by its address with a
+ * created_at not older); else 0.  The caller checks the author.
+ */
+int		 relaylist_deleted_by(const struct event *ev,
+		    const uint8_t list_id[32], int64_t list_at);
 
 /*
  * The i-th relay (canonical key, owned by the list) of purpose p, or NULL

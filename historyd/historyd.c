@@ -90,35 +90,6 @@ delay_ms(const struct histd *hd, double secs)
 }
 
 
-/*
- * NIP-09: a kind 5 by the list's author naming the stored list (by id,
- * or by its address with a created_at not older) withdraws it.
- * Returns 1 if it did.
- */
-static int
-list_deleted(const struct event *ev, const uint8_t list_id[32],
-    int64_t list_at)
-{
-	char		 addr[80], hex[65];
-	uint8_t		 id[32];
-	uint32_t	 t;
-
-	hex_encode(ev->pubkey, 32, hex);
-	snprintf(addr, sizeof(addr), "%u:%s:", KIND_RELAY_LIST, hex);
-	for (t = 0; t < ev->ntags; t++) {
-		const struct event_tag *tg = &ev->tags[t];
-
-		if (tg->n < 2)
-			continue;
-		if (strcmp(tg->v[0].s, "e") == 0 && hex_decode(tg->v[1].s,
-		    tg->v[1].len, id, 32) == 0 && memcmp(id, list_id, 32) == 0)
-			return 1;
-		if (strcmp(tg->v[0].s, "a") == 0 &&
-		    strcmp(tg->v[1].s, addr) == 0 && ev->created_at >= list_at)
-			return 1;
-	}
-	return 0;
-}
 
 static void
 take_event(struct histd *hd, const struct event *ev)
@@ -127,7 +98,7 @@ take_event(struct histd *hd, const struct event *ev)
 
 	inv_add(hd->hd_inv, ev);
 	if (ev->kind == KIND_DELETION && (l = hmap_get(&hd->hd_lists,
-	    ev->pubkey, 32)) != NULL && list_deleted(ev, l->hl_id,
+	    ev->pubkey, 32)) != NULL && relaylist_deleted_by(ev, l->hl_id,
 	    l->hl_at)) {
 		hmap_del(&hd->hd_lists, ev->pubkey, 32);
 		relaylist_clear(&l->hl_list);

@@ -29,6 +29,7 @@
 
 #include "event.h"
 #include "log.h"
+#include "child.h"
 #include "nip19.h"
 #include "relayd.h"
 
@@ -519,43 +520,15 @@ pid_t
 relay_child_spawn(char *const argv[], int fd_in, int fd_out,
     const char *const *env, int timeout_s, relay_child_cb *cb, void *arg)
 {
-	posix_spawn_file_actions_t	 fa;
-	posix_spawnattr_t		 attr;
 	struct relay_child		*ch;
-	sigset_t			 none, dflt;
 	char				**envp;
 	pid_t				 pid;
-	int				 rc;
 
-	/* relayd ignores SIGPIPE; git should not inherit that. */
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	sigemptyset(&dflt);
-	sigaddset(&dflt, SIGPIPE);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &dflt);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-	    POSIX_SPAWN_SETSIGDEF);
-	posix_spawn_file_actions_init(&fa);
-	if (fd_in >= 0)
-		posix_spawn_file_actions_adddup2(&fa, fd_in, 0);
-	else
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
-		    O_RDONLY, 0);
-	if (fd_out >= 0)
-		posix_spawn_file_actions_adddup2(&fa, fd_out, 1);
-	else
-		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null",
-		    O_WRONLY, 0);
-	/* Sockets, the database and nanomsg stay with relayd. */
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	/* git's output pipes, or /dev/null; its stderr is relayd's log. */
 	envp = child_env(env);
-	rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
+	pid = child_spawn(argv, fd_in, fd_out, CHILD_INHERIT, envp);
 	free(envp);
-	if (rc != 0) {
-		errno = rc;
+	if (pid == -1) {
 		log_warn("cannot run %s", argv[0]);
 		return -1;
 	}

@@ -49,6 +49,7 @@
 #include "filter.h"
 #include "json.h"
 #include "log.h"
+#include "child.h"
 #include "msg.h"
 #include "nip19.h"
 #include "policy.h"
@@ -680,49 +681,13 @@ git_env(void)
 static pid_t
 git_spawn(char *const argv[], int fd_in, int fd_out, int fd_err)
 {
-	posix_spawn_file_actions_t	 fa;
-	posix_spawnattr_t		 attr;
-	sigset_t			 none, dflt;
-	char				**envp;
-	pid_t				 pid;
-	int				 rc;
+	char	**envp = git_env();
+	pid_t	  pid;
 
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	sigemptyset(&dflt);
-	sigaddset(&dflt, SIGPIPE);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &dflt);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-	    POSIX_SPAWN_SETSIGDEF);
-	posix_spawn_file_actions_init(&fa);
-	if (fd_in >= 0)
-		posix_spawn_file_actions_adddup2(&fa, fd_in, 0);
-	else
-		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
-		    O_RDONLY, 0);
-	if (fd_out >= 0)
-		posix_spawn_file_actions_adddup2(&fa, fd_out, 1);
-	else
-		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null",
-		    O_WRONLY, 0);
-	if (fd_err >= 0)
-		posix_spawn_file_actions_adddup2(&fa, fd_err, 2);
-	else
-		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null",
-		    O_WRONLY, 0);
-	/* The database, nanomsg and the relay sockets stay with syncd. */
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	envp = git_env();
-	rc = posix_spawnp(&pid, "git", &fa, &attr, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
+	pid = child_spawn(argv, fd_in, fd_out, fd_err, envp);
 	free(envp);
-	if (rc != 0) {
-		errno = rc;
+	if (pid == -1)
 		log_warn("cannot run git");
-		return -1;
-	}
 	return pid;
 }
 

@@ -27,6 +27,7 @@
 #include "config.h"
 #include "log.h"
 #include "nip19.h"
+#include "relayurl.h"
 
 enum cfg_type {
 	CT_STR,		/* free text, one line */
@@ -426,6 +427,19 @@ parse_relay_url(const char *v, const char **why)
 		free(url);
 		*why = "is not a relay URL (no host)";
 		return NULL;
+	}
+	/* The roles read it as a trusted relay URL: refuse here what they
+	 * would refuse, so that `graspd -n` says so. */
+	{
+		char		 key[RELAYURL_MAX + 1];
+		const char	*rwhy;
+
+		if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
+		    sizeof(key), &rwhy) == -1) {
+			free(url);
+			*why = rwhy;
+			return NULL;
+		}
 	}
 	return url;
 }

@@ -197,6 +197,7 @@ relaylist_deleted_by(const struct event *ev, const uint8_t list_id[32],
 		    tg->v[1].len, id, 32) == 0 && memcmp(id, list_id, 32) == 0)
 			return 1;
 		if (strcmp(tg->v[0].s, "a") == 0 &&
+		    tg->v[1].len == strlen(addr) &&
 		    strcmp(tg->v[1].s, addr) == 0 && ev->created_at >= list_at)
 			return 1;
 	}

@@ -250,7 +250,8 @@ handle_close(struct relay_conn *c, const struct json *msg)
 		    "string");
 		return;
 	}
-	if ((s = sub_find(c, sid->s)) != NULL)
+	/* A subscription id never holds a NUL (REQ refuses those). */
+	if (sid->len == strlen(sid->s) && (s = sub_find(c, sid->s)) != NULL)
 		sub_remove(c, s);
 }
 
@@ -273,16 +274,16 @@ handle_message(struct relay_conn *c, const char *data, size_t len)
 		relay_send_notice(c, "invalid: a message must be a JSON array "
 		    "starting with a string");
 		relayd->stats.msgs_in_other++;
-	} else if (strcmp(verb->s, "EVENT") == 0) {
+	} else if (verb->len == 5 && strcmp(verb->s, "EVENT") == 0) {
 		relayd->stats.msgs_in_event++;
 		if (msg->n != 2)
 			relay_send_notice(c, "invalid: EVENT takes exactly one "
 			    "event");
 		else
 			relay_ingest_client(c, json_at(msg, 1));
-	} else if (strcmp(verb->s, "REQ") == 0)
+	} else if (verb->len == 3 && strcmp(verb->s, "REQ") == 0)
 		handle_req(c, msg);
-	else if (strcmp(verb->s, "CLOSE") == 0)
+	else if (verb->len == 5 && strcmp(verb->s, "CLOSE") == 0)
 		handle_close(c, msg);
 	else if (strncmp(verb->s, "NEG-", 4) == 0)
 		relay_neg_message(c, msg);

@@ -596,6 +596,25 @@ whitelist_entry_forms(void)
 	config_free(&c);
 }
 
+/* What the roles would refuse as a relay URL is refused at load time. */
+static void
+relay_urls_the_roles_would_refuse_are_errors(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_EQ_INT(load_text(&c, "sync_bootstrap_relay_url = "
+	    "wss://-bad.example:99999/a/../b\n"), -1);
+	T_CHECK(strstr(err, "NGIT_SYNC_BOOTSTRAP_RELAY_URL") != NULL);
+	T_EQ_INT(load_text(&c, "sync_plus_fallback_relays = "
+	    "wss://relay.example.com/%00\n"), -1);
+	T_CHECK(strstr(err, "NGIT_SYNC_PLUS_FALLBACK_RELAYS") != NULL);
+	/* Trusted: loopback and scheme-less names are the operator's call. */
+	T_EQ_INT(load_text(&c, "sync_plus_user_index_relays = "
+	    "ws://127.0.0.1:7777, relay.example.com\n"), 0);
+	config_free(&c);
+}
+
 static void
 whitelist_bad_npub_names_key(void)
 {
@@ -1037,6 +1056,7 @@ main(void)
 	T_RUN(event_blacklist_takes_npub_and_hex);
 	T_RUN(whitelist_entry_forms);
 	T_RUN(whitelist_bad_npub_names_key);
+	T_RUN(relay_urls_the_roles_would_refuse_are_errors);
 	T_RUN(backoff_max_below_base_is_an_error);
 	T_RUN(owner_key_from_config_wins);
 	T_RUN(owner_key_file_created_0600_and_stable);

@@ -17,6 +17,18 @@ struct json;
 /* NIP-01: kind is an integer in 0..65535. */
 #define EVENT_KIND_MAX		65535
 
+/* The kinds graspd treats specially, named once. */
+#define KIND_PROFILE		0	/* NIP-01 metadata */
+#define KIND_DELETION		5	/* NIP-09 */
+#define KIND_PATCH		1617	/* NIP-34 */
+#define KIND_PR			1618	/* NIP-34 */
+#define KIND_PR_UPDATE		1619	/* NIP-34 */
+#define KIND_ISSUE		1621	/* NIP-34 */
+#define KIND_RELAY_LIST		10002	/* NIP-65 */
+#define KIND_USER_GRASP_LIST	10317	/* NIP-34 */
+#define KIND_REPO_ANNOUNCEMENT	30617	/* NIP-34 */
+#define KIND_REPO_STATE		30618	/* NIP-34 */
+
 struct estr {
 	char	*s;
 	size_t	 len;

@@ -13,23 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "event.h"	/* the KIND_* numbers */
+
 struct config;
 struct event;
 struct inventory;
 struct purg;
 struct store;
-
-/* NIP-34 kinds the policy dispatches on. */
-#define KIND_DELETION		5	/* NIP-09 */
-#define KIND_PROFILE		0	/* NIP-01 metadata */
-#define KIND_RELAY_LIST		10002	/* NIP-65 */
-#define KIND_PATCH		1617	/* NIP-34 */
-#define KIND_PR			1618	/* NIP-34 */
-#define KIND_PR_UPDATE		1619	/* NIP-34 */
-#define KIND_ISSUE		1621	/* NIP-34 */
-#define KIND_USER_GRASP_LIST	10317	/* NIP-34 */
-#define KIND_REPO_ANNOUNCEMENT	30617	/* NIP-34 */
-#define KIND_REPO_STATE		30618	/* NIP-34 */
 
 /* Ours: bound on the recursive maintainer walk (NIP-34 sets none). */
 #define POLICY_MAX_MAINTAINERS	256

@@ -366,7 +366,7 @@ apply_deletion(struct store *s, const struct event *ev)
 				if (pass == 0)
 					continue;
 				/* Deleting a deletion has no effect. */
-				if (r == 1 && kind == STORE_KIND_DELETION)
+				if (r == 1 && kind == KIND_DELETION)
 					continue;
 				if (r == 1 && delete_seq(s, seq) == -1)
 					return STORE_ERROR;
@@ -524,7 +524,7 @@ put_locked(struct store *s, const struct event *ev, int64_t *seq_out)
 	if (found)
 		return STORE_DUPLICATE;
 	/* A deletion cannot be deleted, so it is never refused as one. */
-	if (ev->kind != STORE_KIND_DELETION) {
+	if (ev->kind != KIND_DELETION) {
 		if ((st = stmt(s, ST_IS_DELETED)) == NULL)
 			return STORE_ERROR;
 		sqlite3_bind_blob(st, 1, ev->id, 32, SQLITE_STATIC);
@@ -539,7 +539,7 @@ put_locked(struct store *s, const struct event *ev, int64_t *seq_out)
 	d = store_event_d(ev, &dlen);
 	if (d != NULL && (r = apply_replacement(s, ev, d, dlen)) != STORE_OK)
 		return r;
-	if (ev->kind == STORE_KIND_DELETION &&
+	if (ev->kind == KIND_DELETION &&
 	    (r = apply_deletion(s, ev)) != STORE_OK)
 		return r;
 	return insert_event(s, ev, d, dlen, seq_out);

@@ -20,9 +20,6 @@ struct filter;
 struct store;
 struct sqlite3;
 
-/* NIP-09: the kind of a deletion request. */
-#define STORE_KIND_DELETION	5
-
 /* ngit-grasp brief 2.1: limit per filter when a REQ filter has none. */
 #define STORE_DEFAULT_LIMIT	500
 /* nips.md 1.10 (STRFRY maxFilterLimit): the largest limit honoured. */

@@ -170,6 +170,12 @@ arm_window(struct syncd *sd)
 }
 
 void
+sync_reconcile_soon(struct syncd *sd)
+{
+	arm_window(sd);
+}
+
+void
 sync_inventory_changed(struct syncd *sd)
 {
 	if (sd->sd_inv->iv_generation != sd->sd_inv_gen)
@@ -284,6 +290,8 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddNumberToObject(view, "scanned_at_start",
 	    (double)sd->sd_scanned);
 	cJSON_AddNumberToObject(view, "events_synced", (double)sd->sd_events);
+	cJSON_AddBoolToObject(view, "negentropy",
+	    !ctx->r_cfg.sync_disable_negentropy);
 	arr = cJSON_AddArrayToObject(view, "relays");
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); ) {
 		cJSON *o = cJSON_CreateObject();
@@ -301,11 +309,24 @@ static void
 sync_stats(struct role_ctx *ctx, cJSON *metrics)
 {
 	struct syncd	*sd = ctx->r_data;
-	size_t		 it, synced = 0, bykind[3], unlinked;
+	size_t		 it, synced = 0, bykind[3], unlinked, neg = 0;
+	uint64_t	 rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
+	uint64_t	 sessions = 0, fallbacks = 0;
 	void		*v;
 
-	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
-		synced += ((struct sync_relay *)v)->sr_synced_at != 0;
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); ) {
+		struct sync_relay *sr = v;
+
+		synced += sr->sr_synced_at != 0;
+		neg += sync_neg_allowed(sd, sr->sr_key);
+		sessions += sr->sr_neg_sessions;
+		fallbacks += sr->sr_neg_fallbacks;
+		rounds += sr->sr_neg_rounds;
+		bytes += sr->sr_neg_bytes;
+		fbytes += sr->sr_neg_fetch_bytes;
+		need += sr->sr_neg_need;
+		have += sr->sr_neg_have;
+	}
 	role_metric(metrics, "graspd_syncd_enabled", ctx->r_cfg.sync_enabled);
 	role_metric(metrics, "graspd_syncd_repositories",
 	    (double)sd->sd_inv->iv_repos.hm_n);
@@ -319,6 +340,24 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 	    (double)sd->sd_events);
 	role_metric(metrics, "graspd_syncd_reconciles_total",
 	    (double)sd->sd_reconciles);
+	/* NIP-77, summed over the relays tracked now. */
+	role_metric(metrics, "graspd_syncd_relays_mode{mode=\"negentropy\"}",
+	    (double)neg);
+	role_metric(metrics, "graspd_syncd_relays_mode{mode=\"req\"}",
+	    (double)(sd->sd_relays.hm_n - neg));
+	role_metric(metrics, "graspd_syncd_negentropy_sessions",
+	    (double)sessions);
+	role_metric(metrics, "graspd_syncd_negentropy_fallbacks",
+	    (double)fallbacks);
+	role_metric(metrics, "graspd_syncd_negentropy_rounds",
+	    (double)rounds);
+	role_metric(metrics, "graspd_syncd_negentropy_bytes", (double)bytes);
+	role_metric(metrics, "graspd_syncd_negentropy_fetch_bytes",
+	    (double)fbytes);
+	role_metric(metrics, "graspd_syncd_negentropy_ids_needed",
+	    (double)need);
+	role_metric(metrics, "graspd_syncd_negentropy_ids_have",
+	    (double)have);
 	conn_mgr_stats(sd->sd_conns, metrics);
 	sync_git_stats(sd, metrics);
 }
@@ -336,6 +375,7 @@ sync_fini(struct role_ctx *ctx)
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
 		sync_relay_free(v);
 	hmap_free(&sd->sd_relays);
+	sync_neg_fini(sd);
 	conn_mgr_free(sd->sd_conns);
 	inv_free(sd->sd_inv);
 	free(sd->sd_bootstrap);

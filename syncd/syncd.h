@@ -6,8 +6,11 @@
  *
  * syncd.c       main, the role hooks, the inventory and the batch window
  * sync_relay.c  one remote relay: wanted and fetched targets, historic
- *               pagination, live subscriptions, catch-up after outages,
+ *               requests (NIP-77 negentropy then the needed ids, or
+ *               pagination), live subscriptions, catch-up after outages,
  *               the daily resync
+ * sync_neg.c    negentropy's item sets from the database, the relays
+ *               that do not speak NIP-77, the ids each relay delivered
  * sync_git.c    the git-data hunt for events held in purgatory: objects
  *               fetched from the repositories' clone URLs, relayd told;
  *               held announcements fed to the inventory as StateOnly
@@ -44,6 +47,13 @@
 #define SYNC_BATCH_WINDOW	2.0
 /* Ours: a failed historic fetch is tried again after this long. */
 #define SYNC_RETRY		60.0
+/* Ours: needed ids asked in one REQ after a reconciliation: below the
+ * 500-event cap of common relays (strfry's maxFilterLimit, nips.md
+ * 1.10), so that the relay's limit never cuts the answer short. */
+#define SYNC_NEG_IDS_PER_REQ	250
+/* Ours: ids remembered as delivered by one relay (32 bytes each plus
+ * the map); beyond it the memory is cleared. */
+#define SYNC_NEG_DELIVERED_MAX	1000000
 /* Ours: live REQs left free for historic fetches (conn's ledger). */
 #define SYNC_LIVE_RESERVE	2
 /* Ours: filters that do not fit live are polled this often instead. */
@@ -128,6 +138,17 @@ struct sync_relay {
 	int64_t		 sr_disconnected_at;	/* unix time, 0 connected */
 	int64_t		 sr_synced_at;		/* last historic completion */
 	uint64_t	 sr_events;		/* events it delivered */
+	/* NIP-77 (sync_neg.c): ids it delivered (32-byte keys), and what
+	 * its reconciliations cost and found. */
+	struct hmap	 sr_delivered;
+	uint64_t	 sr_neg_sessions;	/* reconciliations done */
+	uint64_t	 sr_neg_fallbacks;	/* ended in a paginated REQ */
+	uint64_t	 sr_neg_rounds;		/* NEG-MSG answers */
+	uint64_t	 sr_neg_bytes;		/* NEG-* bytes both ways */
+	uint64_t	 sr_neg_fetch_bytes;	/* id fetches: REQs, events */
+	uint64_t	 sr_neg_need;		/* ids needed (to fetch) */
+	uint64_t	 sr_neg_have;		/* ids only we have (counted) */
+	uint64_t	 sr_neg_skipped;	/* needed, delivered before */
 	LIST_HEAD(, sync_hreq) sr_hreqs;	/* historic in flight */
 	int64_t		 sr_catchup_since;	/* pending catch-up, or 0 */
 	int64_t		 sr_gap_at;		/* first live replacement
@@ -151,6 +172,7 @@ struct syncd {
 	uint64_t	 sd_scanned;		/* stored events read at start */
 	uint64_t	 sd_announcements;	/* 30617 events taken */
 	uint64_t	 sd_reconciles;
+	struct hmap	 sd_no_neg;		/* keys without NIP-77 */
 	struct sync_git	*sd_git;		/* the git-data hunt */
 };
 
@@ -167,6 +189,29 @@ void	sync_relay_state(struct sync_relay *, enum conn_state old,
 	    enum conn_state now);
 void	sync_relay_show(struct sync_relay *, cJSON *obj);
 
+/* sync_neg.c */
+/*
+ * Our negentropy set for filter_json: (created_at, id) of every stored
+ * event matching it (no limit, expired events left out), in *items
+ * (malloc'd, caller frees) and *n.  Returns 0, or -1 with *why (static)
+ * if the filter does not parse, the query fails or more than
+ * NEG_MAX_ITEMS events match.
+ */
+int	sync_neg_items(struct syncd *, const char *filter_json,
+	    struct neg_item **items, size_t *n, const char **why);
+/* 1 if historic filters to relay key try negentropy first: not disabled
+ * (NGIT_SYNC_DISABLE_NEGENTROPY) and not remembered as unsupported. */
+int	sync_neg_allowed(const struct syncd *, const char *key);
+/* Remembers (in memory) that relay key does not speak NIP-77. */
+void	sync_neg_unsupported(struct syncd *, const char *key,
+	    const char *why);
+/* Notes an id the relay delivered / asks whether it did. */
+void	sync_neg_delivered(struct sync_relay *, const uint8_t id[32]);
+int	sync_neg_was_delivered(const struct sync_relay *,
+	    const uint8_t id[32]);
+/* Frees the remembered relays. */
+void	sync_neg_fini(struct syncd *);
+
 /* sync_git.c */
 /* Starts the hunt's timers and its notice socket to relayd. */
 void	sync_git_init(struct syncd *);
@@ -181,5 +226,7 @@ double	sync_delay(const struct syncd *, double secs);
 /* The inventory changed outside the feed: rebuild targets after the
  * batch window. */
 void	sync_inventory_changed(struct syncd *);
+/* Derives the targets again after the batch window (GRASP-03 marks). */
+void	sync_reconcile_soon(struct syncd *);
 
 #endif

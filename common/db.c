@@ -143,6 +143,21 @@ static const char *const db_migrations[] = {
 	"  FROM purgatory_announcements p WHERE NOT EXISTS"
 	"    (SELECT 1 FROM events e WHERE e.kind = 30617"
 	"     AND e.pubkey = p.pubkey AND e.d = p.d);",
+
+	/*
+	 * 3: GRASP-03 fallback marks (plusmark.h): authors a successful
+	 * user-index query found without an accepted kind 10002, and a
+	 * generation bumped by every change so readers notice cheaply.
+	 */
+	"CREATE TABLE plus_marks ("
+	"  pubkey BLOB PRIMARY KEY,"
+	"  marked_at INTEGER NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE TABLE plus_mark_generation ("
+	"  id INTEGER PRIMARY KEY CHECK (id = 1),"
+	"  generation INTEGER NOT NULL"
+	");"
+	"INSERT INTO plus_mark_generation VALUES (1, 0);",
 };
 
 #define DB_NMIGRATIONS \

@@ -273,3 +273,23 @@ msg_ingest_decode(const struct msg *m, struct msg_ingest *mi)
 	mi->mi_json = mi->mi_url + u16;
 	mi->mi_jsonlen = m->m_len - 3 - u16;
 }
+
+void
+msg_plusmark_encode(uint8_t out[MSG_PLUSMARK_LEN], const uint8_t pubkey[32],
+    int set)
+{
+	memcpy(out, pubkey, 32);
+	out[32] = set ? 1 : 0;
+}
+
+int
+msg_plusmark_decode(const struct msg *m, uint8_t pubkey[32])
+{
+	if (m->m_type != MSG_PLUSMARK || m->m_len != MSG_PLUSMARK_LEN)
+		fatalx("malformed PLUSMARK message: %zu bytes, expected %u",
+		    m->m_len, MSG_PLUSMARK_LEN);
+	if (m->m_data[32] > 1)
+		fatalx("malformed PLUSMARK message: mark %u", m->m_data[32]);
+	memcpy(pubkey, m->m_data, 32);
+	return m->m_data[32];
+}

@@ -34,7 +34,8 @@ struct buf;
 	X(ACCEPTED,	2)	/* relayd -> all: one stored event */	\
 	X(CONTROL,	3)	/* graspctl/supervisor -> process */	\
 	X(CONTROL_REPLY, 4)	/* process -> graspctl/supervisor */	\
-	X(STATS,	5)	/* role -> relayd: counter snapshot */
+	X(STATS,	5)	/* role -> relayd: counter snapshot */	\
+	X(PLUSMARK,	6)	/* discoveryd -> relayd: fallback mark */
 
 enum msg_type {
 #define MSG_ENUM(name, value)	MSG_##name = value,
@@ -160,6 +161,20 @@ struct msg_ingest {
 	size_t		 mi_jsonlen;
 };
 void	msg_ingest_decode(const struct msg *, struct msg_ingest *);
+
+/*
+ * PLUSMARK payload (on the ingest channel, after the events it follows):
+ * GRASP-03's fallback mark of one author, set when a successful
+ * user-index query returned no accepted kind 10002, cleared once it is
+ * moot.  relayd persists it (plusmark.h).  Exactly the 32-byte pubkey
+ * and one byte, 1 (set) or 0 (clear); msg_plusmark_decode() ends the
+ * process on anything else.
+ */
+#define MSG_PLUSMARK_LEN	33
+void	msg_plusmark_encode(uint8_t out[MSG_PLUSMARK_LEN],
+	    const uint8_t pubkey[32], int set);
+/* Fills pubkey; returns the mark (1 set, 0 clear). */
+int	msg_plusmark_decode(const struct msg *, uint8_t pubkey[32]);
 
 /*
  * CONTROL and CONTROL_REPLY payloads are JSON text: a request is

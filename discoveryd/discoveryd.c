@@ -15,10 +15,16 @@
  * after five minutes.
  *
  * An author without a stored relay list for whom an index query
- * succeeded without delivering a relay list that relayd accepted is
- * marked "fallback" in the view: the GRASP-03 fallback relays are to
- * serve as that author's mailboxes (issue #7 wires syncd to it).
+ * succeeded without delivering a relay list that relayd accepted gets
+ * the GRASP-03 fallback mark: discoveryd sends it to relayd, which
+ * persists it (plusmark.h), and syncd and historyd then use the
+ * operator's fallback relays as that author's mailboxes until an
+ * accepted list is stored.  The mark is cleared once the author has a
+ * stored list or is no longer eligible; it survives restarts (the table
+ * is read back at start and on every reconciliation, which also resends
+ * a mark whose message was lost).
  */
+#include <nanomsg/nn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +33,11 @@
 #include "discoveryd.h"
 #include "event.h"
 #include "log.h"
+#include "msg.h"
+#include "plusmark.h"
 #include "policy.h"
 #include "relayurl.h"
+#include "store.h"
 
 static struct discd	 discd;
 
@@ -250,6 +259,9 @@ take_deletion(struct discd *dd, const struct event *ev)
 		log_info("%s: relay list deleted by its author", a->da_hex);
 		relaylist_clear(&a->da_list);
 		a->da_has_list = 0;
+		/* Without a list it is asked at the indexes again. */
+		if (!a->da_in_round)
+			a->da_due_ms = 0;
 	}
 }
 
@@ -319,8 +331,10 @@ update_eligible(struct discd *dd)
 			drop_round(dd, a);
 		a->da_eligible = a->da_mark;
 		n += a->da_eligible;
-		/* Nothing to keep for an author with no stored identity. */
-		if (!a->da_eligible && !a->da_has_list && !a->da_has_profile)
+		/* Nothing to keep for an author with no stored identity
+		 * (once its fallback mark is cleared). */
+		if (!a->da_eligible && !a->da_has_list && !a->da_has_profile &&
+		    !a->da_marked)
 			gone[ngone++] = a;
 	}
 	for (i = 0; i < ngone; i++) {
@@ -333,6 +347,95 @@ update_eligible(struct discd *dd)
 	dd->dd_inv_seen = 1;
 }
 
+/* 1 if a's last completed round calls for the fallback mark (see the
+ * top). */
+static int
+round_fallback(const struct discd *dd, const struct disc_author *a,
+    int64_t now)
+{
+	if (!a->da_eligible || a->da_has_list || !a->da_fb_index_ok)
+		return 0;
+	/* A list the index delivered may still be on its way to the
+	 * store; past the settle time relayd refused it. */
+	return !a->da_fb_index_list ||
+	    now - a->da_done_ms >= (int64_t)(DISC_SETTLE * 1000);
+}
+
+/* 1 if a is on fallback coverage now: the rule syncd and historyd use. */
+static int
+on_fallback(const struct disc_author *a)
+{
+	return a->da_eligible && a->da_marked && !a->da_has_list;
+}
+
+/*
+ * The fallback marks from the database, when their generation moved (or
+ * to resend one whose message was lost: every reconciliation compares
+ * what it wants with what is stored).
+ */
+static void
+load_marks(struct discd *dd)
+{
+	struct hmap	 set = HMAP_INIT;
+	struct sqlite3	*db = store_sqlite(dd->dd_ctx->r_store);
+	size_t		 it;
+	int64_t		 gen;
+	const void	*k;
+	void		*v;
+
+	if (plusmark_load(db, &set, &gen) == -1)
+		return;
+	dd->dd_mark_gen = gen;
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+		struct disc_author *a = v;
+
+		a->da_marked = hmap_get(&set, a->da_pk, 32) != NULL;
+	}
+	for (it = 0; hmap_next(&set, &it, &k, NULL, NULL); )
+		author_get(dd, k)->da_marked = 1;
+	hmap_free(&set);
+}
+
+/*
+ * GRASP-03's fallback mark follows the last completed round: set when a
+ * successful index query had no accepted list for the author, cleared
+ * when the author has a stored list or is no longer eligible, kept
+ * otherwise (a failed round changes nothing; after a restart the stored
+ * mark holds until the next round).  Sent to relayd, the one writer.
+ */
+static void
+sync_marks(struct discd *dd)
+{
+	struct disc_author	*a;
+	uint8_t			 msg[MSG_PLUSMARK_LEN];
+	int64_t			 now = disc_now_ms();
+	size_t			 it;
+	void			*v;
+	int			 want;
+
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+		a = v;
+		want = a->da_marked;
+		if (round_fallback(dd, a, now))
+			want = 1;
+		else if (a->da_has_list || !a->da_eligible)
+			want = 0;
+		if (want == a->da_marked)
+			continue;
+		msg_plusmark_encode(msg, a->da_pk, want);
+		if (msg_send(dd->dd_ctx->r_sock_ingest, MSG_PLUSMARK, msg,
+		    sizeof(msg), NN_DONTWAIT) == -1) {
+			/* relayd away or behind: the next pass retries. */
+			dd->dd_marks_unsent++;
+			continue;
+		}
+		dd->dd_marks_sent++;
+		a->da_marked = want;
+		log_debug("%s: fallback mark %s", a->da_hex, want ? "set" :
+		    "cleared");
+	}
+}
+
 /* The once-per-minute reconciliation: who is eligible, who is due. */
 static void
 reconcile(struct discd *dd)
@@ -343,6 +446,7 @@ reconcile(struct discd *dd)
 	void			*v;
 
 	dd->dd_reconciles++;
+	load_marks(dd);
 	if (!dd->dd_inv_seen || dd->dd_inv->iv_generation != dd->dd_inv_gen)
 		update_eligible(dd);
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
@@ -365,6 +469,7 @@ pass_cb(lws_sorted_usec_list_t *sul)
 	if (dd->dd_pass++ % dd->dd_reconcile_every == 0)
 		reconcile(dd);
 	disc_dispatch(dd);
+	sync_marks(dd);
 	lws_sul_schedule(dd->dd_ctx->r_lws, 0, &dd->dd_sul_pass, pass_cb,
 	    (lws_usec_t)(secs * 1e6));
 }
@@ -455,6 +560,7 @@ disc_init(struct role_ctx *ctx)
 	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq, take_stored, dd,
 	    NULL) == -1)
 		return -1;
+	load_marks(dd);
 	update_eligible(dd);
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); )
 		lists += ((struct disc_author *)v)->da_has_list &&
@@ -486,19 +592,6 @@ disc_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 	(void)seq;
 	if (dd->dd_enabled)
 		take_event(dd, ev);
-}
-
-/* 1 if a is to use the fallback relays as mailboxes (see the top). */
-static int
-is_fallback(const struct discd *dd, const struct disc_author *a,
-    int64_t now)
-{
-	if (!a->da_eligible || a->da_has_list || !a->da_fb_index_ok)
-		return 0;
-	/* A list the index delivered may still be on its way to the
-	 * store; past the settle time relayd refused it. */
-	return !a->da_fb_index_list ||
-	    now - a->da_done_ms >= (int64_t)(DISC_SETTLE * 1000);
 }
 
 static void
@@ -550,7 +643,7 @@ show_author(const struct discd *dd, const struct disc_author *a,
 	cJSON_AddStringToObject(o, "last_result", a->da_result ?
 	    a->da_result : "none");
 	cJSON_AddNumberToObject(o, "rounds", (double)a->da_rounds);
-	cJSON_AddBoolToObject(o, "fallback", is_fallback(dd, a, now));
+	cJSON_AddBoolToObject(o, "fallback", on_fallback(a));
 }
 
 /* Counts for the view and the metrics. */
@@ -572,7 +665,7 @@ count(const struct discd *dd, struct disc_counts *c)
 		if (!a->da_eligible)
 			continue;
 		c->with_list += a->da_has_list;
-		c->fallback += is_fallback(dd, a, now);
+		c->fallback += on_fallback(a);
 		c->in_round += a->da_in_round;
 		c->due += !a->da_in_round && a->da_due_ms <= now;
 	}
@@ -643,6 +736,10 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddNumberToObject(o, "ingest_dropped",
 	    (double)dd->dd_ingest_dropped);
 	cJSON_AddNumberToObject(o, "reconciles", (double)dd->dd_reconciles);
+	cJSON_AddNumberToObject(o, "fallback_marks_sent",
+	    (double)dd->dd_marks_sent);
+	cJSON_AddNumberToObject(o, "fallback_marks_unsent",
+	    (double)dd->dd_marks_unsent);
 	conn_mgr_show(dd->dd_conns, cJSON_AddArrayToObject(view,
 	    "connections"));
 }

@@ -14,8 +14,10 @@
  *
  * Everything fetched goes to relayd over the ingest channel (relayd
  * checks it like any untrusted event); discoveryd never writes the
- * database.  Its state is rebuilt from the database at start and nothing
- * of it is persisted: after a restart every eligible author is due.
+ * database.  So do its GRASP-03 fallback marks (PLUSMARK messages), which
+ * relayd persists for syncd and historyd (plusmark.h).  Its state is
+ * rebuilt from the database at start and nothing else of it is
+ * persisted: after a restart every eligible author is due.
  */
 #ifndef GRASPD_DISCOVERYD_H
 #define GRASPD_DISCOVERYD_H
@@ -87,6 +89,9 @@ struct disc_author {
 	int		 da_fb_index_ok;
 	int		 da_fb_index_list;
 	uint64_t	 da_rounds;
+	/* The GRASP-03 fallback mark in the database (plusmark.h), as
+	 * last read or sent. */
+	int		 da_marked;
 };
 
 /* A relay asked for identities: user index, bootstrap or an outbox. */
@@ -144,6 +149,9 @@ struct discd {
 	uint64_t	 dd_batches_ok, dd_batches_failed, dd_dials;
 	uint64_t	 dd_found, dd_missing, dd_events, dd_forged;
 	uint64_t	 dd_ingest_dropped;
+	/* Fallback marks: the generation last read, messages sent. */
+	int64_t		 dd_mark_gen;
+	uint64_t	 dd_marks_sent, dd_marks_unsent;
 };
 
 /* disc_source.c */

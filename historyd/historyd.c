@@ -8,8 +8,10 @@
  *     probed (RELAYLIST_HISTORY: at most four, write/unmarked first) for
  *     the roots it takes part in: the repository coordinate, the root
  *     id, the descendant ids and descendant address coordinates;
- *   - a participant without a stored relay list has those roots probed
- *     on the operator's fallback relays (NGIT_SYNC_PLUS_FALLBACK_RELAYS);
+ *   - a non-root participant on fallback (marked by discoveryd after a
+ *     successful user-index query found no accepted list, and no list
+ *     stored since: plusmark.h) has those roots probed on the
+ *     operator's fallback relays (NGIT_SYNC_PLUS_FALLBACK_RELAYS);
  *   - on a public instance only (NGIT_PRIVATE_MODE false) the owner and
  *     the declared maintainers of each Full repository have their
  *     read/unmarked inboxes (RELAYLIST_REPO_INBOX, at most four) probed
@@ -20,9 +22,9 @@
  * here is ever a live subscription: every group is one conn_paginate()
  * at background priority.
  *
- * The fallback rule is ours: "no stored 10002" (derivable from the
- * database), not GRASP-03's "a successful user-index query returned no
- * accepted kind 10002", which only discoveryd knows.
+ * The fallback marks are read from the database at init, before the
+ * first reconciliation, and again on any maintenance pass that finds
+ * their generation moved.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +35,12 @@
 #include "historyd.h"
 #include "inventory.h"
 #include "log.h"
+#include "plusmark.h"
 #include "policy.h"
 #include "relaylist.h"
 #include "relayurl.h"
 #include "role.h"
+#include "store.h"
 
 /* One author's stored relay list. */
 struct hist_list {
@@ -68,6 +72,8 @@ struct histd {
 	size_t		 hd_nself;
 	char		**hd_fallback;	/* canonical, trusted */
 	size_t		 hd_nfallback;
+	struct hmap	 hd_marks;	/* GRASP-03 fallback marks */
+	int64_t		 hd_mark_gen;
 	size_t		 hd_neligible;
 	struct conn_mgr	*hd_conns;
 	struct hist_sched hd_sched;
@@ -229,7 +235,8 @@ participant(struct histd *hd, struct hmap *scopes,
 			    RELAYLIST_HISTORY, j)) != NULL; j++)
 				scope_add_thread(scope_get(scopes, key,
 				    HIST_P_PARTICIPANT, 0), rt);
-		else if (memcmp(rt->rt_author, au->au_pubkey, 32) != 0)
+		else if (memcmp(rt->rt_author, au->au_pubkey, 32) != 0 &&
+		    hmap_get(&hd->hd_marks, au->au_pubkey, 32) != NULL)
 			/* A root author's fallback is syncd's ordinary
 			 * coverage; here only non-root participants. */
 			for (j = 0; j < hd->hd_nfallback; j++)
@@ -457,6 +464,20 @@ static const struct hist_sched_ops hist_sched_ops = {
 	.release = worker_release,
 };
 
+/* The fallback marks, if their generation moved (or always: force). */
+static void
+load_marks(struct histd *hd, int force)
+{
+	struct sqlite3	*db = store_sqlite(hd->hd_ctx->r_store);
+	int64_t		 gen;
+
+	if (!force && (plusmark_generation(db, &gen) == -1 ||
+	    gen == hd->hd_mark_gen))
+		return;
+	if (plusmark_load(db, &hd->hd_marks, &hd->hd_mark_gen) >= 0)
+		hd->hd_dirty = 1;
+}
+
 static void
 pass_cb(lws_sorted_usec_list_t *sul)
 {
@@ -465,6 +486,7 @@ pass_cb(lws_sorted_usec_list_t *sul)
 			    HIST_MAINT_PERIOD);
 
 	(void)sul;
+	load_marks(hd, 0);
 	if (hd->hd_dirty || hd->hd_inv->iv_generation != hd->hd_inv_gen)
 		reconcile(hd);
 	hist_sched_pass(&hd->hd_sched, role_now_ms());
@@ -550,6 +572,8 @@ hist_init(struct role_ctx *ctx)
 	    &hist_hooks, hd);
 	hist_sched_init(&hd->hd_sched, &hist_sched_ops, hd,
 	    delay_ms(hd, HIST_REFRESH), delay_ms(hd, HIST_RETRY));
+	/* Fallback ownership from the database, before any request. */
+	load_marks(hd, 1);
 	reconcile(hd);
 	log_info("%s instance: %zu eligible authors, %zu history-probe relays "
 	    "from the database; %zu fallback relays",
@@ -621,6 +645,8 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddNumberToObject(view, "max_workers", HIST_MAX_WORKERS);
 	cJSON_AddNumberToObject(view, "fallback_relays",
 	    (double)hd->hd_nfallback);
+	cJSON_AddNumberToObject(view, "fallback_marks",
+	    (double)hd->hd_marks.hm_n);
 	arr = cJSON_AddArrayToObject(view, "relays");
 	for (it = 0; hmap_next(&hd->hd_sched.hs_relays, &it, NULL, NULL,
 	    &v); ) {
@@ -730,6 +756,7 @@ hist_fini(struct role_ctx *ctx)
 		free(v);
 	}
 	hmap_free(&hd->hd_lists);
+	hmap_free(&hd->hd_marks);
 	inv_free(hd->hd_inv);
 	for (i = 0; i < hd->hd_nfallback; i++)
 		free(hd->hd_fallback[i]);

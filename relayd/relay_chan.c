@@ -1,7 +1,9 @@
 /*
  * relay_chan.c: relayd's side of the nanomsg channels (design.md,
  * "Channels"): it binds ingest (PULL: events fetched by the other roles),
- * accepted (PUB: one notice per stored event), stats (PULL: the other
+ * accepted (PUB: one notice per stored event; discoveryd's GRASP-03
+ * fallback marks arrive on ingest too and are written in the same
+ * batched transactions), stats (PULL: the other
  * roles' counters, served at /metrics) and its own control socket (REP,
  * for graspctl, the supervisor and syncd's "git-data" notices).  The
  * descriptors nanomsg exposes are adopted into the libwebsockets loop as
@@ -23,6 +25,7 @@
 #include "event.h"
 #include "log.h"
 #include "msg.h"
+#include "plusmark.h"
 #include "relayd.h"
 
 /* Latest stats snapshot of each role, for /metrics. */
@@ -125,11 +128,49 @@ relay_chan_publish(int64_t seq, const struct event *ev)
 		log_warn("publishing an accepted notice");
 }
 
+/* A GRASP-03 fallback mark from discoveryd (plusmark.h). */
+struct plus_mark {
+	uint8_t	pm_pubkey[32];
+	int	pm_set;
+};
+
+static void
+plus_mark_run(void *arg)
+{
+	struct plus_mark	*pm = arg;
+
+	char			 hex[65];
+
+	if (plusmark_set(store_sqlite(relayd->store), pm->pm_pubkey,
+	    pm->pm_set, time(NULL)) == 1) {
+		hex_encode(pm->pm_pubkey, 32, hex);
+		log_debug("%s: fallback mark %s", hex, pm->pm_set ? "set" :
+		    "cleared");
+	}
+}
+
+static void
+plus_mark_done(void *arg, int committed)
+{
+	(void)committed;	/* discoveryd re-reads the table and resends */
+	free(arg);
+}
+
 static void
 dispatch_ingest(const struct msg *m)
 {
 	struct msg_ingest	mi;
+	struct plus_mark	*pm;
 
+	if (m->m_type == MSG_PLUSMARK) {
+		if ((pm = calloc(1, sizeof(*pm))) == NULL)
+			fatal("plus mark");
+		pm->pm_set = msg_plusmark_decode(m, pm->pm_pubkey);
+		/* In the batched transaction, after the events ingested
+		 * before it. */
+		relay_ingest_task(plus_mark_run, plus_mark_done, pm);
+		return;
+	}
 	if (m->m_type != MSG_INGEST)
 		fatalx("unexpected %s message on the ingest channel",
 		    msg_type_name(m->m_type));

@@ -2,7 +2,8 @@
  * sync_plus.c: root-author inboxes and fallback relays in syncd's
  * ordinary coverage (see sync_plus.h).  State is static: one syncd per
  * process.  Rebuilt from the database at start like the inventory
- * (take_stored feeds every stored event), never persisted.
+ * (take_stored feeds every stored event; the fallback marks are read
+ * before the first reconciliation), never persisted by syncd.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +11,11 @@
 
 #include "event.h"
 #include "log.h"
+#include "plusmark.h"
 #include "policy.h"
 #include "relaylist.h"
 #include "relayurl.h"
+#include "store.h"
 #include "sync_plus.h"
 #include "syncd.h"
 
@@ -31,9 +34,31 @@ static struct {
 	struct hmap	 lists;		/* pubkey -> struct plus_list */
 	char		**fallback;	/* canonical, trusted */
 	size_t		 nfallback;
+	/* GRASP-03 fallback marks (plusmark.h) and their generation. */
+	struct hmap	 marks;		/* pubkey -> (void *)1 */
+	int64_t		 mark_gen;
+	lws_sorted_usec_list_t sul_marks;
+	struct syncd	*sd;
 	/* Of the last reconciliation. */
 	size_t		 roots_inbox, roots_fallback, relays;
 } plus;
+
+/* Polls the marks' generation; a change rebuilds desired ownership. */
+static void
+marks_cb(lws_sorted_usec_list_t *sul)
+{
+	struct syncd	*sd = plus.sd;
+	struct sqlite3	*db = store_sqlite(sd->sd_ctx->r_store);
+	int64_t		 gen;
+
+	(void)sul;
+	if (plusmark_generation(db, &gen) == 0 && gen != plus.mark_gen &&
+	    plusmark_load(db, &plus.marks, &plus.mark_gen) >= 0)
+		sync_reconcile_soon(sd);
+	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &plus.sul_marks, marks_cb,
+	    (lws_usec_t)(cfg_period(&sd->sd_ctx->r_cfg,
+	    PLUSMARK_POLL_PERIOD) * 1e6));
+}
 
 void
 sync_plus_init(struct syncd *sd)
@@ -77,6 +102,13 @@ sync_plus_init(struct syncd *sd)
 		plus.fallback = v;
 		plus.nfallback++;
 	}
+	/* Fallback ownership from the database, before any request. */
+	plus.sd = sd;
+	if (plusmark_load(store_sqlite(sd->sd_ctx->r_store), &plus.marks,
+	    &plus.mark_gen) == -1)
+		log_warnx("fallback marks not read; retrying");
+	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &plus.sul_marks, marks_cb,
+	    (lws_usec_t)(cfg_period(cfg, PLUSMARK_POLL_PERIOD) * 1e6));
 }
 
 
@@ -164,6 +196,10 @@ sync_plus_reconcile(struct syncd *sd,
 					}
 				continue;
 			}
+			/* GRASP-03: marked after a successful index query
+			 * found no accepted list (and none stored since). */
+			if (hmap_get(&plus.marks, rt->rt_author, 32) == NULL)
+				continue;
 			if (plus.nfallback > 0)
 				plus.roots_fallback++;
 			for (i = 0; i < plus.nfallback; i++) {
@@ -199,6 +235,7 @@ sync_plus_show(cJSON *view)
 	    (double)plus.relays);
 	cJSON_AddNumberToObject(o, "fallback_relays",
 	    (double)plus.nfallback);
+	cJSON_AddNumberToObject(o, "fallback_marks", (double)plus.marks.hm_n);
 }
 
 void
@@ -212,6 +249,10 @@ sync_plus_fini(void)
 		free(v);
 	}
 	hmap_free(&plus.lists);
+	hmap_free(&plus.marks);
+	if (plus.sd != NULL)
+		lws_sul_cancel(&plus.sul_marks);
+	plus.sd = NULL;
 	for (i = 0; i < plus.nfallback; i++)
 		free(plus.fallback[i]);
 	free(plus.fallback);

@@ -6,9 +6,12 @@
  * kind 10002 has its roots covered on the operator's fallback relays
  * (NGIT_SYNC_PLUS_FALLBACK_RELAYS) the same way.
  *
- * The fallback rule is ours: "no stored 10002", which syncd can derive
- * from the database, not GRASP-03's "a successful user-index query
- * returned no accepted kind 10002" (known only to discoveryd).
+ * The fallback rule is GRASP-03's: a root author is on the fallback
+ * relays iff discoveryd marked it (a successful user-index query returned
+ * no accepted kind 10002; plusmark.h) and no accepted 10002 of it is
+ * stored.  The marks are read at init, before the first reconciliation,
+ * and again whenever their generation moves (polled every
+ * PLUSMARK_POLL_PERIOD).
  */
 #ifndef GRASPD_SYNC_PLUS_H
 #define GRASPD_SYNC_PLUS_H

@@ -7,8 +7,8 @@
  *     one stored only in its fifth distinct outbox is not, and that relay
  *     is never dialled; a root-slash spelling of the first outbox does not
  *     consume a slot;
- *   - a reply by a participant without a relay list is found on the
- *     fallback relay;
+ *   - a reply by a participant without a relay list (the user index
+ *     answered, without one) is found on the fallback relay;
  *   - syncd: a reply in the root author's read inbox arrives while it
  *     follows that inbox (after historyd's probe of it is done); a reply
  *     to the root of an author without a relay list is found on the
@@ -53,7 +53,7 @@
 #define RETAINED(state) \
 	"graspd_historyd_retained{role=\"historyd\",state=\"" state "\"}"
 
-static struct relayproc	*ob[NOB], *fb, *own, *rin, *b;
+static struct relayproc	*ob[NOB], *fb, *own, *rin, *idx, *b;
 static char		 tmpdir[256];
 static char		 coord[200];
 static int64_t		 t0;
@@ -637,8 +637,8 @@ test_off_switch(void)
 int
 main(void)
 {
-	char		 e1[128];
-	const char	*env[3];
+	char		 e1[128], e2[128];
+	const char	*env[4];
 	int		 rc, i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -656,15 +656,21 @@ main(void)
 		}
 	if ((fb = relayproc_start_peer(NULL)) == NULL ||
 	    (own = relayproc_start_peer(NULL)) == NULL ||
-	    (rin = relayproc_start_peer(NULL)) == NULL) {
+	    (rin = relayproc_start_peer(NULL)) == NULL ||
+	    (idx = relayproc_start_peer(NULL)) == NULL) {
 		printf("not ok - history_setup: peers\n");
 		return 1;
 	}
 	snprintf(e1, sizeof(e1), "NGIT_SYNC_PLUS_FALLBACK_RELAYS=ws://"
 	    "127.0.0.1:%d", relayproc_port(fb));
+	/* An empty user index: its successful answers put authors without
+	 * a relay list on the fallback relay (GRASP-03). */
+	snprintf(e2, sizeof(e2), "NGIT_SYNC_PLUS_USER_INDEX_RELAYS=ws://"
+	    "127.0.0.1:%d", relayproc_port(idx));
 	env[0] = e1;
-	env[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
-	env[2] = NULL;
+	env[1] = e2;
+	env[2] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
+	env[3] = NULL;
 	if ((b = relayproc_start("graspd", env)) == NULL) {
 		printf("not ok - history_setup: graspd did not start\n");
 		return 1;
@@ -684,6 +690,7 @@ main(void)
 	relayproc_free(fb);
 	relayproc_free(own);
 	relayproc_free(rin);
+	relayproc_free(idx);
 	event_destroy(issue);
 	{
 		char cmd[400];

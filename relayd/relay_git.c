@@ -699,109 +699,38 @@ pump_in(struct relay_gitreq *gr)
 	}
 }
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* 1 if the space-separated capability list caps[0..len) has cap. */
-static int
-has_cap(const char *caps, size_t len, const char *cap)
-{
-	const char	*p = caps, *end = caps + len, *sp;
-	size_t		 n = strlen(cap);
-
-	while (p < end) {
-		if ((sp = memchr(p, ' ', (size_t)(end - p))) == NULL)
-			sp = end;
-		if ((size_t)(sp - p) == n && memcmp(p, cap, n) == 0)
-			return 1;
-		p = sp + 1;
-	}
-	return 0;
-}
-
 /*
  * Parses the command section of a receive-pack request from the start of
- * the body: pkt-lines "old new ref\0caps", "old new ref", "shallow oid",
- * up to a flush.  Returns 1 when complete (commands stored), 0 when more
- * bytes are needed, -1 when malformed (reason in err).
+ * the body (common/pktline.c), up to a flush.  Returns 1 when complete
+ * (commands stored), 0 when more bytes are needed, -1 when malformed
+ * (reason in err).
  */
 static int
 parse_commands(struct relay_gitreq *gr, char *err, size_t errlen)
 {
-	const char		*p = gr->gr_in.b_data, *line, *sp1, *sp2, *end;
-	size_t			 have = gr->gr_in.b_len, off, len, i;
+	struct pkt_update	 u;
 	struct relay_push_cmd	 pc;
-	int			 k, v;
 
 	/* Resumes where the last call stopped: a slow client costs no
 	 * re-parsing. */
-	for (off = gr->gr_cmdoff;; gr->gr_cmdoff = off) {
-		if (have - off < 4)
+	for (;;) {
+		switch (pkt_command(gr->gr_in.b_data, gr->gr_in.b_len,
+		    &gr->gr_cmdoff, &u, &gr->gr_sideband, err, errlen)) {
+		case PKT_ERROR:
+			return -1;
+		case PKT_MORE:
 			return 0;
-		for (len = 0, i = 0; i < 4; i++) {
-			if ((v = hexval((unsigned char)p[off + i])) < 0) {
-				snprintf(err, errlen, "bad pkt-line length");
-				return -1;
-			}
-			len = len * 16 + (size_t)v;
-		}
-		if (len == 0)
+		case PKT_FLUSH:
 			return 1;
-		if (len < 5 || len > GIT_PKT_MAX) {
-			snprintf(err, errlen, "bad pkt-line length");
-			return -1;
-		}
-		if (have - off < len)
-			return 0;
-		line = p + off + 4;
-		end = p + off + len;
-		off += len;
-		/* Capabilities follow a NUL on the first line. */
-		if ((sp1 = memchr(line, '\0', (size_t)(end - line))) != NULL) {
-			gr->gr_sideband = has_cap(sp1 + 1,
-			    (size_t)(end - sp1 - 1), "side-band-64k") ||
-			    has_cap(sp1 + 1, (size_t)(end - sp1 - 1),
-			    "side-band");
-			end = sp1;
-		}
-		if (end > line && end[-1] == '\n')
-			end--;
-		if ((size_t)(end - line) > 8 && memcmp(line, "shallow ", 8) ==
-		    0)
+		case PKT_SHALLOW:
 			continue;
-		if ((size_t)(end - line) >= 9 && memcmp(line, "push-cert",
-		    9) == 0) {
-			snprintf(err, errlen, "signed pushes are not "
-			    "supported");
-			return -1;
-		}
-		sp1 = line + GIT_OID_HEX;
-		sp2 = sp1 + 1 + GIT_OID_HEX;
-		if (end - line < 2 * GIT_OID_HEX + 3 || *sp1 != ' ' ||
-		    *sp2 != ' ') {
-			snprintf(err, errlen, "bad ref update line");
-			return -1;
+		case PKT_UPDATE:
+			break;
 		}
 		memset(&pc, 0, sizeof(pc));
-		memcpy(pc.pc_old, line, GIT_OID_HEX);
-		memcpy(pc.pc_new, sp1 + 1, GIT_OID_HEX);
-		for (k = 0; k < GIT_OID_HEX; k++)
-			if (hexval((unsigned char)pc.pc_old[k]) < 0 ||
-			    hexval((unsigned char)pc.pc_new[k]) < 0) {
-				snprintf(err, errlen, "bad object name");
-				return -1;
-			}
-		if ((pc.pc_ref = strndup(sp2 + 1, (size_t)(end - sp2 - 1))) ==
-		    NULL)
+		memcpy(pc.pc_old, u.pu_old, sizeof(pc.pc_old));
+		memcpy(pc.pc_new, u.pu_new, sizeof(pc.pc_new));
+		if ((pc.pc_ref = strndup(u.pu_ref, u.pu_reflen)) == NULL)
 			fatal("parse_commands");
 		if ((gr->gr_cmds = reallocarray(gr->gr_cmds, gr->gr_ncmds + 1,
 		    sizeof(*gr->gr_cmds))) == NULL)
@@ -943,7 +872,7 @@ dechunk(struct relay_gitreq *gr, const unsigned char *p, size_t n)
 	while (i < n) {
 		switch (dc->dc_state) {
 		case DC_SIZE:
-			if ((v = hexval(p[i])) >= 0) {
+			if ((v = pkt_hexval(p[i])) >= 0) {
 				if (++dc->dc_digits > 15)
 					return -1;
 				dc->dc_left = dc->dc_left * 16 + (uint64_t)v;

@@ -28,6 +28,7 @@
 #include "config.h"
 #include "filter.h"
 #include "msg.h"
+#include "pktline.h"
 #include "policy.h"
 #include "store.h"
 
@@ -58,6 +59,18 @@
  * 160 MB), beyond which a NEG-OPEN waits for others to finish.
  */
 #define RELAY_NEG_MAX_HELD	4000000
+/*
+ * Ours: items in one NIP-77 set, half of strfry's maxSyncEvents
+ * (NEG_MAX_ITEMS), so that building a set (one database query on the
+ * loop) stays short; a larger set gets NEG-ERR "blocked: too many query
+ * results" with this figure, as strfry does.
+ */
+#define RELAY_NEG_MAX_ITEMS	500000
+/* Ours: a NIP-77 session without a NEG-MSG for this long is closed with
+ * NEG-ERR "closed: ..." (nips.md 5.4: "closed" means state timed out) ... */
+#define RELAY_NEG_IDLE		60.0
+/* ... and after this long under NGIT_TEST. */
+#define RELAY_NEG_IDLE_TEST	2.0
 
 /* Ours: a commit with this many events means load: batch for longer. */
 #define RELAY_BATCH_BUSY	8
@@ -89,10 +102,6 @@
 #define RELAY_GIT_MAX_COMMANDS	(4 * 1024 * 1024)
 /* Git processes serving HTTP requests at once; more get 503. */
 #define RELAY_GIT_MAX_CHILDREN	32
-/* git's pkt-line: at most 65520 bytes including the 4-byte length. */
-#define GIT_PKT_MAX		65520
-/* A SHA-1 object name in hex. */
-#define GIT_OID_HEX		40
 
 /* What relayd reports as its software (NIP-11 requires a URL). */
 #define RELAY_SOFTWARE		"https://github.com/graspd/graspd"
@@ -235,6 +244,8 @@ void	relay_inv_free(void);
 void	relay_neg_message(struct relay_conn *, const struct json *msg);
 /* Frees the connection's negentropy sessions. */
 void	relay_neg_release(struct relay_conn *);
+/* RELAY_NEG_IDLE, or RELAY_NEG_IDLE_TEST under NGIT_TEST. */
+double	relay_neg_idle(void);
 
 /*
  * Work that runs inside the next batched write transaction: fn(arg) in

@@ -125,6 +125,7 @@ sanitize:
 	    LDFLAGS="$(SAN)" test
 
 bench: all tests
+	sh scripts/deps.sh --bench
 	O=$(O) BIN=$(BIN) sh tests/bench/run.sh
 
 deps:

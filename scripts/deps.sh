@@ -14,6 +14,10 @@ if [ "${1:-}" = "--test" ]; then
 	command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"
 	command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 fi
+# make bench only: wrk loads NIP-11 over HTTP (tests/bench/run.sh).
+if [ "${1:-}" = "--bench" ]; then
+	PKGS="$PKGS wrk"
+fi
 
 missing=""
 for p in $PKGS; do

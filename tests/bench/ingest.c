@@ -21,8 +21,22 @@
  *	repository and waits until the announcement is served), then all lines
  *	but the last N over several connections with that many EVENTs in
  *	flight on each, then the last N one at a time to measure OK latency.
+ *   ingest fill N DB --domain HOST:PORT [--authors K]
+ *	the same events as gen (without the state event), stored straight
+ *	into the graspd database DB through common/store.c in large
+ *	transactions, for the queries of a large store; the relay must not
+ *	be running.
+ *   ingest verify FILE [--seconds S]
+ *	the single-core libsecp256k1 verification rate: the events of FILE
+ *	(at most BENCH_VERIFY_MAX) parsed once, then their signatures
+ *	checked in a loop for S seconds (2) on this one thread.
  *   ingest req HOST PORT --filter JSON [--n 1000] [--name LABEL]
  *	times N sequential REQ -> EOSE round trips.
+ *   ingest fanout HOST PORT --a COORD [--subs 1000] [--events 30]
+ *	opens that many subscriber connections, each with a live REQ for
+ *	kind 1621 tagged "t" BENCH_FANOUT_TAG, then publishes that many
+ *	issues of the repository COORD one after another on another
+ *	connection and times, per event, until every subscriber has it.
  *   ingest freeport		prints a free loopback port
  *   ingest waitport HOST PORT [MS]	waits until the port accepts
  *
@@ -57,6 +71,7 @@
 #include "nip19.h"
 #include "nostr.h"
 #include "relayproc.h"
+#include "store.h"
 #include "wsclient.h"
 
 #define BENCH_REPO_ID		"bench"
@@ -71,6 +86,14 @@
 #define BENCH_MAX_CONNS		64
 /* Distinct OK false messages echoed on stderr. */
 #define BENCH_REASONS_SHOWN	5
+/* Events per transaction of fill. */
+#define BENCH_FILL_TXN		20000
+/* Events whose signatures verify checks in its loop. */
+#define BENCH_VERIFY_MAX	20000
+#define BENCH_FANOUT_TAG	"bench-fanout"
+#define BENCH_FANOUT_MAX	20000
+/* Pause between two fan-out events, so that each is timed alone. */
+#define BENCH_FANOUT_GAP_US	20000
 
 static void __attribute__((noreturn))
 usage(void)
@@ -80,8 +103,12 @@ usage(void)
 	    "[--repo-owner-seckey HEX] [--authors K] [--git-dir DIR]\n"
 	    "       ingest publish HOST PORT FILE [--conns C] [--inflight I] "
 	    "[--serial N] [--stall-ms MS] [--push DIR]\n"
+	    "       ingest fill N DB --domain HOST:PORT [--authors K]\n"
+	    "       ingest verify FILE [--seconds S]\n"
 	    "       ingest req HOST PORT --filter JSON [--n N] "
 	    "[--name LABEL]\n"
+	    "       ingest fanout HOST PORT --a COORD [--subs N] "
+	    "[--events N]\n"
 	    "       ingest freeport\n"
 	    "       ingest waitport HOST PORT [MS]\n");
 	exit(2);
@@ -151,6 +178,17 @@ check_host(const char *host)
 	}
 }
 
+/* HOST PORT of a command that talks to the relay: loopback only. */
+static int
+host_port(int argc, char **argv, const char **host)
+{
+	if (argc < 3)
+		usage();
+	*host = argv[1];
+	check_host(*host);
+	return (int)num_arg(argv[2], 1, 65535);
+}
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -203,11 +241,45 @@ spread(size_t i, size_t n)
 	return (size_t)(x % n);
 }
 
+/* Where gen puts its events: lines of a file, or a store (fill). */
+struct sink {
+	FILE		*f;
+	struct store	*st;
+	size_t		 intxn;		/* events in the open transaction */
+};
+
 static void
-write_event(FILE *f, const struct event *ev)
+sink_put(struct sink *k, const struct event *ev)
 {
-	fwrite(ev->json, 1, ev->json_len, f);
-	fputc('\n', f);
+	enum store_result	r;
+
+	if (k->f != NULL) {
+		fwrite(ev->json, 1, ev->json_len, k->f);
+		fputc('\n', k->f);
+		return;
+	}
+	if (k->intxn == 0 && store_begin(k->st) == -1)
+		fatalx("ingest fill: cannot begin a transaction");
+	if ((r = store_put(k->st, ev, NULL)) != STORE_OK)
+		fatalx("ingest fill: event %s not stored: %s", ev->id_hex,
+		    store_result_message(r));
+	if (++k->intxn == BENCH_FILL_TXN) {
+		if (store_commit(k->st) == -1)
+			fatalx("ingest fill: commit failed");
+		k->intxn = 0;
+	}
+}
+
+static void
+sink_close(struct sink *k, const char *name)
+{
+	if (k->f != NULL && fclose(k->f) == EOF)
+		fatal("ingest gen: %s", name);
+	if (k->st != NULL) {
+		if (k->intxn > 0 && store_commit(k->st) == -1)
+			fatalx("ingest fill: commit failed");
+		store_close(k->st);
+	}
 }
 
 struct issue {
@@ -216,10 +288,12 @@ struct issue {
 	char	author[65];
 };
 
+/* gen, and fill (fill 1): the same events into a store. */
 static int
-cmd_gen(int argc, char **argv)
+cmd_gen(int argc, char **argv, int fill)
 {
-	const char	*domain, *skhex, *file, *gitdir;
+	const char	*domain, *skhex, *file, *gitdir = NULL;
+	const char	*px = fill ? "fill" : "gen";	/* figure names */
 	struct buf	 tags = BUF_INIT, url = BUF_INIT, content = BUF_INIT;
 	struct event	*ev;
 	struct issue	*issues;
@@ -230,8 +304,9 @@ cmd_gen(int argc, char **argv)
 	size_t		 first = 1;
 	int64_t		 now, created;
 	double		 t0 = now_s();
-	FILE		*f;
+	struct sink	 sk;
 	struct buf	 ids = BUF_INIT;
+	char		 err[256];
 
 	if (argc < 3)
 		usage();
@@ -268,8 +343,11 @@ cmd_gen(int argc, char **argv)
 			fatalx("ingest gen: cannot derive author %zu", i);
 		hex_encode(pk, 32, pks[i]);
 	}
-	if ((f = fopen(file, "w")) == NULL)
+	memset(&sk, 0, sizeof(sk));
+	if (!fill && (sk.f = fopen(file, "w")) == NULL)
 		fatal("ingest gen: %s", file);
+	if (fill && (sk.st = store_open(file, 0, err, sizeof(err))) == NULL)
+		fatalx("ingest fill: %s: %s", file, err);
 
 	/* Spread over the last hour: in the past, and inside any window. */
 	now = (int64_t)time(NULL);
@@ -286,10 +364,10 @@ cmd_gen(int argc, char **argv)
 	    "Repository of the graspd ingest benchmark.");
 	if (ev == NULL)
 		fatalx("ingest gen: cannot sign the announcement");
-	write_event(f, ev);
+	sink_put(&sk, ev);
 	event_destroy(ev);
 
-	if ((gitdir = opt(argc, argv, "--git-dir")) != NULL) {
+	if (!fill && (gitdir = opt(argc, argv, "--git-dir")) != NULL) {
 		char	home[4096], oid[41];
 
 		snprintf(home, sizeof(home), "%s.home", gitdir);
@@ -305,7 +383,7 @@ cmd_gen(int argc, char **argv)
 		if ((ev = event_new_signed(owner_sk, now - 3600, 30618,
 		    tags.b_data, "")) == NULL)
 			fatalx("ingest gen: cannot sign the state event");
-		write_event(f, ev);
+		sink_put(&sk, ev);
 		event_destroy(ev);
 		first = 2;
 	}
@@ -357,22 +435,21 @@ cmd_gen(int argc, char **argv)
 				buf_addc(&ids, ',');
 			buf_adds(&ids, ev->id_hex);
 		}
-		write_event(f, ev);
+		sink_put(&sk, ev);
 		event_destroy(ev);
 	}
-	if (fclose(f) == EOF)
-		fatal("ingest gen: %s", file);
+	sink_close(&sk, file);
 
-	printf("gen_events %zu events\n", n);
+	printf("%s_events %zu events\n", px, n);
 	if (first == 2)
-		printf("gen_git_dir %s path\n", gitdir);
-	printf("gen_issues %zu events\n", nissues);
-	printf("gen_comments %zu events\n", ncomments);
-	printf("gen_seconds %.3f s\n", now_s() - t0);
-	printf("gen_owner %s pubkey\n", owner_hex);
-	printf("gen_sample_author %s pubkey\n", pks[spread(1, nauth)]);
-	printf("gen_sample_issue %s id\n", nissues ? issues[0].id : "-");
-	printf("gen_sample_ids %s ids\n", ids.b_len ? ids.b_data : "-");
+		printf("%s_git_dir %s path\n", px, gitdir);
+	printf("%s_issues %zu events\n", px, nissues);
+	printf("%s_comments %zu events\n", px, ncomments);
+	printf("%s_seconds %.3f s\n", px, now_s() - t0);
+	printf("%s_owner %s pubkey\n", px, owner_hex);
+	printf("%s_sample_author %s pubkey\n", px, pks[spread(1, nauth)]);
+	printf("%s_sample_issue %s id\n", px, nissues ? issues[0].id : "-");
+	printf("%s_sample_ids %s ids\n", px, ids.b_len ? ids.b_data : "-");
 	buf_free(&tags);
 	buf_free(&url);
 	buf_free(&content);
@@ -593,9 +670,7 @@ cmd_publish(int argc, char **argv)
 
 	if (argc < 4)
 		usage();
-	host = argv[1];
-	port = (int)num_arg(argv[2], 1, 65535);
-	check_host(host);
+	port = host_port(argc, argv, &host);
 	conns = (size_t)num_arg((v = opt(argc, argv, "--conns")) ? v : "4", 1,
 	    BENCH_MAX_CONNS);
 	inflight = (size_t)num_arg((v = opt(argc, argv, "--inflight")) ? v :
@@ -740,11 +815,7 @@ cmd_req(int argc, char **argv)
 	double		 t0, *lat;
 	int		 port, rc = 1, r;
 
-	if (argc < 3)
-		usage();
-	host = argv[1];
-	port = (int)num_arg(argv[2], 1, 65535);
-	check_host(host);
+	port = host_port(argc, argv, &host);
 	if ((filter = opt(argc, argv, "--filter")) == NULL)
 		usage();
 	n = (size_t)num_arg((v = opt(argc, argv, "--n")) ? v : "1000", 1,
@@ -789,6 +860,204 @@ done:
 	return rc;
 }
 
+static int
+cmd_verify(int argc, char **argv)
+{
+	struct lines	  ls;
+	struct event	**evs;
+	const char	 *v;
+	char		  err[128];
+	size_t		  i, n = 0, checks = 0;
+	double		  secs, t0, t;
+
+	if (argc < 2)
+		usage();
+	secs = (double)num_arg((v = opt(argc, argv, "--seconds")) ? v : "2",
+	    1, 600);
+	read_lines(argv[1], &ls);
+	if ((evs = calloc(BENCH_VERIFY_MAX, sizeof(*evs))) == NULL)
+		fatal("ingest verify: calloc");
+	for (i = 0; i < ls.n && n < BENCH_VERIFY_MAX; i++)
+		if ((evs[n] = event_parse(ls.l[i], strlen(ls.l[i]), err,
+		    sizeof(err))) != NULL)
+			n++;
+	if (n == 0) {
+		fprintf(stderr, "ingest verify: no event in %s\n", argv[1]);
+		return 1;
+	}
+	/* Whole passes over the events until the time is up. */
+	t0 = now_s();
+	do {
+		for (i = 0; i < n; i++)
+			if (!event_check_sig(evs[i]))
+				fatalx("ingest verify: bad signature on %s",
+				    evs[i]->id_hex);
+		checks += n;
+	} while ((t = now_s()) - t0 < secs);
+	printf("verify_rate %.1f events/s\n", (double)checks / (t - t0));
+	for (i = 0; i < n; i++)
+		event_destroy(evs[i]);
+	free(evs);
+	for (i = 0; i < ls.n; i++)
+		free(ls.l[i]);
+	free(ls.l);
+	return 0;
+}
+
+/* Opens one subscriber: a live REQ for the fan-out tag, past its EOSE. */
+static struct wsc *
+fanout_sub(const char *host, int port)
+{
+	static const char req[] = "[\"REQ\",\"fan\",{\"kinds\":[1621],"
+	    "\"#t\":[\"" BENCH_FANOUT_TAG "\"],\"limit\":0}]";
+	struct wsc	*w;
+	char		*m;
+
+	if ((w = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) == NULL)
+		return NULL;
+	if (wsc_send_text(w, req, sizeof(req) - 1) == -1 ||
+	    (m = nostr_wait_msg(w, "EOSE", BENCH_TIMEOUT_MS)) == NULL) {
+		wsc_close(w);
+		return NULL;
+	}
+	free(m);
+	return w;
+}
+
+static int
+cmd_fanout(int argc, char **argv)
+{
+	struct wsc	**w = NULL, *pub = NULL;
+	struct pollfd	 *pfd = NULL;
+	struct event	 *ev = NULL;
+	struct buf	  tags = BUF_INIT;
+	const char	 *host, *coord, *v;
+	uint8_t		  sk[32];
+	size_t		  nsub, nev, i, e, left, *got = NULL;
+	double		 *all = NULL, *each = NULL, t0, t;
+	char		 *text;
+	size_t		  len, neach = 0;
+	int		  port, rc = 1, ok;
+
+	port = host_port(argc, argv, &host);
+	if ((coord = opt(argc, argv, "--a")) == NULL)
+		usage();
+	nsub = (size_t)num_arg((v = opt(argc, argv, "--subs")) ? v : "1000",
+	    1, BENCH_FANOUT_MAX);
+	nev = (size_t)num_arg((v = opt(argc, argv, "--events")) ? v : "30",
+	    1, 100000);
+	w = calloc(nsub, sizeof(*w));
+	pfd = calloc(nsub, sizeof(*pfd));
+	got = calloc(nsub, sizeof(*got));
+	all = calloc(nev, sizeof(*all));
+	each = calloc(nev * nsub, sizeof(*each));
+	if (w == NULL || pfd == NULL || got == NULL || all == NULL ||
+	    each == NULL)
+		fatal("ingest fanout: calloc");
+	for (i = 0; i < nsub; i++)
+		if ((w[i] = fanout_sub(host, port)) == NULL) {
+			fprintf(stderr, "ingest: subscriber %zu cannot "
+			    "subscribe on %s port %d\n", i, host, port);
+			goto done;
+		}
+	if ((pub = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) == NULL)
+		goto done;
+	derive_key("fanout", 0, sk);
+	buf_printf(&tags, "[[\"a\",\"%s\"],[\"subject\",\"fan-out\"],"
+	    "[\"t\",\"" BENCH_FANOUT_TAG "\"]]", coord);
+
+	for (e = 0; e < nev; e++) {
+		char	*msg, content[128];
+
+		/* Distinct content: events of one second differ in id. */
+		snprintf(content, sizeof(content), "Fan-out issue %zu: every "
+		    "subscriber waits for it.", e);
+		if ((ev = event_new_signed(sk, (int64_t)time(NULL), 1621,
+		    tags.b_data, content)) == NULL ||
+		    (msg = nostr_event_msg(ev)) == NULL)
+			fatalx("ingest fanout: cannot sign event %zu", e);
+		memset(got, 0, nsub * sizeof(*got));
+		left = nsub;
+		t0 = now_s();
+		if (wsc_send_text(pub, msg, strlen(msg)) == -1) {
+			free(msg);
+			goto done;
+		}
+		free(msg);
+		while (left > 0) {
+			for (i = 0; i < nsub; i++) {
+				pfd[i].fd = got[i] ? -1 : wsc_fd(w[i]);
+				pfd[i].events = POLLIN;
+				pfd[i].revents = 0;
+			}
+			if (poll(pfd, nsub, BENCH_TIMEOUT_MS) <= 0) {
+				text = nostr_wait_msg(pub, "OK", 0);
+				fprintf(stderr, "ingest: %zu of %zu "
+				    "subscribers got nothing for %d ms (the "
+				    "relay said %s)\n", left, nsub,
+				    BENCH_TIMEOUT_MS, text ? text : "nothing");
+				free(text);
+				goto done;
+			}
+			t = now_s();
+			for (i = 0; i < nsub; i++) {
+				if (pfd[i].revents == 0)
+					continue;
+				if (wsc_read_available(w[i]) == -1 &&
+				    wsc_is_closed(w[i])) {
+					fprintf(stderr, "ingest: subscriber "
+					    "%zu dropped: %s\n", i,
+					    wsc_error(w[i]));
+					goto done;
+				}
+				while ((text = wsc_next(w[i], &len, NULL)) !=
+				    NULL) {
+					if (!got[i] && strncmp(text,
+					    "[\"EVENT\",\"fan\",", 15) == 0 &&
+					    strstr(text, ev->id_hex) != NULL) {
+						got[i] = 1;
+						left--;
+						each[neach++] = (t - t0) * 1000;
+					}
+					free(text);
+				}
+			}
+		}
+		all[e] = (now_s() - t0) * 1000;
+		text = nostr_wait_msg(pub, "OK", BENCH_TIMEOUT_MS);
+		ok = text != NULL && strstr(text, ev->id_hex) != NULL &&
+		    strstr(text, "true") != NULL;
+		free(text);
+		if (!ok) {
+			fprintf(stderr, "ingest: fan-out event %zu not "
+			    "accepted\n", e);
+			goto done;
+		}
+		event_destroy(ev);
+		ev = NULL;
+		usleep(BENCH_FANOUT_GAP_US);
+	}
+	printf("fanout_subs %zu conns\n", nsub);
+	printf("fanout_events %zu events\n", nev);
+	printf("fanout_each_p50 %.3f ms\n", percentile(each, neach, 0.50));
+	printf("fanout_all_p50 %.3f ms\n", percentile(all, nev, 0.50));
+	printf("fanout_all_p99 %.3f ms\n", percentile(all, nev, 0.99));
+	printf("fanout_all_max %.3f ms\n", all[nev - 1]);
+	rc = 0;
+done:
+	for (i = 0; i < nsub; i++)
+		wsc_close(w[i]);
+	wsc_close(pub);
+	event_destroy(ev);
+	buf_free(&tags);
+	free(w);
+	free(pfd);
+	free(got);
+	free(all);
+	free(each);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -798,7 +1067,13 @@ main(int argc, char **argv)
 	if (argc < 2)
 		usage();
 	if (strcmp(argv[1], "gen") == 0)
-		return cmd_gen(argc - 1, argv + 1);
+		return cmd_gen(argc - 1, argv + 1, 0);
+	if (strcmp(argv[1], "fill") == 0)
+		return cmd_gen(argc - 1, argv + 1, 1);
+	if (strcmp(argv[1], "verify") == 0)
+		return cmd_verify(argc - 1, argv + 1);
+	if (strcmp(argv[1], "fanout") == 0)
+		return cmd_fanout(argc - 1, argv + 1);
 	if (strcmp(argv[1], "publish") == 0)
 		return cmd_publish(argc - 1, argv + 1);
 	if (strcmp(argv[1], "req") == 0)

@@ -1,18 +1,28 @@
 #!/bin/sh
-# tests/bench/run.sh: the relayd ingest and query benchmark (`make bench`),
-# then the sync pull benchmark (tests/bench/pull.sh).
+# tests/bench/run.sh: the relayd benchmarks (`make bench`), then the sync
+# pull benchmark (tests/bench/pull.sh).
 #
-# Builds nothing: it needs $BIN/relayd and $O/tests/bench/ingest.  Starts
-# relayd on a free loopback port in a temporary directory, pre-signs the
-# events, publishes them over 4 connections with 50 EVENTs in flight each,
-# measures the OK latency of events published one at a time and the
-# REQ -> EOSE time of #a, #e/#E, authors and ids queries, prints one table,
-# writes the same figures to $O/bench.json, stops relayd and removes the
-# directory (kept when GRASPD_KEEP_TMP is set).  Figures only: it never
-# passes or fails on time, only when something breaks.
+# Builds nothing: it needs $BIN/graspd and its roles and
+# $O/tests/bench/ingest.  Part one starts relayd alone on a free loopback
+# port in a temporary directory, pre-signs the events, measures the
+# single-core signature verification rate on them, publishes them over 4
+# connections with 50 EVENTs in flight each, measures the OK latency of
+# events published one at a time, the REQ -> EOSE time of #a, #e/#E,
+# authors and ids queries, the live fan-out of one event to BENCH_SUBS
+# subscribers and NIP-11 over HTTP with wrk.  Part two starts a full
+# graspd (supervisor and every role) on an empty store, reads the
+# resident memory of all its processes once they are idle, stops it,
+# stores BENCH_BIG events straight into its database, starts it again and
+# reads the memory again, then runs the same queries on the large store.
+# Prints one table, writes the same figures to $O/bench.json, stops
+# everything and removes the directory (kept when GRASPD_KEEP_TMP is set).
+# Figures only: it never passes or fails on time, only when something
+# breaks.
 #
 # Sizes: BENCH_EVENTS (20000 published in parallel), BENCH_SERIAL (1000
-# published one at a time), BENCH_REQS (1000 round trips per query).
+# published one at a time), BENCH_REQS (1000 round trips per query),
+# BENCH_SUBS (1000 fan-out subscribers), BENCH_BIG (1000000 stored events
+# for part two; 0 skips part two).  BENCH_NO_PULL=1 skips pull.sh.
 set -eu
 
 O=${O:-build}
@@ -20,6 +30,11 @@ BIN=${BIN:-bin}
 EVENTS=${BENCH_EVENTS:-20000}
 SERIAL=${BENCH_SERIAL:-1000}
 REQS=${BENCH_REQS:-1000}
+SUBS=${BENCH_SUBS:-1000}
+BIG=${BENCH_BIG:-1000000}
+# Wall time wrk loads the NIP-11 document, and its connections.
+WRK_SECONDS=5
+WRK_CONNS=50
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -27,7 +42,8 @@ case $O in /*) ;; *) O=$top/$O ;; esac
 case $BIN in /*) ;; *) BIN=$top/$BIN ;; esac
 ingest=$O/tests/bench/ingest
 relayd=$BIN/relayd
-for f in "$relayd" "$ingest"; do
+graspd=$BIN/graspd
+for f in "$relayd" "$graspd" "$ingest"; do
 	if [ ! -x "$f" ]; then
 		echo "bench: $f is missing; build first: make all tests" >&2
 		exit 1
@@ -41,12 +57,12 @@ stop_relay() {
 	[ -n "$pid" ] || return 0
 	kill -TERM "$pid" 2>/dev/null || true
 	n=0
-	while kill -0 "$pid" 2>/dev/null && [ "$n" -lt 50 ]; do
+	while kill -0 "$pid" 2>/dev/null && [ "$n" -lt 100 ]; do
 		sleep 0.1
 		n=$((n + 1))
 	done
 	if kill -0 "$pid" 2>/dev/null; then
-		echo "bench: relayd ignored SIGTERM for 5 s, killing it" >&2
+		echo "bench: $pid ignored SIGTERM for 5 s, killing it" >&2
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
 	wait "$pid" 2>/dev/null || true
@@ -66,10 +82,11 @@ trap 'exit 130' INT TERM
 
 fail() {
 	echo "bench: $*" >&2
-	if [ -f "$tmp/relayd.log" ]; then
-		echo "bench: last lines of the relayd log:" >&2
-		tail -n 20 "$tmp/relayd.log" | sed 's/^/# /' >&2
-	fi
+	for l in "$tmp/relayd.log" "$tmp/big/graspd.log"; do
+		[ -f "$l" ] || continue
+		echo "bench: last lines of $l:" >&2
+		tail -n 20 "$l" | sed 's/^/# /' >&2
+	done
 	exit 1
 }
 
@@ -100,6 +117,10 @@ ids=$(awk '$1 == "gen_sample_ids" { gsub(",", "\",\"", $2); print $2 }' \
     "$tmp/gen.out")
 grep -E '^gen_(events|seconds) ' "$tmp/gen.out" >"$tmp/figures"
 
+echo "# bench: single-core signature verification rate"
+"$ingest" verify "$tmp/events.jsonl" >>"$tmp/figures" ||
+    fail "ingest verify failed"
+
 echo "# bench: publishing $EVENTS events (4 x 50 in flight), then $SERIAL" \
     "one at a time"
 timeout 900 "$ingest" publish 127.0.0.1 "$port" "$tmp/events.jsonl" \
@@ -118,9 +139,114 @@ req a "{\"#a\":[\"30617:$owner:bench\"],\"limit\":100}"
 req eE "[{\"#e\":[\"$issue\"]},{\"#E\":[\"$issue\"]}]"
 req authors "{\"authors\":[\"$author\"],\"limit\":100}"
 req ids "{\"ids\":[\"$ids\"]}"
+
+echo "# bench: fan-out of one event to $SUBS subscribers"
+timeout 600 "$ingest" fanout 127.0.0.1 "$port" --subs "$SUBS" \
+    --a "30617:$owner:bench" >>"$tmp/figures" || fail "ingest fanout failed"
+
+if command -v wrk >/dev/null 2>&1; then
+	echo "# bench: NIP-11 with wrk, $WRK_CONNS connections," \
+	    "$WRK_SECONDS s"
+	wrk -t1 -c"$WRK_CONNS" -d"$WRK_SECONDS"s \
+	    -H 'Accept: application/nostr+json' "http://$domain/" \
+	    >"$tmp/wrk.out" 2>&1 || fail "wrk failed: $(cat "$tmp/wrk.out")"
+	awk '$1 == "Requests/sec:" { print "nip11_rate", $2, "req/s" }
+	    /Non-2xx/ { print "nip11_non2xx", $NF, "responses" }' \
+	    "$tmp/wrk.out" >>"$tmp/figures"
+else
+	echo "# bench: wrk is missing (sh scripts/deps.sh --bench);" \
+	    "no NIP-11 figure" >&2
+fi
 stop_relay
 
+# tree: the process $pid and its children (graspd's roles), one a line.
+tree() {
+	echo "$pid"
+	cat "/proc/$pid/task/"*/children 2>/dev/null | tr ' ' '\n' |
+	    grep -v '^$' || true
+}
+
+# rss: resident kB of graspd and its roles, to stdout.
+rss() {
+	tree | while read -r p; do cat "/proc/$p/status" 2>/dev/null; done |
+	    awk '$1 == "VmRSS:" { kb += $2 } END { print kb + 0 }'
+}
+
+# settle: waits until graspd and its roles used no CPU for one second (at
+# most 300 s), so that their start-up work is done.
+settle() {
+	last=-1
+	n=0
+	while [ "$n" -lt 300 ]; do
+		cpu=$(tree | while read -r p; do
+			cat "/proc/$p/stat" 2>/dev/null; done |
+		    awk '{ t += $14 + $15 } END { print t + 0 }')
+		[ "$cpu" = "$last" ] && return 0
+		last=$cpu
+		sleep 1
+		n=$((n + 1))
+	done
+	echo "bench: graspd still busy after 300 s" >&2
+}
+
+# start_graspd DIR PORT: a full graspd in DIR on 127.0.0.1:PORT.
+start_graspd() {
+	d=$1
+	mkdir -p "$d/relay" "$d/git" "$d/run"
+	(
+		cd "$d"
+		exec env NGIT_BIND_ADDRESS="127.0.0.1:$2" \
+		    NGIT_DOMAIN="127.0.0.1:$2" NGIT_RELAY_DATA_PATH="$d/relay" \
+		    NGIT_GIT_DATA_PATH="$d/git" NGIT_RUN_PATH="$d/run" \
+		    NGIT_MAX_EVENTS_PER_MINUTE=0 "$graspd" -d \
+		    >>"$d/graspd.log" 2>&1
+	) &
+	pid=$!
+	"$ingest" waitport 127.0.0.1 "$2" 120000 ||
+	    fail "graspd is not listening on port $2 after 120 s"
+}
+
+if [ "$BIG" -gt 0 ]; then
+	bport=$("$ingest" freeport) || fail "no free loopback port"
+	echo "# bench: graspd on 127.0.0.1:$bport, empty"
+	start_graspd "$tmp/big" "$bport"
+	settle
+	echo "rss_idle_start $(rss "$pid") kB" >>"$tmp/figures"
+	stop_relay
+
+	echo "# bench: signing and storing $BIG events into its database"
+	timeout 1800 "$ingest" fill "$BIG" "$tmp/big/relay/graspd.db" \
+	    --domain "127.0.0.1:$bport" >"$tmp/fill.out" 2>>"$tmp/fill.log" ||
+	    fail "ingest fill failed"
+	grep -E '^fill_(events|seconds) ' "$tmp/fill.out" >>"$tmp/figures"
+	owner=$(awk '$1 == "fill_owner" { print $2 }' "$tmp/fill.out")
+	issue=$(awk '$1 == "fill_sample_issue" { print $2 }' "$tmp/fill.out")
+	author=$(awk '$1 == "fill_sample_author" { print $2 }' \
+	    "$tmp/fill.out")
+	ids=$(awk '$1 == "fill_sample_ids" { gsub(",", "\",\"", $2);
+	    print $2 }' "$tmp/fill.out")
+
+	echo "# bench: graspd again on the large store"
+	t0=$(date +%s)
+	start_graspd "$tmp/big" "$bport"
+	settle
+	echo "big_start_seconds $(($(date +%s) - t0)) s" >>"$tmp/figures"
+	echo "rss_idle_big $(rss "$pid") kB" >>"$tmp/figures"
+	port=$bport
+	req a_big "{\"#a\":[\"30617:$owner:bench\"],\"limit\":100}"
+	req eE_big "[{\"#e\":[\"$issue\"]},{\"#E\":[\"$issue\"]}]"
+	req authors_big "{\"authors\":[\"$author\"],\"limit\":100}"
+	req ids_big "{\"ids\":[\"$ids\"]}"
+	echo "rss_after_queries_big $(rss "$pid") kB" >>"$tmp/figures"
+	stop_relay
+fi
+
 echo
+# Ingest as a fraction of the verification limit measured above.
+ratio=$(awk '$1 == "publish_rate" { p = $2 } $1 == "verify_rate" { v = $2 }
+    END { if (p > 0 && v > 0) printf "publish_verify_ratio %.3f ratio\n",
+    p / v }' "$tmp/figures")
+[ -z "$ratio" ] || echo "$ratio" >>"$tmp/figures"
 printf '%-26s %14s  %s\n' figure value unit
 awk '$2 ~ /^[0-9.]+$/ { printf "%-26s %14s  %s\n", $1, $2, $3 }' \
     "$tmp/figures"
@@ -137,4 +263,4 @@ END { printf "\n  }\n}\n" }' "$tmp/figures" >"$O/bench.json"
 echo "# bench: figures written to $O/bench.json"
 
 # The sync pull benchmark adds its figures to the same file.
-O=$O BIN=$BIN sh "$top/tests/bench/pull.sh"
+[ -n "${BENCH_NO_PULL:-}" ] || O=$O BIN=$BIN sh "$top/tests/bench/pull.sh"

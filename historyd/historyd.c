@@ -670,6 +670,8 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 		cJSON_AddNumberToObject(o, "cursor", (double)r->hr_cursor);
 		cJSON_AddNumberToObject(o, "filters",
 		    (double)r->hr_filters.cf_n);
+		cJSON_AddNumberToObject(o, "threads",
+		    (double)r->hr_threads.hm_n);
 		cJSON_AddNumberToObject(o, "rotation_left",
 		    (double)r->hr_rot_left);
 		in = r->hr_due_ms > now ? (double)(r->hr_due_ms - now) / 1000 :

@@ -15,6 +15,12 @@
  *     fallback relay;
  *   - a participant deleting its relay list (NIP-09) takes its
  *     mailboxes out at once;
+ *   - the fallback mark (GRASP-03: a successful user-index query
+ *     returned no accepted 10002): a root author (syncd) and a non-root
+ *     participant (historyd) without a list are not on the fallback
+ *     relay while the index has not answered, are once it answered,
+ *     stay there across a restart while the index hangs (ownership from
+ *     the database), and leave once their relay lists arrive;
  *   - a status stored only in the owner's read inbox is found on a public
  *     instance, and the inbox is not probed in private mode;
  *   - with NGIT_SYNC_PLUS_ENABLED=false nothing is probed.
@@ -49,6 +55,8 @@
 #define WHO_STATUS	40	/* not a participant before */
 #define WHO_ROOT2	50	/* a root author without a relay list */
 #define WHO_LATE	51
+#define WHO_FA		60	/* a root author without a relay list */
+#define WHO_FB		61	/* a participant without a relay list */
 
 #define RETAINED(state) \
 	"graspd_historyd_retained{role=\"historyd\",state=\"" state "\"}"
@@ -57,7 +65,7 @@ static struct relayproc	*ob[NOB], *fb, *own, *rin, *idx, *b;
 static char		 tmpdir[256];
 static char		 coord[200];
 static int64_t		 t0;
-static struct event	*issue;
+static struct event	*issue, *issue_a, *issue_c;
 
 static void
 sk_of(int n, uint8_t sk[32])
@@ -213,9 +221,9 @@ wait_count(struct relayproc *p, const char *filter, int want, int secs)
 	return n;
 }
 
-/* historyd's `show` view (the whole reply), or NULL. */
+/* A role's `show` view (the whole reply), or NULL. */
 static cJSON *
-hist_reply(struct relayproc *p, int tmo)
+role_reply(struct relayproc *p, enum role role, int tmo)
 {
 	char		 run[512], ep[700];
 	const char	*req = "{\"cmd\":\"show\"}";
@@ -224,7 +232,7 @@ hist_reply(struct relayproc *p, int tmo)
 	int		 s;
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(p));
-	if (chan_control_endpoint(run, ROLE_HISTORYD, ep, sizeof(ep)) ==
+	if (chan_control_endpoint(run, role, ep, sizeof(ep)) ==
 	    -1 || (s = chan_open(NN_REQ, ep, 0)) == -1)
 		return NULL;
 	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
@@ -240,24 +248,30 @@ hist_reply(struct relayproc *p, int tmo)
 	return rep;
 }
 
-/* The view once historyd is ready (its view has "history"). */
+/* The view of role once it is ready (its view has the member ready). */
 static cJSON *
-hist_view(struct relayproc *p, int secs)
+role_view(struct relayproc *p, enum role role, const char *ready, int secs)
 {
 	cJSON	*rep, *v;
 	int	 i;
 
 	for (i = 0; i < secs * 10; i++) {
-		if ((rep = hist_reply(p, 500)) != NULL) {
+		if ((rep = role_reply(p, role, 500)) != NULL) {
 			v = cJSON_DetachItemFromObject(rep, "view");
 			cJSON_Delete(rep);
-			if (cJSON_GetObjectItem(v, "history") != NULL)
+			if (cJSON_GetObjectItem(v, ready) != NULL)
 				return v;
 			cJSON_Delete(v);
 		}
 		usleep(100000);
 	}
 	return NULL;
+}
+
+static cJSON *
+hist_view(struct relayproc *p, int secs)
+{
+	return role_view(p, ROLE_HISTORYD, "history", secs);
 }
 
 
@@ -563,6 +577,181 @@ test_list_deletion_changes_mailboxes_at_once(void)
 	event_destroy(del);
 }
 
+/* 1 if a REQ that p logged after the first `from` names s. */
+static int
+reqs_mention(struct relayproc *p, int from, const char *s)
+{
+	cJSON	*log = peer_log(p), *reqs;
+	char	*t;
+	int	 i, n, hit = 0;
+
+	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
+	n = cJSON_GetArraySize(reqs);
+	for (i = from; i < n && !hit; i++) {
+		if ((t = cJSON_PrintUnformatted(cJSON_GetArrayItem(reqs, i))))
+			hit = strstr(t, s) != NULL;
+		free(t);
+	}
+	cJSON_Delete(log);
+	return hit;
+}
+
+static int
+peer_config(struct relayproc *p, const char *json)
+{
+	return peer_post(p, "/config", json, strlen(json));
+}
+
+static cJSON *
+sync_view(struct relayproc *p, int secs)
+{
+	return role_view(p, ROLE_SYNCD, "sync_plus", secs);
+}
+
+/* syncd's roots on the fallback relays, historyd's marks, fb's threads
+ * in historyd. */
+static void
+fallback_state(double *roots, double *marks, double *threads)
+{
+	cJSON	*v, *r;
+
+	*roots = *marks = *threads = -1;
+	if ((v = sync_view(b, 5)) != NULL)
+		*roots = jnum(cJSON_GetObjectItem(v, "sync_plus"),
+		    "roots_on_fallback");
+	cJSON_Delete(v);
+	if ((v = hist_view(b, 5)) != NULL) {
+		*marks = jnum(v, "fallback_marks");
+		*threads = (r = relay_in(v, fb)) ? jnum(r, "threads") : 0;
+	}
+	cJSON_Delete(v);
+}
+
+static void
+test_unasked_authors_not_on_fallback(void)
+{
+	struct event	*rc;
+	char		 tags[600], msg[256];
+	double		 roots, marks, threads, r2, m2, t2;
+	int		 from;
+
+	/* The user index never finishes answering: nobody is asked
+	 * successfully. */
+	T_ASSERT(peer_config(idx, "{\"drop_eose\":true}") == 0);
+	sleep(1);
+	fallback_state(&roots, &marks, &threads);
+	T_ASSERT(roots >= 0 && marks >= 0);
+	from = nreqs(fb);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"a\"]]",
+	    coord);
+	issue_a = ev(WHO_FA, t0 + 120, 1621, tags, "root author, no list");
+	T_EQ_INT(pub(b, issue_a, msg, sizeof(msg)), 1);
+	issue_c = ev(WHO_ROOT, t0 + 121, 1621, tags, "issue c");
+	T_EQ_INT(pub(b, issue_c, msg, sizeof(msg)), 1);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_c->id_hex);
+	rc = ev(WHO_FB, t0 + 122, 1, tags, "participant, no list");
+	T_EQ_INT(pub(b, rc, msg, sizeof(msg)), 1);
+	/* Past a failed index query (3 s in test timing). */
+	sleep(5);
+	fallback_state(&r2, &m2, &t2);
+	T_EQ_INT((int)r2, (int)roots);
+	T_EQ_INT((int)m2, (int)marks);
+	T_EQ_INT((int)t2, (int)threads);
+	T_CHECK(!reqs_mention(fb, from, issue_a->id_hex));
+	T_CHECK(!reqs_mention(fb, from, issue_c->id_hex));
+	event_destroy(rc);
+}
+
+static void
+test_index_answer_puts_authors_on_fallback(void)
+{
+	struct event	*ra, *rc;
+	char		 tags[300];
+	double		 roots, marks, threads;
+	int		 from = nreqs(fb);
+
+	T_ASSERT(issue_a != NULL && issue_c != NULL);
+	/* Replies only on the fallback relay, by an author with a list. */
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_a->id_hex);
+	ra = ev(WHO_ROOT, t0 + 123, 1, tags, "on fallback, thread a");
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_c->id_hex);
+	rc = ev(WHO_ROOT, t0 + 124, 1, tags, "on fallback, thread c");
+	T_ASSERT(seed(fb, &ra, 1) == 0);
+	T_ASSERT(seed(fb, &rc, 1) == 0);
+	T_ASSERT(peer_config(idx, "{\"drop_eose\":false}") == 0);
+	/* Root author: syncd's ordinary coverage on the fallback relay;
+	 * participant: historyd's probe of it. */
+	T_EQ_INT(found(b, ra, 30), 1);
+	T_EQ_INT(found(b, rc, 30), 1);
+	T_CHECK(reqs_mention(fb, from, issue_c->id_hex));
+	fallback_state(&roots, &marks, &threads);
+	T_CHECK(marks >= 2);
+	T_CHECK(threads >= 1);
+	event_destroy(ra);
+	event_destroy(rc);
+}
+
+static void
+test_restart_keeps_fallback_ownership(void)
+{
+	double		 roots, marks, threads, r2, m2, t2;
+	cJSON		*v, *r;
+
+	fallback_state(&roots, &marks, &threads);
+	/* Nobody can be asked again: what follows comes from the table. */
+	T_ASSERT(peer_config(idx, "{\"drop_eose\":true}") == 0);
+	T_ASSERT(relayproc_restart(b) == 0);
+	v = hist_view(b, 10);
+	T_ASSERT(v != NULL);
+	T_EQ_INT((int)jnum(v, "fallback_marks"), (int)marks);
+	T_ASSERT((r = relay_in(v, fb)) != NULL);
+	T_EQ_INT((int)jnum(r, "threads"), (int)threads);
+	T_CHECK(strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"),
+	    0)->valuestring, "fallback") == 0);
+	cJSON_Delete(v);
+	v = sync_view(b, 10);
+	T_ASSERT(v != NULL);
+	T_EQ_INT((int)jnum(cJSON_GetObjectItem(v, "sync_plus"),
+	    "roots_on_fallback"), (int)roots);
+	T_CHECK(relay_in(v, fb) != NULL);
+	cJSON_Delete(v);
+	fallback_state(&r2, &m2, &t2);
+	T_EQ_INT((int)r2, (int)roots);
+	T_EQ_INT((int)t2, (int)threads);
+	T_ASSERT(peer_config(idx, "{\"drop_eose\":false}") == 0);
+}
+
+static void
+test_relay_list_takes_authors_off_fallback(void)
+{
+	struct event	*la, *lb;
+	char		 tags[300], msg[256];
+	double		 roots, marks, threads, r2 = -1, m2 = -1, t2 = -1;
+	int		 i;
+
+	fallback_state(&roots, &marks, &threads);
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"]]",
+	    url_of(rin));
+	la = ev(WHO_FA, time(NULL), 10002, tags, "");
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"]]",
+	    url_of(ob[0]));
+	lb = ev(WHO_FB, time(NULL), 10002, tags, "");
+	T_EQ_INT(pub(b, la, msg, sizeof(msg)), 1);
+	T_EQ_INT(pub(b, lb, msg, sizeof(msg)), 1);
+	/* Off fallback at once, and discoveryd clears both marks. */
+	for (i = 0; i < 100; i++) {
+		fallback_state(&r2, &m2, &t2);
+		if (r2 == roots - 1 && t2 < threads && m2 == marks - 2)
+			break;
+		usleep(100000);
+	}
+	T_EQ_INT((int)r2, (int)roots - 1);
+	T_CHECK(t2 < threads);
+	T_EQ_INT((int)m2, (int)marks - 2);
+	event_destroy(la);
+	event_destroy(lb);
+}
+
 static void
 test_owner_read_inbox_public_only(void)
 {
@@ -680,6 +869,10 @@ main(void)
 	T_RUN(test_root_author_inbox_in_ordinary_coverage);
 	T_RUN(test_root_author_without_list_on_fallback);
 	T_RUN(test_list_deletion_changes_mailboxes_at_once);
+	T_RUN(test_unasked_authors_not_on_fallback);
+	T_RUN(test_index_answer_puts_authors_on_fallback);
+	T_RUN(test_restart_keeps_fallback_ownership);
+	T_RUN(test_relay_list_takes_authors_off_fallback);
 	T_RUN(test_owner_read_inbox_public_only);
 	T_RUN(test_off_switch);
 	if (t_fail)
@@ -692,6 +885,8 @@ main(void)
 	relayproc_free(rin);
 	relayproc_free(idx);
 	event_destroy(issue);
+	event_destroy(issue_a);
+	event_destroy(issue_c);
 	{
 		char cmd[400];
 

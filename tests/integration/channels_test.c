@@ -2,8 +2,10 @@
  * channels_test.c: relayd's nanomsg channels as the other roles use them:
  * ingest runs fetched events through the same pipeline as client EVENTs,
  * accepted announces every stored event, stats reach /metrics, control
- * answers, and a malformed message from a "sibling" ends relayd (exit 1,
- * to be restarted) instead of being trusted.
+ * answers, discoveryd's GRASP-03 fallback marks (PLUSMARK on ingest) are
+ * persisted and survive a restart, and a malformed message from a
+ * "sibling" (also a malformed PLUSMARK) ends relayd (exit 1, to be
+ * restarted) instead of being trusted.
  */
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
@@ -17,9 +19,12 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "db.h"
 #include "event.h"
+#include "hmap.h"
 #include "msg.h"
 #include "nostr.h"
+#include "plusmark.h"
 #include "relayproc.h"
 #include "t.h"
 #include "wsclient.h"
@@ -280,6 +285,99 @@ test_control_answers(void)
 	free(r);
 }
 
+static const uint8_t	mark_pk[32] = { 0x7e, 0x57, 0x01 };
+
+/* The marks in relayd's database: their number, and *gen, *has (mark_pk
+ * marked); -1 if the database cannot be read. */
+static int
+marks_read(int64_t *gen, int *has)
+{
+	char		 path[600], err[256];
+	struct hmap	 set = HMAP_INIT;
+	sqlite3		*db;
+	int		 n;
+
+	snprintf(path, sizeof(path), "%s/relay/graspd.db", relayproc_dir(rp));
+	if (db_open(path, DB_READONLY, &db, err, sizeof(err)) == -1) {
+		printf("# %s\n", err);
+		return -1;
+	}
+	n = plusmark_load(db, &set, gen);
+	*has = hmap_get(&set, mark_pk, 32) != NULL;
+	hmap_free(&set);
+	db_close(db);
+	return n;
+}
+
+static int
+send_mark(int s, int set)
+{
+	uint8_t	b[MSG_PLUSMARK_LEN];
+
+	msg_plusmark_encode(b, mark_pk, set);
+	return msg_send(s, MSG_PLUSMARK, b, sizeof(b), 0);
+}
+
+/* Waits (bounded) until the marks read back as wanted. */
+static int
+marks_become(int want_n, int want_has, int64_t *gen)
+{
+	int	i, has = -1, n = -1;
+
+	for (i = 0; i < 50; i++) {
+		if ((n = marks_read(gen, &has)) == want_n && has == want_has)
+			return 1;
+		usleep(100000);
+	}
+	printf("# marks: %d, has %d\n", n, has);
+	return 0;
+}
+
+static void
+test_plus_marks_are_persisted(void)
+{
+	int	s = open_chan(NN_PUSH, CHAN_INGEST);
+	int64_t	g0 = -1, g1 = -1, g2 = -1, g3 = -1;
+	int	has;
+
+	T_ASSERT(s >= 0);
+	T_EQ_INT(marks_read(&g0, &has), 0);
+	T_EQ_INT(has, 0);
+	T_ASSERT(send_mark(s, 1) == 0);
+	T_ASSERT(marks_become(1, 1, &g1));
+	T_CHECK(g1 > g0);
+	/* Marking a marked author changes nothing, not even the
+	 * generation. */
+	T_ASSERT(send_mark(s, 1) == 0);
+	T_ASSERT(send_mark(s, 0) == 0);
+	T_ASSERT(marks_become(0, 0, &g2));
+	T_EQ_INT(g2, g1 + 1);
+	T_ASSERT(send_mark(s, 1) == 0);
+	T_ASSERT(marks_become(1, 1, &g3));
+	T_EQ_INT(g3, g2 + 1);
+	chan_close(s);
+}
+
+static void
+test_malformed_plus_mark_ends_relayd(void)
+{
+	int	s = open_chan(NN_PUSH, CHAN_INGEST), st, has = 0;
+	uint8_t	b[8];
+	int64_t	gen;
+
+	T_ASSERT(s >= 0);
+	memset(b, 0x11, sizeof(b));
+	T_ASSERT(msg_send(s, MSG_PLUSMARK, b, sizeof(b), 0) == 0);
+	st = relayproc_wait(rp, TMO);
+	T_EQ_INT(st, 1);
+	chan_close(s);
+	/* It comes back, and the mark of the previous test is still
+	 * there. */
+	T_ASSERT(relayproc_restart(rp) == 0);
+	T_EQ_INT(marks_read(&gen, &has), 1);
+	T_EQ_INT(has, 1);
+}
+
 static void
 test_malformed_sibling_message_ends_relayd(void)
 {
@@ -313,6 +411,8 @@ main(void)
 	T_RUN(test_accepted_feed_announces_stored_events);
 	T_RUN(test_stats_of_roles_reach_metrics);
 	T_RUN(test_control_answers);
+	T_RUN(test_plus_marks_are_persisted);
+	T_RUN(test_malformed_plus_mark_ends_relayd);
 	T_RUN(test_malformed_sibling_message_ends_relayd);
 	if (t_fail)
 		relayproc_dump_log(rp, 30);

@@ -201,8 +201,9 @@ child_broken(const char *dir, const char *how)
 	struct msg_hdr	 h;
 	struct msg	 m;
 	struct msg_ingest mi;
-	unsigned char	 frame[sizeof(h) + 8];
-	size_t		 len = sizeof(frame);
+	unsigned char	 frame[sizeof(h) + MSG_PLUSMARK_LEN];
+	uint8_t		 pk[32];
+	size_t		 len = sizeof(h) + 8;
 	int		 tx, rx;
 
 	snprintf(tmpdir, sizeof(tmpdir), "%s", dir);
@@ -228,18 +229,29 @@ child_broken(const char *dir, const char *how)
 		/* A URL length past the end of the payload. */
 		h.mh_type = MSG_INGEST;
 		h.mh_len = 8;
+	} else if (strcmp(how, "plusmark-length") == 0) {
+		/* Eight bytes, not a pubkey and a flag. */
+		h.mh_type = MSG_PLUSMARK;
+		h.mh_len = 8;
+	} else if (strcmp(how, "plusmark-flag") == 0) {
+		h.mh_type = MSG_PLUSMARK;
+		h.mh_len = MSG_PLUSMARK_LEN;
+		len = sizeof(h) + MSG_PLUSMARK_LEN;
 	} else
 		return 3;
 	memcpy(frame, &h, sizeof(h));
-	memset(frame + sizeof(h), 0, 8);
+	memset(frame + sizeof(h), 0, MSG_PLUSMARK_LEN);
 	frame[sizeof(h)] = ROLE_SYNCD;
 	frame[sizeof(h) + 1] = 0xff;
+	frame[sizeof(h) + 32] = 2;
 	if (nn_send(tx, frame, len, 0) != (int)len)
 		return 3;
 	if (msg_recv(rx, &m, 0) != 1)
 		return 3;
 	if (m.m_type == MSG_INGEST)
 		msg_ingest_decode(&m, &mi);
+	if (m.m_type == MSG_PLUSMARK)
+		msg_plusmark_decode(&m, pk);
 	msg_free(&m);
 	return 0;
 }
@@ -332,6 +344,38 @@ test_bad_ingest_payload_ends_the_receiver(void)
 	broken("ingest", "malformed INGEST message: url length");
 }
 
+static void
+test_bad_plusmark_payload_ends_the_receiver(void)
+{
+	broken("plusmark-length", "malformed PLUSMARK message: 8 bytes, "
+	    "expected 33");
+	broken("plusmark-flag", "malformed PLUSMARK message: mark 2");
+}
+
+static void
+test_plusmark_codec_round_trips(void)
+{
+	uint8_t		 pk[32], got[32], buf[MSG_PLUSMARK_LEN];
+	struct msg	 m;
+	int		 tx, rx, set;
+
+	T_ASSERT(pair_open(&tx, &rx) == 0);
+	for (set = 0; set <= 1; set++) {
+		memset(pk, 0xa0 + set, sizeof(pk));
+		pk[31] = 0x01;
+		msg_plusmark_encode(buf, pk, set ? 7 : 0);
+		T_ASSERT(msg_send(tx, MSG_PLUSMARK, buf, sizeof(buf), 0) == 0);
+		T_EQ_INT(msg_recv(rx, &m, 0), 1);
+		T_EQ_INT(m.m_type, MSG_PLUSMARK);
+		memset(got, 0, sizeof(got));
+		T_EQ_INT(msg_plusmark_decode(&m, got), set);
+		T_CHECK(memcmp(got, pk, 32) == 0);
+		msg_free(&m);
+	}
+	chan_close(tx);
+	chan_close(rx);
+}
+
 static int
 rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
 {
@@ -362,6 +406,8 @@ main(int argc, char *argv[])
 	T_RUN(test_unknown_type_ends_the_receiver);
 	T_RUN(test_length_mismatch_ends_the_receiver);
 	T_RUN(test_bad_ingest_payload_ends_the_receiver);
+	T_RUN(test_plusmark_codec_round_trips);
+	T_RUN(test_bad_plusmark_payload_ends_the_receiver);
 
 	rc = t_done();
 	nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

@@ -1,0 +1,345 @@
+/*
+ * gdproc.c: a whole graspd under test (see gdproc.h).
+ */
+#define _GNU_SOURCE		/* nftw */
+#include <sys/types.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "gdproc.h"
+#include "relayproc.h"
+#include "wsclient.h"
+
+extern char **environ;
+
+const char *const gd_roles[GD_NROLES] = {
+	"relayd", "syncd", "discoveryd", "historyd"
+};
+
+/* Environment entries a test may add. */
+#define GD_MAX_ENV	32
+
+struct gdproc {
+	pid_t	 g_pid;
+	int	 g_port;
+	char	 g_dir[PATH_MAX];
+	char	 g_bin[PATH_MAX];
+	char	 g_libexec[PATH_MAX];
+	char	 g_db[PATH_MAX + 32];
+	char	*g_env[GD_MAX_ENV + 1];
+};
+
+static void
+nap(int ms)
+{
+	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void
+abs_dir(const char *dir, char *out, size_t outlen)
+{
+	if (realpath(dir, out) == NULL)
+		snprintf(out, outlen, "%s", dir);
+}
+
+static int
+rm_one(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	remove(path);
+	return 0;
+}
+
+/* Forks graspd -d in its own process group, with our environment. */
+static int
+spawn(struct gdproc *g)
+{
+	char	 path[PATH_MAX + 16], log[PATH_MAX + 16], kv[PATH_MAX + 64];
+	char	**e, name[256];
+	pid_t	 parent = getpid(), pid;
+	int	 fd, i;
+
+	snprintf(path, sizeof(path), "%s/graspd", g->g_bin);
+	snprintf(log, sizeof(log), "%s/log", g->g_dir);
+	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0644)) == -1)
+		return -1;
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		close(fd);
+		return -1;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		/* The test's own NGIT_* settings never leak in. */
+		for (e = environ; *e != NULL;) {
+			if (strncmp(*e, "NGIT_", 5) != 0 &&
+			    strncmp(*e, "NOTIFY_SOCKET=", 14) != 0) {
+				e++;
+				continue;
+			}
+			snprintf(name, sizeof(name), "%.*s",
+			    (int)strcspn(*e, "="), *e);
+			unsetenv(name);
+			e = environ;
+		}
+#define GD_ENV(...) do {						\
+	snprintf(kv, sizeof(kv), __VA_ARGS__);				\
+	putenv(strdup(kv));						\
+} while (0)
+		GD_ENV("NGIT_BIND_ADDRESS=127.0.0.1:%d", g->g_port);
+		GD_ENV("NGIT_DOMAIN=127.0.0.1:%d", g->g_port);
+		GD_ENV("NGIT_RELAY_DATA_PATH=%s/relay", g->g_dir);
+		GD_ENV("NGIT_GIT_DATA_PATH=%s/git", g->g_dir);
+		GD_ENV("NGIT_RUN_PATH=%s/run", g->g_dir);
+		GD_ENV("NGIT_TEST=1");
+		GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
+		GD_ENV("GRASPD_LIBEXEC=%s", g->g_libexec);
+#undef GD_ENV
+		for (i = 0; g->g_env[i] != NULL; i++)
+			putenv(g->g_env[i]);
+		if (dup2(fd, 1) == -1 || dup2(fd, 2) == -1)
+			_exit(127);
+		execl(path, "graspd", "-d", (char *)NULL);
+		_exit(127);
+	}
+	close(fd);
+	g->g_pid = pid;
+	return 0;
+}
+
+/* Waits until every role runs; 0, or -1 if graspd died or time ran out. */
+static int
+settle(struct gdproc *g)
+{
+	int64_t	deadline = wsc_now_ms() + GD_SETTLE_MS;
+	char	states[GD_NROLES][16];
+	long	pids[GD_NROLES];
+	int	i, n;
+
+	while (wsc_now_ms() < deadline) {
+		if (waitpid(g->g_pid, NULL, WNOHANG) == g->g_pid) {
+			g->g_pid = -1;
+			return -1;
+		}
+		if (gd_roles_now(g, states, pids) == 0) {
+			for (i = n = 0; i < GD_NROLES; i++)
+				n += strcmp(states[i], "running") == 0;
+			if (n == GD_NROLES)
+				return 0;
+		}
+		nap(100);
+	}
+	return -1;
+}
+
+struct gdproc *
+gd_start(const char *const extra_env[])
+{
+	struct gdproc	*g;
+	const char	*tmp = getenv("TMPDIR"), *b = getenv("GRASPD_BIN"),
+			*l = getenv("GRASPD_LIBEXEC");
+	char		 sub[PATH_MAX + 16];
+	int		 i;
+
+	if ((g = calloc(1, sizeof(*g))) == NULL)
+		abort();
+	g->g_pid = -1;
+	for (i = 0; extra_env != NULL && extra_env[i] != NULL &&
+	    i < GD_MAX_ENV; i++)
+		if ((g->g_env[i] = strdup(extra_env[i])) == NULL)
+			abort();
+	abs_dir(b != NULL && *b != '\0' ? b : "bin", g->g_bin,
+	    sizeof(g->g_bin));
+	abs_dir(l != NULL && *l != '\0' ? l : g->g_bin, g->g_libexec,
+	    sizeof(g->g_libexec));
+	snprintf(g->g_dir, sizeof(g->g_dir), "%s/graspd-gd.XXXXXX",
+	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+	if (mkdtemp(g->g_dir) == NULL) {
+		g->g_dir[0] = '\0';
+		gd_free(g);
+		return NULL;
+	}
+	snprintf(sub, sizeof(sub), "%s/relay", g->g_dir);
+	mkdir(sub, 0700);
+	snprintf(sub, sizeof(sub), "%s/git", g->g_dir);
+	mkdir(sub, 0700);
+	snprintf(g->g_db, sizeof(g->g_db), "%s/relay/graspd.db", g->g_dir);
+	if ((g->g_port = relayproc_free_port("127.0.0.1")) == -1 ||
+	    spawn(g) == -1 || settle(g) == -1) {
+		fprintf(stderr, "# graspd did not start\n");
+		gd_dump_log(g, 30);
+		gd_free(g);
+		return NULL;
+	}
+	return g;
+}
+
+int
+gd_restart(struct gdproc *g)
+{
+	if (g->g_pid != -1)
+		return -1;
+	if (spawn(g) == -1 || settle(g) == -1) {
+		fprintf(stderr, "# graspd did not start again\n");
+		gd_dump_log(g, 30);
+		return -1;
+	}
+	return 0;
+}
+
+void
+gd_kill_group(struct gdproc *g)
+{
+	if (g->g_pid == -1)
+		return;
+	kill(-g->g_pid, SIGKILL);
+	waitpid(g->g_pid, NULL, 0);
+	g->g_pid = -1;
+}
+
+void
+gd_free(struct gdproc *g)
+{
+	const char	*keep = getenv("GRASPD_KEEP_TMP");
+	int64_t		 deadline;
+	int		 i;
+
+	if (g == NULL)
+		return;
+	if (g->g_pid != -1) {
+		kill(g->g_pid, SIGTERM);
+		deadline = wsc_now_ms() + 20000;
+		while (waitpid(g->g_pid, NULL, WNOHANG) != g->g_pid) {
+			if (wsc_now_ms() >= deadline) {
+				kill(-g->g_pid, SIGKILL);
+				waitpid(g->g_pid, NULL, 0);
+				break;
+			}
+			nap(50);
+		}
+		/* Roles that outlived graspd go with its group. */
+		kill(-g->g_pid, SIGKILL);
+	}
+	if (g->g_dir[0] != '\0') {
+		if (keep != NULL && *keep != '\0')
+			fprintf(stderr, "# kept %s\n", g->g_dir);
+		else
+			nftw(g->g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	for (i = 0; g->g_env[i] != NULL; i++)
+		free(g->g_env[i]);
+	free(g);
+}
+
+int
+gd_roles_now(struct gdproc *g, char states[GD_NROLES][16],
+    long pids[GD_NROLES])
+{
+	struct buf	 out = BUF_INIT;
+	cJSON		*j, *r;
+	const char	*name, *st;
+	char		 cmd[3 * PATH_MAX], chunk[4096];
+	size_t		 n;
+	FILE		*f;
+	int		 i, rc;
+
+	for (i = 0; i < GD_NROLES; i++) {
+		states[i][0] = '\0';
+		pids[i] = 0;
+	}
+	snprintf(cmd, sizeof(cmd), "'%s/graspctl' -j -r '%s/run' status "
+	    "2>/dev/null", g->g_bin, g->g_dir);
+	fflush(NULL);
+	if ((f = popen(cmd, "r")) == NULL)
+		return -1;
+	buf_adds(&out, "");
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(&out, chunk, n);
+	rc = pclose(f);
+	j = rc == 0 ? cJSON_Parse(out.b_data) : NULL;
+	buf_free(&out);
+	if (j == NULL)
+		return -1;
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "roles")) {
+		name = cJSON_GetStringValue(cJSON_GetObjectItem(r, "role"));
+		st = cJSON_GetStringValue(cJSON_GetObjectItem(r, "state"));
+		if (name == NULL || (i = gd_role_index(name)) == -1)
+			continue;
+		snprintf(states[i], sizeof(states[i]), "%s", st ? st : "");
+		pids[i] = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(r,
+		    "pid"));
+	}
+	cJSON_Delete(j);
+	return 0;
+}
+
+int
+gd_role_index(const char *name)
+{
+	int	i;
+
+	for (i = 0; i < GD_NROLES; i++)
+		if (strcmp(gd_roles[i], name) == 0)
+			return i;
+	return -1;
+}
+
+int
+gd_port(const struct gdproc *g)
+{
+	return g->g_port;
+}
+
+pid_t
+gd_pid(const struct gdproc *g)
+{
+	return g->g_pid;
+}
+
+const char *
+gd_dir(const struct gdproc *g)
+{
+	return g->g_dir;
+}
+
+const char *
+gd_db_path(const struct gdproc *g)
+{
+	return g->g_db;
+}
+
+void
+gd_dump_log(const struct gdproc *g, int nlines)
+{
+	char	cmd[PATH_MAX + 64];
+
+	if (g->g_dir[0] == '\0')
+		return;
+	snprintf(cmd, sizeof(cmd), "tail -n %d '%s/log' | sed 's/^/# /' >&2",
+	    nlines, g->g_dir);
+	fflush(NULL);
+	if (system(cmd) == -1)
+		fprintf(stderr, "# cannot show %s/log\n", g->g_dir);
+}

@@ -1,0 +1,62 @@
+/*
+ * gdproc.h: a whole graspd (the supervisor and its roles) for the
+ * reliability tests (crash, load, hostile): started with -d in a process
+ * group of its own, on a free loopback port, in a temporary directory
+ * that survives a restart, so a test can kill -9 one role or the whole
+ * group and start it again on the same store.
+ *
+ * Role states and pids come from "graspctl -j status".  Every child dies
+ * with the test (PR_SET_PDEATHSIG; the roles die with graspd).
+ */
+#ifndef GRASPD_GDPROC_H
+#define GRASPD_GDPROC_H
+
+#include <sys/types.h>
+
+/* The roles graspd supervises, in status order. */
+#define GD_NROLES	4
+/* How long graspd may take to have every role running. */
+#define GD_SETTLE_MS	20000
+
+struct gdproc;
+
+extern const char *const gd_roles[GD_NROLES];
+
+/*
+ * Creates the directory and starts graspd -d there with the test
+ * instance's NGIT_* settings (as relayproc.h lists them) plus extra_env
+ * ("KEY=VALUE", NULL-terminated, may be NULL), then waits until every
+ * role runs.  Graspd comes from $GRASPD_BIN (default "bin"), the roles
+ * from $GRASPD_LIBEXEC (default: the same).  Returns the handle or NULL
+ * (log tail printed, directory removed).
+ */
+struct gdproc	*gd_start(const char *const extra_env[]);
+/*
+ * Starts graspd again on the same directory and port after it has gone
+ * (gd_kill_group()), and waits as gd_start() does.  0 or -1.
+ */
+int		 gd_restart(struct gdproc *);
+/* SIGKILL to graspd's whole process group; waits for graspd's exit. */
+void		 gd_kill_group(struct gdproc *);
+/* SIGTERM, a bounded wait, SIGKILL; removes the directory; frees. */
+void		 gd_free(struct gdproc *);
+
+/*
+ * Reads every role's state and pid (graspctl -j status) into states
+ * (each at most 15 characters, "" when unknown) and pids (0 when none).
+ * Returns 0, or -1 if graspctl failed.
+ */
+int		 gd_roles_now(struct gdproc *, char states[GD_NROLES][16],
+		    long pids[GD_NROLES]);
+/* Index of a role name in gd_roles, or -1. */
+int		 gd_role_index(const char *name);
+
+int		 gd_port(const struct gdproc *);
+pid_t		 gd_pid(const struct gdproc *);
+const char	*gd_dir(const struct gdproc *);
+/* The store relayd writes: DIR/relay/graspd.db. */
+const char	*gd_db_path(const struct gdproc *);
+/* Prints the last nlines lines of graspd's log as "# " lines. */
+void		 gd_dump_log(const struct gdproc *, int nlines);
+
+#endif

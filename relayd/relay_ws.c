@@ -390,6 +390,10 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		if (relayd->nconns >= relayd->cfg.max_connections) {
 			log_info("refusing a websocket: %d connections open",
 			    relayd->nconns);
+			/* An answer the client can show, not a bare close. */
+			lws_return_http_status(wsi,
+			    HTTP_STATUS_SERVICE_UNAVAILABLE,
+			    "too many connections, try again later");
 			return 1;
 		}
 		return 0;

@@ -23,7 +23,11 @@
  *     the database), and leave once their relay lists arrive;
  *   - a status stored only in the owner's read inbox is found on a public
  *     instance, and the inbox is not probed in private mode;
- *   - with NGIT_SYNC_PLUS_ENABLED=false nothing is probed.
+ *   - with NGIT_SYNC_PLUS_ENABLED=false nothing is probed;
+ *   - the GRASP-03 metrics of discoveryd and historyd (eligible authors,
+ *     desired history-probe relays, cursors, workers, ...) are the same
+ *     series with 1,000 participants as with one, without relay URLs or
+ *     pubkeys, and their values follow the count.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +61,9 @@
 #define WHO_LATE	51
 #define WHO_FA		60	/* a root author without a relay list */
 #define WHO_FB		61	/* a participant without a relay list */
+#define WHO_MOWNER	70	/* owner of the metrics test's repository */
+#define WHO_MANY	1000	/* the metrics test's participants, from */
+#define NMANY		1000
 
 #define RETAINED(state) \
 	"graspd_historyd_retained{role=\"historyd\",state=\"" state "\"}"
@@ -798,6 +805,168 @@ test_owner_read_inbox_public_only(void)
 	event_destroy(st2);
 }
 
+/*
+ * The /metrics series (name and labels, not values) of discoveryd and
+ * historyd, sorted, one per line; *bad counts lines carrying a relay URL
+ * or a 64-digit hex key.  NULL if /metrics did not answer.
+ */
+static char *
+plus_series(struct relayproc *p, int *bad)
+{
+	char	*h = NULL, *body = NULL, *line, *save = NULL, *sp;
+	char	**v = NULL;
+	size_t	 n = 0, i, j;
+	int	 status = 0;
+	struct buf out = BUF_INIT;
+
+	*bad = 0;
+	if (http_get(relayproc_host(p), relayproc_port(p), "/metrics", NULL,
+	    TMO, &status, &h, &body) != 0 || status != 200 || body == NULL) {
+		free(h);
+		free(body);
+		return NULL;
+	}
+	for (line = strtok_r(body, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#' || (strstr(line, "role=\"discoveryd\"") ==
+		    NULL && strstr(line, "role=\"historyd\"") == NULL))
+			continue;
+		for (i = 0, j = 0; line[i] != '\0' && j < 64; i++)
+			j = strchr("0123456789abcdef", line[i]) ? j + 1 : 0;
+		if (strstr(line, "ws://") || strstr(line, "127.0.0.1") ||
+		    j >= 64)
+			(*bad)++;
+		if ((sp = strrchr(line, ' ')) != NULL)
+			*sp = '\0';
+		v = realloc(v, (n + 1) * sizeof(*v));
+		v[n++] = line;
+	}
+	/* Sorted (insertion: about a hundred lines). */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+			char *t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		buf_add(&out, v[i], strlen(v[i]));
+		buf_addc(&out, '\n');
+	}
+	buf_addc(&out, '\0');
+	free(v);
+	free(h);
+	free(body);
+	return out.b_data;
+}
+
+/* The value of the /metrics line starting with series, or -1. */
+static double
+metric_value(struct relayproc *p, const char *series)
+{
+	char	*h = NULL, *body = NULL, *at;
+	double	 v = -1;
+	int	 status = 0;
+
+	if (http_get(relayproc_host(p), relayproc_port(p), "/metrics", NULL,
+	    TMO, &status, &h, &body) == 0 && status == 200 && body != NULL &&
+	    (at = strstr(body, series)) != NULL)
+		v = strtod(at + strlen(series), NULL);
+	free(h);
+	free(body);
+	return v;
+}
+
+#define DISC_ELIGIBLE \
+	"graspd_discoveryd_eligible_authors{role=\"discoveryd\"} "
+
+static void
+test_metrics_fixed_cardinality_with_1000_authors(void)
+{
+	struct relayproc *m;
+	struct event	*root, *e;
+	struct wsc	*ws = NULL;
+	char		 tags[600], oh[65], mc[200], *one = NULL, *many = NULL;
+	char		*msg = NULL;
+	int		 i, ok, bad1 = 0, badn = 0, dead;
+	const char	*env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", NULL };
+
+	T_ASSERT((m = relayproc_start("graspd", env)) != NULL);
+	T_ASSERT(host_repo(m, WHO_MOWNER, "metrics", NULL) == 0);
+	/* One eligible author: the owner. */
+	for (i = 0; i < 100 && metric_value(m, DISC_ELIGIBLE) != 1; i++)
+		usleep(100000);
+	T_EQ_INT((int)metric_value(m, DISC_ELIGIBLE), 1);
+	T_CHECK(metrics_have(m, RETAINED("desired_relays") " 0", 5));
+	sleep(2);
+	T_ASSERT((one = plus_series(m, &bad1)) != NULL);
+
+	/* A root by the owner and NMANY participants replying to it, each
+	 * listing its own history mailbox: a distinct path on a port where
+	 * nothing listens. */
+	hex_of(WHO_MOWNER, oh);
+	snprintf(mc, sizeof(mc), "30617:%s:metrics", oh);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"m\"]]",
+	    mc);
+	root = ev(WHO_MOWNER, t0 + 10, 1621, tags, "metrics root");
+	T_ASSERT((ws = wsc_connect(relayproc_host(m), relayproc_port(m), "/",
+	    TMO)) != NULL);
+	T_ASSERT(nostr_publish(ws, root, TMO, &ok, &msg) == 0 && ok == 1);
+	free(msg);
+	msg = NULL;
+	dead = relayproc_free_port("127.0.0.1");
+	for (i = 0; i < NMANY; i++) {
+		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", root->id_hex);
+		e = ev(WHO_MANY + i, t0 + 20, 1, tags, "one of many");
+		ok = 0;
+		if (nostr_publish(ws, e, TMO, &ok, &msg) != 0 || ok != 1)
+			printf("# reply %d: %s\n", i, msg ? msg : "no answer");
+		free(msg);
+		msg = NULL;
+		event_destroy(e);
+		T_ASSERT(ok == 1);
+		snprintf(tags, sizeof(tags), "[[\"r\",\"ws://127.0.0.1:%d/m%d\"]]",
+		    dead, i);
+		e = ev(WHO_MANY + i, t0 + 30, 10002, tags, "");
+		ok = 0;
+		if (nostr_publish(ws, e, TMO, &ok, &msg) != 0 || ok != 1)
+			printf("# list %d: %s\n", i, msg ? msg : "no answer");
+		free(msg);
+		msg = NULL;
+		event_destroy(e);
+		T_ASSERT(ok == 1);
+	}
+	wsc_close(ws);
+	ws = NULL;
+	/* The values follow the count ... */
+	for (i = 0; i < 300; i++) {
+		if (metric_value(m, DISC_ELIGIBLE) == NMANY + 1 &&
+		    metric_value(m, RETAINED("eligible_authors") " ") ==
+		    NMANY + 1 &&
+		    metric_value(m, RETAINED("desired_relays") " ") == NMANY)
+			break;
+		usleep(100000);
+	}
+	T_EQ_INT((int)metric_value(m, DISC_ELIGIBLE), NMANY + 1);
+	T_EQ_INT((int)metric_value(m, RETAINED("eligible_authors") " "),
+	    NMANY + 1);
+	T_EQ_INT((int)metric_value(m, RETAINED("desired_relays") " "), NMANY);
+	T_CHECK(metric_value(m, RETAINED("cursors") " ") == NMANY);
+	T_CHECK(metric_value(m, RETAINED("workers") " ") <= 32);
+	/* ... and the series are the same, with no URL or pubkey. */
+	T_ASSERT((many = plus_series(m, &badn)) != NULL);
+	if (strcmp(one, many) != 0)
+		printf("# with one author:\n%s# with %d:\n%s", one, NMANY,
+		    many);
+	T_CHECK(strcmp(one, many) == 0);
+	T_EQ_INT(bad1, 0);
+	T_EQ_INT(badn, 0);
+	free(one);
+	free(many);
+	event_destroy(root);
+	relayproc_free(m);
+}
+
 static void
 test_off_switch(void)
 {
@@ -874,6 +1043,7 @@ main(void)
 	T_RUN(test_restart_keeps_fallback_ownership);
 	T_RUN(test_relay_list_takes_authors_off_fallback);
 	T_RUN(test_owner_read_inbox_public_only);
+	T_RUN(test_metrics_fixed_cardinality_with_1000_authors);
 	T_RUN(test_off_switch);
 	if (t_fail)
 		relayproc_dump_log(b, 80);

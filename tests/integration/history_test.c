@@ -877,6 +877,22 @@ metric_value(struct relayproc *p, const char *series)
 	return v;
 }
 
+/* Publishes e on ws and destroys it; its OK flag, or -1. */
+static int
+publish_one(struct wsc *ws, struct event *e)
+{
+	char	*msg = NULL;
+	int	 ok = -1;
+
+	if (nostr_publish(ws, e, TMO, &ok, &msg) != 0)
+		ok = -1;
+	if (ok != 1)
+		printf("# %s: %s\n", e->id_hex, msg ? msg : "no answer");
+	free(msg);
+	event_destroy(e);
+	return ok;
+}
+
 #define DISC_ELIGIBLE \
 	"graspd_discoveryd_eligible_authors{role=\"discoveryd\"} "
 
@@ -884,7 +900,7 @@ static void
 test_metrics_fixed_cardinality_with_1000_authors(void)
 {
 	struct relayproc *m;
-	struct event	*root, *e;
+	struct event	*root;
 	struct wsc	*ws = NULL;
 	char		 tags[600], oh[65], mc[200], *one = NULL, *many = NULL;
 	char		*msg = NULL;
@@ -913,28 +929,15 @@ test_metrics_fixed_cardinality_with_1000_authors(void)
 	    TMO)) != NULL);
 	T_ASSERT(nostr_publish(ws, root, TMO, &ok, &msg) == 0 && ok == 1);
 	free(msg);
-	msg = NULL;
 	dead = relayproc_free_port("127.0.0.1");
 	for (i = 0; i < NMANY; i++) {
 		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", root->id_hex);
-		e = ev(WHO_MANY + i, t0 + 20, 1, tags, "one of many");
-		ok = 0;
-		if (nostr_publish(ws, e, TMO, &ok, &msg) != 0 || ok != 1)
-			printf("# reply %d: %s\n", i, msg ? msg : "no answer");
-		free(msg);
-		msg = NULL;
-		event_destroy(e);
-		T_ASSERT(ok == 1);
+		T_ASSERT(publish_one(ws, ev(WHO_MANY + i, t0 + 20, 1, tags,
+		    "one of many")) == 1);
 		snprintf(tags, sizeof(tags), "[[\"r\",\"ws://127.0.0.1:%d/m%d\"]]",
 		    dead, i);
-		e = ev(WHO_MANY + i, t0 + 30, 10002, tags, "");
-		ok = 0;
-		if (nostr_publish(ws, e, TMO, &ok, &msg) != 0 || ok != 1)
-			printf("# list %d: %s\n", i, msg ? msg : "no answer");
-		free(msg);
-		msg = NULL;
-		event_destroy(e);
-		T_ASSERT(ok == 1);
+		T_ASSERT(publish_one(ws, ev(WHO_MANY + i, t0 + 30, 10002, tags,
+		    "")) == 1);
 	}
 	wsc_close(ws);
 	ws = NULL;

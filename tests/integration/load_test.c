@@ -1,0 +1,520 @@
+/*
+ * load_test.c: many websocket clients on one relayd (issue #11, load).
+ *
+ * Every client holds SUBS subscriptions, each on its own topic (a "t"
+ * tag); clients take turns publishing events (kind 10317, a key per event,
+ * one topic each) at a steady rate for a while.  Afterwards every
+ * subscription must have received exactly the acknowledged events of its
+ * topic (count and sum of their sequence numbers), none CLOSED and no
+ * connection lost: no dropped subscription.  Printed: OK latency
+ * (median, p99, max), relayd's resident memory (now and peak), messages
+ * delivered.  A second case: a websocket request beyond max_connections
+ * is answered with HTTP 503.
+ *
+ * The size comes from the environment, so "make soak" runs the same
+ * program big: GRASPD_LOAD_CLIENTS (default 200; 100 under the
+ * sanitizers), GRASPD_LOAD_SUBS (10), GRASPD_LOAD_SECS (8),
+ * GRASPD_LOAD_RATE events per second (40; 20 under the sanitizers),
+ * GRASPD_LOAD_TOPICS (clients * subs / 40, at least subs).
+ */
+#include <sys/resource.h>
+
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "event.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+/* How long to wait for the last OKs and deliveries after publishing. */
+#define DRAIN_MS	30000
+/* How long every subscription may take to be set up (EOSE). */
+#define SETUP_MS	120000
+
+struct sub {
+	int		 s_topic;
+	int		 s_eose;
+	int		 s_closed;
+	uint64_t	 s_got;
+	uint64_t	 s_sum;
+};
+
+struct client {
+	struct wsc	*c_ws;
+	struct sub	*c_subs;
+	long		 c_pending;	/* seq of the event awaiting OK, or -1 */
+	char		 c_id[65];
+	int64_t		 c_sent_at;
+	int		 c_lost;
+};
+
+struct load {
+	int		 clients, subs, secs, rate, topics;
+	struct client	*cl;
+	uint64_t	*exp_n, *exp_sum;	/* per topic, acknowledged */
+	long		*lat;			/* OK latencies, ms */
+	size_t		 nlat, lat_cap;
+	uint64_t	 published, acked, refused, delivered, bad, notices;
+	uint64_t	 eose;
+};
+
+static int
+env_int(const char *name, int dflt)
+{
+	const char	*v = getenv(name);
+
+	return v != NULL && *v != '\0' ? atoi(v) : dflt;
+}
+
+static int
+is_sanitize(void)
+{
+	const char	*l = getenv("RUN_LABEL");
+
+	return l != NULL && strcmp(l, "sanitize") == 0;
+}
+
+/* Resident and peak resident memory of pid in kB, from /proc. */
+static void
+rss_of(pid_t pid, long *rss, long *hwm)
+{
+	char	path[64], line[256];
+	FILE	*f;
+
+	*rss = *hwm = -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			*rss = atol(line + 6);
+		else if (strncmp(line, "VmHWM:", 6) == 0)
+			*hwm = atol(line + 6);
+	}
+	fclose(f);
+}
+
+static void
+lat_add(struct load *L, long ms)
+{
+	if (L->nlat == L->lat_cap) {
+		L->lat_cap = L->lat_cap ? 2 * L->lat_cap : 1024;
+		if ((L->lat = realloc(L->lat, L->lat_cap * sizeof(long))) ==
+		    NULL)
+			abort();
+	}
+	L->lat[L->nlat++] = ms;
+}
+
+/* The quoted string after key in msg, copied into out; 0 or -1. */
+static int
+field(const char *msg, const char *key, char *out, size_t outlen)
+{
+	const char	*p = strstr(msg, key), *q;
+
+	if (p == NULL)
+		return -1;
+	p += strlen(key);
+	if ((q = strchr(p, '"')) == NULL || (size_t)(q - p) >= outlen)
+		return -1;
+	memcpy(out, p, (size_t)(q - p));
+	out[q - p] = '\0';
+	return 0;
+}
+
+/* One message from relayd to client c. */
+static void
+on_message(struct load *L, struct client *c, const char *m)
+{
+	char	num[32];
+	int	k;
+	long	seq;
+
+	if (strncmp(m, "[\"EVENT\",\"", 10) == 0) {
+		if (sscanf(m + 10, "s%d\"", &k) != 1 || k < 0 || k >= L->subs ||
+		    field(m, "\"content\":\"load ", num, sizeof(num)) == -1) {
+			L->bad++;
+			return;
+		}
+		seq = atol(num);
+		/* Only events of the subscription's topic may come. */
+		if (seq % L->topics != c->c_subs[k].s_topic) {
+			L->bad++;
+			return;
+		}
+		c->c_subs[k].s_got++;
+		c->c_subs[k].s_sum += (uint64_t)seq;
+		L->delivered++;
+	} else if (strncmp(m, "[\"OK\",\"", 7) == 0) {
+		if (c->c_pending < 0 || strncmp(m + 7, c->c_id, 64) != 0) {
+			L->bad++;
+			return;
+		}
+		lat_add(L, (long)(wsc_now_ms() - c->c_sent_at));
+		if (strncmp(m + 7 + 64, "\",true", 6) == 0) {
+			k = (int)(c->c_pending % L->topics);
+			L->exp_n[k]++;
+			L->exp_sum[k] += (uint64_t)c->c_pending;
+			L->acked++;
+		} else {
+			printf("# refused: %.200s\n", m);
+			L->refused++;
+		}
+		c->c_pending = -1;
+	} else if (strncmp(m, "[\"EOSE\",\"s", 10) == 0) {
+		if (sscanf(m + 10, "%d", &k) == 1 && k >= 0 && k < L->subs &&
+		    !c->c_subs[k].s_eose) {
+			c->c_subs[k].s_eose = 1;
+			L->eose++;
+		}
+	} else if (strncmp(m, "[\"CLOSED\",\"s", 12) == 0) {
+		if (sscanf(m + 12, "%d", &k) == 1 && k >= 0 && k < L->subs)
+			c->c_subs[k].s_closed = 1;
+		printf("# CLOSED: %.200s\n", m);
+	} else if (strncmp(m, "[\"NOTICE\"", 9) == 0) {
+		if (L->notices++ < 5)
+			printf("# NOTICE: %.200s\n", m);
+	} else
+		L->bad++;
+}
+
+/* Reads whatever the sockets hold for at most timeout_ms. */
+static void
+pump(struct load *L, struct pollfd *pfd, int timeout_ms)
+{
+	struct client	*c;
+	char		*m;
+	int		 i;
+
+	for (i = 0; i < L->clients; i++) {
+		pfd[i].fd = L->cl[i].c_ws != NULL ? wsc_fd(L->cl[i].c_ws) : -1;
+		pfd[i].events = POLLIN;
+		pfd[i].revents = 0;
+	}
+	if (poll(pfd, (nfds_t)L->clients, timeout_ms) <= 0)
+		return;
+	for (i = 0; i < L->clients; i++) {
+		if (pfd[i].revents == 0)
+			continue;
+		c = &L->cl[i];
+		if (wsc_read_available(c->c_ws) == -1 && !c->c_lost) {
+			c->c_lost = 1;
+			printf("# client %d lost its connection: %s\n", i,
+			    wsc_error(c->c_ws));
+		}
+		while ((m = wsc_next(c->c_ws, NULL, NULL)) != NULL) {
+			on_message(L, c, m);
+			free(m);
+		}
+		if (c->c_lost) {
+			wsc_drop(c->c_ws);
+			c->c_ws = NULL;
+		}
+	}
+}
+
+/* Sends event number seq from client c; 0 or -1. */
+static int
+publish(struct load *L, struct client *c, long seq)
+{
+	struct event	*ev;
+	struct buf	 b = BUF_INIT;
+	uint8_t		 sk[32];
+	char		 tags[64], content[32];
+	int		 rc;
+
+	memset(sk, 0, sizeof(sk));
+	sk[0] = 0x4c;
+	sk[1] = (uint8_t)(seq >> 24);
+	sk[2] = (uint8_t)(seq >> 16);
+	sk[3] = (uint8_t)(seq >> 8);
+	sk[4] = (uint8_t)seq;
+	snprintf(tags, sizeof(tags), "[[\"t\",\"topic-%ld\"]]",
+	    seq % L->topics);
+	snprintf(content, sizeof(content), "load %ld", seq);
+	if ((ev = event_new_signed(sk, time(NULL), 10317, tags, content)) ==
+	    NULL)
+		abort();
+	buf_printf(&b, "[\"EVENT\",%s]", ev->json);
+	memcpy(c->c_id, ev->id_hex, 65);
+	c->c_pending = seq;
+	c->c_sent_at = wsc_now_ms();
+	rc = wsc_send_text(c->c_ws, b.b_data, b.b_len);
+	buf_free(&b);
+	event_destroy(ev);
+	L->published++;
+	return rc;
+}
+
+static int
+cmp_long(const void *a, const void *b)
+{
+	long	x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+test_many_clients_no_dropped_subscription(void)
+{
+	struct load		 L;
+	struct relayproc	*rp = NULL;
+	struct pollfd		*pfd = NULL;
+	struct buf		 req = BUF_INIT;
+	char			 maxc[64];
+	const char		*env[] = { maxc, NULL };
+	int64_t			 start, next, end, t;
+	long			 seq = 0, rss, hwm, since;
+	uint64_t		 dropped = 0, lost = 0, wrong = 0, pend;
+	int			 i, k, turn = 0, total;
+
+	memset(&L, 0, sizeof(L));
+	L.clients = env_int("GRASPD_LOAD_CLIENTS", is_sanitize() ? 100 : 200);
+	L.subs = env_int("GRASPD_LOAD_SUBS", 10);
+	L.secs = env_int("GRASPD_LOAD_SECS", 8);
+	L.rate = env_int("GRASPD_LOAD_RATE", is_sanitize() ? 20 : 40);
+	L.topics = env_int("GRASPD_LOAD_TOPICS", L.clients * L.subs / 40);
+	if (L.topics < L.subs)
+		L.topics = L.subs;
+	T_ASSERT(L.clients > 0 && L.subs > 0 && L.rate > 0);
+	printf("# %d clients x %d subscriptions on %d topics, %d events/s "
+	    "for %d s\n", L.clients, L.subs, L.topics, L.rate, L.secs);
+	snprintf(maxc, sizeof(maxc), "NGIT_MAX_CONNECTIONS=%d",
+	    L.clients + 16);
+	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
+	if ((L.cl = calloc((size_t)L.clients, sizeof(*L.cl))) == NULL ||
+	    (pfd = calloc((size_t)L.clients, sizeof(*pfd))) == NULL ||
+	    (L.exp_n = calloc((size_t)L.topics, sizeof(uint64_t))) == NULL ||
+	    (L.exp_sum = calloc((size_t)L.topics, sizeof(uint64_t))) == NULL)
+		abort();
+
+	since = (long)time(NULL) - 5;
+	start = wsc_now_ms();
+	for (i = 0; i < L.clients; i++) {
+		struct client	*c = &L.cl[i];
+
+		c->c_pending = -1;
+		if ((c->c_subs = calloc((size_t)L.subs, sizeof(*c->c_subs))) ==
+		    NULL)
+			abort();
+		if ((c->c_ws = wsc_connect(relayproc_host(rp),
+		    relayproc_port(rp), "/", 10000)) == NULL) {
+			printf("# client %d could not connect\n", i);
+			T_CHECK(c->c_ws != NULL);
+			goto done;
+		}
+		for (k = 0; k < L.subs; k++) {
+			c->c_subs[k].s_topic = (i * L.subs + k) % L.topics;
+			buf_reset(&req);
+			buf_printf(&req, "[\"REQ\",\"s%d\",{\"kinds\":[10317],"
+			    "\"#t\":[\"topic-%d\"],\"since\":%ld}]", k,
+			    c->c_subs[k].s_topic, since);
+			T_CHECK(wsc_send_text(c->c_ws, req.b_data,
+			    req.b_len) == 0);
+		}
+		/* Keep up with the EOSEs while connecting the rest. */
+		pump(&L, pfd, 0);
+	}
+	total = L.clients * L.subs;
+	while (L.eose < (uint64_t)total && wsc_now_ms() - start < SETUP_MS)
+		pump(&L, pfd, 50);
+	printf("# %d connections and %" PRIu64 " subscriptions set up in "
+	    "%" PRId64 " ms\n", L.clients, L.eose, wsc_now_ms() - start);
+	T_CHECK(L.eose == (uint64_t)total);
+
+	/* Publishing: one event every 1000/rate ms, clients in turn. */
+	start = next = wsc_now_ms();
+	end = start + (int64_t)L.secs * 1000;
+	while ((t = wsc_now_ms()) < end) {
+		while (next <= t) {
+			for (k = 0; k < L.clients; k++) {
+				struct client *c = &L.cl[(turn + k) %
+				    L.clients];
+
+				if (c->c_ws != NULL && c->c_pending < 0) {
+					if (publish(&L, c, seq++) == -1)
+						c->c_lost = 1;
+					break;
+				}
+			}
+			turn = (turn + k + 1) % L.clients;
+			next += 1000 / L.rate > 0 ? 1000 / L.rate : 1;
+		}
+		pump(&L, pfd, (int)(next - t < 10 ? (next - t > 0 ?
+		    next - t : 0) : 10));
+	}
+	/* Drain: every OK back and every subscription complete. */
+	t = wsc_now_ms();
+	for (;;) {
+		for (pend = 0, i = 0; i < L.clients; i++)
+			pend += L.cl[i].c_pending >= 0 && L.cl[i].c_ws != NULL;
+		wrong = 0;
+		for (i = 0; i < L.clients; i++)
+			for (k = 0; k < L.subs; k++) {
+				struct sub	*s = &L.cl[i].c_subs[k];
+
+				wrong += s->s_got != L.exp_n[s->s_topic];
+			}
+		if ((pend == 0 && wrong == 0) || wsc_now_ms() - t > DRAIN_MS)
+			break;
+		pump(&L, pfd, 50);
+	}
+
+	for (i = 0; i < L.clients; i++) {
+		lost += L.cl[i].c_lost;
+		for (k = 0; k < L.subs; k++) {
+			struct sub	*s = &L.cl[i].c_subs[k];
+
+			if (s->s_closed || L.cl[i].c_lost ||
+			    s->s_got != L.exp_n[s->s_topic] ||
+			    s->s_sum != L.exp_sum[s->s_topic])
+				dropped++;
+		}
+	}
+	rss_of(relayproc_pid(rp), &rss, &hwm);
+	if (L.nlat > 0)
+		qsort(L.lat, L.nlat, sizeof(long), cmp_long);
+	printf("# published %" PRIu64 ", acknowledged %" PRIu64 ", refused "
+	    "%" PRIu64 ", delivered %" PRIu64 " (%.0f/s), unexpected "
+	    "messages %" PRIu64 "\n", L.published, L.acked, L.refused,
+	    L.delivered, (double)L.delivered * 1000.0 /
+	    (double)(wsc_now_ms() - start), L.bad);
+	if (L.nlat > 0)
+		printf("# OK latency: median %ld ms, p99 %ld ms, max %ld ms\n",
+		    L.lat[L.nlat / 2], L.lat[(L.nlat * 99 + 99) / 100 - 1],
+		    L.lat[L.nlat - 1]);
+	printf("# relayd RSS %ld kB, peak %ld kB\n", rss, hwm);
+	printf("# dropped subscriptions: %" PRIu64 " of %d; connections "
+	    "lost: %" PRIu64 "\n", dropped, total, lost);
+	T_CHECK(L.acked > 0 && L.refused == 0);
+	T_CHECK(L.bad == 0);
+	T_CHECK(lost == 0);
+	T_CHECK(dropped == 0);
+done:
+	for (i = 0; L.cl != NULL && i < L.clients; i++) {
+		if (L.cl[i].c_ws != NULL)
+			wsc_drop(L.cl[i].c_ws);
+		free(L.cl[i].c_subs);
+	}
+	relayproc_free(rp);
+	free(L.cl);
+	free(pfd);
+	free(L.exp_n);
+	free(L.exp_sum);
+	free(L.lat);
+	buf_free(&req);
+}
+
+/* Sends a websocket upgrade by hand; the whole answer, or NULL. */
+static char *
+raw_upgrade(const char *host, int port)
+{
+	static const char	 req[] = "GET / HTTP/1.1\r\nHost: x\r\n"
+	    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+	    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+	    "Sec-WebSocket-Version: 13\r\n\r\n";
+	struct pollfd		 p;
+	char			*out;
+	size_t			 n = 0, cap = 4096;
+	ssize_t			 r;
+	int64_t			 deadline = wsc_now_ms() + 5000;
+	int			 fd;
+
+	if ((fd = wsc_tcp_connect(host, port, 5000)) == -1)
+		return NULL;
+	if ((out = malloc(cap)) == NULL)
+		abort();
+	if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
+		goto fail;
+	/* Until relayd closes: its answer is the whole of it. */
+	while (n < cap - 1 && wsc_now_ms() < deadline) {
+		p.fd = fd;
+		p.events = POLLIN;
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		if ((r = read(fd, out + n, cap - 1 - n)) <= 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n == 0)
+		goto fail;
+	out[n] = '\0';
+	close(fd);
+	return out;
+fail:
+	free(out);
+	close(fd);
+	return NULL;
+}
+
+static void
+test_beyond_max_connections_http_503(void)
+{
+	struct relayproc	*rp;
+	struct wsc		*ws[3] = { NULL, NULL, NULL }, *extra;
+	const char		*env[] = { "NGIT_MAX_CONNECTIONS=3", NULL };
+	char			*body = NULL;
+	int			 i, status = 0;
+
+	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
+	for (i = 0; i < 3; i++) {
+		ws[i] = wsc_connect(relayproc_host(rp), relayproc_port(rp),
+		    "/", 5000);
+		T_CHECK(ws[i] != NULL);
+	}
+	extra = wsc_connect_ex(relayproc_host(rp), relayproc_port(rp), "/",
+	    NULL, 5000, &status);
+	printf("# the fourth websocket got HTTP %d\n", status);
+	T_CHECK(extra == NULL);
+	T_CHECK(status == 503);
+	if (extra != NULL)
+		wsc_close(extra);
+	/* The answer says why. */
+	body = raw_upgrade(relayproc_host(rp), relayproc_port(rp));
+	printf("# answer: %.*s\n", body ? (int)strcspn(body, "\r\n") : 6,
+	    body ? body : "(none)");
+	T_CHECK(body != NULL && strncmp(body, "HTTP/1.", 7) == 0 &&
+	    strstr(body, " 503 ") != NULL &&
+	    strstr(body, "too many connections") != NULL);
+	free(body);
+	/* A place freed is taken again. */
+	wsc_close(ws[0]);
+	ws[0] = NULL;
+	for (i = 0; i < 50 && extra == NULL; i++) {
+		usleep(100000);
+		extra = wsc_connect_ex(relayproc_host(rp), relayproc_port(rp),
+		    "/", NULL, 5000, &status);
+	}
+	T_CHECK(extra != NULL);
+	if (extra != NULL)
+		wsc_close(extra);
+	for (i = 0; i < 3; i++)
+		if (ws[i] != NULL)
+			wsc_close(ws[i]);
+	relayproc_free(rp);
+}
+
+int
+main(void)
+{
+	struct rlimit	rl;
+
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Both ends of every connection: ours and relayd's (inherited). */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	T_RUN(test_many_clients_no_dropped_subscription);
+	T_RUN(test_beyond_max_connections_http_503);
+	return t_done();
+}

@@ -38,7 +38,7 @@ BUILT_ROLES := $(foreach r,$(ROLES),$(if $(wildcard $(r)/*.c),$(r)))
 PROGRAMS := $(BUILT_ROLES:%=$(BIN)/%) \
 	    $(if $(wildcard supervisor/*.c),$(BIN)/graspd $(BIN)/graspctl)
 
-.PHONY: all test check unit sanitize bench clean install deps
+.PHONY: all test check unit sanitize bench soak clean install deps
 all: $(PROGRAMS)
 
 $(O)/%.o: %.c
@@ -127,6 +127,10 @@ sanitize:
 bench: all tests
 	sh scripts/deps.sh --bench
 	O=$(O) BIN=$(BIN) sh tests/bench/run.sh
+
+# Issue #11's long runs: kill -9 of every role 20 times, 2,000 clients.
+soak: all tests
+	O=$(O) BIN=$(BIN) sh tests/soak/run.sh
 
 deps:
 	sh scripts/deps.sh --test

@@ -5,7 +5,9 @@
  * relay draining its own cursor, 24 h refresh after a successful
  * rotation, 5 min retry after a failed group (the cursor advances), the
  * cursor kept modulo a changed filter set, removal while in flight, a
- * fresh scheduler (a restart) starting from the first filter.
+ * dead relay (its group never ends) holding only its own slot while the
+ * others drain and refresh, a fresh scheduler (a restart) starting from
+ * the first filter.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +114,38 @@ one_per_pass_32_workers(void)
 	T_EQ_INT(hist_sched_pass(&s, 2001), 1);
 	T_EQ_INT(hist_sched_pass(&s, 2002), 0);
 	T_EQ_INT(s.hs_nactive, 32);
+	hist_sched_free(&s);
+}
+
+static void
+dead_relay_holds_only_its_slot(void)
+{
+	struct hist_sched	 s;
+	struct hist_relay	*dead, *ok;
+	int			 i;
+
+	setup(&s);
+	dead = want(&s, "ws://dead.example", 2, "e");
+	ok = want(&s, "ws://ok.example", 3, "e");
+	hist_sched_sweep(&s);
+	/* Both admitted, one per pass; the dead one never answers. */
+	T_EQ_INT(hist_sched_pass(&s, 10), 1);
+	T_EQ_INT(hist_sched_pass(&s, 20), 1);
+	T_EQ_INT(s.hs_nactive, 2);
+	T_CHECK(dead->hr_inflight && ok->hr_inflight);
+	/* The live relay drains its whole rotation meanwhile ... */
+	for (i = 0; i < 3; i++)
+		hist_sched_done(&s, ok, 1, 30 + i);
+	T_EQ_INT((int)ok->hr_rotations, 1);
+	T_EQ_INT(ok->hr_active, 0);
+	T_EQ_INT(ok->hr_due_ms, 32 + REFRESH);
+	/* ... and its next rotation is admitted on time, the dead relay
+	 * still in flight and holding one slot only. */
+	T_EQ_INT(hist_sched_pass(&s, 32 + REFRESH), 1);
+	T_CHECK(ok->hr_inflight);
+	T_CHECK(dead->hr_inflight);
+	T_EQ_INT(s.hs_nactive, 2);
+	T_EQ_STR(hist_relay_state(dead, 32 + REFRESH), "in_flight");
 	hist_sched_free(&s);
 }
 
@@ -287,6 +321,7 @@ int
 main(void)
 {
 	T_RUN(one_per_pass_32_workers);
+	T_RUN(dead_relay_holds_only_its_slot);
 	T_RUN(successful_groups_drain_then_refresh);
 	T_RUN(failed_group_advances_and_retries);
 	T_RUN(start_refused_counts_as_failure);

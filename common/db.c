@@ -16,6 +16,22 @@
 #include "log.h"
 
 /*
+ * Ours: the page cache of a read-only connection.  The readers (syncd,
+ * discoveryd, historyd) scan the events table in seq order once at start
+ * and then read a few rows at a time; a cache as large as the writer's
+ * only keeps that scan resident in each of them.
+ */
+#define DB_RO_CACHE_KIB		4096
+/*
+ * Ours: WAL pages (4 KiB) after which a commit checkpoints on its own.
+ * SQLite's default (1000) puts a checkpoint, with its syncs, inside one
+ * commit in every few hundred; relayd checkpoints when it is idle
+ * (store_checkpoint()), and this bound only holds the WAL (about 40 MiB)
+ * when it never is.
+ */
+#define DB_WAL_AUTOCHECKPOINT	10000
+
+/*
  * The schema, one step per element, applied in order.  Append only: a
  * released step is never edited, since databases in the field already ran
  * it.  PRAGMA user_version counts the steps a database has run.
@@ -267,7 +283,7 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 	long long	 version = 0;
 	char		*msg = NULL;
 	int		 ro = (flags & DB_READONLY) != 0, oflags;
-	char		 mode[16] = "", pragmas[160];
+	char		 mode[16] = "", pragmas[256];
 
 	*out = NULL;
 	if (!ro && strcmp(path, ":memory:") != 0 &&
@@ -307,7 +323,8 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 	 */
 	snprintf(pragmas, sizeof(pragmas), "PRAGMA synchronous=NORMAL;"
 	    "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;"
-	    "PRAGMA cache_size=-%d;", DB_CACHE_KIB);
+	    "PRAGMA cache_size=-%d; PRAGMA wal_autocheckpoint=%d;",
+	    ro ? DB_RO_CACHE_KIB : DB_CACHE_KIB, DB_WAL_AUTOCHECKPOINT);
 	if (sqlite3_exec(db, pragmas, NULL, NULL, &msg) != SQLITE_OK)
 		goto sqlfail;
 

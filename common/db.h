@@ -3,7 +3,8 @@
  * or writes it.
  *
  * Every connection gets WAL, synchronous=NORMAL, a busy timeout, foreign
- * keys, in-memory temporary storage and a DB_CACHE_KIB page cache.  A
+ * keys, in-memory temporary storage and a DB_CACHE_KIB page cache (a
+ * smaller one when read-only), and WAL checkpoints spaced out (db.c).  A
  * read-write open also brings the schema up to date with the ordered
  * migrations in db.c, keyed by PRAGMA user_version.
  */

@@ -299,17 +299,26 @@ event_destroy(struct event *ev)
 	free(ev);
 }
 
+/* The x-only public key of a keypair into out; 0 or -1. */
+static int
+keypair_pubkey(const secp256k1_keypair *kp, uint8_t out[32])
+{
+	secp256k1_xonly_pubkey	pk;
+
+	if (!secp256k1_keypair_xonly_pub(secp(), &pk, NULL, kp) ||
+	    !secp256k1_xonly_pubkey_serialize(secp(), out, &pk))
+		return -1;
+	return 0;
+}
+
 int
 event_pubkey_of(const uint8_t seckey[32], uint8_t out[32])
 {
 	secp256k1_keypair	kp;
-	secp256k1_xonly_pubkey	pk;
 
-	if (!secp256k1_keypair_create(secp(), &kp, seckey) ||
-	    !secp256k1_keypair_xonly_pub(secp(), &pk, NULL, &kp) ||
-	    !secp256k1_xonly_pubkey_serialize(secp(), out, &pk))
+	if (!secp256k1_keypair_create(secp(), &kp, seckey))
 		return -1;
-	return 0;
+	return keypair_pubkey(&kp, out);
 }
 
 struct event *
@@ -322,8 +331,9 @@ event_new_signed(const uint8_t seckey[32], int64_t created_at, uint32_t kind,
 	uint8_t			 pub[32], aux[32];
 	char			 err[128];
 
+	/* One point multiplication for the key pair, one for the sign. */
 	if (!secp256k1_keypair_create(secp(), &kp, seckey) ||
-	    event_pubkey_of(seckey, pub) == -1)
+	    keypair_pubkey(&kp, pub) == -1)
 		return NULL;
 	buf_adds(&b, "{\"id\":\"");
 	for (int i = 0; i < 64; i++)

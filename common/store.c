@@ -222,6 +222,19 @@ store_commit(struct store *s)
 }
 
 int
+store_checkpoint(struct store *s)
+{
+	int	rc;
+
+	rc = sqlite3_wal_checkpoint_v2(s->s_db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+	    NULL, NULL);
+	if (rc == SQLITE_OK || rc == SQLITE_BUSY)
+		return 0;
+	store_sqlerr(s, "checkpoint");
+	return -1;
+}
+
+int
 store_rollback(struct store *s)
 {
 	return exec_stmt(s, ST_ROLLBACK);

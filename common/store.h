@@ -55,6 +55,13 @@ void		 store_close(struct store *);
 int		 store_begin(struct store *);
 int		 store_commit(struct store *);
 int		 store_rollback(struct store *);
+/*
+ * Copies what the WAL holds into the database file as far as no reader
+ * needs the old pages (a passive checkpoint), outside any transaction;
+ * relayd runs it when idle so that commits seldom do it.  0, or -1 after
+ * logging.
+ */
+int		 store_checkpoint(struct store *);
 
 /*
  * Stores ev (already verified by the caller: id, signature, policy) and

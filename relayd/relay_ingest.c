@@ -51,6 +51,7 @@ static int			in_txn;
 static lws_sorted_usec_list_t	flush_sul;
 static int			flush_scheduled;
 static size_t			last_batch;	/* events in the last commit */
+static lws_sorted_usec_list_t	ckpt_sul;
 
 static void	flush_cb(lws_sorted_usec_list_t *);
 
@@ -58,6 +59,15 @@ void
 relay_ingest_init(void)
 {
 	memset(&flush_sul, 0, sizeof(flush_sul));
+	memset(&ckpt_sul, 0, sizeof(ckpt_sul));
+}
+
+/* No commit for RELAY_CKPT_IDLE_US: a good moment for the checkpoint. */
+static void
+ckpt_cb(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
+	store_checkpoint(relayd->store);
 }
 
 void
@@ -395,6 +405,9 @@ relay_ingest_flush_now(void)
 		in_txn = 0;
 		committed = store_commit(relayd->store) == 0;
 		relayd->stats.commits++;
+		/* Moved on by every commit: it runs once they pause. */
+		lws_sul_schedule(relayd->ctx, 0, &ckpt_sul, ckpt_cb,
+		    RELAY_CKPT_IDLE_US);
 		if (!committed) {
 			log_warnx("commit failed; refusing a batch");
 			store_rollback(relayd->store);

@@ -52,6 +52,10 @@
 #define RELAY_CREATED_AT_AHEAD	900
 /* Ours: bytes queued to one client before it is dropped as too slow. */
 #define RELAY_MAX_OUTQ		(32 * 1024 * 1024)
+/* Ours: queued messages framed into one write to a client, in bytes. */
+#define RELAY_WRITE_COALESCE	(64 * 1024)
+/* RFC 6455 5.2: the longest header of an unmasked frame. */
+#define RELAY_FRAME_HEADER_MAX	10
 /* Ours: NIP-77 sessions open at once on one connection. */
 #define RELAY_MAX_NEGS		8
 /*
@@ -76,6 +80,11 @@
 #define RELAY_BATCH_BUSY	8
 /* Ours: how long a loaded relay gathers events for one commit. */
 #define RELAY_BATCH_WAIT_US	3000
+/*
+ * Ours: commits pause this long before relayd checkpoints the WAL, so
+ * that the checkpoint's copying and syncing seldom delays an OK.
+ */
+#define RELAY_CKPT_IDLE_US	50000
 
 /*
  * GRASP-01 purgatory (reference brief 1.7), in seconds; NGIT_TEST shrinks

@@ -48,6 +48,7 @@ enum req_kind {
 	REQ_FETCH,
 	REQ_PAGINATE,
 	REQ_LIVE,
+	REQ_NEG,	/* a NIP-77 reconciliation */
 };
 
 enum req_where {
@@ -117,6 +118,16 @@ struct conn_req {
 	int			 r_in_cb;
 	int			 r_cancelled;
 	lws_sorted_usec_list_t	 r_sul;
+	/* Negentropy: our set (kept to start again after AUTH), the
+	 * session of the current NEG-OPEN, and a result decided by the
+	 * relay's answer (else mapped from the fetch result). */
+	struct neg_item		*r_items;
+	size_t			 r_nitems;
+	struct neg		*r_neg;
+	struct conn_neg_stats	 r_nst;
+	struct conn_neg_cb	 r_ncb;
+	int			 r_neg_decided;
+	enum conn_neg_result	 r_neg_res;
 };
 
 TAILQ_HEAD(conn_reqq, conn_req);
@@ -161,6 +172,7 @@ struct conn {
 	uint64_t		 c_bytes_in, c_bytes_out, c_events;
 	uint64_t		 c_failures_total, c_malformed, c_rate_limits;
 	uint64_t		 c_stray, c_bad_events, c_ingest_dropped;
+	uint64_t		 c_neg_sessions, c_neg_bytes;
 	int			 c_retire_queued;
 	lws_sorted_usec_list_t	 c_sul_connect;
 	lws_sorted_usec_list_t	 c_sul_retry;
@@ -187,6 +199,8 @@ struct conn_mgr {
 	uint64_t		 m_failures, m_malformed, m_rate_limits;
 	uint64_t		 m_stray, m_bad_events, m_ingest_dropped;
 	uint64_t		 m_results[FETCH_RATE_LIMITED + 1];
+	uint64_t		 m_neg_results[NEGR_RATE_LIMITED + 1];
+	uint64_t		 m_neg_rounds, m_neg_bytes_in, m_neg_bytes_out;
 };
 
 /* Ours: websocket keepalive of every connection (see conn.h). */
@@ -273,6 +287,24 @@ conn_fetch_result_name(enum conn_fetch_result r)
 	return "unknown";
 }
 
+const char *
+conn_neg_result_name(enum conn_neg_result r)
+{
+	switch (r) {
+	case NEGR_DONE:
+		return "done";
+	case NEGR_UNSUPPORTED:
+		return "unsupported";
+	case NEGR_FAILED:
+		return "failed";
+	case NEGR_DISCONNECTED:
+		return "disconnected";
+	case NEGR_RATE_LIMITED:
+		return "rate_limited";
+	}
+	return "unknown";
+}
+
 /* ------------------------------------------------------------------ */
 /* Pure parts                                                          */
 
@@ -338,6 +370,14 @@ conn_notice_is_rate_limit(const char *text, size_t len)
 	    has_word(text, len, "too many") ||
 	    has_word(text, len, "slow down") ||
 	    has_word(text, len, "throttl");
+}
+
+int
+conn_notice_is_unsupported(const char *text, size_t len)
+{
+	return has_word(text, len, "unknown") ||
+	    has_word(text, len, "unsupported") ||
+	    has_word(text, len, "not supported");
 }
 
 int
@@ -734,6 +774,8 @@ req_free(struct conn_req *r)
 	free(r->r_filters);
 	json_free(r->r_doc);
 	idset_free(&r->r_seen);
+	neg_free(r->r_neg);
+	free(r->r_items);
 	free(r);
 }
 
@@ -784,12 +826,15 @@ conn_send(struct conn *c, const char *text, size_t len)
 }
 
 static void
-conn_send_close(struct conn *c, const char *subid)
+conn_send_close(struct conn *c, struct conn_req *r)
 {
 	char	msg[64];
 	int	n;
 
-	n = snprintf(msg, sizeof(msg), "[\"CLOSE\",\"%s\"]", subid);
+	n = snprintf(msg, sizeof(msg), "[\"%s\",\"%s\"]", r->r_kind ==
+	    REQ_NEG ? "NEG-CLOSE" : "CLOSE", r->r_subid);
+	if (r->r_kind == REQ_NEG && c->c_link == CONN_CONNECTED)
+		r->r_nst.ns_bytes_out += (size_t)n;
 	conn_send(c, msg, (size_t)n);
 }
 
@@ -806,13 +851,68 @@ req_close(struct conn_req *r)
 
 	req_unlink(r);
 	if (was_open)
-		conn_send_close(c, r->r_subid);
+		conn_send_close(c, r);
 	lws_sul_cancel(&r->r_sul);
 }
 
 /*
- * Ends a fetch or pagination: CLOSE if open, done callback, free.  The
- * caller must not touch r afterwards.
+ * The end of a reconciliation, r already closed: its result (decided by
+ * the relay's answer, or mapped from res), the counters, the done
+ * callback.
+ */
+static void
+neg_finish(struct conn_req *r, enum conn_fetch_result res, const char *why)
+{
+	struct conn		*c = r->r_conn;
+	struct conn_mgr		*m = c->c_mgr;
+	enum conn_neg_result	 nr;
+	struct neg_idlist	 empty = { NULL, 0, 0 };
+
+	if (r->r_neg_decided)
+		nr = r->r_neg_res;
+	else switch (res) {
+	case FETCH_EOSE:
+		nr = NEGR_DONE;
+		break;
+	case FETCH_CLOSED:
+	case FETCH_TIMEOUT:
+		/* Silence or CLOSED before any answer: no NIP-77 here. */
+		nr = r->r_nst.ns_rounds == 0 ? NEGR_UNSUPPORTED : NEGR_FAILED;
+		break;
+	case FETCH_RATE_LIMITED:
+		nr = NEGR_RATE_LIMITED;
+		break;
+	default:
+		nr = NEGR_DISCONNECTED;
+		break;
+	}
+	r->r_nst.ns_have = r->r_nst.ns_need = &empty;
+	if (nr == NEGR_DONE && r->r_neg != NULL) {
+		r->r_nst.ns_have = neg_client_have(r->r_neg);
+		r->r_nst.ns_need = neg_client_need(r->r_neg);
+	}
+	m->m_neg_results[nr]++;
+	m->m_neg_rounds += r->r_nst.ns_rounds;
+	m->m_neg_bytes_in += r->r_nst.ns_bytes_in;
+	m->m_neg_bytes_out += r->r_nst.ns_bytes_out;
+	c->c_neg_sessions++;
+	c->c_neg_bytes += r->r_nst.ns_bytes_in + r->r_nst.ns_bytes_out;
+	log_debug("conn %s: negentropy %s after %u round(s), %llu+%llu "
+	    "bytes, have %zu, need %zu: %s", c->c_key,
+	    conn_neg_result_name(nr), r->r_nst.ns_rounds,
+	    (unsigned long long)r->r_nst.ns_bytes_out,
+	    (unsigned long long)r->r_nst.ns_bytes_in, r->r_nst.ns_have->il_n,
+	    r->r_nst.ns_need->il_n, why);
+	if (!r->r_cancelled && r->r_ncb.done != NULL) {
+		r->r_in_cb++;
+		r->r_ncb.done(r->r_ncb.arg, r, nr, why, &r->r_nst);
+		r->r_in_cb--;
+	}
+}
+
+/*
+ * Ends a fetch, pagination or reconciliation: CLOSE (NEG-CLOSE) if open,
+ * done callback, free.  The caller must not touch r afterwards.
  */
 static void
 req_finish(struct conn_req *r, enum conn_fetch_result res,
@@ -824,12 +924,17 @@ req_finish(struct conn_req *r, enum conn_fetch_result res,
 
 	req_close(r);
 	snprintf(why, sizeof(why), "%s", reason ? reason : "");
-	m->m_results[res]++;
-	log_debug("conn %s: %s %s after %u page(s), %llu event(s): %s",
-	    c->c_key, r->r_kind == REQ_PAGINATE ? "pagination" : "fetch",
-	    conn_fetch_result_name(res), r->r_st.cs_pages,
-	    (unsigned long long)r->r_st.cs_events, why);
-	if (!r->r_cancelled && r->r_cb.done != NULL) {
+	if (r->r_kind == REQ_NEG)
+		neg_finish(r, res, why);
+	else {
+		m->m_results[res]++;
+		log_debug("conn %s: %s %s after %u page(s), %llu event(s): "
+		    "%s", c->c_key, r->r_kind == REQ_PAGINATE ?
+		    "pagination" : "fetch", conn_fetch_result_name(res),
+		    r->r_st.cs_pages, (unsigned long long)r->r_st.cs_events,
+		    why);
+	}
+	if (r->r_kind != REQ_NEG && !r->r_cancelled && r->r_cb.done != NULL) {
 		r->r_in_cb++;
 		r->r_cb.done(r->r_cb.arg, r, res, why, &r->r_st);
 		r->r_in_cb--;
@@ -851,10 +956,16 @@ req_sul(lws_sorted_usec_list_t *sul)
 	}
 	if (r->r_where == RQ_PARKED) {
 		/* Still refused for want of AUTH when time ran out. */
+		if (r->r_kind == REQ_NEG) {
+			r->r_neg_decided = 1;
+			r->r_neg_res = NEGR_FAILED;
+		}
 		req_finish(r, FETCH_CLOSED, r->r_reason);
 		return;
 	}
-	req_finish(r, FETCH_TIMEOUT, "no EOSE before the timeout");
+	req_finish(r, FETCH_TIMEOUT, r->r_kind == REQ_NEG ?
+	    "no negentropy answer before the timeout" :
+	    "no EOSE before the timeout");
 }
 
 /* Ends r from the loop, soon, with res. */
@@ -903,22 +1014,70 @@ req_build_page(struct conn_req *r)
 	r->r_filters = buf_release(&b, &r->r_filters_len);
 }
 
-/* Sends r's REQ now; the caller checked admission. */
+/*
+ * Makes r's negentropy session over a copy of its set, replacing any
+ * earlier one (a NEG-OPEN sent again after AUTH starts afresh), and
+ * appends the hex of the first message to hex.  Returns 0, or -1 with
+ * err if the set or the frame limit is refused.
+ */
+static int
+req_neg_session(struct conn_req *r, struct buf *hex, char *err,
+    size_t errlen)
+{
+	struct neg_item	*items = NULL;
+
+	neg_free(r->r_neg);
+	r->r_neg = NULL;
+	if (r->r_nitems > 0) {
+		if ((items = reallocarray(NULL, r->r_nitems,
+		    sizeof(*items))) == NULL)
+			fatal("conn negentropy");
+		memcpy(items, r->r_items, r->r_nitems * sizeof(*items));
+	}
+	if ((r->r_neg = neg_client_new(items, r->r_nitems, CONN_NEG_FRAME,
+	    err, errlen)) == NULL)
+		return -1;
+	r->r_nst.ns_items = neg_size(r->r_neg);
+	if (hex != NULL && neg_client_initiate(r->r_neg, hex) == -1) {
+		snprintf(err, errlen, "cannot initiate");
+		return -1;
+	}
+	return 0;
+}
+
+/* Sends r's REQ (or NEG-OPEN) now; the caller checked admission. */
 static void
 req_admit(struct conn_req *r)
 {
 	struct conn	*c = r->r_conn;
-	struct buf	 b = BUF_INIT;
+	struct buf	 b = BUF_INIT, hex = BUF_INIT;
+	char		 err[128];
 
 	req_unlink(r);
 	snprintf(r->r_subid, sizeof(r->r_subid), "%c%llx",
-	    r->r_kind == REQ_LIVE ? 'l' : r->r_kind == REQ_FETCH ? 'f' : 'p',
+	    r->r_kind == REQ_LIVE ? 'l' : r->r_kind == REQ_FETCH ? 'f' :
+	    r->r_kind == REQ_NEG ? 'n' : 'p',
 	    (unsigned long long)++c->c_mgr->m_next_sub);
-	buf_adds(&b, "[\"REQ\",\"");
-	buf_adds(&b, r->r_subid);
-	buf_adds(&b, "\",");
-	buf_add(&b, r->r_filters, r->r_filters_len);
-	buf_addc(&b, ']');
+	if (r->r_kind == REQ_NEG) {
+		/* The same set and limit conn_neg() took: cannot fail. */
+		if (req_neg_session(r, &hex, err, sizeof(err)) == -1)
+			fatalx("conn %s: negentropy: %s", c->c_key, err);
+		buf_adds(&b, "[\"NEG-OPEN\",\"");
+		buf_adds(&b, r->r_subid);
+		buf_adds(&b, "\",");
+		buf_add(&b, r->r_filters, r->r_filters_len);
+		buf_adds(&b, ",\"");
+		buf_add(&b, hex.b_data, hex.b_len);
+		buf_adds(&b, "\"]");
+		r->r_nst.ns_bytes_out += b.b_len;
+		buf_free(&hex);
+	} else {
+		buf_adds(&b, "[\"REQ\",\"");
+		buf_adds(&b, r->r_subid);
+		buf_adds(&b, "\",");
+		buf_add(&b, r->r_filters, r->r_filters_len);
+		buf_addc(&b, ']');
+	}
 	conn_send(c, b.b_data, b.b_len);
 	buf_free(&b);
 	TAILQ_INSERT_TAIL(&c->c_open, r, r_entry);
@@ -1224,6 +1383,97 @@ conn_on_closed(struct conn *c, struct conn_req *r, const struct json *msg)
 }
 
 /*
+ * A NOTICE refusing an unknown command: the oldest reconciliation still
+ * waiting for its first answer was refused (NOTICEs name no
+ * subscription; a relay answers in order).
+ */
+static void
+conn_neg_unknown(struct conn *c, const char *text)
+{
+	struct conn_req	*r;
+
+	TAILQ_FOREACH(r, &c->c_open, r_entry)
+		if (r->r_kind == REQ_NEG && r->r_nst.ns_rounds == 0)
+			break;
+	if (r == NULL)
+		return;
+	/* Never opened on the relay: no NEG-CLOSE. */
+	req_unlink(r);
+	r->r_neg_decided = 1;
+	r->r_neg_res = NEGR_UNSUPPORTED;
+	req_finish(r, FETCH_CLOSED, text);
+}
+
+/*
+ * A NEG-MSG for r: reconcile, answer or finish.  Returns 0, or -1 if the
+ * message is malformed (r then ends FAILED).
+ */
+static int
+conn_on_negmsg(struct conn *c, struct conn_req *r, const struct json *hex)
+{
+	struct buf	out = BUF_INIT, b = BUF_INIT;
+	char		err[160];
+	int		rc;
+
+	r->r_nst.ns_rounds++;
+	rc = neg_client_reconcile(r->r_neg, hex->s, hex->len, &out, err,
+	    sizeof(err));
+	if (rc == -1) {
+		buf_free(&out);
+		r->r_neg_decided = 1;
+		r->r_neg_res = NEGR_FAILED;
+		req_finish(r, FETCH_CLOSED, err);
+		return -1;
+	}
+	if (rc == 0) {
+		buf_free(&out);
+		req_finish(r, FETCH_EOSE, "");
+		return 0;
+	}
+	buf_adds(&b, "[\"NEG-MSG\",\"");
+	buf_adds(&b, r->r_subid);
+	buf_adds(&b, "\",\"");
+	buf_add(&b, out.b_data, out.b_len);
+	buf_adds(&b, "\"]");
+	r->r_nst.ns_bytes_out += b.b_len;
+	conn_send(c, b.b_data, b.b_len);
+	buf_free(&b);
+	buf_free(&out);
+	/* The timeout bounds each answer. */
+	conn_sched(c, &r->r_sul, req_sul, r->r_timeout);
+	return 0;
+}
+
+/* A NEG-ERR for r: the relay closed the session. */
+static void
+conn_on_negerr(struct conn *c, struct conn_req *r, const struct json *msg)
+{
+	char	why[CONN_REASON_MAX + 1];
+	size_t	apl = strlen(CONN_AUTH_REQUIRED_PREFIX);
+	size_t	bpl = strlen(CONN_NEG_BLOCKED_PREFIX);
+
+	clean_text(why, msg->s, msg->len);
+	req_unlink(r);
+	if (conn_reason_is_rate_limited(msg->s, msg->len)) {
+		conn_rate_limited(c, "NEG-ERR", msg->s, msg->len);
+		req_finish(r, FETCH_RATE_LIMITED, why);
+		return;
+	}
+	if (msg->len >= apl && memcmp(msg->s, CONN_AUTH_REQUIRED_PREFIX,
+	    apl) == 0 && !c->c_authed) {
+		snprintf(r->r_reason, sizeof(r->r_reason), "%s", why);
+		req_park(r, PARK_AUTH);
+		conn_pump(c);
+		return;
+	}
+	r->r_neg_decided = 1;
+	r->r_neg_res = r->r_nst.ns_rounds == 0 && !(msg->len >= bpl &&
+	    memcmp(msg->s, CONN_NEG_BLOCKED_PREFIX, bpl) == 0) ?
+	    NEGR_UNSUPPORTED : NEGR_FAILED;
+	req_finish(r, FETCH_CLOSED, why);
+}
+
+/*
  * 1 if ev matches r's base filter apart from its "until" (a later page
  * asks below it, an earlier one above).
  */
@@ -1265,7 +1515,8 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 			bad = 1;
 			goto done;
 		}
-		if ((r = conn_find_open(c, a1)) == NULL) {
+		if ((r = conn_find_open(c, a1)) == NULL ||
+		    r->r_kind == REQ_NEG) {
 			c->c_stray++;
 			c->c_mgr->m_stray++;
 			goto done;
@@ -1299,7 +1550,7 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 			goto done;
 		}
 		if ((r = conn_find_open(c, a1)) != NULL &&
-		    r->r_kind != REQ_LIVE)
+		    r->r_kind != REQ_LIVE && r->r_kind != REQ_NEG)
 			conn_on_eose(r);
 	} else if (strcmp(type->s, "CLOSED") == 0) {
 		if (a1 == NULL || a1->type != JSON_STRING ||
@@ -1318,6 +1569,26 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 		log_debug("conn %s: NOTICE %s", c->c_key, t);
 		if (conn_notice_is_rate_limit(a1->s, a1->len))
 			conn_rate_limited(c, "NOTICE", a1->s, a1->len);
+		else if (conn_notice_is_unsupported(a1->s, a1->len))
+			conn_neg_unknown(c, t);
+	} else if (strcmp(type->s, "NEG-MSG") == 0 ||
+	    strcmp(type->s, "NEG-ERR") == 0) {
+		if (a1 == NULL || a1->type != JSON_STRING || a2 == NULL ||
+		    a2->type != JSON_STRING) {
+			bad = 1;
+			goto done;
+		}
+		if ((r = conn_find_open(c, a1)) == NULL ||
+		    r->r_kind != REQ_NEG) {
+			c->c_stray++;
+			c->c_mgr->m_stray++;
+			goto done;
+		}
+		r->r_nst.ns_bytes_in += len;
+		if (type->s[4] == 'M')
+			bad = conn_on_negmsg(c, r, a2) == -1;
+		else
+			conn_on_negerr(c, r, a2);
 	} else if (strcmp(type->s, "OK") == 0) {
 		if (root->n < 3 || a1->type != JSON_STRING ||
 		    (a2->type != JSON_TRUE && a2->type != JSON_FALSE) ||
@@ -1341,7 +1612,7 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 		}
 		conn_auth(c, a1->s, a1->len);
 	}
-	/* Other types (COUNT, NEG-MSG, ...) answer nothing we asked. */
+	/* Other types (COUNT, ...) answer nothing we asked. */
 done:
 	json_free(doc);
 	if (bad) {
@@ -2018,6 +2289,44 @@ fail:
 	return NULL;
 }
 
+struct conn_req *
+conn_neg(struct conn *c, const char *filter_json,
+    const struct neg_item *items, size_t n, enum conn_prio prio,
+    double timeout, const struct conn_neg_cb *cb)
+{
+	struct conn_req	*r;
+	const char	*why;
+	char		 err[128];
+
+	r = req_new(c, REQ_NEG, (int)prio, timeout, NULL);
+	if (cb != NULL)
+		r->r_ncb = *cb;
+	if (req_set_filters(r, filter_json, 0, 0, &why) == -1)
+		goto fail;
+	if (n > NEG_MAX_ITEMS) {
+		why = "more items than a negentropy set holds";
+		goto fail;
+	}
+	if (n > 0) {
+		if ((r->r_items = reallocarray(NULL, n, sizeof(*items))) ==
+		    NULL)
+			fatal("conn_neg");
+		memcpy(r->r_items, items, n * sizeof(*items));
+	}
+	r->r_nitems = n;
+	/* A trial session: what admission makes again cannot fail. */
+	if (req_neg_session(r, NULL, err, sizeof(err)) == -1) {
+		why = err;
+		goto fail;
+	}
+	req_start(r);
+	return r;
+fail:
+	log_warnx("conn %s: negentropy refused: %s", c->c_key, why);
+	req_free(r);
+	return NULL;
+}
+
 void
 conn_fetch_cancel(struct conn_req *r)
 {
@@ -2176,6 +2485,9 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 		    (double)c->c_bad_events);
 		cJSON_AddNumberToObject(o, "ingest_dropped",
 		    (double)c->c_ingest_dropped);
+		cJSON_AddNumberToObject(o, "neg_sessions",
+		    (double)c->c_neg_sessions);
+		cJSON_AddNumberToObject(o, "neg_bytes", (double)c->c_neg_bytes);
 	}
 }
 
@@ -2237,4 +2549,16 @@ conn_mgr_stats(struct conn_mgr *m, cJSON *metrics)
 		    conn_fetch_result_name(s));
 		metric(metrics, name, (double)m->m_results[s]);
 	}
+	for (s = 0; s <= NEGR_RATE_LIMITED; s++) {
+		snprintf(name, sizeof(name),
+		    "graspd_conn_negentropy_total{result=\"%s\"}",
+		    conn_neg_result_name(s));
+		metric(metrics, name, (double)m->m_neg_results[s]);
+	}
+	metric(metrics, "graspd_conn_negentropy_rounds_total",
+	    (double)m->m_neg_rounds);
+	metric(metrics, "graspd_conn_negentropy_bytes_in_total",
+	    (double)m->m_neg_bytes_in);
+	metric(metrics, "graspd_conn_negentropy_bytes_out_total",
+	    (double)m->m_neg_bytes_out);
 }

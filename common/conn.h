@@ -28,7 +28,10 @@
  *   - one-shot fetches (REQ until EOSE, CLOSED or timeout, then CLOSE),
  *     until-based pagination, and live subscriptions that are sent again
  *     after every reconnect;
- *   - filter byte packing, so that every REQ stays under a byte budget.
+ *   - filter byte packing, so that every REQ stays under a byte budget;
+ *   - NIP-77 negentropy reconciliations (NEG-OPEN, NEG-MSG, NEG-CLOSE)
+ *     under the same ledger, pacing and timeout as REQs, telling a relay
+ *     that does not speak NIP-77 apart from one that failed.
  * Every event a relay delivers goes to the role's ingest hook (relayd
  * checks it like any untrusted event); nothing here stores anything.
  *
@@ -45,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "negentropy.h"
 #include "relayurl.h"
 
 struct config;
@@ -71,6 +75,10 @@ struct event;
 #define CONN_RATE_LIMITED_PREFIX	"rate-limited:"
 /* nips.md 1.8 (NIP-42): CLOSED prefix of a REQ refused until we AUTH. */
 #define CONN_AUTH_REQUIRED_PREFIX	"auth-required:"
+/* nips.md 5.4 (NIP-77, strfry): the NIP-01 prefix of a NEG-ERR by which
+ * a relay that speaks NIP-77 refuses this one set ("blocked: too many
+ * query results"). */
+#define CONN_NEG_BLOCKED_PREFIX		"blocked:"
 /* nips.md 1.9 (NIP-42): the kind of the AUTH event. */
 #define CONN_AUTH_KIND			22242
 /* Ours: the longest AUTH challenge we sign (NIP-42 sets none; real
@@ -113,6 +121,10 @@ struct event;
 #define CONN_PING_SECS			60
 /* ... and the connection is dropped after this much. */
 #define CONN_HANGUP_SECS		120
+
+/* Ours: the frame size limit of our negentropy messages, the limit
+ * nostr-tools' and strfry's sync clients use (negentropy.h). */
+#define CONN_NEG_FRAME		NEG_FRAME_DEFAULT
 
 /* The libwebsockets protocol name of our client connections. */
 #define CONN_PROTOCOL_NAME		"graspd-conn"
@@ -316,8 +328,8 @@ struct conn_req	*conn_paginate(struct conn *c, const char *filter_json,
 		    const struct conn_fetch_cb *cb);
 
 /*
- * Cancels a fetch or pagination that has not ended: CLOSEs it if its REQ
- * is open and frees it without calling done.
+ * Cancels a fetch, pagination or reconciliation that has not ended:
+ * CLOSEs (NEG-CLOSEs) it if open and frees it without calling done.
  */
 void		 conn_fetch_cancel(struct conn_req *req);
 
@@ -342,7 +354,8 @@ void		 conn_live_close(struct conn_req *live);
  * reason, holders, subscriptions (open), live, queued, parked (waiting
  * for AUTH or a reconnect), bytes_in, bytes_out, events, failures
  * (consecutive), failures_total, malformed (messages), rate_limits,
- * stray, bad_events, ingest_dropped.
+ * stray, bad_events, ingest_dropped, neg_sessions (reconciliations
+ * ended), neg_bytes (their bytes both ways).
  */
 void		 conn_mgr_show(struct conn_mgr *, cJSON *arr);
 
@@ -352,6 +365,77 @@ void		 conn_mgr_show(struct conn_mgr *, cJSON *arr);
  * totals.  Fixed cardinality: no relay URL appears.
  */
 void		 conn_mgr_stats(struct conn_mgr *, cJSON *metrics);
+
+/*
+ * How a negentropy reconciliation ended.  UNSUPPORTED means the relay
+ * does not speak NIP-77: it answered our NEG-OPEN with NEG-ERR (other
+ * than "blocked:", "rate-limited:" or "auth-required:"), with CLOSED,
+ * with a NOTICE about an unknown or unsupported command, or not at all
+ * within the timeout.  FAILED means it does, but this reconciliation
+ * did not finish: "blocked:" (e.g. too many events for its set limit),
+ * NEG-ERR or CLOSED after its first answer, a malformed answer, or no
+ * answer in time once it had answered.
+ */
+enum conn_neg_result {
+	NEGR_DONE,		/* complete: have and need are final */
+	NEGR_UNSUPPORTED,
+	NEGR_FAILED,
+	NEGR_DISCONNECTED,	/* link failed, dropped, or not up */
+	NEGR_RATE_LIMITED,	/* NEG-ERR or CLOSED "rate-limited:" */
+};
+
+/* "done", "unsupported", ... */
+const char	*conn_neg_result_name(enum conn_neg_result);
+
+/* What a negentropy reconciliation saw, passed to its done callback. */
+struct conn_neg_stats {
+	unsigned		 ns_rounds;	/* NEG-MSG answers taken */
+	uint64_t		 ns_bytes_out;	/* NEG-OPEN, NEG-MSG, NEG-CLOSE */
+	uint64_t		 ns_bytes_in;	/* NEG-MSG, NEG-ERR */
+	size_t			 ns_items;	/* our set, deduplicated */
+	/* Ids only we have, and ids only the relay has: sorted, without
+	 * repeats, owned by the request.  Empty unless NEGR_DONE. */
+	const struct neg_idlist	*ns_have;
+	const struct neg_idlist	*ns_need;
+};
+
+/*
+ * A reconciliation's callback, called exactly once from the loop unless
+ * the request is cancelled (conn_fetch_cancel()); reason as for fetches.
+ * The request and st are freed when done returns.  It may call any
+ * conn_* function except conn_mgr_free().
+ */
+struct conn_neg_cb {
+	void	(*done)(void *arg, struct conn_req *req,
+		    enum conn_neg_result res, const char *reason,
+		    const struct conn_neg_stats *st);
+	void	*arg;
+};
+
+/*
+ * Queues a NIP-77 reconciliation of our set items[0..n) (any order, as
+ * (created_at, id); copied, the caller keeps its array) against the
+ * relay's events matching filter_json (one filter object whose
+ * NEG-OPEN fits CONN_REQ_BUDGET apart from the message).  Admitted like
+ * a fetch (ledger, pacing, cooldown); NEG-OPEN leaves with our first
+ * message, each NEG-MSG answer is answered until the client side is
+ * done, then NEG-CLOSE.  timeout (0 for conn_fetch_timeout()) bounds the
+ * wait for each answer.  Messages are at most CONN_NEG_FRAME bytes
+ * before hex.  Nothing is fetched: the caller fetches the needed ids.
+ * Returns the request (cancel with conn_fetch_cancel()), or NULL if the
+ * filter is not one JSON object, too large, or n exceeds NEG_MAX_ITEMS.
+ */
+struct conn_req	*conn_neg(struct conn *c, const char *filter_json,
+		    const struct neg_item *items, size_t n,
+		    enum conn_prio prio, double timeout,
+		    const struct conn_neg_cb *cb);
+
+/*
+ * 1 if NOTICE text (len bytes) reads as a relay refusing a command it
+ * does not know: lower-cased it contains "unknown", "unsupported" or
+ * "not supported".  Else 0.
+ */
+int		 conn_notice_is_unsupported(const char *text, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Pure parts, exported for the role and for the unit tests.           */

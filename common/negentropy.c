@@ -678,3 +678,21 @@ neg_client_reconcile(struct neg *ng, const char *hex, size_t hexlen,
 	idlist_unique(&ng->ng_need);
 	return 0;
 }
+
+int
+neg_items_add(int64_t created_at, const uint8_t id[NEG_ID_SIZE], void *arg)
+{
+	struct neg_items	*it = arg;
+
+	if (it->ni_n == it->ni_cap) {
+		it->ni_cap = it->ni_cap ? it->ni_cap * 2 : 1024;
+		if ((it->ni_v = reallocarray(it->ni_v, it->ni_cap,
+		    sizeof(*it->ni_v))) == NULL)
+			fatal("neg_items_add");
+	}
+	/* created_at is never negative in the store (event.c). */
+	it->ni_v[it->ni_n].ni_ts = created_at < 0 ? 0 : (uint64_t)created_at;
+	memcpy(it->ni_v[it->ni_n].ni_id, id, NEG_ID_SIZE);
+	it->ni_n++;
+	return 0;
+}

@@ -108,6 +108,21 @@ void	neg_fingerprint(const struct neg_item *items, size_t n,
 	    uint8_t out[NEG_FINGERPRINT_SIZE]);
 void	neg_items_sort(struct neg_item *items, size_t *n);
 
+/* A growing array of items; { NULL, 0, 0 } is empty. */
+struct neg_items {
+	struct neg_item	*ni_v;		/* malloc'd, the caller frees */
+	size_t		 ni_n;
+	size_t		 ni_cap;
+};
+
+/*
+ * Appends (created_at, id) to the struct neg_items at arg, a negative
+ * created_at as 0: the callback shape of store_query_items(), which
+ * fills a set from the database.  Returns 0; exits on allocation failure.
+ */
+int	neg_items_add(int64_t created_at, const uint8_t id[NEG_ID_SIZE],
+	    void *arg);
+
 /*
  * Creates a server (neg_server_new) or client (neg_client_new) over n
  * items.  Takes ownership of items, a malloc'd array in any order (it is

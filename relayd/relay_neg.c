@@ -8,7 +8,11 @@
  * gone.  The reconciliation itself is common/negentropy.c.
  *
  * Sessions hang off their connection (rc_negs) and are freed with it.
- * Their ids are a namespace apart from REQ subscriptions.
+ * Their ids are a namespace apart from REQ subscriptions.  A session
+ * that hears no NEG-MSG for RELAY_NEG_IDLE is closed with NEG-ERR
+ * "closed: ..." (NIP-77's reason for timed-out state), and a set larger
+ * than RELAY_NEG_MAX_ITEMS is refused with "blocked: too many query
+ * results", so that building one never holds the loop for long.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +26,10 @@
 
 struct relay_neg {
 	LIST_ENTRY(relay_neg)	 rn_entry;
+	struct relay_conn	*rn_conn;
 	char			 rn_id[RELAY_MAX_SUBID + 1];
 	struct neg		*rn_neg;
+	lws_sorted_usec_list_t	 rn_sul;	/* the idle timeout */
 };
 
 /* Items held by every open session of this relayd together. */
@@ -68,11 +74,41 @@ neg_find(struct relay_conn *c, const char *id)
 static void
 neg_remove(struct relay_conn *c, struct relay_neg *n)
 {
+	lws_sul_cancel(&n->rn_sul);
 	LIST_REMOVE(n, rn_entry);
 	c->rc_nnegs--;
 	neg_items_held -= neg_size(n->rn_neg);
 	neg_free(n->rn_neg);
 	free(n);
+}
+
+static void
+neg_idle(lws_sorted_usec_list_t *sul)
+{
+	struct relay_neg	*n = lws_container_of(sul, struct relay_neg,
+				    rn_sul);
+	struct relay_conn	*c = n->rn_conn;
+	char			 reason[96];
+
+	snprintf(reason, sizeof(reason), "closed: negentropy session idle "
+	    "for %.0f s", relay_neg_idle());
+	send_err(c, n->rn_id, reason);
+	neg_remove(c, n);
+}
+
+/* (Re)starts n's idle timeout. */
+static void
+neg_touch(struct relay_neg *n)
+{
+	lws_sul_schedule(relayd->ctx, 0, &n->rn_sul, neg_idle,
+	    (lws_usec_t)(relay_neg_idle() * LWS_US_PER_SEC));
+}
+
+double
+relay_neg_idle(void)
+{
+	return config_test_mode(&relayd->cfg) ? RELAY_NEG_IDLE_TEST :
+	    RELAY_NEG_IDLE;
 }
 
 void
@@ -107,31 +143,6 @@ neg_subid(struct relay_conn *c, const struct json *msg, const char *verb,
 		return -1;
 	}
 	memcpy(subid, sid->s, sid->len + 1);
-	return 0;
-}
-
-struct neg_items {
-	struct neg_item	*ni_v;
-	size_t		 ni_n;
-	size_t		 ni_cap;
-};
-
-static int
-collect_item(int64_t created_at, const uint8_t id[32], void *arg)
-{
-	struct neg_items	*it = arg;
-
-	if (it->ni_n == it->ni_cap) {
-		it->ni_cap = it->ni_cap ? it->ni_cap * 2 : 1024;
-		it->ni_v = reallocarray(it->ni_v, it->ni_cap,
-		    sizeof(*it->ni_v));
-		if (it->ni_v == NULL)
-			fatal("collect_item");
-	}
-	/* created_at is never negative in the store (event.c). */
-	it->ni_v[it->ni_n].ni_ts = created_at < 0 ? 0 : (uint64_t)created_at;
-	memcpy(it->ni_v[it->ni_n].ni_id, id, NEG_ID_SIZE);
-	it->ni_n++;
 	return 0;
 }
 
@@ -199,7 +210,7 @@ neg_open(struct relay_conn *c, const struct json *msg)
 		return;
 	}
 	if (store_query_items(relayd->store, &f, (int64_t)time(NULL),
-	    NEG_MAX_ITEMS, collect_item, &it, &more) == -1) {
+	    RELAY_NEG_MAX_ITEMS, neg_items_add, &it, &more) == -1) {
 		send_err(c, subid, "error: database query failed");
 		goto done;
 	}
@@ -208,7 +219,7 @@ neg_open(struct relay_conn *c, const struct json *msg)
 		static const char reason[] = "blocked: too many query results";
 
 		send_neg(c, "NEG-ERR", subid, reason, sizeof(reason) - 1,
-		    NEG_MAX_ITEMS);
+		    RELAY_NEG_MAX_ITEMS);
 		goto done;
 	}
 	if (neg_items_held + it.ni_n > RELAY_NEG_MAX_HELD) {
@@ -219,6 +230,7 @@ neg_open(struct relay_conn *c, const struct json *msg)
 	if ((n = calloc(1, sizeof(*n))) == NULL)
 		fatal("neg_open");
 	memcpy(n->rn_id, subid, sizeof(subid));
+	n->rn_conn = c;
 	n->rn_neg = neg_server_new(it.ni_v, it.ni_n, NEG_FRAME_DEFAULT, err,
 	    sizeof(err));
 	it.ni_v = NULL;
@@ -234,6 +246,8 @@ neg_open(struct relay_conn *c, const struct json *msg)
 	neg_items_held += neg_size(n->rn_neg);
 	if (neg_answer(c, subid, n->rn_neg, json_at(msg, 3)) == -1)
 		neg_remove(c, n);
+	else
+		neg_touch(n);
 done:
 	free(it.ni_v);
 	filter_free(&f);
@@ -259,6 +273,8 @@ neg_msg(struct relay_conn *c, const struct json *msg)
 	}
 	if (neg_answer(c, subid, n->rn_neg, json_at(msg, 2)) == -1)
 		neg_remove(c, n);
+	else
+		neg_touch(n);
 }
 
 static void

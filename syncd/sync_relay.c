@@ -4,7 +4,11 @@
  * wanted and not yet fetched is requested as byte-packed, paginated
  * historic filters (a diff, never a re-send of everything), and the whole
  * wanted set is covered by live subscriptions packed under the
- * connection's cap, with anything beyond it polled on a rotation.  An
+ * connection's cap, with anything beyond it polled on a rotation.  A
+ * historic filter is first reconciled with NIP-77 negentropy against our
+ * stored events and only the ids the relay has and we lack are fetched,
+ * in packed "ids" filters; a relay that does not speak NIP-77 gets the
+ * paginated REQ instead, from then on.  An
  * outage shorter than 15 minutes is caught up from 15 minutes before the
  * disconnect; a longer one, and the daily pass, resync everything.
  */
@@ -14,6 +18,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "event.h"
 #include "log.h"
 #include "syncd.h"
 
@@ -40,6 +45,13 @@ struct sync_hreq {
 	enum sync_set		 hr_set;
 	int64_t			 hr_since;	/* catch-up: its since */
 	struct sync_vals	*hr_vals;	/* HR_SET: what it asks */
+	char			*hr_filter;	/* the historic filter */
+	/* After a reconciliation: the fetches of the needed ids. */
+	struct conn_req		**hr_fetch;
+	size_t			 hr_nfetch;
+	size_t			 hr_open;
+	int			 hr_fetch_failed;
+	enum conn_fetch_result	 hr_fetch_res;
 };
 
 /* The tag letters each set is asked by (reference brief 3.2). */
@@ -150,7 +162,24 @@ hreq_free(struct sync_hreq *hr)
 	LIST_REMOVE(hr, hr_entry);
 	hr->hr_sr->sr_historic--;
 	vals_release(hr->hr_vals);
+	free(hr->hr_filter);
+	free(hr->hr_fetch);
 	free(hr);
+}
+
+/* Cancels whatever hr still has in flight. */
+static void
+hreq_cancel(struct sync_hreq *hr)
+{
+	size_t	i;
+
+	if (hr->hr_req != NULL)
+		conn_fetch_cancel(hr->hr_req);
+	hr->hr_req = NULL;
+	for (i = 0; i < hr->hr_nfetch; i++)
+		if (hr->hr_fetch[i] != NULL)
+			conn_fetch_cancel(hr->hr_fetch[i]);
+	hr->hr_open = 0;
 }
 
 static void
@@ -186,7 +215,7 @@ sync_relay_free(struct sync_relay *sr)
 	if (sr == NULL)
 		return;
 	while ((hr = LIST_FIRST(&sr->sr_hreqs)) != NULL) {
-		conn_fetch_cancel(hr->hr_req);
+		hreq_cancel(hr);
 		hreq_free(hr);
 	}
 	live_close_all(sr);
@@ -199,6 +228,7 @@ sync_relay_free(struct sync_relay *sr)
 		hmap_free(&sr->sr_want[s]);
 		hmap_free(&sr->sr_have[s]);
 	}
+	hmap_free(&sr->sr_delivered);
 	conn_release(sr->sr_conn);
 	log_info("%s: no longer a target", sr->sr_key);
 	free(sr->sr_key);
@@ -221,21 +251,20 @@ sync_relay_want(struct sync_relay *sr, enum sync_set set, const char *v)
 	hmap_put(&sr->sr_want[set], v, strlen(v) + 1, (void *)1);
 }
 
+/*
+ * The end of a historic request: ok, or failed with what (a result name)
+ * and reason, so that what it asked is asked again later.  Frees hr.
+ */
 static void
-hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
-    const char *reason, const struct conn_fetch_stats *st)
+hreq_end(struct sync_hreq *hr, int ok, const char *what, const char *reason)
 {
-	struct sync_hreq	*hr = arg;
 	struct sync_relay	*sr = hr->hr_sr;
 	size_t			 i;
-	int			 ok;
 
-	/* A relay refusing a filter outright will refuse it again. */
-	ok = res == FETCH_EOSE || res == FETCH_CLOSED;
 	if (!ok) {
 		log_info("%s: historic request failed (%s%s%s); retrying later",
-		    sr->sr_key, conn_fetch_result_name(res), reason ? ": " :
-		    "", reason ? reason : "");
+		    sr->sr_key, what, reason ? ": " : "", reason ? reason :
+		    "");
 		sr->sr_failed++;
 		switch (hr->hr_kind) {
 		case HR_L1:
@@ -272,14 +301,195 @@ hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 }
 
 static void
+hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
+    const char *reason, const struct conn_fetch_stats *st)
+{
+	struct sync_hreq	*hr = arg;
+
+	hr->hr_req = NULL;
+	/* A relay refusing a filter outright will refuse it again. */
+	hreq_end(hr, res == FETCH_EOSE || res == FETCH_CLOSED,
+	    conn_fetch_result_name(res), reason);
+}
+
+/* hr's filter as a paginated REQ.  Frees hr if the connection refuses
+ * it (it would refuse it again). */
+static void
+hreq_paginate(struct sync_hreq *hr)
+{
+	struct sync_relay	*sr = hr->hr_sr;
+	struct conn_fetch_cb	 cb;
+
+	memset(&cb, 0, sizeof(cb));
+	cb.done = hreq_done;
+	cb.arg = hr;
+	hr->hr_req = conn_paginate(sr->sr_conn, hr->hr_filter,
+	    CONN_PRIO_NORMAL, 0, &cb);
+	if (hr->hr_req == NULL) {
+		log_warnx("%s: filter refused by the connection: %.200s",
+		    sr->sr_key, hr->hr_filter);
+		hreq_end(hr, 1, "refused", NULL);
+	}
+}
+
+/* One event of an id fetch: it counts as received, whatever relayd
+ * decides about it (the reference's QUIRK: no refetch forever). */
+static void
+idfetch_event(void *arg, struct conn_req *req, const struct event *ev)
+{
+	struct sync_hreq	*hr = arg;
+
+	sync_neg_delivered(hr->hr_sr, ev->id);
+	/* ["EVENT","<subid>",<event>] */
+	hr->hr_sr->sr_neg_fetch_bytes += ev->json_len + CONN_SUBID_MAX + 14;
+}
+
+static void
+idfetch_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
+    const char *reason, const struct conn_fetch_stats *st)
+{
+	struct sync_hreq	*hr = arg;
+	size_t			 i;
+
+	for (i = 0; i < hr->hr_nfetch; i++)
+		if (hr->hr_fetch[i] == req)
+			hr->hr_fetch[i] = NULL;
+	if (res != FETCH_EOSE && res != FETCH_CLOSED && !hr->hr_fetch_failed) {
+		hr->hr_fetch_failed = 1;
+		hr->hr_fetch_res = res;
+	}
+	if (--hr->hr_open > 0)
+		return;
+	hreq_end(hr, !hr->hr_fetch_failed, hr->hr_fetch_failed ?
+	    conn_fetch_result_name(hr->hr_fetch_res) : "eose", reason);
+}
+
+/* Fetches the needed ids of a reconciliation in packed "ids" filters. */
+static void
+hreq_fetch_need(struct sync_hreq *hr, const struct neg_idlist *need)
+{
+	struct sync_relay	*sr = hr->hr_sr;
+	struct conn_filters	 fl = { NULL, 0 };
+	struct conn_fetch_cb	 cb;
+	const char		**v = NULL, *why;
+	char			(*hex)[65] = NULL;
+	size_t			 i, n = 0;
+
+	if (need->il_n > 0 && ((hex = calloc(need->il_n, sizeof(*hex))) ==
+	    NULL || (v = calloc(need->il_n, sizeof(*v))) == NULL))
+		fatal("hreq_fetch_need");
+	for (i = 0; i < need->il_n; i++) {
+		if (sync_neg_was_delivered(sr, need->il_ids[i])) {
+			sr->sr_neg_skipped++;
+			continue;
+		}
+		hex_encode(need->il_ids[i], 32, hex[n]);
+		v[n] = hex[n];
+		n++;
+	}
+	if (n > 0 && conn_pack_filters("{}", "ids", v, n, CONN_REQ_BUDGET,
+	    SYNC_NEG_IDS_PER_REQ, &fl, &why) == -1)
+		log_warnx("%s: cannot pack %zu ids: %s", sr->sr_key, n, why);
+	free(v);
+	free(hex);
+	if (fl.cf_n == 0) {
+		hreq_end(hr, 1, "done", NULL);
+		return;
+	}
+	if ((hr->hr_fetch = calloc(fl.cf_n, sizeof(*hr->hr_fetch))) == NULL)
+		fatal("hreq_fetch_need");
+	memset(&cb, 0, sizeof(cb));
+	cb.event = idfetch_event;
+	cb.done = idfetch_done;
+	cb.arg = hr;
+	for (i = 0; i < fl.cf_n; i++) {
+		sr->sr_neg_fetch_bytes += conn_req_size(strlen(fl.cf_v[i]));
+		if ((hr->hr_fetch[hr->hr_nfetch] = conn_fetch(sr->sr_conn,
+		    fl.cf_v[i], CONN_PRIO_NORMAL, 0, &cb)) != NULL) {
+			hr->hr_nfetch++;
+			hr->hr_open++;
+		}
+	}
+	conn_filters_free(&fl);
+	if (hr->hr_open == 0)
+		hreq_end(hr, 1, "done", NULL);
+}
+
+static void
+hreq_neg_done(void *arg, struct conn_req *req, enum conn_neg_result res,
+    const char *reason, const struct conn_neg_stats *st)
+{
+	struct sync_hreq	*hr = arg;
+	struct sync_relay	*sr = hr->hr_sr;
+
+	hr->hr_req = NULL;
+	sr->sr_neg_rounds += st->ns_rounds;
+	sr->sr_neg_bytes += st->ns_bytes_in + st->ns_bytes_out;
+	switch (res) {
+	case NEGR_DONE:
+		sr->sr_neg_sessions++;
+		sr->sr_neg_have += st->ns_have->il_n;
+		sr->sr_neg_need += st->ns_need->il_n;
+		/* GRASP-02 pulls: what only we have is counted, not sent. */
+		hreq_fetch_need(hr, st->ns_need);
+		break;
+	case NEGR_UNSUPPORTED:
+		sync_neg_unsupported(sr->sr_sd, sr->sr_key, reason);
+		sr->sr_neg_fallbacks++;
+		hreq_paginate(hr);
+		break;
+	case NEGR_FAILED:
+		log_info("%s: negentropy failed (%s): paginated REQ for this "
+		    "filter", sr->sr_key, reason);
+		sr->sr_neg_fallbacks++;
+		hreq_paginate(hr);
+		break;
+	case NEGR_DISCONNECTED:
+		hreq_end(hr, 0, "disconnected", reason);
+		break;
+	case NEGR_RATE_LIMITED:
+		hreq_end(hr, 0, "rate_limited", reason);
+		break;
+	}
+}
+
+/*
+ * Starts hr with a reconciliation.  Returns 0, or -1 if our set cannot
+ * be had or the connection refuses it (then hr is left to paginate).
+ */
+static int
+hreq_neg(struct sync_hreq *hr)
+{
+	struct sync_relay	*sr = hr->hr_sr;
+	struct conn_neg_cb	 cb;
+	struct neg_item		*items;
+	size_t			 n;
+	const char		*why;
+
+	if (sync_neg_items(sr->sr_sd, hr->hr_filter, &items, &n, &why) ==
+	    -1) {
+		log_info("%s: no negentropy for a filter (%s): paginated REQ",
+		    sr->sr_key, why);
+		return -1;
+	}
+	memset(&cb, 0, sizeof(cb));
+	cb.done = hreq_neg_done;
+	cb.arg = hr;
+	hr->hr_req = conn_neg(sr->sr_conn, hr->hr_filter, items, n,
+	    CONN_PRIO_NORMAL, 0, &cb);
+	free(items);
+	return hr->hr_req == NULL ? -1 : 0;
+}
+
+static void
 historic_since(struct sync_relay *sr, const char *filter,
     enum hreq_kind kind, enum sync_set set, int64_t since,
     struct sync_vals *vals)
 {
 	struct sync_hreq	*hr;
-	struct conn_fetch_cb	 cb;
 
-	if ((hr = calloc(1, sizeof(*hr))) == NULL)
+	if ((hr = calloc(1, sizeof(*hr))) == NULL ||
+	    (hr->hr_filter = strdup(filter)) == NULL)
 		fatal("historic");
 	hr->hr_sr = sr;
 	hr->hr_kind = kind;
@@ -288,20 +498,11 @@ historic_since(struct sync_relay *sr, const char *filter,
 	hr->hr_vals = vals;
 	if (vals != NULL)
 		vals->sv_refs++;
-	memset(&cb, 0, sizeof(cb));
-	cb.done = hreq_done;
-	cb.arg = hr;
-	hr->hr_req = conn_paginate(sr->sr_conn, filter, CONN_PRIO_NORMAL, 0,
-	    &cb);
-	if (hr->hr_req == NULL) {
-		log_warnx("%s: filter refused by the connection: %.200s",
-		    sr->sr_key, filter);
-		vals_release(hr->hr_vals);
-		free(hr);
-		return;
-	}
 	LIST_INSERT_HEAD(&sr->sr_hreqs, hr, hr_entry);
 	sr->sr_historic++;
+	if (sync_neg_allowed(sr->sr_sd, sr->sr_key) && hreq_neg(hr) == 0)
+		return;
+	hreq_paginate(hr);
 }
 
 static void
@@ -731,6 +932,21 @@ sync_relay_show(struct sync_relay *sr, cJSON *o)
 	cJSON_AddNumberToObject(o, "historic_in_flight",
 	    (double)sr->sr_historic);
 	cJSON_AddNumberToObject(o, "events", (double)sr->sr_events);
+	cJSON_AddStringToObject(o, "mode", sync_neg_allowed(sr->sr_sd,
+	    sr->sr_key) ? "negentropy" : "req");
+	cJSON_AddNumberToObject(o, "negentropy_sessions",
+	    (double)sr->sr_neg_sessions);
+	cJSON_AddNumberToObject(o, "negentropy_fallbacks",
+	    (double)sr->sr_neg_fallbacks);
+	cJSON_AddNumberToObject(o, "negentropy_rounds",
+	    (double)sr->sr_neg_rounds);
+	cJSON_AddNumberToObject(o, "negentropy_bytes",
+	    (double)sr->sr_neg_bytes);
+	cJSON_AddNumberToObject(o, "negentropy_fetch_bytes",
+	    (double)sr->sr_neg_fetch_bytes);
+	cJSON_AddNumberToObject(o, "ids_needed", (double)sr->sr_neg_need);
+	cJSON_AddNumberToObject(o, "ids_have", (double)sr->sr_neg_have);
+	cJSON_AddNumberToObject(o, "ids_skipped", (double)sr->sr_neg_skipped);
 	cJSON_AddNumberToObject(o, "historic_synced_at",
 	    (double)sr->sr_synced_at);
 	cJSON_AddNumberToObject(o, "disconnected_at",

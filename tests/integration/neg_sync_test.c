@@ -1,0 +1,728 @@
+/*
+ * neg_sync_test.c: syncd's historic sync over NIP-77 negentropy, on
+ * loopback.  Two graspd instances host one repository whose announcement
+ * lists both; they share 20,000 events (2,000 under RUN_LABEL=sanitize)
+ * and each has 100 of its own; with sync on they converge on every event
+ * of both, and the bytes negentropy and the id fetches cost are compared
+ * with the bytes of the events themselves.  A REQ-only peer (tests/peer
+ * answers NEG-OPEN with a NOTICE) still converges, is remembered as such
+ * and gets no NEG-OPEN on the next historic pass.  With
+ * NGIT_SYNC_DISABLE_NEGENTROPY=true no NEG message reaches a relayd that
+ * speaks NIP-77, and sync still converges.  relayd closes a negentropy
+ * session that stays idle.
+ *
+ * Seeding: the shared events are published once into A with sync off;
+ * A's database and repositories are copied into B's directory; each then
+ * gets its own events, and both restart with sync on.
+ */
+#define _GNU_SOURCE		/* asprintf */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "buf.h"
+#include "ctl.h"
+#include "event.h"
+#include "gitutil.h"
+#include "negentropy.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+#define TMO		5000
+/* Events published per burst before their OKs are read. */
+#define BURST		500
+/* Generous bounds: a slow machine must not fail a test. */
+#define CONVERGE_SECS	180
+#define PEER_SECS	30
+
+/* NGIT_TEST: relayd's idle limit for a negentropy session (relayd.h
+ * RELAY_NEG_IDLE_TEST). */
+#define NEG_IDLE_TEST_MS	2000
+/* NGIT_TEST: how often roles send relayd their metrics (role.h
+ * ROLE_STATS_PERIOD_TEST). */
+#define STATS_PERIOD_TEST_MS	1000
+#define STORED_METRIC	"graspd_relay_events_stored{role=\"relayd\"}"
+#define RECEIVED_METRIC(type) \
+	"graspd_relay_messages_received_total{role=\"relayd\",type=\"" \
+	type "\"}"
+#define UNSUPPORTED_METRIC \
+	"graspd_conn_negentropy_total{role=\"syncd\",result=\"unsupported\"}"
+
+struct pair {
+	struct relayproc	*a, *b;
+	char			 coord[200];
+	char			 d[32];
+	int			 owner;
+	/* Events only A has and only B has, and the JSON bytes of every
+	 * event each side lacks. */
+	struct event		**own_a, **own_b;
+	int			 nown;
+	uint64_t		 bytes_a_lacks, bytes_b_lacks;
+	int64_t			 stored_a, stored_b;
+};
+
+static char		 tmpdir[256];
+static int		 ndirs;
+static int64_t		 t_first;
+
+static void
+sk_of(int n, uint8_t sk[32])
+{
+	memset(sk, 0x77, 32);
+	sk[31] = (uint8_t)n;
+}
+
+static struct event *
+ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
+{
+	uint8_t	sk[32];
+
+	sk_of(who, sk);
+	return event_new_signed(sk, at, kind, tags, c);
+}
+
+static void
+coord_of(int owner, const char *d, char *out, size_t outlen)
+{
+	uint8_t	sk[32], pk[32];
+	char	hex[65];
+
+	sk_of(owner, sk);
+	event_pubkey_of(sk, pk);
+	hex_encode(pk, 32, hex);
+	snprintf(out, outlen, "30617:%s:%s", hex, d);
+}
+
+/* A repository announcement naming every host as clone and relay, and
+ * the extra relay URLs. */
+static struct event *
+announcement(int owner, const char *d, struct relayproc *const hosts[],
+    size_t nhosts, const char *const extra[], size_t nextra)
+{
+	struct buf	 t = BUF_INIT;
+	struct event	*e;
+	uint8_t		 sk[32], pk[32];
+	char		 url[512];
+	size_t		 i;
+
+	sk_of(owner, sk);
+	event_pubkey_of(sk, pk);
+	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\"", d, d);
+	for (i = 0; i < nhosts; i++) {
+		gt_url(url, sizeof(url), relayproc_domain(hosts[i]), pk, d);
+		buf_printf(&t, ",\"%s\"", url);
+	}
+	buf_adds(&t, "],[\"relays\"");
+	for (i = 0; i < nhosts; i++)
+		buf_printf(&t, ",\"%s\"", relayproc_url(hosts[i]));
+	for (i = 0; i < nextra; i++)
+		buf_printf(&t, ",\"%s\"", extra[i]);
+	buf_adds(&t, "]]");
+	e = ev(owner, t_first, 30617, t.b_data, "");
+	buf_free(&t);
+	return e;
+}
+
+/*
+ * Publishes evs[0..n) to rp in bursts (BURST EVENTs, then their OKs).
+ * Returns the number accepted, or -1 if the connection failed.
+ */
+static int
+publish_all(struct relayproc *rp, struct event *const *evs, size_t n)
+{
+	struct wsc	*ws;
+	size_t		 i, j, got;
+	int		 accepted = 0;
+
+	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
+	    TMO)) == NULL)
+		return -1;
+	for (i = 0; i < n; i = j) {
+		for (j = i; j < n && j - i < BURST; j++) {
+			char *m = nostr_event_msg(evs[j]);
+
+			if (m == NULL || wsc_send_text(ws, m, strlen(m)) != 0) {
+				free(m);
+				wsc_close(ws);
+				return -1;
+			}
+			free(m);
+		}
+		for (got = 0; got < j - i; ) {
+			size_t	 len;
+			char	*msg = wsc_recv(ws, 4 * TMO, &len);
+
+			if (msg == NULL) {
+				wsc_close(ws);
+				return -1;
+			}
+			if (strncmp(msg, "[\"OK\",", 6) == 0) {
+				got++;
+				if (strstr(msg, "\",true,") != NULL)
+					accepted++;
+				else if (accepted == 0 && got == 1)
+					printf("# refused: %.200s\n", msg);
+			}
+			free(msg);
+		}
+	}
+	wsc_close(ws);
+	return accepted;
+}
+
+static int
+publish(struct relayproc *rp, struct event *e)
+{
+	return publish_all(rp, &e, 1) == 1 ? 0 : -1;
+}
+
+static int64_t
+stored(struct relayproc *rp)
+{
+	return (int64_t)ctl_metric(rp, STORED_METRIC);
+}
+
+/* How many of evs[0..n) rp holds (one ids query per BURST). */
+static int
+holds(struct relayproc *rp, struct event *const *evs, size_t n)
+{
+	struct wsc	*ws;
+	struct buf	 f = BUF_INIT;
+	char		**got = NULL;
+	size_t		 i, j, k;
+	int		 total = 0;
+
+	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
+	    TMO)) == NULL)
+		return -1;
+	for (i = 0; i < n; i = j) {
+		buf_reset(&f);
+		buf_adds(&f, "{\"ids\":[");
+		for (j = i; j < n && j - i < BURST; j++)
+			buf_printf(&f, "%s\"%s\"", j > i ? "," : "",
+			    evs[j]->id_hex);
+		buf_adds(&f, "]}");
+		if (nostr_req(ws, "h", f.b_data, TMO, &got, &k, NULL) != 0) {
+			total = -1;
+			break;
+		}
+		total += (int)k;
+		nostr_events_free(got);
+		got = NULL;
+	}
+	buf_free(&f);
+	wsc_close(ws);
+	return total;
+}
+
+/* Copies the database and repositories of from into to's directory. */
+static int
+copy_data(struct relayproc *from, struct relayproc *to)
+{
+	char	cmd[2000];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/relay' '%s/git' && "
+	    "cp -a '%s/relay' '%s/git' '%s/'", relayproc_dir(to),
+	    relayproc_dir(to), relayproc_dir(from), relayproc_dir(from),
+	    relayproc_dir(to));
+	return ctl_run(cmd, NULL) == 0 ? 0 : -1;
+}
+
+/* A comment on the repository (NIP-22, "a" to its coordinate). */
+static struct event *
+comment(const struct pair *p, int who, int64_t at, const char *text, int i)
+{
+	char	tags[300], content[64];
+
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"k\",\"30617\"]]",
+	    p->coord);
+	snprintf(content, sizeof(content), "%s %d", text, i);
+	return ev(who, at, 1111, tags, content);
+}
+
+static void
+events_free(struct event **evs, size_t n)
+{
+	size_t	i;
+
+	if (evs == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		event_destroy(evs[i]);
+	free(evs);
+}
+
+static void
+pair_free(struct pair *p)
+{
+	relayproc_free(p->a);
+	relayproc_free(p->b);
+	events_free(p->own_a, (size_t)p->nown);
+	events_free(p->own_b, (size_t)p->nown);
+	memset(p, 0, sizeof(*p));
+}
+
+/*
+ * Two graspd instances A and B (env: extra settings for both) hosting
+ * one repository that lists both, with nshared events in common and nown
+ * of their own each, then started again with sync on.  Returns 0, or -1
+ * with a diagnostic.
+ */
+static int
+pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
+    const char *const env[])
+{
+	const char	*e[16];
+	struct relayproc *hosts[2];
+	struct event	*ann, **shared = NULL;
+	struct wsc	*ws;
+	uint8_t		 sk[32];
+	char		 dir[512];
+	size_t		 ne = 0, i;
+	int		 rc = -1, n;
+
+	memset(p, 0, sizeof(*p));
+	p->owner = owner;
+	snprintf(p->d, sizeof(p->d), "%s", d);
+	e[ne++] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
+	e[ne++] = "NGIT_SYNC_MAX_BACKOFF_SECS=60";
+	e[ne++] = "NGIT_SYNC_ENABLED=false";
+	for (i = 0; env != NULL && env[i] != NULL && ne < 15; i++)
+		e[ne++] = env[i];
+	e[ne] = NULL;
+	if ((p->a = relayproc_start("graspd", e)) == NULL ||
+	    (p->b = relayproc_start("graspd", e)) == NULL) {
+		printf("# graspd did not start\n");
+		return -1;
+	}
+	relayproc_stop(p->b);
+	hosts[0] = p->a;
+	hosts[1] = p->b;
+	coord_of(owner, d, p->coord, sizeof(p->coord));
+	if ((ann = announcement(owner, d, hosts, 2, NULL, 0)) == NULL ||
+	    publish(p->a, ann) == -1) {
+		printf("# announcement refused\n");
+		event_destroy(ann);
+		return -1;
+	}
+	event_destroy(ann);
+	sk_of(owner, sk);
+	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
+	if ((ws = wsc_connect(relayproc_host(p->a), relayproc_port(p->a), "/",
+	    TMO)) == NULL || gt_release(ws, sk, relayproc_domain(p->a), d,
+	    dir, NULL) != 0) {
+		printf("# release of %s failed\n", d);
+		wsc_close(ws);
+		return -1;
+	}
+	wsc_close(ws);
+
+	if ((shared = calloc((size_t)nshared, sizeof(*shared))) == NULL ||
+	    (p->own_a = calloc((size_t)nown, sizeof(*shared))) == NULL ||
+	    (p->own_b = calloc((size_t)nown, sizeof(*shared))) == NULL)
+		abort();
+	for (i = 0; i < (size_t)nshared; i++)
+		if ((shared[i] = comment(p, 1 + (int)(i % 16),
+		    t_first + 1 + (int64_t)i / 4, "shared", (int)i)) == NULL)
+			goto done;
+	if ((n = publish_all(p->a, shared, (size_t)nshared)) != nshared) {
+		printf("# %d of %d shared events accepted\n", n, nshared);
+		goto done;
+	}
+	if (relayproc_stop(p->a) != 0 || copy_data(p->a, p->b) == -1 ||
+	    relayproc_restart(p->a) == -1 || relayproc_restart(p->b) == -1) {
+		printf("# copying the database failed\n");
+		goto done;
+	}
+	p->nown = nown;
+	for (i = 0; i < (size_t)nown; i++) {
+		p->own_a[i] = comment(p, 20, time(NULL) - 600 + (int64_t)i,
+		    "only on A", (int)i);
+		p->own_b[i] = comment(p, 21, time(NULL) - 600 + (int64_t)i,
+		    "only on B", (int)i);
+		if (p->own_a[i] == NULL || p->own_b[i] == NULL)
+			goto done;
+		p->bytes_a_lacks += p->own_b[i]->json_len;
+		p->bytes_b_lacks += p->own_a[i]->json_len;
+	}
+	if (publish_all(p->a, p->own_a, (size_t)nown) != nown ||
+	    publish_all(p->b, p->own_b, (size_t)nown) != nown) {
+		printf("# own events refused\n");
+		goto done;
+	}
+	p->stored_a = stored(p->a);
+	p->stored_b = stored(p->b);
+	/* What a full transfer would move: every event of the other
+	 * side (the shared ones, its own, announcement and state). */
+	for (i = 0; i < (size_t)nshared; i++) {
+		p->bytes_a_lacks += shared[i]->json_len;
+		p->bytes_b_lacks += shared[i]->json_len;
+	}
+	relayproc_setenv(p->a, "NGIT_SYNC_ENABLED=true");
+	relayproc_setenv(p->b, "NGIT_SYNC_ENABLED=true");
+	if (relayproc_restart(p->a) == -1 || relayproc_restart(p->b) == -1) {
+		printf("# restart with sync on failed\n");
+		goto done;
+	}
+	rc = 0;
+done:
+	events_free(shared, (size_t)nshared);
+	return rc;
+}
+
+/* Waits until both sides hold every event of both; returns the seconds
+ * it took, or -1. */
+static double
+pair_converge(struct pair *p)
+{
+	int64_t	 start = wsc_now_ms(), deadline = start + CONVERGE_SECS * 1000;
+	int64_t	 want_a = p->stored_a + p->nown, want_b = p->stored_b + p->nown;
+	int64_t	 sa = -1, sb = -1;
+
+	while (wsc_now_ms() < deadline) {
+		sa = stored(p->a);
+		sb = stored(p->b);
+		if (sa >= want_a && sb >= want_b)
+			return (double)(wsc_now_ms() - start) / 1000;
+		usleep(200000);
+	}
+	printf("# A holds %lld of %lld, B %lld of %lld\n", (long long)sa,
+	    (long long)want_a, (long long)sb, (long long)want_b);
+	return -1;
+}
+
+/* Sums what syncd on rp reports for its relay url. */
+struct neg_figures {
+	double	neg_bytes, fetch_bytes, link_bytes, rounds, need, sessions;
+	double	fallbacks;
+	char	mode[16];
+};
+
+static int
+figures(struct relayproc *rp, const char *url, struct neg_figures *f)
+{
+	cJSON	*show = ctl_json(rp, "show syncd"), *r, *c;
+	int	 rc = -1;
+
+	memset(f, 0, sizeof(*f));
+	r = ctl_by_relay(ctl_view_list(show, "relays"), url);
+	c = ctl_by_relay(ctl_view_list(show, "connections"), url);
+	if (r != NULL && c != NULL) {
+		f->neg_bytes = ctl_num(r, "negentropy_bytes");
+		f->fetch_bytes = ctl_num(r, "negentropy_fetch_bytes");
+		f->rounds = ctl_num(r, "negentropy_rounds");
+		f->need = ctl_num(r, "ids_needed");
+		f->sessions = ctl_num(r, "negentropy_sessions");
+		f->fallbacks = ctl_num(r, "negentropy_fallbacks");
+		f->link_bytes = ctl_num(c, "bytes_in") + ctl_num(c, "bytes_out");
+		snprintf(f->mode, sizeof(f->mode), "%s", ctl_str(r, "mode"));
+		rc = 0;
+	}
+	cJSON_Delete(show);
+	return rc;
+}
+
+static int
+sanitizing(void)
+{
+	const char	*l = getenv("RUN_LABEL");
+
+	return l != NULL && strcmp(l, "sanitize") == 0;
+}
+
+static void
+two_instances_converge_by_negentropy(void)
+{
+	struct pair		p;
+	struct neg_figures	fa, fb;
+	int			nshared = sanitizing() ? 2000 : 20000;
+	double			secs, neg_a, neg_b;
+
+	if (pair_setup(&p, 50, "shared", nshared, 100, NULL) == -1) {
+		pair_free(&p);
+		T_ASSERT(0);
+	}
+	secs = pair_converge(&p);
+	T_CHECK(secs >= 0);
+	/* Every event of both, by id. */
+	T_EQ_INT(holds(p.a, p.own_b, 100), 100);
+	T_EQ_INT(holds(p.b, p.own_a, 100), 100);
+	T_EQ_INT(stored(p.a), stored(p.b));
+	T_CHECK(figures(p.a, relayproc_url(p.b), &fa) == 0);
+	T_CHECK(figures(p.b, relayproc_url(p.a), &fb) == 0);
+	neg_a = fa.neg_bytes + fa.fetch_bytes;
+	neg_b = fb.neg_bytes + fb.fetch_bytes;
+	printf("# %d shared + 100 each: converged in %.2f s\n", nshared,
+	    secs);
+	printf("# A: %.0f sessions, %.0f rounds, %.0f ids needed; "
+	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
+	    "full transfer %llu bytes (%.2f%%)\n", fa.sessions, fa.rounds,
+	    fa.need, fa.neg_bytes, fa.fetch_bytes, neg_a, fa.link_bytes,
+	    (unsigned long long)p.bytes_a_lacks,
+	    100 * neg_a / (double)p.bytes_a_lacks);
+	printf("# B: %.0f sessions, %.0f rounds, %.0f ids needed; "
+	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
+	    "full transfer %llu bytes (%.2f%%)\n", fb.sessions, fb.rounds,
+	    fb.need, fb.neg_bytes, fb.fetch_bytes, neg_b, fb.link_bytes,
+	    (unsigned long long)p.bytes_b_lacks,
+	    100 * neg_b / (double)p.bytes_b_lacks);
+	T_EQ_STR(fa.mode, "negentropy");
+	T_EQ_STR(fb.mode, "negentropy");
+	T_CHECK(fa.sessions >= 1 && fb.sessions >= 1);
+	T_CHECK(fa.fallbacks == 0 && fb.fallbacks == 0);
+	/* Each side needed the other's 100, maybe a few more (the other
+	 * side's live copies arriving while it reconciled), never the
+	 * shared set. */
+	T_CHECK(fa.need >= 100 && fa.need < nshared / 2);
+	T_CHECK(fb.need >= 100 && fb.need < nshared / 2);
+	/* A small fraction of a full transfer, on the whole link too. */
+	T_CHECK(neg_a < 0.1 * (double)p.bytes_a_lacks);
+	T_CHECK(neg_b < 0.1 * (double)p.bytes_b_lacks);
+	T_CHECK(fa.link_bytes < 0.2 * (double)p.bytes_a_lacks);
+	T_CHECK(fb.link_bytes < 0.2 * (double)p.bytes_b_lacks);
+	if (t_case_failed) {
+		relayproc_dump_log(p.a, 40);
+		relayproc_dump_log(p.b, 40);
+	}
+	pair_free(&p);
+}
+
+static void
+disabled_negentropy_sends_no_neg_message(void)
+{
+	static const char *const env[] = {
+		"NGIT_SYNC_DISABLE_NEGENTROPY=true", NULL };
+	struct pair		p;
+	struct neg_figures	fa, fb;
+
+	if (pair_setup(&p, 60, "reqonly", 300, 20, env) == -1) {
+		pair_free(&p);
+		T_ASSERT(0);
+	}
+	T_CHECK(pair_converge(&p) >= 0);
+	T_EQ_INT(holds(p.a, p.own_b, 20), 20);
+	T_EQ_INT(holds(p.b, p.own_a, 20), 20);
+	T_CHECK(figures(p.a, relayproc_url(p.b), &fa) == 0);
+	T_CHECK(figures(p.b, relayproc_url(p.a), &fb) == 0);
+	T_EQ_STR(fa.mode, "req");
+	T_EQ_STR(fb.mode, "req");
+	T_CHECK(fa.sessions == 0 && fb.sessions == 0);
+	/* Counted on the receiving relayd: no NEG-* message at all. */
+	T_CHECK(ctl_metric(p.a, RECEIVED_METRIC("NEG")) == 0);
+	T_CHECK(ctl_metric(p.b, RECEIVED_METRIC("NEG")) == 0);
+	T_CHECK(ctl_metric(p.a, RECEIVED_METRIC("REQ")) > 0);
+	printf("# REQ only, 300 shared + 20 each: link %.0f bytes on A, "
+	    "full transfer %llu\n", fa.link_bytes,
+	    (unsigned long long)p.bytes_a_lacks);
+	pair_free(&p);
+}
+
+/* A POST to the peer's control endpoint; 0 if it answered 200. */
+static int
+peer_post(struct relayproc *rp, const char *path, const char *body,
+    size_t len)
+{
+	char	*h = NULL, *resp = NULL;
+	size_t	 rlen;
+	int	 status = 0, rc;
+
+	rc = http_request(relayproc_host(rp), relayproc_port(rp), "POST",
+	    path, NULL, body, len, TMO, &status, &h, &resp, &rlen);
+	free(h);
+	free(resp);
+	return rc == 0 && status == 200 ? 0 : -1;
+}
+
+/* The REQs in the peer's log whose filters mention text. */
+static int
+peer_reqs_with(struct relayproc *rp, const char *text)
+{
+	char	*h = NULL, *body = NULL, *s;
+	int	 status = 0, n = 0;
+	cJSON	*log = NULL, *r;
+
+	if (http_get(relayproc_host(rp), relayproc_port(rp), "/log", NULL,
+	    TMO, &status, &h, &body) == 0 && status == 200)
+		log = cJSON_Parse(body);
+	free(h);
+	free(body);
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
+		if ((s = cJSON_PrintUnformatted(r)) != NULL &&
+		    strstr(s, text) != NULL)
+			n++;
+		free(s);
+	}
+	cJSON_Delete(log);
+	return n;
+}
+
+static void
+req_only_peer_converges_and_is_remembered(void)
+{
+	static const char *const env[] = {
+		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
+		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
+	struct relayproc	*a = NULL, *peer = NULL, *hosts[1];
+	struct event		*ann = NULL, *evs[31], *issue = NULL;
+	struct neg_figures	 f0, f1;
+	struct pair		 p;
+	struct buf		 body = BUF_INIT;
+	struct wsc		*ws;
+	const char		*purl;
+	char			 dir[512], tags[300];
+	uint8_t			 sk[32];
+	double			 unsup0, unsup1;
+	int64_t			 deadline;
+	size_t			 i;
+
+	memset(evs, 0, sizeof(evs));
+	peer = relayproc_start_peer(NULL);
+	a = relayproc_start("graspd", env);
+	T_ASSERT(peer != NULL && a != NULL);
+	purl = relayproc_url(peer);
+	hosts[0] = a;
+	memset(&p, 0, sizeof(p));
+	coord_of(70, "viapeer", p.coord, sizeof(p.coord));
+	ann = announcement(70, "viapeer", hosts, 1, &purl, 1);
+	T_ASSERT(ann != NULL);
+	evs[0] = ann;
+	for (i = 1; i < 31; i++)
+		T_ASSERT((evs[i] = comment(&p, 71, t_first + (int64_t)i,
+		    "on the peer", (int)i)) != NULL);
+	for (i = 0; i < 31; i++) {
+		buf_add(&body, evs[i]->json, evs[i]->json_len);
+		buf_addc(&body, '\n');
+	}
+	T_ASSERT(peer_post(peer, "/events", body.b_data, body.b_len) == 0);
+	buf_free(&body);
+	T_ASSERT(publish(a, ann) == 0);
+	sk_of(70, sk);
+	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
+	T_ASSERT((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
+	    TMO)) != NULL);
+	T_CHECK(gt_release(ws, sk, relayproc_domain(a), "viapeer", dir,
+	    NULL) == 0);
+	wsc_close(ws);
+
+	/* Converges over paginated REQ. */
+	deadline = wsc_now_ms() + PEER_SECS * 1000;
+	while (holds(a, evs + 1, 30) < 30 && wsc_now_ms() < deadline)
+		usleep(200000);
+	T_EQ_INT(holds(a, evs + 1, 30), 30);
+	deadline = wsc_now_ms() + PEER_SECS * 1000;
+	while ((figures(a, purl, &f0) == -1 || strcmp(f0.mode, "req") != 0)
+	    && wsc_now_ms() < deadline)
+		usleep(200000);
+	T_EQ_STR(f0.mode, "req");
+	T_CHECK(f0.fallbacks >= 1 && f0.sessions == 0);
+	/* syncd's metrics reach /metrics once a second under NGIT_TEST. */
+	deadline = wsc_now_ms() + PEER_SECS * 1000;
+	while ((unsup0 = ctl_metric(a, UNSUPPORTED_METRIC)) < 1 &&
+	    wsc_now_ms() < deadline)
+		usleep(200000);
+	T_CHECK(unsup0 >= 1);
+
+	/* The next historic pass (a new issue: its thread is asked for)
+	 * goes out as REQ, with no NEG-OPEN first. */
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", p.coord);
+	T_ASSERT((issue = ev(72, time(NULL), 1621, tags, "new issue")) !=
+	    NULL);
+	T_ASSERT(publish(a, issue) == 0);
+	deadline = wsc_now_ms() + PEER_SECS * 1000;
+	while (peer_reqs_with(peer, issue->id_hex) == 0 &&
+	    wsc_now_ms() < deadline)
+		usleep(200000);
+	T_CHECK(peer_reqs_with(peer, issue->id_hex) >= 1);
+	T_CHECK(figures(a, purl, &f1) == 0);
+	/* A snapshot taken after that REQ left. */
+	usleep(2 * STATS_PERIOD_TEST_MS * 1000);
+	unsup1 = ctl_metric(a, UNSUPPORTED_METRIC);
+	T_CHECK(f1.fallbacks == f0.fallbacks);
+	T_CHECK(unsup1 == unsup0);
+	T_EQ_STR(f1.mode, "req");
+	if (t_case_failed)
+		relayproc_dump_log(a, 40);
+	relayproc_free(a);
+	relayproc_free(peer);
+	for (i = 0; i < 31; i++)
+		event_destroy(evs[i]);
+	event_destroy(issue);
+}
+
+static void
+idle_negentropy_session_is_closed(void)
+{
+	struct relayproc	*r;
+	struct wsc		*ws;
+	struct neg		*ng;
+	struct buf		 hex = BUF_INIT, m = BUF_INIT;
+	char			 err[128], *msg;
+	int64_t			 t0;
+	double			 waited;
+
+	T_ASSERT((r = relayproc_start("graspd", NULL)) != NULL);
+	T_ASSERT((ng = neg_client_new(NULL, 0, NEG_FRAME_DEFAULT, err,
+	    sizeof(err))) != NULL);
+	T_ASSERT(neg_client_initiate(ng, &hex) == 0);
+	buf_printf(&m, "[\"NEG-OPEN\",\"idle\",{},\"%s\"]", hex.b_data);
+	T_ASSERT((ws = wsc_connect(relayproc_host(r), relayproc_port(r), "/",
+	    TMO)) != NULL);
+	T_ASSERT(wsc_send_text(ws, m.b_data, m.b_len) == 0);
+	msg = nostr_wait_msg(ws, "NEG-MSG", TMO);
+	T_CHECK(msg != NULL);
+	free(msg);
+	t0 = wsc_now_ms();
+	/* Nothing more from us: the session times out. */
+	msg = nostr_wait_msg(ws, "NEG-ERR", NEG_IDLE_TEST_MS + 4 * TMO);
+	waited = (double)(wsc_now_ms() - t0);
+	T_CHECK(msg != NULL && strstr(msg, "\"idle\",\"closed: ") != NULL);
+	T_CHECK(waited >= NEG_IDLE_TEST_MS - 100);
+	free(msg);
+	/* And it is gone. */
+	buf_reset(&m);
+	buf_printf(&m, "[\"NEG-MSG\",\"idle\",\"%s\"]", hex.b_data);
+	T_ASSERT(wsc_send_text(ws, m.b_data, m.b_len) == 0);
+	msg = nostr_wait_msg(ws, "NEG-ERR", TMO);
+	T_CHECK(msg != NULL && strstr(msg, "closed: subscription not found"));
+	free(msg);
+	wsc_close(ws);
+	neg_free(ng);
+	buf_free(&hex);
+	buf_free(&m);
+	relayproc_free(r);
+}
+
+static void
+rm_tmpdir(void)
+{
+	char	cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", tmpdir);
+}
+
+int
+main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	t_first = time(NULL) - 86400;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-negsync.XXXXXX",
+	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
+		printf("not ok - neg_sync_setup: temp dir\n");
+		return 1;
+	}
+	T_RUN(idle_negentropy_session_is_closed);
+	T_RUN(req_only_peer_converges_and_is_remembered);
+	T_RUN(disabled_negentropy_sends_no_neg_message);
+	T_RUN(two_instances_converge_by_negentropy);
+	rm_tmpdir();
+	return t_done();
+}

@@ -13,7 +13,7 @@
  *
  * The size comes from the environment, so "make soak" runs the same
  * program big: GRASPD_LOAD_CLIENTS (default 200; 100 under the
- * sanitizers), GRASPD_LOAD_SUBS (10), GRASPD_LOAD_SECS (8),
+ * sanitizers), GRASPD_LOAD_SUBS (10), GRASPD_LOAD_SECS (5),
  * GRASPD_LOAD_RATE events per second (40; 20 under the sanitizers),
  * GRASPD_LOAD_TOPICS (clients * subs / 40, at least subs).
  */
@@ -279,7 +279,7 @@ test_many_clients_no_dropped_subscription(void)
 	memset(&L, 0, sizeof(L));
 	L.clients = env_int("GRASPD_LOAD_CLIENTS", is_sanitize() ? 100 : 200);
 	L.subs = env_int("GRASPD_LOAD_SUBS", 10);
-	L.secs = env_int("GRASPD_LOAD_SECS", 8);
+	L.secs = env_int("GRASPD_LOAD_SECS", 5);
 	L.rate = env_int("GRASPD_LOAD_RATE", is_sanitize() ? 20 : 40);
 	L.topics = env_int("GRASPD_LOAD_TOPICS", L.clients * L.subs / 40);
 	if (L.topics < L.subs)

@@ -43,7 +43,7 @@
 #include "wsclient.h"
 
 /* How long the roles get to act on the events (NGIT_TEST timing). */
-#define SETTLE_MS	8000
+#define SETTLE_MS	5000
 /* How long the allowed relay may take to be dialled. */
 #define DIAL_MS		20000
 
@@ -191,33 +191,6 @@ sk_of(int n, uint8_t sk[32])
 	sk[31] = (uint8_t)n;
 }
 
-/* Every URL the shared vectors refuse, JSON strings, comma-separated. */
-static int
-rejected_vectors(struct buf *out, int *n)
-{
-	const char	*dir = getenv("GRASPD_VECTORS");
-	char		 path[1024], line[2048], *tab;
-	FILE		*f;
-
-	snprintf(path, sizeof(path), "%s/relay-urls.tsv",
-	    dir != NULL && *dir != '\0' ? dir : "../shared/vectors");
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	*n = 0;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '#' || (tab = strrchr(line, '\t')) == NULL ||
-		    strcmp(tab + 1, "REJECT") != 0)
-			continue;
-		*tab = '\0';
-		buf_addc(out, ',');
-		buf_add_jstr(out, line, strlen(line));
-		(*n)++;
-	}
-	fclose(f);
-	return 0;
-}
-
 /* Loopback spellings of port, JSON strings, comma-separated. */
 static void
 loopback_urls(struct buf *out, int port)
@@ -230,23 +203,6 @@ loopback_urls(struct buf *out, int port)
 	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++)
 		buf_printf(out, ",\"ws://%s:%d\",\"wss://%s:%d/\"", hosts[i],
 		    port, hosts[i], port);
-}
-
-static int
-publish(struct gdproc *g, struct event *e)
-{
-	struct wsc	*ws;
-	char		*msg = NULL;
-	int		 ok = 0, rc;
-
-	if ((ws = wsc_connect("127.0.0.1", gd_port(g), "/", 5000)) == NULL)
-		return -1;
-	rc = nostr_publish(ws, e, 10000, &ok, &msg);
-	if (rc == 0 && !ok)
-		printf("# kind %u refused: %s\n", e->kind, msg ? msg : "");
-	free(msg);
-	wsc_close(ws);
-	return rc == 0 && ok ? 0 : -1;
 }
 
 /*
@@ -274,7 +230,7 @@ announce_and_release(struct gdproc *g, int owner, const char *d,
 	    NULL)
 		abort();
 	buf_free(&t);
-	rc = publish(g, e);
+	rc = gd_publish(g, e);
 	event_destroy(e);
 	if (rc == -1)
 		return -1;
@@ -298,9 +254,8 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 	int		 nvec = 0, seen;
 
 	T_ASSERT(listener_start(&l, 1, NULL) == 0);
-	T_ASSERT(rejected_vectors(&relays, &nvec) == 0);
-	T_ASSERT(nvec > 30);
-	loopback_urls(&relays, l.l_port);
+	T_ASSERT((nvec = gd_refused_urls(&relays, "", "")) > 30);
+		loopback_urls(&relays, l.l_port);
 	printf("# %d refused vectors and 20 loopback URLs of port %d\n", nvec,
 	    l.l_port);
 	g = gd_start(NULL);
@@ -330,7 +285,7 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 	sk_of(1, sk);
 	T_ASSERT((e = event_new_signed(sk, time(NULL), 10002, r.b_data,
 	    "")) != NULL);
-	T_CHECK(publish(g, e) == 0);
+	T_CHECK(gd_publish(g, e) == 0);
 	usleep(SETTLE_MS * 1000);
 	seen = listener_stop(&l);
 	printf("# connections to the loopback listener: %d\n", seen);

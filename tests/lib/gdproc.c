@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "event.h"
 #include "gdproc.h"
+#include "nostr.h"
 #include "relayproc.h"
 #include "wsclient.h"
 
@@ -328,6 +330,67 @@ const char *
 gd_db_path(const struct gdproc *g)
 {
 	return g->g_db;
+}
+
+int
+gd_publish(struct gdproc *g, const struct event *e)
+{
+	struct wsc	*ws;
+	char		*msg = NULL;
+	int		 ok = 0, rc;
+
+	if ((ws = wsc_connect("127.0.0.1", g->g_port, "/", 5000)) == NULL)
+		return -1;
+	rc = nostr_publish(ws, e, 10000, &ok, &msg);
+	if (rc == 0 && !ok)
+		printf("# kind %u refused: %s\n", e->kind, msg ? msg : "");
+	free(msg);
+	wsc_close(ws);
+	return rc == 0 && ok ? 0 : -1;
+}
+
+int
+gd_has_event(struct gdproc *g, const char *id_hex)
+{
+	struct wsc	*ws;
+	char		 f[128], **evs = NULL;
+	size_t		 n = 0;
+	int		 rc;
+
+	if ((ws = wsc_connect("127.0.0.1", g->g_port, "/", 5000)) == NULL)
+		return -1;
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id_hex);
+	rc = nostr_req(ws, "q", f, 10000, &evs, &n, NULL);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	return rc == 0 ? n > 0 : -1;
+}
+
+int
+gd_refused_urls(struct buf *out, const char *prefix, const char *suffix)
+{
+	const char	*dir = getenv("GRASPD_VECTORS");
+	char		 path[1024], line[2048], *tab;
+	FILE		*f;
+	int		 n = 0;
+
+	snprintf(path, sizeof(path), "%s/relay-urls.tsv",
+	    dir != NULL && *dir != '\0' ? dir : "../shared/vectors");
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '#' || (tab = strrchr(line, '\t')) == NULL ||
+		    strcmp(tab + 1, "REJECT") != 0)
+			continue;
+		*tab = '\0';
+		buf_printf(out, ",%s", prefix);
+		buf_add_jstr(out, line, strlen(line));
+		buf_adds(out, suffix);
+		n++;
+	}
+	fclose(f);
+	return n;
 }
 
 void

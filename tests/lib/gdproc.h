@@ -18,6 +18,8 @@
 /* How long graspd may take to have every role running. */
 #define GD_SETTLE_MS	20000
 
+struct buf;
+struct event;
 struct gdproc;
 
 extern const char *const gd_roles[GD_NROLES];
@@ -56,6 +58,21 @@ pid_t		 gd_pid(const struct gdproc *);
 const char	*gd_dir(const struct gdproc *);
 /* The store relayd writes: DIR/relay/graspd.db. */
 const char	*gd_db_path(const struct gdproc *);
+/*
+ * Publishes e to g's relayd; 0 if it answered OK true (a refusal's
+ * message is printed), -1 otherwise.
+ */
+int		 gd_publish(struct gdproc *, const struct event *e);
+/* 1 if g's relayd returns the event with id_hex, 0 if not, -1 on error. */
+int		 gd_has_event(struct gdproc *, const char *id_hex);
+/*
+ * Appends every URL the shared relay URL vectors refuse
+ * ($GRASPD_VECTORS/relay-urls.tsv, default ../shared/vectors) as a JSON
+ * string, each as ",<prefix>\"url\"<suffix>".  Returns how many, or -1
+ * if the file cannot be read.
+ */
+int		 gd_refused_urls(struct buf *out, const char *prefix,
+		    const char *suffix);
 /* Prints the last nlines lines of graspd's log as "# " lines. */
 void		 gd_dump_log(const struct gdproc *, int nlines);
 

@@ -104,8 +104,10 @@ static int
 respond(struct relay_conn *c, struct lws *wsi, unsigned status,
     const char *type, char *body, size_t len)
 {
-	unsigned char	 hbuf[LWS_PRE + 2048], *start = hbuf + LWS_PRE;
-	unsigned char	*p = start, *end = hbuf + sizeof(hbuf) - 1;
+	static unsigned char	 hbuf[LWS_PRE + RELAY_HTTP_HEADERS_MAX +
+				    RELAY_HTTP_INLINE_MAX];
+	unsigned char		*start = hbuf + LWS_PRE, *p = start;
+	unsigned char		*end = start + RELAY_HTTP_HEADERS_MAX - 1;
 
 	c->rc_kind = CONN_HTTP;
 	free(c->rc_body);
@@ -118,15 +120,23 @@ respond(struct relay_conn *c, struct lws *wsi, unsigned status,
 	if (lws_add_http_header_by_name(wsi, (const unsigned char *)"server:",
 	    (const unsigned char *)"graspd", 6, &p, end))
 		return 1;
-	if (lws_finalize_write_http_header(wsi, start, &p, end))
-		return 1;
-	if (len == 0) {
-		free(c->rc_body);
-		c->rc_body = NULL;
-		return lws_http_transaction_completed(wsi) ? -1 : 0;
+	if (len > RELAY_HTTP_INLINE_MAX) {
+		if (lws_finalize_write_http_header(wsi, start, &p, end))
+			return 1;
+		lws_callback_on_writable(wsi);
+		return 0;
 	}
-	lws_callback_on_writable(wsi);
-	return 0;
+	/* A small body (NIP-11, errors) leaves with its headers at once. */
+	if (lws_finalize_http_header(wsi, &p, end))
+		return 1;
+	if (len > 0)
+		memcpy(p, body, len);
+	free(c->rc_body);
+	c->rc_body = NULL;
+	if (lws_write(wsi, start, (size_t)(p - start) + len,
+	    LWS_WRITE_HTTP_HEADERS) < 0)
+		return -1;
+	return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
 int

@@ -112,6 +112,11 @@
 /* Git processes serving HTTP requests at once; more get 503. */
 #define RELAY_GIT_MAX_CHILDREN	32
 
+/* Ours: room for the status line and headers of an HTTP answer. */
+#define RELAY_HTTP_HEADERS_MAX	2048
+/* Ours: a body up to this size is written with its headers, in one go. */
+#define RELAY_HTTP_INLINE_MAX	(16 * 1024)
+
 /* What relayd reports as its software (NIP-11 requires a URL). */
 #define RELAY_SOFTWARE		"https://github.com/graspd/graspd"
 #define RELAY_VERSION		"0.1.0"

@@ -1,0 +1,336 @@
+/*
+ * inventory.c: the start-up cost of the GRASP-03 inventory (issue #7's
+ * closing figure; issue #10's target is a rebuild in at most 2 s).
+ *
+ *   inventory [ROOTS DESCENDANTS AUTHORS]
+ *
+ * Generates, straight into a temporary database through common/store.c
+ * (so the schema and rows are what relayd would have written), BENCH_REPOS
+ * accepted announcements, ROOTS roots (1617/1618/1621 naming one of them;
+ * default 100,000) and DESCENDANTS descendants (default 1,000,000: NIP-22
+ * comments and reactions, half naming the root, half the previous
+ * descendant, so chains reach BENCH_CHAIN hops) written by AUTHORS
+ * distinct authors (default 50,000).  Events are not signed: ids are the
+ * real NIP-01 hashes, signatures a constant, since nothing on the
+ * rebuild path checks them (relayd did, before storing).
+ *
+ * Then, on a read-only connection as the roles open it, it times
+ *   - scan: every stored event read in seq order and parsed
+ *     (feed_scan() with a callback that does nothing), which also warms
+ *     SQLite's and the kernel's caches;
+ *   - rebuild: the same scan feeding inv_add(), what relayd, syncd,
+ *     discoveryd and historyd each do at start;
+ * and reads the resident memory (VmRSS of /proc/self/status) before and
+ * after the rebuild.  With BENCH_INV_DB set to a file name the database
+ * is kept there, and reused (not generated again) when it exists, with
+ * the sizes it was made with.  It checks that the inventory holds every root,
+ * descendant and eligible author it generated.  Prints "name value unit"
+ * lines (tests/bench/run.sh collects them).  Figures only: exits 0 unless
+ * something breaks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "buf.h"
+#include "config.h"
+#include "event.h"
+#include "feed.h"
+#include "inventory.h"
+#include "log.h"
+#include "store.h"
+
+/* Ours: repositories the roots are spread over, and maintainers each. */
+#define BENCH_REPOS		100
+#define BENCH_MAINTAINERS	2
+/* Ours: descendants per root alternate between naming the root and the
+ * previous descendant; this many per root at most name their parent. */
+#define BENCH_CHAIN		8
+/* Ours: events per write transaction while generating. */
+#define BENCH_TXN		20000
+
+/* Signatures are 64 zero bytes. */
+#define BENCH_SIG_HEX	"%0128d"
+
+struct gen {
+	struct store	*st;
+	size_t		 intxn;
+	int64_t		 at;		/* created_at, one second apart */
+	size_t		 nauthors;
+	uint64_t	 stored;
+};
+
+static double
+now_s(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* VmRSS in KiB, or -1. */
+static long
+rss_kib(void)
+{
+	FILE	*f = fopen("/proc/self/status", "r");
+	char	 line[256];
+	long	 kib = -1;
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kib = strtol(line + 6, NULL, 10);
+	fclose(f);
+	return kib;
+}
+
+/* Author n's pubkey (any 32 bytes do: nothing verifies them here). */
+static void
+author_hex(size_t n, char out[65])
+{
+	uint8_t	pk[32];
+
+	memset(pk, 0xb5, sizeof(pk));
+	pk[28] = (uint8_t)(n >> 24);
+	pk[29] = (uint8_t)(n >> 16);
+	pk[30] = (uint8_t)(n >> 8);
+	pk[31] = (uint8_t)n;
+	hex_encode(pk, 32, out);
+}
+
+/* Builds, hashes and stores one event; its id in id_hex (65 bytes). */
+static void
+put(struct gen *g, size_t author, uint32_t kind, const char *tags,
+    const char *content, char *id_hex)
+{
+	struct buf		 b = BUF_INIT;
+	struct event		*ev;
+	enum store_result	 r;
+	char			 pk[65], err[256];
+
+	author_hex(author, pk);
+	buf_printf(&b, "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
+	    "%lld,\"kind\":%u,\"tags\":%s,\"content\":\"%s\",\"sig\":\""
+	    BENCH_SIG_HEX "\"}", 0, pk, (long long)g->at++, kind, tags,
+	    content, 0);
+	if ((ev = event_parse(b.b_data, b.b_len, err, sizeof(err))) == NULL)
+		fatalx("inventory: generated event does not parse: %s", err);
+	buf_free(&b);
+	/* The real id, patched into the stored text ({"id":"<hex>"...). */
+	event_compute_id(ev, ev->id);
+	hex_encode(ev->id, 32, ev->id_hex);
+	if (ev->json_len < 71 || memcmp(ev->json, "{\"id\":\"", 7) != 0)
+		fatalx("inventory: unexpected canonical form");
+	memcpy(ev->json + 7, ev->id_hex, 64);
+	if (g->intxn == 0 && store_begin(g->st) == -1)
+		fatalx("inventory: cannot begin a transaction");
+	if ((r = store_put(g->st, ev, NULL)) != STORE_OK)
+		fatalx("inventory: event not stored: %s",
+		    store_result_message(r));
+	if (++g->intxn == BENCH_TXN) {
+		if (store_commit(g->st) == -1)
+			fatalx("inventory: commit failed");
+		g->intxn = 0;
+	}
+	g->stored++;
+	if (id_hex != NULL)
+		memcpy(id_hex, ev->id_hex, 65);
+	event_destroy(ev);
+}
+
+static void
+generate(struct gen *g, size_t nroots, size_t ndesc)
+{
+	char	 coord[BENCH_REPOS][100], tags[1024], owner[65], m[2][65];
+	char	 root[65], parent[65], id[65];
+	size_t	 i, j, per, extra, d = 0, a;
+	static const uint32_t root_kinds[3] = { 1617, 1618, 1621 };
+
+	for (i = 0; i < BENCH_REPOS; i++) {
+		a = i * (g->nauthors / BENCH_REPOS);
+		author_hex(a, owner);
+		author_hex((a + 1) % g->nauthors, m[0]);
+		author_hex((a + 2) % g->nauthors, m[1]);
+		snprintf(coord[i], sizeof(coord[i]), "30617:%s:repo%zu", owner,
+		    i);
+		snprintf(tags, sizeof(tags), "[[\"d\",\"repo%zu\"],[\"relays\","
+		    "\"wss://relay%zu.example.com\"],[\"clone\",\"https://"
+		    "git%zu.example.com/repo%zu.git\"],[\"maintainers\",\"%s\","
+		    "\"%s\"]]", i, i % 10, i % 10, i, m[0], m[1]);
+		put(g, a, 30617, tags, "a benchmark repository", NULL);
+	}
+	per = nroots ? ndesc / nroots : 0;
+	extra = nroots ? ndesc % nroots : 0;
+	for (i = 0; i < nroots; i++) {
+		uint32_t kind = root_kinds[i % 3];
+
+		snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
+		    "\"root %zu\"]]", coord[i % BENCH_REPOS], i);
+		put(g, (i * 7) % g->nauthors, kind, tags, "a root", root);
+		memcpy(parent, root, sizeof(parent));
+		for (j = 0; j < per + (i < extra); j++, d++) {
+			a = (i * 13 + j * 101 + d) % g->nauthors;
+			if (j % 5 == 4) {
+				/* A reaction naming only its parent. */
+				snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],"
+				    "[\"k\",\"%u\"]]", parent, kind);
+				put(g, a, 7, tags, "+", NULL);
+				continue;
+			}
+			snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\","
+			    "\"%u\"],[\"e\",\"%s\"],[\"k\",\"%u\"]]", root, kind,
+			    parent, j ? 1111 : kind);
+			put(g, a, 1111, tags, "a comment", id);
+			/* Every other comment answers the previous one. */
+			if (j % 2 == 1 && j < BENCH_CHAIN)
+				memcpy(parent, id, sizeof(parent));
+			else
+				memcpy(parent, root, sizeof(parent));
+		}
+	}
+	if (g->intxn > 0 && store_commit(g->st) == -1)
+		fatalx("inventory: commit failed");
+	g->intxn = 0;
+}
+
+static void
+noop(void *arg, int64_t seq, const struct event *ev)
+{
+	(void)seq;
+	(void)ev;
+	(*(uint64_t *)arg)++;
+}
+
+static void
+take(void *arg, int64_t seq, const struct event *ev)
+{
+	(void)seq;
+	inv_add(arg, ev);
+}
+
+static void
+count_eligible(void *arg, const uint8_t pk[32])
+{
+	(void)pk;
+	(*(size_t *)arg)++;
+}
+
+static size_t
+arg(int argc, char **argv, int i, size_t dflt)
+{
+	char	*end;
+	long	 v;
+
+	if (argc <= i)
+		return dflt;
+	v = strtol(argv[i], &end, 10);
+	if (*end != '\0' || v < 0)
+		fatalx("usage: inventory [ROOTS DESCENDANTS AUTHORS]");
+	return (size_t)v;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct config		 cfg;
+	struct gen		 g;
+	struct store		*st;
+	struct inventory	*iv;
+	struct inv_root		*rt;
+	char			 dir[256], path[300], err[256], cmd[400];
+	const char		*keep;
+	size_t			 nroots, ndesc, it, roots = 0, desc = 0;
+	size_t			 eligible = 0;
+	uint64_t		 scanned = 0;
+	double			 t, t_gen, t_scan, t_rebuild;
+	long			 rss0, rss1;
+	void			*v;
+
+	log_init("inventory", 1);
+	nroots = arg(argc, argv, 1, 100000);
+	ndesc = arg(argc, argv, 2, 1000000);
+	memset(&g, 0, sizeof(g));
+	g.nauthors = arg(argc, argv, 3, 50000);
+	if (g.nauthors < BENCH_REPOS * 3 || nroots == 0)
+		fatalx("inventory: at least %d authors and one root",
+		    BENCH_REPOS * 3);
+	dir[0] = '\0';
+	if ((keep = getenv("BENCH_INV_DB")) != NULL && *keep != '\0')
+		snprintf(path, sizeof(path), "%s", keep);
+	else {
+		keep = NULL;
+		snprintf(dir, sizeof(dir), "%s/graspd-invbench.XXXXXX",
+		    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		if (mkdtemp(dir) == NULL)
+			fatal("inventory: mkdtemp");
+		snprintf(path, sizeof(path), "%s/graspd.db", dir);
+	}
+
+	t = now_s();
+	if (keep == NULL || access(path, F_OK) == -1) {
+		if ((g.st = store_open(path, 0, err, sizeof(err))) == NULL)
+			fatalx("inventory: %s", err);
+		/* Setting up a benchmark: a crash only loses the run. */
+		if (sqlite3_exec(store_sqlite(g.st), "PRAGMA synchronous=OFF",
+		    NULL, NULL, NULL) != SQLITE_OK)
+			fatalx("inventory: cannot set the pragmas");
+		g.at = (int64_t)time(NULL) - 30 * 86400;
+		generate(&g, nroots, ndesc);
+		store_close(g.st);
+	} else
+		g.stored = BENCH_REPOS + nroots + ndesc;
+	t_gen = now_s() - t;
+
+	memset(&cfg, 0, sizeof(cfg));
+	if ((st = store_open(path, 1, err, sizeof(err))) == NULL)
+		fatalx("inventory: %s", err);
+	t = now_s();
+	if (feed_scan(st, 0, INT64_MAX, noop, &scanned, NULL) == -1)
+		fatalx("inventory: scan failed");
+	t_scan = now_s() - t;
+	rss0 = rss_kib();
+	t = now_s();
+	iv = inv_new(&cfg);
+	if (feed_scan(st, 0, INT64_MAX, take, iv, NULL) == -1)
+		fatalx("inventory: rebuild failed");
+	t_rebuild = now_s() - t;
+	rss1 = rss_kib();
+
+	for (it = 0; hmap_next(&iv->iv_roots, &it, NULL, NULL, &v); ) {
+		rt = v;
+		roots += rt->rt_repo != NULL && !rt->rt_deleted;
+		desc += rt->rt_ndesc;
+	}
+	inv_eligible_each(iv, count_eligible, &eligible);
+	if (scanned != g.stored || roots != nroots || desc != ndesc ||
+	    eligible > g.nauthors || (ndesc >= g.nauthors * 2 &&
+	    eligible != g.nauthors))
+		fatalx("inventory: built %zu roots, %zu descendants, %zu "
+		    "eligible authors from %llu events; generated %zu, %zu, "
+		    "%zu, %llu", roots, desc, eligible,
+		    (unsigned long long)scanned, nroots, ndesc, g.nauthors,
+		    (unsigned long long)g.stored);
+
+	printf("inventory_events %llu events\n", (unsigned long long)scanned);
+	printf("inventory_roots %zu roots\n", roots);
+	printf("inventory_descendants %zu events\n", desc);
+	printf("inventory_authors %zu authors\n", eligible);
+	printf("inventory_generate_s %.1f s\n", t_gen);
+	printf("inventory_scan_s %.2f s\n", t_scan);
+	printf("inventory_rebuild_s %.2f s\n", t_rebuild);
+	printf("inventory_rss_mib %.1f MiB\n", (double)(rss1 - rss0) / 1024);
+	printf("inventory_rss_total_mib %.1f MiB\n", (double)rss1 / 1024);
+
+	inv_free(iv);
+	store_close(st);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (dir[0] != '\0' && system(cmd) != 0)
+		log_warnx("inventory: could not remove %s", dir);
+	return 0;
+}

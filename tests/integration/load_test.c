@@ -35,7 +35,7 @@
 #include "wsclient.h"
 
 /* How long to wait for the last OKs and deliveries after publishing. */
-#define DRAIN_MS	30000
+#define DRAIN_MS	60000
 /* How long every subscription may take to be set up (EOSE). */
 #define SETUP_MS	120000
 

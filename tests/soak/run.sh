@@ -43,7 +43,7 @@ GRASPD_CRASH_KILLS=${SOAK_KILLS:-20} \
 # Both ends of 2,000 connections, with room to spare.
 ulimit -n "$(ulimit -H -n)" 2>/dev/null
 GRASPD_LOAD_CLIENTS=${SOAK_CLIENTS:-2000} GRASPD_LOAD_SUBS=${SOAK_SUBS:-10} \
-    GRASPD_LOAD_SECS=${SOAK_SECS:-60} GRASPD_LOAD_RATE=${SOAK_RATE:-100} \
+    GRASPD_LOAD_SECS=${SOAK_SECS:-60} GRASPD_LOAD_RATE=${SOAK_RATE:-50} \
     run load "$O/tests/integration/load_test"
 
 echo "# === figures"

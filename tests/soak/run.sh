@@ -4,7 +4,7 @@
 #    moments under publish load (tests/integration/crash_test with
 #    GRASPD_CRASH_KILLS=20): nothing acknowledged lost, no other pid
 #    changed, restart times (min/median/p95/max, how many over 2 s); then
-#    three power cuts of the whole process group.
+#    five power cuts of the whole process group (SOAK_CUTS).
 #  - load: 2,000 websocket clients x 10 subscriptions, publishing and
 #    subscribing for 60 s (tests/integration/load_test with
 #    GRASPD_LOAD_*): OK latency p99, relayd's memory, dropped
@@ -37,7 +37,7 @@ run() {
 	fi
 }
 
-GRASPD_CRASH_KILLS=${SOAK_KILLS:-20} \
+GRASPD_CRASH_KILLS=${SOAK_KILLS:-20} GRASPD_CRASH_CUTS=${SOAK_CUTS:-5} \
     run crash "$O/tests/integration/crash_test"
 
 # Both ends of 2,000 connections, with room to spare.

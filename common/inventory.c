@@ -14,13 +14,34 @@
 #include "policy.h"
 #include "relayurl.h"
 
-/* What an id or address leads to: the roots it descends from. */
+/*
+ * What an id or address leads to: the roots it descends from.  Almost
+ * every node has one root, kept inline; nodes live in chunks freed with
+ * the inventory (a rebuild makes one per stored descendant, so one
+ * allocation per node would dominate start-up).
+ */
 struct inv_node {
 	int		  nd_depth;	/* 0 for a root itself */
-	struct inv_root	**nd_roots;
 	size_t		  nd_n;
-	size_t		  nd_cap;
+	struct inv_root	 *nd_first;	/* root 0 */
+	struct inv_root	**nd_more;	/* roots 1 .. nd_n - 1 */
+	size_t		  nd_cap;	/* of nd_more */
 };
+
+/* Ours: nodes per allocation. */
+#define INV_NODE_CHUNK	4096
+
+struct inv_node_chunk {
+	struct inv_node_chunk	*nc_next;
+	size_t			 nc_used;
+	struct inv_node		 nc_nodes[INV_NODE_CHUNK];
+};
+
+static struct inv_root *
+node_root(const struct inv_node *nd, size_t i)
+{
+	return i == 0 ? nd->nd_first : nd->nd_more[i - 1];
+}
 
 /* Roots that name a repository the inventory does not know (yet). */
 struct inv_pending {
@@ -114,9 +135,13 @@ inv_free(struct inventory *iv)
 		repo_free(v);
 	for (it = 0; hmap_next(&iv->iv_roots, &it, NULL, NULL, &v); )
 		root_free(v);
-	for (it = 0; hmap_next(&iv->iv_nodes, &it, NULL, NULL, &v); ) {
-		free(((struct inv_node *)v)->nd_roots);
-		free(v);
+	for (it = 0; hmap_next(&iv->iv_nodes, &it, NULL, NULL, &v); )
+		free(((struct inv_node *)v)->nd_more);
+	while (iv->iv_node_chunks != NULL) {
+		struct inv_node_chunk *nc = iv->iv_node_chunks;
+
+		iv->iv_node_chunks = nc->nc_next;
+		free(nc);
 	}
 	for (it = 0; hmap_next(&iv->iv_authors, &it, NULL, NULL, &v); ) {
 		free(((struct inv_author *)v)->au_roots);
@@ -238,11 +263,19 @@ author_add_root(struct inventory *iv, const uint8_t pk[32],
 static struct inv_node *
 node_get(struct inventory *iv, const void *key, size_t len, int depth)
 {
-	struct inv_node	*nd = hmap_get(&iv->iv_nodes, key, len);
+	struct inv_node		*nd = hmap_get(&iv->iv_nodes, key, len);
+	struct inv_node_chunk	*nc = iv->iv_node_chunks;
 
 	if (nd == NULL) {
-		if ((nd = calloc(1, sizeof(*nd))) == NULL)
-			fatal("inventory");
+		if (nc == NULL || nc->nc_used == INV_NODE_CHUNK) {
+			if ((nc = malloc(sizeof(*nc))) == NULL)
+				fatal("inventory");
+			nc->nc_next = iv->iv_node_chunks;
+			nc->nc_used = 0;
+			iv->iv_node_chunks = nc;
+		}
+		nd = &nc->nc_nodes[nc->nc_used++];
+		memset(nd, 0, sizeof(*nd));
 		nd->nd_depth = depth;
 		hmap_put(&iv->iv_nodes, key, len, nd);
 	} else if (depth < nd->nd_depth)
@@ -256,10 +289,17 @@ node_add_root(struct inv_node *nd, struct inv_root *rt)
 	size_t	i;
 
 	for (i = 0; i < nd->nd_n; i++)
-		if (nd->nd_roots[i] == rt)
+		if (node_root(nd, i) == rt)
 			return 0;
-	GROW(nd->nd_roots, nd->nd_n, nd->nd_cap);
-	nd->nd_roots[nd->nd_n++] = rt;
+	if (nd->nd_n == 0)
+		nd->nd_first = rt;
+	else {
+		size_t more = nd->nd_n - 1;
+
+		GROW(nd->nd_more, more, nd->nd_cap);
+		nd->nd_more[more] = rt;
+	}
+	nd->nd_n++;
 	return 1;
 }
 
@@ -465,12 +505,13 @@ add_descendant(struct inventory *iv, const struct event *ev)
 		if (p->nd_depth + 1 < depth)
 			depth = p->nd_depth + 1;
 		for (i = 0; i < p->nd_n; i++) {
+			struct inv_root *prt = node_root(p, i);
+
 			for (k = 0; k < nroots; k++)
-				if (roots[k] == p->nd_roots[i])
+				if (roots[k] == prt)
 					break;
-			if (k == nroots && nroots < 64 &&
-			    !p->nd_roots[i]->rt_deleted)
-				roots[nroots++] = p->nd_roots[i];
+			if (k == nroots && nroots < 64 && !prt->rt_deleted)
+				roots[nroots++] = prt;
 		}
 	}
 	if (nroots == 0)

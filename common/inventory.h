@@ -37,6 +37,7 @@ enum inv_level {
 };
 
 struct inv_root;
+struct inv_node_chunk;
 
 struct inv_repo {
 	char		 *ir_coord;	/* "30617:<owner hex>:<d>" */
@@ -86,6 +87,7 @@ struct inventory {
 	char		(*iv_self)[256];	/* our own relay keys */
 	int		 iv_nself;
 	uint64_t	 iv_generation;	/* bumped on every change */
+	struct inv_node_chunk *iv_node_chunks;	/* where nodes live */
 };
 
 /*

@@ -22,7 +22,8 @@
 # Sizes: BENCH_EVENTS (20000 published in parallel), BENCH_SERIAL (1000
 # published one at a time), BENCH_REQS (1000 round trips per query),
 # BENCH_SUBS (1000 fan-out subscribers), BENCH_BIG (1000000 stored events
-# for part two; 0 skips part two).  BENCH_NO_PULL=1 skips pull.sh.
+# for part two; 0 skips part two).  BENCH_NO_PULL=1 skips pull.sh,
+# BENCH_NO_INVENTORY=1 the inventory start-up benchmark.
 set -eu
 
 O=${O:-build}
@@ -240,6 +241,12 @@ if [ "$BIG" -gt 0 ]; then
 	echo "rss_after_queries_big $(rss "$pid") kB" >>"$tmp/figures"
 	stop_relay
 fi
+
+# GRASP-03 inventory start-up at 100,000 roots, 1,000,000 descendants and
+# 50,000 authors (tests/bench/inventory.c; generating its database takes
+# minutes).  BENCH_NO_INVENTORY=1 skips it.
+[ -n "${BENCH_NO_INVENTORY:-}" ] || TMPDIR=$tmp \
+    "$O/tests/bench/inventory" >>"$tmp/figures" || fail "inventory failed"
 
 echo
 # Ingest as a fraction of the verification limit measured above.

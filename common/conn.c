@@ -375,9 +375,13 @@ conn_notice_is_rate_limit(const char *text, size_t len)
 int
 conn_notice_is_unsupported(const char *text, size_t len)
 {
+	/* Not "unknown subscription": an answer to a CLOSE. */
+	if (has_word(text, len, "subscription"))
+		return 0;
 	return has_word(text, len, "unknown") ||
 	    has_word(text, len, "unsupported") ||
-	    has_word(text, len, "not supported");
+	    has_word(text, len, "not supported") ||
+	    has_word(text, len, "unrecognized");
 }
 
 int

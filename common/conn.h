@@ -432,8 +432,9 @@ struct conn_req	*conn_neg(struct conn *c, const char *filter_json,
 
 /*
  * 1 if NOTICE text (len bytes) reads as a relay refusing a command it
- * does not know: lower-cased it contains "unknown", "unsupported" or
- * "not supported".  Else 0.
+ * does not know: lower-cased it contains "unknown", "unsupported", "not
+ * supported" or "unrecognized", and not "subscription" (a NOTICE about
+ * an unknown subscription answers a CLOSE).  Else 0.
  */
 int		 conn_notice_is_unsupported(const char *text, size_t len);
 

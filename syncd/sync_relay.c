@@ -46,6 +46,7 @@ struct sync_hreq {
 	int64_t			 hr_since;	/* catch-up: its since */
 	struct sync_vals	*hr_vals;	/* HR_SET: what it asks */
 	char			*hr_filter;	/* the historic filter */
+	int			 hr_negotiating; /* hr_req is a conn_neg() */
 	/* After a reconciliation: the fetches of the needed ids. */
 	struct conn_req		**hr_fetch;
 	size_t			 hr_nfetch;
@@ -423,6 +424,7 @@ hreq_neg_done(void *arg, struct conn_req *req, enum conn_neg_result res,
 	struct sync_relay	*sr = hr->hr_sr;
 
 	hr->hr_req = NULL;
+	hr->hr_negotiating = 0;
 	sr->sr_neg_rounds += st->ns_rounds;
 	sr->sr_neg_bytes += st->ns_bytes_in + st->ns_bytes_out;
 	switch (res) {
@@ -437,6 +439,22 @@ hreq_neg_done(void *arg, struct conn_req *req, enum conn_neg_result res,
 		sync_neg_unsupported(sr->sr_sd, sr->sr_key, reason);
 		sr->sr_neg_fallbacks++;
 		hreq_paginate(hr);
+		/* The others queued for this relay need not wait for the
+		 * same answer (a silent relay would cost a timeout each). */
+		for (;;) {
+			struct sync_hreq *o;
+
+			LIST_FOREACH(o, &sr->sr_hreqs, hr_entry)
+				if (o->hr_negotiating)
+					break;
+			if (o == NULL)
+				break;
+			conn_fetch_cancel(o->hr_req);
+			o->hr_req = NULL;
+			o->hr_negotiating = 0;
+			sr->sr_neg_fallbacks++;
+			hreq_paginate(o);
+		}
 		break;
 	case NEGR_FAILED:
 		log_info("%s: negentropy failed (%s): paginated REQ for this "
@@ -478,7 +496,10 @@ hreq_neg(struct sync_hreq *hr)
 	hr->hr_req = conn_neg(sr->sr_conn, hr->hr_filter, items, n,
 	    CONN_PRIO_NORMAL, 0, &cb);
 	free(items);
-	return hr->hr_req == NULL ? -1 : 0;
+	if (hr->hr_req == NULL)
+		return -1;
+	hr->hr_negotiating = 1;
+	return 0;
 }
 
 static void

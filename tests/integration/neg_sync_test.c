@@ -8,14 +8,25 @@
  * answers NEG-OPEN with a NOTICE) still converges, is remembered as such
  * and gets no NEG-OPEN on the next historic pass.  With
  * NGIT_SYNC_DISABLE_NEGENTROPY=true no NEG message reaches a relayd that
- * speaks NIP-77, and sync still converges.  relayd closes a negentropy
- * session that stays idle.
+ * speaks NIP-77, and sync still converges.  Scripted relays that answer
+ * NEG-OPEN with NEG-ERR, CLOSED, silence or "blocked:" are told apart:
+ * the first three are remembered as not speaking NIP-77, the last only
+ * falls back for its filter.  relayd closes a negentropy session that
+ * stays idle.
  *
  * Seeding: the shared events are published once into A with sync off;
  * A's database and repositories are copied into B's directory; each then
  * gets its own events, and both restart with sync on.
  */
 #define _GNU_SOURCE		/* asprintf */
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +76,7 @@ struct pair {
 	int			 nown;
 	uint64_t		 bytes_a_lacks, bytes_b_lacks;
 	int64_t			 stored_a, stored_b;
+	int64_t			 sync_on_ms;	/* restart with sync on */
 };
 
 static char		 tmpdir[256];
@@ -364,6 +376,7 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 		p->bytes_a_lacks += shared[i]->json_len;
 		p->bytes_b_lacks += shared[i]->json_len;
 	}
+	p->sync_on_ms = wsc_now_ms();
 	relayproc_setenv(p->a, "NGIT_SYNC_ENABLED=true");
 	relayproc_setenv(p->b, "NGIT_SYNC_ENABLED=true");
 	if (relayproc_restart(p->a) == -1 || relayproc_restart(p->b) == -1) {
@@ -377,11 +390,12 @@ done:
 }
 
 /* Waits until both sides hold every event of both; returns the seconds
- * it took, or -1. */
+ * since both were started again with sync on, or -1. */
 static double
 pair_converge(struct pair *p)
 {
-	int64_t	 start = wsc_now_ms(), deadline = start + CONVERGE_SECS * 1000;
+	int64_t	 start = p->sync_on_ms;
+	int64_t	 deadline = wsc_now_ms() + CONVERGE_SECS * 1000;
 	int64_t	 want_a = p->stored_a + p->nown, want_b = p->stored_b + p->nown;
 	int64_t	 sa = -1, sb = -1;
 
@@ -458,7 +472,8 @@ two_instances_converge_by_negentropy(void)
 	T_CHECK(figures(p.b, relayproc_url(p.a), &fb) == 0);
 	neg_a = fa.neg_bytes + fa.fetch_bytes;
 	neg_b = fb.neg_bytes + fb.fetch_bytes;
-	printf("# %d shared + 100 each: converged in %.2f s\n", nshared,
+	printf("# %d shared + 100 each: converged %.2f s after the restart "
+	    "of both with sync on (two graspd starts included)\n", nshared,
 	    secs);
 	printf("# A: %.0f sessions, %.0f rounds, %.0f ids needed; "
 	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
@@ -655,6 +670,311 @@ req_only_peer_converges_and_is_remembered(void)
 	event_destroy(issue);
 }
 
+/*
+ * Scripted relays, one thread for all: each answers REQ with EOSE and
+ * NEG-OPEN as its mode says.
+ */
+enum script_mode {
+	SCRIPT_NEG_ERR,		/* NEG-ERR "error: ..." */
+	SCRIPT_CLOSED,		/* CLOSED */
+	SCRIPT_SILENT,		/* no answer */
+	SCRIPT_BLOCKED,		/* NEG-ERR "blocked: ...", a NIP-77 relay */
+	SCRIPT_NMODES
+};
+
+#define SCRIPT_CLIENTS	8
+
+struct script_client {
+	int		 sc_fd;		/* -1: free */
+	int		 sc_relay;
+	int		 sc_upgraded;
+	struct buf	 sc_in;
+};
+
+static struct script {
+	int			 s_listen[SCRIPT_NMODES];
+	int			 s_port[SCRIPT_NMODES];
+	char			 s_url[SCRIPT_NMODES][64];
+	atomic_int		 s_neg_opens[SCRIPT_NMODES];
+	atomic_int		 s_reqs[SCRIPT_NMODES];
+	struct script_client	 s_clients[SCRIPT_CLIENTS];
+	atomic_int		 s_stop;
+	pthread_t		 s_thread;
+} scr;
+
+static void
+script_send(struct script_client *c, const char *text)
+{
+	struct buf	b = BUF_INIT;
+
+	wsc_frame_encode(&b, 1, 1, NULL, text, strlen(text));
+	if (write(c->sc_fd, b.b_data, b.b_len) != (ssize_t)b.b_len)
+		(void)0;	/* the client sees a broken link */
+	buf_free(&b);
+}
+
+static void
+script_drop(struct script_client *c)
+{
+	close(c->sc_fd);
+	c->sc_fd = -1;
+	buf_free(&c->sc_in);
+}
+
+/* One text message from syncd. */
+static void
+script_message(struct script_client *c, const char *text)
+{
+	cJSON		*m = cJSON_Parse(text);
+	const char	*verb = cJSON_GetStringValue(cJSON_GetArrayItem(m, 0));
+	const char	*sub = cJSON_GetStringValue(cJSON_GetArrayItem(m, 1));
+	char		 out[300];
+	int		 mode = c->sc_relay;
+
+	if (verb == NULL || sub == NULL || strlen(sub) > 64)
+		goto done;
+	if (strcmp(verb, "REQ") == 0) {
+		atomic_fetch_add(&scr.s_reqs[mode], 1);
+		snprintf(out, sizeof(out), "[\"EOSE\",\"%s\"]", sub);
+		script_send(c, out);
+	} else if (strcmp(verb, "NEG-OPEN") == 0) {
+		atomic_fetch_add(&scr.s_neg_opens[mode], 1);
+		out[0] = '\0';
+		if (mode == SCRIPT_NEG_ERR)
+			snprintf(out, sizeof(out), "[\"NEG-ERR\",\"%s\","
+			    "\"error: negentropy is disabled here\"]", sub);
+		else if (mode == SCRIPT_CLOSED)
+			snprintf(out, sizeof(out), "[\"CLOSED\",\"%s\","
+			    "\"error: bad message\"]", sub);
+		else if (mode == SCRIPT_BLOCKED)
+			snprintf(out, sizeof(out), "[\"NEG-ERR\",\"%s\","
+			    "\"blocked: too many query results\",10]", sub);
+		if (out[0] != '\0')
+			script_send(c, out);
+	}
+done:
+	cJSON_Delete(m);
+}
+
+/* Handshake, then every complete frame in the buffer. */
+static void
+script_input(struct script_client *c)
+{
+	struct ws_frame	 f;
+	char		*end, *k, key[64], accept[29], *text;
+	struct buf	 b = BUF_INIT;
+	size_t		 used;
+
+	if (!c->sc_upgraded) {
+		if ((end = strstr(c->sc_in.b_data, "\r\n\r\n")) == NULL)
+			return;
+		key[0] = '\0';
+		if ((k = strcasestr(c->sc_in.b_data, "Sec-WebSocket-Key:")) !=
+		    NULL)
+			sscanf(k + 18, " %63[^\r\n ]", key);
+		wsc_accept_key(key, accept);
+		buf_printf(&b, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
+		    "websocket\r\nConnection: Upgrade\r\n"
+		    "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
+		if (write(c->sc_fd, b.b_data, b.b_len) != (ssize_t)b.b_len) {
+			buf_free(&b);
+			script_drop(c);
+			return;
+		}
+		buf_free(&b);
+		c->sc_upgraded = 1;
+		used = (size_t)(end + 4 - c->sc_in.b_data);
+		memmove(c->sc_in.b_data, c->sc_in.b_data + used,
+		    c->sc_in.b_len - used);
+		c->sc_in.b_len -= used;
+	}
+	while (c->sc_fd != -1 && wsc_frame_parse((uint8_t *)c->sc_in.b_data,
+	    c->sc_in.b_len, &f) == 1 && c->sc_in.b_len >= f.hdrlen + f.len) {
+		uint8_t	*p = (uint8_t *)c->sc_in.b_data + f.hdrlen;
+
+		if (f.masked)
+			wsc_unmask(p, (size_t)f.len, f.mask, 0);
+		if (f.opcode == 8) {
+			script_drop(c);
+			return;
+		}
+		if (f.opcode == 1 && (text = strndup((char *)p,
+		    (size_t)f.len)) != NULL) {
+			script_message(c, text);
+			free(text);
+		}
+		used = f.hdrlen + (size_t)f.len;
+		memmove(c->sc_in.b_data, c->sc_in.b_data + used,
+		    c->sc_in.b_len - used);
+		c->sc_in.b_len -= used;
+	}
+}
+
+static void *
+script_loop(void *arg)
+{
+	struct pollfd	 pfd[SCRIPT_NMODES + SCRIPT_CLIENTS];
+	int		 who[SCRIPT_NMODES + SCRIPT_CLIENTS];
+	char		 chunk[65536];
+	ssize_t		 n;
+	int		 np, i, j, fd;
+
+	while (!atomic_load(&scr.s_stop)) {
+		np = 0;
+		for (i = 0; i < SCRIPT_NMODES; i++) {
+			pfd[np].fd = scr.s_listen[i];
+			pfd[np].events = POLLIN;
+			who[np++] = -1 - i;
+		}
+		for (i = 0; i < SCRIPT_CLIENTS; i++)
+			if (scr.s_clients[i].sc_fd != -1) {
+				pfd[np].fd = scr.s_clients[i].sc_fd;
+				pfd[np].events = POLLIN;
+				who[np++] = i;
+			}
+		if (poll(pfd, (nfds_t)np, 100) <= 0)
+			continue;
+		for (j = 0; j < np; j++) {
+			if (!(pfd[j].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (who[j] < 0) {
+				if ((fd = accept(pfd[j].fd, NULL, NULL)) == -1)
+					continue;
+				for (i = 0; i < SCRIPT_CLIENTS; i++)
+					if (scr.s_clients[i].sc_fd == -1)
+						break;
+				if (i == SCRIPT_CLIENTS) {
+					close(fd);
+					continue;
+				}
+				scr.s_clients[i].sc_fd = fd;
+				scr.s_clients[i].sc_relay = -1 - who[j];
+				scr.s_clients[i].sc_upgraded = 0;
+				continue;
+			}
+			struct script_client *c = &scr.s_clients[who[j]];
+
+			if ((n = read(c->sc_fd, chunk, sizeof(chunk))) <= 0) {
+				script_drop(c);
+				continue;
+			}
+			buf_add(&c->sc_in, chunk, (size_t)n);
+			script_input(c);
+		}
+	}
+	return arg;
+}
+
+static int
+script_start(void)
+{
+	struct sockaddr_in	sin;
+	socklen_t		sl = sizeof(sin);
+	int			i, one = 1;
+
+	memset(&scr, 0, sizeof(scr));
+	for (i = 0; i < SCRIPT_CLIENTS; i++)
+		scr.s_clients[i].sc_fd = -1;
+	for (i = 0; i < SCRIPT_NMODES; i++) {
+		memset(&sin, 0, sizeof(sin));
+		sin.sin_family = AF_INET;
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if ((scr.s_listen[i] = socket(AF_INET, SOCK_STREAM, 0)) ==
+		    -1 || setsockopt(scr.s_listen[i], SOL_SOCKET, SO_REUSEADDR,
+		    &one, sizeof(one)) == -1 || bind(scr.s_listen[i],
+		    (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+		    listen(scr.s_listen[i], 8) == -1 ||
+		    getsockname(scr.s_listen[i], (struct sockaddr *)&sin,
+		    &sl) == -1)
+			return -1;
+		scr.s_port[i] = ntohs(sin.sin_port);
+		snprintf(scr.s_url[i], sizeof(scr.s_url[i]),
+		    "ws://127.0.0.1:%d", scr.s_port[i]);
+	}
+	return pthread_create(&scr.s_thread, NULL, script_loop, NULL) == 0 ?
+	    0 : -1;
+}
+
+static void
+script_stop(void)
+{
+	int	i;
+
+	atomic_store(&scr.s_stop, 1);
+	pthread_join(scr.s_thread, NULL);
+	for (i = 0; i < SCRIPT_CLIENTS; i++)
+		if (scr.s_clients[i].sc_fd != -1)
+			script_drop(&scr.s_clients[i]);
+	for (i = 0; i < SCRIPT_NMODES; i++)
+		close(scr.s_listen[i]);
+}
+
+static void
+negentropy_refusals_are_told_apart(void)
+{
+	static const char *const env[] = {
+		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
+		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
+	static const char *const want[SCRIPT_NMODES] = {
+		"req", "req", "req", "negentropy" };
+	struct relayproc	*a;
+	struct relayproc	*hosts[1];
+	struct event		*ann;
+	struct neg_figures	 f[SCRIPT_NMODES];
+	struct wsc		*ws;
+	const char		*urls[SCRIPT_NMODES];
+	char			 dir[512];
+	uint8_t			 sk[32];
+	int64_t			 deadline;
+	int			 i, settled;
+
+	T_ASSERT(script_start() == 0);
+	a = relayproc_start("graspd", env);
+	T_ASSERT(a != NULL);
+	for (i = 0; i < SCRIPT_NMODES; i++)
+		urls[i] = scr.s_url[i];
+	hosts[0] = a;
+	T_ASSERT((ann = announcement(80, "scripted", hosts, 1, urls,
+	    SCRIPT_NMODES)) != NULL);
+	T_CHECK(publish(a, ann) == 0);
+	event_destroy(ann);
+	sk_of(80, sk);
+	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
+	if ((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
+	    TMO)) != NULL) {
+		T_CHECK(gt_release(ws, sk, relayproc_domain(a), "scripted",
+		    dir, NULL) == 0);
+		wsc_close(ws);
+	}
+	/* Silence takes the fetch timeout (3 s under NGIT_TEST). */
+	deadline = wsc_now_ms() + PEER_SECS * 1000;
+	do {
+		usleep(200000);
+		settled = 1;
+		for (i = 0; i < SCRIPT_NMODES; i++)
+			if (figures(a, urls[i], &f[i]) == -1 ||
+			    strcmp(f[i].mode, want[i]) != 0 ||
+			    f[i].fallbacks < 1 || atomic_load(&scr.s_reqs[i])
+			    < 1)
+				settled = 0;
+	} while (!settled && wsc_now_ms() < deadline);
+	for (i = 0; i < SCRIPT_NMODES; i++) {
+		printf("# scripted relay %d: mode %s, %.0f fallbacks, "
+		    "%d NEG-OPEN, %d REQ\n", i, f[i].mode, f[i].fallbacks,
+		    atomic_load(&scr.s_neg_opens[i]),
+		    atomic_load(&scr.s_reqs[i]));
+		T_EQ_STR(f[i].mode, want[i]);
+		/* Every refused reconciliation became a paginated REQ. */
+		T_CHECK(f[i].fallbacks >= 1 && f[i].sessions == 0);
+		T_CHECK(atomic_load(&scr.s_reqs[i]) >= 1);
+		T_CHECK(atomic_load(&scr.s_neg_opens[i]) >= 1);
+	}
+	if (t_case_failed)
+		relayproc_dump_log(a, 40);
+	relayproc_free(a);
+	script_stop();
+}
+
 static void
 idle_negentropy_session_is_closed(void)
 {
@@ -721,6 +1041,7 @@ main(void)
 	}
 	T_RUN(idle_negentropy_session_is_closed);
 	T_RUN(req_only_peer_converges_and_is_remembered);
+	T_RUN(negentropy_refusals_are_told_apart);
 	T_RUN(disabled_negentropy_sends_no_neg_message);
 	T_RUN(two_instances_converge_by_negentropy);
 	rm_tmpdir();

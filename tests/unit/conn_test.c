@@ -426,6 +426,34 @@ state_and_result_names(void)
 	T_EQ_STR(conn_state_name(CONN_NSTATES), "unknown");
 	T_EQ_STR(conn_fetch_result_name(FETCH_EOSE), "eose");
 	T_EQ_STR(conn_fetch_result_name(FETCH_RATE_LIMITED), "rate_limited");
+	T_EQ_STR(conn_neg_result_name(NEGR_DONE), "done");
+	T_EQ_STR(conn_neg_result_name(NEGR_UNSUPPORTED), "unsupported");
+	T_EQ_STR(conn_neg_result_name(NEGR_FAILED), "failed");
+	T_EQ_STR(conn_neg_result_name(NEGR_RATE_LIMITED), "rate_limited");
+	T_EQ_STR(conn_neg_result_name(NEGR_RATE_LIMITED + 1), "unknown");
+}
+
+static int
+unsupported(const char *s)
+{
+	return conn_notice_is_unsupported(s, strlen(s));
+}
+
+static void
+notice_of_an_unknown_command_reads_as_unsupported(void)
+{
+	/* tests/peer's and relayd's own answers to a verb they lack. */
+	T_ASSERT(unsupported("error: unknown message type \"NEG-OPEN\""));
+	T_ASSERT(unsupported("ERROR: Unknown command: NEG-OPEN"));
+	T_ASSERT(unsupported("negentropy unsupported"));
+	T_ASSERT(unsupported("NEG-OPEN is not supported"));
+	T_ASSERT(!unsupported("rate limited: slow down"));
+	T_ASSERT(!unsupported("error: bad filter"));
+	T_ASSERT(unsupported("Unrecognized message NEG-OPEN"));
+	T_ASSERT(!unsupported("CLOSE: unknown subscription id"));
+	T_ASSERT(!unsupported(""));
+	/* Only the first len bytes count. */
+	T_ASSERT(!conn_notice_is_unsupported("unknown", 6));
 }
 
 int
@@ -447,5 +475,6 @@ main(void)
 	T_RUN(packing_refuses_what_cannot_fit_and_bad_arguments);
 	T_RUN(packing_appends_to_an_existing_list);
 	T_RUN(state_and_result_names);
+	T_RUN(notice_of_an_unknown_command_reads_as_unsupported);
 	return t_done();
 }

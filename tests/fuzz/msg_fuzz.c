@@ -3,8 +3,9 @@
  * checks of msg_recv() (through msg_check(), which msg_recv() uses and
  * which reports instead of exiting) and the payload decoders that follow
  * them: INGEST (msg_ingest_decode(), then the event and its relay URL as
- * relayd reads them), ACCEPTED (feed.c's size check) and the JSON text of
- * CONTROL, CONTROL_REPLY and STATS.
+ * relayd reads them), ACCEPTED (feed.c's size check), PLUSMARK
+ * (msg_plusmark_decode()) and the JSON text of CONTROL, CONTROL_REPLY and
+ * STATS.
  *
  * Each input is read twice: as the raw buffer nanomsg would hand over,
  * and as the payload of a well-formed message of the type its first byte
@@ -83,6 +84,18 @@ payload(const struct msg *m)
 			(void)ma;
 		}
 		break;
+	case MSG_PLUSMARK:
+		/* msg_plusmark_decode()'s conditions (it exits otherwise);
+		 * what it takes, msg_plusmark_encode() rebuilds. */
+		if (m->m_len == MSG_PLUSMARK_LEN && m->m_data[32] <= 1) {
+			uint8_t	pk[32], b[MSG_PLUSMARK_LEN];
+			int	set = msg_plusmark_decode(m, pk);
+
+			FUZZ_ASSERT(set == m->m_data[32]);
+			msg_plusmark_encode(b, pk, set);
+			FUZZ_ASSERT(memcmp(b, m->m_data, sizeof(b)) == 0);
+		}
+		break;
 	case MSG_CONTROL:
 	case MSG_CONTROL_REPLY:
 	case MSG_STATS:
@@ -97,7 +110,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum msg_type	types[] = { MSG_INGEST, MSG_ACCEPTED,
-	    MSG_CONTROL, MSG_CONTROL_REPLY, MSG_STATS };
+	    MSG_CONTROL, MSG_CONTROL_REPLY, MSG_STATS, MSG_PLUSMARK };
 	struct msg_hdr			 h;
 	struct msg			 m;
 	uint8_t				*wrapped;

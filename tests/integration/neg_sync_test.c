@@ -297,6 +297,7 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 	uint8_t		 sk[32];
 	char		 dir[512];
 	size_t		 ne = 0, i;
+	int64_t		 t0;
 	int		 rc = -1, n;
 
 	memset(p, 0, sizeof(*p));
@@ -343,10 +344,14 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 		if ((shared[i] = comment(p, 1 + (int)(i % 16),
 		    t_first + 1 + (int64_t)i / 4, "shared", (int)i)) == NULL)
 			goto done;
+	t0 = wsc_now_ms();
 	if ((n = publish_all(p->a, shared, (size_t)nshared)) != nshared) {
 		printf("# %d of %d shared events accepted\n", n, nshared);
 		goto done;
 	}
+	printf("# %d shared events published in %.1f s\n", nshared,
+	    (double)(wsc_now_ms() - t0) / 1000);
+	t0 = wsc_now_ms();
 	if (relayproc_stop(p->a) != 0 || copy_data(p->a, p->b) == -1 ||
 	    relayproc_restart(p->a) == -1 || relayproc_restart(p->b) == -1) {
 		printf("# copying the database failed\n");
@@ -368,6 +373,8 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 		printf("# own events refused\n");
 		goto done;
 	}
+	printf("# copied and own events published in %.1f s\n",
+	    (double)(wsc_now_ms() - t0) / 1000);
 	p->stored_a = stored(p->a);
 	p->stored_b = stored(p->b);
 	/* What a full transfer would move: every event of the other

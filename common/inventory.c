@@ -486,6 +486,8 @@ add_descendant(struct inventory *iv, const struct event *ev)
 	char		 addr[64 + 16 + 1024];
 	enum kind_class	 kc = event_kind_class(ev->kind);
 	struct inv_node	*nd;
+	const struct estr *found[8];
+	size_t		 nfound = 0, f;
 
 	for (t = 0; t < ev->ntags; t++) {
 		const struct event_tag	*tg = &ev->tags[t];
@@ -493,6 +495,14 @@ add_descendant(struct inventory *iv, const struct event *ev)
 		struct inv_node		*p = NULL;
 
 		if (tg->n < 2 || tg->v[0].len != 1 || !strchr("eEqaA", name[0]))
+			continue;
+		/* A value that already led to a node adds nothing again
+		 * (NIP-22 names a top-level comment's root twice, E and e). */
+		for (f = 0; f < nfound; f++)
+			if (found[f]->len == tg->v[1].len && memcmp(found[f]->s,
+			    tg->v[1].s, tg->v[1].len) == 0)
+				break;
+		if (f < nfound)
 			continue;
 		if (name[0] != 'a' && name[0] != 'A' &&
 		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0)
@@ -502,6 +512,8 @@ add_descendant(struct inventory *iv, const struct event *ev)
 			p = hmap_get(&iv->iv_nodes, tg->v[1].s, tg->v[1].len);
 		if (p == NULL || p->nd_depth >= INV_MAX_DEPTH)
 			continue;
+		if (nfound < 8)
+			found[nfound++] = &tg->v[1];
 		if (p->nd_depth + 1 < depth)
 			depth = p->nd_depth + 1;
 		for (i = 0; i < p->nd_n; i++) {

@@ -1,7 +1,7 @@
 /*
  * neg_sync_test.c: syncd's historic sync over NIP-77 negentropy, on
  * loopback.  Two graspd instances host one repository whose announcement
- * lists both; they share 20,000 events (2,000 under RUN_LABEL=sanitize)
+ * lists both; they share 20,000 events (3,000 under RUN_LABEL=sanitize)
  * and each has 100 of its own; with sync on they converge on every event
  * of both, and the bytes negentropy and the id fetches cost are compared
  * with the bytes of the events themselves.  A REQ-only peer (tests/peer
@@ -112,10 +112,10 @@ coord_of(int owner, const char *d, char *out, size_t outlen)
 	snprintf(out, outlen, "30617:%s:%s", hex, d);
 }
 
-/* A repository announcement naming every host as clone and relay, and
- * the extra relay URLs. */
+/* A repository announcement naming every host (NGIT_DOMAIN) as clone
+ * and relay, and the extra relay URLs. */
 static struct event *
-announcement(int owner, const char *d, struct relayproc *const hosts[],
+announcement(int owner, const char *d, const char *const hosts[],
     size_t nhosts, const char *const extra[], size_t nextra)
 {
 	struct buf	 t = BUF_INIT;
@@ -128,12 +128,12 @@ announcement(int owner, const char *d, struct relayproc *const hosts[],
 	event_pubkey_of(sk, pk);
 	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\"", d, d);
 	for (i = 0; i < nhosts; i++) {
-		gt_url(url, sizeof(url), relayproc_domain(hosts[i]), pk, d);
+		gt_url(url, sizeof(url), hosts[i], pk, d);
 		buf_printf(&t, ",\"%s\"", url);
 	}
 	buf_adds(&t, "],[\"relays\"");
 	for (i = 0; i < nhosts; i++)
-		buf_printf(&t, ",\"%s\"", relayproc_url(hosts[i]));
+		buf_printf(&t, ",\"ws://%s\"", hosts[i]);
 	for (i = 0; i < nextra; i++)
 		buf_printf(&t, ",\"%s\"", extra[i]);
 	buf_adds(&t, "]]");
@@ -234,16 +234,14 @@ holds(struct relayproc *rp, struct event *const *evs, size_t n)
 	return total;
 }
 
-/* Copies the database and repositories of from into to's directory. */
+/* Copies the database and repositories of from into dir (new). */
 static int
-copy_data(struct relayproc *from, struct relayproc *to)
+copy_data(struct relayproc *from, const char *dir)
 {
 	char	cmd[2000];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/relay' '%s/git' && "
-	    "cp -a '%s/relay' '%s/git' '%s/'", relayproc_dir(to),
-	    relayproc_dir(to), relayproc_dir(from), relayproc_dir(from),
-	    relayproc_dir(to));
+	snprintf(cmd, sizeof(cmd), "mkdir '%s' && cp -a '%s/relay' '%s/git' "
+	    "'%s/'", dir, relayproc_dir(from), relayproc_dir(from), dir);
 	return ctl_run(cmd, NULL) == 0 ? 0 : -1;
 }
 
@@ -291,12 +289,12 @@ static int
 pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
     const char *const env[])
 {
-	const char	*e[16];
-	struct relayproc *hosts[2];
+	const char	*e[20], *hosts[2];
 	struct event	*ann, **shared = NULL;
 	struct wsc	*ws;
 	uint8_t		 sk[32];
-	char		 dir[512];
+	char		 dir[512], bdir[512], bdom[64];
+	char		 benv[4][600];
 	size_t		 ne = 0, i;
 	int64_t		 t0;
 	int		 rc = -1, n;
@@ -310,14 +308,15 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 	for (i = 0; env != NULL && env[i] != NULL && ne < 15; i++)
 		e[ne++] = env[i];
 	e[ne] = NULL;
-	if ((p->a = relayproc_start("graspd", e)) == NULL ||
-	    (p->b = relayproc_start("graspd", e)) == NULL) {
+	if ((p->a = relayproc_start("graspd", e)) == NULL) {
 		printf("# graspd did not start\n");
 		return -1;
 	}
-	relayproc_stop(p->b);
-	hosts[0] = p->a;
-	hosts[1] = p->b;
+	/* B starts later, on a copy of A's data: its port now. */
+	snprintf(bdom, sizeof(bdom), "127.0.0.1:%d",
+	    relayproc_free_port("127.0.0.1"));
+	hosts[0] = relayproc_domain(p->a);
+	hosts[1] = bdom;
 	coord_of(owner, d, p->coord, sizeof(p->coord));
 	if ((ann = announcement(owner, d, hosts, 2, NULL, 0)) == NULL ||
 	    publish(p->a, ann) == -1) {
@@ -353,8 +352,18 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 	printf("# %d shared events published in %.1f s\n", nshared,
 	    (double)(wsc_now_ms() - t0) / 1000);
 	t0 = wsc_now_ms();
-	if (relayproc_stop(p->a) != 0 || copy_data(p->a, p->b) == -1 ||
-	    relayproc_restart(p->a) == -1 || relayproc_restart(p->b) == -1) {
+	snprintf(bdir, sizeof(bdir), "%s/b%d", tmpdir, ndirs++);
+	snprintf(benv[0], sizeof(benv[0]), "NGIT_BIND_ADDRESS=%s", bdom);
+	snprintf(benv[1], sizeof(benv[1]), "NGIT_DOMAIN=%s", bdom);
+	snprintf(benv[2], sizeof(benv[2]), "NGIT_RELAY_DATA_PATH=%s/relay",
+	    bdir);
+	snprintf(benv[3], sizeof(benv[3]), "NGIT_GIT_DATA_PATH=%s/git", bdir);
+	for (i = 0; i < 4; i++)
+		e[ne++] = benv[i];
+	e[ne] = NULL;
+	if (relayproc_stop(p->a) != 0 || copy_data(p->a, bdir) == -1 ||
+	    relayproc_restart(p->a) == -1 ||
+	    (p->b = relayproc_start("graspd", e)) == NULL) {
 		printf("# copying the database failed\n");
 		goto done;
 	}
@@ -464,7 +473,7 @@ two_instances_converge_by_negentropy(void)
 {
 	struct pair		p;
 	struct neg_figures	fa, fb;
-	int			nshared = sanitizing() ? 2000 : 20000;
+	int			nshared = sanitizing() ? 3000 : 20000;
 	double			secs, neg_a, neg_b;
 
 	if (pair_setup(&p, 50, "shared", nshared, 100, NULL) == -1) {
@@ -593,7 +602,8 @@ req_only_peer_converges_and_is_remembered(void)
 	static const char *const env[] = {
 		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
 		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
-	struct relayproc	*a = NULL, *peer = NULL, *hosts[1];
+	struct relayproc	*a = NULL, *peer = NULL;
+	const char		*hosts[1];
 	struct event		*ann = NULL, *evs[31], *issue = NULL;
 	struct neg_figures	 f0, f1;
 	struct pair		 p;
@@ -611,7 +621,7 @@ req_only_peer_converges_and_is_remembered(void)
 	a = relayproc_start("graspd", env);
 	T_ASSERT(peer != NULL && a != NULL);
 	purl = relayproc_url(peer);
-	hosts[0] = a;
+	hosts[0] = relayproc_domain(a);
 	memset(&p, 0, sizeof(p));
 	coord_of(70, "viapeer", p.coord, sizeof(p.coord));
 	ann = announcement(70, "viapeer", hosts, 1, &purl, 1);
@@ -928,7 +938,7 @@ negentropy_refusals_are_told_apart(void)
 	static const char *const want[SCRIPT_NMODES] = {
 		"req", "req", "req", "negentropy" };
 	struct relayproc	*a;
-	struct relayproc	*hosts[1];
+	const char		*hosts[1];
 	struct event		*ann;
 	struct neg_figures	 f[SCRIPT_NMODES];
 	struct wsc		*ws;
@@ -943,7 +953,7 @@ negentropy_refusals_are_told_apart(void)
 	T_ASSERT(a != NULL);
 	for (i = 0; i < SCRIPT_NMODES; i++)
 		urls[i] = scr.s_url[i];
-	hosts[0] = a;
+	hosts[0] = relayproc_domain(a);
 	T_ASSERT((ann = announcement(80, "scripted", hosts, 1, urls,
 	    SCRIPT_NMODES)) != NULL);
 	T_CHECK(publish(a, ann) == 0);

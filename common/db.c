@@ -22,14 +22,6 @@
  * only keeps that scan resident in each of them.
  */
 #define DB_RO_CACHE_KIB		4096
-/*
- * Ours: WAL pages (4 KiB) after which a commit checkpoints on its own.
- * SQLite's default (1000) puts a checkpoint, with its syncs, inside one
- * commit in every few hundred; relayd checkpoints when it is idle
- * (store_checkpoint()), and this bound only holds the WAL (about 40 MiB)
- * when it never is.
- */
-#define DB_WAL_AUTOCHECKPOINT	10000
 
 /*
  * The schema, one step per element, applied in order.  Append only: a

@@ -22,6 +22,14 @@
 #define DB_BUSY_TIMEOUT_MS	5000
 /* Ours: page cache per connection in KiB (measured: 20k-event REQs, puts). */
 #define DB_CACHE_KIB		32768
+/*
+ * Ours: WAL pages (4 KiB) after which a commit checkpoints on its own.
+ * SQLite's default (1000) puts a checkpoint, with its syncs, inside one
+ * commit in every few hundred; relayd checkpoints when it is idle
+ * (store_checkpoint()), and this bound only holds the WAL (about 40 MiB)
+ * when it never is.
+ */
+#define DB_WAL_AUTOCHECKPOINT	10000
 
 /*
  * Opens the database at path (a file name; ":memory:" works for tests).

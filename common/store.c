@@ -113,6 +113,7 @@ struct store {
 	sqlite3_stmt		*s_stmt[ST_NSTMT];
 	struct store_qslot	 s_qcache[STORE_QCACHE];
 	uint64_t		 s_qclock;
+	int			 s_wal_frames;	/* after the last commit */
 };
 
 typedef int store_row_cb(const char *, size_t, int64_t, void *);
@@ -176,6 +177,24 @@ step_row(struct store *s, sqlite3_stmt *st)
 	return -1;
 }
 
+/*
+ * Replaces SQLite's automatic checkpoint, which is a WAL hook too and
+ * does the same at DB_WAL_AUTOCHECKPOINT frames; the store also notes the
+ * WAL's size, so that its user can checkpoint sooner at a better moment.
+ */
+static int
+wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct store	*s = arg;
+
+	s->s_wal_frames = frames;
+	if (frames >= DB_WAL_AUTOCHECKPOINT) {
+		sqlite3_wal_checkpoint(db, name);
+		s->s_wal_frames = 0;
+	}
+	return SQLITE_OK;
+}
+
 struct store *
 store_open(const char *path, int readonly, char *err, size_t errlen)
 {
@@ -187,6 +206,8 @@ store_open(const char *path, int readonly, char *err, size_t errlen)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		fatal("calloc");
 	s->s_db = db;
+	if (!readonly)
+		sqlite3_wal_hook(db, wal_hook, s);
 	return s;
 }
 
@@ -228,10 +249,18 @@ store_checkpoint(struct store *s)
 
 	rc = sqlite3_wal_checkpoint_v2(s->s_db, NULL, SQLITE_CHECKPOINT_PASSIVE,
 	    NULL, NULL);
-	if (rc == SQLITE_OK || rc == SQLITE_BUSY)
+	if (rc == SQLITE_OK || rc == SQLITE_BUSY) {
+		s->s_wal_frames = 0;
 		return 0;
+	}
 	store_sqlerr(s, "checkpoint");
 	return -1;
+}
+
+int
+store_wal_frames(const struct store *s)
+{
+	return s->s_wal_frames;
 }
 
 int

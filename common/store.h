@@ -62,6 +62,12 @@ int		 store_rollback(struct store *);
  * logging.
  */
 int		 store_checkpoint(struct store *);
+/*
+ * Frames in the WAL after the last commit or checkpoint of this
+ * connection.  A read-write store checkpoints by itself once a commit
+ * leaves DB_WAL_AUTOCHECKPOINT (db.h) of them, as SQLite would.
+ */
+int		 store_wal_frames(const struct store *);
 
 /*
  * Stores ev (already verified by the caller: id, signature, policy) and

@@ -406,8 +406,9 @@ relay_ingest_flush_now(void)
 		committed = store_commit(relayd->store) == 0;
 		relayd->stats.commits++;
 		/* Moved on by every commit: it runs once they pause. */
-		lws_sul_schedule(relayd->ctx, 0, &ckpt_sul, ckpt_cb,
-		    RELAY_CKPT_IDLE_US);
+		if (store_wal_frames(relayd->store) >= RELAY_CKPT_MIN_FRAMES)
+			lws_sul_schedule(relayd->ctx, 0, &ckpt_sul, ckpt_cb,
+			    RELAY_CKPT_IDLE_US);
 		if (!committed) {
 			log_warnx("commit failed; refusing a batch");
 			store_rollback(relayd->store);

@@ -85,6 +85,8 @@
  * that the checkpoint's copying and syncing seldom delays an OK.
  */
 #define RELAY_CKPT_IDLE_US	50000
+/* Ours: WAL pages worth an idle checkpoint (SQLite's automatic point). */
+#define RELAY_CKPT_MIN_FRAMES	1000
 
 /*
  * GRASP-01 purgatory (reference brief 1.7), in seconds; NGIT_TEST shrinks

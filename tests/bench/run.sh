@@ -174,6 +174,13 @@ rss() {
 	    awk '$1 == "VmRSS:" { kb += $2 } END { print kb + 0 }'
 }
 
+# pss: proportional set size in kB of the same processes (shared library
+# pages counted once across them, not once per process as RSS does).
+pss() {
+	tree | while read -r p; do cat "/proc/$p/smaps_rollup" 2>/dev/null
+	    done | awk '$1 == "Pss:" { kb += $2 } END { print kb + 0 }'
+}
+
 # settle: waits until graspd and its roles used no CPU for one second (at
 # most 300 s), so that their start-up work is done.
 settle() {
@@ -220,6 +227,7 @@ if [ "$BIG" -gt 0 ]; then
 	start_graspd "$tmp/big" "$bport"
 	settle
 	echo "rss_idle_start $(rss) kB" >>"$tmp/figures"
+	echo "pss_idle_start $(pss) kB" >>"$tmp/figures"
 	stop_relay
 
 	# Signing a million events takes minutes: the store is made once
@@ -277,6 +285,7 @@ if [ "$BIG" -gt 0 ]; then
 	if [ -n "$pid" ]; then
 		settle
 		echo "rss_idle_big $(rss) kB" >>"$tmp/figures"
+		echo "pss_idle_big $(pss) kB" >>"$tmp/figures"
 		stop_relay
 	else
 		echo "big_graspd_ready 0 bool" >>"$tmp/figures"

@@ -467,6 +467,13 @@ test_participant_history_mailboxes(void)
 	}
 	T_CHECK(relay_in(v, ob[4]) == NULL);
 	T_CHECK(jnum(v, "workers") <= 32);
+	/* A complete rotation without a failed group is due again after
+	 * 24 h (24 min with NGIT_TEST). */
+	r = relay_in(v, ob[3]);
+	if (jnum(r, "groups_failed") == 0 && jnum(r, "rotation_left") == 0) {
+		T_CHECK(jnum(r, "next_due_in") > 23 * 60);
+		T_CHECK(jnum(r, "next_due_in") <= 24 * 60);
+	}
 	cJSON_Delete(v);
 	/* The fixed-cardinality retained-state metric (relayd adds the
 	 * role label). */

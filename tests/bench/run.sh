@@ -181,16 +181,26 @@ pss() {
 	    done | awk '$1 == "Pss:" { kb += $2 } END { print kb + 0 }'
 }
 
-# settle: waits until graspd and its roles used no CPU for one second (at
-# most 300 s), so that their start-up work is done.
+# settle: waits until graspd's four roles run and, together with it, used
+# no CPU for two seconds in a row (at most 300 s), so that their start-up
+# work (each rebuilds its state from the store) is done.
 settle() {
 	last=-1
+	still=0
 	n=0
 	while [ "$n" -lt 300 ]; do
 		cpu=$(tree | while read -r p; do
 			cat "/proc/$p/stat" 2>/dev/null; done |
-		    awk '{ t += $14 + $15 } END { print t + 0 }')
-		[ "$cpu" = "$last" ] && return 0
+		    awk '{ t += $14 + $15; n++ } END { print n "/" t + 0 }')
+		case $cpu in
+		5/*)
+			if [ "$cpu" = "$last" ]; then
+				still=$((still + 1))
+				[ "$still" -lt 2 ] || return 0
+			else
+				still=0
+			fi ;;
+		esac
 		last=$cpu
 		sleep 1
 		n=$((n + 1))

@@ -205,7 +205,8 @@ settle() {
 		sleep 1
 		n=$((n + 1))
 	done
-	echo "bench: graspd still busy after 300 s" >&2
+	echo "bench: graspd and four roles not settled after 300 s" >&2
+	return 1
 }
 
 # start_graspd DIR PORT [MS]: a full graspd in DIR on 127.0.0.1:PORT.
@@ -235,7 +236,7 @@ if [ "$BIG" -gt 0 ]; then
 	bport=$("$ingest" freeport) || fail "no free loopback port"
 	echo "# bench: graspd on 127.0.0.1:$bport, empty"
 	start_graspd "$tmp/big" "$bport"
-	settle
+	settle || fail "graspd does not settle on an empty store"
 	echo "rss_idle_start $(rss) kB" >>"$tmp/figures"
 	echo "pss_idle_start $(pss) kB" >>"$tmp/figures"
 	stop_relay
@@ -292,15 +293,15 @@ if [ "$BIG" -gt 0 ]; then
 	# ready; a relayd slower than that on this store never is.
 	echo "# bench: full graspd on the large store"
 	start_graspd "$tmp/big" "$bport" 150000
-	if [ -n "$pid" ]; then
-		settle
+	if [ -n "$pid" ] && settle; then
 		echo "rss_idle_big $(rss) kB" >>"$tmp/figures"
 		echo "pss_idle_big $(pss) kB" >>"$tmp/figures"
 		stop_relay
 	else
+		stop_relay
 		echo "big_graspd_ready 0 bool" >>"$tmp/figures"
-		echo "# bench: graspd did not become ready on the large" \
-		    "store in 150 s (relayd's start-up above)" >&2
+		echo "# bench: graspd and its roles did not become ready" \
+		    "on the large store (relayd's start-up above)" >&2
 	fi
 fi
 

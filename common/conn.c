@@ -1282,7 +1282,10 @@ conn_on_event(struct conn *c, struct conn_req *r, const struct event *ev)
 	c->c_events++;
 	c->c_mgr->m_events++;
 	if (r->r_kind == REQ_LIVE) {
-		conn_ingest(c, ev);
+		if (conn_ingest(c, ev) == -1 &&
+		    c->c_mgr->m_hooks->live_dropped != NULL)
+			c->c_mgr->m_hooks->live_dropped(c->c_mgr->m_arg, c,
+			    ev->created_at);
 		return;
 	}
 	r->r_st.cs_events++;
@@ -1300,7 +1303,10 @@ conn_on_event(struct conn *c, struct conn_req *r, const struct event *ev)
 		r->r_page_new++;
 	if (r->r_st.cs_oldest < 0 || ev->created_at < r->r_st.cs_oldest)
 		r->r_st.cs_oldest = ev->created_at;
-	conn_ingest(c, ev);
+	if (conn_ingest(c, ev) == -1) {
+		r->r_st.cs_dropped++;
+		return;
+	}
 	if (r->r_cb.event != NULL) {
 		r->r_in_cb++;
 		r->r_cb.event(r->r_cb.arg, r, ev);

@@ -145,11 +145,14 @@ batch_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 	struct disc_batch	*b = arg;
 	struct discd		*dd = b->db_dd;
 	struct disc_source	*s = b->db_src;
-	int			 ok = res == FETCH_EOSE;
+	/* A list relayd never saw (ingest dropped it) must not read as
+	 * "the index has none": that would put the author on fallback. */
+	int			 ok = res == FETCH_EOSE && st->cs_dropped == 0;
 
 	(void)req;
-	(void)st;
 	dd->dd_batch = NULL;
+	if (res == FETCH_EOSE && !ok)
+		reason = "events dropped on the way to relayd";
 	if (ok)
 		log_debug("%s: identities of %zu authors: %llu events",
 		    s->ds_key, b->db_n, (unsigned long long)b->db_events);

@@ -411,7 +411,10 @@ group_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 {
 	struct hist_relay	*r = arg;
 	struct histd		*hd = &histd;
-	int			 ok = res == FETCH_EOSE;
+	/* A group whose events did not all reach relayd failed: the
+	 * retry after the failure delay asks again. */
+	int			 ok = res == FETCH_EOSE &&
+				    (st == NULL || st->cs_dropped == 0);
 
 	(void)req;
 	log_debug("%s: history group %zu: %s (%s), %u pages, %llu events",

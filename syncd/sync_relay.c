@@ -52,6 +52,7 @@ struct sync_hreq {
 	size_t			 hr_nfetch;
 	size_t			 hr_open;
 	int			 hr_fetch_failed;
+	uint64_t		 hr_fetch_dropped;
 	enum conn_fetch_result	 hr_fetch_res;
 };
 
@@ -308,9 +309,14 @@ hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 	struct sync_hreq	*hr = arg;
 
 	hr->hr_req = NULL;
-	/* A relay refusing a filter outright will refuse it again. */
-	hreq_end(hr, res == FETCH_EOSE || res == FETCH_CLOSED,
-	    conn_fetch_result_name(res), reason);
+	/* A relay refusing a filter outright will refuse it again.  Events
+	 * that did not reach relayd (it lagged) make the request fail, so
+	 * that the retry asks for them again. */
+	if ((res == FETCH_EOSE || res == FETCH_CLOSED) && st->cs_dropped > 0)
+		hreq_end(hr, 0, "ingest", "events dropped on the way to relayd");
+	else
+		hreq_end(hr, res == FETCH_EOSE || res == FETCH_CLOSED,
+		    conn_fetch_result_name(res), reason);
 }
 
 /* hr's filter as a paginated REQ.  Frees hr if the connection refuses
@@ -359,10 +365,16 @@ idfetch_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 		hr->hr_fetch_failed = 1;
 		hr->hr_fetch_res = res;
 	}
+	/* Dropped ids were not marked delivered: the retry's
+	 * reconciliation needs them again. */
+	hr->hr_fetch_dropped += st->cs_dropped;
 	if (--hr->hr_open > 0)
 		return;
-	hreq_end(hr, !hr->hr_fetch_failed, hr->hr_fetch_failed ?
-	    conn_fetch_result_name(hr->hr_fetch_res) : "eose", reason);
+	if (!hr->hr_fetch_failed && hr->hr_fetch_dropped > 0)
+		hreq_end(hr, 0, "ingest", "events dropped on the way to relayd");
+	else
+		hreq_end(hr, !hr->hr_fetch_failed, hr->hr_fetch_failed ?
+		    conn_fetch_result_name(hr->hr_fetch_res) : "eose", reason);
 }
 
 /* Fetches the needed ids of a reconciliation in packed "ids" filters. */
@@ -892,6 +904,20 @@ note_gap(struct sync_relay *sr)
 	if (lws_dll2_is_detached(&sr->sr_sul_gap.list))
 		schedule(sr, &sr->sr_sul_gap, gap_cb, sync_delay(sr->sr_sd,
 		    SYNC_GAP_FILL));
+}
+
+/* A live event created at created_at did not reach relayd: a catch-up
+ * from before it asks for it again. */
+void
+sync_relay_dropped(struct sync_relay *sr, int64_t created_at)
+{
+	int64_t	t = now_unix();
+
+	if (created_at > t)
+		created_at = t;
+	if (sr->sr_gap_at == 0 || created_at < sr->sr_gap_at)
+		sr->sr_gap_at = created_at;
+	note_gap(sr);
 }
 
 static void

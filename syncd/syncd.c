@@ -56,8 +56,21 @@ sync_conn_state(void *arg, struct conn *c, enum conn_state old,
 		sync_relay_state(sr, old, now);
 }
 
+/* relayd lagged and a live event was dropped: catch it up later. */
+static void
+sync_live_dropped(void *arg, struct conn *c, int64_t created_at)
+{
+	struct syncd		*sd = arg;
+	const char		*key = conn_key(c);
+	struct sync_relay	*sr = hmap_get(&sd->sd_relays, key, strlen(key));
+
+	if (sr != NULL && sr->sr_conn == c)
+		sync_relay_dropped(sr, created_at);
+}
+
 static const struct conn_hooks sync_hooks = {
 	.ingest = sync_ingest,
+	.live_dropped = sync_live_dropped,
 	.state = sync_conn_state,
 };
 

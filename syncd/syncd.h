@@ -187,6 +187,8 @@ void	sync_relay_update(struct sync_relay *);
 /* The connection's state changed (conn hook). */
 void	sync_relay_state(struct sync_relay *, enum conn_state old,
 	    enum conn_state now);
+/* A live event created at created_at was dropped on its way to relayd. */
+void	sync_relay_dropped(struct sync_relay *, int64_t created_at);
 void	sync_relay_show(struct sync_relay *, cJSON *obj);
 
 /* sync_neg.c */

@@ -53,6 +53,9 @@ static lws_sorted_usec_list_t	 tick;
 static char	**ingested;
 static size_t	  ningested;
 static char	  ingest_key[RELAYURL_MAX + 1];
+static int	  drop_every_other;
+static int	  live_drops;
+static int64_t	  live_drop_at;
 
 struct transition {
 	int64_t			 at;
@@ -76,7 +79,18 @@ hook_ingest(void *arg, const char *relay_key, const char *json, size_t len)
 		abort();
 	ingested[ningested++] = s;
 	snprintf(ingest_key, sizeof(ingest_key), "%s", relay_key);
+	/* A lagging relayd, when a case asks for one: every other event
+	 * is dropped (after it was recorded above). */
+	if (drop_every_other && ningested % 2 == 0)
+		return -1;
 	return 0;
+}
+
+static void
+hook_live_dropped(void *arg, struct conn *c, int64_t created_at)
+{
+	live_drops++;
+	live_drop_at = created_at;
 }
 
 static void
@@ -88,7 +102,11 @@ hook_state(void *arg, struct conn *c, enum conn_state from,
 		    to };
 }
 
-static const struct conn_hooks hooks = { hook_ingest, hook_state };
+static const struct conn_hooks hooks = {
+	.ingest = hook_ingest,
+	.state = hook_state,
+	.live_dropped = hook_live_dropped,
+};
 
 static void
 seen_reset(void)
@@ -102,6 +120,7 @@ seen_reset(void)
 	ningested = 0;
 	ntrans = 0;
 	ingest_key[0] = '\0';
+	drop_every_other = 0;
 }
 
 /* How many ingested events have id_hex; -1 if one does not parse. */
@@ -1344,6 +1363,66 @@ forged_events_go_to_relayd_unverified(void)
 	mgr_stop();
 }
 
+/* relayd lagging: events the ingest hook drops are counted in the
+ * fetch's stats and not shown to its event callback (so that syncd does
+ * not take them as delivered); a live one is reported with its time. */
+static void
+ingest_drops_are_counted_not_delivered(void)
+{
+	struct event	*evs[6], *ev;
+	struct fres	 f;
+	struct conn_fetch_cb cb = fcb(&f);
+	struct conn_req	*live;
+	struct conn	*c;
+	int64_t		 end;
+	size_t		 i;
+
+	T_EQ_INT(peer_reset(), 200);
+	for (i = 0; i < 6; i++)
+		evs[i] = mkev(1200 + (int)i, 1700000700 + (int)i, 1, NULL);
+	T_EQ_INT(seed(evs, 6), 200);
+	mgr_start(1, 5, 3600);
+	drop_every_other = 1;
+	live_drops = 0;
+	c = conn_get(mgr, peer_key, 0, NULL);
+	T_ASSERT(conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0,
+	    &cb) != NULL);
+	T_EQ_INT(run_until_all(&f, 1, TMO), 0);
+	T_EQ_INT(f.res, FETCH_EOSE);
+	T_EQ_INT(ningested, 6);
+	T_EQ_INT(f.st.cs_new, 6);
+	T_EQ_INT(f.st.cs_dropped, 3);
+	T_EQ_INT(f.events, 3);
+	T_EQ_INT(live_drops, 0);
+
+	/* Live: the dropped one is reported, the taken one is not. */
+	live = conn_live(c, "{\"kinds\":[1],\"limit\":0}", NULL);
+	T_ASSERT(live != NULL);
+	T_EQ_INT(run_until_peer_reqs(2, TMO), 0);
+	ev = mkev(1210, 1700000800, 1, NULL);
+	T_EQ_INT(seed(&ev, 1), 200);
+	end = wsc_now_ms() + TMO;
+	while (ningested < 7 && wsc_now_ms() < end)
+		run_for(20);
+	T_EQ_INT(ningested, 7);
+	T_EQ_INT(live_drops, 0);
+	event_destroy(ev);
+	ev = mkev(1211, 1700000801, 1, NULL);
+	T_EQ_INT(seed(&ev, 1), 200);
+	end = wsc_now_ms() + TMO;
+	while (ningested < 8 && wsc_now_ms() < end)
+		run_for(20);
+	T_EQ_INT(ningested, 8);
+	T_EQ_INT(live_drops, 1);
+	T_EQ_INT(live_drop_at, 1700000801);
+	event_destroy(ev);
+	drop_every_other = 0;
+	free_evs(evs, 6);
+	conn_live_close(live);
+	conn_release(c);
+	mgr_stop();
+}
+
 static void
 oversized_message_drops_the_link(void)
 {
@@ -1641,6 +1720,7 @@ main(void)
 	T_RUN(connect_timeout_on_a_silent_port);
 	T_RUN(garbage_counts_against_the_relay_then_drops_it);
 	T_RUN(forged_events_go_to_relayd_unverified);
+	T_RUN(ingest_drops_are_counted_not_delivered);
 	T_RUN(oversized_message_drops_the_link);
 	T_RUN(flood_of_unasked_events_is_counted_not_ingested);
 	T_RUN(abrupt_close_mid_stream_is_a_failure);

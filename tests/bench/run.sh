@@ -289,7 +289,7 @@ if [ "$BIG" -gt 0 ]; then
 	echo "rss_relayd_big $(rss) kB" >>"$tmp/figures"
 	stop_relay
 
-		# The supervisor gives a role SUP_READY_TIMEOUT (60 s) to become
+	# The supervisor gives a role SUP_READY_TIMEOUT (60 s) to become
 	# ready; a relayd slower than that on this store never is, and roles
 	# busy with periodic passes never look quiet.
 	echo "# bench: full graspd on the large store"

@@ -156,7 +156,9 @@ struct conn {
 	int64_t			 c_cool_ms;	/* end of cooldown, or 0 */
 	int64_t			 c_last_req_ms;	/* 0: none yet */
 	int64_t			 c_streak_ms;	/* first failure, or 0 */
-	unsigned		 c_failures;	/* consecutive */
+	unsigned		 c_failures;	/* consecutive, until the
+						   relay answers in full */
+	int64_t			 c_up_ms;	/* link up since, or 0 */
 	char			 c_reason[CONN_REASON_MAX + 1];
 	struct conn_reqq	 c_pending;
 	struct conn_reqq	 c_open;
@@ -227,6 +229,8 @@ static void	conn_sul_retry(lws_sorted_usec_list_t *);
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
+
+static void	conn_proven(struct conn *);
 
 static int64_t
 now_ms(void)
@@ -1559,8 +1563,10 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 			bad = 1;
 			goto done;
 		}
-		if ((r = conn_find_open(c, a1)) != NULL &&
-		    r->r_kind != REQ_LIVE && r->r_kind != REQ_NEG)
+		if ((r = conn_find_open(c, a1)) != NULL)
+			conn_proven(c);
+		if (r != NULL && r->r_kind != REQ_LIVE &&
+		    r->r_kind != REQ_NEG)
 			conn_on_eose(r);
 	} else if (strcmp(type->s, "CLOSED") == 0) {
 		if (a1 == NULL || a1->type != JSON_STRING ||
@@ -1595,6 +1601,7 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 			goto done;
 		}
 		r->r_nst.ns_bytes_in += len;
+		conn_proven(c);
 		if (type->s[4] == 'M')
 			bad = conn_on_negmsg(c, r, a2) == -1;
 		else
@@ -1687,7 +1694,7 @@ conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
 			    &c->c_parked };
 	struct conn_req	*r;
 	char		 reason[CONN_REASON_MAX + 1];
-	int64_t		 now = now_ms(), retry;
+	int64_t		 now = now_ms(), retry, up_ms;
 	double		 delay;
 	size_t		 i;
 	int		 dead = 0;
@@ -1712,6 +1719,8 @@ conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
 		req_park(r, PARK_RECONNECT);
 	}
 
+	up_ms = c->c_up_ms;
+	c->c_up_ms = 0;
 	switch (mode) {
 	case DROP_REFUSED:
 		c->c_failures_total++;
@@ -1724,6 +1733,10 @@ conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
 		conn_sched(c, &c->c_sul_retry, conn_sul_retry, delay);
 		break;
 	case DROP_FAILURE:
+		/* A link that stayed up a while was working. */
+		if (up_ms != 0 && now - up_ms >= (int64_t)(
+		    cfg_scale_delay(cfg, CONN_STABLE_SECS) * 1000))
+			conn_proven(c);
 		c->c_failures++;
 		c->c_failures_total++;
 		c->c_mgr->m_failures++;
@@ -1750,6 +1763,15 @@ conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
 	/* Fetches end after the state is set, so a done callback sees it. */
 	conn_end_stranded(c, FETCH_DISCONNECTED, reason);
 	conn_maybe_retire(c);
+}
+
+/* The relay answered a request in full (EOSE, NEG-MSG, NEG-ERR) or kept
+ * the link up for CONN_STABLE_SECS: its failure streak is over. */
+static void
+conn_proven(struct conn *c)
+{
+	c->c_failures = 0;
+	c->c_streak_ms = 0;
 }
 
 static void
@@ -1874,8 +1896,10 @@ conn_established(struct conn *c)
 
 	lws_sul_cancel(&c->c_sul_connect);
 	c->c_link = CONN_CONNECTED;
-	c->c_failures = 0;
-	c->c_streak_ms = 0;
+	/* A handshake alone does not end a failure streak: a relay that
+	 * accepts and then drops mid-frame would be redialled at the base
+	 * backoff for ever.  conn_proven() ends it. */
+	c->c_up_ms = now_ms();
 	c->c_reason[0] = '\0';
 	c->c_malformed_now = 0;
 	log_info("conn %s: connected", c->c_key);

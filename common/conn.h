@@ -67,6 +67,9 @@ struct event;
 #define CONN_DEAD_AFTER			(24.0 * 3600)
 /* ... and a dead relay is tried again this much later. */
 #define CONN_DEAD_RETRY			(24.0 * 3600)
+/* Ours: a link up this long before it fails ends the failure streak,
+ * like an answered request does (a handshake alone does not). */
+#define CONN_STABLE_SECS		60.0
 /* ngit-grasp-brief.md 3.9: cooldown after a rate-limit signal (a 60 s
  * window plus 5 s). */
 #define CONN_RATE_LIMIT_COOLDOWN	65.0

@@ -1487,6 +1487,80 @@ flood_of_unasked_events_is_counted_not_ingested(void)
 	mgr_stop();
 }
 
+/* Runs the loop while c backs off; -1 if it still does after TMO. */
+static int
+wait_not_backoff(struct conn *c)
+{
+	int64_t	end = wsc_now_ms() + TMO;
+
+	while (conn_state(c) == CONN_BACKOFF) {
+		if (wsc_now_ms() >= end)
+			return -1;
+		run_for(10);
+	}
+	return 0;
+}
+
+/*
+ * A fresh manager and its connection to the peer, which holds n events
+ * (made into evs, ids from first) and closes the link after sending
+ * close_after of them; NULL if the peer could not be set up.
+ */
+static struct conn *
+closing_peer(struct event **evs, int n, int first, int close_after)
+{
+	char	conf[64];
+	int	i;
+
+	if (peer_reset() != 200)
+		return NULL;
+	for (i = 0; i < n; i++)
+		evs[i] = mkev(first + i, 1700000000 + first + i, 1, NULL);
+	snprintf(conf, sizeof(conf), "{\"close_after_events\":%d}",
+	    close_after);
+	if (seed(evs, n) != 200 || peer_config(conf) != 200)
+		return NULL;
+	mgr_start(1, 5, 3600);
+	return conn_get(mgr, peer_key, 0, NULL);
+}
+
+/* A relay that takes the handshake and drops every request part-way
+ * never answers in full: its failures add up and the backoff grows
+ * (a handshake alone used to reset them: a redial loop at the base). */
+static void
+drops_after_the_handshake_grow_the_backoff(void)
+{
+	struct event	*evs[3];
+	struct fres	 f[3];
+	struct conn_fetch_cb cb;
+	struct conn	*c;
+	int		 i;
+
+	c = closing_peer(evs, 3, 1300, 1);
+	T_ASSERT(c != NULL);
+	for (i = 0; i < 3; i++) {
+		/* The next try waits out the backoff of the last failure. */
+		T_EQ_INT(wait_not_backoff(c), 0);
+		cb = fcb(&f[i]);
+		T_ASSERT(conn_fetch(c, "{}", CONN_PRIO_NORMAL, 0, &cb) !=
+		    NULL);
+		T_EQ_INT(run_until_all(&f[i], 1, TMO), 0);
+		T_EQ_INT(f[i].res, FETCH_DISCONNECTED);
+		T_EQ_INT(show_num(peer_key, "failures"), i + 1);
+	}
+	/* An answer in full ends the streak. */
+	T_EQ_INT(peer_config("{\"close_after_events\":0}"), 200);
+	T_EQ_INT(wait_not_backoff(c), 0);
+	cb = fcb(&f[0]);
+	T_ASSERT(conn_fetch(c, "{}", CONN_PRIO_NORMAL, 0, &cb) != NULL);
+	T_EQ_INT(run_until_all(&f[0], 1, TMO), 0);
+	T_EQ_INT(f[0].res, FETCH_EOSE);
+	T_EQ_INT(show_num(peer_key, "failures"), 0);
+	free_evs(evs, 3);
+	conn_release(c);
+	mgr_stop();
+}
+
 static void
 abrupt_close_mid_stream_is_a_failure(void)
 {
@@ -1494,15 +1568,9 @@ abrupt_close_mid_stream_is_a_failure(void)
 	struct fres	 f[2];
 	struct conn_fetch_cb cb[2];
 	struct conn	*c;
-	int		 i;
 
-	T_EQ_INT(peer_reset(), 200);
-	for (i = 0; i < 10; i++)
-		evs[i] = mkev(1000 + i, 1700000800 + i, 1, NULL);
-	T_EQ_INT(seed(evs, 10), 200);
-	T_EQ_INT(peer_config("{\"close_after_events\":4}"), 200);
-	mgr_start(1, 5, 3600);
-	c = conn_get(mgr, peer_key, 0, NULL);
+	c = closing_peer(evs, 10, 1000, 4);
+	T_ASSERT(c != NULL);
 	cb[0] = fcb(&f[0]);
 	T_ASSERT(conn_fetch(c, "{}", CONN_PRIO_NORMAL, 0, &cb[0]) != NULL);
 	T_EQ_INT(run_until_all(f, 1, TMO), 0);
@@ -1724,6 +1792,7 @@ main(void)
 	T_RUN(oversized_message_drops_the_link);
 	T_RUN(flood_of_unasked_events_is_counted_not_ingested);
 	T_RUN(abrupt_close_mid_stream_is_a_failure);
+	T_RUN(drops_after_the_handshake_grow_the_backoff);
 	T_RUN(live_subscription_survives_a_peer_restart);
 	T_RUN(loopback_names_are_refused_without_allow_private);
 	T_RUN(stats_have_fixed_names_without_urls);

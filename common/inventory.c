@@ -174,14 +174,18 @@ is_self(const struct inventory *iv, const char *key)
 /* Adds a canonical key for raw (ws/wss URL) to out unless present. */
 static size_t
 add_relay(const struct inventory *iv, const char *raw, size_t len,
-    char **out, size_t n, size_t max)
+    char **out, size_t n, size_t max, size_t *refused)
 {
 	char		 key[RELAYURL_MAX + 1];
 	const char	*why;
 	size_t		 i;
 
-	if (n >= max || relayurl_canon(raw, len, iv->iv_urlflags, key,
-	    sizeof(key), &why) == -1 || is_self(iv, key))
+	if (relayurl_canon(raw, len, iv->iv_urlflags, key, sizeof(key),
+	    &why) == -1) {
+		(*refused)++;
+		return n;
+	}
+	if (n >= max || is_self(iv, key))
 		return n;
 	for (i = 0; i < n; i++)
 		if (strcmp(out[i], key) == 0)
@@ -192,9 +196,9 @@ add_relay(const struct inventory *iv, const char *raw, size_t len,
 
 size_t
 inv_announcement_relays(const struct inventory *iv, const struct event *ev,
-    char **out, size_t max)
+    char **out, size_t max, size_t *refused)
 {
-	size_t		 n = 0;
+	size_t		 n = 0, nrefused = 0;
 	uint32_t	 i, j;
 	char		 buf[RELAYURL_MAX + 16];
 
@@ -209,7 +213,8 @@ inv_announcement_relays(const struct inventory *iv, const struct event *ev,
 			int		 tls;
 
 			if (relays) {
-				n = add_relay(iv, v, t->v[j].len, out, n, max);
+				n = add_relay(iv, v, t->v[j].len, out, n, max,
+				    &nrefused);
 				continue;
 			}
 			/* http(s)://host[:port]/... -> ws(s)://host[:port] */
@@ -226,9 +231,12 @@ inv_announcement_relays(const struct inventory *iv, const struct event *ev,
 				continue;
 			snprintf(buf, sizeof(buf), "%s://%.*s", tls ? "wss" :
 			    "ws", (int)(end - host), host);
-			n = add_relay(iv, buf, strlen(buf), out, n, max);
+			n = add_relay(iv, buf, strlen(buf), out, n, max,
+			    &nrefused);
 		}
 	}
+	if (refused != NULL)
+		*refused = nrefused;
 	return n;
 }
 
@@ -384,7 +392,7 @@ add_announcement(struct inventory *iv, const struct event *ev,
 			free(r->ir_relays[i]);
 		free(r->ir_relays);
 		n = inv_announcement_relays(iv, ev, relays,
-		    INV_MAX_REPO_RELAYS);
+		    INV_MAX_REPO_RELAYS, &r->ir_refused);
 		r->ir_relays = NULL;
 		r->ir_nrelays = 0;
 		if (n) {

@@ -47,6 +47,7 @@ struct inv_repo {
 	enum inv_level	  ir_level;
 	char		**ir_relays;	/* canonical keys, ourselves excluded */
 	size_t		  ir_nrelays;
+	size_t		  ir_refused;	/* relay URLs hygiene refused */
 	uint8_t		(*ir_maint)[32];	/* declared maintainers */
 	size_t		  ir_nmaint;
 	struct inv_root	**ir_roots;	/* live roots (not deleted) */
@@ -138,9 +139,12 @@ size_t		 inv_eligible_each(const struct inventory *,
 /*
  * Adds the relay part of an announcement's "relays" values and http(s)
  * "clone" URLs to out (canonical keys, deduplicated, hygiene-checked,
- * ourselves excluded).  Exposed for tests.
+ * ourselves excluded).  If refused is not NULL, *refused is set to the
+ * number of values target hygiene refused (never dialled; counted so
+ * that an operator sees them).  Exposed for tests.
  */
 size_t		 inv_announcement_relays(const struct inventory *,
-		    const struct event *, char **out, size_t max);
+		    const struct event *, char **out, size_t max,
+		    size_t *refused);
 
 #endif

@@ -323,6 +323,7 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 {
 	struct syncd	*sd = ctx->r_data;
 	size_t		 it, synced = 0, bykind[3], unlinked, neg = 0;
+	size_t		 refused = 0;
 	uint64_t	 rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
 	uint64_t	 sessions = 0, fallbacks = 0;
 	void		*v;
@@ -340,7 +341,13 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 		need += sr->sr_neg_need;
 		have += sr->sr_neg_have;
 	}
+	for (it = 0; hmap_next(&sd->sd_inv->iv_repos, &it, NULL, NULL, &v); )
+		refused += ((struct inv_repo *)v)->ir_refused;
 	role_metric(metrics, "graspd_syncd_enabled", ctx->r_cfg.sync_enabled);
+	/* Relay URLs of accepted announcements that target hygiene
+	 * refused: never dialled, and counted here. */
+	role_metric(metrics, "graspd_syncd_repo_relays_refused",
+	    (double)refused);
 	role_metric(metrics, "graspd_syncd_repositories",
 	    (double)sd->sd_inv->iv_repos.hm_n);
 	role_metric(metrics, "graspd_syncd_roots",

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "ctl.h"
 #include "event.h"
 #include "gdproc.h"
 #include "gitutil.h"
@@ -252,6 +253,7 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 	uint8_t		 sk[32];
 	const char	*p;
 	int		 nvec = 0, seen;
+	double		 refused;
 
 	T_ASSERT(listener_start(&l, 1, NULL) == 0);
 	T_ASSERT((nvec = gd_refused_urls(&relays, "", "")) > 30);
@@ -290,6 +292,12 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 	seen = listener_stop(&l);
 	printf("# connections to the loopback listener: %d\n", seen);
 	T_EQ_INT(seen, 0);
+	/* Refused and counted: syncd reports the announcement's refused
+	 * relay URLs (every vector; loopback names fail at connect). */
+	refused = ctl_metric_at("127.0.0.1", gd_port(g),
+	    "graspd_syncd_repo_relays_refused{role=\"syncd\"}");
+	printf("# syncd: %.0f relay URLs refused\n", refused);
+	T_CHECK(refused >= nvec);
 	/* Every role still up, none restarted by the hostile URLs. */
 	{
 		char	states[GD_NROLES][16];

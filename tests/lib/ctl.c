@@ -96,12 +96,18 @@ ctl_str(const cJSON *o, const char *key)
 double
 ctl_metric(struct relayproc *rp, const char *name)
 {
+	return ctl_metric_at(relayproc_host(rp), relayproc_port(rp), name);
+}
+
+double
+ctl_metric_at(const char *host, int port, const char *name)
+{
 	char	*h = NULL, *body = NULL, *p, line[256];
 	int	 status = 0;
 	double	 v = -1;
 
 	snprintf(line, sizeof(line), "\n%s ", name);
-	if (http_get(relayproc_host(rp), relayproc_port(rp), "/metrics",
+	if (http_get(host, port, "/metrics",
 	    NULL, CTL_HTTP_TIMEOUT_MS, &status, &h, &body) == 0 &&
 	    status == 200 && (p = strstr(body, line)) != NULL)
 		v = strtod(p + strlen(line), NULL);

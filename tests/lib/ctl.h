@@ -33,5 +33,7 @@ const char *ctl_str(const cJSON *o, const char *key);
  * graspd_relay_events_stored{role="relayd"}), or -1 if absent.
  */
 double	 ctl_metric(struct relayproc *rp, const char *name);
+/* The same from the relay at host:port. */
+double	 ctl_metric_at(const char *host, int port, const char *name);
 
 #endif

@@ -68,19 +68,28 @@ done:
 int
 sync_neg_allowed(const struct syncd *sd, const char *key)
 {
+	void	*until;
+
 	if (sd->sd_ctx->r_cfg.sync_disable_negentropy)
 		return 0;
-	return hmap_get(&sd->sd_no_neg, key, strlen(key)) == NULL;
+	/* The value is when to ask again (a relay may be upgraded, or
+	 * was only too slow to answer NEG-OPEN). */
+	until = hmap_get(&sd->sd_no_neg, key, strlen(key));
+	return until == NULL || (int64_t)time(NULL) >= (int64_t)(intptr_t)until;
 }
 
 void
 sync_neg_unsupported(struct syncd *sd, const char *key, const char *why)
 {
-	if (hmap_get(&sd->sd_no_neg, key, strlen(key)) != NULL)
+	int64_t	until;
+
+	if (!sync_neg_allowed(sd, key))
 		return;
-	hmap_put(&sd->sd_no_neg, key, strlen(key), (void *)1);
-	log_info("%s: does not speak NIP-77 (%s): paginated REQ from now on",
-	    key, why);
+	until = (int64_t)time(NULL) + (int64_t)sync_delay(sd,
+	    SYNC_NEG_RECHECK);
+	hmap_put(&sd->sd_no_neg, key, strlen(key), (void *)(intptr_t)until);
+	log_info("%s: does not speak NIP-77 (%s): paginated REQ for %.0f s",
+	    key, why, sync_delay(sd, SYNC_NEG_RECHECK));
 }
 
 void

@@ -51,6 +51,9 @@
  * 500-event cap of common relays (strfry's maxFilterLimit, nips.md
  * 1.10), so that the relay's limit never cuts the answer short. */
 #define SYNC_NEG_IDS_PER_REQ	250
+/* Ours: how long a relay found without NIP-77 gets paginated REQs
+ * before NEG-OPEN is tried again (a day, like the full resync). */
+#define SYNC_NEG_RECHECK	(24.0 * 3600)
 /* Ours: ids remembered as delivered by one relay (32 bytes each plus
  * the map); beyond it the memory is cleared. */
 #define SYNC_NEG_DELIVERED_MAX	1000000

@@ -349,6 +349,13 @@ conn_fetch_timeout(const struct config *cfg)
 	    CONN_FETCH_TIMEOUT;
 }
 
+double
+conn_req_interval(const struct config *cfg)
+{
+	return config_test_mode(cfg) ? CONN_REQ_INTERVAL_TEST :
+	    CONN_REQ_INTERVAL;
+}
+
 /* 1 if the lower-cased text[0..len) contains word. */
 static int
 has_word(const char *text, size_t len, const char *word)
@@ -1122,8 +1129,8 @@ conn_pump(struct conn *c)
 	}
 	if (TAILQ_EMPTY(&c->c_pending) || c->c_nopen >= CONN_MAX_SUBS)
 		return;
-	next = c->c_last_req_ms + (int64_t)(cfg_scale_delay(cfg,
-	    CONN_REQ_INTERVAL) * 1000);
+	next = c->c_last_req_ms + (int64_t)(conn_req_interval(cfg) *
+	    1000);
 	if (c->c_last_req_ms != 0 && now < next) {
 		conn_sched(c, &c->c_sul_pump, conn_sul_pump,
 		    (double)(next - now) / 1000);
@@ -1132,7 +1139,7 @@ conn_pump(struct conn *c)
 	req_admit(TAILQ_FIRST(&c->c_pending));
 	if (!TAILQ_EMPTY(&c->c_pending) && c->c_nopen < CONN_MAX_SUBS)
 		conn_sched(c, &c->c_sul_pump, conn_sul_pump,
-		    cfg_scale_delay(cfg, CONN_REQ_INTERVAL));
+		    conn_req_interval(cfg));
 }
 
 static void

@@ -98,6 +98,9 @@ struct event;
  * CONN_MAX_SUBS open at once (ngit-grasp paces not at all; at 5 a second
  * a 20,000-event repository took 55 s to pull, at 20 a second 12 s). */
 #define CONN_REQ_INTERVAL		0.05
+/* ... and under NGIT_TEST (not the 60-fold rule, whose 0.8 ms cannot be
+ * told from no pacing once writes coalesce). */
+#define CONN_REQ_INTERVAL_TEST		0.005
 /* Ours: concurrent subscriptions per relay, far below common relay caps
  * (strfry 200, rust-nostr relays 500: nips.md 1.10), so that stricter
  * public relays do not refuse us either. */
@@ -472,6 +475,8 @@ double		 conn_connect_timeout(const struct config *cfg);
 
 /* CONN_FETCH_TIMEOUT, or CONN_FETCH_TIMEOUT_TEST under NGIT_TEST. */
 double		 conn_fetch_timeout(const struct config *cfg);
+/* CONN_REQ_INTERVAL, or CONN_REQ_INTERVAL_TEST under NGIT_TEST. */
+double		 conn_req_interval(const struct config *cfg);
 
 /*
  * 1 if NOTICE text (len bytes) reads as a rate limit: lower-cased, it

@@ -27,9 +27,11 @@ run_prog() {
 	limit=$2
 	shift 2
 	echo "# --- $name"
+	t0=$(date +%s)
 	timeout -k 10 "$limit" "$@" >"$log" 2>&1
 	rc=$?
 	cat "$log"
+	echo "# $name took $(($(date +%s) - t0)) s"
 	p=$(grep -cE '^ok ([0-9]+ )?- ' "$log")
 	f=$(grep -cE '^not ok ([0-9]+ )?- ' "$log")
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then

@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "buf.h"
+#include "ctl.h"
 #include "event.h"
 #include "gitutil.h"
 #include "nostr.h"
@@ -315,78 +316,6 @@ release(struct relayproc *rp, int owner, const char *d)
 	return release_dir(rp, owner, d, dir, sizeof(dir), NULL);
 }
 
-/* Runs a command; its stdout in *out (caller frees).  Exit status or -1. */
-static int
-run_cmd(const char *cmd, char **out)
-{
-	struct buf	 text = BUF_INIT;
-	char		 chunk[4096];
-	size_t		 n;
-	FILE		*f;
-	int		 st;
-
-	if ((f = popen(cmd, "r")) == NULL)
-		return -1;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		buf_add(&text, chunk, n);
-	buf_adds(&text, "");
-	st = pclose(f);
-	*out = buf_release(&text, NULL);
-	return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
-}
-
-/* graspctl -j -r <run of rp> args, parsed; NULL if it failed. */
-static cJSON *
-ctl_json(struct relayproc *rp, const char *args)
-{
-	const char	*bin = getenv("GRASPD_BIN");
-	char		 cmd[1200], *out = NULL;
-	cJSON		*j = NULL;
-
-	if (bin == NULL || *bin == '\0')
-		bin = "bin";
-	snprintf(cmd, sizeof(cmd), "'%s/graspctl' -j -r '%s/run' %s "
-	    "2>/dev/null", bin, relayproc_dir(rp), args);
-	if (run_cmd(cmd, &out) == 0)
-		j = cJSON_Parse(out);
-	free(out);
-	return j;
-}
-
-/* A list of a `graspctl -j show` answer ("relays", "connections"). */
-static cJSON *
-view_list(const cJSON *show, const char *name)
-{
-	return cJSON_GetObjectItem(cJSON_GetObjectItem(show, "view"), name);
-}
-
-/* The entry of an array of objects whose "relay" is url as a canonical
- * key ("ws://host:port" with its "/"). */
-static cJSON *
-by_relay(const cJSON *arr, const char *url)
-{
-	cJSON	*o;
-	size_t	 n = strlen(url);
-
-	cJSON_ArrayForEach(o, arr) {
-		const char *k = cJSON_GetStringValue(cJSON_GetObjectItem(o,
-		    "relay"));
-
-		if (k != NULL && strncmp(k, url, n) == 0 &&
-		    strcmp(k + n, "/") == 0)
-			return o;
-	}
-	return NULL;
-}
-
-static double
-num(const cJSON *o, const char *key)
-{
-	const cJSON	*v = cJSON_GetObjectItem(o, key);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
 /* The pid and restarts of a role from graspctl status; -1 if unknown. */
 static long
 role_pid(struct relayproc *rp, const char *role, long *restarts)
@@ -400,8 +329,8 @@ role_pid(struct relayproc *rp, const char *role, long *restarts)
 		    "role"));
 
 		if (n != NULL && strcmp(n, role) == 0) {
-			pid = (long)num(r, "pid");
-			*restarts = (long)num(r, "restarts");
+			pid = (long)ctl_num(r, "pid");
+			*restarts = (long)ctl_num(r, "restarts");
 		}
 	}
 	cJSON_Delete(st);
@@ -419,14 +348,14 @@ sync_doing(struct relayproc *rp, const char *url)
 	cJSON	*show = ctl_json(rp, "show syncd"), *r;
 	char	*s = NULL;
 
-	r = by_relay(view_list(show, "relays"), url);
-	if (r != NULL && num(r, "historic_in_flight") == 0 &&
-	    num(r, "historic_synced_at") > 0 &&
+	r = ctl_by_relay(ctl_view_list(show, "relays"), url);
+	if (r != NULL && ctl_num(r, "historic_in_flight") == 0 &&
+	    ctl_num(r, "historic_synced_at") > 0 &&
 	    asprintf(&s, "%.0f %.0f %.0f %.0f %.0f %.0f",
-	    num(cJSON_GetObjectItem(show, "view"), "events_synced"),
-	    num(r, "identifiers"), num(r, "repositories"),
-	    num(r, "thread_ids"), num(r, "thread_addresses"),
-	    num(r, "events")) == -1)
+	    ctl_num(cJSON_GetObjectItem(show, "view"), "events_synced"),
+	    ctl_num(r, "identifiers"), ctl_num(r, "repositories"),
+	    ctl_num(r, "thread_ids"), ctl_num(r, "thread_addresses"),
+	    ctl_num(r, "events")) == -1)
 		s = NULL;
 	cJSON_Delete(show);
 	return s;
@@ -500,7 +429,7 @@ layer_of(const cJSON *f, const char **field)
 	}
 	k = cJSON_GetObjectItem(f, "kinds");
 	if (cJSON_GetArraySize(k) == 2 &&
-	    num(f, "ids") == -1 && cJSON_GetObjectItem(f, "authors") == NULL &&
+	    ctl_num(f, "ids") == -1 && cJSON_GetObjectItem(f, "authors") == NULL &&
 	    cJSON_GetArrayItem(k, 0)->valuedouble == 30617 &&
 	    cJSON_GetArrayItem(k, 1)->valuedouble == 10317)
 		return LY_L1;
@@ -510,7 +439,7 @@ layer_of(const cJSON *f, const char **field)
 static int
 is_live(const cJSON *f)
 {
-	return num(f, "limit") == 0;
+	return ctl_num(f, "limit") == 0;
 }
 
 /* The peer-side connection of syncd: the one that asked for layer 1
@@ -525,7 +454,7 @@ syncd_conn(const cJSON *log)
 	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
 		cJSON_ArrayForEach(f, cJSON_GetObjectItem(r, "filters"))
 			if (layer_of(f, &field) == LY_L1 && is_live(f))
-				c = num(r, "conn");
+				c = ctl_num(r, "conn");
 	return c;
 }
 
@@ -561,13 +490,13 @@ historic_count(const cJSON *log, enum layer ly, const char *field,
 
 	*in_range = *nosince = 0;
 	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
-		if (num(r, "conn") != conn)
+		if (ctl_num(r, "conn") != conn)
 			continue;
 		cJSON_ArrayForEach(f, cJSON_GetObjectItem(r, "filters")) {
 			if (is_live(f) || layer_of(f, &fl) != ly ||
 			    (*field && strcmp(fl, field) != 0))
 				continue;
-			if ((since = num(f, "since")) != -1) {
+			if ((since = ctl_num(f, "since")) != -1) {
 				if (since >= (double)lo && since <= (double)hi)
 					(*in_range)++;
 			} else if (!all_values_contain(f, fl, fresh))
@@ -837,8 +766,8 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 	last_burst = -1;
 	for (i = n0; i < n; i++) {
 		r = cJSON_GetArrayItem(reqs, i);
-		at = num(r, "at_ms");
-		if (num(r, "conn") != conn || at < (double)t_sw)
+		at = ctl_num(r, "at_ms");
+		if (ctl_num(r, "conn") != conn || at < (double)t_sw)
 			continue;
 		if (first < 0)
 			first = last_burst = at;
@@ -865,9 +794,9 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 	T_EQ_INT(has_id(b, comment), 0);
 
 	show = ctl_json(b, "show syncd");
-	c = by_relay(view_list(show, "connections"),
+	c = ctl_by_relay(ctl_view_list(show, "connections"),
 	    relayproc_url(peer));
-	T_CHECK(c != NULL && num(c, "rate_limits") >= 1);
+	T_CHECK(c != NULL && ctl_num(c, "rate_limits") >= 1);
 	cJSON_Delete(show);
 
 	/* The relay behaves again: the descendants are fetched, and what
@@ -899,11 +828,11 @@ unreachable_relay_backs_off_and_is_reported(void)
 	deadline = wsc_now_ms() + 15000;
 	while (!(seen && metric) && wsc_now_ms() < deadline) {
 		show = ctl_json(b, "show syncd");
-		c = by_relay(view_list(show, "connections"), dead);
+		c = ctl_by_relay(ctl_view_list(show, "connections"), dead);
 		if (c != NULL && strcmp(cJSON_GetStringValue(
 		    cJSON_GetObjectItem(c, "state")) ?: "", "backoff") == 0 &&
-		    num(c, "failures") >= 1 && num(c, "until") > 0 &&
-		    by_relay(view_list(show, "relays"), dead))
+		    ctl_num(c, "failures") >= 1 && ctl_num(c, "until") > 0 &&
+		    ctl_by_relay(ctl_view_list(show, "relays"), dead))
 			seen = 1;
 		cJSON_Delete(show);
 		if (http_get(relayproc_host(b), relayproc_port(b),
@@ -997,15 +926,15 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	deadline = wsc_now_ms() + 10000;
 	for (seen = 0; !seen && wsc_now_ms() < deadline; ) {
 		show = ctl_json(b, "show syncd");
-		c = by_relay(view_list(show, "connections"), hurl);
-		seen = c != NULL && num(c, "malformed") >= 1 &&
-		    num(c, "stray") >= 1 && num(c, "events") >= 1 &&
-		    num(c, "failures_total") >= 1;
+		c = ctl_by_relay(ctl_view_list(show, "connections"), hurl);
+		seen = c != NULL && ctl_num(c, "malformed") >= 1 &&
+		    ctl_num(c, "stray") >= 1 && ctl_num(c, "events") >= 1 &&
+		    ctl_num(c, "failures_total") >= 1;
 		if (seen || wsc_now_ms() >= deadline)
 			printf("# hostile relay: %.0f malformed, %.0f unasked, "
 			    "%.0f events passed to relayd, %.0f failures\n",
-			    num(c, "malformed"), num(c, "stray"),
-			    num(c, "events"), num(c, "failures_total"));
+			    ctl_num(c, "malformed"), ctl_num(c, "stray"),
+			    ctl_num(c, "events"), ctl_num(c, "failures_total"));
 		cJSON_Delete(show);
 		if (!seen)
 			usleep(200000);

@@ -89,21 +89,6 @@ url_of(struct relayproc *p)
 /* The peers' HTTP control API.                                        */
 
 static int
-peer_post(struct relayproc *p, const char *path, const char *body,
-    size_t len)
-{
-	char	*h = NULL, *rb = NULL;
-	size_t	 rl;
-	int	 status = 0, rc;
-
-	rc = http_request(relayproc_host(p), relayproc_port(p), "POST", path,
-	    NULL, body, len, TMO, &status, &h, &rb, &rl);
-	free(h);
-	free(rb);
-	return rc == 0 && status == 200 ? 0 : -1;
-}
-
-static int
 seed(struct relayproc *p, struct event **evs, size_t n)
 {
 	struct buf	bb = BUF_INIT;
@@ -114,7 +99,7 @@ seed(struct relayproc *p, struct event **evs, size_t n)
 		buf_add(&bb, evs[i]->json, evs[i]->json_len);
 		buf_addc(&bb, '\n');
 	}
-	rc = peer_post(p, "/events", bb.b_data, bb.b_len);
+	rc = relayproc_post(p, "/events", bb.b_data, bb.b_len);
 	buf_free(&bb);
 	return rc;
 }
@@ -122,7 +107,7 @@ seed(struct relayproc *p, struct event **evs, size_t n)
 static int
 peer_config(struct relayproc *p, const char *json)
 {
-	return peer_post(p, "/config", json, strlen(json));
+	return relayproc_post(p, "/config", json, strlen(json));
 }
 
 static cJSON *

@@ -298,13 +298,7 @@ raw_stop(struct raw *r)
 static int
 peer_post(struct relayproc *rp, const char *path, const char *body)
 {
-	int	status = 0;
-
-	if (http_request(relayproc_host(rp), relayproc_port(rp), "POST",
-	    path, NULL, body, strlen(body), 10000, &status, NULL, NULL,
-	    NULL) == -1 || status != 200)
-		return -1;
-	return 0;
+	return relayproc_post(rp, path, body, strlen(body));
 }
 
 /* REQs the peer saw, from its log; -1 on error. */

@@ -557,22 +557,6 @@ disabled_negentropy_sends_no_neg_message(void)
 	pair_free(&p);
 }
 
-/* A POST to the peer's control endpoint; 0 if it answered 200. */
-static int
-peer_post(struct relayproc *rp, const char *path, const char *body,
-    size_t len)
-{
-	char	*h = NULL, *resp = NULL;
-	size_t	 rlen;
-	int	 status = 0, rc;
-
-	rc = http_request(relayproc_host(rp), relayproc_port(rp), "POST",
-	    path, NULL, body, len, TMO, &status, &h, &resp, &rlen);
-	free(h);
-	free(resp);
-	return rc == 0 && status == 200 ? 0 : -1;
-}
-
 /* The REQs in the peer's log whose filters mention text. */
 static int
 peer_reqs_with(struct relayproc *rp, const char *text)
@@ -634,7 +618,7 @@ req_only_peer_converges_and_is_remembered(void)
 		buf_add(&body, evs[i]->json, evs[i]->json_len);
 		buf_addc(&body, '\n');
 	}
-	T_ASSERT(peer_post(peer, "/events", body.b_data, body.b_len) == 0);
+	T_ASSERT(relayproc_post(peer, "/events", body.b_data, body.b_len) == 0);
 	buf_free(&body);
 	T_ASSERT(publish(a, ann) == 0);
 	sk_of(70, sk);

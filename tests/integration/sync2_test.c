@@ -97,22 +97,6 @@ coord_of(int owner, const char *d, char *out, size_t outlen)
 	snprintf(out, outlen, "30617:%s:%s", hex, d);
 }
 
-/* A POST to a peer's control endpoint; 0 if it answered 200. */
-static int
-peer_post(struct relayproc *rp, const char *path, const char *body,
-    size_t len)
-{
-	char	*h = NULL, *resp = NULL;
-	size_t	 rlen;
-	int	 status = 0, rc;
-
-	rc = http_request(relayproc_host(rp), relayproc_port(rp), "POST",
-	    path, NULL, body, len, TMO, &status, &h, &resp, &rlen);
-	free(h);
-	free(resp);
-	return rc == 0 && status == 200 ? 0 : -1;
-}
-
 static int
 seed_on(struct relayproc *rp, struct event *const *list, size_t n)
 {
@@ -124,7 +108,7 @@ seed_on(struct relayproc *rp, struct event *const *list, size_t n)
 		buf_add(&body, list[i]->json, list[i]->json_len);
 		buf_addc(&body, '\n');
 	}
-	rc = peer_post(rp, "/events", body.b_data, body.b_len);
+	rc = relayproc_post(rp, "/events", body.b_data, body.b_len);
 	buf_free(&body);
 	return rc;
 }
@@ -142,7 +126,7 @@ seed_peer(struct event *e)
 static int
 peer_config(struct relayproc *rp, const char *json)
 {
-	return peer_post(rp, "/config", json, strlen(json));
+	return relayproc_post(rp, "/config", json, strlen(json));
 }
 
 static cJSON *

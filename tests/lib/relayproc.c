@@ -33,6 +33,9 @@
 
 extern char **environ;
 
+/* Ours: how long relayproc_post() waits for an answer. */
+#define RELAYPROC_POST_TIMEOUT_MS	10000
+
 struct relayproc {
 	char	*rp_program;		/* absolute path */
 	char	**rp_env;		/* our KEY=VALUE settings */
@@ -632,4 +635,17 @@ const char *
 relayproc_url(const struct relayproc *rp)
 {
 	return rp->rp_url;
+}
+
+int
+relayproc_post(struct relayproc *rp, const char *path, const char *body,
+    size_t len)
+{
+	int	status = 0;
+
+	if (http_request(relayproc_host(rp), relayproc_port(rp), "POST",
+	    path, NULL, body, len, RELAYPROC_POST_TIMEOUT_MS, &status, NULL,
+	    NULL, NULL) == -1)
+		return -1;
+	return status == 200 ? 0 : -1;
 }

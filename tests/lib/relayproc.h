@@ -41,6 +41,12 @@ struct relayproc *relayproc_start(const char *program,
  */
 struct relayproc *relayproc_start_peer(const char *const extra_env[]);
 /*
+ * POSTs body (len bytes) to path on rp, e.g. a test peer's /config or
+ * /events control endpoint; 0 if it answered 200, else -1.
+ */
+int		 relayproc_post(struct relayproc *, const char *path,
+		    const char *body, size_t len);
+/*
  * Stops the program (see relayproc_stop) and starts it again with the same
  * port, directory and environment.  Returns 0, or -1 if it did not come
  * back listening in time.

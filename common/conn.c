@@ -124,6 +124,7 @@ struct conn_req {
 	struct neg_item		*r_items;
 	size_t			 r_nitems;
 	struct neg		*r_neg;
+	int			 r_neg_fresh;	/* r_neg not initiated yet */
 	struct conn_neg_stats	 r_nst;
 	struct conn_neg_cb	 r_ncb;
 	int			 r_neg_decided;
@@ -1031,13 +1032,12 @@ req_build_page(struct conn_req *r)
 
 /*
  * Makes r's negentropy session over a copy of its set, replacing any
- * earlier one (a NEG-OPEN sent again after AUTH starts afresh), and
- * appends the hex of the first message to hex.  Returns 0, or -1 with
- * err if the set or the frame limit is refused.
+ * earlier one (a NEG-OPEN sent again after AUTH or a reconnect starts
+ * afresh).  Returns 0, or -1 with err if the set or the frame limit is
+ * refused.
  */
 static int
-req_neg_session(struct conn_req *r, struct buf *hex, char *err,
-    size_t errlen)
+req_neg_session(struct conn_req *r, char *err, size_t errlen)
 {
 	struct neg_item	*items = NULL;
 
@@ -1053,11 +1053,26 @@ req_neg_session(struct conn_req *r, struct buf *hex, char *err,
 	    err, errlen)) == NULL)
 		return -1;
 	r->r_nst.ns_items = neg_size(r->r_neg);
-	if (hex != NULL && neg_client_initiate(r->r_neg, hex) == -1) {
-		snprintf(err, errlen, "cannot initiate");
-		return -1;
-	}
+	r->r_neg_fresh = 1;
 	return 0;
+}
+
+/*
+ * r's opening message in hex: from the session conn_neg() built, or,
+ * when r is sent again after a reconnect, from a new one over the same
+ * items (the set and limit conn_neg() took: it cannot fail).
+ */
+static void
+req_neg_open(struct conn_req *r, struct buf *hex)
+{
+	char	err[128];
+
+	if (!r->r_neg_fresh && req_neg_session(r, err, sizeof(err)) == -1)
+		fatalx("conn %s: negentropy: %s", r->r_conn->c_key, err);
+	r->r_neg_fresh = 0;
+	if (neg_client_initiate(r->r_neg, hex) == -1)
+		fatalx("conn %s: negentropy: cannot initiate",
+		    r->r_conn->c_key);
 }
 
 /* Sends r's REQ (or NEG-OPEN) now; the caller checked admission. */
@@ -1066,7 +1081,6 @@ req_admit(struct conn_req *r)
 {
 	struct conn	*c = r->r_conn;
 	struct buf	 b = BUF_INIT, hex = BUF_INIT;
-	char		 err[128];
 
 	req_unlink(r);
 	snprintf(r->r_subid, sizeof(r->r_subid), "%c%llx",
@@ -1074,9 +1088,7 @@ req_admit(struct conn_req *r)
 	    r->r_kind == REQ_NEG ? 'n' : 'p',
 	    (unsigned long long)++c->c_mgr->m_next_sub);
 	if (r->r_kind == REQ_NEG) {
-		/* The same set and limit conn_neg() took: cannot fail. */
-		if (req_neg_session(r, &hex, err, sizeof(err)) == -1)
-			fatalx("conn %s: negentropy: %s", c->c_key, err);
+		req_neg_open(r, &hex);
 		buf_adds(&b, "[\"NEG-OPEN\",\"");
 		buf_adds(&b, r->r_subid);
 		buf_adds(&b, "\",");
@@ -2355,8 +2367,9 @@ conn_neg(struct conn *c, const char *filter_json,
 		memcpy(r->r_items, items, n * sizeof(*items));
 	}
 	r->r_nitems = n;
-	/* A trial session: what admission makes again cannot fail. */
-	if (req_neg_session(r, NULL, err, sizeof(err)) == -1) {
+	/* Built once here, so that a bad set is refused at once; the first
+	 * admission sends it. */
+	if (req_neg_session(r, err, sizeof(err)) == -1) {
 		why = err;
 		goto fail;
 	}

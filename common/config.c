@@ -134,7 +134,7 @@ static const struct cfg_key cfg_keys[] = {
 	  "Relays to look up authors' kind 0 and 10002 on, comma-separated" },
 	{ "NGIT_SYNC_PLUS_FALLBACK_RELAYS", CT_URLS,
 	  F(sync_plus_fallback_relays), "", 0, 0, 0,
-	  "Mailboxes for root authors without a relay list, comma-separated" },
+	  "Mailboxes for authors found without a relay list, comma-separated" },
 	{ "NGIT_PRIVATE_MODE", CT_BOOL, F(private_mode), "false", 0, 0, 0,
 	  "Private instance: no repository-scoped probes of owners' inboxes" },
 };

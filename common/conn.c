@@ -188,6 +188,7 @@ TAILQ_HEAD(conn_list, conn);
 struct conn_mgr {
 	struct lws_context	*m_lws;
 	struct lws_vhost	*m_vhost;
+	int			 m_tls_ready;	/* m_vhost has a client SSL */
 	struct config		*m_cfg;
 	const struct conn_hooks	*m_hooks;
 	void			*m_arg;
@@ -1803,6 +1804,27 @@ conn_sul_connect(lws_sorted_usec_list_t *sul)
 }
 
 /*
+ * Gives the manager's vhost its client TLS context (the system CA store)
+ * before the first wss:// dial, not at start: it costs over 2 MB in each
+ * role, and a role with no wss:// target never needs it.  The context
+ * must have been made with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT.
+ */
+static int
+conn_tls_ready(struct conn_mgr *m)
+{
+	struct lws_context_creation_info	info;
+
+	if (m->m_tls_ready)
+		return 0;
+	memset(&info, 0, sizeof(info));
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+	if (lws_init_vhost_client_ssl(&info, m->m_vhost) != 0)
+		return -1;
+	m->m_tls_ready = 1;
+	return 0;
+}
+
+/*
  * Resolves and vets the target, then starts the client connection to
  * the vetted address.  Runs from a timer, never inside a role's call.
  */
@@ -1840,6 +1862,11 @@ conn_dial(struct conn *c)
 	    0, NI_NUMERICHOST) != 0) {
 		conn_lost(c, "cannot print the resolved address",
 		    DROP_FAILURE, 0);
+		return;
+	}
+
+	if (c->c_url.ru_tls && conn_tls_ready(m) == -1) {
+		conn_lost(c, "no client TLS context", DROP_FAILURE, 0);
 		return;
 	}
 

@@ -270,7 +270,9 @@ extern const struct lws_protocols conn_lws_protocol;
 
 /*
  * Makes a connection manager on the loop of context, connecting through
- * vhost (whose protocols include CONN_LWS_PROTOCOL).  cfg (timings,
+ * vhost (whose protocols include CONN_LWS_PROTOCOL; the manager gives it
+ * a client TLS context on the first wss:// dial, so the context must be
+ * made with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT).  cfg (timings,
  * NGIT_DOMAIN for the self keys, NGIT_SYNC_ALLOW_PRIVATE_TARGETS, the
  * owner key for AUTH, which config_owner_key() may load into cfg on the
  * first challenge) and hooks must outlive the manager; arg is passed to

@@ -620,15 +620,19 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	ctx.r_protocols = role_protocols(ops);
 	memset(&info, 0, sizeof(info));
 	info.port = CONTEXT_PORT_NO_LISTEN;
-	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;	/* wss: conn.c */
+	/* The TLS library for wss: (conn.c), but the vhost made without a
+	 * client TLS context: conn.c adds it on the first wss:// dial. */
+	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT |
+	    LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
 	info.protocols = ctx.r_protocols;
 	info.gid = -1;
 	info.uid = -1;
 	if ((ctx.r_lws = lws_create_context(&info)) == NULL)
 		fatalx("cannot create the libwebsockets context");
-	if ((ctx.r_vhost = lws_get_vhost_by_name(ctx.r_lws, "default")) ==
-	    NULL)
-		fatalx("libwebsockets made no default vhost");
+	info.options = 0;
+	info.vhost_name = "default";
+	if ((ctx.r_vhost = lws_create_vhost(ctx.r_lws, &info)) == NULL)
+		fatalx("cannot create the libwebsockets vhost");
 
 	if (chan_control_endpoint(ctx.r_cfg.run_path, role, ep,
 	    sizeof(ep)) == -1)

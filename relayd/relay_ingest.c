@@ -1,6 +1,7 @@
 /*
- * relay_ingest.c: relayd's event pipeline.  parse -> limits -> id and
- * signature -> (batch) duplicate and deletion checks -> write policy ->
+ * relay_ingest.c: relayd's event pipeline.  parse -> limits -> id ->
+ * signature (on a thread of its own, in arrival order) -> expiry ->
+ * (batch) duplicate and deletion checks -> write policy ->
  * purgatory (relay_purg.c: hold until git data arrives, or store) ->
  * store -> commit -> OK -> fan-out.  Events that arrive in one turn of the
  * loop are committed in one transaction, and OK is sent only after the
@@ -10,6 +11,8 @@
  * task stores are fanned out and published after the commit like any
  * accepted event.
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,9 @@ struct pending {
 	int			 p_ok;
 	int			 p_fanout;
 	int			 p_stored;	/* by store_put() just now */
+	int			 p_sig;		/* -1 unchecked, 0 bad, 1 good */
+	enum role		 p_origin;	/* p_remote: the role and */
+	char			*p_url;		/* the relay it fetched from */
 	int64_t			 p_seq;		/* when stored */
 	char			 p_msg[512];
 	/* A task: run inside the transaction, done after it. */
@@ -53,13 +59,93 @@ static int			flush_scheduled;
 static size_t			last_batch;	/* events in the last commit */
 static lws_sorted_usec_list_t	ckpt_sul;
 
+/*
+ * Signature checks, the costliest step before the store, run on one
+ * thread beside the loop, so that they overlap with parsing, commits and
+ * sending.  The loop owns `verifying' (events handed over, in arrival
+ * order); the thread takes them from the ring, in the same order, and
+ * writes only p_sig.  Both sides touch the ring and p_sig under vmu.
+ * One thread keeps the order: an event and its deletion are decided in
+ * the order they came.
+ */
+static STAILQ_HEAD(, pending)	verifying = STAILQ_HEAD_INITIALIZER(verifying);
+static pthread_t		vthread;
+static int			vstarted;
+static pthread_mutex_t		vmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t		vwork = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t		vspace = PTHREAD_COND_INITIALIZER;
+static struct pending		*vring[RELAY_VERIFY_QUEUE];
+static size_t			vhead, vcount;	/* the thread's next, queued */
+static int			vwoken;		/* the loop was woken */
+static int			vstop;
+
 static void	flush_cb(lws_sorted_usec_list_t *);
+
+static void *
+verify_main(void *arg)
+{
+	struct pending	*p;
+	int		 ok, wake;
+
+	(void)arg;
+	pthread_mutex_lock(&vmu);
+	for (;;) {
+		while (vcount == 0 && !vstop)
+			pthread_cond_wait(&vwork, &vmu);
+		if (vcount == 0)
+			break;
+		p = vring[vhead];
+		pthread_mutex_unlock(&vmu);
+		ok = event_check_sig(p->p_ev);
+		pthread_mutex_lock(&vmu);
+		p->p_sig = ok;
+		vhead = (vhead + 1) % RELAY_VERIFY_QUEUE;
+		vcount--;
+		pthread_cond_signal(&vspace);
+		/* One wake-up for a run of results: the loop takes them all. */
+		wake = !vwoken;
+		vwoken = 1;
+		if (wake) {
+			pthread_mutex_unlock(&vmu);
+			lws_cancel_service(relayd->ctx);
+			pthread_mutex_lock(&vmu);
+		}
+	}
+	pthread_mutex_unlock(&vmu);
+	return NULL;
+}
 
 void
 relay_ingest_init(void)
 {
+	sigset_t	all, old;
+	int		rc;
+
 	memset(&flush_sul, 0, sizeof(flush_sul));
 	memset(&ckpt_sul, 0, sizeof(ckpt_sul));
+	/* Signals are the loop's: the thread runs with all of them blocked. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&vthread, NULL, verify_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		fatalx("cannot start the signature thread: %s", strerror(rc));
+	vstarted = 1;
+}
+
+/* Hands p to the signature thread; waits while the ring is full. */
+static void
+verify_submit(struct pending *p)
+{
+	p->p_sig = -1;
+	STAILQ_INSERT_TAIL(&verifying, p, p_entry);
+	pthread_mutex_lock(&vmu);
+	while (vcount == RELAY_VERIFY_QUEUE)
+		pthread_cond_wait(&vspace, &vmu);
+	vring[(vhead + vcount) % RELAY_VERIFY_QUEUE] = p;
+	vcount++;
+	pthread_cond_signal(&vwork);
+	pthread_mutex_unlock(&vmu);
 }
 
 /* No commit for RELAY_CKPT_IDLE_US: a good moment for the checkpoint. */
@@ -76,6 +162,9 @@ relay_ingest_forget(struct relay_conn *c)
 	struct pending	*p;
 
 	STAILQ_FOREACH(p, &pending, p_entry)
+		if (p->p_conn == c)
+			p->p_conn = NULL;
+	STAILQ_FOREACH(p, &verifying, p_entry)
 		if (p->p_conn == c)
 			p->p_conn = NULL;
 }
@@ -104,12 +193,13 @@ has_protected_tag(const struct event *ev)
 }
 
 /*
- * Checks that need no database.  Returns 0, or -1 with the OK message.
+ * Checks that need neither the database nor the signature.  Returns 0, or
+ * -1 with the OK message.
  */
 static int
 check_event(const struct event *ev, char *msg, size_t msglen)
 {
-	int64_t	now = (int64_t)time(NULL), exp;
+	int64_t	now = (int64_t)time(NULL);
 
 	if (ev->ntags > RELAY_MAX_TAGS) {
 		snprintf(msg, msglen, "invalid: too many tags (at most %d)",
@@ -131,10 +221,17 @@ check_event(const struct event *ev, char *msg, size_t msglen)
 		    "content");
 		return -1;
 	}
-	if (!event_check_sig(ev)) {
-		snprintf(msg, msglen, "invalid: bad signature");
-		return -1;
-	}
+	return 0;
+}
+
+/*
+ * Checks after the signature's.  Returns 0, or -1 with the OK message.
+ */
+static int
+check_signed_event(const struct event *ev, char *msg, size_t msglen)
+{
+	int64_t	now = (int64_t)time(NULL), exp;
+
 	if ((exp = event_expiration(ev)) != 0 && exp <= now) {
 		snprintf(msg, msglen, "blocked: event is expired");
 		return -1;
@@ -209,8 +306,7 @@ relay_ingest_client(struct relay_conn *c, const struct json *evj)
 		fatal("relay_ingest_client");
 	p->p_ev = ev;
 	p->p_conn = c;
-	STAILQ_INSERT_TAIL(&pending, p, p_entry);
-	schedule_flush();
+	verify_submit(p);
 }
 
 void
@@ -230,12 +326,75 @@ relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 		event_destroy(ev);
 		return;
 	}
-	if ((p = calloc(1, sizeof(*p))) == NULL)
+	if ((p = calloc(1, sizeof(*p))) == NULL ||
+	    (p->p_url = strndup(url, urllen)) == NULL)
 		fatal("relay_ingest_remote");
 	p->p_ev = ev;
 	p->p_remote = 1;
-	STAILQ_INSERT_TAIL(&pending, p, p_entry);
-	schedule_flush();
+	p->p_origin = origin;
+	verify_submit(p);
+}
+
+/*
+ * Takes the events whose signature the thread checked, in arrival order,
+ * into the next commit, or answers them.  Runs when the thread wakes the
+ * loop, and before every commit.
+ */
+void
+relay_ingest_verified(void)
+{
+	struct pending	*p;
+	char		 msg[512];
+	int		 ok;
+
+	for (;;) {
+		if ((p = STAILQ_FIRST(&verifying)) == NULL)
+			break;
+		pthread_mutex_lock(&vmu);
+		if ((ok = p->p_sig) == -1)
+			vwoken = 0;
+		pthread_mutex_unlock(&vmu);
+		if (ok == -1)
+			break;
+		STAILQ_REMOVE_HEAD(&verifying, p_entry);
+		if (!ok)
+			snprintf(msg, sizeof(msg), "invalid: bad signature");
+		if (!ok || check_signed_event(p->p_ev, msg, sizeof(msg)) == -1) {
+			if (p->p_remote)
+				log_debug("%s via %s: %s",
+				    role_name(p->p_origin), p->p_url, msg);
+			else if (p->p_conn != NULL)
+				relay_send_ok(p->p_conn, p->p_ev->id_hex, 0,
+				    msg);
+			relayd->stats.events_invalid++;
+			event_destroy(p->p_ev);
+			free(p->p_url);
+			free(p);
+			continue;
+		}
+		STAILQ_INSERT_TAIL(&pending, p, p_entry);
+		schedule_flush();
+	}
+	if (STAILQ_EMPTY(&verifying)) {
+		pthread_mutex_lock(&vmu);
+		vwoken = 0;
+		pthread_mutex_unlock(&vmu);
+	}
+}
+
+/* Lets the thread finish what it holds, and takes the results. */
+void
+relay_ingest_stop(void)
+{
+	if (!vstarted)
+		return;
+	pthread_mutex_lock(&vmu);
+	vstop = 1;
+	pthread_cond_signal(&vwork);
+	pthread_mutex_unlock(&vmu);
+	pthread_join(vthread, NULL);
+	vstarted = 0;
+	relay_ingest_verified();
 }
 
 void
@@ -381,6 +540,8 @@ relay_ingest_flush_now(void)
 	struct pending		*p;
 	int			 committed;
 
+	/* What the signature thread finished meanwhile joins this commit. */
+	relay_ingest_verified();
 	flush_scheduled = 0;
 	if (STAILQ_EMPTY(&pending))
 		return;
@@ -440,6 +601,7 @@ relay_ingest_flush_now(void)
 		if (p->p_fanout && p->p_seq > 0)
 			relay_chan_publish(p->p_seq, p->p_ev);
 		event_destroy(p->p_ev);
+		free(p->p_url);
 		free(p);
 	}
 	run_deferred(committed);

@@ -440,6 +440,10 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	struct relay_conn	*c = user;
 
 	switch (reason) {
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+		/* The signature thread has results (relay_ingest.c). */
+		relay_ingest_verified();
+		return 0;
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
 		if (relayd->nconns >= relayd->cfg.max_connections) {
 			log_info("refusing a websocket: %d connections open",

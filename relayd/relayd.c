@@ -208,6 +208,7 @@ main(int argc, char *argv[])
 			break;
 
 	log_info("stopping");
+	relay_ingest_stop();
 	relay_ingest_flush_now();
 	lws_context_destroy(rd.ctx);
 	relay_chan_close();

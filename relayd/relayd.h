@@ -81,6 +81,11 @@
 /* Ours: how long a loaded relay gathers events for one commit. */
 #define RELAY_BATCH_WAIT_US	3000
 /*
+ * Ours: events waiting for the signature thread; beyond it the loop
+ * waits for the thread (back-pressure) instead of queueing more.
+ */
+#define RELAY_VERIFY_QUEUE	4096
+/*
  * Ours: commits pause this long before relayd checkpoints the WAL, so
  * that the checkpoint's copying and syncing seldom delays an OK.
  */
@@ -244,6 +249,8 @@ void	relay_ingest_client(struct relay_conn *, const struct json *evj);
 /* Drops references to a closing connection from pending work. */
 void	relay_ingest_forget(struct relay_conn *);
 void	relay_ingest_init(void);
+void	relay_ingest_verified(void);
+void	relay_ingest_stop(void);
 void	relay_ingest_flush_now(void);
 
 /* relay_inv.c */

@@ -14,6 +14,7 @@
 
 #include "db.h"
 #include "log.h"
+#include "walbuf.h"
 
 /*
  * Ours: the page cache of a read-only connection.  The readers (syncd,
@@ -283,8 +284,9 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 		return -1;
 	oflags = ro ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-	if (sqlite3_open_v2(path, &db, oflags | SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK) {
+	/* The writer gathers each commit's WAL frames into one write. */
+	if (sqlite3_open_v2(path, &db, oflags | SQLITE_OPEN_NOMUTEX,
+	    !ro && walbuf_register() == 0 ? WALBUF_VFS : NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", path,
 		    db ? sqlite3_errmsg(db) : "out of memory");
 		goto fail;

@@ -1,0 +1,544 @@
+/*
+ * walbuf.c: the write-gathering SQLite VFS of walbuf.h, used by the
+ * database's one writer (relayd, through db_open()).  Every file it opens
+ * is a real file of the default VFS placed right after our small header;
+ * only "-wal" files buffer, and each main database file knows the WAL
+ * file opened beside it, so that the barrier and lock calls SQLite makes
+ * on the main file before publishing a commit empty that WAL's buffer.
+ * Single-threaded like its users: relayd's connection is opened with
+ * SQLITE_OPEN_NOMUTEX and used from its loop only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "log.h"
+#include "walbuf.h"
+
+/* SQLite's WAL format (its wal.c): a frame header's size, and the offset
+ * of its "database size after commit" field, non-zero on commit frames. */
+#define WAL_FRAME_HDRSIZE	24
+#define WAL_FRAME_NTRUNCATE	4
+/* The default Unix VFS writes at most 0x1ffff bytes a call (its
+ * seekAndWriteFd()); ours go out in whole pages below that. */
+#define WALBUF_CHUNK		(31 * 4096)
+
+struct wb_file {
+	sqlite3_file		 wf_base;	/* our methods */
+	struct wb_file		*wf_main;	/* a WAL's main file, or NULL */
+	struct wb_file		*wf_wal;	/* a main file's open WAL */
+	int			 wf_is_wal;
+	int			 wf_commit;	/* a commit frame's page is next */
+	char			*wf_buf;	/* a WAL's pending frames */
+	size_t			 wf_len, wf_cap;
+	sqlite3_int64		 wf_off;	/* file offset of wf_buf[0] */
+	const char		*wf_name;	/* SQLite's, valid while open */
+	struct wb_file		*wf_next;	/* open main files */
+	/* The default VFS's file follows, szOsFile bytes. */
+};
+
+static sqlite3_vfs		 wb_vfs;
+static sqlite3_vfs		*wb_real;
+static const sqlite3_io_methods	 wb_methods;
+static struct wb_file		*wb_mains;	/* open main database files */
+static unsigned long long	 wb_writes;
+
+static sqlite3_file *
+real(sqlite3_file *f)
+{
+	return (sqlite3_file *)((struct wb_file *)f + 1);
+}
+
+unsigned long long
+walbuf_writes(void)
+{
+	return wb_writes;
+}
+
+/* Hands a WAL's pending frames to the file system. */
+static int
+wb_flush(struct wb_file *w)
+{
+	sqlite3_file	*r;
+	size_t		 done, n;
+	int		 rc = SQLITE_OK;
+
+	if (w == NULL || w->wf_len == 0)
+		return SQLITE_OK;
+	r = real(&w->wf_base);
+	for (done = 0; done < w->wf_len; done += n) {
+		n = w->wf_len - done;
+		if (n > WALBUF_CHUNK)
+			n = WALBUF_CHUNK;
+		wb_writes++;
+		if ((rc = r->pMethods->xWrite(r, w->wf_buf + done, (int)n,
+		    w->wf_off + (sqlite3_int64)done)) != SQLITE_OK)
+			break;
+	}
+	w->wf_len = 0;
+	return rc;
+}
+
+static int
+wb_close(sqlite3_file *f)
+{
+	struct wb_file	*w = (struct wb_file *)f, **pp;
+	sqlite3_file	*r = real(f);
+	int		 rc, frc;
+
+	frc = wb_flush(w);
+	if (w->wf_is_wal) {
+		if (w->wf_main != NULL)
+			w->wf_main->wf_wal = NULL;
+	} else {
+		if (w->wf_wal != NULL)
+			w->wf_wal->wf_main = NULL;
+		for (pp = &wb_mains; *pp != NULL; pp = &(*pp)->wf_next)
+			if (*pp == w) {
+				*pp = w->wf_next;
+				break;
+			}
+	}
+	free(w->wf_buf);
+	w->wf_buf = NULL;
+	rc = r->pMethods->xClose(r);
+	return frc != SQLITE_OK ? frc : rc;
+}
+
+static int
+wb_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
+{
+	struct wb_file	*w = (struct wb_file *)f;
+	sqlite3_file	*r = real(f);
+	int		 rc;
+
+	if (w->wf_len > 0 && off < w->wf_off + (sqlite3_int64)w->wf_len &&
+	    off + n > w->wf_off) {
+		/* SQLite reads back frames of its own open transaction. */
+		if (off >= w->wf_off && off + n <= w->wf_off +
+		    (sqlite3_int64)w->wf_len) {
+			memcpy(p, w->wf_buf + (off - w->wf_off), (size_t)n);
+			return SQLITE_OK;
+		}
+		if ((rc = wb_flush(w)) != SQLITE_OK)
+			return rc;
+	}
+	return r->pMethods->xRead(r, p, n, off);
+}
+
+static int
+wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
+{
+	struct wb_file	*w = (struct wb_file *)f;
+	sqlite3_file	*r = real(f);
+	sqlite3_int64	 end = w->wf_off + (sqlite3_int64)w->wf_len;
+	size_t		 need;
+	char		*nb;
+	int		 rc;
+
+	if (!w->wf_is_wal) {
+		wb_writes++;
+		return r->pMethods->xWrite(r, p, n, off);
+	}
+	/* A frame rewritten in place (its checksum chain, say). */
+	if (w->wf_len > 0 && off >= w->wf_off && off + n <= end) {
+		memcpy(w->wf_buf + (off - w->wf_off), p, (size_t)n);
+		return SQLITE_OK;
+	}
+	if (w->wf_len > 0 && (off != end ||
+	    w->wf_len + (size_t)n > WALBUF_MAX)) {
+		if ((rc = wb_flush(w)) != SQLITE_OK)
+			return rc;
+	}
+	if ((size_t)n > WALBUF_MAX) {
+		wb_writes++;
+		return r->pMethods->xWrite(r, p, n, off);
+	}
+	if (w->wf_len == 0)
+		w->wf_off = off;
+	need = w->wf_len + (size_t)n;
+	if (need > w->wf_cap) {
+		size_t	cap = w->wf_cap ? w->wf_cap : 64 * 1024;
+
+		while (cap < need)
+			cap *= 2;
+		if (cap > WALBUF_MAX)
+			cap = WALBUF_MAX;
+		if ((nb = realloc(w->wf_buf, cap)) == NULL) {
+			/* No memory for gathering: write through. */
+			if ((rc = wb_flush(w)) != SQLITE_OK)
+				return rc;
+			wb_writes++;
+			return r->pMethods->xWrite(r, p, n, off);
+		}
+		w->wf_buf = nb;
+		w->wf_cap = cap;
+	}
+	memcpy(w->wf_buf + w->wf_len, p, (size_t)n);
+	w->wf_len += (size_t)n;
+	/*
+	 * SQLite writes a frame as its header, then its page.  After the
+	 * page of a commit frame the transaction goes out, where an error
+	 * can still fail the commit (the barrier below is the safety net).
+	 */
+	if (w->wf_commit) {
+		w->wf_commit = 0;
+		return wb_flush(w);
+	}
+	if (n == WAL_FRAME_HDRSIZE)
+		w->wf_commit = memcmp((const char *)p + WAL_FRAME_NTRUNCATE,
+		    "\0\0\0\0", 4) != 0;
+	return SQLITE_OK;
+}
+
+static int
+wb_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+	sqlite3_file	*r = real(f);
+	int		 rc;
+
+	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
+		return rc;
+	return r->pMethods->xTruncate(r, size);
+}
+
+static int
+wb_sync(sqlite3_file *f, int flags)
+{
+	sqlite3_file	*r = real(f);
+	int		 rc;
+
+	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
+		return rc;
+	return r->pMethods->xSync(r, flags);
+}
+
+static int
+wb_file_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+	sqlite3_file	*r = real(f);
+	int		 rc;
+
+	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
+		return rc;
+	return r->pMethods->xFileSize(r, size);
+}
+
+/* The main file's lock calls: any change empties its WAL's buffer first. */
+static int
+wb_lock(sqlite3_file *f, int lock)
+{
+	struct wb_file	*w = (struct wb_file *)f;
+	sqlite3_file	*r = real(f);
+	int		 rc;
+
+	if ((rc = wb_flush(w->wf_wal)) != SQLITE_OK)
+		return rc;
+	return r->pMethods->xLock(r, lock);
+}
+
+static int
+wb_unlock(sqlite3_file *f, int lock)
+{
+	struct wb_file	*w = (struct wb_file *)f;
+	sqlite3_file	*r = real(f);
+	int		 rc;
+
+	if ((rc = wb_flush(w->wf_wal)) != SQLITE_OK)
+		return rc;
+	return r->pMethods->xUnlock(r, lock);
+}
+
+static int
+wb_check_reserved_lock(sqlite3_file *f, int *out)
+{
+	sqlite3_file	*r = real(f);
+
+	return r->pMethods->xCheckReservedLock(r, out);
+}
+
+static int
+wb_file_control(sqlite3_file *f, int op, void *arg)
+{
+	sqlite3_file	*r = real(f);
+
+	return r->pMethods->xFileControl(r, op, arg);
+}
+
+static int
+wb_sector_size(sqlite3_file *f)
+{
+	sqlite3_file	*r = real(f);
+
+	return r->pMethods->xSectorSize(r);
+}
+
+static int
+wb_device_characteristics(sqlite3_file *f)
+{
+	sqlite3_file	*r = real(f);
+
+	return r->pMethods->xDeviceCharacteristics(r);
+}
+
+static int
+wb_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
+{
+	sqlite3_file	*r = real(f);
+
+	return r->pMethods->xShmMap(r, pg, pgsz, extend, pp);
+}
+
+static int
+wb_shm_lock(sqlite3_file *f, int offset, int n, int flags)
+{
+	struct wb_file	*w = (struct wb_file *)f;
+	sqlite3_file	*r = real(f);
+	int		 rc;
+
+	if ((rc = wb_flush(w->wf_wal)) != SQLITE_OK)
+		return rc;
+	return r->pMethods->xShmLock(r, offset, n, flags);
+}
+
+/*
+ * SQLite's walIndexWriteHdr() calls this between writing the two copies
+ * of a new WAL index header: the commit becomes visible to readers right
+ * after.  Its frames must be in the file by then.
+ */
+static void
+wb_shm_barrier(sqlite3_file *f)
+{
+	struct wb_file	*w = (struct wb_file *)f;
+	sqlite3_file	*r = real(f);
+
+	/*
+	 * A failure here has no way back to SQLite, and readers must never
+	 * see a commit whose frames are missing: stop before the header is
+	 * whole.  The transaction is then not committed (recovery checks the
+	 * frames' checksums) and no OK was sent for it.
+	 */
+	if (wb_flush(w->wf_wal) != SQLITE_OK)
+		fatalx("walbuf: cannot write the WAL of a commit");
+	r->pMethods->xShmBarrier(r);
+}
+
+static int
+wb_shm_unmap(sqlite3_file *f, int del)
+{
+	sqlite3_file	*r = real(f);
+
+	return r->pMethods->xShmUnmap(r, del);
+}
+
+static int
+wb_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
+{
+	sqlite3_file	*r = real(f);
+
+	return r->pMethods->xFetch(r, off, n, pp);
+}
+
+static int
+wb_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
+{
+	sqlite3_file	*r = real(f);
+
+	return r->pMethods->xUnfetch(r, off, p);
+}
+
+static const sqlite3_io_methods wb_methods = {
+	3,
+	wb_close,
+	wb_read,
+	wb_write,
+	wb_truncate,
+	wb_sync,
+	wb_file_size,
+	wb_lock,
+	wb_unlock,
+	wb_check_reserved_lock,
+	wb_file_control,
+	wb_sector_size,
+	wb_device_characteristics,
+	wb_shm_map,
+	wb_shm_lock,
+	wb_shm_barrier,
+	wb_shm_unmap,
+	wb_fetch,
+	wb_unfetch,
+};
+
+/* The main file whose WAL is `wal' ("<main>-wal"), if it is open here. */
+static struct wb_file *
+main_of(const char *wal)
+{
+	struct wb_file	*m;
+	size_t		 n = strlen(wal);
+
+	if (n < 4 || strcmp(wal + n - 4, "-wal") != 0)
+		return NULL;
+	for (m = wb_mains; m != NULL; m = m->wf_next)
+		if (m->wf_name != NULL && strlen(m->wf_name) == n - 4 &&
+		    strncmp(m->wf_name, wal, n - 4) == 0)
+			return m;
+	return NULL;
+}
+
+static int
+wb_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
+    int *out_flags)
+{
+	struct wb_file	*w = (struct wb_file *)f;
+	sqlite3_file	*r = real(f);
+	int		 rc;
+
+	(void)vfs;
+	memset(w, 0, sizeof(*w));
+	if ((rc = wb_real->xOpen(wb_real, name, r, flags, out_flags)) !=
+	    SQLITE_OK)
+		return rc;
+	if (r->pMethods == NULL)
+		return rc;
+	if (r->pMethods->iVersion < 3) {
+		/* Not the default Unix VFS we know: leave it alone. */
+		r->pMethods->xClose(r);
+		return SQLITE_CANTOPEN;
+	}
+	w->wf_base.pMethods = &wb_methods;
+	w->wf_name = name;
+	if (flags & SQLITE_OPEN_WAL) {
+		w->wf_is_wal = 1;
+		if ((w->wf_main = name ? main_of(name) : NULL) != NULL)
+			w->wf_main->wf_wal = w;
+	} else if (flags & SQLITE_OPEN_MAIN_DB) {
+		w->wf_next = wb_mains;
+		wb_mains = w;
+	}
+	return rc;
+}
+
+static int
+wb_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
+{
+	(void)vfs;
+	return wb_real->xDelete(wb_real, name, sync_dir);
+}
+
+static int
+wb_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
+{
+	(void)vfs;
+	return wb_real->xAccess(wb_real, name, flags, out);
+}
+
+static int
+wb_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
+{
+	(void)vfs;
+	return wb_real->xFullPathname(wb_real, name, n, out);
+}
+
+static void *
+wb_dlopen(sqlite3_vfs *vfs, const char *name)
+{
+	(void)vfs;
+	return wb_real->xDlOpen(wb_real, name);
+}
+
+static void
+wb_dlerror(sqlite3_vfs *vfs, int n, char *out)
+{
+	(void)vfs;
+	wb_real->xDlError(wb_real, n, out);
+}
+
+static void
+(*wb_dlsym(sqlite3_vfs *vfs, void *h, const char *sym))(void)
+{
+	(void)vfs;
+	return wb_real->xDlSym(wb_real, h, sym);
+}
+
+static void
+wb_dlclose(sqlite3_vfs *vfs, void *h)
+{
+	(void)vfs;
+	wb_real->xDlClose(wb_real, h);
+}
+
+static int
+wb_randomness(sqlite3_vfs *vfs, int n, char *out)
+{
+	(void)vfs;
+	return wb_real->xRandomness(wb_real, n, out);
+}
+
+static int
+wb_sleep(sqlite3_vfs *vfs, int us)
+{
+	(void)vfs;
+	return wb_real->xSleep(wb_real, us);
+}
+
+static int
+wb_current_time(sqlite3_vfs *vfs, double *out)
+{
+	(void)vfs;
+	return wb_real->xCurrentTime(wb_real, out);
+}
+
+static int
+wb_get_last_error(sqlite3_vfs *vfs, int n, char *out)
+{
+	(void)vfs;
+	return wb_real->xGetLastError ?
+	    wb_real->xGetLastError(wb_real, n, out) : 0;
+}
+
+static int
+wb_current_time_int64(sqlite3_vfs *vfs, sqlite3_int64 *out)
+{
+	(void)vfs;
+	return wb_real->xCurrentTimeInt64(wb_real, out);
+}
+
+/*
+ * Registers the VFS under WALBUF_VFS, once.  Returns 0, or -1 when the
+ * default VFS is missing or older than the version-2 interface we wrap.
+ */
+int
+walbuf_register(void)
+{
+	if (wb_real != NULL)
+		return 0;
+	if ((wb_real = sqlite3_vfs_find(NULL)) == NULL ||
+	    wb_real->iVersion < 2) {
+		wb_real = NULL;
+		return -1;
+	}
+	memset(&wb_vfs, 0, sizeof(wb_vfs));
+	wb_vfs.iVersion = 2;
+	wb_vfs.szOsFile = (int)sizeof(struct wb_file) + wb_real->szOsFile;
+	wb_vfs.mxPathname = wb_real->mxPathname;
+	wb_vfs.zName = WALBUF_VFS;
+	wb_vfs.xOpen = wb_open;
+	wb_vfs.xDelete = wb_delete;
+	wb_vfs.xAccess = wb_access;
+	wb_vfs.xFullPathname = wb_full_pathname;
+	wb_vfs.xDlOpen = wb_dlopen;
+	wb_vfs.xDlError = wb_dlerror;
+	wb_vfs.xDlSym = wb_dlsym;
+	wb_vfs.xDlClose = wb_dlclose;
+	wb_vfs.xRandomness = wb_randomness;
+	wb_vfs.xSleep = wb_sleep;
+	wb_vfs.xCurrentTime = wb_current_time;
+	wb_vfs.xGetLastError = wb_get_last_error;
+	wb_vfs.xCurrentTimeInt64 = wb_current_time_int64;
+	if (sqlite3_vfs_register(&wb_vfs, 0) != SQLITE_OK) {
+		wb_real = NULL;
+		return -1;
+	}
+	return 0;
+}

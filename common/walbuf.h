@@ -1,0 +1,35 @@
+/*
+ * walbuf.h: an SQLite VFS for the one writer of the database (relayd)
+ * that gathers a transaction's WAL frames in memory and hands them to the
+ * kernel in one write, instead of two system calls per page.
+ *
+ * SQLite writes every frame of a commit as a 24-byte header and a page,
+ * each with its own pwrite: a stored event dirties several index pages,
+ * so a batch of events costs thousands of calls.  This VFS wraps the
+ * default one.  Writes to a "-wal" file that continue the previous one
+ * are appended to a buffer; everything else passes through.  The buffer
+ * goes to the file before SQLite can make the frames visible: on the
+ * memory barrier SQLite issues on the main database file right before it
+ * publishes a new WAL index header (the moment a commit becomes visible
+ * to readers), on any lock change of that file, and before every read,
+ * size query, truncation, sync or close of the WAL that could see it.
+ * So a committed transaction is in the kernel's page cache when the
+ * commit returns, exactly as without the buffer: a process killed after
+ * its commit loses nothing.  Durability against power loss is SQLite's
+ * synchronous setting, unchanged.
+ */
+#ifndef GRASPD_WALBUF_H
+#define GRASPD_WALBUF_H
+
+/* The name to pass to sqlite3_open_v2() once walbuf_register() ran. */
+#define WALBUF_VFS		"graspd-walbuf"
+/* Ours: bytes of frames gathered before they go out mid-transaction. */
+#define WALBUF_MAX		(8 * 1024 * 1024)
+
+/* Registers the VFS (not as the default); 0, or -1 if SQLite refused. */
+int	walbuf_register(void);
+
+/* Write calls the buffered WAL files passed to the file system so far. */
+unsigned long long	walbuf_writes(void);
+
+#endif

@@ -1,0 +1,318 @@
+/*
+ * walbuf_test.c: the write-gathering VFS of the database's writer
+ * (walbuf.c, used by db_open()).  A commit's frames reach the file in a
+ * few writes; readers on other connections see every commit at once; a
+ * writer killed right after its commits loses none; transactions larger
+ * than the buffer, rollbacks and WAL restarts after checkpoints keep the
+ * database whole.
+ */
+#define _GNU_SOURCE
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "db.h"
+#include "log.h"
+#include "walbuf.h"
+#include "t.h"
+
+static char	tmpdir[64];
+static int	dbcount;
+
+/* A fresh writer (through db_open(), so with the VFS) and its path. */
+static sqlite3 *
+fresh(char *path, size_t len)
+{
+	sqlite3	*db;
+	char	 err[256];
+
+	snprintf(path, len, "%s/db%d/graspd.db", tmpdir, ++dbcount);
+	if (db_open(path, 0, &db, err, sizeof(err)) == -1) {
+		printf("# db_open: %s\n", err);
+		return NULL;
+	}
+	if (sqlite3_exec(db, "CREATE TABLE t (k INTEGER PRIMARY KEY, "
+	    "v BLOB NOT NULL); CREATE INDEX t_v ON t(v);", NULL, NULL,
+	    NULL) != SQLITE_OK) {
+		printf("# create: %s\n", sqlite3_errmsg(db));
+		db_close(db);
+		return NULL;
+	}
+	return db;
+}
+
+/* A plain reader with SQLite's default VFS, as syncd and the others. */
+static sqlite3 *
+reader(const char *path)
+{
+	sqlite3	*db;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(db);
+		return NULL;
+	}
+	return db;
+}
+
+static long long
+count(sqlite3 *db)
+{
+	sqlite3_stmt	*st;
+	long long	 n = -1;
+
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM t", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+static int
+integrity_ok(sqlite3 *db)
+{
+	sqlite3_stmt	*st;
+	int		 ok = 0;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return 0;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		ok = strcmp((const char *)sqlite3_column_text(st, 0),
+		    "ok") == 0;
+	sqlite3_finalize(st);
+	return ok;
+}
+
+/* Inserts n rows of size bytes of random-looking data in one transaction
+ * (or in none when txn is 0: one commit each). */
+static int
+insert(sqlite3 *db, int n, int size, int txn)
+{
+	sqlite3_stmt	*st;
+	unsigned char	*v;
+	int		 i, j, rc = 0;
+
+	if ((v = malloc((size_t)size)) == NULL)
+		return -1;
+	if (txn && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		free(v);
+		return -1;
+	}
+	if (sqlite3_prepare_v2(db, "INSERT INTO t (v) VALUES (?)", -1, &st,
+	    NULL) != SQLITE_OK) {
+		free(v);
+		return -1;
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		for (j = 0; j < size; j++)
+			v[j] = (unsigned char)(random() >> 7);
+		sqlite3_bind_blob(st, 1, v, size, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			rc = -1;
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	free(v);
+	if (txn && sqlite3_exec(db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL,
+	    NULL, NULL) != SQLITE_OK)
+		rc = -1;
+	return rc;
+}
+
+static long long
+wal_size(const char *path)
+{
+	char		wal[256];
+	struct stat	sb;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	return stat(wal, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+static void
+a_commit_goes_out_in_few_writes(void)
+{
+	sqlite3			*db, *rd;
+	char			 path[128];
+	unsigned long long	 before;
+	long long		 wal0, wal1;
+
+	T_ASSERT((db = fresh(path, sizeof(path))) != NULL);
+	T_ASSERT((rd = reader(path)) != NULL);
+	wal0 = wal_size(path);
+	before = walbuf_writes();
+	/* 500 rows of random keys in t_v: hundreds of dirty pages. */
+	T_CHECK(insert(db, 500, 200, 1) == 0);
+	wal1 = wal_size(path);
+	/* At least 40 frames (header and page each) went into the WAL... */
+	T_CHECK(wal1 - wal0 >= 40 * (24 + 4096));
+	/* ...in at most one write per 31 frames, not two per frame. */
+	T_CHECK(walbuf_writes() - before <=
+	    (unsigned long long)((wal1 - wal0) / (31 * 4096) + 2));
+	T_CHECK(count(rd) == 500);
+	T_CHECK(integrity_ok(rd));
+	sqlite3_close(rd);
+	db_close(db);
+}
+
+static void
+readers_see_each_commit_at_once(void)
+{
+	sqlite3	*db, *rd;
+	char	 path[128];
+	int	 i;
+
+	T_ASSERT((db = fresh(path, sizeof(path))) != NULL);
+	T_ASSERT((rd = reader(path)) != NULL);
+	for (i = 1; i <= 50; i++) {
+		if (insert(db, 3, 300, i % 2) == -1)
+			break;
+		if (count(rd) != 3 * i)
+			break;
+	}
+	T_EQ_INT(i, 51);
+	T_CHECK(integrity_ok(rd));
+	sqlite3_close(rd);
+	db_close(db);
+}
+
+static void
+a_killed_writer_keeps_every_commit(void)
+{
+	sqlite3	*db;
+	char	 path[128], c;
+	int	 fds[2], status, n = 0;
+	pid_t	 pid;
+
+	snprintf(path, sizeof(path), "%s/db%d/graspd.db", tmpdir, ++dbcount);
+	T_ASSERT(pipe(fds) == 0);
+	if ((pid = fork()) == 0) {
+		char	err[256];
+
+		close(fds[0]);
+		if (db_open(path, 0, &db, err, sizeof(err)) == -1 ||
+		    sqlite3_exec(db, "CREATE TABLE t (k INTEGER PRIMARY KEY,"
+		    " v BLOB NOT NULL); CREATE INDEX t_v ON t(v);", NULL,
+		    NULL, NULL) != SQLITE_OK)
+			_exit(2);
+		/* Each commit is reported, then the next one starts. */
+		for (;;) {
+			if (insert(db, 20, 150, 1) == -1)
+				_exit(3);
+			if (write(fds[1], "c", 1) != 1)
+				_exit(4);
+		}
+	}
+	T_ASSERT(pid > 0);
+	close(fds[1]);
+	while (n < 40 && read(fds[0], &c, 1) == 1)
+		n++;
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	/* Commits reported after our 40th read count too. */
+	while (read(fds[0], &c, 1) == 1)
+		n++;
+	close(fds[0]);
+	T_EQ_INT(n >= 40, 1);
+	T_ASSERT((db = reader(path)) != NULL);
+	T_CHECK(count(db) >= 20LL * n);
+	T_CHECK(integrity_ok(db));
+	sqlite3_close(db);
+}
+
+static void
+a_transaction_larger_than_the_buffer(void)
+{
+	sqlite3	*db, *rd;
+	char	 path[128];
+
+	T_ASSERT((db = fresh(path, sizeof(path))) != NULL);
+	T_ASSERT((rd = reader(path)) != NULL);
+	/* About 3 x WALBUF_MAX of rows, one transaction. */
+	T_CHECK(insert(db, 6000, 4000, 1) == 0);
+	T_CHECK(count(rd) == 6000);
+	T_CHECK(integrity_ok(rd));
+	sqlite3_close(rd);
+	db_close(db);
+}
+
+static void
+rollbacks_and_wal_restarts_keep_it_whole(void)
+{
+	sqlite3	*db, *rd;
+	char	 path[128];
+	int	 i;
+
+	T_ASSERT((db = fresh(path, sizeof(path))) != NULL);
+	T_ASSERT((rd = reader(path)) != NULL);
+	for (i = 0; i < 10; i++) {
+		T_CHECK(insert(db, 50, 300, 1) == 0);
+		/* Frames written, then thrown away. */
+		T_CHECK(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) ==
+		    SQLITE_OK);
+		T_CHECK(sqlite3_exec(db, "DELETE FROM t", NULL, NULL, NULL) ==
+		    SQLITE_OK);
+		T_CHECK(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) ==
+		    SQLITE_OK);
+		/* Every other round the WAL starts again from its header. */
+		if (i % 2 == 1)
+			T_CHECK(sqlite3_exec(db,
+			    "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL,
+			    NULL) == SQLITE_OK);
+		T_CHECK(count(rd) == 50 * (i + 1));
+	}
+	T_CHECK(integrity_ok(rd));
+	sqlite3_close(rd);
+	db_close(db);
+	/* And it opens again as a writer. */
+	{
+		char	err[256];
+
+		T_ASSERT(db_open(path, 0, &db, err, sizeof(err)) == 0);
+		T_CHECK(count(db) == 500);
+		T_CHECK(integrity_ok(db));
+		db_close(db);
+	}
+}
+
+static int
+rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+int
+main(void)
+{
+	int	rc;
+
+	log_init("walbuf_test", 1);
+	log_setlevel(LOG_LVL_WARN);
+	srandom(7);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/walbuf_test.XXXXXX");
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	T_RUN(a_commit_goes_out_in_few_writes);
+	T_RUN(readers_see_each_commit_at_once);
+	T_RUN(a_killed_writer_keeps_every_commit);
+	T_RUN(a_transaction_larger_than_the_buffer);
+	T_RUN(rollbacks_and_wal_restarts_keep_it_whole);
+	rc = t_done();
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return rc;
+}

@@ -25,6 +25,35 @@ static const struct {
 	    "Git-Protocol, Accept, Content-Encoding, X-Requested-With" },
 };
 
+/* Where an answer is put together; one at a time, so one buffer. */
+static unsigned char	out[LWS_PRE + RELAY_HTTP_HEADERS_MAX +
+			    RELAY_HTTP_INLINE_MAX];
+
+/*
+ * The HTTP/1.x NIP-11 answer after its status line (which lws writes per
+ * request, for the client's HTTP version): length, type, CORS, server,
+ * the blank line, the document.  Made with the document, so a request
+ * only copies it.
+ */
+static char	*nip11_tail;
+static size_t	 nip11_tail_len;
+
+/* The tail above for the document s of len bytes; caller frees. */
+static char *
+nip11_tail_make(const char *s, size_t len, size_t *taillen)
+{
+	struct buf	b = BUF_INIT;
+	size_t		i;
+
+	buf_printf(&b, "content-length: %zu\r\n", len);
+	buf_adds(&b, "content-type: " RELAY_NIP11_TYPE "\r\n");
+	for (i = 0; i < sizeof(cors) / sizeof(cors[0]); i++)
+		buf_printf(&b, "%s %s\r\n", cors[i].name, cors[i].value);
+	buf_adds(&b, "server: graspd\r\n\r\n");
+	buf_add(&b, s, len);
+	return buf_release(&b, taillen);
+}
+
 int
 relay_nip11_build(void)
 {
@@ -93,6 +122,8 @@ relay_nip11_build(void)
 	free(relayd->nip11);
 	relayd->nip11 = s;
 	relayd->nip11_len = strlen(s);
+	free(nip11_tail);
+	nip11_tail = nip11_tail_make(s, relayd->nip11_len, &nip11_tail_len);
 	return 0;
 }
 
@@ -104,9 +135,7 @@ static int
 respond(struct relay_conn *c, struct lws *wsi, unsigned status,
     const char *type, char *body, size_t len)
 {
-	static unsigned char	 hbuf[LWS_PRE + RELAY_HTTP_HEADERS_MAX +
-				    RELAY_HTTP_INLINE_MAX];
-	unsigned char		*start = hbuf + LWS_PRE, *p = start;
+	unsigned char		*start = out + LWS_PRE, *p = start;
 	unsigned char		*end = start + RELAY_HTTP_HEADERS_MAX - 1;
 
 	c->rc_kind = CONN_HTTP;
@@ -214,6 +243,37 @@ xstrdup(const char *s, size_t *len)
 	return d;
 }
 
+/*
+ * The NIP-11 answer in one write, without building anything: the status
+ * line from lws, then the tail made with the document.  HTTP/2 (lws
+ * writes the status in HPACK, and counts the body against the length it
+ * was given) takes the general way.
+ */
+static int
+respond_nip11(struct relay_conn *c, struct lws *wsi)
+{
+	unsigned char		*start = out + LWS_PRE, *p = start;
+	unsigned char		*end = out + sizeof(out);
+	char			*body;
+	size_t			 len;
+
+	c->rc_kind = CONN_HTTP;
+	if (lws_add_http_header_status(wsi, HTTP_STATUS_OK, &p, end))
+		return 1;
+	if (p - start < 5 || memcmp(start, "HTTP/", 5) != 0 ||
+	    nip11_tail_len > (size_t)(end - p)) {
+		body = xstrdup(relayd->nip11, &len);
+		return respond(c, wsi, HTTP_STATUS_OK, RELAY_NIP11_TYPE, body,
+		    len);
+	}
+	memcpy(p, nip11_tail, nip11_tail_len);
+	p += nip11_tail_len;
+	if (lws_write(wsi, start, (size_t)(p - start),
+	    LWS_WRITE_HTTP_HEADERS) < 0)
+		return -1;
+	return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
 static int
 wants_nip11(struct lws *wsi)
 {
@@ -222,7 +282,7 @@ wants_nip11(struct lws *wsi)
 	if (lws_hdr_copy(wsi, accept, sizeof(accept), WSI_TOKEN_HTTP_ACCEPT) <=
 	    0)
 		return 0;
-	return strstr(accept, "application/nostr+json") != NULL;
+	return strstr(accept, RELAY_NIP11_TYPE) != NULL;
 }
 
 static void
@@ -358,11 +418,8 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 		return respond(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
 		    "text/plain", body, len);
 	}
-	if (wants_nip11(wsi)) {
-		body = xstrdup(relayd->nip11, &len);
-		return respond(c, wsi, HTTP_STATUS_OK,
-		    "application/nostr+json", body, len);
-	}
+	if (wants_nip11(wsi))
+		return respond_nip11(c, wsi);
 	if (relayd->cfg.metrics_enabled && urilen == 8 &&
 	    memcmp(uri, "/metrics", 8) == 0) {
 		body = metrics_text(&len);

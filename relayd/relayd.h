@@ -123,6 +123,8 @@
 #define RELAY_HTTP_HEADERS_MAX	2048
 /* Ours: a body up to this size is written with its headers, in one go. */
 #define RELAY_HTTP_INLINE_MAX	(16 * 1024)
+/* NIP-11: the media type of the relay information document. */
+#define RELAY_NIP11_TYPE	"application/nostr+json"
 
 /* What relayd reports as its software (NIP-11 requires a URL). */
 #define RELAY_SOFTWARE		"https://github.com/graspd/graspd"

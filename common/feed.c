@@ -1,11 +1,13 @@
 /*
  * feed.c: the subscriber side of the accepted feed (see feed.h).  Runs in
- * syncd, discoveryd and historyd.  Notices are hints; every event comes
- * from the store, read by seq.
+ * syncd, discoveryd and historyd; its scans of the store run in every
+ * role at start.  Notices are hints; every event comes from the store,
+ * read by seq.
  */
 #include <errno.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pubsub.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +137,329 @@ feed_scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
 	n = scan(store, after, upto, cb, arg, &last, NULL);
 	if (last_out != NULL)
 		*last_out = last;
+	return n;
+}
+
+/*
+ * An event read in place by feed_scan_tags(): what the callback gets, and
+ * the arrays its tags live in, kept from row to row.
+ */
+struct tag_view {
+	struct event	 tv_ev;
+	struct event_tag *tv_tags;
+	size_t		 tv_captags;
+	struct estr	*tv_strs;
+	size_t		 tv_capstrs;
+	char		*tv_pool;	/* the strings, NUL-terminated */
+	size_t		 tv_cappool;
+};
+
+/* Skips the literal lit at *p; 0, or -1 if the text differs. */
+static int
+skip_lit(const char **p, const char *end, const char *lit)
+{
+	size_t	n = strlen(lit);
+
+	if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
+		return -1;
+	*p += n;
+	return 0;
+}
+
+/*
+ * A 64-character hex string and its closing quote.  Its value is the
+ * row's blob column (the store wrote both from one event), which costs
+ * no decoding.
+ */
+static int
+skip_hex32(const char **p, const char *end)
+{
+	if (end - *p < 65 || (*p)[64] != '"')
+		return -1;
+	*p += 65;
+	return 0;
+}
+
+/* A non-negative integer as event_serialize() prints it, at most max. */
+static int
+skip_int(const char **p, const char *end, int64_t max, int64_t *out)
+{
+	const char	*s = *p;
+	int64_t		 v = 0;
+
+	if (s == end || *s < '0' || *s > '9' ||
+	    (*s == '0' && s + 1 < end && s[1] >= '0' && s[1] <= '9'))
+		return -1;
+	for (; s < end && *s >= '0' && *s <= '9'; s++) {
+		if (v > (max - (*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	*p = s;
+	*out = v;
+	return 0;
+}
+
+/*
+ * Makes room in v for the strings of a text of len bytes: each takes at
+ * least 3 bytes of it ("",) and each tag 5 (["",), so nothing grows while
+ * a row is split.
+ */
+static void
+view_reserve(struct tag_view *v, size_t len)
+{
+	if (v->tv_cappool >= len + 1)
+		return;
+	free(v->tv_pool);
+	free(v->tv_strs);
+	free(v->tv_tags);
+	v->tv_cappool = len + 1 > 4096 ? len + 1 : 4096;
+	if ((v->tv_pool = malloc(v->tv_cappool)) == NULL ||
+	    (v->tv_strs = calloc(v->tv_cappool / 3 + 1,
+	    sizeof(*v->tv_strs))) == NULL ||
+	    (v->tv_tags = calloc(v->tv_cappool / 5 + 1,
+	    sizeof(*v->tv_tags))) == NULL)
+		fatal("feed");
+}
+
+/* After an element: 1 past a ',', 0 past the closing ']', -1 if neither. */
+static int
+next_elem(const char **p, const char *end)
+{
+	if (*p == end)
+		return -1;
+	if (**p == ',' || **p == ']')
+		return *(*p)++ == ',';
+	return -1;
+}
+
+/*
+ * Fills v->tv_ev from a row: id and pubkey from the blob columns, the
+ * rest from the text relayd stored, which event_serialize() wrote as
+ * {"id":"<hex>","pubkey":"<hex>","created_at":N,"kind":N,"tags":[["..",
+ * ..],..],"content":..}.  Returns 0, or -1 if the row is not in that
+ * form or a tag string holds an escape (or a raw control character): the
+ * caller then parses the text in full.
+ */
+static int
+view_tags(struct tag_view *v, const void *id, const void *pubkey,
+    const char *j, size_t len)
+{
+	struct event	*ev = &v->tv_ev;
+	const char	*p = j, *end = j + len, *s;
+	char		*pool;
+	size_t		 nt = 0, ns = 0, first, i, k;
+	int64_t		 n;
+	int		 more;
+
+	view_reserve(v, len);
+	pool = v->tv_pool;
+	if (id == NULL || pubkey == NULL ||
+	    skip_lit(&p, end, "{\"id\":\"") == -1 ||
+	    skip_hex32(&p, end) == -1 ||
+	    skip_lit(&p, end, ",\"pubkey\":\"") == -1 ||
+	    skip_hex32(&p, end) == -1 ||
+	    skip_lit(&p, end, ",\"created_at\":") == -1 ||
+	    skip_int(&p, end, INT64_MAX, &ev->created_at) == -1 ||
+	    skip_lit(&p, end, ",\"kind\":") == -1 ||
+	    skip_int(&p, end, EVENT_KIND_MAX, &n) == -1 ||
+	    skip_lit(&p, end, ",\"tags\":[") == -1)
+		return -1;
+	ev->kind = (uint32_t)n;
+	memcpy(ev->id, id, 32);
+	memcpy(ev->pubkey, pubkey, 32);
+	hex_encode(ev->id, 32, ev->id_hex);
+	hex_encode(ev->pubkey, 32, ev->pubkey_hex);
+	/* An empty list, or tags until the ']' that closes it. */
+	more = skip_lit(&p, end, "]") == -1;
+	while (more) {
+		if (skip_lit(&p, end, "[") == -1)
+			return -1;
+		first = ns;
+		do {
+			if (skip_lit(&p, end, "\"") == -1)
+				return -1;
+			for (s = p; p < end && *p != '"' && *p != '\\' &&
+			    (unsigned char)*p >= 0x20; p++)
+				;
+			if (p == end || *p != '"')
+				return -1;
+			memcpy(pool, s, (size_t)(p - s));
+			pool[p - s] = '\0';
+			v->tv_strs[ns].s = pool;
+			v->tv_strs[ns++].len = (size_t)(p - s);
+			pool += p - s + 1;
+			p++;
+		} while ((more = next_elem(&p, end)) == 1);
+		if (more == -1)
+			return -1;
+		v->tv_tags[nt++].n = (uint32_t)(ns - first);
+		if ((more = next_elem(&p, end)) == -1)
+			return -1;
+	}
+	if (skip_lit(&p, end, ",\"content\":\"") == -1)
+		return -1;
+	for (i = 0, k = 0; i < nt; k += v->tv_tags[i].n, i++)
+		v->tv_tags[i].v = v->tv_strs + k;
+	ev->tags = v->tv_tags;
+	ev->ntags = (uint32_t)nt;
+	ev->content.s = pool;
+	*pool = '\0';
+	ev->content.len = 0;
+	ev->json = NULL;
+	ev->json_len = 0;
+	return 0;
+}
+
+int
+feed_scan_tags(struct store *store, int64_t after, int64_t upto,
+    feed_cb *cb, void *arg, int64_t *last_out)
+{
+	static const char	 sql[] = "SELECT seq, json, id, pubkey FROM"
+				    " events WHERE seq > ?1 AND seq <= ?2"
+				    " ORDER BY seq";
+	sqlite3			*db = store_sqlite(store);
+	sqlite3_stmt		*st = NULL;
+	struct tag_view		 v;
+	struct event		*ev;
+	const char		*json;
+	char			 err[256];
+	int64_t			 seq, last = after;
+	size_t			 len;
+	int			 n = 0, r;
+
+	memset(&v, 0, sizeof(v));
+	if (upto <= after)
+		goto done;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		log_warnx("feed: %s: %s", sql, sqlite3_errmsg(db));
+		n = -1;
+		goto done;
+	}
+	sqlite3_bind_int64(st, 1, after);
+	sqlite3_bind_int64(st, 2, upto);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		seq = sqlite3_column_int64(st, 0);
+		json = (const char *)sqlite3_column_text(st, 1);
+		len = (size_t)sqlite3_column_bytes(st, 1);
+		last = seq;
+		if (json != NULL && sqlite3_column_bytes(st, 2) == 32 &&
+		    sqlite3_column_bytes(st, 3) == 32 && view_tags(&v,
+		    sqlite3_column_blob(st, 2), sqlite3_column_blob(st, 3),
+		    json, len) == 0) {
+			cb(arg, seq, &v.tv_ev);
+			n++;
+			continue;
+		}
+		if (json == NULL || (ev = event_parse(json, len, err,
+		    sizeof(err))) == NULL) {
+			log_warnx("feed: stored event seq %lld does not parse "
+			    "(%s), skipped", (long long)seq, json ? err :
+			    "no text");
+			continue;
+		}
+		cb(arg, seq, ev);
+		event_destroy(ev);
+		n++;
+	}
+	if (r != SQLITE_DONE) {
+		log_warnx("feed: reading events: %s", sqlite3_errmsg(db));
+		n = -1;
+	}
+ done:
+	sqlite3_finalize(st);
+	free(v.tv_tags);
+	free(v.tv_strs);
+	free(v.tv_pool);
+	if (last_out != NULL)
+		*last_out = last;
+	return n;
+}
+
+static int
+cmp_seq(const void *a, const void *b)
+{
+	int64_t	x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+feed_scan_kinds(struct store *store, int64_t after, int64_t upto,
+    const uint32_t *kinds, size_t nkinds, feed_cb *cb, void *arg)
+{
+	static const char	 q_seqs[] = "SELECT seq FROM events"
+				    " WHERE kind = ?1 AND seq > ?2 AND seq <= ?3";
+	static const char	 q_json[] = "SELECT json FROM events"
+				    " WHERE seq = ?1";
+	sqlite3			*db = store_sqlite(store);
+	sqlite3_stmt		*seqs = NULL, *get = NULL;
+	struct event		*ev;
+	int64_t			*v = NULL;
+	size_t			 nv = 0, cap = 0, i, k;
+	char			 err[256];
+	int			 n = 0, r;
+
+	if (nkinds > FEED_MAX_KINDS)
+		fatalx("feed_scan_kinds: %zu kinds", nkinds);
+	if (upto <= after || nkinds == 0)
+		return 0;
+	if (sqlite3_prepare_v2(db, q_seqs, -1, &seqs, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, q_json, -1, &get, NULL) != SQLITE_OK) {
+		log_warnx("feed: preparing a kind scan: %s",
+		    sqlite3_errmsg(db));
+		n = -1;
+		goto done;
+	}
+	/* The seqs first, so that no statement is open during cb. */
+	for (k = 0; k < nkinds; k++) {
+		sqlite3_reset(seqs);
+		sqlite3_bind_int64(seqs, 1, kinds[k]);
+		sqlite3_bind_int64(seqs, 2, after);
+		sqlite3_bind_int64(seqs, 3, upto);
+		while ((r = sqlite3_step(seqs)) == SQLITE_ROW) {
+			if (nv == cap) {
+				cap = cap ? cap * 2 : 256;
+				if ((v = reallocarray(v, cap, sizeof(*v))) ==
+				    NULL)
+					fatal("feed");
+			}
+			v[nv++] = sqlite3_column_int64(seqs, 0);
+		}
+		if (r != SQLITE_DONE) {
+			log_warnx("feed: kind scan: %s", sqlite3_errmsg(db));
+			n = -1;
+			goto done;
+		}
+	}
+	if (nv > 0)
+		qsort(v, nv, sizeof(*v), cmp_seq);
+	for (i = 0; i < nv; i++) {
+		sqlite3_reset(get);
+		sqlite3_bind_int64(get, 1, v[i]);
+		if ((r = sqlite3_step(get)) == SQLITE_DONE)
+			continue;	/* removed since */
+		if (r != SQLITE_ROW) {
+			log_warnx("feed: kind scan: %s", sqlite3_errmsg(db));
+			n = -1;
+			goto done;
+		}
+		ev = event_parse((const char *)sqlite3_column_text(get, 0),
+		    (size_t)sqlite3_column_bytes(get, 0), err, sizeof(err));
+		sqlite3_reset(get);
+		if (ev == NULL) {
+			log_warnx("feed: stored event seq %lld does not parse "
+			    "(%s), skipped", (long long)v[i], err);
+			continue;
+		}
+		cb(arg, v[i], ev);
+		event_destroy(ev);
+		n++;
+	}
+ done:
+	sqlite3_finalize(seqs);
+	sqlite3_finalize(get);
+	free(v);
 	return n;
 }
 

@@ -110,4 +110,30 @@ void	feed_close(struct feed *f);
 int	feed_scan(struct store *store, int64_t after, int64_t upto,
 	    feed_cb *cb, void *arg, int64_t *last_out);
 
+/*
+ * As feed_scan(), for callers that read no more of an event than its id,
+ * pubkey, created_at, kind and tags (the inventory): ev->content is empty,
+ * ev->sig zero and ev->json NULL.  The stored text is read in place, one
+ * statement for the whole range, and a tag list in relayd's canonical
+ * form is split without building a JSON tree; a row that is not in that
+ * form (an escape in a tag, say) is parsed in full, so every event
+ * carries what event_parse() would give it.  cb may read the store.
+ * Returns as feed_scan().
+ */
+int	feed_scan_tags(struct store *store, int64_t after, int64_t upto,
+	    feed_cb *cb, void *arg, int64_t *last_out);
+
+/* Ours: kinds feed_scan_kinds() takes at most. */
+#define FEED_MAX_KINDS		8
+
+/*
+ * As feed_scan(), but delivers only the events of the nkinds kinds given
+ * (at most FEED_MAX_KINDS), found through the kind index: what a role
+ * that keeps state about a few kinds reads at start beside the
+ * inventory, without reading every stored event.  Returns the number
+ * delivered, or -1 on a store error (logged).
+ */
+int	feed_scan_kinds(struct store *store, int64_t after, int64_t upto,
+	    const uint32_t *kinds, size_t nkinds, feed_cb *cb, void *arg);
+
 #endif

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "event.h"
+#include "feed.h"
 #include "inventory.h"
 #include "log.h"
 #include "policy.h"
@@ -16,31 +17,53 @@
 
 /*
  * What an id or address leads to: the roots it descends from.  Almost
- * every node has one root, kept inline; nodes live in chunks freed with
- * the inventory (a rebuild makes one per stored descendant, so one
- * allocation per node would dominate start-up).
+ * every node has one root, kept inline.  Nodes live in chunks freed with
+ * the inventory and are known by number (chunk number << INV_NODE_SHIFT,
+ * plus the place in it): a rebuild makes one per stored descendant, so
+ * one allocation per node would dominate start-up.
  */
 struct inv_node {
+	uint8_t		  nd_id[32];	/* the event's id; zero for an address */
 	int		  nd_depth;	/* 0 for a root itself */
-	size_t		  nd_n;
+	uint32_t	  nd_n;
 	struct inv_root	 *nd_first;	/* root 0 */
 	struct inv_root	**nd_more;	/* roots 1 .. nd_n - 1 */
 	size_t		  nd_cap;	/* of nd_more */
 };
 
-/* Ours: nodes per allocation. */
-#define INV_NODE_CHUNK	4096
+/* Ours: 1 << INV_NODE_SHIFT nodes per allocation. */
+#define INV_NODE_SHIFT	12
+#define INV_NODE_CHUNK	((size_t)1 << INV_NODE_SHIFT)
 
 struct inv_node_chunk {
-	struct inv_node_chunk	*nc_next;
-	size_t			 nc_used;
 	struct inv_node		 nc_nodes[INV_NODE_CHUNK];
 };
+
+/*
+ * Event ids find their nodes through iv_ids, a table made for this one
+ * map, which a rebuild fills with a million ids: open addressing, linear
+ * probing, at most half full, never shrunk (nodes are never removed).  A
+ * slot holds the upper 32 bits of the id's keyed hash (hmap_hash(), so
+ * that ids ground by a peer cannot pile up), which also choose the home
+ * slot, and the node's number plus one; 0 is empty.  A probe reads a node
+ * only when its hash bits match, no key is allocated, and growing moves
+ * slots without hashing again.
+ */
+#define ID_TAG(h)	((uint32_t)((h) >> 32))
+#define SLOT_TAG(s)	((uint32_t)((s) >> 32))
+#define SLOT_NUM(s)	((size_t)((s) & 0xffffffffu) - 1)
 
 static struct inv_root *
 node_root(const struct inv_node *nd, size_t i)
 {
 	return i == 0 ? nd->nd_first : nd->nd_more[i - 1];
+}
+
+static struct inv_node *
+node_at(const struct inventory *iv, size_t num)
+{
+	return &iv->iv_chunks[num >> INV_NODE_SHIFT]->nc_nodes[num &
+	    (INV_NODE_CHUNK - 1)];
 }
 
 /* Roots that name a repository the inventory does not know (yet). */
@@ -135,14 +158,13 @@ inv_free(struct inventory *iv)
 		repo_free(v);
 	for (it = 0; hmap_next(&iv->iv_roots, &it, NULL, NULL, &v); )
 		root_free(v);
-	for (it = 0; hmap_next(&iv->iv_nodes, &it, NULL, NULL, &v); )
-		free(((struct inv_node *)v)->nd_more);
-	while (iv->iv_node_chunks != NULL) {
-		struct inv_node_chunk *nc = iv->iv_node_chunks;
-
-		iv->iv_node_chunks = nc->nc_next;
-		free(nc);
-	}
+	for (it = 0; it < iv->iv_nnodes; it++)
+		free(node_at(iv, it)->nd_more);
+	for (it = 0; it < iv->iv_nchunks; it++)
+		free(iv->iv_chunks[it]);
+	free(iv->iv_chunks);
+	free(iv->iv_ids);
+	hmap_free(&iv->iv_addrs);
 	for (it = 0; hmap_next(&iv->iv_authors, &it, NULL, NULL, &v); ) {
 		free(((struct inv_author *)v)->au_roots);
 		free(v);
@@ -153,7 +175,6 @@ inv_free(struct inventory *iv)
 	}
 	hmap_free(&iv->iv_repos);
 	hmap_free(&iv->iv_roots);
-	hmap_free(&iv->iv_nodes);
 	hmap_free(&iv->iv_authors);
 	hmap_free(&iv->iv_pending);
 	free(iv->iv_self);
@@ -268,24 +289,108 @@ author_add_root(struct inventory *iv, const uint8_t pk[32],
 	a->au_roots[a->au_nroots++] = rt;
 }
 
+/* A new node at depth, with no root yet. */
 static struct inv_node *
-node_get(struct inventory *iv, const void *key, size_t len, int depth)
+node_new(struct inventory *iv, int depth, size_t *num)
 {
-	struct inv_node		*nd = hmap_get(&iv->iv_nodes, key, len);
-	struct inv_node_chunk	*nc = iv->iv_node_chunks;
+	struct inv_node	*nd;
+
+	if (iv->iv_nnodes >= UINT32_MAX - 1)
+		fatalx("inventory: too many nodes");
+	if (iv->iv_nnodes == iv->iv_nchunks * INV_NODE_CHUNK) {
+		GROW(iv->iv_chunks, iv->iv_nchunks, iv->iv_capchunks);
+		if ((iv->iv_chunks[iv->iv_nchunks++] = malloc(sizeof(struct
+		    inv_node_chunk))) == NULL)
+			fatal("inventory");
+	}
+	*num = iv->iv_nnodes++;
+	nd = node_at(iv, *num);
+	memset(nd, 0, sizeof(*nd));
+	nd->nd_depth = depth;
+	return nd;
+}
+
+/* The slot of id (hash h) in iv_ids, or the empty slot it would take. */
+static uint64_t *
+id_slot(const struct inventory *iv, const uint8_t id[32], uint64_t h)
+{
+	size_t		 mask = iv->iv_idcap - 1, i;
+	uint64_t	*s;
+
+	for (i = ID_TAG(h) & mask;; i = (i + 1) & mask) {
+		s = &iv->iv_ids[i];
+		if (*s == 0 || (SLOT_TAG(*s) == ID_TAG(h) &&
+		    memcmp(node_at(iv, SLOT_NUM(*s))->nd_id, id, 32) == 0))
+			return s;
+	}
+}
+
+static void
+id_grow(struct inventory *iv)
+{
+	uint64_t	*old = iv->iv_ids;
+	size_t		 oldcap = iv->iv_idcap, mask, i, j;
+
+	iv->iv_idcap = oldcap ? oldcap * 2 : 1024;
+	if ((iv->iv_ids = calloc(iv->iv_idcap, sizeof(*iv->iv_ids))) == NULL)
+		fatal("inventory");
+	mask = iv->iv_idcap - 1;
+	for (i = 0; i < oldcap; i++) {
+		if (old[i] == 0)
+			continue;
+		j = SLOT_TAG(old[i]) & mask;
+		while (iv->iv_ids[j] != 0)
+			j = (j + 1) & mask;
+		iv->iv_ids[j] = old[i];
+	}
+	free(old);
+}
+
+static struct inv_node *
+id_node(const struct inventory *iv, const uint8_t id[32])
+{
+	uint64_t	*s;
+
+	if (iv->iv_nids == 0)
+		return NULL;
+	s = id_slot(iv, id, hmap_hash(id, 32));
+	return *s ? node_at(iv, SLOT_NUM(*s)) : NULL;
+}
+
+/* id's node, made if new; its depth lowered to depth if deeper. */
+static struct inv_node *
+id_node_get(struct inventory *iv, const uint8_t id[32], int depth)
+{
+	struct inv_node	*nd;
+	uint64_t	 h = hmap_hash(id, 32), *s;
+	size_t		 num;
+
+	if ((iv->iv_nids + 1) * 2 > iv->iv_idcap)
+		id_grow(iv);
+	s = id_slot(iv, id, h);
+	if (*s != 0) {
+		nd = node_at(iv, SLOT_NUM(*s));
+		if (depth < nd->nd_depth)
+			nd->nd_depth = depth;
+		return nd;
+	}
+	nd = node_new(iv, depth, &num);
+	memcpy(nd->nd_id, id, 32);
+	*s = (uint64_t)ID_TAG(h) << 32 | (uint64_t)(num + 1);
+	iv->iv_nids++;
+	return nd;
+}
+
+/* The same for an address coordinate. */
+static struct inv_node *
+addr_node_get(struct inventory *iv, const char *addr, int depth)
+{
+	struct inv_node	*nd = hmap_get(&iv->iv_addrs, addr, strlen(addr));
+	size_t		 num;
 
 	if (nd == NULL) {
-		if (nc == NULL || nc->nc_used == INV_NODE_CHUNK) {
-			if ((nc = malloc(sizeof(*nc))) == NULL)
-				fatal("inventory");
-			nc->nc_next = iv->iv_node_chunks;
-			nc->nc_used = 0;
-			iv->iv_node_chunks = nc;
-		}
-		nd = &nc->nc_nodes[nc->nc_used++];
-		memset(nd, 0, sizeof(*nd));
-		nd->nd_depth = depth;
-		hmap_put(&iv->iv_nodes, key, len, nd);
+		nd = node_new(iv, depth, &num);
+		hmap_put(&iv->iv_addrs, addr, strlen(addr), nd);
 	} else if (depth < nd->nd_depth)
 		nd->nd_depth = depth;
 	return nd;
@@ -450,7 +555,7 @@ add_root(struct inventory *iv, const struct event *ev)
 	rt->rt_kind = ev->kind;
 	rt->rt_coord = xstrndup(a->s, a->len);
 	hmap_put(&iv->iv_roots, ev->id, 32, rt);
-	nd = node_get(iv, ev->id, 32, 0);
+	nd = id_node_get(iv, ev->id, 0);
 	node_add_root(nd, rt);
 	author_add_root(iv, ev->pubkey, rt);
 	if ((r = hmap_get(&iv->iv_repos, a->s, a->len)) != NULL)
@@ -514,10 +619,10 @@ add_descendant(struct inventory *iv, const struct event *ev)
 			continue;
 		if (name[0] != 'a' && name[0] != 'A' &&
 		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0)
-			p = hmap_get(&iv->iv_nodes, id, 32);
+			p = id_node(iv, id);
 		else if (name[0] != 'e' && name[0] != 'E' &&
 		    memchr(tg->v[1].s, ':', tg->v[1].len))
-			p = hmap_get(&iv->iv_nodes, tg->v[1].s, tg->v[1].len);
+			p = hmap_get(&iv->iv_addrs, tg->v[1].s, tg->v[1].len);
 		if (p == NULL || p->nd_depth >= INV_MAX_DEPTH)
 			continue;
 		if (nfound < 8)
@@ -547,13 +652,12 @@ add_descendant(struct inventory *iv, const struct event *ev)
 			continue;
 		if (rt->rt_ndesc >= INV_MAX_DESCENDANTS)
 			continue;
-		nd = node_get(iv, ev->id, 32, depth);
+		nd = id_node_get(iv, ev->id, depth);
 		if (!node_add_root(nd, rt))
 			continue;
 		root_add_desc(rt, ev->id);
 		if (addr[0]) {
-			node_add_root(node_get(iv, addr, strlen(addr), depth),
-			    rt);
+			node_add_root(addr_node_get(iv, addr, depth), rt);
 			root_add_addr(rt, addr);
 		}
 		author_add_root(iv, ev->pubkey, rt);
@@ -632,6 +736,19 @@ inv_add(struct inventory *iv, const struct event *ev)
 	}
 	/* Roots may also answer another thread (patch revisions do). */
 	add_descendant(iv, ev);
+}
+
+static void
+rebuild_take(void *arg, int64_t seq, const struct event *ev)
+{
+	(void)seq;
+	inv_add(arg, ev);
+}
+
+int
+inv_rebuild(struct inventory *iv, struct store *st, int64_t upto)
+{
+	return feed_scan_tags(st, 0, upto, rebuild_take, iv, NULL);
 }
 
 void

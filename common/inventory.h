@@ -9,7 +9,7 @@
  * identity authors and each participant's threads.
  *
  * Every role builds its own copy at start by feeding the stored events in
- * seq order, then keeps it current from the accepted feed.  Nothing here
+ * seq order (inv_rebuild()), then keeps it current from the accepted feed.  Nothing here
  * is persisted; nothing here trusts an event the store did not accept.
  */
 #ifndef GRASPD_INVENTORY_H
@@ -22,6 +22,7 @@
 
 struct config;
 struct event;
+struct store;
 
 /* GRASP-03 "bounded recursive" descendants; ours: hops below a root. */
 #define INV_MAX_DEPTH		16
@@ -81,14 +82,20 @@ struct inv_author {
 struct inventory {
 	struct hmap	 iv_repos;	/* coord -> struct inv_repo */
 	struct hmap	 iv_roots;	/* id -> struct inv_root */
-	struct hmap	 iv_nodes;	/* id or address -> struct inv_node */
+	uint64_t	*iv_ids;	/* id -> node (see inventory.c) */
+	size_t		 iv_idcap;	/* slots: a power of two, or 0 */
+	size_t		 iv_nids;
+	struct hmap	 iv_addrs;	/* address -> struct inv_node */
 	struct hmap	 iv_authors;	/* pubkey -> struct inv_author */
 	struct hmap	 iv_pending;	/* coord -> struct inv_pending */
 	unsigned	 iv_urlflags;	/* relayurl flags for repo relays */
 	char		(*iv_self)[256];	/* our own relay keys */
 	int		 iv_nself;
 	uint64_t	 iv_generation;	/* bumped on every change */
-	struct inv_node_chunk *iv_node_chunks;	/* where nodes live */
+	struct inv_node_chunk **iv_chunks;	/* where nodes live */
+	size_t		 iv_nchunks;
+	size_t		 iv_capchunks;
+	size_t		 iv_nnodes;
 };
 
 /*
@@ -106,6 +113,13 @@ void		 inv_free(struct inventory *);
  * kind 5 deletions by a root's author remove that root.
  */
 void		 inv_add(struct inventory *, const struct event *);
+/*
+ * Feeds every event stored with seq <= upto to inv_add() in seq order,
+ * reading of each only what inv_add() reads (feed_scan_tags()): how
+ * every role builds its inventory at start.  Returns the number of
+ * events fed, or -1 on a store error (logged).
+ */
+int		 inv_rebuild(struct inventory *, struct store *, int64_t upto);
 /*
  * Feeds an announcement that is held in purgatory: its repository is
  * StateOnly unless it is already Full (never downgraded).

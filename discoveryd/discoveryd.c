@@ -265,13 +265,12 @@ take_deletion(struct discd *dd, const struct event *ev)
 	}
 }
 
-/* One stored event: the inventory, retained lists and profiles. */
+/* One event of take_kinds: retained lists and profiles. */
 static void
 take_event(struct discd *dd, const struct event *ev)
 {
 	struct disc_author	*a;
 
-	inv_add(dd->dd_inv, ev);
 	switch (ev->kind) {
 	case KIND_PROFILE:
 		author_get(dd, ev->pubkey)->da_has_profile = 1;
@@ -305,6 +304,10 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	(void)seq;
 	take_event(arg, ev);
 }
+
+/* The stored kinds take_event() reads at start; inv_rebuild() the rest. */
+static const uint32_t take_kinds[] = { KIND_PROFILE, KIND_RELAY_LIST,
+    KIND_DELETION };
 
 static void
 mark_eligible(void *arg, const uint8_t pk[32])
@@ -557,8 +560,10 @@ disc_init(struct role_ctx *ctx)
 
 	/* Ownership from the database, before any network request. */
 	dd->dd_inv = inv_new(cfg);
-	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq, take_stored, dd,
-	    NULL) == -1)
+	if (inv_rebuild(dd->dd_inv, ctx->r_store, ctx->r_start_seq) == -1 ||
+	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
+	    sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored, dd) ==
+	    -1)
 		return -1;
 	load_marks(dd);
 	update_eligible(dd);
@@ -590,8 +595,10 @@ disc_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 	struct discd	*dd = ctx->r_data;
 
 	(void)seq;
-	if (dd->dd_enabled)
+	if (dd->dd_enabled) {
+		inv_add(dd->dd_inv, ev);
 		take_event(dd, ev);
+	}
 }
 
 static void

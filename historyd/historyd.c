@@ -102,7 +102,6 @@ take_event(struct histd *hd, const struct event *ev)
 {
 	struct hist_list	*l;
 
-	inv_add(hd->hd_inv, ev);
 	if (ev->kind == KIND_DELETION && (l = hmap_get(&hd->hd_lists,
 	    ev->pubkey, 32)) != NULL && relaylist_deleted_by(ev, l->hl_id,
 	    l->hl_at)) {
@@ -137,6 +136,9 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	(void)seq;
 	take_event(arg, ev);
 }
+
+/* The stored kinds take_event() reads at start; inv_rebuild() the rest. */
+static const uint32_t take_kinds[] = { KIND_RELAY_LIST, KIND_DELETION };
 
 /* ------------------------------------------------------------------ */
 /* Desired relays and their scopes.                                    */
@@ -568,8 +570,10 @@ hist_init(struct role_ctx *ctx)
 	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++)
 		add_fallback(hd, cfg->sync_plus_fallback_relays.v[i]);
 	hd->hd_inv = inv_new(cfg);
-	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq, take_stored, hd,
-	    NULL) == -1)
+	if (inv_rebuild(hd->hd_inv, ctx->r_store, ctx->r_start_seq) == -1 ||
+	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
+	    sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored, hd) ==
+	    -1)
 		return -1;
 	hd->hd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &hist_hooks, hd);
@@ -592,8 +596,10 @@ hist_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 	struct histd	*hd = ctx->r_data;
 
 	(void)seq;
-	if (hd->hd_enabled)
+	if (hd->hd_enabled) {
+		inv_add(hd->hd_inv, ev);
 		take_event(hd, ev);
+	}
 }
 
 struct hist_counts {

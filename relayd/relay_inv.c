@@ -11,19 +11,11 @@
  * commit, the events it fed were not stored: the inventory is built again
  * from the store.
  */
-#include "feed.h"
 #include "inventory.h"
 #include "log.h"
 #include "relayd.h"
 
 static struct inventory	*inv;
-
-static void
-take_stored(void *arg, int64_t seq, const struct event *ev)
-{
-	(void)seq;
-	inv_add(arg, ev);
-}
 
 void
 relay_inv_init(void)
@@ -33,7 +25,7 @@ relay_inv_init(void)
 	inv_free(inv);
 	inv = inv_new(&relayd->cfg);
 	if (store_last_seq(relayd->store, &last) == -1 ||
-	    feed_scan(relayd->store, 0, last, take_stored, inv, NULL) == -1)
+	    inv_rebuild(inv, relayd->store, last) == -1)
 		fatalx("cannot build the repository inventory from the store");
 	policy_set_inventory(&relayd->policy, inv);
 }

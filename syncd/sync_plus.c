@@ -2,8 +2,9 @@
  * sync_plus.c: root-author inboxes and fallback relays in syncd's
  * ordinary coverage (see sync_plus.h).  State is static: one syncd per
  * process.  Rebuilt from the database at start like the inventory
- * (take_stored feeds every stored event; the fallback marks are read
- * before the first reconciliation), never persisted by syncd.
+ * (take_stored feeds the stored relay lists and deletions; the fallback
+ * marks are read before the first reconciliation), never persisted by
+ * syncd.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -200,11 +200,13 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 {
 	struct syncd	*sd = arg;
 
-	sd->sd_scanned++;
 	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
-	inv_add(sd->sd_inv, ev);
 	sync_plus_take(ev);
 }
+
+/* The stored kinds take_stored() reads at start; inv_rebuild() the rest. */
+static const uint32_t take_kinds[] = { KIND_REPO_ANNOUNCEMENT,
+    KIND_RELAY_LIST, KIND_DELETION };
 
 static int
 sync_init(struct role_ctx *ctx)
@@ -213,14 +215,18 @@ sync_init(struct role_ctx *ctx)
 	char		 key[RELAYURL_MAX + 1];
 	const char	*why;
 	const char	*boot = ctx->r_cfg.sync_bootstrap_relay_url;
+	int		 n;
 
 	sd->sd_ctx = ctx;
 	ctx->r_data = sd;
 	sd->sd_inv = inv_new(&ctx->r_cfg);
 	sync_plus_init(sd);
-	if (feed_scan(ctx->r_store, 0, ctx->r_start_seq, take_stored,
-	    sd, NULL) == -1)
+	if ((n = inv_rebuild(sd->sd_inv, ctx->r_store, ctx->r_start_seq)) ==
+	    -1 || feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq,
+	    take_kinds, sizeof(take_kinds) / sizeof(take_kinds[0]),
+	    take_stored, sd) == -1)
 		return -1;
+	sd->sd_scanned = (uint64_t)n;
 	sd->sd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &sync_hooks, sd);
 	if (boot && boot[0]) {

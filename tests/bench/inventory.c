@@ -15,11 +15,14 @@
  * rebuild path checks them (relayd did, before storing).
  *
  * Then, on a read-only connection as the roles open it, it times
- *   - scan: every stored event read in seq order and parsed
+ *   - scan: every stored event read in seq order and parsed in full
  *     (feed_scan() with a callback that does nothing), which also warms
- *     SQLite's and the kernel's caches;
- *   - rebuild: the same scan feeding inv_add(), what relayd, syncd,
- *     discoveryd and historyd each do at start;
+ *     SQLite's and the kernel's caches; the per-event path the roles used
+ *     before inv_rebuild();
+ *   - scan_tags: the same read as the inventory reads it (feed_scan_tags()
+ *     with a callback that does nothing);
+ *   - rebuild: inv_rebuild(), what relayd, syncd, discoveryd and historyd
+ *     each do at start;
  * each as wall time and as the process's CPU time;
  * and reads the resident memory (VmRSS of /proc/self/status) before and
  * after the rebuild.  With BENCH_INV_DB set to a file name the database
@@ -222,13 +225,6 @@ noop(void *arg, int64_t seq, const struct event *ev)
 }
 
 static void
-take(void *arg, int64_t seq, const struct event *ev)
-{
-	(void)seq;
-	inv_add(arg, ev);
-}
-
-static void
 count_eligible(void *arg, const uint8_t pk[32])
 {
 	(void)pk;
@@ -261,9 +257,10 @@ main(int argc, char **argv)
 	const char		*keep;
 	size_t			 nroots, ndesc, it, roots = 0, desc = 0;
 	size_t			 eligible = 0;
-	uint64_t		 scanned = 0;
-	double			 t, t_gen, t_scan, t_rebuild;
-	double			 c, c_scan, c_rebuild;
+	uint64_t		 scanned = 0, scanned_tags = 0;
+	double			 t, t_gen, t_scan, t_tags, t_rebuild;
+	double			 c, c_scan, c_tags, c_rebuild;
+	int			 fed;
 	long			 rss0, rss1;
 	void			*v;
 
@@ -311,11 +308,17 @@ main(int argc, char **argv)
 		fatalx("inventory: scan failed");
 	t_scan = now_s() - t;
 	c_scan = cpu_s() - c;
+	t = now_s();
+	c = cpu_s();
+	if (feed_scan_tags(st, 0, INT64_MAX, noop, &scanned_tags, NULL) == -1)
+		fatalx("inventory: tag scan failed");
+	t_tags = now_s() - t;
+	c_tags = cpu_s() - c;
 	rss0 = rss_kib();
 	t = now_s();
 	c = cpu_s();
 	iv = inv_new(&cfg);
-	if (feed_scan(st, 0, INT64_MAX, take, iv, NULL) == -1)
+	if ((fed = inv_rebuild(iv, st, INT64_MAX)) == -1)
 		fatalx("inventory: rebuild failed");
 	t_rebuild = now_s() - t;
 	c_rebuild = cpu_s() - c;
@@ -327,7 +330,8 @@ main(int argc, char **argv)
 		desc += rt->rt_ndesc;
 	}
 	inv_eligible_each(iv, count_eligible, &eligible);
-	if (scanned != g.stored || roots != nroots || desc != ndesc ||
+	if (scanned != g.stored || scanned_tags != g.stored ||
+	    (uint64_t)fed != g.stored || roots != nroots || desc != ndesc ||
 	    eligible > g.nauthors || (ndesc >= g.nauthors * 2 &&
 	    eligible != g.nauthors))
 		fatalx("inventory: built %zu roots, %zu descendants, %zu "
@@ -342,9 +346,11 @@ main(int argc, char **argv)
 	printf("inventory_authors %zu authors\n", eligible);
 	printf("inventory_generate_s %.1f s\n", t_gen);
 	printf("inventory_scan_s %.2f s\n", t_scan);
+	printf("inventory_scan_tags_s %.2f s\n", t_tags);
 	printf("inventory_rebuild_s %.2f s\n", t_rebuild);
 	/* CPU time: what a busy machine's wall clock hides. */
 	printf("inventory_scan_cpu_s %.2f s\n", c_scan);
+	printf("inventory_scan_tags_cpu_s %.2f s\n", c_tags);
 	printf("inventory_rebuild_cpu_s %.2f s\n", c_rebuild);
 	printf("inventory_rss_mib %.1f MiB\n", (double)(rss1 - rss0) / 1024);
 	printf("inventory_rss_total_mib %.1f MiB\n", (double)rss1 / 1024);

@@ -1,15 +1,24 @@
 /*
  * inventory_test.c: repositories, roots, descendants with root
  * provenance, participants and eligible identity authors, as derived from
- * accepted events.
+ * accepted events; and the start-up rebuild from a real store
+ * (inv_rebuild(), feed_scan_tags(), feed_scan_kinds()) against feeding
+ * every stored event, parsed in full, to inv_add().
  */
+#define _GNU_SOURCE
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "buf.h"
 #include "config.h"
 #include "event.h"
+#include "feed.h"
 #include "inventory.h"
+#include "log.h"
+#include "store.h"
 #include "t.h"
 
 static struct config	cfg;
@@ -397,10 +406,563 @@ test_maintainers_of_full_repositories_only_and_each_author_once(void)
 	inv_free(iv);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* The rebuild from a store.                                           */
+
+static char		 tmpdir[64];
+static struct store	*st;
+static uint32_t		 rng = 2463534242u;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	return rng % n;
+}
+
+/* Author n's pubkey: any 32 bytes do, nothing on this path verifies. */
+static void
+pk_hex(int n, char out[65])
+{
+	uint8_t	pk[32];
+
+	memset(pk, 0x5c, sizeof(pk));
+	pk[31] = (uint8_t)n;
+	hex_encode(pk, 32, out);
+}
+
+/*
+ * An unsigned event with its real id (the store checks neither), in
+ * relayd's canonical text; content is JSON string text.
+ */
+static struct event *
+mk(int who, int64_t at, uint32_t kind, const char *tags, const char *content)
+{
+	struct buf	 b = BUF_INIT;
+	struct event	*e;
+	char		 pk[65], err[256];
+
+	pk_hex(who, pk);
+	buf_printf(&b, "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
+	    "%lld,\"kind\":%u,\"tags\":%s,\"content\":\"%s\",\"sig\":\""
+	    "%0128d\"}", 0, pk, (long long)at, kind, tags, content, 0);
+	if ((e = event_parse(b.b_data, b.b_len, err, sizeof(err))) == NULL)
+		fatalx("inventory_test: %s: %s", err, b.b_data);
+	buf_free(&b);
+	event_compute_id(e, e->id);
+	hex_encode(e->id, 32, e->id_hex);
+	memcpy(e->json + 7, e->id_hex, 64);
+	return e;
+}
+
+/* Stores e (kept if keep, else freed); its id in id_hex if not NULL. */
+static enum store_result
+put(struct event *e, char *id_hex)
+{
+	enum store_result	r = store_put(st, e, NULL);
+
+	if (id_hex != NULL)
+		memcpy(id_hex, e->id_hex, 65);
+	event_destroy(e);
+	return r;
+}
+
+/* Ids of what was stored, for parents chosen at random. */
+struct pool {
+	char	ids[4096][65];
+	size_t	n;
+	char	addrs[64][200];
+	size_t	naddrs;
+};
+
+static const char *
+any_id(const struct pool *pl)
+{
+	return pl->ids[rnd((uint32_t)pl->n)];
+}
+
+/*
+ * A store with what the inventory meets in the field: announcements with
+ * relays (some refused, one ourselves), clone URLs and maintainers, one
+ * replaced, one deleted and announced again, one never announced; roots
+ * of the three kinds, some naming two repositories, some deleted by their
+ * author and one "deleted" by someone else; replies, reactions, quotes
+ * through e/E/q ids and a/A/q addresses of addressable descendants that
+ * are themselves replaced; a reply stored before its parent; a chain
+ * deeper than INV_MAX_DEPTH; a root with more than INV_MAX_DESCENDANTS;
+ * tag strings with escapes and UTF-8.  The last seq in *last.
+ */
+static void
+fill_store(struct pool *pl, char q_only[65], int64_t *last)
+{
+	char		 tags[2048], c[8][200], pk[65], m1[65], m2[65], id[65];
+	char		 root[65], parent[65], late[65];
+	struct event	*held;
+	int64_t		 at = 1700000000;
+	size_t		 i, j, r;
+	uint32_t	 k;
+	static const uint32_t root_kinds[3] = { 1617, 1618, 1621 };
+
+	T_ASSERT(store_begin(st) == 0);
+	for (r = 0; r < 8; r++) {
+		pk_hex((int)r, pk);
+		snprintf(c[r], sizeof(c[r]), "30617:%s:repo%zu", pk, r);
+	}
+	for (r = 0; r < 6; r++) {
+		pk_hex((int)r + 1, m1);
+		pk_hex((int)r + 2, m2);
+		snprintf(tags, sizeof(tags), "[[\"d\",\"repo%zu\"],"
+		    "[\"description\",\"line one\\nline \\\"two\\\"\"],"
+		    "[\"relays\",\"wss://relay%zu.example.com\","
+		    "\"wss://127.0.0.1\",\"wss://grasp.example.com\"],"
+		    "[\"clone\",\"https://git%zu.example.org/r.git\"],"
+		    "[\"maintainers\",\"%s\",\"%s\"],[\"maintainers\",\"%s\"]]",
+		    r, r, r, m1, m2, pk);
+		T_EQ_INT(put(mk((int)r, at++, 30617, tags, ""), NULL),
+		    STORE_OK);
+	}
+	/* repo5 replaced; repo4 deleted, then announced again. */
+	T_EQ_INT(put(mk(5, at++, 30617, "[[\"d\",\"repo5\"],[\"relays\","
+	    "\"wss://new.example.com\"]]", ""), NULL), STORE_OK);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c[4]);
+	T_EQ_INT(put(mk(4, at++, 5, tags, ""), NULL), STORE_OK);
+	/* Older than repo3's announcement: the store keeps it, the
+	 * inventory withdraws the repository. */
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c[3]);
+	T_EQ_INT(put(mk(3, 1600000000, 5, tags, ""), NULL), STORE_OK);
+
+	for (i = 0; i < 90; i++) {
+		k = root_kinds[i % 3];
+		r = rnd(8);
+		if (i % 9 == 4)		/* first names a repository */
+			snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"a\","
+			    "\"%s\"],[\"p\",\"x\"]]", c[(r + 1) % 8], c[r]);
+		else if (i % 9 == 7)	/* an escape: parsed in full */
+			snprintf(tags, sizeof(tags), "[[\"subject\",\"tab\\t"
+			    "\\u00e9 \\u2603\"],[\"a\",\"%s\"]]", c[r]);
+		else
+			snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],"
+			    "[\"subject\",\"caf\xc3\xa9 \xe2\x98\x83\"]]", c[r]);
+		T_EQ_INT(put(mk((int)rnd(20), at++, k, tags, "a root\\n"),
+		    pl->ids[pl->n]), STORE_OK);
+		pl->n++;
+	}
+	T_EQ_INT(put(mk(6, at++, 30617, "[[\"d\",\"repo4\"]]", ""), NULL),
+	    STORE_OK);	/* someone else's repo4 */
+	T_EQ_INT(put(mk(4, at++, 30617, "[[\"d\",\"repo4\"],[\"maintainers\","
+	    "\"nothex\"]]", ""), NULL), STORE_OK);
+
+	for (i = 0; i < 1500; i++) {
+		const char *p1 = any_id(pl), *p2 = any_id(pl);
+
+		id[0] = '\0';
+		switch (rnd(8)) {
+		case 0:		/* a reaction */
+			snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"k\","
+			    "\"1\"]]", p1);
+			T_EQ_INT(put(mk((int)rnd(30), at++, 7, tags, "+"), id),
+			    STORE_OK);
+			break;
+		case 1:		/* a quote by id only */
+			snprintf(tags, sizeof(tags), "[[\"q\",\"%s\","
+			    "\"wss://r.example.com\",\"%s\"]]", p1, p2);
+			T_EQ_INT(put(mk((int)rnd(30), at++, 1, tags, "q"), id),
+			    STORE_OK);
+			if (q_only[0] == '\0')
+				memcpy(q_only, id, 65);
+			break;
+		case 2:		/* an addressable reply, replaced later */
+			j = rnd(64);
+			snprintf(tags, sizeof(tags), "[[\"d\",\"art%zu\"],"
+			    "[\"e\",\"%s\",\"\",\"reply\"]]", j, p1);
+			T_ASSERT(put(mk((int)(j % 4), at++, 30023, tags,
+			    "article"), id) == STORE_OK);
+			pk_hex((int)(j % 4), pk);
+			snprintf(pl->addrs[j], sizeof(pl->addrs[j]),
+			    "30023:%s:art%zu", pk, j);
+			if (pl->naddrs <= j)
+				pl->naddrs = j + 1;
+			break;
+		case 3:		/* through an address */
+			if (pl->naddrs == 0)
+				break;
+			j = rnd((uint32_t)pl->naddrs);
+			if (pl->addrs[j][0] == '\0')
+				break;
+			snprintf(tags, sizeof(tags), "[[\"%s\",\"%s\"]]",
+			    rnd(3) == 0 ? "a" : rnd(2) ? "A" : "q",
+			    pl->addrs[j]);
+			T_EQ_INT(put(mk((int)rnd(30), at++, 1111, tags, "c"),
+			    id), STORE_OK);
+			break;
+		case 4:		/* escapes and an unknown parent */
+			snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\","
+			    "\"%064d\"],[\"alt\",\"a \\\\ b \\\"c\\\"\"],"
+			    "[\"p\",\"\"],[\"x\"]]", p1, 7);
+			T_EQ_INT(put(mk((int)rnd(30), at++, 1111, tags,
+			    "x\\\\y"), id), STORE_OK);
+			break;
+		case 5:		/* a replaceable event answering a thread */
+			snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", p1);
+			T_ASSERT(put(mk((int)rnd(4), at++, 10030, tags, ""), id)
+			    == STORE_OK);
+			break;
+		default:	/* a NIP-22 comment */
+			snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\","
+			    "\"1621\"],[\"e\",\"%s\"],[\"k\",\"1111\"],"
+			    "[\"p\",\"%s\"]]", p2, p1, p2);
+			T_EQ_INT(put(mk((int)rnd(30), at++, 1111, tags,
+			    "comment"), id), STORE_OK);
+			break;
+		}
+		if (id[0] != '\0' && pl->n < 4096)
+			memcpy(pl->ids[pl->n++], id, 65);
+	}
+
+	/* A reply stored before its parent attaches to nothing. */
+	held = mk(9, at++, 1111, "[[\"k\",\"1\"]]", "");
+	memcpy(late, held->id_hex, 65);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", late);
+	T_EQ_INT(put(mk(9, at++, 1111, tags, "early"), NULL), STORE_OK);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", pl->ids[0]);
+	T_EQ_INT(put(mk(9, held->created_at, 1111, tags, ""), NULL),
+	    STORE_OK);
+	event_destroy(held);
+
+	/* A chain past INV_MAX_DEPTH, and a root past its cap. */
+	memcpy(parent, pl->ids[1], 65);
+	for (i = 0; i < INV_MAX_DEPTH + 4; i++) {
+		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", parent);
+		T_EQ_INT(put(mk(11, at++, 1111, tags, ""), parent), STORE_OK);
+	}
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c[0]);
+	T_EQ_INT(put(mk(12, at++, 1621, tags, ""), root), STORE_OK);
+	for (i = 0; i < INV_MAX_DESCENDANTS + 20; i++) {
+		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", root);
+		T_EQ_INT(put(mk((int)(i % 50), at++, 7, tags, "+"), NULL),
+		    STORE_OK);
+	}
+
+	/* Deletions: roots by their authors, one by someone else. */
+	for (i = 2; i < 90; i += 11) {
+		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", pl->ids[i]);
+		for (j = 0; j < 20; j++)
+			if (put(mk((int)j, at, 5, tags, ""), NULL) == STORE_OK)
+				break;
+		at++;
+	}
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%064d\"],[\"a\",\"%s\"]]", 3,
+	    c[7]);
+	T_EQ_INT(put(mk(7, at++, 5, tags, ""), NULL), STORE_OK);
+	T_ASSERT(store_commit(st) == 0);
+	T_ASSERT(store_last_seq(st, last) == 0);
+}
+
+static void
+take(void *arg, int64_t seq, const struct event *e)
+{
+	(void)seq;
+	inv_add(arg, e);
+}
+
+static int
+same_ids(const uint8_t (*a)[32], const uint8_t (*b)[32], size_t n)
+{
+	return n == 0 || memcmp(a, b, n * 32) == 0;
+}
+
+static int
+same_roots(struct inv_root **a, struct inv_root **b, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (memcmp(a[i]->rt_id, b[i]->rt_id, 32) != 0)
+			return 0;
+	return 1;
+}
+
+static void
+count_each(void *arg, const uint8_t pk[32])
+{
+	struct hmap	*m = arg;
+
+	hmap_put(m, pk, 32, (void *)1);
+}
+
+/* Every repository, root, descendant, author and eligibility alike. */
+static void
+compare(const struct inventory *a, const struct inventory *b)
+{
+	struct inv_repo		*ra, *rb;
+	struct inv_root		*ta, *tb;
+	struct inv_author	*aa, *ab;
+	struct hmap		 ea = HMAP_INIT, eb = HMAP_INIT;
+	const void		*key;
+	size_t			 it, len, i;
+	void			*v;
+
+	T_EQ_INT(a->iv_repos.hm_n, b->iv_repos.hm_n);
+	for (it = 0; (ra = inv_repo_next(a, &it)) != NULL; ) {
+		T_ASSERT((rb = inv_repo(b, ra->ir_coord)) != NULL);
+		T_CHECK(memcmp(ra->ir_owner, rb->ir_owner, 32) == 0);
+		T_EQ_STR(ra->ir_d, rb->ir_d);
+		T_EQ_INT(ra->ir_created_at, rb->ir_created_at);
+		T_EQ_INT(ra->ir_level, rb->ir_level);
+		T_EQ_INT(ra->ir_refused, rb->ir_refused);
+		T_ASSERT(ra->ir_nrelays == rb->ir_nrelays);
+		for (i = 0; i < ra->ir_nrelays; i++)
+			T_EQ_STR(ra->ir_relays[i], rb->ir_relays[i]);
+		T_ASSERT(ra->ir_nmaint == rb->ir_nmaint);
+		T_CHECK(same_ids(ra->ir_maint, rb->ir_maint, ra->ir_nmaint));
+		T_ASSERT(ra->ir_nroots == rb->ir_nroots);
+		T_CHECK(same_roots(ra->ir_roots, rb->ir_roots, ra->ir_nroots));
+	}
+	T_EQ_INT(a->iv_roots.hm_n, b->iv_roots.hm_n);
+	for (it = 0; hmap_next(&a->iv_roots, &it, &key, &len, &v); ) {
+		ta = v;
+		T_ASSERT((tb = inv_root(b, ta->rt_id)) != NULL);
+		T_CHECK(memcmp(ta->rt_author, tb->rt_author, 32) == 0);
+		T_EQ_INT(ta->rt_kind, tb->rt_kind);
+		T_EQ_INT(ta->rt_deleted, tb->rt_deleted);
+		T_EQ_STR(ta->rt_coord, tb->rt_coord);
+		T_CHECK((ta->rt_repo == NULL) == (tb->rt_repo == NULL));
+		if (ta->rt_repo && tb->rt_repo)
+			T_EQ_STR(ta->rt_repo->ir_coord, tb->rt_repo->ir_coord);
+		T_ASSERT(ta->rt_ndesc == tb->rt_ndesc);
+		T_CHECK(same_ids(ta->rt_desc, tb->rt_desc, ta->rt_ndesc));
+		T_ASSERT(ta->rt_naddrs == tb->rt_naddrs);
+		for (i = 0; i < ta->rt_naddrs; i++)
+			T_EQ_STR(ta->rt_addrs[i], tb->rt_addrs[i]);
+	}
+	T_EQ_INT(a->iv_authors.hm_n, b->iv_authors.hm_n);
+	for (it = 0; (aa = inv_author_next(a, &it)) != NULL; ) {
+		T_ASSERT((ab = inv_author(b, aa->au_pubkey)) != NULL);
+		T_ASSERT(aa->au_nroots == ab->au_nroots);
+		T_CHECK(same_roots(aa->au_roots, ab->au_roots, aa->au_nroots));
+		T_EQ_INT(inv_eligible(a, aa->au_pubkey),
+		    inv_eligible(b, aa->au_pubkey));
+	}
+	T_EQ_INT(inv_eligible_each(a, count_each, &ea),
+	    inv_eligible_each(b, count_each, &eb));
+	for (it = 0; hmap_next(&ea, &it, &key, NULL, NULL); )
+		T_CHECK(hmap_get(&eb, key, 32) != NULL);
+	hmap_free(&ea);
+	hmap_free(&eb);
+	T_EQ_INT(a->iv_nids, b->iv_nids);
+	T_EQ_INT(a->iv_nnodes, b->iv_nnodes);
+	T_EQ_INT(a->iv_addrs.hm_n, b->iv_addrs.hm_n);
+	T_EQ_INT(a->iv_pending.hm_n, b->iv_pending.hm_n);
+	T_EQ_INT(a->iv_generation, b->iv_generation);
+}
+
+static void
+test_rebuild_matches_feeding_every_event(void)
+{
+	struct pool		*pl = calloc(1, sizeof(*pl));
+	struct inventory	*old = inv_new(&cfg), *bulk = inv_new(&cfg);
+	struct inv_root		*rt;
+	struct event		*so;
+	char			 q_only[65] = "", c[200], c3[200], pk[65];
+	uint8_t			 q[32];
+	size_t			 it, capped = 0, deep = 0, addrs = 0, pend;
+	int64_t			 last = 0;
+	void			*v;
+	int			 n, found = 0;
+
+	T_ASSERT(pl != NULL);
+	fill_store(pl, q_only, &last);
+	T_ASSERT(last > INV_MAX_DESCENDANTS);
+	n = feed_scan(st, 0, last, take, old, NULL);
+	T_ASSERT(n > INV_MAX_DESCENDANTS);
+	T_EQ_INT(inv_rebuild(bulk, st, last), n);
+	compare(old, bulk);
+
+	/* The store does hold what the comparison is meant to cover. */
+	T_ASSERT(hex_decode(q_only, 64, q, 32) == 0);
+	pk_hex(3, pk);
+	snprintf(c3, sizeof(c3), "30617:%s:repo3", pk);
+	for (it = 0; hmap_next(&bulk->iv_roots, &it, NULL, NULL, &v); ) {
+		rt = v;
+		capped += rt->rt_ndesc == INV_MAX_DESCENDANTS;
+		addrs += rt->rt_naddrs;
+		deep += rt->rt_ndesc > 0 && !rt->rt_repo;
+		for (size_t i = 0; i < rt->rt_ndesc; i++)
+			found |= memcmp(rt->rt_desc[i], q, 32) == 0;
+	}
+	T_EQ_INT(capped, 1);
+	T_CHECK(addrs > 0);
+	T_CHECK(found);		/* a descendant through a "q" id only */
+	pend = bulk->iv_pending.hm_n;
+	T_CHECK(pend > 0);	/* roots of repo6 and repo7 wait */
+	T_CHECK(bulk->iv_repos.hm_n >= 5);
+	T_CHECK(inv_repo(bulk, c3) == NULL);
+
+	/* Purgatory feeds both alike afterwards: StateOnly never downgrades. */
+	coord(1, "held", c, sizeof(c));
+	so = ev(1, 1800000000, 30617, "[[\"d\",\"held\"]]");
+	inv_add_stateonly(old, so);
+	inv_add_stateonly(bulk, so);
+	event_destroy(so);
+	so = mk(0, 1800000000, 30617, "[[\"d\",\"repo0\"]]", "");
+	inv_add_stateonly(old, so);
+	inv_add_stateonly(bulk, so);
+	event_destroy(so);
+	T_ASSERT(inv_repo(bulk, c) != NULL);
+	T_EQ_INT(inv_repo(bulk, c)->ir_level, INV_STATE_ONLY);
+	compare(old, bulk);
+	(void)deep;
+	inv_free(old);
+	inv_free(bulk);
+	free(pl);
+}
+
+/* One event as text: every field feed_scan_tags() promises. */
+static char *
+describe(int64_t seq, const struct event *e)
+{
+	struct buf	b = BUF_INIT;
+	uint32_t	i, j;
+	size_t		len;
+
+	buf_printf(&b, "%lld %s %s %lld %u %u", (long long)seq, e->id_hex,
+	    e->pubkey_hex, (long long)e->created_at, e->kind, e->ntags);
+	for (i = 0; i < e->ntags; i++) {
+		buf_printf(&b, " [%u", e->tags[i].n);
+		for (j = 0; j < e->tags[i].n; j++) {
+			/* Lengths and bytes, so that a NUL would show. */
+			buf_printf(&b, " %zu:", e->tags[i].v[j].len);
+			buf_add(&b, e->tags[i].v[j].s, e->tags[i].v[j].len);
+			T_CHECK(e->tags[i].v[j].s[e->tags[i].v[j].len] == '\0');
+		}
+		buf_addc(&b, ']');
+	}
+	buf_printf(&b, " %s", hex_decode(e->id_hex, 64, (uint8_t[32]){ 0 },
+	    32) == 0 ? "" : "bad id_hex");
+	return buf_release(&b, &len);
+}
+
+struct described {
+	char	**d;
+	size_t	  n;
+	size_t	  cap;
+	uint32_t  kinds[FEED_MAX_KINDS];
+	size_t	  nkinds;
+};
+
+static void
+add_described(void *arg, int64_t seq, const struct event *e)
+{
+	struct described	*ds = arg;
+	size_t			 k;
+
+	for (k = 0; k < ds->nkinds && ds->kinds[k] != e->kind; k++)
+		;
+	if (ds->nkinds > 0 && k == ds->nkinds)
+		return;
+	if (ds->n == ds->cap) {
+		ds->cap = ds->cap ? ds->cap * 2 : 1024;
+		if ((ds->d = reallocarray(ds->d, ds->cap, sizeof(char *))) ==
+		    NULL)
+			fatal("inventory_test");
+	}
+	ds->d[ds->n++] = describe(seq, e);
+}
+
+static void
+described_free(struct described *ds)
+{
+	size_t	i;
+
+	for (i = 0; i < ds->n; i++)
+		free(ds->d[i]);
+	free(ds->d);
+}
+
+static int
+same_described(const struct described *a, const struct described *b)
+{
+	size_t	i;
+
+	if (a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++)
+		if (strcmp(a->d[i], b->d[i]) != 0) {
+			printf("# %s\n# %s\n", a->d[i], b->d[i]);
+			return 0;
+		}
+	return 1;
+}
+
+static void
+test_scans_give_what_parsing_gives(void)
+{
+	struct described	 full = { 0 }, tags = { 0 }, kf = { 0 },
+				 kinds = { 0 };
+	int64_t			 last, a, b;
+	int			 n;
+
+	/* Odd strings, an empty tag list, an event at time 0. */
+	T_ASSERT(store_begin(st) == 0);
+	T_EQ_INT(put(mk(1, 0, 1, "[]", ""), NULL), STORE_OK);
+	T_EQ_INT(put(mk(1, 5, 1, "[[\"e\",\"\\u0000x\"],[\"t\",\"\\/\"],"
+	    "[\"t\",\"\\ud83d\\ude00\"],[\"r\",\"\\u001f\"]]", ""), NULL),
+	    STORE_OK);
+	T_EQ_INT(put(mk(1, 6, 0, "[[\"x\",\"\",\"\"]]", "{\\\"name\\\":1}"),
+	    NULL), STORE_OK);
+	T_EQ_INT(put(mk(2, 7, 10002, "[[\"r\",\"wss://a.example.com\","
+	    "\"read\"]]", ""), NULL), STORE_OK);
+	T_ASSERT(store_commit(st) == 0);
+	T_ASSERT(store_last_seq(st, &last) == 0);
+
+	n = feed_scan(st, 0, last, add_described, &full, &a);
+	T_EQ_INT(feed_scan_tags(st, 0, last, add_described, &tags, &b), n);
+	T_EQ_INT(a, b);
+	T_CHECK(same_described(&full, &tags));
+	/* A range in the middle, with holes where events were replaced. */
+	described_free(&full);
+	described_free(&tags);
+	memset(&full, 0, sizeof(full));
+	memset(&tags, 0, sizeof(tags));
+	n = feed_scan(st, 10, 500, add_described, &full, &a);
+	T_CHECK(n > 300 && n < 490);
+	T_EQ_INT(feed_scan_tags(st, 10, 500, add_described, &tags, &b), n);
+	T_EQ_INT(a, b);
+	T_CHECK(same_described(&full, &tags));
+	T_EQ_INT(feed_scan_tags(st, 500, 500, add_described, &tags, &b), 0);
+
+	/* The kind scan: exactly those kinds, in seq order. */
+	kf.kinds[0] = kinds.kinds[0] = 0;
+	kf.kinds[1] = kinds.kinds[1] = 5;
+	kf.kinds[2] = kinds.kinds[2] = 10002;
+	kf.nkinds = 3;
+	T_ASSERT(feed_scan(st, 0, last, add_described, &kf, NULL) > 0);
+	T_EQ_INT(feed_scan_kinds(st, 0, last, kinds.kinds, 3, add_described,
+	    &kinds), (int)kf.n);
+	T_CHECK(kf.n > 10);
+	T_CHECK(same_described(&kf, &kinds));
+	described_free(&full);
+	described_free(&tags);
+	described_free(&kf);
+	described_free(&kinds);
+}
+
+static int
+rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
+{
+	(void)sb;
+	(void)flag;
+	(void)f;
+	return remove(path);
+}
+
 int
 main(void)
 {
-	char	err[256];
+	char	err[256], path[128];
 
 	setenv("NGIT_DOMAIN", "grasp.example.com", 1);
 	if (config_load(&cfg, NULL, err, sizeof(err)) == -1) {
@@ -415,6 +977,19 @@ main(void)
 	T_RUN(test_deletions_by_the_author_only);
 	T_RUN(test_provenance_through_quotes_and_address_tags);
 	T_RUN(test_maintainers_of_full_repositories_only_and_each_author_once);
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/inventory_test.XXXXXX");
+	if (mkdtemp(tmpdir) == NULL)
+		return 2;
+	snprintf(path, sizeof(path), "%s/graspd.db", tmpdir);
+	if ((st = store_open(path, 0, err, sizeof(err))) == NULL) {
+		printf("not ok - store_open: %s\n", err);
+		return 1;
+	}
+	T_RUN(test_rebuild_matches_feeding_every_event);
+	T_RUN(test_scans_give_what_parsing_gives);
+	store_close(st);
+	nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 	config_free(&cfg);
 	return t_done();
 }

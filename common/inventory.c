@@ -3,6 +3,8 @@
  * derived from accepted events (see inventory.h).  Built by every role
  * from the store at start and kept current from the accepted feed.
  */
+#include <sys/mman.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +33,8 @@ struct inv_node {
 	size_t		  nd_cap;	/* of nd_more */
 };
 
-/* Ours: 1 << INV_NODE_SHIFT nodes per allocation. */
-#define INV_NODE_SHIFT	12
+/* Ours: 1 << INV_NODE_SHIFT nodes (2 MiB) per allocation. */
+#define INV_NODE_SHIFT	15
 #define INV_NODE_CHUNK	((size_t)1 << INV_NODE_SHIFT)
 
 struct inv_node_chunk {
@@ -289,6 +291,29 @@ author_add_root(struct inventory *iv, const uint8_t pk[32],
 	a->au_roots[a->au_nroots++] = rt;
 }
 
+/* Ours: a huge page (x86-64, arm64 with 4 KiB pages). */
+#define INV_HUGE	((size_t)2 << 20)
+
+/*
+ * Memory for one of the large arrays (node chunks, the id table), in
+ * huge pages where the kernel offers them for the asking (transparent
+ * huge pages in "madvise" mode): a rebuild touches them at random, and
+ * with 4 KiB pages its time went to TLB misses and page faults.  The
+ * advice is only advice; free() releases it.
+ */
+static void *
+big_alloc(size_t size)
+{
+	void	*p;
+
+	if (posix_memalign(&p, INV_HUGE, size) != 0)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void)madvise(p, size, MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
 /* A new node at depth, with no root yet. */
 static struct inv_node *
 node_new(struct inventory *iv, int depth, size_t *num)
@@ -299,8 +324,12 @@ node_new(struct inventory *iv, int depth, size_t *num)
 		fatalx("inventory: too many nodes");
 	if (iv->iv_nnodes == iv->iv_nchunks * INV_NODE_CHUNK) {
 		GROW(iv->iv_chunks, iv->iv_nchunks, iv->iv_capchunks);
-		if ((iv->iv_chunks[iv->iv_nchunks++] = malloc(sizeof(struct
-		    inv_node_chunk))) == NULL)
+		/* The first one is paged in as it fills: small stores keep
+		 * small inventories. */
+		iv->iv_chunks[iv->iv_nchunks] = iv->iv_nchunks == 0 ?
+		    malloc(sizeof(struct inv_node_chunk)) :
+		    big_alloc(sizeof(struct inv_node_chunk));
+		if (iv->iv_chunks[iv->iv_nchunks++] == NULL)
 			fatal("inventory");
 	}
 	*num = iv->iv_nnodes++;
@@ -332,7 +361,12 @@ id_grow(struct inventory *iv)
 	size_t		 oldcap = iv->iv_idcap, mask, i, j;
 
 	iv->iv_idcap = oldcap ? oldcap * 2 : 1024;
-	if ((iv->iv_ids = calloc(iv->iv_idcap, sizeof(*iv->iv_ids))) == NULL)
+	if (iv->iv_idcap * sizeof(*iv->iv_ids) < INV_HUGE)
+		iv->iv_ids = calloc(iv->iv_idcap, sizeof(*iv->iv_ids));
+	else if ((iv->iv_ids = big_alloc(iv->iv_idcap *
+	    sizeof(*iv->iv_ids))) != NULL)
+		memset(iv->iv_ids, 0, iv->iv_idcap * sizeof(*iv->iv_ids));
+	if (iv->iv_ids == NULL)
 		fatal("inventory");
 	mask = iv->iv_idcap - 1;
 	for (i = 0; i < oldcap; i++) {

@@ -48,26 +48,31 @@ event_kind_class(uint32_t kind)
 	return KIND_REGULAR;
 }
 
+/* Each lowercase hex digit's value plus one; 0 for anything else. */
+static const uint8_t hex_val[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6,
+	['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12,
+	['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+};
+
 int
 hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n)
 {
-	size_t	i;
-	int	hi, lo;
+	const unsigned char	*h = (const unsigned char *)hex;
+	size_t			 i;
+	unsigned		 hi, lo, bad = 0;
 
 	if (hexlen != n * 2)
 		return -1;
+	/* One test at the end: the inventory decodes every id it meets. */
 	for (i = 0; i < n; i++) {
-		char a = hex[2 * i], b = hex[2 * i + 1];
-
-		hi = (a >= '0' && a <= '9') ? a - '0' :
-		    (a >= 'a' && a <= 'f') ? a - 'a' + 10 : -1;
-		lo = (b >= '0' && b <= '9') ? b - '0' :
-		    (b >= 'a' && b <= 'f') ? b - 'a' + 10 : -1;
-		if (hi < 0 || lo < 0)
-			return -1;
-		out[i] = (uint8_t)(hi << 4 | lo);
+		hi = hex_val[h[2 * i]];
+		lo = hex_val[h[2 * i + 1]];
+		bad |= (hi == 0) | (lo == 0);
+		/* Wraps for a bad digit; the result is then refused. */
+		out[i] = (uint8_t)((hi - 1) << 4 | (lo - 1));
 	}
-	return 0;
+	return bad ? -1 : 0;
 }
 
 void

@@ -157,6 +157,26 @@ test_strict_field_types_are_refused(void)
 }
 
 static void
+test_hex_is_lowercase_and_exact(void)
+{
+	static const char	*bad[] = { "0G", "0A", "g0", "\x80""0", " 0",
+				    "0\xff" };
+	uint8_t			 out[2];
+	char			 hex[5];
+	size_t			 i;
+
+	T_EQ_INT(hex_decode("09af", 4, out, 2), 0);
+	T_EQ_INT(out[0], 0x09);
+	T_EQ_INT(out[1], 0xaf);
+	hex_encode(out, 2, hex);
+	T_EQ_STR(hex, "09af");
+	T_EQ_INT(hex_decode("09a", 3, out, 2), -1);
+	T_EQ_INT(hex_decode("09afe", 5, out, 2), -1);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		T_EQ_INT(hex_decode(bad[i], 2, out, 1), -1);
+}
+
+static void
 test_tag_helpers(void)
 {
 	struct event	*ev;
@@ -189,5 +209,6 @@ main(void)
 	T_RUN(test_signed_event_verifies);
 	T_RUN(test_strict_field_types_are_refused);
 	T_RUN(test_tag_helpers);
+	T_RUN(test_hex_is_lowercase_and_exact);
 	return t_done();
 }

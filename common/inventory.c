@@ -4,6 +4,7 @@
  * from the store at start and kept current from the accepted feed.
  */
 #include <sys/mman.h>
+#include <sys/types.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +20,10 @@
 
 /*
  * What an id or address leads to: the roots it descends from.  Almost
- * every node has one root, kept inline.  Nodes live in chunks freed with
- * the inventory and are known by number (chunk number << INV_NODE_SHIFT,
- * plus the place in it): a rebuild makes one per stored descendant, so
- * one allocation per node would dominate start-up.
+ * every node has one root, kept inline.  A rebuild makes one node per
+ * stored descendant, so nodes, like authors, are records in chunks freed
+ * with the inventory (one allocation each would dominate start-up), known
+ * by number: chunk number << INV_REC_SHIFT, plus the place in it.
  */
 struct inv_node {
 	uint8_t		  nd_id[32];	/* the event's id; zero for an address */
@@ -33,27 +34,25 @@ struct inv_node {
 	size_t		  nd_cap;	/* of nd_more */
 };
 
-/* Ours: 1 << INV_NODE_SHIFT nodes (2 MiB) per allocation. */
-#define INV_NODE_SHIFT	15
-#define INV_NODE_CHUNK	((size_t)1 << INV_NODE_SHIFT)
-
-struct inv_node_chunk {
-	struct inv_node		 nc_nodes[INV_NODE_CHUNK];
-};
+/* Ours: 1 << INV_REC_SHIFT records per chunk (2 MiB of nodes). */
+#define INV_REC_SHIFT	15
+#define INV_REC_CHUNK	((size_t)1 << INV_REC_SHIFT)
 
 /*
- * Event ids find their nodes through iv_ids, a table made for this one
- * map, which a rebuild fills with a million ids: open addressing, linear
- * probing, at most half full, never shrunk (nodes are never removed).  A
- * slot holds the upper 32 bits of the id's keyed hash (hmap_hash(), so
- * that ids ground by a peer cannot pile up), which also choose the home
- * slot, and the node's number plus one; 0 is empty.  A probe reads a node
- * only when its hash bits match, no key is allocated, and growing moves
- * slots without hashing again.
+ * Event ids find their nodes, and pubkeys their authors, through an
+ * inv_index: open addressing, linear probing, at most half full, never
+ * shrunk (neither is ever removed).  A slot holds the upper 32 bits of
+ * the key's keyed hash (hmap_hash(), so that ids ground by a peer cannot
+ * pile up), which also choose the home slot, and the record's number plus
+ * one; 0 is empty.  A probe reads a record only when its hash bits match,
+ * no key is allocated, and growing moves slots without hashing again.
  */
 #define ID_TAG(h)	((uint32_t)((h) >> 32))
 #define SLOT_TAG(s)	((uint32_t)((s) >> 32))
 #define SLOT_NUM(s)	((size_t)((s) & 0xffffffffu) - 1)
+
+/* The key of record num. */
+typedef const uint8_t	*inv_key_fn(const struct inventory *, size_t num);
 
 static struct inv_root *
 node_root(const struct inv_node *nd, size_t i)
@@ -61,11 +60,35 @@ node_root(const struct inv_node *nd, size_t i)
 	return i == 0 ? nd->nd_first : nd->nd_more[i - 1];
 }
 
+static void *
+rec_at(const struct inv_recs *rc, size_t size, size_t num)
+{
+	return rc->rc_chunks[num >> INV_REC_SHIFT] +
+	    (num & (INV_REC_CHUNK - 1)) * size;
+}
+
 static struct inv_node *
 node_at(const struct inventory *iv, size_t num)
 {
-	return &iv->iv_chunks[num >> INV_NODE_SHIFT]->nc_nodes[num &
-	    (INV_NODE_CHUNK - 1)];
+	return rec_at(&iv->iv_nodes, sizeof(struct inv_node), num);
+}
+
+static struct inv_author *
+author_at(const struct inventory *iv, size_t num)
+{
+	return rec_at(&iv->iv_authors, sizeof(struct inv_author), num);
+}
+
+static const uint8_t *
+node_key(const struct inventory *iv, size_t num)
+{
+	return node_at(iv, num)->nd_id;
+}
+
+static const uint8_t *
+author_key(const struct inventory *iv, size_t num)
+{
+	return author_at(iv, num)->au_pubkey;
 }
 
 /* Roots that name a repository the inventory does not know (yet). */
@@ -94,6 +117,169 @@ xstrndup(const char *s, size_t n)
 	if (d == NULL)
 		fatal("inventory");
 	return d;
+}
+
+/* Ours: a huge page (x86-64, arm64 with 4 KiB pages). */
+#define INV_HUGE	((size_t)2 << 20)
+
+/*
+ * Memory for one of the large arrays (record chunks, index slots), in
+ * huge pages where the kernel offers them for the asking (transparent
+ * huge pages in "madvise" mode): a rebuild touches them at random, and
+ * with 4 KiB pages its time went to TLB misses and page faults.  The
+ * advice is only advice; free() releases it.
+ */
+static void *
+big_alloc(size_t size)
+{
+	void	*p;
+
+	if (posix_memalign(&p, INV_HUGE, size) != 0)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	(void)madvise(p, size, MADV_HUGEPAGE);
+#endif
+	return p;
+}
+
+/* A new record of size bytes, zeroed; its number in *num. */
+static void *
+rec_new(struct inv_recs *rc, size_t size, size_t *num)
+{
+	void	*r;
+
+	if (rc->rc_n >= UINT32_MAX - 1)
+		fatalx("inventory: too many records");
+	if (rc->rc_n == rc->rc_nchunks * INV_REC_CHUNK) {
+		GROW(rc->rc_chunks, rc->rc_nchunks, rc->rc_capchunks);
+		/* The first one is paged in as it fills: small stores keep
+		 * small inventories. */
+		rc->rc_chunks[rc->rc_nchunks] = rc->rc_nchunks == 0 ?
+		    malloc(size << INV_REC_SHIFT) :
+		    big_alloc(size << INV_REC_SHIFT);
+		if (rc->rc_chunks[rc->rc_nchunks++] == NULL)
+			fatal("inventory");
+	}
+	*num = rc->rc_n++;
+	r = rec_at(rc, size, *num);
+	memset(r, 0, size);
+	return r;
+}
+
+static void
+recs_free(struct inv_recs *rc)
+{
+	size_t	i;
+
+	for (i = 0; i < rc->rc_nchunks; i++)
+		free(rc->rc_chunks[i]);
+	free(rc->rc_chunks);
+}
+
+/* The slot of k (hash h) in ix, or the empty slot it would take. */
+static uint64_t *
+ix_slot(const struct inventory *iv, const struct inv_index *ix,
+    inv_key_fn *key, const uint8_t k[32], uint64_t h)
+{
+	size_t		 mask = ix->ix_cap - 1, i;
+	uint64_t	*s;
+
+	for (i = ID_TAG(h) & mask;; i = (i + 1) & mask) {
+		s = &ix->ix_slots[i];
+		if (*s == 0 || (SLOT_TAG(*s) == ID_TAG(h) &&
+		    memcmp(key(iv, SLOT_NUM(*s)), k, 32) == 0))
+			return s;
+	}
+}
+
+static void
+ix_grow(struct inv_index *ix)
+{
+	uint64_t	*old = ix->ix_slots;
+	size_t		 oldcap = ix->ix_cap, size, mask, i, j;
+
+	ix->ix_cap = oldcap ? oldcap * 2 : 1024;
+	size = ix->ix_cap * sizeof(*ix->ix_slots);
+	if (size < INV_HUGE)
+		ix->ix_slots = calloc(ix->ix_cap, sizeof(*ix->ix_slots));
+	else if ((ix->ix_slots = big_alloc(size)) != NULL)
+		memset(ix->ix_slots, 0, size);
+	if (ix->ix_slots == NULL)
+		fatal("inventory");
+	mask = ix->ix_cap - 1;
+	for (i = 0; i < oldcap; i++) {
+		if (old[i] == 0)
+			continue;
+		j = SLOT_TAG(old[i]) & mask;
+		while (ix->ix_slots[j] != 0)
+			j = (j + 1) & mask;
+		ix->ix_slots[j] = old[i];
+	}
+	free(old);
+}
+
+/* The number of k's record in ix, or -1. */
+static ssize_t
+ix_find(const struct inventory *iv, const struct inv_index *ix,
+    inv_key_fn *key, const uint8_t k[32])
+{
+	uint64_t	*s;
+
+	if (ix->ix_n == 0)
+		return -1;
+	s = ix_slot(iv, ix, key, k, hmap_hash(k, 32));
+	return *s ? (ssize_t)SLOT_NUM(*s) : -1;
+}
+
+/*
+ * The slot of k in ix, room made: k's if present, else the empty slot
+ * that ix_fill() gives k once its record is made.  k's hash in *h.
+ */
+static uint64_t *
+ix_place(struct inventory *iv, struct inv_index *ix, inv_key_fn *key,
+    const uint8_t k[32], uint64_t *h)
+{
+	*h = hmap_hash(k, 32);
+	if ((ix->ix_n + 1) * 2 > ix->ix_cap)
+		ix_grow(ix);
+	return ix_slot(iv, ix, key, k, *h);
+}
+
+static void
+ix_fill(struct inv_index *ix, uint64_t *s, uint64_t h, size_t num)
+{
+	*s = (uint64_t)ID_TAG(h) << 32 | (uint64_t)(num + 1);
+	ix->ix_n++;
+}
+
+static struct inv_node *
+id_node(const struct inventory *iv, const uint8_t id[32])
+{
+	ssize_t	num = ix_find(iv, &iv->iv_ids, node_key, id);
+
+	return num == -1 ? NULL : node_at(iv, (size_t)num);
+}
+
+/* id's node, made if new; its depth lowered to depth if deeper. */
+static struct inv_node *
+id_node_get(struct inventory *iv, const uint8_t id[32], int depth)
+{
+	struct inv_node	*nd;
+	uint64_t	 h, *s;
+	size_t		 num;
+
+	s = ix_place(iv, &iv->iv_ids, node_key, id, &h);
+	if (*s != 0) {
+		nd = node_at(iv, SLOT_NUM(*s));
+		if (depth < nd->nd_depth)
+			nd->nd_depth = depth;
+		return nd;
+	}
+	nd = rec_new(&iv->iv_nodes, sizeof(*nd), &num);
+	nd->nd_depth = depth;
+	memcpy(nd->nd_id, id, 32);
+	ix_fill(&iv->iv_ids, s, h, num);
+	return nd;
 }
 
 struct inventory *
@@ -160,24 +346,21 @@ inv_free(struct inventory *iv)
 		repo_free(v);
 	for (it = 0; hmap_next(&iv->iv_roots, &it, NULL, NULL, &v); )
 		root_free(v);
-	for (it = 0; it < iv->iv_nnodes; it++)
+	for (it = 0; it < iv->iv_nodes.rc_n; it++)
 		free(node_at(iv, it)->nd_more);
-	for (it = 0; it < iv->iv_nchunks; it++)
-		free(iv->iv_chunks[it]);
-	free(iv->iv_chunks);
-	free(iv->iv_ids);
+	for (it = 0; it < iv->iv_authors.rc_n; it++)
+		free(author_at(iv, it)->au_roots);
+	recs_free(&iv->iv_nodes);
+	recs_free(&iv->iv_authors);
+	free(iv->iv_ids.ix_slots);
+	free(iv->iv_pubkeys.ix_slots);
 	hmap_free(&iv->iv_addrs);
-	for (it = 0; hmap_next(&iv->iv_authors, &it, NULL, NULL, &v); ) {
-		free(((struct inv_author *)v)->au_roots);
-		free(v);
-	}
 	for (it = 0; hmap_next(&iv->iv_pending, &it, NULL, NULL, &v); ) {
 		free(((struct inv_pending *)v)->pd_roots);
 		free(v);
 	}
 	hmap_free(&iv->iv_repos);
 	hmap_free(&iv->iv_roots);
-	hmap_free(&iv->iv_authors);
 	hmap_free(&iv->iv_pending);
 	free(iv->iv_self);
 	free(iv);
@@ -266,14 +449,16 @@ inv_announcement_relays(const struct inventory *iv, const struct event *ev,
 static struct inv_author *
 author_get(struct inventory *iv, const uint8_t pk[32])
 {
-	struct inv_author	*a = hmap_get(&iv->iv_authors, pk, 32);
+	struct inv_author	*a;
+	uint64_t		 h, *s;
+	size_t			 num;
 
-	if (a == NULL) {
-		if ((a = calloc(1, sizeof(*a))) == NULL)
-			fatal("inventory");
-		memcpy(a->au_pubkey, pk, 32);
-		hmap_put(&iv->iv_authors, pk, 32, a);
-	}
+	s = ix_place(iv, &iv->iv_pubkeys, author_key, pk, &h);
+	if (*s != 0)
+		return author_at(iv, SLOT_NUM(*s));
+	a = rec_new(&iv->iv_authors, sizeof(*a), &num);
+	memcpy(a->au_pubkey, pk, 32);
+	ix_fill(&iv->iv_pubkeys, s, h, num);
 	return a;
 }
 
@@ -291,130 +476,6 @@ author_add_root(struct inventory *iv, const uint8_t pk[32],
 	a->au_roots[a->au_nroots++] = rt;
 }
 
-/* Ours: a huge page (x86-64, arm64 with 4 KiB pages). */
-#define INV_HUGE	((size_t)2 << 20)
-
-/*
- * Memory for one of the large arrays (node chunks, the id table), in
- * huge pages where the kernel offers them for the asking (transparent
- * huge pages in "madvise" mode): a rebuild touches them at random, and
- * with 4 KiB pages its time went to TLB misses and page faults.  The
- * advice is only advice; free() releases it.
- */
-static void *
-big_alloc(size_t size)
-{
-	void	*p;
-
-	if (posix_memalign(&p, INV_HUGE, size) != 0)
-		return NULL;
-#ifdef MADV_HUGEPAGE
-	(void)madvise(p, size, MADV_HUGEPAGE);
-#endif
-	return p;
-}
-
-/* A new node at depth, with no root yet. */
-static struct inv_node *
-node_new(struct inventory *iv, int depth, size_t *num)
-{
-	struct inv_node	*nd;
-
-	if (iv->iv_nnodes >= UINT32_MAX - 1)
-		fatalx("inventory: too many nodes");
-	if (iv->iv_nnodes == iv->iv_nchunks * INV_NODE_CHUNK) {
-		GROW(iv->iv_chunks, iv->iv_nchunks, iv->iv_capchunks);
-		/* The first one is paged in as it fills: small stores keep
-		 * small inventories. */
-		iv->iv_chunks[iv->iv_nchunks] = iv->iv_nchunks == 0 ?
-		    malloc(sizeof(struct inv_node_chunk)) :
-		    big_alloc(sizeof(struct inv_node_chunk));
-		if (iv->iv_chunks[iv->iv_nchunks++] == NULL)
-			fatal("inventory");
-	}
-	*num = iv->iv_nnodes++;
-	nd = node_at(iv, *num);
-	memset(nd, 0, sizeof(*nd));
-	nd->nd_depth = depth;
-	return nd;
-}
-
-/* The slot of id (hash h) in iv_ids, or the empty slot it would take. */
-static uint64_t *
-id_slot(const struct inventory *iv, const uint8_t id[32], uint64_t h)
-{
-	size_t		 mask = iv->iv_idcap - 1, i;
-	uint64_t	*s;
-
-	for (i = ID_TAG(h) & mask;; i = (i + 1) & mask) {
-		s = &iv->iv_ids[i];
-		if (*s == 0 || (SLOT_TAG(*s) == ID_TAG(h) &&
-		    memcmp(node_at(iv, SLOT_NUM(*s))->nd_id, id, 32) == 0))
-			return s;
-	}
-}
-
-static void
-id_grow(struct inventory *iv)
-{
-	uint64_t	*old = iv->iv_ids;
-	size_t		 oldcap = iv->iv_idcap, mask, i, j;
-
-	iv->iv_idcap = oldcap ? oldcap * 2 : 1024;
-	if (iv->iv_idcap * sizeof(*iv->iv_ids) < INV_HUGE)
-		iv->iv_ids = calloc(iv->iv_idcap, sizeof(*iv->iv_ids));
-	else if ((iv->iv_ids = big_alloc(iv->iv_idcap *
-	    sizeof(*iv->iv_ids))) != NULL)
-		memset(iv->iv_ids, 0, iv->iv_idcap * sizeof(*iv->iv_ids));
-	if (iv->iv_ids == NULL)
-		fatal("inventory");
-	mask = iv->iv_idcap - 1;
-	for (i = 0; i < oldcap; i++) {
-		if (old[i] == 0)
-			continue;
-		j = SLOT_TAG(old[i]) & mask;
-		while (iv->iv_ids[j] != 0)
-			j = (j + 1) & mask;
-		iv->iv_ids[j] = old[i];
-	}
-	free(old);
-}
-
-static struct inv_node *
-id_node(const struct inventory *iv, const uint8_t id[32])
-{
-	uint64_t	*s;
-
-	if (iv->iv_nids == 0)
-		return NULL;
-	s = id_slot(iv, id, hmap_hash(id, 32));
-	return *s ? node_at(iv, SLOT_NUM(*s)) : NULL;
-}
-
-/* id's node, made if new; its depth lowered to depth if deeper. */
-static struct inv_node *
-id_node_get(struct inventory *iv, const uint8_t id[32], int depth)
-{
-	struct inv_node	*nd;
-	uint64_t	 h = hmap_hash(id, 32), *s;
-	size_t		 num;
-
-	if ((iv->iv_nids + 1) * 2 > iv->iv_idcap)
-		id_grow(iv);
-	s = id_slot(iv, id, h);
-	if (*s != 0) {
-		nd = node_at(iv, SLOT_NUM(*s));
-		if (depth < nd->nd_depth)
-			nd->nd_depth = depth;
-		return nd;
-	}
-	nd = node_new(iv, depth, &num);
-	memcpy(nd->nd_id, id, 32);
-	*s = (uint64_t)ID_TAG(h) << 32 | (uint64_t)(num + 1);
-	iv->iv_nids++;
-	return nd;
-}
-
 /* The same for an address coordinate. */
 static struct inv_node *
 addr_node_get(struct inventory *iv, const char *addr, int depth)
@@ -423,7 +484,8 @@ addr_node_get(struct inventory *iv, const char *addr, int depth)
 	size_t		 num;
 
 	if (nd == NULL) {
-		nd = node_new(iv, depth, &num);
+		nd = rec_new(&iv->iv_nodes, sizeof(*nd), &num);
+		nd->nd_depth = depth;
 		hmap_put(&iv->iv_addrs, addr, strlen(addr), nd);
 	} else if (depth < nd->nd_depth)
 		nd->nd_depth = depth;
@@ -815,21 +877,21 @@ inv_root(const struct inventory *iv, const uint8_t id[32])
 struct inv_author *
 inv_author(const struct inventory *iv, const uint8_t pubkey[32])
 {
-	return hmap_get(&iv->iv_authors, pubkey, 32);
+	ssize_t	num = ix_find(iv, &iv->iv_pubkeys, author_key, pubkey);
+
+	return num == -1 ? NULL : author_at(iv, (size_t)num);
 }
 
 struct inv_author *
 inv_author_next(const struct inventory *iv, size_t *it)
 {
-	void	*v;
-
-	return hmap_next(&iv->iv_authors, it, NULL, NULL, &v) ? v : NULL;
+	return *it < iv->iv_authors.rc_n ? author_at(iv, (*it)++) : NULL;
 }
 
 int
 inv_eligible(const struct inventory *iv, const uint8_t pk[32])
 {
-	const struct inv_author	*a = hmap_get(&iv->iv_authors, pk, 32);
+	const struct inv_author	*a = inv_author(iv, pk);
 	const struct inv_repo	*r;
 	size_t			 i, it = 0;
 

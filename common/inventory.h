@@ -38,7 +38,24 @@ enum inv_level {
 };
 
 struct inv_root;
-struct inv_node_chunk;
+
+/*
+ * A map from 32-byte keys (event ids, pubkeys) to records numbered from
+ * 0, and the records themselves in chunks: the two maps a rebuild fills
+ * with a million entries (see inventory.c).
+ */
+struct inv_index {
+	uint64_t	*ix_slots;
+	size_t		 ix_cap;	/* a power of two, or 0 */
+	size_t		 ix_n;
+};
+
+struct inv_recs {
+	char		**rc_chunks;
+	size_t		  rc_nchunks;
+	size_t		  rc_capchunks;
+	size_t		  rc_n;		/* records made */
+};
 
 struct inv_repo {
 	char		 *ir_coord;	/* "30617:<owner hex>:<d>" */
@@ -82,20 +99,16 @@ struct inv_author {
 struct inventory {
 	struct hmap	 iv_repos;	/* coord -> struct inv_repo */
 	struct hmap	 iv_roots;	/* id -> struct inv_root */
-	uint64_t	*iv_ids;	/* id -> node (see inventory.c) */
-	size_t		 iv_idcap;	/* slots: a power of two, or 0 */
-	size_t		 iv_nids;
+	struct inv_index iv_ids;	/* event id -> node number */
 	struct hmap	 iv_addrs;	/* address -> struct inv_node */
-	struct hmap	 iv_authors;	/* pubkey -> struct inv_author */
+	struct inv_recs	 iv_nodes;	/* struct inv_node */
+	struct inv_index iv_pubkeys;	/* pubkey -> author number */
+	struct inv_recs	 iv_authors;	/* struct inv_author */
 	struct hmap	 iv_pending;	/* coord -> struct inv_pending */
 	unsigned	 iv_urlflags;	/* relayurl flags for repo relays */
 	char		(*iv_self)[256];	/* our own relay keys */
 	int		 iv_nself;
 	uint64_t	 iv_generation;	/* bumped on every change */
-	struct inv_node_chunk **iv_chunks;	/* where nodes live */
-	size_t		 iv_nchunks;
-	size_t		 iv_capchunks;
-	size_t		 iv_nnodes;
 };
 
 /*

@@ -738,7 +738,7 @@ compare(const struct inventory *a, const struct inventory *b)
 		for (i = 0; i < ta->rt_naddrs; i++)
 			T_EQ_STR(ta->rt_addrs[i], tb->rt_addrs[i]);
 	}
-	T_EQ_INT(a->iv_authors.hm_n, b->iv_authors.hm_n);
+	T_EQ_INT(a->iv_authors.rc_n, b->iv_authors.rc_n);
 	for (it = 0; (aa = inv_author_next(a, &it)) != NULL; ) {
 		T_ASSERT((ab = inv_author(b, aa->au_pubkey)) != NULL);
 		T_ASSERT(aa->au_nroots == ab->au_nroots);
@@ -752,8 +752,9 @@ compare(const struct inventory *a, const struct inventory *b)
 		T_CHECK(hmap_get(&eb, key, 32) != NULL);
 	hmap_free(&ea);
 	hmap_free(&eb);
-	T_EQ_INT(a->iv_nids, b->iv_nids);
-	T_EQ_INT(a->iv_nnodes, b->iv_nnodes);
+	T_EQ_INT(a->iv_ids.ix_n, b->iv_ids.ix_n);
+	T_EQ_INT(a->iv_nodes.rc_n, b->iv_nodes.rc_n);
+	T_EQ_INT(a->iv_pubkeys.ix_n, b->iv_pubkeys.ix_n);
 	T_EQ_INT(a->iv_addrs.hm_n, b->iv_addrs.hm_n);
 	T_EQ_INT(a->iv_pending.hm_n, b->iv_pending.hm_n);
 	T_EQ_INT(a->iv_generation, b->iv_generation);

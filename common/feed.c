@@ -17,6 +17,7 @@
 #include "feed.h"
 #include "log.h"
 #include "msg.h"
+#include "ready.h"
 #include "store.h"
 
 /* One batch of rows copied out of the store. */
@@ -94,6 +95,7 @@ scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
 		if (r < FEED_BATCH && !b->fb_full)
 			done = 1;
 		for (i = 0; i < b->fb_n; i++) {
+			ready_progress();
 			if (b->fb_seq[i] > upto) {
 				done = 1;
 				break;
@@ -339,6 +341,7 @@ feed_scan_tags(struct store *store, int64_t after, int64_t upto,
 	sqlite3_bind_int64(st, 1, after);
 	sqlite3_bind_int64(st, 2, upto);
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		ready_progress();
 		seq = sqlite3_column_int64(st, 0);
 		json = (const char *)sqlite3_column_text(st, 1);
 		len = (size_t)sqlite3_column_bytes(st, 1);
@@ -435,6 +438,7 @@ feed_scan_kinds(struct store *store, int64_t after, int64_t upto,
 	if (nv > 0)
 		qsort(v, nv, sizeof(*v), cmp_seq);
 	for (i = 0; i < nv; i++) {
+		ready_progress();
 		sqlite3_reset(get);
 		sqlite3_bind_int64(get, 1, v[i]);
 		if ((r = sqlite3_step(get)) == SQLITE_DONE)

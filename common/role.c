@@ -22,6 +22,7 @@
 #include "buf.h"
 #include "event.h"
 #include "log.h"
+#include "ready.h"
 #include "role.h"
 #include "store.h"
 
@@ -171,29 +172,6 @@ role_adopt(struct role_ctx *ctx, int fd, enum role_chan kind,
 	if (wsi == NULL)
 		fatalx("cannot adopt the %s channel into the loop", what);
 	lws_set_opaque_user_data(wsi, (void *)(intptr_t)kind);
-}
-
-/* Tells the supervisor we are ready, if it asked (GRASPD_READY_FD). */
-static void
-role_notify_ready(void)
-{
-	const char	*s = getenv(ROLE_READY_ENV);
-	char		*ep;
-	long		 fd;
-
-	if (s == NULL || *s == '\0')
-		return;
-	errno = 0;
-	fd = strtol(s, &ep, 10);
-	if (errno != 0 || *ep != '\0' || fd <= 2 || fd > 65535) {
-		log_warnx("%s=%s: not a descriptor, readiness not signalled",
-		    ROLE_READY_ENV, s);
-		return;
-	}
-	if (write((int)fd, "READY=1\n", 8) != 8)
-		log_warn("readiness notification on descriptor %ld", fd);
-	close((int)fd);
-	unsetenv(ROLE_READY_ENV);
 }
 
 static void
@@ -483,7 +461,7 @@ role_open_store(struct role_ctx *ctx)
 	ctx->r_waiting[0] = '\0';
 	log_info("ready: database %s, feed from seq %lld", ctx->r_dbpath,
 	    (long long)start);
-	role_notify_ready();
+	ready_notify();
 	/* Whatever was stored while init ran is delivered now. */
 	feed_poll(&ctx->r_feed);
 	role_sched(ctx, &ctx->r_sul_poll, role_sul_poll,

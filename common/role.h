@@ -17,7 +17,7 @@
  *      r_start_seq (the last seq when it was opened);
  *   4. the feed delivers every event stored after r_start_seq to
  *      ops->accepted(), in seq order; readiness is signalled
- *      (GRASPD_READY_FD);
+ *      (GRASPD_READY_FD, ready.h);
  *   5. SIGTERM, SIGINT or a "stop" command: ops->fini(), exit 0.
  */
 #ifndef GRASPD_ROLE_H
@@ -51,9 +51,6 @@ struct store;
 #define ROLE_INGEST_WAIT_MS		1000
 /* ... and how long it then drops at once rather than wait again. */
 #define ROLE_INGEST_BACKOFF_MS		2000
-
-/* Environment variable naming the descriptor for "READY=1\n". */
-#define ROLE_READY_ENV			"GRASPD_READY_FD"
 
 struct role_ctx;
 

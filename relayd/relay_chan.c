@@ -98,20 +98,6 @@ relay_chan_close(void)
 }
 
 void
-relay_chan_notify_ready(void)
-{
-	const char	*s = getenv("GRASPD_READY_FD");
-	int		 fd;
-
-	if (s == NULL || (fd = atoi(s)) <= 2)
-		return;
-	if (write(fd, "READY=1\n", 8) != 8)
-		log_warn("readiness notification");
-	close(fd);
-	unsetenv("GRASPD_READY_FD");
-}
-
-void
 relay_chan_publish(int64_t seq, const struct event *ev)
 {
 	struct msg_accepted	ma;

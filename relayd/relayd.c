@@ -14,6 +14,7 @@
 
 #include "event.h"
 #include "log.h"
+#include "ready.h"
 #include "relayd.h"
 
 struct relayd	*relayd;
@@ -199,7 +200,7 @@ main(int argc, char *argv[])
 	relay_purg_init();
 	relay_chan_open();
 	rd.started = time(NULL);
-	relay_chan_notify_ready();
+	ready_notify();
 	log_info("listening on %s (database %s, %lld events)",
 	    rd.cfg.bind_address, dbpath, (long long)store_count(rd.store));
 

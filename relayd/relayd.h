@@ -233,8 +233,6 @@ void	relay_fanout(const struct event *);
 /* relay_chan.c */
 void	relay_chan_open(void);
 void	relay_chan_close(void);
-/* Tells the supervisor we are ready (GRASPD_READY_FD), once. */
-void	relay_chan_notify_ready(void);
 /* Publishes the accepted notice of a stored event. */
 void	relay_chan_publish(int64_t seq, const struct event *);
 int	relay_chan_callback(struct lws *, enum lws_callback_reasons, void *,

@@ -520,7 +520,7 @@ main(int argc, char *argv[])
 	struct event		*sigev[sizeof(sigs) / sizeof(sigs[0])];
 	struct sup_role		*r;
 	struct buf		 b = BUF_INIT;
-	const char		*file = NULL, *ns;
+	const char		*file = NULL, *ns, *rt;
 	char			 err[1024], real[PATH_MAX];
 	int			 ch, nflag = 0, fd;
 	size_t			 i;
@@ -589,6 +589,16 @@ main(int argc, char *argv[])
 		fatal("strdup");
 	unsetenv(SUP_NOTIFY_ENV);
 	config_warn_env();
+	sv->sv_ready_timeout = SUP_READY_TIMEOUT;
+	if ((rt = getenv(SUP_READY_TIMEOUT_ENV)) != NULL && *rt != '\0') {
+		char	*ep;
+		double	 secs = strtod(rt, &ep);
+
+		if (*ep != '\0' || !(secs >= 0.1 && secs <= 3600))
+			fatalx("%s=%s: not a number of seconds from 0.1 to "
+			    "3600", SUP_READY_TIMEOUT_ENV, rt);
+		sv->sv_ready_timeout = secs;
+	}
 	if (sv->sv_cfg.test)
 		log_warnx("NGIT_TEST is set: test timing, not for production");
 	if ((sv->sv_devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "ready.h"
 #include "supervisor.h"
 
 extern char **environ;
@@ -154,12 +155,34 @@ role_ready(struct sup_role *r)
 	sup_progress();
 }
 
+/*
+ * A progress line of a starting role: the readiness timeout starts again,
+ * up to SUP_READY_MAX_TIMEOUTS timeouts after the start.
+ */
+static void
+role_ready_extend(struct sup_role *r)
+{
+	double	left;
+
+	if (r->rl_state != SUP_STARTING)
+		return;
+	left = r->rl_started + SUP_READY_MAX_TIMEOUTS * sv->sv_ready_timeout -
+	    sup_now();
+	if (left <= 0)
+		return;
+	timer_in(r->rl_ready_timer, left < sv->sv_ready_timeout ? left :
+	    sv->sv_ready_timeout);
+	log_debug("%s (pid %d) still starting, %.0f s after its start",
+	    r->rl_name, (int)r->rl_pid, sup_now() - r->rl_started);
+}
+
 static void
 role_ready_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct sup_role	*r = arg;
 	size_t		 room = sizeof(r->rl_ready_buf) - 1 - r->rl_ready_len;
 	ssize_t		 n;
+	char		*nl;
 
 	if (room == 0) {
 		/* Not the protocol: stop listening, the timeout decides. */
@@ -174,8 +197,18 @@ role_ready_cb(evutil_socket_t fd, short what, void *arg)
 	if (n > 0) {
 		r->rl_ready_len += (size_t)n;
 		r->rl_ready_buf[r->rl_ready_len] = '\0';
-		if (strstr(r->rl_ready_buf, SUP_READY_MSG) != NULL)
+		if (strstr(r->rl_ready_buf, READY_MSG) != NULL) {
 			role_ready(r);
+			return;
+		}
+		/* Progress lines are taken, a partial line waits. */
+		while ((nl = strchr(r->rl_ready_buf, '\n')) != NULL) {
+			if (strncmp(r->rl_ready_buf, READY_EXTEND,
+			    (size_t)(nl - r->rl_ready_buf) + 1) == 0)
+				role_ready_extend(r);
+			r->rl_ready_len -= (size_t)(nl + 1 - r->rl_ready_buf);
+			memmove(r->rl_ready_buf, nl + 1, r->rl_ready_len + 1);
+		}
 		return;
 	}
 	/* End of file: the role closed it, or exited; SIGCHLD tells. */
@@ -190,8 +223,9 @@ role_ready_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	if (r->rl_pid <= 0 || r->rl_state != SUP_STARTING)
 		return;
 	log_warnx("%s (pid %d) not ready %.0f s after its start: stopping it",
-	    r->rl_name, (int)r->rl_pid, SUP_READY_TIMEOUT);
-	role_reason(r, "not ready %.0f s after its start", SUP_READY_TIMEOUT);
+	    r->rl_name, (int)r->rl_pid, sup_now() - r->rl_started);
+	role_reason(r, "not ready %.0f s after its start",
+	    sup_now() - r->rl_started);
 	role_term(r);
 }
 
@@ -267,8 +301,8 @@ sup_roles_free(void)
 static char **
 role_envp(void)
 {
-	static char	 ready[] = SUP_READY_ENV "=3";
-	size_t		 n = 0, i, kl = strlen(SUP_READY_ENV);
+	static char	 ready[] = READY_ENV "=3";
+	size_t		 n = 0, i, kl = strlen(READY_ENV);
 	char		**envp;
 
 	for (i = 0; environ[i] != NULL; i++)
@@ -277,7 +311,7 @@ role_envp(void)
 		fatal("calloc");
 	n = 0;
 	for (i = 0; environ[i] != NULL; i++)
-		if (strncmp(environ[i], SUP_READY_ENV, kl) != 0 ||
+		if (strncmp(environ[i], READY_ENV, kl) != 0 ||
 		    environ[i][kl] != '=')
 			envp[n++] = environ[i];
 	envp[n++] = ready;
@@ -413,7 +447,7 @@ role_spawn(struct sup_role *r)
 	    role_ready_cb, r);
 	if (event_add(r->rl_ready_ev, NULL) == -1)
 		fatalx("cannot watch the readiness pipe of %s", r->rl_name);
-	timer_in(r->rl_ready_timer, SUP_READY_TIMEOUT);
+	timer_in(r->rl_ready_timer, sv->sv_ready_timeout);
 	log_info("%s started (pid %d)", r->rl_name, (int)pid);
 }
 

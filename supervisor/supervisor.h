@@ -43,17 +43,22 @@ struct event_base;
 #define SUP_MAX_FAST_DEATHS	5
 /* s6 timeout-kill: SIGTERM, then SIGKILL after this many seconds. */
 #define SUP_STOP_TIMEOUT	5.0
-/* A role not ready this long after its start is stopped (a fast death). */
+/* A role neither ready nor making progress this long after its start or
+ * its last progress line is stopped (a fast death) ... */
 #define SUP_READY_TIMEOUT	60.0
+/* ... and one still not ready this many timeouts after its start, whatever
+ * its progress (30 minutes: a store too large to rebuild is a fault). */
+#define SUP_READY_MAX_TIMEOUTS	30
+/* Tests only: the readiness timeout in seconds instead of 60. */
+#define SUP_READY_TIMEOUT_ENV	"GRASPD_READY_TIMEOUT"
 
 /*
- * Readiness (s6 notification-fd): a role finds the write end of a pipe in
- * descriptor GRASPD_READY_FD, writes "READY=1\n" once it has opened the
- * database and bound or connected its channels, and closes it.
+ * Readiness (s6 notification-fd, common/ready.h): a role finds the write
+ * end of a pipe in descriptor READY_ENV, writes READY_EXTEND lines while
+ * its start-up makes progress and READY_MSG once it has opened the
+ * database, rebuilt its state and bound or connected its channels.
  */
-#define SUP_READY_ENV		"GRASPD_READY_FD"
 #define SUP_READY_FD		3
-#define SUP_READY_MSG		"READY=1\n"
 /* Where the role binaries are, when set (tests, odd installs). */
 #define SUP_LIBEXEC_ENV		"GRASPD_LIBEXEC"
 /* sd_notify(3): the datagram socket of systemd's Type=notify. */
@@ -114,6 +119,7 @@ struct supervisor {
 	int			 sv_exit;	/* status when the loop ends */
 	int			 sv_report_fd;	/* daemon mode: the parent */
 	char			*sv_notify;	/* NOTIFY_SOCKET, or NULL */
+	double			 sv_ready_timeout;	/* SUP_READY_TIMEOUT */
 	char			 sv_pidfile[PATH_MAX];
 	int			 sv_pidfd;
 };

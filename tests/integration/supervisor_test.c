@@ -1248,12 +1248,37 @@ start_times(const struct gd *g, const char *name, long *t, int max)
 	return n;
 }
 
+/* A directory of role programs: the real relayd, the others written by
+ * the test with fake_role(); GRASPD_LIBEXEC=fake in env. */
+static int
+fake_libexec(char *fake, size_t len, char *env, size_t envlen)
+{
+	char	path[PATH_MAX + 32], real[PATH_MAX + 32];
+
+	if (make_tmpdir(fake, len) != 0)
+		return -1;
+	snprintf(real, sizeof(real), "%s/relayd", libexec);
+	snprintf(path, sizeof(path), "%s/relayd", fake);
+	snprintf(env, envlen, "GRASPD_LIBEXEC=%s", fake);
+	return symlink(real, path);
+}
+
+/* A role program in fake: a shell script. */
+static int
+fake_role(const char *fake, const char *name, const char *script)
+{
+	char	path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", fake, name);
+	return write_file(path, script, 0755);
+}
+
 static void
 test_exit78_is_permanent_and_crash_loops_fail(void)
 {
 	struct gd	 f;
 	cJSON		*st;
-	char		 fake[PATH_MAX], path[PATH_MAX + 32], real[PATH_MAX + 32];
+	char		 fake[PATH_MAX], path[PATH_MAX + 32];
 	char		 env[PATH_MAX + 32], *out = NULL, *fds;
 	const char	*extra[2] = { env, NULL };
 	long		 relayd_pid, hist_pid, t[8];
@@ -1265,23 +1290,15 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 		printf("# skip: no relayd in %s\n", libexec);
 		return;
 	}
-	T_ASSERT(make_tmpdir(fake, sizeof(fake)) == 0);
-	snprintf(real, sizeof(real), "%s/relayd", libexec);
-	snprintf(path, sizeof(path), "%s/relayd", fake);
-	T_ASSERT(symlink(real, path) == 0);
+	T_ASSERT(fake_libexec(fake, sizeof(fake), env, sizeof(env)) == 0);
 	/* syncd: a configuration error; it lists its descriptors first. */
-	snprintf(path, sizeof(path), "%s/syncd", fake);
-	T_ASSERT(write_file(path, "#!/bin/sh\n(echo; ls /proc/$$/fd) > "
-	    "\"$0.fds\"\nexit 78\n", 0755) == 0);
+	T_ASSERT(fake_role(fake, "syncd", "#!/bin/sh\n(echo; ls /proc/$$/fd) "
+	    "> \"$0.fds\"\nexit 78\n") == 0);
 	/* discoveryd: dies at once, every time. */
-	snprintf(path, sizeof(path), "%s/discoveryd", fake);
-	T_ASSERT(write_file(path, "#!/bin/sh\nexit 3\n", 0755) == 0);
+	T_ASSERT(fake_role(fake, "discoveryd", "#!/bin/sh\nexit 3\n") == 0);
 	/* historyd: ready through the pipe, then deaf to SIGTERM. */
-	snprintf(path, sizeof(path), "%s/historyd", fake);
-	T_ASSERT(write_file(path, "#!/bin/sh\ntrap '' TERM\n"
-	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n",
-	    0755) == 0);
-	snprintf(env, sizeof(env), "GRASPD_LIBEXEC=%s", fake);
+	T_ASSERT(fake_role(fake, "historyd", "#!/bin/sh\ntrap '' TERM\n"
+	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n") == 0);
 
 	T_ASSERT(gd_spawn(&f, NULL, extra) == 0);
 	T_ASSERT(wait_role(&f, "syncd", "failed", 0, COMEBACK_MS) == 0);
@@ -1384,6 +1401,67 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	T_CHECK(wsc_now_ms() - t0 < 900);
 	T_CHECK(!log_has(&f, "relayd: restarting in"));
 
+	T_EQ_INT(gd_stop(&f), 0);
+	rm_tree(fake);
+}
+
+/*
+ * A role that reports progress (EXTEND=1 lines, common/ready.h) is given
+ * more time to become ready; one that says nothing is stopped when the
+ * readiness timeout ends.  GRASPD_READY_TIMEOUT shortens it to 1.5 s.
+ */
+static void
+test_progress_extends_the_readiness_wait(void)
+{
+	struct gd	 f;
+	cJSON		*st;
+	char		 fake[PATH_MAX];
+	char		 env[PATH_MAX + 32];
+	const char	*extra[3] = { env, "GRASPD_READY_TIMEOUT=1.5", NULL };
+	long		 sync_pid;
+	int64_t		 deadline;
+	int		 i;
+
+	if (!role_exists[0]) {
+		printf("# skip: no relayd in %s\n", libexec);
+		return;
+	}
+	T_ASSERT(fake_libexec(fake, sizeof(fake), env, sizeof(env)) == 0);
+	/* syncd: 4 s of start-up work with progress every 0.5 s, ready. */
+	T_ASSERT(fake_role(fake, "syncd", "#!/bin/sh\ni=0\nwhile [ $i -lt 8 ]; "
+	    "do echo EXTEND=1 >&3; sleep 0.5; i=$((i + 1)); done\n"
+	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n") == 0);
+	/* discoveryd: starts and never says anything. */
+	T_ASSERT(fake_role(fake, "discoveryd",
+	    "#!/bin/sh\nwhile :; do sleep 1; done\n") == 0);
+	/* historyd: ready at once. */
+	T_ASSERT(fake_role(fake, "historyd", "#!/bin/sh\necho READY=1 >&3\n"
+	    "exec 3>&-\nwhile :; do sleep 1; done\n") == 0);
+
+	T_ASSERT(gd_spawn(&f, NULL, extra) == 0);
+	/* syncd: still starting at 2.5 s (past one timeout), then running
+	 * in its first process. */
+	sleep_ms(2500);
+	st = status(&f);
+	T_ASSERT(st != NULL);
+	T_EQ_STR(rstr(st, "syncd", "state"), "starting");
+	sync_pid = rnum(st, "syncd", "pid");
+	cJSON_Delete(st);
+	T_ASSERT(wait_role(&f, "syncd", "running", 0, COMEBACK_MS) == 0);
+	st = status(&f);
+	T_ASSERT(st != NULL);
+	T_EQ_INT(rnum(st, "syncd", "pid"), sync_pid);
+	T_EQ_INT(rnum(st, "syncd", "restarts"), 0);
+	cJSON_Delete(st);
+	T_CHECK(!log_has(&f, "syncd (pid"));
+	/* discoveryd: stopped for silence, and started again. */
+	deadline = wsc_now_ms() + 20000;
+	for (i = 0; !log_has(&f, "discoveryd (pid") ||
+	    !log_has(&f, "not ready"); i++) {
+		T_ASSERT(wsc_now_ms() < deadline);
+		sleep_ms(200);
+	}
+	T_CHECK(log_has(&f, "s after its start: stopping it"));
 	T_EQ_INT(gd_stop(&f), 0);
 	rm_tree(fake);
 }
@@ -1600,6 +1678,7 @@ main(void)
 	rm_tree(notify_dir);
 	T_RUN(test_reload_keeps_running_on_a_broken_file_restarts_on_a_change);
 	T_RUN(test_exit78_is_permanent_and_crash_loops_fail);
+	T_RUN(test_progress_extends_the_readiness_wait);
 	T_RUN(test_startup_fails_when_relayd_cannot_run);
 	T_RUN(test_daemon_mode_returns_once_ready);
 	T_RUN(test_man_pages_and_init_script_lint_clean);

@@ -515,12 +515,11 @@ node_add_root(struct inv_node *nd, struct inv_root *rt)
 static void
 repo_attach_root(struct inv_repo *r, struct inv_root *rt)
 {
-	size_t	i;
-
+	/* rt_repo is r exactly while rt is in ir_roots: no search (a
+	 * repository's roots number in the thousands). */
+	if (rt->rt_repo == r)
+		return;
 	rt->rt_repo = r;
-	for (i = 0; i < r->ir_nroots; i++)
-		if (r->ir_roots[i] == rt)
-			return;
 	GROW(r->ir_roots, r->ir_nroots, r->ir_caproots);
 	r->ir_roots[r->ir_nroots++] = rt;
 }

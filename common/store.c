@@ -38,9 +38,6 @@ enum store_stmt {
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_ROLLBACK,
-	ST_SAVEPOINT,
-	ST_RELEASE,
-	ST_ROLLBACK_TO,
 	ST_HAS_ID,
 	ST_GET_BY_ID,
 	ST_IS_DELETED,
@@ -65,9 +62,6 @@ static const char *const store_sql[ST_NSTMT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
-	[ST_SAVEPOINT] = "SAVEPOINT store_put",
-	[ST_RELEASE] = "RELEASE store_put",
-	[ST_ROLLBACK_TO] = "ROLLBACK TO store_put",
 	[ST_HAS_ID] = "SELECT 1 FROM events WHERE id = ?1",
 	[ST_GET_BY_ID] = "SELECT seq, pubkey, kind FROM events WHERE id = ?1",
 	[ST_IS_DELETED] =
@@ -114,6 +108,8 @@ struct store {
 	struct store_qslot	 s_qcache[STORE_QCACHE];
 	uint64_t		 s_qclock;
 	int			 s_wal_frames;	/* after the last commit */
+	int			 s_failed;	/* a put of the open transaction
+						   failed: it must not commit */
 };
 
 typedef int store_row_cb(const char *, size_t, int64_t, void *);
@@ -229,12 +225,21 @@ store_close(struct store *s)
 int
 store_begin(struct store *s)
 {
+	s->s_failed = 0;
 	return exec_stmt(s, ST_BEGIN);
 }
 
 int
 store_commit(struct store *s)
 {
+	if (s->s_failed) {
+		/* A put failed half-way: none of the transaction stays. */
+		log_warnx("store: a put failed inside the transaction; "
+		    "rolling it back");
+		s->s_failed = 0;
+		exec_stmt(s, ST_ROLLBACK);
+		return -1;
+	}
 	if (exec_stmt(s, ST_COMMIT) == 0)
 		return 0;
 	if (!sqlite3_get_autocommit(s->s_db))
@@ -266,6 +271,7 @@ store_wal_frames(const struct store *s)
 int
 store_rollback(struct store *s)
 {
+	s->s_failed = 0;
 	return exec_stmt(s, ST_ROLLBACK);
 }
 
@@ -600,24 +606,28 @@ store_put(struct store *s, const struct event *ev, int64_t *seq_out)
 	}
 	if (ev->json_len > INT32_MAX)
 		return STORE_ERROR;
-	/* Outside a transaction the put makes its own. */
+	/*
+	 * Outside a transaction the put makes its own.  Inside one there is
+	 * no savepoint (it would copy every page the put touches into a
+	 * statement journal): a refused put writes nothing, since every
+	 * check comes before the first write, and a failed one marks the
+	 * transaction, which store_commit() then rolls back whole.
+	 */
 	own = sqlite3_get_autocommit(s->s_db);
-	if (exec_stmt(s, own ? ST_BEGIN : ST_SAVEPOINT) == -1)
+	if (own && exec_stmt(s, ST_BEGIN) == -1)
 		return STORE_ERROR;
 	r = put_locked(s, ev, seq_out);
+	if (!own) {
+		if (r == STORE_ERROR)
+			s->s_failed = 1;
+		return r;
+	}
 	if (r == STORE_OK) {
-		if (own ? store_commit(s) == 0 : exec_stmt(s, ST_RELEASE) == 0)
+		if (store_commit(s) == 0)
 			return STORE_OK;
-		r = STORE_ERROR;
-		if (own)
-			return r;
+		return STORE_ERROR;
 	}
-	if (own)
-		exec_stmt(s, ST_ROLLBACK);
-	else {
-		exec_stmt(s, ST_ROLLBACK_TO);
-		exec_stmt(s, ST_RELEASE);
-	}
+	exec_stmt(s, ST_ROLLBACK);
 	return r;
 }
 

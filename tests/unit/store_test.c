@@ -973,6 +973,51 @@ transactions_batch_and_roll_back(void)
 	store_close(s);
 }
 
+/*
+ * A put that fails after its first write (here a trigger refuses one of
+ * its tag rows) leaves no partial event behind: outside a transaction its
+ * own is rolled back; inside one the whole transaction is, at commit.
+ */
+static void
+a_failed_put_never_commits_half_an_event(void)
+{
+	struct store	*s = fresh();
+	struct event	*a = ev_new(sk1, 100, 1, NULL, "a");
+	struct event	*bad = ev_new(sk1, 101, 1, "[[\"t\",\"boom\"]]",
+	    "bad");
+	struct event	*c = ev_new(sk1, 102, 1, NULL, "c");
+
+	T_ASSERT(s != NULL);
+	T_ASSERT(sqlite3_exec(store_sqlite(s), "CREATE TEMP TRIGGER boom "
+	    "BEFORE INSERT ON main.tags WHEN NEW.value = 'boom' "
+	    "BEGIN SELECT RAISE(ABORT, 'boom'); END", NULL, NULL, NULL) ==
+	    SQLITE_OK);
+	/* Alone: its own transaction, rolled back. */
+	T_CHECK(store_put(s, bad, NULL) == STORE_ERROR);
+	T_CHECK(store_has_id(s, bad->id) == 0);
+	T_CHECK(store_count(s) == 0);
+
+	/* In a batch: the commit fails and takes the batch back whole. */
+	T_CHECK(store_begin(s) == 0);
+	T_CHECK(store_put(s, a, NULL) == STORE_OK);
+	T_CHECK(store_put(s, bad, NULL) == STORE_ERROR);
+	T_CHECK(store_put(s, c, NULL) == STORE_OK);
+	T_CHECK(store_commit(s) == -1);
+	T_CHECK(store_count(s) == 0);
+	T_CHECK(store_has_id(s, bad->id) == 0);
+
+	/* The next transaction is whole again. */
+	T_CHECK(store_begin(s) == 0);
+	T_CHECK(store_put(s, a, NULL) == STORE_OK);
+	T_CHECK(store_put(s, c, NULL) == STORE_OK);
+	T_CHECK(store_commit(s) == 0);
+	T_CHECK(store_count(s) == 2);
+	event_destroy(a);
+	event_destroy(bad);
+	event_destroy(c);
+	store_close(s);
+}
+
 static void
 readonly_store_reads_what_writer_committed(void)
 {
@@ -1139,6 +1184,7 @@ main(void)
 	T_RUN(since_seq_reads_feed_in_order);
 	T_RUN(tag_exists_checks_first_values_of_named_letters);
 	T_RUN(transactions_batch_and_roll_back);
+	T_RUN(a_failed_put_never_commits_half_an_event);
 	T_RUN(readonly_store_reads_what_writer_committed);
 	T_RUN(result_messages_follow_nip01_prefixes);
 	T_RUN(query_items_ascending_without_limit_or_expired);

@@ -76,6 +76,7 @@ static pthread_cond_t		vwork = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t		vspace = PTHREAD_COND_INITIALIZER;
 static struct pending		*vring[RELAY_VERIFY_QUEUE];
 static size_t			vhead, vcount;	/* the thread's next, queued */
+static size_t			vbytes;		/* their JSON */
 static int			vwoken;		/* the loop was woken */
 static int			vstop;
 
@@ -101,6 +102,7 @@ verify_main(void *arg)
 		p->p_sig = ok;
 		vhead = (vhead + 1) % RELAY_VERIFY_QUEUE;
 		vcount--;
+		vbytes -= p->p_ev->json_len;
 		pthread_cond_signal(&vspace);
 		/* One wake-up for a run of results: the loop takes them all. */
 		wake = !vwoken;
@@ -133,17 +135,20 @@ relay_ingest_init(void)
 	vstarted = 1;
 }
 
-/* Hands p to the signature thread; waits while the ring is full. */
+/* Hands p to the signature thread; waits while the ring is full (in
+ * events or bytes). */
 static void
 verify_submit(struct pending *p)
 {
 	p->p_sig = -1;
 	STAILQ_INSERT_TAIL(&verifying, p, p_entry);
 	pthread_mutex_lock(&vmu);
-	while (vcount == RELAY_VERIFY_QUEUE)
+	while (vcount == RELAY_VERIFY_QUEUE || (vcount > 0 &&
+	    vbytes + p->p_ev->json_len > RELAY_VERIFY_QUEUE_BYTES))
 		pthread_cond_wait(&vspace, &vmu);
 	vring[(vhead + vcount) % RELAY_VERIFY_QUEUE] = p;
 	vcount++;
+	vbytes += p->p_ev->json_len;
 	pthread_cond_signal(&vwork);
 	pthread_mutex_unlock(&vmu);
 }

@@ -81,10 +81,12 @@
 /* Ours: how long a loaded relay gathers events for one commit. */
 #define RELAY_BATCH_WAIT_US	3000
 /*
- * Ours: events waiting for the signature thread; beyond it the loop
- * waits for the thread (back-pressure) instead of queueing more.
+ * Ours: events, and bytes of their JSON, waiting for the signature
+ * thread; beyond either the loop waits for the thread (back-pressure)
+ * instead of queueing more.
  */
 #define RELAY_VERIFY_QUEUE	4096
+#define RELAY_VERIFY_QUEUE_BYTES (32 * 1024 * 1024)
 /*
  * Ours: commits pause this long before relayd checkpoints the WAL, so
  * that the checkpoint's copying and syncing seldom delays an OK.

@@ -9,8 +9,9 @@
  * identity authors and each participant's threads.
  *
  * Every role builds its own copy at start by feeding the stored events in
- * seq order (inv_rebuild()), then keeps it current from the accepted feed.  Nothing here
- * is persisted; nothing here trusts an event the store did not accept.
+ * seq order (inv_rebuild()), then keeps it current from the accepted
+ * feed.  Nothing here is persisted; nothing here trusts an event the store
+ * did not accept.
  */
 #ifndef GRASPD_INVENTORY_H
 #define GRASPD_INVENTORY_H
@@ -129,8 +130,10 @@ void		 inv_add(struct inventory *, const struct event *);
 /*
  * Feeds every event stored with seq <= upto to inv_add() in seq order,
  * reading of each only what inv_add() reads (feed_scan_tags()): how
- * every role builds its inventory at start.  Returns the number of
- * events fed, or -1 on a store error (logged).
+ * every role builds its new inventory at start.  The result is the
+ * inventory feeding each event in full would give.  Returns the number
+ * of events fed, or -1 on a store error (logged); exits only when out of
+ * memory.
  */
 int		 inv_rebuild(struct inventory *, struct store *, int64_t upto);
 /*

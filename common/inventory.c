@@ -40,7 +40,7 @@ struct inv_node {
 
 /*
  * Event ids find their nodes, and pubkeys their authors, through an
- * inv_index: open addressing, linear probing, at most half full, never
+ * inv_index: open addressing, linear probing, at most 3/4 full, never
  * shrunk (neither is ever removed).  A slot holds the upper 32 bits of
  * the key's keyed hash (hmap_hash(), so that ids ground by a peer cannot
  * pile up), which also choose the home slot, and the record's number plus
@@ -240,7 +240,7 @@ ix_place(struct inventory *iv, struct inv_index *ix, inv_key_fn *key,
     const uint8_t k[32], uint64_t *h)
 {
 	*h = hmap_hash(k, 32);
-	if ((ix->ix_n + 1) * 2 > ix->ix_cap)
+	if ((ix->ix_n + 1) * 4 > ix->ix_cap * 3)
 		ix_grow(ix);
 	return ix_slot(iv, ix, key, k, *h);
 }

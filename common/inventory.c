@@ -786,6 +786,7 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 	uint32_t	 t, kind;
 	uint8_t		 id[32], pk[32];
 	struct inv_root	*rt;
+	struct inv_repo	*r;
 	const char	*d;
 	size_t		 dlen;
 
@@ -806,7 +807,12 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 		} else if (strcmp(tg->v[0].s, "a") == 0 &&
 		    coord_parse(tg->v[1].s, tg->v[1].len, &kind, pk, &d,
 		    &dlen) == 0 && kind == KIND_REPO_ANNOUNCEMENT &&
-		    memcmp(pk, ev->pubkey, 32) == 0)
+		    memcmp(pk, ev->pubkey, 32) == 0 &&
+		    ((r = hmap_get(&iv->iv_repos, tg->v[1].s,
+		    tg->v[1].len)) == NULL ||
+		    r->ir_created_at <= ev->created_at))
+			/* NIP-09: versions up to the deletion's time only;
+			 * a newer announcement stays (so does the store). */
 			remove_repo(iv, tg->v[1].s, tg->v[1].len);
 	}
 }

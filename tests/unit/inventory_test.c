@@ -263,8 +263,12 @@ test_deletions_by_the_author_only(void)
 	feed(iv, ev(2, 102, 5, tags));
 	T_EQ_INT(inv_repo(iv, c)->ir_nroots, 0);
 	T_CHECK(!inv_eligible(iv, root->pubkey));
-	/* The owner withdraws the announcement. */
+	/* A withdrawal older than the announcement leaves it (NIP-09: the
+	 * versions up to the deletion's time; the store keeps it too). */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
+	feed(iv, ev(1, 99, 5, tags));
+	T_CHECK(inv_repo(iv, c) != NULL);
+	/* The owner withdraws the announcement. */
 	feed(iv, ev(1, 103, 5, tags));
 	T_CHECK(inv_repo(iv, c) == NULL);
 	event_destroy(root);
@@ -529,8 +533,8 @@ fill_store(struct pool *pl, char q_only[65], int64_t *last)
 	    "\"wss://new.example.com\"]]", ""), NULL), STORE_OK);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c[4]);
 	T_EQ_INT(put(mk(4, at++, 5, tags, ""), NULL), STORE_OK);
-	/* Older than repo3's announcement: the store keeps it, the
-	 * inventory withdraws the repository. */
+	/* Older than repo3's announcement: the store keeps it, and so
+	 * does the inventory (NIP-09: versions up to its time only). */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c[3]);
 	T_EQ_INT(put(mk(3, 1600000000, 5, tags, ""), NULL), STORE_OK);
 
@@ -800,7 +804,7 @@ test_rebuild_matches_feeding_every_event(void)
 	pend = bulk->iv_pending.hm_n;
 	T_CHECK(pend > 0);	/* roots of repo6 and repo7 wait */
 	T_CHECK(bulk->iv_repos.hm_n >= 5);
-	T_CHECK(inv_repo(bulk, c3) == NULL);
+	T_CHECK(inv_repo(bulk, c3) != NULL);
 
 	/* Purgatory feeds both alike afterwards: StateOnly never downgrades. */
 	coord(1, "held", c, sizeof(c));

@@ -300,6 +300,8 @@ hreq_end(struct sync_hreq *hr, int ok, const char *what, const char *reason)
 			    (unsigned long long)sr->sr_events);
 		sr->sr_synced_at = now_unix();
 	}
+	if (sr->sr_historic == 0)
+		sync_historic_idle(sr->sr_sd);
 }
 
 static void

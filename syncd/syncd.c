@@ -164,22 +164,75 @@ window_cb(lws_sorted_usec_list_t *sul)
 {
 	struct syncd	*sd = &syncd;
 
+	(void)sul;
 	sd->sd_window_armed = 0;
-	if (sd->sd_ctx->r_cfg.sync_enabled)
+	if (sd->sd_ctx->r_cfg.sync_enabled) {
+		sd->sd_reconciled_at = lws_now_usecs();
 		reconcile(sd);
+	}
+}
+
+/* 1 if some relay has a historic request in flight. */
+static int
+historic_busy(struct syncd *sd)
+{
+	size_t	 it;
+	void	*v;
+
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
+		if (((struct sync_relay *)v)->sr_historic > 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * When the batch window should end: SYNC_BATCH_WINDOW after its start
+ * while fetches run, since their events keep changing the inventory;
+ * otherwise SYNC_BATCH_QUIET from now, but never sooner than
+ * SYNC_BATCH_WINDOW after the last rebuild.
+ */
+static lws_usec_t
+window_end(struct syncd *sd, lws_usec_t now, lws_usec_t start)
+{
+	const struct config	*cfg = &sd->sd_ctx->r_cfg;
+	lws_usec_t		 window, quiet, at;
+
+	window = (lws_usec_t)(cfg_period(cfg, SYNC_BATCH_WINDOW) * 1e6);
+	quiet = (lws_usec_t)(cfg_period(cfg, SYNC_BATCH_QUIET) * 1e6);
+	if (historic_busy(sd))
+		return start + window;
+	at = now + quiet;
+	if (sd->sd_reconciled_at != 0 && at < sd->sd_reconciled_at + window)
+		at = sd->sd_reconciled_at + window;
+	return at < start + window ? at : start + window;
 }
 
 static void
 arm_window(struct syncd *sd)
 {
-	double	secs;
+	lws_usec_t	now = lws_now_usecs();
 
 	if (sd->sd_window_armed)
 		return;
 	sd->sd_window_armed = 1;
-	secs = cfg_period(&sd->sd_ctx->r_cfg, SYNC_BATCH_WINDOW);
+	sd->sd_window_at = window_end(sd, now, now);
 	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sd->sd_sul_window, window_cb,
-	    (lws_usec_t)(secs * 1e6));
+	    sd->sd_window_at > now ? sd->sd_window_at - now : 1);
+}
+
+void
+sync_historic_idle(struct syncd *sd)
+{
+	lws_usec_t	now = lws_now_usecs(), at;
+
+	if (!sd->sd_window_armed || historic_busy(sd))
+		return;
+	/* The window started no later than now; end it as if it had. */
+	if ((at = window_end(sd, now, now)) >= sd->sd_window_at)
+		return;
+	sd->sd_window_at = at;
+	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sd->sd_sul_window, window_cb,
+	    at > now ? at - now : 1);
 }
 
 void

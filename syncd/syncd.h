@@ -43,8 +43,13 @@
 #define SYNC_DAILY_MIN		(23.0 * 3600)
 #define SYNC_DAILY_MAX		(25.0 * 3600)
 /* Ours: accepted events gathered this long before targets are rebuilt
- * (the reference's 5 s self-subscriber window; 200 ms under NGIT_TEST). */
+ * (the reference's 5 s self-subscriber window; 200 ms under NGIT_TEST),
+ * and the least time between two rebuilds ... */
 #define SYNC_BATCH_WINDOW	2.0
+/* ... but while no historic request is in flight (the events of a fetch
+ * are all in, or a change came after a quiet spell) only this long
+ * (both 200 ms under NGIT_TEST: cfg_period()). */
+#define SYNC_BATCH_QUIET	0.25
 /* Ours: a failed historic fetch is tried again after this long. */
 #define SYNC_RETRY		60.0
 /* Ours: needed ids asked in one REQ after a reconciliation: below the
@@ -170,6 +175,8 @@ struct syncd {
 	char		*sd_bootstrap;		/* canonical key, or NULL */
 	uint64_t	 sd_inv_gen;		/* inventory generation seen */
 	int		 sd_window_armed;
+	lws_usec_t	 sd_window_at;		/* when it fires */
+	lws_usec_t	 sd_reconciled_at;	/* the last rebuild */
 	lws_sorted_usec_list_t sd_sul_window;
 	uint64_t	 sd_events;		/* events sent to relayd */
 	uint64_t	 sd_scanned;		/* stored events read at start */
@@ -233,5 +240,7 @@ double	sync_delay(const struct syncd *, double secs);
 void	sync_inventory_changed(struct syncd *);
 /* Derives the targets again after the batch window (GRASP-03 marks). */
 void	sync_reconcile_soon(struct syncd *);
+/* A relay's last historic request ended: an armed window may end sooner. */
+void	sync_historic_idle(struct syncd *);
 
 #endif

@@ -54,8 +54,10 @@
 #define SYNC_RETRY		60.0
 /* Ours: needed ids asked in one REQ after a reconciliation: below the
  * 500-event cap of common relays (strfry's maxFilterLimit, nips.md
- * 1.10), so that the relay's limit never cuts the answer short. */
-#define SYNC_NEG_IDS_PER_REQ	250
+ * 1.10), so that the relay's limit never cuts the answer short, and
+ * about 30 KB, within CONN_REQ_BUDGET.  450 rather than 250: a pull of
+ * 20,000 events took 6.9-7.7 s instead of 8.3-8.6 (fewer paced REQs). */
+#define SYNC_NEG_IDS_PER_REQ	450
 /* Ours: how long a relay found without NIP-77 gets paginated REQs
  * before NEG-OPEN is tried again (a day, like the full resync). */
 #define SYNC_NEG_RECHECK	(24.0 * 3600)

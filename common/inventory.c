@@ -348,8 +348,10 @@ inv_free(struct inventory *iv)
 		root_free(v);
 	for (it = 0; it < iv->iv_nodes.rc_n; it++)
 		free(node_at(iv, it)->nd_more);
-	for (it = 0; it < iv->iv_authors.rc_n; it++)
+	for (it = 0; it < iv->iv_authors.rc_n; it++) {
 		free(author_at(iv, it)->au_roots);
+		free(author_at(iv, it)->au_set);
+	}
 	recs_free(&iv->iv_nodes);
 	recs_free(&iv->iv_authors);
 	free(iv->iv_ids.ix_slots);
@@ -462,6 +464,38 @@ author_get(struct inventory *iv, const uint8_t pk[32])
 	return a;
 }
 
+/* Puts rt in a's set; 0 if it was there already, 1 if added. */
+static int
+author_set_put(struct inv_author *a, struct inv_root *rt)
+{
+	size_t	mask = a->au_setcap - 1, i;
+
+	i = (size_t)(((uintptr_t)rt >> 4) * 0x9e3779b97f4a7c15ULL) & mask;
+	for (; a->au_set[i] != NULL; i = (i + 1) & mask)
+		if (a->au_set[i] == rt)
+			return 0;
+	a->au_set[i] = rt;
+	return 1;
+}
+
+/* Makes a's set hold its roots list at most half full. */
+static void
+author_set_grow(struct inv_author *a)
+{
+	size_t	cap = a->au_setcap ? a->au_setcap : 64, i;
+
+	while (cap < 2 * (a->au_nroots + 1))
+		cap *= 2;
+	if (cap == a->au_setcap)
+		return;
+	free(a->au_set);
+	if ((a->au_set = calloc(cap, sizeof(*a->au_set))) == NULL)
+		fatal("inventory");
+	a->au_setcap = cap;
+	for (i = 0; i < a->au_nroots; i++)
+		author_set_put(a, a->au_roots[i]);
+}
+
 static void
 author_add_root(struct inventory *iv, const uint8_t pk[32],
     struct inv_root *rt)
@@ -469,9 +503,15 @@ author_add_root(struct inventory *iv, const uint8_t pk[32],
 	struct inv_author	*a = author_get(iv, pk);
 	size_t			 i;
 
-	for (i = 0; i < a->au_nroots; i++)
-		if (a->au_roots[i] == rt)
+	if (a->au_nroots < INV_AUTHOR_SCAN) {
+		for (i = 0; i < a->au_nroots; i++)
+			if (a->au_roots[i] == rt)
+				return;
+	} else {
+		author_set_grow(a);
+		if (!author_set_put(a, rt))
 			return;
+	}
 	GROW(a->au_roots, a->au_nroots, a->au_caproots);
 	a->au_roots[a->au_nroots++] = rt;
 }

@@ -31,6 +31,9 @@ struct store;
 #define INV_MAX_DESCENDANTS	10000
 /* Ours: relays kept per repository from its relays and clone tags. */
 #define INV_MAX_REPO_RELAYS	32
+/* Ours: an author's roots searched one by one up to this many; beyond,
+ * through a set (an author in thousands of threads made it quadratic). */
+#define INV_AUTHOR_SCAN		64
 
 /* ngit-grasp brief 1.7: Full (served) or StateOnly (in purgatory). */
 enum inv_level {
@@ -95,6 +98,10 @@ struct inv_author {
 	struct inv_root	**au_roots;
 	size_t		  au_nroots;
 	size_t		  au_caproots;
+	/* Beyond INV_AUTHOR_SCAN roots: the same roots in an open-addressed
+	 * set (NULL slots empty), so that adding one stays O(1). */
+	struct inv_root	**au_set;
+	size_t		  au_setcap;
 };
 
 struct inventory {

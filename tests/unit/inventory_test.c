@@ -150,6 +150,50 @@ test_threads_carry_root_provenance_and_participants(void)
 	inv_free(iv);
 }
 
+/*
+ * An author in thousands of threads: each thread is listed once however
+ * often the author speaks in it (past INV_AUTHOR_SCAN roots the list is
+ * checked through a set, not one by one).
+ */
+static void
+test_a_prolific_author_lists_each_thread_once(void)
+{
+	struct inventory	*iv = inv_new(&cfg);
+	struct inv_author	*a;
+	struct event		*issue, *reply;
+	uint8_t			 pk[32];
+	char			 c[200], tags[512];
+	size_t			 i, j, dup = 0;
+	int			 n, k;
+
+	coord(1, "busy", c, sizeof(c));
+	feed(iv, ev(1, 100, 30617, "[[\"d\",\"busy\"]]"));
+	for (n = 0; n < 3000; n++) {
+		snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
+		issue = ev(2 + n % 50, 200 + n, 1621, tags);
+		inv_add(iv, issue);
+		/* Author 99 answers each issue twice, the second time also
+		 * after others have spoken in other threads. */
+		for (k = 0; k < 2; k++) {
+			snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],"
+			    "[\"K\",\"1621\"],[\"t\",\"%d\"]]",
+			    issue->id_hex, k);
+			reply = ev(99, 200 + n, 1111, tags);
+			memcpy(pk, reply->pubkey, 32);
+			feed(iv, reply);
+		}
+		event_destroy(issue);
+	}
+	T_ASSERT((a = inv_author(iv, pk)) != NULL);
+	T_EQ_INT((int)a->au_nroots, 3000);
+	/* Spot-check the list for repeats (the whole would be quadratic). */
+	for (i = 0; i < a->au_nroots; i += 97)
+		for (j = i + 1; j < a->au_nroots; j++)
+			dup += a->au_roots[i] == a->au_roots[j];
+	T_EQ_INT((int)dup, 0);
+	inv_free(iv);
+}
+
 static void
 test_roots_wait_for_their_repository_and_stateonly_is_inert(void)
 {
@@ -976,6 +1020,7 @@ main(void)
 	}
 	T_RUN(test_announcement_relays_are_canonical_and_exclude_us);
 	T_RUN(test_threads_carry_root_provenance_and_participants);
+	T_RUN(test_a_prolific_author_lists_each_thread_once);
 	T_RUN(test_roots_wait_for_their_repository_and_stateonly_is_inert);
 	T_RUN(test_descendant_chains_are_bounded);
 	T_RUN(test_addressable_descendants_and_their_addresses);

@@ -159,6 +159,16 @@ hist_sched_sweep(struct hist_sched *s)
 	free(gone);
 }
 
+void
+hist_sched_added(struct hist_sched *s, struct hist_relay *r)
+{
+	(void)s;
+	if (r->hr_active || r->hr_rot_left > 0)
+		r->hr_added = 1;
+	if (!r->hr_active)
+		r->hr_due_ms = 0;
+}
+
 /* Starts r's current group; a start that fails counts as a failed group
  * (which releases the worker, so this never loops). */
 static void
@@ -229,9 +239,12 @@ hist_sched_done(struct hist_sched *s, struct hist_relay *r, int ok,
 	if (r->hr_rot_left > 0)
 		r->hr_rot_left--;
 	if (r->hr_rot_left == 0) {
+		/* A thread added mid-rotation (hist_sched_added()) makes a
+		 * clean rotation's successor due at once. */
 		r->hr_rotations++;
 		r->hr_due_ms = now + (r->hr_rot_failed ? s->hs_retry_ms :
-		    s->hs_refresh_ms);
+		    r->hr_added ? 0 : s->hs_refresh_ms);
+		r->hr_added = 0;
 		release(s, r);
 		return;
 	}

@@ -329,11 +329,13 @@ scope_free(struct hist_scope *sc)
 /*
  * GRASP-03: "History-probe additions become due promptly": a relay whose
  * scope gained a thread (root or repository) it did not cover is due at
- * once unless its worker runs; new descendants of covered threads wait
- * for the relay's next rotation.
+ * once, or, in the middle of a rotation, as soon as that rotation ends
+ * (hist_sched_added()); new descendants of covered threads wait for the
+ * relay's next rotation.
  */
 static void
-take_threads(struct hist_relay *hr, struct hist_scope *sc)
+take_threads(struct hist_sched *s, struct hist_relay *hr,
+    struct hist_scope *sc)
 {
 	const void	*k;
 	size_t		 it, len;
@@ -345,8 +347,8 @@ take_threads(struct hist_relay *hr, struct hist_scope *sc)
 	hmap_free(&hr->hr_threads);
 	hr->hr_threads = sc->sc_threads;
 	memset(&sc->sc_threads, 0, sizeof(sc->sc_threads));
-	if (added && !hr->hr_active)
-		hr->hr_due_ms = 0;
+	if (added)
+		hist_sched_added(s, hr);
 }
 
 static void
@@ -393,7 +395,7 @@ reconcile(struct histd *hd)
 		memset(&f, 0, sizeof(f));
 		build_filters(sc, &f);
 		hist_sched_set_filters(&hd->hd_sched, hr, &f);
-		take_threads(hr, sc);
+		take_threads(&hd->hd_sched, hr, sc);
 		scope_free(sc);
 	}
 	hmap_free(&scopes);

@@ -59,6 +59,7 @@ struct hist_relay {
 	size_t		 hr_cursor;	/* next filter; never persisted */
 	size_t		 hr_rot_left;	/* groups left in this rotation */
 	int		 hr_rot_failed;	/* a group of it failed */
+	int		 hr_added;	/* a thread joined mid-rotation */
 	int64_t		 hr_due_ms;	/* clock of the scheduler; 0: now */
 	int		 hr_active;	/* holds a worker slot */
 	int		 hr_inflight;	/* a group is being fetched */
@@ -108,6 +109,14 @@ struct hist_relay *hist_sched_want(struct hist_sched *, const char *key,
  */
 void	hist_sched_set_filters(struct hist_sched *, struct hist_relay *r,
 	    struct conn_filters *f);
+/*
+ * r's scope gained a thread it did not cover.  An idle relay is due at
+ * once; a relay in the middle of a rotation (its worker running, or
+ * released after a failed group) finishes it and then starts a new one
+ * at once instead of after the 24 h refresh, since the new thread's
+ * filters may lie behind its cursor.
+ */
+void	hist_sched_added(struct hist_sched *, struct hist_relay *r);
 /* Ends reconciliation: undesired idle relays are freed. */
 void	hist_sched_sweep(struct hist_sched *);
 /* A maintenance pass: admits at most one new due relay.  Returns 1 if

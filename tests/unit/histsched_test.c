@@ -4,7 +4,9 @@
  * maintenance pass, never more than 32 workers, one group in flight per
  * relay draining its own cursor, 24 h refresh after a successful
  * rotation, 5 min retry after a failed group (the cursor advances), the
- * cursor kept modulo a changed filter set, removal while in flight, a
+ * cursor kept modulo a changed filter set, a thread added in the middle
+ * of a rotation making the next rotation due as soon as this one ends
+ * (not after 24 h), removal while in flight, a
  * dead relay (its group never ends) holding only its own slot while the
  * others drain and refresh, a fresh scheduler (a restart) starting from
  * the first filter.
@@ -267,6 +269,86 @@ cursor_modulo_new_filter_set(void)
 	hist_sched_free(&s);
 }
 
+/* A filter set of n filters: "#e" 0..n-1, plus "#a" x when x. */
+static void
+set_with(struct hist_sched *s, struct hist_relay *r, int n, const char *x)
+{
+	struct conn_filters	 f;
+	char			 buf[64];
+
+	filters(&f, n, "e");
+	if (x != NULL) {
+		if ((f.cf_v = realloc(f.cf_v, ((size_t)n + 2) *
+		    sizeof(char *))) == NULL)
+			abort();
+		snprintf(buf, sizeof(buf), "{\"#a\":[\"%s\"]}", x);
+		/* Sorted first, behind any cursor. */
+		memmove(f.cf_v + 1, f.cf_v, (size_t)n * sizeof(char *));
+		f.cf_v[0] = strdup(buf);
+		f.cf_v[n + 1] = NULL;
+		f.cf_n = (size_t)n + 1;
+	}
+	hist_sched_set_filters(s, r, &f);
+}
+
+static void
+thread_added_mid_rotation(void)
+{
+	struct hist_sched	 s;
+	struct hist_relay	*r;
+
+	setup(&s);
+	r = want(&s, "ws://a.example", 3, "e");
+	hist_sched_sweep(&s);
+	T_EQ_INT(hist_sched_pass(&s, 0), 1);
+	hist_sched_done(&s, r, 1, 10);
+	T_EQ_INT(r->hr_cursor, 1);
+	/* A new root: its filter sorts first, behind the cursor, while
+	 * group 1 is in flight. */
+	hist_sched_unmark(&s);
+	hist_sched_want(&s, "ws://a.example", HIST_P_PARTICIPANT, 0);
+	set_with(&s, r, 3, "new");
+	hist_sched_added(&s, r);
+	hist_sched_sweep(&s);
+	T_CHECK(r->hr_inflight);
+	hist_sched_done(&s, r, 1, 20);
+	hist_sched_done(&s, r, 1, 30);
+	/* The rotation ended without reaching filter 0 ... */
+	T_EQ_INT(r->hr_rotations, 1);
+	T_EQ_INT(r->hr_active, 0);
+	T_EQ_INT(w.starts, 3);
+	/* ... so the next one is due at once, not in 24 h, and reaches
+	 * the new root's filter (from the cursor, 3, wrapping). */
+	T_EQ_INT(r->hr_due_ms, 30);
+	T_EQ_STR(hist_relay_state(r, 30), "waiting");
+	T_EQ_INT(hist_sched_pass(&s, 31), 1);
+	T_EQ_STR(w.last, "{\"#e\":[\"2\"]}");
+	hist_sched_done(&s, r, 1, 40);
+	T_EQ_STR(w.last, "{\"#a\":[\"new\"]}");
+	/* That rotation covered everything: the 24 h refresh again. */
+	hist_sched_done(&s, r, 1, 41);
+	hist_sched_done(&s, r, 1, 42);
+	hist_sched_done(&s, r, 1, 43);
+	T_EQ_INT(r->hr_rotations, 2);
+	T_EQ_INT(r->hr_due_ms, 43 + REFRESH);
+	/* An idle relay (between rotations) gaining a thread is due at
+	 * once, and its rotation then ends with the 24 h refresh. */
+	hist_sched_unmark(&s);
+	hist_sched_want(&s, "ws://a.example", HIST_P_PARTICIPANT, 0);
+	set_with(&s, r, 3, "new2");
+	hist_sched_added(&s, r);
+	hist_sched_sweep(&s);
+	T_EQ_INT(r->hr_due_ms, 0);
+	T_EQ_INT(hist_sched_pass(&s, 50), 1);
+	hist_sched_done(&s, r, 1, 51);
+	T_EQ_STR(w.last, "{\"#a\":[\"new2\"]}");
+	hist_sched_done(&s, r, 1, 52);
+	hist_sched_done(&s, r, 1, 53);
+	hist_sched_done(&s, r, 1, 54);
+	T_EQ_INT(r->hr_due_ms, 54 + REFRESH);
+	hist_sched_free(&s);
+}
+
 static void
 removal_lets_flight_finish(void)
 {
@@ -326,6 +408,7 @@ main(void)
 	T_RUN(failed_group_advances_and_retries);
 	T_RUN(start_refused_counts_as_failure);
 	T_RUN(cursor_modulo_new_filter_set);
+	T_RUN(thread_added_mid_rotation);
 	T_RUN(removal_lets_flight_finish);
 	T_RUN(restart_starts_from_first_filter);
 	return t_done();

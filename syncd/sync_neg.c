@@ -78,6 +78,14 @@ sync_neg_allowed(const struct syncd *sd, const char *key)
 	return until == NULL || (int64_t)time(NULL) >= (int64_t)(intptr_t)until;
 }
 
+/* SYNC_NEG_RECHECK, or SYNC_NEG_RECHECK_TEST under NGIT_TEST. */
+static double
+neg_recheck(const struct syncd *sd)
+{
+	return config_test_mode(&sd->sd_ctx->r_cfg) ? SYNC_NEG_RECHECK_TEST :
+	    SYNC_NEG_RECHECK;
+}
+
 void
 sync_neg_unsupported(struct syncd *sd, const char *key, const char *why)
 {
@@ -85,11 +93,10 @@ sync_neg_unsupported(struct syncd *sd, const char *key, const char *why)
 
 	if (!sync_neg_allowed(sd, key))
 		return;
-	until = (int64_t)time(NULL) + (int64_t)sync_delay(sd,
-	    SYNC_NEG_RECHECK);
+	until = (int64_t)time(NULL) + (int64_t)neg_recheck(sd);
 	hmap_put(&sd->sd_no_neg, key, strlen(key), (void *)(intptr_t)until);
 	log_info("%s: does not speak NIP-77 (%s): paginated REQ for %.0f s",
-	    key, why, sync_delay(sd, SYNC_NEG_RECHECK));
+	    key, why, neg_recheck(sd));
 }
 
 void

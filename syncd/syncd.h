@@ -61,6 +61,9 @@
 /* Ours: how long a relay found without NIP-77 gets paginated REQs
  * before NEG-OPEN is tried again (a day, like the full resync). */
 #define SYNC_NEG_RECHECK	(24.0 * 3600)
+/* ... and under NGIT_TEST (not the 60-fold rule, whose 24 minutes no
+ * test can wait for; longer than a fallback takes to be seen). */
+#define SYNC_NEG_RECHECK_TEST	10.0
 /* Ours: ids remembered as delivered by one relay (32 bytes each plus
  * the map); beyond it the memory is cleared. */
 #define SYNC_NEG_DELIVERED_MAX	1000000

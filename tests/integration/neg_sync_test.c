@@ -6,7 +6,11 @@
  * of both, and the bytes negentropy and the id fetches cost are compared
  * with the bytes of the events themselves.  A REQ-only peer (tests/peer
  * answers NEG-OPEN with a NOTICE) still converges, is remembered as such
- * and gets no NEG-OPEN on the next historic pass.  With
+ * and gets no NEG-OPEN on the next historic pass, but does once
+ * SYNC_NEG_RECHECK (10 s under NGIT_TEST) has passed.  From a peer that
+ * speaks NIP-77 (tests/peer in "neg" mode) the needed ids come in
+ * packed "ids" filters of at most 450, and an event our relayd refuses
+ * counts as received: the next reconciliation skips it.  With
  * NGIT_SYNC_DISABLE_NEGENTROPY=true no NEG message reaches a relayd that
  * speaks NIP-77, and sync still converges.  Scripted relays that answer
  * NEG-OPEN with NEG-ERR, CLOSED, silence or "blocked:" are told apart:
@@ -58,6 +62,11 @@
 /* NGIT_TEST: how often roles send relayd their metrics (role.h
  * ROLE_STATS_PERIOD_TEST). */
 #define STATS_PERIOD_TEST_MS	1000
+/* NGIT_TEST: how long a relay found without NIP-77 gets paginated REQs
+ * before NEG-OPEN is tried again (syncd.h SYNC_NEG_RECHECK_TEST). */
+#define NEG_RECHECK_TEST_MS	10000
+/* Needed ids asked in one REQ (syncd.h SYNC_NEG_IDS_PER_REQ). */
+#define IDS_PER_REQ		450
 #define STORED_METRIC	"graspd_relay_events_stored{role=\"relayd\"}"
 #define RECEIVED_METRIC(type) \
 	"graspd_relay_messages_received_total{role=\"relayd\",type=\"" \
@@ -432,7 +441,7 @@ pair_converge(struct pair *p)
 /* Sums what syncd on rp reports for its relay url. */
 struct neg_figures {
 	double	neg_bytes, fetch_bytes, link_bytes, rounds, need, sessions;
-	double	fallbacks;
+	double	fallbacks, skipped, synced_at;
 	char	mode[16];
 };
 
@@ -452,6 +461,8 @@ figures(struct relayproc *rp, const char *url, struct neg_figures *f)
 		f->need = ctl_num(r, "ids_needed");
 		f->sessions = ctl_num(r, "negentropy_sessions");
 		f->fallbacks = ctl_num(r, "negentropy_fallbacks");
+		f->skipped = ctl_num(r, "ids_skipped");
+		f->synced_at = ctl_num(r, "historic_synced_at");
 		f->link_bytes = ctl_num(c, "bytes_in") + ctl_num(c, "bytes_out");
 		snprintf(f->mode, sizeof(f->mode), "%s", ctl_str(r, "mode"));
 		rc = 0;
@@ -580,6 +591,121 @@ peer_reqs_with(struct relayproc *rp, const char *text)
 	return n;
 }
 
+/* The peer's GET /log document, or NULL. */
+static cJSON *
+peer_log(struct relayproc *rp)
+{
+	char	*h = NULL, *body = NULL;
+	int	 status = 0;
+	cJSON	*log = NULL;
+
+	if (http_get(relayproc_host(rp), relayproc_port(rp), "/log", NULL,
+	    TMO, &status, &h, &body) == 0 && status == 200)
+		log = cJSON_Parse(body);
+	free(h);
+	free(body);
+	return log;
+}
+
+/* The NEG-OPENs the peer got (its log's "negs"), or -1. */
+static int
+peer_neg_opens(struct relayproc *rp)
+{
+	cJSON	*log = peer_log(rp);
+	int	 n = -1;
+
+	if (log != NULL)
+		n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "negs"));
+	cJSON_Delete(log);
+	return n;
+}
+
+/* The NEG-OPENs the peer got whose filter has a "since" and the kinds of
+ * layer 1 (SYNC_L1_FILTER): the catch-up's reconciliation. */
+static int
+peer_l1_catchups(struct relayproc *rp)
+{
+	cJSON	*log = peer_log(rp), *e, *f;
+	char	*k;
+	int	 n = 0;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(log, "negs")) {
+		f = cJSON_GetObjectItem(e, "filter");
+		if (cJSON_GetObjectItem(f, "since") == NULL)
+			continue;
+		k = cJSON_PrintUnformatted(cJSON_GetObjectItem(f, "kinds"));
+		if (k != NULL && strcmp(k, "[30617,10317]") == 0)
+			n++;
+		free(k);
+	}
+	cJSON_Delete(log);
+	return n;
+}
+
+/* What the peer saw of syncd's id fetches. */
+struct idfetch_log {
+	int	malformed;	/* "ids" filters not alone, or over the cap */
+	int	largest;	/* most ids in one filter */
+	int	reqs_with;	/* id-fetch REQs asking one of want */
+	int	asked;		/* ids of want asked, repeats counted */
+	int	distinct;	/* ids of want asked at least once */
+	int	max_repeat;	/* most times one id of want was asked */
+};
+
+/*
+ * Reads every REQ the peer logged: a filter with "ids" must be the REQ's
+ * only filter and have no other member, with at most
+ * IDS_PER_REQ ids; counts the REQs and asks for want[0..n).
+ */
+static int
+peer_idfetches(struct relayproc *rp, struct event *const *want, size_t n,
+    struct idfetch_log *il)
+{
+	cJSON		*log = peer_log(rp), *r, *fl, *f, *ids, *id;
+	int		*times;
+	size_t		 i;
+	int		 hit;
+
+	memset(il, 0, sizeof(*il));
+	if (log == NULL || (times = calloc(n + 1, sizeof(int))) == NULL) {
+		cJSON_Delete(log);
+		return -1;
+	}
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
+		fl = cJSON_GetObjectItem(r, "filters");
+		hit = 0;
+		cJSON_ArrayForEach(f, fl) {
+			if ((ids = cJSON_GetObjectItem(f, "ids")) == NULL)
+				continue;
+			if (cJSON_GetArraySize(fl) != 1 ||
+			    cJSON_GetArraySize(f) != 1 ||
+			    cJSON_GetArraySize(ids) > IDS_PER_REQ)
+				il->malformed++;
+			if (cJSON_GetArraySize(ids) > il->largest)
+				il->largest = cJSON_GetArraySize(ids);
+			cJSON_ArrayForEach(id, ids) {
+				for (i = 0; i < n; i++)
+					if (cJSON_IsString(id) && strcmp(
+					    id->valuestring, want[i]->id_hex)
+					    == 0)
+						break;
+				if (i == n)
+					continue;
+				hit = 1;
+				il->asked++;
+				if (times[i]++ == 0)
+					il->distinct++;
+				if (times[i] > il->max_repeat)
+					il->max_repeat = times[i];
+			}
+		}
+		il->reqs_with += hit;
+	}
+	free(times);
+	cJSON_Delete(log);
+	return 0;
+}
+
 static void
 req_only_peer_converges_and_is_remembered(void)
 {
@@ -589,7 +715,8 @@ req_only_peer_converges_and_is_remembered(void)
 	struct relayproc	*a = NULL, *peer = NULL;
 	const char		*hosts[1];
 	struct event		*ann = NULL, *evs[31], *issue = NULL;
-	struct neg_figures	 f0, f1;
+	struct event		*issue2 = NULL;
+	struct neg_figures	 f0, f1, f2;
 	struct pair		 p;
 	struct buf		 body = BUF_INIT;
 	struct wsc		*ws;
@@ -597,8 +724,9 @@ req_only_peer_converges_and_is_remembered(void)
 	char			 dir[512], tags[300];
 	uint8_t			 sk[32];
 	double			 unsup0, unsup1;
-	int64_t			 deadline;
+	int64_t			 deadline, marked_ms;
 	size_t			 i;
+	int			 nopen0;
 
 	memset(evs, 0, sizeof(evs));
 	peer = relayproc_start_peer(NULL);
@@ -639,7 +767,10 @@ req_only_peer_converges_and_is_remembered(void)
 	    && wsc_now_ms() < deadline)
 		usleep(200000);
 	T_EQ_STR(f0.mode, "req");
+	marked_ms = wsc_now_ms();
 	T_CHECK(f0.fallbacks >= 1 && f0.sessions == 0);
+	/* The NEG-OPENs it got (answered with a NOTICE). */
+	T_CHECK((nopen0 = peer_neg_opens(peer)) >= 1);
 	/* syncd's metrics reach /metrics once a second under NGIT_TEST. */
 	deadline = wsc_now_ms() + PEER_SECS * 1000;
 	while ((unsup0 = ctl_metric(a, UNSUPPORTED_METRIC)) < 1 &&
@@ -665,12 +796,178 @@ req_only_peer_converges_and_is_remembered(void)
 	T_CHECK(f1.fallbacks == f0.fallbacks);
 	T_CHECK(unsup1 == unsup0);
 	T_EQ_STR(f1.mode, "req");
+	T_EQ_INT(peer_neg_opens(peer), nopen0);
+
+	/* SYNC_NEG_RECHECK later the peer has learnt NIP-77: the next
+	 * historic pass (another issue) tries NEG-OPEN again, and it
+	 * takes. */
+	T_ASSERT(relayproc_post(peer, "/config", "{\"neg\":true}", 12) == 0);
+	deadline = wsc_now_ms() + NEG_RECHECK_TEST_MS + PEER_SECS * 1000;
+	while ((figures(a, purl, &f2) == -1 || strcmp(f2.mode, "negentropy")
+	    != 0) && wsc_now_ms() < deadline)
+		usleep(200000);
+	T_EQ_STR(f2.mode, "negentropy");
+	printf("# NEG-OPEN allowed again %.1f s after the relay was found "
+	    "without NIP-77\n", (double)(wsc_now_ms() - marked_ms) / 1000);
+	T_ASSERT((issue2 = ev(72, time(NULL), 1621, tags, "later issue")) !=
+	    NULL);
+	T_ASSERT(publish(a, issue2) == 0);
+	deadline = wsc_now_ms() + PEER_SECS * 1000;
+	while ((peer_neg_opens(peer) <= nopen0 || figures(a, purl, &f2) == -1
+	    || f2.sessions < 1) && wsc_now_ms() < deadline)
+		usleep(200000);
+	T_CHECK(peer_neg_opens(peer) > nopen0);
+	T_CHECK(f2.sessions >= 1);
+	T_CHECK(f2.fallbacks == f0.fallbacks);
+	T_EQ_STR(f2.mode, "negentropy");
 	if (t_case_failed)
 		relayproc_dump_log(a, 40);
 	relayproc_free(a);
 	relayproc_free(peer);
 	for (i = 0; i < 31; i++)
 		event_destroy(evs[i]);
+	event_destroy(issue);
+	event_destroy(issue2);
+}
+
+/*
+ * A peer that speaks NIP-77 (tests/peer in "neg" mode) holds NPACKED
+ * comments on our repository that we lack, and an announcement of
+ * another repository that does not list us, which layer 1's filter
+ * reaches and our relayd refuses.  The comments are fetched in packed
+ * "ids" filters, each alone in its REQ, at most IDS_PER_REQ ids, each id
+ * once: ceil(NPACKED / IDS_PER_REQ) REQs.  The refused announcement
+ * still counts as received: the historic pass completes without a
+ * fallback, and the next reconciliation of layer 1 (the catch-up after a
+ * live resubscription, which a new issue causes) skips it instead of
+ * asking for it again.
+ */
+#define NPACKED		1000
+
+static void
+needed_ids_are_packed_and_refused_ones_not_refetched(void)
+{
+	static const char *const env[] = {
+		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
+		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
+	struct relayproc	*a = NULL, *peer = NULL;
+	const char		*hosts[1];
+	struct event		*ann = NULL, *other = NULL, *issue = NULL;
+	struct event		*evs[NPACKED];
+	struct neg_figures	 f0, f1;
+	struct idfetch_log	 il0, il1, ilx;
+	struct pair		 p;
+	struct buf		 body = BUF_INIT;
+	struct wsc		*ws;
+	const char		*purl;
+	char			 dir[512], tags[300];
+	uint8_t			 sk[32];
+	int64_t			 deadline;
+	size_t			 i;
+
+	memset(evs, 0, sizeof(evs));
+	peer = relayproc_start_peer(NULL);
+	a = relayproc_start("graspd", env);
+	T_ASSERT(peer != NULL && a != NULL);
+	T_ASSERT(relayproc_post(peer, "/config", "{\"neg\":true}", 12) == 0);
+	purl = relayproc_url(peer);
+	hosts[0] = relayproc_domain(a);
+	memset(&p, 0, sizeof(p));
+	coord_of(90, "packed", p.coord, sizeof(p.coord));
+	T_ASSERT((ann = announcement(90, "packed", hosts, 1, &purl, 1)) !=
+	    NULL);
+	/* Another repository's, naming the peer but not us; recent, so
+	 * that the catch-up's "since" still covers it. */
+	sk_of(91, sk);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"elsewhere\"],[\"name\","
+	    "\"elsewhere\"],[\"clone\",\"https://git.example.org/x.git\"],"
+	    "[\"relays\",\"%s\"]]", purl);
+	T_ASSERT((other = event_new_signed(sk, time(NULL), 30617, tags, "")) !=
+	    NULL);
+	for (i = 0; i < NPACKED; i++)
+		T_ASSERT((evs[i] = comment(&p, 92 + (int)(i % 8), t_first + 1 +
+		    (int64_t)i, "packed", (int)i)) != NULL);
+	buf_add(&body, ann->json, ann->json_len);
+	buf_addc(&body, '\n');
+	buf_add(&body, other->json, other->json_len);
+	buf_addc(&body, '\n');
+	for (i = 0; i < NPACKED; i++) {
+		buf_add(&body, evs[i]->json, evs[i]->json_len);
+		buf_addc(&body, '\n');
+	}
+	T_ASSERT(relayproc_post(peer, "/events", body.b_data, body.b_len) == 0);
+	buf_free(&body);
+	/* Our relayd's policy refuses it. */
+	T_CHECK(publish(a, other) == -1);
+	T_ASSERT(publish(a, ann) == 0);
+	sk_of(90, sk);
+	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
+	T_ASSERT((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
+	    TMO)) != NULL);
+	T_CHECK(gt_release(ws, sk, relayproc_domain(a), "packed", dir,
+	    NULL) == 0);
+	wsc_close(ws);
+
+	/* The first historic pass: every comment, nothing failed. */
+	deadline = wsc_now_ms() + PEER_SECS * 1000;
+	while ((holds(a, evs, NPACKED) < NPACKED || figures(a, purl, &f0) ==
+	    -1 || f0.synced_at <= 0) && wsc_now_ms() < deadline)
+		usleep(200000);
+	T_EQ_INT(holds(a, evs, NPACKED), NPACKED);
+	T_CHECK(f0.synced_at > 0);
+	T_EQ_STR(f0.mode, "negentropy");
+	T_CHECK(f0.fallbacks == 0 && f0.sessions >= 1);
+	T_CHECK(f0.need >= NPACKED + 1);
+	T_EQ_INT(holds(a, &other, 1), 0);
+	T_ASSERT(peer_idfetches(peer, evs, NPACKED, &il0) == 0);
+	printf("# %d comments needed: %d id-fetch REQs for them, at most %d "
+	    "ids in one; %d malformed\n", NPACKED, il0.reqs_with, il0.largest,
+	    il0.malformed);
+	T_EQ_INT(il0.malformed, 0);
+	T_CHECK(il0.largest <= IDS_PER_REQ);
+	T_EQ_INT(il0.reqs_with, (NPACKED + IDS_PER_REQ - 1) / IDS_PER_REQ);
+	T_EQ_INT(il0.distinct, NPACKED);
+	T_EQ_INT(il0.max_repeat, 1);
+	T_ASSERT(peer_idfetches(peer, &other, 1, &ilx) == 0);
+	T_EQ_INT(ilx.asked, 1);
+
+	/* The second pass over layer 1: the catch-up after the live
+	 * subscriptions change for a new issue. */
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", p.coord);
+	T_ASSERT((issue = ev(99, time(NULL), 1621, tags, "new issue")) !=
+	    NULL);
+	T_ASSERT(publish(a, issue) == 0);
+	deadline = wsc_now_ms() + PEER_SECS * 1000;
+	while (wsc_now_ms() < deadline) {
+		if (peer_l1_catchups(peer) >= 1 && figures(a, purl, &f1) == 0 &&
+		    f1.skipped >= 1)
+			break;
+		if (peer_idfetches(peer, &other, 1, &ilx) == 0 && ilx.asked > 1)
+			break;
+		usleep(200000);
+	}
+	/* Anything still in flight lands. */
+	usleep(500000);
+	T_CHECK(peer_l1_catchups(peer) >= 1);
+	T_CHECK(figures(a, purl, &f1) == 0);
+	T_ASSERT(peer_idfetches(peer, &other, 1, &ilx) == 0);
+	T_ASSERT(peer_idfetches(peer, evs, NPACKED, &il1) == 0);
+	printf("# second pass: %.0f ids skipped, the refused announcement "
+	    "asked %d times\n", f1.skipped, ilx.asked);
+	T_CHECK(f1.skipped >= 1);
+	T_EQ_INT(ilx.asked, 1);
+	T_EQ_INT(il1.asked, NPACKED);
+	T_EQ_INT(il1.malformed, 0);
+	T_CHECK(f1.fallbacks == 0);
+	T_EQ_INT(holds(a, &other, 1), 0);
+	if (t_case_failed)
+		relayproc_dump_log(a, 40);
+	relayproc_free(a);
+	relayproc_free(peer);
+	for (i = 0; i < NPACKED; i++)
+		event_destroy(evs[i]);
+	event_destroy(ann);
+	event_destroy(other);
 	event_destroy(issue);
 }
 
@@ -1045,6 +1342,7 @@ main(void)
 	}
 	T_RUN(idle_negentropy_session_is_closed);
 	T_RUN(req_only_peer_converges_and_is_remembered);
+	T_RUN(needed_ids_are_packed_and_refused_ones_not_refetched);
 	T_RUN(negentropy_refusals_are_told_apart);
 	T_RUN(disabled_negentropy_sends_no_neg_message);
 	T_RUN(two_instances_converge_by_negentropy);

@@ -191,7 +191,7 @@ test_config_refuses_unknown_keys_and_bad_types(void)
 	T_EQ_INT(config("{\"drop_eose\":1}"), 400);
 	T_EQ_INT(config("{\"flood\":-1}"), 400);
 	T_EQ_INT(config("not json"), 400);
-	/* "neg" is reserved and accepted. */
+	/* "neg" (NIP-77 mode) is a boolean like the others. */
 	T_EQ_INT(post("/config", "{\"neg\":true,\"max_results\":7}", &resp),
 	    200);
 	T_CHECK(resp && strstr(resp, "\"max_results\":7") != NULL);

@@ -269,5 +269,6 @@ main(int argc, char *argv[])
 	cJSON_Delete(pr.log_reqs);
 	cJSON_Delete(pr.log_closes);
 	cJSON_Delete(pr.log_auth);
+	cJSON_Delete(pr.log_negs);
 	return 0;
 }

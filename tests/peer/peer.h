@@ -10,7 +10,8 @@
  * so a test can assert on the requests graspd made.
  *
  * peer.c       main, options, the loop, signals, the hang port
- * peer_ws.c    NIP-01 websocket side: EVENT, REQ, CLOSE, AUTH; output
+ * peer_ws.c    NIP-01 websocket side: EVENT, REQ, CLOSE, AUTH, and
+ *              NIP-77 NEG-OPEN/NEG-MSG/NEG-CLOSE in "neg" mode; output
  * peer_http.c  NIP-11 and the control endpoints (/config, /reset,
  *              /events, /log)
  * peer_store.c the in-memory event store, the configuration and the log
@@ -67,9 +68,18 @@ struct peer_config {
 	int	refuse;			/* websocket upgrades get 503 */
 	int	hang;			/* upgrades are never answered */
 	int	verify;			/* check ids and signatures */
+	int	neg;			/* NIP-77: serve NEG-OPEN (negentropy) */
 };
 
 struct peer_conn;
+struct neg;
+
+/* A NIP-77 session of "neg" mode. */
+struct peer_neg {
+	LIST_ENTRY(peer_neg)	 pn_entry;
+	char			 pn_id[PEER_MAX_SUBID + 1];
+	struct neg		*pn_neg;
+};
 
 struct peer_sub {
 	LIST_ENTRY(peer_sub)	 ps_entry;
@@ -104,6 +114,7 @@ struct peer_conn {
 	size_t			 pc_outbytes;
 	LIST_HEAD(, peer_sub)	 pc_subs;
 	int			 pc_nsubs;
+	LIST_HEAD(, peer_neg)	 pc_negs;	/* NIP-77 sessions */
 	uint64_t		 pc_events_sent;
 	int			 pc_drop;	/* close_after_events reached */
 	int			 pc_too_slow;
@@ -134,6 +145,7 @@ struct peer {
 	cJSON			*log_reqs;
 	cJSON			*log_closes;
 	cJSON			*log_auth;
+	cJSON			*log_negs;	/* NEG-OPENs */
 	uint64_t		 log_connections;
 	uint64_t		 log_events_received;
 	uint64_t		 log_bytes_in;

@@ -9,8 +9,9 @@
  *                  close_after_events, oversized_bytes, flood; booleans:
  *                  drop_eose, closed_rate_limited, notice_rate_limit,
  *                  ok_rate_limited, garbage, forge, auth, refuse, hang,
- *                  verify; "neg" is reserved and ignored).  An unknown
- *                  key or a wrong type is 400 and changes nothing.
+ *                  verify, neg: NEG-OPEN is served, not a NOTICE).
+ *                  An unknown key or a wrong type is 400 and changes
+ *                  nothing.
  *                  Answers the whole configuration.
  *   POST /reset    default configuration, empty store, empty log, and
  *                  the connections held by "hang" closed
@@ -21,6 +22,7 @@
  *   GET  /events   the stored events as a JSON array, newest first
  *   GET  /log      {"connections","open","reqs":[{"conn","sub","filters",
  *                  "at_ms"}],"closes":[{"conn","sub","at_ms"}],
+ *                  "negs":[{"conn","sub","filter","at_ms"}],
  *                  "events_received","stored","auth":[{"conn","pubkey"}],
  *                  "max_concurrent_subs","bytes_in","bytes_out",
  *                  "hang_port","config"}; at_ms is CLOCK_MONOTONIC, the

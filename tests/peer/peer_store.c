@@ -123,8 +123,8 @@ static const struct {
 	K(refuse, CFG_BOOL, 1),
 	K(hang, CFG_BOOL, 1),
 	K(verify, CFG_BOOL, 1),
+	K(neg, CFG_BOOL, 1),
 #undef K
-	{ "neg", CFG_IGNORED, 0, 0 },	/* reserved for NIP-77 */
 };
 
 #define NCFG	(sizeof(cfg_keys) / sizeof(cfg_keys[0]))
@@ -233,6 +233,8 @@ peer_reset(void)
 	cJSON_Delete(peer->log_reqs);
 	cJSON_Delete(peer->log_closes);
 	cJSON_Delete(peer->log_auth);
+	cJSON_Delete(peer->log_negs);
+	peer->log_negs = new_array();
 	peer->log_reqs = new_array();
 	peer->log_closes = new_array();
 	peer->log_auth = new_array();
@@ -257,6 +259,7 @@ peer_log_text(void)
 	/* References: deleting o leaves the lists alone. */
 	cJSON_AddItemReferenceToObject(o, "reqs", peer->log_reqs);
 	cJSON_AddItemReferenceToObject(o, "closes", peer->log_closes);
+	cJSON_AddItemReferenceToObject(o, "negs", peer->log_negs);
 	cJSON_AddNumberToObject(o, "events_received",
 	    (double)peer->log_events_received);
 	cJSON_AddNumberToObject(o, "stored", (double)peer->nevents);

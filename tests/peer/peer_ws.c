@@ -1,7 +1,8 @@
 /*
  * peer_ws.c: the test peer's NIP-01 websocket side: EVENT (stored without
  * checks unless "verify"), REQ (stored matches newest first, EOSE, live
- * delivery), CLOSE and NIP-42 AUTH, each bent by the scripted
+ * delivery), CLOSE, NIP-42 AUTH and, in "neg" mode, NIP-77 negentropy
+ * (common/negentropy.c's server), each bent by the scripted
  * misbehaviour of peer_config, and every client's output queue.  Runs in
  * peer, the scriptable relay of the integration tests.
  */
@@ -18,6 +19,7 @@
 
 #include "json.h"
 #include "log.h"
+#include "negentropy.h"
 #include "peer.h"
 
 /* Queues one frame; nothing more goes out once the drop is decided. */
@@ -550,6 +552,153 @@ handle_auth(struct peer_conn *c, const struct json *msg)
 	event_destroy(ev);
 }
 
+/* NIP-77 ("neg" mode): a message to subid with one string argument. */
+static void
+send_neg(struct peer_conn *c, const char *verb, const char *subid,
+    const char *arg, size_t len)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_printf(&b, "[\"%s\",", verb);
+	buf_add_jstr(&b, subid, strlen(subid));
+	buf_addc(&b, ',');
+	buf_add_jstr(&b, arg, len);
+	buf_addc(&b, ']');
+	send_buf(c, &b);
+	buf_free(&b);
+}
+
+static struct peer_neg *
+neg_find(struct peer_conn *c, const char *subid)
+{
+	struct peer_neg	*n;
+
+	LIST_FOREACH(n, &c->pc_negs, pn_entry)
+		if (strcmp(n->pn_id, subid) == 0)
+			return n;
+	return NULL;
+}
+
+static void
+neg_remove(struct peer_neg *n)
+{
+	LIST_REMOVE(n, pn_entry);
+	neg_free(n->pn_neg);
+	free(n);
+}
+
+/* Answers hex, a client message, for session n; drops n on error. */
+static void
+neg_answer(struct peer_conn *c, struct peer_neg *n, const struct json *hex)
+{
+	struct buf	out = BUF_INIT;
+	char		err[160], reason[200];
+
+	if (hex == NULL || hex->type != JSON_STRING) {
+		send_neg(c, "NEG-ERR", n->pn_id, "invalid: no message", 19);
+		neg_remove(n);
+		return;
+	}
+	if (neg_server_reconcile(n->pn_neg, hex->s, hex->len, &out, err,
+	    sizeof(err)) == -1) {
+		snprintf(reason, sizeof(reason), "invalid: %s", err);
+		send_neg(c, "NEG-ERR", n->pn_id, reason, strlen(reason));
+		neg_remove(n);
+	} else
+		send_neg(c, "NEG-MSG", n->pn_id, out.b_data, out.b_len);
+	buf_free(&out);
+}
+
+/*
+ * NEG-OPEN, logged in "negs" either way: without "neg", an unknown
+ * message (a NOTICE, as relays that do not speak NIP-77 answer); with
+ * it, the set is every stored event the filter matches (no limit).
+ */
+static void
+handle_neg_open(struct peer_conn *c, const struct json *msg)
+{
+	const struct json	*sid = json_at(msg, 1), *fj = json_at(msg, 2);
+	struct neg_items	 it = { NULL, 0, 0 };
+	struct filter		 f;
+	struct peer_neg		*n, *old;
+	cJSON			*e;
+	char			 err[160];
+	size_t			 i;
+
+	if ((e = cJSON_CreateObject()) == NULL)
+		fatal("handle_neg_open");
+	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
+	if (sid != NULL && sid->type == JSON_STRING)
+		cJSON_AddStringToObject(e, "sub", sid->s);
+	else
+		cJSON_AddNullToObject(e, "sub");
+	cJSON_AddItemToObject(e, "filter", fj != NULL ? to_cjson(fj) :
+	    cJSON_CreateNull());
+	cJSON_AddNumberToObject(e, "at_ms", (double)peer_now_ms());
+	peer_log_add(peer->log_negs, e);
+	if (!peer->cfg.neg) {
+		send_notice(c, "error: unknown message type \"NEG-OPEN\"");
+		return;
+	}
+	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0 ||
+	    sid->len > PEER_MAX_SUBID || memchr(sid->s, '\0', sid->len)) {
+		send_notice(c, "invalid: NEG-OPEN needs a subscription id");
+		return;
+	}
+	if ((old = neg_find(c, sid->s)) != NULL)
+		neg_remove(old);
+	memset(&f, 0, sizeof(f));
+	if (fj == NULL || fj->type != JSON_OBJECT ||
+	    filter_parse(fj, &f, err, sizeof(err)) == -1) {
+		send_neg(c, "NEG-ERR", sid->s, "invalid: bad filter", 19);
+		filter_free(&f);
+		return;
+	}
+	for (i = 0; i < peer->nevents; i++)
+		if (filter_match(&f, peer->events[i]))
+			neg_items_add(peer->events[i]->created_at,
+			    peer->events[i]->id, &it);
+	filter_free(&f);
+	if ((n = calloc(1, sizeof(*n))) == NULL)
+		fatal("handle_neg_open");
+	memcpy(n->pn_id, sid->s, sid->len + 1);
+	if ((n->pn_neg = neg_server_new(it.ni_v, it.ni_n, NEG_FRAME_DEFAULT,
+	    err, sizeof(err))) == NULL) {
+		free(n);
+		send_neg(c, "NEG-ERR", sid->s, "error: cannot start", 19);
+		return;
+	}
+	LIST_INSERT_HEAD(&c->pc_negs, n, pn_entry);
+	neg_answer(c, n, json_at(msg, 3));
+}
+
+static void
+handle_neg_msg(struct peer_conn *c, const struct json *msg)
+{
+	const struct json	*sid = json_at(msg, 1);
+	struct peer_neg		*n;
+
+	if (sid == NULL || sid->type != JSON_STRING)
+		return;
+	if ((n = neg_find(c, sid->s)) == NULL) {
+		send_neg(c, "NEG-ERR", sid->s, "closed: subscription not "
+		    "found", 30);
+		return;
+	}
+	neg_answer(c, n, json_at(msg, 2));
+}
+
+static void
+handle_neg_close(struct peer_conn *c, const struct json *msg)
+{
+	const struct json	*sid = json_at(msg, 1);
+	struct peer_neg		*n;
+
+	if (sid != NULL && sid->type == JSON_STRING &&
+	    (n = neg_find(c, sid->s)) != NULL)
+		neg_remove(n);
+}
+
 static void
 handle_message(struct peer_conn *c, const char *data, size_t len)
 {
@@ -575,6 +724,12 @@ handle_message(struct peer_conn *c, const char *data, size_t len)
 		handle_close(c, msg);
 	else if (strcmp(verb->s, "AUTH") == 0)
 		handle_auth(c, msg);
+	else if (strcmp(verb->s, "NEG-OPEN") == 0)
+		handle_neg_open(c, msg);
+	else if (peer->cfg.neg && strcmp(verb->s, "NEG-MSG") == 0)
+		handle_neg_msg(c, msg);
+	else if (peer->cfg.neg && strcmp(verb->s, "NEG-CLOSE") == 0)
+		handle_neg_close(c, msg);
 	else {
 		snprintf(notice, sizeof(notice), "error: unknown message type "
 		    "\"%.40s\"", verb->s);
@@ -591,6 +746,8 @@ conn_release(struct peer_conn *c)
 
 	while ((s = LIST_FIRST(&c->pc_subs)) != NULL)
 		sub_remove(c, s);
+	while (LIST_FIRST(&c->pc_negs) != NULL)
+		neg_remove(LIST_FIRST(&c->pc_negs));
 	while ((o = STAILQ_FIRST(&c->pc_outq)) != NULL) {
 		STAILQ_REMOVE_HEAD(&c->pc_outq, po_entry);
 		free(o);
@@ -688,6 +845,7 @@ conn_open(struct peer_conn *c, struct lws *wsi)
 	c->pc_serial = ++peer->next_serial;
 	STAILQ_INIT(&c->pc_outq);
 	LIST_INIT(&c->pc_subs);
+	LIST_INIT(&c->pc_negs);
 	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
 		fatal("getrandom");
 	hex_encode(raw, sizeof(raw), c->pc_challenge);

@@ -1,6 +1,7 @@
 /*
  * negentropy.c: Negentropy protocol v1, server and client (see
- * negentropy.h).  relayd runs the server side; syncd will run the client.
+ * negentropy.h).  relayd runs the server side; syncd runs the client
+ * (through common/conn.c) against other relays.
  *
  * A message is the version byte followed by ranges, each an upper bound,
  * a mode and its payload; ranges follow each other from (0, empty id) up.

@@ -9,10 +9,10 @@
  * it has ("have") and which only the server has ("need").  Messages are
  * hex-encoded binary, as NIP-77 carries them.
  *
- * relayd runs the server side for NEG-OPEN / NEG-MSG; syncd will run the
- * client side against other relays.  Every message is untrusted input:
- * a malformed one is refused with a reason, never trusted to be in
- * bounds.  The module does not exit, except on allocation failure.
+ * relayd runs the server side for NEG-OPEN / NEG-MSG; syncd runs the
+ * client side against other relays (through common/conn.c).  Every
+ * message is untrusted input: a malformed one is refused with a reason,
+ * never trusted to be in bounds.  The module does not exit, except on allocation failure.
  */
 #ifndef GRASPD_NEGENTROPY_H
 #define GRASPD_NEGENTROPY_H

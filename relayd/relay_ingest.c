@@ -285,6 +285,22 @@ rate_ok(struct relay_conn *c)
 	return 1;
 }
 
+/*
+ * 1 if ev is stored already (committed: the batch is decided and
+ * committed within one callback): such a copy needs no signature check,
+ * which costs more than the lookup (a second fetch of an event, a client
+ * sending to every relay it knows).  Copies still in the pipeline are
+ * caught by decide().
+ */
+static int
+already_stored(const struct event *ev)
+{
+	if (store_has_id(relayd->store, ev->id) != 1)
+		return 0;
+	relayd->stats.events_duplicate++;
+	return 1;
+}
+
 void
 relay_ingest_client(struct relay_conn *c, const struct json *evj)
 {
@@ -304,6 +320,12 @@ relay_ingest_client(struct relay_conn *c, const struct json *evj)
 	    check_event(ev, msg, sizeof(msg)) == -1) {
 		relay_send_ok(c, ev ? ev->id_hex : id, 0, msg);
 		relayd->stats.events_invalid++;
+		event_destroy(ev);
+		return;
+	}
+	if (already_stored(ev)) {
+		relay_send_ok(c, ev->id_hex, 1,
+		    "duplicate: already have this event");
 		event_destroy(ev);
 		return;
 	}
@@ -328,6 +350,10 @@ relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 		log_debug("%s via %.*s: %s", role_name(origin), (int)urllen,
 		    url, msg);
 		relayd->stats.events_invalid++;
+		event_destroy(ev);
+		return;
+	}
+	if (already_stored(ev)) {
 		event_destroy(ev);
 		return;
 	}

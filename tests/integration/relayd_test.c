@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "ctl.h"
 #include "event.h"
 #include "gitutil.h"
 #include "json.h"
@@ -733,6 +734,52 @@ test_deletion_by_author_only_and_final(void)
 	wsc_close(ws);
 }
 
+/*
+ * A stored event sent again is answered "duplicate:" with OK true, and
+ * is not checked a second time: a copy whose signature was broken on the
+ * way is the same event (its id is), so it gets the same answer.  The
+ * stored copy is unchanged and /metrics counts both as duplicates.
+ */
+static void
+test_duplicate_answered_before_signature_check(void)
+{
+	struct wsc	*ws = conn(rp);
+	struct event	*ann, *issue;
+	char		 d[32], coord[128], tags[256], msg[256], *s, *sigp, *m;
+	double		 dup0;
+	int		 ok = -1;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	ann = announcement(53, d, 1, 1, "");
+	T_ASSERT(serve(ws, 53, ann, d));
+	repo_coord(53, d, coord, sizeof(coord));
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
+	issue = signed_by(54, time(NULL), 1621, tags, "sent twice");
+	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, "");
+	dup0 = ctl_metric(rp,
+	    "graspd_relay_events_total{role=\"relayd\",result=\"duplicate\"}");
+	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, "duplicate: already have this event");
+
+	s = strdup(issue->json);
+	sigp = strstr(s, "\"sig\":\"") + 7;
+	sigp[0] = sigp[0] == '0' ? '1' : '0';
+	m = NULL;
+	T_ASSERT(nostr_publish_json(ws, s, issue->id_hex, TMO, &ok, &m) == 0);
+	T_EQ_INT(ok, 1);
+	T_CHECK(m && strcmp(m, "duplicate: already have this event") == 0);
+	free(m);
+	free(s);
+	T_EQ_INT(has_id(ws, issue->id_hex), 1);
+	T_CHECK(ctl_metric(rp,
+	    "graspd_relay_events_total{role=\"relayd\",result=\"duplicate\"}") == dup0 + 2);
+	event_destroy(ann);
+	event_destroy(issue);
+	wsc_close(ws);
+}
+
 static void
 test_req_limit_order_and_live_delivery(void)
 {
@@ -1183,6 +1230,7 @@ main(void)
 	T_RUN(test_identity_events_only_from_eligible_authors);
 	T_RUN(test_replaceable_keeps_newest_and_lowest_id_on_tie);
 	T_RUN(test_deletion_by_author_only_and_final);
+	T_RUN(test_duplicate_answered_before_signature_check);
 	T_RUN(test_req_limit_order_and_live_delivery);
 	T_RUN(test_invalid_events_get_clear_ok);
 	T_RUN(test_expiring_event_hidden_after_expiry);

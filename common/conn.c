@@ -156,6 +156,7 @@ struct conn {
 	int64_t			 c_retry_ms;	/* BACKOFF, DEAD, REFUSED */
 	int64_t			 c_cool_ms;	/* end of cooldown, or 0 */
 	int64_t			 c_last_req_ms;	/* 0: none yet */
+	double			 c_interval;	/* pacing, seconds */
 	int64_t			 c_streak_ms;	/* first failure, or 0 */
 	unsigned		 c_failures;	/* consecutive, until the
 						   relay answers in full */
@@ -1125,7 +1126,6 @@ req_admit(struct conn_req *r)
 static void
 conn_pump(struct conn *c)
 {
-	struct config	*cfg = c->c_mgr->m_cfg;
 	int64_t		 now = now_ms(), next;
 
 	if (c->c_cool_ms != 0 && now >= c->c_cool_ms) {
@@ -1142,8 +1142,7 @@ conn_pump(struct conn *c)
 	}
 	if (TAILQ_EMPTY(&c->c_pending) || c->c_nopen >= CONN_MAX_SUBS)
 		return;
-	next = c->c_last_req_ms + (int64_t)(conn_req_interval(cfg) *
-	    1000);
+	next = c->c_last_req_ms + (int64_t)(c->c_interval * 1000);
 	if (c->c_last_req_ms != 0 && now < next) {
 		conn_sched(c, &c->c_sul_pump, conn_sul_pump,
 		    (double)(next - now) / 1000);
@@ -1151,8 +1150,7 @@ conn_pump(struct conn *c)
 	}
 	req_admit(TAILQ_FIRST(&c->c_pending));
 	if (!TAILQ_EMPTY(&c->c_pending) && c->c_nopen < CONN_MAX_SUBS)
-		conn_sched(c, &c->c_sul_pump, conn_sul_pump,
-		    conn_req_interval(cfg));
+		conn_sched(c, &c->c_sul_pump, conn_sul_pump, c->c_interval);
 }
 
 static void
@@ -1186,8 +1184,11 @@ conn_rate_limited(struct conn *c, const char *what, const char *text,
 	c->c_rate_limits++;
 	c->c_mgr->m_rate_limits++;
 	c->c_cool_ms = now_ms() + (int64_t)(cool * 1000);
+	if ((c->c_interval *= 2) > cfg_scale_delay(cfg, CONN_REQ_INTERVAL_MAX))
+		c->c_interval = cfg_scale_delay(cfg, CONN_REQ_INTERVAL_MAX);
 	log_info("conn %s: rate limited (%s \"%s\"), no new request for "
-	    "%.1f s", c->c_key, what, t, cool);
+	    "%.1f s, then one every %.0f ms", c->c_key, what, t, cool,
+	    c->c_interval * 1000);
 	conn_sched(c, &c->c_sul_pump, conn_sul_pump, cool);
 	conn_report(c);
 }
@@ -2167,6 +2168,7 @@ conn_get(struct conn_mgr *m, const char *key, unsigned flags,
 	c->c_flags = flags;
 	c->c_holds = 1;
 	c->c_link = c->c_reported = CONN_IDLE;
+	c->c_interval = conn_req_interval(m->m_cfg);
 	TAILQ_INIT(&c->c_pending);
 	TAILQ_INIT(&c->c_open);
 	TAILQ_INIT(&c->c_parked);
@@ -2559,6 +2561,8 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 		    (double)c->c_failures_total);
 		cJSON_AddNumberToObject(o, "malformed",
 		    (double)c->c_malformed);
+		cJSON_AddNumberToObject(o, "req_interval_ms",
+		    c->c_interval * 1000);
 		cJSON_AddNumberToObject(o, "rate_limits",
 		    (double)c->c_rate_limits);
 		cJSON_AddNumberToObject(o, "stray", (double)c->c_stray);

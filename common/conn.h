@@ -93,11 +93,18 @@ struct event;
 /* ... and after 3 s under NGIT_TEST (design.md, "Test timing"; not the
  * 60-fold rule, which would leave 0.5 s). */
 #define CONN_FETCH_TIMEOUT_TEST		3.0
-/* Ours: minimum interval between two REQs to one relay (GRASP-03 "per-
- * relay request pacing" names no figure): at most 20 REQs a second, with
- * CONN_MAX_SUBS open at once (ngit-grasp paces not at all; at 5 a second
- * a 20,000-event repository took 55 s to pull, at 20 a second 12 s). */
-#define CONN_REQ_INTERVAL		0.05
+/* Ours: minimum interval between two REQs (or NEG-OPENs) to one relay,
+ * at first: at most 100 a second (GRASP-03 "per-relay request pacing"
+ * names no figure; ngit-grasp paces not at all).  The ledger is the
+ * main bound: at most CONN_MAX_SUBS open at once, so over a real network
+ * fewer than this leave anyway; pacing keeps tiny REQs from bursting.
+ * At 20 a second, a 20,000-event repository took 5.4-5.6 s to pull from
+ * a peer graspd, at 100 a second 3.7-3.8 s (tests/bench/pull.sh). */
+#define CONN_REQ_INTERVAL		0.01
+/* Ours: a relay that signals a rate limit gets, after its cooldown,
+ * twice the interval it had (per connection, until the role lets the
+ * connection go), up to this: a strict relay teaches us its pace. */
+#define CONN_REQ_INTERVAL_MAX		1.0
 /* ... and under NGIT_TEST (not the 60-fold rule, whose 0.8 ms cannot be
  * told from no pacing once writes coalesce). */
 #define CONN_REQ_INTERVAL_TEST		0.005

@@ -54,6 +54,8 @@ struct sync_hreq {
 	int			 hr_fetch_failed;
 	uint64_t		 hr_fetch_dropped;
 	enum conn_fetch_result	 hr_fetch_res;
+	uint8_t			(*hr_asking)[32]; /* in sr_asking for it */
+	size_t			 hr_nasking;
 };
 
 /* The tag letters each set is asked by (reference brief 3.2). */
@@ -161,6 +163,17 @@ vals_release(struct sync_vals *sv)
 static void
 hreq_free(struct sync_hreq *hr)
 {
+	struct hmap	*asking = &hr->hr_sr->sr_asking;
+	uintptr_t	 refs;
+	size_t		 i;
+
+	for (i = 0; i < hr->hr_nasking; i++) {
+		refs = (uintptr_t)hmap_del(asking, hr->hr_asking[i], 32);
+		if (refs > 1)
+			hmap_put(asking, hr->hr_asking[i], 32,
+			    (void *)(refs - 1));
+	}
+	free(hr->hr_asking);
 	LIST_REMOVE(hr, hr_entry);
 	hr->hr_sr->sr_historic--;
 	vals_release(hr->hr_vals);
@@ -231,6 +244,7 @@ sync_relay_free(struct sync_relay *sr)
 		hmap_free(&sr->sr_have[s]);
 	}
 	hmap_free(&sr->sr_delivered);
+	hmap_free(&sr->sr_asking);
 	conn_release(sr->sr_conn);
 	log_info("%s: no longer a target", sr->sr_key);
 	free(sr->sr_key);
@@ -393,11 +407,19 @@ hreq_fetch_need(struct sync_hreq *hr, const struct neg_idlist *need)
 	if (need->il_n > 0 && ((hex = calloc(need->il_n, sizeof(*hex))) ==
 	    NULL || (v = calloc(need->il_n, sizeof(*v))) == NULL))
 		fatal("hreq_fetch_need");
+	if (need->il_n > 0 && (hr->hr_asking = calloc(need->il_n,
+	    sizeof(*hr->hr_asking))) == NULL)
+		fatal("hreq_fetch_need");
 	for (i = 0; i < need->il_n; i++) {
-		if (sync_neg_was_delivered(sr, need->il_ids[i])) {
+		/* Delivered already, or on its way for another filter
+		 * (a comment matches both "#e" and "#E" of its root). */
+		if (sync_neg_was_delivered(sr, need->il_ids[i]) ||
+		    hmap_get(&sr->sr_asking, need->il_ids[i], 32) != NULL) {
 			sr->sr_neg_skipped++;
 			continue;
 		}
+		hmap_put(&sr->sr_asking, need->il_ids[i], 32, (void *)1);
+		memcpy(hr->hr_asking[hr->hr_nasking++], need->il_ids[i], 32);
 		hex_encode(need->il_ids[i], 32, hex[n]);
 		v[n] = hex[n];
 		n++;

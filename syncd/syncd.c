@@ -186,10 +186,12 @@ historic_busy(struct syncd *sd)
 }
 
 /*
- * When the batch window should end: SYNC_BATCH_WINDOW after its start
- * while fetches run, since their events keep changing the inventory;
- * otherwise SYNC_BATCH_QUIET from now, but never sooner than
- * SYNC_BATCH_WINDOW after the last rebuild.
+ * When the batch window that started at start should end:
+ * SYNC_BATCH_WINDOW after its start while fetches run, since their
+ * events keep changing the inventory; otherwise SYNC_BATCH_QUIET from
+ * now (arm_window() calls it again on every change, so relayd storing
+ * the last fetch's events keeps it open), but never sooner than twice
+ * that after the last rebuild, nor later than the whole window.
  */
 static lws_usec_t
 window_end(struct syncd *sd, lws_usec_t now, lws_usec_t start)
@@ -202,22 +204,36 @@ window_end(struct syncd *sd, lws_usec_t now, lws_usec_t start)
 	if (historic_busy(sd))
 		return start + window;
 	at = now + quiet;
-	if (sd->sd_reconciled_at != 0 && at < sd->sd_reconciled_at + window)
-		at = sd->sd_reconciled_at + window;
+	if (sd->sd_reconciled_at != 0 && at < sd->sd_reconciled_at + 2 * quiet)
+		at = sd->sd_reconciled_at + 2 * quiet;
 	return at < start + window ? at : start + window;
 }
 
 static void
 arm_window(struct syncd *sd)
 {
-	lws_usec_t	now = lws_now_usecs();
+	const struct config	*cfg = &sd->sd_ctx->r_cfg;
+	lws_usec_t		 now = lws_now_usecs(), at;
 
-	if (sd->sd_window_armed)
-		return;
-	sd->sd_window_armed = 1;
-	sd->sd_window_at = window_end(sd, now, now);
+	if (!sd->sd_window_armed) {
+		sd->sd_window_armed = 1;
+		sd->sd_window_start = sd->sd_window_moved = now;
+		at = window_end(sd, now, now);
+	} else {
+		/* A later change moves the end on; looked at no more than
+		 * ten times a quiet spell (historic_busy() visits every
+		 * relay, and changes come an event at a time). */
+		if (now - sd->sd_window_moved < (lws_usec_t)(cfg_period(cfg,
+		    SYNC_BATCH_QUIET) * 1e5))
+			return;
+		sd->sd_window_moved = now;
+		if ((at = window_end(sd, now, sd->sd_window_start)) <=
+		    sd->sd_window_at)
+			return;
+	}
+	sd->sd_window_at = at;
 	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sd->sd_sul_window, window_cb,
-	    sd->sd_window_at > now ? sd->sd_window_at - now : 1);
+	    at > now ? at - now : 1);
 }
 
 void

@@ -43,12 +43,12 @@
 #define SYNC_DAILY_MIN		(23.0 * 3600)
 #define SYNC_DAILY_MAX		(25.0 * 3600)
 /* Ours: accepted events gathered this long before targets are rebuilt
- * (the reference's 5 s self-subscriber window; 200 ms under NGIT_TEST),
- * and the least time between two rebuilds ... */
+ * (the reference's 5 s self-subscriber window; 200 ms under NGIT_TEST)
+ * while historic requests are in flight, and at most this long ... */
 #define SYNC_BATCH_WINDOW	2.0
-/* ... but while no historic request is in flight (the events of a fetch
- * are all in, or a change came after a quiet spell) only this long
- * (both 200 ms under NGIT_TEST: cfg_period()). */
+/* ... but while none is, only until no change came for this long (the
+ * events of the last fetch are stored), and no sooner than twice this
+ * after the last rebuild (both 200 ms under NGIT_TEST: cfg_period()). */
 #define SYNC_BATCH_QUIET	0.25
 /* Ours: a failed historic fetch is tried again after this long. */
 #define SYNC_RETRY		60.0
@@ -154,6 +154,9 @@ struct sync_relay {
 	/* NIP-77 (sync_neg.c): ids it delivered (32-byte keys), and what
 	 * its reconciliations cost and found. */
 	struct hmap	 sr_delivered;
+	/* ... and ids an id fetch of another reconciliation is asking it
+	 * for right now (32-byte keys, counted), not asked twice. */
+	struct hmap	 sr_asking;
 	uint64_t	 sr_neg_sessions;	/* reconciliations done */
 	uint64_t	 sr_neg_fallbacks;	/* ended in a paginated REQ */
 	uint64_t	 sr_neg_rounds;		/* NEG-MSG answers */
@@ -181,6 +184,8 @@ struct syncd {
 	uint64_t	 sd_inv_gen;		/* inventory generation seen */
 	int		 sd_window_armed;
 	lws_usec_t	 sd_window_at;		/* when it fires */
+	lws_usec_t	 sd_window_start;	/* the first change */
+	lws_usec_t	 sd_window_moved;	/* sd_window_at last moved */
 	lws_usec_t	 sd_reconciled_at;	/* the last rebuild */
 	lws_sorted_usec_list_t sd_sul_window;
 	uint64_t	 sd_events;		/* events sent to relayd */

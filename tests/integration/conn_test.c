@@ -872,6 +872,9 @@ cooldown_case(const char *config, enum conn_fetch_result first)
 	T_EQ_INT(conn_state(c), CONN_RATE_LIMITED);
 	T_ASSERT(saw_state(c, CONN_RATE_LIMITED));
 	T_EQ_INT(show_num(peer_key, "rate_limits"), 1);
+	/* Paced at twice the interval from now on. */
+	T_EQ_INT(show_num(peer_key, "req_interval_ms"),
+	    (int)(2 * conn_req_interval(&cfg) * 1000 + 0.5));
 
 	/* The relay behaves again; our next requests wait all the same. */
 	T_EQ_INT(peer_config("{\"notice_rate_limit\":false,"

@@ -840,9 +840,13 @@ req_only_peer_converges_and_is_remembered(void)
  * still counts as received: the historic pass completes without a
  * fallback, and the next reconciliation of layer 1 (the catch-up after a
  * live resubscription, which a new issue causes) skips it instead of
- * asking for it again.
+ * asking for it again.  An issue there has NTHREAD comments that tag it
+ * by both "e" and "E" (NIP-22) and name no repository: only the thread
+ * filters of layer 3 reach them, the "#e" and the "#E" one at once, and
+ * each is still asked once.
  */
 #define NPACKED		1000
+#define NTHREAD		40
 
 static void
 needed_ids_are_packed_and_refused_ones_not_refetched(void)
@@ -853,9 +857,9 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	struct relayproc	*a = NULL, *peer = NULL;
 	const char		*hosts[1];
 	struct event		*ann = NULL, *other = NULL, *issue = NULL;
-	struct event		*evs[NPACKED];
+	struct event		*evs[NPACKED], *root = NULL, *thr[NTHREAD];
 	struct neg_figures	 f0, f1;
-	struct idfetch_log	 il0, il1, ilx;
+	struct idfetch_log	 il0, il1, ilx, ilt;
 	struct pair		 p;
 	struct buf		 body = BUF_INIT;
 	struct wsc		*ws;
@@ -887,6 +891,20 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	for (i = 0; i < NPACKED; i++)
 		T_ASSERT((evs[i] = comment(&p, 92 + (int)(i % 8), t_first + 1 +
 		    (int64_t)i, "packed", (int)i)) != NULL);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", p.coord);
+	T_ASSERT((root = ev(93, t_first, 1621, tags, "a thread")) != NULL);
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\",\"1621\"],"
+	    "[\"e\",\"%s\"],[\"k\",\"1621\"]]", root->id_hex,
+	    root->id_hex);
+	for (i = 0; i < NTHREAD; i++)
+		T_ASSERT((thr[i] = ev(94 + (int)(i % 4), t_first + 2 +
+		    (int64_t)i, 1111, tags, "in the thread")) != NULL);
+	buf_add(&body, root->json, root->json_len);
+	buf_addc(&body, '\n');
+	for (i = 0; i < NTHREAD; i++) {
+		buf_add(&body, thr[i]->json, thr[i]->json_len);
+		buf_addc(&body, '\n');
+	}
 	buf_add(&body, ann->json, ann->json_len);
 	buf_addc(&body, '\n');
 	buf_add(&body, other->json, other->json_len);
@@ -930,6 +948,17 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	T_EQ_INT(il0.max_repeat, 1);
 	T_ASSERT(peer_idfetches(peer, &other, 1, &ilx) == 0);
 	T_EQ_INT(ilx.asked, 1);
+	/* The thread: "#e" and "#E" both needed every comment. */
+	deadline = wsc_now_ms() + PEER_SECS * 1000;
+	while (holds(a, thr, NTHREAD) < NTHREAD && wsc_now_ms() < deadline)
+		usleep(200000);
+	usleep(300000);
+	T_EQ_INT(holds(a, thr, NTHREAD), NTHREAD);
+	T_ASSERT(peer_idfetches(peer, thr, NTHREAD, &ilt) == 0);
+	printf("# thread comments: %d asked, at most %d times each\n",
+	    ilt.asked, ilt.max_repeat);
+	T_EQ_INT(ilt.distinct, NTHREAD);
+	T_EQ_INT(ilt.max_repeat, 1);
 
 	/* The second pass over layer 1: the catch-up after the live
 	 * subscriptions change for a new issue. */
@@ -966,6 +995,9 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	relayproc_free(peer);
 	for (i = 0; i < NPACKED; i++)
 		event_destroy(evs[i]);
+	for (i = 0; i < NTHREAD; i++)
+		event_destroy(thr[i]);
+	event_destroy(root);
 	event_destroy(ann);
 	event_destroy(other);
 	event_destroy(issue);

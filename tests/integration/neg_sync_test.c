@@ -288,6 +288,28 @@ pair_free(struct pair *p)
 	memset(p, 0, sizeof(*p));
 }
 
+
+/* Releases owner's repository d on a (its state and a push, as the
+ * owner would); 0, or -1 with the reason printed. */
+static int
+release_repo(struct relayproc *a, int owner, const char *d)
+{
+	struct wsc	*ws;
+	uint8_t		 sk[32];
+	char		 dir[512];
+	int		 rc = -1;
+
+	sk_of(owner, sk);
+	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
+	if ((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
+	    TMO)) != NULL && gt_release(ws, sk, relayproc_domain(a), d, dir,
+	    NULL) == 0)
+		rc = 0;
+	else
+		printf("# release of %s failed\n", d);
+	wsc_close(ws);
+	return rc;
+}
 /*
  * Two graspd instances A and B (env: extra settings for both) hosting
  * one repository that lists both, with nshared events in common and nown
@@ -300,9 +322,7 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 {
 	const char	*e[20], *hosts[2];
 	struct event	*ann, **shared = NULL;
-	struct wsc	*ws;
-	uint8_t		 sk[32];
-	char		 dir[512], bdir[512], bdom[64];
+	char		 bdir[512], bdom[64];
 	char		 benv[4][600];
 	size_t		 ne = 0, i;
 	int64_t		 t0;
@@ -334,16 +354,8 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 		return -1;
 	}
 	event_destroy(ann);
-	sk_of(owner, sk);
-	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
-	if ((ws = wsc_connect(relayproc_host(p->a), relayproc_port(p->a), "/",
-	    TMO)) == NULL || gt_release(ws, sk, relayproc_domain(p->a), d,
-	    dir, NULL) != 0) {
-		printf("# release of %s failed\n", d);
-		wsc_close(ws);
+	if (release_repo(p->a, owner, d) == -1)
 		return -1;
-	}
-	wsc_close(ws);
 
 	if ((shared = calloc((size_t)nshared, sizeof(*shared))) == NULL ||
 	    (p->own_a = calloc((size_t)nown, sizeof(*shared))) == NULL ||
@@ -719,10 +731,8 @@ req_only_peer_converges_and_is_remembered(void)
 	struct neg_figures	 f0, f1, f2;
 	struct pair		 p;
 	struct buf		 body = BUF_INIT;
-	struct wsc		*ws;
 	const char		*purl;
-	char			 dir[512], tags[300];
-	uint8_t			 sk[32];
+	char			 tags[300];
 	double			 unsup0, unsup1;
 	int64_t			 deadline, marked_ms;
 	size_t			 i;
@@ -749,13 +759,7 @@ req_only_peer_converges_and_is_remembered(void)
 	T_ASSERT(relayproc_post(peer, "/events", body.b_data, body.b_len) == 0);
 	buf_free(&body);
 	T_ASSERT(publish(a, ann) == 0);
-	sk_of(70, sk);
-	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
-	T_ASSERT((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
-	    TMO)) != NULL);
-	T_CHECK(gt_release(ws, sk, relayproc_domain(a), "viapeer", dir,
-	    NULL) == 0);
-	wsc_close(ws);
+	T_CHECK(release_repo(a, 70, "viapeer") == 0);
 
 	/* Converges over paginated REQ. */
 	deadline = wsc_now_ms() + PEER_SECS * 1000;
@@ -862,9 +866,8 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	struct idfetch_log	 il0, il1, ilx, ilt;
 	struct pair		 p;
 	struct buf		 body = BUF_INIT;
-	struct wsc		*ws;
 	const char		*purl;
-	char			 dir[512], tags[300];
+	char			 tags[300];
 	uint8_t			 sk[32];
 	int64_t			 deadline;
 	size_t			 i;
@@ -918,13 +921,7 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	/* Our relayd's policy refuses it. */
 	T_CHECK(publish(a, other) == -1);
 	T_ASSERT(publish(a, ann) == 0);
-	sk_of(90, sk);
-	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
-	T_ASSERT((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
-	    TMO)) != NULL);
-	T_CHECK(gt_release(ws, sk, relayproc_domain(a), "packed", dir,
-	    NULL) == 0);
-	wsc_close(ws);
+	T_CHECK(release_repo(a, 90, "packed") == 0);
 
 	/* The first historic pass: every comment, nothing failed. */
 	deadline = wsc_now_ms() + PEER_SECS * 1000;
@@ -1254,10 +1251,7 @@ negentropy_refusals_are_told_apart(void)
 	const char		*hosts[1];
 	struct event		*ann;
 	struct neg_figures	 f[SCRIPT_NMODES];
-	struct wsc		*ws;
 	const char		*urls[SCRIPT_NMODES];
-	char			 dir[512];
-	uint8_t			 sk[32];
 	int64_t			 deadline;
 	int			 i, settled;
 
@@ -1271,14 +1265,7 @@ negentropy_refusals_are_told_apart(void)
 	    SCRIPT_NMODES)) != NULL);
 	T_CHECK(publish(a, ann) == 0);
 	event_destroy(ann);
-	sk_of(80, sk);
-	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
-	if ((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
-	    TMO)) != NULL) {
-		T_CHECK(gt_release(ws, sk, relayproc_domain(a), "scripted",
-		    dir, NULL) == 0);
-		wsc_close(ws);
-	}
+	T_CHECK(release_repo(a, 80, "scripted") == 0);
 	/* Silence takes the fetch timeout (3 s under NGIT_TEST). */
 	deadline = wsc_now_ms() + PEER_SECS * 1000;
 	do {

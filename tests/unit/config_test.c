@@ -330,6 +330,44 @@ unknown_key_names_line(void)
 	T_CHECK(strstr(err, "unknown key") != NULL);
 }
 
+/*
+ * GRASP-03 excludes per-user fallback configuration knobs: the only
+ * sync_plus keys are the switch, the user index and the one fallback
+ * relay set; a per-user spelling in the file is an unknown key, and in
+ * the environment sets nothing.
+ */
+static void
+no_per_user_fallback_knobs(void)
+{
+	struct config	 c;
+	const char	*name;
+	size_t		 i;
+	int		 n = 0;
+
+	clear_env();
+	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
+		if (strncmp(name, "NGIT_SYNC_PLUS_", 15) == 0) {
+			T_CHECK(strcmp(name, "NGIT_SYNC_PLUS_ENABLED") == 0 ||
+			    strcmp(name, "NGIT_SYNC_PLUS_USER_INDEX_RELAYS") ==
+			    0 || strcmp(name, "NGIT_SYNC_PLUS_FALLBACK_RELAYS") ==
+			    0);
+			n++;
+		}
+	T_EQ_INT(n, 3);
+	T_EQ_INT(load_text(&c, "sync_plus_fallback_relays_for_user = "
+	    "ws://a.example\n"), -1);
+	T_CHECK(strstr(err, ":1: unknown key "
+	    "\"sync_plus_fallback_relays_for_user\"") != NULL);
+	T_EQ_INT(load_text(&c, "NGIT_SYNC_PLUS_USER_FALLBACK = "
+	    "ws://a.example\n"), -1);
+	T_CHECK(strstr(err, "unknown key") != NULL);
+	setenv("NGIT_SYNC_PLUS_USER_FALLBACK", "ws://a.example", 1);
+	T_EQ_INT(load_text(&c, ""), 0);
+	T_EQ_INT(c.sync_plus_fallback_relays.n, 0);
+	config_free(&c);
+	clear_env();
+}
+
 static void
 line_without_equals_is_an_error(void)
 {
@@ -1044,6 +1082,7 @@ main(void)
 	T_RUN(quoted_values);
 	T_RUN(bad_quoting_is_an_error);
 	T_RUN(unknown_key_names_line);
+	T_RUN(no_per_user_fallback_knobs);
 	T_RUN(line_without_equals_is_an_error);
 	T_RUN(duplicate_key_is_an_error);
 	T_RUN(missing_file_is_an_error);

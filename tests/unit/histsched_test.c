@@ -4,7 +4,8 @@
  * maintenance pass, never more than 32 workers, one group in flight per
  * relay draining its own cursor, 24 h refresh after a successful
  * rotation, 5 min retry after a failed group (the cursor advances), the
- * cursor kept modulo a changed filter set, a thread added in the middle
+ * cursor kept modulo a changed filter set, the GRASP-03 numbers and
+ * their NGIT_TEST scaling (24 min, 5 s) as historyd initialises them, a thread added in the middle
  * of a rotation making the next rotation due as soon as this one ends
  * (not after 24 h), removal while in flight, a
  * dead relay (its group never ends) holding only its own slot while the
@@ -16,10 +17,12 @@
 #include <string.h>
 
 #include "../../historyd/hist_sched.c"
+#include "config.h"
 #include "t.h"
 
-#define REFRESH	(24LL * 3600 * 1000)
-#define RETRY	(5LL * 60 * 1000)
+/* historyd's own constants, not copies of the GRASP-03 numbers. */
+#define REFRESH	((int64_t)(HIST_REFRESH * 1000))
+#define RETRY	((int64_t)(HIST_RETRY * 1000))
 
 /* What the fake worker saw. */
 static struct {
@@ -83,6 +86,46 @@ setup(struct hist_sched *s)
 {
 	memset(&w, 0, sizeof(w));
 	hist_sched_init(s, &ops, NULL, REFRESH, RETRY);
+}
+
+/*
+ * GRASP-03's numbers, and the delays historyd gives hist_sched_init()
+ * (historyd.c: delay_ms(), cfg_scale_delay()) with NGIT_TEST: 24 h and
+ * 5 min become 24 min and 5 s, so a rotation refreshes, and a failed
+ * group retries, after those.
+ */
+static void
+cadence_with_test_timing(void)
+{
+	struct hist_sched	 s;
+	struct hist_relay	*r;
+	struct config		 c;
+	int64_t			 refresh, retry;
+
+	T_EQ_INT(REFRESH, 24LL * 3600 * 1000);
+	T_EQ_INT(RETRY, 5LL * 60 * 1000);
+	T_EQ_INT(HIST_MAX_WORKERS, 32);
+	memset(&c, 0, sizeof(c));
+	c.test = 1;
+	refresh = (int64_t)(cfg_scale_delay(&c, HIST_REFRESH) * 1000);
+	retry = (int64_t)(cfg_scale_delay(&c, HIST_RETRY) * 1000);
+	T_EQ_INT(refresh, 24LL * 60 * 1000);
+	T_EQ_INT(retry, 5000);
+	memset(&w, 0, sizeof(w));
+	hist_sched_init(&s, &ops, NULL, refresh, retry);
+	r = want(&s, "ws://a.example", 2, "e");
+	hist_sched_sweep(&s);
+	T_EQ_INT(hist_sched_pass(&s, 0), 1);
+	hist_sched_done(&s, r, 0, 100);
+	T_EQ_INT(r->hr_due_ms, 100 + 5000);
+	T_EQ_INT(hist_sched_pass(&s, 5100), 1);
+	hist_sched_done(&s, r, 1, 5200);
+	T_EQ_INT(r->hr_due_ms, 5200 + 5000);
+	T_EQ_INT(hist_sched_pass(&s, 10200), 1);
+	hist_sched_done(&s, r, 1, 10300);
+	hist_sched_done(&s, r, 1, 10400);
+	T_EQ_INT(r->hr_due_ms, 10400 + 24 * 60 * 1000);
+	hist_sched_free(&s);
 }
 
 static void
@@ -402,6 +445,7 @@ restart_starts_from_first_filter(void)
 int
 main(void)
 {
+	T_RUN(cadence_with_test_timing);
 	T_RUN(one_per_pass_32_workers);
 	T_RUN(dead_relay_holds_only_its_slot);
 	T_RUN(successful_groups_drain_then_refresh);

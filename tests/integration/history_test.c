@@ -23,6 +23,21 @@
  *     the database), and leave once their relay lists arrive;
  *   - a status stored only in the owner's read inbox is found on a public
  *     instance, and the inbox is not probed in private mode;
+ *   - excluded: a participant whose only thread's root is deleted loses
+ *     its mailboxes (its list still stored); a maintainer in no thread
+ *     has no write-only outbox probed; the owner's inbox covers exactly
+ *     its Full repository and live roots (not another owner's, not its
+ *     purgatory announcement); syncd has no live subscription on owner
+ *     inboxes or participant mailboxes, and historyd's exclusively
+ *     history connection retires after its rotation; a failed group
+ *     (no EOSE) makes the relay due after the 5 (test) s retry delay;
+ *   - a relay that is both a participant mailbox and an owner inbox is
+ *     one view entry, its filters the union of both scopes, fetched on
+ *     one connection;
+ *   - historyd's own probe on the fallback relay (a "#q" only it sends),
+ *     syncd's live subscription on the root author's read inbox, the
+ *     24 (test) minute refresh checked unconditionally, and the first
+ *     REQ after a restart being filter 0;
  *   - with NGIT_SYNC_PLUS_ENABLED=false nothing is probed;
  *   - the GRASP-03 metrics of discoveryd and historyd (eligible authors,
  *     desired history-probe relays, cursors, workers, ...) are the same
@@ -61,6 +76,9 @@
 #define WHO_LATE	51
 #define WHO_FA		60	/* a root author without a relay list */
 #define WHO_FB		61	/* a participant without a relay list */
+#define WHO_DEL		80	/* a participant of a deleted root only */
+#define WHO_MAINT	81	/* a maintainer with no thread events */
+#define WHO_OWNER2	82	/* owner of another repository */
 #define WHO_MOWNER	70	/* owner of the metrics test's repository */
 #define WHO_MANY	1000	/* the metrics test's participants, from */
 #define NMANY		1000
@@ -73,6 +91,7 @@ static char		 tmpdir[256];
 static char		 coord[200];
 static int64_t		 t0;
 static struct event	*issue, *issue_a, *issue_c;
+static char		 fbreply[65];	/* WHO_FB's reply in thread c */
 
 static void
 sk_of(int n, uint8_t sk[32])
@@ -260,6 +279,8 @@ role_view(struct relayproc *p, enum role role, const char *ready, int secs)
 	return NULL;
 }
 
+static cJSON	*sync_view(struct relayproc *, int);
+
 static cJSON *
 hist_view(struct relayproc *p, int secs)
 {
@@ -355,6 +376,108 @@ peer_connections(struct relayproc *p)
 	return n;
 }
 
+/* The open websocket connections on p, or -1. */
+static int
+peer_open(struct relayproc *p)
+{
+	cJSON	*log = peer_log(p);
+	int	 n;
+
+	n = log ? (int)jnum(log, "open") : -1;
+	cJSON_Delete(log);
+	return n;
+}
+
+/*
+ * The index of the first REQ p logged after the first `from` that has
+ * one filter object naming both s1 and s2 (s2 NULL: s1 alone), -1 if
+ * none; *conn its connection serial.
+ */
+static int
+req_filter_with(struct relayproc *p, int from, const char *s1,
+    const char *s2, int *conn)
+{
+	cJSON	*log = peer_log(p), *reqs, *rq, *f;
+	char	*t;
+	int	 i, n, hit = -1;
+
+	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
+	n = cJSON_GetArraySize(reqs);
+	for (i = from; i < n && hit < 0; i++) {
+		rq = cJSON_GetArrayItem(reqs, i);
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(rq, "filters")) {
+			if ((t = cJSON_PrintUnformatted(f)) == NULL)
+				continue;
+			if (strstr(t, s1) != NULL && (s2 == NULL ||
+			    strstr(t, s2) != NULL)) {
+				hit = i;
+				if (conn != NULL)
+					*conn = (int)jnum(rq, "conn");
+			}
+			free(t);
+			if (hit >= 0)
+				break;
+		}
+	}
+	cJSON_Delete(log);
+	return hit;
+}
+
+/* req_filter_with(), waited for up to secs. */
+static int
+wait_req_filter_with(struct relayproc *p, int from, const char *s1,
+    const char *s2, int *conn, int secs)
+{
+	int	i, hit = -1;
+
+	for (i = 0; i < secs * 10; i++) {
+		if ((hit = req_filter_with(p, from, s1, s2, conn)) >= 0)
+			break;
+		usleep(100000);
+	}
+	return hit;
+}
+
+/* The distinct connections of the REQs after `from` that name s. */
+static int
+conns_naming(struct relayproc *p, int from, const char *s)
+{
+	cJSON	*log = peer_log(p), *reqs, *rq;
+	char	*t;
+	int	 i, j, n, seen[64], nseen = 0, c;
+
+	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
+	n = cJSON_GetArraySize(reqs);
+	for (i = from; i < n; i++) {
+		rq = cJSON_GetArrayItem(reqs, i);
+		if ((t = cJSON_PrintUnformatted(cJSON_GetObjectItem(rq,
+		    "filters"))) == NULL)
+			continue;
+		if (strstr(t, s) != NULL) {
+			c = (int)jnum(rq, "conn");
+			for (j = 0; j < nseen && seen[j] != c; j++)
+				;
+			if (j == nseen && nseen < 64)
+				seen[nseen++] = c;
+		}
+		free(t);
+	}
+	cJSON_Delete(log);
+	return nseen;
+}
+
+/* 1 if the purposes of view relay r include name. */
+static int
+has_purpose(const cJSON *r, const char *name)
+{
+	const cJSON	*p;
+
+	cJSON_ArrayForEach(p, cJSON_GetObjectItem(r, "purpose"))
+		if (cJSON_IsString(p) && strcmp(p->valuestring, name) == 0)
+			return 1;
+	return 0;
+}
+
 static struct event *
 reply_by(int who, int64_t at, const char *content)
 {
@@ -432,12 +555,13 @@ test_participant_history_mailboxes(void)
 	T_ASSERT(seed(ob[4], &r5, 1) == 0);
 
 	T_EQ_INT(found(b, r2, 30), 1);
-	/* The view: four participant relays, the fifth not among them. */
-	for (i = 0; i < 50; i++) {
+	/* The view: four participant relays, the fifth not among them;
+	 * the last one's rotation complete. */
+	for (i = 0; i < 100; i++) {
 		cJSON_Delete(v);
 		v = hist_view(b, 5);
 		if (v != NULL && (r = relay_in(v, ob[3])) != NULL &&
-		    jnum(r, "rotations") >= 1)
+		    jnum(r, "rotations") >= 1 && jnum(r, "rotation_left") == 0)
 			break;
 		usleep(100000);
 	}
@@ -455,10 +579,10 @@ test_participant_history_mailboxes(void)
 	/* A complete rotation without a failed group is due again after
 	 * 24 h (24 min with NGIT_TEST). */
 	r = relay_in(v, ob[3]);
-	if (jnum(r, "groups_failed") == 0 && jnum(r, "rotation_left") == 0) {
-		T_CHECK(jnum(r, "next_due_in") > 23 * 60);
-		T_CHECK(jnum(r, "next_due_in") <= 24 * 60);
-	}
+	T_EQ_INT(jnum(r, "rotation_left"), 0);
+	T_EQ_INT(jnum(r, "groups_failed"), 0);
+	T_CHECK(jnum(r, "next_due_in") > 23 * 60);
+	T_CHECK(jnum(r, "next_due_in") <= 24 * 60);
 	cJSON_Delete(v);
 	/* The fixed-cardinality retained-state metric (relayd adds the
 	 * role label). */
@@ -487,12 +611,18 @@ test_fallback_for_participant_without_list(void)
 {
 	struct event	*q0, *q1;
 	char		 msg[256];
+	int		 from = nreqs(fb);
 
 	q0 = reply_by(WHO_NOLIST, t0 + 50, "no relay list");
 	T_EQ_INT(pub(b, q0, msg, sizeof(msg)), 1);
 	q1 = reply_by(WHO_OTHER, t0 + 51, "only on the fallback relay");
 	T_ASSERT(seed(fb, &q1, 1) == 0);
 	T_EQ_INT(found(b, q1, 30), 1);
+	/* syncd may cover the root author's root on the fallback relay
+	 * too: historyd's own probe is the filter only it sends, a "#q"
+	 * naming the coordinate and the participant's reply together. */
+	T_CHECK(wait_req_filter_with(fb, from, coord, q0->id_hex, NULL,
+	    20) >= 0);
 	event_destroy(q0);
 	event_destroy(q1);
 }
@@ -503,6 +633,7 @@ test_root_author_inbox_in_ordinary_coverage(void)
 	struct event	*list, *late;
 	char		 tags[300], msg[256];
 	cJSON		*v = NULL, *r;
+	double		 live = -1;
 	int		 i;
 
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"]]",
@@ -522,6 +653,17 @@ test_root_author_inbox_in_ordinary_coverage(void)
 	cJSON_Delete(v);
 	T_ASSERT(i < 100);
 	sleep(1);
+	/* syncd follows the read inbox live (ordinary coverage). */
+	for (i = 0; i < 50; i++) {
+		v = sync_view(b, 5);
+		r = v ? relay_in(v, rin) : NULL;
+		live = r ? jnum(r, "live_subscriptions") : -1;
+		cJSON_Delete(v);
+		if (live >= 1)
+			break;
+		usleep(100000);
+	}
+	T_CHECK(live >= 1);
 	late = reply_by(WHO_LATE, time(NULL), "late reply in the inbox");
 	T_ASSERT(seed(rin, &late, 1) == 0);
 	T_EQ_INT(found(b, late, 4), 1);
@@ -650,6 +792,7 @@ test_unasked_authors_not_on_fallback(void)
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_c->id_hex);
 	rc = ev(WHO_FB, t0 + 122, 1, tags, "participant, no list");
 	T_EQ_INT(pub(b, rc, msg, sizeof(msg)), 1);
+	snprintf(fbreply, sizeof(fbreply), "%s", rc->id_hex);
 	/* Past a failed index query (3 s in test timing). */
 	sleep(5);
 	fallback_state(&r2, &m2, &t2);
@@ -694,11 +837,13 @@ static void
 test_restart_keeps_fallback_ownership(void)
 {
 	double		 roots, marks, threads, r2, m2, t2;
-	cJSON		*v, *r;
+	cJSON		*v, *r, *log, *rq, *f;
+	int		 from, hconn = -1, i, n;
 
 	fallback_state(&roots, &marks, &threads);
 	/* Nobody can be asked again: what follows comes from the table. */
 	T_ASSERT(peer_config(idx, "{\"drop_eose\":true}") == 0);
+	from = nreqs(fb);
 	T_ASSERT(relayproc_restart(b) == 0);
 	v = hist_view(b, 10);
 	T_ASSERT(v != NULL);
@@ -717,6 +862,26 @@ test_restart_keeps_fallback_ownership(void)
 	fallback_state(&r2, &m2, &t2);
 	T_EQ_INT((int)r2, (int)roots);
 	T_EQ_INT((int)t2, (int)threads);
+	/* The cursor was not saved: historyd's first REQ on the fallback
+	 * relay (its connection is the one with its "#q" mixing the
+	 * coordinate and ids) is filter 0, the "#a" one. */
+	T_ASSERT(wait_req_filter_with(fb, from, coord, issue_c->id_hex,
+	    &hconn, 20) >= 0);
+	log = peer_log(fb);
+	T_ASSERT(log != NULL);
+	n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs"));
+	for (i = from; i < n; i++) {
+		rq = cJSON_GetArrayItem(cJSON_GetObjectItem(log, "reqs"), i);
+		if ((int)jnum(rq, "conn") == hconn)
+			break;
+	}
+	T_ASSERT(i < n);
+	f = cJSON_GetArrayItem(cJSON_GetObjectItem(rq, "filters"), 0);
+	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#a") != NULL);
+	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#A") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(f, "#e") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(f, "#q") == NULL);
+	cJSON_Delete(log);
 	T_ASSERT(peer_config(idx, "{\"drop_eose\":false}") == 0);
 }
 
@@ -751,16 +916,155 @@ test_relay_list_takes_authors_off_fallback(void)
 	event_destroy(lb);
 }
 
+/* A newer announcement of owner's d on p declaring maint_hex. */
+static int
+reannounce(struct relayproc *p, int owner, const char *d,
+    const char *maint_hex, int64_t at)
+{
+	uint8_t		 sk[32], pk[32];
+	char		 npub[NIP19_KEY_BUFSZ], tags[1024], msg[256];
+	struct event	*ann;
+	int		 ok;
+
+	sk_of(owner, sk);
+	event_pubkey_of(sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
+	    "%s/%s.git\"],[\"relays\",\"ws://%s\"],[\"maintainers\",\"%s\"]]",
+	    d, relayproc_domain(p), npub, d, relayproc_domain(p), maint_hex);
+	ann = ev(owner, at, 30617, tags, "");
+	if ((ok = pub(p, ann, msg, sizeof(msg))) != 1)
+		printf("# announcement refused: %s\n", msg);
+	event_destroy(ann);
+	return ok;
+}
+
+/* The historyd view once relay p is (want 1) or is not (0) in it. */
+static cJSON *
+view_when(struct relayproc *p, int want, int secs)
+{
+	cJSON	*v = NULL;
+	int	 i;
+
+	for (i = 0; i < secs * 10; i++) {
+		cJSON_Delete(v);
+		if ((v = hist_view(b, 5)) != NULL &&
+		    (relay_in(v, p) != NULL) == want)
+			break;
+		usleep(100000);
+	}
+	return v;
+}
+
+/*
+ * Excluded (GRASP-03): mailboxes of authors with no accepted thread
+ * events who are not owners or maintainers.  A participant whose only
+ * thread's root is deleted keeps its stored relay list but loses its
+ * mailboxes; a maintainer with no thread events has only its read or
+ * unmarked inboxes probed, never a write-only outbox.
+ */
+static void
+test_no_mailboxes_without_thread_events(void)
+{
+	struct event	*is, *rep, *list, *del;
+	char		 tags[600], msg[256], h[65], f[200];
+	cJSON		*v, *r;
+	int		 i;
+
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"d\"]]",
+	    coord);
+	is = ev(WHO_ROOT2, t0 + 130, 1621, tags, "to be deleted");
+	T_EQ_INT(pub(b, is, msg, sizeof(msg)), 1);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is->id_hex);
+	rep = ev(WHO_DEL, t0 + 131, 1, tags, "my only reply");
+	T_EQ_INT(pub(b, rep, msg, sizeof(msg)), 1);
+	/* The outbox never sends EOSE: its first group fails (the 3 s
+	 * test fetch timeout) and the relay is due again after the 5 min
+	 * retry delay (5 s with NGIT_TEST). */
+	T_ASSERT(peer_config(ob[2], "{\"drop_eose\":true}") == 0);
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"]]",
+	    url_of(ob[2]));
+	list = ev(WHO_DEL, t0 + 132, 10002, tags, "");
+	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	v = NULL;
+	for (i = 0; i < 100; i++) {
+		cJSON_Delete(v);
+		if ((v = hist_view(b, 5)) != NULL &&
+		    (r = relay_in(v, ob[2])) != NULL &&
+		    jnum(r, "groups_failed") >= 1)
+			break;
+		usleep(100000);
+	}
+	T_ASSERT(v != NULL && (r = relay_in(v, ob[2])) != NULL);
+	T_CHECK(has_purpose(r, "participant"));
+	T_EQ_INT(jnum(r, "groups_failed"), 1);
+	T_EQ_STR(cJSON_GetObjectItem(r, "last")->valuestring, "failed");
+	T_CHECK(jnum(r, "next_due_in") > 4 && jnum(r, "next_due_in") <= 5);
+	T_CHECK(jnum(r, "cursor") == 1);
+	cJSON_Delete(v);
+	T_ASSERT(peer_config(ob[2], "{\"drop_eose\":false}") == 0);
+	/* The root's author deletes it: the participant has no accepted
+	 * thread left, and its outbox leaves, its list still stored. */
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"k\",\"1621\"]]",
+	    is->id_hex);
+	del = ev(WHO_ROOT2, t0 + 133, 5, tags, "");
+	T_EQ_INT(pub(b, del, msg, sizeof(msg)), 1);
+	v = view_when(ob[2], 0, 10);
+	T_ASSERT(v != NULL);
+	T_CHECK(relay_in(v, ob[2]) == NULL);
+	cJSON_Delete(v);
+	hex_of(WHO_DEL, h);
+	snprintf(f, sizeof(f), "{\"kinds\":[10002],\"authors\":[\"%s\"]}", h);
+	T_EQ_INT(count_on(b, f), 1);
+	event_destroy(list);
+	/* A declared maintainer, in no thread, listing a write-only
+	 * outbox and a read inbox: only the inbox is probed. */
+	hex_of(WHO_MAINT, h);
+	T_ASSERT(reannounce(b, WHO_OWNER, "hist", h, t0 + 1) == 1);
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"],"
+	    "[\"r\",\"%s\",\"read\"]]", url_of(ob[3]), url_of(ob[4]));
+	list = ev(WHO_MAINT, t0 + 134, 10002, tags, "");
+	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	v = view_when(ob[4], 1, 10);
+	T_ASSERT(v != NULL && (r = relay_in(v, ob[4])) != NULL);
+	T_CHECK(has_purpose(r, "repository"));
+	T_CHECK(relay_in(v, ob[3]) == NULL);
+	cJSON_Delete(v);
+	event_destroy(is);
+	event_destroy(rep);
+	event_destroy(list);
+	event_destroy(del);
+}
+
 static void
 test_owner_read_inbox_public_only(void)
 {
-	struct event	*list, *st, *st2;
-	char		 tags[600], msg[256];
-	cJSON		*v, *r;
-	int		 before, i;
+	struct event	*list, *st, *st2, *ann, *oroot;
+	char		 tags[600], msg[256], oh[65], ocoord[200], pcoord[200];
+	char		 f[300];
+	cJSON		*v = NULL, *r;
+	int		 before, i, ob0from, nroots, hconn = -1;
 
-	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"]]",
-	    url_of(own));
+	/* Not the owner's: another owner's repository with a root ... */
+	T_ASSERT(host_repo(b, WHO_OWNER2, "other", NULL) == 0);
+	hex_of(WHO_OWNER2, oh);
+	snprintf(ocoord, sizeof(ocoord), "30617:%s:other", oh);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"o\"]]",
+	    ocoord);
+	oroot = ev(WHO_OTHER, t0 + 55, 1621, tags, "another repository");
+	T_EQ_INT(pub(b, oroot, msg, sizeof(msg)), 1);
+	/* ... and the owner's own announcement never pushed (purgatory). */
+	hex_of(WHO_OWNER, oh);
+	snprintf(pcoord, sizeof(pcoord), "30617:%s:purg", oh);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"purg\"],[\"clone\",\"http://"
+	    "%s/x/purg.git\"]]", relayproc_domain(b));
+	ann = ev(WHO_OWNER, t0 + 56, 30617, tags, "");
+	pub(b, ann, msg, sizeof(msg));
+	/* The owner's read inboxes: own, and ob[0], already WHO_FB's
+	 * participant mailbox for thread c. */
+	ob0from = nreqs(ob[0]);
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"],"
+	    "[\"r\",\"%s\",\"read\"]]", url_of(own), url_of(ob[0]));
 	list = ev(WHO_OWNER, t0 + 60, 10002, tags, "");
 	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"a\",\"%s\"]]",
@@ -768,12 +1072,52 @@ test_owner_read_inbox_public_only(void)
 	st = ev(WHO_STATUS, t0 + 70, 1632, tags, "closed");
 	T_ASSERT(seed(own, &st, 1) == 0);
 	T_EQ_INT(found(b, st, 30), 1);
-	v = hist_view(b, 5);
+	/* own's rotation done, its worker idle. */
+	for (i = 0; i < 100; i++) {
+		cJSON_Delete(v);
+		v = hist_view(b, 5);
+		if (v != NULL && (r = relay_in(v, own)) != NULL &&
+		    jnum(r, "rotations") >= 1 && jnum(r, "rotation_left") == 0 &&
+		    strcmp(cJSON_GetObjectItem(r, "worker")->valuestring,
+		    "idle") == 0)
+			break;
+		usleep(100000);
+	}
 	T_ASSERT(v != NULL);
 	T_ASSERT((r = relay_in(v, own)) != NULL);
 	T_CHECK(strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"),
 	    0)->valuestring, "repository") == 0);
+	/* Exactly the Full repository and its live roots. */
+	snprintf(f, sizeof(f), "{\"kinds\":[1617,1618,1621],\"#a\":[\"%s\"]}",
+	    coord);
+	nroots = count_on(b, f);
+	T_CHECK(nroots >= 4);
+	T_EQ_INT((int)jnum(r, "threads"), 1 + nroots);
+	T_CHECK(!reqs_mention(own, 0, ocoord));
+	T_CHECK(!reqs_mention(own, 0, oroot->id_hex));
+	T_CHECK(!reqs_mention(own, 0, pcoord));
+	/* ob[0]: one relay for both purposes, one filter set over the
+	 * union of both scopes (a root only the repository scope has, a
+	 * reply only the participant's has), on one connection. */
+	T_ASSERT((r = relay_in(v, ob[0])) != NULL);
+	T_CHECK(has_purpose(r, "participant"));
+	T_CHECK(has_purpose(r, "repository"));
 	cJSON_Delete(v);
+	T_CHECK(wait_req_filter_with(ob[0], ob0from, issue->id_hex, fbreply,
+	    &hconn, 15) >= 0);
+	T_EQ_INT(conns_naming(ob[0], ob0from, issue->id_hex), 1);
+	/* No live subscription in syncd on any of these inboxes or
+	 * participant mailboxes ... */
+	T_ASSERT((v = sync_view(b, 5)) != NULL);
+	for (i = 0; i < 4; i++)
+		T_CHECK(relay_in(v, ob[i]) == NULL);
+	T_CHECK(relay_in(v, own) == NULL);
+	cJSON_Delete(v);
+	/* ... and historyd's exclusively history connection to own
+	 * retired once its rotation was done. */
+	for (i = 0; i < 50 && peer_open(own) != 0; i++)
+		usleep(100000);
+	T_EQ_INT(peer_open(own), 0);
 
 	/* Private mode: the same inbox is not a history relay. */
 	relayproc_setenv(b, "NGIT_PRIVATE_MODE=true");
@@ -795,6 +1139,8 @@ test_owner_read_inbox_public_only(void)
 	event_destroy(list);
 	event_destroy(st);
 	event_destroy(st2);
+	event_destroy(ann);
+	event_destroy(oroot);
 }
 
 /*
@@ -1037,6 +1383,7 @@ main(void)
 	T_RUN(test_index_answer_puts_authors_on_fallback);
 	T_RUN(test_restart_keeps_fallback_ownership);
 	T_RUN(test_relay_list_takes_authors_off_fallback);
+	T_RUN(test_no_mailboxes_without_thread_events);
 	T_RUN(test_owner_read_inbox_public_only);
 	T_RUN(test_metrics_fixed_cardinality_with_1000_authors);
 	T_RUN(test_off_switch);

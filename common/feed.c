@@ -5,6 +5,9 @@
  * read by seq.
  */
 #include <errno.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <nanomsg/nn.h>
 #include <nanomsg/pubsub.h>
 #include <sqlite3.h>
@@ -174,10 +177,12 @@ skip_lit(const char **p, const char *end, const char *lit)
  * no decoding.
  */
 static int
-skip_hex32(const char **p, const char *end)
+skip_hex32(const char **p, const char *end, char hex[65])
 {
 	if (end - *p < 65 || (*p)[64] != '"')
 		return -1;
+	memcpy(hex, *p, 64);
+	hex[64] = '\0';
 	*p += 65;
 	return 0;
 }
@@ -236,6 +241,37 @@ next_elem(const char **p, const char *end)
 }
 
 /*
+ * The first byte at or after p that ends a plain JSON string: a quote, a
+ * backslash or a control character; end if none.  Tag values are mostly
+ * 64-character ids, so SSE2 (every x86-64) looks at 16 bytes at a time.
+ */
+static const char *
+plain_end(const char *p, const char *end)
+{
+#ifdef __SSE2__
+	const __m128i	quote = _mm_set1_epi8('"');
+	const __m128i	bslash = _mm_set1_epi8('\\');
+	const __m128i	ctl = _mm_set1_epi8(0x1f);
+	__m128i		v, hit;
+	int		m;
+
+	while (end - p >= 16) {
+		v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		/* A byte <= 0x1f is its own maximum with 0x1f. */
+		hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
+		    _mm_cmpeq_epi8(v, bslash)),
+		    _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl));
+		if ((m = _mm_movemask_epi8(hit)) != 0)
+			return p + __builtin_ctz((unsigned)m);
+		p += 16;
+	}
+#endif
+	while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+		p++;
+	return p;
+}
+
+/*
  * Fills v->tv_ev from a row: id and pubkey from the blob columns, the
  * rest from the text relayd stored, which event_serialize() wrote as
  * {"id":"<hex>","pubkey":"<hex>","created_at":N,"kind":N,"tags":[["..",
@@ -258,9 +294,9 @@ view_tags(struct tag_view *v, const void *id, const void *pubkey,
 	pool = v->tv_pool;
 	if (id == NULL || pubkey == NULL ||
 	    skip_lit(&p, end, "{\"id\":\"") == -1 ||
-	    skip_hex32(&p, end) == -1 ||
+	    skip_hex32(&p, end, ev->id_hex) == -1 ||
 	    skip_lit(&p, end, ",\"pubkey\":\"") == -1 ||
-	    skip_hex32(&p, end) == -1 ||
+	    skip_hex32(&p, end, ev->pubkey_hex) == -1 ||
 	    skip_lit(&p, end, ",\"created_at\":") == -1 ||
 	    skip_int(&p, end, INT64_MAX, &ev->created_at) == -1 ||
 	    skip_lit(&p, end, ",\"kind\":") == -1 ||
@@ -270,8 +306,6 @@ view_tags(struct tag_view *v, const void *id, const void *pubkey,
 	ev->kind = (uint32_t)n;
 	memcpy(ev->id, id, 32);
 	memcpy(ev->pubkey, pubkey, 32);
-	hex_encode(ev->id, 32, ev->id_hex);
-	hex_encode(ev->pubkey, 32, ev->pubkey_hex);
 	/* An empty list, or tags until the ']' that closes it. */
 	more = skip_lit(&p, end, "]") == -1;
 	while (more) {
@@ -281,9 +315,8 @@ view_tags(struct tag_view *v, const void *id, const void *pubkey,
 		do {
 			if (skip_lit(&p, end, "\"") == -1)
 				return -1;
-			for (s = p; p < end && *p != '"' && *p != '\\' &&
-			    (unsigned char)*p >= 0x20; p++)
-				;
+			s = p;
+			p = plain_end(p, end);
 			if (p == end || *p != '"')
 				return -1;
 			memcpy(pool, s, (size_t)(p - s));

@@ -29,9 +29,12 @@ struct inv_node {
 	uint8_t		  nd_id[32];	/* the event's id; zero for an address */
 	int		  nd_depth;	/* 0 for a root itself */
 	uint32_t	  nd_n;
+	/* A descendant's author (its number plus one; 0 for an address,
+	 * or once the author deleted it), for NIP-09 deletions. */
+	uint32_t	  nd_author;
+	uint32_t	  nd_cap;	/* of nd_more */
 	struct inv_root	 *nd_first;	/* root 0 */
 	struct inv_root	**nd_more;	/* roots 1 .. nd_n - 1 */
-	size_t		  nd_cap;	/* of nd_more */
 };
 
 /* Ours: 1 << INV_REC_SHIFT records per chunk (2 MiB of nodes). */
@@ -460,6 +463,7 @@ author_get(struct inventory *iv, const uint8_t pk[32])
 		return author_at(iv, SLOT_NUM(*s));
 	a = rec_new(&iv->iv_authors, sizeof(*a), &num);
 	memcpy(a->au_pubkey, pk, 32);
+	a->au_num = (uint32_t)num;
 	ix_fill(&iv->iv_pubkeys, s, h, num);
 	return a;
 }
@@ -496,7 +500,8 @@ author_set_grow(struct inv_author *a)
 		author_set_put(a, a->au_roots[i]);
 }
 
-static void
+/* Adds rt to pk's roots; returns pk's author. */
+static struct inv_author *
 author_add_root(struct inventory *iv, const uint8_t pk[32],
     struct inv_root *rt)
 {
@@ -506,14 +511,36 @@ author_add_root(struct inventory *iv, const uint8_t pk[32],
 	if (a->au_nroots < INV_AUTHOR_SCAN) {
 		for (i = 0; i < a->au_nroots; i++)
 			if (a->au_roots[i] == rt)
-				return;
+				return a;
 	} else {
 		author_set_grow(a);
 		if (!author_set_put(a, rt))
-			return;
+			return a;
 	}
 	GROW(a->au_roots, a->au_nroots, a->au_caproots);
 	a->au_roots[a->au_nroots++] = rt;
+	return a;
+}
+
+/* Takes rt out of a's roots (NIP-09: a's last event in its thread). */
+static void
+author_remove_root(struct inv_author *a, struct inv_root *rt)
+{
+	size_t	i;
+
+	for (i = 0; i < a->au_nroots && a->au_roots[i] != rt; i++)
+		;
+	if (i == a->au_nroots)
+		return;
+	a->au_roots[i] = a->au_roots[--a->au_nroots];
+	if (a->au_set != NULL) {
+		/* Deletions are rare: the set is made again. */
+		free(a->au_set);
+		a->au_set = NULL;
+		a->au_setcap = 0;
+		if (a->au_nroots >= INV_AUTHOR_SCAN)
+			author_set_grow(a);
+	}
 }
 
 /* The same for an address coordinate. */
@@ -795,7 +822,7 @@ add_descendant(struct inventory *iv, const struct event *ev)
 			node_add_root(addr_node_get(iv, addr, depth), rt);
 			root_add_addr(rt, addr);
 		}
-		author_add_root(iv, ev->pubkey, rt);
+		nd->nd_author = author_add_root(iv, ev->pubkey, rt)->au_num + 1;
 		added = 1;
 	}
 	if (added)
@@ -819,6 +846,49 @@ remove_repo(struct inventory *iv, const char *coord, size_t len)
 	iv->iv_generation++;
 }
 
+/* 1 if author num (plus one) still has an event in rt's thread. */
+static int
+author_in_thread(const struct inventory *iv, uint32_t num,
+    const struct inv_root *rt)
+{
+	const struct inv_node	*nd;
+	size_t			 i;
+
+	if (memcmp(rt->rt_author, author_at(iv, num - 1)->au_pubkey, 32) == 0)
+		return 1;
+	for (i = 0; i < rt->rt_ndesc; i++)
+		if ((nd = id_node(iv, rt->rt_desc[i])) != NULL &&
+		    nd->nd_author == num)
+			return 1;
+	return 0;
+}
+
+/*
+ * NIP-09: the author withdraws a descendant.  Its thread keeps it (other
+ * events may descend from it), but a thread where the author has no
+ * other event no longer makes them a participant.
+ */
+static void
+delete_descendant(struct inventory *iv, const uint8_t id[32],
+    const uint8_t pk[32])
+{
+	struct inv_node		*nd = id_node(iv, id);
+	struct inv_author	*a;
+	uint32_t		 num;
+	size_t			 i;
+
+	if (nd == NULL || nd->nd_author == 0 || memcmp(author_at(iv,
+	    nd->nd_author - 1)->au_pubkey, pk, 32) != 0)
+		return;
+	num = nd->nd_author;
+	nd->nd_author = 0;
+	a = author_at(iv, num - 1);
+	for (i = 0; i < nd->nd_n; i++)
+		if (!author_in_thread(iv, num, node_root(nd, i)))
+			author_remove_root(a, node_root(nd, i));
+	iv->iv_generation++;
+}
+
 /* NIP-09: the author withdraws a root or an announcement. */
 static void
 apply_deletion(struct inventory *iv, const struct event *ev)
@@ -836,6 +906,10 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 		if (tg->n < 2)
 			continue;
 		if (strcmp(tg->v[0].s, "e") == 0 &&
+		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0 &&
+		    hmap_get(&iv->iv_roots, id, 32) == NULL)
+			delete_descendant(iv, id, ev->pubkey);
+		else if (strcmp(tg->v[0].s, "e") == 0 &&
 		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0 &&
 		    (rt = hmap_get(&iv->iv_roots, id, 32)) != NULL &&
 		    memcmp(rt->rt_author, ev->pubkey, 32) == 0 &&

@@ -95,6 +95,7 @@ struct inv_root {
 /* The roots one author's events occur in (GRASP-03 participants). */
 struct inv_author {
 	uint8_t		  au_pubkey[32];
+	uint32_t	  au_num;	/* its record number */
 	struct inv_root	**au_roots;
 	size_t		  au_nroots;
 	size_t		  au_caproots;
@@ -131,7 +132,9 @@ void		 inv_free(struct inventory *);
  * Feeds one accepted event, in seq order.  Announcements become Full
  * repositories; roots attach to their repository (or wait for it);
  * events referring to a known root or descendant become descendants;
- * kind 5 deletions by a root's author remove that root.
+ * kind 5 deletions by a root's author remove that root, and by a
+ * descendant's author take that author out of the threads where it has
+ * no other event.
  */
 void		 inv_add(struct inventory *, const struct event *);
 /*

@@ -319,6 +319,99 @@ test_deletions_by_the_author_only(void)
 	inv_free(iv);
 }
 
+/*
+ * A descendant its author deletes (NIP-09): the thread keeps its id, but
+ * an author whose last event in a thread it was is no longer a
+ * participant of that thread, and no longer eligible without another.
+ * Someone else's deletion changes nothing; an author with a second event
+ * in the thread, or in another thread, stays.
+ */
+static void
+test_deleted_descendants_take_their_authors_out(void)
+{
+	struct inventory	*iv = inv_new(&cfg);
+	struct event		*i1, *i2, *r1, *r2, *r3, *x;
+	struct inv_author	*a;
+	char			 c[200], tags[512];
+	uint64_t		 gen;
+
+	coord(1, "dd", c, sizeof(c));
+	feed(iv, ev(1, 100, 30617, "[[\"d\",\"dd\"]]"));
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
+	i1 = ev(2, 101, 1621, tags);
+	i2 = ev(3, 101, 1621, tags);
+	inv_add(iv, i1);
+	inv_add(iv, i2);
+	/* Author 4: one reply to i1.  Author 5: two replies to i1 and one
+	 * to i2.  Author 6 replies to author 4's reply. */
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]",
+	    i1->id_hex, i1->id_hex);
+	r1 = ev(4, 102, 1111, tags);
+	r2 = ev(5, 103, 1111, tags);
+	r3 = ev(5, 104, 1111, tags);
+	inv_add(iv, r1);
+	inv_add(iv, r2);
+	inv_add(iv, r3);
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]",
+	    i2->id_hex, i2->id_hex);
+	feed(iv, ev(5, 105, 1111, tags));
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]",
+	    i1->id_hex, r1->id_hex);
+	x = ev(6, 106, 1111, tags);
+	inv_add(iv, x);
+	T_CHECK(inv_eligible(iv, r1->pubkey));
+	T_EQ_INT(inv_author(iv, r2->pubkey)->au_nroots, 2);
+
+	/* Someone else cannot take author 4 out. */
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", r1->id_hex);
+	gen = iv->iv_generation;
+	feed(iv, ev(9, 110, 5, tags));
+	T_CHECK(inv_eligible(iv, r1->pubkey));
+	T_EQ_INT(iv->iv_generation, gen);
+	/* Author 4's only event: out of i1, no longer eligible. */
+	feed(iv, ev(4, 111, 5, tags));
+	a = inv_author(iv, r1->pubkey);
+	T_EQ_INT(a != NULL ? a->au_nroots : 0, 0);
+	T_CHECK(!inv_eligible(iv, r1->pubkey));
+	T_CHECK(iv->iv_generation > gen);
+	/* The reply to it still descends from i1. */
+	T_EQ_INT(inv_author(iv, x->pubkey)->au_nroots, 1);
+	T_CHECK(inv_eligible(iv, x->pubkey));
+	/* Again: nothing more happens. */
+	gen = iv->iv_generation;
+	feed(iv, ev(4, 112, 5, tags));
+	T_EQ_INT(iv->iv_generation, gen);
+	/* Author 5 deletes one of two replies to i1: still in i1 and i2;
+	 * then the other: still in i2 only. */
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", r2->id_hex);
+	feed(iv, ev(5, 113, 5, tags));
+	a = inv_author(iv, r2->pubkey);
+	T_EQ_INT(a->au_nroots, 2);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", r3->id_hex);
+	feed(iv, ev(5, 114, 5, tags));
+	T_EQ_INT(a->au_nroots, 1);
+	T_CHECK(a->au_roots[0] == inv_root(iv, i2->id));
+	T_CHECK(inv_eligible(iv, r2->pubkey));
+	/* The root's author stays a participant by the root itself. */
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]",
+	    i1->id_hex, i1->id_hex);
+	event_destroy(r1);
+	r1 = ev(2, 115, 1111, tags);
+	inv_add(iv, r1);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", r1->id_hex);
+	feed(iv, ev(2, 116, 5, tags));
+	a = inv_author(iv, i1->pubkey);
+	T_EQ_INT(a->au_nroots, 1);
+	T_CHECK(a->au_roots[0] == inv_root(iv, i1->id));
+	event_destroy(i2);
+	event_destroy(r1);
+	event_destroy(r2);
+	event_destroy(r3);
+	event_destroy(x);
+	event_destroy(i1);
+	inv_free(iv);
+}
+
 static void
 test_provenance_through_quotes_and_address_tags(void)
 {
@@ -1025,6 +1118,7 @@ main(void)
 	T_RUN(test_descendant_chains_are_bounded);
 	T_RUN(test_addressable_descendants_and_their_addresses);
 	T_RUN(test_deletions_by_the_author_only);
+	T_RUN(test_deleted_descendants_take_their_authors_out);
 	T_RUN(test_provenance_through_quotes_and_address_tags);
 	T_RUN(test_maintainers_of_full_repositories_only_and_each_author_once);
 

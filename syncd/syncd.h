@@ -114,8 +114,11 @@
 /* Ours: running git processes and relayd's answers are polled this
  * often while there are any. */
 #define SYNC_GIT_POLL		0.1
-/* Ours: how long relayd may take to answer a "git-data" notice. */
-#define SYNC_GIT_NOTICE_TIMEOUT	1.0
+/* Ours: how long relayd may take to answer a "git-data" notice.  It
+ * answers after the release, which runs git on the repository: 1 s was
+ * too short under the sanitizers (relayd released, syncd had given up),
+ * and a large repository on a loaded machine takes longer still. */
+#define SYNC_GIT_NOTICE_TIMEOUT	10.0
 
 /* Which wanted set a historic request covers. */
 enum sync_set {

@@ -172,9 +172,9 @@ skip_lit(const char **p, const char *end, const char *lit)
 }
 
 /*
- * A 64-character hex string and its closing quote.  Its value is the
- * row's blob column (the store wrote both from one event), which costs
- * no decoding.
+ * A 64-character hex string and its closing quote, copied to hex: the
+ * event's id_hex or pubkey_hex (the store wrote it and the row's blob
+ * column from one event, so the text needs no check against the blob).
  */
 static int
 skip_hex32(const char **p, const char *end, char hex[65])
@@ -272,8 +272,9 @@ plain_end(const char *p, const char *end)
 }
 
 /*
- * Fills v->tv_ev from a row: id and pubkey from the blob columns, the
- * rest from the text relayd stored, which event_serialize() wrote as
+ * Fills v->tv_ev from a row: id and pubkey from the blob columns, their
+ * hex and the rest from the text relayd stored, which event_serialize()
+ * wrote as
  * {"id":"<hex>","pubkey":"<hex>","created_at":N,"kind":N,"tags":[["..",
  * ..],..],"content":..}.  Returns 0, or -1 if the row is not in that
  * form or a tag string holds an escape (or a raw control character): the

@@ -905,19 +905,18 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 
 		if (tg->n < 2)
 			continue;
-		if (strcmp(tg->v[0].s, "e") == 0 &&
-		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0 &&
-		    hmap_get(&iv->iv_roots, id, 32) == NULL)
-			delete_descendant(iv, id, ev->pubkey);
-		else if (strcmp(tg->v[0].s, "e") == 0 &&
-		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0 &&
-		    (rt = hmap_get(&iv->iv_roots, id, 32)) != NULL &&
-		    memcmp(rt->rt_author, ev->pubkey, 32) == 0 &&
-		    !rt->rt_deleted) {
-			rt->rt_deleted = 1;
-			if (rt->rt_repo)
-				repo_detach_root(rt->rt_repo, rt);
-			iv->iv_generation++;
+		if (strcmp(tg->v[0].s, "e") == 0) {
+			if (hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == -1)
+				continue;
+			if ((rt = hmap_get(&iv->iv_roots, id, 32)) == NULL)
+				delete_descendant(iv, id, ev->pubkey);
+			else if (memcmp(rt->rt_author, ev->pubkey, 32) == 0 &&
+			    !rt->rt_deleted) {
+				rt->rt_deleted = 1;
+				if (rt->rt_repo)
+					repo_detach_root(rt->rt_repo, rt);
+				iv->iv_generation++;
+			}
 		} else if (strcmp(tg->v[0].s, "a") == 0 &&
 		    coord_parse(tg->v[1].s, tg->v[1].len, &kind, pk, &d,
 		    &dlen) == 0 && kind == KIND_REPO_ANNOUNCEMENT &&

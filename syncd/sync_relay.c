@@ -163,16 +163,10 @@ vals_release(struct sync_vals *sv)
 static void
 hreq_free(struct sync_hreq *hr)
 {
-	struct hmap	*asking = &hr->hr_sr->sr_asking;
-	uintptr_t	 refs;
-	size_t		 i;
+	size_t	i;
 
-	for (i = 0; i < hr->hr_nasking; i++) {
-		refs = (uintptr_t)hmap_del(asking, hr->hr_asking[i], 32);
-		if (refs > 1)
-			hmap_put(asking, hr->hr_asking[i], 32,
-			    (void *)(refs - 1));
-	}
+	for (i = 0; i < hr->hr_nasking; i++)
+		hmap_del(&hr->hr_sr->sr_asking, hr->hr_asking[i], 32);
 	free(hr->hr_asking);
 	LIST_REMOVE(hr, hr_entry);
 	hr->hr_sr->sr_historic--;

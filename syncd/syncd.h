@@ -157,8 +157,9 @@ struct sync_relay {
 	/* NIP-77 (sync_neg.c): ids it delivered (32-byte keys), and what
 	 * its reconciliations cost and found. */
 	struct hmap	 sr_delivered;
-	/* ... and ids an id fetch of another reconciliation is asking it
-	 * for right now (32-byte keys, counted), not asked twice. */
+	/* ... and ids an id fetch is asking it for right now (32-byte
+	 * keys; the one reconciliation that asks an id holds it), so that
+	 * another reconciliation does not ask them again. */
 	struct hmap	 sr_asking;
 	uint64_t	 sr_neg_sessions;	/* reconciliations done */
 	uint64_t	 sr_neg_fallbacks;	/* ended in a paginated REQ */

@@ -263,25 +263,29 @@ id_node(const struct inventory *iv, const uint8_t id[32])
 	return num == -1 ? NULL : node_at(iv, (size_t)num);
 }
 
-/* id's node, made if new; its depth lowered to depth if deeper. */
+/*
+ * id's node, made if new; its depth lowered to depth if deeper.  Its
+ * number in *num.
+ */
 static struct inv_node *
-id_node_get(struct inventory *iv, const uint8_t id[32], int depth)
+id_node_get(struct inventory *iv, const uint8_t id[32], int depth,
+    size_t *num)
 {
 	struct inv_node	*nd;
 	uint64_t	 h, *s;
-	size_t		 num;
 
 	s = ix_place(iv, &iv->iv_ids, node_key, id, &h);
 	if (*s != 0) {
-		nd = node_at(iv, SLOT_NUM(*s));
+		*num = SLOT_NUM(*s);
+		nd = node_at(iv, *num);
 		if (depth < nd->nd_depth)
 			nd->nd_depth = depth;
 		return nd;
 	}
-	nd = rec_new(&iv->iv_nodes, sizeof(*nd), &num);
+	nd = rec_new(&iv->iv_nodes, sizeof(*nd), num);
 	nd->nd_depth = depth;
 	memcpy(nd->nd_id, id, 32);
-	ix_fill(&iv->iv_ids, s, h, num);
+	ix_fill(&iv->iv_ids, s, h, *num);
 	return nd;
 }
 
@@ -702,6 +706,7 @@ add_root(struct inventory *iv, const struct event *ev)
 	struct inv_root		*rt;
 	struct inv_repo		*r;
 	struct inv_node		*nd;
+	size_t			 num;
 	uint32_t		 i;
 
 	for (i = 0; i < ev->ntags && a == NULL; i++)
@@ -717,7 +722,7 @@ add_root(struct inventory *iv, const struct event *ev)
 	rt->rt_kind = ev->kind;
 	rt->rt_coord = xstrndup(a->s, a->len);
 	hmap_put(&iv->iv_roots, ev->id, 32, rt);
-	nd = id_node_get(iv, ev->id, 0);
+	nd = id_node_get(iv, ev->id, 0, &num);
 	node_add_root(nd, rt);
 	author_add_root(iv, ev->pubkey, rt);
 	if ((r = hmap_get(&iv->iv_repos, a->s, a->len)) != NULL)
@@ -728,10 +733,10 @@ add_root(struct inventory *iv, const struct event *ev)
 }
 
 static void
-root_add_desc(struct inv_root *rt, const uint8_t id[32])
+root_add_desc(struct inv_root *rt, size_t num)
 {
 	GROW(rt->rt_desc, rt->rt_ndesc, rt->rt_capdesc);
-	memcpy(rt->rt_desc[rt->rt_ndesc++], id, 32);
+	rt->rt_desc[rt->rt_ndesc++] = (uint32_t)num;
 }
 
 static void
@@ -754,7 +759,7 @@ static void
 add_descendant(struct inventory *iv, const struct event *ev)
 {
 	struct inv_root	*roots[64];
-	size_t		 nroots = 0, i, k;
+	size_t		 nroots = 0, i, k, num;
 	int		 depth = INV_MAX_DEPTH + 1, added = 0;
 	uint32_t	 t;
 	uint8_t		 id[32];
@@ -814,10 +819,10 @@ add_descendant(struct inventory *iv, const struct event *ev)
 			continue;
 		if (rt->rt_ndesc >= INV_MAX_DESCENDANTS)
 			continue;
-		nd = id_node_get(iv, ev->id, depth);
+		nd = id_node_get(iv, ev->id, depth, &num);
 		if (!node_add_root(nd, rt))
 			continue;
-		root_add_desc(rt, ev->id);
+		root_add_desc(rt, num);
 		if (addr[0]) {
 			node_add_root(addr_node_get(iv, addr, depth), rt);
 			root_add_addr(rt, addr);
@@ -851,14 +856,12 @@ static int
 author_in_thread(const struct inventory *iv, uint32_t num,
     const struct inv_root *rt)
 {
-	const struct inv_node	*nd;
-	size_t			 i;
+	size_t	i;
 
 	if (memcmp(rt->rt_author, author_at(iv, num - 1)->au_pubkey, 32) == 0)
 		return 1;
 	for (i = 0; i < rt->rt_ndesc; i++)
-		if ((nd = id_node(iv, rt->rt_desc[i])) != NULL &&
-		    nd->nd_author == num)
+		if (node_at(iv, rt->rt_desc[i])->nd_author == num)
 			return 1;
 	return 0;
 }
@@ -990,6 +993,12 @@ struct inv_root *
 inv_root(const struct inventory *iv, const uint8_t id[32])
 {
 	return hmap_get(&iv->iv_roots, id, 32);
+}
+
+const uint8_t *
+inv_desc_id(const struct inventory *iv, const struct inv_root *rt, size_t i)
+{
+	return node_at(iv, rt->rt_desc[i])->nd_id;
 }
 
 struct inv_author *

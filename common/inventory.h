@@ -84,7 +84,8 @@ struct inv_root {
 	int		  rt_deleted;
 	struct inv_repo	 *rt_repo;	/* NULL while its repo is unknown */
 	char		 *rt_coord;	/* the repository it names */
-	uint8_t		(*rt_desc)[32];	/* descendant ids */
+	uint32_t	 *rt_desc;	/* descendants, by node number:
+					   inv_desc_id() gives each id */
 	size_t		  rt_ndesc;
 	size_t		  rt_capdesc;
 	char		**rt_addrs;	/* descendant address coordinates */
@@ -156,6 +157,9 @@ struct inv_repo	*inv_repo(const struct inventory *, const char *coord);
 /* Iterates repositories: for (it = 0; (r = inv_repo_next(iv, &it)); ) */
 struct inv_repo	*inv_repo_next(const struct inventory *, size_t *it);
 struct inv_root	*inv_root(const struct inventory *, const uint8_t id[32]);
+/* The id of rt's descendant i (i < rt->rt_ndesc). */
+const uint8_t	*inv_desc_id(const struct inventory *, const struct inv_root *,
+		    size_t i);
 struct inv_author *inv_author(const struct inventory *,
 		    const uint8_t pubkey[32]);
 struct inv_author *inv_author_next(const struct inventory *, size_t *it);

@@ -189,7 +189,8 @@ root_live(const struct inv_root *rt)
 
 /* A participant's scope for root rt: coordinate, ids, addresses. */
 static void
-scope_add_thread(struct hist_scope *sc, const struct inv_root *rt)
+scope_add_thread(const struct inventory *iv, struct hist_scope *sc,
+    const struct inv_root *rt)
 {
 	size_t	i;
 
@@ -197,7 +198,7 @@ scope_add_thread(struct hist_scope *sc, const struct inv_root *rt)
 	set_add_id(&sc->sc_ids, rt->rt_id);
 	hmap_put(&sc->sc_threads, rt->rt_id, 32, (void *)1);
 	for (i = 0; i < rt->rt_ndesc; i++)
-		set_add_id(&sc->sc_ids, rt->rt_desc[i]);
+		set_add_id(&sc->sc_ids, inv_desc_id(iv, rt, i));
 	for (i = 0; i < rt->rt_naddrs; i++)
 		set_add(&sc->sc_addrs, rt->rt_addrs[i]);
 }
@@ -235,14 +236,14 @@ participant(struct histd *hd, struct hmap *scopes,
 		if (l != NULL)
 			for (j = 0; (key = relaylist_get(&l->hl_list,
 			    RELAYLIST_HISTORY, j)) != NULL; j++)
-				scope_add_thread(scope_get(scopes, key,
-				    HIST_P_PARTICIPANT, 0), rt);
+				scope_add_thread(hd->hd_inv, scope_get(scopes,
+				    key, HIST_P_PARTICIPANT, 0), rt);
 		else if (memcmp(rt->rt_author, au->au_pubkey, 32) != 0 &&
 		    hmap_get(&hd->hd_marks, au->au_pubkey, 32) != NULL)
 			/* A root author's fallback is syncd's ordinary
 			 * coverage; here only non-root participants. */
 			for (j = 0; j < hd->hd_nfallback; j++)
-				scope_add_thread(scope_get(scopes,
+				scope_add_thread(hd->hd_inv, scope_get(scopes,
 				    hd->hd_fallback[j], HIST_P_FALLBACK, 1),
 				    rt);
 	}

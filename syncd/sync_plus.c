@@ -147,7 +147,8 @@ sync_plus_take(const struct event *ev)
 }
 
 static void
-want_thread(struct sync_relay *sr, const struct inv_root *rt)
+want_thread(const struct inventory *iv, struct sync_relay *sr,
+    const struct inv_root *rt)
 {
 	char	hex[65];
 	size_t	k;
@@ -155,7 +156,7 @@ want_thread(struct sync_relay *sr, const struct inv_root *rt)
 	hex_encode(rt->rt_id, 32, hex);
 	sync_relay_want(sr, SET_IDS, hex);
 	for (k = 0; k < rt->rt_ndesc; k++) {
-		hex_encode(rt->rt_desc[k], 32, hex);
+		hex_encode(inv_desc_id(iv, rt, k), 32, hex);
 		sync_relay_want(sr, SET_IDS, hex);
 	}
 	for (k = 0; k < rt->rt_naddrs; k++)
@@ -191,7 +192,7 @@ sync_plus_reconcile(struct syncd *sd,
 				for (i = 0; (key = relaylist_get(&l->pl_list,
 				    RELAYLIST_INBOX, i)) != NULL; i++)
 					if ((sr = mark(sd, key, 0)) != NULL) {
-						want_thread(sr, rt);
+						want_thread(sd->sd_inv, sr, rt);
 						hmap_put(&seen, key,
 						    strlen(key), sr);
 					}
@@ -212,7 +213,7 @@ sync_plus_reconcile(struct syncd *sd,
 				if ((c = conn_get(sd->sd_conns, key,
 				    CONN_TRUSTED, NULL)) != NULL)
 					conn_release(c);
-				want_thread(sr, rt);
+				want_thread(sd->sd_inv, sr, rt);
 				hmap_put(&seen, key, strlen(key), sr);
 			}
 		}

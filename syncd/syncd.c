@@ -127,7 +127,8 @@ reconcile(struct syncd *sd)
 				hex_encode(rt->rt_id, 32, hex);
 				sync_relay_want(sr, SET_IDS, hex);
 				for (k = 0; k < rt->rt_ndesc; k++) {
-					hex_encode(rt->rt_desc[k], 32, hex);
+					hex_encode(inv_desc_id(sd->sd_inv, rt,
+					    k), 32, hex);
 					sync_relay_want(sr, SET_IDS, hex);
 				}
 				for (k = 0; k < rt->rt_naddrs; k++)

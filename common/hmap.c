@@ -39,10 +39,10 @@ hmap_hash(const void *key, size_t len)
 	v1 = sip_k1 ^ 0x646f72616e646f6dULL;
 	v2 = sip_k0 ^ 0x6c7967656e657261ULL;
 	v3 = sip_k1 ^ 0x7465646279746573ULL;
+	/* SipHash-1-3: one round per word, three to finish. */
 	for (; p != end; p += 8) {
 		memcpy(&m, p, 8);
 		v3 ^= m;
-		SIPROUND;
 		SIPROUND;
 		v0 ^= m;
 	}
@@ -50,10 +50,8 @@ hmap_hash(const void *key, size_t len)
 		b |= (uint64_t)p[left] << (8 * left);
 	v3 ^= b;
 	SIPROUND;
-	SIPROUND;
 	v0 ^= b;
 	v2 ^= 0xff;
-	SIPROUND;
 	SIPROUND;
 	SIPROUND;
 	SIPROUND;

@@ -1,6 +1,6 @@
 /*
  * hmap.h: a hash map from byte-string keys to pointers, with a keyed hash
- * (SipHash-2-4, seeded at random per process) so that keys chosen by a
+ * (SipHash-1-3, seeded at random per process) so that keys chosen by a
  * remote peer cannot force collisions.  Open addressing, linear probing,
  * backward-shift deletion.  The map copies keys; values are the caller's.
  */

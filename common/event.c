@@ -2,6 +2,9 @@
  * event.c: Nostr events (NIP-01): strict parsing, canonical serialization,
  * SHA-256 ids and BIP-340 signatures (see event.h).  Linked by every role.
  */
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <openssl/sha.h>
 #include <secp256k1.h>
 #include <secp256k1_extrakeys.h>
@@ -64,8 +67,33 @@ hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n)
 
 	if (hexlen != n * 2)
 		return -1;
-	/* One test at the end: the inventory decodes every id it meets. */
-	for (i = 0; i < n; i++) {
+	i = 0;
+#ifdef __SSE2__
+	/* The inventory decodes every id it meets: 16 digits at a time. */
+	for (; i + 8 <= n; i += 8) {
+		__m128i	v, dig, let, isd, isl, val;
+
+		v = _mm_loadu_si128((const __m128i *)(const void *)(h + 2 * i));
+		/* Signed compares: a byte >= 0x80 is below '0'. */
+		isd = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
+		    _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+		isl = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('a' - 1)),
+		    _mm_cmplt_epi8(v, _mm_set1_epi8('f' + 1)));
+		if (_mm_movemask_epi8(_mm_or_si128(isd, isl)) != 0xffff)
+			return -1;
+		dig = _mm_and_si128(_mm_sub_epi8(v, _mm_set1_epi8('0')), isd);
+		let = _mm_and_si128(_mm_sub_epi8(v, _mm_set1_epi8('a' - 10)),
+		    isl);
+		val = _mm_or_si128(dig, let);
+		/* Each 16-bit lane holds a byte's high digit, then its low. */
+		val = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(val,
+		    _mm_set1_epi16(0xff)), 4), _mm_srli_epi16(val, 8));
+		_mm_storel_epi64((__m128i *)(void *)(out + i),
+		    _mm_packus_epi16(val, val));
+	}
+#endif
+	/* One test at the end. */
+	for (; i < n; i++) {
 		hi = hex_val[h[2 * i]];
 		lo = hex_val[h[2 * i + 1]];
 		bad |= (hi == 0) | (lo == 0);

@@ -176,6 +176,49 @@ test_hex_is_lowercase_and_exact(void)
 		T_EQ_INT(hex_decode(bad[i], 2, out, 1), -1);
 }
 
+/*
+ * An id's 64 digits (what hex_decode() reads 16 at a time where it can):
+ * every byte value at every place is taken exactly when it is a
+ * lowercase hex digit, and lands in the right half of the right byte.
+ */
+static void
+test_hex_every_byte_at_every_place(void)
+{
+	static const char	 digits[] = "0123456789abcdef";
+	uint8_t			 in[33], out[33], want[33];
+	char			 hex[67];
+	size_t			 pos, i, wrong = 0, n;
+	int			 c;
+	const char		*d;
+
+	for (i = 0; i < 33; i++)
+		in[i] = (uint8_t)(i * 37 + 11);
+	for (n = 32; n <= 33; n++) {	/* 33: a tail past the wide part */
+		hex_encode(in, n, hex);
+		T_EQ_INT(hex_decode(hex, 2 * n, out, n), 0);
+		T_CHECK(memcmp(in, out, n) == 0);
+		for (pos = 0; pos < 2 * n; pos++) {
+			for (c = 0; c < 256; c++) {
+				hex_encode(in, n, hex);
+				hex[pos] = (char)c;
+				memcpy(want, in, n);
+				d = c ? strchr(digits, c) : NULL;
+				if (d != NULL)
+					want[pos / 2] = pos % 2 ?
+					    (uint8_t)((want[pos / 2] & 0xf0) |
+					    (d - digits)) :
+					    (uint8_t)((want[pos / 2] & 0x0f) |
+					    (d - digits) << 4);
+				if (hex_decode(hex, 2 * n, out, n) !=
+				    (d ? 0 : -1) ||
+				    (d && memcmp(out, want, n) != 0))
+					wrong++;
+			}
+		}
+	}
+	T_EQ_INT(wrong, 0);
+}
+
 static void
 test_tag_helpers(void)
 {
@@ -210,5 +253,6 @@ main(void)
 	T_RUN(test_strict_field_types_are_refused);
 	T_RUN(test_tag_helpers);
 	T_RUN(test_hex_is_lowercase_and_exact);
+	T_RUN(test_hex_every_byte_at_every_place);
 	return t_done();
 }

@@ -347,24 +347,40 @@ view_tags(struct tag_view *v, const void *id, const void *pubkey,
 	return 0;
 }
 
+/* An event read ahead of its callback: in place, or parsed in full. */
+struct ahead {
+	struct tag_view	 ah_view;
+	struct event	*ah_parsed;	/* or NULL: ah_view.tv_ev */
+	int64_t		 ah_seq;
+};
+
+/* Hands the event in a to cb and lets its parsed copy go. */
+static void
+ahead_deliver(struct ahead *a, feed_cb *cb, void *arg)
+{
+	cb(arg, a->ah_seq, a->ah_parsed ? a->ah_parsed : &a->ah_view.tv_ev);
+	event_destroy(a->ah_parsed);
+	a->ah_parsed = NULL;
+}
+
 int
-feed_scan_tags(struct store *store, int64_t after, int64_t upto,
-    feed_cb *cb, void *arg, int64_t *last_out)
+feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
+    feed_cb *hint, feed_cb *cb, void *arg, int64_t *last_out)
 {
 	static const char	 sql[] = "SELECT seq, json, id, pubkey FROM"
 				    " events WHERE seq > ?1 AND seq <= ?2"
 				    " ORDER BY seq";
 	sqlite3			*db = store_sqlite(store);
 	sqlite3_stmt		*st = NULL;
-	struct tag_view		 v;
-	struct event		*ev;
+	struct ahead		 ring[FEED_AHEAD + 1], *a;
 	const char		*json;
 	char			 err[256];
-	int64_t			 seq, last = after;
-	size_t			 len;
-	int			 n = 0, r;
+	int64_t			 last = after;
+	size_t			 len, depth = hint ? FEED_AHEAD : 0, i;
+	size_t			 head = 0, held = 0;
+	int			 n = 0, r = SQLITE_DONE;
 
-	memset(&v, 0, sizeof(v));
+	memset(ring, 0, sizeof(ring));
 	if (upto <= after)
 		goto done;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -376,41 +392,61 @@ feed_scan_tags(struct store *store, int64_t after, int64_t upto,
 	sqlite3_bind_int64(st, 2, upto);
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
 		ready_progress();
-		seq = sqlite3_column_int64(st, 0);
+		a = &ring[head];
+		a->ah_seq = last = sqlite3_column_int64(st, 0);
 		json = (const char *)sqlite3_column_text(st, 1);
 		len = (size_t)sqlite3_column_bytes(st, 1);
-		last = seq;
-		if (json != NULL && sqlite3_column_bytes(st, 2) == 32 &&
-		    sqlite3_column_bytes(st, 3) == 32 && view_tags(&v,
+		if (json == NULL || sqlite3_column_bytes(st, 2) != 32 ||
+		    sqlite3_column_bytes(st, 3) != 32 || view_tags(&a->ah_view,
 		    sqlite3_column_blob(st, 2), sqlite3_column_blob(st, 3),
-		    json, len) == 0) {
-			cb(arg, seq, &v.tv_ev);
+		    json, len) == -1) {
+			if (json == NULL || (a->ah_parsed = event_parse(json,
+			    len, err, sizeof(err))) == NULL) {
+				log_warnx("feed: stored event seq %lld does "
+				    "not parse (%s), skipped", (long long)last,
+				    json ? err : "no text");
+				continue;
+			}
+		}
+		if (hint != NULL)
+			hint(arg, last, a->ah_parsed ? a->ah_parsed :
+			    &a->ah_view.tv_ev);
+		head = (head + 1) % (FEED_AHEAD + 1);
+		if (held++ == depth) {
+			ahead_deliver(&ring[(head + FEED_AHEAD + 1 - held) %
+			    (FEED_AHEAD + 1)], cb, arg);
+			held--;
 			n++;
-			continue;
 		}
-		if (json == NULL || (ev = event_parse(json, len, err,
-		    sizeof(err))) == NULL) {
-			log_warnx("feed: stored event seq %lld does not parse "
-			    "(%s), skipped", (long long)seq, json ? err :
-			    "no text");
-			continue;
-		}
-		cb(arg, seq, ev);
-		event_destroy(ev);
-		n++;
 	}
 	if (r != SQLITE_DONE) {
 		log_warnx("feed: reading events: %s", sqlite3_errmsg(db));
 		n = -1;
 	}
+	/* What was read before the end (or an error) is delivered. */
+	for (; held > 0; held--) {
+		ahead_deliver(&ring[(head + FEED_AHEAD + 1 - held) %
+		    (FEED_AHEAD + 1)], cb, arg);
+		if (n != -1)
+			n++;
+	}
  done:
 	sqlite3_finalize(st);
-	free(v.tv_tags);
-	free(v.tv_strs);
-	free(v.tv_pool);
+	for (i = 0; i < FEED_AHEAD + 1; i++) {
+		free(ring[i].ah_view.tv_tags);
+		free(ring[i].ah_view.tv_strs);
+		free(ring[i].ah_view.tv_pool);
+	}
 	if (last_out != NULL)
 		*last_out = last;
 	return n;
+}
+
+int
+feed_scan_tags(struct store *store, int64_t after, int64_t upto,
+    feed_cb *cb, void *arg, int64_t *last_out)
+{
+	return feed_scan_ahead(store, after, upto, NULL, cb, arg, last_out);
 }
 
 static int

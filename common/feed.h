@@ -123,6 +123,20 @@ int	feed_scan(struct store *store, int64_t after, int64_t upto,
 int	feed_scan_tags(struct store *store, int64_t after, int64_t upto,
 	    feed_cb *cb, void *arg, int64_t *last_out);
 
+/* Ours: events feed_scan_ahead() reads before their callback runs. */
+#define FEED_AHEAD		4
+
+/*
+ * As feed_scan_tags(), but each event goes first to hint, FEED_AHEAD
+ * events (fewer at the end) before it goes to cb, both with arg; the
+ * event stays where it is between the two calls.  hint must not change
+ * what cb will find (it is for warming caches: the inventory computes
+ * its hashes and prefetches its slots).  With hint NULL, as
+ * feed_scan_tags().
+ */
+int	feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
+	    feed_cb *hint, feed_cb *cb, void *arg, int64_t *last_out);
+
 /* Ours: kinds feed_scan_kinds() takes at most. */
 #define FEED_MAX_KINDS		8
 

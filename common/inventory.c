@@ -94,6 +94,33 @@ author_key(const struct inventory *iv, size_t num)
 	return author_at(iv, num)->au_pubkey;
 }
 
+/* Ours: parent ids (e, E, q values) decoded ahead per event; further
+ * ones are decoded when the event's turn comes. */
+#define INV_KEY_IDS	4
+
+/*
+ * What inv_add() needs to know of an event before it looks anything up:
+ * the hashes of its id and pubkey, and its first distinct parent ids
+ * decoded and hashed.  A rebuild works them out FEED_AHEAD events ahead
+ * (feed_scan_ahead()) and meanwhile prefetches, one step at a time, the
+ * slots, records and roots they lead to, so that those are in cache when
+ * the event's turn comes; a live event has them worked out on the spot.
+ * Only the hashes and ids are used: the rest is a guess at what memory
+ * will be read, and may be stale.
+ */
+struct inv_keys {
+	const struct event *ik_ev;
+	uint64_t	 ik_hid;		/* of ik_ev->id */
+	uint64_t	 ik_hpk;		/* of ik_ev->pubkey */
+	uint32_t	 ik_nids;
+	uint32_t	 ik_tag[INV_KEY_IDS];	/* the tags they are in */
+	uint8_t		 ik_ids[INV_KEY_IDS][32];
+	uint64_t	 ik_h[INV_KEY_IDS];
+	ssize_t		 ik_node[INV_KEY_IDS];	/* guessed parent nodes */
+	ssize_t		 ik_author;		/* guessed author */
+	struct inv_root	*ik_root[INV_KEY_IDS];	/* guessed parent roots */
+};
+
 /* Roots that name a repository the inventory does not know (yet). */
 struct inv_pending {
 	struct inv_root	**pd_roots;
@@ -221,31 +248,61 @@ ix_grow(struct inv_index *ix)
 	free(old);
 }
 
-/* The number of k's record in ix, or -1. */
+/* The number of k's record in ix (k's hash h), or -1. */
 static ssize_t
 ix_find(const struct inventory *iv, const struct inv_index *ix,
-    inv_key_fn *key, const uint8_t k[32])
+    inv_key_fn *key, const uint8_t k[32], uint64_t h)
 {
 	uint64_t	*s;
 
 	if (ix->ix_n == 0)
 		return -1;
-	s = ix_slot(iv, ix, key, k, hmap_hash(k, 32));
+	s = ix_slot(iv, ix, key, k, h);
 	return *s ? (ssize_t)SLOT_NUM(*s) : -1;
 }
 
 /*
- * The slot of k in ix, room made: k's if present, else the empty slot
- * that ix_fill() gives k once its record is made.  k's hash in *h.
+ * The slot of k (hash h) in ix, room made: k's if present, else the
+ * empty slot that ix_fill() gives k once its record is made.
  */
 static uint64_t *
 ix_place(struct inventory *iv, struct inv_index *ix, inv_key_fn *key,
-    const uint8_t k[32], uint64_t *h)
+    const uint8_t k[32], uint64_t h)
 {
-	*h = hmap_hash(k, 32);
 	if ((ix->ix_n + 1) * 4 > ix->ix_cap * 3)
 		ix_grow(ix);
-	return ix_slot(iv, ix, key, k, *h);
+	return ix_slot(iv, ix, key, k, h);
+}
+
+/*
+ * A guess at the number of the record the key of hash h has in ix: the
+ * first of the first two slots from its home whose hash bits match, or
+ * -1.  The key is not compared: what the guess leads to is only
+ * prefetched.
+ */
+static ssize_t
+ix_guess(const struct inv_index *ix, uint64_t h)
+{
+	size_t	mask = ix->ix_cap - 1, i, k;
+
+	if (ix->ix_n == 0)
+		return -1;
+	for (i = ID_TAG(h) & mask, k = 0; k < 2; k++, i = (i + 1) & mask) {
+		if (ix->ix_slots[i] == 0)
+			return -1;
+		if (SLOT_TAG(ix->ix_slots[i]) == ID_TAG(h))
+			return (ssize_t)SLOT_NUM(ix->ix_slots[i]);
+	}
+	return -1;
+}
+
+/* Prefetches the home slot of the key of hash h in ix. */
+static void
+ix_prefetch(const struct inv_index *ix, uint64_t h)
+{
+	if (ix->ix_cap > 0)
+		__builtin_prefetch(&ix->ix_slots[ID_TAG(h) &
+		    (ix->ix_cap - 1)]);
 }
 
 static void
@@ -255,26 +312,36 @@ ix_fill(struct inv_index *ix, uint64_t *s, uint64_t h, size_t num)
 	ix->ix_n++;
 }
 
+/* id's node (h is id's hash), or NULL. */
+static struct inv_node *
+id_node_h(const struct inventory *iv, const uint8_t id[32], uint64_t h)
+{
+	ssize_t	num = ix_find(iv, &iv->iv_ids, node_key, id, h);
+
+	return num == -1 ? NULL : node_at(iv, (size_t)num);
+}
+
 static struct inv_node *
 id_node(const struct inventory *iv, const uint8_t id[32])
 {
-	ssize_t	num = ix_find(iv, &iv->iv_ids, node_key, id);
+	ssize_t	num = ix_find(iv, &iv->iv_ids, node_key, id,
+		    hmap_hash(id, 32));
 
 	return num == -1 ? NULL : node_at(iv, (size_t)num);
 }
 
 /*
- * id's node, made if new; its depth lowered to depth if deeper.  Its
- * number in *num.
+ * id's node (h is id's hash), made if new; its depth lowered to depth if
+ * deeper.  Its number in *num.
  */
 static struct inv_node *
-id_node_get(struct inventory *iv, const uint8_t id[32], int depth,
-    size_t *num)
+id_node_get(struct inventory *iv, const uint8_t id[32], uint64_t h,
+    int depth, size_t *num)
 {
 	struct inv_node	*nd;
-	uint64_t	 h, *s;
+	uint64_t	*s;
 
-	s = ix_place(iv, &iv->iv_ids, node_key, id, &h);
+	s = ix_place(iv, &iv->iv_ids, node_key, id, h);
 	if (*s != 0) {
 		*num = SLOT_NUM(*s);
 		nd = node_at(iv, *num);
@@ -455,14 +522,15 @@ inv_announcement_relays(const struct inventory *iv, const struct event *ev,
 	return n;
 }
 
+/* pk's author (h is pk's hash), made if new. */
 static struct inv_author *
-author_get(struct inventory *iv, const uint8_t pk[32])
+author_get(struct inventory *iv, const uint8_t pk[32], uint64_t h)
 {
 	struct inv_author	*a;
-	uint64_t		 h, *s;
+	uint64_t		*s;
 	size_t			 num;
 
-	s = ix_place(iv, &iv->iv_pubkeys, author_key, pk, &h);
+	s = ix_place(iv, &iv->iv_pubkeys, author_key, pk, h);
 	if (*s != 0)
 		return author_at(iv, SLOT_NUM(*s));
 	a = rec_new(&iv->iv_authors, sizeof(*a), &num);
@@ -504,12 +572,12 @@ author_set_grow(struct inv_author *a)
 		author_set_put(a, a->au_roots[i]);
 }
 
-/* Adds rt to pk's roots; returns pk's author. */
+/* Adds rt to pk's roots (h is pk's hash); returns pk's author. */
 static struct inv_author *
-author_add_root(struct inventory *iv, const uint8_t pk[32],
+author_add_root(struct inventory *iv, const uint8_t pk[32], uint64_t h,
     struct inv_root *rt)
 {
-	struct inv_author	*a = author_get(iv, pk);
+	struct inv_author	*a = author_get(iv, pk, h);
 	size_t			 i;
 
 	if (a->au_nroots < INV_AUTHOR_SCAN) {
@@ -625,6 +693,123 @@ pending_add(struct inventory *iv, struct inv_root *rt)
 	pd->pd_roots[pd->pd_n++] = rt;
 }
 
+static int
+same_value(const struct estr *a, const struct estr *b)
+{
+	return a->len == b->len && memcmp(a->s, b->s, a->len) == 0;
+}
+
+/* Works out k for ev (the first step ahead: the slots prefetched). */
+static void
+keys_make(const struct inventory *iv, const struct event *ev,
+    struct inv_keys *k)
+{
+	uint32_t	t, i;
+
+	k->ik_ev = ev;
+	k->ik_hid = hmap_hash(ev->id, 32);
+	k->ik_hpk = hmap_hash(ev->pubkey, 32);
+	ix_prefetch(&iv->iv_ids, k->ik_hid);
+	ix_prefetch(&iv->iv_pubkeys, k->ik_hpk);
+	k->ik_author = -1;
+	k->ik_nids = 0;
+	for (t = 0; t < ev->ntags && k->ik_nids < INV_KEY_IDS; t++) {
+		const struct event_tag	*tg = &ev->tags[t];
+		uint8_t			*id = k->ik_ids[k->ik_nids];
+
+		if (tg->n < 2 || tg->v[0].len != 1 ||
+		    !strchr("eEq", tg->v[0].s[0]))
+			continue;
+		/* NIP-22 names a top-level comment's root twice (E, e). */
+		for (i = 0; i < k->ik_nids; i++)
+			if (same_value(&ev->tags[k->ik_tag[i]].v[1],
+			    &tg->v[1]))
+				break;
+		if (i < k->ik_nids ||
+		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == -1)
+			continue;
+		k->ik_tag[i] = t;
+		k->ik_h[i] = hmap_hash(id, 32);
+		k->ik_node[i] = -1;
+		k->ik_root[i] = NULL;
+		ix_prefetch(&iv->iv_ids, k->ik_h[i]);
+		k->ik_nids++;
+	}
+}
+
+/* The second step: the records the slots hold, prefetched. */
+static void
+keys_records(const struct inventory *iv, struct inv_keys *k)
+{
+	struct inv_author	*a;
+	uint32_t		 i;
+
+	for (i = 0; i < k->ik_nids; i++)
+		if ((k->ik_node[i] = ix_guess(&iv->iv_ids, k->ik_h[i])) != -1)
+			__builtin_prefetch(node_at(iv, (size_t)k->ik_node[i]));
+	if ((k->ik_author = ix_guess(&iv->iv_pubkeys, k->ik_hpk)) != -1) {
+		a = author_at(iv, (size_t)k->ik_author);
+		__builtin_prefetch(a);
+		__builtin_prefetch(&a->au_caproots);
+	}
+}
+
+/* The third step: the parents' roots and the author's roots list. */
+static void
+keys_roots(const struct inventory *iv, struct inv_keys *k)
+{
+	struct inv_root		*rt;
+	struct inv_author	*a;
+	uint32_t		 i;
+
+	for (i = 0; i < k->ik_nids; i++) {
+		if (k->ik_node[i] == -1 || (rt = node_at(iv,
+		    (size_t)k->ik_node[i])->nd_first) == NULL)
+			continue;
+		k->ik_root[i] = rt;
+		__builtin_prefetch(rt);
+		__builtin_prefetch(&rt->rt_capdesc);
+	}
+	if (k->ik_author != -1) {
+		a = author_at(iv, (size_t)k->ik_author);
+		if (a->au_roots != NULL)
+			__builtin_prefetch(a->au_roots);
+		if (a->au_nroots > 8 && a->au_nroots <= INV_AUTHOR_SCAN)
+			__builtin_prefetch(a->au_roots + 8);
+	}
+}
+
+/* The last step: where the parents' roots add a descendant. */
+static void
+keys_descs(struct inv_keys *k)
+{
+	uint32_t	i;
+
+	for (i = 0; i < k->ik_nids; i++)
+		if (k->ik_root[i] != NULL && k->ik_root[i]->rt_desc != NULL)
+			__builtin_prefetch(k->ik_root[i]->rt_desc +
+			    k->ik_root[i]->rt_ndesc, 1);
+}
+
+/*
+ * The id and hash of the parent in ev's tag t if k has them (1), or 0:
+ * the caller decodes it.
+ */
+static int
+keys_parent(const struct inv_keys *k, uint32_t t, uint8_t id[32],
+    uint64_t *h)
+{
+	uint32_t	i;
+
+	for (i = 0; i < k->ik_nids; i++)
+		if (k->ik_tag[i] == t) {
+			memcpy(id, k->ik_ids[i], 32);
+			*h = k->ik_h[i];
+			return 1;
+		}
+	return 0;
+}
+
 static void
 add_announcement(struct inventory *iv, const struct event *ev,
     enum inv_level level)
@@ -700,7 +885,8 @@ add_announcement(struct inventory *iv, const struct event *ev,
 }
 
 static void
-add_root(struct inventory *iv, const struct event *ev)
+add_root(struct inventory *iv, const struct event *ev,
+    const struct inv_keys *k)
 {
 	const struct estr	*a = NULL;
 	struct inv_root		*rt;
@@ -722,9 +908,9 @@ add_root(struct inventory *iv, const struct event *ev)
 	rt->rt_kind = ev->kind;
 	rt->rt_coord = xstrndup(a->s, a->len);
 	hmap_put(&iv->iv_roots, ev->id, 32, rt);
-	nd = id_node_get(iv, ev->id, 0, &num);
+	nd = id_node_get(iv, ev->id, k->ik_hid, 0, &num);
 	node_add_root(nd, rt);
-	author_add_root(iv, ev->pubkey, rt);
+	author_add_root(iv, ev->pubkey, k->ik_hpk, rt);
 	if ((r = hmap_get(&iv->iv_repos, a->s, a->len)) != NULL)
 		repo_attach_root(r, rt);
 	else
@@ -756,13 +942,15 @@ root_add_addr(struct inv_root *rt, const char *addr)
  * addresses already known as nodes) descend from, within the bounds.
  */
 static void
-add_descendant(struct inventory *iv, const struct event *ev)
+add_descendant(struct inventory *iv, const struct event *ev,
+    const struct inv_keys *keys)
 {
 	struct inv_root	*roots[64];
 	size_t		 nroots = 0, i, k, num;
 	int		 depth = INV_MAX_DEPTH + 1, added = 0;
 	uint32_t	 t;
 	uint8_t		 id[32];
+	uint64_t	 h;
 	char		 addr[64 + 16 + 1024];
 	enum kind_class	 kc = event_kind_class(ev->kind);
 	struct inv_node	*nd;
@@ -779,14 +967,14 @@ add_descendant(struct inventory *iv, const struct event *ev)
 		/* A value that already led to a node adds nothing again
 		 * (NIP-22 names a top-level comment's root twice, E and e). */
 		for (f = 0; f < nfound; f++)
-			if (found[f]->len == tg->v[1].len && memcmp(found[f]->s,
-			    tg->v[1].s, tg->v[1].len) == 0)
+			if (same_value(found[f], &tg->v[1]))
 				break;
 		if (f < nfound)
 			continue;
-		if (name[0] != 'a' && name[0] != 'A' &&
-		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0)
-			p = id_node(iv, id);
+		if (name[0] != 'a' && name[0] != 'A' && (keys_parent(keys, t, id,
+		    &h) || (hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0 &&
+		    (h = hmap_hash(id, 32), 1))))
+			p = id_node_h(iv, id, h);
 		else if (name[0] != 'e' && name[0] != 'E' &&
 		    memchr(tg->v[1].s, ':', tg->v[1].len))
 			p = hmap_get(&iv->iv_addrs, tg->v[1].s, tg->v[1].len);
@@ -819,7 +1007,7 @@ add_descendant(struct inventory *iv, const struct event *ev)
 			continue;
 		if (rt->rt_ndesc >= INV_MAX_DESCENDANTS)
 			continue;
-		nd = id_node_get(iv, ev->id, depth, &num);
+		nd = id_node_get(iv, ev->id, keys->ik_hid, depth, &num);
 		if (!node_add_root(nd, rt))
 			continue;
 		root_add_desc(rt, num);
@@ -827,7 +1015,8 @@ add_descendant(struct inventory *iv, const struct event *ev)
 			node_add_root(addr_node_get(iv, addr, depth), rt);
 			root_add_addr(rt, addr);
 		}
-		nd->nd_author = author_add_root(iv, ev->pubkey, rt)->au_num + 1;
+		nd->nd_author = author_add_root(iv, ev->pubkey, keys->ik_hpk,
+		    rt)->au_num + 1;
 		added = 1;
 	}
 	if (added)
@@ -933,8 +1122,10 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 	}
 }
 
-void
-inv_add(struct inventory *iv, const struct event *ev)
+/* inv_add() with ev's keys worked out. */
+static void
+add_keyed(struct inventory *iv, const struct event *ev,
+    const struct inv_keys *k)
 {
 	switch (ev->kind) {
 	case KIND_REPO_ANNOUNCEMENT:
@@ -946,26 +1137,92 @@ inv_add(struct inventory *iv, const struct event *ev)
 	case KIND_PATCH:
 	case KIND_PR:
 	case KIND_ISSUE:
-		add_root(iv, ev);
+		add_root(iv, ev, k);
 		break;
 	default:
 		break;
 	}
 	/* Roots may also answer another thread (patch revisions do). */
-	add_descendant(iv, ev);
+	add_descendant(iv, ev, k);
+}
+
+void
+inv_add(struct inventory *iv, const struct event *ev)
+{
+	struct inv_keys	k;
+
+	keys_make(iv, ev, &k);
+	add_keyed(iv, ev, &k);
+}
+
+/* A rebuild's events between feed_scan_ahead()'s hint and its turn. */
+struct rebuild {
+	struct inventory *rb_iv;
+	struct inv_keys	  rb_keys[FEED_AHEAD + 1];
+	size_t		  rb_hinted;	/* events hinted */
+	size_t		  rb_taken;	/* events added */
+};
+
+/* The keys of the event hinted back-th before the last, if not taken. */
+static struct inv_keys *
+rebuild_keys(struct rebuild *rb, size_t back)
+{
+	if (rb->rb_hinted < back + 1 || rb->rb_hinted - back - 1 <
+	    rb->rb_taken)
+		return NULL;
+	return &rb->rb_keys[(rb->rb_hinted - back - 1) % (FEED_AHEAD + 1)];
+}
+
+/*
+ * A new event FEED_AHEAD events before its turn: its keys are worked
+ * out, and each event already waiting takes its next step.
+ */
+static void
+rebuild_hint(void *arg, int64_t seq, const struct event *ev)
+{
+	struct rebuild	*rb = arg;
+	struct inv_keys	*k;
+
+	(void)seq;
+	rb->rb_hinted++;
+	keys_make(rb->rb_iv, ev, rebuild_keys(rb, 0));
+	if ((k = rebuild_keys(rb, 1)) != NULL)
+		keys_records(rb->rb_iv, k);
+	if ((k = rebuild_keys(rb, 2)) != NULL)
+		keys_roots(rb->rb_iv, k);
+	if ((k = rebuild_keys(rb, 3)) != NULL)
+		keys_descs(k);
 }
 
 static void
 rebuild_take(void *arg, int64_t seq, const struct event *ev)
 {
+	struct rebuild	*rb = arg;
+	struct inv_keys	*k, own;
+
 	(void)seq;
-	inv_add(arg, ev);
+	k = &rb->rb_keys[rb->rb_taken++ % (FEED_AHEAD + 1)];
+	if (k->ik_ev != ev) {
+		/* Not the event hinted: cannot happen, but costs nothing. */
+		keys_make(rb->rb_iv, ev, &own);
+		k = &own;
+	}
+	add_keyed(rb->rb_iv, ev, k);
 }
 
 int
 inv_rebuild(struct inventory *iv, struct store *st, int64_t upto)
 {
-	return feed_scan_tags(st, 0, upto, rebuild_take, iv, NULL);
+	struct rebuild	*rb;
+	int		 n;
+
+	if ((rb = calloc(1, sizeof(*rb))) == NULL)
+		fatal("inventory");
+	rb->rb_iv = iv;
+	n = feed_scan_ahead(st, 0, upto, rebuild_hint, rebuild_take, rb,
+	    NULL);
+	free(rb);
+	return n;
 }
 
 void
@@ -1004,7 +1261,8 @@ inv_desc_id(const struct inventory *iv, const struct inv_root *rt, size_t i)
 struct inv_author *
 inv_author(const struct inventory *iv, const uint8_t pubkey[32])
 {
-	ssize_t	num = ix_find(iv, &iv->iv_pubkeys, author_key, pubkey);
+	ssize_t	num = ix_find(iv, &iv->iv_pubkeys, author_key, pubkey,
+		    hmap_hash(pubkey, 32));
 
 	return num == -1 ? NULL : author_at(iv, (size_t)num);
 }

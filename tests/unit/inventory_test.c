@@ -1039,6 +1039,47 @@ described_free(struct described *ds)
 	free(ds->d);
 }
 
+/* What feed_scan_ahead() hands to its hint and to its callback. */
+struct ahead_seen {
+	struct described	 hinted;	/* described when hinted */
+	struct described	 taken;		/* described when taken */
+	const struct event	*ev[4096];	/* by hint number */
+	size_t			 nhinted;
+	size_t			 ntaken;
+	size_t			 total;		/* events in the range */
+	size_t			 bad_lead;	/* taken too early or late */
+	size_t			 moved;		/* not where it was hinted */
+};
+
+static void
+ahead_hint(void *arg, int64_t seq, const struct event *e)
+{
+	struct ahead_seen	*as = arg;
+
+	if (as->nhinted < 4096)
+		as->ev[as->nhinted] = e;
+	as->nhinted++;
+	add_described(&as->hinted, seq, e);
+}
+
+static void
+ahead_take(void *arg, int64_t seq, const struct event *e)
+{
+	struct ahead_seen	*as = arg;
+	size_t			 want;
+
+	/* FEED_AHEAD events hinted beyond this one, fewer at the end. */
+	want = as->ntaken + 1 + FEED_AHEAD;
+	if (want > as->total)
+		want = as->total;
+	if (as->nhinted != want)
+		as->bad_lead++;
+	if (as->ntaken >= 4096 || as->ev[as->ntaken] != e)
+		as->moved++;
+	as->ntaken++;
+	add_described(&as->taken, seq, e);
+}
+
 static int
 same_described(const struct described *a, const struct described *b)
 {
@@ -1107,6 +1148,59 @@ test_scans_give_what_parsing_gives(void)
 	described_free(&kinds);
 }
 
+
+/*
+ * feed_scan_ahead(): every event goes to the hint, FEED_AHEAD events
+ * before the callback (fewer at the end of the range), stays where it is
+ * in between, and both see what a full parse gives, in seq order; rows
+ * that are parsed in full (escapes) too.  Ranges shorter than the look
+ * ahead, and none at all.
+ */
+static void
+test_scan_ahead_hints_each_event_first(void)
+{
+	static const int64_t	 ranges[][2] = { { 0, 0 }, { 0, 2 },
+				    { 3, 5 }, { 0, 40 }, { 10, 500 } };
+	struct ahead_seen	*as;
+	struct described	 full;
+	int64_t			 last, a, b;
+	size_t			 r;
+	int			 n;
+
+	T_ASSERT(store_last_seq(st, &last) == 0);
+	T_ASSERT(last > 500);
+	for (r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++) {
+		memset(&full, 0, sizeof(full));
+		T_ASSERT((as = calloc(1, sizeof(*as))) != NULL);
+		n = feed_scan(st, ranges[r][0], ranges[r][1], add_described,
+		    &full, &a);
+		as->total = (size_t)n;
+		T_EQ_INT(feed_scan_ahead(st, ranges[r][0], ranges[r][1],
+		    ahead_hint, ahead_take, as, &b), n);
+		T_EQ_INT(a, b);
+		T_EQ_INT(as->nhinted, (size_t)n);
+		T_EQ_INT(as->ntaken, (size_t)n);
+		T_EQ_INT(as->bad_lead, 0);
+		T_EQ_INT(as->moved, 0);
+		T_CHECK(same_described(&full, &as->hinted));
+		T_CHECK(same_described(&full, &as->taken));
+		described_free(&full);
+		described_free(&as->hinted);
+		described_free(&as->taken);
+		free(as);
+	}
+	/* Without a hint: what feed_scan_tags() gives. */
+	memset(&full, 0, sizeof(full));
+	T_ASSERT((as = calloc(1, sizeof(*as))) != NULL);
+	n = feed_scan(st, 0, last, add_described, &full, NULL);
+	T_EQ_INT(feed_scan_ahead(st, 0, last, NULL, add_described,
+	    &as->taken, NULL), n);
+	T_CHECK(same_described(&full, &as->taken));
+	described_free(&full);
+	described_free(&as->taken);
+	free(as);
+}
+
 static int
 rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
 {
@@ -1147,6 +1241,7 @@ main(void)
 	}
 	T_RUN(test_rebuild_matches_feeding_every_event);
 	T_RUN(test_scans_give_what_parsing_gives);
+	T_RUN(test_scan_ahead_hints_each_event_first);
 	store_close(st);
 	nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 	config_free(&cfg);

@@ -197,11 +197,16 @@ skip_int(const char **p, const char *end, int64_t max, int64_t *out)
 	if (s == end || *s < '0' || *s > '9' ||
 	    (*s == '0' && s + 1 < end && s[1] >= '0' && s[1] <= '9'))
 		return -1;
+	/* 18 digits cannot overflow; one more is checked as it comes. */
+	for (; s < end && *s >= '0' && *s <= '9' && s - *p < 18; s++)
+		v = v * 10 + (*s - '0');
 	for (; s < end && *s >= '0' && *s <= '9'; s++) {
-		if (v > (max - (*s - '0')) / 10)
+		if (v > (INT64_MAX - (*s - '0')) / 10)
 			return -1;
 		v = v * 10 + (*s - '0');
 	}
+	if (v > max)
+		return -1;
 	*p = s;
 	*out = v;
 	return 0;

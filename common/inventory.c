@@ -717,8 +717,8 @@ keys_make(const struct inventory *iv, const struct event *ev,
 		const struct event_tag	*tg = &ev->tags[t];
 		uint8_t			*id = k->ik_ids[k->ik_nids];
 
-		if (tg->n < 2 || tg->v[0].len != 1 ||
-		    !strchr("eEq", tg->v[0].s[0]))
+		if (tg->n < 2 || tg->v[0].len != 1 || (tg->v[0].s[0] != 'e' &&
+		    tg->v[0].s[0] != 'E' && tg->v[0].s[0] != 'q'))
 			continue;
 		/* NIP-22 names a top-level comment's root twice (E, e). */
 		for (i = 0; i < k->ik_nids; i++)
@@ -962,7 +962,9 @@ add_descendant(struct inventory *iv, const struct event *ev,
 		const char		*name = tg->v[0].s;
 		struct inv_node		*p = NULL;
 
-		if (tg->n < 2 || tg->v[0].len != 1 || !strchr("eEqaA", name[0]))
+		if (tg->n < 2 || tg->v[0].len != 1 || (name[0] != 'e' &&
+		    name[0] != 'E' && name[0] != 'q' && name[0] != 'a' &&
+		    name[0] != 'A'))
 			continue;
 		/* A value that already led to a node adds nothing again
 		 * (NIP-22 names a top-level comment's root twice, E and e). */

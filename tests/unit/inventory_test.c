@@ -1113,6 +1113,12 @@ test_scans_give_what_parsing_gives(void)
 	    NULL), STORE_OK);
 	T_EQ_INT(put(mk(2, 7, 10002, "[[\"r\",\"wss://a.example.com\","
 	    "\"read\"]]", ""), NULL), STORE_OK);
+	/* Times around where the number reader starts checking. */
+	T_EQ_INT(put(mk(3, 999999999999999999LL, EVENT_KIND_MAX, "[]", ""),
+	    NULL), STORE_OK);
+	T_EQ_INT(put(mk(3, 1000000000000000000LL, 1, "[]", ""), NULL),
+	    STORE_OK);
+	T_EQ_INT(put(mk(3, INT64_MAX, 1, "[]", ""), NULL), STORE_OK);
 	T_ASSERT(store_commit(st) == 0);
 	T_ASSERT(store_last_seq(st, &last) == 0);
 

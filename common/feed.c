@@ -191,17 +191,17 @@ skip_hex32(const char **p, const char *end, char hex[65])
 static int
 skip_int(const char **p, const char *end, int64_t max, int64_t *out)
 {
-	const char	*s = *p;
+	const char	*s = *p, *d;
 	int64_t		 v = 0;
 
 	if (s == end || *s < '0' || *s > '9' ||
 	    (*s == '0' && s + 1 < end && s[1] >= '0' && s[1] <= '9'))
 		return -1;
-	/* 18 digits cannot overflow; one more is checked as it comes. */
-	for (; s < end && *s >= '0' && *s <= '9' && s - *p < 18; s++)
-		v = v * 10 + (*s - '0');
-	for (; s < end && *s >= '0' && *s <= '9'; s++) {
-		if (v > (INT64_MAX - (*s - '0')) / 10)
+	for (d = s; d < end && (unsigned char)(*d - '0') < 10; d++)
+		;
+	/* 18 digits cannot overflow; any beyond are checked. */
+	for (; s < d; s++) {
+		if (s - *p >= 18 && v > (INT64_MAX - (*s - '0')) / 10)
 			return -1;
 		v = v * 10 + (*s - '0');
 	}

@@ -128,9 +128,10 @@ struct inv_pending {
 	size_t		  pd_cap;
 };
 
-#define GROW(arr, n, cap) do {						\
+/* Room for one more in arr, doubled from first when full. */
+#define GROW_FROM(arr, n, cap, first) do {				\
 	if ((n) == (cap)) {						\
-		size_t nc_ = (cap) ? (cap) * 2 : 4;			\
+		size_t nc_ = (cap) ? (cap) * 2 : (first);		\
 		void *np_ = reallocarray((arr), nc_, sizeof(*(arr)));	\
 		if (np_ == NULL)					\
 			fatal("inventory");				\
@@ -138,6 +139,10 @@ struct inv_pending {
 		(cap) = nc_;						\
 	}								\
 } while (0)
+#define GROW(arr, n, cap)	GROW_FROM(arr, n, cap, 4)
+/* Ours: a thread's descendants and an author's roots start with room for
+ * this many (a rebuild spent its time in realloc() from 4). */
+#define INV_FIRST_ROOM	16
 
 static char *
 xstrndup(const char *s, size_t n)
@@ -589,7 +594,7 @@ author_add_root(struct inventory *iv, const uint8_t pk[32], uint64_t h,
 		if (!author_set_put(a, rt))
 			return a;
 	}
-	GROW(a->au_roots, a->au_nroots, a->au_caproots);
+	GROW_FROM(a->au_roots, a->au_nroots, a->au_caproots, INV_FIRST_ROOM);
 	a->au_roots[a->au_nroots++] = rt;
 	return a;
 }
@@ -921,7 +926,7 @@ add_root(struct inventory *iv, const struct event *ev,
 static void
 root_add_desc(struct inv_root *rt, size_t num)
 {
-	GROW(rt->rt_desc, rt->rt_ndesc, rt->rt_capdesc);
+	GROW_FROM(rt->rt_desc, rt->rt_ndesc, rt->rt_capdesc, INV_FIRST_ROOM);
 	rt->rt_desc[rt->rt_ndesc++] = (uint32_t)num;
 }
 

@@ -172,14 +172,14 @@ skip_lit(const char **p, const char *end, const char *lit)
 }
 
 /*
- * A 64-character hex string and its closing quote, copied to hex: the
- * event's id_hex or pubkey_hex (the store wrote it and the row's blob
- * column from one event, so the text needs no check against the blob).
+ * A 64-character hex string and its closing quote, copied to hex and
+ * decoded into bin: the event's id or pubkey.  -1 unless lowercase hex.
  */
 static int
-skip_hex32(const char **p, const char *end, char hex[65])
+skip_hex32(const char **p, const char *end, char hex[65], uint8_t bin[32])
 {
-	if (end - *p < 65 || (*p)[64] != '"')
+	if (end - *p < 65 || (*p)[64] != '"' || hex_decode(*p, 64, bin, 32) ==
+	    -1)
 		return -1;
 	memcpy(hex, *p, 64);
 	hex[64] = '\0';
@@ -277,8 +277,7 @@ plain_end(const char *p, const char *end)
 }
 
 /*
- * Fills v->tv_ev from a row: id and pubkey from the blob columns, their
- * hex and the rest from the text relayd stored, which event_serialize()
+ * Fills v->tv_ev from the text relayd stored, which event_serialize()
  * wrote as
  * {"id":"<hex>","pubkey":"<hex>","created_at":N,"kind":N,"tags":[["..",
  * ..],..],"content":..}.  Returns 0, or -1 if the row is not in that
@@ -286,8 +285,7 @@ plain_end(const char *p, const char *end)
  * caller then parses the text in full.
  */
 static int
-view_tags(struct tag_view *v, const void *id, const void *pubkey,
-    const char *j, size_t len)
+view_tags(struct tag_view *v, const char *j, size_t len)
 {
 	struct event	*ev = &v->tv_ev;
 	const char	*p = j, *end = j + len, *s;
@@ -298,11 +296,10 @@ view_tags(struct tag_view *v, const void *id, const void *pubkey,
 
 	view_reserve(v, len);
 	pool = v->tv_pool;
-	if (id == NULL || pubkey == NULL ||
-	    skip_lit(&p, end, "{\"id\":\"") == -1 ||
-	    skip_hex32(&p, end, ev->id_hex) == -1 ||
+	if (skip_lit(&p, end, "{\"id\":\"") == -1 ||
+	    skip_hex32(&p, end, ev->id_hex, ev->id) == -1 ||
 	    skip_lit(&p, end, ",\"pubkey\":\"") == -1 ||
-	    skip_hex32(&p, end, ev->pubkey_hex) == -1 ||
+	    skip_hex32(&p, end, ev->pubkey_hex, ev->pubkey) == -1 ||
 	    skip_lit(&p, end, ",\"created_at\":") == -1 ||
 	    skip_int(&p, end, INT64_MAX, &ev->created_at) == -1 ||
 	    skip_lit(&p, end, ",\"kind\":") == -1 ||
@@ -310,8 +307,6 @@ view_tags(struct tag_view *v, const void *id, const void *pubkey,
 	    skip_lit(&p, end, ",\"tags\":[") == -1)
 		return -1;
 	ev->kind = (uint32_t)n;
-	memcpy(ev->id, id, 32);
-	memcpy(ev->pubkey, pubkey, 32);
 	/* An empty list, or tags until the ']' that closes it. */
 	more = skip_lit(&p, end, "]") == -1;
 	while (more) {
@@ -372,9 +367,8 @@ int
 feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
     feed_cb *hint, feed_cb *cb, void *arg, int64_t *last_out)
 {
-	static const char	 sql[] = "SELECT seq, json, id, pubkey FROM"
-				    " events WHERE seq > ?1 AND seq <= ?2"
-				    " ORDER BY seq";
+	static const char	 sql[] = "SELECT seq, json FROM events"
+				    " WHERE seq > ?1 AND seq <= ?2 ORDER BY seq";
 	sqlite3			*db = store_sqlite(store);
 	sqlite3_stmt		*st = NULL;
 	struct ahead		 ring[FEED_AHEAD + 1], *a;
@@ -401,10 +395,7 @@ feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
 		a->ah_seq = last = sqlite3_column_int64(st, 0);
 		json = (const char *)sqlite3_column_text(st, 1);
 		len = (size_t)sqlite3_column_bytes(st, 1);
-		if (json == NULL || sqlite3_column_bytes(st, 2) != 32 ||
-		    sqlite3_column_bytes(st, 3) != 32 || view_tags(&a->ah_view,
-		    sqlite3_column_blob(st, 2), sqlite3_column_blob(st, 3),
-		    json, len) == -1) {
+		if (json == NULL || view_tags(&a->ah_view, json, len) == -1) {
 			if (json == NULL || (a->ah_parsed = event_parse(json,
 			    len, err, sizeof(err))) == NULL) {
 				log_warnx("feed: stored event seq %lld does "

@@ -409,7 +409,6 @@ root_free(struct inv_root *rt)
 		free(rt->rt_addrs[i]);
 	free(rt->rt_addrs);
 	free(rt->rt_desc);
-	free(rt->rt_coord);
 	free(rt);
 }
 
@@ -423,8 +422,12 @@ inv_free(struct inventory *iv)
 		return;
 	for (it = 0; hmap_next(&iv->iv_repos, &it, NULL, NULL, &v); )
 		repo_free(v);
-	for (it = 0; hmap_next(&iv->iv_roots, &it, NULL, NULL, &v); )
-		root_free(v);
+	for (it = 0; it < iv->iv_nroots; it++)
+		root_free(iv->iv_roots[it]);
+	free(iv->iv_roots);
+	for (it = 0; hmap_next(&iv->iv_coords, &it, NULL, NULL, &v); )
+		free(v);
+	hmap_free(&iv->iv_coords);
 	for (it = 0; it < iv->iv_nodes.rc_n; it++)
 		free(node_at(iv, it)->nd_more);
 	for (it = 0; it < iv->iv_authors.rc_n; it++) {
@@ -441,7 +444,6 @@ inv_free(struct inventory *iv)
 		free(v);
 	}
 	hmap_free(&iv->iv_repos);
-	hmap_free(&iv->iv_roots);
 	hmap_free(&iv->iv_pending);
 	free(iv->iv_self);
 	free(iv);
@@ -889,6 +891,31 @@ add_announcement(struct inventory *iv, const struct event *ev,
 	iv->iv_generation++;
 }
 
+/*
+ * The root of id (hash h), or NULL.  A root's node is the one node of
+ * depth 0, made with the root as its first (see add_root()).
+ */
+static struct inv_root *
+root_find(const struct inventory *iv, const uint8_t id[32], uint64_t h)
+{
+	const struct inv_node	*nd = id_node_h(iv, id, h);
+
+	return nd != NULL && nd->nd_depth == 0 ? nd->nd_first : NULL;
+}
+
+/* The inventory's one copy of coordinate c. */
+static const char *
+coord_copy(struct inventory *iv, const struct estr *c)
+{
+	char	*s = hmap_get(&iv->iv_coords, c->s, c->len);
+
+	if (s == NULL) {
+		s = xstrndup(c->s, c->len);
+		hmap_put(&iv->iv_coords, c->s, c->len, s);
+	}
+	return s;
+}
+
 static void
 add_root(struct inventory *iv, const struct event *ev,
     const struct inv_keys *k)
@@ -904,15 +931,16 @@ add_root(struct inventory *iv, const struct event *ev,
 		if (ev->tags[i].n >= 2 && strcmp(ev->tags[i].v[0].s, "a") == 0
 		    && strncmp(ev->tags[i].v[1].s, "30617:", 6) == 0)
 			a = &ev->tags[i].v[1];
-	if (a == NULL || hmap_get(&iv->iv_roots, ev->id, 32) != NULL)
+	if (a == NULL || root_find(iv, ev->id, k->ik_hid) != NULL)
 		return;
 	if ((rt = calloc(1, sizeof(*rt))) == NULL)
 		fatal("inventory");
 	memcpy(rt->rt_id, ev->id, 32);
 	memcpy(rt->rt_author, ev->pubkey, 32);
 	rt->rt_kind = ev->kind;
-	rt->rt_coord = xstrndup(a->s, a->len);
-	hmap_put(&iv->iv_roots, ev->id, 32, rt);
+	rt->rt_coord = coord_copy(iv, a);
+	GROW(iv->iv_roots, iv->iv_nroots, iv->iv_caproots);
+	iv->iv_roots[iv->iv_nroots++] = rt;
 	nd = id_node_get(iv, ev->id, k->ik_hid, 0, &num);
 	node_add_root(nd, rt);
 	author_add_root(iv, ev->pubkey, k->ik_hpk, rt);
@@ -1107,7 +1135,8 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 		if (strcmp(tg->v[0].s, "e") == 0) {
 			if (hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == -1)
 				continue;
-			if ((rt = hmap_get(&iv->iv_roots, id, 32)) == NULL)
+			if ((rt = root_find(iv, id, hmap_hash(id, 32))) ==
+			    NULL)
 				delete_descendant(iv, id, ev->pubkey);
 			else if (memcmp(rt->rt_author, ev->pubkey, 32) == 0 &&
 			    !rt->rt_deleted) {
@@ -1256,7 +1285,13 @@ inv_repo_next(const struct inventory *iv, size_t *it)
 struct inv_root *
 inv_root(const struct inventory *iv, const uint8_t id[32])
 {
-	return hmap_get(&iv->iv_roots, id, 32);
+	return root_find(iv, id, hmap_hash(id, 32));
+}
+
+struct inv_root *
+inv_root_next(const struct inventory *iv, size_t *it)
+{
+	return *it < iv->iv_nroots ? iv->iv_roots[(*it)++] : NULL;
 }
 
 const uint8_t *

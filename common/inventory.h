@@ -83,7 +83,9 @@ struct inv_root {
 	uint32_t	  rt_kind;
 	int		  rt_deleted;
 	struct inv_repo	 *rt_repo;	/* NULL while its repo is unknown */
-	char		 *rt_coord;	/* the repository it names */
+	const char	 *rt_coord;	/* the repository it names (one
+					   copy per coordinate, the
+					   inventory's) */
 	uint32_t	 *rt_desc;	/* descendants, by node number:
 					   inv_desc_id() gives each id */
 	size_t		  rt_ndesc;
@@ -108,7 +110,11 @@ struct inv_author {
 
 struct inventory {
 	struct hmap	 iv_repos;	/* coord -> struct inv_repo */
-	struct hmap	 iv_roots;	/* id -> struct inv_root */
+	struct inv_root	**iv_roots;	/* every root, in arrival order
+					   (inv_root() finds one by id) */
+	size_t		 iv_nroots;
+	size_t		 iv_caproots;
+	struct hmap	 iv_coords;	/* coordinate -> its one copy */
 	struct inv_index iv_ids;	/* event id -> node number */
 	struct hmap	 iv_addrs;	/* address -> struct inv_node */
 	struct inv_recs	 iv_nodes;	/* struct inv_node */
@@ -157,6 +163,8 @@ struct inv_repo	*inv_repo(const struct inventory *, const char *coord);
 /* Iterates repositories: for (it = 0; (r = inv_repo_next(iv, &it)); ) */
 struct inv_repo	*inv_repo_next(const struct inventory *, size_t *it);
 struct inv_root	*inv_root(const struct inventory *, const uint8_t id[32]);
+/* Iterates roots: for (it = 0; (rt = inv_root_next(iv, &it)); ) */
+struct inv_root	*inv_root_next(const struct inventory *, size_t *it);
 /* The id of rt's descendant i (i < rt->rt_ndesc). */
 const uint8_t	*inv_desc_id(const struct inventory *, const struct inv_root *,
 		    size_t i);

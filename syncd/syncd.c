@@ -333,14 +333,12 @@ sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 static size_t
 count_roots(const struct syncd *sd, size_t bykind[3], size_t *unlinked)
 {
-	size_t	it, n = 0;
-	void	*v;
+	struct inv_root	*rt;
+	size_t		 it, n = 0;
 
 	bykind[0] = bykind[1] = bykind[2] = 0;
 	*unlinked = 0;
-	for (it = 0; hmap_next(&sd->sd_inv->iv_roots, &it, NULL, NULL, &v); ) {
-		struct inv_root *rt = v;
-
+	for (it = 0; (rt = inv_root_next(sd->sd_inv, &it)) != NULL; ) {
 		if (rt->rt_deleted)
 			continue;
 		if (rt->rt_repo == NULL) {

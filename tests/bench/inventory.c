@@ -264,7 +264,6 @@ main(int argc, char **argv)
 	double			 c, c_scan, c_tags, c_rebuild;
 	int			 fed, fd;
 	long			 rss0, rss1;
-	void			*v;
 
 	log_init("inventory", 1);
 	nroots = arg(argc, argv, 1, 100000);
@@ -331,8 +330,7 @@ main(int argc, char **argv)
 	c_rebuild = cpu_s() - c;
 	rss1 = rss_kib();
 
-	for (it = 0; hmap_next(&iv->iv_roots, &it, NULL, NULL, &v); ) {
-		rt = v;
+	for (it = 0; (rt = inv_root_next(iv, &it)) != NULL; ) {
 		roots += rt->rt_repo != NULL && !rt->rt_deleted;
 		desc += rt->rt_ndesc;
 	}

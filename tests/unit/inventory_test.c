@@ -127,6 +127,9 @@ test_threads_carry_root_provenance_and_participants(void)
 	inv_add(iv, other);
 
 	T_ASSERT((rt = inv_root(iv, issue->id)) != NULL);
+	/* A descendant's id, or one never seen, names no root. */
+	T_CHECK(inv_root(iv, react->id) == NULL);
+	T_CHECK(inv_root(iv, other->id) == NULL);
 	T_CHECK(rt->rt_repo == inv_repo(iv, c));
 	T_EQ_INT(rt->rt_ndesc, 2);
 	T_CHECK(memcmp(inv_desc_id(iv, rt, 1), react->id, 32) == 0);
@@ -857,8 +860,7 @@ compare(const struct inventory *a, const struct inventory *b)
 	struct inv_author	*aa, *ab;
 	struct hmap		 ea = HMAP_INIT, eb = HMAP_INIT;
 	const void		*key;
-	size_t			 it, len, i;
-	void			*v;
+	size_t			 it, i;
 
 	T_EQ_INT(a->iv_repos.hm_n, b->iv_repos.hm_n);
 	for (it = 0; (ra = inv_repo_next(a, &it)) != NULL; ) {
@@ -876,9 +878,8 @@ compare(const struct inventory *a, const struct inventory *b)
 		T_ASSERT(ra->ir_nroots == rb->ir_nroots);
 		T_CHECK(same_roots(ra->ir_roots, rb->ir_roots, ra->ir_nroots));
 	}
-	T_EQ_INT(a->iv_roots.hm_n, b->iv_roots.hm_n);
-	for (it = 0; hmap_next(&a->iv_roots, &it, &key, &len, &v); ) {
-		ta = v;
+	T_EQ_INT(a->iv_nroots, b->iv_nroots);
+	for (it = 0; (ta = inv_root_next(a, &it)) != NULL; ) {
 		T_ASSERT((tb = inv_root(b, ta->rt_id)) != NULL);
 		T_CHECK(memcmp(ta->rt_author, tb->rt_author, 32) == 0);
 		T_EQ_INT(ta->rt_kind, tb->rt_kind);
@@ -926,7 +927,6 @@ test_rebuild_matches_feeding_every_event(void)
 	uint8_t			 q[32];
 	size_t			 it, capped = 0, deep = 0, addrs = 0, pend;
 	int64_t			 last = 0;
-	void			*v;
 	int			 n, found = 0;
 
 	T_ASSERT(pl != NULL);
@@ -941,8 +941,7 @@ test_rebuild_matches_feeding_every_event(void)
 	T_ASSERT(hex_decode(q_only, 64, q, 32) == 0);
 	pk_hex(3, pk);
 	snprintf(c3, sizeof(c3), "30617:%s:repo3", pk);
-	for (it = 0; hmap_next(&bulk->iv_roots, &it, NULL, NULL, &v); ) {
-		rt = v;
+	for (it = 0; (rt = inv_root_next(bulk, &it)) != NULL; ) {
 		capped += rt->rt_ndesc == INV_MAX_DESCENDANTS;
 		addrs += rt->rt_naddrs;
 		deep += rt->rt_ndesc > 0 && !rt->rt_repo;

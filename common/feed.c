@@ -368,7 +368,8 @@ feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
     feed_cb *hint, feed_cb *cb, void *arg, int64_t *last_out)
 {
 	static const char	 sql[] = "SELECT seq, json FROM events"
-				    " WHERE seq > ?1 AND seq <= ?2 ORDER BY seq";
+				    " WHERE seq > ?1 AND seq <= ?2"
+				    " ORDER BY seq";
 	sqlite3			*db = store_sqlite(store);
 	sqlite3_stmt		*st = NULL;
 	struct ahead		 ring[FEED_AHEAD + 1], *a;

@@ -116,9 +116,10 @@ struct inv_keys {
 	uint32_t	 ik_tag[INV_KEY_IDS];	/* the tags they are in */
 	uint8_t		 ik_ids[INV_KEY_IDS][32];
 	uint64_t	 ik_h[INV_KEY_IDS];
-	ssize_t		 ik_node[INV_KEY_IDS];	/* guessed parent nodes */
-	ssize_t		 ik_author;		/* guessed author */
-	struct inv_root	*ik_root[INV_KEY_IDS];	/* guessed parent roots */
+	/* Guesses: the parents' nodes and roots, the author. */
+	ssize_t		 ik_node[INV_KEY_IDS];
+	struct inv_root	*ik_root[INV_KEY_IDS];
+	ssize_t		 ik_author;
 };
 
 /* Roots that name a repository the inventory does not know (yet). */
@@ -799,12 +800,12 @@ keys_descs(struct inv_keys *k)
 }
 
 /*
- * The id and hash of the parent in ev's tag t if k has them (1), or 0:
- * the caller decodes it.
+ * The id and hash of the parent named by value v in ev's tag t, from k
+ * if k has them: 0, or -1 if v is not an id.
  */
 static int
-keys_parent(const struct inv_keys *k, uint32_t t, uint8_t id[32],
-    uint64_t *h)
+parent_id(const struct inv_keys *k, uint32_t t, const struct estr *v,
+    uint8_t id[32], uint64_t *h)
 {
 	uint32_t	i;
 
@@ -812,8 +813,11 @@ keys_parent(const struct inv_keys *k, uint32_t t, uint8_t id[32],
 		if (k->ik_tag[i] == t) {
 			memcpy(id, k->ik_ids[i], 32);
 			*h = k->ik_h[i];
-			return 1;
+			return 0;
 		}
+	if (hex_decode(v->s, v->len, id, 32) == -1)
+		return -1;
+	*h = hmap_hash(id, 32);
 	return 0;
 }
 
@@ -1006,9 +1010,8 @@ add_descendant(struct inventory *iv, const struct event *ev,
 				break;
 		if (f < nfound)
 			continue;
-		if (name[0] != 'a' && name[0] != 'A' && (keys_parent(keys, t, id,
-		    &h) || (hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0 &&
-		    (h = hmap_hash(id, 32), 1))))
+		if (name[0] != 'a' && name[0] != 'A' && parent_id(keys, t,
+		    &tg->v[1], id, &h) == 0)
 			p = id_node_h(iv, id, h);
 		else if (name[0] != 'e' && name[0] != 'E' &&
 		    memchr(tg->v[1].s, ':', tg->v[1].len))

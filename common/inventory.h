@@ -110,8 +110,8 @@ struct inv_author {
 
 struct inventory {
 	struct hmap	 iv_repos;	/* coord -> struct inv_repo */
-	struct inv_root	**iv_roots;	/* every root, in arrival order
-					   (inv_root() finds one by id) */
+	/* Every root, in arrival order (inv_root() finds one by id). */
+	struct inv_root	**iv_roots;
 	size_t		 iv_nroots;
 	size_t		 iv_caproots;
 	struct hmap	 iv_coords;	/* coordinate -> its one copy */
@@ -166,8 +166,8 @@ struct inv_root	*inv_root(const struct inventory *, const uint8_t id[32]);
 /* Iterates roots: for (it = 0; (rt = inv_root_next(iv, &it)); ) */
 struct inv_root	*inv_root_next(const struct inventory *, size_t *it);
 /* The id of rt's descendant i (i < rt->rt_ndesc). */
-const uint8_t	*inv_desc_id(const struct inventory *, const struct inv_root *,
-		    size_t i);
+const uint8_t	*inv_desc_id(const struct inventory *,
+		    const struct inv_root *, size_t i);
 struct inv_author *inv_author(const struct inventory *,
 		    const uint8_t pubkey[32]);
 struct inv_author *inv_author_next(const struct inventory *, size_t *it);

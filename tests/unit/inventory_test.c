@@ -1040,14 +1040,14 @@ described_free(struct described *ds)
 
 /* What feed_scan_ahead() hands to its hint and to its callback. */
 struct ahead_seen {
-	struct described	 hinted;	/* described when hinted */
-	struct described	 taken;		/* described when taken */
+	struct described	 hinted;	/* as hinted */
+	struct described	 taken;		/* as taken */
 	const struct event	*ev[4096];	/* by hint number */
 	size_t			 nhinted;
 	size_t			 ntaken;
-	size_t			 total;		/* events in the range */
-	size_t			 bad_lead;	/* taken too early or late */
-	size_t			 moved;		/* not where it was hinted */
+	size_t			 total;		/* in the range */
+	size_t			 bad_lead;	/* early or late */
+	size_t			 moved;		/* moved since hinted */
 };
 
 static void

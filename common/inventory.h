@@ -146,9 +146,10 @@ void		 inv_free(struct inventory *);
 void		 inv_add(struct inventory *, const struct event *);
 /*
  * Feeds every event stored with seq <= upto to inv_add() in seq order,
- * reading of each only what inv_add() reads (feed_scan_tags()): how
- * every role builds its new inventory at start.  The result is the
- * inventory feeding each event in full would give.  Returns the number
+ * reading of each only what inv_add() reads, a few events ahead so that
+ * what each will look up is prefetched (feed_scan_ahead()): how every
+ * role builds its new inventory at start.  The result is the inventory
+ * feeding each event in full would give.  Returns the number
  * of events fed, or -1 on a store error (logged); exits only when out of
  * memory.
  */

@@ -146,23 +146,6 @@ sync_plus_take(const struct event *ev)
 	return 1;
 }
 
-static void
-want_thread(const struct inventory *iv, struct sync_relay *sr,
-    const struct inv_root *rt)
-{
-	char	hex[65];
-	size_t	k;
-
-	hex_encode(rt->rt_id, 32, hex);
-	sync_relay_want(sr, SET_IDS, hex);
-	for (k = 0; k < rt->rt_ndesc; k++) {
-		hex_encode(inv_desc_id(iv, rt, k), 32, hex);
-		sync_relay_want(sr, SET_IDS, hex);
-	}
-	for (k = 0; k < rt->rt_naddrs; k++)
-		sync_relay_want(sr, SET_ADDRS, rt->rt_addrs[k]);
-}
-
 void
 sync_plus_reconcile(struct syncd *sd,
     struct sync_relay *(*mark)(struct syncd *, const char *, int))
@@ -192,7 +175,8 @@ sync_plus_reconcile(struct syncd *sd,
 				for (i = 0; (key = relaylist_get(&l->pl_list,
 				    RELAYLIST_INBOX, i)) != NULL; i++)
 					if ((sr = mark(sd, key, 0)) != NULL) {
-						want_thread(sd->sd_inv, sr, rt);
+						sync_relay_want_thread(sr,
+						    sd->sd_inv, rt);
 						hmap_put(&seen, key,
 						    strlen(key), sr);
 					}
@@ -213,7 +197,7 @@ sync_plus_reconcile(struct syncd *sd,
 				if ((c = conn_get(sd->sd_conns, key,
 				    CONN_TRUSTED, NULL)) != NULL)
 					conn_release(c);
-				want_thread(sd->sd_inv, sr, rt);
+				sync_relay_want_thread(sr, sd->sd_inv, rt);
 				hmap_put(&seen, key, strlen(key), sr);
 			}
 		}

@@ -261,6 +261,23 @@ sync_relay_want(struct sync_relay *sr, enum sync_set set, const char *v)
 	hmap_put(&sr->sr_want[set], v, strlen(v) + 1, (void *)1);
 }
 
+void
+sync_relay_want_thread(struct sync_relay *sr, const struct inventory *iv,
+    const struct inv_root *rt)
+{
+	char	hex[65];
+	size_t	k;
+
+	hex_encode(rt->rt_id, 32, hex);
+	sync_relay_want(sr, SET_IDS, hex);
+	for (k = 0; k < rt->rt_ndesc; k++) {
+		hex_encode(inv_desc_id(iv, rt, k), 32, hex);
+		sync_relay_want(sr, SET_IDS, hex);
+	}
+	for (k = 0; k < rt->rt_naddrs; k++)
+		sync_relay_want(sr, SET_ADDRS, rt->rt_addrs[k]);
+}
+
 /*
  * The end of a historic request: ok, or failed with what (a result name)
  * and reason, so that what it asked is asked again later.  Frees hr.

@@ -101,8 +101,7 @@ reconcile(struct syncd *sd)
 {
 	struct inv_repo		*r;
 	struct sync_relay	*sr;
-	size_t			 it, i, j, k;
-	char			 hex[65];
+	size_t			 it, i, j;
 	void			*v;
 	const void		*key;
 	size_t			 keylen;
@@ -121,20 +120,9 @@ reconcile(struct syncd *sd)
 			if (r->ir_level != INV_FULL)
 				continue;
 			sync_relay_want(sr, SET_REPOS, r->ir_coord);
-			for (j = 0; j < r->ir_nroots; j++) {
-				struct inv_root *rt = r->ir_roots[j];
-
-				hex_encode(rt->rt_id, 32, hex);
-				sync_relay_want(sr, SET_IDS, hex);
-				for (k = 0; k < rt->rt_ndesc; k++) {
-					hex_encode(inv_desc_id(sd->sd_inv, rt,
-					    k), 32, hex);
-					sync_relay_want(sr, SET_IDS, hex);
-				}
-				for (k = 0; k < rt->rt_naddrs; k++)
-					sync_relay_want(sr, SET_ADDRS,
-					    rt->rt_addrs[k]);
-			}
+			for (j = 0; j < r->ir_nroots; j++)
+				sync_relay_want_thread(sr, sd->sd_inv,
+				    r->ir_roots[j]);
 		}
 	}
 	/* GRASP-03: root authors' inboxes and fallback relays. */

@@ -206,6 +206,9 @@ void	sync_relay_free(struct sync_relay *);
 /* Clears the wanted sets before a new round of sync_relay_want(). */
 void	sync_relay_clear_want(struct sync_relay *);
 void	sync_relay_want(struct sync_relay *, enum sync_set, const char *v);
+/* Wants rt's thread: its id, its descendants' ids and addresses. */
+void	sync_relay_want_thread(struct sync_relay *, const struct inventory *,
+	    const struct inv_root *rt);
 /* Requests what is wanted and not yet fetched; refreshes live REQs. */
 void	sync_relay_update(struct sync_relay *);
 /* The connection's state changed (conn hook). */

@@ -327,15 +327,6 @@ id_node_h(const struct inventory *iv, const uint8_t id[32], uint64_t h)
 	return num == -1 ? NULL : node_at(iv, (size_t)num);
 }
 
-static struct inv_node *
-id_node(const struct inventory *iv, const uint8_t id[32])
-{
-	ssize_t	num = ix_find(iv, &iv->iv_ids, node_key, id,
-		    hmap_hash(id, 32));
-
-	return num == -1 ? NULL : node_at(iv, (size_t)num);
-}
-
 /*
  * id's node (h is id's hash), made if new; its depth lowered to depth if
  * deeper.  Its number in *num.
@@ -701,6 +692,22 @@ pending_add(struct inventory *iv, struct inv_root *rt)
 	pd->pd_roots[pd->pd_n++] = rt;
 }
 
+/* A tag naming a parent by id (NIP-10 e, NIP-22 E, NIP-18 q). */
+static int
+id_parent_tag(const struct event_tag *tg)
+{
+	return tg->n >= 2 && tg->v[0].len == 1 && (tg->v[0].s[0] == 'e' ||
+	    tg->v[0].s[0] == 'E' || tg->v[0].s[0] == 'q');
+}
+
+/* A tag naming a parent by address (NIP-01 a, NIP-22 A, NIP-18 q). */
+static int
+addr_parent_tag(const struct event_tag *tg)
+{
+	return tg->n >= 2 && tg->v[0].len == 1 && (tg->v[0].s[0] == 'a' ||
+	    tg->v[0].s[0] == 'A' || tg->v[0].s[0] == 'q');
+}
+
 static int
 same_value(const struct estr *a, const struct estr *b)
 {
@@ -725,8 +732,7 @@ keys_make(const struct inventory *iv, const struct event *ev,
 		const struct event_tag	*tg = &ev->tags[t];
 		uint8_t			*id = k->ik_ids[k->ik_nids];
 
-		if (tg->n < 2 || tg->v[0].len != 1 || (tg->v[0].s[0] != 'e' &&
-		    tg->v[0].s[0] != 'E' && tg->v[0].s[0] != 'q'))
+		if (!id_parent_tag(tg))
 			continue;
 		/* NIP-22 names a top-level comment's root twice (E, e). */
 		for (i = 0; i < k->ik_nids; i++)
@@ -896,15 +902,22 @@ add_announcement(struct inventory *iv, const struct event *ev,
 }
 
 /*
- * The root of id (hash h), or NULL.  A root's node is the one node of
- * depth 0, made with the root as its first (see add_root()).
+ * The root whose own node nd is, or NULL: a root's node is the one node
+ * of depth 0, made with the root as its first (see add_root()).
  */
+static struct inv_root *
+node_own_root(const struct inv_node *nd)
+{
+	return nd->nd_depth == 0 ? nd->nd_first : NULL;
+}
+
+/* The root of id (hash h), or NULL. */
 static struct inv_root *
 root_find(const struct inventory *iv, const uint8_t id[32], uint64_t h)
 {
 	const struct inv_node	*nd = id_node_h(iv, id, h);
 
-	return nd != NULL && nd->nd_depth == 0 ? nd->nd_first : NULL;
+	return nd != NULL ? node_own_root(nd) : NULL;
 }
 
 /* The inventory's one copy of coordinate c. */
@@ -996,12 +1009,9 @@ add_descendant(struct inventory *iv, const struct event *ev,
 
 	for (t = 0; t < ev->ntags; t++) {
 		const struct event_tag	*tg = &ev->tags[t];
-		const char		*name = tg->v[0].s;
 		struct inv_node		*p = NULL;
 
-		if (tg->n < 2 || tg->v[0].len != 1 || (name[0] != 'e' &&
-		    name[0] != 'E' && name[0] != 'q' && name[0] != 'a' &&
-		    name[0] != 'A'))
+		if (!id_parent_tag(tg) && !addr_parent_tag(tg))
 			continue;
 		/* A value that already led to a node adds nothing again
 		 * (NIP-22 names a top-level comment's root twice, E and e). */
@@ -1010,10 +1020,10 @@ add_descendant(struct inventory *iv, const struct event *ev,
 				break;
 		if (f < nfound)
 			continue;
-		if (name[0] != 'a' && name[0] != 'A' && parent_id(keys, t,
-		    &tg->v[1], id, &h) == 0)
+		if (id_parent_tag(tg) && parent_id(keys, t, &tg->v[1], id,
+		    &h) == 0)
 			p = id_node_h(iv, id, h);
-		else if (name[0] != 'e' && name[0] != 'E' &&
+		else if (addr_parent_tag(tg) &&
 		    memchr(tg->v[1].s, ':', tg->v[1].len))
 			p = hmap_get(&iv->iv_addrs, tg->v[1].s, tg->v[1].len);
 		if (p == NULL || p->nd_depth >= INV_MAX_DEPTH)
@@ -1094,15 +1104,15 @@ author_in_thread(const struct inventory *iv, uint32_t num,
 }
 
 /*
- * NIP-09: the author withdraws a descendant.  Its thread keeps it (other
- * events may descend from it), but a thread where the author has no
- * other event no longer makes them a participant.
+ * NIP-09: pk withdraws the descendant whose node is nd (if pk wrote it).
+ * Its thread keeps it (other events may descend from it), but a thread
+ * where the author has no other event no longer makes them a
+ * participant.
  */
 static void
-delete_descendant(struct inventory *iv, const uint8_t id[32],
+delete_descendant(struct inventory *iv, struct inv_node *nd,
     const uint8_t pk[32])
 {
-	struct inv_node		*nd = id_node(iv, id);
 	struct inv_author	*a;
 	uint32_t		 num;
 	size_t			 i;
@@ -1125,6 +1135,7 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 {
 	uint32_t	 t, kind;
 	uint8_t		 id[32], pk[32];
+	struct inv_node	*nd;
 	struct inv_root	*rt;
 	struct inv_repo	*r;
 	const char	*d;
@@ -1136,11 +1147,11 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 		if (tg->n < 2)
 			continue;
 		if (strcmp(tg->v[0].s, "e") == 0) {
-			if (hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == -1)
+			if (hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == -1 ||
+			    (nd = id_node_h(iv, id, hmap_hash(id, 32))) == NULL)
 				continue;
-			if ((rt = root_find(iv, id, hmap_hash(id, 32))) ==
-			    NULL)
-				delete_descendant(iv, id, ev->pubkey);
+			if ((rt = node_own_root(nd)) == NULL)
+				delete_descendant(iv, nd, ev->pubkey);
 			else if (memcmp(rt->rt_author, ev->pubkey, 32) == 0 &&
 			    !rt->rt_deleted) {
 				rt->rt_deleted = 1;

@@ -11,10 +11,12 @@
  * the request body (de-chunked, gzip inflated) streams to the child's
  * stdin and its stdout streams back through pipes adopted into the
  * libwebsockets loop, each side pausing the other when RELAY_GIT_PIPE_BUF
- * bytes wait.  A push is authorised (relay_purg.c) from its ref updates
- * before any git process runs; a refused push is answered HTTP 200 with
- * "ERR authorisation failed: <reason>", the receive-pack result clients
- * show.  After a successful push the response ends only once the git
+ * bytes wait.  A push is authorised (relay_purg.c, relay_pushauth.c) from
+ * its ref updates before any git process runs; a refused push is answered
+ * HTTP 200 with "ERR authorisation failed: <reason>", the receive-pack
+ * result clients show.  git receive-pack then runs with deletions and
+ * non-fast-forward updates denied unless the decision allowed one, and
+ * never deletes the branch HEAD names.  After a successful push the response ends only once the git
  * data it brought has released what it satisfies.  Git responses carry no
  * length and close the connection when done.
  */
@@ -114,6 +116,8 @@ struct relay_gitreq {
 	size_t			 gr_cmdoff;	/* parsed so far */
 	int			 gr_decided;
 	int			 gr_sideband;	/* the client asked for it */
+	int			 gr_may_delete;	/* git's walls down, as the */
+	int			 gr_may_rewrite;	/* push decision says */
 
 	/* The child. */
 	pid_t			 gr_pid;
@@ -639,8 +643,20 @@ start_child(struct relay_gitreq *gr)
 		argv[n++] = "-c";
 		argv[n++] = "uploadpack.allowFilter=true";
 		argv[n++] = "upload-pack";
-	} else
+	} else {
+		/* A second wall behind the push decision: git refuses on
+		 * its own what the decision did not need to let through. */
+		argv[n++] = "-c";
+		argv[n++] = gr->gr_may_delete ? "receive.denyDeletes=false" :
+		    "receive.denyDeletes=true";
+		argv[n++] = "-c";
+		argv[n++] = gr->gr_may_rewrite ?
+		    "receive.denyNonFastForwards=false" :
+		    "receive.denyNonFastForwards=true";
+		argv[n++] = "-c";
+		argv[n++] = "receive.denyDeleteCurrent=refuse";
 		argv[n++] = "receive-pack";
+	}
 	argv[n++] = "--stateless-rpc";
 	if (gr->gr_advertise)
 		argv[n++] = "--advertise-refs";
@@ -743,8 +759,9 @@ parse_commands(struct relay_gitreq *gr, char *err, size_t errlen)
 static void
 decide_push(struct relay_gitreq *gr)
 {
-	char	err[256], reason[1024];
-	int	r;
+	struct pushauth_out	 po;
+	char			 err[256];
+	int			 r;
 
 	if (gr->gr_decided)
 		return;
@@ -765,7 +782,7 @@ decide_push(struct relay_gitreq *gr)
 		return;
 	}
 	r = relay_purg_authorise_push(gr->gr_owner, gr->gr_d, gr->gr_cmds,
-	    gr->gr_ncmds, reason, sizeof(reason));
+	    gr->gr_ncmds, &po);
 	if (r == -1) {
 		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 		    "cannot authorise the push\n");
@@ -773,7 +790,7 @@ decide_push(struct relay_gitreq *gr)
 	}
 	relayd->stats.git_push_auth[r]++;
 	if (r == 0) {
-		log_info("push to %s refused: %s", gr->gr_d, reason);
+		log_info("push to %s refused: %s", gr->gr_d, po.po_reason);
 		/* The refusal follows the rest of the body, read and
 		 * dropped, so that the client sees it. */
 		gr->gr_discard = 1;
@@ -787,16 +804,18 @@ decide_push(struct relay_gitreq *gr)
 			/* The client reads its report through side-band
 			 * channel 1: the ERR line goes inside it. */
 			pkt_line(&inner, "ERR authorisation failed: %s\n",
-			    reason);
+			    po.po_reason);
 			buf_adds(&inner, "0000");
 			pkt_line(&gr->gr_out, "\001%s", inner.b_data);
 			buf_adds(&gr->gr_out, "0000");
 			buf_free(&inner);
 		} else
 			pkt_line(&gr->gr_out, "ERR authorisation failed: %s\n",
-			    reason);
+			    po.po_reason);
 		return;
 	}
+	gr->gr_may_delete = !po.po_deny_deletes;
+	gr->gr_may_rewrite = !po.po_deny_nonff;
 	start_child(gr);
 }
 

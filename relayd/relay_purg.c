@@ -38,6 +38,8 @@
 #define MSG_EXPIRED	"invalid: previously expired from purgatory " \
 			"without git data"
 
+#define NOSTR_LEN	(sizeof(RELAY_REF_NOSTR) - 1)
+
 static const char	 zero_oid[GIT_OID_HEX + 1] =
     "0000000000000000000000000000000000000000";
 
@@ -1189,62 +1191,6 @@ extend_run(void *arg)
 	}
 }
 
-/* Compares the refs a push leaves with a state's; "" when equal. */
-static void
-refs_diff(const struct relay_refs *after, const struct relay_refs *want,
-    char *why, size_t whylen)
-{
-	const char	*o;
-	size_t		 i;
-
-	why[0] = '\0';
-	for (i = 0; i < after->n; i++) {
-		o = relay_refs_get(want, after->v[i].rf_name);
-		if (o == NULL) {
-			snprintf(why, whylen, "%s is not in the state",
-			    after->v[i].rf_name);
-			return;
-		}
-		if (strcmp(o, after->v[i].rf_oid) != 0) {
-			snprintf(why, whylen, "%s would be %.7s, the state "
-			    "says %.7s", after->v[i].rf_name,
-			    after->v[i].rf_oid, o);
-			return;
-		}
-	}
-	for (i = 0; i < want->n; i++)
-		if (relay_refs_get(after, want->v[i].rf_name) == NULL) {
-			snprintf(why, whylen, "the state lists %s, which the "
-			    "push leaves out", want->v[i].rf_name);
-			return;
-		}
-}
-
-/* Sets or deletes one ref of a ref set. */
-static void
-refs_apply(struct relay_refs *r, const char *name, const char *oid)
-{
-	size_t	i;
-
-	for (i = 0; i < r->n; i++)
-		if (strcmp(r->v[i].rf_name, name) == 0)
-			break;
-	if (strcmp(oid, zero_oid) == 0) {
-		if (i < r->n) {
-			free(r->v[i].rf_name);
-			r->v[i] = r->v[--r->n];
-		}
-		return;
-	}
-	if (i == r->n) {
-		if ((r->v = reallocarray(r->v, r->n + 1, sizeof(*r->v))) ==
-		    NULL || (r->v[r->n].rf_name = strdup(name)) == NULL)
-			fatal("refs_apply");
-		r->n++;
-	}
-	snprintf(r->v[i].rf_oid, sizeof(r->v[i].rf_oid), "%s", oid);
-}
-
 /* The tip commit of a PR or PR update with that id, stored or held. */
 static int
 known_pr_commit(const uint8_t id[32], char *c, size_t clen)
@@ -1274,128 +1220,73 @@ known_pr_commit(const uint8_t id[32], char *c, size_t clen)
 
 int
 relay_purg_authorise_push(const uint8_t owner[32], const char *d,
-    const struct relay_push_cmd *cmds, size_t n, char *reason,
-    size_t reasonlen)
+    const struct relay_push_cmd *cmds, size_t n, struct pushauth_out *out)
 {
-	static const char *const pfx[] = { "refs/heads/", "refs/tags/", NULL };
+	struct pushauth_in	 in;
 	struct policy_anns	 a;
 	struct purg_ev		*held = NULL;
-	struct relay_refs	 after, want;
+	struct pushauth_tip	*tips = NULL;
+	struct relay_refs	 cur, *states = NULL;
 	struct event		*ev;
-	char			 repo[PATH_MAX], c[GIT_OID_HEX + 8], why[512];
-	char			 hex[65], *head;
+	char			 repo[PATH_MAX], hex[65], *head;
 	uint8_t			 id[32];
-	size_t			 i, other = 0, noop = 0, nheld = 0, nauth = 0;
-	int			 rc = 0, matched = 0;
+	size_t			 i, nheld = 0, nstates = 0, ntips = 0;
+	int			 rc = -1;
 
-	for (i = 0; i < n; i++) {
-		const struct relay_push_cmd *pc = &cmds[i];
-
-		if (strncmp(pc->pc_ref, "refs/nostr/", 11) == 0) {
-			if (strlen(pc->pc_ref + 11) != 64 || hex_decode(
-			    pc->pc_ref + 11, 64, id, 32) == -1) {
-				snprintf(reason, reasonlen, "Invalid event ID "
-				    "format in ref: %s", pc->pc_ref);
-				return 0;
-			}
-			if (strcmp(pc->pc_new, zero_oid) == 0) {
-				snprintf(reason, reasonlen, "Ref validation "
-				    "failed: %s cannot be deleted",
-				    pc->pc_ref);
-				return 0;
-			}
-			if (known_pr_commit(id, c, sizeof(c)) &&
-			    strcmp(c, pc->pc_new) != 0) {
-				snprintf(reason, reasonlen, "PR event %s has "
-				    "tip commit %s, not the pushed %s",
-				    pc->pc_ref + 11, c, pc->pc_new);
-				return 0;
-			}
-			continue;
-		}
-		if (strncmp(pc->pc_ref, "refs/heads/", 11) != 0 &&
-		    strncmp(pc->pc_ref, "refs/tags/", 10) != 0) {
-			snprintf(reason, reasonlen, "Ref validation failed: %s "
-			    "is not a branch, a tag or refs/nostr/<event id>",
-			    pc->pc_ref);
-			return 0;
-		}
-		other++;
-		if (strcmp(pc->pc_old, pc->pc_new) == 0)
-			noop++;
-	}
-	if (other == 0)
-		return 1;
+	memset(&cur, 0, sizeof(cur));
+	memset(&in, 0, sizeof(in));
 	if (load_anns(d, 1, &a) == -1)
 		return -1;
-	if (a.n == 0 || policy_anns_by(&a, owner) == NULL) {
-		hex_encode(owner, 32, hex);
-		if (a.n == 0)
-			snprintf(reason, reasonlen, "No repository "
-			    "announcement found");
-		else
-			snprintf(reason, reasonlen, "No repository "
-			    "announcement found for owner %s", hex);
-		policy_anns_free(&a);
-		return 0;
-	}
-	if (noop == other) {
-		policy_anns_free(&a);
-		return 1;
-	}
 	if (relay_repo_path(owner, d, repo, sizeof(repo)) == -1 ||
-	    relay_repo_read_refs(repo, pfx, &after) == -1) {
-		policy_anns_free(&a);
-		return -1;
-	}
-	for (i = 0; i < n; i++)
-		if (strncmp(cmds[i].pc_ref, "refs/nostr/", 11) != 0)
-			refs_apply(&after, cmds[i].pc_ref, cmds[i].pc_new);
-	if (purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE, &held, &nheld) ==
-	    -1) {
-		rc = -1;
+	    relay_repo_read_refs(repo, NULL, &cur) == -1 ||
+	    purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE, &held, &nheld) ==
+	    -1)
 		goto done;
-	}
-	if (nheld == 0) {
-		snprintf(reason, reasonlen, "No state events in purgatory");
-		goto done;
-	}
-	/* Newest first: the newest state that matches wins; a mismatch
-	 * is explained against the newest one. */
-	why[0] = '\0';
-	for (i = nheld; i-- > 0 && !matched; ) {
-		char	w[512];
-
+	if ((states = calloc(nheld + 1, sizeof(*states))) == NULL ||
+	    (tips = calloc(n + 1, sizeof(*tips))) == NULL)
+		fatal("relay_purg_authorise_push");
+	/* Newest first, only those the announcements authorise. */
+	for (i = nheld; i-- > 0; ) {
 		if (!policy_anns_authorised(&a, owner, held[i].pe_pubkey) ||
 		    (ev = parse_json(held[i].pe_json)) == NULL)
 			continue;
-		relay_state_refs(ev, &want, &head);
+		relay_state_refs(ev, &states[nstates++], &head);
 		event_destroy(ev);
 		free(head);
-		refs_diff(&after, &want, w, sizeof(w));
-		relay_refs_free(&want);
-		if (w[0] == '\0')
-			matched = 1;
-		else if (nauth == 0)
-			snprintf(why, sizeof(why), "%s", w);
-		nauth++;
 	}
-	if (nauth == 0)
-		snprintf(reason, reasonlen, "%zu state event(s) in purgatory "
-		    "but none from authorized publishers", nheld);
-	else if (!matched)
-		snprintf(reason, reasonlen, "%zu state event(s) in purgatory "
-		    "from authorized publisher(s) but doesn't match push (%s)",
-		    nauth, why);
-	else {
-		rc = 1;
-		/* Authorisation extends the owner's held announcement. */
+	for (i = 0; i < n; i++) {
+		const char	*ref = cmds[i].pc_ref;
+
+		if (strncmp(ref, RELAY_REF_NOSTR, NOSTR_LEN) == 0 &&
+		    strlen(ref + NOSTR_LEN) == 64 && hex_decode(ref +
+		    NOSTR_LEN, 64, id, 32) == 0 && known_pr_commit(id,
+		    tips[ntips].pt_c, sizeof(tips[ntips].pt_c)))
+			tips[ntips++].pt_ref = ref;
+	}
+	hex_encode(owner, 32, hex);
+	in.pi_cmds = cmds;
+	in.pi_ncmds = n;
+	in.pi_cur = &cur;
+	in.pi_ann = a.n == 0 ? PUSHAUTH_ANN_NONE : policy_anns_by(&a, owner) ==
+	    NULL ? PUSHAUTH_ANN_OTHER : PUSHAUTH_ANN_OWNER;
+	in.pi_owner_hex = hex;
+	in.pi_nheld = nheld;
+	in.pi_states = states;
+	in.pi_nstates = nstates;
+	in.pi_tips = tips;
+	in.pi_ntips = ntips;
+	rc = relay_pushauth_decide(&in, out);
+	/* Authorisation by a state extends the owner's held announcement. */
+	if (rc == 1 && out->po_state != -1)
 		relay_ingest_task(extend_run, repo_key_done,
 		    repo_key(owner, d));
-	}
 done:
+	for (i = 0; i < nstates; i++)
+		relay_refs_free(&states[i]);
+	free(states);
+	free(tips);
 	purg_ev_free_list(held, nheld);
-	relay_refs_free(&after);
+	relay_refs_free(&cur);
 	policy_anns_free(&a);
 	return rc;
 }

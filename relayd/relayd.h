@@ -11,6 +11,8 @@
  * relay_neg.c    NIP-77 negentropy sync: NEG-OPEN, NEG-MSG, NEG-CLOSE
  * relay_inv.c    the repository inventory behind GRASP-03's identity
  *                policy (who may store kind 0 and 10002)
+ * relay_pushauth.c the push decision, a pure function of the ref updates
+ *                and what relay_purg.c gathered for them
  */
 #ifndef GRASPD_RELAYD_H
 #define GRASPD_RELAYD_H
@@ -415,6 +417,58 @@ void	relay_job_delete_ref(const uint8_t owner[32], const char *d,
 	    const char *ref, const char *old);
 void	relay_job_call(void (*fn)(void *), void *arg);
 
+/* relay_pushauth.c */
+/* GRASP-01: the ref namespaces a push may write. */
+#define RELAY_REF_HEADS		"refs/heads/"
+#define RELAY_REF_TAGS		"refs/tags/"
+#define RELAY_REF_NOSTR		"refs/nostr/"
+
+/* Whether the repository's announcements include the pushed owner's. */
+enum pushauth_ann {
+	PUSHAUTH_ANN_NONE,	/* no announcement for the identifier */
+	PUSHAUTH_ANN_OTHER,	/* announcements, none by the owner */
+	PUSHAUTH_ANN_OWNER,
+};
+
+/* The known tip commit of the PR event a refs/nostr/<id> ref names. */
+struct pushauth_tip {
+	const char	*pt_ref;		/* refs/nostr/<id> */
+	char		 pt_c[GIT_OID_HEX + 8];	/* its c tag, or "(none)" */
+};
+
+/* What the push decision reads; the caller owns everything. */
+struct pushauth_in {
+	const struct relay_push_cmd	*pi_cmds;	/* in request order */
+	size_t				 pi_ncmds;
+	const struct relay_refs		*pi_cur;	/* every ref, and HEAD */
+	enum pushauth_ann		 pi_ann;
+	const char			*pi_owner_hex;	/* for the reason */
+	size_t				 pi_nheld;	/* held states */
+	const struct relay_refs		*pi_states;	/* the authorised */
+	size_t				 pi_nstates;	/* ones, newest first */
+	const struct pushauth_tip	*pi_tips;
+	size_t				 pi_ntips;
+};
+
+struct pushauth_out {
+	int	po_allow;
+	int	po_state;		/* index of the matching state, or -1 */
+	int	po_deny_deletes;	/* git's walls: 1 unless the state */
+	int	po_deny_nonff;		/* or PR tip that authorises the push
+					 * deletes / rewrites a ref */
+	char	po_reason[1024];	/* when refused */
+};
+
+/*
+ * Decides a push from in alone (no I/O, no allocation): 1 allowed, 0
+ * refused with the reason (what follows "authorisation failed: ") in
+ * out->po_reason.  out is always filled in.  Never exits.
+ */
+int	relay_pushauth_decide(const struct pushauth_in *in,
+	    struct pushauth_out *out);
+/* 1 if ref is a full ref name git's check-ref-format accepts, else 0. */
+int	relay_pushauth_refname_ok(const char *ref);
+
 /* relay_purg.c */
 enum purg_route {
 	PURG_STORE,	/* store it as usual */
@@ -440,12 +494,14 @@ enum purg_route relay_purg_route(const struct event *ev, int verdict,
 void	relay_purg_stored(const struct event *ev);
 /*
  * Push authorization (reference brief 7) for a receive-pack request to
- * (owner, d), before any git process runs.  1 allowed; 0 refused with the
- * reason (after "authorisation failed: ") in reason; -1 on error.
+ * (owner, d), before any git process runs: gathers the repository's refs,
+ * its announcements, held states and known PR tips, and asks
+ * relay_pushauth_decide().  1 allowed; 0 refused with the reason (after
+ * "authorisation failed: ") in out->po_reason; -1 on error.
  */
 int	relay_purg_authorise_push(const uint8_t owner[32], const char *d,
-	    const struct relay_push_cmd *, size_t n, char *reason,
-	    size_t reasonlen);
+	    const struct relay_push_cmd *, size_t n,
+	    struct pushauth_out *out);
 /*
  * A receive-pack to (owner, d) succeeded: records placeholders and
  * releases what the new git data satisfies; done(arg) runs once that is

@@ -7,6 +7,7 @@
  * eviction, expiry (with the refusal of synced copies of expired events),
  * and purgatory surviving kill -9.
  */
+#define _GNU_SOURCE		/* memmem */
 #include <sys/stat.h>
 
 #include <signal.h>
@@ -1256,6 +1257,427 @@ test_held_announcement_expires_and_loses_its_repository(void)
 	wsc_close(ws);
 }
 
+/*
+ * Push command shapes (issue 21), sent as raw pkt-lines over HTTP: the
+ * git CLI never sends most of them.  One repository serves them all:
+ * main (HEAD), dev and tag v1 at one commit, a refs/nostr placeholder,
+ * and a local commit x that the pushes may carry in a pack.
+ */
+#define ZERO	"0000000000000000000000000000000000000000"
+
+static struct {
+	int	 ready;
+	char	 d[32];
+	char	 dir[512];
+	char	 base[41];	/* main, dev, v1, the placeholder */
+	char	 x[41];		/* a child of base, not on the relay */
+	char	 nostr[80];	/* refs/nostr/<id> at base */
+	char	 fresh[80];	/* refs/nostr/<id> not on the relay */
+	char	*pack;		/* a pack with x */
+	size_t	 packlen;
+	char	*empty;		/* a pack with nothing */
+	size_t	 emptylen;
+} sh;
+
+#define SH_KEY	40
+
+/* Appends the command pkt-line "old new ref[\0caps]\n" to b. */
+static void
+pkt_cmd(struct buf *b, const char *old, const char *new, const char *ref,
+    const char *caps)
+{
+	size_t	len = 4 + strlen(old) + 1 + strlen(new) + 1 + strlen(ref) + 1;
+
+	if (caps != NULL)
+		len += 1 + strlen(caps);
+	buf_printf(b, "%04zx%s %s %s", len, old, new, ref);
+	if (caps != NULL) {
+		buf_addc(b, '\0');
+		buf_adds(b, caps);
+	}
+	buf_addc(b, '\n');
+}
+
+/* git pack-objects --revs of the revisions in revs ("" for none). */
+static char *
+make_pack(const char *revs, size_t *len)
+{
+	char	 in[600], outp[600], cmd[2000], *p = NULL;
+	FILE	*f;
+	long	 n;
+
+	snprintf(in, sizeof(in), "%s/packrevs", sh.dir);
+	snprintf(outp, sizeof(outp), "%s/pack.out", sh.dir);
+	if ((f = fopen(in, "w")) == NULL)
+		return NULL;
+	fputs(revs, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "git -C '%s' pack-objects --stdout --revs "
+	    "-q < '%s' > '%s'", sh.dir, in, outp);
+	if (system(cmd) != 0 || (f = fopen(outp, "rb")) == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (p = malloc((size_t)n)) != NULL &&
+	    fread(p, 1, (size_t)n, f) != (size_t)n) {
+		free(p);
+		p = NULL;
+	}
+	if (p != NULL)
+		*len = (size_t)n;
+	fclose(f);
+	return p;
+}
+
+static int
+shapes_setup(void)
+{
+	struct wsc	*ws;
+	struct event	*ann = NULL, *st = NULL;
+	char		 msg[256], url[512], spec[200], revs[100], *out = NULL;
+	uint8_t		 id[32];
+	size_t		 i;
+	int		 rc = -1;
+
+	if (sh.ready)
+		return 0;
+	if ((ws = conn()) == NULL)
+		return -1;
+	next_d(sh.d, sizeof(sh.d));
+	if (serve_repo(ws, SH_KEY, sh.d, "", sh.dir, sizeof(sh.dir), sh.base,
+	    &ann) == -1)
+		goto done;
+	sleep(1);
+	st = state(SH_KEY, sh.d, "main", "refs/heads/main", sh.base,
+	    "refs/heads/dev", sh.base, "refs/tags/v1", sh.base, NULL);
+	if (pub(ws, st, msg, sizeof(msg)) != 1 || !wait_advertised(SH_KEY,
+	    sh.d, "refs/tags/v1", TMO) || !wait_advertised(SH_KEY, sh.d,
+	    "refs/heads/dev", TMO)) {
+		printf("# shapes_setup: dev and v1 not aligned (%s)\n", msg);
+		goto done;
+	}
+	for (i = 0; i < 32; i++)
+		id[i] = (uint8_t)(0xa0 + i);
+	memcpy(sh.nostr, "refs/nostr/", 11);
+	hex_encode(id, 32, sh.nostr + 11);
+	id[0] = 0x5f;
+	memcpy(sh.fresh, "refs/nostr/", 11);
+	hex_encode(id, 32, sh.fresh + 11);
+	url_of(SH_KEY, sh.d, url, sizeof(url));
+	snprintf(spec, sizeof(spec), "HEAD:%s", sh.nostr);
+	if (push(sh.dir, url, spec, &out) != 0) {
+		printf("# shapes_setup: placeholder push: %s\n", out);
+		goto done;
+	}
+	if (gt_commit(sh.dir, "file.txt", "x\n", "x", sh.x) == -1)
+		goto done;
+	snprintf(revs, sizeof(revs), "%s\n^%s\n", sh.x, sh.base);
+	if ((sh.pack = make_pack(revs, &sh.packlen)) == NULL ||
+	    (sh.empty = make_pack("", &sh.emptylen)) == NULL) {
+		printf("# shapes_setup: no pack\n");
+		goto done;
+	}
+	sh.ready = 1;
+	rc = 0;
+done:
+	free(out);
+	event_destroy(ann);
+	event_destroy(st);
+	wsc_close(ws);
+	return rc;
+}
+
+/* POSTs body to the shapes repository's receive-pack; the response. */
+static int
+receive_pack(const struct buf *body, int *status, char **resp,
+    size_t *resplen)
+{
+	char	path[512];
+
+	path_of(SH_KEY, sh.d, "/git-receive-pack", path, sizeof(path));
+	return http_request(relayproc_host(rp), relayproc_port(rp), "POST",
+	    path, "Content-Type: application/x-git-receive-pack-request\r\n",
+	    body->b_data, body->b_len, TMO, status, NULL, resp, resplen);
+}
+
+/* What a shape sends after its commands. */
+enum sh_tail {
+	TAIL_NONE,		/* flush only */
+	TAIL_PACK,		/* flush, a pack with x */
+	TAIL_OPTIONS,		/* flush, a push option, flush, a pack */
+};
+
+struct shape {
+	const char	*name;
+	const char	*caps;
+	const char	*cmds[3][3];	/* old, new, ref; "B" base, "X" x,
+					 * "N" the placeholder ref, "F" a
+					 * fresh refs/nostr ref */
+	enum sh_tail	 tail;
+	const char	*reason;	/* after "authorisation failed: " */
+};
+
+static const char *
+sh_val(const char *v)
+{
+	if (strcmp(v, "Z") == 0)
+		return ZERO;
+	if (strcmp(v, "B") == 0)
+		return sh.base;
+	if (strcmp(v, "X") == 0)
+		return sh.x;
+	if (strcmp(v, "N") == 0)
+		return sh.nostr;
+	if (strcmp(v, "F") == 0)
+		return sh.fresh;
+	return v;
+}
+
+static const struct shape	shapes[] = {
+	{ "null_pair_on_head", "report-status",
+	    { { "Z", "Z", "refs/heads/main" } }, TAIL_NONE,
+	    "Ref validation failed: refs/heads/main: old and new are both "
+	    "the null id" },
+	{ "null_pair_on_branch", "report-status",
+	    { { "Z", "Z", "refs/heads/dev" } }, TAIL_NONE,
+	    "both the null id" },
+	{ "null_pair_on_tag", "report-status",
+	    { { "Z", "Z", "refs/tags/v1" } }, TAIL_NONE,
+	    "both the null id" },
+	{ "null_pair_on_missing_ref", "report-status",
+	    { { "Z", "Z", "refs/heads/none" } }, TAIL_NONE,
+	    "both the null id" },
+	{ "null_pair_without_capabilities", NULL,
+	    { { "Z", "Z", "refs/heads/main" } }, TAIL_NONE,
+	    "both the null id" },
+	{ "null_pair_with_side_band", "report-status side-band-64k",
+	    { { "Z", "Z", "refs/heads/main" } }, TAIL_NONE,
+	    "both the null id" },
+	{ "null_pair_after_a_creation_with_pack", "report-status",
+	    { { "Z", "X", "refs/heads/new" }, { "Z", "Z", "refs/heads/dev" } },
+	    TAIL_PACK, "refs/heads/dev: old and new are both the null id" },
+	{ "null_pair_atomic_with_pack", "report-status atomic",
+	    { { "Z", "X", "refs/heads/new" }, { "Z", "Z", "refs/heads/dev" } },
+	    TAIL_PACK, "both the null id" },
+	{ "null_pair_with_push_options", "report-status push-options",
+	    { { "Z", "Z", "refs/heads/main" } }, TAIL_OPTIONS,
+	    "both the null id" },
+	{ "null_pair_beside_an_allowed_placeholder", "report-status",
+	    { { "Z", "X", "F" }, { "Z", "Z", "refs/heads/main" } }, TAIL_PACK,
+	    "both the null id" },
+	{ "deletion_without_state", "report-status",
+	    { { "B", "Z", "refs/heads/dev" } }, TAIL_NONE,
+	    "No state events in purgatory" },
+	{ "deletion_of_a_tag_without_state", "report-status delete-refs",
+	    { { "B", "Z", "refs/tags/v1" } }, TAIL_NONE,
+	    "No state events in purgatory" },
+	{ "deletion_of_head", "report-status",
+	    { { "B", "Z", "refs/heads/main" } }, TAIL_NONE,
+	    "Ref validation failed: refs/heads/main is HEAD and cannot be "
+	    "deleted" },
+	{ "deletion_of_refs_nostr", "report-status",
+	    { { "B", "Z", "N" } }, TAIL_NONE, "cannot be deleted" },
+	{ "old_not_current", "report-status",
+	    { { "X", "B", "refs/heads/main" } }, TAIL_NONE,
+	    "Ref validation failed: refs/heads/main is at " },
+	{ "creation_over_an_existing_ref", "report-status",
+	    { { "Z", "X", "refs/heads/main" } }, TAIL_PACK,
+	    "the push expects nothing" },
+	{ "update_of_a_missing_ref", "report-status",
+	    { { "B", "X", "refs/heads/none" } }, TAIL_PACK,
+	    "refs/heads/none does not exist" },
+	{ "noop_with_a_stale_old", "report-status",
+	    { { "X", "X", "refs/heads/main" } }, TAIL_NONE,
+	    "the push expects" },
+	{ "placeholder_over_an_existing_ref", "report-status",
+	    { { "Z", "X", "N" } }, TAIL_PACK, "the push expects nothing" },
+	{ "same_ref_twice", "report-status",
+	    { { "B", "X", "refs/heads/main" }, { "X", "B", "refs/heads/main" } },
+	    TAIL_PACK, "refs/heads/main is updated more than once" },
+	{ "same_ref_twice_atomic", "report-status atomic",
+	    { { "B", "B", "refs/heads/dev" }, { "B", "Z", "refs/heads/dev" } },
+	    TAIL_NONE, "refs/heads/dev is updated more than once" },
+	{ "head_itself", "report-status",
+	    { { "B", "X", "HEAD" } }, TAIL_PACK,
+	    "HEAD is not a branch, a tag or refs/nostr/<event id>" },
+	{ "refs_remotes", "report-status",
+	    { { "Z", "B", "refs/remotes/origin/main" } }, TAIL_NONE,
+	    "is not a branch, a tag or refs/nostr/<event id>" },
+	{ "refs_notes", "report-status",
+	    { { "Z", "B", "refs/notes/commits" } }, TAIL_NONE,
+	    "is not a branch, a tag or refs/nostr/<event id>" },
+	{ "symbolic_style_name", "report-status",
+	    { { "Z", "B", "refs/heads/a..b" } }, TAIL_NONE,
+	    "refs/heads/a..b is not a valid ref name" },
+	{ "lock_suffix", "report-status",
+	    { { "Z", "B", "refs/heads/x.lock" } }, TAIL_NONE,
+	    "is not a valid ref name" },
+	{ "refs_nostr_not_an_id", "report-status",
+	    { { "Z", "B", "refs/nostr/xyz" } }, TAIL_NONE,
+	    "Invalid event ID format in ref: refs/nostr/xyz" },
+};
+
+static const struct shape	*cur_shape;
+
+static void
+send_shape(const struct shape *s, int *status, char **resp, size_t *len)
+{
+	struct buf	b = BUF_INIT;
+	size_t		i;
+
+	for (i = 0; i < 3 && s->cmds[i][0] != NULL; i++)
+		pkt_cmd(&b, sh_val(s->cmds[i][0]), sh_val(s->cmds[i][1]),
+		    sh_val(s->cmds[i][2]), i == 0 ? s->caps : NULL);
+	buf_adds(&b, "0000");
+	if (s->tail == TAIL_OPTIONS)
+		buf_adds(&b, "000aopt=1\n0000");
+	if (s->tail != TAIL_NONE)
+		buf_add(&b, sh.pack, sh.packlen);
+	*resp = NULL;
+	if (receive_pack(&b, status, resp, len) == -1)
+		*status = -1;
+	buf_free(&b);
+}
+
+/* One refused shape: the ERR line with its reason; no ref moved. */
+static void
+test_push_shape_refused(void)
+{
+	const struct shape	*s = cur_shape;
+	char			*before, *after, *resp = NULL, *err, *nl;
+	size_t			 len = 0;
+	int			 status = 0, found;
+
+	T_ASSERT(shapes_setup() == 0);
+	T_ASSERT((before = advertisement(SH_KEY, sh.d, NULL)) != NULL);
+	send_shape(s, &status, &resp, &len);
+	after = advertisement(SH_KEY, sh.d, NULL);
+	T_CHECK(status == 200);
+	/* The reason, on the ERR line. */
+	found = resp != NULL && (err = memmem(resp, len, "ERR authorisation "
+	    "failed: ", 26)) != NULL && (nl = memchr(err, '\n', len -
+	    (size_t)(err - resp))) != NULL && memmem(err, (size_t)(nl - err),
+	    s->reason, strlen(s->reason)) != NULL;
+	T_CHECK(found);
+	if (!found)
+		printf("# %s: relayd said: %.*s\n", s->name, (int)len,
+		    resp ? resp : "");
+	T_CHECK(after != NULL && strcmp(before, after) == 0);
+	if (after != NULL && strcmp(before, after) != 0)
+		printf("# %s: refs before:\n# %s\n# after:\n# %s\n", s->name,
+		    before, after);
+	free(before);
+	free(after);
+	free(resp);
+}
+
+/*
+ * Shapes the decision lets through reach git, which reports on them: a
+ * no-op (old = new = current) with an empty pack, and a placeholder.
+ */
+static void
+test_push_shapes_allowed_reach_git(void)
+{
+	struct buf	 b = BUF_INIT;
+	char		*resp = NULL, want[200];
+	size_t		 len = 0;
+	int		 status = 0;
+
+	T_ASSERT(shapes_setup() == 0);
+	pkt_cmd(&b, sh.base, sh.base, "refs/heads/main", "report-status");
+	buf_adds(&b, "0000");
+	buf_add(&b, sh.empty, sh.emptylen);
+	T_ASSERT(receive_pack(&b, &status, &resp, &len) == 0);
+	T_CHECK(status == 200 && resp != NULL &&
+	    memmem(resp, len, "ok refs/heads/main", 18) != NULL &&
+	    memmem(resp, len, "ERR", 3) == NULL);
+	free(resp);
+	resp = NULL;
+	buf_reset(&b);
+	pkt_cmd(&b, ZERO, sh.x, sh.fresh, "report-status");
+	buf_adds(&b, "0000");
+	buf_add(&b, sh.pack, sh.packlen);
+	T_ASSERT(receive_pack(&b, &status, &resp, &len) == 0);
+	snprintf(want, sizeof(want), "ok %s", sh.fresh);
+	T_CHECK(status == 200 && resp != NULL &&
+	    memmem(resp, len, want, strlen(want)) != NULL);
+	snprintf(want, sizeof(want), "%s %s", sh.x, sh.fresh);
+	T_CHECK(wait_advertised(SH_KEY, sh.d, want, TMO));
+	free(resp);
+	buf_free(&b);
+}
+
+/*
+ * What the git CLI sends for deletions and force pushes: refused without
+ * a state; with a held state that drops dev and force-moves main, both in
+ * one push, git's walls come down and the push lands.
+ */
+static void
+test_state_authorises_deletion_and_force_push(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ann, *st;
+	char		 d[32], msg[256], dir[512], base[41], y[41], url[512];
+	char		 needle[120], *out = NULL, *adv;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	T_ASSERT(serve_repo(ws, SH_KEY + 1, d, "", dir, sizeof(dir), base,
+	    &ann) == 0);
+	url_of(SH_KEY + 1, d, url, sizeof(url));
+	sleep(1);
+	st = state(SH_KEY + 1, d, "main", "refs/heads/main", base,
+	    "refs/heads/dev", base, NULL);
+	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	event_destroy(st);
+	T_ASSERT(wait_advertised(SH_KEY + 1, d, "refs/heads/dev", TMO));
+	/* Not a descendant of base: a rewrite. */
+	T_ASSERT(gt_git(dir, NULL, "checkout", "-q", "--orphan", "other",
+	    NULL) == 0);
+	T_ASSERT(gt_commit(dir, "other.txt", "other\n", "other", y) == 0);
+	T_CHECK(push(dir, url, ":refs/heads/dev", &out) != 0);
+	T_CHECK(out && strstr(out, "authorisation failed: No state events"));
+	free(out);
+	out = NULL;
+	snprintf(needle, sizeof(needle), "+%s:refs/heads/main", y);
+	T_CHECK(push(dir, url, needle, &out) != 0);
+	free(out);
+	out = NULL;
+	sleep(1);
+	st = state(SH_KEY + 1, d, "main", "refs/heads/main", y, NULL);
+	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
+	T_EQ_INT(gt_git(dir, &out, "push", "--porcelain", url, needle,
+	    ":refs/heads/dev", NULL), 0);
+	if (out && strstr(out, "[rejected]"))
+		printf("# git said: %s\n", out);
+	free(out);
+	T_EQ_INT(wait_served(ws, st->id_hex, TMO), 1);
+	snprintf(needle, sizeof(needle), "%s refs/heads/main", y);
+	T_CHECK(wait_advertised(SH_KEY + 1, d, needle, TMO));
+	adv = advertisement(SH_KEY + 1, d, NULL);
+	T_CHECK(adv != NULL && strstr(adv, "refs/heads/dev") == NULL);
+	free(adv);
+	event_destroy(ann);
+	event_destroy(st);
+	wsc_close(ws);
+}
+
+static void
+run_shapes(const char *only)
+{
+	char	name[120];
+	size_t	i;
+
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		snprintf(name, sizeof(name), "test_push_shape_%s",
+		    shapes[i].name);
+		if (only != NULL && strstr(name, only) == NULL)
+			continue;
+		cur_shape = &shapes[i];
+		t_run(name, test_push_shape_refused);
+	}
+}
+
 #define RUN(fn) do {							\
 	if (only == NULL || strstr(#fn, only) != NULL)			\
 		T_RUN(fn);						\
@@ -1306,6 +1728,9 @@ main(void)
 	RUN(test_deletion_by_coordinate_removes_maintainers_held_state);
 	RUN(test_pr_held_until_its_commit_is_pushed);
 	RUN(test_refs_nostr_rules);
+	run_shapes(only);
+	RUN(test_push_shapes_allowed_reach_git);
+	RUN(test_state_authorises_deletion_and_force_push);
 	RUN(test_head_follows_state_with_existing_commit);
 	RUN(test_head_follows_state_after_push_of_new_branch);
 	RUN(test_repository_pages_and_advertisement);

@@ -464,7 +464,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		LIST_INIT(&c->rc_subs);
 		c->rc_tokens = relayd->cfg.max_events_per_minute;
 		c->rc_tokens_at = relay_now_ms();
-		lws_get_peer_simple(wsi, c->rc_peer, sizeof(c->rc_peer));
+		relay_peer_name(wsi, c->rc_peer, sizeof(c->rc_peer));
 		LIST_INSERT_HEAD(&relayd->conns, c, rc_entry);
 		relayd->nconns++;
 		relayd->stats.connections_total++;

@@ -8,6 +8,7 @@
  *                fan-out
  * relay_http.c   NIP-11, the landing page, /metrics, CORS, OPTIONS
  * relay_chan.c   the nanomsg channels: ingest, accepted, stats, control
+ * relay_listen.c the listening sockets of NGIT_BIND_ADDRESS, accept
  * relay_neg.c    NIP-77 negentropy sync: NEG-OPEN, NEG-MSG, NEG-CLOSE
  * relay_inv.c    the repository inventory behind GRASP-03's identity
  *                policy (who may store kind 0 and 10002)
@@ -232,6 +233,31 @@ void	relay_send_ok(struct relay_conn *, const char *id_hex, int ok,
 	    const char *msg);
 /* Sends ev to every live subscription it matches. */
 void	relay_fanout(const struct event *);
+
+/* relay_listen.c */
+/* Listening sockets at most: the addresses one bind host resolves to. */
+#define RELAY_LISTEN_MAX	8
+/*
+ * Binds and listens on every IPv4 and IPv6 address host resolves to (a
+ * literal is itself), port port, and nothing else.  Returns the number of
+ * sockets, or -1 with "ADDRESS:PORT: reason" (or "HOST: reason") in err,
+ * none left open.  Does not exit.
+ */
+int	relay_listen_open(const char *host, int port, char *err,
+	    size_t errlen);
+/* Puts the sockets of relay_listen_open() in relayd->vhost's loop; exits
+ * if lws cannot take one. */
+void	relay_listen_start(void);
+/* Closes sockets relay_listen_open() left that were not started. */
+void	relay_listen_close(void);
+/* The "listen" protocol: accepts and hands connections to the vhost. */
+int	relay_listen_callback(struct lws *, enum lws_callback_reasons, void *,
+	    void *, size_t);
+/*
+ * The numeric address of wsi's peer into out (len bytes, "" if unknown),
+ * an IPv4-mapped IPv6 address shown as IPv4.  Returns out.
+ */
+const char *relay_peer_name(struct lws *, char *out, size_t len);
 
 /* relay_chan.c */
 void	relay_chan_open(void);

@@ -162,6 +162,7 @@ handle_req(struct relay_conn *c, const struct json *msg)
 	struct req_ctx		 rq;
 	char			 err[256], subid[RELAY_MAX_SUBID + 1];
 	size_t			 i, nf;
+	int64_t			 t0 = relay_now_ms();
 
 	relayd->stats.msgs_in_req++;
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
@@ -233,6 +234,7 @@ handle_req(struct relay_conn *c, const struct json *msg)
 	buf_add_jstr(&rq.b, subid, strlen(subid));
 	buf_addc(&rq.b, ']');
 	relay_send(c, rq.b.b_data, rq.b.b_len);
+	relay_hist_observe(&relayd->stats.req_eose, relay_now_ms() - t0);
 	buf_free(&rq.b);
 	LIST_INSERT_HEAD(&c->rc_subs, s, rs_entry);
 	c->rc_nsubs++;

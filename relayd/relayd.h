@@ -32,6 +32,7 @@
 #include "pktline.h"
 #include "policy.h"
 #include "store.h"
+#include "version.h"
 
 /*
  * Limits, advertised in NIP-11 "limitation" (nips.md 2).  Where a number
@@ -132,7 +133,7 @@
 
 /* What relayd reports as its software (NIP-11 requires a URL). */
 #define RELAY_SOFTWARE		"https://github.com/graspd/graspd"
-#define RELAY_VERSION		"0.1.0"
+#define RELAY_VERSION		GRASPD_VERSION
 
 struct relay_conn;
 struct relay_neg;
@@ -181,6 +182,16 @@ struct relay_conn {
 	struct relay_gitreq	*rc_git;
 };
 
+/* Ours: buckets of a latency histogram (relay_metrics.c has the bounds). */
+#define RELAY_HIST_BUCKETS	12
+
+/* A Prometheus histogram: cumulative bucket counts, count, sum (s). */
+struct relay_hist {
+	uint64_t	rh_bucket[RELAY_HIST_BUCKETS];
+	uint64_t	rh_count;
+	double		rh_sum;
+};
+
 struct relay_stats {
 	uint64_t	connections_total;
 	uint64_t	msgs_in_event, msgs_in_req, msgs_in_close, msgs_in_other;
@@ -194,6 +205,9 @@ struct relay_stats {
 	uint64_t	git_requests[3][2];	/* [service][ok] */
 	uint64_t	git_push_auth[2];	/* [allowed] */
 	uint64_t	git_jobs[2];		/* [ok] */
+	struct relay_hist ok_latency;		/* EVENT -> OK */
+	struct relay_hist req_eose;		/* REQ -> EOSE */
+	struct relay_hist git_duration[3];	/* as git_requests */
 };
 
 struct relayd {
@@ -266,8 +280,21 @@ void	relay_chan_close(void);
 void	relay_chan_publish(int64_t seq, const struct event *);
 int	relay_chan_callback(struct lws *, enum lws_callback_reasons, void *,
 	    void *, size_t);
-/* The latest stats snapshot of a role, or NULL. */
-const cJSON *relay_chan_role_stats(enum role);
+/*
+ * The last stats snapshot of role r ({"role", "pid", "metrics"}, owned by
+ * relay_chan.c, valid until the next message), with the relay_now_ms()
+ * of its arrival in *at; NULL if none came.
+ */
+const cJSON *relay_chan_role_stats(enum role r, int64_t *at);
+
+/* relay_metrics.c */
+/* Counts one observation of ms milliseconds in h. */
+void	relay_hist_observe(struct relay_hist *h, int64_t ms);
+/*
+ * The Prometheus text of /metrics; the caller frees it.  Exits on
+ * allocation failure.
+ */
+char	*relay_metrics_text(size_t *len);
 
 /* relay_ingest.c */
 /* An event fetched by another role: the same pipeline, no client limits. */

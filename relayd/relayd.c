@@ -142,28 +142,26 @@ main(int argc, char *argv[])
 	rd.sock_ingest = rd.sock_accepted = rd.sock_stats = -1;
 	rd.sock_control = -1;
 	if (config_load(&rd.cfg, file, err, sizeof(err)) == -1) {
-		log_warnx("configuration: %s", err);
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: %s", err);
 	}
 	log_setlevel(rd.cfg.log_level);
 	if (rd.cfg.test)
 		log_warnx("NGIT_TEST is set: test timing, not for production");
 	if (policy_init(&rd.policy, &rd.cfg, err, sizeof(err)) == -1) {
-		log_warnx("configuration: %s", err);
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: %s", err);
 	}
+	/* A taken port or a wrong address is the operator's to mend. */
 	if (relay_listen_open(rd.cfg.bind_host, rd.cfg.bind_port, err,
 	    sizeof(err)) == -1)
-		fatalx("%s", err);
+		ready_config_fail("%s", err);
 	if (mkdir_p(rd.cfg.relay_data_path) == -1)
 		fatal("cannot create %s", rd.cfg.relay_data_path);
 	if (config_owner_key(&rd.cfg, sk, err, sizeof(err)) == -1) {
-		log_warnx("configuration: %s", err);
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: %s", err);
 	}
 	if (event_pubkey_of(sk, pk) == -1) {
-		log_warnx("configuration: NGIT_RELAY_OWNER_NSEC: invalid key");
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: NGIT_RELAY_OWNER_NSEC: "
+		    "invalid key");
 	}
 	explicit_bzero(sk, sizeof(sk));
 	hex_encode(pk, 32, rd.owner_hex);

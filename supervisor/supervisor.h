@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "msg.h"
+#include "ready.h"
 
 struct event;
 struct event_base;
@@ -93,7 +94,8 @@ struct sup_role {
 	unsigned	 rl_restarts;	/* starts after the first */
 	unsigned	 rl_fast_deaths; /* in a row */
 	int		 rl_ready_fd;	/* our end of the readiness pipe */
-	char		 rl_ready_buf[32];
+	char		 rl_ready_buf[READY_ERROR_MAX + 1];
+	char		 rl_error[READY_ERROR_MAX];	/* its ERROR= line */
 	size_t		 rl_ready_len;
 	struct event	*rl_ready_ev;
 	struct event	*rl_start_timer;	/* backoff, start gap */

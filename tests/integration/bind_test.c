@@ -5,7 +5,8 @@
  * address it resolves to, never the wildcard.  The listening sockets are
  * read from /proc/net/tcp and /proc/net/tcp6 (what ss shows), and a
  * websocket on the bound address is served (the accepted connection
- * reaches lws).
+ * reaches lws).  A taken port ends relayd at once with exit 78 and the
+ * address and its cause.
  */
 #include <sys/socket.h>
 
@@ -213,11 +214,41 @@ host_name_listens_on_its_addresses(void)
 	relayproc_free(rp);
 }
 
+static void
+taken_port_is_a_configuration_error(void)
+{
+	struct relayproc	*rp, *second;
+	char			 kv[64], want[128], buf[4096];
+	const char		*env[] = { kv, NULL };
+	FILE			*fp;
+	size_t			 n = 0;
+
+	T_ASSERT((rp = relayproc_start("relayd", NULL)) != NULL);
+	snprintf(kv, sizeof(kv), "NGIT_BIND_ADDRESS=127.0.0.1:%d",
+	    relayproc_port(rp));
+	/* The port answers (the first relayd): the second one's exit is
+	 * what tells. */
+	second = relayproc_start("relayd", env);
+	T_ASSERT(second != NULL);
+	T_EQ_INT(relayproc_wait(second, 10000), 78);
+	snprintf(want, sizeof(want), "relayd: 127.0.0.1:%d: Address already "
+	    "in use", relayproc_port(rp));
+	if ((fp = fopen(relayproc_log_path(second), "r")) != NULL) {
+		n = fread(buf, 1, sizeof(buf) - 1, fp);
+		fclose(fp);
+	}
+	buf[n] = '\0';
+	T_CHECK(strstr(buf, want) != NULL);
+	relayproc_free(second);
+	relayproc_free(rp);
+}
+
 int
 main(void)
 {
 	T_RUN(ipv4_literal_listens_on_it_alone);
 	T_RUN(ipv6_literal_listens_on_it_alone);
 	T_RUN(host_name_listens_on_its_addresses);
+	T_RUN(taken_port_is_a_configuration_error);
 	return t_done();
 }

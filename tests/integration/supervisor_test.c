@@ -21,6 +21,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -1660,6 +1662,61 @@ test_startup_fails_when_relayd_cannot_run(void)
 	rm_tree(fake);
 }
 
+/* A listening socket on 127.0.0.1:port, or -1. */
+static int
+hold_port(int port)
+{
+	struct sockaddr_in	sin;
+	int			fd;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, 1) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+test_taken_port_fails_at_once_with_its_cause(void)
+{
+	char	 dir[PATH_MAX], want[128], *out = NULL;
+	int	 port, rc, fd;
+	int64_t	 t0;
+
+	if (!role_exists[0]) {
+		printf("# skip: no relayd in %s\n", libexec);
+		return;
+	}
+	T_ASSERT(make_tmpdir(dir, sizeof(dir)) == 0);
+	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
+	T_ASSERT((fd = hold_port(port)) != -1);
+	/* Daemon mode: the console shows the address and the cause, and
+	 * graspd exits 78 without a round of restarts. */
+	t0 = wsc_now_ms();
+	rc = run(&out, "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d "
+	    "NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "
+	    "NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
+	    "'%s/graspd' 2>&1", port, port, dir, dir, dir, libexec, bindir);
+	T_EQ_INT(rc, 78);
+	T_CHECK(wsc_now_ms() - t0 < 10000);
+	snprintf(want, sizeof(want), "relayd failed: 127.0.0.1:%d: Address "
+	    "already in use", port);
+	if (out == NULL || strstr(out, want) == NULL)
+		printf("# console: %s\n", out ? out : "(none)");
+	T_CHECK(out != NULL && strstr(out, want) != NULL);
+	T_CHECK(out != NULL && strstr(out, "fast deaths") == NULL);
+	free(out);
+	close(fd);
+	rm_tree(dir);
+}
+
 static void
 test_daemon_mode_returns_once_ready(void)
 {
@@ -1840,6 +1897,7 @@ main(void)
 	T_RUN(test_exit78_is_permanent_and_crash_loops_fail);
 	T_RUN(test_progress_extends_the_readiness_wait);
 	T_RUN(test_startup_fails_when_relayd_cannot_run);
+	T_RUN(test_taken_port_fails_at_once_with_its_cause);
 	T_RUN(test_daemon_mode_returns_once_ready);
 	T_RUN(test_man_pages_and_init_script_lint_clean);
 	cleanup_all();

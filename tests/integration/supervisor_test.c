@@ -1788,6 +1788,68 @@ test_daemon_mode_returns_once_ready(void)
 }
 
 /* Runs a lint command; every line it prints must be allowed. */
+/*
+ * make install into a DESTDIR (the programs already built in bindir:
+ * "-o all"): a configuration that graspd -n accepts at
+ * /etc/graspd/graspd.conf, kept on a second install; the unit and the
+ * init script where systemd and init look, naming that file and the
+ * installed programs; no page naming another configuration path.
+ */
+static void
+test_make_install_puts_a_working_setup_in_place(void)
+{
+	char	dest[PATH_MAX], path[PATH_MAX + 64], *out = NULL, *text;
+	int	rc;
+
+	T_ASSERT(make_tmpdir(dest, sizeof(dest)) == 0);
+#define INSTALL_CMD "make -s -C '%s' -o all BIN='%s' DESTDIR='%s' " \
+	"PREFIX=/usr/local install 2>&1"
+	rc = run(&out, INSTALL_CMD, topdir, bindir, dest);
+	if (rc != 0)
+		printf("# %s\n", out ? out : "");
+	T_EQ_INT(rc, 0);
+	free(out);
+	out = NULL;
+	/* The default configuration is there and starts. */
+	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf", dest);
+	T_CHECK(access(path, R_OK) == 0);
+	rc = run(&out, "env -u NGIT_RUN_PATH -u NGIT_BIND_ADDRESS "
+	    "'%s/usr/local/sbin/graspd' -n -f '%s' 2>&1", dest, path);
+	T_EQ_INT(rc, 0);
+	T_CHECK(out != NULL && strstr(out, "configuration OK") != NULL);
+	free(out);
+	out = NULL;
+	/* An operator's file survives the next install. */
+	T_ASSERT(write_file(path, "log_level = debug\n", 0644) == 0);
+	T_EQ_INT(run(NULL, INSTALL_CMD, topdir, bindir, dest), 0);
+	text = read_file(path);
+	T_CHECK(text != NULL && strcmp(text, "log_level = debug\n") == 0);
+	free(text);
+	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf.sample", dest);
+	T_CHECK(access(path, R_OK) == 0);
+	/* The unit where systemd looks, on the installed paths. */
+	snprintf(path, sizeof(path), "%s/usr/local/lib/systemd/system/"
+	    "graspd.service", dest);
+	text = read_file(path);
+	T_CHECK(text != NULL && strstr(text, "ExecStart=/usr/local/sbin/"
+	    "graspd -d -f /etc/graspd/graspd.conf\n") != NULL);
+	free(text);
+	/* The init script where init looks. */
+	snprintf(path, sizeof(path), "%s/etc/init.d/graspd", dest);
+	T_CHECK(access(path, X_OK) == 0);
+	text = read_file(path);
+	T_CHECK(text != NULL && strstr(text, "\nCONF=/etc/graspd/graspd.conf"
+	    "\n") != NULL);
+	free(text);
+	/* One configuration path in the manual. */
+	T_EQ_INT(run(NULL, "grep -rl '/etc/graspd\\.conf' "
+	    "'%s/usr/local/share/man'", dest), 1);
+	T_EQ_INT(run(NULL, "grep -q '/etc/graspd/graspd\\.conf' "
+	    "'%s/usr/local/share/man/man5/graspd.conf.5'", dest), 0);
+#undef INSTALL_CMD
+	rm_tree(dest);
+}
+
 static void
 test_man_pages_and_init_script_lint_clean(void)
 {
@@ -1899,6 +1961,7 @@ main(void)
 	T_RUN(test_startup_fails_when_relayd_cannot_run);
 	T_RUN(test_taken_port_fails_at_once_with_its_cause);
 	T_RUN(test_daemon_mode_returns_once_ready);
+	T_RUN(test_make_install_puts_a_working_setup_in_place);
 	T_RUN(test_man_pages_and_init_script_lint_clean);
 	cleanup_all();
 	return t_done();

@@ -76,16 +76,23 @@ $(BIN)/graspctl: $(O)/supervisor/graspctl.o $(O)/libcommon.a
 FORCE:
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: graspd and graspctl in sbin,
-# the roles in LIBEXECDIR, the manual, the sample configuration, and the
-# init script and systemd unit as examples, with the paths filled in.
-EXAMPLES = $(PREFIX)/share/graspd/examples
+# the roles in LIBEXECDIR, the manual, the configuration
+# /etc/graspd/graspd.conf (the sample, every key at its default, which
+# starts as it is; one that exists is kept) beside graspd.conf.sample, the
+# systemd unit in SYSTEMDUNITDIR and the init script as
+# INITDIR/graspd, with the paths filled in.
+SYSCONFDIR	?= /etc/graspd
+SYSTEMDUNITDIR	?= $(PREFIX)/lib/systemd/system
+INITDIR		?= /etc/init.d
 INSTALL_PATHS = -e 's|/usr/local/sbin|$(PREFIX)/sbin|g' \
-	   -e 's|/usr/local/libexec/graspd|$(LIBEXECDIR)|g'
+	   -e 's|/usr/local/libexec/graspd|$(LIBEXECDIR)|g' \
+	   -e 's|/usr/local/lib/systemd/system|$(SYSTEMDUNITDIR)|g' \
+	   -e 's|/etc/graspd/graspd.conf|$(SYSCONFDIR)/graspd.conf|g'
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(LIBEXECDIR) \
 	    $(DESTDIR)$(PREFIX)/share/man/man5 \
-	    $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)/etc/graspd \
-	    $(DESTDIR)$(EXAMPLES)
+	    $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(SYSCONFDIR) \
+	    $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(INITDIR)
 	install -m 755 $(BIN)/graspd $(BIN)/graspctl $(DESTDIR)$(PREFIX)/sbin/
 	$(if $(BUILT_ROLES),install -m 755 $(BUILT_ROLES:%=$(BIN)/%) \
 	    $(DESTDIR)$(LIBEXECDIR)/)
@@ -93,11 +100,14 @@ install: all
 	    sed $(INSTALL_PATHS) $$m > \
 	    $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/$${m##*/} || exit 1; \
 	done
-	install -m 644 etc/graspd.conf $(DESTDIR)/etc/graspd/graspd.conf.sample
-	sed $(INSTALL_PATHS) etc/graspd.init > $(DESTDIR)$(EXAMPLES)/graspd.init
-	chmod 755 $(DESTDIR)$(EXAMPLES)/graspd.init
+	install -m 644 etc/graspd.conf \
+	    $(DESTDIR)$(SYSCONFDIR)/graspd.conf.sample
+	[ -e $(DESTDIR)$(SYSCONFDIR)/graspd.conf ] || install -m 644 \
+	    etc/graspd.conf $(DESTDIR)$(SYSCONFDIR)/graspd.conf
+	sed $(INSTALL_PATHS) etc/graspd.init > $(DESTDIR)$(INITDIR)/graspd
+	chmod 755 $(DESTDIR)$(INITDIR)/graspd
 	sed $(INSTALL_PATHS) etc/graspd.service > \
-	    $(DESTDIR)$(EXAMPLES)/graspd.service
+	    $(DESTDIR)$(SYSTEMDUNITDIR)/graspd.service
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TLIB_OBJ) $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

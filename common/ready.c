@@ -3,10 +3,14 @@
  * relayd and by every role through role.c.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "log.h"
 #include "ready.h"
 
@@ -71,4 +75,22 @@ ready_progress(void)
 	if (write(fd, READY_EXTEND, sizeof(READY_EXTEND) - 1) !=
 	    (ssize_t)sizeof(READY_EXTEND) - 1)
 		log_warn("readiness progress on descriptor %d", fd);
+}
+
+void
+ready_config_fail(const char *fmt, ...)
+{
+	char	msg[READY_ERROR_MAX - sizeof(READY_ERROR) - 1];
+	va_list	ap;
+	int	fd;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* One line: a newline in a value would end it early. */
+	msg[strcspn(msg, "\n")] = '\0';
+	log_warnx("%s", msg);
+	if ((fd = ready_fd()) != -1)
+		dprintf(fd, READY_ERROR "%s\n", msg);
+	exit(CONFIG_EXIT);
 }

@@ -18,6 +18,10 @@
 #define READY_MSG		"READY=1\n"
 /* The role is still starting and made progress. */
 #define READY_EXTEND		"EXTEND=1\n"
+/* Ours: the role exits CONFIG_EXIT; the rest of the line says why. */
+#define READY_ERROR		"ERROR="
+/* Ours: longest READY_ERROR line the supervisor keeps, with its newline. */
+#define READY_ERROR_MAX		320
 /* Ours: seconds between two progress lines of one role. */
 #define READY_EXTEND_EVERY	5.0
 
@@ -33,5 +37,14 @@ void	ready_notify(void);
  * readiness descriptor is open.
  */
 void	ready_progress(void);
+
+/*
+ * A configuration error found at start: logs the message (log_warnx),
+ * writes it as a READY_ERROR line to the readiness descriptor so that the
+ * supervisor can show it (graspctl status, the console of graspd -D), and
+ * exits CONFIG_EXIT.
+ */
+void	ready_config_fail(const char *fmt, ...)
+	    __attribute__((noreturn, format(printf, 1, 2)));
 
 #endif

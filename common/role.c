@@ -568,16 +568,15 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	role_self = &ctx;
 
 	if (config_load(&ctx.r_cfg, file, err, sizeof(err)) == -1) {
-		log_warnx("configuration: %s", err);
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: %s", err);
 	}
 	log_setlevel(ctx.r_cfg.log_level);
 	if (ctx.r_cfg.test)
 		log_warnx("NGIT_TEST is set: test timing, not for production");
 	if (snprintf(ctx.r_dbpath, sizeof(ctx.r_dbpath), "%s/graspd.db",
 	    ctx.r_cfg.relay_data_path) >= (int)sizeof(ctx.r_dbpath)) {
-		log_warnx("configuration: NGIT_RELAY_DATA_PATH is too long");
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: NGIT_RELAY_DATA_PATH is too "
+		    "long");
 	}
 
 	memset(&sa, 0, sizeof(sa));

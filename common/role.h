@@ -39,6 +39,8 @@ struct store;
 #define ROLE_STATS_PERIOD		10.0
 /* ... and every second under NGIT_TEST (200 ms would only add noise). */
 #define ROLE_STATS_PERIOD_TEST		1.0
+/* Ours: relayd's /metrics drops a snapshot older than this many periods. */
+#define ROLE_STATS_EXPIRE_PERIODS	3
 /* Ours: the feed reads the store this often even without a notice. */
 #define ROLE_FEED_POLL_PERIOD		1.0
 /* Ours: first and longest wait between attempts to open the database. */

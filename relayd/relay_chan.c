@@ -30,6 +30,7 @@
 
 /* Latest stats snapshot of each role, for /metrics. */
 static cJSON	*role_stats[ROLE_COUNT];
+static int64_t	 role_stats_at[ROLE_COUNT];	/* relay_now_ms() */
 
 static int
 open_bound(int proto, const char *name, char *ep, size_t eplen)
@@ -181,6 +182,7 @@ dispatch_stats(const struct msg *m)
 		fatalx("malformed STATS message from pid %u", m->m_pid);
 	cJSON_Delete(role_stats[r]);
 	role_stats[r] = doc;
+	role_stats_at[r] = relay_now_ms();
 }
 
 static cJSON *
@@ -343,7 +345,10 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 }
 
 const cJSON *
-relay_chan_role_stats(enum role r)
+relay_chan_role_stats(enum role r, int64_t *at)
 {
-	return r < ROLE_COUNT ? role_stats[r] : NULL;
+	if (r >= ROLE_COUNT)
+		return NULL;
+	*at = role_stats_at[r];
+	return role_stats[r];
 }

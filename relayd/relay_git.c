@@ -121,6 +121,7 @@ struct relay_gitreq {
 
 	/* The child. */
 	pid_t			 gr_pid;
+	int64_t			 gr_t0;		/* request arrival, ms */
 	int			 gr_exited;
 	int			 gr_status;
 	struct gitpipe		*gr_pin, *gr_pout;
@@ -589,12 +590,15 @@ child_done(pid_t pid, int status, void *arg)
 {
 	struct relay_gitreq	*gr = arg;
 	struct gitwait		*gw;
+	int			 op;
 
 	(void)pid;
 	gr->gr_exited = 1;
 	gr->gr_status = status;
-	relayd->stats.git_requests[gr->gr_svc == SVC_RECEIVE ? 1 :
-	    gr->gr_advertise ? 2 : 0][status == 0]++;
+	op = gr->gr_svc == SVC_RECEIVE ? 1 : gr->gr_advertise ? 2 : 0;
+	relayd->stats.git_requests[op][status == 0]++;
+	relay_hist_observe(&relayd->stats.git_duration[op],
+	    relay_now_ms() - gr->gr_t0);
 	if (status != 0)
 		log_info("git %s for %s ended with status %d",
 		    svc_name[gr->gr_svc], gr->gr_d, status);
@@ -1191,6 +1195,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	gr->gr_advertise = advertise;
 	gr->gr_head = method == LWSHUMETH_HEAD;
 	gr->gr_pid = -1;
+	gr->gr_t0 = relay_now_ms();
 	memcpy(gr->gr_owner, owner, 32);
 	relay_repo_path(owner, d, gr->gr_repo, sizeof(gr->gr_repo));
 	/* Protocol v2 and friends, passed on as git's http-backend does. */

@@ -346,56 +346,6 @@ relay_own_metrics(void)
 	return a;
 }
 
-/* Appends one sample, adding role="r" to its labels. */
-static void
-prom_line(struct buf *b, const char *name, double v, const char *role)
-{
-	const char	*brace = strchr(name, '{');
-
-	if (brace) {
-		buf_add(b, name, (size_t)(brace - name));
-		buf_printf(b, "{role=\"%s\",%s", role, brace + 1);
-	} else
-		buf_printf(b, "%s{role=\"%s\"}", name, role);
-	buf_printf(b, " %.17g\n", v);
-}
-
-static void
-prom_array(struct buf *b, const cJSON *arr, const char *role)
-{
-	const cJSON	*m, *n, *v;
-
-	cJSON_ArrayForEach(m, arr) {
-		n = cJSON_GetArrayItem(m, 0);
-		v = cJSON_GetArrayItem(m, 1);
-		if (cJSON_IsString(n) && cJSON_IsNumber(v))
-			prom_line(b, n->valuestring, v->valuedouble, role);
-	}
-}
-
-/* Prometheus text: relayd's counters and every role's last snapshot. */
-static char *
-metrics_text(size_t *len)
-{
-	struct buf	 b = BUF_INIT;
-	cJSON		*own = relay_own_metrics();
-	const cJSON	*rs;
-	unsigned	 r;
-
-	buf_adds(&b, "# graspd metrics: one sample per line, label role = "
-	    "the reporting process\n");
-	prom_array(&b, own, "relayd");
-	cJSON_Delete(own);
-	for (r = 0; r < ROLE_COUNT; r++) {
-		if (r == ROLE_RELAYD ||
-		    (rs = relay_chan_role_stats(r)) == NULL)
-			continue;
-		prom_array(&b, cJSON_GetObjectItem(rs, "metrics"),
-		    role_name(r));
-	}
-	return buf_release(&b, len);
-}
-
 int
 relay_http_request(struct relay_conn *c, struct lws *wsi)
 {
@@ -422,7 +372,7 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 		return respond_nip11(c, wsi);
 	if (relayd->cfg.metrics_enabled && urilen == 8 &&
 	    memcmp(uri, "/metrics", 8) == 0) {
-		body = metrics_text(&len);
+		body = relay_metrics_text(&len);
 		return respond(c, wsi, HTTP_STATUS_OK,
 		    "text/plain; version=0.0.4", body, len);
 	}

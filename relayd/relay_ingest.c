@@ -35,6 +35,7 @@ struct pending {
 	enum role		 p_origin;	/* p_remote: the role and */
 	char			*p_url;		/* the relay it fetched from */
 	int64_t			 p_seq;		/* when stored */
+	int64_t			 p_t0;		/* EVENT arrival, ms */
 	char			 p_msg[512];
 	/* A task: run inside the transaction, done after it. */
 	void			(*p_run)(void *);
@@ -301,6 +302,15 @@ already_stored(const struct event *ev)
 	return 1;
 }
 
+/* relay_send_ok() for an EVENT that arrived at t0 (relay_now_ms()). */
+static void
+send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg,
+    int64_t t0)
+{
+	relay_send_ok(c, id_hex, ok, msg);
+	relay_hist_observe(&relayd->stats.ok_latency, relay_now_ms() - t0);
+}
+
 void
 relay_ingest_client(struct relay_conn *c, const struct json *evj)
 {
@@ -310,22 +320,23 @@ relay_ingest_client(struct relay_conn *c, const struct json *evj)
 	struct event		*ev;
 	struct pending		*p;
 	char			 msg[512];
+	int64_t			 t0 = relay_now_ms();
 
 	if (!rate_ok(c)) {
-		relay_send_ok(c, id, 0, "rate-limited: slow down");
+		send_ok(c, id, 0, "rate-limited: slow down", t0);
 		relayd->stats.events_refused++;
 		return;
 	}
 	if ((ev = event_from_json(evj, msg, sizeof(msg))) == NULL ||
 	    check_event(ev, msg, sizeof(msg)) == -1) {
-		relay_send_ok(c, ev ? ev->id_hex : id, 0, msg);
+		send_ok(c, ev ? ev->id_hex : id, 0, msg, t0);
 		relayd->stats.events_invalid++;
 		event_destroy(ev);
 		return;
 	}
 	if (already_stored(ev)) {
-		relay_send_ok(c, ev->id_hex, 1,
-		    "duplicate: already have this event");
+		send_ok(c, ev->id_hex, 1, "duplicate: already have this event",
+		    t0);
 		event_destroy(ev);
 		return;
 	}
@@ -333,6 +344,7 @@ relay_ingest_client(struct relay_conn *c, const struct json *evj)
 		fatal("relay_ingest_client");
 	p->p_ev = ev;
 	p->p_conn = c;
+	p->p_t0 = t0;
 	verify_submit(p);
 }
 
@@ -395,8 +407,8 @@ relay_ingest_verified(void)
 				log_debug("%s via %s: %s",
 				    role_name(p->p_origin), p->p_url, msg);
 			else if (p->p_conn != NULL)
-				relay_send_ok(p->p_conn, p->p_ev->id_hex, 0,
-				    msg);
+				send_ok(p->p_conn, p->p_ev->id_hex, 0, msg,
+				    p->p_t0);
 			relayd->stats.events_invalid++;
 			event_destroy(p->p_ev);
 			free(p->p_url);
@@ -625,8 +637,8 @@ relay_ingest_flush_now(void)
 		    != KIND_EPHEMERAL)
 			relayd->stats.events_accepted++;
 		if (p->p_conn)
-			relay_send_ok(p->p_conn, p->p_ev->id_hex, p->p_ok,
-			    p->p_msg);
+			send_ok(p->p_conn, p->p_ev->id_hex, p->p_ok,
+			    p->p_msg, p->p_t0);
 		if (p->p_fanout)
 			relay_fanout(p->p_ev);
 		if (p->p_fanout && p->p_seq > 0)

@@ -162,6 +162,7 @@ handle_req(struct relay_conn *c, const struct json *msg)
 	struct req_ctx		 rq;
 	char			 err[256], subid[RELAY_MAX_SUBID + 1];
 	size_t			 i, nf;
+	int64_t			 t0 = relay_now_ms();
 
 	relayd->stats.msgs_in_req++;
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
@@ -233,6 +234,7 @@ handle_req(struct relay_conn *c, const struct json *msg)
 	buf_add_jstr(&rq.b, subid, strlen(subid));
 	buf_addc(&rq.b, ']');
 	relay_send(c, rq.b.b_data, rq.b.b_len);
+	relay_hist_observe(&relayd->stats.req_eose, relay_now_ms() - t0);
 	buf_free(&rq.b);
 	LIST_INSERT_HEAD(&c->rc_subs, s, rs_entry);
 	c->rc_nsubs++;
@@ -464,7 +466,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		LIST_INIT(&c->rc_subs);
 		c->rc_tokens = relayd->cfg.max_events_per_minute;
 		c->rc_tokens_at = relay_now_ms();
-		lws_get_peer_simple(wsi, c->rc_peer, sizeof(c->rc_peer));
+		relay_peer_name(wsi, c->rc_peer, sizeof(c->rc_peer));
 		LIST_INSERT_HEAD(&relayd->conns, c, rc_entry);
 		relayd->nconns++;
 		relayd->stats.connections_total++;

@@ -1,7 +1,8 @@
 /*
  * relayd.c: relayd's main: configuration, the store, the libwebsockets
- * context with one vhost serving websocket and HTTP on NGIT_BIND_ADDRESS,
- * and the service loop.  relayd is the only writer of events.
+ * context with one vhost serving websocket and HTTP on the sockets
+ * relay_listen.c binds to NGIT_BIND_ADDRESS, and the service loop.
+ * relayd is the only writer of events.
  */
 #include <errno.h>
 #include <signal.h>
@@ -33,6 +34,10 @@ static struct lws_protocols protocols[] = {
 	{
 		.name = "gitpipe",
 		.callback = relay_git_pipe_callback,
+	},
+	{
+		.name = "listen",
+		.callback = relay_listen_callback,
 	},
 	{ NULL, NULL, 0, 0, 0, NULL, 0 }
 };
@@ -137,25 +142,26 @@ main(int argc, char *argv[])
 	rd.sock_ingest = rd.sock_accepted = rd.sock_stats = -1;
 	rd.sock_control = -1;
 	if (config_load(&rd.cfg, file, err, sizeof(err)) == -1) {
-		log_warnx("configuration: %s", err);
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: %s", err);
 	}
 	log_setlevel(rd.cfg.log_level);
 	if (rd.cfg.test)
 		log_warnx("NGIT_TEST is set: test timing, not for production");
 	if (policy_init(&rd.policy, &rd.cfg, err, sizeof(err)) == -1) {
-		log_warnx("configuration: %s", err);
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: %s", err);
 	}
+	/* A taken port or a wrong address is the operator's to mend. */
+	if (relay_listen_open(rd.cfg.bind_host, rd.cfg.bind_port, err,
+	    sizeof(err)) == -1)
+		ready_config_fail("%s", err);
 	if (mkdir_p(rd.cfg.relay_data_path) == -1)
 		fatal("cannot create %s", rd.cfg.relay_data_path);
 	if (config_owner_key(&rd.cfg, sk, err, sizeof(err)) == -1) {
-		log_warnx("configuration: %s", err);
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: %s", err);
 	}
 	if (event_pubkey_of(sk, pk) == -1) {
-		log_warnx("configuration: NGIT_RELAY_OWNER_NSEC: invalid key");
-		exit(CONFIG_EXIT);
+		ready_config_fail("configuration: NGIT_RELAY_OWNER_NSEC: "
+		    "invalid key");
 	}
 	explicit_bzero(sk, sizeof(sk));
 	hex_encode(pk, 32, rd.owner_hex);
@@ -178,8 +184,8 @@ main(int argc, char *argv[])
 
 	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
 	memset(&info, 0, sizeof(info));
-	info.port = rd.cfg.bind_port;
-	info.iface = rd.cfg.bind_host;
+	/* relay_listen.c binds; the vhost serves what it accepts. */
+	info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
 	info.protocols = protocols;
 	/* No LWS_SERVER_OPTION_VALIDATE_UTF8: lws would drop the connection,
 	 * while our JSON reader answers bad UTF-8 with a NOTICE. */
@@ -191,9 +197,10 @@ main(int argc, char *argv[])
 	info.ka_interval = 10;
 	info.fd_limit_per_thread = (unsigned)rd.cfg.max_connections + 64;
 	if ((rd.ctx = lws_create_context(&info)) == NULL)
-		fatalx("cannot listen on %s", rd.cfg.bind_address);
+		fatalx("cannot create the libwebsockets context");
 	if ((rd.vhost = lws_get_vhost_by_name(rd.ctx, "default")) == NULL)
 		fatalx("no default vhost");
+	relay_listen_start();
 	if (mkdir_p(rd.cfg.run_path) == -1)
 		fatal("cannot create %s", rd.cfg.run_path);
 	relay_repo_init();

@@ -8,6 +8,7 @@
  *                fan-out
  * relay_http.c   NIP-11, the landing page, /metrics, CORS, OPTIONS
  * relay_chan.c   the nanomsg channels: ingest, accepted, stats, control
+ * relay_listen.c the listening sockets of NGIT_BIND_ADDRESS, accept
  * relay_neg.c    NIP-77 negentropy sync: NEG-OPEN, NEG-MSG, NEG-CLOSE
  * relay_inv.c    the repository inventory behind GRASP-03's identity
  *                policy (who may store kind 0 and 10002)
@@ -33,6 +34,7 @@
 #include "pktline.h"
 #include "policy.h"
 #include "store.h"
+#include "version.h"
 
 /*
  * Limits, advertised in NIP-11 "limitation" (nips.md 2).  Where a number
@@ -133,7 +135,7 @@
 
 /* What relayd reports as its software (NIP-11 requires a URL). */
 #define RELAY_SOFTWARE		"https://github.com/graspd/graspd"
-#define RELAY_VERSION		"0.1.0"
+#define RELAY_VERSION		GRASPD_VERSION
 
 struct relay_conn;
 struct relay_neg;
@@ -182,6 +184,16 @@ struct relay_conn {
 	struct relay_gitreq	*rc_git;
 };
 
+/* Ours: buckets of a latency histogram (relay_metrics.c has the bounds). */
+#define RELAY_HIST_BUCKETS	12
+
+/* A Prometheus histogram: cumulative bucket counts, count, sum (s). */
+struct relay_hist {
+	uint64_t	rh_bucket[RELAY_HIST_BUCKETS];
+	uint64_t	rh_count;
+	double		rh_sum;
+};
+
 struct relay_stats {
 	uint64_t	connections_total;
 	uint64_t	msgs_in_event, msgs_in_req, msgs_in_close, msgs_in_other;
@@ -195,6 +207,9 @@ struct relay_stats {
 	uint64_t	git_requests[3][2];	/* [service][ok] */
 	uint64_t	git_push_auth[2];	/* [allowed] */
 	uint64_t	git_jobs[2];		/* [ok] */
+	struct relay_hist ok_latency;		/* EVENT -> OK */
+	struct relay_hist req_eose;		/* REQ -> EOSE */
+	struct relay_hist git_duration[3];	/* as git_requests */
 };
 
 struct relayd {
@@ -235,6 +250,31 @@ void	relay_send_ok(struct relay_conn *, const char *id_hex, int ok,
 /* Sends ev to every live subscription it matches. */
 void	relay_fanout(const struct event *);
 
+/* relay_listen.c */
+/* Listening sockets at most: the addresses one bind host resolves to. */
+#define RELAY_LISTEN_MAX	8
+/*
+ * Binds and listens on every IPv4 and IPv6 address host resolves to (a
+ * literal is itself), port port, and nothing else.  Returns the number of
+ * sockets, or -1 with "ADDRESS:PORT: reason" (or "HOST: reason") in err,
+ * none left open.  Does not exit.
+ */
+int	relay_listen_open(const char *host, int port, char *err,
+	    size_t errlen);
+/* Puts the sockets of relay_listen_open() in relayd->vhost's loop; exits
+ * if lws cannot take one. */
+void	relay_listen_start(void);
+/* Closes sockets relay_listen_open() left that were not started. */
+void	relay_listen_close(void);
+/* The "listen" protocol: accepts and hands connections to the vhost. */
+int	relay_listen_callback(struct lws *, enum lws_callback_reasons, void *,
+	    void *, size_t);
+/*
+ * The numeric address of wsi's peer into out (len bytes, "" if unknown),
+ * an IPv4-mapped IPv6 address shown as IPv4.  Returns out.
+ */
+const char *relay_peer_name(struct lws *, char *out, size_t len);
+
 /* relay_chan.c */
 void	relay_chan_open(void);
 void	relay_chan_close(void);
@@ -242,8 +282,21 @@ void	relay_chan_close(void);
 void	relay_chan_publish(int64_t seq, const struct event *);
 int	relay_chan_callback(struct lws *, enum lws_callback_reasons, void *,
 	    void *, size_t);
-/* The latest stats snapshot of a role, or NULL. */
-const cJSON *relay_chan_role_stats(enum role);
+/*
+ * The last stats snapshot of role r ({"role", "pid", "metrics"}, owned by
+ * relay_chan.c, valid until the next message), with the relay_now_ms()
+ * of its arrival in *at; NULL if none came.
+ */
+const cJSON *relay_chan_role_stats(enum role r, int64_t *at);
+
+/* relay_metrics.c */
+/* Counts one observation of ms milliseconds in h. */
+void	relay_hist_observe(struct relay_hist *h, int64_t ms);
+/*
+ * The Prometheus text of /metrics; the caller frees it.  Exits on
+ * allocation failure.
+ */
+char	*relay_metrics_text(size_t *len);
 
 /* relay_ingest.c */
 /* An event fetched by another role: the same pipeline, no client limits. */

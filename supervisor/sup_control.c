@@ -139,45 +139,13 @@ ctl_show(int argc, const char **argv, cJSON *reply, char *err,
 	return 0;
 }
 
-static void
-metric(cJSON *metrics, const char *name, const char *role, double v)
-{
-	char	 key[128];
-	cJSON	*m;
-
-	if (role != NULL)
-		snprintf(key, sizeof(key), "%s{role=\"%s\"}", name, role);
-	else
-		snprintf(key, sizeof(key), "%s", name);
-	if ((m = cJSON_CreateArray()) == NULL ||
-	    !cJSON_AddItemToArray(m, cJSON_CreateString(key)) ||
-	    !cJSON_AddItemToArray(m, cJSON_CreateNumber(v)) ||
-	    !cJSON_AddItemToArray(metrics, m))
-		fatalx("control: out of memory");
-}
-
 static int
 ctl_stats(int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
-	const struct sup_role	*r;
-	cJSON			*metrics;
-	int			 i;
-
 	add_str(reply, "role", "graspd");
 	add_num(reply, "pid", getpid());
-	metrics = add(reply, "metrics", cJSON_CreateArray());
-	metric(metrics, "graspd_uptime_seconds", NULL,
-	    (long)(sup_now() - sv->sv_started));
-	for (i = 0; i < SUP_NROLES; i++) {
-		r = &sv->sv_roles[i];
-		metric(metrics, "graspd_role_up", r->rl_name,
-		    r->rl_state == SUP_RUNNING);
-		metric(metrics, "graspd_role_failed", r->rl_name,
-		    r->rl_state == SUP_FAILED);
-		metric(metrics, "graspd_role_restarts_total", r->rl_name,
-		    r->rl_restarts);
-	}
+	sup_stats_metrics(add(reply, "metrics", cJSON_CreateArray()));
 	return 0;
 }
 
@@ -427,12 +395,13 @@ sup_control_open(char *err, size_t errlen)
 		return -1;
 	}
 	log_debug("control socket %s", ep);
-	return 0;
+	return sup_stats_open(err, errlen);
 }
 
 void
 sup_control_close(void)
 {
+	sup_stats_close();
 	if (sv->sv_ctl_ev != NULL) {
 		sup_event_free(sv->sv_ctl_ev);
 		sv->sv_ctl_ev = NULL;

@@ -206,6 +206,12 @@ role_ready_cb(evutil_socket_t fd, short what, void *arg)
 			if (strncmp(r->rl_ready_buf, READY_EXTEND,
 			    (size_t)(nl - r->rl_ready_buf) + 1) == 0)
 				role_ready_extend(r);
+			else if (strncmp(r->rl_ready_buf, READY_ERROR,
+			    sizeof(READY_ERROR) - 1) == 0)
+				snprintf(r->rl_error, sizeof(r->rl_error),
+				    "%.*s", (int)(nl - r->rl_ready_buf -
+				    (sizeof(READY_ERROR) - 1)), r->rl_ready_buf +
+				    sizeof(READY_ERROR) - 1);
 			r->rl_ready_len -= (size_t)(nl + 1 - r->rl_ready_buf);
 			memmove(r->rl_ready_buf, nl + 1, r->rl_ready_len + 1);
 		}
@@ -440,6 +446,7 @@ role_spawn(struct sup_role *r)
 	r->rl_reason[0] = '\0';
 	r->rl_ready_len = 0;
 	r->rl_ready_buf[0] = '\0';
+	r->rl_error[0] = '\0';
 	r->rl_ready_fd = readyp[0];
 	if (fcntl(r->rl_ready_fd, F_SETFL, O_NONBLOCK) == -1)
 		fatal("fcntl");
@@ -597,8 +604,12 @@ role_exited(struct sup_role *r, int st)
 		return;
 	}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == CONFIG_EXIT) {
-		role_fail(r, "exited %d (configuration error): not restarted",
-		    CONFIG_EXIT);
+		if (r->rl_error[0] != '\0')
+			role_fail(r, "%s (exited %d, configuration error): "
+			    "not restarted", r->rl_error, CONFIG_EXIT);
+		else
+			role_fail(r, "exited %d (configuration error): not "
+			    "restarted", CONFIG_EXIT);
 		return;
 	}
 	if (was_ready && now - r->rl_ready >= SUP_STABLE_SECS) {

@@ -16,11 +16,13 @@
 
 #include <sys/types.h>
 
+#include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdarg.h>
 
 #include "config.h"
 #include "msg.h"
+#include "ready.h"
 
 struct event;
 struct event_base;
@@ -92,7 +94,8 @@ struct sup_role {
 	unsigned	 rl_restarts;	/* starts after the first */
 	unsigned	 rl_fast_deaths; /* in a row */
 	int		 rl_ready_fd;	/* our end of the readiness pipe */
-	char		 rl_ready_buf[32];
+	char		 rl_ready_buf[READY_ERROR_MAX + 1];
+	char		 rl_error[READY_ERROR_MAX];	/* its ERROR= line */
 	size_t		 rl_ready_len;
 	struct event	*rl_ready_ev;
 	struct event	*rl_start_timer;	/* backoff, start gap */
@@ -184,10 +187,22 @@ double	sup_role_uptime(const struct sup_role *);
 /* sup_control.c */
 /*
  * Binds the control socket at chan_control_endpoint(run_path,
- * ROLE_SUPERVISOR) and adds it to the loop.  Returns 0, or -1 with the
- * reason in err.
+ * ROLE_SUPERVISOR), adds it to the loop and opens the stats push
+ * (sup_stats_open()).  Returns 0, or -1 with the reason in err.
  */
 int	sup_control_open(char *err, size_t errlen);
+/* Closes the control socket and the stats push (sup_stats_close()). */
 void	sup_control_close(void);
+
+/* sup_stats.c */
+/* Appends the supervisor's [name, value] samples to the array metrics. */
+void	sup_stats_metrics(cJSON *metrics);
+/*
+ * Connects the stats push to relayd's stats channel and sends a snapshot
+ * now and every ROLE_STATS_PERIOD.  0, or -1 with the reason in err.
+ */
+int	sup_stats_open(char *err, size_t errlen);
+/* Stops the snapshots and closes the push; safe to call twice. */
+void	sup_stats_close(void);
 
 #endif

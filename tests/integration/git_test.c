@@ -782,7 +782,7 @@ test_repository_pages_and_advertisement(void)
 	struct wsc	*ws = conn();
 	struct event	*ann;
 	char		 d[32], msg[256], path[512], *hdrs = NULL, *body = NULL;
-	char		*v;
+	char		*v, *p;
 	int		 status = 0;
 
 	T_ASSERT(ws != NULL);
@@ -860,6 +860,12 @@ test_repository_pages_and_advertisement(void)
 	    "type=\"announcement\"}"));
 	T_CHECK(body && strstr(body, "graspd_git_requests_total{role=\""
 	    "relayd\",operation=\"info-refs\",status=\"success\"}"));
+	/* Each git request is timed (a histogram by operation). */
+	T_CHECK(body && strstr(body, "\n# TYPE graspd_git_request_duration_"
+	    "seconds histogram\n"));
+	T_CHECK(body && (p = strstr(body, "\ngraspd_git_request_duration_"
+	    "seconds_count{role=\"relayd\",operation=\"info-refs\"} ")) &&
+	    strtod(p + 80, NULL) >= 1);
 	free(body);
 	event_destroy(ann);
 	wsc_close(ws);

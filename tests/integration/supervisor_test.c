@@ -21,6 +21,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -902,6 +904,157 @@ publish_one(struct pubs *p)
 	return ok;
 }
 
+/* relayd's /metrics text, or NULL.  Caller frees. */
+static char *
+metrics_text(void)
+{
+	char	*h = NULL, *body = NULL;
+	int	 status = 0;
+
+	if (http_get("127.0.0.1", G.port, "/metrics", NULL, 5000, &status, &h,
+	    &body) == -1 || status != 200) {
+		free(body);
+		body = NULL;
+	}
+	free(h);
+	return body;
+}
+
+/* The value of the /metrics sample line "name value", or -1. */
+static double
+metric_now(const char *name)
+{
+	char	*text = metrics_text(), line[256], *p;
+	double	 v = -1;
+
+	snprintf(line, sizeof(line), "\n%s ", name);
+	if (text != NULL && (p = strstr(text, line)) != NULL)
+		v = strtod(p + strlen(line), NULL);
+	free(text);
+	return v;
+}
+
+/* Waits at most timeout_ms for the sample name to read want. */
+static int
+metric_becomes(const char *name, double want, int timeout_ms)
+{
+	int64_t	deadline = wsc_now_ms() + timeout_ms;
+
+	while (metric_now(name) != want) {
+		if (wsc_now_ms() >= deadline)
+			return -1;
+		sleep_ms(200);
+	}
+	return 0;
+}
+
+/*
+ * Checks the Prometheus text format of /metrics: every sample's family
+ * (its name up to '{', less a histogram's _bucket/_sum/_count) has one
+ * "# HELP" and one "# TYPE" line before its first sample, and its samples
+ * are one run.  Returns NULL, or what is wrong (static).
+ */
+static const char *
+exposition_error(const char *text)
+{
+	static char	 why[256];
+	char		 fam[128], cur[128] = "", typed[128] = "";
+	const char	*l, *e;
+	size_t		 n;
+	int		 helped = 0;
+	struct buf	 done = BUF_INIT;
+
+	for (l = text; *l; l = *e ? e + 1 : e) {
+		e = l + strcspn(l, "\n");
+		n = (size_t)(e - l);
+		if (n > 7 && strncmp(l, "# HELP ", 7) == 0) {
+			snprintf(fam, sizeof(fam), "%.*s", (int)strcspn(l + 7,
+			    " \n"), l + 7);
+			helped = 1;
+			snprintf(cur, sizeof(cur), "%s", fam);
+			continue;
+		}
+		if (n > 7 && strncmp(l, "# TYPE ", 7) == 0) {
+			snprintf(typed, sizeof(typed), "%.*s",
+			    (int)strcspn(l + 7, " \n"), l + 7);
+			if (!helped || strcmp(typed, cur) != 0) {
+				snprintf(why, sizeof(why), "TYPE without its "
+				    "HELP: %.*s", (int)n, l);
+				goto bad;
+			}
+			/* ",fam," in done: typed twice. */
+			snprintf(fam, sizeof(fam), ",%s,", typed);
+			if (done.b_data != NULL && strstr(done.b_data, fam)) {
+				snprintf(why, sizeof(why), "family %s typed "
+				    "twice (samples not in one run)", typed);
+				goto bad;
+			}
+			buf_adds(&done, fam);
+			buf_addc(&done, '\0');
+			done.b_len--;
+			continue;
+		}
+		if (n == 0 || *l == '#')
+			continue;
+		snprintf(fam, sizeof(fam), "%.*s", (int)strcspn(l, "{ "), l);
+		if (strcmp(fam, typed) != 0 && !(strncmp(fam, typed,
+		    strlen(typed)) == 0 && (strcmp(fam + strlen(typed),
+		    "_bucket") == 0 || strcmp(fam + strlen(typed), "_sum") == 0
+		    || strcmp(fam + strlen(typed), "_count") == 0))) {
+			snprintf(why, sizeof(why), "sample without its TYPE "
+			    "line: %.*s", (int)n, l);
+			goto bad;
+		}
+		helped = 0;
+	}
+	buf_free(&done);
+	return NULL;
+bad:
+	buf_free(&done);
+	return why;
+}
+
+static void
+test_metrics_name_every_family_once_with_help_and_type(void)
+{
+	struct pubs	 p;
+	char		*text, **evs = NULL;
+	const char	*why;
+	size_t		 nev = 0;
+
+	T_ASSERT(G_up);
+	memset(&p, 0, sizeof(p));
+	T_ASSERT(publish_one(&p) == 1);
+	T_ASSERT(nostr_req(p.ws, "m", "{\"limit\":1}", 5000, &evs, &nev,
+	    NULL) == 0);
+	nostr_events_free(evs);
+	wsc_close(p.ws);
+	/* Every role's snapshot and the supervisor's have come. */
+	T_CHECK(metric_becomes("graspd_role_up{role=\"syncd\"}", 1,
+	    COMEBACK_MS) == 0);
+	T_CHECK(metric_becomes("graspd_role_ready{role=\"syncd\"}", 1,
+	    COMEBACK_MS) == 0);
+	T_ASSERT((text = metrics_text()) != NULL);
+	why = exposition_error(text);
+	if (why != NULL)
+		printf("# %s\n", why);
+	T_CHECK(why == NULL);
+	T_CHECK(strstr(text, "\n# TYPE graspd_relay_ok_latency_seconds "
+	    "histogram\n") != NULL);
+	T_CHECK(strstr(text, "\ngraspd_build_info{version=\"") != NULL);
+	T_CHECK(strstr(text, "\n# TYPE graspd_role_restarts_total counter\n")
+	    != NULL);
+	T_CHECK(strstr(text, "\ngraspd_role_failed{role=\"historyd\"} 0\n")
+	    != NULL);
+	free(text);
+	T_CHECK(metric_now("graspd_relay_ok_latency_seconds_count{role="
+	    "\"relayd\"}") >= 1);
+	T_CHECK(metric_now("graspd_relay_ok_latency_seconds_bucket{role="
+	    "\"relayd\",le=\"+Inf\"}") >= 1);
+	T_CHECK(metric_now("graspd_relay_req_eose_seconds_count{role="
+	    "\"relayd\"}") >= 1);
+}
+
 static void
 test_kill9_each_role_comes_back_while_clients_publish(void)
 {
@@ -1023,7 +1176,7 @@ test_stopped_role_stays_down_until_started(void)
 {
 	const char	*name = NULL;
 	cJSON		*st;
-	char		*out = NULL;
+	char		*out = NULL, sample[128];
 	long		 pid;
 	int		 i;
 
@@ -1037,9 +1190,17 @@ test_stopped_role_stays_down_until_started(void)
 	T_ASSERT(st != NULL);
 	pid = rnum(st, name, "pid");
 	cJSON_Delete(st);
+	snprintf(sample, sizeof(sample), "graspd_role_up{role=\"%s\"}", name);
+	T_CHECK(metric_becomes(sample, 1, COMEBACK_MS) == 0);
 	T_EQ_INT(ctl(&G, NULL, "stop %s", name), 0);
 	T_ASSERT(wait_role(&G, name, "stopped", 0, COMEBACK_MS) == 0);
 	T_CHECK(!alive((pid_t)pid));
+	/* /metrics follows: the supervisor's figure, and the role's last
+	 * snapshot expires (3 stats periods of a second under NGIT_TEST). */
+	T_CHECK(metric_becomes(sample, 0, COMEBACK_MS) == 0);
+	snprintf(sample, sizeof(sample), "graspd_role_ready{role=\"%s\"}",
+	    name);
+	T_CHECK(metric_becomes(sample, 0, COMEBACK_MS) == 0);
 	sleep_ms(2500);
 	st = status(&G);
 	T_ASSERT(st != NULL);
@@ -1501,6 +1662,61 @@ test_startup_fails_when_relayd_cannot_run(void)
 	rm_tree(fake);
 }
 
+/* A listening socket on 127.0.0.1:port, or -1. */
+static int
+hold_port(int port)
+{
+	struct sockaddr_in	sin;
+	int			fd;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, 1) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+test_taken_port_fails_at_once_with_its_cause(void)
+{
+	char	 dir[PATH_MAX], want[128], *out = NULL;
+	int	 port, rc, fd;
+	int64_t	 t0;
+
+	if (!role_exists[0]) {
+		printf("# skip: no relayd in %s\n", libexec);
+		return;
+	}
+	T_ASSERT(make_tmpdir(dir, sizeof(dir)) == 0);
+	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
+	T_ASSERT((fd = hold_port(port)) != -1);
+	/* Daemon mode: the console shows the address and the cause, and
+	 * graspd exits 78 without a round of restarts. */
+	t0 = wsc_now_ms();
+	rc = run(&out, "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d "
+	    "NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "
+	    "NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
+	    "'%s/graspd' 2>&1", port, port, dir, dir, dir, libexec, bindir);
+	T_EQ_INT(rc, 78);
+	T_CHECK(wsc_now_ms() - t0 < 10000);
+	snprintf(want, sizeof(want), "relayd failed: 127.0.0.1:%d: Address "
+	    "already in use", port);
+	if (out == NULL || strstr(out, want) == NULL)
+		printf("# console: %s\n", out ? out : "(none)");
+	T_CHECK(out != NULL && strstr(out, want) != NULL);
+	T_CHECK(out != NULL && strstr(out, "fast deaths") == NULL);
+	free(out);
+	close(fd);
+	rm_tree(dir);
+}
+
 static void
 test_daemon_mode_returns_once_ready(void)
 {
@@ -1572,6 +1788,68 @@ test_daemon_mode_returns_once_ready(void)
 }
 
 /* Runs a lint command; every line it prints must be allowed. */
+/*
+ * make install into a DESTDIR (the programs already built in bindir:
+ * "-o all"): a configuration that graspd -n accepts at
+ * /etc/graspd/graspd.conf, kept on a second install; the unit and the
+ * init script where systemd and init look, naming that file and the
+ * installed programs; no page naming another configuration path.
+ */
+static void
+test_make_install_puts_a_working_setup_in_place(void)
+{
+	char	dest[PATH_MAX], path[PATH_MAX + 64], *out = NULL, *text;
+	int	rc;
+
+	T_ASSERT(make_tmpdir(dest, sizeof(dest)) == 0);
+#define INSTALL_CMD "make -s -C '%s' -o all BIN='%s' DESTDIR='%s' " \
+	"PREFIX=/usr/local install 2>&1"
+	rc = run(&out, INSTALL_CMD, topdir, bindir, dest);
+	if (rc != 0)
+		printf("# %s\n", out ? out : "");
+	T_EQ_INT(rc, 0);
+	free(out);
+	out = NULL;
+	/* The default configuration is there and starts. */
+	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf", dest);
+	T_CHECK(access(path, R_OK) == 0);
+	rc = run(&out, "env -u NGIT_RUN_PATH -u NGIT_BIND_ADDRESS "
+	    "'%s/usr/local/sbin/graspd' -n -f '%s' 2>&1", dest, path);
+	T_EQ_INT(rc, 0);
+	T_CHECK(out != NULL && strstr(out, "configuration OK") != NULL);
+	free(out);
+	out = NULL;
+	/* An operator's file survives the next install. */
+	T_ASSERT(write_file(path, "log_level = debug\n", 0644) == 0);
+	T_EQ_INT(run(NULL, INSTALL_CMD, topdir, bindir, dest), 0);
+	text = read_file(path);
+	T_CHECK(text != NULL && strcmp(text, "log_level = debug\n") == 0);
+	free(text);
+	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf.sample", dest);
+	T_CHECK(access(path, R_OK) == 0);
+	/* The unit where systemd looks, on the installed paths. */
+	snprintf(path, sizeof(path), "%s/usr/local/lib/systemd/system/"
+	    "graspd.service", dest);
+	text = read_file(path);
+	T_CHECK(text != NULL && strstr(text, "ExecStart=/usr/local/sbin/"
+	    "graspd -d -f /etc/graspd/graspd.conf\n") != NULL);
+	free(text);
+	/* The init script where init looks. */
+	snprintf(path, sizeof(path), "%s/etc/init.d/graspd", dest);
+	T_CHECK(access(path, X_OK) == 0);
+	text = read_file(path);
+	T_CHECK(text != NULL && strstr(text, "\nCONF=/etc/graspd/graspd.conf"
+	    "\n") != NULL);
+	free(text);
+	/* One configuration path in the manual. */
+	T_EQ_INT(run(NULL, "grep -rl '/etc/graspd\\.conf' "
+	    "'%s/usr/local/share/man'", dest), 1);
+	T_EQ_INT(run(NULL, "grep -q '/etc/graspd/graspd\\.conf' "
+	    "'%s/usr/local/share/man/man5/graspd.conf.5'", dest), 0);
+#undef INSTALL_CMD
+	rm_tree(dest);
+}
+
 static void
 test_man_pages_and_init_script_lint_clean(void)
 {
@@ -1667,6 +1945,7 @@ main(void)
 	T_RUN(test_graspctl_usage_and_unreachable);
 	T_RUN(test_graspd_starts_every_role);
 	T_RUN(test_roles_get_their_arguments_and_readiness_fd);
+	T_RUN(test_metrics_name_every_family_once_with_help_and_type);
 	T_RUN(test_kill9_each_role_comes_back_while_clients_publish);
 	T_RUN(test_graspctl_restart_historyd_changes_only_its_pid);
 	T_RUN(test_stopped_role_stays_down_until_started);
@@ -1680,7 +1959,9 @@ main(void)
 	T_RUN(test_exit78_is_permanent_and_crash_loops_fail);
 	T_RUN(test_progress_extends_the_readiness_wait);
 	T_RUN(test_startup_fails_when_relayd_cannot_run);
+	T_RUN(test_taken_port_fails_at_once_with_its_cause);
 	T_RUN(test_daemon_mode_returns_once_ready);
+	T_RUN(test_make_install_puts_a_working_setup_in_place);
 	T_RUN(test_man_pages_and_init_script_lint_clean);
 	cleanup_all();
 	return t_done();

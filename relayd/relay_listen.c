@@ -1,0 +1,198 @@
+/*
+ * relay_listen.c: relayd's listening sockets.  relayd binds
+ * NGIT_BIND_ADDRESS itself, one socket per address the host resolves to,
+ * rather than giving the host to libwebsockets as its "iface": lws 4.1
+ * opens one IPv6 socket for every vhost, and an IPv4 address given to it
+ * ends up listening on every interface.  Each socket sits in the lws loop
+ * as a raw descriptor; a connection accepted on it is handed to the vhost
+ * as an HTTP (and so websocket) connection.
+ */
+#define _GNU_SOURCE	/* accept4 */
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "relayd.h"
+
+/* Accepted per wake-up, so that a connection flood cannot starve clients. */
+#define LISTEN_ACCEPT_BURST	64
+
+static int	listen_fd[RELAY_LISTEN_MAX];
+static int	nlisten;
+
+/* "a.b.c.d:port" or "[v6]:port" of sa into out. */
+static void
+sa_text(const struct sockaddr *sa, socklen_t salen, char *out, size_t len)
+{
+	char	host[NI_MAXHOST], serv[NI_MAXSERV];
+
+	if (getnameinfo(sa, salen, host, sizeof(host), serv, sizeof(serv),
+	    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		snprintf(out, len, "?");
+		return;
+	}
+	snprintf(out, len, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+	    host, serv);
+}
+
+/* One listening socket on ai; the descriptor, or -1 with errno set. */
+static int
+listen_one(const struct addrinfo *ai)
+{
+	const struct sockaddr_in6	*sin6;
+	int				 fd, one = 1, v6only, saved;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, ai->ai_protocol);
+	if (fd == -1)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1)
+		goto fail;
+	if (ai->ai_family == AF_INET6) {
+		/*
+		 * "[::]" written means every address, IPv4 too, whatever
+		 * net.ipv6.bindv6only says; any other IPv6 address is that
+		 * address alone.
+		 */
+		sin6 = (const struct sockaddr_in6 *)ai->ai_addr;
+		v6only = !IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr);
+		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
+		    sizeof(v6only)) == -1)
+			goto fail;
+	}
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) == -1 ||
+	    listen(fd, SOMAXCONN) == -1)
+		goto fail;
+	return fd;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+int
+relay_listen_open(const char *host, int port, char *err, size_t errlen)
+{
+	struct addrinfo	 hints, *res = NULL, *ai;
+	char		 serv[16], where[NI_MAXHOST + NI_MAXSERV + 4];
+	int		 rc, fd;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(serv, sizeof(serv), "%d", port);
+	if ((rc = getaddrinfo(host, serv, &hints, &res)) != 0) {
+		snprintf(err, errlen, "%s: %s", host, gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		sa_text(ai->ai_addr, ai->ai_addrlen, where, sizeof(where));
+		if (nlisten == RELAY_LISTEN_MAX) {
+			snprintf(err, errlen, "%s: more than %d addresses",
+			    host, RELAY_LISTEN_MAX);
+			goto fail;
+		}
+		if ((fd = listen_one(ai)) == -1) {
+			snprintf(err, errlen, "%s: %s", where,
+			    strerror(errno));
+			goto fail;
+		}
+		listen_fd[nlisten++] = fd;
+		log_debug("bound %s", where);
+	}
+	freeaddrinfo(res);
+	if (nlisten == 0) {
+		snprintf(err, errlen, "%s: no IPv4 or IPv6 address", host);
+		return -1;
+	}
+	return nlisten;
+fail:
+	freeaddrinfo(res);
+	relay_listen_close();
+	return -1;
+}
+
+void
+relay_listen_start(void)
+{
+	lws_sock_file_fd_type	 u;
+	int			 i;
+
+	for (i = 0; i < nlisten; i++) {
+		u.filefd = listen_fd[i];
+		if (lws_adopt_descriptor_vhost(relayd->vhost,
+		    LWS_ADOPT_RAW_FILE_DESC, u, "listen", NULL) == NULL)
+			fatalx("cannot adopt listening socket %d", i);
+		/* lws owns and closes it from now on. */
+		listen_fd[i] = -1;
+	}
+	nlisten = 0;
+}
+
+void
+relay_listen_close(void)
+{
+	int	i;
+
+	for (i = 0; i < nlisten; i++)
+		if (listen_fd[i] != -1)
+			close(listen_fd[i]);
+	nlisten = 0;
+}
+
+int
+relay_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
+    void *user, void *in, size_t len)
+{
+	int	lfd, fd, n;
+
+	if (reason != LWS_CALLBACK_RAW_RX_FILE)
+		return 0;
+	lfd = lws_get_socket_fd(wsi);
+	for (n = 0; n < LISTEN_ACCEPT_BURST; n++) {
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != ECONNABORTED && errno != EINTR)
+				log_warn("accept");
+			break;
+		}
+		/* lws closes fd itself when it cannot adopt it. */
+		if (lws_adopt_socket_vhost(relayd->vhost, fd) == NULL)
+			log_warnx("cannot adopt an accepted connection");
+	}
+	return 0;
+}
+
+const char *
+relay_peer_name(struct lws *wsi, char *out, size_t len)
+{
+	struct sockaddr_storage	ss;
+	socklen_t		sslen = sizeof(ss);
+	char			host[NI_MAXHOST];
+	const char		*h = host;
+	int			fd;
+
+	out[0] = '\0';
+	fd = lws_get_socket_fd(lws_get_network_wsi(wsi));
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1 ||
+	    getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof(host),
+	    NULL, 0, NI_NUMERICHOST) != 0)
+		return out;
+	/* An IPv4 client of "[::]" is shown as IPv4. */
+	if (strncmp(h, "::ffff:", 7) == 0 && strchr(h + 7, ':') == NULL)
+		h += 7;
+	snprintf(out, len, "%s", h);
+	return out;
+}

@@ -59,7 +59,7 @@ relay_nip11_build(void)
 {
 	cJSON	*doc, *lim, *arr;
 	char	*s, name[512];
-	static const int nips[] = { 1, 9, 11, 34, 40, 77 };
+	static const int nips[] = { 1, 9, 11, 34, 40, 42, 70, 77 };
 	size_t	 i;
 
 	if ((doc = cJSON_CreateObject()) == NULL)
@@ -316,6 +316,12 @@ relay_own_metrics(void)
 	    (double)st->msgs_in_close);
 	metric(a, "graspd_relay_messages_received_total{type=\"NEG\"}",
 	    (double)st->msgs_in_neg);
+	metric(a, "graspd_relay_messages_received_total{type=\"AUTH\"}",
+	    (double)st->msgs_in_auth);
+	metric(a, "graspd_relay_auth_total{result=\"accepted\"}",
+	    (double)st->auth[1]);
+	metric(a, "graspd_relay_auth_total{result=\"refused\"}",
+	    (double)st->auth[0]);
 	metric(a, "graspd_relay_messages_received_total{type=\"other\"}",
 	    (double)st->msgs_in_other);
 	metric(a, "graspd_relay_events_total{result=\"accepted\"}",

@@ -1272,6 +1272,32 @@ known_pr_commit(const uint8_t id[32], char *c, size_t clen)
 	return found;
 }
 
+/*
+ * GRASP-05: 1 (with the reason) if (owner, d) is archived here and the
+ * archive is read-only, 0 if not, -1 on a store error.
+ */
+static int
+archived_read_only(const uint8_t owner[32], const char *d, char *reason,
+    size_t reasonlen)
+{
+	struct policy_anns	 a;
+	const struct policy_ann	*ann;
+	int			 rc;
+
+	if (!relayd->cfg.archive_read_only)
+		return 0;
+	if (load_anns(d, 1, &a) == -1)
+		return -1;
+	rc = (ann = policy_anns_by(&a, owner)) != NULL &&
+	    policy_archived(&relayd->policy, ann->an_ev);
+	policy_anns_free(&a);
+	if (rc)
+		snprintf(reason, reasonlen, "this repository is archived here "
+		    "read-only (GRASP-05); push to the servers its "
+		    "announcement lists");
+	return rc;
+}
+
 int
 relay_purg_authorise_push(const uint8_t owner[32], const char *d,
     const struct relay_push_cmd *cmds, size_t n, char *reason,
@@ -1288,6 +1314,8 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 	size_t			 i, other = 0, noop = 0, nheld = 0, nauth = 0;
 	int			 rc = 0, matched = 0;
 
+	if ((rc = archived_read_only(owner, d, reason, reasonlen)) != 0)
+		return rc == 1 ? 0 : -1;
 	for (i = 0; i < n; i++) {
 		const struct relay_push_cmd *pc = &cmds[i];
 

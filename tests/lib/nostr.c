@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "event.h"
@@ -321,4 +322,36 @@ nostr_wait_msg(struct wsc *w, const char *type, int timeout_ms)
 	}
 	json_free(doc);
 	return text;
+}
+
+int
+nostr_count(const char *host, int port, const char *filters_json,
+    int timeout_ms)
+{
+	struct wsc	*ws = wsc_connect(host, port, "/", timeout_ms);
+	char		**evs = NULL;
+	size_t		 n = 0;
+	int		 rc;
+
+	if (ws == NULL)
+		return -1;
+	rc = nostr_req(ws, "count", filters_json, timeout_ms, &evs, &n, NULL);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	return rc == 0 ? (int)n : -1;
+}
+
+int
+nostr_wait_count(const char *host, int port, const char *filters_json,
+    int want, int secs, int timeout_ms)
+{
+	int	n = -1, i;
+
+	for (i = 0; i < secs * 5; i++) {
+		if ((n = nostr_count(host, port, filters_json, timeout_ms)) >=
+		    want)
+			return n;
+		usleep(200000);
+	}
+	return n;
 }

@@ -68,6 +68,18 @@ int	 nostr_close_sub(struct wsc *, const char *subid);
  */
 char	*nostr_wait_msg(struct wsc *, const char *type, int timeout_ms);
 
+/*
+ * Opens a websocket to host:port, runs nostr_req() for filters_json and
+ * closes it.  Returns the number of events, or -1 on failure.
+ */
+int	 nostr_count(const char *host, int port, const char *filters_json,
+	    int timeout_ms);
+/*
+ * Polls nostr_count() every 200 ms for at most secs seconds until it
+ * reaches want; returns the last count.
+ */
+int	 nostr_wait_count(const char *host, int port,
+	    const char *filters_json, int want, int secs, int timeout_ms);
 /* Appends the JSON text of a parsed value to a new string; caller frees. */
 char	*nostr_json_text(const struct json *);
 

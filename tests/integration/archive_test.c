@@ -6,7 +6,8 @@
  * list them, sync its state and later issues like a served repository's,
  * hunt its git data from A's clone URL, and serve clones; pushes to them
  * are refused (read-only by default) with an ERR that says why, and
- * NIP-11 lists GRASP-05 with a curation text.
+ * NIP-11 lists GRASP-05 with a curation text.  A NIP-70 protected issue
+ * that A took from its authenticated author is not synced.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,7 @@ check_archive(struct relayproc *p, const char *name, const char *curation)
 {
 	struct json_doc	*doc = NULL;
 	struct json	*root, *g, *cur;
-	struct event	*issue;
+	struct event	*issue, *prot;
 	struct wsc	*ws;
 	char		 f[512], url[512], dir[512], got[41], tags[256];
 	char		*out = NULL, *body = NULL, err[128];
@@ -98,18 +99,31 @@ check_archive(struct relayproc *p, const char *name, const char *curation)
 		printf("# push: %.400s\n", out);
 	free(out);
 
-	/* Synced like a served repository: a later issue on A arrives. */
+	/*
+	 * Synced like a served repository: a later issue on A arrives.
+	 * A protected one (NIP-70), which A took from its authenticated
+	 * author just before, never does: only its author may publish it.
+	 */
+	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:arch\"],[\"-\"]]",
+	    ann->pubkey_hex);
+	prot = event_new_signed(sk, time(NULL), KIND_ISSUE, tags, name);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:arch\"]]",
 	    ann->pubkey_hex);
 	issue = event_new_signed(sk, time(NULL), KIND_ISSUE, tags, name);
-	T_ASSERT(issue != NULL);
+	T_ASSERT(issue != NULL && prot != NULL);
 	T_ASSERT((ws = ws_to(a)) != NULL);
+	T_CHECK(nostr_auth(ws, sk, relayproc_url(a), TMO) == 0);
+	T_ASSERT(nostr_publish(ws, prot, TMO, &ok, NULL) == 0);
+	T_CHECK(ok);
 	T_ASSERT(nostr_publish(ws, issue, TMO, &ok, NULL) == 0);
 	wsc_close(ws);
 	T_CHECK(ok);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", issue->id_hex);
 	T_EQ_INT(wait_count(p, f, 1, ARCHIVE_WAIT_S), 1);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", prot->id_hex);
+	T_EQ_INT(nostr_count(relayproc_host(p), relayproc_port(p), f, TMO), 0);
 	event_destroy(issue);
+	event_destroy(prot);
 
 	/* NIP-11. */
 	T_ASSERT(http_get(relayproc_host(p), relayproc_port(p), "/",

@@ -93,35 +93,13 @@ static int
 send_auth_json(struct wsc *ws, const char *json, const char *id, char *msg,
     size_t msglen)
 {
-	struct buf	 b = BUF_INIT;
-	char		*s, want[80];
-	int		 ok = -1;
-	int64_t		 end = wsc_now_ms() + TMO;
+	char	*m = NULL;
+	int	 ok = -1;
 
-	buf_printf(&b, "[\"AUTH\",%s]", json);
-	if (wsc_send_text(ws, b.b_data, b.b_len) == -1)
-		goto done;
-	snprintf(want, sizeof(want), "[\"OK\",\"%s\",", id);
-	while (wsc_now_ms() < end &&
-	    (s = nostr_wait_msg(ws, "OK", (int)(end - wsc_now_ms()))) != NULL) {
-		if (strncmp(s, want, strlen(want)) == 0) {
-			struct json_doc	*doc = NULL;
-			struct json	*m;
-			char		 err[64];
-
-			m = json_parse(s, strlen(s), &doc, err, sizeof(err));
-			if (m != NULL && m->n == 4) {
-				ok = json_at(m, 2)->type == JSON_TRUE;
-				snprintf(msg, msglen, "%s", json_at(m, 3)->s);
-			}
-			json_free(doc);
-			free(s);
-			break;
-		}
-		free(s);
-	}
-done:
-	buf_free(&b);
+	if (nostr_auth_json(ws, json, id, TMO, &ok, &m) == -1)
+		ok = -1;
+	snprintf(msg, msglen, "%s", m ? m : "");
+	free(m);
 	return ok;
 }
 

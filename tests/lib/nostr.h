@@ -11,6 +11,7 @@
 #define GRASPD_TESTS_NOSTR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct event;
 struct json;
@@ -34,6 +35,20 @@ int	 nostr_publish(struct wsc *, const struct event *, int timeout_ms,
 int	 nostr_publish_json(struct wsc *, const char *event_json,
 	    const char *id_hex, int timeout_ms, int *ok, char **message);
 
+/*
+ * NIP-42: sends ["AUTH",<event_json>] and waits for the OK naming id_hex,
+ * like nostr_publish_json().
+ */
+int	 nostr_auth_json(struct wsc *, const char *event_json,
+	    const char *id_hex, int timeout_ms, int *ok, char **message);
+/*
+ * NIP-42: waits at most timeout_ms for the relay's ["AUTH",<challenge>]
+ * (which must not have been read yet), answers it with a kind 22242 event
+ * signed by sk naming relay_url, and waits for its OK.  Returns 0 once
+ * the relay accepted it, -1 otherwise.
+ */
+int	 nostr_auth(struct wsc *, const uint8_t sk[32], const char *relay_url,
+	    int timeout_ms);
 /*
  * Sends ["REQ",subid,<filters>] where filters_json is one filter object
  * or a JSON array of filter objects, and collects the events of subid

@@ -39,8 +39,10 @@ enum cfg_type {
 	CT_KEYS,	/* list of npub or hex public keys */
 	CT_URL,		/* relay URL, wss:// assumed without a scheme */
 	CT_URLS,	/* list of relay URLs */
+	CT_DOMAINS,	/* list of host[:port] */
 	CT_INT,
 	CT_BOOL,
+	CT_OPTBOOL,	/* a boolean, or -1 when unset */
 	CT_LOGLEVEL,
 };
 
@@ -91,6 +93,20 @@ static const struct cfg_key cfg_keys[] = {
 	  "comma-separated" },
 	{ "NGIT_REPOSITORY_BLACKLIST", CT_REPOS, F(repo_blacklist), "", 0, 0, 0,
 	  "Never host these repositories (same forms); beats the whitelist" },
+	{ "NGIT_ARCHIVE_ALL", CT_BOOL, F(archive_all), "false", 0, 0, 0,
+	  "GRASP-05: archive every announcement, listing this service or not "
+	  "(storage risk)" },
+	{ "NGIT_ARCHIVE_WHITELIST", CT_REPOS, F(archive_whitelist), "", 0, 0, 0,
+	  "GRASP-05: archive these repositories (npub, npub/id or id) even if "
+	  "they do not list this service" },
+	{ "NGIT_ARCHIVE_GRASP_SERVICES", CT_DOMAINS, F(archive_grasp_services),
+	  "", 0, 0, 0,
+	  "GRASP-05: archive repositories cloned from these host[:port] "
+	  "services; not with the two above" },
+	{ "NGIT_ARCHIVE_READ_ONLY", CT_OPTBOOL, F(archive_read_only), "", 0, 0,
+	  0,
+	  "GRASP-05: refuse pushes to archived repositories; empty: true "
+	  "while archiving" },
 	{ "NGIT_EVENT_BLACKLIST", CT_KEYS, F(event_blacklist), "", 0, 0, 0,
 	  "Refuse every event by these authors: npub or hex, comma-separated" },
 	{ "NGIT_MAX_CONNECTIONS", CT_INT, F(max_connections), "4096",
@@ -291,7 +307,11 @@ cfg_clear(struct config *cfg, const struct cfg_key *k)
 		ks->n = 0;
 		break;
 	case CT_URLS:
+	case CT_DOMAINS:
 		strs_free(FIELD(cfg, k, struct cfg_strs));
+		break;
+	case CT_OPTBOOL:
+		*FIELD(cfg, k, int) = -1;
 		break;
 	case CT_INT:
 	case CT_BOOL:
@@ -540,6 +560,30 @@ add_url(void *arg, const char *item, char *why, size_t whylen)
 	return 0;
 }
 
+/* A bare host[:port], as NGIT_DOMAIN is written. */
+static int
+add_domain(void *arg, const char *item, char *why, size_t whylen)
+{
+	struct cfg_strs	*ss = arg;
+	const char	*reason;
+	char		*host;
+	int		 port;
+
+	if (strstr(item, "://") != NULL || strchr(item, '/') != NULL)
+		reason = "is not host[:port] (no scheme or path)";
+	else
+		reason = parse_hostport(item, 0, &host, &port);
+	if (reason != NULL) {
+		snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, item,
+		    reason);
+		return -1;
+	}
+	free(host);
+	ss->v = xreallocarray(ss->v, ss->n + 1, sizeof(*ss->v));
+	ss->v[ss->n++] = xstrdup(item);
+	return 0;
+}
+
 static int
 parse_bool(const char *v, int *out)
 {
@@ -644,11 +688,14 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 	case CT_REPOS:
 	case CT_KEYS:
 	case CT_URLS:
+	case CT_DOMAINS:
 		s = xstrdup(v);
 		if (k->ck_type == CT_REPOS)
 			b = for_each_item(s, add_repo_rule, &rr, why, whylen);
 		else if (k->ck_type == CT_KEYS)
 			b = for_each_item(s, add_pubkey, &ks, why, whylen);
+		else if (k->ck_type == CT_DOMAINS)
+			b = for_each_item(s, add_domain, &ss, why, whylen);
 		else
 			b = for_each_item(s, add_url, &ss, why, whylen);
 		free(s);
@@ -694,6 +741,7 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 		*FIELD(cfg, k, int) = (int)n;
 		return 0;
 	case CT_BOOL:
+	case CT_OPTBOOL:
 		if (parse_bool(v, &b) == -1) {
 			snprintf(why, whylen, "\"%.*s\" is not a boolean "
 			    "(true/false, yes/no, 1/0)", CFG_QUOTE_MAX, v);
@@ -825,6 +873,53 @@ done:
 	return rc;
 }
 
+/*
+ * GRASP-05 (ngit-grasp's config.rs): the services list excludes the other
+ * two modes; read-only defaults to whether archiving is on, cannot be
+ * true without it, and cannot be with a repository whitelist.
+ */
+static int
+archive_finish(struct config *cfg, char *err, size_t errlen)
+{
+	int	on = config_archiving(cfg);
+
+	if (cfg->archive_grasp_services.n > 0 && cfg->archive_all) {
+		snprintf(err, errlen, "NGIT_ARCHIVE_GRASP_SERVICES: cannot be "
+		    "combined with NGIT_ARCHIVE_ALL=true (one archive mode at "
+		    "a time)");
+		return -1;
+	}
+	if (cfg->archive_grasp_services.n > 0 && cfg->archive_whitelist.n > 0) {
+		snprintf(err, errlen, "NGIT_ARCHIVE_GRASP_SERVICES: cannot be "
+		    "combined with NGIT_ARCHIVE_WHITELIST (one archive mode at "
+		    "a time)");
+		return -1;
+	}
+	if (cfg->archive_read_only == 1 && !on) {
+		snprintf(err, errlen, "NGIT_ARCHIVE_READ_ONLY: true needs "
+		    "NGIT_ARCHIVE_ALL, NGIT_ARCHIVE_WHITELIST or "
+		    "NGIT_ARCHIVE_GRASP_SERVICES");
+		return -1;
+	}
+	if (cfg->archive_read_only == -1)
+		cfg->archive_read_only = on;
+	if (cfg->archive_read_only && cfg->repo_whitelist.n > 0) {
+		snprintf(err, errlen, "NGIT_REPOSITORY_WHITELIST: cannot be "
+		    "used with a read-only archive (NGIT_ARCHIVE_READ_ONLY); "
+		    "use NGIT_ARCHIVE_WHITELIST, or set NGIT_ARCHIVE_READ_ONLY="
+		    "false");
+		return -1;
+	}
+	return 0;
+}
+
+int
+config_archiving(const struct config *cfg)
+{
+	return cfg->archive_all || cfg->archive_whitelist.n > 0 ||
+	    cfg->archive_grasp_services.n > 0;
+}
+
 /* Defaults that depend on other keys, and checks across keys. */
 static int
 cfg_finish(struct config *cfg, char *err, size_t errlen)
@@ -839,6 +934,8 @@ cfg_finish(struct config *cfg, char *err, size_t errlen)
 			fatal("config");
 		snprintf(cfg->relay_name, n, "%s grasp relay", cfg->domain);
 	}
+	if (archive_finish(cfg, err, errlen) == -1)
+		return -1;
 	if (cfg->sync_max_backoff_secs < cfg->sync_base_backoff_secs) {
 		snprintf(err, errlen, "NGIT_SYNC_MAX_BACKOFF_SECS: %d is less "
 		    "than NGIT_SYNC_BASE_BACKOFF_SECS (%d)",
@@ -990,6 +1087,7 @@ config_dump(const struct config *cfg, struct buf *b)
 			}
 			break;
 		case CT_URLS:
+		case CT_DOMAINS:
 			ss = FIELD(cfg, k, const struct cfg_strs);
 			for (j = 0; j < ss->n; j++)
 				buf_printf(&v, "%s%s", j ? ", " : "",
@@ -999,6 +1097,7 @@ config_dump(const struct config *cfg, struct buf *b)
 			buf_printf(&v, "%d", *FIELD(cfg, k, const int));
 			break;
 		case CT_BOOL:
+		case CT_OPTBOOL:
 			buf_adds(&v, *FIELD(cfg, k, const int) ?
 			    "true" : "false");
 			break;

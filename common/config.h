@@ -82,6 +82,11 @@ struct config {
 	struct cfg_repo_rules repo_whitelist;	/* NGIT_REPOSITORY_WHITELIST */
 	struct cfg_repo_rules repo_blacklist;	/* NGIT_REPOSITORY_BLACKLIST */
 	struct cfg_keys	 event_blacklist;
+	/* GRASP-05 archive mode (policy.h, policy_archive_covers()). */
+	int		 archive_all;
+	struct cfg_repo_rules archive_whitelist;
+	struct cfg_strs	 archive_grasp_services;	/* host[:port] */
+	int		 archive_read_only;	/* resolved: 0 or 1 */
 	int		 max_connections;
 	int		 max_events_per_minute;	/* 0: no limit */
 	enum log_level	 log_level;
@@ -137,6 +142,11 @@ int	config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
 
 /* Returns 1 if NGIT_TEST is set (test timing), else 0. */
 int	config_test_mode(const struct config *cfg);
+/*
+ * 1 if GRASP-05 archive mode is on: NGIT_ARCHIVE_ALL, or an archive
+ * whitelist or services list.  Never exits.
+ */
+int	config_archiving(const struct config *cfg);
 
 /*
  * A delay of minutes or hours (retry, refresh, cooldown, backoff) as it

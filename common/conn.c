@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth.h"
 #include "buf.h"
 #include "config.h"
 #include "conn.h"
@@ -1222,7 +1223,7 @@ conn_auth(struct conn *c, const char *challenge, size_t len)
 	buf_adds(&tags, "],[\"challenge\",");
 	buf_add_jstr(&tags, challenge, len);
 	buf_adds(&tags, "]]");
-	ev = event_new_signed(sk, (int64_t)time(NULL), CONN_AUTH_KIND,
+	ev = event_new_signed(sk, (int64_t)time(NULL), AUTH_KIND,
 	    tags.b_data, "");
 	explicit_bzero(sk, sizeof(sk));
 	buf_free(&tags);

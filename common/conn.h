@@ -82,8 +82,6 @@ struct event;
  * a relay that speaks NIP-77 refuses this one set ("blocked: too many
  * query results"). */
 #define CONN_NEG_BLOCKED_PREFIX		"blocked:"
-/* nips.md 1.9 (NIP-42): the kind of the AUTH event. */
-#define CONN_AUTH_KIND			22242
 /* Ours: the longest AUTH challenge we sign (NIP-42 sets none; real
  * challenges are 16-64 characters). */
 #define CONN_AUTH_CHALLENGE_MAX		1024

@@ -136,8 +136,12 @@ policy_init(struct policy *pl, const struct config *cfg, char *err,
 	return 0;
 }
 
-int
-policy_url_is_service(const struct policy *pl, const char *url, size_t len)
+/*
+ * 1 if url (http, https, ws or wss) is on host (lower case) and port (0:
+ * the scheme's default port).
+ */
+static int
+url_names(const char *url, size_t len, const char *host, int port)
 {
 	static const struct {
 		const char	*scheme;
@@ -147,8 +151,8 @@ policy_url_is_service(const struct policy *pl, const char *url, size_t len)
 		{ "wss://", 443 }, { "ws://", 80 },
 	};
 	const char	*p = NULL, *auth_end;
-	char		 host[256];
-	int		 port, defport = 0;
+	char		 uhost[256];
+	int		 uport, defport = 0;
 	size_t		 i, sl;
 
 	for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
@@ -166,14 +170,20 @@ policy_url_is_service(const struct policy *pl, const char *url, size_t len)
 		;
 	if (memchr(p, '@', (size_t)(auth_end - p)) != NULL)
 		return 0;
-	if (split_hostport(p, (size_t)(auth_end - p), host, sizeof(host),
-	    &port) == -1)
+	if (split_hostport(p, (size_t)(auth_end - p), uhost, sizeof(uhost),
+	    &uport) == -1)
 		return 0;
-	if (strcmp(host, pl->pl_host) != 0)
+	if (strcmp(uhost, host) != 0)
 		return 0;
-	if (port == 0)
-		port = defport;
-	return port == (pl->pl_port ? pl->pl_port : defport);
+	if (uport == 0)
+		uport = defport;
+	return uport == (port ? port : defport);
+}
+
+int
+policy_url_is_service(const struct policy *pl, const char *url, size_t len)
+{
+	return url_names(url, len, pl->pl_host, pl->pl_port);
 }
 
 static const struct event_tag *
@@ -362,6 +372,60 @@ policy_anns_authorised(const struct policy_anns *a, const uint8_t owner[32],
 	return 0;
 }
 
+/*
+ * GRASP-05: 1 if the archive settings take the announcement ev of
+ * identifier d whether it lists this service or not: NGIT_ARCHIVE_ALL,
+ * an NGIT_ARCHIVE_WHITELIST entry, or a clone URL on one of the
+ * NGIT_ARCHIVE_GRASP_SERVICES (host and port compared as for this
+ * service, host names without regard to case).
+ */
+static int
+archive_covers(const struct policy *pl, const struct event *ev,
+    const char *d)
+{
+	const struct config	*cfg = pl->pl_cfg;
+	const struct event_tag	*t = NULL;
+	const char		*svc;
+	char			 host[256];
+	size_t			 i;
+	uint32_t		 j;
+	int			 port;
+
+	if (cfg->archive_all)
+		return 1;
+	if (rule_matches(cfg->archive_whitelist.v, cfg->archive_whitelist.n,
+	    ev->pubkey, d))
+		return 1;
+	for (i = 0; i < cfg->archive_grasp_services.n; i++) {
+		svc = cfg->archive_grasp_services.v[i];
+		if (split_hostport(svc, strlen(svc), host, sizeof(host),
+		    &port) == -1)
+			continue;
+		while ((t = find_tag(ev, "clone", t)) != NULL)
+			for (j = 1; j < t->n; j++)
+				if (url_names(t->v[j].s, t->v[j].len, host,
+				    port))
+					return 1;
+	}
+	return 0;
+}
+
+int
+policy_archived(const struct policy *pl, const struct event *ann)
+{
+	const struct estr	*d = event_tag_value(ann, "d");
+
+	if (d == NULL || memchr(d->s, '\0', d->len) != NULL)
+		return 0;
+	if (tag_lists_service(pl, ann, "clone") &&
+	    tag_lists_service(pl, ann, "relays") &&
+	    (pl->pl_cfg->repo_whitelist.n == 0 ||
+	    rule_matches(pl->pl_cfg->repo_whitelist.v,
+	    pl->pl_cfg->repo_whitelist.n, ann->pubkey, d->s)))
+		return 0;
+	return archive_covers(pl, ann, d->s);
+}
+
 static void
 npub_of(const uint8_t pk[32], char *out, size_t outlen)
 {
@@ -457,6 +521,9 @@ check_announcement(const struct policy *pl, struct store *st,
 			rc = POLICY_ACCEPT;
 	}
 	policy_anns_free(&a);
+	/* GRASP-05, after GRASP-01 and the maintainer exception. */
+	if (rc == POLICY_REFUSE && archive_covers(pl, ev, d->s))
+		rc = POLICY_HOST;
 	return rc;
 }
 

@@ -29,7 +29,8 @@ struct store;
 #define POLICY_REFUSE		0
 #define POLICY_ACCEPT		1	/* store it */
 /*
- * A kind 30617 that lists this service: relayd hosts its repository, and
+ * A kind 30617 that lists this service (or that GRASP-05 archive mode
+ * covers, policy_archived()): relayd hosts its repository, and
  * holds it in purgatory until git data arrives unless an earlier version
  * is stored (GRASP-01, reference brief 1.3).
  */
@@ -96,6 +97,15 @@ int	policy_check(const struct policy *, struct store *,
  */
 int	policy_url_is_service(const struct policy *, const char *url,
 	    size_t len);
+
+/*
+ * GRASP-05: 1 if the announcement ann is hosted here only because archive
+ * mode covers it (it does not list this service in both clone and relays
+ * tags, or misses the repository whitelist, and NGIT_ARCHIVE_ALL, the
+ * archive whitelist or a clone URL on an archived service takes it),
+ * else 0.  Never exits.
+ */
+int	policy_archived(const struct policy *, const struct event *ann);
 
 /*
  * Loads the announcements (kind 30617) with identifier d: the stored ones,

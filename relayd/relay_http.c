@@ -54,13 +54,35 @@ nip11_tail_make(const char *s, size_t len, size_t *taillen)
 	return buf_release(&b, taillen);
 }
 
+/* GRASP-05: what NIP-11 "curation" says while archive mode is on. */
+static const char *
+archive_curation(const struct config *cfg)
+{
+	if (!config_archiving(cfg))
+		return NULL;
+	if (cfg->archive_read_only)
+		return cfg->archive_all ? "Read-only archive (GRASP-05) of "
+		    "every repository found on the network" :
+		    cfg->archive_whitelist.n ? "Read-only archive (GRASP-05) "
+		    "of whitelisted repositories and their maintainers" :
+		    "Read-only archive (GRASP-05) of the repositories of the "
+		    "listed GRASP servers";
+	return cfg->archive_all ? "Archives (GRASP-05) every repository "
+	    "found on the network, and hosts those that list this service" :
+	    cfg->archive_whitelist.n ? "Archives (GRASP-05) whitelisted "
+	    "repositories, and hosts those that list this service" :
+	    "Archives (GRASP-05) the repositories of the listed GRASP "
+	    "servers, and hosts those that list this service";
+}
+
 int
 relay_nip11_build(void)
 {
-	cJSON	*doc, *lim, *arr;
-	char	*s, name[512];
-	static const int nips[] = { 1, 9, 11, 34, 40, 77 };
-	size_t	 i;
+	cJSON		*doc, *lim, *arr;
+	char		*s, name[512];
+	const char	*cur;
+	static const int nips[] = { 1, 9, 11, 34, 40, 42, 70, 77 };
+	size_t		 i;
 
 	if ((doc = cJSON_CreateObject()) == NULL)
 		return -1;
@@ -85,6 +107,8 @@ relay_nip11_build(void)
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-02"));
 	if (relayd->cfg.sync_enabled && relayd->cfg.sync_plus_enabled)
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-03"));
+	if (config_archiving(&relayd->cfg))
+		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-05"));
 	cJSON_AddStringToObject(doc, "repo_acceptance_criteria",
 	    relayd->cfg.repo_whitelist.n ?
 	    "Announcements of whitelisted repositories that list this service "
@@ -93,7 +117,9 @@ relay_nip11_build(void)
 	    "Announcements that list this service in both their clone and "
 	    "relays tags, their maintainers' announcements, and the events "
 	    "that reference them.");
-	if (relayd->cfg.repo_whitelist.n)
+	if ((cur = archive_curation(&relayd->cfg)) != NULL)
+		cJSON_AddStringToObject(doc, "curation", cur);
+	else if (relayd->cfg.repo_whitelist.n)
 		cJSON_AddStringToObject(doc, "curation", "Accepts only "
 		    "whitelisted repositories and maintainers that list this "
 		    "service");
@@ -316,6 +342,12 @@ relay_own_metrics(void)
 	    (double)st->msgs_in_close);
 	metric(a, "graspd_relay_messages_received_total{type=\"NEG\"}",
 	    (double)st->msgs_in_neg);
+	metric(a, "graspd_relay_messages_received_total{type=\"AUTH\"}",
+	    (double)st->msgs_in_auth);
+	metric(a, "graspd_relay_auth_total{result=\"accepted\"}",
+	    (double)st->auth[1]);
+	metric(a, "graspd_relay_auth_total{result=\"refused\"}",
+	    (double)st->auth[0]);
 	metric(a, "graspd_relay_messages_received_total{type=\"other\"}",
 	    (double)st->msgs_in_other);
 	metric(a, "graspd_relay_events_total{result=\"accepted\"}",

@@ -9,7 +9,8 @@
  * database (purgatory releases after a push, the expiry sweep) queue
  * tasks that run inside the same batched transactions, and the events a
  * task stores are fanned out and published after the commit like any
- * accepted event.
+ * accepted event.  A client's NIP-42 AUTH event takes the signature
+ * path too, in order, so that an EVENT sent after it sees its result.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth.h"
 #include "event.h"
 #include "json.h"
 #include "log.h"
@@ -28,6 +30,7 @@ struct pending {
 	struct event		*p_ev;		/* NULL for a task */
 	struct relay_conn	*p_conn;	/* NULL once it went away */
 	int			 p_remote;	/* fetched by another role */
+	int			 p_auth;	/* a NIP-42 AUTH, not stored */
 	int			 p_ok;
 	int			 p_fanout;
 	int			 p_stored;	/* by store_put() just now */
@@ -187,17 +190,6 @@ utf8_chars(const char *s, size_t len)
 	return n;
 }
 
-static int
-has_protected_tag(const struct event *ev)
-{
-	uint32_t	i;
-
-	for (i = 0; i < ev->ntags; i++)
-		if (ev->tags[i].n >= 1 && strcmp(ev->tags[i].v[0].s, "-") == 0)
-			return 1;
-	return 0;
-}
-
 /*
  * Checks that need neither the database nor the signature.  Returns 0, or
  * -1 with the OK message.
@@ -230,25 +222,52 @@ check_event(const struct event *ev, char *msg, size_t msglen)
 	return 0;
 }
 
+/* 1 if the connection authenticated as pubkey (NIP-42). */
+static int
+conn_authed_as(const struct relay_conn *c, const uint8_t pubkey[32])
+{
+	int	i;
+
+	for (i = 0; i < c->rc_nauth; i++)
+		if (memcmp(c->rc_auth[i], pubkey, 32) == 0)
+			return 1;
+	return 0;
+}
+
 /*
- * Checks after the signature's.  Returns 0, or -1 with the OK message.
+ * Checks after the signature's, for p's connection as it stands after
+ * the AUTHs that came before p.  Returns 0, or -1 with the OK message.
  */
 static int
-check_signed_event(const struct event *ev, char *msg, size_t msglen)
+check_signed_event(const struct pending *p, char *msg, size_t msglen)
 {
-	int64_t	now = (int64_t)time(NULL), exp;
+	const struct event	*ev = p->p_ev;
+	int64_t			 now = (int64_t)time(NULL), exp;
 
 	if ((exp = event_expiration(ev)) != 0 && exp <= now) {
 		snprintf(msg, msglen, "blocked: event is expired");
 		return -1;
 	}
-	if (has_protected_tag(ev)) {
-		/* NIP-70: only its AUTHed author may publish it, and this
-		 * relay does not take AUTH from clients. */
+	if (!auth_protected(ev))
+		return 0;
+	/*
+	 * NIP-70: only its author, authenticated on this connection, may
+	 * publish it; never a copy fetched from another relay (nips.md 1.9).
+	 */
+	if (p->p_remote || p->p_conn == NULL) {
 		snprintf(msg, msglen, "blocked: event marked as protected");
 		return -1;
 	}
-	return 0;
+	if (conn_authed_as(p->p_conn, ev->pubkey))
+		return 0;
+	if (p->p_conn->rc_nauth == 0)
+		snprintf(msg, msglen, "auth-required: this event is marked "
+		    "as protected: authenticate as its author first");
+	else
+		snprintf(msg, msglen, "restricted: this event is marked as "
+		    "protected and may be published only by its author, who "
+		    "has not authenticated on this connection");
+	return -1;
 }
 
 static void
@@ -302,7 +321,7 @@ already_stored(const struct event *ev)
 	return 1;
 }
 
-/* relay_send_ok() for an EVENT that arrived at t0 (relay_now_ms()). */
+/* relay_send_ok() for an EVENT or AUTH that arrived at t0 (relay_now_ms()). */
 static void
 send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg,
     int64_t t0)
@@ -311,8 +330,13 @@ send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg,
 	relay_hist_observe(&relayd->stats.ok_latency, relay_now_ms() - t0);
 }
 
-void
-relay_ingest_client(struct relay_conn *c, const struct json *evj)
+/*
+ * A client's EVENT, or with auth its AUTH (NIP-42): rate limit, parse,
+ * the checks that need no signature, then the signature thread.  Each
+ * costs a signature check, so AUTH shares the EVENT rate bucket.
+ */
+static void
+client_submit(struct relay_conn *c, const struct json *evj, int auth)
 {
 	const struct json	*idj = json_get(evj, "id");
 	const char		*id = (idj && idj->type == JSON_STRING &&
@@ -324,28 +348,73 @@ relay_ingest_client(struct relay_conn *c, const struct json *evj)
 
 	if (!rate_ok(c)) {
 		send_ok(c, id, 0, "rate-limited: slow down", t0);
-		relayd->stats.events_refused++;
+		if (auth)
+			relayd->stats.auth[0]++;
+		else
+			relayd->stats.events_refused++;
 		return;
 	}
 	if ((ev = event_from_json(evj, msg, sizeof(msg))) == NULL ||
-	    check_event(ev, msg, sizeof(msg)) == -1) {
+	    (auth ? auth_check_event(ev, c->rc_challenge, &relayd->policy,
+	    (int64_t)time(NULL), msg, sizeof(msg)) :
+	    check_event(ev, msg, sizeof(msg))) == -1) {
 		send_ok(c, ev ? ev->id_hex : id, 0, msg, t0);
-		relayd->stats.events_invalid++;
+		if (auth)
+			relayd->stats.auth[0]++;
+		else
+			relayd->stats.events_invalid++;
 		event_destroy(ev);
 		return;
 	}
-	if (already_stored(ev)) {
+	if (!auth && already_stored(ev)) {
 		send_ok(c, ev->id_hex, 1, "duplicate: already have this event",
 		    t0);
 		event_destroy(ev);
 		return;
 	}
 	if ((p = calloc(1, sizeof(*p))) == NULL)
-		fatal("relay_ingest_client");
+		fatal("client_submit");
 	p->p_ev = ev;
 	p->p_conn = c;
 	p->p_t0 = t0;
+	p->p_auth = auth;
 	verify_submit(p);
+}
+
+void
+relay_ingest_client(struct relay_conn *c, const struct json *evj)
+{
+	client_submit(c, evj, 0);
+}
+
+void
+relay_ingest_auth(struct relay_conn *c, const struct json *evj)
+{
+	client_submit(c, evj, 1);
+}
+
+/* An AUTH event whose signature was checked (ok): the answer. */
+static void
+auth_verified(struct pending *p, int ok)
+{
+	struct relay_conn	*c = p->p_conn;
+	const char		*msg = "";
+
+	if (c == NULL)
+		return;
+	if (!ok)
+		msg = "invalid: bad signature";
+	else if (!conn_authed_as(c, p->p_ev->pubkey)) {
+		if (c->rc_nauth < RELAY_MAX_AUTH)
+			memcpy(c->rc_auth[c->rc_nauth++], p->p_ev->pubkey, 32);
+		else {
+			ok = 0;
+			msg = "blocked: too many authenticated keys on this "
+			    "connection";
+		}
+	}
+	relayd->stats.auth[ok]++;
+	send_ok(c, p->p_ev->id_hex, ok, msg, p->p_t0);
 }
 
 void
@@ -400,9 +469,15 @@ relay_ingest_verified(void)
 		if (ok == -1)
 			break;
 		STAILQ_REMOVE_HEAD(&verifying, p_entry);
+		if (p->p_auth) {
+			auth_verified(p, ok);
+			event_destroy(p->p_ev);
+			free(p);
+			continue;
+		}
 		if (!ok)
 			snprintf(msg, sizeof(msg), "invalid: bad signature");
-		if (!ok || check_signed_event(p->p_ev, msg, sizeof(msg)) == -1) {
+		if (!ok || check_signed_event(p, msg, sizeof(msg)) == -1) {
 			if (p->p_remote)
 				log_debug("%s via %s: %s",
 				    role_name(p->p_origin), p->p_url, msg);

@@ -1218,6 +1218,32 @@ known_pr_commit(const uint8_t id[32], char *c, size_t clen)
 	return found;
 }
 
+/*
+ * GRASP-05: 1 (with the reason) if (owner, d) is archived here and the
+ * archive is read-only, 0 if not, -1 on a store error.
+ */
+static int
+archived_read_only(const uint8_t owner[32], const char *d, char *reason,
+    size_t reasonlen)
+{
+	struct policy_anns	 a;
+	const struct policy_ann	*ann;
+	int			 rc;
+
+	if (!relayd->cfg.archive_read_only)
+		return 0;
+	if (load_anns(d, 1, &a) == -1)
+		return -1;
+	rc = (ann = policy_anns_by(&a, owner)) != NULL &&
+	    policy_archived(&relayd->policy, ann->an_ev);
+	policy_anns_free(&a);
+	if (rc)
+		snprintf(reason, reasonlen, "this repository is archived here "
+		    "read-only (GRASP-05); push to the servers its "
+		    "announcement lists");
+	return rc;
+}
+
 int
 relay_purg_authorise_push(const uint8_t owner[32], const char *d,
     const struct relay_push_cmd *cmds, size_t n, struct pushauth_out *out)
@@ -1235,6 +1261,13 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 
 	memset(&cur, 0, sizeof(cur));
 	memset(&in, 0, sizeof(in));
+	memset(out, 0, sizeof(*out));
+	out->po_state = -1;
+	out->po_deny_deletes = out->po_deny_nonff = 1;
+	if ((rc = archived_read_only(owner, d, out->po_reason,
+	    sizeof(out->po_reason))) != 0)
+		return rc == 1 ? 0 : -1;
+	rc = -1;
 	if (load_anns(d, 1, &a) == -1)
 		return -1;
 	if (relay_repo_path(owner, d, repo, sizeof(repo)) == -1 ||

@@ -1,9 +1,11 @@
 /*
  * relay_ws.c: relayd's NIP-01 websocket side: message dispatch (EVENT,
- * REQ, CLOSE), subscriptions and their live fan-out, and each client's
- * output queue.  Bad input gets a NOTICE, OK or CLOSED and never affects
+ * REQ, CLOSE, and NIP-42's AUTH, whose challenge goes out on connect),
+ * subscriptions and their live fan-out, and each client's output queue.  Bad input gets a NOTICE, OK or CLOSED and never affects
  * another connection.
  */
+#include <sys/random.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,7 +289,14 @@ handle_message(struct relay_conn *c, const char *data, size_t len)
 		handle_req(c, msg);
 	else if (verb->len == 5 && strcmp(verb->s, "CLOSE") == 0)
 		handle_close(c, msg);
-	else if (strncmp(verb->s, "NEG-", 4) == 0)
+	else if (verb->len == 4 && strcmp(verb->s, "AUTH") == 0) {
+		relayd->stats.msgs_in_auth++;
+		if (msg->n != 2 || json_at(msg, 1)->type != JSON_OBJECT)
+			relay_send_notice(c, "invalid: AUTH takes exactly one "
+			    "event");
+		else
+			relay_ingest_auth(c, json_at(msg, 1));
+	} else if (strncmp(verb->s, "NEG-", 4) == 0)
 		relay_neg_message(c, msg);
 	else {
 		relayd->stats.msgs_in_other++;
@@ -296,6 +305,23 @@ handle_message(struct relay_conn *c, const char *data, size_t len)
 		relay_send_notice(c, notice);
 	}
 	json_free(doc);
+}
+
+/* NIP-42: a fresh challenge for c, sent at once. */
+static void
+send_challenge(struct relay_conn *c)
+{
+	uint8_t		 r[RELAY_AUTH_CHALLENGE_BYTES];
+	struct buf	 b = BUF_INIT;
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		fatal("getrandom");
+	hex_encode(r, sizeof(r), c->rc_challenge);
+	buf_adds(&b, "[\"AUTH\",");
+	buf_add_jstr(&b, c->rc_challenge, strlen(c->rc_challenge));
+	buf_addc(&b, ']');
+	relay_send(c, b.b_data, b.b_len);
+	buf_free(&b);
 }
 
 static void
@@ -470,6 +496,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		LIST_INSERT_HEAD(&relayd->conns, c, rc_entry);
 		relayd->nconns++;
 		relayd->stats.connections_total++;
+		send_challenge(c);
 		return 0;
 	case LWS_CALLBACK_CLOSED:
 		if (c && c->rc_kind == CONN_WS) {

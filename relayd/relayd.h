@@ -3,7 +3,8 @@
  * graspd and the only process that writes events.
  *
  * relayd.c       main, options, the libwebsockets loop, signals
- * relay_ws.c     NIP-01 messages: EVENT, REQ, CLOSE; subscriptions; output
+ * relay_ws.c     NIP-01 messages: EVENT, REQ, CLOSE, AUTH (NIP-42);
+ *                subscriptions; output
  * relay_ingest.c the event pipeline: checks, policy, batched commit, OK,
  *                fan-out
  * relay_http.c   NIP-11, the landing page, /metrics, CORS, OPTIONS
@@ -79,6 +80,11 @@
 #define RELAY_NEG_IDLE		60.0
 /* ... and after this long under NGIT_TEST. */
 #define RELAY_NEG_IDLE_TEST	2.0
+
+/* Ours: random bytes of a NIP-42 challenge (sent as hex). */
+#define RELAY_AUTH_CHALLENGE_BYTES 16
+/* Ours: keys one connection may authenticate as (NIP-42 allows several). */
+#define RELAY_MAX_AUTH		16
 
 /* Ours: a commit with this many events means load: batch for longer. */
 #define RELAY_BATCH_BUSY	8
@@ -177,6 +183,10 @@ struct relay_conn {
 	int64_t			 rc_tokens_at;	/* ms of last refill */
 	int			 rc_closing;
 	char			 rc_peer[64];
+	/* NIP-42: the challenge sent on connect, the keys it proved. */
+	char			 rc_challenge[2 * RELAY_AUTH_CHALLENGE_BYTES + 1];
+	uint8_t			 rc_auth[RELAY_MAX_AUTH][32];
+	int			 rc_nauth;
 	/* HTTP: the response body waiting for a writable callback. */
 	char			*rc_body;
 	size_t			 rc_bodylen;
@@ -197,7 +207,8 @@ struct relay_hist {
 struct relay_stats {
 	uint64_t	connections_total;
 	uint64_t	msgs_in_event, msgs_in_req, msgs_in_close, msgs_in_other;
-	uint64_t	msgs_in_neg;
+	uint64_t	msgs_in_neg, msgs_in_auth;
+	uint64_t	auth[2];		/* [accepted] */
 	uint64_t	events_accepted, events_duplicate, events_refused;
 	uint64_t	events_invalid, events_ephemeral;
 	uint64_t	http_requests;
@@ -304,6 +315,12 @@ void	relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 	    const char *json, size_t len);
 /* A client EVENT: checks, then queues it for the next batched commit. */
 void	relay_ingest_client(struct relay_conn *, const struct json *evj);
+/*
+ * A client AUTH (NIP-42): checks the event (auth_check_event()), then its
+ * signature on the verification path, in order with the connection's
+ * events; answers OK and, when good, adds its key to the connection's.
+ */
+void	relay_ingest_auth(struct relay_conn *, const struct json *evj);
 /* Drops references to a closing connection from pending work. */
 void	relay_ingest_forget(struct relay_conn *);
 void	relay_ingest_init(void);

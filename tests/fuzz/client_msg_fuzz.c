@@ -6,20 +6,31 @@
  * relayd's functions send replies and touch the store, so this harness
  * mirrors their parse layer step by step with the same common/ calls and
  * relayd.h's limits: json_parse(), the message shape, event_from_json()
- * and the database-free event checks for EVENT, filter_parse() for each
- * REQ filter.  It also reads the shapes relayd does not serve yet (COUNT,
- * AUTH, NEG-OPEN, NEG-MSG, NEG-CLOSE of NIP-45/42/77) with the same
- * parsers, since a client may send them at any time.
+ * and the database-free event checks for EVENT (with NIP-70's protected
+ * tag), filter_parse() for each REQ filter, and for NIP-42's AUTH the
+ * event and auth_check_event() against a fixed challenge, relay address
+ * and time (FUZZ_AUTH_*; the corpus's AUTH events pass with them).  It
+ * also reads the shapes relayd does not serve yet (COUNT, NEG-OPEN,
+ * NEG-MSG, NEG-CLOSE of NIP-45/77) with the same parsers, since a client
+ * may send them at any time.
  *
  * The input is a session: messages separated by newlines, as one
  * connection would send them.  Subscriptions are kept per session (REQ
  * replaces an id, CLOSE drops it, at most RELAY_MAX_SUBS), and each
  * accepted event is matched against them as relay_fanout() would.
  */
+#include "auth.h"
+#include "config.h"
 #include "event_check.h"
 #include "filter.h"
 #include "json.h"
+#include "policy.h"
 #include "relayd.h"
+
+/* The session's NIP-42 challenge, this relay's NGIT_DOMAIN and "now". */
+#define FUZZ_AUTH_CHALLENGE	"0123456789abcdef0123456789abcdef"
+#define FUZZ_AUTH_DOMAIN	"relay.example"
+#define FUZZ_AUTH_NOW		1790000000
 
 /* Subscriptions of the session: an id and its parsed filters. */
 struct fsub {
@@ -105,6 +116,7 @@ ingest(struct session *ss, const struct json *evj)
 		return NULL;
 	}
 	(void)event_expiration(ev);
+	(void)auth_protected(ev);
 	return ev;
 }
 
@@ -184,6 +196,39 @@ req(struct session *ss, const struct json *msg)
 	s->nfilters = nf;
 }
 
+/*
+ * handle_message() and relay_ingest_auth() up to the signature thread:
+ * one event object, event_from_json(), auth_check_event().
+ */
+static void
+auth(struct session *ss, const struct json *msg)
+{
+	static struct config	 cfg = { .domain = FUZZ_AUTH_DOMAIN };
+	static struct policy	 pl;
+	static int		 pl_ready;
+	struct event		*ev;
+	char			 err[512];
+
+	if (!pl_ready) {
+		FUZZ_ASSERT(policy_init(&pl, &cfg, err, sizeof(err)) == 0);
+		pl_ready = 1;
+	}
+	ss->replies++;		/* a NOTICE or an OK */
+	if (msg->n != 2 || json_at(msg, 1)->type != JSON_OBJECT)
+		return;
+	if ((ev = event_from_json(json_at(msg, 1), err, sizeof(err))) == NULL)
+		return;
+	fuzz_check_event(ev);
+	if (auth_check_event(ev, FUZZ_AUTH_CHALLENGE, &pl, FUZZ_AUTH_NOW, err,
+	    sizeof(err)) == 0) {
+		FUZZ_ASSERT(ev->kind == AUTH_KIND);
+		FUZZ_ASSERT(event_check_id(ev));
+		(void)event_check_sig(ev);
+	} else
+		FUZZ_ASSERT(strncmp(err, "invalid: ", 9) == 0);
+	event_destroy(ev);
+}
+
 /* NIP-77 NEG-OPEN / NEG-MSG payload: hex of the negentropy message. */
 static void
 neg_payload(const struct json *hex)
@@ -244,13 +289,9 @@ message(struct session *ss, const char *data, size_t len)
 				filter_free(&fs[n]);
 			free(fs);
 		}
-	} else if (strcmp(verb->s, "AUTH") == 0) {
-		if (msg->n == 2 && (ev = event_from_json(json_at(msg, 1), err,
-		    sizeof(err))) != NULL) {
-			fuzz_check_event(ev);
-			event_destroy(ev);
-		}
-	} else if (strcmp(verb->s, "NEG-OPEN") == 0) {
+	} else if (strcmp(verb->s, "AUTH") == 0)
+		auth(ss, msg);
+	else if (strcmp(verb->s, "NEG-OPEN") == 0) {
 		/* ["NEG-OPEN", subid, filter, initial message hex] */
 		if ((id = subid(json_at(msg, 1))) != NULL && msg->n == 4 &&
 		    (n = parse_filters(json_at(msg, 2), 1, &fs)) == 1) {

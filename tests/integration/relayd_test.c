@@ -907,7 +907,7 @@ test_invalid_events_get_clear_ok(void)
 	event_destroy(ev);
 	ev = signed_by(70, time(NULL), 10317, "[[\"-\"]]", "");
 	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
+	T_CHECK(strncmp(msg, "auth-required: ", 15) == 0);
 	event_destroy(ev);
 	/* Type errors from the shared vectors' shapes. */
 	T_ASSERT(nostr_publish_json(ws, "{\"id\":\"" "0000000000000000000000"

@@ -3,8 +3,8 @@
 # ws, pinned in package-lock.json).  Installs node_modules with `npm ci`
 # when missing, starts relayd with start_relay.sh, signs a few events with
 # graspd's C code for the test to verify (when the ingest tool is built),
-# runs `node --test relay_interop.mjs negentropy.mjs` (TAP output; the
-# second is NIP-77), stops relayd and exits with node's status.  Fails at
+# runs `node --test relay_interop.mjs negentropy.mjs auth_interop.mjs`
+# (TAP output; the second is NIP-77, the third NIP-42 and NIP-70), stops relayd and exits with node's status.  Fails at
 # once, with the reason, when relayd or node is missing.
 set -u
 
@@ -57,7 +57,7 @@ fi
 
 cd "$here" || exit 1
 RELAY_URL=$url timeout -k 5 180 node --test --test-reporter=tap \
-    relay_interop.mjs negentropy.mjs
+    relay_interop.mjs negentropy.mjs auth_interop.mjs
 rc=$?
 if [ "$rc" -ne 0 ]; then
 	echo "# interop: node exited with $rc; last lines of the relayd log:"

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "auth.h"
 #include "buf.h"
 #include "event.h"
 #include "json.h"
@@ -128,9 +131,10 @@ nostr_event_msg(const struct event *ev)
 	return buf_release(&b, NULL);
 }
 
-int
-nostr_publish_json(struct wsc *w, const char *event_json, const char *id_hex,
-    int timeout_ms, int *ok, char **message)
+/* Sends [verb, event_json] and waits for the OK naming id_hex. */
+static int
+send_for_ok(struct wsc *w, const char *verb, const char *event_json,
+    const char *id_hex, int timeout_ms, int *ok, char **message)
 {
 	struct buf	 b = BUF_INIT;
 	struct json_doc	*doc = NULL;
@@ -140,7 +144,7 @@ nostr_publish_json(struct wsc *w, const char *event_json, const char *id_hex,
 
 	if (message != NULL)
 		*message = NULL;
-	buf_adds(&b, "[\"EVENT\",");
+	buf_printf(&b, "[\"%s\",", verb);
 	buf_adds(&b, event_json);
 	buf_addc(&b, ']');
 	if (wsc_send_text(w, b.b_data, b.b_len) == -1)
@@ -162,6 +166,55 @@ nostr_publish_json(struct wsc *w, const char *event_json, const char *id_hex,
 done:
 	json_free(doc);
 	buf_free(&b);
+	return rc;
+}
+
+int
+nostr_publish_json(struct wsc *w, const char *event_json, const char *id_hex,
+    int timeout_ms, int *ok, char **message)
+{
+	return send_for_ok(w, "EVENT", event_json, id_hex, timeout_ms, ok,
+	    message);
+}
+
+int
+nostr_auth_json(struct wsc *w, const char *event_json, const char *id_hex,
+    int timeout_ms, int *ok, char **message)
+{
+	return send_for_ok(w, "AUTH", event_json, id_hex, timeout_ms, ok,
+	    message);
+}
+
+int
+nostr_auth(struct wsc *w, const uint8_t sk[32], const char *relay_url,
+    int timeout_ms)
+{
+	struct json_doc	*doc = NULL;
+	struct json	*m;
+	struct event	*ev = NULL;
+	struct buf	 tags = BUF_INIT;
+	char		*text, err[64];
+	int		 ok = 0, rc = -1;
+
+	if ((text = nostr_wait_msg(w, "AUTH", timeout_ms)) == NULL)
+		return -1;
+	m = json_parse(text, strlen(text), &doc, err, sizeof(err));
+	if (m == NULL || m->n != 2 || json_at(m, 1)->type != JSON_STRING)
+		goto done;
+	buf_adds(&tags, "[[\"relay\",");
+	buf_add_jstr(&tags, relay_url, strlen(relay_url));
+	buf_adds(&tags, "],[\"challenge\",");
+	buf_add_jstr(&tags, json_at(m, 1)->s, json_at(m, 1)->len);
+	buf_adds(&tags, "]]");
+	ev = event_new_signed(sk, time(NULL), AUTH_KIND, tags.b_data, "");
+	if (ev != NULL && nostr_auth_json(w, ev->json, ev->id_hex,
+	    timeout_ms, &ok, NULL) == 0 && ok)
+		rc = 0;
+done:
+	event_destroy(ev);
+	buf_free(&tags);
+	json_free(doc);
+	free(text);
 	return rc;
 }
 
@@ -321,4 +374,36 @@ nostr_wait_msg(struct wsc *w, const char *type, int timeout_ms)
 	}
 	json_free(doc);
 	return text;
+}
+
+int
+nostr_count(const char *host, int port, const char *filters_json,
+    int timeout_ms)
+{
+	struct wsc	*ws = wsc_connect(host, port, "/", timeout_ms);
+	char		**evs = NULL;
+	size_t		 n = 0;
+	int		 rc;
+
+	if (ws == NULL)
+		return -1;
+	rc = nostr_req(ws, "count", filters_json, timeout_ms, &evs, &n, NULL);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	return rc == 0 ? (int)n : -1;
+}
+
+int
+nostr_wait_count(const char *host, int port, const char *filters_json,
+    int want, int secs, int timeout_ms)
+{
+	int	n = -1, i;
+
+	for (i = 0; i < secs * 5; i++) {
+		if ((n = nostr_count(host, port, filters_json, timeout_ms)) >=
+		    want)
+			return n;
+		usleep(200000);
+	}
+	return n;
 }

@@ -11,6 +11,7 @@
 #define GRASPD_TESTS_NOSTR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct event;
 struct json;
@@ -34,6 +35,20 @@ int	 nostr_publish(struct wsc *, const struct event *, int timeout_ms,
 int	 nostr_publish_json(struct wsc *, const char *event_json,
 	    const char *id_hex, int timeout_ms, int *ok, char **message);
 
+/*
+ * NIP-42: sends ["AUTH",<event_json>] and waits for the OK naming id_hex,
+ * like nostr_publish_json().
+ */
+int	 nostr_auth_json(struct wsc *, const char *event_json,
+	    const char *id_hex, int timeout_ms, int *ok, char **message);
+/*
+ * NIP-42: waits at most timeout_ms for the relay's ["AUTH",<challenge>]
+ * (which must not have been read yet), answers it with a kind 22242 event
+ * signed by sk naming relay_url, and waits for its OK.  Returns 0 once
+ * the relay accepted it, -1 otherwise.
+ */
+int	 nostr_auth(struct wsc *, const uint8_t sk[32], const char *relay_url,
+	    int timeout_ms);
 /*
  * Sends ["REQ",subid,<filters>] where filters_json is one filter object
  * or a JSON array of filter objects, and collects the events of subid
@@ -68,6 +83,18 @@ int	 nostr_close_sub(struct wsc *, const char *subid);
  */
 char	*nostr_wait_msg(struct wsc *, const char *type, int timeout_ms);
 
+/*
+ * Opens a websocket to host:port, runs nostr_req() for filters_json and
+ * closes it.  Returns the number of events, or -1 on failure.
+ */
+int	 nostr_count(const char *host, int port, const char *filters_json,
+	    int timeout_ms);
+/*
+ * Polls nostr_count() every 200 ms for at most secs seconds until it
+ * reaches want; returns the last count.
+ */
+int	 nostr_wait_count(const char *host, int port,
+	    const char *filters_json, int want, int secs, int timeout_ms);
 /* Appends the JSON text of a parsed value to a new string; caller frees. */
 char	*nostr_json_text(const struct json *);
 

@@ -913,7 +913,7 @@ only_log_level_is_reloadable(void)
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strcmp(name, "NGIT_LOG_LEVEL") != 0)
 			T_EQ_INT(config_key_reloadable(name), 0);
-	T_EQ_INT(i, 26);
+	T_EQ_INT(i, 30);
 }
 
 static void
@@ -998,7 +998,7 @@ sample_file_lists_every_key(void)
 		nset++;
 	}
 	free(text);
-	T_EQ_INT(nset, 26);
+	T_EQ_INT(nset, 30);
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
 	d0 = dump(&c);
 	config_free(&c);
@@ -1038,7 +1038,7 @@ unknown_environment_names_are_warned_about(void)
 	int	saved, fd;
 
 	clear_env();
-	setenv("NGIT_ARCHIVE_ALL", "true", 1);
+	setenv("NGIT_REJECTED_HOT_CACHE_DURATION_SECS", "60", 1);
 	setenv("NGIT_DOMAIN", "example.org", 1);
 	snprintf(path, sizeof(path), "%s/stderr", tdir);
 	fflush(stderr);
@@ -1051,11 +1051,85 @@ unknown_environment_names_are_warned_about(void)
 	dup2(saved, 2);
 	close(saved);
 	T_ASSERT((text = slurp(path)) != NULL);
-	T_CHECK(strstr(text, "NGIT_ARCHIVE_ALL is not a graspd setting") !=
-	    NULL);
+	T_CHECK(strstr(text, "NGIT_REJECTED_HOT_CACHE_DURATION_SECS is not a "
+	    "graspd setting") != NULL);
 	T_CHECK(strstr(text, "NGIT_DOMAIN") == NULL);
 	free(text);
 	clear_env();
+}
+
+static void
+archive_defaults_off_and_read_only_follows(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_INT(c.archive_all, 0);
+	T_EQ_INT(c.archive_whitelist.n, 0);
+	T_EQ_INT(c.archive_grasp_services.n, 0);
+	T_EQ_INT(c.archive_read_only, 0);
+	T_EQ_INT(config_archiving(&c), 0);
+	config_free(&c);
+	/* Read-only defaults to true once any archive mode is on. */
+	T_ASSERT(load_text(&c, "archive_all = true\n") == 0);
+	T_EQ_INT(config_archiving(&c), 1);
+	T_EQ_INT(c.archive_read_only, 1);
+	config_free(&c);
+	T_ASSERT(load_text(&c, "archive_whitelist = " NPUB "/linux, bitcoin\n")
+	    == 0);
+	T_EQ_INT(c.archive_whitelist.n, 2);
+	T_CHECK(c.archive_whitelist.v[0].has_pubkey);
+	T_EQ_STR(c.archive_whitelist.v[0].identifier, "linux");
+	T_EQ_STR(c.archive_whitelist.v[1].identifier, "bitcoin");
+	T_EQ_INT(c.archive_read_only, 1);
+	config_free(&c);
+	/* An explicit false keeps archived repositories writable. */
+	setenv("NGIT_ARCHIVE_GRASP_SERVICES", " git.example.com , ,"
+	    "localhost:7334", 1);
+	setenv("NGIT_ARCHIVE_READ_ONLY", "false", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_INT(c.archive_grasp_services.n, 2);
+	T_EQ_STR(c.archive_grasp_services.v[0], "git.example.com");
+	T_EQ_STR(c.archive_grasp_services.v[1], "localhost:7334");
+	T_EQ_INT(c.archive_read_only, 0);
+	T_EQ_INT(config_archiving(&c), 1);
+	config_free(&c);
+	clear_env();
+}
+
+static void
+archive_conflicts_are_errors(void)
+{
+	struct config	c;
+
+	clear_env();
+	T_EQ_INT(load_text(&c, "archive_all = true\n"
+	    "archive_grasp_services = git.example.com\n"), -1);
+	T_CHECK(strstr(err, "NGIT_ARCHIVE_GRASP_SERVICES") != NULL &&
+	    strstr(err, "NGIT_ARCHIVE_ALL") != NULL);
+	T_EQ_INT(load_text(&c, "archive_whitelist = linux\n"
+	    "archive_grasp_services = git.example.com\n"), -1);
+	T_CHECK(strstr(err, "NGIT_ARCHIVE_WHITELIST") != NULL);
+	T_EQ_INT(load_text(&c, "archive_read_only = true\n"), -1);
+	T_CHECK(strstr(err, "NGIT_ARCHIVE_READ_ONLY") != NULL);
+	/* A repository whitelist with a read-only archive, explicit or
+	 * by default. */
+	T_EQ_INT(load_text(&c, "archive_all = yes\n"
+	    "repository_whitelist = linux\n"), -1);
+	T_CHECK(starts_with(err, "NGIT_REPOSITORY_WHITELIST"));
+	T_ASSERT(load_text(&c, "archive_all = yes\narchive_read_only = no\n"
+	    "repository_whitelist = linux\n") == 0);
+	config_free(&c);
+	/* Services are bare host[:port]. */
+	T_EQ_INT(load_text(&c, "archive_grasp_services = wss://git.example."
+	    "com\n"), -1);
+	T_CHECK(strstr(err, "NGIT_ARCHIVE_GRASP_SERVICES") != NULL &&
+	    strstr(err, "no scheme") != NULL);
+	T_EQ_INT(load_text(&c, "archive_grasp_services = git.example.com:0\n"),
+	    -1);
+	T_EQ_INT(load_text(&c, "archive_read_only = maybe\n"), -1);
+	T_CHECK(strstr(err, "not a boolean") != NULL);
 }
 
 static int
@@ -1108,6 +1182,8 @@ main(void)
 	T_RUN(sample_file_lists_every_key);
 	T_RUN(man_page_lists_every_key);
 	T_RUN(unknown_environment_names_are_warned_about);
+	T_RUN(archive_defaults_off_and_read_only_follows);
+	T_RUN(archive_conflicts_are_errors);
 
 	clear_env();
 	nftw(tdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);

@@ -1,0 +1,280 @@
+/*
+ * policy_test.c: GRASP-05 archive mode in the write policy
+ * (common/policy.c): which announcements that do not list this service
+ * NGIT_ARCHIVE_ALL, NGIT_ARCHIVE_WHITELIST and NGIT_ARCHIVE_GRASP_SERVICES
+ * take (POLICY_HOST, so that relayd hosts and syncs them), that the
+ * blacklist still wins, and policy_archived(), which tells relayd that a
+ * repository is archived rather than hosted.  The store is a fresh one
+ * in a temporary directory.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "event.h"
+#include "nip19.h"
+#include "policy.h"
+#include "store.h"
+#include "t.h"
+
+#define DOMAIN	"relay.example:7334"
+
+static char		 tdir[] = "/tmp/policy_test.XXXXXX";
+static struct store	*st;
+
+static void
+sk_of(int n, uint8_t sk[32])
+{
+	memset(sk, 0x33, 32);
+	sk[31] = (uint8_t)n;
+}
+
+/* An announcement by key n of d with the given clone and relays URLs. */
+static struct event *
+ann(int n, const char *d, const char *clone, const char *relay)
+{
+	uint8_t	sk[32];
+	char	tags[1024];
+
+	sk_of(n, sk);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"%s\"],"
+	    "[\"relays\",\"%s\"]]", d, clone, relay);
+	return event_new_signed(sk, time(NULL), KIND_REPO_ANNOUNCEMENT, tags,
+	    "");
+}
+
+static void
+npub_of(int n, char out[NIP19_KEY_BUFSZ])
+{
+	uint8_t	sk[32], pk[32];
+
+	sk_of(n, sk);
+	event_pubkey_of(sk, pk);
+	nip19_encode("npub", pk, out, NIP19_KEY_BUFSZ);
+}
+
+/*
+ * Loads a configuration with NGIT_DOMAIN and the given "KEY=VALUE"
+ * settings (NULL-terminated), makes a policy of it and checks ev:
+ * returns the verdict, and policy_archived(ev) in *archived.
+ */
+static int
+verdict(const char *const *env, const struct event *ev, int *archived,
+    char *msg, size_t msglen)
+{
+	struct config	 cfg;
+	struct policy	 pl;
+	char		 err[256], k[128];
+	const char	*eq;
+	size_t		 i;
+	int		 rc;
+
+	for (i = 0; env && env[i]; i++) {
+		eq = strchr(env[i], '=');
+		snprintf(k, sizeof(k), "%.*s", (int)(eq - env[i]), env[i]);
+		setenv(k, eq + 1, 1);
+	}
+	setenv("NGIT_DOMAIN", DOMAIN, 1);
+	rc = config_load(&cfg, NULL, err, sizeof(err));
+	for (i = 0; env && env[i]; i++) {
+		eq = strchr(env[i], '=');
+		snprintf(k, sizeof(k), "%.*s", (int)(eq - env[i]), env[i]);
+		unsetenv(k);
+	}
+	if (rc == -1) {
+		printf("# config: %s\n", err);
+		return -2;
+	}
+	if (policy_init(&pl, &cfg, err, sizeof(err)) == -1) {
+		config_free(&cfg);
+		return -2;
+	}
+	msg[0] = '\0';
+	rc = policy_check(&pl, st, ev, msg, msglen);
+	if (archived)
+		*archived = policy_archived(&pl, ev);
+	config_free(&cfg);
+	return rc;
+}
+
+static void
+unlisted_refused_without_archive_mode(void)
+{
+	struct event	*ev = ann(1, "r", "https://other.example/r.git",
+			    "wss://other.example");
+	char		 msg[256];
+	int		 arch = -1;
+
+	T_ASSERT(ev != NULL);
+	T_EQ_INT(verdict(NULL, ev, &arch, msg, sizeof(msg)), POLICY_REFUSE);
+	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
+	T_EQ_INT(arch, 0);
+	event_destroy(ev);
+}
+
+static void
+archive_all_hosts_unlisted_announcements(void)
+{
+	static const char *const env[] = { "NGIT_ARCHIVE_ALL=true", NULL };
+	struct event	*un = ann(2, "r", "https://other.example/r.git",
+			    "wss://other.example");
+	struct event	*listed = ann(2, "s", "http://" DOMAIN "/x/s.git",
+			    "ws://" DOMAIN);
+	char		 msg[256];
+	int		 arch = -1;
+
+	T_ASSERT(un != NULL && listed != NULL);
+	T_EQ_INT(verdict(env, un, &arch, msg, sizeof(msg)), POLICY_HOST);
+	T_EQ_INT(arch, 1);
+	/* One that lists this service is hosted, not archived. */
+	T_EQ_INT(verdict(env, listed, &arch, msg, sizeof(msg)), POLICY_HOST);
+	T_EQ_INT(arch, 0);
+	event_destroy(un);
+	event_destroy(listed);
+}
+
+static void
+archive_whitelist_forms(void)
+{
+	char		 npub[NIP19_KEY_BUFSZ], e1[256];
+	const char	*env[2] = { e1, NULL };
+	struct event	*mine = ann(3, "linux", "https://o.example/l.git",
+			    "wss://o.example");
+	struct event	*other_d = ann(3, "bsd", "https://o.example/b.git",
+			    "wss://o.example");
+	struct event	*other_pk = ann(4, "linux", "https://o.example/l.git",
+			    "wss://o.example");
+	char		 msg[256];
+	int		 arch;
+
+	T_ASSERT(mine && other_d && other_pk);
+	npub_of(3, npub);
+	snprintf(e1, sizeof(e1), "NGIT_ARCHIVE_WHITELIST=%s/linux", npub);
+	T_EQ_INT(verdict(env, mine, &arch, msg, sizeof(msg)), POLICY_HOST);
+	T_EQ_INT(arch, 1);
+	T_EQ_INT(verdict(env, other_d, &arch, msg, sizeof(msg)),
+	    POLICY_REFUSE);
+	T_EQ_INT(arch, 0);
+	T_EQ_INT(verdict(env, other_pk, &arch, msg, sizeof(msg)),
+	    POLICY_REFUSE);
+	/* An npub alone: every repository of that key. */
+	snprintf(e1, sizeof(e1), "NGIT_ARCHIVE_WHITELIST=%s", npub);
+	T_EQ_INT(verdict(env, other_d, NULL, msg, sizeof(msg)), POLICY_HOST);
+	T_EQ_INT(verdict(env, other_pk, NULL, msg, sizeof(msg)),
+	    POLICY_REFUSE);
+	/* An identifier alone: that identifier of any key. */
+	snprintf(e1, sizeof(e1), "NGIT_ARCHIVE_WHITELIST=linux");
+	T_EQ_INT(verdict(env, other_pk, NULL, msg, sizeof(msg)), POLICY_HOST);
+	T_EQ_INT(verdict(env, other_d, NULL, msg, sizeof(msg)), POLICY_REFUSE);
+	event_destroy(mine);
+	event_destroy(other_d);
+	event_destroy(other_pk);
+}
+
+static void
+archive_grasp_services_match_clone_host_and_port(void)
+{
+	static const char *const with_port[] = {
+		"NGIT_ARCHIVE_GRASP_SERVICES=other.example:8443,b.example",
+		NULL };
+	struct event	*on_port = ann(5, "a", "https://Other.Example:8443/"
+			    "npub/a.git", "wss://x.example");
+	struct event	*off_port = ann(5, "b", "https://other.example/b.git",
+			    "wss://x.example");
+	struct event	*dflt = ann(5, "c", "http://B.example/c.git",
+			    "wss://x.example");
+	struct event	*dflt_explicit = ann(5, "d", "https://b.example:443/"
+			    "d.git", "wss://x.example");
+	struct event	*relay_only = ann(5, "e", "https://x.example/e.git",
+			    "wss://b.example");
+	struct event	*lookalike = ann(5, "f", "https://b.example.evil/f.git",
+			    "wss://x.example");
+	char		 msg[256];
+	int		 arch;
+
+	T_ASSERT(on_port && off_port && dflt && dflt_explicit && relay_only &&
+	    lookalike);
+	T_EQ_INT(verdict(with_port, on_port, &arch, msg, sizeof(msg)),
+	    POLICY_HOST);
+	T_EQ_INT(arch, 1);
+	T_EQ_INT(verdict(with_port, off_port, NULL, msg, sizeof(msg)),
+	    POLICY_REFUSE);
+	T_EQ_INT(verdict(with_port, dflt, NULL, msg, sizeof(msg)),
+	    POLICY_HOST);
+	T_EQ_INT(verdict(with_port, dflt_explicit, NULL, msg, sizeof(msg)),
+	    POLICY_HOST);
+	/* Only clone URLs name the service an announcement is on. */
+	T_EQ_INT(verdict(with_port, relay_only, NULL, msg, sizeof(msg)),
+	    POLICY_REFUSE);
+	T_EQ_INT(verdict(with_port, lookalike, NULL, msg, sizeof(msg)),
+	    POLICY_REFUSE);
+	event_destroy(on_port);
+	event_destroy(off_port);
+	event_destroy(dflt);
+	event_destroy(dflt_explicit);
+	event_destroy(relay_only);
+	event_destroy(lookalike);
+}
+
+static void
+blacklist_beats_archive(void)
+{
+	static const char *const env[] = { "NGIT_ARCHIVE_ALL=true",
+		"NGIT_REPOSITORY_BLACKLIST=evil", NULL };
+	struct event	*ev = ann(6, "evil", "https://o.example/e.git",
+			    "wss://o.example");
+	char		 msg[256];
+
+	T_ASSERT(ev != NULL);
+	T_EQ_INT(verdict(env, ev, NULL, msg, sizeof(msg)), POLICY_REFUSE);
+	T_CHECK(strstr(msg, "blacklisted") != NULL);
+	event_destroy(ev);
+}
+
+static void
+writable_archive_takes_listed_but_not_whitelisted(void)
+{
+	static const char *const env[] = { "NGIT_ARCHIVE_WHITELIST=w",
+		"NGIT_ARCHIVE_READ_ONLY=false",
+		"NGIT_REPOSITORY_WHITELIST=other", NULL };
+	struct event	*ev = ann(7, "w", "http://" DOMAIN "/x/w.git",
+			    "ws://" DOMAIN);
+	char		 msg[256];
+	int		 arch;
+
+	T_ASSERT(ev != NULL);
+	T_EQ_INT(verdict(env, ev, &arch, msg, sizeof(msg)), POLICY_HOST);
+	T_EQ_INT(arch, 1);
+	event_destroy(ev);
+}
+
+int
+main(void)
+{
+	char	path[sizeof(tdir) + 16], err[256], cmd[sizeof(tdir) + 16];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (mkdtemp(tdir) == NULL) {
+		perror("mkdtemp");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/db", tdir);
+	if ((st = store_open(path, 0, err, sizeof(err))) == NULL) {
+		printf("not ok - store_open: %s\n", err);
+		return 1;
+	}
+	T_RUN(unlisted_refused_without_archive_mode);
+	T_RUN(archive_all_hosts_unlisted_announcements);
+	T_RUN(archive_whitelist_forms);
+	T_RUN(archive_grasp_services_match_clone_host_and_port);
+	T_RUN(blacklist_beats_archive);
+	T_RUN(writable_archive_takes_listed_but_not_whitelisted);
+	store_close(st);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tdir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", tdir);
+	return t_done();
+}

@@ -1054,8 +1054,8 @@ repo_page(struct relay_conn *c, struct lws *wsi, const char *npub,
 	buf_adds(&b, "</title></head><body>\n<h1>");
 	html_escape(&b, d);
 	buf_printf(&b, "</h1>\n<p>Owner: <code>%s</code></p>\n<p>Clone: "
-	    "<code>git clone http://", npub);
-	html_escape(&b, relayd->cfg.domain);
+	    "<code>git clone ", npub);
+	html_escape(&b, relayd->cfg.public_url);
 	buf_printf(&b, "/%s/", npub);
 	for (p = d; *p; p++) {
 		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||

@@ -73,6 +73,9 @@ relay_nip11_build(void)
 	cJSON_AddStringToObject(doc, "description",
 	    relayd->cfg.relay_description);
 	cJSON_AddStringToObject(doc, "pubkey", relayd->owner_hex);
+	if (relayd->cfg.relay_contact != NULL)
+		cJSON_AddStringToObject(doc, "contact",
+		    relayd->cfg.relay_contact);
 	cJSON_AddStringToObject(doc, "software", RELAY_SOFTWARE);
 	cJSON_AddStringToObject(doc, "version", RELAY_VERSION);
 	arr = cJSON_AddArrayToObject(doc, "supported_nips");
@@ -428,13 +431,14 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 	}
 	if (urilen == 1 && uri[0] == '/') {
 		struct buf b = BUF_INIT;
+		char ws[512];
 
+		config_relay_url(&relayd->cfg, ws, sizeof(ws));
 		buf_printf(&b, "<!DOCTYPE html>\n<html><head><meta charset="
 		    "\"utf-8\"><title>%s</title></head><body>\n<h1>graspd</h1>\n"
 		    "<p>A GRASP server: a Nostr relay for git collaboration "
-		    "(NIP-34) with git hosting.</p>\n<p>Relay: <code>ws://%s"
-		    "</code></p>\n</body></html>\n", relayd->cfg.domain,
-		    relayd->cfg.domain);
+		    "(NIP-34) with git hosting.</p>\n<p>Relay: <code>%s"
+		    "</code></p>\n</body></html>\n", relayd->cfg.domain, ws);
 		body = buf_release(&b, &len);
 		return respond(c, wsi, HTTP_STATUS_OK, "text/html", body, len);
 	}

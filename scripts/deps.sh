@@ -5,7 +5,7 @@ set -eu
 
 PKGS="build-essential pkg-config libevent-dev libsqlite3-dev sqlite3
 libsecp256k1-dev libcjson-dev libwebsockets-dev libnanomsg-dev libssl-dev
-zlib1g-dev git"
+zlib1g-dev libcmark-dev git"
 
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS mandoc shellcheck clang"

@@ -322,3 +322,23 @@ nostr_wait_msg(struct wsc *w, const char *type, int timeout_ms)
 	json_free(doc);
 	return text;
 }
+
+int
+nostr_publish_take(struct wsc *ws, struct event *ev, int timeout_ms,
+    char *msg, size_t msglen)
+{
+	int	 ok = -1;
+	char	*m = NULL;
+
+	if (msg != NULL && msglen > 0)
+		msg[0] = '\0';
+	if (ev == NULL)
+		return -1;
+	if (nostr_publish(ws, ev, timeout_ms, &ok, &m) == -1)
+		ok = -1;
+	if (msg != NULL && m != NULL)
+		snprintf(msg, msglen, "%s", m);
+	free(m);
+	event_destroy(ev);
+	return ok;
+}

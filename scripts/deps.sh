@@ -9,6 +9,9 @@ zlib1g-dev libcmark-dev git"
 
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS mandoc shellcheck clang"
+	# The browser case of tests/integration/web_test.c; fonts for its
+	# screenshots.
+	PKGS="$PKGS chromium fonts-dejavu-core"
 	# Node.js may come from Debian (nodejs + npm) or from another packaging
 	# that bundles npm; ask for Debian's only when the commands are absent.
 	command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"

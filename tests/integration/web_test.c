@@ -5,9 +5,18 @@
  * contacted) takes announcements that list only the public URL, lists the
  * repositories pushed to it on /, shows a repository's clone URLs, refs,
  * commits, README and threads at /<npub>/<d>.git, escapes every text a
- * peer supplied, and serves its icon.
+ * peer supplied, and serves its icon.  Last, headless Chromium (Debian's
+ * chromium) loads / and a repository page: their DOM must list the
+ * repositories, show the public clone URL and hold no script element, and
+ * its screenshots are saved in the test's directory (and copied to
+ * $GRASPD_SCREENSHOT_DIR when set, for the README).  Without chromium the
+ * browser case fails with the reason.
  */
+#include <sys/wait.h>
+
 #include <ctype.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +35,9 @@
 #define TMO	10000
 #define PUB	"git.web.example"
 #define EVIL	"<script>alert(1)</script>"
+#define CHROMIUM "/usr/bin/chromium"
+/* How long one chromium run may take, in seconds. */
+#define CHROMIUM_TIMEOUT "60"
 
 static struct relayproc	*rp;
 static char		 tmp[256];
@@ -445,6 +457,144 @@ icon_and_nip11(void)
 	free(body);
 }
 
+/*
+ * Runs chromium headless on url with one more flag (--dump-dom or
+ * --screenshot=...) in a window 1100 pixels wide and height high, its
+ * standard output into out (NULL: /dev/null), bounded by timeout(1).  Returns its exit status or -1.
+ */
+static int
+chromium(const char *flag, const char *url, const char *out, int height)
+{
+	char	 prof[300], size[64];
+	char	 udd[320];
+	char	*argv[] = { "timeout", "-k", "5", CHROMIUM_TIMEOUT, CHROMIUM,
+	    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+	    "--no-first-run", "--disable-background-networking",
+	    "--disable-component-update", "--disable-sync",
+	    "--no-proxy-server", "--hide-scrollbars", udd, size,
+	    (char *)flag, (char *)url, NULL };
+	pid_t	 pid;
+	int	 st, fd;
+
+	snprintf(size, sizeof(size), "--window-size=1100,%d", height);
+	snprintf(prof, sizeof(prof), "%s/chromium-profile", tmp);
+	snprintf(udd, sizeof(udd), "--user-data-dir=%s", prof);
+	if ((pid = fork()) == -1)
+		return -1;
+	if (pid == 0) {
+		fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT |
+		    O_TRUNC, 0644);
+		if (fd != -1)
+			dup2(fd, 1);
+		if ((fd = open("/dev/null", O_WRONLY)) != -1)
+			dup2(fd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) == -1)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Reads the file path; caller frees.  NULL if it cannot. */
+static char *
+slurp(const char *path)
+{
+	struct buf	 b = BUF_INIT;
+	char		 chunk[4096];
+	size_t		 n;
+	FILE		*f;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return NULL;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(&b, chunk, n);
+	fclose(f);
+	buf_addc(&b, '\0');
+	return buf_release(&b, NULL);
+}
+
+static int
+count(const char *s, const char *what)
+{
+	int	n = 0;
+
+	while (s != NULL && (s = strstr(s, what)) != NULL) {
+		n++;
+		s += strlen(what);
+	}
+	return n;
+}
+
+/* Takes a screenshot of path as name.png in tmp (and the copy dir). */
+static int
+screenshot(const char *path, const char *name, int height)
+{
+	char	 url[512], file[400], cmd[1200];
+	const char *dir = getenv("GRASPD_SCREENSHOT_DIR");
+
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), path);
+	snprintf(file, sizeof(file), "--screenshot=%s/%s.png", tmp, name);
+	if (chromium(file, url, NULL, height) != 0)
+		return -1;
+	printf("# screenshot: %s/%s.png\n", tmp, name);
+	if (dir != NULL && *dir) {
+		snprintf(cmd, sizeof(cmd), "cp '%s/%s.png' '%s/'", tmp, name,
+		    dir);
+		if (system(cmd) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void
+browser_renders_the_pages(void)
+{
+	char	 url[512], file[400], *dom, *path = repo_path(1, "plain");
+	char	 want[300], npub[NIP19_MAX_LEN + 1];
+
+	if (access(CHROMIUM, X_OK) != 0) {
+		t_fail_at(__FILE__, __LINE__, CHROMIUM " is not installed "
+		    "(sh scripts/deps.sh --test)");
+		free(path);
+		return;
+	}
+	snprintf(url, sizeof(url), "http://%s/", relayproc_domain(rp));
+	snprintf(file, sizeof(file), "%s/landing.html", tmp);
+	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
+	T_ASSERT((dom = slurp(file)) != NULL);
+	T_EQ_INT(count(dom, "<a class=\"repo\""), 3);
+	T_CHECK(strstr(dom, ">Plain project</a>") != NULL);
+	T_CHECK(strstr(dom, "wss://" PUB) != NULL);
+	T_EQ_INT(count(dom, "<script"), 0);
+	free(dom);
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), path);
+	snprintf(file, sizeof(file), "%s/repo.html", tmp);
+	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
+	T_ASSERT((dom = slurp(file)) != NULL);
+	npub_of(1, npub);
+	snprintf(want, sizeof(want), "id=\"clone\">git clone https://"
+	    PUB "/%s/plain.git</code>", npub);
+	T_CHECK(strstr(dom, want) != NULL);
+	T_CHECK(strstr(dom, "<h1>Plain</h1>") != NULL);
+	T_EQ_INT(count(dom, "<script"), 0);
+	free(dom);
+	free(path);
+	path = repo_path(2, "x<script>y");
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), path);
+	snprintf(file, sizeof(file), "%s/evil.html", tmp);
+	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
+	T_ASSERT((dom = slurp(file)) != NULL);
+	T_EQ_INT(count(dom, "<script"), 0);
+	T_CHECK(strstr(dom, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
+	free(dom);
+	free(path);
+	path = repo_path(1, "plain");
+	T_CHECK(screenshot("/", "landing", 760) == 0);
+	T_CHECK(screenshot(path, "repository", 1500) == 0);
+	free(path);
+}
+
 int
 main(void)
 {
@@ -468,6 +618,7 @@ main(void)
 	T_RUN(repository_page_shows_clone_urls_refs_commits_readme);
 	T_RUN(peer_text_is_escaped_everywhere);
 	T_RUN(icon_and_nip11);
+	T_RUN(browser_renders_the_pages);
 	relayproc_free(rp);
 	{
 		char cmd[300];

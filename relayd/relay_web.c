@@ -350,27 +350,33 @@ open_counts(sqlite3 *db, const char *coord, int *issues, int *prs)
 
 /*
  * The hosted repositories (stored announcements) matching the search
- * pattern (NULL: all), with their last activity: the newest of the
- * announcement, the state and every event tagging the repository.
+ * pattern ?1 (NULL: all) in their identifier, name or description, with
+ * their last activity: the newest of the announcement, the state and
+ * every event tagging the repository.  ?4, the same pattern when JSON
+ * writes it unchanged, lets a plain scan of the text skip most rows
+ * before their tags are taken apart.
  */
 #define REPOS_FROM							\
 	" FROM events e WHERE e.kind = 30617 AND e.d IS NOT NULL"	\
-	" AND (?1 IS NULL OR e.d LIKE ?1 ESCAPE '\\' OR EXISTS ("	\
+	" AND (?1 IS NULL OR e.d LIKE ?1 ESCAPE '\\' OR ((?4 IS NULL OR"	\
+	"  e.json LIKE ?4 ESCAPE '\\') AND EXISTS ("			\
 	"  SELECT 1 FROM json_each(e.json, '$.tags') j"			\
 	"  WHERE json_extract(j.value, '$[0]') IN ('name', 'description')" \
-	"  AND json_extract(j.value, '$[1]') LIKE ?1 ESCAPE '\\'))"
+	"  AND json_extract(j.value, '$[1]') LIKE ?1 ESCAPE '\\')))"
 
+/* Only (seq, activity) go through the sort; the page's rows join after. */
 static const char repos_sql[] =
-    "SELECT e.json, '30617:' || lower(hex(e.pubkey)) || ':' || e.d AS c,"
-    " max(e.created_at,"
+    "SELECT e.json, '30617:' || lower(hex(e.pubkey)) || ':' || e.d, r.act,"
+    " (SELECT p.json FROM events p WHERE p.kind = 0 AND p.pubkey = e.pubkey"
+    "  AND p.d = '')"
+    " FROM (SELECT e.seq AS seq, max(e.created_at,"
     "  ifnull((SELECT max(t.created_at) FROM tags t WHERE t.name = 'a'"
     "   AND t.value = '30617:' || lower(hex(e.pubkey)) || ':' || e.d), 0),"
     "  ifnull((SELECT s.created_at FROM events s WHERE s.kind = 30618"
-    "   AND s.pubkey = e.pubkey AND s.d = e.d), 0)) AS act,"
-    " (SELECT p.json FROM events p WHERE p.kind = 0 AND p.pubkey = e.pubkey"
-    "  AND p.d = '')"
+    "   AND s.pubkey = e.pubkey AND s.d = e.d), 0)) AS act"
     REPOS_FROM
-    " ORDER BY act DESC, e.seq DESC LIMIT ?2 OFFSET ?3";
+    "  ORDER BY act DESC, e.seq DESC LIMIT ?2 OFFSET ?3) r"
+    " JOIN events e ON e.seq = r.seq ORDER BY r.act DESC, r.seq DESC";
 
 static const char count_sql[] = "SELECT count(*)" REPOS_FROM;
 
@@ -388,6 +394,24 @@ like_pattern(const char *q)
 	}
 	buf_addc(&b, '%');
 	return buf_release(&b, NULL);
+}
+
+/* pat when JSON text holds it as it is (no '"', '\\' or control), or NULL. */
+static const char *
+json_plain(const char *pat)
+{
+	const char	*p;
+
+	if (pat == NULL)
+		return NULL;
+	for (p = pat; *p; p++) {
+		/* The pattern escapes %, _ and \ with \; JSON escapes \. */
+		if (*p == '\\' && *++p == '\\')
+			return NULL;
+		if (*p == '"' || (unsigned char)*p < 0x20)
+			return NULL;
+	}
+	return pat;
 }
 
 /* One row of the repository table. */
@@ -522,6 +546,7 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 		pat = like_pattern(q);
 	if (sqlite3_prepare_v2(db, count_sql, -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, pat, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, json_plain(pat), -1, SQLITE_STATIC);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			total = sqlite3_column_int64(st, 0);
 	}
@@ -533,6 +558,7 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	    "<tbody>\n");
 	if (sqlite3_prepare_v2(db, repos_sql, -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, pat, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, json_plain(pat), -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 2, RELAY_WEB_PAGE_SIZE);
 		sqlite3_bind_int64(st, 3, (int64_t)(page - 1) *
 		    RELAY_WEB_PAGE_SIZE);

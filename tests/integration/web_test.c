@@ -248,6 +248,18 @@ has_script(const char *s)
 	return 0;
 }
 
+static int
+count(const char *s, const char *what)
+{
+	int	n = 0;
+
+	while (s != NULL && (s = strstr(s, what)) != NULL) {
+		n++;
+		s += strlen(what);
+	}
+	return n;
+}
+
 static void
 announcement_listing_public_url_is_accepted(void)
 {
@@ -351,6 +363,14 @@ search_is_server_side(void)
 	/* LIKE's wildcards are literal. */
 	T_ASSERT((page = get("/?q=%25", 200, NULL)) != NULL);
 	T_CHECK(strstr(page, "No repository matches") != NULL);
+	free(page);
+	/* Past the last page: none listed, a link back; junk is page 1. */
+	T_ASSERT((page = get("/?page=2", 200, NULL)) != NULL);
+	T_CHECK(strstr(page, "class=\"repo\"") == NULL);
+	T_CHECK(strstr(page, "href=\"/?page=1\">&larr; Newer") != NULL);
+	free(page);
+	T_ASSERT((page = get("/?page=-3x", 200, NULL)) != NULL);
+	T_EQ_INT(count(page, "class=\"repo\""), 3);
 	free(page);
 	T_ASSERT((page = get("/?q=%3Cscript%3E", 200, NULL)) != NULL);
 	T_CHECK(strstr(page, "1 repository") != NULL);
@@ -514,18 +534,6 @@ slurp(const char *path)
 	return buf_release(&b, NULL);
 }
 
-static int
-count(const char *s, const char *what)
-{
-	int	n = 0;
-
-	while (s != NULL && (s = strstr(s, what)) != NULL) {
-		n++;
-		s += strlen(what);
-	}
-	return n;
-}
-
 /* Takes a screenshot of path as name.png in tmp (and the copy dir). */
 static int
 screenshot(const char *path, const char *name, int height)
@@ -590,8 +598,8 @@ browser_renders_the_pages(void)
 	free(dom);
 	free(path);
 	path = repo_path(1, "plain");
-	T_CHECK(screenshot("/", "landing", 760) == 0);
-	T_CHECK(screenshot(path, "repository", 1500) == 0);
+	T_CHECK(screenshot("/", "web-landing", 700) == 0);
+	T_CHECK(screenshot(path, "web-repository", 1160) == 0);
 	free(path);
 }
 
@@ -600,6 +608,8 @@ main(void)
 {
 	static const char *env[] = { "NGIT_PUBLIC_URL=https://" PUB,
 	    "NGIT_RELAY_CONTACT=mailto:ops@" PUB, "NGIT_SYNC_ENABLED=false",
+	    "NGIT_RELAY_NAME=" PUB, "NGIT_RELAY_DESCRIPTION=A GRASP server: "
+	    "git repositories and their Nostr collaboration",
 	    NULL };
 	char	home[300];
 

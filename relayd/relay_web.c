@@ -237,6 +237,25 @@ page_close(struct buf *b)
 	    "</code></footer></div></body></html>\n", RELAY_VERSION);
 }
 
+/* A short page: title, and text (HTML, not escaped), with status. */
+static int
+message(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *title, const char *html)
+{
+	struct buf	 b = BUF_INIT;
+	char		*body;
+	size_t		 len;
+
+	page_open(&b, title, relayd->cfg.relay_name);
+	buf_adds(&b, "</div></div></header>\n<div class=\"w\"><h2>");
+	esc(&b, title);
+	buf_printf(&b, "</h2><p>%s</p>\n", html);
+	page_close(&b);
+	body = buf_release(&b, &len);
+	return relay_http_respond(c, wsi, status, "text/html; charset=utf-8",
+	    body, len);
+}
+
 /* A string member of the NIP-11 document, or NULL. */
 static const char *
 nip11_str(const cJSON *doc, const char *name)
@@ -604,6 +623,7 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 static int
 landing(struct relay_conn *c, struct lws *wsi)
 {
+	static int64_t		 budget_start, budget_used;
 	struct web_cached	*slot, *oldest = &cache[0];
 	char			 q[RELAY_WEB_QUERY_MAX + 1], pg[16], key[64 +
 				     RELAY_WEB_QUERY_MAX];
@@ -643,7 +663,18 @@ landing(struct relay_conn *c, struct lws *wsi)
 		if (slot->wc_at < oldest->wc_at)
 			oldest = slot;
 	}
+	/* Uncached pages share a budget of loop time, so a stream of new
+	 * searches cannot stall the relay. */
+	if (now - budget_start >= 1000) {
+		budget_start = now;
+		budget_used = 0;
+	}
+	if (budget_used >= RELAY_WEB_BUDGET_MS)
+		return message(c, wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, "Busy",
+		    "This server is answering many searches; try again in a "
+		    "moment.");
 	body = relay_web_landing_render(q, page, &len);
+	budget_used += relay_now_ms() - now;
 	free(oldest->wc_key);
 	free(oldest->wc_body);
 	if ((oldest->wc_key = strdup(key)) == NULL ||
@@ -1291,23 +1322,14 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	static const char *const check_args[] = { "cat-file", "--batch-check",
 	    NULL };
 	struct relay_webreq	*wr;
-	struct buf		 b = BUF_INIT;
 	FILE			*in;
-	char			*body;
-	size_t			 len, i;
+	size_t			 i;
 	int			 hosted = relay_purg_hosted(owner, d);
 
-	if (hosted == 0 || !relay_repo_exists(owner, d)) {
-		page_open(&b, "Not found", relayd->cfg.relay_name);
-		buf_adds(&b, "</div></div></header>\n<div class=\"w\"><h2>No "
-		    "such repository</h2><p>This server hosts no repository "
-		    "at this address. <a href=\"/\">See the ones it "
-		    "hosts.</a></p>\n");
-		page_close(&b);
-		body = buf_release(&b, &len);
-		return relay_http_respond(c, wsi, HTTP_STATUS_NOT_FOUND,
-		    "text/html; charset=utf-8", body, len);
-	}
+	if (hosted == 0 || !relay_repo_exists(owner, d))
+		return message(c, wsi, HTTP_STATUS_NOT_FOUND, "No such repository",
+		    "This server hosts no repository at this address. <a href="
+		    "\"/\">See the ones it hosts.</a>");
 	if ((wr = calloc(1, sizeof(*wr))) == NULL ||
 	    (wr->wr_d = strdup(d)) == NULL)
 		fatal("relay_web_repo");

@@ -140,6 +140,11 @@
 #define RELAY_WEB_QUERY_MS	250
 /* SQLite virtual machine steps between two looks at that deadline. */
 #define RELAY_WEB_PROGRESS_OPS	1000
+/*
+ * Loop time (ms) that landing pages not in the cache may take in one
+ * second; past it they are answered 503 until the next second.
+ */
+#define RELAY_WEB_BUDGET_MS	300
 /* How long a rendered landing page is served again (ms), and how many. */
 #define RELAY_WEB_CACHE_MS	5000
 #define RELAY_WEB_CACHE_SLOTS	8

@@ -40,6 +40,8 @@ enum cfg_type {
 	CT_URL,		/* relay URL, wss:// assumed without a scheme */
 	CT_URLS,	/* list of relay URLs */
 	CT_DOMAINS,	/* list of host[:port] */
+	CT_WEBURL,	/* http:// or https:// URL */
+	CT_WEBBASE,	/* http:// or https:// host[:port], no path */
 	CT_INT,
 	CT_BOOL,
 	CT_OPTBOOL,	/* a boolean, or -1 when unset */
@@ -69,6 +71,9 @@ struct cfg_key {
 static const struct cfg_key cfg_keys[] = {
 	{ "NGIT_DOMAIN", CT_DOMAIN, F(domain), "", 0, 0, 0,
 	  "Public host[:port] of this relay; empty means the bind address" },
+	{ "NGIT_PUBLIC_URL", CT_WEBBASE, F(public_url), "", 0, 0, 0,
+	  "Public base URL, e.g. https://git.example.org; empty: "
+	  "http://<domain>" },
 	{ "NGIT_BIND_ADDRESS", CT_BIND, F(bind_address), "127.0.0.1:7334",
 	  0, 0, 0,
 	  "Address and port to listen on; IPv6 is written [::1]:7334" },
@@ -85,6 +90,11 @@ static const struct cfg_key cfg_keys[] = {
 	{ "NGIT_RELAY_DESCRIPTION", CT_STR, F(relay_description),
 	  "Git Nostr Relay - a grasp implementation", 0, 0, 0,
 	  "NIP-11 relay description" },
+	{ "NGIT_RELAY_CONTACT", CT_STR, F(relay_contact), "", 0, 0, 0,
+	  "NIP-11 contact of the operator (mailto: or https: URL, or npub)" },
+	{ "NGIT_RELAY_ICON", CT_WEBURL, F(relay_icon), "", 0, 0, 0,
+	  "NIP-11 icon URL; empty means <public_url>/icon.png, served "
+	  "built in" },
 	{ "NGIT_RELAY_OWNER_NSEC", CT_SECKEY, F(owner_sk), "", 0, 0, 0,
 	  "Relay secret key, nsec or hex; empty: .relay-owner.nsec in "
 	  "relay_data_path" },
@@ -284,6 +294,8 @@ cfg_clear(struct config *cfg, const struct cfg_key *k)
 	case CT_PATH:
 	case CT_DOMAIN:
 	case CT_URL:
+	case CT_WEBURL:
+	case CT_WEBBASE:
 		free(*FIELD(cfg, k, char *));
 		*FIELD(cfg, k, char *) = NULL;
 		break;
@@ -407,6 +419,56 @@ parse_hostport(const char *v, int port_required, char **hostp, int *portp)
 	}
 	*hostp = xstrdup(host);
 	return NULL;
+}
+
+/*
+ * Checks an http:// or https:// URL (base: nothing after host[:port] but
+ * one optional "/") and returns it as stored (a new string, the scheme in
+ * lower case, a base without its trailing "/"), or NULL with the reason
+ * in *why.
+ */
+static char *
+parse_web_url(const char *v, int base, const char **why)
+{
+	const char	*rest, *end;
+	char		*url, *hp, *host;
+	int		 port, tls;
+
+	if (has_space_or_ctrl(v)) {
+		*why = "is not a URL (it contains blanks)";
+		return NULL;
+	}
+	tls = strncasecmp(v, "https://", 8) == 0;
+	if (!tls && strncasecmp(v, "http://", 7) != 0) {
+		*why = "is not an http:// or https:// URL";
+		return NULL;
+	}
+	rest = v + (tls ? 8 : 7);
+	end = rest + strcspn(rest, "/?#");
+	if (base && *end != '\0' && strcmp(end, "/") != 0) {
+		*why = "has a path, query or fragment (write scheme://host"
+		    "[:port])";
+		return NULL;
+	}
+	if (memchr(rest, '@', (size_t)(end - rest)) != NULL) {
+		*why = "has user information";
+		return NULL;
+	}
+	if ((hp = strndup(rest, (size_t)(end - rest))) == NULL)
+		fatal("config");
+	*why = parse_hostport(hp, 0, &host, &port);
+	free(hp);
+	free(host);
+	if (*why != NULL)
+		return NULL;
+	if (base && *end == '/')
+		url = strndup(v, (size_t)(end - v));
+	else
+		url = strdup(v);
+	if (url == NULL)
+		fatal("config");
+	memcpy(url, tls ? "https://" : "http://", tls ? 8 : 7);
+	return url;
 }
 
 /*
@@ -713,6 +775,17 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 		else
 			*FIELD(cfg, k, struct cfg_strs) = ss;
 		return 0;
+	case CT_WEBURL:
+	case CT_WEBBASE:
+		if ((s = parse_web_url(v, k->ck_type == CT_WEBBASE,
+		    &reason)) == NULL) {
+			snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, v,
+			    reason);
+			return -1;
+		}
+		cfg_clear(cfg, k);
+		*FIELD(cfg, k, char *) = s;
+		return 0;
 	case CT_URL:
 		if ((s = parse_relay_url(v, &reason)) == NULL) {
 			snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, v,
@@ -928,6 +1001,19 @@ cfg_finish(struct config *cfg, char *err, size_t errlen)
 
 	if (cfg->domain == NULL)
 		cfg->domain = xstrdup(cfg->bind_address);
+	if (cfg->public_url == NULL) {
+		n = strlen(cfg->domain) + sizeof("http://");
+		if ((cfg->public_url = malloc(n)) == NULL)
+			fatal("config");
+		snprintf(cfg->public_url, n, "http://%s", cfg->domain);
+	}
+	if (cfg->relay_icon == NULL) {
+		n = strlen(cfg->public_url) + sizeof(CONFIG_ICON_PATH);
+		if ((cfg->relay_icon = malloc(n)) == NULL)
+			fatal("config");
+		snprintf(cfg->relay_icon, n, "%s" CONFIG_ICON_PATH,
+		    cfg->public_url);
+	}
 	if (cfg->relay_name == NULL) {
 		n = strlen(cfg->domain) + sizeof(" grasp relay");
 		if ((cfg->relay_name = malloc(n)) == NULL)
@@ -1049,6 +1135,8 @@ config_dump(const struct config *cfg, struct buf *b)
 		case CT_DOMAIN:
 		case CT_BIND:
 		case CT_URL:
+		case CT_WEBURL:
+		case CT_WEBBASE:
 			s = *FIELD(cfg, k, char *const);
 			buf_adds(&v, s ? s : "");
 			break;
@@ -1259,6 +1347,17 @@ config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
 	free(cfg->owner_key_file);
 	cfg->owner_key_file = path;
 	return 0;
+}
+
+void
+config_relay_url(const struct config *cfg, char *out, size_t outlen)
+{
+	const char	*u = cfg->public_url;
+
+	if (strncmp(u, "https://", 8) == 0)
+		snprintf(out, outlen, "wss://%s", u + 8);
+	else
+		snprintf(out, outlen, "ws://%s", u + strlen("http://"));
 }
 
 int

@@ -27,6 +27,9 @@ struct buf;
 /* Relay owner key file, in the relay data path, as ngit-grasp names it. */
 #define CONFIG_OWNER_KEY_FILE	".relay-owner.nsec"
 
+/* Ours: where relayd serves its built-in icon, the NGIT_RELAY_ICON default. */
+#define CONFIG_ICON_PATH	"/icon.png"
+
 /* Design, "Test timing": NGIT_TEST shortens delays 60-fold ... */
 #define CONFIG_TEST_DELAY_DIVISOR	60.0
 /* ... and runs periodic work at least every 200 ms. */
@@ -62,11 +65,13 @@ struct cfg_strs {
  * The effective configuration.  Each field is named like its key in the
  * file (NGIT_MAX_CONNECTIONS is max_connections), except the three noted.
  * Every string is owned by the struct and released by config_free(); none
- * is NULL after a successful config_load() except sync_bootstrap_relay_url
- * and owner_key_file.
+ * is NULL after a successful config_load() except sync_bootstrap_relay_url,
+ * relay_contact and owner_key_file.
  */
 struct config {
 	char		*domain;
+	/* scheme://host[:port] without a trailing "/", for shown URLs. */
+	char		*public_url;
 	char		*bind_address;		/* as written */
 	char		*bind_host;		/* its host, without [ ] */
 	int		 bind_port;		/* its port, 1-65535 */
@@ -75,6 +80,8 @@ struct config {
 	char		*run_path;
 	char		*relay_name;
 	char		*relay_description;
+	char		*relay_contact;
+	char		*relay_icon;
 	/* NGIT_RELAY_OWNER_NSEC, or the key file once config_owner_key ran. */
 	int		 has_owner_sk;
 	uint8_t		 owner_sk[32];
@@ -139,6 +146,12 @@ void	config_dump(const struct config *cfg, struct buf *b);
  */
 int	config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
 	    size_t errlen);
+
+/*
+ * Writes the relay's websocket URL into out (outlen bytes, truncated if
+ * short): public_url with wss:// for https://, ws:// for http://.
+ */
+void	config_relay_url(const struct config *cfg, char *out, size_t outlen);
 
 /* Returns 1 if NGIT_TEST is set (test timing), else 0. */
 int	config_test_mode(const struct config *cfg);

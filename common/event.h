@@ -24,6 +24,10 @@ struct json;
 #define KIND_PR			1618	/* NIP-34 */
 #define KIND_PR_UPDATE		1619	/* NIP-34 */
 #define KIND_ISSUE		1621	/* NIP-34 */
+#define KIND_STATUS_OPEN	1630	/* NIP-34 status: open */
+#define KIND_STATUS_APPLIED	1631	/* NIP-34 status: applied, merged */
+#define KIND_STATUS_CLOSED	1632	/* NIP-34 status: closed */
+#define KIND_STATUS_DRAFT	1633	/* NIP-34 status: draft */
 #define KIND_RELAY_LIST		10002	/* NIP-65 */
 #define KIND_USER_GRASP_LIST	10317	/* NIP-34 */
 #define KIND_REPO_ANNOUNCEMENT	30617	/* NIP-34 */

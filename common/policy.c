@@ -122,6 +122,7 @@ policy_init(struct policy *pl, const struct config *cfg, char *err,
 {
 	const char	*dom = cfg->domain;
 	size_t		 n = strlen(dom);
+	int		 n1;
 
 	memset(pl, 0, sizeof(*pl));
 	pl->pl_cfg = cfg;
@@ -133,6 +134,25 @@ policy_init(struct policy *pl, const struct config *cfg, char *err,
 		    dom);
 		return -1;
 	}
+	/* The public base URL names the service too (behind a proxy). */
+	if ((dom = cfg->public_url) == NULL)
+		return 0;
+	if (strncmp(dom, "https://", 8) == 0) {
+		dom += 8;
+		pl->pl_pub_port = 443;
+	} else if (strncmp(dom, "http://", 7) == 0) {
+		dom += 7;
+		pl->pl_pub_port = 80;
+	} else
+		dom = NULL;
+	if (dom == NULL || split_hostport(dom, strcspn(dom, "/"),
+	    pl->pl_pub_host, sizeof(pl->pl_pub_host), &n1) == -1) {
+		snprintf(err, errlen, "NGIT_PUBLIC_URL: \"%s\" is not "
+		    "http[s]://host[:port]", cfg->public_url);
+		return -1;
+	}
+	if (n1 != 0)
+		pl->pl_pub_port = n1;
 	return 0;
 }
 
@@ -183,6 +203,10 @@ url_names(const char *url, size_t len, const char *host, int port)
 int
 policy_url_is_service(const struct policy *pl, const char *url, size_t len)
 {
+	/* Behind a TLS proxy announcements list the public URL. */
+	if (pl->pl_pub_port != 0 &&
+	    url_names(url, len, pl->pl_pub_host, pl->pl_pub_port))
+		return 1;
 	return url_names(url, len, pl->pl_host, pl->pl_port);
 }
 

@@ -40,6 +40,8 @@ struct policy {
 	const struct config	*pl_cfg;
 	char			 pl_host[256];	/* NGIT_DOMAIN host, lower */
 	int			 pl_port;	/* its port, 0 when none */
+	char			 pl_pub_host[256]; /* NGIT_PUBLIC_URL host */
+	int			 pl_pub_port;	/* its port or scheme's */
 	struct purg		*pl_purg;	/* held announcements, or NULL */
 	/* GRASP-03 eligible identity authors, or NULL (none). */
 	const struct inventory	*pl_inv;
@@ -59,7 +61,8 @@ struct policy_anns {
 
 /*
  * Prepares a policy for cfg (which must outlive it).  Returns 0, or -1 with
- * a reason in err when NGIT_DOMAIN cannot be parsed as host[:port].
+ * a reason in err when NGIT_DOMAIN cannot be parsed as host[:port] or
+ * NGIT_PUBLIC_URL as http[s]://host[:port].
  */
 int	policy_init(struct policy *, const struct config *cfg, char *err,
 	    size_t errlen);
@@ -92,8 +95,10 @@ int	policy_check(const struct policy *, struct store *,
 	    const struct event *ev, char *msg, size_t msglen);
 
 /*
- * 1 if url (http, https, ws or wss) names this service: same host, and the
- * same port (the scheme's default port when NGIT_DOMAIN has none).
+ * 1 if url (http, https, ws or wss) names this service: the host of
+ * NGIT_DOMAIN and the same port (the scheme's default port when
+ * NGIT_DOMAIN has none), or the host and port of NGIT_PUBLIC_URL (each
+ * side's port defaulting to its scheme's).
  */
 int	policy_url_is_service(const struct policy *, const char *url,
 	    size_t len);

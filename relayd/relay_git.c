@@ -1029,73 +1029,6 @@ relay_git_body_done(struct relay_conn *c, struct lws *wsi)
 	return 0;
 }
 
-static void
-html_escape(struct buf *b, const char *s)
-{
-	for (; *s != '\0'; s++) {
-		switch (*s) {
-		case '<':
-			buf_adds(b, "&lt;");
-			break;
-		case '>':
-			buf_adds(b, "&gt;");
-			break;
-		case '&':
-			buf_adds(b, "&amp;");
-			break;
-		case '"':
-			buf_adds(b, "&quot;");
-			break;
-		default:
-			buf_addc(b, *s);
-		}
-	}
-}
-
-/* A small page about a hosted repository; 404 for any other. */
-static int
-repo_page(struct relay_conn *c, struct lws *wsi, const char *npub,
-    const uint8_t owner[32], const char *d)
-{
-	struct buf	 b = BUF_INIT;
-	const char	*p;
-	char		*body;
-	size_t		 len;
-	int		 hosted = relay_purg_hosted(owner, d);
-
-	if (hosted == 0 || !relay_repo_exists(owner, d)) {
-		if ((body = strdup("<!DOCTYPE html>\n<html><body><h1>404 Not "
-		    "Found</h1><p>No such repository.</p></body></html>\n")) ==
-		    NULL)
-			fatal("repo_page");
-		return relay_http_respond(c, wsi, HTTP_STATUS_NOT_FOUND,
-		    "text/html", body, strlen(body));
-	}
-	buf_adds(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-	    "<title>");
-	html_escape(&b, d);
-	buf_adds(&b, "</title></head><body>\n<h1>");
-	html_escape(&b, d);
-	buf_printf(&b, "</h1>\n<p>Owner: <code>%s</code></p>\n<p>Clone: "
-	    "<code>git clone http://", npub);
-	html_escape(&b, relayd->cfg.domain);
-	buf_printf(&b, "/%s/", npub);
-	for (p = d; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("-._~", *p))
-			buf_addc(&b, *p);
-		else
-			buf_printf(&b, "%%%02X", (unsigned char)*p);
-	}
-	buf_printf(&b, ".git</code></p>\n<p>%s</p>\n</body></html>\n",
-	    hosted == 2 ? "Served: its announcement is accepted." :
-	    "In purgatory: its announcement is not served until git data "
-	    "arrives.");
-	body = buf_release(&b, &len);
-	return relay_http_respond(c, wsi, HTTP_STATUS_OK, "text/html", body,
-	    len);
-}
-
 static int
 simple(struct relay_conn *c, struct lws *wsi, unsigned code, const char *text)
 {
@@ -1153,7 +1086,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
 			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
 			    "method not allowed\n");
-		return repo_page(c, wsi, npub, owner, d);
+		return relay_web_repo(c, wsi, npub, owner, d);
 	}
 	if (end - rest == 10 && memcmp(rest, "/info/refs", 10) == 0) {
 		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)

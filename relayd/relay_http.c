@@ -1,7 +1,7 @@
 /*
  * relay_http.c: relayd's plain HTTP on the relay port: the NIP-11 relay
- * information document for "Accept: application/nostr+json", a small
- * landing page on GET /, 204 for OPTIONS, git smart HTTP at
+ * information document for "Accept: application/nostr+json", the pages
+ * for people (relay_web.c), 204 for OPTIONS, git smart HTTP at
  * /<npub>/<id>.git/ (relay_git.c), 404 otherwise.  Every response
  * carries the CORS headers GRASP-01 requires.
  */
@@ -95,6 +95,10 @@ relay_nip11_build(void)
 	cJSON_AddStringToObject(doc, "description",
 	    relayd->cfg.relay_description);
 	cJSON_AddStringToObject(doc, "pubkey", relayd->owner_hex);
+	cJSON_AddStringToObject(doc, "icon", relayd->cfg.relay_icon);
+	if (relayd->cfg.relay_contact != NULL)
+		cJSON_AddStringToObject(doc, "contact",
+		    relayd->cfg.relay_contact);
 	cJSON_AddStringToObject(doc, "software", RELAY_SOFTWARE);
 	cJSON_AddStringToObject(doc, "version", RELAY_VERSION);
 	arr = cJSON_AddArrayToObject(doc, "supported_nips");
@@ -232,6 +236,7 @@ void
 relay_http_closed(struct relay_conn *c)
 {
 	relay_git_close(c);
+	relay_web_close(c);
 	free(c->rc_body);
 	c->rc_body = NULL;
 }
@@ -244,6 +249,8 @@ relay_http_writeable(struct relay_conn *c, struct lws *wsi)
 
 	if (c->rc_git != NULL)
 		return relay_git_writeable(c, wsi);
+	if (c->rc_web != NULL)
+		return relay_web_writeable(c, wsi);
 	if (c->rc_body == NULL)
 		return 0;
 	if ((buf = malloc(LWS_PRE + c->rc_bodylen)) == NULL)
@@ -387,6 +394,7 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 
 	relayd->stats.http_requests++;
 	relay_git_close(c);
+	relay_web_close(c);
 	memset(c, 0, sizeof(*c));
 	method = lws_http_get_uri_and_method(wsi, &uri, &urilen);
 	if (method == LWSHUMETH_OPTIONS)
@@ -408,18 +416,8 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 		return respond(c, wsi, HTTP_STATUS_OK,
 		    "text/plain; version=0.0.4", body, len);
 	}
-	if (urilen == 1 && uri[0] == '/') {
-		struct buf b = BUF_INIT;
-
-		buf_printf(&b, "<!DOCTYPE html>\n<html><head><meta charset="
-		    "\"utf-8\"><title>%s</title></head><body>\n<h1>graspd</h1>\n"
-		    "<p>A GRASP server: a Nostr relay for git collaboration "
-		    "(NIP-34) with git hosting.</p>\n<p>Relay: <code>ws://%s"
-		    "</code></p>\n</body></html>\n", relayd->cfg.domain,
-		    relayd->cfg.domain);
-		body = buf_release(&b, &len);
-		return respond(c, wsi, HTTP_STATUS_OK, "text/html", body, len);
-	}
+	if ((n = relay_web_request(c, wsi, uri, urilen)) != RELAY_WEB_NOT_MINE)
+		return n;
 	body = xstrdup("<!DOCTYPE html>\n<html><body><h1>404 Not Found"
 	    "</h1></body></html>\n", &len);
 	return respond(c, wsi, HTTP_STATUS_NOT_FOUND, "text/html", body, len);

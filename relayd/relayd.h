@@ -15,6 +15,7 @@
  *                policy (who may store kind 0 and 10002)
  * relay_pushauth.c the push decision, a pure function of the ref updates
  *                and what relay_purg.c gathered for them
+ * relay_web.c    pages for people: /, /<npub>/<d>.git, the icon
  */
 #ifndef GRASPD_RELAYD_H
 #define GRASPD_RELAYD_H
@@ -139,12 +140,48 @@
 /* NIP-11: the media type of the relay information document. */
 #define RELAY_NIP11_TYPE	"application/nostr+json"
 
+/* The web pages (relay_web.c).  Ours. */
+/* Repositories per landing page, and the last page served. */
+#define RELAY_WEB_PAGE_SIZE	50
+#define RELAY_WEB_PAGE_MAX	1000
+/* Longest search text, in bytes. */
+#define RELAY_WEB_QUERY_MAX	100
+/* A page's store reads stop after this long (ms) and show what they had. */
+#define RELAY_WEB_QUERY_MS	250
+/* SQLite virtual machine steps between two looks at that deadline. */
+#define RELAY_WEB_PROGRESS_OPS	1000
+/*
+ * Loop time (ms) that landing pages not in the cache may take in one
+ * second; past it they are answered 503 until the next second.
+ */
+#define RELAY_WEB_BUDGET_MS	300
+/* How long a rendered landing page is served again (ms), and how many. */
+#define RELAY_WEB_CACHE_MS	5000
+#define RELAY_WEB_CACHE_SLOTS	8
+/* Threads (issues, patches, PRs) read per repository for its counts. */
+#define RELAY_WEB_THREADS_MAX	5000
+/* Commits of HEAD shown, and the bytes of git log output read. */
+#define RELAY_WEB_COMMITS	"15"
+#define RELAY_WEB_LOG_MAX	(64 * 1024)
+/* Largest README shown, in bytes (a larger one is left out). */
+#define RELAY_WEB_README_MAX	(256 * 1024)
+/* How long the git processes of one page may run, seconds. */
+#define RELAY_WEB_GIT_TIMEOUT_S	5
+/* Refs, maintainers and recent threads shown on a repository page. */
+#define RELAY_WEB_REFS_MAX	200
+#define RELAY_WEB_MAINTAINERS_MAX 32
+#define RELAY_WEB_RECENT_THREADS 20
+/* Bytes shown of a description, and of a profile name. */
+#define RELAY_WEB_DESC_MAX	300
+#define RELAY_WEB_NAME_MAX	64
+
 /* What relayd reports as its software (NIP-11 requires a URL). */
 #define RELAY_SOFTWARE		"https://github.com/graspd/graspd"
 #define RELAY_VERSION		GRASPD_VERSION
 
 struct relay_conn;
 struct relay_neg;
+struct relay_webreq;
 
 struct relay_sub {
 	LIST_ENTRY(relay_sub)	 rs_entry;
@@ -192,6 +229,8 @@ struct relay_conn {
 	size_t			 rc_bodylen;
 	/* HTTP: a git smart HTTP request in progress (relay_git.c). */
 	struct relay_gitreq	*rc_git;
+	/* HTTP: a repository page waiting for git (relay_web.c). */
+	struct relay_webreq	*rc_web;
 };
 
 /* Ours: buckets of a latency histogram (relay_metrics.c has the bounds). */
@@ -380,6 +419,40 @@ int	relay_http_respond(struct relay_conn *, struct lws *, unsigned status,
 int	relay_nip11_build(void);
 /* relayd's own counters as [["name{labels}",value],...]; caller frees. */
 cJSON	*relay_own_metrics(void);
+
+/* relay_web.c */
+/*
+ * Serves uri if it is a page for people (/, /icon.png, /favicon.ico):
+ * returns the callback result, or RELAY_WEB_NOT_MINE.
+ */
+#define RELAY_WEB_NOT_MINE	(-2)
+int	relay_web_request(struct relay_conn *, struct lws *, const char *uri,
+	    int urilen);
+/*
+ * The landing page for search text q ("" or NULL: every repository) and
+ * page (1-based), rendered now from the store; the caller frees it.
+ * Never NULL (exits if memory runs out).
+ */
+char	*relay_web_landing_render(const char *q, long page, size_t *len);
+/* Appends len bytes of s to b, HTML-escaped (controls but \t \n dropped). */
+void	relay_web_escape(struct buf *b, const char *s, size_t len);
+/*
+ * The page of the repository (owner, d) at /<npub>/<d>.git: 404 unless
+ * it is hosted; else git runs as children, and the page is written from
+ * a later writable callback (relay_web_writeable).  Returns the
+ * callback result.
+ */
+int	relay_web_repo(struct relay_conn *, struct lws *, const char *npub,
+	    const uint8_t owner[32], const char *d);
+/* Writes the page once rendered; the callback result. */
+int	relay_web_writeable(struct relay_conn *, struct lws *);
+/* The connection closes or takes a new request: forget its page. */
+void	relay_web_close(struct relay_conn *);
+/* Frees a page request (its children are killed). */
+void	relay_web_free(struct relay_webreq *);
+/* relay_icon.c: the icon, a PNG. */
+extern const unsigned char relay_icon_png[];
+extern const size_t relay_icon_png_len;
 
 /* relay_git.c */
 /*

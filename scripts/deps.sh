@@ -5,10 +5,13 @@ set -eu
 
 PKGS="build-essential pkg-config libevent-dev libsqlite3-dev sqlite3
 libsecp256k1-dev libcjson-dev libwebsockets-dev libnanomsg-dev libssl-dev
-zlib1g-dev git"
+zlib1g-dev libcmark-dev git"
 
 if [ "${1:-}" = "--test" ]; then
 	PKGS="$PKGS mandoc shellcheck clang"
+	# The browser case of tests/integration/web_test.c; fonts for its
+	# screenshots.
+	PKGS="$PKGS chromium fonts-dejavu-core"
 	# Node.js may come from Debian (nodejs + npm) or from another packaging
 	# that bundles npm; ask for Debian's only when the commands are absent.
 	command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"

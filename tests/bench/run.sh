@@ -3,7 +3,7 @@
 # pull benchmark (tests/bench/pull.sh).
 #
 # Builds nothing: it needs $BIN/graspd and its roles,
-# $O/tests/bench/ingest and $O/tests/bench/inventory.  Part one starts
+# $O/tests/bench/ingest, $O/tests/bench/inventory and $O/tests/bench/web.  Part one starts
 # relayd alone on a free loopback port in a temporary directory,
 # pre-signs the events, measures the
 # single-core signature verification rate on them, publishes them over 4
@@ -19,7 +19,9 @@
 # again; then removes the store's copy and syncs, so that the kernel's
 # writeback does not run beside the timed phases after it.
 # Part three times the GRASP-03 inventory's start-up rebuild
-# (tests/bench/inventory.c) on 1.1 million generated events.
+# (tests/bench/inventory.c) on 1.1 million generated events, part four
+# the rendering of the landing page for 10,000 repositories
+# (tests/bench/web.c).
 # Prints one table, writes the same figures to $O/bench.json, stops
 # everything and removes the directory (kept when GRASPD_KEEP_TMP is set).
 # Figures only: it never passes or fails on time, only when something
@@ -28,8 +30,9 @@
 # Sizes: BENCH_EVENTS (20000 published in parallel), BENCH_SERIAL (1000
 # published one at a time), BENCH_REQS (1000 round trips per query),
 # BENCH_SUBS (1000 fan-out subscribers), BENCH_BIG (1000000 stored events
-# for part two; 0 skips part two).  BENCH_NO_PULL=1 skips pull.sh,
-# BENCH_NO_INVENTORY=1 the inventory start-up benchmark.
+# for part two; 0 skips part two), BENCH_WEB_REPOS (10000 repositories
+# for part four).  BENCH_NO_PULL=1 skips pull.sh, BENCH_NO_INVENTORY=1
+# the inventory start-up benchmark, BENCH_NO_WEB=1 the web page one.
 set -eu
 
 O=${O:-build}
@@ -49,9 +52,10 @@ case $O in /*) ;; *) O=$top/$O ;; esac
 case $BIN in /*) ;; *) BIN=$top/$BIN ;; esac
 ingest=$O/tests/bench/ingest
 inventory=$O/tests/bench/inventory
+web=$O/tests/bench/web
 relayd=$BIN/relayd
 graspd=$BIN/graspd
-for f in "$relayd" "$graspd" "$ingest" "$inventory"; do
+for f in "$relayd" "$graspd" "$ingest" "$inventory" "$web"; do
 	if [ ! -x "$f" ]; then
 		echo "bench: $f is missing; build first: make all tests" >&2
 		exit 1
@@ -327,6 +331,16 @@ if [ -z "${BENCH_NO_INVENTORY:-}" ]; then
 	    >"$tmp/inventory.out" 2>"$tmp/inventory.log" ||
 	    fail "inventory bench failed: $(tail -n 5 "$tmp/inventory.log")"
 	cat "$tmp/inventory.out" >>"$tmp/figures"
+fi
+
+# The landing page rendered for BENCH_WEB_REPOS repositories (issue #18:
+# under 50 ms for 10,000), relayd alone on a store made for it.
+if [ -z "${BENCH_NO_WEB:-}" ]; then
+	echo "# bench: landing page for ${BENCH_WEB_REPOS:-10000} repositories"
+	GRASPD_BIN=$BIN timeout 600 "$web" "${BENCH_WEB_REPOS:-10000}" \
+	    >"$tmp/web.out" 2>"$tmp/web.log" ||
+	    fail "web bench failed: $(tail -n 5 "$tmp/web.log")"
+	cat "$tmp/web.out" >>"$tmp/figures"
 fi
 
 # Ingest as a fraction of the verification limit measured above.

@@ -407,3 +407,23 @@ nostr_wait_count(const char *host, int port, const char *filters_json,
 	}
 	return n;
 }
+
+int
+nostr_publish_take(struct wsc *ws, struct event *ev, int timeout_ms,
+    char *msg, size_t msglen)
+{
+	int	 ok = -1;
+	char	*m = NULL;
+
+	if (msg != NULL && msglen > 0)
+		msg[0] = '\0';
+	if (ev == NULL)
+		return -1;
+	if (nostr_publish(ws, ev, timeout_ms, &ok, &m) == -1)
+		ok = -1;
+	if (msg != NULL && m != NULL)
+		snprintf(msg, msglen, "%s", m);
+	free(m);
+	event_destroy(ev);
+	return ok;
+}

@@ -567,6 +567,53 @@ domain_forms(void)
 }
 
 static void
+public_url_defaults_from_domain_and_is_checked(void)
+{
+	static const char *const bad[] = { "git.example.org",
+	    "ftp://git.example.org", "https://git.example.org/path",
+	    "https://u@git.example.org", "https://", "https://a b",
+	    "https://git.example.org/?q" };
+	struct config	c;
+	char		ws[256];
+	size_t		i;
+
+	clear_env();
+	setenv("NGIT_DOMAIN", "git.example.org:7334", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_STR(c.public_url, "http://git.example.org:7334");
+	T_EQ_STR(c.relay_icon, "http://git.example.org:7334/icon.png");
+	T_CHECK(c.relay_contact == NULL);
+	config_relay_url(&c, ws, sizeof(ws));
+	T_EQ_STR(ws, "ws://git.example.org:7334");
+	config_free(&c);
+	setenv("NGIT_PUBLIC_URL", "HTTPS://git.example.org/", 1);
+	setenv("NGIT_RELAY_CONTACT", "mailto:ops@example.org", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_STR(c.public_url, "https://git.example.org");
+	T_EQ_STR(c.relay_icon, "https://git.example.org/icon.png");
+	T_EQ_STR(c.relay_contact, "mailto:ops@example.org");
+	config_relay_url(&c, ws, sizeof(ws));
+	T_EQ_STR(ws, "wss://git.example.org");
+	config_free(&c);
+	setenv("NGIT_RELAY_ICON", "https://cdn.example.org/i/logo.png", 1);
+	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
+	T_EQ_STR(c.relay_icon, "https://cdn.example.org/i/logo.png");
+	config_free(&c);
+	setenv("NGIT_RELAY_ICON", "logo.png", 1);
+	T_CHECK(config_load(&c, NULL, err, sizeof(err)) == -1);
+	T_CHECK(strstr(err, "NGIT_RELAY_ICON") != NULL);
+	unsetenv("NGIT_RELAY_ICON");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("NGIT_PUBLIC_URL", bad[i], 1);
+		if (config_load(&c, NULL, err, sizeof(err)) != -1 ||
+		    strstr(err, "NGIT_PUBLIC_URL") == NULL)
+			t_fail_at(__FILE__, __LINE__, bad[i]);
+		config_free(&c);
+	}
+	clear_env();
+}
+
+static void
 lists_are_trimmed_and_skip_empty_items(void)
 {
 	struct config	c;
@@ -913,7 +960,7 @@ only_log_level_is_reloadable(void)
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strcmp(name, "NGIT_LOG_LEVEL") != 0)
 			T_EQ_INT(config_key_reloadable(name), 0);
-	T_EQ_INT(i, 30);
+	T_EQ_INT(i, 33);
 }
 
 static void
@@ -998,7 +1045,7 @@ sample_file_lists_every_key(void)
 		nset++;
 	}
 	free(text);
-	T_EQ_INT(nset, 30);
+	T_EQ_INT(nset, 33);
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
 	d0 = dump(&c);
 	config_free(&c);
@@ -1165,6 +1212,7 @@ main(void)
 	T_RUN(secret_key_never_appears_in_errors);
 	T_RUN(bind_address_forms);
 	T_RUN(domain_forms);
+	T_RUN(public_url_defaults_from_domain_and_is_checked);
 	T_RUN(lists_are_trimmed_and_skip_empty_items);
 	T_RUN(event_blacklist_takes_npub_and_hex);
 	T_RUN(whitelist_entry_forms);

@@ -1,0 +1,1362 @@
+/*
+ * relay_web.c: relayd's pages for people, run in relayd's loop: the
+ * landing page at / (the server, its relay URL and GRASPs, and the hosted
+ * repositories, searchable and paginated), the page of one repository at
+ * /<npub>/<d>.git, and the icon at /icon.png and /favicon.ico.
+ *
+ * Pages are plain HTML with one small inline stylesheet, no script and
+ * nothing loaded from elsewhere.  Everything that came from the network
+ * (names, descriptions, identifiers, subjects, READMEs, commit messages)
+ * is HTML-escaped on the way out; a Markdown README goes through cmark,
+ * whose default drops raw HTML and unsafe link schemes, with images made
+ * into links so that the page loads nothing from elsewhere.  The store is read through relayd's own
+ * connection with a deadline (a progress handler interrupts a query that
+ * runs over), and the landing page is cached for a few seconds.  git runs
+ * as a child of relayd (relay_child_spawn) while the request waits, so
+ * the loop never blocks on it.
+ */
+#include <sys/stat.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmark.h>
+
+#include "buf.h"
+#include "event.h"
+#include "log.h"
+#include "nip19.h"
+#include "relayd.h"
+
+#define CSS								\
+	"body{margin:0;font:15px/1.5 system-ui,-apple-system,'Segoe UI',"	\
+	"Roboto,sans-serif;color:#1d2428;background:#f6f7f5}"		\
+	"a{color:#1f6f5c;text-decoration:none}a:hover{text-decoration:"	\
+	"underline}"							\
+	"header{background:#1f6f5c;color:#fff;padding:18px 0}"		\
+	"header a{color:#fff}"						\
+	".w{max-width:980px;margin:0 auto;padding:0 20px}"		\
+	"header .w{display:flex;align-items:center;gap:14px}"		\
+	"header img{width:40px;height:40px;background:#fff;border-radius:"	\
+	"10px;padding:3px}"						\
+	"h1{font-size:24px;margin:0;font-weight:600}"			\
+	"h2{font-size:17px;margin:28px 0 10px}"				\
+	"header p{margin:2px 0 0;opacity:.85}"				\
+	"code,pre{font:13px/1.45 ui-monospace,'DejaVu Sans Mono',Menlo,"	\
+	"monospace}"							\
+	"code{background:#e9eeec;padding:1px 5px;border-radius:4px;"	\
+	"overflow-wrap:anywhere}"					\
+	"h2.title{font-size:22px;margin:22px 0 4px}"			\
+	"code.u{display:inline-block;max-width:100%;overflow-x:auto;"	\
+	"white-space:nowrap;vertical-align:bottom}"			\
+	".card{background:#fff;border:1px solid #dde3e0;border-radius:8px;"	\
+	"padding:14px 18px;margin:16px 0}"				\
+	"dl{display:grid;grid-template-columns:max-content 1fr;gap:6px 18px;"	\
+	"margin:0}dt{color:#5b6a70}dd{margin:0}"			\
+	"table{width:100%;border-collapse:collapse;background:#fff;"	\
+	"border:1px solid #dde3e0;border-radius:8px;overflow:hidden}"	\
+	"th,td{text-align:left;padding:9px 12px;border-bottom:1px solid "	\
+	"#edf0ee;vertical-align:top}"					\
+	"th{background:#eef2f0;font-size:13px;color:#4a585e;font-weight:"	\
+	"600}"								\
+	"td.n,th.n{text-align:right;white-space:nowrap}"		\
+	".d{color:#5b6a70;font-size:13.5px}"				\
+	".pk{color:#7a878c;font-size:12.5px}"				\
+	"form{display:flex;gap:8px;margin:8px 0 14px}"			\
+	"input[type=search]{flex:1;padding:8px 10px;border:1px solid "	\
+	"#c6cfcb;border-radius:6px;font:inherit}"			\
+	"button{padding:8px 16px;border:0;border-radius:6px;background:"	\
+	"#1f6f5c;color:#fff;font:inherit;cursor:pointer}"		\
+	".pg{display:flex;gap:14px;justify-content:space-between;margin:"	\
+	"12px 0}"							\
+	".tag{display:inline-block;font-size:12px;padding:0 7px;border-"	\
+	"radius:10px;background:#e2ece8;color:#1f6f5c;margin-right:4px}"	\
+	".st{font-size:12px;padding:1px 8px;border-radius:10px;color:#fff}"	\
+	".s1630{background:#2e8b57}.s1631{background:#6a4fb3}"	\
+	".s1632{background:#8b2e2e}.s1633{background:#7a878c}"		\
+	"pre.readme{white-space:pre-wrap;word-wrap:break-word;margin:0}"	\
+	".md{overflow-wrap:anywhere}.md h1,.md h2{font-size:19px;border-"	\
+	"bottom:1px solid #edf0ee;padding-bottom:4px}.md h1:first-child{"	\
+	"margin-top:4px}.md pre{background:#f2f5f3;padding:10px 12px;"	\
+	"border-radius:6px;overflow-x:auto}.md pre code{background:none;"	\
+	"padding:0}.md blockquote{margin:0;padding-left:12px;border-left:"	\
+	"3px solid #dde3e0;color:#5b6a70}"				\
+	"footer{color:#7a878c;font-size:13px;padding:24px 0 40px}"
+
+/* Months of the last-activity dates, as people read them. */
+static const char *const month[] = { "Jan", "Feb", "Mar", "Apr", "May",
+	"Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+
+/* The landing pages cached: the key is the query string. */
+struct web_cached {
+	char	*wc_key;
+	char	*wc_body;
+	size_t	 wc_len;
+	int64_t	 wc_at;		/* ms */
+};
+static struct web_cached	cache[RELAY_WEB_CACHE_SLOTS];
+
+/* A query's deadline, for the progress handler. */
+static int64_t	query_deadline;
+static int	query_interrupted;
+
+static int
+progress(void *arg)
+{
+	(void)arg;
+	if (relay_now_ms() < query_deadline)
+		return 0;
+	query_interrupted = 1;
+	return 1;
+}
+
+/* Arms the deadline of the page's reads on relayd's connection. */
+static sqlite3 *
+db_arm(int ms)
+{
+	sqlite3	*db = store_sqlite(relayd->store);
+
+	query_deadline = relay_now_ms() + ms;
+	query_interrupted = 0;
+	sqlite3_progress_handler(db, RELAY_WEB_PROGRESS_OPS, progress, NULL);
+	return db;
+}
+
+static void
+db_disarm(sqlite3 *db)
+{
+	sqlite3_progress_handler(db, 0, NULL, NULL);
+}
+
+void
+relay_web_escape(struct buf *b, const char *s, size_t len)
+{
+	static const char	 special[] = "<>&\"'";
+	static const char *const entity[] = { "&lt;", "&gt;", "&amp;",
+	    "&quot;", "&#39;" };
+	const char		*e = s + len, *p;
+
+	for (; s < e; s++) {
+		if ((p = memchr(special, *s, sizeof(special) - 1)) != NULL)
+			buf_adds(b, entity[p - special]);
+		else if ((unsigned char)*s >= 0x20 || *s == '\t' ||
+		    *s == '\n')
+			buf_addc(b, *s);
+		/* NUL and other controls are dropped. */
+	}
+}
+
+static void
+esc(struct buf *b, const char *s)
+{
+	if (s != NULL)
+		relay_web_escape(b, s, strlen(s));
+}
+
+/* s percent-encoded for a URL path segment or query value. */
+static void
+url_esc(struct buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (isalnum((unsigned char)*s) || strchr("-._~", *s))
+			buf_addc(b, *s);
+		else
+			buf_printf(b, "%%%02X", (unsigned char)*s);
+	}
+}
+
+/* A link target only when it is http(s) or mailto; else NULL. */
+static int
+safe_href(const char *u)
+{
+	return u != NULL && (strncasecmp(u, "https://", 8) == 0 ||
+	    strncasecmp(u, "http://", 7) == 0 ||
+	    strncasecmp(u, "mailto:", 7) == 0);
+}
+
+static void
+date(struct buf *b, int64_t t)
+{
+	struct tm	tm;
+	time_t		tt = (time_t)t;
+
+	if (t <= 0 || gmtime_r(&tt, &tm) == NULL) {
+		buf_adds(b, "&ndash;");
+		return;
+	}
+	buf_printf(b, "<time datetime=\"%04d-%02d-%02dT%02d:%02dZ\">%d %s %04d"
+	    "</time>", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+	    tm.tm_hour, tm.tm_min, tm.tm_mday, month[tm.tm_mon],
+	    tm.tm_year + 1900);
+}
+
+/* The shortened npub people recognise: npub1abcd…wxyz. */
+static void
+short_npub(struct buf *b, const char *npub)
+{
+	size_t	n = strlen(npub);
+
+	if (n <= 20) {
+		buf_adds(b, npub);
+		return;
+	}
+	buf_printf(b, "%.*s&hellip;%s", 12, npub, npub + n - 6);
+}
+
+/* The page's head and the header bar; title is escaped. */
+static void
+page_open(struct buf *b, const char *title, const char *name)
+{
+	buf_adds(b, "<!DOCTYPE html>\n<html><head><meta charset="
+	    "\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,"
+	    "initial-scale=1\"><title>");
+	esc(b, title);
+	buf_adds(b, "</title><link rel=\"icon\" href=\"/favicon.ico\">"
+	    "<style>" CSS "</style></head>\n<body><header><div class=\"w\">"
+	    "<a href=\"/\"><img src=\"" CONFIG_ICON_PATH "\" alt=\"\"></a>"
+	    "<div><h1><a href=\"/\">");
+	esc(b, name);
+	buf_adds(b, "</a></h1>");
+}
+
+static void
+page_close(struct buf *b)
+{
+	buf_printf(b, "<footer>graspd %s &middot; a GRASP server: a Nostr "
+	    "relay for git collaboration (NIP-34) with git hosting &middot; "
+	    "NIP-11 at this address with <code>Accept: " RELAY_NIP11_TYPE
+	    "</code></footer></div></body></html>\n", RELAY_VERSION);
+}
+
+/* A short page: title, and text (HTML, not escaped), with status. */
+static int
+message(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *title, const char *html)
+{
+	struct buf	 b = BUF_INIT;
+	char		*body;
+	size_t		 len;
+
+	page_open(&b, title, relayd->cfg.relay_name);
+	buf_adds(&b, "</div></div></header>\n<div class=\"w\"><h2>");
+	esc(&b, title);
+	buf_printf(&b, "</h2><p>%s</p>\n", html);
+	page_close(&b);
+	body = buf_release(&b, &len);
+	return relay_http_respond(c, wsi, status, "text/html; charset=utf-8",
+	    body, len);
+}
+
+/* A string member of the NIP-11 document, or NULL. */
+static const char *
+nip11_str(const cJSON *doc, const char *name)
+{
+	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(doc, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The kind 0 name of a profile event's JSON: name, else display_name. */
+static char *
+profile_name(const char *json)
+{
+	struct event	*ev;
+	cJSON		*c;
+	const cJSON	*v;
+	char		 err[64], *name = NULL;
+
+	if (json == NULL || (ev = event_parse(json, strlen(json), err,
+	    sizeof(err))) == NULL)
+		return NULL;
+	if ((c = cJSON_ParseWithLength(ev->content.s, ev->content.len)) !=
+	    NULL) {
+		v = cJSON_GetObjectItemCaseSensitive(c, "display_name");
+		if (!cJSON_IsString(v) || v->valuestring[0] == '\0')
+			v = cJSON_GetObjectItemCaseSensitive(c, "name");
+		if (cJSON_IsString(v) && v->valuestring[0] != '\0')
+			name = strndup(v->valuestring, RELAY_WEB_NAME_MAX);
+		cJSON_Delete(c);
+	}
+	event_destroy(ev);
+	return name;
+}
+
+/* The first value of ev's tag name, or NULL. */
+static const char *
+tag1(const struct event *ev, const char *name)
+{
+	const struct estr	*v = event_tag_value(ev, name);
+
+	return v ? v->s : NULL;
+}
+
+/*
+ * The threads of the repository whose coordinate is coord, newest first,
+ * at most limit: issues, PRs and root patches, as rows (kind, status kind
+ * or NULL, JSON) where the status is the latest event of kinds 1630-1633
+ * naming the thread.  A prepared statement, or NULL.
+ */
+static sqlite3_stmt *
+threads_prepare(sqlite3 *db, const char *coord, int limit)
+{
+	static const char sql[] =
+	    "SELECT e.kind, (SELECT s.kind FROM tags st"
+	    "  JOIN events s ON s.seq = st.event"
+	    "  WHERE st.name = 'e' AND st.value = lower(hex(e.id))"
+	    "  AND s.kind BETWEEN ?2 AND ?3"
+	    "  ORDER BY st.created_at DESC LIMIT 1), e.json"
+	    " FROM tags t JOIN events e ON e.seq = t.event"
+	    " WHERE t.name = 'a' AND t.value = ?1 AND (e.kind IN (?4, ?5) OR"
+	    "  (e.kind = ?6 AND EXISTS (SELECT 1 FROM tags r WHERE"
+	    "  r.event = e.seq AND r.name = 't' AND r.value = 'root')))"
+	    " ORDER BY t.created_at DESC LIMIT ?7";
+	sqlite3_stmt	*st;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(st, 1, coord, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 2, KIND_STATUS_OPEN);
+	sqlite3_bind_int(st, 3, KIND_STATUS_DRAFT);
+	sqlite3_bind_int(st, 4, KIND_ISSUE);
+	sqlite3_bind_int(st, 5, KIND_PR);
+	sqlite3_bind_int(st, 6, KIND_PATCH);
+	sqlite3_bind_int(st, 7, limit);
+	return st;
+}
+
+/* A thread row's status kind: its latest status, or open if none. */
+static int
+row_status(sqlite3_stmt *st)
+{
+	return sqlite3_column_type(st, 1) == SQLITE_NULL ? KIND_STATUS_OPEN :
+	    sqlite3_column_int(st, 1);
+}
+
+/*
+ * Open issues (*issues) and open proposals, patches and PRs (*prs), of
+ * the repository whose coordinate is coord: those whose latest status is
+ * open or draft, or that have none.
+ */
+static void
+open_counts(sqlite3 *db, const char *coord, int *issues, int *prs)
+{
+	sqlite3_stmt	*st;
+	int		 status;
+
+	*issues = *prs = 0;
+	if ((st = threads_prepare(db, coord, RELAY_WEB_THREADS_MAX)) == NULL)
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		status = row_status(st);
+		if (status != KIND_STATUS_OPEN && status != KIND_STATUS_DRAFT)
+			continue;
+		if (sqlite3_column_int(st, 0) == KIND_ISSUE)
+			(*issues)++;
+		else
+			(*prs)++;
+	}
+	sqlite3_finalize(st);
+}
+
+/*
+ * The hosted repositories (stored announcements) matching the search
+ * pattern ?1 (NULL: all) in their identifier, name or description, with
+ * their last activity: the newest of the announcement, the state and
+ * every event tagging the repository.  ?4, the same pattern when JSON
+ * writes it unchanged, lets a plain scan of the text skip most rows
+ * before their tags are taken apart.
+ */
+#define REPOS_FROM							\
+	" FROM events e WHERE e.kind = 30617 AND e.d IS NOT NULL"	\
+	" AND (?1 IS NULL OR e.d LIKE ?1 ESCAPE '\\' OR ((?4 IS NULL OR"	\
+	"  e.json LIKE ?4 ESCAPE '\\') AND EXISTS ("			\
+	"  SELECT 1 FROM json_each(e.json, '$.tags') j"			\
+	"  WHERE json_extract(j.value, '$[0]') IN ('name', 'description')" \
+	"  AND json_extract(j.value, '$[1]') LIKE ?1 ESCAPE '\\')))"
+
+/* Only (seq, activity) go through the sort; the page's rows join after. */
+static const char repos_sql[] =
+    "SELECT e.json, '30617:' || lower(hex(e.pubkey)) || ':' || e.d, r.act,"
+    " (SELECT p.json FROM events p WHERE p.kind = 0 AND p.pubkey = e.pubkey"
+    "  AND p.d = '')"
+    " FROM (SELECT e.seq AS seq, max(e.created_at,"
+    "  ifnull((SELECT max(t.created_at) FROM tags t WHERE t.name = 'a'"
+    "   AND t.value = '30617:' || lower(hex(e.pubkey)) || ':' || e.d), 0),"
+    "  ifnull((SELECT s.created_at FROM events s WHERE s.kind = 30618"
+    "   AND s.pubkey = e.pubkey AND s.d = e.d), 0)) AS act"
+    REPOS_FROM
+    "  ORDER BY act DESC, e.seq DESC LIMIT ?2 OFFSET ?3) r"
+    " JOIN events e ON e.seq = r.seq ORDER BY r.act DESC, r.seq DESC";
+
+static const char count_sql[] = "SELECT count(*)" REPOS_FROM;
+
+/* q as a LIKE pattern matching it anywhere; caller frees. */
+static char *
+like_pattern(const char *q)
+{
+	struct buf	b = BUF_INIT;
+
+	buf_addc(&b, '%');
+	for (; *q; q++) {
+		if (*q == '%' || *q == '_' || *q == '\\')
+			buf_addc(&b, '\\');
+		buf_addc(&b, *q);
+	}
+	buf_addc(&b, '%');
+	return buf_release(&b, NULL);
+}
+
+/* pat when JSON text holds it as it is (no '"', '\\' or control), or NULL. */
+static const char *
+json_plain(const char *pat)
+{
+	const char	*p;
+
+	if (pat == NULL)
+		return NULL;
+	for (p = pat; *p; p++) {
+		/* The pattern escapes %, _ and \ with \; JSON escapes \. */
+		if (*p == '\\' && *++p == '\\')
+			return NULL;
+		if (*p == '"' || (unsigned char)*p < 0x20)
+			return NULL;
+	}
+	return pat;
+}
+
+/* One row of the repository table. */
+static void
+repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
+{
+	const char	*json = (const char *)sqlite3_column_text(st, 0);
+	const char	*coord = (const char *)sqlite3_column_text(st, 1);
+	struct event	*ev;
+	char		 err[64], npub[NIP19_MAX_LEN + 1], *who;
+	const char	*d, *name, *desc;
+	int		 issues, prs;
+
+	if (json == NULL || (ev = event_parse(json, strlen(json), err,
+	    sizeof(err))) == NULL || (d = event_d(ev)) == NULL)
+		return;
+	if (nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
+		npub[0] = '\0';
+	name = tag1(ev, "name");
+	desc = tag1(ev, "description");
+	buf_printf(b, "<tr><td><a class=\"repo\" href=\"/%s/", npub);
+	url_esc(b, d);
+	buf_adds(b, ".git\">");
+	esc(b, name && *name ? name : d);
+	buf_adds(b, "</a>");
+	if (name && *name && strcmp(name, d) != 0) {
+		buf_adds(b, " <span class=\"pk\">");
+		esc(b, d);
+		buf_adds(b, "</span>");
+	}
+	if (desc && *desc) {
+		buf_adds(b, "<div class=\"d\">");
+		relay_web_escape(b, desc, strnlen(desc, RELAY_WEB_DESC_MAX));
+		buf_adds(b, "</div>");
+	}
+	buf_adds(b, "</td><td>");
+	who = profile_name((const char *)sqlite3_column_text(st, 3));
+	if (who != NULL) {
+		esc(b, who);
+		buf_adds(b, "<br>");
+	}
+	free(who);
+	buf_printf(b, "<span class=\"pk\" title=\"%s\">", npub);
+	short_npub(b, npub);
+	buf_adds(b, "</span></td><td class=\"n\">");
+	date(b, sqlite3_column_int64(st, 2));
+	open_counts(db, coord, &issues, &prs);
+	buf_printf(b, "</td><td class=\"n\">%d</td><td class=\"n\">%d</td>"
+	    "</tr>\n", issues, prs);
+	event_destroy(ev);
+}
+
+/* "?q=...&page=N" for a pagination link. */
+static void
+page_link(struct buf *b, const char *q, long page, const char *text)
+{
+	buf_adds(b, "<a href=\"/?");
+	if (q && *q) {
+		buf_adds(b, "q=");
+		url_esc(b, q);
+		buf_adds(b, "&amp;");
+	}
+	buf_printf(b, "page=%ld\">%s</a>", page, text);
+}
+
+char *
+relay_web_landing_render(const char *q, long page, size_t *lenp)
+{
+	struct buf	 b = BUF_INIT;
+	sqlite3		*db;
+	sqlite3_stmt	*st = NULL;
+	cJSON		*doc;
+	const cJSON	*arr, *it;
+	const char	*name, *desc, *contact;
+	char		 ws[512], *pat = NULL;
+	int64_t		 total = -1;
+	long		 pages, shown = 0;
+	int		 rc;
+
+	doc = cJSON_ParseWithLength(relayd->nip11, relayd->nip11_len);
+	name = nip11_str(doc, "name");
+	desc = nip11_str(doc, "description");
+	contact = nip11_str(doc, "contact");
+	config_relay_url(&relayd->cfg, ws, sizeof(ws));
+	page_open(&b, name ? name : "graspd", name ? name : "graspd");
+	if (desc && *desc) {
+		buf_adds(&b, "<p>");
+		esc(&b, desc);
+		buf_adds(&b, "</p>");
+	}
+	buf_adds(&b, "</div></div></header>\n<div class=\"w\">"
+	    "<div class=\"card\"><dl>\n<dt>Relay</dt><dd><code class=\"u\" id=\"relay\">");
+	esc(&b, ws);
+	buf_adds(&b, "</code></dd>\n<dt>Git over HTTP</dt><dd><code>");
+	esc(&b, relayd->cfg.public_url);
+	buf_adds(&b, "/&lt;npub&gt;/&lt;identifier&gt;.git</code></dd>\n"
+	    "<dt>Supports</dt><dd>");
+	arr = cJSON_GetObjectItemCaseSensitive(doc, "supported_grasps");
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsString(it)) {
+			buf_adds(&b, "<span class=\"tag\">");
+			esc(&b, it->valuestring);
+			buf_adds(&b, "</span>");
+		}
+	arr = cJSON_GetObjectItemCaseSensitive(doc, "supported_nips");
+	buf_adds(&b, " <span class=\"pk\">NIPs");
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsNumber(it))
+			buf_printf(&b, " %d", it->valueint);
+	buf_adds(&b, "</span></dd>\n");
+	if (contact && *contact) {
+		buf_adds(&b, "<dt>Contact</dt><dd>");
+		if (safe_href(contact)) {
+			buf_adds(&b, "<a href=\"");
+			esc(&b, contact);
+			buf_adds(&b, "\">");
+			esc(&b, contact);
+			buf_adds(&b, "</a>");
+		} else
+			esc(&b, contact);
+		buf_adds(&b, "</dd>\n");
+	}
+	buf_adds(&b, "</dl></div>\n<h2>Repositories</h2>\n<form method=\"get\" "
+	    "action=\"/\"><input type=\"search\" name=\"q\" maxlength=\"");
+	buf_printf(&b, "%d\" placeholder=\"Search names and descriptions\" "
+	    "value=\"", RELAY_WEB_QUERY_MAX);
+	esc(&b, q);
+	buf_adds(&b, "\"><button type=\"submit\">Search</button></form>\n");
+
+	db = db_arm(RELAY_WEB_QUERY_MS);
+	if (q && *q)
+		pat = like_pattern(q);
+	if (sqlite3_prepare_v2(db, count_sql, -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, pat, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, json_plain(pat), -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			total = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	buf_adds(&b, "<table id=\"repos\"><thead><tr><th>Repository</th>"
+	    "<th>Owner</th><th class=\"n\">Last activity</th><th class=\"n\">"
+	    "Open issues</th><th class=\"n\">Open PRs</th></tr></thead>"
+	    "<tbody>\n");
+	if (sqlite3_prepare_v2(db, repos_sql, -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, pat, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, json_plain(pat), -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 2, RELAY_WEB_PAGE_SIZE);
+		sqlite3_bind_int64(st, 3, (int64_t)(page - 1) *
+		    RELAY_WEB_PAGE_SIZE);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			repo_row(&b, db, st);
+			shown++;
+		}
+		if (rc != SQLITE_DONE && !query_interrupted)
+			log_warnx("landing page: %s", sqlite3_errmsg(db));
+	}
+	sqlite3_finalize(st);
+	db_disarm(db);
+	if (shown == 0)
+		buf_printf(&b, "<tr><td colspan=\"5\" class=\"d\">%s</td></tr>\n",
+		    query_interrupted ? "The listing took too long; try again "
+		    "or narrow the search." : q && *q ?
+		    "No repository matches." : "No repository is hosted yet.");
+	buf_adds(&b, "</tbody></table>\n<div class=\"pg\"><span>");
+	if (page > 1)
+		page_link(&b, q, page - 1, "&larr; Newer");
+	buf_adds(&b, "</span><span class=\"pk\">");
+	if (total >= 0) {
+		pages = (long)((total + RELAY_WEB_PAGE_SIZE - 1) /
+		    RELAY_WEB_PAGE_SIZE);
+		buf_printf(&b, "%lld repositor%s &middot; page %ld of %ld",
+		    (long long)total, total == 1 ? "y" : "ies", page,
+		    pages > 0 ? pages : 1);
+	} else
+		pages = page + (shown == RELAY_WEB_PAGE_SIZE);
+	if (query_interrupted)
+		buf_adds(&b, " &middot; cut short");
+	buf_adds(&b, "</span><span>");
+	if (page < pages && page < RELAY_WEB_PAGE_MAX)
+		page_link(&b, q, page + 1, "Older &rarr;");
+	buf_adds(&b, "</span></div>\n");
+	free(pat);
+	cJSON_Delete(doc);
+	page_close(&b);
+	return buf_release(&b, lenp);
+}
+
+/* The landing page for the request's q and page, from the cache or new. */
+static int
+landing(struct relay_conn *c, struct lws *wsi)
+{
+	static int64_t		 budget_start, budget_used;
+	struct web_cached	*slot, *oldest = &cache[0];
+	char			 q[RELAY_WEB_QUERY_MAX + 1], pg[16], key[64 +
+				     RELAY_WEB_QUERY_MAX];
+	const char		*v;
+	char			*body, *p;
+	size_t			 len, i;
+	long			 page = 1;
+	int64_t			 now = relay_now_ms();
+
+	q[0] = '\0';
+	if ((v = lws_get_urlarg_by_name(wsi, "q=", key, sizeof(key))) !=
+	    NULL) {
+		snprintf(q, sizeof(q), "%s", v);
+		for (p = q; *p; p++)
+			if (*p == '+')
+				*p = ' ';
+	}
+	if ((v = lws_get_urlarg_by_name(wsi, "page=", pg, sizeof(pg))) !=
+	    NULL) {
+		page = strtol(v, NULL, 10);
+		if (page < 1)
+			page = 1;
+		if (page > RELAY_WEB_PAGE_MAX)
+			page = RELAY_WEB_PAGE_MAX;
+	}
+	snprintf(key, sizeof(key), "%ld\n%s", page, q);
+	for (i = 0; i < RELAY_WEB_CACHE_SLOTS; i++) {
+		slot = &cache[i];
+		if (slot->wc_key != NULL && strcmp(slot->wc_key, key) == 0 &&
+		    now - slot->wc_at < RELAY_WEB_CACHE_MS) {
+			if ((body = malloc(slot->wc_len)) == NULL)
+				fatal("landing");
+			memcpy(body, slot->wc_body, slot->wc_len);
+			return relay_http_respond(c, wsi, HTTP_STATUS_OK,
+			    "text/html; charset=utf-8", body, slot->wc_len);
+		}
+		if (slot->wc_at < oldest->wc_at)
+			oldest = slot;
+	}
+	/* Uncached pages share a budget of loop time, so a stream of new
+	 * searches cannot stall the relay. */
+	if (now - budget_start >= 1000) {
+		budget_start = now;
+		budget_used = 0;
+	}
+	if (budget_used >= RELAY_WEB_BUDGET_MS)
+		return message(c, wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, "Busy",
+		    "This server is answering many searches; try again in a "
+		    "moment.");
+	body = relay_web_landing_render(q, page, &len);
+	budget_used += relay_now_ms() - now;
+	free(oldest->wc_key);
+	free(oldest->wc_body);
+	if ((oldest->wc_key = strdup(key)) == NULL ||
+	    (oldest->wc_body = malloc(len)) == NULL)
+		fatal("landing");
+	memcpy(oldest->wc_body, body, len);
+	oldest->wc_len = len;
+	oldest->wc_at = now;
+	return relay_http_respond(c, wsi, HTTP_STATUS_OK,
+	    "text/html; charset=utf-8", body, len);
+}
+
+/*
+ * The icon as an ICO file holding the PNG (Windows Vista's format, read
+ * by every browser): a 6-byte header and one 16-byte entry.
+ */
+static char *
+favicon(size_t *lenp)
+{
+	unsigned char	*p;
+	size_t		 n = relay_icon_png_len;
+
+	if ((p = calloc(1, 22 + n)) == NULL)
+		fatal("favicon");
+	p[2] = 1;			/* type: icon */
+	p[4] = 1;			/* one image */
+	p[6] = p[7] = 64;		/* width, height */
+	p[10] = 1;			/* planes */
+	p[12] = 32;			/* bits per pixel */
+	p[14] = (unsigned char)(n & 0xff);
+	p[15] = (unsigned char)((n >> 8) & 0xff);
+	p[16] = (unsigned char)((n >> 16) & 0xff);
+	p[18] = 22;			/* offset of the PNG */
+	memcpy(p + 22, relay_icon_png, n);
+	*lenp = 22 + n;
+	return (char *)p;
+}
+
+int
+relay_web_request(struct relay_conn *c, struct lws *wsi, const char *uri,
+    int urilen)
+{
+	char	*body;
+	size_t	 len;
+
+	if (urilen == 1 && uri[0] == '/')
+		return landing(c, wsi);
+	if ((size_t)urilen == strlen(CONFIG_ICON_PATH) &&
+	    memcmp(uri, CONFIG_ICON_PATH, (size_t)urilen) == 0) {
+		if ((body = malloc(relay_icon_png_len)) == NULL)
+			fatal("icon");
+		memcpy(body, relay_icon_png, relay_icon_png_len);
+		return relay_http_respond(c, wsi, HTTP_STATUS_OK, "image/png",
+		    body, relay_icon_png_len);
+	}
+	if (urilen == 12 && memcmp(uri, "/favicon.ico", 12) == 0) {
+		body = favicon(&len);
+		return relay_http_respond(c, wsi, HTTP_STATUS_OK,
+		    "image/x-icon", body, len);
+	}
+	return RELAY_WEB_NOT_MINE;
+}
+
+/*
+ * The repository page.  Its git output (the log of HEAD, the README's
+ * size and then its text) comes from children writing into unlinked
+ * temporary files; the page is rendered once the last one is reaped and
+ * written from the connection's next writable callback.
+ */
+struct relay_webreq {
+	struct relay_conn	*wr_conn;	/* NULL once it closed */
+	struct lws		*wr_wsi;
+	uint8_t			 wr_owner[32];
+	char			 wr_npub[NIP19_MAX_LEN + 1];
+	char			*wr_d;
+	char			 wr_repo[4096];
+	int			 wr_hosted;	/* relay_purg_hosted() */
+	pid_t			 wr_pid[2];	/* running children, or -1 */
+	FILE			*wr_out[2];	/* their output */
+	FILE			*wr_readme;	/* the README's text */
+	char			 wr_readme_name[32];
+	char			*wr_body;	/* the page, when rendered */
+	size_t			 wr_len;
+};
+
+/* The files a README may be in, by preference. */
+static const char *const readme_names[] = { "README.md", "README",
+	"README.markdown", "README.txt", "README.rst", "readme.md",
+	"Readme.md" };
+
+enum { WR_LOG, WR_CHECK };
+
+static void	web_child_done(pid_t, int, void *);
+
+/* Up to max bytes of f from its start, NUL-terminated; caller frees. */
+static char *
+slurp(FILE *f, size_t max, size_t *lenp)
+{
+	char	*s;
+	size_t	 n;
+
+	*lenp = 0;
+	if (f == NULL || fseek(f, 0, SEEK_SET) != 0)
+		return NULL;
+	if ((s = malloc(max + 1)) == NULL)
+		fatal("slurp");
+	n = fread(s, 1, max, f);
+	s[n] = '\0';
+	*lenp = n;
+	return s;
+}
+
+/*
+ * Runs git with args in the repository, stdin from in (or /dev/null),
+ * stdout into a new temporary file at *outp.  Returns the pid or -1.
+ */
+static pid_t
+web_git(struct relay_webreq *wr, const char *const *args, FILE *in,
+    FILE **outp)
+{
+	char	*argv[16], gitdir[4200];
+	pid_t	 pid;
+	size_t	 i, n = 0;
+
+	if ((*outp = tmpfile()) == NULL) {
+		log_warn("repository page: tmpfile");
+		return -1;
+	}
+	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", wr->wr_repo);
+	argv[n++] = "git";
+	argv[n++] = gitdir;
+	for (i = 0; args[i] != NULL && n < 15; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	pid = relay_child_spawn(argv, in ? fileno(in) : -1, fileno(*outp),
+	    NULL, RELAY_WEB_GIT_TIMEOUT_S, web_child_done, wr);
+	if (pid == -1) {
+		fclose(*outp);
+		*outp = NULL;
+	}
+	return pid;
+}
+
+/*
+ * From "git cat-file --batch-check" output: the first README that
+ * exists and is small enough, as "<oid>" into oid; 0 or -1.
+ */
+static int
+readme_pick(struct relay_webreq *wr, char oid[GIT_OID_HEX + 1])
+{
+	char		*s, *line, *save, type[16];
+	size_t		 len, i = 0;
+	unsigned long	 size;
+	int		 rc = -1;
+
+	if ((s = slurp(wr->wr_out[WR_CHECK], 4096, &len)) == NULL)
+		return -1;
+	for (line = strtok_r(s, "\n", &save); line != NULL &&
+	    i < sizeof(readme_names) / sizeof(readme_names[0]);
+	    line = strtok_r(NULL, "\n", &save), i++) {
+		if (sscanf(line, "%40s %15s %lu", oid, type, &size) != 3 ||
+		    strcmp(type, "blob") != 0 || strlen(oid) != GIT_OID_HEX)
+			continue;
+		if (size > RELAY_WEB_README_MAX)
+			continue;
+		snprintf(wr->wr_readme_name, sizeof(wr->wr_readme_name), "%s",
+		    readme_names[i]);
+		rc = 0;
+		break;
+	}
+	free(s);
+	return rc;
+}
+
+static void	repo_render(struct relay_webreq *);
+
+static void
+web_child_done(pid_t pid, int status, void *arg)
+{
+	struct relay_webreq	*wr = arg;
+	static const char	*cat[] = { "cat-file", "blob", NULL, NULL };
+	char			 oid[GIT_OID_HEX + 1];
+	int			 i;
+
+	for (i = 0; i < 2; i++)
+		if (wr->wr_pid[i] == pid)
+			wr->wr_pid[i] = -1;
+	if (wr->wr_readme == NULL && pid != -1 &&
+	    wr->wr_pid[WR_CHECK] == -1 && wr->wr_out[WR_CHECK] != NULL &&
+	    status == 0 && readme_pick(wr, oid) == 0) {
+		/* Second step: the README's text, into wr_readme. */
+		cat[2] = oid;
+		fclose(wr->wr_out[WR_CHECK]);
+		wr->wr_out[WR_CHECK] = NULL;
+		if ((wr->wr_pid[WR_CHECK] = web_git(wr, cat, NULL,
+		    &wr->wr_readme)) != -1)
+			return;
+	}
+	if (wr->wr_pid[WR_LOG] != -1 || wr->wr_pid[WR_CHECK] != -1)
+		return;
+	if (wr->wr_conn == NULL) {
+		/* The client left; nobody waits for the page. */
+		relay_web_free(wr);
+		return;
+	}
+	repo_render(wr);
+	lws_callback_on_writable(wr->wr_wsi);
+}
+
+/* The status name of a kind 1630-1633, for people. */
+static const char *
+status_name(int kind)
+{
+	switch (kind) {
+	case KIND_STATUS_APPLIED:
+		return "merged";
+	case KIND_STATUS_CLOSED:
+		return "closed";
+	case KIND_STATUS_DRAFT:
+		return "draft";
+	default:
+		return "open";
+	}
+}
+
+/* A thread's title: its subject tag, else its content's Subject: line. */
+static void
+thread_title(struct buf *b, const struct event *ev)
+{
+	const char	*s = tag1(ev, "subject"), *p, *e;
+	size_t		 n;
+
+	if (s != NULL && *s) {
+		relay_web_escape(b, s, strnlen(s, RELAY_WEB_DESC_MAX));
+		return;
+	}
+	p = ev->content.s;
+	if ((s = strstr(p, "\nSubject: ")) != NULL)
+		p = s + 10;
+	else if (strncmp(p, "Subject: ", 9) == 0)
+		p += 9;
+	e = p + strcspn(p, "\n");
+	n = (size_t)(e - p);
+	if (n > RELAY_WEB_DESC_MAX)
+		n = RELAY_WEB_DESC_MAX;
+	if (n == 0)
+		buf_adds(b, "(untitled)");
+	else
+		relay_web_escape(b, p, n);
+}
+
+/* The recent issues, patches and PRs of coord, with their status. */
+static void
+threads(struct buf *b, sqlite3 *db, const char *coord)
+{
+	sqlite3_stmt	*st;
+	struct event	*ev;
+	const char	*json;
+	char		 err[64], npub[NIP19_MAX_LEN + 1];
+	int		 status, n = 0;
+
+	buf_adds(b, "<h2>Issues, patches and pull requests</h2>\n<table "
+	    "id=\"threads\"><thead><tr><th>Title</th><th>Kind</th><th>"
+	    "Author</th><th class=\"n\">Opened</th><th class=\"n\">Status"
+	    "</th></tr></thead><tbody>\n");
+	if ((st = threads_prepare(db, coord, RELAY_WEB_RECENT_THREADS)) ==
+	    NULL)
+		goto done;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json = (const char *)sqlite3_column_text(st, 2);
+		if (json == NULL || (ev = event_parse(json, strlen(json), err,
+		    sizeof(err))) == NULL)
+			continue;
+		status = row_status(st);
+		if (nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
+			npub[0] = '\0';
+		buf_adds(b, "<tr><td>");
+		thread_title(b, ev);
+		buf_printf(b, "</td><td>%s</td><td><span class=\"pk\" title="
+		    "\"%s\">", ev->kind == KIND_ISSUE ? "issue" :
+		    ev->kind == KIND_PR ? "pull request" : "patch", npub);
+		short_npub(b, npub);
+		buf_adds(b, "</span></td><td class=\"n\">");
+		date(b, ev->created_at);
+		buf_printf(b, "</td><td class=\"n\"><span class=\"st s%d\">%s"
+		    "</span></td></tr>\n", status, status_name(status));
+		event_destroy(ev);
+		n++;
+	}
+	sqlite3_finalize(st);
+done:
+	if (n == 0)
+		buf_adds(b, "<tr><td colspan=\"5\" class=\"d\">None yet.</td>"
+		    "</tr>\n");
+	buf_adds(b, "</tbody></table>\n");
+}
+
+/* A stored event's JSON by (kind, pubkey, d), parsed, or NULL. */
+static struct event *
+addressed(sqlite3 *db, uint32_t kind, const uint8_t pk[32], const char *d)
+{
+	static const char sql[] = "SELECT json FROM events WHERE kind = ?1"
+	    " AND pubkey = ?2 AND d = ?3";
+	sqlite3_stmt	*st;
+	struct event	*ev = NULL;
+	const char	*json;
+	char		 err[64];
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int(st, 1, (int)kind);
+	sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, d, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    (json = (const char *)sqlite3_column_text(st, 0)) != NULL)
+		ev = event_parse(json, strlen(json), err, sizeof(err));
+	sqlite3_finalize(st);
+	return ev;
+}
+
+/* A person: kind 0 name where known, and the short npub. */
+static void
+person(struct buf *b, sqlite3 *db, const uint8_t pk[32])
+{
+	struct event	*p = addressed(db, KIND_PROFILE, pk, "");
+	char		 npub[NIP19_MAX_LEN + 1], *name = NULL;
+
+	if (p != NULL) {
+		name = profile_name(p->json);
+		event_destroy(p);
+	}
+	if (nip19_encode("npub", pk, npub, sizeof(npub)) == -1)
+		npub[0] = '\0';
+	if (name != NULL) {
+		esc(b, name);
+		buf_adds(b, " ");
+	}
+	buf_printf(b, "<span class=\"pk\" title=\"%s\">", npub);
+	short_npub(b, npub);
+	buf_adds(b, "</span>");
+	free(name);
+}
+
+/* The clone URLs: the public https form and ngit's nostr:// form. */
+static void
+clone_urls(struct buf *b, const struct relay_webreq *wr, struct buf *nostr)
+{
+	const char	*pub = relayd->cfg.public_url;
+
+	/* ngit: nostr://<npub>/[<relay hint>/]<identifier>. */
+	buf_printf(nostr, "%s/", wr->wr_npub);
+	if (strncmp(pub, "https://", 8) == 0)
+		buf_printf(nostr, "%s/", pub + 8);
+	url_esc(nostr, wr->wr_d);
+	buf_adds(b, "<div class=\"card\"><dl>\n<dt>Clone</dt><dd><code "
+	    "class=\"u\" id=\"clone\">git clone ");
+	esc(b, pub);
+	buf_printf(b, "/%s/", wr->wr_npub);
+	url_esc(b, wr->wr_d);
+	buf_adds(b, ".git</code></dd>\n<dt>With ngit</dt><dd><code class=\"u\" id=\"nostr\">"
+	    "git clone nostr://");
+	esc(b, nostr->b_data);
+	buf_adds(b, "</code></dd>\n");
+}
+
+/* The refs of the state event, each with its commit id. */
+static void
+state_refs(struct buf *b, const struct event *state)
+{
+	struct relay_refs	 refs = { NULL, 0, NULL };
+	char			*head = NULL;
+	const char		*name;
+	size_t			 i;
+	int			 tags, any;
+
+	buf_adds(b, "<h2>Branches and tags</h2>\n<table id=\"refs\"><thead>"
+	    "<tr><th>Name</th><th>Commit</th></tr></thead><tbody>\n");
+	if (state != NULL)
+		relay_state_refs(state, &refs, &head);
+	for (tags = 0, any = 0; tags < 2; tags++)
+		for (i = 0; i < refs.n && i < RELAY_WEB_REFS_MAX; i++) {
+			name = refs.v[i].rf_name;
+			if (strncmp(name, tags ? "refs/tags/" : "refs/heads/",
+			    tags ? 10 : 11) != 0)
+				continue;
+			any = 1;
+			buf_printf(b, "<tr><td><span class=\"tag\">%s</span>",
+			    tags ? "tag" : "branch");
+			esc(b, name + (tags ? 10 : 11));
+			if (!tags && head != NULL && strcmp(head, name) == 0)
+				buf_adds(b, " <span class=\"pk\">HEAD</span>");
+			buf_printf(b, "</td><td><code>%s</code></td></tr>\n",
+			    refs.v[i].rf_oid);
+		}
+	if (!any)
+		buf_adds(b, "<tr><td colspan=\"2\" class=\"d\">No state event "
+		    "yet.</td></tr>\n");
+	buf_adds(b, "</tbody></table>\n");
+	relay_refs_free(&refs);
+	free(head);
+}
+
+/* The latest commits of HEAD, from "git log" output. */
+static void
+commits(struct buf *b, FILE *out)
+{
+	char	*s, *rec, *save, *f[4];
+	size_t	 len, i;
+	int	 n = 0;
+
+	buf_adds(b, "<h2>Latest commits</h2>\n<table id=\"commits\"><thead>"
+	    "<tr><th>Commit</th><th>Message</th><th>Author</th><th class="
+	    "\"n\">Date</th></tr></thead><tbody>\n");
+	s = slurp(out, RELAY_WEB_LOG_MAX, &len);
+	for (rec = s ? strtok_r(s, "\x1e", &save) : NULL; rec != NULL;
+	    rec = strtok_r(NULL, "\x1e", &save)) {
+		rec += strspn(rec, "\n");
+		for (i = 0; i < 4; i++) {
+			f[i] = rec;
+			if (rec == NULL)
+				continue;
+			if ((rec = strchr(rec, '\x1f')) != NULL)
+				*rec++ = '\0';
+		}
+		if (f[3] == NULL || strlen(f[0]) != GIT_OID_HEX)
+			continue;
+		buf_printf(b, "<tr><td><code title=\"%s\">%.12s</code></td>"
+		    "<td>", f[0], f[0]);
+		relay_web_escape(b, f[3], strnlen(f[3], RELAY_WEB_DESC_MAX));
+		buf_adds(b, "</td><td>");
+		relay_web_escape(b, f[2], strnlen(f[2], RELAY_WEB_NAME_MAX));
+		buf_adds(b, "</td><td class=\"n\">");
+		date(b, strtoll(f[1], NULL, 10));
+		buf_adds(b, "</td></tr>\n");
+		n++;
+	}
+	free(s);
+	if (n == 0)
+		buf_adds(b, "<tr><td colspan=\"4\" class=\"d\">No commits "
+		    "pushed yet.</td></tr>\n");
+	buf_adds(b, "</tbody></table>\n");
+}
+
+/*
+ * Markdown (len bytes of md) as HTML into b through cmark, whose default
+ * options drop raw HTML and javascript: and the like from links.  0, or
+ * -1 (b unchanged).
+ */
+static int
+markdown(struct buf *b, const char *md, size_t len)
+{
+	cmark_node	*doc, *n, *link, *ch, **img = NULL;
+	cmark_iter	*it;
+	char		*html;
+	size_t		 nimg = 0, cap = 0, i;
+
+	if ((doc = cmark_parse_document(md, len, CMARK_OPT_DEFAULT)) == NULL)
+		return -1;
+	it = cmark_iter_new(doc);
+	while (cmark_iter_next(it) != CMARK_EVENT_DONE) {
+		n = cmark_iter_get_node(it);
+		if (cmark_node_get_type(n) != CMARK_NODE_IMAGE ||
+		    cmark_iter_get_event_type(it) != CMARK_EVENT_ENTER)
+			continue;
+		if (nimg == cap) {
+			cap = cap ? 2 * cap : 16;
+			if ((img = reallocarray(img, cap, sizeof(*img))) ==
+			    NULL)
+				fatal("markdown");
+		}
+		img[nimg++] = n;
+	}
+	cmark_iter_free(it);
+	/* An image would load from elsewhere: it becomes a link to it. */
+	for (i = 0; i < nimg; i++) {
+		if ((link = cmark_node_new(CMARK_NODE_LINK)) == NULL)
+			fatal("markdown");
+		cmark_node_set_url(link, cmark_node_get_url(img[i]));
+		while ((ch = cmark_node_first_child(img[i])) != NULL)
+			cmark_node_append_child(link, ch);
+		cmark_node_insert_before(img[i], link);
+		cmark_node_free(img[i]);
+	}
+	free(img);
+	html = cmark_render_html(doc, CMARK_OPT_DEFAULT);
+	cmark_node_free(doc);
+	if (html == NULL)
+		return -1;
+	buf_adds(b, html);
+	free(html);
+	return 0;
+}
+
+static void
+repo_render(struct relay_webreq *wr)
+{
+	struct buf		 b = BUF_INIT, nostr = BUF_INIT;
+	struct event		*ann, *state;
+	sqlite3			*db;
+	const char		*name, *desc, *web;
+	char			*text, coord[200], title[512];
+	uint8_t			 pk[32];
+	size_t			 len, i, j, n;
+
+	db = db_arm(RELAY_WEB_QUERY_MS);
+	ann = addressed(db, KIND_REPO_ANNOUNCEMENT, wr->wr_owner, wr->wr_d);
+	state = addressed(db, KIND_REPO_STATE, wr->wr_owner, wr->wr_d);
+	name = ann ? tag1(ann, "name") : NULL;
+	if (name == NULL || *name == '\0')
+		name = wr->wr_d;
+	snprintf(title, sizeof(title), "%s", name);
+	page_open(&b, title, relayd->cfg.relay_name);
+	buf_adds(&b, "<p><a href=\"/\">&larr; All repositories</a></p></div>"
+	    "</div></header>\n<div class=\"w\">\n");
+	desc = ann ? tag1(ann, "description") : NULL;
+	buf_adds(&b, "<h2 class=\"title\" id=\"name\">");
+	esc(&b, name);
+	buf_adds(&b, "</h2>\n");
+	if (desc && *desc) {
+		buf_adds(&b, "<p class=\"d\" id=\"description\">");
+		relay_web_escape(&b, desc, strnlen(desc, 4 * RELAY_WEB_DESC_MAX));
+		buf_adds(&b, "</p>\n");
+	}
+	if (wr->wr_hosted == 1)
+		buf_adds(&b, "<p class=\"card\">In purgatory: its announcement "
+		    "is not served until its git data is pushed.</p>\n");
+	clone_urls(&b, wr, &nostr);
+	buf_adds(&b, "<dt>Owner</dt><dd>");
+	person(&b, db, wr->wr_owner);
+	buf_adds(&b, "</dd>\n");
+	for (i = 0, j = 0; ann != NULL && i < ann->ntags; i++) {
+		if (strcmp(ann->tags[i].v[0].s, "maintainers") != 0)
+			continue;
+		for (size_t k = 1; k < ann->tags[i].n &&
+		    j < RELAY_WEB_MAINTAINERS_MAX; k++) {
+			if (ann->tags[i].v[k].len != 64 ||
+			    hex_decode(ann->tags[i].v[k].s, 64, pk, 32) == -1 ||
+			    memcmp(pk, wr->wr_owner, 32) == 0)
+				continue;
+			buf_adds(&b, j++ ? "<br>" : "<dt>Maintainers</dt><dd>");
+			person(&b, db, pk);
+		}
+	}
+	if (j > 0)
+		buf_adds(&b, "</dd>\n");
+	web = "https://gitworkshop.dev/";
+	buf_printf(&b, "<dt>Browse</dt><dd><a id=\"gitworkshop\" href=\"%s",
+	    web);
+	esc(&b, nostr.b_data);
+	buf_adds(&b, "\">Open in gitworkshop.dev</a></dd>\n</dl></div>\n");
+	state_refs(&b, state);
+	commits(&b, wr->wr_out[WR_LOG]);
+	snprintf(coord, sizeof(coord), "30617:");
+	hex_encode(wr->wr_owner, 32, coord + 6);
+	snprintf(coord + 70, sizeof(coord) - 70, ":%s", wr->wr_d);
+	if (strlen(wr->wr_d) + 72 > sizeof(coord))
+		coord[0] = '\0';
+	threads(&b, db, coord);
+	db_disarm(db);
+	if ((text = slurp(wr->wr_readme, RELAY_WEB_README_MAX, &len)) !=
+	    NULL) {
+		buf_adds(&b, "<h2>");
+		esc(&b, wr->wr_readme_name);
+		buf_adds(&b, "</h2>\n<div class=\"card md\" id=\"readme\">");
+		n = strlen(wr->wr_readme_name);
+		if (!(n > 3 && strcasecmp(wr->wr_readme_name + n - 3, ".md") ==
+		    0 && markdown(&b, text, len) == 0) &&
+		    !(n > 9 && strcasecmp(wr->wr_readme_name + n - 9,
+		    ".markdown") == 0 && markdown(&b, text, len) == 0)) {
+			buf_adds(&b, "<pre class=\"readme\">");
+			relay_web_escape(&b, text, len);
+			buf_adds(&b, "</pre>");
+		}
+		buf_adds(&b, "</div>\n");
+		free(text);
+	}
+	page_close(&b);
+	event_destroy(ann);
+	event_destroy(state);
+	buf_free(&nostr);
+	wr->wr_body = buf_release(&b, &wr->wr_len);
+}
+
+void
+relay_web_free(struct relay_webreq *wr)
+{
+	int	i;
+
+	if (wr == NULL)
+		return;
+	for (i = 0; i < 2; i++) {
+		if (wr->wr_pid[i] != -1)
+			relay_child_abandon(wr->wr_pid[i]);
+		if (wr->wr_out[i] != NULL)
+			fclose(wr->wr_out[i]);
+	}
+	if (wr->wr_readme != NULL)
+		fclose(wr->wr_readme);
+	free(wr->wr_d);
+	free(wr->wr_body);
+	free(wr);
+}
+
+void
+relay_web_close(struct relay_conn *c)
+{
+	struct relay_webreq	*wr = c->rc_web;
+
+	if (wr == NULL)
+		return;
+	c->rc_web = NULL;
+	if (wr->wr_pid[0] == -1 && wr->wr_pid[1] == -1) {
+		relay_web_free(wr);
+		return;
+	}
+	/* Its children are reaped later; web_child_done() frees it. */
+	wr->wr_conn = NULL;
+}
+
+int
+relay_web_writeable(struct relay_conn *c, struct lws *wsi)
+{
+	struct relay_webreq	*wr = c->rc_web;
+	char			*body;
+	size_t			 len;
+
+	if (wr->wr_body == NULL)
+		return 0;
+	body = wr->wr_body;
+	len = wr->wr_len;
+	wr->wr_body = NULL;
+	c->rc_web = NULL;
+	relay_web_free(wr);
+	return relay_http_respond(c, wsi, HTTP_STATUS_OK,
+	    "text/html; charset=utf-8", body, len);
+}
+
+int
+relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
+    const uint8_t owner[32], const char *d)
+{
+	static const char *const log_args[] = { "log", "-n",
+	    RELAY_WEB_COMMITS, "--no-color",
+	    "--format=%H%x1f%ct%x1f%an%x1f%s%x1e", "HEAD", "--", NULL };
+	static const char *const check_args[] = { "cat-file", "--batch-check",
+	    NULL };
+	struct relay_webreq	*wr;
+	FILE			*in;
+	size_t			 i;
+	int			 hosted = relay_purg_hosted(owner, d);
+
+	if (hosted == 0 || !relay_repo_exists(owner, d))
+		return message(c, wsi, HTTP_STATUS_NOT_FOUND, "No such repository",
+		    "This server hosts no repository at this address. <a href="
+		    "\"/\">See the ones it hosts.</a>");
+	if ((wr = calloc(1, sizeof(*wr))) == NULL ||
+	    (wr->wr_d = strdup(d)) == NULL)
+		fatal("relay_web_repo");
+	wr->wr_conn = c;
+	wr->wr_wsi = wsi;
+	wr->wr_hosted = hosted;
+	wr->wr_pid[0] = wr->wr_pid[1] = -1;
+	memcpy(wr->wr_owner, owner, 32);
+	snprintf(wr->wr_npub, sizeof(wr->wr_npub), "%s", npub);
+	relay_repo_path(owner, d, wr->wr_repo, sizeof(wr->wr_repo));
+	c->rc_kind = CONN_HTTP;
+	c->rc_web = wr;
+	if (relay_repo_has_refs(wr->wr_repo)) {
+		wr->wr_pid[WR_LOG] = web_git(wr, log_args, NULL,
+		    &wr->wr_out[WR_LOG]);
+		if ((in = tmpfile()) != NULL) {
+			for (i = 0; i < sizeof(readme_names) /
+			    sizeof(readme_names[0]); i++)
+				fprintf(in, "HEAD:%s\n", readme_names[i]);
+			fflush(in);
+			rewind(in);
+			wr->wr_pid[WR_CHECK] = web_git(wr, check_args, in,
+			    &wr->wr_out[WR_CHECK]);
+			fclose(in);
+		}
+	}
+	if (wr->wr_pid[WR_LOG] == -1 && wr->wr_pid[WR_CHECK] == -1)
+		web_child_done(-1, 0, wr);
+	return 0;
+}

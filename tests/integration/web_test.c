@@ -1,0 +1,643 @@
+/*
+ * web_test.c: relayd's pages for people (relay_web.c) and the public URL
+ * setting, as a browser and the git CLI see them: a relayd behind a
+ * pretend TLS proxy (NGIT_PUBLIC_URL=https://git.web.example, never
+ * contacted) takes announcements that list only the public URL, lists the
+ * repositories pushed to it on /, shows a repository's clone URLs, refs,
+ * commits, README and threads at /<npub>/<d>.git, escapes every text a
+ * peer supplied, and serves its icon.  Last, headless Chromium (Debian's
+ * chromium) loads / and a repository page: their DOM must list the
+ * repositories, show the public clone URL and hold no script element, and
+ * its screenshots are saved in the test's directory (and copied to
+ * $GRASPD_SCREENSHOT_DIR when set, for the README).  Without chromium the
+ * browser case fails with the reason.
+ */
+#include <sys/wait.h>
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "event.h"
+#include "gitutil.h"
+#include "nip19.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "wsclient.h"
+
+#define TMO	10000
+#define PUB	"git.web.example"
+#define EVIL	"<script>alert(1)</script>"
+#define CHROMIUM "/usr/bin/chromium"
+/* How long one chromium run may take, in seconds. */
+#define CHROMIUM_TIMEOUT "60"
+
+static struct relayproc	*rp;
+static char		 tmp[256];
+static char		 oid_plain[41], oid_evil[41];
+static char		 issue_open[65];
+
+static void
+key(int n, uint8_t sk[32], uint8_t pk[32])
+{
+	memset(sk, 0, 32);
+	sk[0] = 0x5e;
+	sk[31] = (uint8_t)n;
+	event_pubkey_of(sk, pk);
+}
+
+static void
+npub_of(int n, char out[NIP19_MAX_LEN + 1])
+{
+	uint8_t	sk[32], pk[32];
+
+	key(n, sk, pk);
+	nip19_encode("npub", pk, out, NIP19_MAX_LEN + 1);
+}
+
+static struct wsc *
+conn(void)
+{
+	return wsc_connect(relayproc_host(rp), relayproc_port(rp), "/", TMO);
+}
+
+static int
+pub(struct wsc *ws, struct event *ev, char *msg, size_t msglen)
+{
+	return nostr_publish_take(ws, ev, TMO, msg, msglen);
+}
+
+/* d percent-encoded for a URL path. */
+static void
+path_esc(struct buf *b, const char *d)
+{
+	for (; *d; d++)
+		if (isalnum((unsigned char)*d) || strchr("-._~", *d))
+			buf_addc(b, *d);
+		else
+			buf_printf(b, "%%%02X", (unsigned char)*d);
+}
+
+/*
+ * An announcement by key n for d that lists this service only by its
+ * public URL, with name and description, and key 9 as a maintainer.
+ */
+static struct event *
+announcement(int n, const char *d, const char *name, const char *desc)
+{
+	struct buf	 b = BUF_INIT;
+	struct event	*ev;
+	uint8_t		 sk[32], pk[32], msk[32], mpk[32];
+	char		 npub[NIP19_MAX_LEN + 1], mhex[65];
+
+	key(n, sk, pk);
+	key(9, msk, mpk);
+	hex_encode(mpk, 32, mhex);
+	npub_of(n, npub);
+	buf_adds(&b, "[[\"d\",");
+	buf_add_jstr(&b, d, strlen(d));
+	buf_adds(&b, "],[\"name\",");
+	buf_add_jstr(&b, name, strlen(name));
+	buf_adds(&b, "],[\"description\",");
+	buf_add_jstr(&b, desc, strlen(desc));
+	buf_printf(&b, "],[\"clone\",\"https://" PUB "/%s/", npub);
+	path_esc(&b, d);
+	buf_printf(&b, ".git\"],[\"relays\",\"wss://" PUB "\"],"
+	    "[\"maintainers\",\"%s\"]]", mhex);
+	ev = event_new_signed(sk, time(NULL), 30617, b.b_data, "");
+	buf_free(&b);
+	return ev;
+}
+
+/*
+ * Announces d (key n), commits readme as README.md with message msg in a
+ * new local repository, publishes the state and pushes with the git CLI.
+ * 0 when the push succeeded.
+ */
+static int
+release(struct wsc *ws, int n, const char *d, const char *name,
+    const char *desc, const char *readme, const char *msg, char oid[41])
+{
+	struct buf	 url = BUF_INIT, tags = BUF_INIT;
+	uint8_t		 sk[32], pk[32];
+	char		 dir[512], npub[NIP19_MAX_LEN + 1], m[256], *out = NULL;
+	int		 rc = -1;
+
+	key(n, sk, pk);
+	npub_of(n, npub);
+	if (pub(ws, announcement(n, d, name, desc), m, sizeof(m)) != 1) {
+		printf("# announcement of %s refused: %s\n", d, m);
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%s/w%d-%ld", tmp, n, (long)strlen(d));
+	if (gt_init(dir) == -1 ||
+	    gt_commit(dir, "README.md", readme, msg, oid) == -1)
+		return -1;
+	buf_adds(&tags, "[[\"d\",");
+	buf_add_jstr(&tags, d, strlen(d));
+	buf_printf(&tags, "],[\"refs/heads/main\",\"%s\"],[\"HEAD\","
+	    "\"ref: refs/heads/main\"]]", oid);
+	if (pub(ws, event_new_signed(sk, time(NULL), 30618, tags.b_data, ""),
+	    m, sizeof(m)) != 1) {
+		printf("# state of %s refused: %s\n", d, m);
+		goto done;
+	}
+	buf_printf(&url, "http://%s/%s/", relayproc_domain(rp), npub);
+	path_esc(&url, d);
+	buf_adds(&url, ".git");
+	if (gt_git(dir, &out, "push", "-q", url.b_data, "main", NULL) != 0) {
+		printf("# push of %s failed: %s\n", d, out ? out : "");
+		goto done;
+	}
+	rc = 0;
+done:
+	free(out);
+	buf_free(&url);
+	buf_free(&tags);
+	return rc;
+}
+
+/*
+ * A kind 1621 issue by key n on (owner key o, d), created ahead seconds
+ * from now (activity order); its id into id.
+ */
+static int
+issue(struct wsc *ws, int n, int o, const char *d, const char *subject,
+    int ahead, char id[65])
+{
+	struct buf	 b = BUF_INIT;
+	struct event	*ev;
+	uint8_t		 sk[32], pk[32], osk[32], opk[32];
+	char		 ohex[65];
+	int		 ok;
+
+	key(n, sk, pk);
+	key(o, osk, opk);
+	hex_encode(opk, 32, ohex);
+	buf_printf(&b, "[[\"a\",\"30617:%s:", ohex);
+	buf_add(&b, d, strlen(d));
+	buf_adds(&b, "\"],[\"subject\",");
+	buf_add_jstr(&b, subject, strlen(subject));
+	buf_adds(&b, "]]");
+	ev = event_new_signed(sk, time(NULL) + ahead, KIND_ISSUE, b.b_data,
+	    EVIL);
+	buf_free(&b);
+	if (ev == NULL)
+		return -1;
+	memcpy(id, ev->id_hex, 65);
+	ok = pub(ws, ev, NULL, 0);
+	return ok == 1 ? 0 : -1;
+}
+
+/* A status event of kind by key o on the event id. */
+static int
+status(struct wsc *ws, int o, const char *id, uint32_t kind)
+{
+	uint8_t	sk[32], pk[32];
+	char	tags[128];
+
+	key(o, sk, pk);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", id);
+	return pub(ws, event_new_signed(sk, time(NULL), kind, tags, EVIL),
+	    NULL, 0) == 1 ? 0 : -1;
+}
+
+/* GET path: the body, or NULL when the status is not want. */
+static char *
+get(const char *path, int want, char **headers)
+{
+	char	*body = NULL;
+	int	 st = 0;
+
+	if (http_get(relayproc_host(rp), relayproc_port(rp), path, NULL, TMO,
+	    &st, headers, &body) == -1 || st != want) {
+		printf("# GET %s: status %d\n", path, st);
+		free(body);
+		return NULL;
+	}
+	return body;
+}
+
+static char *
+repo_path(int n, const char *d)
+{
+	struct buf	b = BUF_INIT;
+	char		npub[NIP19_MAX_LEN + 1];
+
+	npub_of(n, npub);
+	buf_printf(&b, "/%s/", npub);
+	path_esc(&b, d);
+	buf_adds(&b, ".git");
+	return buf_release(&b, NULL);
+}
+
+/* No "<script" anywhere, in any case. */
+static int
+has_script(const char *s)
+{
+	for (; *s; s++)
+		if (strncasecmp(s, "<script", 7) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+count(const char *s, const char *what)
+{
+	int	n = 0;
+
+	while (s != NULL && (s = strstr(s, what)) != NULL) {
+		n++;
+		s += strlen(what);
+	}
+	return n;
+}
+
+static void
+announcement_listing_public_url_is_accepted(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ev;
+	char		 m[256];
+	uint8_t		 sk[32], pk[32];
+	int		 rc;
+
+	T_ASSERT(ws != NULL);
+	rc = release(ws, 1, "plain", "Plain project", "A project that "
+	    "works", "# Plain\n\nHello from the README.\n\n"
+	    "![logo](https://img.example/logo.png) [x](javascript:alert(1))\n"
+	    "<iframe src=\"https://img.example/\"></iframe>\n", "first commit",
+	    oid_plain);
+	T_EQ_INT(rc, 0);
+	/* A URL naming neither the domain nor the public URL is not ours. */
+	key(3, sk, pk);
+	ev = event_new_signed(sk, time(NULL), 30617, "[[\"d\",\"other\"],"
+	    "[\"clone\",\"https://elsewhere.example/x/other.git\"],"
+	    "[\"relays\",\"wss://elsewhere.example\"]]", "");
+	T_EQ_INT(pub(ws, ev, m, sizeof(m)), 0);
+	T_CHECK(strncmp(m, "blocked:", 8) == 0);
+	wsc_close(ws);
+}
+
+static void
+setup_more(void)
+{
+	struct wsc	*ws = conn();
+	uint8_t		 sk[32], pk[32];
+	char		 closed[65], content[256], oid[41];
+
+	T_ASSERT(ws != NULL);
+	setenv("GIT_AUTHOR_NAME", "<script>z</script>", 1);
+	T_EQ_INT(release(ws, 2, "x<script>y", EVIL, EVIL, EVIL "\n" EVIL,
+	    EVIL, oid_evil), 0);
+	setenv("GIT_AUTHOR_NAME", "graspd test", 1);
+	T_EQ_INT(release(ws, 4, "third", "Third", "", "three", "third commit",
+	    oid), 0);
+	/* Profiles: the owners are eligible identity authors now. */
+	key(1, sk, pk);
+	T_EQ_INT(pub(ws, event_new_signed(sk, time(NULL), 0, "[]",
+	    "{\"name\":\"Alice Plain\"}"), NULL, 0), 1);
+	key(2, sk, pk);
+	snprintf(content, sizeof(content), "{\"name\":\"%s\","
+	    "\"display_name\":\"%s\"}", "<script>x<\\/script>",
+	    "<script>y<\\/script>");
+	T_EQ_INT(pub(ws, event_new_signed(sk, time(NULL), 0, "[]", content),
+	    NULL, 0), 1);
+	/* plain: one open issue, one closed; evil: one open. */
+	T_EQ_INT(issue(ws, 5, 1, "plain", "Crash on start", 60, issue_open),
+	    0);
+	T_EQ_INT(issue(ws, 5, 1, "plain", "Old bug", 50, closed), 0);
+	T_EQ_INT(status(ws, 1, closed, KIND_STATUS_CLOSED), 0);
+	T_EQ_INT(issue(ws, 6, 2, "x<script>y", EVIL, 30, closed), 0);
+	wsc_close(ws);
+}
+
+static void
+landing_lists_repositories_newest_first(void)
+{
+	char	*page, *a, *b, *c, npub[NIP19_MAX_LEN + 1];
+
+	T_ASSERT((page = get("/", 200, NULL)) != NULL);
+	T_CHECK(strstr(page, "<code class=\"u\" id=\"relay\">wss://" PUB "</code>") !=
+	    NULL);
+	T_CHECK(strstr(page, "href=\"mailto:ops@" PUB "\"") != NULL);
+	T_CHECK(strstr(page, "GRASP-01") != NULL);
+	T_CHECK(strstr(page, "Alice Plain") != NULL);
+	T_CHECK(strstr(page, "A project that works") != NULL);
+	npub_of(1, npub);
+	T_CHECK(strstr(page, npub) != NULL);
+	/* plain had the latest activity (its issues), then evil, third. */
+	a = strstr(page, ">Plain project<");
+	b = strstr(page, "x&lt;script&gt;");
+	c = strstr(page, ">Third<");
+	T_CHECK(a != NULL && b != NULL && c != NULL);
+	T_CHECK(a < c && b < c);
+	T_CHECK(strstr(page, "3 repositories") != NULL);
+	/* One open issue on plain, its closed one not counted. */
+	T_CHECK(a != NULL && strstr(a, "<td class=\"n\">1</td><td class="
+	    "\"n\">0</td>") != NULL);
+	free(page);
+}
+
+static void
+search_is_server_side(void)
+{
+	char	*page;
+
+	T_ASSERT((page = get("/?q=plain", 200, NULL)) != NULL);
+	T_CHECK(strstr(page, ">Plain project<") != NULL);
+	T_CHECK(strstr(page, ">Third<") == NULL);
+	T_CHECK(strstr(page, "1 repository") != NULL);
+	T_CHECK(strstr(page, "value=\"plain\"") != NULL);
+	free(page);
+	T_ASSERT((page = get("/?q=that+works", 200, NULL)) != NULL);
+	T_CHECK(strstr(page, ">Plain project<") != NULL);
+	free(page);
+	/* LIKE's wildcards are literal. */
+	T_ASSERT((page = get("/?q=%25", 200, NULL)) != NULL);
+	T_CHECK(strstr(page, "No repository matches") != NULL);
+	free(page);
+	/* Past the last page: none listed, a link back; junk is page 1. */
+	T_ASSERT((page = get("/?page=2", 200, NULL)) != NULL);
+	T_CHECK(strstr(page, "class=\"repo\"") == NULL);
+	T_CHECK(strstr(page, "href=\"/?page=1\">&larr; Newer") != NULL);
+	free(page);
+	T_ASSERT((page = get("/?page=-3x", 200, NULL)) != NULL);
+	T_EQ_INT(count(page, "class=\"repo\""), 3);
+	free(page);
+	T_ASSERT((page = get("/?q=%3Cscript%3E", 200, NULL)) != NULL);
+	T_CHECK(strstr(page, "1 repository") != NULL);
+	T_CHECK(!has_script(page));
+	free(page);
+}
+
+static void
+repository_page_shows_clone_urls_refs_commits_readme(void)
+{
+	char	*path = repo_path(1, "plain"), *page, npub[NIP19_MAX_LEN + 1];
+	char	 want[512];
+
+	npub_of(1, npub);
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	snprintf(want, sizeof(want), "git clone https://" PUB "/%s/plain.git",
+	    npub);
+	T_CHECK(strstr(page, want) != NULL);
+	snprintf(want, sizeof(want), "git clone nostr://%s/" PUB "/plain",
+	    npub);
+	T_CHECK(strstr(page, want) != NULL);
+	snprintf(want, sizeof(want), "https://gitworkshop.dev/%s/" PUB
+	    "/plain", npub);
+	T_CHECK(strstr(page, want) != NULL);
+	T_CHECK(strstr(page, "http://127.0.0.1") == NULL);
+	snprintf(want, sizeof(want), "main <span class=\"pk\">HEAD</span>"
+	    "</td><td><code>%s</code>", oid_plain);
+	T_CHECK(strstr(page, want) != NULL);
+	T_CHECK(strstr(page, "first commit") != NULL);
+	/* The README as Markdown: no raw HTML, nothing loaded from afar. */
+	T_CHECK(strstr(page, "<h1>Plain</h1>") != NULL);
+	T_CHECK(strstr(page, "<p>Hello from the README.</p>") != NULL);
+	T_CHECK(strstr(page, "<a href=\"https://img.example/logo.png\">logo"
+	    "</a>") != NULL);
+	T_CHECK(strstr(page, "<img src=\"http") == NULL);
+	T_CHECK(strstr(page, "<iframe") == NULL);
+	T_CHECK(strstr(page, "javascript:") == NULL);
+	T_CHECK(strstr(page, "Crash on start") != NULL);
+	T_CHECK(strstr(page, "Old bug") != NULL);
+	T_CHECK(strstr(page, "s1632\">closed") != NULL);
+	T_CHECK(strstr(page, "s1630\">open") != NULL);
+	T_CHECK(strstr(page, "Alice Plain") != NULL);
+	/* The maintainer, by npub (no profile). */
+	npub_of(9, npub);
+	T_CHECK(strstr(page, npub) != NULL);
+	free(page);
+	free(path);
+	/* Git requests on the same path still reach git. */
+	path = repo_path(9, "plain");
+	T_ASSERT((page = get(path, 404, NULL)) != NULL);
+	free(page);
+	free(path);
+}
+
+static void
+peer_text_is_escaped_everywhere(void)
+{
+	char	*path = repo_path(2, "x<script>y"), *page;
+
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	T_CHECK(!has_script(page));
+	/* Each field is there, escaped: name, README, commit, author... */
+	T_CHECK(strstr(page, "&lt;script&gt;alert(1)&lt;/script&gt;") !=
+	    NULL);
+	T_CHECK(strstr(page, "&lt;script&gt;y&lt;/script&gt;") != NULL);
+	/* git itself drops < and > from author names. */
+	T_CHECK(strstr(page, "scriptz/script") != NULL);
+	T_CHECK(strstr(page, oid_evil) != NULL);
+	free(page);
+	free(path);
+	T_ASSERT((page = get("/", 200, NULL)) != NULL);
+	T_CHECK(!has_script(page));
+	T_CHECK(strstr(page, "&lt;script&gt;y&lt;/script&gt;") != NULL);
+	free(page);
+}
+
+static void
+icon_and_nip11(void)
+{
+	char	*body = NULL, *h = NULL;
+	size_t	 len = 0;
+	int	 st = 0;
+
+	T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp), "GET",
+	    "/icon.png", NULL, NULL, 0, TMO, &st, &h, &body, &len) == 0);
+	T_EQ_INT(st, 200);
+	T_CHECK(len > 8 && memcmp(body, "\x89PNG\r\n\x1a\n", 8) == 0);
+	T_CHECK(strstr(h, "image/png") != NULL);
+	free(body);
+	free(h);
+	T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp), "GET",
+	    "/favicon.ico", NULL, NULL, 0, TMO, &st, &h, &body, &len) == 0);
+	T_EQ_INT(st, 200);
+	T_CHECK(len > 30 && memcmp(body, "\0\0\1\0\1\0", 6) == 0 &&
+	    memcmp(body + 22, "\x89PNG", 4) == 0);
+	free(body);
+	free(h);
+	T_ASSERT(http_get(relayproc_host(rp), relayproc_port(rp), "/",
+	    "Accept: application/nostr+json\r\n", TMO, &st, NULL, &body) ==
+	    0);
+	T_CHECK(strstr(body, "\"icon\":\"https://" PUB "/icon.png\"") !=
+	    NULL);
+	T_CHECK(strstr(body, "\"contact\":\"mailto:ops@" PUB "\"") != NULL);
+	free(body);
+}
+
+/*
+ * Runs chromium headless on url with one more flag (--dump-dom or
+ * --screenshot=...) in a window 1100 pixels wide and height high, its
+ * standard output into out (NULL: /dev/null), bounded by timeout(1).  Returns its exit status or -1.
+ */
+static int
+chromium(const char *flag, const char *url, const char *out, int height)
+{
+	char	 prof[300], size[64];
+	char	 udd[320];
+	char	*argv[] = { "timeout", "-k", "5", CHROMIUM_TIMEOUT, CHROMIUM,
+	    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+	    "--no-first-run", "--disable-background-networking",
+	    "--disable-component-update", "--disable-sync",
+	    "--no-proxy-server", "--hide-scrollbars", udd, size,
+	    (char *)flag, (char *)url, NULL };
+	pid_t	 pid;
+	int	 st, fd;
+
+	snprintf(size, sizeof(size), "--window-size=1100,%d", height);
+	snprintf(prof, sizeof(prof), "%s/chromium-profile", tmp);
+	snprintf(udd, sizeof(udd), "--user-data-dir=%s", prof);
+	if ((pid = fork()) == -1)
+		return -1;
+	if (pid == 0) {
+		fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT |
+		    O_TRUNC, 0644);
+		if (fd != -1)
+			dup2(fd, 1);
+		if ((fd = open("/dev/null", O_WRONLY)) != -1)
+			dup2(fd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) == -1)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Reads the file path; caller frees.  NULL if it cannot. */
+static char *
+slurp(const char *path)
+{
+	struct buf	 b = BUF_INIT;
+	char		 chunk[4096];
+	size_t		 n;
+	FILE		*f;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return NULL;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(&b, chunk, n);
+	fclose(f);
+	buf_addc(&b, '\0');
+	return buf_release(&b, NULL);
+}
+
+/* Takes a screenshot of path as name.png in tmp (and the copy dir). */
+static int
+screenshot(const char *path, const char *name, int height)
+{
+	char	 url[512], file[400], cmd[1200];
+	const char *dir = getenv("GRASPD_SCREENSHOT_DIR");
+
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), path);
+	snprintf(file, sizeof(file), "--screenshot=%s/%s.png", tmp, name);
+	if (chromium(file, url, NULL, height) != 0)
+		return -1;
+	printf("# screenshot: %s/%s.png\n", tmp, name);
+	if (dir != NULL && *dir) {
+		snprintf(cmd, sizeof(cmd), "cp '%s/%s.png' '%s/'", tmp, name,
+		    dir);
+		if (system(cmd) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void
+browser_renders_the_pages(void)
+{
+	char	 url[512], file[400], *dom, *path = repo_path(1, "plain");
+	char	 want[300], npub[NIP19_MAX_LEN + 1];
+
+	if (access(CHROMIUM, X_OK) != 0) {
+		t_fail_at(__FILE__, __LINE__, CHROMIUM " is not installed "
+		    "(sh scripts/deps.sh --test)");
+		free(path);
+		return;
+	}
+	snprintf(url, sizeof(url), "http://%s/", relayproc_domain(rp));
+	snprintf(file, sizeof(file), "%s/landing.html", tmp);
+	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
+	T_ASSERT((dom = slurp(file)) != NULL);
+	T_EQ_INT(count(dom, "<a class=\"repo\""), 3);
+	T_CHECK(strstr(dom, ">Plain project</a>") != NULL);
+	T_CHECK(strstr(dom, "wss://" PUB) != NULL);
+	T_EQ_INT(count(dom, "<script"), 0);
+	free(dom);
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), path);
+	snprintf(file, sizeof(file), "%s/repo.html", tmp);
+	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
+	T_ASSERT((dom = slurp(file)) != NULL);
+	npub_of(1, npub);
+	snprintf(want, sizeof(want), "id=\"clone\">git clone https://"
+	    PUB "/%s/plain.git</code>", npub);
+	T_CHECK(strstr(dom, want) != NULL);
+	T_CHECK(strstr(dom, "<h1>Plain</h1>") != NULL);
+	T_EQ_INT(count(dom, "<script"), 0);
+	free(dom);
+	free(path);
+	path = repo_path(2, "x<script>y");
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), path);
+	snprintf(file, sizeof(file), "%s/evil.html", tmp);
+	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
+	T_ASSERT((dom = slurp(file)) != NULL);
+	T_EQ_INT(count(dom, "<script"), 0);
+	T_CHECK(strstr(dom, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
+	free(dom);
+	free(path);
+	path = repo_path(1, "plain");
+	T_CHECK(screenshot("/", "web-landing", 700) == 0);
+	T_CHECK(screenshot(path, "web-repository", 1160) == 0);
+	free(path);
+}
+
+int
+main(void)
+{
+	static const char *env[] = { "NGIT_PUBLIC_URL=https://" PUB,
+	    "NGIT_RELAY_CONTACT=mailto:ops@" PUB, "NGIT_SYNC_ENABLED=false",
+	    "NGIT_RELAY_NAME=" PUB, "NGIT_RELAY_DESCRIPTION=A GRASP server: "
+	    "git repositories and their Nostr collaboration",
+	    NULL };
+	char	home[300];
+
+	snprintf(tmp, sizeof(tmp), "/tmp/web_test.XXXXXX");
+	if (mkdtemp(tmp) == NULL)
+		return 2;
+	snprintf(home, sizeof(home), "%s/home", tmp);
+	if (gt_setup(home) == -1)
+		return 2;
+	if ((rp = relayproc_start("relayd", env)) == NULL)
+		return 2;
+	T_RUN(announcement_listing_public_url_is_accepted);
+	T_RUN(setup_more);
+	T_RUN(landing_lists_repositories_newest_first);
+	T_RUN(search_is_server_side);
+	T_RUN(repository_page_shows_clone_urls_refs_commits_readme);
+	T_RUN(peer_text_is_escaped_everywhere);
+	T_RUN(icon_and_nip11);
+	T_RUN(browser_renders_the_pages);
+	relayproc_free(rp);
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+		if (getenv("GRASPD_KEEP_TMP") != NULL)
+			printf("# kept %s\n", tmp);
+		else if (system(cmd) != 0)
+			printf("# cannot remove %s\n", tmp);
+	}
+	return t_done();
+}

@@ -60,7 +60,9 @@ $(foreach r,$(BUILT_ROLES),$(eval $(call role_template,$(r))))
 # for the roles when they are not beside it, is compiled into graspd; the
 # stamp file rebuilds graspd.o when it changes (make install PREFIX=...).
 LIBEXECDIR ?= $(PREFIX)/libexec/graspd
-SUP_SRC	:= $(filter-out supervisor/graspctl.c,$(wildcard supervisor/*.c))
+SUP_SRC	:= $(filter-out supervisor/graspctl.c supervisor/ctl_%.c,\
+	    $(wildcard supervisor/*.c))
+CTL_SRC	:= supervisor/graspctl.c $(wildcard supervisor/ctl_*.c)
 $(O)/supervisor/libexecdir.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(LIBEXECDIR)' | cmp -s - $@ || echo '$(LIBEXECDIR)' > $@
@@ -69,7 +71,7 @@ $(O)/supervisor/graspd.o: override CFLAGS += -DLIBEXECDIR='"$(LIBEXECDIR)"'
 $(BIN)/graspd: $(SUP_SRC:%.c=$(O)/%.o) $(O)/libcommon.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BIN)/graspctl: $(O)/supervisor/graspctl.o $(O)/libcommon.a
+$(BIN)/graspctl: $(CTL_SRC:%.c=$(O)/%.o) $(O)/libcommon.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 .PHONY: FORCE

@@ -101,6 +101,18 @@ install: all
 	sed $(INSTALL_PATHS) etc/graspd.service > \
 	    $(DESTDIR)$(EXAMPLES)/graspd.service
 
+# The roles' user (PRIVILEGES in graspd(8)), made by a root install on
+# this machine (no DESTDIR) when it is missing.
+install: install-user
+install-user:
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
+	    ! getent passwd graspd >/dev/null; then \
+	    echo "useradd graspd"; \
+	    useradd --system --home-dir /var/lib/graspd --no-create-home \
+		--shell /usr/sbin/nologin graspd; \
+	fi
+.PHONY: install-user
+
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TLIB_OBJ) $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(O)/tests/integration/%: $(O)/tests/integration/%.o $(TLIB_OBJ) \

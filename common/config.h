@@ -73,6 +73,7 @@ struct config {
 	char		*relay_data_path;
 	char		*git_data_path;
 	char		*run_path;
+	char		*user;			/* the roles' user (graspd(8)) */
 	char		*relay_name;
 	char		*relay_description;
 	/* NGIT_RELAY_OWNER_NSEC, or the key file once config_owner_key ran. */

@@ -108,10 +108,17 @@ install-user:
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
 	    ! getent passwd graspd >/dev/null; then \
 	    echo "useradd graspd"; \
-	    useradd --system --home-dir /var/lib/graspd --no-create-home \
+	    useradd --system --user-group --home-dir /var/lib/graspd --no-create-home \
 		--shell /usr/sbin/nologin graspd; \
 	fi
 .PHONY: install-user
+
+# make deb: a Debian package (dpkg-deb, no network) in $(O)/deb/, built
+# for /usr by scripts/deb.sh; DEB_OUT, DEB_VERSION, DEB_MAINTAINER change
+# where it goes, its version and its maintainer.
+deb:
+	O=$(O) sh scripts/deb.sh
+.PHONY: deb
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TLIB_OBJ) $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

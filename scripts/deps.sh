@@ -8,7 +8,7 @@ libsecp256k1-dev libcjson-dev libwebsockets-dev libnanomsg-dev libssl-dev
 zlib1g-dev git"
 
 if [ "${1:-}" = "--test" ]; then
-	PKGS="$PKGS mandoc shellcheck clang"
+	PKGS="$PKGS mandoc shellcheck clang lintian"
 	# Node.js may come from Debian (nodejs + npm) or from another packaging
 	# that bundles npm; ask for Debian's only when the commands are absent.
 	command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"

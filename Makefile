@@ -60,7 +60,9 @@ $(foreach r,$(BUILT_ROLES),$(eval $(call role_template,$(r))))
 # for the roles when they are not beside it, is compiled into graspd; the
 # stamp file rebuilds graspd.o when it changes (make install PREFIX=...).
 LIBEXECDIR ?= $(PREFIX)/libexec/graspd
-SUP_SRC	:= $(filter-out supervisor/graspctl.c,$(wildcard supervisor/*.c))
+SUP_SRC	:= $(filter-out supervisor/graspctl.c supervisor/ctl_%.c,\
+	    $(wildcard supervisor/*.c))
+CTL_SRC	:= supervisor/graspctl.c $(wildcard supervisor/ctl_*.c)
 $(O)/supervisor/libexecdir.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(LIBEXECDIR)' | cmp -s - $@ || echo '$(LIBEXECDIR)' > $@
@@ -69,7 +71,7 @@ $(O)/supervisor/graspd.o: override CFLAGS += -DLIBEXECDIR='"$(LIBEXECDIR)"'
 $(BIN)/graspd: $(SUP_SRC:%.c=$(O)/%.o) $(O)/libcommon.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BIN)/graspctl: $(O)/supervisor/graspctl.o $(O)/libcommon.a
+$(BIN)/graspctl: $(CTL_SRC:%.c=$(O)/%.o) $(O)/libcommon.a
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 .PHONY: FORCE
@@ -108,6 +110,25 @@ install: all
 	chmod 755 $(DESTDIR)$(INITDIR)/graspd
 	sed $(INSTALL_PATHS) etc/graspd.service > \
 	    $(DESTDIR)$(SYSTEMDUNITDIR)/graspd.service
+
+# The roles' user (PRIVILEGES in graspd(8)), made by a root install on
+# this machine (no DESTDIR) when it is missing.
+install: install-user
+install-user:
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
+	    ! getent passwd graspd >/dev/null; then \
+	    echo "useradd graspd"; \
+	    useradd --system --user-group --home-dir /var/lib/graspd --no-create-home \
+		--shell /usr/sbin/nologin graspd; \
+	fi
+.PHONY: install-user
+
+# make deb: a Debian package (dpkg-deb, no network) in $(O)/deb/, built
+# for /usr by scripts/deb.sh; DEB_OUT, DEB_VERSION, DEB_MAINTAINER change
+# where it goes, its version and its maintainer.
+deb:
+	O=$(O) sh scripts/deb.sh
+.PHONY: deb
 
 $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TLIB_OBJ) $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

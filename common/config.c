@@ -85,6 +85,9 @@ static const struct cfg_key cfg_keys[] = {
 	  "Directory of the hosted bare git repositories" },
 	{ "NGIT_RUN_PATH", CT_PATH, F(run_path), "/run/graspd", 0, 0, 0,
 	  "Directory of the control and message sockets" },
+	{ "NGIT_USER", CT_STR, F(user), "graspd", 0, 0, 0,
+	  "User the roles run as when graspd starts as root; root keeps "
+	  "them root" },
 	{ "NGIT_RELAY_NAME", CT_STR, F(relay_name), "", 0, 0, 0,
 	  "NIP-11 relay name; empty means \"<domain> grasp relay\"" },
 	{ "NGIT_RELAY_DESCRIPTION", CT_STR, F(relay_description),

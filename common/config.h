@@ -78,6 +78,7 @@ struct config {
 	char		*relay_data_path;
 	char		*git_data_path;
 	char		*run_path;
+	char		*user;			/* the roles' user (graspd(8)) */
 	char		*relay_name;
 	char		*relay_description;
 	char		*relay_contact;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "graspctl.h"
 #include "log.h"
 #include "msg.h"
 
@@ -29,7 +30,6 @@
 /* Ours: how long "graspctl stop" waits for graspd to exit (SUP_STOP_TIMEOUT
  * twice, relayd last, and some room). */
 #define CTL_STOP_WAIT_MS	20000
-#define CTL_USAGE_EXIT		64
 
 static int	 jflag;
 static char	 run_path[PATH_MAX];
@@ -55,6 +55,9 @@ usage(void)
 	    "process\n"
 	    "  show proc                  what a process is doing\n"
 	    "  stats [proc]               counters of one or every process\n"
+	    "  export [--since T] [filter] stored events as JSON lines\n"
+	    "  import [file]              publish JSON lines through relayd\n"
+	    "  backup dir                 copy the database and git data\n"
 	    "roles: relayd syncd discoveryd historyd; proc: a role or "
 	    "graspd\n");
 	exit(CTL_USAGE_EXIT);
@@ -515,7 +518,7 @@ main(int argc, char *argv[])
 	int		 ch;
 
 	log_init("graspctl", 1);
-	while ((ch = getopt(argc, argv, "f:jr:")) != -1) {
+	while ((ch = getopt(argc, argv, "+f:jr:")) != -1) {
 		switch (ch) {
 		case 'f':
 			file = optarg;
@@ -562,5 +565,12 @@ main(int argc, char *argv[])
 		return cmd_direct("show", NULL, argv[1]);
 	if (strcmp(cmd, "stats") == 0 && (argc == 1 || argc == 2))
 		return cmd_direct("stats", NULL, argc == 2 ? argv[1] : NULL);
+	if (strcmp(cmd, "export") == 0 || strcmp(cmd, "import") == 0 ||
+	    strcmp(cmd, "backup") == 0) {
+		if ((ch = ctl_data(argc, argv, file, jflag)) ==
+		    CTL_USAGE_EXIT)
+			usage();
+		return ch;
+	}
 	usage();
 }

@@ -130,9 +130,8 @@ startup_fail(int status, const char *fmt, ...)
 	exit(status);
 }
 
-/* Creates dir and its parents, mode 0755; 0 or -1 with errno. */
-static int
-mkdir_p(const char *dir)
+int
+sup_mkdir_p(const char *dir)
 {
 	char	path[PATH_MAX], *p;
 
@@ -611,9 +610,11 @@ main(int argc, char *argv[])
 		log_init("graspd", 0);
 	}
 
-	if (mkdir_p(sv->sv_cfg.run_path) == -1)
+	if (sup_mkdir_p(sv->sv_cfg.run_path) == -1)
 		startup_fail(1, "cannot create run_path %s: %s",
 		    sv->sv_cfg.run_path, strerror(errno));
+	if (sup_priv_init(err, sizeof(err)) == -1)
+		startup_fail(CONFIG_EXIT, "%s", err);
 	pidfile_open();
 	signal(SIGPIPE, SIG_IGN);
 	if ((sv->sv_base = event_base_new()) == NULL)

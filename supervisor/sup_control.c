@@ -384,6 +384,8 @@ sup_control_open(char *err, size_t errlen)
 	/* It can stop everything: only root and the group connect. */
 	if (chmod(ctl_path, 0660) == -1)
 		log_warn("chmod %s", ctl_path);
+	/* Dropping privileges: the roles' user alone (and root). */
+	sup_priv_socket(ctl_path);
 	if ((fd = chan_rcvfd(sv->sv_ctl)) == -1) {
 		snprintf(err, errlen, "NN_RCVFD: %s", nn_strerror(nn_errno()));
 		return -1;

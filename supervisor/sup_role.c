@@ -309,17 +309,21 @@ role_envp(void)
 {
 	static char	 ready[] = READY_ENV "=3";
 	size_t		 n = 0, i, kl = strlen(READY_ENV);
+	const char	*home = sup_priv_home();
 	char		**envp;
 
 	for (i = 0; environ[i] != NULL; i++)
 		n++;
-	if ((envp = calloc(n + 2, sizeof(*envp))) == NULL)
+	if ((envp = calloc(n + 3, sizeof(*envp))) == NULL)
 		fatal("calloc");
 	n = 0;
 	for (i = 0; environ[i] != NULL; i++)
-		if (strncmp(environ[i], READY_ENV, kl) != 0 ||
-		    environ[i][kl] != '=')
+		if ((strncmp(environ[i], READY_ENV, kl) != 0 ||
+		    environ[i][kl] != '=') &&
+		    (home == NULL || strncmp(environ[i], "HOME=", 5) != 0))
 			envp[n++] = environ[i];
+	if (home != NULL)
+		envp[n++] = (char *)home;
 	envp[n++] = ready;
 	envp[n] = NULL;
 	return envp;
@@ -329,11 +333,13 @@ role_envp(void)
  * The forked child: descriptors, signals, exec, nothing else (only
  * async-signal-safe calls).  Ends up with /dev/null on 0, graspd's own
  * 1 and 2, the readiness pipe on 3, and the exec-error pipe on 4, closed
- * by a successful exec.  On failure writes errno to the error pipe.
+ * by a successful exec, running as the roles' user when graspd drops
+ * privileges (bind_cap: keeping CAP_NET_BIND_SERVICE, sup_priv.c).  On
+ * failure writes errno to the error pipe.
  */
 static void __attribute__((noreturn))
 role_child(const char *path, char *const argv[], char *const envp[],
-    int readyw, int errw, pid_t parent)
+    int readyw, int errw, pid_t parent, int bind_cap)
 {
 	static const int	 sigs[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP,
 	    SIGCHLD, SIGUSR1, SIGUSR2 };
@@ -365,6 +371,8 @@ role_child(const char *path, char *const argv[], char *const envp[],
 		goto fail;
 	errw = SUP_READY_FD + 1;
 	close_range(SUP_READY_FD + 2, ~0U, 0);
+	if (sup_priv_child(bind_cap) == -1)
+		goto fail;
 	execve(path, argv, envp);
 fail:
 	e = errno;
@@ -420,7 +428,9 @@ role_spawn(struct sup_role *r)
 		return;
 	}
 	if (pid == 0)
-		role_child(path, argv, envp, readyp[1], errp[1], getppid());
+		role_child(path, argv, envp, readyp[1], errp[1], getppid(),
+		    r->rl_id == ROLE_RELAYD && sv->sv_cfg.bind_port <
+		    PRIV_PORT_FIRST_FREE);
 	setpgid(pid, pid);
 	free(envp);
 	close(readyp[1]);

@@ -53,6 +53,8 @@ struct event_base;
 #define SUP_READY_MAX_TIMEOUTS	30
 /* Tests only: the readiness timeout in seconds instead of 60. */
 #define SUP_READY_TIMEOUT_ENV	"GRASPD_READY_TIMEOUT"
+/* Linux: ports below this need CAP_NET_BIND_SERVICE (by default). */
+#define PRIV_PORT_FIRST_FREE	1024
 
 /*
  * Readiness (s6 notification-fd, common/ready.h): a role finds the write
@@ -132,6 +134,8 @@ extern struct supervisor *sv;
 /* graspd.c */
 /* Seconds on the monotonic clock. */
 double	sup_now(void);
+/* Creates dir and its parents, mode 0755; 0, or -1 with errno. */
+int	sup_mkdir_p(const char *dir);
 /*
  * libevent's event_new() and event_free() on the supervisor's base:
  * sup_event_new() never returns NULL (allocation failure is fatal);
@@ -204,5 +208,27 @@ void	sup_stats_metrics(cJSON *metrics);
 int	sup_stats_open(char *err, size_t errlen);
 /* Stops the snapshots and closes the push; safe to call twice. */
 void	sup_stats_close(void);
+/* sup_priv.c */
+/*
+ * Decides whether the roles drop privileges (graspd started as root,
+ * NGIT_USER an existing user other than root) and, if so, makes the run
+ * directory the user's with mode 0700 and the data directories the
+ * user's (created if missing).  Call once, before the control socket
+ * and the first role.  Returns 0, or -1 with the reason in err (an
+ * unknown user other than the default, a chown that failed, database
+ * files that belong to someone else).
+ */
+int	sup_priv_init(char *err, size_t errlen);
+/* Gives a socket graspd bound to the roles' user, mode 0600 (if any). */
+void	sup_priv_socket(const char *path);
+/* "HOME=<the user's home>" for the roles' environment, or NULL. */
+const char *sup_priv_home(void);
+/*
+ * In a forked child before exec: umask 077 and the roles' user, keeping
+ * only CAP_NET_BIND_SERVICE (ambient, so that it survives exec) when
+ * bind_cap is set.  Async-signal-safe.  0, or -1 with errno; nothing
+ * when privileges are not dropped.
+ */
+int	sup_priv_child(int bind_cap);
 
 #endif

@@ -117,6 +117,8 @@ spawn(struct gdproc *g)
 		GD_ENV("NGIT_RUN_PATH=%s/run", g->g_dir);
 		GD_ENV("NGIT_TEST=1");
 		GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
+		/* Roles as the test's own user, unless extra_env says. */
+		GD_ENV("NGIT_USER=root");
 		GD_ENV("GRASPD_LIBEXEC=%s", g->g_libexec);
 #undef GD_ENV
 		for (i = 0; g->g_env[i] != NULL; i++)
@@ -183,6 +185,8 @@ gd_start(const char *const extra_env[])
 		gd_free(g);
 		return NULL;
 	}
+	/* Roles that run as another user (NGIT_USER) reach their paths. */
+	chmod(g->g_dir, 0711);
 	snprintf(sub, sizeof(sub), "%s/relay", g->g_dir);
 	mkdir(sub, 0700);
 	snprintf(sub, sizeof(sub), "%s/git", g->g_dir);

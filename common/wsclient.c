@@ -1,7 +1,8 @@
 /*
- * wsclient.c: the websocket client and HTTP helper of the test tools (see
- * wsclient.h).  Linked into every integration test and benchmark; it
- * drives relayd as a Nostr client would, over loopback TCP.
+ * wsclient.c: the websocket client and HTTP helper of the test tools and
+ * graspctl (see wsclient.h).  Linked into every integration test and
+ * benchmark and into graspctl; it drives relayd as a Nostr client would,
+ * over loopback TCP.
  *
  * The client is strict about what the server sends (unmasked frames,
  * minimal lengths, no RSV bits, well-formed control frames), so that a

@@ -1,7 +1,7 @@
 /*
  * wsclient.h: a small blocking RFC 6455 websocket client and an HTTP/1.1
- * helper, written on plain TCP sockets, for the integration tests and the
- * benchmarks (never linked into a daemon).
+ * helper, written on plain TCP sockets, for the integration tests, the
+ * benchmarks and "graspctl import" (never linked into a daemon).
  *
  * A connection is a struct wsc owned by the caller and released with
  * wsc_close() or wsc_drop().  Its socket is non-blocking; every call that

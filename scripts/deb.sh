@@ -33,30 +33,19 @@ stage=$O/deb/stage
 rm -rf "$stage"
 mkdir -p "$build" "$stage" "$DEB_OUT"
 
-paths="PREFIX=/usr LIBEXECDIR=/usr/libexec/graspd O=$build BIN=$build/bin"
+paths="PREFIX=/usr LIBEXECDIR=/usr/libexec/graspd SYSCONFDIR=/etc/graspd
+    SYSTEMDUNITDIR=/lib/systemd/system INITDIR=/etc/init.d O=$build
+    BIN=$build/bin"
 # shellcheck disable=SC2086
 $MAKE -s -j2 $paths all >&2
+# make install puts the configuration, the init script and the unit in
+# their places; the package's conffile is the configuration, no sample.
 # shellcheck disable=SC2086
 $MAKE -s $paths DESTDIR="$stage" install >&2
-
-# The configuration: the conffile, not a sample beside it.
-install -d -m 0755 "$stage/etc/graspd"
-install -m 0644 etc/graspd.conf "$stage/etc/graspd/graspd.conf"
 rm -f "$stage/etc/graspd/graspd.conf.sample"
-# The init script and the unit in their places, not as examples.
-ex=$stage/usr/share/graspd/examples
-install -d -m 0755 "$stage/etc/init.d" "$stage/lib/systemd/system"
-if [ -f "$ex/graspd.init" ]; then
-	mv "$ex/graspd.init" "$stage/etc/init.d/graspd"
-	mv "$ex/graspd.service" "$stage/lib/systemd/system/graspd.service"
-else
-	sed 's|/usr/local/|/usr/|g' etc/graspd.init > "$stage/etc/init.d/graspd"
-	sed 's|/usr/local/|/usr/|g' etc/graspd.service \
-	    > "$stage/lib/systemd/system/graspd.service"
-fi
 chmod 0755 "$stage/etc/init.d/graspd"
-chmod 0644 "$stage/lib/systemd/system/graspd.service"
-rmdir "$ex" "$stage/usr/share/graspd" 2>/dev/null || true
+chmod 0644 "$stage/lib/systemd/system/graspd.service" \
+    "$stage/etc/graspd/graspd.conf"
 
 for f in "$stage"/usr/sbin/* "$stage"/usr/libexec/graspd/*; do
 	strip --strip-unneeded --remove-section=.comment \

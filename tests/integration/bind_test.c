@@ -113,11 +113,17 @@ serves_websocket(const char *host, int port)
 
 	if ((w = wsc_connect(host, port, "/", TMO)) == NULL)
 		return 0;
-	if (wsc_send_text(w, req, strlen(req)) == 0 &&
-	    (m = wsc_recv(w, TMO, NULL)) != NULL) {
-		ok = strstr(m, "\"EOSE\"") != NULL || strstr(m, "\"EVENT\"")
-		    != NULL;
-		free(m);
+	if (wsc_send_text(w, req, strlen(req)) == 0) {
+		/* The NIP-42 challenge may come first. */
+		while (!ok && (m = wsc_recv(w, TMO, NULL)) != NULL) {
+			ok = strstr(m, "\"EOSE\"") != NULL ||
+			    strstr(m, "\"EVENT\"") != NULL;
+			if (!ok && strncmp(m, "[\"AUTH\"", 7) != 0) {
+				free(m);
+				break;
+			}
+			free(m);
+		}
 	}
 	wsc_close(w);
 	return ok;

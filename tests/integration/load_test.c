@@ -54,6 +54,7 @@ struct client {
 	char		 c_id[65];
 	int64_t		 c_sent_at;
 	int		 c_lost;
+	int		 c_challenged;	/* NIP-42 AUTH challenges seen */
 };
 
 struct load {
@@ -179,6 +180,10 @@ on_message(struct load *L, struct client *c, const char *m)
 		if (sscanf(m + 12, "%d", &k) == 1 && k >= 0 && k < L->subs)
 			c->c_subs[k].s_closed = 1;
 		printf("# CLOSED: %.200s\n", m);
+	} else if (strncmp(m, "[\"AUTH\",\"", 9) == 0) {
+		/* NIP-42: one challenge, when the connection opens. */
+		if (c->c_challenged++ > 0)
+			L->bad++;
 	} else if (strncmp(m, "[\"NOTICE\"", 9) == 0) {
 		if (L->notices++ < 5)
 			printf("# NOTICE: %.200s\n", m);

@@ -616,7 +616,7 @@ browser_renders_the_pages(void)
 	free(path);
 	path = repo_path(1, "plain");
 	T_CHECK(screenshot("/", "web-landing", 700) == 0);
-	T_CHECK(screenshot(path, "web-repository", 1160) == 0);
+	T_CHECK(screenshot(path, "web-repository", 1280) == 0);
 	free(path);
 }
 

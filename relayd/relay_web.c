@@ -907,13 +907,15 @@ web_child_done(pid_t pid, int status, void *arg)
 	struct relay_webreq	*wr = arg;
 	static const char	*cat[] = { "cat-file", "blob", NULL, NULL };
 	char			 oid[GIT_OID_HEX + 1];
-	int			 i;
+	int			 i, which = -1;
 
 	for (i = 0; i < 2; i++)
-		if (wr->wr_pid[i] == pid)
+		if (pid != -1 && wr->wr_pid[i] == pid) {
 			wr->wr_pid[i] = -1;
-	if (wr->wr_readme == NULL && pid != -1 &&
-	    wr->wr_pid[WR_CHECK] == -1 && wr->wr_out[WR_CHECK] != NULL &&
+			which = i;
+		}
+	/* The README check is done: cat the file it found, if any. */
+	if (which == WR_CHECK && wr->wr_out[WR_CHECK] != NULL &&
 	    status == 0 && readme_pick(wr, oid) == 0) {
 		/* Second step: the README's text, into wr_readme. */
 		cat[2] = oid;

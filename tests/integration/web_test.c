@@ -508,7 +508,10 @@ chromium(const char *flag, const char *url, const char *out, int height)
 	    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 	    "--no-first-run", "--disable-background-networking",
 	    "--disable-component-update", "--disable-sync",
-	    "--no-proxy-server", "--hide-scrollbars", udd, size,
+	    "--no-proxy-server", "--hide-scrollbars",
+	    /* No name resolves: nothing but loopback can be reached. */
+	    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+	    udd, size,
 	    (char *)flag, (char *)url, NULL };
 	pid_t	 pid;
 	int	 st, fd;

@@ -290,6 +290,45 @@ profile_name(const char *json)
 	return name;
 }
 
+/*
+ * The owner of announcement ann and the maintainers it lists: their
+ * keys, at most RELAY_WEB_MAINTAINERS_MAX, into keys[] (the owner first);
+ * returns how many.  With json, also as a JSON array of hex strings
+ * there.
+ */
+static size_t
+maintainers(const struct event *ann, uint8_t keys[][32], struct buf *json)
+{
+	const struct event_tag	*t;
+	size_t			 n = 1, i, j, k;
+
+	memcpy(keys[0], ann->pubkey, 32);
+	for (i = 0; i < ann->ntags; i++) {
+		t = &ann->tags[i];
+		if (strcmp(t->v[0].s, "maintainers") != 0)
+			continue;
+		for (j = 1; j < t->n && n < RELAY_WEB_MAINTAINERS_MAX; j++) {
+			if (t->v[j].len != 64 ||
+			    hex_decode(t->v[j].s, 64, keys[n], 32) == -1)
+				continue;
+			for (k = 0; k < n && memcmp(keys[k], keys[n], 32); k++)
+				;
+			if (k == n)
+				n++;
+		}
+	}
+	if (json != NULL) {
+		buf_addc(json, '[');
+		for (i = 0; i < n; i++) {
+			buf_adds(json, i ? ",\"" : "\"");
+			buf_add_hex(json, keys[i], 32);
+			buf_addc(json, '"');
+		}
+		buf_addc(json, ']');
+	}
+	return n;
+}
+
 /* The first value of ev's tag name, or NULL. */
 static const char *
 tag1(const struct event *ev, const char *name)
@@ -302,17 +341,21 @@ tag1(const struct event *ev, const char *name)
 /*
  * The threads of the repository whose coordinate is coord, newest first,
  * at most limit: issues, PRs and root patches, as rows (kind, status kind
- * or NULL, JSON) where the status is the latest event of kinds 1630-1633
- * naming the thread.  A prepared statement, or NULL.
+ * or NULL, JSON).  The status is the latest event of kinds 1630-1633
+ * naming the thread by its author or by one of maint, a JSON array of
+ * the hex keys of the owner and the maintainers its announcement lists
+ * (NIP-34: only those count).  A prepared statement, or NULL.
  */
 static sqlite3_stmt *
-threads_prepare(sqlite3 *db, const char *coord, int limit)
+threads_prepare(sqlite3 *db, const char *coord, const char *maint,
+    int limit)
 {
 	static const char sql[] =
 	    "SELECT e.kind, (SELECT s.kind FROM tags st"
 	    "  JOIN events s ON s.seq = st.event"
 	    "  WHERE st.name = 'e' AND st.value = lower(hex(e.id))"
-	    "  AND s.kind BETWEEN ?2 AND ?3"
+	    "  AND s.kind BETWEEN ?2 AND ?3 AND (s.pubkey = e.pubkey OR"
+	    "  lower(hex(s.pubkey)) IN (SELECT value FROM json_each(?8)))"
 	    "  ORDER BY st.created_at DESC LIMIT 1), e.json"
 	    " FROM tags t JOIN events e ON e.seq = t.event"
 	    " WHERE t.name = 'a' AND t.value = ?1 AND (e.kind IN (?4, ?5) OR"
@@ -330,6 +373,7 @@ threads_prepare(sqlite3 *db, const char *coord, int limit)
 	sqlite3_bind_int(st, 5, KIND_PR);
 	sqlite3_bind_int(st, 6, KIND_PATCH);
 	sqlite3_bind_int(st, 7, limit);
+	sqlite3_bind_text(st, 8, maint, -1, SQLITE_TRANSIENT);
 	return st;
 }
 
@@ -347,13 +391,15 @@ row_status(sqlite3_stmt *st)
  * open or draft, or that have none.
  */
 static void
-open_counts(sqlite3 *db, const char *coord, int *issues, int *prs)
+open_counts(sqlite3 *db, const char *coord, const char *maint, int *issues,
+    int *prs)
 {
 	sqlite3_stmt	*st;
 	int		 status;
 
 	*issues = *prs = 0;
-	if ((st = threads_prepare(db, coord, RELAY_WEB_THREADS_MAX)) == NULL)
+	if ((st = threads_prepare(db, coord, maint, RELAY_WEB_THREADS_MAX)) ==
+	    NULL)
 		return;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		status = row_status(st);
@@ -443,6 +489,8 @@ repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 	char		 err[64], npub[NIP19_MAX_LEN + 1], *who;
 	const char	*d, *name, *desc;
 	int		 issues, prs;
+	uint8_t		 keys[RELAY_WEB_MAINTAINERS_MAX][32];
+	struct buf	 maint = BUF_INIT;
 
 	if (json == NULL || (ev = event_parse(json, strlen(json), err,
 	    sizeof(err))) == NULL || (d = event_d(ev)) == NULL)
@@ -477,7 +525,9 @@ repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 	short_npub(b, npub);
 	buf_adds(b, "</span></td><td class=\"n\">");
 	date(b, sqlite3_column_int64(st, 2));
-	open_counts(db, coord, &issues, &prs);
+	maintainers(ev, keys, &maint);
+	open_counts(db, coord, maint.b_data, &issues, &prs);
+	buf_free(&maint);
 	buf_printf(b, "</td><td class=\"n\">%d</td><td class=\"n\">%d</td>"
 	    "</tr>\n", issues, prs);
 	event_destroy(ev);
@@ -857,13 +907,15 @@ web_child_done(pid_t pid, int status, void *arg)
 	struct relay_webreq	*wr = arg;
 	static const char	*cat[] = { "cat-file", "blob", NULL, NULL };
 	char			 oid[GIT_OID_HEX + 1];
-	int			 i;
+	int			 i, which = -1;
 
 	for (i = 0; i < 2; i++)
-		if (wr->wr_pid[i] == pid)
+		if (pid != -1 && wr->wr_pid[i] == pid) {
 			wr->wr_pid[i] = -1;
-	if (wr->wr_readme == NULL && pid != -1 &&
-	    wr->wr_pid[WR_CHECK] == -1 && wr->wr_out[WR_CHECK] != NULL &&
+			which = i;
+		}
+	/* The README check is done: cat the file it found, if any. */
+	if (which == WR_CHECK && wr->wr_out[WR_CHECK] != NULL &&
 	    status == 0 && readme_pick(wr, oid) == 0) {
 		/* Second step: the README's text, into wr_readme. */
 		cat[2] = oid;
@@ -928,7 +980,7 @@ thread_title(struct buf *b, const struct event *ev)
 
 /* The recent issues, patches and PRs of coord, with their status. */
 static void
-threads(struct buf *b, sqlite3 *db, const char *coord)
+threads(struct buf *b, sqlite3 *db, const char *coord, const char *maint)
 {
 	sqlite3_stmt	*st;
 	struct event	*ev;
@@ -940,7 +992,7 @@ threads(struct buf *b, sqlite3 *db, const char *coord)
 	    "id=\"threads\"><thead><tr><th>Title</th><th>Kind</th><th>"
 	    "Author</th><th class=\"n\">Opened</th><th class=\"n\">Status"
 	    "</th></tr></thead><tbody>\n");
-	if ((st = threads_prepare(db, coord, RELAY_WEB_RECENT_THREADS)) ==
+	if ((st = threads_prepare(db, coord, maint, RELAY_WEB_RECENT_THREADS)) ==
 	    NULL)
 		goto done;
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -1172,20 +1224,40 @@ static void
 repo_render(struct relay_webreq *wr)
 {
 	struct buf		 b = BUF_INIT, nostr = BUF_INIT;
-	struct event		*ann, *state;
+	struct buf		 maint = BUF_INIT, coord = BUF_INIT;
+	struct event		*ann, *state = NULL, *ev;
+	uint8_t			 keys[RELAY_WEB_MAINTAINERS_MAX][32];
 	sqlite3			*db;
 	const char		*name, *desc, *web;
-	char			*text, coord[200], title[512];
-	uint8_t			 pk[32];
-	size_t			 len, i, j, n;
+	char			*text, title[512];
+	size_t			 len, i, n, nkeys;
 
 	db = db_arm(RELAY_WEB_QUERY_MS);
 	ann = addressed(db, KIND_REPO_ANNOUNCEMENT, wr->wr_owner, wr->wr_d);
-	state = addressed(db, KIND_REPO_STATE, wr->wr_owner, wr->wr_d);
+	if (ann != NULL)
+		nkeys = maintainers(ann, keys, &maint);
+	else {
+		memcpy(keys[0], wr->wr_owner, 32);
+		buf_adds(&maint, "[\"");
+		buf_add_hex(&maint, wr->wr_owner, 32);
+		buf_adds(&maint, "\"]");
+		nkeys = 1;
+	}
+	/* The newest state of the owner and the maintainers it names. */
+	for (i = 0; i < nkeys; i++) {
+		ev = addressed(db, KIND_REPO_STATE, keys[i], wr->wr_d);
+		if (ev != NULL && (state == NULL ||
+		    ev->created_at > state->created_at)) {
+			event_destroy(state);
+			state = ev;
+		} else
+			event_destroy(ev);
+	}
 	name = ann ? tag1(ann, "name") : NULL;
 	if (name == NULL || *name == '\0')
 		name = wr->wr_d;
-	snprintf(title, sizeof(title), "%s", name);
+	snprintf(title, sizeof(title), "%s \xc2\xb7 %s", name,
+	    relayd->cfg.relay_name);
 	page_open(&b, title, relayd->cfg.relay_name);
 	buf_adds(&b, "<p><a href=\"/\">&larr; All repositories</a></p></div>"
 	    "</div></header>\n<div class=\"w\">\n");
@@ -1205,20 +1277,11 @@ repo_render(struct relay_webreq *wr)
 	buf_adds(&b, "<dt>Owner</dt><dd>");
 	person(&b, db, wr->wr_owner);
 	buf_adds(&b, "</dd>\n");
-	for (i = 0, j = 0; ann != NULL && i < ann->ntags; i++) {
-		if (strcmp(ann->tags[i].v[0].s, "maintainers") != 0)
-			continue;
-		for (size_t k = 1; k < ann->tags[i].n &&
-		    j < RELAY_WEB_MAINTAINERS_MAX; k++) {
-			if (ann->tags[i].v[k].len != 64 ||
-			    hex_decode(ann->tags[i].v[k].s, 64, pk, 32) == -1 ||
-			    memcmp(pk, wr->wr_owner, 32) == 0)
-				continue;
-			buf_adds(&b, j++ ? "<br>" : "<dt>Maintainers</dt><dd>");
-			person(&b, db, pk);
-		}
+	for (i = 1; i < nkeys; i++) {
+		buf_adds(&b, i > 1 ? "<br>" : "<dt>Maintainers</dt><dd>");
+		person(&b, db, keys[i]);
 	}
-	if (j > 0)
+	if (nkeys > 1)
 		buf_adds(&b, "</dd>\n");
 	web = "https://gitworkshop.dev/";
 	buf_printf(&b, "<dt>Browse</dt><dd><a id=\"gitworkshop\" href=\"%s",
@@ -1227,12 +1290,10 @@ repo_render(struct relay_webreq *wr)
 	buf_adds(&b, "\">Open in gitworkshop.dev</a></dd>\n</dl></div>\n");
 	state_refs(&b, state);
 	commits(&b, wr->wr_out[WR_LOG]);
-	snprintf(coord, sizeof(coord), "30617:");
-	hex_encode(wr->wr_owner, 32, coord + 6);
-	snprintf(coord + 70, sizeof(coord) - 70, ":%s", wr->wr_d);
-	if (strlen(wr->wr_d) + 72 > sizeof(coord))
-		coord[0] = '\0';
-	threads(&b, db, coord);
+	buf_adds(&coord, "30617:");
+	buf_add_hex(&coord, wr->wr_owner, 32);
+	buf_printf(&coord, ":%s", wr->wr_d);
+	threads(&b, db, coord.b_data, maint.b_data);
 	db_disarm(db);
 	if ((text = slurp(wr->wr_readme, RELAY_WEB_README_MAX, &len)) !=
 	    NULL) {
@@ -1255,6 +1316,8 @@ repo_render(struct relay_webreq *wr)
 	event_destroy(ann);
 	event_destroy(state);
 	buf_free(&nostr);
+	buf_free(&maint);
+	buf_free(&coord);
 	wr->wr_body = buf_release(&b, &wr->wr_len);
 }
 

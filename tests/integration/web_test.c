@@ -291,7 +291,7 @@ setup_more(void)
 {
 	struct wsc	*ws = conn();
 	uint8_t		 sk[32], pk[32];
-	char		 closed[65], content[256], oid[41];
+	char		 closed[65], content[512], oid[41];
 
 	T_ASSERT(ws != NULL);
 	setenv("GIT_AUTHOR_NAME", "<script>z</script>", 1);
@@ -315,6 +315,16 @@ setup_more(void)
 	    0);
 	T_EQ_INT(issue(ws, 5, 1, "plain", "Old bug", 50, closed), 0);
 	T_EQ_INT(status(ws, 1, closed, KIND_STATUS_CLOSED), 0);
+	/* Closed by someone who is neither its author nor a maintainer. */
+	T_EQ_INT(issue(ws, 5, 1, "plain", "Still open", 40, closed), 0);
+	T_EQ_INT(status(ws, 7, closed, KIND_STATUS_CLOSED), 0);
+	/* A maintainer's state, newer than the owner's, names a branch. */
+	key(9, sk, pk);
+	snprintf(content, sizeof(content), "[[\"d\",\"plain\"],"
+	    "[\"refs/heads/main\",\"%s\"],[\"refs/heads/next\",\"%s\"],"
+	    "[\"HEAD\",\"ref: refs/heads/main\"]]", oid_plain, oid_plain);
+	T_EQ_INT(pub(ws, event_new_signed(sk, time(NULL) + 5, 30618, content,
+	    ""), NULL, 0), 1);
 	T_EQ_INT(issue(ws, 6, 2, "x<script>y", EVIL, 30, closed), 0);
 	wsc_close(ws);
 }
@@ -340,8 +350,11 @@ landing_lists_repositories_newest_first(void)
 	T_CHECK(a != NULL && b != NULL && c != NULL);
 	T_CHECK(a < c && b < c);
 	T_CHECK(strstr(page, "3 repositories") != NULL);
-	/* One open issue on plain, its closed one not counted. */
-	T_CHECK(a != NULL && strstr(a, "<td class=\"n\">1</td><td class="
+	/*
+	 * Two open issues on plain: its closed one is not counted, the one a
+	 * stranger closed is.
+	 */
+	T_CHECK(a != NULL && strstr(a, "<td class=\"n\">2</td><td class="
 	    "\"n\">0</td>") != NULL);
 	free(page);
 }
@@ -412,6 +425,10 @@ repository_page_shows_clone_urls_refs_commits_readme(void)
 	T_CHECK(strstr(page, "Old bug") != NULL);
 	T_CHECK(strstr(page, "s1632\">closed") != NULL);
 	T_CHECK(strstr(page, "s1630\">open") != NULL);
+	T_EQ_INT(count(page, "s1630\">open"), 2);
+	T_EQ_INT(count(page, "s1632\">closed"), 1);
+	/* The maintainer's newer state. */
+	T_CHECK(strstr(page, "</span>next</td>") != NULL);
 	T_CHECK(strstr(page, "Alice Plain") != NULL);
 	/* The maintainer, by npub (no profile). */
 	npub_of(9, npub);
@@ -491,7 +508,10 @@ chromium(const char *flag, const char *url, const char *out, int height)
 	    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 	    "--no-first-run", "--disable-background-networking",
 	    "--disable-component-update", "--disable-sync",
-	    "--no-proxy-server", "--hide-scrollbars", udd, size,
+	    "--no-proxy-server", "--hide-scrollbars",
+	    /* No name resolves: nothing but loopback can be reached. */
+	    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+	    udd, size,
 	    (char *)flag, (char *)url, NULL };
 	pid_t	 pid;
 	int	 st, fd;
@@ -599,7 +619,7 @@ browser_renders_the_pages(void)
 	free(path);
 	path = repo_path(1, "plain");
 	T_CHECK(screenshot("/", "web-landing", 700) == 0);
-	T_CHECK(screenshot(path, "web-repository", 1160) == 0);
+	T_CHECK(screenshot(path, "web-repository", 1280) == 0);
 	free(path);
 }
 

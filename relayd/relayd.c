@@ -51,12 +51,17 @@ relay_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* SIGHUP from the supervisor's reload: the log level is re-read. */
+static volatile sig_atomic_t	reload;
+
 static void
 on_signal(int sig)
 {
-	(void)sig;
-	if (relayd) {
+	if (sig == SIGHUP)
+		reload = 1;
+	else if (relayd)
 		relayd->stop = 1;
+	if (relayd) {
 		if (relayd->ctx)
 			lws_cancel_service(relayd->ctx);
 	}
@@ -179,8 +184,8 @@ main(int argc, char *argv[])
 	signal(SIGCHLD, on_sigchld);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	/* The supervisor restarts roles to reload them. */
-	signal(SIGHUP, SIG_IGN);
+	/* The supervisor's reload: log_level live (other keys restart). */
+	signal(SIGHUP, on_signal);
 
 	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
 	memset(&info, 0, sizeof(info));
@@ -211,9 +216,14 @@ main(int argc, char *argv[])
 	log_info("listening on %s (database %s, %lld events)",
 	    rd.cfg.bind_address, dbpath, (long long)store_count(rd.store));
 
-	while (!rd.stop)
+	while (!rd.stop) {
 		if (lws_service(rd.ctx, 0) < 0)
 			break;
+		if (reload) {
+			reload = 0;
+			config_reload_log_level(&rd.cfg, file);
+		}
+	}
 
 	log_info("stopping");
 	relay_ingest_stop();

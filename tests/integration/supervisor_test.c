@@ -1362,16 +1362,23 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
 	cJSON_Delete(st);
 
-	/* A change: every role restarts and relayd serves the new value. */
+	/* A change of relayd's key: relayd alone restarts and serves the
+	 * new value. */
 	write_file(h.conf, "relay_description = second\n", 0644);
 	rc = ctl(&h, &out, "reload");
 	T_CHECK(rc == 0);
 	T_CHECK(strstr(out, "configuration changed") != NULL);
 	free(out);
-	for (i = 0; i < NROLES; i++)
-		if (role_exists[i])
-			T_CHECK(wait_role(&h, roles[i], "running", before[i],
-			    COMEBACK_MS) == 0);
+	if (role_exists[0])
+		T_CHECK(wait_role(&h, "relayd", "running", before[0],
+		    COMEBACK_MS) == 0);
+	sleep_ms(500);
+	st = status(&h);
+	T_ASSERT(st != NULL);
+	for (i = 1; i < NROLES; i++)
+		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
+	before[0] = rnum(st, "relayd", "pid");
+	cJSON_Delete(st);
 	if (role_exists[0]) {
 		T_CHECK(relayproc_wait_port("127.0.0.1", h.port, 5000) == 0);
 		T_CHECK(http_get("127.0.0.1", h.port, "/",
@@ -1379,6 +1386,38 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 		    NULL, &body) == 0);
 		T_CHECK(body != NULL && strstr(body, "\"second\"") != NULL);
 		free(body);
+	}
+
+	/* log_level: applied live; no role restarts, a client stays. */
+	if (role_exists[0]) {
+		struct wsc	*w;
+		char		**evs = NULL;
+		size_t		  nev = 0;
+
+		T_ASSERT((w = wsc_connect("127.0.0.1", h.port, "/", 5000)) !=
+		    NULL);
+		write_file(h.conf, "relay_description = second\n"
+		    "log_level = debug\n", 0644);
+		T_EQ_INT(kill(h.pid, SIGHUP), 0);
+		sleep_ms(1500);
+		st = status(&h);
+		T_ASSERT(st != NULL);
+		for (i = 0; i < NROLES; i++)
+			T_CHECK(rnum(st, roles[i], "pid") == before[i]);
+		cJSON_Delete(st);
+		for (i = 0; i < NROLES; i++) {
+			char	line[64];
+
+			snprintf(line, sizeof(line), "%s: reload: log level "
+			    "applied", roles[i]);
+			if (role_exists[i])
+				T_CHECK(log_has(&h, line));
+		}
+		/* The connection made before the reload still works. */
+		T_CHECK(nostr_req(w, "r", "{\"limit\":1}", 5000, &evs, &nev,
+		    NULL) == 0);
+		nostr_events_free(evs);
+		wsc_close(w);
 	}
 
 	/* graspctl stop: everything ends, graspctl returns after graspd. */

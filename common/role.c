@@ -23,6 +23,7 @@
 #include "event.h"
 #include "log.h"
 #include "ready.h"
+#include "version.h"
 #include "role.h"
 #include "store.h"
 
@@ -496,10 +497,14 @@ role_sul_db(lws_sorted_usec_list_t *sul)
 }
 
 static void __attribute__((noreturn))
-usage(const char *name)
+usage(const char *name, int status)
 {
-	fprintf(stderr, "usage: %s [-d] [-f file]\n", name);
-	exit(CONFIG_EXIT);
+	fprintf(status ? stderr : stdout, "usage: %s [-dhV] [-f file]\n"
+	    "  -d       log to standard error\n"
+	    "  -f file  the configuration file\n"
+	    "  -h       this help\n"
+	    "  -V       print the version and exit\n", name);
+	exit(status);
 }
 
 /* Our raw-file protocol, then the role's, then the terminator. */
@@ -543,7 +548,7 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	char				 err[512], ep[512];
 	int				 ch, foreground = 0;
 
-	while ((ch = getopt(argc, argv, "df:")) != -1) {
+	while ((ch = getopt(argc, argv, "df:hV")) != -1) {
 		switch (ch) {
 		case 'd':
 			foreground = 1;
@@ -551,12 +556,17 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 		case 'f':
 			file = optarg;
 			break;
+		case 'h':
+			usage(name, 0);
+		case 'V':
+			printf("%s %s\n", name, GRASPD_VERSION);
+			exit(0);
 		default:
-			usage(name);
+			usage(name, CONFIG_EXIT);
 		}
 	}
 	if (optind != argc)
-		usage(name);
+		usage(name, CONFIG_EXIT);
 	log_init(name, foreground);
 
 	memset(&ctx, 0, sizeof(ctx));

@@ -73,7 +73,6 @@ relay_nip11_build(void)
 	cJSON_AddStringToObject(doc, "description",
 	    relayd->cfg.relay_description);
 	cJSON_AddStringToObject(doc, "pubkey", relayd->owner_hex);
-	cJSON_AddStringToObject(doc, "software", RELAY_SOFTWARE);
 	cJSON_AddStringToObject(doc, "version", RELAY_VERSION);
 	arr = cJSON_AddArrayToObject(doc, "supported_nips");
 	for (i = 0; i < sizeof(nips) / sizeof(nips[0]); i++)

@@ -93,10 +93,14 @@ lws_log_emit(int level, const char *line)
 }
 
 static __attribute__((noreturn)) void
-usage(void)
+usage(int status)
 {
-	fprintf(stderr, "usage: relayd [-d] [-f file]\n");
-	exit(CONFIG_EXIT);
+	fprintf(status ? stderr : stdout, "usage: relayd [-dhV] [-f file]\n"
+	    "  -d       log to standard error\n"
+	    "  -f file  the configuration file\n"
+	    "  -h       this help\n"
+	    "  -V       print the version and exit\n");
+	exit(status);
 }
 
 static int
@@ -129,7 +133,7 @@ main(int argc, char *argv[])
 	uint8_t			 sk[32], pk[32];
 	int			 ch, foreground = 0;
 
-	while ((ch = getopt(argc, argv, "df:")) != -1) {
+	while ((ch = getopt(argc, argv, "df:hV")) != -1) {
 		switch (ch) {
 		case 'd':
 			foreground = 1;
@@ -137,8 +141,13 @@ main(int argc, char *argv[])
 		case 'f':
 			file = optarg;
 			break;
+		case 'h':
+			usage(0);
+		case 'V':
+			printf("relayd %s\n", GRASPD_VERSION);
+			exit(0);
 		default:
-			usage();
+			usage(CONFIG_EXIT);
 		}
 	}
 	log_init("relayd", foreground);

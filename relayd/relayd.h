@@ -131,8 +131,10 @@
 /* NIP-11: the media type of the relay information document. */
 #define RELAY_NIP11_TYPE	"application/nostr+json"
 
-/* What relayd reports as its software (NIP-11 requires a URL). */
-#define RELAY_SOFTWARE		"https://github.com/graspd/graspd"
+/*
+ * NIP-11 "version".  Its "software" is a URL of the project, and graspd
+ * has no public one yet: the field is left out rather than invented.
+ */
 #define RELAY_VERSION		GRASPD_VERSION
 
 struct relay_conn;

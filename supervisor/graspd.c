@@ -30,6 +30,7 @@
 #include "config.h"
 #include "log.h"
 #include "supervisor.h"
+#include "version.h"
 
 #ifndef LIBEXECDIR
 #define LIBEXECDIR	"/usr/local/libexec/graspd"
@@ -49,10 +50,17 @@ sup_now(void)
 }
 
 static void __attribute__((noreturn))
-usage(void)
+usage(int status)
 {
-	fprintf(stderr, "usage: graspd [-dnv] [-f file]\n");
-	exit(SUP_USAGE_EXIT);
+	fprintf(status ? stderr : stdout,
+	    "usage: graspd [-dhnvV] [-f file]\n"
+	    "  -d       stay in the foreground, log to standard error\n"
+	    "  -f file  the configuration file\n"
+	    "  -h       this help\n"
+	    "  -n       check the configuration and exit\n"
+	    "  -v       log at debug level (with -n: print the configuration)\n"
+	    "  -V       print the version and exit\n");
+	exit(status);
 }
 
 /*
@@ -591,7 +599,7 @@ main(int argc, char *argv[])
 	if (fd > 2)
 		close(fd);
 
-	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
+	while ((ch = getopt(argc, argv, "df:hnvV")) != -1) {
 		switch (ch) {
 		case 'd':
 			sv_store.sv_foreground = 1;
@@ -605,12 +613,17 @@ main(int argc, char *argv[])
 		case 'v':
 			sv_verbose = 1;
 			break;
+		case 'h':
+			usage(0);
+		case 'V':
+			printf("graspd %s\n", GRASPD_VERSION);
+			exit(0);
 		default:
-			usage();
+			usage(SUP_USAGE_EXIT);
 		}
 	}
 	if (optind != argc)
-		usage();
+		usage(SUP_USAGE_EXIT);
 
 	sv = &sv_store;
 	sv->sv_ctl = -1;

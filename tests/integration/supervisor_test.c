@@ -693,6 +693,44 @@ test_configtest_sample_and_broken_files(void)
 	rm_tree(dir);
 }
 
+/* -h (usage on stdout) and -V (name and version) on every program. */
+static void
+test_every_program_answers_h_and_V(void)
+{
+	static const char *const progs[] = { "graspd", "graspctl", "relayd",
+		"syncd", "discoveryd", "historyd" };
+	char		 want[64], *out = NULL;
+	const char	*dir;
+	size_t		 i;
+	int		 rc;
+
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		dir = i < 2 ? bindir : libexec;
+		if (i >= 2 && !role_exists[i - 2])
+			continue;
+		rc = run(&out, "'%s/%s' -h 2>/dev/null", dir, progs[i]);
+		snprintf(want, sizeof(want), "usage: %s [-", progs[i]);
+		if (rc != 0 || out == NULL || strncmp(out, want,
+		    strlen(want)) != 0)
+			printf("# %s -h: %d: %s\n", progs[i], rc, out ? out :
+			    "");
+		T_CHECK(rc == 0 && out != NULL && strncmp(out, want,
+		    strlen(want)) == 0);
+		free(out);
+		out = NULL;
+		rc = run(&out, "'%s/%s' -V 2>/dev/null", dir, progs[i]);
+		snprintf(want, sizeof(want), "%s 0.", progs[i]);
+		if (rc != 0 || out == NULL || strncmp(out, want,
+		    strlen(want)) != 0)
+			printf("# %s -V: %d: %s\n", progs[i], rc, out ? out :
+			    "");
+		T_CHECK(rc == 0 && out != NULL && strncmp(out, want,
+		    strlen(want)) == 0);
+		free(out);
+		out = NULL;
+	}
+}
+
 static void
 test_graspctl_usage_and_unreachable(void)
 {
@@ -1985,6 +2023,7 @@ main(void)
 
 	T_RUN(test_configtest_sample_and_broken_files);
 	T_RUN(test_graspctl_usage_and_unreachable);
+	T_RUN(test_every_program_answers_h_and_V);
 	T_RUN(test_graspd_starts_every_role);
 	T_RUN(test_roles_get_their_arguments_and_readiness_fd);
 	T_RUN(test_metrics_name_every_family_once_with_help_and_type);

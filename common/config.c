@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "config.h"
 #include "log.h"
+#include "msg.h"
 #include "nip19.h"
 #include "relayurl.h"
 
@@ -1427,5 +1428,78 @@ config_key_info(size_t i, const char **name, const char **def,
 		*def = cfg_keys[i].ck_def;
 	if (help != NULL)
 		*help = cfg_keys[i].ck_help;
+	return 0;
+}
+
+/* What each key's change restarts; graspd.conf(5) RELOAD says the same. */
+#define R(r)		(1L << ROLE_##r)
+#define R_ROLES		(R(SYNCD) | R(DISCOVERYD) | R(HISTORYD))
+#define R_ALL		(R(RELAYD) | R_ROLES)
+static const struct {
+	const char	*name;
+	long		 roles;
+} key_roles[] = {
+	{ "NGIT_DOMAIN",			R_ALL },
+	{ "NGIT_BIND_ADDRESS",			R(RELAYD) },
+	{ "NGIT_RELAY_DATA_PATH",		R_ALL },
+	{ "NGIT_GIT_DATA_PATH",			R(RELAYD) | R(SYNCD) },
+	{ "NGIT_RUN_PATH",			R_ALL },
+	{ "NGIT_RELAY_NAME",			R(RELAYD) },
+	{ "NGIT_RELAY_DESCRIPTION",		R(RELAYD) },
+	/* conn.c signs NIP-42 answers of the roles with it too. */
+	{ "NGIT_RELAY_OWNER_NSEC",		R_ALL },
+	{ "NGIT_REPOSITORY_WHITELIST",		R(RELAYD) },
+	{ "NGIT_REPOSITORY_BLACKLIST",		R(RELAYD) },
+	{ "NGIT_EVENT_BLACKLIST",		R(RELAYD) },
+	{ "NGIT_MAX_CONNECTIONS",		R(RELAYD) },
+	{ "NGIT_MAX_EVENTS_PER_MINUTE",		R(RELAYD) },
+	{ "NGIT_LOG_LEVEL",			0 },
+	{ "NGIT_TEST",				R_ALL },
+	{ "NGIT_METRICS_ENABLED",		R(RELAYD) },
+	{ "NGIT_SYNC_ENABLED",			R_ALL },
+	{ "NGIT_SYNC_BOOTSTRAP_RELAY_URL",	R(SYNCD) | R(DISCOVERYD) },
+	{ "NGIT_SYNC_BASE_BACKOFF_SECS",	R_ROLES },
+	{ "NGIT_SYNC_MAX_BACKOFF_SECS",		R_ROLES },
+	{ "NGIT_SYNC_DISABLE_NEGENTROPY",	R(SYNCD) },
+	{ "NGIT_SYNC_ALLOW_PRIVATE_TARGETS",	R_ROLES },
+	{ "NGIT_SYNC_PLUS_ENABLED",		R_ALL },
+	{ "NGIT_SYNC_PLUS_USER_INDEX_RELAYS",	R(DISCOVERYD) },
+	{ "NGIT_SYNC_PLUS_FALLBACK_RELAYS",	R_ROLES },
+	{ "NGIT_PRIVATE_MODE",			R(HISTORYD) },
+};
+
+long
+config_key_roles(const char *name)
+{
+	const struct cfg_key	*k;
+	size_t			 i;
+
+	if ((k = cfg_lookup(name)) == NULL)
+		return -1;
+	for (i = 0; i < sizeof(key_roles) / sizeof(key_roles[0]); i++)
+		if (strcmp(key_roles[i].name, k->ck_name) == 0)
+			return key_roles[i].roles;
+	/* config_test checks that every key has its line above. */
+	return -1;
+}
+#undef R
+#undef R_ROLES
+#undef R_ALL
+
+int
+config_reload_log_level(struct config *cfg, const char *file)
+{
+	struct config	nc;
+	char		err[512];
+
+	if (config_load(&nc, file, err, sizeof(err)) == -1) {
+		config_free(&nc);
+		log_warnx("reload: %s; keeping log level", err);
+		return -1;
+	}
+	cfg->log_level = nc.log_level;
+	config_free(&nc);
+	log_setlevel(cfg->log_level);
+	log_info("reload: log level applied");
 	return 0;
 }

@@ -196,4 +196,20 @@ int	config_key_info(size_t i, const char **name, const char **def,
  */
 int	config_key_reloadable(const char *name);
 
+/*
+ * The roles a changed value of the key named name (either spelling) must
+ * restart to take effect, as a mask of 1 << enum role (msg.h); 0 for
+ * log_level, which a reload applies live.  -1 if no such key (or a key
+ * the table forgot: restart them all).
+ */
+long	config_key_roles(const char *name);
+
+/*
+ * Reloads the log level of a running role: loads file (NULL: defaults and
+ * environment) as config_load() does, and on success sets cfg->log_level
+ * and log_setlevel() to it.  Nothing else of cfg changes.  Returns 0, or
+ * -1 with the reason logged and cfg as it was.  Never exits.
+ */
+int	config_reload_log_level(struct config *cfg, const char *file);
+
 #endif

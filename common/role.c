@@ -23,6 +23,7 @@
 #include "event.h"
 #include "log.h"
 #include "ready.h"
+#include "version.h"
 #include "role.h"
 #include "store.h"
 
@@ -103,15 +104,18 @@ role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
 	return 0;
 }
 
+/* SIGHUP from the supervisor's reload: the log level is re-read. */
+static volatile sig_atomic_t	role_reload;
+
 static void
 on_signal(int sig)
 {
-	(void)sig;
-	if (role_self != NULL) {
+	if (sig == SIGHUP)
+		role_reload = 1;
+	else if (role_self != NULL)
 		role_self->r_stop = 1;
-		if (role_self->r_lws != NULL)
-			lws_cancel_service(role_self->r_lws);
-	}
+	if (role_self != NULL && role_self->r_lws != NULL)
+		lws_cancel_service(role_self->r_lws);
 }
 
 static void
@@ -493,10 +497,14 @@ role_sul_db(lws_sorted_usec_list_t *sul)
 }
 
 static void __attribute__((noreturn))
-usage(const char *name)
+usage(const char *name, int status)
 {
-	fprintf(stderr, "usage: %s [-d] [-f file]\n", name);
-	exit(CONFIG_EXIT);
+	fprintf(status ? stderr : stdout, "usage: %s [-dhV] [-f file]\n"
+	    "  -d       log to standard error\n"
+	    "  -f file  the configuration file\n"
+	    "  -h       this help\n"
+	    "  -V       print the version and exit\n", name);
+	exit(status);
 }
 
 /* Our raw-file protocol, then the role's, then the terminator. */
@@ -540,7 +548,7 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	char				 err[512], ep[512];
 	int				 ch, foreground = 0;
 
-	while ((ch = getopt(argc, argv, "df:")) != -1) {
+	while ((ch = getopt(argc, argv, "df:hV")) != -1) {
 		switch (ch) {
 		case 'd':
 			foreground = 1;
@@ -548,12 +556,17 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 		case 'f':
 			file = optarg;
 			break;
+		case 'h':
+			usage(name, 0);
+		case 'V':
+			printf("%s %s\n", name, GRASPD_VERSION);
+			exit(0);
 		default:
-			usage(name);
+			usage(name, CONFIG_EXIT);
 		}
 	}
 	if (optind != argc)
-		usage(name);
+		usage(name, CONFIG_EXIT);
 	log_init(name, foreground);
 
 	memset(&ctx, 0, sizeof(ctx));
@@ -584,9 +597,9 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	/* The supervisor restarts roles to reload; a role keeps going. */
-	sa.sa_handler = SIG_IGN;
+	/* The supervisor's reload: log_level live (other keys restart). */
 	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 
 	if (mkdir_p(ctx.r_cfg.run_path, 0700) == -1)
@@ -634,9 +647,14 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	role_sched(&ctx, &ctx.r_sul_stats, role_sul_stats, ctx.r_cfg.test ?
 	    ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD);
 
-	while (!ctx.r_stop)
+	while (!ctx.r_stop) {
 		if (lws_service(ctx.r_lws, 0) < 0)
 			break;
+		if (role_reload) {
+			role_reload = 0;
+			config_reload_log_level(&ctx.r_cfg, file);
+		}
+	}
 
 	log_info("stopping");
 	lws_sul_cancel(&ctx.r_sul_db);

@@ -99,7 +99,6 @@ relay_nip11_build(void)
 	if (relayd->cfg.relay_contact != NULL)
 		cJSON_AddStringToObject(doc, "contact",
 		    relayd->cfg.relay_contact);
-	cJSON_AddStringToObject(doc, "software", RELAY_SOFTWARE);
 	cJSON_AddStringToObject(doc, "version", RELAY_VERSION);
 	arr = cJSON_AddArrayToObject(doc, "supported_nips");
 	for (i = 0; i < sizeof(nips) / sizeof(nips[0]); i++)

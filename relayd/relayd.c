@@ -51,12 +51,17 @@ relay_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* SIGHUP from the supervisor's reload: the log level is re-read. */
+static volatile sig_atomic_t	reload;
+
 static void
 on_signal(int sig)
 {
-	(void)sig;
-	if (relayd) {
+	if (sig == SIGHUP)
+		reload = 1;
+	else if (relayd)
 		relayd->stop = 1;
+	if (relayd) {
 		if (relayd->ctx)
 			lws_cancel_service(relayd->ctx);
 	}
@@ -88,10 +93,14 @@ lws_log_emit(int level, const char *line)
 }
 
 static __attribute__((noreturn)) void
-usage(void)
+usage(int status)
 {
-	fprintf(stderr, "usage: relayd [-d] [-f file]\n");
-	exit(CONFIG_EXIT);
+	fprintf(status ? stderr : stdout, "usage: relayd [-dhV] [-f file]\n"
+	    "  -d       log to standard error\n"
+	    "  -f file  the configuration file\n"
+	    "  -h       this help\n"
+	    "  -V       print the version and exit\n");
+	exit(status);
 }
 
 static int
@@ -124,7 +133,7 @@ main(int argc, char *argv[])
 	uint8_t			 sk[32], pk[32];
 	int			 ch, foreground = 0;
 
-	while ((ch = getopt(argc, argv, "df:")) != -1) {
+	while ((ch = getopt(argc, argv, "df:hV")) != -1) {
 		switch (ch) {
 		case 'd':
 			foreground = 1;
@@ -132,8 +141,13 @@ main(int argc, char *argv[])
 		case 'f':
 			file = optarg;
 			break;
+		case 'h':
+			usage(0);
+		case 'V':
+			printf("relayd %s\n", GRASPD_VERSION);
+			exit(0);
 		default:
-			usage();
+			usage(CONFIG_EXIT);
 		}
 	}
 	log_init("relayd", foreground);
@@ -179,8 +193,8 @@ main(int argc, char *argv[])
 	signal(SIGCHLD, on_sigchld);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	/* The supervisor restarts roles to reload them. */
-	signal(SIGHUP, SIG_IGN);
+	/* The supervisor's reload: log_level live (other keys restart). */
+	signal(SIGHUP, on_signal);
 
 	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
 	memset(&info, 0, sizeof(info));
@@ -211,9 +225,14 @@ main(int argc, char *argv[])
 	log_info("listening on %s (database %s, %lld events)",
 	    rd.cfg.bind_address, dbpath, (long long)store_count(rd.store));
 
-	while (!rd.stop)
+	while (!rd.stop) {
 		if (lws_service(rd.ctx, 0) < 0)
 			break;
+		if (reload) {
+			reload = 0;
+			config_reload_log_level(&rd.cfg, file);
+		}
+	}
 
 	log_info("stopping");
 	relay_ingest_stop();

@@ -175,8 +175,10 @@
 #define RELAY_WEB_DESC_MAX	300
 #define RELAY_WEB_NAME_MAX	64
 
-/* What relayd reports as its software (NIP-11 requires a URL). */
-#define RELAY_SOFTWARE		"https://github.com/graspd/graspd"
+/*
+ * NIP-11 "version".  Its "software" is a URL of the project, and graspd
+ * has no public one yet: the field is left out rather than invented.
+ */
 #define RELAY_VERSION		GRASPD_VERSION
 
 struct relay_conn;

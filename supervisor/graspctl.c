@@ -24,6 +24,7 @@
 #include "graspctl.h"
 #include "log.h"
 #include "msg.h"
+#include "version.h"
 
 /* Ours: how long a process may take to answer. */
 #define CTL_TIMEOUT_MS		3000
@@ -41,10 +42,10 @@ static const enum role all_procs[] = {
 #define NPROCS	(sizeof(all_procs) / sizeof(all_procs[0]))
 
 static void __attribute__((noreturn))
-usage(void)
+usage(int status)
 {
-	fprintf(stderr,
-	    "usage: graspctl [-j] [-f file] [-r dir] command [argument]\n"
+	fprintf(status ? stderr : stdout,
+	    "usage: graspctl [-hjV] [-f file] [-r dir] command [argument]\n"
 	    "commands:\n"
 	    "  status                     every role: state, pid, uptime, "
 	    "restarts\n"
@@ -59,8 +60,10 @@ usage(void)
 	    "  import [file]              publish JSON lines through relayd\n"
 	    "  backup dir                 copy the database and git data\n"
 	    "roles: relayd syncd discoveryd historyd; proc: a role or "
-	    "graspd\n");
-	exit(CTL_USAGE_EXIT);
+	    "graspd\n"
+	    "options: -f the configuration (for run_path), -h this help, "
+	    "-j JSON,\n  -r the run directory, -V the version\n");
+	exit(status);
 }
 
 static void
@@ -518,7 +521,7 @@ main(int argc, char *argv[])
 	int		 ch;
 
 	log_init("graspctl", 1);
-	while ((ch = getopt(argc, argv, "+f:jr:")) != -1) {
+	while ((ch = getopt(argc, argv, "+f:hjr:V")) != -1) {
 		switch (ch) {
 		case 'f':
 			file = optarg;
@@ -529,14 +532,19 @@ main(int argc, char *argv[])
 		case 'r':
 			rflag = optarg;
 			break;
+		case 'h':
+			usage(0);
+		case 'V':
+			printf("graspctl %s\n", GRASPD_VERSION);
+			exit(0);
 		default:
-			usage();
+			usage(CTL_USAGE_EXIT);
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (argc < 1)
-		usage();
+		usage(CTL_USAGE_EXIT);
 	find_run_path(rflag, file);
 	cmd = argv[0];
 
@@ -558,7 +566,7 @@ main(int argc, char *argv[])
 	if (strcmp(cmd, "log") == 0 && (argc == 2 || argc == 3)) {
 		if (strcmp(argv[1], "verbose") != 0 &&
 		    strcmp(argv[1], "brief") != 0)
-			usage();
+			usage(CTL_USAGE_EXIT);
 		return cmd_direct("log", argv[1], argc == 3 ? argv[2] : NULL);
 	}
 	if (strcmp(cmd, "show") == 0 && argc == 2)
@@ -569,8 +577,8 @@ main(int argc, char *argv[])
 	    strcmp(cmd, "backup") == 0) {
 		if ((ch = ctl_data(argc, argv, file, jflag)) ==
 		    CTL_USAGE_EXIT)
-			usage();
+			usage(CTL_USAGE_EXIT);
 		return ch;
 	}
-	usage();
+	usage(CTL_USAGE_EXIT);
 }

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "log.h"
 #include "supervisor.h"
+#include "version.h"
 
 #ifndef LIBEXECDIR
 #define LIBEXECDIR	"/usr/local/libexec/graspd"
@@ -49,10 +50,17 @@ sup_now(void)
 }
 
 static void __attribute__((noreturn))
-usage(void)
+usage(int status)
 {
-	fprintf(stderr, "usage: graspd [-dnv] [-f file]\n");
-	exit(SUP_USAGE_EXIT);
+	fprintf(status ? stderr : stdout,
+	    "usage: graspd [-dhnvV] [-f file]\n"
+	    "  -d       stay in the foreground, log to standard error\n"
+	    "  -f file  the configuration file\n"
+	    "  -h       this help\n"
+	    "  -n       check the configuration and exit\n"
+	    "  -v       log at debug level (with -n: print the configuration)\n"
+	    "  -V       print the version and exit\n");
+	exit(status);
 }
 
 /*
@@ -425,13 +433,56 @@ apply_log_level(void)
 	log_setlevel(sv_verbose ? LOG_LVL_DEBUG : sv->sv_cfg.log_level);
 }
 
+/* 1 if the dump d holds the line of len bytes at l. */
+static int
+dump_has(const char *d, const char *l, size_t len)
+{
+	const char	*e;
+
+	for (; *d; d = *e ? e + 1 : e) {
+		e = d + strcspn(d, "\n");
+		if ((size_t)(e - d) == len && memcmp(d, l, len) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The roles (1 << enum role) that the lines of dump a missing from dump b
+ * must restart, and in *log whether log_level is among them.
+ */
+static long
+dump_roles(const char *a, const char *b, int *log)
+{
+	const char	*l, *e;
+	char		 key[64];
+	size_t		 n, kl;
+	long		 roles = 0, r;
+
+	for (l = a; *l; l = *e ? e + 1 : e) {
+		e = l + strcspn(l, "\n");
+		n = (size_t)(e - l);
+		if (n == 0 || dump_has(b, l, n))
+			continue;
+		kl = strcspn(l, " =");
+		snprintf(key, sizeof(key), "%.*s", (int)(kl < n ? kl : n), l);
+		if ((r = config_key_roles(key)) == -1)
+			r = -1L & ~1L;		/* every role */
+		roles |= r;
+		if (strcmp(key, "log_level") == 0)
+			*log = 1;
+	}
+	return roles;
+}
+
 int
 sup_reload(int *changed, char *err, size_t errlen)
 {
 	struct config	 nc;
 	struct buf	 a = BUF_INIT, b = BUF_INIT;
 	struct sup_role	*r;
-	int		 i;
+	long		 roles;
+	int		 i, log = 0, restart;
 
 	*changed = 0;
 	if (sv->sv_shutdown) {
@@ -455,10 +506,13 @@ sup_reload(int *changed, char *err, size_t errlen)
 	}
 	config_dump(&sv->sv_cfg, &a);
 	config_dump(&nc, &b);
+	roles = dump_roles(a.b_data, b.b_data, &log) |
+	    dump_roles(b.b_data, a.b_data, &log);
 	/* config_dump never shows the secret key: compare it apart. */
-	*changed = strcmp(a.b_data, b.b_data) != 0 ||
-	    nc.has_owner_sk != sv->sv_cfg.has_owner_sk ||
-	    memcmp(nc.owner_sk, sv->sv_cfg.owner_sk, sizeof(nc.owner_sk)) != 0;
+	if (nc.has_owner_sk != sv->sv_cfg.has_owner_sk ||
+	    memcmp(nc.owner_sk, sv->sv_cfg.owner_sk, sizeof(nc.owner_sk)) != 0)
+		roles |= config_key_roles("NGIT_RELAY_OWNER_NSEC");
+	*changed = roles != 0 || log;
 	buf_free(&a);
 	buf_free(&b);
 	config_free(&sv->sv_cfg);
@@ -469,11 +523,25 @@ sup_reload(int *changed, char *err, size_t errlen)
 		log_info("reload: configuration unchanged");
 		return 0;
 	}
-	log_info("reload: configuration changed: restarting the roles");
+	if (log)
+		log_info("reload: log_level applied to the running roles");
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
 		if (r->rl_hold)
 			continue;
+		restart = (roles & (1L << r->rl_id)) != 0;
+		if (!restart && log && r->rl_pid > 0) {
+			/* A running role re-reads log_level on SIGHUP; one
+			 * still starting may have read the old file. */
+			if (r->rl_state == SUP_RUNNING) {
+				kill(r->rl_pid, SIGHUP);
+				continue;
+			}
+			restart = r->rl_want;
+		}
+		if (!restart)
+			continue;
+		log_info("reload: restarting %s for the change", r->rl_name);
 		if (r->rl_want)
 			sup_role_restart(r);
 		else if (r->rl_state == SUP_FAILED)
@@ -530,7 +598,7 @@ main(int argc, char *argv[])
 	if (fd > 2)
 		close(fd);
 
-	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
+	while ((ch = getopt(argc, argv, "df:hnvV")) != -1) {
 		switch (ch) {
 		case 'd':
 			sv_store.sv_foreground = 1;
@@ -544,12 +612,17 @@ main(int argc, char *argv[])
 		case 'v':
 			sv_verbose = 1;
 			break;
+		case 'h':
+			usage(0);
+		case 'V':
+			printf("graspd %s\n", GRASPD_VERSION);
+			exit(0);
 		default:
-			usage();
+			usage(SUP_USAGE_EXIT);
 		}
 	}
 	if (optind != argc)
-		usage();
+		usage(SUP_USAGE_EXIT);
 
 	sv = &sv_store;
 	sv->sv_ctl = -1;

@@ -78,7 +78,11 @@ role_json(const struct sup_role *r)
 		fatalx("control: out of memory");
 	add_str(o, "role", r->rl_name);
 	add_str(o, "state", sup_state_name(r->rl_state));
-	add_num(o, "pid", r->rl_pid > 0 ? r->rl_pid : 0);
+	/* null, not 0: "kill $pid" on 0 would hit the caller's group. */
+	if (r->rl_pid > 0)
+		add_num(o, "pid", r->rl_pid);
+	else
+		add(o, "pid", cJSON_CreateNull());
 	add_num(o, "uptime", (long)sup_role_uptime(r));
 	add_num(o, "restarts", r->rl_restarts);
 	add_str(o, "last_exit", r->rl_last_exit);

@@ -158,7 +158,9 @@ void	sup_shutdown(int status);
  * Re-reads the configuration (same file, same environment).  On an error
  * keeps everything as it is and returns -1 with the reason in err.  On
  * success returns 0 and sets *changed: when the effective configuration
- * differs, every wanted or failed role is restarted to pick it up.
+ * differs, the roles its changed keys need (config_key_roles()) are
+ * restarted, wanted or failed ones; a changed log_level alone is sent to
+ * the running roles with SIGHUP, which re-read it without a restart.
  */
 int	sup_reload(int *changed, char *err, size_t errlen);
 

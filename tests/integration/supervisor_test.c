@@ -345,8 +345,9 @@ status(const struct gd *g)
 	free(out);
 	roles_j = j ? cJSON_GetObjectItem(j, "roles") : NULL;
 	cJSON_ArrayForEach(r, roles_j)
-		remember_pid((pid_t)cJSON_GetNumberValue(cJSON_GetObjectItem(r,
-		    "pid")));
+		if (cJSON_IsNumber(cJSON_GetObjectItem(r, "pid")))
+			remember_pid((pid_t)cJSON_GetObjectItem(r,
+			    "pid")->valuedouble);
 	return j;
 }
 
@@ -691,6 +692,44 @@ test_configtest_sample_and_broken_files(void)
 	T_CHECK(strstr(out, "usage: graspd") != NULL);
 	free(out);
 	rm_tree(dir);
+}
+
+/* -h (usage on stdout) and -V (name and version) on every program. */
+static void
+test_every_program_answers_h_and_V(void)
+{
+	static const char *const progs[] = { "graspd", "graspctl", "relayd",
+		"syncd", "discoveryd", "historyd" };
+	char		 want[64], *out = NULL;
+	const char	*dir;
+	size_t		 i;
+	int		 rc;
+
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		dir = i < 2 ? bindir : libexec;
+		if (i >= 2 && !role_exists[i - 2])
+			continue;
+		rc = run(&out, "'%s/%s' -h 2>/dev/null", dir, progs[i]);
+		snprintf(want, sizeof(want), "usage: %s [-", progs[i]);
+		if (rc != 0 || out == NULL || strncmp(out, want,
+		    strlen(want)) != 0)
+			printf("# %s -h: %d: %s\n", progs[i], rc, out ? out :
+			    "");
+		T_CHECK(rc == 0 && out != NULL && strncmp(out, want,
+		    strlen(want)) == 0);
+		free(out);
+		out = NULL;
+		rc = run(&out, "'%s/%s' -V 2>/dev/null", dir, progs[i]);
+		snprintf(want, sizeof(want), "%s 0.", progs[i]);
+		if (rc != 0 || out == NULL || strncmp(out, want,
+		    strlen(want)) != 0)
+			printf("# %s -V: %d: %s\n", progs[i], rc, out ? out :
+			    "");
+		T_CHECK(rc == 0 && out != NULL && strncmp(out, want,
+		    strlen(want)) == 0);
+		free(out);
+		out = NULL;
+	}
 }
 
 static void
@@ -1206,7 +1245,8 @@ test_stopped_role_stays_down_until_started(void)
 	st = status(&G);
 	T_ASSERT(st != NULL);
 	T_EQ_STR(rstr(st, name, "state"), "stopped");
-	T_EQ_INT(rnum(st, name, "pid"), 0);
+	/* No process: "pid": null, never 0 (kill 0 is the caller's group). */
+	T_CHECK(cJSON_IsNull(cJSON_GetObjectItem(role_of(st, name), "pid")));
 	cJSON_Delete(st);
 	T_EQ_INT(ctl(&G, &out, "start %s", name), 0);
 	free(out);
@@ -1363,16 +1403,23 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
 	cJSON_Delete(st);
 
-	/* A change: every role restarts and relayd serves the new value. */
+	/* A change of relayd's key: relayd alone restarts and serves the
+	 * new value. */
 	write_file(h.conf, "relay_description = second\n", 0644);
 	rc = ctl(&h, &out, "reload");
 	T_CHECK(rc == 0);
 	T_CHECK(strstr(out, "configuration changed") != NULL);
 	free(out);
-	for (i = 0; i < NROLES; i++)
-		if (role_exists[i])
-			T_CHECK(wait_role(&h, roles[i], "running", before[i],
-			    COMEBACK_MS) == 0);
+	if (role_exists[0])
+		T_CHECK(wait_role(&h, "relayd", "running", before[0],
+		    COMEBACK_MS) == 0);
+	sleep_ms(500);
+	st = status(&h);
+	T_ASSERT(st != NULL);
+	for (i = 1; i < NROLES; i++)
+		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
+	before[0] = rnum(st, "relayd", "pid");
+	cJSON_Delete(st);
 	if (role_exists[0]) {
 		T_CHECK(relayproc_wait_port("127.0.0.1", h.port, 5000) == 0);
 		T_CHECK(http_get("127.0.0.1", h.port, "/",
@@ -1380,6 +1427,38 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 		    NULL, &body) == 0);
 		T_CHECK(body != NULL && strstr(body, "\"second\"") != NULL);
 		free(body);
+	}
+
+	/* log_level: applied live; no role restarts, a client stays. */
+	if (role_exists[0]) {
+		struct wsc	*w;
+		char		**evs = NULL;
+		size_t		  nev = 0;
+
+		T_ASSERT((w = wsc_connect("127.0.0.1", h.port, "/", 5000)) !=
+		    NULL);
+		write_file(h.conf, "relay_description = second\n"
+		    "log_level = debug\n", 0644);
+		T_EQ_INT(kill(h.pid, SIGHUP), 0);
+		sleep_ms(1500);
+		st = status(&h);
+		T_ASSERT(st != NULL);
+		for (i = 0; i < NROLES; i++)
+			T_CHECK(rnum(st, roles[i], "pid") == before[i]);
+		cJSON_Delete(st);
+		for (i = 0; i < NROLES; i++) {
+			char	line[64];
+
+			snprintf(line, sizeof(line), "%s: reload: log level "
+			    "applied", roles[i]);
+			if (role_exists[i])
+				T_CHECK(log_has(&h, line));
+		}
+		/* The connection made before the reload still works. */
+		T_CHECK(nostr_req(w, "r", "{\"limit\":1}", 5000, &evs, &nev,
+		    NULL) == 0);
+		nostr_events_free(evs);
+		wsc_close(w);
 	}
 
 	/* graspctl stop: everything ends, graspctl returns after graspd. */
@@ -1469,7 +1548,8 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	relayd_pid = rnum(st, "relayd", "pid");
 	T_CHECK(strstr(rstr(st, "syncd", "reason"), "exited 78") != NULL);
 	T_EQ_STR(rstr(st, "syncd", "last_exit"), "exited 78");
-	T_EQ_INT(rnum(st, "syncd", "pid"), 0);
+	T_CHECK(cJSON_IsNull(cJSON_GetObjectItem(role_of(st, "syncd"),
+	    "pid")));
 	cJSON_Delete(st);
 
 	/* A role that ignores SIGTERM gets SIGKILL (its group) 5 s later. */
@@ -1944,6 +2024,7 @@ main(void)
 
 	T_RUN(test_configtest_sample_and_broken_files);
 	T_RUN(test_graspctl_usage_and_unreachable);
+	T_RUN(test_every_program_answers_h_and_V);
 	T_RUN(test_graspd_starts_every_role);
 	T_RUN(test_roles_get_their_arguments_and_readiness_fd);
 	T_RUN(test_metrics_name_every_family_once_with_help_and_type);

@@ -264,7 +264,7 @@ gd_roles_now(struct gdproc *g, char states[GD_NROLES][16],
     long pids[GD_NROLES])
 {
 	struct buf	 out = BUF_INIT;
-	cJSON		*j, *r;
+	cJSON		*j, *r, *pid;
 	const char	*name, *st;
 	char		 cmd[3 * PATH_MAX], chunk[4096];
 	size_t		 n;
@@ -294,8 +294,9 @@ gd_roles_now(struct gdproc *g, char states[GD_NROLES][16],
 		if (name == NULL || (i = gd_role_index(name)) == -1)
 			continue;
 		snprintf(states[i], sizeof(states[i]), "%s", st ? st : "");
-		pids[i] = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(r,
-		    "pid"));
+		/* "pid": null for a role that is down. */
+		pid = cJSON_GetObjectItem(r, "pid");
+		pids[i] = cJSON_IsNumber(pid) ? (long)pid->valuedouble : 0;
 	}
 	cJSON_Delete(j);
 	return 0;

@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "msg.h"
 #include "nip19.h"
 #include "t.h"
 
@@ -947,6 +948,65 @@ dump_round_trips(void)
 	free(d2);
 }
 
+/*
+ * Every key names the roles its change restarts, and graspd.conf(5)
+ * RELOADING lists each key (but log_level and run_path) under a heading
+ * naming exactly those roles ("every role": all four).
+ */
+static void
+reload_restarts_the_roles_graspd_conf_5_names(void)
+{
+	static const char *const rn[] = { "relayd", "syncd", "discoveryd",
+		"historyd" };
+	static const enum role	 rv[] = { ROLE_RELAYD, ROLE_SYNCD,
+		ROLE_DISCOVERYD, ROLE_HISTORYD };
+	const char	*name;
+	char		 path[4096], fkey[64], want[80], *text, *sec, *end, *l;
+	char		 msg[160];
+	long		 mask, got;
+	size_t		 i, j;
+
+	T_EQ_INT(config_key_roles("log_level"), 0);
+	T_EQ_INT(config_key_roles("NGIT_BIND_ADDRESS"), 1L << ROLE_RELAYD);
+	T_EQ_INT(config_key_roles("nope"), -1);
+	snprintf(path, sizeof(path), "%s/man/graspd.conf.5", srcdir());
+	T_ASSERT((text = slurp(path)) != NULL);
+	T_ASSERT((sec = strstr(text, "\n.Sh RELOADING\n")) != NULL);
+	if ((end = strstr(sec + 1, "\n.Sh ")) != NULL)
+		*end = '\0';
+	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++) {
+		got = config_key_roles(name);
+		T_CHECK(got >= 0);
+		file_key(name, fkey);
+		if (strcmp(fkey, "log_level") == 0 ||
+		    strcmp(fkey, "run_path") == 0)
+			continue;
+		snprintf(want, sizeof(want), "\n.Ic %s", fkey);
+		/* The heading above the key's line. */
+		mask = -1;
+		for (l = sec; (l = strstr(l, "\n.It ")) != NULL; l++) {
+			char	*k = strstr(l + 1, want), *next;
+
+			next = strstr(l + 1, "\n.It ");
+			if (k == NULL || (next != NULL && k > next))
+				continue;
+			mask = 0;
+			for (j = 0; j < 4; j++)
+				if (strncmp(l + 5, "every role", 10) == 0 ||
+				    (strstr(l + 5, rn[j]) != NULL &&
+				    strstr(l + 5, rn[j]) < strchr(l + 5, '\n')))
+					mask |= 1L << rv[j];
+			break;
+		}
+		if (mask != got) {
+			snprintf(msg, sizeof(msg), "%s: graspd.conf(5) says "
+			    "%#lx, config_key_roles() %#lx", fkey, mask, got);
+			t_fail_at(__FILE__, __LINE__, msg);
+		}
+	}
+	free(text);
+}
+
 static void
 only_log_level_is_reloadable(void)
 {
@@ -1226,6 +1286,7 @@ main(void)
 	T_RUN(dump_redacts_secret_key);
 	T_RUN(dump_round_trips);
 	T_RUN(only_log_level_is_reloadable);
+	T_RUN(reload_restarts_the_roles_graspd_conf_5_names);
 	T_RUN(sample_file_yields_defaults);
 	T_RUN(sample_file_lists_every_key);
 	T_RUN(man_page_lists_every_key);

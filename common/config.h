@@ -84,6 +84,7 @@ struct config {
 	struct cfg_repo_rules repo_blacklist;	/* NGIT_REPOSITORY_BLACKLIST */
 	struct cfg_keys	 event_blacklist;
 	int		 max_connections;
+	int		 max_connections_per_ip;	/* 0: no limit */
 	int		 max_events_per_minute;	/* 0: no limit */
 	enum log_level	 log_level;
 	int		 test;

@@ -433,6 +433,34 @@ ws_receive(struct relay_conn *c, struct lws *wsi, const void *in, size_t len)
 		buf_free(&c->rc_rx);
 }
 
+/*
+ * 1 (and an HTTP 429 answer) if the address of wsi already holds
+ * max_connections_per_ip websockets, else 0.  A scan of the open
+ * websockets: at most max_connections, once per upgrade.
+ */
+static int
+peer_over_cap(struct lws *wsi)
+{
+	struct relay_conn	*c;
+	char			 peer[sizeof(c->rc_peer)];
+	int			 n = 0, cap = relayd->cfg.max_connections_per_ip;
+
+	if (cap <= 0)
+		return 0;
+	lws_get_peer_simple(wsi, peer, sizeof(peer));
+	LIST_FOREACH(c, &relayd->conns, rc_entry)
+		if (strcmp(c->rc_peer, peer) == 0 && ++n >= cap)
+			break;
+	if (n < cap)
+		return 0;
+	relayd->stats.connections_refused_ip++;
+	log_info("refusing a websocket from %s: %d connections open from it",
+	    peer, n);
+	lws_return_http_status(wsi, RELAY_HTTP_TOO_MANY,
+	    "rate-limited: too many connections from your address");
+	return 1;
+}
+
 int
 relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
@@ -454,7 +482,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 			    "too many connections, try again later");
 			return 1;
 		}
-		return 0;
+		return peer_over_cap(wsi);
 	case LWS_CALLBACK_ESTABLISHED:
 		memset(c, 0, sizeof(*c));
 		c->rc_kind = CONN_WS;

@@ -32,6 +32,9 @@
 #include "policy.h"
 #include "store.h"
 
+/* RFC 6585 section 4: the answer to a client over a per-address limit. */
+#define RELAY_HTTP_TOO_MANY	429
+
 /*
  * Limits, advertised in NIP-11 "limitation" (nips.md 2).  Where a number
  * is ours, the comment says why.
@@ -182,6 +185,7 @@ struct relay_conn {
 
 struct relay_stats {
 	uint64_t	connections_total;
+	uint64_t	connections_refused_ip;	/* max_connections_per_ip */
 	uint64_t	msgs_in_event, msgs_in_req, msgs_in_close, msgs_in_other;
 	uint64_t	msgs_in_neg;
 	uint64_t	events_accepted, events_duplicate, events_refused;

@@ -652,3 +652,18 @@ relayproc_post(struct relayproc *rp, const char *path, const char *body,
 		return -1;
 	return status == 200 ? 0 : -1;
 }
+
+struct wsc *
+relayproc_ws_retry(struct relayproc *rp, int timeout_ms)
+{
+	int64_t		 end = wsc_now_ms() + timeout_ms;
+	struct wsc	*ws;
+	int		 status;
+
+	do {
+		usleep(100000);
+		ws = wsc_connect_ex(relayproc_host(rp), relayproc_port(rp),
+		    "/", NULL, 5000, &status);
+	} while (ws == NULL && wsc_now_ms() < end);
+	return ws;
+}

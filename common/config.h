@@ -85,6 +85,7 @@ struct config {
 	struct cfg_keys	 event_blacklist;
 	int		 max_connections;
 	int		 max_connections_per_ip;	/* 0: no limit */
+	int		 max_events_per_minute_per_ip;	/* 0: no limit */
 	int		 max_events_per_minute;	/* 0: no limit */
 	enum log_level	 log_level;
 	int		 test;

@@ -316,6 +316,12 @@ relay_ingest_client(struct relay_conn *c, const struct json *evj)
 		relayd->stats.events_refused++;
 		return;
 	}
+	if (!relay_addr_event_ok(c)) {
+		relay_send_ok(c, id, 0, "rate-limited: too many events from "
+		    "your address");
+		relayd->stats.events_refused++;
+		return;
+	}
 	if ((ev = event_from_json(evj, msg, sizeof(msg))) == NULL ||
 	    check_event(ev, msg, sizeof(msg)) == -1) {
 		relay_send_ok(c, ev ? ev->id_hex : id, 0, msg);

@@ -313,6 +313,7 @@ conn_release(struct relay_conn *c)
 	c->rc_outbytes = 0;
 	buf_free(&c->rc_rx);
 	LIST_REMOVE(c, rc_entry);
+	relay_addr_detach(c);
 	relayd->nconns--;
 }
 
@@ -435,23 +436,18 @@ ws_receive(struct relay_conn *c, struct lws *wsi, const void *in, size_t len)
 
 /*
  * 1 (and an HTTP 429 answer) if the address of wsi already holds
- * max_connections_per_ip websockets, else 0.  A scan of the open
- * websockets: at most max_connections, once per upgrade.
+ * max_connections_per_ip websockets, else 0 (relay_addr.c counts them).
  */
 static int
 peer_over_cap(struct lws *wsi)
 {
-	struct relay_conn	*c;
-	char			 peer[sizeof(c->rc_peer)];
-	int			 n = 0, cap = relayd->cfg.max_connections_per_ip;
+	char	peer[sizeof(((struct relay_conn *)NULL)->rc_peer)];
+	int	n, cap = relayd->cfg.max_connections_per_ip;
 
 	if (cap <= 0)
 		return 0;
 	lws_get_peer_simple(wsi, peer, sizeof(peer));
-	LIST_FOREACH(c, &relayd->conns, rc_entry)
-		if (strcmp(c->rc_peer, peer) == 0 && ++n >= cap)
-			break;
-	if (n < cap)
+	if ((n = relay_addr_conns(peer)) < cap)
 		return 0;
 	relayd->stats.connections_refused_ip++;
 	log_info("refusing a websocket from %s: %d connections open from it",
@@ -493,6 +489,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		c->rc_tokens = relayd->cfg.max_events_per_minute;
 		c->rc_tokens_at = relay_now_ms();
 		lws_get_peer_simple(wsi, c->rc_peer, sizeof(c->rc_peer));
+		relay_addr_attach(c);
 		LIST_INSERT_HEAD(&relayd->conns, c, rc_entry);
 		relayd->nconns++;
 		relayd->stats.connections_total++;

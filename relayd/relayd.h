@@ -176,6 +176,7 @@ struct relay_conn {
 	int64_t			 rc_tokens_at;	/* ms of last refill */
 	int			 rc_closing;
 	char			 rc_peer[64];
+	struct relay_addr	*rc_addr;	/* its address's limits */
 	/* HTTP: the response body waiting for a writable callback. */
 	char			*rc_body;
 	size_t			 rc_bodylen;
@@ -236,6 +237,22 @@ void	relay_send_ok(struct relay_conn *, const char *id_hex, int ok,
 	    const char *msg);
 /* Sends ev to every live subscription it matches. */
 void	relay_fanout(const struct event *);
+
+/* relay_addr.c */
+struct relay_addr;
+/* Websockets open from peer (an address as rc_peer holds it). */
+int	relay_addr_conns(const char *peer);
+/* Counts c, an established websocket, for its address (rc_peer). */
+void	relay_addr_attach(struct relay_conn *c);
+/* Uncounts c; safe on a connection never attached. */
+void	relay_addr_detach(struct relay_conn *c);
+/*
+ * 1 if c's address may send one more EVENT now under
+ * max_events_per_minute_per_ip (and takes the token), else 0.
+ */
+int	relay_addr_event_ok(struct relay_conn *c);
+/* Releases every record, at exit. */
+void	relay_addr_free(void);
 
 /* relay_chan.c */
 void	relay_chan_open(void);

@@ -473,6 +473,7 @@ relayproc_start(const char *program, const char *const extra_env[])
 	relayproc_setenv(rp, "NGIT_TEST=1");
 	relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE=0");
 	relayproc_setenv(rp, "NGIT_MAX_CONNECTIONS_PER_IP=0");
+	relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
 	/* Roles as the test's own user, whatever users the host has. */
 	relayproc_setenv(rp, "NGIT_USER=root");
 	for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++)

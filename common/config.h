@@ -73,7 +73,7 @@ struct config {
 	char		*relay_data_path;
 	char		*git_data_path;
 	char		*run_path;
-	char		*user;			/* the roles' user (graspd(8)) */
+	char		*user;			/* the roles' (graspd(8)) */
 	char		*relay_name;
 	char		*relay_description;
 	/* NGIT_RELAY_OWNER_NSEC, or the key file once config_owner_key ran. */
@@ -85,7 +85,7 @@ struct config {
 	struct cfg_keys	 event_blacklist;
 	int		 max_connections;
 	int		 max_connections_per_ip;	/* 0: no limit */
-	int		 max_events_per_minute_per_ip;	/* 0: no limit */
+	int		 max_events_per_minute_per_ip;	/* 0: none */
 	int		 max_events_per_minute;	/* 0: no limit */
 	enum log_level	 log_level;
 	int		 test;

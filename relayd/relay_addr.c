@@ -19,7 +19,7 @@ struct relay_addr {
 	char			 ra_peer[64];
 	int			 ra_conns;	/* open websockets */
 	double			 ra_tokens;	/* EVENT bucket */
-	int64_t			 ra_at;		/* ms of the last refill */
+	int64_t			 ra_at;		/* last refill, ms */
 };
 
 static LIST_HEAD(, relay_addr)	addrs = LIST_HEAD_INITIALIZER(addrs);

@@ -186,7 +186,7 @@ struct relay_conn {
 
 struct relay_stats {
 	uint64_t	connections_total;
-	uint64_t	connections_refused_ip;	/* max_connections_per_ip */
+	uint64_t	connections_refused_ip;	/* over the per-IP cap */
 	uint64_t	msgs_in_event, msgs_in_req, msgs_in_close, msgs_in_other;
 	uint64_t	msgs_in_neg;
 	uint64_t	events_accepted, events_duplicate, events_refused;

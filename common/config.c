@@ -126,10 +126,17 @@ static const struct cfg_key cfg_keys[] = {
 	{ "NGIT_MAX_CONNECTIONS", CT_INT, F(max_connections), "4096",
 	  1, 1048576, 0,
 	  "Most websocket connections served at once" },
+	{ "NGIT_MAX_CONNECTIONS_PER_IP", CT_INT, F(max_connections_per_ip),
+	  "64", 0, 1048576, 0,
+	  "Most websocket connections from one IP address; 0 is no limit" },
 	{ "NGIT_MAX_EVENTS_PER_MINUTE", CT_INT, F(max_events_per_minute), "60",
 	  0, 1000000, 0,
 	  "Most events one client connection may send per minute; 0 is no "
 	  "limit" },
+	{ "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP", CT_INT,
+	  F(max_events_per_minute_per_ip), "600", 0, 100000000, 0,
+	  "Most events per minute from one IP address, all connections; 0 is "
+	  "no limit" },
 	{ "NGIT_LOG_LEVEL", CT_LOGLEVEL, F(log_level), "info", 0, 0, CK_RELOAD,
 	  "Most verbose log level: error, warn, info or debug" },
 	{ "NGIT_TEST", CT_BOOL, F(test), "false", 0, 0, 0,

@@ -78,7 +78,7 @@ struct config {
 	char		*relay_data_path;
 	char		*git_data_path;
 	char		*run_path;
-	char		*user;			/* the roles' user (graspd(8)) */
+	char		*user;			/* the roles' (graspd(8)) */
 	char		*relay_name;
 	char		*relay_description;
 	char		*relay_contact;
@@ -96,6 +96,8 @@ struct config {
 	struct cfg_strs	 archive_grasp_services;	/* host[:port] */
 	int		 archive_read_only;	/* resolved: 0 or 1 */
 	int		 max_connections;
+	int		 max_connections_per_ip;	/* 0: no limit */
+	int		 max_events_per_minute_per_ip;	/* 0: none */
 	int		 max_events_per_minute;	/* 0: no limit */
 	enum log_level	 log_level;
 	int		 test;

@@ -340,6 +340,8 @@ relay_own_metrics(void)
 	metric(a, "graspd_relay_connections_active", relayd->nconns);
 	metric(a, "graspd_relay_connections_total",
 	    (double)st->connections_total);
+	metric(a, "graspd_relay_connections_refused_total{reason=\"per_ip\"}",
+	    (double)st->connections_refused_ip);
 	metric(a, "graspd_relay_messages_received_total{type=\"EVENT\"}",
 	    (double)st->msgs_in_event);
 	metric(a, "graspd_relay_messages_received_total{type=\"REQ\"}",

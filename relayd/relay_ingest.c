@@ -354,6 +354,12 @@ client_submit(struct relay_conn *c, const struct json *evj, int auth)
 			relayd->stats.events_refused++;
 		return;
 	}
+	if (!relay_addr_event_ok(c)) {
+		relay_send_ok(c, id, 0, "rate-limited: too many events from "
+		    "your address");
+		relayd->stats.events_refused++;
+		return;
+	}
 	if ((ev = event_from_json(evj, msg, sizeof(msg))) == NULL ||
 	    (auth ? auth_check_event(ev, c->rc_challenge, &relayd->policy,
 	    (int64_t)time(NULL), msg, sizeof(msg)) :

@@ -341,6 +341,7 @@ conn_release(struct relay_conn *c)
 	c->rc_outbytes = 0;
 	buf_free(&c->rc_rx);
 	LIST_REMOVE(c, rc_entry);
+	relay_addr_detach(c);
 	relayd->nconns--;
 }
 
@@ -461,6 +462,29 @@ ws_receive(struct relay_conn *c, struct lws *wsi, const void *in, size_t len)
 		buf_free(&c->rc_rx);
 }
 
+/*
+ * 1 (and an HTTP 429 answer) if the address of wsi already holds
+ * max_connections_per_ip websockets, else 0 (relay_addr.c counts them).
+ */
+static int
+peer_over_cap(struct lws *wsi)
+{
+	char	peer[sizeof(((struct relay_conn *)NULL)->rc_peer)];
+	int	n, cap = relayd->cfg.max_connections_per_ip;
+
+	if (cap <= 0)
+		return 0;
+	relay_peer_name(wsi, peer, sizeof(peer));
+	if ((n = relay_addr_conns(peer)) < cap)
+		return 0;
+	relayd->stats.connections_refused_ip++;
+	log_info("refusing a websocket from %s: %d connections open from it",
+	    peer, n);
+	lws_return_http_status(wsi, RELAY_HTTP_TOO_MANY,
+	    "rate-limited: too many connections from your address");
+	return 1;
+}
+
 int
 relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
@@ -482,7 +506,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 			    "too many connections, try again later");
 			return 1;
 		}
-		return 0;
+		return peer_over_cap(wsi);
 	case LWS_CALLBACK_ESTABLISHED:
 		memset(c, 0, sizeof(*c));
 		c->rc_kind = CONN_WS;
@@ -493,6 +517,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		c->rc_tokens = relayd->cfg.max_events_per_minute;
 		c->rc_tokens_at = relay_now_ms();
 		relay_peer_name(wsi, c->rc_peer, sizeof(c->rc_peer));
+		relay_addr_attach(c);
 		LIST_INSERT_HEAD(&relayd->conns, c, rc_entry);
 		relayd->nconns++;
 		relayd->stats.connections_total++;

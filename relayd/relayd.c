@@ -241,6 +241,7 @@ main(int argc, char *argv[])
 	relay_chan_close();
 	relay_purg_close();
 	relay_inv_free();
+	relay_addr_free();
 	store_close(rd.store);
 	free(rd.nip11);
 	config_free(&rd.cfg);

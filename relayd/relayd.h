@@ -38,6 +38,9 @@
 #include "store.h"
 #include "version.h"
 
+/* RFC 6585 section 4: the answer to a client over a per-address limit. */
+#define RELAY_HTTP_TOO_MANY	429
+
 /*
  * Limits, advertised in NIP-11 "limitation" (nips.md 2).  Where a number
  * is ours, the comment says why.
@@ -226,6 +229,7 @@ struct relay_conn {
 	char			 rc_challenge[2 * RELAY_AUTH_CHALLENGE_BYTES + 1];
 	uint8_t			 rc_auth[RELAY_MAX_AUTH][32];
 	int			 rc_nauth;
+	struct relay_addr	*rc_addr;	/* its address's limits */
 	/* HTTP: the response body waiting for a writable callback. */
 	char			*rc_body;
 	size_t			 rc_bodylen;
@@ -247,6 +251,7 @@ struct relay_hist {
 
 struct relay_stats {
 	uint64_t	connections_total;
+	uint64_t	connections_refused_ip;	/* over the per-IP cap */
 	uint64_t	msgs_in_event, msgs_in_req, msgs_in_close, msgs_in_other;
 	uint64_t	msgs_in_neg, msgs_in_auth;
 	uint64_t	auth[2];		/* [accepted] */
@@ -326,6 +331,21 @@ int	relay_listen_callback(struct lws *, enum lws_callback_reasons, void *,
  * an IPv4-mapped IPv6 address shown as IPv4.  Returns out.
  */
 const char *relay_peer_name(struct lws *, char *out, size_t len);
+/* relay_addr.c */
+struct relay_addr;
+/* Websockets open from peer (an address as rc_peer holds it). */
+int	relay_addr_conns(const char *peer);
+/* Counts c, an established websocket, for its address (rc_peer). */
+void	relay_addr_attach(struct relay_conn *c);
+/* Uncounts c; safe on a connection never attached. */
+void	relay_addr_detach(struct relay_conn *c);
+/*
+ * 1 if c's address may send one more EVENT now under
+ * max_events_per_minute_per_ip (and takes the token), else 0.
+ */
+int	relay_addr_event_ok(struct relay_conn *c);
+/* Releases every record, at exit. */
+void	relay_addr_free(void);
 
 /* relay_chan.c */
 void	relay_chan_open(void);

@@ -69,7 +69,7 @@ struct later {
 struct export {
 	const struct filter	*ex_f;		/* NULL: every event */
 	int64_t			 ex_seq;	/* last seq read */
-	int64_t			 ex_n;		/* events written */
+	int64_t			 ex_n;		/* written */
 	int			 ex_error;
 };
 
@@ -211,8 +211,8 @@ struct import {
 	char		*im_retry[IMPORT_WINDOW];
 	size_t		 im_retry_len[IMPORT_WINDOW];
 	size_t		 im_nretry;
-	int64_t		 im_resume;	/* no sending before this (ms) */
-	struct later	*im_later;	/* "blocked:", for the next round */
+	int64_t		 im_resume;	/* no sending before (ms) */
+	struct later	*im_later;	/* "blocked:", next round */
 	size_t		 im_nlater, im_caplater, im_later_bytes;
 	int		 im_round;	/* 0: the file; then 1 to ROUNDS */
 	int64_t		 im_lines;
@@ -246,7 +246,7 @@ count_refusal(struct import *im, const char *msg)
 			break;
 	if (i == im->im_nreasons) {
 		if (i == IMPORT_REASONS)
-			i = IMPORT_REASONS - 1;	/* the last counts the rest */
+			i = IMPORT_REASONS - 1;	/* the last: the rest */
 		else
 			snprintf(im->im_reason[im->im_nreasons++],
 			    sizeof(im->im_reason[0]), "%s", prefix);

@@ -99,7 +99,7 @@ start() {
 		    NGIT_DOMAIN="127.0.0.1:$port" \
 		    NGIT_RELAY_DATA_PATH="$d/relay" \
 		    NGIT_GIT_DATA_PATH="$d/git" NGIT_RUN_PATH="$d/run" \
-		    NGIT_MAX_EVENTS_PER_MINUTE=0 "$@" "$graspd" -d \
+		    NGIT_MAX_EVENTS_PER_MINUTE=0 NGIT_MAX_CONNECTIONS_PER_IP=0 NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0 "$@" "$graspd" -d \
 		    >"$d/log" 2>&1
 	) &
 	pids="$pids $!"

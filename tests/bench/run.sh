@@ -110,7 +110,7 @@ mkdir "$tmp/relay" "$tmp/git" "$tmp/run"
 	exec env NGIT_BIND_ADDRESS="$domain" NGIT_DOMAIN="$domain" \
 	    NGIT_RELAY_DATA_PATH="$tmp/relay" NGIT_GIT_DATA_PATH="$tmp/git" \
 	    NGIT_RUN_PATH="$tmp/run" NGIT_TEST=1 \
-	    NGIT_MAX_EVENTS_PER_MINUTE=0 "$relayd" >"$tmp/relayd.log" 2>&1
+	    NGIT_MAX_EVENTS_PER_MINUTE=0 NGIT_MAX_CONNECTIONS_PER_IP=0 NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0 "$relayd" >"$tmp/relayd.log" 2>&1
 ) &
 pid=$!
 "$ingest" waitport 127.0.0.1 "$port" 10000 ||
@@ -231,7 +231,7 @@ start_graspd() {
 		exec env NGIT_BIND_ADDRESS="127.0.0.1:$2" \
 		    NGIT_DOMAIN="127.0.0.1:$2" NGIT_RELAY_DATA_PATH="$d/relay" \
 		    NGIT_GIT_DATA_PATH="$d/git" NGIT_RUN_PATH="$d/run" \
-		    NGIT_MAX_EVENTS_PER_MINUTE=0 "$graspd" -d \
+		    NGIT_MAX_EVENTS_PER_MINUTE=0 NGIT_MAX_CONNECTIONS_PER_IP=0 NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0 "$graspd" -d \
 		    >>"$d/graspd.log" 2>&1
 	) &
 	pid=$!

@@ -232,7 +232,8 @@ test_export_import_gives_the_same_events(void)
 	struct gdproc	*a = NULL, *b = NULL;
 	struct event	*ann = NULL, *ev[12];
 	struct buf	 t = BUF_INIT;
-	char		 oid[41], coord[200], pkhex[65], domain[64], env0[800];
+	char		 oid[41], coord[200], pkhex[65], domain[64];
+	char		 env0[800];
 	char		 env1[100], args[2000], path_a[700], path_b[700];
 	char		 path_v[700], dir[700], *out = NULL, *la = NULL;
 	char		*lb = NULL;

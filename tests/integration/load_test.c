@@ -493,12 +493,7 @@ test_beyond_max_connections_http_503(void)
 	/* A place freed is taken again. */
 	wsc_close(ws[0]);
 	ws[0] = NULL;
-	for (i = 0; i < 50 && extra == NULL; i++) {
-		usleep(100000);
-		extra = wsc_connect_ex(relayproc_host(rp), relayproc_port(rp),
-		    "/", NULL, 5000, &status);
-	}
-	T_CHECK(extra != NULL);
+	T_CHECK((extra = relayproc_ws_retry(rp, 5000)) != NULL);
 	if (extra != NULL)
 		wsc_close(extra);
 	for (i = 0; i < 3; i++)

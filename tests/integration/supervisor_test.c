@@ -456,6 +456,8 @@ gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
 	ENV("NGIT_RUN_PATH=%s", g->run);
 	ENV("NGIT_TEST=1");
 	ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
+	ENV("NGIT_MAX_CONNECTIONS_PER_IP=0");
+	ENV("NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
 	ENV("NGIT_USER=root");
 	ENV("GRASPD_LIBEXEC=%s", libexec);
 	for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++)

@@ -53,7 +53,7 @@ start() {
 		exec env NGIT_BIND_ADDRESS="$domain" NGIT_DOMAIN="$domain" \
 		    NGIT_RELAY_DATA_PATH="$dir/relay" \
 		    NGIT_GIT_DATA_PATH="$dir/git" NGIT_RUN_PATH="$dir/run" \
-		    NGIT_TEST=1 NGIT_MAX_EVENTS_PER_MINUTE=0 \
+		    NGIT_TEST=1 NGIT_MAX_EVENTS_PER_MINUTE=0 NGIT_MAX_CONNECTIONS_PER_IP=0 NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0 \
 		    "$relayd" >"$dir/relayd.log" 2>&1
 	) &
 	echo $! >"$dir/relayd.pid"

@@ -117,6 +117,8 @@ spawn(struct gdproc *g)
 		GD_ENV("NGIT_RUN_PATH=%s/run", g->g_dir);
 		GD_ENV("NGIT_TEST=1");
 		GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
+		GD_ENV("NGIT_MAX_CONNECTIONS_PER_IP=0");
+		GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
 		/* Roles as the test's own user, unless extra_env says. */
 		GD_ENV("NGIT_USER=root");
 		GD_ENV("GRASPD_LIBEXEC=%s", g->g_libexec);

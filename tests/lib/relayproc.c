@@ -472,6 +472,8 @@ relayproc_start(const char *program, const char *const extra_env[])
 	setenvf(rp, "NGIT_RUN_PATH", "%s/run", rp->rp_dir);
 	relayproc_setenv(rp, "NGIT_TEST=1");
 	relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE=0");
+	relayproc_setenv(rp, "NGIT_MAX_CONNECTIONS_PER_IP=0");
+	relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
 	/* Roles as the test's own user, whatever users the host has. */
 	relayproc_setenv(rp, "NGIT_USER=root");
 	for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
@@ -650,4 +652,19 @@ relayproc_post(struct relayproc *rp, const char *path, const char *body,
 	    NULL, NULL) == -1)
 		return -1;
 	return status == 200 ? 0 : -1;
+}
+
+struct wsc *
+relayproc_ws_retry(struct relayproc *rp, int timeout_ms)
+{
+	int64_t		 end = wsc_now_ms() + timeout_ms;
+	struct wsc	*ws;
+	int		 status;
+
+	do {
+		usleep(100000);
+		ws = wsc_connect_ex(relayproc_host(rp), relayproc_port(rp),
+		    "/", NULL, 5000, &status);
+	} while (ws == NULL && wsc_now_ms() < end);
+	return ws;
 }

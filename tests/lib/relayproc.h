@@ -18,6 +18,7 @@
 #define RELAYPROC_STOP_TIMEOUT_MS	5000
 
 struct relayproc;
+struct wsc;
 
 /*
  * Picks a free port, creates a temporary directory ($TMPDIR or /tmp) with
@@ -95,5 +96,12 @@ const char	*relayproc_url(const struct relayproc *);
 int		 relayproc_free_port(const char *host);
 /* Waits at most timeout_ms until host:port accepts a connection.  0 / -1. */
 int		 relayproc_wait_port(const char *host, int port, int timeout_ms);
+/*
+ * Opens a websocket to rp, trying again every 100 ms for at most
+ * timeout_ms while relayd refuses the upgrade (a place that a closed
+ * connection frees is free once relayd saw the close).  The connection
+ * (caller closes it) or NULL.
+ */
+struct wsc	*relayproc_ws_retry(struct relayproc *rp, int timeout_ms);
 
 #endif

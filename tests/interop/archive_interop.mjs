@@ -9,7 +9,7 @@
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync,
   writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -20,6 +20,7 @@ import { generateSecretKey, getPublicKey, finalizeEvent } from
   'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
+import { gitWith, query } from './util.mjs';
 
 useWebSocketImplementation(WebSocket);
 
@@ -37,24 +38,7 @@ after(() => {
     rmSync(work, { recursive: true, force: true });
 });
 
-function git(dir, ...args) {
-  return execFileSync('git', args, {
-    cwd: dir,
-    timeout: 30000,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH,
-      HOME: work,
-      GIT_TERMINAL_PROMPT: '0',
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_AUTHOR_NAME: 'interop',
-      GIT_AUTHOR_EMAIL: 'interop@graspd.invalid',
-      GIT_COMMITTER_NAME: 'interop',
-      GIT_COMMITTER_EMAIL: 'interop@graspd.invalid',
-    },
-  }).trim();
-}
+const git = gitWith(work);
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -63,22 +47,6 @@ function freePort() {
     s.listen(0, '127.0.0.1', () => {
       const { port } = s.address();
       s.close(() => resolve(port));
-    });
-  });
-}
-
-// The stored events that match filter, up to EOSE.
-function query(relay, filter) {
-  return new Promise((resolve, reject) => {
-    const got = [];
-    const timer = setTimeout(() => reject(new Error('no EOSE')), WAIT_MS);
-    const sub = relay.subscribe([filter], {
-      onevent: (ev) => got.push(ev),
-      oneose: () => {
-        clearTimeout(timer);
-        sub.close();
-        resolve(got);
-      },
     });
   });
 }
@@ -173,7 +141,8 @@ test('graspd in archive mode syncs, hunts and serves it read-only',
         let got = [];
         const end = Date.now() + SYNC_MS;
         while (got.length < 2 && Date.now() < end) {
-          got = await query(relay, { ids: [announcement.id, state.id] });
+          got = await query(relay, { ids: [announcement.id, state.id] },
+            WAIT_MS);
           if (got.length < 2) await sleep(300);
         }
         assert.equal(got.length, 2, 'announcement and state not served');

@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { generateSecretKey, finalizeEvent } from 'nostr-tools/pure';
 import { makeAuthEvent } from 'nostr-tools/nip42';
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
+import { query } from './util.mjs';
 
 useWebSocketImplementation(WebSocket);
 
@@ -48,22 +49,6 @@ async function refusal(promise) {
   return null;
 }
 
-// The stored events that match filter, up to EOSE.
-function query(relay, filter) {
-  return new Promise((resolve, reject) => {
-    const got = [];
-    const timer = setTimeout(() => reject(new Error('no EOSE')), WAIT_MS);
-    const sub = relay.subscribe([filter], {
-      onevent: (ev) => got.push(ev),
-      oneose: () => {
-        clearTimeout(timer);
-        sub.close();
-        resolve(got);
-      },
-    });
-  });
-}
-
 test('protected event: auth-required, then accepted after AUTH',
   { timeout: TEST_MS }, async () => {
     const sk = generateSecretKey();
@@ -72,11 +57,12 @@ test('protected event: auth-required, then accepted after AUTH',
       const ev = protectedEvent(sk);
       const why = await refusal(relay.publish(ev));
       assert.match(why ?? 'accepted', /^auth-required: /);
-      assert.equal((await query(relay, { ids: [ev.id] })).length, 0);
+      assert.equal((await query(relay, { ids: [ev.id] }, WAIT_MS)).length,
+        0);
       // makeAuthEvent names relay.url, the normalized RELAY_URL.
       await relay.auth(async (t) => finalizeEvent(t, sk));
       await relay.publish(ev);
-      const back = await query(relay, { ids: [ev.id] });
+      const back = await query(relay, { ids: [ev.id] }, WAIT_MS);
       assert.equal(back.length, 1);
       assert.deepEqual(back[0].tags, ev.tags);
     } finally {
@@ -128,8 +114,10 @@ test('AUTH with a wrong challenge or relay is refused',
     try {
       const [, challenge] = await next((m) => m[0] === 'AUTH');
       const cases = [
-        [makeAuthEvent(RELAY_URL, 'not-the-challenge'), /^invalid: the challenge/],
-        [makeAuthEvent('wss://relay.example/', challenge), /^invalid: the relay/],
+        [makeAuthEvent(RELAY_URL, 'not-the-challenge'),
+          /^invalid: the challenge/],
+        [makeAuthEvent('wss://relay.example/', challenge),
+          /^invalid: the relay/],
         [makeAuthEvent(RELAY_URL, challenge), /^$/],
       ];
       for (const [t, want] of cases) {

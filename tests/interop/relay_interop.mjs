@@ -11,7 +11,6 @@
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +23,7 @@ import {
   getEventHash,
 } from 'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
+import { gitWith } from './util.mjs';
 
 const RELAY_URL = process.env.RELAY_URL;
 const WAIT_MS = 5000;
@@ -130,24 +130,7 @@ class Relay {
 // The git client, bounded, in dir, with its own HOME and no prompts.
 const gitHome = mkdtempSync(join(tmpdir(), 'graspd-interop-git-'));
 after(() => rmSync(gitHome, { recursive: true, force: true }));
-function git(dir, ...args) {
-  return execFileSync('git', args, {
-    cwd: dir,
-    timeout: 30000,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH,
-      HOME: gitHome,
-      GIT_TERMINAL_PROMPT: '0',
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_AUTHOR_NAME: 'interop',
-      GIT_AUTHOR_EMAIL: 'interop@graspd.invalid',
-      GIT_COMMITTER_NAME: 'interop',
-      GIT_COMMITTER_EMAIL: 'interop@graspd.invalid',
-    },
-  }).trim();
-}
+const git = gitWith(gitHome);
 
 const conns = [];
 async function connect() {

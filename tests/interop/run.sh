@@ -3,8 +3,11 @@
 # ws, pinned in package-lock.json).  Installs node_modules with `npm ci`
 # when missing, starts relayd with start_relay.sh, signs a few events with
 # graspd's C code for the test to verify (when the ingest tool is built),
-# runs `node --test relay_interop.mjs negentropy.mjs auth_interop.mjs`
-# (TAP output; the second is NIP-77, the third NIP-42 and NIP-70), stops relayd and exits with node's status.  Fails at
+# runs `node --test relay_interop.mjs negentropy.mjs auth_interop.mjs
+# archive_interop.mjs` (TAP output; the second is NIP-77, the third NIP-42
+# and NIP-70, the fourth starts a graspd in GRASP-05 archive mode from
+# GRASPD_BIN, default bin/, bootstrapped from the relayd), stops relayd
+# and exits with node's status.  Fails at
 # once, with the reason, when relayd or node is missing.
 set -u
 
@@ -55,9 +58,13 @@ else
 	echo "# interop: $ingest not built, C-signed events not checked"
 fi
 
+GRASPD_BIN=${GRASPD_BIN:-${BIN:-bin}}
+case $GRASPD_BIN in /*) ;; *) GRASPD_BIN=$top/$GRASPD_BIN ;; esac
+export GRASPD_BIN
+
 cd "$here" || exit 1
 RELAY_URL=$url timeout -k 5 180 node --test --test-reporter=tap \
-    relay_interop.mjs negentropy.mjs auth_interop.mjs
+    relay_interop.mjs negentropy.mjs auth_interop.mjs archive_interop.mjs
 rc=$?
 if [ "$rc" -ne 0 ]; then
 	echo "# interop: node exited with $rc; last lines of the relayd log:"

@@ -1,0 +1,172 @@
+// archive_interop.mjs: GRASP-05 archive mode as nostr-tools sees it.  A
+// repository is announced on the relayd of tests/interop/run.sh
+// (RELAY_URL), listing that relay only, and released with a state event
+// and a git push.  A graspd in archive mode (NGIT_ARCHIVE_ALL), started
+// here on a free loopback port with RELAY_URL as its bootstrap relay,
+// must sync the announcement and state, hunt the git data and serve it,
+// refuse a push, and say GRASP-05 in NIP-11.  GRASPD_BIN (run.sh sets
+// it) holds graspd and its roles.  Every wait is bounded.
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync,
+  writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { generateSecretKey, getPublicKey, finalizeEvent } from
+  'nostr-tools/pure';
+import { npubEncode } from 'nostr-tools/nip19';
+import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
+import { gitWith, query } from './util.mjs';
+
+useWebSocketImplementation(WebSocket);
+
+const RELAY_URL = process.env.RELAY_URL;
+const BIN = process.env.GRASPD_BIN;
+const WAIT_MS = 5000;
+const SYNC_MS = 40000;
+const REPO_ID = 'archived';
+
+const work = mkdtempSync(join(tmpdir(), 'graspd-archive-interop-'));
+let archive = null;
+after(() => {
+  if (archive && archive.exitCode === null) archive.kill('SIGTERM');
+  if (!process.env.GRASPD_KEEP_TMP)
+    rmSync(work, { recursive: true, force: true });
+});
+
+const git = gitWith(work);
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function connectWithin(url, ms) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      return await Relay.connect(url, { enableReconnect: false });
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await sleep(200);
+    }
+  }
+}
+
+const owner = generateSecretKey();
+const ownerPk = getPublicKey(owner);
+const now = () => Math.floor(Date.now() / 1000);
+let announcement = null;
+let state = null;
+let commit = null;
+
+test('a repository listing only the first relay is released there',
+  { timeout: SYNC_MS }, async () => {
+    assert.ok(RELAY_URL, 'RELAY_URL is not set; run tests/interop/run.sh');
+    const host = new URL(RELAY_URL).host;
+    const url = `http://${host}/${npubEncode(ownerPk)}/${REPO_ID}.git`;
+    const relay = await Relay.connect(RELAY_URL, { enableReconnect: false });
+    relay.publishTimeout = WAIT_MS;
+    try {
+      announcement = finalizeEvent({
+        kind: 30617,
+        created_at: now() - 60,
+        tags: [['d', REPO_ID], ['clone', url], ['relays', RELAY_URL]],
+        content: '',
+      }, owner);
+      await relay.publish(announcement);
+      const dir = join(work, 'src');
+      git(work, 'init', '-q', '-b', 'main', dir);
+      writeFileSync(join(dir, 'README'), 'archived by GRASP-05\n');
+      git(dir, 'add', 'README');
+      git(dir, 'commit', '-q', '-m', 'first');
+      commit = git(dir, 'rev-parse', 'HEAD');
+      state = finalizeEvent({
+        kind: 30618,
+        created_at: now(),
+        tags: [['d', REPO_ID], ['refs/heads/main', commit],
+          ['HEAD', 'ref: refs/heads/main']],
+        content: '',
+      }, owner);
+      await relay.publish(state);
+      git(dir, 'push', '-q', url, 'main');
+    } finally {
+      relay.close();
+    }
+  });
+
+test('graspd in archive mode syncs, hunts and serves it read-only',
+  { timeout: SYNC_MS * 2 }, async () => {
+    assert.ok(announcement && state, 'the release test did not run');
+    assert.ok(BIN, 'GRASPD_BIN is not set; run tests/interop/run.sh');
+    const port = await freePort();
+    const domain = `127.0.0.1:${port}`;
+    const dir = join(work, 'archive');
+    for (const d of ['relay', 'git', 'run'])
+      mkdirSync(join(dir, d), { recursive: true });
+    const log = openSync(join(dir, 'graspd.log'), 'w');
+    archive = spawn(join(BIN, 'graspd'), ['-d'], {
+      cwd: dir,
+      stdio: ['ignore', log, log],
+      env: {
+        PATH: process.env.PATH,
+        NGIT_BIND_ADDRESS: domain,
+        NGIT_DOMAIN: domain,
+        NGIT_RELAY_DATA_PATH: join(dir, 'relay'),
+        NGIT_GIT_DATA_PATH: join(dir, 'git'),
+        NGIT_RUN_PATH: join(dir, 'run'),
+        NGIT_TEST: '1',
+        NGIT_ARCHIVE_ALL: 'true',
+        NGIT_SYNC_BOOTSTRAP_RELAY_URL: RELAY_URL,
+        NGIT_SYNC_ALLOW_PRIVATE_TARGETS: 'true',
+      },
+    });
+    const tail = () => readFileSync(join(dir, 'graspd.log'), 'utf8')
+      .split('\n').slice(-20).join('\n');
+    try {
+      const relay = await connectWithin(`ws://${domain}`, 10000);
+      try {
+        let got = [];
+        const end = Date.now() + SYNC_MS;
+        while (got.length < 2 && Date.now() < end) {
+          got = await query(relay, { ids: [announcement.id, state.id] },
+            WAIT_MS);
+          if (got.length < 2) await sleep(300);
+        }
+        assert.equal(got.length, 2, 'announcement and state not served');
+      } finally {
+        relay.close();
+      }
+
+      const info = await (await fetch(`http://${domain}/`, {
+        headers: { Accept: 'application/nostr+json' },
+      })).json();
+      assert.ok(info.supported_grasps.includes('GRASP-05'));
+      assert.match(info.curation, /read-only/i);
+
+      const url = `http://${domain}/${npubEncode(ownerPk)}/${REPO_ID}.git`;
+      const clone = join(work, 'clone');
+      git(work, 'clone', '-q', url, clone);
+      assert.equal(git(clone, 'rev-parse', 'HEAD'), commit);
+      writeFileSync(join(clone, 'MORE'), 'more\n');
+      git(clone, 'add', 'MORE');
+      git(clone, 'commit', '-q', '-m', 'more');
+      assert.throws(() => git(clone, 'push', '-q', url, 'main'),
+        (err) => /archived here read-only/.test(String(err.stderr)));
+    } catch (err) {
+      console.log(tail().replace(/^/gm, '# '));
+      throw err;
+    }
+  });

@@ -137,6 +137,9 @@ static const struct cfg_key cfg_keys[] = {
 	  "Mailboxes for authors found without a relay list, comma-separated" },
 	{ "NGIT_PRIVATE_MODE", CT_BOOL, F(private_mode), "false", 0, 0, 0,
 	  "Private instance: no repository-scoped probes of owners' inboxes" },
+	{ "NGIT_GRASP06_ENABLE", CT_BOOL, F(grasp06_enable), "false", 0, 0, 0,
+	  "Serve contributors' pull request refs at /prs/<npub>/<d>.git "
+	  "(GRASP-06)" },
 };
 
 #define CFG_NKEYS	(sizeof(cfg_keys) / sizeof(cfg_keys[0]))

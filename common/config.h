@@ -97,6 +97,7 @@ struct config {
 	struct cfg_strs	 sync_plus_user_index_relays;
 	struct cfg_strs	 sync_plus_fallback_relays;
 	int		 private_mode;
+	int		 grasp06_enable;
 };
 
 /*

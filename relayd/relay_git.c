@@ -21,6 +21,8 @@
  * length and close the connection when done.
  */
 #define _GNU_SOURCE
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -96,6 +98,9 @@ struct relay_gitreq {
 	char			*gr_d;
 	char			 gr_repo[PATH_MAX];
 	char			 gr_proto[160];	/* GIT_PROTOCOL=... or "" */
+	int			 gr_prs;	/* GRASP-06 /prs/<npub>/<d>.git */
+	int			 gr_created;	/* a /prs/ push made the repo */
+	LIST_ENTRY(relay_gitreq) gr_prs_entry;	/* when gr_prs */
 
 	/* The request body. */
 	int			 gr_chunked;
@@ -215,6 +220,27 @@ pipe_drop(struct gitpipe *gp)
 		    LWS_TO_KILL_ASYNC);
 }
 
+/* The /prs/ requests running, so that none loses its repository. */
+static LIST_HEAD(, relay_gitreq)	prs_reqs = LIST_HEAD_INITIALIZER(prs_reqs);
+
+/* A /prs/ request ends: its repository goes if no ref was left in it. */
+static void
+prs_end(struct relay_gitreq *gr)
+{
+	struct relay_gitreq	*o;
+
+	LIST_REMOVE(gr, gr_prs_entry);
+	if (!gr->gr_created)
+		return;
+	LIST_FOREACH(o, &prs_reqs, gr_prs_entry)
+		if (strcmp(o->gr_repo, gr->gr_repo) == 0) {
+			/* The last one to end prunes. */
+			o->gr_created = 1;
+			return;
+		}
+	relay_repo_prs_prune(gr->gr_repo);
+}
+
 static void
 gitreq_free(struct relay_gitreq *gr)
 {
@@ -235,6 +261,8 @@ gitreq_free(struct relay_gitreq *gr)
 	free(gr->gr_cmds);
 	buf_free(&gr->gr_in);
 	buf_free(&gr->gr_out);
+	if (gr->gr_prs)
+		prs_end(gr);
 	free(gr->gr_d);
 	free(gr);
 }
@@ -598,7 +626,9 @@ child_done(pid_t pid, int status, void *arg)
 	if (status != 0)
 		log_info("git %s for %s ended with status %d",
 		    svc_name[gr->gr_svc], gr->gr_d, status);
-	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0) {
+	/* /prs/ pushes release nothing: no placeholder, no purgatory. */
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
+	    !gr->gr_prs) {
 		/* New git data: release what it satisfies, then answer. */
 		if ((gw = calloc(1, sizeof(*gw))) == NULL)
 			fatal("child_done");
@@ -781,8 +811,8 @@ decide_push(struct relay_gitreq *gr)
 		    "receive-pack request\n");
 		return;
 	}
-	r = relay_purg_authorise_push(gr->gr_owner, gr->gr_d, gr->gr_cmds,
-	    gr->gr_ncmds, &po);
+	r = relay_purg_authorise_push(gr->gr_owner, gr->gr_d, gr->gr_prs,
+	    gr->gr_cmds, gr->gr_ncmds, &po);
 	if (r == -1) {
 		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 		    "cannot authorise the push\n");
@@ -816,6 +846,17 @@ decide_push(struct relay_gitreq *gr)
 	}
 	gr->gr_may_delete = !po.po_deny_deletes;
 	gr->gr_may_rewrite = !po.po_deny_nonff;
+	if (gr->gr_prs && strcmp(gr->gr_repo, relay_repo_prs_empty()) == 0) {
+		/* The first push to a /prs/ path creates its repository. */
+		if (relay_repo_prs_create(gr->gr_owner, gr->gr_d) == -1 ||
+		    relay_repo_prs_path(gr->gr_owner, gr->gr_d, gr->gr_repo,
+		    sizeof(gr->gr_repo)) == -1) {
+			finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+			    "cannot create the repository\n");
+			return;
+		}
+		gr->gr_created = 1;
+	}
 	start_child(gr);
 }
 
@@ -1108,33 +1149,47 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
     const char *uri, int urilen)
 {
 	struct relay_gitreq	*gr;
-	const char		*seg2, *rest, *end = uri + urilen, *sv;
+	const char		*seg2, *rest, *end, *sv;
 	char			 npub[NIP19_MAX_LEN + 1], d[1024], svc[64];
-	char			 hdr[128];
+	char			 hdr[128], path[PATH_MAX];
 	uint8_t			 owner[32];
 	size_t			 n1, n2;
 	enum git_svc		 which = SVC_NONE;
-	int			 advertise = 0, i;
+	unsigned		 bad = HTTP_STATUS_BAD_REQUEST;
+	int			 advertise = 0, i, prs = 0;
 
+	/* GRASP-06: /prs/<npub>/<id>.git[/...], only while enabled. */
+	if (urilen > 5 && memcmp(uri, "/prs/", 5) == 0) {
+		if (!relayd->cfg.grasp06_enable)
+			return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
+			    "not found\n");
+		prs = 1;
+		bad = HTTP_STATUS_NOT_FOUND;
+		uri += 4;
+		urilen -= 4;
+	}
 	/* /<npub>/<id>.git[/...]: lws has percent-decoded the path. */
 	if (urilen < 2 || uri[0] != '/')
 		return RELAY_GIT_NOT_MINE;
+	end = uri + urilen;
 	if ((seg2 = memchr(uri + 1, '/', (size_t)(end - uri - 1))) == NULL)
-		return RELAY_GIT_NOT_MINE;
+		return prs ? simple(c, wsi, bad, "not found\n") :
+		    RELAY_GIT_NOT_MINE;
 	n1 = (size_t)(seg2 - uri - 1);
 	seg2++;
 	if ((rest = memchr(seg2, '/', (size_t)(end - seg2))) == NULL)
 		rest = end;
 	n2 = (size_t)(rest - seg2);
 	if (n2 <= 4 || memcmp(rest - 4, ".git", 4) != 0)
-		return RELAY_GIT_NOT_MINE;
+		return prs ? simple(c, wsi, bad, "not found\n") :
+		    RELAY_GIT_NOT_MINE;
 	if (n1 == 0 || n1 > NIP19_MAX_LEN)
-		return simple(c, wsi, HTTP_STATUS_BAD_REQUEST,
+		return simple(c, wsi, bad,
 		    "invalid npub in the repository URL\n");
 	memcpy(npub, uri + 1, n1);
 	npub[n1] = '\0';
 	if (nip19_decode(npub, "npub", owner) == -1)
-		return simple(c, wsi, HTTP_STATUS_BAD_REQUEST,
+		return simple(c, wsi, bad,
 		    "invalid npub in the repository URL\n");
 	if (n2 - 4 >= sizeof(d))
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
@@ -1145,6 +1200,8 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
 		    "no such repository\n");
 
+	if (prs && (rest == end || (end - rest == 1 && *rest == '/')))
+		return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
 	if (rest == end || (end - rest == 1 && *rest == '/')) {
 		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
 			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
@@ -1178,9 +1235,12 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	if (!advertise && method != LWSHUMETH_POST)
 		return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
 		    "method not allowed\n");
-	if (!relay_repo_exists(owner, d))
+	if (!prs && !relay_repo_exists(owner, d))
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
 		    "repository not found\n");
+	if (prs && relay_repo_prs_path(owner, d, path, sizeof(path)) == -1)
+		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
+		    "no such repository\n");
 
 	if ((gr = calloc(1, sizeof(*gr))) == NULL ||
 	    (gr->gr_d = strdup(d)) == NULL)
@@ -1192,7 +1252,18 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	gr->gr_head = method == LWSHUMETH_HEAD;
 	gr->gr_pid = -1;
 	memcpy(gr->gr_owner, owner, 32);
-	relay_repo_path(owner, d, gr->gr_repo, sizeof(gr->gr_repo));
+	if (prs) {
+		struct stat	sb;
+
+		/* Until its first push a /prs/ path reads as an empty
+		 * repository; the push creates it (decide_push()). */
+		snprintf(gr->gr_repo, sizeof(gr->gr_repo), "%s",
+		    stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? path :
+		    relay_repo_prs_empty());
+		gr->gr_prs = 1;
+		LIST_INSERT_HEAD(&prs_reqs, gr, gr_prs_entry);
+	} else
+		relay_repo_path(owner, d, gr->gr_repo, sizeof(gr->gr_repo));
 	/* Protocol v2 and friends, passed on as git's http-backend does. */
 	if (lws_hdr_custom_copy(wsi, hdr, sizeof(hdr), "git-protocol:", 13) >
 	    0 && strspn(hdr, "abcdefghijklmnopqrstuvwxyz"
@@ -1205,6 +1276,8 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		    strcasecmp(hdr, "x-gzip") == 0)
 			gr->gr_gzip = 1;
 		else if (strcasecmp(hdr, "identity") != 0) {
+			if (gr->gr_prs)
+				LIST_REMOVE(gr, gr_prs_entry);
 			free(gr->gr_d);
 			free(gr);
 			return simple(c, wsi, HTTP_STATUS_UNSUPPORTED_MEDIA_TYPE,

@@ -85,6 +85,8 @@ relay_nip11_build(void)
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-02"));
 	if (relayd->cfg.sync_enabled && relayd->cfg.sync_plus_enabled)
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-03"));
+	if (relayd->cfg.grasp06_enable)
+		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-06"));
 	cJSON_AddStringToObject(doc, "repo_acceptance_criteria",
 	    relayd->cfg.repo_whitelist.n ?
 	    "Announcements of whitelisted repositories that list this service "

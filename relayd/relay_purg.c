@@ -1191,10 +1191,16 @@ extend_run(void *arg)
 	}
 }
 
-/* The tip commit of a PR or PR update with that id, stored or held. */
+/*
+ * The tip commit of a PR or PR update with that id, stored or held, into
+ * t->pt_c; t->pt_foreign when signer is given and the event is not by
+ * signer for identifier d.  1 if known, else 0.
+ */
 static int
-known_pr_commit(const uint8_t id[32], char *c, size_t clen)
+known_pr_commit(const uint8_t id[32], const uint8_t *signer, const char *d,
+    struct pushauth_tip *t)
 {
+	char		 evd[256];
 	struct purg_ev	 pe;
 	struct event	*ev = NULL;
 	const char	*tip;
@@ -1211,7 +1217,12 @@ known_pr_commit(const uint8_t id[32], char *c, size_t clen)
 	}
 	if (ev != NULL) {
 		tip = pr_commit(ev);
-		snprintf(c, clen, "%s", tip ? tip : "(none)");
+		snprintf(t->pt_c, sizeof(t->pt_c), "%s", tip ? tip : "(none)");
+		if (signer != NULL) {
+			pr_identifier(ev, evd, sizeof(evd));
+			t->pt_foreign = memcmp(ev->pubkey, signer, 32) != 0 ||
+			    strcmp(evd, d) != 0;
+		}
 		found = 1;
 		event_destroy(ev);
 	}
@@ -1219,7 +1230,7 @@ known_pr_commit(const uint8_t id[32], char *c, size_t clen)
 }
 
 int
-relay_purg_authorise_push(const uint8_t owner[32], const char *d,
+relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
     const struct relay_push_cmd *cmds, size_t n, struct pushauth_out *out)
 {
 	struct pushauth_in	 in;
@@ -1235,9 +1246,17 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 
 	memset(&cur, 0, sizeof(cur));
 	memset(&in, 0, sizeof(in));
-	if (load_anns(d, 1, &a) == -1)
+	memset(&a, 0, sizeof(a));
+	if (prs) {
+		/* GRASP-06: refs/nostr only, no announcement or state; a
+		 * repository not created yet has no refs. */
+		if (relay_repo_prs_path(owner, d, repo, sizeof(repo)) == -1)
+			return -1;
+		if (relay_repo_read_refs(repo, NULL, &cur) == -1)
+			memset(&cur, 0, sizeof(cur));
+	} else if (load_anns(d, 1, &a) == -1)
 		return -1;
-	if (relay_repo_path(owner, d, repo, sizeof(repo)) == -1 ||
+	else if (relay_repo_path(owner, d, repo, sizeof(repo)) == -1 ||
 	    relay_repo_read_refs(repo, NULL, &cur) == -1 ||
 	    purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE, &held, &nheld) ==
 	    -1)
@@ -1260,7 +1279,7 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 		if (strncmp(ref, RELAY_REF_NOSTR, NOSTR_LEN) == 0 &&
 		    strlen(ref + NOSTR_LEN) == 64 && hex_decode(ref +
 		    NOSTR_LEN, 64, id, 32) == 0 && known_pr_commit(id,
-		    tips[ntips].pt_c, sizeof(tips[ntips].pt_c)))
+		    prs ? owner : NULL, d, &tips[ntips]))
 			tips[ntips++].pt_ref = ref;
 	}
 	hex_encode(owner, 32, hex);
@@ -1275,6 +1294,7 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 	in.pi_nstates = nstates;
 	in.pi_tips = tips;
 	in.pi_ntips = ntips;
+	in.pi_prs = prs;
 	rc = relay_pushauth_decide(&in, out);
 	/* Authorisation by a state extends the owner's held announcement. */
 	if (rc == 1 && out->po_state != -1)

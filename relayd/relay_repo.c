@@ -41,6 +41,9 @@ extern char **environ;
 /* Ours: depth of nested ref directories read (refs/heads/a/b/c...). */
 #define REFS_MAX_DEPTH		16
 
+static int	create_at(const char *path);
+static int	remove_at(const char *path);
+
 /* Loose refs and packed-refs of a new repository start empty. */
 static const char	 repo_config[] =
     "[core]\n"
@@ -127,27 +130,50 @@ rm_tree(const char *path)
 int
 relay_repo_create(const uint8_t owner[32], const char *d)
 {
-	static const char *const dirs[] = {
-		"objects", "objects/info", "objects/pack", "refs",
-		"refs/heads", "refs/tags", "info",
-	};
-	char		path[PATH_MAX], parent[PATH_MAX], tmp[PATH_MAX];
-	char		*slash;
-	size_t		i;
+	char	path[PATH_MAX];
 
 	if (!policy_identifier_safe(d, strlen(d)) ||
 	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
 		return -1;
-	if (relay_repo_exists(owner, d))
+	return create_at(path);
+}
+
+/* Creates the bare repository at path (and its parent) if missing. */
+static int
+create_at(const char *path)
+{
+	static const char *const dirs[] = {
+		"objects", "objects/info", "objects/pack", "refs",
+		"refs/heads", "refs/tags", "info",
+	};
+	char		parent[PATH_MAX], tmp[PATH_MAX];
+	char		*slash, c;
+	struct stat	sb;
+	size_t		i;
+
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
 		return 0;
+	if (strncmp(path, relayd->cfg.git_data_path,
+	    strlen(relayd->cfg.git_data_path)) != 0)
+		return -1;
 	snprintf(parent, sizeof(parent), "%s", path);
 	if ((slash = strrchr(parent, '/')) == NULL)
 		return -1;
 	*slash = '\0';
 	if (mkdir(relayd->cfg.git_data_path, 0755) == -1 && errno != EEXIST)
 		goto fail;
-	if (mkdir(parent, 0755) == -1 && errno != EEXIST)
-		goto fail;
+	/* Every directory below the git data path (prs/<hex>/ too). */
+	for (slash = parent + strlen(relayd->cfg.git_data_path) + 1; ;
+	    slash++) {
+		if (*slash != '/' && *slash != '\0')
+			continue;
+		c = *slash;
+		*slash = '\0';
+		if (mkdir(parent, 0755) == -1 && errno != EEXIST)
+			goto fail;
+		if ((*slash = c) == '\0')
+			break;
+	}
 	/* Built aside and renamed, so nobody sees half a repository. */
 	if (snprintf(tmp, sizeof(tmp), "%s/.new-XXXXXX", parent) >=
 	    (int)sizeof(tmp) || mkdtemp(tmp) == NULL)
@@ -179,13 +205,22 @@ fail:
 int
 relay_repo_remove(const uint8_t owner[32], const char *d)
 {
-	static unsigned	serial;
-	char		path[PATH_MAX], gone[PATH_MAX];
-	char		*slash;
+	char	path[PATH_MAX];
 
 	if (!policy_identifier_safe(d, strlen(d)) ||
 	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
 		return -1;
+	return remove_at(path);
+}
+
+/* Removes the repository at path; 0, or -1 after logging. */
+static int
+remove_at(const char *path)
+{
+	static unsigned	serial;
+	char		gone[PATH_MAX];
+	char		*slash;
+
 	/* Renamed first, so a request never sees it half removed. */
 	snprintf(gone, sizeof(gone), "%s", path);
 	if ((slash = strrchr(gone, '/')) == NULL)
@@ -466,6 +501,121 @@ relay_repo_has_refs(const char *repo)
 	has = r.n > 0;
 	relay_refs_free(&r);
 	return has;
+}
+
+/* GRASP-06: contributors' repositories under prs/. */
+
+int
+relay_repo_prs_path(const uint8_t signer[32], const char *d, char *out,
+    size_t outlen)
+{
+	char	hex[65];
+	int	n;
+
+	if (!policy_identifier_safe(d, strlen(d)))
+		return -1;
+	hex_encode(signer, 32, hex);
+	n = snprintf(out, outlen, "%s/%s/%s/%s.git",
+	    relayd->cfg.git_data_path, RELAY_PRS_DIR, hex, d);
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+int
+relay_repo_prs_create(const uint8_t signer[32], const char *d)
+{
+	char	path[PATH_MAX];
+
+	if (relay_repo_prs_path(signer, d, path, sizeof(path)) == -1)
+		return -1;
+	return create_at(path);
+}
+
+/* 1 if the repository at path holds no ref at all, else 0. */
+static int
+refless(const char *path)
+{
+	struct relay_refs	r;
+	int			none;
+
+	if (relay_repo_read_refs(path, NULL, &r) == -1)
+		return 0;
+	none = r.n == 0;
+	relay_refs_free(&r);
+	return none;
+}
+
+int
+relay_repo_prs_prune(const char *path)
+{
+	char	parent[PATH_MAX], *slash;
+
+	if (!refless(path))
+		return 0;
+	if (remove_at(path) == -1)
+		return -1;
+	log_info("removed %s: no refs left", path);
+	/* The signer's directory goes with its last repository. */
+	snprintf(parent, sizeof(parent), "%s", path);
+	if ((slash = strrchr(parent, '/')) != NULL) {
+		*slash = '\0';
+		(void)rmdir(parent);
+	}
+	return 1;
+}
+
+const char *
+relay_repo_prs_empty(void)
+{
+	static char	path[PATH_MAX];
+
+	if (path[0] == '\0')
+		snprintf(path, sizeof(path), "%s/%s/.empty.git",
+		    relayd->cfg.git_data_path, RELAY_PRS_DIR);
+	return path;
+}
+
+/*
+ * At start: the empty repository fetches of missing ones are served from,
+ * and no repository left without refs (a crash mid-push, a push that
+ * ended with none).
+ */
+static void
+prs_init(void)
+{
+	char		 dir[PATH_MAX], sub[PATH_MAX], repo[PATH_MAX];
+	DIR		*top, *in;
+	struct dirent	*e, *f;
+	int		 removed = 0;
+
+	if (create_at(relay_repo_prs_empty()) == -1)
+		fatal("cannot create %s", relay_repo_prs_empty());
+	snprintf(dir, sizeof(dir), "%s/%s", relayd->cfg.git_data_path,
+	    RELAY_PRS_DIR);
+	if ((top = opendir(dir)) == NULL)
+		fatal("cannot read %s", dir);
+	while ((e = readdir(top)) != NULL) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) != 64 ||
+		    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >=
+		    (int)sizeof(sub) || (in = opendir(sub)) == NULL)
+			continue;
+		while ((f = readdir(in)) != NULL) {
+			size_t	len = strlen(f->d_name);
+
+			if (f->d_name[0] == '.' || len <= 4 ||
+			    strcmp(f->d_name + len - 4, ".git") != 0 ||
+			    snprintf(repo, sizeof(repo), "%s/%s", sub,
+			    f->d_name) >= (int)sizeof(repo))
+				continue;
+			if (refless(repo) && remove_at(repo) == 0)
+				removed++;
+		}
+		closedir(in);
+		(void)rmdir(sub);
+	}
+	closedir(top);
+	if (removed > 0)
+		log_info("removed %d repositories without refs under %s",
+		    removed, dir);
 }
 
 /* Children. */
@@ -1104,4 +1254,6 @@ relay_repo_init(void)
 	if (mkdir(p, 0755) == -1 && errno != EEXIST)
 		fatal("cannot create %s", p);
 	free(p);
+	if (relayd->cfg.grasp06_enable)
+		prs_init();
 }

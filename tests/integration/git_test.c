@@ -10,6 +10,7 @@
 #define _GNU_SOURCE		/* memmem */
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,22 @@ static int
 push(const char *dir, const char *url, const char *refspec, char **out)
 {
 	return gt_git(dir, out, "push", "--porcelain", url, refspec, NULL);
+}
+
+/* 1 if pushing refspec from dir to url fails with needle (or NULL) said. */
+static int
+push_refused(const char *dir, const char *url, const char *refspec,
+    const char *needle)
+{
+	char	*out = NULL;
+	int	 ok;
+
+	ok = push(dir, url, refspec, &out) != 0 && (needle == NULL ||
+	    (out != NULL && strstr(out, needle) != NULL));
+	if (!ok)
+		printf("# push %s: %s\n", refspec, out ? out : "(no output)");
+	free(out);
+	return ok;
 }
 
 /* A local repository with one commit of its own. */
@@ -1634,14 +1651,10 @@ test_state_authorises_deletion_and_force_push(void)
 	T_ASSERT(gt_git(dir, NULL, "checkout", "-q", "--orphan", "other",
 	    NULL) == 0);
 	T_ASSERT(gt_commit(dir, "other.txt", "other\n", "other", y) == 0);
-	T_CHECK(push(dir, url, ":refs/heads/dev", &out) != 0);
-	T_CHECK(out && strstr(out, "authorisation failed: No state events"));
-	free(out);
-	out = NULL;
+	T_CHECK(push_refused(dir, url, ":refs/heads/dev",
+	    "authorisation failed: No state events"));
 	snprintf(needle, sizeof(needle), "+%s:refs/heads/main", y);
-	T_CHECK(push(dir, url, needle, &out) != 0);
-	free(out);
-	out = NULL;
+	T_CHECK(push_refused(dir, url, needle, "authorisation failed"));
 	sleep(1);
 	st = state(SH_KEY + 1, d, "main", "refs/heads/main", y, NULL);
 	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
@@ -1676,6 +1689,300 @@ run_shapes(const char *only)
 		cur_shape = &shapes[i];
 		t_run(name, test_push_shape_refused);
 	}
+}
+
+/*
+ * GRASP-06 (issue 17 item 1): /prs/<npub>/<d>.git on a second relayd
+ * started with NGIT_GRASP06_ENABLE=true (rp06); the shared relay runs
+ * without it.  The helpers above talk to rp, so each case swaps it.
+ */
+static struct relayproc	*rp06;
+static char		 kept_d[32];	/* signer 51's /prs/ repository */
+
+/* The /prs/ URL and path of signer n's d (path: rest appended). */
+static void
+prs_url(int n, const char *d, const char *rest, char *url, size_t ulen,
+    char *path, size_t plen)
+{
+	uint8_t	sk[32], pk[32];
+	char	npub[NIP19_KEY_BUFSZ];
+
+	key(n, sk, pk, NULL);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	if (url != NULL)
+		snprintf(url, ulen, "http://%s/prs/%s/%s.git", dom(), npub, d);
+	if (path != NULL)
+		snprintf(path, plen, "/prs/%s/%s.git%s", npub, d, rest);
+}
+
+/* The directory of signer n's /prs/ repository d on rp. */
+static void
+prs_dir(int n, const char *d, char *out, size_t len)
+{
+	uint8_t	sk[32];
+	char	hex[65];
+
+	key(n, sk, NULL, hex);
+	snprintf(out, len, "%s/git/prs/%s/%s.git", relayproc_dir(rp), hex, d);
+}
+
+static int
+is_dir(const char *p)
+{
+	struct stat	sb;
+
+	return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Waits up to ms for the directory p to be gone. */
+static int
+wait_gone(const char *p, int ms)
+{
+	int64_t	end = wsc_now_ms() + ms;
+
+	while (is_dir(p) && wsc_now_ms() < end)
+		usleep(50000);
+	return !is_dir(p);
+}
+
+static int
+nip11_lists(const char *grasp)
+{
+	char	*body = NULL, want[32];
+	int	 status = 0, has;
+
+	if (get("/", "Accept: application/nostr+json\r\n", &status, NULL,
+	    &body) == -1 || status != 200) {
+		free(body);
+		return -1;
+	}
+	snprintf(want, sizeof(want), "\"%s\"", grasp);
+	has = strstr(body, want) != NULL;
+	free(body);
+	return has;
+}
+
+static void
+test_grasp06_off_by_default(void)
+{
+	char	path[600], *body = NULL;
+	int	status = 0;
+
+	T_EQ_INT(nip11_lists("GRASP-06"), 0);
+	T_EQ_INT(nip11_lists("GRASP-01"), 1);
+	prs_url(50, "x", "/info/refs?service=git-upload-pack", NULL, 0, path,
+	    sizeof(path));
+	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 404);
+	free(body);
+}
+
+static void
+test_grasp06_nip11_and_empty_repository(void)
+{
+	char	 url[600], path[600], dir[512], clone[512], *body = NULL;
+	char	*out = NULL;
+	int	 status = 0;
+	size_t	 i;
+	static const char *const bad[] = {
+		"/prs/npub1nothing/x.git/info/refs?service=git-upload-pack",
+		"/prs/x.git/info/refs?service=git-upload-pack",
+		"/prs/",
+	};
+
+	T_EQ_INT(nip11_lists("GRASP-06"), 1);
+	/* Any well-formed path clones as an empty repository. */
+	prs_url(50, "never-pushed", "", url, sizeof(url), NULL, 0);
+	workdir(clone, sizeof(clone));
+	T_EQ_INT(gt_git(NULL, &out, "clone", "-q", url, clone, NULL), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(gt_git(clone, &out, "ls-remote", url, NULL), 0);
+	T_CHECK(out != NULL && out[0] == '\0');
+	free(out);
+	/* A probe creates nothing. */
+	prs_dir(50, "never-pushed", dir, sizeof(dir));
+	T_CHECK(!is_dir(dir));
+	/* Malformed: 404, also the repository page. */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		T_ASSERT(get(bad[i], NULL, &status, NULL, &body) == 0);
+		T_EQ_INT(status, 404);
+		free(body);
+		body = NULL;
+	}
+	prs_url(50, "never-pushed", "", NULL, 0, path, sizeof(path));
+	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 404);
+	free(body);
+	body = NULL;
+	prs_url(50, "..", "/info/refs?service=git-upload-pack", NULL, 0, path,
+	    sizeof(path));
+	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 404);
+	free(body);
+}
+
+static void
+test_grasp06_only_refs_nostr_accepted(void)
+{
+	char	 d[32], dir[512], pdir[512], oid[41], url[600], ref[120];
+	char	 id[65], *out = NULL, *adv = NULL;
+	uint8_t	 raw[32];
+	size_t	 i;
+
+	next_d(d, sizeof(d));
+	snprintf(kept_d, sizeof(kept_d), "%s", d);
+	T_ASSERT(local_repo(dir, sizeof(dir), "contribution\n", oid) == 0);
+	prs_url(51, d, "", url, sizeof(url), NULL, 0);
+	prs_dir(51, d, pdir, sizeof(pdir));
+	T_CHECK(push_refused(dir, url, "HEAD:refs/heads/main",
+	    "authorisation failed: Ref validation failed: refs/heads/main: "
+	    "only refs/nostr/<event id> is accepted under /prs/"));
+	T_CHECK(push_refused(dir, url, "HEAD:refs/tags/v1", NULL));
+	T_CHECK(!is_dir(pdir));
+	for (i = 0; i < 32; i++)
+		raw[i] = (uint8_t)(0x60 + i);
+	hex_encode(raw, 32, id);
+	snprintf(ref, sizeof(ref), "HEAD:refs/nostr/%s", id);
+	T_EQ_INT(push(dir, url, ref, &out), 0);
+	free(out);
+	out = NULL;
+	T_CHECK(is_dir(pdir));
+	T_EQ_INT(gt_git(dir, &adv, "ls-remote", url, NULL), 0);
+	T_CHECK(adv && strstr(adv, id) && strstr(adv, oid));
+	free(adv);
+	/* A refs/nostr ref is never deleted by a push. */
+	snprintf(ref, sizeof(ref), ":refs/nostr/%s", id);
+	T_CHECK(push_refused(dir, url, ref, "cannot be deleted"));
+}
+
+static void
+test_grasp06_known_pr_must_be_the_paths(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ann, *pr;
+	char		 d[32], msg[256], dir[512], oid[41], c[41], url[600];
+	char		 ref[120], *out = NULL;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	T_ASSERT(serve_repo(ws, 52, d, "", dir, sizeof(dir), oid, &ann) ==
+	    0);
+	T_ASSERT(gt_commit(dir, "file.txt", "pr\n", "pr", c) == 0);
+	pr = pr_event(53, 52, d, c);
+	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	snprintf(ref, sizeof(ref), "%s:refs/nostr/%s", c, pr->id_hex);
+	/* Another signer's path, or another identifier. */
+	prs_url(54, d, "", url, sizeof(url), NULL, 0);
+	T_CHECK(push_refused(dir, url, ref, "is not by this path's signer "
+	    "for this identifier"));
+	prs_url(53, "elsewhere", "", url, sizeof(url), NULL, 0);
+	T_CHECK(push_refused(dir, url, ref, "is not by this path's signer"));
+	/* The signer's path: the tip must be the event's. */
+	prs_url(53, d, "", url, sizeof(url), NULL, 0);
+	snprintf(ref, sizeof(ref), "%s:refs/nostr/%s", oid, pr->id_hex);
+	T_CHECK(push_refused(dir, url, ref, "authorisation failed: PR event"));
+	snprintf(ref, sizeof(ref), "%s:refs/nostr/%s", c, pr->id_hex);
+	T_EQ_INT(push(dir, url, ref, &out), 0);
+	free(out);
+	event_destroy(ann);
+	event_destroy(pr);
+	wsc_close(ws);
+}
+
+static void
+test_grasp06_repository_without_refs_removed(void)
+{
+	struct buf	 b = BUF_INIT;
+	char		 d[32], pdir[512], path[600], *resp = NULL;
+	char		 ref[80], junk[600];
+	size_t		 len = 0;
+	int		 status = 0;
+	FILE		*f;
+
+	/* A push git refuses (its object is missing) leaves no ref: the
+	 * repository it created goes at once. */
+	next_d(d, sizeof(d));
+	prs_dir(55, d, pdir, sizeof(pdir));
+	prs_url(55, d, "/git-receive-pack", NULL, 0, path, sizeof(path));
+	snprintf(ref, sizeof(ref), "refs/nostr/%064d", 7);
+	pkt_cmd(&b, ZERO, "1234567890123456789012345678901234567890", ref,
+	    "report-status");
+	buf_adds(&b, "0000");
+	/* An empty pack: PACK, version 2, no objects, its SHA-1. */
+	buf_add(&b, "PACK\0\0\0\2\0\0\0\0\x02\x9d\x08\x82\x3b\xd8\xa8\xea"
+	    "\xb5\x10\xad\x6a\xc7\x5c\x82\x3c\xfd\x3e\xd3\x1e", 32);
+	T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp), "POST",
+	    path, "Content-Type: application/x-git-receive-pack-request\r\n",
+	    b.b_data, b.b_len, TMO, &status, NULL, &resp, &len) == 0);
+	T_EQ_INT(status, 200);
+	T_CHECK(resp != NULL && memmem(resp, len, "ng ", 3) != NULL);
+	free(resp);
+	buf_free(&b);
+	T_CHECK(wait_gone(pdir, TMO));
+
+	/* Left behind by a crash: removed by the scan at start, while a
+	 * repository with a ref stays. */
+	next_d(d, sizeof(d));
+	prs_dir(55, d, pdir, sizeof(pdir));
+	T_ASSERT(mkdir(pdir, 0755) == 0 || errno == ENOENT);
+	if (!is_dir(pdir)) {
+		snprintf(junk, sizeof(junk), "%s", pdir);
+		*strrchr(junk, '/') = '\0';
+		T_ASSERT(mkdir(junk, 0755) == 0 && mkdir(pdir, 0755) == 0);
+	}
+	snprintf(junk, sizeof(junk), "%s/HEAD", pdir);
+	T_ASSERT((f = fopen(junk, "w")) != NULL);
+	fputs("ref: refs/heads/main\n", f);
+	fclose(f);
+	snprintf(junk, sizeof(junk), "%s/refs", pdir);
+	T_ASSERT(mkdir(junk, 0755) == 0);
+	T_ASSERT(relayproc_restart(rp) == 0);
+	T_CHECK(!is_dir(pdir));
+	prs_dir(51, kept_d, junk, sizeof(junk));
+	T_CHECK(kept_d[0] != '\0' && is_dir(junk));
+	T_CHECK(nip11_lists("GRASP-06") == 1);
+}
+
+/* Runs fn against rp06. */
+static void
+on_grasp06(const char *name, void (*fn)(void), const char *only)
+{
+	struct relayproc	*shared = rp;
+
+	if (only != NULL && strstr(name, only) == NULL)
+		return;
+	rp = rp06;
+	t_run(name, fn);
+	rp = shared;
+}
+
+static void
+run_grasp06(const char *only)
+{
+	static const char *const env[] = { "NGIT_GRASP06_ENABLE=true", NULL };
+
+	if (only == NULL || strstr("test_grasp06_off_by_default", only))
+		T_RUN(test_grasp06_off_by_default);
+	if (only != NULL && strstr(only, "grasp06") == NULL)
+		return;
+	if ((rp06 = relayproc_start("relayd", env)) == NULL) {
+		printf("not ok - test_grasp06: relayd did not start\n");
+		t_fail++;
+		return;
+	}
+	on_grasp06("test_grasp06_nip11_and_empty_repository",
+	    test_grasp06_nip11_and_empty_repository, only);
+	on_grasp06("test_grasp06_only_refs_nostr_accepted",
+	    test_grasp06_only_refs_nostr_accepted, only);
+	on_grasp06("test_grasp06_known_pr_must_be_the_paths",
+	    test_grasp06_known_pr_must_be_the_paths, only);
+	on_grasp06("test_grasp06_repository_without_refs_removed",
+	    test_grasp06_repository_without_refs_removed, only);
+	if (t_fail)
+		relayproc_dump_log(rp06, 30);
+	relayproc_free(rp06);
+	rp06 = NULL;
 }
 
 #define RUN(fn) do {							\
@@ -1731,6 +2038,7 @@ main(void)
 	run_shapes(only);
 	RUN(test_push_shapes_allowed_reach_git);
 	RUN(test_state_authorises_deletion_and_force_push);
+	run_grasp06(only);
 	RUN(test_head_follows_state_with_existing_commit);
 	RUN(test_head_follows_state_after_push_of_new_branch);
 	RUN(test_repository_pages_and_advertisement);

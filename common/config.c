@@ -140,6 +140,12 @@ static const struct cfg_key cfg_keys[] = {
 	{ "NGIT_GRASP06_ENABLE", CT_BOOL, F(grasp06_enable), "false", 0, 0, 0,
 	  "Serve contributors' pull request refs at /prs/<npub>/<d>.git "
 	  "(GRASP-06)" },
+	{ "NGIT_GRASP06_MAX_BYTES_PER_REF", CT_INT,
+	  F(grasp06_max_bytes_per_ref), "52428800", 1, INT_MAX, 0,
+	  "Most bytes a /prs/ push may send per ref it writes (GRASP-06)" },
+	{ "NGIT_GRASP06_MAX_BYTES_PER_SIGNER", CT_INT,
+	  F(grasp06_max_bytes_per_signer), "524288000", 1, INT_MAX, 0,
+	  "Most bytes one signer's /prs/ repositories may hold (GRASP-06)" },
 };
 
 #define CFG_NKEYS	(sizeof(cfg_keys) / sizeof(cfg_keys[0]))

@@ -100,6 +100,9 @@ struct relay_gitreq {
 	char			 gr_proto[160];	/* GIT_PROTOCOL=... or "" */
 	int			 gr_prs;	/* GRASP-06 /prs/<npub>/<d>.git */
 	int			 gr_created;	/* a /prs/ push made the repo */
+	uint64_t		 gr_quota;	/* /prs/: most body bytes, or 0 */
+	int			 gr_over;	/* the quota stopped git */
+	char			 gr_why[160];	/* what the quota says */
 	LIST_ENTRY(relay_gitreq) gr_prs_entry;	/* when gr_prs */
 
 	/* The request body. */
@@ -146,6 +149,8 @@ struct relay_gitreq {
 };
 
 static void	pump_in(struct relay_gitreq *);
+static void	refuse_push(struct relay_gitreq *, const char *,
+		    const char *);
 static void	finish_error(struct relay_gitreq *, unsigned, const char *);
 
 static void
@@ -230,6 +235,8 @@ prs_end(struct relay_gitreq *gr)
 	struct relay_gitreq	*o;
 
 	LIST_REMOVE(gr, gr_prs_entry);
+	if (gr->gr_over)
+		relay_repo_drop_incoming(gr->gr_repo);
 	if (!gr->gr_created)
 		return;
 	LIST_FOREACH(o, &prs_reqs, gr_prs_entry)
@@ -381,6 +388,21 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 	return 0;
 }
 
+/* Kills git if it runs and drops its pipes. */
+static void
+stop_child(struct relay_gitreq *gr)
+{
+	if (gr->gr_pid > 0 && !gr->gr_exited) {
+		relay_child_abandon(gr->gr_pid);
+		gr->gr_exited = 1;
+		gr->gr_status = 255;
+	}
+	pipe_drop(gr->gr_pin);
+	gr->gr_pin = NULL;
+	pipe_drop(gr->gr_pout);
+	gr->gr_pout = NULL;
+}
+
 /* Ends the request with an error response (before any header). */
 static void
 finish_error(struct relay_gitreq *gr, unsigned code, const char *text)
@@ -397,15 +419,7 @@ finish_error(struct relay_gitreq *gr, unsigned code, const char *text)
 	buf_adds(&gr->gr_out, text);
 	gr->gr_done = 1;
 	gr->gr_discard = 1;
-	if (gr->gr_pid > 0 && !gr->gr_exited) {
-		relay_child_abandon(gr->gr_pid);
-		gr->gr_exited = 1;
-		gr->gr_status = 255;
-	}
-	pipe_drop(gr->gr_pin);
-	gr->gr_pin = NULL;
-	pipe_drop(gr->gr_pout);
-	gr->gr_pout = NULL;
+	stop_child(gr);
 	want_write(gr);
 }
 
@@ -785,6 +799,78 @@ parse_commands(struct relay_gitreq *gr, char *err, size_t errlen)
 	}
 }
 
+/*
+ * Refuses a push with "ERR <what>: <reason>", git stopped if it runs.  The
+ * answer follows the rest of the body, read and dropped, so that the
+ * client sees it; if git's answer has begun, the connection just ends.
+ */
+static void
+refuse_push(struct relay_gitreq *gr, const char *what, const char *reason)
+{
+	if (gr->gr_hdr_sent) {
+		finish_error(gr, HTTP_STATUS_OK, "");
+		return;
+	}
+	stop_child(gr);
+	gr->gr_discard = 1;
+	buf_reset(&gr->gr_in);
+	gr->gr_inoff = 0;
+	buf_reset(&gr->gr_out);
+	gr->gr_outoff = 0;
+	gr->gr_code = HTTP_STATUS_OK;
+	gr->gr_type = "application/x-git-receive-pack-result";
+	if (gr->gr_sideband) {
+		struct buf	inner = BUF_INIT;
+
+		/* The client reads its report through side-band channel 1:
+		 * the ERR line goes inside it. */
+		pkt_line(&inner, "ERR %s: %s\n", what, reason);
+		buf_adds(&inner, "0000");
+		pkt_line(&gr->gr_out, "\001%s", inner.b_data);
+		buf_adds(&gr->gr_out, "0000");
+		buf_free(&inner);
+	} else
+		pkt_line(&gr->gr_out, "ERR %s: %s\n", what, reason);
+	if (gr->gr_in_done) {
+		gr->gr_done = 1;
+		want_write(gr);
+	}
+}
+
+/*
+ * GRASP-06's quota of a /prs/ push, in request bytes: its refs' share
+ * (grasp06_max_bytes_per_ref each) and what the signer's repositories
+ * leave of grasp06_max_bytes_per_signer.  Sets gr_quota and gr_why;
+ * 0 when nothing is left.
+ */
+static uint64_t
+prs_quota(struct relay_gitreq *gr)
+{
+	uint64_t	per_ref, refs = 0, used, signer;
+	size_t		i;
+
+	for (i = 0; i < gr->gr_ncmds; i++)
+		if (strspn(gr->gr_cmds[i].pc_new, "0") != GIT_OID_HEX)
+			refs++;
+	per_ref = refs * (uint64_t)relayd->cfg.grasp06_max_bytes_per_ref;
+	signer = (uint64_t)relayd->cfg.grasp06_max_bytes_per_signer;
+	used = relay_repo_prs_usage(gr->gr_owner);
+	if (used >= signer)
+		gr->gr_quota = 0;
+	else
+		gr->gr_quota = signer - used < per_ref ? signer - used : per_ref;
+	if (gr->gr_quota == per_ref)
+		snprintf(gr->gr_why, sizeof(gr->gr_why), "the push is larger "
+		    "than %llu bytes (%d per ref)", (unsigned long long)per_ref,
+		    relayd->cfg.grasp06_max_bytes_per_ref);
+	else
+		snprintf(gr->gr_why, sizeof(gr->gr_why), "the signer's "
+		    "repositories here would pass %d bytes (%llu used)",
+		    relayd->cfg.grasp06_max_bytes_per_signer,
+		    (unsigned long long)used);
+	return gr->gr_quota;
+}
+
 /* Authorises a push once its commands are in; starts git or refuses. */
 static void
 decide_push(struct relay_gitreq *gr)
@@ -821,31 +907,17 @@ decide_push(struct relay_gitreq *gr)
 	relayd->stats.git_push_auth[r]++;
 	if (r == 0) {
 		log_info("push to %s refused: %s", gr->gr_d, po.po_reason);
-		/* The refusal follows the rest of the body, read and
-		 * dropped, so that the client sees it. */
-		gr->gr_discard = 1;
-		buf_reset(&gr->gr_in);
-		gr->gr_inoff = 0;
-		gr->gr_code = HTTP_STATUS_OK;
-		gr->gr_type = "application/x-git-receive-pack-result";
-		if (gr->gr_sideband) {
-			struct buf	inner = BUF_INIT;
-
-			/* The client reads its report through side-band
-			 * channel 1: the ERR line goes inside it. */
-			pkt_line(&inner, "ERR authorisation failed: %s\n",
-			    po.po_reason);
-			buf_adds(&inner, "0000");
-			pkt_line(&gr->gr_out, "\001%s", inner.b_data);
-			buf_adds(&gr->gr_out, "0000");
-			buf_free(&inner);
-		} else
-			pkt_line(&gr->gr_out, "ERR authorisation failed: %s\n",
-			    po.po_reason);
+		refuse_push(gr, "authorisation failed", po.po_reason);
 		return;
 	}
 	gr->gr_may_delete = !po.po_deny_deletes;
 	gr->gr_may_rewrite = !po.po_deny_nonff;
+	if (gr->gr_prs && (prs_quota(gr) == 0 || gr->gr_inbytes >
+	    gr->gr_quota)) {
+		log_info("push to /prs/ %s refused: %s", gr->gr_d, gr->gr_why);
+		refuse_push(gr, "quota exceeded", gr->gr_why);
+		return;
+	}
 	if (gr->gr_prs && strcmp(gr->gr_repo, relay_repo_prs_empty()) == 0) {
 		/* The first push to a /prs/ path creates its repository. */
 		if (relay_repo_prs_create(gr->gr_owner, gr->gr_d) == -1 ||
@@ -872,6 +944,14 @@ feed(struct relay_gitreq *gr, const void *data, size_t n)
 	}
 	if (gr->gr_discard)
 		return;
+	/* GRASP-06: a /prs/ push stops at its quota, before git gets
+	 * the byte past it. */
+	if (gr->gr_prs && gr->gr_decided && gr->gr_inbytes > gr->gr_quota) {
+		log_info("push to /prs/ %s stopped: %s", gr->gr_d, gr->gr_why);
+		gr->gr_over = 1;
+		refuse_push(gr, "quota exceeded", gr->gr_why);
+		return;
+	}
 	buf_add(&gr->gr_in, data, n);
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_decided)
 		decide_push(gr);

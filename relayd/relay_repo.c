@@ -563,6 +563,52 @@ relay_repo_prs_prune(const char *path)
 	return 1;
 }
 
+static uint64_t	usage_sum;
+
+static int
+usage_entry(const char *path, const struct stat *sb, int flag,
+    struct FTW *ftw)
+{
+	(void)path;
+	(void)ftw;
+	if (flag == FTW_F)
+		usage_sum += (uint64_t)sb->st_size;
+	return 0;
+}
+
+uint64_t
+relay_repo_prs_usage(const uint8_t signer[32])
+{
+	char	dir[PATH_MAX], hex[65];
+
+	hex_encode(signer, 32, hex);
+	if (snprintf(dir, sizeof(dir), "%s/%s/%s", relayd->cfg.git_data_path,
+	    RELAY_PRS_DIR, hex) >= (int)sizeof(dir))
+		return UINT64_MAX;
+	usage_sum = 0;
+	if (nftw(dir, usage_entry, 32, FTW_PHYS) == -1 && errno != ENOENT)
+		return UINT64_MAX;
+	return usage_sum;
+}
+
+void
+relay_repo_drop_incoming(const char *repo)
+{
+	char		 dir[PATH_MAX], sub[PATH_MAX];
+	DIR		*d;
+	struct dirent	*e;
+
+	if (snprintf(dir, sizeof(dir), "%s/objects", repo) >=
+	    (int)sizeof(dir) || (d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "tmp_objdir-incoming-", 20) == 0 &&
+		    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) <
+		    (int)sizeof(sub) && rm_tree(sub) == -1)
+			log_warn("cannot remove %s", sub);
+	closedir(d);
+}
+
 const char *
 relay_repo_prs_empty(void)
 {

@@ -377,6 +377,10 @@ int	relay_repo_prs_create(const uint8_t signer[32], const char *d);
 int	relay_repo_prs_prune(const char *path);
 /* The empty repository served for /prs/ repositories not created yet. */
 const char *relay_repo_prs_empty(void);
+/* Bytes of files under signer's /prs/ directory (UINT64_MAX on error). */
+uint64_t relay_repo_prs_usage(const uint8_t signer[32]);
+/* Removes the quarantines a killed git receive-pack left in repo. */
+void	relay_repo_drop_incoming(const char *repo);
 /* 1 if repo holds object oid (loose or in a pack), 0 if not. */
 int	relay_repo_has_object(const char *repo, const char *oid);
 /*

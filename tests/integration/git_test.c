@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1697,6 +1698,9 @@ run_shapes(const char *only)
  * without it.  The helpers above talk to rp, so each case swaps it.
  */
 static struct relayproc	*rp06;
+/* rp06's quotas, small enough for a test push to pass them. */
+#define G06_PER_REF	100000
+#define G06_PER_SIGNER	150000
 static char		 kept_d[32];	/* signer 51's /prs/ repository */
 
 /* The /prs/ URL and path of signer n's d (path: rest appended). */
@@ -1944,6 +1948,138 @@ test_grasp06_repository_without_refs_removed(void)
 	T_CHECK(nip11_lists("GRASP-06") == 1);
 }
 
+/* Commits size incompressible bytes as file in dir. */
+static int
+commit_random(const char *dir, const char *file, size_t size, char oid[41])
+{
+	char	 path[600];
+	FILE	*f;
+	size_t	 i;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if ((f = fopen(path, "w")) == NULL)
+		return -1;
+	for (i = 0; i < size; i++)
+		fputc(rand() & 0xff, f);
+	fclose(f);
+	if (gt_git(dir, NULL, "add", file, NULL) != 0 ||
+	    gt_git(dir, NULL, "commit", "-q", "-m", file, NULL) != 0)
+		return -1;
+	return gt_rev(dir, "HEAD", oid);
+}
+
+/* refs/nostr/<64 hex of seed> into ref (a refspec: src:ref). */
+static void
+nostr_spec(const char *src, int seed, char *out, size_t len)
+{
+	uint8_t	raw[32];
+	char	hex[65];
+	size_t	i;
+
+	for (i = 0; i < 32; i++)
+		raw[i] = (uint8_t)(seed + i);
+	hex_encode(raw, 32, hex);
+	snprintf(out, len, "%s:refs/nostr/%s", src, hex);
+}
+
+/* No quarantine of a stopped receive-pack is left in repo. */
+static int
+no_incoming(const char *repo)
+{
+	char		 dir[600];
+	DIR		*d;
+	struct dirent	*e;
+	int		 none = 1;
+
+	snprintf(dir, sizeof(dir), "%s/objects", repo);
+	if ((d = opendir(dir)) == NULL)
+		return 1;
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "tmp_objdir-incoming-", 20) == 0)
+			none = 0;
+	closedir(d);
+	return none;
+}
+
+static void
+test_grasp06_quota_per_ref_stops_the_pack(void)
+{
+	char	 d[32], dir[512], pdir[512], oid[41], url[600], spec[120];
+	char	 kept[512], kurl[600], *out = NULL;
+
+	/* Another repository of the same signer, first. */
+	next_d(d, sizeof(d));
+	T_ASSERT(local_repo(dir, sizeof(dir), "small\n", oid) == 0);
+	prs_url(56, d, "", kurl, sizeof(kurl), NULL, 0);
+	prs_dir(56, d, kept, sizeof(kept));
+	nostr_spec("HEAD", 0x40, spec, sizeof(spec));
+	T_EQ_INT(push(dir, kurl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	next_d(d, sizeof(d));
+	T_ASSERT(commit_random(dir, "big.bin", 3 * G06_PER_REF, oid) == 0);
+	prs_url(56, d, "", url, sizeof(url), NULL, 0);
+	prs_dir(56, d, pdir, sizeof(pdir));
+	nostr_spec("HEAD", 0x10, spec, sizeof(spec));
+	T_CHECK(push_refused(dir, url, spec, "quota exceeded: the push is "
+	    "larger than 100000 bytes (100000 per ref)"));
+	/* Nothing kept of it; the others unharmed. */
+	T_CHECK(wait_gone(pdir, TMO));
+	T_CHECK(is_dir(kept) && no_incoming(kept));
+	T_EQ_INT(gt_git(dir, &out, "ls-remote", kurl, NULL), 0);
+	T_CHECK(out != NULL && strstr(out, "refs/nostr/") != NULL);
+	free(out);
+	T_EQ_INT(nip11_lists("GRASP-06"), 1);
+}
+
+static void
+test_grasp06_quota_per_signer(void)
+{
+	char	 d[32], d2[32], dir[512], pdir[512], oid[41], url[600];
+	char	 spec[120], kept[512], *out = NULL;
+	int64_t	 end;
+
+	next_d(d, sizeof(d));
+	T_ASSERT(local_repo(dir, sizeof(dir), "first\n", oid) == 0);
+	T_ASSERT(commit_random(dir, "a.bin", G06_PER_SIGNER / 2, oid) == 0);
+	prs_url(57, d, "", url, sizeof(url), NULL, 0);
+	prs_dir(57, d, pdir, sizeof(pdir));
+	nostr_spec("HEAD", 0x20, spec, sizeof(spec));
+	T_EQ_INT(push(dir, url, spec, &out), 0);
+	free(out);
+	out = NULL;
+	/* The second half, to another repository of the same signer. */
+	T_ASSERT(commit_random(dir, "b.bin", G06_PER_SIGNER / 2 + 1000,
+	    oid) == 0);
+	next_d(d2, sizeof(d2));
+	prs_url(57, d2, "", url, sizeof(url), NULL, 0);
+	nostr_spec("HEAD", 0x30, spec, sizeof(spec));
+	T_CHECK(push_refused(dir, url, spec, "quota exceeded: the signer's "
+	    "repositories here would pass 150000 bytes"));
+	prs_dir(57, d2, kept, sizeof(kept));
+	T_CHECK(wait_gone(kept, TMO));
+	/* Stopped in the first repository: it stays as it was, without
+	 * the quarantine git had begun. */
+	prs_url(57, d, "", url, sizeof(url), NULL, 0);
+	nostr_spec("HEAD", 0x50, spec, sizeof(spec));
+	T_CHECK(push_refused(dir, url, spec, "quota exceeded"));
+	for (end = wsc_now_ms() + TMO; !no_incoming(pdir) &&
+	    wsc_now_ms() < end; )
+		usleep(50000);
+	T_CHECK(is_dir(pdir) && no_incoming(pdir));
+	T_EQ_INT(gt_git(dir, &out, "ls-remote", url, NULL), 0);
+	T_CHECK(out != NULL && strstr(out, "refs/nostr/") != NULL &&
+	    strchr(out, '\n') == strrchr(out, '\n'));
+	free(out);
+	out = NULL;
+	/* Another signer is not charged for it. */
+	T_ASSERT(local_repo(dir, sizeof(dir), "second\n", oid) == 0);
+	T_ASSERT(commit_random(dir, "c.bin", G06_PER_SIGNER / 2, oid) == 0);
+	prs_url(58, d2, "", url, sizeof(url), NULL, 0);
+	T_EQ_INT(push(dir, url, spec, &out), 0);
+	free(out);
+}
+
 /* Runs fn against rp06. */
 static void
 on_grasp06(const char *name, void (*fn)(void), const char *only)
@@ -1960,7 +2096,9 @@ on_grasp06(const char *name, void (*fn)(void), const char *only)
 static void
 run_grasp06(const char *only)
 {
-	static const char *const env[] = { "NGIT_GRASP06_ENABLE=true", NULL };
+	static const char *const env[] = { "NGIT_GRASP06_ENABLE=true",
+		"NGIT_GRASP06_MAX_BYTES_PER_REF=100000",
+		"NGIT_GRASP06_MAX_BYTES_PER_SIGNER=150000", NULL };
 
 	if (only == NULL || strstr("test_grasp06_off_by_default", only))
 		T_RUN(test_grasp06_off_by_default);
@@ -1977,6 +2115,10 @@ run_grasp06(const char *only)
 	    test_grasp06_only_refs_nostr_accepted, only);
 	on_grasp06("test_grasp06_known_pr_must_be_the_paths",
 	    test_grasp06_known_pr_must_be_the_paths, only);
+	on_grasp06("test_grasp06_quota_per_ref_stops_the_pack",
+	    test_grasp06_quota_per_ref_stops_the_pack, only);
+	on_grasp06("test_grasp06_quota_per_signer",
+	    test_grasp06_quota_per_signer, only);
 	on_grasp06("test_grasp06_repository_without_refs_removed",
 	    test_grasp06_repository_without_refs_removed, only);
 	if (t_fail)

@@ -168,6 +168,8 @@ defaults_without_file(void)
 	T_EQ_INT(c.sync_plus_fallback_relays.n, 0);
 	T_EQ_INT(c.private_mode, 0);
 	T_EQ_INT(c.grasp06_enable, 0);
+	T_EQ_INT(c.grasp06_max_bytes_per_ref, 50 * 1024 * 1024);
+	T_EQ_INT(c.grasp06_max_bytes_per_signer, 500 * 1024 * 1024);
 	config_free(&c);
 }
 
@@ -917,7 +919,7 @@ only_log_level_is_reloadable(void)
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strcmp(name, "NGIT_LOG_LEVEL") != 0)
 			T_EQ_INT(config_key_reloadable(name), 0);
-	T_EQ_INT(i, 27);
+	T_EQ_INT(i, 29);
 }
 
 static void
@@ -1002,7 +1004,7 @@ sample_file_lists_every_key(void)
 		nset++;
 	}
 	free(text);
-	T_EQ_INT(nset, 27);
+	T_EQ_INT(nset, 29);
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
 	d0 = dump(&c);
 	config_free(&c);

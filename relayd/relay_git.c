@@ -640,7 +640,12 @@ child_done(pid_t pid, int status, void *arg)
 	if (status != 0)
 		log_info("git %s for %s ended with status %d",
 		    svc_name[gr->gr_svc], gr->gr_d, status);
-	/* /prs/ pushes release nothing: no placeholder, no purgatory. */
+	/* A /prs/ push leaves no placeholder; what it satisfies is
+	 * mirrored into the PR's repositories, which releases it. */
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
+	    gr->gr_prs)
+		relay_purg_prs_pushed(gr->gr_owner, gr->gr_d, gr->gr_cmds,
+		    gr->gr_ncmds);
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
 	    !gr->gr_prs) {
 		/* New git data: release what it satisfies, then answer. */

@@ -825,6 +825,7 @@ struct relay_job {
 	char			*j_d;
 	struct event		*j_state;	/* JOB_ALIGN */
 	char			*j_ref;		/* JOB_SET_REF, JOB_DELETE_REF */
+	char			*j_src_path;	/* JOB_SET_REF from a path */
 	char			 j_oid[GIT_OID_HEX + 1];
 	void			(*j_fn)(void *);
 	void			*j_arg;
@@ -863,6 +864,7 @@ job_free(struct relay_job *j)
 	event_destroy(j->j_state);
 	free(j->j_d);
 	free(j->j_ref);
+	free(j->j_src_path);
 	free(j);
 }
 
@@ -897,6 +899,44 @@ relay_job_set_ref(const uint8_t owner[32], const char *d, const char *ref,
 		fatal("relay_job_set_ref");
 	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
 	job_queue(j);
+}
+
+void
+relay_job_set_ref_from(const uint8_t owner[32], const char *d,
+    const char *ref, const char *oid, const char *src_path)
+{
+	struct relay_job	*j = job_new(JOB_SET_REF, owner, d, NULL);
+
+	if ((j->j_ref = strdup(ref)) == NULL ||
+	    (j->j_src_path = strdup(src_path)) == NULL)
+		fatal("relay_job_set_ref_from");
+	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
+	job_queue(j);
+}
+
+int
+relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
+    const char *ref, const char *oid)
+{
+	struct relay_refs	 r;
+	const char		*cur;
+	char			 repo[PATH_MAX], path[PATH_MAX];
+	int			 rc = 0;
+
+	if (relay_repo_prs_path(signer, d, repo, sizeof(repo)) == -1 ||
+	    relay_repo_read_refs(repo, NULL, &r) == -1)
+		return 0;
+	/* Loose, as receive-pack wrote it (nothing here packs refs). */
+	if ((cur = relay_refs_get(&r, ref)) != NULL && strcmp(cur, oid) == 0 &&
+	    snprintf(path, sizeof(path), "%s/%s", repo, ref) <
+	    (int)sizeof(path) && unlink(path) == 0) {
+		log_info("dropped %s from %s: not the PR event's commit", ref,
+		    repo);
+		rc = 1;
+		relay_repo_prs_prune(repo);
+	}
+	relay_refs_free(&r);
+	return rc;
 }
 
 void
@@ -1019,7 +1059,9 @@ job_fetch(struct relay_job *j, const char *repo, const char *const *want,
 			break;
 	if (i == n)
 		return 0;
-	if (!j->j_has_src || memcmp(j->j_src, j->j_owner, 32) == 0 ||
+	if (j->j_src_path != NULL)
+		snprintf(src, sizeof(src), "%s", j->j_src_path);
+	else if (!j->j_has_src || memcmp(j->j_src, j->j_owner, 32) == 0 ||
 	    relay_repo_path(j->j_src, j->j_d, src, sizeof(src)) == -1)
 		return -1;
 	/* The source is ours and local: any object in it may be asked. */

@@ -433,6 +433,15 @@ void	relay_job_set_ref(const uint8_t owner[32], const char *d,
 	    const char *ref, const char *oid, const uint8_t src[32]);
 void	relay_job_delete_ref(const uint8_t owner[32], const char *d,
 	    const char *ref, const char *old);
+/* relay_job_set_ref() copying objects from the repository at src_path. */
+void	relay_job_set_ref_from(const uint8_t owner[32], const char *d,
+	    const char *ref, const char *oid, const char *src_path);
+/*
+ * Deletes ref from signer's /prs/ repository d if it names oid (and the
+ * repository once refless).  1 if deleted, else 0.
+ */
+int	relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
+	    const char *ref, const char *oid);
 void	relay_job_call(void (*fn)(void *), void *arg);
 
 /* relay_pushauth.c */
@@ -534,6 +543,14 @@ void	relay_purg_pushed(const uint8_t owner[32], const char *d,
 	    void *arg);
 /* Git data landed in (owner, d) by a job: release what it satisfies. */
 void	relay_purg_git_arrived(const uint8_t owner[32], const char *d);
+/*
+ * GRASP-06: a /prs/ push by signer to d succeeded: each refs/nostr/<id>
+ * of a known PR or PR update that names that path in its clone tag and
+ * the pushed commit in its c tag is mirrored into the PR's repositories
+ * here, whose new git data releases it.
+ */
+void	relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
+	    const struct relay_push_cmd *, size_t n);
 /* 2 if (owner, d) is served, 1 if held in purgatory, 0 if neither. */
 int	relay_purg_hosted(const uint8_t owner[32], const char *d);
 

@@ -629,19 +629,28 @@ test_deletion_by_coordinate_removes_maintainers_held_state(void)
 	wsc_close(ws);
 }
 
+/* A PR by key n to (owner, d) with tip c, cloned from clone. */
+static struct event *
+pr_cloned(int n, int owner, const char *d, const char *c, const char *clone)
+{
+	uint8_t	sk[32];
+	char	hex[65], tags[1400];
+
+	key(owner, sk, NULL, hex);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"],[\"p\",\"%s\"],"
+	    "[\"subject\",\"a change\"],[\"c\",\"%s\"],[\"clone\",\"%s\"]]",
+	    hex, d, hex, c, clone);
+	return signed_by(n, time(NULL), 1618, tags, "please pull");
+}
+
 /* A PR (kind 1618) by key n to repository (owner, d) with tip c. */
 static struct event *
 pr_event(int n, int owner, const char *d, const char *c)
 {
-	uint8_t		 sk[32];
-	char		 hex[65], tags[1200], url[512];
+	char	url[512];
 
-	key(owner, sk, NULL, hex);
 	url_of(owner, d, url, sizeof(url));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"],[\"p\",\"%s\"],"
-	    "[\"subject\",\"a change\"],[\"c\",\"%s\"],[\"clone\",\"%s\"]]",
-	    hex, d, hex, c, url);
-	return signed_by(n, time(NULL), 1618, tags, "please pull");
+	return pr_cloned(n, owner, d, c, url);
 }
 
 static void
@@ -2080,6 +2089,125 @@ test_grasp06_quota_per_signer(void)
 	free(out);
 }
 
+static void
+test_grasp06_push_releases_and_mirrors(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ann, *pr, *pr2, *pr3;
+	char		 d[32], msg[256], dir[512], oid[41], c[41], c2[41];
+	char		 w[41], purl[600], spec[200], needle[200], pdir[512];
+	char		*out = NULL;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	T_ASSERT(serve_repo(ws, 60, d, "", dir, sizeof(dir), oid, &ann) ==
+	    0);
+	prs_url(61, d, "", purl, sizeof(purl), NULL, 0);
+	prs_dir(61, d, pdir, sizeof(pdir));
+
+	/* Event first: held until the /prs/ push, then released, and the
+	 * ref is mirrored into the announced repository. */
+	T_ASSERT(gt_commit(dir, "file.txt", "one\n", "one", c) == 0);
+	pr = pr_cloned(61, 60, d, c, purl);
+	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c, pr->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(wait_served(ws, pr->id_hex, TMO), 1);
+	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c, pr->id_hex);
+	T_CHECK(wait_advertised(60, d, needle, TMO));
+
+	/* Git first: the event finds its ref at /prs/ and is released. */
+	T_ASSERT(gt_commit(dir, "file.txt", "two\n", "two", c2) == 0);
+	pr2 = pr_cloned(61, 60, d, c2, purl);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c2, pr2->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(pub(ws, pr2, msg, sizeof(msg)), 1);
+	T_EQ_INT(wait_served(ws, pr2->id_hex, TMO), 1);
+	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c2, pr2->id_hex);
+	T_CHECK(wait_advertised(60, d, needle, TMO));
+
+	/* Git first with another commit: the event deletes the /prs/ ref
+	 * and stays held. */
+	T_ASSERT(gt_commit(dir, "file.txt", "three\n", "three", w) == 0);
+	T_ASSERT(gt_git(dir, NULL, "commit", "-q", "--amend", "-m", "3b",
+	    NULL) == 0);
+	T_ASSERT(gt_rev(dir, "HEAD", c) == 0);
+	pr3 = pr_cloned(61, 60, d, c, purl);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", w, pr3->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(pub(ws, pr3, msg, sizeof(msg)), 1);
+	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
+	snprintf(needle, sizeof(needle), "refs/nostr/%s", pr3->id_hex);
+	T_EQ_INT(gt_git(dir, &out, "ls-remote", purl, NULL), 0);
+	T_CHECK(out != NULL && strstr(out, needle) == NULL &&
+	    strstr(out, pr->id_hex) != NULL);
+	free(out);
+	out = NULL;
+	T_EQ_INT(served(ws, pr3->id_hex), 0);
+	event_destroy(ann);
+	event_destroy(pr);
+	event_destroy(pr2);
+	event_destroy(pr3);
+	wsc_close(ws);
+}
+
+static void
+test_grasp06_mirror_needs_the_clone_tag_and_one_way(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ann, *pr, *pr2;
+	char		 d[32], msg[256], dir[512], oid[41], c[41], c2[41];
+	char		 purl[600], url[600], spec[200], needle[200], pdir[512];
+	char		*out = NULL, *adv;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	T_ASSERT(serve_repo(ws, 62, d, "", dir, sizeof(dir), oid, &ann) ==
+	    0);
+	prs_url(63, d, "", purl, sizeof(purl), NULL, 0);
+	prs_dir(63, d, pdir, sizeof(pdir));
+	/* A PR cloned from the owner's repository, pushed to /prs/: kept
+	 * there, not mirrored, not released. */
+	T_ASSERT(gt_commit(dir, "file.txt", "std\n", "std", c) == 0);
+	url_of(62, d, url, sizeof(url));
+	pr = pr_cloned(63, 62, d, c, url);
+	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c, pr->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	usleep(500000);
+	T_EQ_INT(served(ws, pr->id_hex), 0);
+	adv = advertisement(62, d, NULL);
+	T_CHECK(adv != NULL && strstr(adv, pr->id_hex) == NULL);
+	free(adv);
+	/* A PR naming /prs/ pushed to the owner's repository: released
+	 * there, nothing written under /prs/. */
+	T_ASSERT(gt_commit(dir, "file.txt", "std2\n", "std2", c2) == 0);
+	prs_dir(63, "other", pdir, sizeof(pdir));
+	prs_url(63, "other", "", purl, sizeof(purl), NULL, 0);
+	pr2 = pr_cloned(63, 62, d, c2, purl);
+	T_EQ_INT(pub(ws, pr2, msg, sizeof(msg)), 1);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c2, pr2->id_hex);
+	T_EQ_INT(push(dir, url, spec, &out), 0);
+	free(out);
+	T_EQ_INT(wait_served(ws, pr2->id_hex, TMO), 1);
+	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c2, pr2->id_hex);
+	T_CHECK(wait_advertised(62, d, needle, TMO));
+	T_CHECK(!is_dir(pdir));
+	event_destroy(ann);
+	event_destroy(pr);
+	event_destroy(pr2);
+	wsc_close(ws);
+}
+
 /* Runs fn against rp06. */
 static void
 on_grasp06(const char *name, void (*fn)(void), const char *only)
@@ -2115,6 +2243,10 @@ run_grasp06(const char *only)
 	    test_grasp06_only_refs_nostr_accepted, only);
 	on_grasp06("test_grasp06_known_pr_must_be_the_paths",
 	    test_grasp06_known_pr_must_be_the_paths, only);
+	on_grasp06("test_grasp06_push_releases_and_mirrors",
+	    test_grasp06_push_releases_and_mirrors, only);
+	on_grasp06("test_grasp06_mirror_needs_the_clone_tag_and_one_way",
+	    test_grasp06_mirror_needs_the_clone_tag_and_one_way, only);
 	on_grasp06("test_grasp06_quota_per_ref_stops_the_pack",
 	    test_grasp06_quota_per_ref_stops_the_pack, only);
 	on_grasp06("test_grasp06_quota_per_signer",

@@ -2131,6 +2131,32 @@ test_grasp06_push_releases_and_mirrors(void)
 	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c2, pr2->id_hex);
 	T_CHECK(wait_advertised(60, d, needle, TMO));
 
+	/* A PR update (kind 1619) to the first, event first. */
+	T_ASSERT(gt_commit(dir, "file.txt", "update\n", "update", c2) == 0);
+	{
+		uint8_t	 sk[32];
+		char	 hex[65], tags[1600];
+		struct event *up;
+
+		key(60, sk, NULL, hex);
+		snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"],"
+		    "[\"E\",\"%s\"],[\"P\",\"%s\"],[\"c\",\"%s\"],"
+		    "[\"clone\",\"%s\"]]", hex, d, pr->id_hex, hex, c2, purl);
+		up = signed_by(61, time(NULL), 1619, tags, "");
+		T_EQ_INT(pub(ws, up, msg, sizeof(msg)), 1);
+		T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
+		snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c2,
+		    up->id_hex);
+		T_EQ_INT(push(dir, purl, spec, &out), 0);
+		free(out);
+		out = NULL;
+		T_EQ_INT(wait_served(ws, up->id_hex, TMO), 1);
+		snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c2,
+		    up->id_hex);
+		T_CHECK(wait_advertised(60, d, needle, TMO));
+		event_destroy(up);
+	}
+
 	/* Git first with another commit: the event deletes the /prs/ ref
 	 * and stays held. */
 	T_ASSERT(gt_commit(dir, "file.txt", "three\n", "three", w) == 0);

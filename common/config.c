@@ -174,6 +174,15 @@ static const struct cfg_key cfg_keys[] = {
 	  "Mailboxes for authors found without a relay list, comma-separated" },
 	{ "NGIT_PRIVATE_MODE", CT_BOOL, F(private_mode), "false", 0, 0, 0,
 	  "Private instance: no repository-scoped probes of owners' inboxes" },
+	{ "NGIT_GRASP06_ENABLE", CT_BOOL, F(grasp06_enable), "false", 0, 0, 0,
+	  "Serve contributors' pull request refs at /prs/<npub>/<d>.git "
+	  "(GRASP-06)" },
+	{ "NGIT_GRASP06_MAX_BYTES_PER_REF", CT_INT,
+	  F(grasp06_max_bytes_per_ref), "52428800", 1, INT_MAX, 0,
+	  "Most bytes a /prs/ push may send per ref it writes (GRASP-06)" },
+	{ "NGIT_GRASP06_MAX_BYTES_PER_SIGNER", CT_INT,
+	  F(grasp06_max_bytes_per_signer), "524288000", 1, INT_MAX, 0,
+	  "Most bytes one signer's /prs/ repositories may hold (GRASP-06)" },
 };
 
 #define CFG_NKEYS	(sizeof(cfg_keys) / sizeof(cfg_keys[0]))
@@ -1473,6 +1482,23 @@ static const struct {
 	{ "NGIT_SYNC_PLUS_USER_INDEX_RELAYS",	R(DISCOVERYD) },
 	{ "NGIT_SYNC_PLUS_FALLBACK_RELAYS",	R_ROLES },
 	{ "NGIT_PRIVATE_MODE",			R(HISTORYD) },
+	/* The pages, NIP-11, the write policy's and NIP-42's URL match. */
+	{ "NGIT_PUBLIC_URL",			R(RELAYD) },
+	{ "NGIT_RELAY_CONTACT",			R(RELAYD) },
+	{ "NGIT_RELAY_ICON",			R(RELAYD) },
+	/* Every role runs as it. */
+	{ "NGIT_USER",				R_ALL },
+	/* Write policy and push authorisation; the other roles follow what
+	 * relayd stores. */
+	{ "NGIT_ARCHIVE_ALL",			R(RELAYD) },
+	{ "NGIT_ARCHIVE_WHITELIST",		R(RELAYD) },
+	{ "NGIT_ARCHIVE_GRASP_SERVICES",	R(RELAYD) },
+	{ "NGIT_ARCHIVE_READ_ONLY",		R(RELAYD) },
+	{ "NGIT_GRASP06_ENABLE",		R(RELAYD) },
+	{ "NGIT_GRASP06_MAX_BYTES_PER_REF",	R(RELAYD) },
+	{ "NGIT_GRASP06_MAX_BYTES_PER_SIGNER",	R(RELAYD) },
+	{ "NGIT_MAX_CONNECTIONS_PER_IP",	R(RELAYD) },
+	{ "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP",	R(RELAYD) },
 };
 
 long

@@ -112,6 +112,9 @@ struct config {
 	struct cfg_strs	 sync_plus_user_index_relays;
 	struct cfg_strs	 sync_plus_fallback_relays;
 	int		 private_mode;
+	int		 grasp06_enable;
+	int		 grasp06_max_bytes_per_ref;
+	int		 grasp06_max_bytes_per_signer;
 };
 
 /*

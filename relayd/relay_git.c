@@ -21,6 +21,8 @@
  * length and close the connection when done.
  */
 #define _GNU_SOURCE
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -96,6 +98,12 @@ struct relay_gitreq {
 	char			*gr_d;
 	char			 gr_repo[PATH_MAX];
 	char			 gr_proto[160];	/* GIT_PROTOCOL=... or "" */
+	int			 gr_prs;	/* GRASP-06 /prs/<npub>/<d>.git */
+	int			 gr_created;	/* a /prs/ push made the repo */
+	uint64_t		 gr_quota;	/* /prs/: most body bytes, or 0 */
+	int			 gr_over;	/* the quota stopped git */
+	char			 gr_why[160];	/* what the quota says */
+	LIST_ENTRY(relay_gitreq) gr_prs_entry;	/* when gr_prs */
 
 	/* The request body. */
 	int			 gr_chunked;
@@ -142,6 +150,8 @@ struct relay_gitreq {
 };
 
 static void	pump_in(struct relay_gitreq *);
+static void	refuse_push(struct relay_gitreq *, const char *,
+		    const char *);
 static void	finish_error(struct relay_gitreq *, unsigned, const char *);
 
 static void
@@ -216,6 +226,29 @@ pipe_drop(struct gitpipe *gp)
 		    LWS_TO_KILL_ASYNC);
 }
 
+/* The /prs/ requests running, so that none loses its repository. */
+static LIST_HEAD(, relay_gitreq)	prs_reqs = LIST_HEAD_INITIALIZER(prs_reqs);
+
+/* A /prs/ request ends: its repository goes if no ref was left in it. */
+static void
+prs_end(struct relay_gitreq *gr)
+{
+	struct relay_gitreq	*o;
+
+	LIST_REMOVE(gr, gr_prs_entry);
+	if (gr->gr_over)
+		relay_repo_drop_incoming(gr->gr_repo);
+	if (!gr->gr_created)
+		return;
+	LIST_FOREACH(o, &prs_reqs, gr_prs_entry)
+		if (strcmp(o->gr_repo, gr->gr_repo) == 0) {
+			/* The last one to end prunes. */
+			o->gr_created = 1;
+			return;
+		}
+	relay_repo_prs_prune(gr->gr_repo);
+}
+
 static void
 gitreq_free(struct relay_gitreq *gr)
 {
@@ -236,6 +269,8 @@ gitreq_free(struct relay_gitreq *gr)
 	free(gr->gr_cmds);
 	buf_free(&gr->gr_in);
 	buf_free(&gr->gr_out);
+	if (gr->gr_prs)
+		prs_end(gr);
 	free(gr->gr_d);
 	free(gr);
 }
@@ -354,6 +389,21 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 	return 0;
 }
 
+/* Kills git if it runs and drops its pipes. */
+static void
+stop_child(struct relay_gitreq *gr)
+{
+	if (gr->gr_pid > 0 && !gr->gr_exited) {
+		relay_child_abandon(gr->gr_pid);
+		gr->gr_exited = 1;
+		gr->gr_status = 255;
+	}
+	pipe_drop(gr->gr_pin);
+	gr->gr_pin = NULL;
+	pipe_drop(gr->gr_pout);
+	gr->gr_pout = NULL;
+}
+
 /* Ends the request with an error response (before any header). */
 static void
 finish_error(struct relay_gitreq *gr, unsigned code, const char *text)
@@ -370,15 +420,7 @@ finish_error(struct relay_gitreq *gr, unsigned code, const char *text)
 	buf_adds(&gr->gr_out, text);
 	gr->gr_done = 1;
 	gr->gr_discard = 1;
-	if (gr->gr_pid > 0 && !gr->gr_exited) {
-		relay_child_abandon(gr->gr_pid);
-		gr->gr_exited = 1;
-		gr->gr_status = 255;
-	}
-	pipe_drop(gr->gr_pin);
-	gr->gr_pin = NULL;
-	pipe_drop(gr->gr_pout);
-	gr->gr_pout = NULL;
+	stop_child(gr);
 	want_write(gr);
 }
 
@@ -602,7 +644,14 @@ child_done(pid_t pid, int status, void *arg)
 	if (status != 0)
 		log_info("git %s for %s ended with status %d",
 		    svc_name[gr->gr_svc], gr->gr_d, status);
-	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0) {
+	/* A /prs/ push leaves no placeholder; what it satisfies is
+	 * mirrored into the PR's repositories, which releases it. */
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
+	    gr->gr_prs)
+		relay_purg_prs_pushed(gr->gr_owner, gr->gr_d, gr->gr_cmds,
+		    gr->gr_ncmds);
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
+	    !gr->gr_prs) {
 		/* New git data: release what it satisfies, then answer. */
 		if ((gw = calloc(1, sizeof(*gw))) == NULL)
 			fatal("child_done");
@@ -759,6 +808,78 @@ parse_commands(struct relay_gitreq *gr, char *err, size_t errlen)
 	}
 }
 
+/*
+ * Refuses a push with "ERR <what>: <reason>", git stopped if it runs.  The
+ * answer follows the rest of the body, read and dropped, so that the
+ * client sees it; if git's answer has begun, the connection just ends.
+ */
+static void
+refuse_push(struct relay_gitreq *gr, const char *what, const char *reason)
+{
+	if (gr->gr_hdr_sent) {
+		finish_error(gr, HTTP_STATUS_OK, "");
+		return;
+	}
+	stop_child(gr);
+	gr->gr_discard = 1;
+	buf_reset(&gr->gr_in);
+	gr->gr_inoff = 0;
+	buf_reset(&gr->gr_out);
+	gr->gr_outoff = 0;
+	gr->gr_code = HTTP_STATUS_OK;
+	gr->gr_type = "application/x-git-receive-pack-result";
+	if (gr->gr_sideband) {
+		struct buf	inner = BUF_INIT;
+
+		/* The client reads its report through side-band channel 1:
+		 * the ERR line goes inside it. */
+		pkt_line(&inner, "ERR %s: %s\n", what, reason);
+		buf_adds(&inner, "0000");
+		pkt_line(&gr->gr_out, "\001%s", inner.b_data);
+		buf_adds(&gr->gr_out, "0000");
+		buf_free(&inner);
+	} else
+		pkt_line(&gr->gr_out, "ERR %s: %s\n", what, reason);
+	if (gr->gr_in_done) {
+		gr->gr_done = 1;
+		want_write(gr);
+	}
+}
+
+/*
+ * GRASP-06's quota of a /prs/ push, in request bytes: its refs' share
+ * (grasp06_max_bytes_per_ref each) and what the signer's repositories
+ * leave of grasp06_max_bytes_per_signer.  Sets gr_quota and gr_why;
+ * 0 when nothing is left.
+ */
+static uint64_t
+prs_quota(struct relay_gitreq *gr)
+{
+	uint64_t	per_ref, refs = 0, used, signer;
+	size_t		i;
+
+	for (i = 0; i < gr->gr_ncmds; i++)
+		if (strspn(gr->gr_cmds[i].pc_new, "0") != GIT_OID_HEX)
+			refs++;
+	per_ref = refs * (uint64_t)relayd->cfg.grasp06_max_bytes_per_ref;
+	signer = (uint64_t)relayd->cfg.grasp06_max_bytes_per_signer;
+	used = relay_repo_prs_usage(gr->gr_owner);
+	if (used >= signer)
+		gr->gr_quota = 0;
+	else
+		gr->gr_quota = signer - used < per_ref ? signer - used : per_ref;
+	if (gr->gr_quota == per_ref)
+		snprintf(gr->gr_why, sizeof(gr->gr_why), "the push is larger "
+		    "than %llu bytes (%d per ref)", (unsigned long long)per_ref,
+		    relayd->cfg.grasp06_max_bytes_per_ref);
+	else
+		snprintf(gr->gr_why, sizeof(gr->gr_why), "the signer's "
+		    "repositories here would pass %d bytes (%llu used)",
+		    relayd->cfg.grasp06_max_bytes_per_signer,
+		    (unsigned long long)used);
+	return gr->gr_quota;
+}
+
 /* Authorises a push once its commands are in; starts git or refuses. */
 static void
 decide_push(struct relay_gitreq *gr)
@@ -785,8 +906,8 @@ decide_push(struct relay_gitreq *gr)
 		    "receive-pack request\n");
 		return;
 	}
-	r = relay_purg_authorise_push(gr->gr_owner, gr->gr_d, gr->gr_cmds,
-	    gr->gr_ncmds, &po);
+	r = relay_purg_authorise_push(gr->gr_owner, gr->gr_d, gr->gr_prs,
+	    gr->gr_cmds, gr->gr_ncmds, &po);
 	if (r == -1) {
 		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 		    "cannot authorise the push\n");
@@ -795,31 +916,28 @@ decide_push(struct relay_gitreq *gr)
 	relayd->stats.git_push_auth[r]++;
 	if (r == 0) {
 		log_info("push to %s refused: %s", gr->gr_d, po.po_reason);
-		/* The refusal follows the rest of the body, read and
-		 * dropped, so that the client sees it. */
-		gr->gr_discard = 1;
-		buf_reset(&gr->gr_in);
-		gr->gr_inoff = 0;
-		gr->gr_code = HTTP_STATUS_OK;
-		gr->gr_type = "application/x-git-receive-pack-result";
-		if (gr->gr_sideband) {
-			struct buf	inner = BUF_INIT;
-
-			/* The client reads its report through side-band
-			 * channel 1: the ERR line goes inside it. */
-			pkt_line(&inner, "ERR authorisation failed: %s\n",
-			    po.po_reason);
-			buf_adds(&inner, "0000");
-			pkt_line(&gr->gr_out, "\001%s", inner.b_data);
-			buf_adds(&gr->gr_out, "0000");
-			buf_free(&inner);
-		} else
-			pkt_line(&gr->gr_out, "ERR authorisation failed: %s\n",
-			    po.po_reason);
+		refuse_push(gr, "authorisation failed", po.po_reason);
 		return;
 	}
 	gr->gr_may_delete = !po.po_deny_deletes;
 	gr->gr_may_rewrite = !po.po_deny_nonff;
+	if (gr->gr_prs && (prs_quota(gr) == 0 || gr->gr_inbytes >
+	    gr->gr_quota)) {
+		log_info("push to /prs/ %s refused: %s", gr->gr_d, gr->gr_why);
+		refuse_push(gr, "quota exceeded", gr->gr_why);
+		return;
+	}
+	if (gr->gr_prs && strcmp(gr->gr_repo, relay_repo_prs_empty()) == 0) {
+		/* The first push to a /prs/ path creates its repository. */
+		if (relay_repo_prs_create(gr->gr_owner, gr->gr_d) == -1 ||
+		    relay_repo_prs_path(gr->gr_owner, gr->gr_d, gr->gr_repo,
+		    sizeof(gr->gr_repo)) == -1) {
+			finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+			    "cannot create the repository\n");
+			return;
+		}
+		gr->gr_created = 1;
+	}
 	start_child(gr);
 }
 
@@ -835,6 +953,14 @@ feed(struct relay_gitreq *gr, const void *data, size_t n)
 	}
 	if (gr->gr_discard)
 		return;
+	/* GRASP-06: a /prs/ push stops at its quota, before git gets
+	 * the byte past it. */
+	if (gr->gr_prs && gr->gr_decided && gr->gr_inbytes > gr->gr_quota) {
+		log_info("push to /prs/ %s stopped: %s", gr->gr_d, gr->gr_why);
+		gr->gr_over = 1;
+		refuse_push(gr, "quota exceeded", gr->gr_why);
+		return;
+	}
 	buf_add(&gr->gr_in, data, n);
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_decided)
 		decide_push(gr);
@@ -1045,33 +1171,47 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
     const char *uri, int urilen)
 {
 	struct relay_gitreq	*gr;
-	const char		*seg2, *rest, *end = uri + urilen, *sv;
+	const char		*seg2, *rest, *end, *sv;
 	char			 npub[NIP19_MAX_LEN + 1], d[1024], svc[64];
-	char			 hdr[128];
+	char			 hdr[128], path[PATH_MAX];
 	uint8_t			 owner[32];
 	size_t			 n1, n2;
 	enum git_svc		 which = SVC_NONE;
-	int			 advertise = 0, i;
+	unsigned		 bad = HTTP_STATUS_BAD_REQUEST;
+	int			 advertise = 0, i, prs = 0;
 
+	/* GRASP-06: /prs/<npub>/<id>.git[/...], only while enabled. */
+	if (urilen > 5 && memcmp(uri, "/prs/", 5) == 0) {
+		if (!relayd->cfg.grasp06_enable)
+			return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
+			    "not found\n");
+		prs = 1;
+		bad = HTTP_STATUS_NOT_FOUND;
+		uri += 4;
+		urilen -= 4;
+	}
 	/* /<npub>/<id>.git[/...]: lws has percent-decoded the path. */
 	if (urilen < 2 || uri[0] != '/')
 		return RELAY_GIT_NOT_MINE;
+	end = uri + urilen;
 	if ((seg2 = memchr(uri + 1, '/', (size_t)(end - uri - 1))) == NULL)
-		return RELAY_GIT_NOT_MINE;
+		return prs ? simple(c, wsi, bad, "not found\n") :
+		    RELAY_GIT_NOT_MINE;
 	n1 = (size_t)(seg2 - uri - 1);
 	seg2++;
 	if ((rest = memchr(seg2, '/', (size_t)(end - seg2))) == NULL)
 		rest = end;
 	n2 = (size_t)(rest - seg2);
 	if (n2 <= 4 || memcmp(rest - 4, ".git", 4) != 0)
-		return RELAY_GIT_NOT_MINE;
+		return prs ? simple(c, wsi, bad, "not found\n") :
+		    RELAY_GIT_NOT_MINE;
 	if (n1 == 0 || n1 > NIP19_MAX_LEN)
-		return simple(c, wsi, HTTP_STATUS_BAD_REQUEST,
+		return simple(c, wsi, bad,
 		    "invalid npub in the repository URL\n");
 	memcpy(npub, uri + 1, n1);
 	npub[n1] = '\0';
 	if (nip19_decode(npub, "npub", owner) == -1)
-		return simple(c, wsi, HTTP_STATUS_BAD_REQUEST,
+		return simple(c, wsi, bad,
 		    "invalid npub in the repository URL\n");
 	if (n2 - 4 >= sizeof(d))
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
@@ -1082,6 +1222,8 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
 		    "no such repository\n");
 
+	if (prs && (rest == end || (end - rest == 1 && *rest == '/')))
+		return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
 	if (rest == end || (end - rest == 1 && *rest == '/')) {
 		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
 			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
@@ -1115,9 +1257,12 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	if (!advertise && method != LWSHUMETH_POST)
 		return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
 		    "method not allowed\n");
-	if (!relay_repo_exists(owner, d))
+	if (!prs && !relay_repo_exists(owner, d))
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
 		    "repository not found\n");
+	if (prs && relay_repo_prs_path(owner, d, path, sizeof(path)) == -1)
+		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
+		    "no such repository\n");
 
 	if ((gr = calloc(1, sizeof(*gr))) == NULL ||
 	    (gr->gr_d = strdup(d)) == NULL)
@@ -1130,7 +1275,18 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	gr->gr_pid = -1;
 	gr->gr_t0 = relay_now_ms();
 	memcpy(gr->gr_owner, owner, 32);
-	relay_repo_path(owner, d, gr->gr_repo, sizeof(gr->gr_repo));
+	if (prs) {
+		struct stat	sb;
+
+		/* Until its first push a /prs/ path reads as an empty
+		 * repository; the push creates it (decide_push()). */
+		snprintf(gr->gr_repo, sizeof(gr->gr_repo), "%s",
+		    stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? path :
+		    relay_repo_prs_empty());
+		gr->gr_prs = 1;
+		LIST_INSERT_HEAD(&prs_reqs, gr, gr_prs_entry);
+	} else
+		relay_repo_path(owner, d, gr->gr_repo, sizeof(gr->gr_repo));
 	/* Protocol v2 and friends, passed on as git's http-backend does. */
 	if (lws_hdr_custom_copy(wsi, hdr, sizeof(hdr), "git-protocol:", 13) >
 	    0 && strspn(hdr, "abcdefghijklmnopqrstuvwxyz"
@@ -1143,6 +1299,8 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		    strcasecmp(hdr, "x-gzip") == 0)
 			gr->gr_gzip = 1;
 		else if (strcasecmp(hdr, "identity") != 0) {
+			if (gr->gr_prs)
+				LIST_REMOVE(gr, gr_prs_entry);
 			free(gr->gr_d);
 			free(gr);
 			return simple(c, wsi, HTTP_STATUS_UNSUPPORTED_MEDIA_TYPE,

@@ -112,6 +112,8 @@ relay_nip11_build(void)
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-03"));
 	if (config_archiving(&relayd->cfg))
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-05"));
+	if (relayd->cfg.grasp06_enable)
+		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-06"));
 	cJSON_AddStringToObject(doc, "repo_acceptance_criteria",
 	    relayd->cfg.repo_whitelist.n ?
 	    "Announcements of whitelisted repositories that list this service "

@@ -512,6 +512,129 @@ pr_set_refs(const struct event *ev, const uint8_t (*owners)[32], size_t n,
 	}
 }
 
+struct repo_key {
+	uint8_t	 rk_owner[32];
+	char	*rk_d;
+};
+
+static void
+repo_key_done(void *arg, int committed)
+{
+	struct repo_key	*rk = arg;
+
+	(void)committed;
+	free(rk->rk_d);
+	free(rk);
+}
+
+static struct repo_key *
+repo_key(const uint8_t owner[32], const char *d)
+{
+	struct repo_key	*rk;
+
+	if ((rk = calloc(1, sizeof(*rk))) == NULL ||
+	    (rk->rk_d = strdup(d)) == NULL)
+		fatal("repo_key");
+	memcpy(rk->rk_owner, owner, 32);
+	return rk;
+}
+
+/*
+ * GRASP-06: 1 if a clone tag of PR ev names this service's
+ * /prs/<npub of its signer>/<d>.git (http or https, the domain in any
+ * case, nothing after .git).
+ */
+static int
+prs_named(const struct event *ev, const char *d)
+{
+	const struct event_tag	*t;
+	char			 npub[NIP19_KEY_BUFSZ], want[1400];
+	const char		*v;
+	size_t			 dl = strlen(relayd->cfg.domain);
+	uint32_t		 i, k;
+
+	if (!relayd->cfg.grasp06_enable || d[0] == '\0' ||
+	    nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
+		return 0;
+	snprintf(want, sizeof(want), "/%s/%s/%s.git", RELAY_PRS_DIR, npub, d);
+	for (i = 0; i < ev->ntags; i++) {
+		t = &ev->tags[i];
+		if (t->n < 2 || strcmp(t->v[0].s, "clone") != 0)
+			continue;
+		for (k = 1; k < t->n; k++) {
+			v = t->v[k].s;
+			if (strncmp(v, "https://", 8) == 0)
+				v += 8;
+			else if (strncmp(v, "http://", 7) == 0)
+				v += 7;
+			else
+				continue;
+			if (strncasecmp(v, relayd->cfg.domain, dl) == 0 &&
+			    strcmp(v + dl, want) == 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static void
+prs_arrived(void *arg)
+{
+	struct repo_key	*rk = arg;
+
+	relay_purg_git_arrived(rk->rk_owner, rk->rk_d);
+	repo_key_done(rk, 1);
+}
+
+/*
+ * GRASP-06: refs/nostr/<id> of PR ev at oid, from its signer's /prs/
+ * repository d into the PR's repositories here (never the other way);
+ * their new git data then releases what it satisfies.
+ */
+static void
+prs_mirror(const struct event *ev, const char *d, const char *oid)
+{
+	uint8_t	owners[POLICY_MAX_MAINTAINERS][32];
+	char	src[PATH_MAX], ref[80];
+	size_t	n, i;
+
+	if (relay_repo_prs_path(ev->pubkey, d, src, sizeof(src)) == -1)
+		return;
+	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
+	n = pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
+	for (i = 0; i < n; i++) {
+		if (!relay_repo_exists(owners[i], d))
+			continue;
+		relay_job_set_ref_from(owners[i], d, ref, oid, src);
+		relay_job_call(prs_arrived, repo_key(owners[i], d));
+	}
+}
+
+/*
+ * GRASP-06, the event after the push: the /prs/ ref of PR ev is mirrored
+ * when it is the event's commit c, and deleted when it is not.
+ */
+static void
+prs_event_arrived(const struct event *ev, const char *d, const char *c)
+{
+	struct relay_refs	 refs;
+	const char		*cur;
+	char			 repo[PATH_MAX], ref[80];
+
+	if (!prs_named(ev, d) || relay_repo_prs_path(ev->pubkey, d, repo,
+	    sizeof(repo)) == -1 || relay_repo_read_refs(repo, NULL, &refs) ==
+	    -1)
+		return;
+	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
+	if ((cur = relay_refs_get(&refs, ref)) != NULL) {
+		if (strcmp(cur, c) == 0)
+			prs_mirror(ev, d, c);
+		else
+			relay_repo_prs_drop_ref(ev->pubkey, d, ref, cur);
+	}
+	relay_refs_free(&refs);
+}
+
 static enum purg_route
 route_announcement(const struct event *ev, int verdict, int remote,
     char *msg, size_t msglen)
@@ -715,6 +838,7 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	}
 	purg_placeholder_free_list(ph, nph);
 
+	prs_event_arrived(ev, d, c);
 	n = pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
 	for (i = 0; i < n; i++) {
 		if (relay_repo_path(owners[i], d, repo, sizeof(repo)) == -1 ||
@@ -1136,10 +1260,6 @@ relay_purg_pushed(const uint8_t owner[32], const char *d,
 }
 
 /* A repository, as a release task sees it. */
-struct repo_key {
-	uint8_t	 rk_owner[32];
-	char	*rk_d;
-};
 
 static void
 arrived_run(void *arg)
@@ -1147,28 +1267,6 @@ arrived_run(void *arg)
 	struct repo_key	*rk = arg;
 
 	release_repo(rk->rk_owner, rk->rk_d);
-}
-
-static void
-repo_key_done(void *arg, int committed)
-{
-	struct repo_key	*rk = arg;
-
-	(void)committed;
-	free(rk->rk_d);
-	free(rk);
-}
-
-static struct repo_key *
-repo_key(const uint8_t owner[32], const char *d)
-{
-	struct repo_key	*rk;
-
-	if ((rk = calloc(1, sizeof(*rk))) == NULL ||
-	    (rk->rk_d = strdup(d)) == NULL)
-		fatal("repo_key");
-	memcpy(rk->rk_owner, owner, 32);
-	return rk;
 }
 
 void
@@ -1191,10 +1289,16 @@ extend_run(void *arg)
 	}
 }
 
-/* The tip commit of a PR or PR update with that id, stored or held. */
+/*
+ * The tip commit of a PR or PR update with that id, stored or held, into
+ * t->pt_c; t->pt_foreign when signer is given and the event is not by
+ * signer for identifier d.  1 if known, else 0.
+ */
 static int
-known_pr_commit(const uint8_t id[32], char *c, size_t clen)
+known_pr_commit(const uint8_t id[32], const uint8_t *signer, const char *d,
+    struct pushauth_tip *t)
 {
+	char		 evd[256];
 	struct purg_ev	 pe;
 	struct event	*ev = NULL;
 	const char	*tip;
@@ -1211,7 +1315,12 @@ known_pr_commit(const uint8_t id[32], char *c, size_t clen)
 	}
 	if (ev != NULL) {
 		tip = pr_commit(ev);
-		snprintf(c, clen, "%s", tip ? tip : "(none)");
+		snprintf(t->pt_c, sizeof(t->pt_c), "%s", tip ? tip : "(none)");
+		if (signer != NULL) {
+			pr_identifier(ev, evd, sizeof(evd));
+			t->pt_foreign = memcmp(ev->pubkey, signer, 32) != 0 ||
+			    strcmp(evd, d) != 0;
+		}
 		found = 1;
 		event_destroy(ev);
 	}
@@ -1245,7 +1354,7 @@ archived_read_only(const uint8_t owner[32], const char *d, char *reason,
 }
 
 int
-relay_purg_authorise_push(const uint8_t owner[32], const char *d,
+relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
     const struct relay_push_cmd *cmds, size_t n, struct pushauth_out *out)
 {
 	struct pushauth_in	 in;
@@ -1264,13 +1373,21 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 	memset(out, 0, sizeof(*out));
 	out->po_state = -1;
 	out->po_deny_deletes = out->po_deny_nonff = 1;
-	if ((rc = archived_read_only(owner, d, out->po_reason,
+	if (!prs && (rc = archived_read_only(owner, d, out->po_reason,
 	    sizeof(out->po_reason))) != 0)
 		return rc == 1 ? 0 : -1;
 	rc = -1;
-	if (load_anns(d, 1, &a) == -1)
+	memset(&a, 0, sizeof(a));
+	if (prs) {
+		/* GRASP-06: refs/nostr only, no announcement or state; a
+		 * repository not created yet has no refs. */
+		if (relay_repo_prs_path(owner, d, repo, sizeof(repo)) == -1)
+			return -1;
+		if (relay_repo_read_refs(repo, NULL, &cur) == -1)
+			memset(&cur, 0, sizeof(cur));
+	} else if (load_anns(d, 1, &a) == -1)
 		return -1;
-	if (relay_repo_path(owner, d, repo, sizeof(repo)) == -1 ||
+	else if (relay_repo_path(owner, d, repo, sizeof(repo)) == -1 ||
 	    relay_repo_read_refs(repo, NULL, &cur) == -1 ||
 	    purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE, &held, &nheld) ==
 	    -1)
@@ -1293,7 +1410,7 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 		if (strncmp(ref, RELAY_REF_NOSTR, NOSTR_LEN) == 0 &&
 		    strlen(ref + NOSTR_LEN) == 64 && hex_decode(ref +
 		    NOSTR_LEN, 64, id, 32) == 0 && known_pr_commit(id,
-		    tips[ntips].pt_c, sizeof(tips[ntips].pt_c)))
+		    prs ? owner : NULL, d, &tips[ntips]))
 			tips[ntips++].pt_ref = ref;
 	}
 	hex_encode(owner, 32, hex);
@@ -1308,6 +1425,7 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 	in.pi_nstates = nstates;
 	in.pi_tips = tips;
 	in.pi_ntips = ntips;
+	in.pi_prs = prs;
 	rc = relay_pushauth_decide(&in, out);
 	/* Authorisation by a state extends the owner's held announcement. */
 	if (rc == 1 && out->po_state != -1)
@@ -1322,6 +1440,46 @@ done:
 	relay_refs_free(&cur);
 	policy_anns_free(&a);
 	return rc;
+}
+
+void
+relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
+    const struct relay_push_cmd *cmds, size_t n)
+{
+	struct purg_ev	 pe;
+	struct event	*ev;
+	const char	*c;
+	char		 evd[1024];
+	uint8_t		 id[32];
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		const char *ref = cmds[i].pc_ref;
+
+		if (strncmp(ref, RELAY_REF_NOSTR, NOSTR_LEN) != 0 ||
+		    strcmp(cmds[i].pc_new, zero_oid) == 0 ||
+		    hex_decode(ref + NOSTR_LEN, 64, id, 32) == -1)
+			continue;
+		ev = NULL;
+		if (purg_ev_get(relayd->purg, id, &pe) == 1) {
+			if (pe.pe_kind != KIND_REPO_STATE)
+				ev = parse_json(pe.pe_json);
+			purg_ev_clear(&pe);
+		} else if ((ev = stored_event(id)) != NULL &&
+		    ev->kind != KIND_PR && ev->kind != KIND_PR_UPDATE) {
+			event_destroy(ev);
+			ev = NULL;
+		}
+		if (ev == NULL)
+			continue;
+		pr_identifier(ev, evd, sizeof(evd));
+		if (memcmp(ev->pubkey, signer, 32) == 0 &&
+		    strcmp(evd, d) == 0 && prs_named(ev, d) &&
+		    (c = pr_commit(ev)) != NULL && strcmp(c, cmds[i].pc_new) ==
+		    0)
+			prs_mirror(ev, d, c);
+		event_destroy(ev);
+	}
 }
 
 int

@@ -15,7 +15,9 @@
  * of null ids is refused.  refs/nostr/<id> is never deleted by a push and
  * takes the tip of a known PR event only.  Branches and tags end as one
  * authorising state lists them, and the branch HEAD names is not deleted
- * (git refuses it too).  The verdict also says which of git's own walls
+ * (git refuses it too).  Under GRASP-06's /prs/<npub>/<d>.git only
+ * refs/nostr/<id> is accepted, and a known PR event must be the path's
+ * signer's for that identifier.  The verdict also says which of git's own walls
  * (receive.denyDeletes, receive.denyNonFastForwards) the push may pass:
  * only those a matching state or a known PR tip asks to lower, so that a
  * mistake here that lets a command through still meets git's refusal.
@@ -164,6 +166,18 @@ tip_of(const struct pushauth_in *in, const char *ref)
 	return NULL;
 }
 
+/* 1 if the known PR event refs/nostr/<id> names is another's. */
+static int
+foreign(const struct pushauth_in *in, const char *ref)
+{
+	size_t	i;
+
+	for (i = 0; i < in->pi_ntips; i++)
+		if (strcmp(in->pi_tips[i].pt_ref, ref) == 0)
+			return in->pi_tips[i].pt_foreign;
+	return 0;
+}
+
 /* Checks one command on its own; 0 with the reason, or 1. */
 static int
 check_cmd(const struct pushauth_in *in, size_t k, char *reason,
@@ -174,6 +188,11 @@ check_cmd(const struct pushauth_in *in, size_t k, char *reason,
 	size_t				 i;
 	int				 nostr = prefixed(ref, RELAY_REF_NOSTR);
 
+	if (in->pi_prs && !nostr) {
+		snprintf(reason, reasonlen, "Ref validation failed: %s: only "
+		    "refs/nostr/<event id> is accepted under /prs/", ref);
+		return 0;
+	}
 	if (!nostr && !branch_or_tag(ref)) {
 		snprintf(reason, reasonlen, "Ref validation failed: %s is not "
 		    "a branch, a tag or refs/nostr/<event id>", ref);
@@ -218,6 +237,12 @@ check_cmd(const struct pushauth_in *in, size_t k, char *reason,
 	if (nostr && is_null(pc->pc_new)) {
 		snprintf(reason, reasonlen, "Ref validation failed: %s cannot "
 		    "be deleted", ref);
+		return 0;
+	}
+	if (nostr && in->pi_prs && foreign(in, ref)) {
+		snprintf(reason, reasonlen, "PR event %s is not by this "
+		    "path's signer for this identifier", ref +
+		    sizeof(RELAY_REF_NOSTR) - 1);
 		return 0;
 	}
 	if (nostr && (tip = tip_of(in, ref)) != NULL &&

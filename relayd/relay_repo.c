@@ -41,6 +41,9 @@ extern char **environ;
 /* Ours: depth of nested ref directories read (refs/heads/a/b/c...). */
 #define REFS_MAX_DEPTH		16
 
+static int	create_at(const char *path);
+static int	remove_at(const char *path);
+
 /* Loose refs and packed-refs of a new repository start empty. */
 static const char	 repo_config[] =
     "[core]\n"
@@ -127,27 +130,50 @@ rm_tree(const char *path)
 int
 relay_repo_create(const uint8_t owner[32], const char *d)
 {
-	static const char *const dirs[] = {
-		"objects", "objects/info", "objects/pack", "refs",
-		"refs/heads", "refs/tags", "info",
-	};
-	char		path[PATH_MAX], parent[PATH_MAX], tmp[PATH_MAX];
-	char		*slash;
-	size_t		i;
+	char	path[PATH_MAX];
 
 	if (!policy_identifier_safe(d, strlen(d)) ||
 	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
 		return -1;
-	if (relay_repo_exists(owner, d))
+	return create_at(path);
+}
+
+/* Creates the bare repository at path (and its parent) if missing. */
+static int
+create_at(const char *path)
+{
+	static const char *const dirs[] = {
+		"objects", "objects/info", "objects/pack", "refs",
+		"refs/heads", "refs/tags", "info",
+	};
+	char		parent[PATH_MAX], tmp[PATH_MAX];
+	char		*slash, c;
+	struct stat	sb;
+	size_t		i;
+
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
 		return 0;
+	if (strncmp(path, relayd->cfg.git_data_path,
+	    strlen(relayd->cfg.git_data_path)) != 0)
+		return -1;
 	snprintf(parent, sizeof(parent), "%s", path);
 	if ((slash = strrchr(parent, '/')) == NULL)
 		return -1;
 	*slash = '\0';
 	if (mkdir(relayd->cfg.git_data_path, 0755) == -1 && errno != EEXIST)
 		goto fail;
-	if (mkdir(parent, 0755) == -1 && errno != EEXIST)
-		goto fail;
+	/* Every directory below the git data path (prs/<hex>/ too). */
+	for (slash = parent + strlen(relayd->cfg.git_data_path) + 1; ;
+	    slash++) {
+		if (*slash != '/' && *slash != '\0')
+			continue;
+		c = *slash;
+		*slash = '\0';
+		if (mkdir(parent, 0755) == -1 && errno != EEXIST)
+			goto fail;
+		if ((*slash = c) == '\0')
+			break;
+	}
 	/* Built aside and renamed, so nobody sees half a repository. */
 	if (snprintf(tmp, sizeof(tmp), "%s/.new-XXXXXX", parent) >=
 	    (int)sizeof(tmp) || mkdtemp(tmp) == NULL)
@@ -179,13 +205,22 @@ fail:
 int
 relay_repo_remove(const uint8_t owner[32], const char *d)
 {
-	static unsigned	serial;
-	char		path[PATH_MAX], gone[PATH_MAX];
-	char		*slash;
+	char	path[PATH_MAX];
 
 	if (!policy_identifier_safe(d, strlen(d)) ||
 	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
 		return -1;
+	return remove_at(path);
+}
+
+/* Removes the repository at path; 0, or -1 after logging. */
+static int
+remove_at(const char *path)
+{
+	static unsigned	serial;
+	char		gone[PATH_MAX];
+	char		*slash;
+
 	/* Renamed first, so a request never sees it half removed. */
 	snprintf(gone, sizeof(gone), "%s", path);
 	if ((slash = strrchr(gone, '/')) == NULL)
@@ -468,6 +503,167 @@ relay_repo_has_refs(const char *repo)
 	return has;
 }
 
+/* GRASP-06: contributors' repositories under prs/. */
+
+int
+relay_repo_prs_path(const uint8_t signer[32], const char *d, char *out,
+    size_t outlen)
+{
+	char	hex[65];
+	int	n;
+
+	if (!policy_identifier_safe(d, strlen(d)))
+		return -1;
+	hex_encode(signer, 32, hex);
+	n = snprintf(out, outlen, "%s/%s/%s/%s.git",
+	    relayd->cfg.git_data_path, RELAY_PRS_DIR, hex, d);
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+int
+relay_repo_prs_create(const uint8_t signer[32], const char *d)
+{
+	char	path[PATH_MAX];
+
+	if (relay_repo_prs_path(signer, d, path, sizeof(path)) == -1)
+		return -1;
+	return create_at(path);
+}
+
+/* 1 if the repository at path holds no ref at all, else 0. */
+static int
+refless(const char *path)
+{
+	struct relay_refs	r;
+	int			none;
+
+	if (relay_repo_read_refs(path, NULL, &r) == -1)
+		return 0;
+	none = r.n == 0;
+	relay_refs_free(&r);
+	return none;
+}
+
+int
+relay_repo_prs_prune(const char *path)
+{
+	char	parent[PATH_MAX], *slash;
+
+	if (!refless(path))
+		return 0;
+	if (remove_at(path) == -1)
+		return -1;
+	log_info("removed %s: no refs left", path);
+	/* The signer's directory goes with its last repository. */
+	snprintf(parent, sizeof(parent), "%s", path);
+	if ((slash = strrchr(parent, '/')) != NULL) {
+		*slash = '\0';
+		(void)rmdir(parent);
+	}
+	return 1;
+}
+
+static uint64_t	usage_sum;
+
+static int
+usage_entry(const char *path, const struct stat *sb, int flag,
+    struct FTW *ftw)
+{
+	(void)path;
+	(void)ftw;
+	if (flag == FTW_F)
+		usage_sum += (uint64_t)sb->st_size;
+	return 0;
+}
+
+uint64_t
+relay_repo_prs_usage(const uint8_t signer[32])
+{
+	char	dir[PATH_MAX], hex[65];
+
+	hex_encode(signer, 32, hex);
+	if (snprintf(dir, sizeof(dir), "%s/%s/%s", relayd->cfg.git_data_path,
+	    RELAY_PRS_DIR, hex) >= (int)sizeof(dir))
+		return UINT64_MAX;
+	usage_sum = 0;
+	if (nftw(dir, usage_entry, 32, FTW_PHYS) == -1 && errno != ENOENT)
+		return UINT64_MAX;
+	return usage_sum;
+}
+
+void
+relay_repo_drop_incoming(const char *repo)
+{
+	char		 dir[PATH_MAX], sub[PATH_MAX];
+	DIR		*d;
+	struct dirent	*e;
+
+	if (snprintf(dir, sizeof(dir), "%s/objects", repo) >=
+	    (int)sizeof(dir) || (d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "tmp_objdir-incoming-", 20) == 0 &&
+		    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) <
+		    (int)sizeof(sub) && rm_tree(sub) == -1)
+			log_warn("cannot remove %s", sub);
+	closedir(d);
+}
+
+const char *
+relay_repo_prs_empty(void)
+{
+	static char	path[PATH_MAX];
+
+	if (path[0] == '\0')
+		snprintf(path, sizeof(path), "%s/%s/.empty.git",
+		    relayd->cfg.git_data_path, RELAY_PRS_DIR);
+	return path;
+}
+
+/*
+ * At start: the empty repository fetches of missing ones are served from,
+ * and no repository left without refs (a crash mid-push, a push that
+ * ended with none).
+ */
+static void
+prs_init(void)
+{
+	char		 dir[PATH_MAX], sub[PATH_MAX], repo[PATH_MAX];
+	DIR		*top, *in;
+	struct dirent	*e, *f;
+	int		 removed = 0;
+
+	if (create_at(relay_repo_prs_empty()) == -1)
+		fatal("cannot create %s", relay_repo_prs_empty());
+	snprintf(dir, sizeof(dir), "%s/%s", relayd->cfg.git_data_path,
+	    RELAY_PRS_DIR);
+	if ((top = opendir(dir)) == NULL)
+		fatal("cannot read %s", dir);
+	while ((e = readdir(top)) != NULL) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) != 64 ||
+		    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >=
+		    (int)sizeof(sub) || (in = opendir(sub)) == NULL)
+			continue;
+		while ((f = readdir(in)) != NULL) {
+			size_t	len = strlen(f->d_name);
+
+			if (f->d_name[0] == '.' || len <= 4 ||
+			    strcmp(f->d_name + len - 4, ".git") != 0 ||
+			    snprintf(repo, sizeof(repo), "%s/%s", sub,
+			    f->d_name) >= (int)sizeof(repo))
+				continue;
+			if (refless(repo) && remove_at(repo) == 0)
+				removed++;
+		}
+		closedir(in);
+		(void)rmdir(sub);
+	}
+	closedir(top);
+	if (removed > 0)
+		log_info("removed %d repositories without refs under %s",
+		    removed, dir);
+}
+
 /* Children. */
 
 struct relay_child {
@@ -629,6 +825,7 @@ struct relay_job {
 	char			*j_d;
 	struct event		*j_state;	/* JOB_ALIGN */
 	char			*j_ref;		/* JOB_SET_REF, JOB_DELETE_REF */
+	char			*j_src_path;	/* JOB_SET_REF from a path */
 	char			 j_oid[GIT_OID_HEX + 1];
 	void			(*j_fn)(void *);
 	void			*j_arg;
@@ -667,6 +864,7 @@ job_free(struct relay_job *j)
 	event_destroy(j->j_state);
 	free(j->j_d);
 	free(j->j_ref);
+	free(j->j_src_path);
 	free(j);
 }
 
@@ -701,6 +899,44 @@ relay_job_set_ref(const uint8_t owner[32], const char *d, const char *ref,
 		fatal("relay_job_set_ref");
 	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
 	job_queue(j);
+}
+
+void
+relay_job_set_ref_from(const uint8_t owner[32], const char *d,
+    const char *ref, const char *oid, const char *src_path)
+{
+	struct relay_job	*j = job_new(JOB_SET_REF, owner, d, NULL);
+
+	if ((j->j_ref = strdup(ref)) == NULL ||
+	    (j->j_src_path = strdup(src_path)) == NULL)
+		fatal("relay_job_set_ref_from");
+	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
+	job_queue(j);
+}
+
+int
+relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
+    const char *ref, const char *oid)
+{
+	struct relay_refs	 r;
+	const char		*cur;
+	char			 repo[PATH_MAX], path[PATH_MAX];
+	int			 rc = 0;
+
+	if (relay_repo_prs_path(signer, d, repo, sizeof(repo)) == -1 ||
+	    relay_repo_read_refs(repo, NULL, &r) == -1)
+		return 0;
+	/* Loose, as receive-pack wrote it (nothing here packs refs). */
+	if ((cur = relay_refs_get(&r, ref)) != NULL && strcmp(cur, oid) == 0 &&
+	    snprintf(path, sizeof(path), "%s/%s", repo, ref) <
+	    (int)sizeof(path) && unlink(path) == 0) {
+		log_info("dropped %s from %s: not the PR event's commit", ref,
+		    repo);
+		rc = 1;
+		relay_repo_prs_prune(repo);
+	}
+	relay_refs_free(&r);
+	return rc;
 }
 
 void
@@ -823,7 +1059,9 @@ job_fetch(struct relay_job *j, const char *repo, const char *const *want,
 			break;
 	if (i == n)
 		return 0;
-	if (!j->j_has_src || memcmp(j->j_src, j->j_owner, 32) == 0 ||
+	if (j->j_src_path != NULL)
+		snprintf(src, sizeof(src), "%s", j->j_src_path);
+	else if (!j->j_has_src || memcmp(j->j_src, j->j_owner, 32) == 0 ||
 	    relay_repo_path(j->j_src, j->j_d, src, sizeof(src)) == -1)
 		return -1;
 	/* The source is ours and local: any object in it may be asked. */
@@ -1104,4 +1342,6 @@ relay_repo_init(void)
 	if (mkdir(p, 0755) == -1 && errno != EEXIST)
 		fatal("cannot create %s", p);
 	free(p);
+	if (relayd->cfg.grasp06_enable)
+		prs_init();
 }

@@ -528,6 +528,24 @@ int	relay_repo_exists(const uint8_t owner[32], const char *d);
 int	relay_repo_create(const uint8_t owner[32], const char *d);
 /* Removes the repository of (owner, d); 0, or -1 after logging. */
 int	relay_repo_remove(const uint8_t owner[32], const char *d);
+/* GRASP-06: contributors' repositories, <git_data_path>/prs/<hex>/<d>.git. */
+#define RELAY_PRS_DIR		"prs"
+/* The /prs/ path of (signer, d) into out.  0, or -1 if too long or unsafe. */
+int	relay_repo_prs_path(const uint8_t signer[32], const char *d,
+	    char *out, size_t outlen);
+/* Creates the /prs/ repository of (signer, d) if missing.  0 or -1. */
+int	relay_repo_prs_create(const uint8_t signer[32], const char *d);
+/*
+ * Removes the /prs/ repository at path (and its signer's directory once
+ * empty) if it holds no ref.  1 removed, 0 kept, -1 after logging.
+ */
+int	relay_repo_prs_prune(const char *path);
+/* The empty repository served for /prs/ repositories not created yet. */
+const char *relay_repo_prs_empty(void);
+/* Bytes of files under signer's /prs/ directory (UINT64_MAX on error). */
+uint64_t relay_repo_prs_usage(const uint8_t signer[32]);
+/* Removes the quarantines a killed git receive-pack left in repo. */
+void	relay_repo_drop_incoming(const char *repo);
 /* 1 if repo holds object oid (loose or in a pack), 0 if not. */
 int	relay_repo_has_object(const char *repo, const char *oid);
 /*
@@ -580,6 +598,15 @@ void	relay_job_set_ref(const uint8_t owner[32], const char *d,
 	    const char *ref, const char *oid, const uint8_t src[32]);
 void	relay_job_delete_ref(const uint8_t owner[32], const char *d,
 	    const char *ref, const char *old);
+/* relay_job_set_ref() copying objects from the repository at src_path. */
+void	relay_job_set_ref_from(const uint8_t owner[32], const char *d,
+	    const char *ref, const char *oid, const char *src_path);
+/*
+ * Deletes ref from signer's /prs/ repository d if it names oid (and the
+ * repository once refless).  1 if deleted, else 0.
+ */
+int	relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
+	    const char *ref, const char *oid);
 void	relay_job_call(void (*fn)(void *), void *arg);
 
 /* relay_pushauth.c */
@@ -599,6 +626,8 @@ enum pushauth_ann {
 struct pushauth_tip {
 	const char	*pt_ref;		/* refs/nostr/<id> */
 	char		 pt_c[GIT_OID_HEX + 8];	/* its c tag, or "(none)" */
+	int		 pt_foreign;		/* /prs/: another signer's, or
+						 * another identifier's */
 };
 
 /* What the push decision reads; the caller owns everything. */
@@ -613,6 +642,7 @@ struct pushauth_in {
 	size_t				 pi_nstates;	/* ones, newest first */
 	const struct pushauth_tip	*pi_tips;
 	size_t				 pi_ntips;
+	int				 pi_prs;	/* a GRASP-06 /prs/ push */
 };
 
 struct pushauth_out {
@@ -661,11 +691,12 @@ void	relay_purg_stored(const struct event *ev);
  * Push authorization (reference brief 7) for a receive-pack request to
  * (owner, d), before any git process runs: gathers the repository's refs,
  * its announcements, held states and known PR tips, and asks
- * relay_pushauth_decide().  1 allowed; 0 refused with the reason (after
+ * relay_pushauth_decide().  prs: a GRASP-06 push to /prs/ of signer
+ * owner (refs/nostr only, no announcement or state).  1 allowed; 0 refused with the reason (after
  * "authorisation failed: ") in out->po_reason; -1 on error.
  */
 int	relay_purg_authorise_push(const uint8_t owner[32], const char *d,
-	    const struct relay_push_cmd *, size_t n,
+	    int prs, const struct relay_push_cmd *, size_t n,
 	    struct pushauth_out *out);
 /*
  * A receive-pack to (owner, d) succeeded: records placeholders and
@@ -677,6 +708,14 @@ void	relay_purg_pushed(const uint8_t owner[32], const char *d,
 	    void *arg);
 /* Git data landed in (owner, d) by a job: release what it satisfies. */
 void	relay_purg_git_arrived(const uint8_t owner[32], const char *d);
+/*
+ * GRASP-06: a /prs/ push by signer to d succeeded: each refs/nostr/<id>
+ * of a known PR or PR update that names that path in its clone tag and
+ * the pushed commit in its c tag is mirrored into the PR's repositories
+ * here, whose new git data releases it.
+ */
+void	relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
+	    const struct relay_push_cmd *, size_t n);
 /* 2 if (owner, d) is served, 1 if held in purgatory, 0 if neither. */
 int	relay_purg_hosted(const uint8_t owner[32], const char *d);
 

@@ -7,9 +7,10 @@
  * repository picks, from small pools, which of four refs exist now and
  * at which of three commits, whether HEAD names main, up to three held
  * authorised states (branches and tags at pool commits), how many held
- * states there are, the known tips of two refs/nostr refs, and whether
- * the owner's announcement is there.  The pools' object names and refs
- * are in pushauth.dict, so commands name them often.
+ * states there are, the known tips of two refs/nostr refs (and whether
+ * each is another signer's), whether the owner's announcement is there,
+ * and whether the push goes to GRASP-06's /prs/.  The pools' object
+ * names and refs are in pushauth.dict, so commands name them often.
  *
  * Invariants, checked against a model of what git receive-pack does with
  * an allowed list (every command applied in order, a null new id
@@ -17,7 +18,8 @@
  * allowed list names each ref once, only well-formed refs under
  * refs/heads, refs/tags, refs/nostr/<64 lowercase hex>, never a pair of null ids,
  * an old id equal to the ref's value now, no refs/nostr deletion, the
- * known tip for refs/nostr, not the deletion of HEAD's branch; when it
+ * known tip for refs/nostr, not the deletion of HEAD's branch, under
+ * /prs/ only refs/nostr and no other signer's known event; when it
  * changes a branch or tag, the branches and tags git leaves are exactly
  * those of the state it names; git's deletion and non-fast-forward walls
  * are lowered only for an authorised deletion or rewrite, and always for
@@ -98,10 +100,12 @@ build(const uint8_t *h, struct model *m)
 		m->tips[m->in.pi_ntips].pt_ref = tip_pool[i];
 		snprintf(m->tips[m->in.pi_ntips].pt_c, sizeof(m->tips[0].pt_c),
 		    "%s", (t & 3) == 3 ? "(none)" : oids[t >> 2]);
+		m->tips[m->in.pi_ntips].pt_foreign = (h[9] >> (3 + i)) & 1;
 		m->in.pi_ntips++;
 	}
 	m->in.pi_tips = m->tips;
-	m->in.pi_ann = (enum pushauth_ann)(h[9] % 3);
+	m->in.pi_ann = (enum pushauth_ann)((h[9] & 3) % 3);
+	m->in.pi_prs = (h[9] >> 2) & 1;
 	m->in.pi_owner_hex = "00";
 	m->in.pi_cmds = m->cmds;
 }
@@ -187,12 +191,14 @@ check_allowed(const struct model *m, const struct pushauth_out *o)
 		cur = lookup(&m->cur, pc->pc_ref);
 		FUZZ_ASSERT(cur ? strcmp(cur, pc->pc_old) == 0 :
 		    zero(pc->pc_old));
+		FUZZ_ASSERT(!m->in.pi_prs || !bt(pc->pc_ref));
 		if (!bt(pc->pc_ref)) {
 			FUZZ_ASSERT(!zero(pc->pc_new));
 			for (k = 0; k < m->in.pi_ntips; k++)
 				if (strcmp(m->tips[k].pt_ref, pc->pc_ref) == 0)
 					FUZZ_ASSERT(strcmp(m->tips[k].pt_c,
-					    pc->pc_new) == 0);
+					    pc->pc_new) == 0 && (!m->in.pi_prs ||
+					    !m->tips[k].pt_foreign));
 			continue;
 		}
 		FUZZ_ASSERT(!(zero(pc->pc_new) && m->cur.head != NULL &&

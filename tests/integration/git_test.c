@@ -10,6 +10,8 @@
 #define _GNU_SOURCE		/* memmem */
 #include <sys/stat.h>
 
+#include <errno.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +215,22 @@ static int
 push(const char *dir, const char *url, const char *refspec, char **out)
 {
 	return gt_git(dir, out, "push", "--porcelain", url, refspec, NULL);
+}
+
+/* 1 if pushing refspec from dir to url fails with needle (or NULL) said. */
+static int
+push_refused(const char *dir, const char *url, const char *refspec,
+    const char *needle)
+{
+	char	*out = NULL;
+	int	 ok;
+
+	ok = push(dir, url, refspec, &out) != 0 && (needle == NULL ||
+	    (out != NULL && strstr(out, needle) != NULL));
+	if (!ok)
+		printf("# push %s: %s\n", refspec, out ? out : "(no output)");
+	free(out);
+	return ok;
 }
 
 /* A local repository with one commit of its own. */
@@ -611,19 +629,28 @@ test_deletion_by_coordinate_removes_maintainers_held_state(void)
 	wsc_close(ws);
 }
 
+/* A PR by key n to (owner, d) with tip c, cloned from clone. */
+static struct event *
+pr_cloned(int n, int owner, const char *d, const char *c, const char *clone)
+{
+	uint8_t	sk[32];
+	char	hex[65], tags[1400];
+
+	key(owner, sk, NULL, hex);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"],[\"p\",\"%s\"],"
+	    "[\"subject\",\"a change\"],[\"c\",\"%s\"],[\"clone\",\"%s\"]]",
+	    hex, d, hex, c, clone);
+	return signed_by(n, time(NULL), 1618, tags, "please pull");
+}
+
 /* A PR (kind 1618) by key n to repository (owner, d) with tip c. */
 static struct event *
 pr_event(int n, int owner, const char *d, const char *c)
 {
-	uint8_t		 sk[32];
-	char		 hex[65], tags[1200], url[512];
+	char	url[512];
 
-	key(owner, sk, NULL, hex);
 	url_of(owner, d, url, sizeof(url));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"],[\"p\",\"%s\"],"
-	    "[\"subject\",\"a change\"],[\"c\",\"%s\"],[\"clone\",\"%s\"]]",
-	    hex, d, hex, c, url);
-	return signed_by(n, time(NULL), 1618, tags, "please pull");
+	return pr_cloned(n, owner, d, c, url);
 }
 
 static void
@@ -1640,14 +1667,10 @@ test_state_authorises_deletion_and_force_push(void)
 	T_ASSERT(gt_git(dir, NULL, "checkout", "-q", "--orphan", "other",
 	    NULL) == 0);
 	T_ASSERT(gt_commit(dir, "other.txt", "other\n", "other", y) == 0);
-	T_CHECK(push(dir, url, ":refs/heads/dev", &out) != 0);
-	T_CHECK(out && strstr(out, "authorisation failed: No state events"));
-	free(out);
-	out = NULL;
+	T_CHECK(push_refused(dir, url, ":refs/heads/dev",
+	    "authorisation failed: No state events"));
 	snprintf(needle, sizeof(needle), "+%s:refs/heads/main", y);
-	T_CHECK(push(dir, url, needle, &out) != 0);
-	free(out);
-	out = NULL;
+	T_CHECK(push_refused(dir, url, needle, "authorisation failed"));
 	sleep(1);
 	st = state(SH_KEY + 1, d, "main", "refs/heads/main", y, NULL);
 	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
@@ -1682,6 +1705,590 @@ run_shapes(const char *only)
 		cur_shape = &shapes[i];
 		t_run(name, test_push_shape_refused);
 	}
+}
+
+/*
+ * GRASP-06 (issue 17 item 1): /prs/<npub>/<d>.git on a second relayd
+ * started with NGIT_GRASP06_ENABLE=true (rp06); the shared relay runs
+ * without it.  The helpers above talk to rp, so each case swaps it.
+ */
+static struct relayproc	*rp06;
+/* rp06's quotas, small enough for a test push to pass them. */
+#define G06_PER_REF	100000
+#define G06_PER_SIGNER	150000
+static char		 kept_d[32];	/* signer 51's /prs/ repository */
+
+/* The /prs/ URL and path of signer n's d (path: rest appended). */
+static void
+prs_url(int n, const char *d, const char *rest, char *url, size_t ulen,
+    char *path, size_t plen)
+{
+	uint8_t	sk[32], pk[32];
+	char	npub[NIP19_KEY_BUFSZ];
+
+	key(n, sk, pk, NULL);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	if (url != NULL)
+		snprintf(url, ulen, "http://%s/prs/%s/%s.git", dom(), npub, d);
+	if (path != NULL)
+		snprintf(path, plen, "/prs/%s/%s.git%s", npub, d, rest);
+}
+
+/* The directory of signer n's /prs/ repository d on rp. */
+static void
+prs_dir(int n, const char *d, char *out, size_t len)
+{
+	uint8_t	sk[32];
+	char	hex[65];
+
+	key(n, sk, NULL, hex);
+	snprintf(out, len, "%s/git/prs/%s/%s.git", relayproc_dir(rp), hex, d);
+}
+
+static int
+is_dir(const char *p)
+{
+	struct stat	sb;
+
+	return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Waits up to ms for the directory p to be gone. */
+static int
+wait_gone(const char *p, int ms)
+{
+	int64_t	end = wsc_now_ms() + ms;
+
+	while (is_dir(p) && wsc_now_ms() < end)
+		usleep(50000);
+	return !is_dir(p);
+}
+
+static int
+nip11_lists(const char *grasp)
+{
+	char	*body = NULL, want[32];
+	int	 status = 0, has;
+
+	if (get("/", "Accept: application/nostr+json\r\n", &status, NULL,
+	    &body) == -1 || status != 200) {
+		free(body);
+		return -1;
+	}
+	snprintf(want, sizeof(want), "\"%s\"", grasp);
+	has = strstr(body, want) != NULL;
+	free(body);
+	return has;
+}
+
+static void
+test_grasp06_off_by_default(void)
+{
+	char	path[600], *body = NULL;
+	int	status = 0;
+
+	T_EQ_INT(nip11_lists("GRASP-06"), 0);
+	T_EQ_INT(nip11_lists("GRASP-01"), 1);
+	prs_url(50, "x", "/info/refs?service=git-upload-pack", NULL, 0, path,
+	    sizeof(path));
+	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 404);
+	free(body);
+}
+
+static void
+test_grasp06_nip11_and_empty_repository(void)
+{
+	char	 url[600], path[600], dir[512], clone[512], *body = NULL;
+	char	*out = NULL;
+	int	 status = 0;
+	size_t	 i;
+	static const char *const bad[] = {
+		"/prs/npub1nothing/x.git/info/refs?service=git-upload-pack",
+		"/prs/x.git/info/refs?service=git-upload-pack",
+		"/prs/",
+	};
+
+	T_EQ_INT(nip11_lists("GRASP-06"), 1);
+	/* Any well-formed path clones as an empty repository. */
+	prs_url(50, "never-pushed", "", url, sizeof(url), NULL, 0);
+	workdir(clone, sizeof(clone));
+	T_EQ_INT(gt_git(NULL, &out, "clone", "-q", url, clone, NULL), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(gt_git(clone, &out, "ls-remote", url, NULL), 0);
+	T_CHECK(out != NULL && out[0] == '\0');
+	free(out);
+	/* A probe creates nothing. */
+	prs_dir(50, "never-pushed", dir, sizeof(dir));
+	T_CHECK(!is_dir(dir));
+	/* Malformed: 404, also the repository page. */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		T_ASSERT(get(bad[i], NULL, &status, NULL, &body) == 0);
+		T_EQ_INT(status, 404);
+		free(body);
+		body = NULL;
+	}
+	prs_url(50, "never-pushed", "", NULL, 0, path, sizeof(path));
+	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 404);
+	free(body);
+	body = NULL;
+	prs_url(50, "..", "/info/refs?service=git-upload-pack", NULL, 0, path,
+	    sizeof(path));
+	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 404);
+	free(body);
+}
+
+static void
+test_grasp06_only_refs_nostr_accepted(void)
+{
+	char	 d[32], dir[512], pdir[512], oid[41], url[600], ref[120];
+	char	 id[65], *out = NULL, *adv = NULL;
+	uint8_t	 raw[32];
+	size_t	 i;
+
+	next_d(d, sizeof(d));
+	snprintf(kept_d, sizeof(kept_d), "%s", d);
+	T_ASSERT(local_repo(dir, sizeof(dir), "contribution\n", oid) == 0);
+	prs_url(51, d, "", url, sizeof(url), NULL, 0);
+	prs_dir(51, d, pdir, sizeof(pdir));
+	T_CHECK(push_refused(dir, url, "HEAD:refs/heads/main",
+	    "authorisation failed: Ref validation failed: refs/heads/main: "
+	    "only refs/nostr/<event id> is accepted under /prs/"));
+	T_CHECK(push_refused(dir, url, "HEAD:refs/tags/v1", NULL));
+	T_CHECK(!is_dir(pdir));
+	for (i = 0; i < 32; i++)
+		raw[i] = (uint8_t)(0x60 + i);
+	hex_encode(raw, 32, id);
+	snprintf(ref, sizeof(ref), "HEAD:refs/nostr/%s", id);
+	T_EQ_INT(push(dir, url, ref, &out), 0);
+	free(out);
+	out = NULL;
+	T_CHECK(is_dir(pdir));
+	T_EQ_INT(gt_git(dir, &adv, "ls-remote", url, NULL), 0);
+	T_CHECK(adv && strstr(adv, id) && strstr(adv, oid));
+	free(adv);
+	/* A refs/nostr ref is never deleted by a push. */
+	snprintf(ref, sizeof(ref), ":refs/nostr/%s", id);
+	T_CHECK(push_refused(dir, url, ref, "cannot be deleted"));
+}
+
+static void
+test_grasp06_known_pr_must_be_the_paths(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ann, *pr;
+	char		 d[32], msg[256], dir[512], oid[41], c[41], url[600];
+	char		 ref[120], *out = NULL;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	T_ASSERT(serve_repo(ws, 52, d, "", dir, sizeof(dir), oid, &ann) ==
+	    0);
+	T_ASSERT(gt_commit(dir, "file.txt", "pr\n", "pr", c) == 0);
+	pr = pr_event(53, 52, d, c);
+	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	snprintf(ref, sizeof(ref), "%s:refs/nostr/%s", c, pr->id_hex);
+	/* Another signer's path, or another identifier. */
+	prs_url(54, d, "", url, sizeof(url), NULL, 0);
+	T_CHECK(push_refused(dir, url, ref, "is not by this path's signer "
+	    "for this identifier"));
+	prs_url(53, "elsewhere", "", url, sizeof(url), NULL, 0);
+	T_CHECK(push_refused(dir, url, ref, "is not by this path's signer"));
+	/* The signer's path: the tip must be the event's. */
+	prs_url(53, d, "", url, sizeof(url), NULL, 0);
+	snprintf(ref, sizeof(ref), "%s:refs/nostr/%s", oid, pr->id_hex);
+	T_CHECK(push_refused(dir, url, ref, "authorisation failed: PR event"));
+	snprintf(ref, sizeof(ref), "%s:refs/nostr/%s", c, pr->id_hex);
+	T_EQ_INT(push(dir, url, ref, &out), 0);
+	free(out);
+	event_destroy(ann);
+	event_destroy(pr);
+	wsc_close(ws);
+}
+
+static void
+test_grasp06_repository_without_refs_removed(void)
+{
+	struct buf	 b = BUF_INIT;
+	char		 d[32], pdir[512], path[600], *resp = NULL;
+	char		 ref[80], junk[600];
+	size_t		 len = 0;
+	int		 status = 0;
+	FILE		*f;
+
+	/* A push git refuses (its object is missing) leaves no ref: the
+	 * repository it created goes at once. */
+	next_d(d, sizeof(d));
+	prs_dir(55, d, pdir, sizeof(pdir));
+	prs_url(55, d, "/git-receive-pack", NULL, 0, path, sizeof(path));
+	snprintf(ref, sizeof(ref), "refs/nostr/%064d", 7);
+	pkt_cmd(&b, ZERO, "1234567890123456789012345678901234567890", ref,
+	    "report-status");
+	buf_adds(&b, "0000");
+	/* An empty pack: PACK, version 2, no objects, its SHA-1. */
+	buf_add(&b, "PACK\0\0\0\2\0\0\0\0\x02\x9d\x08\x82\x3b\xd8\xa8\xea"
+	    "\xb5\x10\xad\x6a\xc7\x5c\x82\x3c\xfd\x3e\xd3\x1e", 32);
+	T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp), "POST",
+	    path, "Content-Type: application/x-git-receive-pack-request\r\n",
+	    b.b_data, b.b_len, TMO, &status, NULL, &resp, &len) == 0);
+	T_EQ_INT(status, 200);
+	T_CHECK(resp != NULL && memmem(resp, len, "ng ", 3) != NULL);
+	free(resp);
+	buf_free(&b);
+	T_CHECK(wait_gone(pdir, TMO));
+
+	/* Left behind by a crash: removed by the scan at start, while a
+	 * repository with a ref stays. */
+	next_d(d, sizeof(d));
+	prs_dir(55, d, pdir, sizeof(pdir));
+	T_ASSERT(mkdir(pdir, 0755) == 0 || errno == ENOENT);
+	if (!is_dir(pdir)) {
+		snprintf(junk, sizeof(junk), "%s", pdir);
+		*strrchr(junk, '/') = '\0';
+		T_ASSERT(mkdir(junk, 0755) == 0 && mkdir(pdir, 0755) == 0);
+	}
+	snprintf(junk, sizeof(junk), "%s/HEAD", pdir);
+	T_ASSERT((f = fopen(junk, "w")) != NULL);
+	fputs("ref: refs/heads/main\n", f);
+	fclose(f);
+	snprintf(junk, sizeof(junk), "%s/refs", pdir);
+	T_ASSERT(mkdir(junk, 0755) == 0);
+	T_ASSERT(relayproc_restart(rp) == 0);
+	T_CHECK(!is_dir(pdir));
+	prs_dir(51, kept_d, junk, sizeof(junk));
+	T_CHECK(kept_d[0] != '\0' && is_dir(junk));
+	T_CHECK(nip11_lists("GRASP-06") == 1);
+}
+
+/* Commits size incompressible bytes as file in dir. */
+static int
+commit_random(const char *dir, const char *file, size_t size, char oid[41])
+{
+	char	 path[600];
+	FILE	*f;
+	size_t	 i;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if ((f = fopen(path, "w")) == NULL)
+		return -1;
+	for (i = 0; i < size; i++)
+		fputc(rand() & 0xff, f);
+	fclose(f);
+	if (gt_git(dir, NULL, "add", file, NULL) != 0 ||
+	    gt_git(dir, NULL, "commit", "-q", "-m", file, NULL) != 0)
+		return -1;
+	return gt_rev(dir, "HEAD", oid);
+}
+
+/* refs/nostr/<64 hex of seed> into ref (a refspec: src:ref). */
+static void
+nostr_spec(const char *src, int seed, char *out, size_t len)
+{
+	uint8_t	raw[32];
+	char	hex[65];
+	size_t	i;
+
+	for (i = 0; i < 32; i++)
+		raw[i] = (uint8_t)(seed + i);
+	hex_encode(raw, 32, hex);
+	snprintf(out, len, "%s:refs/nostr/%s", src, hex);
+}
+
+/* No quarantine of a stopped receive-pack is left in repo. */
+static int
+no_incoming(const char *repo)
+{
+	char		 dir[600];
+	DIR		*d;
+	struct dirent	*e;
+	int		 none = 1;
+
+	snprintf(dir, sizeof(dir), "%s/objects", repo);
+	if ((d = opendir(dir)) == NULL)
+		return 1;
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "tmp_objdir-incoming-", 20) == 0)
+			none = 0;
+	closedir(d);
+	return none;
+}
+
+static void
+test_grasp06_quota_per_ref_stops_the_pack(void)
+{
+	char	 d[32], dir[512], pdir[512], oid[41], url[600], spec[120];
+	char	 kept[512], kurl[600], *out = NULL;
+
+	/* Another repository of the same signer, first. */
+	next_d(d, sizeof(d));
+	T_ASSERT(local_repo(dir, sizeof(dir), "small\n", oid) == 0);
+	prs_url(56, d, "", kurl, sizeof(kurl), NULL, 0);
+	prs_dir(56, d, kept, sizeof(kept));
+	nostr_spec("HEAD", 0x40, spec, sizeof(spec));
+	T_EQ_INT(push(dir, kurl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	next_d(d, sizeof(d));
+	T_ASSERT(commit_random(dir, "big.bin", 3 * G06_PER_REF, oid) == 0);
+	prs_url(56, d, "", url, sizeof(url), NULL, 0);
+	prs_dir(56, d, pdir, sizeof(pdir));
+	nostr_spec("HEAD", 0x10, spec, sizeof(spec));
+	T_CHECK(push_refused(dir, url, spec, "quota exceeded: the push is "
+	    "larger than 100000 bytes (100000 per ref)"));
+	/* Nothing kept of it; the others unharmed. */
+	T_CHECK(wait_gone(pdir, TMO));
+	T_CHECK(is_dir(kept) && no_incoming(kept));
+	T_EQ_INT(gt_git(dir, &out, "ls-remote", kurl, NULL), 0);
+	T_CHECK(out != NULL && strstr(out, "refs/nostr/") != NULL);
+	free(out);
+	T_EQ_INT(nip11_lists("GRASP-06"), 1);
+}
+
+static void
+test_grasp06_quota_per_signer(void)
+{
+	char	 d[32], d2[32], dir[512], pdir[512], oid[41], url[600];
+	char	 spec[120], kept[512], *out = NULL;
+	int64_t	 end;
+
+	next_d(d, sizeof(d));
+	T_ASSERT(local_repo(dir, sizeof(dir), "first\n", oid) == 0);
+	T_ASSERT(commit_random(dir, "a.bin", G06_PER_SIGNER / 2, oid) == 0);
+	prs_url(57, d, "", url, sizeof(url), NULL, 0);
+	prs_dir(57, d, pdir, sizeof(pdir));
+	nostr_spec("HEAD", 0x20, spec, sizeof(spec));
+	T_EQ_INT(push(dir, url, spec, &out), 0);
+	free(out);
+	out = NULL;
+	/* The second half, to another repository of the same signer. */
+	T_ASSERT(commit_random(dir, "b.bin", G06_PER_SIGNER / 2 + 1000,
+	    oid) == 0);
+	next_d(d2, sizeof(d2));
+	prs_url(57, d2, "", url, sizeof(url), NULL, 0);
+	nostr_spec("HEAD", 0x30, spec, sizeof(spec));
+	T_CHECK(push_refused(dir, url, spec, "quota exceeded: the signer's "
+	    "repositories here would pass 150000 bytes"));
+	prs_dir(57, d2, kept, sizeof(kept));
+	T_CHECK(wait_gone(kept, TMO));
+	/* Stopped in the first repository: it stays as it was, without
+	 * the quarantine git had begun. */
+	prs_url(57, d, "", url, sizeof(url), NULL, 0);
+	nostr_spec("HEAD", 0x50, spec, sizeof(spec));
+	T_CHECK(push_refused(dir, url, spec, "quota exceeded"));
+	for (end = wsc_now_ms() + TMO; !no_incoming(pdir) &&
+	    wsc_now_ms() < end; )
+		usleep(50000);
+	T_CHECK(is_dir(pdir) && no_incoming(pdir));
+	T_EQ_INT(gt_git(dir, &out, "ls-remote", url, NULL), 0);
+	T_CHECK(out != NULL && strstr(out, "refs/nostr/") != NULL &&
+	    strchr(out, '\n') == strrchr(out, '\n'));
+	free(out);
+	out = NULL;
+	/* Another signer is not charged for it. */
+	T_ASSERT(local_repo(dir, sizeof(dir), "second\n", oid) == 0);
+	T_ASSERT(commit_random(dir, "c.bin", G06_PER_SIGNER / 2, oid) == 0);
+	prs_url(58, d2, "", url, sizeof(url), NULL, 0);
+	T_EQ_INT(push(dir, url, spec, &out), 0);
+	free(out);
+}
+
+static void
+test_grasp06_push_releases_and_mirrors(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ann, *pr, *pr2, *pr3;
+	char		 d[32], msg[256], dir[512], oid[41], c[41], c2[41];
+	char		 w[41], purl[600], spec[200], needle[200], pdir[512];
+	char		*out = NULL;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	T_ASSERT(serve_repo(ws, 60, d, "", dir, sizeof(dir), oid, &ann) ==
+	    0);
+	prs_url(61, d, "", purl, sizeof(purl), NULL, 0);
+	prs_dir(61, d, pdir, sizeof(pdir));
+
+	/* Event first: held until the /prs/ push, then released, and the
+	 * ref is mirrored into the announced repository. */
+	T_ASSERT(gt_commit(dir, "file.txt", "one\n", "one", c) == 0);
+	pr = pr_cloned(61, 60, d, c, purl);
+	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c, pr->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(wait_served(ws, pr->id_hex, TMO), 1);
+	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c, pr->id_hex);
+	T_CHECK(wait_advertised(60, d, needle, TMO));
+
+	/* Git first: the event finds its ref at /prs/ and is released. */
+	T_ASSERT(gt_commit(dir, "file.txt", "two\n", "two", c2) == 0);
+	pr2 = pr_cloned(61, 60, d, c2, purl);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c2, pr2->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(pub(ws, pr2, msg, sizeof(msg)), 1);
+	T_EQ_INT(wait_served(ws, pr2->id_hex, TMO), 1);
+	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c2, pr2->id_hex);
+	T_CHECK(wait_advertised(60, d, needle, TMO));
+
+	/* A PR update (kind 1619) to the first, event first. */
+	T_ASSERT(gt_commit(dir, "file.txt", "update\n", "update", c2) == 0);
+	{
+		uint8_t	 sk[32];
+		char	 hex[65], tags[1600];
+		struct event *up;
+
+		key(60, sk, NULL, hex);
+		snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"],"
+		    "[\"E\",\"%s\"],[\"P\",\"%s\"],[\"c\",\"%s\"],"
+		    "[\"clone\",\"%s\"]]", hex, d, pr->id_hex, hex, c2, purl);
+		up = signed_by(61, time(NULL), 1619, tags, "");
+		T_EQ_INT(pub(ws, up, msg, sizeof(msg)), 1);
+		T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
+		snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c2,
+		    up->id_hex);
+		T_EQ_INT(push(dir, purl, spec, &out), 0);
+		free(out);
+		out = NULL;
+		T_EQ_INT(wait_served(ws, up->id_hex, TMO), 1);
+		snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c2,
+		    up->id_hex);
+		T_CHECK(wait_advertised(60, d, needle, TMO));
+		event_destroy(up);
+	}
+
+	/* Git first with another commit: the event deletes the /prs/ ref
+	 * and stays held. */
+	T_ASSERT(gt_commit(dir, "file.txt", "three\n", "three", w) == 0);
+	T_ASSERT(gt_git(dir, NULL, "commit", "-q", "--amend", "-m", "3b",
+	    NULL) == 0);
+	T_ASSERT(gt_rev(dir, "HEAD", c) == 0);
+	pr3 = pr_cloned(61, 60, d, c, purl);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", w, pr3->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(pub(ws, pr3, msg, sizeof(msg)), 1);
+	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
+	snprintf(needle, sizeof(needle), "refs/nostr/%s", pr3->id_hex);
+	T_EQ_INT(gt_git(dir, &out, "ls-remote", purl, NULL), 0);
+	T_CHECK(out != NULL && strstr(out, needle) == NULL &&
+	    strstr(out, pr->id_hex) != NULL);
+	free(out);
+	out = NULL;
+	T_EQ_INT(served(ws, pr3->id_hex), 0);
+	event_destroy(ann);
+	event_destroy(pr);
+	event_destroy(pr2);
+	event_destroy(pr3);
+	wsc_close(ws);
+}
+
+static void
+test_grasp06_mirror_needs_the_clone_tag_and_one_way(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ann, *pr, *pr2;
+	char		 d[32], msg[256], dir[512], oid[41], c[41], c2[41];
+	char		 purl[600], url[600], spec[200], needle[200], pdir[512];
+	char		*out = NULL, *adv;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	T_ASSERT(serve_repo(ws, 62, d, "", dir, sizeof(dir), oid, &ann) ==
+	    0);
+	prs_url(63, d, "", purl, sizeof(purl), NULL, 0);
+	prs_dir(63, d, pdir, sizeof(pdir));
+	/* A PR cloned from the owner's repository, pushed to /prs/: kept
+	 * there, not mirrored, not released. */
+	T_ASSERT(gt_commit(dir, "file.txt", "std\n", "std", c) == 0);
+	url_of(62, d, url, sizeof(url));
+	pr = pr_cloned(63, 62, d, c, url);
+	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c, pr->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	usleep(500000);
+	T_EQ_INT(served(ws, pr->id_hex), 0);
+	adv = advertisement(62, d, NULL);
+	T_CHECK(adv != NULL && strstr(adv, pr->id_hex) == NULL);
+	free(adv);
+	/* A PR naming /prs/ pushed to the owner's repository: released
+	 * there, nothing written under /prs/. */
+	T_ASSERT(gt_commit(dir, "file.txt", "std2\n", "std2", c2) == 0);
+	prs_dir(63, "other", pdir, sizeof(pdir));
+	prs_url(63, "other", "", purl, sizeof(purl), NULL, 0);
+	pr2 = pr_cloned(63, 62, d, c2, purl);
+	T_EQ_INT(pub(ws, pr2, msg, sizeof(msg)), 1);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c2, pr2->id_hex);
+	T_EQ_INT(push(dir, url, spec, &out), 0);
+	free(out);
+	T_EQ_INT(wait_served(ws, pr2->id_hex, TMO), 1);
+	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c2, pr2->id_hex);
+	T_CHECK(wait_advertised(62, d, needle, TMO));
+	T_CHECK(!is_dir(pdir));
+	event_destroy(ann);
+	event_destroy(pr);
+	event_destroy(pr2);
+	wsc_close(ws);
+}
+
+/* Runs fn against rp06. */
+static void
+on_grasp06(const char *name, void (*fn)(void), const char *only)
+{
+	struct relayproc	*shared = rp;
+
+	if (only != NULL && strstr(name, only) == NULL)
+		return;
+	rp = rp06;
+	t_run(name, fn);
+	rp = shared;
+}
+
+static void
+run_grasp06(const char *only)
+{
+	static const char *const env[] = { "NGIT_GRASP06_ENABLE=true",
+		"NGIT_GRASP06_MAX_BYTES_PER_REF=100000",
+		"NGIT_GRASP06_MAX_BYTES_PER_SIGNER=150000", NULL };
+
+	if (only == NULL || strstr("test_grasp06_off_by_default", only))
+		T_RUN(test_grasp06_off_by_default);
+	if (only != NULL && strstr(only, "grasp06") == NULL)
+		return;
+	if ((rp06 = relayproc_start("relayd", env)) == NULL) {
+		printf("not ok - test_grasp06: relayd did not start\n");
+		t_fail++;
+		return;
+	}
+	on_grasp06("test_grasp06_nip11_and_empty_repository",
+	    test_grasp06_nip11_and_empty_repository, only);
+	on_grasp06("test_grasp06_only_refs_nostr_accepted",
+	    test_grasp06_only_refs_nostr_accepted, only);
+	on_grasp06("test_grasp06_known_pr_must_be_the_paths",
+	    test_grasp06_known_pr_must_be_the_paths, only);
+	on_grasp06("test_grasp06_push_releases_and_mirrors",
+	    test_grasp06_push_releases_and_mirrors, only);
+	on_grasp06("test_grasp06_mirror_needs_the_clone_tag_and_one_way",
+	    test_grasp06_mirror_needs_the_clone_tag_and_one_way, only);
+	on_grasp06("test_grasp06_quota_per_ref_stops_the_pack",
+	    test_grasp06_quota_per_ref_stops_the_pack, only);
+	on_grasp06("test_grasp06_quota_per_signer",
+	    test_grasp06_quota_per_signer, only);
+	on_grasp06("test_grasp06_repository_without_refs_removed",
+	    test_grasp06_repository_without_refs_removed, only);
+	if (t_fail)
+		relayproc_dump_log(rp06, 30);
+	relayproc_free(rp06);
+	rp06 = NULL;
 }
 
 #define RUN(fn) do {							\
@@ -1737,6 +2344,7 @@ main(void)
 	run_shapes(only);
 	RUN(test_push_shapes_allowed_reach_git);
 	RUN(test_state_authorises_deletion_and_force_push);
+	run_grasp06(only);
 	RUN(test_head_follows_state_with_existing_commit);
 	RUN(test_head_follows_state_after_push_of_new_branch);
 	RUN(test_repository_pages_and_advertisement);

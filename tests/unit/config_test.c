@@ -168,6 +168,9 @@ defaults_without_file(void)
 	T_EQ_INT(c.sync_plus_user_index_relays.n, 0);
 	T_EQ_INT(c.sync_plus_fallback_relays.n, 0);
 	T_EQ_INT(c.private_mode, 0);
+	T_EQ_INT(c.grasp06_enable, 0);
+	T_EQ_INT(c.grasp06_max_bytes_per_ref, 50 * 1024 * 1024);
+	T_EQ_INT(c.grasp06_max_bytes_per_signer, 500 * 1024 * 1024);
 	config_free(&c);
 }
 
@@ -226,9 +229,12 @@ environment_beats_file(void)
 	setenv("NGIT_MAX_CONNECTIONS", "7", 1);
 	setenv("NGIT_RELAY_NAME", "from env", 1);
 	setenv("NGIT_SYNC_PLUS_ENABLED", "false", 1);
+	setenv("NGIT_GRASP06_ENABLE", "true", 1);
 	T_ASSERT(load_text(&c, "max_connections = 99\n"
 	    "relay_name = from file\n"
+	    "grasp06_enable = false\n"
 	    "max_events_per_minute = 5\n") == 0);
+	T_EQ_INT(c.grasp06_enable, 1);
 	T_EQ_INT(c.max_connections, 7);
 	T_EQ_STR(c.relay_name, "from env");
 	T_EQ_INT(c.sync_plus_enabled, 0);
@@ -1020,7 +1026,7 @@ only_log_level_is_reloadable(void)
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strcmp(name, "NGIT_LOG_LEVEL") != 0)
 			T_EQ_INT(config_key_reloadable(name), 0);
-	T_EQ_INT(i, 36);
+	T_EQ_INT(i, 39);
 }
 
 static void
@@ -1105,7 +1111,7 @@ sample_file_lists_every_key(void)
 		nset++;
 	}
 	free(text);
-	T_EQ_INT(nset, 36);
+	T_EQ_INT(nset, 39);
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
 	d0 = dump(&c);
 	config_free(&c);

@@ -338,6 +338,48 @@ test_refs_nostr_takes_a_known_tip_or_a_placeholder(void)
 }
 
 static void
+test_prs_takes_refs_nostr_of_the_paths_signer_only(void)
+{
+	static const char *const other[] = { "refs/heads/main",
+		"refs/heads/new", "refs/tags/v2", "HEAD" };
+	size_t	i;
+
+	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		reset();
+		in.pi_prs = 1;
+		in.pi_ann = PUSHAUTH_ANN_NONE;
+		cmd(Z, A, other[i]);
+		state("refs/heads/main", A, "refs/heads/dev", A, "refs/tags/v1",
+		    B, "refs/heads/new", A, "refs/tags/v2", A, NULL);
+		T_EQ_INT(decide(), 0);
+		T_CHECK(strstr(out.po_reason, "only refs/nostr/<event id> is "
+		    "accepted under /prs/") != NULL);
+	}
+	/* A noop on a branch is refused too: nothing but refs/nostr. */
+	reset();
+	in.pi_prs = 1;
+	cmd(A, A, "refs/heads/main");
+	T_EQ_INT(decide(), 0);
+	/* A placeholder; a known event of this path's; another's. */
+	reset();
+	in.pi_prs = 1;
+	in.pi_ann = PUSHAUTH_ANN_NONE;
+	cmd(Z, B, NOSTR2);
+	T_EQ_INT(decide(), 1);
+	tips[0].pt_ref = NOSTR2;
+	snprintf(tips[0].pt_c, sizeof(tips[0].pt_c), "%s", B);
+	in.pi_ntips = 1;
+	T_EQ_INT(decide(), 1);
+	tips[0].pt_foreign = 1;
+	T_EQ_INT(decide(), 0);
+	T_EQ_STR(out.po_reason, "PR event " ID2 " is not by this path's "
+	    "signer for this identifier");
+	/* The standard path ignores pt_foreign (any author may push). */
+	in.pi_prs = 0;
+	T_EQ_INT(decide(), 1);
+}
+
+static void
 test_one_bad_command_refuses_the_whole_push(void)
 {
 	reset();
@@ -368,6 +410,7 @@ main(void)
 	T_RUN(test_noop_needs_no_state_and_keeps_the_walls);
 	T_RUN(test_state_authorises_creation_and_rewrite);
 	T_RUN(test_refs_nostr_takes_a_known_tip_or_a_placeholder);
+	T_RUN(test_prs_takes_refs_nostr_of_the_paths_signer_only);
 	T_RUN(test_one_bad_command_refuses_the_whole_push);
 	return t_done();
 }

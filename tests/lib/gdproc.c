@@ -34,6 +34,8 @@ const char *const gd_roles[GD_NROLES] = {
 
 /* Environment entries a test may add. */
 #define GD_MAX_ENV	32
+/* How many ports gd_start() tries when one was taken. */
+#define GD_START_TRIES	3
 
 struct gdproc {
 	pid_t	 g_pid;
@@ -160,10 +162,10 @@ struct gdproc *
 gd_start(const char *const extra_env[])
 {
 	struct gdproc	*g;
-	const char	*tmp = getenv("TMPDIR"), *b = getenv("GRASPD_BIN"),
-			*l = getenv("GRASPD_LIBEXEC");
-	char		 sub[PATH_MAX + 16];
-	int		 i;
+	const char	*tmp = getenv("TMPDIR"), *b = getenv("GRASPD_BIN");
+	const char	*l = getenv("GRASPD_LIBEXEC");
+	char		 sub[PATH_MAX + 16], log[PATH_MAX + 16];
+	int		 i, try;
 
 	if ((g = calloc(1, sizeof(*g))) == NULL)
 		abort();
@@ -188,14 +190,23 @@ gd_start(const char *const extra_env[])
 	snprintf(sub, sizeof(sub), "%s/git", g->g_dir);
 	mkdir(sub, 0700);
 	snprintf(g->g_db, sizeof(g->g_db), "%s/relay/graspd.db", g->g_dir);
-	if ((g->g_port = relayproc_free_port("127.0.0.1")) == -1 ||
-	    spawn(g) == -1 || settle(g) == -1) {
-		fprintf(stderr, "# graspd did not start\n");
-		gd_dump_log(g, 30);
-		gd_free(g);
-		return NULL;
+	snprintf(log, sizeof(log), "%s/log", g->g_dir);
+	for (try = 1;; try++) {
+		if ((g->g_port = relayproc_free_port("127.0.0.1")) != -1 &&
+		    spawn(g) == 0 && settle(g) == 0)
+			return g;
+		/* As relayproc_start(): a port taken meanwhile, another. */
+		if (g->g_port == -1 || try == GD_START_TRIES ||
+		    !relayproc_log_port_taken(log))
+			break;
+		fprintf(stderr, "# graspd: port %d was taken, trying "
+		    "another\n", g->g_port);
+		gd_kill_group(g);
 	}
-	return g;
+	fprintf(stderr, "# graspd did not start\n");
+	gd_dump_log(g, 30);
+	gd_free(g);
+	return NULL;
 }
 
 int

@@ -1,7 +1,6 @@
 /*
  * gdproc.c: a whole graspd under test (see gdproc.h).
  */
-#define _GNU_SOURCE		/* nftw */
 #include <sys/types.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -10,7 +9,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +22,7 @@
 #include "gdproc.h"
 #include "nostr.h"
 #include "relayproc.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 extern char **environ;
@@ -60,16 +59,6 @@ abs_dir(const char *dir, char *out, size_t outlen)
 {
 	if (realpath(dir, out) == NULL)
 		snprintf(out, outlen, "%s", dir);
-}
-
-static int
-rm_one(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	remove(path);
-	return 0;
 }
 
 /* Forks graspd -d in its own process group, with our environment. */
@@ -162,7 +151,7 @@ struct gdproc *
 gd_start(const char *const extra_env[])
 {
 	struct gdproc	*g;
-	const char	*tmp = getenv("TMPDIR"), *b = getenv("GRASPD_BIN");
+	const char	*b = getenv("GRASPD_BIN");
 	const char	*l = getenv("GRASPD_LIBEXEC");
 	char		 sub[PATH_MAX + 16], log[PATH_MAX + 16];
 	int		 i, try;
@@ -178,10 +167,7 @@ gd_start(const char *const extra_env[])
 	    sizeof(g->g_bin));
 	abs_dir(l != NULL && *l != '\0' ? l : g->g_bin, g->g_libexec,
 	    sizeof(g->g_libexec));
-	snprintf(g->g_dir, sizeof(g->g_dir), "%s/graspd-gd.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	if (mkdtemp(g->g_dir) == NULL) {
-		g->g_dir[0] = '\0';
+	if (tdir_make(g->g_dir, sizeof(g->g_dir), "graspd-gd") == -1) {
 		gd_free(g);
 		return NULL;
 	}
@@ -235,7 +221,6 @@ gd_kill_group(struct gdproc *g)
 void
 gd_free(struct gdproc *g)
 {
-	const char	*keep = getenv("GRASPD_KEEP_TMP");
 	int64_t		 deadline;
 	int		 i;
 
@@ -255,12 +240,7 @@ gd_free(struct gdproc *g)
 		/* Roles that outlived graspd go with its group. */
 		kill(-g->g_pid, SIGKILL);
 	}
-	if (g->g_dir[0] != '\0') {
-		if (keep != NULL && *keep != '\0')
-			fprintf(stderr, "# kept %s\n", g->g_dir);
-		else
-			nftw(g->g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	}
+	tdir_remove(g->g_dir);
 	for (i = 0; g->g_env[i] != NULL; i++)
 		free(g->g_env[i]);
 	free(g);

@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,6 +28,7 @@
 #include "buf.h"
 #include "log.h"
 #include "relayproc.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 extern char **environ;
@@ -46,6 +46,7 @@ struct relayproc {
 	int	 rp_port;
 	char	 rp_domain[256];
 	char	 rp_url[272];
+	char	 rp_bind_url[96];
 	char	 rp_dir[PATH_MAX];
 	char	 rp_log[PATH_MAX + 8];
 	pid_t	 rp_pid;		/* -1 when not running */
@@ -492,7 +493,7 @@ struct relayproc *
 relayproc_start(const char *program, const char *const extra_env[])
 {
 	struct relayproc	*rp;
-	const char		*tmp, *v;
+	const char		*v;
 	char			 sub[PATH_MAX + 8];
 	static const char	*subdirs[] = { "relay", "git", "run" };
 	size_t			 i;
@@ -503,16 +504,8 @@ relayproc_start(const char *program, const char *const extra_env[])
 	rp->rp_pid = -1;
 	if ((rp->rp_program = find_program(program)) == NULL)
 		goto fail;
-	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	snprintf(rp->rp_dir, sizeof(rp->rp_dir), "%s/graspd-test.XXXXXX",
-	    tmp);
-	if (mkdtemp(rp->rp_dir) == NULL) {
-		fprintf(stderr, "# relayproc: mkdtemp %s: %s\n", rp->rp_dir,
-		    strerror(errno));
-		rp->rp_dir[0] = '\0';
+	if (tdir_make(rp->rp_dir, sizeof(rp->rp_dir), "graspd-test") == -1)
 		goto fail;
-	}
 	for (i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
 		snprintf(sub, sizeof(sub), "%s/%s", rp->rp_dir, subdirs[i]);
 		if (mkdir(sub, 0700) == -1) {
@@ -553,6 +546,12 @@ relayproc_start(const char *program, const char *const extra_env[])
 		    v ? v : "");
 		snprintf(rp->rp_url, sizeof(rp->rp_url), "ws://%s",
 		    rp->rp_domain);
+		if (strchr(rp->rp_host, ':') != NULL)
+			snprintf(rp->rp_bind_url, sizeof(rp->rp_bind_url),
+			    "ws://[%s]:%d/", rp->rp_host, rp->rp_port);
+		else
+			snprintf(rp->rp_bind_url, sizeof(rp->rp_bind_url),
+			    "ws://%s:%d/", rp->rp_host, rp->rp_port);
 		if ((rc = start(rp)) == 0)
 			return rp;
 		/*
@@ -602,31 +601,15 @@ relayproc_restart(struct relayproc *rp)
 	return start(rp);
 }
 
-static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	if (remove(path) == -1)
-		fprintf(stderr, "# relayproc: remove %s: %s\n", path,
-		    strerror(errno));
-	return 0;
-}
-
 void
 relayproc_free(struct relayproc *rp)
 {
-	const char	*keep;
 	size_t		 i;
 
 	if (rp == NULL)
 		return;
 	relayproc_stop(rp);
-	if (rp->rp_dir[0] != '\0') {
-		keep = getenv("GRASPD_KEEP_TMP");
-		if (keep != NULL && *keep != '\0')
-			fprintf(stderr, "# relayproc: kept %s\n", rp->rp_dir);
-		else
-			nftw(rp->rp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	}
+	tdir_remove(rp->rp_dir);
 	for (i = 0; i < rp->rp_nenv; i++)
 		free(rp->rp_env[i]);
 	free(rp->rp_env);
@@ -715,6 +698,12 @@ const char *
 relayproc_url(const struct relayproc *rp)
 {
 	return rp->rp_url;
+}
+
+const char *
+relayproc_bind_url(const struct relayproc *rp)
+{
+	return rp->rp_bind_url;
 }
 
 int

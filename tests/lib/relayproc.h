@@ -90,6 +90,8 @@ pid_t		 relayproc_pid(const struct relayproc *);
 const char	*relayproc_domain(const struct relayproc *);
 /* "ws://" + NGIT_DOMAIN: what announcements put in their relays tag. */
 const char	*relayproc_url(const struct relayproc *);
+/* "ws://HOST:PORT/", the canonical URL of the bind address. */
+const char	*relayproc_bind_url(const struct relayproc *);
 
 /*
  * A loopback TCP port that was free a moment ago (bound, then closed):

@@ -136,6 +136,52 @@ t_done(void)
 	return t_fail ? 1 : 0;
 }
 
+/* The number in environment variable name (a test's size), else dflt. */
+static inline int
+t_env_int(const char *name, int dflt)
+{
+	const char	*v = getenv(name);
+
+	return v != NULL && *v != '\0' ? atoi(v) : dflt;
+}
+
+/* qsort() order of longs, ascending. */
+static inline int
+t_cmp_long(const void *a, const void *b)
+{
+	long	x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The whole file at path, NUL-terminated (caller frees), its length in
+ * *lenp when lenp is not NULL; NULL if it cannot be read.
+ */
+static inline char *
+t_slurp(const char *path, size_t *lenp)
+{
+	FILE	*fp;
+	char	*s;
+	long	 n;
+
+	if ((fp = fopen(path, "rb")) == NULL)
+		return NULL;
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	rewind(fp);
+	if (n < 0 || (s = malloc((size_t)n + 1)) == NULL ||
+	    fread(s, 1, (size_t)n, fp) != (size_t)n) {
+		fclose(fp);
+		return NULL;
+	}
+	fclose(fp);
+	s[n] = '\0';
+	if (lenp != NULL)
+		*lenp = (size_t)n;
+	return s;
+}
+
 /* Path of the shared test vectors (../shared/vectors beside the checkout). */
 static inline const char *
 t_vectors_dir(void)

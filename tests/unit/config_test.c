@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include "config.h"
 #include "nip19.h"
 #include "t.h"
+#include "tdir.h"
 
 extern char	**environ;
 
@@ -29,7 +29,7 @@ extern char	**environ;
 	"7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e"
 #define NSEC	"nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
 
-static char	tdir[] = "/tmp/config_test.XXXXXX";
+static char	tdir[128];
 static char	conf[sizeof(tdir) + 32];
 static char	err[512];
 
@@ -89,25 +89,6 @@ static int
 starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static char *
-slurp(const char *path)
-{
-	FILE	*fp;
-	char	*s;
-	long	 n;
-
-	if ((fp = fopen(path, "r")) == NULL)
-		return NULL;
-	fseek(fp, 0, SEEK_END);
-	n = ftell(fp);
-	rewind(fp);
-	if ((s = malloc((size_t)n + 1)) == NULL)
-		exit(2);
-	s[fread(s, 1, (size_t)n, fp)] = '\0';
-	fclose(fp);
-	return s;
 }
 
 static char *
@@ -747,7 +728,7 @@ owner_key_file_created_0600_and_stable(void)
 	T_ASSERT(stat(path, &st) == 0);
 	T_EQ_INT(st.st_mode & 07777, 0600);
 	T_ASSERT(S_ISREG(st.st_mode));
-	text = slurp(path);
+	text = t_slurp(path, NULL);
 	T_ASSERT(text != NULL);
 	T_CHECK(starts_with(text, "nsec1"));
 	T_CHECK(text[strlen(text) - 1] == '\n');
@@ -956,7 +937,7 @@ sample_file_lists_every_key(void)
 
 	clear_env();
 	snprintf(path, sizeof(path), "%s/etc/graspd.conf", srcdir());
-	T_ASSERT((text = slurp(path)) != NULL);
+	T_ASSERT((text = t_slurp(path, NULL)) != NULL);
 	for (i = 0; config_key_info(i, &name, &def, &help) == 0; i++) {
 		file_key(name, fkey);
 		snprintf(want, sizeof(want), "#%s =%s%s", fkey, *def ? " " : "",
@@ -1024,7 +1005,7 @@ man_page_lists_every_key(void)
 	size_t		 i;
 
 	snprintf(path, sizeof(path), "%s/man/graspd.conf.5", srcdir());
-	T_ASSERT((text = slurp(path)) != NULL);
+	T_ASSERT((text = t_slurp(path, NULL)) != NULL);
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strstr(text, name) == NULL)
 			t_fail_at(__FILE__, __LINE__, name);
@@ -1050,7 +1031,7 @@ unknown_environment_names_are_warned_about(void)
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
-	T_ASSERT((text = slurp(path)) != NULL);
+	T_ASSERT((text = t_slurp(path, NULL)) != NULL);
 	T_CHECK(strstr(text, "NGIT_ARCHIVE_ALL is not a graspd setting") !=
 	    NULL);
 	T_CHECK(strstr(text, "NGIT_DOMAIN") == NULL);
@@ -1058,19 +1039,11 @@ unknown_environment_names_are_warned_about(void)
 	clear_env();
 }
 
-static int
-rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	return remove(p);
-}
-
 int
 main(void)
 {
-	if (mkdtemp(tdir) == NULL) {
-		perror("mkdtemp");
+	if (tdir_make(tdir, sizeof(tdir), "config_test") == -1)
 		return 2;
-	}
 	snprintf(conf, sizeof(conf), "%s/graspd.conf", tdir);
 
 	T_RUN(defaults_without_file);
@@ -1110,6 +1083,6 @@ main(void)
 	T_RUN(unknown_environment_names_are_warned_about);
 
 	clear_env();
-	nftw(tdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	tdir_remove(tdir);
 	return t_done();
 }

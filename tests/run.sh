@@ -51,10 +51,10 @@ times_table='
 integration/supervisor_test 40
 integration/git_test 37
 integration/history_test 33
-integration/sync2_test 33
+integration/sync_recovery_test 33
 integration/neg_sync_test 24
 integration/crash_test 17
-integration/conn_test 12
+integration/conn_live_test 12
 integration/hunt_test 11
 integration/discovery_test 10
 integration/ssrf_test 9

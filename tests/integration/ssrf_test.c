@@ -18,7 +18,7 @@
  *    first case can see a dial), the redirect is never followed.
  *
  * Private clone URLs (git) are covered by hunt_test; the resolve-time
- * check of names by conn_test and relayurl_test.
+ * check of names by conn_live_test and relayurl_test.
  */
 #include <sys/socket.h>
 

@@ -1,5 +1,6 @@
 /*
- * sync2_test.c: more of syncd (GRASP-02) inside a real graspd B, on
+ * sync_recovery_test.c: syncd (GRASP-02) finding peers, recovering from
+ * their outages and refusals, and converging, inside a real graspd B on
  * loopback: discovery of a peer from an announcement published straight
  * to B (no bootstrap), a maintainer's announcement fetched again once the
  * owner's is accepted, catch-up after a short outage against a full
@@ -986,14 +987,15 @@ main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	t_first = time(NULL) - 7200;
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-sync2") == -1 ||
+	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-syncrec") == -1 ||
 	    gt_setup(tmpdir) == -1) {
-		printf("not ok - sync2_setup: temp dir\n");
+		printf("not ok - sync_recovery_setup: temp dir\n");
 		return 1;
 	}
 	if ((peer = relayproc_start_peer(NULL)) == NULL ||
 	    (b = relayproc_start("graspd", graspd_env)) == NULL) {
-		printf("not ok - sync2_setup: peer or graspd did not start\n");
+		printf("not ok - sync_recovery_setup: peer or graspd did not "
+		    "start\n");
 		relayproc_free(peer);
 		tdir_remove(tmpdir);
 		return 1;

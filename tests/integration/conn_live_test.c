@@ -1,5 +1,5 @@
 /*
- * conn_test.c: common/conn.c on a real libwebsockets loop in the test
+ * conn_live_test.c: common/conn.c on a real libwebsockets loop in the test
  * process, against the scriptable peer relay (tests/peer/) on loopback,
  * with NGIT_TEST=1 timings: one shared connection per relay, fetches and
  * their timeout, pagination over a capped relay with same-second events,
@@ -1709,7 +1709,7 @@ main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
-	log_init("conn_test", 1);
+	log_init("conn_live_test", 1);
 	log_setlevel(getenv("CONN_TEST_VERBOSE") ? LOG_LVL_DEBUG :
 	    LOG_LVL_WARN);
 	lws_set_log_level(LLL_ERR, lws_log);

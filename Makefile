@@ -15,7 +15,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CC	?= cc
 CFLAGS	?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Icommon \
-	   -Itests/lib $(PKG_CFLAGS) -MMD -MP
+	   $(PKG_CFLAGS) -MMD -MP
 override LDLIBS += $(PKG_LIBS) -lz -lm
 
 SAN	 = -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -44,6 +44,8 @@ all: $(PROGRAMS)
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+# Only the tests (and the test peer and benchmarks) see tests/lib.
+$(O)/tests/%.o: override CFLAGS += -Itests/lib
 
 $(O)/libcommon.a: $(COMMON_OBJ)
 	@rm -f $@

@@ -65,6 +65,7 @@
 #include <openssl/sha.h>
 #include <sqlite3.h>
 
+#include "bench.h"
 #include "buf.h"
 #include "event.h"
 #include "gitutil.h"
@@ -132,55 +133,6 @@ num_arg(const char *s, long min, long max)
 	return v;
 }
 
-/* Value of option name in argv, or NULL; removes nothing. */
-static const char *
-opt(int argc, char **argv, const char *name)
-{
-	int	i;
-
-	for (i = 0; i + 1 < argc; i++)
-		if (strcmp(argv[i], name) == 0)
-			return argv[i + 1];
-	return NULL;
-}
-
-/* 1 if every address of host is a loopback address. */
-static int
-is_loopback(const char *host)
-{
-	struct addrinfo	 hints, *res, *ai;
-	int		 ok = 1;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(host, NULL, &hints, &res) != 0)
-		return 0;
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		if (ai->ai_family == AF_INET) {
-			const struct sockaddr_in *s = (void *)ai->ai_addr;
-
-			ok &= (ntohl(s->sin_addr.s_addr) >> 24) == 127;
-		} else if (ai->ai_family == AF_INET6) {
-			const struct sockaddr_in6 *s = (void *)ai->ai_addr;
-
-			ok &= IN6_IS_ADDR_LOOPBACK(&s->sin6_addr);
-		} else
-			ok = 0;
-	}
-	freeaddrinfo(res);
-	return ok;
-}
-
-static void
-check_host(const char *host)
-{
-	if (!is_loopback(host)) {
-		fprintf(stderr, "ingest: %s is not a loopback address; the "
-		    "benchmark only talks to this machine\n", host);
-		exit(2);
-	}
-}
-
 /* HOST PORT of a command that talks to the relay: loopback only. */
 static int
 host_port(int argc, char **argv, const char **host)
@@ -188,7 +140,7 @@ host_port(int argc, char **argv, const char **host)
 	if (argc < 3)
 		usage();
 	*host = argv[1];
-	check_host(*host);
+	bench_loopback_only("ingest", *host);
 	return (int)num_arg(argv[2], 1, 65535);
 }
 
@@ -211,15 +163,6 @@ percentile(double *v, size_t n, double q)
 	qsort(v, n, sizeof(*v), cmp_double);
 	r = (size_t)ceil(q * (double)n);
 	return v[r > 0 ? r - 1 : 0];
-}
-
-static double
-now_s(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* A secret key derived from a label: sha256 until it is a valid key. */
@@ -306,7 +249,7 @@ cmd_gen(int argc, char **argv, int fill)
 	size_t		 n, i, nauth, nissues = 0, eligible = 0, ncomments = 0;
 	size_t		 first = 1;
 	int64_t		 now, created;
-	double		 t0 = now_s();
+	double		 t0 = bench_now_s();
 	struct sink	 sk;
 	struct buf	 ids = BUF_INIT;
 	char		 err[256];
@@ -315,13 +258,13 @@ cmd_gen(int argc, char **argv, int fill)
 		usage();
 	n = (size_t)num_arg(argv[1], 1, 10000000);
 	file = argv[2];
-	if ((domain = opt(argc, argv, "--domain")) == NULL) {
+	if ((domain = bench_opt(argc, argv, "--domain")) == NULL) {
 		fprintf(stderr, "ingest gen: --domain HOST:PORT is needed\n");
 		usage();
 	}
-	nauth = (size_t)num_arg(opt(argc, argv, "--authors") ?
-	    opt(argc, argv, "--authors") : "256", 1, 1000000);
-	if ((skhex = opt(argc, argv, "--repo-owner-seckey")) != NULL) {
+	nauth = (size_t)num_arg(bench_opt(argc, argv, "--authors") ?
+	    bench_opt(argc, argv, "--authors") : "256", 1, 1000000);
+	if ((skhex = bench_opt(argc, argv, "--repo-owner-seckey")) != NULL) {
 		if (key_parse_seckey(skhex, owner_sk) == -1) {
 			fprintf(stderr, "ingest gen: bad owner secret key\n");
 			return 2;
@@ -378,7 +321,7 @@ cmd_gen(int argc, char **argv, int fill)
 	sink_put(&sk, ev);
 	event_destroy(ev);
 
-	if (!fill && (gitdir = opt(argc, argv, "--git-dir")) != NULL) {
+	if (!fill && (gitdir = bench_opt(argc, argv, "--git-dir")) != NULL) {
 		char	home[4096], oid[41];
 
 		snprintf(home, sizeof(home), "%s.home", gitdir);
@@ -456,7 +399,7 @@ cmd_gen(int argc, char **argv, int fill)
 		printf("%s_git_dir %s path\n", px, gitdir);
 	printf("%s_issues %zu events\n", px, nissues);
 	printf("%s_comments %zu events\n", px, ncomments);
-	printf("%s_seconds %.3f s\n", px, now_s() - t0);
+	printf("%s_seconds %.3f s\n", px, bench_now_s() - t0);
 	printf("%s_owner %s pubkey\n", px, owner_hex);
 	printf("%s_sample_author %s pubkey\n", px, pks[spread(1, nauth)]);
 	printf("%s_sample_issue %s id\n", px, nissues ? issues[0].id : "-");
@@ -562,7 +505,7 @@ publish_one(struct wsc *w, const char *line, struct okcount *c, int stall_ms)
 		fprintf(stderr, "ingest: a line without an id: %.80s\n", line);
 		return -1;
 	}
-	t0 = now_s();
+	t0 = bench_now_s();
 	if (nostr_publish_json(w, line, id, stall_ms, &ok, &msg) == -1) {
 		fprintf(stderr, "ingest: no OK for %s within %d ms (%s)\n", id,
 		    stall_ms, wsc_error(w));
@@ -570,7 +513,7 @@ publish_one(struct wsc *w, const char *line, struct okcount *c, int stall_ms)
 	}
 	count_ok(c, ok, msg);
 	free(msg);
-	return (now_s() - t0) * 1000;
+	return (bench_now_s() - t0) * 1000;
 }
 
 /*
@@ -620,7 +563,7 @@ release(struct wsc *w, const char *host, int port, const char *ann,
 	char		 url[1024], npub[NIP19_KEY_BUFSZ], err[128], f[128];
 	char		*out = NULL, **evs = NULL;
 	size_t		 n = 0;
-	double		 t0 = now_s();
+	double		 t0 = bench_now_s();
 	int		 rc = -1;
 
 	if ((ev = event_parse(ann, strlen(ann), err, sizeof(err))) == NULL ||
@@ -641,7 +584,7 @@ release(struct wsc *w, const char *host, int port, const char *ann,
 		goto done;
 	}
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ev->id_hex);
-	while ((now_s() - t0) * 1000 < stall_ms) {
+	while ((bench_now_s() - t0) * 1000 < stall_ms) {
 		nostr_events_free(evs);
 		evs = NULL;
 		if (nostr_req(w, "release", f, stall_ms, &evs, &n, NULL) == 0 &&
@@ -655,7 +598,7 @@ release(struct wsc *w, const char *host, int port, const char *ann,
 	if (rc == -1)
 		fprintf(stderr, "ingest: the announcement is not served after "
 		    "the push\n");
-	printf("release_seconds %.3f s\n", now_s() - t0);
+	printf("release_seconds %.3f s\n", bench_now_s() - t0);
 done:
 	nostr_close_sub(w, "release");
 	nostr_events_free(evs);
@@ -682,15 +625,17 @@ cmd_publish(int argc, char **argv)
 	if (argc < 4)
 		usage();
 	port = host_port(argc, argv, &host);
-	conns = (size_t)num_arg((v = opt(argc, argv, "--conns")) ? v : "4", 1,
+	v = bench_opt(argc, argv, "--conns");
+	conns = (size_t)num_arg(v ? v : "4", 1,
 	    BENCH_MAX_CONNS);
-	inflight = (size_t)num_arg((v = opt(argc, argv, "--inflight")) ? v :
+	v = bench_opt(argc, argv, "--inflight");
+	inflight = (size_t)num_arg(v ? v :
 	    "50", 1, 100000);
-	if ((v = opt(argc, argv, "--serial")) != NULL)
+	if ((v = bench_opt(argc, argv, "--serial")) != NULL)
 		serial = (size_t)num_arg(v, 0, 10000000);
-	if ((v = opt(argc, argv, "--stall-ms")) != NULL)
+	if ((v = bench_opt(argc, argv, "--stall-ms")) != NULL)
 		stall_ms = (int)num_arg(v, 100, 3600000);
-	pushdir = opt(argc, argv, "--push");
+	pushdir = bench_opt(argc, argv, "--push");
 	head = pushdir ? 2 : 1;
 	read_lines(argv[3], &ls);
 	if (ls.n < head + serial) {
@@ -725,7 +670,7 @@ cmd_publish(int argc, char **argv)
 	next = head;
 	end = ls.n - serial;
 	done = 0;
-	t0 = last_ok = now_s();
+	t0 = last_ok = bench_now_s();
 	while (next < end || done < end - head) {
 		for (i = 0; i < conns; i++) {
 			while (busy[i] < inflight && next < end) {
@@ -762,17 +707,17 @@ cmd_publish(int argc, char **argv)
 				busy[i] -= (size_t)got > busy[i] ? busy[i] :
 				    (size_t)got;
 				done += (size_t)got;
-				last_ok = now_s();
+				last_ok = bench_now_s();
 			}
 		}
-		if ((now_s() - last_ok) * 1000 > stall_ms) {
+		if ((bench_now_s() - last_ok) * 1000 > stall_ms) {
 			fprintf(stderr, "ingest: no OK for %d ms with %zu of "
 			    "%zu answered; giving up\n", stall_ms, done,
 			    end - head);
 			goto done;
 		}
 	}
-	t1 = now_s();
+	t1 = bench_now_s();
 	printf("publish_events %zu events\n", end - head);
 	printf("publish_conns %zu conns\n", conns);
 	printf("publish_inflight %zu events\n", inflight);
@@ -881,20 +826,20 @@ cmd_req(int argc, char **argv)
 	int		 port, rc = 1;
 
 	port = host_port(argc, argv, &host);
-	if ((filter = opt(argc, argv, "--filter")) == NULL)
+	if ((filter = bench_opt(argc, argv, "--filter")) == NULL)
 		usage();
-	n = (size_t)num_arg((v = opt(argc, argv, "--n")) ? v : "1000", 1,
+	n = (size_t)num_arg((v = bench_opt(argc, argv, "--n")) ? v : "1000", 1,
 	    10000000);
-	name = (v = opt(argc, argv, "--name")) ? v : "req";
+	name = (v = bench_opt(argc, argv, "--name")) ? v : "req";
 	if ((lat = calloc(n, sizeof(*lat))) == NULL)
 		fatal("ingest: calloc");
 	if ((w = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) == NULL)
 		goto done;
 	for (i = 0; i < n; i++) {
 		snprintf(subid, sizeof(subid), "bench-%zu", i);
-		t0 = now_s();
+		t0 = bench_now_s();
 		r = req_round(w, subid, filter, nclosed == 0);
-		lat[i] = (now_s() - t0) * 1000;
+		lat[i] = (bench_now_s() - t0) * 1000;
 		if (r == -1) {
 			fprintf(stderr, "ingest: REQ %s got no EOSE within %d "
 			    "ms (%s)\n", subid, BENCH_TIMEOUT_MS,
@@ -936,7 +881,8 @@ cmd_verify(int argc, char **argv)
 
 	if (argc < 2)
 		usage();
-	secs = (double)num_arg((v = opt(argc, argv, "--seconds")) ? v : "2",
+	v = bench_opt(argc, argv, "--seconds");
+	secs = (double)num_arg(v ? v : "2",
 	    1, 600);
 	read_lines(argv[1], &ls);
 	if ((evs = calloc(BENCH_VERIFY_MAX, sizeof(*evs))) == NULL)
@@ -950,14 +896,14 @@ cmd_verify(int argc, char **argv)
 		return 1;
 	}
 	/* Whole passes over the events until the time is up. */
-	t0 = now_s();
+	t0 = bench_now_s();
 	do {
 		for (i = 0; i < n; i++)
 			if (!event_check_sig(evs[i]))
 				fatalx("ingest verify: bad signature on %s",
 				    evs[i]->id_hex);
 		checks += n;
-	} while ((t = now_s()) - t0 < secs);
+	} while ((t = bench_now_s()) - t0 < secs);
 	printf("verify_rate %.1f events/s\n", (double)checks / (t - t0));
 	for (i = 0; i < n; i++)
 		event_destroy(evs[i]);
@@ -1004,11 +950,13 @@ cmd_fanout(int argc, char **argv)
 	int		  port, rc = 1, ok, ep = -1, nready, r;
 
 	port = host_port(argc, argv, &host);
-	if ((coord = opt(argc, argv, "--a")) == NULL)
+	if ((coord = bench_opt(argc, argv, "--a")) == NULL)
 		usage();
-	nsub = (size_t)num_arg((v = opt(argc, argv, "--subs")) ? v : "1000",
+	v = bench_opt(argc, argv, "--subs");
+	nsub = (size_t)num_arg(v ? v : "1000",
 	    1, BENCH_FANOUT_MAX);
-	nev = (size_t)num_arg((v = opt(argc, argv, "--events")) ? v : "30",
+	v = bench_opt(argc, argv, "--events");
+	nev = (size_t)num_arg(v ? v : "30",
 	    1, 100000);
 	w = calloc(nsub, sizeof(*w));
 	ready = calloc(nsub, sizeof(*ready));
@@ -1053,7 +1001,7 @@ cmd_fanout(int argc, char **argv)
 			fatalx("ingest fanout: cannot sign event %zu", e);
 		memset(got, 0, nsub * sizeof(*got));
 		left = nsub;
-		t0 = now_s();
+		t0 = bench_now_s();
 		if (wsc_send_text(pub, msg, strlen(msg)) == -1) {
 			free(msg);
 			goto done;
@@ -1070,7 +1018,7 @@ cmd_fanout(int argc, char **argv)
 				free(text);
 				goto done;
 			}
-			t = now_s();
+			t = bench_now_s();
 			for (r = 0; r < nready; r++) {
 				i = (size_t)ready[r].data.u64;
 				if (wsc_read_available(w[i]) == -1 &&
@@ -1093,7 +1041,7 @@ cmd_fanout(int argc, char **argv)
 				}
 			}
 		}
-		all[e] = (now_s() - t0) * 1000;
+		all[e] = (bench_now_s() - t0) * 1000;
 		text = nostr_wait_msg(pub, "OK", BENCH_TIMEOUT_MS);
 		ok = text != NULL && strstr(text, ev->id_hex) != NULL &&
 		    strstr(text, "true") != NULL;
@@ -1157,7 +1105,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "waitport") == 0 && argc >= 4) {
-		check_host(argv[2]);
+		bench_loopback_only("ingest", argv[2]);
 		return relayproc_wait_port(argv[2],
 		    (int)num_arg(argv[3], 1, 65535), argc > 4 ?
 		    (int)num_arg(argv[4], 0, 600000) : 10000) == 0 ? 0 : 1;

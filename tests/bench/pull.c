@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "buf.h"
 #include "event.h"
 #include "gitutil.h"
@@ -56,17 +57,6 @@ usage(void)
 	exit(2);
 }
 
-static const char *
-opt(int argc, char **argv, const char *name)
-{
-	int	i;
-
-	for (i = 0; i + 1 < argc; i++)
-		if (strcmp(argv[i], name) == 0)
-			return argv[i + 1];
-	return NULL;
-}
-
 static long
 num_arg(const char *s, long min, long max)
 {
@@ -79,49 +69,6 @@ num_arg(const char *s, long min, long max)
 		usage();
 	}
 	return v;
-}
-
-static double
-now_s(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int
-is_loopback(const struct addrinfo *ai)
-{
-	const struct sockaddr_in	*s4 = (const void *)ai->ai_addr;
-	const struct sockaddr_in6	*s6 = (const void *)ai->ai_addr;
-
-	if (ai->ai_family == AF_INET)
-		return (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
-	if (ai->ai_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
-	return 0;
-}
-
-/* Exits unless every address of host is a loopback address. */
-static void
-check_host(const char *host)
-{
-	struct addrinfo	 hints, *res, *ai;
-	int		 ok = 0;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(host, NULL, &hints, &res) == 0) {
-		for (ok = 1, ai = res; ai != NULL; ai = ai->ai_next)
-			ok &= is_loopback(ai);
-		freeaddrinfo(res);
-	}
-	if (!ok) {
-		fprintf(stderr, "pull: %s is not a loopback address; the "
-		    "benchmark only talks to this machine\n", host);
-		exit(2);
-	}
 }
 
 /* The first two lines of file (announcement, state); caller frees. */
@@ -183,8 +130,9 @@ cmd_announce(int argc, char **argv)
 	FILE		*f;
 	int		 rc = 1;
 
-	if (argc < 2 || (skhex = opt(argc, argv, "--owner-seckey")) == NULL ||
-	    (domains = opt(argc, argv, "--domains")) == NULL)
+	if (argc < 2 ||
+	    (skhex = bench_opt(argc, argv, "--owner-seckey")) == NULL ||
+	    (domains = bench_opt(argc, argv, "--domains")) == NULL)
 		usage();
 	file = argv[1];
 	if (key_parse_seckey(skhex, sk) == -1 ||
@@ -317,7 +265,7 @@ wait_stored(const char *host, int port, long target, int stall_ms,
 {
 	long	n;
 
-	*t_last = now_s();
+	*t_last = bench_now_s();
 	if ((*last = stored(host, port)) < 0)
 		goto dead;
 	while (*last < target) {
@@ -326,8 +274,8 @@ wait_stored(const char *host, int port, long target, int stall_ms,
 			goto dead;
 		if (n > *last) {
 			*last = n;
-			*t_last = now_s();
-		} else if ((now_s() - *t_last) * 1000 > stall_ms) {
+			*t_last = bench_now_s();
+		} else if ((bench_now_s() - *t_last) * 1000 > stall_ms) {
 			fprintf(stderr, "pull: stuck at %ld of %ld events for "
 			    "%d ms\n", *last, target, stall_ms);
 			return -1;
@@ -348,11 +296,11 @@ cmd_sync(int argc, char **argv)
 	char		*annl = NULL, *statel = NULL, *msg = NULL, *out = NULL;
 	char		 url[1024], npub[NIP19_KEY_BUFSZ], home[4200];
 	char		 shost[256];
-	double		 t0 = now_s(), t_push, t_last;
+	double		 t0 = bench_now_s(), t_push, t_last;
 	long		 target, base, last;
 	int		 port, sport, stall_ms = PULL_STALL_MS, ok = 0, rc = 1;
 
-	if (argc < 5 || (src = opt(argc, argv, "--source")) == NULL)
+	if (argc < 5 || (src = bench_opt(argc, argv, "--source")) == NULL)
 		usage();
 	host = argv[1];
 	port = (int)num_arg(argv[2], 1, 65535);
@@ -360,9 +308,9 @@ cmd_sync(int argc, char **argv)
 	dir = argv[4];
 	if (split_hostport(src, shost, sizeof(shost), &sport) == -1)
 		usage();
-	check_host(host);
-	check_host(shost);
-	if ((v = opt(argc, argv, "--stall-ms")) != NULL)
+	bench_loopback_only("pull", host);
+	bench_loopback_only("pull", shost);
+	if ((v = bench_opt(argc, argv, "--stall-ms")) != NULL)
 		stall_ms = (int)num_arg(v, 100, 3600000);
 	if (read_head(file, &annl, &statel, NULL) == -1 ||
 	    (ann = parse_line(annl)) == NULL ||
@@ -386,7 +334,7 @@ cmd_sync(int argc, char **argv)
 		}
 		if (ok)
 			break;
-		if ((now_s() - t0) * 1000 > stall_ms) {
+		if ((bench_now_s() - t0) * 1000 > stall_ms) {
 			fprintf(stderr, "pull: state still refused after %d "
 			    "ms: %s\n", stall_ms, msg ? msg : "");
 			goto done;
@@ -403,7 +351,7 @@ cmd_sync(int argc, char **argv)
 	snprintf(url, sizeof(url), "http://%s:%d/%s/%s.git", host, port, npub,
 	    event_d(ann));
 	snprintf(home, sizeof(home), "%s.home", dir);
-	t_push = now_s();
+	t_push = bench_now_s();
 	if (gt_setup(home) == -1 ||
 	    gt_git(dir, &out, "push", "-q", url, "main", NULL) != 0) {
 		fprintf(stderr, "pull: git push to %s failed: %s\n", url,
@@ -411,14 +359,14 @@ cmd_sync(int argc, char **argv)
 		goto done;
 	}
 	while (served(w, ann->id_hex, PULL_HTTP_MS) != 1) {
-		if ((now_s() - t_push) * 1000 > stall_ms) {
+		if ((bench_now_s() - t_push) * 1000 > stall_ms) {
 			fprintf(stderr, "pull: the announcement is not served "
 			    "after the push\n");
 			goto done;
 		}
 		usleep(PULL_POLL_MS * 1000);
 	}
-	printf("pull_release_seconds %.3f s\n", now_s() - t0);
+	printf("pull_release_seconds %.3f s\n", bench_now_s() - t0);
 	if (wait_stored(host, port, target, stall_ms, &last, &t_last) == -1)
 		goto done;
 	printf("pull_events %ld events\n", last - base);

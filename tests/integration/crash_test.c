@@ -210,14 +210,6 @@ count_stored(int port, const struct acked *a)
 	return found;
 }
 
-static int
-cmp_long(const void *a, const void *b)
-{
-	long	x = *(const long *)a, y = *(const long *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Prints min/median/p95/max of n times (sorted here). */
 static void
 print_times(const char *what, long *ms, size_t n)
@@ -226,21 +218,13 @@ print_times(const char *what, long *ms, size_t n)
 
 	if (n == 0)
 		return;
-	qsort(ms, n, sizeof(*ms), cmp_long);
+	qsort(ms, n, sizeof(*ms), t_cmp_long);
 	for (i = 0; i < n; i++)
 		over += ms[i] > TARGET_MS;
 	printf("# %s: %zu restarts, back in min %ld ms, median %ld ms, "
 	    "p95 %ld ms, max %ld ms; %zu over %d ms\n", what, n, ms[0],
 	    ms[n / 2], ms[(n * 95 + 99) / 100 - 1], ms[n - 1], over,
 	    TARGET_MS);
-}
-
-static int
-env_int(const char *name, int dflt)
-{
-	const char	*v = getenv(name);
-
-	return v != NULL && *v != '\0' ? atoi(v) : dflt;
 }
 
 static void
@@ -258,7 +242,7 @@ test_kill9_roles_at_random_moments_nothing_acked_lost(void)
 	size_t			 nt[GD_NROLES + 1];
 	char			 what[64];
 
-	want = env_int("GRASPD_CRASH_KILLS", 1);
+	want = t_env_int("GRASPD_CRASH_KILLS", 1);
 	memset(&a, 0, sizeof(a));
 	pthread_mutex_init(&a.a_mu, NULL);
 	g = gd_start(NULL);
@@ -403,7 +387,7 @@ test_power_cut_during_commits_keeps_every_acked_event(void)
 	const char		*label = getenv("RUN_LABEL");
 	int			 cut, ms, ncuts;
 
-	ncuts = env_int("GRASPD_CRASH_CUTS", label != NULL &&
+	ncuts = t_env_int("GRASPD_CRASH_CUTS", label != NULL &&
 	    strcmp(label, "sanitize") == 0 ? 1 : 2);
 	memset(&a, 0, sizeof(a));
 	pthread_mutex_init(&a.a_mu, NULL);

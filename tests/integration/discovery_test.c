@@ -21,14 +21,22 @@
 #include <nanomsg/reqrep.h>
 
 #include "buf.h"
+#include "client.h"
+#include "ctl.h"
 #include "event.h"
 #include "gitutil.h"
 #include "msg.h"
 #include "nip19.h"
 #include "nostr.h"
+#include "peerctl.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
+#include "tuser.h"
 #include "wsclient.h"
+
+/* The fill byte of this test's users' keys (tuser.h). */
+#define KEYS		0x66
 
 #define TMO		5000
 #define NAUTHORS	150	/* eligible issue authors, > 100 */
@@ -46,84 +54,14 @@ static char		 coord[200];
 static int64_t		 t0;
 static struct event	*l1, *l2, *l3, *oprof;
 
-static void
-sk_of(int n, uint8_t sk[32])
-{
-	memset(sk, 0x66, 32);
-	sk[30] = (uint8_t)(n >> 8);
-	sk[31] = (uint8_t)n;
-}
-
 static struct event *
-ev(int who, int64_t at, uint32_t kind, const char *tags, const char *content)
+ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 {
-	uint8_t	sk[32];
-
-	sk_of(who, sk);
-	return event_new_signed(sk, at, kind, tags, content);
-}
-
-static void
-hex_of(int who, char out[65])
-{
-	uint8_t	sk[32], pk[32];
-
-	sk_of(who, sk);
-	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, out);
-}
-
-static const char *
-url_of(struct relayproc *p)
-{
-	static char	u[4][64];
-	static int	turn;
-
-	turn = (turn + 1) % 4;
-	snprintf(u[turn], sizeof(u[turn]), "ws://127.0.0.1:%d/",
-	    relayproc_port(p));
-	return u[turn];
+	return tuser_event(KEYS, who, at, kind, tags, c);
 }
 
 /* ------------------------------------------------------------------ */
 /* The peers' HTTP control API.                                        */
-
-static int
-seed(struct relayproc *p, struct event **evs, size_t n)
-{
-	struct buf	bb = BUF_INIT;
-	size_t		i;
-	int		rc;
-
-	for (i = 0; i < n; i++) {
-		buf_add(&bb, evs[i]->json, evs[i]->json_len);
-		buf_addc(&bb, '\n');
-	}
-	rc = relayproc_post(p, "/events", bb.b_data, bb.b_len);
-	buf_free(&bb);
-	return rc;
-}
-
-static int
-peer_config(struct relayproc *p, const char *json)
-{
-	return relayproc_post(p, "/config", json, strlen(json));
-}
-
-static cJSON *
-peer_log(struct relayproc *p)
-{
-	char	*h = NULL, *body = NULL;
-	int	 status = 0;
-	cJSON	*j = NULL;
-
-	if (http_get(relayproc_host(p), relayproc_port(p), "/log", NULL, TMO,
-	    &status, &h, &body) == 0 && status == 200)
-		j = cJSON_Parse(body);
-	free(h);
-	free(body);
-	return j;
-}
 
 /* One identity query a peer saw: when, which authors. */
 struct ireq {
@@ -139,7 +77,7 @@ static size_t
 identity_reqs(struct relayproc *p, int from, struct ireq *out, size_t max,
     cJSON **log_out)
 {
-	cJSON		*log = peer_log(p), *r, *f, *k;
+	cJSON		*log = peerctl_log(p), *r, *f, *k;
 	size_t		 n = 0;
 	int		 i = 0;
 
@@ -160,17 +98,6 @@ identity_reqs(struct relayproc *p, int from, struct ireq *out, size_t max,
 		out[n].authors = cJSON_GetObjectItem(f, "authors");
 		n++;
 	}
-	return n;
-}
-
-static int
-nreqs(struct relayproc *p)
-{
-	cJSON	*log = peer_log(p);
-	int	 n;
-
-	n = log ? cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs")) : 0;
-	cJSON_Delete(log);
 	return n;
 }
 
@@ -217,99 +144,18 @@ asked(struct relayproc *p, const char *hex, double *at, int max)
 /* ------------------------------------------------------------------ */
 /* graspd: clients, control sockets, graspctl.                         */
 
+/* 1 while discoveryd answers on its control socket (within 200 ms). */
 static int
-pub(struct relayproc *p, const struct event *e, char *msg, size_t msglen)
+disc_answers(struct relayproc *p)
 {
-	struct wsc	*ws = wsc_connect(relayproc_host(p), relayproc_port(p),
-			    "/", TMO);
-	char		*m = NULL;
-	int		 ok = -1;
-
-	if (ws == NULL)
-		return -1;
-	if (nostr_publish(ws, e, TMO, &ok, &m) != 0)
-		ok = -1;
-	snprintf(msg, msglen, "%s", m ? m : "");
-	free(m);
-	wsc_close(ws);
-	return ok;
-}
-
-static int
-count_on(struct relayproc *p, const char *filter)
-{
-	struct wsc	*ws = wsc_connect(relayproc_host(p), relayproc_port(p),
-			    "/", TMO);
-	char		**evs = NULL;
-	size_t		 n = 0;
-	int		 rc;
-
-	if (ws == NULL)
-		return -1;
-	rc = nostr_req(ws, "c", filter, TMO, &evs, &n, NULL);
-	nostr_events_free(evs);
-	wsc_close(ws);
-	return rc == 0 ? (int)n : -1;
-}
-
-static int
-wait_count(struct relayproc *p, const char *filter, int want, int secs)
-{
-	int	n = -1, i;
-
-	for (i = 0; i < secs * 10; i++) {
-		if ((n = count_on(p, filter)) >= want)
-			return n;
-		usleep(100000);
-	}
-	return n;
-}
-
-/* discoveryd's `show` view (the whole reply), or NULL. */
-static cJSON *
-disc_reply(struct relayproc *p, int tmo)
-{
-	char		 run[512], ep[700];
-	const char	*req = "{\"cmd\":\"show\"}";
-	struct msg	 m;
-	cJSON		*rep = NULL;
-	int		 s;
+	char	 run[512];
+	cJSON	*rep;
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(p));
-	if (chan_control_endpoint(run, ROLE_DISCOVERYD, ep, sizeof(ep)) ==
-	    -1 || (s = chan_open(NN_REQ, ep, 0)) == -1)
-		return NULL;
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
-	if (msg_send(s, MSG_CONTROL, req, strlen(req), 0) == 0 &&
-	    msg_recv(s, &m, 0) == 1) {
-		if (m.m_type == MSG_CONTROL_REPLY)
-			rep = cJSON_ParseWithLength((const char *)m.m_data,
-			    m.m_len);
-		msg_free(&m);
-	}
-	chan_close(s);
-	return rep;
-}
-
-/* The view once discoveryd is ready (its view has "discovery"). */
-static cJSON *
-disc_view(struct relayproc *p, int secs)
-{
-	cJSON	*rep, *v;
-	int	 i;
-
-	for (i = 0; i < secs * 10; i++) {
-		if ((rep = disc_reply(p, 500)) != NULL) {
-			v = cJSON_DetachItemFromObject(rep, "view");
-			cJSON_Delete(rep);
-			if (cJSON_GetObjectItem(v, "discovery") != NULL)
-				return v;
-			cJSON_Delete(v);
-		}
-		usleep(100000);
-	}
-	return NULL;
+	rep = ctl_role(run, ROLE_DISCOVERYD, MSG_CONTROL,
+	    "{\"cmd\":\"show\"}", 200);
+	cJSON_Delete(rep);
+	return rep != NULL;
 }
 
 static cJSON *
@@ -324,22 +170,6 @@ author_in(const cJSON *view, const char *hex)
 			return a;
 	}
 	return NULL;
-}
-
-static double
-jnum(const cJSON *o, const char *name)
-{
-	const cJSON	*v = cJSON_GetObjectItem(o, name);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
-static int
-jbool(const cJSON *o, const char *name)
-{
-	const cJSON	*v = cJSON_GetObjectItem(o, name);
-
-	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
 }
 
 /* graspctl -r <run> args; 0 on success. */
@@ -387,38 +217,12 @@ static int
 host_repo(struct relayproc *p, int owner, const char *d,
     const char *maint_hex)
 {
-	uint8_t		 sk[32], pk[32];
-	char		 npub[NIP19_KEY_BUFSZ], tags[1024], msg[256];
-	char		 dir[512], f[200];
-	struct event	*ann;
-	struct wsc	*ws;
-	int		 rc = -1;
+	uint8_t	sk[32];
+	char	dir[512];
 
-	sk_of(owner, sk);
-	event_pubkey_of(sk, pk);
-	nip19_encode("npub", pk, npub, sizeof(npub));
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
-	    "%s/%s.git\"],[\"relays\",\"ws://%s\"]%s%s%s]", d,
-	    relayproc_domain(p), npub, d, relayproc_domain(p),
-	    maint_hex ? ",[\"maintainers\",\"" : "", maint_hex ? maint_hex :
-	    "", maint_hex ? "\"]" : "");
-	ann = ev(owner, t0, 30617, tags, "");
-	if (pub(p, ann, msg, sizeof(msg)) != 1) {
-		printf("# announcement refused: %s\n", msg);
-		goto done;
-	}
-	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
-	    TMO)) == NULL)
-		goto done;
+	tuser_sk(KEYS, owner, sk);
 	snprintf(dir, sizeof(dir), "%s/%s-%d", tmpdir, d, relayproc_port(p));
-	rc = gt_release(ws, sk, relayproc_domain(p), d, dir, NULL);
-	wsc_close(ws);
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
-	if (rc == 0 && wait_count(p, f, 1, 10) != 1)
-		rc = -1;
-done:
-	event_destroy(ann);
-	return rc;
+	return client_host_repo(p, sk, t0, d, maint_hex, dir);
 }
 
 static struct event *
@@ -441,42 +245,42 @@ test_index_then_outboxes_bring_the_newest_identity(void)
 	cJSON		*v = NULL, *a, *ob;
 	int		 i;
 
-	hex_of(WHO_OWNER, oh);
-	hex_of(WHO_MAINT, mh);
-	hex_of(WHO_STRANGER, xh);
+	tuser_hex(KEYS, WHO_OWNER, oh);
+	tuser_hex(KEYS, WHO_MAINT, mh);
+	tuser_hex(KEYS, WHO_STRANGER, xh);
 	snprintf(coord, sizeof(coord), "30617:%s:ident", oh);
 	/* The index has the owner's profile and first list, which names
 	 * ob2 as its outbox; ob2 has a newer list naming ob3; ob3 the
 	 * newest, naming both (nothing new: the round ends there). */
 	oprof = ev(WHO_OWNER, t0 - 500, 0, "[]", "{\"name\":\"owner\"}");
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"],[\"r\","
-	    "\"wss://inbox.example\",\"read\"]]", url_of(ob2));
+	    "\"wss://inbox.example\",\"read\"]]", relayproc_bind_url(ob2));
 	l1 = ev(WHO_OWNER, t0 - 300, 10002, tags, "");
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"]]",
-	    url_of(ob3));
+	    relayproc_bind_url(ob3));
 	l2 = ev(WHO_OWNER, t0 - 200, 10002, tags, "");
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\"],[\"r\",\"%s\","
 	    "\"write\"],[\"r\",\"wss://inbox.example\",\"read\"]]",
-	    url_of(ob3), url_of(ob2));
+	    relayproc_bind_url(ob3), relayproc_bind_url(ob2));
 	l3 = ev(WHO_OWNER, t0 - 100, 10002, tags, "");
 	xprof = ev(WHO_STRANGER, t0 - 500, 0, "[]", "{\"name\":\"x\"}");
 	mine[0] = oprof;
 	mine[1] = l1;
 	mine[2] = xprof;
-	T_ASSERT(seed(idx, mine, 3) == 0);
-	T_ASSERT(seed(ob2, &l2, 1) == 0);
-	T_ASSERT(seed(ob3, &l3, 1) == 0);
+	T_ASSERT(peerctl_seed(idx, mine, 3) == 0);
+	T_ASSERT(peerctl_seed(ob2, &l2, 1) == 0);
+	T_ASSERT(peerctl_seed(ob3, &l3, 1) == 0);
 
 	/* Owner and maintainer become eligible once the repository is
 	 * served; the hostile-list author through an issue. */
 	T_ASSERT(host_repo(b, WHO_OWNER, "ident", mh) == 0);
 	is = issue_by(WHO_HOSTILE, "hostile");
-	T_EQ_INT(pub(b, is, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);
 	event_destroy(is);
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", oprof->id_hex,
 	    l3->id_hex);
-	T_EQ_INT(wait_count(b, f, 2, 20), 2);
+	T_EQ_INT(client_wait_count(b, f, 2, 20), 2);
 	/* Each source was asked, the index first. */
 	T_CHECK(asked(idx, oh, NULL, 0) >= 1);
 	T_CHECK(asked(ob2, oh, NULL, 0) >= 1);
@@ -484,43 +288,45 @@ test_index_then_outboxes_bring_the_newest_identity(void)
 	/* The stranger is not eligible: never asked, never stored. */
 	T_EQ_INT(asked(idx, xh, NULL, 0), 0);
 	snprintf(f, sizeof(f), "{\"authors\":[\"%s\"]}", xh);
-	T_EQ_INT(count_on(b, f), 0);
+	T_EQ_INT(client_count(b, f), 0);
 
 	/* The view: the newest list's mailboxes; the maintainer, whom the
 	 * index answered without a list, is marked for fallback. */
 	for (i = 0; i < 50; i++) {
 		cJSON_Delete(v);
-		v = disc_view(b, 5);
+		v = ctl_role_view(b, ROLE_DISCOVERYD, "discovery", 5);
 		a = author_in(v, mh);
 		/* ... and discoveryd has taken the newest list from its
 		 * feed (relayd stored it already). */
-		if (a != NULL && jbool(a, "fallback") == 1 &&
+		if (a != NULL && ctl_bool(a, "fallback") == 1 &&
 		    (a = author_in(v, oh)) != NULL &&
-		    jnum(cJSON_GetObjectItem(a, "relay_list"), "created_at") ==
-		    l3->created_at)
+		    ctl_num(cJSON_GetObjectItem(a, "relay_list"),
+		    "created_at") == l3->created_at)
 			break;
 		usleep(100000);
 	}
 	T_ASSERT(v != NULL);
 	T_ASSERT((a = author_in(v, mh)) != NULL);
-	T_EQ_INT(jbool(a, "fallback"), 1);
+	T_EQ_INT(ctl_bool(a, "fallback"), 1);
 	T_CHECK(cJSON_IsNull(cJSON_GetObjectItem(a, "relay_list")));
 	T_ASSERT((a = author_in(v, oh)) != NULL);
-	T_EQ_INT(jbool(a, "fallback"), 0);
-	T_EQ_INT(jbool(a, "profile"), 1);
+	T_EQ_INT(ctl_bool(a, "fallback"), 0);
+	T_EQ_INT(ctl_bool(a, "profile"), 1);
 	T_EQ_STR(cJSON_GetObjectItem(a, "last_result")->valuestring, "found");
-	T_EQ_INT(jnum(cJSON_GetObjectItem(a, "relay_list"), "created_at"),
+	T_EQ_INT(ctl_num(cJSON_GetObjectItem(a, "relay_list"), "created_at"),
 	    l3->created_at);
 	ob = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "relay_list"),
 	    "outbox");
 	T_EQ_INT(cJSON_GetArraySize(ob), 2);
-	T_EQ_STR(cJSON_GetArrayItem(ob, 0)->valuestring, url_of(ob3));
-	T_EQ_STR(cJSON_GetArrayItem(ob, 1)->valuestring, url_of(ob2));
+	T_EQ_STR(cJSON_GetArrayItem(ob, 0)->valuestring,
+	    relayproc_bind_url(ob3));
+	T_EQ_STR(cJSON_GetArrayItem(ob, 1)->valuestring,
+	    relayproc_bind_url(ob2));
 	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(
 	    a, "relay_list"), "inbox")), 2);
 	/* 24 h under NGIT_TEST is 24 min. */
-	T_CHECK(jnum(a, "next_refresh_in") > 600);
-	T_CHECK(jnum(v, "eligible_authors") == 3);
+	T_CHECK(ctl_num(a, "next_refresh_in") > 600);
+	T_CHECK(ctl_num(v, "eligible_authors") == 3);
 	cJSON_Delete(v);
 	event_destroy(xprof);
 }
@@ -532,18 +338,18 @@ test_identity_events_only_from_eligible_authors(void)
 	char		 msg[256];
 
 	e = ev(WHO_STRANGER, time(NULL), 0, "[]", "{\"name\":\"x\"}");
-	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 0);
+	T_EQ_INT(client_publish(b, e, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: profiles and relay lists are accepted "
 	    "only from", 48) == 0);
 	event_destroy(e);
 	e = ev(WHO_STRANGER, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
 	    "");
-	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 0);
+	T_EQ_INT(client_publish(b, e, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
 	event_destroy(e);
 	/* The declared maintainer is eligible: its own profile is taken. */
 	e = ev(WHO_MAINT, time(NULL), 0, "[]", "{\"name\":\"maint\"}");
-	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, e, msg, sizeof(msg)), 1);
 	event_destroy(e);
 }
 
@@ -554,8 +360,8 @@ test_missing_author_retried_after_five_minutes_found_one_not(void)
 	double	at[8];
 	int	n = 0, i;
 
-	hex_of(WHO_MAINT, mh);
-	hex_of(WHO_OWNER, oh);
+	tuser_hex(KEYS, WHO_MAINT, mh);
+	tuser_hex(KEYS, WHO_OWNER, oh);
 	/* 5 min under NGIT_TEST: 5 s. */
 	for (i = 0; i < 100 && n < 2; i++) {
 		n = asked(idx, mh, at, 8);
@@ -588,7 +394,7 @@ test_batches_of_100_one_in_flight(void)
 	/* Discovery paused while the authors arrive, so that one
 	 * reconciliation sees them all due. */
 	T_ASSERT(graspctl(b, "stop discoveryd") == 0);
-	for (i = 0; i < 50 && disc_reply(b, 200) != NULL; i++)
+	for (i = 0; i < 50 && disc_answers(b); i++)
 		usleep(100000);
 	ws = wsc_connect(relayproc_host(b), relayproc_port(b), "/", TMO);
 	T_ASSERT(ws != NULL);
@@ -600,10 +406,11 @@ test_batches_of_100_one_in_flight(void)
 	wsc_close(ws);
 	for (i = 0; i < NFOUND; i++)
 		prof[i] = ev(WHO_AUTHOR0 + (int)i, t0 - 50, 0, "[]", "{}");
-	T_ASSERT(seed(idx, prof, NFOUND) == 0);
+	T_ASSERT(peerctl_seed(idx, prof, NFOUND) == 0);
 	for (p = 0; p < 3; p++) {
-		T_ASSERT(peer_config(peers[p], "{\"eose_delay_ms\":300}") == 0);
-		from[p] = nreqs(peers[p]);
+		T_ASSERT(peerctl_config(peers[p],
+		    "{\"eose_delay_ms\":300}") == 0);
+		from[p] = peerctl_nreqs(peers[p]);
 	}
 	T_ASSERT(graspctl(b, "start discoveryd") == 0);
 
@@ -612,7 +419,7 @@ test_batches_of_100_one_in_flight(void)
 		cJSON_Delete(logs[0]);
 		nq[0] = identity_reqs(idx, from[0], q[0], 512, &logs[0]);
 		for (k = 0, covered = 0; k < NAUTHORS; k++) {
-			hex_of(WHO_AUTHOR0 + (int)k, hex);
+			tuser_hex(KEYS, WHO_AUTHOR0 + (int)k, hex);
 			for (j = 0; j < nq[0]; j++)
 				if (has_author(&q[0][j], hex))
 					break;
@@ -659,11 +466,11 @@ test_batches_of_100_one_in_flight(void)
 		buf_printf(&fb, "%s\"%s\"", i ? "," : "", prof[i]->pubkey_hex);
 	buf_adds(&fb, "]}");
 	f = fb.b_data;
-	T_EQ_INT(wait_count(b, f, NFOUND, 15), NFOUND);
+	T_EQ_INT(client_wait_count(b, f, NFOUND, 15), NFOUND);
 	buf_free(&fb);
 	for (p = 0; p < 3; p++) {
 		cJSON_Delete(logs[p]);
-		peer_config(peers[p], "{\"eose_delay_ms\":0}");
+		peerctl_config(peers[p], "{\"eose_delay_ms\":0}");
 	}
 	for (i = 0; i < NAUTHORS; i++)
 		event_destroy(iss[i]);
@@ -686,7 +493,7 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 
 	if (base > 64000)
 		base = 20000;
-	hex_of(WHO_HOSTILE, hh);
+	tuser_hex(KEYS, WHO_HOSTILE, hh);
 	/* Junk, variant spellings of one relay, odd markers, then fifty
 	 * loopback relays that do not answer. */
 	buf_adds(&tags, "[[\"r\",\"not a url\"],[\"r\",\"wss://#web3/\"],"
@@ -701,16 +508,16 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 	    "[\"r\",\"ws://127.0.0.1:%d//\"]]", base, base);
 	e = ev(WHO_HOSTILE, time(NULL), 10002, tags.b_data, "");
 	buf_free(&tags);
-	T_EQ_INT(pub(b, e, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, e, msg, sizeof(msg)), 1);
 	event_destroy(e);
 
 	for (i = 0; i < 50; i++) {
 		cJSON_Delete(v);
-		v = disc_view(b, 5);
+		v = ctl_role_view(b, ROLE_DISCOVERYD, "discovery", 5);
 		a = author_in(v, hh);
 		if (a != NULL && !cJSON_IsNull(cJSON_GetObjectItem(a,
-		    "relay_list")) && jbool(a, "in_round") == 0 &&
-		    jnum(a, "sources_asked") >= 4)
+		    "relay_list")) && ctl_bool(a, "in_round") == 0 &&
+		    ctl_num(a, "sources_asked") >= 4)
 			break;
 		usleep(100000);
 	}
@@ -724,7 +531,7 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 	snprintf(line, sizeof(line), "ws://127.0.0.1:%d/", base + 3);
 	T_EQ_STR(cJSON_GetArrayItem(cJSON_GetObjectItem(rl, "outbox"), 1)->
 	    valuestring, line);
-	T_CHECK(jnum(a, "sources_asked") <= 5);
+	T_CHECK(ctl_num(a, "sources_asked") <= 5);
 	cJSON_Delete(v);
 	/* Only the four outboxes were ever dialled. */
 	usleep(500000);
@@ -753,31 +560,31 @@ test_restart_rebuilds_ownership_before_network(void)
 	char	oh[65], mh[65];
 	cJSON	*v, *a, *tot;
 
-	hex_of(WHO_OWNER, oh);
+	tuser_hex(KEYS, WHO_OWNER, oh);
 	T_ASSERT(relayproc_stop(idx) >= 0);
 	T_ASSERT(relayproc_stop(ob2) >= 0);
 	T_ASSERT(relayproc_stop(ob3) >= 0);
 	T_ASSERT(graspctl(b, "restart discoveryd") == 0);
 	usleep(300000);
-	v = disc_view(b, 10);
+	v = ctl_role_view(b, ROLE_DISCOVERYD, "discovery", 10);
 	T_ASSERT(v != NULL);
-	T_EQ_INT(jnum(v, "eligible_authors"), 3 + NAUTHORS);
+	T_EQ_INT(ctl_num(v, "eligible_authors"), 3 + NAUTHORS);
 	tot = cJSON_GetObjectItem(v, "totals");
-	T_EQ_INT(jnum(tot, "batches_ok"), 0);
+	T_EQ_INT(ctl_num(tot, "batches_ok"), 0);
 	a = author_in(v, oh);
 	T_ASSERT(a != NULL);
-	T_EQ_INT(jnum(cJSON_GetObjectItem(a, "relay_list"), "created_at"),
+	T_EQ_INT(ctl_num(cJSON_GetObjectItem(a, "relay_list"), "created_at"),
 	    l3->created_at);
 	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(
 	    a, "relay_list"), "outbox")), 2);
-	T_EQ_INT(jbool(a, "profile"), 1);
-	T_CHECK(jnum(v, "authors_with_relay_list") == 2);
+	T_EQ_INT(ctl_bool(a, "profile"), 1);
+	T_CHECK(ctl_num(v, "authors_with_relay_list") == 2);
 	/* The maintainer's fallback mark is in the database: it holds with
 	 * every index down. */
-	hex_of(WHO_MAINT, mh);
+	tuser_hex(KEYS, WHO_MAINT, mh);
 	T_ASSERT((a = author_in(v, mh)) != NULL);
-	T_EQ_INT(jbool(a, "fallback"), 1);
-	T_CHECK(jnum(v, "fallback_authors") >= 1);
+	T_EQ_INT(ctl_bool(a, "fallback"), 1);
+	T_CHECK(ctl_num(v, "fallback_authors") >= 1);
 	cJSON_Delete(v);
 }
 
@@ -801,14 +608,14 @@ test_off_switch(void)
 	T_EQ_INT(nip11_has(c, "GRASP-02"), 1);
 	T_EQ_INT(nip11_has(c, "GRASP-03"), 0);
 	T_ASSERT(host_repo(c, WHO_OWNER, "off", NULL) == 0);
-	v = disc_view(c, 10);
+	v = ctl_role_view(c, ROLE_DISCOVERYD, "discovery", 10);
 	T_ASSERT(v != NULL);
-	T_EQ_INT(jbool(v, "grasp03_enabled"), 0);
+	T_EQ_INT(ctl_bool(v, "grasp03_enabled"), 0);
 	T_CHECK(strstr(cJSON_GetObjectItem(v, "discovery")->valuestring,
 	    "NGIT_SYNC_PLUS_ENABLED=false") != NULL);
 	cJSON_Delete(v);
 	sleep(2);
-	T_EQ_INT(nreqs(idx4), 0);
+	T_EQ_INT(peerctl_nreqs(idx4), 0);
 }
 
 int
@@ -816,13 +623,11 @@ main(void)
 {
 	char		 e1[128];
 	const char	*env[3];
-	int		 rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	t0 = (int64_t)time(NULL) - 3600;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-disc.XXXXXX",
-	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
+	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-disc") == -1 ||
+	    gt_setup(tmpdir) == -1) {
 		printf("not ok - discovery_setup: temp dir\n");
 		return 1;
 	}
@@ -864,12 +669,6 @@ main(void)
 	event_destroy(l2);
 	event_destroy(l3);
 	event_destroy(oprof);
-	{
-		char cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		rc = system(cmd);
-		(void)rc;
-	}
+	tdir_remove(tmpdir);
 	return t_done();
 }

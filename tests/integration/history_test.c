@@ -55,14 +55,22 @@
 #include <nanomsg/reqrep.h>
 
 #include "buf.h"
+#include "client.h"
+#include "ctl.h"
 #include "event.h"
 #include "gitutil.h"
 #include "msg.h"
 #include "nip19.h"
 #include "nostr.h"
+#include "peerctl.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
+#include "tuser.h"
 #include "wsclient.h"
+
+/* The fill byte of this test's users' keys (tuser.h). */
+#define KEYS		0x66
 
 #define TMO		5000
 #define NOB		5	/* the participant's distinct outboxes */
@@ -93,90 +101,15 @@ static int64_t		 t0;
 static struct event	*issue, *issue_a, *issue_c;
 static char		 fbreply[65];	/* WHO_FB's reply in thread c */
 
-static void
-sk_of(int n, uint8_t sk[32])
-{
-	memset(sk, 0x66, 32);
-	sk[30] = (uint8_t)(n >> 8);
-	sk[31] = (uint8_t)n;
-}
-
 static struct event *
-ev(int who, int64_t at, uint32_t kind, const char *tags, const char *content)
+ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 {
-	uint8_t	sk[32];
-
-	sk_of(who, sk);
-	return event_new_signed(sk, at, kind, tags, content);
-}
-
-static void
-hex_of(int who, char out[65])
-{
-	uint8_t	sk[32], pk[32];
-
-	sk_of(who, sk);
-	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, out);
-}
-
-static const char *
-url_of(struct relayproc *p)
-{
-	static char	u[4][64];
-	static int	turn;
-
-	turn = (turn + 1) % 4;
-	snprintf(u[turn], sizeof(u[turn]), "ws://127.0.0.1:%d/",
-	    relayproc_port(p));
-	return u[turn];
+	return tuser_event(KEYS, who, at, kind, tags, c);
 }
 
 /* ------------------------------------------------------------------ */
 /* The peers' HTTP control API.                                        */
 
-static int
-seed(struct relayproc *p, struct event **evs, size_t n)
-{
-	struct buf	bb = BUF_INIT;
-	size_t		i;
-	int		rc;
-
-	for (i = 0; i < n; i++) {
-		buf_add(&bb, evs[i]->json, evs[i]->json_len);
-		buf_addc(&bb, '\n');
-	}
-	rc = relayproc_post(p, "/events", bb.b_data, bb.b_len);
-	buf_free(&bb);
-	return rc;
-}
-
-static cJSON *
-peer_log(struct relayproc *p)
-{
-	char	*h = NULL, *body = NULL;
-	int	 status = 0;
-	cJSON	*j = NULL;
-
-	if (http_get(relayproc_host(p), relayproc_port(p), "/log", NULL, TMO,
-	    &status, &h, &body) == 0 && status == 200)
-		j = cJSON_Parse(body);
-	free(h);
-	free(body);
-	return j;
-}
-
-
-static int
-nreqs(struct relayproc *p)
-{
-	cJSON	*log = peer_log(p);
-	int	 n;
-
-	n = log ? cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs")) : 0;
-	cJSON_Delete(log);
-	return n;
-}
 
 
 
@@ -184,125 +117,14 @@ nreqs(struct relayproc *p)
 /* ------------------------------------------------------------------ */
 /* graspd: clients, control sockets, graspctl.                         */
 
-static int
-pub(struct relayproc *p, const struct event *e, char *msg, size_t msglen)
-{
-	struct wsc	*ws = wsc_connect(relayproc_host(p), relayproc_port(p),
-			    "/", TMO);
-	char		*m = NULL;
-	int		 ok = -1;
-
-	if (ws == NULL)
-		return -1;
-	if (nostr_publish(ws, e, TMO, &ok, &m) != 0)
-		ok = -1;
-	snprintf(msg, msglen, "%s", m ? m : "");
-	free(m);
-	wsc_close(ws);
-	return ok;
-}
-
-static int
-count_on(struct relayproc *p, const char *filter)
-{
-	struct wsc	*ws = wsc_connect(relayproc_host(p), relayproc_port(p),
-			    "/", TMO);
-	char		**evs = NULL;
-	size_t		 n = 0;
-	int		 rc;
-
-	if (ws == NULL)
-		return -1;
-	rc = nostr_req(ws, "c", filter, TMO, &evs, &n, NULL);
-	nostr_events_free(evs);
-	wsc_close(ws);
-	return rc == 0 ? (int)n : -1;
-}
-
-static int
-wait_count(struct relayproc *p, const char *filter, int want, int secs)
-{
-	int	n = -1, i;
-
-	for (i = 0; i < secs * 10; i++) {
-		if ((n = count_on(p, filter)) >= want)
-			return n;
-		usleep(100000);
-	}
-	return n;
-}
-
-/* A role's `show` view (the whole reply), or NULL. */
-static cJSON *
-role_reply(struct relayproc *p, enum role role, int tmo)
-{
-	char		 run[512], ep[700];
-	const char	*req = "{\"cmd\":\"show\"}";
-	struct msg	 m;
-	cJSON		*rep = NULL;
-	int		 s;
-
-	snprintf(run, sizeof(run), "%s/run", relayproc_dir(p));
-	if (chan_control_endpoint(run, role, ep, sizeof(ep)) ==
-	    -1 || (s = chan_open(NN_REQ, ep, 0)) == -1)
-		return NULL;
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
-	if (msg_send(s, MSG_CONTROL, req, strlen(req), 0) == 0 &&
-	    msg_recv(s, &m, 0) == 1) {
-		if (m.m_type == MSG_CONTROL_REPLY)
-			rep = cJSON_ParseWithLength((const char *)m.m_data,
-			    m.m_len);
-		msg_free(&m);
-	}
-	chan_close(s);
-	return rep;
-}
-
-/* The view of role once it is ready (its view has the member ready). */
-static cJSON *
-role_view(struct relayproc *p, enum role role, const char *ready, int secs)
-{
-	cJSON	*rep, *v;
-	int	 i;
-
-	for (i = 0; i < secs * 10; i++) {
-		if ((rep = role_reply(p, role, 500)) != NULL) {
-			v = cJSON_DetachItemFromObject(rep, "view");
-			cJSON_Delete(rep);
-			if (cJSON_GetObjectItem(v, ready) != NULL)
-				return v;
-			cJSON_Delete(v);
-		}
-		usleep(100000);
-	}
-	return NULL;
-}
-
 static cJSON	*sync_view(struct relayproc *, int);
 
 static cJSON *
 hist_view(struct relayproc *p, int secs)
 {
-	return role_view(p, ROLE_HISTORYD, "history", secs);
+	return ctl_role_view(p, ROLE_HISTORYD, "history", secs);
 }
 
-
-static double
-jnum(const cJSON *o, const char *name)
-{
-	const cJSON	*v = cJSON_GetObjectItem(o, name);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
-static int
-jbool(const cJSON *o, const char *name)
-{
-	const cJSON	*v = cJSON_GetObjectItem(o, name);
-
-	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
-}
 
 
 
@@ -314,38 +136,12 @@ static int
 host_repo(struct relayproc *p, int owner, const char *d,
     const char *maint_hex)
 {
-	uint8_t		 sk[32], pk[32];
-	char		 npub[NIP19_KEY_BUFSZ], tags[1024], msg[256];
-	char		 dir[512], f[200];
-	struct event	*ann;
-	struct wsc	*ws;
-	int		 rc = -1;
+	uint8_t	sk[32];
+	char	dir[512];
 
-	sk_of(owner, sk);
-	event_pubkey_of(sk, pk);
-	nip19_encode("npub", pk, npub, sizeof(npub));
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
-	    "%s/%s.git\"],[\"relays\",\"ws://%s\"]%s%s%s]", d,
-	    relayproc_domain(p), npub, d, relayproc_domain(p),
-	    maint_hex ? ",[\"maintainers\",\"" : "", maint_hex ? maint_hex :
-	    "", maint_hex ? "\"]" : "");
-	ann = ev(owner, t0, 30617, tags, "");
-	if (pub(p, ann, msg, sizeof(msg)) != 1) {
-		printf("# announcement refused: %s\n", msg);
-		goto done;
-	}
-	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
-	    TMO)) == NULL)
-		goto done;
+	tuser_sk(KEYS, owner, sk);
 	snprintf(dir, sizeof(dir), "%s/%s-%d", tmpdir, d, relayproc_port(p));
-	rc = gt_release(ws, sk, relayproc_domain(p), d, dir, NULL);
-	wsc_close(ws);
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
-	if (rc == 0 && wait_count(p, f, 1, 10) != 1)
-		rc = -1;
-done:
-	event_destroy(ann);
-	return rc;
+	return client_host_repo(p, sk, t0, d, maint_hex, dir);
 }
 
 /* The relay of the historyd view whose key names p's port, or NULL. */
@@ -368,10 +164,10 @@ relay_in(const cJSON *view, struct relayproc *p)
 static int
 peer_connections(struct relayproc *p)
 {
-	cJSON	*log = peer_log(p);
+	cJSON	*log = peerctl_log(p);
 	int	 n;
 
-	n = log ? (int)jnum(log, "connections") : -1;
+	n = log ? (int)ctl_num(log, "connections") : -1;
 	cJSON_Delete(log);
 	return n;
 }
@@ -380,10 +176,10 @@ peer_connections(struct relayproc *p)
 static int
 peer_open(struct relayproc *p)
 {
-	cJSON	*log = peer_log(p);
+	cJSON	*log = peerctl_log(p);
 	int	 n;
 
-	n = log ? (int)jnum(log, "open") : -1;
+	n = log ? (int)ctl_num(log, "open") : -1;
 	cJSON_Delete(log);
 	return n;
 }
@@ -397,7 +193,7 @@ static int
 req_filter_with(struct relayproc *p, int from, const char *s1,
     const char *s2, int *conn)
 {
-	cJSON	*log = peer_log(p), *reqs, *rq, *f;
+	cJSON	*log = peerctl_log(p), *reqs, *rq, *f;
 	char	*t;
 	int	 i, n, hit = -1;
 
@@ -412,7 +208,7 @@ req_filter_with(struct relayproc *p, int from, const char *s1,
 			    strstr(t, s2) != NULL)) {
 				hit = i;
 				if (conn != NULL)
-					*conn = (int)jnum(rq, "conn");
+					*conn = (int)ctl_num(rq, "conn");
 			}
 			free(t);
 			if (hit >= 0)
@@ -442,7 +238,7 @@ wait_req_filter_with(struct relayproc *p, int from, const char *s1,
 static int
 conns_naming(struct relayproc *p, int from, const char *s)
 {
-	cJSON	*log = peer_log(p), *reqs, *rq;
+	cJSON	*log = peerctl_log(p), *reqs, *rq;
 	char	*t;
 	int	 i, j, n, seen[64], nseen = 0, c;
 
@@ -454,7 +250,7 @@ conns_naming(struct relayproc *p, int from, const char *s)
 		    "filters"))) == NULL)
 			continue;
 		if (strstr(t, s) != NULL) {
-			c = (int)jnum(rq, "conn");
+			c = (int)ctl_num(rq, "conn");
 			for (j = 0; j < nseen && seen[j] != c; j++)
 				;
 			if (j == nseen && nseen < 64)
@@ -494,7 +290,7 @@ found(struct relayproc *p, const struct event *e, int secs)
 	char	f[200];
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
-	return wait_count(p, f, 1, secs);
+	return client_wait_count(p, f, 1, secs);
 }
 
 /* 1 once relayd's /metrics has a line starting with name, within secs. */
@@ -529,30 +325,31 @@ test_participant_history_mailboxes(void)
 	cJSON		*v = NULL, *r;
 	int		 i;
 
-	hex_of(WHO_OWNER, oh);
+	tuser_hex(KEYS, WHO_OWNER, oh);
 	snprintf(coord, sizeof(coord), "30617:%s:hist", oh);
 	T_ASSERT(host_repo(b, WHO_OWNER, "hist", NULL) == 0);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
 	    coord);
 	issue = ev(WHO_ROOT, t0 + 10, 1621, tags, "the issue");
-	T_EQ_INT(pub(b, issue, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, issue, msg, sizeof(msg)), 1);
 	/* The participant takes part in the thread, then lists five
 	 * distinct outboxes, the first spelled twice. */
 	r0 = reply_by(WHO_PART, t0 + 20, "first reply");
-	T_EQ_INT(pub(b, r0, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, r0, msg, sizeof(msg)), 1);
 	snprintf(noslash, sizeof(noslash), "ws://127.0.0.1:%d",
 	    relayproc_port(ob[0]));
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"],[\"r\",\"%s\","
 	    "\"write\"],[\"r\",\"%s\",\"write\"],[\"r\",\"%s\",\"write\"],"
 	    "[\"r\",\"%s\",\"write\"],[\"r\",\"%s\",\"write\"]]",
-	    url_of(ob[0]), noslash, url_of(ob[1]), url_of(ob[2]),
-	    url_of(ob[3]), url_of(ob[4]));
+	    relayproc_bind_url(ob[0]), noslash, relayproc_bind_url(ob[1]),
+	    relayproc_bind_url(ob[2]), relayproc_bind_url(ob[3]),
+	    relayproc_bind_url(ob[4]));
 	list = ev(WHO_PART, t0 + 30, 10002, tags, "");
-	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
 	r2 = reply_by(WHO_PART, t0 + 40, "in the second outbox only");
 	r5 = reply_by(WHO_PART, t0 + 41, "in the fifth outbox only");
-	T_ASSERT(seed(ob[1], &r2, 1) == 0);
-	T_ASSERT(seed(ob[4], &r5, 1) == 0);
+	T_ASSERT(peerctl_seed(ob[1], &r2, 1) == 0);
+	T_ASSERT(peerctl_seed(ob[4], &r5, 1) == 0);
 
 	T_EQ_INT(found(b, r2, 30), 1);
 	/* The view: four participant relays, the fifth not among them;
@@ -561,7 +358,8 @@ test_participant_history_mailboxes(void)
 		cJSON_Delete(v);
 		v = hist_view(b, 5);
 		if (v != NULL && (r = relay_in(v, ob[3])) != NULL &&
-		    jnum(r, "rotations") >= 1 && jnum(r, "rotation_left") == 0)
+		    ctl_num(r, "rotations") >= 1 &&
+		    ctl_num(r, "rotation_left") == 0)
 			break;
 		usleep(100000);
 	}
@@ -570,19 +368,19 @@ test_participant_history_mailboxes(void)
 		T_ASSERT((r = relay_in(v, ob[i])) != NULL);
 		T_CHECK(cJSON_IsString(cJSON_GetArrayItem(cJSON_GetObjectItem(
 		    r, "purpose"), 0)));
-		T_CHECK(jnum(r, "filters") >= 5);
+		T_CHECK(ctl_num(r, "filters") >= 5);
 		T_CHECK(cJSON_GetObjectItem(r, "worker") != NULL);
 		T_CHECK(cJSON_GetObjectItem(r, "next_due") != NULL);
 	}
 	T_CHECK(relay_in(v, ob[4]) == NULL);
-	T_CHECK(jnum(v, "workers") <= 32);
+	T_CHECK(ctl_num(v, "workers") <= 32);
 	/* A complete rotation without a failed group is due again after
 	 * 24 h (24 min with NGIT_TEST). */
 	r = relay_in(v, ob[3]);
-	T_EQ_INT(jnum(r, "rotation_left"), 0);
-	T_EQ_INT(jnum(r, "groups_failed"), 0);
-	T_CHECK(jnum(r, "next_due_in") > 23 * 60);
-	T_CHECK(jnum(r, "next_due_in") <= 24 * 60);
+	T_EQ_INT(ctl_num(r, "rotation_left"), 0);
+	T_EQ_INT(ctl_num(r, "groups_failed"), 0);
+	T_CHECK(ctl_num(r, "next_due_in") > 23 * 60);
+	T_CHECK(ctl_num(r, "next_due_in") <= 24 * 60);
 	cJSON_Delete(v);
 	/* The fixed-cardinality retained-state metric (relayd adds the
 	 * role label). */
@@ -591,12 +389,12 @@ test_participant_history_mailboxes(void)
 	T_CHECK(metrics_have(b, RETAINED("cursors"), 5));
 	T_CHECK(metrics_have(b, RETAINED("workers"), 5));
 	sleep(2);
-	T_EQ_INT(count_on(b, "{\"kinds\":[1111],\"#E\":[\"x\"]}"), 0);
+	T_EQ_INT(client_count(b, "{\"kinds\":[1111],\"#E\":[\"x\"]}"), 0);
 	{
 		char f[200];
 
 		snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", r5->id_hex);
-		T_EQ_INT(count_on(b, f), 0);
+		T_EQ_INT(client_count(b, f), 0);
 	}
 	/* Never dialled, by historyd or anyone. */
 	T_EQ_INT(peer_connections(ob[4]), 0);
@@ -611,12 +409,12 @@ test_fallback_for_participant_without_list(void)
 {
 	struct event	*q0, *q1;
 	char		 msg[256];
-	int		 from = nreqs(fb);
+	int		 from = peerctl_nreqs(fb);
 
 	q0 = reply_by(WHO_NOLIST, t0 + 50, "no relay list");
-	T_EQ_INT(pub(b, q0, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, q0, msg, sizeof(msg)), 1);
 	q1 = reply_by(WHO_OTHER, t0 + 51, "only on the fallback relay");
-	T_ASSERT(seed(fb, &q1, 1) == 0);
+	T_ASSERT(peerctl_seed(fb, &q1, 1) == 0);
 	T_EQ_INT(found(b, q1, 30), 1);
 	/* syncd may cover the root author's root on the fallback relay
 	 * too: historyd's own probe is the filter only it sends, a "#q"
@@ -637,16 +435,16 @@ test_root_author_inbox_in_ordinary_coverage(void)
 	int		 i;
 
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"]]",
-	    url_of(rin));
+	    relayproc_bind_url(rin));
 	list = ev(WHO_ROOT, t0 + 90, 10002, tags, "");
-	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
 	/* historyd probes the inbox once (a read-only fill of the root
 	 * author's history mailboxes), then not for 24 (test) minutes. */
 	for (i = 0; i < 100; i++) {
 		cJSON_Delete(v);
 		v = hist_view(b, 5);
 		if (v != NULL && (r = relay_in(v, rin)) != NULL &&
-		    jnum(r, "rotations") >= 1)
+		    ctl_num(r, "rotations") >= 1)
 			break;
 		usleep(100000);
 	}
@@ -657,7 +455,7 @@ test_root_author_inbox_in_ordinary_coverage(void)
 	for (i = 0; i < 50; i++) {
 		v = sync_view(b, 5);
 		r = v ? relay_in(v, rin) : NULL;
-		live = r ? jnum(r, "live_subscriptions") : -1;
+		live = r ? ctl_num(r, "live_subscriptions") : -1;
 		cJSON_Delete(v);
 		if (live >= 1)
 			break;
@@ -665,7 +463,7 @@ test_root_author_inbox_in_ordinary_coverage(void)
 	}
 	T_CHECK(live >= 1);
 	late = reply_by(WHO_LATE, time(NULL), "late reply in the inbox");
-	T_ASSERT(seed(rin, &late, 1) == 0);
+	T_ASSERT(peerctl_seed(rin, &late, 1) == 0);
 	T_EQ_INT(found(b, late, 4), 1);
 	event_destroy(list);
 	event_destroy(late);
@@ -680,10 +478,10 @@ test_root_author_without_list_on_fallback(void)
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"t\"]]",
 	    coord);
 	is2 = ev(WHO_ROOT2, t0 + 100, 1621, tags, "second issue");
-	T_EQ_INT(pub(b, is2, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, is2, msg, sizeof(msg)), 1);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is2->id_hex);
 	rep = ev(WHO_LATE, t0 + 110, 1, tags, "reply on the fallback relay");
-	T_ASSERT(seed(fb, &rep, 1) == 0);
+	T_ASSERT(peerctl_seed(fb, &rep, 1) == 0);
 	T_EQ_INT(found(b, rep, 20), 1);
 	event_destroy(is2);
 	event_destroy(rep);
@@ -697,10 +495,10 @@ test_list_deletion_changes_mailboxes_at_once(void)
 	cJSON		*v = NULL;
 	int		 i;
 
-	hex_of(WHO_PART, ph);
+	tuser_hex(KEYS, WHO_PART, ph);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"10002:%s:\"]]", ph);
 	del = ev(WHO_PART, time(NULL), 5, tags, "");
-	T_EQ_INT(pub(b, del, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, del, msg, sizeof(msg)), 1);
 	/* The participant's outboxes leave at once; without a list its
 	 * roots go to the fallback relay. */
 	for (i = 0; i < 50; i++) {
@@ -722,7 +520,7 @@ test_list_deletion_changes_mailboxes_at_once(void)
 static int
 reqs_mention(struct relayproc *p, int from, const char *s)
 {
-	cJSON	*log = peer_log(p), *reqs;
+	cJSON	*log = peerctl_log(p), *reqs;
 	char	*t;
 	int	 i, n, hit = 0;
 
@@ -737,16 +535,10 @@ reqs_mention(struct relayproc *p, int from, const char *s)
 	return hit;
 }
 
-static int
-peer_config(struct relayproc *p, const char *json)
-{
-	return relayproc_post(p, "/config", json, strlen(json));
-}
-
 static cJSON *
 sync_view(struct relayproc *p, int secs)
 {
-	return role_view(p, ROLE_SYNCD, "sync_plus", secs);
+	return ctl_role_view(p, ROLE_SYNCD, "sync_plus", secs);
 }
 
 /* syncd's roots on the fallback relays, historyd's marks, fb's threads
@@ -758,12 +550,12 @@ fallback_state(double *roots, double *marks, double *threads)
 
 	*roots = *marks = *threads = -1;
 	if ((v = sync_view(b, 5)) != NULL)
-		*roots = jnum(cJSON_GetObjectItem(v, "sync_plus"),
+		*roots = ctl_num(cJSON_GetObjectItem(v, "sync_plus"),
 		    "roots_on_fallback");
 	cJSON_Delete(v);
 	if ((v = hist_view(b, 5)) != NULL) {
-		*marks = jnum(v, "fallback_marks");
-		*threads = (r = relay_in(v, fb)) ? jnum(r, "threads") : 0;
+		*marks = ctl_num(v, "fallback_marks");
+		*threads = (r = relay_in(v, fb)) ? ctl_num(r, "threads") : 0;
 	}
 	cJSON_Delete(v);
 }
@@ -778,20 +570,20 @@ test_unasked_authors_not_on_fallback(void)
 
 	/* The user index never finishes answering: nobody is asked
 	 * successfully. */
-	T_ASSERT(peer_config(idx, "{\"drop_eose\":true}") == 0);
+	T_ASSERT(peerctl_config(idx, "{\"drop_eose\":true}") == 0);
 	sleep(1);
 	fallback_state(&roots, &marks, &threads);
 	T_ASSERT(roots >= 0 && marks >= 0);
-	from = nreqs(fb);
+	from = peerctl_nreqs(fb);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"a\"]]",
 	    coord);
 	issue_a = ev(WHO_FA, t0 + 120, 1621, tags, "root author, no list");
-	T_EQ_INT(pub(b, issue_a, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, issue_a, msg, sizeof(msg)), 1);
 	issue_c = ev(WHO_ROOT, t0 + 121, 1621, tags, "issue c");
-	T_EQ_INT(pub(b, issue_c, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, issue_c, msg, sizeof(msg)), 1);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_c->id_hex);
 	rc = ev(WHO_FB, t0 + 122, 1, tags, "participant, no list");
-	T_EQ_INT(pub(b, rc, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, rc, msg, sizeof(msg)), 1);
 	snprintf(fbreply, sizeof(fbreply), "%s", rc->id_hex);
 	/* Past a failed index query (3 s in test timing). */
 	sleep(5);
@@ -810,7 +602,7 @@ test_index_answer_puts_authors_on_fallback(void)
 	struct event	*ra, *rc;
 	char		 tags[300];
 	double		 roots, marks, threads;
-	int		 from = nreqs(fb);
+	int		 from = peerctl_nreqs(fb);
 
 	T_ASSERT(issue_a != NULL && issue_c != NULL);
 	/* Replies only on the fallback relay, by an author with a list. */
@@ -818,9 +610,9 @@ test_index_answer_puts_authors_on_fallback(void)
 	ra = ev(WHO_ROOT, t0 + 123, 1, tags, "on fallback, thread a");
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_c->id_hex);
 	rc = ev(WHO_ROOT, t0 + 124, 1, tags, "on fallback, thread c");
-	T_ASSERT(seed(fb, &ra, 1) == 0);
-	T_ASSERT(seed(fb, &rc, 1) == 0);
-	T_ASSERT(peer_config(idx, "{\"drop_eose\":false}") == 0);
+	T_ASSERT(peerctl_seed(fb, &ra, 1) == 0);
+	T_ASSERT(peerctl_seed(fb, &rc, 1) == 0);
+	T_ASSERT(peerctl_config(idx, "{\"drop_eose\":false}") == 0);
 	/* Root author: syncd's ordinary coverage on the fallback relay;
 	 * participant: historyd's probe of it. */
 	T_EQ_INT(found(b, ra, 30), 1);
@@ -842,20 +634,20 @@ test_restart_keeps_fallback_ownership(void)
 
 	fallback_state(&roots, &marks, &threads);
 	/* Nobody can be asked again: what follows comes from the table. */
-	T_ASSERT(peer_config(idx, "{\"drop_eose\":true}") == 0);
-	from = nreqs(fb);
+	T_ASSERT(peerctl_config(idx, "{\"drop_eose\":true}") == 0);
+	from = peerctl_nreqs(fb);
 	T_ASSERT(relayproc_restart(b) == 0);
 	v = hist_view(b, 10);
 	T_ASSERT(v != NULL);
-	T_EQ_INT((int)jnum(v, "fallback_marks"), (int)marks);
+	T_EQ_INT((int)ctl_num(v, "fallback_marks"), (int)marks);
 	T_ASSERT((r = relay_in(v, fb)) != NULL);
-	T_EQ_INT((int)jnum(r, "threads"), (int)threads);
+	T_EQ_INT((int)ctl_num(r, "threads"), (int)threads);
 	T_CHECK(strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"),
 	    0)->valuestring, "fallback") == 0);
 	cJSON_Delete(v);
 	v = sync_view(b, 10);
 	T_ASSERT(v != NULL);
-	T_EQ_INT((int)jnum(cJSON_GetObjectItem(v, "sync_plus"),
+	T_EQ_INT((int)ctl_num(cJSON_GetObjectItem(v, "sync_plus"),
 	    "roots_on_fallback"), (int)roots);
 	T_CHECK(relay_in(v, fb) != NULL);
 	cJSON_Delete(v);
@@ -867,12 +659,12 @@ test_restart_keeps_fallback_ownership(void)
 	 * coordinate and ids) is filter 0, the "#a" one. */
 	T_ASSERT(wait_req_filter_with(fb, from, coord, issue_c->id_hex,
 	    &hconn, 20) >= 0);
-	log = peer_log(fb);
+	log = peerctl_log(fb);
 	T_ASSERT(log != NULL);
 	n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs"));
 	for (i = from; i < n; i++) {
 		rq = cJSON_GetArrayItem(cJSON_GetObjectItem(log, "reqs"), i);
-		if ((int)jnum(rq, "conn") == hconn)
+		if ((int)ctl_num(rq, "conn") == hconn)
 			break;
 	}
 	T_ASSERT(i < n);
@@ -882,7 +674,7 @@ test_restart_keeps_fallback_ownership(void)
 	    cJSON_GetObjectItemCaseSensitive(f, "#e") == NULL &&
 	    cJSON_GetObjectItemCaseSensitive(f, "#q") == NULL);
 	cJSON_Delete(log);
-	T_ASSERT(peer_config(idx, "{\"drop_eose\":false}") == 0);
+	T_ASSERT(peerctl_config(idx, "{\"drop_eose\":false}") == 0);
 }
 
 static void
@@ -895,13 +687,13 @@ test_relay_list_takes_authors_off_fallback(void)
 
 	fallback_state(&roots, &marks, &threads);
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"]]",
-	    url_of(rin));
+	    relayproc_bind_url(rin));
 	la = ev(WHO_FA, time(NULL), 10002, tags, "");
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"]]",
-	    url_of(ob[0]));
+	    relayproc_bind_url(ob[0]));
 	lb = ev(WHO_FB, time(NULL), 10002, tags, "");
-	T_EQ_INT(pub(b, la, msg, sizeof(msg)), 1);
-	T_EQ_INT(pub(b, lb, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, la, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, lb, msg, sizeof(msg)), 1);
 	/* Off fallback at once, and discoveryd clears both marks. */
 	for (i = 0; i < 100; i++) {
 		fallback_state(&r2, &m2, &t2);
@@ -926,14 +718,14 @@ reannounce(struct relayproc *p, int owner, const char *d,
 	struct event	*ann;
 	int		 ok;
 
-	sk_of(owner, sk);
+	tuser_sk(KEYS, owner, sk);
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
 	    "%s/%s.git\"],[\"relays\",\"ws://%s\"],[\"maintainers\",\"%s\"]]",
 	    d, relayproc_domain(p), npub, d, relayproc_domain(p), maint_hex);
 	ann = ev(owner, at, 30617, tags, "");
-	if ((ok = pub(p, ann, msg, sizeof(msg))) != 1)
+	if ((ok = client_publish(p, ann, msg, sizeof(msg))) != 1)
 		printf("# announcement refused: %s\n", msg);
 	event_destroy(ann);
 	return ok;
@@ -974,57 +766,59 @@ test_no_mailboxes_without_thread_events(void)
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"d\"]]",
 	    coord);
 	is = ev(WHO_ROOT2, t0 + 130, 1621, tags, "to be deleted");
-	T_EQ_INT(pub(b, is, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is->id_hex);
 	rep = ev(WHO_DEL, t0 + 131, 1, tags, "my only reply");
-	T_EQ_INT(pub(b, rep, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, rep, msg, sizeof(msg)), 1);
 	/* The outbox never sends EOSE: its first group fails (the 3 s
 	 * test fetch timeout) and the relay is due again after the 5 min
 	 * retry delay (5 s with NGIT_TEST). */
-	T_ASSERT(peer_config(ob[2], "{\"drop_eose\":true}") == 0);
+	T_ASSERT(peerctl_config(ob[2], "{\"drop_eose\":true}") == 0);
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"]]",
-	    url_of(ob[2]));
+	    relayproc_bind_url(ob[2]));
 	list = ev(WHO_DEL, t0 + 132, 10002, tags, "");
-	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
 	v = NULL;
 	for (i = 0; i < 100; i++) {
 		cJSON_Delete(v);
 		if ((v = hist_view(b, 5)) != NULL &&
 		    (r = relay_in(v, ob[2])) != NULL &&
-		    jnum(r, "groups_failed") >= 1)
+		    ctl_num(r, "groups_failed") >= 1)
 			break;
 		usleep(100000);
 	}
 	T_ASSERT(v != NULL && (r = relay_in(v, ob[2])) != NULL);
 	T_CHECK(has_purpose(r, "participant"));
-	T_EQ_INT(jnum(r, "groups_failed"), 1);
+	T_EQ_INT(ctl_num(r, "groups_failed"), 1);
 	T_EQ_STR(cJSON_GetObjectItem(r, "last")->valuestring, "failed");
-	T_CHECK(jnum(r, "next_due_in") > 4 && jnum(r, "next_due_in") <= 5);
-	T_CHECK(jnum(r, "cursor") == 1);
+	T_CHECK(ctl_num(r, "next_due_in") > 4 &&
+	    ctl_num(r, "next_due_in") <= 5);
+	T_CHECK(ctl_num(r, "cursor") == 1);
 	cJSON_Delete(v);
-	T_ASSERT(peer_config(ob[2], "{\"drop_eose\":false}") == 0);
+	T_ASSERT(peerctl_config(ob[2], "{\"drop_eose\":false}") == 0);
 	/* The root's author deletes it: the participant has no accepted
 	 * thread left, and its outbox leaves, its list still stored. */
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"k\",\"1621\"]]",
 	    is->id_hex);
 	del = ev(WHO_ROOT2, t0 + 133, 5, tags, "");
-	T_EQ_INT(pub(b, del, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, del, msg, sizeof(msg)), 1);
 	v = view_when(ob[2], 0, 10);
 	T_ASSERT(v != NULL);
 	T_CHECK(relay_in(v, ob[2]) == NULL);
 	cJSON_Delete(v);
-	hex_of(WHO_DEL, h);
+	tuser_hex(KEYS, WHO_DEL, h);
 	snprintf(f, sizeof(f), "{\"kinds\":[10002],\"authors\":[\"%s\"]}", h);
-	T_EQ_INT(count_on(b, f), 1);
+	T_EQ_INT(client_count(b, f), 1);
 	event_destroy(list);
 	/* A declared maintainer, in no thread, listing a write-only
 	 * outbox and a read inbox: only the inbox is probed. */
-	hex_of(WHO_MAINT, h);
+	tuser_hex(KEYS, WHO_MAINT, h);
 	T_ASSERT(reannounce(b, WHO_OWNER, "hist", h, t0 + 1) == 1);
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"],"
-	    "[\"r\",\"%s\",\"read\"]]", url_of(ob[3]), url_of(ob[4]));
+	    "[\"r\",\"%s\",\"read\"]]", relayproc_bind_url(ob[3]),
+	    relayproc_bind_url(ob[4]));
 	list = ev(WHO_MAINT, t0 + 134, 10002, tags, "");
-	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
 	v = view_when(ob[4], 1, 10);
 	T_ASSERT(v != NULL && (r = relay_in(v, ob[4])) != NULL);
 	T_CHECK(has_purpose(r, "repository"));
@@ -1047,37 +841,39 @@ test_owner_read_inbox_public_only(void)
 
 	/* Not the owner's: another owner's repository with a root ... */
 	T_ASSERT(host_repo(b, WHO_OWNER2, "other", NULL) == 0);
-	hex_of(WHO_OWNER2, oh);
+	tuser_hex(KEYS, WHO_OWNER2, oh);
 	snprintf(ocoord, sizeof(ocoord), "30617:%s:other", oh);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"o\"]]",
 	    ocoord);
 	oroot = ev(WHO_OTHER, t0 + 55, 1621, tags, "another repository");
-	T_EQ_INT(pub(b, oroot, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, oroot, msg, sizeof(msg)), 1);
 	/* ... and the owner's own announcement never pushed (purgatory). */
-	hex_of(WHO_OWNER, oh);
+	tuser_hex(KEYS, WHO_OWNER, oh);
 	snprintf(pcoord, sizeof(pcoord), "30617:%s:purg", oh);
 	snprintf(tags, sizeof(tags), "[[\"d\",\"purg\"],[\"clone\",\"http://"
 	    "%s/x/purg.git\"]]", relayproc_domain(b));
 	ann = ev(WHO_OWNER, t0 + 56, 30617, tags, "");
-	pub(b, ann, msg, sizeof(msg));
+	client_publish(b, ann, msg, sizeof(msg));
 	/* The owner's read inboxes: own, and ob[0], already WHO_FB's
 	 * participant mailbox for thread c. */
-	ob0from = nreqs(ob[0]);
+	ob0from = peerctl_nreqs(ob[0]);
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"],"
-	    "[\"r\",\"%s\",\"read\"]]", url_of(own), url_of(ob[0]));
+	    "[\"r\",\"%s\",\"read\"]]", relayproc_bind_url(own),
+	    relayproc_bind_url(ob[0]));
 	list = ev(WHO_OWNER, t0 + 60, 10002, tags, "");
-	T_EQ_INT(pub(b, list, msg, sizeof(msg)), 1);
+	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"a\",\"%s\"]]",
 	    issue->id_hex, coord);
 	st = ev(WHO_STATUS, t0 + 70, 1632, tags, "closed");
-	T_ASSERT(seed(own, &st, 1) == 0);
+	T_ASSERT(peerctl_seed(own, &st, 1) == 0);
 	T_EQ_INT(found(b, st, 30), 1);
 	/* own's rotation done, its worker idle. */
 	for (i = 0; i < 100; i++) {
 		cJSON_Delete(v);
 		v = hist_view(b, 5);
 		if (v != NULL && (r = relay_in(v, own)) != NULL &&
-		    jnum(r, "rotations") >= 1 && jnum(r, "rotation_left") == 0 &&
+		    ctl_num(r, "rotations") >= 1 &&
+		    ctl_num(r, "rotation_left") == 0 &&
 		    strcmp(cJSON_GetObjectItem(r, "worker")->valuestring,
 		    "idle") == 0)
 			break;
@@ -1090,9 +886,9 @@ test_owner_read_inbox_public_only(void)
 	/* Exactly the Full repository and its live roots. */
 	snprintf(f, sizeof(f), "{\"kinds\":[1617,1618,1621],\"#a\":[\"%s\"]}",
 	    coord);
-	nroots = count_on(b, f);
+	nroots = client_count(b, f);
 	T_CHECK(nroots >= 4);
-	T_EQ_INT((int)jnum(r, "threads"), 1 + nroots);
+	T_EQ_INT((int)ctl_num(r, "threads"), 1 + nroots);
 	T_CHECK(!reqs_mention(own, 0, ocoord));
 	T_CHECK(!reqs_mention(own, 0, oroot->id_hex));
 	T_CHECK(!reqs_mention(own, 0, pcoord));
@@ -1124,17 +920,17 @@ test_owner_read_inbox_public_only(void)
 	T_ASSERT(relayproc_restart(b) == 0);
 	v = hist_view(b, 10);
 	T_ASSERT(v != NULL);
-	T_EQ_INT(jbool(v, "private_mode"), 1);
+	T_EQ_INT(ctl_bool(v, "private_mode"), 1);
 	T_CHECK(relay_in(v, own) == NULL);
 	/* Participants' relays still are. */
 	T_CHECK(relay_in(v, fb) != NULL);
 	cJSON_Delete(v);
-	before = nreqs(own);
+	before = peerctl_nreqs(own);
 	st2 = ev(WHO_STATUS, t0 + 80, 1630, tags, "reopened");
-	T_ASSERT(seed(own, &st2, 1) == 0);
+	T_ASSERT(peerctl_seed(own, &st2, 1) == 0);
 	for (i = 0; i < 3; i++)
 		sleep(1);
-	T_EQ_INT(nreqs(own), before);
+	T_EQ_INT(peerctl_nreqs(own), before);
 	relayproc_setenv(b, "NGIT_PRIVATE_MODE=false");
 	event_destroy(list);
 	event_destroy(st);
@@ -1258,7 +1054,7 @@ test_metrics_fixed_cardinality_with_1000_authors(void)
 	/* A root by the owner and NMANY participants replying to it, each
 	 * listing its own history mailbox: a distinct path on a port where
 	 * nothing listens. */
-	hex_of(WHO_MOWNER, oh);
+	tuser_hex(KEYS, WHO_MOWNER, oh);
 	snprintf(mc, sizeof(mc), "30617:%s:metrics", oh);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"m\"]]",
 	    mc);
@@ -1317,20 +1113,20 @@ test_off_switch(void)
 	relayproc_setenv(b, "NGIT_SYNC_PLUS_ENABLED=false");
 	T_ASSERT(relayproc_restart(b) == 0);
 	for (i = 0; i < NOB; i++)
-		before[i] = nreqs(ob[i]);
+		before[i] = peerctl_nreqs(ob[i]);
 	v = hist_view(b, 10);
-	brin = nreqs(rin);
-	bfb = nreqs(fb);
+	brin = peerctl_nreqs(rin);
+	bfb = peerctl_nreqs(fb);
 	T_ASSERT(v != NULL);
-	T_EQ_INT(jbool(v, "grasp03_enabled"), 0);
-	T_EQ_INT(jnum(v, "workers"), 0);
+	T_EQ_INT(ctl_bool(v, "grasp03_enabled"), 0);
+	T_EQ_INT(ctl_num(v, "workers"), 0);
 	T_CHECK(cJSON_GetObjectItem(v, "relays") == NULL);
 	cJSON_Delete(v);
 	sleep(3);
 	for (i = 0; i < NOB; i++)
-		T_EQ_INT(nreqs(ob[i]), before[i]);
-	T_EQ_INT(nreqs(rin), brin);
-	T_EQ_INT(nreqs(fb), bfb);
+		T_EQ_INT(peerctl_nreqs(ob[i]), before[i]);
+	T_EQ_INT(peerctl_nreqs(rin), brin);
+	T_EQ_INT(peerctl_nreqs(fb), bfb);
 }
 
 int
@@ -1338,13 +1134,12 @@ main(void)
 {
 	char		 e1[128], e2[128];
 	const char	*env[4];
-	int		 rc, i;
+	int		 i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	t0 = (int64_t)time(NULL) - 3600;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-hist.XXXXXX",
-	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
+	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-hist") == -1 ||
+	    gt_setup(tmpdir) == -1) {
 		printf("not ok - history_setup: temp dir\n");
 		return 1;
 	}
@@ -1399,12 +1194,6 @@ main(void)
 	event_destroy(issue);
 	event_destroy(issue_a);
 	event_destroy(issue_c);
-	{
-		char cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		rc = system(cmd);
-		(void)rc;
-	}
+	tdir_remove(tmpdir);
 	return t_done();
 }

@@ -48,7 +48,12 @@
 #include "relaylist.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
+#include "tuser.h"
 #include "wsclient.h"
+
+/* The fill byte of this test's users' keys (tuser.h). */
+#define KEYS		0x48
 
 /* Relays in the hostile announcement and relay list, on listeners. */
 #define MANY_RELAYS	1000
@@ -103,14 +108,7 @@ struct raw {
 	struct buf		 r_frame;	/* what drip and midframe send */
 };
 
-static char	 tmpdir[] = "/tmp/graspd-hostile.XXXXXX";
-
-static void
-sk_of(int n, uint8_t sk[32])
-{
-	memset(sk, 0x48, 32);
-	sk[31] = (uint8_t)n;
-}
+static char	 tmpdir[256];
 
 static void
 raw_path(struct raw *r, const char *req)
@@ -371,7 +369,7 @@ issue(int author, const char *coord, const char *content)
 	uint8_t	sk[32];
 	char	tags[256];
 
-	sk_of(author, sk);
+	tuser_sk(KEYS, author, sk);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	return event_new_signed(sk, time(NULL), 1621, tags, content);
 }
@@ -404,7 +402,7 @@ test_hostile_relays_confined(void)
 	if (honest == NULL || bad == NULL || g == NULL)
 		goto done;
 
-	sk_of(1, sk);
+	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
 	hex_encode(pk, 32, pkhex);
 	snprintf(domain, sizeof(domain), "127.0.0.1:%d", gd_port(g));
@@ -515,18 +513,16 @@ done:
 int
 main(void)
 {
-	char	home[600], cmd[700];
+	char	home[600];
 
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (mkdtemp(tmpdir) == NULL)
+	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-hostile") == -1)
 		return 1;
 	snprintf(home, sizeof(home), "%s/home", tmpdir);
 	if (gt_setup(home) == -1)
 		return 1;
 	T_RUN(test_hostile_relays_confined);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		printf("# could not remove %s\n", tmpdir);
+	tdir_remove(tmpdir);
 	return t_done();
 }

@@ -29,6 +29,7 @@
 #include <nanomsg/reqrep.h>
 
 #include "buf.h"
+#include "ctl.h"
 #include "event.h"
 #include "gitutil.h"
 #include "msg.h"
@@ -36,7 +37,12 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
+#include "tuser.h"
 #include "wsclient.h"
+
+/* The fill byte of this test's users' keys (tuser.h). */
+#define KEYS		0x61
 
 #define TMO		5000
 /* Longest wait for the hunt on B: the silent server costs its fetch
@@ -50,13 +56,6 @@ static char		 tmpdir[256];
 static int		 silent_fd = -1, quiet_fd = -1;
 static int		 silent_port, quiet_port;
 static int		 held[MAX_HELD], nheld;
-
-static void
-sk_of(int n, uint8_t sk[32])
-{
-	memset(sk, 0x61, 32);
-	sk[31] = (uint8_t)n;
-}
 
 /* A loopback listener that never answers; its port in *port. */
 static int
@@ -128,26 +127,10 @@ count_on(struct relayproc *p, const char *filter, struct event **first)
 static cJSON *
 control(struct relayproc *p, enum role role, const char *req)
 {
-	char		 run[PATH_MAX], ep[PATH_MAX + 64];
-	struct msg	 m;
-	cJSON		*rep = NULL;
-	int		 s, tmo = TMO;
+	char	run[PATH_MAX];
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(p));
-	if (chan_control_endpoint(run, role, ep, sizeof(ep)) == -1 ||
-	    (s = chan_open(NN_REQ, ep, 0)) == -1)
-		return NULL;
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
-	if (msg_send(s, MSG_CONTROL, req, strlen(req), 0) == 0 &&
-	    msg_recv(s, &m, 0) == 1) {
-		if (m.m_type == MSG_CONTROL_REPLY)
-			rep = cJSON_ParseWithLength((const char *)m.m_data,
-			    m.m_len);
-		msg_free(&m);
-	}
-	chan_close(s);
-	return rep;
+	return ctl_role(run, role, MSG_CONTROL, req, TMO);
 }
 
 /* The "view" of `show` from a role of p, or NULL; caller deletes root. */
@@ -212,7 +195,7 @@ announcement(int who, const char *d, const char *clone, const char *relays)
 	char	tags[2048];
 	uint8_t	sk[32];
 
-	sk_of(who, sk);
+	tuser_sk(KEYS, who, sk);
 	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"name\",\"%s\"],"
 	    "[\"clone\",%s],[\"relays\",%s]]", d, d, clone, relays);
 	return event_new_signed(sk, time(NULL) - 60, 30617, tags, "");
@@ -232,7 +215,7 @@ test_synced_state_is_hunted_and_released(void)
 	int		 ok = 0, i, n = 0, conns = 0;
 	int64_t		 t0;
 
-	sk_of(1, sk);
+	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	/* The silent server first: it may cost only its own fetch. */
@@ -321,7 +304,7 @@ test_a_missing_object_does_not_block_the_others(void)
 	const cJSON	*view, *h;
 	int		 ok = 0, i, n = 0;
 
-	sk_of(3, sk);
+	tuser_sk(KEYS, 3, sk);
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	snprintf(clone, sizeof(clone), "\"http://%s/%s/partial.git\","
@@ -408,7 +391,7 @@ test_relayd_git_data_command(void)
 	cJSON		*rep;
 	size_t		 i;
 
-	sk_of(1, sk);
+	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
 	hex_encode(pk, 32, hex);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -436,7 +419,7 @@ test_private_clone_urls_are_refused_never_dialled(void)
 	const cJSON	*view = NULL, *h = NULL, *tot;
 	int		 ok = 0, i;
 
-	sk_of(2, sk);
+	tuser_sk(KEYS, 2, sk);
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	snprintf(clone, sizeof(clone), "\"http://127.0.0.1:%d/%s/quiet.git\","
@@ -500,9 +483,8 @@ main(void)
 	int		 i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-hunt.XXXXXX",
-	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1 ||
+	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-hunt") == -1 ||
+	    gt_setup(tmpdir) == -1 ||
 	    (silent_fd = listener(&silent_port)) == -1 ||
 	    (quiet_fd = listener(&quiet_port)) == -1) {
 		printf("not ok - hunt_setup: temp dir or listeners\n");
@@ -540,12 +522,6 @@ main(void)
 		close(held[i]);
 	close(silent_fd);
 	close(quiet_fd);
-	{
-		char cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
-	}
+	tdir_remove(tmpdir);
 	return t_done();
 }

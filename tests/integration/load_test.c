@@ -68,14 +68,6 @@ struct load {
 };
 
 static int
-env_int(const char *name, int dflt)
-{
-	const char	*v = getenv(name);
-
-	return v != NULL && *v != '\0' ? atoi(v) : dflt;
-}
-
-static int
 is_sanitize(void)
 {
 	const char	*l = getenv("RUN_LABEL");
@@ -259,14 +251,6 @@ publish(struct load *L, struct client *c, long seq)
 	return rc;
 }
 
-static int
-cmp_long(const void *a, const void *b)
-{
-	long	x = *(const long *)a, y = *(const long *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void
 test_many_clients_no_dropped_subscription(void)
 {
@@ -282,11 +266,11 @@ test_many_clients_no_dropped_subscription(void)
 	int			 i, k, turn = 0, total;
 
 	memset(&L, 0, sizeof(L));
-	L.clients = env_int("GRASPD_LOAD_CLIENTS", is_sanitize() ? 100 : 200);
-	L.subs = env_int("GRASPD_LOAD_SUBS", 10);
-	L.secs = env_int("GRASPD_LOAD_SECS", 5);
-	L.rate = env_int("GRASPD_LOAD_RATE", is_sanitize() ? 20 : 40);
-	L.topics = env_int("GRASPD_LOAD_TOPICS", L.clients * L.subs / 40);
+	L.clients = t_env_int("GRASPD_LOAD_CLIENTS", is_sanitize() ? 100 : 200);
+	L.subs = t_env_int("GRASPD_LOAD_SUBS", 10);
+	L.secs = t_env_int("GRASPD_LOAD_SECS", 5);
+	L.rate = t_env_int("GRASPD_LOAD_RATE", is_sanitize() ? 20 : 40);
+	L.topics = t_env_int("GRASPD_LOAD_TOPICS", L.clients * L.subs / 40);
 	if (L.topics < L.subs)
 		L.topics = L.subs;
 	T_ASSERT(L.clients > 0 && L.subs > 0 && L.rate > 0);
@@ -386,7 +370,7 @@ test_many_clients_no_dropped_subscription(void)
 	}
 	rss_of(relayproc_pid(rp), &rss, &hwm);
 	if (L.nlat > 0)
-		qsort(L.lat, L.nlat, sizeof(long), cmp_long);
+		qsort(L.lat, L.nlat, sizeof(long), t_cmp_long);
 	printf("# published %" PRIu64 ", acknowledged %" PRIu64 ", refused "
 	    "%" PRIu64 ", delivered %" PRIu64 " (%.0f/s), unexpected "
 	    "messages %" PRIu64 "\n", L.published, L.acked, L.refused,

@@ -45,9 +45,15 @@
 #include "gitutil.h"
 #include "negentropy.h"
 #include "nostr.h"
+#include "peerctl.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
+#include "tuser.h"
 #include "wsclient.h"
+
+/* The fill byte of this test's users' keys (tuser.h). */
+#define KEYS		0x77
 
 #define TMO		5000
 /* Events published per burst before their OKs are read. */
@@ -93,32 +99,10 @@ static char		 tmpdir[256];
 static int		 ndirs;
 static int64_t		 t_first;
 
-static void
-sk_of(int n, uint8_t sk[32])
-{
-	memset(sk, 0x77, 32);
-	sk[31] = (uint8_t)n;
-}
-
 static struct event *
 ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 {
-	uint8_t	sk[32];
-
-	sk_of(who, sk);
-	return event_new_signed(sk, at, kind, tags, c);
-}
-
-static void
-coord_of(int owner, const char *d, char *out, size_t outlen)
-{
-	uint8_t	sk[32], pk[32];
-	char	hex[65];
-
-	sk_of(owner, sk);
-	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, hex);
-	snprintf(out, outlen, "30617:%s:%s", hex, d);
+	return tuser_event(KEYS, who, at, kind, tags, c);
 }
 
 /* A repository announcement naming every host (NGIT_DOMAIN) as clone
@@ -133,7 +117,7 @@ announcement(int owner, const char *d, const char *const hosts[],
 	char		 url[512];
 	size_t		 i;
 
-	sk_of(owner, sk);
+	tuser_sk(KEYS, owner, sk);
 	event_pubkey_of(sk, pk);
 	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\"", d, d);
 	for (i = 0; i < nhosts; i++) {
@@ -299,7 +283,7 @@ release_repo(struct relayproc *a, int owner, const char *d)
 	char		 dir[512];
 	int		 rc = -1;
 
-	sk_of(owner, sk);
+	tuser_sk(KEYS, owner, sk);
 	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
 	if ((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
 	    TMO)) != NULL && gt_release(ws, sk, relayproc_domain(a), d, dir,
@@ -346,7 +330,7 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 	    relayproc_free_port("127.0.0.1"));
 	hosts[0] = relayproc_domain(p->a);
 	hosts[1] = bdom;
-	coord_of(owner, d, p->coord, sizeof(p->coord));
+	tuser_coord(KEYS, owner, d, p->coord, sizeof(p->coord));
 	if ((ann = announcement(owner, d, hosts, 2, NULL, 0)) == NULL ||
 	    publish(p->a, ann) == -1) {
 		printf("# announcement refused\n");
@@ -603,27 +587,11 @@ peer_reqs_with(struct relayproc *rp, const char *text)
 	return n;
 }
 
-/* The peer's GET /log document, or NULL. */
-static cJSON *
-peer_log(struct relayproc *rp)
-{
-	char	*h = NULL, *body = NULL;
-	int	 status = 0;
-	cJSON	*log = NULL;
-
-	if (http_get(relayproc_host(rp), relayproc_port(rp), "/log", NULL,
-	    TMO, &status, &h, &body) == 0 && status == 200)
-		log = cJSON_Parse(body);
-	free(h);
-	free(body);
-	return log;
-}
-
 /* The NEG-OPENs the peer got (its log's "negs"), or -1. */
 static int
 peer_neg_opens(struct relayproc *rp)
 {
-	cJSON	*log = peer_log(rp);
+	cJSON	*log = peerctl_log(rp);
 	int	 n = -1;
 
 	if (log != NULL)
@@ -637,7 +605,7 @@ peer_neg_opens(struct relayproc *rp)
 static int
 peer_l1_catchups(struct relayproc *rp)
 {
-	cJSON	*log = peer_log(rp), *e, *f;
+	cJSON	*log = peerctl_log(rp), *e, *f;
 	char	*k;
 	int	 n = 0;
 
@@ -673,7 +641,7 @@ static int
 peer_idfetches(struct relayproc *rp, struct event *const *want, size_t n,
     struct idfetch_log *il)
 {
-	cJSON		*log = peer_log(rp), *r, *fl, *f, *ids, *id;
+	cJSON		*log = peerctl_log(rp), *r, *fl, *f, *ids, *id;
 	int		*times;
 	size_t		 i;
 	int		 hit;
@@ -745,7 +713,7 @@ req_only_peer_converges_and_is_remembered(void)
 	purl = relayproc_url(peer);
 	hosts[0] = relayproc_domain(a);
 	memset(&p, 0, sizeof(p));
-	coord_of(70, "viapeer", p.coord, sizeof(p.coord));
+	tuser_coord(KEYS, 70, "viapeer", p.coord, sizeof(p.coord));
 	ann = announcement(70, "viapeer", hosts, 1, &purl, 1);
 	T_ASSERT(ann != NULL);
 	evs[0] = ann;
@@ -880,12 +848,12 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	purl = relayproc_url(peer);
 	hosts[0] = relayproc_domain(a);
 	memset(&p, 0, sizeof(p));
-	coord_of(90, "packed", p.coord, sizeof(p.coord));
+	tuser_coord(KEYS, 90, "packed", p.coord, sizeof(p.coord));
 	T_ASSERT((ann = announcement(90, "packed", hosts, 1, &purl, 1)) !=
 	    NULL);
 	/* Another repository's, naming the peer but not us; recent, so
 	 * that the catch-up's "since" still covers it. */
-	sk_of(91, sk);
+	tuser_sk(KEYS, 91, sk);
 	snprintf(tags, sizeof(tags), "[[\"d\",\"elsewhere\"],[\"name\","
 	    "\"elsewhere\"],[\"clone\",\"https://git.example.org/x.git\"],"
 	    "[\"relays\",\"%s\"]]", purl);
@@ -1338,24 +1306,13 @@ idle_negentropy_session_is_closed(void)
 	relayproc_free(r);
 }
 
-static void
-rm_tmpdir(void)
-{
-	char	cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		printf("# could not remove %s\n", tmpdir);
-}
-
 int
 main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	t_first = time(NULL) - 86400;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-negsync.XXXXXX",
-	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
+	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-negsync") == -1 ||
+	    gt_setup(tmpdir) == -1) {
 		printf("not ok - neg_sync_setup: temp dir\n");
 		return 1;
 	}
@@ -1365,6 +1322,6 @@ main(void)
 	T_RUN(negentropy_refusals_are_told_apart);
 	T_RUN(disabled_negentropy_sends_no_neg_message);
 	T_RUN(two_instances_converge_by_negentropy);
-	rm_tmpdir();
+	tdir_remove(tmpdir);
 	return t_done();
 }

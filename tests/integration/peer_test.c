@@ -15,9 +15,11 @@
 #include <cjson/cJSON.h>
 
 #include "buf.h"
+#include "ctl.h"
 #include "event.h"
 #include "json.h"
 #include "nostr.h"
+#include "peerctl.h"
 #include "relayproc.h"
 #include "t.h"
 #include "wsclient.h"
@@ -59,29 +61,6 @@ reset(void)
 	return post("/reset", "", NULL);
 }
 
-/* GET /log, parsed; the caller deletes it.  NULL on failure. */
-static cJSON *
-peer_log(void)
-{
-	char	*body = NULL;
-	int	 status = 0;
-	cJSON	*j = NULL;
-
-	if (http_get(relayproc_host(rp), relayproc_port(rp), "/log", NULL,
-	    TMO, &status, NULL, &body) == 0 && status == 200)
-		j = cJSON_Parse(body);
-	free(body);
-	return j;
-}
-
-static double
-log_num(const cJSON *log, const char *key)
-{
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(log, key);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
 static void
 seckey(int n, uint8_t sk[32])
 {
@@ -98,23 +77,6 @@ signed_ev(int n, int64_t created_at, uint32_t kind, const char *tags,
 
 	seckey(n, sk);
 	return event_new_signed(sk, created_at, kind, tags, content);
-}
-
-/* Seeds evs[0..n) with POST /events; returns the HTTP status. */
-static int
-seed(struct event **evs, size_t n)
-{
-	struct buf	b = BUF_INIT;
-	size_t		i;
-	int		st;
-
-	for (i = 0; i < n; i++) {
-		buf_add(&b, evs[i]->json, evs[i]->json_len);
-		buf_addc(&b, '\n');
-	}
-	st = post("/events", b.b_data ? b.b_data : "", NULL);
-	buf_free(&b);
-	return st;
 }
 
 static void
@@ -213,7 +175,7 @@ test_seeded_events_newest_first_with_limit_since_until(void)
 		evs[i] = signed_ev(1, 1000 + (int64_t)i, 1, NULL, "seeded");
 	/* A tie on created_at: the lower id comes first. */
 	evs[5] = signed_ev(2, 1004, 1, NULL, "tie");
-	T_EQ_INT(seed(evs, 6), 200);
+	T_EQ_INT(peerctl_seed(rp, evs, 6), 0);
 	if (strcmp(evs[4]->id_hex, evs[5]->id_hex) < 0) {
 		memcpy(lowid, evs[4]->id_hex, 65);
 		memcpy(highid, evs[5]->id_hex, 65);
@@ -343,7 +305,7 @@ test_live_delivery_of_published_and_seeded_events(void)
 	T_CHECK(e != NULL && id_of(e, id) == 0 &&
 	    strcmp(id, ev->id_hex) == 0);
 	free(e);
-	T_CHECK(seed(&ev2, 1) == 200);
+	T_CHECK(peerctl_seed(rp, &ev2, 1) == 0);
 	e = nostr_wait_event(a, "live", TMO, NULL);
 	T_CHECK(e != NULL && id_of(e, id) == 0 &&
 	    strcmp(id, ev2->id_hex) == 0);
@@ -415,19 +377,19 @@ test_ok_rate_limited_does_not_store(void)
 	T_CHECK(nostr_publish(w, ev, TMO, &ok, &msg) == 0 && ok == 0);
 	T_CHECK(msg != NULL && strcmp(msg, "rate-limited: slow down") == 0);
 	free(msg);
-	log = peer_log();
-	T_CHECK(log != NULL && log_num(log, "stored") == 0 &&
-	    log_num(log, "events_received") == 1);
+	log = peerctl_log(rp);
+	T_CHECK(log != NULL && ctl_num(log, "stored") == 0 &&
+	    ctl_num(log, "events_received") == 1);
 	cJSON_Delete(log);
 	wsc_close(w);
 	event_destroy(ev);
 }
 
-/* Seeds n kind-1 events at created_at 5000.. by key 6. */
+/* Seeds n kind-1 events at created_at 5000.. by key 6: 0, or -1. */
 static int
 seed_n(size_t n)
 {
-	struct event	*evs[64];
+	struct event	*evs[64] = { NULL };
 	size_t		 i;
 	int		 st;
 
@@ -435,7 +397,7 @@ seed_n(size_t n)
 		return -1;
 	for (i = 0; i < n; i++)
 		evs[i] = signed_ev(6, 5000 + (int64_t)i, 1, NULL, "n");
-	st = seed(evs, n);
+	st = peerctl_seed(rp, evs, n);
 	free_evs(evs, n);
 	return st;
 }
@@ -449,7 +411,7 @@ test_max_results_caps_each_req(void)
 	struct event	*ev;
 
 	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(10), 200);
+	T_EQ_INT(seed_n(10), 0);
 	T_EQ_INT(config("{\"max_results\":3}"), 200);
 	T_ASSERT((w = conn()) != NULL);
 	T_CHECK(nostr_req(w, "cap", "{}", TMO, &got, &n, NULL) == 0 && n == 3);
@@ -471,7 +433,7 @@ test_drop_eose_leaves_req_waiting(void)
 	int64_t		 t0;
 
 	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(4), 200);
+	T_EQ_INT(seed_n(4), 0);
 	T_EQ_INT(config("{\"drop_eose\":true}"), 200);
 	T_ASSERT((w = conn()) != NULL);
 	t0 = wsc_now_ms();
@@ -492,7 +454,7 @@ test_eose_delay(void)
 	int64_t		 t0, dt;
 
 	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(2), 200);
+	T_EQ_INT(seed_n(2), 0);
 	T_EQ_INT(config("{\"eose_delay_ms\":400}"), 200);
 	T_ASSERT((w = conn()) != NULL);
 	t0 = wsc_now_ms();
@@ -519,7 +481,7 @@ test_close_after_events_drops_abruptly(void)
 	size_t		 n = 0;
 
 	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(5), 200);
+	T_EQ_INT(seed_n(5), 0);
 	T_EQ_INT(config("{\"close_after_events\":3}"), 200);
 	T_ASSERT((w = conn()) != NULL);
 	T_CHECK(nostr_req(w, "cut", "{}", TMO, &got, &n, NULL) == -1);
@@ -569,7 +531,7 @@ test_forge_flips_a_signature_byte(void)
 
 	T_EQ_INT(reset(), 200);
 	T_ASSERT(ev != NULL);
-	T_EQ_INT(seed(&ev, 1), 200);
+	T_EQ_INT(peerctl_seed(rp, &ev, 1), 0);
 	T_EQ_INT(config("{\"forge\":true}"), 200);
 	T_ASSERT((w = conn()) != NULL);
 	T_CHECK(nostr_req(w, "f", "{}", TMO, &got, &n, NULL) == 0 && n == 1);
@@ -704,7 +666,7 @@ test_auth_challenge_then_req_works(void)
 	cJSON		*log, *a;
 
 	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(1), 200);
+	T_EQ_INT(seed_n(1), 0);
 	T_EQ_INT(config("{\"auth\":true}"), 200);
 	T_ASSERT((w = conn()) != NULL);
 	m = nostr_wait_msg(w, "AUTH", TMO);
@@ -732,7 +694,7 @@ test_auth_challenge_then_req_works(void)
 	T_CHECK(nostr_req(w, "b", "{}", TMO, &got, &n, NULL) == 0 && n == 1);
 	nostr_events_free(got);
 
-	log = peer_log();
+	log = peerctl_log(rp);
 	a = cJSON_GetArrayItem(cJSON_GetObjectItem(log, "auth"), 0);
 	memcpy(pk, good->pubkey_hex, sizeof(pk));
 	T_CHECK(a != NULL && cJSON_IsString(cJSON_GetObjectItem(a,
@@ -773,8 +735,8 @@ test_hang_never_completes_handshake(void)
 	int		 hang_port;
 
 	T_EQ_INT(reset(), 200);
-	T_ASSERT((log = peer_log()) != NULL);
-	hang_port = (int)log_num(log, "hang_port");
+	T_ASSERT((log = peerctl_log(rp)) != NULL);
+	hang_port = (int)ctl_num(log, "hang_port");
 	cJSON_Delete(log);
 	T_ASSERT(hang_port > 0);
 	/* The hang port accepts TCP and never answers. */
@@ -805,7 +767,7 @@ req_is(const cJSON *reqs, int i, double conn_no, const char *sub,
 	cJSON		*want;
 	int		 same;
 
-	if (r == NULL || log_num(r, "conn") != conn_no ||
+	if (r == NULL || ctl_num(r, "conn") != conn_no ||
 	    !cJSON_IsString(cJSON_GetObjectItem(r, "sub")) ||
 	    strcmp(cJSON_GetObjectItem(r, "sub")->valuestring, sub) != 0)
 		return 0;
@@ -844,27 +806,27 @@ test_log_records_reqs_closes_and_concurrency(void)
 	nostr_events_free(got);
 	t1 = wsc_now_ms();
 
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	reqs = cJSON_GetObjectItem(log, "reqs");
 	closes = cJSON_GetObjectItem(log, "closes");
 	T_CHECK(cJSON_GetArraySize(reqs) == 5);
-	c1 = log_num(cJSON_GetArrayItem(reqs, 0), "conn");
+	c1 = ctl_num(cJSON_GetArrayItem(reqs, 0), "conn");
 	T_CHECK(req_is(reqs, 0, c1, "s1", "[{\"kinds\":[1],\"limit\":5}]"));
 	T_CHECK(req_is(reqs, 1, c1, "s2", "[{\"kinds\":[30617]},{\"#a\":"
 	    "[\"x\"],\"since\":10}]"));
 	T_CHECK(req_is(reqs, 2, c1, "s3", "[{}]"));
 	T_CHECK(req_is(reqs, 3, c1, "s4", "[{}]"));
-	T_CHECK(log_num(cJSON_GetArrayItem(reqs, 4), "conn") != c1);
-	at = log_num(cJSON_GetArrayItem(reqs, 0), "at_ms");
+	T_CHECK(ctl_num(cJSON_GetArrayItem(reqs, 4), "conn") != c1);
+	at = ctl_num(cJSON_GetArrayItem(reqs, 0), "at_ms");
 	T_CHECK(at >= (double)t0 && at <= (double)t1);
 	T_CHECK(cJSON_GetArraySize(closes) == 1 &&
 	    strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(closes, 0),
 	    "sub")->valuestring, "s2") == 0);
-	T_CHECK(log_num(log, "max_concurrent_subs") == 3);
-	T_CHECK(log_num(log, "connections") == 2);
-	T_CHECK(log_num(log, "open") == 2);
-	T_CHECK(log_num(log, "bytes_in") > 0 && log_num(log, "bytes_out") > 0);
+	T_CHECK(ctl_num(log, "max_concurrent_subs") == 3);
+	T_CHECK(ctl_num(log, "connections") == 2);
+	T_CHECK(ctl_num(log, "open") == 2);
+	T_CHECK(ctl_num(log, "bytes_in") > 0 && ctl_num(log, "bytes_out") > 0);
 	cJSON_Delete(log);
 	wsc_close(w);
 	wsc_close(w2);
@@ -901,7 +863,7 @@ test_reset_clears_store_log_and_config(void)
 	size_t		 n = 0;
 	cJSON		*log;
 
-	T_EQ_INT(seed_n(3), 200);
+	T_EQ_INT(seed_n(3), 0);
 	T_EQ_INT(config("{\"max_results\":1,\"drop_eose\":true}"), 200);
 	T_ASSERT((w = conn()) != NULL);
 	T_CHECK(nostr_req(w, "x", "{}", 300, &got, &n, NULL) == -1 && n == 1);
@@ -911,11 +873,11 @@ test_reset_clears_store_log_and_config(void)
 	T_CHECK(resp != NULL && strstr(resp, "\"drop_eose\":false") != NULL &&
 	    strstr(resp, "\"max_results\":0") != NULL);
 	free(resp);
-	log = peer_log();
-	T_CHECK(log != NULL && log_num(log, "stored") == 0 &&
+	log = peerctl_log(rp);
+	T_CHECK(log != NULL && ctl_num(log, "stored") == 0 &&
 	    cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs")) == 0 &&
-	    log_num(log, "connections") == 0 && log_num(log, "open") == 1 &&
-	    log_num(log, "max_concurrent_subs") == 0);
+	    ctl_num(log, "connections") == 0 && ctl_num(log, "open") == 1 &&
+	    ctl_num(log, "max_concurrent_subs") == 0);
 	cJSON_Delete(log);
 	T_CHECK(nostr_req(w, "y", "{}", TMO, &got, &n, NULL) == 0 && n == 0);
 	nostr_events_free(got);
@@ -954,7 +916,7 @@ test_clients_dropping_mid_answer_leave_peer_serving(void)
 	int		 open = -1;
 
 	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(3), 200);
+	T_EQ_INT(seed_n(3), 0);
 	T_EQ_INT(config("{\"flood\":5000,\"oversized_bytes\":8000000,"
 	    "\"eose_delay_ms\":300}"), 200);
 	T_ASSERT((w = conn()) != NULL);
@@ -971,8 +933,8 @@ test_clients_dropping_mid_answer_leave_peer_serving(void)
 	nostr_events_free(got);
 	deadline = wsc_now_ms() + TMO;
 	while (wsc_now_ms() < deadline) {
-		log = peer_log();
-		open = log ? (int)log_num(log, "open") : -1;
+		log = peerctl_log(rp);
+		open = log ? (int)ctl_num(log, "open") : -1;
 		cJSON_Delete(log);
 		if (open == 1)
 			break;

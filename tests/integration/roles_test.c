@@ -20,7 +20,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
@@ -35,6 +34,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "ctl.h"
 #include "event.h"
 #include "gitutil.h"
 #include "log.h"
@@ -44,6 +44,7 @@
 #include "relayproc.h"
 #include "store.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 #define TMO		5000	/* ms, any single wait */
@@ -82,24 +83,15 @@ sleep_ms(int ms)
 }
 
 static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	return remove(path);
-}
-
-static int
 fixture_dirs(struct fixture *f)
 {
 	static const char	*subdirs[] = { "relay", "git", "run" };
 	char			 sub[PATH_MAX + 8];
-	const char		*tmp = getenv("TMPDIR");
 	size_t			 i;
 
 	memset(f, 0, sizeof(*f));
 	f->pub = f->stats = -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/graspd-roles.XXXXXX",
-	    tmp && *tmp ? tmp : "/tmp");
-	if (mkdtemp(f->dir) == NULL)
+	if (tdir_make(f->dir, sizeof(f->dir), "graspd-roles") == -1)
 		return -1;
 	for (i = 0; i < 3; i++) {
 		snprintf(sub, sizeof(sub), "%s/%s", f->dir, subdirs[i]);
@@ -116,12 +108,7 @@ fixture_free(struct fixture *f)
 	chan_close(f->pub);
 	chan_close(f->stats);
 	store_close(f->store);
-	if (f->dir[0] == '\0')
-		return;
-	if (getenv("GRASPD_KEEP_TMP") != NULL)
-		fprintf(stderr, "# kept %s\n", f->dir);
-	else
-		nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tdir_remove(f->dir);
 	f->dir[0] = '\0';
 }
 
@@ -303,55 +290,10 @@ role_stop(struct rolep *r)
 	return role_wait_exit(r, TMO);
 }
 
-/*
- * Sends one message of type on the control socket of role and returns
- * the parsed reply (caller deletes), or NULL if none came in time.
- */
-static cJSON *
-ctl_msg(const struct fixture *f, enum role role, enum msg_type type,
-    const char *payload)
-{
-	char	 ep[PATH_MAX + 64];
-	struct msg m;
-	cJSON	*rep = NULL;
-	int	 s, tmo = TMO;
-
-	if (chan_control_endpoint(f->run, role, ep, sizeof(ep)) == -1 ||
-	    (s = chan_open(NN_REQ, ep, 0)) == -1)
-		return NULL;
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo));
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo));
-	if (msg_send(s, type, payload, strlen(payload), 0) == 0 &&
-	    msg_recv(s, &m, 0) == 1) {
-		if (m.m_type == MSG_CONTROL_REPLY)
-			rep = cJSON_ParseWithLength((const char *)m.m_data,
-			    m.m_len);
-		msg_free(&m);
-	}
-	chan_close(s);
-	return rep;
-}
-
 static cJSON *
 ctl(const struct fixture *f, enum role role, const char *req)
 {
-	return ctl_msg(f, role, MSG_CONTROL, req);
-}
-
-static int
-jbool(const cJSON *o, const char *name)
-{
-	const cJSON	*v = cJSON_GetObjectItem(o, name);
-
-	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
-}
-
-static double
-jnum(const cJSON *o, const char *name)
-{
-	const cJSON	*v = cJSON_GetObjectItem(o, name);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+	return ctl_role(f->run, role, MSG_CONTROL, req, TMO);
 }
 
 static const char *
@@ -382,7 +324,7 @@ static double
 view_num(const struct fixture *f, enum role role, const char *name)
 {
 	cJSON	*rep = ctl(f, role, "{\"cmd\":\"show\"}");
-	double	 v = jnum(cJSON_GetObjectItem(rep, "view"), name);
+	double	 v = ctl_num(cJSON_GetObjectItem(rep, "view"), name);
 
 	cJSON_Delete(rep);
 	return v;
@@ -512,31 +454,31 @@ test_syncd_becomes_ready_with_inventory_from_database(void)
 
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"status\"}");
 	T_ASSERT(rep != NULL);
-	T_EQ_INT(jbool(rep, "ok"), 1);
+	T_EQ_INT(ctl_bool(rep, "ok"), 1);
 	T_EQ_STR(jstr(rep, "role"), "syncd");
-	T_EQ_INT(jnum(rep, "pid"), sy.pid);
-	T_CHECK(jnum(rep, "uptime") >= 0);
-	T_EQ_INT(jbool(rep, "ready"), 1);
-	T_EQ_INT(jnum(rep, "feed_seq"), fx_last_seq());
+	T_EQ_INT(ctl_num(rep, "pid"), sy.pid);
+	T_CHECK(ctl_num(rep, "uptime") >= 0);
+	T_EQ_INT(ctl_bool(rep, "ready"), 1);
+	T_EQ_INT(ctl_num(rep, "feed_seq"), fx_last_seq());
 	T_CHECK(cJSON_GetObjectItem(rep, "waiting") == NULL);
 	cJSON_Delete(rep);
 
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"show\"}");
 	T_ASSERT(rep != NULL);
-	T_EQ_INT(jbool(rep, "ok"), 1);
+	T_EQ_INT(ctl_bool(rep, "ok"), 1);
 	T_EQ_STR(jstr(rep, "role"), "syncd");
 	view = cJSON_GetObjectItem(rep, "view");
 	T_ASSERT(cJSON_IsObject(view));
-	T_EQ_INT(jbool(view, "sync_enabled"), 1);
+	T_EQ_INT(ctl_bool(view, "sync_enabled"), 1);
 	T_CHECK(cJSON_IsArray(cJSON_GetObjectItem(view, "relays")));
-	T_EQ_INT(jnum(view, "repositories"), 1);
-	T_EQ_INT(jnum(view, "announcement_events"), 1);
-	T_EQ_INT(jnum(view, "scanned_at_start"), 5);
+	T_EQ_INT(ctl_num(view, "repositories"), 1);
+	T_EQ_INT(ctl_num(view, "announcement_events"), 1);
+	T_EQ_INT(ctl_num(view, "scanned_at_start"), 5);
 	roots = cJSON_GetObjectItem(view, "roots");
-	T_EQ_INT(jnum(roots, "1617"), 1);
-	T_EQ_INT(jnum(roots, "1618"), 0);
-	T_EQ_INT(jnum(roots, "1621"), 1);
-	T_EQ_INT(jnum(view, "root_kind_events_unlinked"), 1);
+	T_EQ_INT(ctl_num(roots, "1617"), 1);
+	T_EQ_INT(ctl_num(roots, "1618"), 0);
+	T_EQ_INT(ctl_num(roots, "1621"), 1);
+	T_EQ_INT(ctl_num(view, "root_kind_events_unlinked"), 1);
 	cJSON_Delete(rep);
 }
 
@@ -558,7 +500,7 @@ test_syncd_follows_notices_in_order(void)
 		cJSON	*roots = cJSON_GetObjectItem(cJSON_GetObjectItem(rep,
 			    "view"), "roots");
 
-		T_EQ_INT(jnum(roots, "1618"), 1);
+		T_EQ_INT(ctl_num(roots, "1618"), 1);
 		cJSON_Delete(rep);
 	}
 	/* A newer version of a repository is the same repository. */
@@ -579,7 +521,7 @@ test_syncd_polls_the_database_when_a_notice_is_lost(void)
 	T_ASSERT((seq = fx_announce(sk_a, "gamma", 0)) > 0);
 	T_EQ_INT(view_num_becomes(&fx, ROLE_SYNCD, "repositories", 3), 3);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"status\"}");
-	T_EQ_INT(jnum(rep, "feed_seq"), seq);
+	T_EQ_INT(ctl_num(rep, "feed_seq"), seq);
 	cJSON_Delete(rep);
 }
 
@@ -593,7 +535,7 @@ test_stats_command_and_stats_channel(void)
 	T_ASSERT(sy.pid != -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"stats\"}");
 	T_ASSERT(rep != NULL);
-	T_EQ_INT(jbool(rep, "ok"), 1);
+	T_EQ_INT(ctl_bool(rep, "ok"), 1);
 	metrics = cJSON_GetObjectItem(rep, "metrics");
 	T_ASSERT(cJSON_IsArray(metrics));
 	T_CHECK(metric(metrics, "graspd_role_uptime_seconds") >= 0);
@@ -618,7 +560,7 @@ test_stats_command_and_stats_channel(void)
 		msg_free(&m);
 		T_ASSERT(doc != NULL);
 		T_EQ_STR(jstr(doc, "role"), "syncd");
-		T_EQ_INT(jnum(doc, "pid"), sy.pid);
+		T_EQ_INT(ctl_num(doc, "pid"), sy.pid);
 		metrics = cJSON_GetObjectItem(doc, "metrics");
 		T_ASSERT(cJSON_IsArray(metrics));
 		T_CHECK(metric(metrics, "graspd_role_uptime_seconds") >= 0);
@@ -640,14 +582,14 @@ test_log_verbose_and_brief(void)
 
 	T_ASSERT(sy.pid != -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"log\",\"args\":[\"verbose\"]}");
-	T_EQ_INT(jbool(rep, "ok"), 1);
+	T_EQ_INT(ctl_bool(rep, "ok"), 1);
 	T_EQ_STR(jstr(rep, "level"), "debug");
 	cJSON_Delete(rep);
 	/* At debug level every feed delivery is logged. */
 	T_ASSERT(fx_put(sk_a, 1, NULL, 1) > 0);
 	sleep_ms(400);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"log\",\"args\":[\"brief\"]}");
-	T_EQ_INT(jbool(rep, "ok"), 1);
+	T_EQ_INT(ctl_bool(rep, "ok"), 1);
 	T_EQ_STR(jstr(rep, "level"), "info");
 	cJSON_Delete(rep);
 	T_ASSERT((fp = fopen(sy.log, "r")) != NULL);
@@ -658,11 +600,11 @@ test_log_verbose_and_brief(void)
 	T_CHECK(debug_lines >= 1);
 
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"log\",\"args\":[\"loud\"]}");
-	T_EQ_INT(jbool(rep, "ok"), 0);
+	T_EQ_INT(ctl_bool(rep, "ok"), 0);
 	T_EQ_STR(jstr(rep, "error"), "usage: log verbose|brief");
 	cJSON_Delete(rep);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"log\"}");
-	T_EQ_INT(jbool(rep, "ok"), 0);
+	T_EQ_INT(ctl_bool(rep, "ok"), 0);
 	cJSON_Delete(rep);
 }
 
@@ -674,34 +616,34 @@ test_bad_requests_get_errors_and_the_role_goes_on(void)
 	T_ASSERT(sy.pid != -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"frobnicate\"}");
 	T_ASSERT(rep != NULL);
-	T_EQ_INT(jbool(rep, "ok"), 0);
+	T_EQ_INT(ctl_bool(rep, "ok"), 0);
 	T_EQ_STR(jstr(rep, "error"), "unknown command \"frobnicate\"");
 	cJSON_Delete(rep);
 
 	rep = ctl(&fx, ROLE_SYNCD, "{not json");
 	T_ASSERT(rep != NULL);
-	T_EQ_INT(jbool(rep, "ok"), 0);
+	T_EQ_INT(ctl_bool(rep, "ok"), 0);
 	T_CHECK(strlen(jstr(rep, "error")) > 0);
 	cJSON_Delete(rep);
 
 	rep = ctl(&fx, ROLE_SYNCD, "[\"status\"]");
-	T_EQ_INT(jbool(rep, "ok"), 0);
+	T_EQ_INT(ctl_bool(rep, "ok"), 0);
 	cJSON_Delete(rep);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":42}");
-	T_EQ_INT(jbool(rep, "ok"), 0);
+	T_EQ_INT(ctl_bool(rep, "ok"), 0);
 	cJSON_Delete(rep);
 
 	/* graspctl is a local client, not a sibling: a wrong message type
 	 * gets an answer, not an exit. */
-	rep = ctl_msg(&fx, ROLE_SYNCD, MSG_STATS, "{}");
+	rep = ctl_role(fx.run, ROLE_SYNCD, MSG_STATS, "{}", TMO);
 	T_ASSERT(rep != NULL);
-	T_EQ_INT(jbool(rep, "ok"), 0);
+	T_EQ_INT(ctl_bool(rep, "ok"), 0);
 	T_EQ_STR(jstr(rep, "error"), "unexpected STATS message");
 	cJSON_Delete(rep);
 
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"status\"}");
-	T_EQ_INT(jbool(rep, "ok"), 1);
-	T_EQ_INT(jnum(rep, "pid"), sy.pid);
+	T_EQ_INT(ctl_bool(rep, "ok"), 1);
+	T_EQ_INT(ctl_num(rep, "pid"), sy.pid);
 	cJSON_Delete(rep);
 	T_EQ_INT(role_wait_exit(&sy, 0), -1);
 }
@@ -716,7 +658,7 @@ test_sighup_is_ignored(void)
 	sleep_ms(200);
 	T_EQ_INT(role_wait_exit(&sy, 0), -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"status\"}");
-	T_EQ_INT(jbool(rep, "ready"), 1);
+	T_EQ_INT(ctl_bool(rep, "ready"), 1);
 	cJSON_Delete(rep);
 }
 
@@ -728,7 +670,7 @@ test_stop_command_replies_then_exits_zero(void)
 	T_ASSERT(sy.pid != -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"stop\"}");
 	T_ASSERT(rep != NULL);
-	T_EQ_INT(jbool(rep, "ok"), 1);
+	T_EQ_INT(ctl_bool(rep, "ok"), 1);
 	cJSON_Delete(rep);
 	T_EQ_INT(role_wait_exit(&sy, TMO), 0);
 }
@@ -753,10 +695,10 @@ test_restarted_syncd_rebuilds_and_resumes(void)
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"show\"}");
 	roots = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "view"),
 	    "roots");
-	T_EQ_INT(jnum(roots, "1617"), 1);
-	T_EQ_INT(jnum(roots, "1618"), 1);
-	T_EQ_INT(jnum(roots, "1621"), 2);
-	T_EQ_INT(jnum(cJSON_GetObjectItem(rep, "view"),
+	T_EQ_INT(ctl_num(roots, "1617"), 1);
+	T_EQ_INT(ctl_num(roots, "1618"), 1);
+	T_EQ_INT(ctl_num(roots, "1621"), 2);
+	T_EQ_INT(ctl_num(cJSON_GetObjectItem(rep, "view"),
 	    "root_kind_events_unlinked"), 1);
 	cJSON_Delete(rep);
 	/* And it goes on from there. */
@@ -791,16 +733,16 @@ test_discoveryd_view(void)
 	T_ASSERT(rep != NULL);
 	T_EQ_STR(jstr(rep, "role"), "discoveryd");
 	view = cJSON_GetObjectItem(rep, "view");
-	T_EQ_INT(jbool(view, "grasp03_enabled"), 1);
-	T_EQ_INT(jnum(view, "user_index_relays"), 2);
-	T_EQ_INT(jnum(view, "fallback_relays"), 1);
+	T_EQ_INT(ctl_bool(view, "grasp03_enabled"), 1);
+	T_EQ_INT(ctl_num(view, "user_index_relays"), 2);
+	T_EQ_INT(ctl_num(view, "fallback_relays"), 1);
 	T_EQ_STR(jstr(view, "discovery"), "on");
 	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(view,
 	    "index_sources")), 2);
-	T_CHECK(jnum(view, "eligible_authors") >= 0);
+	T_CHECK(ctl_num(view, "eligible_authors") >= 0);
 	cJSON_Delete(rep);
 	rep = ctl(&fx, ROLE_DISCOVERYD, "{\"cmd\":\"status\"}");
-	T_EQ_INT(jnum(rep, "feed_seq"), fx_last_seq());
+	T_EQ_INT(ctl_num(rep, "feed_seq"), fx_last_seq());
 	cJSON_Delete(rep);
 	T_EQ_INT(role_stop(&r), 0);
 
@@ -809,9 +751,9 @@ test_discoveryd_view(void)
 	T_EQ_INT(role_wait_ready(&r, READY_TMO), 1);
 	rep = ctl(&fx, ROLE_DISCOVERYD, "{\"cmd\":\"show\"}");
 	view = cJSON_GetObjectItem(rep, "view");
-	T_EQ_INT(jbool(view, "grasp03_enabled"), 0);
-	T_EQ_INT(jbool(view, "sync_plus_enabled"), 1);
-	T_EQ_INT(jnum(view, "user_index_relays"), 0);
+	T_EQ_INT(ctl_bool(view, "grasp03_enabled"), 0);
+	T_EQ_INT(ctl_bool(view, "sync_plus_enabled"), 1);
+	T_EQ_INT(ctl_num(view, "user_index_relays"), 0);
 	T_CHECK(strncmp(jstr(view, "discovery"), "off: ", 5) == 0);
 	cJSON_Delete(rep);
 	T_EQ_INT(role_stop(&r), 0);
@@ -830,11 +772,11 @@ test_historyd_view(void)
 	T_ASSERT(rep != NULL);
 	T_EQ_STR(jstr(rep, "role"), "historyd");
 	view = cJSON_GetObjectItem(rep, "view");
-	T_EQ_INT(jbool(view, "private_mode"), 1);
-	T_EQ_INT(jnum(view, "workers"), 0);
+	T_EQ_INT(ctl_bool(view, "private_mode"), 1);
+	T_EQ_INT(ctl_num(view, "workers"), 0);
 	/* No repository, no participant: nothing to probe. */
 	T_CHECK(jstr(view, "history")[0] != '\0');
-	T_CHECK(jnum(view, "desired_relays") <= 0);
+	T_CHECK(ctl_num(view, "desired_relays") <= 0);
 	cJSON_Delete(rep);
 	T_EQ_INT(role_stop(&r), 0);
 }
@@ -896,12 +838,12 @@ test_role_started_before_the_database_waits_for_relayd(void)
 	T_EQ_INT(role_wait_ready(&sy, 600), -1);
 	rep = ctl(&fr, ROLE_SYNCD, "{\"cmd\":\"status\"}");
 	T_ASSERT(rep != NULL);
-	T_EQ_INT(jbool(rep, "ok"), 1);
-	T_EQ_INT(jbool(rep, "ready"), 0);
+	T_EQ_INT(ctl_bool(rep, "ok"), 1);
+	T_EQ_INT(ctl_bool(rep, "ready"), 0);
 	T_CHECK(strstr(jstr(rep, "waiting"), "graspd.db") != NULL);
 	cJSON_Delete(rep);
 	rep = ctl(&fr, ROLE_SYNCD, "{\"cmd\":\"show\"}");
-	T_EQ_INT(jbool(cJSON_GetObjectItem(rep, "view"), "ready"), 0);
+	T_EQ_INT(ctl_bool(cJSON_GetObjectItem(rep, "view"), "ready"), 0);
 	cJSON_Delete(rep);
 
 	snprintf(env[0], sizeof(env[0]), "NGIT_RELAY_DATA_PATH=%s/relay",
@@ -919,8 +861,8 @@ test_role_started_before_the_database_waits_for_relayd(void)
 	}
 	T_EQ_INT(role_wait_ready(&r, READY_TMO), 1);
 	rep = ctl(&fr, ROLE_SYNCD, "{\"cmd\":\"status\"}");
-	T_EQ_INT(jbool(rep, "ready"), 1);
-	T_EQ_INT(jnum(rep, "feed_seq"), 0);
+	T_EQ_INT(ctl_bool(rep, "ready"), 1);
+	T_EQ_INT(ctl_num(rep, "feed_seq"), 0);
 	cJSON_Delete(rep);
 	T_EQ_INT(role_stop(&r), 0);
 }

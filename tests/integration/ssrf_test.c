@@ -18,7 +18,7 @@
  *    first case can see a dial), the redirect is never followed.
  *
  * Private clone URLs (git) are covered by hunt_test; the resolve-time
- * check of names by conn_test and relayurl_test.
+ * check of names by conn_live_test and relayurl_test.
  */
 #include <sys/socket.h>
 
@@ -41,7 +41,12 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
+#include "tuser.h"
 #include "wsclient.h"
+
+/* The fill byte of this test's users' keys (tuser.h). */
+#define KEYS		0x51
 
 /* How long the roles get to act on the events (NGIT_TEST timing). */
 #define SETTLE_MS	5000
@@ -59,7 +64,7 @@ struct listener {
 	pthread_t	 l_thread;
 };
 
-static char	 tmpdir[] = "/tmp/graspd-ssrf.XXXXXX";
+static char	 tmpdir[256];
 static int	 ndirs;
 
 static int
@@ -185,13 +190,6 @@ listener_stop(struct listener *l)
 	return __atomic_load_n(&l->l_count, __ATOMIC_SEQ_CST);
 }
 
-static void
-sk_of(int n, uint8_t sk[32])
-{
-	memset(sk, 0x51, 32);
-	sk[31] = (uint8_t)n;
-}
-
 /* Loopback spellings of port, JSON strings, comma-separated. */
 static void
 loopback_urls(struct buf *out, int port)
@@ -221,7 +219,7 @@ announce_and_release(struct gdproc *g, int owner, const char *d,
 	char		 domain[64], url[512], dir[600];
 	int		 rc;
 
-	sk_of(owner, sk);
+	tuser_sk(KEYS, owner, sk);
 	event_pubkey_of(sk, pk);
 	snprintf(domain, sizeof(domain), "127.0.0.1:%d", gd_port(g));
 	gt_url(url, sizeof(url), domain, pk, d);
@@ -284,7 +282,7 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 			p++;
 	}
 	buf_adds(&r, "]");
-	sk_of(1, sk);
+	tuser_sk(KEYS, 1, sk);
 	T_ASSERT((e = event_new_signed(sk, time(NULL), 10002, r.b_data,
 	    "")) != NULL);
 	T_CHECK(gd_publish(g, e) == 0);
@@ -362,19 +360,13 @@ main(void)
 
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (mkdtemp(tmpdir) == NULL)
+	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-ssrf") == -1)
 		return 1;
 	snprintf(home, sizeof(home), "%s/home", tmpdir);
 	if (gt_setup(home) == -1)
 		return 1;
 	T_RUN(test_hygiene_vectors_and_loopback_never_dialled);
 	T_RUN(test_allowed_relay_dialled_redirect_not_followed);
-	{
-		char	cmd[700];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
-	}
+	tdir_remove(tmpdir);
 	return t_done();
 }

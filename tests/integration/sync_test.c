@@ -13,13 +13,20 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "client.h"
 #include "event.h"
 #include "gitutil.h"
 #include "nip19.h"
 #include "nostr.h"
+#include "peerctl.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
+#include "tuser.h"
 #include "wsclient.h"
+
+/* The fill byte of this test's users' keys (tuser.h). */
+#define KEYS		0x55
 
 #define TMO		5000
 #define NISSUES		45
@@ -30,105 +37,10 @@ static char		 coord[200];
 static uint8_t		 owner_sk[32];
 static char		 tmpdir[256];
 
-static void
-sk_of(int n, uint8_t sk[32])
-{
-	memset(sk, 0x55, 32);
-	sk[31] = (uint8_t)n;
-}
-
 static struct event *
 ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 {
-	uint8_t	sk[32];
-
-	sk_of(who, sk);
-	return event_new_signed(sk, at, kind, tags, c);
-}
-
-/* Seeds the peer with events (its POST /events takes JSON lines). */
-static int
-seed(struct event **evs, size_t n)
-{
-	struct buf	 b = BUF_INIT;
-	char		*h = NULL, *body = NULL;
-	size_t		 i, blen;
-	int		 status = 0, rc;
-
-	for (i = 0; i < n; i++) {
-		buf_add(&b, evs[i]->json, evs[i]->json_len);
-		buf_addc(&b, '\n');
-	}
-	rc = http_request(relayproc_host(peer), relayproc_port(peer), "POST",
-	    "/events", NULL, b.b_data, b.b_len, TMO, &status, &h, &body,
-	    &blen);
-	buf_free(&b);
-	free(h);
-	free(body);
-	return rc == 0 && status == 200 ? 0 : -1;
-}
-
-static int
-peer_config(const char *json)
-{
-	char	*h = NULL, *body = NULL;
-	size_t	 blen;
-	int	 status = 0, rc;
-
-	rc = http_request(relayproc_host(peer), relayproc_port(peer), "POST",
-	    "/config", NULL, json, strlen(json), TMO, &status, &h, &body,
-	    &blen);
-	free(h);
-	free(body);
-	return rc == 0 && status == 200 ? 0 : -1;
-}
-
-static char *
-peer_log(void)
-{
-	char	*h = NULL, *body = NULL;
-	int	 status = 0, rc;
-
-	rc = http_get(relayproc_host(peer), relayproc_port(peer), "/log", NULL,
-	    TMO, &status, &h, &body);
-	free(h);
-	if (rc != 0 || status != 200) {
-		free(body);
-		return NULL;
-	}
-	return body;
-}
-
-/* Events on B matching filter (-1 on failure). */
-static int
-count_b(const char *filter)
-{
-	struct wsc	*ws = wsc_connect(relayproc_host(b), relayproc_port(b),
-			    "/", TMO);
-	char		**evs = NULL;
-	size_t		 n = 0;
-	int		 rc;
-
-	if (ws == NULL)
-		return -1;
-	rc = nostr_req(ws, "c", filter, TMO, &evs, &n, NULL);
-	nostr_events_free(evs);
-	wsc_close(ws);
-	return rc == 0 ? (int)n : -1;
-}
-
-/* Waits up to secs for count_b(filter) >= want; returns the last count. */
-static int
-wait_count(const char *filter, int want, int secs)
-{
-	int	n = -1, i;
-
-	for (i = 0; i < secs * 5; i++) {
-		if ((n = count_b(filter)) >= want)
-			return n;
-		usleep(200000);
-	}
-	return n;
+	return tuser_event(KEYS, who, at, kind, tags, c);
 }
 
 static void
@@ -141,7 +53,7 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	int		 i, n;
 	int64_t		 t = time(NULL) - 3600;
 
-	sk_of(1, owner_sk);
+	tuser_sk(KEYS, 1, owner_sk);
 	event_pubkey_of(owner_sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	snprintf(tags, sizeof(tags), "[[\"d\",\"synced\"],[\"clone\",\"http://"
@@ -174,11 +86,11 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", c1->id_hex);
 	r1 = ev(6, t + 103, 7, tags, "+");	/* only its parent */
 
-	T_ASSERT(peer_config("{\"max_results\":10}") == 0);
+	T_ASSERT(peerctl_config(peer, "{\"max_results\":10}") == 0);
 	{
 		struct event *all[] = { ann, foreign, c1, c2, c3, r1 };
-		T_ASSERT(seed(all, 6) == 0);
-		T_ASSERT(seed(issues, NISSUES) == 0);
+		T_ASSERT(peerctl_seed(peer, all, 6) == 0);
+		T_ASSERT(peerctl_seed(peer, issues, NISSUES) == 0);
 	}
 
 	/* Bootstrap L1 brings the announcement to B; it waits in
@@ -195,29 +107,29 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	T_ASSERT(i < 50);
 	wsc_close(ws);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
-	T_EQ_INT(wait_count(f, 1, 10), 1);
+	T_EQ_INT(client_wait_count(b, f, 1, 10), 1);
 
 	/* Layer 2 through the capped peer: every issue, none twice. */
 	snprintf(f, sizeof(f), "[{\"#a\":[\"%s\"]},{\"#A\":[\"%s\"]},"
 	    "{\"#q\":[\"%s\"]}]", coord, coord, coord);
-	n = wait_count(f, NISSUES, 20);
+	n = client_wait_count(b, f, NISSUES, 20);
 	T_EQ_INT(n, NISSUES);
 	/* Layer 3: comment, reply, quote, and the reaction that names only
 	 * its parent comment. */
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\",\"%s\",\"%s\"]}",
 	    c1->id_hex, c2->id_hex, c3->id_hex, r1->id_hex);
-	if (wait_count(f, 4, 15) != 4) {
+	if (client_wait_count(b, f, 4, 15) != 4) {
 		struct event *l3[] = { c1, c2, c3, r1 };
 		for (i = 0; i < 4; i++) {
 			snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}",
 			    l3[i]->id_hex);
 			printf("# layer 3 event %d (kind %u): %d on B\n", i,
-			    l3[i]->kind, count_b(f));
+			    l3[i]->kind, client_count(b, f));
 		}
 		T_CHECK(0);
 	}
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", foreign->id_hex);
-	T_EQ_INT(count_b(f), 0);
+	T_EQ_INT(client_count(b, f), 0);
 
 	event_destroy(ann);
 	event_destroy(foreign);
@@ -235,29 +147,29 @@ test_live_layers_and_comment_before_issue(void)
 	struct event	*issue, *comment, *late_issue, *early;
 	char		 tags[512], f[256];
 
-	T_ASSERT(peer_config("{\"max_results\":0}") == 0);
+	T_ASSERT(peerctl_config(peer, "{\"max_results\":0}") == 0);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	issue = ev(60, time(NULL), 1621, tags, "live issue");
-	T_ASSERT(seed(&issue, 1) == 0);
+	T_ASSERT(peerctl_seed(peer, &issue, 1) == 0);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", issue->id_hex);
-	T_EQ_INT(wait_count(f, 1, 10), 1);
+	T_EQ_INT(client_wait_count(b, f, 1, 10), 1);
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"]]", issue->id_hex);
 	comment = ev(61, time(NULL), 1111, tags, "live comment");
-	T_ASSERT(seed(&comment, 1) == 0);
+	T_ASSERT(peerctl_seed(peer, &comment, 1) == 0);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", comment->id_hex);
-	T_EQ_INT(wait_count(f, 1, 10), 1);
+	T_EQ_INT(client_wait_count(b, f, 1, 10), 1);
 
 	/* The comment reaches the peer before its issue exists. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	late_issue = ev(62, time(NULL), 1621, tags, "late issue");
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"]]", late_issue->id_hex);
 	early = ev(63, time(NULL), 1111, tags, "early comment");
-	T_ASSERT(seed(&early, 1) == 0);
+	T_ASSERT(peerctl_seed(peer, &early, 1) == 0);
 	usleep(500000);
-	T_ASSERT(seed(&late_issue, 1) == 0);
+	T_ASSERT(peerctl_seed(peer, &late_issue, 1) == 0);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", late_issue->id_hex,
 	    early->id_hex);
-	T_EQ_INT(wait_count(f, 2, 15), 2);
+	T_EQ_INT(client_wait_count(b, f, 2, 15), 2);
 	event_destroy(issue);
 	event_destroy(comment);
 	event_destroy(late_issue);
@@ -267,7 +179,7 @@ test_live_layers_and_comment_before_issue(void)
 static void
 test_peer_saw_packed_filters_under_the_cap(void)
 {
-	char		*log = peer_log();
+	char		*log = peerctl_log_text(peer);
 	const char	*p;
 	int		 maxsubs = -1;
 
@@ -289,9 +201,8 @@ main(void)
 	const char	*env[3];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-sync.XXXXXX",
-	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
+	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-sync") == -1 ||
+	    gt_setup(tmpdir) == -1) {
 		printf("not ok - sync_setup: temp dir\n");
 		return 1;
 	}
@@ -318,11 +229,6 @@ main(void)
 		relayproc_dump_log(b, 60);
 	relayproc_free(b);
 	relayproc_free(peer);
-	{
-		char cmd[400];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
-	}
+	tdir_remove(tmpdir);
 	return t_done();
 }

@@ -1,11 +1,17 @@
 /*
- * ctl.c: graspctl answers and /metrics samples for the tests (ctl.h).
+ * ctl.c: graspctl answers, role control sockets and /metrics samples for
+ * the tests (ctl.h).
  */
 #include <sys/wait.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
 
 #include "buf.h"
 #include "ctl.h"
@@ -83,6 +89,63 @@ ctl_num(const cJSON *o, const char *key)
 	const cJSON	*v = cJSON_GetObjectItem(o, key);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+int
+ctl_bool(const cJSON *o, const char *key)
+{
+	const cJSON	*v = cJSON_GetObjectItem(o, key);
+
+	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+}
+
+cJSON *
+ctl_role(const char *run, enum role role, enum msg_type type,
+    const char *payload, int tmo_ms)
+{
+	char		 ep[PATH_MAX + 64];
+	struct msg	 m;
+	cJSON		*rep = NULL;
+	int		 s;
+
+	if (chan_control_endpoint(run, role, ep, sizeof(ep)) == -1 ||
+	    (s = chan_open(NN_REQ, ep, 0)) == -1)
+		return NULL;
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo_ms, sizeof(tmo_ms));
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo_ms, sizeof(tmo_ms));
+	if (msg_send(s, type, payload, strlen(payload), 0) == 0 &&
+	    msg_recv(s, &m, 0) == 1) {
+		if (m.m_type == MSG_CONTROL_REPLY)
+			rep = cJSON_ParseWithLength((const char *)m.m_data,
+			    m.m_len);
+		msg_free(&m);
+	}
+	chan_close(s);
+	return rep;
+}
+
+cJSON *
+ctl_role_view(struct relayproc *rp, enum role role, const char *ready,
+    int secs)
+{
+	char	 run[PATH_MAX];
+	cJSON	*rep, *v;
+	int	 i;
+
+	snprintf(run, sizeof(run), "%s/run", relayproc_dir(rp));
+	for (i = 0; i < secs * 10; i++) {
+		if ((rep = ctl_role(run, role, MSG_CONTROL,
+		    "{\"cmd\":\"show\"}", 500)) != NULL) {
+			v = cJSON_DetachItemFromObject(rep, "view");
+			cJSON_Delete(rep);
+			if (v != NULL && (ready == NULL ||
+			    cJSON_GetObjectItem(v, ready) != NULL))
+				return v;
+			cJSON_Delete(v);
+		}
+		usleep(100000);
+	}
+	return NULL;
 }
 
 const char *

@@ -1,11 +1,14 @@
 /*
  * ctl.h: what a test reads from a running graspd besides the websocket:
- * graspctl's JSON answers (show, status) and relayd's /metrics lines.
+ * graspctl's JSON answers (show, status), a role's control socket, and
+ * relayd's /metrics lines.
  */
 #ifndef GRASPD_CTL_H
 #define GRASPD_CTL_H
 
 #include <cjson/cJSON.h>
+
+#include "msg.h"
 
 struct relayproc;
 
@@ -19,6 +22,21 @@ int	 ctl_run(const char *cmd, char **out);
  * defaulting to "bin"), parsed.  NULL if it failed; caller deletes.
  */
 cJSON	*ctl_json(struct relayproc *rp, const char *args);
+/*
+ * Sends payload as a message of type on role's control socket under the
+ * run directory run (chan_control_endpoint()), waiting at most tmo_ms
+ * each way, and returns the parsed MSG_CONTROL_REPLY (caller deletes),
+ * or NULL if there was none.
+ */
+cJSON	*ctl_role(const char *run, enum role role, enum msg_type type,
+	    const char *payload, int tmo_ms);
+/*
+ * The "view" of role's `show` answer in rp (run directory DIR/run), once
+ * it has the member ready (any answer when ready is NULL), asked every
+ * 100 ms for at most secs.  Caller deletes; NULL if it never had it.
+ */
+cJSON	*ctl_role_view(struct relayproc *rp, enum role role,
+	    const char *ready, int secs);
 /* A list of a `graspctl -j show` answer ("relays", "connections"). */
 cJSON	*ctl_view_list(const cJSON *show, const char *name);
 /* The entry of an array of objects whose "relay" is url plus "/" (the
@@ -26,6 +44,8 @@ cJSON	*ctl_view_list(const cJSON *show, const char *name);
 cJSON	*ctl_by_relay(const cJSON *arr, const char *url);
 /* The number o[key], or -1 if it is not a number. */
 double	 ctl_num(const cJSON *o, const char *key);
+/* 1 or 0 for the boolean o[key], -1 if it is not a boolean. */
+int	 ctl_bool(const cJSON *o, const char *key);
 /* The string o[key], or "" if it is not a string. */
 const char *ctl_str(const cJSON *o, const char *key);
 /*

@@ -1,7 +1,6 @@
 /*
  * gdproc.c: a whole graspd under test (see gdproc.h).
  */
-#define _GNU_SOURCE		/* nftw */
 #include <sys/types.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -10,7 +9,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +22,7 @@
 #include "gdproc.h"
 #include "nostr.h"
 #include "relayproc.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 extern char **environ;
@@ -34,6 +33,8 @@ const char *const gd_roles[GD_NROLES] = {
 
 /* Environment entries a test may add. */
 #define GD_MAX_ENV	32
+/* How many ports gd_start() tries when one was taken. */
+#define GD_START_TRIES	3
 
 struct gdproc {
 	pid_t	 g_pid;
@@ -58,16 +59,6 @@ abs_dir(const char *dir, char *out, size_t outlen)
 {
 	if (realpath(dir, out) == NULL)
 		snprintf(out, outlen, "%s", dir);
-}
-
-static int
-rm_one(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	remove(path);
-	return 0;
 }
 
 /* Forks graspd -d in its own process group, with our environment. */
@@ -164,10 +155,10 @@ struct gdproc *
 gd_start(const char *const extra_env[])
 {
 	struct gdproc	*g;
-	const char	*tmp = getenv("TMPDIR"), *b = getenv("GRASPD_BIN"),
-			*l = getenv("GRASPD_LIBEXEC");
-	char		 sub[PATH_MAX + 16];
-	int		 i;
+	const char	*b = getenv("GRASPD_BIN");
+	const char	*l = getenv("GRASPD_LIBEXEC");
+	char		 sub[PATH_MAX + 16], log[PATH_MAX + 16];
+	int		 i, try;
 
 	if ((g = calloc(1, sizeof(*g))) == NULL)
 		abort();
@@ -180,10 +171,7 @@ gd_start(const char *const extra_env[])
 	    sizeof(g->g_bin));
 	abs_dir(l != NULL && *l != '\0' ? l : g->g_bin, g->g_libexec,
 	    sizeof(g->g_libexec));
-	snprintf(g->g_dir, sizeof(g->g_dir), "%s/graspd-gd.XXXXXX",
-	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
-	if (mkdtemp(g->g_dir) == NULL) {
-		g->g_dir[0] = '\0';
+	if (tdir_make(g->g_dir, sizeof(g->g_dir), "graspd-gd") == -1) {
 		gd_free(g);
 		return NULL;
 	}
@@ -194,14 +182,23 @@ gd_start(const char *const extra_env[])
 	snprintf(sub, sizeof(sub), "%s/git", g->g_dir);
 	mkdir(sub, 0700);
 	snprintf(g->g_db, sizeof(g->g_db), "%s/relay/graspd.db", g->g_dir);
-	if ((g->g_port = relayproc_free_port("127.0.0.1")) == -1 ||
-	    spawn(g) == -1 || settle(g) == -1) {
-		fprintf(stderr, "# graspd did not start\n");
-		gd_dump_log(g, 30);
-		gd_free(g);
-		return NULL;
+	snprintf(log, sizeof(log), "%s/log", g->g_dir);
+	for (try = 1;; try++) {
+		if ((g->g_port = relayproc_free_port("127.0.0.1")) != -1 &&
+		    spawn(g) == 0 && settle(g) == 0)
+			return g;
+		/* As relayproc_start(): a port taken meanwhile, another. */
+		if (g->g_port == -1 || try == GD_START_TRIES ||
+		    !relayproc_log_port_taken(log))
+			break;
+		fprintf(stderr, "# graspd: port %d was taken, trying "
+		    "another\n", g->g_port);
+		gd_kill_group(g);
 	}
-	return g;
+	fprintf(stderr, "# graspd did not start\n");
+	gd_dump_log(g, 30);
+	gd_free(g);
+	return NULL;
 }
 
 int
@@ -230,7 +227,6 @@ gd_kill_group(struct gdproc *g)
 void
 gd_free(struct gdproc *g)
 {
-	const char	*keep = getenv("GRASPD_KEEP_TMP");
 	int64_t		 deadline;
 	int		 i;
 
@@ -250,12 +246,7 @@ gd_free(struct gdproc *g)
 		/* Roles that outlived graspd go with its group. */
 		kill(-g->g_pid, SIGKILL);
 	}
-	if (g->g_dir[0] != '\0') {
-		if (keep != NULL && *keep != '\0')
-			fprintf(stderr, "# kept %s\n", g->g_dir);
-		else
-			nftw(g->g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	}
+	tdir_remove(g->g_dir);
 	for (i = 0; g->g_env[i] != NULL; i++)
 		free(g->g_env[i]);
 	free(g);

@@ -28,9 +28,10 @@ extern const char *const gd_roles[GD_NROLES];
  * Creates the directory and starts graspd -d there with the test
  * instance's NGIT_* settings (as relayproc.h lists them) plus extra_env
  * ("KEY=VALUE", NULL-terminated, may be NULL), then waits until every
- * role runs.  Graspd comes from $GRASPD_BIN (default "bin"), the roles
- * from $GRASPD_LIBEXEC (default: the same).  Returns the handle or NULL
- * (log tail printed, directory removed).
+ * role runs; on another port (up to three) if the log says the port was
+ * taken meanwhile.  Graspd comes from $GRASPD_BIN (default "bin"), the
+ * roles from $GRASPD_LIBEXEC (default: the same).  Returns the handle or
+ * NULL (log tail printed, directory removed).
  */
 struct gdproc	*gd_start(const char *const extra_env[]);
 /*

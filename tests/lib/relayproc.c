@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,12 +28,15 @@
 #include "buf.h"
 #include "log.h"
 #include "relayproc.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 extern char **environ;
 
 /* Ours: how long relayproc_post() waits for an answer. */
 #define RELAYPROC_POST_TIMEOUT_MS	10000
+/* Ours: how many ports relayproc_start() tries when one was taken. */
+#define RELAYPROC_START_TRIES		3
 
 struct relayproc {
 	char	*rp_program;		/* absolute path */
@@ -44,6 +46,7 @@ struct relayproc {
 	int	 rp_port;
 	char	 rp_domain[256];
 	char	 rp_url[272];
+	char	 rp_bind_url[96];
 	char	 rp_dir[PATH_MAX];
 	char	 rp_log[PATH_MAX + 8];
 	pid_t	 rp_pid;		/* -1 when not running */
@@ -191,21 +194,24 @@ parse_bind(struct relayproc *rp)
 	return 0;
 }
 
-int
-relayproc_free_port(const char *host)
+/* Binds host:port (port 0: any) and closes it; the port, or -1. */
+static int
+try_port(const char *host, int port)
 {
 	struct sockaddr_storage	 ss;
 	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
 	socklen_t		 sl;
-	int			 fd, port = -1;
+	int			 fd, got = -1;
 
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
 		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
 		sl = sizeof(*sin);
 	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
 		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
 		sl = sizeof(*sin6);
 	} else
 		return -1;
@@ -213,10 +219,47 @@ relayproc_free_port(const char *host)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&ss, sl) == 0 &&
 	    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		port = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
+		got = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
 		    sin6->sin6_port);
 	close(fd);
-	return port;
+	return got;
+}
+
+/*
+ * GRASPD_TEST_PORTS="LO-HI", set by tests/run.sh, is this program's own
+ * block of ports, outside the kernel's ephemeral range: no concurrent
+ * test program picks from it and no outgoing connection's source port
+ * lands in it, so a port handed out stays free until its server binds.
+ * Ports are handed out in turn from a pid-chosen start (two runs of the
+ * suite at once rarely meet), each checked free by a bind.
+ */
+int
+relayproc_free_port(const char *host)
+{
+	static int	 next = -1;
+	const char	*v = getenv("GRASPD_TEST_PORTS");
+	char		*ep;
+	long		 lo, hi, n;
+	int		 port;
+
+	if (v == NULL || *v == '\0')
+		return try_port(host, 0);
+	lo = strtol(v, &ep, 10);
+	hi = *ep == '-' ? strtol(ep + 1, &ep, 10) : -1;
+	if (*ep != '\0' || lo < 1024 || hi > 65535 || hi < lo) {
+		fprintf(stderr, "# relayproc: GRASPD_TEST_PORTS=%s is not "
+		    "LO-HI\n", v);
+		return -1;
+	}
+	if (next < lo || next > hi)
+		next = (int)(lo + getpid() % (hi - lo + 1));
+	for (n = lo; n <= hi; n++) {
+		port = next;
+		next = next == hi ? (int)lo : next + 1;
+		if (try_port(host, port) == port)
+			return port;
+	}
+	return -1;
 }
 
 int
@@ -364,12 +407,15 @@ spawn(struct relayproc *rp)
 	return 0;
 }
 
-/* Starts the program and waits until its port accepts connections. */
+/*
+ * Starts the program and waits until its port accepts connections: 0, -1,
+ * or -2 if it exited before listening.
+ */
 static int
 start(struct relayproc *rp)
 {
 	int64_t	deadline;
-	int	fd;
+	int	fd, rc = -1;
 
 	if (spawn(rp) == -1)
 		return -1;
@@ -379,6 +425,7 @@ start(struct relayproc *rp)
 			fprintf(stderr, "# relayproc: %s exited with status "
 			    "%d before listening\n", rp->rp_program,
 			    rp->rp_status);
+			rc = -2;
 			break;
 		}
 		if ((fd = wsc_tcp_connect(rp->rp_host, rp->rp_port,
@@ -397,7 +444,23 @@ start(struct relayproc *rp)
 		sleep_ms(20);
 	}
 	relayproc_dump_log(rp, 30);
-	return -1;
+	return rc;
+}
+
+int
+relayproc_log_port_taken(const char *path)
+{
+	char	 chunk[65536];
+	size_t	 n;
+	FILE	*f;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	n = fread(chunk, 1, sizeof(chunk) - 1, f);
+	fclose(f);
+	chunk[n] = '\0';
+	return strstr(chunk, "cannot listen on") != NULL ||
+	    strstr(chunk, "Address already in use") != NULL;
 }
 
 /* The program's absolute path, or NULL if it is not an executable. */
@@ -430,31 +493,19 @@ struct relayproc *
 relayproc_start(const char *program, const char *const extra_env[])
 {
 	struct relayproc	*rp;
-	const char		*tmp, *v;
+	const char		*v;
 	char			 sub[PATH_MAX + 8];
 	static const char	*subdirs[] = { "relay", "git", "run" };
 	size_t			 i;
-	int			 port;
+	int			 port, rc, try, own_port = 1;
 
 	if ((rp = calloc(1, sizeof(*rp))) == NULL)
 		fatal("relayproc: calloc");
 	rp->rp_pid = -1;
 	if ((rp->rp_program = find_program(program)) == NULL)
 		goto fail;
-	if ((port = relayproc_free_port("127.0.0.1")) == -1) {
-		fprintf(stderr, "# relayproc: no free loopback port\n");
+	if (tdir_make(rp->rp_dir, sizeof(rp->rp_dir), "graspd-test") == -1)
 		goto fail;
-	}
-	if ((tmp = getenv("TMPDIR")) == NULL || *tmp == '\0')
-		tmp = "/tmp";
-	snprintf(rp->rp_dir, sizeof(rp->rp_dir), "%s/graspd-test.XXXXXX",
-	    tmp);
-	if (mkdtemp(rp->rp_dir) == NULL) {
-		fprintf(stderr, "# relayproc: mkdtemp %s: %s\n", rp->rp_dir,
-		    strerror(errno));
-		rp->rp_dir[0] = '\0';
-		goto fail;
-	}
 	for (i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
 		snprintf(sub, sizeof(sub), "%s/%s", rp->rp_dir, subdirs[i]);
 		if (mkdir(sub, 0700) == -1) {
@@ -465,31 +516,59 @@ relayproc_start(const char *program, const char *const extra_env[])
 	}
 	snprintf(rp->rp_log, sizeof(rp->rp_log), "%s/log", rp->rp_dir);
 
-	setenvf(rp, "NGIT_BIND_ADDRESS", "127.0.0.1:%d", port);
-	setenvf(rp, "NGIT_DOMAIN", "127.0.0.1:%d", port);
-	setenvf(rp, "NGIT_RELAY_DATA_PATH", "%s/relay", rp->rp_dir);
-	setenvf(rp, "NGIT_GIT_DATA_PATH", "%s/git", rp->rp_dir);
-	setenvf(rp, "NGIT_RUN_PATH", "%s/run", rp->rp_dir);
-	relayproc_setenv(rp, "NGIT_TEST=1");
-	relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE=0");
-	relayproc_setenv(rp, "NGIT_MAX_CONNECTIONS_PER_IP=0");
-	relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
-	/* Roles as the test's own user, whatever users the host has. */
-	relayproc_setenv(rp, "NGIT_USER=root");
-	for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
-		relayproc_setenv(rp, extra_env[i]);
-	if (parse_bind(rp) == -1) {
-		fprintf(stderr, "# relayproc: cannot read NGIT_BIND_ADDRESS "
-		    "%s\n", env_get(rp, "NGIT_BIND_ADDRESS"));
-		goto fail;
+	for (try = 1;; try++) {
+		if ((port = relayproc_free_port("127.0.0.1")) == -1) {
+			fprintf(stderr, "# relayproc: no free loopback "
+			    "port\n");
+			goto fail;
+		}
+		setenvf(rp, "NGIT_BIND_ADDRESS", "127.0.0.1:%d", port);
+		setenvf(rp, "NGIT_DOMAIN", "127.0.0.1:%d", port);
+		setenvf(rp, "NGIT_RELAY_DATA_PATH", "%s/relay", rp->rp_dir);
+		setenvf(rp, "NGIT_GIT_DATA_PATH", "%s/git", rp->rp_dir);
+		setenvf(rp, "NGIT_RUN_PATH", "%s/run", rp->rp_dir);
+		relayproc_setenv(rp, "NGIT_TEST=1");
+		relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE=0");
+		relayproc_setenv(rp, "NGIT_MAX_CONNECTIONS_PER_IP=0");
+		relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
+		/* Roles as the test's own user, whatever users the host has. */
+		relayproc_setenv(rp, "NGIT_USER=root");
+		for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++) {
+			relayproc_setenv(rp, extra_env[i]);
+			if (strncmp(extra_env[i], "NGIT_BIND_ADDRESS=",
+			    18) == 0)
+				own_port = 0;
+		}
+		if (parse_bind(rp) == -1) {
+			fprintf(stderr, "# relayproc: cannot read "
+			    "NGIT_BIND_ADDRESS %s\n",
+			    env_get(rp, "NGIT_BIND_ADDRESS"));
+			goto fail;
+		}
+		v = env_get(rp, "NGIT_DOMAIN");
+		snprintf(rp->rp_domain, sizeof(rp->rp_domain), "%s",
+		    v ? v : "");
+		snprintf(rp->rp_url, sizeof(rp->rp_url), "ws://%s",
+		    rp->rp_domain);
+		if (strchr(rp->rp_host, ':') != NULL)
+			snprintf(rp->rp_bind_url, sizeof(rp->rp_bind_url),
+			    "ws://[%s]:%d/", rp->rp_host, rp->rp_port);
+		else
+			snprintf(rp->rp_bind_url, sizeof(rp->rp_bind_url),
+			    "ws://%s:%d/", rp->rp_host, rp->rp_port);
+		if ((rc = start(rp)) == 0)
+			return rp;
+		/*
+		 * Another process can bind a port between our check and the
+		 * program's bind (a test outside tests/run.sh's port blocks):
+		 * then another port will do.
+		 */
+		if (rc != -2 || !own_port || try == RELAYPROC_START_TRIES ||
+		    !relayproc_log_port_taken(rp->rp_log))
+			goto fail;
+		fprintf(stderr, "# relayproc: port %d was taken, trying "
+		    "another\n", port);
 	}
-	v = env_get(rp, "NGIT_DOMAIN");
-	snprintf(rp->rp_domain, sizeof(rp->rp_domain), "%s", v ? v : "");
-	snprintf(rp->rp_url, sizeof(rp->rp_url), "ws://%s", rp->rp_domain);
-
-	if (start(rp) == -1)
-		goto fail;
-	return rp;
 fail:
 	relayproc_free(rp);
 	return NULL;
@@ -526,31 +605,15 @@ relayproc_restart(struct relayproc *rp)
 	return start(rp);
 }
 
-static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	if (remove(path) == -1)
-		fprintf(stderr, "# relayproc: remove %s: %s\n", path,
-		    strerror(errno));
-	return 0;
-}
-
 void
 relayproc_free(struct relayproc *rp)
 {
-	const char	*keep;
 	size_t		 i;
 
 	if (rp == NULL)
 		return;
 	relayproc_stop(rp);
-	if (rp->rp_dir[0] != '\0') {
-		keep = getenv("GRASPD_KEEP_TMP");
-		if (keep != NULL && *keep != '\0')
-			fprintf(stderr, "# relayproc: kept %s\n", rp->rp_dir);
-		else
-			nftw(rp->rp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	}
+	tdir_remove(rp->rp_dir);
 	for (i = 0; i < rp->rp_nenv; i++)
 		free(rp->rp_env[i]);
 	free(rp->rp_env);
@@ -639,6 +702,12 @@ const char *
 relayproc_url(const struct relayproc *rp)
 {
 	return rp->rp_url;
+}
+
+const char *
+relayproc_bind_url(const struct relayproc *rp)
+{
+	return rp->rp_bind_url;
 }
 
 int

@@ -30,8 +30,11 @@ struct wsc;
  *   NGIT_RUN_PATH=DIR/run  NGIT_TEST=1  NGIT_MAX_EVENTS_PER_MINUTE=0
  * then extra_env ("KEY=VALUE" strings, NULL-terminated, may be NULL),
  * which overrides any of them.  Waits until the bind address accepts TCP
- * connections.  Returns the handle, or NULL (after printing the log tail
- * and cleaning up) if the program could not start or never listened.
+ * connections; if the program exits first saying its port was taken,
+ * starts it again on another (up to three ports; not when extra_env
+ * names NGIT_BIND_ADDRESS).  Returns the handle, or NULL (after printing
+ * the log tail and cleaning up) if the program could not start or never
+ * listened.
  */
 struct relayproc *relayproc_start(const char *program,
 		    const char *const extra_env[]);
@@ -88,12 +91,25 @@ pid_t		 relayproc_pid(const struct relayproc *);
 const char	*relayproc_domain(const struct relayproc *);
 /* "ws://" + NGIT_DOMAIN: what announcements put in their relays tag. */
 const char	*relayproc_url(const struct relayproc *);
+/* "ws://HOST:PORT/", the canonical URL of the bind address. */
+const char	*relayproc_bind_url(const struct relayproc *);
 
 /*
- * A loopback TCP port that was free a moment ago (bind to port 0, read it,
- * close): host "127.0.0.1" or "::1".  Returns the port or -1.
+ * A loopback TCP port that was free a moment ago (bound, then closed):
+ * host "127.0.0.1" or "::1".  When GRASPD_TEST_PORTS is "LO-HI"
+ * (tests/run.sh gives each test program its own block below the
+ * ephemeral range), the port comes from that block, in turn, so none is
+ * handed out twice before the block wraps; else the kernel picks one
+ * (bind to port 0).  Returns the port or -1.
  */
 int		 relayproc_free_port(const char *host);
+/*
+ * 1 if the log file at path (its first 64 KiB) says a program could not
+ * have its listening address ("cannot listen on", as relayd and the peer
+ * say when libwebsockets cannot bind, or "Address already in use"), else
+ * 0, also when it cannot be read.
+ */
+int		 relayproc_log_port_taken(const char *path);
 /* Waits at most timeout_ms until host:port accepts a connection.  0 / -1. */
 int		 relayproc_wait_port(const char *host, int port, int timeout_ms);
 /*

@@ -5,16 +5,22 @@
  * from main, then returns t_done().  Each case prints "ok - name" or
  * "not ok - name: file:line: what"; tests/run.sh counts those lines.
  * T_ASSERT ends the case on failure, T_CHECK records it and goes on.
+ *
+ * After each case a comment "# case name took N ms" gives its wall time.
+ * T_FILTER=a,b runs only the cases whose names contain "a" or "b" (what
+ * main does outside T_RUN still runs); the others are counted as skipped
+ * in t_done()'s comment, neither passed nor failed.
  */
 #ifndef GRASPD_T_H
 #define GRASPD_T_H
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int		 t_pass, t_fail, t_case_failed;
+static int		 t_pass, t_fail, t_skip, t_case_failed;
 static const char	*t_case;
 
 static inline void
@@ -65,11 +71,49 @@ t_fail_at(const char *file, int line, const char *what)
 
 #define T_RUN(fn) t_run(#fn, fn)
 
+/* 1 if T_FILTER is unset or empty, or one of its ','-parts is in name. */
+static inline int
+t_selected(const char *name)
+{
+	const char	*f = getenv("T_FILTER"), *p;
+	char		 part[256];
+	size_t		 n;
+
+	if (f == NULL || *f == '\0')
+		return 1;
+	for (p = f; *p != '\0'; p += n + (p[n] == ',')) {
+		n = strcspn(p, ",");
+		if (n == 0 || n >= sizeof(part))
+			continue;
+		memcpy(part, p, n);
+		part[n] = '\0';
+		if (strstr(name, part) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+static inline int64_t
+t_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static inline void
 t_run(const char *name, void (*fn)(void))
 {
+	int64_t	t0;
+
+	if (!t_selected(name)) {
+		t_skip++;
+		return;
+	}
 	t_case = name;
 	t_case_failed = 0;
+	t0 = t_now_ms();
 	fn();
 	if (t_case_failed)
 		t_fail++;
@@ -77,14 +121,65 @@ t_run(const char *name, void (*fn)(void))
 		t_pass++;
 		printf("ok - %s\n", name);
 	}
+	printf("# case %s took %" PRId64 " ms\n", name, t_now_ms() - t0);
 	fflush(stdout);
 }
 
 static inline int
 t_done(void)
 {
-	printf("# %d passed, %d failed\n", t_pass, t_fail);
+	if (t_skip > 0)
+		printf("# %d passed, %d failed, %d skipped (T_FILTER=%s)\n",
+		    t_pass, t_fail, t_skip, getenv("T_FILTER"));
+	else
+		printf("# %d passed, %d failed\n", t_pass, t_fail);
 	return t_fail ? 1 : 0;
+}
+
+/* The number in environment variable name (a test's size), else dflt. */
+static inline int
+t_env_int(const char *name, int dflt)
+{
+	const char	*v = getenv(name);
+
+	return v != NULL && *v != '\0' ? atoi(v) : dflt;
+}
+
+/* qsort() order of longs, ascending. */
+static inline int
+t_cmp_long(const void *a, const void *b)
+{
+	long	x = *(const long *)a, y = *(const long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The whole file at path, NUL-terminated (caller frees), its length in
+ * *lenp when lenp is not NULL; NULL if it cannot be read.
+ */
+static inline char *
+t_slurp(const char *path, size_t *lenp)
+{
+	FILE	*fp;
+	char	*s;
+	long	 n;
+
+	if ((fp = fopen(path, "rb")) == NULL)
+		return NULL;
+	fseek(fp, 0, SEEK_END);
+	n = ftell(fp);
+	rewind(fp);
+	if (n < 0 || (s = malloc((size_t)n + 1)) == NULL ||
+	    fread(s, 1, (size_t)n, fp) != (size_t)n) {
+		fclose(fp);
+		return NULL;
+	}
+	fclose(fp);
+	s[n] = '\0';
+	if (lenp != NULL)
+		*lenp = (size_t)n;
+	return s;
 }
 
 /* Path of the shared test vectors (../shared/vectors beside the checkout). */

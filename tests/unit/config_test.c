@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include "msg.h"
 #include "nip19.h"
 #include "t.h"
+#include "tdir.h"
 
 extern char	**environ;
 
@@ -30,7 +30,7 @@ extern char	**environ;
 	"7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e"
 #define NSEC	"nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
 
-static char	tdir[] = "/tmp/config_test.XXXXXX";
+static char	tdir[128];
 static char	conf[sizeof(tdir) + 32];
 static char	err[512];
 
@@ -90,25 +90,6 @@ static int
 starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static char *
-slurp(const char *path)
-{
-	FILE	*fp;
-	char	*s;
-	long	 n;
-
-	if ((fp = fopen(path, "r")) == NULL)
-		return NULL;
-	fseek(fp, 0, SEEK_END);
-	n = ftell(fp);
-	rewind(fp);
-	if ((s = malloc((size_t)n + 1)) == NULL)
-		exit(2);
-	s[fread(s, 1, (size_t)n, fp)] = '\0';
-	fclose(fp);
-	return s;
 }
 
 static char *
@@ -801,7 +782,7 @@ owner_key_file_created_0600_and_stable(void)
 	T_ASSERT(stat(path, &st) == 0);
 	T_EQ_INT(st.st_mode & 07777, 0600);
 	T_ASSERT(S_ISREG(st.st_mode));
-	text = slurp(path);
+	text = t_slurp(path, NULL);
 	T_ASSERT(text != NULL);
 	T_CHECK(starts_with(text, "nsec1"));
 	T_CHECK(text[strlen(text) - 1] == '\n');
@@ -976,7 +957,7 @@ reload_restarts_the_roles_graspd_conf_5_names(void)
 	T_EQ_INT(config_key_roles("NGIT_BIND_ADDRESS"), 1L << ROLE_RELAYD);
 	T_EQ_INT(config_key_roles("nope"), -1);
 	snprintf(path, sizeof(path), "%s/man/graspd.conf.5", srcdir());
-	T_ASSERT((text = slurp(path)) != NULL);
+	T_ASSERT((text = t_slurp(path, NULL)) != NULL);
 	T_ASSERT((sec = strstr(text, "\n.Sh RELOADING\n")) != NULL);
 	if ((end = strstr(sec + 1, "\n.Sh ")) != NULL)
 		*end = '\0';
@@ -1069,7 +1050,7 @@ sample_file_lists_every_key(void)
 
 	clear_env();
 	snprintf(path, sizeof(path), "%s/etc/graspd.conf", srcdir());
-	T_ASSERT((text = slurp(path)) != NULL);
+	T_ASSERT((text = t_slurp(path, NULL)) != NULL);
 	for (i = 0; config_key_info(i, &name, &def, &help) == 0; i++) {
 		file_key(name, fkey);
 		snprintf(want, sizeof(want), "#%s =%s%s", fkey, *def ? " " : "",
@@ -1137,7 +1118,7 @@ man_page_lists_every_key(void)
 	size_t		 i;
 
 	snprintf(path, sizeof(path), "%s/man/graspd.conf.5", srcdir());
-	T_ASSERT((text = slurp(path)) != NULL);
+	T_ASSERT((text = t_slurp(path, NULL)) != NULL);
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strstr(text, name) == NULL)
 			t_fail_at(__FILE__, __LINE__, name);
@@ -1163,7 +1144,7 @@ unknown_environment_names_are_warned_about(void)
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
-	T_ASSERT((text = slurp(path)) != NULL);
+	T_ASSERT((text = t_slurp(path, NULL)) != NULL);
 	T_CHECK(strstr(text, "NGIT_REJECTED_HOT_CACHE_DURATION_SECS is not a "
 	    "graspd setting") != NULL);
 	T_CHECK(strstr(text, "NGIT_DOMAIN") == NULL);
@@ -1245,19 +1226,11 @@ archive_conflicts_are_errors(void)
 	T_CHECK(strstr(err, "not a boolean") != NULL);
 }
 
-static int
-rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	return remove(p);
-}
-
 int
 main(void)
 {
-	if (mkdtemp(tdir) == NULL) {
-		perror("mkdtemp");
+	if (tdir_make(tdir, sizeof(tdir), "config_test") == -1)
 		return 2;
-	}
 	snprintf(conf, sizeof(conf), "%s/graspd.conf", tdir);
 
 	T_RUN(defaults_without_file);
@@ -1301,6 +1274,6 @@ main(void)
 	T_RUN(archive_conflicts_are_errors);
 
 	clear_env();
-	nftw(tdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	tdir_remove(tdir);
 	return t_done();
 }

@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include <ftw.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pubsub.h>
 #include <poll.h>
@@ -25,7 +24,9 @@
 #include "log.h"
 #include "msg.h"
 #include "store.h"
+#include "selfrun.h"
 #include "t.h"
+#include "tdir.h"
 
 static const uint8_t	 sk[32] = { [0 ... 31] = 0x42 };
 
@@ -376,39 +377,10 @@ child_bad_message(const char *dir, const char *what)
 static int
 run_child(const char *what, char *out, size_t outlen)
 {
-	char	 dir[128], *argv[5];
-	int	 p[2], st;
-	ssize_t	 n;
-	size_t	 got = 0;
-	pid_t	 pid;
+	char	dir[128];
 
 	snprintf(dir, sizeof(dir), "%s/child-%s", tmpdir, what);
-	if (mkdir(dir, 0700) == -1 || pipe(p) == -1)
-		return -1;
-	argv[0] = "feed_test";
-	argv[1] = "child";
-	argv[2] = dir;
-	argv[3] = (char *)what;
-	argv[4] = NULL;
-	fflush(NULL);
-	if ((pid = fork()) == -1)
-		return -1;
-	if (pid == 0) {
-		dup2(p[1], 2);
-		close(p[0]);
-		close(p[1]);
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
-	close(p[1]);
-	while (got + 1 < outlen && (n = read(p[0], out + got,
-	    outlen - got - 1)) > 0)
-		got += (size_t)n;
-	out[got] = '\0';
-	close(p[0]);
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
+	return selfrun("feed_test", dir, what, out, outlen);
 }
 
 static void
@@ -430,12 +402,6 @@ test_short_accepted_message_ends_the_process(void)
 	T_CHECK(strstr(out, "malformed ACCEPTED message: 5 bytes") != NULL);
 }
 
-static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	return remove(path);
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -446,8 +412,7 @@ main(int argc, char *argv[])
 	if (argc == 4 && strcmp(argv[1], "child") == 0)
 		return child_bad_message(argv[2], argv[3]);
 	log_setlevel(LOG_LVL_WARN);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/feed_test.XXXXXX");
-	if (mkdtemp(tmpdir) == NULL)
+	if (tdir_make(tmpdir, sizeof(tmpdir), "feed_test") == -1)
 		return 2;
 	cfg.run_path = tmpdir;
 	snprintf(path, sizeof(path), "%s/graspd.db", tmpdir);
@@ -476,6 +441,6 @@ main(int argc, char *argv[])
 	store_close(rd);
 	store_close(wr);
 	rc = t_done();
-	nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	tdir_remove(tmpdir);
 	return rc;
 }

@@ -6,7 +6,6 @@
  * every stored event, parsed in full, to inv_add().
  */
 #define _GNU_SOURCE
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,23 +19,18 @@
 #include "log.h"
 #include "store.h"
 #include "t.h"
+#include "tdir.h"
+#include "tuser.h"
+
+/* The fill byte of this test's users' keys (tuser.h). */
+#define KEYS		0x44
 
 static struct config	cfg;
-
-static void
-sk_of(int n, uint8_t sk[32])
-{
-	memset(sk, 0x44, 32);
-	sk[31] = (uint8_t)n;
-}
 
 static struct event *
 ev(int who, int64_t at, uint32_t kind, const char *tags)
 {
-	uint8_t	sk[32];
-
-	sk_of(who, sk);
-	return event_new_signed(sk, at, kind, tags, "");
+	return tuser_event(KEYS, who, at, kind, tags, "");
 }
 
 static void
@@ -44,7 +38,7 @@ hexof(int who, char out[65])
 {
 	uint8_t	sk[32], pk[32];
 
-	sk_of(who, sk);
+	tuser_sk(KEYS, who, sk);
 	event_pubkey_of(sk, pk);
 	hex_encode(pk, 32, out);
 }
@@ -142,7 +136,7 @@ test_threads_carry_root_provenance_and_participants(void)
 	T_CHECK(inv_eligible(iv, issue->pubkey));
 	T_CHECK(inv_eligible(iv, comment->pubkey));
 	T_CHECK(inv_eligible(iv, react->pubkey));
-	sk_of(1, sk);
+	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
 	T_CHECK(inv_eligible(iv, pk));		/* owner */
 	T_CHECK(!inv_eligible(iv, other->pubkey));
@@ -493,7 +487,7 @@ pk_of(int who, uint8_t pk[32])
 {
 	uint8_t	sk[32];
 
-	sk_of(who, sk);
+	tuser_sk(KEYS, who, sk);
 	return event_pubkey_of(sk, pk);
 }
 
@@ -1206,15 +1200,6 @@ test_scan_ahead_hints_each_event_first(void)
 	free(as);
 }
 
-static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	return remove(path);
-}
-
 int
 main(void)
 {
@@ -1236,8 +1221,7 @@ main(void)
 	T_RUN(test_provenance_through_quotes_and_address_tags);
 	T_RUN(test_maintainers_of_full_repositories_only_and_each_author_once);
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/inventory_test.XXXXXX");
-	if (mkdtemp(tmpdir) == NULL)
+	if (tdir_make(tmpdir, sizeof(tmpdir), "inventory_test") == -1)
 		return 2;
 	snprintf(path, sizeof(path), "%s/graspd.db", tmpdir);
 	if ((st = store_open(path, 0, err, sizeof(err))) == NULL) {
@@ -1248,7 +1232,7 @@ main(void)
 	T_RUN(test_scans_give_what_parsing_gives);
 	T_RUN(test_scan_ahead_hints_each_event_first);
 	store_close(st);
-	nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	tdir_remove(tmpdir);
 	config_free(&cfg);
 	return t_done();
 }

@@ -13,7 +13,6 @@
 #include <sys/wait.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pair.h>
 #include <stdio.h>
@@ -24,7 +23,9 @@
 #include "buf.h"
 #include "log.h"
 #include "msg.h"
+#include "selfrun.h"
 #include "t.h"
+#include "tdir.h"
 
 static char	tmpdir[64];
 static int	npair;
@@ -261,39 +262,10 @@ child_broken(const char *dir, const char *how)
 static int
 run_child(const char *how, char *out, size_t outlen)
 {
-	char	 dir[128], *argv[5];
-	int	 p[2], st;
-	ssize_t	 n;
-	size_t	 got = 0;
-	pid_t	 pid;
+	char	dir[128];
 
 	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, how);
-	if (mkdir(dir, 0700) == -1 || pipe(p) == -1)
-		return -1;
-	argv[0] = "msg_test";
-	argv[1] = "child";
-	argv[2] = dir;
-	argv[3] = (char *)how;
-	argv[4] = NULL;
-	fflush(NULL);
-	if ((pid = fork()) == -1)
-		return -1;
-	if (pid == 0) {
-		dup2(p[1], 2);
-		close(p[0]);
-		close(p[1]);
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
-	close(p[1]);
-	while (got + 1 < outlen && (n = read(p[0], out + got,
-	    outlen - got - 1)) > 0)
-		got += (size_t)n;
-	out[got] = '\0';
-	close(p[0]);
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return -1;
-	return WEXITSTATUS(st);
+	return selfrun("msg_test", dir, how, out, outlen);
 }
 
 static void
@@ -376,12 +348,6 @@ test_plusmark_codec_round_trips(void)
 	chan_close(rx);
 }
 
-static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
-{
-	return remove(path);
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -390,8 +356,7 @@ main(int argc, char *argv[])
 	log_init("msg_test", 1);
 	if (argc == 4 && strcmp(argv[1], "child") == 0)
 		return child_broken(argv[2], argv[3]);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/msg_test.XXXXXX");
-	if (mkdtemp(tmpdir) == NULL)
+	if (tdir_make(tmpdir, sizeof(tmpdir), "msg_test") == -1)
 		return 2;
 
 	T_RUN(test_every_type_round_trips);
@@ -410,6 +375,6 @@ main(int argc, char *argv[])
 	T_RUN(test_bad_plusmark_payload_ends_the_receiver);
 
 	rc = t_done();
-	nftw(tmpdir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	tdir_remove(tmpdir);
 	return rc;
 }

@@ -51,29 +51,6 @@ rand_id(uint8_t id[32])
 	}
 }
 
-static char *
-slurp(const char *path, size_t *lenp)
-{
-	FILE	*fp;
-	char	*s;
-	long	 n;
-
-	if ((fp = fopen(path, "rb")) == NULL)
-		return NULL;
-	fseek(fp, 0, SEEK_END);
-	n = ftell(fp);
-	rewind(fp);
-	if (n < 0 || (s = malloc((size_t)n + 1)) == NULL ||
-	    fread(s, 1, (size_t)n, fp) != (size_t)n) {
-		fclose(fp);
-		return NULL;
-	}
-	fclose(fp);
-	s[n] = '\0';
-	*lenp = (size_t)n;
-	return s;
-}
-
 static int
 load_vectors(void)
 {
@@ -83,7 +60,7 @@ load_vectors(void)
 
 	if (path == NULL)
 		path = "tests/unit/vectors/negentropy.json";
-	if ((vtext = slurp(path, &len)) == NULL) {
+	if ((vtext = t_slurp(path, &len)) == NULL) {
 		printf("# cannot read %s\n", path);
 		return -1;
 	}

@@ -18,6 +18,7 @@
 #include "purg.h"
 #include "store.h"
 #include "t.h"
+#include "tdir.h"
 
 static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
 static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
@@ -293,22 +294,13 @@ main(void)
 
 	log_init("purg_test", 1);
 	log_setlevel(LOG_LVL_WARN);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/purg_test.XXXXXX");
-	if (mkdtemp(tmpdir) == NULL) {
-		perror("mkdtemp");
+	if (tdir_make(tmpdir, sizeof(tmpdir), "purg_test") == -1)
 		return 1;
-	}
 	T_RUN(announcements_put_get_replace_expire);
 	T_RUN(events_wants_order_extend_and_due);
 	T_RUN(placeholders_expired_deadline_and_counts);
 	T_RUN(sync_levels_persist_and_read_only);
 	rc = t_done();
-	{
-		char	cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
-	}
+	tdir_remove(tmpdir);
 	return rc;
 }

@@ -4,7 +4,6 @@
  * REQ queries against filter_match(), limits, and the seq feed.
  */
 #define _GNU_SOURCE
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "log.h"
 #include "store.h"
 #include "t.h"
+#include "tdir.h"
 
 static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
 static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
@@ -160,15 +160,6 @@ count_of(struct store *s, const char *text)
 
 	coll_free(&c);
 	return r;
-}
-
-static int
-rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
 }
 
 static void
@@ -1159,11 +1150,8 @@ main(void)
 
 	log_init("store_test", 1);
 	log_setlevel(LOG_LVL_WARN);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/store_test.XXXXXX");
-	if (mkdtemp(tmpdir) == NULL) {
-		perror("mkdtemp");
+	if (tdir_make(tmpdir, sizeof(tmpdir), "store_test") == -1)
 		return 1;
-	}
 	T_RUN(db_open_creates_parents_sets_pragmas_and_migrates_once);
 	T_RUN(put_stores_once_then_reports_duplicate);
 	T_RUN(put_refuses_ephemeral_kinds);
@@ -1189,6 +1177,6 @@ main(void)
 	T_RUN(result_messages_follow_nip01_prefixes);
 	T_RUN(query_items_ascending_without_limit_or_expired);
 	rc = t_done();
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tdir_remove(tmpdir);
 	return rc;
 }

@@ -7,7 +7,6 @@
  * database whole.
  */
 #define _GNU_SOURCE
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include "log.h"
 #include "walbuf.h"
 #include "t.h"
+#include "tdir.h"
 
 static char	tmpdir[64];
 static int	dbcount;
@@ -285,15 +285,6 @@ rollbacks_and_wal_restarts_keep_it_whole(void)
 	}
 }
 
-static int
-rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
 int
 main(void)
 {
@@ -302,17 +293,14 @@ main(void)
 	log_init("walbuf_test", 1);
 	log_setlevel(LOG_LVL_WARN);
 	srandom(7);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/walbuf_test.XXXXXX");
-	if (mkdtemp(tmpdir) == NULL) {
-		perror("mkdtemp");
+	if (tdir_make(tmpdir, sizeof(tmpdir), "walbuf_test") == -1)
 		return 1;
-	}
 	T_RUN(a_commit_goes_out_in_few_writes);
 	T_RUN(readers_see_each_commit_at_once);
 	T_RUN(a_killed_writer_keeps_every_commit);
 	T_RUN(a_transaction_larger_than_the_buffer);
 	T_RUN(rollbacks_and_wal_restarts_keep_it_whole);
 	rc = t_done();
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tdir_remove(tmpdir);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /*
- * sync2_test.c: more of syncd (GRASP-02) inside a real graspd B, on
+ * sync_recovery_test.c: syncd (GRASP-02) finding peers, recovering from
+ * their outages and refusals, and converging, inside a real graspd B on
  * loopback: discovery of a peer from an announcement published straight
  * to B (no bootstrap), a maintainer's announcement fetched again once the
  * owner's is accepted, catch-up after a short outage against a full
@@ -24,13 +25,20 @@
 #include <cjson/cJSON.h>
 
 #include "buf.h"
+#include "client.h"
 #include "ctl.h"
 #include "event.h"
 #include "gitutil.h"
 #include "nostr.h"
+#include "peerctl.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
+#include "tuser.h"
 #include "wsclient.h"
+
+/* The fill byte of this test's users' keys (tuser.h). */
+#define KEYS		0x66
 
 #define TMO		5000
 /* Events the test makes (all freed at the end). */
@@ -57,60 +65,16 @@ static struct event	*peer_evs[MAX_EVS];
 static size_t		 npeer_evs;
 static int64_t		 t_first;	/* created_at of the history */
 
-static void
-sk_of(int n, uint8_t sk[32])
-{
-	memset(sk, 0x66, 32);
-	sk[31] = (uint8_t)n;
-}
-
-static void
-pk_hex_of(int n, char out[65])
-{
-	uint8_t	sk[32], pk[32];
-
-	sk_of(n, sk);
-	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, out);
-}
-
 /* A signed event, freed at the end of the test; NULL on failure. */
 static struct event *
 ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 {
 	struct event	*e;
-	uint8_t		 sk[32];
 
-	sk_of(who, sk);
 	if (nmade == MAX_EVS ||
-	    (e = event_new_signed(sk, at, kind, tags, c)) == NULL)
+	    (e = tuser_event(KEYS, who, at, kind, tags, c)) == NULL)
 		return NULL;
 	return made[nmade++] = e;
-}
-
-static void
-coord_of(int owner, const char *d, char *out, size_t outlen)
-{
-	char	hex[65];
-
-	pk_hex_of(owner, hex);
-	snprintf(out, outlen, "30617:%s:%s", hex, d);
-}
-
-static int
-seed_on(struct relayproc *rp, struct event *const *list, size_t n)
-{
-	struct buf	body = BUF_INIT;
-	size_t		i;
-	int		rc;
-
-	for (i = 0; i < n; i++) {
-		buf_add(&body, list[i]->json, list[i]->json_len);
-		buf_addc(&body, '\n');
-	}
-	rc = relayproc_post(rp, "/events", body.b_data, body.b_len);
-	buf_free(&body);
-	return rc;
 }
 
 /* Seeds the peer with e and remembers it for peer_back(). */
@@ -120,28 +84,7 @@ seed_peer(struct event *e)
 	if (npeer_evs == MAX_EVS)
 		return -1;
 	peer_evs[npeer_evs++] = e;
-	return seed_on(peer, &e, 1);
-}
-
-static int
-peer_config(struct relayproc *rp, const char *json)
-{
-	return relayproc_post(rp, "/config", json, strlen(json));
-}
-
-static cJSON *
-peer_log(struct relayproc *rp)
-{
-	char	*h = NULL, *body = NULL;
-	int	 status = 0;
-	cJSON	*j = NULL;
-
-	if (http_get(relayproc_host(rp), relayproc_port(rp), "/log", NULL,
-	    TMO, &status, &h, &body) == 0 && status == 200)
-		j = cJSON_Parse(body);
-	free(h);
-	free(body);
-	return j;
+	return peerctl_seed(peer, &e, 1);
 }
 
 /* The events on rp matching filters, as nostr_req() gives them (NULL on
@@ -167,39 +110,12 @@ query(struct relayproc *rp, const char *filters, size_t *n)
 }
 
 static int
-count_on(struct relayproc *rp, const char *filters)
-{
-	char	**evs;
-	size_t	  n;
-
-	if ((evs = query(rp, filters, &n)) == NULL)
-		return -1;
-	nostr_events_free(evs);
-	return (int)n;
-}
-
-/* Waits up to secs for count_on() >= want; returns the last count. */
-static int
-wait_count(struct relayproc *rp, const char *filters, int want, int secs)
-{
-	int64_t	deadline = wsc_now_ms() + secs * 1000;
-	int	n;
-
-	for (;;) {
-		if ((n = count_on(rp, filters)) >= want ||
-		    wsc_now_ms() >= deadline)
-			return n;
-		usleep(200000);
-	}
-}
-
-static int
 has_id(struct relayproc *rp, const struct event *e)
 {
 	char	f[128];
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
-	return count_on(rp, f);
+	return client_count(rp, f);
 }
 
 static int
@@ -208,27 +124,20 @@ wait_id(struct relayproc *rp, const struct event *e, int secs)
 	char	f[128];
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
-	return wait_count(rp, f, 1, secs);
+	return client_wait_count(rp, f, 1, secs);
 }
 
 /* Publishes e to rp; 0 if rp answered OK true. */
 static int
 publish(struct relayproc *rp, const struct event *e)
 {
-	struct wsc	*ws;
-	char		*msg = NULL;
-	int		 ok = 0, rc;
+	char	msg[256];
+	int	ok;
 
-	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    TMO)) == NULL)
-		return -1;
-	rc = nostr_publish(ws, e, TMO, &ok, &msg);
-	if (rc == 0 && !ok)
+	if ((ok = client_publish(rp, e, msg, sizeof(msg))) == 0)
 		printf("# %s refused kind %u: %s\n", relayproc_domain(rp),
-		    e->kind, msg ? msg : "");
-	free(msg);
-	wsc_close(ws);
-	return rc == 0 && ok ? 0 : -1;
+		    e->kind, msg);
+	return ok == 1 ? 0 : -1;
 }
 
 /*
@@ -248,7 +157,7 @@ announcement(int owner, const char *d, int64_t at,
 	char		 url[512];
 	size_t		 i;
 
-	sk_of(owner, sk);
+	tuser_sk(KEYS, owner, sk);
 	event_pubkey_of(sk, pk);
 	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\"", d, d);
 	for (i = 0; i < nhosts; i++) {
@@ -282,7 +191,7 @@ release_dir(struct relayproc *rp, int owner, const char *d, char *dir,
 	uint8_t		 sk[32];
 	int		 rc;
 
-	sk_of(owner, sk);
+	tuser_sk(KEYS, owner, sk);
 	snprintf(dir, dirlen, "%s/repo%d", tmpdir, ndirs++);
 	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
 	    TMO)) == NULL)
@@ -519,7 +428,7 @@ wait_layers(int secs, int64_t lo, int64_t hi)
 	int	 inr, nos, missing;
 
 	for (;;) {
-		if ((log = peer_log(peer)) == NULL)
+		if ((log = peerctl_log(peer)) == NULL)
 			return NULL;
 		missing = 0;
 		for (i = 0; i < NLAYERS; i++) {
@@ -567,7 +476,7 @@ peer_back(void)
 {
 	if (relayproc_restart(peer) == -1)
 		return -1;
-	return seed_on(peer, peer_evs, npeer_evs);
+	return peerctl_seed(peer, peer_evs, npeer_evs);
 }
 
 /* ------------------------------------------------------------------ */
@@ -583,7 +492,7 @@ discovery_without_bootstrap_pulls_patch_and_issue(void)
 	struct event		*ann, *patch, *issue;
 	char			 tags[512];
 
-	coord_of(1, "found", coord1, sizeof(coord1));
+	tuser_coord(KEYS, 1, "found", coord1, sizeof(coord1));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
 	    "\"fix\"]]", coord1);
 	patch = ev(2, t_first, 1617, tags, "diff --git a/x b/x\n");
@@ -614,7 +523,7 @@ maintainer_announcement_is_fetched_again_after_the_owners(void)
 
 	/* The maintainer's names neither B nor its clone: refused on B,
 	 * which sees it live on the peer (layer 1). */
-	pk_hex_of(11, mhex);
+	tuser_hex(KEYS, 11, mhex);
 	mann = announcement(11, "team", t_first + 5, NULL, 0, relays, 1,
 	    NULL);
 	T_ASSERT(mann != NULL);
@@ -622,14 +531,14 @@ maintainer_announcement_is_fetched_again_after_the_owners(void)
 	usleep(1000000);
 	snprintf(f, sizeof(f), "{\"kinds\":[30617],\"authors\":[\"%s\"]}",
 	    mhex);
-	T_EQ_INT(count_on(b, f), 0);
+	T_EQ_INT(client_count(b, f), 0);
 
 	oann = announcement(10, "team", t_first, hosts, 1, relays, 1, mhex);
 	T_ASSERT(oann != NULL);
 	T_ASSERT(seed_peer(oann) == 0);
 	T_ASSERT(publish(b, oann) == 0);
 	T_ASSERT(release(b, 10, "team") == 0);
-	T_EQ_INT(wait_count(b, f, 1, 15), 1);
+	T_EQ_INT(client_wait_count(b, f, 1, 15), 1);
 }
 
 static void
@@ -655,7 +564,7 @@ short_outage_catches_up_from_before_the_disconnect(void)
 	T_ASSERT(publish(b, ann) == 0);
 	T_ASSERT(release(b, 12, "during") == 0);
 	T_ASSERT(seed_on_later(ann) == 0);
-	coord_of(12, "during", coord, sizeof(coord));
+	tuser_coord(KEYS, 12, "during", coord, sizeof(coord));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	during = ev(13, t_first + 2, 1621, tags, "issue of a repository "
 	    "released during the outage");
@@ -718,11 +627,11 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 	int		 n0, i, n, early = 0, later = 0, total = 0;
 
 	T_ASSERT(wait_sync_quiet(b, relayproc_url(peer)) == 0);
-	T_ASSERT((log = peer_log(peer)) != NULL);
+	T_ASSERT((log = peerctl_log(peer)) != NULL);
 	n0 = cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs"));
 	cJSON_Delete(log);
 
-	T_ASSERT(peer_config(peer, "{\"closed_rate_limited\":true}") == 0);
+	T_ASSERT(peerctl_config(peer, "{\"closed_rate_limited\":true}") == 0);
 	t_sw = wsc_now_ms();
 	/* The root reaches B live; its descendants need a new REQ. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord1);
@@ -743,7 +652,7 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 	T_ASSERT(seed_peer(during) == 0);
 	usleep(2000000);
 
-	T_ASSERT((log = peer_log(peer)) != NULL);
+	T_ASSERT((log = peerctl_log(peer)) != NULL);
 	conn = syncd_conn(log);
 	reqs = cJSON_GetObjectItem(log, "reqs");
 	n = cJSON_GetArraySize(reqs);
@@ -785,7 +694,7 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 
 	/* The relay behaves again: the descendants are fetched, and what
 	 * was posted meanwhile. */
-	T_ASSERT(peer_config(peer, "{\"closed_rate_limited\":false}") == 0);
+	T_ASSERT(peerctl_config(peer, "{\"closed_rate_limited\":false}") == 0);
 	T_EQ_INT(wait_id(b, comment, 10), 1);
 	T_EQ_INT(wait_id(b, during, 10), 1);
 }
@@ -862,7 +771,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	snprintf(hurl, sizeof(hurl), "ws://127.0.0.1:%d",
 	    relayproc_port(hostile));
 
-	coord_of(30, "besieged", coord, sizeof(coord));
+	tuser_coord(KEYS, 30, "besieged", coord, sizeof(coord));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	/* One issue on both relays (forged on the hostile one), one only
 	 * on the hostile relay. */
@@ -871,8 +780,8 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	T_ASSERT(both != NULL && forged != NULL);
 	on_h[0] = both;
 	on_h[1] = forged;
-	T_ASSERT(seed_on(hostile, on_h, 2) == 0);
-	T_ASSERT(peer_config(hostile, "{\"forge\":true,\"flood\":20,"
+	T_ASSERT(peerctl_seed(hostile, on_h, 2) == 0);
+	T_ASSERT(peerctl_config(hostile, "{\"forge\":true,\"flood\":20,"
 	    "\"garbage\":true}") == 0);
 	T_ASSERT(seed_peer(both) == 0);
 
@@ -885,11 +794,11 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	T_EQ_INT(wait_id(b, both, 15), 1);
 
 	/* Now messages larger than syncd takes, too. */
-	T_ASSERT((log = peer_log(hostile)) != NULL);
+	T_ASSERT((log = peerctl_log(hostile)) != NULL);
 	nreq = cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs"));
 	cJSON_Delete(log);
 	T_CHECK(nreq > 0);
-	T_ASSERT(peer_config(hostile, "{\"oversized_bytes\":2000000}") == 0);
+	T_ASSERT(peerctl_config(hostile, "{\"oversized_bytes\":2000000}") == 0);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	live = ev(33, time(NULL), 1621, tags, "live honest issue");
 	T_ASSERT(live != NULL);
@@ -899,7 +808,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	deadline = wsc_now_ms() + 10000;
 	for (n = nreq; n < nreq + 2 && wsc_now_ms() < deadline; ) {
 		usleep(200000);
-		if ((log = peer_log(hostile)) == NULL)
+		if ((log = peerctl_log(hostile)) == NULL)
 			break;
 		n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs"));
 		cJSON_Delete(log);
@@ -927,9 +836,9 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 
 	/* Forged copies and unasked events never reach the store. */
 	T_EQ_INT(has_id(b, forged), 0);
-	T_EQ_INT(count_on(b, "{\"#t\":[\"junk\"]}"), 0);
+	T_EQ_INT(client_count(b, "{\"#t\":[\"junk\"]}"), 0);
 	snprintf(f, sizeof(f), "{\"#a\":[\"%s\"]}", coord);
-	T_EQ_INT(count_on(b, f), 2);
+	T_EQ_INT(client_count(b, f), 2);
 	/* relayd never noticed; syncd did not crash either. */
 	r2 = role_pid(b, "relayd", &rrest2);
 	s2 = role_pid(b, "syncd", &srest2);
@@ -993,7 +902,7 @@ push_same(struct relayproc *rp, int owner, const char *d, const char *dir,
 	if ((st = ev(owner, time(NULL), 30618, tags, "")) == NULL ||
 	    publish(rp, st) == -1)
 		return -1;
-	sk_of(owner, sk);
+	tuser_sk(KEYS, owner, sk);
 	event_pubkey_of(sk, pk);
 	gt_url(url, sizeof(url), relayproc_domain(rp), pk, d);
 	rc = gt_git(dir, &out, "push", "-q", url, "main", NULL);
@@ -1021,7 +930,7 @@ two_instances_listing_each_other_converge(void)
 	T_ASSERT(publish(b, ann) == 0);
 	T_ASSERT(publish(y, ann) == 0);
 	T_ASSERT(release_dir(b, 40, "mutual", dir, sizeof(dir), oid) == 0);
-	coord_of(40, "mutual", coord, sizeof(coord));
+	tuser_coord(KEYS, 40, "mutual", coord, sizeof(coord));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	/* Published on B before Y serves the repository. */
 	ib = ev(41, t_first + 30, 1621, tags, "issue on B");
@@ -1071,16 +980,6 @@ two_instances_listing_each_other_converge(void)
 }
 
 
-static void
-rm_tmpdir(void)
-{
-	char	cmd[400];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		printf("# could not remove %s\n", tmpdir);
-}
-
 int
 main(void)
 {
@@ -1088,17 +987,17 @@ main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	t_first = time(NULL) - 7200;
-	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-sync2.XXXXXX",
-	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
-		printf("not ok - sync2_setup: temp dir\n");
+	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-syncrec") == -1 ||
+	    gt_setup(tmpdir) == -1) {
+		printf("not ok - sync_recovery_setup: temp dir\n");
 		return 1;
 	}
 	if ((peer = relayproc_start_peer(NULL)) == NULL ||
 	    (b = relayproc_start("graspd", graspd_env)) == NULL) {
-		printf("not ok - sync2_setup: peer or graspd did not start\n");
+		printf("not ok - sync_recovery_setup: peer or graspd did not "
+		    "start\n");
 		relayproc_free(peer);
-		rm_tmpdir();
+		tdir_remove(tmpdir);
 		return 1;
 	}
 	T_RUN(discovery_without_bootstrap_pulls_patch_and_issue);
@@ -1117,6 +1016,6 @@ main(void)
 	relayproc_free(peer);
 	for (i = 0; i < nmade; i++)
 		event_destroy(made[i]);
-	rm_tmpdir();
+	tdir_remove(tmpdir);
 	return t_done();
 }

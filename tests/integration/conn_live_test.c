@@ -1,5 +1,5 @@
 /*
- * conn_test.c: common/conn.c on a real libwebsockets loop in the test
+ * conn_live_test.c: common/conn.c on a real libwebsockets loop in the test
  * process, against the scriptable peer relay (tests/peer/) on loopback,
  * with NGIT_TEST=1 timings: one shared connection per relay, fetches and
  * their timeout, pagination over a capped relay with same-second events,
@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 #include <libwebsockets.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +27,15 @@
 
 #include "buf.h"
 #include "config.h"
+#include "ctl.h"
 #include "conn.h"
 #include "event.h"
 #include "json.h"
 #include "log.h"
+#include "peerctl.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 #define TMO		5000	/* ms, one HTTP call or one wait */
@@ -337,28 +341,6 @@ peer_reset(void)
 	return post("/reset", "");
 }
 
-static cJSON *
-peer_log(void)
-{
-	char	*body = NULL;
-	int	 status = 0;
-	cJSON	*j = NULL;
-
-	if (http_get(relayproc_host(rp), relayproc_port(rp), "/log", NULL,
-	    TMO, &status, NULL, &body) == 0 && status == 200)
-		j = cJSON_Parse(body);
-	free(body);
-	return j;
-}
-
-static double
-log_num(const cJSON *log, const char *key)
-{
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(log, key);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
 static const cJSON *
 log_reqs(const cJSON *log)
 {
@@ -387,23 +369,6 @@ mkev(int n, int64_t created_at, uint32_t kind, const char *tags)
 	return event_new_signed(sk, created_at, kind, tags, content);
 }
 
-/* Seeds evs[0..n) with POST /events; returns the HTTP status. */
-static int
-seed(struct event **evs, size_t n)
-{
-	struct buf	b = BUF_INIT;
-	size_t		i;
-	int		st;
-
-	for (i = 0; i < n; i++) {
-		buf_add(&b, evs[i]->json, evs[i]->json_len);
-		buf_addc(&b, '\n');
-	}
-	st = post("/events", b.b_data ? b.b_data : "");
-	buf_free(&b);
-	return st;
-}
-
 static void
 free_evs(struct event **evs, size_t n)
 {
@@ -423,7 +388,7 @@ run_until_peer_reqs(int n, int timeout_ms)
 
 	for (;;) {
 		run_for(50);
-		if ((log = peer_log()) == NULL)
+		if ((log = peerctl_log(rp)) == NULL)
 			have = -1;
 		else
 			have = cJSON_GetArraySize(log_reqs(log));
@@ -452,7 +417,7 @@ one_connection_per_relay_shared_then_retired(void)
 	T_EQ_INT(peer_reset(), 200);
 	for (i = 0; i < 3; i++)
 		evs[i] = mkev(i, 1700000000 + i, 1, NULL);
-	T_EQ_INT(seed(evs, 3), 200);
+	T_EQ_INT(peerctl_seed(rp, evs, 3), 0);
 	mgr_start(1, 5, 3600);
 
 	T_ASSERT(conn_get(mgr, "wss://graspd.example/", 0, &why) == NULL);
@@ -489,9 +454,9 @@ one_connection_per_relay_shared_then_retired(void)
 	T_EQ_INT(show_num(peer_key, "holders"), 2);
 
 	run_for(50);		/* the last CLOSE leaves */
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
-	T_EQ_INT(log_num(log, "connections"), 1);
+	T_EQ_INT(ctl_num(log, "connections"), 1);
 	/* Every fetch was CLOSEd after its EOSE. */
 	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(log, "closes")), 3);
 	cJSON_Delete(log);
@@ -507,8 +472,8 @@ one_connection_per_relay_shared_then_retired(void)
 	T_EQ_INT(cJSON_GetArraySize(arr), 0);
 	cJSON_Delete(arr);
 	run_for(100);
-	log = peer_log();
-	T_EQ_INT(log_num(log, "open"), 0);
+	log = peerctl_log(rp);
+	T_EQ_INT(ctl_num(log, "open"), 0);
 	cJSON_Delete(log);
 	free_evs(evs, 3);
 	mgr_stop();
@@ -561,7 +526,7 @@ pagination_across_a_capped_relay_loses_nothing(void)
 	/* 20 events in each of three seconds; the relay answers 25. */
 	for (i = 0; i < 60; i++)
 		evs[i] = mkev(100 + i, 1700000100 - i / 20, 1, NULL);
-	T_EQ_INT(seed(evs, 60), 200);
+	T_EQ_INT(peerctl_seed(rp, evs, 60), 0);
 	T_EQ_INT(peer_config("{\"max_results\":25}"), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
@@ -578,7 +543,7 @@ pagination_across_a_capped_relay_loses_nothing(void)
 	for (i = 0; i < 60; i++)
 		T_EQ_INT(ingested_count(evs[i]->id_hex), 1);
 
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	n = cJSON_GetArraySize(log_reqs(log));
 	T_EQ_INT(n, (int)f.st.cs_pages);
@@ -617,7 +582,7 @@ pagination_steps_past_a_second_fuller_than_the_cap(void)
 	for (i = 0; i < 40; i++)
 		evs[i] = mkev(300 + i, i < 30 ? 1700000200 : 1700000199, 1,
 		    NULL);
-	T_EQ_INT(seed(evs, 40), 200);
+	T_EQ_INT(peerctl_seed(rp, evs, 40), 0);
 	T_EQ_INT(peer_config("{\"max_results\":25}"), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
@@ -690,7 +655,7 @@ packed_filters_stay_under_the_budget_on_the_wire(void)
 	T_EQ_INT(run_until_all(f, (size_t)n, TMO), 0);
 	for (k = 0; k < n; k++)
 		T_EQ_INT(f[k].res, FETCH_EOSE);
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), n);
 	cJSON_ArrayForEach(r, log_reqs(log)) {
@@ -714,7 +679,7 @@ packed_filters_stay_under_the_budget_on_the_wire(void)
 	}
 	/* Every value went out once. */
 	T_EQ_INT(total, NIDS);
-	T_ASSERT(log_num(log, "bytes_in") > NIDS * 67);
+	T_ASSERT(ctl_num(log, "bytes_in") > NIDS * 67);
 	cJSON_Delete(log);
 	conn_filters_free(&pf);
 	conn_release(c);
@@ -760,10 +725,10 @@ ledger_caps_subscriptions_and_admits_live_first(void)
 	for (i = 0; i <= NBG; i++)
 		T_EQ_INT(f[i].res, FETCH_EOSE);
 
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
-	T_ASSERT(log_num(log, "max_concurrent_subs") <= CONN_MAX_SUBS);
-	T_EQ_INT(log_num(log, "max_concurrent_subs"), CONN_MAX_SUBS);
+	T_ASSERT(ctl_num(log, "max_concurrent_subs") <= CONN_MAX_SUBS);
+	T_EQ_INT(ctl_num(log, "max_concurrent_subs"), CONN_MAX_SUBS);
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), NBG + 2);
 	i = 0;
 	cJSON_ArrayForEach(r, log_reqs(log)) {
@@ -791,7 +756,7 @@ ledger_caps_subscriptions_and_admits_live_first(void)
 	 * span is checked with half the margin: unpaced, they would all
 	 * arrive within a millisecond or two.
 	 */
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	span = req_at(log, CONN_MAX_SUBS - 1) - req_at(log, 0);
 	cJSON_Delete(log);
@@ -817,7 +782,7 @@ fetch_times_out_without_eose_and_closes(void)
 	T_EQ_INT(peer_reset(), 200);
 	evs[0] = mkev(500, 1700000300, 1, NULL);
 	evs[1] = mkev(501, 1700000301, 1, NULL);
-	T_EQ_INT(seed(evs, 2), 200);
+	T_EQ_INT(peerctl_seed(rp, evs, 2), 0);
 	T_EQ_INT(peer_config("{\"drop_eose\":true}"), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
@@ -833,9 +798,9 @@ fetch_times_out_without_eose_and_closes(void)
 	T_EQ_INT(f.st.cs_new, 2);
 	T_EQ_INT(ningested, 2);
 	run_for(50);
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(log, "closes")), 1);
-	T_EQ_INT(log_num(log, "open"), 1);
+	T_EQ_INT(ctl_num(log, "open"), 1);
 	cJSON_Delete(log);
 	/* A timeout is not the relay failing. */
 	T_EQ_INT(show_num(peer_key, "failures_total"), 0);
@@ -857,7 +822,7 @@ cooldown_case(const char *config, enum conn_fetch_result first)
 
 	T_EQ_INT(peer_reset(), 200);
 	ev = mkev(600, 1700000400, 1, NULL);
-	T_EQ_INT(seed(&ev, 1), 200);
+	T_EQ_INT(peerctl_seed(rp, &ev, 1), 0);
 	event_destroy(ev);
 	T_EQ_INT(peer_config(config), 200);
 	mgr_start(1, 5, 3600);
@@ -892,14 +857,14 @@ cooldown_case(const char *config, enum conn_fetch_result first)
 	T_EQ_INT(f[2].res, FETCH_EOSE);
 	T_EQ_INT(conn_state(c), CONN_CONNECTED);
 
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), 3);
 	/* No REQ reached the peer during the cooldown (which began when
 	 * the signal came, after the first REQ arrived). */
 	T_ASSERT(req_at(log, 1) - req_at(log, 0) >= COOL_MS - 2);
 	T_ASSERT(req_at(log, 1) - req_at(log, 0) < COOL_MS + 1000);
-	T_EQ_INT(log_num(log, "connections"), 1);
+	T_EQ_INT(ctl_num(log, "connections"), 1);
 	cJSON_Delete(log);
 	conn_release(c);
 	mgr_stop();
@@ -1080,11 +1045,12 @@ wss_checks_the_certificate(void)
 	struct fres		 f;
 	struct conn_fetch_cb	 cb = fcb(&f);
 	struct conn		*c;
-	char			 dir[] = "/tmp/conn-tls-XXXXXX";
-	char			 cert[64], keyf[64], cmd[512], key[64];
+	char			 dir[PATH_MAX], cert[PATH_MAX + 16];
+	char			 keyf[PATH_MAX + 16], cmd[2 * PATH_MAX + 200];
+	char			 key[64];
 	int			 port;
 
-	T_ASSERT(mkdtemp(dir) != NULL);
+	T_ASSERT(tdir_make(dir, sizeof(dir), "conn-tls") == 0);
 	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
 	snprintf(keyf, sizeof(keyf), "%s/key.pem", dir);
 	snprintf(cmd, sizeof(cmd), "openssl req -x509 -newkey ec -pkeyopt "
@@ -1144,7 +1110,7 @@ auth_is_answered_with_the_owner_key(void)
 	T_EQ_INT(peer_reset(), 200);
 	evs[0] = mkev(700, 1700000500, 1, NULL);
 	evs[1] = mkev(701, 1700000501, 1, NULL);
-	T_EQ_INT(seed(evs, 2), 200);
+	T_EQ_INT(peerctl_seed(rp, evs, 2), 0);
 	T_EQ_INT(peer_config("{\"auth\":true}"), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
@@ -1158,7 +1124,7 @@ auth_is_answered_with_the_owner_key(void)
 	T_ASSERT(hex_decode(OWNER_HEX, 64, sk, 32) == 0);
 	T_ASSERT(event_pubkey_of(sk, pk) == 0);
 	hex_encode(pk, 32, pkhex);
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	a = cJSON_GetObjectItem(log, "auth");
 	T_EQ_INT(cJSON_GetArraySize(a), 1);
@@ -1166,7 +1132,7 @@ auth_is_answered_with_the_owner_key(void)
 	    "pubkey")->valuestring, pkhex);
 	/* Refused once for want of AUTH, then served on the same link. */
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), 2);
-	T_EQ_INT(log_num(log, "connections"), 1);
+	T_EQ_INT(ctl_num(log, "connections"), 1);
 	cJSON_Delete(log);
 	free_evs(evs, 2);
 	conn_release(c);
@@ -1270,9 +1236,9 @@ connect_timeout_on_a_silent_port(void)
 	int		 hang;
 
 	T_EQ_INT(peer_reset(), 200);
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
-	hang = (int)log_num(log, "hang_port");
+	hang = (int)ctl_num(log, "hang_port");
 	cJSON_Delete(log);
 	T_ASSERT(hang > 0);
 	snprintf(key, sizeof(key), "ws://127.0.0.1:%d/", hang);
@@ -1338,13 +1304,13 @@ forged_events_go_to_relayd_unverified(void)
 	T_EQ_INT(peer_reset(), 200);
 	for (i = 0; i < 3; i++)
 		evs[i] = mkev(800 + (int)i, 1700000600, 1, NULL);
-	T_EQ_INT(seed(evs, 3), 200);
+	T_EQ_INT(peerctl_seed(rp, evs, 3), 0);
 	/* And one whose content no longer hashes to its id. */
 	bad = mkev(810, 1700000601, 1, NULL);
 	p = strstr(bad->json, "event 810");
 	T_ASSERT(p != NULL);
 	p[0] = 'E';
-	T_EQ_INT(seed(&bad, 1), 200);
+	T_EQ_INT(peerctl_seed(rp, &bad, 1), 0);
 	event_destroy(bad);
 	T_EQ_INT(peer_config("{\"forge\":true}"), 200);
 	mgr_start(1, 5, 3600);
@@ -1387,7 +1353,7 @@ ingest_drops_are_counted_not_delivered(void)
 	T_EQ_INT(peer_reset(), 200);
 	for (i = 0; i < 6; i++)
 		evs[i] = mkev(1200 + (int)i, 1700000700 + (int)i, 1, NULL);
-	T_EQ_INT(seed(evs, 6), 200);
+	T_EQ_INT(peerctl_seed(rp, evs, 6), 0);
 	mgr_start(1, 5, 3600);
 	drop_every_other = 1;
 	live_drops = 0;
@@ -1407,7 +1373,7 @@ ingest_drops_are_counted_not_delivered(void)
 	T_ASSERT(live != NULL);
 	T_EQ_INT(run_until_peer_reqs(2, TMO), 0);
 	ev = mkev(1210, 1700000800, 1, NULL);
-	T_EQ_INT(seed(&ev, 1), 200);
+	T_EQ_INT(peerctl_seed(rp, &ev, 1), 0);
 	end = wsc_now_ms() + TMO;
 	while (ningested < 7 && wsc_now_ms() < end)
 		run_for(20);
@@ -1415,7 +1381,7 @@ ingest_drops_are_counted_not_delivered(void)
 	T_EQ_INT(live_drops, 0);
 	event_destroy(ev);
 	ev = mkev(1211, 1700000801, 1, NULL);
-	T_EQ_INT(seed(&ev, 1), 200);
+	T_EQ_INT(peerctl_seed(rp, &ev, 1), 0);
 	end = wsc_now_ms() + TMO;
 	while (ningested < 8 && wsc_now_ms() < end)
 		run_for(20);
@@ -1475,7 +1441,7 @@ flood_of_unasked_events_is_counted_not_ingested(void)
 	T_EQ_INT(peer_reset(), 200);
 	evs[0] = mkev(900, 1700000700, 30617, "[[\"d\",\"r1\"]]");
 	evs[1] = mkev(901, 1700000701, 30617, "[[\"d\",\"r2\"]]");
-	T_EQ_INT(seed(evs, 2), 200);
+	T_EQ_INT(peerctl_seed(rp, evs, 2), 0);
 	T_EQ_INT(peer_config("{\"flood\":1500}"), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
@@ -1525,7 +1491,7 @@ closing_peer(struct event **evs, int n, int first, int close_after)
 		evs[i] = mkev(first + i, 1700000000 + first + i, 1, NULL);
 	snprintf(conf, sizeof(conf), "{\"close_after_events\":%d}",
 	    close_after);
-	if (seed(evs, n) != 200 || peer_config(conf) != 200)
+	if (peerctl_seed(rp, evs, n) != 0 || peer_config(conf) != 200)
 		return NULL;
 	mgr_start(1, 5, 3600);
 	return conn_get(mgr, peer_key, 0, NULL);
@@ -1619,7 +1585,7 @@ live_subscription_survives_a_peer_restart(void)
 	T_EQ_INT(relayproc_restart(rp), 0);
 	/* Our loop notices the drop, backs off, reconnects, re-sends. */
 	T_EQ_INT(run_until_peer_reqs(1, TMO), 0);
-	log = peer_log();
+	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	fl = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
 	    log_reqs(log), 0), "filters"), 0);
@@ -1630,7 +1596,7 @@ live_subscription_survives_a_peer_restart(void)
 
 	/* A new event reaches us through the restored subscription. */
 	ev = mkev(1100, (int64_t)time(NULL), 1, NULL);
-	T_EQ_INT(seed(&ev, 1), 200);
+	T_EQ_INT(peerctl_seed(rp, &ev, 1), 0);
 	end = wsc_now_ms() + TMO;
 	while (ingested_count(ev->id_hex) == 0 && wsc_now_ms() < end)
 		run_for(20);
@@ -1671,8 +1637,8 @@ loopback_names_are_refused_without_allow_private(void)
 	T_ASSERT(strstr(cJSON_GetObjectItem(o, "reason")->valuestring,
 	    "refused address") != NULL);
 	cJSON_Delete(arr);
-	log = peer_log();
-	T_EQ_INT(log_num(log, "connections"), 0);
+	log = peerctl_log(rp);
+	T_EQ_INT(ctl_num(log, "connections"), 0);
 	cJSON_Delete(log);
 	conn_release(c);
 	conn_release(d);
@@ -1743,7 +1709,7 @@ main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
-	log_init("conn_test", 1);
+	log_init("conn_live_test", 1);
 	log_setlevel(getenv("CONN_TEST_VERBOSE") ? LOG_LVL_DEBUG :
 	    LOG_LVL_WARN);
 	lws_set_log_level(LLL_ERR, lws_log);

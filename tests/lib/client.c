@@ -1,0 +1,103 @@
+/*
+ * client.c: one-shot client calls on a relay under test (client.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "event.h"
+#include "gitutil.h"
+#include "nip19.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "wsclient.h"
+
+int
+client_publish(struct relayproc *p, const struct event *e, char *msg,
+    size_t msglen)
+{
+	struct wsc	*ws;
+	char		*m = NULL;
+	int		 ok = -1;
+
+	if (msglen > 0)
+		msg[0] = '\0';
+	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
+	    CLIENT_TIMEOUT_MS)) == NULL)
+		return -1;
+	if (nostr_publish(ws, e, CLIENT_TIMEOUT_MS, &ok, &m) != 0)
+		ok = -1;
+	if (msglen > 0)
+		snprintf(msg, msglen, "%s", m ? m : "");
+	free(m);
+	wsc_close(ws);
+	return ok;
+}
+
+int
+client_count(struct relayproc *p, const char *filter)
+{
+	struct wsc	*ws;
+	char		**evs = NULL;
+	size_t		 n = 0;
+	int		 rc;
+
+	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
+	    CLIENT_TIMEOUT_MS)) == NULL)
+		return -1;
+	rc = nostr_req(ws, "c", filter, CLIENT_TIMEOUT_MS, &evs, &n, NULL);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	return rc == 0 ? (int)n : -1;
+}
+
+int
+client_wait_count(struct relayproc *p, const char *filter, int want,
+    int secs)
+{
+	int	n = -1, i;
+
+	for (i = 0; i < secs * 10; i++) {
+		if ((n = client_count(p, filter)) >= want)
+			return n;
+		usleep(100000);
+	}
+	return n;
+}
+
+int
+client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
+    const char *d, const char *maint_hex, const char *dir)
+{
+	uint8_t		 pk[32];
+	char		 npub[NIP19_KEY_BUFSZ], tags[1024], msg[256], f[200];
+	struct event	*ann;
+	struct wsc	*ws;
+	int		 rc = -1;
+
+	event_pubkey_of(sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
+	    "%s/%s.git\"],[\"relays\",\"ws://%s\"]%s%s%s]", d,
+	    relayproc_domain(p), npub, d, relayproc_domain(p),
+	    maint_hex ? ",[\"maintainers\",\"" : "", maint_hex ? maint_hex :
+	    "", maint_hex ? "\"]" : "");
+	if ((ann = event_new_signed(sk, at, 30617, tags, "")) == NULL)
+		return -1;
+	if (client_publish(p, ann, msg, sizeof(msg)) != 1) {
+		printf("# announcement refused: %s\n", msg);
+		goto done;
+	}
+	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
+	    CLIENT_TIMEOUT_MS)) == NULL)
+		goto done;
+	rc = gt_release(ws, sk, relayproc_domain(p), d, dir, NULL);
+	wsc_close(ws);
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
+	if (rc == 0 && client_wait_count(p, f, 1, 10) != 1)
+		rc = -1;
+done:
+	event_destroy(ann);
+	return rc;
+}

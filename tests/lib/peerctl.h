@@ -1,0 +1,32 @@
+/*
+ * peerctl.h: the HTTP control API of the scriptable peer relay
+ * (tests/peer/peer.h) as the integration tests drive it: seed events,
+ * change its behaviour, read its request log.  Every call waits at most
+ * PEERCTL_TIMEOUT_MS (the POSTs are relayproc_post()'s, which waits as
+ * long).
+ */
+#ifndef GRASPD_PEERCTL_H
+#define GRASPD_PEERCTL_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+/* How long one control request may take. */
+#define PEERCTL_TIMEOUT_MS	10000
+
+struct event;
+struct relayproc;
+
+/* POST /events with evs[0..n) as JSON lines: 0 if it answered 200, or -1. */
+int	 peerctl_seed(struct relayproc *, struct event *const *evs, size_t n);
+/* POST /config with the JSON object json: 0 if it answered 200, or -1. */
+int	 peerctl_config(struct relayproc *, const char *json);
+/* GET /log: the body (caller frees), or NULL unless it answered 200. */
+char	*peerctl_log_text(struct relayproc *);
+/* GET /log, parsed (caller deletes), or NULL. */
+cJSON	*peerctl_log(struct relayproc *);
+/* How many REQs the log holds (0 if it cannot be read). */
+int	 peerctl_nreqs(struct relayproc *);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * tuser.c: a test's numbered users (tuser.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "event.h"
+#include "tuser.h"
+
+void
+tuser_sk(uint8_t fill, int n, uint8_t sk[32])
+{
+	memset(sk, fill, 32);
+	if (n > 0xff)
+		sk[30] = (uint8_t)(n >> 8);
+	sk[31] = (uint8_t)n;
+}
+
+void
+tuser_hex(uint8_t fill, int n, char out[65])
+{
+	uint8_t	sk[32], pk[32];
+
+	tuser_sk(fill, n, sk);
+	event_pubkey_of(sk, pk);
+	hex_encode(pk, 32, out);
+}
+
+struct event *
+tuser_event(uint8_t fill, int n, int64_t at, uint32_t kind,
+    const char *tags, const char *content)
+{
+	uint8_t	sk[32];
+
+	tuser_sk(fill, n, sk);
+	return event_new_signed(sk, at, kind, tags, content);
+}
+
+void
+tuser_coord(uint8_t fill, int n, const char *d, char *out, size_t outlen)
+{
+	char	hex[65];
+
+	tuser_hex(fill, n, hex);
+	snprintf(out, outlen, "30617:%s:%s", hex, d);
+}

@@ -80,6 +80,9 @@ est() {
 }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/graspd-run.XXXXXX") || exit 1
+# Searchable by others, as /tmp is: privdrop_test's roles run as another
+# user inside a directory under it (the listing stays private).
+chmod 0711 "$work" || exit 1
 times=$O/tests/run-times
 # stop: ends the programs still running (timeout passes TERM on), for an
 # interrupted run.
@@ -143,7 +146,7 @@ block=$((12000 / (nprogs + 1)))
 launch() {
 	l_i=$1
 	l_d=$work/$l_i
-	mkdir "$l_d" || exit 1
+	mkdir -m 0711 "$l_d" || exit 1
 	echo "$2" >"$l_d.name"
 	l_limit=$3
 	shift 3

@@ -1000,7 +1000,7 @@ static const char *
 exposition_error(const char *text)
 {
 	static char	 why[256];
-	char		 fam[128], cur[128] = "", typed[128] = "";
+	char		 fam[128 + 2], cur[128 + 2] = "", typed[128] = "";
 	const char	*l, *e;
 	size_t		 n;
 	int		 helped = 0;

@@ -15,12 +15,16 @@
  *	purgatory until git data arrives (GRASP-01), and the push of that
  *	commit releases it.
  *   ingest publish HOST PORT FILE [--conns 4] [--inflight 50] [--serial N]
- *       [--stall-ms MS] [--push DIR]
+ *       [--stall-ms MS] [--push DIR] [--probes FILE]
  *	publishes the first line alone (the announcement; with --push, the
  *	second too, the state, then pushes DIR's main branch to the
  *	repository and waits until the announcement is served), then all lines
  *	but the last N over several connections with that many EVENTs in
- *	flight on each, then the last N one at a time to measure OK latency.
+ *	flight on each (timing each EVENT -> OK), then the last N one at a
+ *	time to measure OK latency.  With --probes, a FILE of "NAME FILTER"
+ *	lines, a child process on its own connection issues REQs of those
+ *	filters in turn, one after another, while the load runs and for
+ *	BENCH_AFTER_MS after its last OK, and times each REQ -> EOSE.
  *   ingest fill N DB --domain HOST:PORT [--authors K]
  *	the same events as gen (without the state event), stored straight
  *	into the graspd database DB through common/store.c in large
@@ -48,6 +52,7 @@
 #include <sys/types.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <netinet/in.h>
 
@@ -55,6 +60,7 @@
 #include <math.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,8 +102,15 @@
 #define BENCH_VERIFY_MAX	20000
 #define BENCH_FANOUT_TAG	"bench-fanout"
 #define BENCH_FANOUT_MAX	20000
+/* How long the probes go on after the load's last OK. */
+#define BENCH_AFTER_MS		3000
+/* Probe round trips kept per phase; probe filters. */
+#define BENCH_PROBE_MAX		200000
+#define BENCH_PROBE_FILTERS	16
 /* Pause between two fan-out events, so that each is timed alone. */
 #define BENCH_FANOUT_GAP_US	20000
+
+static long	req_round(struct wsc *, const char *, const char *, int);
 
 static void __attribute__((noreturn))
 usage(void)
@@ -107,6 +120,7 @@ usage(void)
 	    "[--repo-owner-seckey HEX] [--authors K] [--git-dir DIR]\n"
 	    "       ingest publish HOST PORT FILE [--conns C] [--inflight I] "
 	    "[--serial N] [--stall-ms MS] [--push DIR]\n"
+	    "           [--probes FILE]\n"
 	    "       ingest fill N DB --domain HOST:PORT [--authors K]\n"
 	    "       ingest verify FILE [--seconds S]\n"
 	    "       ingest req HOST PORT --filter JSON [--n N] "
@@ -517,12 +531,92 @@ publish_one(struct wsc *w, const char *line, struct okcount *c, int stall_ms)
 }
 
 /*
+ * Send times of the EVENTs in flight, found by id when their OK comes:
+ * an open-addressing table of line numbers keyed by the id.
+ */
+struct oktimes {
+	char	(*id)[65];	/* per line */
+	double	 *sent;		/* per line, 0 until sent */
+	size_t	 *slot;		/* line + 1, or 0 */
+	size_t	  mask;
+	double	 *lat;		/* EVENT -> OK, ms */
+	size_t	  nlat;
+};
+
+static size_t
+ok_hash(const char *id, size_t mask)
+{
+	uint64_t	h = 0;
+	int		i;
+
+	for (i = 0; i < 16; i++)
+		h = h * 16 + (uint64_t)(id[i] <= '9' ? id[i] - '0' :
+		    (id[i] | 0x20) - 'a' + 10);
+	return (size_t)(h * 0x9e3779b97f4a7c15ULL) & mask;
+}
+
+static void
+ok_init(struct oktimes *t, const struct lines *ls, size_t from, size_t to)
+{
+	size_t	i, h, cap = 1;
+
+	while (cap < 2 * ls->n)
+		cap *= 2;
+	t->mask = cap - 1;
+	t->id = calloc(ls->n, sizeof(*t->id));
+	t->sent = calloc(ls->n, sizeof(*t->sent));
+	t->slot = calloc(cap, sizeof(*t->slot));
+	t->lat = calloc(ls->n, sizeof(*t->lat));
+	t->nlat = 0;
+	if (t->id == NULL || t->sent == NULL || t->slot == NULL ||
+	    t->lat == NULL)
+		fatal("ingest: calloc");
+	for (i = from; i < to; i++) {
+		if (line_id(ls->l[i], t->id[i]) == -1)
+			fatalx("ingest: line %zu has no id", i + 1);
+		for (h = ok_hash(t->id[i], t->mask); t->slot[h] != 0;
+		    h = (h + 1) & t->mask)
+			;
+		t->slot[h] = i + 1;
+	}
+}
+
+/* Notes the OK of id: its latency since the EVENT was sent. */
+static void
+ok_seen(struct oktimes *t, const char *id, size_t len)
+{
+	size_t	h, l;
+
+	if (len != 64)
+		return;
+	for (h = ok_hash(id, t->mask); (l = t->slot[h]) != 0;
+	    h = (h + 1) & t->mask)
+		if (memcmp(t->id[l - 1], id, 64) == 0) {
+			if (t->sent[l - 1] > 0) {
+				t->lat[t->nlat++] = (bench_now_s() -
+				    t->sent[l - 1]) * 1000;
+				t->sent[l - 1] = 0;
+			}
+			return;
+		}
+}
+
+static void
+ok_free(struct oktimes *t)
+{
+	free(t->id);
+	free(t->sent);
+	free(t->slot);
+	free(t->lat);
+}
+
+/*
  * Handles the messages buffered on one connection: every OK ends one
- * EVENT in flight.  Returns the number of OKs, or -1 if the connection
- * ended.
+ * EVENT in flight (timed in t).  Returns the number of OKs, or -1 if the
+ * connection ended.
  */
 static long
-drain_oks(struct wsc *w, struct okcount *c)
+drain_oks(struct wsc *w, struct okcount *c, struct oktimes *t)
 {
 	struct json_doc	*doc;
 	struct json	*m, *st;
@@ -538,15 +632,183 @@ drain_oks(struct wsc *w, struct okcount *c)
 		    strcmp(m->child->s, "OK") == 0 &&
 		    (st = json_at(m, 2)) != NULL) {
 			struct json	*msg = json_at(m, 3);
+			struct json	*id = json_at(m, 1);
 
 			count_ok(c, st->type == JSON_TRUE,
 			    msg && msg->type == JSON_STRING ? msg->s : "");
+			if (id != NULL && id->type == JSON_STRING)
+				ok_seen(t, id->s, id->len);
 			n++;
 		}
 		json_free(doc);
 		free(text);
 	}
 	return wsc_is_closed(w) ? -1 : n;
+}
+
+/* REQ filters the probes issue in turn, from "NAME FILTER" lines. */
+struct probes {
+	char	*name[BENCH_PROBE_FILTERS];
+	char	*filter[BENCH_PROBE_FILTERS];
+	size_t	 n;
+};
+
+static void
+probes_read(const char *file, struct probes *pr)
+{
+	struct lines	 ls;
+	char		*sp;
+	size_t		 i;
+
+	read_lines(file, &ls);
+	memset(pr, 0, sizeof(*pr));
+	for (i = 0; i < ls.n; i++) {
+		if ((sp = strchr(ls.l[i], ' ')) == NULL ||
+		    pr->n == BENCH_PROBE_FILTERS)
+			fatalx("ingest: %s: want at most %d \"NAME FILTER\" "
+			    "lines", file, BENCH_PROBE_FILTERS);
+		*sp = '\0';
+		pr->name[pr->n] = ls.l[i];
+		pr->filter[pr->n++] = sp + 1;
+	}
+	free(ls.l);
+	if (pr->n == 0)
+		fatalx("ingest: %s has no probe filter", file);
+}
+
+/* Round trips of one phase of the probes, overall and per filter. */
+struct probephase {
+	double	*lat;
+	size_t	 n;
+	double	 max[BENCH_PROBE_FILTERS];
+};
+
+static void
+probe_print(const char *phase, struct probephase *ph,
+    const struct probes *pr)
+{
+	size_t	i;
+
+	printf("req_%s_reqs %zu reqs\n", phase, ph->n);
+	if (ph->n == 0)
+		return;
+	printf("req_%s_p50 %.3f ms\n", phase, percentile(ph->lat, ph->n,
+	    0.50));
+	printf("req_%s_p99 %.3f ms\n", phase, percentile(ph->lat, ph->n,
+	    0.99));
+	printf("req_%s_max %.3f ms\n", phase, ph->lat[ph->n - 1]);
+	for (i = 0; i < pr->n; i++)
+		printf("req_%s_max_%s %.3f ms\n", phase, pr->name[i],
+		    ph->max[i]);
+}
+
+/*
+ * The probes' child process: on its own connection, writes a byte to
+ * readyfd, then issues REQs of the filters in turn, one after another,
+ * until stopfd has a byte (the load's last OK), then for BENCH_AFTER_MS
+ * more; prints the figures of both phases and exits, 1 if the relay
+ * failed a REQ.
+ */
+static void __attribute__((noreturn))
+probe_child(const char *host, int port, const struct probes *pr,
+    int readyfd, int stopfd)
+{
+	struct probephase	 ph[2], *cur = &ph[0];
+	struct pollfd		 pfd;
+	struct wsc		*w;
+	char			 subid[32], close[64], c = 'r';
+	double			 t0, t, stop_at = 0;
+	size_t			 i, k;
+	long			 r;
+	int			 rc = 1;
+
+	memset(ph, 0, sizeof(ph));
+	if ((ph[0].lat = calloc(BENCH_PROBE_MAX, sizeof(double))) == NULL ||
+	    (ph[1].lat = calloc(BENCH_PROBE_MAX, sizeof(double))) == NULL)
+		fatal("ingest: calloc");
+	if ((w = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) == NULL ||
+	    write(readyfd, &c, 1) != 1)
+		_exit(1);
+	for (i = 0;; i++) {
+		pfd.fd = stopfd;
+		pfd.events = POLLIN;
+		if (cur == &ph[0] && poll(&pfd, 1, 0) == 1) {
+			cur = &ph[1];
+			stop_at = bench_now_s();
+		}
+		if (cur == &ph[1] && (bench_now_s() - stop_at) * 1000 >
+		    BENCH_AFTER_MS)
+			break;
+		k = i % pr->n;
+		snprintf(subid, sizeof(subid), "probe-%zu", i);
+		t0 = bench_now_s();
+		r = req_round(w, subid, pr->filter[k], 1);
+		t = (bench_now_s() - t0) * 1000;
+		if (r < 0) {
+			fprintf(stderr, "ingest: probe REQ %s (%s) failed "
+			    "(%s)\n", subid, pr->name[k], wsc_error(w));
+			goto done;
+		}
+		snprintf(close, sizeof(close), "[\"CLOSE\",\"%s\"]", subid);
+		if (wsc_send_text(w, close, strlen(close)) == -1)
+			goto done;
+		if (cur->n < BENCH_PROBE_MAX)
+			cur->lat[cur->n++] = t;
+		if (t > cur->max[k])
+			cur->max[k] = t;
+	}
+	probe_print("during", &ph[0], pr);
+	probe_print("after", &ph[1], pr);
+	rc = 0;
+done:
+	fflush(stdout);
+	wsc_close(w);
+	_exit(rc);
+}
+
+/* Starts the probe child; its pid, with the write end of its stop pipe
+ * in *stopfd. */
+static pid_t
+probe_start(const char *host, int port, const struct probes *pr,
+    int *stopfd)
+{
+	int	ready[2], stop[2];
+	pid_t	pid;
+	char	c;
+
+	if (pipe(ready) == -1 || pipe(stop) == -1)
+		fatal("ingest: pipe");
+	fflush(stdout);
+	if ((pid = fork()) == -1)
+		fatal("ingest: fork");
+	if (pid == 0) {
+		close(ready[0]);
+		close(stop[1]);
+		probe_child(host, port, pr, ready[1], stop[0]);
+	}
+	close(ready[1]);
+	close(stop[0]);
+	if (read(ready[0], &c, 1) != 1)
+		fatalx("ingest: the probe process cannot connect");
+	close(ready[0]);
+	*stopfd = stop[1];
+	return pid;
+}
+
+/* Tells the probe child that the load is over and waits for it; 0 if it
+ * measured everything. */
+static int
+probe_finish(pid_t pid, int stopfd)
+{
+	int	status;
+	char	c = 's';
+
+	if (write(stopfd, &c, 1) != 1)
+		fatal("ingest: write to the probe process");
+	if (waitpid(pid, &status, 0) == -1)
+		fatal("ingest: waitpid");
+	close(stopfd);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
 /*
@@ -614,13 +876,16 @@ cmd_publish(int argc, char **argv)
 	struct pollfd	 pfd[BENCH_MAX_CONNS];
 	struct lines	 ls;
 	struct okcount	 ac, oc, sc;
+	struct oktimes	 ot;
+	struct probes	 pr;
 	struct buf	 msg = BUF_INIT;
-	const char	*host, *v, *pushdir;
+	const char	*host, *v, *pushdir, *probes;
 	size_t		 conns, inflight, serial = 0, i, next, end, done, head;
 	size_t		 busy[BENCH_MAX_CONNS];
 	double		 t0, t1, last_ok, *lat;
 	long		 got;
-	int		 port, stall_ms = BENCH_TIMEOUT_MS, rc = 1;
+	int		 port, stall_ms = BENCH_TIMEOUT_MS, rc = 1, stopfd = -1;
+	pid_t		 probe = -1;
 
 	if (argc < 4)
 		usage();
@@ -636,6 +901,8 @@ cmd_publish(int argc, char **argv)
 	if ((v = bench_opt(argc, argv, "--stall-ms")) != NULL)
 		stall_ms = (int)num_arg(v, 100, 3600000);
 	pushdir = bench_opt(argc, argv, "--push");
+	if ((probes = bench_opt(argc, argv, "--probes")) != NULL)
+		probes_read(probes, &pr);
 	head = pushdir ? 2 : 1;
 	read_lines(argv[3], &ls);
 	if (ls.n < head + serial) {
@@ -643,6 +910,7 @@ cmd_publish(int argc, char **argv)
 		    "--serial %zu\n", argv[3], ls.n, head, serial);
 		return 2;
 	}
+	ok_init(&ot, &ls, head, ls.n - serial);
 	memset(&ac, 0, sizeof(ac));
 	memset(&oc, 0, sizeof(oc));
 	memset(&sc, 0, sizeof(sc));
@@ -667,6 +935,8 @@ cmd_publish(int argc, char **argv)
 		goto done;
 	printf("announce_ok_true %zu events\n", ac.ok_true);
 
+	if (probes != NULL)
+		probe = probe_start(host, port, &pr, &stopfd);
 	next = head;
 	end = ls.n - serial;
 	done = 0;
@@ -685,6 +955,7 @@ cmd_publish(int argc, char **argv)
 					    wsc_error(w[i]));
 					goto done;
 				}
+				ot.sent[next] = bench_now_s();
 				busy[i]++;
 				next++;
 			}
@@ -698,7 +969,7 @@ cmd_publish(int argc, char **argv)
 			if (pfd[i].revents == 0)
 				continue;
 			wsc_read_available(w[i]);
-			if ((got = drain_oks(w[i], &oc)) == -1) {
+			if ((got = drain_oks(w[i], &oc, &ot)) == -1) {
 				fprintf(stderr, "ingest: connection %zu ended: "
 				    "%s\n", i, wsc_error(w[i]));
 				goto done;
@@ -718,6 +989,13 @@ cmd_publish(int argc, char **argv)
 		}
 	}
 	t1 = bench_now_s();
+	if (probe != -1) {
+		rc = probe_finish(probe, stopfd);
+		probe = -1;
+		if (rc == -1)
+			goto done;
+		rc = 1;
+	}
 	printf("publish_events %zu events\n", end - head);
 	printf("publish_conns %zu conns\n", conns);
 	printf("publish_inflight %zu events\n", inflight);
@@ -726,6 +1004,13 @@ cmd_publish(int argc, char **argv)
 	printf("publish_seconds %.3f s\n", t1 - t0);
 	printf("publish_rate %.1f events/s\n",
 	    t1 > t0 ? (double)(end - head) / (t1 - t0) : 0.0);
+	if (ot.nlat > 0) {
+		printf("publish_ok_p50 %.3f ms\n", percentile(ot.lat, ot.nlat,
+		    0.50));
+		printf("publish_ok_p99 %.3f ms\n", percentile(ot.lat, ot.nlat,
+		    0.99));
+		printf("publish_ok_max %.3f ms\n", ot.lat[ot.nlat - 1]);
+	}
 	fflush(stdout);
 
 	if (serial > 0) {
@@ -746,6 +1031,14 @@ cmd_publish(int argc, char **argv)
 	}
 	rc = 0;
 done:
+	if (probe != -1) {
+		kill(probe, SIGTERM);
+		waitpid(probe, NULL, 0);
+	}
+	ok_free(&ot);
+	if (probes != NULL)
+		for (i = 0; i < pr.n; i++)
+			free(pr.name[i]);
 	for (i = 0; i < conns; i++)
 		wsc_close(w[i]);
 	for (i = 0; i < ls.n; i++)

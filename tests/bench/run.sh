@@ -133,11 +133,19 @@ echo "# bench: single-core signature verification rate"
 "$ingest" verify "$tmp/events.jsonl" >>"$tmp/figures" ||
     fail "ingest verify failed"
 
-echo "# bench: publishing $EVENTS events (4 x 50 in flight), then $SERIAL" \
-    "one at a time"
+# The four query shapes, issued one after another on a fifth connection
+# during the parallel publishing and for 3 s after its last OK.
+cat >"$tmp/probes" <<EOF
+a {"#a":["30617:$owner:bench"],"limit":100}
+authors {"authors":["$author"],"limit":100}
+ids {"ids":["$ids"]}
+kt {"kinds":[1621],"#t":["bench"],"limit":100}
+EOF
+echo "# bench: publishing $EVENTS events (4 x 50 in flight, REQs beside" \
+    "them), then $SERIAL one at a time"
 timeout 900 "$ingest" publish 127.0.0.1 "$port" "$tmp/events.jsonl" \
     --conns 4 --inflight 50 --serial "$SERIAL" --push "$tmp/src" \
-    >>"$tmp/figures" || fail "ingest publish failed"
+    --probes "$tmp/probes" >>"$tmp/figures" || fail "ingest publish failed"
 
 echo "# bench: $REQS REQ -> EOSE round trips per query"
 req() {
@@ -151,6 +159,7 @@ req a "{\"#a\":[\"30617:$owner:bench\"],\"limit\":100}"
 req eE "[{\"#e\":[\"$issue\"]},{\"#E\":[\"$issue\"]}]"
 req authors "{\"authors\":[\"$author\"],\"limit\":100}"
 req ids "{\"ids\":[\"$ids\"]}"
+req kt "{\"kinds\":[1621],\"#t\":[\"bench\"],\"limit\":100}"
 
 echo "# bench: fan-out of one event to $SUBS subscribers"
 timeout 600 "$ingest" fanout 127.0.0.1 "$port" --subs "$SUBS" \

@@ -38,10 +38,6 @@
 #define MSG_EXPIRED	"invalid: previously expired from purgatory " \
 			"without git data"
 
-#define NOSTR_LEN	(sizeof(RELAY_REF_NOSTR) - 1)
-
-static const char	 zero_oid[GIT_OID_HEX + 1] =
-    "0000000000000000000000000000000000000000";
 
 static lws_sorted_usec_list_t	 sweep_sul;
 static int			 sweep_queued;
@@ -540,17 +536,16 @@ repo_key(const uint8_t owner[32], const char *d)
 }
 
 /*
- * GRASP-06: 1 if a clone tag of PR ev names this service's
- * /prs/<npub of its signer>/<d>.git (http or https, the domain in any
- * case, nothing after .git).
+ * GRASP-06: 1 if a clone tag of PR ev names this service (as the write
+ * policy takes it: NGIT_DOMAIN or NGIT_PUBLIC_URL) with the path
+ * /prs/<npub of its signer>/<d>.git, nothing after it.
  */
 static int
 prs_named(const struct event *ev, const char *d)
 {
 	const struct event_tag	*t;
 	char			 npub[NIP19_KEY_BUFSZ], want[1400];
-	const char		*v;
-	size_t			 dl = strlen(relayd->cfg.domain);
+	const char		*v, *path;
 	uint32_t		 i, k;
 
 	if (!relayd->cfg.grasp06_enable || d[0] == '\0' ||
@@ -563,14 +558,11 @@ prs_named(const struct event *ev, const char *d)
 			continue;
 		for (k = 1; k < t->n; k++) {
 			v = t->v[k].s;
-			if (strncmp(v, "https://", 8) == 0)
-				v += 8;
-			else if (strncmp(v, "http://", 7) == 0)
-				v += 7;
-			else
+			if ((path = strstr(v, "://")) == NULL ||
+			    (path = strchr(path + 3, '/')) == NULL)
 				continue;
-			if (strncasecmp(v, relayd->cfg.domain, dl) == 0 &&
-			    strcmp(v + dl, want) == 0)
+			if (strcmp(path, want) == 0 && policy_url_is_service(
+			    &relayd->policy, v, t->v[k].len))
 				return 1;
 		}
 	}
@@ -1201,7 +1193,7 @@ pushed_run(void *arg)
 		const struct relay_push_cmd *pc = &pu->pu_cmds[i];
 
 		if (strncmp(pc->pc_ref, "refs/nostr/", 11) != 0 ||
-		    strcmp(pc->pc_new, zero_oid) == 0 ||
+		    strcmp(pc->pc_new, RELAY_NULL_OID) == 0 ||
 		    hex_decode(pc->pc_ref + 11, strlen(pc->pc_ref + 11), id,
 		    32) == -1)
 			continue;
@@ -1289,20 +1281,12 @@ extend_run(void *arg)
 	}
 }
 
-/*
- * The tip commit of a PR or PR update with that id, stored or held, into
- * t->pt_c; t->pt_foreign when signer is given and the event is not by
- * signer for identifier d.  1 if known, else 0.
- */
-static int
-known_pr_commit(const uint8_t id[32], const uint8_t *signer, const char *d,
-    struct pushauth_tip *t)
+/* The PR or PR update with that id, held or stored (caller frees), or NULL. */
+static struct event *
+pr_event(const uint8_t id[32])
 {
-	char		 evd[256];
 	struct purg_ev	 pe;
 	struct event	*ev = NULL;
-	const char	*tip;
-	int		 found = 0;
 
 	if (purg_ev_get(relayd->purg, id, &pe) == 1) {
 		if (pe.pe_kind != KIND_REPO_STATE)
@@ -1313,18 +1297,39 @@ known_pr_commit(const uint8_t id[32], const uint8_t *signer, const char *d,
 		event_destroy(ev);
 		ev = NULL;
 	}
-	if (ev != NULL) {
-		tip = pr_commit(ev);
-		snprintf(t->pt_c, sizeof(t->pt_c), "%s", tip ? tip : "(none)");
-		if (signer != NULL) {
-			pr_identifier(ev, evd, sizeof(evd));
-			t->pt_foreign = memcmp(ev->pubkey, signer, 32) != 0 ||
-			    strcmp(evd, d) != 0;
-		}
-		found = 1;
-		event_destroy(ev);
-	}
-	return found;
+	return ev;
+}
+
+/* 1 if PR ev is signer's, for identifier d (GRASP-06 /prs/ paths). */
+static int
+pr_by(const struct event *ev, const uint8_t signer[32], const char *d)
+{
+	char	evd[256];
+
+	pr_identifier(ev, evd, sizeof(evd));
+	return memcmp(ev->pubkey, signer, 32) == 0 && strcmp(evd, d) == 0;
+}
+
+/*
+ * The tip commit of a PR or PR update with that id, stored or held, into
+ * t->pt_c; t->pt_foreign when signer is given and the event is not by
+ * signer for identifier d.  1 if known, else 0.
+ */
+static int
+known_pr_commit(const uint8_t id[32], const uint8_t *signer, const char *d,
+    struct pushauth_tip *t)
+{
+	struct event	*ev;
+	const char	*tip;
+
+	if ((ev = pr_event(id)) == NULL)
+		return 0;
+	tip = pr_commit(ev);
+	snprintf(t->pt_c, sizeof(t->pt_c), "%s", tip ? tip : "(none)");
+	if (signer != NULL)
+		t->pt_foreign = !pr_by(ev, signer, d);
+	event_destroy(ev);
+	return 1;
 }
 
 /*
@@ -1407,9 +1412,9 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
 	for (i = 0; i < n; i++) {
 		const char	*ref = cmds[i].pc_ref;
 
-		if (strncmp(ref, RELAY_REF_NOSTR, NOSTR_LEN) == 0 &&
-		    strlen(ref + NOSTR_LEN) == 64 && hex_decode(ref +
-		    NOSTR_LEN, 64, id, 32) == 0 && known_pr_commit(id,
+		if (strncmp(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN) == 0 &&
+		    strlen(ref + RELAY_REF_NOSTR_LEN) == 64 && hex_decode(ref +
+		    RELAY_REF_NOSTR_LEN, 64, id, 32) == 0 && known_pr_commit(id,
 		    prs ? owner : NULL, d, &tips[ntips]))
 			tips[ntips++].pt_ref = ref;
 	}
@@ -1446,35 +1451,21 @@ void
 relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
     const struct relay_push_cmd *cmds, size_t n)
 {
-	struct purg_ev	 pe;
 	struct event	*ev;
 	const char	*c;
-	char		 evd[1024];
 	uint8_t		 id[32];
 	size_t		 i;
 
 	for (i = 0; i < n; i++) {
 		const char *ref = cmds[i].pc_ref;
 
-		if (strncmp(ref, RELAY_REF_NOSTR, NOSTR_LEN) != 0 ||
-		    strcmp(cmds[i].pc_new, zero_oid) == 0 ||
-		    hex_decode(ref + NOSTR_LEN, 64, id, 32) == -1)
+		if (strncmp(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN) != 0 ||
+		    strcmp(cmds[i].pc_new, RELAY_NULL_OID) == 0 ||
+		    hex_decode(ref + RELAY_REF_NOSTR_LEN, 64, id, 32) == -1)
 			continue;
-		ev = NULL;
-		if (purg_ev_get(relayd->purg, id, &pe) == 1) {
-			if (pe.pe_kind != KIND_REPO_STATE)
-				ev = parse_json(pe.pe_json);
-			purg_ev_clear(&pe);
-		} else if ((ev = stored_event(id)) != NULL &&
-		    ev->kind != KIND_PR && ev->kind != KIND_PR_UPDATE) {
-			event_destroy(ev);
-			ev = NULL;
-		}
-		if (ev == NULL)
+		if ((ev = pr_event(id)) == NULL)
 			continue;
-		pr_identifier(ev, evd, sizeof(evd));
-		if (memcmp(ev->pubkey, signer, 32) == 0 &&
-		    strcmp(evd, d) == 0 && prs_named(ev, d) &&
+		if (pr_by(ev, signer, d) && prs_named(ev, d) &&
 		    (c = pr_commit(ev)) != NULL && strcmp(c, cmds[i].pc_new) ==
 		    0)
 			prs_mirror(ev, d, c);

@@ -27,15 +27,13 @@
 
 #include "relayd.h"
 
-static const char	 null_oid[GIT_OID_HEX + 1] =
-    "0000000000000000000000000000000000000000";
-
 static int
 is_null(const char *oid)
 {
-	return strcmp(oid, null_oid) == 0;
+	return strcmp(oid, RELAY_NULL_OID) == 0;
 }
 
+/* relay_refs_get() without relay_repo.c, which does I/O. */
 static const char *
 refs_lookup(const struct relay_refs *r, const char *name)
 {
@@ -154,28 +152,16 @@ state_diff(const struct pushauth_in *in, const struct relay_refs *want,
 	}
 }
 
-/* The known tip of the PR event refs/nostr/<id> names, or NULL. */
-static const char *
+/* The known PR event refs/nostr/<id> names, or NULL. */
+static const struct pushauth_tip *
 tip_of(const struct pushauth_in *in, const char *ref)
 {
 	size_t	i;
 
 	for (i = 0; i < in->pi_ntips; i++)
 		if (strcmp(in->pi_tips[i].pt_ref, ref) == 0)
-			return in->pi_tips[i].pt_c;
+			return &in->pi_tips[i];
 	return NULL;
-}
-
-/* 1 if the known PR event refs/nostr/<id> names is another's. */
-static int
-foreign(const struct pushauth_in *in, const char *ref)
-{
-	size_t	i;
-
-	for (i = 0; i < in->pi_ntips; i++)
-		if (strcmp(in->pi_tips[i].pt_ref, ref) == 0)
-			return in->pi_tips[i].pt_foreign;
-	return 0;
 }
 
 /* Checks one command on its own; 0 with the reason, or 1. */
@@ -184,7 +170,8 @@ check_cmd(const struct pushauth_in *in, size_t k, char *reason,
     size_t reasonlen)
 {
 	const struct relay_push_cmd	*pc = &in->pi_cmds[k];
-	const char			*ref = pc->pc_ref, *cur, *tip;
+	const struct pushauth_tip	*tip = tip_of(in, pc->pc_ref);
+	const char			*ref = pc->pc_ref, *cur;
 	size_t				 i;
 	int				 nostr = prefixed(ref, RELAY_REF_NOSTR);
 
@@ -199,8 +186,8 @@ check_cmd(const struct pushauth_in *in, size_t k, char *reason,
 		return 0;
 	}
 	/* NIP-01 writes ids in lowercase hex: one spelling per event. */
-	if (nostr && (strlen(ref) != sizeof(RELAY_REF_NOSTR) - 1 + 64 ||
-	    strspn(ref + sizeof(RELAY_REF_NOSTR) - 1, "0123456789abcdef") !=
+	if (nostr && (strlen(ref) != RELAY_REF_NOSTR_LEN + 64 ||
+	    strspn(ref + RELAY_REF_NOSTR_LEN, "0123456789abcdef") !=
 	    64)) {
 		snprintf(reason, reasonlen, "Invalid event ID format in ref: "
 		    "%s", ref);
@@ -239,17 +226,16 @@ check_cmd(const struct pushauth_in *in, size_t k, char *reason,
 		    "be deleted", ref);
 		return 0;
 	}
-	if (nostr && in->pi_prs && foreign(in, ref)) {
+	if (nostr && in->pi_prs && tip != NULL && tip->pt_foreign) {
 		snprintf(reason, reasonlen, "PR event %s is not by this "
 		    "path's signer for this identifier", ref +
-		    sizeof(RELAY_REF_NOSTR) - 1);
+		    RELAY_REF_NOSTR_LEN);
 		return 0;
 	}
-	if (nostr && (tip = tip_of(in, ref)) != NULL &&
-	    strcmp(tip, pc->pc_new) != 0) {
+	if (nostr && tip != NULL && strcmp(tip->pt_c, pc->pc_new) != 0) {
 		snprintf(reason, reasonlen, "PR event %s has tip commit %s, "
-		    "not the pushed %s", ref + sizeof(RELAY_REF_NOSTR) - 1,
-		    tip, pc->pc_new);
+		    "not the pushed %s", ref + RELAY_REF_NOSTR_LEN,
+		    tip->pt_c, pc->pc_new);
 		return 0;
 	}
 	if (!nostr && is_null(pc->pc_new) && in->pi_cur->head != NULL &&

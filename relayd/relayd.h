@@ -614,6 +614,9 @@ void	relay_job_call(void (*fn)(void *), void *arg);
 #define RELAY_REF_HEADS		"refs/heads/"
 #define RELAY_REF_TAGS		"refs/tags/"
 #define RELAY_REF_NOSTR		"refs/nostr/"
+#define RELAY_REF_NOSTR_LEN	(sizeof(RELAY_REF_NOSTR) - 1)
+/* git's null object id: "no ref" as a push's old or new value. */
+#define RELAY_NULL_OID		"0000000000000000000000000000000000000000"
 
 /* Whether the repository's announcements include the pushed owner's. */
 enum pushauth_ann {

@@ -1717,6 +1717,8 @@ static struct relayproc	*rp06;
 #define G06_PER_REF	100000
 #define G06_PER_SIGNER	150000
 static char		 kept_d[32];	/* signer 51's /prs/ repository */
+/* rp06 as a TLS proxy in front of it names it (NGIT_PUBLIC_URL). */
+#define G06_PUBLIC	"https://git.example.test"
 
 /* The /prs/ URL and path of signer n's d (path: rest appended). */
 static void
@@ -2190,6 +2192,38 @@ test_grasp06_push_releases_and_mirrors(void)
 	wsc_close(ws);
 }
 
+/*
+ * Behind a TLS proxy a PR's clone tag names the public URL's /prs/ path:
+ * the push (to relayd's own address) releases it as the domain's would.
+ */
+static void
+test_grasp06_clone_tag_by_public_url(void)
+{
+	struct wsc	*ws = conn();
+	struct event	*ann, *pr;
+	char		 d[32], msg[256], dir[512], oid[41], c[41];
+	char		 purl[600], pub_url[700], spec[200], path[600];
+	char		*out = NULL;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	T_ASSERT(serve_repo(ws, 66, d, "", dir, sizeof(dir), oid, &ann) ==
+	    0);
+	prs_url(67, d, "", purl, sizeof(purl), path, sizeof(path));
+	snprintf(pub_url, sizeof(pub_url), "%s%s", G06_PUBLIC, path);
+	T_ASSERT(gt_commit(dir, "file.txt", "public\n", "public", c) == 0);
+	pr = pr_cloned(67, 66, d, c, pub_url);
+	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c, pr->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	T_EQ_INT(wait_served(ws, pr->id_hex, TMO), 1);
+	event_destroy(ann);
+	event_destroy(pr);
+	wsc_close(ws);
+}
+
 static void
 test_grasp06_mirror_needs_the_clone_tag_and_one_way(void)
 {
@@ -2258,7 +2292,8 @@ run_grasp06(const char *only)
 {
 	static const char *const env[] = { "NGIT_GRASP06_ENABLE=true",
 		"NGIT_GRASP06_MAX_BYTES_PER_REF=100000",
-		"NGIT_GRASP06_MAX_BYTES_PER_SIGNER=150000", NULL };
+		"NGIT_GRASP06_MAX_BYTES_PER_SIGNER=150000",
+		"NGIT_PUBLIC_URL=" G06_PUBLIC, NULL };
 
 	if (only == NULL || strstr("test_grasp06_off_by_default", only))
 		T_RUN(test_grasp06_off_by_default);
@@ -2277,6 +2312,8 @@ run_grasp06(const char *only)
 	    test_grasp06_known_pr_must_be_the_paths, only);
 	on_grasp06("test_grasp06_push_releases_and_mirrors",
 	    test_grasp06_push_releases_and_mirrors, only);
+	on_grasp06("test_grasp06_clone_tag_by_public_url",
+	    test_grasp06_clone_tag_by_public_url, only);
 	on_grasp06("test_grasp06_mirror_needs_the_clone_tag_and_one_way",
 	    test_grasp06_mirror_needs_the_clone_tag_and_one_way, only);
 	on_grasp06("test_grasp06_quota_per_ref_stops_the_pack",

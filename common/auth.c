@@ -10,17 +10,6 @@
 #include "event.h"
 #include "policy.h"
 
-/* The value of the first tag called name, or NULL; NULs refused. */
-static const struct estr *
-tag_value(const struct event *ev, const char *name)
-{
-	const struct estr	*v = event_tag_value(ev, name);
-
-	if (v == NULL || memchr(v->s, '\0', v->len) != NULL)
-		return NULL;
-	return v;
-}
-
 int
 auth_check_event(const struct event *ev, const char *challenge,
     const struct policy *pl, int64_t now, char *msg, size_t msglen)
@@ -43,13 +32,13 @@ auth_check_event(const struct event *ev, const char *challenge,
 		    "must be within %d minutes of now", AUTH_WINDOW_S / 60);
 		return -1;
 	}
-	if ((v = tag_value(ev, "challenge")) == NULL ||
+	if ((v = event_tag_value(ev, "challenge")) == NULL ||
 	    v->len != strlen(challenge) || memcmp(v->s, challenge, v->len)) {
 		snprintf(msg, msglen, "invalid: the challenge tag does not "
 		    "match this connection's challenge");
 		return -1;
 	}
-	if ((v = tag_value(ev, "relay")) == NULL ||
+	if ((v = event_tag_value(ev, "relay")) == NULL ||
 	    !policy_url_is_service(pl, v->s, v->len)) {
 		snprintf(msg, msglen, "invalid: the relay tag does not name "
 		    "this relay");

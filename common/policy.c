@@ -183,7 +183,8 @@ url_names(const char *url, size_t len, const char *host, int port)
 			break;
 		}
 	}
-	if (p == NULL)
+	/* A NUL would end the host early in the comparison below. */
+	if (p == NULL || memchr(url, '\0', len) != NULL)
 		return 0;
 	for (auth_end = p; auth_end < url + len && *auth_end != '/' &&
 	    *auth_end != '?' && *auth_end != '#'; auth_end++)

@@ -16,9 +16,10 @@
  * HTTP 200 with "ERR authorisation failed: <reason>", the receive-pack
  * result clients show.  git receive-pack then runs with deletions and
  * non-fast-forward updates denied unless the decision allowed one, and
- * never deletes the branch HEAD names.  After a successful push the response ends only once the git
- * data it brought has released what it satisfies.  Git responses carry no
- * length and close the connection when done.
+ * never deletes the branch HEAD names.  After a successful push the
+ * response ends only once the git data it brought has released what it
+ * satisfies.  Git responses carry no length and close the connection
+ * when done.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
@@ -859,7 +860,7 @@ prs_quota(struct relay_gitreq *gr)
 	size_t		i;
 
 	for (i = 0; i < gr->gr_ncmds; i++)
-		if (strspn(gr->gr_cmds[i].pc_new, "0") != GIT_OID_HEX)
+		if (strcmp(gr->gr_cmds[i].pc_new, RELAY_NULL_OID) != 0)
 			refs++;
 	per_ref = refs * (uint64_t)relayd->cfg.grasp06_max_bytes_per_ref;
 	signer = (uint64_t)relayd->cfg.grasp06_max_bytes_per_signer;

@@ -321,7 +321,7 @@ already_stored(const struct event *ev)
 	return 1;
 }
 
-/* relay_send_ok() for an EVENT or AUTH that arrived at t0 (relay_now_ms()). */
+/* relay_send_ok() for an EVENT or AUTH that arrived at t0 (ms). */
 static void
 send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg,
     int64_t t0)
@@ -343,21 +343,20 @@ client_submit(struct relay_conn *c, const struct json *evj, int auth)
 				    idj->len == 64) ? idj->s : "";
 	struct event		*ev;
 	struct pending		*p;
+	const char		*limited = NULL;
 	char			 msg[512];
 	int64_t			 t0 = relay_now_ms();
 
-	if (!rate_ok(c)) {
-		send_ok(c, id, 0, "rate-limited: slow down", t0);
+	if (!rate_ok(c))
+		limited = "rate-limited: slow down";
+	else if (!relay_addr_event_ok(c))
+		limited = "rate-limited: too many events from your address";
+	if (limited != NULL) {
+		send_ok(c, id, 0, limited, t0);
 		if (auth)
 			relayd->stats.auth[0]++;
 		else
 			relayd->stats.events_refused++;
-		return;
-	}
-	if (!relay_addr_event_ok(c)) {
-		relay_send_ok(c, id, 0, "rate-limited: too many events from "
-		    "your address");
-		relayd->stats.events_refused++;
 		return;
 	}
 	if ((ev = event_from_json(evj, msg, sizeof(msg))) == NULL ||

@@ -1,8 +1,9 @@
 /*
  * relay_ws.c: relayd's NIP-01 websocket side: message dispatch (EVENT,
  * REQ, CLOSE, and NIP-42's AUTH, whose challenge goes out on connect),
- * subscriptions and their live fan-out, and each client's output queue.  Bad input gets a NOTICE, OK or CLOSED and never affects
- * another connection.
+ * subscriptions and their live fan-out, and each client's output queue.
+ * Bad input gets a NOTICE, OK or CLOSED and never affects another
+ * connection.
  */
 #include <sys/random.h>
 

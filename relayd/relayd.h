@@ -695,8 +695,9 @@ void	relay_purg_stored(const struct event *ev);
  * (owner, d), before any git process runs: gathers the repository's refs,
  * its announcements, held states and known PR tips, and asks
  * relay_pushauth_decide().  prs: a GRASP-06 push to /prs/ of signer
- * owner (refs/nostr only, no announcement or state).  1 allowed; 0 refused with the reason (after
- * "authorisation failed: ") in out->po_reason; -1 on error.
+ * owner (refs/nostr only, no announcement or state).  1 allowed; 0
+ * refused with the reason (after "authorisation failed: ") in
+ * out->po_reason; -1 on error.
  */
 int	relay_purg_authorise_push(const uint8_t owner[32], const char *d,
 	    int prs, const struct relay_push_cmd *, size_t n,

@@ -286,6 +286,12 @@ domain_host_and_port_match_as_before(void)
 	T_ASSERT(setup(&c, &pl, "127.0.0.1:7334", NULL) == 0);
 	T_CHECK(is(&pl, "http://127.0.0.1:7334/npub1x/r.git"));
 	T_CHECK(is(&pl, "ws://127.0.0.1:7334"));
+	/* A NUL in the host does not end it where the service's ends. */
+	{
+		static const char nul[] = "http://127.0.0.1\0x:7334/r.git";
+
+		T_CHECK(!policy_url_is_service(&pl, nul, sizeof(nul) - 1));
+	}
 	T_CHECK(is(&pl, "https://127.0.0.1:7334/npub1x/r.git"));
 	T_CHECK(!is(&pl, "http://127.0.0.1/npub1x/r.git"));
 	T_CHECK(!is(&pl, "https://127.0.0.1/npub1x/r.git"));

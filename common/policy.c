@@ -458,6 +458,53 @@ npub_of(const uint8_t pk[32], char *out, size_t outlen)
 		hex_encode(pk, 32, out);
 }
 
+/*
+ * 1, with the refusal in msg, if an 'a' tag of ev names a repository
+ * whose announcement is held in purgatory: the push is what is missing.
+ */
+static int
+held_repo(const struct policy *pl, const struct event *ev, char *msg,
+    size_t msglen)
+{
+	const struct event_tag	*t = NULL;
+	struct purg_ann		*held;
+	size_t			 nheld, i;
+	uint8_t			 pk[32];
+	char			 npub[NIP19_KEY_BUFSZ], d[256], pfx[16];
+	int			 found = 0, pl_len;
+
+	if (pl->pl_purg == NULL)
+		return 0;
+	pl_len = snprintf(pfx, sizeof(pfx), "%d:", KIND_REPO_ANNOUNCEMENT);
+	while (!found && (t = find_tag(ev, "a", t)) != NULL) {
+		const struct estr *v = t->n > 1 ? &t->v[1] : NULL;
+
+		/* "30617:<64 hex>:<d>" */
+		if (v == NULL || v->len <= (size_t)pl_len + 65 ||
+		    strncmp(v->s, pfx, (size_t)pl_len) != 0 ||
+		    v->s[pl_len + 64] != ':' ||
+		    hex_decode(v->s + pl_len, 64, pk, 32) == -1 ||
+		    snprintf(d, sizeof(d), "%s", v->s + pl_len + 65) >=
+		    (int)sizeof(d) || memchr(v->s, '\0', v->len) != NULL)
+			continue;
+		held = NULL;
+		nheld = 0;
+		if (purg_ann_list_d(pl->pl_purg, d, &held, &nheld) == -1)
+			continue;
+		for (i = 0; i < nheld && !found; i++)
+			found = memcmp(held[i].pa_pubkey, pk, 32) == 0;
+		purg_ann_free_list(held, nheld);
+	}
+	if (!found)
+		return 0;
+	npub_of(pk, npub, sizeof(npub));
+	snprintf(msg, msglen, "blocked: repository %s/%s is announced but its "
+	    "git data has not been pushed yet: push to http://%s/%s/%s.git, "
+	    "then send this event again", npub, d, pl->pl_cfg->domain, npub,
+	    d);
+	return 1;
+}
+
 static int
 check_announcement(const struct policy *pl, struct store *st,
     const struct event *ev, char *msg, size_t msglen)
@@ -467,7 +514,7 @@ check_announcement(const struct policy *pl, struct store *st,
 	const struct event_tag	*t;
 	struct policy_anns	 a;
 	char			 npub[NIP19_KEY_BUFSZ];
-	int			 nclone = 0, listed, rc;
+	int			 nclone = 0, listed, rc, in_clone, in_relays;
 	size_t			 i;
 
 	if (d == NULL) {
@@ -506,8 +553,9 @@ check_announcement(const struct policy *pl, struct store *st,
 		return 0;
 	}
 
-	listed = tag_lists_service(pl, ev, "clone") &&
-	    tag_lists_service(pl, ev, "relays");
+	in_clone = tag_lists_service(pl, ev, "clone");
+	in_relays = tag_lists_service(pl, ev, "relays");
+	listed = in_clone && in_relays;
 	if (listed && (cfg->repo_whitelist.n == 0 ||
 	    rule_matches(cfg->repo_whitelist.v, cfg->repo_whitelist.n,
 	    ev->pubkey, d->s)))
@@ -517,8 +565,13 @@ check_announcement(const struct policy *pl, struct store *st,
 		    "does not match repository whitelist. Repository %s/%s not "
 		    "in whitelist", npub, d->s);
 	else
+		/* Say which domain is expected, and where it is missing. */
 		snprintf(msg, msglen, "blocked: Announcement must list service "
-		    "in both 'clone' and 'relays' tags");
+		    "in both 'clone' and 'relays' tags: this service is %s, "
+		    "missing from %s (e.g. clone http://%s/%s/%s.git, relays "
+		    "ws://%s)", cfg->domain, !in_clone && !in_relays ? "both" :
+		    !in_clone ? "'clone'" : "'relays'", cfg->domain, npub,
+		    d->s, cfg->domain);
 
 	/*
 	 * The maintainer exception: the owner or a recursive maintainer of
@@ -690,6 +743,8 @@ policy_check(const struct policy *pl, struct store *st,
 		snprintf(msg, msglen, "error: database query failed");
 		return -1;
 	}
+	if (r == 0 && held_repo(pl, ev, msg, msglen))
+		return 0;
 	if (r == 0) {
 		if (ev->kind == KIND_PR || ev->kind == KIND_PR_UPDATE)
 			snprintf(msg, msglen, "blocked: PR event must reference "

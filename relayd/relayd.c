@@ -103,6 +103,25 @@ usage(int status)
 	exit(status);
 }
 
+/* 0 if a file can be created in the directory path, else -1 (errno). */
+static int
+dir_writable(const char *path)
+{
+	char	probe[4096];
+	int	fd;
+
+	if (snprintf(probe, sizeof(probe), "%s/.graspd-write-test.XXXXXX",
+	    path) >= (int)sizeof(probe)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if ((fd = mkstemp(probe)) == -1)
+		return -1;
+	close(fd);
+	unlink(probe);
+	return 0;
+}
+
 static int
 mkdir_p(const char *path)
 {
@@ -170,6 +189,11 @@ main(int argc, char *argv[])
 		ready_config_fail("%s", err);
 	if (mkdir_p(rd.cfg.relay_data_path) == -1)
 		fatal("cannot create %s", rd.cfg.relay_data_path);
+	/* Found now, not at the first announcement's repository. */
+	if (mkdir_p(rd.cfg.git_data_path) == -1 ||
+	    dir_writable(rd.cfg.git_data_path) == -1)
+		ready_config_fail("git_data_path %s: %s", rd.cfg.git_data_path,
+		    strerror(errno));
 	if (config_owner_key(&rd.cfg, sk, err, sizeof(err)) == -1) {
 		ready_config_fail("configuration: %s", err);
 	}

@@ -635,6 +635,8 @@ main(int argc, char *argv[])
 		return CONFIG_EXIT;
 	}
 	if (nflag) {
+		/* What a start would warn about, -n says too. */
+		config_warn_env();
 		if (sv_verbose) {
 			config_dump(&sv->sv_cfg, &b);
 			fputs(b.b_data, stdout);

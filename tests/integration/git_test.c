@@ -334,8 +334,9 @@ static void
 test_new_announcement_ok_but_not_served(void)
 {
 	struct wsc	*ws = conn();
-	struct event	*ann;
-	char		 d[32], msg[256];
+	struct event	*ann, *issue;
+	char		 d[32], msg[512], tags[256], want[128];
+	uint8_t		 sk[32], pk[32];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -347,6 +348,19 @@ test_new_announcement_ok_but_not_served(void)
 	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	T_EQ_INT(served(ws, ann->id_hex), 0);
+	/* An issue on it is refused, saying that the push is missing. */
+	key(1, sk, pk, NULL);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"]]",
+	    ann->pubkey_hex, d);
+	T_ASSERT((issue = event_new_signed(sk, time(NULL), 1621, tags,
+	    "an issue")) != NULL);
+	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 0);
+	snprintf(want, sizeof(want), "/%s is announced but its git data has "
+	    "not been pushed yet: push to http://%s/", d, dom());
+	if (strstr(msg, want) == NULL)
+		printf("# %s\n", msg);
+	T_CHECK(strncmp(msg, "blocked: ", 9) == 0 && strstr(msg, want));
+	event_destroy(issue);
 	event_destroy(ann);
 	wsc_close(ws);
 }
@@ -1137,8 +1151,10 @@ static void
 test_newer_unlisted_announcement_evicts_the_held_one(void)
 {
 	struct wsc	*ws = conn();
-	struct event	*ann, *unlisted;
-	char		 d[32], msg[256], path[512], *body = NULL;
+	struct event	*ann, *unlisted, *half;
+	char		 d[32], msg[512], path[512], want[160], url[512];
+	char		 tags[1024], *body = NULL;
+	uint8_t		 sk[32], pk[32];
 	int		 status = 0;
 
 	T_ASSERT(ws != NULL);
@@ -1157,6 +1173,23 @@ test_newer_unlisted_announcement_evicts_the_held_one(void)
 	T_EQ_INT(pub(ws, unlisted, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: Announcement must list service", 39) ==
 	    0);
+	/* The refusal names the domain it expects, and what lacks it. */
+	snprintf(want, sizeof(want), "this service is %s, missing from both",
+	    dom());
+	T_CHECK(strstr(msg, want) != NULL);
+	key(34, sk, pk, NULL);
+	gt_url(url, sizeof(url), dom(), pk, d);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"%s\"],"
+	    "[\"relays\",\"wss://elsewhere.example\"]]", d, url);
+	T_ASSERT((half = event_new_signed(sk, time(NULL) + 1, 30617, tags,
+	    "")) != NULL);
+	T_EQ_INT(pub(ws, half, msg, sizeof(msg)), 0);
+	snprintf(want, sizeof(want), "this service is %s, missing from "
+	    "'relays' (e.g. clone http://%s/", dom(), dom());
+	if (strstr(msg, want) == NULL)
+		printf("# %s\n", msg);
+	T_CHECK(strstr(msg, want) != NULL);
+	event_destroy(half);
 	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
 	T_EQ_INT(status, 404);
 	free(body);

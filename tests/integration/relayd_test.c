@@ -1201,6 +1201,37 @@ test_sigterm_stops_cleanly_and_sighup_is_ignored(void)
 	T_ASSERT(relayproc_restart(rp) == 0);
 }
 
+/*
+ * A git_data_path that cannot hold repositories (here a regular file,
+ * which root cannot write into either) stops relayd at its start with
+ * exit 78 and the path, not at the first announcement.
+ */
+static void
+test_unwritable_git_data_path_is_a_configuration_error(void)
+{
+	const char	*bin = getenv("GRASPD_BIN") ? getenv("GRASPD_BIN") :
+			    "bin";
+	char		 file[400], cmd[2048], *out = NULL;
+	FILE		*fp;
+	int		 port, rc;
+
+	snprintf(file, sizeof(file), "%s/not-a-dir", tmp);
+	T_ASSERT((fp = fopen(file, "w")) != NULL);
+	fclose(fp);
+	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
+	snprintf(cmd, sizeof(cmd), "NGIT_BIND_ADDRESS=127.0.0.1:%d "
+	    "NGIT_DOMAIN=127.0.0.1:%d NGIT_RELAY_DATA_PATH='%s/gdp-relay' "
+	    "NGIT_RUN_PATH='%s/gdp-run' NGIT_GIT_DATA_PATH='%s' NGIT_TEST=1 "
+	    "timeout 20 '%s/relayd' -d 2>&1", port, port, tmp, tmp, file,
+	    bin);
+	rc = ctl_run(cmd, &out);
+	T_EQ_INT(rc, 78);
+	T_CHECK(out != NULL && strstr(out, "git_data_path ") != NULL &&
+	    strstr(out, "not-a-dir: Not a directory") != NULL);
+	free(out);
+	unlink(file);
+}
+
 int
 main(void)
 {
@@ -1222,6 +1253,7 @@ main(void)
 		printf("not ok - relayd_start: relayd did not start\n");
 		return 1;
 	}
+	T_RUN(test_unwritable_git_data_path_is_a_configuration_error);
 	T_RUN(test_nip11_document);
 	T_RUN(test_cors_on_every_response_and_options_204);
 	T_RUN(test_announcement_listing_service_is_held_then_served_with_tags);

@@ -659,6 +659,13 @@ test_configtest_sample_and_broken_files(void)
 	T_EQ_INT(rc, 0);
 	T_CHECK(strstr(out, "configuration OK") != NULL);
 	free(out);
+	/* -n warns about an unknown NGIT_* variable as a start does. */
+	rc = run(&out, "cd '%s' && env -u NGIT_RUN_PATH NGIT_FROBNICATE=1 "
+	    "'%s/graspd' -n -f etc/graspd.conf", topdir, bindir);
+	T_EQ_INT(rc, 0);
+	T_CHECK(strstr(out, "NGIT_FROBNICATE is not a graspd setting") !=
+	    NULL);
+	free(out);
 	rc = run(&out, "cd '%s' && env -u NGIT_RUN_PATH '%s/graspd' -nv -f "
 	    "etc/graspd.conf", topdir, bindir);
 	T_EQ_INT(rc, 0);

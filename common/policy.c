@@ -499,8 +499,8 @@ held_repo(const struct policy *pl, const struct event *ev, char *msg,
 		return 0;
 	npub_of(pk, npub, sizeof(npub));
 	snprintf(msg, msglen, "blocked: repository %s/%s is announced but its "
-	    "git data has not been pushed yet: push to http://%s/%s/%s.git, "
-	    "then send this event again", npub, d, pl->pl_cfg->domain, npub,
+	    "git data has not been pushed yet: push to %s/%s/%s.git, then "
+	    "send this event again", npub, d, pl->pl_cfg->public_url, npub,
 	    d);
 	return 1;
 }
@@ -513,7 +513,7 @@ check_announcement(const struct policy *pl, struct store *st,
 	const struct estr	*d = event_tag_value(ev, "d");
 	const struct event_tag	*t;
 	struct policy_anns	 a;
-	char			 npub[NIP19_KEY_BUFSZ];
+	char			 npub[NIP19_KEY_BUFSZ], relay[512];
 	int			 nclone = 0, listed, rc, in_clone, in_relays;
 	size_t			 i;
 
@@ -564,14 +564,17 @@ check_announcement(const struct policy *pl, struct store *st,
 		snprintf(msg, msglen, "blocked: Announcement lists service but "
 		    "does not match repository whitelist. Repository %s/%s not "
 		    "in whitelist", npub, d->s);
-	else
-		/* Say which domain is expected, and where it is missing. */
+	else {
+		/* Say which domain is expected, and where it is missing;
+		 * the examples are the URLs people are shown. */
+		config_relay_url(cfg, relay, sizeof(relay));
 		snprintf(msg, msglen, "blocked: Announcement must list service "
 		    "in both 'clone' and 'relays' tags: this service is %s, "
-		    "missing from %s (e.g. clone http://%s/%s/%s.git, relays "
-		    "ws://%s)", cfg->domain, !in_clone && !in_relays ? "both" :
-		    !in_clone ? "'clone'" : "'relays'", cfg->domain, npub,
-		    d->s, cfg->domain);
+		    "missing from %s (e.g. clone %s/%s/%s.git, relays %s)",
+		    cfg->domain, !in_clone && !in_relays ? "both" : !in_clone ?
+		    "'clone'" : "'relays'", cfg->public_url, npub, d->s,
+		    relay);
+	}
 
 	/*
 	 * The maintainer exception: the owner or a recursive maintainer of

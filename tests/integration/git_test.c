@@ -2234,7 +2234,7 @@ test_grasp06_clone_tag_by_public_url(void)
 {
 	struct wsc	*ws = conn();
 	struct event	*ann, *pr;
-	char		 d[32], msg[256], dir[512], oid[41], c[41];
+	char		 d[32], msg[1024], dir[512], oid[41], c[41];
 	char		 purl[600], pub_url[700], spec[200], path[600];
 	char		*out = NULL;
 
@@ -2252,6 +2252,13 @@ test_grasp06_clone_tag_by_public_url(void)
 	T_EQ_INT(push(dir, purl, spec, &out), 0);
 	free(out);
 	T_EQ_INT(wait_served(ws, pr->id_hex, TMO), 1);
+	/* A refusal's examples are the public URLs too. */
+	event_destroy(ann);
+	next_d(d, sizeof(d));
+	ann = announcement(66, d, 0, "");
+	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 0);
+	T_CHECK(strstr(msg, "(e.g. clone " G06_PUBLIC "/") != NULL &&
+	    strstr(msg, "relays wss://git.example.test)") != NULL);
 	event_destroy(ann);
 	event_destroy(pr);
 	wsc_close(ws);

@@ -49,7 +49,6 @@ enum cfg_type {
 	CT_LOGLEVEL,
 };
 
-#define CK_RELOAD	0x01	/* takes effect on reload, not just restart */
 
 struct cfg_key {
 	const char	*ck_name;	/* environment spelling */
@@ -57,11 +56,16 @@ struct cfg_key {
 	size_t		 ck_off;	/* field in struct config */
 	const char	*ck_def;	/* default, as the file writes it */
 	long		 ck_min, ck_max;	/* CT_INT only */
-	int		 ck_flags;
 	const char	*ck_help;	/* the comment in etc/graspd.conf */
+	long		 ck_roles;	/* the roles a change restarts */
 };
 
 #define F(field)	offsetof(struct config, field)
+/* Roles a change of a key restarts; graspd.conf(5) RELOADING says the
+ * same (config_test compares them).  None: applied live (log_level). */
+#define R(r)		(1L << ROLE_##r)
+#define R_ROLES		(R(SYNCD) | R(DISCOVERYD) | R(HISTORYD))
+#define R_ALL		(R(RELAYD) | R_ROLES)
 
 /*
  * Every key graspd knows, in the order of etc/graspd.conf.  Defaults that
@@ -70,119 +74,158 @@ struct cfg_key {
  * config_owner_key().
  */
 static const struct cfg_key cfg_keys[] = {
-	{ "NGIT_DOMAIN", CT_DOMAIN, F(domain), "", 0, 0, 0,
-	  "Public host[:port] of this relay; empty means the bind address" },
-	{ "NGIT_PUBLIC_URL", CT_WEBBASE, F(public_url), "", 0, 0, 0,
+	{ "NGIT_DOMAIN", CT_DOMAIN, F(domain), "", 0, 0,
+	  "Public host[:port] of this relay; empty means the bind address",
+	  R_ALL },
+	{ "NGIT_PUBLIC_URL", CT_WEBBASE, F(public_url), "", 0, 0,
 	  "Public base URL, e.g. https://git.example.org; empty: "
-	  "http://<domain>" },
+	  "http://<domain>",
+	  R(RELAYD) },
 	{ "NGIT_BIND_ADDRESS", CT_BIND, F(bind_address), "127.0.0.1:7334",
-	  0, 0, 0,
-	  "Address and port to listen on; IPv6 is written [::1]:7334" },
+	  0, 0,
+	  "Address and port to listen on; IPv6 is written [::1]:7334",
+	  R(RELAYD) },
 	{ "NGIT_RELAY_DATA_PATH", CT_PATH, F(relay_data_path),
-	  "/var/lib/graspd/relay", 0, 0, 0,
-	  "Directory of the event database and the relay owner key file" },
+	  "/var/lib/graspd/relay", 0, 0,
+	  "Directory of the event database and the relay owner key file",
+	  R_ALL },
 	{ "NGIT_GIT_DATA_PATH", CT_PATH, F(git_data_path),
-	  "/var/lib/graspd/git", 0, 0, 0,
-	  "Directory of the hosted bare git repositories" },
-	{ "NGIT_RUN_PATH", CT_PATH, F(run_path), "/run/graspd", 0, 0, 0,
-	  "Directory of the control and message sockets" },
-	{ "NGIT_USER", CT_STR, F(user), "graspd", 0, 0, 0,
+	  "/var/lib/graspd/git", 0, 0,
+	  "Directory of the hosted bare git repositories",
+	  R(RELAYD) | R(SYNCD) },
+	{ "NGIT_RUN_PATH", CT_PATH, F(run_path), "/run/graspd", 0, 0,
+	  "Directory of the control and message sockets",
+	  R_ALL },
+	{ "NGIT_USER", CT_STR, F(user), "graspd", 0, 0,
 	  "User the roles run as when graspd starts as root; root keeps "
-	  "them root" },
-	{ "NGIT_RELAY_NAME", CT_STR, F(relay_name), "", 0, 0, 0,
-	  "NIP-11 relay name; empty means \"<domain> grasp relay\"" },
+	  "them root",
+	  R_ALL },
+	{ "NGIT_RELAY_NAME", CT_STR, F(relay_name), "", 0, 0,
+	  "NIP-11 relay name; empty means \"<domain> grasp relay\"",
+	  R(RELAYD) },
 	{ "NGIT_RELAY_DESCRIPTION", CT_STR, F(relay_description),
-	  "Git Nostr Relay - a grasp implementation", 0, 0, 0,
-	  "NIP-11 relay description" },
-	{ "NGIT_RELAY_CONTACT", CT_STR, F(relay_contact), "", 0, 0, 0,
-	  "NIP-11 contact of the operator (mailto: or https: URL, or npub)" },
-	{ "NGIT_RELAY_ICON", CT_WEBURL, F(relay_icon), "", 0, 0, 0,
+	  "Git Nostr Relay - a grasp implementation", 0, 0,
+	  "NIP-11 relay description",
+	  R(RELAYD) },
+	{ "NGIT_RELAY_CONTACT", CT_STR, F(relay_contact), "", 0, 0,
+	  "NIP-11 contact of the operator (mailto: or https: URL, or npub)",
+	  R(RELAYD) },
+	{ "NGIT_RELAY_ICON", CT_WEBURL, F(relay_icon), "", 0, 0,
 	  "NIP-11 icon URL; empty means <public_url>/icon.png, served "
-	  "built in" },
-	{ "NGIT_RELAY_OWNER_NSEC", CT_SECKEY, F(owner_sk), "", 0, 0, 0,
+	  "built in",
+	  R(RELAYD) },
+	/* conn.c signs the roles' NIP-42 answers with it too. */
+	{ "NGIT_RELAY_OWNER_NSEC", CT_SECKEY, F(owner_sk), "", 0, 0,
 	  "Relay secret key, nsec or hex; empty: .relay-owner.nsec in "
-	  "relay_data_path" },
-	{ "NGIT_REPOSITORY_WHITELIST", CT_REPOS, F(repo_whitelist), "", 0, 0, 0,
+	  "relay_data_path",
+	  R_ALL },
+	{ "NGIT_REPOSITORY_WHITELIST", CT_REPOS, F(repo_whitelist), "", 0, 0,
 	  "Host only these repositories: npub, npub/id or id, "
-	  "comma-separated" },
-	{ "NGIT_REPOSITORY_BLACKLIST", CT_REPOS, F(repo_blacklist), "", 0, 0, 0,
-	  "Never host these repositories (same forms); beats the whitelist" },
-	{ "NGIT_ARCHIVE_ALL", CT_BOOL, F(archive_all), "false", 0, 0, 0,
+	  "comma-separated",
+	  R(RELAYD) },
+	{ "NGIT_REPOSITORY_BLACKLIST", CT_REPOS, F(repo_blacklist), "", 0, 0,
+	  "Never host these repositories (same forms); beats the whitelist",
+	  R(RELAYD) },
+	{ "NGIT_ARCHIVE_ALL", CT_BOOL, F(archive_all), "false", 0, 0,
 	  "GRASP-05: archive every announcement, listing this service or not "
-	  "(storage risk)" },
-	{ "NGIT_ARCHIVE_WHITELIST", CT_REPOS, F(archive_whitelist), "", 0, 0, 0,
+	  "(storage risk)",
+	  R(RELAYD) },
+	{ "NGIT_ARCHIVE_WHITELIST", CT_REPOS, F(archive_whitelist), "", 0, 0,
 	  "GRASP-05: archive these repositories (npub, npub/id or id) even if "
-	  "they do not list this service" },
+	  "they do not list this service",
+	  R(RELAYD) },
 	{ "NGIT_ARCHIVE_GRASP_SERVICES", CT_DOMAINS, F(archive_grasp_services),
-	  "", 0, 0, 0,
+	  "", 0, 0,
 	  "GRASP-05: archive repositories cloned from these host[:port] "
-	  "services; not with the two above" },
+	  "services; not with the two above",
+	  R(RELAYD) },
 	{ "NGIT_ARCHIVE_READ_ONLY", CT_OPTBOOL, F(archive_read_only), "", 0, 0,
-	  0,
 	  "GRASP-05: refuse pushes to archived repositories; empty: true "
-	  "while archiving" },
-	{ "NGIT_EVENT_BLACKLIST", CT_KEYS, F(event_blacklist), "", 0, 0, 0,
-	  "Refuse every event by these authors: npub or hex, comma-separated" },
+	  "while archiving",
+	  R(RELAYD) },
+	{ "NGIT_EVENT_BLACKLIST", CT_KEYS, F(event_blacklist), "", 0, 0,
+	  "Refuse every event by these authors: npub or hex, comma-separated",
+	  R(RELAYD) },
 	{ "NGIT_MAX_CONNECTIONS", CT_INT, F(max_connections), "4096",
-	  1, 1048576, 0,
-	  "Most websocket connections served at once" },
+	  1, 1048576,
+	  "Most websocket connections served at once",
+	  R(RELAYD) },
 	{ "NGIT_MAX_CONNECTIONS_PER_IP", CT_INT, F(max_connections_per_ip),
-	  "64", 0, 1048576, 0,
-	  "Most websocket connections from one IP address; 0 is no limit" },
+	  "64", 0, 1048576,
+	  "Most websocket connections from one IP address; 0 is no limit",
+	  R(RELAYD) },
 	{ "NGIT_MAX_EVENTS_PER_MINUTE", CT_INT, F(max_events_per_minute), "60",
-	  0, 1000000, 0,
+	  0, 1000000,
 	  "Most events one client connection may send per minute; 0 is no "
-	  "limit" },
+	  "limit",
+	  R(RELAYD) },
 	{ "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP", CT_INT,
-	  F(max_events_per_minute_per_ip), "600", 0, 100000000, 0,
+	  F(max_events_per_minute_per_ip), "600", 0, 100000000,
 	  "Most events per minute from one IP address, all connections; 0 is "
-	  "no limit" },
-	{ "NGIT_LOG_LEVEL", CT_LOGLEVEL, F(log_level), "info", 0, 0, CK_RELOAD,
-	  "Most verbose log level: error, warn, info or debug" },
-	{ "NGIT_TEST", CT_BOOL, F(test), "false", 0, 0, 0,
+	  "no limit",
+	  R(RELAYD) },
+	{ "NGIT_LOG_LEVEL", CT_LOGLEVEL, F(log_level), "info", 0, 0,
+	  "Most verbose log level: error, warn, info or debug",
+	  0 },
+	{ "NGIT_TEST", CT_BOOL, F(test), "false", 0, 0,
 	  "Test timing: periodic work every 200 ms, long delays 60 times "
-	  "shorter" },
-	{ "NGIT_METRICS_ENABLED", CT_BOOL, F(metrics_enabled), "true", 0, 0, 0,
-	  "Serve Prometheus metrics at /metrics on the relay port" },
-	{ "NGIT_SYNC_ENABLED", CT_BOOL, F(sync_enabled), "true", 0, 0, 0,
-	  "Sync hosted repositories' events from other relays (GRASP-02)" },
+	  "shorter",
+	  R_ALL },
+	{ "NGIT_METRICS_ENABLED", CT_BOOL, F(metrics_enabled), "true", 0, 0,
+	  "Serve Prometheus metrics at /metrics on the relay port",
+	  R(RELAYD) },
+	{ "NGIT_SYNC_ENABLED", CT_BOOL, F(sync_enabled), "true", 0, 0,
+	  "Sync hosted repositories' events from other relays (GRASP-02)",
+	  R_ALL },
 	{ "NGIT_SYNC_BOOTSTRAP_RELAY_URL", CT_URL, F(sync_bootstrap_relay_url),
-	  "", 0, 0, 0,
-	  "Relay to start sync and discovery from; wss:// if no scheme" },
+	  "", 0, 0,
+	  "Relay to start sync and discovery from; wss:// if no scheme",
+	  R(SYNCD) | R(DISCOVERYD) },
 	{ "NGIT_SYNC_BASE_BACKOFF_SECS", CT_INT, F(sync_base_backoff_secs), "5",
-	  1, 86400, 0,
+	  1, 86400,
 	  "First reconnect delay and connect timeout for other relays, "
-	  "seconds" },
+	  "seconds",
+	  R_ROLES },
 	{ "NGIT_SYNC_MAX_BACKOFF_SECS", CT_INT, F(sync_max_backoff_secs),
-	  "3600", 1, 604800, 0,
-	  "Longest reconnect delay for other relays, seconds" },
+	  "3600", 1, 604800,
+	  "Longest reconnect delay for other relays, seconds",
+	  R_ROLES },
 	{ "NGIT_SYNC_DISABLE_NEGENTROPY", CT_BOOL, F(sync_disable_negentropy),
-	  "false", 0, 0, 0,
-	  "Sync with REQ and EOSE only, never NIP-77 negentropy" },
+	  "false", 0, 0,
+	  "Sync with REQ and EOSE only, never NIP-77 negentropy",
+	  R(SYNCD) },
 	{ "NGIT_SYNC_ALLOW_PRIVATE_TARGETS", CT_BOOL,
-	  F(sync_allow_private_targets), "false", 0, 0, 0,
+	  F(sync_allow_private_targets), "false", 0, 0,
 	  "Let sync dial loopback and private addresses (tests, private "
-	  "networks)" },
+	  "networks)",
+	  R_ROLES },
 	{ "NGIT_SYNC_PLUS_ENABLED", CT_BOOL, F(sync_plus_enabled), "true",
-	  0, 0, 0,
-	  "Proactive sync plus (GRASP-03): follow participants' mailboxes" },
+	  0, 0,
+	  "Proactive sync plus (GRASP-03): follow participants' mailboxes",
+	  R_ALL },
 	{ "NGIT_SYNC_PLUS_USER_INDEX_RELAYS", CT_URLS,
-	  F(sync_plus_user_index_relays), "", 0, 0, 0,
-	  "Relays to look up authors' kind 0 and 10002 on, comma-separated" },
+	  F(sync_plus_user_index_relays), "", 0, 0,
+	  "Relays to look up authors' kind 0 and 10002 on, comma-separated",
+	  R(DISCOVERYD) },
 	{ "NGIT_SYNC_PLUS_FALLBACK_RELAYS", CT_URLS,
-	  F(sync_plus_fallback_relays), "", 0, 0, 0,
-	  "Mailboxes for authors found without a relay list, comma-separated" },
-	{ "NGIT_PRIVATE_MODE", CT_BOOL, F(private_mode), "false", 0, 0, 0,
-	  "Private instance: no repository-scoped probes of owners' inboxes" },
-	{ "NGIT_GRASP06_ENABLE", CT_BOOL, F(grasp06_enable), "false", 0, 0, 0,
+	  F(sync_plus_fallback_relays), "", 0, 0,
+	  "Mailboxes for authors found without a relay list, comma-separated",
+	  R_ROLES },
+	{ "NGIT_PRIVATE_MODE", CT_BOOL, F(private_mode), "false", 0, 0,
+	  "Private instance: no repository-scoped probes of owners' inboxes",
+	  R(HISTORYD) },
+	{ "NGIT_GRASP06_ENABLE", CT_BOOL, F(grasp06_enable), "false", 0, 0,
 	  "Serve contributors' pull request refs at /prs/<npub>/<d>.git "
-	  "(GRASP-06)" },
+	  "(GRASP-06)",
+	  R(RELAYD) },
 	{ "NGIT_GRASP06_MAX_BYTES_PER_REF", CT_INT,
-	  F(grasp06_max_bytes_per_ref), "52428800", 1, INT_MAX, 0,
-	  "Most bytes a /prs/ push may send per ref it writes (GRASP-06)" },
+	  F(grasp06_max_bytes_per_ref), "52428800", 1, INT_MAX,
+	  "Most bytes a /prs/ push may send per ref it writes (GRASP-06)",
+	  R(RELAYD) },
 	{ "NGIT_GRASP06_MAX_BYTES_PER_SIGNER", CT_INT,
-	  F(grasp06_max_bytes_per_signer), "524288000", 1, INT_MAX, 0,
-	  "Most bytes one signer's /prs/ repositories may hold (GRASP-06)" },
+	  F(grasp06_max_bytes_per_signer), "524288000", 1, INT_MAX,
+	  "Most bytes one signer's /prs/ repositories may hold (GRASP-06)",
+	  R(RELAYD) },
 };
 
 #define CFG_NKEYS	(sizeof(cfg_keys) / sizeof(cfg_keys[0]))
@@ -1407,7 +1450,7 @@ config_key_reloadable(const char *name)
 
 	if ((k = cfg_lookup(name)) == NULL)
 		return -1;
-	return (k->ck_flags & CK_RELOAD) != 0;
+	return k->ck_roles == 0;
 }
 
 void
@@ -1447,77 +1490,15 @@ config_key_info(size_t i, const char **name, const char **def,
 	return 0;
 }
 
-/* What each key's change restarts; graspd.conf(5) RELOAD says the same. */
-#define R(r)		(1L << ROLE_##r)
-#define R_ROLES		(R(SYNCD) | R(DISCOVERYD) | R(HISTORYD))
-#define R_ALL		(R(RELAYD) | R_ROLES)
-static const struct {
-	const char	*name;
-	long		 roles;
-} key_roles[] = {
-	{ "NGIT_DOMAIN",			R_ALL },
-	{ "NGIT_BIND_ADDRESS",			R(RELAYD) },
-	{ "NGIT_RELAY_DATA_PATH",		R_ALL },
-	{ "NGIT_GIT_DATA_PATH",			R(RELAYD) | R(SYNCD) },
-	{ "NGIT_RUN_PATH",			R_ALL },
-	{ "NGIT_RELAY_NAME",			R(RELAYD) },
-	{ "NGIT_RELAY_DESCRIPTION",		R(RELAYD) },
-	/* conn.c signs NIP-42 answers of the roles with it too. */
-	{ "NGIT_RELAY_OWNER_NSEC",		R_ALL },
-	{ "NGIT_REPOSITORY_WHITELIST",		R(RELAYD) },
-	{ "NGIT_REPOSITORY_BLACKLIST",		R(RELAYD) },
-	{ "NGIT_EVENT_BLACKLIST",		R(RELAYD) },
-	{ "NGIT_MAX_CONNECTIONS",		R(RELAYD) },
-	{ "NGIT_MAX_EVENTS_PER_MINUTE",		R(RELAYD) },
-	{ "NGIT_LOG_LEVEL",			0 },
-	{ "NGIT_TEST",				R_ALL },
-	{ "NGIT_METRICS_ENABLED",		R(RELAYD) },
-	{ "NGIT_SYNC_ENABLED",			R_ALL },
-	{ "NGIT_SYNC_BOOTSTRAP_RELAY_URL",	R(SYNCD) | R(DISCOVERYD) },
-	{ "NGIT_SYNC_BASE_BACKOFF_SECS",	R_ROLES },
-	{ "NGIT_SYNC_MAX_BACKOFF_SECS",		R_ROLES },
-	{ "NGIT_SYNC_DISABLE_NEGENTROPY",	R(SYNCD) },
-	{ "NGIT_SYNC_ALLOW_PRIVATE_TARGETS",	R_ROLES },
-	{ "NGIT_SYNC_PLUS_ENABLED",		R_ALL },
-	{ "NGIT_SYNC_PLUS_USER_INDEX_RELAYS",	R(DISCOVERYD) },
-	{ "NGIT_SYNC_PLUS_FALLBACK_RELAYS",	R_ROLES },
-	{ "NGIT_PRIVATE_MODE",			R(HISTORYD) },
-	/* The pages, NIP-11, the write policy's and NIP-42's URL match. */
-	{ "NGIT_PUBLIC_URL",			R(RELAYD) },
-	{ "NGIT_RELAY_CONTACT",			R(RELAYD) },
-	{ "NGIT_RELAY_ICON",			R(RELAYD) },
-	/* Every role runs as it. */
-	{ "NGIT_USER",				R_ALL },
-	/* Write policy and push authorisation; the other roles follow what
-	 * relayd stores. */
-	{ "NGIT_ARCHIVE_ALL",			R(RELAYD) },
-	{ "NGIT_ARCHIVE_WHITELIST",		R(RELAYD) },
-	{ "NGIT_ARCHIVE_GRASP_SERVICES",	R(RELAYD) },
-	{ "NGIT_ARCHIVE_READ_ONLY",		R(RELAYD) },
-	{ "NGIT_GRASP06_ENABLE",		R(RELAYD) },
-	{ "NGIT_GRASP06_MAX_BYTES_PER_REF",	R(RELAYD) },
-	{ "NGIT_GRASP06_MAX_BYTES_PER_SIGNER",	R(RELAYD) },
-	{ "NGIT_MAX_CONNECTIONS_PER_IP",	R(RELAYD) },
-	{ "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP",	R(RELAYD) },
-};
-
 long
 config_key_roles(const char *name)
 {
 	const struct cfg_key	*k;
-	size_t			 i;
 
 	if ((k = cfg_lookup(name)) == NULL)
 		return -1;
-	for (i = 0; i < sizeof(key_roles) / sizeof(key_roles[0]); i++)
-		if (strcmp(key_roles[i].name, k->ck_name) == 0)
-			return key_roles[i].roles;
-	/* config_test checks that every key has its line above. */
-	return -1;
+	return k->ck_roles;
 }
-#undef R
-#undef R_ROLES
-#undef R_ALL
 
 int
 config_reload_log_level(struct config *cfg, const char *file)

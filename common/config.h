@@ -197,7 +197,8 @@ int	config_key_info(size_t i, const char **name, const char **def,
 
 /*
  * Returns 1 if a changed value of the key named name (either spelling)
- * takes effect on reload, 0 if it needs a restart, -1 if no such key.
+ * takes effect on reload (config_key_roles() is 0: it restarts no role),
+ * 0 if it needs a restart, -1 if no such key.
  */
 int	config_key_reloadable(const char *name);
 

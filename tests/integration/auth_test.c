@@ -111,22 +111,6 @@ send_auth(struct wsc *ws, const struct event *ev, char *msg, size_t msglen)
 	return send_auth_json(ws, ev->json, ev->id_hex, msg, msglen);
 }
 
-/* Publishes and returns 1/0 for OK true/false, -1 for no answer. */
-static int
-pub(struct wsc *ws, const struct event *ev, char *msg, size_t msglen)
-{
-	int	 ok = -1;
-	char	*m = NULL;
-
-	if (ev == NULL)
-		return -1;
-	if (nostr_publish(ws, ev, TMO, &ok, &m) == -1)
-		ok = -1;
-	snprintf(msg, msglen, "%s", m ? m : "");
-	free(m);
-	return ok;
-}
-
 static int
 stored(struct wsc *ws, const char *id)
 {
@@ -177,7 +161,7 @@ test_good_auth_then_protected_event_accepted(void)
 	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "");
 	ev = protected_list(1);
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(stored(ws, ev->id_hex), 1);
 	/* NIP-42: the AUTH event itself is never stored or served. */
 	T_EQ_INT(stored(ws, au->id_hex), 0);
@@ -195,7 +179,7 @@ test_protected_event_without_auth_refused(void)
 
 	T_ASSERT(ws != NULL);
 	ev = protected_list(2);
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "auth-required: ", 15) == 0);
 	T_EQ_INT(stored(ws, ev->id_hex), 0);
 	event_destroy(ev);
@@ -213,17 +197,17 @@ test_protected_event_of_another_key_restricted(void)
 	au = auth_event(3, time(NULL), AUTH_KIND, relayproc_url(rp), ch);
 	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 1);
 	ev = protected_list(4);
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "restricted: ", 12) == 0);
 	event_destroy(au);
 	/* A second key on the same connection: now its author is in. */
 	au = auth_event(4, time(NULL), AUTH_KIND, relayproc_url(rp), ch);
 	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 1);
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 	/* ... and the first still counts. */
 	ev = protected_list(3);
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 	event_destroy(au);
 	wsc_close(ws);
@@ -242,9 +226,9 @@ test_auth_is_per_connection(void)
 	T_EQ_INT(send_auth(w2, au, msg, sizeof(msg)), 0);
 	T_EQ_INT(send_auth(w1, au, msg, sizeof(msg)), 1);
 	ev = protected_list(5);
-	T_EQ_INT(pub(w2, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(w2, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "auth-required: ", 15) == 0);
-	T_EQ_INT(pub(w1, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(w1, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(au);
 	event_destroy(ev);
 	wsc_close(w1);
@@ -266,7 +250,7 @@ test_auth_then_event_in_one_write_keeps_order(void)
 	/* No wait for the AUTH's OK: the EVENT must see its result. */
 	buf_printf(&b, "[\"AUTH\",%s]", au->json);
 	T_ASSERT(wsc_send_text(ws, b.b_data, b.b_len) == 0);
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	buf_free(&b);
 	event_destroy(au);
 	event_destroy(ev);
@@ -341,7 +325,7 @@ test_bad_auth_events_refused(void)
 	free(s);
 	/* None of those authenticated key 7. */
 	ev = protected_list(7);
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "auth-required: ", 15) == 0);
 	event_destroy(ev);
 	/* The good one still works on the same connection. */
@@ -367,7 +351,7 @@ test_protected_event_still_subject_to_write_policy(void)
 	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 1);
 	/* A note about nothing hosted here: the policy refuses it. */
 	ev = signed_by(8, time(NULL), 1, "[[\"-\"]]");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
 	T_EQ_INT(stored(ws, ev->id_hex), 0);
 	event_destroy(ev);

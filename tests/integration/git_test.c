@@ -92,23 +92,6 @@ signed_by(int n, int64_t created_at, uint32_t kind, const char *tags,
 	return event_new_signed(sk, created_at, kind, tags, content);
 }
 
-/* Publishes: 1/0 for OK true/false (message in msg), -1 for none. */
-static int
-pub(struct wsc *ws, const struct event *ev, char *msg, size_t msglen)
-{
-	int	 ok = -1;
-	char	*m = NULL;
-
-	if (ev == NULL)
-		return -1;
-	if (nostr_publish(ws, ev, TMO, &ok, &m) == -1)
-		ok = -1;
-	if (msg)
-		snprintf(msg, msglen, "%s", m ? m : "");
-	free(m);
-	return ok;
-}
-
 static int
 served(struct wsc *ws, const char *id)
 {
@@ -255,8 +238,8 @@ serve_repo(struct wsc *ws, int n, const char *d, const char *extra,
 
 	key(n, sk, NULL, NULL);
 	workdir(dir, dirlen);
-	if (pub(ws, ann, msg, sizeof(msg)) != 1 || strcmp(msg, MSG_HELD) !=
-	    0) {
+	if (nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)) != 1 ||
+	    strcmp(msg, MSG_HELD) != 0) {
 		printf("# serve_repo: announcement: %s\n", msg);
 		goto done;
 	}
@@ -341,11 +324,11 @@ test_new_announcement_ok_but_not_served(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(1, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	T_EQ_INT(served(ws, ann->id_hex), 0);
 	/* Sent again: the same answer, still held. */
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	T_EQ_INT(served(ws, ann->id_hex), 0);
 	/* An issue on it is refused, saying that the push is missing. */
@@ -354,7 +337,7 @@ test_new_announcement_ok_but_not_served(void)
 	    ann->pubkey_hex, d);
 	T_ASSERT((issue = event_new_signed(sk, time(NULL), 1621, tags,
 	    "an issue")) != NULL);
-	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 0);
 	snprintf(want, sizeof(want), "/%s is announced but its git data has "
 	    "not been pushed yet: push to http://%s/", d, dom());
 	if (strstr(msg, want) == NULL)
@@ -375,7 +358,7 @@ test_git_endpoint_works_for_purgatory_repo(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(2, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	adv = advertisement(2, d, &hdrs);
 	T_ASSERT(adv != NULL);
 	T_CHECK(strncmp(adv, "001e# service=git-upload-pack\n0000", 34) == 0);
@@ -403,15 +386,15 @@ test_state_held_until_push_then_both_served(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(3, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_ASSERT(local_repo(dir, sizeof(dir), "hello\n", oid) == 0);
 	st = state(3, d, "main", "refs/heads/main", oid, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	T_EQ_INT(served(ws, st->id_hex), 0);
 	T_EQ_INT(served(ws, ann->id_hex), 0);
 	/* The same state again is a duplicate in purgatory. */
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "duplicate: in purgatory");
 
 	url_of(3, d, url, sizeof(url));
@@ -443,7 +426,7 @@ test_push_rejected_without_state(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(4, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_ASSERT(local_repo(dir, sizeof(dir), "x\n", oid) == 0);
 	url_of(4, d, url, sizeof(url));
 	out = NULL;
@@ -474,12 +457,12 @@ test_push_of_wrong_commit_rejected(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(6, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_ASSERT(local_repo(dir, sizeof(dir), "a\n", a) == 0);
 	T_ASSERT(gt_commit(dir, "file.txt", "b\n", "second", b) == 0);
 	/* The state names the first commit; the push brings the second. */
 	st = state(6, d, "main", "refs/heads/main", a, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	url_of(6, d, url, sizeof(url));
 	T_CHECK(push(dir, url, "main", &out) != 0);
 	T_CHECK(out && strstr(out, "authorisation failed: 1 state event(s) "
@@ -516,11 +499,11 @@ test_maintainer_and_recursive_maintainer_states_authorise(void)
 	next_d(d, sizeof(d));
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexm);
 	ann = announcement(10, d, 1, m);
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	T_ASSERT(local_repo(dir, sizeof(dir), "by a maintainer\n", oid) == 0);
 	st = state(11, d, "main", "refs/heads/main", oid, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	url_of(10, d, url, sizeof(url));
 	T_EQ_INT(push(dir, url, "main", &out), 0);
@@ -535,16 +518,16 @@ test_maintainer_and_recursive_maintainer_states_authorise(void)
 	next_d(d, sizeof(d));
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexm);
 	ann = announcement(10, d, 1, m);
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexr);
 	mann = announcement(11, d, 0, m);
 	/* Accepted through the held announcement (maintainer exception). */
-	T_EQ_INT(pub(ws, mann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, mann, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "");
 	T_ASSERT(local_repo(dir, sizeof(dir), "by a maintainer's "
 	    "maintainer\n", oid) == 0);
 	st = state(12, d, "main", "refs/heads/main", oid, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	url_of(10, d, url, sizeof(url));
 	T_EQ_INT(push(dir, url, "main", &out), 0);
@@ -568,10 +551,10 @@ test_non_maintainer_state_ignored_push_rejected(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(13, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_ASSERT(local_repo(dir, sizeof(dir), "stranger\n", oid) == 0);
 	st = state(14, d, "main", "refs/heads/main", oid, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "invalid: author not authorized for this repository");
 	url_of(13, d, url, sizeof(url));
 	T_CHECK(push(dir, url, "main", &out) != 0);
@@ -593,13 +576,13 @@ test_deletion_by_id_removes_held_state(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(15, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_ASSERT(local_repo(dir, sizeof(dir), "deleted\n", oid) == 0);
 	st = state(15, d, "main", "refs/heads/main", oid, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", st->id_hex);
 	del = signed_by(15, time(NULL), 5, tags, "");
-	T_EQ_INT(pub(ws, del, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, del, TMO, msg, sizeof(msg)), 1);
 	url_of(15, d, url, sizeof(url));
 	T_CHECK(push(dir, url, "main", &out) != 0);
 	T_CHECK(out && strstr(out, "No state events in purgatory"));
@@ -625,14 +608,14 @@ test_deletion_by_coordinate_removes_maintainers_held_state(void)
 	next_d(d, sizeof(d));
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexm);
 	ann = announcement(16, d, 1, m);
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_ASSERT(local_repo(dir, sizeof(dir), "maintainer\n", oid) == 0);
 	st = state(17, d, "main", "refs/heads/main", oid, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30618:%s:%s\"]]", hexm, d);
 	del = signed_by(17, time(NULL) + 1, 5, tags, "");
-	T_EQ_INT(pub(ws, del, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, del, TMO, msg, sizeof(msg)), 1);
 	url_of(16, d, url, sizeof(url));
 	T_CHECK(push(dir, url, "main", &out) != 0);
 	T_CHECK(out && strstr(out, "No state events in purgatory"));
@@ -681,12 +664,12 @@ test_pr_held_until_its_commit_is_pushed(void)
 	    0);
 	T_ASSERT(gt_commit(dir, "file.txt", "a change\n", "change", c) == 0);
 	pr = pr_event(21, 20, d, c);
-	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
 	snprintf(expect, sizeof(expect), "purgatory: PR event stored, waiting "
 	    "for git push with commit %s", c);
 	T_EQ_STR(msg, expect);
 	T_EQ_INT(served(ws, pr->id_hex), 0);
-	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "duplicate: in purgatory");
 	url_of(20, d, url, sizeof(url));
 	snprintf(ref, sizeof(ref), "HEAD:refs/nostr/%s", pr->id_hex);
@@ -733,7 +716,7 @@ test_refs_nostr_rules(void)
 	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", w, pr->id_hex);
 	T_CHECK(wait_advertised(22, d, needle, TMO));
 	/* The event names another commit: the wrong ref goes. */
-	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
 	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
 	for (end = wsc_now_ms() + TMO; !gone && wsc_now_ms() < end; ) {
 		char *adv = advertisement(22, d, NULL);
@@ -775,7 +758,7 @@ test_head_follows_state_with_existing_commit(void)
 	sleep(1);
 	st = state(24, d, "develop", "refs/heads/main", oid,
 	    "refs/heads/develop", oid, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "");
 	T_EQ_INT(served(ws, st->id_hex), 1);
 	T_CHECK(wait_advertised(24, d, "symref=HEAD:refs/heads/develop",
@@ -804,7 +787,7 @@ test_head_follows_state_after_push_of_new_branch(void)
 	sleep(1);
 	st = state(25, d, "feature", "refs/heads/main", oid,
 	    "refs/heads/feature", f, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	url_of(25, d, url, sizeof(url));
 	T_EQ_INT(push(dir, url, "feature", &out), 0);
@@ -829,7 +812,7 @@ test_repository_pages_and_advertisement(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(26, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	path_of(26, d, "/info/refs?service=git-upload-pack", path,
 	    sizeof(path));
 	T_ASSERT(get(path, NULL, &status, &hdrs, &body) == 0);
@@ -868,7 +851,7 @@ test_repository_pages_and_advertisement(void)
 	/* An identifier with a space arrives percent-decoded. */
 	event_destroy(ann);
 	ann = announcement(26, "with space", 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	path_of(26, "with%20space", "/info/refs?service=git-upload-pack",
 	    path, sizeof(path));
 	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
@@ -1006,7 +989,7 @@ test_cors_on_git_routes_and_options(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(29, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		hdrs = body = NULL;
 		status = 0;
@@ -1128,7 +1111,7 @@ test_large_push_streams_chunked(void)
 	T_ASSERT(gt_rev(dir, "HEAD", big) == 0);
 	sleep(1);
 	st = state(31, d, "main", "refs/heads/main", big, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	url_of(31, d, url, sizeof(url));
 	T_EQ_INT(push(dir, url, "main", &out), 0);
@@ -1160,7 +1143,7 @@ test_newer_unlisted_announcement_evicts_the_held_one(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(34, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	path_of(34, d, "/info/refs?service=git-upload-pack", path,
 	    sizeof(path));
 	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
@@ -1170,7 +1153,7 @@ test_newer_unlisted_announcement_evicts_the_held_one(void)
 	/* The owner drops this service: refused, and the held one goes. */
 	sleep(1);
 	unlisted = announcement(34, d, 0, "");
-	T_EQ_INT(pub(ws, unlisted, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, unlisted, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: Announcement must list service", 39) ==
 	    0);
 	/* The refusal names the domain it expects, and what lacks it. */
@@ -1183,7 +1166,7 @@ test_newer_unlisted_announcement_evicts_the_held_one(void)
 	    "[\"relays\",\"wss://elsewhere.example\"]]", d, url);
 	T_ASSERT((half = event_new_signed(sk, time(NULL) + 1, 30617, tags,
 	    "")) != NULL);
-	T_EQ_INT(pub(ws, half, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, half, TMO, msg, sizeof(msg)), 0);
 	snprintf(want, sizeof(want), "this service is %s, missing from "
 	    "'relays' (e.g. clone http://%s/", dom(), dom());
 	if (strstr(msg, want) == NULL)
@@ -1235,12 +1218,12 @@ test_purgatory_survives_kill9(void)
 	next_d(d2, sizeof(d2));
 	ann1 = announcement(32, d1, 1, "");
 	ann2 = announcement(32, d2, 1, "");
-	T_EQ_INT(pub(ws, ann1, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann1, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
-	T_EQ_INT(pub(ws, ann2, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann2, TMO, msg, sizeof(msg)), 1);
 	T_ASSERT(local_repo(dir, sizeof(dir), "survivor\n", oid) == 0);
 	st = state(32, d1, "main", "refs/heads/main", oid, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	wsc_drop(ws);
 
@@ -1252,9 +1235,9 @@ test_purgatory_survives_kill9(void)
 	/* Still held, still not served. */
 	T_EQ_INT(served(ws, ann1->id_hex), 0);
 	T_EQ_INT(served(ws, ann2->id_hex), 0);
-	T_EQ_INT(pub(ws, ann2, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann2, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "duplicate: in purgatory");
 	/* The held state still authorises the push, which releases. */
 	url_of(32, d1, url, sizeof(url));
@@ -1280,11 +1263,11 @@ test_held_announcement_expires_and_loses_its_repository(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ann = announcement(33, d, 1, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	/* A state whose commit exists nowhere: it will expire too. */
 	st = state(33, d, "main", "refs/heads/main",
 	    "0123456789abcdef0123456789abcdef01234567", NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	path_of(33, d, "/info/refs?service=git-upload-pack", path,
 	    sizeof(path));
@@ -1301,7 +1284,7 @@ test_held_announcement_expires_and_loses_its_repository(void)
 	T_EQ_INT(status, 404);
 	T_EQ_INT(served(ws, ann->id_hex), 0);
 	/* Sent again, it is held again with a new repository. */
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	body = NULL;
 	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
@@ -1314,9 +1297,9 @@ test_held_announcement_expires_and_loses_its_repository(void)
 	 */
 	T_ASSERT(ingest(st) == 0);
 	usleep(300000);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "duplicate: in purgatory");
 	event_destroy(ann);
 	event_destroy(st);
@@ -1415,9 +1398,9 @@ shapes_setup(void)
 	sleep(1);
 	st = state(SH_KEY, sh.d, "main", "refs/heads/main", sh.base,
 	    "refs/heads/dev", sh.base, "refs/tags/v1", sh.base, NULL);
-	if (pub(ws, st, msg, sizeof(msg)) != 1 || !wait_advertised(SH_KEY,
-	    sh.d, "refs/tags/v1", TMO) || !wait_advertised(SH_KEY, sh.d,
-	    "refs/heads/dev", TMO)) {
+	if (nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)) != 1 ||
+	    !wait_advertised(SH_KEY, sh.d, "refs/tags/v1", TMO) ||
+	    !wait_advertised(SH_KEY, sh.d, "refs/heads/dev", TMO)) {
 		printf("# shapes_setup: dev and v1 not aligned (%s)\n", msg);
 		goto done;
 	}
@@ -1693,7 +1676,7 @@ test_state_authorises_deletion_and_force_push(void)
 	sleep(1);
 	st = state(SH_KEY + 1, d, "main", "refs/heads/main", base,
 	    "refs/heads/dev", base, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	event_destroy(st);
 	T_ASSERT(wait_advertised(SH_KEY + 1, d, "refs/heads/dev", TMO));
 	/* Not a descendant of base: a rewrite. */
@@ -1706,7 +1689,7 @@ test_state_authorises_deletion_and_force_push(void)
 	T_CHECK(push_refused(dir, url, needle, "authorisation failed"));
 	sleep(1);
 	st = state(SH_KEY + 1, d, "main", "refs/heads/main", y, NULL);
-	T_EQ_INT(pub(ws, st, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	T_EQ_INT(gt_git(dir, &out, "push", "--porcelain", url, needle,
 	    ":refs/heads/dev", NULL), 0);
@@ -1924,7 +1907,7 @@ test_grasp06_known_pr_must_be_the_paths(void)
 	    0);
 	T_ASSERT(gt_commit(dir, "file.txt", "pr\n", "pr", c) == 0);
 	pr = pr_event(53, 52, d, c);
-	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
 	snprintf(ref, sizeof(ref), "%s:refs/nostr/%s", c, pr->id_hex);
 	/* Another signer's path, or another identifier. */
 	prs_url(54, d, "", url, sizeof(url), NULL, 0);
@@ -2150,7 +2133,7 @@ test_grasp06_push_releases_and_mirrors(void)
 	 * ref is mirrored into the announced repository. */
 	T_ASSERT(gt_commit(dir, "file.txt", "one\n", "one", c) == 0);
 	pr = pr_cloned(61, 60, d, c, purl);
-	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
 	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
 	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c, pr->id_hex);
 	T_EQ_INT(push(dir, purl, spec, &out), 0);
@@ -2167,7 +2150,7 @@ test_grasp06_push_releases_and_mirrors(void)
 	T_EQ_INT(push(dir, purl, spec, &out), 0);
 	free(out);
 	out = NULL;
-	T_EQ_INT(pub(ws, pr2, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr2, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(wait_served(ws, pr2->id_hex, TMO), 1);
 	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c2, pr2->id_hex);
 	T_CHECK(wait_advertised(60, d, needle, TMO));
@@ -2184,7 +2167,7 @@ test_grasp06_push_releases_and_mirrors(void)
 		    "[\"E\",\"%s\"],[\"P\",\"%s\"],[\"c\",\"%s\"],"
 		    "[\"clone\",\"%s\"]]", hex, d, pr->id_hex, hex, c2, purl);
 		up = signed_by(61, time(NULL), 1619, tags, "");
-		T_EQ_INT(pub(ws, up, msg, sizeof(msg)), 1);
+		T_EQ_INT(nostr_publish_msg(ws, up, TMO, msg, sizeof(msg)), 1);
 		T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
 		snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c2,
 		    up->id_hex);
@@ -2209,7 +2192,7 @@ test_grasp06_push_releases_and_mirrors(void)
 	T_EQ_INT(push(dir, purl, spec, &out), 0);
 	free(out);
 	out = NULL;
-	T_EQ_INT(pub(ws, pr3, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr3, TMO, msg, sizeof(msg)), 1);
 	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
 	snprintf(needle, sizeof(needle), "refs/nostr/%s", pr3->id_hex);
 	T_EQ_INT(gt_git(dir, &out, "ls-remote", purl, NULL), 0);
@@ -2246,7 +2229,7 @@ test_grasp06_clone_tag_by_public_url(void)
 	snprintf(pub_url, sizeof(pub_url), "%s%s", G06_PUBLIC, path);
 	T_ASSERT(gt_commit(dir, "file.txt", "public\n", "public", c) == 0);
 	pr = pr_cloned(67, 66, d, c, pub_url);
-	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
 	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
 	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c, pr->id_hex);
 	T_EQ_INT(push(dir, purl, spec, &out), 0);
@@ -2256,7 +2239,7 @@ test_grasp06_clone_tag_by_public_url(void)
 	event_destroy(ann);
 	next_d(d, sizeof(d));
 	ann = announcement(66, d, 0, "");
-	T_EQ_INT(pub(ws, ann, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "(e.g. clone " G06_PUBLIC "/") != NULL &&
 	    strstr(msg, "relays wss://git.example.test)") != NULL);
 	event_destroy(ann);
@@ -2284,7 +2267,7 @@ test_grasp06_mirror_needs_the_clone_tag_and_one_way(void)
 	T_ASSERT(gt_commit(dir, "file.txt", "std\n", "std", c) == 0);
 	url_of(62, d, url, sizeof(url));
 	pr = pr_cloned(63, 62, d, c, url);
-	T_EQ_INT(pub(ws, pr, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
 	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c, pr->id_hex);
 	T_EQ_INT(push(dir, purl, spec, &out), 0);
 	free(out);
@@ -2300,7 +2283,7 @@ test_grasp06_mirror_needs_the_clone_tag_and_one_way(void)
 	prs_dir(63, "other", pdir, sizeof(pdir));
 	prs_url(63, "other", "", purl, sizeof(purl), NULL, 0);
 	pr2 = pr_cloned(63, 62, d, c2, purl);
-	T_EQ_INT(pub(ws, pr2, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, pr2, TMO, msg, sizeof(msg)), 1);
 	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c2, pr2->id_hex);
 	T_EQ_INT(push(dir, url, spec, &out), 0);
 	free(out);

@@ -57,23 +57,6 @@ conn(struct relayproc *r)
 	return wsc_connect(relayproc_host(r), relayproc_port(r), "/", TMO);
 }
 
-/* Publishes and returns 1/0 for OK true/false, -1 for no answer. */
-static int
-pub(struct wsc *ws, const struct event *ev, char *msg, size_t msglen)
-{
-	int	 ok = -1;
-	char	*m = NULL;
-
-	if (ev == NULL)
-		return -1;
-	if (nostr_publish(ws, ev, TMO, &ok, &m) == -1)
-		ok = -1;
-	if (msg)
-		snprintf(msg, msglen, "%s", m ? m : "");
-	free(m);
-	return ok;
-}
-
 /* Number of events a REQ returns (-1 on failure). */
 static int
 count(struct wsc *ws, const char *filter)
@@ -172,8 +155,8 @@ serve(struct wsc *ws, int n, const struct event *ann, const char *d)
 	size_t	 k = 0;
 	int	 i;
 
-	if (pub(ws, ann, msg, sizeof(msg)) != 1 || strcmp(msg, MSG_HELD) !=
-	    0) {
+	if (nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)) != 1 ||
+	    strcmp(msg, MSG_HELD) != 0) {
 		printf("# serve: announcement: %s\n", msg);
 		return 0;
 	}
@@ -298,7 +281,7 @@ test_announcement_listing_service_is_held_then_served_with_tags(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ev = announcement(1, d, 1, 1, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	T_EQ_INT(has_id(ws, ev->id_hex), 0);
 	T_EQ_INT(serve(ws, 1, ev, d), 1);
@@ -323,12 +306,12 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	ev = announcement(2, d, 0, 1, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
 	T_CHECK(strstr(msg, "clone") != NULL);
 	event_destroy(ev);
 	ev = announcement(2, d, 1, 0, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ev);
 
 	/* A host that merely contains ours is not ours (the substring
@@ -338,7 +321,7 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	    "%s0/%s/%s.git\"],[\"relays\",\"ws://x%s\"]]", d,
 	    relayproc_domain(rp), npub, d, relayproc_domain(rp));
 	ev = signed_by(2, time(NULL), 30617, tags, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ev);
 
 	/* Two clone tags are refused with the reference's words. */
@@ -347,17 +330,17 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	    "[\"relays\",\"ws://%s\"]]", d, relayproc_domain(rp), npub, d,
 	    relayproc_domain(rp));
 	ev = signed_by(2, time(NULL), 30617, tags, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "multiple clone tags") != NULL);
 	event_destroy(ev);
 
 	/* No d tag, unsafe identifier. */
 	ev = signed_by(2, time(NULL), 30617, "[[\"clone\",\"x\"]]", "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "invalid: ", 9) == 0);
 	event_destroy(ev);
 	ev = announcement(2, "..", 1, 1, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "identifier") != NULL);
 	event_destroy(ev);
 	wsc_close(ws);
@@ -377,22 +360,22 @@ test_recursive_maintainers_announcements_accepted(void)
 	key(12, sk, hexc, NULL);
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexb);
 	ev = announcement(10, d, 1, 1, m);
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	event_destroy(ev);
 	/* B's announcement points elsewhere but B is a maintainer (of an
 	 * announcement held in purgatory: it counts). */
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexc);
 	ev = announcement(11, d, 0, 0, m);
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 	/* C is B's maintainer: recursive. */
 	ev = announcement(12, d, 0, 0, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 	/* D is nobody's. */
 	ev = announcement(13, d, 0, 0, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ev);
 
 	/* State: maintainers yes (held: its commit is nowhere yet),
@@ -400,16 +383,16 @@ test_recursive_maintainers_announcements_accepted(void)
 	snprintf(m, sizeof(m), "[[\"d\",\"%s\"],[\"refs/heads/main\",\""
 	    "0123456789012345678901234567890123456789\"]]", d);
 	ev = signed_by(12, time(NULL), 30618, m, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	event_destroy(ev);
 	ev = signed_by(13, time(NULL), 30618, m, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "invalid: author not authorized for this repository");
 	event_destroy(ev);
 	ev = signed_by(10, time(NULL), 30618, "[[\"d\",\"no-such-repo\"]]",
 	    "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "invalid: no announcement exists for this repository");
 	event_destroy(ev);
 	wsc_close(ws);
@@ -431,17 +414,17 @@ test_related_events_accepted_by_reference(void)
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
 	    coord);
 	issue = signed_by(21, time(NULL), 1621, tags, "an issue");
-	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 
 	snprintf(tags, sizeof(tags), "[[\"A\",\"%s\"],[\"K\",\"30617\"],"
 	    "[\"p\",\"%s\"]]", coord, ann->pubkey_hex);
 	ev = signed_by(22, time(NULL), 1111, tags, "comment on repo");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 
 	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", coord);
 	ev = signed_by(22, time(NULL), 1, tags, "quoting the repo");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 
 	/* An issue of an unknown repository that quotes an accepted
@@ -449,32 +432,32 @@ test_related_events_accepted_by_reference(void)
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:unknown\"],[\"q\","
 	    "\"%s\"]]", ann->pubkey_hex, issue->id_hex);
 	ev = signed_by(23, time(NULL), 1621, tags, "quote");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\",\"1621\"]]",
 	    issue->id_hex);
 	c1 = signed_by(24, time(NULL), 1111, tags, "comment on issue");
-	T_EQ_INT(pub(ws, c1, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, c1, TMO, msg, sizeof(msg)), 1);
 
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", c1->id_hex);
 	k1 = signed_by(25, time(NULL), 1, tags, "kind 1 reply");
-	T_EQ_INT(pub(ws, k1, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, k1, TMO, msg, sizeof(msg)), 1);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", k1->id_hex);
 	k2 = signed_by(26, time(NULL), 1, tags, "reply to reply");
-	T_EQ_INT(pub(ws, k2, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, k2, TMO, msg, sizeof(msg)), 1);
 
 	/* Forward reference: X is refused alone, accepted once an
 	 * accepted event quotes it. */
 	q = signed_by(27, time(NULL), 1, "[]", "quoted later");
-	T_EQ_INT(pub(ws, q, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, q, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "blocked: ", 9) == 0);
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"q\",\"%s\"]]",
 	    issue->id_hex, q->id_hex);
 	ev = signed_by(28, time(NULL), 1111, tags, "quotes q");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
-	T_EQ_INT(pub(ws, q, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, q, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, q->id_hex), 1);
 
 	event_destroy(ann);
@@ -498,26 +481,26 @@ test_unrelated_events_refused(void)
 	key(30, sk, hex, NULL);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:never\"]]", hex);
 	ev = signed_by(31, time(NULL), 1621, tags, "issue to nowhere");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "blocked: event must reference an accepted repository "
 	    "or accepted event");
 	event_destroy(ev);
 	ev = signed_by(31, time(NULL), 1, "[]", "bare note");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ev);
 	snprintf(tags, sizeof(tags), "[[\"q\",\"30617:%s:never\"]]", hex);
 	ev = signed_by(31, time(NULL), 1111, tags, "quote of nothing");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ev);
 	/* Profiles and relay lists only from eligible identity authors
 	 * (GRASP-03; test_identity_events_only_from_eligible_authors). */
 	ev = signed_by(31, time(NULL), 0, "[]", "{}");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, MSG_NOT_ELIGIBLE);
 	event_destroy(ev);
 	ev = signed_by(31, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
 	    "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ev);
 	wsc_close(ws);
 }
@@ -565,7 +548,7 @@ test_identity_events_only_from_eligible_authors(void)
 	ann = announcement(50, d, 1, 1, tags);
 	/* Nobody yet. */
 	ev = signed_by(50, time(NULL), 0, "[]", "{}");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, MSG_NOT_ELIGIBLE);
 	event_destroy(ev);
 	T_ASSERT(serve(ws, 50, ann, d));
@@ -573,29 +556,29 @@ test_identity_events_only_from_eligible_authors(void)
 
 	/* Owner and declared maintainer, once it is served. */
 	ev = signed_by(50, time(NULL) + 1, 0, "[]", "{\"name\":\"owner\"}");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 	ev = signed_by(51, time(NULL), 10002, "[[\"r\",\"wss://m.example\"]]",
 	    "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 	/* A root author and, through an e reference, a reply author. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	issue = signed_by(52, time(NULL), 1621, tags, "issue");
-	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue->id_hex);
 	reply = signed_by(56, time(NULL), 1, tags, "reply");
-	T_EQ_INT(pub(ws, reply, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, reply, TMO, msg, sizeof(msg)), 1);
 	ev = signed_by(56, time(NULL), 0, "[]", "{}");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 	/* Someone whose only event is a refused note is not eligible. */
 	ev = signed_by(54, time(NULL), 1, "[]", "note");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ev);
 	ev = signed_by(54, time(NULL), 10002, "[[\"r\",\"wss://x.example\"]]",
 	    "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, MSG_NOT_ELIGIBLE);
 	event_destroy(ev);
 
@@ -627,10 +610,10 @@ test_identity_events_only_from_eligible_authors(void)
 	T_ASSERT(relayproc_restart(rp) == 0);
 	T_ASSERT((ws = conn(rp)) != NULL);
 	ev = signed_by(56, time(NULL) + 1, 0, "[]", "{\"name\":\"2\"}");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 	ev = signed_by(54, time(NULL) + 1, 0, "[]", "{}");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ev);
 	event_destroy(ann);
 	event_destroy(issue);
@@ -652,8 +635,8 @@ test_replaceable_keeps_newest_and_lowest_id_on_tie(void)
 	/* 10317 user grasp lists are always accepted. */
 	a = signed_by(40, t, 10317, "[[\"g\",\"ws://a.example\"]]", "");
 	b = signed_by(40, t + 1, 10317, "[[\"g\",\"ws://b.example\"]]", "");
-	T_EQ_INT(pub(ws, a, msg, sizeof(msg)), 1);
-	T_EQ_INT(pub(ws, b, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, a, TMO, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, b, TMO, msg, sizeof(msg)), 1);
 	snprintf(f, sizeof(f), "{\"kinds\":[10317],\"authors\":[\"%s\"]}",
 	    a->pubkey_hex);
 	T_EQ_INT(count(ws, f), 1);
@@ -661,7 +644,7 @@ test_replaceable_keeps_newest_and_lowest_id_on_tie(void)
 	T_EQ_INT(has_id(ws, a->id_hex), 0);
 	/* An older version arriving late does not replace the newer. */
 	old = signed_by(40, t - 5, 10317, "[]", "");
-	pub(ws, old, msg, sizeof(msg));
+	nostr_publish_msg(ws, old, TMO, msg, sizeof(msg));
 	T_EQ_INT(has_id(ws, old->id_hex), 0);
 	T_EQ_INT(has_id(ws, b->id_hex), 1);
 
@@ -680,11 +663,11 @@ test_replaceable_keeps_newest_and_lowest_id_on_tie(void)
 		}
 		break;
 	}
-	T_EQ_INT(pub(ws, hi, msg, sizeof(msg)), 1);
-	pub(ws, lo, msg, sizeof(msg));
+	T_EQ_INT(nostr_publish_msg(ws, hi, TMO, msg, sizeof(msg)), 1);
+	nostr_publish_msg(ws, lo, TMO, msg, sizeof(msg));
 	T_EQ_INT(has_id(ws, lo->id_hex), 1);
 	T_EQ_INT(has_id(ws, hi->id_hex), 0);
-	pub(ws, hi, msg, sizeof(msg));
+	nostr_publish_msg(ws, hi, TMO, msg, sizeof(msg));
 	T_EQ_INT(has_id(ws, lo->id_hex), 1);
 	T_EQ_INT(has_id(ws, hi->id_hex), 0);
 	event_destroy(a);
@@ -709,25 +692,25 @@ test_deletion_by_author_only_and_final(void)
 	repo_coord(50, d, coord, sizeof(coord));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	issue = signed_by(51, time(NULL), 1621, tags, "to be deleted");
-	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 
 	/* Someone else's deletion does not remove it. */
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue->id_hex);
 	bad = signed_by(52, time(NULL), 5, tags, "");
-	T_EQ_INT(pub(ws, bad, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, bad, TMO, msg, sizeof(msg)), 0);
 	T_EQ_INT(has_id(ws, issue->id_hex), 1);
 
 	del = signed_by(51, time(NULL), 5, tags, "oops");
-	T_EQ_INT(pub(ws, del, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, del, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, issue->id_hex), 0);
-	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "blocked: this event is deleted");
 
 	/* a-coordinate deletion of the announcement by its owner. */
 	event_destroy(del);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	del = signed_by(50, time(NULL) + 1, 5, tags, "");
-	T_EQ_INT(pub(ws, del, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, del, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, ann->id_hex), 0);
 	event_destroy(ann);
 	event_destroy(issue);
@@ -758,11 +741,11 @@ test_duplicate_answered_before_signature_check(void)
 	repo_coord(53, d, coord, sizeof(coord));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	issue = signed_by(54, time(NULL), 1621, tags, "sent twice");
-	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "");
 	dup0 = ctl_metric(rp,
 	    "graspd_relay_events_total{role=\"relayd\",result=\"duplicate\"}");
-	T_EQ_INT(pub(ws, issue, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "duplicate: already have this event");
 
 	s = strdup(issue->json);
@@ -801,7 +784,7 @@ test_req_limit_order_and_live_delivery(void)
 	for (i = 0; i < 12; i++) {
 		ev = signed_by(61, t + (int64_t)(i * 7 % 12), 1621, tags,
 		    "issue");
-		T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+		T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 		event_destroy(ev);
 	}
 	snprintf(f, sizeof(f), "{\"#a\":[\"%s\"],\"limit\":5}", coord);
@@ -823,7 +806,7 @@ test_req_limit_order_and_live_delivery(void)
 	T_EQ_INT(n, 0);
 	nostr_events_free(evs);
 	ev = signed_by(62, time(NULL), 1621, tags, "live issue");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	live = nostr_wait_event(ws2, "live", TMO, NULL);
 	T_ASSERT(live != NULL);
 	T_CHECK(strstr(live, ev->id_hex) != NULL);
@@ -832,7 +815,7 @@ test_req_limit_order_and_live_delivery(void)
 
 	/* Ephemeral: fanned out, never stored. */
 	ev = signed_by(62, time(NULL), 20001, tags, "ephemeral");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	live = nostr_wait_event(ws2, "live", TMO, NULL);
 	T_ASSERT(live != NULL);
 	T_CHECK(strstr(live, ev->id_hex) != NULL);
@@ -843,7 +826,7 @@ test_req_limit_order_and_live_delivery(void)
 	/* CLOSE stops delivery. */
 	T_ASSERT(nostr_close_sub(ws2, "live") == 0);
 	ev = signed_by(62, time(NULL), 1621, tags, "after close");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	live = nostr_wait_event(ws2, "live", 300, NULL);
 	T_CHECK(live == NULL);
 	free(live);
@@ -900,15 +883,15 @@ test_invalid_events_get_clear_ok(void)
 	event_destroy(ev);
 	/* Far future, expired, protected. */
 	ev = signed_by(70, time(NULL) + 3600, 10317, "[]", "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "invalid: created_at", 19) == 0);
 	event_destroy(ev);
 	ev = signed_by(70, time(NULL), 10317, "[[\"expiration\",\"1000\"]]", "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "blocked: event is expired");
 	event_destroy(ev);
 	ev = signed_by(70, time(NULL), 10317, "[[\"-\"]]", "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "auth-required: ", 15) == 0);
 	event_destroy(ev);
 	/* Type errors from the shared vectors' shapes. */
@@ -933,7 +916,7 @@ test_expiring_event_hidden_after_expiry(void)
 	snprintf(tags, sizeof(tags), "[[\"expiration\",\"%lld\"]]",
 	    (long long)time(NULL) + 2);
 	ev = signed_by(71, time(NULL), 10317, tags, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, ev->id_hex), 1);
 	sleep(3);
 	T_EQ_INT(has_id(ws, ev->id_hex), 0);
@@ -1078,7 +1061,8 @@ test_acknowledged_events_survive_kill9(void)
 		char tg[64];
 		snprintf(tg, sizeof(tg), "[[\"g\",\"ws://k%d.example\"]]", i);
 		ev[i] = signed_by(80 + i, time(NULL), 10317, tg, "");
-		T_EQ_INT(pub(ws, ev[i], msg, sizeof(msg)), 1);
+		T_EQ_INT(nostr_publish_msg(ws, ev[i], TMO, msg, sizeof(msg)),
+		    1);
 	}
 	wsc_drop(ws);
 	relayproc_kill(rp, SIGKILL);
@@ -1108,7 +1092,7 @@ test_event_rate_limit_per_connection(void)
 	for (i = 0; i < 7; i++) {
 		struct event *ev = signed_by(90, time(NULL) + i, 10317, "[]",
 		    "");
-		if (pub(ws, ev, msg, sizeof(msg)) == 0 &&
+		if (nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)) == 0 &&
 		    strcmp(msg, "rate-limited: slow down") == 0)
 			refused++;
 		event_destroy(ev);
@@ -1172,18 +1156,18 @@ test_blacklists_and_whitelist(void)
 	ws = conn(r);
 	T_ASSERT(ws != NULL);
 	ev = announcement(100, "good-repo", 1, 1, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 1);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	event_destroy(ev);
 	ev = announcement(100, "bad-repo", 1, 1, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "blacklisted") != NULL);
 	event_destroy(ev);
 	ev = announcement(101, "any", 1, 1, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "Event author") != NULL);
 	event_destroy(ev);
 	ev = announcement(102, "not-whitelisted", 1, 1, "");
-	T_EQ_INT(pub(ws, ev, msg, sizeof(msg)), 0);
+	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "whitelist") != NULL);
 	event_destroy(ev);
 	wsc_close(ws);

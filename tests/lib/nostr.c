@@ -409,7 +409,7 @@ nostr_wait_count(const char *host, int port, const char *filters_json,
 }
 
 int
-nostr_publish_take(struct wsc *ws, struct event *ev, int timeout_ms,
+nostr_publish_msg(struct wsc *ws, const struct event *ev, int timeout_ms,
     char *msg, size_t msglen)
 {
 	int	 ok = -1;
@@ -424,6 +424,16 @@ nostr_publish_take(struct wsc *ws, struct event *ev, int timeout_ms,
 	if (msg != NULL && m != NULL)
 		snprintf(msg, msglen, "%s", m);
 	free(m);
+	return ok;
+}
+
+int
+nostr_publish_take(struct wsc *ws, struct event *ev, int timeout_ms,
+    char *msg, size_t msglen)
+{
+	int	ok;
+
+	ok = nostr_publish_msg(ws, ev, timeout_ms, msg, msglen);
 	event_destroy(ev);
 	return ok;
 }

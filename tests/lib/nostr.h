@@ -26,15 +26,18 @@ char	*nostr_event_msg(const struct event *);
  * is not NULL, the OK's message (caller frees).  Returns -1 if sending
  * failed, the connection closed or no matching OK came in time.
  */
-/*
- * nostr_publish() of ev, which it destroys (NULL is fine: -1).  Returns
- * 1 or 0 for OK true or false, with the OK's message in msg (msglen
- * bytes, "" if none) when msg is not NULL, or -1 when no OK came.
- */
-int	 nostr_publish_take(struct wsc *, struct event *ev, int timeout_ms,
-	    char *msg, size_t msglen);
 int	 nostr_publish(struct wsc *, const struct event *, int timeout_ms,
 	    int *ok, char **message);
+/*
+ * nostr_publish() of ev (NULL is fine: -1).  Returns 1 or 0 for OK true
+ * or false, with the OK's message in msg (msglen bytes, "" if none) when
+ * msg is not NULL, or -1 when no OK came.
+ */
+int	 nostr_publish_msg(struct wsc *, const struct event *ev,
+	    int timeout_ms, char *msg, size_t msglen);
+/* nostr_publish_msg() of ev, which it then destroys. */
+int	 nostr_publish_take(struct wsc *, struct event *ev, int timeout_ms,
+	    char *msg, size_t msglen);
 /*
  * The same for event JSON text that may be malformed on purpose: sends
  * ["EVENT",<event_json>] verbatim and waits for the OK naming id_hex.

@@ -129,7 +129,11 @@ struct inv_pending {
 	size_t		  pd_cap;
 };
 
-/* Room for one more in arr, doubled from first when full. */
+/*
+ * Room for one more in arr, doubled from first when full.  cap may be
+ * narrower than size_t (a node's nd_cap is 32 bits: no node has 2^32
+ * roots).
+ */
 #define GROW_FROM(arr, n, cap, first) do {				\
 	if ((n) == (cap)) {						\
 		size_t nc_ = (cap) ? (cap) * 2 : (first);		\
@@ -137,7 +141,7 @@ struct inv_pending {
 		if (np_ == NULL)					\
 			fatal("inventory");				\
 		(arr) = np_;						\
-		(cap) = nc_;						\
+		(cap) = (__typeof__(cap))nc_;				\
 	}								\
 } while (0)
 #define GROW(arr, n, cap)	GROW_FROM(arr, n, cap, 4)

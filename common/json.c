@@ -95,11 +95,11 @@ hex4(const unsigned char *p, unsigned *out)
 	for (i = 0; i < 4; i++) {
 		v <<= 4;
 		if (p[i] >= '0' && p[i] <= '9')
-			v |= p[i] - '0';
+			v |= (unsigned)(p[i] - '0');
 		else if (p[i] >= 'a' && p[i] <= 'f')
-			v |= p[i] - 'a' + 10;
+			v |= (unsigned)(p[i] - 'a' + 10);
 		else if (p[i] >= 'A' && p[i] <= 'F')
-			v |= p[i] - 'A' + 10;
+			v |= (unsigned)(p[i] - 'A' + 10);
 		else
 			return -1;
 	}
@@ -111,24 +111,24 @@ static size_t
 put_utf8(unsigned char *o, unsigned cp)
 {
 	if (cp < 0x80) {
-		o[0] = cp;
+		o[0] = (unsigned char)cp;
 		return 1;
 	}
 	if (cp < 0x800) {
-		o[0] = 0xc0 | (cp >> 6);
-		o[1] = 0x80 | (cp & 0x3f);
+		o[0] = (unsigned char)(0xc0 | (cp >> 6));
+		o[1] = (unsigned char)(0x80 | (cp & 0x3f));
 		return 2;
 	}
 	if (cp < 0x10000) {
-		o[0] = 0xe0 | (cp >> 12);
-		o[1] = 0x80 | ((cp >> 6) & 0x3f);
-		o[2] = 0x80 | (cp & 0x3f);
+		o[0] = (unsigned char)(0xe0 | (cp >> 12));
+		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3f));
 		return 3;
 	}
-	o[0] = 0xf0 | (cp >> 18);
-	o[1] = 0x80 | ((cp >> 12) & 0x3f);
-	o[2] = 0x80 | ((cp >> 6) & 0x3f);
-	o[3] = 0x80 | (cp & 0x3f);
+	o[0] = (unsigned char)(0xf0 | (cp >> 18));
+	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
 	return 4;
 }
 

@@ -119,26 +119,26 @@ kputs(struct kbuf *k, const char *s)
 }
 
 static int
-is_space(unsigned char c)
+is_space(int c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
 	    c == '\r';
 }
 
 static int
-is_digit(unsigned char c)
+is_digit(int c)
 {
 	return c >= '0' && c <= '9';
 }
 
 static int
-is_alpha(unsigned char c)
+is_alpha(int c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 static int
-is_hex(unsigned char c)
+is_hex(int c)
 {
 	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -157,7 +157,7 @@ to_upper(char c)
 
 /* RFC 3986 pchar, less pct-encoded: unreserved, sub-delims, ':', '@'. */
 static int
-is_pchar(unsigned char c)
+is_pchar(int c)
 {
 	return is_alpha(c) || is_digit(c) ||
 	    (c != '\0' && strchr("-._~!$&'()*+,;=:@", c) != NULL);

@@ -99,6 +99,10 @@ struct config {
 	int		 max_connections_per_ip;	/* 0: no limit */
 	int		 max_events_per_minute_per_ip;	/* 0: none */
 	int		 max_events_per_minute;	/* 0: no limit */
+	int		 max_git_requests_per_ip;	/* 0: no limit */
+	int		 max_repos_per_owner;	/* 0: no limit */
+	int		 max_push_bytes;	/* 0: no limit */
+	int		 max_repo_bytes;	/* 0: no limit */
 	enum log_level	 log_level;
 	int		 test;
 	int		 metrics_enabled;

@@ -1,12 +1,14 @@
 /*
  * relay_addr.c: relayd's per-address limits (graspd.conf(5)): the
- * websockets open from one IP address (max_connections_per_ip) and the
+ * websockets open from one IP address (max_connections_per_ip), the
  * EVENTs they send together (max_events_per_minute_per_ip, a token
  * bucket shared by the address's connections, beside each connection's
- * own).  One record per address, in a list: it lives while a connection
- * from the address is open, and afterwards until its bucket is full
- * again, so that reconnecting does not refill it.  Stale records go when
- * a new address comes.  Runs in relayd's loop.
+ * own) and the git smart HTTP requests it has in progress
+ * (max_git_requests_per_ip).  One record per address, in a list: it
+ * lives while a connection or a git request from the address is open,
+ * and afterwards until its bucket is full again, so that reconnecting
+ * does not refill it.  Stale records go when a new address comes.  Runs
+ * in relayd's loop.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@ struct relay_addr {
 	LIST_ENTRY(relay_addr)	 ra_entry;
 	char			 ra_peer[64];
 	int			 ra_conns;	/* open websockets */
+	int			 ra_git;	/* git requests in progress */
 	double			 ra_tokens;	/* EVENT bucket */
 	int64_t			 ra_at;		/* last refill, ms */
 };
@@ -54,7 +57,7 @@ addr_find(const char *peer)
 			found = a;
 			continue;
 		}
-		if (a->ra_conns == 0) {
+		if (a->ra_conns == 0 && a->ra_git == 0) {
 			refill(a, now);
 			if (addr_rate() <= 0 || a->ra_tokens >= addr_rate()) {
 				LIST_REMOVE(a, ra_entry);
@@ -73,19 +76,28 @@ relay_addr_conns(const char *peer)
 	return a != NULL ? a->ra_conns : 0;
 }
 
-void
-relay_addr_attach(struct relay_conn *c)
+/* The record of peer, made if there is none. */
+static struct relay_addr *
+addr_get(const char *peer)
 {
 	struct relay_addr	*a;
 
-	if ((a = addr_find(c->rc_peer)) == NULL) {
-		if ((a = calloc(1, sizeof(*a))) == NULL)
-			fatal("relay_addr_attach");
-		snprintf(a->ra_peer, sizeof(a->ra_peer), "%s", c->rc_peer);
-		a->ra_tokens = addr_rate();
-		a->ra_at = relay_now_ms();
-		LIST_INSERT_HEAD(&addrs, a, ra_entry);
-	}
+	if ((a = addr_find(peer)) != NULL)
+		return a;
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		fatal("addr_get");
+	snprintf(a->ra_peer, sizeof(a->ra_peer), "%s", peer);
+	a->ra_tokens = addr_rate();
+	a->ra_at = relay_now_ms();
+	LIST_INSERT_HEAD(&addrs, a, ra_entry);
+	return a;
+}
+
+void
+relay_addr_attach(struct relay_conn *c)
+{
+	struct relay_addr	*a = addr_get(c->rc_peer);
+
 	a->ra_conns++;
 	c->rc_addr = a;
 }
@@ -111,6 +123,35 @@ relay_addr_event_ok(struct relay_conn *c)
 		return 0;
 	a->ra_tokens -= 1.0;
 	return 1;
+}
+
+int
+relay_addr_git_begin(struct lws *wsi, struct relay_addr **ap)
+{
+	struct relay_addr	*a;
+	char			 peer[sizeof(a->ra_peer)];
+	int			 cap = relayd->cfg.max_git_requests_per_ip;
+
+	*ap = NULL;
+	if (cap <= 0)
+		return 1;
+	a = addr_get(relay_peer_name(wsi, peer, sizeof(peer)));
+	if (a->ra_git >= cap) {
+		relayd->stats.git_refused_ip++;
+		log_info("refusing a git request from %s: %d in progress from "
+		    "it", peer, a->ra_git);
+		return 0;
+	}
+	a->ra_git++;
+	*ap = a;
+	return 1;
+}
+
+void
+relay_addr_git_end(struct relay_addr *a)
+{
+	if (a != NULL)
+		a->ra_git--;
 }
 
 void

@@ -16,7 +16,11 @@
  * HTTP 200 with "ERR authorisation failed: <reason>", the receive-pack
  * result clients show.  git receive-pack then runs with deletions and
  * non-fast-forward updates denied unless the decision allowed one, and
- * never deletes the branch HEAD names.  After a successful push the
+ * never deletes the branch HEAD names; the body it is fed stops at the
+ * push's byte limits (max_push_bytes, max_repo_bytes, GRASP-06's quota),
+ * past which git is stopped and the client gets "ERR <limit>: <why>".
+ * One address has at most max_git_requests_per_ip requests in progress
+ * (relay_addr.c); more are answered HTTP 429.  After a successful push the
  * response ends only once the git data it brought has released what it
  * satisfies.  Git responses carry no length and close the connection
  * when done.
@@ -101,7 +105,9 @@ struct relay_gitreq {
 	char			 gr_proto[160];	/* GIT_PROTOCOL=... or "" */
 	int			 gr_prs;	/* GRASP-06 /prs/<npub>/<d>.git */
 	int			 gr_created;	/* a /prs/ push made the repo */
-	uint64_t		 gr_quota;	/* /prs/: most body bytes, or 0 */
+	struct relay_addr	*gr_addr;	/* its place in the per-IP cap */
+	uint64_t		 gr_quota;	/* a push's most body bytes */
+	enum push_limit		 gr_limit;	/* which limit that is */
 	int			 gr_over;	/* the quota stopped git */
 	char			 gr_why[160];	/* what the quota says */
 	LIST_ENTRY(relay_gitreq) gr_prs_entry;	/* when gr_prs */
@@ -237,8 +243,6 @@ prs_end(struct relay_gitreq *gr)
 	struct relay_gitreq	*o;
 
 	LIST_REMOVE(gr, gr_prs_entry);
-	if (gr->gr_over)
-		relay_repo_drop_incoming(gr->gr_repo);
 	if (!gr->gr_created)
 		return;
 	LIST_FOREACH(o, &prs_reqs, gr_prs_entry)
@@ -270,6 +274,10 @@ gitreq_free(struct relay_gitreq *gr)
 	free(gr->gr_cmds);
 	buf_free(&gr->gr_in);
 	buf_free(&gr->gr_out);
+	relay_addr_git_end(gr->gr_addr);
+	/* git killed mid-pack leaves its quarantine behind. */
+	if (gr->gr_over)
+		relay_repo_drop_incoming(gr->gr_repo);
 	if (gr->gr_prs)
 		prs_end(gr);
 	free(gr->gr_d);
@@ -881,6 +889,45 @@ prs_quota(struct relay_gitreq *gr)
 	return gr->gr_quota;
 }
 
+/*
+ * The byte limits of a push: relay_repo_push_room()'s and, for /prs/,
+ * GRASP-06's quota.  The tightest goes to gr_quota (UINT64_MAX: none),
+ * gr_limit and gr_why; returns gr_quota.
+ */
+static uint64_t
+push_quota(struct relay_gitreq *gr)
+{
+	enum push_limit	 which;
+	char		 why[sizeof(gr->gr_why)];
+	uint64_t	 room;
+
+	gr->gr_quota = UINT64_MAX;
+	if (gr->gr_prs) {
+		prs_quota(gr);
+		gr->gr_limit = PUSH_LIMIT_GRASP06;
+	}
+	room = relay_repo_push_room(gr->gr_repo, &which, why, sizeof(why));
+	if (room < gr->gr_quota) {
+		gr->gr_quota = room;
+		gr->gr_limit = which;
+		snprintf(gr->gr_why, sizeof(gr->gr_why), "%s", why);
+	}
+	return gr->gr_quota;
+}
+
+/* Refuses a push over gr_quota with "ERR <limit>: <why>". */
+static void
+refuse_over(struct relay_gitreq *gr)
+{
+	static const char *const what[PUSH_LIMIT_COUNT] = {
+		"push too large", "repository too large", "quota exceeded" };
+
+	log_info("push to %s%s %s: %s", gr->gr_prs ? "/prs/ " : "", gr->gr_d,
+	    gr->gr_over ? "stopped" : "refused", gr->gr_why);
+	relayd->stats.git_push_over[gr->gr_limit]++;
+	refuse_push(gr, what[gr->gr_limit], gr->gr_why);
+}
+
 /* Authorises a push once its commands are in; starts git or refuses. */
 static void
 decide_push(struct relay_gitreq *gr)
@@ -922,10 +969,8 @@ decide_push(struct relay_gitreq *gr)
 	}
 	gr->gr_may_delete = !po.po_deny_deletes;
 	gr->gr_may_rewrite = !po.po_deny_nonff;
-	if (gr->gr_prs && (prs_quota(gr) == 0 || gr->gr_inbytes >
-	    gr->gr_quota)) {
-		log_info("push to /prs/ %s refused: %s", gr->gr_d, gr->gr_why);
-		refuse_push(gr, "quota exceeded", gr->gr_why);
+	if (push_quota(gr) == 0 || gr->gr_inbytes > gr->gr_quota) {
+		refuse_over(gr);
 		return;
 	}
 	if (gr->gr_prs && strcmp(gr->gr_repo, relay_repo_prs_empty()) == 0) {
@@ -954,12 +999,11 @@ feed(struct relay_gitreq *gr, const void *data, size_t n)
 	}
 	if (gr->gr_discard)
 		return;
-	/* GRASP-06: a /prs/ push stops at its quota, before git gets
-	 * the byte past it. */
-	if (gr->gr_prs && gr->gr_decided && gr->gr_inbytes > gr->gr_quota) {
-		log_info("push to /prs/ %s stopped: %s", gr->gr_d, gr->gr_why);
+	/* A push stops at its byte limit, before git gets the byte past
+	 * it. */
+	if (gr->gr_decided && gr->gr_inbytes > gr->gr_quota) {
 		gr->gr_over = 1;
-		refuse_push(gr, "quota exceeded", gr->gr_why);
+		refuse_over(gr);
 		return;
 	}
 	buf_add(&gr->gr_in, data, n);
@@ -1180,6 +1224,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	enum git_svc		 which = SVC_NONE;
 	unsigned		 bad = HTTP_STATUS_BAD_REQUEST;
 	int			 advertise = 0, i, prs = 0;
+	struct relay_addr	*ga;
 
 	/* GRASP-06: /prs/<npub>/<id>.git[/...], only while enabled. */
 	if (urilen > 5 && memcmp(uri, "/prs/", 5) == 0) {
@@ -1265,9 +1310,14 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
 		    "no such repository\n");
 
+	if (!relay_addr_git_begin(wsi, &ga))
+		return relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
+		    "rate-limited: too many git requests from your address at "
+		    "once; try again shortly\n");
 	if ((gr = calloc(1, sizeof(*gr))) == NULL ||
 	    (gr->gr_d = strdup(d)) == NULL)
 		fatal("relay_git_request");
+	gr->gr_addr = ga;
 	gr->gr_conn = c;
 	gr->gr_wsi = wsi;
 	gr->gr_svc = which;
@@ -1302,6 +1352,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		else if (strcasecmp(hdr, "identity") != 0) {
 			if (gr->gr_prs)
 				LIST_REMOVE(gr, gr_prs_entry);
+			relay_addr_git_end(gr->gr_addr);
 			free(gr->gr_d);
 			free(gr);
 			return simple(c, wsi, HTTP_STATUS_UNSUPPORTED_MEDIA_TYPE,
@@ -1362,6 +1413,14 @@ relay_git_metrics(cJSON *arr)
 	    st->git_push_auth[1]);
 	METRIC("graspd_git_push_authorization_total{result=\"refused\"}",
 	    st->git_push_auth[0]);
+	METRIC("graspd_git_requests_refused_total{reason=\"per_ip\"}",
+	    st->git_refused_ip);
+	METRIC("graspd_git_pushes_over_limit_total{limit=\"push_bytes\"}",
+	    st->git_push_over[PUSH_LIMIT_PUSH]);
+	METRIC("graspd_git_pushes_over_limit_total{limit=\"repo_bytes\"}",
+	    st->git_push_over[PUSH_LIMIT_REPO]);
+	METRIC("graspd_git_pushes_over_limit_total{limit=\"grasp06_quota\"}",
+	    st->git_push_over[PUSH_LIMIT_GRASP06]);
 	METRIC("graspd_git_jobs_total{status=\"success\"}", st->git_jobs[1]);
 	METRIC("graspd_git_jobs_total{status=\"error\"}", st->git_jobs[0]);
 	METRIC("graspd_git_processes", relay_children_count());

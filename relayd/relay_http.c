@@ -159,15 +159,17 @@ relay_nip11_build(void)
 }
 
 /*
- * Writes the status line and headers; the body (which the connection now
- * owns) follows in relay_http_writeable().  Returns the callback result.
+ * Writes the status line and headers, with "Retry-After: retry_s" when
+ * retry_s > 0; the body (which the connection now owns) follows in
+ * relay_http_writeable().  Returns the callback result.
  */
 static int
-respond(struct relay_conn *c, struct lws *wsi, unsigned status,
-    const char *type, char *body, size_t len)
+respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len, int retry_s)
 {
 	unsigned char		*start = out + LWS_PRE, *p = start;
 	unsigned char		*end = start + RELAY_HTTP_HEADERS_MAX - 1;
+	char			 secs[16];
 
 	c->rc_kind = CONN_HTTP;
 	free(c->rc_body);
@@ -179,6 +181,11 @@ respond(struct relay_conn *c, struct lws *wsi, unsigned status,
 		return 1;
 	if (lws_add_http_header_by_name(wsi, (const unsigned char *)"server:",
 	    (const unsigned char *)"graspd", 6, &p, end))
+		return 1;
+	snprintf(secs, sizeof(secs), "%d", retry_s);
+	if (retry_s > 0 && lws_add_http_header_by_name(wsi,
+	    (const unsigned char *)"retry-after:", (const unsigned char *)secs,
+	    (int)strlen(secs), &p, end))
 		return 1;
 	if (len > RELAY_HTTP_INLINE_MAX) {
 		if (lws_finalize_write_http_header(wsi, start, &p, end))
@@ -197,6 +204,13 @@ respond(struct relay_conn *c, struct lws *wsi, unsigned status,
 	    LWS_WRITE_HTTP_HEADERS) < 0)
 		return -1;
 	return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
+static int
+respond(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len)
+{
+	return respond_retry(c, wsi, status, type, body, len, 0);
 }
 
 int
@@ -218,6 +232,18 @@ relay_http_respond(struct relay_conn *c, struct lws *wsi, unsigned status,
     const char *type, char *body, size_t len)
 {
 	return respond(c, wsi, status, type, body, len);
+}
+
+int
+relay_http_too_many(struct relay_conn *c, struct lws *wsi, int retry_s,
+    const char *text)
+{
+	char	*body = strdup(text);
+
+	if (body == NULL)
+		fatal("relay_http_too_many");
+	return respond_retry(c, wsi, RELAY_HTTP_TOO_MANY, "text/plain", body,
+	    strlen(body), retry_s);
 }
 
 int

@@ -627,6 +627,24 @@ prs_event_arrived(const struct event *ev, const char *d, const char *c)
 	relay_refs_free(&refs);
 }
 
+/*
+ * 1 (with the OK message) if repository d of owner would be a new one
+ * past max_repos_per_owner; one that exists (a held announcement
+ * replaced) is never refused.
+ */
+static int
+owner_full(const uint8_t owner[32], const char *d, char *msg, size_t msglen)
+{
+	int	cap = relayd->cfg.max_repos_per_owner, n;
+
+	if (cap <= 0 || relay_repo_exists(owner, d) ||
+	    (n = relay_repo_count(owner)) < cap)
+		return 0;
+	snprintf(msg, msglen, "blocked: this service hosts at most %d "
+	    "repositories per owner, and this key has %d", cap, n);
+	return 1;
+}
+
 static enum purg_route
 route_announcement(const struct event *ev, int verdict, int remote,
     char *msg, size_t msglen)
@@ -692,6 +710,8 @@ route_announcement(const struct event *ev, int verdict, int remote,
 		snprintf(msg, msglen, MSG_EXPIRED);
 		return PURG_REFUSE;
 	}
+	if (owner_full(ev->pubkey, d, msg, msglen))
+		return PURG_REFUSE;
 	if (relay_repo_create(ev->pubkey, d) == -1) {
 		snprintf(msg, msglen, "error: cannot create the repository");
 		return PURG_REFUSE;

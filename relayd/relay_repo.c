@@ -563,7 +563,8 @@ relay_repo_prs_prune(const char *path)
 	return 1;
 }
 
-static uint64_t	usage_sum;
+/* What a usage walk has summed, and the sum past which it stops. */
+static uint64_t	usage_sum, usage_stop = UINT64_MAX;
 
 static int
 usage_entry(const char *path, const struct stat *sb, int flag,
@@ -573,7 +574,7 @@ usage_entry(const char *path, const struct stat *sb, int flag,
 	(void)ftw;
 	if (flag == FTW_F)
 		usage_sum += (uint64_t)sb->st_size;
-	return 0;
+	return usage_sum > usage_stop ? FTW_STOP : FTW_CONTINUE;
 }
 
 uint64_t
@@ -586,9 +587,88 @@ relay_repo_prs_usage(const uint8_t signer[32])
 	    RELAY_PRS_DIR, hex) >= (int)sizeof(dir))
 		return UINT64_MAX;
 	usage_sum = 0;
-	if (nftw(dir, usage_entry, 32, FTW_PHYS) == -1 && errno != ENOENT)
+	if (nftw(dir, usage_entry, 32, FTW_PHYS | FTW_ACTIONRETVAL) == -1 &&
+	    errno != ENOENT)
 		return UINT64_MAX;
 	return usage_sum;
+}
+
+/*
+ * The repository's size is walked at each push rather than kept: git's
+ * own housekeeping (receive-pack runs "gc --auto", which packs loose
+ * objects past gc.auto, 6700, and packs past gc.autoPackLimit, 50)
+ * bounds the files under objects/ to a few thousand, a walk of a few
+ * milliseconds once per push, and a walk sees every writer (pushes, the
+ * jobs' fetches, an operator's gc) with nothing to invalidate.  It stops
+ * once past the limit.
+ */
+uint64_t
+relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
+    size_t whylen)
+{
+	uint64_t	push = (uint64_t)relayd->cfg.max_push_bytes;
+	uint64_t	cap = (uint64_t)relayd->cfg.max_repo_bytes;
+	uint64_t	room = UINT64_MAX;
+	char		dir[PATH_MAX];
+
+	*which = PUSH_LIMIT_PUSH;
+	why[0] = '\0';
+	if (push > 0) {
+		room = push;
+		snprintf(why, whylen, "a push may send at most %llu bytes here",
+		    (unsigned long long)push);
+	}
+	if (cap == 0 || snprintf(dir, sizeof(dir), "%s/objects", repo) >=
+	    (int)sizeof(dir))
+		return room;
+	usage_sum = 0;
+	usage_stop = cap;
+	if (nftw(dir, usage_entry, 32, FTW_PHYS | FTW_ACTIONRETVAL) == -1 &&
+	    errno != ENOENT)
+		log_warn("%s", dir);
+	usage_stop = UINT64_MAX;
+	if (usage_sum >= cap) {
+		*which = PUSH_LIMIT_REPO;
+		snprintf(why, whylen, "the repository is full: it holds %s%llu "
+		    "bytes, and %llu is the most here", usage_sum > cap ?
+		    "over " : "", (unsigned long long)cap,
+		    (unsigned long long)cap);
+		return 0;
+	}
+	if (cap - usage_sum < room) {
+		room = cap - usage_sum;
+		*which = PUSH_LIMIT_REPO;
+		snprintf(why, whylen, "the repository would pass %llu bytes "
+		    "(%llu used)", (unsigned long long)cap,
+		    (unsigned long long)usage_sum);
+	}
+	return room;
+}
+
+int
+relay_repo_count(const uint8_t owner[32])
+{
+	char		 npub[NIP19_KEY_BUFSZ], dir[PATH_MAX];
+	DIR		*dp;
+	struct dirent	*e;
+	size_t		 len;
+	int		 n = 0;
+
+	if (nip19_encode("npub", owner, npub, sizeof(npub)) == -1 ||
+	    snprintf(dir, sizeof(dir), "%s/%s", relayd->cfg.git_data_path,
+	    npub) >= (int)sizeof(dir))
+		return -1;
+	if ((dp = opendir(dir)) == NULL)
+		return errno == ENOENT ? 0 : -1;
+	/* Not the ".new-" and ".gone-" of a creation or removal. */
+	while ((e = readdir(dp)) != NULL) {
+		len = strlen(e->d_name);
+		if (e->d_name[0] != '.' && len > 4 &&
+		    strcmp(e->d_name + len - 4, ".git") == 0)
+			n++;
+	}
+	closedir(dp);
+	return n;
 }
 
 void

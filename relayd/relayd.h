@@ -135,6 +135,11 @@
 #define RELAY_GIT_MAX_COMMANDS	(4 * 1024 * 1024)
 /* Git processes serving HTTP requests at once; more get 503. */
 #define RELAY_GIT_MAX_CHILDREN	32
+/*
+ * The Retry-After (RFC 9110 10.2.3) of a git request refused under
+ * max_git_requests_per_ip, in seconds: about one clone or push.
+ */
+#define RELAY_GIT_RETRY_AFTER_S	10
 
 /* Ours: room for the status line and headers of an HTTP answer. */
 #define RELAY_HTTP_HEADERS_MAX	2048
@@ -249,6 +254,14 @@ struct relay_hist {
 	double		rh_sum;
 };
 
+/* The byte limits of a push (relay_repo_push_room(), relay_git.c). */
+enum push_limit {
+	PUSH_LIMIT_PUSH,	/* max_push_bytes */
+	PUSH_LIMIT_REPO,	/* max_repo_bytes */
+	PUSH_LIMIT_GRASP06,	/* the /prs/ quota */
+	PUSH_LIMIT_COUNT,
+};
+
 struct relay_stats {
 	uint64_t	connections_total;
 	uint64_t	connections_refused_ip;	/* over the per-IP cap */
@@ -263,6 +276,8 @@ struct relay_stats {
 	uint64_t	purg_held, purg_released, purg_expired;
 	uint64_t	git_requests[3][2];	/* [service][ok] */
 	uint64_t	git_push_auth[2];	/* [allowed] */
+	uint64_t	git_refused_ip;		/* over the per-IP git cap */
+	uint64_t	git_push_over[PUSH_LIMIT_COUNT];	/* refused */
 	uint64_t	git_jobs[2];		/* [ok] */
 	struct relay_hist ok_latency;		/* EVENT -> OK */
 	struct relay_hist req_eose;		/* REQ -> EOSE */
@@ -344,6 +359,16 @@ void	relay_addr_detach(struct relay_conn *c);
  * max_events_per_minute_per_ip (and takes the token), else 0.
  */
 int	relay_addr_event_ok(struct relay_conn *c);
+/*
+ * A git smart HTTP request from wsi's address begins: 1 with its place
+ * taken (*ap, given back with relay_addr_git_end(); NULL when
+ * max_git_requests_per_ip is 0), or 0 when the address already has
+ * max_git_requests_per_ip in progress (counted in /metrics, logged).
+ * Exits only if memory runs out.
+ */
+int	relay_addr_git_begin(struct lws *wsi, struct relay_addr **ap);
+/* Gives back the place relay_addr_git_begin() took; NULL is fine. */
+void	relay_addr_git_end(struct relay_addr *);
 /* Releases every record, at exit. */
 void	relay_addr_free(void);
 
@@ -438,6 +463,12 @@ int	relay_http_add_cors(struct lws *, unsigned char **p,
 /* A complete response whose body (owned by the connection now) follows. */
 int	relay_http_respond(struct relay_conn *, struct lws *, unsigned status,
 	    const char *type, char *body, size_t len);
+/*
+ * HTTP 429 (RELAY_HTTP_TOO_MANY) with "Retry-After: retry_s" and the
+ * text/plain body text (copied).  Returns the callback result.
+ */
+int	relay_http_too_many(struct relay_conn *, struct lws *, int retry_s,
+	    const char *text);
 int	relay_nip11_build(void);
 /* relayd's own counters as [["name{labels}",value],...]; caller frees. */
 cJSON	*relay_own_metrics(void);
@@ -544,6 +575,17 @@ int	relay_repo_prs_prune(const char *path);
 const char *relay_repo_prs_empty(void);
 /* Bytes of files under signer's /prs/ directory (UINT64_MAX on error). */
 uint64_t relay_repo_prs_usage(const uint8_t signer[32]);
+/*
+ * The most request bytes a push to the repository at repo may send
+ * under max_push_bytes and what max_repo_bytes leaves of it (the bytes
+ * of the files under its objects/, walked now), UINT64_MAX when neither
+ * is set; the limit that binds goes to *which and what it says to why.
+ * Never exits.
+ */
+uint64_t relay_repo_push_room(const char *repo, enum push_limit *which,
+	    char *why, size_t whylen);
+/* Repositories of owner here (<git_data_path>/<npub>/ *.git), or -1. */
+int	relay_repo_count(const uint8_t owner[32]);
 /* Removes the quarantines a killed git receive-pack left in repo. */
 void	relay_repo_drop_incoming(const char *repo);
 /* 1 if repo holds object oid (loose or in a pack), 0 if not. */

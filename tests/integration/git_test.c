@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 
 #include <errno.h>
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1981,26 +1980,6 @@ test_grasp06_repository_without_refs_removed(void)
 	T_CHECK(nip11_lists("GRASP-06") == 1);
 }
 
-/* Commits size incompressible bytes as file in dir. */
-static int
-commit_random(const char *dir, const char *file, size_t size, char oid[41])
-{
-	char	 path[600];
-	FILE	*f;
-	size_t	 i;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if ((f = fopen(path, "w")) == NULL)
-		return -1;
-	for (i = 0; i < size; i++)
-		fputc(rand() & 0xff, f);
-	fclose(f);
-	if (gt_git(dir, NULL, "add", file, NULL) != 0 ||
-	    gt_git(dir, NULL, "commit", "-q", "-m", file, NULL) != 0)
-		return -1;
-	return gt_rev(dir, "HEAD", oid);
-}
-
 /* refs/nostr/<64 hex of seed> into ref (a refspec: src:ref). */
 static void
 nostr_spec(const char *src, int seed, char *out, size_t len)
@@ -2013,25 +1992,6 @@ nostr_spec(const char *src, int seed, char *out, size_t len)
 		raw[i] = (uint8_t)(seed + i);
 	hex_encode(raw, 32, hex);
 	snprintf(out, len, "%s:refs/nostr/%s", src, hex);
-}
-
-/* No quarantine of a stopped receive-pack is left in repo. */
-static int
-no_incoming(const char *repo)
-{
-	char		 dir[600];
-	DIR		*d;
-	struct dirent	*e;
-	int		 none = 1;
-
-	snprintf(dir, sizeof(dir), "%s/objects", repo);
-	if ((d = opendir(dir)) == NULL)
-		return 1;
-	while ((e = readdir(d)) != NULL)
-		if (strncmp(e->d_name, "tmp_objdir-incoming-", 20) == 0)
-			none = 0;
-	closedir(d);
-	return none;
 }
 
 static void
@@ -2050,7 +2010,7 @@ test_grasp06_quota_per_ref_stops_the_pack(void)
 	free(out);
 	out = NULL;
 	next_d(d, sizeof(d));
-	T_ASSERT(commit_random(dir, "big.bin", 3 * G06_PER_REF, oid) == 0);
+	T_ASSERT(gt_commit_random(dir, "big.bin", 3 * G06_PER_REF, oid) == 0);
 	prs_url(56, d, "", url, sizeof(url), NULL, 0);
 	prs_dir(56, d, pdir, sizeof(pdir));
 	nostr_spec("HEAD", 0x10, spec, sizeof(spec));
@@ -2058,7 +2018,7 @@ test_grasp06_quota_per_ref_stops_the_pack(void)
 	    "larger than 100000 bytes (100000 per ref)"));
 	/* Nothing kept of it; the others unharmed. */
 	T_CHECK(wait_gone(pdir, TMO));
-	T_CHECK(is_dir(kept) && no_incoming(kept));
+	T_CHECK(is_dir(kept) && gt_no_quarantine(kept));
 	T_EQ_INT(gt_git(dir, &out, "ls-remote", kurl, NULL), 0);
 	T_CHECK(out != NULL && strstr(out, "refs/nostr/") != NULL);
 	free(out);
@@ -2074,7 +2034,7 @@ test_grasp06_quota_per_signer(void)
 
 	next_d(d, sizeof(d));
 	T_ASSERT(local_repo(dir, sizeof(dir), "first\n", oid) == 0);
-	T_ASSERT(commit_random(dir, "a.bin", G06_PER_SIGNER / 2, oid) == 0);
+	T_ASSERT(gt_commit_random(dir, "a.bin", G06_PER_SIGNER / 2, oid) == 0);
 	prs_url(57, d, "", url, sizeof(url), NULL, 0);
 	prs_dir(57, d, pdir, sizeof(pdir));
 	nostr_spec("HEAD", 0x20, spec, sizeof(spec));
@@ -2082,7 +2042,7 @@ test_grasp06_quota_per_signer(void)
 	free(out);
 	out = NULL;
 	/* The second half, to another repository of the same signer. */
-	T_ASSERT(commit_random(dir, "b.bin", G06_PER_SIGNER / 2 + 1000,
+	T_ASSERT(gt_commit_random(dir, "b.bin", G06_PER_SIGNER / 2 + 1000,
 	    oid) == 0);
 	next_d(d2, sizeof(d2));
 	prs_url(57, d2, "", url, sizeof(url), NULL, 0);
@@ -2096,10 +2056,10 @@ test_grasp06_quota_per_signer(void)
 	prs_url(57, d, "", url, sizeof(url), NULL, 0);
 	nostr_spec("HEAD", 0x50, spec, sizeof(spec));
 	T_CHECK(push_refused(dir, url, spec, "quota exceeded"));
-	for (end = wsc_now_ms() + TMO; !no_incoming(pdir) &&
+	for (end = wsc_now_ms() + TMO; !gt_no_quarantine(pdir) &&
 	    wsc_now_ms() < end; )
 		usleep(50000);
-	T_CHECK(is_dir(pdir) && no_incoming(pdir));
+	T_CHECK(is_dir(pdir) && gt_no_quarantine(pdir));
 	T_EQ_INT(gt_git(dir, &out, "ls-remote", url, NULL), 0);
 	T_CHECK(out != NULL && strstr(out, "refs/nostr/") != NULL &&
 	    strchr(out, '\n') == strrchr(out, '\n'));
@@ -2107,7 +2067,7 @@ test_grasp06_quota_per_signer(void)
 	out = NULL;
 	/* Another signer is not charged for it. */
 	T_ASSERT(local_repo(dir, sizeof(dir), "second\n", oid) == 0);
-	T_ASSERT(commit_random(dir, "c.bin", G06_PER_SIGNER / 2, oid) == 0);
+	T_ASSERT(gt_commit_random(dir, "c.bin", G06_PER_SIGNER / 2, oid) == 0);
 	prs_url(58, d2, "", url, sizeof(url), NULL, 0);
 	T_EQ_INT(push(dir, url, spec, &out), 0);
 	free(out);

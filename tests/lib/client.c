@@ -66,15 +66,12 @@ client_wait_count(struct relayproc *p, const char *filter, int want,
 	return n;
 }
 
-int
-client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
-    const char *d, const char *maint_hex, const char *dir)
+struct event *
+client_announcement(struct relayproc *p, const uint8_t sk[32], int64_t at,
+    const char *d, const char *maint_hex)
 {
 	uint8_t		 pk[32];
-	char		 npub[NIP19_KEY_BUFSZ], tags[1024], msg[256], f[200];
-	struct event	*ann;
-	struct wsc	*ws;
-	int		 rc = -1;
+	char		 npub[NIP19_KEY_BUFSZ], tags[1024];
 
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
@@ -83,7 +80,19 @@ client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
 	    relayproc_domain(p), npub, d, relayproc_domain(p),
 	    maint_hex ? ",[\"maintainers\",\"" : "", maint_hex ? maint_hex :
 	    "", maint_hex ? "\"]" : "");
-	if ((ann = event_new_signed(sk, at, 30617, tags, "")) == NULL)
+	return event_new_signed(sk, at, 30617, tags, "");
+}
+
+int
+client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
+    const char *d, const char *maint_hex, const char *dir)
+{
+	char		 msg[256], f[200];
+	struct event	*ann;
+	struct wsc	*ws;
+	int		 rc = -1;
+
+	if ((ann = client_announcement(p, sk, at, d, maint_hex)) == NULL)
 		return -1;
 	if (client_publish(p, ann, msg, sizeof(msg)) != 1) {
 		printf("# announcement refused: %s\n", msg);

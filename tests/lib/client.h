@@ -31,6 +31,14 @@ int	 client_count(struct relayproc *, const char *filter);
 int	 client_wait_count(struct relayproc *, const char *filter, int want,
 	    int secs);
 /*
+ * The repository announcement (kind 30617) of d by the key sk, created
+ * at at, naming the relay as clone ("http://DOMAIN/npub/d.git") and
+ * relay, and maint_hex as its maintainer when not NULL; the caller
+ * destroys it.  NULL on failure.
+ */
+struct event *client_announcement(struct relayproc *, const uint8_t sk[32],
+		    int64_t at, const char *d, const char *maint_hex);
+/*
  * Publishes the repository announcement of d by the key sk, created at
  * at, naming the relay as clone ("http://DOMAIN/npub/d.git") and relay
  * (and maint_hex as its maintainer when not NULL), then releases it

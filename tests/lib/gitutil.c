@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -144,23 +145,68 @@ gt_rev(const char *dir, const char *rev, char oid[41])
 	return rc;
 }
 
-int
-gt_commit(const char *dir, const char *file, const char *content,
+/* Writes len bytes of data to file in dir and commits it with message. */
+static int
+commit_bytes(const char *dir, const char *file, const void *data, size_t len,
     const char *message, char oid[41])
 {
 	char	 path[1024];
 	FILE	*f;
+	int	 bad;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	if ((f = fopen(path, "w")) == NULL)
 		return -1;
-	fputs(content, f);
-	if (fclose(f) == EOF)
+	bad = fwrite(data, 1, len, f) != len;
+	if (fclose(f) == EOF || bad)
 		return -1;
 	if (gt_git(dir, NULL, "add", file, NULL) != 0 ||
 	    gt_git(dir, NULL, "commit", "-q", "-m", message, NULL) != 0)
 		return -1;
 	return gt_rev(dir, "HEAD", oid);
+}
+
+int
+gt_commit(const char *dir, const char *file, const char *content,
+    const char *message, char oid[41])
+{
+	return commit_bytes(dir, file, content, strlen(content), message,
+	    oid);
+}
+
+int
+gt_commit_random(const char *dir, const char *file, size_t size,
+    char oid[41])
+{
+	unsigned char	*data;
+	size_t		 i;
+	int		 rc;
+
+	if ((data = malloc(size + 1)) == NULL)
+		return -1;
+	for (i = 0; i < size; i++)
+		data[i] = (unsigned char)(rand() & 0xff);
+	rc = commit_bytes(dir, file, data, size, file, oid);
+	free(data);
+	return rc;
+}
+
+int
+gt_no_quarantine(const char *repo)
+{
+	char		 dir[1024];
+	DIR		*d;
+	struct dirent	*e;
+	int		 none = 1;
+
+	snprintf(dir, sizeof(dir), "%s/objects", repo);
+	if ((d = opendir(dir)) == NULL)
+		return 1;
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "tmp_objdir-incoming-", 20) == 0)
+			none = 0;
+	closedir(d);
+	return none;
 }
 
 void
@@ -174,31 +220,44 @@ gt_url(char *out, size_t outlen, const char *domain, const uint8_t pk[32],
 }
 
 int
-gt_release(struct wsc *ws, const uint8_t sk[32], const char *domain,
-    const char *d, const char *dir, char oid_out[41])
+gt_state(struct wsc *ws, const uint8_t sk[32], int64_t at, const char *d,
+    const char *oid)
 {
 	struct buf	 tags = BUF_INIT;
 	struct event	*ev;
-	uint8_t		 pk[32];
-	char		 oid[41], url[1024], *msg = NULL, *out = NULL;
+	char		*msg = NULL;
 	int		 ok = 0, rc = -1;
+
+	buf_adds(&tags, "[[\"d\",");
+	buf_add_jstr(&tags, d, strlen(d));
+	buf_printf(&tags, "],[\"refs/heads/main\",\"%s\"],[\"HEAD\","
+	    "\"ref: refs/heads/main\"]]", oid);
+	ev = event_new_signed(sk, at, 30618, tags.b_data, "");
+	buf_free(&tags);
+	if (ev != NULL && nostr_publish(ws, ev, 5000, &ok, &msg) == 0 && ok)
+		rc = 0;
+	else
+		printf("# state refused: %s\n", msg ? msg : "");
+	free(msg);
+	event_destroy(ev);
+	return rc;
+}
+
+int
+gt_release(struct wsc *ws, const uint8_t sk[32], const char *domain,
+    const char *d, const char *dir, char oid_out[41])
+{
+	uint8_t		 pk[32];
+	char		 oid[41], url[1024], *out = NULL;
+	int		 rc = -1;
 
 	if (event_pubkey_of(sk, pk) == -1 || gt_init(dir) == -1 ||
 	    gt_commit(dir, "README", d, "first commit", oid) == -1) {
 		printf("# gt_release: cannot make the local repository\n");
 		return -1;
 	}
-	buf_adds(&tags, "[[\"d\",");
-	buf_add_jstr(&tags, d, strlen(d));
-	buf_printf(&tags, "],[\"refs/heads/main\",\"%s\"],[\"HEAD\","
-	    "\"ref: refs/heads/main\"]]", oid);
-	ev = event_new_signed(sk, time(NULL), 30618, tags.b_data, "");
-	buf_free(&tags);
-	if (ev == NULL || nostr_publish(ws, ev, 5000, &ok, &msg) == -1 ||
-	    !ok) {
-		printf("# gt_release: state refused: %s\n", msg ? msg : "");
-		goto done;
-	}
+	if (gt_state(ws, sk, time(NULL), d, oid) == -1)
+		return -1;
 	gt_url(url, sizeof(url), domain, pk, d);
 	if (gt_git(dir, &out, "push", "-q", url, "main", NULL) != 0) {
 		printf("# gt_release: push failed: %s\n", out ? out : "");
@@ -208,8 +267,6 @@ gt_release(struct wsc *ws, const uint8_t sk[32], const char *domain,
 		memcpy(oid_out, oid, 41);
 	rc = 0;
 done:
-	free(msg);
 	free(out);
-	event_destroy(ev);
 	return rc;
 }

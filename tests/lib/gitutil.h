@@ -44,11 +44,28 @@ int	gt_commit(const char *dir, const char *file, const char *content,
 	    const char *message, char oid[41]);
 /* The object name rev resolves to in dir.  0 or -1. */
 int	gt_rev(const char *dir, const char *rev, char oid[41]);
+/*
+ * Writes size random bytes (rand()) to file in the work tree of dir,
+ * commits it, and stores the new commit in oid: a commit whose pack
+ * does not compress below size.  0 or -1.
+ */
+int	gt_commit_random(const char *dir, const char *file, size_t size,
+	    char oid[41]);
+/* 1 if the bare repository repo holds no quarantine of a stopped
+ * receive-pack (objects/tmp_objdir-incoming-*), else 0. */
+int	gt_no_quarantine(const char *repo);
 
 /* http://<domain>/<npub of pk>/<d>.git into out. */
 void	gt_url(char *out, size_t outlen, const char *domain,
 	    const uint8_t pk[32], const char *d);
 
+/*
+ * Publishes over ws the state event (kind 30618) by sk for d created at
+ * at, naming oid as refs/heads/main and HEAD.  0 once the relay accepted
+ * it (held or stored), else -1 (its answer printed as a "#" line).
+ */
+int	gt_state(struct wsc *ws, const uint8_t sk[32], int64_t at,
+	    const char *d, const char *oid);
 /*
  * Makes the repository (pubkey of sk, d) served: commits a file in a new
  * repository at dir, publishes over ws a state event by sk naming the

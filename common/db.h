@@ -25,9 +25,10 @@
 /*
  * Ours: WAL pages (4 KiB) after which a commit checkpoints on its own.
  * SQLite's default (1000) puts a checkpoint, with its syncs, inside one
- * commit in every few hundred; relayd checkpoints when it is idle
- * (store_checkpoint()), and this bound only holds the WAL (about
- * 160 MiB) when it never is.  Under sustained ingest a checkpoint copies
+ * commit in every few hundred; relayd turns it off and checkpoints on
+ * a thread of its own (relay_ckpt.c), so this bound (a WAL of about
+ * 160 MiB) serves the database's other writers, such as the tools of
+ * tests/bench.  Under sustained ingest a checkpoint copies
  * each changed page once however often it changed, so fewer, larger ones
  * cost less: 40,000 gave 12.1k ev/s in the ingest benchmark against
  * 10.2-10.9k with 10,000.

@@ -61,7 +61,6 @@ static int			in_txn;
 static lws_sorted_usec_list_t	flush_sul;
 static int			flush_scheduled;
 static size_t			last_batch;	/* events in the last commit */
-static lws_sorted_usec_list_t	ckpt_sul;
 
 /*
  * Signature checks, the costliest step before the store, run on one
@@ -128,7 +127,6 @@ relay_ingest_init(void)
 	int		rc;
 
 	memset(&flush_sul, 0, sizeof(flush_sul));
-	memset(&ckpt_sul, 0, sizeof(ckpt_sul));
 	/* Signals are the loop's: the thread runs with all of them blocked. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -155,14 +153,6 @@ verify_submit(struct pending *p)
 	vbytes += p->p_ev->json_len;
 	pthread_cond_signal(&vwork);
 	pthread_mutex_unlock(&vmu);
-}
-
-/* No commit for RELAY_CKPT_IDLE_US: a good moment for the checkpoint. */
-static void
-ckpt_cb(lws_sorted_usec_list_t *sul)
-{
-	(void)sul;
-	store_checkpoint(relayd->store);
 }
 
 void
@@ -689,10 +679,7 @@ relay_ingest_flush_now(void)
 		in_txn = 0;
 		committed = store_commit(relayd->store) == 0;
 		relayd->stats.commits++;
-		/* Moved on by every commit: it runs once they pause. */
-		if (store_wal_frames(relayd->store) >= RELAY_CKPT_MIN_FRAMES)
-			lws_sul_schedule(relayd->ctx, 0, &ckpt_sul, ckpt_cb,
-			    RELAY_CKPT_IDLE_US);
+		relay_ckpt_kick(store_wal_frames(relayd->store));
 		if (!committed) {
 			log_warnx("commit failed; refusing a batch");
 			store_rollback(relayd->store);

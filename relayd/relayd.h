@@ -109,6 +109,11 @@
  * and 18.5k ev/s in the ingest benchmark against 17.3-18.9k with 1,000.
  */
 #define RELAY_CKPT_MIN_FRAMES	10000
+/*
+ * Ours: commits pause this long (a burst is over) before relayd gives
+ * the memory the burst left in buffers and free lists back (malloc_trim).
+ */
+#define RELAY_TRIM_IDLE_US	1000000
 
 /*
  * GRASP-01 purgatory (reference brief 1.7), in seconds; NGIT_TEST shrinks

@@ -19,10 +19,10 @@
 /*
  * Ours: the page cache of a read-only connection.  The readers (syncd,
  * discoveryd, historyd) scan the events table in seq order once at start
- * and then read a few rows at a time; a cache as large as the writer's
- * only keeps that scan resident in each of them.
+ * and then read a few rows at a time; a larger cache only keeps that
+ * scan resident in each of them.
  */
-#define DB_RO_CACHE_KIB		4096
+#define DB_RO_CACHE_KIB		1024
 
 /*
  * The schema, one step per element, applied in order.  Append only: a

@@ -20,14 +20,20 @@
 
 /* Ours: how long a connection waits for another process's write lock. */
 #define DB_BUSY_TIMEOUT_MS	5000
-/* Ours: page cache per connection in KiB (measured: 20k-event REQs, puts). */
-#define DB_CACHE_KIB		32768
+/*
+ * Ours: the writer's page cache in KiB.  The kernel's page cache holds
+ * the file anyway: 4 MiB ingested 19.4-19.9k ev/s against 17.8-19.9k
+ * with 32 MiB, A B A B in the ingest benchmark, and relayd holds 28 MB
+ * less after it (issue #22).
+ */
+#define DB_CACHE_KIB		4096
 /*
  * Ours: WAL pages (4 KiB) after which a commit checkpoints on its own.
  * SQLite's default (1000) puts a checkpoint, with its syncs, inside one
- * commit in every few hundred; relayd checkpoints when it is idle
- * (store_checkpoint()), and this bound only holds the WAL (about
- * 160 MiB) when it never is.  Under sustained ingest a checkpoint copies
+ * commit in every few hundred; relayd turns it off and checkpoints on
+ * a thread of its own (relay_ckpt.c), so this bound (a WAL of about
+ * 160 MiB) serves the database's other writers, such as the tools of
+ * tests/bench.  Under sustained ingest a checkpoint copies
  * each changed page once however often it changed, so fewer, larger ones
  * cost less: 40,000 gave 12.1k ev/s in the ingest benchmark against
  * 10.2-10.9k with 10,000.

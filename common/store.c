@@ -108,6 +108,7 @@ struct store {
 	struct store_qslot	 s_qcache[STORE_QCACHE];
 	uint64_t		 s_qclock;
 	int			 s_wal_frames;	/* after the last commit */
+	int			 s_autockpt;	/* frames; 0: never */
 	int			 s_failed;	/* a put of the open transaction
 						   failed: it must not commit */
 };
@@ -184,7 +185,7 @@ wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	struct store	*s = arg;
 
 	s->s_wal_frames = frames;
-	if (frames >= DB_WAL_AUTOCHECKPOINT) {
+	if (s->s_autockpt > 0 && frames >= s->s_autockpt) {
 		sqlite3_wal_checkpoint(db, name);
 		s->s_wal_frames = 0;
 	}
@@ -202,6 +203,7 @@ store_open(const char *path, int readonly, char *err, size_t errlen)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		fatal("calloc");
 	s->s_db = db;
+	s->s_autockpt = DB_WAL_AUTOCHECKPOINT;
 	if (!readonly)
 		sqlite3_wal_hook(db, wal_hook, s);
 	return s;
@@ -248,24 +250,15 @@ store_commit(struct store *s)
 }
 
 int
-store_checkpoint(struct store *s)
-{
-	int	rc;
-
-	rc = sqlite3_wal_checkpoint_v2(s->s_db, NULL, SQLITE_CHECKPOINT_PASSIVE,
-	    NULL, NULL);
-	if (rc == SQLITE_OK || rc == SQLITE_BUSY) {
-		s->s_wal_frames = 0;
-		return 0;
-	}
-	store_sqlerr(s, "checkpoint");
-	return -1;
-}
-
-int
 store_wal_frames(const struct store *s)
 {
 	return s->s_wal_frames;
+}
+
+void
+store_set_autocheckpoint(struct store *s, int frames)
+{
+	s->s_autockpt = frames;
 }
 
 int

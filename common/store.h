@@ -56,18 +56,18 @@ int		 store_begin(struct store *);
 int		 store_commit(struct store *);
 int		 store_rollback(struct store *);
 /*
- * Copies what the WAL holds into the database file as far as no reader
- * needs the old pages (a passive checkpoint), outside any transaction;
- * relayd runs it when idle so that commits seldom do it.  0, or -1 after
- * logging.
- */
-int		 store_checkpoint(struct store *);
-/*
  * Frames in the WAL after the last commit or checkpoint of this
  * connection.  A read-write store checkpoints by itself once a commit
- * leaves DB_WAL_AUTOCHECKPOINT (db.h) of them, as SQLite would.
+ * leaves DB_WAL_AUTOCHECKPOINT (db.h) of them, as SQLite would, unless
+ * told otherwise (store_set_autocheckpoint()).
  */
 int		 store_wal_frames(const struct store *);
+/*
+ * Sets the WAL size in frames at which a commit checkpoints by itself
+ * (DB_WAL_AUTOCHECKPOINT by default); 0 never, for a user that runs its
+ * checkpoints on another connection (relayd's thread, relay_ckpt.c).
+ */
+void		 store_set_autocheckpoint(struct store *, int frames);
 
 /*
  * Stores ev (already verified by the caller: id, signature, policy) and

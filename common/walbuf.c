@@ -80,6 +80,20 @@ wb_flush(struct wb_file *w)
 	return rc;
 }
 
+void
+walbuf_trim(void)
+{
+	struct wb_file	*m, *w;
+
+	for (m = wb_mains; m != NULL; m = m->wf_next) {
+		if ((w = m->wf_wal) == NULL || w->wf_len != 0)
+			continue;
+		free(w->wf_buf);
+		w->wf_buf = NULL;
+		w->wf_cap = 0;
+	}
+}
+
 static int
 wb_close(sqlite3_file *f)
 {

@@ -29,6 +29,13 @@
 /* Registers the VFS (not as the default); 0, or -1 if SQLite refused. */
 int	walbuf_register(void);
 
+/*
+ * Frees the buffer of every WAL file that holds no pending frames (a
+ * large commit leaves one of several MiB); the next write makes it
+ * again.  For a writer going idle.
+ */
+void	walbuf_trim(void);
+
 /* Write calls the buffered WAL files passed to the file system so far. */
 unsigned long long	walbuf_writes(void);
 

@@ -12,6 +12,7 @@
  * accepted event.  A client's NIP-42 AUTH event takes the signature
  * path too, in order, so that an EVENT sent after it sees its result.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include "json.h"
 #include "log.h"
 #include "relayd.h"
+#include "walbuf.h"
 
 struct pending {
 	STAILQ_ENTRY(pending)	 p_entry;
@@ -61,7 +63,7 @@ static int			in_txn;
 static lws_sorted_usec_list_t	flush_sul;
 static int			flush_scheduled;
 static size_t			last_batch;	/* events in the last commit */
-static lws_sorted_usec_list_t	ckpt_sul;
+static lws_sorted_usec_list_t	trim_sul;
 
 /*
  * Signature checks, the costliest step before the store, run on one
@@ -128,7 +130,7 @@ relay_ingest_init(void)
 	int		rc;
 
 	memset(&flush_sul, 0, sizeof(flush_sul));
-	memset(&ckpt_sul, 0, sizeof(ckpt_sul));
+	memset(&trim_sul, 0, sizeof(trim_sul));
 	/* Signals are the loop's: the thread runs with all of them blocked. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -155,14 +157,6 @@ verify_submit(struct pending *p)
 	vbytes += p->p_ev->json_len;
 	pthread_cond_signal(&vwork);
 	pthread_mutex_unlock(&vmu);
-}
-
-/* No commit for RELAY_CKPT_IDLE_US: a good moment for the checkpoint. */
-static void
-ckpt_cb(lws_sorted_usec_list_t *sul)
-{
-	(void)sul;
-	store_checkpoint(relayd->store);
 }
 
 void
@@ -268,6 +262,18 @@ check_signed_event(const struct pending *p, char *msg, size_t msglen)
 		    "protected and may be published only by its author, who "
 		    "has not authenticated on this connection");
 	return -1;
+}
+
+/*
+ * No commit for RELAY_TRIM_IDLE_US: a burst is over.  What it left in
+ * buffers and the allocator's free lists goes back to the system.
+ */
+static void
+trim_cb(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
+	walbuf_trim();
+	malloc_trim(0);
 }
 
 static void
@@ -689,10 +695,10 @@ relay_ingest_flush_now(void)
 		in_txn = 0;
 		committed = store_commit(relayd->store) == 0;
 		relayd->stats.commits++;
+		relay_ckpt_kick(store_wal_frames(relayd->store));
 		/* Moved on by every commit: it runs once they pause. */
-		if (store_wal_frames(relayd->store) >= RELAY_CKPT_MIN_FRAMES)
-			lws_sul_schedule(relayd->ctx, 0, &ckpt_sul, ckpt_cb,
-			    RELAY_CKPT_IDLE_US);
+		lws_sul_schedule(relayd->ctx, 0, &trim_sul, trim_cb,
+		    RELAY_TRIM_IDLE_US);
 		if (!committed) {
 			log_warnx("commit failed; refusing a batch");
 			store_rollback(relayd->store);

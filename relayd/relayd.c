@@ -210,6 +210,9 @@ main(int argc, char *argv[])
 		fatalx("store %s: %s", dbpath, err);
 	if (relay_nip11_build() == -1)
 		fatalx("cannot build the NIP-11 document");
+	/* Checkpoints run beside the loop, never in a commit. */
+	if (relay_ckpt_init(dbpath) == 0)
+		store_set_autocheckpoint(rd.store, 0);
 	relay_ingest_init();
 	relay_inv_init();
 
@@ -262,6 +265,8 @@ main(int argc, char *argv[])
 	relay_ingest_stop();
 	relay_ingest_flush_now();
 	lws_context_destroy(rd.ctx);
+	/* Before the store: its close is the last, which checkpoints. */
+	relay_ckpt_stop();
 	relay_chan_close();
 	relay_purg_close();
 	relay_inv_free();

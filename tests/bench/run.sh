@@ -10,7 +10,10 @@
 # connections with 50 EVENTs in flight each, measures the OK latency of
 # events published one at a time, the REQ -> EOSE time of #a, #e/#E,
 # authors and ids queries, the live fan-out of one event to BENCH_SUBS
-# subscribers and NIP-11 over HTTP with wrk.  Part two starts a full
+# subscribers and NIP-11 over HTTP with wrk.  Then a full graspd on an
+# empty store takes the same events the same way, and the memory of each
+# of its processes is read once they are quiet (mem_load_*; skipped with
+# BENCH_NO_LOAD_MEM=1).  Part two starts a full
 # graspd (supervisor and every role) on an empty store, reads the
 # resident memory of all its processes once they are idle, stops it, puts
 # BENCH_BIG events straight into its database, runs the same queries on
@@ -251,6 +254,43 @@ start_graspd() {
 	"$ingest" waitport 127.0.0.1 "$2" 120000 ||
 	    fail "graspd is not listening on port $2 after 120 s"
 }
+
+# mem: the resident, proportional and private kB of each of graspd's
+# processes (named by their command) and the sums, as figures
+# mem_TAG_PROCESS_{rss,pss,private} and mem_TAG_total_*.
+mem() {
+	tree | while read -r p; do
+		n=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+		awk -v n="$n" -v t="$1" '
+		    $1 == "Rss:" { r = $2 } $1 == "Pss:" { s = $2 }
+		    $1 ~ /^Private_(Clean|Dirty):$/ { v += $2 }
+		    END { printf "mem_%s_%s_rss %d kB\nmem_%s_%s_pss %d kB\n" \
+		    "mem_%s_%s_private %d kB\n", t, n, r, t, n, s, t, n, v }' \
+		    "/proc/$p/smaps_rollup" 2>/dev/null
+	done | awk '{ print; split($1, f, "_"); k = f[length(f)]
+	    sum[k] += $2 } END { for (k in sum) printf "mem_'"$1"'_total_%s" \
+	    " %d kB\n", k, sum[k] }'
+}
+
+# Memory after the load: a full graspd (supervisor and every role) on an
+# empty store, on part one's address (the events name it), takes the
+# same events over 4 connections with 50 in flight, and each process's
+# memory is read once they are quiet again (issue #22 compares their sum
+# with strfry's 60 MB).
+if [ -z "${BENCH_NO_LOAD_MEM:-}" ]; then
+	echo "# bench: full graspd on $domain, the same $((EVENTS + SERIAL))" \
+	    "events, then its memory"
+	start_graspd "$tmp/load" "$port"
+	timeout 900 "$ingest" publish 127.0.0.1 "$port" "$tmp/events.jsonl" \
+	    --conns 4 --inflight 50 --push "$tmp/src" >"$tmp/load.out" ||
+	    fail "ingest publish to graspd failed"
+	awk '$1 == "publish_rate" { print "load_publish_rate", $2, $3 }
+	    $1 == "publish_ok_p99" { print "load_publish_ok_p99", $2, $3 }' \
+	    "$tmp/load.out" >>"$tmp/figures"
+	settle || fail "graspd does not settle after the load"
+	mem load >>"$tmp/figures"
+	stop_relay
+fi
 
 if [ "$BIG" -gt 0 ]; then
 	bport=$("$ingest" freeport) || fail "no free loopback port"

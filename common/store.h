@@ -64,8 +64,9 @@ int		 store_rollback(struct store *);
 int		 store_wal_frames(const struct store *);
 /*
  * Sets the WAL size in frames at which a commit checkpoints by itself
- * (DB_WAL_AUTOCHECKPOINT by default); 0 never, for a user that runs its
- * checkpoints on another connection (relayd's thread, relay_ckpt.c).
+ * (DB_WAL_AUTOCHECKPOINT by default); 0 never.  A user that runs its
+ * checkpoints on another connection (relayd's thread, relay_ckpt.c) sets
+ * it higher, as a backstop for when they fall behind.
  */
 void		 store_set_autocheckpoint(struct store *, int frames);
 

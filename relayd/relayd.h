@@ -110,6 +110,16 @@
  */
 #define RELAY_CKPT_MIN_FRAMES	10000
 /*
+ * Ours: WAL pages at which the writer checkpoints in its own commit after
+ * all.  Under a steady ingest the thread's passes lag the writer, and the
+ * WAL starts over only once a pass has copied every frame before the next
+ * write: without this it grew to 83,000 frames over 20,000 events in
+ * load_test, and further as long as the ingest lasts.  By then the thread
+ * has copied all but the frames of its last pass, so the writer's pass
+ * is a short one.
+ */
+#define RELAY_CKPT_MAX_FRAMES	(4 * RELAY_CKPT_MIN_FRAMES)
+/*
  * Ours: commits pause this long (a burst is over) before relayd gives
  * the memory the burst left in buffers and free lists back (malloc_trim).
  */

@@ -9,7 +9,8 @@
  * connection lost: no dropped subscription.  Printed: OK latency
  * (median, p99, max), relayd's resident memory (now and peak), messages
  * delivered.  A second case: a websocket request beyond max_connections
- * is answered with HTTP 503.
+ * is answered with HTTP 503.  A third: the WAL stays near relayd's
+ * checkpoint threshold under a long ingest.
  *
  * The size comes from the environment, so "make soak" runs the same
  * program big: GRASPD_LOAD_CLIENTS (default 200; 100 under the
@@ -18,6 +19,7 @@
  * GRASPD_LOAD_TOPICS (clients * subs / 40, at least subs).
  */
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <inttypes.h>
 #include <poll.h>
@@ -38,6 +40,11 @@
 #define DRAIN_MS	60000
 /* How long every subscription may take to be set up (EOSE). */
 #define SETUP_MS	120000
+/* EVENTs in flight in the WAL case, and SQLite's page size. */
+#define WAL_WINDOW	100
+#define WAL_PAGE	4096
+/* relayd's backstop (RELAY_CKPT_MAX_FRAMES) and a few commits more. */
+#define WAL_MAX_FRAMES	50000
 
 struct sub {
 	int		 s_topic;
@@ -486,6 +493,80 @@ test_beyond_max_connections_http_503(void)
 	relayproc_free(rp);
 }
 
+/*
+ * relayd checkpoints its WAL on a thread of its own (relay_ckpt.c) once
+ * a commit leaves RELAY_CKPT_MIN_FRAMES (10,000) frames in it, and in the
+ * commit itself at RELAY_CKPT_MAX_FRAMES (40,000) when the thread lags;
+ * the WAL then starts over, so under a long ingest it stays below that.
+ * Without either it grows with every event: GRASPD_WAL_EVENTS (20,000)
+ * events of this shape left 83,000 frames.
+ */
+static void
+test_wal_bounded_under_ingest(void)
+{
+	struct relayproc	*rp;
+	struct wsc		*ws = NULL;
+	struct event		*ev;
+	struct stat		 st;
+	struct buf		 b = BUF_INIT;
+	uint8_t			 sk[32];
+	char			 path[1024], content[32], *m;
+	long			 n = t_env_int("GRASPD_WAL_EVENTS", 20000), sent,
+				 acked = 0, answered = 0, frames;
+	int64_t			 deadline;
+
+	T_ASSERT((rp = relayproc_start("relayd", NULL)) != NULL);
+	T_CHECK((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
+	    5000)) != NULL);
+	if (ws == NULL)
+		goto done;
+	deadline = wsc_now_ms() + DRAIN_MS;
+	memset(sk, 0, sizeof(sk));
+	sk[0] = 0x57;
+	for (sent = 0; answered < n && wsc_now_ms() < deadline; ) {
+		/* At most WAL_WINDOW in flight, as a busy client has. */
+		while (sent < n && sent - answered < WAL_WINDOW) {
+			/* A key an event: kind 10317 is replaceable. */
+			sk[1] = (uint8_t)(sent >> 16);
+			sk[2] = (uint8_t)(sent >> 8);
+			sk[3] = (uint8_t)sent;
+			snprintf(content, sizeof(content), "wal %ld", sent);
+			ev = event_new_signed(sk, time(NULL), 10317,
+			    "[[\"t\",\"wal\"]]", content);
+			T_ASSERT(ev != NULL);
+			buf_reset(&b);
+			buf_printf(&b, "[\"EVENT\",%s]", ev->json);
+			event_destroy(ev);
+			T_ASSERT(wsc_send_text(ws, b.b_data, b.b_len) == 0);
+			sent++;
+		}
+		if ((m = wsc_recv(ws, 1000, NULL)) == NULL) {
+			if (wsc_is_closed(ws))
+				break;
+			continue;
+		}
+		if (strncmp(m, "[\"OK\",", 6) == 0) {
+			answered++;
+			acked += strstr(m, "\",true,") != NULL;
+		}
+		free(m);
+	}
+	printf("# %ld events sent, %ld answered, %ld accepted\n", sent,
+	    answered, acked);
+	T_CHECK(acked == n);
+	snprintf(path, sizeof(path), "%s/relay/graspd.db-wal",
+	    relayproc_dir(rp));
+	T_CHECK(stat(path, &st) == 0);
+	frames = (long)(st.st_size / (WAL_PAGE + 24));
+	printf("# the WAL holds %ld frames after the ingest\n", frames);
+	T_CHECK(frames > 0 && frames <= WAL_MAX_FRAMES);
+done:
+	buf_free(&b);
+	if (ws != NULL)
+		wsc_close(ws);
+	relayproc_free(rp);
+}
+
 int
 main(void)
 {
@@ -500,5 +581,6 @@ main(void)
 	}
 	T_RUN(test_many_clients_no_dropped_subscription);
 	T_RUN(test_beyond_max_connections_http_503);
+	T_RUN(test_wal_bounded_under_ingest);
 	return t_done();
 }

@@ -416,9 +416,27 @@ gd_reap(struct gd *g, int timeout_ms)
  * settings.  The run directory is left for graspd to create.  Returns 0,
  * or -1 with the directory removed.
  */
+/* Where env_add() appends: one buffer of strings, their offsets. */
+struct env_acc {
+	struct buf	*buf;
+	size_t		*off;
+	size_t		*noff;
+};
+
+static void
+env_add(void *arg, const char *kv)
+{
+	struct env_acc	*ea = arg;
+
+	ea->off[(*ea->noff)++] = ea->buf->b_len;
+	buf_adds(ea->buf, kv);
+	buf_addc(ea->buf, '\0');
+}
+
 static int
 gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
 {
+	struct env_acc	 ea;
 	struct buf	 e = BUF_INIT;
 	char		**envp, *argv[6], path[PATH_MAX + 16], sub[PATH_MAX + 8];
 	size_t		 n = 0, i, j, off[32], noff = 0;
@@ -449,17 +467,11 @@ gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
 	buf_printf(&e, __VA_ARGS__);					\
 	buf_addc(&e, '\0');						\
 } while (0)
-	ENV("NGIT_BIND_ADDRESS=127.0.0.1:%d", g->port);
-	ENV("NGIT_DOMAIN=127.0.0.1:%d", g->port);
-	ENV("NGIT_RELAY_DATA_PATH=%s/relay", g->dir);
-	ENV("NGIT_GIT_DATA_PATH=%s/git", g->dir);
-	ENV("NGIT_RUN_PATH=%s", g->run);
-	ENV("NGIT_TEST=1");
-	ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
-	ENV("NGIT_MAX_CONNECTIONS_PER_IP=0");
-	ENV("NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
-	ENV("NGIT_USER=root");
-	ENV("GRASPD_LIBEXEC=%s", libexec);
+	ea.buf = &e;
+	ea.off = off;
+	ea.noff = &noff;
+	/* g->run is g->dir/run, the NGIT_RUN_PATH it gives. */
+	relayproc_graspd_env(g->port, g->dir, libexec, env_add, &ea);
 	for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
 		ENV("%s", extra_env[i]);
 #undef ENV

@@ -162,14 +162,13 @@ build_envp(const struct relayproc *rp)
 	return envp;
 }
 
-/* Reads "host:port" or "[v6]:port" from NGIT_BIND_ADDRESS; 0 or -1. */
-static int
-parse_bind(struct relayproc *rp)
+int
+relayproc_split_addr(const char *v, char *host, size_t hostlen, int *port)
 {
-	const char	*v = env_get(rp, "NGIT_BIND_ADDRESS"), *colon;
+	const char	*colon;
 	size_t		 hl;
 	char		*ep;
-	long		 port;
+	long		 p;
 
 	if (v == NULL)
 		return -1;
@@ -184,14 +183,21 @@ parse_bind(struct relayproc *rp)
 			return -1;
 		hl = (size_t)(colon - v);
 	}
-	port = strtol(colon + 1, &ep, 10);
-	if (hl == 0 || hl >= sizeof(rp->rp_host) || *ep != '\0' ||
-	    port <= 0 || port > 65535)
+	p = strtol(colon + 1, &ep, 10);
+	if (hl == 0 || hl >= hostlen || *ep != '\0' || p <= 0 || p > 65535)
 		return -1;
-	memcpy(rp->rp_host, v, hl);
-	rp->rp_host[hl] = '\0';
-	rp->rp_port = (int)port;
+	memcpy(host, v, hl);
+	host[hl] = '\0';
+	*port = (int)p;
 	return 0;
+}
+
+/* Reads "host:port" or "[v6]:port" from NGIT_BIND_ADDRESS; 0 or -1. */
+static int
+parse_bind(struct relayproc *rp)
+{
+	return relayproc_split_addr(env_get(rp, "NGIT_BIND_ADDRESS"),
+	    rp->rp_host, sizeof(rp->rp_host), &rp->rp_port);
 }
 
 /* Binds host:port (port 0: any) and closes it; the port, or -1. */
@@ -736,4 +742,29 @@ relayproc_ws_retry(struct relayproc *rp, int timeout_ms)
 		    "/", NULL, 5000, &status);
 	} while (ws == NULL && wsc_now_ms() < end);
 	return ws;
+}
+
+void
+relayproc_graspd_env(int port, const char *dir, const char *libexec,
+    void (*add)(void *, const char *), void *arg)
+{
+	char	kv[PATH_MAX + 64];
+
+#define GD_ENV(...) do {						\
+	snprintf(kv, sizeof(kv), __VA_ARGS__);				\
+	add(arg, kv);							\
+} while (0)
+	GD_ENV("NGIT_BIND_ADDRESS=127.0.0.1:%d", port);
+	GD_ENV("NGIT_DOMAIN=127.0.0.1:%d", port);
+	GD_ENV("NGIT_RELAY_DATA_PATH=%s/relay", dir);
+	GD_ENV("NGIT_GIT_DATA_PATH=%s/git", dir);
+	GD_ENV("NGIT_RUN_PATH=%s/run", dir);
+	GD_ENV("NGIT_TEST=1");
+	GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
+	GD_ENV("NGIT_MAX_CONNECTIONS_PER_IP=0");
+	GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
+	/* Roles as the test's own user, unless extra_env says. */
+	GD_ENV("NGIT_USER=root");
+	GD_ENV("GRASPD_LIBEXEC=%s", libexec);
+#undef GD_ENV
 }

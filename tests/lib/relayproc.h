@@ -104,6 +104,23 @@ const char	*relayproc_bind_url(const struct relayproc *);
  */
 int		 relayproc_free_port(const char *host);
 /*
+ * Splits "host:port" or "[v6]:port" (v may be NULL): the host into host
+ * (hostlen bytes), the port (1..65535) into *port.  0, or -1 when v is
+ * not of that form or the host does not fit.
+ */
+int		 relayproc_split_addr(const char *v, char *host, size_t hostlen,
+		    int *port);
+/*
+ * The environment of a whole graspd under test (gdproc.c,
+ * supervisor_test.c): calls add(arg, "KEY=VALUE") for NGIT_* settings
+ * for 127.0.0.1:port with relay, git and run directories under dir, no
+ * rate limits, roles as the test's own user, and GRASPD_LIBEXEC=libexec.
+ * The string is valid only during the call.
+ */
+void		 relayproc_graspd_env(int port, const char *dir,
+		    const char *libexec, void (*add)(void *arg, const char *kv),
+		    void *arg);
+/*
  * 1 if the log file at path (its first 64 KiB) says a program could not
  * have its listening address ("cannot listen on", as relayd and the peer
  * say when libwebsockets cannot bind, or "Address already in use"), else

@@ -25,6 +25,7 @@
 
 #include "log.h"
 #include "peer.h"
+#include "relayproc.h"
 
 struct peer	*peer;
 
@@ -82,35 +83,6 @@ usage(void)
 	fprintf(stderr, "usage: peer [-dv]   (listens on $NGIT_BIND_ADDRESS, "
 	    "host:port)\n");
 	exit(78);
-}
-
-/* Splits "host:port" or "[v6]:port"; 0 or -1. */
-static int
-parse_bind(const char *v, char *host, size_t hostlen, int *port)
-{
-	const char	*colon;
-	size_t		 hl;
-	char		*ep;
-	long		 p;
-
-	if (*v == '[') {
-		if ((colon = strstr(v, "]:")) == NULL)
-			return -1;
-		v++;
-		hl = (size_t)(colon - v);
-		colon++;
-	} else {
-		if ((colon = strrchr(v, ':')) == NULL)
-			return -1;
-		hl = (size_t)(colon - v);
-	}
-	p = strtol(colon + 1, &ep, 10);
-	if (hl == 0 || hl >= hostlen || *ep != '\0' || p <= 0 || p > 65535)
-		return -1;
-	memcpy(host, v, hl);
-	host[hl] = '\0';
-	*port = (int)p;
-	return 0;
 }
 
 void
@@ -225,7 +197,7 @@ main(int argc, char *argv[])
 	log_init("peer", 1);
 	log_setlevel(verbose ? LOG_LVL_DEBUG : LOG_LVL_WARN);
 	if ((addr = getenv("NGIT_BIND_ADDRESS")) == NULL ||
-	    parse_bind(addr, host, sizeof(host), &port) == -1) {
+	    relayproc_split_addr(addr, host, sizeof(host), &port) == -1) {
 		log_warnx("NGIT_BIND_ADDRESS must be host:port");
 		exit(78);
 	}

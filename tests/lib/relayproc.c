@@ -192,6 +192,37 @@ relayproc_split_addr(const char *v, char *host, size_t hostlen, int *port)
 	return 0;
 }
 
+int
+relayproc_listen(const char *host, int type, int backlog, int *port)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t		 sl;
+	int			 fd;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sl = sizeof(*sin);
+	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sl = sizeof(*sin6);
+	} else
+		return -1;
+	if ((fd = socket(ss.ss_family, type, 0)) == -1)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
+	    listen(fd, backlog) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) == -1) {
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
+	    sin6->sin6_port);
+	return fd;
+}
+
 /* Reads "host:port" or "[v6]:port" from NGIT_BIND_ADDRESS; 0 or -1. */
 static int
 parse_bind(struct relayproc *rp)

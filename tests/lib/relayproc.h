@@ -104,6 +104,14 @@ const char	*relayproc_bind_url(const struct relayproc *);
  */
 int		 relayproc_free_port(const char *host);
 /*
+ * A listening TCP socket on host (an IPv4 or IPv6 literal), any port:
+ * socket(2) type (SOCK_STREAM, maybe | SOCK_NONBLOCK | SOCK_CLOEXEC),
+ * listen(2) backlog.  The descriptor (caller closes) with the port in
+ * *port, or -1 if host is no address literal or a call failed.
+ */
+int		 relayproc_listen(const char *host, int type, int backlog,
+		    int *port);
+/*
  * Splits "host:port" or "[v6]:port" (v may be NULL): the host into host
  * (hostlen bytes), the port (1..65535) into *port.  0, or -1 when v is
  * not of that form or the host does not fit.

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "relayproc.h"
 #include "t.h"
 #include "wsclient.h"
 
@@ -610,31 +611,7 @@ handshake_checks_accept_and_keeps_early_frames(void)
 static int
 listen_loopback(const char *host, int *port)
 {
-	struct sockaddr_storage	 ss;
-	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
-	socklen_t		 sl;
-	int			 fd;
-
-	memset(&ss, 0, sizeof(ss));
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sl = sizeof(*sin);
-	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sl = sizeof(*sin6);
-	} else
-		return -1;
-	if ((fd = socket(ss.ss_family, SOCK_STREAM, 0)) == -1)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 || listen(fd, 4) == -1 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) == -1) {
-		close(fd);
-		return -1;
-	}
-	*port = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
-	    sin6->sin6_port);
-	return fd;
+	return relayproc_listen(host, SOCK_STREAM, 4, port);
 }
 
 /* Accepts one websocket client and echoes one text message. */

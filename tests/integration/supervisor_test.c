@@ -239,31 +239,13 @@ write_file(const char *path, const char *text, mode_t mode)
 	return chmod(path, mode);
 }
 
-/* The whole file, NUL-terminated, or NULL; caller frees. */
-static char *
-read_file(const char *path)
-{
-	struct buf	 b = BUF_INIT;
-	char		 chunk[4096];
-	size_t		 n;
-	FILE		*f;
-
-	if ((f = fopen(path, "r")) == NULL)
-		return NULL;
-	buf_adds(&b, "");
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		buf_add(&b, chunk, n);
-	fclose(f);
-	return buf_release(&b, NULL);
-}
-
 static void
 dump_log(const struct gd *g, int nlines)
 {
 	char	*text, *p;
 	int	 seen = 0;
 
-	if ((text = read_file(g->log)) == NULL)
+	if ((text = t_slurp(g->log, NULL)) == NULL)
 		return;
 	p = text + strlen(text);
 	while (p > text && seen <= nlines)
@@ -651,7 +633,7 @@ wait_role(struct gd *g, const char *name, const char *state, long oldpid,
 static int
 log_has(const struct gd *g, const char *needle)
 {
-	char	*text = read_file(g->log);
+	char	*text = t_slurp(g->log, NULL);
 	int	 found = text != NULL && strstr(text, needle) != NULL;
 
 	free(text);
@@ -874,7 +856,7 @@ test_graspd_starts_every_role(void)
 	T_ASSERT(stat(G.run, &sb) == 0);
 	T_CHECK((sb.st_mode & 0777) == 0755);
 	snprintf(env, sizeof(env), "%s/graspd.pid", G.run);
-	pidtext = read_file(env);
+	pidtext = t_slurp(env, NULL);
 	T_ASSERT(pidtext != NULL);
 	T_EQ_INT(atoi(pidtext), G.pid);
 	free(pidtext);
@@ -1344,7 +1326,7 @@ test_sigterm_stops_every_role_relayd_last(void)
 	T_EQ_STR(notify_recv(2000), "STOPPING=1");
 	for (i = 0; i < NROLES; i++)
 		T_CHECK(!alive((pid_t)pids[i]));
-	text = read_file(G.log);
+	text = t_slurp(G.log, NULL);
 	T_ASSERT(text != NULL);
 	/* relayd is told to stop only once the others have exited. */
 	p_relayd = strstr(text, "graspd: stopping relayd");
@@ -1495,7 +1477,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 static int
 start_times(const struct gd *g, const char *name, long *t, int max)
 {
-	char	*text = read_file(g->log), *line, needle[64];
+	char	*text = t_slurp(g->log, NULL), *line, needle[64];
 	int	 n = 0, hh, mm, ss, ms;
 
 	if (text == NULL)
@@ -1595,7 +1577,7 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 
 	/* What a role inherits: 0-2 and the readiness pipe on 3, no more. */
 	snprintf(path, sizeof(path), "%s/syncd.fds", fake);
-	fds = read_file(path);
+	fds = t_slurp(path, NULL);
 	T_ASSERT(fds != NULL);
 	for (i = 0; i < 10; i++) {
 		char	needle[16];
@@ -1845,7 +1827,7 @@ test_daemon_mode_returns_once_ready(void)
 	T_CHECK(rc == 0);
 	free(out);
 	snprintf(path, sizeof(path), "%s/run/graspd.pid", dir);
-	text = read_file(path);
+	text = t_slurp(path, NULL);
 	T_ASSERT(text != NULL);
 	pid = atoi(text);
 	free(text);
@@ -1924,7 +1906,7 @@ test_make_install_puts_a_working_setup_in_place(void)
 	/* An operator's file survives the next install. */
 	T_ASSERT(write_file(path, "log_level = debug\n", 0644) == 0);
 	T_EQ_INT(run(NULL, INSTALL_CMD, topdir, bindir, dest), 0);
-	text = read_file(path);
+	text = t_slurp(path, NULL);
 	T_CHECK(text != NULL && strcmp(text, "log_level = debug\n") == 0);
 	free(text);
 	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf.sample", dest);
@@ -1932,14 +1914,14 @@ test_make_install_puts_a_working_setup_in_place(void)
 	/* The unit where systemd looks, on the installed paths. */
 	snprintf(path, sizeof(path), "%s/usr/local/lib/systemd/system/"
 	    "graspd.service", dest);
-	text = read_file(path);
+	text = t_slurp(path, NULL);
 	T_CHECK(text != NULL && strstr(text, "ExecStart=/usr/local/sbin/"
 	    "graspd -d -f /etc/graspd/graspd.conf\n") != NULL);
 	free(text);
 	/* The init script where init looks. */
 	snprintf(path, sizeof(path), "%s/etc/init.d/graspd", dest);
 	T_CHECK(access(path, X_OK) == 0);
-	text = read_file(path);
+	text = t_slurp(path, NULL);
 	T_CHECK(text != NULL && strstr(text, "\nCONF=/etc/graspd/graspd.conf"
 	    "\n") != NULL);
 	free(text);
@@ -2004,7 +1986,7 @@ test_man_pages_and_init_script_lint_clean(void)
 		char	path[PATH_MAX + 32];
 
 		snprintf(path, sizeof(path), "%s/etc/graspd.service", topdir);
-		out = read_file(path);
+		out = t_slurp(path, NULL);
 	}
 	T_ASSERT(out != NULL);
 	T_CHECK(strstr(out, "\nType=notify\n") != NULL);

@@ -257,6 +257,21 @@ done:
 	return rc;
 }
 
+int
+nostr_count_id(struct wsc *w, const char *subid, const char *id_hex,
+    int timeout_ms, size_t *n)
+{
+	char	 f[128], **evs = NULL;
+	int	 rc;
+
+	*n = 0;
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id_hex);
+	rc = nostr_req(w, subid, f, timeout_ms, &evs, n, NULL);
+	nostr_events_free(evs);
+	nostr_close_sub(w, subid);
+	return rc;
+}
+
 void
 nostr_events_free(char **events)
 {

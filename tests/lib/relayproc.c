@@ -799,3 +799,27 @@ relayproc_graspd_env(int port, const char *dir, const char *libexec,
 	GD_ENV("GRASPD_LIBEXEC=%s", libexec);
 #undef GD_ENV
 }
+
+int
+relayproc_proc_status(long pid, const char *name, char *out, size_t outlen)
+{
+	char	 path[64], line[512], *v;
+	size_t	 nl = strlen(name);
+	FILE	*f;
+	int	 rc = -1;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (rc == -1 && fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, name, nl) != 0 || line[nl] != ':')
+			continue;
+		v = line + nl + 1;
+		v += strspn(v, " \t");
+		v[strcspn(v, "\n")] = '\0';
+		snprintf(out, outlen, "%s", v);
+		rc = 0;
+	}
+	fclose(f);
+	return rc;
+}

@@ -104,6 +104,14 @@ const char	*relayproc_bind_url(const struct relayproc *);
  */
 int		 relayproc_free_port(const char *host);
 /*
+ * The value of field name ("VmRSS", "Uid", "CapEff", ...) in
+ * /proc/<pid>/status, blanks after the colon skipped, into out (outlen
+ * bytes, the newline dropped).  0, or -1 if it cannot be read or has
+ * no such field.
+ */
+int		 relayproc_proc_status(long pid, const char *name, char *out,
+		    size_t outlen);
+/*
  * A listening TCP socket on host (an IPv4 or IPv6 literal), any port:
  * socket(2) type (SOCK_STREAM, maybe | SOCK_NONBLOCK | SOCK_CLOEXEC),
  * listen(2) backlog.  The descriptor (caller closes) with the port in

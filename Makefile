@@ -142,7 +142,7 @@ $(O)/tests/bench/%: $(O)/tests/bench/%.o $(TLIB_OBJ) $(O)/libcommon.a
 
 # The scriptable peer relay of the integration tests (tests/peer/peer.h).
 $(O)/tests/peer/peer: $(patsubst %.c,$(O)/%.o,$(wildcard tests/peer/*.c)) \
-    $(O)/libcommon.a
+    $(O)/tests/lib/relayproc.o $(O)/tests/lib/tdir.o $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 tests: $(UNIT_BIN) $(INTEG_BIN) $(BENCH_BIN) $(O)/tests/peer/peer

@@ -416,7 +416,7 @@ conn_req_size(size_t filter_len)
 }
 
 /* Appends the JSON text of v (canonical string escaping). */
-static void
+void
 json_write(struct buf *b, const struct json *v)
 {
 	const struct json	*e;

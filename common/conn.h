@@ -525,4 +525,13 @@ void		 conn_filters_free(struct conn_filters *);
 /* The REQ bytes one filter costs: ["REQ","<CONN_SUBID_MAX>",filter]. */
 size_t		 conn_req_size(size_t filter_len);
 
+struct buf;
+struct json;
+/*
+ * Appends the JSON text of v to b: NIP-01 canonical string escaping,
+ * integers as written, other numbers with %.17g.  Cannot fail (buf
+ * allocation failure is fatal).
+ */
+void		 json_write(struct buf *b, const struct json *v);
+
 #endif

@@ -206,15 +206,10 @@ done:
 static int
 served(struct wsc *w, const char *id_hex, int timeout_ms)
 {
-	char	 f[128], **evs = NULL;
-	size_t	 n = 0;
-	int	 rc;
+	size_t	n;
 
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id_hex);
-	rc = nostr_req(w, "served", f, timeout_ms, &evs, &n, NULL);
-	nostr_events_free(evs);
-	nostr_close_sub(w, "served");
-	return rc == 0 ? n == 1 : -1;
+	return nostr_count_id(w, "served", id_hex, timeout_ms, &n) == 0 ?
+	    n == 1 : -1;
 }
 
 /* graspd_relay_events_stored from host:port's /metrics, or -1. */

@@ -114,15 +114,9 @@ send_auth(struct wsc *ws, const struct event *ev, char *msg, size_t msglen)
 static int
 stored(struct wsc *ws, const char *id)
 {
-	char	**evs = NULL, f[128];
-	size_t	 n = 0;
-	int	 rc;
+	size_t	n;
 
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id);
-	rc = nostr_req(ws, "has", f, TMO, &evs, &n, NULL);
-	nostr_events_free(evs);
-	nostr_close_sub(ws, "has");
-	return rc == 0 ? (int)n : -1;
+	return nostr_count_id(ws, "has", id, TMO, &n) == 0 ? (int)n : -1;
 }
 
 /* A protected kind 10317 (a user grasp list: the policy takes it). */

@@ -36,6 +36,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tuser.h"
 #include "wsclient.h"
 
 #define TMO		5000	/* ms, one HTTP call or one wait */
@@ -320,13 +321,7 @@ show_num(const char *key, const char *field)
 static int
 post(const char *path, const char *body)
 {
-	int	status = -1;
-
-	if (http_request(relayproc_host(rp), relayproc_port(rp), "POST", path,
-	    "Content-Type: application/json\r\n", body, strlen(body), TMO,
-	    &status, NULL, NULL, NULL) == -1)
-		return -1;
-	return status;
+	return peerctl_post(rp, path, body, NULL);
 }
 
 static int
@@ -367,15 +362,6 @@ mkev(int n, int64_t created_at, uint32_t kind, const char *tags)
 	sk[31] = (uint8_t)n;
 	snprintf(content, sizeof(content), "event %d", n);
 	return event_new_signed(sk, created_at, kind, tags, content);
-}
-
-static void
-free_evs(struct event **evs, size_t n)
-{
-	size_t	i;
-
-	for (i = 0; i < n; i++)
-		event_destroy(evs[i]);
 }
 
 /* Runs the loop in slices until the peer logged at least n REQs. */
@@ -475,7 +461,7 @@ one_connection_per_relay_shared_then_retired(void)
 	log = peerctl_log(rp);
 	T_EQ_INT(ctl_num(log, "open"), 0);
 	cJSON_Delete(log);
-	free_evs(evs, 3);
+	tuser_events_destroy(evs, 3);
 	mgr_stop();
 }
 
@@ -563,7 +549,7 @@ pagination_across_a_capped_relay_loses_nothing(void)
 	}
 	T_EQ_INT(with_until, n - 1);
 	cJSON_Delete(log);
-	free_evs(evs, 60);
+	tuser_events_destroy(evs, 60);
 	conn_release(c);
 	mgr_stop();
 }
@@ -602,7 +588,7 @@ pagination_steps_past_a_second_fuller_than_the_cap(void)
 	for (i = 30; i < 40; i++)
 		T_EQ_INT(ingested_count(evs[i]->id_hex), 1);
 	T_EQ_INT(f.st.cs_oldest, 1700000199);
-	free_evs(evs, 40);
+	tuser_events_destroy(evs, 40);
 	conn_release(c);
 	mgr_stop();
 }
@@ -804,7 +790,7 @@ fetch_times_out_without_eose_and_closes(void)
 	cJSON_Delete(log);
 	/* A timeout is not the relay failing. */
 	T_EQ_INT(show_num(peer_key, "failures_total"), 0);
-	free_evs(evs, 2);
+	tuser_events_destroy(evs, 2);
 	conn_release(c);
 	mgr_stop();
 }
@@ -1134,7 +1120,7 @@ auth_is_answered_with_the_owner_key(void)
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), 2);
 	T_EQ_INT(ctl_num(log, "connections"), 1);
 	cJSON_Delete(log);
-	free_evs(evs, 2);
+	tuser_events_destroy(evs, 2);
 	conn_release(c);
 	mgr_stop();
 }
@@ -1331,7 +1317,7 @@ forged_events_go_to_relayd_unverified(void)
 	T_EQ_INT(show_num(peer_key, "malformed"), 0);
 	T_EQ_INT(show_num(peer_key, "bad_events"), 1);
 	T_EQ_INT(f.st.cs_events, 3);
-	free_evs(evs, 3);
+	tuser_events_destroy(evs, 3);
 	conn_release(c);
 	mgr_stop();
 }
@@ -1390,7 +1376,7 @@ ingest_drops_are_counted_not_delivered(void)
 	T_EQ_INT(live_drop_at, 1700000801);
 	event_destroy(ev);
 	drop_every_other = 0;
-	free_evs(evs, 6);
+	tuser_events_destroy(evs, 6);
 	conn_live_close(live);
 	conn_release(c);
 	mgr_stop();
@@ -1455,7 +1441,7 @@ flood_of_unasked_events_is_counted_not_ingested(void)
 	T_EQ_INT(f.st.cs_new, 2);
 	T_EQ_INT(show_num(peer_key, "stray"), 1500);
 	T_EQ_INT(conn_state(c), CONN_CONNECTED);
-	free_evs(evs, 2);
+	tuser_events_destroy(evs, 2);
 	conn_release(c);
 	mgr_stop();
 }
@@ -1529,7 +1515,7 @@ drops_after_the_handshake_grow_the_backoff(void)
 	T_EQ_INT(run_until_all(&f[0], 1, TMO), 0);
 	T_EQ_INT(f[0].res, FETCH_EOSE);
 	T_EQ_INT(show_num(peer_key, "failures"), 0);
-	free_evs(evs, 3);
+	tuser_events_destroy(evs, 3);
 	conn_release(c);
 	mgr_stop();
 }
@@ -1560,7 +1546,7 @@ abrupt_close_mid_stream_is_a_failure(void)
 	T_EQ_INT(f[1].res, FETCH_EOSE);
 	T_EQ_INT(f[1].st.cs_new, 10);
 	T_EQ_INT(show_num(peer_key, "failures"), 0);
-	free_evs(evs, 10);
+	tuser_events_destroy(evs, 10);
 	conn_release(c);
 	mgr_stop();
 }

@@ -94,15 +94,12 @@ signed_by(int n, int64_t created_at, uint32_t kind, const char *tags,
 static int
 served(struct wsc *ws, const char *id)
 {
-	char	 f[128], **evs = NULL, subid[32];
-	size_t	 n = 0;
+	char	 subid[32];
+	size_t	 n;
 	int	 rc;
 
 	snprintf(subid, sizeof(subid), "s%d", rand());
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id);
-	rc = nostr_req(ws, subid, f, TMO, &evs, &n, NULL);
-	nostr_events_free(evs);
-	nostr_close_sub(ws, subid);
+	rc = nostr_count_id(ws, subid, id, TMO, &n);
 	return rc == 0 || rc == 1 ? (int)n : -1;
 }
 

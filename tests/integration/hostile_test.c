@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "client.h"
 #include "event.h"
 #include "gdproc.h"
 #include "gitutil.h"
@@ -139,7 +140,6 @@ static void
 raw_answer(struct raw *r, struct raw_client *c)
 {
 	struct buf	 b = BUF_INIT;
-	char		*k, accept[29], key[64];
 
 	if (r->r_mode == RAW_COUNT) {
 		raw_path(r, c->rc_req);
@@ -151,13 +151,7 @@ raw_answer(struct raw *r, struct raw_client *c)
 		raw_drop(r, c);
 		return;
 	}
-	key[0] = '\0';
-	if ((k = strcasestr(c->rc_req, "Sec-WebSocket-Key:")) != NULL)
-		sscanf(k + 18, " %63[^\r\n ]", key);
-	wsc_accept_key(key, accept);
-	buf_printf(&b, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
-	    "websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s"
-	    "\r\n\r\n", accept);
+	client_ws_accept(&b, c->rc_req);
 	if (write(c->rc_fd, b.b_data, b.b_len) != (ssize_t)b.b_len) {
 		buf_free(&b);
 		raw_drop(r, c);
@@ -332,18 +326,10 @@ wait_stored(struct gdproc *g, const char *id, int ms)
 static long
 rss_kb(long pid)
 {
-	char	path[64], line[256];
-	FILE	*f;
-	long	kb = -1;
+	char	v[64];
 
-	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (strncmp(line, "VmRSS:", 6) == 0)
-			kb = atol(line + 6);
-	fclose(f);
-	return kb;
+	return relayproc_proc_status(pid, "VmRSS", v, sizeof(v)) == 0 ?
+	    atol(v) : -1;
 }
 
 static int

@@ -86,20 +86,12 @@ is_sanitize(void)
 static void
 rss_of(pid_t pid, long *rss, long *hwm)
 {
-	char	path[64], line[256];
-	FILE	*f;
+	char	v[64];
 
-	*rss = *hwm = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		if (strncmp(line, "VmRSS:", 6) == 0)
-			*rss = atol(line + 6);
-		else if (strncmp(line, "VmHWM:", 6) == 0)
-			*hwm = atol(line + 6);
-	}
-	fclose(f);
+	*rss = relayproc_proc_status(pid, "VmRSS", v, sizeof(v)) == 0 ?
+	    atol(v) : -1;
+	*hwm = relayproc_proc_status(pid, "VmHWM", v, sizeof(v)) == 0 ?
+	    atol(v) : -1;
 }
 
 static void

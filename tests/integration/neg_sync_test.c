@@ -40,6 +40,7 @@
 #include <cjson/cJSON.h>
 
 #include "buf.h"
+#include "client.h"
 #include "ctl.h"
 #include "event.h"
 #include "gitutil.h"
@@ -1059,21 +1060,14 @@ static void
 script_input(struct script_client *c)
 {
 	struct ws_frame	 f;
-	char		*end, *k, key[64], accept[29], *text;
+	char		*end, *text;
 	struct buf	 b = BUF_INIT;
 	size_t		 used;
 
 	if (!c->sc_upgraded) {
 		if ((end = strstr(c->sc_in.b_data, "\r\n\r\n")) == NULL)
 			return;
-		key[0] = '\0';
-		if ((k = strcasestr(c->sc_in.b_data, "Sec-WebSocket-Key:")) !=
-		    NULL)
-			sscanf(k + 18, " %63[^\r\n ]", key);
-		wsc_accept_key(key, accept);
-		buf_printf(&b, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
-		    "websocket\r\nConnection: Upgrade\r\n"
-		    "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
+		client_ws_accept(&b, c->sc_in.b_data);
 		if (write(c->sc_fd, b.b_data, b.b_len) != (ssize_t)b.b_len) {
 			buf_free(&b);
 			script_drop(c);

@@ -22,6 +22,7 @@
 #include "peerctl.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tuser.h"
 #include "wsclient.h"
 
 #define TMO	5000
@@ -38,15 +39,7 @@ conn(void)
 static int
 post(const char *path, const char *body, char **resp)
 {
-	int	status = -1;
-
-	if (resp != NULL)
-		*resp = NULL;
-	if (http_request(relayproc_host(rp), relayproc_port(rp), "POST", path,
-	    "Content-Type: application/json\r\n", body, strlen(body), TMO,
-	    &status, NULL, resp, NULL) == -1)
-		return -1;
-	return status;
+	return peerctl_post(rp, path, body, resp);
 }
 
 static int
@@ -77,15 +70,6 @@ signed_ev(int n, int64_t created_at, uint32_t kind, const char *tags,
 
 	seckey(n, sk);
 	return event_new_signed(sk, created_at, kind, tags, content);
-}
-
-static void
-free_evs(struct event **evs, size_t n)
-{
-	size_t	i;
-
-	for (i = 0; i < n; i++)
-		event_destroy(evs[i]);
 }
 
 /* The "id" of one event's JSON text, into out. */
@@ -233,7 +217,7 @@ done:
 	nostr_events_free(got);
 	if (w != NULL)
 		wsc_close(w);
-	free_evs(evs, 6);
+	tuser_events_destroy(evs, 6);
 	T_ASSERT(w != NULL);
 }
 
@@ -398,7 +382,7 @@ seed_n(size_t n)
 	for (i = 0; i < n; i++)
 		evs[i] = signed_ev(6, 5000 + (int64_t)i, 1, NULL, "n");
 	st = peerctl_seed(rp, evs, n);
-	free_evs(evs, n);
+	tuser_events_destroy(evs, n);
 	return st;
 }
 

@@ -29,6 +29,7 @@
 #include "event.h"
 #include "gdproc.h"
 #include "gitutil.h"
+#include "relayproc.h"
 #include "t.h"
 #include "wsclient.h"
 
@@ -43,20 +44,12 @@ static int	created_user;
 static int
 proc_uids(long pid, long *ruid, long *euid)
 {
-	char	 path[64], line[256];
-	FILE	*f;
-	int	 rc = -1;
+	char	v[128];
 
-	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-	if ((f = fopen(path, "r")) == NULL)
+	if (relayproc_proc_status(pid, "Uid", v, sizeof(v)) == -1 ||
+	    sscanf(v, "%ld %ld", ruid, euid) != 2)
 		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "Uid: %ld %ld", ruid, euid) == 2) {
-			rc = 0;
-			break;
-		}
-	fclose(f);
-	return rc;
+	return 0;
 }
 
 /*
@@ -217,8 +210,7 @@ test_relayd_binds_a_privileged_port_as_the_user(void)
 	struct wsc	*ws;
 	char		 states[GD_NROLES][16];
 	long		 pids[GD_NROLES], ruid, euid, eff = -1;
-	char		 path[64], line[256];
-	FILE		*f;
+	char		 line[256];
 	int		 port;
 
 	T_ASSERT((pw = getpwnam(TEST_USER)) != NULL);
@@ -234,13 +226,8 @@ test_relayd_binds_a_privileged_port_as_the_user(void)
 	if (ws != NULL)
 		wsc_close(ws);
 	/* CAP_NET_BIND_SERVICE (bit 10) and nothing else. */
-	snprintf(path, sizeof(path), "/proc/%ld/status", pids[0]);
-	if ((f = fopen(path, "r")) != NULL) {
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (sscanf(line, "CapEff: %lx", &eff) == 1)
-				break;
-		fclose(f);
-	}
+	if (relayproc_proc_status(pids[0], "CapEff", line, sizeof(line)) == 0)
+		sscanf(line, "%lx", &eff);
 	T_CHECK(eff == 1L << 10);
 	gd_free(g);
 }

@@ -239,31 +239,13 @@ write_file(const char *path, const char *text, mode_t mode)
 	return chmod(path, mode);
 }
 
-/* The whole file, NUL-terminated, or NULL; caller frees. */
-static char *
-read_file(const char *path)
-{
-	struct buf	 b = BUF_INIT;
-	char		 chunk[4096];
-	size_t		 n;
-	FILE		*f;
-
-	if ((f = fopen(path, "r")) == NULL)
-		return NULL;
-	buf_adds(&b, "");
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		buf_add(&b, chunk, n);
-	fclose(f);
-	return buf_release(&b, NULL);
-}
-
 static void
 dump_log(const struct gd *g, int nlines)
 {
 	char	*text, *p;
 	int	 seen = 0;
 
-	if ((text = read_file(g->log)) == NULL)
+	if ((text = t_slurp(g->log, NULL)) == NULL)
 		return;
 	p = text + strlen(text);
 	while (p > text && seen <= nlines)
@@ -416,9 +398,27 @@ gd_reap(struct gd *g, int timeout_ms)
  * settings.  The run directory is left for graspd to create.  Returns 0,
  * or -1 with the directory removed.
  */
+/* Where env_add() appends: one buffer of strings, their offsets. */
+struct env_acc {
+	struct buf	*buf;
+	size_t		*off;
+	size_t		*noff;
+};
+
+static void
+env_add(void *arg, const char *kv)
+{
+	struct env_acc	*ea = arg;
+
+	ea->off[(*ea->noff)++] = ea->buf->b_len;
+	buf_adds(ea->buf, kv);
+	buf_addc(ea->buf, '\0');
+}
+
 static int
 gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
 {
+	struct env_acc	 ea;
 	struct buf	 e = BUF_INIT;
 	char		**envp, *argv[6], path[PATH_MAX + 16], sub[PATH_MAX + 8];
 	size_t		 n = 0, i, j, off[32], noff = 0;
@@ -449,17 +449,11 @@ gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
 	buf_printf(&e, __VA_ARGS__);					\
 	buf_addc(&e, '\0');						\
 } while (0)
-	ENV("NGIT_BIND_ADDRESS=127.0.0.1:%d", g->port);
-	ENV("NGIT_DOMAIN=127.0.0.1:%d", g->port);
-	ENV("NGIT_RELAY_DATA_PATH=%s/relay", g->dir);
-	ENV("NGIT_GIT_DATA_PATH=%s/git", g->dir);
-	ENV("NGIT_RUN_PATH=%s", g->run);
-	ENV("NGIT_TEST=1");
-	ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
-	ENV("NGIT_MAX_CONNECTIONS_PER_IP=0");
-	ENV("NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
-	ENV("NGIT_USER=root");
-	ENV("GRASPD_LIBEXEC=%s", libexec);
+	ea.buf = &e;
+	ea.off = off;
+	ea.noff = &noff;
+	/* g->run is g->dir/run, the NGIT_RUN_PATH it gives. */
+	relayproc_graspd_env(g->port, g->dir, libexec, env_add, &ea);
 	for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++)
 		ENV("%s", extra_env[i]);
 #undef ENV
@@ -639,7 +633,7 @@ wait_role(struct gd *g, const char *name, const char *state, long oldpid,
 static int
 log_has(const struct gd *g, const char *needle)
 {
-	char	*text = read_file(g->log);
+	char	*text = t_slurp(g->log, NULL);
 	int	 found = text != NULL && strstr(text, needle) != NULL;
 
 	free(text);
@@ -862,7 +856,7 @@ test_graspd_starts_every_role(void)
 	T_ASSERT(stat(G.run, &sb) == 0);
 	T_CHECK((sb.st_mode & 0777) == 0755);
 	snprintf(env, sizeof(env), "%s/graspd.pid", G.run);
-	pidtext = read_file(env);
+	pidtext = t_slurp(env, NULL);
 	T_ASSERT(pidtext != NULL);
 	T_EQ_INT(atoi(pidtext), G.pid);
 	free(pidtext);
@@ -1332,7 +1326,7 @@ test_sigterm_stops_every_role_relayd_last(void)
 	T_EQ_STR(notify_recv(2000), "STOPPING=1");
 	for (i = 0; i < NROLES; i++)
 		T_CHECK(!alive((pid_t)pids[i]));
-	text = read_file(G.log);
+	text = t_slurp(G.log, NULL);
 	T_ASSERT(text != NULL);
 	/* relayd is told to stop only once the others have exited. */
 	p_relayd = strstr(text, "graspd: stopping relayd");
@@ -1483,7 +1477,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 static int
 start_times(const struct gd *g, const char *name, long *t, int max)
 {
-	char	*text = read_file(g->log), *line, needle[64];
+	char	*text = t_slurp(g->log, NULL), *line, needle[64];
 	int	 n = 0, hh, mm, ss, ms;
 
 	if (text == NULL)
@@ -1583,7 +1577,7 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 
 	/* What a role inherits: 0-2 and the readiness pipe on 3, no more. */
 	snprintf(path, sizeof(path), "%s/syncd.fds", fake);
-	fds = read_file(path);
+	fds = t_slurp(path, NULL);
 	T_ASSERT(fds != NULL);
 	for (i = 0; i < 10; i++) {
 		char	needle[16];
@@ -1833,7 +1827,7 @@ test_daemon_mode_returns_once_ready(void)
 	T_CHECK(rc == 0);
 	free(out);
 	snprintf(path, sizeof(path), "%s/run/graspd.pid", dir);
-	text = read_file(path);
+	text = t_slurp(path, NULL);
 	T_ASSERT(text != NULL);
 	pid = atoi(text);
 	free(text);
@@ -1912,7 +1906,7 @@ test_make_install_puts_a_working_setup_in_place(void)
 	/* An operator's file survives the next install. */
 	T_ASSERT(write_file(path, "log_level = debug\n", 0644) == 0);
 	T_EQ_INT(run(NULL, INSTALL_CMD, topdir, bindir, dest), 0);
-	text = read_file(path);
+	text = t_slurp(path, NULL);
 	T_CHECK(text != NULL && strcmp(text, "log_level = debug\n") == 0);
 	free(text);
 	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf.sample", dest);
@@ -1920,14 +1914,14 @@ test_make_install_puts_a_working_setup_in_place(void)
 	/* The unit where systemd looks, on the installed paths. */
 	snprintf(path, sizeof(path), "%s/usr/local/lib/systemd/system/"
 	    "graspd.service", dest);
-	text = read_file(path);
+	text = t_slurp(path, NULL);
 	T_CHECK(text != NULL && strstr(text, "ExecStart=/usr/local/sbin/"
 	    "graspd -d -f /etc/graspd/graspd.conf\n") != NULL);
 	free(text);
 	/* The init script where init looks. */
 	snprintf(path, sizeof(path), "%s/etc/init.d/graspd", dest);
 	T_CHECK(access(path, X_OK) == 0);
-	text = read_file(path);
+	text = t_slurp(path, NULL);
 	T_CHECK(text != NULL && strstr(text, "\nCONF=/etc/graspd/graspd.conf"
 	    "\n") != NULL);
 	free(text);
@@ -1992,7 +1986,7 @@ test_man_pages_and_init_script_lint_clean(void)
 		char	path[PATH_MAX + 32];
 
 		snprintf(path, sizeof(path), "%s/etc/graspd.service", topdir);
-		out = read_file(path);
+		out = t_slurp(path, NULL);
 	}
 	T_ASSERT(out != NULL);
 	T_CHECK(strstr(out, "\nType=notify\n") != NULL);

@@ -536,24 +536,6 @@ chromium(const char *flag, const char *url, const char *out, int height)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Reads the file path; caller frees.  NULL if it cannot. */
-static char *
-slurp(const char *path)
-{
-	struct buf	 b = BUF_INIT;
-	char		 chunk[4096];
-	size_t		 n;
-	FILE		*f;
-
-	if ((f = fopen(path, "r")) == NULL)
-		return NULL;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		buf_add(&b, chunk, n);
-	fclose(f);
-	buf_addc(&b, '\0');
-	return buf_release(&b, NULL);
-}
-
 /* Takes a screenshot of path as name.png in tmp (and the copy dir). */
 static int
 screenshot(const char *path, const char *name, int height)
@@ -590,7 +572,7 @@ browser_renders_the_pages(void)
 	snprintf(url, sizeof(url), "http://%s/", relayproc_domain(rp));
 	snprintf(file, sizeof(file), "%s/landing.html", tmp);
 	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
-	T_ASSERT((dom = slurp(file)) != NULL);
+	T_ASSERT((dom = t_slurp(file, NULL)) != NULL);
 	T_EQ_INT(count(dom, "<a class=\"repo\""), 3);
 	T_CHECK(strstr(dom, ">Plain project</a>") != NULL);
 	T_CHECK(strstr(dom, "wss://" PUB) != NULL);
@@ -599,7 +581,7 @@ browser_renders_the_pages(void)
 	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), path);
 	snprintf(file, sizeof(file), "%s/repo.html", tmp);
 	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
-	T_ASSERT((dom = slurp(file)) != NULL);
+	T_ASSERT((dom = t_slurp(file, NULL)) != NULL);
 	npub_of(1, npub);
 	snprintf(want, sizeof(want), "id=\"clone\">git clone https://"
 	    PUB "/%s/plain.git</code>", npub);
@@ -612,7 +594,7 @@ browser_renders_the_pages(void)
 	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), path);
 	snprintf(file, sizeof(file), "%s/evil.html", tmp);
 	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
-	T_ASSERT((dom = slurp(file)) != NULL);
+	T_ASSERT((dom = t_slurp(file, NULL)) != NULL);
 	T_EQ_INT(count(dom, "<script"), 0);
 	T_CHECK(strstr(dom, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
 	free(dom);

@@ -1,10 +1,13 @@
 /*
  * client.c: one-shot client calls on a relay under test (client.h).
  */
+#define _GNU_SOURCE		/* strcasestr */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "client.h"
 #include "event.h"
 #include "gitutil.h"
@@ -109,4 +112,19 @@ client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
 done:
 	event_destroy(ann);
 	return rc;
+}
+
+void
+client_ws_accept(struct buf *b, const char *req)
+{
+	char		 accept[29], key[64];
+	const char	*k;
+
+	key[0] = '\0';
+	if ((k = strcasestr(req, "Sec-WebSocket-Key:")) != NULL)
+		sscanf(k + 18, " %63[^\r\n ]", key);
+	wsc_accept_key(key, accept);
+	buf_printf(b, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
+	    "websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s"
+	    "\r\n\r\n", accept);
 }

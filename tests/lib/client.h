@@ -49,4 +49,13 @@ struct event *client_announcement(struct relayproc *, const uint8_t sk[32],
 int	 client_host_repo(struct relayproc *, const uint8_t sk[32], int64_t at,
 	    const char *d, const char *maint_hex, const char *dir);
 
+struct buf;
+/*
+ * For a test's scripted websocket server: appends to b the "101
+ * Switching Protocols" answer to the HTTP upgrade request req (a
+ * string), its Sec-WebSocket-Accept from req's Sec-WebSocket-Key (an
+ * empty key when req has none).
+ */
+void	 client_ws_accept(struct buf *b, const char *req);
+
 #endif

@@ -61,11 +61,18 @@ abs_dir(const char *dir, char *out, size_t outlen)
 		snprintf(out, outlen, "%s", dir);
 }
 
+static void
+put_env(void *arg, const char *kv)
+{
+	(void)arg;
+	putenv(strdup(kv));
+}
+
 /* Forks graspd -d in its own process group, with our environment. */
 static int
 spawn(struct gdproc *g)
 {
-	char	 path[PATH_MAX + 16], log[PATH_MAX + 16], kv[PATH_MAX + 64];
+	char	 path[PATH_MAX + 16], log[PATH_MAX + 16];
 	char	**e, name[256];
 	pid_t	 parent = getpid(), pid;
 	int	 fd, i;
@@ -97,23 +104,7 @@ spawn(struct gdproc *g)
 			unsetenv(name);
 			e = environ;
 		}
-#define GD_ENV(...) do {						\
-	snprintf(kv, sizeof(kv), __VA_ARGS__);				\
-	putenv(strdup(kv));						\
-} while (0)
-		GD_ENV("NGIT_BIND_ADDRESS=127.0.0.1:%d", g->g_port);
-		GD_ENV("NGIT_DOMAIN=127.0.0.1:%d", g->g_port);
-		GD_ENV("NGIT_RELAY_DATA_PATH=%s/relay", g->g_dir);
-		GD_ENV("NGIT_GIT_DATA_PATH=%s/git", g->g_dir);
-		GD_ENV("NGIT_RUN_PATH=%s/run", g->g_dir);
-		GD_ENV("NGIT_TEST=1");
-		GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
-		GD_ENV("NGIT_MAX_CONNECTIONS_PER_IP=0");
-		GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
-		/* Roles as the test's own user, unless extra_env says. */
-		GD_ENV("NGIT_USER=root");
-		GD_ENV("GRASPD_LIBEXEC=%s", g->g_libexec);
-#undef GD_ENV
+		relayproc_graspd_env(g->g_port, g->g_dir, g->g_libexec, put_env, NULL);
 		for (i = 0; g->g_env[i] != NULL; i++)
 			putenv(g->g_env[i]);
 		if (dup2(fd, 1) == -1 || dup2(fd, 2) == -1)

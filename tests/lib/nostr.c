@@ -2,7 +2,6 @@
  * nostr.c: NIP-01 client conveniences of the integration tests and the
  * benchmarks (see nostr.h).  Runs in the test process, over wsclient.c.
  */
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 
 #include "auth.h"
 #include "buf.h"
+#include "conn.h"
 #include "event.h"
 #include "json.h"
 #include "log.h"
@@ -39,53 +39,12 @@ jstr_dup(const struct json *j)
 	return p;
 }
 
-static void
-json_text(struct buf *b, const struct json *j)
-{
-	const struct json	*c;
-
-	switch (j->type) {
-	case JSON_NULL:
-		buf_adds(b, "null");
-		break;
-	case JSON_FALSE:
-		buf_adds(b, "false");
-		break;
-	case JSON_TRUE:
-		buf_adds(b, "true");
-		break;
-	case JSON_NUMBER:
-		if (j->is_int)
-			buf_printf(b, "%" PRId64, j->i);
-		else
-			buf_printf(b, "%.17g", j->d);
-		break;
-	case JSON_STRING:
-		buf_add_jstr(b, j->s, j->len);
-		break;
-	case JSON_ARRAY:
-	case JSON_OBJECT:
-		buf_addc(b, j->type == JSON_ARRAY ? '[' : '{');
-		for (c = j->child; c != NULL; c = c->next) {
-			if (c != j->child)
-				buf_addc(b, ',');
-			if (j->type == JSON_OBJECT) {
-				buf_add_jstr(b, c->key, c->keylen);
-				buf_addc(b, ':');
-			}
-			json_text(b, c);
-		}
-		buf_addc(b, j->type == JSON_ARRAY ? ']' : '}');
-		break;
-	}
-}
-
 char *
 nostr_json_text(const struct json *j)
 {
 	struct buf	b = BUF_INIT;
 
-	json_text(&b, j);
+	json_write(&b, j);
 	return buf_release(&b, NULL);
 }
 
@@ -295,6 +254,21 @@ done:
 	*events_out = evs;
 	if (n_out != NULL)
 		*n_out = n;
+	return rc;
+}
+
+int
+nostr_count_id(struct wsc *w, const char *subid, const char *id_hex,
+    int timeout_ms, size_t *n)
+{
+	char	 f[128], **evs = NULL;
+	int	 rc;
+
+	*n = 0;
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id_hex);
+	rc = nostr_req(w, subid, f, timeout_ms, &evs, n, NULL);
+	nostr_events_free(evs);
+	nostr_close_sub(w, subid);
 	return rc;
 }
 

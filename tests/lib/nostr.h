@@ -74,6 +74,12 @@ int	 nostr_req(struct wsc *, const char *subid, const char *filters_json,
 	    int timeout_ms, char ***events_out, size_t *n_out,
 	    char **closed_reason);
 void	 nostr_events_free(char **events);
+/*
+ * nostr_req() of the filter {"ids":[id_hex]} as subid, then CLOSE: its
+ * result (0 after EOSE, 1 after CLOSED, -1), the events' count in *n.
+ */
+int	 nostr_count_id(struct wsc *, const char *subid, const char *id_hex,
+	    int timeout_ms, size_t *n);
 
 /*
  * Waits at most timeout_ms for the next EVENT of subid (a live

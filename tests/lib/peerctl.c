@@ -33,6 +33,21 @@ peerctl_config(struct relayproc *p, const char *json)
 	return relayproc_post(p, "/config", json, strlen(json));
 }
 
+int
+peerctl_post(struct relayproc *p, const char *path, const char *body,
+    char **resp)
+{
+	int	status = -1;
+
+	if (resp != NULL)
+		*resp = NULL;
+	if (http_request(relayproc_host(p), relayproc_port(p), "POST", path,
+	    "Content-Type: application/json\r\n", body, strlen(body),
+	    PEERCTL_TIMEOUT_MS, &status, NULL, resp, NULL) == -1)
+		return -1;
+	return status;
+}
+
 char *
 peerctl_log_text(struct relayproc *p)
 {

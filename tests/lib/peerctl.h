@@ -22,6 +22,13 @@ struct relayproc;
 int	 peerctl_seed(struct relayproc *, struct event *const *evs, size_t n);
 /* POST /config with the JSON object json: 0 if it answered 200, or -1. */
 int	 peerctl_config(struct relayproc *, const char *json);
+/*
+ * POSTs body (a string) to the control endpoint path: the HTTP status,
+ * or -1 if there was no answer; the answer's body in *resp (caller
+ * frees) when resp is not NULL.
+ */
+int	 peerctl_post(struct relayproc *, const char *path, const char *body,
+	    char **resp);
 /* GET /log: the body (caller frees), or NULL unless it answered 200. */
 char	*peerctl_log_text(struct relayproc *);
 /* GET /log, parsed (caller deletes), or NULL. */

@@ -162,14 +162,13 @@ build_envp(const struct relayproc *rp)
 	return envp;
 }
 
-/* Reads "host:port" or "[v6]:port" from NGIT_BIND_ADDRESS; 0 or -1. */
-static int
-parse_bind(struct relayproc *rp)
+int
+relayproc_split_addr(const char *v, char *host, size_t hostlen, int *port)
 {
-	const char	*v = env_get(rp, "NGIT_BIND_ADDRESS"), *colon;
+	const char	*colon;
 	size_t		 hl;
 	char		*ep;
-	long		 port;
+	long		 p;
 
 	if (v == NULL)
 		return -1;
@@ -184,14 +183,52 @@ parse_bind(struct relayproc *rp)
 			return -1;
 		hl = (size_t)(colon - v);
 	}
-	port = strtol(colon + 1, &ep, 10);
-	if (hl == 0 || hl >= sizeof(rp->rp_host) || *ep != '\0' ||
-	    port <= 0 || port > 65535)
+	p = strtol(colon + 1, &ep, 10);
+	if (hl == 0 || hl >= hostlen || *ep != '\0' || p <= 0 || p > 65535)
 		return -1;
-	memcpy(rp->rp_host, v, hl);
-	rp->rp_host[hl] = '\0';
-	rp->rp_port = (int)port;
+	memcpy(host, v, hl);
+	host[hl] = '\0';
+	*port = (int)p;
 	return 0;
+}
+
+int
+relayproc_listen(const char *host, int type, int backlog, int *port)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t		 sl;
+	int			 fd;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sl = sizeof(*sin);
+	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sl = sizeof(*sin6);
+	} else
+		return -1;
+	if ((fd = socket(ss.ss_family, type, 0)) == -1)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
+	    listen(fd, backlog) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) == -1) {
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
+	    sin6->sin6_port);
+	return fd;
+}
+
+/* Reads "host:port" or "[v6]:port" from NGIT_BIND_ADDRESS; 0 or -1. */
+static int
+parse_bind(struct relayproc *rp)
+{
+	return relayproc_split_addr(env_get(rp, "NGIT_BIND_ADDRESS"),
+	    rp->rp_host, sizeof(rp->rp_host), &rp->rp_port);
 }
 
 /* Binds host:port (port 0: any) and closes it; the port, or -1. */
@@ -736,4 +773,53 @@ relayproc_ws_retry(struct relayproc *rp, int timeout_ms)
 		    "/", NULL, 5000, &status);
 	} while (ws == NULL && wsc_now_ms() < end);
 	return ws;
+}
+
+void
+relayproc_graspd_env(int port, const char *dir, const char *libexec,
+    void (*add)(void *, const char *), void *arg)
+{
+	char	kv[PATH_MAX + 64];
+
+#define GD_ENV(...) do {						\
+	snprintf(kv, sizeof(kv), __VA_ARGS__);				\
+	add(arg, kv);							\
+} while (0)
+	GD_ENV("NGIT_BIND_ADDRESS=127.0.0.1:%d", port);
+	GD_ENV("NGIT_DOMAIN=127.0.0.1:%d", port);
+	GD_ENV("NGIT_RELAY_DATA_PATH=%s/relay", dir);
+	GD_ENV("NGIT_GIT_DATA_PATH=%s/git", dir);
+	GD_ENV("NGIT_RUN_PATH=%s/run", dir);
+	GD_ENV("NGIT_TEST=1");
+	GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE=0");
+	GD_ENV("NGIT_MAX_CONNECTIONS_PER_IP=0");
+	GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
+	/* Roles as the test's own user, unless extra_env says. */
+	GD_ENV("NGIT_USER=root");
+	GD_ENV("GRASPD_LIBEXEC=%s", libexec);
+#undef GD_ENV
+}
+
+int
+relayproc_proc_status(long pid, const char *name, char *out, size_t outlen)
+{
+	char	 path[64], line[512], *v;
+	size_t	 nl = strlen(name);
+	FILE	*f;
+	int	 rc = -1;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (rc == -1 && fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, name, nl) != 0 || line[nl] != ':')
+			continue;
+		v = line + nl + 1;
+		v += strspn(v, " \t");
+		v[strcspn(v, "\n")] = '\0';
+		snprintf(out, outlen, "%s", v);
+		rc = 0;
+	}
+	fclose(f);
+	return rc;
 }

@@ -104,6 +104,39 @@ const char	*relayproc_bind_url(const struct relayproc *);
  */
 int		 relayproc_free_port(const char *host);
 /*
+ * The value of field name ("VmRSS", "Uid", "CapEff", ...) in
+ * /proc/<pid>/status, blanks after the colon skipped, into out (outlen
+ * bytes, the newline dropped).  0, or -1 if it cannot be read or has
+ * no such field.
+ */
+int		 relayproc_proc_status(long pid, const char *name, char *out,
+		    size_t outlen);
+/*
+ * A listening TCP socket on host (an IPv4 or IPv6 literal), any port:
+ * socket(2) type (SOCK_STREAM, maybe | SOCK_NONBLOCK | SOCK_CLOEXEC),
+ * listen(2) backlog.  The descriptor (caller closes) with the port in
+ * *port, or -1 if host is no address literal or a call failed.
+ */
+int		 relayproc_listen(const char *host, int type, int backlog,
+		    int *port);
+/*
+ * Splits "host:port" or "[v6]:port" (v may be NULL): the host into host
+ * (hostlen bytes), the port (1..65535) into *port.  0, or -1 when v is
+ * not of that form or the host does not fit.
+ */
+int		 relayproc_split_addr(const char *v, char *host, size_t hostlen,
+		    int *port);
+/*
+ * The environment of a whole graspd under test (gdproc.c,
+ * supervisor_test.c): calls add(arg, "KEY=VALUE") for NGIT_* settings
+ * for 127.0.0.1:port with relay, git and run directories under dir, no
+ * rate limits, roles as the test's own user, and GRASPD_LIBEXEC=libexec.
+ * The string is valid only during the call.
+ */
+void		 relayproc_graspd_env(int port, const char *dir,
+		    const char *libexec, void (*add)(void *arg, const char *kv),
+		    void *arg);
+/*
  * 1 if the log file at path (its first 64 KiB) says a program could not
  * have its listening address ("cannot listen on", as relayd and the peer
  * say when libwebsockets cannot bind, or "Address already in use"), else

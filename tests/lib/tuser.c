@@ -44,3 +44,12 @@ tuser_coord(uint8_t fill, int n, const char *d, char *out, size_t outlen)
 	tuser_hex(fill, n, hex);
 	snprintf(out, outlen, "30617:%s:%s", hex, d);
 }
+
+void
+tuser_events_destroy(struct event **evs, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		event_destroy(evs[i]);
+}

@@ -22,6 +22,8 @@ void		 tuser_hex(uint8_t fill, int n, char out[65]);
  */
 struct event	*tuser_event(uint8_t fill, int n, int64_t at, uint32_t kind,
 		    const char *tags, const char *content);
+/* Destroys evs[0..n) (the array itself stays the caller's). */
+void		 tuser_events_destroy(struct event **evs, size_t n);
 /* The coordinate "30617:<user n's hex>:<d>" of n's repository d. */
 void		 tuser_coord(uint8_t fill, int n, const char *d, char *out,
 		    size_t outlen);

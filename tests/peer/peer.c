@@ -25,6 +25,7 @@
 
 #include "log.h"
 #include "peer.h"
+#include "relayproc.h"
 
 struct peer	*peer;
 
@@ -84,35 +85,6 @@ usage(void)
 	exit(78);
 }
 
-/* Splits "host:port" or "[v6]:port"; 0 or -1. */
-static int
-parse_bind(const char *v, char *host, size_t hostlen, int *port)
-{
-	const char	*colon;
-	size_t		 hl;
-	char		*ep;
-	long		 p;
-
-	if (*v == '[') {
-		if ((colon = strstr(v, "]:")) == NULL)
-			return -1;
-		v++;
-		hl = (size_t)(colon - v);
-		colon++;
-	} else {
-		if ((colon = strrchr(v, ':')) == NULL)
-			return -1;
-		hl = (size_t)(colon - v);
-	}
-	p = strtol(colon + 1, &ep, 10);
-	if (hl == 0 || hl >= hostlen || *ep != '\0' || p <= 0 || p > 65535)
-		return -1;
-	memcpy(host, v, hl);
-	host[hl] = '\0';
-	*port = (int)p;
-	return 0;
-}
-
 void
 peer_hang_release(void)
 {
@@ -164,36 +136,19 @@ hang_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 static void
 hang_open(const char *host)
 {
-	struct sockaddr_storage	 ss;
-	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	struct in6_addr		 a;
 	lws_sock_file_fd_type	 u;
-	socklen_t		 sl;
 	int			 fd;
 
-	memset(&ss, 0, sizeof(ss));
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sl = sizeof(*sin);
-	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sl = sizeof(*sin6);
-	} else {
-		sin->sin_family = AF_INET;
-		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		sl = sizeof(*sin);
-	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
+	/* Not an address literal: the IPv4 loopback. */
+	if (inet_pton(AF_INET, host, &a) != 1 &&
+	    inet_pton(AF_INET6, host, &a) != 1)
+		host = "127.0.0.1";
+	fd = relayproc_listen(host, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    64, &peer->hang_port);
 	if (fd == -1)
-		fatal("hang port: socket");
-	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 ||
-	    listen(fd, 64) == -1 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
-		fatal("hang port: bind");
+		fatal("hang port: socket/bind");
 	peer->hang_fd = fd;
-	peer->hang_port = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
-	    sin6->sin6_port);
 	u.filefd = fd;
 	if (lws_adopt_descriptor_vhost(peer->vhost, LWS_ADOPT_RAW_FILE_DESC, u,
 	    "hang", NULL) == NULL)
@@ -225,7 +180,7 @@ main(int argc, char *argv[])
 	log_init("peer", 1);
 	log_setlevel(verbose ? LOG_LVL_DEBUG : LOG_LVL_WARN);
 	if ((addr = getenv("NGIT_BIND_ADDRESS")) == NULL ||
-	    parse_bind(addr, host, sizeof(host), &port) == -1) {
+	    relayproc_split_addr(addr, host, sizeof(host), &port) == -1) {
 		log_warnx("NGIT_BIND_ADDRESS must be host:port");
 		exit(78);
 	}

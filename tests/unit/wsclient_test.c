@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "relayproc.h"
 #include "t.h"
 #include "wsclient.h"
 
@@ -114,6 +115,22 @@ fork_server(int fd, int (*fn)(int))
 	if ((pid = fork()) == 0)
 		_exit(fn(fd));
 	return pid;
+}
+
+/*
+ * fork_server(fn) on one end of a new socketpair (the child's pid in
+ * *pid); our end, or -1.
+ */
+static int
+pair_server(int (*fn)(int), pid_t *pid)
+{
+	int	sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == -1)
+		return -1;
+	*pid = fork_server(sv[1], fn);
+	close(sv[1]);
+	return sv[0];
 }
 
 /* Exit status of a server child, killing it after 5 s. */
@@ -246,12 +263,10 @@ send_masks_every_length(void)
 	struct wsc	*w;
 	size_t		 i;
 	pid_t		 pid;
-	int		 sv[2];
+	int		 fd;
 
-	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	pid = fork_server(sv[1], check_sent_frames);
-	close(sv[1]);
-	w = wsc_adopt(sv[0]);
+	T_ASSERT((fd = pair_server(check_sent_frames, &pid)) != -1);
+	w = wsc_adopt(fd);
 	for (i = 0; i < sizeof(send_lens) / sizeof(send_lens[0]); i++) {
 		fill(msg, send_lens[i], (unsigned)i);
 		T_CHECK(wsc_send_text(w, (char *)msg, send_lens[i]) == 0);
@@ -312,12 +327,10 @@ receives_16_and_64_bit_lengths(void)
 	char		*m;
 	size_t		 len = 0;
 	pid_t		 pid;
-	int		 sv[2];
+	int		 fd;
 
-	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	pid = fork_server(sv[1], send_long_frames);
-	close(sv[1]);
-	w = wsc_adopt(sv[0]);
+	T_ASSERT((fd = pair_server(send_long_frames, &pid)) != -1);
+	w = wsc_adopt(fd);
 	m = wsc_recv(w, 3000, &len);
 	T_ASSERT(m != NULL);
 	T_EQ_INT(len, 256);
@@ -564,14 +577,12 @@ handshake_with(int mode, int *status, int *child_rc)
 {
 	struct wsc	*w;
 	pid_t		 pid;
-	int		 sv[2];
+	int		 fd;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == -1)
-		return NULL;
 	handshake_mode = mode;
-	pid = fork_server(sv[1], handshake_server);
-	close(sv[1]);
-	w = wsc_handshake(sv[0], "127.0.0.1", 1234, "/some/path",
+	if ((fd = pair_server(handshake_server, &pid)) == -1)
+		return NULL;
+	w = wsc_handshake(fd, "127.0.0.1", 1234, "/some/path",
 	    "X-Test: yes\r\n", 3000, status);
 	*child_rc = reap(pid);
 	return w;
@@ -610,31 +621,7 @@ handshake_checks_accept_and_keeps_early_frames(void)
 static int
 listen_loopback(const char *host, int *port)
 {
-	struct sockaddr_storage	 ss;
-	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
-	socklen_t		 sl;
-	int			 fd;
-
-	memset(&ss, 0, sizeof(ss));
-	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sl = sizeof(*sin);
-	} else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sl = sizeof(*sin6);
-	} else
-		return -1;
-	if ((fd = socket(ss.ss_family, SOCK_STREAM, 0)) == -1)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&ss, sl) == -1 || listen(fd, 4) == -1 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) == -1) {
-		close(fd);
-		return -1;
-	}
-	*port = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
-	    sin6->sin6_port);
-	return fd;
+	return relayproc_listen(host, SOCK_STREAM, 4, port);
 }
 
 /* Accepts one websocket client and echoes one text message. */

@@ -20,6 +20,20 @@ pkt_hexval(int c)
 }
 
 int
+pkt_is_oid(const char *s, size_t len)
+{
+	size_t	i;
+
+	if (len != GIT_OID_HEX)
+		return 0;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+int
 pkt_has_cap(const char *caps, size_t len, const char *cap)
 {
 	const char	*p = caps, *end = caps + len, *sp;

@@ -51,6 +51,11 @@ enum pkt_result	pkt_command(const char *p, size_t have, size_t *off,
 
 /* The value of the hex digit c (either case), or -1. */
 int		pkt_hexval(int c);
+/*
+ * 1 if the len bytes at s are an object name as git writes it: GIT_OID_HEX
+ * lowercase hex digits; else 0.  s need not be NUL-terminated.
+ */
+int		pkt_is_oid(const char *s, size_t len);
 
 /* 1 if the space-separated capability list caps[0..len) has cap, else 0. */
 int		pkt_has_cap(const char *caps, size_t len, const char *cap);

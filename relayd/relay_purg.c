@@ -55,20 +55,6 @@ later(double secs)
 	    (int64_t)(cfg_scale_delay(&relayd->cfg, secs) + 0.5);
 }
 
-static int
-is_oid(const char *s, size_t len)
-{
-	size_t	i;
-
-	if (len != GIT_OID_HEX)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 /* The safe identifier of a 30617 or 30618 into d, or -1. */
 static int
 event_identifier(const struct event *ev, char *d, size_t dlen)
@@ -114,7 +100,7 @@ pr_commit(const struct event *ev)
 {
 	const struct estr	*c = event_tag_value(ev, "c");
 
-	return c != NULL && is_oid(c->s, c->len) ? c->s : NULL;
+	return c != NULL && pkt_is_oid(c->s, c->len) ? c->s : NULL;
 }
 
 static struct event *

@@ -243,18 +243,6 @@ remove_at(const char *path)
 	return 0;
 }
 
-static int
-is_oid(const char *s)
-{
-	size_t	i;
-
-	for (i = 0; i < GIT_OID_HEX; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 /* 1 if the pack index at path lists the 20-byte name, 0 if not. */
 static int
 idx_has(const char *path, const uint8_t name[20])
@@ -317,7 +305,7 @@ relay_repo_has_object(const char *repo, const char *oid)
 	size_t		 len;
 	int		 found = 0;
 
-	if (strlen(oid) != GIT_OID_HEX || !is_oid(oid) ||
+	if (!pkt_is_oid(oid, strlen(oid)) ||
 	    hex_decode(oid, GIT_OID_HEX, name, 20) == -1)
 		return 0;
 	if (snprintf(path, sizeof(path), "%s/objects/%.2s/%s", repo, oid,
@@ -417,7 +405,7 @@ read_packed(const char *repo, const char *const *prefixes,
 			line[--len] = '\0';
 		/* "# pack-refs with:" header, "^<oid>" peeled lines. */
 		if (len < GIT_OID_HEX + 2 || line[0] == '#' || line[0] == '^' ||
-		    line[GIT_OID_HEX] != ' ' || !is_oid(line))
+		    line[GIT_OID_HEX] != ' ' || !pkt_is_oid(line, GIT_OID_HEX))
 			continue;
 		if (wanted(line + GIT_OID_HEX + 1, prefixes))
 			refs_set(r, line + GIT_OID_HEX + 1, line);
@@ -457,7 +445,7 @@ read_loose(const char *repo, const char *rel, int depth,
 			continue;
 		n = read(fd, buf, sizeof(buf));
 		close(fd);
-		if (n >= GIT_OID_HEX && is_oid(buf))
+		if (n >= GIT_OID_HEX && pkt_is_oid(buf, GIT_OID_HEX))
 			refs_set(r, sub, buf);
 	}
 	closedir(dir);
@@ -1088,7 +1076,7 @@ desired_of(const struct event *state, struct desired *w)
 		len = t->v[0].len;
 		if (len >= 3 && strcmp(t->v[0].s + len - 3, "^{}") == 0)
 			continue;
-		if (t->v[1].len != GIT_OID_HEX || !is_oid(t->v[1].s) ||
+		if (!pkt_is_oid(t->v[1].s, t->v[1].len) ||
 		    memchr(t->v[0].s, '\n', len) || memchr(t->v[0].s, ' ', len))
 			continue;
 		refs_set(&w->refs, t->v[0].s, t->v[1].s);

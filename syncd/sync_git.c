@@ -52,6 +52,7 @@
 #include "child.h"
 #include "msg.h"
 #include "nip19.h"
+#include "pktline.h"
 #include "policy.h"
 #include "purg.h"
 #include "relayurl.h"
@@ -59,9 +60,6 @@
 #include "syncd.h"
 
 extern char **environ;
-
-/* A SHA-1 object name in hex. */
-#define OID_HEX		40
 
 enum hunt_step {
 	HS_IDLE,	/* waiting for gh_next_ms */
@@ -85,7 +83,7 @@ struct git_ev {
 };
 
 struct git_want {
-	char	gw_oid[OID_HEX + 1];
+	char	gw_oid[GIT_OID_HEX + 1];
 	int	gw_have;
 	int	gw_skip;	/* not to be asked at the current URL again */
 };
@@ -197,20 +195,6 @@ delay_ms(const struct sync_git *sg, double secs)
 	return (int64_t)(cfg_scale_delay(cfg_of(sg), secs) * 1000.0 + 0.5);
 }
 
-static int
-is_oid(const char *s, size_t len)
-{
-	size_t	i;
-
-	if (len != OID_HEX)
-		return 0;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 static char *
 xstrdup(const char *s)
 {
@@ -277,7 +261,7 @@ ev_new(const struct purg_ev *pe)
 			if ((strncmp(t->v[0].s, "refs/heads/", 11) != 0 &&
 			    strncmp(t->v[0].s, "refs/tags/", 10) != 0) ||
 			    (len >= 3 && strcmp(t->v[0].s + len - 3, "^{}") ==
-			    0) || !is_oid(t->v[1].s, t->v[1].len))
+			    0) || !pkt_is_oid(t->v[1].s, t->v[1].len))
 				continue;
 			if (ge->ge_noids < SYNC_GIT_MAX_OBJECTS)
 				strv_add(&ge->ge_oids, &ge->ge_noids,
@@ -286,7 +270,7 @@ ev_new(const struct purg_ev *pe)
 		}
 		if (strcmp(t->v[0].s, "c") == 0 && !have_c) {
 			have_c = 1;
-			if (is_oid(t->v[1].s, t->v[1].len))
+			if (pkt_is_oid(t->v[1].s, t->v[1].len))
 				strv_add(&ge->ge_oids, &ge->ge_noids,
 				    t->v[1].s);
 		} else if (strcmp(t->v[0].s, "clone") == 0) {
@@ -813,11 +797,12 @@ read_check(struct git_hunt *h)
 	text[n] = '\0';
 	for (line = strtok_r(text, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
-		if (strlen(line) < OID_HEX + 2 || line[OID_HEX] != ' ')
+		if (strlen(line) < GIT_OID_HEX + 2 || line[GIT_OID_HEX] != ' ')
 			continue;
-		line[OID_HEX] = '\0';
+		line[GIT_OID_HEX] = '\0';
 		if ((w = want_find(h, line)) != NULL)
-			w->gw_have = strcmp(line + OID_HEX + 1, "missing") != 0;
+			w->gw_have = strcmp(line + GIT_OID_HEX + 1,
+			    "missing") != 0;
 	}
 	free(text);
 	return 0;
@@ -1078,12 +1063,12 @@ failed_oid(struct git_hunt *h)
 
 		for (p = t; (p = memmem(p, (size_t)(end - p), pats[k],
 		    pl)) != NULL; p += pl) {
-			if ((size_t)(end - p) < pl + OID_HEX ||
-			    !is_oid(p + pl, OID_HEX))
+			if ((size_t)(end - p) < pl + GIT_OID_HEX ||
+			    !pkt_is_oid(p + pl, GIT_OID_HEX))
 				continue;
 			for (i = 0; i < h->gh_nbatch; i++)
 				if (memcmp(h->gh_wants[h->gh_batch[i]].gw_oid,
-				    p + pl, OID_HEX) == 0)
+				    p + pl, GIT_OID_HEX) == 0)
 					return (ssize_t)h->gh_batch[i];
 		}
 	}
@@ -1345,7 +1330,7 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 			memset(&h->gh_wants[h->gh_nwants], 0,
 			    sizeof(*h->gh_wants));
 			snprintf(h->gh_wants[h->gh_nwants++].gw_oid,
-			    OID_HEX + 1, "%s", ge->ge_oids[k]);
+			    GIT_OID_HEX + 1, "%s", ge->ge_oids[k]);
 		}
 	}
 	h->gh_needed = h->gh_nwants;

@@ -434,3 +434,37 @@ event_expiration(const struct event *ev)
 	}
 	return v;
 }
+
+int
+coord_parse(const char *c, size_t len, uint32_t *kind, uint8_t pubkey[32],
+    const char **d, size_t *dlen)
+{
+	const char	*c1, *c2, *end = c + len;
+	uint32_t	 k = 0;
+	const char	*p;
+
+	if ((c1 = memchr(c, ':', len)) == NULL || c1 == c || c1 - c > 5)
+		return -1;
+	for (p = c; p < c1; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		k = k * 10 + (uint32_t)(*p - '0');
+	}
+	if (k > EVENT_KIND_MAX)
+		return -1;
+	c2 = c1 + 1 + 64;
+	if (c2 > end || (c2 < end && *c2 != ':'))
+		return -1;
+	if (hex_decode(c1 + 1, 64, pubkey, 32) == -1)
+		return -1;
+	*kind = k;
+	if (c2 == end) {
+		/* "kind:pubkey" as NIP-34 forward references use it. */
+		*d = end;
+		*dlen = 0;
+	} else {
+		*d = c2 + 1;
+		*dlen = (size_t)(end - c2 - 1);
+	}
+	return 0;
+}

@@ -115,4 +115,12 @@ int		 hex_decode(const char *hex, size_t hexlen, uint8_t *out,
 		    size_t n);
 void		 hex_encode(const uint8_t *in, size_t n, char *out);
 
+/*
+ * Splits a "kind:pubkey:d" coordinate (d may contain ':').  Returns 0 and
+ * fills the outputs (d points into coord) when kind is numeric and pubkey
+ * 64 lowercase hex, else -1.
+ */
+int		 coord_parse(const char *coord, size_t len, uint32_t *kind,
+		    uint8_t pubkey[32], const char **d, size_t *dlen);
+
 #endif

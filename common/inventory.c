@@ -15,7 +15,6 @@
 #include "feed.h"
 #include "inventory.h"
 #include "log.h"
-#include "policy.h"
 #include "relayurl.h"
 
 /*

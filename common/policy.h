@@ -138,12 +138,4 @@ int	policy_anns_authorised(const struct policy_anns *a,
  */
 int	policy_identifier_safe(const char *d, size_t len);
 
-/*
- * Splits a "kind:pubkey:d" coordinate (d may contain ':').  Returns 0 and
- * fills the outputs (d points into coord) when kind is numeric and pubkey
- * 64 lowercase hex, else -1.
- */
-int	coord_parse(const char *coord, size_t len, uint32_t *kind,
-	    uint8_t pubkey[32], const char **d, size_t *dlen);
-
 #endif

@@ -244,6 +244,42 @@ test_tag_helpers(void)
 	event_destroy(ev);
 }
 
+/* NIP-01 "a" coordinates: kind:pubkey:d, d may hold ':' or be absent. */
+static void
+test_coordinates_split_at_the_first_two_colons(void)
+{
+	const char	*pk = "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558"
+			      "472c4eb9aaaefa459d";
+	char		 c[256];
+	uint8_t		 key[32], want[32];
+	uint32_t	 kind = 0;
+	const char	*d = NULL;
+	size_t		 dlen = 99;
+
+	T_ASSERT(hex_decode(pk, 64, want, 32) == 0);
+	snprintf(c, sizeof(c), "30617:%s:my:repo", pk);
+	T_EQ_INT(coord_parse(c, strlen(c), &kind, key, &d, &dlen), 0);
+	T_EQ_INT((int)kind, 30617);
+	T_CHECK(memcmp(key, want, 32) == 0);
+	T_CHECK(dlen == 7 && memcmp(d, "my:repo", 7) == 0);
+	/* "kind:pubkey" as a forward reference has an empty d. */
+	snprintf(c, sizeof(c), "30617:%s", pk);
+	T_EQ_INT(coord_parse(c, strlen(c), &kind, key, &d, &dlen), 0);
+	T_CHECK(dlen == 0);
+	/* Refused: kind not a number or past 65535, pubkey not 64 hex. */
+	snprintf(c, sizeof(c), "3o617:%s:r", pk);
+	T_EQ_INT(coord_parse(c, strlen(c), &kind, key, &d, &dlen), -1);
+	snprintf(c, sizeof(c), "65536:%s:r", pk);
+	T_EQ_INT(coord_parse(c, strlen(c), &kind, key, &d, &dlen), -1);
+	snprintf(c, sizeof(c), ":%s:r", pk);
+	T_EQ_INT(coord_parse(c, strlen(c), &kind, key, &d, &dlen), -1);
+	snprintf(c, sizeof(c), "30617:%.63s:r", pk);
+	T_EQ_INT(coord_parse(c, strlen(c), &kind, key, &d, &dlen), -1);
+	snprintf(c, sizeof(c), "30617:%sx:r", pk);
+	T_EQ_INT(coord_parse(c, strlen(c), &kind, key, &d, &dlen), -1);
+	T_EQ_INT(coord_parse("30617", 5, &kind, key, &d, &dlen), -1);
+}
+
 int
 main(void)
 {
@@ -254,5 +290,6 @@ main(void)
 	T_RUN(test_tag_helpers);
 	T_RUN(test_hex_is_lowercase_and_exact);
 	T_RUN(test_hex_every_byte_at_every_place);
+	T_RUN(test_coordinates_split_at_the_first_two_colons);
 	return t_done();
 }

@@ -495,7 +495,7 @@ int		 conn_notice_is_rate_limit(const char *text, size_t len);
 /* 1 if a CLOSED or OK message starts with "rate-limited:", else 0. */
 int		 conn_reason_is_rate_limited(const char *msg, size_t len);
 
-/* A list of filter texts made by conn_pack_filters(). */
+/* Filter packing (conn_pack.c): a list made by conn_pack_filters(). */
 struct conn_filters {
 	char	**cf_v;		/* NUL-terminated JSON objects, owned */
 	size_t	  cf_n;
@@ -524,14 +524,5 @@ void		 conn_filters_free(struct conn_filters *);
 
 /* The REQ bytes one filter costs: ["REQ","<CONN_SUBID_MAX>",filter]. */
 size_t		 conn_req_size(size_t filter_len);
-
-struct buf;
-struct json;
-/*
- * Appends the JSON text of v to b: NIP-01 canonical string escaping,
- * integers as written, other numbers with %.17g.  Cannot fail (buf
- * allocation failure is fatal).
- */
-void		 json_write(struct buf *b, const struct json *v);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "json.h"
 #include "log.h"
 
@@ -440,4 +441,70 @@ json_at(const struct json *arr, size_t i)
 	for (e = arr->child; e && i > 0; e = e->next)
 		i--;
 	return e;
+}
+
+void
+json_write(struct buf *b, const struct json *v)
+{
+	const struct json	*e;
+
+	switch (v->type) {
+	case JSON_NULL:
+		buf_adds(b, "null");
+		break;
+	case JSON_FALSE:
+		buf_adds(b, "false");
+		break;
+	case JSON_TRUE:
+		buf_adds(b, "true");
+		break;
+	case JSON_NUMBER:
+		if (v->is_int)
+			buf_printf(b, "%lld", (long long)v->i);
+		else
+			buf_printf(b, "%.17g", v->d);
+		break;
+	case JSON_STRING:
+		buf_add_jstr(b, v->s, v->len);
+		break;
+	case JSON_ARRAY:
+		buf_addc(b, '[');
+		for (e = v->child; e != NULL; e = e->next) {
+			if (e != v->child)
+				buf_addc(b, ',');
+			json_write(b, e);
+		}
+		buf_addc(b, ']');
+		break;
+	case JSON_OBJECT:
+		buf_addc(b, '{');
+		for (e = v->child; e != NULL; e = e->next) {
+			if (e != v->child)
+				buf_addc(b, ',');
+			buf_add_jstr(b, e->key, e->keylen);
+			buf_addc(b, ':');
+			json_write(b, e);
+		}
+		buf_addc(b, '}');
+		break;
+	}
+}
+
+size_t
+json_write_members(struct buf *b, const struct json *o, const char *skip)
+{
+	const struct json	*e;
+	size_t			 n = 0;
+
+	for (e = o->child; e != NULL; e = e->next) {
+		if (skip != NULL && e->keylen == strlen(skip) &&
+		    memcmp(e->key, skip, e->keylen) == 0)
+			continue;
+		if (n++ > 0)
+			buf_addc(b, ',');
+		buf_add_jstr(b, e->key, e->keylen);
+		buf_addc(b, ':');
+		json_write(b, e);
+	}
+	return n;
 }

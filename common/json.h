@@ -56,4 +56,19 @@ struct json	*json_get(const struct json *obj, const char *key);
 /* Element i of an array, or NULL. */
 struct json	*json_at(const struct json *arr, size_t i);
 
+struct buf;
+/*
+ * Appends the JSON text of v to b: NIP-01 canonical string escaping,
+ * integers as written, other numbers with %.17g.  Cannot fail (buf
+ * allocation failure is fatal).
+ */
+void		 json_write(struct buf *b, const struct json *v);
+/*
+ * Appends the members of object o except the one named skip (may be
+ * NULL), comma-separated, without braces, as json_write() would.
+ * Returns how many it wrote.
+ */
+size_t		 json_write_members(struct buf *b, const struct json *o,
+		    const char *skip);
+
 #endif

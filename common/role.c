@@ -206,9 +206,13 @@ role_metrics(struct role_ctx *ctx, cJSON *metrics)
 		ctx->r_ops->stats(ctx, metrics);
 }
 
-/* The reply to one control request; the caller frees it. */
+/*
+ * The reply to one control request, m, or NULL when it was malformed
+ * (why: msg_recv_client()'s text); the caller frees it.
+ */
 static cJSON *
-role_control_reply(struct role_ctx *ctx, const struct msg *m)
+role_control_reply(struct role_ctx *ctx, const struct msg *m,
+    const char *why)
 {
 	cJSON		*req = NULL, *rep, *cmd, *args, *a0, *view;
 	const char	*c;
@@ -217,6 +221,10 @@ role_control_reply(struct role_ctx *ctx, const struct msg *m)
 
 	if ((rep = cJSON_CreateObject()) == NULL)
 		fatalx("control: out of memory");
+	if (m == NULL) {
+		snprintf(e, sizeof(e), "%s", why);
+		goto fail;
+	}
 	if (m->m_type != MSG_CONTROL) {
 		snprintf(e, sizeof(e), "unexpected %s message",
 		    msg_type_name(m->m_type));
@@ -309,11 +317,14 @@ role_dispatch_control(struct role_ctx *ctx)
 {
 	struct msg	 m;
 	cJSON		*rep;
-	char		*out;
+	char		*out, why[160];
 	int		 r;
 
 	for (;;) {
-		if ((r = msg_recv(ctx->r_sock_control, &m, NN_DONTWAIT)) == 0)
+		/* graspctl is a client, not a sibling: a malformed request
+		 * is answered, never fatal. */
+		if ((r = msg_recv_client(ctx->r_sock_control, &m, NN_DONTWAIT,
+		    why, sizeof(why))) == 0)
 			break;
 		if (r == -1) {
 			if (errno == EINTR)
@@ -322,7 +333,9 @@ role_dispatch_control(struct role_ctx *ctx)
 			break;
 		}
 		ctx->r_control_requests++;
-		rep = role_control_reply(ctx, &m);
+		if (r == MSG_RECV_MALFORMED)
+			log_debug("control: %s", why);
+		rep = role_control_reply(ctx, r == 1 ? &m : NULL, why);
 		msg_free(&m);
 		if ((out = cJSON_PrintUnformatted(rep)) == NULL)
 			fatalx("control: out of memory");

@@ -246,23 +246,36 @@ control_git_data(const cJSON *args, cJSON *rep)
 	cJSON_AddBoolToObject(rep, "ok", 1);
 }
 
+/*
+ * Answers one control request, m, or a malformed one (m NULL, why the
+ * reason): graspctl is a client, not a sibling, so nothing it sends
+ * ends relayd.
+ */
 static void
-dispatch_control(const struct msg *m)
+dispatch_control(const struct msg *m, const char *why)
 {
-	cJSON		*req, *rep, *cmd, *args, *a0;
-	char		*out;
-	const char	*c;
+	cJSON		*req = NULL, *rep, *cmd, *args = NULL, *a0;
+	char		*out, e[160];
+	const char	*c = NULL;
 
-	if (m->m_type != MSG_CONTROL)
-		fatalx("unexpected %s message on the control channel",
-		    msg_type_name(m->m_type));
 	rep = cJSON_CreateObject();
-	req = cJSON_ParseWithLength((const char *)m->m_data, m->m_len);
-	cmd = req ? cJSON_GetObjectItem(req, "cmd") : NULL;
-	args = req ? cJSON_GetObjectItem(req, "args") : NULL;
+	if (m != NULL && m->m_type == MSG_CONTROL) {
+		req = cJSON_ParseWithLength((const char *)m->m_data, m->m_len);
+		cmd = req ? cJSON_GetObjectItem(req, "cmd") : NULL;
+		args = req ? cJSON_GetObjectItem(req, "args") : NULL;
+		c = cJSON_IsString(cmd) ? cmd->valuestring : NULL;
+	}
 	a0 = cJSON_IsArray(args) ? cJSON_GetArrayItem(args, 0) : NULL;
-	c = cJSON_IsString(cmd) ? cmd->valuestring : NULL;
-	if (c == NULL) {
+	if (m == NULL || m->m_type != MSG_CONTROL) {
+		if (m == NULL)
+			snprintf(e, sizeof(e), "%s", why);
+		else
+			snprintf(e, sizeof(e), "unexpected %s message",
+			    msg_type_name(m->m_type));
+		log_debug("control: %s", e);
+		cJSON_AddBoolToObject(rep, "ok", 0);
+		cJSON_AddStringToObject(rep, "error", e);
+	} else if (c == NULL) {
 		cJSON_AddBoolToObject(rep, "ok", 0);
 		cJSON_AddStringToObject(rep, "error", "request must be a JSON "
 		    "object with a \"cmd\" string");
@@ -283,9 +296,17 @@ dispatch_control(const struct msg *m)
 	} else if (strcmp(c, "log") == 0 && cJSON_IsString(a0) &&
 	    (strcmp(a0->valuestring, "verbose") == 0 ||
 	    strcmp(a0->valuestring, "brief") == 0)) {
-		log_setlevel(a0->valuestring[0] == 'v' ? LOG_LVL_DEBUG :
-		    relayd->cfg.log_level);
+		/* "brief": the configured level, at most info
+		 * (graspctl(8)), as in every other process. */
+		static const char *names[] = { "error", "warn", "info",
+		    "debug" };
+		enum log_level	lvl = a0->valuestring[0] == 'v' ?
+		    LOG_LVL_DEBUG : relayd->cfg.log_level < LOG_LVL_INFO ?
+		    relayd->cfg.log_level : LOG_LVL_INFO;
+
+		log_setlevel(lvl);
 		cJSON_AddBoolToObject(rep, "ok", 1);
+		cJSON_AddStringToObject(rep, "level", names[lvl]);
 	} else if (strcmp(c, "git-data") == 0) {
 		control_git_data(args, rep);
 	} else if (strcmp(c, "stop") == 0) {
@@ -325,11 +346,19 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	sock = (int)tag - 1;
 	/* Bounded so that a flood on one channel cannot starve clients. */
 	for (n = 0; n < 256; n++) {
-		int r = msg_recv(sock, &m, NN_DONTWAIT);
+		char	why[160];
+		int	r;
 
+		/* Siblings' channels are fatal on a malformed message; the
+		 * control socket's clients are answered. */
+		if (sock == relayd->sock_control)
+			r = msg_recv_client(sock, &m, NN_DONTWAIT, why,
+			    sizeof(why));
+		else
+			r = msg_recv(sock, &m, NN_DONTWAIT);
 		if (r == 0)
 			break;
-		if (r < 0) {
+		if (r == -1) {
 			log_warn("channel receive");
 			break;
 		}
@@ -338,7 +367,7 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		else if (sock == relayd->sock_stats)
 			dispatch_stats(&m);
 		else
-			dispatch_control(&m);
+			dispatch_control(r == 1 ? &m : NULL, why);
 		msg_free(&m);
 	}
 	return 0;

@@ -132,8 +132,8 @@ request(enum role proc, const char *cmd, const char *arg)
 	struct msg	 m;
 	cJSON		*req, *args, *reply = NULL;
 	struct stat	 st;
-	char		 ep[PATH_MAX + 16], *text;
-	int		 s, tmo = CTL_TIMEOUT_MS;
+	char		 ep[PATH_MAX + 16], *text, why[160];
+	int		 s, r, tmo = CTL_TIMEOUT_MS;
 
 	if (chan_control_endpoint(run_path, proc, ep, sizeof(ep)) == -1) {
 		fprintf(stderr, "graspctl: run directory name too long\n");
@@ -164,9 +164,15 @@ request(enum role proc, const char *cmd, const char *arg)
 	    sizeof(tmo)) == -1)
 		fatalx("nn_setsockopt: %s", nn_strerror(nn_errno()));
 	if (msg_send(s, MSG_CONTROL, text, strlen(text), 0) == -1 ||
-	    msg_recv(s, &m, 0) != 1) {
+	    (r = msg_recv_client(s, &m, 0, why, sizeof(why))) == 0 ||
+	    r == -1) {
 		fprintf(stderr, "graspctl: %s does not answer\n",
 		    role_name(proc));
+		goto done;
+	}
+	if (r == MSG_RECV_MALFORMED) {
+		fprintf(stderr, "graspctl: %s sent a malformed reply: %s\n",
+		    role_name(proc), why);
 		goto done;
 	}
 	if (m.m_type == MSG_CONTROL_REPLY)

@@ -212,10 +212,9 @@ msg_check(const void *buf, size_t n, struct msg *m, char *err, size_t errlen)
 }
 
 int
-msg_recv(int sock, struct msg *m, int flags)
+msg_recv_client(int sock, struct msg *m, int flags, char *err, size_t errlen)
 {
 	void	*nb = NULL;
-	char	 err[160];
 	int	 n;
 
 	memset(m, 0, sizeof(*m));
@@ -224,10 +223,25 @@ msg_recv(int sock, struct msg *m, int flags)
 			return 0;
 		return -1;
 	}
-	if (msg_check(nb, (size_t)n, m, err, sizeof(err)) == -1)
-		fatalx("%s", err);
+	if (msg_check(nb, (size_t)n, m, err, errlen) == -1) {
+		nn_freemsg(nb);
+		memset(m, 0, sizeof(*m));
+		return MSG_RECV_MALFORMED;
+	}
 	m->m_nn = nb;
 	return 1;
+}
+
+int
+msg_recv(int sock, struct msg *m, int flags)
+{
+	char	err[160];
+	int	r;
+
+	if ((r = msg_recv_client(sock, m, flags, err, sizeof(err))) ==
+	    MSG_RECV_MALFORMED)
+		fatalx("%s", err);
+	return r;
 }
 
 void

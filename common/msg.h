@@ -7,7 +7,9 @@
  * receiver checks all four.  A malformed message from a sibling process is
  * a bug: msg_recv() ends the receiving process with fatalx() and the
  * supervisor restarts it.  Nothing a websocket client or a remote relay
- * sends reaches this path.
+ * sends reaches this path.  Control sockets are the exception: a client
+ * (graspctl) writes to them, so they are read with msg_recv_client(),
+ * which answers a malformed request instead of exiting.
  *
  * All processes run on one machine, so integers travel in host order.
  */
@@ -124,6 +126,18 @@ struct msg {
  * come from a broken sibling.
  */
 int	msg_recv(int sock, struct msg *m, int flags);
+/*
+ * msg_recv() for a socket a client writes to (a control socket, where
+ * graspctl or any local program may send anything): a malformed message
+ * is the client's mistake, not a sibling's bug.  Returns 1 with *m
+ * filled, 0 when none is waiting, -1 on a socket error, and
+ * MSG_RECV_MALFORMED when a message arrived that msg_check() refuses:
+ * its buffer is already released, *m is empty and err says why (the
+ * caller answers and goes on).  Never exits.
+ */
+#define MSG_RECV_MALFORMED	(-2)
+int	msg_recv_client(int sock, struct msg *m, int flags, char *err,
+	    size_t errlen);
 /*
  * The checks of msg_recv() on a received buffer of n bytes (header and
  * payload), without the exit: returns 0 with *m filled (m_data points

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "ctlcmd.h"
 #include "event.h"
 #include "log.h"
 #include "ready.h"
@@ -206,133 +207,83 @@ role_metrics(struct role_ctx *ctx, cJSON *metrics)
 		ctx->r_ops->stats(ctx, metrics);
 }
 
-/* The reply to one control request; the caller frees it. */
-static cJSON *
-role_control_reply(struct role_ctx *ctx, const struct msg *m)
+static int
+role_ctl_status(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
 {
-	cJSON		*req = NULL, *rep, *cmd, *args, *a0, *view;
-	const char	*c;
-	char		 e[160];
-	int		 lvl;
+	struct role_ctx	*ctx = arg;
 
-	if ((rep = cJSON_CreateObject()) == NULL)
-		fatalx("control: out of memory");
-	if (m->m_type != MSG_CONTROL) {
-		snprintf(e, sizeof(e), "unexpected %s message",
-		    msg_type_name(m->m_type));
-		goto fail;
-	}
-	req = cJSON_ParseWithLength((const char *)m->m_data, m->m_len);
-	cmd = cJSON_IsObject(req) ? cJSON_GetObjectItem(req, "cmd") : NULL;
-	if (!cJSON_IsString(cmd)) {
-		snprintf(e, sizeof(e), "request must be a JSON object with a "
-		    "\"cmd\" string");
-		goto fail;
-	}
-	c = cmd->valuestring;
-	args = cJSON_GetObjectItem(req, "args");
-	a0 = cJSON_IsArray(args) ? cJSON_GetArrayItem(args, 0) : NULL;
-
-	if (strcmp(c, "status") == 0) {
-		cJSON_AddBoolToObject(rep, "ok", 1);
-		cJSON_AddStringToObject(rep, "role", ctx->r_name);
-		cJSON_AddNumberToObject(rep, "pid", (double)getpid());
-		cJSON_AddNumberToObject(rep, "uptime",
-		    (double)role_uptime(ctx));
-		cJSON_AddBoolToObject(rep, "ready", ctx->r_ready);
-		cJSON_AddNumberToObject(rep, "feed_seq",
-		    (double)(ctx->r_feed_open ? feed_last_seq(&ctx->r_feed) :
-		    ctx->r_start_seq));
-		if (!ctx->r_ready)
-			cJSON_AddStringToObject(rep, "waiting",
-			    ctx->r_waiting);
-	} else if (strcmp(c, "show") == 0) {
-		cJSON_AddBoolToObject(rep, "ok", 1);
-		cJSON_AddStringToObject(rep, "role", ctx->r_name);
-		view = cJSON_AddObjectToObject(rep, "view");
-		if (!ctx->r_ready) {
-			cJSON_AddBoolToObject(view, "ready", 0);
-			cJSON_AddStringToObject(view, "waiting",
-			    ctx->r_waiting);
-		} else if (ctx->r_ops->show != NULL)
-			ctx->r_ops->show(ctx, view);
-	} else if (strcmp(c, "stats") == 0) {
-		cJSON_AddBoolToObject(rep, "ok", 1);
-		role_metrics(ctx, cJSON_AddArrayToObject(rep, "metrics"));
-	} else if (strcmp(c, "log") == 0) {
-		if (cJSON_IsString(a0) && strcmp(a0->valuestring,
-		    "verbose") == 0)
-			lvl = LOG_LVL_DEBUG;
-		else if (cJSON_IsString(a0) && strcmp(a0->valuestring,
-		    "brief") == 0)
-			/* Back to the configured level, but no chattier
-			 * than info: "brief" must not mean debug. */
-			lvl = ctx->r_cfg.log_level < LOG_LVL_INFO ?
-			    ctx->r_cfg.log_level : LOG_LVL_INFO;
-		else {
-			snprintf(e, sizeof(e), "usage: log verbose|brief");
-			goto fail;
-		}
-		log_setlevel(lvl);
-		log_info("log level now %s", lvl == LOG_LVL_DEBUG ? "debug" :
-		    lvl == LOG_LVL_INFO ? "info" : lvl == LOG_LVL_WARN ?
-		    "warn" : "error");
-		cJSON_AddBoolToObject(rep, "ok", 1);
-		cJSON_AddStringToObject(rep, "level", lvl == LOG_LVL_DEBUG ?
-		    "debug" : lvl == LOG_LVL_INFO ? "info" :
-		    lvl == LOG_LVL_WARN ? "warn" : "error");
-	} else if (strcmp(c, "stop") == 0) {
-		cJSON_AddBoolToObject(rep, "ok", 1);
-		log_info("stop requested on the control socket");
-		/* The reply leaves through nanomsg's own thread; give it
-		 * a moment before the socket closes. */
-		role_sched(ctx, &ctx->r_sul_stop, NULL, ROLE_STOP_GRACE);
-	} else {
-		snprintf(e, sizeof(e), "unknown command \"%.64s\"", c);
-		goto fail;
-	}
-	cJSON_Delete(req);
-	return rep;
-fail:
-	cJSON_Delete(req);
-	cJSON_Delete(rep);
-	if ((rep = cJSON_CreateObject()) == NULL)
-		fatalx("control: out of memory");
-	cJSON_AddBoolToObject(rep, "ok", 0);
-	cJSON_AddStringToObject(rep, "error", e);
-	return rep;
+	cJSON_AddStringToObject(rep, "role", ctx->r_name);
+	cJSON_AddNumberToObject(rep, "pid", (double)getpid());
+	cJSON_AddNumberToObject(rep, "uptime", (double)role_uptime(ctx));
+	cJSON_AddBoolToObject(rep, "ready", ctx->r_ready);
+	cJSON_AddNumberToObject(rep, "feed_seq", (double)(ctx->r_feed_open ?
+	    feed_last_seq(&ctx->r_feed) : ctx->r_start_seq));
+	if (!ctx->r_ready)
+		cJSON_AddStringToObject(rep, "waiting", ctx->r_waiting);
+	return 0;
 }
 
-/* Answers every waiting control request. */
-static void
-role_dispatch_control(struct role_ctx *ctx)
+static int
+role_ctl_show(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
 {
-	struct msg	 m;
-	cJSON		*rep;
-	char		*out;
-	int		 r;
+	struct role_ctx	*ctx = arg;
+	cJSON		*view;
 
-	for (;;) {
-		if ((r = msg_recv(ctx->r_sock_control, &m, NN_DONTWAIT)) == 0)
-			break;
-		if (r == -1) {
-			if (errno == EINTR)
-				continue;
-			log_warn("control: receive");
-			break;
-		}
-		ctx->r_control_requests++;
-		rep = role_control_reply(ctx, &m);
-		msg_free(&m);
-		if ((out = cJSON_PrintUnformatted(rep)) == NULL)
-			fatalx("control: out of memory");
-		cJSON_Delete(rep);
-		if (msg_send(ctx->r_sock_control, MSG_CONTROL_REPLY, out,
-		    strlen(out), NN_DONTWAIT) == -1)
-			log_warn("control: reply");
-		free(out);
-	}
+	cJSON_AddStringToObject(rep, "role", ctx->r_name);
+	if ((view = cJSON_AddObjectToObject(rep, "view")) == NULL)
+		fatalx("control: out of memory");
+	if (!ctx->r_ready) {
+		cJSON_AddBoolToObject(view, "ready", 0);
+		cJSON_AddStringToObject(view, "waiting", ctx->r_waiting);
+	} else if (ctx->r_ops->show != NULL)
+		ctx->r_ops->show(ctx, view);
+	return 0;
 }
+
+static int
+role_ctl_stats(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
+{
+	role_metrics(arg, cJSON_AddArrayToObject(rep, "metrics"));
+	return 0;
+}
+
+static int
+role_ctl_log(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
+{
+	struct role_ctx	*ctx = arg;
+
+	return ctl_log_level(argv[0], ctx->r_cfg.log_level, rep, err, errlen);
+}
+
+static int
+role_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
+{
+	struct role_ctx	*ctx = arg;
+
+	/* "stop <role>" is graspd's; here it would stop the wrong one. */
+	if (argc != 0) {
+		snprintf(err, errlen, "stop takes no argument in %s",
+		    ctx->r_name);
+		return -1;
+	}
+	log_info("stop requested on the control socket");
+	/* The reply leaves through nanomsg's own thread; give it a moment
+	 * before the socket closes. */
+	role_sched(ctx, &ctx->r_sul_stop, NULL, ROLE_STOP_GRACE);
+	return 0;
+}
+
+/* The roles' column of ctlcmd.h's list. */
+static const ctl_fn role_ctl_fns[CTL_NCMDS] = {
+#define ROLE_CTL(id, name, lo, hi, sup, relay, role)				[CTL_##id] = CTL_FN_##role(role_ctl_##id),
+	CTL_CMD_LIST(ROLE_CTL)
+#undef ROLE_CTL
+};
 
 static int
 role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
@@ -344,7 +295,8 @@ role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		return 0;
 	switch ((intptr_t)lws_get_opaque_user_data(wsi)) {
 	case RCHAN_CONTROL:
-		role_dispatch_control(ctx);
+		ctx->r_control_requests += (uint64_t)ctl_serve(
+		    ctx->r_sock_control, ctx->r_role, role_ctl_fns, ctx, 0);
 		break;
 	case RCHAN_FEED:
 		feed_drain(&ctx->r_feed);

@@ -22,11 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctlcmd.h"
 #include "event.h"
 #include "log.h"
 #include "msg.h"
 #include "plusmark.h"
 #include "relayd.h"
+
+/* Ours: messages read from one channel per loop pass. */
+#define RELAY_CHAN_BATCH	256
 
 /* Latest stats snapshot of each role, for /metrics. */
 static cJSON	*role_stats[ROLE_COUNT];
@@ -217,98 +221,85 @@ show_view(void)
  * send it (graspctl too): the release only stores what the git data on
  * disk satisfies.
  */
-static void
-control_git_data(const cJSON *args, cJSON *rep)
+static int
+relay_ctl_git_data(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
 {
-	const cJSON	*a0, *a1;
-	const char	*err = NULL;
+	const char	*e = NULL;
 	uint8_t		 owner[32];
 
-	a0 = cJSON_IsArray(args) ? cJSON_GetArrayItem(args, 0) : NULL;
-	a1 = cJSON_IsArray(args) ? cJSON_GetArrayItem(args, 1) : NULL;
-	if (!cJSON_IsString(a0) || !cJSON_IsString(a1) ||
-	    cJSON_GetArraySize(args) != 2)
-		err = "usage: git-data <owner pubkey hex> <identifier>";
-	else if (hex_decode(a0->valuestring, strlen(a0->valuestring), owner,
-	    32) == -1)
-		err = "the owner must be 64 lowercase hex digits";
-	else if (!policy_identifier_safe(a1->valuestring,
-	    strlen(a1->valuestring)))
-		err = "not a safe repository identifier";
-	else if (relay_purg_hosted(owner, a1->valuestring) == 0)
-		err = "no such repository";
-	if (err != NULL) {
-		cJSON_AddBoolToObject(rep, "ok", 0);
-		cJSON_AddStringToObject(rep, "error", err);
-		return;
+	if (hex_decode(argv[0], strlen(argv[0]), owner, 32) == -1)
+		e = "the owner must be 64 lowercase hex digits";
+	else if (!policy_identifier_safe(argv[1], strlen(argv[1])))
+		e = "not a safe repository identifier";
+	else if (relay_purg_hosted(owner, argv[1]) == 0)
+		e = "no such repository";
+	if (e != NULL) {
+		snprintf(err, errlen, "%s", e);
+		return -1;
 	}
-	relay_purg_git_arrived(owner, a1->valuestring);
-	cJSON_AddBoolToObject(rep, "ok", 1);
+	relay_purg_git_arrived(owner, argv[1]);
+	return 0;
 }
 
-static void
-dispatch_control(const struct msg *m)
+static int
+relay_ctl_status(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
 {
-	cJSON		*req, *rep, *cmd, *args, *a0;
-	char		*out;
-	const char	*c;
-
-	if (m->m_type != MSG_CONTROL)
-		fatalx("unexpected %s message on the control channel",
-		    msg_type_name(m->m_type));
-	rep = cJSON_CreateObject();
-	req = cJSON_ParseWithLength((const char *)m->m_data, m->m_len);
-	cmd = req ? cJSON_GetObjectItem(req, "cmd") : NULL;
-	args = req ? cJSON_GetObjectItem(req, "args") : NULL;
-	a0 = cJSON_IsArray(args) ? cJSON_GetArrayItem(args, 0) : NULL;
-	c = cJSON_IsString(cmd) ? cmd->valuestring : NULL;
-	if (c == NULL) {
-		cJSON_AddBoolToObject(rep, "ok", 0);
-		cJSON_AddStringToObject(rep, "error", "request must be a JSON "
-		    "object with a \"cmd\" string");
-	} else if (strcmp(c, "status") == 0) {
-		cJSON_AddBoolToObject(rep, "ok", 1);
-		cJSON_AddStringToObject(rep, "role", "relayd");
-		cJSON_AddNumberToObject(rep, "pid", getpid());
-		cJSON_AddNumberToObject(rep, "uptime",
-		    (double)(time(NULL) - relayd->started));
-		cJSON_AddBoolToObject(rep, "ready", 1);
-	} else if (strcmp(c, "show") == 0) {
-		cJSON_AddBoolToObject(rep, "ok", 1);
-		cJSON_AddStringToObject(rep, "role", "relayd");
-		cJSON_AddItemToObject(rep, "view", show_view());
-	} else if (strcmp(c, "stats") == 0) {
-		cJSON_AddBoolToObject(rep, "ok", 1);
-		cJSON_AddItemToObject(rep, "metrics", relay_own_metrics());
-	} else if (strcmp(c, "log") == 0 && cJSON_IsString(a0) &&
-	    (strcmp(a0->valuestring, "verbose") == 0 ||
-	    strcmp(a0->valuestring, "brief") == 0)) {
-		log_setlevel(a0->valuestring[0] == 'v' ? LOG_LVL_DEBUG :
-		    relayd->cfg.log_level);
-		cJSON_AddBoolToObject(rep, "ok", 1);
-	} else if (strcmp(c, "git-data") == 0) {
-		control_git_data(args, rep);
-	} else if (strcmp(c, "stop") == 0) {
-		cJSON_AddBoolToObject(rep, "ok", 1);
-		relayd->stop = 1;
-		lws_cancel_service(relayd->ctx);
-	} else {
-		char	e[128];
-
-		snprintf(e, sizeof(e), "unknown command \"%.40s\"", c);
-		cJSON_AddBoolToObject(rep, "ok", 0);
-		cJSON_AddStringToObject(rep, "error", e);
-	}
-	cJSON_Delete(req);
-	out = cJSON_PrintUnformatted(rep);
-	cJSON_Delete(rep);
-	if (out == NULL)
-		fatalx("control reply");
-	if (msg_send(relayd->sock_control, MSG_CONTROL_REPLY, out, strlen(out),
-	    NN_DONTWAIT) == -1)
-		log_warn("control reply");
-	free(out);
+	cJSON_AddStringToObject(rep, "role", "relayd");
+	cJSON_AddNumberToObject(rep, "pid", getpid());
+	cJSON_AddNumberToObject(rep, "uptime",
+	    (double)(time(NULL) - relayd->started));
+	cJSON_AddBoolToObject(rep, "ready", 1);
+	return 0;
 }
+
+static int
+relay_ctl_show(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
+{
+	cJSON_AddStringToObject(rep, "role", "relayd");
+	cJSON_AddItemToObject(rep, "view", show_view());
+	return 0;
+}
+
+static int
+relay_ctl_stats(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
+{
+	cJSON_AddItemToObject(rep, "metrics", relay_own_metrics());
+	return 0;
+}
+
+static int
+relay_ctl_log(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
+{
+	return ctl_log_level(argv[0], relayd->cfg.log_level, rep, err,
+	    errlen);
+}
+
+static int
+relay_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep,
+    char *err, size_t errlen)
+{
+	/* "stop <role>" is graspd's; here it would stop the wrong one. */
+	if (argc != 0) {
+		snprintf(err, errlen, "stop takes no argument in relayd");
+		return -1;
+	}
+	relayd->stop = 1;
+	lws_cancel_service(relayd->ctx);
+	return 0;
+}
+
+/* relayd's column of ctlcmd.h's list. */
+static const ctl_fn relay_ctl_fns[CTL_NCMDS] = {
+#define RELAY_CTL(id, name, lo, hi, sup, relay, role)			\
+	[CTL_##id] = CTL_FN_##relay(relay_ctl_##id),
+	CTL_CMD_LIST(RELAY_CTL)
+#undef RELAY_CTL
+};
 
 /* The raw-file protocol callback for the adopted nanomsg descriptors. */
 int
@@ -324,7 +315,13 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	tag = (intptr_t)lws_get_opaque_user_data(wsi);
 	sock = (int)tag - 1;
 	/* Bounded so that a flood on one channel cannot starve clients. */
-	for (n = 0; n < 256; n++) {
+	if (sock == relayd->sock_control) {
+		/* A client, not a sibling: ctl_serve() answers anything. */
+		ctl_serve(sock, ROLE_RELAYD, relay_ctl_fns, NULL,
+		    RELAY_CHAN_BATCH);
+		return 0;
+	}
+	for (n = 0; n < RELAY_CHAN_BATCH; n++) {
 		int r = msg_recv(sock, &m, NN_DONTWAIT);
 
 		if (r == 0)
@@ -335,10 +332,8 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		}
 		if (sock == relayd->sock_ingest)
 			dispatch_ingest(&m);
-		else if (sock == relayd->sock_stats)
-			dispatch_stats(&m);
 		else
-			dispatch_control(&m);
+			dispatch_stats(&m);
 		msg_free(&m);
 	}
 	return 0;

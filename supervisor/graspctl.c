@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ctlcmd.h"
 #include "graspctl.h"
 #include "log.h"
 #include "msg.h"
@@ -124,17 +125,24 @@ find_run_path(const char *rflag, const char *file)
 /*
  * Sends {"cmd":cmd,"args":[arg]} (arg may be NULL) to proc and waits for
  * the reply.  Returns the parsed reply (caller frees), or NULL after
- * printing why on stderr.
+ * printing why on stderr (also when proc does not answer cmd, ctlcmd.h).
  */
 static cJSON *
-request(enum role proc, const char *cmd, const char *arg)
+request(enum role proc, enum ctl_cmd c, const char *arg)
 {
+	const char	*cmd = ctl_cmd_name(c);
+
 	struct msg	 m;
 	cJSON		*req, *args, *reply = NULL;
 	struct stat	 st;
-	char		 ep[PATH_MAX + 16], *text;
-	int		 s, tmo = CTL_TIMEOUT_MS;
+	char		 ep[PATH_MAX + 16], *text, why[160];
+	int		 s, r, tmo = CTL_TIMEOUT_MS;
 
+	if (!ctl_cmd_answers(c, proc)) {
+		fprintf(stderr, "graspctl: %s has no \"%s\" command\n",
+		    role_name(proc), cmd);
+		return NULL;
+	}
 	if (chan_control_endpoint(run_path, proc, ep, sizeof(ep)) == -1) {
 		fprintf(stderr, "graspctl: run directory name too long\n");
 		return NULL;
@@ -164,9 +172,15 @@ request(enum role proc, const char *cmd, const char *arg)
 	    sizeof(tmo)) == -1)
 		fatalx("nn_setsockopt: %s", nn_strerror(nn_errno()));
 	if (msg_send(s, MSG_CONTROL, text, strlen(text), 0) == -1 ||
-	    msg_recv(s, &m, 0) != 1) {
+	    (r = msg_recv_client(s, &m, 0, why, sizeof(why))) == 0 ||
+	    r == -1) {
 		fprintf(stderr, "graspctl: %s does not answer\n",
 		    role_name(proc));
+		goto done;
+	}
+	if (r == MSG_RECV_MALFORMED) {
+		fprintf(stderr, "graspctl: %s sent a malformed reply: %s\n",
+		    role_name(proc), why);
 		goto done;
 	}
 	if (m.m_type == MSG_CONTROL_REPLY)
@@ -267,7 +281,7 @@ cmd_status(void)
 	cJSON		*reply;
 	char		 restarts[16];
 
-	if ((reply = request(ROLE_SUPERVISOR, "status", NULL)) == NULL)
+	if ((reply = request(ROLE_SUPERVISOR, CTL_status, NULL)) == NULL)
 		return 1;
 	if (!reply_ok(ROLE_SUPERVISOR, reply)) {
 		cJSON_Delete(reply);
@@ -316,21 +330,22 @@ pid_alive(long pid)
 
 /* Supervisor commands that change something: start|stop|restart|reload. */
 static int
-cmd_supervisor(const char *cmd, const char *role)
+cmd_supervisor(enum ctl_cmd c, const char *role)
 {
+	const char	*cmd = ctl_cmd_name(c);
 	cJSON		*reply;
 	long long	 deadline;
 	long		 pid;
 	int		 rc = 1;
 
-	if ((reply = request(ROLE_SUPERVISOR, cmd, role)) == NULL)
+	if ((reply = request(ROLE_SUPERVISOR, c, role)) == NULL)
 		return 1;
 	if (!reply_ok(ROLE_SUPERVISOR, reply))
 		goto done;
 	rc = 0;
 	if (jflag)
 		print_json(reply);
-	if (strcmp(cmd, "shutdown") == 0) {
+	if (c == CTL_shutdown) {
 		/* Wait, so that "graspctl stop; graspd" works. */
 		pid = (long)jnum(reply, "pid");
 		deadline = now_ms() + CTL_STOP_WAIT_MS;
@@ -344,7 +359,7 @@ cmd_supervisor(const char *cmd, const char *role)
 			printf("graspd stopped\n");
 	} else if (jflag)
 		;
-	else if (strcmp(cmd, "reload") == 0)
+	else if (c == CTL_reload)
 		printf("reload: %s\n", cJSON_IsTrue(
 		    cJSON_GetObjectItemCaseSensitive(reply, "changed")) ?
 		    "configuration changed, restarting the roles" :
@@ -449,7 +464,7 @@ proc_from_name(const char *name)
  * named does not answer, or if none answers.
  */
 static int
-cmd_direct(const char *cmd, const char *arg, const char *procname)
+cmd_direct(enum ctl_cmd c, const char *arg, const char *procname)
 {
 	const cJSON	*v, *m;
 	cJSON		*reply, *all = NULL;
@@ -465,7 +480,7 @@ cmd_direct(const char *cmd, const char *arg, const char *procname)
 	if (jflag && n > 1 && (all = cJSON_CreateObject()) == NULL)
 		fatalx("out of memory");
 	for (i = 0; i < n; i++) {
-		if ((reply = request(procs[i], cmd, arg)) == NULL) {
+		if ((reply = request(procs[i], c, arg)) == NULL) {
 			failed++;
 			continue;
 		}
@@ -485,12 +500,12 @@ cmd_direct(const char *cmd, const char *arg, const char *procname)
 			}
 			continue;
 		}
-		if (strcmp(cmd, "show") == 0) {
+		if (c == CTL_show) {
 			if (n > 1)
 				printf("%s:\n", role_name(procs[i]));
 			v = cJSON_GetObjectItemCaseSensitive(reply, "view");
 			print_view(v, n > 1);
-		} else if (strcmp(cmd, "stats") == 0) {
+		} else if (c == CTL_stats) {
 			v = cJSON_GetObjectItemCaseSensitive(reply, "metrics");
 			cJSON_ArrayForEach(m, v) {
 				/* Roles share metric names: say whose. */
@@ -548,31 +563,50 @@ main(int argc, char *argv[])
 	find_run_path(rflag, file);
 	cmd = argv[0];
 
-	if (strcmp(cmd, "status") == 0 && argc == 1)
-		return cmd_status();
-	if (strcmp(cmd, "reload") == 0 && argc == 1)
-		return cmd_supervisor("reload", NULL);
-	if (strcmp(cmd, "stop") == 0 && argc == 1)
-		return cmd_supervisor("shutdown", NULL);
-	if ((strcmp(cmd, "start") == 0 || strcmp(cmd, "stop") == 0 ||
-	    strcmp(cmd, "restart") == 0) && argc == 2) {
+	switch (ctl_cmd_find(cmd)) {
+	case CTL_status:
+		if (argc == 1)
+			return cmd_status();
+		break;
+	case CTL_reload:
+		if (argc == 1)
+			return cmd_supervisor(CTL_reload, NULL);
+		break;
+	case CTL_stop:
+		if (argc == 1)
+			return cmd_supervisor(CTL_shutdown, NULL);
+		/* FALLTHROUGH */
+	case CTL_start:
+	case CTL_restart:
+		if (argc != 2)
+			break;
 		if (proc_from_name(argv[1]) == ROLE_SUPERVISOR) {
 			fprintf(stderr, "graspctl: %s applies to a role; "
 			    "\"graspctl stop\" stops graspd\n", cmd);
 			return CTL_USAGE_EXIT;
 		}
-		return cmd_supervisor(cmd, argv[1]);
-	}
-	if (strcmp(cmd, "log") == 0 && (argc == 2 || argc == 3)) {
+		return cmd_supervisor(ctl_cmd_find(cmd), argv[1]);
+	case CTL_log:
+		if (argc != 2 && argc != 3)
+			break;
 		if (strcmp(argv[1], "verbose") != 0 &&
 		    strcmp(argv[1], "brief") != 0)
 			usage(CTL_USAGE_EXIT);
-		return cmd_direct("log", argv[1], argc == 3 ? argv[2] : NULL);
+		return cmd_direct(CTL_log, argv[1], argc == 3 ? argv[2] :
+		    NULL);
+	case CTL_show:
+		if (argc == 2)
+			return cmd_direct(CTL_show, NULL, argv[1]);
+		break;
+	case CTL_stats:
+		if (argc == 1 || argc == 2)
+			return cmd_direct(CTL_stats, NULL, argc == 2 ?
+			    argv[1] : NULL);
+		break;
+	default:
+		/* shutdown and git-data are for programs, not people. */
+		break;
 	}
-	if (strcmp(cmd, "show") == 0 && argc == 2)
-		return cmd_direct("show", NULL, argv[1]);
-	if (strcmp(cmd, "stats") == 0 && (argc == 1 || argc == 2))
-		return cmd_direct("stats", NULL, argc == 2 ? argv[1] : NULL);
 	if (strcmp(cmd, "export") == 0 || strcmp(cmd, "import") == 0 ||
 	    strcmp(cmd, "backup") == 0) {
 		if ((ch = ctl_data(argc, argv, file, jflag)) ==

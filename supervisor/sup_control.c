@@ -6,8 +6,8 @@
  * {"ok":true,...} or {"ok":false,"error":"..."}.
  *
  * graspctl is a client, not a sibling: a malformed request gets an error
- * reply and never ends the supervisor, so requests are read here rather
- * than with msg_recv(), which treats a bad header as a fatal bug.
+ * reply and never ends the supervisor (ctl_serve(), ctlcmd.h, shared
+ * with relayd and the roles).
  */
 #include <sys/stat.h>
 
@@ -22,19 +22,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctlcmd.h"
 #include "log.h"
 #include "msg.h"
 #include "supervisor.h"
-
-/* Ours: no command takes more. */
-#define CTL_MAX_ARGS	4
-
-struct ctl_cmd {
-	const char	*cc_name;
-	int		 cc_minargs, cc_maxargs;
-	int		 cc_when_stopping;	/* allowed during shutdown */
-	int		 (*cc_fn)(int, const char **, cJSON *, char *, size_t);
-};
 
 static char	ctl_path[PATH_MAX + 16];	/* the socket file */
 
@@ -91,7 +82,7 @@ role_json(const struct sup_role *r)
 }
 
 static int
-ctl_status(int argc, const char **argv, cJSON *reply, char *err,
+ctl_status(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
 	cJSON	*roles;
@@ -107,7 +98,7 @@ ctl_status(int argc, const char **argv, cJSON *reply, char *err,
 }
 
 static int
-ctl_show(int argc, const char **argv, cJSON *reply, char *err,
+ctl_show(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
 	static const char	*lvl[] = { "error", "warn", "info", "debug" };
@@ -144,7 +135,7 @@ ctl_show(int argc, const char **argv, cJSON *reply, char *err,
 }
 
 static int
-ctl_stats(int argc, const char **argv, cJSON *reply, char *err,
+ctl_stats(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
 	add_str(reply, "role", "graspd");
@@ -154,34 +145,31 @@ ctl_stats(int argc, const char **argv, cJSON *reply, char *err,
 }
 
 static int
-ctl_log(int argc, const char **argv, cJSON *reply, char *err, size_t errlen)
+ctl_log(void *arg, int argc, const char **argv, cJSON *reply, char *err,
+    size_t errlen)
 {
-	static const char	*names[] = { "error", "warn", "info", "debug" };
-	enum log_level		 lvl;
+	return ctl_log_level(argv[0], sv->sv_cfg.log_level, reply, err,
+	    errlen);
+}
 
-	if (strcmp(argv[0], "verbose") == 0)
-		lvl = LOG_LVL_DEBUG;
-	else if (strcmp(argv[0], "brief") == 0)
-		/* As the roles do: the configured level, at most info. */
-		lvl = sv->sv_cfg.log_level < LOG_LVL_INFO ?
-		    sv->sv_cfg.log_level : LOG_LVL_INFO;
-	else {
-		snprintf(err, errlen, "log takes \"verbose\" or \"brief\", "
-		    "not \"%s\"", argv[0]);
-		return -1;
-	}
-	log_setlevel(lvl);
-	log_info("log level now %s", names[lvl]);
-	add_str(reply, "level", names[lvl]);
-	return 0;
+/* -1 with err while graspd shuts down: it starts nothing then. */
+static int
+ctl_refuse_stopping(char *err, size_t errlen)
+{
+	if (!sv->sv_shutdown)
+		return 0;
+	snprintf(err, errlen, "graspd is shutting down");
+	return -1;
 }
 
 static int
-ctl_start(int argc, const char **argv, cJSON *reply, char *err,
+ctl_start(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
 	struct sup_role	*r;
 
+	if (ctl_refuse_stopping(err, errlen) == -1)
+		return -1;
 	if ((r = arg_role(argv[0], err, errlen)) == NULL)
 		return -1;
 	log_info("control: start %s", r->rl_name);
@@ -191,7 +179,7 @@ ctl_start(int argc, const char **argv, cJSON *reply, char *err,
 }
 
 static int
-ctl_shutdown(int argc, const char **argv, cJSON *reply, char *err,
+ctl_shutdown(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
 	log_info("control: shutdown");
@@ -201,17 +189,16 @@ ctl_shutdown(int argc, const char **argv, cJSON *reply, char *err,
 }
 
 static int
-ctl_stop(int argc, const char **argv, cJSON *reply, char *err, size_t errlen)
+ctl_stop(void *arg, int argc, const char **argv, cJSON *reply, char *err,
+    size_t errlen)
 {
 	struct sup_role	*r;
 
 	/* Like every process's "stop": without a role, graspd itself. */
 	if (argc == 0)
-		return ctl_shutdown(argc, argv, reply, err, errlen);
-	if (sv->sv_shutdown) {
-		snprintf(err, errlen, "graspd is shutting down");
+		return ctl_shutdown(arg, argc, argv, reply, err, errlen);
+	if (ctl_refuse_stopping(err, errlen) == -1)
 		return -1;
-	}
 	if ((r = arg_role(argv[0], err, errlen)) == NULL)
 		return -1;
 	log_info("control: stop %s", r->rl_name);
@@ -221,11 +208,13 @@ ctl_stop(int argc, const char **argv, cJSON *reply, char *err, size_t errlen)
 }
 
 static int
-ctl_restart(int argc, const char **argv, cJSON *reply, char *err,
+ctl_restart(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
 	struct sup_role	*r;
 
+	if (ctl_refuse_stopping(err, errlen) == -1)
+		return -1;
 	if ((r = arg_role(argv[0], err, errlen)) == NULL)
 		return -1;
 	log_info("control: restart %s", r->rl_name);
@@ -235,11 +224,13 @@ ctl_restart(int argc, const char **argv, cJSON *reply, char *err,
 }
 
 static int
-ctl_reload(int argc, const char **argv, cJSON *reply, char *err,
+ctl_reload(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
 	int	changed;
 
+	if (ctl_refuse_stopping(err, errlen) == -1)
+		return -1;
 	log_info("control: reload");
 	if (sup_reload(&changed, err, errlen) == -1)
 		return -1;
@@ -247,125 +238,18 @@ ctl_reload(int argc, const char **argv, cJSON *reply, char *err,
 	return 0;
 }
 
-static const struct ctl_cmd ctl_cmds[] = {
-	{ "status",	0, 0, 1, ctl_status },
-	{ "show",	0, 1, 1, ctl_show },
-	{ "stats",	0, 0, 1, ctl_stats },
-	{ "log",	1, 1, 1, ctl_log },
-	{ "start",	1, 1, 0, ctl_start },
-	{ "stop",	0, 1, 1, ctl_stop },
-	{ "restart",	1, 1, 0, ctl_restart },
-	{ "reload",	0, 0, 0, ctl_reload },
-	{ "shutdown",	0, 0, 1, ctl_shutdown },
+/* graspd's column of ctlcmd.h's list. */
+static const ctl_fn ctl_fns[CTL_NCMDS] = {
+#define SUP_CTL(id, name, lo, hi, sup, relay, role)			\
+	[CTL_##id] = CTL_FN_##sup(ctl_##id),
+	CTL_CMD_LIST(SUP_CTL)
+#undef SUP_CTL
 };
-
-/* Answers one request; req/len are the raw message, header included. */
-static void
-ctl_handle(const void *req, size_t len)
-{
-	const struct ctl_cmd	*cc = NULL;
-	struct msg_hdr		 h;
-	cJSON			*doc = NULL, *cmd, *args, *a, *reply;
-	const char		*argv[CTL_MAX_ARGS + 1];
-	char			 err[1024] = "", *text;
-	size_t			 i;
-	int			 argc = 0;
-
-	if ((reply = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddTrueToObject(reply, "ok") == NULL)
-		fatalx("control: out of memory");
-	if (len < sizeof(h)) {
-		snprintf(err, sizeof(err), "malformed request: %zu bytes",
-		    len);
-		goto done;
-	}
-	memcpy(&h, req, sizeof(h));
-	if (h.mh_magic != MSG_MAGIC || h.mh_version != MSG_VERSION ||
-	    h.mh_type != MSG_CONTROL || h.mh_len != len - sizeof(h)) {
-		snprintf(err, sizeof(err), "malformed request header");
-		goto done;
-	}
-	doc = cJSON_ParseWithLength((const char *)req + sizeof(h), h.mh_len);
-	if (doc == NULL || !cJSON_IsObject(doc)) {
-		snprintf(err, sizeof(err), "the request is not a JSON object");
-		goto done;
-	}
-	cmd = cJSON_GetObjectItemCaseSensitive(doc, "cmd");
-	if (!cJSON_IsString(cmd)) {
-		snprintf(err, sizeof(err), "the request has no \"cmd\"");
-		goto done;
-	}
-	args = cJSON_GetObjectItemCaseSensitive(doc, "args");
-	if (args != NULL && !cJSON_IsArray(args) && !cJSON_IsNull(args)) {
-		snprintf(err, sizeof(err), "\"args\" is not an array");
-		goto done;
-	}
-	cJSON_ArrayForEach(a, args) {
-		if (!cJSON_IsString(a) || argc == CTL_MAX_ARGS) {
-			snprintf(err, sizeof(err), "\"args\" must be at most "
-			    "%d strings", CTL_MAX_ARGS);
-			goto done;
-		}
-		argv[argc++] = a->valuestring;
-	}
-	argv[argc] = NULL;
-	for (i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
-		if (strcmp(ctl_cmds[i].cc_name, cmd->valuestring) == 0)
-			cc = &ctl_cmds[i];
-	if (cc == NULL) {
-		snprintf(err, sizeof(err), "unknown command \"%.64s\"",
-		    cmd->valuestring);
-		goto done;
-	}
-	if (argc < cc->cc_minargs || argc > cc->cc_maxargs) {
-		snprintf(err, sizeof(err), "%s takes %d to %d arguments, not "
-		    "%d", cc->cc_name, cc->cc_minargs, cc->cc_maxargs, argc);
-		goto done;
-	}
-	if (sv->sv_shutdown && !cc->cc_when_stopping) {
-		snprintf(err, sizeof(err), "graspd is shutting down");
-		goto done;
-	}
-	log_debug("control: %s", cc->cc_name);
-	if (cc->cc_fn(argc, argv, reply, err, sizeof(err)) == -1 &&
-	    err[0] == '\0')
-		snprintf(err, sizeof(err), "%s failed", cc->cc_name);
-done:
-	if (err[0] != '\0') {
-		log_debug("control: answering an error: %s", err);
-		cJSON_Delete(reply);
-		if ((reply = cJSON_CreateObject()) == NULL ||
-		    cJSON_AddFalseToObject(reply, "ok") == NULL ||
-		    cJSON_AddStringToObject(reply, "error", err) == NULL)
-			fatalx("control: out of memory");
-	}
-	if ((text = cJSON_PrintUnformatted(reply)) == NULL)
-		fatalx("control: out of memory");
-	if (msg_send(sv->sv_ctl, MSG_CONTROL_REPLY, text, strlen(text),
-	    NN_DONTWAIT) == -1)
-		log_warn("control: cannot send a reply");
-	free(text);
-	cJSON_Delete(reply);
-	cJSON_Delete(doc);
-}
 
 static void
 ctl_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	void	*nb;
-	int	 n;
-
-	for (;;) {
-		nb = NULL;
-		n = nn_recv(sv->sv_ctl, &nb, NN_MSG, NN_DONTWAIT);
-		if (n < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				log_warn("control: nn_recv");
-			return;
-		}
-		ctl_handle(nb, (size_t)n);
-		nn_freemsg(nb);
-	}
+	ctl_serve(sv->sv_ctl, ROLE_SUPERVISOR, ctl_fns, NULL, 0);
 }
 
 int

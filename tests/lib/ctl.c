@@ -99,22 +99,30 @@ ctl_bool(const cJSON *o, const char *key)
 	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
 }
 
-cJSON *
-ctl_role(const char *run, enum role role, enum msg_type type,
-    const char *payload, int tmo_ms)
+/* A REQ socket on role's control socket with both timeouts; -1 if none. */
+static int
+ctl_role_sock(const char *run, enum role role, int tmo_ms)
 {
-	char		 ep[PATH_MAX + 64];
-	struct msg	 m;
-	cJSON		*rep = NULL;
-	int		 s;
+	char	ep[PATH_MAX + 64];
+	int	s;
 
 	if (chan_control_endpoint(run, role, ep, sizeof(ep)) == -1 ||
 	    (s = chan_open(NN_REQ, ep, 0)) == -1)
-		return NULL;
+		return -1;
 	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo_ms, sizeof(tmo_ms));
 	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo_ms, sizeof(tmo_ms));
-	if (msg_send(s, type, payload, strlen(payload), 0) == 0 &&
-	    msg_recv(s, &m, 0) == 1) {
+	return s;
+}
+
+/* The parsed CONTROL_REPLY waiting on s, or NULL; closes s. */
+static cJSON *
+ctl_role_reply(int s)
+{
+	struct msg	 m;
+	cJSON		*rep = NULL;
+	char		 why[160];
+
+	if (msg_recv_client(s, &m, 0, why, sizeof(why)) == 1) {
 		if (m.m_type == MSG_CONTROL_REPLY)
 			rep = cJSON_ParseWithLength((const char *)m.m_data,
 			    m.m_len);
@@ -122,6 +130,36 @@ ctl_role(const char *run, enum role role, enum msg_type type,
 	}
 	chan_close(s);
 	return rep;
+}
+
+cJSON *
+ctl_role(const char *run, enum role role, enum msg_type type,
+    const char *payload, int tmo_ms)
+{
+	int	s;
+
+	if ((s = ctl_role_sock(run, role, tmo_ms)) == -1)
+		return NULL;
+	if (msg_send(s, type, payload, strlen(payload), 0) == -1) {
+		chan_close(s);
+		return NULL;
+	}
+	return ctl_role_reply(s);
+}
+
+cJSON *
+ctl_role_raw(const char *run, enum role role, const void *bytes, size_t n,
+    int tmo_ms)
+{
+	int	s;
+
+	if ((s = ctl_role_sock(run, role, tmo_ms)) == -1)
+		return NULL;
+	if (nn_send(s, bytes, n, 0) != (int)n) {
+		chan_close(s);
+		return NULL;
+	}
+	return ctl_role_reply(s);
 }
 
 cJSON *

@@ -31,6 +31,13 @@ cJSON	*ctl_json(struct relayproc *rp, const char *args);
 cJSON	*ctl_role(const char *run, enum role role, enum msg_type type,
 	    const char *payload, int tmo_ms);
 /*
+ * ctl_role() with the whole message, header included, as n raw bytes
+ * (garbage, a truncated header, a lying length), so a test can send what
+ * msg_send() never would.  The parsed MSG_CONTROL_REPLY, or NULL.
+ */
+cJSON	*ctl_role_raw(const char *run, enum role role, const void *bytes,
+	    size_t n, int tmo_ms);
+/*
  * The "view" of role's `show` answer in rp (run directory DIR/run), once
  * it has the member ready (any answer when ready is NULL), asked every
  * 100 ms for at most secs.  Caller deletes; NULL if it never had it.

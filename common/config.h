@@ -99,6 +99,7 @@ struct config {
 	int		 max_connections_per_ip;	/* 0: no limit */
 	int		 max_events_per_minute_per_ip;	/* 0: none */
 	int		 max_events_per_minute;	/* 0: no limit */
+	int		 min_free_disk_mb;	/* 0: no floor */
 	enum log_level	 log_level;
 	int		 test;
 	int		 metrics_enabled;

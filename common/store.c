@@ -613,6 +613,13 @@ store_put(struct store *s, const struct event *ev, int64_t *seq_out)
 	 * check comes before the first write, and a failed one marks the
 	 * transaction, which store_commit() then rolls back whole.
 	 */
+	/*
+	 * After a failed put (SQLITE_FULL may have rolled the transaction
+	 * back already) nothing more of it may be written, least of all in
+	 * transactions of the puts' own that would commit.
+	 */
+	if (s->s_failed)
+		return STORE_ERROR;
 	own = sqlite3_get_autocommit(s->s_db);
 	if (own && exec_stmt(s, ST_BEGIN) == -1)
 		return STORE_ERROR;

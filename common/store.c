@@ -272,6 +272,9 @@ int
 store_rollback(struct store *s)
 {
 	s->s_failed = 0;
+	/* A failed COMMIT (SQLITE_FULL) may have rolled back already. */
+	if (sqlite3_get_autocommit(s->s_db))
+		return 0;
 	return exec_stmt(s, ST_ROLLBACK);
 }
 

@@ -382,12 +382,100 @@ done:
 	free(a.ids);
 }
 
+/* A file of mib MiB of pseudo-random bytes (git cannot compress it). */
+static int
+noise(const char *path, int mib)
+{
+	unsigned char	buf[65536];
+	uint32_t	x = 2463534242u;
+	size_t		i;
+	FILE		*f;
+	int		 n, rc = 0;
+
+	if ((f = fopen(path, "w")) == NULL)
+		return -1;
+	for (n = 0; n < mib * 16 && rc == 0; n++) {
+		for (i = 0; i < sizeof(buf); i++) {
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			buf[i] = (unsigned char)x;
+		}
+		if (fwrite(buf, 1, sizeof(buf), f) != sizeof(buf))
+			rc = -1;
+	}
+	return fclose(f) == EOF ? -1 : rc;
+}
+
+static void
+test_push_that_fills_the_disk_changes_no_ref(void)
+{
+	struct relayproc	*rp;
+	uint8_t			 sk[32], pk[32];
+	char			 work[400], path[600], url[600], oid[41];
+	char			 tags[300], msg[256], before[41], *out = NULL;
+	char			 cmd[800], *p, *nl;
+	struct event		*ev;
+	int			 rc;
+
+	/* No floor: git itself meets the full file system. */
+	if ((rp = start_on_tmpfs("pack", "12m", "0", "pack")) == NULL) {
+		T_CHECK(!"relayd on a tmpfs");
+		goto done;
+	}
+	tuser_sk(FILL, 1, sk);
+	event_pubkey_of(sk, pk);
+	snprintf(work, sizeof(work), "%s/work-pack", tmp);
+	T_CHECK(gt_rev(work, "HEAD", before) == 0);
+	snprintf(path, sizeof(path), "%s/noise", work);
+	T_CHECK(noise(path, 16) == 0);
+	T_CHECK(gt_git(work, NULL, "add", "noise", NULL) == 0);
+	T_CHECK(gt_git(work, NULL, "commit", "-q", "-m", "noise", NULL) == 0);
+	T_CHECK(gt_rev(work, "HEAD", oid) == 0);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"pack\"],[\"refs/heads/main"
+	    "\",\"%s\"],[\"HEAD\",\"ref: refs/heads/main\"]]", oid);
+	ev = tuser_event(FILL, 1, time(NULL), 30618, tags, "");
+	T_CHECK(client_publish(rp, ev, msg, sizeof(msg)) == 1);
+	event_destroy(ev);
+	gt_url(url, sizeof(url), relayproc_domain(rp), pk, "pack");
+	rc = gt_git(work, &out, "push", url, "main", NULL);
+	printf("# push of 16 MiB into 12: exit %d\n", rc);
+	for (p = out; p != NULL && *p != '\0'; p = nl + (*nl != '\0')) {
+		nl = p + strcspn(p, "\n");
+		printf("#   %.*s\n", (int)(nl - p), p);
+	}
+	T_CHECK(rc != 0);
+	/* relayd runs on; the branch is what it was, no quarantine left. */
+	T_CHECK(relayproc_wait(rp, 0) == -1);
+	free(out);
+	out = NULL;
+	T_CHECK(gt_git(work, &out, "ls-remote", url, "refs/heads/main", NULL)
+	    == 0);
+	T_CHECK(out != NULL && strncmp(out, before, 40) == 0);
+	snprintf(path, sizeof(path), "%s/git", mnt);
+	free(out);
+	out = NULL;
+	snprintf(cmd, sizeof(cmd), "test -z \"$(find %s -name "
+	    "'incoming-*')\"", path);
+	T_CHECK(system(cmd) == 0);
+	snprintf(path, sizeof(path), "%s/clone-pack", tmp);
+	T_CHECK(gt_git(NULL, NULL, "clone", "-q", url, path, NULL) == 0);
+	T_CHECK(gt_git(path, NULL, "fsck", NULL) == 0);
+done:
+	if (t_case_failed && rp != NULL)
+		relayproc_dump_log(rp, 30);
+	relayproc_free(rp);
+	unmount_all();
+	free(out);
+}
+
 int
 main(void)
 {
 	static const char *const cases[] = {
 		"test_floor_refuses_events_and_pushes_then_recovers",
 		"test_full_disk_never_acknowledges_an_unstored_event",
+		"test_push_that_fills_the_disk_changes_no_ref",
 	};
 	char	probe[300], home[300];
 	size_t	i;
@@ -418,6 +506,7 @@ main(void)
 
 	T_RUN(test_floor_refuses_events_and_pushes_then_recovers);
 	T_RUN(test_full_disk_never_acknowledges_an_unstored_event);
+	T_RUN(test_push_that_fills_the_disk_changes_no_ref);
 	free(big);
 	tdir_remove(tmp);
 	return t_done();

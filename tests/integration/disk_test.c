@@ -413,7 +413,7 @@ test_push_that_fills_the_disk_changes_no_ref(void)
 	struct relayproc	*rp;
 	uint8_t			 sk[32], pk[32];
 	char			 work[400], path[600], url[600], oid[41];
-	char			 tags[300], msg[256], before[41], *out = NULL;
+	char			 tags[300], msg[256], before[41] = "", *out = NULL;
 	char			 cmd[800], *p, *nl;
 	struct event		*ev;
 	int			 rc;

@@ -614,12 +614,10 @@ store_put(struct store *s, const struct event *ev, int64_t *seq_out)
 	 * no savepoint (it would copy every page the put touches into a
 	 * statement journal): a refused put writes nothing, since every
 	 * check comes before the first write, and a failed one marks the
-	 * transaction, which store_commit() then rolls back whole.
-	 */
-	/*
-	 * After a failed put (SQLITE_FULL may have rolled the transaction
-	 * back already) nothing more of it may be written, least of all in
-	 * transactions of the puts' own that would commit.
+	 * transaction, which store_commit() then rolls back whole.  Nothing
+	 * more of a marked transaction is written: SQLITE_FULL may have
+	 * rolled it back already, and later puts would then make and commit
+	 * transactions of their own.
 	 */
 	if (s->s_failed)
 		return STORE_ERROR;

@@ -182,6 +182,11 @@ static const struct cfg_key cfg_keys[] = {
 	  "Most bytes of git objects one repository may hold after a push; 0 "
 	  "is no limit",
 	  R(RELAYD) },
+	{ "NGIT_MIN_FREE_DISK_MB", CT_INT, F(min_free_disk_mb), "256",
+	  0, INT_MAX,
+	  "Refuse events and pushes while a data file system has fewer MiB "
+	  "free; 0 is no floor",
+	  R(RELAYD) },
 	{ "NGIT_LOG_LEVEL", CT_LOGLEVEL, F(log_level), "info", 0, 0,
 	  "Most verbose log level: error, warn, info or debug",
 	  0 },

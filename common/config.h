@@ -103,6 +103,7 @@ struct config {
 	int		 max_repos_per_owner;	/* 0: no limit */
 	int		 max_push_bytes;	/* 0: no limit */
 	int		 max_repo_bytes;	/* 0: no limit */
+	int		 min_free_disk_mb;	/* 0: no floor */
 	enum log_level	 log_level;
 	int		 test;
 	int		 metrics_enabled;

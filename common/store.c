@@ -265,6 +265,9 @@ int
 store_rollback(struct store *s)
 {
 	s->s_failed = 0;
+	/* A failed COMMIT (SQLITE_FULL) may have rolled back already. */
+	if (sqlite3_get_autocommit(s->s_db))
+		return 0;
 	return exec_stmt(s, ST_ROLLBACK);
 }
 
@@ -604,8 +607,13 @@ store_put(struct store *s, const struct event *ev, int64_t *seq_out)
 	 * no savepoint (it would copy every page the put touches into a
 	 * statement journal): a refused put writes nothing, since every
 	 * check comes before the first write, and a failed one marks the
-	 * transaction, which store_commit() then rolls back whole.
+	 * transaction, which store_commit() then rolls back whole.  Nothing
+	 * more of a marked transaction is written: SQLITE_FULL may have
+	 * rolled it back already, and later puts would then make and commit
+	 * transactions of their own.
 	 */
+	if (s->s_failed)
+		return STORE_ERROR;
 	own = sqlite3_get_autocommit(s->s_db);
 	if (own && exec_stmt(s, ST_BEGIN) == -1)
 		return STORE_ERROR;

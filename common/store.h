@@ -78,7 +78,8 @@ void		 store_set_autocheckpoint(struct store *, int frames);
  * so that they are refused if they come back.  Works inside or outside a
  * store_begin() transaction.  A refused put changes nothing; a failed one
  * (STORE_ERROR) changes nothing outside a transaction, and inside one makes
- * store_commit() roll the whole transaction back and fail.  On
+ * every later put of it fail too and store_commit() roll the whole
+ * transaction back and fail.  On
  * STORE_OK stores the new seq in *seq_out (if not NULL).  Ephemeral kinds
  * must not be passed in: they give STORE_ERROR, as does any write through
  * a read-only store.  Does not look at NIP-40 expiration; that is the

@@ -653,6 +653,9 @@ child_done(pid_t pid, int status, void *arg)
 	if (status != 0)
 		log_info("git %s for %s ended with status %d",
 		    svc_name[gr->gr_svc], gr->gr_d, status);
+	/* A push may have filled the disk (or failed because it did). */
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise)
+		relay_disk_recheck();
 	/* A /prs/ push leaves no placeholder; what it satisfies is
 	 * mirrored into the PR's repositories, which releases it. */
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
@@ -952,6 +955,12 @@ decide_push(struct relay_gitreq *gr)
 		log_info("push to %s: malformed request: %s", gr->gr_d, err);
 		finish_error(gr, HTTP_STATUS_BAD_REQUEST, "malformed "
 		    "receive-pack request\n");
+		return;
+	}
+	if (relay_disk_low()) {
+		relay_disk_refused(1);
+		log_info("push to %s refused: low on disk space", gr->gr_d);
+		refuse_push(gr, "error", RELAY_DISK_PUSH_MSG);
 		return;
 	}
 	r = relay_purg_authorise_push(gr->gr_owner, gr->gr_d, gr->gr_prs,

@@ -411,6 +411,7 @@ relay_own_metrics(void)
 	metric(a, "graspd_relay_http_requests_total",
 	    (double)st->http_requests);
 	relay_git_metrics(a);
+	relay_disk_metrics(a);
 	return a;
 }
 

@@ -357,6 +357,10 @@ client_submit(struct relay_conn *c, const struct json *evj, int auth)
 		limited = "rate-limited: slow down";
 	else if (!relay_addr_event_ok(c))
 		limited = "rate-limited: too many events from your address";
+	else if (!auth && relay_disk_low()) {
+		limited = RELAY_DISK_MSG;
+		relay_disk_refused(0);
+	}
 	if (limited != NULL) {
 		send_ok(c, id, 0, limited, t0);
 		if (auth)
@@ -437,6 +441,11 @@ relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 	char		 msg[512];
 
 	relayd->stats.ingested[origin]++;
+	/* The fetching role finds it again once space returns. */
+	if (relay_disk_low()) {
+		relay_disk_refused(0);
+		return;
+	}
 	if ((ev = event_parse(json, len, msg, sizeof(msg))) == NULL ||
 	    check_event(ev, msg, sizeof(msg)) == -1) {
 		log_debug("%s via %.*s: %s", role_name(origin), (int)urllen,
@@ -701,6 +710,7 @@ relay_ingest_flush_now(void)
 		    RELAY_TRIM_IDLE_US);
 		if (!committed) {
 			log_warnx("commit failed; refusing a batch");
+			relay_disk_recheck();
 			store_rollback(relayd->store);
 			relay_inv_rebuild();
 		}
@@ -716,7 +726,8 @@ relay_ingest_flush_now(void)
 		if (!committed) {
 			p->p_ok = 0;
 			p->p_fanout = 0;
-			snprintf(p->p_msg, sizeof(p->p_msg),
+			snprintf(p->p_msg, sizeof(p->p_msg), "%s",
+			    relay_disk_low() ? RELAY_DISK_MSG :
 			    "error: database error");
 		}
 		if (p->p_ok && p->p_fanout && event_kind_class(p->p_ev->kind)

@@ -17,6 +17,7 @@
  * relay_pushauth.c the push decision, a pure function of the ref updates
  *                and what relay_purg.c gathered for them
  * relay_web.c    pages for people: /, /<npub>/<d>.git, the icon
+ * relay_disk.c   the disk-space floor: events and pushes refused below it
  */
 #ifndef GRASPD_RELAYD_H
 #define GRASPD_RELAYD_H
@@ -440,6 +441,30 @@ int	relay_ckpt_init(const char *path);
 void	relay_ckpt_kick(int frames);
 /* Waits for a running checkpoint and closes the connection; safe twice. */
 void	relay_ckpt_stop(void);
+
+/* relay_disk.c */
+/* Ours: free space is looked up at most this often (ms), and after a
+ * failed write. */
+#define RELAY_DISK_CHECK_MS	1000
+/* The OK message of an event refused below the floor (NIP-01 prefix). */
+#define RELAY_DISK_MSG		"error: the server is low on disk space; " \
+				"try again later"
+/* The ERR reason of a push refused below the floor. */
+#define RELAY_DISK_PUSH_MSG	"the server is low on disk space; try " \
+				"again later"
+/*
+ * 1 while the database's or the git data's file system has less than
+ * NGIT_MIN_FREE_DISK_MB available (statvfs, cached for
+ * RELAY_DISK_CHECK_MS), else 0; always 0 when the floor is 0.  Logs
+ * entering and leaving the low state.  Never exits.
+ */
+int	relay_disk_low(void);
+/* A write failed (commit, push): the next relay_disk_low() looks again. */
+void	relay_disk_recheck(void);
+/* Counts a refusal for the metrics: push 0 an event, 1 a push. */
+void	relay_disk_refused(int push);
+/* Appends the floor's gauges and counters to a relay_own_metrics() array. */
+void	relay_disk_metrics(cJSON *arr);
 
 /* relay_inv.c */
 /* Builds the inventory from the store and gives it to the policy. */

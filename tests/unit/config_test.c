@@ -1007,7 +1007,7 @@ only_log_level_is_reloadable(void)
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strcmp(name, "NGIT_LOG_LEVEL") != 0)
 			T_EQ_INT(config_key_reloadable(name), 0);
-	T_EQ_INT(i, 43);
+	T_EQ_INT(i, 44);
 }
 
 static void
@@ -1092,7 +1092,7 @@ sample_file_lists_every_key(void)
 		nset++;
 	}
 	free(text);
-	T_EQ_INT(nset, 43);
+	T_EQ_INT(nset, 44);
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
 	d0 = dump(&c);
 	config_free(&c);

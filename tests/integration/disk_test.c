@@ -1,0 +1,513 @@
+/*
+ * disk_test.c: relayd on a small tmpfs that fills up.  With a floor
+ * (NGIT_MIN_FREE_DISK_MB) new events are refused with "error:", a push
+ * with git's ERR, every event acknowledged before is still stored after
+ * a restart, and once a filler file goes events are accepted again
+ * without a restart.  With no floor SQLite itself runs out of room
+ * (SQLITE_FULL at commit): no event gets OK true unless stored, relayd
+ * keeps running and accepts again once space is freed.
+ *
+ * Mounting needs root (CAP_SYS_ADMIN); without it each case prints
+ * "ok - NAME # SKIP reason", as privdrop_test.c does.  The mounts are
+ * always undone, on failure paths too.
+ */
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "ctl.h"
+#include "event.h"
+#include "gitutil.h"
+#include "nostr.h"
+#include "relayproc.h"
+#include "t.h"
+#include "tdir.h"
+#include "tuser.h"
+#include "wsclient.h"
+
+#define TMO		5000
+#define FILL		0x5d
+/* Content of one filling event: about 200 kB of the 256 k allowed. */
+#define BIG		(200 * 1024)
+/* Most events one case publishes before it must have been refused. */
+#define MAX_EVENTS	400
+/* How long relayd may take to accept again once space is back. */
+#define RECOVER_MS	10000
+
+static char	 tmp[256];	/* the test's directory, HOME */
+static char	 mnt[300];	/* the tmpfs mounted in it, or "" */
+static char	*big;		/* BIG bytes of content */
+static int	 seq_n;
+
+struct acked {
+	char	 (*ids)[65];
+	size_t	 n;
+};
+
+/* Mounts a tmpfs of size (e.g. "16m") at dir.  0, or -1 (errno). */
+static int
+mount_tmpfs(const char *dir, const char *size)
+{
+	char	opt[64];
+
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+		return -1;
+	snprintf(opt, sizeof(opt), "size=%s,mode=0755", size);
+	return mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opt);
+}
+
+static void
+unmount_all(void)
+{
+	if (mnt[0] != '\0' && umount2(mnt, MNT_DETACH) == -1)
+		printf("# umount %s: %s\n", mnt, strerror(errno));
+	mnt[0] = '\0';
+}
+
+static void
+on_fatal_signal(int sig)
+{
+	unmount_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Writes a file of mib MiB at path.  0 or -1. */
+static int
+filler(const char *path, int mib)
+{
+	char	buf[65536];
+	int	fd, i, rc = 0;
+
+	memset(buf, 'x', sizeof(buf));
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1)
+		return -1;
+	for (i = 0; i < mib * 16 && rc == 0; i++)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			rc = -1;
+	close(fd);
+	return rc;
+}
+
+/* An issue (kind 1621) on user 1's repository d, of BIG bytes. */
+static struct event *
+issue(const char *d)
+{
+	char	coord[200], tags[300];
+
+	tuser_coord(FILL, 1, d, coord, sizeof(coord));
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
+	    "\"s%d\"]]", coord, ++seq_n);
+	big[0] = (char)('a' + seq_n % 26);
+	return tuser_event(FILL, 2, time(NULL), 1621, tags, big);
+}
+
+/* 1 if the relay returns the event with id (one REQ), 0 if not, -1. */
+static int
+stored(struct relayproc *rp, const char *id)
+{
+	char	f[100];
+
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id);
+	return client_count(rp, f);
+}
+
+/*
+ * Publishes issues on ws, pausing pause_ms after each, until one is
+ * refused; its message goes to msg.  The ids answered OK true go to a.
+ * 0 once refused, -1 if none was (or no answer came).
+ */
+static int
+fill_until_refused(struct wsc *ws, const char *d, int pause_ms,
+    struct acked *a, char *msg, size_t msglen)
+{
+	struct event	*ev;
+	int		 i, ok;
+
+	for (i = 0; i < MAX_EVENTS; i++) {
+		if ((ev = issue(d)) == NULL)
+			return -1;
+		memcpy(a->ids[a->n], ev->id_hex, 65);
+		ok = nostr_publish_take(ws, ev, TMO, msg, msglen);
+		if (ok == -1)
+			return -1;
+		if (ok == 0)
+			return 0;
+		a->n++;
+		if (pause_ms > 0)
+			usleep((useconds_t)pause_ms * 1000);
+	}
+	snprintf(msg, msglen, "never refused");
+	return -1;
+}
+
+/* Every acknowledged event is stored: the count of those missing. */
+static size_t
+missing(struct relayproc *rp, const struct acked *a)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; i < a->n; i++)
+		if (stored(rp, a->ids[i]) != 1) {
+			if (n++ < 3)
+				printf("# acknowledged but not stored: %s\n",
+				    a->ids[i]);
+		}
+	return n;
+}
+
+/* Publishes a small issue every 200 ms until accepted, at most ms. */
+static int
+accepted_within(struct relayproc *rp, const char *d, int ms, char *msg,
+    size_t msglen)
+{
+	char		 coord[200], tags[300];
+	struct event	*ev;
+	int64_t		 end = t_now_ms() + ms;
+	int		 ok;
+
+	tuser_coord(FILL, 1, d, coord, sizeof(coord));
+	do {
+		snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
+		    "\"back %d\"]]", coord, ++seq_n);
+		ev = tuser_event(FILL, 3, time(NULL), 1621, tags, "back");
+		ok = client_publish(rp, ev, msg, msglen);
+		event_destroy(ev);
+		if (ok == 1)
+			return 1;
+		usleep(200000);
+	} while (t_now_ms() < end);
+	return 0;
+}
+
+/*
+ * Mounts a tmpfs of size at tmp/mnt-<name> and starts relayd on it with
+ * the floor floor_mb, user 1's repository d hosted.  NULL on failure.
+ */
+static struct relayproc *
+start_on_tmpfs(const char *name, const char *size, const char *floor_mb,
+    const char *d)
+{
+	struct relayproc	*rp;
+	uint8_t			 sk[32];
+	char			 env[3][400], work[400];
+	const char		*envp[4];
+
+	snprintf(mnt, sizeof(mnt), "%s/mnt-%s", tmp, name);
+	if (mount_tmpfs(mnt, size) == -1) {
+		printf("# mount %s: %s\n", mnt, strerror(errno));
+		mnt[0] = '\0';
+		return NULL;
+	}
+	snprintf(env[0], sizeof(env[0]), "NGIT_RELAY_DATA_PATH=%s/relay", mnt);
+	snprintf(env[1], sizeof(env[1]), "NGIT_GIT_DATA_PATH=%s/git", mnt);
+	snprintf(env[2], sizeof(env[2]), "NGIT_MIN_FREE_DISK_MB=%s", floor_mb);
+	envp[0] = env[0];
+	envp[1] = env[1];
+	envp[2] = env[2];
+	envp[3] = NULL;
+	if ((rp = relayproc_start("relayd", envp)) == NULL)
+		return NULL;
+	tuser_sk(FILL, 1, sk);
+	snprintf(work, sizeof(work), "%s/work-%s", tmp, name);
+	if (client_host_repo(rp, sk, time(NULL), d, NULL, work) == -1) {
+		relayproc_dump_log(rp, 20);
+		relayproc_free(rp);
+		return NULL;
+	}
+	return rp;
+}
+
+/*
+ * A new commit pushed from the case's work repository, after a state
+ * event naming it when state (else the push is refused before that
+ * matters); git's output in out.  git's exit status, or -1.
+ */
+static int
+push_more(const char *name, const char *d, struct relayproc *rp,
+    int state, char **out)
+{
+	struct event	*ev;
+	uint8_t		 pk[32], sk[32];
+	char		 work[400], url[600], oid[41], tags[300], msg[256];
+	int		 ok;
+
+	tuser_sk(FILL, 1, sk);
+	event_pubkey_of(sk, pk);
+	snprintf(work, sizeof(work), "%s/work-%s", tmp, name);
+	big[1] = (char)('a' + ++seq_n % 26);
+	if (gt_commit(work, "more", big, "more", oid) == -1)
+		return -1;
+	if (state) {
+		snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],"
+		    "[\"refs/heads/main\",\"%s\"],[\"HEAD\","
+		    "\"ref: refs/heads/main\"]]", d, oid);
+		ev = tuser_event(FILL, 1, time(NULL), 30618, tags, "");
+		ok = client_publish(rp, ev, msg, sizeof(msg));
+		event_destroy(ev);
+		if (ok != 1) {
+			printf("# state refused: %s\n", msg);
+			return -1;
+		}
+	}
+	gt_url(url, sizeof(url), relayproc_domain(rp), pk, d);
+	return gt_git(work, out, "push", url, "main", NULL);
+}
+
+static void
+test_floor_refuses_events_and_pushes_then_recovers(void)
+{
+	struct relayproc	*rp;
+	struct wsc		*ws = NULL;
+	struct acked		 a = { NULL, 0 };
+	char			 msg[512], path[400], *out = NULL;
+	int			 rc;
+
+	/* 48 MiB with a 16 MiB filler and a 24 MiB floor: about 8 MiB of
+	 * room, which the events cross well before the disk is full. */
+	if ((rp = start_on_tmpfs("floor", "48m", "24", "floor")) == NULL) {
+		T_CHECK(!"relayd on a tmpfs");
+		goto done;
+	}
+	snprintf(path, sizeof(path), "%s/filler", mnt);
+	T_CHECK(filler(path, 16) == 0);
+	T_CHECK(ctl_metric(rp, "graspd_relay_disk_low{role=\"relayd\"}") == 0);
+	a.ids = calloc(MAX_EVENTS, sizeof(*a.ids));
+	if ((ws = relayproc_ws_retry(rp, TMO)) == NULL) {
+		T_CHECK(!"websocket");
+		goto done;
+	}
+	/* Paced so that the once-a-second look at free space keeps up. */
+	rc = fill_until_refused(ws, "floor", 100, &a, msg, sizeof(msg));
+	printf("# %zu events accepted before the floor: %s\n", a.n, msg);
+	T_CHECK(rc == 0);
+	T_CHECK(a.n > 0);
+	T_CHECK(strncmp(msg, "error:", 6) == 0);
+	T_CHECK(strstr(msg, "low on disk space") != NULL);
+	T_CHECK(ctl_metric(rp, "graspd_relay_disk_low{role=\"relayd\"}") == 1);
+	T_CHECK(ctl_metric(rp, "graspd_relay_disk_refusals_total"
+	    "{role=\"relayd\",what=\"event\"}") >= 1);
+
+	/* A push is refused with git's ERR, which git prints. */
+	rc = push_more("floor", "floor", rp, 0, &out);
+	printf("# push below the floor: exit %d\n", rc);
+	T_CHECK(rc != 0);
+	T_CHECK(out != NULL && strstr(out, "low on disk space") != NULL);
+	T_CHECK(ctl_metric(rp, "graspd_relay_disk_refusals_total"
+	    "{role=\"relayd\",what=\"push\"}") == 1);
+
+	/* Reads go on, and everything acknowledged survives a restart. */
+	wsc_close(ws);
+	ws = NULL;
+	T_CHECK(missing(rp, &a) == 0);
+	T_CHECK(relayproc_restart(rp) == 0);
+	T_CHECK(missing(rp, &a) == 0);
+
+	/* Space comes back: accepted again, with no restart. */
+	T_CHECK(unlink(path) == 0);
+	T_CHECK(accepted_within(rp, "floor", RECOVER_MS, msg, sizeof(msg)));
+	T_CHECK(ctl_metric(rp, "graspd_relay_disk_low{role=\"relayd\"}") == 0);
+	free(out);
+	out = NULL;
+	rc = push_more("floor", "floor", rp, 1, &out);
+	T_CHECK(rc == 0);
+	if (rc != 0)
+		printf("# push after recovery: %s\n", out ? out : "");
+done:
+	if (t_case_failed && rp != NULL)
+		relayproc_dump_log(rp, 30);
+	wsc_close(ws);
+	relayproc_free(rp);
+	unmount_all();
+	free(a.ids);
+	free(out);
+}
+
+static void
+test_full_disk_never_acknowledges_an_unstored_event(void)
+{
+	struct relayproc	*rp;
+	struct wsc		*ws = NULL;
+	struct acked		 a = { NULL, 0 };
+	char			 msg[512], path[400], *log;
+	int			 rc;
+
+	/* No floor: SQLite itself meets the full file system. */
+	if ((rp = start_on_tmpfs("full", "12m", "0", "full")) == NULL) {
+		T_CHECK(!"relayd on a tmpfs");
+		goto done;
+	}
+	snprintf(path, sizeof(path), "%s/filler", mnt);
+	T_CHECK(filler(path, 3) == 0);
+	a.ids = calloc(MAX_EVENTS, sizeof(*a.ids));
+	if ((ws = relayproc_ws_retry(rp, TMO)) == NULL) {
+		T_CHECK(!"websocket");
+		goto done;
+	}
+	rc = fill_until_refused(ws, "full", 0, &a, msg, sizeof(msg));
+	printf("# %zu events accepted before the disk was full: %s\n", a.n,
+	    msg);
+	T_CHECK(rc == 0);
+	T_CHECK(strncmp(msg, "error:", 6) == 0);
+	wsc_close(ws);
+	ws = NULL;
+	/* SQLite did meet the full disk; relayd still runs, serves reads,
+	 * and lost nothing it acknowledged. */
+	log = t_slurp(relayproc_log_path(rp), NULL);
+	T_CHECK(log != NULL && strstr(log, "disk is full") != NULL);
+	T_CHECK(log != NULL && strstr(log, "refusing a batch") != NULL);
+	free(log);
+	T_CHECK(relayproc_wait(rp, 0) == -1);
+	T_CHECK(missing(rp, &a) == 0);
+
+	T_CHECK(unlink(path) == 0);
+	T_CHECK(accepted_within(rp, "full", RECOVER_MS, msg, sizeof(msg)));
+	T_CHECK(relayproc_restart(rp) == 0);
+	T_CHECK(missing(rp, &a) == 0);
+done:
+	if (t_case_failed && rp != NULL)
+		relayproc_dump_log(rp, 30);
+	wsc_close(ws);
+	relayproc_free(rp);
+	unmount_all();
+	free(a.ids);
+}
+
+/* A file of mib MiB of pseudo-random bytes (git cannot compress it). */
+static int
+noise(const char *path, int mib)
+{
+	unsigned char	buf[65536];
+	uint32_t	x = 2463534242u;
+	size_t		i;
+	FILE		*f;
+	int		 n, rc = 0;
+
+	if ((f = fopen(path, "w")) == NULL)
+		return -1;
+	for (n = 0; n < mib * 16 && rc == 0; n++) {
+		for (i = 0; i < sizeof(buf); i++) {
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			buf[i] = (unsigned char)x;
+		}
+		if (fwrite(buf, 1, sizeof(buf), f) != sizeof(buf))
+			rc = -1;
+	}
+	return fclose(f) == EOF ? -1 : rc;
+}
+
+static void
+test_push_that_fills_the_disk_changes_no_ref(void)
+{
+	struct relayproc	*rp;
+	uint8_t			 sk[32], pk[32];
+	char			 work[400], path[600], url[600], oid[41];
+	char			 tags[300], msg[256], before[41] = "", *out = NULL;
+	char			 cmd[800], *p, *nl;
+	struct event		*ev;
+	int			 rc;
+
+	/* No floor: git itself meets the full file system. */
+	if ((rp = start_on_tmpfs("pack", "12m", "0", "pack")) == NULL) {
+		T_CHECK(!"relayd on a tmpfs");
+		goto done;
+	}
+	tuser_sk(FILL, 1, sk);
+	event_pubkey_of(sk, pk);
+	snprintf(work, sizeof(work), "%s/work-pack", tmp);
+	T_CHECK(gt_rev(work, "HEAD", before) == 0);
+	snprintf(path, sizeof(path), "%s/noise", work);
+	T_CHECK(noise(path, 16) == 0);
+	T_CHECK(gt_git(work, NULL, "add", "noise", NULL) == 0);
+	T_CHECK(gt_git(work, NULL, "commit", "-q", "-m", "noise", NULL) == 0);
+	T_CHECK(gt_rev(work, "HEAD", oid) == 0);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"pack\"],[\"refs/heads/main"
+	    "\",\"%s\"],[\"HEAD\",\"ref: refs/heads/main\"]]", oid);
+	ev = tuser_event(FILL, 1, time(NULL), 30618, tags, "");
+	T_CHECK(client_publish(rp, ev, msg, sizeof(msg)) == 1);
+	event_destroy(ev);
+	gt_url(url, sizeof(url), relayproc_domain(rp), pk, "pack");
+	rc = gt_git(work, &out, "push", url, "main", NULL);
+	printf("# push of 16 MiB into 12: exit %d\n", rc);
+	for (p = out; p != NULL && *p != '\0'; p = nl + (*nl != '\0')) {
+		nl = p + strcspn(p, "\n");
+		printf("#   %.*s\n", (int)(nl - p), p);
+	}
+	T_CHECK(rc != 0);
+	/* relayd runs on; the branch is what it was, no quarantine left. */
+	T_CHECK(relayproc_wait(rp, 0) == -1);
+	free(out);
+	out = NULL;
+	T_CHECK(gt_git(work, &out, "ls-remote", url, "refs/heads/main", NULL)
+	    == 0);
+	T_CHECK(out != NULL && strncmp(out, before, 40) == 0);
+	snprintf(path, sizeof(path), "%s/git", mnt);
+	free(out);
+	out = NULL;
+	snprintf(cmd, sizeof(cmd), "test -z \"$(find %s -name "
+	    "'incoming-*')\"", path);
+	T_CHECK(system(cmd) == 0);
+	snprintf(path, sizeof(path), "%s/clone-pack", tmp);
+	T_CHECK(gt_git(NULL, NULL, "clone", "-q", url, path, NULL) == 0);
+	T_CHECK(gt_git(path, NULL, "fsck", NULL) == 0);
+done:
+	if (t_case_failed && rp != NULL)
+		relayproc_dump_log(rp, 30);
+	relayproc_free(rp);
+	unmount_all();
+	free(out);
+}
+
+int
+main(void)
+{
+	static const char *const cases[] = {
+		"test_floor_refuses_events_and_pushes_then_recovers",
+		"test_full_disk_never_acknowledges_an_unstored_event",
+		"test_push_that_fills_the_disk_changes_no_ref",
+	};
+	char	probe[300], home[300];
+	size_t	i;
+
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (tdir_make(tmp, sizeof(tmp), "disk") == -1)
+		return 1;
+	snprintf(probe, sizeof(probe), "%s/probe", tmp);
+	if (mount_tmpfs(probe, "1m") == -1) {
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			printf("ok - %s # SKIP cannot mount a tmpfs: %s\n",
+			    cases[i], strerror(errno));
+		tdir_remove(tmp);
+		return 0;
+	}
+	umount2(probe, MNT_DETACH);
+	signal(SIGINT, on_fatal_signal);
+	signal(SIGTERM, on_fatal_signal);
+	signal(SIGABRT, on_fatal_signal);
+	signal(SIGSEGV, on_fatal_signal);
+	atexit(unmount_all);
+	snprintf(home, sizeof(home), "%s/home", tmp);
+	if (gt_setup(home) == -1 || (big = malloc(BIG + 1)) == NULL)
+		return 1;
+	memset(big, 'z', BIG);
+	big[BIG] = '\0';
+
+	T_RUN(test_floor_refuses_events_and_pushes_then_recovers);
+	T_RUN(test_full_disk_never_acknowledges_an_unstored_event);
+	T_RUN(test_push_that_fills_the_disk_changes_no_ref);
+	free(big);
+	tdir_remove(tmp);
+	return t_done();
+}

@@ -46,6 +46,8 @@ $(O)/%.o: %.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 # Only the tests (and the test peer and benchmarks) see tests/lib.
 $(O)/tests/%.o: override CFLAGS += -Itests/lib
+# common/ is linked by every process: it stays clean of these too.
+$(O)/common/%.o: override CFLAGS += -Wshadow -Wconversion
 
 $(O)/libcommon.a: $(COMMON_OBJ)
 	@rm -f $@

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "db.h"
+#include "fs.h"
 #include "log.h"
 #include "walbuf.h"
 
@@ -182,32 +183,17 @@ db_schema_version(void)
 static int
 mkdir_parents(const char *path, char *err, size_t errlen)
 {
-	char	*p, *s, c;
-	int	 rc = -1;
+	char	*p, *s;
+	int	 rc = 0;
 
 	if ((p = strdup(path)) == NULL)
 		fatal("strdup");
-	if ((s = strrchr(p, '/')) == NULL || s == p) {
-		rc = 0;
-		goto done;
-	}
-	*s = '\0';
-	for (s = p + 1; ; s++) {
-		if (*s != '/' && *s != '\0')
-			continue;
-		c = *s;
+	if ((s = strrchr(p, '/')) != NULL && s != p) {
 		*s = '\0';
-		if (mkdir(p, 0755) == -1 && errno != EEXIST) {
+		if ((rc = mkdir_p(p, 0755)) == -1)
 			snprintf(err, errlen, "mkdir %s: %s", p,
 			    strerror(errno));
-			goto done;
-		}
-		*s = c;
-		if (c == '\0')
-			break;
 	}
-	rc = 0;
-done:
 	free(p);
 	return rc;
 }

@@ -22,6 +22,7 @@
 #include "buf.h"
 #include "ctlcmd.h"
 #include "event.h"
+#include "fs.h"
 #include "log.h"
 #include "ready.h"
 #include "version.h"
@@ -130,28 +131,6 @@ lws_log_emit(int level, const char *line)
 		log_warnx("lws: %.*s", (int)n, line);
 	else
 		log_debug("lws: %.*s", (int)n, line);
-}
-
-static int
-mkdir_p(const char *path, mode_t mode)
-{
-	char	buf[4096], *p;
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) == -1 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) == -1 && errno != EEXIST)
-		return -1;
-	return 0;
 }
 
 /*

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "event.h"
+#include "fs.h"
 #include "log.h"
 #include "ready.h"
 #include "relayd.h"
@@ -122,26 +123,6 @@ dir_writable(const char *path)
 	return 0;
 }
 
-static int
-mkdir_p(const char *path)
-{
-	char	buf[4096], *p;
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -1;
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) == -1 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -187,10 +168,10 @@ main(int argc, char *argv[])
 	if (relay_listen_open(rd.cfg.bind_host, rd.cfg.bind_port, err,
 	    sizeof(err)) == -1)
 		ready_config_fail("%s", err);
-	if (mkdir_p(rd.cfg.relay_data_path) == -1)
+	if (mkdir_p(rd.cfg.relay_data_path, 0755) == -1)
 		fatal("cannot create %s", rd.cfg.relay_data_path);
 	/* Found now, not at the first announcement's repository. */
-	if (mkdir_p(rd.cfg.git_data_path) == -1 ||
+	if (mkdir_p(rd.cfg.git_data_path, 0755) == -1 ||
 	    dir_writable(rd.cfg.git_data_path) == -1)
 		ready_config_fail("git_data_path %s: %s", rd.cfg.git_data_path,
 		    strerror(errno));
@@ -242,7 +223,7 @@ main(int argc, char *argv[])
 	if ((rd.vhost = lws_get_vhost_by_name(rd.ctx, "default")) == NULL)
 		fatalx("no default vhost");
 	relay_listen_start();
-	if (mkdir_p(rd.cfg.run_path) == -1)
+	if (mkdir_p(rd.cfg.run_path, 0755) == -1)
 		fatal("cannot create %s", rd.cfg.run_path);
 	relay_repo_init();
 	relay_purg_init();

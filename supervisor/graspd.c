@@ -28,6 +28,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "fs.h"
 #include "log.h"
 #include "supervisor.h"
 #include "version.h"
@@ -136,28 +137,6 @@ startup_fail(int status, const char *fmt, ...)
 	sup_control_close();
 	pidfile_remove();
 	exit(status);
-}
-
-int
-sup_mkdir_p(const char *dir)
-{
-	char	path[PATH_MAX], *p;
-
-	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	for (p = path + 1; *p != '\0'; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) == -1 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(path, 0755) == -1 && errno != EEXIST)
-		return -1;
-	return 0;
 }
 
 /*
@@ -685,7 +664,7 @@ main(int argc, char *argv[])
 		log_init("graspd", 0);
 	}
 
-	if (sup_mkdir_p(sv->sv_cfg.run_path) == -1)
+	if (mkdir_p(sv->sv_cfg.run_path, 0755) == -1)
 		startup_fail(1, "cannot create run_path %s: %s",
 		    sv->sv_cfg.run_path, strerror(errno));
 	if (sup_priv_init(err, sizeof(err)) == -1)

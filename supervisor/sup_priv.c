@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "log.h"
 #include "supervisor.h"
 
@@ -47,7 +48,7 @@ own_dir(const char *dir, int private, char *err, size_t errlen)
 {
 	struct stat	st;
 
-	if (sup_mkdir_p(dir) == -1 || stat(dir, &st) == -1) {
+	if (mkdir_p(dir, 0755) == -1 || stat(dir, &st) == -1) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}

@@ -134,8 +134,6 @@ extern struct supervisor *sv;
 /* graspd.c */
 /* Seconds on the monotonic clock. */
 double	sup_now(void);
-/* Creates dir and its parents, mode 0755; 0, or -1 with errno. */
-int	sup_mkdir_p(const char *dir);
 /*
  * libevent's event_new() and event_free() on the supervisor's base:
  * sup_event_new() never returns NULL (allocation failure is fatal);

@@ -371,16 +371,15 @@ wanted(const char *name, const char *const *prefixes)
 	return 0;
 }
 
-/* Sets name to oid, replacing an earlier value (loose beats packed). */
-static void
-refs_set(struct relay_refs *r, const char *name, const char *oid)
+void
+relay_refs_set(struct relay_refs *r, const char *name, const char *oid)
 {
 	struct relay_ref	*f;
 
 	if ((f = refs_find(r, name)) == NULL) {
 		if ((r->v = reallocarray(r->v, r->n + 1, sizeof(*r->v))) ==
 		    NULL || (r->v[r->n].rf_name = strdup(name)) == NULL)
-			fatal("refs_set");
+			fatal("relay_refs_set");
 		f = &r->v[r->n++];
 	}
 	memcpy(f->rf_oid, oid, GIT_OID_HEX);
@@ -408,7 +407,7 @@ read_packed(const char *repo, const char *const *prefixes,
 		    line[GIT_OID_HEX] != ' ' || !pkt_is_oid(line, GIT_OID_HEX))
 			continue;
 		if (wanted(line + GIT_OID_HEX + 1, prefixes))
-			refs_set(r, line + GIT_OID_HEX + 1, line);
+			relay_refs_set(r, line + GIT_OID_HEX + 1, line);
 	}
 	free(line);
 	fclose(f);
@@ -446,7 +445,7 @@ read_loose(const char *repo, const char *rel, int depth,
 		n = read(fd, buf, sizeof(buf));
 		close(fd);
 		if (n >= GIT_OID_HEX && pkt_is_oid(buf, GIT_OID_HEX))
-			refs_set(r, sub, buf);
+			relay_refs_set(r, sub, buf);
 	}
 	closedir(dir);
 }
@@ -1079,7 +1078,7 @@ desired_of(const struct event *state, struct desired *w)
 		if (!pkt_is_oid(t->v[1].s, t->v[1].len) ||
 		    memchr(t->v[0].s, '\n', len) || memchr(t->v[0].s, ' ', len))
 			continue;
-		refs_set(&w->refs, t->v[0].s, t->v[1].s);
+		relay_refs_set(&w->refs, t->v[0].s, t->v[1].s);
 	}
 }
 

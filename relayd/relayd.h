@@ -652,6 +652,11 @@ int	relay_repo_read_refs(const char *repo, const char *const *prefixes,
 void	relay_refs_free(struct relay_refs *);
 /* The object a ref names, or NULL. */
 const char *relay_refs_get(const struct relay_refs *, const char *name);
+/*
+ * Sets name to oid (GIT_OID_HEX characters), replacing an earlier value
+ * (loose beats packed).  Exits on allocation failure.
+ */
+void	relay_refs_set(struct relay_refs *, const char *name, const char *oid);
 /* 1 if repo has a branch or tag. */
 int	relay_repo_has_refs(const char *repo);
 /*

@@ -14,6 +14,9 @@
  * relay_neg.c    NIP-77 negentropy sync: NEG-OPEN, NEG-MSG, NEG-CLOSE
  * relay_inv.c    the repository inventory behind GRASP-03's identity
  *                policy (who may store kind 0 and 10002)
+ * relay_repo.c   repositories on disk: create, remove, refs, objects;
+ *                the git child processes
+ * relay_job.c    the queue of maintenance jobs that change refs
  * relay_pushauth.c the push decision, a pure function of the ref updates
  *                and what relay_purg.c gathered for them
  * relay_web.c    pages for people: /, /<npub>/<d>.git, the icon
@@ -652,15 +655,13 @@ int	relay_repo_read_refs(const char *repo, const char *const *prefixes,
 void	relay_refs_free(struct relay_refs *);
 /* The object a ref names, or NULL. */
 const char *relay_refs_get(const struct relay_refs *, const char *name);
+/*
+ * Sets name to oid (GIT_OID_HEX characters), replacing an earlier value
+ * (loose beats packed).  Exits on allocation failure.
+ */
+void	relay_refs_set(struct relay_refs *, const char *name, const char *oid);
 /* 1 if repo has a branch or tag. */
 int	relay_repo_has_refs(const char *repo);
-/*
- * The branches and tags a state event (kind 30618) declares, names
- * ending "^{}" and malformed entries skipped, and the branch its HEAD tag
- * names into *head (NULL if none; the caller frees both).
- */
-void	relay_state_refs(const struct event *state, struct relay_refs *out,
-	    char **head);
 /*
  * Spawns argv (argv[0] looked up in PATH) with stdin from fd_in and
  * stdout to fd_out (-1: /dev/null), stderr inherited, every other
@@ -679,6 +680,21 @@ void	relay_children_reap(void);
 /* Running children of relay_child_spawn(). */
 int	relay_children_count(void);
 /*
+ * Deletes ref from signer's /prs/ repository d if it names oid (and the
+ * repository once refless).  1 if deleted, else 0.
+ */
+int	relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
+	    const char *ref, const char *oid);
+
+/* relay_job.c */
+/*
+ * The branches and tags a state event (kind 30618) declares, names
+ * ending "^{}" and malformed entries skipped, and the branch its HEAD tag
+ * names into *head (NULL if none; the caller frees both).
+ */
+void	relay_state_refs(const struct event *state, struct relay_refs *out,
+	    char **head);
+/*
  * Maintenance jobs, run one at a time in order.  align: make the
  * branches, tags and HEAD of (owner, d) those of the state event
  * (copying objects from src's repository when missing), then report new
@@ -695,12 +711,6 @@ void	relay_job_delete_ref(const uint8_t owner[32], const char *d,
 /* relay_job_set_ref() copying objects from the repository at src_path. */
 void	relay_job_set_ref_from(const uint8_t owner[32], const char *d,
 	    const char *ref, const char *oid, const char *src_path);
-/*
- * Deletes ref from signer's /prs/ repository d if it names oid (and the
- * repository once refless).  1 if deleted, else 0.
- */
-int	relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
-	    const char *ref, const char *oid);
 void	relay_job_call(void (*fn)(void *), void *arg);
 
 /* relay_pushauth.c */

@@ -1,7 +1,7 @@
 /*
  * sup_role.c: graspd's role table.  Starts each role by fork+exec with a
  * readiness pipe, reaps it, and applies the restart policy of
- * supervisor.h: a role that was ready for a while restarts at once, a
+ * sup_policy.c: a role that was ready for a while restarts at once, a
  * role that died fast restarts after a doubling delay and is marked
  * failed after SUP_MAX_FAST_DEATHS such deaths in a row, and a role that
  * exits 78 (EX_CONFIG) is failed at once.  Runs in the supervisor only.
@@ -162,16 +162,15 @@ role_ready(struct sup_role *r)
 static void
 role_ready_extend(struct sup_role *r)
 {
-	double	left;
+	double	wait;
 
 	if (r->rl_state != SUP_STARTING)
 		return;
-	left = r->rl_started + SUP_READY_MAX_TIMEOUTS * sv->sv_ready_timeout -
-	    sup_now();
-	if (left <= 0)
-		return;
-	timer_in(r->rl_ready_timer, left < sv->sv_ready_timeout ? left :
+	wait = sup_policy_ready_wait(r->rl_started, sup_now(),
 	    sv->sv_ready_timeout);
+	if (wait <= 0)
+		return;
+	timer_in(r->rl_ready_timer, wait);
 	log_debug("%s (pid %d) still starting, %.0f s after its start",
 	    r->rl_name, (int)r->rl_pid, sup_now() - r->rl_started);
 }
@@ -475,13 +474,8 @@ role_spawn(struct sup_role *r)
 static void
 role_schedule(struct sup_role *r, double delay)
 {
-	double	gap;
-
-	if (r->rl_spawned) {
-		gap = r->rl_started + SUP_START_GAP - sup_now();
-		if (gap > delay)
-			delay = gap;
-	}
+	delay = sup_policy_start_delay(r->rl_spawned, r->rl_started,
+	    sup_now(), delay);
 	if (delay <= 0) {
 		role_spawn(r);
 		return;
@@ -572,15 +566,14 @@ describe_exit(int st, char *out, size_t outlen)
 static void
 role_exited(struct sup_role *r, int st)
 {
-	double		now = sup_now(), up = now - r->rl_started, delay;
-	int		was_ready = r->rl_ready > 0;
-	unsigned	n;
+	double			now = sup_now(), up = now - r->rl_started;
+	struct sup_exit		e;
+	struct sup_decision	d;
 
 	describe_exit(st, r->rl_last_exit, sizeof(r->rl_last_exit));
 	/* A READY=1 written just before the exit still counts. */
 	if (r->rl_ready_fd != -1 && r->rl_state == SUP_STARTING)
 		role_ready_cb(r->rl_ready_fd, EV_READ, r);
-	was_ready = r->rl_ready > 0;
 	role_close_ready(r);
 	evtimer_del(r->rl_ready_timer);
 	evtimer_del(r->rl_kill_timer);
@@ -593,60 +586,54 @@ role_exited(struct sup_role *r, int st)
 		    (int)r->rl_pid, r->rl_last_exit, up);
 	r->rl_pid = -1;
 
-	if (sv->sv_shutdown) {
-		r->rl_state = SUP_STOPPED;
-		r->rl_restart = 0;
-		sup_progress();
-		return;
-	}
-	if (r->rl_restart && r->rl_want) {
-		r->rl_restart = 0;
-		r->rl_fast_deaths = 0;
-		r->rl_reason[0] = '\0';
-		role_schedule(r, 0);
-		return;
-	}
+	memset(&e, 0, sizeof(e));
+	e.se_status = st;
+	e.se_started = r->rl_started;
+	e.se_ready = r->rl_ready;
+	e.se_fast_deaths = r->rl_fast_deaths;
+	e.se_want = r->rl_want;
+	e.se_restart = r->rl_restart;
+	e.se_shutdown = sv->sv_shutdown;
+	sup_policy_exit(&e, now, &d);
 	r->rl_restart = 0;
-	if (!r->rl_want) {
+	r->rl_fast_deaths = d.sd_fast_deaths;
+	switch (d.sd_verdict) {
+	case SUP_V_SHUTDOWN:
+		r->rl_state = SUP_STOPPED;
+		sup_progress();
+		break;
+	case SUP_V_STOPPED:
 		r->rl_state = SUP_STOPPED;
 		role_reason(r, "stopped on request");
 		sup_progress();
-		return;
-	}
-	if (WIFEXITED(st) && WEXITSTATUS(st) == CONFIG_EXIT) {
+		break;
+	case SUP_V_RESTART:
+		r->rl_reason[0] = '\0';
+		role_schedule(r, 0);
+		break;
+	case SUP_V_FAIL_CONFIG:
 		if (r->rl_error[0] != '\0')
 			role_fail(r, "%s (exited %d, configuration error): "
 			    "not restarted", r->rl_error, CONFIG_EXIT);
 		else
 			role_fail(r, "exited %d (configuration error): not "
 			    "restarted", CONFIG_EXIT);
-		return;
-	}
-	if (was_ready && now - r->rl_ready >= SUP_STABLE_SECS) {
-		r->rl_fast_deaths = 0;
-		delay = 0;
-	} else if (!was_ready || up < SUP_FAST_DEATH_SECS) {
-		n = ++r->rl_fast_deaths;
-		if (n >= SUP_MAX_FAST_DEATHS) {
-			role_fail(r, "%u fast deaths in a row (last: %s): not "
-			    "restarted", n, r->rl_last_exit);
-			return;
+		break;
+	case SUP_V_FAIL_FAST:
+		role_fail(r, "%u fast deaths in a row (last: %s): not "
+		    "restarted", d.sd_fast_deaths, r->rl_last_exit);
+		break;
+	case SUP_V_RESPAWN:
+		if (d.sd_delay > 0) {
+			role_reason(r, "%s%s; restarting in %.0f s",
+			    r->rl_last_exit, e.se_ready > 0 ? "" :
+			    " before ready", d.sd_delay);
+			log_info("%s: restarting in %.0f s", r->rl_name,
+			    d.sd_delay);
 		}
-		delay = SUP_BACKOFF_MIN;
-		while (--n > 0 && delay < SUP_BACKOFF_MAX)
-			delay *= 2;
-		if (delay > SUP_BACKOFF_MAX)
-			delay = SUP_BACKOFF_MAX;
-	} else {
-		r->rl_fast_deaths = 0;
-		delay = SUP_BACKOFF_MIN;
+		role_schedule(r, d.sd_delay);
+		break;
 	}
-	if (delay > 0) {
-		role_reason(r, "%s%s; restarting in %.0f s", r->rl_last_exit,
-		    was_ready ? "" : " before ready", delay);
-		log_info("%s: restarting in %.0f s", r->rl_name, delay);
-	}
-	role_schedule(r, delay);
 }
 
 void

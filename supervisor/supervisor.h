@@ -7,8 +7,9 @@
  * graspd.c       main, options, daemon mode, pid file, signals, the loop,
  *                start-up and shutdown sequencing, reload, readiness
  *                towards whoever started graspd (daemon parent, systemd)
- * sup_role.c     the role table: fork+exec, readiness pipes, reaping, the
- *                restart policy, stopping a role
+ * sup_role.c     the role table: fork+exec, readiness pipes, reaping,
+ *                stopping a role; applies sup_policy.c's decisions
+ * sup_policy.c   the restart policy, pure: the caller passes the clock
  * sup_control.c  the control socket: graspctl's requests
  */
 #ifndef GRASPD_SUPERVISOR_H
@@ -187,6 +188,62 @@ void	sup_reap(void);
 int	sup_roles_alive(void);
 /* Seconds the role's current process has run, 0 if none. */
 double	sup_role_uptime(const struct sup_role *);
+
+/* sup_policy.c */
+/* What a role's exit leads to (sup_policy_exit()). */
+enum sup_verdict {
+	SUP_V_SHUTDOWN,		/* graspd stops everything: stays stopped */
+	SUP_V_STOPPED,		/* not wanted: stopped on request */
+	SUP_V_RESTART,		/* an asked-for restart: start it now */
+	SUP_V_RESPAWN,		/* it died: start it after sd_delay */
+	SUP_V_FAIL_CONFIG,	/* exited CONFIG_EXIT: failed, not restarted */
+	SUP_V_FAIL_FAST,	/* SUP_MAX_FAST_DEATHS fast deaths: failed */
+};
+
+/* A role's history at the exit of its process; times on sup_now()'s clock. */
+struct sup_exit {
+	int		 se_status;	/* waitpid(2)'s status */
+	double		 se_started;	/* its last start */
+	double		 se_ready;	/* its readiness, 0 if never ready */
+	unsigned	 se_fast_deaths; /* fast deaths in a row before this */
+	int		 se_want;	/* rl_want: keep it running */
+	int		 se_restart;	/* rl_restart: this exit is a restart */
+	int		 se_shutdown;	/* graspd is shutting down */
+};
+
+struct sup_decision {
+	enum sup_verdict sd_verdict;
+	double		 sd_delay;	/* SUP_V_RESPAWN: seconds, 0 = now */
+	unsigned	 sd_fast_deaths; /* the role's count from now on */
+};
+
+/*
+ * The restart policy for a role whose process exited at now: shutdown
+ * and stop requests first, then an asked-for restart (at once, count
+ * cleared), then exit CONFIG_EXIT (failed).  Otherwise a role ready for
+ * SUP_STABLE_SECS restarts at once with its count cleared; one that died
+ * before ready or within SUP_FAST_DEATH_SECS of its start died fast: the
+ * delay is SUP_BACKOFF_MIN doubled for each earlier fast death in a row,
+ * at most SUP_BACKOFF_MAX, and the SUP_MAX_FAST_DEATHS-th marks it
+ * failed; any other death restarts after SUP_BACKOFF_MIN with the count
+ * cleared.  Pure; the start gap is sup_policy_start_delay()'s.
+ */
+void	sup_policy_exit(const struct sup_exit *, double now,
+	    struct sup_decision *);
+/*
+ * The delay before a start wanted after delay seconds: never within
+ * SUP_START_GAP of the role's last start at started (s6), when it was
+ * spawned at all.  <= 0 means now.
+ */
+double	sup_policy_start_delay(int spawned, double started, double now,
+	    double delay);
+/*
+ * After a progress line of a role started at started and not ready yet:
+ * seconds until its next readiness timeout (timeout, less when fewer
+ * than that are left of SUP_READY_MAX_TIMEOUTS timeouts after its
+ * start), or 0 when none are left and the running timeout stands.
+ */
+double	sup_policy_ready_wait(double started, double now, double timeout);
 
 /* sup_control.c */
 /*

@@ -1,0 +1,508 @@
+/*
+ * relay_job.c: relayd's queue of maintenance jobs that change refs: copy
+ * objects between repositories with a local "git fetch", "git
+ * update-ref", HEAD.  Jobs run one at a time, in order, so the changes to
+ * one repository never race each other; their git processes are
+ * relay_repo.c's children.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "log.h"
+#include "relayd.h"
+
+enum job_kind {
+	JOB_ALIGN,
+	JOB_SET_REF,
+	JOB_DELETE_REF,
+	JOB_CALL,
+};
+
+struct relay_job {
+	TAILQ_ENTRY(relay_job)	 j_entry;
+	enum job_kind		 j_kind;
+	uint8_t			 j_owner[32];
+	uint8_t			 j_src[32];
+	int			 j_has_src;
+	char			*j_d;
+	struct event		*j_state;	/* JOB_ALIGN */
+	char			*j_ref;		/* JOB_SET_REF, JOB_DELETE_REF */
+	char			*j_src_path;	/* JOB_SET_REF from a path */
+	char			 j_oid[GIT_OID_HEX + 1];
+	void			(*j_fn)(void *);
+	void			*j_arg;
+	int			 j_step;
+	int			 j_changed;	/* refs were written */
+};
+
+static TAILQ_HEAD(, relay_job)	jobs = TAILQ_HEAD_INITIALIZER(jobs);
+static struct relay_job		*job_running;
+
+static void	job_next(void);
+
+static struct relay_job *
+job_new(enum job_kind kind, const uint8_t owner[32], const char *d,
+    const uint8_t src[32])
+{
+	struct relay_job	*j;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		fatal("job_new");
+	j->j_kind = kind;
+	if (owner)
+		memcpy(j->j_owner, owner, 32);
+	if (src) {
+		memcpy(j->j_src, src, 32);
+		j->j_has_src = 1;
+	}
+	if (d && (j->j_d = strdup(d)) == NULL)
+		fatal("job_new");
+	return j;
+}
+
+static void
+job_free(struct relay_job *j)
+{
+	event_destroy(j->j_state);
+	free(j->j_d);
+	free(j->j_ref);
+	free(j->j_src_path);
+	free(j);
+}
+
+static void
+job_queue(struct relay_job *j)
+{
+	TAILQ_INSERT_TAIL(&jobs, j, j_entry);
+	if (job_running == NULL)
+		job_next();
+}
+
+void
+relay_job_align(const uint8_t owner[32], const char *d,
+    const struct event *state, const uint8_t src[32])
+{
+	struct relay_job	*j = job_new(JOB_ALIGN, owner, d, src);
+	char			 err[64];
+
+	if ((j->j_state = event_parse(state->json, state->json_len, err,
+	    sizeof(err))) == NULL)
+		fatalx("relay_job_align: %s", err);
+	job_queue(j);
+}
+
+void
+relay_job_set_ref(const uint8_t owner[32], const char *d, const char *ref,
+    const char *oid, const uint8_t src[32])
+{
+	struct relay_job	*j = job_new(JOB_SET_REF, owner, d, src);
+
+	if ((j->j_ref = strdup(ref)) == NULL)
+		fatal("relay_job_set_ref");
+	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
+	job_queue(j);
+}
+
+void
+relay_job_set_ref_from(const uint8_t owner[32], const char *d,
+    const char *ref, const char *oid, const char *src_path)
+{
+	struct relay_job	*j = job_new(JOB_SET_REF, owner, d, NULL);
+
+	if ((j->j_ref = strdup(ref)) == NULL ||
+	    (j->j_src_path = strdup(src_path)) == NULL)
+		fatal("relay_job_set_ref_from");
+	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
+	job_queue(j);
+}
+
+void
+relay_job_delete_ref(const uint8_t owner[32], const char *d, const char *ref,
+    const char *old)
+{
+	struct relay_job	*j = job_new(JOB_DELETE_REF, owner, d, NULL);
+
+	if ((j->j_ref = strdup(ref)) == NULL)
+		fatal("relay_job_delete_ref");
+	snprintf(j->j_oid, sizeof(j->j_oid), "%s", old);
+	job_queue(j);
+}
+
+void
+relay_job_call(void (*fn)(void *), void *arg)
+{
+	struct relay_job	*j = job_new(JOB_CALL, NULL, NULL, NULL);
+
+	j->j_fn = fn;
+	j->j_arg = arg;
+	job_queue(j);
+}
+
+/* A state's desired refs: branches and tags, and HEAD's branch. */
+struct desired {
+	struct relay_refs	 refs;
+	char			*head;
+};
+
+static void	desired_of(const struct event *, struct desired *);
+
+void
+relay_state_refs(const struct event *state, struct relay_refs *refs,
+    char **headp)
+{
+	struct desired	 w;
+
+	desired_of(state, &w);
+	*refs = w.refs;
+	*headp = w.head;
+}
+
+static void
+desired_of(const struct event *state, struct desired *w)
+{
+	const struct event_tag	*t;
+	uint32_t		 i;
+	size_t			 len;
+
+	memset(w, 0, sizeof(*w));
+	for (i = 0; i < state->ntags; i++) {
+		t = &state->tags[i];
+		if (t->n < 2)
+			continue;
+		if (strcmp(t->v[0].s, "HEAD") == 0) {
+			const char *v = t->v[1].s;
+
+			if (strncmp(v, "ref: ", 5) == 0)
+				v += 5;
+			if (strncmp(v, "refs/heads/", 11) == 0 && w->head ==
+			    NULL && (w->head = strdup(v)) == NULL)
+				fatal("desired_of");
+			continue;
+		}
+		if (strncmp(t->v[0].s, "refs/heads/", 11) != 0 &&
+		    strncmp(t->v[0].s, "refs/tags/", 10) != 0)
+			continue;
+		len = t->v[0].len;
+		if (len >= 3 && strcmp(t->v[0].s + len - 3, "^{}") == 0)
+			continue;
+		if (!pkt_is_oid(t->v[1].s, t->v[1].len) ||
+		    memchr(t->v[0].s, '\n', len) || memchr(t->v[0].s, ' ', len))
+			continue;
+		relay_refs_set(&w->refs, t->v[0].s, t->v[1].s);
+	}
+}
+
+static void
+desired_free(struct desired *w)
+{
+	relay_refs_free(&w->refs);
+	free(w->head);
+}
+
+static void	job_child_done(pid_t, int, void *);
+
+/* Runs git with args in repo; the job waits for it.  0 or -1. */
+static int
+job_git(struct relay_job *j, const char *repo, const char *const *args,
+    int fd_in)
+{
+	char	*argv[64], gitdir[PATH_MAX + 16];
+	size_t	 n = 0, i;
+
+	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", repo);
+	argv[n++] = "git";
+	argv[n++] = gitdir;
+	for (i = 0; args[i] != NULL && n < 63; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	return relay_child_spawn(argv, fd_in, -1, NULL,
+	    RELAY_GIT_JOB_TIMEOUT_S, job_child_done, j) == -1 ? -1 : 0;
+}
+
+/*
+ * Copies the objects of want missing from repo out of the source
+ * repository.  1 if a fetch runs, 0 if nothing is missing, -1.
+ */
+static int
+job_fetch(struct relay_job *j, const char *repo, const char *const *want,
+    size_t n)
+{
+	char		 src[PATH_MAX];
+	const char	*args[64];
+	size_t		 k = 0, i;
+
+	for (i = 0; i < n; i++)
+		if (!relay_repo_has_object(repo, want[i]))
+			break;
+	if (i == n)
+		return 0;
+	if (j->j_src_path != NULL)
+		snprintf(src, sizeof(src), "%s", j->j_src_path);
+	else if (!j->j_has_src || memcmp(j->j_src, j->j_owner, 32) == 0 ||
+	    relay_repo_path(j->j_src, j->j_d, src, sizeof(src)) == -1)
+		return -1;
+	/* The source is ours and local: any object in it may be asked. */
+	args[k++] = "-c";
+	args[k++] = "uploadpack.allowAnySHA1InWant=true";
+	args[k++] = "fetch";
+	args[k++] = "--quiet";
+	args[k++] = "--no-tags";
+	args[k++] = "--no-write-fetch-head";
+	args[k++] = "--no-auto-gc";
+	args[k++] = src;
+	for (i = 0; i < n && k < 60; i++)
+		if (!relay_repo_has_object(repo, want[i]))
+			args[k++] = want[i];
+	args[k] = NULL;
+	return job_git(j, repo, args, -1) == 0 ? 1 : -1;
+}
+
+/* Writes HEAD as a symbolic ref to branch, the way git locks it. */
+static int
+write_head(const char *repo, const char *branch)
+{
+	char	lock[PATH_MAX], path[PATH_MAX], text[PATH_MAX];
+	int	fd, n;
+
+	if (snprintf(path, sizeof(path), "%s/HEAD", repo) >=
+	    (int)sizeof(path) || snprintf(lock, sizeof(lock), "%s/HEAD.lock",
+	    repo) >= (int)sizeof(lock))
+		return -1;
+	n = snprintf(text, sizeof(text), "ref: %s\n", branch);
+	if (n < 0 || n >= (int)sizeof(text))
+		return -1;
+	if ((fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) ==
+	    -1)
+		return -1;
+	if (write(fd, text, (size_t)n) != n || close(fd) == -1) {
+		unlink(lock);
+		return -1;
+	}
+	if (rename(lock, path) == -1) {
+		unlink(lock);
+		return -1;
+	}
+	return 0;
+}
+
+/* An anonymous file holding text, positioned at its start; or -1. */
+static int
+text_fd(const char *text, size_t len)
+{
+	int	fd;
+
+	if ((fd = memfd_create("graspd-stdin", MFD_CLOEXEC)) == -1)
+		return -1;
+	if (write(fd, text, len) != (ssize_t)len ||
+	    lseek(fd, 0, SEEK_SET) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * One step of an align job.  1 if a git process runs (the job continues
+ * when it ends), 0 when the job is done, -1 when it failed.
+ */
+static int
+align_step(struct relay_job *j, const char *repo)
+{
+	static const char *const prefixes[] = { "refs/heads/", "refs/tags/",
+		NULL };
+	static const char *const update[] = { "update-ref", "--stdin", NULL };
+	struct desired		 w;
+	struct relay_refs	 cur;
+	struct buf		 b = BUF_INIT;
+	const char		*want[64] = { NULL }, *o;
+	const char		*head = NULL;
+	size_t			 i, n = 0;
+	int			 rc = 0, fd;
+
+	desired_of(j->j_state, &w);
+	switch (j->j_step) {
+	case 0:
+		for (i = 0; i < w.refs.n && n < 56; i++)
+			want[n++] = w.refs.v[i].rf_oid;
+		j->j_step = 1;
+		if ((rc = job_fetch(j, repo, want, n)) != 0)
+			break;
+		/* FALLTHROUGH */
+	case 1:
+		j->j_step = 2;
+		if (relay_repo_read_refs(repo, prefixes, &cur) == -1) {
+			rc = -1;
+			break;
+		}
+		for (i = 0; i < cur.n; i++)
+			if (relay_refs_get(&w.refs, cur.v[i].rf_name) == NULL)
+				buf_printf(&b, "delete %s\n",
+				    cur.v[i].rf_name);
+		for (i = 0; i < w.refs.n; i++) {
+			o = relay_refs_get(&cur, w.refs.v[i].rf_name);
+			if (o == NULL || strcmp(o, w.refs.v[i].rf_oid) != 0)
+				buf_printf(&b, "update %s %s\n",
+				    w.refs.v[i].rf_name, w.refs.v[i].rf_oid);
+		}
+		relay_refs_free(&cur);
+		if (b.b_len > 0) {
+			j->j_changed = 1;
+			if ((fd = text_fd(b.b_data, b.b_len)) == -1) {
+				rc = -1;
+				break;
+			}
+			rc = job_git(j, repo, update, fd) == 0 ? 1 : -1;
+			close(fd);
+			break;
+		}
+		/* FALLTHROUGH */
+	case 2:
+		j->j_step = 3;
+		if (w.head != NULL) {
+			if (relay_refs_get(&w.refs, w.head))
+				head = w.head;
+		} else if (relay_repo_read_refs(repo, prefixes, &cur) == 0) {
+			/* No HEAD in the state: keep a HEAD that names one
+			 * of its branches, else point it at main, master
+			 * or the first branch. */
+			if (cur.head == NULL ||
+			    relay_refs_get(&w.refs, cur.head) == NULL) {
+				if (relay_refs_get(&w.refs, "refs/heads/main"))
+					head = "refs/heads/main";
+				else if (relay_refs_get(&w.refs,
+				    "refs/heads/master"))
+					head = "refs/heads/master";
+				for (i = 0; head == NULL && i < w.refs.n; i++)
+					if (strncmp(w.refs.v[i].rf_name,
+					    "refs/heads/", 11) == 0)
+						head = w.refs.v[i].rf_name;
+			}
+			relay_refs_free(&cur);
+		}
+		if (head && write_head(repo, head) == -1)
+			rc = -1;
+		break;
+	default:
+		break;
+	}
+	if (w.refs.n > 0)
+		j->j_changed = 1;
+	desired_free(&w);
+	buf_free(&b);
+	return rc;
+}
+
+/* One step of any job; as align_step(). */
+static int
+job_step(struct relay_job *j)
+{
+	char		 repo[PATH_MAX];
+	const char	*want[1];
+	int		 rc;
+
+	if (j->j_kind == JOB_CALL) {
+		j->j_fn(j->j_arg);
+		return 0;
+	}
+	if (relay_repo_path(j->j_owner, j->j_d, repo, sizeof(repo)) == -1 ||
+	    !relay_repo_exists(j->j_owner, j->j_d))
+		return 0;	/* gone meanwhile: nothing to align */
+	switch (j->j_kind) {
+	case JOB_ALIGN:
+		return align_step(j, repo);
+	case JOB_SET_REF:
+		if (j->j_step == 0) {
+			j->j_step = 1;
+			want[0] = j->j_oid;
+			if ((rc = job_fetch(j, repo, want, 1)) != 0)
+				return rc;
+		}
+		if (j->j_step == 1) {
+			const char *args[] = { "update-ref", j->j_ref,
+			    j->j_oid, NULL };
+
+			j->j_step = 2;
+			return job_git(j, repo, args, -1) == 0 ? 1 : -1;
+		}
+		return 0;
+	case JOB_DELETE_REF:
+		if (j->j_step == 0) {
+			const char *args[] = { "update-ref", "-d", j->j_ref,
+			    j->j_oid, NULL };
+			const char *pfx[] = { j->j_ref, NULL };
+			struct relay_refs cur;
+			const char *o;
+			int gone;
+
+			j->j_step = 1;
+			/* Already gone or moved on: nothing to do. */
+			if (relay_repo_read_refs(repo, pfx, &cur) == -1)
+				return -1;
+			o = relay_refs_get(&cur, j->j_ref);
+			gone = o == NULL || strcmp(o, j->j_oid) != 0;
+			relay_refs_free(&cur);
+			if (gone)
+				return 0;
+			return job_git(j, repo, args, -1) == 0 ? 1 : -1;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void
+job_finish(struct relay_job *j, int ok)
+{
+	relayd->stats.git_jobs[ok ? 1 : 0]++;
+	if (!ok)
+		log_warnx("git job on %s failed", j->j_d ? j->j_d : "?");
+	if (ok && j->j_kind == JOB_ALIGN && j->j_changed)
+		relay_purg_git_arrived(j->j_owner, j->j_d);
+	job_free(j);
+}
+
+static void
+job_next(void)
+{
+	struct relay_job	*j;
+	int			 rc;
+
+	while (job_running == NULL && (j = TAILQ_FIRST(&jobs)) != NULL) {
+		TAILQ_REMOVE(&jobs, j, j_entry);
+		job_running = j;
+		rc = job_step(j);
+		if (rc == 1)
+			return;
+		job_running = NULL;
+		job_finish(j, rc == 0);
+	}
+}
+
+static void
+job_child_done(pid_t pid, int status, void *arg)
+{
+	struct relay_job	*j = arg;
+	int			 rc;
+
+	(void)pid;
+	if (status != 0) {
+		job_running = NULL;
+		job_finish(j, 0);
+		job_next();
+		return;
+	}
+	if ((rc = job_step(j)) == 1)
+		return;
+	job_running = NULL;
+	job_finish(j, rc == 0);
+	job_next();
+}

@@ -172,50 +172,6 @@ relay_ingest_forget(struct relay_conn *c)
 			p->p_conn = NULL;
 }
 
-/* Unicode characters of a valid UTF-8 string. */
-static size_t
-utf8_chars(const char *s, size_t len)
-{
-	size_t	i, n = 0;
-
-	for (i = 0; i < len; i++)
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			n++;
-	return n;
-}
-
-/*
- * Checks that need neither the database nor the signature.  Returns 0, or
- * -1 with the OK message.
- */
-static int
-check_event(const struct event *ev, char *msg, size_t msglen)
-{
-	int64_t	now = (int64_t)time(NULL);
-
-	if (ev->ntags > RELAY_MAX_TAGS) {
-		snprintf(msg, msglen, "invalid: too many tags (at most %d)",
-		    RELAY_MAX_TAGS);
-		return -1;
-	}
-	if (utf8_chars(ev->content.s, ev->content.len) > RELAY_MAX_CONTENT) {
-		snprintf(msg, msglen, "invalid: content too long (at most %d "
-		    "characters)", RELAY_MAX_CONTENT);
-		return -1;
-	}
-	if (ev->created_at > now + RELAY_CREATED_AT_AHEAD) {
-		snprintf(msg, msglen, "invalid: created_at is more than %d "
-		    "seconds in the future", RELAY_CREATED_AT_AHEAD);
-		return -1;
-	}
-	if (!event_check_id(ev)) {
-		snprintf(msg, msglen, "invalid: event id does not match its "
-		    "content");
-		return -1;
-	}
-	return 0;
-}
-
 /* 1 if the connection authenticated as pubkey (NIP-42). */
 static int
 conn_authed_as(const struct relay_conn *c, const uint8_t pubkey[32])
@@ -344,13 +300,10 @@ send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg,
 static void
 client_submit(struct relay_conn *c, const struct json *evj, int auth)
 {
-	const struct json	*idj = json_get(evj, "id");
-	const char		*id = (idj && idj->type == JSON_STRING &&
-				    idj->len == 64) ? idj->s : "";
 	struct event		*ev;
 	struct pending		*p;
 	const char		*limited = NULL;
-	char			 msg[512];
+	char			 id[65], msg[512];
 	int64_t			 t0 = relay_now_ms();
 
 	if (!rate_ok(c))
@@ -362,6 +315,7 @@ client_submit(struct relay_conn *c, const struct json *evj, int auth)
 		relay_disk_refused(0);
 	}
 	if (limited != NULL) {
+		relay_proto_okid(evj, id);
 		send_ok(c, id, 0, limited, t0);
 		if (auth)
 			relayd->stats.auth[0]++;
@@ -369,16 +323,14 @@ client_submit(struct relay_conn *c, const struct json *evj, int auth)
 			relayd->stats.events_refused++;
 		return;
 	}
-	if ((ev = event_from_json(evj, msg, sizeof(msg))) == NULL ||
-	    (auth ? auth_check_event(ev, c->rc_challenge, &relayd->policy,
-	    (int64_t)time(NULL), msg, sizeof(msg)) :
-	    check_event(ev, msg, sizeof(msg))) == -1) {
-		send_ok(c, ev ? ev->id_hex : id, 0, msg, t0);
+	if ((ev = relay_proto_event(evj, auth ? c->rc_challenge : NULL,
+	    &relayd->policy, (int64_t)time(NULL), id, msg, sizeof(msg))) ==
+	    NULL) {
+		send_ok(c, id, 0, msg, t0);
 		if (auth)
 			relayd->stats.auth[0]++;
 		else
 			relayd->stats.events_invalid++;
-		event_destroy(ev);
 		return;
 	}
 	if (!auth && already_stored(ev)) {
@@ -447,7 +399,8 @@ relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 		return;
 	}
 	if ((ev = event_parse(json, len, msg, sizeof(msg))) == NULL ||
-	    check_event(ev, msg, sizeof(msg)) == -1) {
+	    relay_proto_check_event(ev, (int64_t)time(NULL), msg,
+	    sizeof(msg)) == -1) {
 		log_debug("%s via %.*s: %s", role_name(origin), (int)urllen,
 		    url, msg);
 		relayd->stats.events_invalid++;

@@ -157,84 +157,58 @@ req_event_cb(const char *json, size_t len, int64_t seq, void *arg)
 	return rq->c->rc_closing;
 }
 
+/* relay_proto_req()'s question: is id one of c's subscriptions? */
+static int
+sub_known(const char *id, void *arg)
+{
+	return sub_find(arg, id) != NULL;
+}
+
 static void
 handle_req(struct relay_conn *c, const struct json *msg)
 {
-	const struct json	*sid = json_at(msg, 1), *fj;
 	struct relay_sub	*s, *old;
+	struct relay_req	 req;
 	struct req_ctx		 rq;
-	char			 err[256], subid[RELAY_MAX_SUBID + 1];
-	size_t			 i, nf;
+	char			 ans[RELAY_PROTO_ANSWER];
 	int64_t			 t0 = relay_now_ms();
 
 	relayd->stats.msgs_in_req++;
-	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
-		relay_send_notice(c, "invalid: REQ needs a subscription id "
-		    "string");
+	switch (relay_proto_req(msg, (size_t)c->rc_nsubs, sub_known, c, &req,
+	    ans, sizeof(ans))) {
+	case RELAY_ANS_NOTICE:
+		relay_send_notice(c, ans);
 		return;
-	}
-	if (sid->len > RELAY_MAX_SUBID || memchr(sid->s, '\0', sid->len)) {
-		send_closed(c, sid->s, "invalid: subscription id longer than "
-		    "64 characters");
+	case RELAY_ANS_CLOSED:
+		send_closed(c, req.rq_closed_id, ans);
 		return;
+	case RELAY_ANS_NONE:
+		break;
 	}
-	memcpy(subid, sid->s, sid->len + 1);
-	nf = msg->n - 2;
-	if (nf == 0) {
-		send_closed(c, subid, "invalid: REQ needs at least one filter");
-		return;
-	}
-	if (nf > RELAY_MAX_FILTERS) {
-		snprintf(err, sizeof(err), "invalid: too many filters (at most "
-		    "%d per REQ)", RELAY_MAX_FILTERS);
-		send_closed(c, subid, err);
-		return;
-	}
-	old = sub_find(c, subid);
-	if (old == NULL && c->rc_nsubs >= RELAY_MAX_SUBS) {
-		snprintf(err, sizeof(err), "blocked: too many subscriptions "
-		    "(at most %d per connection)", RELAY_MAX_SUBS);
-		send_closed(c, subid, err);
-		return;
-	}
-	if ((s = calloc(1, sizeof(*s))) == NULL ||
-	    (s->rs_filters = calloc(nf, sizeof(struct filter))) == NULL)
+	if ((s = calloc(1, sizeof(*s))) == NULL)
 		fatal("handle_req");
 	s->rs_conn = c;
-	memcpy(s->rs_id, subid, sizeof(subid));
-	for (i = 0, fj = json_at(msg, 2); fj; fj = fj->next, i++) {
-		s->rs_nfilters = i + 1;
-		if (fj->type != JSON_OBJECT) {
-			send_closed(c, subid, "invalid: a filter must be a "
-			    "JSON object");
-			sub_free(s);
-			return;
-		}
-		if (filter_parse(fj, &s->rs_filters[i], err, sizeof(err)) ==
-		    -1) {
-			send_closed(c, subid, err);
-			sub_free(s);
-			return;
-		}
-	}
+	memcpy(s->rs_id, req.rq_id, sizeof(s->rs_id));
+	s->rs_filters = req.rq_filters;
+	s->rs_nfilters = req.rq_nfilters;
 	/* A REQ with a known id replaces that subscription (NIP-01). */
-	if (old)
+	if ((old = sub_find(c, s->rs_id)) != NULL)
 		sub_remove(c, old);
 
 	rq.c = c;
-	rq.subid = subid;
+	rq.subid = s->rs_id;
 	memset(&rq.b, 0, sizeof(rq.b));
 	if (store_query(relayd->store, s->rs_filters, s->rs_nfilters,
 	    STORE_MAX_LIMIT, STORE_DEFAULT_LIMIT, (int64_t)time(NULL),
 	    req_event_cb, &rq) == -1) {
 		buf_free(&rq.b);
-		send_closed(c, subid, "error: database query failed");
+		send_closed(c, s->rs_id, "error: database query failed");
 		sub_free(s);
 		return;
 	}
 	buf_reset(&rq.b);
 	buf_adds(&rq.b, "[\"EOSE\",");
-	buf_add_jstr(&rq.b, subid, strlen(subid));
+	buf_add_jstr(&rq.b, s->rs_id, strlen(s->rs_id));
 	buf_addc(&rq.b, ']');
 	relay_send(c, rq.b.b_data, rq.b.b_len);
 	relay_hist_observe(&relayd->stats.req_eose, relay_now_ms() - t0);
@@ -246,17 +220,14 @@ handle_req(struct relay_conn *c, const struct json *msg)
 static void
 handle_close(struct relay_conn *c, const struct json *msg)
 {
-	const struct json	*sid = json_at(msg, 1);
 	struct relay_sub	*s;
+	const char		*id;
+	char			 ans[RELAY_PROTO_ANSWER];
 
 	relayd->stats.msgs_in_close++;
-	if (sid == NULL || sid->type != JSON_STRING) {
-		relay_send_notice(c, "invalid: CLOSE needs a subscription id "
-		    "string");
-		return;
-	}
-	/* A subscription id never holds a NUL (REQ refuses those). */
-	if (sid->len == strlen(sid->s) && (s = sub_find(c, sid->s)) != NULL)
+	if (relay_proto_close(msg, &id, ans, sizeof(ans)) != RELAY_ANS_NONE)
+		relay_send_notice(c, ans);
+	else if (id != NULL && (s = sub_find(c, id)) != NULL)
 		sub_remove(c, s);
 }
 
@@ -264,47 +235,36 @@ static void
 handle_message(struct relay_conn *c, const char *data, size_t len)
 {
 	struct json_doc		*doc;
-	struct json		*msg, *verb;
-	char			 err[160], notice[256];
+	const struct json	*msg;
+	char			 ans[RELAY_PROTO_ANSWER];
 
-	if ((msg = json_parse(data, len, &doc, err, sizeof(err))) == NULL) {
-		snprintf(notice, sizeof(notice), "invalid: bad JSON: %s", err);
-		relay_send_notice(c, notice);
+	switch (relay_proto_message(data, len, &doc, &msg, ans, sizeof(ans))) {
+	case RELAY_MSG_BAD:
+	case RELAY_MSG_OTHER:
 		relayd->stats.msgs_in_other++;
-		return;
-	}
-	verb = json_at(msg, 0);
-	if (msg->type != JSON_ARRAY || verb == NULL ||
-	    verb->type != JSON_STRING) {
-		relay_send_notice(c, "invalid: a message must be a JSON array "
-		    "starting with a string");
-		relayd->stats.msgs_in_other++;
-	} else if (verb->len == 5 && strcmp(verb->s, "EVENT") == 0) {
+		break;
+	case RELAY_MSG_EVENT:
 		relayd->stats.msgs_in_event++;
-		if (msg->n != 2)
-			relay_send_notice(c, "invalid: EVENT takes exactly one "
-			    "event");
-		else
+		if (ans[0] == '\0')
 			relay_ingest_client(c, json_at(msg, 1));
-	} else if (verb->len == 3 && strcmp(verb->s, "REQ") == 0)
+		break;
+	case RELAY_MSG_REQ:
 		handle_req(c, msg);
-	else if (verb->len == 5 && strcmp(verb->s, "CLOSE") == 0)
+		break;
+	case RELAY_MSG_CLOSE:
 		handle_close(c, msg);
-	else if (verb->len == 4 && strcmp(verb->s, "AUTH") == 0) {
+		break;
+	case RELAY_MSG_AUTH:
 		relayd->stats.msgs_in_auth++;
-		if (msg->n != 2 || json_at(msg, 1)->type != JSON_OBJECT)
-			relay_send_notice(c, "invalid: AUTH takes exactly one "
-			    "event");
-		else
+		if (ans[0] == '\0')
 			relay_ingest_auth(c, json_at(msg, 1));
-	} else if (strncmp(verb->s, "NEG-", 4) == 0)
+		break;
+	case RELAY_MSG_NEG:
 		relay_neg_message(c, msg);
-	else {
-		relayd->stats.msgs_in_other++;
-		snprintf(notice, sizeof(notice), "error: unknown message type "
-		    "\"%.40s\"", verb->s);
-		relay_send_notice(c, notice);
+		break;
 	}
+	if (ans[0] != '\0')
+		relay_send_notice(c, ans);
 	json_free(doc);
 }
 

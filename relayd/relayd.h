@@ -21,6 +21,8 @@
  *                and what relay_purg.c gathered for them
  * relay_web.c    pages for people: /, /<npub>/<d>.git, the icon
  * relay_disk.c   the disk-space floor: events and pushes refused below it
+ * relay_proto.c  the pure part of a client message: shape, REQ, CLOSE,
+ *                an EVENT's or AUTH's own checks (relay_proto.h)
  */
 #ifndef GRASPD_RELAYD_H
 #define GRASPD_RELAYD_H
@@ -40,30 +42,13 @@
 #include "msg.h"
 #include "pktline.h"
 #include "policy.h"
+#include "relay_proto.h"
 #include "store.h"
 #include "version.h"
 
 /* RFC 6585 section 4: the answer to a client over a per-address limit. */
 #define RELAY_HTTP_TOO_MANY	429
 
-/*
- * Limits, advertised in NIP-11 "limitation" (nips.md 2).  Where a number
- * is ours, the comment says why.
- */
-/* Ours: 1 MiB, room for a 60 kB patch (NIP-34) many times over. */
-#define RELAY_MAX_MESSAGE	(1024 * 1024)
-/* STRFRY maxSubsPerConnection (nips.md 1.10). */
-#define RELAY_MAX_SUBS		200
-/* Ours: filters in one REQ; GRASP-02 peers send one filter per REQ. */
-#define RELAY_MAX_FILTERS	50
-/* NIP-01: a subscription id is at most 64 characters. */
-#define RELAY_MAX_SUBID		64
-/* STRFRY maxNumTags (nips.md 1.10). */
-#define RELAY_MAX_TAGS		2000
-/* Ours: unicode characters of content (PR and issue bodies are markdown). */
-#define RELAY_MAX_CONTENT	(256 * 1024)
-/* STRFRY rejectEventsNewerThanSeconds (nips.md 1.10). */
-#define RELAY_CREATED_AT_AHEAD	900
 /* Ours: bytes queued to one client before it is dropped as too slow. */
 #define RELAY_MAX_OUTQ		(32 * 1024 * 1024)
 /* Ours: queued messages framed into one write to a client, in bytes. */

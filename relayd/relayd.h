@@ -811,5 +811,51 @@ void	relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
 	    const struct relay_push_cmd *, size_t n);
 /* 2 if (owner, d) is served, 1 if held in purgatory, 0 if neither. */
 int	relay_purg_hosted(const uint8_t owner[32], const char *d);
+/*
+ * The purgatory's shared pieces, for relay_release.c and relay_pushgate.c.
+ * relay_purg_later: now plus a delay of the brief (scaled in test mode);
+ * relay_purg_parse: an event from stored JSON, or NULL; relay_purg_anns:
+ * the announcements of d (with_held: the held ones too), -1 on error;
+ * relay_purg_pr_commit: the tip commit of a PR or PR update, or NULL;
+ * relay_purg_pr_event: the PR or PR update with that id, held or stored
+ * (caller frees), or NULL; relay_purg_pr_by: 1 if PR ev is signer's for
+ * identifier d.
+ */
+int64_t	relay_purg_later(double secs);
+struct event *relay_purg_parse(const char *json);
+int	relay_purg_anns(const char *d, int with_held, struct policy_anns *a);
+const char *relay_purg_pr_commit(const struct event *ev);
+struct event *relay_purg_pr_event(const uint8_t id[32]);
+int	relay_purg_pr_by(const struct event *ev, const uint8_t signer[32],
+	    const char *d);
+/* The owner among a whose repository holds every object of want. */
+int	relay_purg_find_source(const struct policy_anns *a, const char *d,
+	    const struct relay_refs *want, uint8_t src[32]);
+/* The owners whose repositories PR ev concerns, at most max. */
+size_t	relay_purg_pr_owners(const struct event *ev, const char *d,
+	    uint8_t (*owners)[32], size_t max);
+/* A repository holding commit c among owners (or extra_*); 1 if found. */
+int	relay_purg_pr_source(const uint8_t (*owners)[32], size_t n,
+	    const char *d, const char *c, const uint8_t *extra_owner,
+	    const char *extra_d, uint8_t src[32], char *src_d,
+	    size_t src_dlen);
+/* After the commit: refs/nostr/<id> of PR ev in every owner's repository. */
+void	relay_purg_pr_set_refs(const struct event *ev,
+	    const uint8_t (*owners)[32], size_t n, const char *d,
+	    const uint8_t src[32], const char *src_d);
+/* A repository, as a queued task sees it (relay_ingest_task()). */
+struct relay_purg_key {
+	uint8_t	 rk_owner[32];
+	char	*rk_d;
+};
+struct relay_purg_key *relay_purg_key(const uint8_t owner[32],
+	    const char *d);
+void	relay_purg_key_done(void *arg, int committed);
+/*
+ * Releases what git data present for identifier d now satisfies
+ * (extra_owner/extra_d: a repository the data was just pushed to).
+ */
+void	relay_release_d(const char *d, const uint8_t *extra_owner,
+	    const char *extra_d);
 
 #endif

@@ -17,8 +17,12 @@
  * relay_repo.c   repositories on disk: create, remove, refs, objects;
  *                the git child processes
  * relay_job.c    the queue of maintenance jobs that change refs
+ * relay_purg.c   the GRASP-01 purgatory: events held until their git
+ *                data arrives; routing of announcements, states, PRs
+ * relay_release.c release from the purgatory when git data arrives
+ * relay_pushgate.c push authorisation: gathers what a push is decided on
  * relay_pushauth.c the push decision, a pure function of the ref updates
- *                and what relay_purg.c gathered for them
+ *                and what relay_pushgate.c gathered for them
  * relay_web.c    pages for people: /, /<npub>/<d>.git, the icon
  * relay_disk.c   the disk-space floor: events and pushes refused below it
  * relay_proto.c  the pure part of a client message: shape, REQ, CLOSE,
@@ -780,28 +784,6 @@ enum purg_route relay_purg_route(const struct event *ev, int verdict,
 /* After store_put() stored ev: aligns refs, releases what it unblocks. */
 void	relay_purg_stored(const struct event *ev);
 /*
- * Push authorization (reference brief 7) for a receive-pack request to
- * (owner, d), before any git process runs: gathers the repository's refs,
- * its announcements, held states and known PR tips, and asks
- * relay_pushauth_decide().  prs: a GRASP-06 push to /prs/ of signer
- * owner (refs/nostr only, no announcement or state).  1 allowed; 0
- * refused with the reason (after "authorisation failed: ") in
- * out->po_reason; -1 on error.
- */
-int	relay_purg_authorise_push(const uint8_t owner[32], const char *d,
-	    int prs, const struct relay_push_cmd *, size_t n,
-	    struct pushauth_out *out);
-/*
- * A receive-pack to (owner, d) succeeded: records placeholders and
- * releases what the new git data satisfies; done(arg) runs once that is
- * committed and the refs it implies are aligned.
- */
-void	relay_purg_pushed(const uint8_t owner[32], const char *d,
-	    const struct relay_push_cmd *, size_t n, void (*done)(void *),
-	    void *arg);
-/* Git data landed in (owner, d) by a job: release what it satisfies. */
-void	relay_purg_git_arrived(const uint8_t owner[32], const char *d);
-/*
  * GRASP-06: a /prs/ push by signer to d succeeded: each refs/nostr/<id>
  * of a known PR or PR update that names that path in its clone tag and
  * the pushed commit in its c tag is mirrored into the PR's repositories
@@ -851,11 +833,37 @@ struct relay_purg_key {
 struct relay_purg_key *relay_purg_key(const uint8_t owner[32],
 	    const char *d);
 void	relay_purg_key_done(void *arg, int committed);
+
+/* relay_release.c */
+/*
+ * A receive-pack to (owner, d) succeeded: records placeholders and
+ * releases what the new git data satisfies; done(arg) runs once that is
+ * committed and the refs it implies are aligned.
+ */
+void	relay_purg_pushed(const uint8_t owner[32], const char *d,
+	    const struct relay_push_cmd *, size_t n, void (*done)(void *),
+	    void *arg);
+/* Git data landed in (owner, d) by a job: release what it satisfies. */
+void	relay_purg_git_arrived(const uint8_t owner[32], const char *d);
 /*
  * Releases what git data present for identifier d now satisfies
  * (extra_owner/extra_d: a repository the data was just pushed to).
  */
 void	relay_release_d(const char *d, const uint8_t *extra_owner,
 	    const char *extra_d);
+
+/* relay_pushgate.c */
+/*
+ * Push authorization (reference brief 7) for a receive-pack request to
+ * (owner, d), before any git process runs: gathers the repository's refs,
+ * its announcements, held states and known PR tips, and asks
+ * relay_pushauth_decide().  prs: a GRASP-06 push to /prs/ of signer
+ * owner (refs/nostr only, no announcement or state).  1 allowed; 0
+ * refused with the reason (after "authorisation failed: ") in
+ * out->po_reason; -1 on error.
+ */
+int	relay_purg_authorise_push(const uint8_t owner[32], const char *d,
+	    int prs, const struct relay_push_cmd *, size_t n,
+	    struct pushauth_out *out);
 
 #endif

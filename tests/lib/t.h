@@ -1,9 +1,13 @@
 /*
  * t.h: the tiny test framework of graspd's C tests.
  *
- * A test file defines static void functions and calls T_RUN(fn) for each
- * from main, then returns t_done().  Each case prints "ok - name" or
- * "not ok - name: file:line: what"; tests/run.sh counts those lines.
+ * A test file defines static void functions, lists them in a table
+ * "static const struct t_case cases[] = { T_CASE(fn), ... };" and ends
+ * with T_MAIN(cases) (or T_MAIN_WITH(cases, setup, cleanup, flags) when
+ * the program needs set-up); a main of its own may instead call T_RUN(fn)
+ * for each, or t_run_cases(), then return t_done().  Each case prints
+ * "ok - name" or "not ok - name: file:line: what"; tests/run.sh counts
+ * those lines.
  * T_ASSERT ends the case on failure, T_CHECK records it and goes on.
  *
  * After each case a comment "# case name took N ms" gives its wall time.
@@ -15,6 +19,7 @@
 #define GRASPD_T_H
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
@@ -135,6 +140,59 @@ t_done(void)
 		printf("# %d passed, %d failed\n", t_pass, t_fail);
 	return t_fail ? 1 : 0;
 }
+
+/* One entry of a program's case table; T_CASE(fn) names it fn. */
+struct t_case {
+	const char	*name;
+	void		(*fn)(void);
+};
+
+#define T_CASE(fn)	{ #fn, fn }
+#define T_NCASES(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* t_main() flags. */
+#define T_IGN_SIGPIPE	0x1	/* the program writes to peers that may go */
+
+/* Runs each of the n cases in table order through t_run(). */
+static inline void
+t_run_cases(const struct t_case *cases, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		t_run(cases[i].name, cases[i].fn);
+}
+
+/*
+ * The main of a test program: line-buffered stdout, SIGPIPE ignored with
+ * T_IGN_SIGPIPE, then setup() (if not NULL; a non-zero result is the exit
+ * status and nothing else runs), the cases, cleanup() (if not NULL; it may
+ * look at t_fail) and t_done()'s status.
+ */
+static inline int
+t_main(const struct t_case *cases, size_t n, int (*setup)(void),
+    void (*cleanup)(void), int flags)
+{
+	int	rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (flags & T_IGN_SIGPIPE)
+		signal(SIGPIPE, SIG_IGN);
+	if (setup != NULL && (rc = setup()) != 0)
+		return rc;
+	t_run_cases(cases, n);
+	if (cleanup != NULL)
+		cleanup();
+	return t_done();
+}
+
+#define T_MAIN_WITH(cases, setup, cleanup, flags)			\
+int									\
+main(void)								\
+{									\
+	return t_main(cases, T_NCASES(cases), setup, cleanup, flags);	\
+}
+#define T_MAIN(cases)	T_MAIN_WITH(cases, NULL, NULL, 0)
 
 /* The number in environment variable name (a test's size), else dflt. */
 static inline int

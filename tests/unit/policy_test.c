@@ -330,12 +330,11 @@ public_url_matches_behind_tls(void)
 	config_free(&c);
 }
 
-int
-main(void)
+static int
+main_setup(void)
 {
-	char	path[sizeof(tdir) + 16], err[256], cmd[sizeof(tdir) + 16];
+	char	path[sizeof(tdir) + 16], err[256];
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (mkdtemp(tdir) == NULL) {
 		perror("mkdtemp");
 		return 2;
@@ -345,17 +344,29 @@ main(void)
 		printf("not ok - store_open: %s\n", err);
 		return 1;
 	}
-	T_RUN(domain_host_and_port_match_as_before);
-	T_RUN(public_url_matches_behind_tls);
-	T_RUN(unlisted_refused_without_archive_mode);
-	T_RUN(archive_all_hosts_unlisted_announcements);
-	T_RUN(archive_whitelist_forms);
-	T_RUN(archive_grasp_services_match_clone_host_and_port);
-	T_RUN(blacklist_beats_archive);
-	T_RUN(writable_archive_takes_listed_but_not_whitelisted);
+	return 0;
+}
+
+static void
+main_cleanup(void)
+{
+	char	cmd[sizeof(tdir) + 16];
+
 	store_close(st);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tdir);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", tdir);
-	return t_done();
 }
+
+static const struct t_case cases[] = {
+	T_CASE(domain_host_and_port_match_as_before),
+	T_CASE(public_url_matches_behind_tls),
+	T_CASE(unlisted_refused_without_archive_mode),
+	T_CASE(archive_all_hosts_unlisted_announcements),
+	T_CASE(archive_whitelist_forms),
+	T_CASE(archive_grasp_services_match_clone_host_and_port),
+	T_CASE(blacklist_beats_archive),
+	T_CASE(writable_archive_takes_listed_but_not_whitelisted),
+};
+
+T_MAIN_WITH(cases, main_setup, main_cleanup, 0)

@@ -287,20 +287,27 @@ sync_levels_persist_and_read_only(void)
 	event_destroy(b);
 }
 
-int
-main(void)
+static int
+main_setup(void)
 {
-	int	rc;
-
 	log_init("purg_test", 1);
 	log_setlevel(LOG_LVL_WARN);
 	if (tdir_make(tmpdir, sizeof(tmpdir), "purg_test") == -1)
 		return 1;
-	T_RUN(announcements_put_get_replace_expire);
-	T_RUN(events_wants_order_extend_and_due);
-	T_RUN(placeholders_expired_deadline_and_counts);
-	T_RUN(sync_levels_persist_and_read_only);
-	rc = t_done();
-	tdir_remove(tmpdir);
-	return rc;
+	return 0;
 }
+
+static void
+main_cleanup(void)
+{
+	tdir_remove(tmpdir);
+}
+
+static const struct t_case cases[] = {
+	T_CASE(announcements_put_get_replace_expire),
+	T_CASE(events_wants_order_extend_and_due),
+	T_CASE(placeholders_expired_deadline_and_counts),
+	T_CASE(sync_levels_persist_and_read_only),
+};
+
+T_MAIN_WITH(cases, main_setup, main_cleanup, 0)

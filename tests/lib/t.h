@@ -4,7 +4,8 @@
  * A test file defines static void functions, lists them in a table
  * "static const struct t_case cases[] = { T_CASE(fn), ... };" and ends
  * with T_MAIN(cases) (or T_MAIN_WITH(cases, setup, cleanup, flags) when
- * the program needs set-up); a main of its own may instead call T_RUN(fn)
+ * the program needs set-up of its own, T_MAIN_FIXTURE(cases, fx, arg,
+ * flags) for one shared through tests/lib, see tfix.h); a main of its own may instead call T_RUN(fn)
  * for each, or t_run_cases(), then return t_done().  Each case prints
  * "ok - name" or "not ok - name: file:line: what"; tests/run.sh counts
  * those lines.
@@ -24,6 +25,8 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tfix.h"
 
 static int		 t_pass, t_fail, t_skip, t_case_failed;
 static const char	*t_case;
@@ -165,13 +168,14 @@ t_run_cases(const struct t_case *cases, size_t n)
 
 /*
  * The main of a test program: line-buffered stdout, SIGPIPE ignored with
- * T_IGN_SIGPIPE, then setup() (if not NULL; a non-zero result is the exit
- * status and nothing else runs), the cases, cleanup() (if not NULL; it may
+ * T_IGN_SIGPIPE, then setup() and fx->setup(arg) (each if not NULL; a
+ * non-zero result is the exit status and nothing else runs), the cases,
+ * fx->cleanup(arg, failed) and cleanup() (each if not NULL; cleanup() may
  * look at t_fail) and t_done()'s status.
  */
 static inline int
 t_main(const struct t_case *cases, size_t n, int (*setup)(void),
-    void (*cleanup)(void), int flags)
+    void (*cleanup)(void), const struct t_fixture *fx, void *arg, int flags)
 {
 	int	rc;
 
@@ -180,19 +184,28 @@ t_main(const struct t_case *cases, size_t n, int (*setup)(void),
 		signal(SIGPIPE, SIG_IGN);
 	if (setup != NULL && (rc = setup()) != 0)
 		return rc;
+	if (fx != NULL && (rc = fx->setup(arg)) != 0)
+		return rc;
 	t_run_cases(cases, n);
+	if (fx != NULL)
+		fx->cleanup(arg, t_fail > 0);
 	if (cleanup != NULL)
 		cleanup();
 	return t_done();
 }
 
-#define T_MAIN_WITH(cases, setup, cleanup, flags)			\
+#define T_MAIN_ALL(cases, setup, cleanup, fx, arg, flags)		\
 int									\
 main(void)								\
 {									\
-	return t_main(cases, T_NCASES(cases), setup, cleanup, flags);	\
+	return t_main(cases, T_NCASES(cases), setup, cleanup, fx, arg,	\
+	    flags);							\
 }
-#define T_MAIN(cases)	T_MAIN_WITH(cases, NULL, NULL, 0)
+#define T_MAIN_WITH(cases, setup, cleanup, flags)			\
+	T_MAIN_ALL(cases, setup, cleanup, NULL, NULL, flags)
+#define T_MAIN_FIXTURE(cases, fx, arg, flags)				\
+	T_MAIN_ALL(cases, NULL, NULL, fx, arg, flags)
+#define T_MAIN(cases)	T_MAIN_ALL(cases, NULL, NULL, NULL, NULL, 0)
 
 /* The number in environment variable name (a test's size), else dflt. */
 static inline int

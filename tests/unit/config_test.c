@@ -1227,7 +1227,7 @@ archive_conflicts_are_errors(void)
 }
 
 static int
-main_setup(void)
+config_setup(void)
 {
 	if (tdir_make(tdir, sizeof(tdir), "config_test") == -1)
 		return 2;
@@ -1236,9 +1236,8 @@ main_setup(void)
 }
 
 static void
-main_cleanup(void)
+config_cleanup(void)
 {
-
 	clear_env();
 	tdir_remove(tdir);
 }
@@ -1285,4 +1284,4 @@ static const struct t_case cases[] = {
 	T_CASE(archive_conflicts_are_errors),
 };
 
-T_MAIN_WITH(cases, main_setup, main_cleanup, 0)
+T_MAIN_WITH(cases, config_setup, config_cleanup, 0)

@@ -403,7 +403,7 @@ test_short_accepted_message_ends_the_process(void)
 }
 
 static int
-main_setup(void)
+feed_setup(void)
 {
 	char	 path[128], ep[256], err[256];
 
@@ -426,7 +426,7 @@ main_setup(void)
 }
 
 static void
-main_cleanup(void)
+feed_cleanup(void)
 {
 	chan_close(pub);
 	store_close(rd);
@@ -452,5 +452,6 @@ main(int argc, char *argv[])
 	log_init("feed_test", 1);
 	if (argc == 4 && strcmp(argv[1], "child") == 0)
 		return child_bad_message(argv[2], argv[3]);
-	return t_main(cases, T_NCASES(cases), main_setup, main_cleanup, 0);
+	return t_main(cases, T_NCASES(cases), feed_setup, feed_cleanup, NULL,
+	    NULL, 0);
 }

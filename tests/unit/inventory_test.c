@@ -1201,7 +1201,7 @@ test_scan_ahead_hints_each_event_first(void)
 }
 
 static int
-main_setup(void)
+inventory_setup(void)
 {
 	char	err[256], path[128];
 
@@ -1221,7 +1221,7 @@ main_setup(void)
 }
 
 static void
-main_cleanup(void)
+inventory_cleanup(void)
 {
 	store_close(st);
 	tdir_remove(tmpdir);
@@ -1244,4 +1244,4 @@ static const struct t_case cases[] = {
 	T_CASE(test_scan_ahead_hints_each_event_first),
 };
 
-T_MAIN_WITH(cases, main_setup, main_cleanup, 0)
+T_MAIN_WITH(cases, inventory_setup, inventory_cleanup, 0)

@@ -766,7 +766,7 @@ test_items_are_sorted_and_deduplicated(void)
 }
 
 static int
-main_setup(void)
+negentropy_setup(void)
 {
 	if (load_vectors() == -1)
 		printf("not ok - load_vectors: tests/unit/vectors/negentropy.json"
@@ -775,7 +775,7 @@ main_setup(void)
 }
 
 static void
-main_cleanup(void)
+negentropy_cleanup(void)
 {
 	json_free(vdoc);
 	free(vtext);
@@ -798,4 +798,4 @@ static const struct t_case cases[] = {
 	T_CASE(test_items_are_sorted_and_deduplicated),
 };
 
-T_MAIN_WITH(cases, main_setup, main_cleanup, 0)
+T_MAIN_WITH(cases, negentropy_setup, negentropy_cleanup, 0)

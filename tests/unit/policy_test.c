@@ -22,6 +22,7 @@
 #include "policy.h"
 #include "store.h"
 #include "t.h"
+#include "tdir.h"
 
 #define DOMAIN	"relay.example:7334"
 
@@ -331,7 +332,7 @@ public_url_matches_behind_tls(void)
 }
 
 static int
-main_setup(void)
+policy_setup(void)
 {
 	char	path[sizeof(tdir) + 16], err[256];
 
@@ -348,14 +349,10 @@ main_setup(void)
 }
 
 static void
-main_cleanup(void)
+policy_cleanup(void)
 {
-	char	cmd[sizeof(tdir) + 16];
-
 	store_close(st);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tdir);
-	if (system(cmd) != 0)
-		printf("# could not remove %s\n", tdir);
+	tdir_remove(tdir);
 }
 
 static const struct t_case cases[] = {
@@ -369,4 +366,4 @@ static const struct t_case cases[] = {
 	T_CASE(writable_archive_takes_listed_but_not_whitelisted),
 };
 
-T_MAIN_WITH(cases, main_setup, main_cleanup, 0)
+T_MAIN_WITH(cases, policy_setup, policy_cleanup, 0)

@@ -24,6 +24,7 @@ static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
 static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
 
 static char	 tmpdir[64];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "purg_test" };
 static char	 path[128];
 static int	 dbcount;
 
@@ -287,22 +288,6 @@ sync_levels_persist_and_read_only(void)
 	event_destroy(b);
 }
 
-static int
-main_setup(void)
-{
-	log_init("purg_test", 1);
-	log_setlevel(LOG_LVL_WARN);
-	if (tdir_make(tmpdir, sizeof(tmpdir), "purg_test") == -1)
-		return 1;
-	return 0;
-}
-
-static void
-main_cleanup(void)
-{
-	tdir_remove(tmpdir);
-}
-
 static const struct t_case cases[] = {
 	T_CASE(announcements_put_get_replace_expire),
 	T_CASE(events_wants_order_extend_and_due),
@@ -310,4 +295,4 @@ static const struct t_case cases[] = {
 	T_CASE(sync_levels_persist_and_read_only),
 };
 
-T_MAIN_WITH(cases, main_setup, main_cleanup, 0)
+T_MAIN_FIXTURE(cases, &tdir_log_fixture, &tp, 0)

@@ -415,7 +415,7 @@ test_shared_url_vectors(void)
 }
 
 static int
-main_setup(void)
+relaylist_setup(void)
 {
 	memset(sk, 0x33, sizeof(sk));
 	return 0;
@@ -434,4 +434,4 @@ static const struct t_case cases[] = {
 	T_CASE(test_shared_url_vectors),
 };
 
-T_MAIN_WITH(cases, main_setup, NULL, 0)
+T_MAIN_WITH(cases, relaylist_setup, NULL, 0)

@@ -354,7 +354,7 @@ auth_events(void)
 }
 
 static void
-main_cleanup(void)
+relayproto_cleanup(void)
 {
 	json_free(doc);
 }
@@ -370,4 +370,4 @@ static const struct t_case cases[] = {
 	T_CASE(auth_events),
 };
 
-T_MAIN_WITH(cases, NULL, main_cleanup, 0)
+T_MAIN_WITH(cases, NULL, relayproto_cleanup, 0)

@@ -30,6 +30,7 @@ static const uint8_t	 sk3[32] = { [0 ... 31] = 0x33 };
 #define D_TAG(v)	"[[\"d\",\"" v "\"]]"
 
 static char	 tmpdir[64];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "store_test" };
 static int	 dbcount;
 static char	 err[256];
 
@@ -1145,22 +1146,6 @@ query_items_ascending_without_limit_or_expired(void)
 	store_close(s);
 }
 
-static int
-main_setup(void)
-{
-	log_init("store_test", 1);
-	log_setlevel(LOG_LVL_WARN);
-	if (tdir_make(tmpdir, sizeof(tmpdir), "store_test") == -1)
-		return 1;
-	return 0;
-}
-
-static void
-main_cleanup(void)
-{
-	tdir_remove(tmpdir);
-}
-
 static const struct t_case cases[] = {
 	T_CASE(db_open_creates_parents_sets_pragmas_and_migrates_once),
 	T_CASE(put_stores_once_then_reports_duplicate),
@@ -1188,4 +1173,4 @@ static const struct t_case cases[] = {
 	T_CASE(query_items_ascending_without_limit_or_expired),
 };
 
-T_MAIN_WITH(cases, main_setup, main_cleanup, 0)
+T_MAIN_FIXTURE(cases, &tdir_log_fixture, &tp, 0)

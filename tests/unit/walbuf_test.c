@@ -24,6 +24,7 @@
 #include "tdir.h"
 
 static char	tmpdir[64];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "walbuf_test" };
 static int	dbcount;
 
 /* A fresh writer (through db_open(), so with the VFS) and its path. */
@@ -286,20 +287,10 @@ rollbacks_and_wal_restarts_keep_it_whole(void)
 }
 
 static int
-main_setup(void)
+walbuf_setup(void)
 {
-	log_init("walbuf_test", 1);
-	log_setlevel(LOG_LVL_WARN);
 	srandom(7);
-	if (tdir_make(tmpdir, sizeof(tmpdir), "walbuf_test") == -1)
-		return 1;
 	return 0;
-}
-
-static void
-main_cleanup(void)
-{
-	tdir_remove(tmpdir);
 }
 
 static const struct t_case cases[] = {
@@ -310,4 +301,4 @@ static const struct t_case cases[] = {
 	T_CASE(rollbacks_and_wal_restarts_keep_it_whole),
 };
 
-T_MAIN_WITH(cases, main_setup, main_cleanup, 0)
+T_MAIN_ALL(cases, walbuf_setup, NULL, &tdir_log_fixture, &tp, 0)

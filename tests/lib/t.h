@@ -5,15 +5,15 @@
  * "static const struct t_case cases[] = { T_CASE(fn), ... };" and ends
  * with T_MAIN(cases) (or T_MAIN_WITH(cases, setup, cleanup, flags) when
  * the program needs set-up of its own, T_MAIN_FIXTURE(cases, fx, arg,
- * flags) for one shared through tests/lib, see tfix.h); a main of its own may instead call T_RUN(fn)
- * for each, or t_run_cases(), then return t_done().  Each case prints
- * "ok - name" or "not ok - name: file:line: what"; tests/run.sh counts
- * those lines.
+ * flags) for one shared through tests/lib, see tfix.h).  A main of its
+ * own may instead call T_RUN(fn) for each, or t_run_cases(), then return
+ * t_done().  Each case prints "ok - name" or "not ok - name: file:line:
+ * what"; tests/run.sh counts those lines.
  * T_ASSERT ends the case on failure, T_CHECK records it and goes on.
  *
  * After each case a comment "# case name took N ms" gives its wall time.
  * T_FILTER=a,b runs only the cases whose names contain "a" or "b" (what
- * main does outside T_RUN still runs); the others are counted as skipped
+ * main or a set-up hook does outside the cases still runs); the others are counted as skipped
  * in t_done()'s comment, neither passed nor failed.
  */
 #ifndef GRASPD_T_H

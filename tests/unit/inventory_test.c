@@ -20,6 +20,7 @@
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
+#include "tstore.h"
 #include "tuser.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
@@ -550,6 +551,8 @@ test_maintainers_of_full_repositories_only_and_each_author_once(void)
 
 static char		 tmpdir[64];
 static struct store	*st;
+static struct tstore_prog tsp = { { tmpdir, sizeof(tmpdir), "inventory_test" },
+    &st };
 static uint32_t		 rng = 2463534242u;
 
 static uint32_t
@@ -1203,18 +1206,11 @@ test_scan_ahead_hints_each_event_first(void)
 static int
 inventory_setup(void)
 {
-	char	err[256], path[128];
+	char	err[256];
 
 	setenv("NGIT_DOMAIN", "grasp.example.com", 1);
 	if (config_load(&cfg, NULL, err, sizeof(err)) == -1) {
 		printf("not ok - config: %s\n", err);
-		return 1;
-	}
-	if (tdir_make(tmpdir, sizeof(tmpdir), "inventory_test") == -1)
-		return 2;
-	snprintf(path, sizeof(path), "%s/graspd.db", tmpdir);
-	if ((st = store_open(path, 0, err, sizeof(err))) == NULL) {
-		printf("not ok - store_open: %s\n", err);
 		return 1;
 	}
 	return 0;
@@ -1223,8 +1219,6 @@ inventory_setup(void)
 static void
 inventory_cleanup(void)
 {
-	store_close(st);
-	tdir_remove(tmpdir);
 	config_free(&cfg);
 }
 
@@ -1244,4 +1238,5 @@ static const struct t_case cases[] = {
 	T_CASE(test_scan_ahead_hints_each_event_first),
 };
 
-T_MAIN_WITH(cases, inventory_setup, inventory_cleanup, 0)
+T_MAIN_ALL(cases, inventory_setup, inventory_cleanup, &tstore_fixture, &tsp,
+    0)

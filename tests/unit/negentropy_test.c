@@ -72,6 +72,22 @@ load_vectors(void)
 	return 0;
 }
 
+static int
+negentropy_setup(void)
+{
+	if (load_vectors() == -1)
+		printf("not ok - load_vectors: tests/unit/vectors/negentropy.json"
+		    " is missing or unreadable\n");
+	return 0;
+}
+
+static void
+negentropy_cleanup(void)
+{
+	json_free(vdoc);
+	free(vtext);
+}
+
 /* Appends the items of one vector part {seed, count, base, spread}. */
 static void
 add_part(const struct json *part, struct neg_item **items, size_t *n)
@@ -763,22 +779,6 @@ test_items_are_sorted_and_deduplicated(void)
 	T_CHECK(it[1].ni_ts == 3 && it[1].ni_id[0] == 1);
 	T_CHECK(it[2].ni_ts == 3 && it[2].ni_id[0] == 2);
 	T_CHECK(it[3].ni_ts == 9);
-}
-
-static int
-negentropy_setup(void)
-{
-	if (load_vectors() == -1)
-		printf("not ok - load_vectors: tests/unit/vectors/negentropy.json"
-		    " is missing or unreadable\n");
-	return 0;
-}
-
-static void
-negentropy_cleanup(void)
-{
-	json_free(vdoc);
-	free(vtext);
 }
 
 static const struct t_case cases[] = {

@@ -22,12 +22,14 @@
 #include "policy.h"
 #include "store.h"
 #include "t.h"
-#include "tdir.h"
+#include "tstore.h"
 
 #define DOMAIN	"relay.example:7334"
 
-static char		 tdir[] = "/tmp/policy_test.XXXXXX";
+static char		 tdir[256];
 static struct store	*st;
+static struct tstore_prog	 tsp = { { tdir, sizeof(tdir), "policy_test" },
+    &st };
 
 static void
 sk_of(int n, uint8_t sk[32])
@@ -331,30 +333,6 @@ public_url_matches_behind_tls(void)
 	config_free(&c);
 }
 
-static int
-policy_setup(void)
-{
-	char	path[sizeof(tdir) + 16], err[256];
-
-	if (mkdtemp(tdir) == NULL) {
-		perror("mkdtemp");
-		return 2;
-	}
-	snprintf(path, sizeof(path), "%s/db", tdir);
-	if ((st = store_open(path, 0, err, sizeof(err))) == NULL) {
-		printf("not ok - store_open: %s\n", err);
-		return 1;
-	}
-	return 0;
-}
-
-static void
-policy_cleanup(void)
-{
-	store_close(st);
-	tdir_remove(tdir);
-}
-
 static const struct t_case cases[] = {
 	T_CASE(domain_host_and_port_match_as_before),
 	T_CASE(public_url_matches_behind_tls),
@@ -366,4 +344,4 @@ static const struct t_case cases[] = {
 	T_CASE(writable_archive_takes_listed_but_not_whitelisted),
 };
 
-T_MAIN_WITH(cases, policy_setup, policy_cleanup, 0)
+T_MAIN_FIXTURE(cases, &tstore_fixture, &tsp, 0)

@@ -19,6 +19,13 @@
 
 static uint8_t	sk[32];
 
+static int
+relaylist_setup(void)
+{
+	memset(sk, 0x33, sizeof(sk));
+	return 0;
+}
+
 /* A kind (10002 unless said) with the given tags JSON. */
 static struct event *
 list_kind(uint32_t kind, const char *tags)
@@ -412,13 +419,6 @@ test_shared_url_vectors(void)
 	T_EQ_INT(rl.rl_r_tags, checked);
 	relaylist_clear(&rl);
 	event_destroy(ev);
-}
-
-static int
-relaylist_setup(void)
-{
-	memset(sk, 0x33, sizeof(sk));
-	return 0;
 }
 
 static const struct t_case cases[] = {

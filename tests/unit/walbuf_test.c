@@ -25,6 +25,13 @@
 
 static char	tmpdir[64];
 static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "walbuf_test" };
+
+static int
+walbuf_setup(void)
+{
+	srandom(7);
+	return 0;
+}
 static int	dbcount;
 
 /* A fresh writer (through db_open(), so with the VFS) and its path. */
@@ -284,13 +291,6 @@ rollbacks_and_wal_restarts_keep_it_whole(void)
 		T_CHECK(integrity_ok(db));
 		db_close(db);
 	}
-}
-
-static int
-walbuf_setup(void)
-{
-	srandom(7);
-	return 0;
 }
 
 static const struct t_case cases[] = {

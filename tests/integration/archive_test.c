@@ -23,6 +23,7 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 #define TMO		5000
@@ -227,12 +228,7 @@ archive_cleanup(void)
 	relayproc_free(a);
 	event_destroy(ann);
 	event_destroy(state);
-	{
-		char cmd[400];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
-	}
+	tdir_remove(tmpdir);
 }
 
 static const struct t_case cases[] = {

@@ -23,6 +23,7 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 #define TMO	5000
@@ -1230,27 +1231,13 @@ relayd_setup(void)
 		printf("not ok - relayd_start: no temporary directory\n");
 		return 1;
 	}
-	rp = relayproc_start("relayd", NULL);
-	if (rp == NULL) {
-		printf("not ok - relayd_start: relayd did not start\n");
-		return 1;
-	}
 	return 0;
 }
 
 static void
 relayd_cleanup(void)
 {
-	if (t_fail)
-		relayproc_dump_log(rp, 30);
-	relayproc_free(rp);
-	if (getenv("GRASPD_KEEP_TMP") == NULL) {
-		char	cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmp);
-	}
+	tdir_remove(tmp);
 }
 
 static const struct t_case cases[] = {
@@ -1278,4 +1265,5 @@ static const struct t_case cases[] = {
 	T_CASE(test_sigterm_stops_cleanly_and_sighup_is_ignored),
 };
 
-T_MAIN_WITH(cases, relayd_setup, relayd_cleanup, 0)
+T_MAIN_ALL(cases, relayd_setup, relayd_cleanup, &relayproc_relayd_fixture,
+    &rp, 0)

@@ -30,6 +30,7 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 #define TMO	10000
@@ -630,15 +631,7 @@ static void
 web_cleanup(void)
 {
 	relayproc_free(rp);
-	{
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (getenv("GRASPD_KEEP_TMP") != NULL)
-			printf("# kept %s\n", tmp);
-		else if (system(cmd) != 0)
-			printf("# cannot remove %s\n", tmp);
-	}
+	tdir_remove(tmp);
 }
 
 static const struct t_case cases[] = {

@@ -487,15 +487,12 @@ test_push_bytes_capped(void)
 	relayproc_free(rp);
 }
 
-int
-main(void)
-{
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	T_RUN(test_connections_per_ip_capped);
-	T_RUN(test_events_per_ip_shared_by_connections);
-	T_RUN(test_git_requests_per_ip_capped);
-	T_RUN(test_repos_per_owner_capped);
-	T_RUN(test_push_bytes_capped);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_connections_per_ip_capped),
+	T_CASE(test_events_per_ip_shared_by_connections),
+	T_CASE(test_git_requests_per_ip_capped),
+	T_CASE(test_repos_per_owner_capped),
+	T_CASE(test_push_bytes_capped),
+};
+
+T_MAIN_WITH(cases, NULL, NULL, T_IGN_SIGPIPE)

@@ -23,6 +23,7 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 #define TMO		5000
@@ -171,17 +172,17 @@ test_archive_grasp_services_takes_repositories_of_that_server(void)
 	relayproc_free(c);
 }
 
-int
-main(void)
+static int
+archive_setup(void)
 {
 	struct wsc	*ws;
 	char		 npub[NIP19_KEY_BUFSZ], tags[1024], f[256], dir[512];
 	char		 err[128];
 	char		**evs = NULL;
+
 	size_t		 n = 0;
 	int		 ok = 0;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-archive.XXXXXX",
 	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (mkdtemp(tmpdir) == NULL || gt_setup(tmpdir) == -1) {
@@ -216,19 +217,23 @@ main(void)
 	}
 	nostr_events_free(evs);
 	wsc_close(ws);
+	return 0;
+}
 
-	T_RUN(test_archive_all_takes_a_repository_listing_another_server);
-	T_RUN(test_archive_grasp_services_takes_repositories_of_that_server);
+static void
+archive_cleanup(void)
+{
 	if (t_fail)
 		relayproc_dump_log(a, 30);
 	relayproc_free(a);
 	event_destroy(ann);
 	event_destroy(state);
-	{
-		char cmd[400];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
-	}
-	return t_done();
+	tdir_remove(tmpdir);
 }
+
+static const struct t_case cases[] = {
+	T_CASE(test_archive_all_takes_a_repository_listing_another_server),
+	T_CASE(test_archive_grasp_services_takes_repositories_of_that_server),
+};
+
+T_MAIN_WITH(cases, archive_setup, archive_cleanup, 0)

@@ -377,25 +377,16 @@ test_nip11_lists_42_and_70(void)
 	T_CHECK(has42 && has70);
 }
 
-int
-main(void)
-{
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if ((rp = relayproc_start("relayd", NULL)) == NULL) {
-		printf("not ok - relayd_start: relayd did not start\n");
-		return 1;
-	}
-	T_RUN(test_challenge_sent_on_connect);
-	T_RUN(test_good_auth_then_protected_event_accepted);
-	T_RUN(test_protected_event_without_auth_refused);
-	T_RUN(test_protected_event_of_another_key_restricted);
-	T_RUN(test_auth_is_per_connection);
-	T_RUN(test_auth_then_event_in_one_write_keeps_order);
-	T_RUN(test_bad_auth_events_refused);
-	T_RUN(test_protected_event_still_subject_to_write_policy);
-	T_RUN(test_nip11_lists_42_and_70);
-	if (t_fail)
-		relayproc_dump_log(rp, 30);
-	relayproc_free(rp);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_challenge_sent_on_connect),
+	T_CASE(test_good_auth_then_protected_event_accepted),
+	T_CASE(test_protected_event_without_auth_refused),
+	T_CASE(test_protected_event_of_another_key_restricted),
+	T_CASE(test_auth_is_per_connection),
+	T_CASE(test_auth_then_event_in_one_write_keeps_order),
+	T_CASE(test_bad_auth_events_refused),
+	T_CASE(test_protected_event_still_subject_to_write_policy),
+	T_CASE(test_nip11_lists_42_and_70),
+};
+
+T_MAIN_FIXTURE(cases, &relayproc_relayd_fixture, &rp, 0)

@@ -29,6 +29,7 @@
 #include "nostr.h"
 #include "store.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 /* How long a released repository may take to be served. */
@@ -38,7 +39,8 @@
 /* Most events the load test's client publishes. */
 #define LOAD_MAX	3000
 
-static char	 tmpdir[] = "/tmp/graspd-backup.XXXXXX";
+static char	 tmpdir[256];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "graspd-backup" };
 static int	 ndirs;
 
 static void
@@ -492,22 +494,9 @@ done:
 	gd_free(g);
 }
 
-int
-main(void)
-{
-	char	home[600], cmd[700];
+static const struct t_case cases[] = {
+	T_CASE(test_export_import_gives_the_same_events),
+	T_CASE(test_backup_under_load_holds_every_acknowledged_event),
+};
 
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (mkdtemp(tmpdir) == NULL)
-		return 1;
-	snprintf(home, sizeof(home), "%s/home", tmpdir);
-	if (gt_setup(home) == -1)
-		return 1;
-	T_RUN(test_export_import_gives_the_same_events);
-	T_RUN(test_backup_under_load_holds_every_acknowledged_event);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		printf("# could not remove %s\n", tmpdir);
-	return t_done();
-}
+T_MAIN_FIXTURE(cases, &gt_fixture, &tp, T_IGN_SIGPIPE)

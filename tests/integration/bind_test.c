@@ -249,12 +249,11 @@ taken_port_is_a_configuration_error(void)
 	relayproc_free(rp);
 }
 
-int
-main(void)
-{
-	T_RUN(ipv4_literal_listens_on_it_alone);
-	T_RUN(ipv6_literal_listens_on_it_alone);
-	T_RUN(host_name_listens_on_its_addresses);
-	T_RUN(taken_port_is_a_configuration_error);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(ipv4_literal_listens_on_it_alone),
+	T_CASE(ipv6_literal_listens_on_it_alone),
+	T_CASE(host_name_listens_on_its_addresses),
+	T_CASE(taken_port_is_a_configuration_error),
+};
+
+T_MAIN(cases)

@@ -401,23 +401,14 @@ test_malformed_sibling_message_ends_relayd(void)
 	    "000000000000") >= 0, 1);
 }
 
-int
-main(void)
-{
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if ((rp = relayproc_start("relayd", NULL)) == NULL) {
-		printf("not ok - channels_start: relayd did not start\n");
-		return 1;
-	}
-	T_RUN(test_ingest_uses_the_client_pipeline);
-	T_RUN(test_accepted_feed_announces_stored_events);
-	T_RUN(test_stats_of_roles_reach_metrics);
-	T_RUN(test_control_answers);
-	T_RUN(test_plus_marks_are_persisted);
-	T_RUN(test_malformed_plus_mark_ends_relayd);
-	T_RUN(test_malformed_sibling_message_ends_relayd);
-	if (t_fail)
-		relayproc_dump_log(rp, 30);
-	relayproc_free(rp);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_ingest_uses_the_client_pipeline),
+	T_CASE(test_accepted_feed_announces_stored_events),
+	T_CASE(test_stats_of_roles_reach_metrics),
+	T_CASE(test_control_answers),
+	T_CASE(test_plus_marks_are_persisted),
+	T_CASE(test_malformed_plus_mark_ends_relayd),
+	T_CASE(test_malformed_sibling_message_ends_relayd),
+};
+
+T_MAIN_FIXTURE(cases, &relayproc_relayd_fixture, &rp, 0)

@@ -1685,16 +1685,16 @@ lws_log(int level, const char *line)
 	printf("# lws: %s", line);
 }
 
-int
-main(void)
+static int64_t	conn_live_t0;	/* when conn_live_setup() began */
+
+static int
+conn_live_setup(void)
 {
 	static const struct lws_protocols protos[] = {
 		CONN_LWS_PROTOCOL, { NULL, NULL, 0, 0, 0, NULL, 0 } };
 	struct lws_context_creation_info info;
-	int64_t		t0 = wsc_now_ms();
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);
+	conn_live_t0 = wsc_now_ms();
 	log_init("conn_live_test", 1);
 	log_setlevel(getenv("CONN_TEST_VERBOSE") ? LOG_LVL_DEBUG :
 	    LOG_LVL_WARN);
@@ -1736,34 +1736,12 @@ main(void)
 		printf("not ok - lws: no scripted server\n");
 		return 1;
 	}
+	return 0;
+}
 
-	T_RUN(one_connection_per_relay_shared_then_retired);
-	T_RUN(bad_requests_are_refused_at_once);
-	T_RUN(pagination_across_a_capped_relay_loses_nothing);
-	T_RUN(pagination_steps_past_a_second_fuller_than_the_cap);
-	T_RUN(packed_filters_stay_under_the_budget_on_the_wire);
-	T_RUN(ledger_caps_subscriptions_and_admits_live_first);
-	T_RUN(fetch_times_out_without_eose_and_closes);
-	T_RUN(notice_rate_limit_cools_down);
-	T_RUN(closed_rate_limited_cools_down);
-	T_RUN(ok_rate_limited_to_auth_cools_down);
-	T_RUN(host_header_names_the_relay_not_its_address);
-	T_RUN(wss_checks_the_certificate);
-	T_RUN(auth_is_answered_with_the_owner_key);
-	T_RUN(backoff_schedule_against_an_absent_relay);
-	T_RUN(refused_upgrades_count_and_backoff_ends);
-	T_RUN(connect_timeout_on_a_silent_port);
-	T_RUN(garbage_counts_against_the_relay_then_drops_it);
-	T_RUN(forged_events_go_to_relayd_unverified);
-	T_RUN(ingest_drops_are_counted_not_delivered);
-	T_RUN(oversized_message_drops_the_link);
-	T_RUN(flood_of_unasked_events_is_counted_not_ingested);
-	T_RUN(abrupt_close_mid_stream_is_a_failure);
-	T_RUN(drops_after_the_handshake_grow_the_backoff);
-	T_RUN(live_subscription_survives_a_peer_restart);
-	T_RUN(loopback_names_are_refused_without_allow_private);
-	T_RUN(stats_have_fixed_names_without_urls);
-
+static void
+conn_live_cleanup(void)
+{
 	if (mgr != NULL)
 		conn_mgr_free(mgr);
 	lws_sul_cancel(&tick);
@@ -1773,6 +1751,36 @@ main(void)
 	if (t_fail)
 		relayproc_dump_log(rp, 30);
 	relayproc_free(rp);
-	printf("# %lld ms in all\n", (long long)(wsc_now_ms() - t0));
-	return t_done();
+	printf("# %lld ms in all\n", (long long)(wsc_now_ms() - conn_live_t0));
 }
+
+static const struct t_case cases[] = {
+	T_CASE(one_connection_per_relay_shared_then_retired),
+	T_CASE(bad_requests_are_refused_at_once),
+	T_CASE(pagination_across_a_capped_relay_loses_nothing),
+	T_CASE(pagination_steps_past_a_second_fuller_than_the_cap),
+	T_CASE(packed_filters_stay_under_the_budget_on_the_wire),
+	T_CASE(ledger_caps_subscriptions_and_admits_live_first),
+	T_CASE(fetch_times_out_without_eose_and_closes),
+	T_CASE(notice_rate_limit_cools_down),
+	T_CASE(closed_rate_limited_cools_down),
+	T_CASE(ok_rate_limited_to_auth_cools_down),
+	T_CASE(host_header_names_the_relay_not_its_address),
+	T_CASE(wss_checks_the_certificate),
+	T_CASE(auth_is_answered_with_the_owner_key),
+	T_CASE(backoff_schedule_against_an_absent_relay),
+	T_CASE(refused_upgrades_count_and_backoff_ends),
+	T_CASE(connect_timeout_on_a_silent_port),
+	T_CASE(garbage_counts_against_the_relay_then_drops_it),
+	T_CASE(forged_events_go_to_relayd_unverified),
+	T_CASE(ingest_drops_are_counted_not_delivered),
+	T_CASE(oversized_message_drops_the_link),
+	T_CASE(flood_of_unasked_events_is_counted_not_ingested),
+	T_CASE(abrupt_close_mid_stream_is_a_failure),
+	T_CASE(drops_after_the_handshake_grow_the_backoff),
+	T_CASE(live_subscription_survives_a_peer_restart),
+	T_CASE(loopback_names_are_refused_without_allow_private),
+	T_CASE(stats_have_fixed_names_without_urls),
+};
+
+T_MAIN_WITH(cases, conn_live_setup, conn_live_cleanup, T_IGN_SIGPIPE)

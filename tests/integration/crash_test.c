@@ -415,14 +415,13 @@ test_power_cut_during_commits_keeps_every_acked_event(void)
 	gd_free(g);
 }
 
-int
-main(void)
+static int
+crash_setup(void)
 {
 	uint8_t		 sk[32] = { 1 };
 	struct event	*ev;
 	const char	*s = getenv("GRASPD_CRASH_SEED");
 
-	signal(SIGPIPE, SIG_IGN);
 	seed = s != NULL && *s != '\0' ? strtoull(s, NULL, 0) :
 	    (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() <<
 	    20);
@@ -434,7 +433,12 @@ main(void)
 	/* The signing context is set up here, before any thread. */
 	if ((ev = event_new_signed(sk, time(NULL), 1, "[]", "")) != NULL)
 		event_destroy(ev);
-	T_RUN(test_kill9_roles_at_random_moments_nothing_acked_lost);
-	T_RUN(test_power_cut_during_commits_keeps_every_acked_event);
-	return t_done();
+	return 0;
 }
+
+static const struct t_case cases[] = {
+	T_CASE(test_kill9_roles_at_random_moments_nothing_acked_lost),
+	T_CASE(test_power_cut_during_commits_keeps_every_acked_event),
+};
+
+T_MAIN_WITH(cases, crash_setup, NULL, T_IGN_SIGPIPE)

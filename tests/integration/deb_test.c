@@ -20,8 +20,10 @@
 #include "ctl.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 
-static char	 tmpdir[] = "/tmp/graspd-deb.XXXXXX";
+static char	 tmpdir[256];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "graspd-deb" };
 static char	 deb[1024];
 
 /* Runs cmd (through sh); its status, its output in *out if wanted. */
@@ -253,21 +255,12 @@ test_lintian_finds_no_error(void)
 	free(out);
 }
 
-int
-main(void)
-{
-	char	cmd[700];
+static const struct t_case cases[] = {
+	T_CASE(test_make_deb_builds_a_package),
+	T_CASE(test_package_holds_every_file),
+	T_CASE(test_conffiles_and_postinst),
+	T_CASE(test_unpacked_package_checks_its_configuration),
+	T_CASE(test_lintian_finds_no_error),
+};
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (mkdtemp(tmpdir) == NULL)
-		return 1;
-	T_RUN(test_make_deb_builds_a_package);
-	T_RUN(test_package_holds_every_file);
-	T_RUN(test_conffiles_and_postinst);
-	T_RUN(test_unpacked_package_checks_its_configuration);
-	T_RUN(test_lintian_finds_no_error);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		printf("# could not remove %s\n", tmpdir);
-	return t_done();
-}
+T_MAIN_FIXTURE(cases, &tdir_fixture, &tp, 0)

@@ -618,13 +618,12 @@ test_off_switch(void)
 	T_EQ_INT(peerctl_nreqs(idx4), 0);
 }
 
-int
-main(void)
+static int
+discovery_setup(void)
 {
 	char		 e1[128];
 	const char	*env[3];
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	t0 = (int64_t)time(NULL) - 3600;
 	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-disc") == -1 ||
 	    gt_setup(tmpdir) == -1) {
@@ -647,13 +646,12 @@ main(void)
 		printf("not ok - discovery_setup: graspd did not start\n");
 		return 1;
 	}
-	T_RUN(test_index_then_outboxes_bring_the_newest_identity);
-	T_RUN(test_identity_events_only_from_eligible_authors);
-	T_RUN(test_missing_author_retried_after_five_minutes_found_one_not);
-	T_RUN(test_batches_of_100_one_in_flight);
-	T_RUN(test_hostile_list_bounded_to_four_per_purpose);
-	T_RUN(test_restart_rebuilds_ownership_before_network);
-	T_RUN(test_off_switch);
+	return 0;
+}
+
+static void
+discovery_cleanup(void)
+{
 	if (t_fail) {
 		relayproc_dump_log(b, 80);
 		if (c)
@@ -670,5 +668,16 @@ main(void)
 	event_destroy(l3);
 	event_destroy(oprof);
 	tdir_remove(tmpdir);
-	return t_done();
 }
+
+static const struct t_case cases[] = {
+	T_CASE(test_index_then_outboxes_bring_the_newest_identity),
+	T_CASE(test_identity_events_only_from_eligible_authors),
+	T_CASE(test_missing_author_retried_after_five_minutes_found_one_not),
+	T_CASE(test_batches_of_100_one_in_flight),
+	T_CASE(test_hostile_list_bounded_to_four_per_purpose),
+	T_CASE(test_restart_rebuilds_ownership_before_network),
+	T_CASE(test_off_switch),
+};
+
+T_MAIN_WITH(cases, discovery_setup, discovery_cleanup, 0)

@@ -31,6 +31,7 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 #define TMO		5000
@@ -2378,13 +2379,6 @@ main(void)
 		relayproc_dump_log(rp, 40);
 	relayproc_free(rp);
 	rc = t_done();
-	if (getenv("GRASPD_KEEP_TMP") == NULL) {
-		char	cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmp);
-	} else
-		printf("# kept %s\n", tmp);
+	tdir_remove(tmp);
 	return rc;
 }

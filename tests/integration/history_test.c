@@ -1129,14 +1129,13 @@ test_off_switch(void)
 	T_EQ_INT(peerctl_nreqs(fb), bfb);
 }
 
-int
-main(void)
+static int
+history_setup(void)
 {
 	char		 e1[128], e2[128];
 	const char	*env[4];
 	int		 i;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	t0 = (int64_t)time(NULL) - 3600;
 	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-hist") == -1 ||
 	    gt_setup(tmpdir) == -1) {
@@ -1169,19 +1168,14 @@ main(void)
 		printf("not ok - history_setup: graspd did not start\n");
 		return 1;
 	}
-	T_RUN(test_participant_history_mailboxes);
-	T_RUN(test_fallback_for_participant_without_list);
-	T_RUN(test_root_author_inbox_in_ordinary_coverage);
-	T_RUN(test_root_author_without_list_on_fallback);
-	T_RUN(test_list_deletion_changes_mailboxes_at_once);
-	T_RUN(test_unasked_authors_not_on_fallback);
-	T_RUN(test_index_answer_puts_authors_on_fallback);
-	T_RUN(test_restart_keeps_fallback_ownership);
-	T_RUN(test_relay_list_takes_authors_off_fallback);
-	T_RUN(test_no_mailboxes_without_thread_events);
-	T_RUN(test_owner_read_inbox_public_only);
-	T_RUN(test_metrics_fixed_cardinality_with_1000_authors);
-	T_RUN(test_off_switch);
+	return 0;
+}
+
+static void
+history_cleanup(void)
+{
+	int		 i;
+
 	if (t_fail)
 		relayproc_dump_log(b, 80);
 	relayproc_free(b);
@@ -1195,5 +1189,22 @@ main(void)
 	event_destroy(issue_a);
 	event_destroy(issue_c);
 	tdir_remove(tmpdir);
-	return t_done();
 }
+
+static const struct t_case cases[] = {
+	T_CASE(test_participant_history_mailboxes),
+	T_CASE(test_fallback_for_participant_without_list),
+	T_CASE(test_root_author_inbox_in_ordinary_coverage),
+	T_CASE(test_root_author_without_list_on_fallback),
+	T_CASE(test_list_deletion_changes_mailboxes_at_once),
+	T_CASE(test_unasked_authors_not_on_fallback),
+	T_CASE(test_index_answer_puts_authors_on_fallback),
+	T_CASE(test_restart_keeps_fallback_ownership),
+	T_CASE(test_relay_list_takes_authors_off_fallback),
+	T_CASE(test_no_mailboxes_without_thread_events),
+	T_CASE(test_owner_read_inbox_public_only),
+	T_CASE(test_metrics_fixed_cardinality_with_1000_authors),
+	T_CASE(test_off_switch),
+};
+
+T_MAIN_WITH(cases, history_setup, history_cleanup, 0)

@@ -110,6 +110,7 @@ struct raw {
 };
 
 static char	 tmpdir[256];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "graspd-hostile" };
 
 static void
 raw_path(struct raw *r, const char *req)
@@ -496,19 +497,8 @@ done:
 	buf_free(&body);
 }
 
-int
-main(void)
-{
-	char	home[600];
+static const struct t_case cases[] = {
+	T_CASE(test_hostile_relays_confined),
+};
 
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-hostile") == -1)
-		return 1;
-	snprintf(home, sizeof(home), "%s/home", tmpdir);
-	if (gt_setup(home) == -1)
-		return 1;
-	T_RUN(test_hostile_relays_confined);
-	tdir_remove(tmpdir);
-	return t_done();
-}
+T_MAIN_FIXTURE(cases, &gt_fixture, &tp, T_IGN_SIGPIPE)

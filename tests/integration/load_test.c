@@ -559,20 +559,23 @@ done:
 	relayproc_free(rp);
 }
 
-int
-main(void)
+static int
+load_setup(void)
 {
 	struct rlimit	rl;
 
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* Both ends of every connection: ours and relayd's (inherited). */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	T_RUN(test_many_clients_no_dropped_subscription);
-	T_RUN(test_beyond_max_connections_http_503);
-	T_RUN(test_wal_bounded_under_ingest);
-	return t_done();
+	return 0;
 }
+
+static const struct t_case cases[] = {
+	T_CASE(test_many_clients_no_dropped_subscription),
+	T_CASE(test_beyond_max_connections_http_503),
+	T_CASE(test_wal_bounded_under_ingest),
+};
+
+T_MAIN_WITH(cases, load_setup, NULL, T_IGN_SIGPIPE)

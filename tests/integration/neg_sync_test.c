@@ -1300,22 +1300,31 @@ idle_negentropy_session_is_closed(void)
 	relayproc_free(r);
 }
 
-int
-main(void)
+static int
+neg_sync_setup(void)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	t_first = time(NULL) - 86400;
 	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-negsync") == -1 ||
 	    gt_setup(tmpdir) == -1) {
 		printf("not ok - neg_sync_setup: temp dir\n");
 		return 1;
 	}
-	T_RUN(idle_negentropy_session_is_closed);
-	T_RUN(req_only_peer_converges_and_is_remembered);
-	T_RUN(needed_ids_are_packed_and_refused_ones_not_refetched);
-	T_RUN(negentropy_refusals_are_told_apart);
-	T_RUN(disabled_negentropy_sends_no_neg_message);
-	T_RUN(two_instances_converge_by_negentropy);
-	tdir_remove(tmpdir);
-	return t_done();
+	return 0;
 }
+
+static void
+neg_sync_cleanup(void)
+{
+	tdir_remove(tmpdir);
+}
+
+static const struct t_case cases[] = {
+	T_CASE(idle_negentropy_session_is_closed),
+	T_CASE(req_only_peer_converges_and_is_remembered),
+	T_CASE(needed_ids_are_packed_and_refused_ones_not_refetched),
+	T_CASE(negentropy_refusals_are_told_apart),
+	T_CASE(disabled_negentropy_sends_no_neg_message),
+	T_CASE(two_instances_converge_by_negentropy),
+};
+
+T_MAIN_WITH(cases, neg_sync_setup, neg_sync_cleanup, 0)

@@ -227,19 +227,9 @@ http10_gets_an_http10_answer_then_the_close(void)
 	answer_free(&a);
 }
 
-int
-main(void)
-{
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	rp = relayproc_start("relayd", NULL);
-	if (rp == NULL) {
-		printf("not ok - relayd_start: relayd did not start\n");
-		return 1;
-	}
-	T_RUN(nip11_answers_keep_the_connection_and_match_their_length);
-	T_RUN(http10_gets_an_http10_answer_then_the_close);
-	if (t_fail)
-		relayproc_dump_log(rp, 20);
-	relayproc_free(rp);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(nip11_answers_keep_the_connection_and_match_their_length),
+	T_CASE(http10_gets_an_http10_answer_then_the_close),
+};
+
+T_MAIN_FIXTURE(cases, &relayproc_relayd_fixture, &rp, 0)

@@ -944,43 +944,32 @@ test_sigterm_exits_zero_and_quietly(void)
 	T_CHECK(size == 0);
 }
 
-int
-main(void)
-{
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);
-	rp = relayproc_start_peer(NULL);
-	if (rp == NULL) {
-		printf("not ok - peer_start: the peer did not start\n");
-		return 1;
-	}
-	T_RUN(test_nip11_document);
-	T_RUN(test_config_refuses_unknown_keys_and_bad_types);
-	T_RUN(test_seeded_events_newest_first_with_limit_since_until);
-	T_RUN(test_published_events_stored_unchecked_unless_verify);
-	T_RUN(test_live_delivery_of_published_and_seeded_events);
-	T_RUN(test_closed_rate_limited);
-	T_RUN(test_notice_rate_limit_then_served);
-	T_RUN(test_ok_rate_limited_does_not_store);
-	T_RUN(test_max_results_caps_each_req);
-	T_RUN(test_drop_eose_leaves_req_waiting);
-	T_RUN(test_eose_delay);
-	T_RUN(test_close_after_events_drops_abruptly);
-	T_RUN(test_garbage_text_and_binary_frames);
-	T_RUN(test_forge_flips_a_signature_byte);
-	T_RUN(test_oversized_notice_frame_arrives);
-	T_RUN(test_flood_sends_unsolicited_events);
-	T_RUN(test_auth_challenge_then_req_works);
-	T_RUN(test_refuse_answers_upgrades_503);
-	T_RUN(test_hang_never_completes_handshake);
-	T_RUN(test_log_records_reqs_closes_and_concurrency);
-	T_RUN(test_oversized_client_message_gets_notice);
-	T_RUN(test_reset_clears_store_log_and_config);
-	T_RUN(test_seeding_reports_bad_lines);
-	T_RUN(test_clients_dropping_mid_answer_leave_peer_serving);
-	T_RUN(test_sigterm_exits_zero_and_quietly);
-	if (t_fail)
-		relayproc_dump_log(rp, 30);
-	relayproc_free(rp);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_nip11_document),
+	T_CASE(test_config_refuses_unknown_keys_and_bad_types),
+	T_CASE(test_seeded_events_newest_first_with_limit_since_until),
+	T_CASE(test_published_events_stored_unchecked_unless_verify),
+	T_CASE(test_live_delivery_of_published_and_seeded_events),
+	T_CASE(test_closed_rate_limited),
+	T_CASE(test_notice_rate_limit_then_served),
+	T_CASE(test_ok_rate_limited_does_not_store),
+	T_CASE(test_max_results_caps_each_req),
+	T_CASE(test_drop_eose_leaves_req_waiting),
+	T_CASE(test_eose_delay),
+	T_CASE(test_close_after_events_drops_abruptly),
+	T_CASE(test_garbage_text_and_binary_frames),
+	T_CASE(test_forge_flips_a_signature_byte),
+	T_CASE(test_oversized_notice_frame_arrives),
+	T_CASE(test_flood_sends_unsolicited_events),
+	T_CASE(test_auth_challenge_then_req_works),
+	T_CASE(test_refuse_answers_upgrades_503),
+	T_CASE(test_hang_never_completes_handshake),
+	T_CASE(test_log_records_reqs_closes_and_concurrency),
+	T_CASE(test_oversized_client_message_gets_notice),
+	T_CASE(test_reset_clears_store_log_and_config),
+	T_CASE(test_seeding_reports_bad_lines),
+	T_CASE(test_clients_dropping_mid_answer_leave_peer_serving),
+	T_CASE(test_sigterm_exits_zero_and_quietly),
+};
+
+T_MAIN_FIXTURE(cases, &relayproc_peer_fixture, &rp, T_IGN_SIGPIPE)

@@ -23,6 +23,7 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 #define TMO	5000
@@ -1216,13 +1217,11 @@ test_unwritable_git_data_path_is_a_configuration_error(void)
 	unlink(file);
 }
 
-int
-main(void)
+static int
+relayd_setup(void)
 {
 	char	home[300];
-	int	rc;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	srand((unsigned)getpid());
 	snprintf(tmp, sizeof(tmp), "%s/graspd-relayd-test.XXXXXX",
 	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -1232,43 +1231,39 @@ main(void)
 		printf("not ok - relayd_start: no temporary directory\n");
 		return 1;
 	}
-	rp = relayproc_start("relayd", NULL);
-	if (rp == NULL) {
-		printf("not ok - relayd_start: relayd did not start\n");
-		return 1;
-	}
-	T_RUN(test_unwritable_git_data_path_is_a_configuration_error);
-	T_RUN(test_nip11_document);
-	T_RUN(test_cors_on_every_response_and_options_204);
-	T_RUN(test_announcement_listing_service_is_held_then_served_with_tags);
-	T_RUN(test_announcement_must_list_service_in_clone_and_relays);
-	T_RUN(test_recursive_maintainers_announcements_accepted);
-	T_RUN(test_related_events_accepted_by_reference);
-	T_RUN(test_unrelated_events_refused);
-	T_RUN(test_identity_events_only_from_eligible_authors);
-	T_RUN(test_replaceable_keeps_newest_and_lowest_id_on_tie);
-	T_RUN(test_deletion_by_author_only_and_final);
-	T_RUN(test_duplicate_answered_before_signature_check);
-	T_RUN(test_req_limit_order_and_live_delivery);
-	T_RUN(test_invalid_events_get_clear_ok);
-	T_RUN(test_expiring_event_hidden_after_expiry);
-	T_RUN(test_malformed_messages_get_notice_and_connection_survives);
-	T_RUN(test_req_limits_answer_closed);
-	T_RUN(test_acknowledged_events_survive_kill9);
-	T_RUN(test_event_rate_limit_per_connection);
-	T_RUN(test_max_connections_refuses_extra_websockets);
-	T_RUN(test_blacklists_and_whitelist);
-	T_RUN(test_sigterm_stops_cleanly_and_sighup_is_ignored);
-	if (t_fail)
-		relayproc_dump_log(rp, 30);
-	relayproc_free(rp);
-	rc = t_done();
-	if (getenv("GRASPD_KEEP_TMP") == NULL) {
-		char	cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmp);
-	}
-	return rc;
+	return 0;
 }
+
+static void
+relayd_cleanup(void)
+{
+	tdir_remove(tmp);
+}
+
+static const struct t_case cases[] = {
+	T_CASE(test_unwritable_git_data_path_is_a_configuration_error),
+	T_CASE(test_nip11_document),
+	T_CASE(test_cors_on_every_response_and_options_204),
+	T_CASE(test_announcement_listing_service_is_held_then_served_with_tags),
+	T_CASE(test_announcement_must_list_service_in_clone_and_relays),
+	T_CASE(test_recursive_maintainers_announcements_accepted),
+	T_CASE(test_related_events_accepted_by_reference),
+	T_CASE(test_unrelated_events_refused),
+	T_CASE(test_identity_events_only_from_eligible_authors),
+	T_CASE(test_replaceable_keeps_newest_and_lowest_id_on_tie),
+	T_CASE(test_deletion_by_author_only_and_final),
+	T_CASE(test_duplicate_answered_before_signature_check),
+	T_CASE(test_req_limit_order_and_live_delivery),
+	T_CASE(test_invalid_events_get_clear_ok),
+	T_CASE(test_expiring_event_hidden_after_expiry),
+	T_CASE(test_malformed_messages_get_notice_and_connection_survives),
+	T_CASE(test_req_limits_answer_closed),
+	T_CASE(test_acknowledged_events_survive_kill9),
+	T_CASE(test_event_rate_limit_per_connection),
+	T_CASE(test_max_connections_refuses_extra_websockets),
+	T_CASE(test_blacklists_and_whitelist),
+	T_CASE(test_sigterm_stops_cleanly_and_sighup_is_ignored),
+};
+
+T_MAIN_ALL(cases, relayd_setup, relayd_cleanup, &relayproc_relayd_fixture,
+    &rp, 0)

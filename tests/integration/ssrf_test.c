@@ -65,6 +65,7 @@ struct listener {
 };
 
 static char	 tmpdir[256];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "graspd-ssrf" };
 static int	 ndirs;
 
 static int
@@ -353,20 +354,9 @@ test_allowed_relay_dialled_redirect_not_followed(void)
 	gd_free(g);
 }
 
-int
-main(void)
-{
-	char	home[600];
+static const struct t_case cases[] = {
+	T_CASE(test_hygiene_vectors_and_loopback_never_dialled),
+	T_CASE(test_allowed_relay_dialled_redirect_not_followed),
+};
 
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-ssrf") == -1)
-		return 1;
-	snprintf(home, sizeof(home), "%s/home", tmpdir);
-	if (gt_setup(home) == -1)
-		return 1;
-	T_RUN(test_hygiene_vectors_and_loopback_never_dialled);
-	T_RUN(test_allowed_relay_dialled_redirect_not_followed);
-	tdir_remove(tmpdir);
-	return t_done();
-}
+T_MAIN_FIXTURE(cases, &gt_fixture, &tp, T_IGN_SIGPIPE)

@@ -982,12 +982,9 @@ two_instances_listing_each_other_converge(void)
 }
 
 
-int
-main(void)
+static int
+sync_recovery_setup(void)
 {
-	size_t	i;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	t_first = time(NULL) - 7200;
 	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-syncrec") == -1 ||
 	    gt_setup(tmpdir) == -1) {
@@ -1002,14 +999,14 @@ main(void)
 		tdir_remove(tmpdir);
 		return 1;
 	}
-	T_RUN(discovery_without_bootstrap_pulls_patch_and_issue);
-	T_RUN(maintainer_announcement_is_fetched_again_after_the_owners);
-	T_RUN(short_outage_catches_up_from_before_the_disconnect);
-	T_RUN(long_outage_resyncs_everything);
-	T_RUN(rate_limited_peer_is_left_alone_for_the_cooldown);
-	T_RUN(unreachable_relay_backs_off_and_is_reported);
-	T_RUN(hostile_relay_does_not_stop_honest_sync_or_relayd);
-	T_RUN(two_instances_listing_each_other_converge);
+	return 0;
+}
+
+static void
+sync_recovery_cleanup(void)
+{
+	size_t	i;
+
 	if (t_fail)
 		relayproc_dump_log(b, 60);
 	relayproc_free(y);
@@ -1019,5 +1016,17 @@ main(void)
 	for (i = 0; i < nmade; i++)
 		event_destroy(made[i]);
 	tdir_remove(tmpdir);
-	return t_done();
 }
+
+static const struct t_case cases[] = {
+	T_CASE(discovery_without_bootstrap_pulls_patch_and_issue),
+	T_CASE(maintainer_announcement_is_fetched_again_after_the_owners),
+	T_CASE(short_outage_catches_up_from_before_the_disconnect),
+	T_CASE(long_outage_resyncs_everything),
+	T_CASE(rate_limited_peer_is_left_alone_for_the_cooldown),
+	T_CASE(unreachable_relay_backs_off_and_is_reported),
+	T_CASE(hostile_relay_does_not_stop_honest_sync_or_relayd),
+	T_CASE(two_instances_listing_each_other_converge),
+};
+
+T_MAIN_WITH(cases, sync_recovery_setup, sync_recovery_cleanup, 0)

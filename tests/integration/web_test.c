@@ -30,6 +30,7 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 #define TMO	10000
@@ -605,8 +606,8 @@ browser_renders_the_pages(void)
 	free(path);
 }
 
-int
-main(void)
+static int
+web_setup(void)
 {
 	static const char *env[] = { "NGIT_PUBLIC_URL=https://" PUB,
 	    "NGIT_RELAY_CONTACT=mailto:ops@" PUB, "NGIT_SYNC_ENABLED=false",
@@ -623,23 +624,25 @@ main(void)
 		return 2;
 	if ((rp = relayproc_start("relayd", env)) == NULL)
 		return 2;
-	T_RUN(announcement_listing_public_url_is_accepted);
-	T_RUN(setup_more);
-	T_RUN(landing_lists_repositories_newest_first);
-	T_RUN(search_is_server_side);
-	T_RUN(repository_page_shows_clone_urls_refs_commits_readme);
-	T_RUN(peer_text_is_escaped_everywhere);
-	T_RUN(icon_and_nip11);
-	T_RUN(browser_renders_the_pages);
-	relayproc_free(rp);
-	{
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (getenv("GRASPD_KEEP_TMP") != NULL)
-			printf("# kept %s\n", tmp);
-		else if (system(cmd) != 0)
-			printf("# cannot remove %s\n", tmp);
-	}
-	return t_done();
+	return 0;
 }
+
+static void
+web_cleanup(void)
+{
+	relayproc_free(rp);
+	tdir_remove(tmp);
+}
+
+static const struct t_case cases[] = {
+	T_CASE(announcement_listing_public_url_is_accepted),
+	T_CASE(setup_more),
+	T_CASE(landing_lists_repositories_newest_first),
+	T_CASE(search_is_server_side),
+	T_CASE(repository_page_shows_clone_urls_refs_commits_readme),
+	T_CASE(peer_text_is_escaped_everywhere),
+	T_CASE(icon_and_nip11),
+	T_CASE(browser_renders_the_pages),
+};
+
+T_MAIN_WITH(cases, web_setup, web_cleanup, 0)

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -22,6 +23,7 @@
 #include "buf.h"
 #include "event.h"
 #include "gitutil.h"
+#include "tdir.h"
 #include "nip19.h"
 #include "nostr.h"
 #include "wsclient.h"
@@ -270,3 +272,29 @@ done:
 	free(out);
 	return rc;
 }
+
+static int
+gt_fixture_setup(void *arg)
+{
+	struct tdir_prog	*tp = arg;
+	char			 home[PATH_MAX];
+
+	if (tdir_fixture.setup(arg) != 0)
+		return 1;
+	snprintf(home, sizeof(home), "%s/home", tp->path);
+	if (gt_setup(home) == -1) {
+		printf("not ok - %s: no git home in %s\n", tp->name, tp->path);
+		return 1;
+	}
+	return 0;
+}
+
+static void
+gt_fixture_remove(void *arg, int failed)
+{
+	tdir_fixture.cleanup(arg, failed);
+}
+
+const struct t_fixture gt_fixture = {
+	gt_fixture_setup, gt_fixture_remove
+};

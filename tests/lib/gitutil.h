@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tfix.h"
+
 struct wsc;
 
 /* How long one git command may run in a test. */
@@ -25,6 +27,11 @@ struct wsc;
  * Returns 0 or -1.
  */
 int	gt_setup(const char *home);
+/*
+ * A fixture for T_MAIN_FIXTURE() with a struct tdir_prog (tdir.h) as arg:
+ * tdir_fixture's directory, and gt_setup() with HOME in path/home.
+ */
+extern const struct t_fixture gt_fixture;
 
 /*
  * Runs "git args..." (NULL-terminated) in dir (NULL: the current

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "relayproc.h"
 #include "tdir.h"
+#include "tfix.h"
 #include "wsclient.h"
 
 extern char **environ;
@@ -823,3 +824,45 @@ relayproc_proc_status(long pid, const char *name, char *out, size_t outlen)
 	fclose(f);
 	return rc;
 }
+
+static int
+relayproc_fixture_relayd(void *arg)
+{
+	struct relayproc	**rpp = arg;
+
+	if ((*rpp = relayproc_start("relayd", NULL)) == NULL) {
+		printf("not ok - relayd_start: relayd did not start\n");
+		return 1;
+	}
+	return 0;
+}
+
+static int
+relayproc_fixture_peer(void *arg)
+{
+	struct relayproc	**rpp = arg;
+
+	if ((*rpp = relayproc_start_peer(NULL)) == NULL) {
+		printf("not ok - peer_start: the peer did not start\n");
+		return 1;
+	}
+	return 0;
+}
+
+static void
+relayproc_fixture_stop(void *arg, int failed)
+{
+	struct relayproc	**rpp = arg;
+
+	if (failed)
+		relayproc_dump_log(*rpp, RELAYPROC_FIXTURE_LOG);
+	relayproc_free(*rpp);
+	*rpp = NULL;
+}
+
+const struct t_fixture relayproc_relayd_fixture = {
+	relayproc_fixture_relayd, relayproc_fixture_stop
+};
+const struct t_fixture relayproc_peer_fixture = {
+	relayproc_fixture_peer, relayproc_fixture_stop
+};

@@ -12,6 +12,8 @@
 
 #include <sys/types.h>
 
+#include "tfix.h"
+
 /* How long relayproc_start() waits for the port to accept connections. */
 #define RELAYPROC_START_TIMEOUT_MS	10000
 /* How long relayproc_stop() waits after SIGTERM before SIGKILL. */
@@ -79,6 +81,15 @@ int		 relayproc_stop(struct relayproc *);
 void		 relayproc_free(struct relayproc *);
 /* Prints the last nlines lines of the log on stderr as "# " lines. */
 void		 relayproc_dump_log(const struct relayproc *, int nlines);
+/*
+ * Fixtures for T_MAIN_FIXTURE(): one relayd (no extra environment), or one
+ * test peer, for all the cases of a program, in the struct relayproc *
+ * that arg points to; the last RELAYPROC_FIXTURE_LOG lines of its log are
+ * shown when a case failed, then it is stopped and freed.
+ */
+#define RELAYPROC_FIXTURE_LOG	30
+extern const struct t_fixture relayproc_relayd_fixture;
+extern const struct t_fixture relayproc_peer_fixture;
 
 int		 relayproc_port(const struct relayproc *);
 /* The host to connect to: the host part of NGIT_BIND_ADDRESS. */

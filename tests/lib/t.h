@@ -1,24 +1,32 @@
 /*
  * t.h: the tiny test framework of graspd's C tests.
  *
- * A test file defines static void functions and calls T_RUN(fn) for each
- * from main, then returns t_done().  Each case prints "ok - name" or
- * "not ok - name: file:line: what"; tests/run.sh counts those lines.
+ * A test file defines static void functions, lists them in a table
+ * "static const struct t_case cases[] = { T_CASE(fn), ... };" and ends
+ * with T_MAIN(cases) (or T_MAIN_WITH(cases, setup, cleanup, flags) when
+ * the program needs set-up of its own, T_MAIN_FIXTURE(cases, fx, arg,
+ * flags) for one shared through tests/lib, see tfix.h).  A main of its
+ * own may instead call T_RUN(fn) for each, or t_run_cases(), then return
+ * t_done().  Each case prints "ok - name" or "not ok - name: file:line:
+ * what"; tests/run.sh counts those lines.
  * T_ASSERT ends the case on failure, T_CHECK records it and goes on.
  *
  * After each case a comment "# case name took N ms" gives its wall time.
  * T_FILTER=a,b runs only the cases whose names contain "a" or "b" (what
- * main does outside T_RUN still runs); the others are counted as skipped
+ * main or a set-up hook does outside the cases still runs); the others are counted as skipped
  * in t_done()'s comment, neither passed nor failed.
  */
 #ifndef GRASPD_T_H
 #define GRASPD_T_H
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tfix.h"
 
 static int		 t_pass, t_fail, t_skip, t_case_failed;
 static const char	*t_case;
@@ -135,6 +143,69 @@ t_done(void)
 		printf("# %d passed, %d failed\n", t_pass, t_fail);
 	return t_fail ? 1 : 0;
 }
+
+/* One entry of a program's case table; T_CASE(fn) names it fn. */
+struct t_case {
+	const char	*name;
+	void		(*fn)(void);
+};
+
+#define T_CASE(fn)	{ #fn, fn }
+#define T_NCASES(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* t_main() flags. */
+#define T_IGN_SIGPIPE	0x1	/* the program writes to peers that may go */
+
+/* Runs each of the n cases in table order through t_run(). */
+static inline void
+t_run_cases(const struct t_case *cases, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		t_run(cases[i].name, cases[i].fn);
+}
+
+/*
+ * The main of a test program: line-buffered stdout, SIGPIPE ignored with
+ * T_IGN_SIGPIPE, then setup() and fx->setup(arg) (each if not NULL; a
+ * non-zero result is the exit status and nothing else runs), the cases,
+ * fx->cleanup(arg, failed) and cleanup() (each if not NULL; cleanup() may
+ * look at t_fail) and t_done()'s status.
+ */
+static inline int
+t_main(const struct t_case *cases, size_t n, int (*setup)(void),
+    void (*cleanup)(void), const struct t_fixture *fx, void *arg, int flags)
+{
+	int	rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (flags & T_IGN_SIGPIPE)
+		signal(SIGPIPE, SIG_IGN);
+	if (setup != NULL && (rc = setup()) != 0)
+		return rc;
+	if (fx != NULL && (rc = fx->setup(arg)) != 0)
+		return rc;
+	t_run_cases(cases, n);
+	if (fx != NULL)
+		fx->cleanup(arg, t_fail > 0);
+	if (cleanup != NULL)
+		cleanup();
+	return t_done();
+}
+
+#define T_MAIN_ALL(cases, setup, cleanup, fx, arg, flags)		\
+int									\
+main(void)								\
+{									\
+	return t_main(cases, T_NCASES(cases), setup, cleanup, fx, arg,	\
+	    flags);							\
+}
+#define T_MAIN_WITH(cases, setup, cleanup, flags)			\
+	T_MAIN_ALL(cases, setup, cleanup, NULL, NULL, flags)
+#define T_MAIN_FIXTURE(cases, fx, arg, flags)				\
+	T_MAIN_ALL(cases, NULL, NULL, fx, arg, flags)
+#define T_MAIN(cases)	T_MAIN_ALL(cases, NULL, NULL, NULL, NULL, 0)
 
 /* The number in environment variable name (a test's size), else dflt. */
 static inline int

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "tdir.h"
+#include "tfix.h"
 
 int
 tdir_make(char *out, size_t outlen, const char *name)
@@ -57,3 +59,37 @@ tdir_remove(const char *path)
 	else
 		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+static int
+tdir_fixture_make(void *arg)
+{
+	struct tdir_prog	*tp = arg;
+
+	return tdir_make(tp->path, tp->len, tp->name) == -1 ? 1 : 0;
+}
+
+static int
+tdir_fixture_log(void *arg)
+{
+	struct tdir_prog	*tp = arg;
+
+	log_init(tp->name, 1);
+	log_setlevel(LOG_LVL_WARN);
+	return tdir_fixture_make(arg);
+}
+
+static void
+tdir_fixture_remove(void *arg, int failed)
+{
+	struct tdir_prog	*tp = arg;
+
+	(void)failed;
+	tdir_remove(tp->path);
+}
+
+const struct t_fixture tdir_fixture = {
+	tdir_fixture_make, tdir_fixture_remove
+};
+const struct t_fixture tdir_log_fixture = {
+	tdir_fixture_log, tdir_fixture_remove
+};

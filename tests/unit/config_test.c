@@ -1226,54 +1226,62 @@ archive_conflicts_are_errors(void)
 	T_CHECK(strstr(err, "not a boolean") != NULL);
 }
 
-int
-main(void)
+static int
+config_setup(void)
 {
 	if (tdir_make(tdir, sizeof(tdir), "config_test") == -1)
 		return 2;
 	snprintf(conf, sizeof(conf), "%s/graspd.conf", tdir);
+	return 0;
+}
 
-	T_RUN(defaults_without_file);
-	T_RUN(file_sets_values_in_both_spellings);
-	T_RUN(domain_defaults_to_bind_address_from_file);
-	T_RUN(environment_beats_file);
-	T_RUN(empty_environment_variable_is_unset);
-	T_RUN(empty_file_value_selects_default);
-	T_RUN(quoted_values);
-	T_RUN(bad_quoting_is_an_error);
-	T_RUN(unknown_key_names_line);
-	T_RUN(no_per_user_fallback_knobs);
-	T_RUN(line_without_equals_is_an_error);
-	T_RUN(duplicate_key_is_an_error);
-	T_RUN(missing_file_is_an_error);
-	T_RUN(bad_values_name_the_key);
-	T_RUN(bad_file_value_names_line_and_key);
-	T_RUN(secret_key_never_appears_in_errors);
-	T_RUN(bind_address_forms);
-	T_RUN(domain_forms);
-	T_RUN(public_url_defaults_from_domain_and_is_checked);
-	T_RUN(lists_are_trimmed_and_skip_empty_items);
-	T_RUN(event_blacklist_takes_npub_and_hex);
-	T_RUN(whitelist_entry_forms);
-	T_RUN(whitelist_bad_npub_names_key);
-	T_RUN(relay_urls_the_roles_would_refuse_are_errors);
-	T_RUN(backoff_max_below_base_is_an_error);
-	T_RUN(owner_key_from_config_wins);
-	T_RUN(owner_key_file_created_0600_and_stable);
-	T_RUN(owner_key_file_bad_contents_is_an_error);
-	T_RUN(test_mode_scales_timing);
-	T_RUN(dump_redacts_secret_key);
-	T_RUN(dump_round_trips);
-	T_RUN(only_log_level_is_reloadable);
-	T_RUN(reload_restarts_the_roles_graspd_conf_5_names);
-	T_RUN(sample_file_yields_defaults);
-	T_RUN(sample_file_lists_every_key);
-	T_RUN(man_page_lists_every_key);
-	T_RUN(unknown_environment_names_are_warned_about);
-	T_RUN(archive_defaults_off_and_read_only_follows);
-	T_RUN(archive_conflicts_are_errors);
-
+static void
+config_cleanup(void)
+{
 	clear_env();
 	tdir_remove(tdir);
-	return t_done();
 }
+
+static const struct t_case cases[] = {
+	T_CASE(defaults_without_file),
+	T_CASE(file_sets_values_in_both_spellings),
+	T_CASE(domain_defaults_to_bind_address_from_file),
+	T_CASE(environment_beats_file),
+	T_CASE(empty_environment_variable_is_unset),
+	T_CASE(empty_file_value_selects_default),
+	T_CASE(quoted_values),
+	T_CASE(bad_quoting_is_an_error),
+	T_CASE(unknown_key_names_line),
+	T_CASE(no_per_user_fallback_knobs),
+	T_CASE(line_without_equals_is_an_error),
+	T_CASE(duplicate_key_is_an_error),
+	T_CASE(missing_file_is_an_error),
+	T_CASE(bad_values_name_the_key),
+	T_CASE(bad_file_value_names_line_and_key),
+	T_CASE(secret_key_never_appears_in_errors),
+	T_CASE(bind_address_forms),
+	T_CASE(domain_forms),
+	T_CASE(public_url_defaults_from_domain_and_is_checked),
+	T_CASE(lists_are_trimmed_and_skip_empty_items),
+	T_CASE(event_blacklist_takes_npub_and_hex),
+	T_CASE(whitelist_entry_forms),
+	T_CASE(whitelist_bad_npub_names_key),
+	T_CASE(relay_urls_the_roles_would_refuse_are_errors),
+	T_CASE(backoff_max_below_base_is_an_error),
+	T_CASE(owner_key_from_config_wins),
+	T_CASE(owner_key_file_created_0600_and_stable),
+	T_CASE(owner_key_file_bad_contents_is_an_error),
+	T_CASE(test_mode_scales_timing),
+	T_CASE(dump_redacts_secret_key),
+	T_CASE(dump_round_trips),
+	T_CASE(only_log_level_is_reloadable),
+	T_CASE(reload_restarts_the_roles_graspd_conf_5_names),
+	T_CASE(sample_file_yields_defaults),
+	T_CASE(sample_file_lists_every_key),
+	T_CASE(man_page_lists_every_key),
+	T_CASE(unknown_environment_names_are_warned_about),
+	T_CASE(archive_defaults_off_and_read_only_follows),
+	T_CASE(archive_conflicts_are_errors),
+};
+
+T_MAIN_WITH(cases, config_setup, config_cleanup, 0)

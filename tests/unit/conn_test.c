@@ -456,25 +456,24 @@ notice_of_an_unknown_command_reads_as_unsupported(void)
 	T_ASSERT(!conn_notice_is_unsupported("unknown", 6));
 }
 
-int
-main(void)
-{
-	T_RUN(backoff_doubles_from_base_to_the_cap);
-	T_RUN(backoff_respects_a_low_cap);
-	T_RUN(backoff_marks_dead_after_a_day_of_failures);
-	T_RUN(backoff_shrinks_sixty_fold_in_test_mode);
-	T_RUN(connect_timeout_is_the_base_backoff_with_a_floor);
-	T_RUN(fetch_timeout_is_thirty_seconds_or_three_in_test_mode);
-	T_RUN(notice_text_classification);
-	T_RUN(closed_and_ok_prefix_classification);
-	T_RUN(req_size_counts_the_longest_subscription_id);
-	T_RUN(packing_keeps_every_req_under_the_budget);
-	T_RUN(packing_is_stable_and_deduplicates);
-	T_RUN(packing_caps_values_per_filter);
-	T_RUN(packing_escapes_values_and_keeps_base_members);
-	T_RUN(packing_refuses_what_cannot_fit_and_bad_arguments);
-	T_RUN(packing_appends_to_an_existing_list);
-	T_RUN(state_and_result_names);
-	T_RUN(notice_of_an_unknown_command_reads_as_unsupported);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(backoff_doubles_from_base_to_the_cap),
+	T_CASE(backoff_respects_a_low_cap),
+	T_CASE(backoff_marks_dead_after_a_day_of_failures),
+	T_CASE(backoff_shrinks_sixty_fold_in_test_mode),
+	T_CASE(connect_timeout_is_the_base_backoff_with_a_floor),
+	T_CASE(fetch_timeout_is_thirty_seconds_or_three_in_test_mode),
+	T_CASE(notice_text_classification),
+	T_CASE(closed_and_ok_prefix_classification),
+	T_CASE(req_size_counts_the_longest_subscription_id),
+	T_CASE(packing_keeps_every_req_under_the_budget),
+	T_CASE(packing_is_stable_and_deduplicates),
+	T_CASE(packing_caps_values_per_filter),
+	T_CASE(packing_escapes_values_and_keeps_base_members),
+	T_CASE(packing_refuses_what_cannot_fit_and_bad_arguments),
+	T_CASE(packing_appends_to_an_existing_list),
+	T_CASE(state_and_result_names),
+	T_CASE(notice_of_an_unknown_command_reads_as_unsupported),
+};
+
+T_MAIN(cases)

@@ -280,16 +280,15 @@ test_coordinates_split_at_the_first_two_colons(void)
 	T_EQ_INT(coord_parse("30617", 5, &kind, key, &d, &dlen), -1);
 }
 
-int
-main(void)
-{
-	T_RUN(test_vectors_from_nostr_tools);
-	T_RUN(test_canonical_escaping_of_controls_and_del);
-	T_RUN(test_signed_event_verifies);
-	T_RUN(test_strict_field_types_are_refused);
-	T_RUN(test_tag_helpers);
-	T_RUN(test_hex_is_lowercase_and_exact);
-	T_RUN(test_hex_every_byte_at_every_place);
-	T_RUN(test_coordinates_split_at_the_first_two_colons);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_vectors_from_nostr_tools),
+	T_CASE(test_canonical_escaping_of_controls_and_del),
+	T_CASE(test_signed_event_verifies),
+	T_CASE(test_strict_field_types_are_refused),
+	T_CASE(test_tag_helpers),
+	T_CASE(test_hex_is_lowercase_and_exact),
+	T_CASE(test_hex_every_byte_at_every_place),
+	T_CASE(test_coordinates_split_at_the_first_two_colons),
+};
+
+T_MAIN(cases)

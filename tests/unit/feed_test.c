@@ -402,15 +402,11 @@ test_short_accepted_message_ends_the_process(void)
 	T_CHECK(strstr(out, "malformed ACCEPTED message: 5 bytes") != NULL);
 }
 
-int
-main(int argc, char *argv[])
+static int
+feed_setup(void)
 {
 	char	 path[128], ep[256], err[256];
-	int	 rc;
 
-	log_init("feed_test", 1);
-	if (argc == 4 && strcmp(argv[1], "child") == 0)
-		return child_bad_message(argv[2], argv[3]);
 	log_setlevel(LOG_LVL_WARN);
 	if (tdir_make(tmpdir, sizeof(tmpdir), "feed_test") == -1)
 		return 2;
@@ -426,21 +422,36 @@ main(int argc, char *argv[])
 		printf("not ok - bind %s\n", ep);
 		return 1;
 	}
+	return 0;
+}
 
-	T_RUN(test_notices_deliver_in_seq_order);
-	T_RUN(test_lost_notice_is_recovered_by_poll);
-	T_RUN(test_notice_gap_delivers_the_missing_events);
-	T_RUN(test_reopened_at_saved_seq_misses_and_repeats_nothing);
-	T_RUN(test_catch_up_spans_several_batches);
-	T_RUN(test_catch_up_cut_by_bytes_still_delivers_all);
-	T_RUN(test_scan_delivers_exactly_the_range);
-	T_RUN(test_non_accepted_message_ends_the_process);
-	T_RUN(test_short_accepted_message_ends_the_process);
-
+static void
+feed_cleanup(void)
+{
 	chan_close(pub);
 	store_close(rd);
 	store_close(wr);
-	rc = t_done();
 	tdir_remove(tmpdir);
-	return rc;
+}
+
+static const struct t_case cases[] = {
+	T_CASE(test_notices_deliver_in_seq_order),
+	T_CASE(test_lost_notice_is_recovered_by_poll),
+	T_CASE(test_notice_gap_delivers_the_missing_events),
+	T_CASE(test_reopened_at_saved_seq_misses_and_repeats_nothing),
+	T_CASE(test_catch_up_spans_several_batches),
+	T_CASE(test_catch_up_cut_by_bytes_still_delivers_all),
+	T_CASE(test_scan_delivers_exactly_the_range),
+	T_CASE(test_non_accepted_message_ends_the_process),
+	T_CASE(test_short_accepted_message_ends_the_process),
+};
+
+int
+main(int argc, char *argv[])
+{
+	log_init("feed_test", 1);
+	if (argc == 4 && strcmp(argv[1], "child") == 0)
+		return child_bad_message(argv[2], argv[3]);
+	return t_main(cases, T_NCASES(cases), feed_setup, feed_cleanup, NULL,
+	    NULL, 0);
 }

@@ -357,25 +357,24 @@ match_any_is_or_across_filters(void)
 	event_destroy(ev);
 }
 
-int
-main(void)
-{
-	T_RUN(parse_accepts_every_member);
-	T_RUN(parse_rejects_prefix_ids_and_authors);
-	T_RUN(parse_rejects_uppercase_or_prefixed_hex);
-	T_RUN(parse_rejects_unknown_member_as_unsupported);
-	T_RUN(parse_rejects_multi_letter_tag_filters);
-	T_RUN(parse_rejects_negative_or_non_integer_numbers);
-	T_RUN(parse_rejects_bad_kinds);
-	T_RUN(parse_rejects_wrong_shapes);
-	T_RUN(parse_rejects_duplicate_members);
-	T_RUN(parse_caps_values_per_list);
-	T_RUN(parse_sorts_and_dedupes_lists);
-	T_RUN(empty_lists_match_nothing);
-	T_RUN(match_ids_authors_kinds);
-	T_RUN(match_since_until_inclusive);
-	T_RUN(match_tags_on_first_value_only);
-	T_RUN(match_tag_values_are_nul_safe);
-	T_RUN(match_any_is_or_across_filters);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(parse_accepts_every_member),
+	T_CASE(parse_rejects_prefix_ids_and_authors),
+	T_CASE(parse_rejects_uppercase_or_prefixed_hex),
+	T_CASE(parse_rejects_unknown_member_as_unsupported),
+	T_CASE(parse_rejects_multi_letter_tag_filters),
+	T_CASE(parse_rejects_negative_or_non_integer_numbers),
+	T_CASE(parse_rejects_bad_kinds),
+	T_CASE(parse_rejects_wrong_shapes),
+	T_CASE(parse_rejects_duplicate_members),
+	T_CASE(parse_caps_values_per_list),
+	T_CASE(parse_sorts_and_dedupes_lists),
+	T_CASE(empty_lists_match_nothing),
+	T_CASE(match_ids_authors_kinds),
+	T_CASE(match_since_until_inclusive),
+	T_CASE(match_tags_on_first_value_only),
+	T_CASE(match_tag_values_are_nul_safe),
+	T_CASE(match_any_is_or_across_filters),
+};
+
+T_MAIN(cases)

@@ -442,18 +442,17 @@ restart_starts_from_first_filter(void)
 	hist_sched_free(&s);
 }
 
-int
-main(void)
-{
-	T_RUN(cadence_with_test_timing);
-	T_RUN(one_per_pass_32_workers);
-	T_RUN(dead_relay_holds_only_its_slot);
-	T_RUN(successful_groups_drain_then_refresh);
-	T_RUN(failed_group_advances_and_retries);
-	T_RUN(start_refused_counts_as_failure);
-	T_RUN(cursor_modulo_new_filter_set);
-	T_RUN(thread_added_mid_rotation);
-	T_RUN(removal_lets_flight_finish);
-	T_RUN(restart_starts_from_first_filter);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(cadence_with_test_timing),
+	T_CASE(one_per_pass_32_workers),
+	T_CASE(dead_relay_holds_only_its_slot),
+	T_CASE(successful_groups_drain_then_refresh),
+	T_CASE(failed_group_advances_and_retries),
+	T_CASE(start_refused_counts_as_failure),
+	T_CASE(cursor_modulo_new_filter_set),
+	T_CASE(thread_added_mid_rotation),
+	T_CASE(removal_lets_flight_finish),
+	T_CASE(restart_starts_from_first_filter),
+};
+
+T_MAIN(cases)

@@ -67,10 +67,9 @@ test_binary_keys_and_empty_key(void)
 	hmap_free(&m);
 }
 
-int
-main(void)
-{
-	T_RUN(test_matches_a_model_through_inserts_and_deletes);
-	T_RUN(test_binary_keys_and_empty_key);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_matches_a_model_through_inserts_and_deletes),
+	T_CASE(test_binary_keys_and_empty_key),
+};
+
+T_MAIN(cases)

@@ -20,6 +20,7 @@
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
+#include "tstore.h"
 #include "tuser.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
@@ -550,6 +551,8 @@ test_maintainers_of_full_repositories_only_and_each_author_once(void)
 
 static char		 tmpdir[64];
 static struct store	*st;
+static struct tstore_prog tsp = { { tmpdir, sizeof(tmpdir), "inventory_test" },
+    &st };
 static uint32_t		 rng = 2463534242u;
 
 static uint32_t
@@ -1200,39 +1203,40 @@ test_scan_ahead_hints_each_event_first(void)
 	free(as);
 }
 
-int
-main(void)
+static int
+inventory_setup(void)
 {
-	char	err[256], path[128];
+	char	err[256];
 
 	setenv("NGIT_DOMAIN", "grasp.example.com", 1);
 	if (config_load(&cfg, NULL, err, sizeof(err)) == -1) {
 		printf("not ok - config: %s\n", err);
 		return 1;
 	}
-	T_RUN(test_announcement_relays_are_canonical_and_exclude_us);
-	T_RUN(test_threads_carry_root_provenance_and_participants);
-	T_RUN(test_a_prolific_author_lists_each_thread_once);
-	T_RUN(test_roots_wait_for_their_repository_and_stateonly_is_inert);
-	T_RUN(test_descendant_chains_are_bounded);
-	T_RUN(test_addressable_descendants_and_their_addresses);
-	T_RUN(test_deletions_by_the_author_only);
-	T_RUN(test_deleted_descendants_take_their_authors_out);
-	T_RUN(test_provenance_through_quotes_and_address_tags);
-	T_RUN(test_maintainers_of_full_repositories_only_and_each_author_once);
-
-	if (tdir_make(tmpdir, sizeof(tmpdir), "inventory_test") == -1)
-		return 2;
-	snprintf(path, sizeof(path), "%s/graspd.db", tmpdir);
-	if ((st = store_open(path, 0, err, sizeof(err))) == NULL) {
-		printf("not ok - store_open: %s\n", err);
-		return 1;
-	}
-	T_RUN(test_rebuild_matches_feeding_every_event);
-	T_RUN(test_scans_give_what_parsing_gives);
-	T_RUN(test_scan_ahead_hints_each_event_first);
-	store_close(st);
-	tdir_remove(tmpdir);
-	config_free(&cfg);
-	return t_done();
+	return 0;
 }
+
+static void
+inventory_cleanup(void)
+{
+	config_free(&cfg);
+}
+
+static const struct t_case cases[] = {
+	T_CASE(test_announcement_relays_are_canonical_and_exclude_us),
+	T_CASE(test_threads_carry_root_provenance_and_participants),
+	T_CASE(test_a_prolific_author_lists_each_thread_once),
+	T_CASE(test_roots_wait_for_their_repository_and_stateonly_is_inert),
+	T_CASE(test_descendant_chains_are_bounded),
+	T_CASE(test_addressable_descendants_and_their_addresses),
+	T_CASE(test_deletions_by_the_author_only),
+	T_CASE(test_deleted_descendants_take_their_authors_out),
+	T_CASE(test_provenance_through_quotes_and_address_tags),
+	T_CASE(test_maintainers_of_full_repositories_only_and_each_author_once),
+	T_CASE(test_rebuild_matches_feeding_every_event),
+	T_CASE(test_scans_give_what_parsing_gives),
+	T_CASE(test_scan_ahead_hints_each_event_first),
+};
+
+T_MAIN_ALL(cases, inventory_setup, inventory_cleanup, &tstore_fixture, &tsp,
+    0)

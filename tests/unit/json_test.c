@@ -99,13 +99,12 @@ test_objects_lookup(void)
 	json_free(doc);
 }
 
-int
-main(void)
-{
-	T_RUN(test_invalid_documents_are_refused);
-	T_RUN(test_deep_nesting_is_bounded);
-	T_RUN(test_strings_keep_nul_and_surrogates);
-	T_RUN(test_numbers_integer_or_not);
-	T_RUN(test_objects_lookup);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_invalid_documents_are_refused),
+	T_CASE(test_deep_nesting_is_bounded),
+	T_CASE(test_strings_keep_nul_and_surrogates),
+	T_CASE(test_numbers_integer_or_not),
+	T_CASE(test_objects_lookup),
+};
+
+T_MAIN(cases)

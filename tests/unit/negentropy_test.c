@@ -72,6 +72,22 @@ load_vectors(void)
 	return 0;
 }
 
+static int
+negentropy_setup(void)
+{
+	if (load_vectors() == -1)
+		printf("not ok - load_vectors: tests/unit/vectors/negentropy.json"
+		    " is missing or unreadable\n");
+	return 0;
+}
+
+static void
+negentropy_cleanup(void)
+{
+	json_free(vdoc);
+	free(vtext);
+}
+
 /* Appends the items of one vector part {seed, count, base, spread}. */
 static void
 add_part(const struct json *part, struct neg_item **items, size_t *n)
@@ -765,27 +781,21 @@ test_items_are_sorted_and_deduplicated(void)
 	T_CHECK(it[3].ni_ts == 9);
 }
 
-int
-main(void)
-{
-	if (load_vectors() == -1)
-		printf("not ok - load_vectors: tests/unit/vectors/negentropy.json"
-		    " is missing or unreadable\n");
-	T_RUN(test_varints_round_trip_in_minimal_msb_first_form);
-	T_RUN(test_varints_beyond_64_bits_are_refused);
-	T_RUN(test_bounds_round_trip_with_delta_timestamps_and_prefixes);
-	T_RUN(test_malformed_bounds_are_refused);
-	T_RUN(test_fingerprints_match_nostr_tools);
-	T_RUN(test_initial_messages_match_nostr_tools);
-	T_RUN(test_conversations_match_nostr_tools_step_by_step);
-	T_RUN(test_reconciliation_finds_exactly_the_differences);
-	T_RUN(test_random_sizes_reconcile);
-	T_RUN(test_malformed_messages_are_refused);
-	T_RUN(test_unsupported_version_gets_the_version_message);
-	T_RUN(test_random_and_mutated_messages_never_crash);
-	T_RUN(test_sets_and_frame_limits_are_capped);
-	T_RUN(test_items_are_sorted_and_deduplicated);
-	json_free(vdoc);
-	free(vtext);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_varints_round_trip_in_minimal_msb_first_form),
+	T_CASE(test_varints_beyond_64_bits_are_refused),
+	T_CASE(test_bounds_round_trip_with_delta_timestamps_and_prefixes),
+	T_CASE(test_malformed_bounds_are_refused),
+	T_CASE(test_fingerprints_match_nostr_tools),
+	T_CASE(test_initial_messages_match_nostr_tools),
+	T_CASE(test_conversations_match_nostr_tools_step_by_step),
+	T_CASE(test_reconciliation_finds_exactly_the_differences),
+	T_CASE(test_random_sizes_reconcile),
+	T_CASE(test_malformed_messages_are_refused),
+	T_CASE(test_unsupported_version_gets_the_version_message),
+	T_CASE(test_random_and_mutated_messages_never_crash),
+	T_CASE(test_sets_and_frame_limits_are_capped),
+	T_CASE(test_items_are_sorted_and_deduplicated),
+};
+
+T_MAIN_WITH(cases, negentropy_setup, negentropy_cleanup, 0)

@@ -231,21 +231,20 @@ seckey_outside_the_group_is_refused(void)
 	    "000000000000000000000001", k), 0);
 }
 
-int
-main(void)
-{
-	T_RUN(decode_npub_example);
-	T_RUN(decode_nsec_example);
-	T_RUN(encode_round_trips_examples);
-	T_RUN(encode_refuses_small_buffer_and_bad_hrp);
-	T_RUN(bad_checksum_is_refused);
-	T_RUN(wrong_hrp_is_refused);
-	T_RUN(uppercase_only_when_all_uppercase);
-	T_RUN(wrong_length_is_refused);
-	T_RUN(nonzero_padding_is_refused);
-	T_RUN(junk_is_refused);
-	T_RUN(pubkey_accepts_npub_and_lowercase_hex);
-	T_RUN(seckey_accepts_nsec_and_hex_of_either_case);
-	T_RUN(seckey_outside_the_group_is_refused);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(decode_npub_example),
+	T_CASE(decode_nsec_example),
+	T_CASE(encode_round_trips_examples),
+	T_CASE(encode_refuses_small_buffer_and_bad_hrp),
+	T_CASE(bad_checksum_is_refused),
+	T_CASE(wrong_hrp_is_refused),
+	T_CASE(uppercase_only_when_all_uppercase),
+	T_CASE(wrong_length_is_refused),
+	T_CASE(nonzero_padding_is_refused),
+	T_CASE(junk_is_refused),
+	T_CASE(pubkey_accepts_npub_and_lowercase_hex),
+	T_CASE(seckey_accepts_nsec_and_hex_of_either_case),
+	T_CASE(seckey_outside_the_group_is_refused),
+};
+
+T_MAIN(cases)

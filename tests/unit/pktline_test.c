@@ -121,13 +121,11 @@ test_capabilities_are_whole_words(void)
 	T_CHECK(!pkt_has_cap(caps, strlen(caps), "report"));
 }
 
-int
-main(void)
-{
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	T_RUN(test_object_names_are_forty_lowercase_hex_digits);
-	T_RUN(test_command_section_reads_updates_then_flush);
-	T_RUN(test_malformed_lines_are_errors_and_do_not_move);
-	T_RUN(test_capabilities_are_whole_words);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_object_names_are_forty_lowercase_hex_digits),
+	T_CASE(test_command_section_reads_updates_then_flush),
+	T_CASE(test_malformed_lines_are_errors_and_do_not_move),
+	T_CASE(test_capabilities_are_whole_words),
+};
+
+T_MAIN(cases)

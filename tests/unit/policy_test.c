@@ -22,11 +22,14 @@
 #include "policy.h"
 #include "store.h"
 #include "t.h"
+#include "tstore.h"
 
 #define DOMAIN	"relay.example:7334"
 
-static char		 tdir[] = "/tmp/policy_test.XXXXXX";
+static char		 tdir[256];
 static struct store	*st;
+static struct tstore_prog	 tsp = { { tdir, sizeof(tdir), "policy_test" },
+    &st };
 
 static void
 sk_of(int n, uint8_t sk[32])
@@ -330,32 +333,15 @@ public_url_matches_behind_tls(void)
 	config_free(&c);
 }
 
-int
-main(void)
-{
-	char	path[sizeof(tdir) + 16], err[256], cmd[sizeof(tdir) + 16];
+static const struct t_case cases[] = {
+	T_CASE(domain_host_and_port_match_as_before),
+	T_CASE(public_url_matches_behind_tls),
+	T_CASE(unlisted_refused_without_archive_mode),
+	T_CASE(archive_all_hosts_unlisted_announcements),
+	T_CASE(archive_whitelist_forms),
+	T_CASE(archive_grasp_services_match_clone_host_and_port),
+	T_CASE(blacklist_beats_archive),
+	T_CASE(writable_archive_takes_listed_but_not_whitelisted),
+};
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (mkdtemp(tdir) == NULL) {
-		perror("mkdtemp");
-		return 2;
-	}
-	snprintf(path, sizeof(path), "%s/db", tdir);
-	if ((st = store_open(path, 0, err, sizeof(err))) == NULL) {
-		printf("not ok - store_open: %s\n", err);
-		return 1;
-	}
-	T_RUN(domain_host_and_port_match_as_before);
-	T_RUN(public_url_matches_behind_tls);
-	T_RUN(unlisted_refused_without_archive_mode);
-	T_RUN(archive_all_hosts_unlisted_announcements);
-	T_RUN(archive_whitelist_forms);
-	T_RUN(archive_grasp_services_match_clone_host_and_port);
-	T_RUN(blacklist_beats_archive);
-	T_RUN(writable_archive_takes_listed_but_not_whitelisted);
-	store_close(st);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tdir);
-	if (system(cmd) != 0)
-		printf("# could not remove %s\n", tdir);
-	return t_done();
-}
+T_MAIN_FIXTURE(cases, &tstore_fixture, &tsp, 0)

@@ -24,6 +24,7 @@ static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
 static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
 
 static char	 tmpdir[64];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "purg_test" };
 static char	 path[128];
 static int	 dbcount;
 
@@ -287,20 +288,11 @@ sync_levels_persist_and_read_only(void)
 	event_destroy(b);
 }
 
-int
-main(void)
-{
-	int	rc;
+static const struct t_case cases[] = {
+	T_CASE(announcements_put_get_replace_expire),
+	T_CASE(events_wants_order_extend_and_due),
+	T_CASE(placeholders_expired_deadline_and_counts),
+	T_CASE(sync_levels_persist_and_read_only),
+};
 
-	log_init("purg_test", 1);
-	log_setlevel(LOG_LVL_WARN);
-	if (tdir_make(tmpdir, sizeof(tmpdir), "purg_test") == -1)
-		return 1;
-	T_RUN(announcements_put_get_replace_expire);
-	T_RUN(events_wants_order_extend_and_due);
-	T_RUN(placeholders_expired_deadline_and_counts);
-	T_RUN(sync_levels_persist_and_read_only);
-	rc = t_done();
-	tdir_remove(tmpdir);
-	return rc;
-}
+T_MAIN_FIXTURE(cases, &tdir_log_fixture, &tp, 0)

@@ -397,20 +397,19 @@ test_one_bad_command_refuses_the_whole_push(void)
 	T_EQ_INT(decide(), 1);
 }
 
-int
-main(void)
-{
-	T_RUN(test_null_pair_is_refused_even_for_a_missing_ref);
-	T_RUN(test_deletion_needs_a_state_without_the_ref);
-	T_RUN(test_head_branch_is_not_deleted);
-	T_RUN(test_refs_nostr_is_never_deleted);
-	T_RUN(test_old_must_be_the_current_value);
-	T_RUN(test_same_ref_twice_is_refused);
-	T_RUN(test_refs_outside_the_namespaces_are_refused);
-	T_RUN(test_noop_needs_no_state_and_keeps_the_walls);
-	T_RUN(test_state_authorises_creation_and_rewrite);
-	T_RUN(test_refs_nostr_takes_a_known_tip_or_a_placeholder);
-	T_RUN(test_prs_takes_refs_nostr_of_the_paths_signer_only);
-	T_RUN(test_one_bad_command_refuses_the_whole_push);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_null_pair_is_refused_even_for_a_missing_ref),
+	T_CASE(test_deletion_needs_a_state_without_the_ref),
+	T_CASE(test_head_branch_is_not_deleted),
+	T_CASE(test_refs_nostr_is_never_deleted),
+	T_CASE(test_old_must_be_the_current_value),
+	T_CASE(test_same_ref_twice_is_refused),
+	T_CASE(test_refs_outside_the_namespaces_are_refused),
+	T_CASE(test_noop_needs_no_state_and_keeps_the_walls),
+	T_CASE(test_state_authorises_creation_and_rewrite),
+	T_CASE(test_refs_nostr_takes_a_known_tip_or_a_placeholder),
+	T_CASE(test_prs_takes_refs_nostr_of_the_paths_signer_only),
+	T_CASE(test_one_bad_command_refuses_the_whole_push),
+};
+
+T_MAIN(cases)

@@ -19,6 +19,13 @@
 
 static uint8_t	sk[32];
 
+static int
+relaylist_setup(void)
+{
+	memset(sk, 0x33, sizeof(sk));
+	return 0;
+}
+
 /* A kind (10002 unless said) with the given tags JSON. */
 static struct event *
 list_kind(uint32_t kind, const char *tags)
@@ -414,19 +421,17 @@ test_shared_url_vectors(void)
 	event_destroy(ev);
 }
 
-int
-main(void)
-{
-	memset(sk, 0x33, sizeof(sk));
-	T_RUN(test_markers_choose_purposes_in_tag_order);
-	T_RUN(test_history_prefers_write_then_read_only);
-	T_RUN(test_variant_spellings_share_one_slot_and_or_markers);
-	T_RUN(test_other_markers_ignore_the_tag);
-	T_RUN(test_hostile_urls_never_take_a_slot);
-	T_RUN(test_fifty_relays_give_four_per_purpose);
-	T_RUN(test_two_thousand_duplicates_stay_one_entry);
-	T_RUN(test_this_relay_and_private_targets);
-	T_RUN(test_other_kinds_are_not_relay_lists);
-	T_RUN(test_shared_url_vectors);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(test_markers_choose_purposes_in_tag_order),
+	T_CASE(test_history_prefers_write_then_read_only),
+	T_CASE(test_variant_spellings_share_one_slot_and_or_markers),
+	T_CASE(test_other_markers_ignore_the_tag),
+	T_CASE(test_hostile_urls_never_take_a_slot),
+	T_CASE(test_fifty_relays_give_four_per_purpose),
+	T_CASE(test_two_thousand_duplicates_stay_one_entry),
+	T_CASE(test_this_relay_and_private_targets),
+	T_CASE(test_other_kinds_are_not_relay_lists),
+	T_CASE(test_shared_url_vectors),
+};
+
+T_MAIN_WITH(cases, relaylist_setup, NULL, 0)

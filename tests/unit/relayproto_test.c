@@ -353,17 +353,21 @@ auth_events(void)
 	event_destroy(ev);
 }
 
-int
-main(void)
+static void
+relayproto_cleanup(void)
 {
-	T_RUN(message_types);
-	T_RUN(message_refusals);
-	T_RUN(req_accepts);
-	T_RUN(req_refusals);
-	T_RUN(close_msgs);
-	T_RUN(event_checks);
-	T_RUN(event_content_length);
-	T_RUN(auth_events);
 	json_free(doc);
-	return t_done();
 }
+
+static const struct t_case cases[] = {
+	T_CASE(message_types),
+	T_CASE(message_refusals),
+	T_CASE(req_accepts),
+	T_CASE(req_refusals),
+	T_CASE(close_msgs),
+	T_CASE(event_checks),
+	T_CASE(event_content_length),
+	T_CASE(auth_events),
+};
+
+T_MAIN_WITH(cases, NULL, relayproto_cleanup, 0)

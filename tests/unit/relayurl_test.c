@@ -791,33 +791,32 @@ reasons_name_the_rule(void)
 	}
 }
 
-int
-main(void)
-{
-	T_RUN(tsv_vectors);
-	T_RUN(untrusted_refuses_scheme_less_and_trusted_takes_it_as_wss);
-	T_RUN(trusted_still_parses_and_canonicalizes);
-	T_RUN(loopback_refused_untrusted_allowed_private_or_trusted);
-	T_RUN(special_use_zones_follow_the_vectors);
-	T_RUN(onion_and_i2p_refused_in_every_mode);
-	T_RUN(ipv6_literals_in_rfc5952_form);
-	T_RUN(rule14_ranges_at_connect_time);
-	T_RUN(rule14_ranges_as_url_literals);
-	T_RUN(resolve_checked_refuses_loopback_unless_private);
-	T_RUN(resolve_checked_takes_global_literals_and_refuses_non_keys);
-	T_RUN(self_keys_cover_both_schemes);
-	T_RUN(self_exclusion_matches_every_spelling_of_our_origin);
-	T_RUN(parse_round_trips);
-	T_RUN(parse_refuses_non_canonical_keys);
-	T_RUN(paths_collapse_and_keep_case);
-	T_RUN(paths_refuse_dots_escapes_and_odd_characters);
-	T_RUN(queries_stay_in_the_key_as_written);
-	T_RUN(fragments_are_cut_but_not_inside_the_authority);
-	T_RUN(hosts_follow_ldh_and_length_rules);
-	T_RUN(ports_are_decimal_and_defaults_dropped);
-	T_RUN(schemes_and_separators);
-	T_RUN(embedded_nul_and_explicit_length);
-	T_RUN(length_caps_input_and_key);
-	T_RUN(reasons_name_the_rule);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(tsv_vectors),
+	T_CASE(untrusted_refuses_scheme_less_and_trusted_takes_it_as_wss),
+	T_CASE(trusted_still_parses_and_canonicalizes),
+	T_CASE(loopback_refused_untrusted_allowed_private_or_trusted),
+	T_CASE(special_use_zones_follow_the_vectors),
+	T_CASE(onion_and_i2p_refused_in_every_mode),
+	T_CASE(ipv6_literals_in_rfc5952_form),
+	T_CASE(rule14_ranges_at_connect_time),
+	T_CASE(rule14_ranges_as_url_literals),
+	T_CASE(resolve_checked_refuses_loopback_unless_private),
+	T_CASE(resolve_checked_takes_global_literals_and_refuses_non_keys),
+	T_CASE(self_keys_cover_both_schemes),
+	T_CASE(self_exclusion_matches_every_spelling_of_our_origin),
+	T_CASE(parse_round_trips),
+	T_CASE(parse_refuses_non_canonical_keys),
+	T_CASE(paths_collapse_and_keep_case),
+	T_CASE(paths_refuse_dots_escapes_and_odd_characters),
+	T_CASE(queries_stay_in_the_key_as_written),
+	T_CASE(fragments_are_cut_but_not_inside_the_authority),
+	T_CASE(hosts_follow_ldh_and_length_rules),
+	T_CASE(ports_are_decimal_and_defaults_dropped),
+	T_CASE(schemes_and_separators),
+	T_CASE(embedded_nul_and_explicit_length),
+	T_CASE(length_caps_input_and_key),
+	T_CASE(reasons_name_the_rule),
+};
+
+T_MAIN(cases)

@@ -30,6 +30,7 @@ static const uint8_t	 sk3[32] = { [0 ... 31] = 0x33 };
 #define D_TAG(v)	"[[\"d\",\"" v "\"]]"
 
 static char	 tmpdir[64];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "store_test" };
 static int	 dbcount;
 static char	 err[256];
 
@@ -1145,40 +1146,31 @@ query_items_ascending_without_limit_or_expired(void)
 	store_close(s);
 }
 
-int
-main(void)
-{
-	int	rc;
+static const struct t_case cases[] = {
+	T_CASE(db_open_creates_parents_sets_pragmas_and_migrates_once),
+	T_CASE(put_stores_once_then_reports_duplicate),
+	T_CASE(put_refuses_ephemeral_kinds),
+	T_CASE(replaceable_newer_wins_older_refused),
+	T_CASE(replaceable_tie_keeps_lower_id_in_both_orders),
+	T_CASE(addressable_kept_per_d),
+	T_CASE(deletion_by_e_removes_own_event_and_blocks_it),
+	T_CASE(deletion_naming_another_authors_event_is_refused_whole),
+	T_CASE(deletion_before_arrival_blocks_only_the_same_author),
+	T_CASE(deleting_a_deletion_has_no_effect),
+	T_CASE(deletion_by_a_removes_versions_up_to_its_time),
+	T_CASE(deletion_by_a_of_another_pubkey_is_refused),
+	T_CASE(expired_events_hidden_on_read_but_in_feed),
+	T_CASE(limit_default_and_max_clamp),
+	T_CASE(ordering_newest_first_ties_by_lowest_id),
+	T_CASE(query_dedupes_across_filters_and_stops_on_request),
+	T_CASE(query_results_equal_filter_match),
+	T_CASE(since_seq_reads_feed_in_order),
+	T_CASE(tag_exists_checks_first_values_of_named_letters),
+	T_CASE(transactions_batch_and_roll_back),
+	T_CASE(a_failed_put_never_commits_half_an_event),
+	T_CASE(readonly_store_reads_what_writer_committed),
+	T_CASE(result_messages_follow_nip01_prefixes),
+	T_CASE(query_items_ascending_without_limit_or_expired),
+};
 
-	log_init("store_test", 1);
-	log_setlevel(LOG_LVL_WARN);
-	if (tdir_make(tmpdir, sizeof(tmpdir), "store_test") == -1)
-		return 1;
-	T_RUN(db_open_creates_parents_sets_pragmas_and_migrates_once);
-	T_RUN(put_stores_once_then_reports_duplicate);
-	T_RUN(put_refuses_ephemeral_kinds);
-	T_RUN(replaceable_newer_wins_older_refused);
-	T_RUN(replaceable_tie_keeps_lower_id_in_both_orders);
-	T_RUN(addressable_kept_per_d);
-	T_RUN(deletion_by_e_removes_own_event_and_blocks_it);
-	T_RUN(deletion_naming_another_authors_event_is_refused_whole);
-	T_RUN(deletion_before_arrival_blocks_only_the_same_author);
-	T_RUN(deleting_a_deletion_has_no_effect);
-	T_RUN(deletion_by_a_removes_versions_up_to_its_time);
-	T_RUN(deletion_by_a_of_another_pubkey_is_refused);
-	T_RUN(expired_events_hidden_on_read_but_in_feed);
-	T_RUN(limit_default_and_max_clamp);
-	T_RUN(ordering_newest_first_ties_by_lowest_id);
-	T_RUN(query_dedupes_across_filters_and_stops_on_request);
-	T_RUN(query_results_equal_filter_match);
-	T_RUN(since_seq_reads_feed_in_order);
-	T_RUN(tag_exists_checks_first_values_of_named_letters);
-	T_RUN(transactions_batch_and_roll_back);
-	T_RUN(a_failed_put_never_commits_half_an_event);
-	T_RUN(readonly_store_reads_what_writer_committed);
-	T_RUN(result_messages_follow_nip01_prefixes);
-	T_RUN(query_items_ascending_without_limit_or_expired);
-	rc = t_done();
-	tdir_remove(tmpdir);
-	return rc;
-}
+T_MAIN_FIXTURE(cases, &tdir_log_fixture, &tp, 0)

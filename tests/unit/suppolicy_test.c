@@ -256,20 +256,19 @@ ready_timeout_extends_until_its_last(void)
 	T_NEAR(sup_policy_ready_wait(1000, last + 5, t), 0);
 }
 
-int
-main(void)
-{
-	T_RUN(crash_restarts_with_backoff_doubling);
-	T_RUN(fast_deaths_in_a_row_mark_the_role_failed);
-	T_RUN(death_before_ready_is_fast_however_late);
-	T_RUN(stable_role_restarts_now_and_resets_backoff);
-	T_RUN(slow_death_not_stable_waits_min_and_resets_backoff);
-	T_RUN(config_exit_is_not_respawned);
-	T_RUN(kill_by_signal_is_a_crash);
-	T_RUN(kill_by_signal_during_shutdown_is_not_restarted);
-	T_RUN(stop_request_is_not_undone);
-	T_RUN(asked_restart_starts_now_and_clears_count);
-	T_RUN(starts_keep_the_s6_gap);
-	T_RUN(ready_timeout_extends_until_its_last);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(crash_restarts_with_backoff_doubling),
+	T_CASE(fast_deaths_in_a_row_mark_the_role_failed),
+	T_CASE(death_before_ready_is_fast_however_late),
+	T_CASE(stable_role_restarts_now_and_resets_backoff),
+	T_CASE(slow_death_not_stable_waits_min_and_resets_backoff),
+	T_CASE(config_exit_is_not_respawned),
+	T_CASE(kill_by_signal_is_a_crash),
+	T_CASE(kill_by_signal_during_shutdown_is_not_restarted),
+	T_CASE(stop_request_is_not_undone),
+	T_CASE(asked_restart_starts_now_and_clears_count),
+	T_CASE(starts_keep_the_s6_gap),
+	T_CASE(ready_timeout_extends_until_its_last),
+};
+
+T_MAIN(cases)

@@ -24,6 +24,14 @@
 #include "tdir.h"
 
 static char	tmpdir[64];
+static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "walbuf_test" };
+
+static int
+walbuf_setup(void)
+{
+	srandom(7);
+	return 0;
+}
 static int	dbcount;
 
 /* A fresh writer (through db_open(), so with the VFS) and its path. */
@@ -285,22 +293,12 @@ rollbacks_and_wal_restarts_keep_it_whole(void)
 	}
 }
 
-int
-main(void)
-{
-	int	rc;
+static const struct t_case cases[] = {
+	T_CASE(a_commit_goes_out_in_few_writes),
+	T_CASE(readers_see_each_commit_at_once),
+	T_CASE(a_killed_writer_keeps_every_commit),
+	T_CASE(a_transaction_larger_than_the_buffer),
+	T_CASE(rollbacks_and_wal_restarts_keep_it_whole),
+};
 
-	log_init("walbuf_test", 1);
-	log_setlevel(LOG_LVL_WARN);
-	srandom(7);
-	if (tdir_make(tmpdir, sizeof(tmpdir), "walbuf_test") == -1)
-		return 1;
-	T_RUN(a_commit_goes_out_in_few_writes);
-	T_RUN(readers_see_each_commit_at_once);
-	T_RUN(a_killed_writer_keeps_every_commit);
-	T_RUN(a_transaction_larger_than_the_buffer);
-	T_RUN(rollbacks_and_wal_restarts_keep_it_whole);
-	rc = t_done();
-	tdir_remove(tmpdir);
-	return rc;
-}
+T_MAIN_ALL(cases, walbuf_setup, NULL, &tdir_log_fixture, &tp, 0)

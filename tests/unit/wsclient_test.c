@@ -747,23 +747,22 @@ http_request_reads_chunked_and_sized_bodies(void)
 	T_EQ_INT(reap(pid), 0);
 }
 
-int
-main(void)
-{
-	T_RUN(encoder_matches_rfc6455_examples);
-	T_RUN(accept_key_matches_rfc6455_example);
-	T_RUN(parser_refuses_non_minimal_lengths);
-	T_RUN(send_masks_every_length);
-	T_RUN(receives_rfc6455_example_frames);
-	T_RUN(receives_16_and_64_bit_lengths);
-	T_RUN(ping_inside_fragmented_message_is_answered);
-	T_RUN(close_frame_is_echoed);
-	T_RUN(server_protocol_errors_close_with_1002);
-	T_RUN(recv_times_out_without_closing);
-	T_RUN(end_of_stream_closes);
-	T_RUN(buffered_api_assembles_byte_by_byte);
-	T_RUN(handshake_checks_accept_and_keeps_early_frames);
-	T_RUN(connects_over_ipv4_and_ipv6_loopback);
-	T_RUN(http_request_reads_chunked_and_sized_bodies);
-	return t_done();
-}
+static const struct t_case cases[] = {
+	T_CASE(encoder_matches_rfc6455_examples),
+	T_CASE(accept_key_matches_rfc6455_example),
+	T_CASE(parser_refuses_non_minimal_lengths),
+	T_CASE(send_masks_every_length),
+	T_CASE(receives_rfc6455_example_frames),
+	T_CASE(receives_16_and_64_bit_lengths),
+	T_CASE(ping_inside_fragmented_message_is_answered),
+	T_CASE(close_frame_is_echoed),
+	T_CASE(server_protocol_errors_close_with_1002),
+	T_CASE(recv_times_out_without_closing),
+	T_CASE(end_of_stream_closes),
+	T_CASE(buffered_api_assembles_byte_by_byte),
+	T_CASE(handshake_checks_accept_and_keeps_early_frames),
+	T_CASE(connects_over_ipv4_and_ipv6_loopback),
+	T_CASE(http_request_reads_chunked_and_sized_bodies),
+};
+
+T_MAIN(cases)

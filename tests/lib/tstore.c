@@ -1,0 +1,40 @@
+/*
+ * tstore.c: the shared store fixture of the unit tests (tstore.h).
+ */
+#include <limits.h>
+#include <stdio.h>
+
+#include "store.h"
+#include "tdir.h"
+#include "tfix.h"
+#include "tstore.h"
+
+static int
+tstore_fixture_open(void *arg)
+{
+	struct tstore_prog	*tp = arg;
+	char			 path[PATH_MAX], err[256];
+
+	if (tdir_fixture.setup(&tp->dir) != 0)
+		return 2;
+	snprintf(path, sizeof(path), "%s/graspd.db", tp->dir.path);
+	if ((*tp->st = store_open(path, 0, err, sizeof(err))) == NULL) {
+		printf("not ok - store_open: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+static void
+tstore_fixture_close(void *arg, int failed)
+{
+	struct tstore_prog	*tp = arg;
+
+	store_close(*tp->st);
+	*tp->st = NULL;
+	tdir_fixture.cleanup(&tp->dir, failed);
+}
+
+const struct t_fixture tstore_fixture = {
+	tstore_fixture_open, tstore_fixture_close
+};

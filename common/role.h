@@ -31,6 +31,7 @@
 #include "config.h"
 #include "feed.h"
 #include "msg.h"
+#include "proc.h"
 
 struct event;
 struct store;
@@ -104,8 +105,7 @@ struct role_ctx {
 	int			 r_feed_open;
 	int			 r_ready;
 	int			 r_init_done;
-	volatile int		 r_stop;
-	int64_t			 r_started_ms;	/* monotonic */
+	struct proc		 r_proc;	/* the skeleton (proc.h) */
 	int			 r_sock_control;	/* REP */
 	int			 r_sock_stats;		/* PUSH */
 	int			 r_sock_ingest;		/* PUSH */

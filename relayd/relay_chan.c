@@ -11,7 +11,6 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
 #include <nanomsg/pubsub.h>
@@ -48,24 +47,12 @@ open_bound(int proto, const char *name, char *ep, size_t eplen)
 	return s;
 }
 
+/* The descriptor's tag is the socket + 1 (0 would read as no data). */
 static void
 adopt(int sock, const char *what)
 {
-	lws_sock_file_fd_type	u;
-	struct lws		*wsi;
-	int			 fd;
-
-	if ((fd = chan_rcvfd(sock)) < 0)
-		fatal("NN_RCVFD of %s", what);
-	/* lws closes what it adopted; nanomsg must keep its own fd. */
-	if ((fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1)
-		fatal("dup of the %s descriptor", what);
-	u.filefd = fd;
-	wsi = lws_adopt_descriptor_vhost(relayd->vhost, LWS_ADOPT_RAW_FILE_DESC,
-	    u, "nn", NULL);
-	if (wsi == NULL)
-		fatalx("cannot adopt the %s channel into the loop", what);
-	lws_set_opaque_user_data(wsi, (void *)(intptr_t)(sock + 1));
+	proc_adopt(relayd->vhost, chan_rcvfd(sock), "nn",
+	    (intptr_t)(sock + 1), what);
 }
 
 void
@@ -77,11 +64,8 @@ relay_chan_open(void)
 	relayd->sock_accepted = open_bound(NN_PUB, CHAN_ACCEPTED, ep,
 	    sizeof(ep));
 	relayd->sock_stats = open_bound(NN_PULL, CHAN_STATS, ep, sizeof(ep));
-	if (chan_control_endpoint(relayd->cfg.run_path, ROLE_RELAYD, ep,
-	    sizeof(ep)) == -1)
-		fatalx("run path too long");
-	if ((relayd->sock_control = chan_open(NN_REP, ep, 1)) < 0)
-		fatal("cannot bind %s", ep);
+	relayd->sock_control = proc_control_open(&relayd->proc, ep,
+	    sizeof(ep));
 	adopt(relayd->sock_ingest, "ingest");
 	adopt(relayd->sock_stats, "stats");
 	adopt(relayd->sock_control, "control");
@@ -246,11 +230,7 @@ static int
 relay_ctl_status(void *arg, int argc, const char **argv, cJSON *rep,
     char *err, size_t errlen)
 {
-	cJSON_AddStringToObject(rep, "role", "relayd");
-	cJSON_AddNumberToObject(rep, "pid", getpid());
-	cJSON_AddNumberToObject(rep, "uptime",
-	    (double)(time(NULL) - relayd->started));
-	cJSON_AddBoolToObject(rep, "ready", 1);
+	proc_status(&relayd->proc, 1, rep);
 	return 0;
 }
 
@@ -288,8 +268,7 @@ relay_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep,
 		snprintf(err, errlen, "stop takes no argument in relayd");
 		return -1;
 	}
-	relayd->stop = 1;
-	lws_cancel_service(relayd->ctx);
+	proc_stop(&relayd->proc);
 	return 0;
 }
 

@@ -42,6 +42,7 @@
 #include "msg.h"
 #include "pktline.h"
 #include "policy.h"
+#include "proc.h"
 #include "relay_proto.h"
 #include "store.h"
 #include "version.h"
@@ -290,6 +291,7 @@ struct relay_stats {
 
 struct relayd {
 	struct config		 cfg;
+	struct proc		 proc;		/* the skeleton (proc.h) */
 	struct policy		 policy;
 	struct store		*store;
 	struct purg		*purg;
@@ -307,7 +309,6 @@ struct relayd {
 	int			 sock_stats;	/* nanomsg PULL */
 	int			 sock_control;	/* nanomsg REP */
 	time_t			 started;
-	volatile int		 stop;
 };
 
 extern struct relayd *relayd;

@@ -166,14 +166,33 @@ proc_adopt(struct lws_vhost *vhost, int fd, const char *protocol,
 }
 
 int
-proc_control_open(struct proc *p, char *ep, size_t eplen)
+proc_control_open(struct proc *p, const ctl_fn fns[CTL_NCMDS], void *arg,
+    char *ep, size_t eplen)
 {
+	p->p_ctl_fns = fns;
+	p->p_ctl_arg = arg;
 	if (chan_control_endpoint(p->p_cfg->run_path, p->p_role, ep,
 	    eplen) == -1)
 		fatalx("run path too long for the control channel");
 	if ((p->p_sock_control = chan_open(NN_REP, ep, 1)) == -1)
 		fatal("cannot bind %s", ep);
 	return p->p_sock_control;
+}
+
+int
+proc_control_serve(struct proc *p, int max)
+{
+	return ctl_serve(p->p_sock_control, p->p_role, p->p_ctl_fns,
+	    p->p_ctl_arg, max);
+}
+
+void
+proc_db_path(const struct proc *p, char *out, size_t outlen)
+{
+	if (snprintf(out, outlen, "%s/graspd.db", p->p_cfg->relay_data_path)
+	    >= (int)outlen)
+		ready_config_fail("configuration: NGIT_RELAY_DATA_PATH is too "
+		    "long");
 }
 
 void

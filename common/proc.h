@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "ctlcmd.h"
 #include "msg.h"
 
 /* One process; one per program, the signal handlers point at it. */
@@ -34,6 +35,8 @@ struct proc {
 	struct config		*p_cfg;		/* the role's, loaded here */
 	struct lws_context	*p_lws;		/* set by the role */
 	int			 p_sock_control;	/* REP, or -1 */
+	const ctl_fn		*p_ctl_fns;	/* the role's column */
+	void			*p_ctl_arg;
 	volatile int		 p_stop;
 	int64_t			 p_started_ms;	/* monotonic */
 };
@@ -71,9 +74,25 @@ void	proc_adopt(struct lws_vhost *vhost, int fd, const char *protocol,
 
 /*
  * Binds the role's control socket (REP) under the run path and keeps it
- * in p_sock_control; its endpoint goes to ep.  Exits 1 on failure.
+ * in p_sock_control; its endpoint goes to ep.  Requests will be answered
+ * by fns (the role's column of ctlcmd.h's list, kept by pointer) with
+ * arg.  Returns the socket; exits 1 on failure.
  */
-int	proc_control_open(struct proc *p, char *ep, size_t eplen);
+int	proc_control_open(struct proc *p, const ctl_fn fns[CTL_NCMDS],
+	    void *arg, char *ep, size_t eplen);
+
+/*
+ * Answers the requests waiting on the control socket, at most max (0:
+ * no bound), with ctl_serve().  Returns how many were answered; nothing
+ * a client sends ends the process.
+ */
+int	proc_control_serve(struct proc *p, int max);
+
+/*
+ * The database's path, <NGIT_RELAY_DATA_PATH>/graspd.db, into out.
+ * Exits 78 when it does not fit.
+ */
+void	proc_db_path(const struct proc *p, char *out, size_t outlen);
 
 /*
  * Services p_lws until p_stop (a signal or proc_stop()), re-reading the

@@ -1,6 +1,6 @@
 /*
- * role.c: the process skeleton of syncd, discoveryd and historyd (see
- * role.h).  One libwebsockets service loop per process, with no listening
+ * role.c: what syncd, discoveryd and historyd add to the process
+ * skeleton (proc.c; see role.h).  One libwebsockets service loop per process, with no listening
  * port: the nanomsg descriptors (control, accepted feed) are adopted into
  * it as raw files, and the periodic work (database retry, feed poll,
  * stats) runs on lws_sul timers.
@@ -222,8 +222,8 @@ role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		return 0;
 	switch ((intptr_t)lws_get_opaque_user_data(wsi)) {
 	case RCHAN_CONTROL:
-		ctx->r_control_requests += (uint64_t)ctl_serve(
-		    ctx->r_sock_control, ctx->r_role, role_ctl_fns, ctx, 0);
+		ctx->r_control_requests += (uint64_t)proc_control_serve(
+		    &ctx->r_proc, 0);
 		break;
 	case RCHAN_FEED:
 		feed_drain(&ctx->r_feed);
@@ -424,11 +424,7 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	snprintf(ctx.r_waiting, sizeof(ctx.r_waiting), "starting");
 	role_self = &ctx;
 
-	if (snprintf(ctx.r_dbpath, sizeof(ctx.r_dbpath), "%s/graspd.db",
-	    ctx.r_cfg.relay_data_path) >= (int)sizeof(ctx.r_dbpath)) {
-		ready_config_fail("configuration: NGIT_RELAY_DATA_PATH is too "
-		    "long");
-	}
+	proc_db_path(&ctx.r_proc, ctx.r_dbpath, sizeof(ctx.r_dbpath));
 
 	proc_signals(&ctx.r_proc, NULL, 0);
 
@@ -455,7 +451,8 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	if ((ctx.r_vhost = lws_create_vhost(ctx.r_lws, &info)) == NULL)
 		fatalx("cannot create the libwebsockets vhost");
 
-	ctx.r_sock_control = proc_control_open(&ctx.r_proc, ep, sizeof(ep));
+	ctx.r_sock_control = proc_control_open(&ctx.r_proc, role_ctl_fns,
+	    &ctx, ep, sizeof(ep));
 	role_adopt(&ctx, chan_rcvfd(ctx.r_sock_control), RCHAN_CONTROL,
 	    "control");
 	ctx.r_sock_stats = role_connect(&ctx, CHAN_STATS);

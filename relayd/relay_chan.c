@@ -35,6 +35,9 @@
 static cJSON	*role_stats[ROLE_COUNT];
 static int64_t	 role_stats_at[ROLE_COUNT];	/* relay_now_ms() */
 
+/* relayd's column of ctlcmd.h's list, below. */
+static const ctl_fn	 relay_ctl_fns[CTL_NCMDS];
+
 static int
 open_bound(int proto, const char *name, char *ep, size_t eplen)
 {
@@ -64,8 +67,8 @@ relay_chan_open(void)
 	relayd->sock_accepted = open_bound(NN_PUB, CHAN_ACCEPTED, ep,
 	    sizeof(ep));
 	relayd->sock_stats = open_bound(NN_PULL, CHAN_STATS, ep, sizeof(ep));
-	relayd->sock_control = proc_control_open(&relayd->proc, ep,
-	    sizeof(ep));
+	relayd->sock_control = proc_control_open(&relayd->proc, relay_ctl_fns,
+	    NULL, ep, sizeof(ep));
 	adopt(relayd->sock_ingest, "ingest");
 	adopt(relayd->sock_stats, "stats");
 	adopt(relayd->sock_control, "control");
@@ -296,8 +299,7 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	/* Bounded so that a flood on one channel cannot starve clients. */
 	if (sock == relayd->sock_control) {
 		/* A client, not a sibling: ctl_serve() answers anything. */
-		ctl_serve(sock, ROLE_RELAYD, relay_ctl_fns, NULL,
-		    RELAY_CHAN_BATCH);
+		proc_control_serve(&relayd->proc, RELAY_CHAN_BATCH);
 		return 0;
 	}
 	for (n = 0; n < RELAY_CHAN_BATCH; n++) {

@@ -1,5 +1,6 @@
 /*
- * relayd.c: relayd's main: configuration, the store, the libwebsockets
+ * relayd.c: relayd's main, on the process skeleton (proc.h): the
+ * listening sockets, the owner key, the store, the libwebsockets
  * context with one vhost serving websocket and HTTP on the sockets
  * relay_listen.c binds to NGIT_BIND_ADDRESS, and the service loop.
  * relayd is the only writer of events.
@@ -117,8 +118,7 @@ main(int argc, char *argv[])
 	explicit_bzero(sk, sizeof(sk));
 	hex_encode(pk, 32, rd.owner_hex);
 
-	snprintf(dbpath, sizeof(dbpath), "%s/graspd.db",
-	    rd.cfg.relay_data_path);
+	proc_db_path(&rd.proc, dbpath, sizeof(dbpath));
 	if ((rd.store = store_open(dbpath, 0, err, sizeof(err))) == NULL)
 		fatalx("store %s: %s", dbpath, err);
 	if (relay_nip11_build() == -1)

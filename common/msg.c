@@ -307,3 +307,57 @@ msg_plusmark_decode(const struct msg *m, uint8_t pubkey[32])
 	memcpy(pubkey, m->m_data, 32);
 	return m->m_data[32];
 }
+
+int
+msg_git_data_encode(uint8_t out[MSG_GIT_DATA_MAX], const uint8_t owner[32],
+    const char *d)
+{
+	size_t	n = strlen(d);
+
+	if (n == 0 || n > MSG_GIT_DATA_D_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(out, owner, 32);
+	out[32] = (uint8_t)n;
+	memcpy(out + 33, d, n);
+	return (int)(33 + n);
+}
+
+int
+msg_git_data_decode(const struct msg *m, struct msg_git_data *mg, char *err,
+    size_t errlen)
+{
+	size_t	n;
+
+	if (m->m_type != MSG_GIT_DATA) {
+		snprintf(err, errlen, "malformed GIT_DATA message: type %s",
+		    msg_type_name(m->m_type));
+		return -1;
+	}
+	if (m->m_len < 33) {
+		snprintf(err, errlen, "malformed GIT_DATA message: %zu bytes, "
+		    "shorter than an owner and a length", m->m_len);
+		return -1;
+	}
+	n = m->m_data[32];
+	if (n == 0 || n > MSG_GIT_DATA_D_MAX) {
+		snprintf(err, errlen, "malformed GIT_DATA message: identifier "
+		    "length %zu, not 1 to %d", n, MSG_GIT_DATA_D_MAX);
+		return -1;
+	}
+	if (m->m_len != 33 + n) {
+		snprintf(err, errlen, "malformed GIT_DATA message: %zu bytes, "
+		    "expected %zu", m->m_len, 33 + n);
+		return -1;
+	}
+	if (memchr(m->m_data + 33, '\0', n) != NULL) {
+		snprintf(err, errlen, "malformed GIT_DATA message: NUL in the "
+		    "identifier");
+		return -1;
+	}
+	memcpy(mg->mg_owner, m->m_data, 32);
+	memcpy(mg->mg_d, m->m_data + 33, n);
+	mg->mg_d[n] = '\0';
+	return 0;
+}

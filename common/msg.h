@@ -37,7 +37,8 @@ struct buf;
 	X(CONTROL,	3)	/* graspctl/supervisor -> process */	\
 	X(CONTROL_REPLY, 4)	/* process -> graspctl/supervisor */	\
 	X(STATS,	5)	/* role -> relayd: counter snapshot */	\
-	X(PLUSMARK,	6)	/* discoveryd -> relayd: fallback mark */
+	X(PLUSMARK,	6)	/* discoveryd -> relayd: fallback mark */	\
+	X(GIT_DATA,	7)	/* syncd -> relayd control: git arrived */
 
 enum msg_type {
 #define MSG_ENUM(name, value)	MSG_##name = value,
@@ -189,6 +190,31 @@ void	msg_plusmark_encode(uint8_t out[MSG_PLUSMARK_LEN],
 	    const uint8_t pubkey[32], int set);
 /* Fills pubkey; returns the mark (1 set, 0 clear). */
 int	msg_plusmark_decode(const struct msg *, uint8_t pubkey[32]);
+
+/*
+ * GIT_DATA payload: syncd's git-data hunt fetched objects into relayd's
+ * repository <owner>/<d>.git; relayd runs the release a push runs.  It
+ * is a request on relayd's control socket (REQ/REP, the one channel with
+ * an answer), answered by a CONTROL_REPLY {"ok":true} or {"ok":false,
+ * "error":"..."}.  A control socket is written by clients as well as by
+ * syncd, so msg_git_data_decode() refuses a malformed payload with a
+ * reason and never exits.  Layout: the 32-byte owner key, one byte n,
+ * then n bytes of d (no NUL, no terminator), exactly 33 + n bytes.
+ */
+/* Ours: <d>.git is one file name, at most NAME_MAX (255) bytes. */
+#define MSG_GIT_DATA_D_MAX	251
+#define MSG_GIT_DATA_MAX	(33 + MSG_GIT_DATA_D_MAX)
+struct msg_git_data {
+	uint8_t		mg_owner[32];
+	char		mg_d[MSG_GIT_DATA_D_MAX + 1];	/* NUL-terminated */
+};
+/* The payload for owner and d into out; its length, or -1 (errno
+ * EINVAL) if d is empty or longer than MSG_GIT_DATA_D_MAX. */
+int	msg_git_data_encode(uint8_t out[MSG_GIT_DATA_MAX],
+	    const uint8_t owner[32], const char *d);
+/* Fills mg from m; 0, or -1 with err saying why.  Never exits. */
+int	msg_git_data_decode(const struct msg *, struct msg_git_data *mg,
+	    char *err, size_t errlen);
 
 /*
  * CONTROL and CONTROL_REPLY payloads are JSON text: a request is

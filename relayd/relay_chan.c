@@ -5,7 +5,7 @@
  * fallback marks arrive on ingest too and are written in the same
  * batched transactions), stats (PULL: the other
  * roles' counters, served at /metrics) and its own control socket (REP,
- * for graspctl, the supervisor and syncd's "git-data" notices).  The
+ * for graspctl, the supervisor and syncd's GIT_DATA requests).  The
  * descriptors nanomsg exposes are adopted into the libwebsockets loop as
  * raw files.
  */
@@ -35,8 +35,10 @@
 static cJSON	*role_stats[ROLE_COUNT];
 static int64_t	 role_stats_at[ROLE_COUNT];	/* relay_now_ms() */
 
-/* relayd's column of ctlcmd.h's list, below. */
+/* relayd's column of ctlcmd.h's list and its GIT_DATA handler, below. */
 static const ctl_fn	 relay_ctl_fns[CTL_NCMDS];
+static int		 relay_git_data(void *, const struct msg *, cJSON *,
+			    char *, size_t);
 
 static int
 open_bound(int proto, const char *name, char *ep, size_t eplen)
@@ -69,6 +71,7 @@ relay_chan_open(void)
 	relayd->sock_stats = open_bound(NN_PULL, CHAN_STATS, ep, sizeof(ep));
 	relayd->sock_control = proc_control_open(&relayd->proc, relay_ctl_fns,
 	    NULL, ep, sizeof(ep));
+	proc_control_msg(&relayd->proc, MSG_GIT_DATA, relay_git_data);
 	adopt(relayd->sock_ingest, "ingest");
 	adopt(relayd->sock_stats, "stats");
 	adopt(relayd->sock_control, "control");
@@ -202,30 +205,31 @@ show_view(void)
 }
 
 /*
- * {"cmd":"git-data","args":["<owner hex>","<d>"]}: syncd's git-data hunt
- * fetched objects into <owner>/<d>.git; run the release a successful push
- * runs ("newly available git data", reference brief 7).  Anything may
- * send it (graspctl too): the release only stores what the git data on
- * disk satisfies.
+ * A GIT_DATA request (msg.h): syncd's git-data hunt fetched objects into
+ * <owner>/<d>.git; run the release a successful push runs ("newly
+ * available git data", reference brief 7).  It comes on the control
+ * socket, which anything local may write (graspctl too): a malformed
+ * payload is answered, never fatal, and the release only stores what
+ * the git data on disk satisfies.
  */
 static int
-relay_ctl_git_data(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+relay_git_data(void *arg, const struct msg *m, cJSON *rep, char *err,
+    size_t errlen)
 {
-	const char	*e = NULL;
-	uint8_t		 owner[32];
+	struct msg_git_data	 mg;
+	const char		*e = NULL;
 
-	if (hex_decode(argv[0], strlen(argv[0]), owner, 32) == -1)
-		e = "the owner must be 64 lowercase hex digits";
-	else if (!policy_identifier_safe(argv[1], strlen(argv[1])))
+	if (msg_git_data_decode(m, &mg, err, errlen) == -1)
+		return -1;
+	if (!policy_identifier_safe(mg.mg_d, strlen(mg.mg_d)))
 		e = "not a safe repository identifier";
-	else if (relay_purg_hosted(owner, argv[1]) == 0)
+	else if (relay_purg_hosted(mg.mg_owner, mg.mg_d) == 0)
 		e = "no such repository";
 	if (e != NULL) {
 		snprintf(err, errlen, "%s", e);
 		return -1;
 	}
-	relay_purg_git_arrived(owner, argv[1]);
+	relay_purg_git_arrived(mg.mg_owner, mg.mg_d);
 	return 0;
 }
 

@@ -11,7 +11,7 @@
  * the request body (de-chunked, gzip inflated) streams to the child's
  * stdin and its stdout streams back through pipes adopted into the
  * libwebsockets loop, each side pausing the other when RELAY_GIT_PIPE_BUF
- * bytes wait.  A push is authorised (relay_purg.c, relay_pushauth.c) from
+ * bytes wait.  A push is authorised (relay_pushgate.c, relay_pushauth.c) from
  * its ref updates before any git process runs; a refused push is answered
  * HTTP 200 with "ERR authorisation failed: <reason>", the receive-pack
  * result clients show.  git receive-pack then runs with deletions and

@@ -4,10 +4,15 @@
  * update whose git data is missing, is answered OK but held in the
  * purgatory tables (common/purg.h), not stored, until the data arrives:
  * a push to its repository, or objects copied between repositories.
- * Then it is stored and fanned out like any accepted event ("released"),
- * and the refs of every repository it governs are aligned by git jobs
- * (relay_repo.c).  Held events expire after 30 minutes; an announcement
- * first loses its repository and lingers 24 hours more.
+ * Then it is stored and fanned out like any accepted event ("released",
+ * relay_release.c), and the refs of every repository it governs are
+ * aligned by git jobs (relay_job.c, relay_purg_stored()).  Held events
+ * expire after 30 minutes; an announcement first loses its repository
+ * and lingers 24 hours more.  This file holds and routes: the decision
+ * for each announcement, state, PR and deletion, the alignment after an
+ * event is stored, GRASP-06's /prs/ mirror, the expiry sweep, and the
+ * lookups that relay_release.c and relay_pushgate.c (a push's
+ * authorisation) share.
  *
  * Everything that writes the database runs inside relayd's batched
  * transactions (relay_ingest.c): the decisions during an event's
@@ -44,12 +49,10 @@ static int			 sweep_queued;
 static int64_t			 last_expired_sweep;
 
 static void	sweep_timer(lws_sorted_usec_list_t *);
-static void	release_d(const char *d, const uint8_t *extra_owner,
-		    const char *extra_d);
 
 /* Now plus a delay of the brief, shortened in test mode. */
-static int64_t
-later(double secs)
+int64_t
+relay_purg_later(double secs)
 {
 	return (int64_t)time(NULL) +
 	    (int64_t)(cfg_scale_delay(&relayd->cfg, secs) + 0.5);
@@ -95,24 +98,24 @@ pr_identifier(const struct event *ev, char *d, size_t dlen)
 }
 
 /* The tip commit of a PR or PR update, or NULL. */
-static const char *
-pr_commit(const struct event *ev)
+const char *
+relay_purg_pr_commit(const struct event *ev)
 {
 	const struct estr	*c = event_tag_value(ev, "c");
 
 	return c != NULL && pkt_is_oid(c->s, c->len) ? c->s : NULL;
 }
 
-static struct event *
-parse_json(const char *json)
+struct event *
+relay_purg_parse(const char *json)
 {
 	char	err[64];
 
 	return event_parse(json, strlen(json), err, sizeof(err));
 }
 
-static int
-load_anns(const char *d, int with_held, struct policy_anns *a)
+int
+relay_purg_anns(const char *d, int with_held, struct policy_anns *a)
 {
 	if (policy_anns_load(&relayd->policy, relayd->store, d, strlen(d),
 	    with_held, a) == -1) {
@@ -216,8 +219,8 @@ stored_states(const char *d, struct evlist *out)
  * The owner among a whose repository holds every object of want, into
  * src.  1 if found, 0 if not.
  */
-static int
-find_source(const struct policy_anns *a, const char *d,
+int
+relay_purg_find_source(const struct policy_anns *a, const char *d,
     const struct relay_refs *want, uint8_t src[32])
 {
 	char	repo[PATH_MAX];
@@ -326,7 +329,7 @@ evict(const uint8_t pubkey[32], const char *d, const char *why)
 	later_job(LJ_REMOVE, pubkey, d);
 	if (nip19_encode("npub", pubkey, npub, sizeof(npub)) == 0)
 		log_info("purgatory: evicted %s/%s: %s", npub, d, why);
-	if (load_anns(d, 1, &a) == -1)
+	if (relay_purg_anns(d, 1, &a) == -1)
 		return;
 	if (purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE, &held, &n) ==
 	    0) {
@@ -382,11 +385,11 @@ align_state(const struct event *ev, const char *d)
 	uint8_t			 src[32];
 	size_t			 i;
 
-	if (load_anns(d, 1, &a) == -1)
+	if (relay_purg_anns(d, 1, &a) == -1)
 		return;
 	relay_state_refs(ev, &want, &head);
-	if (!find_source(&a, d, &want, src) || stored_states(d, &states) ==
-	    -1)
+	if (!relay_purg_find_source(&a, d, &want, src) ||
+	    stored_states(d, &states) == -1)
 		goto done;
 	for (i = 0; i < a.n; i++) {
 		const uint8_t *owner = a.v[i].an_ev->pubkey;
@@ -413,9 +416,9 @@ done:
  * of stored announcements with identifier d whose recursive maintainer
  * set holds a key named in the PR's "a 30617:<key>:..." tags.
  */
-static size_t
-pr_owners(const struct event *ev, const char *d, uint8_t (*owners)[32],
-    size_t max)
+size_t
+relay_purg_pr_owners(const struct event *ev, const char *d,
+    uint8_t (*owners)[32], size_t max)
 {
 	struct policy_anns	 a;
 	const struct event_tag	*t;
@@ -425,7 +428,7 @@ pr_owners(const struct event *ev, const char *d, uint8_t (*owners)[32],
 	uint8_t			 pk[32];
 	int			 ok;
 
-	if (d[0] == '\0' || load_anns(d, 0, &a) == -1)
+	if (d[0] == '\0' || relay_purg_anns(d, 0, &a) == -1)
 		return 0;
 	for (i = 0; i < a.n && n < max; i++) {
 		const uint8_t *owner = a.v[i].an_ev->pubkey;
@@ -451,8 +454,8 @@ pr_owners(const struct event *ev, const char *d, uint8_t (*owners)[32],
  * extra_owner/extra_d, a repository the commit was just pushed to).
  * Fills src/src_d; 1 if found.
  */
-static int
-pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
+int
+relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
     const char *c, const uint8_t *extra_owner, const char *extra_d,
     uint8_t src[32], char *src_d, size_t src_dlen)
 {
@@ -477,9 +480,9 @@ pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
 }
 
 /* After the commit: refs/nostr/<id> -> c in every owner's repository. */
-static void
-pr_set_refs(const struct event *ev, const uint8_t (*owners)[32], size_t n,
-    const char *d, const uint8_t src[32], const char *src_d)
+void
+relay_purg_pr_set_refs(const struct event *ev, const uint8_t (*owners)[32],
+    size_t n, const char *d, const uint8_t src[32], const char *src_d)
 {
 	char	ref[80];
 	size_t	i;
@@ -489,34 +492,29 @@ pr_set_refs(const struct event *ev, const uint8_t (*owners)[32], size_t n,
 		if (!relay_repo_exists(owners[i], d))
 			continue;
 		/* Objects are copied from a repository of the same d. */
-		later_ref(LJ_SET, owners[i], d, ref, pr_commit(ev),
+		later_ref(LJ_SET, owners[i], d, ref, relay_purg_pr_commit(ev),
 		    strcmp(src_d, d) == 0 ? src : owners[i]);
 	}
 }
 
-struct repo_key {
-	uint8_t	 rk_owner[32];
-	char	*rk_d;
-};
-
-static void
-repo_key_done(void *arg, int committed)
+void
+relay_purg_key_done(void *arg, int committed)
 {
-	struct repo_key	*rk = arg;
+	struct relay_purg_key	*rk = arg;
 
 	(void)committed;
 	free(rk->rk_d);
 	free(rk);
 }
 
-static struct repo_key *
-repo_key(const uint8_t owner[32], const char *d)
+struct relay_purg_key *
+relay_purg_key(const uint8_t owner[32], const char *d)
 {
-	struct repo_key	*rk;
+	struct relay_purg_key	*rk;
 
 	if ((rk = calloc(1, sizeof(*rk))) == NULL ||
 	    (rk->rk_d = strdup(d)) == NULL)
-		fatal("repo_key");
+		fatal("relay_purg_key");
 	memcpy(rk->rk_owner, owner, 32);
 	return rk;
 }
@@ -558,10 +556,10 @@ prs_named(const struct event *ev, const char *d)
 static void
 prs_arrived(void *arg)
 {
-	struct repo_key	*rk = arg;
+	struct relay_purg_key	*rk = arg;
 
 	relay_purg_git_arrived(rk->rk_owner, rk->rk_d);
-	repo_key_done(rk, 1);
+	relay_purg_key_done(rk, 1);
 }
 
 /*
@@ -579,12 +577,12 @@ prs_mirror(const struct event *ev, const char *d, const char *oid)
 	if (relay_repo_prs_path(ev->pubkey, d, src, sizeof(src)) == -1)
 		return;
 	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
-	n = pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
+	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
 	for (i = 0; i < n; i++) {
 		if (!relay_repo_exists(owners[i], d))
 			continue;
 		relay_job_set_ref_from(owners[i], d, ref, oid, src);
-		relay_job_call(prs_arrived, repo_key(owners[i], d));
+		relay_job_call(prs_arrived, relay_purg_key(owners[i], d));
 	}
 }
 
@@ -716,8 +714,9 @@ route_announcement(const struct event *ev, int verdict, int remote,
 	}
 	buf_addc(&relays, ']');
 	r = purg_ann_put(relayd->purg, ev, d, relays.b_data, time(NULL),
-	    later(PURG_EXPIRY_S)) == -1 ||
-	    purg_ev_extend_d(relayd->purg, d, later(PURG_EXPIRY_S)) == -1;
+	    relay_purg_later(PURG_EXPIRY_S)) == -1 ||
+	    purg_ev_extend_d(relayd->purg, d,
+	    relay_purg_later(PURG_EXPIRY_S)) == -1;
 	buf_free(&relays);
 	if (r) {
 		snprintf(msg, msglen, "error: database error");
@@ -751,7 +750,7 @@ extend_owners(const struct policy_anns *a, const char *d,
 			    "event", d);
 		}
 		purg_ann_set_expiry(relayd->purg, owner, d,
-		    later(PURG_EXPIRY_S), 0);
+		    relay_purg_later(PURG_EXPIRY_S), 0);
 		purg_ann_clear(&held);
 	}
 }
@@ -771,13 +770,13 @@ route_state(const struct event *ev, int remote, char *msg, size_t msglen)
 		snprintf(msg, msglen, "invalid: Invalid identifier");
 		return PURG_REFUSE;
 	}
-	if (load_anns(d, 1, &a) == -1) {
+	if (relay_purg_anns(d, 1, &a) == -1) {
 		snprintf(msg, msglen, "error: database error");
 		return PURG_REFUSE;
 	}
 	extend_owners(&a, d, ev->pubkey);
 	relay_state_refs(ev, &want, &head);
-	if (find_source(&a, d, &want, src)) {
+	if (relay_purg_find_source(&a, d, &want, src)) {
 		route = PURG_STORE;
 		goto done;
 	}
@@ -790,7 +789,7 @@ route_state(const struct event *ev, int remote, char *msg, size_t msglen)
 	for (i = 0; i < want.n; i++)
 		oids[i] = want.v[i].rf_oid;
 	if (purg_ev_put(relayd->purg, ev, d, remote, time(NULL),
-	    later(PURG_EXPIRY_S), oids, want.n) == -1) {
+	    relay_purg_later(PURG_EXPIRY_S), oids, want.n) == -1) {
 		snprintf(msg, msglen, "error: database error");
 		goto done;
 	}
@@ -811,7 +810,7 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	uint8_t			 owners[POLICY_MAX_MAINTAINERS][32], src[32];
 	char			 d[1024], ref[80], repo[PATH_MAX];
 	char			 src_d[1024];
-	const char		*c = pr_commit(ev), *cur, *want[1];
+	const char		*c = relay_purg_pr_commit(ev), *cur, *want[1];
 	struct relay_refs	 refs;
 	size_t			 nph = 0, n, i;
 	const char *const	 pfx[] = { ref, NULL };
@@ -837,7 +836,7 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	purg_placeholder_free_list(ph, nph);
 
 	prs_event_arrived(ev, d, c);
-	n = pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
+	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
 	for (i = 0; i < n; i++) {
 		if (relay_repo_path(owners[i], d, repo, sizeof(repo)) == -1 ||
 		    relay_repo_read_refs(repo, pfx, &refs) == -1)
@@ -847,8 +846,8 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 			later_ref(LJ_DELETE, owners[i], d, ref, cur, NULL);
 		relay_refs_free(&refs);
 	}
-	if (pr_source((const uint8_t (*)[32])owners, n, d, c, NULL, NULL, src,
-	    src_d, sizeof(src_d)))
+	if (relay_purg_pr_source((const uint8_t (*)[32])owners, n, d, c, NULL,
+	    NULL, src, src_d, sizeof(src_d)))
 		return PURG_STORE;
 	if (remote && purg_expired_has(relayd->purg, ev->id) == 1) {
 		snprintf(msg, msglen, MSG_EXPIRED);
@@ -856,7 +855,7 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	}
 	want[0] = c;
 	if (purg_ev_put(relayd->purg, ev, d, remote, time(NULL),
-	    later(PURG_EXPIRY_S), want, 1) == -1) {
+	    relay_purg_later(PURG_EXPIRY_S), want, 1) == -1) {
 		snprintf(msg, msglen, "error: database error");
 		return PURG_REFUSE;
 	}
@@ -952,7 +951,7 @@ relay_purg_held(const struct event *ev, char *msg, size_t msglen)
 		if (!pa.pa_soft_expired || relay_repo_exists(pa.pa_pubkey,
 		    pa.pa_d))
 			purg_ann_set_expiry(relayd->purg, pa.pa_pubkey, pa.pa_d,
-			    later(PURG_EXPIRY_S), 0);
+			    relay_purg_later(PURG_EXPIRY_S), 0);
 		purg_ann_clear(&pa);
 		snprintf(msg, msglen, MSG_HELD);
 		return 1;
@@ -996,17 +995,18 @@ pr_stored(const struct event *ev, const uint8_t *extra_owner,
 {
 	uint8_t		owners[POLICY_MAX_MAINTAINERS][32], src[32];
 	char		d[1024], src_d[1024];
-	const char	*c = pr_commit(ev);
+	const char	*c = relay_purg_pr_commit(ev);
 	size_t		n;
 
 	if (c == NULL)
 		return;
 	pr_identifier(ev, d, sizeof(d));
-	n = pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
-	if (!pr_source((const uint8_t (*)[32])owners, n, d, c, extra_owner,
-	    extra_d, src, src_d, sizeof(src_d)))
+	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
+	if (!relay_purg_pr_source((const uint8_t (*)[32])owners, n, d, c,
+	    extra_owner, extra_d, src, src_d, sizeof(src_d)))
 		return;
-	pr_set_refs(ev, (const uint8_t (*)[32])owners, n, d, src, src_d);
+	relay_purg_pr_set_refs(ev, (const uint8_t (*)[32])owners, n, d, src,
+	    src_d);
 }
 
 void
@@ -1018,7 +1018,7 @@ relay_purg_stored(const struct event *ev)
 	case KIND_REPO_ANNOUNCEMENT:
 		/* A new maintainer or repository may release held events. */
 		if (event_identifier(ev, d, sizeof(d)) == 0)
-			release_d(d, NULL, NULL);
+			relay_release_d(d, NULL, NULL);
 		break;
 	case KIND_REPO_STATE:
 		if (event_identifier(ev, d, sizeof(d)) == 0)
@@ -1033,270 +1033,16 @@ relay_purg_stored(const struct event *ev)
 	}
 }
 
-/* Stores a held event; 1 if it is out of purgatory (stored or moot). */
-static int
-release_one(struct event *ev)
-{
-	enum store_result	r;
-	int64_t			seq;
-
-	r = store_put(relayd->store, ev, &seq);
-	if (r == STORE_ERROR)
-		return 0;
-	if (r == STORE_OK) {
-		log_debug("purgatory: released %s (kind %u)", ev->id_hex,
-		    ev->kind);
-		relay_purg_stored(ev);
-		relay_ingest_released(ev, seq);
-	} else
-		event_destroy(ev);
-	return 1;
-}
-
-static void
-try_release_pr(const struct purg_ev *pe, const uint8_t *extra_owner,
-    const char *extra_d)
-{
-	uint8_t		 owners[POLICY_MAX_MAINTAINERS][32], src[32];
-	char		 src_d[1024];
-	const char	*c;
-	struct event	*ev;
-	size_t		 n;
-
-	if ((ev = parse_json(pe->pe_json)) == NULL ||
-	    (c = pr_commit(ev)) == NULL) {
-		event_destroy(ev);
-		return;
-	}
-	n = pr_owners(ev, pe->pe_d, owners, POLICY_MAX_MAINTAINERS);
-	if (!pr_source((const uint8_t (*)[32])owners, n, pe->pe_d, c,
-	    extra_owner, extra_d, src, src_d, sizeof(src_d))) {
-		event_destroy(ev);
-		return;
-	}
-	/* The pushed repository is a source of the copy too. */
-	if (extra_owner != NULL)
-		pr_set_refs(ev, (const uint8_t (*)[32])owners, n, pe->pe_d,
-		    src, src_d);
-	if (release_one(ev))
-		purg_ev_delete(relayd->purg, pe->pe_id);
-}
-
-/*
- * Releases what git data present for identifier d now satisfies: held
- * states, oldest first, whose objects some repository holds, then PRs.
- */
-static void
-release_d(const char *d, const uint8_t *extra_owner, const char *extra_d)
-{
-	struct purg_ev		*held = NULL;
-	struct policy_anns	 a;
-	struct relay_refs	 want;
-	struct event		*ev;
-	char			*head;
-	uint8_t			 src[32];
-	size_t			 n = 0, i, k;
-	int			 ok;
-
-	if (purg_ev_list_d(relayd->purg, d, 0, &held, &n) == -1)
-		return;
-	for (i = 0; i < n; i++) {
-		if (held[i].pe_kind != KIND_REPO_STATE) {
-			try_release_pr(&held[i], extra_owner, extra_d);
-			continue;
-		}
-		if ((ev = parse_json(held[i].pe_json)) == NULL)
-			continue;
-		if (load_anns(d, 1, &a) == -1) {
-			event_destroy(ev);
-			break;
-		}
-		for (k = 0, ok = 0; k < a.n && !ok; k++)
-			ok = policy_anns_authorised(&a, a.v[k].an_ev->pubkey,
-			    ev->pubkey);
-		relay_state_refs(ev, &want, &head);
-		free(head);
-		ok = ok && find_source(&a, d, &want, src);
-		relay_refs_free(&want);
-		policy_anns_free(&a);
-		if (!ok) {
-			event_destroy(ev);
-			continue;
-		}
-		if (release_one(ev))
-			purg_ev_delete(relayd->purg, held[i].pe_id);
-	}
-	purg_ev_free_list(held, n);
-}
-
-/* "Newly available git data" in (owner, d) (reference brief 7). */
-static void
-release_repo(const uint8_t owner[32], const char *d)
-{
-	struct purg_ann	 pa;
-	struct event	*ev;
-	char		 repo[PATH_MAX];
-
-	if (purg_ann_get(relayd->purg, owner, d, &pa) == 1) {
-		if (!pa.pa_soft_expired &&
-		    relay_repo_path(owner, d, repo, sizeof(repo)) == 0 &&
-		    relay_repo_has_refs(repo) &&
-		    (ev = parse_json(pa.pa_json)) != NULL) {
-			/* release_one() releases what the announcement
-			 * unblocks through relay_purg_stored(). */
-			if (purg_ann_delete(relayd->purg, owner, d) == 0 &&
-			    !release_one(ev))
-				log_warnx("purgatory: cannot store an "
-				    "announcement for %s", d);
-			purg_ann_clear(&pa);
-			release_d(d, NULL, NULL);
-			return;
-		}
-		purg_ann_clear(&pa);
-	}
-	release_d(d, NULL, NULL);
-}
-
-/* A push, as the release task sees it. */
-struct pushed {
-	uint8_t			 pu_owner[32];
-	char			*pu_d;
-	struct relay_push_cmd	*pu_cmds;
-	size_t			 pu_n;
-	void			(*pu_done)(void *);
-	void			*pu_arg;
-};
-
-static void
-pushed_free(struct pushed *pu)
-{
-	size_t	i;
-
-	for (i = 0; i < pu->pu_n; i++)
-		free(pu->pu_cmds[i].pc_ref);
-	free(pu->pu_cmds);
-	free(pu->pu_d);
-	free(pu);
-}
-
-static void
-pushed_run(void *arg)
-{
-	static const char *const pfx[] = { "refs/nostr/", NULL };
-	struct pushed		*pu = arg;
-	struct relay_refs	 refs;
-	struct purg_ev		 pe;
-	const char		*cur;
-	char			 repo[PATH_MAX];
-	uint8_t			 id[32];
-	size_t			 i;
-	int			 r;
-
-	if (relay_repo_path(pu->pu_owner, pu->pu_d, repo, sizeof(repo)) ==
-	    -1 || relay_repo_read_refs(repo, pfx, &refs) == -1)
-		return;
-	for (i = 0; i < pu->pu_n; i++) {
-		const struct relay_push_cmd *pc = &pu->pu_cmds[i];
-
-		if (strncmp(pc->pc_ref, "refs/nostr/", 11) != 0 ||
-		    strcmp(pc->pc_new, RELAY_NULL_OID) == 0 ||
-		    hex_decode(pc->pc_ref + 11, strlen(pc->pc_ref + 11), id,
-		    32) == -1)
-			continue;
-		/* Only what receive-pack really wrote. */
-		if ((cur = relay_refs_get(&refs, pc->pc_ref)) == NULL ||
-		    strcmp(cur, pc->pc_new) != 0)
-			continue;
-		if ((r = purg_ev_get(relayd->purg, id, &pe)) == 1) {
-			try_release_pr(&pe, pu->pu_owner, pu->pu_d);
-			purg_ev_clear(&pe);
-			continue;
-		}
-		if (r == -1 || store_has_id(relayd->store, id) != 0)
-			continue;
-		/* Git first: the event may follow (reference brief 7). */
-		purg_placeholder_put(relayd->purg, id, pu->pu_owner, pu->pu_d,
-		    pc->pc_new, later(PURG_EXPIRY_S));
-	}
-	relay_refs_free(&refs);
-	release_repo(pu->pu_owner, pu->pu_d);
-}
-
-static void
-pushed_done(void *arg, int committed)
-{
-	struct pushed	*pu = arg;
-
-	(void)committed;
-	/* Reported once the refs the release implies are aligned. */
-	relay_job_call(pu->pu_done, pu->pu_arg);
-	pushed_free(pu);
-}
-
-void
-relay_purg_pushed(const uint8_t owner[32], const char *d,
-    const struct relay_push_cmd *cmds, size_t n, void (*done)(void *),
-    void *arg)
-{
-	struct pushed	*pu;
-	size_t		 i;
-
-	if ((pu = calloc(1, sizeof(*pu))) == NULL ||
-	    (pu->pu_d = strdup(d)) == NULL ||
-	    (pu->pu_cmds = calloc(n + 1, sizeof(*cmds))) == NULL)
-		fatal("relay_purg_pushed");
-	memcpy(pu->pu_owner, owner, 32);
-	for (i = 0; i < n; i++) {
-		pu->pu_cmds[i] = cmds[i];
-		if ((pu->pu_cmds[i].pc_ref = strdup(cmds[i].pc_ref)) == NULL)
-			fatal("relay_purg_pushed");
-	}
-	pu->pu_n = n;
-	pu->pu_done = done;
-	pu->pu_arg = arg;
-	relay_ingest_task(pushed_run, pushed_done, pu);
-}
-
-/* A repository, as a release task sees it. */
-
-static void
-arrived_run(void *arg)
-{
-	struct repo_key	*rk = arg;
-
-	release_repo(rk->rk_owner, rk->rk_d);
-}
-
-void
-relay_purg_git_arrived(const uint8_t owner[32], const char *d)
-{
-	relay_ingest_task(arrived_run, repo_key_done, repo_key(owner, d));
-}
-
-static void
-extend_run(void *arg)
-{
-	struct repo_key	*rk = arg;
-	struct purg_ann	 pa;
-
-	if (purg_ann_get(relayd->purg, rk->rk_owner, rk->rk_d, &pa) == 1) {
-		if (!pa.pa_soft_expired)
-			purg_ann_set_expiry(relayd->purg, rk->rk_owner,
-			    rk->rk_d, later(PURG_EXPIRY_S), 0);
-		purg_ann_clear(&pa);
-	}
-}
-
 /* The PR or PR update with that id, held or stored (caller frees), or NULL. */
-static struct event *
-pr_event(const uint8_t id[32])
+struct event *
+relay_purg_pr_event(const uint8_t id[32])
 {
 	struct purg_ev	 pe;
 	struct event	*ev = NULL;
 
 	if (purg_ev_get(relayd->purg, id, &pe) == 1) {
 		if (pe.pe_kind != KIND_REPO_STATE)
-			ev = parse_json(pe.pe_json);
+			ev = relay_purg_parse(pe.pe_json);
 		purg_ev_clear(&pe);
 	} else if ((ev = stored_event(id)) != NULL && ev->kind != KIND_PR &&
 	    ev->kind != KIND_PR_UPDATE) {
@@ -1307,150 +1053,14 @@ pr_event(const uint8_t id[32])
 }
 
 /* 1 if PR ev is signer's, for identifier d (GRASP-06 /prs/ paths). */
-static int
-pr_by(const struct event *ev, const uint8_t signer[32], const char *d)
+int
+relay_purg_pr_by(const struct event *ev, const uint8_t signer[32],
+    const char *d)
 {
 	char	evd[256];
 
 	pr_identifier(ev, evd, sizeof(evd));
 	return memcmp(ev->pubkey, signer, 32) == 0 && strcmp(evd, d) == 0;
-}
-
-/*
- * The tip commit of a PR or PR update with that id, stored or held, into
- * t->pt_c; t->pt_foreign when signer is given and the event is not by
- * signer for identifier d.  1 if known, else 0.
- */
-static int
-known_pr_commit(const uint8_t id[32], const uint8_t *signer, const char *d,
-    struct pushauth_tip *t)
-{
-	struct event	*ev;
-	const char	*tip;
-
-	if ((ev = pr_event(id)) == NULL)
-		return 0;
-	tip = pr_commit(ev);
-	snprintf(t->pt_c, sizeof(t->pt_c), "%s", tip ? tip : "(none)");
-	if (signer != NULL)
-		t->pt_foreign = !pr_by(ev, signer, d);
-	event_destroy(ev);
-	return 1;
-}
-
-/*
- * GRASP-05: 1 (with the reason) if (owner, d) is archived here and the
- * archive is read-only, 0 if not, -1 on a store error.
- */
-static int
-archived_read_only(const uint8_t owner[32], const char *d, char *reason,
-    size_t reasonlen)
-{
-	struct policy_anns	 a;
-	const struct policy_ann	*ann;
-	int			 rc;
-
-	if (!relayd->cfg.archive_read_only)
-		return 0;
-	if (load_anns(d, 1, &a) == -1)
-		return -1;
-	rc = (ann = policy_anns_by(&a, owner)) != NULL &&
-	    policy_archived(&relayd->policy, ann->an_ev);
-	policy_anns_free(&a);
-	if (rc)
-		snprintf(reason, reasonlen, "this repository is archived here "
-		    "read-only (GRASP-05); push to the servers its "
-		    "announcement lists");
-	return rc;
-}
-
-int
-relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
-    const struct relay_push_cmd *cmds, size_t n, struct pushauth_out *out)
-{
-	struct pushauth_in	 in;
-	struct policy_anns	 a;
-	struct purg_ev		*held = NULL;
-	struct pushauth_tip	*tips = NULL;
-	struct relay_refs	 cur, *states = NULL;
-	struct event		*ev;
-	char			 repo[PATH_MAX], hex[65], *head;
-	uint8_t			 id[32];
-	size_t			 i, nheld = 0, nstates = 0, ntips = 0;
-	int			 rc = -1;
-
-	memset(&cur, 0, sizeof(cur));
-	memset(&in, 0, sizeof(in));
-	memset(out, 0, sizeof(*out));
-	out->po_state = -1;
-	out->po_deny_deletes = out->po_deny_nonff = 1;
-	if (!prs && (rc = archived_read_only(owner, d, out->po_reason,
-	    sizeof(out->po_reason))) != 0)
-		return rc == 1 ? 0 : -1;
-	rc = -1;
-	memset(&a, 0, sizeof(a));
-	if (prs) {
-		/* GRASP-06: refs/nostr only, no announcement or state; a
-		 * repository not created yet has no refs. */
-		if (relay_repo_prs_path(owner, d, repo, sizeof(repo)) == -1)
-			return -1;
-		if (relay_repo_read_refs(repo, NULL, &cur) == -1)
-			memset(&cur, 0, sizeof(cur));
-	} else if (load_anns(d, 1, &a) == -1)
-		return -1;
-	else if (relay_repo_path(owner, d, repo, sizeof(repo)) == -1 ||
-	    relay_repo_read_refs(repo, NULL, &cur) == -1 ||
-	    purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE, &held, &nheld) ==
-	    -1)
-		goto done;
-	if ((states = calloc(nheld + 1, sizeof(*states))) == NULL ||
-	    (tips = calloc(n + 1, sizeof(*tips))) == NULL)
-		fatal("relay_purg_authorise_push");
-	/* Newest first, only those the announcements authorise. */
-	for (i = nheld; i-- > 0; ) {
-		if (!policy_anns_authorised(&a, owner, held[i].pe_pubkey) ||
-		    (ev = parse_json(held[i].pe_json)) == NULL)
-			continue;
-		relay_state_refs(ev, &states[nstates++], &head);
-		event_destroy(ev);
-		free(head);
-	}
-	for (i = 0; i < n; i++) {
-		const char	*ref = cmds[i].pc_ref;
-
-		if (strncmp(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN) == 0 &&
-		    strlen(ref + RELAY_REF_NOSTR_LEN) == 64 && hex_decode(ref +
-		    RELAY_REF_NOSTR_LEN, 64, id, 32) == 0 && known_pr_commit(id,
-		    prs ? owner : NULL, d, &tips[ntips]))
-			tips[ntips++].pt_ref = ref;
-	}
-	hex_encode(owner, 32, hex);
-	in.pi_cmds = cmds;
-	in.pi_ncmds = n;
-	in.pi_cur = &cur;
-	in.pi_ann = a.n == 0 ? PUSHAUTH_ANN_NONE : policy_anns_by(&a, owner) ==
-	    NULL ? PUSHAUTH_ANN_OTHER : PUSHAUTH_ANN_OWNER;
-	in.pi_owner_hex = hex;
-	in.pi_nheld = nheld;
-	in.pi_states = states;
-	in.pi_nstates = nstates;
-	in.pi_tips = tips;
-	in.pi_ntips = ntips;
-	in.pi_prs = prs;
-	rc = relay_pushauth_decide(&in, out);
-	/* Authorisation by a state extends the owner's held announcement. */
-	if (rc == 1 && out->po_state != -1)
-		relay_ingest_task(extend_run, repo_key_done,
-		    repo_key(owner, d));
-done:
-	for (i = 0; i < nstates; i++)
-		relay_refs_free(&states[i]);
-	free(states);
-	free(tips);
-	purg_ev_free_list(held, nheld);
-	relay_refs_free(&cur);
-	policy_anns_free(&a);
-	return rc;
 }
 
 void
@@ -1469,11 +1079,11 @@ relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
 		    strcmp(cmds[i].pc_new, RELAY_NULL_OID) == 0 ||
 		    hex_decode(ref + RELAY_REF_NOSTR_LEN, 64, id, 32) == -1)
 			continue;
-		if ((ev = pr_event(id)) == NULL)
+		if ((ev = relay_purg_pr_event(id)) == NULL)
 			continue;
-		if (pr_by(ev, signer, d) && prs_named(ev, d) &&
-		    (c = pr_commit(ev)) != NULL && strcmp(c, cmds[i].pc_new) ==
-		    0)
+		if (relay_purg_pr_by(ev, signer, d) && prs_named(ev, d) &&
+		    (c = relay_purg_pr_commit(ev)) != NULL &&
+		    strcmp(c, cmds[i].pc_new) == 0)
 			prs_mirror(ev, d, c);
 		event_destroy(ev);
 	}
@@ -1524,7 +1134,7 @@ sweep_run(void *arg)
 				 * (StateOnly) for a state to revive it. */
 				purg_ann_set_expiry(relayd->purg,
 				    an[i].pa_pubkey, an[i].pa_d,
-				    later(PURG_SOFT_EXPIRY_S), 1);
+				    relay_purg_later(PURG_SOFT_EXPIRY_S), 1);
 				later_job(LJ_REMOVE, an[i].pa_pubkey,
 				    an[i].pa_d);
 				log_info("purgatory: repository %s without git "

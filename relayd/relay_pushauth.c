@@ -1,7 +1,7 @@
 /*
  * relay_pushauth.c: relayd's push decision (GRASP-01, reference brief 7),
- * a pure function over what relay_purg_authorise_push() gathered: the ref
- * updates of a receive-pack request, the refs the repository holds now,
+ * a pure function over what relay_pushgate.c gathered: the ref updates
+ * of a receive-pack request, the refs the repository holds now,
  * the branches and tags of the held state events that may authorise it,
  * and the tips of the PR events its refs/nostr/<id> updates name.  It does
  * no I/O and allocates nothing, so unit tests and a fuzz harness call it

@@ -17,8 +17,12 @@
  * relay_repo.c   repositories on disk: create, remove, refs, objects;
  *                the git child processes
  * relay_job.c    the queue of maintenance jobs that change refs
+ * relay_purg.c   the GRASP-01 purgatory: events held until their git
+ *                data arrives; routing of announcements, states, PRs
+ * relay_release.c release from the purgatory when git data arrives
+ * relay_pushgate.c push authorisation: gathers what a push is decided on
  * relay_pushauth.c the push decision, a pure function of the ref updates
- *                and what relay_purg.c gathered for them
+ *                and what relay_pushgate.c gathered for them
  * relay_web.c    pages for people: /, /<npub>/<d>.git, the icon
  * relay_disk.c   the disk-space floor: events and pushes refused below it
  * relay_proto.c  the pure part of a client message: shape, REQ, CLOSE,
@@ -781,17 +785,57 @@ enum purg_route relay_purg_route(const struct event *ev, int verdict,
 /* After store_put() stored ev: aligns refs, releases what it unblocks. */
 void	relay_purg_stored(const struct event *ev);
 /*
- * Push authorization (reference brief 7) for a receive-pack request to
- * (owner, d), before any git process runs: gathers the repository's refs,
- * its announcements, held states and known PR tips, and asks
- * relay_pushauth_decide().  prs: a GRASP-06 push to /prs/ of signer
- * owner (refs/nostr only, no announcement or state).  1 allowed; 0
- * refused with the reason (after "authorisation failed: ") in
- * out->po_reason; -1 on error.
+ * GRASP-06: a /prs/ push by signer to d succeeded: each refs/nostr/<id>
+ * of a known PR or PR update that names that path in its clone tag and
+ * the pushed commit in its c tag is mirrored into the PR's repositories
+ * here, whose new git data releases it.
  */
-int	relay_purg_authorise_push(const uint8_t owner[32], const char *d,
-	    int prs, const struct relay_push_cmd *, size_t n,
-	    struct pushauth_out *out);
+void	relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
+	    const struct relay_push_cmd *, size_t n);
+/* 2 if (owner, d) is served, 1 if held in purgatory, 0 if neither. */
+int	relay_purg_hosted(const uint8_t owner[32], const char *d);
+/*
+ * The purgatory's shared pieces, for relay_release.c and relay_pushgate.c.
+ * relay_purg_later: now plus a delay of the brief (scaled in test mode);
+ * relay_purg_parse: an event from stored JSON, or NULL; relay_purg_anns:
+ * the announcements of d (with_held: the held ones too), -1 on error;
+ * relay_purg_pr_commit: the tip commit of a PR or PR update, or NULL;
+ * relay_purg_pr_event: the PR or PR update with that id, held or stored
+ * (caller frees), or NULL; relay_purg_pr_by: 1 if PR ev is signer's for
+ * identifier d.
+ */
+int64_t	relay_purg_later(double secs);
+struct event *relay_purg_parse(const char *json);
+int	relay_purg_anns(const char *d, int with_held, struct policy_anns *a);
+const char *relay_purg_pr_commit(const struct event *ev);
+struct event *relay_purg_pr_event(const uint8_t id[32]);
+int	relay_purg_pr_by(const struct event *ev, const uint8_t signer[32],
+	    const char *d);
+/* The owner among a whose repository holds every object of want. */
+int	relay_purg_find_source(const struct policy_anns *a, const char *d,
+	    const struct relay_refs *want, uint8_t src[32]);
+/* The owners whose repositories PR ev concerns, at most max. */
+size_t	relay_purg_pr_owners(const struct event *ev, const char *d,
+	    uint8_t (*owners)[32], size_t max);
+/* A repository holding commit c among owners (or extra_*); 1 if found. */
+int	relay_purg_pr_source(const uint8_t (*owners)[32], size_t n,
+	    const char *d, const char *c, const uint8_t *extra_owner,
+	    const char *extra_d, uint8_t src[32], char *src_d,
+	    size_t src_dlen);
+/* After the commit: refs/nostr/<id> of PR ev in every owner's repository. */
+void	relay_purg_pr_set_refs(const struct event *ev,
+	    const uint8_t (*owners)[32], size_t n, const char *d,
+	    const uint8_t src[32], const char *src_d);
+/* A repository, as a queued task sees it (relay_ingest_task()). */
+struct relay_purg_key {
+	uint8_t	 rk_owner[32];
+	char	*rk_d;
+};
+struct relay_purg_key *relay_purg_key(const uint8_t owner[32],
+	    const char *d);
+void	relay_purg_key_done(void *arg, int committed);
+
+/* relay_release.c */
 /*
  * A receive-pack to (owner, d) succeeded: records placeholders and
  * releases what the new git data satisfies; done(arg) runs once that is
@@ -803,14 +847,24 @@ void	relay_purg_pushed(const uint8_t owner[32], const char *d,
 /* Git data landed in (owner, d) by a job: release what it satisfies. */
 void	relay_purg_git_arrived(const uint8_t owner[32], const char *d);
 /*
- * GRASP-06: a /prs/ push by signer to d succeeded: each refs/nostr/<id>
- * of a known PR or PR update that names that path in its clone tag and
- * the pushed commit in its c tag is mirrored into the PR's repositories
- * here, whose new git data releases it.
+ * Releases what git data present for identifier d now satisfies
+ * (extra_owner/extra_d: a repository the data was just pushed to).
  */
-void	relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
-	    const struct relay_push_cmd *, size_t n);
-/* 2 if (owner, d) is served, 1 if held in purgatory, 0 if neither. */
-int	relay_purg_hosted(const uint8_t owner[32], const char *d);
+void	relay_release_d(const char *d, const uint8_t *extra_owner,
+	    const char *extra_d);
+
+/* relay_pushgate.c */
+/*
+ * Push authorization (reference brief 7) for a receive-pack request to
+ * (owner, d), before any git process runs: gathers the repository's refs,
+ * its announcements, held states and known PR tips, and asks
+ * relay_pushauth_decide().  prs: a GRASP-06 push to /prs/ of signer
+ * owner (refs/nostr only, no announcement or state).  1 allowed; 0
+ * refused with the reason (after "authorisation failed: ") in
+ * out->po_reason; -1 on error.
+ */
+int	relay_purg_authorise_push(const uint8_t owner[32], const char *d,
+	    int prs, const struct relay_push_cmd *, size_t n,
+	    struct pushauth_out *out);
 
 #endif

@@ -604,7 +604,7 @@ main(int argc, char *argv[])
 			    argv[1] : NULL);
 		break;
 	default:
-		/* shutdown and git-data are for programs, not people. */
+		/* shutdown is for programs, not people. */
 		break;
 	}
 	if (strcmp(cmd, "export") == 0 || strcmp(cmd, "import") == 0 ||

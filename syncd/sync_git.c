@@ -5,8 +5,8 @@
  * held events from the purgatory tables (read-only), and for each
  * repository identifier d fetches the missing objects from the http(s)
  * clone URLs of the announcements with that d and of the held PRs into
- * the repository relayd created for d, then tells relayd ("git-data" on
- * its control socket), which releases what the data satisfies exactly as
+ * the repository relayd created for d, then tells relayd (a GIT_DATA
+ * request on its control socket, msg.h), which releases what the data satisfies exactly as
  * after a push.
  *
  * Every git command is a child process (posix_spawn) polled from timers
@@ -144,7 +144,7 @@ struct git_hunt {
 	struct git_domain	*gh_domain;
 };
 
-/* A "git-data" notice waiting for relayd. */
+/* A GIT_DATA notice (msg.h) waiting for relayd. */
 struct git_notice {
 	TAILQ_ENTRY(git_notice)	 gn_entry;
 	uint8_t			 gn_owner[32];
@@ -485,28 +485,24 @@ notices_run(struct sync_git *sg)
 	int64_t			 now = role_now_ms();
 	int64_t			 tmo;
 	struct msg		 m;
-	cJSON			*req, *args, *rep, *ok;
-	char			 hex[65], *text;
-	int			 r;
+	cJSON			*rep, *ok;
+	uint8_t			 req[MSG_GIT_DATA_MAX];
+	int			 r, n;
 
 	tmo = (int64_t)(SYNC_GIT_NOTICE_TIMEOUT * 1000);
 	while (sg->sg_sock >= 0 && (gn = TAILQ_FIRST(&sg->sg_notices))) {
 		if (sg->sg_notice_at == 0)
 			sg->sg_notice_at = now;
 		if (!sg->sg_notice_sent) {
-			req = cJSON_CreateObject();
-			cJSON_AddStringToObject(req, "cmd", "git-data");
-			args = cJSON_AddArrayToObject(req, "args");
-			hex_encode(gn->gn_owner, 32, hex);
-			cJSON_AddItemToArray(args, cJSON_CreateString(hex));
-			cJSON_AddItemToArray(args,
-			    cJSON_CreateString(gn->gn_d));
-			if ((text = cJSON_PrintUnformatted(req)) == NULL)
-				fatalx("sync_git: out of memory");
-			cJSON_Delete(req);
-			r = msg_send(sg->sg_sock, MSG_CONTROL, text,
-			    strlen(text), NN_DONTWAIT);
-			free(text);
+			if ((n = msg_git_data_encode(req, gn->gn_owner,
+			    gn->gn_d)) == -1) {
+				log_warnx("git-data notice for %s: identifier "
+				    "too long", gn->gn_d);
+				notice_pop(sg, 0);
+				continue;
+			}
+			r = msg_send(sg->sg_sock, MSG_GIT_DATA, req, (size_t)n,
+			    NN_DONTWAIT);
 			if (r == 0) {
 				sg->sg_notice_sent = 1;
 				sg->sg_notice_at = now;

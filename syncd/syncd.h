@@ -114,7 +114,7 @@
 /* Ours: running git processes and relayd's answers are polled this
  * often while there are any. */
 #define SYNC_GIT_POLL		0.1
-/* Ours: how long relayd may take to answer a "git-data" notice.  It
+/* Ours: how long relayd may take to answer a GIT_DATA notice.  It
  * answers after the release, which runs git on the repository: 1 s was
  * too short under the sanitizers (relayd released, syncd had given up),
  * and a large repository on a loaded machine takes longer still. */

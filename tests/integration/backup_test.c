@@ -410,7 +410,7 @@ test_backup_under_load_holds_every_acknowledged_event(void)
 	char			 dir[700], args[800], path[900], err[256];
 	char			 rev[41], *out = NULL;
 	int64_t			 end;
-	int			 before, after, i, missing = 0, started = 0;
+	int			 before = 0, after, i, missing = 0, started = 0;
 
 	memset(&ld, 0, sizeof(ld));
 	pthread_mutex_init(&ld.ld_mu, NULL);

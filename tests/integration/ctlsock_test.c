@@ -3,8 +3,11 @@
  * (style.md, "the trust boundary decides"; issue 19).  graspctl and any
  * local program are clients of a control socket, not siblings: garbage,
  * a truncated or lying header, a well-formed message of the wrong type,
- * a request that is not JSON and an unknown command each get an
+ * a request that is not JSON, an unknown command and a malformed
+ * GIT_DATA request (relayd's typed request, msg.h) each get an
  * {"ok":false,"error":"..."} answer, and the process keeps its pid.
+ * GIT_DATA is answered by relayd alone, and "git-data" is no longer a
+ * control command anywhere.
  * Also: "log brief" means the same thing in every process (graspctl(8):
  * the configured level, at most info).
  *
@@ -154,6 +157,21 @@ test_bad_requests_are_answered_and_nobody_exits(void)
 		    TMO)));
 		T_CHECK(refused(p, "args not strings", ctl_role(run, p,
 		    MSG_CONTROL, "{\"cmd\":\"log\",\"args\":[1]}", TMO)));
+		/* GIT_DATA payloads no encoder writes (relayd decodes
+		 * them; the others refuse the type). */
+		memset(raw, 0x11, sizeof(raw));
+		T_CHECK(refused(p, "GIT_DATA truncated", ctl_role_msg(run, p,
+		    MSG_GIT_DATA, raw, 32, TMO)));
+		raw[32] = 4;
+		T_CHECK(refused(p, "GIT_DATA over-long", ctl_role_msg(run, p,
+		    MSG_GIT_DATA, raw, 33 + 5, TMO)));
+		raw[32] = 0;
+		T_CHECK(refused(p, "GIT_DATA empty d", ctl_role_msg(run, p,
+		    MSG_GIT_DATA, raw, 33, TMO)));
+		raw[32] = 3;
+		raw[34] = '\0';
+		T_CHECK(refused(p, "GIT_DATA NUL in d", ctl_role_msg(run, p,
+		    MSG_GIT_DATA, raw, 33 + 3, TMO)));
 		T_CHECK(answers_status(p, before[i]));
 	}
 	/* Let a role that was going to die on one of them do so. */
@@ -172,17 +190,28 @@ test_bad_requests_are_answered_and_nobody_exits(void)
 static void
 test_commands_of_another_process_are_refused(void)
 {
+	uint8_t	 owner[32], req[MSG_GIT_DATA_MAX];
 	cJSON	*rep;
 	size_t	 i;
+	int	 n;
+
+	memset(owner, 0x5a, sizeof(owner));
 
 	/* graspd's own, sent to a role. */
 	for (i = 1; i < NPROCS; i++)
 		T_CHECK(refused(procs[i], "reload", ctl_role(run, procs[i],
 		    MSG_CONTROL, "{\"cmd\":\"reload\"}", TMO)));
-	/* relayd's own, sent to graspd and the other roles. */
+	T_ASSERT((n = msg_git_data_encode(req, owner, "repo")) > 0);
 	for (i = 0; i < NPROCS; i++) {
-		if (procs[i] == ROLE_RELAYD)
-			continue;
+		/* relayd's typed request, sent to graspd and the others;
+		 * relayd has no such repository. */
+		rep = ctl_role_msg(run, procs[i], MSG_GIT_DATA, req, (size_t)n,
+		    TMO);
+		T_CHECK(rep != NULL && strstr(ctl_str(rep, "error"),
+		    procs[i] == ROLE_RELAYD ? "no such repository" :
+		    "unexpected GIT_DATA message") != NULL);
+		T_CHECK(refused(procs[i], "GIT_DATA", rep));
+		/* No longer a control command, relayd's included. */
 		T_CHECK(refused(procs[i], "git-data", ctl_role(run, procs[i],
 		    MSG_CONTROL, "{\"cmd\":\"git-data\",\"args\":[\"a\","
 		    "\"b\"]}", TMO)));

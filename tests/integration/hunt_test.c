@@ -6,8 +6,8 @@
  * hunts the objects from the clone URLs (a git server that accepts and
  * never answers first, then A) and releases both, after which a clone
  * from B has the commit; an object that no server has does not keep
- * the others from coming; relayd's "git-data" command checks its
- * arguments.  C, without private targets, refuses loopback clone URLs: a
+ * the others from coming; relayd's answer to a GIT_DATA request checks
+ * its payload.  C, without private targets, refuses loopback clone URLs: a
  * listener named there never sees a connection.
  */
 #define _GNU_SOURCE
@@ -267,16 +267,23 @@ test_synced_state_is_hunted_and_released(void)
 	tot = cJSON_GetObjectItem(view, "git_hunt");
 	T_CHECK(num(tot, "fetches_ok") >= 1);
 	T_CHECK(num(tot, "fetches_timed_out") >= 1);
-	T_CHECK(num(tot, "notices_ok") >= 1);
 	T_CHECK(num(tot, "objects_fetched") >= 1);
-	/* Both events left B's purgatory: the hunt left the queue. */
-	for (i = 0; i < 25 && hunt_of(view, "hunted") != NULL; i++) {
+	/*
+	 * Both events left B's purgatory: the hunt left the queue.  syncd
+	 * counts its GIT_DATA notice once it has read relayd's answer, on
+	 * its own poll timer, which may come after the release was seen
+	 * and the clone above: wait for the count too.
+	 */
+	for (i = 0; i < 25 && (hunt_of(view, "hunted") != NULL ||
+	    num(cJSON_GetObjectItem(view, "git_hunt"), "notices_ok") < 1);
+	    i++) {
 		cJSON_Delete(root);
 		usleep(200000);
 		view = show(b, ROLE_SYNCD, &root);
 		T_ASSERT(view != NULL);
 	}
 	T_CHECK(hunt_of(view, "hunted") == NULL);
+	T_CHECK(num(cJSON_GetObjectItem(view, "git_hunt"), "notices_ok") >= 1);
 	T_CHECK(num(cJSON_GetObjectItem(view, "git_hunt"),
 	    "events_released") >= 1);
 	cJSON_Delete(root);
@@ -372,39 +379,59 @@ test_a_missing_object_does_not_block_the_others(void)
 	event_destroy(state);
 }
 
-/* relayd's "git-data" command checks what it is given. */
-static void
-test_relayd_git_data_command(void)
+/* 1 if relayd answers a GIT_DATA request of len bytes with ok (1) or
+ * with an error containing why (0). */
+static int
+git_data_answer(const uint8_t *req, size_t len, int ok, const char *why)
 {
-	static const struct {
-		const char	*req;
-		int		 ok;
-	} cases[] = {
-		{ "{\"cmd\":\"git-data\"}", 0 },
-		{ "{\"cmd\":\"git-data\",\"args\":[\"zz\",\"hunted\"]}", 0 },
-		{ "{\"cmd\":\"git-data\",\"args\":[\"%s\",\"../x\"]}", 0 },
-		{ "{\"cmd\":\"git-data\",\"args\":[\"%s\",\"nope\"]}", 0 },
-		{ "{\"cmd\":\"git-data\",\"args\":[\"%s\",\"hunted\"]}", 1 },
-	};
-	uint8_t		 sk[32], pk[32];
-	char		 hex[65], req[256];
+	char	 run[PATH_MAX];
+	cJSON	*rep;
+	int	 r;
+
+	snprintf(run, sizeof(run), "%s/run", relayproc_dir(b));
+	if ((rep = ctl_role_msg(run, ROLE_RELAYD, MSG_GIT_DATA, req, len,
+	    TMO)) == NULL)
+		return 0;
+	r = cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")) == ok &&
+	    (ok || strstr(str(rep, "error"), why) != NULL);
+	if (!r)
+		printf("# %zu bytes -> %s\n", len, str(rep, "error"));
+	cJSON_Delete(rep);
+	return r;
+}
+
+/* relayd's GIT_DATA request checks what it is given, and answers. */
+static void
+test_relayd_git_data_request(void)
+{
+	uint8_t		 sk[32], pk[32], req[MSG_GIT_DATA_MAX];
 	cJSON		*rep;
-	size_t		 i;
+	int		 n;
 
 	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, hex);
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		snprintf(req, sizeof(req), cases[i].req, hex);
-		rep = control(b, ROLE_RELAYD, req);
-		T_ASSERT(rep != NULL);
-		if (cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")) !=
-		    cases[i].ok)
-			printf("# %s -> %s\n", req, str(rep, "error"));
-		T_CHECK(cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")) ==
-		    cases[i].ok);
-		cJSON_Delete(rep);
-	}
+	/* The control command it used to be is gone. */
+	rep = control(b, ROLE_RELAYD, "{\"cmd\":\"git-data\",\"args\":"
+	    "[\"00\",\"hunted\"]}");
+	T_ASSERT(rep != NULL);
+	T_CHECK(!cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
+	T_CHECK(strstr(str(rep, "error"), "unknown command") != NULL);
+	cJSON_Delete(rep);
+	T_ASSERT((n = msg_git_data_encode(req, pk, "hunted")) > 0);
+	T_CHECK(git_data_answer(req, 32, 0, "shorter"));
+	T_CHECK(git_data_answer(req, (size_t)n - 1, 0, "expected"));
+	req[34] = '\0';
+	T_CHECK(git_data_answer(req, (size_t)n, 0, "NUL"));
+	T_ASSERT((n = msg_git_data_encode(req, pk, "..")) > 0);
+	T_CHECK(git_data_answer(req, (size_t)n, 0, "not a safe"));
+	T_ASSERT((n = msg_git_data_encode(req, pk, "nope")) > 0);
+	T_CHECK(git_data_answer(req, (size_t)n, 0, "no such repository"));
+	T_ASSERT((n = msg_git_data_encode(req, pk, "hunted")) > 0);
+	T_CHECK(git_data_answer(req, (size_t)n, 1, NULL));
+	/* relayd went on after the refusals. */
+	rep = control(b, ROLE_RELAYD, "{\"cmd\":\"status\"}");
+	T_CHECK(rep != NULL && cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
+	cJSON_Delete(rep);
 }
 
 static void
@@ -508,7 +535,7 @@ main(void)
 	}
 	T_RUN(test_synced_state_is_hunted_and_released);
 	T_RUN(test_a_missing_object_does_not_block_the_others);
-	T_RUN(test_relayd_git_data_command);
+	T_RUN(test_relayd_git_data_request);
 	T_RUN(test_private_clone_urls_are_refused_never_dialled);
 	if (t_fail) {
 		relayproc_dump_log(a, 30);

@@ -136,11 +136,19 @@ cJSON *
 ctl_role(const char *run, enum role role, enum msg_type type,
     const char *payload, int tmo_ms)
 {
+	return ctl_role_msg(run, role, type, payload, strlen(payload),
+	    tmo_ms);
+}
+
+cJSON *
+ctl_role_msg(const char *run, enum role role, enum msg_type type,
+    const void *payload, size_t len, int tmo_ms)
+{
 	int	s;
 
 	if ((s = ctl_role_sock(run, role, tmo_ms)) == -1)
 		return NULL;
-	if (msg_send(s, type, payload, strlen(payload), 0) == -1) {
+	if (msg_send(s, type, payload, len, 0) == -1) {
 		chan_close(s);
 		return NULL;
 	}

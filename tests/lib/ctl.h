@@ -30,6 +30,9 @@ cJSON	*ctl_json(struct relayproc *rp, const char *args);
  */
 cJSON	*ctl_role(const char *run, enum role role, enum msg_type type,
 	    const char *payload, int tmo_ms);
+/* ctl_role() with a binary payload of len bytes (a GIT_DATA request). */
+cJSON	*ctl_role_msg(const char *run, enum role role, enum msg_type type,
+	    const void *payload, size_t len, int tmo_ms);
 /*
  * ctl_role() with the whole message, header included, as n raw bytes
  * (garbage, a truncated header, a lying length), so a test can send what

@@ -1,7 +1,8 @@
 /*
  * msg_test.c: the message framing of msg.c: every type survives a round
  * trip with its payload and sender, the type list names every type, the
- * ingest codec round-trips, and a message with a broken header ends the
+ * ingest, PLUSMARK and GIT_DATA codecs round-trip, a malformed GIT_DATA
+ * payload is refused with a reason, and a message with a broken header ends the
  * receiving process with status 1.
  *
  * The broken-header cases run in a fresh copy of this program started by
@@ -348,6 +349,116 @@ test_plusmark_codec_round_trips(void)
 	chan_close(rx);
 }
 
+static void
+test_git_data_codec_round_trips(void)
+{
+	uint8_t			 owner[32], buf[MSG_GIT_DATA_MAX];
+	char			 longest[MSG_GIT_DATA_D_MAX + 2];
+	const char		*ds[] = { "x", "my-repo.v2", longest };
+	struct msg_git_data	 mg;
+	struct msg		 m;
+	char			 err[160];
+	size_t			 i;
+	int			 tx, rx, n;
+
+	memset(longest, 'd', MSG_GIT_DATA_D_MAX);
+	longest[MSG_GIT_DATA_D_MAX] = '\0';
+	T_ASSERT(pair_open(&tx, &rx) == 0);
+	for (i = 0; i < sizeof(ds) / sizeof(ds[0]); i++) {
+		memset(owner, 0x30 + (int)i, sizeof(owner));
+		owner[0] = 0x00;	/* a key may hold zero bytes */
+		n = msg_git_data_encode(buf, owner, ds[i]);
+		T_EQ_INT(n, 33 + (int)strlen(ds[i]));
+		T_ASSERT(msg_send(tx, MSG_GIT_DATA, buf, (size_t)n, 0) == 0);
+		T_EQ_INT(msg_recv(rx, &m, 0), 1);
+		T_EQ_INT(m.m_type, MSG_GIT_DATA);
+		memset(&mg, 0xff, sizeof(mg));
+		err[0] = '\0';
+		T_EQ_INT(msg_git_data_decode(&m, &mg, err, sizeof(err)), 0);
+		T_EQ_STR(err, "");
+		T_CHECK(memcmp(mg.mg_owner, owner, 32) == 0);
+		T_EQ_STR(mg.mg_d, ds[i]);
+		msg_free(&m);
+	}
+	chan_close(tx);
+	chan_close(rx);
+	/* What cannot be encoded is not: empty, one byte too long. */
+	T_EQ_INT(msg_git_data_encode(buf, owner, ""), -1);
+	longest[MSG_GIT_DATA_D_MAX] = 'd';
+	longest[MSG_GIT_DATA_D_MAX + 1] = '\0';
+	T_EQ_INT(msg_git_data_encode(buf, owner, longest), -1);
+}
+
+/* 1 if a GIT_DATA payload of len bytes is refused with why in err. */
+static int
+git_data_refused(enum msg_type type, const uint8_t *p, size_t len,
+    const char *why)
+{
+	struct msg_git_data	mg;
+	struct msg		m;
+	char			err[160] = "";
+	int			r;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = type;
+	m.m_data = p;
+	m.m_len = len;
+	r = msg_git_data_decode(&m, &mg, err, sizeof(err));
+	if (r != -1 || strstr(err, why) == NULL)
+		printf("# %zu bytes: %d, \"%s\" (wanted \"%s\")\n", len, r,
+		    err, why);
+	return r == -1 && strstr(err, why) != NULL;
+}
+
+/* A control socket's client may send anything: every length is checked,
+ * and a refusal is an answer, not an exit (this process goes on). */
+static void
+test_bad_git_data_payload_is_refused(void)
+{
+	uint8_t			 owner[32], good[MSG_GIT_DATA_MAX];
+	uint8_t			 raw[MSG_GIT_DATA_MAX + 8];
+	struct msg_git_data	 mg;
+	struct msg		 m;
+	char			 err[160];
+	int			 n;
+
+	memset(owner, 0x42, sizeof(owner));
+	T_ASSERT((n = msg_git_data_encode(good, owner, "repo")) == 37);
+	T_CHECK(git_data_refused(MSG_GIT_DATA, good, 0, "0 bytes, shorter"));
+	T_CHECK(git_data_refused(MSG_GIT_DATA, good, 32, "32 bytes, "
+	    "shorter"));
+	T_CHECK(git_data_refused(MSG_GIT_DATA, good, 36, "36 bytes, "
+	    "expected 37"));
+	memcpy(raw, good, 37);
+	raw[37] = 'x';
+	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 38, "38 bytes, "
+	    "expected 37"));
+	T_CHECK(git_data_refused(MSG_PLUSMARK, good, 37, "type PLUSMARK"));
+	T_CHECK(git_data_refused(MSG_CONTROL, good, 37, "type CONTROL"));
+	/* d with a NUL, empty, too long. */
+	memcpy(raw, good, 37);
+	raw[34] = '\0';
+	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 37, "NUL"));
+	raw[32] = 0;
+	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33, "length 0"));
+	memset(raw + 33, 'd', sizeof(raw) - 33);
+	raw[32] = MSG_GIT_DATA_D_MAX + 1;
+	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33 + MSG_GIT_DATA_D_MAX +
+	    1, "length 252"));
+	raw[32] = 0xff;
+	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33 + 0xff, "length 255"));
+	/* The longest d passes at its exact length only. */
+	raw[32] = MSG_GIT_DATA_D_MAX;
+	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, MSG_GIT_DATA_MAX + 1,
+	    "expected 284"));
+	memset(&m, 0, sizeof(m));
+	m.m_type = MSG_GIT_DATA;
+	m.m_data = raw;
+	m.m_len = MSG_GIT_DATA_MAX;
+	T_EQ_INT(msg_git_data_decode(&m, &mg, err, sizeof(err)), 0);
+	T_EQ_INT((int)strlen(mg.mg_d), MSG_GIT_DATA_D_MAX);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -373,6 +484,8 @@ main(int argc, char *argv[])
 	T_RUN(test_bad_ingest_payload_ends_the_receiver);
 	T_RUN(test_plusmark_codec_round_trips);
 	T_RUN(test_bad_plusmark_payload_ends_the_receiver);
+	T_RUN(test_git_data_codec_round_trips);
+	T_RUN(test_bad_git_data_payload_is_refused);
 
 	rc = t_done();
 	tdir_remove(tmpdir);

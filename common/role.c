@@ -1,6 +1,6 @@
 /*
- * role.c: the process skeleton of syncd, discoveryd and historyd (see
- * role.h).  One libwebsockets service loop per process, with no listening
+ * role.c: what syncd, discoveryd and historyd add to the process
+ * skeleton (proc.c; see role.h).  One libwebsockets service loop per process, with no listening
  * port: the nanomsg descriptors (control, accepted feed) are adopted into
  * it as raw files, and the periodic work (database retry, feed poll,
  * stats) runs on lws_sul timers.
@@ -8,11 +8,9 @@
 #include <sys/stat.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
 #include <nanomsg/reqrep.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +22,8 @@
 #include "event.h"
 #include "fs.h"
 #include "log.h"
+#include "proc.h"
 #include "ready.h"
-#include "version.h"
 #include "role.h"
 #include "store.h"
 
@@ -38,7 +36,7 @@ enum role_chan {
 	RCHAN_FEED,
 };
 
-/* One role per process; the signal handler and lws callbacks need it. */
+/* One role per process; the lws callbacks need it. */
 static struct role_ctx	*role_self;
 
 static void	role_sched(struct role_ctx *, lws_sorted_usec_list_t *,
@@ -47,16 +45,13 @@ static void	role_sched(struct role_ctx *, lws_sorted_usec_list_t *,
 int64_t
 role_now_ms(void)
 {
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return proc_now_ms();
 }
 
 int64_t
 role_uptime(const struct role_ctx *ctx)
 {
-	return (role_now_ms() - ctx->r_started_ms) / 1000;
+	return proc_uptime(&ctx->r_proc);
 }
 
 void
@@ -106,56 +101,12 @@ role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
 	return 0;
 }
 
-/* SIGHUP from the supervisor's reload: the log level is re-read. */
-static volatile sig_atomic_t	role_reload;
-
-static void
-on_signal(int sig)
-{
-	if (sig == SIGHUP)
-		role_reload = 1;
-	else if (role_self != NULL)
-		role_self->r_stop = 1;
-	if (role_self != NULL && role_self->r_lws != NULL)
-		lws_cancel_service(role_self->r_lws);
-}
-
-static void
-lws_log_emit(int level, const char *line)
-{
-	size_t	n = strlen(line);
-
-	while (n > 0 && line[n - 1] == '\n')
-		n--;
-	if (level & LLL_ERR)
-		log_warnx("lws: %.*s", (int)n, line);
-	else
-		log_debug("lws: %.*s", (int)n, line);
-}
-
-/*
- * Adopts a copy of a nanomsg descriptor into the loop.  A copy, because
- * libwebsockets closes what it adopted when the context goes, and the
- * original belongs to nanomsg.
- */
+/* Adopts a nanomsg descriptor into the loop (proc_adopt()). */
 static void
 role_adopt(struct role_ctx *ctx, int fd, enum role_chan kind,
     const char *what)
 {
-	lws_sock_file_fd_type	 u;
-	struct lws		*wsi;
-	int			 copy;
-
-	if (fd < 0)
-		fatalx("no descriptor for the %s channel", what);
-	if ((copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1)
-		fatal("dup of the %s channel descriptor", what);
-	u.filefd = copy;
-	wsi = lws_adopt_descriptor_vhost(ctx->r_vhost, LWS_ADOPT_RAW_FILE_DESC,
-	    u, ROLE_CHAN_PROTOCOL, NULL);
-	if (wsi == NULL)
-		fatalx("cannot adopt the %s channel into the loop", what);
-	lws_set_opaque_user_data(wsi, (void *)(intptr_t)kind);
+	proc_adopt(ctx->r_vhost, fd, ROLE_CHAN_PROTOCOL, kind, what);
 }
 
 static void
@@ -192,10 +143,7 @@ role_ctl_status(void *arg, int argc, const char **argv, cJSON *rep,
 {
 	struct role_ctx	*ctx = arg;
 
-	cJSON_AddStringToObject(rep, "role", ctx->r_name);
-	cJSON_AddNumberToObject(rep, "pid", (double)getpid());
-	cJSON_AddNumberToObject(rep, "uptime", (double)role_uptime(ctx));
-	cJSON_AddBoolToObject(rep, "ready", ctx->r_ready);
+	proc_status(&ctx->r_proc, ctx->r_ready, rep);
 	cJSON_AddNumberToObject(rep, "feed_seq", (double)(ctx->r_feed_open ?
 	    feed_last_seq(&ctx->r_feed) : ctx->r_start_seq));
 	if (!ctx->r_ready)
@@ -274,8 +222,8 @@ role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		return 0;
 	switch ((intptr_t)lws_get_opaque_user_data(wsi)) {
 	case RCHAN_CONTROL:
-		ctx->r_control_requests += (uint64_t)ctl_serve(
-		    ctx->r_sock_control, ctx->r_role, role_ctl_fns, ctx, 0);
+		ctx->r_control_requests += (uint64_t)proc_control_serve(
+		    &ctx->r_proc, 0);
 		break;
 	case RCHAN_FEED:
 		feed_drain(&ctx->r_feed);
@@ -301,7 +249,7 @@ role_sul_stop(lws_sorted_usec_list_t *sul)
 	struct role_ctx	*ctx = lws_container_of(sul, struct role_ctx,
 	    r_sul_stop);
 
-	ctx->r_stop = 1;
+	ctx->r_proc.p_stop = 1;
 }
 
 /* Schedules sul in secs seconds (cb NULL: the stop timer). */
@@ -427,17 +375,6 @@ role_sul_db(lws_sorted_usec_list_t *sul)
 	role_sched(ctx, sul, role_sul_db, ctx->r_db_retry);
 }
 
-static void __attribute__((noreturn))
-usage(const char *name, int status)
-{
-	fprintf(status ? stderr : stdout, "usage: %s [-dhV] [-f file]\n"
-	    "  -d       log to standard error\n"
-	    "  -f file  the configuration file\n"
-	    "  -h       this help\n"
-	    "  -V       print the version and exit\n", name);
-	exit(status);
-}
-
 /* Our raw-file protocol, then the role's, then the terminator. */
 static struct lws_protocols *
 role_protocols(const struct role_ops *ops)
@@ -474,70 +411,28 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 {
 	static struct role_ctx		 ctx;
 	struct lws_context_creation_info info;
-	struct sigaction		 sa;
-	const char			*file = NULL, *name = role_name(role);
-	char				 err[512], ep[512];
-	int				 ch, foreground = 0;
-
-	while ((ch = getopt(argc, argv, "df:hV")) != -1) {
-		switch (ch) {
-		case 'd':
-			foreground = 1;
-			break;
-		case 'f':
-			file = optarg;
-			break;
-		case 'h':
-			usage(name, 0);
-		case 'V':
-			printf("%s %s\n", name, GRASPD_VERSION);
-			exit(0);
-		default:
-			usage(name, CONFIG_EXIT);
-		}
-	}
-	if (optind != argc)
-		usage(name, CONFIG_EXIT);
-	log_init(name, foreground);
+	char				 ep[512];
 
 	memset(&ctx, 0, sizeof(ctx));
+	proc_start(&ctx.r_proc, argc, argv, role, &ctx.r_cfg);
 	ctx.r_role = role;
-	ctx.r_name = name;
+	ctx.r_name = ctx.r_proc.p_name;
 	ctx.r_ops = ops;
-	ctx.r_started_ms = role_now_ms();
 	ctx.r_sock_control = ctx.r_sock_stats = ctx.r_sock_ingest = -1;
 	ctx.r_feed.f_sock = ctx.r_feed.f_fd = -1;
 	ctx.r_db_retry = ROLE_DB_RETRY_FIRST;
 	snprintf(ctx.r_waiting, sizeof(ctx.r_waiting), "starting");
 	role_self = &ctx;
 
-	if (config_load(&ctx.r_cfg, file, err, sizeof(err)) == -1) {
-		ready_config_fail("configuration: %s", err);
-	}
-	log_setlevel(ctx.r_cfg.log_level);
-	if (ctx.r_cfg.test)
-		log_warnx("NGIT_TEST is set: test timing, not for production");
-	if (snprintf(ctx.r_dbpath, sizeof(ctx.r_dbpath), "%s/graspd.db",
-	    ctx.r_cfg.relay_data_path) >= (int)sizeof(ctx.r_dbpath)) {
-		ready_config_fail("configuration: NGIT_RELAY_DATA_PATH is too "
-		    "long");
-	}
+	proc_db_path(&ctx.r_proc, ctx.r_dbpath, sizeof(ctx.r_dbpath));
 
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	/* The supervisor's reload: log_level live (other keys restart). */
-	sigaction(SIGHUP, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
+	proc_signals(&ctx.r_proc, NULL, 0);
 
 	if (mkdir_p(ctx.r_cfg.run_path, 0700) == -1)
 		fatal("cannot create the run directory %s",
 		    ctx.r_cfg.run_path);
 
-	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
+	proc_lws_log();
 	ctx.r_protocols = role_protocols(ops);
 	memset(&info, 0, sizeof(info));
 	info.port = CONTEXT_PORT_NO_LISTEN;
@@ -550,16 +445,14 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	info.uid = -1;
 	if ((ctx.r_lws = lws_create_context(&info)) == NULL)
 		fatalx("cannot create the libwebsockets context");
+	ctx.r_proc.p_lws = ctx.r_lws;
 	info.options = 0;
 	info.vhost_name = "default";
 	if ((ctx.r_vhost = lws_create_vhost(ctx.r_lws, &info)) == NULL)
 		fatalx("cannot create the libwebsockets vhost");
 
-	if (chan_control_endpoint(ctx.r_cfg.run_path, role, ep,
-	    sizeof(ep)) == -1)
-		fatalx("run path too long for the control channel");
-	if ((ctx.r_sock_control = chan_open(NN_REP, ep, 1)) == -1)
-		fatal("cannot bind %s", ep);
+	ctx.r_sock_control = proc_control_open(&ctx.r_proc, role_ctl_fns,
+	    &ctx, ep, sizeof(ep));
 	role_adopt(&ctx, chan_rcvfd(ctx.r_sock_control), RCHAN_CONTROL,
 	    "control");
 	ctx.r_sock_stats = role_connect(&ctx, CHAN_STATS);
@@ -578,14 +471,7 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	role_sched(&ctx, &ctx.r_sul_stats, role_sul_stats, ctx.r_cfg.test ?
 	    ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD);
 
-	while (!ctx.r_stop) {
-		if (lws_service(ctx.r_lws, 0) < 0)
-			break;
-		if (role_reload) {
-			role_reload = 0;
-			config_reload_log_level(&ctx.r_cfg, file);
-		}
-	}
+	proc_run(&ctx.r_proc);
 
 	log_info("stopping");
 	lws_sul_cancel(&ctx.r_sul_db);
@@ -596,7 +482,7 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 		ops->fini(&ctx);
 	feed_close(&ctx.r_feed);
 	lws_context_destroy(ctx.r_lws);
-	ctx.r_lws = NULL;
+	ctx.r_lws = ctx.r_proc.p_lws = NULL;
 	chan_close(ctx.r_sock_control);
 	chan_close(ctx.r_sock_stats);
 	chan_close(ctx.r_sock_ingest);

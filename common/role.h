@@ -1,11 +1,12 @@
 /*
  * role.h: the scaffolding every role except relayd is built on (syncd,
- * discoveryd, historyd, and roles to come): options, logging, the
- * configuration, the read-only store, one libwebsockets service loop with
- * the nanomsg descriptors adopted into it, the accepted feed, the role's
- * own control socket, periodic stats to relayd, the ingest channel,
- * readiness and signals.  A role supplies a struct role_ops and calls
- * role_main() from main().
+ * discoveryd, historyd, and roles to come), over the process skeleton
+ * all four share (proc.h: options, logging, the configuration, signals,
+ * the control socket, the loop): the read-only store, one libwebsockets
+ * context that only dials out, with the nanomsg descriptors adopted into
+ * it, the accepted feed, periodic stats to relayd, the ingest channel and
+ * readiness.  A role supplies a struct role_ops and calls role_main()
+ * from main().
  *
  * Life of a role process:
  *   1. options, configuration (exit 78 on an error), sockets: control REP
@@ -31,6 +32,7 @@
 #include "config.h"
 #include "feed.h"
 #include "msg.h"
+#include "proc.h"
 
 struct event;
 struct store;
@@ -104,8 +106,7 @@ struct role_ctx {
 	int			 r_feed_open;
 	int			 r_ready;
 	int			 r_init_done;
-	volatile int		 r_stop;
-	int64_t			 r_started_ms;	/* monotonic */
+	struct proc		 r_proc;	/* the skeleton (proc.h) */
 	int			 r_sock_control;	/* REP */
 	int			 r_sock_stats;		/* PUSH */
 	int			 r_sock_ingest;		/* PUSH */

@@ -11,7 +11,6 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
 #include <nanomsg/pubsub.h>
@@ -36,6 +35,11 @@
 static cJSON	*role_stats[ROLE_COUNT];
 static int64_t	 role_stats_at[ROLE_COUNT];	/* relay_now_ms() */
 
+/* relayd's column of ctlcmd.h's list and its GIT_DATA handler, below. */
+static const ctl_fn	 relay_ctl_fns[CTL_NCMDS];
+static int		 relay_git_data(void *, const struct msg *, cJSON *,
+			    char *, size_t);
+
 static int
 open_bound(int proto, const char *name, char *ep, size_t eplen)
 {
@@ -48,24 +52,12 @@ open_bound(int proto, const char *name, char *ep, size_t eplen)
 	return s;
 }
 
+/* The descriptor's tag is the socket + 1 (0 would read as no data). */
 static void
 adopt(int sock, const char *what)
 {
-	lws_sock_file_fd_type	u;
-	struct lws		*wsi;
-	int			 fd;
-
-	if ((fd = chan_rcvfd(sock)) < 0)
-		fatal("NN_RCVFD of %s", what);
-	/* lws closes what it adopted; nanomsg must keep its own fd. */
-	if ((fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1)
-		fatal("dup of the %s descriptor", what);
-	u.filefd = fd;
-	wsi = lws_adopt_descriptor_vhost(relayd->vhost, LWS_ADOPT_RAW_FILE_DESC,
-	    u, "nn", NULL);
-	if (wsi == NULL)
-		fatalx("cannot adopt the %s channel into the loop", what);
-	lws_set_opaque_user_data(wsi, (void *)(intptr_t)(sock + 1));
+	proc_adopt(relayd->vhost, chan_rcvfd(sock), "nn",
+	    (intptr_t)(sock + 1), what);
 }
 
 void
@@ -77,11 +69,9 @@ relay_chan_open(void)
 	relayd->sock_accepted = open_bound(NN_PUB, CHAN_ACCEPTED, ep,
 	    sizeof(ep));
 	relayd->sock_stats = open_bound(NN_PULL, CHAN_STATS, ep, sizeof(ep));
-	if (chan_control_endpoint(relayd->cfg.run_path, ROLE_RELAYD, ep,
-	    sizeof(ep)) == -1)
-		fatalx("run path too long");
-	if ((relayd->sock_control = chan_open(NN_REP, ep, 1)) < 0)
-		fatal("cannot bind %s", ep);
+	relayd->sock_control = proc_control_open(&relayd->proc, relay_ctl_fns,
+	    NULL, ep, sizeof(ep));
+	proc_control_msg(&relayd->proc, MSG_GIT_DATA, relay_git_data);
 	adopt(relayd->sock_ingest, "ingest");
 	adopt(relayd->sock_stats, "stats");
 	adopt(relayd->sock_control, "control");
@@ -247,11 +237,7 @@ static int
 relay_ctl_status(void *arg, int argc, const char **argv, cJSON *rep,
     char *err, size_t errlen)
 {
-	cJSON_AddStringToObject(rep, "role", "relayd");
-	cJSON_AddNumberToObject(rep, "pid", getpid());
-	cJSON_AddNumberToObject(rep, "uptime",
-	    (double)(time(NULL) - relayd->started));
-	cJSON_AddBoolToObject(rep, "ready", 1);
+	proc_status(&relayd->proc, 1, rep);
 	return 0;
 }
 
@@ -289,8 +275,7 @@ relay_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep,
 		snprintf(err, errlen, "stop takes no argument in relayd");
 		return -1;
 	}
-	relayd->stop = 1;
-	lws_cancel_service(relayd->ctx);
+	proc_stop(&relayd->proc);
 	return 0;
 }
 
@@ -318,8 +303,7 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	/* Bounded so that a flood on one channel cannot starve clients. */
 	if (sock == relayd->sock_control) {
 		/* A client, not a sibling: ctl_serve() answers anything. */
-		ctl_serve_msg(sock, ROLE_RELAYD, relay_ctl_fns, MSG_GIT_DATA,
-		    relay_git_data, NULL, RELAY_CHAN_BATCH);
+		proc_control_serve(&relayd->proc, RELAY_CHAN_BATCH);
 		return 0;
 	}
 	for (n = 0; n < RELAY_CHAN_BATCH; n++) {

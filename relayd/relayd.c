@@ -1,5 +1,6 @@
 /*
- * relayd.c: relayd's main: configuration, the store, the libwebsockets
+ * relayd.c: relayd's main, on the process skeleton (proc.h): the
+ * listening sockets, the owner key, the store, the libwebsockets
  * context with one vhost serving websocket and HTTP on the sockets
  * relay_listen.c binds to NGIT_BIND_ADDRESS, and the service loop.
  * relayd is the only writer of events.
@@ -46,26 +47,7 @@ static struct lws_protocols protocols[] = {
 int64_t
 relay_now_ms(void)
 {
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* SIGHUP from the supervisor's reload: the log level is re-read. */
-static volatile sig_atomic_t	reload;
-
-static void
-on_signal(int sig)
-{
-	if (sig == SIGHUP)
-		reload = 1;
-	else if (relayd)
-		relayd->stop = 1;
-	if (relayd) {
-		if (relayd->ctx)
-			lws_cancel_service(relayd->ctx);
-	}
+	return proc_now_ms();
 }
 
 /* A git child ended: wake the loop, which reaps it (relay_repo.c). */
@@ -78,30 +60,6 @@ on_sigchld(int sig)
 	if (relayd && relayd->ctx)
 		lws_cancel_service(relayd->ctx);
 	errno = saved;
-}
-
-static void
-lws_log_emit(int level, const char *line)
-{
-	size_t	n = strlen(line);
-
-	while (n > 0 && line[n - 1] == '\n')
-		n--;
-	if (level & LLL_ERR)
-		log_warnx("lws: %.*s", (int)n, line);
-	else
-		log_debug("lws: %.*s", (int)n, line);
-}
-
-static __attribute__((noreturn)) void
-usage(int status)
-{
-	fprintf(status ? stderr : stdout, "usage: relayd [-dhV] [-f file]\n"
-	    "  -d       log to standard error\n"
-	    "  -f file  the configuration file\n"
-	    "  -h       this help\n"
-	    "  -V       print the version and exit\n");
-	exit(status);
 }
 
 /* 0 if a file can be created in the directory path, else -1 (errno). */
@@ -128,39 +86,14 @@ main(int argc, char *argv[])
 {
 	struct lws_context_creation_info info;
 	static struct relayd	 rd;
-	const char		*file = NULL;
 	char			 err[512], dbpath[4096];
 	uint8_t			 sk[32], pk[32];
-	int			 ch, foreground = 0;
 
-	while ((ch = getopt(argc, argv, "df:hV")) != -1) {
-		switch (ch) {
-		case 'd':
-			foreground = 1;
-			break;
-		case 'f':
-			file = optarg;
-			break;
-		case 'h':
-			usage(0);
-		case 'V':
-			printf("relayd %s\n", GRASPD_VERSION);
-			exit(0);
-		default:
-			usage(CONFIG_EXIT);
-		}
-	}
-	log_init("relayd", foreground);
+	proc_start(&rd.proc, argc, argv, ROLE_RELAYD, &rd.cfg);
 	relayd = &rd;
 	LIST_INIT(&rd.conns);
 	rd.sock_ingest = rd.sock_accepted = rd.sock_stats = -1;
 	rd.sock_control = -1;
-	if (config_load(&rd.cfg, file, err, sizeof(err)) == -1) {
-		ready_config_fail("configuration: %s", err);
-	}
-	log_setlevel(rd.cfg.log_level);
-	if (rd.cfg.test)
-		log_warnx("NGIT_TEST is set: test timing, not for production");
 	if (policy_init(&rd.policy, &rd.cfg, err, sizeof(err)) == -1) {
 		ready_config_fail("configuration: %s", err);
 	}
@@ -185,8 +118,7 @@ main(int argc, char *argv[])
 	explicit_bzero(sk, sizeof(sk));
 	hex_encode(pk, 32, rd.owner_hex);
 
-	snprintf(dbpath, sizeof(dbpath), "%s/graspd.db",
-	    rd.cfg.relay_data_path);
+	proc_db_path(&rd.proc, dbpath, sizeof(dbpath));
 	if ((rd.store = store_open(dbpath, 0, err, sizeof(err))) == NULL)
 		fatalx("store %s: %s", dbpath, err);
 	if (relay_nip11_build() == -1)
@@ -197,14 +129,10 @@ main(int argc, char *argv[])
 	relay_ingest_init();
 	relay_inv_init();
 
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGCHLD, on_sigchld);
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
-	/* The supervisor's reload: log_level live (other keys restart). */
-	signal(SIGHUP, on_signal);
+	/* signal()'s SA_RESTART, which relayd's blocking calls rely on. */
+	proc_signals(&rd.proc, on_sigchld, SA_RESTART);
 
-	lws_set_log_level(LLL_ERR | LLL_WARN, lws_log_emit);
+	proc_lws_log();
 	memset(&info, 0, sizeof(info));
 	/* relay_listen.c binds; the vhost serves what it accepts. */
 	info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
@@ -220,6 +148,7 @@ main(int argc, char *argv[])
 	info.fd_limit_per_thread = (unsigned)rd.cfg.max_connections + 64;
 	if ((rd.ctx = lws_create_context(&info)) == NULL)
 		fatalx("cannot create the libwebsockets context");
+	rd.proc.p_lws = rd.ctx;
 	if ((rd.vhost = lws_get_vhost_by_name(rd.ctx, "default")) == NULL)
 		fatalx("no default vhost");
 	relay_listen_start();
@@ -233,19 +162,13 @@ main(int argc, char *argv[])
 	log_info("listening on %s (database %s, %lld events)",
 	    rd.cfg.bind_address, dbpath, (long long)store_count(rd.store));
 
-	while (!rd.stop) {
-		if (lws_service(rd.ctx, 0) < 0)
-			break;
-		if (reload) {
-			reload = 0;
-			config_reload_log_level(&rd.cfg, file);
-		}
-	}
+	proc_run(&rd.proc);
 
 	log_info("stopping");
 	relay_ingest_stop();
 	relay_ingest_flush_now();
 	lws_context_destroy(rd.ctx);
+	rd.ctx = rd.proc.p_lws = NULL;
 	/* Before the store: its close is the last, which checkpoints. */
 	relay_ckpt_stop();
 	relay_chan_close();

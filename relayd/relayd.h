@@ -46,6 +46,7 @@
 #include "msg.h"
 #include "pktline.h"
 #include "policy.h"
+#include "proc.h"
 #include "relay_proto.h"
 #include "store.h"
 #include "version.h"
@@ -294,6 +295,7 @@ struct relay_stats {
 
 struct relayd {
 	struct config		 cfg;
+	struct proc		 proc;		/* the skeleton (proc.h) */
 	struct policy		 policy;
 	struct store		*store;
 	struct purg		*purg;
@@ -311,7 +313,6 @@ struct relayd {
 	int			 sock_stats;	/* nanomsg PULL */
 	int			 sock_control;	/* nanomsg REP */
 	time_t			 started;
-	volatile int		 stop;
 };
 
 extern struct relayd *relayd;

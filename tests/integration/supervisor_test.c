@@ -697,7 +697,8 @@ test_configtest_sample_and_broken_files(void)
 	rm_tree(dir);
 }
 
-/* -h (usage on stdout) and -V (name and version) on every program. */
+/* -h (usage on stdout) and -V (name and version) on every program; a
+ * stray operand to a role is a usage error (78). */
 static void
 test_every_program_answers_h_and_V(void)
 {
@@ -730,6 +731,20 @@ test_every_program_answers_h_and_V(void)
 			    "");
 		T_CHECK(rc == 0 && out != NULL && strncmp(out, want,
 		    strlen(want)) == 0);
+		free(out);
+		out = NULL;
+		if (i < 2)
+			continue;
+		/* The roles' skeleton (proc.c): an operand is a usage
+		 * error, 78, before any configuration is read. */
+		rc = run(&out, "'%s/%s' stray", dir, progs[i]);
+		snprintf(want, sizeof(want), "usage: %s [-", progs[i]);
+		if (rc != 78 || out == NULL || strstr(out, want) ==
+		    NULL)
+			printf("# %s stray: %d: %s\n", progs[i], rc, out ?
+			    out : "");
+		T_CHECK(rc == 78 && out != NULL && strstr(out, want)
+		    != NULL);
 		free(out);
 		out = NULL;
 	}

@@ -58,17 +58,9 @@
 #include "relayurl.h"
 #include "store.h"
 #include "syncd.h"
+#include "sync_git.h"
 
 extern char **environ;
-
-enum hunt_step {
-	HS_IDLE,	/* waiting for gh_next_ms */
-	HS_CHECK,	/* git cat-file runs */
-	HS_FETCH_WAIT,	/* the next fetch waits for a domain or a slot */
-	HS_FETCH,	/* git fetch runs */
-};
-
-struct git_hunt;
 
 /* One held event and what it waits for. */
 struct git_ev {
@@ -82,68 +74,6 @@ struct git_ev {
 	uint64_t		 ge_seen;	/* scan generation */
 };
 
-struct git_want {
-	char	gw_oid[GIT_OID_HEX + 1];
-	int	gw_have;
-	int	gw_skip;	/* not to be asked at the current URL again */
-};
-
-struct git_url {
-	char		*gu_url;	/* what git is given */
-	char		 gu_key[RELAYURL_MAX + 1];
-	struct relayurl	 gu_ru;
-};
-
-/* The fetches one domain (host) runs and started lately. */
-struct git_domain {
-	int	 gd_running;
-	int64_t	 gd_starts[SYNC_GIT_DOMAIN_RATE];	/* ms, a ring */
-	size_t	 gd_next;
-};
-
-/* The hunt for one repository identifier. */
-struct git_hunt {
-	char			*gh_d;
-	LIST_HEAD(, git_ev)	 gh_events;
-	size_t			 gh_nevents;
-	uint64_t		 gh_seen;
-	int			 gh_gone;	/* no held event: drop */
-	int			 gh_abort;	/* came back: end the attempt */
-	int			 gh_attempts;	/* since the last new event */
-	int			 gh_renewed;	/* new event during an attempt */
-	int64_t			 gh_next_ms;
-	enum hunt_step		 gh_step;
-	size_t			 gh_needed;	/* objects, last attempt */
-	size_t			 gh_missing;	/* at the last check */
-	size_t			 gh_nurls_last;
-	char			 gh_error[200];
-	int			 gh_notified;
-	int			 gh_has_owner;
-	uint8_t			 gh_owner[32];
-	/* The attempt in progress. */
-	char			*gh_repo;
-	struct git_want		*gh_wants;
-	size_t			 gh_nwants;
-	struct git_url		*gh_urls;
-	size_t			 gh_nurls;
-	size_t			 gh_url;	/* the URL being tried */
-	int			 gh_vetted;	/* its address is pinned */
-	char			 gh_pin[RELAYURL_MAX + NI_MAXHOST + 64];
-	int			 gh_single;	/* one object per fetch */
-	int			 gh_fetched;	/* a fetch brought objects */
-	int			 gh_final;	/* the check ends the attempt */
-	size_t			*gh_batch;
-	size_t			 gh_nbatch;
-	/* The child. */
-	pid_t			 gh_pid;	/* 0: none */
-	int64_t			 gh_deadline_ms;
-	int			 gh_killed;
-	int			 gh_out;	/* memfd: a check's output */
-	int			 gh_err;	/* pipe: a fetch's errors */
-	struct buf		 gh_errtail;
-	struct git_domain	*gh_domain;
-};
-
 /* A GIT_DATA notice (msg.h) waiting for relayd. */
 struct git_notice {
 	TAILQ_ENTRY(git_notice)	 gn_entry;
@@ -151,40 +81,8 @@ struct git_notice {
 	char			*gn_d;
 };
 
-struct sync_git {
-	struct syncd		*sg_sd;
-	struct purg		*sg_purg;
-	struct hmap		 sg_hunts;	/* d -> struct git_hunt */
-	struct hmap		 sg_events;	/* id -> struct git_ev */
-	struct hmap		 sg_anns;	/* held ann id -> generation */
-	struct hmap		 sg_domains;	/* host -> struct git_domain */
-	char			 sg_self[4][RELAYURL_MAX + 1];
-	const char		*sg_selfp[4];
-	size_t			 sg_nself;
-	unsigned		 sg_urlflags;
-	uint64_t		 sg_gen;
-	int			 sg_children;
-	int			 sg_running;	/* timers armed */
-	int			 sg_sock;	/* NN_REQ to relayd, or -1 */
-	TAILQ_HEAD(, git_notice) sg_notices;
-	int			 sg_notice_sent;	/* the head is out */
-	int64_t			 sg_notice_at;		/* ms */
-	int			 sg_poll_armed;
-	lws_sorted_usec_list_t	 sg_sul_tick;
-	lws_sorted_usec_list_t	 sg_sul_poll;
-	uint64_t		 sg_attempts;
-	uint64_t		 sg_fetch_ok, sg_fetch_failed, sg_fetch_timeout;
-	uint64_t		 sg_objects;
-	uint64_t		 sg_refused;
-	uint64_t		 sg_notice_ok, sg_notice_failed;
-	uint64_t		 sg_released;
-};
-
-static void	fetch_next(struct sync_git *, struct git_hunt *);
-static void	arm_poll(struct sync_git *);
-
-static const struct config *
-cfg_of(const struct sync_git *sg)
+const struct config *
+sync_git_cfg(const struct sync_git *sg)
 {
 	return &sg->sg_sd->sd_ctx->r_cfg;
 }
@@ -192,7 +90,8 @@ cfg_of(const struct sync_git *sg)
 static int64_t
 delay_ms(const struct sync_git *sg, double secs)
 {
-	return (int64_t)(cfg_scale_delay(cfg_of(sg), secs) * 1000.0 + 0.5);
+	return (int64_t)(cfg_scale_delay(sync_git_cfg(sg), secs) * 1000.0 +
+	    0.5);
 }
 
 static char *
@@ -205,8 +104,8 @@ xstrdup(const char *s)
 	return d;
 }
 
-static void
-strv_add(char ***v, size_t *n, const char *s)
+void
+sync_git_strv_add(char ***v, size_t *n, const char *s)
 {
 	size_t	i;
 
@@ -218,8 +117,8 @@ strv_add(char ***v, size_t *n, const char *s)
 	(*v)[(*n)++] = xstrdup(s);
 }
 
-static void
-strv_free(char **v, size_t n)
+void
+sync_git_strv_free(char **v, size_t n)
 {
 	size_t	i;
 
@@ -264,20 +163,20 @@ ev_new(const struct purg_ev *pe)
 			    0) || !pkt_is_oid(t->v[1].s, t->v[1].len))
 				continue;
 			if (ge->ge_noids < SYNC_GIT_MAX_OBJECTS)
-				strv_add(&ge->ge_oids, &ge->ge_noids,
+				sync_git_strv_add(&ge->ge_oids, &ge->ge_noids,
 				    t->v[1].s);
 			continue;
 		}
 		if (strcmp(t->v[0].s, "c") == 0 && !have_c) {
 			have_c = 1;
 			if (pkt_is_oid(t->v[1].s, t->v[1].len))
-				strv_add(&ge->ge_oids, &ge->ge_noids,
+				sync_git_strv_add(&ge->ge_oids, &ge->ge_noids,
 				    t->v[1].s);
 		} else if (strcmp(t->v[0].s, "clone") == 0) {
 			for (j = 1; j < t->n && ge->ge_nclone <
 			    SYNC_GIT_MAX_URLS; j++)
 				if (t->v[j].len <= RELAYURL_MAX)
-					strv_add(&ge->ge_clone,
+					sync_git_strv_add(&ge->ge_clone,
 					    &ge->ge_nclone, t->v[j].s);
 		}
 	}
@@ -288,8 +187,8 @@ ev_new(const struct purg_ev *pe)
 static void
 ev_free(struct git_ev *ge)
 {
-	strv_free(ge->ge_oids, ge->ge_noids);
-	strv_free(ge->ge_clone, ge->ge_nclone);
+	sync_git_strv_free(ge->ge_oids, ge->ge_noids);
+	sync_git_strv_free(ge->ge_clone, ge->ge_nclone);
 	free(ge);
 }
 
@@ -393,12 +292,8 @@ backoff(int attempts)
 	return s < SYNC_GIT_BACKOFF_MAX ? s : SYNC_GIT_BACKOFF_MAX;
 }
 
-static void
-set_error(struct git_hunt *h, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-set_error(struct git_hunt *h, const char *fmt, ...)
+void
+sync_git_set_error(struct git_hunt *h, const char *fmt, ...)
 {
 	va_list	ap;
 
@@ -408,8 +303,8 @@ set_error(struct git_hunt *h, const char *fmt, ...)
 }
 
 /* Ends an attempt and schedules the next one (reference brief 3.15). */
-static void
-finish(struct sync_git *sg, struct git_hunt *h)
+void
+sync_git_finish(struct sync_git *sg, struct git_hunt *h)
 {
 	int64_t	now = role_now_ms(), next;
 
@@ -432,8 +327,8 @@ finish(struct sync_git *sg, struct git_hunt *h)
 
 /* Notices to relayd. */
 
-static void
-notify(struct sync_git *sg, struct git_hunt *h)
+void
+sync_git_notify(struct sync_git *sg, struct git_hunt *h)
 {
 	struct git_notice	*gn;
 
@@ -452,7 +347,7 @@ notify(struct sync_git *sg, struct git_hunt *h)
 	memcpy(gn->gn_owner, h->gh_owner, 32);
 	gn->gn_d = xstrdup(h->gh_d);
 	TAILQ_INSERT_TAIL(&sg->sg_notices, gn, gn_entry);
-	arm_poll(sg);
+	sync_git_arm_poll(sg);
 }
 
 static void
@@ -553,8 +448,8 @@ notices_run(struct sync_git *sg)
 
 /* Domains. */
 
-static struct git_domain *
-domain_get(struct sync_git *sg, const char *host)
+struct git_domain *
+sync_git_domain_get(struct sync_git *sg, const char *host)
 {
 	struct git_domain	*gd = hmap_get(&sg->sg_domains, host,
 				    strlen(host));
@@ -568,8 +463,8 @@ domain_get(struct sync_git *sg, const char *host)
 }
 
 /* 1 if a fetch from gd may start now (reference brief 3.15). */
-static int
-domain_allows(const struct git_domain *gd, int64_t now)
+int
+sync_git_domain_allows(const struct git_domain *gd, int64_t now)
 {
 	int64_t	oldest = gd->gd_starts[gd->gd_next];
 
@@ -577,8 +472,8 @@ domain_allows(const struct git_domain *gd, int64_t now)
 	    now - oldest >= (int64_t)(SYNC_GIT_DOMAIN_WINDOW * 1000));
 }
 
-static void
-domain_start(struct git_domain *gd, int64_t now)
+void
+sync_git_domain_start(struct git_domain *gd, int64_t now)
 {
 	gd->gd_running++;
 	gd->gd_starts[gd->gd_next] = now;
@@ -679,12 +574,12 @@ child_started(struct sync_git *sg, struct git_hunt *h, pid_t pid,
 	h->gh_killed = 0;
 	h->gh_deadline_ms = role_now_ms() + (int64_t)(timeout * 1000);
 	sg->sg_children++;
-	arm_poll(sg);
+	sync_git_arm_poll(sg);
 }
 
 /* Reads what a fetch wrote on stderr, keeping the last bytes only. */
-static void
-drain_err(struct git_hunt *h)
+void
+sync_gitsrc_drain_err(struct git_hunt *h)
 {
 	char	chunk[4096];
 	ssize_t	n;
@@ -703,8 +598,8 @@ drain_err(struct git_hunt *h)
 	}
 }
 
-static void
-child_close(struct sync_git *sg, struct git_hunt *h)
+void
+sync_gitsrc_child_close(struct sync_git *sg, struct git_hunt *h)
 {
 	if (h->gh_out >= 0)
 		close(h->gh_out);
@@ -717,8 +612,8 @@ child_close(struct sync_git *sg, struct git_hunt *h)
 
 /* The check: which wanted objects the repository holds. */
 
-static int
-spawn_check(struct sync_git *sg, struct git_hunt *h)
+int
+sync_gitsrc_check(struct sync_git *sg, struct git_hunt *h)
 {
 	char		 gitdir[PATH_MAX + 16];
 	char		*argv[] = { "git", gitdir, "cat-file",
@@ -752,12 +647,12 @@ fail:
 	if (fd_out >= 0)
 		close(fd_out);
 	buf_free(&in);
-	set_error(h, "cannot check the repository's objects");
+	sync_git_set_error(h, "cannot check the repository's objects");
 	return -1;
 }
 
-static struct git_want *
-want_find(struct git_hunt *h, const char *oid)
+struct git_want *
+sync_gitsrc_want_find(struct git_hunt *h, const char *oid)
 {
 	size_t	i;
 
@@ -796,7 +691,7 @@ read_check(struct git_hunt *h)
 		if (strlen(line) < GIT_OID_HEX + 2 || line[GIT_OID_HEX] != ' ')
 			continue;
 		line[GIT_OID_HEX] = '\0';
-		if ((w = want_find(h, line)) != NULL)
+		if ((w = sync_gitsrc_want_find(h, line)) != NULL)
 			w->gw_have = strcmp(line + GIT_OID_HEX + 1,
 			    "missing") != 0;
 	}
@@ -804,8 +699,8 @@ read_check(struct git_hunt *h)
 	return 0;
 }
 
-static void
-check_done(struct sync_git *sg, struct git_hunt *h, int status)
+void
+sync_gitsrc_check_done(struct sync_git *sg, struct git_hunt *h, int status)
 {
 	size_t	i, missing = 0;
 	int	bad;
@@ -814,8 +709,9 @@ check_done(struct sync_git *sg, struct git_hunt *h, int status)
 	close(h->gh_out);
 	h->gh_out = -1;
 	if (bad) {
-		set_error(h, "git cat-file failed (status %d)", status);
-		finish(sg, h);
+		sync_git_set_error(h, "git cat-file failed (status %d)",
+		    status);
+		sync_git_finish(sg, h);
 		return;
 	}
 	for (i = 0; i < h->gh_nwants; i++)
@@ -824,23 +720,24 @@ check_done(struct sync_git *sg, struct git_hunt *h, int status)
 	if (missing == 0) {
 		/* Here, yet still held: relayd releases what it can. */
 		h->gh_error[0] = '\0';
-		notify(sg, h);
-		finish(sg, h);
+		sync_git_notify(sg, h);
+		sync_git_finish(sg, h);
 		return;
 	}
 	if (h->gh_final) {
 		if (h->gh_fetched)
-			notify(sg, h);
+			sync_git_notify(sg, h);
 		if (h->gh_error[0] == '\0')
-			set_error(h, "%zu of %zu objects still missing",
-			    missing, h->gh_nwants);
-		finish(sg, h);
+			sync_git_set_error(h,
+			    "%zu of %zu objects still missing", missing,
+			    h->gh_nwants);
+		sync_git_finish(sg, h);
 		return;
 	}
 	h->gh_url = 0;
 	h->gh_vetted = 0;
 	h->gh_step = HS_FETCH_WAIT;
-	fetch_next(sg, h);
+	sync_gitsrc_fetch_next(sg, h);
 }
 
 /* Fetches. */
@@ -863,13 +760,13 @@ end_fetching(struct sync_git *sg, struct git_hunt *h)
 {
 	if (h->gh_fetched) {
 		h->gh_final = 1;
-		if (spawn_check(sg, h) == 0)
+		if (sync_gitsrc_check(sg, h) == 0)
 			return;
 	} else if (h->gh_nurls == 0)
-		set_error(h, "no usable clone URL");
+		sync_git_set_error(h, "no usable clone URL");
 	else if (h->gh_error[0] == '\0')
-		set_error(h, "no clone URL had the objects");
-	finish(sg, h);
+		sync_git_set_error(h, "no clone URL had the objects");
+	sync_git_finish(sg, h);
 }
 
 /*
@@ -889,12 +786,12 @@ vet_url(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 	    &why);
 	if (rc == -1) {
 		sg->sg_refused++;
-		set_error(h, "%s: refused: %s", u->gu_ru.ru_authority,
+		sync_git_set_error(h, "%s: refused: %s", u->gu_ru.ru_authority,
 		    why ? why : "address not allowed");
 		return -1;
 	}
 	if (rc != 0) {
-		set_error(h, "%s: dns: %s", u->gu_ru.ru_authority,
+		sync_git_set_error(h, "%s: dns: %s", u->gu_ru.ru_authority,
 		    why ? why : "no address");
 		return -1;
 	}
@@ -904,7 +801,7 @@ vet_url(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 		return 0;
 	if (getnameinfo((struct sockaddr *)&ss, sl, addr, sizeof(addr), NULL,
 	    0, NI_NUMERICHOST) != 0) {
-		set_error(h, "%s: cannot print the resolved address",
+		sync_git_set_error(h, "%s: cannot print the resolved address",
 		    u->gu_ru.ru_authority);
 		return -1;
 	}
@@ -970,7 +867,7 @@ spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 	h->gh_err = p[0];
 	buf_reset(&h->gh_errtail);
 	h->gh_step = HS_FETCH;
-	child_started(sg, h, pid, cfg_scale_delay(cfg_of(sg),
+	child_started(sg, h, pid, cfg_scale_delay(sync_git_cfg(sg),
 	    SYNC_GIT_FETCH_TIMEOUT));
 	log_debug("git hunt %s: fetching %zu object(s) from %s", h->gh_d,
 	    h->gh_nbatch, u->gu_url);
@@ -983,8 +880,8 @@ spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
  * current URL once its address is vetted and its domain allows another
  * fetch.  Moves on to the next URL when nothing is left to ask this one.
  */
-static void
-fetch_next(struct sync_git *sg, struct git_hunt *h)
+void
+sync_gitsrc_fetch_next(struct sync_git *sg, struct git_hunt *h)
 {
 	struct git_url	*u;
 	size_t		 i, max;
@@ -1023,21 +920,21 @@ fetch_next(struct sync_git *sg, struct git_hunt *h)
 			h->gh_vetted = 1;
 		}
 		now = role_now_ms();
-		h->gh_domain = domain_get(sg, u->gu_ru.ru_host);
-		if (!domain_allows(h->gh_domain, now) ||
+		h->gh_domain = sync_git_domain_get(sg, u->gu_ru.ru_host);
+		if (!sync_git_domain_allows(h->gh_domain, now) ||
 		    sg->sg_children >= SYNC_GIT_MAX_CHILDREN) {
 			h->gh_domain = NULL;
 			h->gh_step = HS_FETCH_WAIT;
-			arm_poll(sg);
+			sync_git_arm_poll(sg);
 			return;
 		}
 		if (spawn_fetch(sg, h, u) == -1) {
 			h->gh_domain = NULL;
-			set_error(h, "cannot run git fetch");
+			sync_git_set_error(h, "cannot run git fetch");
 			next_url(h);
 			continue;
 		}
-		domain_start(h->gh_domain, now);
+		sync_git_domain_start(h->gh_domain, now);
 		return;
 	}
 }
@@ -1092,8 +989,8 @@ error_line(struct git_hunt *h, char *out, size_t outlen)
 	out[k] = '\0';
 }
 
-static void
-fetch_done(struct sync_git *sg, struct git_hunt *h, int status)
+void
+sync_gitsrc_fetch_done(struct sync_git *sg, struct git_hunt *h, int status)
 {
 	struct git_url	*u = &h->gh_urls[h->gh_url];
 	char		 line[160];
@@ -1114,14 +1011,14 @@ fetch_done(struct sync_git *sg, struct git_hunt *h, int status)
 	} else if (h->gh_killed) {
 		/* A server that does not answer fails only its own fetch. */
 		sg->sg_fetch_timeout++;
-		set_error(h, "%s: no answer in %.0f s",
-		    u->gu_ru.ru_authority, cfg_scale_delay(cfg_of(sg),
+		sync_git_set_error(h, "%s: no answer in %.0f s",
+		    u->gu_ru.ru_authority, cfg_scale_delay(sync_git_cfg(sg),
 		    SYNC_GIT_FETCH_TIMEOUT));
 		next_url(h);
 	} else {
 		sg->sg_fetch_failed++;
 		error_line(h, line, sizeof(line));
-		set_error(h, "%s: git fetch failed (status %d): %s",
+		sync_git_set_error(h, "%s: git fetch failed (status %d): %s",
 		    u->gu_ru.ru_authority, status, line);
 		if (!h->gh_single && (bad = failed_oid(h)) >= 0)
 			h->gh_wants[bad].gw_skip = 1;
@@ -1133,21 +1030,14 @@ fetch_done(struct sync_git *sg, struct git_hunt *h, int status)
 	}
 	h->gh_nbatch = 0;
 	h->gh_step = HS_FETCH_WAIT;
-	fetch_next(sg, h);
+	sync_gitsrc_fetch_next(sg, h);
 }
 
 /* Attempts. */
 
-/* Owners with identifier d, and the clone URLs they list. */
-struct sources {
-	uint8_t		(*so_owners)[32];
-	size_t		  so_nowners;
-	char		**so_urls;
-	size_t		  so_nurls;
-};
-
-static void
-sources_add(struct sources *so, const struct event *ev, int owner)
+void
+sync_gitsrc_sources_add(struct git_sources *so, const struct event *ev,
+    int owner)
 {
 	const struct event_tag	*t;
 	uint32_t		 i, j;
@@ -1165,7 +1055,7 @@ sources_add(struct sources *so, const struct event *ev, int owner)
 		for (j = 1; j < t->n && so->so_nurls < 4 * SYNC_GIT_MAX_URLS;
 		    j++)
 			if (t->v[j].len <= RELAYURL_MAX)
-				strv_add(&so->so_urls, &so->so_nurls,
+				sync_git_strv_add(&so->so_urls, &so->so_nurls,
 				    t->v[j].s);
 	}
 }
@@ -1178,15 +1068,16 @@ stored_cb(const char *json, size_t len, int64_t seq, void *arg)
 
 	(void)seq;
 	if ((ev = event_parse(json, len, err, sizeof(err))) != NULL) {
-		sources_add(arg, ev, 1);
+		sync_gitsrc_sources_add(arg, ev, 1);
 		event_destroy(ev);
 	}
 	return 0;
 }
 
 /* The stored announcements with d (filter {"kinds":[30617],"#d":[d]}). */
-static int
-sources_stored(struct sync_git *sg, const char *d, struct sources *so)
+int
+sync_gitsrc_sources_stored(struct sync_git *sg, const char *d,
+    struct git_sources *so)
 {
 	struct buf	 b = BUF_INIT;
 	struct json_doc	*doc = NULL;
@@ -1213,11 +1104,11 @@ sources_stored(struct sync_git *sg, const char *d, struct sources *so)
 	return rc;
 }
 
-static void
-sources_free(struct sources *so)
+void
+sync_gitsrc_sources_free(struct git_sources *so)
 {
 	free(so->so_owners);
-	strv_free(so->so_urls, so->so_nurls);
+	sync_git_strv_free(so->so_urls, so->so_nurls);
 }
 
 /*
@@ -1225,8 +1116,8 @@ sources_free(struct sources *so)
  * canonicalized like a relay target (as ws or wss, under the relay
  * targets' flags), not this service, not twice.  Refusals are counted.
  */
-static void
-url_add(struct sync_git *sg, struct git_hunt *h, const char *raw)
+void
+sync_gitsrc_url_add(struct sync_git *sg, struct git_hunt *h, const char *raw)
 {
 	char		 ws[RELAYURL_MAX + 16], key[RELAYURL_MAX + 1];
 	struct git_url	*u;
@@ -1249,7 +1140,8 @@ url_add(struct sync_git *sg, struct git_hunt *h, const char *raw)
 	if (n < 0 || (size_t)n >= sizeof(ws) || relayurl_canon(ws, (size_t)n,
 	    sg->sg_urlflags, key, sizeof(key), &why) == -1) {
 		sg->sg_refused++;
-		set_error(h, "clone URL refused: %s", why ? why : "too long");
+		sync_git_set_error(h, "clone URL refused: %s",
+		    why ? why : "too long");
 		log_debug("git hunt %s: clone URL %s refused: %s", h->gh_d,
 		    raw, why ? why : "too long");
 		return;
@@ -1274,8 +1166,8 @@ url_add(struct sync_git *sg, struct git_hunt *h, const char *raw)
 }
 
 /* <git_data_path>/<npub>/<d>.git into out if that directory exists. */
-static int
-repo_of(struct sync_git *sg, const uint8_t owner[32], const char *d,
+int
+sync_gitsrc_repo_of(struct sync_git *sg, const uint8_t owner[32], const char *d,
     char *out, size_t outlen)
 {
 	char		npub[NIP19_KEY_BUFSZ];
@@ -1284,8 +1176,8 @@ repo_of(struct sync_git *sg, const uint8_t owner[32], const char *d,
 
 	if (nip19_encode("npub", owner, npub, sizeof(npub)) == -1)
 		return -1;
-	n = snprintf(out, outlen, "%s/%s/%s.git", cfg_of(sg)->git_data_path,
-	    npub, d);
+	n = snprintf(out, outlen, "%s/%s/%s.git",
+	    sync_git_cfg(sg)->git_data_path, npub, d);
 	if (n < 0 || (size_t)n >= outlen || stat(out, &sb) == -1 ||
 	    !S_ISDIR(sb.st_mode))
 		return -1;
@@ -1301,7 +1193,7 @@ repo_of(struct sync_git *sg, const uint8_t owner[32], const char *d,
 static void
 start_attempt(struct sync_git *sg, struct git_hunt *h)
 {
-	struct sources	 so;
+	struct git_sources	 so;
 	struct purg_ann	*held = NULL;
 	struct git_ev	*ge;
 	struct event	*ev;
@@ -1318,7 +1210,7 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 	LIST_FOREACH(ge, &h->gh_events, ge_entry) {
 		for (k = 0; k < ge->ge_noids && h->gh_nwants <
 		    SYNC_GIT_MAX_OBJECTS; k++) {
-			if (want_find(h, ge->ge_oids[k]) != NULL)
+			if (sync_gitsrc_want_find(h, ge->ge_oids[k]) != NULL)
 				continue;
 			if ((h->gh_wants = reallocarray(h->gh_wants,
 			    h->gh_nwants + 1, sizeof(*h->gh_wants))) == NULL)
@@ -1331,16 +1223,16 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 	}
 	h->gh_needed = h->gh_nwants;
 	if (h->gh_nwants == 0) {
-		set_error(h, "its held events name no object");
+		sync_git_set_error(h, "its held events name no object");
 		goto done;
 	}
 	/* Where the objects go, and where they may be. */
-	if (sources_stored(sg, h->gh_d, &so) == -1) {
-		set_error(h, "cannot read the stored announcements");
+	if (sync_gitsrc_sources_stored(sg, h->gh_d, &so) == -1) {
+		sync_git_set_error(h, "cannot read the stored announcements");
 		goto done;
 	}
 	if (purg_ann_list_d(sg->sg_purg, h->gh_d, &held, &nheld) == -1) {
-		set_error(h, "cannot read the held announcements");
+		sync_git_set_error(h, "cannot read the held announcements");
 		goto done;
 	}
 	for (i = 0; i < nheld; i++) {
@@ -1348,11 +1240,11 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 		    strlen(held[i].pa_json), err, sizeof(err))) == NULL)
 			continue;
 		/* A soft-expired one has no repository, but its URLs. */
-		sources_add(&so, ev, !held[i].pa_soft_expired);
+		sync_gitsrc_sources_add(&so, ev, !held[i].pa_soft_expired);
 		event_destroy(ev);
 	}
 	for (i = 0; i < so.so_nowners && !h->gh_has_owner; i++) {
-		if (repo_of(sg, so.so_owners[i], h->gh_d, repo,
+		if (sync_gitsrc_repo_of(sg, so.so_owners[i], h->gh_d, repo,
 		    sizeof(repo)) == -1)
 			continue;
 		memcpy(h->gh_owner, so.so_owners[i], 32);
@@ -1360,24 +1252,25 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 		h->gh_repo = xstrdup(repo);
 	}
 	if (!h->gh_has_owner) {
-		set_error(h, "no repository with this identifier on disk");
+		sync_git_set_error(h,
+		    "no repository with this identifier on disk");
 		goto done;
 	}
 	for (i = 0; i < so.so_nurls; i++)
-		url_add(sg, h, so.so_urls[i]);
+		sync_gitsrc_url_add(sg, h, so.so_urls[i]);
 	LIST_FOREACH(ge, &h->gh_events, ge_entry)
 		for (k = 0; k < ge->ge_nclone; k++)
-			url_add(sg, h, ge->ge_clone[k]);
+			sync_gitsrc_url_add(sg, h, ge->ge_clone[k]);
 	h->gh_nurls_last = h->gh_nurls;
-	if (spawn_check(sg, h) == 0) {
+	if (sync_gitsrc_check(sg, h) == 0) {
 		purg_ann_free_list(held, nheld);
-		sources_free(&so);
+		sync_gitsrc_sources_free(&so);
 		return;
 	}
 done:
 	purg_ann_free_list(held, nheld);
-	sources_free(&so);
-	finish(sg, h);
+	sync_gitsrc_sources_free(&so);
+	sync_git_finish(sg, h);
 }
 
 /* The scan of the purgatory tables. */
@@ -1526,13 +1419,13 @@ child_reaped(struct sync_git *sg, struct git_hunt *h, int status)
 	enum hunt_step	step = h->gh_step;
 	int		out = h->gh_out;
 
-	drain_err(h);
+	sync_gitsrc_drain_err(h);
 	/* A check's output is read before its descriptor goes. */
 	h->gh_out = -1;
-	child_close(sg, h);
+	sync_gitsrc_child_close(sg, h);
 	h->gh_out = out;
 	if (step == HS_CHECK && !h->gh_gone && !h->gh_abort) {
-		check_done(sg, h, status);
+		sync_gitsrc_check_done(sg, h, status);
 		return;
 	}
 	if (h->gh_out >= 0)
@@ -1546,12 +1439,12 @@ child_reaped(struct sync_git *sg, struct git_hunt *h, int status)
 			hunt_free(sg, h);
 		else {
 			h->gh_abort = 0;
-			set_error(h, "attempt abandoned");
-			finish(sg, h);
+			sync_git_set_error(h, "attempt abandoned");
+			sync_git_finish(sg, h);
 		}
 		return;
 	}
-	fetch_done(sg, h, status);
+	sync_gitsrc_fetch_done(sg, h, status);
 }
 
 static void
@@ -1571,7 +1464,7 @@ poll_cb(lws_sorted_usec_list_t *sul)
 		h = v[i];
 		if (h->gh_pid == 0)
 			continue;
-		drain_err(h);
+		sync_gitsrc_drain_err(h);
 		r = waitpid(h->gh_pid, &st, WNOHANG);
 		if (r == h->gh_pid || (r == -1 && errno == ECHILD)) {
 			child_reaped(sg, h, r == -1 ? 255 : WIFEXITED(st) ?
@@ -1590,14 +1483,14 @@ poll_cb(lws_sorted_usec_list_t *sul)
 	v = hunts_array(sg, &n);
 	for (i = 0; i < n; i++)
 		if (v[i]->gh_step == HS_FETCH_WAIT && v[i]->gh_pid == 0)
-			fetch_next(sg, v[i]);
+			sync_gitsrc_fetch_next(sg, v[i]);
 	free(v);
 	notices_run(sg);
-	arm_poll(sg);
+	sync_git_arm_poll(sg);
 }
 
-static void
-arm_poll(struct sync_git *sg)
+void
+sync_git_arm_poll(struct sync_git *sg)
 {
 	size_t	 it;
 	void	*v;
@@ -1626,9 +1519,9 @@ tick_cb(lws_sorted_usec_list_t *sul)
 		run_hunts(sg);
 	domains_prune(sg);
 	notices_run(sg);
-	arm_poll(sg);
+	sync_git_arm_poll(sg);
 	lws_sul_schedule(sg->sg_sd->sd_ctx->r_lws, 0, &sg->sg_sul_tick,
-	    tick_cb, (lws_usec_t)(cfg_period(cfg_of(sg), SYNC_GIT_TICK) *
+	    tick_cb, (lws_usec_t)(cfg_period(sync_git_cfg(sg), SYNC_GIT_TICK) *
 	    1e6));
 }
 
@@ -1689,7 +1582,7 @@ sync_git_fini(struct syncd *sd)
 			while (waitpid(v[i]->gh_pid, &st, 0) == -1 &&
 			    errno == EINTR)
 				;
-			child_close(sg, v[i]);
+			sync_gitsrc_child_close(sg, v[i]);
 		}
 		hunt_free(sg, v[i]);
 	}

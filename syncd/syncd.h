@@ -11,9 +11,13 @@
  *               the daily resync
  * sync_neg.c    negentropy's item sets from the database, the relays
  *               that do not speak NIP-77, the ids each relay delivered
- * sync_git.c    the git-data hunt for events held in purgatory: objects
- *               fetched from the repositories' clone URLs, relayd told;
- *               held announcements fed to the inventory as StateOnly
+ * sync_git.c    the git-data hunt for events held in purgatory: one
+ *               state machine per repository identifier, relayd told
+ *               when objects came; held announcements fed to the
+ *               inventory as StateOnly
+ * sync_gitsrc.c its git source: the git children that check the
+ *               repository and fetch from the vetted clone URLs
+ *               (sync_git.h holds what the two share)
  *
  * Everything fetched goes to relayd over the ingest channel; syncd never
  * writes the database.  Its state is rebuilt from the database at start.
@@ -77,8 +81,8 @@
 #define SYNC_GAP_FILL		60.0
 
 /*
- * The git-data hunt (sync_git.c).  Delays are scaled by NGIT_TEST
- * (cfg_scale_delay), the loop period by cfg_period.
+ * The git-data hunt (sync_git.c, sync_gitsrc.c).  Delays are scaled by
+ * NGIT_TEST (cfg_scale_delay), the loop period by cfg_period.
  */
 /* Reference brief 3.15: the hunt loop runs every second. */
 #define SYNC_GIT_TICK		1.0

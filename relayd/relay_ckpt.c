@@ -12,7 +12,9 @@
  * transaction starts the WAL over once everything in it was copied.
  * After each commit the loop tells the thread how large the WAL is; the
  * thread checkpoints when it is RELAY_CKPT_MIN_FRAMES or more, one pass
- * for any number of calls that came meanwhile.
+ * for any number of calls that came meanwhile.  Under a steady ingest the
+ * passes lag the writer and the WAL never starts over, so the writer
+ * still checkpoints in its commit at RELAY_CKPT_MAX_FRAMES (relayd.c).
  */
 #include <pthread.h>
 #include <signal.h>

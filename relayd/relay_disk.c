@@ -75,12 +75,19 @@ refresh(void)
 	disk.low = low;
 }
 
+/* 1 if the last look is older than RELAY_DISK_CHECK_MS, or none was. */
+static int
+stale(void)
+{
+	return !disk.checked || relay_now_ms() - disk.at >= RELAY_DISK_CHECK_MS;
+}
+
 int
 relay_disk_low(void)
 {
 	if (relayd->cfg.min_free_disk_mb == 0)
 		return 0;
-	if (!disk.checked || relay_now_ms() - disk.at >= RELAY_DISK_CHECK_MS)
+	if (stale())
 		refresh();
 	return disk.low;
 }
@@ -104,30 +111,16 @@ relay_disk_metrics(cJSON *arr)
 		"graspd_relay_disk_free_bytes{path=\"database\"}",
 		"graspd_relay_disk_free_bytes{path=\"git\"}",
 	};
-	cJSON	*m;
-	int	 i;
+	int	i;
 
 	/* Free space is shown with the floor off too. */
-	if (!disk.checked || relay_now_ms() - disk.at >= RELAY_DISK_CHECK_MS)
+	if (stale())
 		refresh();
-	m = cJSON_CreateArray();
-	cJSON_AddItemToArray(m, cJSON_CreateString("graspd_relay_disk_low"));
-	cJSON_AddItemToArray(m, cJSON_CreateNumber(disk.low));
-	cJSON_AddItemToArray(arr, m);
-	for (i = 0; i < DISK_N && disk.checked; i++) {
-		m = cJSON_CreateArray();
-		cJSON_AddItemToArray(m, cJSON_CreateString(name[i]));
-		cJSON_AddItemToArray(m, cJSON_CreateNumber(
-		    (double)disk.avail[i]));
-		cJSON_AddItemToArray(arr, m);
-	}
-	for (i = 0; i < 2; i++) {
-		m = cJSON_CreateArray();
-		cJSON_AddItemToArray(m, cJSON_CreateString(i == 0 ?
-		    "graspd_relay_disk_refusals_total{what=\"event\"}" :
-		    "graspd_relay_disk_refusals_total{what=\"push\"}"));
-		cJSON_AddItemToArray(m, cJSON_CreateNumber(
-		    (double)disk.refused[i]));
-		cJSON_AddItemToArray(arr, m);
-	}
+	relay_metric(arr, "graspd_relay_disk_low", disk.low);
+	for (i = 0; i < DISK_N && disk.checked; i++)
+		relay_metric(arr, name[i], (double)disk.avail[i]);
+	relay_metric(arr, "graspd_relay_disk_refusals_total{what=\"event\"}",
+	    (double)disk.refused[0]);
+	relay_metric(arr, "graspd_relay_disk_refusals_total{what=\"push\"}",
+	    (double)disk.refused[1]);
 }

@@ -1401,16 +1401,10 @@ relay_git_metrics(cJSON *arr)
 		"info-refs" };
 	const struct relay_stats	*st = &relayd->stats;
 	struct purg_counts		 pc;
-	cJSON				*m;
 	char				 name[160];
 	int				 i, ok;
 
-#define METRIC(n, v) do {						\
-	m = cJSON_CreateArray();					\
-	cJSON_AddItemToArray(m, cJSON_CreateString(n));			\
-	cJSON_AddItemToArray(m, cJSON_CreateNumber((double)(v)));	\
-	cJSON_AddItemToArray(arr, m);					\
-} while (0)
+#define METRIC(n, v)	relay_metric(arr, (n), (double)(v))
 	for (i = 0; i < 3; i++)
 		for (ok = 0; ok < 2; ok++) {
 			snprintf(name, sizeof(name), "graspd_git_requests_total"

@@ -345,8 +345,8 @@ wants_nip11(struct lws *wsi)
 	return strstr(accept, RELAY_NIP11_TYPE) != NULL;
 }
 
-static void
-metric(cJSON *arr, const char *name, double v)
+void
+relay_metric(cJSON *arr, const char *name, double v)
 {
 	cJSON	*m = cJSON_CreateArray();
 
@@ -363,52 +363,53 @@ relay_own_metrics(void)
 	char				 name[128];
 	unsigned			 r;
 
-	metric(a, "graspd_relay_uptime_seconds",
+	relay_metric(a, "graspd_relay_uptime_seconds",
 	    (double)(time(NULL) - relayd->started));
-	metric(a, "graspd_relay_connections_active", relayd->nconns);
-	metric(a, "graspd_relay_connections_total",
+	relay_metric(a, "graspd_relay_connections_active", relayd->nconns);
+	relay_metric(a, "graspd_relay_connections_total",
 	    (double)st->connections_total);
-	metric(a, "graspd_relay_connections_refused_total{reason=\"per_ip\"}",
+	relay_metric(a,
+	    "graspd_relay_connections_refused_total{reason=\"per_ip\"}",
 	    (double)st->connections_refused_ip);
-	metric(a, "graspd_relay_messages_received_total{type=\"EVENT\"}",
+	relay_metric(a, "graspd_relay_messages_received_total{type=\"EVENT\"}",
 	    (double)st->msgs_in_event);
-	metric(a, "graspd_relay_messages_received_total{type=\"REQ\"}",
+	relay_metric(a, "graspd_relay_messages_received_total{type=\"REQ\"}",
 	    (double)st->msgs_in_req);
-	metric(a, "graspd_relay_messages_received_total{type=\"CLOSE\"}",
+	relay_metric(a, "graspd_relay_messages_received_total{type=\"CLOSE\"}",
 	    (double)st->msgs_in_close);
-	metric(a, "graspd_relay_messages_received_total{type=\"NEG\"}",
+	relay_metric(a, "graspd_relay_messages_received_total{type=\"NEG\"}",
 	    (double)st->msgs_in_neg);
-	metric(a, "graspd_relay_messages_received_total{type=\"AUTH\"}",
+	relay_metric(a, "graspd_relay_messages_received_total{type=\"AUTH\"}",
 	    (double)st->msgs_in_auth);
-	metric(a, "graspd_relay_auth_total{result=\"accepted\"}",
+	relay_metric(a, "graspd_relay_auth_total{result=\"accepted\"}",
 	    (double)st->auth[1]);
-	metric(a, "graspd_relay_auth_total{result=\"refused\"}",
+	relay_metric(a, "graspd_relay_auth_total{result=\"refused\"}",
 	    (double)st->auth[0]);
-	metric(a, "graspd_relay_messages_received_total{type=\"other\"}",
+	relay_metric(a, "graspd_relay_messages_received_total{type=\"other\"}",
 	    (double)st->msgs_in_other);
-	metric(a, "graspd_relay_events_total{result=\"accepted\"}",
+	relay_metric(a, "graspd_relay_events_total{result=\"accepted\"}",
 	    (double)st->events_accepted);
-	metric(a, "graspd_relay_events_total{result=\"duplicate\"}",
+	relay_metric(a, "graspd_relay_events_total{result=\"duplicate\"}",
 	    (double)st->events_duplicate);
-	metric(a, "graspd_relay_events_total{result=\"refused\"}",
+	relay_metric(a, "graspd_relay_events_total{result=\"refused\"}",
 	    (double)st->events_refused);
-	metric(a, "graspd_relay_events_total{result=\"invalid\"}",
+	relay_metric(a, "graspd_relay_events_total{result=\"invalid\"}",
 	    (double)st->events_invalid);
-	metric(a, "graspd_relay_events_total{result=\"ephemeral\"}",
+	relay_metric(a, "graspd_relay_events_total{result=\"ephemeral\"}",
 	    (double)st->events_ephemeral);
 	for (r = 0; r < ROLE_COUNT; r++) {
 		if (st->ingested[r] == 0)
 			continue;
 		snprintf(name, sizeof(name), "graspd_relay_ingested_total"
 		    "{origin=\"%s\"}", role_name(r));
-		metric(a, name, (double)st->ingested[r]);
+		relay_metric(a, name, (double)st->ingested[r]);
 	}
-	metric(a, "graspd_relay_events_stored",
+	relay_metric(a, "graspd_relay_events_stored",
 	    (double)store_count(relayd->store));
-	metric(a, "graspd_relay_commits_total", (double)st->commits);
-	metric(a, "graspd_relay_committed_events_total",
+	relay_metric(a, "graspd_relay_commits_total", (double)st->commits);
+	relay_metric(a, "graspd_relay_committed_events_total",
 	    (double)st->committed_events);
-	metric(a, "graspd_relay_http_requests_total",
+	relay_metric(a, "graspd_relay_http_requests_total",
 	    (double)st->http_requests);
 	relay_git_metrics(a);
 	relay_disk_metrics(a);

@@ -440,9 +440,8 @@ void	relay_ckpt_stop(void);
  * failed write. */
 #define RELAY_DISK_CHECK_MS	1000
 /* The OK message of an event refused below the floor (NIP-01 prefix). */
-#define RELAY_DISK_MSG		"error: the server is low on disk space; " \
-				"try again later"
-/* The ERR reason of a push refused below the floor. */
+#define RELAY_DISK_MSG		"error: " RELAY_DISK_PUSH_MSG
+/* The ERR reason of a push refused below the floor ("ERR error: ..."). */
 #define RELAY_DISK_PUSH_MSG	"the server is low on disk space; try " \
 				"again later"
 /*
@@ -517,6 +516,8 @@ int	relay_http_too_many(struct relay_conn *, struct lws *, int retry_s,
 int	relay_nip11_build(void);
 /* relayd's own counters as [["name{labels}",value],...]; caller frees. */
 cJSON	*relay_own_metrics(void);
+/* Appends ["name{labels}",v] to such an array. */
+void	 relay_metric(cJSON *arr, const char *name, double v);
 
 /* relay_web.c */
 /*

@@ -97,10 +97,6 @@ main(int argc, char *argv[])
 	if (policy_init(&rd.policy, &rd.cfg, err, sizeof(err)) == -1) {
 		ready_config_fail("configuration: %s", err);
 	}
-	/* A taken port or a wrong address is the operator's to mend. */
-	if (relay_listen_open(rd.cfg.bind_host, rd.cfg.bind_port, err,
-	    sizeof(err)) == -1)
-		ready_config_fail("%s", err);
 	if (mkdir_p(rd.cfg.relay_data_path, 0755) == -1)
 		fatal("cannot create %s", rd.cfg.relay_data_path);
 	/* Found now, not at the first announcement's repository. */
@@ -108,6 +104,16 @@ main(int argc, char *argv[])
 	    dir_writable(rd.cfg.git_data_path) == -1)
 		ready_config_fail("git_data_path %s: %s", rd.cfg.git_data_path,
 		    strerror(errno));
+	/*
+	 * The start-up scan of the git data runs before the port listens:
+	 * the kernel queues connections from listen() on, and a client (or
+	 * a test) that got one must not see a repository the scan removes.
+	 */
+	relay_repo_init();
+	/* A taken port or a wrong address is the operator's to mend. */
+	if (relay_listen_open(rd.cfg.bind_host, rd.cfg.bind_port, err,
+	    sizeof(err)) == -1)
+		ready_config_fail("%s", err);
 	if (config_owner_key(&rd.cfg, sk, err, sizeof(err)) == -1) {
 		ready_config_fail("configuration: %s", err);
 	}
@@ -154,7 +160,6 @@ main(int argc, char *argv[])
 	relay_listen_start();
 	if (mkdir_p(rd.cfg.run_path, 0755) == -1)
 		fatal("cannot create %s", rd.cfg.run_path);
-	relay_repo_init();
 	relay_purg_init();
 	relay_chan_open();
 	rd.started = time(NULL);

@@ -38,7 +38,7 @@ BUILT_ROLES := $(foreach r,$(ROLES),$(if $(wildcard $(r)/*.c),$(r)))
 PROGRAMS := $(BUILT_ROLES:%=$(BIN)/%) \
 	    $(if $(wildcard supervisor/*.c),$(BIN)/graspd $(BIN)/graspctl)
 
-.PHONY: all test check unit sanitize bench soak clean install deps
+.PHONY: all test check unit sanitize bench soak clean install deps format
 all: $(PROGRAMS)
 
 $(O)/%.o: %.c
@@ -171,6 +171,10 @@ soak: all tests
 
 deps:
 	sh scripts/deps.sh --test
+
+# The tree's C files through .clang-format.
+format:
+	git ls-files -z '*.c' '*.h' | xargs -0 clang-format -i
 
 # make fuzz: the libFuzzer harnesses tests/fuzz/<name>_fuzz.c, built with
 # clang against common/ compiled with the same sanitizers into

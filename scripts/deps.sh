@@ -8,7 +8,7 @@ libsecp256k1-dev libcjson-dev libwebsockets-dev libnanomsg-dev libssl-dev
 zlib1g-dev libcmark-dev git"
 
 if [ "${1:-}" = "--test" ]; then
-	PKGS="$PKGS mandoc shellcheck clang lintian"
+	PKGS="$PKGS mandoc shellcheck clang clang-format lintian"
 	# The browser case of tests/integration/web_test.c; fonts for its
 	# screenshots.
 	PKGS="$PKGS chromium fonts-dejavu-core"

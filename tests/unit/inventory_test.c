@@ -20,6 +20,7 @@
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
+#include "tunit_strv.h"
 #include "tstore.h"
 #include "tuser.h"
 
@@ -1028,11 +1029,7 @@ add_described(void *arg, int64_t seq, const struct event *e)
 static void
 described_free(struct described *ds)
 {
-	size_t	i;
-
-	for (i = 0; i < ds->n; i++)
-		free(ds->d[i]);
-	free(ds->d);
+	tunit_strv_free(ds->d, ds->n);
 }
 
 /* What feed_scan_ahead() hands to its hint and to its callback. */
@@ -1079,16 +1076,7 @@ ahead_take(void *arg, int64_t seq, const struct event *e)
 static int
 same_described(const struct described *a, const struct described *b)
 {
-	size_t	i;
-
-	if (a->n != b->n)
-		return 0;
-	for (i = 0; i < a->n; i++)
-		if (strcmp(a->d[i], b->d[i]) != 0) {
-			printf("# %s\n# %s\n", a->d[i], b->d[i]);
-			return 0;
-		}
-	return 1;
+	return tunit_strv_same(a->d, a->n, b->d, b->n);
 }
 
 static void

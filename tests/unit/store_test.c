@@ -19,6 +19,7 @@
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
+#include "tunit_strv.h"
 
 static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
 static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
@@ -92,11 +93,7 @@ collect(const char *json, size_t len, int64_t seq, void *arg)
 static void
 coll_free(struct coll *c)
 {
-	size_t	i;
-
-	for (i = 0; i < c->n; i++)
-		free(c->json[i]);
-	free(c->json);
+	tunit_strv_free(c->json, c->n);
 	free(c->seq);
 	memset(c, 0, sizeof(*c));
 }

@@ -20,6 +20,7 @@
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
+#include "tunit_rng.h"
 #include "tunit_strv.h"
 #include "tstore.h"
 #include "tuser.h"
@@ -554,15 +555,12 @@ static char		 tmpdir[64];
 static struct store	*st;
 static struct tstore_prog tsp = { { tmpdir, sizeof(tmpdir), "inventory_test" },
     &st };
-static uint32_t		 rng = 2463534242u;
+static uint64_t		 rng = 2463534242u;
 
 static uint32_t
 rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng % n;
+	return tunit_rng_below(&rng, n);
 }
 
 /* Author n's pubkey: any 32 bytes do, nothing on this path verifies. */

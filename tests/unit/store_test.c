@@ -19,6 +19,7 @@
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
+#include "tunit_rng.h"
 #include "tunit_strv.h"
 
 static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
@@ -663,10 +664,7 @@ static uint64_t	rng_state = 0x9e3779b97f4a7c15ULL;
 static uint32_t
 rng(uint32_t n)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)(rng_state % n);
+	return tunit_rng_below(&rng_state, n);
 }
 
 static int

@@ -136,7 +136,7 @@ uppercase_only_when_all_uppercase(void)
 }
 
 /* The case that owns each row of refused[] and parses[]. */
-enum refusal {
+enum owner {
 	BAD_LENGTH,
 	BAD_PADDING,
 	BAD_JUNK,
@@ -147,7 +147,7 @@ enum refusal {
 
 /* Strings nip19_decode(s, "npub", k) must refuse. */
 static const struct {
-	enum refusal	 why;
+	enum owner	 why;
 	const char	*s;
 } refused[] = {
 	/* 33- and 31-byte payloads with valid checksums. */
@@ -176,7 +176,7 @@ static const struct {
 
 /* Checks that each of refused[]'s inputs owned by why is refused. */
 static void
-refuses(enum refusal why)
+refuses(enum owner why)
 {
 	uint8_t	k[32];
 	char	msg[200];
@@ -232,7 +232,7 @@ spellings_agree(int (*parse)(const char *, uint8_t *), const char *bech,
 
 /* What key_parse_pubkey() or key_parse_seckey() returns for s. */
 static const struct {
-	enum refusal	  why;
+	enum owner	  why;
 	int		(*parse)(const char *, uint8_t *);
 	const char	 *s;
 	int		  want;
@@ -260,7 +260,7 @@ static const struct {
 
 /* Checks each of parses[]'s rows owned by why. */
 static void
-parses_as_listed(enum refusal why)
+parses_as_listed(enum owner why)
 {
 	uint8_t	k[32];
 	char	msg[200];

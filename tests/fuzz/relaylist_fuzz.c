@@ -35,18 +35,29 @@ struct naive {
 	unsigned	 r_tags, bad_marker, refused, duplicates;
 };
 
+/*
+ * The flags of a tag's marker, 0 for a tag to ignore: relaylist.h's rule
+ * (no marker is both; only the exact markers below count), written from
+ * the header rather than from relaylist.c so the two can disagree.
+ */
 static unsigned
 marker(const struct event_tag *t)
 {
-	const struct estr	*m;
+	static const struct {
+		const char	*name;
+		unsigned	 flags;
+	} known[] = {
+		{ "read", RELAYLIST_READ },
+		{ "write", RELAYLIST_WRITE },
+	};
+	size_t	i;
 
 	if (t->n < 3)
 		return RELAYLIST_READ | RELAYLIST_WRITE;
-	m = &t->v[2];
-	if (m->len == 4 && memcmp(m->s, "read", 4) == 0)
-		return RELAYLIST_READ;
-	if (m->len == 5 && memcmp(m->s, "write", 5) == 0)
-		return RELAYLIST_WRITE;
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (t->v[2].len == strlen(known[i].name) &&
+		    memcmp(t->v[2].s, known[i].name, t->v[2].len) == 0)
+			return known[i].flags;
 	return 0;
 }
 

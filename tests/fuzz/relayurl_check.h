@@ -36,8 +36,9 @@ fuzz_check_key(const char *key, unsigned flags)
 {
 	char			 again[RELAYURL_MAX + 1];
 	struct relayurl		 ru;
-	struct sockaddr_in	 sin;
-	struct sockaddr_in6	 sin6;
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
 	const char		*why = NULL;
 	size_t			 n = strlen(key), i;
 
@@ -70,29 +71,20 @@ fuzz_check_key(const char *key, unsigned flags)
 	    strlen(ru.ru_authority), ru.ru_target) == 0);
 	FUZZ_ASSERT(relayurl_is_self(key, (const char *const[]){ key }, 1));
 
-	memset(&sin, 0, sizeof(sin));
-	memset(&sin6, 0, sizeof(sin6));
-	switch (ru.ru_family) {
-	case AF_INET:
-		sin.sin_family = AF_INET;
+	/* An IP literal's address passes the connect-time check. */
+	memset(&ss, 0, sizeof(ss));
+	if (ru.ru_family == AF_UNSPEC) {
 		FUZZ_ASSERT(inet_pton(AF_INET, ru.ru_host,
-		    &sin.sin_addr) == 1);
-		FUZZ_ASSERT(relayurl_check_resolved(
-		    (struct sockaddr *)&sin, flags) == 0);
-		break;
-	case AF_INET6:
-		sin6.sin6_family = AF_INET6;
-		FUZZ_ASSERT(inet_pton(AF_INET6, ru.ru_host,
-		    &sin6.sin6_addr) == 1);
-		FUZZ_ASSERT(relayurl_check_resolved(
-		    (struct sockaddr *)&sin6, flags) == 0);
-		break;
-	default:
-		FUZZ_ASSERT(ru.ru_family == AF_UNSPEC);
-		FUZZ_ASSERT(inet_pton(AF_INET, ru.ru_host,
-		    &sin.sin_addr) != 1);
-		break;
+		    &sin->sin_addr) != 1);
+		return;
 	}
+	FUZZ_ASSERT(ru.ru_family == AF_INET || ru.ru_family == AF_INET6);
+	ss.ss_family = ru.ru_family;
+	FUZZ_ASSERT(inet_pton(ru.ru_family, ru.ru_host,
+	    ru.ru_family == AF_INET ? (void *)&sin->sin_addr :
+	    (void *)&sin6->sin6_addr) == 1);
+	FUZZ_ASSERT(relayurl_check_resolved((struct sockaddr *)&ss,
+	    flags) == 0);
 }
 
 /*

@@ -48,17 +48,12 @@ clear_env(void)
 {
 	char	name[256];
 	char	**e;
-	size_t	n;
 
 again:
 	for (e = environ; *e != NULL; e++) {
 		if (strncmp(*e, "NGIT_", 5) != 0)
 			continue;
-		n = strcspn(*e, "=");
-		if (n >= sizeof(name))
-			n = sizeof(name) - 1;
-		memcpy(name, *e, n);
-		name[n] = '\0';
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
 		unsetenv(name);
 		goto again;	/* environ changed under us */
 	}
@@ -99,6 +94,74 @@ dump(const struct config *cfg)
 
 	config_dump(cfg, &b);
 	return buf_release(&b, NULL);
+}
+
+/* Checks that a load returned rc -1 with err equal to want. */
+static void
+load_refused(int rc, const char *want)
+{
+	char	m[sizeof(err) + 512 + 16];
+
+	if (rc != -1)
+		t_fail_at(__FILE__, __LINE__, want);
+	else if (strcmp(err, want) != 0) {
+		snprintf(m, sizeof(m), "\"%s\" != \"%.512s\"", err, want);
+		t_fail_at(__FILE__, __LINE__, m);
+	}
+}
+
+/* Loads text as the file and expects the error "<conf>:<line>: <msg>". */
+static void
+file_error(const char *text, int line, const char *msg)
+{
+	struct config	c;
+	char		want[512];
+
+	snprintf(want, sizeof(want), "%s:%d: %s", conf, line, msg);
+	load_refused(load_text(&c, text), want);
+}
+
+/*
+ * Checks that c, loaded when rc is 0 (else err says why), dumps as the
+ * defaults do; frees c.
+ */
+static void
+dumps_as_defaults(int rc, struct config *c)
+{
+	struct config	 d;
+	char		*d0, *d1;
+
+	if (rc != 0) {
+		t_fail_at(__FILE__, __LINE__, err);
+		return;
+	}
+	d1 = dump(c);
+	config_free(c);
+	if (config_load(&d, NULL, err, sizeof(err)) != 0) {
+		free(d1);
+		t_fail_at(__FILE__, __LINE__, err);
+		return;
+	}
+	d0 = dump(&d);
+	config_free(&d);
+	T_EQ_STR(d1, d0);
+	free(d0);
+	free(d1);
+}
+
+/* Sets one variable, loads without a file, and expects an error. */
+static void
+env_error(const char *name, const char *value, const char *msg)
+{
+	struct config	c;
+	char		want[512];
+
+	clear_env();
+	setenv(name, value, 1);
+	snprintf(want, sizeof(want), "%s: %s (from the environment)", name,
+	    msg);
+	load_refused(config_load(&c, NULL, err, sizeof(err)), want);
+	clear_env();
 }
 
 static void
@@ -280,17 +343,12 @@ static void
 bad_quoting_is_an_error(void)
 {
 	struct config	c;
-	char		want[256];
 
 	clear_env();
-	T_EQ_INT(load_text(&c, "relay_name = \"open\n"), -1);
-	snprintf(want, sizeof(want), "%s:1: NGIT_RELAY_NAME: value has no "
-	    "closing quote", conf);
-	T_EQ_STR(err, want);
-	T_EQ_INT(load_text(&c, "\n\nrelay_name = \"a\" b\n"), -1);
-	snprintf(want, sizeof(want), "%s:3: NGIT_RELAY_NAME: value has text "
-	    "after the closing quote", conf);
-	T_EQ_STR(err, want);
+	file_error("relay_name = \"open\n", 1,
+	    "NGIT_RELAY_NAME: value has no closing quote");
+	file_error("\n\nrelay_name = \"a\" b\n", 3,
+	    "NGIT_RELAY_NAME: value has text after the closing quote");
 	T_EQ_INT(load_text(&c, "relay_name = \"a\\n\"\n"), -1);
 	T_CHECK(strstr(err, "bad escape") != NULL);
 }
@@ -299,7 +357,6 @@ static void
 unknown_key_names_line(void)
 {
 	struct config	c;
-	char		want[256];
 	int		i;
 	struct buf	b = BUF_INIT;
 
@@ -307,10 +364,8 @@ unknown_key_names_line(void)
 	for (i = 1; i < 12; i++)
 		buf_adds(&b, i % 2 ? "# comment\n" : "\n");
 	buf_adds(&b, "foo = bar\n");
-	T_EQ_INT(load_text(&c, b.b_data), -1);
+	file_error(b.b_data, 12, "unknown key \"foo\"");
 	buf_free(&b);
-	snprintf(want, sizeof(want), "%s:12: unknown key \"foo\"", conf);
-	T_EQ_STR(err, want);
 	/* Neither mixed spellings nor a lower-case env name are keys. */
 	T_EQ_INT(load_text(&c, "ngit_domain = x\n"), -1);
 	T_CHECK(strstr(err, ":1: unknown key \"ngit_domain\"") != NULL);
@@ -389,28 +444,6 @@ missing_file_is_an_error(void)
 	T_EQ_STR(err, "/nonexistent/graspd.conf: No such file or directory");
 }
 
-/* Sets one variable, loads without a file, and expects an error. */
-static void
-env_error(const char *name, const char *value, const char *msg)
-{
-	struct config	c;
-	char		want[512];
-
-	clear_env();
-	setenv(name, value, 1);
-	snprintf(want, sizeof(want), "%s: %s (from the environment)", name,
-	    msg);
-	if (config_load(&c, NULL, err, sizeof(err)) != -1)
-		t_fail_at(__FILE__, __LINE__, name);
-	else if (strcmp(err, want) != 0) {
-		char	m[sizeof(err) + sizeof(want) + 16];
-
-		snprintf(m, sizeof(m), "\"%s\" != \"%s\"", err, want);
-		t_fail_at(__FILE__, __LINE__, m);
-	}
-	clear_env();
-}
-
 static void
 bad_values_name_the_key(void)
 {
@@ -451,13 +484,10 @@ static void
 bad_file_value_names_line_and_key(void)
 {
 	struct config	c;
-	char		want[256];
 
 	clear_env();
-	T_EQ_INT(load_text(&c, "# x\nmax_connections = abc\n"), -1);
-	snprintf(want, sizeof(want), "%s:2: NGIT_MAX_CONNECTIONS: \"abc\" is "
-	    "not a number", conf);
-	T_EQ_STR(err, want);
+	file_error("# x\nmax_connections = abc\n", 2,
+	    "NGIT_MAX_CONNECTIONS: \"abc\" is not a number");
 	/* The file is checked whole, even where the environment overrides. */
 	setenv("NGIT_MAX_CONNECTIONS", "5", 1);
 	T_EQ_INT(load_text(&c, "max_connections = abc\n"), -1);
@@ -1014,23 +1044,11 @@ static void
 sample_file_yields_defaults(void)
 {
 	struct config	c;
-	char		path[1024], *d0, *d1;
+	char		path[1024];
 
 	clear_env();
-	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
-	d0 = dump(&c);
-	config_free(&c);
 	snprintf(path, sizeof(path), "%s/etc/graspd.conf", srcdir());
-	if (config_load(&c, path, err, sizeof(err)) != 0) {
-		free(d0);
-		t_fail_at(__FILE__, __LINE__, err);
-		return;
-	}
-	d1 = dump(&c);
-	config_free(&c);
-	T_EQ_STR(d1, d0);
-	free(d0);
-	free(d1);
+	dumps_as_defaults(config_load(&c, path, err, sizeof(err)), &c);
 }
 
 /*
@@ -1044,7 +1062,7 @@ sample_file_lists_every_key(void)
 	struct buf	 un = BUF_INIT;
 	const char	*name, *def, *help;
 	char		 path[1024], fkey[64], want[512], *text, *line, *prev;
-	char		*save, *d0 = NULL, *d1 = NULL;
+	char		*save;
 	size_t		 i, nset = 0;
 	int		 found;
 
@@ -1093,21 +1111,8 @@ sample_file_lists_every_key(void)
 	}
 	free(text);
 	T_EQ_INT(nset, 44);
-	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
-	d0 = dump(&c);
-	config_free(&c);
-	if (load_text(&c, un.b_data) != 0) {
-		buf_free(&un);
-		free(d0);
-		t_fail_at(__FILE__, __LINE__, err);
-		return;
-	}
+	dumps_as_defaults(load_text(&c, un.b_data), &c);
 	buf_free(&un);
-	d1 = dump(&c);
-	config_free(&c);
-	T_EQ_STR(d1, d0);
-	free(d0);
-	free(d1);
 }
 
 static void

@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "json.h"
 #include "t.h"
+#include "tunit_row.h"
 
 static struct config
 mkcfg(int base, int max, int test)
@@ -120,53 +121,64 @@ fetch_timeout_is_thirty_seconds_or_three_in_test_mode(void)
 	T_ASSERT(near(conn_fetch_timeout(&c), 3));
 }
 
-static int
-notice(const char *s)
+/*
+ * Texts, and whether a NOTICE of that text and a CLOSED or OK reason of
+ * it say rate limit: a NOTICE by its words
+ * (ngit-grasp-brief.md 3.9, lower-cased), a reason only by NIP-01's
+ * machine-readable prefix, exact and case-sensitive.
+ */
+static const struct {
+	const char	*text;
+	int		 notice, prefix;
+} texts[] = {
+	{ "rate limit exceeded", 1, 0 },
+	{ "Rate-Limited: try later", 1, 0 },
+	{ "you are being RATE LIMITED", 1, 0 },
+	{ "limit on your rate", 1, 0 },
+	{ "Too Many requests", 1, 0 },
+	{ "please slow down", 1, 0 },
+	{ "SLOW DOWN", 1, 0 },
+	{ "throttled", 1, 0 },
+	{ "Throttling in effect", 1, 0 },
+	{ "error: rate of events", 0, 0 },
+	{ "limit reached", 0, 0 },
+	{ "too  many", 0, 0 },
+	{ "slowdown", 0, 0 },
+	{ "blocked: not allowed", 0, 0 },
+	{ "", 0, 0 },
+	{ "rate-limited: slow down", 1, 1 },
+	{ "rate-limited:", 1, 1 },
+	{ "rate-limited", 1, 0 },
+	{ "Rate-Limited: slow down", 1, 0 },
+	{ "error: rate-limited: no", 1, 0 },
+	{ "blocked: rate limit", 1, 0 },
+};
+
+/* Checks every row of texts[] with fn: as a reason, or as a NOTICE. */
+static void
+classifies(int (*fn)(const char *, size_t), int reason)
 {
-	return conn_notice_is_rate_limit(s, strlen(s));
+	size_t	i;
+
+	for (i = 0; i < T_NCASES(texts); i++)
+		T_ROW_INT(texts[i].text, fn(texts[i].text,
+		    strlen(texts[i].text)), reason ? texts[i].prefix :
+		    texts[i].notice);
 }
 
 static void
 notice_text_classification(void)
 {
-	/* ngit-grasp-brief.md 3.9, lower-cased. */
-	T_EQ_INT(notice("rate limit exceeded"), 1);
-	T_EQ_INT(notice("Rate-Limited: try later"), 1);
-	T_EQ_INT(notice("you are being RATE LIMITED"), 1);
-	T_EQ_INT(notice("limit on your rate"), 1);
-	T_EQ_INT(notice("Too Many requests"), 1);
-	T_EQ_INT(notice("please slow down"), 1);
-	T_EQ_INT(notice("SLOW DOWN"), 1);
-	T_EQ_INT(notice("throttled"), 1);
-	T_EQ_INT(notice("Throttling in effect"), 1);
-	T_EQ_INT(notice("error: rate of events"), 0);
-	T_EQ_INT(notice("limit reached"), 0);
-	T_EQ_INT(notice("too  many"), 0);
-	T_EQ_INT(notice("slowdown"), 0);
-	T_EQ_INT(notice("blocked: not allowed"), 0);
-	T_EQ_INT(notice(""), 0);
+	classifies(conn_notice_is_rate_limit, 0);
 	/* Length is honoured: nothing past len is read. */
 	T_EQ_INT(conn_notice_is_rate_limit("slow down", 6), 0);
 	T_EQ_INT(conn_notice_is_rate_limit("too many\0", 9), 1);
 }
 
-static int
-prefix(const char *s)
-{
-	return conn_reason_is_rate_limited(s, strlen(s));
-}
-
 static void
 closed_and_ok_prefix_classification(void)
 {
-	/* NIP-01 machine-readable prefix, exact and case-sensitive. */
-	T_EQ_INT(prefix("rate-limited: slow down"), 1);
-	T_EQ_INT(prefix("rate-limited:"), 1);
-	T_EQ_INT(prefix("rate-limited"), 0);
-	T_EQ_INT(prefix("Rate-Limited: slow down"), 0);
-	T_EQ_INT(prefix("error: rate-limited: no"), 0);
-	T_EQ_INT(prefix("blocked: rate limit"), 0);
-	T_EQ_INT(prefix(""), 0);
+	classifies(conn_reason_is_rate_limited, 1);
 }
 
 static void

@@ -24,9 +24,9 @@
 #include "log.h"
 #include "msg.h"
 #include "store.h"
-#include "selfrun.h"
 #include "t.h"
 #include "tdir.h"
+#include "tunit_child.h"
 
 static const uint8_t	 sk[32] = { [0 ... 31] = 0x42 };
 
@@ -133,18 +133,50 @@ last_seq(void)
 	return s;
 }
 
+/*
+ * Opens f at seq from, delivering into a new, empty got, and waits for
+ * its subscription when subscribed is set.  Returns the got (release
+ * both with unsubscribe()), or NULL after a comment saying what failed.
+ */
+static struct got *
+subscribe(struct feed *f, int64_t from, int subscribed)
+{
+	struct got	*g;
+
+	if ((g = calloc(1, sizeof(*g))) == NULL)
+		return NULL;
+	if (feed_open(f, &cfg, rd, from, collect, g) != 0) {
+		printf("# feed_open from %" PRId64 " failed\n", from);
+		free(g);
+		return NULL;
+	}
+	if (subscribed && wait_subscribed(f) != 0) {
+		printf("# the subscription never arrived\n");
+		feed_close(f);
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+/* Closes f and frees the got subscribe() gave it. */
+static void
+unsubscribe(struct feed *f, struct got *g)
+{
+	feed_close(f);
+	free(g);
+}
+
 static void
 test_notices_deliver_in_seq_order(void)
 {
 	struct feed	 f;
-	struct got	*g = calloc(1, sizeof(*g));
+	struct got	*g;
 	uint8_t		 ids[5][32];
 	int64_t		 start = last_seq(), seqs[5];
 	int		 i, order[5] = { 2, 0, 4, 1, 3 };
 
-	T_ASSERT(g != NULL);
-	T_ASSERT(feed_open(&f, &cfg, rd, start, collect, g) == 0);
-	T_ASSERT(wait_subscribed(&f) == 0);
+	T_ASSERT((g = subscribe(&f, start, 1)) != NULL);
 	T_EQ_INT(g->n, 0);
 	for (i = 0; i < 5; i++)
 		T_ASSERT((seqs[i] = put(ids[i])) > 0);
@@ -165,20 +197,17 @@ test_notices_deliver_in_seq_order(void)
 	notice(seqs[0]);
 	drain_within(&f, 200);
 	T_EQ_INT(g->n, 5);
-	feed_close(&f);
-	free(g);
+	unsubscribe(&f, g);
 }
 
 static void
 test_lost_notice_is_recovered_by_poll(void)
 {
 	struct feed	 f;
-	struct got	*g = calloc(1, sizeof(*g));
+	struct got	*g;
 	int64_t		 s1;
 
-	T_ASSERT(g != NULL);
-	T_ASSERT(feed_open(&f, &cfg, rd, last_seq(), collect, g) == 0);
-	T_ASSERT(wait_subscribed(&f) == 0);
+	T_ASSERT((g = subscribe(&f, last_seq(), 1)) != NULL);
 	T_ASSERT((s1 = put(NULL)) > 0);
 	/* No notice: draining finds nothing to do ... */
 	drain_within(&f, 100);
@@ -190,21 +219,18 @@ test_lost_notice_is_recovered_by_poll(void)
 	T_EQ_INT(feed_stats(&f)->fs_unnoticed, 1);
 	T_EQ_INT(feed_poll(&f), 0);
 	T_EQ_INT(g->n, 1);
-	feed_close(&f);
-	free(g);
+	unsubscribe(&f, g);
 }
 
 static void
 test_notice_gap_delivers_the_missing_events(void)
 {
 	struct feed	 f;
-	struct got	*g = calloc(1, sizeof(*g));
+	struct got	*g;
 	int64_t		 s1, s2, s3;
 	int		 i;
 
-	T_ASSERT(g != NULL);
-	T_ASSERT(feed_open(&f, &cfg, rd, last_seq(), collect, g) == 0);
-	T_ASSERT(wait_subscribed(&f) == 0);
+	T_ASSERT((g = subscribe(&f, last_seq(), 1)) != NULL);
 	T_ASSERT((s1 = put(NULL)) > 0);
 	T_ASSERT((s2 = put(NULL)) > 0);
 	T_ASSERT((s3 = put(NULL)) > 0);
@@ -217,20 +243,18 @@ test_notice_gap_delivers_the_missing_events(void)
 	T_EQ_INT(g->seq[1], s2);
 	T_EQ_INT(g->seq[2], s3);
 	T_EQ_INT(feed_stats(&f)->fs_gaps, 1);
-	feed_close(&f);
-	free(g);
+	unsubscribe(&f, g);
 }
 
 static void
 test_reopened_at_saved_seq_misses_and_repeats_nothing(void)
 {
 	struct feed	 f;
-	struct got	*g = calloc(1, sizeof(*g));
+	struct got	*g;
 	int64_t		 saved, s[4];
 	int		 i;
 
-	T_ASSERT(g != NULL);
-	T_ASSERT(feed_open(&f, &cfg, rd, last_seq(), collect, g) == 0);
+	T_ASSERT((g = subscribe(&f, last_seq(), 0)) != NULL);
 	T_ASSERT((s[0] = put(NULL)) > 0);
 	T_ASSERT((s[1] = put(NULL)) > 0);
 	T_EQ_INT(feed_poll(&f), 2);
@@ -258,20 +282,18 @@ test_reopened_at_saved_seq_misses_and_repeats_nothing(void)
 	T_EQ_INT(g->seq[1], s[3]);
 	T_EQ_INT(feed_poll(&f), 0);
 	T_EQ_INT(g->n, 2);
-	feed_close(&f);
-	free(g);
+	unsubscribe(&f, g);
 }
 
 static void
 test_catch_up_spans_several_batches(void)
 {
 	struct feed	 f;
-	struct got	*g = calloc(1, sizeof(*g));
+	struct got	*g;
 	int64_t		 start = last_seq(), prev;
 	size_t		 i, n = 2 * FEED_BATCH + 3;
 
-	T_ASSERT(g != NULL);
-	T_ASSERT(feed_open(&f, &cfg, rd, start, collect, g) == 0);
+	T_ASSERT((g = subscribe(&f, start, 0)) != NULL);
 	T_ASSERT(store_begin(wr) == 0);
 	for (i = 0; i < n; i++)
 		T_ASSERT(put(NULL) > 0);
@@ -284,23 +306,21 @@ test_catch_up_spans_several_batches(void)
 		prev = g->seq[i];
 	}
 	T_EQ_INT(feed_last_seq(&f), last_seq());
-	feed_close(&f);
-	free(g);
+	unsubscribe(&f, g);
 }
 
 static void
 test_catch_up_cut_by_bytes_still_delivers_all(void)
 {
 	struct feed	 f;
-	struct got	*g = calloc(1, sizeof(*g));
+	struct got	*g;
 	struct event	*ev;
 	char		*content;
 	size_t		 big = FEED_BATCH_BYTES / 3 + 1, i;
 	int64_t		 seqs[7];
 
-	T_ASSERT(g != NULL);
 	T_ASSERT((content = malloc(big + 1)) != NULL);
-	T_ASSERT(feed_open(&f, &cfg, rd, last_seq(), collect, g) == 0);
+	T_ASSERT((g = subscribe(&f, last_seq(), 0)) != NULL);
 	/* Seven events, three per byte-capped query. */
 	for (i = 0; i < 7; i++) {
 		memset(content, 'a' + (int)i, big);
@@ -315,9 +335,8 @@ test_catch_up_cut_by_bytes_still_delivers_all(void)
 	T_EQ_INT(g->n, 7);
 	for (i = 0; i < 7; i++)
 		T_EQ_INT(g->seq[i], seqs[i]);
-	feed_close(&f);
 	free(content);
-	free(g);
+	unsubscribe(&f, g);
 }
 
 static void
@@ -373,33 +392,18 @@ child_bad_message(const char *dir, const char *what)
 	return 4;
 }
 
-/* Runs this program as child_bad_message(); its exit status or -1. */
-static int
-run_child(const char *what, char *out, size_t outlen)
-{
-	char	dir[128];
-
-	snprintf(dir, sizeof(dir), "%s/child-%s", tmpdir, what);
-	return selfrun("feed_test", dir, what, out, outlen);
-}
-
 static void
 test_non_accepted_message_ends_the_process(void)
 {
-	char	out[4096];
-
-	T_EQ_INT(run_child("type", out, sizeof(out)), 1);
-	T_CHECK(strstr(out, "unexpected STATS message on the accepted "
-	    "channel") != NULL);
+	T_EQ_INT(tunit_child_dies("feed_test", tmpdir, "type",
+	    "unexpected STATS message on the accepted channel"), 0);
 }
 
 static void
 test_short_accepted_message_ends_the_process(void)
 {
-	char	out[4096];
-
-	T_EQ_INT(run_child("length", out, sizeof(out)), 1);
-	T_CHECK(strstr(out, "malformed ACCEPTED message: 5 bytes") != NULL);
+	T_EQ_INT(tunit_child_dies("feed_test", tmpdir, "length",
+	    "malformed ACCEPTED message: 5 bytes"), 0);
 }
 
 static int

@@ -16,6 +16,10 @@ static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
 
 #define HEX_A	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define HEX_UP	"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" \
+		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+#define HEX_62	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define HEX_B	"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" \
 		"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
@@ -50,6 +54,97 @@ refused(const char *text, const char *prefix)
 
 	filter_free(&f);
 	return r == -1 && strncmp(err, prefix, strlen(prefix)) == 0;
+}
+
+/* The cases that own rows of refusals[], by name. */
+#define R_PREFIX	"parse_rejects_prefix_ids_and_authors"
+#define R_UPPER	"parse_rejects_uppercase_or_prefixed_hex"
+#define R_UNKNOWN	"parse_rejects_unknown_member_as_unsupported"
+#define R_MULTI	"parse_rejects_multi_letter_tag_filters"
+#define R_NUMBER	"parse_rejects_negative_or_non_integer_numbers"
+#define R_KINDS	"parse_rejects_bad_kinds"
+#define R_SHAPE	"parse_rejects_wrong_shapes"
+#define R_DUP	"parse_rejects_duplicate_members"
+
+/* Filters filter_parse() refuses, and how its error starts. */
+static const struct {
+	const char	*owner, *text, *prefix;
+} refusals[] = {
+	{ R_PREFIX, "{\"ids\":[\"abcd\"]}", "invalid: " },
+	{ R_PREFIX, "{\"authors\":[\"aaaa\"]}", "invalid: " },
+	{ R_PREFIX, "{\"ids\":[\"" HEX_A "aa\"]}", "invalid: " },
+	{ R_PREFIX, "{\"#e\":[\"abcd\"]}", "invalid: " },
+	{ R_PREFIX, "{\"#p\":[\"" HEX_A "0\"]}", "invalid: " },
+	{ R_UPPER, "{\"ids\":[\"" HEX_UP "\"]}", "invalid: " },
+	{ R_UPPER, "{\"authors\":[\"" HEX_UP "\"]}", "invalid: " },
+	{ R_UPPER, "{\"#e\":[\"" HEX_UP "\"]}", "invalid: " },
+	{ R_UPPER, "{\"#p\":[\"" HEX_UP "\"]}", "invalid: " },
+	/* 0x plus 62 digits is 64 characters but not hex. */
+	{ R_UPPER, "{\"ids\":[\"0x" HEX_62 "\"]}", "invalid: " },
+	{ R_UPPER, "{\"ids\":[1]}", "invalid: " },
+	{ R_UNKNOWN, "{\"search\":\"x\"}",
+	    "unsupported: unrecognised filter item search" },
+	{ R_UNKNOWN, "{\"kinds\":[1],\"foo\":1}",
+	    "unsupported: unrecognised filter item foo" },
+	{ R_UNKNOWN, "{\"e\":[\"x\"]}",
+	    "unsupported: unrecognised filter item e" },
+	{ R_MULTI, "{\"#foo\":[\"x\"]}", "unsupported: " },
+	{ R_MULTI, "{\"#\":[\"x\"]}", "unsupported: " },
+	{ R_MULTI, "{\"#1\":[\"x\"]}", "unsupported: " },
+	{ R_NUMBER, "{\"since\":-1}", "invalid: " },
+	{ R_NUMBER, "{\"until\":-5}", "invalid: " },
+	{ R_NUMBER, "{\"limit\":-1}", "invalid: " },
+	{ R_NUMBER, "{\"limit\":1.5}", "invalid: " },
+	{ R_NUMBER, "{\"since\":\"10\"}", "invalid: " },
+	{ R_NUMBER, "{\"until\":null}", "invalid: " },
+	{ R_KINDS, "{\"kinds\":[1.5]}", "invalid: " },
+	{ R_KINDS, "{\"kinds\":[1.0]}", "invalid: " },
+	{ R_KINDS, "{\"kinds\":[1e2]}", "invalid: " },
+	{ R_KINDS, "{\"kinds\":[-1]}", "invalid: " },
+	{ R_KINDS, "{\"kinds\":[65536]}", "invalid: " },
+	{ R_KINDS, "{\"kinds\":[\"1\"]}", "invalid: " },
+	{ R_KINDS, "{\"kinds\":1}", "invalid: " },
+	{ R_SHAPE, "[]", "invalid: " },
+	{ R_SHAPE, "1", "invalid: " },
+	{ R_SHAPE, "{\"ids\":\"" HEX_A "\"}", "invalid: " },
+	{ R_SHAPE, "{\"#t\":\"x\"}", "invalid: " },
+	{ R_SHAPE, "{\"#t\":[1]}", "invalid: " },
+	{ R_SHAPE, "{\"#t\":[[\"x\"]]}", "invalid: " },
+	{ R_DUP, "{\"kinds\":[1],\"kinds\":[2]}", "invalid: " },
+	{ R_DUP, "{\"#t\":[\"a\"],\"#t\":[\"b\"]}", "invalid: " },
+};
+
+/*
+ * Checks that each row of refusals[] owned by the case named owner is
+ * refused with its prefix, in table order (err keeps the last one's
+ * error); returns how many rows it checked.
+ */
+static int
+refuses(const char *owner)
+{
+	char	msg[300];
+	size_t	i;
+	int	n = 0;
+
+	for (i = 0; i < T_NCASES(refusals); i++) {
+		if (strcmp(refusals[i].owner, owner) != 0)
+			continue;
+		n++;
+		if (!refused(refusals[i].text, refusals[i].prefix)) {
+			snprintf(msg, sizeof(msg), "%s: want \"%s\", got "
+			    "\"%s\"", refusals[i].text, refusals[i].prefix,
+			    err);
+			t_fail_at(__FILE__, __LINE__, msg);
+		}
+	}
+	return n;
+}
+
+/* A case whose checks are its rows of refusals[]. */
+static void
+refusals_of_the_case(void)
+{
+	T_CHECK(refuses(t_case) > 0);
 }
 
 /* Parses text and matches ev against it; -1 if the filter is refused. */
@@ -97,78 +192,10 @@ parse_accepts_every_member(void)
 }
 
 static void
-parse_rejects_prefix_ids_and_authors(void)
-{
-	T_CHECK(refused("{\"ids\":[\"abcd\"]}", "invalid: "));
-	T_CHECK(refused("{\"authors\":[\"aaaa\"]}", "invalid: "));
-	T_CHECK(refused("{\"ids\":[\"" HEX_A "aa\"]}", "invalid: "));
-	T_CHECK(refused("{\"#e\":[\"abcd\"]}", "invalid: "));
-	T_CHECK(refused("{\"#p\":[\"" HEX_A "0\"]}", "invalid: "));
-}
-
-static void
-parse_rejects_uppercase_or_prefixed_hex(void)
-{
-	const char	*upper =
-	    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
-
-	char	 text[200];
-
-	snprintf(text, sizeof(text), "{\"ids\":[\"%s\"]}", upper);
-	T_CHECK(refused(text, "invalid: "));
-	snprintf(text, sizeof(text), "{\"authors\":[\"%s\"]}", upper);
-	T_CHECK(refused(text, "invalid: "));
-	snprintf(text, sizeof(text), "{\"#e\":[\"%s\"]}", upper);
-	T_CHECK(refused(text, "invalid: "));
-	snprintf(text, sizeof(text), "{\"#p\":[\"%s\"]}", upper);
-	T_CHECK(refused(text, "invalid: "));
-	/* 0x plus 62 digits is 64 characters but not hex. */
-	snprintf(text, sizeof(text), "{\"ids\":[\"0x%.62s\"]}", HEX_A);
-	T_CHECK(refused(text, "invalid: "));
-	T_CHECK(refused("{\"ids\":[1]}", "invalid: "));
-}
-
-static void
-parse_rejects_unknown_member_as_unsupported(void)
-{
-	T_CHECK(refused("{\"search\":\"x\"}",
-	    "unsupported: unrecognised filter item search"));
-	T_CHECK(refused("{\"kinds\":[1],\"foo\":1}",
-	    "unsupported: unrecognised filter item foo"));
-	T_CHECK(refused("{\"e\":[\"x\"]}",
-	    "unsupported: unrecognised filter item e"));
-}
-
-static void
 parse_rejects_multi_letter_tag_filters(void)
 {
-	T_CHECK(refused("{\"#foo\":[\"x\"]}", "unsupported: "));
-	T_CHECK(refused("{\"#\":[\"x\"]}", "unsupported: "));
-	T_CHECK(refused("{\"#1\":[\"x\"]}", "unsupported: "));
+	T_CHECK(refuses(R_MULTI) > 0);
 	T_CHECK(strstr(err, "#1") != NULL);
-}
-
-static void
-parse_rejects_negative_or_non_integer_numbers(void)
-{
-	T_CHECK(refused("{\"since\":-1}", "invalid: "));
-	T_CHECK(refused("{\"until\":-5}", "invalid: "));
-	T_CHECK(refused("{\"limit\":-1}", "invalid: "));
-	T_CHECK(refused("{\"limit\":1.5}", "invalid: "));
-	T_CHECK(refused("{\"since\":\"10\"}", "invalid: "));
-	T_CHECK(refused("{\"until\":null}", "invalid: "));
-}
-
-static void
-parse_rejects_bad_kinds(void)
-{
-	T_CHECK(refused("{\"kinds\":[1.5]}", "invalid: "));
-	T_CHECK(refused("{\"kinds\":[1.0]}", "invalid: "));
-	T_CHECK(refused("{\"kinds\":[1e2]}", "invalid: "));
-	T_CHECK(refused("{\"kinds\":[-1]}", "invalid: "));
-	T_CHECK(refused("{\"kinds\":[65536]}", "invalid: "));
-	T_CHECK(refused("{\"kinds\":[\"1\"]}", "invalid: "));
-	T_CHECK(refused("{\"kinds\":1}", "invalid: "));
 }
 
 static void
@@ -176,20 +203,8 @@ parse_rejects_wrong_shapes(void)
 {
 	struct filter	 f;
 
-	T_CHECK(refused("[]", "invalid: "));
-	T_CHECK(refused("1", "invalid: "));
-	T_CHECK(refused("{\"ids\":\"" HEX_A "\"}", "invalid: "));
-	T_CHECK(refused("{\"#t\":\"x\"}", "invalid: "));
-	T_CHECK(refused("{\"#t\":[1]}", "invalid: "));
-	T_CHECK(refused("{\"#t\":[[\"x\"]]}", "invalid: "));
+	T_CHECK(refuses(R_SHAPE) > 0);
 	T_CHECK(filter_parse(NULL, &f, err, sizeof(err)) == -1);
-}
-
-static void
-parse_rejects_duplicate_members(void)
-{
-	T_CHECK(refused("{\"kinds\":[1],\"kinds\":[2]}", "invalid: "));
-	T_CHECK(refused("{\"#t\":[\"a\"],\"#t\":[\"b\"]}", "invalid: "));
 }
 
 static void
@@ -283,61 +298,87 @@ match_ids_authors_kinds(void)
 	event_destroy(other);
 }
 
-static void
-match_since_until_inclusive(void)
-{
-	struct event	*ev = event_new_signed(sk1, 100, 1, NULL, "x");
+/* A filter and whether an event matches it (1) or not (0). */
+struct matching {
+	const char	*text;
+	int		 want;
+};
 
-	T_ASSERT(ev != NULL);
-	T_CHECK(matches("{\"since\":100}", ev) == 1);
-	T_CHECK(matches("{\"since\":101}", ev) == 0);
-	T_CHECK(matches("{\"until\":100}", ev) == 1);
-	T_CHECK(matches("{\"until\":99}", ev) == 0);
-	T_CHECK(matches("{\"since\":100,\"until\":100}", ev) == 1);
-	T_CHECK(matches("{\"since\":101,\"until\":99}", ev) == 0);
+static const struct matching since_until[] = {
+	{ "{\"since\":100}", 1 },
+	{ "{\"since\":101}", 0 },
+	{ "{\"until\":100}", 1 },
+	{ "{\"until\":99}", 0 },
+	{ "{\"since\":100,\"until\":100}", 1 },
+	{ "{\"since\":101,\"until\":99}", 0 },
 	/* limit is the store's business, not matching's. */
-	T_CHECK(matches("{\"limit\":0}", ev) == 1);
-	event_destroy(ev);
-}
+	{ "{\"limit\":0}", 1 },
+};
 
-static void
-match_tags_on_first_value_only(void)
-{
-	struct event	*ev = event_new_signed(sk1, 100, 1,
-	    "[[\"t\",\"first\",\"second\"],[\"e\",\"" HEX_A "\"],[\"x\"],"
-	    "[\"tt\",\"long\"],[\"T\",\"upper\"]]", "x");
-
-	T_ASSERT(ev != NULL);
-	T_CHECK(matches("{\"#t\":[\"first\"]}", ev) == 1);
-	T_CHECK(matches("{\"#t\":[\"nope\",\"first\"]}", ev) == 1);
-	T_CHECK(matches("{\"#t\":[\"second\"]}", ev) == 0);
-	T_CHECK(matches("{\"#e\":[\"" HEX_A "\"]}", ev) == 1);
-	T_CHECK(matches("{\"#e\":[\"" HEX_B "\"]}", ev) == 0);
+static const struct matching first_values[] = {
+	{ "{\"#t\":[\"first\"]}", 1 },
+	{ "{\"#t\":[\"nope\",\"first\"]}", 1 },
+	{ "{\"#t\":[\"second\"]}", 0 },
+	{ "{\"#e\":[\"" HEX_A "\"]}", 1 },
+	{ "{\"#e\":[\"" HEX_B "\"]}", 0 },
 	/* A tag with no value matches nothing; names are case-sensitive. */
-	T_CHECK(matches("{\"#x\":[\"\"]}", ev) == 0);
-	T_CHECK(matches("{\"#T\":[\"first\"]}", ev) == 0);
-	T_CHECK(matches("{\"#T\":[\"upper\"]}", ev) == 1);
-	T_CHECK(matches("{\"#t\":[\"upper\"]}", ev) == 0);
+	{ "{\"#x\":[\"\"]}", 0 },
+	{ "{\"#T\":[\"first\"]}", 0 },
+	{ "{\"#T\":[\"upper\"]}", 1 },
+	{ "{\"#t\":[\"upper\"]}", 0 },
 	/* Multi-letter tags are not indexed, so "tt" is not "t". */
-	T_CHECK(matches("{\"#t\":[\"long\"]}", ev) == 0);
+	{ "{\"#t\":[\"long\"]}", 0 },
 	/* AND across tag conditions. */
-	T_CHECK(matches("{\"#t\":[\"first\"],\"#e\":[\"" HEX_A "\"]}", ev)
-	    == 1);
-	T_CHECK(matches("{\"#t\":[\"first\"],\"#e\":[\"" HEX_B "\"]}", ev)
-	    == 0);
-	event_destroy(ev);
-}
+	{ "{\"#t\":[\"first\"],\"#e\":[\"" HEX_A "\"]}", 1 },
+	{ "{\"#t\":[\"first\"],\"#e\":[\"" HEX_B "\"]}", 0 },
+};
 
+static const struct matching nul_values[] = {
+	{ "{\"#t\":[\"a\\u0000b\"]}", 1 },
+	{ "{\"#t\":[\"a\"]}", 0 },
+	{ "{\"#t\":[\"a\\u0000c\"]}", 0 },
+};
+
+/* The cases that match a kind 1 event by sk1 at 100 with these tags. */
+static const struct {
+	const char		*name, *tags;
+	const struct matching	*v;
+	size_t			 n;
+} match_cases[] = {
+	{ "match_since_until_inclusive", NULL, since_until,
+	    T_NCASES(since_until) },
+	{ "match_tags_on_first_value_only",
+	    "[[\"t\",\"first\",\"second\"],[\"e\",\"" HEX_A "\"],[\"x\"],"
+	    "[\"tt\",\"long\"],[\"T\",\"upper\"]]", first_values,
+	    T_NCASES(first_values) },
+	{ "match_tag_values_are_nul_safe", "[[\"t\",\"a\\u0000b\"]]",
+	    nul_values, T_NCASES(nul_values) },
+};
+
+/* A case of match_cases[]: its event against each of its filters. */
 static void
-match_tag_values_are_nul_safe(void)
+matches_of_the_case(void)
 {
-	struct event	*ev = event_new_signed(sk1, 100, 1,
-	    "[[\"t\",\"a\\u0000b\"]]", "x");
+	const struct matching	*v = NULL;
+	struct event		*ev = NULL;
+	char			 msg[300];
+	size_t			 i, n = 0;
+	int			 got;
 
-	T_ASSERT(ev != NULL);
-	T_CHECK(matches("{\"#t\":[\"a\\u0000b\"]}", ev) == 1);
-	T_CHECK(matches("{\"#t\":[\"a\"]}", ev) == 0);
-	T_CHECK(matches("{\"#t\":[\"a\\u0000c\"]}", ev) == 0);
+	for (i = 0; i < T_NCASES(match_cases) && v == NULL; i++)
+		if (strcmp(match_cases[i].name, t_case) == 0) {
+			ev = event_new_signed(sk1, 100, 1, match_cases[i].tags,
+			    "x");
+			v = match_cases[i].v;
+			n = match_cases[i].n;
+		}
+	T_ASSERT(v != NULL && ev != NULL);
+	for (i = 0; i < n; i++)
+		if ((got = matches(v[i].text, ev)) != v[i].want) {
+			snprintf(msg, sizeof(msg), "%s: want %d, got %d",
+			    v[i].text, v[i].want, got);
+			t_fail_at(__FILE__, __LINE__, msg);
+		}
 	event_destroy(ev);
 }
 
@@ -359,21 +400,21 @@ match_any_is_or_across_filters(void)
 
 static const struct t_case cases[] = {
 	T_CASE(parse_accepts_every_member),
-	T_CASE(parse_rejects_prefix_ids_and_authors),
-	T_CASE(parse_rejects_uppercase_or_prefixed_hex),
-	T_CASE(parse_rejects_unknown_member_as_unsupported),
+	{ R_PREFIX, refusals_of_the_case },
+	{ R_UPPER, refusals_of_the_case },
+	{ R_UNKNOWN, refusals_of_the_case },
 	T_CASE(parse_rejects_multi_letter_tag_filters),
-	T_CASE(parse_rejects_negative_or_non_integer_numbers),
-	T_CASE(parse_rejects_bad_kinds),
+	{ R_NUMBER, refusals_of_the_case },
+	{ R_KINDS, refusals_of_the_case },
 	T_CASE(parse_rejects_wrong_shapes),
-	T_CASE(parse_rejects_duplicate_members),
+	{ R_DUP, refusals_of_the_case },
 	T_CASE(parse_caps_values_per_list),
 	T_CASE(parse_sorts_and_dedupes_lists),
 	T_CASE(empty_lists_match_nothing),
 	T_CASE(match_ids_authors_kinds),
-	T_CASE(match_since_until_inclusive),
-	T_CASE(match_tags_on_first_value_only),
-	T_CASE(match_tag_values_are_nul_safe),
+	{ "match_since_until_inclusive", matches_of_the_case },
+	{ "match_tags_on_first_value_only", matches_of_the_case },
+	{ "match_tag_values_are_nul_safe", matches_of_the_case },
 	T_CASE(match_any_is_or_across_filters),
 };
 

@@ -81,11 +81,27 @@ want(struct hist_sched *s, const char *key, int nf, const char *tag)
 	return r;
 }
 
+
 static void
 setup(struct hist_sched *s)
 {
 	memset(&w, 0, sizeof(w));
 	hist_sched_init(s, &ops, NULL, REFRESH, RETRY);
+}
+
+/*
+ * Sets s up wanting nf "e" filters from ws://a.example, then sweeps it;
+ * returns that relay.
+ */
+static struct hist_relay *
+swept_with_one_relay(struct hist_sched *s, int nf)
+{
+	struct hist_relay	*r;
+
+	setup(s);
+	r = want(s, "ws://a.example", nf, "e");
+	hist_sched_sweep(s);
+	return r;
 }
 
 /*
@@ -200,9 +216,7 @@ successful_groups_drain_then_refresh(void)
 	struct hist_sched	 s;
 	struct hist_relay	*r;
 
-	setup(&s);
-	r = want(&s, "ws://a.example", 3, "e");
-	hist_sched_sweep(&s);
+	r = swept_with_one_relay(&s, 3);
 	T_EQ_STR(hist_relay_state(r, 0), "waiting");
 	T_EQ_INT(hist_sched_pass(&s, 10), 1);
 	T_EQ_STR(w.last, "{\"#e\":[\"0\"]}");
@@ -237,9 +251,7 @@ failed_group_advances_and_retries(void)
 	struct hist_sched	 s;
 	struct hist_relay	*r;
 
-	setup(&s);
-	r = want(&s, "ws://a.example", 3, "e");
-	hist_sched_sweep(&s);
+	r = swept_with_one_relay(&s, 3);
 	hist_sched_pass(&s, 0);
 	hist_sched_done(&s, r, 0, 100);
 	/* Cursor advanced, worker released for five minutes. */
@@ -269,9 +281,7 @@ start_refused_counts_as_failure(void)
 	struct hist_sched	 s;
 	struct hist_relay	*r;
 
-	setup(&s);
-	r = want(&s, "ws://a.example", 2, "e");
-	hist_sched_sweep(&s);
+	r = swept_with_one_relay(&s, 2);
 	w.fail_start = 1;
 	T_EQ_INT(hist_sched_pass(&s, 0), 1);
 	T_EQ_INT(w.starts, 1);
@@ -287,9 +297,7 @@ cursor_modulo_new_filter_set(void)
 	struct hist_sched	 s;
 	struct hist_relay	*r;
 
-	setup(&s);
-	r = want(&s, "ws://a.example", 5, "e");
-	hist_sched_sweep(&s);
+	r = swept_with_one_relay(&s, 5);
 	hist_sched_pass(&s, 0);
 	hist_sched_done(&s, r, 1, 1);
 	hist_sched_done(&s, r, 1, 2);
@@ -340,9 +348,7 @@ thread_added_mid_rotation(void)
 	struct hist_sched	 s;
 	struct hist_relay	*r;
 
-	setup(&s);
-	r = want(&s, "ws://a.example", 3, "e");
-	hist_sched_sweep(&s);
+	r = swept_with_one_relay(&s, 3);
 	T_EQ_INT(hist_sched_pass(&s, 0), 1);
 	hist_sched_done(&s, r, 1, 10);
 	T_EQ_INT(r->hr_cursor, 1);
@@ -425,17 +431,13 @@ restart_starts_from_first_filter(void)
 	struct hist_sched	 s;
 	struct hist_relay	*r;
 
-	setup(&s);
-	r = want(&s, "ws://a.example", 3, "e");
-	hist_sched_sweep(&s);
+	r = swept_with_one_relay(&s, 3);
 	hist_sched_pass(&s, 0);
 	hist_sched_done(&s, r, 1, 1);
 	T_EQ_INT(r->hr_cursor, 1);
 	hist_sched_free(&s);
 	/* A new process: nothing was persisted. */
-	setup(&s);
-	r = want(&s, "ws://a.example", 3, "e");
-	hist_sched_sweep(&s);
+	r = swept_with_one_relay(&s, 3);
 	T_EQ_INT(r->hr_cursor, 0);
 	hist_sched_pass(&s, 0);
 	T_EQ_STR(w.last, "{\"#e\":[\"0\"]}");

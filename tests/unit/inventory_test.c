@@ -6,6 +6,7 @@
  * every stored event, parsed in full, to inv_add().
  */
 #define _GNU_SOURCE
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
+#include "tunit_rng.h"
+#include "tunit_strv.h"
 #include "tstore.h"
 #include "tuser.h"
 
@@ -51,6 +54,30 @@ feed(struct inventory *iv, struct event *e)
 	event_destroy(e);
 }
 
+/* An event by who at at of kind, tags printed from fmt, added to iv. */
+static struct event *
+add(struct inventory *iv, int who, int64_t at, uint32_t kind,
+    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static struct event *
+add(struct inventory *iv, int who, int64_t at, uint32_t kind,
+    const char *fmt, ...)
+{
+	struct event	*e;
+	char		 tags[1024];
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tags, sizeof(tags), fmt, ap);
+	va_end(ap);
+	e = ev(who, at, kind, tags);
+	inv_add(iv, e);
+	return e;
+}
+
+/* Likewise, for an event that is not kept. */
+#define feedf(iv, ...)	event_destroy(add((iv), __VA_ARGS__))
+
 static void
 coord(int who, const char *d, char *out, size_t len)
 {
@@ -60,21 +87,28 @@ coord(int who, const char *d, char *out, size_t len)
 	snprintf(out, len, "30617:%s:%s", h, d);
 }
 
+/* Author 1 announces repository d at 100; its coordinate goes in c. */
+static void
+announce(struct inventory *iv, const char *d, char *c, size_t len)
+{
+	coord(1, d, c, len);
+	feedf(iv, 1, 100, 30617, "[[\"d\",\"%s\"]]", d);
+}
+
 static void
 test_announcement_relays_are_canonical_and_exclude_us(void)
 {
 	struct inventory	*iv = inv_new(&cfg);
 	struct inv_repo		*r;
-	char			 c[200], m[65], tags[1024];
+	char			 c[200], m[65];
 
 	hexof(2, m);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"repo\"],[\"relays\","
+	feedf(iv, 1, 100, 30617, "[[\"d\",\"repo\"],[\"relays\","
 	    "\"wss://Relay.Example.COM/\",\"ws://grasp.example.com\","
 	    "\"wss://127.0.0.1\",\"not a url\"],[\"clone\",\"https://"
 	    "git.example.org:443/npub1x/repo.git\",\"http://grasp.example.com/"
 	    "npub1x/repo.git\",\"git@ssh.example:x\"],[\"maintainers\",\"%s\","
 	    "\"zz\"]]", m);
-	feed(iv, ev(1, 100, 30617, tags));
 	coord(1, "repo", c, sizeof(c));
 	T_ASSERT((r = inv_repo(iv, c)) != NULL);
 	T_EQ_INT(r->ir_level, INV_FULL);
@@ -100,22 +134,15 @@ test_threads_carry_root_provenance_and_participants(void)
 	struct event		*issue, *comment, *react, *other;
 	struct inv_root		*rt;
 	struct inv_author	*a;
-	char			 c[200], tags[512];
+	char			 c[200];
 	uint8_t			 sk[32], pk[32];
 
-	coord(1, "r", c, sizeof(c));
-	feed(iv, ev(1, 100, 30617, "[[\"d\",\"r\"]]"));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
-	issue = ev(3, 101, 1621, tags);
-	inv_add(iv, issue);
-	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\",\"1621\"]]",
+	announce(iv, "r", c, sizeof(c));
+	issue = add(iv, 3, 101, 1621, "[[\"a\",\"%s\"]]", c);
+	comment = add(iv, 4, 102, 1111, "[[\"E\",\"%s\"],[\"K\",\"1621\"]]",
 	    issue->id_hex);
-	comment = ev(4, 102, 1111, tags);
-	inv_add(iv, comment);
 	/* A reaction that names only its immediate parent. */
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", comment->id_hex);
-	react = ev(5, 103, 7, tags);
-	inv_add(iv, react);
+	react = add(iv, 5, 103, 7, "[[\"e\",\"%s\"]]", comment->id_hex);
 	/* Unrelated thread: its author maps to nothing here. */
 	other = ev(6, 104, 1, "[[\"e\",\"000000000000000000000000000000000000"
 	    "0000000000000000000000000000\"]]");
@@ -164,12 +191,10 @@ test_a_prolific_author_lists_each_thread_once(void)
 	size_t			 i, j, dup = 0;
 	int			 n, k;
 
-	coord(1, "busy", c, sizeof(c));
-	feed(iv, ev(1, 100, 30617, "[[\"d\",\"busy\"]]"));
+	announce(iv, "busy", c, sizeof(c));
 	for (n = 0; n < 3000; n++) {
-		snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
-		issue = ev(2 + n % 50, 200 + n, 1621, tags);
-		inv_add(iv, issue);
+		issue = add(iv, 2 + n % 50, 200 + n, 1621, "[[\"a\",\"%s\"]]",
+		    c);
 		/* Author 99 answers each issue twice, the second time also
 		 * after others have spoken in other threads. */
 		for (k = 0; k < 2; k++) {
@@ -197,13 +222,11 @@ test_roots_wait_for_their_repository_and_stateonly_is_inert(void)
 {
 	struct inventory	*iv = inv_new(&cfg);
 	struct event		*issue, *ann;
-	char			 c[200], tags[512];
+	char			 c[200];
 	struct inv_repo		*r;
 
 	coord(1, "late", c, sizeof(c));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
-	issue = ev(3, 101, 1621, tags);
-	inv_add(iv, issue);
+	issue = add(iv, 3, 101, 1621, "[[\"a\",\"%s\"]]", c);
 	T_CHECK(inv_root(iv, issue->id)->rt_repo == NULL);
 	T_CHECK(!inv_eligible(iv, issue->pubkey));
 
@@ -232,19 +255,15 @@ test_descendant_chains_are_bounded(void)
 {
 	struct inventory	*iv = inv_new(&cfg);
 	struct event		*root, *prev, *e;
-	char			 c[200], tags[512];
+	char			 c[200];
 	int			 i;
 
-	coord(1, "deep", c, sizeof(c));
-	feed(iv, ev(1, 100, 30617, "[[\"d\",\"deep\"]]"));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
-	root = ev(2, 100, 1621, tags);
-	inv_add(iv, root);
+	announce(iv, "deep", c, sizeof(c));
+	root = add(iv, 2, 100, 1621, "[[\"a\",\"%s\"]]", c);
 	prev = root;
 	for (i = 0; i < INV_MAX_DEPTH + 5; i++) {
-		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", prev->id_hex);
-		e = ev(10 + i, 200 + i, 1, tags);
-		inv_add(iv, e);
+		e = add(iv, 10 + i, 200 + i, 1, "[[\"e\",\"%s\"]]",
+		    prev->id_hex);
 		if (prev != root)
 			event_destroy(prev);
 		prev = e;
@@ -261,21 +280,14 @@ test_addressable_descendants_and_their_addresses(void)
 	struct inventory	*iv = inv_new(&cfg);
 	struct event		*root, *art, *reply;
 	struct inv_root		*rt;
-	char			 c[200], tags[512], h[65];
+	char			 c[200], h[65];
 
-	coord(1, "adr", c, sizeof(c));
-	feed(iv, ev(1, 100, 30617, "[[\"d\",\"adr\"]]"));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
-	root = ev(2, 100, 1618, tags);
-	inv_add(iv, root);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"note\"],[\"e\",\"%s\"]]",
+	announce(iv, "adr", c, sizeof(c));
+	root = add(iv, 2, 100, 1618, "[[\"a\",\"%s\"]]", c);
+	art = add(iv, 3, 101, 30023, "[[\"d\",\"note\"],[\"e\",\"%s\"]]",
 	    root->id_hex);
-	art = ev(3, 101, 30023, tags);
-	inv_add(iv, art);
 	hexof(3, h);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"30023:%s:note\"]]", h);
-	reply = ev(4, 102, 1, tags);
-	inv_add(iv, reply);
+	reply = add(iv, 4, 102, 1, "[[\"a\",\"30023:%s:note\"]]", h);
 	rt = inv_root(iv, root->id);
 	T_EQ_INT(rt->rt_ndesc, 2);
 	T_EQ_INT(rt->rt_naddrs, 1);
@@ -292,26 +304,22 @@ test_deletions_by_the_author_only(void)
 {
 	struct inventory	*iv = inv_new(&cfg);
 	struct event		*root;
-	char			 c[200], tags[512];
+	char			 c[200];
 
-	coord(1, "del", c, sizeof(c));
-	feed(iv, ev(1, 100, 30617, "[[\"d\",\"del\"]]"));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
-	root = ev(2, 100, 1621, tags);
-	inv_add(iv, root);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", root->id_hex);
-	feed(iv, ev(9, 101, 5, tags));		/* not the author */
+	announce(iv, "del", c, sizeof(c));
+	root = add(iv, 2, 100, 1621, "[[\"a\",\"%s\"]]", c);
+	/* Not the author. */
+	feedf(iv, 9, 101, 5, "[[\"e\",\"%s\"]]", root->id_hex);
 	T_EQ_INT(inv_repo(iv, c)->ir_nroots, 1);
-	feed(iv, ev(2, 102, 5, tags));
+	feedf(iv, 2, 102, 5, "[[\"e\",\"%s\"]]", root->id_hex);
 	T_EQ_INT(inv_repo(iv, c)->ir_nroots, 0);
 	T_CHECK(!inv_eligible(iv, root->pubkey));
 	/* A withdrawal older than the announcement leaves it (NIP-09: the
 	 * versions up to the deletion's time; the store keeps it too). */
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
-	feed(iv, ev(1, 99, 5, tags));
+	feedf(iv, 1, 99, 5, "[[\"a\",\"%s\"]]", c);
 	T_CHECK(inv_repo(iv, c) != NULL);
 	/* The owner withdraws the announcement. */
-	feed(iv, ev(1, 103, 5, tags));
+	feedf(iv, 1, 103, 5, "[[\"a\",\"%s\"]]", c);
 	T_CHECK(inv_repo(iv, c) == NULL);
 	event_destroy(root);
 	inv_free(iv);
@@ -333,8 +341,7 @@ test_deleted_descendants_take_their_authors_out(void)
 	char			 c[200], tags[512];
 	uint64_t		 gen;
 
-	coord(1, "dd", c, sizeof(c));
-	feed(iv, ev(1, 100, 30617, "[[\"d\",\"dd\"]]"));
+	announce(iv, "dd", c, sizeof(c));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
 	i1 = ev(2, 101, 1621, tags);
 	i2 = ev(3, 101, 1621, tags);
@@ -350,13 +357,10 @@ test_deleted_descendants_take_their_authors_out(void)
 	inv_add(iv, r1);
 	inv_add(iv, r2);
 	inv_add(iv, r3);
-	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]",
-	    i2->id_hex, i2->id_hex);
-	feed(iv, ev(5, 105, 1111, tags));
-	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]",
-	    i1->id_hex, r1->id_hex);
-	x = ev(6, 106, 1111, tags);
-	inv_add(iv, x);
+	feedf(iv, 5, 105, 1111, "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", i2->id_hex,
+	    i2->id_hex);
+	x = add(iv, 6, 106, 1111, "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", i1->id_hex,
+	    r1->id_hex);
 	T_CHECK(inv_eligible(iv, r1->pubkey));
 	T_EQ_INT(inv_author(iv, r2->pubkey)->au_nroots, 2);
 
@@ -381,12 +385,10 @@ test_deleted_descendants_take_their_authors_out(void)
 	T_EQ_INT(iv->iv_generation, gen);
 	/* Author 5 deletes one of two replies to i1: still in i1 and i2;
 	 * then the other: still in i2 only. */
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", r2->id_hex);
-	feed(iv, ev(5, 113, 5, tags));
+	feedf(iv, 5, 113, 5, "[[\"e\",\"%s\"]]", r2->id_hex);
 	a = inv_author(iv, r2->pubkey);
 	T_EQ_INT(a->au_nroots, 2);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", r3->id_hex);
-	feed(iv, ev(5, 114, 5, tags));
+	feedf(iv, 5, 114, 5, "[[\"e\",\"%s\"]]", r3->id_hex);
 	T_EQ_INT(a->au_nroots, 1);
 	T_CHECK(a->au_roots[0] == inv_root(iv, i2->id));
 	T_CHECK(inv_eligible(iv, r2->pubkey));
@@ -396,8 +398,7 @@ test_deleted_descendants_take_their_authors_out(void)
 	event_destroy(r1);
 	r1 = ev(2, 115, 1111, tags);
 	inv_add(iv, r1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", r1->id_hex);
-	feed(iv, ev(2, 116, 5, tags));
+	feedf(iv, 2, 116, 5, "[[\"e\",\"%s\"]]", r1->id_hex);
 	a = inv_author(iv, i1->pubkey);
 	T_EQ_INT(a->au_nroots, 1);
 	T_CHECK(a->au_roots[0] == inv_root(iv, i1->id));
@@ -416,36 +417,22 @@ test_provenance_through_quotes_and_address_tags(void)
 	struct inventory	*iv = inv_new(&cfg);
 	struct event		*r1, *r2, *quote, *art, *viaA, *viaQ, *both;
 	struct inv_author	*a;
-	char			 c[200], tags[512], h[65];
+	char			 c[200], h[65];
 
-	coord(1, "q", c, sizeof(c));
-	feed(iv, ev(1, 100, 30617, "[[\"d\",\"q\"]]"));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
-	r1 = ev(2, 101, 1621, tags);
-	inv_add(iv, r1);
-	r2 = ev(3, 101, 1617, tags);
-	inv_add(iv, r2);
+	announce(iv, "q", c, sizeof(c));
+	r1 = add(iv, 2, 101, 1621, "[[\"a\",\"%s\"]]", c);
+	r2 = add(iv, 3, 101, 1617, "[[\"a\",\"%s\"]]", c);
 	/* A quote by id ("q"), then an article under r2 ... */
-	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", r1->id_hex);
-	quote = ev(4, 102, 1, tags);
-	inv_add(iv, quote);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"art\"],[\"E\",\"%s\"]]",
+	quote = add(iv, 4, 102, 1, "[[\"q\",\"%s\"]]", r1->id_hex);
+	art = add(iv, 5, 103, 30023, "[[\"d\",\"art\"],[\"E\",\"%s\"]]",
 	    r2->id_hex);
-	art = ev(5, 103, 30023, tags);
-	inv_add(iv, art);
 	/* ... reached only through its address, by "A" and by "q". */
 	hexof(5, h);
-	snprintf(tags, sizeof(tags), "[[\"A\",\"30023:%s:art\"]]", h);
-	viaA = ev(6, 104, 1111, tags);
-	inv_add(iv, viaA);
-	snprintf(tags, sizeof(tags), "[[\"q\",\"30023:%s:art\"]]", h);
-	viaQ = ev(7, 105, 1, tags);
-	inv_add(iv, viaQ);
+	viaA = add(iv, 6, 104, 1111, "[[\"A\",\"30023:%s:art\"]]", h);
+	viaQ = add(iv, 7, 105, 1, "[[\"q\",\"30023:%s:art\"]]", h);
 	/* One event in both threads. */
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"e\",\"%s\"]]",
+	both = add(iv, 8, 106, 7, "[[\"e\",\"%s\"],[\"e\",\"%s\"]]",
 	    quote->id_hex, viaQ->id_hex);
-	both = ev(8, 106, 7, tags);
-	inv_add(iv, both);
 
 	T_EQ_INT(inv_root(iv, r1->id)->rt_ndesc, 2);	/* quote, both */
 	T_EQ_INT(inv_root(iv, r2->id)->rt_ndesc, 4);	/* art, A, q, both */
@@ -504,9 +491,8 @@ test_maintainers_of_full_repositories_only_and_each_author_once(void)
 	hexof(2, m2);
 	hexof(3, m3);
 	/* Owner 1 names maintainer 2 and lists itself too. */
-	snprintf(tags, sizeof(tags), "[[\"d\",\"full\"],[\"maintainers\","
+	feedf(iv, 1, 100, 30617, "[[\"d\",\"full\"],[\"maintainers\","
 	    "\"%s\"]]", m2);
-	feed(iv, ev(1, 100, 30617, tags));
 	/* A StateOnly repository (held in purgatory) naming 3. */
 	snprintf(tags, sizeof(tags), "[[\"d\",\"held\"],[\"maintainers\","
 	    "\"%s\"]]", m3);
@@ -514,9 +500,7 @@ test_maintainers_of_full_repositories_only_and_each_author_once(void)
 	inv_add_stateonly(iv, held);
 	/* The owner also opens an issue; 5 writes only elsewhere. */
 	coord(1, "full", c, sizeof(c));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
-	root = ev(1, 101, 1621, tags);
-	inv_add(iv, root);
+	root = add(iv, 1, 101, 1621, "[[\"a\",\"%s\"]]", c);
 	stray = ev(5, 102, 1, "[[\"t\",\"unrelated\"]]");
 	inv_add(iv, stray);
 
@@ -553,15 +537,12 @@ static char		 tmpdir[64];
 static struct store	*st;
 static struct tstore_prog tsp = { { tmpdir, sizeof(tmpdir), "inventory_test" },
     &st };
-static uint32_t		 rng = 2463534242u;
+static uint64_t		 rng = 2463534242u;
 
 static uint32_t
 rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng % n;
+	return tunit_rng_below(&rng, n);
 }
 
 /* Author n's pubkey: any 32 bytes do, nothing on this path verifies. */
@@ -857,7 +838,7 @@ compare(const struct inventory *a, const struct inventory *b)
 	struct inv_author	*aa, *ab;
 	struct hmap		 ea = HMAP_INIT, eb = HMAP_INIT;
 	const void		*key;
-	size_t			 it, i;
+	size_t			 it;
 
 	T_EQ_INT(a->iv_repos.hm_n, b->iv_repos.hm_n);
 	for (it = 0; (ra = inv_repo_next(a, &it)) != NULL; ) {
@@ -867,9 +848,8 @@ compare(const struct inventory *a, const struct inventory *b)
 		T_EQ_INT(ra->ir_created_at, rb->ir_created_at);
 		T_EQ_INT(ra->ir_level, rb->ir_level);
 		T_EQ_INT(ra->ir_refused, rb->ir_refused);
-		T_ASSERT(ra->ir_nrelays == rb->ir_nrelays);
-		for (i = 0; i < ra->ir_nrelays; i++)
-			T_EQ_STR(ra->ir_relays[i], rb->ir_relays[i]);
+		T_CHECK(tunit_strv_same(ra->ir_relays, ra->ir_nrelays,
+		    rb->ir_relays, rb->ir_nrelays));
 		T_ASSERT(ra->ir_nmaint == rb->ir_nmaint);
 		T_CHECK(same_ids(ra->ir_maint, rb->ir_maint, ra->ir_nmaint));
 		T_ASSERT(ra->ir_nroots == rb->ir_nroots);
@@ -887,9 +867,8 @@ compare(const struct inventory *a, const struct inventory *b)
 			T_EQ_STR(ta->rt_repo->ir_coord, tb->rt_repo->ir_coord);
 		T_ASSERT(ta->rt_ndesc == tb->rt_ndesc);
 		T_CHECK(same_descs(a, ta, b, tb));
-		T_ASSERT(ta->rt_naddrs == tb->rt_naddrs);
-		for (i = 0; i < ta->rt_naddrs; i++)
-			T_EQ_STR(ta->rt_addrs[i], tb->rt_addrs[i]);
+		T_CHECK(tunit_strv_same(ta->rt_addrs, ta->rt_naddrs,
+		    tb->rt_addrs, tb->rt_naddrs));
 	}
 	T_EQ_INT(a->iv_authors.rc_n, b->iv_authors.rc_n);
 	for (it = 0; (aa = inv_author_next(a, &it)) != NULL; ) {
@@ -1028,11 +1007,7 @@ add_described(void *arg, int64_t seq, const struct event *e)
 static void
 described_free(struct described *ds)
 {
-	size_t	i;
-
-	for (i = 0; i < ds->n; i++)
-		free(ds->d[i]);
-	free(ds->d);
+	tunit_strv_free(ds->d, ds->n);
 }
 
 /* What feed_scan_ahead() hands to its hint and to its callback. */
@@ -1079,16 +1054,7 @@ ahead_take(void *arg, int64_t seq, const struct event *e)
 static int
 same_described(const struct described *a, const struct described *b)
 {
-	size_t	i;
-
-	if (a->n != b->n)
-		return 0;
-	for (i = 0; i < a->n; i++)
-		if (strcmp(a->d[i], b->d[i]) != 0) {
-			printf("# %s\n# %s\n", a->d[i], b->d[i]);
-			return 0;
-		}
-	return 1;
+	return tunit_strv_same(a->d, a->n, b->d, b->n);
 }
 
 static void

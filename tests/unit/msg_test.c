@@ -24,9 +24,9 @@
 #include "buf.h"
 #include "log.h"
 #include "msg.h"
-#include "selfrun.h"
 #include "t.h"
 #include "tdir.h"
+#include "tunit_child.h"
 
 static char	tmpdir[64];
 static int	npair;
@@ -258,27 +258,11 @@ child_broken(const char *dir, const char *how)
 	return 0;
 }
 
-/* Runs child_broken(how) in a fresh process: its exit status, its stderr
- * in out. */
-static int
-run_child(const char *how, char *out, size_t outlen)
-{
-	char	dir[128];
-
-	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, how);
-	return selfrun("msg_test", dir, how, out, outlen);
-}
-
+/* Runs child_broken(how) in a fresh process; it must die saying says. */
 static void
 broken(const char *how, const char *says)
 {
-	char	out[4096];
-	int	st = run_child(how, out, sizeof(out));
-
-	if (st != 1 || strstr(out, says) == NULL)
-		printf("# %s: status %d, stderr: %s\n", how, st, out);
-	T_EQ_INT(st, 1);
-	T_CHECK(strstr(out, says) != NULL);
+	T_EQ_INT(tunit_child_dies("msg_test", tmpdir, how, says), 0);
 }
 
 static void

@@ -17,6 +17,7 @@
 #include "json.h"
 #include "negentropy.h"
 #include "t.h"
+#include "tunit_rng.h"
 
 #define MAX_ROUNDS	10000	/* a runaway conversation is a failure */
 
@@ -31,12 +32,7 @@ static uint64_t	rng_state = 0x9e3779b97f4a7c15ULL;
 static uint64_t
 rng(void)
 {
-	uint64_t	x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return rng_state = x;
+	return tunit_rng_next(&rng_state);
 }
 
 static void

@@ -135,100 +135,178 @@ uppercase_only_when_all_uppercase(void)
 	T_EQ_INT(nip19_decode(s, "npub", k), -1);
 }
 
+/* The case that owns each row of refused[] and parses[]. */
+enum owner {
+	BAD_LENGTH,
+	BAD_PADDING,
+	BAD_JUNK,
+	KEY_PUB,
+	KEY_SEC,
+	KEY_GROUP
+};
+
+/* Strings nip19_decode(s, "npub", k) must refuse. */
+static const struct {
+	enum owner	 why;
+	const char	*s;
+} refused[] = {
+	/* 33- and 31-byte payloads with valid checksums. */
+	{ BAD_LENGTH, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qzvjptfp" },
+	{ BAD_LENGTH, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dmup82t8f" },
+	/* 32 bytes and an extra, zero 5-bit group: too much padding. */
+	{ BAD_LENGTH, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qqlhqg6v" },
+	{ BAD_LENGTH, "npub1" },
+	{ BAD_LENGTH, "" },
+	{ BAD_LENGTH, "npub1qqqqqq" },
+	{ BAD_PADDING, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8pl6x5k6" },
+	{ BAD_JUNK, "npub1 0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038"
+	    "js35mp4dma8qzvjptg" },
+	/* 'b', 'i', 'o' and '1' are not in the data alphabet. */
+	{ BAD_JUNK, "npub1belfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qzvjptg" },
+	{ BAD_JUNK, "npub0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qzvjptg" },
+	{ BAD_JUNK, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	    "35mp4dma8qzvjptgqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq" },
+};
+
+/* Checks that each of refused[]'s inputs owned by why is refused. */
+static void
+refuses(enum owner why)
+{
+	uint8_t	k[32];
+	char	msg[200];
+	size_t	i, n = 0;
+
+	for (i = 0; i < T_NCASES(refused); i++) {
+		if (refused[i].why != why)
+			continue;
+		n++;
+		if (nip19_decode(refused[i].s, "npub", k) != -1) {
+			snprintf(msg, sizeof(msg), "accepted \"%s\"",
+			    refused[i].s);
+			t_fail_at(__FILE__, __LINE__, msg);
+		}
+	}
+	T_CHECK(n > 0);
+}
+
 static void
 wrong_length_is_refused(void)
 {
-	uint8_t	k[32];
-
-	/* 33- and 31-byte payloads with valid checksums. */
-	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
-	    "35mp4dma8qzvjptfp", "npub", k), -1);
-	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
-	    "35mp4dmup82t8f", "npub", k), -1);
-	/* 32 bytes and an extra, zero 5-bit group: too much padding. */
-	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
-	    "35mp4dma8qqlhqg6v", "npub", k), -1);
-	T_EQ_INT(nip19_decode("npub1", "npub", k), -1);
-	T_EQ_INT(nip19_decode("", "npub", k), -1);
-	T_EQ_INT(nip19_decode("npub1qqqqqq", "npub", k), -1);
+	refuses(BAD_LENGTH);
 }
 
 static void
 nonzero_padding_is_refused(void)
 {
-	uint8_t	k[32];
-
-	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
-	    "35mp4dma8pl6x5k6", "npub", k), -1);
+	refuses(BAD_PADDING);
 }
 
 static void
 junk_is_refused(void)
 {
-	uint8_t	k[32];
+	refuses(BAD_JUNK);
+}
 
-	T_EQ_INT(nip19_decode("npub1 0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038"
-	    "js35mp4dma8qzvjptg", "npub", k), -1);
-	/* 'b', 'i', 'o' and '1' are not in the data alphabet. */
-	T_EQ_INT(nip19_decode("npub1belfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
-	    "35mp4dma8qzvjptg", "npub", k), -1);
-	T_EQ_INT(nip19_decode("npub0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
-	    "35mp4dma8qzvjptg", "npub", k), -1);
-	T_EQ_INT(nip19_decode("npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
-	    "35mp4dma8qzvjptgqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq", "npub", k), -1);
+/*
+ * Parses bech and hex with parse: 0 if both give the same key, 1 if bech
+ * is refused, 2 if hex is, 3 if the keys differ.
+ */
+static int
+spellings_agree(int (*parse)(const char *, uint8_t *), const char *bech,
+    const char *hex)
+{
+	uint8_t	a[32], b[32];
+
+	if (parse(bech, a) != 0)
+		return 1;
+	if (parse(hex, b) != 0)
+		return 2;
+	return memcmp(a, b, 32) == 0 ? 0 : 3;
+}
+
+/* What key_parse_pubkey() or key_parse_seckey() returns for s. */
+static const struct {
+	enum owner	  why;
+	int		(*parse)(const char *, uint8_t *);
+	const char	 *s;
+	int		  want;
+} parses[] = {
+	{ KEY_PUB, key_parse_pubkey, NSEC, -1 },
+	{ KEY_PUB, key_parse_pubkey, NPUB_HEX "00", -1 },
+	{ KEY_PUB, key_parse_pubkey, "7e7e", -1 },
+	{ KEY_PUB, key_parse_pubkey, "", -1 },
+	{ KEY_SEC, key_parse_seckey, NPUB, -1 },
+	{ KEY_SEC, key_parse_seckey, "nope", -1 },
+	{ KEY_GROUP, key_parse_seckey, "00000000000000000000000000000000"
+	    "00000000000000000000000000000000", -1 },
+	{ KEY_GROUP, key_parse_seckey, "nsec1qqqqqqqqqqqqqqqqqqqqqqqqqq"
+	    "qqqqqqqqqqqqqqqqqqqqqqqqqqwkhnav", -1 },
+	/* The group order itself, and order - 1, the largest valid key. */
+	{ KEY_GROUP, key_parse_seckey, "fffffffffffffffffffffffffffffffe"
+	    "baaedce6af48a03bbfd25e8cd0364141", -1 },
+	{ KEY_GROUP, key_parse_seckey, "nsec1lllllllllllllllllllllllll6"
+	    "a2ah8x4ay2qwal6f0ge5pkg9qstu3zum", -1 },
+	{ KEY_GROUP, key_parse_seckey, "fffffffffffffffffffffffffffffffe"
+	    "baaedce6af48a03bbfd25e8cd0364140", 0 },
+	{ KEY_GROUP, key_parse_seckey, "00000000000000000000000000000000"
+	    "00000000000000000000000000000001", 0 },
+};
+
+/* Checks each of parses[]'s rows owned by why. */
+static void
+parses_as_listed(enum owner why)
+{
+	uint8_t	k[32];
+	char	msg[200];
+	size_t	i, n = 0;
+	int	got;
+
+	for (i = 0; i < T_NCASES(parses); i++) {
+		if (parses[i].why != why)
+			continue;
+		n++;
+		if ((got = parses[i].parse(parses[i].s, k)) != parses[i].want) {
+			snprintf(msg, sizeof(msg), "\"%s\": want %d, got %d",
+			    parses[i].s, parses[i].want, got);
+			t_fail_at(__FILE__, __LINE__, msg);
+		}
+	}
+	T_CHECK(n > 0);
 }
 
 static void
 pubkey_accepts_npub_and_lowercase_hex(void)
 {
-	uint8_t	a[32], b[32];
+	uint8_t	b[32];
 	char	up[] = NPUB_HEX;
 
-	T_EQ_INT(key_parse_pubkey(NPUB, a), 0);
-	T_EQ_INT(key_parse_pubkey(NPUB_HEX, b), 0);
-	T_CHECK(memcmp(a, b, 32) == 0);
+	T_EQ_INT(spellings_agree(key_parse_pubkey, NPUB, NPUB_HEX), 0);
 	upper(up);
 	T_EQ_INT(key_parse_pubkey(up, b), -1);
-	T_EQ_INT(key_parse_pubkey(NSEC, b), -1);
-	T_EQ_INT(key_parse_pubkey(NPUB_HEX "00", b), -1);
-	T_EQ_INT(key_parse_pubkey("7e7e", b), -1);
-	T_EQ_INT(key_parse_pubkey("", b), -1);
+	parses_as_listed(KEY_PUB);
 }
 
 static void
 seckey_accepts_nsec_and_hex_of_either_case(void)
 {
-	uint8_t	a[32], b[32];
 	char	up[] = NSEC_HEX;
 
-	T_EQ_INT(key_parse_seckey(NSEC, a), 0);
-	T_EQ_INT(key_parse_seckey(NSEC_HEX, b), 0);
-	T_CHECK(memcmp(a, b, 32) == 0);
+	T_EQ_INT(spellings_agree(key_parse_seckey, NSEC, NSEC_HEX), 0);
 	upper(up);
-	T_EQ_INT(key_parse_seckey(up, b), 0);
-	T_CHECK(memcmp(a, b, 32) == 0);
-	T_EQ_INT(key_parse_seckey(NPUB, b), -1);
-	T_EQ_INT(key_parse_seckey("nope", b), -1);
+	T_EQ_INT(spellings_agree(key_parse_seckey, NSEC, up), 0);
+	parses_as_listed(KEY_SEC);
 }
 
 static void
 seckey_outside_the_group_is_refused(void)
 {
-	uint8_t	k[32];
-
-	T_EQ_INT(key_parse_seckey("0000000000000000000000000000000000000000"
-	    "000000000000000000000000", k), -1);
-	T_EQ_INT(key_parse_seckey("nsec1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq"
-	    "qqqqqqqqqqqqqqwkhnav", k), -1);
-	/* The group order itself, and order - 1, the largest valid key. */
-	T_EQ_INT(key_parse_seckey("fffffffffffffffffffffffffffffffebaaedce6af"
-	    "48a03bbfd25e8cd0364141", k), -1);
-	T_EQ_INT(key_parse_seckey("nsec1lllllllllllllllllllllllll6a2ah8x4ay2qw"
-	    "al6f0ge5pkg9qstu3zum", k), -1);
-	T_EQ_INT(key_parse_seckey("fffffffffffffffffffffffffffffffebaaedce6af"
-	    "48a03bbfd25e8cd0364140", k), 0);
-	T_EQ_INT(key_parse_seckey("0000000000000000000000000000000000000000"
-	    "000000000000000000000001", k), 0);
+	parses_as_listed(KEY_GROUP);
 }
 
 static const struct t_case cases[] = {

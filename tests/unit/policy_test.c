@@ -186,43 +186,44 @@ archive_grasp_services_match_clone_host_and_port(void)
 	static const char *const with_port[] = {
 		"NGIT_ARCHIVE_GRASP_SERVICES=other.example:8443,b.example",
 		NULL };
-	struct event	*on_port = ann(5, "a", "https://Other.Example:8443/"
-			    "npub/a.git", "wss://x.example");
-	struct event	*off_port = ann(5, "b", "https://other.example/b.git",
-			    "wss://x.example");
-	struct event	*dflt = ann(5, "c", "http://B.example/c.git",
-			    "wss://x.example");
-	struct event	*dflt_explicit = ann(5, "d", "https://b.example:443/"
-			    "d.git", "wss://x.example");
-	struct event	*relay_only = ann(5, "e", "https://x.example/e.git",
-			    "wss://b.example");
-	struct event	*lookalike = ann(5, "f", "https://b.example.evil/f.git",
-			    "wss://x.example");
-	char		 msg[256];
-	int		 arch;
+	/* arch: policy_archived()'s answer, or -1 where it is not checked. */
+	static const struct {
+		const char	*d, *clone, *relay;
+		int		 want, arch;
+	} v[] = {
+		{ "a", "https://Other.Example:8443/npub/a.git",
+		    "wss://x.example", POLICY_HOST, 1 },
+		{ "b", "https://other.example/b.git", "wss://x.example",
+		    POLICY_REFUSE, -1 },
+		{ "c", "http://B.example/c.git", "wss://x.example",
+		    POLICY_HOST, -1 },
+		{ "d", "https://b.example:443/d.git", "wss://x.example",
+		    POLICY_HOST, -1 },
+		/* Only clone URLs name the service an announcement is on. */
+		{ "e", "https://x.example/e.git", "wss://b.example",
+		    POLICY_REFUSE, -1 },
+		{ "f", "https://b.example.evil/f.git", "wss://x.example",
+		    POLICY_REFUSE, -1 },
+	};
+	struct event	*ev;
+	char		 msg[256], what[300];
+	size_t		 i;
+	int		 arch, got;
 
-	T_ASSERT(on_port && off_port && dflt && dflt_explicit && relay_only &&
-	    lookalike);
-	T_EQ_INT(verdict(with_port, on_port, &arch, msg, sizeof(msg)),
-	    POLICY_HOST);
-	T_EQ_INT(arch, 1);
-	T_EQ_INT(verdict(with_port, off_port, NULL, msg, sizeof(msg)),
-	    POLICY_REFUSE);
-	T_EQ_INT(verdict(with_port, dflt, NULL, msg, sizeof(msg)),
-	    POLICY_HOST);
-	T_EQ_INT(verdict(with_port, dflt_explicit, NULL, msg, sizeof(msg)),
-	    POLICY_HOST);
-	/* Only clone URLs name the service an announcement is on. */
-	T_EQ_INT(verdict(with_port, relay_only, NULL, msg, sizeof(msg)),
-	    POLICY_REFUSE);
-	T_EQ_INT(verdict(with_port, lookalike, NULL, msg, sizeof(msg)),
-	    POLICY_REFUSE);
-	event_destroy(on_port);
-	event_destroy(off_port);
-	event_destroy(dflt);
-	event_destroy(dflt_explicit);
-	event_destroy(relay_only);
-	event_destroy(lookalike);
+	for (i = 0; i < T_NCASES(v); i++) {
+		ev = ann(5, v[i].d, v[i].clone, v[i].relay);
+		T_ASSERT(ev != NULL);
+		arch = -1;
+		got = verdict(with_port, ev, &arch, msg, sizeof(msg));
+		event_destroy(ev);
+		if (got != v[i].want || (v[i].arch != -1 &&
+		    arch != v[i].arch)) {
+			snprintf(what, sizeof(what), "%s: verdict %d (want %d), "
+			    "archived %d (want %d)", v[i].clone, got,
+			    v[i].want, arch, v[i].arch);
+			t_fail_at(__FILE__, __LINE__, what);
+		}
+	}
 }
 
 static void

@@ -40,6 +40,37 @@ fresh(void)
 	return s;
 }
 
+/* A purgatory on a fresh store, the store in *sp; NULL if it won't open. */
+static struct purg *
+fresh_purg(struct store **sp)
+{
+	return (*sp = fresh()) == NULL ? NULL : purg_open(*sp);
+}
+
+/* Closes p and then its store s. */
+static void
+close_purg(struct purg *p, struct store *s)
+{
+	purg_close(p);
+	store_close(s);
+}
+
+/* The rows of s's purgatory_wants (the objects syncd hunts), or -1. */
+static int
+count_wants(struct store *s)
+{
+	sqlite3_stmt	*q;
+	int		 k = -1;
+
+	if (sqlite3_prepare_v2(store_sqlite(s), "SELECT count(*) FROM "
+	    "purgatory_wants", -1, &q, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		k = sqlite3_column_int(q, 0);
+	sqlite3_finalize(q);
+	return k;
+}
+
 static struct event *
 ann(const uint8_t *sk, int64_t t, const char *d)
 {
@@ -53,14 +84,13 @@ ann(const uint8_t *sk, int64_t t, const char *d)
 static void
 announcements_put_get_replace_expire(void)
 {
-	struct store	*s = fresh();
+	struct store	*s;
 	struct purg	*p;
 	struct event	*a1, *a2, *b;
 	struct purg_ann	 pa, *list = NULL;
 	size_t		 n = 0;
 
-	T_ASSERT(s != NULL);
-	p = purg_open(s);
+	T_ASSERT((p = fresh_purg(&s)) != NULL);
 	a1 = ann(sk1, 100, "repo");
 	a2 = ann(sk1, 200, "repo");
 	b = ann(sk2, 150, "repo");
@@ -99,14 +129,13 @@ announcements_put_get_replace_expire(void)
 	event_destroy(a1);
 	event_destroy(a2);
 	event_destroy(b);
-	purg_close(p);
-	store_close(s);
+	close_purg(p, s);
 }
 
 static void
 events_wants_order_extend_and_due(void)
 {
-	struct store	*s = fresh();
+	struct store	*s;
 	struct purg	*p;
 	struct event	*st1, *st2, *pr;
 	struct purg_ev	 pe, *list = NULL;
@@ -115,11 +144,8 @@ events_wants_order_extend_and_due(void)
 		"1123456789abcdef0123456789abcdef01234567",
 	};
 	size_t		 n = 0;
-	sqlite3_stmt	*q;
-	int		 k = -1;
 
-	T_ASSERT(s != NULL);
-	p = purg_open(s);
+	T_ASSERT((p = fresh_purg(&s)) != NULL);
 	st1 = event_new_signed(sk1, 300, 30618, "[[\"d\",\"r\"]]", "");
 	st2 = event_new_signed(sk2, 200, 30618, "[[\"d\",\"r\"]]", "");
 	pr = event_new_signed(sk2, 250, 1618, "[[\"c\",\"x\"]]", "");
@@ -143,12 +169,7 @@ events_wants_order_extend_and_due(void)
 	T_EQ_INT(n, 1);
 	purg_ev_free_list(list, n);
 	/* What syncd's hunt reads: the wanted objects. */
-	T_ASSERT(sqlite3_prepare_v2(store_sqlite(s), "SELECT count(*) FROM "
-	    "purgatory_wants", -1, &q, NULL) == SQLITE_OK);
-	if (sqlite3_step(q) == SQLITE_ROW)
-		k = sqlite3_column_int(q, 0);
-	sqlite3_finalize(q);
-	T_EQ_INT(k, 4);
+	T_EQ_INT(count_wants(s), 4);
 	/* Extending d's states leaves the PR alone. */
 	T_EQ_INT(purg_ev_extend_d(p, "r", 5000), 0);
 	T_EQ_INT(purg_ev_due(p, 2500, &list, &n), 0);
@@ -157,23 +178,17 @@ events_wants_order_extend_and_due(void)
 	purg_ev_free_list(list, n);
 	/* Deleting an event drops what it wanted. */
 	T_EQ_INT(purg_ev_delete(p, st1->id), 0);
-	T_ASSERT(sqlite3_prepare_v2(store_sqlite(s), "SELECT count(*) FROM "
-	    "purgatory_wants", -1, &q, NULL) == SQLITE_OK);
-	if (sqlite3_step(q) == SQLITE_ROW)
-		k = sqlite3_column_int(q, 0);
-	sqlite3_finalize(q);
-	T_EQ_INT(k, 2);
+	T_EQ_INT(count_wants(s), 2);
 	event_destroy(st1);
 	event_destroy(st2);
 	event_destroy(pr);
-	purg_close(p);
-	store_close(s);
+	close_purg(p, s);
 }
 
 static void
 placeholders_expired_deadline_and_counts(void)
 {
-	struct store		*s = fresh();
+	struct store		*s;
 	struct purg		*p;
 	struct purg_placeholder	*ph = NULL;
 	struct purg_counts	 c;
@@ -182,8 +197,7 @@ placeholders_expired_deadline_and_counts(void)
 	int64_t			 next;
 	size_t			 n = 0;
 
-	T_ASSERT(s != NULL);
-	p = purg_open(s);
+	T_ASSERT((p = fresh_purg(&s)) != NULL);
 	T_EQ_INT(purg_next_deadline(p, &next), 0);
 	T_CHECK(next == INT64_MAX);
 	memset(id, 0xab, 32);
@@ -213,8 +227,7 @@ placeholders_expired_deadline_and_counts(void)
 	T_EQ_INT(purg_expired_sweep(p, 1000), 1);
 	T_EQ_INT(purg_expired_has(p, id), 0);
 	event_destroy(a);
-	purg_close(p);
-	store_close(s);
+	close_purg(p, s);
 }
 
 static int
@@ -242,14 +255,13 @@ level_of(struct store *s, const char *d, const uint8_t pk[32], char *out,
 static void
 sync_levels_persist_and_read_only(void)
 {
-	struct store	*s = fresh(), *ro;
+	struct store	*s, *ro;
 	struct purg	*p;
 	struct event	*a, *b;
 	struct purg_ann	 pa;
 	char		 level[32], err[256];
 
-	T_ASSERT(s != NULL);
-	p = purg_open(s);
+	T_ASSERT((p = fresh_purg(&s)) != NULL);
 	a = ann(sk1, 100, "held");
 	b = ann(sk2, 100, "served");
 	T_EQ_INT(purg_ann_put(p, a, "held", "[\"wss://a.example\"]", 0, 900),
@@ -264,8 +276,7 @@ sync_levels_persist_and_read_only(void)
 	T_EQ_INT(level_of(s, "held", a->pubkey, level, sizeof(level)), 1);
 	T_EQ_STR(level, "full");
 	T_EQ_INT(purg_ann_delete(p, a->pubkey, "held"), 0);
-	purg_close(p);
-	store_close(s);
+	close_purg(p, s);
 	/* Reopened: still there; read-only readers see the same. */
 	event_destroy(a);
 	a = ann(sk1, 300, "again");
@@ -273,8 +284,7 @@ sync_levels_persist_and_read_only(void)
 	T_ASSERT(s != NULL);
 	p = purg_open(s);
 	T_EQ_INT(purg_ann_put(p, a, "again", "[]", 0, 900), 0);
-	purg_close(p);
-	store_close(s);
+	close_purg(p, s);
 	ro = store_open(path, 1, err, sizeof(err));
 	T_ASSERT(ro != NULL);
 	p = purg_open(ro);
@@ -282,8 +292,7 @@ sync_levels_persist_and_read_only(void)
 	purg_ann_clear(&pa);
 	T_EQ_INT(level_of(ro, "again", a->pubkey, level, sizeof(level)), 1);
 	T_EQ_STR(level, "state_only");
-	purg_close(p);
-	store_close(ro);
+	close_purg(p, ro);
 	event_destroy(a);
 	event_destroy(b);
 }

@@ -19,6 +19,8 @@
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
+#include "tunit_rng.h"
+#include "tunit_strv.h"
 
 static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
 static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
@@ -92,11 +94,7 @@ collect(const char *json, size_t len, int64_t seq, void *arg)
 static void
 coll_free(struct coll *c)
 {
-	size_t	i;
-
-	for (i = 0; i < c->n; i++)
-		free(c->json[i]);
-	free(c->json);
+	tunit_strv_free(c->json, c->n);
 	free(c->seq);
 	memset(c, 0, sizeof(*c));
 }
@@ -666,10 +664,7 @@ static uint64_t	rng_state = 0x9e3779b97f4a7c15ULL;
 static uint32_t
 rng(uint32_t n)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)(rng_state % n);
+	return tunit_rng_below(&rng_state, n);
 }
 
 static int

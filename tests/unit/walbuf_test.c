@@ -147,6 +147,36 @@ wal_size(const char *path)
 	return stat(wal, &sb) == 0 ? (long long)sb.st_size : -1;
 }
 
+
+/*
+ * A fresh database (path in path, len bytes) and a reader on it in *rd;
+ * NULL, with neither open, if either does not open.
+ */
+static sqlite3 *
+fresh_with_reader(char *path, size_t len, sqlite3 **rd)
+{
+	sqlite3	*db;
+
+	if ((db = fresh(path, len)) == NULL)
+		return NULL;
+	if ((*rd = reader(path)) == NULL) {
+		db_close(db);
+		return NULL;
+	}
+	return db;
+}
+
+/* 1 if rd finds the database whole; closes the reader rd and db. */
+static int
+whole_then_closed(sqlite3 *db, sqlite3 *rd)
+{
+	int	ok = integrity_ok(rd);
+
+	sqlite3_close(rd);
+	db_close(db);
+	return ok;
+}
+
 static void
 a_commit_goes_out_in_few_writes(void)
 {
@@ -155,8 +185,7 @@ a_commit_goes_out_in_few_writes(void)
 	unsigned long long	 before;
 	long long		 wal0, wal1;
 
-	T_ASSERT((db = fresh(path, sizeof(path))) != NULL);
-	T_ASSERT((rd = reader(path)) != NULL);
+	T_ASSERT((db = fresh_with_reader(path, sizeof(path), &rd)) != NULL);
 	wal0 = wal_size(path);
 	before = walbuf_writes();
 	/* 500 rows of random keys in t_v: hundreds of dirty pages. */
@@ -168,9 +197,7 @@ a_commit_goes_out_in_few_writes(void)
 	T_CHECK(walbuf_writes() - before <=
 	    (unsigned long long)((wal1 - wal0) / (31 * 4096) + 2));
 	T_CHECK(count(rd) == 500);
-	T_CHECK(integrity_ok(rd));
-	sqlite3_close(rd);
-	db_close(db);
+	T_CHECK(whole_then_closed(db, rd));
 }
 
 static void
@@ -180,8 +207,7 @@ readers_see_each_commit_at_once(void)
 	char	 path[128];
 	int	 i;
 
-	T_ASSERT((db = fresh(path, sizeof(path))) != NULL);
-	T_ASSERT((rd = reader(path)) != NULL);
+	T_ASSERT((db = fresh_with_reader(path, sizeof(path), &rd)) != NULL);
 	for (i = 1; i <= 50; i++) {
 		if (insert(db, 3, 300, i % 2) == -1)
 			break;
@@ -189,9 +215,7 @@ readers_see_each_commit_at_once(void)
 			break;
 	}
 	T_EQ_INT(i, 51);
-	T_CHECK(integrity_ok(rd));
-	sqlite3_close(rd);
-	db_close(db);
+	T_CHECK(whole_then_closed(db, rd));
 }
 
 static void
@@ -244,14 +268,11 @@ a_transaction_larger_than_the_buffer(void)
 	sqlite3	*db, *rd;
 	char	 path[128];
 
-	T_ASSERT((db = fresh(path, sizeof(path))) != NULL);
-	T_ASSERT((rd = reader(path)) != NULL);
+	T_ASSERT((db = fresh_with_reader(path, sizeof(path), &rd)) != NULL);
 	/* About 3 x WALBUF_MAX of rows, one transaction. */
 	T_CHECK(insert(db, 6000, 4000, 1) == 0);
 	T_CHECK(count(rd) == 6000);
-	T_CHECK(integrity_ok(rd));
-	sqlite3_close(rd);
-	db_close(db);
+	T_CHECK(whole_then_closed(db, rd));
 }
 
 static void
@@ -261,8 +282,7 @@ rollbacks_and_wal_restarts_keep_it_whole(void)
 	char	 path[128];
 	int	 i;
 
-	T_ASSERT((db = fresh(path, sizeof(path))) != NULL);
-	T_ASSERT((rd = reader(path)) != NULL);
+	T_ASSERT((db = fresh_with_reader(path, sizeof(path), &rd)) != NULL);
 	for (i = 0; i < 10; i++) {
 		T_CHECK(insert(db, 50, 300, 1) == 0);
 		/* Frames written, then thrown away. */
@@ -279,9 +299,7 @@ rollbacks_and_wal_restarts_keep_it_whole(void)
 			    NULL) == SQLITE_OK);
 		T_CHECK(count(rd) == 50 * (i + 1));
 	}
-	T_CHECK(integrity_ok(rd));
-	sqlite3_close(rd);
-	db_close(db);
+	T_CHECK(whole_then_closed(db, rd));
 	/* And it opens again as a writer. */
 	{
 		char	err[256];

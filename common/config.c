@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "config.h"
 #include "log.h"
+#include "mem.h"
 #include "msg.h"
 #include "nip19.h"
 #include "relayurl.h"
@@ -258,16 +259,6 @@ static const struct cfg_key cfg_keys[] = {
 
 #define FIELD(cfg, k, T)	((T *)(void *)((char *)(cfg) + (k)->ck_off))
 
-static char *
-xstrdup(const char *s)
-{
-	char	*p;
-
-	if ((p = strdup(s)) == NULL)
-		fatal("config");
-	return p;
-}
-
 static void *
 xreallocarray(void *p, size_t n, size_t size)
 {
@@ -360,11 +351,7 @@ repo_rules_free(struct cfg_repo_rules *rr)
 static void
 strs_free(struct cfg_strs *ss)
 {
-	size_t	i;
-
-	for (i = 0; i < ss->n; i++)
-		free(ss->v[i]);
-	free(ss->v);
+	strv_free(ss->v, ss->n);
 	ss->v = NULL;
 	ss->n = 0;
 }

@@ -33,6 +33,7 @@
 #include "discoveryd.h"
 #include "event.h"
 #include "log.h"
+#include "mem.h"
 #include "msg.h"
 #include "plusmark.h"
 #include "policy.h"
@@ -798,7 +799,7 @@ static void
 disc_fini(struct role_ctx *ctx)
 {
 	struct discd	*dd = ctx->r_data;
-	size_t		 it, i;
+	size_t		 it;
 	void		*v;
 
 	if (dd == NULL || !dd->dd_enabled)
@@ -810,9 +811,7 @@ disc_fini(struct role_ctx *ctx)
 		author_free(v);
 	hmap_free(&dd->dd_authors);
 	inv_free(dd->dd_inv);
-	for (i = 0; i < dd->dd_nindex; i++)
-		free(dd->dd_index[i]);
-	free(dd->dd_index);
+	strv_free(dd->dd_index, dd->dd_nindex);
 }
 
 static const struct role_ops disc_ops = {

@@ -35,6 +35,7 @@
 #include "historyd.h"
 #include "inventory.h"
 #include "log.h"
+#include "mem.h"
 #include "plusmark.h"
 #include "policy.h"
 #include "relaylist.h"
@@ -755,7 +756,7 @@ static void
 hist_fini(struct role_ctx *ctx)
 {
 	struct histd	*hd = ctx->r_data;
-	size_t		 it, i;
+	size_t		 it;
 	void		*v;
 
 	if (hd == NULL || !hd->hd_enabled)
@@ -772,9 +773,7 @@ hist_fini(struct role_ctx *ctx)
 	hmap_free(&hd->hd_lists);
 	hmap_free(&hd->hd_marks);
 	inv_free(hd->hd_inv);
-	for (i = 0; i < hd->hd_nfallback; i++)
-		free(hd->hd_fallback[i]);
-	free(hd->hd_fallback);
+	strv_free(hd->hd_fallback, hd->hd_nfallback);
 }
 
 static const struct role_ops hist_ops = {

@@ -84,11 +84,7 @@ send_closed(struct relay_conn *c, const char *subid, const char *msg)
 static void
 sub_free(struct relay_sub *s)
 {
-	size_t	i;
-
-	for (i = 0; i < s->rs_nfilters; i++)
-		filter_free(&s->rs_filters[i]);
-	free(s->rs_filters);
+	filters_free(s->rs_filters, s->rs_nfilters);
 	free(s);
 }
 

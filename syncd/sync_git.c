@@ -40,6 +40,7 @@
 #include "buf.h"
 #include "event.h"
 #include "log.h"
+#include "mem.h"
 #include "msg.h"
 #include "pktline.h"
 #include "policy.h"
@@ -81,16 +82,6 @@ delay_ms(const struct sync_git *sg, double secs)
 	    0.5);
 }
 
-static char *
-xstrdup(const char *s)
-{
-	char	*d;
-
-	if ((d = strdup(s)) == NULL)
-		fatal("sync_git: strdup");
-	return d;
-}
-
 void
 sync_git_strv_add(char ***v, size_t *n, const char *s)
 {
@@ -107,11 +98,7 @@ sync_git_strv_add(char ***v, size_t *n, const char *s)
 void
 sync_git_strv_free(char **v, size_t n)
 {
-	size_t	i;
-
-	for (i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
+	strv_free(v, n);
 }
 
 /* Held events. */
@@ -174,8 +161,8 @@ ev_new(const struct purg_ev *pe)
 static void
 ev_free(struct git_ev *ge)
 {
-	sync_git_strv_free(ge->ge_oids, ge->ge_noids);
-	sync_git_strv_free(ge->ge_clone, ge->ge_nclone);
+	strv_free(ge->ge_oids, ge->ge_noids);
+	strv_free(ge->ge_clone, ge->ge_nclone);
 	free(ge);
 }
 

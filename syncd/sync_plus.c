@@ -12,6 +12,7 @@
 
 #include "event.h"
 #include "log.h"
+#include "mem.h"
 #include "plusmark.h"
 #include "policy.h"
 #include "relaylist.h"
@@ -227,7 +228,7 @@ sync_plus_show(cJSON *view)
 void
 sync_plus_fini(void)
 {
-	size_t	 it, i;
+	size_t	 it;
 	void	*v;
 
 	for (it = 0; hmap_next(&plus.lists, &it, NULL, NULL, &v); ) {
@@ -239,9 +240,7 @@ sync_plus_fini(void)
 	if (plus.sd != NULL)
 		lws_sul_cancel(&plus.sul_marks);
 	plus.sd = NULL;
-	for (i = 0; i < plus.nfallback; i++)
-		free(plus.fallback[i]);
-	free(plus.fallback);
+	strv_free(plus.fallback, plus.nfallback);
 	plus.fallback = NULL;
 	plus.nfallback = 0;
 }

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "event.h"
 #include "log.h"
+#include "mem.h"
 #include "syncd.h"
 
 enum hreq_kind {
@@ -150,13 +151,9 @@ vals_new(const char *const *v, size_t n)
 static void
 vals_release(struct sync_vals *sv)
 {
-	size_t	i;
-
 	if (sv == NULL || --sv->sv_refs > 0)
 		return;
-	for (i = 0; i < sv->sv_n; i++)
-		free(sv->sv_v[i]);
-	free(sv->sv_v);
+	strv_free(sv->sv_v, sv->sv_n);
 	free(sv);
 }
 
@@ -206,11 +203,7 @@ live_close_all(struct sync_relay *sr)
 static void
 rotate_clear(struct sync_relay *sr)
 {
-	size_t	i;
-
-	for (i = 0; i < sr->sr_nrotate; i++)
-		free(sr->sr_rotate[i]);
-	free(sr->sr_rotate);
+	strv_free(sr->sr_rotate, sr->sr_nrotate);
 	sr->sr_rotate = NULL;
 	sr->sr_nrotate = 0;
 }

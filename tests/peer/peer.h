@@ -164,8 +164,6 @@ struct peer {
 extern struct peer *peer;
 
 /* peer.c */
-/* CLOCK_MONOTONIC in milliseconds, the clock of wsc_now_ms(). */
-int64_t	peer_now_ms(void);
 /*
  * Holds fd, a connected socket, open and unread until peer_hang_release()
  * (the oldest is closed when PEER_MAX_HANG are held).  -1 is ignored.

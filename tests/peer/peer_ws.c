@@ -21,6 +21,7 @@
 #include "log.h"
 #include "negentropy.h"
 #include "peer.h"
+#include "proc.h"
 
 /* Queues one frame; nothing more goes out once the drop is decided. */
 static void
@@ -173,12 +174,8 @@ send_event(struct peer_conn *c, const char *subid, const struct event *ev)
 static void
 sub_free(struct peer_sub *s)
 {
-	size_t	i;
-
 	lws_sul_cancel(&s->ps_sul);
-	for (i = 0; i < s->ps_nfilters; i++)
-		filter_free(&s->ps_filters[i]);
-	free(s->ps_filters);
+	filters_free(s->ps_filters, s->ps_nfilters);
 	free(s);
 }
 
@@ -280,7 +277,7 @@ log_req(struct peer_conn *c, const struct json *msg)
 	fl = cJSON_AddArrayToObject(e, "filters");
 	for (f = json_at(msg, 2); f != NULL; f = f->next)
 		cJSON_AddItemToArray(fl, to_cjson(f));
-	cJSON_AddNumberToObject(e, "at_ms", (double)peer_now_ms());
+	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
 	peer_log_add(peer->log_reqs, e);
 }
 
@@ -441,7 +438,7 @@ handle_close(struct peer_conn *c, const struct json *msg)
 		fatal("handle_close");
 	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
 	cJSON_AddStringToObject(e, "sub", sid->s);
-	cJSON_AddNumberToObject(e, "at_ms", (double)peer_now_ms());
+	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
 	peer_log_add(peer->log_closes, e);
 	if ((s = sub_find(c, sid->s)) != NULL)
 		sub_remove(c, s);
@@ -634,7 +631,7 @@ handle_neg_open(struct peer_conn *c, const struct json *msg)
 		cJSON_AddNullToObject(e, "sub");
 	cJSON_AddItemToObject(e, "filter", fj != NULL ? to_cjson(fj) :
 	    cJSON_CreateNull());
-	cJSON_AddNumberToObject(e, "at_ms", (double)peer_now_ms());
+	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
 	peer_log_add(peer->log_negs, e);
 	if (!peer->cfg.neg) {
 		send_notice(c, "error: unknown message type \"NEG-OPEN\"");

@@ -1,0 +1,20 @@
+/*
+ * mem.h: allocation helpers every process uses.  Allocation failure in a
+ * role is fatal (the supervisor restarts it), so these never return NULL.
+ */
+#ifndef GRASPD_MEM_H
+#define GRASPD_MEM_H
+
+#include <stddef.h>
+
+/* A copy of s, which the caller frees.  Exits (fatal) when out of memory. */
+char	*xstrdup(const char *s);
+
+/*
+ * Frees the n strings of v (NULL entries are fine) and then v itself, an
+ * array the caller owned with all it points to.  v may be NULL when n is
+ * 0.  Never exits.
+ */
+void	 strv_free(char **v, size_t n);
+
+#endif

@@ -924,6 +924,47 @@ step_name(const struct git_hunt *h)
 	}
 }
 
+/* One counter into show's totals (tot) or the metrics, whichever is set. */
+static void
+git_counter(cJSON *tot, cJSON *metrics, const char *name, const char *metric,
+    uint64_t n)
+{
+	if (tot != NULL)
+		cJSON_AddNumberToObject(tot, name, (double)n);
+	if (metrics != NULL)
+		role_metric(metrics, metric, (double)n);
+}
+
+/*
+ * The hunt's counters, each named once for `graspctl show syncd` (into
+ * tot) and for the metrics.
+ */
+static void
+git_counters(const struct sync_git *sg, cJSON *tot, cJSON *metrics)
+{
+	git_counter(tot, metrics, "attempts",
+	    "graspd_syncd_git_attempts_total", sg->sg_attempts);
+	git_counter(tot, metrics, "fetches_ok",
+	    "graspd_syncd_git_fetches_total{result=\"ok\"}", sg->sg_fetch_ok);
+	git_counter(tot, metrics, "fetches_failed",
+	    "graspd_syncd_git_fetches_total{result=\"failed\"}",
+	    sg->sg_fetch_failed);
+	git_counter(tot, metrics, "fetches_timed_out",
+	    "graspd_syncd_git_fetches_total{result=\"timeout\"}",
+	    sg->sg_fetch_timeout);
+	git_counter(tot, metrics, "objects_fetched",
+	    "graspd_syncd_git_objects_fetched_total", sg->sg_objects);
+	git_counter(tot, metrics, "urls_refused",
+	    "graspd_syncd_git_urls_refused_total", sg->sg_refused);
+	git_counter(tot, metrics, "notices_ok",
+	    "graspd_syncd_git_notices_total{result=\"ok\"}", sg->sg_notice_ok);
+	git_counter(tot, metrics, "notices_failed",
+	    "graspd_syncd_git_notices_total{result=\"failed\"}",
+	    sg->sg_notice_failed);
+	git_counter(tot, metrics, "events_released",
+	    "graspd_syncd_git_events_released_total", sg->sg_released);
+}
+
 void
 sync_git_show(struct syncd *sd, cJSON *view)
 {
@@ -962,20 +1003,7 @@ sync_git_show(struct syncd *sd, cJSON *view)
 		cJSON_AddStringToObject(o, "last_error", h->gh_error);
 		cJSON_AddItemToArray(arr, o);
 	}
-	cJSON_AddNumberToObject(tot, "attempts", (double)sg->sg_attempts);
-	cJSON_AddNumberToObject(tot, "fetches_ok", (double)sg->sg_fetch_ok);
-	cJSON_AddNumberToObject(tot, "fetches_failed",
-	    (double)sg->sg_fetch_failed);
-	cJSON_AddNumberToObject(tot, "fetches_timed_out",
-	    (double)sg->sg_fetch_timeout);
-	cJSON_AddNumberToObject(tot, "objects_fetched",
-	    (double)sg->sg_objects);
-	cJSON_AddNumberToObject(tot, "urls_refused", (double)sg->sg_refused);
-	cJSON_AddNumberToObject(tot, "notices_ok", (double)sg->sg_notice_ok);
-	cJSON_AddNumberToObject(tot, "notices_failed",
-	    (double)sg->sg_notice_failed);
-	cJSON_AddNumberToObject(tot, "events_released",
-	    (double)sg->sg_released);
+	git_counters(sg, tot, NULL);
 	cJSON_AddNumberToObject(tot, "git_processes", sg->sg_children);
 }
 
@@ -988,25 +1016,5 @@ sync_git_stats(struct syncd *sd, cJSON *metrics)
 		return;
 	role_metric(metrics, "graspd_syncd_git_hunts",
 	    (double)sg->sg_hunts.hm_n);
-	role_metric(metrics, "graspd_syncd_git_attempts_total",
-	    (double)sg->sg_attempts);
-	role_metric(metrics, "graspd_syncd_git_fetches_total{result=\"ok\"}",
-	    (double)sg->sg_fetch_ok);
-	role_metric(metrics,
-	    "graspd_syncd_git_fetches_total{result=\"failed\"}",
-	    (double)sg->sg_fetch_failed);
-	role_metric(metrics,
-	    "graspd_syncd_git_fetches_total{result=\"timeout\"}",
-	    (double)sg->sg_fetch_timeout);
-	role_metric(metrics, "graspd_syncd_git_objects_fetched_total",
-	    (double)sg->sg_objects);
-	role_metric(metrics, "graspd_syncd_git_urls_refused_total",
-	    (double)sg->sg_refused);
-	role_metric(metrics, "graspd_syncd_git_notices_total{result=\"ok\"}",
-	    (double)sg->sg_notice_ok);
-	role_metric(metrics,
-	    "graspd_syncd_git_notices_total{result=\"failed\"}",
-	    (double)sg->sg_notice_failed);
-	role_metric(metrics, "graspd_syncd_git_events_released_total",
-	    (double)sg->sg_released);
+	git_counters(sg, NULL, metrics);
 }

@@ -348,19 +348,12 @@ repo_rules_free(struct cfg_repo_rules *rr)
 	rr->n = 0;
 }
 
-static void
-strs_free(struct cfg_strs *ss)
-{
-	strv_free(ss->v, ss->n);
-	ss->v = NULL;
-	ss->n = 0;
-}
-
 /* Frees what a key's field holds and leaves it empty. */
 static void
 cfg_clear(struct config *cfg, const struct cfg_key *k)
 {
 	struct cfg_keys	*ks;
+	struct cfg_strs	*ss;
 
 	switch (k->ck_type) {
 	case CT_STR:
@@ -393,7 +386,8 @@ cfg_clear(struct config *cfg, const struct cfg_key *k)
 		break;
 	case CT_URLS:
 	case CT_DOMAINS:
-		strs_free(FIELD(cfg, k, struct cfg_strs));
+		ss = FIELD(cfg, k, struct cfg_strs);
+		strv_clear(&ss->v, &ss->n);
 		break;
 	case CT_OPTBOOL:
 		*FIELD(cfg, k, int) = -1;
@@ -837,7 +831,7 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 		if (b == -1) {
 			repo_rules_free(&rr);
 			free(ks.v);
-			strs_free(&ss);
+			strv_clear(&ss.v, &ss.n);
 			return -1;
 		}
 		cfg_clear(cfg, k);

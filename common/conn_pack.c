@@ -34,9 +34,7 @@ conn_filters_free(struct conn_filters *f)
 {
 	if (f == NULL)
 		return;
-	strv_free(f->cf_v, f->cf_n);
-	f->cf_v = NULL;
-	f->cf_n = 0;
+	strv_clear(&f->cf_v, &f->cf_n);
 }
 
 int

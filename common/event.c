@@ -332,6 +332,16 @@ event_destroy(struct event *ev)
 	free(ev);
 }
 
+void
+events_destroy(struct event **v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		event_destroy(v[i]);
+	free(v);
+}
+
 /* The x-only public key of a keypair into out; 0 or -1. */
 static int
 keypair_pubkey(const secp256k1_keypair *kp, uint8_t out[32])

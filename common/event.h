@@ -91,6 +91,11 @@ int		 event_check_id(const struct event *);
 /* 1 if ev->sig is a valid BIP-340 signature of ev->id by ev->pubkey. */
 int		 event_check_sig(const struct event *);
 void		 event_destroy(struct event *);
+/*
+ * event_destroy() on each of the n events of v, then frees v, an array
+ * the caller owned.  v may be NULL when n is 0.  Never exits.
+ */
+void		 events_destroy(struct event **v, size_t n);
 
 /*
  * Creates and signs an event with the secret key; tags_json is a JSON

@@ -26,3 +26,11 @@ strv_free(char **v, size_t n)
 		free(v[i]);
 	free(v);
 }
+
+void
+strv_clear(char ***vp, size_t *np)
+{
+	strv_free(*vp, *np);
+	*vp = NULL;
+	*np = 0;
+}

@@ -16,5 +16,7 @@ char	*xstrdup(const char *s);
  * 0.  Never exits.
  */
 void	 strv_free(char **v, size_t n);
+/* strv_free(*vp, *np), then *vp = NULL and *np = 0.  Never exits. */
+void	 strv_clear(char ***vp, size_t *np);
 
 #endif

@@ -240,7 +240,5 @@ sync_plus_fini(void)
 	if (plus.sd != NULL)
 		lws_sul_cancel(&plus.sul_marks);
 	plus.sd = NULL;
-	strv_free(plus.fallback, plus.nfallback);
-	plus.fallback = NULL;
-	plus.nfallback = 0;
+	strv_clear(&plus.fallback, &plus.nfallback);
 }

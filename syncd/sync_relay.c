@@ -200,14 +200,6 @@ live_close_all(struct sync_relay *sr)
 	sr->sr_nlive = 0;
 }
 
-static void
-rotate_clear(struct sync_relay *sr)
-{
-	strv_free(sr->sr_rotate, sr->sr_nrotate);
-	sr->sr_rotate = NULL;
-	sr->sr_nrotate = 0;
-}
-
 void
 sync_relay_free(struct sync_relay *sr)
 {
@@ -221,7 +213,7 @@ sync_relay_free(struct sync_relay *sr)
 		hreq_free(hr);
 	}
 	live_close_all(sr);
-	rotate_clear(sr);
+	strv_clear(&sr->sr_rotate, &sr->sr_nrotate);
 	lws_sul_cancel(&sr->sr_sul_daily);
 	lws_sul_cancel(&sr->sr_sul_retry);
 	lws_sul_cancel(&sr->sr_sul_rotate);
@@ -700,7 +692,7 @@ refresh_live(struct sync_relay *sr)
 		pack_set(sr, s, vals, n, 1, 0, &fl);
 		free(vals);
 	}
-	rotate_clear(sr);
+	strv_clear(&sr->sr_rotate, &sr->sr_nrotate);
 	/* Greedy grouping of the filters into REQ arrays. */
 	for (i = 0; i < fl.cf_n; i++) {
 		size_t add = strlen(fl.cf_v[i]) + 1;

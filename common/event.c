@@ -314,6 +314,15 @@ event_check_id(const struct event *ev)
 }
 
 int
+event_check_id_msg(const struct event *ev, char *msg, size_t msglen)
+{
+	if (event_check_id(ev))
+		return 0;
+	snprintf(msg, msglen, "invalid: event id does not match its content");
+	return -1;
+}
+
+int
 event_check_sig(const struct event *ev)
 {
 	secp256k1_xonly_pubkey	pk;

@@ -208,12 +208,7 @@ relay_proto_check_event(const struct event *ev, int64_t now, char *msg,
 		    "seconds in the future", RELAY_CREATED_AT_AHEAD);
 		return -1;
 	}
-	if (!event_check_id(ev)) {
-		snprintf(msg, msglen, "invalid: event id does not match its "
-		    "content");
-		return -1;
-	}
-	return 0;
+	return event_check_id_msg(ev, msg, msglen);
 }
 
 /*

@@ -233,3 +233,23 @@ wss_rx_done(struct wss_rx *rx)
 	if (rx->wr_buf.b_cap > WSS_RX_KEEP)
 		buf_free(&rx->wr_buf);
 }
+
+int
+wss_http_final(struct lws *wsi, char **body, size_t len)
+{
+	unsigned char	*buf;
+	int		 n;
+
+	if (*body == NULL)
+		return 0;
+	if ((buf = malloc(LWS_PRE + len)) == NULL)
+		fatal("wss_http_final");
+	memcpy(buf + LWS_PRE, *body, len);
+	n = lws_write(wsi, buf + LWS_PRE, len, LWS_WRITE_HTTP_FINAL);
+	free(buf);
+	free(*body);
+	*body = NULL;
+	if (n < 0)
+		return -1;
+	return lws_http_transaction_completed(wsi) ? -1 : 0;
+}

@@ -2,7 +2,8 @@
  * wsserve.h: the server side of a NIP-01 websocket, as relayd and the
  * test peer (tests/peer) run it on libwebsockets: a client's message
  * assembled from its frames, the queue of what goes back to it, and the
- * relay-to-client messages (NOTICE, OK, CLOSED, EOSE, AUTH).
+ * relay-to-client messages (NOTICE, OK, CLOSED, EOSE, AUTH); and, for
+ * the HTTP answers of the same server, one whole body written at once.
  *
  * A client that does not read is dropped: past wq_max bytes queued,
  * nothing more is queued and the next writable callback closes the
@@ -108,5 +109,14 @@ int	wss_rx_frame(struct wss_rx *rx, struct lws *wsi, const void *in,
 	    size_t len, size_t max, struct wss_queue *q);
 /* Empties rx for the next message, releasing a large buffer. */
 void	wss_rx_done(struct wss_rx *rx);
+
+/*
+ * The HTTP writable callback's work for a response whose headers are
+ * out: writes *body (len bytes, the caller's, freed here and set to
+ * NULL) as the final write.  Returns the callback's answer: 0 to keep
+ * the connection for the next request, -1 to close it.  A NULL *body is
+ * nothing to write (0).  Exits (fatal) when out of memory.
+ */
+int	wss_http_final(struct lws *wsi, char **body, size_t len);
 
 #endif

@@ -924,17 +924,6 @@ step_name(const struct git_hunt *h)
 	}
 }
 
-/* One counter into show's totals (tot) or the metrics, whichever is set. */
-static void
-git_counter(cJSON *tot, cJSON *metrics, const char *name, const char *metric,
-    uint64_t n)
-{
-	if (tot != NULL)
-		cJSON_AddNumberToObject(tot, name, (double)n);
-	if (metrics != NULL)
-		role_metric(metrics, metric, (double)n);
-}
-
 /*
  * The hunt's counters, each named once for `graspctl show syncd` (into
  * tot) and for the metrics.
@@ -942,26 +931,26 @@ git_counter(cJSON *tot, cJSON *metrics, const char *name, const char *metric,
 static void
 git_counters(const struct sync_git *sg, cJSON *tot, cJSON *metrics)
 {
-	git_counter(tot, metrics, "attempts",
+	role_counter(tot, metrics, "attempts",
 	    "graspd_syncd_git_attempts_total", sg->sg_attempts);
-	git_counter(tot, metrics, "fetches_ok",
+	role_counter(tot, metrics, "fetches_ok",
 	    "graspd_syncd_git_fetches_total{result=\"ok\"}", sg->sg_fetch_ok);
-	git_counter(tot, metrics, "fetches_failed",
+	role_counter(tot, metrics, "fetches_failed",
 	    "graspd_syncd_git_fetches_total{result=\"failed\"}",
 	    sg->sg_fetch_failed);
-	git_counter(tot, metrics, "fetches_timed_out",
+	role_counter(tot, metrics, "fetches_timed_out",
 	    "graspd_syncd_git_fetches_total{result=\"timeout\"}",
 	    sg->sg_fetch_timeout);
-	git_counter(tot, metrics, "objects_fetched",
+	role_counter(tot, metrics, "objects_fetched",
 	    "graspd_syncd_git_objects_fetched_total", sg->sg_objects);
-	git_counter(tot, metrics, "urls_refused",
+	role_counter(tot, metrics, "urls_refused",
 	    "graspd_syncd_git_urls_refused_total", sg->sg_refused);
-	git_counter(tot, metrics, "notices_ok",
+	role_counter(tot, metrics, "notices_ok",
 	    "graspd_syncd_git_notices_total{result=\"ok\"}", sg->sg_notice_ok);
-	git_counter(tot, metrics, "notices_failed",
+	role_counter(tot, metrics, "notices_failed",
 	    "graspd_syncd_git_notices_total{result=\"failed\"}",
 	    sg->sg_notice_failed);
-	git_counter(tot, metrics, "events_released",
+	role_counter(tot, metrics, "events_released",
 	    "graspd_syncd_git_events_released_total", sg->sg_released);
 }
 

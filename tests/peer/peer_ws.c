@@ -173,20 +173,34 @@ to_cjson(const struct json *j)
 	return o;
 }
 
+/*
+ * A new entry of the log about c, its "conn" and "sub", the id sid
+ * names (null unless sid is a string; no "sub" with_sub 0).  The caller
+ * adds the rest.
+ */
+static cJSON *
+log_entry(const struct peer_conn *c, int with_sub, const struct json *sid)
+{
+	cJSON	*e;
+
+	if ((e = cJSON_CreateObject()) == NULL)
+		fatal("log_entry");
+	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
+	if (with_sub && sid != NULL && sid->type == JSON_STRING)
+		cJSON_AddStringToObject(e, "sub", sid->s);
+	else if (with_sub)
+		cJSON_AddNullToObject(e, "sub");
+	return e;
+}
+
 /* Records a REQ as received: conn, sub, the filter objects, when. */
 static void
 log_req(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*sid = json_at(msg, 1), *f;
+	const struct json	*f;
 	cJSON			*e, *fl;
 
-	if ((e = cJSON_CreateObject()) == NULL)
-		fatal("log_req");
-	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
-	if (sid != NULL && sid->type == JSON_STRING)
-		cJSON_AddStringToObject(e, "sub", sid->s);
-	else
-		cJSON_AddNullToObject(e, "sub");
+	e = log_entry(c, 1, json_at(msg, 1));
 	fl = cJSON_AddArrayToObject(e, "filters");
 	for (f = json_at(msg, 2); f != NULL; f = f->next)
 		cJSON_AddItemToArray(fl, to_cjson(f));
@@ -351,10 +365,7 @@ handle_close(struct peer_conn *c, const struct json *msg)
 		    "invalid: CLOSE needs a subscription id string");
 		return;
 	}
-	if ((e = cJSON_CreateObject()) == NULL)
-		fatal("handle_close");
-	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
-	cJSON_AddStringToObject(e, "sub", sid->s);
+	e = log_entry(c, 1, sid);
 	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
 	peer_log_add(peer->log_closes, e);
 	if ((s = sub_find(c, sid->s)) != NULL)
@@ -372,24 +383,38 @@ event_id_of(const struct json *evj)
 	return id->s;
 }
 
-static void
-handle_event(struct peer_conn *c, const struct json *msg)
+/*
+ * The event of an EVENT or AUTH message (verb), parsed; or NULL, with
+ * the NOTICE or the OK false already queued.  The caller frees it.
+ */
+static struct event *
+take_event(struct peer_conn *c, const struct json *msg, const char *verb)
 {
 	const struct json	*evj = json_at(msg, 1);
 	struct event		*ev;
-	char			 err[256], id[65];
-	int			 r;
+	char			 err[256];
+
+	if (msg->n != 2 || evj->type != JSON_OBJECT) {
+		snprintf(err, sizeof(err), "invalid: %s takes exactly one "
+		    "event object", verb);
+		wss_notice(&c->pc_out, err);
+		return NULL;
+	}
+	if ((ev = event_from_json(evj, err, sizeof(err))) == NULL)
+		wss_ok(&c->pc_out, event_id_of(evj), 0, err);
+	return ev;
+}
+
+static void
+handle_event(struct peer_conn *c, const struct json *msg)
+{
+	struct event	*ev;
+	char		 id[65];
+	int		 r;
 
 	peer->log_events_received++;
-	if (msg->n != 2 || evj->type != JSON_OBJECT) {
-		wss_notice(&c->pc_out,
-		    "invalid: EVENT takes exactly one event object");
+	if ((ev = take_event(c, msg, "EVENT")) == NULL)
 		return;
-	}
-	if ((ev = event_from_json(evj, err, sizeof(err))) == NULL) {
-		wss_ok(&c->pc_out, event_id_of(evj), 0, err);
-		return;
-	}
 	if (peer->cfg.ok_rate_limited) {
 		wss_ok(&c->pc_out, ev->id_hex, 0, "rate-limited: slow down");
 		goto done;
@@ -427,22 +452,13 @@ done:
 static void
 handle_auth(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*evj = json_at(msg, 1);
 	const struct estr	*ch;
 	struct event		*ev;
 	const char		*why = NULL;
-	char			 err[256];
 	cJSON			*e;
 
-	if (msg->n != 2 || evj->type != JSON_OBJECT) {
-		wss_notice(&c->pc_out,
-		    "invalid: AUTH takes exactly one event object");
+	if ((ev = take_event(c, msg, "AUTH")) == NULL)
 		return;
-	}
-	if ((ev = event_from_json(evj, err, sizeof(err))) == NULL) {
-		wss_ok(&c->pc_out, event_id_of(evj), 0, err);
-		return;
-	}
 	if (ev->kind != PEER_KIND_AUTH)
 		why = "invalid: AUTH needs a kind 22242 event";
 	else if (!event_check_id(ev))
@@ -460,9 +476,7 @@ handle_auth(struct peer_conn *c, const struct json *msg)
 		return;
 	}
 	c->pc_authed = 1;
-	if ((e = cJSON_CreateObject()) == NULL)
-		fatal("handle_auth");
-	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
+	e = log_entry(c, 0, NULL);
 	cJSON_AddStringToObject(e, "pubkey", ev->pubkey_hex);
 	peer_log_add(peer->log_auth, e);
 	wss_ok(&c->pc_out, ev->id_hex, 1, "");
@@ -542,13 +556,7 @@ handle_neg_open(struct peer_conn *c, const struct json *msg)
 	char			 err[160];
 	size_t			 i;
 
-	if ((e = cJSON_CreateObject()) == NULL)
-		fatal("handle_neg_open");
-	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
-	if (sid != NULL && sid->type == JSON_STRING)
-		cJSON_AddStringToObject(e, "sub", sid->s);
-	else
-		cJSON_AddNullToObject(e, "sub");
+	e = log_entry(c, 1, sid);
 	cJSON_AddItemToObject(e, "filter", fj != NULL ? to_cjson(fj) :
 	    cJSON_CreateNull());
 	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());

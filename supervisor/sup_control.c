@@ -288,10 +288,8 @@ void
 sup_control_close(void)
 {
 	sup_stats_close();
-	if (sv->sv_ctl_ev != NULL) {
-		sup_event_free(sv->sv_ctl_ev);
-		sv->sv_ctl_ev = NULL;
-	}
+	sup_event_free(sv->sv_ctl_ev);
+	sv->sv_ctl_ev = NULL;
 	if (sv->sv_ctl != -1) {
 		chan_close(sv->sv_ctl);
 		sv->sv_ctl = -1;

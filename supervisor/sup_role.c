@@ -129,10 +129,8 @@ role_failed(struct sup_role *r)
 static void
 role_close_ready(struct sup_role *r)
 {
-	if (r->rl_ready_ev != NULL) {
-		sup_event_free(r->rl_ready_ev);
-		r->rl_ready_ev = NULL;
-	}
+	sup_event_free(r->rl_ready_ev);
+	r->rl_ready_ev = NULL;
 	if (r->rl_ready_fd != -1) {
 		close(r->rl_ready_fd);
 		r->rl_ready_fd = -1;

@@ -196,9 +196,7 @@ struct conn_mgr {
 	const struct conn_hooks	*m_hooks;
 	void			*m_arg;
 	struct conn_list	 m_conns;
-	char			 m_self[4][RELAYURL_MAX + 1];
-	const char		*m_self_ptr[4];
-	size_t			 m_nself;
+	struct relayurl_self	 m_self;
 	uint64_t		 m_next_sub;
 	int			 m_no_owner_key_logged;
 	/* Totals that outlive retired connections. */
@@ -1958,8 +1956,7 @@ conn_get(struct conn_mgr *m, const char *key, unsigned flags,
 		*why = "not a canonical relay key";
 		return NULL;
 	}
-	if (relayurl_is_self(key, (const char *const *)m->m_self_ptr,
-	    m->m_nself)) {
+	if (relayurl_is_self(key, m->m_self.rs_v, m->m_self.rs_n)) {
 		free(c);
 		*why = "this relay itself";
 		return NULL;
@@ -2282,8 +2279,6 @@ conn_mgr_new(struct lws_context *context, struct lws_vhost *vhost,
     struct config *cfg, const struct conn_hooks *hooks, void *arg)
 {
 	struct conn_mgr	*m;
-	int		 n;
-	size_t		 i;
 
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		fatal("conn_mgr_new");
@@ -2293,17 +2288,11 @@ conn_mgr_new(struct lws_context *context, struct lws_vhost *vhost,
 	m->m_hooks = hooks;
 	m->m_arg = arg;
 	TAILQ_INIT(&m->m_conns);
-	n = cfg->domain != NULL ? relayurl_self_keys(cfg->domain, m->m_self,
-	    sizeof(m->m_self) / sizeof(m->m_self[0])) : -1;
-	if (n < 0) {
+	if (cfg->domain == NULL ||
+	    relayurl_self_init(&m->m_self, cfg->domain) == -1)
 		log_warnx("conn: NGIT_DOMAIN \"%s\" gives no relay key; only "
 		    "the checks on addresses keep us from dialling ourselves",
 		    cfg->domain ? cfg->domain : "");
-		n = 0;
-	}
-	m->m_nself = (size_t)n;
-	for (i = 0; i < m->m_nself; i++)
-		m->m_self_ptr[i] = m->m_self[i];
 	return m;
 }
 

@@ -284,8 +284,8 @@ take_event(struct discd *dd, const struct event *ev)
 		    memcmp(ev->id, a->da_list_id, 32) >= 0)))
 			break;
 		relaylist_clear(&a->da_list);
-		relaylist_parse(ev, dd->dd_urlflags, dd->dd_selfv,
-		    dd->dd_nself, &a->da_list);
+		relaylist_parse(ev, dd->dd_urlflags, dd->dd_self.rs_v,
+		    dd->dd_self.rs_n, &a->da_list);
 		a->da_has_list = 1;
 		a->da_list_at = ev->created_at;
 		memcpy(a->da_list_id, ev->id, 32);
@@ -504,28 +504,6 @@ static const struct conn_hooks disc_hooks = {
 	.state = disc_conn_state,
 };
 
-/* The operator's index sources, canonical (trusted) and distinct. */
-static void
-add_index(struct discd *dd, const char *url, const char *what)
-{
-	char		 key[RELAYURL_MAX + 1];
-	const char	*why;
-	char		**v;
-
-	if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
-	    sizeof(key), &why) == -1) {
-		log_warnx("%s %s ignored: %s", what, url, why);
-		return;
-	}
-	if (disc_is_index(dd, key))
-		return;
-	if ((v = reallocarray(dd->dd_index, dd->dd_nindex + 1,
-	    sizeof(*v))) == NULL || (v[dd->dd_nindex] = strdup(key)) == NULL)
-		fatal("add_index");
-	dd->dd_index = v;
-	dd->dd_nindex++;
-}
-
 static int
 disc_init(struct role_ctx *ctx)
 {
@@ -534,7 +512,6 @@ disc_init(struct role_ctx *ctx)
 	double			 maint, rec;
 	size_t			 i, it, lists = 0;
 	void			*v;
-	int			 n;
 
 	dd->dd_ctx = ctx;
 	ctx->r_data = dd;
@@ -547,17 +524,13 @@ disc_init(struct role_ctx *ctx)
 	}
 	dd->dd_urlflags = cfg->sync_allow_private_targets ?
 	    RELAYURL_ALLOW_PRIVATE : 0;
-	if (cfg->domain && (n = relayurl_self_keys(cfg->domain, dd->dd_self,
-	    4)) > 0) {
-		for (i = 0; i < (size_t)n; i++)
-			dd->dd_selfv[i] = dd->dd_self[i];
-		dd->dd_nself = (size_t)n;
-	}
+	relayurl_self_init(&dd->dd_self, cfg->domain);
 	for (i = 0; i < cfg->sync_plus_user_index_relays.n; i++)
-		add_index(dd, cfg->sync_plus_user_index_relays.v[i],
-		    "user index relay");
+		relayurl_add_trusted(&dd->dd_index, &dd->dd_nindex,
+		    cfg->sync_plus_user_index_relays.v[i], "user index relay");
 	if (cfg->sync_bootstrap_relay_url && cfg->sync_bootstrap_relay_url[0])
-		add_index(dd, cfg->sync_bootstrap_relay_url, "bootstrap relay");
+		relayurl_add_trusted(&dd->dd_index, &dd->dd_nindex,
+		    cfg->sync_bootstrap_relay_url, "bootstrap relay");
 
 	/* Ownership from the database, before any network request. */
 	dd->dd_inv = inv_new(cfg);

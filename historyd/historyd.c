@@ -68,9 +68,7 @@ struct histd {
 	int		 hd_dirty;
 	struct hmap	 hd_lists;	/* pubkey -> struct hist_list */
 	unsigned	 hd_urlflags;
-	char		 hd_self[4][RELAYURL_MAX + 1];
-	const char	*hd_selfv[4];
-	size_t		 hd_nself;
+	struct relayurl_self hd_self;
 	char		**hd_fallback;	/* canonical, trusted */
 	size_t		 hd_nfallback;
 	struct hmap	 hd_marks;	/* GRASP-03 fallback marks */
@@ -122,7 +120,7 @@ take_event(struct histd *hd, const struct event *ev)
 	    memcmp(ev->id, l->hl_id, 32) >= 0))
 		return;
 	relaylist_clear(&l->hl_list);
-	relaylist_parse(ev, hd->hd_urlflags, hd->hd_selfv, hd->hd_nself,
+	relaylist_parse(ev, hd->hd_urlflags, hd->hd_self.rs_v, hd->hd_self.rs_n,
 	    &l->hl_list);
 	l->hl_at = ev->created_at;
 	memcpy(l->hl_id, ev->id, 32);
@@ -521,37 +519,12 @@ static const struct conn_hooks hist_hooks = {
 /* ------------------------------------------------------------------ */
 /* Role hooks.                                                         */
 
-static void
-add_fallback(struct histd *hd, const char *url)
-{
-	char		 key[RELAYURL_MAX + 1];
-	const char	*why;
-	char		**v;
-	size_t		 i;
-
-	if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
-	    sizeof(key), &why) == -1) {
-		log_warnx("fallback relay %s ignored: %s", url, why);
-		return;
-	}
-	for (i = 0; i < hd->hd_nfallback; i++)
-		if (strcmp(hd->hd_fallback[i], key) == 0)
-			return;
-	if ((v = reallocarray(hd->hd_fallback, hd->hd_nfallback + 1,
-	    sizeof(*v))) == NULL || (v[hd->hd_nfallback] = strdup(key)) ==
-	    NULL)
-		fatal("add_fallback");
-	hd->hd_fallback = v;
-	hd->hd_nfallback++;
-}
-
 static int
 hist_init(struct role_ctx *ctx)
 {
 	struct histd		*hd = &histd;
 	const struct config	*cfg = &ctx->r_cfg;
 	size_t			 i;
-	int			 n;
 
 	hd->hd_ctx = ctx;
 	ctx->r_data = hd;
@@ -565,14 +538,10 @@ hist_init(struct role_ctx *ctx)
 	}
 	hd->hd_urlflags = cfg->sync_allow_private_targets ?
 	    RELAYURL_ALLOW_PRIVATE : 0;
-	if (cfg->domain && (n = relayurl_self_keys(cfg->domain, hd->hd_self,
-	    4)) > 0) {
-		for (i = 0; i < (size_t)n; i++)
-			hd->hd_selfv[i] = hd->hd_self[i];
-		hd->hd_nself = (size_t)n;
-	}
+	relayurl_self_init(&hd->hd_self, cfg->domain);
 	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++)
-		add_fallback(hd, cfg->sync_plus_fallback_relays.v[i]);
+		relayurl_add_trusted(&hd->hd_fallback, &hd->hd_nfallback,
+		    cfg->sync_plus_fallback_relays.v[i], "fallback relay");
 	hd->hd_inv = inv_new(cfg);
 	if (inv_rebuild(hd->hd_inv, ctx->r_store, ctx->r_start_seq) == -1 ||
 	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,

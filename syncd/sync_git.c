@@ -85,14 +85,7 @@ delay_ms(const struct sync_git *sg, double secs)
 void
 sync_git_strv_add(char ***v, size_t *n, const char *s)
 {
-	size_t	i;
-
-	for (i = 0; i < *n; i++)
-		if (strcmp((*v)[i], s) == 0)
-			return;
-	if ((*v = reallocarray(*v, *n + 1, sizeof(**v))) == NULL)
-		fatal("sync_git: reallocarray");
-	(*v)[(*n)++] = xstrdup(s);
+	strv_add(v, n, s);
 }
 
 void
@@ -137,20 +130,20 @@ ev_new(const struct purg_ev *pe)
 			    0) || !pkt_is_oid(t->v[1].s, t->v[1].len))
 				continue;
 			if (ge->ge_noids < SYNC_GIT_MAX_OBJECTS)
-				sync_git_strv_add(&ge->ge_oids, &ge->ge_noids,
+				strv_add(&ge->ge_oids, &ge->ge_noids,
 				    t->v[1].s);
 			continue;
 		}
 		if (strcmp(t->v[0].s, "c") == 0 && !have_c) {
 			have_c = 1;
 			if (pkt_is_oid(t->v[1].s, t->v[1].len))
-				sync_git_strv_add(&ge->ge_oids, &ge->ge_noids,
+				strv_add(&ge->ge_oids, &ge->ge_noids,
 				    t->v[1].s);
 		} else if (strcmp(t->v[0].s, "clone") == 0) {
 			for (j = 1; j < t->n && ge->ge_nclone <
 			    SYNC_GIT_MAX_URLS; j++)
 				if (t->v[j].len <= RELAYURL_MAX)
-					sync_git_strv_add(&ge->ge_clone,
+					strv_add(&ge->ge_clone,
 					    &ge->ge_nclone, t->v[j].s);
 		}
 	}

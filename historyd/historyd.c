@@ -597,6 +597,22 @@ count(const struct histd *hd, struct hist_counts *c)
 	}
 }
 
+/*
+ * The totals `graspctl show historyd` (into tot) and the metrics share,
+ * each named once (role_counter()).
+ */
+static void
+hist_totals(const struct histd *hd, cJSON *tot, cJSON *metrics)
+{
+	role_counter(tot, metrics, "groups_ok",
+	    "graspd_historyd_groups_total{result=\"ok\"}", hd->hd_groups_ok);
+	role_counter(tot, metrics, "groups_failed",
+	    "graspd_historyd_groups_total{result=\"failed\"}",
+	    hd->hd_groups_failed);
+	role_counter(tot, metrics, "events", "graspd_historyd_events_total",
+	    hd->hd_events);
+}
+
 static void
 hist_show(struct role_ctx *ctx, cJSON *view)
 {
@@ -676,10 +692,7 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 	o = cJSON_AddObjectToObject(view, "totals");
 	cJSON_AddNumberToObject(o, "admitted",
 	    (double)hd->hd_sched.hs_admitted);
-	cJSON_AddNumberToObject(o, "groups_ok", (double)hd->hd_groups_ok);
-	cJSON_AddNumberToObject(o, "groups_failed",
-	    (double)hd->hd_groups_failed);
-	cJSON_AddNumberToObject(o, "events", (double)hd->hd_events);
+	hist_totals(hd, o, NULL);
 	cJSON_AddNumberToObject(o, "ingest_dropped",
 	    (double)hd->hd_ingest_dropped);
 	cJSON_AddNumberToObject(o, "reconciles", (double)hd->hd_reconciles);
@@ -711,13 +724,7 @@ hist_stats(struct role_ctx *ctx, cJSON *metrics)
 	role_metric(metrics, "graspd_historyd_retained{state=\"workers\"}",
 	    (double)c.active);
 	role_metric(metrics, "graspd_historyd_workers", (double)c.active);
-	role_metric(metrics, "graspd_historyd_groups_total{result=\"ok\"}",
-	    (double)hd->hd_groups_ok);
-	role_metric(metrics,
-	    "graspd_historyd_groups_total{result=\"failed\"}",
-	    (double)hd->hd_groups_failed);
-	role_metric(metrics, "graspd_historyd_events_total",
-	    (double)hd->hd_events);
+	hist_totals(hd, NULL, metrics);
 	conn_mgr_stats(hd->hd_conns, metrics);
 }
 

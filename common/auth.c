@@ -21,11 +21,8 @@ auth_check_event(const struct event *ev, const char *challenge,
 		    "kind %d", AUTH_KIND);
 		return -1;
 	}
-	if (!event_check_id(ev)) {
-		snprintf(msg, msglen, "invalid: event id does not match its "
-		    "content");
+	if (event_check_id_msg(ev, msg, msglen) == -1)
 		return -1;
-	}
 	if (ev->created_at < now - AUTH_WINDOW_S ||
 	    ev->created_at > now + AUTH_WINDOW_S) {
 		snprintf(msg, msglen, "invalid: an AUTH event's created_at "

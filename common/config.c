@@ -26,6 +26,7 @@
 #include "buf.h"
 #include "config.h"
 #include "log.h"
+#include "mem.h"
 #include "msg.h"
 #include "nip19.h"
 #include "relayurl.h"
@@ -258,16 +259,6 @@ static const struct cfg_key cfg_keys[] = {
 
 #define FIELD(cfg, k, T)	((T *)(void *)((char *)(cfg) + (k)->ck_off))
 
-static char *
-xstrdup(const char *s)
-{
-	char	*p;
-
-	if ((p = strdup(s)) == NULL)
-		fatal("config");
-	return p;
-}
-
 static void *
 xreallocarray(void *p, size_t n, size_t size)
 {
@@ -357,23 +348,12 @@ repo_rules_free(struct cfg_repo_rules *rr)
 	rr->n = 0;
 }
 
-static void
-strs_free(struct cfg_strs *ss)
-{
-	size_t	i;
-
-	for (i = 0; i < ss->n; i++)
-		free(ss->v[i]);
-	free(ss->v);
-	ss->v = NULL;
-	ss->n = 0;
-}
-
 /* Frees what a key's field holds and leaves it empty. */
 static void
 cfg_clear(struct config *cfg, const struct cfg_key *k)
 {
 	struct cfg_keys	*ks;
+	struct cfg_strs	*ss;
 
 	switch (k->ck_type) {
 	case CT_STR:
@@ -406,7 +386,8 @@ cfg_clear(struct config *cfg, const struct cfg_key *k)
 		break;
 	case CT_URLS:
 	case CT_DOMAINS:
-		strs_free(FIELD(cfg, k, struct cfg_strs));
+		ss = FIELD(cfg, k, struct cfg_strs);
+		strv_clear(&ss->v, &ss->n);
 		break;
 	case CT_OPTBOOL:
 		*FIELD(cfg, k, int) = -1;
@@ -850,7 +831,7 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 		if (b == -1) {
 			repo_rules_free(&rr);
 			free(ks.v);
-			strs_free(&ss);
+			strv_clear(&ss.v, &ss.n);
 			return -1;
 		}
 		cfg_clear(cfg, k);

@@ -39,6 +39,7 @@
 #include "filter.h"
 #include "json.h"
 #include "log.h"
+#include "role.h"
 
 /* Ours: an rx buffer grown past this is released after its message. */
 #define CONN_RX_KEEP		(64u * 1024)
@@ -195,9 +196,7 @@ struct conn_mgr {
 	const struct conn_hooks	*m_hooks;
 	void			*m_arg;
 	struct conn_list	 m_conns;
-	char			 m_self[4][RELAYURL_MAX + 1];
-	const char		*m_self_ptr[4];
-	size_t			 m_nself;
+	struct relayurl_self	 m_self;
 	uint64_t		 m_next_sub;
 	int			 m_no_owner_key_logged;
 	/* Totals that outlive retired connections. */
@@ -587,12 +586,8 @@ req_unlink(struct conn_req *r)
 static void
 req_free(struct conn_req *r)
 {
-	size_t	i;
-
 	lws_sul_cancel(&r->r_sul);
-	for (i = 0; i < r->r_nmatch; i++)
-		filter_free(&r->r_match[i]);
-	free(r->r_match);
+	filters_free(r->r_match, r->r_nmatch);
 	free(r->r_filters);
 	json_free(r->r_doc);
 	idset_free(&r->r_seen);
@@ -1961,8 +1956,7 @@ conn_get(struct conn_mgr *m, const char *key, unsigned flags,
 		*why = "not a canonical relay key";
 		return NULL;
 	}
-	if (relayurl_is_self(key, (const char *const *)m->m_self_ptr,
-	    m->m_nself)) {
+	if (relayurl_is_self(key, m->m_self.rs_v, m->m_self.rs_n)) {
 		free(c);
 		*why = "this relay itself";
 		return NULL;
@@ -2051,9 +2045,7 @@ req_set_filters(struct conn_req *r, const char *filters_json, int many,
 			 * delivered events go unchecked. */
 			log_debug("conn: no event check for a filter: %s",
 			    err);
-			while (i > 0)
-				filter_free(&r->r_match[--i]);
-			free(r->r_match);
+			filters_free(r->r_match, i);
 			r->r_match = NULL;
 			r->r_nmatch = 0;
 			break;
@@ -2287,8 +2279,6 @@ conn_mgr_new(struct lws_context *context, struct lws_vhost *vhost,
     struct config *cfg, const struct conn_hooks *hooks, void *arg)
 {
 	struct conn_mgr	*m;
-	int		 n;
-	size_t		 i;
 
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		fatal("conn_mgr_new");
@@ -2298,17 +2288,11 @@ conn_mgr_new(struct lws_context *context, struct lws_vhost *vhost,
 	m->m_hooks = hooks;
 	m->m_arg = arg;
 	TAILQ_INIT(&m->m_conns);
-	n = cfg->domain != NULL ? relayurl_self_keys(cfg->domain, m->m_self,
-	    sizeof(m->m_self) / sizeof(m->m_self[0])) : -1;
-	if (n < 0) {
+	if (cfg->domain == NULL ||
+	    relayurl_self_init(&m->m_self, cfg->domain) == -1)
 		log_warnx("conn: NGIT_DOMAIN \"%s\" gives no relay key; only "
 		    "the checks on addresses keep us from dialling ourselves",
 		    cfg->domain ? cfg->domain : "");
-		n = 0;
-	}
-	m->m_nself = (size_t)n;
-	for (i = 0; i < m->m_nself; i++)
-		m->m_self_ptr[i] = m->m_self[i];
 	return m;
 }
 
@@ -2380,18 +2364,6 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 	}
 }
 
-static void
-metric(cJSON *metrics, const char *name, double value)
-{
-	cJSON	*pair;
-
-	if ((pair = cJSON_CreateArray()) == NULL ||
-	    !cJSON_AddItemToArray(pair, cJSON_CreateString(name)) ||
-	    !cJSON_AddItemToArray(pair, cJSON_CreateNumber(value)) ||
-	    !cJSON_AddItemToArray(metrics, pair))
-		fatalx("conn_mgr_stats: out of memory");
-}
-
 void
 conn_mgr_stats(struct conn_mgr *m, cJSON *metrics)
 {
@@ -2411,43 +2383,45 @@ conn_mgr_stats(struct conn_mgr *m, cJSON *metrics)
 	for (s = 0; s < CONN_NSTATES; s++) {
 		snprintf(name, sizeof(name),
 		    "graspd_conn_relays{state=\"%s\"}", conn_state_name(s));
-		metric(metrics, name, by_state[s]);
+		role_metric(metrics, name, by_state[s]);
 	}
-	metric(metrics, "graspd_conn_subscriptions", (double)open);
-	metric(metrics, "graspd_conn_live_subscriptions", (double)live);
-	metric(metrics, "graspd_conn_queued_requests", (double)queued);
-	metric(metrics, "graspd_conn_parked_requests", (double)parked);
-	metric(metrics, "graspd_conn_bytes_in_total", (double)m->m_bytes_in);
-	metric(metrics, "graspd_conn_bytes_out_total",
+	role_metric(metrics, "graspd_conn_subscriptions", (double)open);
+	role_metric(metrics, "graspd_conn_live_subscriptions", (double)live);
+	role_metric(metrics, "graspd_conn_queued_requests", (double)queued);
+	role_metric(metrics, "graspd_conn_parked_requests", (double)parked);
+	role_metric(metrics, "graspd_conn_bytes_in_total",
+	    (double)m->m_bytes_in);
+	role_metric(metrics, "graspd_conn_bytes_out_total",
 	    (double)m->m_bytes_out);
-	metric(metrics, "graspd_conn_events_total", (double)m->m_events);
-	metric(metrics, "graspd_conn_failures_total", (double)m->m_failures);
-	metric(metrics, "graspd_conn_malformed_total",
+	role_metric(metrics, "graspd_conn_events_total", (double)m->m_events);
+	role_metric(metrics, "graspd_conn_failures_total",
+	    (double)m->m_failures);
+	role_metric(metrics, "graspd_conn_malformed_total",
 	    (double)m->m_malformed);
-	metric(metrics, "graspd_conn_rate_limits_total",
+	role_metric(metrics, "graspd_conn_rate_limits_total",
 	    (double)m->m_rate_limits);
-	metric(metrics, "graspd_conn_stray_events_total",
+	role_metric(metrics, "graspd_conn_stray_events_total",
 	    (double)m->m_stray);
-	metric(metrics, "graspd_conn_bad_events_total",
+	role_metric(metrics, "graspd_conn_bad_events_total",
 	    (double)m->m_bad_events);
-	metric(metrics, "graspd_conn_ingest_dropped_total",
+	role_metric(metrics, "graspd_conn_ingest_dropped_total",
 	    (double)m->m_ingest_dropped);
 	for (s = 0; s <= FETCH_RATE_LIMITED; s++) {
 		snprintf(name, sizeof(name),
 		    "graspd_conn_fetches_total{result=\"%s\"}",
 		    conn_fetch_result_name(s));
-		metric(metrics, name, (double)m->m_results[s]);
+		role_metric(metrics, name, (double)m->m_results[s]);
 	}
 	for (s = 0; s <= NEGR_RATE_LIMITED; s++) {
 		snprintf(name, sizeof(name),
 		    "graspd_conn_negentropy_total{result=\"%s\"}",
 		    conn_neg_result_name(s));
-		metric(metrics, name, (double)m->m_neg_results[s]);
+		role_metric(metrics, name, (double)m->m_neg_results[s]);
 	}
-	metric(metrics, "graspd_conn_negentropy_rounds_total",
+	role_metric(metrics, "graspd_conn_negentropy_rounds_total",
 	    (double)m->m_neg_rounds);
-	metric(metrics, "graspd_conn_negentropy_bytes_in_total",
+	role_metric(metrics, "graspd_conn_negentropy_bytes_in_total",
 	    (double)m->m_neg_bytes_in);
-	metric(metrics, "graspd_conn_negentropy_bytes_out_total",
+	role_metric(metrics, "graspd_conn_negentropy_bytes_out_total",
 	    (double)m->m_neg_bytes_out);
 }

@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "json.h"
 #include "log.h"
+#include "mem.h"
 
 size_t
 conn_req_size(size_t filter_len)
@@ -31,15 +32,9 @@ cmp_str(const void *a, const void *b)
 void
 conn_filters_free(struct conn_filters *f)
 {
-	size_t	i;
-
 	if (f == NULL)
 		return;
-	for (i = 0; i < f->cf_n; i++)
-		free(f->cf_v[i]);
-	free(f->cf_v);
-	f->cf_v = NULL;
-	f->cf_n = 0;
+	strv_clear(&f->cf_v, &f->cf_n);
 }
 
 int

@@ -220,3 +220,19 @@ ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
 	}
 	return n;
 }
+
+const char *
+ctl_jstr(const cJSON *obj, const char *key)
+{
+	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+double
+ctl_jnum(const cJSON *obj, const char *key)
+{
+	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}

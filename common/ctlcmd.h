@@ -97,6 +97,15 @@ int	ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
  * the configured level, at most info (graspctl(8)).  Sets the level,
  * adds "level" to reply; -1 with err for another argument.
  */
+/*
+ * Members of a reply (or of any object in one), for its readers:
+ * ctl_jstr() gives the string member key, "" when it is missing or not a
+ * string (the reply keeps it); ctl_jnum() the number member key, 0 when
+ * missing or not a number.  Never exit.
+ */
+const char	*ctl_jstr(const cJSON *obj, const char *key);
+double		 ctl_jnum(const cJSON *obj, const char *key);
+
 int	ctl_log_level(const char *arg, enum log_level configured, cJSON *reply,
 	    char *err, size_t errlen);
 

@@ -314,6 +314,15 @@ event_check_id(const struct event *ev)
 }
 
 int
+event_check_id_msg(const struct event *ev, char *msg, size_t msglen)
+{
+	if (event_check_id(ev))
+		return 0;
+	snprintf(msg, msglen, "invalid: event id does not match its content");
+	return -1;
+}
+
+int
 event_check_sig(const struct event *ev)
 {
 	secp256k1_xonly_pubkey	pk;
@@ -330,6 +339,16 @@ event_destroy(struct event *ev)
 		return;
 	free(ev->json);
 	free(ev);
+}
+
+void
+events_destroy(struct event **v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		event_destroy(v[i]);
+	free(v);
 }
 
 /* The x-only public key of a keypair into out; 0 or -1. */

@@ -88,9 +88,20 @@ struct event	*event_parse(const char *buf, size_t len, char *err,
 void		 event_compute_id(const struct event *, uint8_t out[32]);
 /* 1 if ev->id is the hash of its fields, else 0. */
 int		 event_check_id(const struct event *);
+/*
+ * event_check_id() for an answer: 0 if the id matches, else -1 with the
+ * NIP-01 OK message ("invalid: ...") in msg.  Never exits.
+ */
+int		 event_check_id_msg(const struct event *, char *msg,
+		    size_t msglen);
 /* 1 if ev->sig is a valid BIP-340 signature of ev->id by ev->pubkey. */
 int		 event_check_sig(const struct event *);
 void		 event_destroy(struct event *);
+/*
+ * event_destroy() on each of the n events of v, then frees v, an array
+ * the caller owned.  v may be NULL when n is 0.  Never exits.
+ */
+void		 events_destroy(struct event **v, size_t n);
 
 /*
  * Creates and signs an event with the secret key; tags_json is a JSON

@@ -390,6 +390,16 @@ filter_free(struct filter *f)
 	memset(f, 0, sizeof(*f));
 }
 
+void
+filters_free(struct filter *v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		filter_free(&v[i]);
+	free(v);
+}
+
 static int
 tag_cond_match(const struct filter_tag *t, const struct event *ev)
 {

@@ -67,6 +67,11 @@ int	filter_parse(const struct json *obj, struct filter *out, char *err,
 
 /* Releases what a parsed filter owns and empties it.  NULL is fine. */
 void	filter_free(struct filter *);
+/*
+ * filter_free() on each of the n filters of v, then frees v, an array
+ * the caller owned.  v may be NULL when n is 0.  Never exits.
+ */
+void	filters_free(struct filter *v, size_t n);
 
 /*
  * 1 if ev matches f under NIP-01 (OR within a list, AND across members,

@@ -15,6 +15,7 @@
 #include "feed.h"
 #include "inventory.h"
 #include "log.h"
+#include "mem.h"
 #include "relayurl.h"
 
 /*
@@ -208,11 +209,7 @@ rec_new(struct inv_recs *rc, size_t size, size_t *num)
 static void
 recs_free(struct inv_recs *rc)
 {
-	size_t	i;
-
-	for (i = 0; i < rc->rc_nchunks; i++)
-		free(rc->rc_chunks[i]);
-	free(rc->rc_chunks);
+	strv_free(rc->rc_chunks, rc->rc_nchunks);
 }
 
 /* The slot of k (hash h) in ix, or the empty slot it would take. */
@@ -383,11 +380,7 @@ inv_new(const struct config *cfg)
 static void
 repo_free(struct inv_repo *r)
 {
-	size_t	i;
-
-	for (i = 0; i < r->ir_nrelays; i++)
-		free(r->ir_relays[i]);
-	free(r->ir_relays);
+	strv_free(r->ir_relays, r->ir_nrelays);
 	free(r->ir_maint);
 	free(r->ir_roots);
 	free(r->ir_coord);
@@ -398,11 +391,7 @@ repo_free(struct inv_repo *r)
 static void
 root_free(struct inv_root *rt)
 {
-	size_t	i;
-
-	for (i = 0; i < rt->rt_naddrs; i++)
-		free(rt->rt_addrs[i]);
-	free(rt->rt_addrs);
+	strv_free(rt->rt_addrs, rt->rt_naddrs);
 	free(rt->rt_desc);
 	free(rt);
 }
@@ -864,9 +853,7 @@ add_announcement(struct inventory *iv, const struct event *ev,
 		r->ir_level = level;
 	if (ev->created_at >= r->ir_created_at) {
 		r->ir_created_at = ev->created_at;
-		for (i = 0; i < r->ir_nrelays; i++)
-			free(r->ir_relays[i]);
-		free(r->ir_relays);
+		strv_free(r->ir_relays, r->ir_nrelays);
 		n = inv_announcement_relays(iv, ev, relays,
 		    INV_MAX_REPO_RELAYS, &r->ir_refused);
 		r->ir_relays = NULL;

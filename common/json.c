@@ -468,24 +468,18 @@ json_write(struct buf *b, const struct json *v)
 		buf_add_jstr(b, v->s, v->len);
 		break;
 	case JSON_ARRAY:
-		buf_addc(b, '[');
-		for (e = v->child; e != NULL; e = e->next) {
-			if (e != v->child)
-				buf_addc(b, ',');
-			json_write(b, e);
-		}
-		buf_addc(b, ']');
-		break;
 	case JSON_OBJECT:
-		buf_addc(b, '{');
+		buf_addc(b, v->type == JSON_ARRAY ? '[' : '{');
 		for (e = v->child; e != NULL; e = e->next) {
 			if (e != v->child)
 				buf_addc(b, ',');
-			buf_add_jstr(b, e->key, e->keylen);
-			buf_addc(b, ':');
+			if (v->type == JSON_OBJECT) {
+				buf_add_jstr(b, e->key, e->keylen);
+				buf_addc(b, ':');
+			}
 			json_write(b, e);
 		}
-		buf_addc(b, '}');
+		buf_addc(b, v->type == JSON_ARRAY ? ']' : '}');
 		break;
 	}
 }

@@ -34,6 +34,27 @@ proc_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int
+proc_alive(pid_t pid)
+{
+	char	path[64], buf[512], *p;
+	FILE	*f;
+	size_t	n;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')'. */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] == '\0')
+		return 1;
+	return p[2] != 'Z' && p[2] != 'X';
+}
+
 int64_t
 proc_uptime(const struct proc *p)
 {

@@ -20,6 +20,8 @@
 
 #include <cjson/cJSON.h>
 #include <libwebsockets.h>
+#include <sys/types.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -122,5 +124,11 @@ int64_t	proc_uptime(const struct proc *p);
 
 /* Monotonic milliseconds. */
 int64_t	proc_now_ms(void);
+
+/*
+ * 1 while process pid exists and is not a zombie (read from Linux's
+ * /proc), else 0; 0 for a pid <= 0.  Never exits.
+ */
+int	proc_alive(pid_t pid);
 
 #endif

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
+#include "mem.h"
 #include "relayurl.h"
 
 /* Puts a limit from relayurl.h into a refusal reason. */
@@ -759,6 +761,39 @@ relayurl_self_keys(const char *domain, char out[][RELAYURL_MAX + 1],
 			memcpy(out[nout++], key, sizeof(key));
 	}
 	return (int)nout;
+}
+
+int
+relayurl_self_init(struct relayurl_self *self, const char *domain)
+{
+	int	n;
+	size_t	i;
+
+	memset(self, 0, sizeof(*self));
+	if (domain == NULL)
+		return 0;
+	if ((n = relayurl_self_keys(domain, self->rs_key, RELAYURL_SELF_MAX)) <
+	    0)
+		return -1;
+	self->rs_n = (size_t)n;
+	for (i = 0; i < self->rs_n; i++)
+		self->rs_v[i] = self->rs_key[i];
+	return n;
+}
+
+void
+relayurl_add_trusted(char ***vp, size_t *np, const char *url,
+    const char *what)
+{
+	char		 key[RELAYURL_MAX + 1];
+	const char	*why;
+
+	if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
+	    sizeof(key), &why) == -1) {
+		log_warnx("%s %s ignored: %s", what, url, why);
+		return;
+	}
+	strv_add(vp, np, key);
 }
 
 int

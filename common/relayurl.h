@@ -33,6 +33,8 @@
 #define RELAYURL_WS_PORT	80
 /* nips.md 6.2 rule 15: the largest port. */
 #define RELAYURL_PORT_MAX	65535
+/* Ours: keys of this relay itself, its wss:// and ws:// spellings. */
+#define RELAYURL_SELF_MAX	2
 
 /*
  * Flags of relayurl_canon() and the connect-time checks.
@@ -105,6 +107,29 @@ int	relayurl_is_self(const char *key, const char *const self_keys[],
  */
 int	relayurl_self_keys(const char *domain, char out[][RELAYURL_MAX + 1],
 	    size_t max);
+
+/* This relay's own keys, as relayurl_is_self() and relaylist_parse() take. */
+struct relayurl_self {
+	char		 rs_key[RELAYURL_SELF_MAX][RELAYURL_MAX + 1];
+	const char	*rs_v[RELAYURL_SELF_MAX];
+	size_t		 rs_n;
+};
+
+/*
+ * Fills self with relayurl_self_keys() of domain (NGIT_DOMAIN; NULL is
+ * none).  Returns rs_n, or -1 if domain is not a valid host[:port]
+ * (self is then empty).  Never exits.
+ */
+int	relayurl_self_init(struct relayurl_self *self, const char *domain);
+
+/*
+ * Adds the canonical key of url, a relay URL from the operator
+ * (RELAYURL_TRUSTED), to the array *vp of *np owned strings unless it is
+ * there already.  One that does not canonicalize is left out and logged
+ * as "<what> <url> ignored: <why>".  Exits (fatal) when out of memory.
+ */
+void	relayurl_add_trusted(char ***vp, size_t *np, const char *url,
+	    const char *what);
 
 /*
  * Splits the canonical key into out.  Returns 0, or -1 if key is not a

@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -33,6 +32,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "proc.h"
 #include "wsclient.h"
 
 /* RFC 6455 section 1.3: appended to the key before hashing. */
@@ -61,10 +61,7 @@ struct wsc {
 int64_t
 wsc_now_ms(void)
 {
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return proc_now_ms();
 }
 
 static int

@@ -18,17 +18,13 @@
 #include "discoveryd.h"
 #include "event.h"
 #include "log.h"
+#include "mem.h"
 #include "policy.h"
 
 int
 disc_is_index(const struct discd *dd, const char *key)
 {
-	size_t	i;
-
-	for (i = 0; i < dd->dd_nindex; i++)
-		if (strcmp(dd->dd_index[i], key) == 0)
-			return 1;
-	return 0;
+	return strv_has(dd->dd_index, dd->dd_nindex, key);
 }
 
 static struct disc_source *

@@ -33,6 +33,7 @@
 #include "discoveryd.h"
 #include "event.h"
 #include "log.h"
+#include "mem.h"
 #include "msg.h"
 #include "plusmark.h"
 #include "policy.h"
@@ -283,8 +284,8 @@ take_event(struct discd *dd, const struct event *ev)
 		    memcmp(ev->id, a->da_list_id, 32) >= 0)))
 			break;
 		relaylist_clear(&a->da_list);
-		relaylist_parse(ev, dd->dd_urlflags, dd->dd_selfv,
-		    dd->dd_nself, &a->da_list);
+		relaylist_parse(ev, dd->dd_urlflags, dd->dd_self.rs_v,
+		    dd->dd_self.rs_n, &a->da_list);
 		a->da_has_list = 1;
 		a->da_list_at = ev->created_at;
 		memcpy(a->da_list_id, ev->id, 32);
@@ -503,28 +504,6 @@ static const struct conn_hooks disc_hooks = {
 	.state = disc_conn_state,
 };
 
-/* The operator's index sources, canonical (trusted) and distinct. */
-static void
-add_index(struct discd *dd, const char *url, const char *what)
-{
-	char		 key[RELAYURL_MAX + 1];
-	const char	*why;
-	char		**v;
-
-	if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
-	    sizeof(key), &why) == -1) {
-		log_warnx("%s %s ignored: %s", what, url, why);
-		return;
-	}
-	if (disc_is_index(dd, key))
-		return;
-	if ((v = reallocarray(dd->dd_index, dd->dd_nindex + 1,
-	    sizeof(*v))) == NULL || (v[dd->dd_nindex] = strdup(key)) == NULL)
-		fatal("add_index");
-	dd->dd_index = v;
-	dd->dd_nindex++;
-}
-
 static int
 disc_init(struct role_ctx *ctx)
 {
@@ -533,7 +512,6 @@ disc_init(struct role_ctx *ctx)
 	double			 maint, rec;
 	size_t			 i, it, lists = 0;
 	void			*v;
-	int			 n;
 
 	dd->dd_ctx = ctx;
 	ctx->r_data = dd;
@@ -546,17 +524,13 @@ disc_init(struct role_ctx *ctx)
 	}
 	dd->dd_urlflags = cfg->sync_allow_private_targets ?
 	    RELAYURL_ALLOW_PRIVATE : 0;
-	if (cfg->domain && (n = relayurl_self_keys(cfg->domain, dd->dd_self,
-	    4)) > 0) {
-		for (i = 0; i < (size_t)n; i++)
-			dd->dd_selfv[i] = dd->dd_self[i];
-		dd->dd_nself = (size_t)n;
-	}
+	relayurl_self_init(&dd->dd_self, cfg->domain);
 	for (i = 0; i < cfg->sync_plus_user_index_relays.n; i++)
-		add_index(dd, cfg->sync_plus_user_index_relays.v[i],
-		    "user index relay");
+		relayurl_add_trusted(&dd->dd_index, &dd->dd_nindex,
+		    cfg->sync_plus_user_index_relays.v[i], "user index relay");
 	if (cfg->sync_bootstrap_relay_url && cfg->sync_bootstrap_relay_url[0])
-		add_index(dd, cfg->sync_bootstrap_relay_url, "bootstrap relay");
+		relayurl_add_trusted(&dd->dd_index, &dd->dd_nindex,
+		    cfg->sync_bootstrap_relay_url, "bootstrap relay");
 
 	/* Ownership from the database, before any network request. */
 	dd->dd_inv = inv_new(cfg);
@@ -678,12 +652,57 @@ count(const struct discd *dd, struct disc_counts *c)
 	}
 }
 
+/*
+ * The authors' counts, each named once for `graspctl show discoveryd`
+ * (into view) and for the metrics (role_counter()).
+ */
+static void
+disc_authors(const struct discd *dd, cJSON *view, cJSON *metrics)
+{
+	struct disc_counts	c;
+
+	count(dd, &c);
+	role_counter(view, metrics, "eligible_authors",
+	    "graspd_discoveryd_eligible_authors", dd->dd_neligible);
+	role_counter(view, metrics, "authors_with_relay_list",
+	    "graspd_discoveryd_authors_with_relay_list", c.with_list);
+	role_counter(view, metrics, "fallback_authors",
+	    "graspd_discoveryd_fallback_authors", c.fallback);
+	role_counter(view, metrics, "authors_due",
+	    "graspd_discoveryd_authors_due", c.due);
+	role_counter(view, metrics, "authors_in_round",
+	    "graspd_discoveryd_authors_in_round", c.in_round);
+}
+
+/* The totals show and the metrics share, likewise. */
+static void
+disc_totals(const struct discd *dd, cJSON *tot, cJSON *metrics)
+{
+	role_counter(tot, metrics, "rounds",
+	    "graspd_discoveryd_rounds_total", dd->dd_rounds);
+	role_counter(tot, metrics, "batches_ok",
+	    "graspd_discoveryd_batches_total{result=\"ok\"}",
+	    dd->dd_batches_ok);
+	role_counter(tot, metrics, "batches_failed",
+	    "graspd_discoveryd_batches_total{result=\"failed\"}",
+	    dd->dd_batches_failed);
+	role_counter(tot, metrics, "sources_dialled",
+	    "graspd_discoveryd_sources_dialled_total", dd->dd_dials);
+	role_counter(tot, metrics, "authors_found",
+	    "graspd_discoveryd_authors_found_total", dd->dd_found);
+	role_counter(tot, metrics, "authors_missing",
+	    "graspd_discoveryd_authors_missing_total", dd->dd_missing);
+	role_counter(tot, metrics, "events",
+	    "graspd_discoveryd_events_total", dd->dd_events);
+	role_counter(tot, metrics, "forged",
+	    "graspd_discoveryd_forged_events_total", dd->dd_forged);
+}
+
 static void
 disc_show(struct role_ctx *ctx, cJSON *view)
 {
 	struct discd		*dd = ctx->r_data;
 	const struct config	*cfg = &ctx->r_cfg;
-	struct disc_counts	 c;
 	cJSON			*arr, *o;
 	int64_t			 now = disc_now_ms();
 	size_t			 it, i, listed = 0;
@@ -707,14 +726,7 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 	arr = cJSON_AddArrayToObject(view, "index_sources");
 	for (i = 0; i < dd->dd_nindex; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(dd->dd_index[i]));
-	count(dd, &c);
-	cJSON_AddNumberToObject(view, "eligible_authors",
-	    (double)dd->dd_neligible);
-	cJSON_AddNumberToObject(view, "authors_with_relay_list",
-	    (double)c.with_list);
-	cJSON_AddNumberToObject(view, "fallback_authors", (double)c.fallback);
-	cJSON_AddNumberToObject(view, "authors_due", (double)c.due);
-	cJSON_AddNumberToObject(view, "authors_in_round", (double)c.in_round);
+	disc_authors(dd, view, NULL);
 	disc_source_show(dd, view);
 	arr = cJSON_AddArrayToObject(view, "authors");
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
@@ -731,15 +743,7 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddBoolToObject(view, "authors_truncated",
 	    listed > DISC_VIEW_MAX_AUTHORS);
 	o = cJSON_AddObjectToObject(view, "totals");
-	cJSON_AddNumberToObject(o, "rounds", (double)dd->dd_rounds);
-	cJSON_AddNumberToObject(o, "batches_ok", (double)dd->dd_batches_ok);
-	cJSON_AddNumberToObject(o, "batches_failed",
-	    (double)dd->dd_batches_failed);
-	cJSON_AddNumberToObject(o, "sources_dialled", (double)dd->dd_dials);
-	cJSON_AddNumberToObject(o, "authors_found", (double)dd->dd_found);
-	cJSON_AddNumberToObject(o, "authors_missing", (double)dd->dd_missing);
-	cJSON_AddNumberToObject(o, "events", (double)dd->dd_events);
-	cJSON_AddNumberToObject(o, "forged", (double)dd->dd_forged);
+	disc_totals(dd, o, NULL);
 	cJSON_AddNumberToObject(o, "ingest_dropped",
 	    (double)dd->dd_ingest_dropped);
 	cJSON_AddNumberToObject(o, "reconciles", (double)dd->dd_reconciles);
@@ -754,43 +758,17 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 static void
 disc_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	struct discd		*dd = ctx->r_data;
-	struct disc_counts	 c;
+	struct discd	*dd = ctx->r_data;
 
 	role_metric(metrics, "graspd_discoveryd_enabled", dd->dd_enabled);
 	if (!dd->dd_enabled)
 		return;
-	count(dd, &c);
-	role_metric(metrics, "graspd_discoveryd_eligible_authors",
-	    (double)dd->dd_neligible);
-	role_metric(metrics, "graspd_discoveryd_authors_with_relay_list",
-	    (double)c.with_list);
-	role_metric(metrics, "graspd_discoveryd_fallback_authors",
-	    (double)c.fallback);
-	role_metric(metrics, "graspd_discoveryd_authors_due", (double)c.due);
-	role_metric(metrics, "graspd_discoveryd_authors_in_round",
-	    (double)c.in_round);
+	disc_authors(dd, NULL, metrics);
 	role_metric(metrics, "graspd_discoveryd_sources",
 	    (double)dd->dd_sources.hm_n);
 	role_metric(metrics, "graspd_discoveryd_batches_in_flight",
 	    dd->dd_batch != NULL);
-	role_metric(metrics, "graspd_discoveryd_batches_total{result=\"ok\"}",
-	    (double)dd->dd_batches_ok);
-	role_metric(metrics,
-	    "graspd_discoveryd_batches_total{result=\"failed\"}",
-	    (double)dd->dd_batches_failed);
-	role_metric(metrics, "graspd_discoveryd_sources_dialled_total",
-	    (double)dd->dd_dials);
-	role_metric(metrics, "graspd_discoveryd_rounds_total",
-	    (double)dd->dd_rounds);
-	role_metric(metrics, "graspd_discoveryd_authors_found_total",
-	    (double)dd->dd_found);
-	role_metric(metrics, "graspd_discoveryd_authors_missing_total",
-	    (double)dd->dd_missing);
-	role_metric(metrics, "graspd_discoveryd_events_total",
-	    (double)dd->dd_events);
-	role_metric(metrics, "graspd_discoveryd_forged_events_total",
-	    (double)dd->dd_forged);
+	disc_totals(dd, NULL, metrics);
 	conn_mgr_stats(dd->dd_conns, metrics);
 }
 
@@ -798,7 +776,7 @@ static void
 disc_fini(struct role_ctx *ctx)
 {
 	struct discd	*dd = ctx->r_data;
-	size_t		 it, i;
+	size_t		 it;
 	void		*v;
 
 	if (dd == NULL || !dd->dd_enabled)
@@ -810,9 +788,7 @@ disc_fini(struct role_ctx *ctx)
 		author_free(v);
 	hmap_free(&dd->dd_authors);
 	inv_free(dd->dd_inv);
-	for (i = 0; i < dd->dd_nindex; i++)
-		free(dd->dd_index[i]);
-	free(dd->dd_index);
+	strv_free(dd->dd_index, dd->dd_nindex);
 }
 
 static const struct role_ops disc_ops = {

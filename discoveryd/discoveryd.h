@@ -131,9 +131,7 @@ struct discd {
 	struct hmap	 dd_authors;	/* pubkey -> struct disc_author */
 	size_t		 dd_neligible;
 	unsigned	 dd_urlflags;	/* for peers' relay lists */
-	char		 dd_self[4][RELAYURL_MAX + 1];
-	const char	*dd_selfv[4];
-	size_t		 dd_nself;
+	struct relayurl_self dd_self;
 	char		**dd_index;	/* user indexes, then bootstrap */
 	size_t		 dd_nindex;
 	struct conn_mgr	*dd_conns;

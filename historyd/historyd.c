@@ -35,6 +35,7 @@
 #include "historyd.h"
 #include "inventory.h"
 #include "log.h"
+#include "mem.h"
 #include "plusmark.h"
 #include "policy.h"
 #include "relaylist.h"
@@ -67,9 +68,7 @@ struct histd {
 	int		 hd_dirty;
 	struct hmap	 hd_lists;	/* pubkey -> struct hist_list */
 	unsigned	 hd_urlflags;
-	char		 hd_self[4][RELAYURL_MAX + 1];
-	const char	*hd_selfv[4];
-	size_t		 hd_nself;
+	struct relayurl_self hd_self;
 	char		**hd_fallback;	/* canonical, trusted */
 	size_t		 hd_nfallback;
 	struct hmap	 hd_marks;	/* GRASP-03 fallback marks */
@@ -121,7 +120,7 @@ take_event(struct histd *hd, const struct event *ev)
 	    memcmp(ev->id, l->hl_id, 32) >= 0))
 		return;
 	relaylist_clear(&l->hl_list);
-	relaylist_parse(ev, hd->hd_urlflags, hd->hd_selfv, hd->hd_nself,
+	relaylist_parse(ev, hd->hd_urlflags, hd->hd_self.rs_v, hd->hd_self.rs_n,
 	    &l->hl_list);
 	l->hl_at = ev->created_at;
 	memcpy(l->hl_id, ev->id, 32);
@@ -520,37 +519,12 @@ static const struct conn_hooks hist_hooks = {
 /* ------------------------------------------------------------------ */
 /* Role hooks.                                                         */
 
-static void
-add_fallback(struct histd *hd, const char *url)
-{
-	char		 key[RELAYURL_MAX + 1];
-	const char	*why;
-	char		**v;
-	size_t		 i;
-
-	if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
-	    sizeof(key), &why) == -1) {
-		log_warnx("fallback relay %s ignored: %s", url, why);
-		return;
-	}
-	for (i = 0; i < hd->hd_nfallback; i++)
-		if (strcmp(hd->hd_fallback[i], key) == 0)
-			return;
-	if ((v = reallocarray(hd->hd_fallback, hd->hd_nfallback + 1,
-	    sizeof(*v))) == NULL || (v[hd->hd_nfallback] = strdup(key)) ==
-	    NULL)
-		fatal("add_fallback");
-	hd->hd_fallback = v;
-	hd->hd_nfallback++;
-}
-
 static int
 hist_init(struct role_ctx *ctx)
 {
 	struct histd		*hd = &histd;
 	const struct config	*cfg = &ctx->r_cfg;
 	size_t			 i;
-	int			 n;
 
 	hd->hd_ctx = ctx;
 	ctx->r_data = hd;
@@ -564,14 +538,10 @@ hist_init(struct role_ctx *ctx)
 	}
 	hd->hd_urlflags = cfg->sync_allow_private_targets ?
 	    RELAYURL_ALLOW_PRIVATE : 0;
-	if (cfg->domain && (n = relayurl_self_keys(cfg->domain, hd->hd_self,
-	    4)) > 0) {
-		for (i = 0; i < (size_t)n; i++)
-			hd->hd_selfv[i] = hd->hd_self[i];
-		hd->hd_nself = (size_t)n;
-	}
+	relayurl_self_init(&hd->hd_self, cfg->domain);
 	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++)
-		add_fallback(hd, cfg->sync_plus_fallback_relays.v[i]);
+		relayurl_add_trusted(&hd->hd_fallback, &hd->hd_nfallback,
+		    cfg->sync_plus_fallback_relays.v[i], "fallback relay");
 	hd->hd_inv = inv_new(cfg);
 	if (inv_rebuild(hd->hd_inv, ctx->r_store, ctx->r_start_seq) == -1 ||
 	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
@@ -625,6 +595,22 @@ count(const struct histd *hd, struct hist_counts *c)
 		c->active += r->hr_active;
 		c->inflight += r->hr_inflight;
 	}
+}
+
+/*
+ * The totals `graspctl show historyd` (into tot) and the metrics share,
+ * each named once (role_counter()).
+ */
+static void
+hist_totals(const struct histd *hd, cJSON *tot, cJSON *metrics)
+{
+	role_counter(tot, metrics, "groups_ok",
+	    "graspd_historyd_groups_total{result=\"ok\"}", hd->hd_groups_ok);
+	role_counter(tot, metrics, "groups_failed",
+	    "graspd_historyd_groups_total{result=\"failed\"}",
+	    hd->hd_groups_failed);
+	role_counter(tot, metrics, "events", "graspd_historyd_events_total",
+	    hd->hd_events);
 }
 
 static void
@@ -706,10 +692,7 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 	o = cJSON_AddObjectToObject(view, "totals");
 	cJSON_AddNumberToObject(o, "admitted",
 	    (double)hd->hd_sched.hs_admitted);
-	cJSON_AddNumberToObject(o, "groups_ok", (double)hd->hd_groups_ok);
-	cJSON_AddNumberToObject(o, "groups_failed",
-	    (double)hd->hd_groups_failed);
-	cJSON_AddNumberToObject(o, "events", (double)hd->hd_events);
+	hist_totals(hd, o, NULL);
 	cJSON_AddNumberToObject(o, "ingest_dropped",
 	    (double)hd->hd_ingest_dropped);
 	cJSON_AddNumberToObject(o, "reconciles", (double)hd->hd_reconciles);
@@ -741,13 +724,7 @@ hist_stats(struct role_ctx *ctx, cJSON *metrics)
 	role_metric(metrics, "graspd_historyd_retained{state=\"workers\"}",
 	    (double)c.active);
 	role_metric(metrics, "graspd_historyd_workers", (double)c.active);
-	role_metric(metrics, "graspd_historyd_groups_total{result=\"ok\"}",
-	    (double)hd->hd_groups_ok);
-	role_metric(metrics,
-	    "graspd_historyd_groups_total{result=\"failed\"}",
-	    (double)hd->hd_groups_failed);
-	role_metric(metrics, "graspd_historyd_events_total",
-	    (double)hd->hd_events);
+	hist_totals(hd, NULL, metrics);
 	conn_mgr_stats(hd->hd_conns, metrics);
 }
 
@@ -755,7 +732,7 @@ static void
 hist_fini(struct role_ctx *ctx)
 {
 	struct histd	*hd = ctx->r_data;
-	size_t		 it, i;
+	size_t		 it;
 	void		*v;
 
 	if (hd == NULL || !hd->hd_enabled)
@@ -772,9 +749,7 @@ hist_fini(struct role_ctx *ctx)
 	hmap_free(&hd->hd_lists);
 	hmap_free(&hd->hd_marks);
 	inv_free(hd->hd_inv);
-	for (i = 0; i < hd->hd_nfallback; i++)
-		free(hd->hd_fallback[i]);
-	free(hd->hd_fallback);
+	strv_free(hd->hd_fallback, hd->hd_nfallback);
 }
 
 static const struct role_ops hist_ops = {

@@ -192,7 +192,7 @@ show_view(void)
 		cJSON_AddStringToObject(o, "peer", c->rc_peer);
 		cJSON_AddNumberToObject(o, "subscriptions", c->rc_nsubs);
 		cJSON_AddNumberToObject(o, "queued_bytes",
-		    (double)c->rc_outbytes);
+		    (double)c->rc_out.wq_bytes);
 		cJSON_AddItemToArray(arr, o);
 		nsubs += c->rc_nsubs;
 	}

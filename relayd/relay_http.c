@@ -271,25 +271,11 @@ relay_http_closed(struct relay_conn *c)
 int
 relay_http_writeable(struct relay_conn *c, struct lws *wsi)
 {
-	unsigned char	*buf;
-	int		 n;
-
 	if (c->rc_git != NULL)
 		return relay_git_writeable(c, wsi);
 	if (c->rc_web != NULL)
 		return relay_web_writeable(c, wsi);
-	if (c->rc_body == NULL)
-		return 0;
-	if ((buf = malloc(LWS_PRE + c->rc_bodylen)) == NULL)
-		fatal("relay_http_writeable");
-	memcpy(buf + LWS_PRE, c->rc_body, c->rc_bodylen);
-	n = lws_write(wsi, buf + LWS_PRE, c->rc_bodylen, LWS_WRITE_HTTP_FINAL);
-	free(buf);
-	free(c->rc_body);
-	c->rc_body = NULL;
-	if (n < 0)
-		return -1;
-	return lws_http_transaction_completed(wsi) ? -1 : 0;
+	return wss_http_final(wsi, &c->rc_body, c->rc_bodylen);
 }
 
 static char *

@@ -68,11 +68,7 @@ relay_proto_message(const char *data, size_t len, struct json_doc **docp,
 void
 relay_req_free(struct relay_req *rq)
 {
-	size_t	i;
-
-	for (i = 0; i < rq->rq_nfilters; i++)
-		filter_free(&rq->rq_filters[i]);
-	free(rq->rq_filters);
+	filters_free(rq->rq_filters, rq->rq_nfilters);
 	rq->rq_filters = NULL;
 	rq->rq_nfilters = 0;
 }
@@ -212,12 +208,7 @@ relay_proto_check_event(const struct event *ev, int64_t now, char *msg,
 		    "seconds in the future", RELAY_CREATED_AT_AHEAD);
 		return -1;
 	}
-	if (!event_check_id(ev)) {
-		snprintf(msg, msglen, "invalid: event id does not match its "
-		    "content");
-		return -1;
-	}
-	return 0;
+	return event_check_id_msg(ev, msg, msglen);
 }
 
 /*

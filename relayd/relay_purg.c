@@ -150,11 +150,7 @@ evlist_cb(const char *json, size_t len, int64_t seq, void *arg)
 static void
 evlist_free(struct evlist *l)
 {
-	size_t	i;
-
-	for (i = 0; i < l->n; i++)
-		event_destroy(l->v[i]);
-	free(l->v);
+	events_destroy(l->v, l->n);
 	memset(l, 0, sizeof(*l));
 }
 

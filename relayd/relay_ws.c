@@ -7,7 +7,6 @@
  */
 #include <sys/random.h>
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,75 +19,26 @@
 void
 relay_send(struct relay_conn *c, const char *s, size_t len)
 {
-	struct relay_out	*o;
-
-	if (c->rc_closing)
-		return;
-	if (c->rc_outbytes + len > RELAY_MAX_OUTQ) {
-		log_info("%s: dropping a client that does not read",
-		    c->rc_peer);
-		c->rc_closing = 1;
-		lws_callback_on_writable(c->rc_wsi);
-		return;
-	}
-	if ((o = malloc(sizeof(*o) + LWS_PRE + len)) == NULL)
-		fatal("relay_send");
-	o->ro_len = len;
-	memcpy(o->ro_data + LWS_PRE, s, len);
-	STAILQ_INSERT_TAIL(&c->rc_outq, o, ro_entry);
-	c->rc_outbytes += len;
-	lws_callback_on_writable(c->rc_wsi);
+	wss_send(&c->rc_out, s, len, 0);
 }
 
 void
 relay_send_notice(struct relay_conn *c, const char *msg)
 {
-	struct buf	b = BUF_INIT;
-
-	buf_adds(&b, "[\"NOTICE\",");
-	buf_add_jstr(&b, msg, strlen(msg));
-	buf_addc(&b, ']');
-	relay_send(c, b.b_data, b.b_len);
-	buf_free(&b);
+	wss_notice(&c->rc_out, msg);
 }
 
 void
 relay_send_ok(struct relay_conn *c, const char *id_hex, int ok,
     const char *msg)
 {
-	struct buf	b = BUF_INIT;
-
-	buf_adds(&b, "[\"OK\",");
-	buf_add_jstr(&b, id_hex, strlen(id_hex));
-	buf_adds(&b, ok ? ",true," : ",false,");
-	buf_add_jstr(&b, msg, strlen(msg));
-	buf_addc(&b, ']');
-	relay_send(c, b.b_data, b.b_len);
-	buf_free(&b);
-}
-
-static void
-send_closed(struct relay_conn *c, const char *subid, const char *msg)
-{
-	struct buf	b = BUF_INIT;
-
-	buf_adds(&b, "[\"CLOSED\",");
-	buf_add_jstr(&b, subid, strlen(subid));
-	buf_addc(&b, ',');
-	buf_add_jstr(&b, msg, strlen(msg));
-	buf_addc(&b, ']');
-	relay_send(c, b.b_data, b.b_len);
-	buf_free(&b);
+	wss_ok(&c->rc_out, id_hex, ok, msg);
 }
 
 static void
 sub_free(struct relay_sub *s)
 {
-	size_t	i;
-
-	for (i = 0; i < s->rs_nfilters; i++)
-		filter_free(&s->rs_filters[i]);
-	free(s->rs_filters);
+	filters_free(s->rs_filters, s->rs_nfilters);
 	free(s);
 }
 
@@ -124,11 +74,7 @@ relay_fanout(const struct event *ev)
 			    ev))
 				continue;
 			buf_reset(&b);
-			buf_adds(&b, "[\"EVENT\",");
-			buf_add_jstr(&b, s->rs_id, strlen(s->rs_id));
-			buf_addc(&b, ',');
-			buf_add(&b, ev->json, ev->json_len);
-			buf_addc(&b, ']');
+			wss_event_msg(&b, s->rs_id, ev->json, ev->json_len);
 			relay_send(c, b.b_data, b.b_len);
 		}
 	}
@@ -148,13 +94,9 @@ req_event_cb(const char *json, size_t len, int64_t seq, void *arg)
 
 	(void)seq;
 	buf_reset(&rq->b);
-	buf_adds(&rq->b, "[\"EVENT\",");
-	buf_add_jstr(&rq->b, rq->subid, strlen(rq->subid));
-	buf_addc(&rq->b, ',');
-	buf_add(&rq->b, json, len);
-	buf_addc(&rq->b, ']');
+	wss_event_msg(&rq->b, rq->subid, json, len);
 	relay_send(rq->c, rq->b.b_data, rq->b.b_len);
-	return rq->c->rc_closing;
+	return rq->c->rc_out.wq_too_slow;
 }
 
 /* relay_proto_req()'s question: is id one of c's subscriptions? */
@@ -180,7 +122,7 @@ handle_req(struct relay_conn *c, const struct json *msg)
 		relay_send_notice(c, ans);
 		return;
 	case RELAY_ANS_CLOSED:
-		send_closed(c, req.rq_closed_id, ans);
+		wss_send_msg(&c->rc_out, "CLOSED", req.rq_closed_id, ans);
 		return;
 	case RELAY_ANS_NONE:
 		break;
@@ -202,15 +144,12 @@ handle_req(struct relay_conn *c, const struct json *msg)
 	    STORE_MAX_LIMIT, STORE_DEFAULT_LIMIT, (int64_t)time(NULL),
 	    req_event_cb, &rq) == -1) {
 		buf_free(&rq.b);
-		send_closed(c, s->rs_id, "error: database query failed");
+		wss_send_msg(&c->rc_out, "CLOSED", s->rs_id,
+		    "error: database query failed");
 		sub_free(s);
 		return;
 	}
-	buf_reset(&rq.b);
-	buf_adds(&rq.b, "[\"EOSE\",");
-	buf_add_jstr(&rq.b, s->rs_id, strlen(s->rs_id));
-	buf_addc(&rq.b, ']');
-	relay_send(c, rq.b.b_data, rq.b.b_len);
+	wss_send_msg(&c->rc_out, "EOSE", s->rs_id, NULL);
 	relay_hist_observe(&relayd->stats.req_eose, relay_now_ms() - t0);
 	buf_free(&rq.b);
 	LIST_INSERT_HEAD(&c->rc_subs, s, rs_entry);
@@ -273,154 +212,38 @@ static void
 send_challenge(struct relay_conn *c)
 {
 	uint8_t		 r[RELAY_AUTH_CHALLENGE_BYTES];
-	struct buf	 b = BUF_INIT;
 
 	if (getrandom(r, sizeof(r), 0) != sizeof(r))
 		fatal("getrandom");
 	hex_encode(r, sizeof(r), c->rc_challenge);
-	buf_adds(&b, "[\"AUTH\",");
-	buf_add_jstr(&b, c->rc_challenge, strlen(c->rc_challenge));
-	buf_addc(&b, ']');
-	relay_send(c, b.b_data, b.b_len);
-	buf_free(&b);
+	wss_send_msg(&c->rc_out, "AUTH", c->rc_challenge, NULL);
 }
 
 static void
 conn_release(struct relay_conn *c)
 {
 	struct relay_sub	*s;
-	struct relay_out	*o;
 
 	relay_ingest_forget(c);
 	while ((s = LIST_FIRST(&c->rc_subs)) != NULL)
 		sub_remove(c, s);
 	relay_neg_release(c);
-	while ((o = STAILQ_FIRST(&c->rc_outq)) != NULL) {
-		STAILQ_REMOVE_HEAD(&c->rc_outq, ro_entry);
-		free(o);
-	}
-	c->rc_outbytes = 0;
-	buf_free(&c->rc_rx);
+	wss_queue_clear(&c->rc_out);
+	buf_free(&c->rc_rx.wr_buf);
 	LIST_REMOVE(c, rc_entry);
 	relay_addr_detach(c);
 	relayd->nconns--;
 }
 
-/* Writes a websocket frame header for a final text frame of len bytes. */
-static size_t
-frame_header(unsigned char *p, size_t len)
-{
-	size_t	n = 2, i;
-
-	p[0] = 0x81;				/* FIN, text (RFC 6455 5.2) */
-	if (len < 126)
-		p[1] = (unsigned char)len;
-	else if (len <= 0xffff) {
-		p[1] = 126;
-		p[2] = (unsigned char)(len >> 8);
-		p[3] = (unsigned char)len;
-		n = 4;
-	} else {
-		p[1] = 127;
-		for (i = 0; i < 8; i++)
-			p[2 + i] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
-		n = 10;
-	}
-	return n;
-}
-
-/*
- * Frames the small messages at the head of the queue into one buffer and
- * writes them with one call (a REQ's events, a batch's OKs): the server
- * side of a websocket frames without masking, and relayd negotiates no
- * extension, so a frame is a header and the text.  Returns what
- * lws_write() returns, 0 when the head is a large message.
- */
-static int
-write_coalesced(struct relay_conn *c, struct lws *wsi)
-{
-	static unsigned char	 buf[LWS_PRE + RELAY_WRITE_COALESCE];
-	struct relay_out	*o;
-	size_t			 n = 0;
-
-	while ((o = STAILQ_FIRST(&c->rc_outq)) != NULL &&
-	    n + RELAY_FRAME_HEADER_MAX + o->ro_len <= RELAY_WRITE_COALESCE) {
-		n += frame_header(buf + LWS_PRE + n, o->ro_len);
-		memcpy(buf + LWS_PRE + n, o->ro_data + LWS_PRE, o->ro_len);
-		n += o->ro_len;
-		STAILQ_REMOVE_HEAD(&c->rc_outq, ro_entry);
-		c->rc_outbytes -= o->ro_len;
-		free(o);
-	}
-	if (n == 0)
-		return 0;
-	return lws_write(wsi, buf + LWS_PRE, n, LWS_WRITE_RAW);
-}
-
-static int
-ws_writeable(struct relay_conn *c, struct lws *wsi)
-{
-	struct relay_out	*o;
-	int			 n;
-
-	if (c->rc_closing) {
-		lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION,
-		    (unsigned char *)"too slow", 8);
-		return -1;
-	}
-	while ((o = STAILQ_FIRST(&c->rc_outq)) != NULL) {
-		if ((n = write_coalesced(c, wsi)) == 0) {
-			/* Too large to share a write: on its own. */
-			n = lws_write(wsi, o->ro_data + LWS_PRE, o->ro_len,
-			    LWS_WRITE_TEXT);
-			STAILQ_REMOVE_HEAD(&c->rc_outq, ro_entry);
-			c->rc_outbytes -= o->ro_len;
-			free(o);
-		}
-		if (n < 0)
-			return -1;
-		if (lws_send_pipe_choked(wsi))
-			break;
-	}
-	if (!STAILQ_EMPTY(&c->rc_outq))
-		lws_callback_on_writable(wsi);
-	return 0;
-}
-
 static void
 ws_receive(struct relay_conn *c, struct lws *wsi, const void *in, size_t len)
 {
-	int	final = lws_is_final_fragment(wsi);
-	char	notice[128];
-
-	if (lws_frame_is_binary(wsi)) {
-		if (final)
-			relay_send_notice(c, "invalid: binary messages are not "
-			    "processed by this relay");
+	if (!wss_rx_frame(&c->rc_rx, wsi, in, len, RELAY_MAX_MESSAGE,
+	    &c->rc_out))
 		return;
-	}
-	if (!c->rc_rx_oversized) {
-		if (c->rc_rx.b_len + len > RELAY_MAX_MESSAGE) {
-			c->rc_rx_oversized = 1;
-			buf_free(&c->rc_rx);
-		} else
-			buf_add(&c->rc_rx, in, len);
-	}
-	if (!final)
-		return;
-	if (c->rc_rx_oversized) {
-		snprintf(notice, sizeof(notice), "invalid: message too large "
-		    "(at most %d bytes)", RELAY_MAX_MESSAGE);
-		relay_send_notice(c, notice);
-		c->rc_rx_oversized = 0;
-		return;
-	}
-	handle_message(c, c->rc_rx.b_data ? c->rc_rx.b_data : "",
-	    c->rc_rx.b_len);
-	buf_reset(&c->rc_rx);
-	/* Do not keep a large buffer around for an idle client. */
-	if (c->rc_rx.b_cap > 256 * 1024)
-		buf_free(&c->rc_rx);
+	handle_message(c, c->rc_rx.wr_buf.b_data ? c->rc_rx.wr_buf.b_data :
+	    "", c->rc_rx.wr_buf.b_len);
+	wss_rx_done(&c->rc_rx);
 }
 
 /*
@@ -473,7 +296,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		c->rc_kind = CONN_WS;
 		c->rc_wsi = wsi;
 		c->rc_serial = ++relayd->next_serial;
-		STAILQ_INIT(&c->rc_outq);
+		wss_queue_init(&c->rc_out, wsi, RELAY_MAX_OUTQ, c->rc_peer);
 		LIST_INIT(&c->rc_subs);
 		c->rc_tokens = relayd->cfg.max_events_per_minute;
 		c->rc_tokens_at = relay_now_ms();
@@ -494,7 +317,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		ws_receive(c, wsi, in, len);
 		return 0;
 	case LWS_CALLBACK_SERVER_WRITEABLE:
-		return ws_writeable(c, wsi);
+		return wss_queue_write(&c->rc_out, 1);
 	case LWS_CALLBACK_HTTP:
 		return relay_http_request(c, wsi);
 	case LWS_CALLBACK_HTTP_WRITEABLE:

@@ -50,16 +50,13 @@
 #include "relay_proto.h"
 #include "store.h"
 #include "version.h"
+#include "wsserve.h"
 
 /* RFC 6585 section 4: the answer to a client over a per-address limit. */
 #define RELAY_HTTP_TOO_MANY	429
 
 /* Ours: bytes queued to one client before it is dropped as too slow. */
 #define RELAY_MAX_OUTQ		(32 * 1024 * 1024)
-/* Ours: queued messages framed into one write to a client, in bytes. */
-#define RELAY_WRITE_COALESCE	(64 * 1024)
-/* RFC 6455 5.2: the longest header of an unmasked frame. */
-#define RELAY_FRAME_HEADER_MAX	10
 /* Ours: NIP-77 sessions open at once on one connection. */
 #define RELAY_MAX_NEGS		8
 /*
@@ -210,12 +207,6 @@ struct relay_sub {
 	size_t			 rs_nfilters;
 };
 
-struct relay_out {
-	STAILQ_ENTRY(relay_out)	 ro_entry;
-	size_t			 ro_len;
-	unsigned char		 ro_data[];	/* LWS_PRE + ro_len bytes */
-};
-
 enum conn_kind {
 	CONN_HTTP = 0,
 	CONN_WS,
@@ -227,17 +218,14 @@ struct relay_conn {
 	struct lws		*rc_wsi;
 	uint64_t		 rc_serial;	/* never reused */
 	LIST_ENTRY(relay_conn)	 rc_entry;	/* all websockets */
-	struct buf		 rc_rx;		/* message being assembled */
-	int			 rc_rx_oversized;
-	STAILQ_HEAD(, relay_out) rc_outq;
-	size_t			 rc_outbytes;
+	struct wss_rx		 rc_rx;		/* message being assembled */
+	struct wss_queue	 rc_out;	/* its answers */
 	LIST_HEAD(, relay_sub)	 rc_subs;
 	int			 rc_nsubs;
 	LIST_HEAD(, relay_neg)	 rc_negs;	/* NIP-77 sessions */
 	int			 rc_nnegs;
 	double			 rc_tokens;	/* EVENT rate bucket */
 	int64_t			 rc_tokens_at;	/* ms of last refill */
-	int			 rc_closing;
 	char			 rc_peer[64];
 	/* NIP-42: the challenge sent on connect, the keys it proved. */
 	char			 rc_challenge[2 * RELAY_AUTH_CHALLENGE_BYTES + 1];

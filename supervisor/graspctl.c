@@ -25,6 +25,7 @@
 #include "graspctl.h"
 #include "log.h"
 #include "msg.h"
+#include "proc.h"
 #include "version.h"
 
 /* Ours: how long a process may take to answer. */
@@ -73,15 +74,6 @@ sleep_ms(int ms)
 	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 	nanosleep(&ts, NULL);
-}
-
-static long long
-now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -224,22 +216,6 @@ print_json(const cJSON *j)
 	free(text);
 }
 
-static const char *
-jstr(const cJSON *obj, const char *key)
-{
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static double
-jnum(const cJSON *obj, const char *key)
-{
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
 /* "3d04h", "2h05m", "4m07s", "12s". */
 static void
 fmt_duration(double secs, char *out, size_t outlen)
@@ -294,38 +270,18 @@ cmd_status(void)
 	}
 	printf("%-11s %-9s %-8s %-8s %-8s %-22s %s\n", "PROCESS", "STATE",
 	    "PID", "UPTIME", "RESTARTS", "LAST EXIT", "REASON");
-	status_row("graspd", "running", jnum(reply, "pid"),
-	    jnum(reply, "uptime"), "-", "", "");
+	status_row("graspd", "running", ctl_jnum(reply, "pid"),
+	    ctl_jnum(reply, "uptime"), "-", "", "");
 	roles = cJSON_GetObjectItemCaseSensitive(reply, "roles");
 	cJSON_ArrayForEach(r, roles) {
 		snprintf(restarts, sizeof(restarts), "%.0f",
-		    jnum(r, "restarts"));
-		status_row(jstr(r, "role"), jstr(r, "state"), jnum(r, "pid"),
-		    jnum(r, "uptime"), restarts, jstr(r, "last_exit"),
-		    jstr(r, "reason"));
+		    ctl_jnum(r, "restarts"));
+		status_row(ctl_jstr(r, "role"), ctl_jstr(r, "state"),
+		    ctl_jnum(r, "pid"), ctl_jnum(r, "uptime"), restarts,
+		    ctl_jstr(r, "last_exit"), ctl_jstr(r, "reason"));
 	}
 	cJSON_Delete(reply);
 	return 0;
-}
-
-/* True while pid exists and is not a zombie. */
-static int
-pid_alive(long pid)
-{
-	char	path[64], buf[256], *p;
-	FILE	*f;
-	size_t	n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* "pid (comm) S ...": the state follows the last ')'. */
-	if ((p = strrchr(buf, ')')) == NULL || p[1] == '\0')
-		return 1;
-	return p[2] != 'Z' && p[2] != 'X';
 }
 
 /* Supervisor commands that change something: start|stop|restart|reload. */
@@ -334,8 +290,8 @@ cmd_supervisor(enum ctl_cmd c, const char *role)
 {
 	const char	*cmd = ctl_cmd_name(c);
 	cJSON		*reply;
-	long long	 deadline;
-	long		 pid;
+	int64_t		 deadline;
+	pid_t		 pid;
 	int		 rc = 1;
 
 	if ((reply = request(ROLE_SUPERVISOR, c, role)) == NULL)
@@ -347,13 +303,14 @@ cmd_supervisor(enum ctl_cmd c, const char *role)
 		print_json(reply);
 	if (c == CTL_shutdown) {
 		/* Wait, so that "graspctl stop; graspd" works. */
-		pid = (long)jnum(reply, "pid");
-		deadline = now_ms() + CTL_STOP_WAIT_MS;
-		while (pid > 0 && pid_alive(pid) && now_ms() < deadline)
+		pid = (pid_t)ctl_jnum(reply, "pid");
+		deadline = proc_now_ms() + CTL_STOP_WAIT_MS;
+		while (proc_alive(pid) && proc_now_ms() < deadline)
 			sleep_ms(50);
-		if (pid > 0 && pid_alive(pid)) {
+		if (proc_alive(pid)) {
 			fprintf(stderr, "graspctl: graspd (pid %ld) still "
-			    "runs %d s later\n", pid, CTL_STOP_WAIT_MS / 1000);
+			    "runs %d s later\n", (long)pid,
+			    CTL_STOP_WAIT_MS / 1000);
 			rc = 1;
 		} else if (!jflag)
 			printf("graspd stopped\n");
@@ -366,7 +323,7 @@ cmd_supervisor(enum ctl_cmd c, const char *role)
 		    "configuration unchanged");
 	else
 		printf("%s: %s requested, now %s\n", role, cmd,
-		    jstr(reply, "state"));
+		    ctl_jstr(reply, "state"));
 done:
 	cJSON_Delete(reply);
 	return rc;

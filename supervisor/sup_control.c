@@ -162,20 +162,33 @@ ctl_refuse_stopping(char *err, size_t errlen)
 	return -1;
 }
 
+/*
+ * start, stop and restart of one role: verb on the role named by name,
+ * whose state goes in reply.  -1 with err while graspd shuts down or for
+ * an unknown role.
+ */
 static int
-ctl_start(void *arg, int argc, const char **argv, cJSON *reply, char *err,
-    size_t errlen)
+ctl_role_do(const char *verb, void (*fn)(struct sup_role *), const char *name,
+    cJSON *reply, char *err, size_t errlen)
 {
 	struct sup_role	*r;
 
 	if (ctl_refuse_stopping(err, errlen) == -1)
 		return -1;
-	if ((r = arg_role(argv[0], err, errlen)) == NULL)
+	if ((r = arg_role(name, err, errlen)) == NULL)
 		return -1;
-	log_info("control: start %s", r->rl_name);
-	sup_role_start(r);
+	log_info("control: %s %s", verb, r->rl_name);
+	fn(r);
 	add_str(reply, "state", sup_state_name(r->rl_state));
 	return 0;
+}
+
+static int
+ctl_start(void *arg, int argc, const char **argv, cJSON *reply, char *err,
+    size_t errlen)
+{
+	return ctl_role_do("start", sup_role_start, argv[0], reply, err,
+	    errlen);
 }
 
 static int
@@ -192,35 +205,18 @@ static int
 ctl_stop(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
-	struct sup_role	*r;
-
 	/* Like every process's "stop": without a role, graspd itself. */
 	if (argc == 0)
 		return ctl_shutdown(arg, argc, argv, reply, err, errlen);
-	if (ctl_refuse_stopping(err, errlen) == -1)
-		return -1;
-	if ((r = arg_role(argv[0], err, errlen)) == NULL)
-		return -1;
-	log_info("control: stop %s", r->rl_name);
-	sup_role_stop(r);
-	add_str(reply, "state", sup_state_name(r->rl_state));
-	return 0;
+	return ctl_role_do("stop", sup_role_stop, argv[0], reply, err, errlen);
 }
 
 static int
 ctl_restart(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
-	struct sup_role	*r;
-
-	if (ctl_refuse_stopping(err, errlen) == -1)
-		return -1;
-	if ((r = arg_role(argv[0], err, errlen)) == NULL)
-		return -1;
-	log_info("control: restart %s", r->rl_name);
-	sup_role_restart(r);
-	add_str(reply, "state", sup_state_name(r->rl_state));
-	return 0;
+	return ctl_role_do("restart", sup_role_restart, argv[0], reply, err,
+	    errlen);
 }
 
 static int
@@ -292,10 +288,8 @@ void
 sup_control_close(void)
 {
 	sup_stats_close();
-	if (sv->sv_ctl_ev != NULL) {
-		sup_event_free(sv->sv_ctl_ev);
-		sv->sv_ctl_ev = NULL;
-	}
+	sup_event_free(sv->sv_ctl_ev);
+	sv->sv_ctl_ev = NULL;
 	if (sv->sv_ctl != -1) {
 		chan_close(sv->sv_ctl);
 		sv->sv_ctl = -1;

@@ -111,15 +111,13 @@ role_reason(struct sup_role *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Marks the role failed: it is not started again until asked. */
-static void __attribute__((format(printf, 2, 3)))
-role_fail(struct sup_role *r, const char *fmt, ...)
+/*
+ * Marks the role failed, for the reason role_reason() gave: it is not
+ * started again until asked.
+ */
+static void
+role_failed(struct sup_role *r)
 {
-	va_list	ap;
-
-	va_start(ap, fmt);
-	vsnprintf(r->rl_reason, sizeof(r->rl_reason), fmt, ap);
-	va_end(ap);
 	evtimer_del(r->rl_start_timer);
 	r->rl_state = SUP_FAILED;
 	r->rl_want = 0;
@@ -131,10 +129,8 @@ role_fail(struct sup_role *r, const char *fmt, ...)
 static void
 role_close_ready(struct sup_role *r)
 {
-	if (r->rl_ready_ev != NULL) {
-		sup_event_free(r->rl_ready_ev);
-		r->rl_ready_ev = NULL;
-	}
+	sup_event_free(r->rl_ready_ev);
+	r->rl_ready_ev = NULL;
 	if (r->rl_ready_fd != -1) {
 		close(r->rl_ready_fd);
 		r->rl_ready_fd = -1;
@@ -393,7 +389,8 @@ role_spawn(struct sup_role *r)
 	evtimer_del(r->rl_start_timer);
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", sv->sv_libexec,
 	    r->rl_name) >= sizeof(path)) {
-		role_fail(r, "libexec path too long: %s", sv->sv_libexec);
+		role_reason(r, "libexec path too long: %s", sv->sv_libexec);
+		role_failed(r);
 		return;
 	}
 	argv[argc++] = (char *)r->rl_name;
@@ -443,7 +440,8 @@ role_spawn(struct sup_role *r)
 		close(readyp[0]);
 		while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
 			;
-		role_fail(r, "cannot execute %s: %s", path, strerror(e));
+		role_reason(r, "cannot execute %s: %s", path, strerror(e));
+		role_failed(r);
 		return;
 	}
 
@@ -613,15 +611,17 @@ role_exited(struct sup_role *r, int st)
 		break;
 	case SUP_V_FAIL_CONFIG:
 		if (r->rl_error[0] != '\0')
-			role_fail(r, "%s (exited %d, configuration error): "
+			role_reason(r, "%s (exited %d, configuration error): "
 			    "not restarted", r->rl_error, CONFIG_EXIT);
 		else
-			role_fail(r, "exited %d (configuration error): not "
+			role_reason(r, "exited %d (configuration error): not "
 			    "restarted", CONFIG_EXIT);
+		role_failed(r);
 		break;
 	case SUP_V_FAIL_FAST:
-		role_fail(r, "%u fast deaths in a row (last: %s): not "
+		role_reason(r, "%u fast deaths in a row (last: %s): not "
 		    "restarted", d.sd_fast_deaths, r->rl_last_exit);
+		role_failed(r);
 		break;
 	case SUP_V_RESPAWN:
 		if (d.sd_delay > 0) {

@@ -40,6 +40,7 @@
 #include "buf.h"
 #include "event.h"
 #include "log.h"
+#include "mem.h"
 #include "msg.h"
 #include "pktline.h"
 #include "policy.h"
@@ -81,37 +82,16 @@ delay_ms(const struct sync_git *sg, double secs)
 	    0.5);
 }
 
-static char *
-xstrdup(const char *s)
-{
-	char	*d;
-
-	if ((d = strdup(s)) == NULL)
-		fatal("sync_git: strdup");
-	return d;
-}
-
 void
 sync_git_strv_add(char ***v, size_t *n, const char *s)
 {
-	size_t	i;
-
-	for (i = 0; i < *n; i++)
-		if (strcmp((*v)[i], s) == 0)
-			return;
-	if ((*v = reallocarray(*v, *n + 1, sizeof(**v))) == NULL)
-		fatal("sync_git: reallocarray");
-	(*v)[(*n)++] = xstrdup(s);
+	strv_add(v, n, s);
 }
 
 void
 sync_git_strv_free(char **v, size_t n)
 {
-	size_t	i;
-
-	for (i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
+	strv_free(v, n);
 }
 
 /* Held events. */
@@ -150,20 +130,20 @@ ev_new(const struct purg_ev *pe)
 			    0) || !pkt_is_oid(t->v[1].s, t->v[1].len))
 				continue;
 			if (ge->ge_noids < SYNC_GIT_MAX_OBJECTS)
-				sync_git_strv_add(&ge->ge_oids, &ge->ge_noids,
+				strv_add(&ge->ge_oids, &ge->ge_noids,
 				    t->v[1].s);
 			continue;
 		}
 		if (strcmp(t->v[0].s, "c") == 0 && !have_c) {
 			have_c = 1;
 			if (pkt_is_oid(t->v[1].s, t->v[1].len))
-				sync_git_strv_add(&ge->ge_oids, &ge->ge_noids,
+				strv_add(&ge->ge_oids, &ge->ge_noids,
 				    t->v[1].s);
 		} else if (strcmp(t->v[0].s, "clone") == 0) {
 			for (j = 1; j < t->n && ge->ge_nclone <
 			    SYNC_GIT_MAX_URLS; j++)
 				if (t->v[j].len <= RELAYURL_MAX)
-					sync_git_strv_add(&ge->ge_clone,
+					strv_add(&ge->ge_clone,
 					    &ge->ge_nclone, t->v[j].s);
 		}
 	}
@@ -174,8 +154,8 @@ ev_new(const struct purg_ev *pe)
 static void
 ev_free(struct git_ev *ge)
 {
-	sync_git_strv_free(ge->ge_oids, ge->ge_noids);
-	sync_git_strv_free(ge->ge_clone, ge->ge_nclone);
+	strv_free(ge->ge_oids, ge->ge_noids);
+	strv_free(ge->ge_clone, ge->ge_nclone);
 	free(ge);
 }
 
@@ -937,6 +917,36 @@ step_name(const struct git_hunt *h)
 	}
 }
 
+/*
+ * The hunt's counters, each named once for `graspctl show syncd` (into
+ * tot) and for the metrics.
+ */
+static void
+git_counters(const struct sync_git *sg, cJSON *tot, cJSON *metrics)
+{
+	role_counter(tot, metrics, "attempts",
+	    "graspd_syncd_git_attempts_total", sg->sg_attempts);
+	role_counter(tot, metrics, "fetches_ok",
+	    "graspd_syncd_git_fetches_total{result=\"ok\"}", sg->sg_fetch_ok);
+	role_counter(tot, metrics, "fetches_failed",
+	    "graspd_syncd_git_fetches_total{result=\"failed\"}",
+	    sg->sg_fetch_failed);
+	role_counter(tot, metrics, "fetches_timed_out",
+	    "graspd_syncd_git_fetches_total{result=\"timeout\"}",
+	    sg->sg_fetch_timeout);
+	role_counter(tot, metrics, "objects_fetched",
+	    "graspd_syncd_git_objects_fetched_total", sg->sg_objects);
+	role_counter(tot, metrics, "urls_refused",
+	    "graspd_syncd_git_urls_refused_total", sg->sg_refused);
+	role_counter(tot, metrics, "notices_ok",
+	    "graspd_syncd_git_notices_total{result=\"ok\"}", sg->sg_notice_ok);
+	role_counter(tot, metrics, "notices_failed",
+	    "graspd_syncd_git_notices_total{result=\"failed\"}",
+	    sg->sg_notice_failed);
+	role_counter(tot, metrics, "events_released",
+	    "graspd_syncd_git_events_released_total", sg->sg_released);
+}
+
 void
 sync_git_show(struct syncd *sd, cJSON *view)
 {
@@ -975,20 +985,7 @@ sync_git_show(struct syncd *sd, cJSON *view)
 		cJSON_AddStringToObject(o, "last_error", h->gh_error);
 		cJSON_AddItemToArray(arr, o);
 	}
-	cJSON_AddNumberToObject(tot, "attempts", (double)sg->sg_attempts);
-	cJSON_AddNumberToObject(tot, "fetches_ok", (double)sg->sg_fetch_ok);
-	cJSON_AddNumberToObject(tot, "fetches_failed",
-	    (double)sg->sg_fetch_failed);
-	cJSON_AddNumberToObject(tot, "fetches_timed_out",
-	    (double)sg->sg_fetch_timeout);
-	cJSON_AddNumberToObject(tot, "objects_fetched",
-	    (double)sg->sg_objects);
-	cJSON_AddNumberToObject(tot, "urls_refused", (double)sg->sg_refused);
-	cJSON_AddNumberToObject(tot, "notices_ok", (double)sg->sg_notice_ok);
-	cJSON_AddNumberToObject(tot, "notices_failed",
-	    (double)sg->sg_notice_failed);
-	cJSON_AddNumberToObject(tot, "events_released",
-	    (double)sg->sg_released);
+	git_counters(sg, tot, NULL);
 	cJSON_AddNumberToObject(tot, "git_processes", sg->sg_children);
 }
 
@@ -1001,25 +998,5 @@ sync_git_stats(struct syncd *sd, cJSON *metrics)
 		return;
 	role_metric(metrics, "graspd_syncd_git_hunts",
 	    (double)sg->sg_hunts.hm_n);
-	role_metric(metrics, "graspd_syncd_git_attempts_total",
-	    (double)sg->sg_attempts);
-	role_metric(metrics, "graspd_syncd_git_fetches_total{result=\"ok\"}",
-	    (double)sg->sg_fetch_ok);
-	role_metric(metrics,
-	    "graspd_syncd_git_fetches_total{result=\"failed\"}",
-	    (double)sg->sg_fetch_failed);
-	role_metric(metrics,
-	    "graspd_syncd_git_fetches_total{result=\"timeout\"}",
-	    (double)sg->sg_fetch_timeout);
-	role_metric(metrics, "graspd_syncd_git_objects_fetched_total",
-	    (double)sg->sg_objects);
-	role_metric(metrics, "graspd_syncd_git_urls_refused_total",
-	    (double)sg->sg_refused);
-	role_metric(metrics, "graspd_syncd_git_notices_total{result=\"ok\"}",
-	    (double)sg->sg_notice_ok);
-	role_metric(metrics,
-	    "graspd_syncd_git_notices_total{result=\"failed\"}",
-	    (double)sg->sg_notice_failed);
-	role_metric(metrics, "graspd_syncd_git_events_released_total",
-	    (double)sg->sg_released);
+	git_counters(sg, NULL, metrics);
 }

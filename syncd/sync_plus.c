@@ -12,6 +12,7 @@
 
 #include "event.h"
 #include "log.h"
+#include "mem.h"
 #include "plusmark.h"
 #include "policy.h"
 #include "relaylist.h"
@@ -29,9 +30,7 @@ struct plus_list {
 static struct {
 	int		 enabled;
 	unsigned	 urlflags;
-	char		 self[4][RELAYURL_MAX + 1];
-	const char	*selfv[4];
-	size_t		 nself;
+	struct relayurl_self self;
 	struct hmap	 lists;		/* pubkey -> struct plus_list */
 	char		**fallback;	/* canonical, trusted */
 	size_t		 nfallback;
@@ -65,10 +64,7 @@ void
 sync_plus_init(struct syncd *sd)
 {
 	const struct config	*cfg = &sd->sd_ctx->r_cfg;
-	char			 key[RELAYURL_MAX + 1];
-	const char		*why;
-	size_t			 i, j;
-	int			 n;
+	size_t			 i;
 
 	/* Taken at start too (take_stored runs before init ends). */
 	plus.enabled = cfg->sync_plus_enabled && cfg->sync_enabled;
@@ -76,33 +72,10 @@ sync_plus_init(struct syncd *sd)
 		return;
 	plus.urlflags = cfg->sync_allow_private_targets ?
 	    RELAYURL_ALLOW_PRIVATE : 0;
-	if (cfg->domain && (n = relayurl_self_keys(cfg->domain, plus.self,
-	    4)) > 0) {
-		for (i = 0; i < (size_t)n; i++)
-			plus.selfv[i] = plus.self[i];
-		plus.nself = (size_t)n;
-	}
-	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++) {
-		const char *u = cfg->sync_plus_fallback_relays.v[i];
-		char **v;
-
-		if (relayurl_canon(u, strlen(u), RELAYURL_TRUSTED, key,
-		    sizeof(key), &why) == -1) {
-			log_warnx("fallback relay %s ignored: %s", u, why);
-			continue;
-		}
-		for (j = 0; j < plus.nfallback; j++)
-			if (strcmp(plus.fallback[j], key) == 0)
-				break;
-		if (j < plus.nfallback)
-			continue;
-		if ((v = reallocarray(plus.fallback, plus.nfallback + 1,
-		    sizeof(*v))) == NULL ||
-		    (v[plus.nfallback] = strdup(key)) == NULL)
-			fatal("sync_plus_init");
-		plus.fallback = v;
-		plus.nfallback++;
-	}
+	relayurl_self_init(&plus.self, cfg->domain);
+	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++)
+		relayurl_add_trusted(&plus.fallback, &plus.nfallback,
+		    cfg->sync_plus_fallback_relays.v[i], "fallback relay");
 	/* Fallback ownership from the database, before any request. */
 	plus.sd = sd;
 	if (plusmark_load(store_sqlite(sd->sd_ctx->r_store), &plus.marks,
@@ -139,7 +112,7 @@ sync_plus_take(const struct event *ev)
 	    memcmp(ev->id, l->pl_id, 32) >= 0))
 		return 0;
 	relaylist_clear(&l->pl_list);
-	relaylist_parse(ev, plus.urlflags, plus.selfv, plus.nself,
+	relaylist_parse(ev, plus.urlflags, plus.self.rs_v, plus.self.rs_n,
 	    &l->pl_list);
 	l->pl_at = ev->created_at;
 	memcpy(l->pl_id, ev->id, 32);
@@ -227,7 +200,7 @@ sync_plus_show(cJSON *view)
 void
 sync_plus_fini(void)
 {
-	size_t	 it, i;
+	size_t	 it;
 	void	*v;
 
 	for (it = 0; hmap_next(&plus.lists, &it, NULL, NULL, &v); ) {
@@ -239,9 +212,5 @@ sync_plus_fini(void)
 	if (plus.sd != NULL)
 		lws_sul_cancel(&plus.sul_marks);
 	plus.sd = NULL;
-	for (i = 0; i < plus.nfallback; i++)
-		free(plus.fallback[i]);
-	free(plus.fallback);
-	plus.fallback = NULL;
-	plus.nfallback = 0;
+	strv_clear(&plus.fallback, &plus.nfallback);
 }

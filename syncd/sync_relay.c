@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "event.h"
 #include "log.h"
+#include "mem.h"
 #include "syncd.h"
 
 enum hreq_kind {
@@ -150,13 +151,9 @@ vals_new(const char *const *v, size_t n)
 static void
 vals_release(struct sync_vals *sv)
 {
-	size_t	i;
-
 	if (sv == NULL || --sv->sv_refs > 0)
 		return;
-	for (i = 0; i < sv->sv_n; i++)
-		free(sv->sv_v[i]);
-	free(sv->sv_v);
+	strv_free(sv->sv_v, sv->sv_n);
 	free(sv);
 }
 
@@ -203,18 +200,6 @@ live_close_all(struct sync_relay *sr)
 	sr->sr_nlive = 0;
 }
 
-static void
-rotate_clear(struct sync_relay *sr)
-{
-	size_t	i;
-
-	for (i = 0; i < sr->sr_nrotate; i++)
-		free(sr->sr_rotate[i]);
-	free(sr->sr_rotate);
-	sr->sr_rotate = NULL;
-	sr->sr_nrotate = 0;
-}
-
 void
 sync_relay_free(struct sync_relay *sr)
 {
@@ -228,7 +213,7 @@ sync_relay_free(struct sync_relay *sr)
 		hreq_free(hr);
 	}
 	live_close_all(sr);
-	rotate_clear(sr);
+	strv_clear(&sr->sr_rotate, &sr->sr_nrotate);
 	lws_sul_cancel(&sr->sr_sul_daily);
 	lws_sul_cancel(&sr->sr_sul_retry);
 	lws_sul_cancel(&sr->sr_sul_rotate);
@@ -707,7 +692,7 @@ refresh_live(struct sync_relay *sr)
 		pack_set(sr, s, vals, n, 1, 0, &fl);
 		free(vals);
 	}
-	rotate_clear(sr);
+	strv_clear(&sr->sr_rotate, &sr->sr_nrotate);
 	/* Greedy grouping of the filters into REQ arrays. */
 	for (i = 0; i < fl.cf_n; i++) {
 		size_t add = strlen(fl.cf_v[i]) + 1;

@@ -198,6 +198,15 @@ window_end(struct syncd *sd, lws_usec_t now, lws_usec_t start)
 	return at < start + window ? at : start + window;
 }
 
+/* The window ends at at (now is the current time): window_cb() then. */
+static void
+window_set(struct syncd *sd, lws_usec_t now, lws_usec_t at)
+{
+	sd->sd_window_at = at;
+	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sd->sd_sul_window, window_cb,
+	    at > now ? at - now : 1);
+}
+
 static void
 arm_window(struct syncd *sd)
 {
@@ -220,9 +229,7 @@ arm_window(struct syncd *sd)
 		    sd->sd_window_at)
 			return;
 	}
-	sd->sd_window_at = at;
-	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sd->sd_sul_window, window_cb,
-	    at > now ? at - now : 1);
+	window_set(sd, now, at);
 }
 
 void
@@ -235,9 +242,7 @@ sync_historic_idle(struct syncd *sd)
 	/* The window started no later than now; end it as if it had. */
 	if ((at = window_end(sd, now, now)) >= sd->sd_window_at)
 		return;
-	sd->sd_window_at = at;
-	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sd->sd_sul_window, window_cb,
-	    at > now ? at - now : 1);
+	window_set(sd, now, at);
 }
 
 void

@@ -35,6 +35,7 @@
 
 #include "buf.h"
 #include "ctl.h"
+#include "ctlcmd.h"
 #include "event.h"
 #include "gitutil.h"
 #include "log.h"
@@ -299,9 +300,7 @@ ctl(const struct fixture *f, enum role role, const char *req)
 static const char *
 jstr(const cJSON *o, const char *name)
 {
-	const cJSON	*v = cJSON_GetObjectItem(o, name);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
+	return ctl_jstr(o, name);
 }
 
 /* The value of metric name in a metrics array, or -1. */

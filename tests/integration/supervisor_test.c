@@ -40,6 +40,7 @@
 #include "buf.h"
 #include "event.h"
 #include "nostr.h"
+#include "proc.h"
 #include "relayproc.h"
 #include "t.h"
 #include "wsclient.h"
@@ -118,21 +119,7 @@ proc_comm(pid_t pid, char *out, size_t outlen)
 static int
 alive(pid_t pid)
 {
-	char	path[64], buf[512], *p;
-	FILE	*f;
-	size_t	n;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || p[1] == '\0')
-		return 1;
-	return p[2] != 'Z' && p[2] != 'X';
+	return proc_alive(pid);
 }
 
 /* Processes of process group pgid that are not zombies. */

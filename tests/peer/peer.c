@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -45,15 +44,6 @@ static struct lws_protocols protocols[] = {
 	},
 	{ NULL, NULL, 0, 0, 0, NULL, 0 }
 };
-
-int64_t
-peer_now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 on_signal(int sig)

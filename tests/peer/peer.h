@@ -30,6 +30,7 @@
 #include "buf.h"
 #include "event.h"
 #include "filter.h"
+#include "wsserve.h"
 
 /* The brief: a websocket message over 4 MiB gets a NOTICE, not a crash. */
 #define PEER_MAX_MESSAGE	(4 * 1024 * 1024)
@@ -90,13 +91,6 @@ struct peer_sub {
 	lws_sorted_usec_list_t	 ps_sul;	/* delayed EOSE */
 };
 
-struct peer_out {
-	STAILQ_ENTRY(peer_out)	 po_entry;
-	int			 po_binary;
-	size_t			 po_len;
-	unsigned char		 po_data[];	/* LWS_PRE + po_len bytes */
-};
-
 enum peer_conn_kind {
 	PEER_CONN_HTTP = 0,
 	PEER_CONN_WS,
@@ -108,16 +102,14 @@ struct peer_conn {
 	struct lws		*pc_wsi;
 	uint64_t		 pc_serial;	/* "conn" in the log, from 1 */
 	LIST_ENTRY(peer_conn)	 pc_entry;	/* all websockets */
-	struct buf		 pc_rx;		/* message being assembled */
-	int			 pc_rx_oversized;
-	STAILQ_HEAD(, peer_out)	 pc_outq;
-	size_t			 pc_outbytes;
+	char			 pc_name[32];	/* "conn <serial>" */
+	struct wss_rx		 pc_rx;		/* message being assembled */
+	/* Output; wq_shut once close_after_events is reached. */
+	struct wss_queue	 pc_out;
 	LIST_HEAD(, peer_sub)	 pc_subs;
 	int			 pc_nsubs;
 	LIST_HEAD(, peer_neg)	 pc_negs;	/* NIP-77 sessions */
 	uint64_t		 pc_events_sent;
-	int			 pc_drop;	/* close_after_events reached */
-	int			 pc_too_slow;
 	char			 pc_challenge[33];
 	int			 pc_challenge_sent;
 	int			 pc_authed;
@@ -164,8 +156,6 @@ struct peer {
 extern struct peer *peer;
 
 /* peer.c */
-/* CLOCK_MONOTONIC in milliseconds, the clock of wsc_now_ms(). */
-int64_t	peer_now_ms(void);
 /*
  * Holds fd, a connected socket, open and unread until peer_hang_release()
  * (the oldest is closed when PEER_MAX_HANG are held).  -1 is ignored.

@@ -49,7 +49,7 @@ http_clear(struct peer_conn *c)
 
 /*
  * Writes the status line and headers; the body (which the connection now
- * owns) follows in http_writeable().  Returns the callback result.
+ * owns) follows in wss_http_final().  Returns the callback result.
  */
 static int
 respond(struct peer_conn *c, struct lws *wsi, unsigned status,
@@ -102,26 +102,6 @@ respond_error(struct peer_conn *c, struct lws *wsi, unsigned status,
 		fatal("respond_error");
 	cJSON_AddStringToObject(o, "error", msg);
 	return respond_json(c, wsi, status, o);
-}
-
-static int
-http_writeable(struct peer_conn *c, struct lws *wsi)
-{
-	unsigned char	*buf;
-	int		 n;
-
-	if (c->pc_resp == NULL)
-		return 0;
-	if ((buf = malloc(LWS_PRE + c->pc_resplen)) == NULL)
-		fatal("http_writeable");
-	memcpy(buf + LWS_PRE, c->pc_resp, c->pc_resplen);
-	n = lws_write(wsi, buf + LWS_PRE, c->pc_resplen, LWS_WRITE_HTTP_FINAL);
-	free(buf);
-	free(c->pc_resp);
-	c->pc_resp = NULL;
-	if (n < 0)
-		return -1;
-	return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
 static char *
@@ -344,7 +324,7 @@ peer_http_callback(struct peer_conn *c, struct lws *wsi,
 	case LWS_CALLBACK_HTTP_BODY_COMPLETION:
 		return http_post(c, wsi);
 	case LWS_CALLBACK_HTTP_WRITEABLE:
-		return http_writeable(c, wsi);
+		return wss_http_final(wsi, &c->pc_resp, c->pc_resplen);
 	case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
 	case LWS_CALLBACK_CLOSED_HTTP:
 		if (c->pc_kind == PEER_CONN_HTTP)

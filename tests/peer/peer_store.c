@@ -222,12 +222,8 @@ new_array(void)
 void
 peer_reset(void)
 {
-	size_t	i;
-
 	memset(&peer->cfg, 0, sizeof(peer->cfg));
-	for (i = 0; i < peer->nevents; i++)
-		event_destroy(peer->events[i]);
-	free(peer->events);
+	events_destroy(peer->events, peer->nevents);
 	peer->events = NULL;
 	peer->nevents = peer->capevents = 0;
 	cJSON_Delete(peer->log_reqs);

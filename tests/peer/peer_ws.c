@@ -21,100 +21,18 @@
 #include "log.h"
 #include "negentropy.h"
 #include "peer.h"
-
-/* Queues one frame; nothing more goes out once the drop is decided. */
-static void
-peer_send(struct peer_conn *c, const void *s, size_t len, int binary)
-{
-	struct peer_out	*o;
-
-	if (c->pc_drop || c->pc_too_slow)
-		return;
-	if (c->pc_outbytes + len > PEER_MAX_OUTQ) {
-		log_info("conn %llu: dropping a client that does not read",
-		    (unsigned long long)c->pc_serial);
-		c->pc_too_slow = 1;
-		lws_callback_on_writable(c->pc_wsi);
-		return;
-	}
-	if ((o = malloc(sizeof(*o) + LWS_PRE + len)) == NULL)
-		fatal("peer_send");
-	o->po_binary = binary;
-	o->po_len = len;
-	memcpy(o->po_data + LWS_PRE, s, len);
-	STAILQ_INSERT_TAIL(&c->pc_outq, o, po_entry);
-	c->pc_outbytes += len;
-	lws_callback_on_writable(c->pc_wsi);
-}
+#include "proc.h"
 
 static void
 send_buf(struct peer_conn *c, struct buf *b)
 {
-	peer_send(c, b->b_data, b->b_len, 0);
-}
-
-static void
-send_notice(struct peer_conn *c, const char *msg)
-{
-	struct buf	b = BUF_INIT;
-
-	buf_adds(&b, "[\"NOTICE\",");
-	buf_add_jstr(&b, msg, strlen(msg));
-	buf_addc(&b, ']');
-	send_buf(c, &b);
-	buf_free(&b);
-}
-
-static void
-send_ok(struct peer_conn *c, const char *id_hex, int ok, const char *msg)
-{
-	struct buf	b = BUF_INIT;
-
-	buf_adds(&b, "[\"OK\",");
-	buf_add_jstr(&b, id_hex, strlen(id_hex));
-	buf_adds(&b, ok ? ",true," : ",false,");
-	buf_add_jstr(&b, msg, strlen(msg));
-	buf_addc(&b, ']');
-	send_buf(c, &b);
-	buf_free(&b);
-}
-
-static void
-send_closed(struct peer_conn *c, const char *subid, const char *msg)
-{
-	struct buf	b = BUF_INIT;
-
-	buf_adds(&b, "[\"CLOSED\",");
-	buf_add_jstr(&b, subid, strlen(subid));
-	buf_addc(&b, ',');
-	buf_add_jstr(&b, msg, strlen(msg));
-	buf_addc(&b, ']');
-	send_buf(c, &b);
-	buf_free(&b);
-}
-
-static void
-send_eose(struct peer_conn *c, const char *subid)
-{
-	struct buf	b = BUF_INIT;
-
-	buf_adds(&b, "[\"EOSE\",");
-	buf_add_jstr(&b, subid, strlen(subid));
-	buf_addc(&b, ']');
-	send_buf(c, &b);
-	buf_free(&b);
+	wss_send(&c->pc_out, b->b_data, b->b_len, 0);
 }
 
 static void
 send_auth_challenge(struct peer_conn *c)
 {
-	struct buf	b = BUF_INIT;
-
-	buf_adds(&b, "[\"AUTH\",");
-	buf_add_jstr(&b, c->pc_challenge, strlen(c->pc_challenge));
-	buf_addc(&b, ']');
-	send_buf(c, &b);
-	buf_free(&b);
+	wss_send_msg(&c->pc_out, "AUTH", c->pc_challenge, NULL);
 	c->pc_challenge_sent = 1;
 }
 
@@ -150,22 +68,18 @@ send_event(struct peer_conn *c, const char *subid, const struct event *ev)
 	struct buf	b = BUF_INIT;
 	int		limit = peer->cfg.close_after_events;
 
-	if (c->pc_drop)
+	if (c->pc_out.wq_shut)
 		return;
-	buf_adds(&b, "[\"EVENT\",");
-	buf_add_jstr(&b, subid, strlen(subid));
-	buf_addc(&b, ',');
-	buf_add(&b, ev->json, ev->json_len);
+	wss_event_msg(&b, subid, ev->json, ev->json_len);
 	if (peer->cfg.forge)
-		forge_sig(b.b_data + b.b_len - ev->json_len, ev->json_len);
-	buf_addc(&b, ']');
+		forge_sig(b.b_data + b.b_len - 1 - ev->json_len, ev->json_len);
 	send_buf(c, &b);
 	buf_free(&b);
 	c->pc_events_sent++;
 	if (limit > 0 && c->pc_events_sent >= (uint64_t)limit) {
 		log_debug("conn %llu: %d events sent, dropping it",
 		    (unsigned long long)c->pc_serial, limit);
-		c->pc_drop = 1;
+		c->pc_out.wq_shut = 1;
 		lws_callback_on_writable(c->pc_wsi);
 	}
 }
@@ -173,12 +87,8 @@ send_event(struct peer_conn *c, const char *subid, const struct event *ev)
 static void
 sub_free(struct peer_sub *s)
 {
-	size_t	i;
-
 	lws_sul_cancel(&s->ps_sul);
-	for (i = 0; i < s->ps_nfilters; i++)
-		filter_free(&s->ps_filters[i]);
-	free(s->ps_filters);
+	filters_free(s->ps_filters, s->ps_nfilters);
 	free(s);
 }
 
@@ -219,7 +129,7 @@ eose_timer(lws_sorted_usec_list_t *sul)
 {
 	struct peer_sub	*s = lws_container_of(sul, struct peer_sub, ps_sul);
 
-	send_eose(s->ps_conn, s->ps_id);
+	wss_send_msg(&s->ps_conn->pc_out, "EOSE", s->ps_id, NULL);
 }
 
 /* The value of a json.h tree as cJSON, for the log.  Never NULL. */
@@ -263,24 +173,38 @@ to_cjson(const struct json *j)
 	return o;
 }
 
+/*
+ * A new entry of the log about c, its "conn" and "sub", the id sid
+ * names (null unless sid is a string; no "sub" with_sub 0).  The caller
+ * adds the rest.
+ */
+static cJSON *
+log_entry(const struct peer_conn *c, int with_sub, const struct json *sid)
+{
+	cJSON	*e;
+
+	if ((e = cJSON_CreateObject()) == NULL)
+		fatal("log_entry");
+	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
+	if (with_sub && sid != NULL && sid->type == JSON_STRING)
+		cJSON_AddStringToObject(e, "sub", sid->s);
+	else if (with_sub)
+		cJSON_AddNullToObject(e, "sub");
+	return e;
+}
+
 /* Records a REQ as received: conn, sub, the filter objects, when. */
 static void
 log_req(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*sid = json_at(msg, 1), *f;
+	const struct json	*f;
 	cJSON			*e, *fl;
 
-	if ((e = cJSON_CreateObject()) == NULL)
-		fatal("log_req");
-	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
-	if (sid != NULL && sid->type == JSON_STRING)
-		cJSON_AddStringToObject(e, "sub", sid->s);
-	else
-		cJSON_AddNullToObject(e, "sub");
+	e = log_entry(c, 1, json_at(msg, 1));
 	fl = cJSON_AddArrayToObject(e, "filters");
 	for (f = json_at(msg, 2); f != NULL; f = f->next)
 		cJSON_AddItemToArray(fl, to_cjson(f));
-	cJSON_AddNumberToObject(e, "at_ms", (double)peer_now_ms());
+	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
 	peer_log_add(peer->log_reqs, e);
 }
 
@@ -318,10 +242,10 @@ send_junk_frames(struct peer_conn *c)
 		buf_free(&b);
 	}
 	if (peer->cfg.garbage) {
-		peer_send(c, garbage, sizeof(garbage) - 1, 0);
+		wss_send(&c->pc_out, garbage, sizeof(garbage) - 1, 0);
 		for (i = 0; i < sizeof(bin); i++)
 			bin[i] = (unsigned char)(i * 37 + 5);
-		peer_send(c, bin, sizeof(bin), 1);
+		wss_send(&c->pc_out, bin, sizeof(bin), 1);
 	}
 }
 
@@ -333,7 +257,7 @@ send_flood(struct peer_conn *c, const char *subid, int n)
 	char		 content[64];
 	int		 i;
 
-	for (i = 0; i < n && !c->pc_drop; i++) {
+	for (i = 0; i < n && !c->pc_out.wq_shut; i++) {
 		snprintf(content, sizeof(content), "junk %llu",
 		    (unsigned long long)++peer->junk_seq);
 		ev = event_new_signed(peer->junk_sk, (int64_t)time(NULL), 1,
@@ -356,32 +280,35 @@ handle_req(struct peer_conn *c, const struct json *msg)
 
 	log_req(c, msg);
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
-		send_notice(c, "invalid: REQ needs a subscription id string");
+		wss_notice(&c->pc_out,
+		    "invalid: REQ needs a subscription id string");
 		return;
 	}
 	if (sid->len > PEER_MAX_SUBID || memchr(sid->s, '\0', sid->len)) {
-		send_closed(c, sid->s, "invalid: subscription id longer than "
-		    "64 characters");
+		wss_send_msg(&c->pc_out, "CLOSED", sid->s,
+		    "invalid: subscription id longer than 64 characters");
 		return;
 	}
 	memcpy(subid, sid->s, sid->len + 1);
 	if (peer->cfg.auth && !c->pc_authed) {
 		if (!c->pc_challenge_sent)
 			send_auth_challenge(c);
-		send_closed(c, subid, "auth-required: this peer wants NIP-42 "
-		    "AUTH first");
+		wss_send_msg(&c->pc_out, "CLOSED", subid,
+		    "auth-required: this peer wants NIP-42 AUTH first");
 		return;
 	}
 	send_junk_frames(c);
 	if (peer->cfg.notice_rate_limit)
-		send_notice(c, "rate limit exceeded, slow down");
+		wss_notice(&c->pc_out, "rate limit exceeded, slow down");
 	if (peer->cfg.closed_rate_limited) {
-		send_closed(c, subid, "rate-limited: slow down");
+		wss_send_msg(&c->pc_out, "CLOSED", subid,
+		    "rate-limited: slow down");
 		return;
 	}
 	nf = msg->n - 2;
 	if (nf == 0) {
-		send_closed(c, subid, "invalid: REQ needs at least one filter");
+		wss_send_msg(&c->pc_out, "CLOSED", subid,
+		    "invalid: REQ needs at least one filter");
 		return;
 	}
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
@@ -392,14 +319,14 @@ handle_req(struct peer_conn *c, const struct json *msg)
 	for (i = 0, fj = json_at(msg, 2); fj != NULL; fj = fj->next, i++) {
 		s->ps_nfilters = i + 1;
 		if (fj->type != JSON_OBJECT) {
-			send_closed(c, subid, "invalid: a filter must be a "
-			    "JSON object");
+			wss_send_msg(&c->pc_out, "CLOSED", subid,
+			    "invalid: a filter must be a JSON object");
 			sub_free(s);
 			return;
 		}
 		if (filter_parse(fj, &s->ps_filters[i], err, sizeof(err)) ==
 		    -1) {
-			send_closed(c, subid, err);
+			wss_send_msg(&c->pc_out, "CLOSED", subid, err);
 			sub_free(s);
 			return;
 		}
@@ -423,7 +350,7 @@ handle_req(struct peer_conn *c, const struct json *msg)
 		lws_sul_schedule(peer->ctx, 0, &s->ps_sul, eose_timer,
 		    (lws_usec_t)peer->cfg.eose_delay_ms * LWS_US_PER_MS);
 	else
-		send_eose(c, subid);
+		wss_send_msg(&c->pc_out, "EOSE", subid, NULL);
 }
 
 static void
@@ -434,14 +361,12 @@ handle_close(struct peer_conn *c, const struct json *msg)
 	cJSON			*e;
 
 	if (sid == NULL || sid->type != JSON_STRING) {
-		send_notice(c, "invalid: CLOSE needs a subscription id string");
+		wss_notice(&c->pc_out,
+		    "invalid: CLOSE needs a subscription id string");
 		return;
 	}
-	if ((e = cJSON_CreateObject()) == NULL)
-		fatal("handle_close");
-	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
-	cJSON_AddStringToObject(e, "sub", sid->s);
-	cJSON_AddNumberToObject(e, "at_ms", (double)peer_now_ms());
+	e = log_entry(c, 1, sid);
+	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
 	peer_log_add(peer->log_closes, e);
 	if ((s = sub_find(c, sid->s)) != NULL)
 		sub_remove(c, s);
@@ -458,37 +383,53 @@ event_id_of(const struct json *evj)
 	return id->s;
 }
 
-static void
-handle_event(struct peer_conn *c, const struct json *msg)
+/*
+ * The event of an EVENT or AUTH message (verb), parsed; or NULL, with
+ * the NOTICE or the OK false already queued.  The caller frees it.
+ */
+static struct event *
+take_event(struct peer_conn *c, const struct json *msg, const char *verb)
 {
 	const struct json	*evj = json_at(msg, 1);
 	struct event		*ev;
-	char			 err[256], id[65];
-	int			 r;
+	char			 err[256];
+
+	if (msg->n != 2 || evj->type != JSON_OBJECT) {
+		snprintf(err, sizeof(err), "invalid: %s takes exactly one "
+		    "event object", verb);
+		wss_notice(&c->pc_out, err);
+		return NULL;
+	}
+	if ((ev = event_from_json(evj, err, sizeof(err))) == NULL)
+		wss_ok(&c->pc_out, event_id_of(evj), 0, err);
+	return ev;
+}
+
+static void
+handle_event(struct peer_conn *c, const struct json *msg)
+{
+	struct event	*ev;
+	char		 id[65];
+	int		 r;
 
 	peer->log_events_received++;
-	if (msg->n != 2 || evj->type != JSON_OBJECT) {
-		send_notice(c, "invalid: EVENT takes exactly one event object");
+	if ((ev = take_event(c, msg, "EVENT")) == NULL)
 		return;
-	}
-	if ((ev = event_from_json(evj, err, sizeof(err))) == NULL) {
-		send_ok(c, event_id_of(evj), 0, err);
-		return;
-	}
 	if (peer->cfg.ok_rate_limited) {
-		send_ok(c, ev->id_hex, 0, "rate-limited: slow down");
+		wss_ok(&c->pc_out, ev->id_hex, 0, "rate-limited: slow down");
 		goto done;
 	}
 	if (peer->cfg.verify && !event_check_id(ev)) {
-		send_ok(c, ev->id_hex, 0, "invalid: event id does not match");
+		wss_ok(&c->pc_out, ev->id_hex, 0,
+		    "invalid: event id does not match");
 		goto done;
 	}
 	if (peer->cfg.verify && !event_check_sig(ev)) {
-		send_ok(c, ev->id_hex, 0, "invalid: bad signature");
+		wss_ok(&c->pc_out, ev->id_hex, 0, "invalid: bad signature");
 		goto done;
 	}
 	if (event_kind_class(ev->kind) == KIND_EPHEMERAL) {
-		send_ok(c, ev->id_hex, 1, "");
+		wss_ok(&c->pc_out, ev->id_hex, 1, "");
 		peer_fanout(ev);
 		goto done;
 	}
@@ -496,12 +437,12 @@ handle_event(struct peer_conn *c, const struct json *msg)
 	memcpy(id, ev->id_hex, sizeof(id));
 	r = peer_store_add(ev);
 	if (r == 1) {
-		send_ok(c, id, 1, "");
+		wss_ok(&c->pc_out, id, 1, "");
 		peer_fanout(ev);
 	} else if (r == 0)
-		send_ok(c, id, 1, "duplicate: already have this event");
+		wss_ok(&c->pc_out, id, 1, "duplicate: already have this event");
 	else
-		send_ok(c, id, 0, "error: the peer's store is full");
+		wss_ok(&c->pc_out, id, 0, "error: the peer's store is full");
 	return;
 done:
 	event_destroy(ev);
@@ -511,21 +452,13 @@ done:
 static void
 handle_auth(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*evj = json_at(msg, 1);
 	const struct estr	*ch;
 	struct event		*ev;
 	const char		*why = NULL;
-	char			 err[256];
 	cJSON			*e;
 
-	if (msg->n != 2 || evj->type != JSON_OBJECT) {
-		send_notice(c, "invalid: AUTH takes exactly one event object");
+	if ((ev = take_event(c, msg, "AUTH")) == NULL)
 		return;
-	}
-	if ((ev = event_from_json(evj, err, sizeof(err))) == NULL) {
-		send_ok(c, event_id_of(evj), 0, err);
-		return;
-	}
 	if (ev->kind != PEER_KIND_AUTH)
 		why = "invalid: AUTH needs a kind 22242 event";
 	else if (!event_check_id(ev))
@@ -538,17 +471,15 @@ handle_auth(struct peer_conn *c, const struct json *msg)
 	else if (event_tag_value(ev, "relay") == NULL)
 		why = "invalid: missing relay tag";
 	if (why != NULL) {
-		send_ok(c, ev->id_hex, 0, why);
+		wss_ok(&c->pc_out, ev->id_hex, 0, why);
 		event_destroy(ev);
 		return;
 	}
 	c->pc_authed = 1;
-	if ((e = cJSON_CreateObject()) == NULL)
-		fatal("handle_auth");
-	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
+	e = log_entry(c, 0, NULL);
 	cJSON_AddStringToObject(e, "pubkey", ev->pubkey_hex);
 	peer_log_add(peer->log_auth, e);
-	send_ok(c, ev->id_hex, 1, "");
+	wss_ok(&c->pc_out, ev->id_hex, 1, "");
 	event_destroy(ev);
 }
 
@@ -625,24 +556,20 @@ handle_neg_open(struct peer_conn *c, const struct json *msg)
 	char			 err[160];
 	size_t			 i;
 
-	if ((e = cJSON_CreateObject()) == NULL)
-		fatal("handle_neg_open");
-	cJSON_AddNumberToObject(e, "conn", (double)c->pc_serial);
-	if (sid != NULL && sid->type == JSON_STRING)
-		cJSON_AddStringToObject(e, "sub", sid->s);
-	else
-		cJSON_AddNullToObject(e, "sub");
+	e = log_entry(c, 1, sid);
 	cJSON_AddItemToObject(e, "filter", fj != NULL ? to_cjson(fj) :
 	    cJSON_CreateNull());
-	cJSON_AddNumberToObject(e, "at_ms", (double)peer_now_ms());
+	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
 	peer_log_add(peer->log_negs, e);
 	if (!peer->cfg.neg) {
-		send_notice(c, "error: unknown message type \"NEG-OPEN\"");
+		wss_notice(&c->pc_out,
+		    "error: unknown message type \"NEG-OPEN\"");
 		return;
 	}
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0 ||
 	    sid->len > PEER_MAX_SUBID || memchr(sid->s, '\0', sid->len)) {
-		send_notice(c, "invalid: NEG-OPEN needs a subscription id");
+		wss_notice(&c->pc_out,
+		    "invalid: NEG-OPEN needs a subscription id");
 		return;
 	}
 	if ((old = neg_find(c, sid->s)) != NULL)
@@ -708,14 +635,14 @@ handle_message(struct peer_conn *c, const char *data, size_t len)
 
 	if ((msg = json_parse(data, len, &doc, err, sizeof(err))) == NULL) {
 		snprintf(notice, sizeof(notice), "invalid: bad JSON: %s", err);
-		send_notice(c, notice);
+		wss_notice(&c->pc_out, notice);
 		return;
 	}
 	verb = json_at(msg, 0);
 	if (msg->type != JSON_ARRAY || verb == NULL ||
 	    verb->type != JSON_STRING)
-		send_notice(c, "invalid: a message must be a JSON array "
-		    "starting with a string");
+		wss_notice(&c->pc_out, "invalid: a message must be a JSON "
+		    "array starting with a string");
 	else if (strcmp(verb->s, "EVENT") == 0)
 		handle_event(c, msg);
 	else if (strcmp(verb->s, "REQ") == 0)
@@ -733,7 +660,7 @@ handle_message(struct peer_conn *c, const char *data, size_t len)
 	else {
 		snprintf(notice, sizeof(notice), "error: unknown message type "
 		    "\"%.40s\"", verb->s);
-		send_notice(c, notice);
+		wss_notice(&c->pc_out, notice);
 	}
 	json_free(doc);
 }
@@ -742,18 +669,13 @@ static void
 conn_release(struct peer_conn *c)
 {
 	struct peer_sub	*s;
-	struct peer_out	*o;
 
 	while ((s = LIST_FIRST(&c->pc_subs)) != NULL)
 		sub_remove(c, s);
 	while (LIST_FIRST(&c->pc_negs) != NULL)
 		neg_remove(LIST_FIRST(&c->pc_negs));
-	while ((o = STAILQ_FIRST(&c->pc_outq)) != NULL) {
-		STAILQ_REMOVE_HEAD(&c->pc_outq, po_entry);
-		free(o);
-	}
-	c->pc_outbytes = 0;
-	buf_free(&c->pc_rx);
+	wss_queue_clear(&c->pc_out);
+	buf_free(&c->pc_rx.wr_buf);
 	LIST_REMOVE(c, pc_entry);
 	peer->nconns--;
 }
@@ -761,74 +683,36 @@ conn_release(struct peer_conn *c)
 static int
 ws_writeable(struct peer_conn *c, struct lws *wsi)
 {
-	struct peer_out	*o;
-	int		 n;
+	uint64_t	sent = c->pc_out.wq_sent;
+	int		rc;
 
-	if (c->pc_too_slow) {
-		lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION,
-		    (unsigned char *)"too slow", 8);
-		return -1;
-	}
 	/*
 	 * close_after_events: once the last event has left (lws calls us
 	 * only after it flushed what it buffered), end the stream without
 	 * a close frame, as a crashing relay would.
 	 */
-	if (c->pc_drop && STAILQ_EMPTY(&c->pc_outq)) {
+	if (c->pc_out.wq_shut && !c->pc_out.wq_too_slow &&
+	    STAILQ_EMPTY(&c->pc_out.wq_q)) {
 		shutdown(lws_get_socket_fd(wsi), SHUT_RDWR);
 		return -1;
 	}
-	while ((o = STAILQ_FIRST(&c->pc_outq)) != NULL) {
-		n = lws_write(wsi, o->po_data + LWS_PRE, o->po_len,
-		    o->po_binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
-		if (n < 0)
-			return -1;
-		peer->log_bytes_out += o->po_len;
-		STAILQ_REMOVE_HEAD(&c->pc_outq, po_entry);
-		c->pc_outbytes -= o->po_len;
-		free(o);
-		if (lws_send_pipe_choked(wsi))
-			break;
-	}
-	if (!STAILQ_EMPTY(&c->pc_outq) || c->pc_drop)
+	rc = wss_queue_write(&c->pc_out, 0);
+	peer->log_bytes_out += c->pc_out.wq_sent - sent;
+	if (rc == 0 && c->pc_out.wq_shut)
 		lws_callback_on_writable(wsi);
-	return 0;
+	return rc;
 }
 
 static void
 ws_receive(struct peer_conn *c, struct lws *wsi, const void *in, size_t len)
 {
-	int	final = lws_is_final_fragment(wsi);
-	char	notice[128];
-
 	peer->log_bytes_in += len;
-	if (lws_frame_is_binary(wsi)) {
-		if (final)
-			send_notice(c, "invalid: binary messages are not "
-			    "processed by this relay");
+	if (!wss_rx_frame(&c->pc_rx, wsi, in, len, PEER_MAX_MESSAGE,
+	    &c->pc_out))
 		return;
-	}
-	if (!c->pc_rx_oversized) {
-		if (c->pc_rx.b_len + len > PEER_MAX_MESSAGE) {
-			c->pc_rx_oversized = 1;
-			buf_free(&c->pc_rx);
-		} else
-			buf_add(&c->pc_rx, in, len);
-	}
-	if (!final)
-		return;
-	if (c->pc_rx_oversized) {
-		snprintf(notice, sizeof(notice), "invalid: message too large "
-		    "(at most %d bytes)", PEER_MAX_MESSAGE);
-		send_notice(c, notice);
-		c->pc_rx_oversized = 0;
-		return;
-	}
-	handle_message(c, c->pc_rx.b_data ? c->pc_rx.b_data : "",
-	    c->pc_rx.b_len);
-	buf_reset(&c->pc_rx);
-	if (c->pc_rx.b_cap > 256 * 1024)
-		buf_free(&c->pc_rx);
+	handle_message(c, c->pc_rx.wr_buf.b_data ? c->pc_rx.wr_buf.b_data :
+	    "", c->pc_rx.wr_buf.b_len);
+	wss_rx_done(&c->pc_rx);
 }
 
 static void
@@ -843,7 +727,9 @@ conn_open(struct peer_conn *c, struct lws *wsi)
 	c->pc_kind = PEER_CONN_WS;
 	c->pc_wsi = wsi;
 	c->pc_serial = ++peer->next_serial;
-	STAILQ_INIT(&c->pc_outq);
+	snprintf(c->pc_name, sizeof(c->pc_name), "conn %llu",
+	    (unsigned long long)c->pc_serial);
+	wss_queue_init(&c->pc_out, wsi, PEER_MAX_OUTQ, c->pc_name);
 	LIST_INIT(&c->pc_subs);
 	LIST_INIT(&c->pc_negs);
 	if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))

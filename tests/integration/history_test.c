@@ -66,6 +66,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
 #include "tuser.h"
 #include "wsclient.h"
 
@@ -136,12 +137,7 @@ static int
 host_repo(struct relayproc *p, int owner, const char *d,
     const char *maint_hex)
 {
-	uint8_t	sk[32];
-	char	dir[512];
-
-	tuser_sk(KEYS, owner, sk);
-	snprintf(dir, sizeof(dir), "%s/%s-%d", tmpdir, d, relayproc_port(p));
-	return client_host_repo(p, sk, t0, d, maint_hex, dir);
+	return tint_host_repo(p, KEYS, owner, t0, d, maint_hex, tmpdir);
 }
 
 /* The relay of the historyd view whose key names p's port, or NULL. */
@@ -284,15 +280,6 @@ reply_by(int who, int64_t at, const char *content)
 	return ev(who, at, 1111, tags, content);
 }
 
-static int
-found(struct relayproc *p, const struct event *e, int secs)
-{
-	char	f[200];
-
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
-	return client_wait_count(p, f, 1, secs);
-}
-
 /* 1 once relayd's /metrics has a line starting with name, within secs. */
 static int
 metrics_have(struct relayproc *p, const char *name, int secs)
@@ -351,7 +338,7 @@ test_participant_history_mailboxes(void)
 	T_ASSERT(peerctl_seed(ob[1], &r2, 1) == 0);
 	T_ASSERT(peerctl_seed(ob[4], &r5, 1) == 0);
 
-	T_EQ_INT(found(b, r2, 30), 1);
+	T_EQ_INT(client_wait_id(b, r2, 30), 1);
 	/* The view: four participant relays, the fifth not among them;
 	 * the last one's rotation complete. */
 	for (i = 0; i < 100; i++) {
@@ -390,12 +377,7 @@ test_participant_history_mailboxes(void)
 	T_CHECK(metrics_have(b, RETAINED("workers"), 5));
 	sleep(2);
 	T_EQ_INT(client_count(b, "{\"kinds\":[1111],\"#E\":[\"x\"]}"), 0);
-	{
-		char f[200];
-
-		snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", r5->id_hex);
-		T_EQ_INT(client_count(b, f), 0);
-	}
+	T_EQ_INT(client_has_id(b, r5), 0);
 	/* Never dialled, by historyd or anyone. */
 	T_EQ_INT(peer_connections(ob[4]), 0);
 	event_destroy(r0);
@@ -415,7 +397,7 @@ test_fallback_for_participant_without_list(void)
 	T_EQ_INT(client_publish(b, q0, msg, sizeof(msg)), 1);
 	q1 = reply_by(WHO_OTHER, t0 + 51, "only on the fallback relay");
 	T_ASSERT(peerctl_seed(fb, &q1, 1) == 0);
-	T_EQ_INT(found(b, q1, 30), 1);
+	T_EQ_INT(client_wait_id(b, q1, 30), 1);
 	/* syncd may cover the root author's root on the fallback relay
 	 * too: historyd's own probe is the filter only it sends, a "#q"
 	 * naming the coordinate and the participant's reply together. */
@@ -464,7 +446,7 @@ test_root_author_inbox_in_ordinary_coverage(void)
 	T_CHECK(live >= 1);
 	late = reply_by(WHO_LATE, time(NULL), "late reply in the inbox");
 	T_ASSERT(peerctl_seed(rin, &late, 1) == 0);
-	T_EQ_INT(found(b, late, 4), 1);
+	T_EQ_INT(client_wait_id(b, late, 4), 1);
 	event_destroy(list);
 	event_destroy(late);
 }
@@ -482,7 +464,7 @@ test_root_author_without_list_on_fallback(void)
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is2->id_hex);
 	rep = ev(WHO_LATE, t0 + 110, 1, tags, "reply on the fallback relay");
 	T_ASSERT(peerctl_seed(fb, &rep, 1) == 0);
-	T_EQ_INT(found(b, rep, 20), 1);
+	T_EQ_INT(client_wait_id(b, rep, 20), 1);
 	event_destroy(is2);
 	event_destroy(rep);
 }
@@ -615,8 +597,8 @@ test_index_answer_puts_authors_on_fallback(void)
 	T_ASSERT(peerctl_config(idx, "{\"drop_eose\":false}") == 0);
 	/* Root author: syncd's ordinary coverage on the fallback relay;
 	 * participant: historyd's probe of it. */
-	T_EQ_INT(found(b, ra, 30), 1);
-	T_EQ_INT(found(b, rc, 30), 1);
+	T_EQ_INT(client_wait_id(b, ra, 30), 1);
+	T_EQ_INT(client_wait_id(b, rc, 30), 1);
 	T_CHECK(reqs_mention(fb, from, issue_c->id_hex));
 	fallback_state(&roots, &marks, &threads);
 	T_CHECK(marks >= 2);
@@ -866,7 +848,7 @@ test_owner_read_inbox_public_only(void)
 	    issue->id_hex, coord);
 	st = ev(WHO_STATUS, t0 + 70, 1632, tags, "closed");
 	T_ASSERT(peerctl_seed(own, &st, 1) == 0);
-	T_EQ_INT(found(b, st, 30), 1);
+	T_EQ_INT(client_wait_id(b, st, 30), 1);
 	/* own's rotation done, its worker idle. */
 	for (i = 0; i < 100; i++) {
 		cJSON_Delete(v);
@@ -1132,62 +1114,40 @@ test_off_switch(void)
 static int
 history_setup(void)
 {
-	char		 e1[128], e2[128];
-	const char	*env[4];
-	int		 i;
-
-	t0 = (int64_t)time(NULL) - 3600;
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-hist") == -1 ||
-	    gt_setup(tmpdir) == -1) {
-		printf("not ok - history_setup: temp dir\n");
-		return 1;
-	}
-	for (i = 0; i < NOB; i++)
-		if ((ob[i] = relayproc_start_peer(NULL)) == NULL) {
-			printf("not ok - history_setup: peers\n");
-			return 1;
-		}
-	if ((fb = relayproc_start_peer(NULL)) == NULL ||
-	    (own = relayproc_start_peer(NULL)) == NULL ||
-	    (rin = relayproc_start_peer(NULL)) == NULL ||
-	    (idx = relayproc_start_peer(NULL)) == NULL) {
-		printf("not ok - history_setup: peers\n");
-		return 1;
-	}
-	snprintf(e1, sizeof(e1), "NGIT_SYNC_PLUS_FALLBACK_RELAYS=ws://"
-	    "127.0.0.1:%d", relayproc_port(fb));
+	struct relayproc	**peers[NOB + 4] = { &fb, &own, &rin, &idx };
 	/* An empty user index: its successful answers put authors without
 	 * a relay list on the fallback relay (GRASP-03). */
-	snprintf(e2, sizeof(e2), "NGIT_SYNC_PLUS_USER_INDEX_RELAYS=ws://"
-	    "127.0.0.1:%d", relayproc_port(idx));
-	env[0] = e1;
-	env[1] = e2;
-	env[2] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
-	env[3] = NULL;
-	if ((b = relayproc_start("graspd", env)) == NULL) {
-		printf("not ok - history_setup: graspd did not start\n");
+	const char		*keys[] = { "NGIT_SYNC_PLUS_FALLBACK_RELAYS",
+	    "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
+	struct relayproc	*at[2];
+	int			 i;
+
+	t0 = (int64_t)time(NULL) - 3600;
+	for (i = 0; i < NOB; i++)
+		peers[4 + i] = &ob[i];
+	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-hist",
+	    "history_setup") == -1 || tint_peers_start(peers, TINT_N(peers),
+	    "history_setup") == -1)
 		return 1;
-	}
+	at[0] = fb;
+	at[1] = idx;
+	if ((b = tint_sync_graspd(keys, at, TINT_N(at), NULL,
+	    "history_setup")) == NULL)
+		return 1;
 	return 0;
 }
 
 static void
 history_cleanup(void)
 {
-	int		 i;
+	struct relayproc	*rps[] = { b, fb, own, rin, idx };
+	struct event		*evs[] = { issue, issue_a, issue_c };
 
 	if (t_fail)
 		relayproc_dump_log(b, 80);
-	relayproc_free(b);
-	for (i = 0; i < NOB; i++)
-		relayproc_free(ob[i]);
-	relayproc_free(fb);
-	relayproc_free(own);
-	relayproc_free(rin);
-	relayproc_free(idx);
-	event_destroy(issue);
-	event_destroy(issue_a);
-	event_destroy(issue_c);
+	tuser_events_destroy(evs, TINT_N(evs));
+	tint_relays_free(rps, TINT_N(rps));
+	tint_relays_free(ob, NOB);
 	tdir_remove(tmpdir);
 }
 

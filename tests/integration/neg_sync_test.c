@@ -50,6 +50,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
 #include "tuser.h"
 #include "wsclient.h"
 
@@ -112,28 +113,8 @@ static struct event *
 announcement(int owner, const char *d, const char *const hosts[],
     size_t nhosts, const char *const extra[], size_t nextra)
 {
-	struct buf	 t = BUF_INIT;
-	struct event	*e;
-	uint8_t		 sk[32], pk[32];
-	char		 url[512];
-	size_t		 i;
-
-	tuser_sk(KEYS, owner, sk);
-	event_pubkey_of(sk, pk);
-	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\"", d, d);
-	for (i = 0; i < nhosts; i++) {
-		gt_url(url, sizeof(url), hosts[i], pk, d);
-		buf_printf(&t, ",\"%s\"", url);
-	}
-	buf_adds(&t, "],[\"relays\"");
-	for (i = 0; i < nhosts; i++)
-		buf_printf(&t, ",\"ws://%s\"", hosts[i]);
-	for (i = 0; i < nextra; i++)
-		buf_printf(&t, ",\"%s\"", extra[i]);
-	buf_adds(&t, "]]");
-	e = ev(owner, t_first, 30617, t.b_data, "");
-	buf_free(&t);
-	return e;
+	return tint_announcement(KEYS, owner, t_first, d, hosts, nhosts,
+	    extra, nextra, NULL);
 }
 
 /*
@@ -468,20 +449,12 @@ figures(struct relayproc *rp, const char *url, struct neg_figures *f)
 	return rc;
 }
 
-static int
-sanitizing(void)
-{
-	const char	*l = getenv("RUN_LABEL");
-
-	return l != NULL && strcmp(l, "sanitize") == 0;
-}
-
 static void
 two_instances_converge_by_negentropy(void)
 {
 	struct pair		p;
 	struct neg_figures	fa, fb;
-	int			nshared = sanitizing() ? 3000 : 20000;
+	int			nshared = tint_sanitizing() ? 3000 : 20000;
 	double			secs, neg_a, neg_b;
 
 	if (pair_setup(&p, 50, "shared", nshared, 100, NULL) == -1) {

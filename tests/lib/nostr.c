@@ -50,8 +50,10 @@ nostr_json_text(const struct json *j)
 
 /*
  * Receives relay messages until one parses as a JSON array with a string
- * first element, or the deadline.  Returns that array, its document in
- * *docp (caller frees with json_free), or NULL.
+ * first element, or the deadline.  *docp, the document of the message
+ * read before (or NULL), is freed first, so a loop over the messages
+ * frees only the last one.  Returns that array, its document in *docp
+ * (caller frees with json_free), or NULL.
  */
 static struct json *
 next_msg(struct wsc *w, int64_t deadline, struct json_doc **docp)
@@ -61,6 +63,7 @@ next_msg(struct wsc *w, int64_t deadline, struct json_doc **docp)
 	size_t		 len;
 	int64_t		 left;
 
+	json_free(*docp);
 	*docp = NULL;
 	for (;;) {
 		left = deadline - wsc_now_ms();
@@ -119,8 +122,6 @@ send_for_ok(struct wsc *w, const char *verb, const char *event_json,
 			rc = 0;
 			break;
 		}
-		json_free(doc);
-		doc = NULL;
 	}
 done:
 	json_free(doc);
@@ -243,8 +244,6 @@ nostr_req(struct wsc *w, const char *subid, const char *filters_json,
 				break;
 			}
 		}
-		json_free(doc);
-		doc = NULL;
 	}
 done:
 	json_free(doc);
@@ -309,8 +308,6 @@ nostr_wait_event(struct wsc *w, const char *subid, int timeout_ms,
 				break;
 			}
 		}
-		json_free(doc);
-		doc = NULL;
 	}
 	json_free(doc);
 	return ev;
@@ -343,8 +340,6 @@ nostr_wait_msg(struct wsc *w, const char *type, int timeout_ms)
 			text = nostr_json_text(m);
 			break;
 		}
-		json_free(doc);
-		doc = NULL;
 	}
 	json_free(doc);
 	return text;

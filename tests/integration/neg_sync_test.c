@@ -1277,18 +1277,7 @@ static int
 neg_sync_setup(void)
 {
 	t_first = time(NULL) - 86400;
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-negsync") == -1 ||
-	    gt_setup(tmpdir) == -1) {
-		printf("not ok - neg_sync_setup: temp dir\n");
-		return 1;
-	}
 	return 0;
-}
-
-static void
-neg_sync_cleanup(void)
-{
-	tdir_remove(tmpdir);
 }
 
 static const struct t_case cases[] = {
@@ -1300,4 +1289,7 @@ static const struct t_case cases[] = {
 	T_CASE(two_instances_converge_by_negentropy),
 };
 
-T_MAIN_WITH(cases, neg_sync_setup, neg_sync_cleanup, 0)
+/* The temporary directory, with git's HOME in it (gt_fixture). */
+static struct tdir_prog	prog = { tmpdir, sizeof(tmpdir), "graspd-negsync" };
+
+T_MAIN_ALL(cases, neg_sync_setup, NULL, &gt_fixture, &prog, 0)

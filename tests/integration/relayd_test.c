@@ -24,6 +24,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
 #include "wsclient.h"
 
 #define TMO	5000
@@ -828,9 +829,7 @@ test_req_limit_order_and_live_delivery(void)
 	T_ASSERT(nostr_close_sub(ws2, "live") == 0);
 	ev = signed_by(62, time(NULL), 1621, tags, "after close");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	live = nostr_wait_event(ws2, "live", 300, NULL);
-	T_CHECK(live == NULL);
-	free(live);
+	T_CHECK(nostr_no_event(ws2, "live", 300));
 	event_destroy(ev);
 	event_destroy(ann);
 	wsc_close(ws);
@@ -1220,18 +1219,9 @@ test_unwritable_git_data_path_is_a_configuration_error(void)
 static int
 relayd_setup(void)
 {
-	char	home[300];
-
 	srand((unsigned)getpid());
-	snprintf(tmp, sizeof(tmp), "%s/graspd-relayd-test.XXXXXX",
-	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	snprintf(home, sizeof(home), "%s/home", tmp);
-	if (mkdtemp(tmp) == NULL || (snprintf(home, sizeof(home), "%s/home",
-	    tmp), gt_setup(home)) == -1) {
-		printf("not ok - relayd_start: no temporary directory\n");
-		return 1;
-	}
-	return 0;
+	return tint_home(tmp, sizeof(tmp), "graspd-relayd-test",
+	    "relayd_setup") == -1 ? 1 : 0;
 }
 
 static void

@@ -314,6 +314,17 @@ nostr_wait_event(struct wsc *w, const char *subid, int timeout_ms,
 }
 
 int
+nostr_no_event(struct wsc *w, const char *subid, int timeout_ms)
+{
+	char	*ev;
+
+	if ((ev = nostr_wait_event(w, subid, timeout_ms, NULL)) == NULL)
+		return 1;
+	free(ev);
+	return 0;
+}
+
+int
 nostr_close_sub(struct wsc *w, const char *subid)
 {
 	struct buf	b = BUF_INIT;

@@ -91,6 +91,11 @@ char	*nostr_wait_event(struct wsc *, const char *subid, int timeout_ms,
 	    char **closed_reason);
 /* Sends ["CLOSE",subid].  0 or -1. */
 int	 nostr_close_sub(struct wsc *, const char *subid);
+/*
+ * 1 when no event of subid arrives within timeout_ms (nostr_wait_event():
+ * a CLOSED ends the wait too), 0 when one does (it is dropped).
+ */
+int	 nostr_no_event(struct wsc *, const char *subid, int timeout_ms);
 
 /*
  * Waits at most timeout_ms for the next relay message whose first element

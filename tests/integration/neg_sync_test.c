@@ -60,6 +60,8 @@
 #define TMO		5000
 /* Events published per burst before their OKs are read. */
 #define BURST		500
+/* The most relay URLs (hosts and others) one announcement names. */
+#define ANN_MAX_URLS	8
 /* Generous bounds: a slow machine must not fail a test. */
 #define CONVERGE_SECS	180
 #define PEER_SECS	30
@@ -113,8 +115,18 @@ static struct event *
 announcement(int owner, const char *d, const char *const hosts[],
     size_t nhosts, const char *const extra[], size_t nextra)
 {
+	char		 ws[ANN_MAX_URLS][300];
+	const char	*relays[ANN_MAX_URLS];
+	size_t		 i, n = 0;
+
+	for (i = 0; i < nhosts && n < ANN_MAX_URLS; i++, n++) {
+		snprintf(ws[n], sizeof(ws[n]), "ws://%s", hosts[i]);
+		relays[n] = ws[n];
+	}
+	for (i = 0; i < nextra && n < ANN_MAX_URLS; i++)
+		relays[n++] = extra[i];
 	return tint_announcement(KEYS, owner, t_first, d, hosts, nhosts,
-	    extra, nextra, NULL);
+	    relays, n, NULL);
 }
 
 /*

@@ -44,8 +44,9 @@
 #define TMO		5000
 /* Events the test makes (all freed at the end). */
 #define MAX_EVS		128
-/* The most graspds one announcement names. */
+/* The most graspds, and other relay URLs, one announcement names. */
 #define MAX_HOSTS	4
+#define MAX_RELAYS	4
 /* NGIT_TEST: syncd's 900 s quick-reconnect limit and catch-up margin,
  * and conn's 65 s rate-limit cooldown, divided by 60. */
 #define QUICK_SECS	15
@@ -143,13 +144,23 @@ announcement(int owner, const char *d, int64_t at,
     struct relayproc *const hosts[], size_t nhosts,
     const char *const relays[], size_t nrelays, const char *maint)
 {
-	const char	*dom[MAX_HOSTS];
-	size_t		 i;
+	const char	*dom[MAX_HOSTS], *urls[MAX_HOSTS + MAX_RELAYS];
+	char		 closed[32];
+	size_t		 i, nd = 0, n = 0;
 
-	for (i = 0; i < nhosts && i < MAX_HOSTS; i++)
-		dom[i] = relayproc_domain(hosts[i]);
-	return keep(tint_announcement(KEYS, owner, at, d, dom, i, relays,
-	    nrelays, maint));
+	for (i = 0; i < nhosts && nd < MAX_HOSTS; i++) {
+		dom[nd++] = relayproc_domain(hosts[i]);
+		urls[n++] = relayproc_url(hosts[i]);
+	}
+	if (nd == 0) {
+		snprintf(closed, sizeof(closed), "127.0.0.1:%d",
+		    relayproc_free_port("127.0.0.1"));
+		dom[nd++] = closed;
+	}
+	for (i = 0; i < nrelays && n < TINT_N(urls); i++)
+		urls[n++] = relays[i];
+	return keep(tint_announcement(KEYS, owner, at, d, dom, nd, urls, n,
+	    maint));
 }
 
 /* Publishes the state of a new commit on rp and pushes it (purgatory

@@ -96,7 +96,7 @@ tint_host_repo(struct relayproc *p, uint8_t fill, int owner, int64_t at,
 
 struct event *
 tint_announcement(uint8_t fill, int owner, int64_t at, const char *d,
-    const char *const domains[], size_t ndomains, const char *const relays[],
+    const char *const clones[], size_t nclones, const char *const relays[],
     size_t nrelays, const char *maint_hex)
 {
 	struct buf	 t = BUF_INIT;
@@ -108,16 +108,11 @@ tint_announcement(uint8_t fill, int owner, int64_t at, const char *d,
 	tuser_sk(fill, owner, sk);
 	event_pubkey_of(sk, pk);
 	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\"", d, d);
-	for (i = 0; i < ndomains; i++) {
-		gt_url(url, sizeof(url), domains[i], pk, d);
+	for (i = 0; i < nclones; i++) {
+		gt_url(url, sizeof(url), clones[i], pk, d);
 		buf_printf(&t, ",\"%s\"", url);
 	}
-	if (ndomains == 0)
-		buf_printf(&t, ",\"http://127.0.0.1:%d/%s.git\"",
-		    relayproc_free_port("127.0.0.1"), d);
 	buf_adds(&t, "],[\"relays\"");
-	for (i = 0; i < ndomains; i++)
-		buf_printf(&t, ",\"ws://%s\"", domains[i]);
 	for (i = 0; i < nrelays; i++)
 		buf_printf(&t, ",\"%s\"", relays[i]);
 	buf_addc(&t, ']');

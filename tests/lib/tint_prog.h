@@ -57,15 +57,14 @@ int	 tint_host_repo(struct relayproc *p, uint8_t fill, int owner,
 /*
  * A repository announcement (kind 30617) of d by user owner of the key
  * fill (tuser.h), created at at: "d" and "name" d; as "clone" the
- * gt_url() of each of the ndomains domains (when there is none, one on a
- * loopback port nothing serves); as "relays" ws://DOMAIN of each and the
- * nrelays URLs relays[]; maint_hex as "maintainers" when not NULL.  The
- * caller destroys it; NULL if it could not be made.
+ * gt_url() on each of the nclones domains (host or host:port); as
+ * "relays" the nrelays URLs; maint_hex as "maintainers" when not NULL.
+ * The caller destroys it; NULL if it could not be made.
  */
 struct event	*tint_announcement(uint8_t fill, int owner, int64_t at,
-		    const char *d, const char *const domains[],
-		    size_t ndomains, const char *const relays[],
-		    size_t nrelays, const char *maint_hex);
+		    const char *d, const char *const clones[], size_t nclones,
+		    const char *const relays[], size_t nrelays,
+		    const char *maint_hex);
 
 /* relayproc_free() of each of the n relays (NULL ones skipped). */
 void	 tint_relays_free(struct relayproc *const rps[], size_t n);

@@ -612,7 +612,8 @@ static int
 discovery_setup(void)
 {
 	struct relayproc	**peers[] = { &idx, &ob2, &ob3, &idx4 };
-	const char		*keys[] = { "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
+	const char		*keys[] = {
+	    "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
 
 	t0 = (int64_t)time(NULL) - 3600;
 	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-disc",

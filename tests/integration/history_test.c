@@ -157,25 +157,17 @@ relay_in(const cJSON *view, struct relayproc *p)
 	return NULL;
 }
 
+/*
+ * The number key of p's log: "connections" (websocket connections
+ * accepted) or "open" (still open ones); -1 if there is none.
+ */
 static int
-peer_connections(struct relayproc *p)
+peer_log_num(struct relayproc *p, const char *key)
 {
 	cJSON	*log = peerctl_log(p);
 	int	 n;
 
-	n = log ? (int)ctl_num(log, "connections") : -1;
-	cJSON_Delete(log);
-	return n;
-}
-
-/* The open websocket connections on p, or -1. */
-static int
-peer_open(struct relayproc *p)
-{
-	cJSON	*log = peerctl_log(p);
-	int	 n;
-
-	n = log ? (int)ctl_num(log, "open") : -1;
+	n = log ? (int)ctl_num(log, key) : -1;
 	cJSON_Delete(log);
 	return n;
 }
@@ -270,6 +262,28 @@ has_purpose(const cJSON *r, const char *name)
 	return 0;
 }
 
+/* who's issue (kind 1621) on the repository at coordinate c. */
+static struct event *
+issue_on(const char *c, int who, int64_t at, const char *subject,
+    const char *content)
+{
+	char	tags[600];
+
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"%s\"],[\"subject\",\"%s\"]]", c, subject);
+	return ev(who, at, 1621, tags, content);
+}
+
+/* who's reply (kind 1) to e, by an "e" tag. */
+static struct event *
+reply_to(const struct event *e, int who, int64_t at, const char *content)
+{
+	char	tags[100];
+
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", e->id_hex);
+	return ev(who, at, 1, tags, content);
+}
+
 static struct event *
 reply_by(int who, int64_t at, const char *content)
 {
@@ -315,9 +329,7 @@ test_participant_history_mailboxes(void)
 	tuser_hex(KEYS, WHO_OWNER, oh);
 	snprintf(coord, sizeof(coord), "30617:%s:hist", oh);
 	T_ASSERT(host_repo(b, WHO_OWNER, "hist", NULL) == 0);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
-	    coord);
-	issue = ev(WHO_ROOT, t0 + 10, 1621, tags, "the issue");
+	issue = issue_on(coord, WHO_ROOT, t0 + 10, "s", "the issue");
 	T_EQ_INT(client_publish(b, issue, msg, sizeof(msg)), 1);
 	/* The participant takes part in the thread, then lists five
 	 * distinct outboxes, the first spelled twice. */
@@ -379,7 +391,7 @@ test_participant_history_mailboxes(void)
 	T_EQ_INT(client_count(b, "{\"kinds\":[1111],\"#E\":[\"x\"]}"), 0);
 	T_EQ_INT(client_has_id(b, r5), 0);
 	/* Never dialled, by historyd or anyone. */
-	T_EQ_INT(peer_connections(ob[4]), 0);
+	T_EQ_INT(peer_log_num(ob[4], "connections"), 0);
 	event_destroy(r0);
 	event_destroy(r2);
 	event_destroy(r5);
@@ -455,14 +467,12 @@ static void
 test_root_author_without_list_on_fallback(void)
 {
 	struct event	*is2, *rep;
-	char		 tags[600], msg[256];
+	char		 msg[256];
 
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"t\"]]",
-	    coord);
-	is2 = ev(WHO_ROOT2, t0 + 100, 1621, tags, "second issue");
+	is2 = issue_on(coord, WHO_ROOT2, t0 + 100, "t", "second issue");
 	T_EQ_INT(client_publish(b, is2, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is2->id_hex);
-	rep = ev(WHO_LATE, t0 + 110, 1, tags, "reply on the fallback relay");
+	rep = reply_to(is2, WHO_LATE, t0 + 110,
+	    "reply on the fallback relay");
 	T_ASSERT(peerctl_seed(fb, &rep, 1) == 0);
 	T_EQ_INT(client_wait_id(b, rep, 20), 1);
 	event_destroy(is2);
@@ -557,14 +567,12 @@ test_unasked_authors_not_on_fallback(void)
 	fallback_state(&roots, &marks, &threads);
 	T_ASSERT(roots >= 0 && marks >= 0);
 	from = peerctl_nreqs(fb);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"a\"]]",
-	    coord);
-	issue_a = ev(WHO_FA, t0 + 120, 1621, tags, "root author, no list");
+	issue_a = issue_on(coord, WHO_FA, t0 + 120, "a",
+	    "root author, no list");
 	T_EQ_INT(client_publish(b, issue_a, msg, sizeof(msg)), 1);
 	issue_c = ev(WHO_ROOT, t0 + 121, 1621, tags, "issue c");
 	T_EQ_INT(client_publish(b, issue_c, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_c->id_hex);
-	rc = ev(WHO_FB, t0 + 122, 1, tags, "participant, no list");
+	rc = reply_to(issue_c, WHO_FB, t0 + 122, "participant, no list");
 	T_EQ_INT(client_publish(b, rc, msg, sizeof(msg)), 1);
 	snprintf(fbreply, sizeof(fbreply), "%s", rc->id_hex);
 	/* Past a failed index query (3 s in test timing). */
@@ -582,16 +590,13 @@ static void
 test_index_answer_puts_authors_on_fallback(void)
 {
 	struct event	*ra, *rc;
-	char		 tags[300];
 	double		 roots, marks, threads;
 	int		 from = peerctl_nreqs(fb);
 
 	T_ASSERT(issue_a != NULL && issue_c != NULL);
 	/* Replies only on the fallback relay, by an author with a list. */
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_a->id_hex);
-	ra = ev(WHO_ROOT, t0 + 123, 1, tags, "on fallback, thread a");
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_c->id_hex);
-	rc = ev(WHO_ROOT, t0 + 124, 1, tags, "on fallback, thread c");
+	ra = reply_to(issue_a, WHO_ROOT, t0 + 123, "on fallback, thread a");
+	rc = reply_to(issue_c, WHO_ROOT, t0 + 124, "on fallback, thread c");
 	T_ASSERT(peerctl_seed(fb, &ra, 1) == 0);
 	T_ASSERT(peerctl_seed(fb, &rc, 1) == 0);
 	T_ASSERT(peerctl_config(idx, "{\"drop_eose\":false}") == 0);
@@ -745,12 +750,9 @@ test_no_mailboxes_without_thread_events(void)
 	cJSON		*v, *r;
 	int		 i;
 
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"d\"]]",
-	    coord);
-	is = ev(WHO_ROOT2, t0 + 130, 1621, tags, "to be deleted");
+	is = issue_on(coord, WHO_ROOT2, t0 + 130, "d", "to be deleted");
 	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is->id_hex);
-	rep = ev(WHO_DEL, t0 + 131, 1, tags, "my only reply");
+	rep = reply_to(is, WHO_DEL, t0 + 131, "my only reply");
 	T_EQ_INT(client_publish(b, rep, msg, sizeof(msg)), 1);
 	/* The outbox never sends EOSE: its first group fails (the 3 s
 	 * test fetch timeout) and the relay is due again after the 5 min
@@ -825,9 +827,8 @@ test_owner_read_inbox_public_only(void)
 	T_ASSERT(host_repo(b, WHO_OWNER2, "other", NULL) == 0);
 	tuser_hex(KEYS, WHO_OWNER2, oh);
 	snprintf(ocoord, sizeof(ocoord), "30617:%s:other", oh);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"o\"]]",
-	    ocoord);
-	oroot = ev(WHO_OTHER, t0 + 55, 1621, tags, "another repository");
+	oroot = issue_on(ocoord, WHO_OTHER, t0 + 55, "o",
+	    "another repository");
 	T_EQ_INT(client_publish(b, oroot, msg, sizeof(msg)), 1);
 	/* ... and the owner's own announcement never pushed (purgatory). */
 	tuser_hex(KEYS, WHO_OWNER, oh);
@@ -893,9 +894,9 @@ test_owner_read_inbox_public_only(void)
 	cJSON_Delete(v);
 	/* ... and historyd's exclusively history connection to own
 	 * retired once its rotation was done. */
-	for (i = 0; i < 50 && peer_open(own) != 0; i++)
+	for (i = 0; i < 50 && peer_log_num(own, "open") != 0; i++)
 		usleep(100000);
-	T_EQ_INT(peer_open(own), 0);
+	T_EQ_INT(peer_log_num(own, "open"), 0);
 
 	/* Private mode: the same inbox is not a history relay. */
 	relayproc_setenv(b, "NGIT_PRIVATE_MODE=true");
@@ -1038,17 +1039,14 @@ test_metrics_fixed_cardinality_with_1000_authors(void)
 	 * nothing listens. */
 	tuser_hex(KEYS, WHO_MOWNER, oh);
 	snprintf(mc, sizeof(mc), "30617:%s:metrics", oh);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"m\"]]",
-	    mc);
-	root = ev(WHO_MOWNER, t0 + 10, 1621, tags, "metrics root");
+	root = issue_on(mc, WHO_MOWNER, t0 + 10, "m", "metrics root");
 	T_ASSERT((ws = wsc_connect(relayproc_host(m), relayproc_port(m), "/",
 	    TMO)) != NULL);
 	T_ASSERT(nostr_publish(ws, root, TMO, &ok, &msg) == 0 && ok == 1);
 	free(msg);
 	dead = relayproc_free_port("127.0.0.1");
 	for (i = 0; i < NMANY; i++) {
-		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", root->id_hex);
-		T_ASSERT(publish_one(ws, ev(WHO_MANY + i, t0 + 20, 1, tags,
+		T_ASSERT(publish_one(ws, reply_to(root, WHO_MANY + i, t0 + 20,
 		    "one of many")) == 1);
 		snprintf(tags, sizeof(tags), "[[\"r\",\"ws://127.0.0.1:%d/m%d\"]]",
 		    dead, i);

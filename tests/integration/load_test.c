@@ -258,7 +258,8 @@ test_many_clients_no_dropped_subscription(void)
 	int			 i, k, turn = 0, total;
 
 	memset(&L, 0, sizeof(L));
-	L.clients = t_env_int("GRASPD_LOAD_CLIENTS", tint_sanitizing() ? 100 : 200);
+	L.clients = t_env_int("GRASPD_LOAD_CLIENTS",
+	    tint_sanitizing() ? 100 : 200);
 	L.subs = t_env_int("GRASPD_LOAD_SUBS", 10);
 	L.secs = t_env_int("GRASPD_LOAD_SECS", 5);
 	L.rate = t_env_int("GRASPD_LOAD_RATE", tint_sanitizing() ? 20 : 40);

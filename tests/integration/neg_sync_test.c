@@ -1302,6 +1302,7 @@ static const struct t_case cases[] = {
 };
 
 /* The temporary directory, with git's HOME in it (gt_fixture). */
-static struct tdir_prog	prog = { tmpdir, sizeof(tmpdir), "graspd-negsync" };
+static struct tdir_prog	prog = { tmpdir, sizeof(tmpdir),
+    "graspd-negsync" };
 
 T_MAIN_ALL(cases, neg_sync_setup, NULL, &gt_fixture, &prog, 0)

@@ -60,6 +60,10 @@
 #define TMO		5000
 /* Events published per burst before their OKs are read. */
 #define BURST		500
+/* A graspd of a case: loopback peers, reconnects within 60 s. */
+static const char *const case_env[] = {
+	"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
+	"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
 /* The most relay URLs (hosts and others) one announcement names. */
 #define ANN_MAX_URLS	8
 /* Generous bounds: a slow machine must not fail a test. */
@@ -140,8 +144,7 @@ publish_all(struct relayproc *rp, struct event *const *evs, size_t n)
 	size_t		 i, j, got;
 	int		 accepted = 0;
 
-	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    TMO)) == NULL)
+	if ((ws = client_ws(rp)) == NULL)
 		return -1;
 	for (i = 0; i < n; i = j) {
 		for (j = i; j < n && j - i < BURST; j++) {
@@ -198,8 +201,7 @@ holds(struct relayproc *rp, struct event *const *evs, size_t n)
 	size_t		 i, j, k;
 	int		 total = 0;
 
-	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    TMO)) == NULL)
+	if ((ws = client_ws(rp)) == NULL)
 		return -1;
 	for (i = 0; i < n; i = j) {
 		buf_reset(&f);
@@ -279,9 +281,8 @@ release_repo(struct relayproc *a, int owner, const char *d)
 
 	tuser_sk(KEYS, owner, sk);
 	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
-	if ((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
-	    TMO)) != NULL && gt_release(ws, sk, relayproc_domain(a), d, dir,
-	    NULL) == 0)
+	if ((ws = client_ws(a)) != NULL && gt_release(ws, sk,
+	    relayproc_domain(a), d, dir, NULL) == 0)
 		rc = 0;
 	else
 		printf("# release of %s failed\n", d);
@@ -435,6 +436,28 @@ struct neg_figures {
 	char	mode[16];
 };
 
+/* Starts a case's peer relay and graspd (case_env): 0, or -1. */
+static int
+peer_and_graspd(struct relayproc **peer, struct relayproc **a)
+{
+	*peer = relayproc_start_peer(NULL);
+	*a = relayproc_start("graspd", case_env);
+	return *peer != NULL && *a != NULL ? 0 : -1;
+}
+
+/* Prints one instance's figures against the bytes of what it lacked. */
+static void
+print_side(const char *name, const struct neg_figures *f, double neg,
+    uint64_t lacks)
+{
+	printf("# %s: %.0f sessions, %.0f rounds, %.0f ids needed; "
+	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
+	    "full transfer %llu bytes (%.2f%%)\n", name, f->sessions,
+	    f->rounds, f->need, f->neg_bytes, f->fetch_bytes, neg,
+	    f->link_bytes, (unsigned long long)lacks,
+	    100 * neg / (double)lacks);
+}
+
 static int
 figures(struct relayproc *rp, const char *url, struct neg_figures *f)
 {
@@ -487,18 +510,8 @@ two_instances_converge_by_negentropy(void)
 	    "of both with sync on (two graspd starts included), %.2f s "
 	    "after both listened\n", nshared, secs, secs -
 	    (double)(p.both_up_ms - p.sync_on_ms) / 1000);
-	printf("# A: %.0f sessions, %.0f rounds, %.0f ids needed; "
-	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
-	    "full transfer %llu bytes (%.2f%%)\n", fa.sessions, fa.rounds,
-	    fa.need, fa.neg_bytes, fa.fetch_bytes, neg_a, fa.link_bytes,
-	    (unsigned long long)p.bytes_a_lacks,
-	    100 * neg_a / (double)p.bytes_a_lacks);
-	printf("# B: %.0f sessions, %.0f rounds, %.0f ids needed; "
-	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
-	    "full transfer %llu bytes (%.2f%%)\n", fb.sessions, fb.rounds,
-	    fb.need, fb.neg_bytes, fb.fetch_bytes, neg_b, fb.link_bytes,
-	    (unsigned long long)p.bytes_b_lacks,
-	    100 * neg_b / (double)p.bytes_b_lacks);
+	print_side("A", &fa, neg_a, p.bytes_a_lacks);
+	print_side("B", &fb, neg_b, p.bytes_b_lacks);
 	T_EQ_STR(fa.mode, "negentropy");
 	T_EQ_STR(fb.mode, "negentropy");
 	T_CHECK(fa.sessions >= 1 && fb.sessions >= 1);
@@ -675,9 +688,6 @@ peer_idfetches(struct relayproc *rp, struct event *const *want, size_t n,
 static void
 req_only_peer_converges_and_is_remembered(void)
 {
-	static const char *const env[] = {
-		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
-		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
 	struct relayproc	*a = NULL, *peer = NULL;
 	const char		*hosts[1];
 	struct event		*ann = NULL, *evs[31], *issue = NULL;
@@ -693,9 +703,7 @@ req_only_peer_converges_and_is_remembered(void)
 	int			 nopen0;
 
 	memset(evs, 0, sizeof(evs));
-	peer = relayproc_start_peer(NULL);
-	a = relayproc_start("graspd", env);
-	T_ASSERT(peer != NULL && a != NULL);
+	T_ASSERT(peer_and_graspd(&peer, &a) == 0);
 	purl = relayproc_url(peer);
 	hosts[0] = relayproc_domain(a);
 	memset(&p, 0, sizeof(p));
@@ -809,9 +817,6 @@ req_only_peer_converges_and_is_remembered(void)
 static void
 needed_ids_are_packed_and_refused_ones_not_refetched(void)
 {
-	static const char *const env[] = {
-		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
-		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
 	struct relayproc	*a = NULL, *peer = NULL;
 	const char		*hosts[1];
 	struct event		*ann = NULL, *other = NULL, *issue = NULL;
@@ -827,9 +832,7 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	size_t			 i;
 
 	memset(evs, 0, sizeof(evs));
-	peer = relayproc_start_peer(NULL);
-	a = relayproc_start("graspd", env);
-	T_ASSERT(peer != NULL && a != NULL);
+	T_ASSERT(peer_and_graspd(&peer, &a) == 0);
 	T_ASSERT(relayproc_post(peer, "/config", "{\"neg\":true}", 12) == 0);
 	purl = relayproc_url(peer);
 	hosts[0] = relayproc_domain(a);
@@ -1189,9 +1192,6 @@ script_stop(void)
 static void
 negentropy_refusals_are_told_apart(void)
 {
-	static const char *const env[] = {
-		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
-		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
 	static const char *const want[SCRIPT_NMODES] = {
 		"req", "req", "req", "negentropy" };
 	struct relayproc	*a;
@@ -1203,7 +1203,7 @@ negentropy_refusals_are_told_apart(void)
 	int			 i, settled;
 
 	T_ASSERT(script_start() == 0);
-	a = relayproc_start("graspd", env);
+	a = relayproc_start("graspd", case_env);
 	T_ASSERT(a != NULL);
 	for (i = 0; i < SCRIPT_NMODES; i++)
 		urls[i] = scr.s_url[i];
@@ -1258,8 +1258,7 @@ idle_negentropy_session_is_closed(void)
 	    sizeof(err))) != NULL);
 	T_ASSERT(neg_client_initiate(ng, &hex) == 0);
 	buf_printf(&m, "[\"NEG-OPEN\",\"idle\",{},\"%s\"]", hex.b_data);
-	T_ASSERT((ws = wsc_connect(relayproc_host(r), relayproc_port(r), "/",
-	    TMO)) != NULL);
+	T_ASSERT((ws = client_ws(r)) != NULL);
 	T_ASSERT(wsc_send_text(ws, m.b_data, m.b_len) == 0);
 	msg = nostr_wait_msg(ws, "NEG-MSG", TMO);
 	T_CHECK(msg != NULL);

@@ -16,6 +16,13 @@
 #include "relayproc.h"
 #include "wsclient.h"
 
+struct wsc *
+client_ws(struct relayproc *p)
+{
+	return wsc_connect(relayproc_host(p), relayproc_port(p), "/",
+	    CLIENT_TIMEOUT_MS);
+}
+
 int
 client_publish(struct relayproc *p, const struct event *e, char *msg,
     size_t msglen)
@@ -26,8 +33,7 @@ client_publish(struct relayproc *p, const struct event *e, char *msg,
 
 	if (msglen > 0)
 		msg[0] = '\0';
-	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
-	    CLIENT_TIMEOUT_MS)) == NULL)
+	if ((ws = client_ws(p)) == NULL)
 		return -1;
 	if (nostr_publish(ws, e, CLIENT_TIMEOUT_MS, &ok, &m) != 0)
 		ok = -1;
@@ -109,8 +115,7 @@ client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
 		printf("# announcement refused: %s\n", msg);
 		goto done;
 	}
-	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
-	    CLIENT_TIMEOUT_MS)) == NULL)
+	if ((ws = client_ws(p)) == NULL)
 		goto done;
 	rc = gt_release(ws, sk, relayproc_domain(p), d, dir, NULL);
 	wsc_close(ws);

@@ -14,7 +14,10 @@
 
 struct event;
 struct relayproc;
+struct wsc;
 
+/* A websocket to the relay's "/", or NULL; the caller closes it. */
+struct wsc *client_ws(struct relayproc *);
 /*
  * Publishes e: 1 if the relay answered OK true, 0 if OK false, -1 if it
  * could not be asked.  The OK message (or "") goes to msg (msglen bytes,

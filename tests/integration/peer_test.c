@@ -100,6 +100,39 @@ forged_json(const struct event *ev)
 	return s;
 }
 
+/* Seeds n kind-1 events at created_at 5000.. by key 6: 0, or -1. */
+static int
+seed_n(size_t n)
+{
+	struct event	*evs[64] = { NULL };
+	size_t		 i;
+	int		 st;
+
+	if (n > 64)
+		return -1;
+	for (i = 0; i < n; i++)
+		evs[i] = signed_ev(6, 5000 + (int64_t)i, 1, NULL, "n");
+	st = peerctl_seed(rp, evs, n);
+	tuser_events_destroy(evs, n);
+	return st;
+}
+
+/*
+ * The start of a case: the peer reset, nseed events seeded (seed_n()),
+ * cfg configured, and a connection in *w; *w stays NULL, and the case
+ * failed, when a step did not work.
+ */
+static void
+configured(size_t nseed, const char *cfg, struct wsc **w)
+{
+	*w = NULL;
+	T_EQ_INT(reset(), 200);
+	if (nseed > 0)
+		T_EQ_INT(seed_n(nseed), 0);
+	T_EQ_INT(config(cfg), 200);
+	T_ASSERT((*w = conn()) != NULL);
+}
+
 static void
 test_nip11_document(void)
 {
@@ -314,9 +347,8 @@ test_closed_rate_limited(void)
 	char		**got = NULL, *why = NULL;
 	size_t		 n = 0;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(config("{\"closed_rate_limited\":true}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(0, "{\"closed_rate_limited\":true}", &w);
+	T_ASSERT(w != NULL);
 	T_CHECK(nostr_req(w, "rl", "{}", TMO, &got, &n, &why) == 1);
 	T_CHECK(why != NULL && strcmp(why, "rate-limited: slow down") == 0);
 	free(why);
@@ -330,9 +362,8 @@ test_notice_rate_limit_then_served(void)
 	struct wsc	*w;
 	char		*m;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(config("{\"notice_rate_limit\":true}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(0, "{\"notice_rate_limit\":true}", &w);
+	T_ASSERT(w != NULL);
 	T_ASSERT(wsc_send_text(w, "[\"REQ\",\"n\",{}]", 14) == 0);
 	m = nostr_wait_msg(w, "NOTICE", TMO);
 	T_CHECK(m != NULL && strcmp(m, "[\"NOTICE\",\"rate limit exceeded, "
@@ -367,23 +398,6 @@ test_ok_rate_limited_does_not_store(void)
 	event_destroy(ev);
 }
 
-/* Seeds n kind-1 events at created_at 5000.. by key 6: 0, or -1. */
-static int
-seed_n(size_t n)
-{
-	struct event	*evs[64] = { NULL };
-	size_t		 i;
-	int		 st;
-
-	if (n > 64)
-		return -1;
-	for (i = 0; i < n; i++)
-		evs[i] = signed_ev(6, 5000 + (int64_t)i, 1, NULL, "n");
-	st = peerctl_seed(rp, evs, n);
-	tuser_events_destroy(evs, n);
-	return st;
-}
-
 static void
 test_max_results_caps_each_req(void)
 {
@@ -392,10 +406,8 @@ test_max_results_caps_each_req(void)
 	size_t		 n = 0;
 	struct event	*ev;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(10), 0);
-	T_EQ_INT(config("{\"max_results\":3}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(10, "{\"max_results\":3}", &w);
+	T_ASSERT(w != NULL);
 	T_CHECK(nostr_req(w, "cap", "{}", TMO, &got, &n, NULL) == 0 && n == 3);
 	if (n == 3) {
 		ev = event_parse(got[2], strlen(got[2]), NULL, 0);
@@ -414,10 +426,8 @@ test_drop_eose_leaves_req_waiting(void)
 	size_t		 n = 0;
 	int64_t		 t0;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(4), 0);
-	T_EQ_INT(config("{\"drop_eose\":true}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(4, "{\"drop_eose\":true}", &w);
+	T_ASSERT(w != NULL);
 	t0 = wsc_now_ms();
 	T_CHECK(nostr_req(w, "no-eose", "{}", 500, &got, &n, NULL) == -1);
 	T_CHECK(n == 4);
@@ -435,10 +445,8 @@ test_eose_delay(void)
 	size_t		 n = 0;
 	int64_t		 t0, dt;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(2), 0);
-	T_EQ_INT(config("{\"eose_delay_ms\":400}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(2, "{\"eose_delay_ms\":400}", &w);
+	T_ASSERT(w != NULL);
 	t0 = wsc_now_ms();
 	T_CHECK(nostr_req(w, "slow", "{}", TMO, &got, &n, NULL) == 0);
 	dt = wsc_now_ms() - t0;
@@ -462,10 +470,8 @@ test_close_after_events_drops_abruptly(void)
 	char		**got = NULL;
 	size_t		 n = 0;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(5), 0);
-	T_EQ_INT(config("{\"close_after_events\":3}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(5, "{\"close_after_events\":3}", &w);
+	T_ASSERT(w != NULL);
 	T_CHECK(nostr_req(w, "cut", "{}", TMO, &got, &n, NULL) == -1);
 	T_CHECK(n == 3);
 	T_CHECK(wsc_is_closed(w));
@@ -483,9 +489,8 @@ test_garbage_text_and_binary_frames(void)
 	size_t		 len;
 	struct json_doc	*doc = NULL;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(config("{\"garbage\":true}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(0, "{\"garbage\":true}", &w);
+	T_ASSERT(w != NULL);
 	T_ASSERT(wsc_send_text(w, "[\"REQ\",\"g\",{}]", 14) == 0);
 	m = wsc_recv(w, TMO, &len);
 	T_ASSERT(m != NULL);
@@ -548,9 +553,8 @@ test_oversized_notice_frame_arrives(void)
 	struct json_doc	*doc = NULL;
 	struct json	*j;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(config("{\"oversized_bytes\":5242880}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(0, "{\"oversized_bytes\":5242880}", &w);
+	T_ASSERT(w != NULL);
 	T_ASSERT(wsc_send_text(w, "[\"REQ\",\"o\",{}]", 14) == 0);
 	m = wsc_recv(w, TMO, &len);
 	T_ASSERT(m != NULL);
@@ -574,9 +578,8 @@ test_flood_sends_unsolicited_events(void)
 	size_t		 n = 0, i;
 	struct event	*ev;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(config("{\"flood\":25}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(0, "{\"flood\":25}", &w);
+	T_ASSERT(w != NULL);
 	T_CHECK(nostr_req(w, "fl", "{\"kinds\":[30617]}", TMO, &got, &n,
 	    NULL) == 0);
 	T_CHECK(n == 25);
@@ -647,10 +650,8 @@ test_auth_challenge_then_req_works(void)
 	size_t		 n = 0;
 	cJSON		*log, *a;
 
-	T_EQ_INT(reset(), 200);
-	T_EQ_INT(seed_n(1), 0);
-	T_EQ_INT(config("{\"auth\":true}"), 200);
-	T_ASSERT((w = conn()) != NULL);
+	configured(1, "{\"auth\":true}", &w);
+	T_ASSERT(w != NULL);
 	m = nostr_wait_msg(w, "AUTH", TMO);
 	T_ASSERT(m != NULL && challenge_of(m, ch, sizeof(ch)) == 0);
 	free(m);

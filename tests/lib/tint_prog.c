@@ -125,6 +125,54 @@ tint_announcement(uint8_t fill, int owner, int64_t at, const char *d,
 }
 
 void
+tint_key(uint8_t b0, int n, uint8_t sk[32])
+{
+	memset(sk, 0, 32);
+	sk[0] = b0;
+	sk[31] = (uint8_t)n;
+}
+
+struct event *
+tint_signed(uint8_t b0, int n, int64_t at, uint32_t kind, const char *tags,
+    const char *content)
+{
+	uint8_t	sk[32];
+
+	tint_key(b0, n, sk);
+	return event_new_signed(sk, at, kind, tags, content);
+}
+
+int
+tint_cors_ok(const char *hdrs)
+{
+	static const struct {
+		const char	*name, *want[2];
+		int		 exact;
+	} cors[] = {
+		{ "access-control-allow-origin", { "*", NULL }, 1 },
+		{ "access-control-allow-methods", { "GET", "POST" }, 0 },
+		{ "access-control-allow-headers", { "Content-Type", NULL }, 0 },
+	};
+	char	*v;
+	size_t	 i, j;
+	int	 ok = 1;
+
+	for (i = 0; i < TINT_N(cors) && ok; i++) {
+		v = http_header_value(hdrs, cors[i].name);
+		for (j = 0; j < 2 && cors[i].want[j] != NULL; j++)
+			if (v == NULL || (cors[i].exact ?
+			    strcmp(v, cors[i].want[j]) != 0 :
+			    strstr(v, cors[i].want[j]) == NULL))
+				ok = 0;
+		if (!ok)
+			printf("# CORS: %s: %s\n", cors[i].name,
+			    v ? v : "(none)");
+		free(v);
+	}
+	return ok;
+}
+
+void
 tint_relays_free(struct relayproc *const rps[], size_t n)
 {
 	size_t	i;

@@ -1,8 +1,9 @@
 /*
- * tint_prog.h: the set-up and tear-down that the integration programs
- * around a graspd and its scripted peer relays share: the program's
- * temporary git home, the peers, a graspd allowed to dial them on
- * loopback, and freeing what the cases made.
+ * tint_prog.h: what the integration programs around a graspd (or a
+ * relayd) and its scripted peer relays share: the program's temporary
+ * git home, the peers, a graspd allowed to dial them on loopback, the
+ * test keys and events, checks of HTTP answers, and freeing what the
+ * cases made.
  */
 #ifndef GRASPD_TINT_PROG_H
 #define GRASPD_TINT_PROG_H
@@ -65,6 +66,22 @@ struct event	*tint_announcement(uint8_t fill, int owner, int64_t at,
 		    const char *d, const char *const clones[], size_t nclones,
 		    const char *const relays[], size_t nrelays,
 		    const char *maint_hex);
+
+/*
+ * A test key: all zero but byte 0, b0 (each program its own), and byte
+ * 31, n (the user).  tint_signed() is an event signed by it
+ * (event_new_signed(); the caller destroys it, NULL on failure).
+ */
+void		 tint_key(uint8_t b0, int n, uint8_t sk[32]);
+struct event	*tint_signed(uint8_t b0, int n, int64_t at, uint32_t kind,
+		    const char *tags, const char *content);
+/*
+ * 1 when the HTTP header block hdrs has the CORS headers of every
+ * relayd answer: Access-Control-Allow-Origin "*", -Allow-Methods naming
+ * GET and POST, -Allow-Headers naming Content-Type.  Otherwise prints
+ * which one is wrong as a "# " line and returns 0.
+ */
+int		 tint_cors_ok(const char *hdrs);
 
 /* relayproc_free() of each of the n relays (NULL ones skipped). */
 void	 tint_relays_free(struct relayproc *const rps[], size_t n);

@@ -303,8 +303,7 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	T_CHECK(strstr(msg, "clone") != NULL);
 	event_destroy(ev);
 	ev = announcement(2, d, 1, 0, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 
 	/* A host that merely contains ours is not ours (the substring
 	 * quirk of the reference). */
@@ -313,8 +312,7 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	    "%s0/%s/%s.git\"],[\"relays\",\"ws://x%s\"]]", d,
 	    relayproc_domain(rp), npub, d, relayproc_domain(rp));
 	ev = signed_by(2, time(NULL), 30617, tags, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 
 	/* Two clone tags are refused with the reference's words. */
 	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://"
@@ -359,16 +357,13 @@ test_recursive_maintainers_announcements_accepted(void)
 	 * announcement held in purgatory: it counts). */
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexc);
 	ev = announcement(11, d, 0, 0, m);
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	/* C is B's maintainer: recursive. */
 	ev = announcement(12, d, 0, 0, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	/* D is nobody's. */
 	ev = announcement(13, d, 0, 0, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 
 	/* State: maintainers yes (held: its commit is nowhere yet),
 	 * strangers no, unknown repo no. */
@@ -411,21 +406,18 @@ test_related_events_accepted_by_reference(void)
 	snprintf(tags, sizeof(tags), "[[\"A\",\"%s\"],[\"K\",\"30617\"],"
 	    "[\"p\",\"%s\"]]", coord, ann->pubkey_hex);
 	ev = signed_by(22, time(NULL), 1111, tags, "comment on repo");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
 	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", coord);
 	ev = signed_by(22, time(NULL), 1, tags, "quoting the repo");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
 	/* An issue of an unknown repository that quotes an accepted
 	 * issue is related through the quote. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:unknown\"],[\"q\","
 	    "\"%s\"]]", ann->pubkey_hex, issue->id_hex);
 	ev = signed_by(23, time(NULL), 1621, tags, "quote");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\",\"1621\"]]",
 	    issue->id_hex);
@@ -447,8 +439,7 @@ test_related_events_accepted_by_reference(void)
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"q\",\"%s\"]]",
 	    issue->id_hex, q->id_hex);
 	ev = signed_by(28, time(NULL), 1111, tags, "quotes q");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(nostr_publish_msg(ws, q, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, q->id_hex), 1);
 
@@ -478,12 +469,10 @@ test_unrelated_events_refused(void)
 	    "or accepted event");
 	event_destroy(ev);
 	ev = signed_by(31, time(NULL), 1, "[]", "bare note");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	snprintf(tags, sizeof(tags), "[[\"q\",\"30617:%s:never\"]]", hex);
 	ev = signed_by(31, time(NULL), 1111, tags, "quote of nothing");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	/* Profiles and relay lists only from eligible identity authors
 	 * (GRASP-03; test_identity_events_only_from_eligible_authors). */
 	ev = signed_by(31, time(NULL), 0, "[]", "{}");
@@ -492,8 +481,7 @@ test_unrelated_events_refused(void)
 	event_destroy(ev);
 	ev = signed_by(31, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
 	    "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	wsc_close(ws);
 }
 
@@ -548,12 +536,10 @@ test_identity_events_only_from_eligible_authors(void)
 
 	/* Owner and declared maintainer, once it is served. */
 	ev = signed_by(50, time(NULL) + 1, 0, "[]", "{\"name\":\"owner\"}");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	ev = signed_by(51, time(NULL), 10002, "[[\"r\",\"wss://m.example\"]]",
 	    "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	/* A root author and, through an e reference, a reply author. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	issue = signed_by(52, time(NULL), 1621, tags, "issue");
@@ -562,12 +548,10 @@ test_identity_events_only_from_eligible_authors(void)
 	reply = signed_by(56, time(NULL), 1, tags, "reply");
 	T_EQ_INT(nostr_publish_msg(ws, reply, TMO, msg, sizeof(msg)), 1);
 	ev = signed_by(56, time(NULL), 0, "[]", "{}");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	/* Someone whose only event is a refused note is not eligible. */
 	ev = signed_by(54, time(NULL), 1, "[]", "note");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	ev = signed_by(54, time(NULL), 10002, "[[\"r\",\"wss://x.example\"]]",
 	    "");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
@@ -602,11 +586,9 @@ test_identity_events_only_from_eligible_authors(void)
 	T_ASSERT(relayproc_restart(rp) == 0);
 	T_ASSERT((ws = conn(rp)) != NULL);
 	ev = signed_by(56, time(NULL) + 1, 0, "[]", "{\"name\":\"2\"}");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	ev = signed_by(54, time(NULL) + 1, 0, "[]", "{}");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ann);
 	event_destroy(issue);
 	event_destroy(reply);
@@ -1146,8 +1128,7 @@ test_blacklists_and_whitelist(void)
 	ws = conn(r);
 	T_ASSERT(ws != NULL);
 	ev = announcement(100, "good-repo", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	ev = announcement(100, "bad-repo", 1, 1, "");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strstr(msg, "blacklisted") != NULL);

@@ -556,7 +556,7 @@ static void
 test_unasked_authors_not_on_fallback(void)
 {
 	struct event	*rc;
-	char		 tags[600], msg[256];
+	char		 msg[256];
 	double		 roots, marks, threads, r2, m2, t2;
 	int		 from;
 
@@ -570,7 +570,7 @@ test_unasked_authors_not_on_fallback(void)
 	issue_a = issue_on(coord, WHO_FA, t0 + 120, "a",
 	    "root author, no list");
 	T_EQ_INT(client_publish(b, issue_a, msg, sizeof(msg)), 1);
-	issue_c = ev(WHO_ROOT, t0 + 121, 1621, tags, "issue c");
+	issue_c = issue_on(coord, WHO_ROOT, t0 + 121, "a", "issue c");
 	T_EQ_INT(client_publish(b, issue_c, msg, sizeof(msg)), 1);
 	rc = reply_to(issue_c, WHO_FB, t0 + 122, "participant, no list");
 	T_EQ_INT(client_publish(b, rc, msg, sizeof(msg)), 1);

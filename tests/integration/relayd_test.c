@@ -25,6 +25,7 @@
 #include "t.h"
 #include "tdir.h"
 #include "tint_prog.h"
+#include "tuser.h"
 #include "wsclient.h"
 
 #define TMO	5000
@@ -178,6 +179,55 @@ serve(struct wsc *ws, int n, const struct event *ann, const char *d)
 	return k == 1;
 }
 
+/*
+ * Publishes ev on ws and destroys it: 1 when relayd refused it with an
+ * OK false whose message has why in it, else 0 (the message printed).
+ */
+static int
+refused_with(struct wsc *ws, struct event *ev, const char *why)
+{
+	char	msg[256];
+	int	ok;
+
+	ok = nostr_publish_take(ws, ev, TMO, msg, sizeof(msg));
+	if (ok == 0 && strstr(msg, why) != NULL)
+		return 1;
+	printf("# OK %d \"%s\", not refused with \"%s\"\n", ok, msg, why);
+	return 0;
+}
+
+/*
+ * A new repository of key n, served (serve()): its identifier goes to d
+ * (dlen bytes), its coordinate to coord (clen bytes).  Returns its
+ * announcement (the caller destroys it), or NULL when it was not served.
+ */
+static struct event *
+served_repo(struct wsc *ws, int n, char *d, size_t dlen, char *coord,
+    size_t clen)
+{
+	struct event	*ann;
+
+	next_d(d, dlen);
+	if ((ann = announcement(n, d, 1, 1, "")) == NULL ||
+	    !serve(ws, n, ann, d)) {
+		event_destroy(ann);
+		return NULL;
+	}
+	repo_coord(n, d, coord, clen);
+	return ann;
+}
+
+/* An event by key n, now, of kind, with the one tag [tag, value]. */
+static struct event *
+tagged(int n, uint32_t kind, const char *tag, const char *value,
+    const char *content)
+{
+	char	tags[300];
+
+	snprintf(tags, sizeof(tags), "[[\"%s\",\"%s\"]]", tag, value);
+	return signed_by(n, time(NULL), kind, tags, content);
+}
+
 static void
 test_nip11_document(void)
 {
@@ -319,20 +369,16 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	    "%s/%s/%s.git\"],[\"clone\",\"https://x.example/r.git\"],"
 	    "[\"relays\",\"ws://%s\"]]", d, relayproc_domain(rp), npub, d,
 	    relayproc_domain(rp));
-	ev = signed_by(2, time(NULL), 30617, tags, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "multiple clone tags") != NULL);
-	event_destroy(ev);
+	T_CHECK(refused_with(ws, signed_by(2, time(NULL), 30617, tags, ""),
+	    "multiple clone tags"));
 
 	/* No d tag, unsafe identifier. */
 	ev = signed_by(2, time(NULL), 30617, "[[\"clone\",\"x\"]]", "");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "invalid: ", 9) == 0);
 	event_destroy(ev);
-	ev = announcement(2, "..", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "identifier") != NULL);
-	event_destroy(ev);
+	T_CHECK(refused_with(ws, announcement(2, "..", 1, 1, ""),
+	    "identifier"));
 	wsc_close(ws);
 }
 
@@ -393,10 +439,8 @@ test_related_events_accepted_by_reference(void)
 	char		 d[32], coord[128], tags[512], msg[256];
 
 	T_ASSERT(ws != NULL);
-	next_d(d, sizeof(d));
-	ann = announcement(20, d, 1, 1, "");
-	T_ASSERT(serve(ws, 20, ann, d));
-	repo_coord(20, d, coord, sizeof(coord));
+	T_ASSERT((ann = served_repo(ws, 20, d, sizeof(d), coord,
+	    sizeof(coord))) != NULL);
 
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
 	    coord);
@@ -408,8 +452,7 @@ test_related_events_accepted_by_reference(void)
 	ev = signed_by(22, time(NULL), 1111, tags, "comment on repo");
 	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
-	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", coord);
-	ev = signed_by(22, time(NULL), 1, tags, "quoting the repo");
+	ev = tagged(22, 1, "q", coord, "quoting the repo");
 	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
 	/* An issue of an unknown repository that quotes an accepted
@@ -424,11 +467,9 @@ test_related_events_accepted_by_reference(void)
 	c1 = signed_by(24, time(NULL), 1111, tags, "comment on issue");
 	T_EQ_INT(nostr_publish_msg(ws, c1, TMO, msg, sizeof(msg)), 1);
 
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", c1->id_hex);
-	k1 = signed_by(25, time(NULL), 1, tags, "kind 1 reply");
+	k1 = tagged(25, 1, "e", c1->id_hex, "kind 1 reply");
 	T_EQ_INT(nostr_publish_msg(ws, k1, TMO, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", k1->id_hex);
-	k2 = signed_by(26, time(NULL), 1, tags, "reply to reply");
+	k2 = tagged(26, 1, "e", k1->id_hex, "reply to reply");
 	T_EQ_INT(nostr_publish_msg(ws, k2, TMO, msg, sizeof(msg)), 1);
 
 	/* Forward reference: X is refused alone, accepted once an
@@ -443,12 +484,11 @@ test_related_events_accepted_by_reference(void)
 	T_EQ_INT(nostr_publish_msg(ws, q, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, q->id_hex), 1);
 
-	event_destroy(ann);
-	event_destroy(issue);
-	event_destroy(c1);
-	event_destroy(k1);
-	event_destroy(k2);
-	event_destroy(q);
+	{
+		struct event	*all[] = { ann, issue, c1, k1, k2, q };
+
+		tuser_events_destroy(all, TINT_N(all));
+	}
 	wsc_close(ws);
 }
 
@@ -541,11 +581,9 @@ test_identity_events_only_from_eligible_authors(void)
 	    "");
 	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	/* A root author and, through an e reference, a reply author. */
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
-	issue = signed_by(52, time(NULL), 1621, tags, "issue");
+	issue = tagged(52, 1621, "a", coord, "issue");
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue->id_hex);
-	reply = signed_by(56, time(NULL), 1, tags, "reply");
+	reply = tagged(56, 1, "e", issue->id_hex, "reply");
 	T_EQ_INT(nostr_publish_msg(ws, reply, TMO, msg, sizeof(msg)), 1);
 	ev = signed_by(56, time(NULL), 0, "[]", "{}");
 	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
@@ -560,8 +598,7 @@ test_identity_events_only_from_eligible_authors(void)
 
 	/* An issue and its author's profile in one write, so in one
 	 * batch: the issue, decided first, makes the author eligible. */
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
-	late = signed_by(53, time(NULL), 1621, tags, "late issue");
+	late = tagged(53, 1621, "a", coord, "late issue");
 	prof = signed_by(53, time(NULL), 0, "[]", "{\"name\":\"late\"}");
 	em = nostr_event_msg(late);
 	wsc_frame_encode(&frames, WS_OP_TEXT, 1, mask, em, strlen(em));
@@ -660,21 +697,17 @@ test_deletion_by_author_only_and_final(void)
 	char		 d[32], coord[128], tags[256], msg[256];
 
 	T_ASSERT(ws != NULL);
-	next_d(d, sizeof(d));
-	ann = announcement(50, d, 1, 1, "");
-	T_ASSERT(serve(ws, 50, ann, d));
-	repo_coord(50, d, coord, sizeof(coord));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
-	issue = signed_by(51, time(NULL), 1621, tags, "to be deleted");
+	T_ASSERT((ann = served_repo(ws, 50, d, sizeof(d), coord,
+	    sizeof(coord))) != NULL);
+	issue = tagged(51, 1621, "a", coord, "to be deleted");
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 
 	/* Someone else's deletion does not remove it. */
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue->id_hex);
-	bad = signed_by(52, time(NULL), 5, tags, "");
+	bad = tagged(52, 5, "e", issue->id_hex, "");
 	T_EQ_INT(nostr_publish_msg(ws, bad, TMO, msg, sizeof(msg)), 0);
 	T_EQ_INT(has_id(ws, issue->id_hex), 1);
 
-	del = signed_by(51, time(NULL), 5, tags, "oops");
+	del = tagged(51, 5, "e", issue->id_hex, "oops");
 	T_EQ_INT(nostr_publish_msg(ws, del, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, issue->id_hex), 0);
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 0);
@@ -704,17 +737,14 @@ test_duplicate_answered_before_signature_check(void)
 {
 	struct wsc	*ws = conn(rp);
 	struct event	*ann, *issue;
-	char		 d[32], coord[128], tags[256], msg[256], *s, *sigp, *m;
+	char		 d[32], coord[128], msg[256], *s, *sigp, *m;
 	double		 dup0;
 	int		 ok = -1;
 
 	T_ASSERT(ws != NULL);
-	next_d(d, sizeof(d));
-	ann = announcement(53, d, 1, 1, "");
-	T_ASSERT(serve(ws, 53, ann, d));
-	repo_coord(53, d, coord, sizeof(coord));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
-	issue = signed_by(54, time(NULL), 1621, tags, "sent twice");
+	T_ASSERT((ann = served_repo(ws, 53, d, sizeof(d), coord,
+	    sizeof(coord))) != NULL);
+	issue = tagged(54, 1621, "a", coord, "sent twice");
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "");
 	dup0 = ctl_metric(rp,
@@ -745,15 +775,13 @@ test_req_limit_order_and_live_delivery(void)
 	struct wsc	*ws = conn(rp), *ws2 = conn(rp);
 	struct event	*ann, *ev;
 	char		 d[32], coord[128], tags[256], msg[256], f[256];
-	char		**evs = NULL, *live;
+	char		**evs = NULL;
 	size_t		 n = 0, i;
 	int64_t		 t = time(NULL) - 1000, prev = INT64_MAX;
 
 	T_ASSERT(ws != NULL && ws2 != NULL);
-	next_d(d, sizeof(d));
-	ann = announcement(60, d, 1, 1, "");
-	T_ASSERT(serve(ws, 60, ann, d));
-	repo_coord(60, d, coord, sizeof(coord));
+	T_ASSERT((ann = served_repo(ws, 60, d, sizeof(d), coord,
+	    sizeof(coord))) != NULL);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	for (i = 0; i < 12; i++) {
 		ev = signed_by(61, t + (int64_t)(i * 7 % 12), 1621, tags,
@@ -781,19 +809,13 @@ test_req_limit_order_and_live_delivery(void)
 	nostr_events_free(evs);
 	ev = signed_by(62, time(NULL), 1621, tags, "live issue");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	live = nostr_wait_event(ws2, "live", TMO, NULL);
-	T_ASSERT(live != NULL);
-	T_CHECK(strstr(live, ev->id_hex) != NULL);
-	free(live);
+	T_CHECK(nostr_event_arrives(ws2, "live", ev->id_hex, TMO));
 	event_destroy(ev);
 
 	/* Ephemeral: fanned out, never stored. */
 	ev = signed_by(62, time(NULL), 20001, tags, "ephemeral");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	live = nostr_wait_event(ws2, "live", TMO, NULL);
-	T_ASSERT(live != NULL);
-	T_CHECK(strstr(live, ev->id_hex) != NULL);
-	free(live);
+	T_CHECK(nostr_event_arrives(ws2, "live", ev->id_hex, TMO));
 	T_EQ_INT(has_id(ws, ev->id_hex), 0);
 	event_destroy(ev);
 
@@ -948,11 +970,34 @@ test_malformed_messages_get_notice_and_connection_survives(void)
 	wsc_close(other);
 }
 
+/*
+ * A REQ relayd must answer with CLOSED, its reason starting with prefix
+ * (NULL: any reason).
+ */
+static void
+req_closed(struct wsc *ws, const char *subid, const char *filters,
+    const char *prefix)
+{
+	char	*reason = NULL, **evs = NULL;
+	size_t	 n;
+	int	 rc, ok;
+
+	rc = nostr_req(ws, subid, filters, TMO, &evs, &n, &reason);
+	ok = prefix == NULL || (reason != NULL &&
+	    strncmp(reason, prefix, strlen(prefix)) == 0);
+	if (!ok)
+		printf("# %.20s: CLOSED %s\n", subid, reason ? reason : "?");
+	free(reason);
+	nostr_events_free(evs);
+	T_EQ_INT(rc, 1);
+	T_CHECK(ok);
+}
+
 static void
 test_req_limits_answer_closed(void)
 {
 	struct wsc	*ws = conn(rp);
-	char		 subid[80], *reason = NULL, **evs = NULL;
+	char		 subid[80], **evs = NULL;
 	struct buf	 b = BUF_INIT;
 	size_t		 n, i;
 	int		 rc;
@@ -960,42 +1005,15 @@ test_req_limits_answer_closed(void)
 	T_ASSERT(ws != NULL);
 	memset(subid, 's', 65);
 	subid[65] = '\0';
-	rc = nostr_req(ws, subid, "{}", TMO, &evs, &n, &reason);
-	T_EQ_INT(rc, 1);
-	T_CHECK(reason && strncmp(reason, "invalid: ", 9) == 0);
-	free(reason);
-	reason = NULL;
-	nostr_events_free(evs);
-	evs = NULL;
-
-	rc = nostr_req(ws, "bad", "{\"ids\":[\"abc\"]}", TMO, &evs, &n,
-	    &reason);
-	T_EQ_INT(rc, 1);
-	T_CHECK(reason && strncmp(reason, "invalid: ", 9) == 0);
-	free(reason);
-	reason = NULL;
-	nostr_events_free(evs);
-	evs = NULL;
-
-	rc = nostr_req(ws, "bad2", "{\"foo\":[1]}", TMO, &evs, &n, &reason);
-	T_EQ_INT(rc, 1);
-	T_CHECK(reason && strncmp(reason, "unsupported: ", 13) == 0);
-	free(reason);
-	reason = NULL;
-	nostr_events_free(evs);
-	evs = NULL;
-
+	req_closed(ws, subid, "{}", "invalid: ");
+	req_closed(ws, "bad", "{\"ids\":[\"abc\"]}", "invalid: ");
+	req_closed(ws, "bad2", "{\"foo\":[1]}", "unsupported: ");
 	buf_addc(&b, '[');
 	for (i = 0; i < 51; i++)
 		buf_adds(&b, i ? ",{}" : "{}");
 	buf_addc(&b, ']');
-	rc = nostr_req(ws, "many", b.b_data, TMO, &evs, &n, &reason);
+	req_closed(ws, "many", b.b_data, NULL);
 	buf_free(&b);
-	T_EQ_INT(rc, 1);
-	free(reason);
-	reason = NULL;
-	nostr_events_free(evs);
-	evs = NULL;
 
 	/* 200 subscriptions are fine, the 201st is refused. */
 	for (i = 0; i < 200; i++) {
@@ -1006,13 +1024,7 @@ test_req_limits_answer_closed(void)
 		evs = NULL;
 		T_EQ_INT(rc, 0);
 	}
-	rc = nostr_req(ws, "one-too-many", "{\"limit\":0}", TMO, &evs, &n,
-	    &reason);
-	T_EQ_INT(rc, 1);
-	T_CHECK(reason && strncmp(reason, "blocked: ", 9) == 0);
-	free(reason);
-	nostr_events_free(evs);
-	evs = NULL;
+	req_closed(ws, "one-too-many", "{\"limit\":0}", "blocked: ");
 	/* Re-using an id replaces, and is allowed at the cap. */
 	rc = nostr_req(ws, "sub7", "{\"limit\":0}", TMO, &evs, &n, NULL);
 	T_EQ_INT(rc, 0);
@@ -1129,18 +1141,12 @@ test_blacklists_and_whitelist(void)
 	T_ASSERT(ws != NULL);
 	ev = announcement(100, "good-repo", 1, 1, "");
 	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
-	ev = announcement(100, "bad-repo", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "blacklisted") != NULL);
-	event_destroy(ev);
-	ev = announcement(101, "any", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "Event author") != NULL);
-	event_destroy(ev);
-	ev = announcement(102, "not-whitelisted", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "whitelist") != NULL);
-	event_destroy(ev);
+	T_CHECK(refused_with(ws, announcement(100, "bad-repo", 1, 1, ""),
+	    "blacklisted"));
+	T_CHECK(refused_with(ws, announcement(101, "any", 1, 1, ""),
+	    "Event author"));
+	T_CHECK(refused_with(ws, announcement(102, "not-whitelisted", 1, 1,
+	    ""), "whitelist"));
 	wsc_close(ws);
 	rp = saved;
 	relayproc_free(r);

@@ -325,6 +325,27 @@ nostr_no_event(struct wsc *w, const char *subid, int timeout_ms)
 }
 
 int
+nostr_event_arrives(struct wsc *w, const char *subid, const char *id_hex,
+    int timeout_ms)
+{
+	struct json_doc	*doc = NULL;
+	struct json	*e;
+	char		*ev, err[64];
+	int		 ok = 0;
+
+	if ((ev = nostr_wait_event(w, subid, timeout_ms, NULL)) != NULL &&
+	    (e = json_parse(ev, strlen(ev), &doc, err, sizeof(err))) != NULL &&
+	    jstr_is(json_get(e, "id"), id_hex))
+		ok = 1;
+	if (!ok)
+		printf("# %s: not event %s but %.200s\n", subid, id_hex,
+		    ev ? ev : "nothing");
+	json_free(doc);
+	free(ev);
+	return ok;
+}
+
+int
 nostr_close_sub(struct wsc *w, const char *subid)
 {
 	struct buf	b = BUF_INIT;

@@ -96,6 +96,13 @@ int	 nostr_close_sub(struct wsc *, const char *subid);
  * a CLOSED ends the wait too), 0 when one does (it is dropped).
  */
 int	 nostr_no_event(struct wsc *, const char *subid, int timeout_ms);
+/*
+ * 1 when the next event of subid, within timeout_ms (nostr_wait_event()),
+ * is the one whose id is id_hex; 0 otherwise (a printed "# " line says
+ * what came instead).
+ */
+int	 nostr_event_arrives(struct wsc *, const char *subid,
+	    const char *id_hex, int timeout_ms);
 
 /*
  * Waits at most timeout_ms for the next relay message whose first element

@@ -314,6 +314,20 @@ nostr_wait_event(struct wsc *w, const char *subid, int timeout_ms,
 }
 
 int
+nostr_msg_has(struct wsc *w, const char *type, const char *needle,
+    int timeout_ms)
+{
+	char	*m;
+	int	 ok;
+
+	if ((m = nostr_wait_msg(w, type, timeout_ms)) == NULL)
+		return 0;
+	ok = needle == NULL || strstr(m, needle) != NULL;
+	free(m);
+	return ok;
+}
+
+int
 nostr_no_event(struct wsc *w, const char *subid, int timeout_ms)
 {
 	char	*ev;

@@ -110,6 +110,12 @@ int	 nostr_event_arrives(struct wsc *, const char *subid,
  * text, or NULL.  Other messages are dropped.  Caller frees.
  */
 char	*nostr_wait_msg(struct wsc *, const char *type, int timeout_ms);
+/*
+ * 1 when the next message of that type, within timeout_ms, has needle in
+ * its text (NULL: any text); 0 otherwise.  The message is dropped.
+ */
+int	 nostr_msg_has(struct wsc *, const char *type, const char *needle,
+	    int timeout_ms);
 
 /*
  * Opens a websocket to host:port, runs nostr_req() for filters_json and

@@ -1,6 +1,6 @@
 /*
- * tint_prog.c: set-up and tear-down shared by the integration programs
- * (tint_prog.h).
+ * tint_prog.c: what the integration programs share: set-up, tear-down,
+ * test keys and events, checks of HTTP answers (tint_prog.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

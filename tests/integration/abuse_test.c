@@ -28,6 +28,7 @@
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tint_prog.h"
 #include "wsclient.h"
 
 #define PER_IP		3
@@ -62,14 +63,7 @@ test_connections_per_ip_capped(void)
 	    &body) == 0 && status == 200);
 	free(body);
 	/* A place freed is taken again. */
-	wsc_close(ws[0]);
-	ws[0] = NULL;
-	T_CHECK((extra = relayproc_ws_retry(rp, 5000)) != NULL);
-	if (extra != NULL)
-		wsc_close(extra);
-	for (i = 0; i < PER_IP; i++)
-		if (ws[i] != NULL)
-			wsc_close(ws[i]);
+	T_CHECK(tint_freed_place_retaken(rp, ws, TINT_N(ws)) == 0);
 	relayproc_free(rp);
 }
 

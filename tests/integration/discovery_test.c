@@ -32,6 +32,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
 #include "tuser.h"
 #include "wsclient.h"
 
@@ -217,12 +218,7 @@ static int
 host_repo(struct relayproc *p, int owner, const char *d,
     const char *maint_hex)
 {
-	uint8_t	sk[32];
-	char	dir[512];
-
-	tuser_sk(KEYS, owner, sk);
-	snprintf(dir, sizeof(dir), "%s/%s-%d", tmpdir, d, relayproc_port(p));
-	return client_host_repo(p, sk, t0, d, maint_hex, dir);
+	return tint_host_repo(p, KEYS, owner, t0, d, maint_hex, tmpdir);
 }
 
 static struct event *
@@ -591,17 +587,11 @@ test_restart_rebuilds_ownership_before_network(void)
 static void
 test_off_switch(void)
 {
-	static const char *env[4];
-	char		 e1[128];
+	const char	*keys[] = { "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
+	const char	*off[] = { "NGIT_SYNC_PLUS_ENABLED=false", NULL };
 	cJSON		*v;
 
-	snprintf(e1, sizeof(e1), "NGIT_SYNC_PLUS_USER_INDEX_RELAYS=ws://"
-	    "127.0.0.1:%d", relayproc_port(idx4));
-	env[0] = e1;
-	env[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
-	env[2] = "NGIT_SYNC_PLUS_ENABLED=false";
-	env[3] = NULL;
-	T_ASSERT((c = relayproc_start("graspd", env)) != NULL);
+	T_ASSERT((c = tint_sync_graspd(keys, &idx4, 1, off, NULL)) != NULL);
 	T_EQ_INT(nip11_has(b, "GRASP-02"), 1);
 	T_EQ_INT(nip11_has(b, "GRASP-03"), 1);
 	T_EQ_INT(nip11_has(c, "GRASP-01"), 1);
@@ -621,52 +611,34 @@ test_off_switch(void)
 static int
 discovery_setup(void)
 {
-	char		 e1[128];
-	const char	*env[3];
+	struct relayproc	**peers[] = { &idx, &ob2, &ob3, &idx4 };
+	const char		*keys[] = {
+	    "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
 
 	t0 = (int64_t)time(NULL) - 3600;
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-disc") == -1 ||
-	    gt_setup(tmpdir) == -1) {
-		printf("not ok - discovery_setup: temp dir\n");
+	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-disc",
+	    "discovery_setup") == -1 || tint_peers_start(peers,
+	    TINT_N(peers), "discovery_setup") == -1)
 		return 1;
-	}
-	if ((idx = relayproc_start_peer(NULL)) == NULL ||
-	    (ob2 = relayproc_start_peer(NULL)) == NULL ||
-	    (ob3 = relayproc_start_peer(NULL)) == NULL ||
-	    (idx4 = relayproc_start_peer(NULL)) == NULL) {
-		printf("not ok - discovery_setup: peers did not start\n");
+	if ((b = tint_sync_graspd(keys, &idx, 1, NULL,
+	    "discovery_setup")) == NULL)
 		return 1;
-	}
-	snprintf(e1, sizeof(e1), "NGIT_SYNC_PLUS_USER_INDEX_RELAYS=ws://"
-	    "127.0.0.1:%d", relayproc_port(idx));
-	env[0] = e1;
-	env[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
-	env[2] = NULL;
-	if ((b = relayproc_start("graspd", env)) == NULL) {
-		printf("not ok - discovery_setup: graspd did not start\n");
-		return 1;
-	}
 	return 0;
 }
 
 static void
 discovery_cleanup(void)
 {
+	struct relayproc	*rps[] = { c, b, idx, ob2, ob3, idx4 };
+	struct event		*evs[] = { l1, l2, l3, oprof };
+
 	if (t_fail) {
 		relayproc_dump_log(b, 80);
 		if (c)
 			relayproc_dump_log(c, 40);
 	}
-	relayproc_free(c);
-	relayproc_free(b);
-	relayproc_free(idx);
-	relayproc_free(ob2);
-	relayproc_free(ob3);
-	relayproc_free(idx4);
-	event_destroy(l1);
-	event_destroy(l2);
-	event_destroy(l3);
-	event_destroy(oprof);
+	tint_relays_free(rps, TINT_N(rps));
+	tuser_events_destroy(evs, TINT_N(evs));
 	tdir_remove(tmpdir);
 }
 

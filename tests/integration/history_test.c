@@ -66,6 +66,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
 #include "tuser.h"
 #include "wsclient.h"
 
@@ -136,12 +137,7 @@ static int
 host_repo(struct relayproc *p, int owner, const char *d,
     const char *maint_hex)
 {
-	uint8_t	sk[32];
-	char	dir[512];
-
-	tuser_sk(KEYS, owner, sk);
-	snprintf(dir, sizeof(dir), "%s/%s-%d", tmpdir, d, relayproc_port(p));
-	return client_host_repo(p, sk, t0, d, maint_hex, dir);
+	return tint_host_repo(p, KEYS, owner, t0, d, maint_hex, tmpdir);
 }
 
 /* The relay of the historyd view whose key names p's port, or NULL. */
@@ -161,25 +157,17 @@ relay_in(const cJSON *view, struct relayproc *p)
 	return NULL;
 }
 
+/*
+ * The number key of p's log: "connections" (websocket connections
+ * accepted) or "open" (still open ones); -1 if there is none.
+ */
 static int
-peer_connections(struct relayproc *p)
+peer_log_num(struct relayproc *p, const char *key)
 {
 	cJSON	*log = peerctl_log(p);
 	int	 n;
 
-	n = log ? (int)ctl_num(log, "connections") : -1;
-	cJSON_Delete(log);
-	return n;
-}
-
-/* The open websocket connections on p, or -1. */
-static int
-peer_open(struct relayproc *p)
-{
-	cJSON	*log = peerctl_log(p);
-	int	 n;
-
-	n = log ? (int)ctl_num(log, "open") : -1;
+	n = log ? (int)ctl_num(log, key) : -1;
 	cJSON_Delete(log);
 	return n;
 }
@@ -274,6 +262,28 @@ has_purpose(const cJSON *r, const char *name)
 	return 0;
 }
 
+/* who's issue (kind 1621) on the repository at coordinate c. */
+static struct event *
+issue_on(const char *c, int who, int64_t at, const char *subject,
+    const char *content)
+{
+	char	tags[600];
+
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"%s\"],[\"subject\",\"%s\"]]", c, subject);
+	return ev(who, at, 1621, tags, content);
+}
+
+/* who's reply (kind 1) to e, by an "e" tag. */
+static struct event *
+reply_to(const struct event *e, int who, int64_t at, const char *content)
+{
+	char	tags[100];
+
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", e->id_hex);
+	return ev(who, at, 1, tags, content);
+}
+
 static struct event *
 reply_by(int who, int64_t at, const char *content)
 {
@@ -282,15 +292,6 @@ reply_by(int who, int64_t at, const char *content)
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"],"
 	    "[\"K\",\"1621\"]]", issue->id_hex, issue->id_hex);
 	return ev(who, at, 1111, tags, content);
-}
-
-static int
-found(struct relayproc *p, const struct event *e, int secs)
-{
-	char	f[200];
-
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
-	return client_wait_count(p, f, 1, secs);
 }
 
 /* 1 once relayd's /metrics has a line starting with name, within secs. */
@@ -328,9 +329,7 @@ test_participant_history_mailboxes(void)
 	tuser_hex(KEYS, WHO_OWNER, oh);
 	snprintf(coord, sizeof(coord), "30617:%s:hist", oh);
 	T_ASSERT(host_repo(b, WHO_OWNER, "hist", NULL) == 0);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
-	    coord);
-	issue = ev(WHO_ROOT, t0 + 10, 1621, tags, "the issue");
+	issue = issue_on(coord, WHO_ROOT, t0 + 10, "s", "the issue");
 	T_EQ_INT(client_publish(b, issue, msg, sizeof(msg)), 1);
 	/* The participant takes part in the thread, then lists five
 	 * distinct outboxes, the first spelled twice. */
@@ -351,7 +350,7 @@ test_participant_history_mailboxes(void)
 	T_ASSERT(peerctl_seed(ob[1], &r2, 1) == 0);
 	T_ASSERT(peerctl_seed(ob[4], &r5, 1) == 0);
 
-	T_EQ_INT(found(b, r2, 30), 1);
+	T_EQ_INT(client_wait_id(b, r2, 30), 1);
 	/* The view: four participant relays, the fifth not among them;
 	 * the last one's rotation complete. */
 	for (i = 0; i < 100; i++) {
@@ -390,14 +389,9 @@ test_participant_history_mailboxes(void)
 	T_CHECK(metrics_have(b, RETAINED("workers"), 5));
 	sleep(2);
 	T_EQ_INT(client_count(b, "{\"kinds\":[1111],\"#E\":[\"x\"]}"), 0);
-	{
-		char f[200];
-
-		snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", r5->id_hex);
-		T_EQ_INT(client_count(b, f), 0);
-	}
+	T_EQ_INT(client_has_id(b, r5), 0);
 	/* Never dialled, by historyd or anyone. */
-	T_EQ_INT(peer_connections(ob[4]), 0);
+	T_EQ_INT(peer_log_num(ob[4], "connections"), 0);
 	event_destroy(r0);
 	event_destroy(r2);
 	event_destroy(r5);
@@ -415,7 +409,7 @@ test_fallback_for_participant_without_list(void)
 	T_EQ_INT(client_publish(b, q0, msg, sizeof(msg)), 1);
 	q1 = reply_by(WHO_OTHER, t0 + 51, "only on the fallback relay");
 	T_ASSERT(peerctl_seed(fb, &q1, 1) == 0);
-	T_EQ_INT(found(b, q1, 30), 1);
+	T_EQ_INT(client_wait_id(b, q1, 30), 1);
 	/* syncd may cover the root author's root on the fallback relay
 	 * too: historyd's own probe is the filter only it sends, a "#q"
 	 * naming the coordinate and the participant's reply together. */
@@ -464,7 +458,7 @@ test_root_author_inbox_in_ordinary_coverage(void)
 	T_CHECK(live >= 1);
 	late = reply_by(WHO_LATE, time(NULL), "late reply in the inbox");
 	T_ASSERT(peerctl_seed(rin, &late, 1) == 0);
-	T_EQ_INT(found(b, late, 4), 1);
+	T_EQ_INT(client_wait_id(b, late, 4), 1);
 	event_destroy(list);
 	event_destroy(late);
 }
@@ -473,16 +467,14 @@ static void
 test_root_author_without_list_on_fallback(void)
 {
 	struct event	*is2, *rep;
-	char		 tags[600], msg[256];
+	char		 msg[256];
 
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"t\"]]",
-	    coord);
-	is2 = ev(WHO_ROOT2, t0 + 100, 1621, tags, "second issue");
+	is2 = issue_on(coord, WHO_ROOT2, t0 + 100, "t", "second issue");
 	T_EQ_INT(client_publish(b, is2, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is2->id_hex);
-	rep = ev(WHO_LATE, t0 + 110, 1, tags, "reply on the fallback relay");
+	rep = reply_to(is2, WHO_LATE, t0 + 110,
+	    "reply on the fallback relay");
 	T_ASSERT(peerctl_seed(fb, &rep, 1) == 0);
-	T_EQ_INT(found(b, rep, 20), 1);
+	T_EQ_INT(client_wait_id(b, rep, 20), 1);
 	event_destroy(is2);
 	event_destroy(rep);
 }
@@ -564,7 +556,7 @@ static void
 test_unasked_authors_not_on_fallback(void)
 {
 	struct event	*rc;
-	char		 tags[600], msg[256];
+	char		 msg[256];
 	double		 roots, marks, threads, r2, m2, t2;
 	int		 from;
 
@@ -575,14 +567,12 @@ test_unasked_authors_not_on_fallback(void)
 	fallback_state(&roots, &marks, &threads);
 	T_ASSERT(roots >= 0 && marks >= 0);
 	from = peerctl_nreqs(fb);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"a\"]]",
-	    coord);
-	issue_a = ev(WHO_FA, t0 + 120, 1621, tags, "root author, no list");
+	issue_a = issue_on(coord, WHO_FA, t0 + 120, "a",
+	    "root author, no list");
 	T_EQ_INT(client_publish(b, issue_a, msg, sizeof(msg)), 1);
-	issue_c = ev(WHO_ROOT, t0 + 121, 1621, tags, "issue c");
+	issue_c = issue_on(coord, WHO_ROOT, t0 + 121, "a", "issue c");
 	T_EQ_INT(client_publish(b, issue_c, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_c->id_hex);
-	rc = ev(WHO_FB, t0 + 122, 1, tags, "participant, no list");
+	rc = reply_to(issue_c, WHO_FB, t0 + 122, "participant, no list");
 	T_EQ_INT(client_publish(b, rc, msg, sizeof(msg)), 1);
 	snprintf(fbreply, sizeof(fbreply), "%s", rc->id_hex);
 	/* Past a failed index query (3 s in test timing). */
@@ -600,23 +590,20 @@ static void
 test_index_answer_puts_authors_on_fallback(void)
 {
 	struct event	*ra, *rc;
-	char		 tags[300];
 	double		 roots, marks, threads;
 	int		 from = peerctl_nreqs(fb);
 
 	T_ASSERT(issue_a != NULL && issue_c != NULL);
 	/* Replies only on the fallback relay, by an author with a list. */
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_a->id_hex);
-	ra = ev(WHO_ROOT, t0 + 123, 1, tags, "on fallback, thread a");
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_c->id_hex);
-	rc = ev(WHO_ROOT, t0 + 124, 1, tags, "on fallback, thread c");
+	ra = reply_to(issue_a, WHO_ROOT, t0 + 123, "on fallback, thread a");
+	rc = reply_to(issue_c, WHO_ROOT, t0 + 124, "on fallback, thread c");
 	T_ASSERT(peerctl_seed(fb, &ra, 1) == 0);
 	T_ASSERT(peerctl_seed(fb, &rc, 1) == 0);
 	T_ASSERT(peerctl_config(idx, "{\"drop_eose\":false}") == 0);
 	/* Root author: syncd's ordinary coverage on the fallback relay;
 	 * participant: historyd's probe of it. */
-	T_EQ_INT(found(b, ra, 30), 1);
-	T_EQ_INT(found(b, rc, 30), 1);
+	T_EQ_INT(client_wait_id(b, ra, 30), 1);
+	T_EQ_INT(client_wait_id(b, rc, 30), 1);
 	T_CHECK(reqs_mention(fb, from, issue_c->id_hex));
 	fallback_state(&roots, &marks, &threads);
 	T_CHECK(marks >= 2);
@@ -763,12 +750,9 @@ test_no_mailboxes_without_thread_events(void)
 	cJSON		*v, *r;
 	int		 i;
 
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"d\"]]",
-	    coord);
-	is = ev(WHO_ROOT2, t0 + 130, 1621, tags, "to be deleted");
+	is = issue_on(coord, WHO_ROOT2, t0 + 130, "d", "to be deleted");
 	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is->id_hex);
-	rep = ev(WHO_DEL, t0 + 131, 1, tags, "my only reply");
+	rep = reply_to(is, WHO_DEL, t0 + 131, "my only reply");
 	T_EQ_INT(client_publish(b, rep, msg, sizeof(msg)), 1);
 	/* The outbox never sends EOSE: its first group fails (the 3 s
 	 * test fetch timeout) and the relay is due again after the 5 min
@@ -843,9 +827,8 @@ test_owner_read_inbox_public_only(void)
 	T_ASSERT(host_repo(b, WHO_OWNER2, "other", NULL) == 0);
 	tuser_hex(KEYS, WHO_OWNER2, oh);
 	snprintf(ocoord, sizeof(ocoord), "30617:%s:other", oh);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"o\"]]",
-	    ocoord);
-	oroot = ev(WHO_OTHER, t0 + 55, 1621, tags, "another repository");
+	oroot = issue_on(ocoord, WHO_OTHER, t0 + 55, "o",
+	    "another repository");
 	T_EQ_INT(client_publish(b, oroot, msg, sizeof(msg)), 1);
 	/* ... and the owner's own announcement never pushed (purgatory). */
 	tuser_hex(KEYS, WHO_OWNER, oh);
@@ -866,7 +849,7 @@ test_owner_read_inbox_public_only(void)
 	    issue->id_hex, coord);
 	st = ev(WHO_STATUS, t0 + 70, 1632, tags, "closed");
 	T_ASSERT(peerctl_seed(own, &st, 1) == 0);
-	T_EQ_INT(found(b, st, 30), 1);
+	T_EQ_INT(client_wait_id(b, st, 30), 1);
 	/* own's rotation done, its worker idle. */
 	for (i = 0; i < 100; i++) {
 		cJSON_Delete(v);
@@ -911,9 +894,9 @@ test_owner_read_inbox_public_only(void)
 	cJSON_Delete(v);
 	/* ... and historyd's exclusively history connection to own
 	 * retired once its rotation was done. */
-	for (i = 0; i < 50 && peer_open(own) != 0; i++)
+	for (i = 0; i < 50 && peer_log_num(own, "open") != 0; i++)
 		usleep(100000);
-	T_EQ_INT(peer_open(own), 0);
+	T_EQ_INT(peer_log_num(own, "open"), 0);
 
 	/* Private mode: the same inbox is not a history relay. */
 	relayproc_setenv(b, "NGIT_PRIVATE_MODE=true");
@@ -1056,17 +1039,14 @@ test_metrics_fixed_cardinality_with_1000_authors(void)
 	 * nothing listens. */
 	tuser_hex(KEYS, WHO_MOWNER, oh);
 	snprintf(mc, sizeof(mc), "30617:%s:metrics", oh);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"m\"]]",
-	    mc);
-	root = ev(WHO_MOWNER, t0 + 10, 1621, tags, "metrics root");
+	root = issue_on(mc, WHO_MOWNER, t0 + 10, "m", "metrics root");
 	T_ASSERT((ws = wsc_connect(relayproc_host(m), relayproc_port(m), "/",
 	    TMO)) != NULL);
 	T_ASSERT(nostr_publish(ws, root, TMO, &ok, &msg) == 0 && ok == 1);
 	free(msg);
 	dead = relayproc_free_port("127.0.0.1");
 	for (i = 0; i < NMANY; i++) {
-		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", root->id_hex);
-		T_ASSERT(publish_one(ws, ev(WHO_MANY + i, t0 + 20, 1, tags,
+		T_ASSERT(publish_one(ws, reply_to(root, WHO_MANY + i, t0 + 20,
 		    "one of many")) == 1);
 		snprintf(tags, sizeof(tags), "[[\"r\",\"ws://127.0.0.1:%d/m%d\"]]",
 		    dead, i);
@@ -1132,62 +1112,40 @@ test_off_switch(void)
 static int
 history_setup(void)
 {
-	char		 e1[128], e2[128];
-	const char	*env[4];
-	int		 i;
-
-	t0 = (int64_t)time(NULL) - 3600;
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-hist") == -1 ||
-	    gt_setup(tmpdir) == -1) {
-		printf("not ok - history_setup: temp dir\n");
-		return 1;
-	}
-	for (i = 0; i < NOB; i++)
-		if ((ob[i] = relayproc_start_peer(NULL)) == NULL) {
-			printf("not ok - history_setup: peers\n");
-			return 1;
-		}
-	if ((fb = relayproc_start_peer(NULL)) == NULL ||
-	    (own = relayproc_start_peer(NULL)) == NULL ||
-	    (rin = relayproc_start_peer(NULL)) == NULL ||
-	    (idx = relayproc_start_peer(NULL)) == NULL) {
-		printf("not ok - history_setup: peers\n");
-		return 1;
-	}
-	snprintf(e1, sizeof(e1), "NGIT_SYNC_PLUS_FALLBACK_RELAYS=ws://"
-	    "127.0.0.1:%d", relayproc_port(fb));
+	struct relayproc	**peers[NOB + 4] = { &fb, &own, &rin, &idx };
 	/* An empty user index: its successful answers put authors without
 	 * a relay list on the fallback relay (GRASP-03). */
-	snprintf(e2, sizeof(e2), "NGIT_SYNC_PLUS_USER_INDEX_RELAYS=ws://"
-	    "127.0.0.1:%d", relayproc_port(idx));
-	env[0] = e1;
-	env[1] = e2;
-	env[2] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
-	env[3] = NULL;
-	if ((b = relayproc_start("graspd", env)) == NULL) {
-		printf("not ok - history_setup: graspd did not start\n");
+	const char		*keys[] = { "NGIT_SYNC_PLUS_FALLBACK_RELAYS",
+	    "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
+	struct relayproc	*at[2];
+	int			 i;
+
+	t0 = (int64_t)time(NULL) - 3600;
+	for (i = 0; i < NOB; i++)
+		peers[4 + i] = &ob[i];
+	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-hist",
+	    "history_setup") == -1 || tint_peers_start(peers, TINT_N(peers),
+	    "history_setup") == -1)
 		return 1;
-	}
+	at[0] = fb;
+	at[1] = idx;
+	if ((b = tint_sync_graspd(keys, at, TINT_N(at), NULL,
+	    "history_setup")) == NULL)
+		return 1;
 	return 0;
 }
 
 static void
 history_cleanup(void)
 {
-	int		 i;
+	struct relayproc	*rps[] = { b, fb, own, rin, idx };
+	struct event		*evs[] = { issue, issue_a, issue_c };
 
 	if (t_fail)
 		relayproc_dump_log(b, 80);
-	relayproc_free(b);
-	for (i = 0; i < NOB; i++)
-		relayproc_free(ob[i]);
-	relayproc_free(fb);
-	relayproc_free(own);
-	relayproc_free(rin);
-	relayproc_free(idx);
-	event_destroy(issue);
-	event_destroy(issue_a);
-	event_destroy(issue_c);
+	tuser_events_destroy(evs, TINT_N(evs));
+	tint_relays_free(rps, TINT_N(rps));
+	tint_relays_free(ob, NOB);
 	tdir_remove(tmpdir);
 }
 

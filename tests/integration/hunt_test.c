@@ -38,6 +38,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
 #include "tuser.h"
 #include "wsclient.h"
 
@@ -189,16 +190,78 @@ print_hunt(struct relayproc *p, const char *d)
 	cJSON_Delete(root);
 }
 
-static struct event *
-announcement(int who, const char *d, const char *clone, const char *relays)
+/*
+ * Releases d on A over ws (git work in tmpdir/d, the commit's id in oid)
+ * and puts A's state of d in *state: NULL, and the case failed, when
+ * that did not work.
+ */
+static void
+release_on_a(struct wsc *ws, const uint8_t sk[32], const char *d,
+    char oid[41], struct event **state)
 {
-	char	tags[2048];
-	uint8_t	sk[32];
+	char	dir[512], f[200];
 
-	tuser_sk(KEYS, who, sk);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"name\",\"%s\"],"
-	    "[\"clone\",%s],[\"relays\",%s]]", d, d, clone, relays);
-	return event_new_signed(sk, time(NULL) - 60, 30617, tags, "");
+	*state = NULL;
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, d);
+	T_ASSERT(gt_release(ws, sk, relayproc_domain(a), d, dir, oid) == 0);
+	snprintf(f, sizeof(f), "{\"kinds\":[30618],\"#d\":[\"%s\"]}", d);
+	T_EQ_INT(count_on(a, f, state), 1);
+	T_ASSERT(*state != NULL);
+}
+
+/*
+ * Waits at most HUNT_WAIT_S for B to serve ann and state (the hunt of d
+ * released them), accepting and holding meanwhile the connections to
+ * the listener fd when it is not -1 (their number added to *conns).
+ * Returns how many of the two B serves, printing the hunt when not both.
+ */
+static int
+wait_released(const struct event *ann, const struct event *state,
+    const char *d, int fd, int *conns)
+{
+	char	f[200];
+	int	i, n = 0;
+
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", ann->id_hex,
+	    state->id_hex);
+	for (i = 0; i < HUNT_WAIT_S * 5; i++) {
+		if (fd != -1)
+			*conns += accept_held(fd);
+		if ((n = count_on(b, f, NULL)) == 2)
+			break;
+		usleep(200000);
+	}
+	if (fd != -1)
+		*conns += accept_held(fd);
+	if (n != 2)
+		print_hunt(b, d);
+	return n;
+}
+
+/*
+ * who's announcement of d: as clone first the server on loopback port
+ * (not graspd) when port is not 0, then the n graspds of clones; as
+ * relays the nrelays graspds of relays.
+ */
+static struct event *
+announcement(int who, const char *d, int port,
+    struct relayproc *const clones[], size_t n,
+    struct relayproc *const relays[], size_t nrelays)
+{
+	char		 other[32];
+	const char	*dom[4], *urls[4];
+	size_t		 i, nd = 0;
+
+	if (port != 0) {
+		snprintf(other, sizeof(other), "127.0.0.1:%d", port);
+		dom[nd++] = other;
+	}
+	for (i = 0; i < n && nd < TINT_N(dom); i++)
+		dom[nd++] = relayproc_domain(clones[i]);
+	for (i = 0; i < nrelays && i < TINT_N(urls); i++)
+		urls[i] = relayproc_url(relays[i]);
+	return tint_announcement(KEYS, who, time(NULL) - 60, d, dom, nd, urls,
+	    i, NULL);
 }
 
 static void
@@ -206,50 +269,31 @@ test_synced_state_is_hunted_and_released(void)
 {
 	struct event	*ann = NULL, *state = NULL;
 	struct wsc	*ws = NULL;
+	struct relayproc *ab[2];
 	uint8_t		 sk[32], pk[32];
-	char		 npub[NIP19_KEY_BUFSZ], clone[1024], relays[512];
-	char		 f[512], dir[512], url[512], oid[41], got[41];
+	char		 dir[512], url[512], oid[41], got[41];
 	char		*msg = NULL;
 	cJSON		*root = NULL;
 	const cJSON	*view, *tot;
-	int		 ok = 0, i, n = 0, conns = 0;
+	int		 ok = 0, i, conns = 0;
 	int64_t		 t0;
 
 	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
-	nip19_encode("npub", pk, npub, sizeof(npub));
+	ab[0] = a;
+	ab[1] = b;
 	/* The silent server first: it may cost only its own fetch. */
-	snprintf(clone, sizeof(clone), "\"http://127.0.0.1:%d/%s/hunted.git\","
-	    "\"http://%s/%s/hunted.git\",\"http://%s/%s/hunted.git\"",
-	    silent_port, npub, relayproc_domain(a), npub, relayproc_domain(b),
-	    npub);
-	snprintf(relays, sizeof(relays), "\"%s\",\"%s\"", relayproc_url(a),
-	    relayproc_url(b));
-	T_ASSERT((ann = announcement(1, "hunted", clone, relays)) != NULL);
+	T_ASSERT((ann = announcement(1, "hunted", silent_port, ab, 2, ab,
+	    2)) != NULL);
 	T_ASSERT((ws = ws_to(a)) != NULL);
 	T_ASSERT(nostr_publish(ws, ann, TMO, &ok, &msg) == 0);
 	T_ASSERT(ok);
-	snprintf(dir, sizeof(dir), "%s/hunted", tmpdir);
-	T_ASSERT(gt_release(ws, sk, relayproc_domain(a), "hunted", dir,
-	    oid) == 0);
-	snprintf(f, sizeof(f), "{\"kinds\":[30618],\"#d\":[\"hunted\"]}");
-	T_EQ_INT(count_on(a, f, &state), 1);
+	release_on_a(ws, sk, "hunted", oid, &state);
 	T_ASSERT(state != NULL);
 
 	/* B: synced from A, held, hunted, released. */
 	t0 = wsc_now_ms();
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", ann->id_hex,
-	    state->id_hex);
-	for (i = 0; i < HUNT_WAIT_S * 5; i++) {
-		conns += accept_held(silent_fd);
-		if ((n = count_on(b, f, NULL)) == 2)
-			break;
-		usleep(200000);
-	}
-	conns += accept_held(silent_fd);
-	if (n != 2)
-		print_hunt(b, "hunted");
-	T_EQ_INT(n, 2);
+	T_EQ_INT(wait_released(ann, state, "hunted", silent_fd, &conns), 2);
 	printf("# released on B after %lld ms\n",
 	    (long long)(wsc_now_ms() - t0));
 	/* The silent server was tried, and failed only its own fetch. */
@@ -303,23 +347,18 @@ test_a_missing_object_does_not_block_the_others(void)
 {
 	struct event	*ann = NULL, *ghost = NULL, *state = NULL;
 	struct wsc	*wa = NULL, *wb = NULL;
-	uint8_t		 sk[32], pk[32];
-	char		 npub[NIP19_KEY_BUFSZ], clone[1024], relays[512];
-	char		 tags[512], f[512], dir[512], oid[41], *msg = NULL;
+	struct relayproc *ab[2];
+	uint8_t		 sk[32];
+	char		 tags[512], f[512], oid[41], *msg = NULL;
 	const char	*fake = "0123456789abcdef0123456789abcdef01234567";
 	cJSON		*root = NULL;
 	const cJSON	*view, *h;
-	int		 ok = 0, i, n = 0;
+	int		 ok = 0, i;
 
 	tuser_sk(KEYS, 3, sk);
-	event_pubkey_of(sk, pk);
-	nip19_encode("npub", pk, npub, sizeof(npub));
-	snprintf(clone, sizeof(clone), "\"http://%s/%s/partial.git\","
-	    "\"http://%s/%s/partial.git\"", relayproc_domain(a), npub,
-	    relayproc_domain(b), npub);
-	snprintf(relays, sizeof(relays), "\"%s\",\"%s\"", relayproc_url(a),
-	    relayproc_url(b));
-	T_ASSERT((ann = announcement(3, "partial", clone, relays)) != NULL);
+	ab[0] = a;
+	ab[1] = b;
+	T_ASSERT((ann = announcement(3, "partial", 0, ab, 2, ab, 2)) != NULL);
 	T_ASSERT((wa = ws_to(a)) != NULL && (wb = ws_to(b)) != NULL);
 	T_ASSERT(nostr_publish(wa, ann, TMO, &ok, &msg) == 0 && ok);
 	free(msg);
@@ -332,23 +371,10 @@ test_a_missing_object_does_not_block_the_others(void)
 	free(msg);
 	msg = NULL;
 	T_ASSERT(nostr_publish(wb, ghost, TMO, &ok, &msg) == 0 && ok);
-	snprintf(dir, sizeof(dir), "%s/partial", tmpdir);
-	T_ASSERT(gt_release(wa, sk, relayproc_domain(a), "partial", dir,
-	    oid) == 0);
-	snprintf(f, sizeof(f), "{\"kinds\":[30618],\"#d\":[\"partial\"]}");
-	T_EQ_INT(count_on(a, f, &state), 1);
+	release_on_a(wa, sk, "partial", oid, &state);
 	T_ASSERT(state != NULL);
 
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", ann->id_hex,
-	    state->id_hex);
-	for (i = 0; i < HUNT_WAIT_S * 5; i++) {
-		if ((n = count_on(b, f, NULL)) == 2)
-			break;
-		usleep(200000);
-	}
-	if (n != 2)
-		print_hunt(b, "partial");
-	T_EQ_INT(n, 2);
+	T_EQ_INT(wait_released(ann, state, "partial", -1, NULL), 2);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ghost->id_hex);
 	T_EQ_INT(count_on(b, f, NULL), 0);
 	/* The released state leaves the hunt at syncd's next scan. */
@@ -439,22 +465,18 @@ test_private_clone_urls_are_refused_never_dialled(void)
 {
 	struct event	*ann = NULL, *state = NULL;
 	struct wsc	*ws = NULL;
-	uint8_t		 sk[32], pk[32];
-	char		 npub[NIP19_KEY_BUFSZ], clone[1024], relays[256];
+	struct relayproc *ac[2];
+	uint8_t		 sk[32];
 	char		 tags[512], dir[512], oid[41], *msg = NULL;
 	cJSON		*root = NULL;
 	const cJSON	*view = NULL, *h = NULL, *tot;
 	int		 ok = 0, i;
 
 	tuser_sk(KEYS, 2, sk);
-	event_pubkey_of(sk, pk);
-	nip19_encode("npub", pk, npub, sizeof(npub));
-	snprintf(clone, sizeof(clone), "\"http://127.0.0.1:%d/%s/quiet.git\","
-	    "\"http://%s/%s/quiet.git\",\"http://%s/%s/quiet.git\"",
-	    quiet_port, npub, relayproc_domain(a), npub, relayproc_domain(c),
-	    npub);
-	snprintf(relays, sizeof(relays), "\"%s\"", relayproc_url(c));
-	T_ASSERT((ann = announcement(2, "quiet", clone, relays)) != NULL);
+	ac[0] = a;
+	ac[1] = c;
+	T_ASSERT((ann = announcement(2, "quiet", quiet_port, ac, 2, &c,
+	    1)) != NULL);
 	T_ASSERT((ws = ws_to(c)) != NULL);
 	T_ASSERT(nostr_publish(ws, ann, TMO, &ok, &msg) == 0);
 	T_ASSERT(ok);

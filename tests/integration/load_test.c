@@ -34,6 +34,7 @@
 #include "event.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tint_prog.h"
 #include "wsclient.h"
 
 /* How long to wait for the last OKs and deliveries after publishing. */
@@ -73,14 +74,6 @@ struct load {
 	uint64_t	 published, acked, refused, delivered, bad, notices;
 	uint64_t	 eose;
 };
-
-static int
-is_sanitize(void)
-{
-	const char	*l = getenv("RUN_LABEL");
-
-	return l != NULL && strcmp(l, "sanitize") == 0;
-}
 
 /* Resident and peak resident memory of pid in kB, from /proc. */
 static void
@@ -265,10 +258,11 @@ test_many_clients_no_dropped_subscription(void)
 	int			 i, k, turn = 0, total;
 
 	memset(&L, 0, sizeof(L));
-	L.clients = t_env_int("GRASPD_LOAD_CLIENTS", is_sanitize() ? 100 : 200);
+	L.clients = t_env_int("GRASPD_LOAD_CLIENTS",
+	    tint_sanitizing() ? 100 : 200);
 	L.subs = t_env_int("GRASPD_LOAD_SUBS", 10);
 	L.secs = t_env_int("GRASPD_LOAD_SECS", 5);
-	L.rate = t_env_int("GRASPD_LOAD_RATE", is_sanitize() ? 20 : 40);
+	L.rate = t_env_int("GRASPD_LOAD_RATE", tint_sanitizing() ? 20 : 40);
 	L.topics = t_env_int("GRASPD_LOAD_TOPICS", L.clients * L.subs / 40);
 	if (L.topics < L.subs)
 		L.topics = L.subs;
@@ -474,14 +468,7 @@ test_beyond_max_connections_http_503(void)
 	    strstr(body, "too many connections") != NULL);
 	free(body);
 	/* A place freed is taken again. */
-	wsc_close(ws[0]);
-	ws[0] = NULL;
-	T_CHECK((extra = relayproc_ws_retry(rp, 5000)) != NULL);
-	if (extra != NULL)
-		wsc_close(extra);
-	for (i = 0; i < 3; i++)
-		if (ws[i] != NULL)
-			wsc_close(ws[i]);
+	T_CHECK(tint_freed_place_retaken(rp, ws, TINT_N(ws)) == 0);
 	relayproc_free(rp);
 }
 

@@ -50,6 +50,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
 #include "tuser.h"
 #include "wsclient.h"
 
@@ -59,6 +60,12 @@
 #define TMO		5000
 /* Events published per burst before their OKs are read. */
 #define BURST		500
+/* A graspd of a case: loopback peers, reconnects within 60 s. */
+static const char *const case_env[] = {
+	"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
+	"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
+/* The most relay URLs (hosts and others) one announcement names. */
+#define ANN_MAX_URLS	8
 /* Generous bounds: a slow machine must not fail a test. */
 #define CONVERGE_SECS	180
 #define PEER_SECS	30
@@ -112,28 +119,18 @@ static struct event *
 announcement(int owner, const char *d, const char *const hosts[],
     size_t nhosts, const char *const extra[], size_t nextra)
 {
-	struct buf	 t = BUF_INIT;
-	struct event	*e;
-	uint8_t		 sk[32], pk[32];
-	char		 url[512];
-	size_t		 i;
+	char		 ws[ANN_MAX_URLS][300];
+	const char	*relays[ANN_MAX_URLS];
+	size_t		 i, n = 0;
 
-	tuser_sk(KEYS, owner, sk);
-	event_pubkey_of(sk, pk);
-	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\"", d, d);
-	for (i = 0; i < nhosts; i++) {
-		gt_url(url, sizeof(url), hosts[i], pk, d);
-		buf_printf(&t, ",\"%s\"", url);
+	for (i = 0; i < nhosts && n < ANN_MAX_URLS; i++, n++) {
+		snprintf(ws[n], sizeof(ws[n]), "ws://%s", hosts[i]);
+		relays[n] = ws[n];
 	}
-	buf_adds(&t, "],[\"relays\"");
-	for (i = 0; i < nhosts; i++)
-		buf_printf(&t, ",\"ws://%s\"", hosts[i]);
-	for (i = 0; i < nextra; i++)
-		buf_printf(&t, ",\"%s\"", extra[i]);
-	buf_adds(&t, "]]");
-	e = ev(owner, t_first, 30617, t.b_data, "");
-	buf_free(&t);
-	return e;
+	for (i = 0; i < nextra && n < ANN_MAX_URLS; i++)
+		relays[n++] = extra[i];
+	return tint_announcement(KEYS, owner, t_first, d, hosts, nhosts,
+	    relays, n, NULL);
 }
 
 /*
@@ -147,8 +144,7 @@ publish_all(struct relayproc *rp, struct event *const *evs, size_t n)
 	size_t		 i, j, got;
 	int		 accepted = 0;
 
-	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    TMO)) == NULL)
+	if ((ws = client_ws(rp)) == NULL)
 		return -1;
 	for (i = 0; i < n; i = j) {
 		for (j = i; j < n && j - i < BURST; j++) {
@@ -205,8 +201,7 @@ holds(struct relayproc *rp, struct event *const *evs, size_t n)
 	size_t		 i, j, k;
 	int		 total = 0;
 
-	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    TMO)) == NULL)
+	if ((ws = client_ws(rp)) == NULL)
 		return -1;
 	for (i = 0; i < n; i = j) {
 		buf_reset(&f);
@@ -286,9 +281,8 @@ release_repo(struct relayproc *a, int owner, const char *d)
 
 	tuser_sk(KEYS, owner, sk);
 	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
-	if ((ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
-	    TMO)) != NULL && gt_release(ws, sk, relayproc_domain(a), d, dir,
-	    NULL) == 0)
+	if ((ws = client_ws(a)) != NULL && gt_release(ws, sk,
+	    relayproc_domain(a), d, dir, NULL) == 0)
 		rc = 0;
 	else
 		printf("# release of %s failed\n", d);
@@ -442,6 +436,28 @@ struct neg_figures {
 	char	mode[16];
 };
 
+/* Starts a case's peer relay and graspd (case_env): 0, or -1. */
+static int
+peer_and_graspd(struct relayproc **peer, struct relayproc **a)
+{
+	*peer = relayproc_start_peer(NULL);
+	*a = relayproc_start("graspd", case_env);
+	return *peer != NULL && *a != NULL ? 0 : -1;
+}
+
+/* Prints one instance's figures against the bytes of what it lacked. */
+static void
+print_side(const char *name, const struct neg_figures *f, double neg,
+    uint64_t lacks)
+{
+	printf("# %s: %.0f sessions, %.0f rounds, %.0f ids needed; "
+	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
+	    "full transfer %llu bytes (%.2f%%)\n", name, f->sessions,
+	    f->rounds, f->need, f->neg_bytes, f->fetch_bytes, neg,
+	    f->link_bytes, (unsigned long long)lacks,
+	    100 * neg / (double)lacks);
+}
+
 static int
 figures(struct relayproc *rp, const char *url, struct neg_figures *f)
 {
@@ -468,20 +484,12 @@ figures(struct relayproc *rp, const char *url, struct neg_figures *f)
 	return rc;
 }
 
-static int
-sanitizing(void)
-{
-	const char	*l = getenv("RUN_LABEL");
-
-	return l != NULL && strcmp(l, "sanitize") == 0;
-}
-
 static void
 two_instances_converge_by_negentropy(void)
 {
 	struct pair		p;
 	struct neg_figures	fa, fb;
-	int			nshared = sanitizing() ? 3000 : 20000;
+	int			nshared = tint_sanitizing() ? 3000 : 20000;
 	double			secs, neg_a, neg_b;
 
 	if (pair_setup(&p, 50, "shared", nshared, 100, NULL) == -1) {
@@ -502,18 +510,8 @@ two_instances_converge_by_negentropy(void)
 	    "of both with sync on (two graspd starts included), %.2f s "
 	    "after both listened\n", nshared, secs, secs -
 	    (double)(p.both_up_ms - p.sync_on_ms) / 1000);
-	printf("# A: %.0f sessions, %.0f rounds, %.0f ids needed; "
-	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
-	    "full transfer %llu bytes (%.2f%%)\n", fa.sessions, fa.rounds,
-	    fa.need, fa.neg_bytes, fa.fetch_bytes, neg_a, fa.link_bytes,
-	    (unsigned long long)p.bytes_a_lacks,
-	    100 * neg_a / (double)p.bytes_a_lacks);
-	printf("# B: %.0f sessions, %.0f rounds, %.0f ids needed; "
-	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
-	    "full transfer %llu bytes (%.2f%%)\n", fb.sessions, fb.rounds,
-	    fb.need, fb.neg_bytes, fb.fetch_bytes, neg_b, fb.link_bytes,
-	    (unsigned long long)p.bytes_b_lacks,
-	    100 * neg_b / (double)p.bytes_b_lacks);
+	print_side("A", &fa, neg_a, p.bytes_a_lacks);
+	print_side("B", &fb, neg_b, p.bytes_b_lacks);
 	T_EQ_STR(fa.mode, "negentropy");
 	T_EQ_STR(fb.mode, "negentropy");
 	T_CHECK(fa.sessions >= 1 && fb.sessions >= 1);
@@ -690,9 +688,6 @@ peer_idfetches(struct relayproc *rp, struct event *const *want, size_t n,
 static void
 req_only_peer_converges_and_is_remembered(void)
 {
-	static const char *const env[] = {
-		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
-		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
 	struct relayproc	*a = NULL, *peer = NULL;
 	const char		*hosts[1];
 	struct event		*ann = NULL, *evs[31], *issue = NULL;
@@ -708,9 +703,7 @@ req_only_peer_converges_and_is_remembered(void)
 	int			 nopen0;
 
 	memset(evs, 0, sizeof(evs));
-	peer = relayproc_start_peer(NULL);
-	a = relayproc_start("graspd", env);
-	T_ASSERT(peer != NULL && a != NULL);
+	T_ASSERT(peer_and_graspd(&peer, &a) == 0);
 	purl = relayproc_url(peer);
 	hosts[0] = relayproc_domain(a);
 	memset(&p, 0, sizeof(p));
@@ -824,9 +817,6 @@ req_only_peer_converges_and_is_remembered(void)
 static void
 needed_ids_are_packed_and_refused_ones_not_refetched(void)
 {
-	static const char *const env[] = {
-		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
-		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
 	struct relayproc	*a = NULL, *peer = NULL;
 	const char		*hosts[1];
 	struct event		*ann = NULL, *other = NULL, *issue = NULL;
@@ -842,9 +832,7 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	size_t			 i;
 
 	memset(evs, 0, sizeof(evs));
-	peer = relayproc_start_peer(NULL);
-	a = relayproc_start("graspd", env);
-	T_ASSERT(peer != NULL && a != NULL);
+	T_ASSERT(peer_and_graspd(&peer, &a) == 0);
 	T_ASSERT(relayproc_post(peer, "/config", "{\"neg\":true}", 12) == 0);
 	purl = relayproc_url(peer);
 	hosts[0] = relayproc_domain(a);
@@ -1204,9 +1192,6 @@ script_stop(void)
 static void
 negentropy_refusals_are_told_apart(void)
 {
-	static const char *const env[] = {
-		"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
-		"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
 	static const char *const want[SCRIPT_NMODES] = {
 		"req", "req", "req", "negentropy" };
 	struct relayproc	*a;
@@ -1218,7 +1203,7 @@ negentropy_refusals_are_told_apart(void)
 	int			 i, settled;
 
 	T_ASSERT(script_start() == 0);
-	a = relayproc_start("graspd", env);
+	a = relayproc_start("graspd", case_env);
 	T_ASSERT(a != NULL);
 	for (i = 0; i < SCRIPT_NMODES; i++)
 		urls[i] = scr.s_url[i];
@@ -1273,8 +1258,7 @@ idle_negentropy_session_is_closed(void)
 	    sizeof(err))) != NULL);
 	T_ASSERT(neg_client_initiate(ng, &hex) == 0);
 	buf_printf(&m, "[\"NEG-OPEN\",\"idle\",{},\"%s\"]", hex.b_data);
-	T_ASSERT((ws = wsc_connect(relayproc_host(r), relayproc_port(r), "/",
-	    TMO)) != NULL);
+	T_ASSERT((ws = client_ws(r)) != NULL);
 	T_ASSERT(wsc_send_text(ws, m.b_data, m.b_len) == 0);
 	msg = nostr_wait_msg(ws, "NEG-MSG", TMO);
 	T_CHECK(msg != NULL);
@@ -1304,18 +1288,7 @@ static int
 neg_sync_setup(void)
 {
 	t_first = time(NULL) - 86400;
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-negsync") == -1 ||
-	    gt_setup(tmpdir) == -1) {
-		printf("not ok - neg_sync_setup: temp dir\n");
-		return 1;
-	}
 	return 0;
-}
-
-static void
-neg_sync_cleanup(void)
-{
-	tdir_remove(tmpdir);
 }
 
 static const struct t_case cases[] = {
@@ -1327,4 +1300,8 @@ static const struct t_case cases[] = {
 	T_CASE(two_instances_converge_by_negentropy),
 };
 
-T_MAIN_WITH(cases, neg_sync_setup, neg_sync_cleanup, 0)
+/* The temporary directory, with git's HOME in it (gt_fixture). */
+static struct tdir_prog	prog = { tmpdir, sizeof(tmpdir),
+    "graspd-negsync" };
+
+T_MAIN_ALL(cases, neg_sync_setup, NULL, &gt_fixture, &prog, 0)

@@ -24,6 +24,8 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
+#include "tuser.h"
 #include "wsclient.h"
 
 #define TMO	5000
@@ -37,14 +39,15 @@ static int		 seq_d;		/* makes identifiers unique */
 static char		 tmp[256];	/* local repositories, HOME */
 static int		 seq_dir;
 
+/* Byte 0 of this test's keys (tint_key()). */
+#define KEY0	0x11
+
 static void
 key(int n, uint8_t sk[32], char pkhex[65], char npub[NIP19_KEY_BUFSZ])
 {
 	uint8_t	pk[32];
 
-	memset(sk, 0, 32);
-	sk[31] = (uint8_t)n;
-	sk[0] = 0x11;
+	tint_key(KEY0, n, sk);
 	event_pubkey_of(sk, pk);
 	if (pkhex)
 		hex_encode(pk, 32, pkhex);
@@ -131,10 +134,7 @@ static struct event *
 signed_by(int n, int64_t created_at, uint32_t kind, const char *tags,
     const char *content)
 {
-	uint8_t	sk[32];
-
-	key(n, sk, NULL, NULL);
-	return event_new_signed(sk, created_at, kind, tags, content);
+	return tint_signed(KEY0, n, created_at, kind, tags, content);
 }
 
 static void
@@ -177,6 +177,55 @@ serve(struct wsc *ws, int n, const struct event *ann, const char *d)
 	}
 	nostr_events_free(evs);
 	return k == 1;
+}
+
+/*
+ * Publishes ev on ws and destroys it: 1 when relayd refused it with an
+ * OK false whose message has why in it, else 0 (the message printed).
+ */
+static int
+refused_with(struct wsc *ws, struct event *ev, const char *why)
+{
+	char	msg[256];
+	int	ok;
+
+	ok = nostr_publish_take(ws, ev, TMO, msg, sizeof(msg));
+	if (ok == 0 && strstr(msg, why) != NULL)
+		return 1;
+	printf("# OK %d \"%s\", not refused with \"%s\"\n", ok, msg, why);
+	return 0;
+}
+
+/*
+ * A new repository of key n, served (serve()): its identifier goes to d
+ * (dlen bytes), its coordinate to coord (clen bytes).  Returns its
+ * announcement (the caller destroys it), or NULL when it was not served.
+ */
+static struct event *
+served_repo(struct wsc *ws, int n, char *d, size_t dlen, char *coord,
+    size_t clen)
+{
+	struct event	*ann;
+
+	next_d(d, dlen);
+	if ((ann = announcement(n, d, 1, 1, "")) == NULL ||
+	    !serve(ws, n, ann, d)) {
+		event_destroy(ann);
+		return NULL;
+	}
+	repo_coord(n, d, coord, clen);
+	return ann;
+}
+
+/* An event by key n, now, of kind, with the one tag [tag, value]. */
+static struct event *
+tagged(int n, uint32_t kind, const char *tag, const char *value,
+    const char *content)
+{
+	char	tags[300];
+
+	snprintf(tags, sizeof(tags), "[[\"%s\",\"%s\"]]", tag, value);
+	return signed_by(n, time(NULL), kind, tags, content);
 }
 
 static void
@@ -250,22 +299,14 @@ test_cors_on_every_response_and_options_204(void)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int	 status = 0;
-		char	*hdrs = NULL, *body = NULL, *v;
+		char	*hdrs = NULL, *body = NULL;
 		size_t	 blen;
 
 		T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp),
 		    cases[i].method, cases[i].path, NULL, NULL, 0, TMO,
 		    &status, &hdrs, &body, &blen) == 0);
 		T_EQ_INT(status, cases[i].status);
-		v = http_header_value(hdrs, "access-control-allow-origin");
-		T_CHECK(v && strcmp(v, "*") == 0);
-		free(v);
-		v = http_header_value(hdrs, "access-control-allow-methods");
-		T_CHECK(v && strstr(v, "GET") && strstr(v, "POST"));
-		free(v);
-		v = http_header_value(hdrs, "access-control-allow-headers");
-		T_CHECK(v && strstr(v, "Content-Type"));
-		free(v);
+		T_CHECK(tint_cors_ok(hdrs));
 		free(hdrs);
 		free(body);
 	}
@@ -312,8 +353,7 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	T_CHECK(strstr(msg, "clone") != NULL);
 	event_destroy(ev);
 	ev = announcement(2, d, 1, 0, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 
 	/* A host that merely contains ours is not ours (the substring
 	 * quirk of the reference). */
@@ -322,28 +362,23 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	    "%s0/%s/%s.git\"],[\"relays\",\"ws://x%s\"]]", d,
 	    relayproc_domain(rp), npub, d, relayproc_domain(rp));
 	ev = signed_by(2, time(NULL), 30617, tags, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 
 	/* Two clone tags are refused with the reference's words. */
 	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://"
 	    "%s/%s/%s.git\"],[\"clone\",\"https://x.example/r.git\"],"
 	    "[\"relays\",\"ws://%s\"]]", d, relayproc_domain(rp), npub, d,
 	    relayproc_domain(rp));
-	ev = signed_by(2, time(NULL), 30617, tags, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "multiple clone tags") != NULL);
-	event_destroy(ev);
+	T_CHECK(refused_with(ws, signed_by(2, time(NULL), 30617, tags, ""),
+	    "multiple clone tags"));
 
 	/* No d tag, unsafe identifier. */
 	ev = signed_by(2, time(NULL), 30617, "[[\"clone\",\"x\"]]", "");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "invalid: ", 9) == 0);
 	event_destroy(ev);
-	ev = announcement(2, "..", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "identifier") != NULL);
-	event_destroy(ev);
+	T_CHECK(refused_with(ws, announcement(2, "..", 1, 1, ""),
+	    "identifier"));
 	wsc_close(ws);
 }
 
@@ -368,16 +403,13 @@ test_recursive_maintainers_announcements_accepted(void)
 	 * announcement held in purgatory: it counts). */
 	snprintf(m, sizeof(m), ",[\"maintainers\",\"%s\"]", hexc);
 	ev = announcement(11, d, 0, 0, m);
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	/* C is B's maintainer: recursive. */
 	ev = announcement(12, d, 0, 0, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	/* D is nobody's. */
 	ev = announcement(13, d, 0, 0, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 
 	/* State: maintainers yes (held: its commit is nowhere yet),
 	 * strangers no, unknown repo no. */
@@ -407,10 +439,8 @@ test_related_events_accepted_by_reference(void)
 	char		 d[32], coord[128], tags[512], msg[256];
 
 	T_ASSERT(ws != NULL);
-	next_d(d, sizeof(d));
-	ann = announcement(20, d, 1, 1, "");
-	T_ASSERT(serve(ws, 20, ann, d));
-	repo_coord(20, d, coord, sizeof(coord));
+	T_ASSERT((ann = served_repo(ws, 20, d, sizeof(d), coord,
+	    sizeof(coord))) != NULL);
 
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
 	    coord);
@@ -420,32 +450,26 @@ test_related_events_accepted_by_reference(void)
 	snprintf(tags, sizeof(tags), "[[\"A\",\"%s\"],[\"K\",\"30617\"],"
 	    "[\"p\",\"%s\"]]", coord, ann->pubkey_hex);
 	ev = signed_by(22, time(NULL), 1111, tags, "comment on repo");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
-	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", coord);
-	ev = signed_by(22, time(NULL), 1, tags, "quoting the repo");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	ev = tagged(22, 1, "q", coord, "quoting the repo");
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
 	/* An issue of an unknown repository that quotes an accepted
 	 * issue is related through the quote. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:unknown\"],[\"q\","
 	    "\"%s\"]]", ann->pubkey_hex, issue->id_hex);
 	ev = signed_by(23, time(NULL), 1621, tags, "quote");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\",\"1621\"]]",
 	    issue->id_hex);
 	c1 = signed_by(24, time(NULL), 1111, tags, "comment on issue");
 	T_EQ_INT(nostr_publish_msg(ws, c1, TMO, msg, sizeof(msg)), 1);
 
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", c1->id_hex);
-	k1 = signed_by(25, time(NULL), 1, tags, "kind 1 reply");
+	k1 = tagged(25, 1, "e", c1->id_hex, "kind 1 reply");
 	T_EQ_INT(nostr_publish_msg(ws, k1, TMO, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", k1->id_hex);
-	k2 = signed_by(26, time(NULL), 1, tags, "reply to reply");
+	k2 = tagged(26, 1, "e", k1->id_hex, "reply to reply");
 	T_EQ_INT(nostr_publish_msg(ws, k2, TMO, msg, sizeof(msg)), 1);
 
 	/* Forward reference: X is refused alone, accepted once an
@@ -456,17 +480,15 @@ test_related_events_accepted_by_reference(void)
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"q\",\"%s\"]]",
 	    issue->id_hex, q->id_hex);
 	ev = signed_by(28, time(NULL), 1111, tags, "quotes q");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(nostr_publish_msg(ws, q, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, q->id_hex), 1);
 
-	event_destroy(ann);
-	event_destroy(issue);
-	event_destroy(c1);
-	event_destroy(k1);
-	event_destroy(k2);
-	event_destroy(q);
+	{
+		struct event	*all[] = { ann, issue, c1, k1, k2, q };
+
+		tuser_events_destroy(all, TINT_N(all));
+	}
 	wsc_close(ws);
 }
 
@@ -487,12 +509,10 @@ test_unrelated_events_refused(void)
 	    "or accepted event");
 	event_destroy(ev);
 	ev = signed_by(31, time(NULL), 1, "[]", "bare note");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	snprintf(tags, sizeof(tags), "[[\"q\",\"30617:%s:never\"]]", hex);
 	ev = signed_by(31, time(NULL), 1111, tags, "quote of nothing");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	/* Profiles and relay lists only from eligible identity authors
 	 * (GRASP-03; test_identity_events_only_from_eligible_authors). */
 	ev = signed_by(31, time(NULL), 0, "[]", "{}");
@@ -501,8 +521,7 @@ test_unrelated_events_refused(void)
 	event_destroy(ev);
 	ev = signed_by(31, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
 	    "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	wsc_close(ws);
 }
 
@@ -557,26 +576,20 @@ test_identity_events_only_from_eligible_authors(void)
 
 	/* Owner and declared maintainer, once it is served. */
 	ev = signed_by(50, time(NULL) + 1, 0, "[]", "{\"name\":\"owner\"}");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	ev = signed_by(51, time(NULL), 10002, "[[\"r\",\"wss://m.example\"]]",
 	    "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	/* A root author and, through an e reference, a reply author. */
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
-	issue = signed_by(52, time(NULL), 1621, tags, "issue");
+	issue = tagged(52, 1621, "a", coord, "issue");
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue->id_hex);
-	reply = signed_by(56, time(NULL), 1, tags, "reply");
+	reply = tagged(56, 1, "e", issue->id_hex, "reply");
 	T_EQ_INT(nostr_publish_msg(ws, reply, TMO, msg, sizeof(msg)), 1);
 	ev = signed_by(56, time(NULL), 0, "[]", "{}");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	/* Someone whose only event is a refused note is not eligible. */
 	ev = signed_by(54, time(NULL), 1, "[]", "note");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	ev = signed_by(54, time(NULL), 10002, "[[\"r\",\"wss://x.example\"]]",
 	    "");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
@@ -585,8 +598,7 @@ test_identity_events_only_from_eligible_authors(void)
 
 	/* An issue and its author's profile in one write, so in one
 	 * batch: the issue, decided first, makes the author eligible. */
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
-	late = signed_by(53, time(NULL), 1621, tags, "late issue");
+	late = tagged(53, 1621, "a", coord, "late issue");
 	prof = signed_by(53, time(NULL), 0, "[]", "{\"name\":\"late\"}");
 	em = nostr_event_msg(late);
 	wsc_frame_encode(&frames, WS_OP_TEXT, 1, mask, em, strlen(em));
@@ -611,11 +623,9 @@ test_identity_events_only_from_eligible_authors(void)
 	T_ASSERT(relayproc_restart(rp) == 0);
 	T_ASSERT((ws = conn(rp)) != NULL);
 	ev = signed_by(56, time(NULL) + 1, 0, "[]", "{\"name\":\"2\"}");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 	ev = signed_by(54, time(NULL) + 1, 0, "[]", "{}");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 	event_destroy(ann);
 	event_destroy(issue);
 	event_destroy(reply);
@@ -687,21 +697,17 @@ test_deletion_by_author_only_and_final(void)
 	char		 d[32], coord[128], tags[256], msg[256];
 
 	T_ASSERT(ws != NULL);
-	next_d(d, sizeof(d));
-	ann = announcement(50, d, 1, 1, "");
-	T_ASSERT(serve(ws, 50, ann, d));
-	repo_coord(50, d, coord, sizeof(coord));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
-	issue = signed_by(51, time(NULL), 1621, tags, "to be deleted");
+	T_ASSERT((ann = served_repo(ws, 50, d, sizeof(d), coord,
+	    sizeof(coord))) != NULL);
+	issue = tagged(51, 1621, "a", coord, "to be deleted");
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 
 	/* Someone else's deletion does not remove it. */
-	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue->id_hex);
-	bad = signed_by(52, time(NULL), 5, tags, "");
+	bad = tagged(52, 5, "e", issue->id_hex, "");
 	T_EQ_INT(nostr_publish_msg(ws, bad, TMO, msg, sizeof(msg)), 0);
 	T_EQ_INT(has_id(ws, issue->id_hex), 1);
 
-	del = signed_by(51, time(NULL), 5, tags, "oops");
+	del = tagged(51, 5, "e", issue->id_hex, "oops");
 	T_EQ_INT(nostr_publish_msg(ws, del, TMO, msg, sizeof(msg)), 1);
 	T_EQ_INT(has_id(ws, issue->id_hex), 0);
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 0);
@@ -731,17 +737,14 @@ test_duplicate_answered_before_signature_check(void)
 {
 	struct wsc	*ws = conn(rp);
 	struct event	*ann, *issue;
-	char		 d[32], coord[128], tags[256], msg[256], *s, *sigp, *m;
+	char		 d[32], coord[128], msg[256], *s, *sigp, *m;
 	double		 dup0;
 	int		 ok = -1;
 
 	T_ASSERT(ws != NULL);
-	next_d(d, sizeof(d));
-	ann = announcement(53, d, 1, 1, "");
-	T_ASSERT(serve(ws, 53, ann, d));
-	repo_coord(53, d, coord, sizeof(coord));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
-	issue = signed_by(54, time(NULL), 1621, tags, "sent twice");
+	T_ASSERT((ann = served_repo(ws, 53, d, sizeof(d), coord,
+	    sizeof(coord))) != NULL);
+	issue = tagged(54, 1621, "a", coord, "sent twice");
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "");
 	dup0 = ctl_metric(rp,
@@ -772,15 +775,13 @@ test_req_limit_order_and_live_delivery(void)
 	struct wsc	*ws = conn(rp), *ws2 = conn(rp);
 	struct event	*ann, *ev;
 	char		 d[32], coord[128], tags[256], msg[256], f[256];
-	char		**evs = NULL, *live;
+	char		**evs = NULL;
 	size_t		 n = 0, i;
 	int64_t		 t = time(NULL) - 1000, prev = INT64_MAX;
 
 	T_ASSERT(ws != NULL && ws2 != NULL);
-	next_d(d, sizeof(d));
-	ann = announcement(60, d, 1, 1, "");
-	T_ASSERT(serve(ws, 60, ann, d));
-	repo_coord(60, d, coord, sizeof(coord));
+	T_ASSERT((ann = served_repo(ws, 60, d, sizeof(d), coord,
+	    sizeof(coord))) != NULL);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	for (i = 0; i < 12; i++) {
 		ev = signed_by(61, t + (int64_t)(i * 7 % 12), 1621, tags,
@@ -808,19 +809,13 @@ test_req_limit_order_and_live_delivery(void)
 	nostr_events_free(evs);
 	ev = signed_by(62, time(NULL), 1621, tags, "live issue");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	live = nostr_wait_event(ws2, "live", TMO, NULL);
-	T_ASSERT(live != NULL);
-	T_CHECK(strstr(live, ev->id_hex) != NULL);
-	free(live);
+	T_CHECK(nostr_event_arrives(ws2, "live", ev->id_hex, TMO));
 	event_destroy(ev);
 
 	/* Ephemeral: fanned out, never stored. */
 	ev = signed_by(62, time(NULL), 20001, tags, "ephemeral");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	live = nostr_wait_event(ws2, "live", TMO, NULL);
-	T_ASSERT(live != NULL);
-	T_CHECK(strstr(live, ev->id_hex) != NULL);
-	free(live);
+	T_CHECK(nostr_event_arrives(ws2, "live", ev->id_hex, TMO));
 	T_EQ_INT(has_id(ws, ev->id_hex), 0);
 	event_destroy(ev);
 
@@ -828,9 +823,7 @@ test_req_limit_order_and_live_delivery(void)
 	T_ASSERT(nostr_close_sub(ws2, "live") == 0);
 	ev = signed_by(62, time(NULL), 1621, tags, "after close");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	live = nostr_wait_event(ws2, "live", 300, NULL);
-	T_CHECK(live == NULL);
-	free(live);
+	T_CHECK(nostr_no_event(ws2, "live", 300));
 	event_destroy(ev);
 	event_destroy(ann);
 	wsc_close(ws);
@@ -952,9 +945,7 @@ test_malformed_messages_get_notice_and_connection_survives(void)
 		free(m);
 	}
 	T_ASSERT(wsc_send_binary(ws, "\x01\x02", 2) == 0);
-	m = nostr_wait_msg(ws, "NOTICE", TMO);
-	T_CHECK(m && strstr(m, "binary"));
-	free(m);
+	T_CHECK(nostr_msg_has(ws, "NOTICE", "binary", TMO));
 	/* A message over the limit, in fragments. */
 	buf_reserve(&huge, 2 * 1024 * 1024 + 16);
 	buf_adds(&huge, "[\"REQ\",\"");
@@ -964,9 +955,7 @@ test_malformed_messages_get_notice_and_connection_survives(void)
 	buf_adds(&huge, "\"]");
 	T_ASSERT(wsc_send_text(ws, huge.b_data, huge.b_len) == 0);
 	buf_free(&huge);
-	m = nostr_wait_msg(ws, "NOTICE", TMO);
-	T_CHECK(m && strstr(m, "too large"));
-	free(m);
+	T_CHECK(nostr_msg_has(ws, "NOTICE", "too large", TMO));
 	/* Still usable, and so is the other client. */
 	T_EQ_INT(count(ws, "{\"kinds\":[10317],\"limit\":1}") >= 0, 1);
 	T_EQ_INT(count(other, "{\"kinds\":[10317],\"limit\":1}") >= 0, 1);
@@ -977,11 +966,34 @@ test_malformed_messages_get_notice_and_connection_survives(void)
 	wsc_close(other);
 }
 
+/*
+ * A REQ relayd must answer with CLOSED, its reason starting with prefix
+ * (NULL: any reason).
+ */
+static void
+req_closed(struct wsc *ws, const char *subid, const char *filters,
+    const char *prefix)
+{
+	char	*reason = NULL, **evs = NULL;
+	size_t	 n;
+	int	 rc, ok;
+
+	rc = nostr_req(ws, subid, filters, TMO, &evs, &n, &reason);
+	ok = prefix == NULL || (reason != NULL &&
+	    strncmp(reason, prefix, strlen(prefix)) == 0);
+	if (!ok)
+		printf("# %.20s: CLOSED %s\n", subid, reason ? reason : "?");
+	free(reason);
+	nostr_events_free(evs);
+	T_EQ_INT(rc, 1);
+	T_CHECK(ok);
+}
+
 static void
 test_req_limits_answer_closed(void)
 {
 	struct wsc	*ws = conn(rp);
-	char		 subid[80], *reason = NULL, **evs = NULL;
+	char		 subid[80], **evs = NULL;
 	struct buf	 b = BUF_INIT;
 	size_t		 n, i;
 	int		 rc;
@@ -989,42 +1001,15 @@ test_req_limits_answer_closed(void)
 	T_ASSERT(ws != NULL);
 	memset(subid, 's', 65);
 	subid[65] = '\0';
-	rc = nostr_req(ws, subid, "{}", TMO, &evs, &n, &reason);
-	T_EQ_INT(rc, 1);
-	T_CHECK(reason && strncmp(reason, "invalid: ", 9) == 0);
-	free(reason);
-	reason = NULL;
-	nostr_events_free(evs);
-	evs = NULL;
-
-	rc = nostr_req(ws, "bad", "{\"ids\":[\"abc\"]}", TMO, &evs, &n,
-	    &reason);
-	T_EQ_INT(rc, 1);
-	T_CHECK(reason && strncmp(reason, "invalid: ", 9) == 0);
-	free(reason);
-	reason = NULL;
-	nostr_events_free(evs);
-	evs = NULL;
-
-	rc = nostr_req(ws, "bad2", "{\"foo\":[1]}", TMO, &evs, &n, &reason);
-	T_EQ_INT(rc, 1);
-	T_CHECK(reason && strncmp(reason, "unsupported: ", 13) == 0);
-	free(reason);
-	reason = NULL;
-	nostr_events_free(evs);
-	evs = NULL;
-
+	req_closed(ws, subid, "{}", "invalid: ");
+	req_closed(ws, "bad", "{\"ids\":[\"abc\"]}", "invalid: ");
+	req_closed(ws, "bad2", "{\"foo\":[1]}", "unsupported: ");
 	buf_addc(&b, '[');
 	for (i = 0; i < 51; i++)
 		buf_adds(&b, i ? ",{}" : "{}");
 	buf_addc(&b, ']');
-	rc = nostr_req(ws, "many", b.b_data, TMO, &evs, &n, &reason);
+	req_closed(ws, "many", b.b_data, NULL);
 	buf_free(&b);
-	T_EQ_INT(rc, 1);
-	free(reason);
-	reason = NULL;
-	nostr_events_free(evs);
-	evs = NULL;
 
 	/* 200 subscriptions are fine, the 201st is refused. */
 	for (i = 0; i < 200; i++) {
@@ -1035,13 +1020,7 @@ test_req_limits_answer_closed(void)
 		evs = NULL;
 		T_EQ_INT(rc, 0);
 	}
-	rc = nostr_req(ws, "one-too-many", "{\"limit\":0}", TMO, &evs, &n,
-	    &reason);
-	T_EQ_INT(rc, 1);
-	T_CHECK(reason && strncmp(reason, "blocked: ", 9) == 0);
-	free(reason);
-	nostr_events_free(evs);
-	evs = NULL;
+	req_closed(ws, "one-too-many", "{\"limit\":0}", "blocked: ");
 	/* Re-using an id replaces, and is allowed at the cap. */
 	rc = nostr_req(ws, "sub7", "{\"limit\":0}", TMO, &evs, &n, NULL);
 	T_EQ_INT(rc, 0);
@@ -1157,20 +1136,13 @@ test_blacklists_and_whitelist(void)
 	ws = conn(r);
 	T_ASSERT(ws != NULL);
 	ev = announcement(100, "good-repo", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
-	event_destroy(ev);
-	ev = announcement(100, "bad-repo", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "blacklisted") != NULL);
-	event_destroy(ev);
-	ev = announcement(101, "any", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "Event author") != NULL);
-	event_destroy(ev);
-	ev = announcement(102, "not-whitelisted", 1, 1, "");
-	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strstr(msg, "whitelist") != NULL);
-	event_destroy(ev);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
+	T_CHECK(refused_with(ws, announcement(100, "bad-repo", 1, 1, ""),
+	    "blacklisted"));
+	T_CHECK(refused_with(ws, announcement(101, "any", 1, 1, ""),
+	    "Event author"));
+	T_CHECK(refused_with(ws, announcement(102, "not-whitelisted", 1, 1,
+	    ""), "whitelist"));
 	wsc_close(ws);
 	rp = saved;
 	relayproc_free(r);
@@ -1220,18 +1192,9 @@ test_unwritable_git_data_path_is_a_configuration_error(void)
 static int
 relayd_setup(void)
 {
-	char	home[300];
-
 	srand((unsigned)getpid());
-	snprintf(tmp, sizeof(tmp), "%s/graspd-relayd-test.XXXXXX",
-	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	snprintf(home, sizeof(home), "%s/home", tmp);
-	if (mkdtemp(tmp) == NULL || (snprintf(home, sizeof(home), "%s/home",
-	    tmp), gt_setup(home)) == -1) {
-		printf("not ok - relayd_start: no temporary directory\n");
-		return 1;
-	}
-	return 0;
+	return tint_home(tmp, sizeof(tmp), "graspd-relayd-test",
+	    "relayd_setup") == -1 ? 1 : 0;
 }
 
 static void

@@ -34,6 +34,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
 #include "tuser.h"
 #include "wsclient.h"
 
@@ -43,6 +44,9 @@
 #define TMO		5000
 /* Events the test makes (all freed at the end). */
 #define MAX_EVS		128
+/* The most graspds, and other relay URLs, one announcement names. */
+#define MAX_HOSTS	4
+#define MAX_RELAYS	4
 /* NGIT_TEST: syncd's 900 s quick-reconnect limit and catch-up margin,
  * and conn's 65 s rate-limit cooldown, divided by 60. */
 #define QUICK_SECS	15
@@ -65,16 +69,23 @@ static struct event	*peer_evs[MAX_EVS];
 static size_t		 npeer_evs;
 static int64_t		 t_first;	/* created_at of the history */
 
+/* Takes e (may be NULL) to free it at the end of the test; returns it,
+ * or NULL (e destroyed) when the test made MAX_EVS already. */
+static struct event *
+keep(struct event *e)
+{
+	if (e == NULL || nmade == MAX_EVS) {
+		event_destroy(e);
+		return NULL;
+	}
+	return made[nmade++] = e;
+}
+
 /* A signed event, freed at the end of the test; NULL on failure. */
 static struct event *
 ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 {
-	struct event	*e;
-
-	if (nmade == MAX_EVS ||
-	    (e = tuser_event(KEYS, who, at, kind, tags, c)) == NULL)
-		return NULL;
-	return made[nmade++] = e;
+	return keep(tuser_event(KEYS, who, at, kind, tags, c));
 }
 
 /* Seeds the peer with e and remembers it for peer_back(). */
@@ -109,24 +120,6 @@ query(struct relayproc *rp, const char *filters, size_t *n)
 	return evs;
 }
 
-static int
-has_id(struct relayproc *rp, const struct event *e)
-{
-	char	f[128];
-
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
-	return client_count(rp, f);
-}
-
-static int
-wait_id(struct relayproc *rp, const struct event *e, int secs)
-{
-	char	f[128];
-
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
-	return client_wait_count(rp, f, 1, secs);
-}
-
 /* Publishes e to rp; 0 if rp answered OK true. */
 static int
 publish(struct relayproc *rp, const struct event *e)
@@ -151,34 +144,23 @@ announcement(int owner, const char *d, int64_t at,
     struct relayproc *const hosts[], size_t nhosts,
     const char *const relays[], size_t nrelays, const char *maint)
 {
-	struct buf	 t = BUF_INIT;
-	struct event	*e;
-	uint8_t		 sk[32], pk[32];
-	char		 url[512];
-	size_t		 i;
+	const char	*dom[MAX_HOSTS], *urls[MAX_HOSTS + MAX_RELAYS];
+	char		 closed[32];
+	size_t		 i, nd = 0, n = 0;
 
-	tuser_sk(KEYS, owner, sk);
-	event_pubkey_of(sk, pk);
-	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\"", d, d);
-	for (i = 0; i < nhosts; i++) {
-		gt_url(url, sizeof(url), relayproc_domain(hosts[i]), pk, d);
-		buf_printf(&t, ",\"%s\"", url);
+	for (i = 0; i < nhosts && nd < MAX_HOSTS; i++) {
+		dom[nd++] = relayproc_domain(hosts[i]);
+		urls[n++] = relayproc_url(hosts[i]);
 	}
-	if (nhosts == 0)
-		buf_printf(&t, ",\"http://127.0.0.1:%d/%s.git\"",
-		    relayproc_free_port("127.0.0.1"), d);
-	buf_adds(&t, "],[\"relays\"");
-	for (i = 0; i < nhosts; i++)
-		buf_printf(&t, ",\"%s\"", relayproc_url(hosts[i]));
-	for (i = 0; i < nrelays; i++)
-		buf_printf(&t, ",\"%s\"", relays[i]);
-	buf_addc(&t, ']');
-	if (maint != NULL)
-		buf_printf(&t, ",[\"maintainers\",\"%s\"]", maint);
-	buf_addc(&t, ']');
-	e = ev(owner, at, 30617, t.b_data, "");
-	buf_free(&t);
-	return e;
+	if (nd == 0) {
+		snprintf(closed, sizeof(closed), "127.0.0.1:%d",
+		    relayproc_free_port("127.0.0.1"));
+		dom[nd++] = closed;
+	}
+	for (i = 0; i < nrelays && n < TINT_N(urls); i++)
+		urls[n++] = relays[i];
+	return keep(tint_announcement(KEYS, owner, at, d, dom, nd, urls, n,
+	    maint));
 }
 
 /* Publishes the state of a new commit on rp and pushes it (purgatory
@@ -509,8 +491,8 @@ discovery_without_bootstrap_pulls_patch_and_issue(void)
 	T_ASSERT(publish(b, ann) == 0);
 	T_ASSERT(release(b, 1, "found") == 0);
 	T_ASSERT(seed_peer(ann) == 0);
-	T_EQ_INT(wait_id(b, patch, 15), 1);
-	T_EQ_INT(wait_id(b, issue, 15), 1);
+	T_EQ_INT(client_wait_id(b, patch, 15), 1);
+	T_EQ_INT(client_wait_id(b, issue, 15), 1);
 }
 
 static void
@@ -597,8 +579,8 @@ short_outage_catches_up_from_before_the_disconnect(void)
 		T_CHECK(nos == 0);
 	}
 	cJSON_Delete(log);
-	T_EQ_INT(wait_id(b, late, 10), 1);
-	T_EQ_INT(wait_id(b, during, 10), 1);
+	T_EQ_INT(client_wait_id(b, late, 10), 1);
+	T_EQ_INT(client_wait_id(b, during, 10), 1);
 }
 
 static void
@@ -642,7 +624,7 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 	T_ASSERT(comment != NULL);
 	T_ASSERT(seed_peer(comment) == 0);
 	T_ASSERT(seed_peer(root) == 0);
-	T_EQ_INT(wait_id(b, root, 10), 1);
+	T_EQ_INT(client_wait_id(b, root, 10), 1);
 	/* The root changed syncd's live subscription, which the peer now
 	 * refuses too: this issue has to be caught up later. */
 	usleep(500000);
@@ -684,7 +666,7 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 	T_CHECK(early == 0);
 	/* Asked again after the cooldown (and limited again). */
 	T_CHECK(later >= 1);
-	T_EQ_INT(has_id(b, comment), 0);
+	T_EQ_INT(client_has_id(b, comment), 0);
 
 	show = ctl_json(b, "show syncd");
 	c = ctl_by_relay(ctl_view_list(show, "connections"),
@@ -695,8 +677,8 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 	/* The relay behaves again: the descendants are fetched, and what
 	 * was posted meanwhile. */
 	T_ASSERT(peerctl_config(peer, "{\"closed_rate_limited\":false}") == 0);
-	T_EQ_INT(wait_id(b, comment, 10), 1);
-	T_EQ_INT(wait_id(b, during, 10), 1);
+	T_EQ_INT(client_wait_id(b, comment, 10), 1);
+	T_EQ_INT(client_wait_id(b, during, 10), 1);
 }
 
 static void
@@ -791,7 +773,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	T_ASSERT(publish(b, ann) == 0);
 	T_ASSERT(release(b, 30, "besieged") == 0);
 	T_ASSERT(seed_peer(ann) == 0);
-	T_EQ_INT(wait_id(b, both, 15), 1);
+	T_EQ_INT(client_wait_id(b, both, 15), 1);
 
 	/* Now messages larger than syncd takes, too. */
 	T_ASSERT((log = peerctl_log(hostile)) != NULL);
@@ -803,7 +785,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	live = ev(33, time(NULL), 1621, tags, "live honest issue");
 	T_ASSERT(live != NULL);
 	T_ASSERT(seed_peer(live) == 0);
-	T_EQ_INT(wait_id(b, live, 10), 1);
+	T_EQ_INT(client_wait_id(b, live, 10), 1);
 	/* Let the hostile relay answer a few more REQs. */
 	deadline = wsc_now_ms() + 10000;
 	for (n = nreq; n < nreq + 2 && wsc_now_ms() < deadline; ) {
@@ -837,7 +819,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	T_CHECK(seen);
 
 	/* Forged copies and unasked events never reach the store. */
-	T_EQ_INT(has_id(b, forged), 0);
+	T_EQ_INT(client_has_id(b, forged), 0);
 	T_EQ_INT(client_count(b, "{\"#t\":[\"junk\"]}"), 0);
 	snprintf(f, sizeof(f), "{\"#a\":[\"%s\"]}", coord);
 	T_EQ_INT(client_count(b, f), 2);
@@ -942,8 +924,8 @@ two_instances_listing_each_other_converge(void)
 	iy = ev(42, time(NULL), 1621, tags, "issue on Y");
 	T_ASSERT(iy != NULL);
 	T_ASSERT(publish(y, iy) == 0);
-	T_EQ_INT(wait_id(y, ib, 15), 1);
-	T_EQ_INT(wait_id(b, iy, 15), 1);
+	T_EQ_INT(client_wait_id(y, ib, 15), 1);
+	T_EQ_INT(client_wait_id(b, iy, 15), 1);
 
 	/* Comments crossing over: each on the other side's issue. */
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"]]", iy->id_hex);
@@ -953,8 +935,8 @@ two_instances_listing_each_other_converge(void)
 	T_ASSERT(cb != NULL && cy != NULL);
 	T_ASSERT(publish(b, cb) == 0);
 	T_ASSERT(publish(y, cy) == 0);
-	T_EQ_INT(wait_id(y, cb, 15), 1);
-	T_EQ_INT(wait_id(b, cy, 15), 1);
+	T_EQ_INT(client_wait_id(y, cb, 15), 1);
+	T_EQ_INT(client_wait_id(b, cy, 15), 1);
 
 	/* One set on both: announcement, state, two issues, two
 	 * comments. */
@@ -986,11 +968,9 @@ static int
 sync_recovery_setup(void)
 {
 	t_first = time(NULL) - 7200;
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-syncrec") == -1 ||
-	    gt_setup(tmpdir) == -1) {
-		printf("not ok - sync_recovery_setup: temp dir\n");
+	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-syncrec",
+	    "sync_recovery_setup") == -1)
 		return 1;
-	}
 	if ((peer = relayproc_start_peer(NULL)) == NULL ||
 	    (b = relayproc_start("graspd", graspd_env)) == NULL) {
 		printf("not ok - sync_recovery_setup: peer or graspd did not "
@@ -1005,16 +985,12 @@ sync_recovery_setup(void)
 static void
 sync_recovery_cleanup(void)
 {
-	size_t	i;
+	struct relayproc	*rps[] = { y, hostile, b, peer };
 
 	if (t_fail)
 		relayproc_dump_log(b, 60);
-	relayproc_free(y);
-	relayproc_free(hostile);
-	relayproc_free(b);
-	relayproc_free(peer);
-	for (i = 0; i < nmade; i++)
-		event_destroy(made[i]);
+	tint_relays_free(rps, TINT_N(rps));
+	tuser_events_destroy(made, nmade);
 	tdir_remove(tmpdir);
 }
 

@@ -22,6 +22,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tint_prog.h"
 #include "tuser.h"
 #include "wsclient.h"
 
@@ -47,6 +48,7 @@ static void
 test_bootstrap_announcement_is_released_and_history_synced(void)
 {
 	struct event	*ann, *foreign, *issues[NISSUES], *c1, *c2, *c3, *r1;
+	struct event	*all[6];
 	struct wsc	*ws;
 	char		 npub[NIP19_KEY_BUFSZ], tags[1024], f[800], dir[512];
 	uint8_t		 pk[32];
@@ -86,12 +88,15 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", c1->id_hex);
 	r1 = ev(6, t + 103, 7, tags, "+");	/* only its parent */
 
+	all[0] = ann;
+	all[1] = foreign;
+	all[2] = c1;
+	all[3] = c2;
+	all[4] = c3;
+	all[5] = r1;
 	T_ASSERT(peerctl_config(peer, "{\"max_results\":10}") == 0);
-	{
-		struct event *all[] = { ann, foreign, c1, c2, c3, r1 };
-		T_ASSERT(peerctl_seed(peer, all, 6) == 0);
-		T_ASSERT(peerctl_seed(peer, issues, NISSUES) == 0);
-	}
+	T_ASSERT(peerctl_seed(peer, all, TINT_N(all)) == 0);
+	T_ASSERT(peerctl_seed(peer, issues, NISSUES) == 0);
 
 	/* Bootstrap L1 brings the announcement to B; it waits in
 	 * purgatory until git data arrives, which we push. */
@@ -106,8 +111,7 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	}
 	T_ASSERT(i < 50);
 	wsc_close(ws);
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
-	T_EQ_INT(client_wait_count(b, f, 1, 10), 1);
+	T_EQ_INT(client_wait_id(b, ann, 10), 1);
 
 	/* Layer 2 through the capped peer: every issue, none twice. */
 	snprintf(f, sizeof(f), "[{\"#a\":[\"%s\"]},{\"#A\":[\"%s\"]},"
@@ -121,43 +125,32 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	if (client_wait_count(b, f, 4, 15) != 4) {
 		struct event *l3[] = { c1, c2, c3, r1 };
 		for (i = 0; i < 4; i++) {
-			snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}",
-			    l3[i]->id_hex);
 			printf("# layer 3 event %d (kind %u): %d on B\n", i,
-			    l3[i]->kind, client_count(b, f));
+			    l3[i]->kind, client_has_id(b, l3[i]));
 		}
 		T_CHECK(0);
 	}
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", foreign->id_hex);
-	T_EQ_INT(client_count(b, f), 0);
+	T_EQ_INT(client_has_id(b, foreign), 0);
 
-	event_destroy(ann);
-	event_destroy(foreign);
-	for (i = 0; i < NISSUES; i++)
-		event_destroy(issues[i]);
-	event_destroy(c1);
-	event_destroy(c2);
-	event_destroy(c3);
-	event_destroy(r1);
+	tuser_events_destroy(all, TINT_N(all));
+	tuser_events_destroy(issues, NISSUES);
 }
 
 static void
 test_live_layers_and_comment_before_issue(void)
 {
-	struct event	*issue, *comment, *late_issue, *early;
+	struct event	*issue, *comment, *late_issue, *early, *evs[4];
 	char		 tags[512], f[256];
 
 	T_ASSERT(peerctl_config(peer, "{\"max_results\":0}") == 0);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	issue = ev(60, time(NULL), 1621, tags, "live issue");
 	T_ASSERT(peerctl_seed(peer, &issue, 1) == 0);
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", issue->id_hex);
-	T_EQ_INT(client_wait_count(b, f, 1, 10), 1);
+	T_EQ_INT(client_wait_id(b, issue, 10), 1);
 	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"]]", issue->id_hex);
 	comment = ev(61, time(NULL), 1111, tags, "live comment");
 	T_ASSERT(peerctl_seed(peer, &comment, 1) == 0);
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", comment->id_hex);
-	T_EQ_INT(client_wait_count(b, f, 1, 10), 1);
+	T_EQ_INT(client_wait_id(b, comment, 10), 1);
 
 	/* The comment reaches the peer before its issue exists. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
@@ -169,11 +162,12 @@ test_live_layers_and_comment_before_issue(void)
 	T_ASSERT(peerctl_seed(peer, &late_issue, 1) == 0);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", late_issue->id_hex,
 	    early->id_hex);
+	evs[0] = issue;
+	evs[1] = comment;
+	evs[2] = late_issue;
+	evs[3] = early;
 	T_EQ_INT(client_wait_count(b, f, 2, 15), 2);
-	event_destroy(issue);
-	event_destroy(comment);
-	event_destroy(late_issue);
-	event_destroy(early);
+	tuser_events_destroy(evs, TINT_N(evs));
 }
 
 static void
@@ -197,28 +191,18 @@ test_peer_saw_packed_filters_under_the_cap(void)
 int
 main(void)
 {
-	char		 env1[200];
-	const char	*env[3];
+	struct relayproc	**peers[] = { &peer };
+	const char		*keys[] = { "NGIT_SYNC_BOOTSTRAP_RELAY_URL" };
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-sync") == -1 ||
-	    gt_setup(tmpdir) == -1) {
-		printf("not ok - sync_setup: temp dir\n");
+	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-sync",
+	    "sync_setup") == -1 || tint_peers_start(peers, TINT_N(peers),
+	    "sync_setup") == -1)
 		return 1;
-	}
-	if ((peer = relayproc_start_peer(NULL)) == NULL) {
-		printf("not ok - sync_setup: peer did not start\n");
-		return 1;
-	}
 	snprintf(peer_url, sizeof(peer_url), "ws://127.0.0.1:%d",
 	    relayproc_port(peer));
-	snprintf(env1, sizeof(env1), "NGIT_SYNC_BOOTSTRAP_RELAY_URL=%s",
-	    peer_url);
-	env[0] = env1;
-	env[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
-	env[2] = NULL;
-	if ((b = relayproc_start("graspd", env)) == NULL) {
-		printf("not ok - sync_setup: graspd did not start\n");
+	if ((b = tint_sync_graspd(keys, &peer, 1, NULL,
+	    "sync_setup")) == NULL) {
 		relayproc_free(peer);
 		return 1;
 	}

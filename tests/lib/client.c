@@ -16,6 +16,13 @@
 #include "relayproc.h"
 #include "wsclient.h"
 
+struct wsc *
+client_ws(struct relayproc *p)
+{
+	return wsc_connect(relayproc_host(p), relayproc_port(p), "/",
+	    CLIENT_TIMEOUT_MS);
+}
+
 int
 client_publish(struct relayproc *p, const struct event *e, char *msg,
     size_t msglen)
@@ -26,8 +33,7 @@ client_publish(struct relayproc *p, const struct event *e, char *msg,
 
 	if (msglen > 0)
 		msg[0] = '\0';
-	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
-	    CLIENT_TIMEOUT_MS)) == NULL)
+	if ((ws = client_ws(p)) == NULL)
 		return -1;
 	if (nostr_publish(ws, e, CLIENT_TIMEOUT_MS, &ok, &m) != 0)
 		ok = -1;
@@ -41,18 +47,8 @@ client_publish(struct relayproc *p, const struct event *e, char *msg,
 int
 client_count(struct relayproc *p, const char *filter)
 {
-	struct wsc	*ws;
-	char		**evs = NULL;
-	size_t		 n = 0;
-	int		 rc;
-
-	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
-	    CLIENT_TIMEOUT_MS)) == NULL)
-		return -1;
-	rc = nostr_req(ws, "c", filter, CLIENT_TIMEOUT_MS, &evs, &n, NULL);
-	nostr_events_free(evs);
-	wsc_close(ws);
-	return rc == 0 ? (int)n : -1;
+	return nostr_count(relayproc_host(p), relayproc_port(p), filter,
+	    CLIENT_TIMEOUT_MS);
 }
 
 int
@@ -67,6 +63,24 @@ client_wait_count(struct relayproc *p, const char *filter, int want,
 		usleep(100000);
 	}
 	return n;
+}
+
+int
+client_has_id(struct relayproc *p, const struct event *e)
+{
+	char	f[128];
+
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
+	return client_count(p, f);
+}
+
+int
+client_wait_id(struct relayproc *p, const struct event *e, int secs)
+{
+	char	f[128];
+
+	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
+	return client_wait_count(p, f, 1, secs);
 }
 
 struct event *
@@ -90,7 +104,7 @@ int
 client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
     const char *d, const char *maint_hex, const char *dir)
 {
-	char		 msg[256], f[200];
+	char		 msg[256];
 	struct event	*ann;
 	struct wsc	*ws;
 	int		 rc = -1;
@@ -101,13 +115,11 @@ client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
 		printf("# announcement refused: %s\n", msg);
 		goto done;
 	}
-	if ((ws = wsc_connect(relayproc_host(p), relayproc_port(p), "/",
-	    CLIENT_TIMEOUT_MS)) == NULL)
+	if ((ws = client_ws(p)) == NULL)
 		goto done;
 	rc = gt_release(ws, sk, relayproc_domain(p), d, dir, NULL);
 	wsc_close(ws);
-	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", ann->id_hex);
-	if (rc == 0 && client_wait_count(p, f, 1, 10) != 1)
+	if (rc == 0 && client_wait_id(p, ann, 10) != 1)
 		rc = -1;
 done:
 	event_destroy(ann);

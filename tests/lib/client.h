@@ -14,7 +14,10 @@
 
 struct event;
 struct relayproc;
+struct wsc;
 
+/* A websocket to the relay's "/", or NULL; the caller closes it. */
+struct wsc *client_ws(struct relayproc *);
 /*
  * Publishes e: 1 if the relay answered OK true, 0 if OK false, -1 if it
  * could not be asked.  The OK message (or "") goes to msg (msglen bytes,
@@ -30,6 +33,13 @@ int	 client_count(struct relayproc *, const char *filter);
  */
 int	 client_wait_count(struct relayproc *, const char *filter, int want,
 	    int secs);
+/* client_count() of the filter {"ids":[e's id]}: 1 if the relay has e. */
+int	 client_has_id(struct relayproc *, const struct event *e);
+/*
+ * client_wait_count() of that filter for at most secs: 1 once the relay
+ * has e, else the last count.
+ */
+int	 client_wait_id(struct relayproc *, const struct event *e, int secs);
 /*
  * The repository announcement (kind 30617) of d by the key sk, created
  * at at, naming the relay as clone ("http://DOMAIN/npub/d.git") and

@@ -50,8 +50,10 @@ nostr_json_text(const struct json *j)
 
 /*
  * Receives relay messages until one parses as a JSON array with a string
- * first element, or the deadline.  Returns that array, its document in
- * *docp (caller frees with json_free), or NULL.
+ * first element, or the deadline.  *docp, the document of the message
+ * read before (or NULL), is freed first, so a loop over the messages
+ * frees only the last one.  Returns that array, its document in *docp
+ * (caller frees with json_free), or NULL.
  */
 static struct json *
 next_msg(struct wsc *w, int64_t deadline, struct json_doc **docp)
@@ -61,6 +63,7 @@ next_msg(struct wsc *w, int64_t deadline, struct json_doc **docp)
 	size_t		 len;
 	int64_t		 left;
 
+	json_free(*docp);
 	*docp = NULL;
 	for (;;) {
 		left = deadline - wsc_now_ms();
@@ -119,8 +122,6 @@ send_for_ok(struct wsc *w, const char *verb, const char *event_json,
 			rc = 0;
 			break;
 		}
-		json_free(doc);
-		doc = NULL;
 	}
 done:
 	json_free(doc);
@@ -243,8 +244,6 @@ nostr_req(struct wsc *w, const char *subid, const char *filters_json,
 				break;
 			}
 		}
-		json_free(doc);
-		doc = NULL;
 	}
 done:
 	json_free(doc);
@@ -309,11 +308,55 @@ nostr_wait_event(struct wsc *w, const char *subid, int timeout_ms,
 				break;
 			}
 		}
-		json_free(doc);
-		doc = NULL;
 	}
 	json_free(doc);
 	return ev;
+}
+
+int
+nostr_msg_has(struct wsc *w, const char *type, const char *needle,
+    int timeout_ms)
+{
+	char	*m;
+	int	 ok;
+
+	if ((m = nostr_wait_msg(w, type, timeout_ms)) == NULL)
+		return 0;
+	ok = needle == NULL || strstr(m, needle) != NULL;
+	free(m);
+	return ok;
+}
+
+int
+nostr_no_event(struct wsc *w, const char *subid, int timeout_ms)
+{
+	char	*ev;
+
+	if ((ev = nostr_wait_event(w, subid, timeout_ms, NULL)) == NULL)
+		return 1;
+	free(ev);
+	return 0;
+}
+
+int
+nostr_event_arrives(struct wsc *w, const char *subid, const char *id_hex,
+    int timeout_ms)
+{
+	struct json_doc	*doc = NULL;
+	struct json	*e;
+	char		*ev, err[64];
+	int		 ok = 0;
+
+	if ((ev = nostr_wait_event(w, subid, timeout_ms, NULL)) != NULL &&
+	    (e = json_parse(ev, strlen(ev), &doc, err, sizeof(err))) != NULL &&
+	    jstr_is(json_get(e, "id"), id_hex))
+		ok = 1;
+	if (!ok)
+		printf("# %s: not event %s but %.200s\n", subid, id_hex,
+		    ev ? ev : "nothing");
+	json_free(doc);
+	free(ev);
+	return ok;
 }
 
 int
@@ -343,8 +386,6 @@ nostr_wait_msg(struct wsc *w, const char *type, int timeout_ms)
 			text = nostr_json_text(m);
 			break;
 		}
-		json_free(doc);
-		doc = NULL;
 	}
 	json_free(doc);
 	return text;

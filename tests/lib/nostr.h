@@ -91,6 +91,18 @@ char	*nostr_wait_event(struct wsc *, const char *subid, int timeout_ms,
 	    char **closed_reason);
 /* Sends ["CLOSE",subid].  0 or -1. */
 int	 nostr_close_sub(struct wsc *, const char *subid);
+/*
+ * 1 when no event of subid arrives within timeout_ms (nostr_wait_event():
+ * a CLOSED ends the wait too), 0 when one does (it is dropped).
+ */
+int	 nostr_no_event(struct wsc *, const char *subid, int timeout_ms);
+/*
+ * 1 when the next event of subid, within timeout_ms (nostr_wait_event()),
+ * is the one whose id is id_hex; 0 otherwise (a printed "# " line says
+ * what came instead).
+ */
+int	 nostr_event_arrives(struct wsc *, const char *subid,
+	    const char *id_hex, int timeout_ms);
 
 /*
  * Waits at most timeout_ms for the next relay message whose first element
@@ -98,6 +110,12 @@ int	 nostr_close_sub(struct wsc *, const char *subid);
  * text, or NULL.  Other messages are dropped.  Caller frees.
  */
 char	*nostr_wait_msg(struct wsc *, const char *type, int timeout_ms);
+/*
+ * 1 when the next message of that type, within timeout_ms, has needle in
+ * its text (NULL: any text); 0 otherwise.  The message is dropped.
+ */
+int	 nostr_msg_has(struct wsc *, const char *type, const char *needle,
+	    int timeout_ms);
 
 /*
  * Opens a websocket to host:port, runs nostr_req() for filters_json and

@@ -1,5 +1,5 @@
 /*
- * tunit_strv.c: arrays of allocated strings in the unit tests
+ * tunit_strv.c: comparing arrays of strings in the unit tests
  * (tunit_strv.h).
  */
 #include <stdio.h>
@@ -7,16 +7,6 @@
 #include <string.h>
 
 #include "tunit_strv.h"
-
-void
-tunit_strv_free(char **v, size_t n)
-{
-	size_t	i;
-
-	for (i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
 
 int
 tunit_strv_same(char *const *a, size_t na, char *const *b, size_t nb)

@@ -1,14 +1,12 @@
 /*
- * tunit_strv.h: arrays of allocated strings in the unit tests (what a
- * callback collected, say): freeing one, comparing two.
+ * tunit_strv.h: arrays of strings in the unit tests (what a callback
+ * collected, say): comparing two.  common/mem.h's strv_free() frees one.
  */
 #ifndef GRASPD_TUNIT_STRV_H
 #define GRASPD_TUNIT_STRV_H
 
 #include <stddef.h>
 
-/* Frees the n strings of v and v itself; v may be NULL when n is 0. */
-void	 tunit_strv_free(char **v, size_t n);
 /*
  * 1 if a (na strings) and b (nb) hold the same strings in the same
  * order; otherwise 0, after a "# " comment naming the first difference.

@@ -22,6 +22,7 @@
 #include "t.h"
 #include "tdir.h"
 #include "tunit_rng.h"
+#include "mem.h"
 #include "tunit_strv.h"
 #include "tstore.h"
 #include "tuser.h"
@@ -1007,7 +1008,7 @@ add_described(void *arg, int64_t seq, const struct event *e)
 static void
 described_free(struct described *ds)
 {
-	tunit_strv_free(ds->d, ds->n);
+	strv_free(ds->d, ds->n);
 }
 
 /* What feed_scan_ahead() hands to its hint and to its callback. */

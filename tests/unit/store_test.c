@@ -20,6 +20,7 @@
 #include "t.h"
 #include "tdir.h"
 #include "tunit_rng.h"
+#include "mem.h"
 #include "tunit_strv.h"
 
 static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
@@ -94,7 +95,7 @@ collect(const char *json, size_t len, int64_t seq, void *arg)
 static void
 coll_free(struct coll *c)
 {
-	tunit_strv_free(c->json, c->n);
+	strv_free(c->json, c->n);
 	free(c->seq);
 	memset(c, 0, sizeof(*c));
 }

@@ -207,7 +207,7 @@ desired_free(struct desired *w)
 	free(w->head);
 }
 
-static void	job_child_done(pid_t, int, void *);
+static void	job_child_done(pid_t, int, int, void *);
 
 /* Runs git with args in repo; the job waits for it.  0 or -1. */
 static int
@@ -488,7 +488,7 @@ job_next(void)
 }
 
 static void
-job_child_done(pid_t pid, int status, void *arg)
+job_child_done(pid_t pid, int status, int killed, void *arg)
 {
 	struct relay_job	*j = arg;
 	int			 rc;

@@ -33,6 +33,9 @@ struct child {
 
 TAILQ_HEAD(child_list, child);
 
+const char *const child_git_fetch[] = { "fetch", "--quiet", "--no-tags",
+	"--no-write-fetch-head", "--no-auto-gc", NULL };
+
 /* Running, then reaped until its callback has run. */
 static struct child_list	 running = TAILQ_HEAD_INITIALIZER(running);
 static struct child_list	 reaped = TAILQ_HEAD_INITIALIZER(reaped);

@@ -26,6 +26,13 @@ struct lws_context;
 #define CHILD_INHERIT	(-2)
 
 /*
+ * "fetch" and the options with which a role's git fetch brings objects
+ * and nothing else: no progress, no tags, no FETCH_HEAD, no gc
+ * (git-fetch(1)).  NULL-terminated.
+ */
+extern const char *const child_git_fetch[];
+
+/*
  * Runs argv[0] (looked up in PATH) with argv and envp.  Its standard
  * input, output and error come from fd_in, fd_out and fd_err: -1 means
  * /dev/null, CHILD_INHERIT the parent's.  Every other descriptor is

@@ -121,15 +121,22 @@ rm_tree(const char *path)
 	    errno != ENOENT ? -1 : 0;
 }
 
-int
-relay_repo_create(const uint8_t owner[32], const char *d)
+/* op(path) on the repository of (owner, d) once d is safe, else -1. */
+static int
+at_repo(const uint8_t owner[32], const char *d, int (*op)(const char *))
 {
 	char	path[PATH_MAX];
 
 	if (!policy_identifier_safe(d, strlen(d)) ||
 	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
 		return -1;
-	return create_at(path);
+	return op(path);
+}
+
+int
+relay_repo_create(const uint8_t owner[32], const char *d)
+{
+	return at_repo(owner, d, create_at);
 }
 
 /* Creates the bare repository at path (and its parent) if missing. */
@@ -199,12 +206,7 @@ fail:
 int
 relay_repo_remove(const uint8_t owner[32], const char *d)
 {
-	char	path[PATH_MAX];
-
-	if (!policy_identifier_safe(d, strlen(d)) ||
-	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
-		return -1;
-	return remove_at(path);
+	return at_repo(owner, d, remove_at);
 }
 
 /* Removes the repository at path; 0, or -1 after logging. */

@@ -376,11 +376,8 @@ spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 		argv[n++] = "-c";
 		argv[n++] = h->gh_pin;
 	}
-	argv[n++] = "fetch";
-	argv[n++] = "--quiet";
-	argv[n++] = "--no-tags";
-	argv[n++] = "--no-write-fetch-head";
-	argv[n++] = "--no-auto-gc";
+	for (i = 0; child_git_fetch[i] != NULL; i++)
+		argv[n++] = (char *)child_git_fetch[i];
 	argv[n++] = "--no-recurse-submodules";
 	argv[n++] = u->gu_url;
 	for (i = 0; i < h->gh_nbatch; i++)

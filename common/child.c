@@ -124,10 +124,13 @@ child_free(struct child *ch)
 void
 child_init(struct lws_context *ctx, int64_t check_ms)
 {
+	if (child_armed)
+		lws_sul_cancel(&child_sul);
 	child_lws = ctx;
 	child_check_ms = check_ms;
 	child_armed = 0;
 	memset(&child_sul, 0, sizeof(child_sul));
+	child_arm();
 }
 
 pid_t

@@ -55,8 +55,9 @@ typedef void child_done_cb(pid_t pid, int status, int killed, void *arg);
 
 /*
  * Gives the table its loop (kept, not owned) and how often, in ms,
- * children are checked while some run.  Called once, before the first
- * child_start().  Never exits.
+ * children are checked while some run; before the first child_start()
+ * (children started earlier are checked from then on).  Called again,
+ * it replaces both.  Never exits.
  */
 void	child_init(struct lws_context *ctx, int64_t check_ms);
 

@@ -262,7 +262,7 @@ gitreq_free(struct relay_gitreq *gr)
 	lws_sul_cancel(&gr->gr_sul);
 	lws_sul_cancel(&gr->gr_pin_sul);
 	if (gr->gr_pid > 0 && !gr->gr_exited)
-		relay_child_abandon(gr->gr_pid);
+		child_abandon(gr->gr_pid);
 	pipe_drop(gr->gr_pin);
 	pipe_drop(gr->gr_pout);
 	if (gr->gr_wait != NULL)
@@ -301,7 +301,7 @@ conn_timeout(lws_sorted_usec_list_t *sul)
 
 	log_warnx("git request for %s took too long; closing it", gr->gr_d);
 	if (gr->gr_pid > 0 && !gr->gr_exited) {
-		relay_child_abandon(gr->gr_pid);
+		child_abandon(gr->gr_pid);
 		gr->gr_exited = 1;
 	}
 	if (gr->gr_wsi != NULL)
@@ -403,7 +403,7 @@ static void
 stop_child(struct relay_gitreq *gr)
 {
 	if (gr->gr_pid > 0 && !gr->gr_exited) {
-		relay_child_abandon(gr->gr_pid);
+		child_abandon(gr->gr_pid);
 		gr->gr_exited = 1;
 		gr->gr_status = 255;
 	}
@@ -549,7 +549,7 @@ relay_git_pipe_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	(void)in;
 	(void)len;
 	if (reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED) {
-		relay_children_reap();
+		child_reap();
 		return 0;
 	}
 	switch (reason) {
@@ -637,7 +637,7 @@ release_done(void *arg)
 }
 
 static void
-child_done(pid_t pid, int status, void *arg)
+child_done(pid_t pid, int status, int killed, void *arg)
 {
 	struct relay_gitreq	*gr = arg;
 	struct gitwait		*gw;
@@ -683,7 +683,7 @@ start_child(struct relay_gitreq *gr)
 	const char	*env[2] = { NULL, NULL };
 	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 }, n = 0;
 
-	if (relay_children_count() >= RELAY_GIT_MAX_CHILDREN) {
+	if (child_count() >= RELAY_GIT_MAX_CHILDREN) {
 		finish_error(gr, HTTP_STATUS_SERVICE_UNAVAILABLE,
 		    "too many git operations; try again\n");
 		return -1;
@@ -1426,7 +1426,7 @@ relay_git_metrics(cJSON *arr)
 	    st->git_push_over[PUSH_LIMIT_GRASP06]);
 	METRIC("graspd_git_jobs_total{status=\"success\"}", st->git_jobs[1]);
 	METRIC("graspd_git_jobs_total{status=\"error\"}", st->git_jobs[0]);
-	METRIC("graspd_git_processes", relay_children_count());
+	METRIC("graspd_git_processes", child_count());
 	METRIC("graspd_purgatory_events_total{result=\"held\"}",
 	    st->purg_held);
 	METRIC("graspd_purgatory_events_total{result=\"released\"}",

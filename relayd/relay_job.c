@@ -99,41 +99,40 @@ relay_job_align(const uint8_t owner[32], const char *d,
 	job_queue(j);
 }
 
+/* Queues a job of kind on ref with oid (the new or the expected value). */
+static void
+job_queue_ref(enum job_kind kind, const uint8_t owner[32], const char *d,
+    const char *ref, const char *oid, const uint8_t src[32],
+    const char *src_path)
+{
+	struct relay_job	*j = job_new(kind, owner, d, src);
+
+	if ((j->j_ref = strdup(ref)) == NULL || (src_path != NULL &&
+	    (j->j_src_path = strdup(src_path)) == NULL))
+		fatal("relay_job: %s", ref);
+	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
+	job_queue(j);
+}
+
 void
 relay_job_set_ref(const uint8_t owner[32], const char *d, const char *ref,
     const char *oid, const uint8_t src[32])
 {
-	struct relay_job	*j = job_new(JOB_SET_REF, owner, d, src);
-
-	if ((j->j_ref = strdup(ref)) == NULL)
-		fatal("relay_job_set_ref");
-	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
-	job_queue(j);
+	job_queue_ref(JOB_SET_REF, owner, d, ref, oid, src, NULL);
 }
 
 void
 relay_job_set_ref_from(const uint8_t owner[32], const char *d,
     const char *ref, const char *oid, const char *src_path)
 {
-	struct relay_job	*j = job_new(JOB_SET_REF, owner, d, NULL);
-
-	if ((j->j_ref = strdup(ref)) == NULL ||
-	    (j->j_src_path = strdup(src_path)) == NULL)
-		fatal("relay_job_set_ref_from");
-	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
-	job_queue(j);
+	job_queue_ref(JOB_SET_REF, owner, d, ref, oid, NULL, src_path);
 }
 
 void
 relay_job_delete_ref(const uint8_t owner[32], const char *d, const char *ref,
     const char *old)
 {
-	struct relay_job	*j = job_new(JOB_DELETE_REF, owner, d, NULL);
-
-	if ((j->j_ref = strdup(ref)) == NULL)
-		fatal("relay_job_delete_ref");
-	snprintf(j->j_oid, sizeof(j->j_oid), "%s", old);
-	job_queue(j);
+	job_queue_ref(JOB_DELETE_REF, owner, d, ref, old, NULL, NULL);
 }
 
 void
@@ -207,7 +206,7 @@ desired_free(struct desired *w)
 	free(w->head);
 }
 
-static void	job_child_done(pid_t, int, void *);
+static void	job_child_done(pid_t, int, int, void *);
 
 /* Runs git with args in repo; the job waits for it.  0 or -1. */
 static int
@@ -252,11 +251,8 @@ job_fetch(struct relay_job *j, const char *repo, const char *const *want,
 	/* The source is ours and local: any object in it may be asked. */
 	args[k++] = "-c";
 	args[k++] = "uploadpack.allowAnySHA1InWant=true";
-	args[k++] = "fetch";
-	args[k++] = "--quiet";
-	args[k++] = "--no-tags";
-	args[k++] = "--no-write-fetch-head";
-	args[k++] = "--no-auto-gc";
+	for (i = 0; child_git_fetch[i] != NULL; i++)
+		args[k++] = child_git_fetch[i];
 	args[k++] = src;
 	for (i = 0; i < n && k < 60; i++)
 		if (!relay_repo_has_object(repo, want[i]))
@@ -488,7 +484,7 @@ job_next(void)
 }
 
 static void
-job_child_done(pid_t pid, int status, void *arg)
+job_child_done(pid_t pid, int status, int killed, void *arg)
 {
 	struct relay_job	*j = arg;
 	int			 rc;

@@ -2,14 +2,13 @@
  * relay_repo.c: relayd's repositories on disk (<git_data>/<npub>/<d>.git):
  * creating and removing them, reading their refs and checking their
  * objects in C (no process, so the checks can run inside a write
- * transaction), the git child processes relayd runs (spawned with
- * posix_spawn, reaped from the loop after SIGCHLD, killed when overdue).
+ * transaction), the git child processes relayd runs (common/child.c's
+ * table: reaped from the loop after SIGCHLD, killed when overdue).
  * The queue of jobs that change refs is relay_job.c's.
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -17,8 +16,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +31,7 @@ extern char **environ;
 
 /* Ours: how often children are checked while some run (SIGCHLD is the
  * fast path; this catches deadlines). */
-#define CHILD_CHECK_US		(200 * 1000)
+#define CHILD_CHECK_MS		200
 /* Ours: depth of nested ref directories read (refs/heads/a/b/c...). */
 #define REFS_MAX_DEPTH		16
 
@@ -124,15 +121,22 @@ rm_tree(const char *path)
 	    errno != ENOENT ? -1 : 0;
 }
 
-int
-relay_repo_create(const uint8_t owner[32], const char *d)
+/* op(path) on the repository of (owner, d) once d is safe, else -1. */
+static int
+at_repo(const uint8_t owner[32], const char *d, int (*op)(const char *))
 {
 	char	path[PATH_MAX];
 
 	if (!policy_identifier_safe(d, strlen(d)) ||
 	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
 		return -1;
-	return create_at(path);
+	return op(path);
+}
+
+int
+relay_repo_create(const uint8_t owner[32], const char *d)
+{
+	return at_repo(owner, d, create_at);
 }
 
 /* Creates the bare repository at path (and its parent) if missing. */
@@ -202,12 +206,7 @@ fail:
 int
 relay_repo_remove(const uint8_t owner[32], const char *d)
 {
-	char	path[PATH_MAX];
-
-	if (!policy_identifier_safe(d, strlen(d)) ||
-	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
-		return -1;
-	return remove_at(path);
+	return at_repo(owner, d, remove_at);
 }
 
 /* Removes the repository at path; 0, or -1 after logging. */
@@ -728,31 +727,7 @@ prs_init(void)
 		    removed, dir);
 }
 
-/* Children. */
-
-struct relay_child {
-	LIST_ENTRY(relay_child)	 ch_entry;
-	pid_t			 ch_pid;
-	int64_t			 ch_deadline;	/* ms, relay_now_ms() */
-	int			 ch_killed;
-	int			 ch_status;
-	relay_child_cb		*ch_cb;
-	void			*ch_arg;
-};
-
-static LIST_HEAD(, relay_child)	children = LIST_HEAD_INITIALIZER(children);
-static int			nchildren;
-static lws_sorted_usec_list_t	child_sul;
-
-static void	child_timer(lws_sorted_usec_list_t *);
-
-static void
-child_schedule(void)
-{
-	if (!LIST_EMPTY(&children))
-		lws_sul_schedule(relayd->ctx, 0, &child_sul, child_timer,
-		    CHILD_CHECK_US);
-}
+/* Children (common/child.c keeps the table). */
 
 /* relayd's environment without GIT_*, then env. */
 static char **
@@ -778,97 +753,19 @@ child_env(const char *const *env)
 
 pid_t
 relay_child_spawn(char *const argv[], int fd_in, int fd_out,
-    const char *const *env, int timeout_s, relay_child_cb *cb, void *arg)
+    const char *const *env, int timeout_s, child_done_cb *cb, void *arg)
 {
-	struct relay_child		*ch;
-	char				**envp;
-	pid_t				 pid;
+	char	**envp;
+	pid_t	  pid;
 
 	/* git's output pipes, or /dev/null; its stderr is relayd's log. */
 	envp = child_env(env);
-	pid = child_spawn(argv, fd_in, fd_out, CHILD_INHERIT, envp);
+	pid = child_start(argv, fd_in, fd_out, CHILD_INHERIT, envp,
+	    (int64_t)timeout_s * 1000, "git", cb, arg);
 	free(envp);
-	if (pid == -1) {
+	if (pid == -1)
 		log_warn("cannot run %s", argv[0]);
-		return -1;
-	}
-	if ((ch = calloc(1, sizeof(*ch))) == NULL)
-		fatal("relay_child_spawn");
-	ch->ch_pid = pid;
-	ch->ch_deadline = relay_now_ms() + (int64_t)timeout_s * 1000;
-	ch->ch_cb = cb;
-	ch->ch_arg = arg;
-	LIST_INSERT_HEAD(&children, ch, ch_entry);
-	nchildren++;
-	child_schedule();
 	return pid;
-}
-
-void
-relay_child_abandon(pid_t pid)
-{
-	struct relay_child	*ch;
-
-	LIST_FOREACH(ch, &children, ch_entry) {
-		if (ch->ch_pid != pid)
-			continue;
-		ch->ch_cb = NULL;
-		if (!ch->ch_killed) {
-			kill(pid, SIGKILL);
-			ch->ch_killed = 1;
-		}
-		return;
-	}
-}
-
-int
-relay_children_count(void)
-{
-	return nchildren;
-}
-
-void
-relay_children_reap(void)
-{
-	LIST_HEAD(, relay_child)	 done = LIST_HEAD_INITIALIZER(done);
-	struct relay_child		*ch, *next;
-	int64_t				 now = relay_now_ms();
-	int				 st;
-	pid_t				 r;
-
-	for (ch = LIST_FIRST(&children); ch != NULL; ch = next) {
-		next = LIST_NEXT(ch, ch_entry);
-		r = waitpid(ch->ch_pid, &st, WNOHANG);
-		if (r == ch->ch_pid || (r == -1 && errno == ECHILD)) {
-			LIST_REMOVE(ch, ch_entry);
-			nchildren--;
-			ch->ch_status = r == -1 ? 255 : WIFEXITED(st) ?
-			    WEXITSTATUS(st) : 128 + WTERMSIG(st);
-			LIST_INSERT_HEAD(&done, ch, ch_entry);
-			continue;
-		}
-		if (!ch->ch_killed && now >= ch->ch_deadline) {
-			log_warnx("git process %ld overran its time; killing "
-			    "it", (long)ch->ch_pid);
-			kill(ch->ch_pid, SIGKILL);
-			ch->ch_killed = 1;
-		}
-	}
-	/* Callbacks may spawn more children: the list is settled now. */
-	while ((ch = LIST_FIRST(&done)) != NULL) {
-		LIST_REMOVE(ch, ch_entry);
-		if (ch->ch_cb)
-			ch->ch_cb(ch->ch_pid, ch->ch_status, ch->ch_arg);
-		free(ch);
-	}
-	child_schedule();
-}
-
-static void
-child_timer(lws_sorted_usec_list_t *sul)
-{
-	(void)sul;
-	relay_children_reap();
 }
 
 int
@@ -901,7 +798,7 @@ relay_repo_init(void)
 {
 	char	*p, *s;
 
-	memset(&child_sul, 0, sizeof(child_sul));
+	child_init(relayd->ctx, CHILD_CHECK_MS);
 	/* The git data directory and its parents. */
 	if ((p = strdup(relayd->cfg.git_data_path)) == NULL)
 		fatal("strdup");

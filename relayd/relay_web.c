@@ -817,7 +817,7 @@ static const char *const readme_names[] = { "README.md", "README",
 
 enum { WR_LOG, WR_CHECK };
 
-static void	web_child_done(pid_t, int, void *);
+static void	web_child_done(pid_t, int, int, void *);
 
 /* Up to max bytes of f from its start, NUL-terminated; caller frees. */
 static char *
@@ -902,7 +902,7 @@ readme_pick(struct relay_webreq *wr, char oid[GIT_OID_HEX + 1])
 static void	repo_render(struct relay_webreq *);
 
 static void
-web_child_done(pid_t pid, int status, void *arg)
+web_child_done(pid_t pid, int status, int killed, void *arg)
 {
 	struct relay_webreq	*wr = arg;
 	static const char	*cat[] = { "cat-file", "blob", NULL, NULL };
@@ -1330,7 +1330,7 @@ relay_web_free(struct relay_webreq *wr)
 		return;
 	for (i = 0; i < 2; i++) {
 		if (wr->wr_pid[i] != -1)
-			relay_child_abandon(wr->wr_pid[i]);
+			child_abandon(wr->wr_pid[i]);
 		if (wr->wr_out[i] != NULL)
 			fclose(wr->wr_out[i]);
 	}
@@ -1420,6 +1420,6 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 		}
 	}
 	if (wr->wr_pid[WR_LOG] == -1 && wr->wr_pid[WR_CHECK] == -1)
-		web_child_done(-1, 0, wr);
+		web_child_done(-1, 0, 0, wr);
 	return 0;
 }

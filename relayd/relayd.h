@@ -41,6 +41,7 @@
 #include <cjson/cJSON.h>
 
 #include "buf.h"
+#include "child.h"
 #include "config.h"
 #include "filter.h"
 #include "msg.h"
@@ -578,7 +579,6 @@ struct relay_refs {
 	size_t			 n;
 	char			*head;		/* HEAD's target, or NULL */
 };
-typedef void relay_child_cb(pid_t pid, int status, void *arg);
 
 void	relay_repo_init(void);
 /* <git_data_path>/<npub>/<d>.git into out.  0, or -1 if too long. */
@@ -645,19 +645,15 @@ int	relay_repo_has_refs(const char *repo);
  * Spawns argv (argv[0] looked up in PATH) with stdin from fd_in and
  * stdout to fd_out (-1: /dev/null), stderr inherited, every other
  * descriptor closed, and relayd's environment without GIT_* plus env
- * ("KEY=VALUE", NULL-terminated, may be NULL).  It is killed after
- * timeout_s; cb(pid, status, arg) runs from the loop once it is reaped
- * (status: exit code, or 128 + signal).  Returns the pid or -1.
+ * ("KEY=VALUE", NULL-terminated, may be NULL), into common/child.c's
+ * table.  It is killed after timeout_s; cb(pid, status, killed, arg)
+ * runs from the loop once it is reaped (status: exit code, or 128 +
+ * signal).  child_abandon(), child_reap() and child_count() apply.
+ * Returns the pid or -1 after logging.
  */
 pid_t	relay_child_spawn(char *const argv[], int fd_in, int fd_out,
-	    const char *const *env, int timeout_s, relay_child_cb *cb,
+	    const char *const *env, int timeout_s, child_done_cb *cb,
 	    void *arg);
-/* Kills the child now; its callback is not called. */
-void	relay_child_abandon(pid_t);
-/* Reaps exited children and kills overdue ones (SIGCHLD, timer). */
-void	relay_children_reap(void);
-/* Running children of relay_child_spawn(). */
-int	relay_children_count(void);
 /*
  * Deletes ref from signer's /prs/ repository d if it names oid (and the
  * repository once refless).  1 if deleted, else 0.

@@ -13,20 +13,18 @@
  * the per-domain fetch limits, the notices to relayd), the scan of the
  * held events, and the timers.  Running git -- the check, the fetches,
  * the clone URLs and their vetting -- is its git source, sync_gitsrc.c.
- * Every git command is a child process polled here from timers with
- * waitpid(WNOHANG) and killed past its deadline, so a hostile git server
- * can only fail its own fetch.
+ * Every git command is a child process in common/child.c's table,
+ * reaped from the loop and killed past its deadline, so a hostile git
+ * server can only fail its own fetch.
  *
  * The same scan feeds held announcements to the inventory as StateOnly
  * repositories (reference brief 3.13), so that their state events, and
  * with them the git data, can be synced at all.
  */
 #define _GNU_SOURCE
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +36,7 @@
 #include <nanomsg/reqrep.h>
 
 #include "buf.h"
+#include "child.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -694,13 +693,13 @@ run_hunts(struct sync_git *sg)
 				hunt_free(sg, h);
 			else if (!h->gh_gone) {
 				h->gh_gone = 1;
-				kill(h->gh_pid, SIGKILL);
+				child_kill(h->gh_pid);
 				h->gh_killed = 1;
 			}
 			continue;
 		}
 		if (h->gh_step == HS_IDLE && now >= h->gh_next_ms &&
-		    sg->sg_children < SYNC_GIT_MAX_CHILDREN)
+		    child_count() < SYNC_GIT_MAX_CHILDREN)
 			start_attempt(sg, h);
 	}
 	free(v);
@@ -708,12 +707,16 @@ run_hunts(struct sync_git *sg)
 
 /* Timers. */
 
-static void
-child_reaped(struct sync_git *sg, struct git_hunt *h, int status)
+void
+sync_git_child_done(pid_t pid, int status, int killed, void *arg)
 {
-	enum hunt_step	step = h->gh_step;
-	int		out = h->gh_out;
+	struct git_hunt	*h = arg;
+	struct sync_git	*sg = h->gh_sg;
+	enum hunt_step	 step = h->gh_step;
+	int		 out = h->gh_out;
 
+	(void)pid;
+	h->gh_killed = killed;
 	sync_gitsrc_drain_err(h);
 	/* A check's output is read before its descriptor goes. */
 	h->gh_out = -1;
@@ -747,32 +750,15 @@ poll_cb(lws_sorted_usec_list_t *sul)
 {
 	struct sync_git	 *sg = lws_container_of(sul, struct sync_git,
 			    sg_sul_poll);
-	struct git_hunt	**v, *h;
-	int64_t		  now = role_now_ms();
+	struct git_hunt	**v;
 	size_t		  n, i;
-	pid_t		  r;
-	int		  st;
 
 	sg->sg_poll_armed = 0;
+	/* Fetches' stderr pipes, so git never blocks on a full one. */
 	v = hunts_array(sg, &n);
-	for (i = 0; i < n; i++) {
-		h = v[i];
-		if (h->gh_pid == 0)
-			continue;
-		sync_gitsrc_drain_err(h);
-		r = waitpid(h->gh_pid, &st, WNOHANG);
-		if (r == h->gh_pid || (r == -1 && errno == ECHILD)) {
-			child_reaped(sg, h, r == -1 ? 255 : WIFEXITED(st) ?
-			    WEXITSTATUS(st) : 128 + WTERMSIG(st));
-			continue;
-		}
-		if (!h->gh_killed && now >= h->gh_deadline_ms) {
-			log_warnx("git hunt %s: git process %ld overran its "
-			    "time; killing it", h->gh_d, (long)h->gh_pid);
-			kill(h->gh_pid, SIGKILL);
-			h->gh_killed = 1;
-		}
-	}
+	for (i = 0; i < n; i++)
+		if (v[i]->gh_pid != 0)
+			sync_gitsrc_drain_err(v[i]);
 	free(v);
 	/* Hunts waiting for a domain or a slot (the map may have shrunk). */
 	v = hunts_array(sg, &n);
@@ -789,7 +775,7 @@ sync_git_arm_poll(struct sync_git *sg)
 {
 	size_t	 it;
 	void	*v;
-	int	 need = sg->sg_children > 0 ||
+	int	 need = child_count() > 0 ||
 		    !TAILQ_EMPTY(&sg->sg_notices);
 
 	for (it = 0; !need && hmap_next(&sg->sg_hunts, &it, NULL, NULL,
@@ -850,6 +836,7 @@ sync_git_init(struct syncd *sd)
 	    -1)
 		log_warn("git hunt: no notice socket to relayd; fetched data "
 		    "waits for the next push");
+	child_init(sd->sd_ctx->r_lws, (int64_t)(SYNC_GIT_POLL * 1000));
 	sg->sg_running = 1;
 	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sg->sg_sul_tick, tick_cb,
 	    (lws_usec_t)(cfg_period(cfg, SYNC_GIT_TICK) * 1e6));
@@ -863,22 +850,18 @@ sync_git_fini(struct syncd *sd)
 	struct git_notice	*gn;
 	size_t			 n, i, it;
 	void			*val;
-	int			 st;
 
 	if (sg == NULL)
 		return;
 	sg->sg_running = 0;
 	lws_sul_cancel(&sg->sg_sul_tick);
 	lws_sul_cancel(&sg->sg_sul_poll);
+	/* syncd's only children are the hunts'. */
+	child_kill_all();
 	v = hunts_array(sg, &n);
 	for (i = 0; i < n; i++) {
-		if (v[i]->gh_pid > 0) {
-			kill(v[i]->gh_pid, SIGKILL);
-			while (waitpid(v[i]->gh_pid, &st, 0) == -1 &&
-			    errno == EINTR)
-				;
+		if (v[i]->gh_pid > 0)
 			sync_gitsrc_child_close(sg, v[i]);
-		}
 		hunt_free(sg, v[i]);
 	}
 	free(v);
@@ -986,7 +969,7 @@ sync_git_show(struct syncd *sd, cJSON *view)
 		cJSON_AddItemToArray(arr, o);
 	}
 	git_counters(sg, tot, NULL);
-	cJSON_AddNumberToObject(tot, "git_processes", sg->sg_children);
+	cJSON_AddNumberToObject(tot, "git_processes", child_count());
 }
 
 void

@@ -83,10 +83,10 @@ struct git_hunt {
 	int			 gh_final;	/* the check ends the attempt */
 	size_t			*gh_batch;
 	size_t			 gh_nbatch;
-	/* The child. */
+	/* The child (common/child.c's table reaps it). */
+	struct sync_git		*gh_sg;		/* for its callback */
 	pid_t			 gh_pid;	/* 0: none */
-	int64_t			 gh_deadline_ms;
-	int			 gh_killed;
+	int			 gh_killed;	/* by its deadline or gh_gone */
 	int			 gh_out;	/* memfd: a check's output */
 	int			 gh_err;	/* pipe: a fetch's errors */
 	struct buf		 gh_errtail;
@@ -105,7 +105,6 @@ struct sync_git {
 	size_t			 sg_nself;
 	unsigned		 sg_urlflags;
 	uint64_t		 sg_gen;
-	int			 sg_children;
 	int			 sg_running;	/* timers armed */
 	int			 sg_sock;	/* NN_REQ to relayd, or -1 */
 	TAILQ_HEAD(, git_notice) sg_notices;
@@ -147,6 +146,11 @@ int	sync_git_domain_allows(const struct git_domain *, int64_t now);
 void	sync_git_domain_start(struct git_domain *, int64_t now);
 /* Arms the poll while a child runs, a notice or a fetch waits. */
 void	sync_git_arm_poll(struct sync_git *);
+/*
+ * A hunt's git child ended (child_done_cb, arg the hunt): the check's or
+ * the fetch's result, or the end of an abandoned attempt.
+ */
+void	sync_git_child_done(pid_t pid, int status, int killed, void *arg);
 
 /* sync_gitsrc.c */
 void	sync_gitsrc_drain_err(struct git_hunt *);

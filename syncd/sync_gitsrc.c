@@ -9,7 +9,7 @@
  * repository on disk to fetch into.
  *
  * Every git command is a child process (posix_spawn) in a cleaned
- * environment; sync_git.c polls it with waitpid(WNOHANG) and kills it
+ * environment, in common/child.c's table, which reaps it and kills it
  * past its deadline.  Clone URLs pass the relay target hygiene
  * (relayurl.h) and their host is resolved and vetted before every
  * attempt; git gets the vetted address pinned (http.curloptResolve), no
@@ -86,30 +86,31 @@ git_env(void)
 /*
  * Spawns git with argv, stdin/stdout/stderr from fd_in, fd_out, fd_err
  * (-1: /dev/null), every other descriptor closed, SIGPIPE at its default
- * and no signal blocked.  The pid, or -1 after logging.
+ * and no signal blocked, as h's child in common/child.c's table: killed
+ * after timeout seconds, sync_git_child_done() once reaped.  0, or -1
+ * after logging.
  */
-static pid_t
-git_spawn(char *const argv[], int fd_in, int fd_out, int fd_err)
+static int
+git_spawn(struct sync_git *sg, struct git_hunt *h, char *const argv[],
+    int fd_in, int fd_out, int fd_err, double timeout)
 {
 	char	**envp = git_env();
+	char	  what[512];
 	pid_t	  pid;
 
-	pid = child_spawn(argv, fd_in, fd_out, fd_err, envp);
+	snprintf(what, sizeof(what), "git hunt %s: git", h->gh_d);
+	pid = child_start(argv, fd_in, fd_out, fd_err, envp,
+	    (int64_t)(timeout * 1000), what, sync_git_child_done, h);
 	free(envp);
-	if (pid == -1)
+	if (pid == -1) {
 		log_warn("cannot run git");
-	return pid;
-}
-
-static void
-child_started(struct sync_git *sg, struct git_hunt *h, pid_t pid,
-    double timeout)
-{
+		return -1;
+	}
+	h->gh_sg = sg;
 	h->gh_pid = pid;
 	h->gh_killed = 0;
-	h->gh_deadline_ms = role_now_ms() + (int64_t)(timeout * 1000);
-	sg->sg_children++;
 	sync_git_arm_poll(sg);
+	return 0;
 }
 
 /* Reads what a fetch wrote on stderr, keeping the last bytes only. */
@@ -142,7 +143,6 @@ sync_gitsrc_child_close(struct sync_git *sg, struct git_hunt *h)
 		close(h->gh_err);
 	h->gh_out = h->gh_err = -1;
 	h->gh_pid = 0;
-	sg->sg_children--;
 }
 
 /* The check: which wanted objects the repository holds. */
@@ -156,7 +156,6 @@ sync_gitsrc_check(struct sync_git *sg, struct git_hunt *h)
 	struct buf	 in = BUF_INIT;
 	size_t		 i;
 	int		 fd_in = -1, fd_out = -1;
-	pid_t		 pid;
 
 	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", h->gh_repo);
 	for (i = 0; i < h->gh_nwants; i++)
@@ -168,13 +167,13 @@ sync_gitsrc_check(struct sync_git *sg, struct git_hunt *h)
 		log_warn("git hunt %s: check input", h->gh_d);
 		goto fail;
 	}
-	if ((pid = git_spawn(argv, fd_in, fd_out, -1)) == -1)
+	if (git_spawn(sg, h, argv, fd_in, fd_out, -1,
+	    SYNC_GIT_CHECK_TIMEOUT) == -1)
 		goto fail;
 	close(fd_in);
 	buf_free(&in);
 	h->gh_out = fd_out;
 	h->gh_step = HS_CHECK;
-	child_started(sg, h, pid, SYNC_GIT_CHECK_TIMEOUT);
 	return 0;
 fail:
 	if (fd_in >= 0)
@@ -353,7 +352,6 @@ spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 	char		*argv[40 + SYNC_GIT_MAX_WANTS];
 	size_t		 n = 0, i;
 	int		 p[2];
-	pid_t		 pid;
 
 	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", h->gh_repo);
 	snprintf(lowspeed, sizeof(lowspeed), "http.lowSpeedTime=%d",
@@ -378,11 +376,8 @@ spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 		argv[n++] = "-c";
 		argv[n++] = h->gh_pin;
 	}
-	argv[n++] = "fetch";
-	argv[n++] = "--quiet";
-	argv[n++] = "--no-tags";
-	argv[n++] = "--no-write-fetch-head";
-	argv[n++] = "--no-auto-gc";
+	for (i = 0; child_git_fetch[i] != NULL; i++)
+		argv[n++] = (char *)child_git_fetch[i];
 	argv[n++] = "--no-recurse-submodules";
 	argv[n++] = u->gu_url;
 	for (i = 0; i < h->gh_nbatch; i++)
@@ -393,7 +388,8 @@ spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 		return -1;
 	}
 	if (fcntl(p[0], F_SETFL, O_NONBLOCK) == -1 ||
-	    (pid = git_spawn(argv, -1, -1, p[1])) == -1) {
+	    git_spawn(sg, h, argv, -1, -1, p[1], cfg_scale_delay(
+	    sync_git_cfg(sg), SYNC_GIT_FETCH_TIMEOUT)) == -1) {
 		close(p[0]);
 		close(p[1]);
 		return -1;
@@ -402,8 +398,6 @@ spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 	h->gh_err = p[0];
 	buf_reset(&h->gh_errtail);
 	h->gh_step = HS_FETCH;
-	child_started(sg, h, pid, cfg_scale_delay(sync_git_cfg(sg),
-	    SYNC_GIT_FETCH_TIMEOUT));
 	log_debug("git hunt %s: fetching %zu object(s) from %s", h->gh_d,
 	    h->gh_nbatch, u->gu_url);
 	return 0;
@@ -457,7 +451,7 @@ sync_gitsrc_fetch_next(struct sync_git *sg, struct git_hunt *h)
 		now = role_now_ms();
 		h->gh_domain = sync_git_domain_get(sg, u->gu_ru.ru_host);
 		if (!sync_git_domain_allows(h->gh_domain, now) ||
-		    sg->sg_children >= SYNC_GIT_MAX_CHILDREN) {
+		    child_count() >= SYNC_GIT_MAX_CHILDREN) {
 			h->gh_domain = NULL;
 			h->gh_step = HS_FETCH_WAIT;
 			sync_git_arm_poll(sg);

@@ -81,18 +81,6 @@ delay_ms(const struct sync_git *sg, double secs)
 	    0.5);
 }
 
-void
-sync_git_strv_add(char ***v, size_t *n, const char *s)
-{
-	strv_add(v, n, s);
-}
-
-void
-sync_git_strv_free(char **v, size_t n)
-{
-	strv_free(v, n);
-}
-
 /* Held events. */
 
 /*

@@ -131,9 +131,6 @@ struct git_sources {
 
 /* sync_git.c */
 const struct config *sync_git_cfg(const struct sync_git *);
-/* strv_add() and strv_free(), under the names sync_gitsrc.c calls. */
-void	sync_git_strv_add(char ***v, size_t *n, const char *s);
-void	sync_git_strv_free(char **v, size_t n);
 /* The attempt's error for `graspctl show syncd`. */
 void	sync_git_set_error(struct git_hunt *, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));

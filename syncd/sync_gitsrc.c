@@ -36,6 +36,7 @@
 #include "filter.h"
 #include "json.h"
 #include "log.h"
+#include "mem.h"
 #include "nip19.h"
 #include "pktline.h"
 #include "relayurl.h"
@@ -584,7 +585,7 @@ sync_gitsrc_sources_add(struct git_sources *so, const struct event *ev,
 		for (j = 1; j < t->n && so->so_nurls < 4 * SYNC_GIT_MAX_URLS;
 		    j++)
 			if (t->v[j].len <= RELAYURL_MAX)
-				sync_git_strv_add(&so->so_urls, &so->so_nurls,
+				strv_add(&so->so_urls, &so->so_nurls,
 				    t->v[j].s);
 	}
 }
@@ -637,7 +638,7 @@ void
 sync_gitsrc_sources_free(struct git_sources *so)
 {
 	free(so->so_owners);
-	sync_git_strv_free(so->so_urls, so->so_nurls);
+	strv_free(so->so_urls, so->so_nurls);
 }
 
 /*

@@ -796,23 +796,13 @@ relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
 void
 relay_repo_init(void)
 {
-	char	*p, *s;
-
-	child_init(relayd->ctx, CHILD_CHECK_MS);
-	/* The git data directory and its parents. */
-	if ((p = strdup(relayd->cfg.git_data_path)) == NULL)
-		fatal("strdup");
-	for (s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) == -1 && errno != EEXIST)
-			fatal("cannot create %s", p);
-		*s = '/';
-	}
-	if (mkdir(p, 0755) == -1 && errno != EEXIST)
-		fatal("cannot create %s", p);
-	free(p);
+	/* relayd.c has made the git data directory and its parents. */
 	if (relayd->cfg.grasp06_enable)
 		prs_init();
+}
+
+void
+relay_children_init(void)
+{
+	child_init(relayd->ctx, CHILD_CHECK_MS);
 }

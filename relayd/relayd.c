@@ -158,6 +158,7 @@ main(int argc, char *argv[])
 	if ((rd.vhost = lws_get_vhost_by_name(rd.ctx, "default")) == NULL)
 		fatalx("no default vhost");
 	relay_listen_start();
+	relay_children_init();
 	if (mkdir_p(rd.cfg.run_path, 0755) == -1)
 		fatal("cannot create %s", rd.cfg.run_path);
 	relay_purg_init();

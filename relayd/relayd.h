@@ -580,7 +580,10 @@ struct relay_refs {
 	char			*head;		/* HEAD's target, or NULL */
 };
 
+/* At start, before the port listens: the scan of prs/ (GRASP-06). */
 void	relay_repo_init(void);
+/* Once the loop exists: the table of git children (common/child.c). */
+void	relay_children_init(void);
 /* <git_data_path>/<npub>/<d>.git into out.  0, or -1 if too long. */
 int	relay_repo_path(const uint8_t owner[32], const char *d, char *out,
 	    size_t outlen);

@@ -358,22 +358,16 @@ test_nip11_lists_42_and_70(void)
 {
 	struct json_doc	*doc = NULL;
 	struct json	*root, *nips, *n;
-	char		*body = NULL, err[128];
-	int		 status = 0, has42 = 0, has70 = 0;
+	int		 has42 = 0, has70 = 0;
 
-	T_ASSERT(http_get(relayproc_host(rp), relayproc_port(rp), "/",
-	    "Accept: application/nostr+json\r\n", TMO, &status, NULL,
-	    &body) == 0);
-	T_EQ_INT(status, 200);
-	root = json_parse(body, strlen(body), &doc, err, sizeof(err));
-	nips = root ? json_get(root, "supported_nips") : NULL;
+	T_ASSERT((root = relayproc_nip11(rp, &doc)) != NULL);
+	nips = json_get(root, "supported_nips");
 	T_ASSERT(nips != NULL && nips->type == JSON_ARRAY);
 	for (n = json_at(nips, 0); n; n = n->next) {
 		has42 |= n->type == JSON_NUMBER && n->d == 42;
 		has70 |= n->type == JSON_NUMBER && n->d == 70;
 	}
 	json_free(doc);
-	free(body);
 	T_CHECK(has42 && has70);
 }
 

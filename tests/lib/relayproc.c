@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "json.h"
 #include "log.h"
 #include "relayproc.h"
 #include "tdir.h"
@@ -746,6 +747,27 @@ const char *
 relayproc_bind_url(const struct relayproc *rp)
 {
 	return rp->rp_bind_url;
+}
+
+struct json *
+relayproc_nip11(const struct relayproc *rp, struct json_doc **docp)
+{
+	struct json	*root = NULL;
+	char		*body = NULL, err[128];
+	int		 status = 0;
+
+	*docp = NULL;
+	if (http_get(rp->rp_host, rp->rp_port, "/",
+	    "Accept: application/nostr+json\r\n", 5000, &status, NULL,
+	    &body) == -1)
+		printf("# NIP-11: no answer from port %d\n", rp->rp_port);
+	else if (status != 200)
+		printf("# NIP-11: status %d\n", status);
+	else if ((root = json_parse(body, strlen(body), docp, err,
+	    sizeof(err))) == NULL)
+		printf("# NIP-11: %s\n", err);
+	free(body);
+	return root;
 }
 
 int

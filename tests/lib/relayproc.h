@@ -98,6 +98,18 @@ const char	*relayproc_dir(const struct relayproc *);
 const char	*relayproc_log_path(const struct relayproc *);
 /* Pid of the running program, or -1. */
 pid_t		 relayproc_pid(const struct relayproc *);
+
+struct json;
+struct json_doc;
+/*
+ * Fetches the NIP-11 document of the relay (GET / with Accept:
+ * application/nostr+json) and parses it: returns its root, the arena in
+ * *docp (the caller json_free()s it), or NULL with *docp NULL when the
+ * request failed, the status was not 200 or the body is not JSON (said
+ * in a "# " line).
+ */
+struct json	*relayproc_nip11(const struct relayproc *,
+		    struct json_doc **docp);
 /* The NGIT_DOMAIN it runs with (by default "127.0.0.1:PORT"). */
 const char	*relayproc_domain(const struct relayproc *);
 /* "ws://" + NGIT_DOMAIN: what announcements put in their relays tag. */

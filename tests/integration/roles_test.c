@@ -74,14 +74,6 @@ static struct rolep	 sy;		/* syncd on fx */
 static uint8_t		 sk_a[32], sk_b[32];
 static char		 pk_a[65], pk_b[65];
 
-static void
-sleep_ms(int ms)
-{
-	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 static int
 fixture_dirs(struct fixture *f)
 {
@@ -240,25 +232,14 @@ role_wait_ready(struct rolep *r, int ms)
 static int
 role_wait_exit(struct rolep *r, int ms)
 {
-	int64_t	deadline = wsc_now_ms() + ms;
 	int	st;
 
-	if (r->pid == -1)
-		return r->status;
-	for (;;) {
-		if (waitpid(r->pid, &st, WNOHANG) == r->pid) {
-			r->status = WIFEXITED(st) ? WEXITSTATUS(st) :
-			    WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
-			r->pid = -1;
-			if (r->readyfd != -1)
-				close(r->readyfd);
-			r->readyfd = -1;
-			return r->status;
-		}
-		if (wsc_now_ms() >= deadline)
-			return -1;
-		sleep_ms(10);
+	if ((st = relayproc_reap(&r->pid, &r->status, ms)) != -1 &&
+	    r->readyfd != -1) {
+		close(r->readyfd);
+		r->readyfd = -1;
 	}
+	return st;
 }
 
 static void
@@ -340,7 +321,7 @@ view_num_becomes(const struct fixture *f, enum role role, const char *name,
 
 	while ((v = view_num(f, role, name)) != want &&
 	    wsc_now_ms() < deadline)
-		sleep_ms(50);
+		relayproc_sleep_ms(50);
 	return v;
 }
 
@@ -504,7 +485,7 @@ test_syncd_follows_notices_in_order(void)
 		cJSON_Delete(rep);
 	}
 	/* A newer version of a repository is the same repository. */
-	sleep_ms(1100);		/* a later created_at */
+	relayproc_sleep_ms(1100);		/* a later created_at */
 	T_ASSERT(fx_announce(sk_b, "beta", 1) > 0);
 	T_EQ_INT(view_num_becomes(&fx, ROLE_SYNCD, "announcement_events", 3),
 	    3);
@@ -587,7 +568,7 @@ test_log_verbose_and_brief(void)
 	cJSON_Delete(rep);
 	/* At debug level every feed delivery is logged. */
 	T_ASSERT(fx_put(sk_a, 1, NULL, 1) > 0);
-	sleep_ms(400);
+	relayproc_sleep_ms(400);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"log\",\"args\":[\"brief\"]}");
 	T_EQ_INT(ctl_bool(rep, "ok"), 1);
 	T_EQ_STR(jstr(rep, "level"), "info");
@@ -655,7 +636,7 @@ test_sighup_is_ignored(void)
 
 	T_ASSERT(sy.pid != -1);
 	kill(sy.pid, SIGHUP);
-	sleep_ms(200);
+	relayproc_sleep_ms(200);
 	T_EQ_INT(role_wait_exit(&sy, 0), -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"status\"}");
 	T_EQ_INT(ctl_bool(rep, "ready"), 1);
@@ -925,7 +906,7 @@ test_syncd_follows_relayd(void)
 		T_EQ_INT(nostr_publish(ws, ev, TMO, &ok, NULL), 0);
 		event_destroy(ev);
 		T_EQ_INT(ok, 1);
-		sleep_ms(300);
+		relayproc_sleep_ms(300);
 		rep = ctl(&fr, ROLE_SYNCD, "{\"cmd\":\"stats\"}");
 		notices = metric(cJSON_GetObjectItem(rep, "metrics"),
 		    "graspd_feed_notices_total");
@@ -944,7 +925,7 @@ test_syncd_follows_relayd(void)
 		    status == 200 && body != NULL &&
 		    strstr(body, "graspd_syncd_repositories{role=\"syncd\"}"))
 			break;
-		sleep_ms(200);
+		relayproc_sleep_ms(200);
 	}
 	T_CHECK(body != NULL &&
 	    strstr(body, "graspd_syncd_repositories{role=\"syncd\"}") != NULL);

@@ -89,14 +89,6 @@ remember_pid(pid_t pid)
 		cleanup_pids[ncleanup++] = pid;
 }
 
-static void
-sleep_ms(int ms)
-{
-	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* The process name of pid, or "" if it is gone. */
 static void
 proc_comm(pid_t pid, char *out, size_t outlen)
@@ -366,29 +358,7 @@ rnum(const cJSON *st, const char *name, const char *key)
 static int
 gd_reap(struct gd *g, int timeout_ms)
 {
-	int64_t	deadline = wsc_now_ms() + timeout_ms;
-	pid_t	r;
-	int	st;
-
-	if (g->pid == -1)
-		return g->status;
-	for (;;) {
-		r = waitpid(g->pid, &st, WNOHANG);
-		if (r == g->pid) {
-			g->status = WIFEXITED(st) ? WEXITSTATUS(st) :
-			    128 + WTERMSIG(st);
-			g->pid = -1;
-			return g->status;
-		}
-		if (r == -1 && errno != EINTR) {
-			g->pid = -1;
-			g->status = 255;
-			return 255;
-		}
-		if (wsc_now_ms() >= deadline)
-			return -1;
-		sleep_ms(20);
-	}
+	return relayproc_reap(&g->pid, &g->status, timeout_ms);
 }
 
 /*
@@ -561,7 +531,7 @@ gd_wait_settled(struct gd *g, int timeout_ms)
 			cJSON_Delete(st);
 		} else if (wsc_now_ms() >= deadline || gd_reap(g, 0) != -1)
 			return NULL;
-		sleep_ms(100);
+		relayproc_sleep_ms(100);
 	}
 }
 
@@ -627,7 +597,7 @@ wait_role(struct gd *g, const char *name, const char *state, long oldpid,
 		}
 		if (wsc_now_ms() >= deadline)
 			return -1;
-		sleep_ms(100);
+		relayproc_sleep_ms(100);
 	}
 }
 
@@ -705,49 +675,44 @@ test_every_program_answers_h_and_V(void)
 {
 	static const char *const progs[] = { "graspd", "graspctl", "relayd",
 		"syncd", "discoveryd", "historyd" };
+	static const struct {
+		const char	*args;
+		const char	*want;		/* with %s for the program */
+		int		 status;
+		int		 anywhere;	/* else at the output's start */
+		int		 roles_only;
+	} probes[] = {
+		{ "-h 2>/dev/null", "usage: %s [-", 0, 0, 0 },
+		{ "-V 2>/dev/null", "%s 0.", 0, 0, 0 },
+		/* The roles' skeleton (proc.c): an operand is a usage
+		 * error, 78, before any configuration is read. */
+		{ "stray", "usage: %s [-", 78, 1, 1 },
+	};
 	char		 want[64], *out = NULL;
 	const char	*dir;
-	size_t		 i;
-	int		 rc;
+	size_t		 i, j;
+	int		 rc, ok;
 
 	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 		dir = i < 2 ? bindir : libexec;
 		if (i >= 2 && !role_exists[i - 2])
 			continue;
-		rc = run(&out, "'%s/%s' -h 2>/dev/null", dir, progs[i]);
-		snprintf(want, sizeof(want), "usage: %s [-", progs[i]);
-		if (rc != 0 || out == NULL || strncmp(out, want,
-		    strlen(want)) != 0)
-			printf("# %s -h: %d: %s\n", progs[i], rc, out ? out :
-			    "");
-		T_CHECK(rc == 0 && out != NULL && strncmp(out, want,
-		    strlen(want)) == 0);
-		free(out);
-		out = NULL;
-		rc = run(&out, "'%s/%s' -V 2>/dev/null", dir, progs[i]);
-		snprintf(want, sizeof(want), "%s 0.", progs[i]);
-		if (rc != 0 || out == NULL || strncmp(out, want,
-		    strlen(want)) != 0)
-			printf("# %s -V: %d: %s\n", progs[i], rc, out ? out :
-			    "");
-		T_CHECK(rc == 0 && out != NULL && strncmp(out, want,
-		    strlen(want)) == 0);
-		free(out);
-		out = NULL;
-		if (i < 2)
-			continue;
-		/* The roles' skeleton (proc.c): an operand is a usage
-		 * error, 78, before any configuration is read. */
-		rc = run(&out, "'%s/%s' stray", dir, progs[i]);
-		snprintf(want, sizeof(want), "usage: %s [-", progs[i]);
-		if (rc != 78 || out == NULL || strstr(out, want) ==
-		    NULL)
-			printf("# %s stray: %d: %s\n", progs[i], rc, out ?
-			    out : "");
-		T_CHECK(rc == 78 && out != NULL && strstr(out, want)
-		    != NULL);
-		free(out);
-		out = NULL;
+		for (j = 0; j < sizeof(probes) / sizeof(probes[0]); j++) {
+			if (probes[j].roles_only && i < 2)
+				continue;
+			rc = run(&out, "'%s/%s' %s", dir, progs[i],
+			    probes[j].args);
+			snprintf(want, sizeof(want), probes[j].want, progs[i]);
+			ok = rc == probes[j].status && out != NULL &&
+			    (probes[j].anywhere ? strstr(out, want) != NULL :
+			    strncmp(out, want, strlen(want)) == 0);
+			if (!ok)
+				printf("# %s %s: %d: %s\n", progs[i],
+				    probes[j].args, rc, out ? out : "");
+			T_CHECK(ok);
+			free(out);
+			out = NULL;
+		}
 	}
 }
 
@@ -1003,7 +968,7 @@ metric_becomes(const char *name, double want, int timeout_ms)
 	while (metric_now(name) != want) {
 		if (wsc_now_ms() >= deadline)
 			return -1;
-		sleep_ms(200);
+		relayproc_sleep_ms(200);
 	}
 	return 0;
 }
@@ -1158,7 +1123,7 @@ test_kill9_each_role_comes_back_while_clients_publish(void)
 					after[j] = rnum(st, roles[j], "pid");
 				cJSON_Delete(st);
 			}
-			sleep_ms(50);
+			relayproc_sleep_ms(50);
 		}
 		printf("# %s killed: back %s, %d publish failures meanwhile\n",
 		    roles[i], back ? "yes" : "no", fails);
@@ -1261,7 +1226,7 @@ test_stopped_role_stays_down_until_started(void)
 	snprintf(sample, sizeof(sample), "graspd_role_ready{role=\"%s\"}",
 	    name);
 	T_CHECK(metric_becomes(sample, 0, COMEBACK_MS) == 0);
-	sleep_ms(2500);
+	relayproc_sleep_ms(2500);
 	st = status(&G);
 	T_ASSERT(st != NULL);
 	T_EQ_STR(rstr(st, name, "state"), "stopped");
@@ -1391,7 +1356,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 	/* A broken file: SIGHUP logs why and changes nothing. */
 	write_file(h.conf, "relay_description = first\nnosuchkey = 2\n", 0644);
 	T_ASSERT(kill(h.pid, SIGHUP) == 0);
-	sleep_ms(1500);
+	relayproc_sleep_ms(1500);
 	T_CHECK(log_has(&h, "reload: "));
 	T_CHECK(log_has(&h, "unknown key \"nosuchkey\"; keeping the running "
 	    "configuration"));
@@ -1416,7 +1381,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 	T_CHECK(rc == 0);
 	T_CHECK(strstr(out, "configuration unchanged") != NULL);
 	free(out);
-	sleep_ms(500);
+	relayproc_sleep_ms(500);
 	st = status(&h);
 	T_ASSERT(st != NULL);
 	for (i = 0; i < NROLES; i++)
@@ -1433,7 +1398,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 	if (role_exists[0])
 		T_CHECK(wait_role(&h, "relayd", "running", before[0],
 		    COMEBACK_MS) == 0);
-	sleep_ms(500);
+	relayproc_sleep_ms(500);
 	st = status(&h);
 	T_ASSERT(st != NULL);
 	for (i = 1; i < NROLES; i++)
@@ -1460,7 +1425,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 		write_file(h.conf, "relay_description = second\n"
 		    "log_level = debug\n", 0644);
 		T_EQ_INT(kill(h.pid, SIGHUP), 0);
-		sleep_ms(1500);
+		relayproc_sleep_ms(1500);
 		st = status(&h);
 		T_ASSERT(st != NULL);
 		for (i = 0; i < NROLES; i++)
@@ -1620,7 +1585,7 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 			break;
 		cJSON_Delete(st);
 		T_ASSERT(wsc_now_ms() < deadline);
-		sleep_ms(200);
+		relayproc_sleep_ms(200);
 	}
 	T_CHECK(backoff_seen);
 	T_CHECK(strstr(rstr(st, "discoveryd", "reason"), "5 fast deaths in a "
@@ -1646,7 +1611,7 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	/* graspctl start tries again; 78 again. */
 	T_EQ_INT(ctl(&f, &out, "start syncd"), 0);
 	free(out);
-	sleep_ms(300);
+	relayproc_sleep_ms(300);
 	T_ASSERT(wait_role(&f, "syncd", "failed", 0, COMEBACK_MS) == 0);
 	st = status(&f);
 	T_ASSERT(st != NULL);
@@ -1703,7 +1668,7 @@ test_progress_extends_the_readiness_wait(void)
 	T_ASSERT(gd_spawn(&f, NULL, extra) == 0);
 	/* syncd: still starting at 2.5 s (past one timeout), then running
 	 * in its first process. */
-	sleep_ms(2500);
+	relayproc_sleep_ms(2500);
 	st = status(&f);
 	T_ASSERT(st != NULL);
 	T_EQ_STR(rstr(st, "syncd", "state"), "starting");
@@ -1721,7 +1686,7 @@ test_progress_extends_the_readiness_wait(void)
 	for (i = 0; !log_has(&f, "discoveryd (pid") ||
 	    !log_has(&f, "not ready"); i++) {
 		T_ASSERT(wsc_now_ms() < deadline);
-		sleep_ms(200);
+		relayproc_sleep_ms(200);
 	}
 	T_CHECK(log_has(&f, "s after its start: stopping it"));
 	T_EQ_INT(gd_stop(&f), 0);

@@ -65,14 +65,6 @@ xstrdup(const char *s)
 	return p;
 }
 
-static void
-sleep_ms(int ms)
-{
-	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* Length of the KEY part of "KEY=VALUE" (the whole string if no '='). */
 static size_t
 env_keylen(const char *kv)
@@ -314,7 +306,7 @@ relayproc_wait_port(const char *host, int port, int timeout_ms)
 		}
 		if (wsc_now_ms() >= deadline)
 			return -1;
-		sleep_ms(20);
+		relayproc_sleep_ms(20);
 	}
 }
 
@@ -328,33 +320,47 @@ decode_status(int st)
 	return 255;
 }
 
+void
+relayproc_sleep_ms(int ms)
+{
+	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
 int
-relayproc_wait(struct relayproc *rp, int timeout_ms)
+relayproc_reap(pid_t *pidp, int *statusp, int timeout_ms)
 {
 	int64_t	deadline = wsc_now_ms() + timeout_ms;
 	pid_t	r;
 	int	st;
 
-	if (rp->rp_pid == -1)
-		return rp->rp_status;
+	if (*pidp == -1)
+		return *statusp;
 	for (;;) {
-		r = waitpid(rp->rp_pid, &st, WNOHANG);
-		if (r == rp->rp_pid) {
-			rp->rp_status = decode_status(st);
-			/* Helpers it left in its process group go too. */
-			kill(-rp->rp_pid, SIGKILL);
-			rp->rp_pid = -1;
-			return rp->rp_status;
-		}
-		if (r == -1 && errno != EINTR) {
-			rp->rp_status = 255;
-			rp->rp_pid = -1;
-			return rp->rp_status;
+		r = waitpid(*pidp, &st, WNOHANG);
+		if (r == *pidp || (r == -1 && errno != EINTR)) {
+			*statusp = r == -1 ? 255 : decode_status(st);
+			*pidp = -1;
+			return *statusp;
 		}
 		if (wsc_now_ms() >= deadline)
 			return -1;
-		sleep_ms(10);
+		relayproc_sleep_ms(10);
 	}
+}
+
+int
+relayproc_wait(struct relayproc *rp, int timeout_ms)
+{
+	pid_t	pid = rp->rp_pid;
+	int	st;
+
+	st = relayproc_reap(&rp->rp_pid, &rp->rp_status, timeout_ms);
+	/* Helpers it left in its process group go too. */
+	if (st != -1 && pid != -1)
+		kill(-pid, SIGKILL);
+	return st;
 }
 
 int
@@ -480,7 +486,7 @@ start(struct relayproc *rp)
 			relayproc_stop(rp);
 			break;
 		}
-		sleep_ms(20);
+		relayproc_sleep_ms(20);
 	}
 	relayproc_dump_log(rp, 30);
 	return rc;

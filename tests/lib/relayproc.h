@@ -67,6 +67,15 @@ int		 relayproc_kill(struct relayproc *, int sig);
  * as relayproc_stop() does, or -1 if it is still running.
  */
 int		 relayproc_wait(struct relayproc *, int timeout_ms);
+/* Sleeps ms milliseconds (the poll interval of the waits here). */
+void		 relayproc_sleep_ms(int ms);
+/*
+ * Waits at most timeout_ms (0: one look) for the child *pidp (none when
+ * -1) to end; then sets *pidp to -1 and *statusp to its status as a shell
+ * gives it (the exit code, or 128 plus the signal; 255 when it cannot be
+ * waited for).  Returns *statusp, or -1 while the child runs.
+ */
+int		 relayproc_reap(pid_t *pidp, int *statusp, int timeout_ms);
 /*
  * SIGTERM, up to RELAYPROC_STOP_TIMEOUT_MS for the exit, then SIGKILL.
  * Returns the exit status (0..255), 128 + the signal number if a signal

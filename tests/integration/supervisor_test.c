@@ -535,6 +535,24 @@ gd_wait_settled(struct gd *g, int timeout_ms)
 	}
 }
 
+/*
+ * Waits as gd_wait_settled() does and reads every role's pid into pids.
+ * 0, or -1 if graspctl status failed.
+ */
+static int
+settled_pids(struct gd *g, long pids[NROLES])
+{
+	cJSON	*st;
+	int	 i;
+
+	if ((st = gd_wait_settled(g, COMEBACK_MS)) == NULL)
+		return -1;
+	for (i = 0; i < NROLES; i++)
+		pids[i] = rnum(st, roles[i], "pid");
+	cJSON_Delete(st);
+	return 0;
+}
+
 /* Starts graspd and waits for its roles; NULL-safe stop on failure. */
 static int
 gd_start(struct gd *g, const char *conf_text, const char *const extra_env[])
@@ -1098,11 +1116,7 @@ test_kill9_each_role_comes_back_while_clients_publish(void)
 	for (i = 0; i < NROLES; i++) {
 		if (!role_exists[i])
 			continue;
-		st = gd_wait_settled(&G, COMEBACK_MS);
-		T_ASSERT(st != NULL);
-		for (j = 0; j < NROLES; j++)
-			before[j] = rnum(st, roles[j], "pid");
-		cJSON_Delete(st);
+		T_ASSERT(settled_pids(&G, before) == 0);
 		T_ASSERT(before[i] > 0);
 		/* A few events before, so that there is something to lose. */
 		for (j = 0; j < 3; j++)
@@ -1174,11 +1188,7 @@ test_graspctl_restart_historyd_changes_only_its_pid(void)
 		printf("# skip: %s/historyd does not exist\n", libexec);
 		return;
 	}
-	st = gd_wait_settled(&G, COMEBACK_MS);
-	T_ASSERT(st != NULL);
-	for (j = 0; j < NROLES; j++)
-		before[j] = rnum(st, roles[j], "pid");
-	cJSON_Delete(st);
+	T_ASSERT(settled_pids(&G, before) == 0);
 	rc = ctl(&G, &out, "restart historyd");
 	T_CHECK(rc == 0);
 	T_CHECK(strstr(out, "historyd: restart requested") != NULL);
@@ -1290,17 +1300,12 @@ test_direct_commands_work_while_graspd_is_stopped(void)
 static void
 test_sigterm_stops_every_role_relayd_last(void)
 {
-	cJSON	*st;
 	char	*text, *p_relayd, *p_other;
 	long	 pids[NROLES];
 	int	 i, rc;
 
 	T_ASSERT(G_up);
-	st = gd_wait_settled(&G, COMEBACK_MS);
-	T_ASSERT(st != NULL);
-	for (i = 0; i < NROLES; i++)
-		pids[i] = rnum(st, roles[i], "pid");
-	cJSON_Delete(st);
+	T_ASSERT(settled_pids(&G, pids) == 0);
 	T_ASSERT(kill(G.pid, SIGTERM) == 0);
 	rc = gd_reap(&G, STOP_MS);
 	G_up = 0;
@@ -1337,21 +1342,59 @@ test_sigterm_stops_every_role_relayd_last(void)
 	}
 }
 
+/* "graspctl cmd" on g: 1 if it exits want_rc and says want, else 0. */
+static int
+ctl_says(const struct gd *g, const char *cmd, int want_rc, const char *want)
+{
+	char	*out = NULL;
+	int	 rc, ok;
+
+	rc = ctl(g, &out, "%s", cmd);
+	ok = rc == want_rc && out != NULL && strstr(out, want) != NULL;
+	if (!ok)
+		printf("# graspctl %s: %d: %s\n", cmd, rc, out ? out : "");
+	free(out);
+	return ok;
+}
+
+/*
+ * How many roles from index from on now run with another pid than in
+ * pids (each printed), or -1 when graspctl status failed; pids takes the
+ * pids of now.
+ */
+static int
+pids_changed(const struct gd *g, long pids[NROLES], int from)
+{
+	cJSON	*st;
+	long	 pid;
+	int	 i, n = 0;
+
+	if ((st = status(g)) == NULL)
+		return -1;
+	for (i = 0; i < NROLES; i++) {
+		pid = rnum(st, roles[i], "pid");
+		if (i >= from && pid != pids[i]) {
+			printf("# %s: pid %ld, was %ld\n", roles[i], pid,
+			    pids[i]);
+			n++;
+		}
+		pids[i] = pid;
+	}
+	cJSON_Delete(st);
+	return n;
+}
+
 static void
 test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 {
 	struct gd	 h;
 	cJSON		*st;
-	char		*out = NULL, *body = NULL;
+	char		*body = NULL;
 	long		 before[NROLES];
-	int		 i, status_code = 0, rc;
+	int		 i, status_code = 0;
 
 	T_ASSERT(gd_start(&h, "relay_description = first\n", NULL) == 0);
-	st = gd_wait_settled(&h, COMEBACK_MS);
-	T_ASSERT(st != NULL);
-	for (i = 0; i < NROLES; i++)
-		before[i] = rnum(st, roles[i], "pid");
-	cJSON_Delete(st);
+	T_ASSERT(settled_pids(&h, before) == 0);
 
 	/* A broken file: SIGHUP logs why and changes nothing. */
 	write_file(h.conf, "relay_description = first\nnosuchkey = 2\n", 0644);
@@ -1370,41 +1413,24 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 	}
 	cJSON_Delete(st);
 	/* graspctl reload says so and fails. */
-	rc = ctl(&h, &out, "reload");
-	T_CHECK(rc == 1);
-	T_CHECK(strstr(out, "unknown key \"nosuchkey\"") != NULL);
-	free(out);
+	T_CHECK(ctl_says(&h, "reload", 1, "unknown key \"nosuchkey\""));
 
 	/* The same configuration again: nothing restarts. */
 	write_file(h.conf, "# the same\nrelay_description = first\n", 0644);
-	rc = ctl(&h, &out, "reload");
-	T_CHECK(rc == 0);
-	T_CHECK(strstr(out, "configuration unchanged") != NULL);
-	free(out);
+	T_CHECK(ctl_says(&h, "reload", 0, "configuration unchanged"));
 	relayproc_sleep_ms(500);
-	st = status(&h);
-	T_ASSERT(st != NULL);
-	for (i = 0; i < NROLES; i++)
-		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
-	cJSON_Delete(st);
+	T_EQ_INT(pids_changed(&h, before, 0), 0);
 
 	/* A change of relayd's key: relayd alone restarts and serves the
 	 * new value. */
 	write_file(h.conf, "relay_description = second\n", 0644);
-	rc = ctl(&h, &out, "reload");
-	T_CHECK(rc == 0);
-	T_CHECK(strstr(out, "configuration changed") != NULL);
-	free(out);
+	T_CHECK(ctl_says(&h, "reload", 0, "configuration changed"));
 	if (role_exists[0])
 		T_CHECK(wait_role(&h, "relayd", "running", before[0],
 		    COMEBACK_MS) == 0);
 	relayproc_sleep_ms(500);
-	st = status(&h);
-	T_ASSERT(st != NULL);
-	for (i = 1; i < NROLES; i++)
-		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
-	before[0] = rnum(st, "relayd", "pid");
-	cJSON_Delete(st);
+	/* before[0] takes relayd's new pid. */
+	T_EQ_INT(pids_changed(&h, before, 1), 0);
 	if (role_exists[0]) {
 		T_CHECK(relayproc_wait_port("127.0.0.1", h.port, 5000) == 0);
 		T_CHECK(http_get("127.0.0.1", h.port, "/",
@@ -1426,11 +1452,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 		    "log_level = debug\n", 0644);
 		T_EQ_INT(kill(h.pid, SIGHUP), 0);
 		relayproc_sleep_ms(1500);
-		st = status(&h);
-		T_ASSERT(st != NULL);
-		for (i = 0; i < NROLES; i++)
-			T_CHECK(rnum(st, roles[i], "pid") == before[i]);
-		cJSON_Delete(st);
+		T_EQ_INT(pids_changed(&h, before, 0), 0);
 		for (i = 0; i < NROLES; i++) {
 			char	line[64];
 
@@ -1447,10 +1469,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 	}
 
 	/* graspctl stop: everything ends, graspctl returns after graspd. */
-	rc = ctl(&h, &out, "stop");
-	T_CHECK(rc == 0);
-	T_CHECK(strstr(out, "graspd stopped") != NULL);
-	free(out);
+	T_CHECK(ctl_says(&h, "stop", 0, "graspd stopped"));
 	T_EQ_INT(gd_reap(&h, 2000), 0);
 	gd_stop(&h);
 }
@@ -1499,34 +1518,60 @@ fake_role(const char *fake, const char *name, const char *script)
 	return write_file(path, script, 0755);
 }
 
+/*
+ * Spawns graspd in f on fake role programs (fake_libexec() in fake): the
+ * real relayd and the scripts syncd, disc and hist as syncd, discoveryd
+ * and historyd; more_env ("KEY=VALUE" or NULL) after their
+ * GRASPD_LIBEXEC.  0, or -1.
+ */
+static int
+fake_graspd(struct gd *f, char *fake, size_t len, const char *syncd,
+    const char *disc, const char *hist, const char *more_env)
+{
+	char		 env[PATH_MAX + 32];
+	const char	*extra[3] = { env, more_env, NULL };
+
+	if (fake_libexec(fake, len, env, sizeof(env)) != 0 ||
+	    fake_role(fake, "syncd", syncd) != 0 ||
+	    fake_role(fake, "discoveryd", disc) != 0 ||
+	    fake_role(fake, "historyd", hist) != 0)
+		return -1;
+	return gd_spawn(f, NULL, extra);
+}
+
+/* 1, saying so, when libexec has no relayd to run a case with. */
+static int
+no_relayd(void)
+{
+	if (role_exists[0])
+		return 0;
+	printf("# skip: no relayd in %s\n", libexec);
+	return 1;
+}
+
 static void
 test_exit78_is_permanent_and_crash_loops_fail(void)
 {
 	struct gd	 f;
 	cJSON		*st;
-	char		 fake[PATH_MAX], path[PATH_MAX + 32];
-	char		 env[PATH_MAX + 32], *out = NULL, *fds;
-	const char	*extra[2] = { env, NULL };
+	char		 fake[PATH_MAX], path[PATH_MAX + 32], *out = NULL, *fds;
 	long		 relayd_pid, hist_pid, t[8];
 	int64_t		 t0;
 	int		 n, i, backoff_seen = 0;
 	int64_t		 deadline;
 
-	if (!role_exists[0]) {
-		printf("# skip: no relayd in %s\n", libexec);
+	if (no_relayd())
 		return;
-	}
-	T_ASSERT(fake_libexec(fake, sizeof(fake), env, sizeof(env)) == 0);
-	/* syncd: a configuration error; it lists its descriptors first. */
-	T_ASSERT(fake_role(fake, "syncd", "#!/bin/sh\n(echo; ls /proc/$$/fd) "
-	    "> \"$0.fds\"\nexit 78\n") == 0);
-	/* discoveryd: dies at once, every time. */
-	T_ASSERT(fake_role(fake, "discoveryd", "#!/bin/sh\nexit 3\n") == 0);
-	/* historyd: ready through the pipe, then deaf to SIGTERM. */
-	T_ASSERT(fake_role(fake, "historyd", "#!/bin/sh\ntrap '' TERM\n"
-	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n") == 0);
-
-	T_ASSERT(gd_spawn(&f, NULL, extra) == 0);
+	/*
+	 * syncd: a configuration error; it lists its descriptors first.
+	 * discoveryd: dies at once, every time.  historyd: ready through
+	 * the pipe, then deaf to SIGTERM.
+	 */
+	T_ASSERT(fake_graspd(&f, fake, sizeof(fake),
+	    "#!/bin/sh\n(echo; ls /proc/$$/fd) > \"$0.fds\"\nexit 78\n",
+	    "#!/bin/sh\nexit 3\n",
+	    "#!/bin/sh\ntrap '' TERM\necho READY=1 >&3\nexec 3>&-\n"
+	    "while :; do sleep 1; done\n", NULL) == 0);
 	T_ASSERT(wait_role(&f, "syncd", "failed", 0, COMEBACK_MS) == 0);
 	st = status(&f);
 	T_ASSERT(st != NULL);
@@ -1643,29 +1688,24 @@ test_progress_extends_the_readiness_wait(void)
 	struct gd	 f;
 	cJSON		*st;
 	char		 fake[PATH_MAX];
-	char		 env[PATH_MAX + 32];
-	const char	*extra[3] = { env, "GRASPD_READY_TIMEOUT=1.5", NULL };
 	long		 sync_pid;
 	int64_t		 deadline;
 	int		 i;
 
-	if (!role_exists[0]) {
-		printf("# skip: no relayd in %s\n", libexec);
+	if (no_relayd())
 		return;
-	}
-	T_ASSERT(fake_libexec(fake, sizeof(fake), env, sizeof(env)) == 0);
-	/* syncd: 4 s of start-up work with progress every 0.5 s, ready. */
-	T_ASSERT(fake_role(fake, "syncd", "#!/bin/sh\ni=0\nwhile [ $i -lt 8 ]; "
-	    "do echo EXTEND=1 >&3; sleep 0.5; i=$((i + 1)); done\n"
-	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n") == 0);
-	/* discoveryd: starts and never says anything. */
-	T_ASSERT(fake_role(fake, "discoveryd",
-	    "#!/bin/sh\nwhile :; do sleep 1; done\n") == 0);
-	/* historyd: ready at once. */
-	T_ASSERT(fake_role(fake, "historyd", "#!/bin/sh\necho READY=1 >&3\n"
-	    "exec 3>&-\nwhile :; do sleep 1; done\n") == 0);
-
-	T_ASSERT(gd_spawn(&f, NULL, extra) == 0);
+	/*
+	 * syncd: 4 s of start-up work with progress every 0.5 s, ready.
+	 * discoveryd: starts and never says anything.  historyd: ready at
+	 * once.
+	 */
+	T_ASSERT(fake_graspd(&f, fake, sizeof(fake),
+	    "#!/bin/sh\ni=0\nwhile [ $i -lt 8 ]; do echo EXTEND=1 >&3; "
+	    "sleep 0.5; i=$((i + 1)); done\n"
+	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n",
+	    "#!/bin/sh\nwhile :; do sleep 1; done\n",
+	    "#!/bin/sh\necho READY=1 >&3\nexec 3>&-\n"
+	    "while :; do sleep 1; done\n", "GRASPD_READY_TIMEOUT=1.5") == 0);
 	/* syncd: still starting at 2.5 s (past one timeout), then running
 	 * in its first process. */
 	relayproc_sleep_ms(2500);
@@ -1749,6 +1789,12 @@ hold_port(int port)
 	return fd;
 }
 
+/* The environment of a graspd in a directory: port, port, dir, dir, dir,
+ * libexec. */
+#define DAEMON_ENV "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d " \
+	"NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "	\
+	"NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
+
 static void
 test_taken_port_fails_at_once_with_its_cause(void)
 {
@@ -1756,20 +1802,16 @@ test_taken_port_fails_at_once_with_its_cause(void)
 	int	 port, rc, fd;
 	int64_t	 t0;
 
-	if (!role_exists[0]) {
-		printf("# skip: no relayd in %s\n", libexec);
+	if (no_relayd())
 		return;
-	}
 	T_ASSERT(make_tmpdir(dir, sizeof(dir)) == 0);
 	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
 	T_ASSERT((fd = hold_port(port)) != -1);
 	/* Daemon mode: the console shows the address and the cause, and
 	 * graspd exits 78 without a round of restarts. */
 	t0 = wsc_now_ms();
-	rc = run(&out, "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d "
-	    "NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "
-	    "NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
-	    "'%s/graspd' 2>&1", port, port, dir, dir, dir, libexec, bindir);
+	rc = run(&out, DAEMON_ENV "'%s/graspd' 2>&1", port, port, dir, dir,
+	    dir, libexec, bindir);
 	T_EQ_INT(rc, 78);
 	T_CHECK(wsc_now_ms() - t0 < 10000);
 	snprintf(want, sizeof(want), "relayd failed: 127.0.0.1:%d: Address "
@@ -1793,17 +1835,12 @@ test_daemon_mode_returns_once_ready(void)
 	FILE	*f;
 	struct gd g;
 
-	if (!role_exists[0]) {
-		printf("# skip: no relayd in %s\n", libexec);
+	if (no_relayd())
 		return;
-	}
 	T_ASSERT(make_tmpdir(dir, sizeof(dir)) == 0);
 	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
 	memset(&g, 0, sizeof(g));
 	snprintf(g.run, sizeof(g.run), "%s/run", dir);
-#define DAEMON_ENV "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d " \
-	"NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "	\
-	"NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
 	rc = run(&out, DAEMON_ENV "'%s/graspd'", port, port, dir, dir, dir,
 	    libexec, bindir);
 	T_CHECK(rc == 0);

@@ -260,15 +260,9 @@ role_dump_log(const struct rolep *r)
 static int
 role_stop(struct rolep *r)
 {
-	int	st;
-
-	if (r->pid == -1)
-		return r->status;
-	kill(r->pid, SIGTERM);
-	if ((st = role_wait_exit(r, TMO)) != -1)
-		return st;
-	kill(r->pid, SIGKILL);
-	return role_wait_exit(r, TMO);
+	relayproc_terminate(&r->pid, &r->status, TMO, "role");
+	/* Reaped: the readiness pipe goes too. */
+	return role_wait_exit(r, 0);
 }
 
 static cJSON *

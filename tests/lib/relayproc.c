@@ -372,24 +372,39 @@ relayproc_kill(struct relayproc *rp, int sig)
 }
 
 int
-relayproc_stop(struct relayproc *rp)
+relayproc_terminate(pid_t *pidp, int *statusp, int timeout_ms,
+    const char *what)
 {
+	pid_t	pid = *pidp;
 	int	st;
 
-	if (rp->rp_pid == -1)
-		return rp->rp_status;
-	kill(rp->rp_pid, SIGTERM);
-	if ((st = relayproc_wait(rp, RELAYPROC_STOP_TIMEOUT_MS)) != -1)
+	if (pid == -1)
+		return *statusp;
+	kill(pid, SIGTERM);
+	if ((st = relayproc_reap(pidp, statusp, timeout_ms)) != -1)
 		return st;
 	fprintf(stderr, "# relayproc: %s did not exit %d ms after SIGTERM, "
-	    "killing it\n", rp->rp_program, RELAYPROC_STOP_TIMEOUT_MS);
-	kill(-rp->rp_pid, SIGKILL);
-	kill(rp->rp_pid, SIGKILL);
-	if ((st = relayproc_wait(rp, RELAYPROC_STOP_TIMEOUT_MS)) != -1)
+	    "killing it\n", what, timeout_ms);
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	if ((st = relayproc_reap(pidp, statusp, timeout_ms)) != -1)
 		return st;
-	fprintf(stderr, "# relayproc: pid %d survives SIGKILL\n",
-	    (int)rp->rp_pid);
+	fprintf(stderr, "# relayproc: pid %d survives SIGKILL\n", (int)pid);
 	return 255;
+}
+
+int
+relayproc_stop(struct relayproc *rp)
+{
+	pid_t	pid = rp->rp_pid;
+	int	st;
+
+	st = relayproc_terminate(&rp->rp_pid, &rp->rp_status,
+	    RELAYPROC_STOP_TIMEOUT_MS, rp->rp_program);
+	/* Helpers it left in its process group go too. */
+	if (pid != -1 && rp->rp_pid == -1)
+		kill(-pid, SIGKILL);
+	return st;
 }
 
 /* Forks and execs the program; the child does nothing else. */

@@ -77,6 +77,14 @@ void		 relayproc_sleep_ms(int ms);
  */
 int		 relayproc_reap(pid_t *pidp, int *statusp, int timeout_ms);
 /*
+ * Stops the child *pidp (none when -1): SIGTERM, then, when it has not
+ * ended within timeout_ms, SIGKILL to it and its process group (said on
+ * stderr, naming it what), each time waiting as relayproc_reap() does.
+ * Returns its status, or 255 (said on stderr) if it outlives SIGKILL.
+ */
+int		 relayproc_terminate(pid_t *pidp, int *statusp, int timeout_ms,
+		    const char *what);
+/*
  * SIGTERM, up to RELAYPROC_STOP_TIMEOUT_MS for the exit, then SIGKILL.
  * Returns the exit status (0..255), 128 + the signal number if a signal
  * ended it (so 137 means it had to be killed), or the status of the

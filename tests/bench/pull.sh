@@ -23,24 +23,16 @@
 # breaks or stalls for BENCH_PULL_STALL_MS (120000).
 set -eu
 
-O=${O:-build}
-BIN=${BIN:-bin}
 EVENTS=${BENCH_PULL_EVENTS:-20000}
 STALL=${BENCH_PULL_STALL_MS:-120000}
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
-case $O in /*) ;; *) O=$top/$O ;; esac
-case $BIN in /*) ;; *) BIN=$top/$BIN ;; esac
-ingest=$O/tests/bench/ingest
+# shellcheck source=tests/lib/tproc_shell.sh
+. "$top/tests/lib/tproc_shell.sh"
+tproc_dirs
 pull=$O/tests/bench/pull
-graspd=$BIN/graspd
-for f in "$graspd" "$BIN/relayd" "$BIN/syncd" "$ingest" "$pull"; do
-	if [ ! -x "$f" ]; then
-		echo "bench: $f is missing; build first: make all tests" >&2
-		exit 1
-	fi
-done
+tproc_require bench "$graspd" "$relayd" "$BIN/syncd" "$ingest" "$pull"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/graspd-pull.XXXXXX")
 pids=""
@@ -50,40 +42,20 @@ stop_all() {
 		kill -TERM "$p" 2>/dev/null || true
 	done
 	for p in $pids; do
-		n=0
-		while kill -0 "$p" 2>/dev/null && [ "$n" -lt 100 ]; do
-			sleep 0.1
-			n=$((n + 1))
-		done
-		if kill -0 "$p" 2>/dev/null; then
-			echo "bench: graspd $p ignored SIGTERM for 10 s," \
-			    "killing it" >&2
-			kill -KILL "$p" 2>/dev/null || true
-		fi
-		wait "$p" 2>/dev/null || true
+		tproc_stop bench "graspd $p" "$p" 10
 	done
 	pids=""
 }
 
 cleanup() {
 	stop_all
-	if [ -n "${GRASPD_KEEP_TMP:-}" ]; then
-		echo "bench: kept $tmp" >&2
-	else
-		rm -rf "$tmp"
-	fi
+	tproc_rmtmp bench "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 fail() {
-	echo "bench: $*" >&2
-	for l in "$tmp"/*/log; do
-		[ -f "$l" ] || continue
-		echo "bench: last lines of $l:" >&2
-		tail -n 20 "$l" | sed 's/^/# /' >&2
-	done
-	exit 1
+	tproc_fail bench "$*" "$tmp"/*/log
 }
 
 # start NAME PORT ENV...: graspd in $tmp/NAME on 127.0.0.1:PORT.
@@ -91,17 +63,9 @@ start() {
 	name=$1
 	port=$2
 	shift 2
-	d=$tmp/$name
-	mkdir -p "$d/relay" "$d/git" "$d/run"
-	(
-		cd "$d"
-		exec env NGIT_BIND_ADDRESS="127.0.0.1:$port" \
-		    NGIT_DOMAIN="127.0.0.1:$port" \
-		    NGIT_RELAY_DATA_PATH="$d/relay" \
-		    NGIT_GIT_DATA_PATH="$d/git" NGIT_RUN_PATH="$d/run" \
-		    NGIT_MAX_EVENTS_PER_MINUTE=0 NGIT_MAX_CONNECTIONS_PER_IP=0 NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0 "$@" "$graspd" -d \
-		    >"$d/log" 2>&1
-	) &
+	# shellcheck disable=SC2086  # TPROC_NO_LIMITS is a list
+	tproc_spawn "$tmp/$name" "$port" "$tmp/$name/log" $TPROC_NO_LIMITS \
+	    "$@" "$graspd" -d
 	pids="$pids $!"
 	"$ingest" waitport 127.0.0.1 "$port" 10000 ||
 	    fail "graspd $name is not listening on port $port after 10 s"

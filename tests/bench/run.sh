@@ -38,8 +38,6 @@
 # the inventory start-up benchmark, BENCH_NO_WEB=1 the web page one.
 set -eu
 
-O=${O:-build}
-BIN=${BIN:-bin}
 EVENTS=${BENCH_EVENTS:-20000}
 SERIAL=${BENCH_SERIAL:-1000}
 REQS=${BENCH_REQS:-1000}
@@ -51,70 +49,38 @@ WRK_CONNS=50
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
-case $O in /*) ;; *) O=$top/$O ;; esac
-case $BIN in /*) ;; *) BIN=$top/$BIN ;; esac
-ingest=$O/tests/bench/ingest
+# shellcheck source=tests/lib/tproc_shell.sh
+. "$top/tests/lib/tproc_shell.sh"
+tproc_dirs
 inventory=$O/tests/bench/inventory
 web=$O/tests/bench/web
-relayd=$BIN/relayd
-graspd=$BIN/graspd
-for f in "$relayd" "$graspd" "$ingest" "$inventory" "$web"; do
-	if [ ! -x "$f" ]; then
-		echo "bench: $f is missing; build first: make all tests" >&2
-		exit 1
-	fi
-done
+tproc_require bench "$relayd" "$graspd" "$ingest" "$inventory" "$web"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/graspd-bench.XXXXXX")
 pid=""
 
 stop_relay() {
 	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	n=0
-	while kill -0 "$pid" 2>/dev/null && [ "$n" -lt 100 ]; do
-		sleep 0.1
-		n=$((n + 1))
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		echo "bench: $pid ignored SIGTERM for 5 s, killing it" >&2
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
-	wait "$pid" 2>/dev/null || true
+	tproc_stop bench "$pid" "$pid" 10
 	pid=""
 }
 
 cleanup() {
 	stop_relay
-	if [ -n "${GRASPD_KEEP_TMP:-}" ]; then
-		echo "bench: kept $tmp" >&2
-	else
-		rm -rf "$tmp"
-	fi
+	tproc_rmtmp bench "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 fail() {
-	echo "bench: $*" >&2
-	for l in "$tmp/relayd.log" "$tmp/big/graspd.log"; do
-		[ -f "$l" ] || continue
-		echo "bench: last lines of $l:" >&2
-		tail -n 20 "$l" | sed 's/^/# /' >&2
-	done
-	exit 1
+	tproc_fail bench "$*" "$tmp/relayd.log" "$tmp/big/graspd.log"
 }
 
 port=$("$ingest" freeport) || fail "no free loopback port"
 domain=127.0.0.1:$port
-mkdir "$tmp/relay" "$tmp/git" "$tmp/run"
-(
-	cd "$tmp"
-	exec env NGIT_BIND_ADDRESS="$domain" NGIT_DOMAIN="$domain" \
-	    NGIT_RELAY_DATA_PATH="$tmp/relay" NGIT_GIT_DATA_PATH="$tmp/git" \
-	    NGIT_RUN_PATH="$tmp/run" NGIT_TEST=1 \
-	    NGIT_MAX_EVENTS_PER_MINUTE=0 NGIT_MAX_CONNECTIONS_PER_IP=0 NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0 "$relayd" >"$tmp/relayd.log" 2>&1
-) &
+# shellcheck disable=SC2086  # TPROC_NO_LIMITS is a list
+tproc_spawn "$tmp" "$port" "$tmp/relayd.log" NGIT_TEST=1 $TPROC_NO_LIMITS \
+    "$relayd"
 pid=$!
 "$ingest" waitport 127.0.0.1 "$port" 10000 ||
     fail "relayd is not listening on $domain after 10 s"
@@ -236,16 +202,8 @@ settle() {
 # Fails when it is not listening after 120 s; with MS, waits that long and
 # then stops it and leaves pid empty instead.
 start_graspd() {
-	d=$1
-	mkdir -p "$d/relay" "$d/git" "$d/run"
-	(
-		cd "$d"
-		exec env NGIT_BIND_ADDRESS="127.0.0.1:$2" \
-		    NGIT_DOMAIN="127.0.0.1:$2" NGIT_RELAY_DATA_PATH="$d/relay" \
-		    NGIT_GIT_DATA_PATH="$d/git" NGIT_RUN_PATH="$d/run" \
-		    NGIT_MAX_EVENTS_PER_MINUTE=0 NGIT_MAX_CONNECTIONS_PER_IP=0 NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0 "$graspd" -d \
-		    >>"$d/graspd.log" 2>&1
-	) &
+	# shellcheck disable=SC2086  # TPROC_NO_LIMITS is a list
+	tproc_spawn "$1" "$2" "$1/graspd.log" $TPROC_NO_LIMITS "$graspd" -d
 	pid=$!
 	if [ -n "${3:-}" ]; then
 		"$ingest" waitport 127.0.0.1 "$2" "$3" || stop_relay
@@ -327,15 +285,7 @@ if [ "$BIG" -gt 0 ]; then
 
 	echo "# bench: relayd alone on the large store"
 	t0=$(date +%s)
-	(
-		cd "$tmp/big"
-		exec env NGIT_BIND_ADDRESS="127.0.0.1:$bport" \
-		    NGIT_DOMAIN="127.0.0.1:$bport" \
-		    NGIT_RELAY_DATA_PATH="$tmp/big/relay" \
-		    NGIT_GIT_DATA_PATH="$tmp/big/git" \
-		    NGIT_RUN_PATH="$tmp/big/run" "$relayd" \
-		    >>"$tmp/relayd.log" 2>&1
-	) &
+	tproc_spawn "$tmp/big" "$bport" "$tmp/relayd.log" "$relayd"
 	pid=$!
 	"$ingest" waitport 127.0.0.1 "$bport" 600000 ||
 	    fail "relayd is not listening on the large store after 600 s"

@@ -38,6 +38,7 @@
 #include "log.h"
 #include "relayproc.h"
 #include "store.h"
+#include "tstore.h"
 #include "wsclient.h"
 
 /* Ours: the default size, issues and PRs in all, pages timed. */
@@ -67,13 +68,7 @@ now_ms(void)
 static void
 owner_hex(size_t n, char out[65])
 {
-	uint8_t	pk[32];
-
-	memset(pk, 0x7c, sizeof(pk));
-	pk[29] = (uint8_t)(n >> 16);
-	pk[30] = (uint8_t)(n >> 8);
-	pk[31] = (uint8_t)n;
-	hex_encode(pk, 32, out);
+	tstore_fake_pubkey(0x7c, (uint32_t)n, out);
 }
 
 /* Builds, hashes and stores one event; its id into id_hex (or NULL). */

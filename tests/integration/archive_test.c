@@ -77,8 +77,8 @@ check_archive(struct relayproc *p, const char *name, const char *curation)
 	struct event	*issue, *prot;
 	struct wsc	*ws;
 	char		 f[512], url[512], dir[512], got[41], tags[256];
-	char		*out = NULL, *body = NULL, err[128];
-	int		 n, ok = 0, status = 0, has05 = 0;
+	char		*out = NULL;
+	int		 n, ok = 0, has05 = 0;
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", ann->id_hex,
 	    state->id_hex);
@@ -127,21 +127,16 @@ check_archive(struct relayproc *p, const char *name, const char *curation)
 	event_destroy(prot);
 
 	/* NIP-11. */
-	T_ASSERT(http_get(relayproc_host(p), relayproc_port(p), "/",
-	    "Accept: application/nostr+json\r\n", TMO, &status, NULL,
-	    &body) == 0);
-	T_EQ_INT(status, 200);
-	root = json_parse(body, strlen(body), &doc, err, sizeof(err));
-	g = root ? json_get(root, "supported_grasps") : NULL;
+	T_ASSERT((root = relayproc_nip11(p, &doc)) != NULL);
+	g = json_get(root, "supported_grasps");
 	for (g = g ? json_at(g, 0) : NULL; g; g = g->next)
 		has05 |= g->type == JSON_STRING &&
 		    strcmp(g->s, "GRASP-05") == 0;
 	T_CHECK(has05);
-	cur = root ? json_get(root, "curation") : NULL;
+	cur = json_get(root, "curation");
 	T_CHECK(cur != NULL && cur->type == JSON_STRING &&
 	    strstr(cur->s, curation) != NULL);
 	json_free(doc);
-	free(body);
 }
 
 static void

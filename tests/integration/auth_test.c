@@ -73,15 +73,22 @@ conn(char *ch, size_t chlen)
 	return ws;
 }
 
-/* A kind 22242 event by key n with the given relay and challenge. */
+/*
+ * A kind 22242 event by key n with the given relay (no relay tag when
+ * NULL) and challenge.
+ */
 static struct event *
 auth_event(int n, int64_t at, uint32_t kind, const char *relay,
     const char *challenge)
 {
 	char	tags[512];
 
-	snprintf(tags, sizeof(tags), "[[\"relay\",\"%s\"],[\"challenge\","
-	    "\"%s\"]]", relay, challenge);
+	if (relay == NULL)
+		snprintf(tags, sizeof(tags), "[[\"challenge\",\"%s\"]]",
+		    challenge);
+	else
+		snprintf(tags, sizeof(tags), "[[\"relay\",\"%s\"],"
+		    "[\"challenge\",\"%s\"]]", relay, challenge);
 	return signed_by(n, at, kind, tags);
 }
 
@@ -258,47 +265,47 @@ test_bad_auth_events_refused(void)
 	struct wsc	*ws = conn(ch, sizeof(ch));
 	struct event	*au, *ev;
 	char		*s, *sig;
+	const char	*url = relayproc_url(rp);
 	int64_t		 now = time(NULL);
+	/* AUTH events of key 7 that are refused, and why. */
+	const struct {
+		int64_t		 at;
+		uint32_t	 kind;
+		const char	*relay;	/* NULL: no relay tag */
+		const char	*challenge;
+		const char	*want;
+	} bad[] = {
+		/* Wrong challenge. */
+		{ now, AUTH_KIND, url, "not-it",
+		    "invalid: the challenge tag" },
+		/* Wrong relay: another host, another port, none. */
+		{ now, AUTH_KIND, "wss://relay.example/", ch,
+		    "invalid: the relay tag" },
+		{ now, AUTH_KIND, other, ch,
+		    "invalid: the relay tag" },
+		{ now, AUTH_KIND, NULL, ch,
+		    "invalid: the relay tag" },
+		/* Stale and future times, beyond NIP-42's 10 minutes. */
+		{ now - AUTH_WINDOW_S - 60, AUTH_KIND, url, ch,
+		    "invalid: an AUTH event's created_at" },
+		{ now + AUTH_WINDOW_S + 60, AUTH_KIND, url, ch,
+		    "invalid: an AUTH event's created_at" },
+		/* Wrong kind. */
+		{ now, 22243, url, ch,
+		    "invalid: an AUTH event must be of kind" },
+	};
+	size_t		 i;
 
 	T_ASSERT(ws != NULL);
-	/* Wrong challenge. */
-	au = auth_event(7, now, AUTH_KIND, relayproc_url(rp), "not-it");
-	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "invalid: the challenge tag", 26) == 0);
-	event_destroy(au);
-	/* Wrong relay: another host, another port, no relay tag. */
-	au = auth_event(7, now, AUTH_KIND, "wss://relay.example/", ch);
-	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "invalid: the relay tag", 22) == 0);
-	event_destroy(au);
 	snprintf(other, sizeof(other), "ws://127.0.0.1:%d/",
 	    relayproc_port(rp) == 1 ? 2 : relayproc_port(rp) - 1);
-	au = auth_event(7, now, AUTH_KIND, other, ch);
-	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "invalid: the relay tag", 22) == 0);
-	event_destroy(au);
-	snprintf(other, sizeof(other), "[[\"challenge\",\"%s\"]]", ch);
-	au = signed_by(7, now, AUTH_KIND, other);
-	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "invalid: the relay tag", 22) == 0);
-	event_destroy(au);
-	/* Stale and future times, beyond the 10 minutes of NIP-42. */
-	au = auth_event(7, now - AUTH_WINDOW_S - 60, AUTH_KIND,
-	    relayproc_url(rp), ch);
-	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "invalid: an AUTH event's created_at", 35) == 0);
-	event_destroy(au);
-	au = auth_event(7, now + AUTH_WINDOW_S + 60, AUTH_KIND,
-	    relayproc_url(rp), ch);
-	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "invalid: an AUTH event's created_at", 35) == 0);
-	event_destroy(au);
-	/* Wrong kind. */
-	au = auth_event(7, now, 22243, relayproc_url(rp), ch);
-	T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "invalid: an AUTH event must be of kind",
-	    38) == 0);
-	event_destroy(au);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		au = auth_event(7, bad[i].at, bad[i].kind, bad[i].relay,
+		    bad[i].challenge);
+		T_EQ_INT(send_auth(ws, au, msg, sizeof(msg)), 0);
+		T_CHECK(strncmp(msg, bad[i].want, strlen(bad[i].want)) == 0);
+		event_destroy(au);
+	}
 	/* Bad signature: a good event with one bit of sig flipped. */
 	au = auth_event(7, now, AUTH_KIND, relayproc_url(rp), ch);
 	T_ASSERT(au != NULL);
@@ -358,22 +365,16 @@ test_nip11_lists_42_and_70(void)
 {
 	struct json_doc	*doc = NULL;
 	struct json	*root, *nips, *n;
-	char		*body = NULL, err[128];
-	int		 status = 0, has42 = 0, has70 = 0;
+	int		 has42 = 0, has70 = 0;
 
-	T_ASSERT(http_get(relayproc_host(rp), relayproc_port(rp), "/",
-	    "Accept: application/nostr+json\r\n", TMO, &status, NULL,
-	    &body) == 0);
-	T_EQ_INT(status, 200);
-	root = json_parse(body, strlen(body), &doc, err, sizeof(err));
-	nips = root ? json_get(root, "supported_nips") : NULL;
+	T_ASSERT((root = relayproc_nip11(rp, &doc)) != NULL);
+	nips = json_get(root, "supported_nips");
 	T_ASSERT(nips != NULL && nips->type == JSON_ARRAY);
 	for (n = json_at(nips, 0); n; n = n->next) {
 		has42 |= n->type == JSON_NUMBER && n->d == 42;
 		has70 |= n->type == JSON_NUMBER && n->d == 70;
 	}
 	json_free(doc);
-	free(body);
 	T_CHECK(has42 && has70);
 }
 

@@ -76,42 +76,30 @@ ctl_on(struct gdproc *g, const char *args, char **out)
 	return ctl_run(cmd, out);
 }
 
-/* The repository d of owner announced on g and released by a push. */
+/*
+ * The repository d of owner announced on g and released by a push, then
+ * served.  0 (the announcement into *annp when not NULL) or -1.
+ */
 static int
 serve(struct gdproc *g, int owner, const char *d, char oid[41],
     struct event **annp)
 {
-	struct buf	 t = BUF_INIT;
 	struct event	*ann;
-	struct wsc	*ws;
-	uint8_t		 sk[32], pk[32];
-	char		 domain[64], url[512], dir[600];
+	uint8_t		 sk[32];
+	char		 dir[600];
 	int64_t		 end;
-	int		 rc = -1;
+	int		 rc = 0;
 
 	sk_of(owner, sk);
-	event_pubkey_of(sk, pk);
-	domain_of(g, domain, sizeof(domain));
-	gt_url(url, sizeof(url), domain, pk, d);
-	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\",\"%s\"],"
-	    "[\"relays\",\"ws://%s\"]]", d, d, url, domain);
-	if ((ann = event_new_signed(sk, time(NULL), 30617, t.b_data, "")) ==
-	    NULL)
-		abort();
-	buf_free(&t);
 	snprintf(dir, sizeof(dir), "%s/work%d", tmpdir, ndirs++);
-	if (gd_publish(g, ann) == -1 ||
-	    (ws = wsc_connect("127.0.0.1", gd_port(g), "/", 5000)) == NULL)
-		goto done;
-	rc = gt_release(ws, sk, domain, d, dir, oid);
-	wsc_close(ws);
+	if ((ann = gd_host_repo(g, sk, d, "", dir, oid)) == NULL)
+		return -1;
 	for (end = wsc_now_ms() + SERVED_MS; rc == 0 &&
 	    gd_has_event(g, ann->id_hex) != 1; usleep(100000))
 		if (wsc_now_ms() > end) {
 			printf("# the announcement is not served\n");
 			rc = -1;
 		}
-done:
 	if (rc == 0 && annp != NULL)
 		*annp = ann;
 	else

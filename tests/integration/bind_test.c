@@ -157,38 +157,38 @@ start_on(const char *fmt, const char *host)
 	return relayproc_start("relayd", env);
 }
 
+/*
+ * relayd bound to the address literal fmt (with "%d" for a free port of
+ * host) listens there alone: not on other, the loopback of the other
+ * family, and serves a websocket.
+ */
 static void
-ipv4_literal_listens_on_it_alone(void)
+literal_listens_alone(const char *fmt, const char *host, const char *other)
 {
 	struct relayproc	*rp;
 	struct listeners	 l;
 	int			 port;
 
-	T_ASSERT((rp = start_on("127.0.0.1:%d", "127.0.0.1")) != NULL);
+	T_ASSERT((rp = start_on(fmt, host)) != NULL);
 	port = relayproc_port(rp);
 	T_CHECK(listeners_of(port, &l) == 0);
 	T_EQ_INT(l.n, 1);
-	T_CHECK(listens_on(&l, "127.0.0.1"));
-	T_CHECK(refused("::1", port));
-	T_CHECK(serves_websocket("127.0.0.1", port));
+	T_CHECK(listens_on(&l, host));
+	T_CHECK(refused(other, port));
+	T_CHECK(serves_websocket(host, port));
 	relayproc_free(rp);
+}
+
+static void
+ipv4_literal_listens_on_it_alone(void)
+{
+	literal_listens_alone("127.0.0.1:%d", "127.0.0.1", "::1");
 }
 
 static void
 ipv6_literal_listens_on_it_alone(void)
 {
-	struct relayproc	*rp;
-	struct listeners	 l;
-	int			 port;
-
-	T_ASSERT((rp = start_on("[::1]:%d", "::1")) != NULL);
-	port = relayproc_port(rp);
-	T_CHECK(listeners_of(port, &l) == 0);
-	T_EQ_INT(l.n, 1);
-	T_CHECK(listens_on(&l, "::1"));
-	T_CHECK(refused("127.0.0.1", port));
-	T_CHECK(serves_websocket("::1", port));
-	relayproc_free(rp);
+	literal_listens_alone("[::1]:%d", "::1", "127.0.0.1");
 }
 
 static void

@@ -227,6 +227,52 @@ start_on_tmpfs(const char *name, const char *size, const char *floor_mb,
 	return rp;
 }
 
+/* A relayd on a tmpfs filled by a case until it refuses. */
+struct fill_run {
+	struct relayproc	*fr_rp;
+	struct wsc		*fr_ws;
+	struct acked		 fr_a;	/* what it acknowledged */
+	char			 fr_filler[400];
+};
+
+/*
+ * Starts relayd on a tmpfs of size with the floor floor_mb
+ * (start_on_tmpfs(), repository name), takes filler_mib of it with a
+ * filler file and connects.  0, or -1 (a check failed) with what
+ * started left for fill_end().
+ */
+static int
+fill_start(struct fill_run *fr, const char *name, const char *size,
+    const char *floor_mb, int filler_mib)
+{
+	memset(fr, 0, sizeof(*fr));
+	if ((fr->fr_rp = start_on_tmpfs(name, size, floor_mb, name)) ==
+	    NULL) {
+		T_CHECK(!"relayd on a tmpfs");
+		return -1;
+	}
+	snprintf(fr->fr_filler, sizeof(fr->fr_filler), "%s/filler", mnt);
+	T_CHECK(filler(fr->fr_filler, filler_mib) == 0);
+	fr->fr_a.ids = calloc(MAX_EVENTS, sizeof(*fr->fr_a.ids));
+	if ((fr->fr_ws = relayproc_ws_retry(fr->fr_rp, TMO)) == NULL) {
+		T_CHECK(!"websocket");
+		return -1;
+	}
+	return 0;
+}
+
+/* Stops and frees what fill_start() started (the log when a case failed). */
+static void
+fill_end(struct fill_run *fr)
+{
+	if (t_case_failed && fr->fr_rp != NULL)
+		relayproc_dump_log(fr->fr_rp, 30);
+	wsc_close(fr->fr_ws);
+	relayproc_free(fr->fr_rp);
+	unmount_all();
+	free(fr->fr_a.ids);
+}
+
 /*
  * A new commit pushed from the case's work repository, after a state
  * event naming it when state (else the push is refused before that
@@ -266,31 +312,24 @@ push_more(const char *name, const char *d, struct relayproc *rp,
 static void
 test_floor_refuses_events_and_pushes_then_recovers(void)
 {
+	struct fill_run		 fr;
 	struct relayproc	*rp;
-	struct wsc		*ws = NULL;
-	struct acked		 a = { NULL, 0 };
-	char			 msg[512], path[400], *out = NULL;
+	char			 msg[512], *out = NULL;
 	int			 rc;
 
 	/* 48 MiB with a 16 MiB filler and a 24 MiB floor: about 8 MiB of
 	 * room, which the events cross well before the disk is full. */
-	if ((rp = start_on_tmpfs("floor", "48m", "24", "floor")) == NULL) {
-		T_CHECK(!"relayd on a tmpfs");
+	if (fill_start(&fr, "floor", "48m", "24", 16) == -1)
 		goto done;
-	}
-	snprintf(path, sizeof(path), "%s/filler", mnt);
-	T_CHECK(filler(path, 16) == 0);
+	rp = fr.fr_rp;
 	T_CHECK(ctl_metric(rp, "graspd_relay_disk_low{role=\"relayd\"}") == 0);
-	a.ids = calloc(MAX_EVENTS, sizeof(*a.ids));
-	if ((ws = relayproc_ws_retry(rp, TMO)) == NULL) {
-		T_CHECK(!"websocket");
-		goto done;
-	}
 	/* Paced so that the once-a-second look at free space keeps up. */
-	rc = fill_until_refused(ws, "floor", 100, &a, msg, sizeof(msg));
-	printf("# %zu events accepted before the floor: %s\n", a.n, msg);
+	rc = fill_until_refused(fr.fr_ws, "floor", 100, &fr.fr_a, msg,
+	    sizeof(msg));
+	printf("# %zu events accepted before the floor: %s\n", fr.fr_a.n,
+	    msg);
 	T_CHECK(rc == 0);
-	T_CHECK(a.n > 0);
+	T_CHECK(fr.fr_a.n > 0);
 	T_CHECK(strncmp(msg, "error:", 6) == 0);
 	T_CHECK(strstr(msg, "low on disk space") != NULL);
 	T_CHECK(ctl_metric(rp, "graspd_relay_disk_low{role=\"relayd\"}") == 1);
@@ -306,14 +345,14 @@ test_floor_refuses_events_and_pushes_then_recovers(void)
 	    "{role=\"relayd\",what=\"push\"}") == 1);
 
 	/* Reads go on, and everything acknowledged survives a restart. */
-	wsc_close(ws);
-	ws = NULL;
-	T_CHECK(missing(rp, &a) == 0);
+	wsc_close(fr.fr_ws);
+	fr.fr_ws = NULL;
+	T_CHECK(missing(rp, &fr.fr_a) == 0);
 	T_CHECK(relayproc_restart(rp) == 0);
-	T_CHECK(missing(rp, &a) == 0);
+	T_CHECK(missing(rp, &fr.fr_a) == 0);
 
 	/* Space comes back: accepted again, with no restart. */
-	T_CHECK(unlink(path) == 0);
+	T_CHECK(unlink(fr.fr_filler) == 0);
 	T_CHECK(accepted_within(rp, "floor", RECOVER_MS, msg, sizeof(msg)));
 	T_CHECK(ctl_metric(rp, "graspd_relay_disk_low{role=\"relayd\"}") == 0);
 	free(out);
@@ -323,43 +362,30 @@ test_floor_refuses_events_and_pushes_then_recovers(void)
 	if (rc != 0)
 		printf("# push after recovery: %s\n", out ? out : "");
 done:
-	if (t_case_failed && rp != NULL)
-		relayproc_dump_log(rp, 30);
-	wsc_close(ws);
-	relayproc_free(rp);
-	unmount_all();
-	free(a.ids);
+	fill_end(&fr);
 	free(out);
 }
 
 static void
 test_full_disk_never_acknowledges_an_unstored_event(void)
 {
+	struct fill_run		 fr;
 	struct relayproc	*rp;
-	struct wsc		*ws = NULL;
-	struct acked		 a = { NULL, 0 };
-	char			 msg[512], path[400], *log;
+	char			 msg[512], *log;
 	int			 rc;
 
 	/* No floor: SQLite itself meets the full file system. */
-	if ((rp = start_on_tmpfs("full", "12m", "0", "full")) == NULL) {
-		T_CHECK(!"relayd on a tmpfs");
+	if (fill_start(&fr, "full", "12m", "0", 3) == -1)
 		goto done;
-	}
-	snprintf(path, sizeof(path), "%s/filler", mnt);
-	T_CHECK(filler(path, 3) == 0);
-	a.ids = calloc(MAX_EVENTS, sizeof(*a.ids));
-	if ((ws = relayproc_ws_retry(rp, TMO)) == NULL) {
-		T_CHECK(!"websocket");
-		goto done;
-	}
-	rc = fill_until_refused(ws, "full", 0, &a, msg, sizeof(msg));
-	printf("# %zu events accepted before the disk was full: %s\n", a.n,
-	    msg);
+	rp = fr.fr_rp;
+	rc = fill_until_refused(fr.fr_ws, "full", 0, &fr.fr_a, msg,
+	    sizeof(msg));
+	printf("# %zu events accepted before the disk was full: %s\n",
+	    fr.fr_a.n, msg);
 	T_CHECK(rc == 0);
 	T_CHECK(strncmp(msg, "error:", 6) == 0);
-	wsc_close(ws);
-	ws = NULL;
+	wsc_close(fr.fr_ws);
+	fr.fr_ws = NULL;
 	/* SQLite did meet the full disk; relayd still runs, serves reads,
 	 * and lost nothing it acknowledged. */
 	log = t_slurp(relayproc_log_path(rp), NULL);
@@ -367,19 +393,14 @@ test_full_disk_never_acknowledges_an_unstored_event(void)
 	T_CHECK(log != NULL && strstr(log, "refusing a batch") != NULL);
 	free(log);
 	T_CHECK(relayproc_wait(rp, 0) == -1);
-	T_CHECK(missing(rp, &a) == 0);
+	T_CHECK(missing(rp, &fr.fr_a) == 0);
 
-	T_CHECK(unlink(path) == 0);
+	T_CHECK(unlink(fr.fr_filler) == 0);
 	T_CHECK(accepted_within(rp, "full", RECOVER_MS, msg, sizeof(msg)));
 	T_CHECK(relayproc_restart(rp) == 0);
-	T_CHECK(missing(rp, &a) == 0);
+	T_CHECK(missing(rp, &fr.fr_a) == 0);
 done:
-	if (t_case_failed && rp != NULL)
-		relayproc_dump_log(rp, 30);
-	wsc_close(ws);
-	relayproc_free(rp);
-	unmount_all();
-	free(a.ids);
+	fill_end(&fr);
 }
 
 /* A file of mib MiB of pseudo-random bytes (git cannot compress it). */

@@ -28,7 +28,6 @@
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -50,6 +49,7 @@
 #include "relayproc.h"
 #include "t.h"
 #include "tdir.h"
+#include "tproc_dir.h"
 #include "tuser.h"
 #include "wsclient.h"
 
@@ -336,18 +336,10 @@ rss_kb(long pid)
 static int
 nfds(long pid)
 {
-	char		 path[64];
-	DIR		*d;
-	struct dirent	*de;
-	int		 n = 0;
+	char	path[64];
 
 	snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
-	if ((d = opendir(path)) == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL)
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
+	return tproc_dir_count(path, NULL);
 }
 
 static struct event *

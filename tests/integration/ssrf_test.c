@@ -22,8 +22,8 @@
  */
 #include <sys/socket.h>
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -71,35 +71,29 @@ static int	 ndirs;
 static int
 listen_on(const char *host, int port)
 {
-	struct sockaddr_in	 s4;
-	struct sockaddr_in6	 s6;
-	int			 fd, one = 1, v6 = strchr(host, ':') != NULL;
+	struct addrinfo	 hints, *ai;
+	char		 serv[16];
+	int		 fd, one = 1;
 
-	if ((fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0)) == -1)
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	snprintf(serv, sizeof(serv), "%d", port);
+	if (getaddrinfo(host, serv, &hints, &ai) != 0)
 		return -1;
+	if ((fd = socket(ai->ai_family, SOCK_STREAM, 0)) == -1)
+		goto done;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (v6) {
+	if (ai->ai_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		memset(&s6, 0, sizeof(s6));
-		s6.sin6_family = AF_INET6;
-		s6.sin6_port = htons((uint16_t)port);
-		inet_pton(AF_INET6, host, &s6.sin6_addr);
-		if (bind(fd, (struct sockaddr *)&s6, sizeof(s6)) == -1)
-			goto fail;
-	} else {
-		memset(&s4, 0, sizeof(s4));
-		s4.sin_family = AF_INET;
-		s4.sin_port = htons((uint16_t)port);
-		inet_pton(AF_INET, host, &s4.sin_addr);
-		if (bind(fd, (struct sockaddr *)&s4, sizeof(s4)) == -1)
-			goto fail;
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) == -1 ||
+	    listen(fd, 16) == -1) {
+		close(fd);
+		fd = -1;
 	}
-	if (listen(fd, 16) == -1)
-		goto fail;
+done:
+	freeaddrinfo(ai);
 	return fd;
-fail:
-	close(fd);
-	return -1;
 }
 
 static void *
@@ -213,33 +207,16 @@ static int
 announce_and_release(struct gdproc *g, int owner, const char *d,
     const char *relays)
 {
-	struct buf	 t = BUF_INIT;
 	struct event	*e;
-	struct wsc	*ws;
-	uint8_t		 sk[32], pk[32];
-	char		 domain[64], url[512], dir[600];
-	int		 rc;
+	uint8_t		 sk[32];
+	char		 dir[600];
 
 	tuser_sk(KEYS, owner, sk);
-	event_pubkey_of(sk, pk);
-	snprintf(domain, sizeof(domain), "127.0.0.1:%d", gd_port(g));
-	gt_url(url, sizeof(url), domain, pk, d);
-	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\",\"%s\"],"
-	    "[\"relays\",\"ws://%s\"%s]]", d, d, url, domain, relays);
-	if ((e = event_new_signed(sk, time(NULL), 30617, t.b_data, "")) ==
-	    NULL)
-		abort();
-	buf_free(&t);
-	rc = gd_publish(g, e);
-	event_destroy(e);
-	if (rc == -1)
-		return -1;
 	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
-	if ((ws = wsc_connect("127.0.0.1", gd_port(g), "/", 5000)) == NULL)
+	if ((e = gd_host_repo(g, sk, d, relays, dir, NULL)) == NULL)
 		return -1;
-	rc = gt_release(ws, sk, domain, d, dir, NULL);
-	wsc_close(ws);
-	return rc;
+	event_destroy(e);
+	return 0;
 }
 
 static void

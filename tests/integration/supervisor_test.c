@@ -90,14 +90,6 @@ remember_pid(pid_t pid)
 		cleanup_pids[ncleanup++] = pid;
 }
 
-static void
-sleep_ms(int ms)
-{
-	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* The process name of pid, or "" if it is gone. */
 static void
 proc_comm(pid_t pid, char *out, size_t outlen)
@@ -353,29 +345,7 @@ rnum(const cJSON *st, const char *name, const char *key)
 static int
 gd_reap(struct gd *g, int timeout_ms)
 {
-	int64_t	deadline = wsc_now_ms() + timeout_ms;
-	pid_t	r;
-	int	st;
-
-	if (g->pid == -1)
-		return g->status;
-	for (;;) {
-		r = waitpid(g->pid, &st, WNOHANG);
-		if (r == g->pid) {
-			g->status = WIFEXITED(st) ? WEXITSTATUS(st) :
-			    128 + WTERMSIG(st);
-			g->pid = -1;
-			return g->status;
-		}
-		if (r == -1 && errno != EINTR) {
-			g->pid = -1;
-			g->status = 255;
-			return 255;
-		}
-		if (wsc_now_ms() >= deadline)
-			return -1;
-		sleep_ms(20);
-	}
+	return relayproc_reap(&g->pid, &g->status, timeout_ms);
 }
 
 /*
@@ -548,8 +518,26 @@ gd_wait_settled(struct gd *g, int timeout_ms)
 			cJSON_Delete(st);
 		} else if (wsc_now_ms() >= deadline || gd_reap(g, 0) != -1)
 			return NULL;
-		sleep_ms(100);
+		relayproc_sleep_ms(100);
 	}
+}
+
+/*
+ * Waits as gd_wait_settled() does and reads every role's pid into pids.
+ * 0, or -1 if graspctl status failed.
+ */
+static int
+settled_pids(struct gd *g, long pids[NROLES])
+{
+	cJSON	*st;
+	int	 i;
+
+	if ((st = gd_wait_settled(g, COMEBACK_MS)) == NULL)
+		return -1;
+	for (i = 0; i < NROLES; i++)
+		pids[i] = rnum(st, roles[i], "pid");
+	cJSON_Delete(st);
+	return 0;
 }
 
 /* Starts graspd and waits for its roles; NULL-safe stop on failure. */
@@ -614,7 +602,7 @@ wait_role(struct gd *g, const char *name, const char *state, long oldpid,
 		}
 		if (wsc_now_ms() >= deadline)
 			return -1;
-		sleep_ms(100);
+		relayproc_sleep_ms(100);
 	}
 }
 
@@ -692,49 +680,44 @@ test_every_program_answers_h_and_V(void)
 {
 	static const char *const progs[] = { "graspd", "graspctl", "relayd",
 		"syncd", "discoveryd", "historyd" };
+	static const struct {
+		const char	*args;
+		const char	*want;		/* with %s for the program */
+		int		 status;
+		int		 anywhere;	/* else at the output's start */
+		int		 roles_only;
+	} probes[] = {
+		{ "-h 2>/dev/null", "usage: %s [-", 0, 0, 0 },
+		{ "-V 2>/dev/null", "%s 0.", 0, 0, 0 },
+		/* The roles' skeleton (proc.c): an operand is a usage
+		 * error, 78, before any configuration is read. */
+		{ "stray", "usage: %s [-", 78, 1, 1 },
+	};
 	char		 want[64], *out = NULL;
 	const char	*dir;
-	size_t		 i;
-	int		 rc;
+	size_t		 i, j;
+	int		 rc, ok;
 
 	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 		dir = i < 2 ? bindir : libexec;
 		if (i >= 2 && !role_exists[i - 2])
 			continue;
-		rc = run(&out, "'%s/%s' -h 2>/dev/null", dir, progs[i]);
-		snprintf(want, sizeof(want), "usage: %s [-", progs[i]);
-		if (rc != 0 || out == NULL || strncmp(out, want,
-		    strlen(want)) != 0)
-			printf("# %s -h: %d: %s\n", progs[i], rc, out ? out :
-			    "");
-		T_CHECK(rc == 0 && out != NULL && strncmp(out, want,
-		    strlen(want)) == 0);
-		free(out);
-		out = NULL;
-		rc = run(&out, "'%s/%s' -V 2>/dev/null", dir, progs[i]);
-		snprintf(want, sizeof(want), "%s 0.", progs[i]);
-		if (rc != 0 || out == NULL || strncmp(out, want,
-		    strlen(want)) != 0)
-			printf("# %s -V: %d: %s\n", progs[i], rc, out ? out :
-			    "");
-		T_CHECK(rc == 0 && out != NULL && strncmp(out, want,
-		    strlen(want)) == 0);
-		free(out);
-		out = NULL;
-		if (i < 2)
-			continue;
-		/* The roles' skeleton (proc.c): an operand is a usage
-		 * error, 78, before any configuration is read. */
-		rc = run(&out, "'%s/%s' stray", dir, progs[i]);
-		snprintf(want, sizeof(want), "usage: %s [-", progs[i]);
-		if (rc != 78 || out == NULL || strstr(out, want) ==
-		    NULL)
-			printf("# %s stray: %d: %s\n", progs[i], rc, out ?
-			    out : "");
-		T_CHECK(rc == 78 && out != NULL && strstr(out, want)
-		    != NULL);
-		free(out);
-		out = NULL;
+		for (j = 0; j < sizeof(probes) / sizeof(probes[0]); j++) {
+			if (probes[j].roles_only && i < 2)
+				continue;
+			rc = run(&out, "'%s/%s' %s", dir, progs[i],
+			    probes[j].args);
+			snprintf(want, sizeof(want), probes[j].want, progs[i]);
+			ok = rc == probes[j].status && out != NULL &&
+			    (probes[j].anywhere ? strstr(out, want) != NULL :
+			    strncmp(out, want, strlen(want)) == 0);
+			if (!ok)
+				printf("# %s %s: %d: %s\n", progs[i],
+				    probes[j].args, rc, out ? out : "");
+			T_CHECK(ok);
+			free(out);
+			out = NULL;
+		}
 	}
 }
 
@@ -990,7 +973,7 @@ metric_becomes(const char *name, double want, int timeout_ms)
 	while (metric_now(name) != want) {
 		if (wsc_now_ms() >= deadline)
 			return -1;
-		sleep_ms(200);
+		relayproc_sleep_ms(200);
 	}
 	return 0;
 }
@@ -1120,11 +1103,7 @@ test_kill9_each_role_comes_back_while_clients_publish(void)
 	for (i = 0; i < NROLES; i++) {
 		if (!role_exists[i])
 			continue;
-		st = gd_wait_settled(&G, COMEBACK_MS);
-		T_ASSERT(st != NULL);
-		for (j = 0; j < NROLES; j++)
-			before[j] = rnum(st, roles[j], "pid");
-		cJSON_Delete(st);
+		T_ASSERT(settled_pids(&G, before) == 0);
 		T_ASSERT(before[i] > 0);
 		/* A few events before, so that there is something to lose. */
 		for (j = 0; j < 3; j++)
@@ -1145,7 +1124,7 @@ test_kill9_each_role_comes_back_while_clients_publish(void)
 					after[j] = rnum(st, roles[j], "pid");
 				cJSON_Delete(st);
 			}
-			sleep_ms(50);
+			relayproc_sleep_ms(50);
 		}
 		printf("# %s killed: back %s, %d publish failures meanwhile\n",
 		    roles[i], back ? "yes" : "no", fails);
@@ -1196,11 +1175,7 @@ test_graspctl_restart_historyd_changes_only_its_pid(void)
 		printf("# skip: %s/historyd does not exist\n", libexec);
 		return;
 	}
-	st = gd_wait_settled(&G, COMEBACK_MS);
-	T_ASSERT(st != NULL);
-	for (j = 0; j < NROLES; j++)
-		before[j] = rnum(st, roles[j], "pid");
-	cJSON_Delete(st);
+	T_ASSERT(settled_pids(&G, before) == 0);
 	rc = ctl(&G, &out, "restart historyd");
 	T_CHECK(rc == 0);
 	T_CHECK(strstr(out, "historyd: restart requested") != NULL);
@@ -1248,7 +1223,7 @@ test_stopped_role_stays_down_until_started(void)
 	snprintf(sample, sizeof(sample), "graspd_role_ready{role=\"%s\"}",
 	    name);
 	T_CHECK(metric_becomes(sample, 0, COMEBACK_MS) == 0);
-	sleep_ms(2500);
+	relayproc_sleep_ms(2500);
 	st = status(&G);
 	T_ASSERT(st != NULL);
 	T_EQ_STR(rstr(st, name, "state"), "stopped");
@@ -1312,17 +1287,12 @@ test_direct_commands_work_while_graspd_is_stopped(void)
 static void
 test_sigterm_stops_every_role_relayd_last(void)
 {
-	cJSON	*st;
 	char	*text, *p_relayd, *p_other;
 	long	 pids[NROLES];
 	int	 i, rc;
 
 	T_ASSERT(G_up);
-	st = gd_wait_settled(&G, COMEBACK_MS);
-	T_ASSERT(st != NULL);
-	for (i = 0; i < NROLES; i++)
-		pids[i] = rnum(st, roles[i], "pid");
-	cJSON_Delete(st);
+	T_ASSERT(settled_pids(&G, pids) == 0);
 	T_ASSERT(kill(G.pid, SIGTERM) == 0);
 	rc = gd_reap(&G, STOP_MS);
 	G_up = 0;
@@ -1359,26 +1329,64 @@ test_sigterm_stops_every_role_relayd_last(void)
 	}
 }
 
+/* "graspctl cmd" on g: 1 if it exits want_rc and says want, else 0. */
+static int
+ctl_says(const struct gd *g, const char *cmd, int want_rc, const char *want)
+{
+	char	*out = NULL;
+	int	 rc, ok;
+
+	rc = ctl(g, &out, "%s", cmd);
+	ok = rc == want_rc && out != NULL && strstr(out, want) != NULL;
+	if (!ok)
+		printf("# graspctl %s: %d: %s\n", cmd, rc, out ? out : "");
+	free(out);
+	return ok;
+}
+
+/*
+ * How many roles from index from on now run with another pid than in
+ * pids (each printed), or -1 when graspctl status failed; pids takes the
+ * pids of now.
+ */
+static int
+pids_changed(const struct gd *g, long pids[NROLES], int from)
+{
+	cJSON	*st;
+	long	 pid;
+	int	 i, n = 0;
+
+	if ((st = status(g)) == NULL)
+		return -1;
+	for (i = 0; i < NROLES; i++) {
+		pid = rnum(st, roles[i], "pid");
+		if (i >= from && pid != pids[i]) {
+			printf("# %s: pid %ld, was %ld\n", roles[i], pid,
+			    pids[i]);
+			n++;
+		}
+		pids[i] = pid;
+	}
+	cJSON_Delete(st);
+	return n;
+}
+
 static void
 test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 {
 	struct gd	 h;
 	cJSON		*st;
-	char		*out = NULL, *body = NULL;
+	char		*body = NULL;
 	long		 before[NROLES];
-	int		 i, status_code = 0, rc;
+	int		 i, status_code = 0;
 
 	T_ASSERT(gd_start(&h, "relay_description = first\n", NULL) == 0);
-	st = gd_wait_settled(&h, COMEBACK_MS);
-	T_ASSERT(st != NULL);
-	for (i = 0; i < NROLES; i++)
-		before[i] = rnum(st, roles[i], "pid");
-	cJSON_Delete(st);
+	T_ASSERT(settled_pids(&h, before) == 0);
 
 	/* A broken file: SIGHUP logs why and changes nothing. */
 	write_file(h.conf, "relay_description = first\nnosuchkey = 2\n", 0644);
 	T_ASSERT(kill(h.pid, SIGHUP) == 0);
-	sleep_ms(1500);
+	relayproc_sleep_ms(1500);
 	T_CHECK(log_has(&h, "reload: "));
 	T_CHECK(log_has(&h, "unknown key \"nosuchkey\"; keeping the running "
 	    "configuration"));
@@ -1392,41 +1400,24 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 	}
 	cJSON_Delete(st);
 	/* graspctl reload says so and fails. */
-	rc = ctl(&h, &out, "reload");
-	T_CHECK(rc == 1);
-	T_CHECK(strstr(out, "unknown key \"nosuchkey\"") != NULL);
-	free(out);
+	T_CHECK(ctl_says(&h, "reload", 1, "unknown key \"nosuchkey\""));
 
 	/* The same configuration again: nothing restarts. */
 	write_file(h.conf, "# the same\nrelay_description = first\n", 0644);
-	rc = ctl(&h, &out, "reload");
-	T_CHECK(rc == 0);
-	T_CHECK(strstr(out, "configuration unchanged") != NULL);
-	free(out);
-	sleep_ms(500);
-	st = status(&h);
-	T_ASSERT(st != NULL);
-	for (i = 0; i < NROLES; i++)
-		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
-	cJSON_Delete(st);
+	T_CHECK(ctl_says(&h, "reload", 0, "configuration unchanged"));
+	relayproc_sleep_ms(500);
+	T_EQ_INT(pids_changed(&h, before, 0), 0);
 
 	/* A change of relayd's key: relayd alone restarts and serves the
 	 * new value. */
 	write_file(h.conf, "relay_description = second\n", 0644);
-	rc = ctl(&h, &out, "reload");
-	T_CHECK(rc == 0);
-	T_CHECK(strstr(out, "configuration changed") != NULL);
-	free(out);
+	T_CHECK(ctl_says(&h, "reload", 0, "configuration changed"));
 	if (role_exists[0])
 		T_CHECK(wait_role(&h, "relayd", "running", before[0],
 		    COMEBACK_MS) == 0);
-	sleep_ms(500);
-	st = status(&h);
-	T_ASSERT(st != NULL);
-	for (i = 1; i < NROLES; i++)
-		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
-	before[0] = rnum(st, "relayd", "pid");
-	cJSON_Delete(st);
+	relayproc_sleep_ms(500);
+	/* before[0] takes relayd's new pid. */
+	T_EQ_INT(pids_changed(&h, before, 1), 0);
 	if (role_exists[0]) {
 		T_CHECK(relayproc_wait_port("127.0.0.1", h.port, 5000) == 0);
 		T_CHECK(http_get("127.0.0.1", h.port, "/",
@@ -1447,12 +1438,8 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 		write_file(h.conf, "relay_description = second\n"
 		    "log_level = debug\n", 0644);
 		T_EQ_INT(kill(h.pid, SIGHUP), 0);
-		sleep_ms(1500);
-		st = status(&h);
-		T_ASSERT(st != NULL);
-		for (i = 0; i < NROLES; i++)
-			T_CHECK(rnum(st, roles[i], "pid") == before[i]);
-		cJSON_Delete(st);
+		relayproc_sleep_ms(1500);
+		T_EQ_INT(pids_changed(&h, before, 0), 0);
 		for (i = 0; i < NROLES; i++) {
 			char	line[64];
 
@@ -1469,10 +1456,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 	}
 
 	/* graspctl stop: everything ends, graspctl returns after graspd. */
-	rc = ctl(&h, &out, "stop");
-	T_CHECK(rc == 0);
-	T_CHECK(strstr(out, "graspd stopped") != NULL);
-	free(out);
+	T_CHECK(ctl_says(&h, "stop", 0, "graspd stopped"));
 	T_EQ_INT(gd_reap(&h, 2000), 0);
 	gd_stop(&h);
 }
@@ -1521,34 +1505,60 @@ fake_role(const char *fake, const char *name, const char *script)
 	return write_file(path, script, 0755);
 }
 
+/*
+ * Spawns graspd in f on fake role programs (fake_libexec() in fake): the
+ * real relayd and the scripts syncd, disc and hist as syncd, discoveryd
+ * and historyd; more_env ("KEY=VALUE" or NULL) after their
+ * GRASPD_LIBEXEC.  0, or -1.
+ */
+static int
+fake_graspd(struct gd *f, char *fake, size_t len, const char *syncd,
+    const char *disc, const char *hist, const char *more_env)
+{
+	char		 env[PATH_MAX + 32];
+	const char	*extra[3] = { env, more_env, NULL };
+
+	if (fake_libexec(fake, len, env, sizeof(env)) != 0 ||
+	    fake_role(fake, "syncd", syncd) != 0 ||
+	    fake_role(fake, "discoveryd", disc) != 0 ||
+	    fake_role(fake, "historyd", hist) != 0)
+		return -1;
+	return gd_spawn(f, NULL, extra);
+}
+
+/* 1, saying so, when libexec has no relayd to run a case with. */
+static int
+no_relayd(void)
+{
+	if (role_exists[0])
+		return 0;
+	printf("# skip: no relayd in %s\n", libexec);
+	return 1;
+}
+
 static void
 test_exit78_is_permanent_and_crash_loops_fail(void)
 {
 	struct gd	 f;
 	cJSON		*st;
-	char		 fake[PATH_MAX], path[PATH_MAX + 32];
-	char		 env[PATH_MAX + 32], *out = NULL, *fds;
-	const char	*extra[2] = { env, NULL };
+	char		 fake[PATH_MAX], path[PATH_MAX + 32], *out = NULL, *fds;
 	long		 relayd_pid, hist_pid, t[8];
 	int64_t		 t0;
 	int		 n, i, backoff_seen = 0;
 	int64_t		 deadline;
 
-	if (!role_exists[0]) {
-		printf("# skip: no relayd in %s\n", libexec);
+	if (no_relayd())
 		return;
-	}
-	T_ASSERT(fake_libexec(fake, sizeof(fake), env, sizeof(env)) == 0);
-	/* syncd: a configuration error; it lists its descriptors first. */
-	T_ASSERT(fake_role(fake, "syncd", "#!/bin/sh\n(echo; ls /proc/$$/fd) "
-	    "> \"$0.fds\"\nexit 78\n") == 0);
-	/* discoveryd: dies at once, every time. */
-	T_ASSERT(fake_role(fake, "discoveryd", "#!/bin/sh\nexit 3\n") == 0);
-	/* historyd: ready through the pipe, then deaf to SIGTERM. */
-	T_ASSERT(fake_role(fake, "historyd", "#!/bin/sh\ntrap '' TERM\n"
-	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n") == 0);
-
-	T_ASSERT(gd_spawn(&f, NULL, extra) == 0);
+	/*
+	 * syncd: a configuration error; it lists its descriptors first.
+	 * discoveryd: dies at once, every time.  historyd: ready through
+	 * the pipe, then deaf to SIGTERM.
+	 */
+	T_ASSERT(fake_graspd(&f, fake, sizeof(fake),
+	    "#!/bin/sh\n(echo; ls /proc/$$/fd) > \"$0.fds\"\nexit 78\n",
+	    "#!/bin/sh\nexit 3\n",
+	    "#!/bin/sh\ntrap '' TERM\necho READY=1 >&3\nexec 3>&-\n"
+	    "while :; do sleep 1; done\n", NULL) == 0);
 	T_ASSERT(wait_role(&f, "syncd", "failed", 0, COMEBACK_MS) == 0);
 	st = status(&f);
 	T_ASSERT(st != NULL);
@@ -1607,7 +1617,7 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 			break;
 		cJSON_Delete(st);
 		T_ASSERT(wsc_now_ms() < deadline);
-		sleep_ms(200);
+		relayproc_sleep_ms(200);
 	}
 	T_CHECK(backoff_seen);
 	T_CHECK(strstr(rstr(st, "discoveryd", "reason"), "5 fast deaths in a "
@@ -1633,7 +1643,7 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	/* graspctl start tries again; 78 again. */
 	T_EQ_INT(ctl(&f, &out, "start syncd"), 0);
 	free(out);
-	sleep_ms(300);
+	relayproc_sleep_ms(300);
 	T_ASSERT(wait_role(&f, "syncd", "failed", 0, COMEBACK_MS) == 0);
 	st = status(&f);
 	T_ASSERT(st != NULL);
@@ -1665,32 +1675,27 @@ test_progress_extends_the_readiness_wait(void)
 	struct gd	 f;
 	cJSON		*st;
 	char		 fake[PATH_MAX];
-	char		 env[PATH_MAX + 32];
-	const char	*extra[3] = { env, "GRASPD_READY_TIMEOUT=1.5", NULL };
 	long		 sync_pid;
 	int64_t		 deadline;
 	int		 i;
 
-	if (!role_exists[0]) {
-		printf("# skip: no relayd in %s\n", libexec);
+	if (no_relayd())
 		return;
-	}
-	T_ASSERT(fake_libexec(fake, sizeof(fake), env, sizeof(env)) == 0);
-	/* syncd: 4 s of start-up work with progress every 0.5 s, ready. */
-	T_ASSERT(fake_role(fake, "syncd", "#!/bin/sh\ni=0\nwhile [ $i -lt 8 ]; "
-	    "do echo EXTEND=1 >&3; sleep 0.5; i=$((i + 1)); done\n"
-	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n") == 0);
-	/* discoveryd: starts and never says anything. */
-	T_ASSERT(fake_role(fake, "discoveryd",
-	    "#!/bin/sh\nwhile :; do sleep 1; done\n") == 0);
-	/* historyd: ready at once. */
-	T_ASSERT(fake_role(fake, "historyd", "#!/bin/sh\necho READY=1 >&3\n"
-	    "exec 3>&-\nwhile :; do sleep 1; done\n") == 0);
-
-	T_ASSERT(gd_spawn(&f, NULL, extra) == 0);
+	/*
+	 * syncd: 4 s of start-up work with progress every 0.5 s, ready.
+	 * discoveryd: starts and never says anything.  historyd: ready at
+	 * once.
+	 */
+	T_ASSERT(fake_graspd(&f, fake, sizeof(fake),
+	    "#!/bin/sh\ni=0\nwhile [ $i -lt 8 ]; do echo EXTEND=1 >&3; "
+	    "sleep 0.5; i=$((i + 1)); done\n"
+	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n",
+	    "#!/bin/sh\nwhile :; do sleep 1; done\n",
+	    "#!/bin/sh\necho READY=1 >&3\nexec 3>&-\n"
+	    "while :; do sleep 1; done\n", "GRASPD_READY_TIMEOUT=1.5") == 0);
 	/* syncd: still starting at 2.5 s (past one timeout), then running
 	 * in its first process. */
-	sleep_ms(2500);
+	relayproc_sleep_ms(2500);
 	st = status(&f);
 	T_ASSERT(st != NULL);
 	T_EQ_STR(rstr(st, "syncd", "state"), "starting");
@@ -1708,7 +1713,7 @@ test_progress_extends_the_readiness_wait(void)
 	for (i = 0; !log_has(&f, "discoveryd (pid") ||
 	    !log_has(&f, "not ready"); i++) {
 		T_ASSERT(wsc_now_ms() < deadline);
-		sleep_ms(200);
+		relayproc_sleep_ms(200);
 	}
 	T_CHECK(log_has(&f, "s after its start: stopping it"));
 	T_EQ_INT(gd_stop(&f), 0);
@@ -1771,6 +1776,12 @@ hold_port(int port)
 	return fd;
 }
 
+/* The environment of a graspd in a directory: port, port, dir, dir, dir,
+ * libexec. */
+#define DAEMON_ENV "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d " \
+	"NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "	\
+	"NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
+
 static void
 test_taken_port_fails_at_once_with_its_cause(void)
 {
@@ -1778,20 +1789,16 @@ test_taken_port_fails_at_once_with_its_cause(void)
 	int	 port, rc, fd;
 	int64_t	 t0;
 
-	if (!role_exists[0]) {
-		printf("# skip: no relayd in %s\n", libexec);
+	if (no_relayd())
 		return;
-	}
 	T_ASSERT(make_tmpdir(dir, sizeof(dir)) == 0);
 	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
 	T_ASSERT((fd = hold_port(port)) != -1);
 	/* Daemon mode: the console shows the address and the cause, and
 	 * graspd exits 78 without a round of restarts. */
 	t0 = wsc_now_ms();
-	rc = run(&out, "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d "
-	    "NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "
-	    "NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
-	    "'%s/graspd' 2>&1", port, port, dir, dir, dir, libexec, bindir);
+	rc = run(&out, DAEMON_ENV "'%s/graspd' 2>&1", port, port, dir, dir,
+	    dir, libexec, bindir);
 	T_EQ_INT(rc, 78);
 	T_CHECK(wsc_now_ms() - t0 < 10000);
 	snprintf(want, sizeof(want), "relayd failed: 127.0.0.1:%d: Address "
@@ -1815,17 +1822,12 @@ test_daemon_mode_returns_once_ready(void)
 	FILE	*f;
 	struct gd g;
 
-	if (!role_exists[0]) {
-		printf("# skip: no relayd in %s\n", libexec);
+	if (no_relayd())
 		return;
-	}
 	T_ASSERT(make_tmpdir(dir, sizeof(dir)) == 0);
 	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
 	memset(&g, 0, sizeof(g));
 	snprintf(g.run, sizeof(g.run), "%s/run", dir);
-#define DAEMON_ENV "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d " \
-	"NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "	\
-	"NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
 	rc = run(&out, DAEMON_ENV "'%s/graspd'", port, port, dir, dir, dir,
 	    libexec, bindir);
 	T_CHECK(rc == 0);

@@ -20,7 +20,7 @@ import { generateSecretKey, getPublicKey, finalizeEvent } from
   'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
-import { gitWith, query } from './util.mjs';
+import { firstCommit, gitWith, query, stateEvent } from './util.mjs';
 
 useWebSocketImplementation(WebSocket);
 
@@ -88,18 +88,8 @@ test('a repository listing only the first relay is released there',
       }, owner);
       await relay.publish(announcement);
       const dir = join(work, 'src');
-      git(work, 'init', '-q', '-b', 'main', dir);
-      writeFileSync(join(dir, 'README'), 'archived by GRASP-05\n');
-      git(dir, 'add', 'README');
-      git(dir, 'commit', '-q', '-m', 'first');
-      commit = git(dir, 'rev-parse', 'HEAD');
-      state = finalizeEvent({
-        kind: 30618,
-        created_at: now(),
-        tags: [['d', REPO_ID], ['refs/heads/main', commit],
-          ['HEAD', 'ref: refs/heads/main']],
-        content: '',
-      }, owner);
+      commit = firstCommit(git, work, dir, 'archived by GRASP-05\n');
+      state = stateEvent(owner, REPO_ID, commit, now());
       await relay.publish(state);
       git(dir, 'push', '-q', url, 'main');
     } finally {

@@ -11,10 +11,9 @@
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import WebSocket from 'ws';
 import {
   generateSecretKey,
   getPublicKey,
@@ -23,85 +22,15 @@ import {
   getEventHash,
 } from 'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
-import { gitWith } from './util.mjs';
+import { firstCommit, gitWith, stateEvent, WsConn } from './util.mjs';
 
 const RELAY_URL = process.env.RELAY_URL;
 const WAIT_MS = 5000;
 const TEST_MS = 20000;
 const REPO_ID = 'interop';
 
-// One relay connection: a queue of parsed relay messages and waiters.
-class Relay {
-  constructor(ws) {
-    this.ws = ws;
-    this.queue = [];
-    this.waiters = new Set();
-    this.closed = null;
-    ws.on('message', (data) => {
-      let msg;
-      try {
-        msg = JSON.parse(data.toString());
-      } catch {
-        return;
-      }
-      if (Array.isArray(msg)) {
-        this.queue.push(msg);
-        this.wake();
-      }
-    });
-    ws.on('close', (code) => {
-      this.closed = `relay closed the connection (code ${code})`;
-      this.wake();
-    });
-    ws.on('error', (err) => {
-      this.closed = `connection error: ${err.message}`;
-      this.wake();
-    });
-  }
-
-  static open(url) {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { handshakeTimeout: WAIT_MS });
-      ws.once('open', () => resolve(new Relay(ws)));
-      ws.once('error', (err) =>
-        reject(new Error(`cannot connect to ${url}: ${err.message}`)));
-    });
-  }
-
-  wake() {
-    for (const w of [...this.waiters]) w();
-  }
-
-  send(msg) {
-    this.ws.send(JSON.stringify(msg));
-  }
-
-  // The first queued message that pred accepts, waiting at most ms.
-  next(pred, what, ms = WAIT_MS) {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const i = this.queue.findIndex(pred);
-        if (i >= 0) {
-          done();
-          resolve(this.queue.splice(i, 1)[0]);
-        } else if (this.closed) {
-          done();
-          reject(new Error(`${this.closed} while waiting for ${what}`));
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`no ${what} within ${ms} ms`));
-      }, ms);
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(check);
-      };
-      this.waiters.add(check);
-      check();
-    });
-  }
-
+// A raw relay connection that publishes and queries.
+class Relay extends WsConn {
   async publish(ev) {
     this.send(['EVENT', ev]);
     const m = await this.next((m) => m[0] === 'OK' && m[1] === ev.id,
@@ -135,7 +64,7 @@ const git = gitWith(gitHome);
 const conns = [];
 async function connect() {
   assert.ok(RELAY_URL, 'RELAY_URL is not set; run tests/interop/run.sh');
-  const r = await Relay.open(RELAY_URL);
+  const r = await Relay.open(RELAY_URL, WAIT_MS);
   conns.push(r);
   return r;
 }
@@ -187,18 +116,8 @@ test('a state event and a git push release the repository',
   { timeout: TEST_MS }, async () => {
     assert.ok(relay && announcement, 'the announcement test did not run');
     const dir = join(gitHome, 'work');
-    git(gitHome, 'init', '-q', '-b', 'main', dir);
-    writeFileSync(join(dir, 'README'), 'graspd interop\n');
-    git(dir, 'add', 'README');
-    git(dir, 'commit', '-q', '-m', 'first');
-    const commit = git(dir, 'rev-parse', 'HEAD');
-    const state = finalizeEvent({
-      kind: 30618,
-      created_at: now(),
-      tags: [['d', REPO_ID], ['refs/heads/main', commit],
-        ['HEAD', 'ref: refs/heads/main']],
-      content: '',
-    }, owner);
+    const commit = firstCommit(git, gitHome, dir, 'graspd interop\n');
+    const state = stateEvent(owner, REPO_ID, commit, now());
     const r = await relay.publish(state);
     assert.equal(r.ok, true, `OK false: ${r.message}`);
     git(dir, 'push', '-q',

@@ -13,9 +13,9 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-O=${O:-build}
-case $O in /*) ;; *) O=$top/$O ;; esac
-ingest=$O/tests/bench/ingest
+# shellcheck source=tests/lib/tproc_shell.sh
+. "$top/tests/lib/tproc_shell.sh"
+tproc_dirs
 
 for c in node npm; do
 	if ! command -v "$c" >/dev/null 2>&1; then
@@ -36,11 +36,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/graspd-interop.XXXXXX") || exit 1
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
 	sh "$here/start_relay.sh" stop "$tmp"
-	if [ -n "${GRASPD_KEEP_TMP:-}" ]; then
-		echo "interop: kept $tmp" >&2
-	else
-		rm -rf "$tmp"
-	fi
+	tproc_rmtmp interop "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

@@ -12,6 +12,8 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=tests/lib/tproc_shell.sh
+. "$top/tests/lib/tproc_shell.sh"
 bin=${GRASPD_BIN:-${BIN:-bin}}
 case $bin in /*) ;; *) bin=$top/$bin ;; esac
 relayd=$bin/relayd
@@ -45,17 +47,11 @@ start() {
 		echo "start_relay: $relayd not found; build it with make" >&2
 		exit 1
 	fi
-	mkdir -p "$dir/relay" "$dir/git" "$dir/run" || exit 1
 	port=$(free_port) || exit 1
 	domain=127.0.0.1:$port
-	(
-		cd "$dir" || exit 1
-		exec env NGIT_BIND_ADDRESS="$domain" NGIT_DOMAIN="$domain" \
-		    NGIT_RELAY_DATA_PATH="$dir/relay" \
-		    NGIT_GIT_DATA_PATH="$dir/git" NGIT_RUN_PATH="$dir/run" \
-		    NGIT_TEST=1 NGIT_MAX_EVENTS_PER_MINUTE=0 NGIT_MAX_CONNECTIONS_PER_IP=0 NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0 \
-		    "$relayd" >"$dir/relayd.log" 2>&1
-	) &
+	# shellcheck disable=SC2086  # TPROC_NO_LIMITS is a list
+	tproc_spawn "$dir" "$port" "$dir/relayd.log" NGIT_TEST=1 \
+	    $TPROC_NO_LIMITS "$relayd" || exit 1
 	echo $! >"$dir/relayd.pid"
 	n=0
 	while [ "$n" -lt 100 ]; do
@@ -81,17 +77,7 @@ stop() {
 	[ -f "$dir/relayd.pid" ] || return 0
 	pid=$(cat "$dir/relayd.pid")
 	rm -f "$dir/relayd.pid"
-	kill -TERM "$pid" 2>/dev/null || return 0
-	n=0
-	while kill -0 "$pid" 2>/dev/null && [ "$n" -lt 50 ]; do
-		sleep 0.1
-		n=$((n + 1))
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		echo "start_relay: relayd ignored SIGTERM for 5 s, killing it" >&2
-		kill -KILL "$pid" 2>/dev/null
-	fi
-	return 0
+	tproc_stop start_relay relayd "$pid" 5
 }
 
 case $1 in

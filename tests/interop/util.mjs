@@ -1,7 +1,13 @@
 // util.mjs: helpers shared by the interop tests: the git client, bounded
-// and isolated, and a stored-events query over nostr-tools' Relay.
+// and isolated, a first commit and the state event announcing it, a raw
+// WebSocket relay connection with bounded waits, and a stored-events query
+// over nostr-tools' Relay.
 
 import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { finalizeEvent } from 'nostr-tools/pure';
 
 // A git runner whose runs use home as HOME, no prompts, no system
 // configuration and a fixed author; each run is bounded to 30 s and
@@ -40,4 +46,104 @@ export function query(relay, filter, ms) {
       },
     });
   });
+}
+
+// Makes dir (below parent) a new repository on branch main with one
+// commit adding README (text) and returns that commit's id; git is a
+// gitWith() runner.
+export function firstCommit(git, parent, dir, text) {
+  git(parent, 'init', '-q', '-b', 'main', dir);
+  writeFileSync(join(dir, 'README'), text);
+  git(dir, 'add', 'README');
+  git(dir, 'commit', '-q', '-m', 'first');
+  return git(dir, 'rev-parse', 'HEAD');
+}
+
+// The repository state event (kind 30618) of repository repoId, signed
+// with sk at createdAt, whose main branch, also HEAD, is at commit.
+export function stateEvent(sk, repoId, commit, createdAt) {
+  return finalizeEvent({
+    kind: 30618,
+    created_at: createdAt,
+    tags: [['d', repoId], ['refs/heads/main', commit],
+      ['HEAD', 'ref: refs/heads/main']],
+    content: '',
+  }, sk);
+}
+
+// One raw relay connection: a queue of parsed relay messages and waiters;
+// waitMs bounds the handshake and, by default, each wait.  The tests
+// extend it with their own requests.
+export class WsConn {
+  constructor(ws, waitMs) {
+    this.ws = ws;
+    this.waitMs = waitMs;
+    this.queue = [];
+    this.waiters = new Set();
+    this.closed = null;
+    ws.on('message', (data) => {
+      let msg;
+      try {
+        msg = JSON.parse(data.toString());
+      } catch {
+        return;
+      }
+      if (Array.isArray(msg)) {
+        this.queue.push(msg);
+        this.wake();
+      }
+    });
+    ws.on('close', (code) => {
+      this.closed = `relay closed the connection (code ${code})`;
+      this.wake();
+    });
+    ws.on('error', (err) => {
+      this.closed = `connection error: ${err.message}`;
+      this.wake();
+    });
+  }
+
+  // A connection (of the class it is called on) to url.
+  static open(url, waitMs) {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, { handshakeTimeout: waitMs });
+      ws.once('open', () => resolve(new this(ws, waitMs)));
+      ws.once('error', (err) =>
+        reject(new Error(`cannot connect to ${url}: ${err.message}`)));
+    });
+  }
+
+  wake() {
+    for (const w of [...this.waiters]) w();
+  }
+
+  send(msg) {
+    this.ws.send(JSON.stringify(msg));
+  }
+
+  // The first queued message that pred accepts, waiting at most ms.
+  next(pred, what, ms = this.waitMs) {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const i = this.queue.findIndex(pred);
+        if (i >= 0) {
+          done();
+          resolve(this.queue.splice(i, 1)[0]);
+        } else if (this.closed) {
+          done();
+          reject(new Error(`${this.closed} while waiting for ${what}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`no ${what} within ${ms} ms`));
+      }, ms);
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(check);
+      };
+      this.waiters.add(check);
+      check();
+    });
+  }
 }

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "event.h"
 #include "gdproc.h"
+#include "gitutil.h"
 #include "nostr.h"
 #include "relayproc.h"
 #include "tdir.h"
@@ -353,6 +354,40 @@ gd_has_event(struct gdproc *g, const char *id_hex)
 	nostr_events_free(evs);
 	wsc_close(ws);
 	return rc == 0 ? n > 0 : -1;
+}
+
+struct event *
+gd_host_repo(struct gdproc *g, const uint8_t sk[32], const char *d,
+    const char *extra_relays, const char *dir, char oid[41])
+{
+	struct buf	 t = BUF_INIT;
+	struct event	*ann;
+	struct wsc	*ws;
+	uint8_t		 pk[32];
+	char		 domain[64], url[512];
+	int		 rc;
+
+	event_pubkey_of(sk, pk);
+	snprintf(domain, sizeof(domain), "127.0.0.1:%d", g->g_port);
+	gt_url(url, sizeof(url), domain, pk, d);
+	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\",\"%s\"],"
+	    "[\"relays\",\"ws://%s\"%s]]", d, d, url, domain, extra_relays);
+	if ((ann = event_new_signed(sk, time(NULL), 30617, t.b_data, "")) ==
+	    NULL)
+		abort();
+	buf_free(&t);
+	if (gd_publish(g, ann) == -1 ||
+	    (ws = wsc_connect("127.0.0.1", g->g_port, "/", 5000)) == NULL) {
+		event_destroy(ann);
+		return NULL;
+	}
+	rc = gt_release(ws, sk, domain, d, dir, oid);
+	wsc_close(ws);
+	if (rc == -1) {
+		event_destroy(ann);
+		return NULL;
+	}
+	return ann;
 }
 
 int

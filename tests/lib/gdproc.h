@@ -13,6 +13,8 @@
 
 #include <sys/types.h>
 
+#include <stdint.h>
+
 /* The roles graspd supervises, in status order. */
 #define GD_NROLES	4
 /* How long graspd may take to have every role running. */
@@ -66,6 +68,19 @@ const char	*gd_db_path(const struct gdproc *);
 int		 gd_publish(struct gdproc *, const struct event *e);
 /* 1 if g's relayd returns the event with id_hex, 0 if not, -1 on error. */
 int		 gd_has_event(struct gdproc *, const char *id_hex);
+/*
+ * Publishes to g the announcement (kind 30617) of repository d by the key
+ * sk, created now, with d as its name, g as its clone URL
+ * ("http://127.0.0.1:PORT/npub/d.git") and first relay, then the relays
+ * of extra_relays (JSON strings, each after a comma; "" for none); then
+ * releases it (gt_release(): a one-commit repository made in dir, state,
+ * push), the commit's id into oid when not NULL.  Returns the
+ * announcement (the caller destroys it), or NULL when a step failed (the
+ * reason printed as a "# " line).
+ */
+struct event	*gd_host_repo(struct gdproc *, const uint8_t sk[32],
+		    const char *d, const char *extra_relays, const char *dir,
+		    char oid[41]);
 /*
  * Appends every URL the shared relay URL vectors refuse
  * ($GRASPD_VECTORS/relay-urls.tsv, default ../shared/vectors) as a JSON

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,6 +22,7 @@
 #include "buf.h"
 #include "event.h"
 #include "gitutil.h"
+#include "tproc_dir.h"
 #include "tdir.h"
 #include "nip19.h"
 #include "nostr.h"
@@ -196,19 +196,10 @@ gt_commit_random(const char *dir, const char *file, size_t size,
 int
 gt_no_quarantine(const char *repo)
 {
-	char		 dir[1024];
-	DIR		*d;
-	struct dirent	*e;
-	int		 none = 1;
+	char	dir[1024];
 
 	snprintf(dir, sizeof(dir), "%s/objects", repo);
-	if ((d = opendir(dir)) == NULL)
-		return 1;
-	while ((e = readdir(d)) != NULL)
-		if (strncmp(e->d_name, "tmp_objdir-incoming-", 20) == 0)
-			none = 0;
-	closedir(d);
-	return none;
+	return tproc_dir_count(dir, "tmp_objdir-incoming-") <= 0;
 }
 
 void

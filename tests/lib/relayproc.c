@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "json.h"
 #include "log.h"
 #include "relayproc.h"
 #include "tdir.h"
@@ -62,14 +63,6 @@ xstrdup(const char *s)
 	if ((p = strdup(s)) == NULL)
 		fatal("relayproc: strdup");
 	return p;
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
 }
 
 /* Length of the KEY part of "KEY=VALUE" (the whole string if no '='). */
@@ -313,7 +306,7 @@ relayproc_wait_port(const char *host, int port, int timeout_ms)
 		}
 		if (wsc_now_ms() >= deadline)
 			return -1;
-		sleep_ms(20);
+		relayproc_sleep_ms(20);
 	}
 }
 
@@ -327,33 +320,47 @@ decode_status(int st)
 	return 255;
 }
 
+void
+relayproc_sleep_ms(int ms)
+{
+	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
 int
-relayproc_wait(struct relayproc *rp, int timeout_ms)
+relayproc_reap(pid_t *pidp, int *statusp, int timeout_ms)
 {
 	int64_t	deadline = wsc_now_ms() + timeout_ms;
 	pid_t	r;
 	int	st;
 
-	if (rp->rp_pid == -1)
-		return rp->rp_status;
+	if (*pidp == -1)
+		return *statusp;
 	for (;;) {
-		r = waitpid(rp->rp_pid, &st, WNOHANG);
-		if (r == rp->rp_pid) {
-			rp->rp_status = decode_status(st);
-			/* Helpers it left in its process group go too. */
-			kill(-rp->rp_pid, SIGKILL);
-			rp->rp_pid = -1;
-			return rp->rp_status;
-		}
-		if (r == -1 && errno != EINTR) {
-			rp->rp_status = 255;
-			rp->rp_pid = -1;
-			return rp->rp_status;
+		r = waitpid(*pidp, &st, WNOHANG);
+		if (r == *pidp || (r == -1 && errno != EINTR)) {
+			*statusp = r == -1 ? 255 : decode_status(st);
+			*pidp = -1;
+			return *statusp;
 		}
 		if (wsc_now_ms() >= deadline)
 			return -1;
-		sleep_ms(10);
+		relayproc_sleep_ms(10);
 	}
+}
+
+int
+relayproc_wait(struct relayproc *rp, int timeout_ms)
+{
+	pid_t	pid = rp->rp_pid;
+	int	st;
+
+	st = relayproc_reap(&rp->rp_pid, &rp->rp_status, timeout_ms);
+	/* Helpers it left in its process group go too. */
+	if (st != -1 && pid != -1)
+		kill(-pid, SIGKILL);
+	return st;
 }
 
 int
@@ -365,24 +372,39 @@ relayproc_kill(struct relayproc *rp, int sig)
 }
 
 int
-relayproc_stop(struct relayproc *rp)
+relayproc_terminate(pid_t *pidp, int *statusp, int timeout_ms,
+    const char *what)
 {
+	pid_t	pid = *pidp;
 	int	st;
 
-	if (rp->rp_pid == -1)
-		return rp->rp_status;
-	kill(rp->rp_pid, SIGTERM);
-	if ((st = relayproc_wait(rp, RELAYPROC_STOP_TIMEOUT_MS)) != -1)
+	if (pid == -1)
+		return *statusp;
+	kill(pid, SIGTERM);
+	if ((st = relayproc_reap(pidp, statusp, timeout_ms)) != -1)
 		return st;
 	fprintf(stderr, "# relayproc: %s did not exit %d ms after SIGTERM, "
-	    "killing it\n", rp->rp_program, RELAYPROC_STOP_TIMEOUT_MS);
-	kill(-rp->rp_pid, SIGKILL);
-	kill(rp->rp_pid, SIGKILL);
-	if ((st = relayproc_wait(rp, RELAYPROC_STOP_TIMEOUT_MS)) != -1)
+	    "killing it\n", what, timeout_ms);
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	if ((st = relayproc_reap(pidp, statusp, timeout_ms)) != -1)
 		return st;
-	fprintf(stderr, "# relayproc: pid %d survives SIGKILL\n",
-	    (int)rp->rp_pid);
+	fprintf(stderr, "# relayproc: pid %d survives SIGKILL\n", (int)pid);
 	return 255;
+}
+
+int
+relayproc_stop(struct relayproc *rp)
+{
+	pid_t	pid = rp->rp_pid;
+	int	st;
+
+	st = relayproc_terminate(&rp->rp_pid, &rp->rp_status,
+	    RELAYPROC_STOP_TIMEOUT_MS, rp->rp_program);
+	/* Helpers it left in its process group go too. */
+	if (pid != -1 && rp->rp_pid == -1)
+		kill(-pid, SIGKILL);
+	return st;
 }
 
 /* Forks and execs the program; the child does nothing else. */
@@ -479,7 +501,7 @@ start(struct relayproc *rp)
 			relayproc_stop(rp);
 			break;
 		}
-		sleep_ms(20);
+		relayproc_sleep_ms(20);
 	}
 	relayproc_dump_log(rp, 30);
 	return rc;
@@ -746,6 +768,27 @@ const char *
 relayproc_bind_url(const struct relayproc *rp)
 {
 	return rp->rp_bind_url;
+}
+
+struct json *
+relayproc_nip11(const struct relayproc *rp, struct json_doc **docp)
+{
+	struct json	*root = NULL;
+	char		*body = NULL, err[128];
+	int		 status = 0;
+
+	*docp = NULL;
+	if (http_get(rp->rp_host, rp->rp_port, "/",
+	    "Accept: application/nostr+json\r\n", 5000, &status, NULL,
+	    &body) == -1)
+		printf("# NIP-11: no answer from port %d\n", rp->rp_port);
+	else if (status != 200)
+		printf("# NIP-11: status %d\n", status);
+	else if ((root = json_parse(body, strlen(body), docp, err,
+	    sizeof(err))) == NULL)
+		printf("# NIP-11: %s\n", err);
+	free(body);
+	return root;
 }
 
 int

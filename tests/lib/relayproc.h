@@ -67,6 +67,23 @@ int		 relayproc_kill(struct relayproc *, int sig);
  * as relayproc_stop() does, or -1 if it is still running.
  */
 int		 relayproc_wait(struct relayproc *, int timeout_ms);
+/* Sleeps ms milliseconds (the poll interval of the waits here). */
+void		 relayproc_sleep_ms(int ms);
+/*
+ * Waits at most timeout_ms (0: one look) for the child *pidp (none when
+ * -1) to end; then sets *pidp to -1 and *statusp to its status as a shell
+ * gives it (the exit code, or 128 plus the signal; 255 when it cannot be
+ * waited for).  Returns *statusp, or -1 while the child runs.
+ */
+int		 relayproc_reap(pid_t *pidp, int *statusp, int timeout_ms);
+/*
+ * Stops the child *pidp (none when -1): SIGTERM, then, when it has not
+ * ended within timeout_ms, SIGKILL to it and its process group (said on
+ * stderr, naming it what), each time waiting as relayproc_reap() does.
+ * Returns its status, or 255 (said on stderr) if it outlives SIGKILL.
+ */
+int		 relayproc_terminate(pid_t *pidp, int *statusp, int timeout_ms,
+		    const char *what);
 /*
  * SIGTERM, up to RELAYPROC_STOP_TIMEOUT_MS for the exit, then SIGKILL.
  * Returns the exit status (0..255), 128 + the signal number if a signal
@@ -98,6 +115,18 @@ const char	*relayproc_dir(const struct relayproc *);
 const char	*relayproc_log_path(const struct relayproc *);
 /* Pid of the running program, or -1. */
 pid_t		 relayproc_pid(const struct relayproc *);
+
+struct json;
+struct json_doc;
+/*
+ * Fetches the NIP-11 document of the relay (GET / with Accept:
+ * application/nostr+json) and parses it: returns its root, the arena in
+ * *docp (the caller json_free()s it), or NULL with *docp NULL when the
+ * request failed, the status was not 200 or the body is not JSON (said
+ * in a "# " line).
+ */
+struct json	*relayproc_nip11(const struct relayproc *,
+		    struct json_doc **docp);
 /* The NGIT_DOMAIN it runs with (by default "127.0.0.1:PORT"). */
 const char	*relayproc_domain(const struct relayproc *);
 /* "ws://" + NGIT_DOMAIN: what announcements put in their relays tag. */

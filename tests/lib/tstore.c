@@ -1,8 +1,12 @@
 /*
- * tstore.c: the shared store fixture of the unit tests (tstore.h).
+ * tstore.c: the shared store fixture of the unit tests and the made-up
+ * pubkeys of the benchmarks (tstore.h).
  */
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "event.h"
 
 #include "store.h"
 #include "tdir.h"
@@ -38,3 +42,16 @@ tstore_fixture_close(void *arg, int failed)
 const struct t_fixture tstore_fixture = {
 	tstore_fixture_open, tstore_fixture_close
 };
+
+void
+tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65])
+{
+	uint8_t	pk[32];
+
+	memset(pk, fill, sizeof(pk));
+	pk[28] = (uint8_t)(n >> 24);
+	pk[29] = (uint8_t)(n >> 16);
+	pk[30] = (uint8_t)(n >> 8);
+	pk[31] = (uint8_t)n;
+	hex_encode(pk, sizeof(pk), out);
+}

@@ -1,12 +1,16 @@
 /*
  * tstore.h: one store (common/store.h) for all the cases of a test
- * program, in a temporary directory of its own (tdir.h).
+ * program, in a temporary directory of its own (tdir.h), and the made-up
+ * pubkeys that the benchmarks fill stores with.
  */
 #ifndef GRASPD_TSTORE_H
 #define GRASPD_TSTORE_H
 
 #include "tdir.h"
 #include "tfix.h"
+
+#include <stddef.h>
+#include <stdint.h>
 
 struct store;
 
@@ -22,5 +26,12 @@ struct tstore_prog {
  * it and removes the directory.
  */
 extern const struct t_fixture tstore_fixture;
+
+/*
+ * Writes to out (65 bytes: hex and NUL) the made-up pubkey number n of a
+ * series: 32 bytes of fill, n big-endian in the last four.  For stores
+ * whose events nothing verifies; distinct n give distinct keys.
+ */
+void	tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65]);
 
 #endif

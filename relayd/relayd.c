@@ -91,6 +91,13 @@ main(int argc, char *argv[])
 
 	proc_start(&rd.proc, argc, argv, ROLE_RELAYD, &rd.cfg);
 	relayd = &rd;
+	/*
+	 * First, as the roles do: a SIGTERM during the start-up (once the
+	 * port listens, a test or an init system may send one) ends relayd
+	 * at its loop's first turn with status 0, rather than by the signal.
+	 * signal()'s SA_RESTART, which relayd's blocking calls rely on.
+	 */
+	proc_signals(&rd.proc, on_sigchld, SA_RESTART);
 	LIST_INIT(&rd.conns);
 	rd.sock_ingest = rd.sock_accepted = rd.sock_stats = -1;
 	rd.sock_control = -1;
@@ -134,9 +141,6 @@ main(int argc, char *argv[])
 		store_set_autocheckpoint(rd.store, RELAY_CKPT_MAX_FRAMES);
 	relay_ingest_init();
 	relay_inv_init();
-
-	/* signal()'s SA_RESTART, which relayd's blocking calls rely on. */
-	proc_signals(&rd.proc, on_sigchld, SA_RESTART);
 
 	proc_lws_log();
 	memset(&info, 0, sizeof(info));

@@ -234,36 +234,16 @@ static void
 take_deletion(struct discd *dd, const struct event *ev)
 {
 	struct disc_author	*a = hmap_get(&dd->dd_authors, ev->pubkey, 32);
-	char			 addr[80];
-	uint8_t			 id[32];
-	uint32_t		 t;
-	int			 gone = 0;
 
-	if (a == NULL || !a->da_has_list)
+	if (a == NULL || !a->da_has_list ||
+	    !relaylist_deleted_by(ev, a->da_list_id, a->da_list_at))
 		return;
-	snprintf(addr, sizeof(addr), "%u:%s:", KIND_RELAY_LIST, a->da_hex);
-	for (t = 0; t < ev->ntags; t++) {
-		const struct event_tag *tg = &ev->tags[t];
-
-		if (tg->n < 2)
-			continue;
-		if (strcmp(tg->v[0].s, "e") == 0 && hex_decode(tg->v[1].s,
-		    tg->v[1].len, id, 32) == 0 &&
-		    memcmp(id, a->da_list_id, 32) == 0)
-			gone = 1;
-		else if (strcmp(tg->v[0].s, "a") == 0 &&
-		    strcmp(tg->v[1].s, addr) == 0 &&
-		    ev->created_at >= a->da_list_at)
-			gone = 1;
-	}
-	if (gone) {
-		log_info("%s: relay list deleted by its author", a->da_hex);
-		relaylist_clear(&a->da_list);
-		a->da_has_list = 0;
-		/* Without a list it is asked at the indexes again. */
-		if (!a->da_in_round)
-			a->da_due_ms = 0;
-	}
+	log_info("%s: relay list deleted by its author", a->da_hex);
+	relaylist_clear(&a->da_list);
+	a->da_has_list = 0;
+	/* Without a list it is asked at the indexes again. */
+	if (!a->da_in_round)
+		a->da_due_ms = 0;
 }
 
 /* One event of take_kinds: retained lists and profiles. */

@@ -126,7 +126,7 @@ static int
 release(struct wsc *ws, int n, const char *d, const char *name,
     const char *desc, const char *readme, const char *msg, char oid[41])
 {
-	struct buf	 url = BUF_INIT, tags = BUF_INIT;
+	struct buf	 url = BUF_INIT;
 	uint8_t		 sk[32], pk[32];
 	char		 dir[512], npub[NIP19_MAX_LEN + 1], m[256], *out = NULL;
 	int		 rc = -1;
@@ -141,15 +141,8 @@ release(struct wsc *ws, int n, const char *d, const char *name,
 	if (gt_init(dir) == -1 ||
 	    gt_commit(dir, "README.md", readme, msg, oid) == -1)
 		return -1;
-	buf_adds(&tags, "[[\"d\",");
-	buf_add_jstr(&tags, d, strlen(d));
-	buf_printf(&tags, "],[\"refs/heads/main\",\"%s\"],[\"HEAD\","
-	    "\"ref: refs/heads/main\"]]", oid);
-	if (pub(ws, event_new_signed(sk, time(NULL), 30618, tags.b_data, ""),
-	    m, sizeof(m)) != 1) {
-		printf("# state of %s refused: %s\n", d, m);
+	if (gt_state(ws, sk, time(NULL), d, oid) == -1)
 		goto done;
-	}
 	buf_printf(&url, "http://%s/%s/", relayproc_domain(rp), npub);
 	path_esc(&url, d);
 	buf_adds(&url, ".git");
@@ -161,7 +154,6 @@ release(struct wsc *ws, int n, const char *d, const char *name,
 done:
 	free(out);
 	buf_free(&url);
-	buf_free(&tags);
 	return rc;
 }
 

@@ -3,7 +3,8 @@
  * per-purpose selections: hygiene before any slot, canonical dedupe with
  * OR'd markers, strict markers, at most four relays per purpose in
  * published tag order, hostile lists (bad URLs, fifty relays, variant
- * spellings, odd markers) and the shared relay URL vectors.
+ * spellings, odd markers), the shared relay URL vectors, and the NIP-09
+ * deletion of a stored list.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +334,62 @@ test_other_kinds_are_not_relay_lists(void)
 	event_destroy(ev);
 }
 
+/*
+ * NIP-09 by the list's author: a kind 5 withdraws the stored list by its
+ * id, or by its address when the deletion is not older than the list.
+ * "%s" in a row's tags stands for the list's id, "%a" for its author.
+ */
+static void
+test_deletion_by_id_or_address(void)
+{
+	static const struct {
+		const char	*tags;
+		int64_t		 at;		/* the deletion's created_at */
+		int		 want;
+	} rows[] = {
+		{ "[[\"e\",\"%s\"]]", 1700000000, 1 },
+		{ "[[\"e\",\"" "00000000000000000000000000000000"
+		    "00000000000000000000000000000000\"]]", 1700000000, 0 },
+		{ "[[\"e\"]]", 1700000000, 0 },
+		{ "[[\"a\",\"10002:%a:\"]]", 1700000000, 1 },
+		{ "[[\"a\",\"10002:%a:\"]]", 1700000001, 1 },
+		{ "[[\"a\",\"10002:%a:\"]]", 1699999999, 0 },
+		{ "[[\"a\",\"10002:%a:x\"]]", 1700000000, 0 },
+		{ "[[\"a\",\"10003:%a:\"]]", 1700000000, 0 },
+		{ "[[\"p\",\"%a\"],[\"e\",\"%s\"]]", 1700000000, 1 },
+	};
+	struct event	*list = list_of("[[\"r\",\"wss://a.example\"]]"), *del;
+	char		 id[65], author[65], tags[400];
+	size_t		 i, j, k;
+
+	T_ASSERT(list != NULL);
+	hex_encode(list->id, 32, id);
+	hex_encode(list->pubkey, 32, author);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		for (j = k = 0; rows[i].tags[j] != '\0' && k + 65 < sizeof(tags);
+		    j++) {
+			if (rows[i].tags[j] == '%' && (rows[i].tags[j + 1] ==
+			    's' || rows[i].tags[j + 1] == 'a')) {
+				memcpy(tags + k, rows[i].tags[++j] == 's' ? id :
+				    author, 64);
+				k += 64;
+			} else
+				tags[k++] = rows[i].tags[j];
+		}
+		tags[k] = '\0';
+		del = event_new_signed(sk, rows[i].at, 5, tags, "");
+		T_ASSERT(del != NULL);
+		if (relaylist_deleted_by(del, list->id, list->created_at) !=
+		    rows[i].want) {
+			printf("# row %zu: %s at %lld\n", i, tags,
+			    (long long)rows[i].at);
+			T_CHECK(0);
+		}
+		event_destroy(del);
+	}
+	event_destroy(list);
+}
+
 /* Each vector of relay-urls.tsv as a one-tag list, then all in one. */
 static void
 test_shared_url_vectors(void)
@@ -431,6 +488,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_two_thousand_duplicates_stay_one_entry),
 	T_CASE(test_this_relay_and_private_targets),
 	T_CASE(test_other_kinds_are_not_relay_lists),
+	T_CASE(test_deletion_by_id_or_address),
 	T_CASE(test_shared_url_vectors),
 };
 

@@ -27,8 +27,8 @@
  * X(id, name, min args, max args, graspd, relayd, roles): the last three
  * say with Y or N whether graspd, relayd and the role.c roles (syncd,
  * discoveryd, historyd) answer it.  A process builds its handler table
- * with CTL_FN_<column>(), so a Y without a handler does not compile and
- * a handler under N is an unused function (-Wall).  Append only.
+ * with its CTL_COL_* below, so a Y without a handler does not compile
+ * and a handler under N is an unused function (-Wall).  Append only.
  */
 #define CTL_CMD_LIST(X)							\
 	X(status,	"status",	0, 0,	Y, Y, Y)		\
@@ -50,6 +50,20 @@ enum ctl_cmd {
 
 #define CTL_FN_Y(fn)	fn
 #define CTL_FN_N(fn)	NULL
+
+/*
+ * A process's column of the list, as the initialisers of its handler
+ * table ([CTL_<id>] = its handler, or NULL under N):
+ *	static const ctl_fn fns[CTL_NCMDS] = { CTL_CMD_LIST(CTL_COL_SUP) };
+ * graspd's handlers are named ctl_<id>, relayd's relay_ctl_<id> and the
+ * roles' role_ctl_<id>.
+ */
+#define CTL_COL_SUP(id, name, lo, hi, sup, relay, role)			\
+	[CTL_##id] = CTL_FN_##sup(ctl_##id),
+#define CTL_COL_RELAY(id, name, lo, hi, sup, relay, role)		\
+	[CTL_##id] = CTL_FN_##relay(relay_ctl_##id),
+#define CTL_COL_ROLE(id, name, lo, hi, sup, relay, role)		\
+	[CTL_##id] = CTL_FN_##role(role_ctl_##id),
 
 /*
  * One command's handler: argc strings in argv (counts already checked

@@ -217,11 +217,7 @@ role_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep,
 }
 
 /* The roles' column of ctlcmd.h's list. */
-static const ctl_fn role_ctl_fns[CTL_NCMDS] = {
-#define ROLE_CTL(id, name, lo, hi, sup, relay, role)				[CTL_##id] = CTL_FN_##role(role_ctl_##id),
-	CTL_CMD_LIST(ROLE_CTL)
-#undef ROLE_CTL
-};
+static const ctl_fn role_ctl_fns[CTL_NCMDS] = { CTL_CMD_LIST(CTL_COL_ROLE) };
 
 static int
 role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,

@@ -280,12 +280,7 @@ relay_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep,
 }
 
 /* relayd's column of ctlcmd.h's list. */
-static const ctl_fn relay_ctl_fns[CTL_NCMDS] = {
-#define RELAY_CTL(id, name, lo, hi, sup, relay, role)			\
-	[CTL_##id] = CTL_FN_##relay(relay_ctl_##id),
-	CTL_CMD_LIST(RELAY_CTL)
-#undef RELAY_CTL
-};
+static const ctl_fn relay_ctl_fns[CTL_NCMDS] = { CTL_CMD_LIST(CTL_COL_RELAY) };
 
 /* The raw-file protocol callback for the adopted nanomsg descriptors. */
 int

@@ -235,12 +235,7 @@ ctl_reload(void *arg, int argc, const char **argv, cJSON *reply, char *err,
 }
 
 /* graspd's column of ctlcmd.h's list. */
-static const ctl_fn ctl_fns[CTL_NCMDS] = {
-#define SUP_CTL(id, name, lo, hi, sup, relay, role)			\
-	[CTL_##id] = CTL_FN_##sup(ctl_##id),
-	CTL_CMD_LIST(SUP_CTL)
-#undef SUP_CTL
-};
+static const ctl_fn ctl_fns[CTL_NCMDS] = { CTL_CMD_LIST(CTL_COL_SUP) };
 
 static void
 ctl_read_cb(evutil_socket_t fd, short what, void *arg)

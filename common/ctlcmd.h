@@ -53,17 +53,17 @@ enum ctl_cmd {
 
 /*
  * A process's column of the list, as the initialisers of its handler
- * table ([CTL_<id>] = its handler, or NULL under N):
+ * table, in the order of the enum (its handler, or NULL under N):
  *	static const ctl_fn fns[CTL_NCMDS] = { CTL_CMD_LIST(CTL_COL_SUP) };
  * graspd's handlers are named ctl_<id>, relayd's relay_ctl_<id> and the
  * roles' role_ctl_<id>.
  */
 #define CTL_COL_SUP(id, name, lo, hi, sup, relay, role)			\
-	[CTL_##id] = CTL_FN_##sup(ctl_##id),
+	CTL_FN_##sup(ctl_##id),
 #define CTL_COL_RELAY(id, name, lo, hi, sup, relay, role)		\
-	[CTL_##id] = CTL_FN_##relay(relay_ctl_##id),
+	CTL_FN_##relay(relay_ctl_##id),
 #define CTL_COL_ROLE(id, name, lo, hi, sup, relay, role)		\
-	[CTL_##id] = CTL_FN_##role(role_ctl_##id),
+	CTL_FN_##role(role_ctl_##id),
 
 /*
  * One command's handler: argc strings in argv (counts already checked

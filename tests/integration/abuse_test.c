@@ -418,6 +418,37 @@ push_stopped(const char *dir, const char *url, const char *repo,
 	    wait_no_quarantine(repo, TMO);
 }
 
+/* What test_push_bytes_capped pushes with. */
+struct big {
+	struct relayproc	*rp;
+	struct wsc		*ws;
+	const uint8_t		*sk;
+	const char		*dir, *url, *repo;
+};
+
+/*
+ * 1 if a new commit of size random bytes, announced in a state at at,
+ * is stopped as push_stopped() says with reason, main stays kept, and
+ * relayd counts one push over limit.
+ */
+static int
+over_limit(const struct big *b, int64_t at, const char *file, size_t size,
+    const char *kept, const char *reason, const char *limit)
+{
+	char	oid[41], name[160];
+	double	n;
+
+	if (gt_commit_random(b->dir, file, size, oid) != 0 ||
+	    gt_state(b->ws, b->sk, at, "big", oid) != 0 ||
+	    !push_stopped(b->dir, b->url, b->repo, kept, oid, reason))
+		return 0;
+	snprintf(name, sizeof(name), "graspd_git_pushes_over_limit_total"
+	    "{role=\"relayd\",limit=\"%s\"}", limit);
+	if ((n = ctl_metric(b->rp, name)) != 1)
+		printf("# %s is %g\n", name, n);
+	return n == 1;
+}
+
 static void
 test_push_bytes_capped(void)
 {
@@ -431,6 +462,7 @@ test_push_bytes_capped(void)
 	char		 *out = NULL;
 	int64_t		  t = time(NULL);
 	int		  i;
+	struct big	  b;
 
 	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
 	snprintf(dir, sizeof(dir), "%s/home", relayproc_dir(rp));
@@ -446,15 +478,12 @@ test_push_bytes_capped(void)
 	    "/", TMO)) != NULL);
 	T_ASSERT(gt_release(ws, sk, relayproc_domain(rp), "big", dir, oid0) ==
 	    0);
+	b = (struct big){ rp, ws, sk, dir, url, repo };
 
 	/* Over the per-push limit: stopped, git says why, nothing kept. */
-	T_ASSERT(gt_commit_random(dir, "big.bin", 3 * MAX_PUSH / 2, oid) ==
-	    0);
-	T_ASSERT(gt_state(ws, sk, t + 1, "big", oid) == 0);
-	T_CHECK(push_stopped(dir, url, repo, oid0, oid, "push too large: a "
-	    "push may send at most 2097152 bytes here"));
-	T_CHECK(ctl_metric(rp, "graspd_git_pushes_over_limit_total"
-	    "{role=\"relayd\",limit=\"push_bytes\"}") == 1);
+	T_CHECK(over_limit(&b, t + 1, "big.bin", 3 * MAX_PUSH / 2, oid0,
+	    "push too large: a push may send at most 2097152 bytes here",
+	    "push_bytes"));
 
 	/* Under it: two pushes fill the repository near its limit. */
 	T_ASSERT(gt_git(dir, NULL, "reset", "-q", "--hard", oid0, NULL) == 0);
@@ -468,12 +497,9 @@ test_push_bytes_capped(void)
 	memcpy(oid0, oid, sizeof(oid0));
 
 	/* The next would pass the repository's limit. */
-	T_ASSERT(gt_commit_random(dir, "c.bin", UNDER_PUSH, oid) == 0);
-	T_ASSERT(gt_state(ws, sk, t + 4, "big", oid) == 0);
-	T_CHECK(push_stopped(dir, url, repo, oid0, oid, "repository too "
-	    "large: the repository would pass 5242880 bytes"));
-	T_CHECK(ctl_metric(rp, "graspd_git_pushes_over_limit_total"
-	    "{role=\"relayd\",limit=\"repo_bytes\"}") == 1);
+	T_CHECK(over_limit(&b, t + 4, "c.bin", UNDER_PUSH, oid0,
+	    "repository too large: the repository would pass 5242880 bytes",
+	    "repo_bytes"));
 	free(out);
 	wsc_close(ws);
 	if (t_case_failed)

@@ -191,6 +191,14 @@ release(struct relayproc *rp, int owner, const char *d)
 	return release_dir(rp, owner, d, dir, sizeof(dir), NULL);
 }
 
+/* Publishes owner's announcement ann of d to B and releases it. */
+static int
+host_on_b(const struct event *ann, int owner, const char *d)
+{
+	return ann != NULL && publish(b, ann) == 0 &&
+	    release(b, owner, d) == 0 ? 0 : -1;
+}
+
 /* The pid and restarts of a role from graspctl status; -1 if unknown. */
 static long
 role_pid(struct relayproc *rp, const char *role, long *restarts)
@@ -487,9 +495,7 @@ discovery_without_bootstrap_pulls_patch_and_issue(void)
 
 	/* B has no bootstrap: only this announcement names the peer. */
 	ann = announcement(1, "found", t_first, hosts, 1, relays, 1, NULL);
-	T_ASSERT(ann != NULL);
-	T_ASSERT(publish(b, ann) == 0);
-	T_ASSERT(release(b, 1, "found") == 0);
+	T_ASSERT(host_on_b(ann, 1, "found") == 0);
 	T_ASSERT(seed_peer(ann) == 0);
 	T_EQ_INT(client_wait_id(b, patch, 15), 1);
 	T_EQ_INT(client_wait_id(b, issue, 15), 1);
@@ -542,9 +548,7 @@ short_outage_catches_up_from_before_the_disconnect(void)
 	/* A repository naming the peer is released meanwhile: its first
 	 * requests fail, and must not cost the others their catch-up. */
 	ann = announcement(12, "during", t_first, hosts, 1, relays, 1, NULL);
-	T_ASSERT(ann != NULL);
-	T_ASSERT(publish(b, ann) == 0);
-	T_ASSERT(release(b, 12, "during") == 0);
+	T_ASSERT(host_on_b(ann, 12, "during") == 0);
 	T_ASSERT(seed_on_later(ann) == 0);
 	tuser_coord(KEYS, 12, "during", coord, sizeof(coord));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
@@ -696,9 +700,7 @@ unreachable_relay_backs_off_and_is_reported(void)
 	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
 	snprintf(dead, sizeof(dead), "ws://127.0.0.1:%d", port);
 	ann = announcement(20, "nowhere", t_first, hosts, 1, relays, 1, NULL);
-	T_ASSERT(ann != NULL);
-	T_ASSERT(publish(b, ann) == 0);
-	T_ASSERT(release(b, 20, "nowhere") == 0);
+	T_ASSERT(host_on_b(ann, 20, "nowhere") == 0);
 
 	deadline = wsc_now_ms() + 15000;
 	while (!(seen && metric) && wsc_now_ms() < deadline) {
@@ -769,9 +771,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 
 	ann = announcement(30, "besieged", t_first, hosts, 1, relays, 2,
 	    NULL);
-	T_ASSERT(ann != NULL);
-	T_ASSERT(publish(b, ann) == 0);
-	T_ASSERT(release(b, 30, "besieged") == 0);
+	T_ASSERT(host_on_b(ann, 30, "besieged") == 0);
 	T_ASSERT(seed_peer(ann) == 0);
 	T_EQ_INT(client_wait_id(b, both, 15), 1);
 

@@ -1113,8 +1113,13 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 		if (qb->qb_drive == QD_AUTHOR || qb->qb_drive == QD_PAIR)
 			buf_printf(b, " AND e.pubkey = ?%d",
 			    qb->qb_authors.ql_first + (int)a);
+		/*
+		 * A pair's arm scans the author's entries of events_pubkey
+		 * newest first and tests the kind each holds (db.c, step 4).
+		 */
 		if (qb->qb_drive == QD_KIND || qb->qb_drive == QD_PAIR)
-			buf_printf(b, " AND e.kind = ?%d",
+			buf_printf(b, " AND %se.kind = ?%d",
+			    qb->qb_drive == QD_PAIR ? "+" : "",
 			    qb->qb_kinds.ql_first + (int)k);
 		if (qb->qb_drive != QD_PLAIN || f->f_ntags == 0)
 			plus = "";

@@ -1170,8 +1170,11 @@ sql_int(sqlite3 *db, const char *sql)
 static void
 schema_3_database_migrates_and_keeps_its_events(void)
 {
-	/* Schema step 1's tags, as databases of schema 1 to 3 hold it. */
+	/* Schema step 1's indexes and tags, as schemas 1 to 3 hold them. */
 	static const char v3[] = "BEGIN;"
+	    "DROP INDEX events_pubkey;"
+	    "CREATE INDEX events_pubkey ON events(pubkey, created_at);"
+	    "CREATE INDEX events_pubkey_kind ON events(pubkey, kind, created_at);"
 	    "CREATE INDEX tags_event ON tags(event);"
 	    "PRAGMA writable_schema=ON;"
 	    "UPDATE sqlite_schema SET sql = 'CREATE TABLE tags ("
@@ -1195,7 +1198,7 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	struct event	*keep = ev_new(sk3, 130, 1, "[[\"t\",\"x\"]]", "k");
 	struct event	*del = NULL;
 	sqlite3		*db;
-	char		 path[128], coord[128];
+	char		 path[128], coord[128], q[256];
 
 	T_ASSERT(s != NULL && prof && prof2 && note && ann && keep);
 	snprintf(path, sizeof(path), "%s", sqlite3_db_filename(store_sqlite(s),
@@ -1212,7 +1215,7 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	T_CHECK(sql_int(db, "SELECT count(*) FROM pragma_foreign_key_list("
 	    "'tags')") == 1);
 	T_CHECK(sql_int(db, "SELECT count(*) FROM sqlite_schema"
-	    " WHERE name = 'tags_event'") == 1);
+	    " WHERE name IN ('tags_event', 'events_pubkey_kind')") == 2);
 	T_CHECK(sql_int(db, "PRAGMA user_version") == 3);
 	sqlite3_close(db);
 
@@ -1222,13 +1225,23 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	T_CHECK(sql_int(db, "SELECT count(*) FROM pragma_foreign_key_list("
 	    "'tags')") == 0);
 	T_CHECK(sql_int(db, "SELECT count(*) FROM sqlite_schema"
-	    " WHERE name = 'tags_event'") == 0);
+	    " WHERE name IN ('tags_event', 'events_pubkey_kind')") == 0);
+	/* One index by author: newest first, with the kind. */
+	T_CHECK(sql_int(db, "SELECT group_concat(name) = 'pubkey,created_at,"
+	    "kind' FROM (SELECT name FROM pragma_index_info('events_pubkey')"
+	    " ORDER BY seqno)") == 1);
 	T_CHECK(sql_int(db, "SELECT count(*) FROM pragma_integrity_check"
 	    " WHERE integrity_check = 'ok'") == 1);
 	T_CHECK(store_count(s) == 4);
 	/* t old, t x, p ab, t y, d repo, t x, t x. */
 	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 7);
 	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 3);
+	/* By author, and by author and kind, through the new index. */
+	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"]}", note->pubkey_hex);
+	T_CHECK(count_of(s, q) == 2);
+	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"],\"kinds\":[1,3]}",
+	    note->pubkey_hex);
+	T_CHECK(count_of(s, q) == 1);
 
 	/* The replaced version's rows go with it, and only those. */
 	T_CHECK(store_put(s, prof2, NULL) == STORE_OK);

@@ -307,6 +307,19 @@ store_event_d(const struct event *ev, size_t *lenp)
 	}
 }
 
+/* 1 if events of kind are kept under a d value (store_event_d()). */
+static int
+store_kind_has_d(uint32_t kind)
+{
+	switch (event_kind_class(kind)) {
+	case KIND_REPLACEABLE:
+	case KIND_ADDRESSABLE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* Looks up a stored event by id: 1 and its seq, pubkey, kind; 0; -1. */
 static int
 get_by_id(struct store *s, const uint8_t id[32], int64_t *seq,
@@ -487,13 +500,8 @@ apply_deletion(struct store *s, const struct event *ev)
 					return STORE_INVALID_DELETION;
 				if (pass == 0)
 					continue;
-				switch (event_kind_class(kind)) {
-				case KIND_REPLACEABLE:
-				case KIND_ADDRESSABLE:
-					break;
-				default:
+				if (!store_kind_has_d(kind))
 					continue;
-				}
 				if ((st = stmt(s, ST_MARK_ADDR_DELETED)) ==
 				    NULL)
 					return STORE_ERROR;
@@ -1108,19 +1116,27 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 		when = "t.created_at";
 		plus = "";
 	} else {
+		/*
+		 * A pair's arm scans the author's entries of events_pubkey
+		 * newest first and tests the kind each holds (db.c, step 4);
+		 * a replaceable or addressable kind's few versions come
+		 * straight from the address index instead (the planner,
+		 * without statistics, would scan the kind's index).
+		 */
+		int	addr = qb->qb_drive == QD_PAIR &&
+			    store_kind_has_d(f->f_kinds[k]);
+
 		buf_printf(b, "SELECT e.seq, %s, e.created_at, e.id"
-		    " FROM events e WHERE 1", qb->qb_items ? "NULL" : "e.json");
+		    " FROM events e%s WHERE 1", qb->qb_items ? "NULL" :
+		    "e.json", addr ? " INDEXED BY events_address" : "");
 		if (qb->qb_drive == QD_AUTHOR || qb->qb_drive == QD_PAIR)
 			buf_printf(b, " AND e.pubkey = ?%d",
 			    qb->qb_authors.ql_first + (int)a);
-		/*
-		 * A pair's arm scans the author's entries of events_pubkey
-		 * newest first and tests the kind each holds (db.c, step 4).
-		 */
 		if (qb->qb_drive == QD_KIND || qb->qb_drive == QD_PAIR)
-			buf_printf(b, " AND %se.kind = ?%d",
-			    qb->qb_drive == QD_PAIR ? "+" : "",
-			    qb->qb_kinds.ql_first + (int)k);
+			buf_printf(b, " AND %se.kind = ?%d%s",
+			    qb->qb_drive == QD_PAIR && !addr ? "+" : "",
+			    qb->qb_kinds.ql_first + (int)k,
+			    addr ? " AND e.d IS NOT NULL" : "");
 		if (qb->qb_drive != QD_PLAIN || f->f_ntags == 0)
 			plus = "";
 	}

@@ -1242,6 +1242,13 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"],\"kinds\":[1,3]}",
 	    note->pubkey_hex);
 	T_CHECK(count_of(s, q) == 1);
+	/* Replaceable and addressable kinds come from events_address. */
+	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"],\"kinds\":[0,1]}",
+	    note->pubkey_hex);
+	T_CHECK(count_of(s, q) == 2);
+	snprintf(q, sizeof(q), "{\"authors\":[\"%s\",\"%s\"],"
+	    "\"kinds\":[30617]}", note->pubkey_hex, ann->pubkey_hex);
+	T_CHECK(count_of(s, q) == 1);
 
 	/* The replaced version's rows go with it, and only those. */
 	T_CHECK(store_put(s, prof2, NULL) == STORE_OK);

@@ -174,7 +174,8 @@ static const char *const db_migrations[] = {
 	 * events_pubkey_kind become one index, by author newest first with
 	 * the kind in each entry: an (author, kind) arm scans the author's
 	 * entries and tests the kind there (store.c, "+e.kind"), without
-	 * reading the rows of other kinds.
+	 * reading the rows of other kinds; replaceable and addressable
+	 * kinds are read through events_address.
 	 *
 	 * Tag rows lose tags_event and their foreign key; store.c deletes an
 	 * event's rows by their whole key, taken from its JSON.  Secondary

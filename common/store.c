@@ -524,7 +524,8 @@ apply_deletion(struct store *s, const struct event *ev)
 				if (r == 0)
 					continue;
 				seq = sqlite3_column_int64(st, 0);
-				r = sqlite3_column_int64(st, 1) <= ev->created_at;
+				r = sqlite3_column_int64(st, 1) <=
+				    ev->created_at;
 				sqlite3_reset(st);
 				if (r && delete_seq(s, seq) == -1)
 					return STORE_ERROR;

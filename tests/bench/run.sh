@@ -286,7 +286,8 @@ relayd_threads() {
 			elif [ "$n" = relayd ]; then
 				n=other
 			fi
-			echo "${t##*/} ${n#relayd-} $(cut -d' ' -f1 "$t/schedstat")"
+			echo "${t##*/} ${n#relayd-}" \
+			    "$(cut -d' ' -f1 "$t/schedstat")"
 		done
 	done 2>/dev/null
 }

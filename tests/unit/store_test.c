@@ -1174,7 +1174,8 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	static const char v3[] = "BEGIN;"
 	    "DROP INDEX events_pubkey;"
 	    "CREATE INDEX events_pubkey ON events(pubkey, created_at);"
-	    "CREATE INDEX events_pubkey_kind ON events(pubkey, kind, created_at);"
+	    "CREATE INDEX events_pubkey_kind"
+	    "  ON events(pubkey, kind, created_at);"
 	    "CREATE INDEX tags_event ON tags(event);"
 	    "PRAGMA writable_schema=ON;"
 	    "UPDATE sqlite_schema SET sql = 'CREATE TABLE tags ("
@@ -1188,8 +1189,10 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	    "PRAGMA user_version = 3;"
 	    "COMMIT;";
 	struct store	*s = fresh();
-	struct event	*prof = ev_new(sk1, 100, 0, "[[\"t\",\"old\"]]", "p1");
-	struct event	*prof2 = ev_new(sk1, 200, 0, "[[\"t\",\"new\"]]", "p2");
+	struct event	*prof = ev_new(sk1, 100, 0, "[[\"t\",\"old\"]]",
+	    "p1");
+	struct event	*prof2 = ev_new(sk1, 200, 0, "[[\"t\",\"new\"]]",
+	    "p2");
 	struct event	*note = ev_new(sk1, 110, 1,
 	    "[[\"t\",\"x\"],[\"p\",\"ab\"],[\"t\",\"y\"],[\"subject\",\"s\"]]",
 	    "n");

@@ -168,6 +168,38 @@ static const char *const db_migrations[] = {
 	"  generation INTEGER NOT NULL"
 	");"
 	"INSERT INTO plus_mark_generation VALUES (1, 0);",
+
+	/*
+	 * 4: fewer index entries per event.  events_pubkey and
+	 * events_pubkey_kind become one index, by author newest first with
+	 * the kind in each entry: an (author, kind) arm scans the author's
+	 * entries and tests the kind there (store.c, "+e.kind"), without
+	 * reading the rows of other kinds; replaceable and addressable
+	 * kinds are read through events_address.
+	 *
+	 * Tag rows lose tags_event and their foreign key; store.c deletes an
+	 * event's rows by their whole key, taken from its JSON.  Secondary
+	 * keys of a WITHOUT ROWID table carry its primary key, so tags_event
+	 * was a second copy of every tag row (18% of a 20,000-event store),
+	 * and each tag row cost two B-tree inserts and a parent lookup.
+	 * Removing a foreign key leaves the table's format as it was, so
+	 * SQLite allows it as an edit of the table's SQL (lang_altertable,
+	 * the simpler procedure); DROP INDEX bumps the schema cookie, so
+	 * other connections reload, and RESET reloads this one's.
+	 */
+	"DROP INDEX events_pubkey;"
+	"DROP INDEX events_pubkey_kind;"
+	"CREATE INDEX events_pubkey ON events(pubkey, created_at, kind);"
+	"DROP INDEX tags_event;"
+	"PRAGMA writable_schema=ON;"
+	"UPDATE sqlite_schema SET sql = 'CREATE TABLE tags ("
+	"  name TEXT NOT NULL,"
+	"  value TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  event INTEGER NOT NULL,"
+	"  PRIMARY KEY (name, value, created_at, event)"
+	") WITHOUT ROWID' WHERE type = 'table' AND name = 'tags';"
+	"PRAGMA writable_schema=RESET;",
 };
 
 #define DB_NMIGRATIONS \

@@ -45,12 +45,14 @@ enum store_stmt {
 	ST_ADDR_DELETED,
 	ST_GET_ADDR,
 	ST_HAS_ADDR,
+	ST_GET_SEQ,
 	ST_DELETE_SEQ,
 	ST_INSERT,
 	ST_INSERT_TAG,
+	ST_DELETE_TAG,
+	ST_DELETE_TAGS_SCAN,
 	ST_MARK_DELETED,
 	ST_MARK_ADDR_DELETED,
-	ST_DELETE_ADDR_UPTO,
 	ST_TAG_EXISTS,
 	ST_COUNT,
 	ST_LAST_SEQ,
@@ -73,6 +75,7 @@ static const char *const store_sql[ST_NSTMT] = {
 	    " WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
 	[ST_HAS_ADDR] = "SELECT 1 FROM events"
 	    " WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
+	[ST_GET_SEQ] = "SELECT json FROM events WHERE seq = ?1",
 	[ST_DELETE_SEQ] = "DELETE FROM events WHERE seq = ?1",
 	[ST_INSERT] = "INSERT INTO events"
 	    " (id, pubkey, created_at, kind, d, expiration, json)"
@@ -80,14 +83,17 @@ static const char *const store_sql[ST_NSTMT] = {
 	/* OR IGNORE: a tag repeated within one event is indexed once. */
 	[ST_INSERT_TAG] = "INSERT OR IGNORE INTO tags"
 	    " (name, value, created_at, event) VALUES (?1, ?2, ?3, ?4)",
+	/* The whole key: tags has no index by event (db.c, step 4). */
+	[ST_DELETE_TAG] = "DELETE FROM tags WHERE name = ?1 AND value = ?2"
+	    " AND created_at = ?3 AND event = ?4",
+	/* Only for a stored JSON that no longer parses: a full scan. */
+	[ST_DELETE_TAGS_SCAN] = "DELETE FROM tags WHERE event = ?1",
 	[ST_MARK_DELETED] =
 	    "INSERT OR IGNORE INTO deleted_ids (id, pubkey) VALUES (?1, ?2)",
 	[ST_MARK_ADDR_DELETED] = "INSERT INTO deleted_addresses"
 	    " (kind, pubkey, d, created_at) VALUES (?1, ?2, ?3, ?4)"
 	    " ON CONFLICT (kind, pubkey, d) DO UPDATE"
 	    " SET created_at = max(created_at, excluded.created_at)",
-	[ST_DELETE_ADDR_UPTO] = "DELETE FROM events WHERE kind = ?1"
-	    " AND pubkey = ?2 AND d = ?3 AND created_at <= ?4",
 	[ST_TAG_EXISTS] =
 	    "SELECT 1 FROM tags WHERE name = ?1 AND value = ?2 LIMIT 1",
 	[ST_COUNT] = "SELECT count(*) FROM events",
@@ -301,6 +307,19 @@ store_event_d(const struct event *ev, size_t *lenp)
 	}
 }
 
+/* 1 if events of kind are kept under a d value (store_event_d()). */
+static int
+store_kind_has_d(uint32_t kind)
+{
+	switch (event_kind_class(kind)) {
+	case KIND_REPLACEABLE:
+	case KIND_ADDRESSABLE:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* Looks up a stored event by id: 1 and its seq, pubkey, kind; 0; -1. */
 static int
 get_by_id(struct store *s, const uint8_t id[32], int64_t *seq,
@@ -324,12 +343,69 @@ get_by_id(struct store *s, const uint8_t id[32], int64_t *seq,
 	return 1;
 }
 
+/*
+ * Runs which (ST_INSERT_TAG or ST_DELETE_TAG) once for each tag row of ev
+ * stored as seq: the first value of every tag named by one letter a-z,
+ * A-Z (NIP-01).  One rule for both, so that a deletion finds every row
+ * the insert made.  0, or -1 after logging.
+ */
+static int
+each_tag_row(struct store *s, enum store_stmt which, const struct event *ev,
+    int64_t seq)
+{
+	sqlite3_stmt	*st;
+	uint32_t	 i;
+
+	if ((st = stmt(s, which)) == NULL)
+		return -1;
+	for (i = 0; i < ev->ntags; i++) {
+		const struct event_tag	*t = &ev->tags[i];
+
+		if (t->n < 2 || t->v[0].len != 1 || !is_letter(t->v[0].s[0]))
+			continue;
+		sqlite3_bind_text(st, 1, t->v[0].s, 1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, t->v[1].s, (int)t->v[1].len,
+		    SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, ev->created_at);
+		sqlite3_bind_int64(st, 4, seq);
+		if (step_row(s, st) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Removes the stored event seq and its tag rows, found by their keys
+ * from its JSON (tags has no index by event).  0, or -1 after logging.
+ */
 static int
 delete_seq(struct store *s, int64_t seq)
 {
 	sqlite3_stmt	*st;
+	struct event	*ev;
+	char		 err[128];
+	int		 r;
 
-	if ((st = stmt(s, ST_DELETE_SEQ)) == NULL)
+	if ((st = stmt(s, ST_GET_SEQ)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, seq);
+	if ((r = step_row(s, st)) != 1)
+		return r;
+	ev = event_parse((const char *)sqlite3_column_text(st, 0),
+	    (size_t)sqlite3_column_bytes(st, 0), err, sizeof(err));
+	sqlite3_reset(st);
+	if (ev != NULL) {
+		r = each_tag_row(s, ST_DELETE_TAG, ev, seq);
+		event_destroy(ev);
+	} else {
+		log_warnx("store: stored event %lld does not parse (%s); "
+		    "scanning the tags for its rows", (long long)seq, err);
+		if ((st = stmt(s, ST_DELETE_TAGS_SCAN)) == NULL)
+			return -1;
+		sqlite3_bind_int64(st, 1, seq);
+		r = step_row(s, st) == 0 ? 0 : -1;
+	}
+	if (r == -1 || (st = stmt(s, ST_DELETE_SEQ)) == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, seq);
 	return step_row(s, st) == 0 ? 0 : -1;
@@ -424,13 +500,8 @@ apply_deletion(struct store *s, const struct event *ev)
 					return STORE_INVALID_DELETION;
 				if (pass == 0)
 					continue;
-				switch (event_kind_class(kind)) {
-				case KIND_REPLACEABLE:
-				case KIND_ADDRESSABLE:
-					break;
-				default:
+				if (!store_kind_has_d(kind))
 					continue;
-				}
 				if ((st = stmt(s, ST_MARK_ADDR_DELETED)) ==
 				    NULL)
 					return STORE_ERROR;
@@ -441,14 +512,22 @@ apply_deletion(struct store *s, const struct event *ev)
 				sqlite3_bind_int64(st, 4, ev->created_at);
 				if (step_row(s, st) != 0)
 					return STORE_ERROR;
-				if ((st = stmt(s, ST_DELETE_ADDR_UPTO)) == NULL)
+				/* One version per address (events_address). */
+				if ((st = stmt(s, ST_GET_ADDR)) == NULL)
 					return STORE_ERROR;
 				sqlite3_bind_int64(st, 1, kind);
 				sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
 				sqlite3_bind_text(st, 3, d, (int)dlen,
 				    SQLITE_STATIC);
-				sqlite3_bind_int64(st, 4, ev->created_at);
-				if (step_row(s, st) != 0)
+				if ((r = step_row(s, st)) == -1)
+					return STORE_ERROR;
+				if (r == 0)
+					continue;
+				seq = sqlite3_column_int64(st, 0);
+				r = sqlite3_column_int64(st, 1) <=
+				    ev->created_at;
+				sqlite3_reset(st);
+				if (r && delete_seq(s, seq) == -1)
 					return STORE_ERROR;
 			}
 		}
@@ -510,7 +589,6 @@ insert_event(struct store *s, const struct event *ev, const char *d,
 {
 	sqlite3_stmt	*st;
 	int64_t		 seq, exp;
-	uint32_t	 i;
 
 	if ((st = stmt(s, ST_INSERT)) == NULL)
 		return STORE_ERROR;
@@ -530,25 +608,8 @@ insert_event(struct store *s, const struct event *ev, const char *d,
 	if (step_row(s, st) != 0)
 		return STORE_ERROR;
 	seq = sqlite3_last_insert_rowid(s->s_db);
-
-	if ((st = stmt(s, ST_INSERT_TAG)) == NULL)
+	if (each_tag_row(s, ST_INSERT_TAG, ev, seq) == -1)
 		return STORE_ERROR;
-	for (i = 0; i < ev->ntags; i++) {
-		const struct event_tag	*t = &ev->tags[i];
-		char			 name[2];
-
-		if (t->n < 2 || t->v[0].len != 1 || !is_letter(t->v[0].s[0]))
-			continue;
-		name[0] = t->v[0].s[0];
-		name[1] = '\0';
-		sqlite3_bind_text(st, 1, name, 1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 2, t->v[1].s, (int)t->v[1].len,
-		    SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, ev->created_at);
-		sqlite3_bind_int64(st, 4, seq);
-		if (step_row(s, st) != 0)
-			return STORE_ERROR;
-	}
 	if (seq_out != NULL)
 		*seq_out = seq;
 	return STORE_OK;
@@ -1056,14 +1117,27 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 		when = "t.created_at";
 		plus = "";
 	} else {
+		/*
+		 * A pair's arm scans the author's entries of events_pubkey
+		 * newest first and tests the kind each holds (db.c, step 4);
+		 * a replaceable or addressable kind's few versions come
+		 * straight from the address index instead (the planner,
+		 * without statistics, would scan the kind's index).
+		 */
+		int	addr = qb->qb_drive == QD_PAIR &&
+			    store_kind_has_d(f->f_kinds[k]);
+
 		buf_printf(b, "SELECT e.seq, %s, e.created_at, e.id"
-		    " FROM events e WHERE 1", qb->qb_items ? "NULL" : "e.json");
+		    " FROM events e%s WHERE 1", qb->qb_items ? "NULL" :
+		    "e.json", addr ? " INDEXED BY events_address" : "");
 		if (qb->qb_drive == QD_AUTHOR || qb->qb_drive == QD_PAIR)
 			buf_printf(b, " AND e.pubkey = ?%d",
 			    qb->qb_authors.ql_first + (int)a);
 		if (qb->qb_drive == QD_KIND || qb->qb_drive == QD_PAIR)
-			buf_printf(b, " AND e.kind = ?%d",
-			    qb->qb_kinds.ql_first + (int)k);
+			buf_printf(b, " AND %se.kind = ?%d%s",
+			    qb->qb_drive == QD_PAIR && !addr ? "+" : "",
+			    qb->qb_kinds.ql_first + (int)k,
+			    addr ? " AND e.d IS NOT NULL" : "");
 		if (qb->qb_drive != QD_PLAIN || f->f_ntags == 0)
 			plus = "";
 	}

@@ -16,6 +16,7 @@
  * passes lag the writer and the WAL never starts over, so the writer
  * still checkpoints in its commit at RELAY_CKPT_MAX_FRAMES (relayd.c).
  */
+#define _GNU_SOURCE	/* pthread_setname_np */
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -92,6 +93,7 @@ relay_ckpt_init(const char *path)
 		    strerror(rc));
 		goto fail;
 	}
+	pthread_setname_np(ck_thread, RELAY_CKPT_THREAD);
 	ck_started = 1;
 	return 0;
 fail:

@@ -12,6 +12,7 @@
  * accepted event.  A client's NIP-42 AUTH event takes the signature
  * path too, in order, so that an EVENT sent after it sees its result.
  */
+#define _GNU_SOURCE	/* pthread_setname_np */
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -138,6 +139,7 @@ relay_ingest_init(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0)
 		fatalx("cannot start the signature thread: %s", strerror(rc));
+	pthread_setname_np(vthread, RELAY_SIG_THREAD);
 	vstarted = 1;
 }
 

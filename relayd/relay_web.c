@@ -344,7 +344,9 @@ tag1(const struct event *ev, const char *name)
  * or NULL, JSON).  The status is the latest event of kinds 1630-1633
  * naming the thread by its author or by one of maint, a JSON array of
  * the hex keys of the owner and the maintainers its announcement lists
- * (NIP-34: only those count).  A prepared statement, or NULL.
+ * (NIP-34: only those count).  A root patch's "t" row is looked up by
+ * its whole key: tags has no index by event (db.c, step 4).  A prepared
+ * statement, or NULL.
  */
 static sqlite3_stmt *
 threads_prepare(sqlite3 *db, const char *coord, const char *maint,
@@ -360,7 +362,8 @@ threads_prepare(sqlite3 *db, const char *coord, const char *maint,
 	    " FROM tags t JOIN events e ON e.seq = t.event"
 	    " WHERE t.name = 'a' AND t.value = ?1 AND (e.kind IN (?4, ?5) OR"
 	    "  (e.kind = ?6 AND EXISTS (SELECT 1 FROM tags r WHERE"
-	    "  r.event = e.seq AND r.name = 't' AND r.value = 'root')))"
+	    "  r.name = 't' AND r.value = 'root' AND r.created_at ="
+	    "  e.created_at AND r.event = e.seq)))"
 	    " ORDER BY t.created_at DESC LIMIT ?7";
 	sqlite3_stmt	*st;
 

@@ -11,7 +11,8 @@
 # events published one at a time, the REQ -> EOSE time of #a, #e/#E,
 # authors and ids queries, the live fan-out of one event to BENCH_SUBS
 # subscribers and NIP-11 over HTTP with wrk.  Then a full graspd on an
-# empty store takes the same events the same way, and the memory of each
+# empty store takes the same events the same way (with the CPU each of
+# its relayd's threads took per event, load_cpu_*), and the memory of each
 # of its processes is read once they are quiet (mem_load_*; skipped with
 # BENCH_NO_LOAD_MEM=1).  Part two starts a full
 # graspd (supervisor and every role) on an empty store, reads the
@@ -230,6 +231,25 @@ mem() {
 	    " %d kB\n", k, sum[k] }'
 }
 
+# relayd_threads: each thread of the full graspd's relayd, one a line:
+# its id, its name (loop, sig for relayd-sig, ckpt, or other for the
+# libraries' threads) and the nanoseconds it has run (schedstat).
+relayd_threads() {
+	for p in $(tree); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = relayd ] || continue
+		for t in /proc/"$p"/task/*; do
+			n=$(cat "$t/comm")
+			if [ "${t##*/}" = "$p" ]; then
+				n=loop
+			elif [ "$n" = relayd ]; then
+				n=other
+			fi
+			echo "${t##*/} ${n#relayd-}" \
+			    "$(cut -d' ' -f1 "$t/schedstat")"
+		done
+	done 2>/dev/null
+}
+
 # Memory after the load: a full graspd (supervisor and every role) on an
 # empty store, on part one's address (the events name it), takes the
 # same events over 4 connections with 50 in flight, and each process's
@@ -239,9 +259,17 @@ if [ -z "${BENCH_NO_LOAD_MEM:-}" ]; then
 	echo "# bench: full graspd on $domain, the same $((EVENTS + SERIAL))" \
 	    "events, then its memory"
 	start_graspd "$tmp/load" "$port"
+	relayd_threads >"$tmp/cpu0"
 	timeout 900 "$ingest" publish 127.0.0.1 "$port" "$tmp/events.jsonl" \
 	    --conns 4 --inflight 50 --push "$tmp/src" >"$tmp/load.out" ||
 	    fail "ingest publish to graspd failed"
+	relayd_threads >"$tmp/cpu1"
+	# The CPU each of relayd's threads took per event: less noisy than
+	# the rates on a machine shared with other jobs.
+	awk -v n=$((EVENTS + SERIAL)) 'NR == FNR { t0[$1] = $3; next }
+	    { ns[$2] += $3 - t0[$1] } END { for (k in ns)
+	    printf "load_cpu_%s_us %.2f us\n", k, ns[k] / 1000 / n }' \
+	    "$tmp/cpu0" "$tmp/cpu1" >>"$tmp/figures"
 	awk '$1 == "publish_rate" { print "load_publish_rate", $2, $3 }
 	    $1 == "publish_ok_p99" { print "load_publish_ok_p99", $2, $3 }' \
 	    "$tmp/load.out" >>"$tmp/figures"

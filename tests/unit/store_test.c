@@ -1142,6 +1142,145 @@ query_items_ascending_without_limit_or_expired(void)
 	store_close(s);
 }
 
+/* The one integer a statement gives on db, or -1. */
+static long long
+sql_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt	*st;
+	long long	 v = -1;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/*
+ * Schema step 4 (db.c): a database of schema 3 (tags_event, and a
+ * foreign key that cascaded deletions to the tag rows) opens, migrates
+ * and keeps every event and tag row; afterwards replacing and deleting
+ * events still removes exactly their tag rows.
+ */
+static void
+schema_3_database_migrates_and_keeps_its_events(void)
+{
+	/* Schema step 1's indexes and tags, as schemas 1 to 3 hold them. */
+	static const char v3[] = "BEGIN;"
+	    "DROP INDEX events_pubkey;"
+	    "CREATE INDEX events_pubkey ON events(pubkey, created_at);"
+	    "CREATE INDEX events_pubkey_kind"
+	    "  ON events(pubkey, kind, created_at);"
+	    "CREATE INDEX tags_event ON tags(event);"
+	    "PRAGMA writable_schema=ON;"
+	    "UPDATE sqlite_schema SET sql = 'CREATE TABLE tags ("
+	    "  name TEXT NOT NULL,"
+	    "  value TEXT NOT NULL,"
+	    "  created_at INTEGER NOT NULL,"
+	    "  event INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,"
+	    "  PRIMARY KEY (name, value, created_at, event)"
+	    ") WITHOUT ROWID' WHERE type = 'table' AND name = 'tags';"
+	    "PRAGMA writable_schema=RESET;"
+	    "PRAGMA user_version = 3;"
+	    "COMMIT;";
+	struct store	*s = fresh();
+	struct event	*prof = ev_new(sk1, 100, 0, "[[\"t\",\"old\"]]",
+	    "p1");
+	struct event	*prof2 = ev_new(sk1, 200, 0, "[[\"t\",\"new\"]]",
+	    "p2");
+	struct event	*note = ev_new(sk1, 110, 1,
+	    "[[\"t\",\"x\"],[\"p\",\"ab\"],[\"t\",\"y\"],[\"subject\",\"s\"]]",
+	    "n");
+	struct event	*ann = ev_new(sk2, 120, 30617,
+	    "[[\"d\",\"repo\"],[\"t\",\"x\"]]", "a");
+	struct event	*keep = ev_new(sk3, 130, 1, "[[\"t\",\"x\"]]", "k");
+	struct event	*del = NULL;
+	sqlite3		*db;
+	char		 path[128], coord[128], q[256];
+
+	T_ASSERT(s != NULL && prof && prof2 && note && ann && keep);
+	snprintf(path, sizeof(path), "%s", sqlite3_db_filename(store_sqlite(s),
+	    "main"));
+	T_CHECK(store_put(s, prof, NULL) == STORE_OK);
+	T_CHECK(store_put(s, note, NULL) == STORE_OK);
+	T_CHECK(store_put(s, ann, NULL) == STORE_OK);
+	T_CHECK(store_put(s, keep, NULL) == STORE_OK);
+	store_close(s);
+
+	/* Back to schema 3, as relayd before step 4 left it. */
+	T_ASSERT(sqlite3_open(path, &db) == SQLITE_OK);
+	T_ASSERT(sqlite3_exec(db, v3, NULL, NULL, NULL) == SQLITE_OK);
+	T_CHECK(sql_int(db, "SELECT count(*) FROM pragma_foreign_key_list("
+	    "'tags')") == 1);
+	T_CHECK(sql_int(db, "SELECT count(*) FROM sqlite_schema"
+	    " WHERE name IN ('tags_event', 'events_pubkey_kind')") == 2);
+	T_CHECK(sql_int(db, "PRAGMA user_version") == 3);
+	sqlite3_close(db);
+
+	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
+	db = store_sqlite(s);
+	T_CHECK(sql_int(db, "PRAGMA user_version") == db_schema_version());
+	T_CHECK(sql_int(db, "SELECT count(*) FROM pragma_foreign_key_list("
+	    "'tags')") == 0);
+	T_CHECK(sql_int(db, "SELECT count(*) FROM sqlite_schema"
+	    " WHERE name IN ('tags_event', 'events_pubkey_kind')") == 0);
+	/* One index by author: newest first, with the kind. */
+	T_CHECK(sql_int(db, "SELECT group_concat(name) = 'pubkey,created_at,"
+	    "kind' FROM (SELECT name FROM pragma_index_info('events_pubkey')"
+	    " ORDER BY seqno)") == 1);
+	T_CHECK(sql_int(db, "SELECT count(*) FROM pragma_integrity_check"
+	    " WHERE integrity_check = 'ok'") == 1);
+	T_CHECK(store_count(s) == 4);
+	/* t old, t x, p ab, t y, d repo, t x, t x. */
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 7);
+	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 3);
+	/* By author, and by author and kind, through the new index. */
+	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"]}", note->pubkey_hex);
+	T_CHECK(count_of(s, q) == 2);
+	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"],\"kinds\":[1,3]}",
+	    note->pubkey_hex);
+	T_CHECK(count_of(s, q) == 1);
+	/* Replaceable and addressable kinds come from events_address. */
+	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"],\"kinds\":[0,1]}",
+	    note->pubkey_hex);
+	T_CHECK(count_of(s, q) == 2);
+	snprintf(q, sizeof(q), "{\"authors\":[\"%s\",\"%s\"],"
+	    "\"kinds\":[30617]}", note->pubkey_hex, ann->pubkey_hex);
+	T_CHECK(count_of(s, q) == 1);
+
+	/* The replaced version's rows go with it, and only those. */
+	T_CHECK(store_put(s, prof2, NULL) == STORE_OK);
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags WHERE value = 'old'")
+	    == 0);
+	T_CHECK(count_of(s, "{\"#t\":[\"new\"]}") == 1);
+	/* So do those of events deleted by id and by address (NIP-09). */
+	snprintf(coord, sizeof(coord), "30617:%s:repo", ann->pubkey_hex);
+	T_ASSERT((del = deletion(sk1, 300, note->id_hex, NULL, NULL)) != NULL);
+	T_CHECK(store_put(s, del, NULL) == STORE_OK);
+	event_destroy(del);
+	T_ASSERT((del = deletion(sk2, 300, NULL, NULL, coord)) != NULL);
+	T_CHECK(store_put(s, del, NULL) == STORE_OK);
+	T_CHECK(store_has_id(s, ann->id) == 0);
+	/* Left: t new, t x of keep, and the deletions' k, e and k, a. */
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 6);
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags t WHERE NOT EXISTS"
+	    " (SELECT 1 FROM events e WHERE e.seq = t.event)") == 0);
+	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 1);
+	store_close(s);
+
+	/* Opening again migrates nothing more. */
+	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
+	T_CHECK(store_count(s) == 4);
+	store_close(s);
+	event_destroy(del);
+	event_destroy(prof);
+	event_destroy(prof2);
+	event_destroy(note);
+	event_destroy(ann);
+	event_destroy(keep);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(db_open_creates_parents_sets_pragmas_and_migrates_once),
 	T_CASE(put_stores_once_then_reports_duplicate),
@@ -1167,6 +1306,7 @@ static const struct t_case cases[] = {
 	T_CASE(readonly_store_reads_what_writer_committed),
 	T_CASE(result_messages_follow_nip01_prefixes),
 	T_CASE(query_items_ascending_without_limit_or_expired),
+	T_CASE(schema_3_database_migrates_and_keeps_its_events),
 };
 
 T_MAIN_FIXTURE(cases, &tdir_log_fixture, &tp, 0)

@@ -172,7 +172,7 @@ soak: all tests
 deps:
 	sh scripts/deps.sh --test
 
-# The tree's C files through .clang-format.
+# The tree's C files through .clang-format (supervisor_test checks it).
 format:
 	git ls-files -z '*.c' '*.h' | xargs -0 clang-format -i
 

@@ -14,11 +14,11 @@ struct event;
 struct policy;
 
 /* NIP-42 (nips.md 1.9): the kind of the signed authentication event. */
-#define AUTH_KIND		22242
+#define AUTH_KIND	   22242
 /* NIP-42: its created_at must be near now, "on the order of 10 minutes". */
-#define AUTH_WINDOW_S		600
+#define AUTH_WINDOW_S	   600
 /* NIP-70 (nips.md 1.9): the name of the tag ["-"] that protects an event. */
-#define AUTH_PROTECTED_TAG	"-"
+#define AUTH_PROTECTED_TAG "-"
 
 /*
  * Checks ev, the event of a client's ["AUTH", <event>], against the
@@ -30,10 +30,10 @@ struct policy;
  * the signature (the caller does, on its verification path).  Returns 0,
  * or -1 with an "invalid: ..." OK message in msg.  Never exits.
  */
-int	auth_check_event(const struct event *ev, const char *challenge,
-	    const struct policy *pl, int64_t now, char *msg, size_t msglen);
+int auth_check_event(const struct event *ev, const char *challenge,
+    const struct policy *pl, int64_t now, char *msg, size_t msglen);
 
 /* 1 if ev carries the NIP-70 tag ["-"], else 0. */
-int	auth_protected(const struct event *ev);
+int auth_protected(const struct event *ev);
 
 #endif

@@ -12,8 +12,8 @@
 void
 buf_reserve(struct buf *b, size_t n)
 {
-	size_t	 cap;
-	char	*p;
+	size_t cap;
+	char  *p;
 
 	if (b->b_len + n + 1 <= b->b_cap)
 		return;
@@ -53,7 +53,7 @@ buf_adds(struct buf *b, const char *s)
 void
 buf_printf(struct buf *b, const char *fmt, ...)
 {
-	va_list	ap;
+	va_list ap;
 	int	n;
 
 	va_start(ap, fmt);
@@ -76,19 +76,20 @@ buf_printf(struct buf *b, const char *fmt, ...)
 void
 buf_add_jstr(struct buf *b, const char *s, size_t len)
 {
-	static const char	 hex[] = "0123456789abcdef";
-	const unsigned char	*p = (const unsigned char *)s;
-	size_t			 i, run;
-	char			*o;
+	static const char    hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t		     i, run;
+	char		    *o;
 
 	/* Worst case 6 bytes per input byte, plus the quotes. */
 	buf_reserve(b, len * 6 + 2);
 	o = b->b_data + b->b_len;
 	*o++ = '"';
-	for (i = 0; i < len; ) {
+	for (i = 0; i < len;) {
 		/* Copy plain runs in one go: the common case. */
 		for (run = i; run < len && p[run] >= 0x20 && p[run] != '"' &&
-		    p[run] != '\\'; run++)
+		     p[run] != '\\';
+		     run++)
 			;
 		if (run > i) {
 			memcpy(o, p + i, run - i);
@@ -97,15 +98,39 @@ buf_add_jstr(struct buf *b, const char *s, size_t len)
 			continue;
 		}
 		switch (p[i]) {
-		case '"':  *o++ = '\\'; *o++ = '"'; break;
-		case '\\': *o++ = '\\'; *o++ = '\\'; break;
-		case '\n': *o++ = '\\'; *o++ = 'n'; break;
-		case '\r': *o++ = '\\'; *o++ = 'r'; break;
-		case '\t': *o++ = '\\'; *o++ = 't'; break;
-		case '\b': *o++ = '\\'; *o++ = 'b'; break;
-		case '\f': *o++ = '\\'; *o++ = 'f'; break;
+		case '"':
+			*o++ = '\\';
+			*o++ = '"';
+			break;
+		case '\\':
+			*o++ = '\\';
+			*o++ = '\\';
+			break;
+		case '\n':
+			*o++ = '\\';
+			*o++ = 'n';
+			break;
+		case '\r':
+			*o++ = '\\';
+			*o++ = 'r';
+			break;
+		case '\t':
+			*o++ = '\\';
+			*o++ = 't';
+			break;
+		case '\b':
+			*o++ = '\\';
+			*o++ = 'b';
+			break;
+		case '\f':
+			*o++ = '\\';
+			*o++ = 'f';
+			break;
 		default:
-			*o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
+			*o++ = '\\';
+			*o++ = 'u';
+			*o++ = '0';
+			*o++ = '0';
 			*o++ = hex[p[i] >> 4];
 			*o++ = hex[p[i] & 0xf];
 			break;
@@ -120,9 +145,9 @@ buf_add_jstr(struct buf *b, const char *s, size_t len)
 void
 buf_add_hex(struct buf *b, const unsigned char *p, size_t n)
 {
-	static const char	hex[] = "0123456789abcdef";
-	size_t			i;
-	char		       *o;
+	static const char hex[] = "0123456789abcdef";
+	size_t		  i;
+	char		 *o;
 
 	buf_reserve(b, n * 2);
 	o = b->b_data + b->b_len;
@@ -153,7 +178,7 @@ buf_free(struct buf *b)
 char *
 buf_release(struct buf *b, size_t *lenp)
 {
-	char	*p = b->b_data;
+	char *p = b->b_data;
 
 	if (p == NULL) {
 		if ((p = strdup("")) == NULL)

@@ -10,27 +10,30 @@
 #include <stddef.h>
 
 struct buf {
-	char	*b_data;	/* always NUL-terminated after a write */
-	size_t	 b_len;
-	size_t	 b_cap;
+	char  *b_data; /* always NUL-terminated after a write */
+	size_t b_len;
+	size_t b_cap;
 };
 
-#define BUF_INIT	{ NULL, 0, 0 }
+#define BUF_INIT \
+	{ \
+		NULL, 0, 0 \
+	}
 
 /* Makes room for n more bytes (plus a NUL). */
-void	buf_reserve(struct buf *, size_t n);
-void	buf_add(struct buf *, const void *, size_t);
-void	buf_addc(struct buf *, char);
-void	buf_adds(struct buf *, const char *);
-void	buf_printf(struct buf *, const char *, ...)
-	    __attribute__((format(printf, 2, 3)));
+void buf_reserve(struct buf *, size_t n);
+void buf_add(struct buf *, const void *, size_t);
+void buf_addc(struct buf *, char);
+void buf_adds(struct buf *, const char *);
+void buf_printf(struct buf *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Appends s as a JSON string literal with NIP-01 canonical escaping. */
-void	buf_add_jstr(struct buf *, const char *s, size_t len);
+void  buf_add_jstr(struct buf *, const char *s, size_t len);
 /* Appends the lowercase hex of n bytes. */
-void	buf_add_hex(struct buf *, const unsigned char *, size_t n);
-void	buf_reset(struct buf *);
-void	buf_free(struct buf *);
+void  buf_add_hex(struct buf *, const unsigned char *, size_t n);
+void  buf_reset(struct buf *);
+void  buf_free(struct buf *);
 /* Takes the data out; the buffer is empty afterwards.  Caller frees. */
-char	*buf_release(struct buf *, size_t *lenp);
+char *buf_release(struct buf *, size_t *lenp);
 
 #endif

@@ -4,7 +4,7 @@
  * loop (see child.h).  Used by relayd (git upload-pack/receive-pack, ref
  * alignment, web pages) and syncd (git-data hunting).
  */
-#define _GNU_SOURCE	/* posix_spawn_file_actions_addclosefrom_np */
+#define _GNU_SOURCE /* posix_spawn_file_actions_addclosefrom_np */
 #include <sys/queue.h>
 #include <sys/wait.h>
 
@@ -21,14 +21,14 @@
 #include "proc.h"
 
 struct child {
-	TAILQ_ENTRY(child)	 c_entry;
-	pid_t			 c_pid;
-	int64_t			 c_deadline;	/* ms, proc_now_ms() */
-	int			 c_killed;
-	int			 c_status;
-	char			*c_what;
-	child_done_cb		*c_cb;		/* NULL: abandoned */
-	void			*c_arg;
+	TAILQ_ENTRY(child) c_entry;
+	pid_t		   c_pid;
+	int64_t		   c_deadline; /* ms, proc_now_ms() */
+	int		   c_killed;
+	int		   c_status;
+	char		  *c_what;
+	child_done_cb	  *c_cb; /* NULL: abandoned */
+	void		  *c_arg;
 };
 
 TAILQ_HEAD(child_list, child);
@@ -37,13 +37,13 @@ const char *const child_git_fetch[] = { "fetch", "--quiet", "--no-tags",
 	"--no-write-fetch-head", "--no-auto-gc", NULL };
 
 /* Running, then reaped until its callback has run. */
-static struct child_list	 running = TAILQ_HEAD_INITIALIZER(running);
-static struct child_list	 reaped = TAILQ_HEAD_INITIALIZER(reaped);
-static int			 nrunning;
-static struct lws_context	*child_lws;
-static int64_t			 child_check_ms;
-static lws_sorted_usec_list_t	 child_sul;
-static int			 child_armed;
+static struct child_list      running = TAILQ_HEAD_INITIALIZER(running);
+static struct child_list      reaped = TAILQ_HEAD_INITIALIZER(reaped);
+static int		      nrunning;
+static struct lws_context    *child_lws;
+static int64_t		      child_check_ms;
+static lws_sorted_usec_list_t child_sul;
+static int		      child_armed;
 
 static void
 std_fd(posix_spawn_file_actions_t *fa, int fd, int target, int flags)
@@ -61,11 +61,11 @@ pid_t
 child_spawn(char *const argv[], int fd_in, int fd_out, int fd_err,
     char *const envp[])
 {
-	posix_spawn_file_actions_t	 fa;
-	posix_spawnattr_t		 attr;
-	sigset_t			 none, dflt;
-	pid_t				 pid;
-	int				 rc;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t	   attr;
+	sigset_t		   none, dflt;
+	pid_t			   pid;
+	int			   rc;
 
 	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
@@ -73,8 +73,8 @@ child_spawn(char *const argv[], int fd_in, int fd_out, int fd_err,
 	sigaddset(&dflt, SIGPIPE);
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setsigdefault(&attr, &dflt);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-	    POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setflags(&attr,
+	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	posix_spawn_file_actions_init(&fa);
 	std_fd(&fa, fd_in, 0, O_RDONLY);
 	std_fd(&fa, fd_out, 1, O_WRONLY);
@@ -93,7 +93,7 @@ child_spawn(char *const argv[], int fd_in, int fd_out, int fd_err,
 
 /* The table. */
 
-static void	child_timer(lws_sorted_usec_list_t *);
+static void child_timer(lws_sorted_usec_list_t *);
 
 /* Arms the check while children run (SIGCHLD, when caught, is faster). */
 static void
@@ -135,17 +135,17 @@ child_init(struct lws_context *ctx, int64_t check_ms)
 
 pid_t
 child_start(char *const argv[], int fd_in, int fd_out, int fd_err,
-    char *const envp[], int64_t timeout_ms, const char *what,
-    child_done_cb *cb, void *arg)
+    char *const envp[], int64_t timeout_ms, const char *what, child_done_cb *cb,
+    void *arg)
 {
-	struct child	*ch;
+	struct child *ch;
 
 	if ((ch = calloc(1, sizeof(*ch))) == NULL ||
 	    (ch->c_what = strdup(what)) == NULL)
 		fatal("child_start");
 	if ((ch->c_pid = child_spawn(argv, fd_in, fd_out, fd_err, envp)) ==
 	    -1) {
-		int	saved = errno;
+		int saved = errno;
 
 		child_free(ch);
 		errno = saved;
@@ -163,9 +163,9 @@ child_start(char *const argv[], int fd_in, int fd_out, int fd_err,
 static struct child *
 child_find(struct child_list *l, pid_t pid)
 {
-	struct child	*ch;
+	struct child *ch;
 
-	TAILQ_FOREACH(ch, l, c_entry)
+	TAILQ_FOREACH (ch, l, c_entry)
 		if (ch->c_pid == pid)
 			return ch;
 	return NULL;
@@ -174,7 +174,7 @@ child_find(struct child_list *l, pid_t pid)
 void
 child_kill(pid_t pid)
 {
-	struct child	*ch;
+	struct child *ch;
 
 	if ((ch = child_find(&running, pid)) == NULL || ch->c_killed)
 		return;
@@ -185,7 +185,7 @@ child_kill(pid_t pid)
 void
 child_abandon(pid_t pid)
 {
-	struct child	*ch;
+	struct child *ch;
 
 	/* Reaped with its callback to come (a sibling's callback runs). */
 	if ((ch = child_find(&running, pid)) == NULL) {
@@ -206,10 +206,10 @@ child_count(void)
 void
 child_reap(void)
 {
-	struct child	*ch, *next;
-	int64_t		 now = proc_now_ms();
-	int		 st;
-	pid_t		 r;
+	struct child *ch, *next;
+	int64_t	      now = proc_now_ms();
+	int	      st;
+	pid_t	      r;
 
 	for (ch = TAILQ_FIRST(&running); ch != NULL; ch = next) {
 		next = TAILQ_NEXT(ch, c_entry);
@@ -217,14 +217,16 @@ child_reap(void)
 		if (r == ch->c_pid || (r == -1 && errno == ECHILD)) {
 			TAILQ_REMOVE(&running, ch, c_entry);
 			nrunning--;
-			ch->c_status = r == -1 ? 255 : WIFEXITED(st) ?
-			    WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			ch->c_status = r == -1 ? 255 :
+			    WIFEXITED(st)      ? WEXITSTATUS(st) :
+						 128 + WTERMSIG(st);
 			TAILQ_INSERT_TAIL(&reaped, ch, c_entry);
 			continue;
 		}
 		if (!ch->c_killed && now >= ch->c_deadline) {
 			log_warnx("%s process %ld overran its time; killing "
-			    "it", ch->c_what, (long)ch->c_pid);
+				  "it",
+			    ch->c_what, (long)ch->c_pid);
 			kill(ch->c_pid, SIGKILL);
 			ch->c_killed = 1;
 		}
@@ -247,8 +249,8 @@ child_reap(void)
 void
 child_kill_all(void)
 {
-	struct child	*ch;
-	int		 st;
+	struct child *ch;
+	int	      st;
 
 	while ((ch = TAILQ_FIRST(&running)) != NULL) {
 		TAILQ_REMOVE(&running, ch, c_entry);

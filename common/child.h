@@ -23,7 +23,7 @@
 struct lws_context;
 
 /* For child_spawn()'s descriptors: keep the parent's one. */
-#define CHILD_INHERIT	(-2)
+#define CHILD_INHERIT (-2)
 
 /*
  * "fetch" and the options with which a role's git fetch brings objects
@@ -41,8 +41,8 @@ extern const char *const child_git_fetch[];
  * errno set.  Never exits.  The child is not in the table: the caller
  * reaps it (child_start() is the usual way).
  */
-pid_t	child_spawn(char *const argv[], int fd_in, int fd_out, int fd_err,
-	    char *const envp[]);
+pid_t child_spawn(char *const argv[], int fd_in, int fd_out, int fd_err,
+    char *const envp[]);
 
 /*
  * A child of the table ended: its pid, its status (exit code, 128 +
@@ -59,7 +59,7 @@ typedef void child_done_cb(pid_t pid, int status, int killed, void *arg);
  * (children started earlier are checked from then on).  Called again,
  * it replaces both.  Never exits.
  */
-void	child_init(struct lws_context *ctx, int64_t check_ms);
+void child_init(struct lws_context *ctx, int64_t check_ms);
 
 /*
  * child_spawn() with the child in the table: SIGKILL once timeout_ms
@@ -69,35 +69,35 @@ void	child_init(struct lws_context *ctx, int64_t check_ms);
  * Returns the pid, or -1 with errno set (nothing is logged, no callback
  * runs).  Exits on allocation failure.
  */
-pid_t	child_start(char *const argv[], int fd_in, int fd_out, int fd_err,
-	    char *const envp[], int64_t timeout_ms, const char *what,
-	    child_done_cb *cb, void *arg);
+pid_t child_start(char *const argv[], int fd_in, int fd_out, int fd_err,
+    char *const envp[], int64_t timeout_ms, const char *what, child_done_cb *cb,
+    void *arg);
 
 /* Kills the child now (SIGKILL); its callback still runs when reaped. */
-void	child_kill(pid_t pid);
+void child_kill(pid_t pid);
 
 /*
  * Kills the child now (SIGKILL) and forgets its callback: the caller's
  * argument may be freed at once.  The table still reaps and counts it
  * until it has ended.  A pid not in the table is ignored.
  */
-void	child_abandon(pid_t pid);
+void child_abandon(pid_t pid);
 
 /*
  * Reaps the children that ended and kills those past their deadline,
  * then runs the callbacks of the reaped ones.  Safe to call at any time,
  * from a callback too.  Never exits.
  */
-void	child_reap(void);
+void child_reap(void);
 
 /* Children in the table: started and not yet reaped. */
-int	child_count(void);
+int child_count(void);
 
 /*
  * Kills every child of the table and waits for each (blocking), without
  * running any callback; the table is empty afterwards.  For a role's
  * shutdown.
  */
-void	child_kill_all(void);
+void child_kill_all(void);
 
 #endif

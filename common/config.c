@@ -32,41 +32,41 @@
 #include "relayurl.h"
 
 enum cfg_type {
-	CT_STR,		/* free text, one line */
-	CT_PATH,	/* absolute path */
-	CT_DOMAIN,	/* host[:port] */
-	CT_BIND,	/* host:port, IPv6 as [addr]:port */
-	CT_SECKEY,	/* nsec or hex */
-	CT_REPOS,	/* list of npub, npub/identifier, identifier */
-	CT_KEYS,	/* list of npub or hex public keys */
-	CT_URL,		/* relay URL, wss:// assumed without a scheme */
-	CT_URLS,	/* list of relay URLs */
-	CT_DOMAINS,	/* list of host[:port] */
-	CT_WEBURL,	/* http:// or https:// URL */
-	CT_WEBBASE,	/* http:// or https:// host[:port], no path */
+	CT_STR,	    /* free text, one line */
+	CT_PATH,    /* absolute path */
+	CT_DOMAIN,  /* host[:port] */
+	CT_BIND,    /* host:port, IPv6 as [addr]:port */
+	CT_SECKEY,  /* nsec or hex */
+	CT_REPOS,   /* list of npub, npub/identifier, identifier */
+	CT_KEYS,    /* list of npub or hex public keys */
+	CT_URL,	    /* relay URL, wss:// assumed without a scheme */
+	CT_URLS,    /* list of relay URLs */
+	CT_DOMAINS, /* list of host[:port] */
+	CT_WEBURL,  /* http:// or https:// URL */
+	CT_WEBBASE, /* http:// or https:// host[:port], no path */
 	CT_INT,
 	CT_BOOL,
-	CT_OPTBOOL,	/* a boolean, or -1 when unset */
+	CT_OPTBOOL, /* a boolean, or -1 when unset */
 	CT_LOGLEVEL,
 };
 
 
 struct cfg_key {
-	const char	*ck_name;	/* environment spelling */
-	enum cfg_type	 ck_type;
-	size_t		 ck_off;	/* field in struct config */
-	const char	*ck_def;	/* default, as the file writes it */
-	long		 ck_min, ck_max;	/* CT_INT only */
-	const char	*ck_help;	/* the comment in etc/graspd.conf */
-	long		 ck_roles;	/* the roles a change restarts */
+	const char   *ck_name; /* environment spelling */
+	enum cfg_type ck_type;
+	size_t	      ck_off;	      /* field in struct config */
+	const char   *ck_def;	      /* default, as the file writes it */
+	long	      ck_min, ck_max; /* CT_INT only */
+	const char   *ck_help;	      /* the comment in etc/graspd.conf */
+	long	      ck_roles;	      /* the roles a change restarts */
 };
 
-#define F(field)	offsetof(struct config, field)
+#define F(field) offsetof(struct config, field)
 /* Roles a change of a key restarts; graspd.conf(5) RELOADING says the
  * same (config_test compares them).  None: applied live (log_level). */
-#define R(r)		(1L << ROLE_##r)
-#define R_ROLES		(R(SYNCD) | R(DISCOVERYD) | R(HISTORYD))
-#define R_ALL		(R(RELAYD) | R_ROLES)
+#define R(r)	 (1L << ROLE_##r)
+#define R_ROLES	 (R(SYNCD) | R(DISCOVERYD) | R(HISTORYD))
+#define R_ALL	 (R(RELAYD) | R_ROLES)
 
 /*
  * Every key graspd knows, in the order of etc/graspd.conf.  Defaults that
@@ -76,188 +76,178 @@ struct cfg_key {
  */
 static const struct cfg_key cfg_keys[] = {
 	{ "NGIT_DOMAIN", CT_DOMAIN, F(domain), "", 0, 0,
-	  "Public host[:port] of this relay; empty means the bind address",
-	  R_ALL },
+	    "Public host[:port] of this relay; empty means the bind address",
+	    R_ALL },
 	{ "NGIT_PUBLIC_URL", CT_WEBBASE, F(public_url), "", 0, 0,
-	  "Public base URL, e.g. https://git.example.org; empty: "
-	  "http://<domain>",
-	  R(RELAYD) },
-	{ "NGIT_BIND_ADDRESS", CT_BIND, F(bind_address), "127.0.0.1:7334",
-	  0, 0,
-	  "Address and port to listen on; IPv6 is written [::1]:7334",
-	  R(RELAYD) },
+	    "Public base URL, e.g. https://git.example.org; empty: "
+	    "http://<domain>",
+	    R(RELAYD) },
+	{ "NGIT_BIND_ADDRESS", CT_BIND, F(bind_address), "127.0.0.1:7334", 0, 0,
+	    "Address and port to listen on; IPv6 is written [::1]:7334",
+	    R(RELAYD) },
 	{ "NGIT_RELAY_DATA_PATH", CT_PATH, F(relay_data_path),
-	  "/var/lib/graspd/relay", 0, 0,
-	  "Directory of the event database and the relay owner key file",
-	  R_ALL },
+	    "/var/lib/graspd/relay", 0, 0,
+	    "Directory of the event database and the relay owner key file",
+	    R_ALL },
 	{ "NGIT_GIT_DATA_PATH", CT_PATH, F(git_data_path),
-	  "/var/lib/graspd/git", 0, 0,
-	  "Directory of the hosted bare git repositories",
-	  R(RELAYD) | R(SYNCD) },
+	    "/var/lib/graspd/git", 0, 0,
+	    "Directory of the hosted bare git repositories",
+	    R(RELAYD) | R(SYNCD) },
 	{ "NGIT_RUN_PATH", CT_PATH, F(run_path), "/run/graspd", 0, 0,
-	  "Directory of the control and message sockets",
-	  R_ALL },
+	    "Directory of the control and message sockets", R_ALL },
 	{ "NGIT_USER", CT_STR, F(user), "graspd", 0, 0,
-	  "User the roles run as when graspd starts as root; root keeps "
-	  "them root",
-	  R_ALL },
+	    "User the roles run as when graspd starts as root; root keeps "
+	    "them root",
+	    R_ALL },
 	{ "NGIT_RELAY_NAME", CT_STR, F(relay_name), "", 0, 0,
-	  "NIP-11 relay name; empty means \"<domain> grasp relay\"",
-	  R(RELAYD) },
+	    "NIP-11 relay name; empty means \"<domain> grasp relay\"",
+	    R(RELAYD) },
 	{ "NGIT_RELAY_DESCRIPTION", CT_STR, F(relay_description),
-	  "Git Nostr Relay - a grasp implementation", 0, 0,
-	  "NIP-11 relay description",
-	  R(RELAYD) },
+	    "Git Nostr Relay - a grasp implementation", 0, 0,
+	    "NIP-11 relay description", R(RELAYD) },
 	{ "NGIT_RELAY_CONTACT", CT_STR, F(relay_contact), "", 0, 0,
-	  "NIP-11 contact of the operator (mailto: or https: URL, or npub)",
-	  R(RELAYD) },
+	    "NIP-11 contact of the operator (mailto: or https: URL, or npub)",
+	    R(RELAYD) },
 	{ "NGIT_RELAY_ICON", CT_WEBURL, F(relay_icon), "", 0, 0,
-	  "NIP-11 icon URL; empty means <public_url>/icon.png, served "
-	  "built in",
-	  R(RELAYD) },
+	    "NIP-11 icon URL; empty means <public_url>/icon.png, served "
+	    "built in",
+	    R(RELAYD) },
 	/* conn.c signs the roles' NIP-42 answers with it too. */
 	{ "NGIT_RELAY_OWNER_NSEC", CT_SECKEY, F(owner_sk), "", 0, 0,
-	  "Relay secret key, nsec or hex; empty: .relay-owner.nsec in "
-	  "relay_data_path",
-	  R_ALL },
+	    "Relay secret key, nsec or hex; empty: .relay-owner.nsec in "
+	    "relay_data_path",
+	    R_ALL },
 	{ "NGIT_REPOSITORY_WHITELIST", CT_REPOS, F(repo_whitelist), "", 0, 0,
-	  "Host only these repositories: npub, npub/id or id, "
-	  "comma-separated",
-	  R(RELAYD) },
+	    "Host only these repositories: npub, npub/id or id, "
+	    "comma-separated",
+	    R(RELAYD) },
 	{ "NGIT_REPOSITORY_BLACKLIST", CT_REPOS, F(repo_blacklist), "", 0, 0,
-	  "Never host these repositories (same forms); beats the whitelist",
-	  R(RELAYD) },
+	    "Never host these repositories (same forms); beats the whitelist",
+	    R(RELAYD) },
 	{ "NGIT_ARCHIVE_ALL", CT_BOOL, F(archive_all), "false", 0, 0,
-	  "GRASP-05: archive every announcement, listing this service or not "
-	  "(storage risk)",
-	  R(RELAYD) },
+	    "GRASP-05: archive every announcement, listing this service or not "
+	    "(storage risk)",
+	    R(RELAYD) },
 	{ "NGIT_ARCHIVE_WHITELIST", CT_REPOS, F(archive_whitelist), "", 0, 0,
-	  "GRASP-05: archive these repositories (npub, npub/id or id) even if "
-	  "they do not list this service",
-	  R(RELAYD) },
+	    "GRASP-05: archive these repositories (npub, npub/id or id) even if "
+	    "they do not list this service",
+	    R(RELAYD) },
 	{ "NGIT_ARCHIVE_GRASP_SERVICES", CT_DOMAINS, F(archive_grasp_services),
-	  "", 0, 0,
-	  "GRASP-05: archive repositories cloned from these host[:port] "
-	  "services; not with the two above",
-	  R(RELAYD) },
+	    "", 0, 0,
+	    "GRASP-05: archive repositories cloned from these host[:port] "
+	    "services; not with the two above",
+	    R(RELAYD) },
 	{ "NGIT_ARCHIVE_READ_ONLY", CT_OPTBOOL, F(archive_read_only), "", 0, 0,
-	  "GRASP-05: refuse pushes to archived repositories; empty: true "
-	  "while archiving",
-	  R(RELAYD) },
+	    "GRASP-05: refuse pushes to archived repositories; empty: true "
+	    "while archiving",
+	    R(RELAYD) },
 	{ "NGIT_EVENT_BLACKLIST", CT_KEYS, F(event_blacklist), "", 0, 0,
-	  "Refuse every event by these authors: npub or hex, comma-separated",
-	  R(RELAYD) },
-	{ "NGIT_MAX_CONNECTIONS", CT_INT, F(max_connections), "4096",
-	  1, 1048576,
-	  "Most websocket connections served at once",
-	  R(RELAYD) },
+	    "Refuse every event by these authors: npub or hex, comma-separated",
+	    R(RELAYD) },
+	{ "NGIT_MAX_CONNECTIONS", CT_INT, F(max_connections), "4096", 1,
+	    1048576, "Most websocket connections served at once", R(RELAYD) },
 	{ "NGIT_MAX_CONNECTIONS_PER_IP", CT_INT, F(max_connections_per_ip),
-	  "64", 0, 1048576,
-	  "Most websocket connections from one IP address; 0 is no limit",
-	  R(RELAYD) },
+	    "64", 0, 1048576,
+	    "Most websocket connections from one IP address; 0 is no limit",
+	    R(RELAYD) },
 	{ "NGIT_MAX_EVENTS_PER_MINUTE", CT_INT, F(max_events_per_minute), "60",
-	  0, 1000000,
-	  "Most events one client connection may send per minute; 0 is no "
-	  "limit",
-	  R(RELAYD) },
+	    0, 1000000,
+	    "Most events one client connection may send per minute; 0 is no "
+	    "limit",
+	    R(RELAYD) },
 	{ "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP", CT_INT,
-	  F(max_events_per_minute_per_ip), "600", 0, 100000000,
-	  "Most events per minute from one IP address, all connections; 0 is "
-	  "no limit",
-	  R(RELAYD) },
+	    F(max_events_per_minute_per_ip), "600", 0, 100000000,
+	    "Most events per minute from one IP address, all connections; 0 is "
+	    "no limit",
+	    R(RELAYD) },
 	{ "NGIT_MAX_GIT_REQUESTS_PER_IP", CT_INT, F(max_git_requests_per_ip),
-	  "8", 0, 1048576,
-	  "Most git smart HTTP requests served at once to one IP address; 0 "
-	  "is no limit",
-	  R(RELAYD) },
-	{ "NGIT_MAX_REPOS_PER_OWNER", CT_INT, F(max_repos_per_owner), "100",
-	  0, 1000000,
-	  "Most repositories hosted for one owner key; 0 is no limit",
-	  R(RELAYD) },
-	{ "NGIT_MAX_PUSH_BYTES", CT_INT, F(max_push_bytes), "104857600",
-	  0, INT_MAX,
-	  "Most bytes one git push may send; 0 is no limit",
-	  R(RELAYD) },
-	{ "NGIT_MAX_REPO_BYTES", CT_INT, F(max_repo_bytes), "1073741824",
-	  0, INT_MAX,
-	  "Most bytes of git objects one repository may hold after a push; 0 "
-	  "is no limit",
-	  R(RELAYD) },
-	{ "NGIT_MIN_FREE_DISK_MB", CT_INT, F(min_free_disk_mb), "256",
-	  0, INT_MAX,
-	  "Refuse events and pushes while a data file system has fewer MiB "
-	  "free; 0 is no floor",
-	  R(RELAYD) },
+	    "8", 0, 1048576,
+	    "Most git smart HTTP requests served at once to one IP address; 0 "
+	    "is no limit",
+	    R(RELAYD) },
+	{ "NGIT_MAX_REPOS_PER_OWNER", CT_INT, F(max_repos_per_owner), "100", 0,
+	    1000000,
+	    "Most repositories hosted for one owner key; 0 is no limit",
+	    R(RELAYD) },
+	{ "NGIT_MAX_PUSH_BYTES", CT_INT, F(max_push_bytes), "104857600", 0,
+	    INT_MAX, "Most bytes one git push may send; 0 is no limit",
+	    R(RELAYD) },
+	{ "NGIT_MAX_REPO_BYTES", CT_INT, F(max_repo_bytes), "1073741824", 0,
+	    INT_MAX,
+	    "Most bytes of git objects one repository may hold after a push; 0 "
+	    "is no limit",
+	    R(RELAYD) },
+	{ "NGIT_MIN_FREE_DISK_MB", CT_INT, F(min_free_disk_mb), "256", 0,
+	    INT_MAX,
+	    "Refuse events and pushes while a data file system has fewer MiB "
+	    "free; 0 is no floor",
+	    R(RELAYD) },
 	{ "NGIT_LOG_LEVEL", CT_LOGLEVEL, F(log_level), "info", 0, 0,
-	  "Most verbose log level: error, warn, info or debug",
-	  0 },
+	    "Most verbose log level: error, warn, info or debug", 0 },
 	{ "NGIT_TEST", CT_BOOL, F(test), "false", 0, 0,
-	  "Test timing: periodic work every 200 ms, long delays 60 times "
-	  "shorter",
-	  R_ALL },
+	    "Test timing: periodic work every 200 ms, long delays 60 times "
+	    "shorter",
+	    R_ALL },
 	{ "NGIT_METRICS_ENABLED", CT_BOOL, F(metrics_enabled), "true", 0, 0,
-	  "Serve Prometheus metrics at /metrics on the relay port",
-	  R(RELAYD) },
+	    "Serve Prometheus metrics at /metrics on the relay port",
+	    R(RELAYD) },
 	{ "NGIT_SYNC_ENABLED", CT_BOOL, F(sync_enabled), "true", 0, 0,
-	  "Sync hosted repositories' events from other relays (GRASP-02)",
-	  R_ALL },
+	    "Sync hosted repositories' events from other relays (GRASP-02)",
+	    R_ALL },
 	{ "NGIT_SYNC_BOOTSTRAP_RELAY_URL", CT_URL, F(sync_bootstrap_relay_url),
-	  "", 0, 0,
-	  "Relay to start sync and discovery from; wss:// if no scheme",
-	  R(SYNCD) | R(DISCOVERYD) },
+	    "", 0, 0,
+	    "Relay to start sync and discovery from; wss:// if no scheme",
+	    R(SYNCD) | R(DISCOVERYD) },
 	{ "NGIT_SYNC_BASE_BACKOFF_SECS", CT_INT, F(sync_base_backoff_secs), "5",
-	  1, 86400,
-	  "First reconnect delay and connect timeout for other relays, "
-	  "seconds",
-	  R_ROLES },
+	    1, 86400,
+	    "First reconnect delay and connect timeout for other relays, "
+	    "seconds",
+	    R_ROLES },
 	{ "NGIT_SYNC_MAX_BACKOFF_SECS", CT_INT, F(sync_max_backoff_secs),
-	  "3600", 1, 604800,
-	  "Longest reconnect delay for other relays, seconds",
-	  R_ROLES },
+	    "3600", 1, 604800,
+	    "Longest reconnect delay for other relays, seconds", R_ROLES },
 	{ "NGIT_SYNC_DISABLE_NEGENTROPY", CT_BOOL, F(sync_disable_negentropy),
-	  "false", 0, 0,
-	  "Sync with REQ and EOSE only, never NIP-77 negentropy",
-	  R(SYNCD) },
+	    "false", 0, 0,
+	    "Sync with REQ and EOSE only, never NIP-77 negentropy", R(SYNCD) },
 	{ "NGIT_SYNC_ALLOW_PRIVATE_TARGETS", CT_BOOL,
-	  F(sync_allow_private_targets), "false", 0, 0,
-	  "Let sync dial loopback and private addresses (tests, private "
-	  "networks)",
-	  R_ROLES },
-	{ "NGIT_SYNC_PLUS_ENABLED", CT_BOOL, F(sync_plus_enabled), "true",
-	  0, 0,
-	  "Proactive sync plus (GRASP-03): follow participants' mailboxes",
-	  R_ALL },
+	    F(sync_allow_private_targets), "false", 0, 0,
+	    "Let sync dial loopback and private addresses (tests, private "
+	    "networks)",
+	    R_ROLES },
+	{ "NGIT_SYNC_PLUS_ENABLED", CT_BOOL, F(sync_plus_enabled), "true", 0, 0,
+	    "Proactive sync plus (GRASP-03): follow participants' mailboxes",
+	    R_ALL },
 	{ "NGIT_SYNC_PLUS_USER_INDEX_RELAYS", CT_URLS,
-	  F(sync_plus_user_index_relays), "", 0, 0,
-	  "Relays to look up authors' kind 0 and 10002 on, comma-separated",
-	  R(DISCOVERYD) },
+	    F(sync_plus_user_index_relays), "", 0, 0,
+	    "Relays to look up authors' kind 0 and 10002 on, comma-separated",
+	    R(DISCOVERYD) },
 	{ "NGIT_SYNC_PLUS_FALLBACK_RELAYS", CT_URLS,
-	  F(sync_plus_fallback_relays), "", 0, 0,
-	  "Mailboxes for authors found without a relay list, comma-separated",
-	  R_ROLES },
+	    F(sync_plus_fallback_relays), "", 0, 0,
+	    "Mailboxes for authors found without a relay list, comma-separated",
+	    R_ROLES },
 	{ "NGIT_PRIVATE_MODE", CT_BOOL, F(private_mode), "false", 0, 0,
-	  "Private instance: no repository-scoped probes of owners' inboxes",
-	  R(HISTORYD) },
+	    "Private instance: no repository-scoped probes of owners' inboxes",
+	    R(HISTORYD) },
 	{ "NGIT_GRASP06_ENABLE", CT_BOOL, F(grasp06_enable), "false", 0, 0,
-	  "Serve contributors' pull request refs at /prs/<npub>/<d>.git "
-	  "(GRASP-06)",
-	  R(RELAYD) },
+	    "Serve contributors' pull request refs at /prs/<npub>/<d>.git "
+	    "(GRASP-06)",
+	    R(RELAYD) },
 	{ "NGIT_GRASP06_MAX_BYTES_PER_REF", CT_INT,
-	  F(grasp06_max_bytes_per_ref), "52428800", 1, INT_MAX,
-	  "Most bytes a /prs/ push may send per ref it writes (GRASP-06)",
-	  R(RELAYD) },
+	    F(grasp06_max_bytes_per_ref), "52428800", 1, INT_MAX,
+	    "Most bytes a /prs/ push may send per ref it writes (GRASP-06)",
+	    R(RELAYD) },
 	{ "NGIT_GRASP06_MAX_BYTES_PER_SIGNER", CT_INT,
-	  F(grasp06_max_bytes_per_signer), "524288000", 1, INT_MAX,
-	  "Most bytes one signer's /prs/ repositories may hold (GRASP-06)",
-	  R(RELAYD) },
+	    F(grasp06_max_bytes_per_signer), "524288000", 1, INT_MAX,
+	    "Most bytes one signer's /prs/ repositories may hold (GRASP-06)",
+	    R(RELAYD) },
 };
 
-#define CFG_NKEYS	(sizeof(cfg_keys) / sizeof(cfg_keys[0]))
-#define CFG_PREFIX	"NGIT_"
+#define CFG_NKEYS     (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
+#define CFG_PREFIX    "NGIT_"
 /* How much of a bad value an error message quotes. */
-#define CFG_QUOTE_MAX	64
+#define CFG_QUOTE_MAX 64
 
-#define FIELD(cfg, k, T)	((T *)(void *)((char *)(cfg) + (k)->ck_off))
+#define FIELD(cfg, k, T) ((T *)(void *)((char *)(cfg) + (k)->ck_off))
 
 static void *
 xreallocarray(void *p, size_t n, size_t size)
@@ -273,8 +263,8 @@ xreallocarray(void *p, size_t n, size_t size)
 static void
 cfg_file_name(const struct cfg_key *k, char *out, size_t outlen)
 {
-	const char	*s = k->ck_name + strlen(CFG_PREFIX);
-	size_t		 i;
+	const char *s = k->ck_name + strlen(CFG_PREFIX);
+	size_t	    i;
 
 	for (i = 0; s[i] != '\0' && i + 1 < outlen; i++)
 		out[i] = (char)tolower((unsigned char)s[i]);
@@ -284,8 +274,8 @@ cfg_file_name(const struct cfg_key *k, char *out, size_t outlen)
 static const struct cfg_key *
 cfg_lookup(const char *name)
 {
-	char	lname[64];
-	size_t	i;
+	char   lname[64];
+	size_t i;
 
 	for (i = 0; i < CFG_NKEYS; i++) {
 		if (strcmp(name, cfg_keys[i].ck_name) == 0)
@@ -300,15 +290,15 @@ cfg_lookup(const char *name)
 static int
 is_blank(int c)
 {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' ||
-	    c == '\v' || c == '\f';
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' ||
+	    c == '\f';
 }
 
 /* Trims blanks from both ends of s in place; returns the new start. */
 static char *
 trim(char *s)
 {
-	size_t	n;
+	size_t n;
 
 	while (is_blank((unsigned char)*s))
 		s++;
@@ -339,7 +329,7 @@ has_space_or_ctrl(const char *s)
 static void
 repo_rules_free(struct cfg_repo_rules *rr)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < rr->n; i++)
 		free(rr->v[i].identifier);
@@ -352,8 +342,8 @@ repo_rules_free(struct cfg_repo_rules *rr)
 static void
 cfg_clear(struct config *cfg, const struct cfg_key *k)
 {
-	struct cfg_keys	*ks;
-	struct cfg_strs	*ss;
+	struct cfg_keys *ks;
+	struct cfg_strs *ss;
 
 	switch (k->ck_type) {
 	case CT_STR:
@@ -407,13 +397,13 @@ cfg_clear(struct config *cfg, const struct cfg_key *k)
 static const char *
 parse_hostport(const char *v, int port_required, char **hostp, int *portp)
 {
-	struct in6_addr	 a6;
-	struct in_addr	 a4;
-	const char	*p, *port = NULL, *label;
-	char		 host[256];
-	size_t		 hlen, llen;
-	long		 n;
-	int		 alldigits;
+	struct in6_addr a6;
+	struct in_addr	a4;
+	const char     *p, *port = NULL, *label;
+	char		host[256];
+	size_t		hlen, llen;
+	long		n;
+	int		alldigits;
 
 	*hostp = NULL;
 	*portp = 0;
@@ -455,7 +445,7 @@ parse_hostport(const char *v, int port_required, char **hostp, int *portp)
 					if (llen == 0 || llen > 63 ||
 					    label[0] == '-' || p[-1] == '-')
 						return "is not an IP address "
-						    "or host name";
+						       "or host name";
 					if (*p == '\0')
 						break;
 					label = p + 1;
@@ -464,7 +454,7 @@ parse_hostport(const char *v, int port_required, char **hostp, int *portp)
 				}
 				if (!isalnum((unsigned char)*p) && *p != '-')
 					return "is not an IP address or "
-					    "host name";
+					       "host name";
 				if (!isdigit((unsigned char)*p))
 					alldigits = 0;
 			}
@@ -476,8 +466,9 @@ parse_hostport(const char *v, int port_required, char **hostp, int *portp)
 		if (port_required)
 			return "has no port (host:port)";
 	} else {
-		if (*port == '\0' || strspn(port, "0123456789") !=
-		    strlen(port) || strlen(port) > 5)
+		if (*port == '\0' ||
+		    strspn(port, "0123456789") != strlen(port) ||
+		    strlen(port) > 5)
 			return "has a port that is not a number";
 		n = strtol(port, NULL, 10);
 		if (n < 1 || n > 65535)
@@ -497,9 +488,9 @@ parse_hostport(const char *v, int port_required, char **hostp, int *portp)
 static char *
 parse_web_url(const char *v, int base, const char **why)
 {
-	const char	*rest, *end;
-	char		*url, *hp, *host;
-	int		 port, tls;
+	const char *rest, *end;
+	char	   *url, *hp, *host;
+	int	    port, tls;
 
 	if (has_space_or_ctrl(v)) {
 		*why = "is not a URL (it contains blanks)";
@@ -514,7 +505,7 @@ parse_web_url(const char *v, int base, const char **why)
 	end = rest + strcspn(rest, "/?#");
 	if (base && *end != '\0' && strcmp(end, "/") != 0) {
 		*why = "has a path, query or fragment (write scheme://host"
-		    "[:port])";
+		       "[:port])";
 		return NULL;
 	}
 	if (memchr(rest, '@', (size_t)(end - rest)) != NULL) {
@@ -546,9 +537,9 @@ parse_web_url(const char *v, int base, const char **why)
 static char *
 parse_relay_url(const char *v, const char **why)
 {
-	const char	*rest, *p;
-	char		*url;
-	size_t		 n;
+	const char *rest, *p;
+	char	   *url;
+	size_t	    n;
 
 	if (has_space_or_ctrl(v)) {
 		*why = "is not a relay URL (it contains blanks)";
@@ -562,7 +553,7 @@ parse_relay_url(const char *v, const char **why)
 		rest = url + strlen("wss://");
 	} else {
 		if (!((p - v == 2 && strncasecmp(v, "ws", 2) == 0) ||
-		    (p - v == 3 && strncasecmp(v, "wss", 3) == 0))) {
+			(p - v == 3 && strncasecmp(v, "wss", 3) == 0))) {
 			*why = "is not a relay URL (ws:// or wss://)";
 			return NULL;
 		}
@@ -580,11 +571,11 @@ parse_relay_url(const char *v, const char **why)
 	/* The roles read it as a trusted relay URL: refuse here what they
 	 * would refuse, so that `graspd -n` says so. */
 	{
-		char		 key[RELAYURL_MAX + 1];
-		const char	*rwhy;
+		char	    key[RELAYURL_MAX + 1];
+		const char *rwhy;
 
 		if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
-		    sizeof(key), &rwhy) == -1) {
+			sizeof(key), &rwhy) == -1) {
 			free(url);
 			*why = rwhy;
 			return NULL;
@@ -598,7 +589,7 @@ static int
 for_each_item(char *v, int (*fn)(void *, const char *, char *, size_t),
     void *arg, char *why, size_t whylen)
 {
-	char	*item, *next;
+	char *item, *next;
 
 	for (item = v; item != NULL; item = next) {
 		if ((next = strchr(item, ',')) != NULL)
@@ -615,11 +606,11 @@ for_each_item(char *v, int (*fn)(void *, const char *, char *, size_t),
 static int
 add_repo_rule(void *arg, const char *item, char *why, size_t whylen)
 {
-	struct cfg_repo_rules	*rr = arg;
-	struct cfg_repo_rule	 r;
-	const char		*slash, *id = NULL;
-	char			 npub[NIP19_MAX_LEN + 1];
-	size_t			 n;
+	struct cfg_repo_rules *rr = arg;
+	struct cfg_repo_rule   r;
+	const char	      *slash, *id = NULL;
+	char		       npub[NIP19_MAX_LEN + 1];
+	size_t		       n;
 
 	memset(&r, 0, sizeof(r));
 	if ((slash = strchr(item, '/')) != NULL) {
@@ -659,12 +650,14 @@ add_repo_rule(void *arg, const char *item, char *why, size_t whylen)
 static int
 add_pubkey(void *arg, const char *item, char *why, size_t whylen)
 {
-	struct cfg_keys	*ks = arg;
+	struct cfg_keys *ks = arg;
 	uint8_t		 pk[32];
 
 	if (key_parse_pubkey(item, pk) == -1) {
-		snprintf(why, whylen, "\"%.*s\" is not an npub or 64-digit "
-		    "lowercase hex public key", CFG_QUOTE_MAX, item);
+		snprintf(why, whylen,
+		    "\"%.*s\" is not an npub or 64-digit "
+		    "lowercase hex public key",
+		    CFG_QUOTE_MAX, item);
 		return -1;
 	}
 	ks->v = xreallocarray(ks->v, ks->n + 1, sizeof(*ks->v));
@@ -675,7 +668,7 @@ add_pubkey(void *arg, const char *item, char *why, size_t whylen)
 static int
 add_url(void *arg, const char *item, char *why, size_t whylen)
 {
-	struct cfg_strs	*ss = arg;
+	struct cfg_strs *ss = arg;
 	const char	*reason;
 	char		*url;
 
@@ -693,7 +686,7 @@ add_url(void *arg, const char *item, char *why, size_t whylen)
 static int
 add_domain(void *arg, const char *item, char *why, size_t whylen)
 {
-	struct cfg_strs	*ss = arg;
+	struct cfg_strs *ss = arg;
 	const char	*reason;
 	char		*host;
 	int		 port;
@@ -716,9 +709,9 @@ add_domain(void *arg, const char *item, char *why, size_t whylen)
 static int
 parse_bool(const char *v, int *out)
 {
-	static const char	*yes[] = { "true", "1", "yes" };
-	static const char	*no[] = { "false", "0", "no" };
-	size_t			 i;
+	static const char *yes[] = { "true", "1", "yes" };
+	static const char *no[] = { "false", "0", "no" };
+	size_t		   i;
 
 	for (i = 0; i < 3; i++) {
 		if (strcasecmp(v, yes[i]) == 0) {
@@ -739,18 +732,18 @@ parse_bool(const char *v, int *out)
  * with the reason (not naming the key) in why.
  */
 static int
-cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
-    char *why, size_t whylen)
+cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
+    size_t whylen)
 {
-	struct cfg_repo_rules	 rr = { NULL, 0 };
-	struct cfg_keys		 ks = { NULL, 0 };
-	struct cfg_strs		 ss = { NULL, 0 };
-	const char		*reason;
-	const char		*digits;
-	char			*s = NULL, *host = NULL;
-	uint8_t			 sk[32];
-	long			 n;
-	int			 b, port, lvl;
+	struct cfg_repo_rules rr = { NULL, 0 };
+	struct cfg_keys	      ks = { NULL, 0 };
+	struct cfg_strs	      ss = { NULL, 0 };
+	const char	     *reason;
+	const char	     *digits;
+	char		     *s = NULL, *host = NULL;
+	uint8_t		      sk[32];
+	long		      n;
+	int		      b, port, lvl;
 
 	if (*v == '\0')
 		v = k->ck_def;
@@ -770,8 +763,10 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 		return 0;
 	case CT_PATH:
 		if (v[0] != '/' || has_ctrl(v)) {
-			snprintf(why, whylen, "\"%.*s\" is not an absolute "
-			    "path", CFG_QUOTE_MAX, v);
+			snprintf(why, whylen,
+			    "\"%.*s\" is not an absolute "
+			    "path",
+			    CFG_QUOTE_MAX, v);
 			return -1;
 		}
 		cfg_clear(cfg, k);
@@ -805,7 +800,8 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 	case CT_SECKEY:
 		/* Never quote a secret back, not even a wrong one. */
 		if (key_parse_seckey(v, sk) == -1) {
-			snprintf(why, whylen, "not a valid nsec or 64-digit "
+			snprintf(why, whylen,
+			    "not a valid nsec or 64-digit "
 			    "hex secret key");
 			return -1;
 		}
@@ -844,8 +840,8 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 		return 0;
 	case CT_WEBURL:
 	case CT_WEBBASE:
-		if ((s = parse_web_url(v, k->ck_type == CT_WEBBASE,
-		    &reason)) == NULL) {
+		if ((s = parse_web_url(v, k->ck_type == CT_WEBBASE, &reason)) ==
+		    NULL) {
 			snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, v,
 			    reason);
 			return -1;
@@ -873,9 +869,10 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 		errno = 0;
 		n = strtol(v, NULL, 10);
 		if (errno == ERANGE || n < k->ck_min || n > k->ck_max) {
-			snprintf(why, whylen, "\"%.*s\" is out of range "
-			    "(%ld to %ld)", CFG_QUOTE_MAX, v, k->ck_min,
-			    k->ck_max);
+			snprintf(why, whylen,
+			    "\"%.*s\" is out of range "
+			    "(%ld to %ld)",
+			    CFG_QUOTE_MAX, v, k->ck_min, k->ck_max);
 			return -1;
 		}
 		*FIELD(cfg, k, int) = (int)n;
@@ -883,16 +880,20 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 	case CT_BOOL:
 	case CT_OPTBOOL:
 		if (parse_bool(v, &b) == -1) {
-			snprintf(why, whylen, "\"%.*s\" is not a boolean "
-			    "(true/false, yes/no, 1/0)", CFG_QUOTE_MAX, v);
+			snprintf(why, whylen,
+			    "\"%.*s\" is not a boolean "
+			    "(true/false, yes/no, 1/0)",
+			    CFG_QUOTE_MAX, v);
 			return -1;
 		}
 		*FIELD(cfg, k, int) = b;
 		return 0;
 	case CT_LOGLEVEL:
 		if ((lvl = log_parse_level(v)) == -1) {
-			snprintf(why, whylen, "\"%.*s\" is not a log level "
-			    "(error, warn, info, debug)", CFG_QUOTE_MAX, v);
+			snprintf(why, whylen,
+			    "\"%.*s\" is not a log level "
+			    "(error, warn, info, debug)",
+			    CFG_QUOTE_MAX, v);
 			return -1;
 		}
 		*FIELD(cfg, k, enum log_level) = (enum log_level)lvl;
@@ -910,13 +911,13 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v,
 static char *
 cfg_value(char *v, const char **why)
 {
-	char	*r, *w;
+	char *r, *w;
 
 	v = trim(v);
 	if (*v != '"') {
 		for (r = v; *r != '\0'; r++)
-			if (*r == '#' && (r == v || is_blank((unsigned char)
-			    r[-1]))) {
+			if (*r == '#' &&
+			    (r == v || is_blank((unsigned char)r[-1]))) {
 				*r = '\0';
 				break;
 			}
@@ -949,14 +950,14 @@ cfg_value(char *v, const char **why)
 static int
 cfg_read_file(struct config *cfg, const char *file, char *err, size_t errlen)
 {
-	const struct cfg_key	*k;
-	const char		*why_s = NULL;
-	FILE			*fp;
-	char			*line = NULL, *s, *eq, *key, *val;
-	char			 why[256];
-	size_t			 cap = 0;
-	ssize_t			 len;
-	int			 seen[CFG_NKEYS], lineno = 0, rc = -1;
+	const struct cfg_key *k;
+	const char	     *why_s = NULL;
+	FILE		     *fp;
+	char		     *line = NULL, *s, *eq, *key, *val;
+	char		      why[256];
+	size_t		      cap = 0;
+	ssize_t		      len;
+	int		      seen[CFG_NKEYS], lineno = 0, rc = -1;
 
 	memset(seen, 0, sizeof(seen));
 	if ((fp = fopen(file, "r")) == NULL) {
@@ -986,8 +987,10 @@ cfg_read_file(struct config *cfg, const char *file, char *err, size_t errlen)
 			goto done;
 		}
 		if (seen[k - cfg_keys]) {
-			snprintf(err, errlen, "%s:%d: %s: already set on line "
-			    "%d", file, lineno, k->ck_name, seen[k - cfg_keys]);
+			snprintf(err, errlen,
+			    "%s:%d: %s: already set on line "
+			    "%d",
+			    file, lineno, k->ck_name, seen[k - cfg_keys]);
 			goto done;
 		}
 		seen[k - cfg_keys] = lineno;
@@ -1021,22 +1024,25 @@ done:
 static int
 archive_finish(struct config *cfg, char *err, size_t errlen)
 {
-	int	on = config_archiving(cfg);
+	int on = config_archiving(cfg);
 
 	if (cfg->archive_grasp_services.n > 0 && cfg->archive_all) {
-		snprintf(err, errlen, "NGIT_ARCHIVE_GRASP_SERVICES: cannot be "
+		snprintf(err, errlen,
+		    "NGIT_ARCHIVE_GRASP_SERVICES: cannot be "
 		    "combined with NGIT_ARCHIVE_ALL=true (one archive mode at "
 		    "a time)");
 		return -1;
 	}
 	if (cfg->archive_grasp_services.n > 0 && cfg->archive_whitelist.n > 0) {
-		snprintf(err, errlen, "NGIT_ARCHIVE_GRASP_SERVICES: cannot be "
+		snprintf(err, errlen,
+		    "NGIT_ARCHIVE_GRASP_SERVICES: cannot be "
 		    "combined with NGIT_ARCHIVE_WHITELIST (one archive mode at "
 		    "a time)");
 		return -1;
 	}
 	if (cfg->archive_read_only == 1 && !on) {
-		snprintf(err, errlen, "NGIT_ARCHIVE_READ_ONLY: true needs "
+		snprintf(err, errlen,
+		    "NGIT_ARCHIVE_READ_ONLY: true needs "
 		    "NGIT_ARCHIVE_ALL, NGIT_ARCHIVE_WHITELIST or "
 		    "NGIT_ARCHIVE_GRASP_SERVICES");
 		return -1;
@@ -1044,7 +1050,8 @@ archive_finish(struct config *cfg, char *err, size_t errlen)
 	if (cfg->archive_read_only == -1)
 		cfg->archive_read_only = on;
 	if (cfg->archive_read_only && cfg->repo_whitelist.n > 0) {
-		snprintf(err, errlen, "NGIT_REPOSITORY_WHITELIST: cannot be "
+		snprintf(err, errlen,
+		    "NGIT_REPOSITORY_WHITELIST: cannot be "
 		    "used with a read-only archive (NGIT_ARCHIVE_READ_ONLY); "
 		    "use NGIT_ARCHIVE_WHITELIST, or set NGIT_ARCHIVE_READ_ONLY="
 		    "false");
@@ -1064,7 +1071,7 @@ config_archiving(const struct config *cfg)
 static int
 cfg_finish(struct config *cfg, char *err, size_t errlen)
 {
-	size_t	n;
+	size_t n;
 
 	if (cfg->domain == NULL)
 		cfg->domain = xstrdup(cfg->bind_address);
@@ -1090,7 +1097,8 @@ cfg_finish(struct config *cfg, char *err, size_t errlen)
 	if (archive_finish(cfg, err, errlen) == -1)
 		return -1;
 	if (cfg->sync_max_backoff_secs < cfg->sync_base_backoff_secs) {
-		snprintf(err, errlen, "NGIT_SYNC_MAX_BACKOFF_SECS: %d is less "
+		snprintf(err, errlen,
+		    "NGIT_SYNC_MAX_BACKOFF_SECS: %d is less "
 		    "than NGIT_SYNC_BASE_BACKOFF_SECS (%d)",
 		    cfg->sync_max_backoff_secs, cfg->sync_base_backoff_secs);
 		return -1;
@@ -1101,17 +1109,17 @@ cfg_finish(struct config *cfg, char *err, size_t errlen)
 int
 config_load(struct config *cfg, const char *file, char *err, size_t errlen)
 {
-	const struct cfg_key	*k;
-	const char		*v;
-	char			 why[256];
-	size_t			 i;
+	const struct cfg_key *k;
+	const char	     *v;
+	char		      why[256];
+	size_t		      i;
 
 	memset(cfg, 0, sizeof(*cfg));
 	for (i = 0; i < CFG_NKEYS; i++) {
 		k = &cfg_keys[i];
 		if (cfg_set(cfg, k, "", why, sizeof(why)) == -1) {
-			snprintf(err, errlen, "%s: bad default: %s",
-			    k->ck_name, why);
+			snprintf(err, errlen, "%s: bad default: %s", k->ck_name,
+			    why);
 			goto fail;
 		}
 	}
@@ -1139,7 +1147,7 @@ fail:
 void
 config_free(struct config *cfg)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < CFG_NKEYS; i++)
 		cfg_clear(cfg, &cfg_keys[i]);
@@ -1151,11 +1159,10 @@ config_free(struct config *cfg)
 static void
 dump_value(struct buf *b, const char *v)
 {
-	size_t	n = strlen(v);
+	size_t n = strlen(v);
 
 	if (n > 0 && !is_blank((unsigned char)v[0]) &&
-	    !is_blank((unsigned char)v[n - 1]) &&
-	    strpbrk(v, "#\"\\") == NULL) {
+	    !is_blank((unsigned char)v[n - 1]) && strpbrk(v, "#\"\\") == NULL) {
 		buf_adds(b, v);
 		return;
 	}
@@ -1171,7 +1178,7 @@ dump_value(struct buf *b, const char *v)
 static void
 dump_npub(struct buf *b, const uint8_t pk[32])
 {
-	char	s[NIP19_KEY_BUFSZ];
+	char s[NIP19_KEY_BUFSZ];
 
 	if (nip19_encode("npub", pk, s, sizeof(s)) == 0)
 		buf_adds(b, s);
@@ -1180,16 +1187,16 @@ dump_npub(struct buf *b, const uint8_t pk[32])
 void
 config_dump(const struct config *cfg, struct buf *b)
 {
-	static const char	*lvl[] = { "error", "warn", "info", "debug" };
-	const struct cfg_key	*k;
+	static const char    *lvl[] = { "error", "warn", "info", "debug" };
+	const struct cfg_key *k;
 	const struct cfg_repo_rules *rr;
-	const struct cfg_keys	*ks;
-	const struct cfg_strs	*ss;
-	struct buf		 v = BUF_INIT;
-	const char		*s;
-	char			 name[64];
-	size_t			 i, j;
-	int			 n;
+	const struct cfg_keys	    *ks;
+	const struct cfg_strs	    *ss;
+	struct buf		     v = BUF_INIT;
+	const char		    *s;
+	char			     name[64];
+	size_t			     i, j;
+	int			     n;
 
 	for (i = 0; i < CFG_NKEYS; i++) {
 		k = &cfg_keys[i];
@@ -1217,7 +1224,8 @@ config_dump(const struct config *cfg, struct buf *b)
 			else
 				buf_printf(b, "%s = # from %s/%s\n", name,
 				    cfg->relay_data_path ?
-				    cfg->relay_data_path : "",
+					cfg->relay_data_path :
+					"",
 				    CONFIG_OWNER_KEY_FILE);
 			continue;
 		case CT_REPOS:
@@ -1245,16 +1253,15 @@ config_dump(const struct config *cfg, struct buf *b)
 		case CT_DOMAINS:
 			ss = FIELD(cfg, k, const struct cfg_strs);
 			for (j = 0; j < ss->n; j++)
-				buf_printf(&v, "%s%s", j ? ", " : "",
-				    ss->v[j]);
+				buf_printf(&v, "%s%s", j ? ", " : "", ss->v[j]);
 			break;
 		case CT_INT:
 			buf_printf(&v, "%d", *FIELD(cfg, k, const int));
 			break;
 		case CT_BOOL:
 		case CT_OPTBOOL:
-			buf_adds(&v, *FIELD(cfg, k, const int) ?
-			    "true" : "false");
+			buf_adds(&v,
+			    *FIELD(cfg, k, const int) ? "true" : "false");
 			break;
 		case CT_LOGLEVEL:
 			n = (int)*FIELD(cfg, k, const enum log_level);
@@ -1272,10 +1279,10 @@ config_dump(const struct config *cfg, struct buf *b)
 static int
 owner_key_read(const char *path, uint8_t sk[32], char *err, size_t errlen)
 {
-	struct stat	 st;
-	char		 text[256], *s;
-	ssize_t		 n;
-	int		 fd, rc = -1;
+	struct stat st;
+	char	    text[256], *s;
+	ssize_t	    n;
+	int	    fd, rc = -1;
 
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		if (errno == ENOENT)
@@ -1319,10 +1326,10 @@ done:
 static int
 owner_key_create(const char *path, uint8_t sk[32], char *err, size_t errlen)
 {
-	char		 tmp[PATH_MAX], text[NIP19_KEY_BUFSZ + 1];
-	size_t		 got, len;
-	ssize_t		 n;
-	int		 fd = -1, rc = -1;
+	char	tmp[PATH_MAX], text[NIP19_KEY_BUFSZ + 1];
+	size_t	got, len;
+	ssize_t n;
+	int	fd = -1, rc = -1;
 
 	do {
 		for (got = 0; got < 32; got += (size_t)n)
@@ -1343,7 +1350,7 @@ owner_key_create(const char *path, uint8_t sk[32], char *err, size_t errlen)
 	len = strlen(text);
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path,
-	    (long)getpid()) >= sizeof(tmp)) {
+		(long)getpid()) >= sizeof(tmp)) {
 		snprintf(err, errlen, "%s: path too long", path);
 		goto done;
 	}
@@ -1353,8 +1360,8 @@ owner_key_create(const char *path, uint8_t sk[32], char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 		goto done;
 	}
-	if (fchmod(fd, 0600) == -1 ||
-	    write(fd, text, len) != (ssize_t)len || fsync(fd) == -1) {
+	if (fchmod(fd, 0600) == -1 || write(fd, text, len) != (ssize_t)len ||
+	    fsync(fd) == -1) {
 		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 		goto done;
 	}
@@ -1384,12 +1391,11 @@ done:
 }
 
 int
-config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
-    size_t errlen)
+config_owner_key(struct config *cfg, uint8_t sk[32], char *err, size_t errlen)
 {
-	char	*path;
-	size_t	 n;
-	int	 r;
+	char  *path;
+	size_t n;
+	int    r;
 
 	if (cfg->has_owner_sk) {
 		memcpy(sk, cfg->owner_sk, 32);
@@ -1419,7 +1425,7 @@ config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
 void
 config_relay_url(const struct config *cfg, char *out, size_t outlen)
 {
-	const char	*u = cfg->public_url;
+	const char *u = cfg->public_url;
 
 	if (strncmp(u, "https://", 8) == 0)
 		snprintf(out, outlen, "wss://%s", u + 8);
@@ -1450,7 +1456,7 @@ cfg_period(const struct config *cfg, double secs)
 int
 config_key_reloadable(const char *name)
 {
-	const struct cfg_key	*k;
+	const struct cfg_key *k;
 
 	if ((k = cfg_lookup(name)) == NULL)
 		return -1;
@@ -1460,10 +1466,10 @@ config_key_reloadable(const char *name)
 void
 config_warn_env(void)
 {
-	extern char	**environ;
-	char		 name[128];
-	char		**e;
-	size_t		 n;
+	extern char **environ;
+	char	      name[128];
+	char	    **e;
+	size_t	      n;
 
 	for (e = environ; *e != NULL; e++) {
 		if (strncmp(*e, CFG_PREFIX, strlen(CFG_PREFIX)) != 0)
@@ -1475,7 +1481,8 @@ config_warn_env(void)
 		name[n] = '\0';
 		if (cfg_lookup(name) == NULL)
 			log_warnx("environment: %s is not a graspd setting; "
-			    "ignored", name);
+				  "ignored",
+			    name);
 	}
 }
 
@@ -1497,7 +1504,7 @@ config_key_info(size_t i, const char **name, const char **def,
 long
 config_key_roles(const char *name)
 {
-	const struct cfg_key	*k;
+	const struct cfg_key *k;
 
 	if ((k = cfg_lookup(name)) == NULL)
 		return -1;
@@ -1507,8 +1514,8 @@ config_key_roles(const char *name)
 int
 config_reload_log_level(struct config *cfg, const char *file)
 {
-	struct config	nc;
-	char		err[512];
+	struct config nc;
+	char	      err[512];
 
 	if (config_load(&nc, file, err, sizeof(err)) == -1) {
 		config_free(&nc);

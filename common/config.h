@@ -22,18 +22,18 @@
 struct buf;
 
 /* sysexits(3): a configuration error; the supervisor does not respawn. */
-#define CONFIG_EXIT		78
+#define CONFIG_EXIT 78
 
 /* Relay owner key file, in the relay data path, as ngit-grasp names it. */
-#define CONFIG_OWNER_KEY_FILE	".relay-owner.nsec"
+#define CONFIG_OWNER_KEY_FILE ".relay-owner.nsec"
 
 /* Ours: where relayd serves its built-in icon, the NGIT_RELAY_ICON default. */
-#define CONFIG_ICON_PATH	"/icon.png"
+#define CONFIG_ICON_PATH "/icon.png"
 
 /* Design, "Test timing": NGIT_TEST shortens delays 60-fold ... */
-#define CONFIG_TEST_DELAY_DIVISOR	60.0
+#define CONFIG_TEST_DELAY_DIVISOR 60.0
 /* ... and runs periodic work at least every 200 ms. */
-#define CONFIG_TEST_PERIOD_MAX		0.2
+#define CONFIG_TEST_PERIOD_MAX	  0.2
 
 /*
  * One repository whitelist or blacklist entry, written "npub",
@@ -41,24 +41,24 @@ struct buf;
  * names every repository of pubkey.
  */
 struct cfg_repo_rule {
-	int		 has_pubkey;
-	uint8_t		 pubkey[32];
-	char		*identifier;
+	int	has_pubkey;
+	uint8_t pubkey[32];
+	char   *identifier;
 };
 
 struct cfg_repo_rules {
-	struct cfg_repo_rule	*v;
-	size_t			 n;
+	struct cfg_repo_rule *v;
+	size_t		      n;
 };
 
 struct cfg_keys {
-	uint8_t		(*v)[32];
-	size_t		 n;
+	uint8_t (*v)[32];
+	size_t n;
 };
 
 struct cfg_strs {
-	char		**v;
-	size_t		  n;
+	char **v;
+	size_t n;
 };
 
 /*
@@ -69,57 +69,57 @@ struct cfg_strs {
  * relay_contact and owner_key_file.
  */
 struct config {
-	char		*domain;
+	char		     *domain;
 	/* scheme://host[:port] without a trailing "/", for shown URLs. */
-	char		*public_url;
-	char		*bind_address;		/* as written */
-	char		*bind_host;		/* its host, without [ ] */
-	int		 bind_port;		/* its port, 1-65535 */
-	char		*relay_data_path;
-	char		*git_data_path;
-	char		*run_path;
-	char		*user;			/* the roles' (graspd(8)) */
-	char		*relay_name;
-	char		*relay_description;
-	char		*relay_contact;
-	char		*relay_icon;
+	char		     *public_url;
+	char		     *bind_address; /* as written */
+	char		     *bind_host;    /* its host, without [ ] */
+	int		      bind_port;    /* its port, 1-65535 */
+	char		     *relay_data_path;
+	char		     *git_data_path;
+	char		     *run_path;
+	char		     *user; /* the roles' (graspd(8)) */
+	char		     *relay_name;
+	char		     *relay_description;
+	char		     *relay_contact;
+	char		     *relay_icon;
 	/* NGIT_RELAY_OWNER_NSEC, or the key file once config_owner_key ran. */
-	int		 has_owner_sk;
-	uint8_t		 owner_sk[32];
-	char		*owner_key_file;	/* the key file, once used */
-	struct cfg_repo_rules repo_whitelist;	/* NGIT_REPOSITORY_WHITELIST */
-	struct cfg_repo_rules repo_blacklist;	/* NGIT_REPOSITORY_BLACKLIST */
-	struct cfg_keys	 event_blacklist;
+	int		      has_owner_sk;
+	uint8_t		      owner_sk[32];
+	char		     *owner_key_file; /* the key file, once used */
+	struct cfg_repo_rules repo_whitelist; /* NGIT_REPOSITORY_WHITELIST */
+	struct cfg_repo_rules repo_blacklist; /* NGIT_REPOSITORY_BLACKLIST */
+	struct cfg_keys	      event_blacklist;
 	/* GRASP-05 archive mode (policy.h, policy_archive_covers()). */
-	int		 archive_all;
+	int		      archive_all;
 	struct cfg_repo_rules archive_whitelist;
-	struct cfg_strs	 archive_grasp_services;	/* host[:port] */
-	int		 archive_read_only;	/* resolved: 0 or 1 */
-	int		 max_connections;
-	int		 max_connections_per_ip;	/* 0: no limit */
-	int		 max_events_per_minute_per_ip;	/* 0: none */
-	int		 max_events_per_minute;	/* 0: no limit */
-	int		 max_git_requests_per_ip;	/* 0: no limit */
-	int		 max_repos_per_owner;	/* 0: no limit */
-	int		 max_push_bytes;	/* 0: no limit */
-	int		 max_repo_bytes;	/* 0: no limit */
-	int		 min_free_disk_mb;	/* 0: no floor */
-	enum log_level	 log_level;
-	int		 test;
-	int		 metrics_enabled;
-	int		 sync_enabled;
-	char		*sync_bootstrap_relay_url;
-	int		 sync_base_backoff_secs;
-	int		 sync_max_backoff_secs;	/* >= sync_base_backoff_secs */
-	int		 sync_disable_negentropy;
-	int		 sync_allow_private_targets;
-	int		 sync_plus_enabled;
-	struct cfg_strs	 sync_plus_user_index_relays;
-	struct cfg_strs	 sync_plus_fallback_relays;
-	int		 private_mode;
-	int		 grasp06_enable;
-	int		 grasp06_max_bytes_per_ref;
-	int		 grasp06_max_bytes_per_signer;
+	struct cfg_strs	      archive_grasp_services; /* host[:port] */
+	int		      archive_read_only;      /* resolved: 0 or 1 */
+	int		      max_connections;
+	int		      max_connections_per_ip;	    /* 0: no limit */
+	int		      max_events_per_minute_per_ip; /* 0: none */
+	int		      max_events_per_minute;	    /* 0: no limit */
+	int		      max_git_requests_per_ip;	    /* 0: no limit */
+	int		      max_repos_per_owner;	    /* 0: no limit */
+	int		      max_push_bytes;		    /* 0: no limit */
+	int		      max_repo_bytes;		    /* 0: no limit */
+	int		      min_free_disk_mb;		    /* 0: no floor */
+	enum log_level	      log_level;
+	int		      test;
+	int		      metrics_enabled;
+	int		      sync_enabled;
+	char		     *sync_bootstrap_relay_url;
+	int		      sync_base_backoff_secs;
+	int		sync_max_backoff_secs; /* >= sync_base_backoff_secs */
+	int		sync_disable_negentropy;
+	int		sync_allow_private_targets;
+	int		sync_plus_enabled;
+	struct cfg_strs sync_plus_user_index_relays;
+	struct cfg_strs sync_plus_fallback_relays;
+	int		private_mode;
+	int		grasp06_enable;
+	int		grasp06_max_bytes_per_ref;
+	int		grasp06_max_bytes_per_signer;
 };
 
 /*
@@ -134,18 +134,17 @@ struct config {
  * only if memory runs out.  Does not touch the owner key file: see
  * config_owner_key().
  */
-int	config_load(struct config *cfg, const char *file, char *err,
-	    size_t errlen);
+int config_load(struct config *cfg, const char *file, char *err, size_t errlen);
 
 /* Releases everything cfg owns, wipes the secret key, and zeroes cfg. */
-void	config_free(struct config *cfg);
+void config_free(struct config *cfg);
 
 /*
  * Appends the effective configuration to b as "key = value" lines, one per
  * key in table order, in the file's lower-case spelling, values quoted
  * where the file would need quotes.  The secret key is never written.
  */
-void	config_dump(const struct config *cfg, struct buf *b);
+void config_dump(const struct config *cfg, struct buf *b);
 
 /*
  * Gets the relay owner secret key into sk: NGIT_RELAY_OWNER_NSEC if set;
@@ -155,40 +154,40 @@ void	config_dump(const struct config *cfg, struct buf *b);
  * reads the key the other wrote.  The relay data directory must exist.
  * Caches the key in cfg.  Returns 0, or -1 with a message in err.
  */
-int	config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
-	    size_t errlen);
+int config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
+    size_t errlen);
 
 /*
  * Writes the relay's websocket URL into out (outlen bytes, truncated if
  * short): public_url with wss:// for https://, ws:// for http://.
  */
-void	config_relay_url(const struct config *cfg, char *out, size_t outlen);
+void config_relay_url(const struct config *cfg, char *out, size_t outlen);
 
 /* Returns 1 if NGIT_TEST is set (test timing), else 0. */
-int	config_test_mode(const struct config *cfg);
+int config_test_mode(const struct config *cfg);
 /*
  * 1 if GRASP-05 archive mode is on: NGIT_ARCHIVE_ALL, or an archive
  * whitelist or services list.  Never exits.
  */
-int	config_archiving(const struct config *cfg);
+int config_archiving(const struct config *cfg);
 
 /*
  * A delay of minutes or hours (retry, refresh, cooldown, backoff) as it
  * applies: secs, or secs / 60 in test mode.
  */
-double	cfg_scale_delay(const struct config *cfg, double secs);
+double cfg_scale_delay(const struct config *cfg, double secs);
 
 /*
  * The period of a periodic task: secs, or at most 0.2 s in test mode.
  */
-double	cfg_period(const struct config *cfg, double secs);
+double cfg_period(const struct config *cfg, double secs);
 
 /*
  * Logs a warning for each NGIT_* environment variable that is not a
  * graspd key (ngit-grasp settings graspd lacks, typos).  config_load()
  * ignores them; the supervisor calls this once at start.
  */
-void	config_warn_env(void);
+void config_warn_env(void);
 
 /*
  * Describes the i-th key of the table (0-based), in graspd.conf order:
@@ -197,15 +196,15 @@ void	config_warn_env(void);
  * static strings; NULL arguments are skipped.  Returns 0, or -1 when i is
  * past the end.
  */
-int	config_key_info(size_t i, const char **name, const char **def,
-	    const char **help);
+int config_key_info(size_t i, const char **name, const char **def,
+    const char **help);
 
 /*
  * Returns 1 if a changed value of the key named name (either spelling)
  * takes effect on reload (config_key_roles() is 0: it restarts no role),
  * 0 if it needs a restart, -1 if no such key.
  */
-int	config_key_reloadable(const char *name);
+int config_key_reloadable(const char *name);
 
 /*
  * The roles a changed value of the key named name (either spelling) must
@@ -213,7 +212,7 @@ int	config_key_reloadable(const char *name);
  * log_level, which a reload applies live.  -1 if no such key (or a key
  * the table forgot: restart them all).
  */
-long	config_key_roles(const char *name);
+long config_key_roles(const char *name);
 
 /*
  * Reloads the log level of a running role: loads file (NULL: defaults and
@@ -221,6 +220,6 @@ long	config_key_roles(const char *name);
  * and log_setlevel() to it.  Nothing else of cfg changes.  Returns 0, or
  * -1 with the reason logged and cfg as it was.  Never exits.
  */
-int	config_reload_log_level(struct config *cfg, const char *file);
+int config_reload_log_level(struct config *cfg, const char *file);
 
 #endif

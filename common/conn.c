@@ -42,15 +42,15 @@
 #include "role.h"
 
 /* Ours: an rx buffer grown past this is released after its message. */
-#define CONN_RX_KEEP		(64u * 1024)
+#define CONN_RX_KEEP	(64u * 1024)
 /* Ours: bytes of a relay's text (CLOSED, NOTICE) we keep or log. */
-#define CONN_REASON_MAX		200
+#define CONN_REASON_MAX 200
 
 enum req_kind {
 	REQ_FETCH,
 	REQ_PAGINATE,
 	REQ_LIVE,
-	REQ_NEG,	/* a NIP-77 reconciliation */
+	REQ_NEG, /* a NIP-77 reconciliation */
 };
 
 enum req_where {
@@ -58,132 +58,132 @@ enum req_where {
 	RQ_PENDING,
 	RQ_OPEN,
 	RQ_PARKED,
-	RQ_ENDING,	/* in c_ending, about to be finished */
+	RQ_ENDING, /* in c_ending, about to be finished */
 };
 
 /* Why a request is parked. */
 enum req_park {
-	PARK_AUTH = 1,		/* CLOSED auth-required, AUTH may fix it */
-	PARK_RECONNECT,		/* live: wait for the next connection */
+	PARK_AUTH = 1,	/* CLOSED auth-required, AUTH may fix it */
+	PARK_RECONNECT, /* live: wait for the next connection */
 };
 
 /* Admission rank: live subscriptions before any fetch. */
-#define RANK_LIVE	(-1)
+#define RANK_LIVE (-1)
 
 /* One id seen in a fetch or pagination, with its created_at. */
 struct seen {
-	uint8_t		 s_id[32];
-	int64_t		 s_at;
-	int		 s_used;
+	uint8_t s_id[32];
+	int64_t s_at;
+	int	s_used;
 };
 
 /* Open-addressed set of ids (checked ids are SHA-256: uniform). */
 struct idset {
-	struct seen	*is_v;
-	size_t		 is_cap;	/* 0 or a power of two */
-	size_t		 is_n;
+	struct seen *is_v;
+	size_t	     is_cap; /* 0 or a power of two */
+	size_t	     is_n;
 };
 
 struct conn_req {
-	TAILQ_ENTRY(conn_req)	 r_entry;
-	struct conn		*r_conn;
-	enum req_kind		 r_kind;
-	int			 r_rank;	/* RANK_LIVE or a prio */
-	enum req_where		 r_where;
-	enum req_park		 r_park;
-	char			 r_subid[CONN_SUBID_MAX + 1];
+	TAILQ_ENTRY(conn_req)	r_entry;
+	struct conn	       *r_conn;
+	enum req_kind		r_kind;
+	int			r_rank; /* RANK_LIVE or a prio */
+	enum req_where		r_where;
+	enum req_park		r_park;
+	char			r_subid[CONN_SUBID_MAX + 1];
 	/* The filters of the REQ, comma-separated JSON objects. */
-	char			*r_filters;
-	size_t			 r_filters_len;
+	char		       *r_filters;
+	size_t			r_filters_len;
 	/* The same, parsed: what a delivered event must match (none if
 	 * our own parser refuses a filter the relay may take). */
-	struct filter		*r_match;
-	size_t			 r_nmatch;
+	struct filter	       *r_match;
+	size_t			r_nmatch;
 	/* Pagination: the base filter and the current page's bounds. */
-	struct json_doc		*r_doc;
-	const struct json	*r_base;
-	int			 r_has_until;
-	int64_t			 r_until;
-	int			 r_has_since;
-	int64_t			 r_since;
-	uint64_t		 r_page_inrange;	/* events <= until */
-	uint64_t		 r_page_new;
-	int64_t			 r_page_min;
-	struct idset		 r_seen;
-	struct conn_fetch_stats	 r_st;
-	double			 r_timeout;
-	struct conn_fetch_cb	 r_cb;
+	struct json_doc	       *r_doc;
+	const struct json      *r_base;
+	int			r_has_until;
+	int64_t			r_until;
+	int			r_has_since;
+	int64_t			r_since;
+	uint64_t		r_page_inrange; /* events <= until */
+	uint64_t		r_page_new;
+	int64_t			r_page_min;
+	struct idset		r_seen;
+	struct conn_fetch_stats r_st;
+	double			r_timeout;
+	struct conn_fetch_cb	r_cb;
 	/* A result decided before the REQ went out, given by r_sul. */
-	int			 r_fail_pending;
-	enum conn_fetch_result	 r_fail_res;
-	char			 r_reason[CONN_REASON_MAX + 1];
-	int			 r_in_cb;
-	int			 r_cancelled;
-	lws_sorted_usec_list_t	 r_sul;
+	int			r_fail_pending;
+	enum conn_fetch_result	r_fail_res;
+	char			r_reason[CONN_REASON_MAX + 1];
+	int			r_in_cb;
+	int			r_cancelled;
+	lws_sorted_usec_list_t	r_sul;
 	/* Negentropy: our set (kept to start again after AUTH), the
 	 * session of the current NEG-OPEN, and a result decided by the
 	 * relay's answer (else mapped from the fetch result). */
-	struct neg_item		*r_items;
-	size_t			 r_nitems;
-	struct neg		*r_neg;
-	int			 r_neg_fresh;	/* r_neg not initiated yet */
-	struct conn_neg_stats	 r_nst;
-	struct conn_neg_cb	 r_ncb;
-	int			 r_neg_decided;
-	enum conn_neg_result	 r_neg_res;
+	struct neg_item	       *r_items;
+	size_t			r_nitems;
+	struct neg	       *r_neg;
+	int			r_neg_fresh; /* r_neg not initiated yet */
+	struct conn_neg_stats	r_nst;
+	struct conn_neg_cb	r_ncb;
+	int			r_neg_decided;
+	enum conn_neg_result	r_neg_res;
 };
 
 TAILQ_HEAD(conn_reqq, conn_req);
 
 /* One message waiting for a writeable callback. */
 struct conn_out {
-	TAILQ_ENTRY(conn_out)	 o_entry;
-	size_t			 o_len;		/* payload bytes */
-	unsigned char		*o_buf;		/* LWS_PRE + payload */
+	TAILQ_ENTRY(conn_out) o_entry;
+	size_t		      o_len; /* payload bytes */
+	unsigned char	     *o_buf; /* LWS_PRE + payload */
 };
 
 TAILQ_HEAD(conn_outq, conn_out);
 
 struct conn {
-	TAILQ_ENTRY(conn)	 c_entry;
-	struct conn_mgr		*c_mgr;
-	char			 c_key[RELAYURL_MAX + 1];
-	struct relayurl		 c_url;
-	unsigned		 c_flags;
-	unsigned		 c_holds;
-	enum conn_state		 c_link;	/* never RATE_LIMITED */
-	enum conn_state		 c_reported;	/* as the hook last saw it */
-	struct lws		*c_wsi;
-	int			 c_dialing;
-	int64_t			 c_retry_ms;	/* BACKOFF, DEAD, REFUSED */
-	int64_t			 c_cool_ms;	/* end of cooldown, or 0 */
-	int64_t			 c_last_req_ms;	/* 0: none yet */
-	double			 c_interval;	/* pacing, seconds */
-	int64_t			 c_streak_ms;	/* first failure, or 0 */
-	unsigned		 c_failures;	/* consecutive, until the
+	TAILQ_ENTRY(conn)      c_entry;
+	struct conn_mgr	      *c_mgr;
+	char		       c_key[RELAYURL_MAX + 1];
+	struct relayurl	       c_url;
+	unsigned	       c_flags;
+	unsigned	       c_holds;
+	enum conn_state	       c_link;	   /* never RATE_LIMITED */
+	enum conn_state	       c_reported; /* as the hook last saw it */
+	struct lws	      *c_wsi;
+	int		       c_dialing;
+	int64_t		       c_retry_ms;    /* BACKOFF, DEAD, REFUSED */
+	int64_t		       c_cool_ms;     /* end of cooldown, or 0 */
+	int64_t		       c_last_req_ms; /* 0: none yet */
+	double		       c_interval;    /* pacing, seconds */
+	int64_t		       c_streak_ms;   /* first failure, or 0 */
+	unsigned	       c_failures;    /* consecutive, until the
 						   relay answers in full */
-	int64_t			 c_up_ms;	/* link up since, or 0 */
-	char			 c_reason[CONN_REASON_MAX + 1];
-	struct conn_reqq	 c_pending;
-	struct conn_reqq	 c_open;
-	struct conn_reqq	 c_parked;
-	struct conn_reqq	 c_ending;
-	unsigned		 c_npending, c_nopen, c_nparked, c_nlive;
-	struct conn_outq	 c_out;
-	struct buf		 c_rx;
-	unsigned		 c_malformed_now;	/* this link */
-	int			 c_auth_sent;
-	int			 c_authed;
-	char			 c_auth_id[65];
-	uint64_t		 c_bytes_in, c_bytes_out, c_events;
-	uint64_t		 c_failures_total, c_malformed, c_rate_limits;
-	uint64_t		 c_stray, c_bad_events, c_ingest_dropped;
-	uint64_t		 c_neg_sessions, c_neg_bytes;
-	int			 c_retire_queued;
-	lws_sorted_usec_list_t	 c_sul_connect;
-	lws_sorted_usec_list_t	 c_sul_retry;
-	lws_sorted_usec_list_t	 c_sul_pump;
-	lws_sorted_usec_list_t	 c_sul_retire;
+	int64_t		       c_up_ms;	      /* link up since, or 0 */
+	char		       c_reason[CONN_REASON_MAX + 1];
+	struct conn_reqq       c_pending;
+	struct conn_reqq       c_open;
+	struct conn_reqq       c_parked;
+	struct conn_reqq       c_ending;
+	unsigned	       c_npending, c_nopen, c_nparked, c_nlive;
+	struct conn_outq       c_out;
+	struct buf	       c_rx;
+	unsigned	       c_malformed_now; /* this link */
+	int		       c_auth_sent;
+	int		       c_authed;
+	char		       c_auth_id[65];
+	uint64_t	       c_bytes_in, c_bytes_out, c_events;
+	uint64_t	       c_failures_total, c_malformed, c_rate_limits;
+	uint64_t	       c_stray, c_bad_events, c_ingest_dropped;
+	uint64_t	       c_neg_sessions, c_neg_bytes;
+	int		       c_retire_queued;
+	lws_sorted_usec_list_t c_sul_connect;
+	lws_sorted_usec_list_t c_sul_retry;
+	lws_sorted_usec_list_t c_sul_pump;
+	lws_sorted_usec_list_t c_sul_retire;
 };
 
 TAILQ_HEAD(conn_list, conn);
@@ -191,9 +191,9 @@ TAILQ_HEAD(conn_list, conn);
 struct conn_mgr {
 	struct lws_context	*m_lws;
 	struct lws_vhost	*m_vhost;
-	int			 m_tls_ready;	/* m_vhost has a client SSL */
+	int			 m_tls_ready; /* m_vhost has a client SSL */
 	struct config		*m_cfg;
-	const struct conn_hooks	*m_hooks;
+	const struct conn_hooks *m_hooks;
 	void			*m_arg;
 	struct conn_list	 m_conns;
 	struct relayurl_self	 m_self;
@@ -217,28 +217,28 @@ static const lws_retry_bo_t conn_keepalive = {
 const struct lws_protocols conn_lws_protocol = CONN_LWS_PROTOCOL;
 
 enum drop_mode {
-	DROP_FAILURE,		/* counts against the relay, backoff */
-	DROP_REFUSED,		/* the target was refused at connect */
+	DROP_FAILURE, /* counts against the relay, backoff */
+	DROP_REFUSED, /* the target was refused at connect */
 };
 
-static void	conn_pump(struct conn *);
-static void	conn_maybe_retire(struct conn *);
-static void	conn_lost(struct conn *, const char *, enum drop_mode, int);
-static void	conn_sched(struct conn *, lws_sorted_usec_list_t *, sul_cb_t,
-		    double);
-static void	req_sul(lws_sorted_usec_list_t *);
-static void	conn_sul_pump(lws_sorted_usec_list_t *);
-static void	conn_sul_retry(lws_sorted_usec_list_t *);
+static void conn_pump(struct conn *);
+static void conn_maybe_retire(struct conn *);
+static void conn_lost(struct conn *, const char *, enum drop_mode, int);
+static void conn_sched(struct conn *, lws_sorted_usec_list_t *, sul_cb_t,
+    double);
+static void req_sul(lws_sorted_usec_list_t *);
+static void conn_sul_pump(lws_sorted_usec_list_t *);
+static void conn_sul_retry(lws_sorted_usec_list_t *);
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
 
-static void	conn_proven(struct conn *);
+static void conn_proven(struct conn *);
 
 static int64_t
 now_ms(void)
 {
-	struct timespec	ts;
+	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -252,10 +252,10 @@ now_ms(void)
 static void
 clean_text(char *dst, const char *src, size_t len)
 {
-	size_t	i, n = len > CONN_REASON_MAX ? CONN_REASON_MAX : len;
+	size_t i, n = len > CONN_REASON_MAX ? CONN_REASON_MAX : len;
 
 	for (i = 0; i < n; i++) {
-		unsigned char	ch = (unsigned char)src[i];
+		unsigned char ch = (unsigned char)src[i];
 
 		dst[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
 	}
@@ -266,7 +266,7 @@ const char *
 conn_state_name(enum conn_state s)
 {
 	static const char *const names[] = {
-#define CONN_STATE_STR(name, str)	str,
+#define CONN_STATE_STR(name, str) str,
 		CONN_STATE_LIST(CONN_STATE_STR)
 #undef CONN_STATE_STR
 	};
@@ -319,7 +319,7 @@ double
 conn_backoff_delay(const struct config *cfg, unsigned failures,
     double streak_secs, int *dead)
 {
-	double	d, max = cfg->sync_max_backoff_secs;
+	double	 d, max = cfg->sync_max_backoff_secs;
 	unsigned i;
 
 	if (dead != NULL)
@@ -340,7 +340,7 @@ conn_backoff_delay(const struct config *cfg, unsigned failures,
 double
 conn_connect_timeout(const struct config *cfg)
 {
-	double	t = cfg_scale_delay(cfg, cfg->sync_base_backoff_secs);
+	double t = cfg_scale_delay(cfg, cfg->sync_base_backoff_secs);
 
 	return t < CONN_CONNECT_TIMEOUT_MIN ? CONN_CONNECT_TIMEOUT_MIN : t;
 }
@@ -349,21 +349,21 @@ double
 conn_fetch_timeout(const struct config *cfg)
 {
 	return config_test_mode(cfg) ? CONN_FETCH_TIMEOUT_TEST :
-	    CONN_FETCH_TIMEOUT;
+				       CONN_FETCH_TIMEOUT;
 }
 
 double
 conn_req_interval(const struct config *cfg)
 {
 	return config_test_mode(cfg) ? CONN_REQ_INTERVAL_TEST :
-	    CONN_REQ_INTERVAL;
+				       CONN_REQ_INTERVAL;
 }
 
 /* 1 if the lower-cased text[0..len) contains word. */
 static int
 has_word(const char *text, size_t len, const char *word)
 {
-	size_t	wl = strlen(word), i, j;
+	size_t wl = strlen(word), i, j;
 
 	if (wl > len)
 		return 0;
@@ -382,8 +382,7 @@ conn_notice_is_rate_limit(const char *text, size_t len)
 {
 	return (has_word(text, len, "rate") && has_word(text, len, "limit")) ||
 	    has_word(text, len, "too many") ||
-	    has_word(text, len, "slow down") ||
-	    has_word(text, len, "throttl");
+	    has_word(text, len, "slow down") || has_word(text, len, "throttl");
 }
 
 int
@@ -401,7 +400,7 @@ conn_notice_is_unsupported(const char *text, size_t len)
 int
 conn_reason_is_rate_limited(const char *msg, size_t len)
 {
-	size_t	pl = strlen(CONN_RATE_LIMITED_PREFIX);
+	size_t pl = strlen(CONN_RATE_LIMITED_PREFIX);
 
 	return len >= pl && memcmp(msg, CONN_RATE_LIMITED_PREFIX, pl) == 0;
 }
@@ -412,7 +411,7 @@ conn_reason_is_rate_limited(const char *msg, size_t len)
 static uint64_t
 id_hash(const uint8_t id[32])
 {
-	uint64_t	h;
+	uint64_t h;
 
 	memcpy(&h, id, sizeof(h));
 	return h;
@@ -421,7 +420,7 @@ id_hash(const uint8_t id[32])
 static struct seen *
 idset_slot(struct seen *v, size_t cap, const uint8_t id[32])
 {
-	size_t	i = (size_t)id_hash(id) & (cap - 1);
+	size_t i = (size_t)id_hash(id) & (cap - 1);
 
 	while (v[i].s_used && memcmp(v[i].s_id, id, 32) != 0)
 		i = (i + 1) & (cap - 1);
@@ -438,8 +437,8 @@ idset_has(const struct idset *s, const uint8_t id[32])
 static void
 idset_rebuild(struct idset *s, size_t cap, int64_t max_at)
 {
-	struct seen	*nv, *slot;
-	size_t		 i, n = 0;
+	struct seen *nv, *slot;
+	size_t	     i, n = 0;
 
 	if ((nv = calloc(cap, sizeof(*nv))) == NULL)
 		fatal("idset");
@@ -459,7 +458,7 @@ idset_rebuild(struct idset *s, size_t cap, int64_t max_at)
 static void
 idset_add(struct idset *s, const uint8_t id[32], int64_t at)
 {
-	struct seen	*slot;
+	struct seen *slot;
 
 	if ((s->is_n + 1) * 2 > s->is_cap)
 		idset_rebuild(s, s->is_cap ? s->is_cap * 2 : 64, INT64_MAX);
@@ -476,7 +475,7 @@ idset_add(struct idset *s, const uint8_t id[32], int64_t at)
 static void
 idset_prune(struct idset *s, int64_t max_at)
 {
-	size_t	cap = 64;
+	size_t cap = 64;
 
 	while (cap < s->is_n * 2)
 		cap *= 2;
@@ -513,7 +512,7 @@ static void
 conn_report(struct conn *c)
 {
 	enum conn_state	 old = c->c_reported, cur = conn_state(c);
-	struct conn_mgr	*m = c->c_mgr;
+	struct conn_mgr *m = c->c_mgr;
 
 	if (old == cur)
 		return;
@@ -559,7 +558,7 @@ conn_count_malformed(struct conn *c)
 static void
 req_unlink(struct conn_req *r)
 {
-	struct conn	*c = r->r_conn;
+	struct conn *c = r->r_conn;
 
 	switch (r->r_where) {
 	case RQ_PENDING:
@@ -601,9 +600,9 @@ static void
 req_enqueue(struct conn_req *r)
 {
 	struct conn	*c = r->r_conn;
-	struct conn_req	*p;
+	struct conn_req *p;
 
-	TAILQ_FOREACH_REVERSE(p, &c->c_pending, conn_reqq, r_entry)
+	TAILQ_FOREACH_REVERSE (p, &c->c_pending, conn_reqq, r_entry)
 		if (p->r_rank <= r->r_rank)
 			break;
 	if (p == NULL)
@@ -617,7 +616,7 @@ req_enqueue(struct conn_req *r)
 static void
 req_park(struct conn_req *r, enum req_park why)
 {
-	struct conn	*c = r->r_conn;
+	struct conn *c = r->r_conn;
 
 	TAILQ_INSERT_TAIL(&c->c_parked, r, r_entry);
 	r->r_where = RQ_PARKED;
@@ -629,7 +628,7 @@ req_park(struct conn_req *r, enum req_park why)
 static void
 conn_send(struct conn *c, const char *text, size_t len)
 {
-	struct conn_out	*o;
+	struct conn_out *o;
 
 	if (c->c_wsi == NULL || c->c_link != CONN_CONNECTED)
 		return;
@@ -645,11 +644,11 @@ conn_send(struct conn *c, const char *text, size_t len)
 static void
 conn_send_close(struct conn *c, struct conn_req *r)
 {
-	char	msg[64];
-	int	n;
+	char msg[64];
+	int  n;
 
-	n = snprintf(msg, sizeof(msg), "[\"%s\",\"%s\"]", r->r_kind ==
-	    REQ_NEG ? "NEG-CLOSE" : "CLOSE", r->r_subid);
+	n = snprintf(msg, sizeof(msg), "[\"%s\",\"%s\"]",
+	    r->r_kind == REQ_NEG ? "NEG-CLOSE" : "CLOSE", r->r_subid);
 	if (r->r_kind == REQ_NEG && c->c_link == CONN_CONNECTED)
 		r->r_nst.ns_bytes_out += (size_t)n;
 	conn_send(c, msg, (size_t)n);
@@ -663,8 +662,8 @@ conn_send_close(struct conn *c, struct conn_req *r)
 static void
 req_close(struct conn_req *r)
 {
-	struct conn	*c = r->r_conn;
-	int		 was_open = r->r_where == RQ_OPEN;
+	struct conn *c = r->r_conn;
+	int	     was_open = r->r_where == RQ_OPEN;
 
 	req_unlink(r);
 	if (was_open)
@@ -680,29 +679,31 @@ req_close(struct conn_req *r)
 static void
 neg_finish(struct conn_req *r, enum conn_fetch_result res, const char *why)
 {
-	struct conn		*c = r->r_conn;
-	struct conn_mgr		*m = c->c_mgr;
-	enum conn_neg_result	 nr;
-	struct neg_idlist	 empty = { NULL, 0, 0 };
+	struct conn	    *c = r->r_conn;
+	struct conn_mgr	    *m = c->c_mgr;
+	enum conn_neg_result nr;
+	struct neg_idlist    empty = { NULL, 0, 0 };
 
 	if (r->r_neg_decided)
 		nr = r->r_neg_res;
-	else switch (res) {
-	case FETCH_EOSE:
-		nr = NEGR_DONE;
-		break;
-	case FETCH_CLOSED:
-	case FETCH_TIMEOUT:
-		/* Silence or CLOSED before any answer: no NIP-77 here. */
-		nr = r->r_nst.ns_rounds == 0 ? NEGR_UNSUPPORTED : NEGR_FAILED;
-		break;
-	case FETCH_RATE_LIMITED:
-		nr = NEGR_RATE_LIMITED;
-		break;
-	default:
-		nr = NEGR_DISCONNECTED;
-		break;
-	}
+	else
+		switch (res) {
+		case FETCH_EOSE:
+			nr = NEGR_DONE;
+			break;
+		case FETCH_CLOSED:
+		case FETCH_TIMEOUT:
+			/* Silence or CLOSED before any answer: no NIP-77 here. */
+			nr = r->r_nst.ns_rounds == 0 ? NEGR_UNSUPPORTED :
+						       NEGR_FAILED;
+			break;
+		case FETCH_RATE_LIMITED:
+			nr = NEGR_RATE_LIMITED;
+			break;
+		default:
+			nr = NEGR_DISCONNECTED;
+			break;
+		}
 	r->r_nst.ns_have = r->r_nst.ns_need = &empty;
 	if (nr == NEGR_DONE && r->r_neg != NULL) {
 		r->r_nst.ns_have = neg_client_have(r->r_neg);
@@ -715,8 +716,8 @@ neg_finish(struct conn_req *r, enum conn_fetch_result res, const char *why)
 	c->c_neg_sessions++;
 	c->c_neg_bytes += r->r_nst.ns_bytes_in + r->r_nst.ns_bytes_out;
 	log_debug("conn %s: negentropy %s after %u round(s), %llu+%llu "
-	    "bytes, have %zu, need %zu: %s", c->c_key,
-	    conn_neg_result_name(nr), r->r_nst.ns_rounds,
+		  "bytes, have %zu, need %zu: %s",
+	    c->c_key, conn_neg_result_name(nr), r->r_nst.ns_rounds,
 	    (unsigned long long)r->r_nst.ns_bytes_out,
 	    (unsigned long long)r->r_nst.ns_bytes_in, r->r_nst.ns_have->il_n,
 	    r->r_nst.ns_need->il_n, why);
@@ -732,11 +733,10 @@ neg_finish(struct conn_req *r, enum conn_fetch_result res, const char *why)
  * done callback, free.  The caller must not touch r afterwards.
  */
 static void
-req_finish(struct conn_req *r, enum conn_fetch_result res,
-    const char *reason)
+req_finish(struct conn_req *r, enum conn_fetch_result res, const char *reason)
 {
 	struct conn	*c = r->r_conn;
-	struct conn_mgr	*m = c->c_mgr;
+	struct conn_mgr *m = c->c_mgr;
 	char		 why[CONN_REASON_MAX + 1];
 
 	req_close(r);
@@ -746,10 +746,11 @@ req_finish(struct conn_req *r, enum conn_fetch_result res,
 	else {
 		m->m_results[res]++;
 		log_debug("conn %s: %s %s after %u page(s), %llu event(s): "
-		    "%s", c->c_key, r->r_kind == REQ_PAGINATE ?
-		    "pagination" : "fetch", conn_fetch_result_name(res),
-		    r->r_st.cs_pages, (unsigned long long)r->r_st.cs_events,
-		    why);
+			  "%s",
+		    c->c_key,
+		    r->r_kind == REQ_PAGINATE ? "pagination" : "fetch",
+		    conn_fetch_result_name(res), r->r_st.cs_pages,
+		    (unsigned long long)r->r_st.cs_events, why);
 	}
 	if (r->r_kind != REQ_NEG && !r->r_cancelled && r->r_cb.done != NULL) {
 		r->r_in_cb++;
@@ -764,7 +765,7 @@ req_finish(struct conn_req *r, enum conn_fetch_result res,
 static void
 req_sul(lws_sorted_usec_list_t *sul)
 {
-	struct conn_req	*r = lws_container_of(sul, struct conn_req, r_sul);
+	struct conn_req *r = lws_container_of(sul, struct conn_req, r_sul);
 
 	if (r->r_fail_pending) {
 		r->r_fail_pending = 0;
@@ -780,9 +781,9 @@ req_sul(lws_sorted_usec_list_t *sul)
 		req_finish(r, FETCH_CLOSED, r->r_reason);
 		return;
 	}
-	req_finish(r, FETCH_TIMEOUT, r->r_kind == REQ_NEG ?
-	    "no negentropy answer before the timeout" :
-	    "no EOSE before the timeout");
+	req_finish(r, FETCH_TIMEOUT,
+	    r->r_kind == REQ_NEG ? "no negentropy answer before the timeout" :
+				   "no EOSE before the timeout");
 }
 
 /* Ends r from the loop, soon, with res. */
@@ -804,13 +805,12 @@ static void
 conn_end_stranded(struct conn *c, enum conn_fetch_result res,
     const char *reason)
 {
-	struct conn_req	*r;
+	struct conn_req *r;
 	char		 why[CONN_REASON_MAX + 1];
 
 	while ((r = TAILQ_FIRST(&c->c_ending)) != NULL) {
 		req_unlink(r);
-		snprintf(why, sizeof(why), "%s", reason ? reason :
-		    r->r_reason);
+		snprintf(why, sizeof(why), "%s", reason ? reason : r->r_reason);
 		req_finish(r, res, why);
 	}
 }
@@ -819,7 +819,7 @@ conn_end_stranded(struct conn *c, enum conn_fetch_result res,
 static void
 req_build_page(struct conn_req *r)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	buf_addc(&b, '{');
 	if (json_write_members(&b, r->r_base, "until") > 0 && r->r_has_until)
@@ -840,18 +840,18 @@ req_build_page(struct conn_req *r)
 static int
 req_neg_session(struct conn_req *r, char *err, size_t errlen)
 {
-	struct neg_item	*items = NULL;
+	struct neg_item *items = NULL;
 
 	neg_free(r->r_neg);
 	r->r_neg = NULL;
 	if (r->r_nitems > 0) {
-		if ((items = reallocarray(NULL, r->r_nitems,
-		    sizeof(*items))) == NULL)
+		if ((items = reallocarray(NULL, r->r_nitems, sizeof(*items))) ==
+		    NULL)
 			fatal("conn negentropy");
 		memcpy(items, r->r_items, r->r_nitems * sizeof(*items));
 	}
-	if ((r->r_neg = neg_client_new(items, r->r_nitems, CONN_NEG_FRAME,
-	    err, errlen)) == NULL)
+	if ((r->r_neg = neg_client_new(items, r->r_nitems, CONN_NEG_FRAME, err,
+		 errlen)) == NULL)
 		return -1;
 	r->r_nst.ns_items = neg_size(r->r_neg);
 	r->r_neg_fresh = 1;
@@ -866,7 +866,7 @@ req_neg_session(struct conn_req *r, char *err, size_t errlen)
 static void
 req_neg_open(struct conn_req *r, struct buf *hex)
 {
-	char	err[128];
+	char err[128];
 
 	if (!r->r_neg_fresh && req_neg_session(r, err, sizeof(err)) == -1)
 		fatalx("conn %s: negentropy: %s", r->r_conn->c_key, err);
@@ -880,13 +880,15 @@ req_neg_open(struct conn_req *r, struct buf *hex)
 static void
 req_admit(struct conn_req *r)
 {
-	struct conn	*c = r->r_conn;
-	struct buf	 b = BUF_INIT, hex = BUF_INIT;
+	struct conn *c = r->r_conn;
+	struct buf   b = BUF_INIT, hex = BUF_INIT;
 
 	req_unlink(r);
 	snprintf(r->r_subid, sizeof(r->r_subid), "%c%llx",
-	    r->r_kind == REQ_LIVE ? 'l' : r->r_kind == REQ_FETCH ? 'f' :
-	    r->r_kind == REQ_NEG ? 'n' : 'p',
+	    r->r_kind == REQ_LIVE      ? 'l' :
+		r->r_kind == REQ_FETCH ? 'f' :
+		r->r_kind == REQ_NEG   ? 'n' :
+					 'p',
 	    (unsigned long long)++c->c_mgr->m_next_sub);
 	if (r->r_kind == REQ_NEG) {
 		req_neg_open(r, &hex);
@@ -925,7 +927,7 @@ req_admit(struct conn_req *r)
 static void
 conn_pump(struct conn *c)
 {
-	int64_t		 now = now_ms(), next;
+	int64_t now = now_ms(), next;
 
 	if (c->c_cool_ms != 0 && now >= c->c_cool_ms) {
 		c->c_cool_ms = 0;
@@ -975,9 +977,9 @@ static void
 conn_rate_limited(struct conn *c, const char *what, const char *text,
     size_t len)
 {
-	struct config	*cfg = c->c_mgr->m_cfg;
-	double		 cool = cfg_scale_delay(cfg, CONN_RATE_LIMIT_COOLDOWN);
-	char		 t[CONN_REASON_MAX + 1];
+	struct config *cfg = c->c_mgr->m_cfg;
+	double	       cool = cfg_scale_delay(cfg, CONN_RATE_LIMIT_COOLDOWN);
+	char	       t[CONN_REASON_MAX + 1];
 
 	clean_text(t, text, len);
 	c->c_rate_limits++;
@@ -986,8 +988,8 @@ conn_rate_limited(struct conn *c, const char *what, const char *text,
 	if ((c->c_interval *= 2) > cfg_scale_delay(cfg, CONN_REQ_INTERVAL_MAX))
 		c->c_interval = cfg_scale_delay(cfg, CONN_REQ_INTERVAL_MAX);
 	log_info("conn %s: rate limited (%s \"%s\"), no new request for "
-	    "%.1f s, then one every %.0f ms", c->c_key, what, t, cool,
-	    c->c_interval * 1000);
+		 "%.1f s, then one every %.0f ms",
+	    c->c_key, what, t, cool, c->c_interval * 1000);
 	conn_sched(c, &c->c_sul_pump, conn_sul_pump, cool);
 	conn_report(c);
 }
@@ -996,14 +998,14 @@ conn_rate_limited(struct conn *c, const char *what, const char *text,
 static void
 conn_auth(struct conn *c, const char *challenge, size_t len)
 {
-	struct conn_mgr	*m = c->c_mgr;
+	struct conn_mgr *m = c->c_mgr;
 	struct buf	 tags = BUF_INIT, msg = BUF_INIT;
 	struct event	*ev;
 	uint8_t		 sk[32];
 	char		 err[256];
 
 	if (c->c_auth_sent)
-		return;		/* one answer per connection */
+		return; /* one answer per connection */
 	c->c_auth_sent = 1;
 	if (len == 0 || len > CONN_AUTH_CHALLENGE_MAX ||
 	    memchr(challenge, '\0', len) != NULL) {
@@ -1013,7 +1015,8 @@ conn_auth(struct conn *c, const char *challenge, size_t len)
 	if (config_owner_key(m->m_cfg, sk, err, sizeof(err)) == -1) {
 		if (!m->m_no_owner_key_logged++)
 			log_warnx("conn: cannot answer AUTH, no relay owner "
-			    "key: %s", err);
+				  "key: %s",
+			    err);
 		return;
 	}
 	buf_adds(&tags, "[[\"relay\",");
@@ -1021,8 +1024,8 @@ conn_auth(struct conn *c, const char *challenge, size_t len)
 	buf_adds(&tags, "],[\"challenge\",");
 	buf_add_jstr(&tags, challenge, len);
 	buf_adds(&tags, "]]");
-	ev = event_new_signed(sk, (int64_t)time(NULL), AUTH_KIND,
-	    tags.b_data, "");
+	ev = event_new_signed(sk, (int64_t)time(NULL), AUTH_KIND, tags.b_data,
+	    "");
 	explicit_bzero(sk, sizeof(sk));
 	buf_free(&tags);
 	if (ev == NULL) {
@@ -1043,12 +1046,12 @@ conn_auth(struct conn *c, const char *challenge, size_t len)
 static void
 conn_auth_result(struct conn *c, int ok, const char *msg)
 {
-	struct conn_req	*r;
-	struct conn_req	*next;
+	struct conn_req *r;
+	struct conn_req *next;
 
 	c->c_authed = ok;
-	log_info("conn %s: AUTH %s%s%s", c->c_key, ok ? "accepted" :
-	    "refused", *msg ? ": " : "", msg);
+	log_info("conn %s: AUTH %s%s%s", c->c_key, ok ? "accepted" : "refused",
+	    *msg ? ": " : "", msg);
 	for (r = TAILQ_FIRST(&c->c_parked); r != NULL; r = next) {
 		next = TAILQ_NEXT(r, r_entry);
 		if (r->r_park != PARK_AUTH)
@@ -1073,10 +1076,10 @@ conn_auth_result(struct conn *c, int ok, const char *msg)
 static int
 conn_ingest(struct conn *c, const struct event *ev)
 {
-	struct conn_mgr	*m = c->c_mgr;
+	struct conn_mgr *m = c->c_mgr;
 
-	if (m->m_hooks->ingest(m->m_arg, c->c_key, ev->json,
-	    ev->json_len) == -1) {
+	if (m->m_hooks->ingest(m->m_arg, c->c_key, ev->json, ev->json_len) ==
+	    -1) {
 		c->c_ingest_dropped++;
 		m->m_ingest_dropped++;
 		return -1;
@@ -1087,11 +1090,11 @@ conn_ingest(struct conn *c, const struct event *ev)
 static struct conn_req *
 conn_find_open(struct conn *c, const struct json *subid)
 {
-	struct conn_req	*r;
+	struct conn_req *r;
 
 	if (subid == NULL || subid->type != JSON_STRING)
 		return NULL;
-	TAILQ_FOREACH(r, &c->c_open, r_entry)
+	TAILQ_FOREACH (r, &c->c_open, r_entry)
 		if (strlen(r->r_subid) == subid->len &&
 		    memcmp(r->r_subid, subid->s, subid->len) == 0)
 			return r;
@@ -1101,7 +1104,7 @@ conn_find_open(struct conn *c, const struct json *subid)
 static void
 conn_on_event(struct conn *c, struct conn_req *r, const struct event *ev)
 {
-	int	in_range;
+	int in_range;
 
 	c->c_events++;
 	c->c_mgr->m_events++;
@@ -1147,7 +1150,7 @@ conn_on_event(struct conn *c, struct conn_req *r, const struct event *ev)
 static void
 conn_on_eose(struct conn_req *r)
 {
-	struct conn	*c = r->r_conn;
+	struct conn *c = r->r_conn;
 
 	if (r->r_kind == REQ_FETCH ||
 	    r->r_st.cs_pages >= CONN_PAGINATE_MAX_PAGES) {
@@ -1180,12 +1183,10 @@ conn_on_eose(struct conn_req *r)
 static void
 conn_on_closed(struct conn *c, struct conn_req *r, const struct json *msg)
 {
-	const char	*t = msg != NULL && msg->type == JSON_STRING ?
-			    msg->s : "";
-	size_t		 tl = msg != NULL && msg->type == JSON_STRING ?
-			    msg->len : 0;
-	char		 why[CONN_REASON_MAX + 1];
-	size_t		 apl = strlen(CONN_AUTH_REQUIRED_PREFIX);
+	const char *t = msg != NULL && msg->type == JSON_STRING ? msg->s : "";
+	size_t	    tl = msg != NULL && msg->type == JSON_STRING ? msg->len : 0;
+	char	    why[CONN_REASON_MAX + 1];
+	size_t	    apl = strlen(CONN_AUTH_REQUIRED_PREFIX);
 
 	clean_text(why, t, tl);
 	/* The relay ended the subscription: no CLOSE from us. */
@@ -1224,9 +1225,9 @@ conn_on_closed(struct conn *c, struct conn_req *r, const struct json *msg)
 static void
 conn_neg_unknown(struct conn *c, const char *text)
 {
-	struct conn_req	*r;
+	struct conn_req *r;
 
-	TAILQ_FOREACH(r, &c->c_open, r_entry)
+	TAILQ_FOREACH (r, &c->c_open, r_entry)
 		if (r->r_kind == REQ_NEG && r->r_nst.ns_rounds == 0)
 			break;
 	if (r == NULL)
@@ -1245,9 +1246,9 @@ conn_neg_unknown(struct conn *c, const char *text)
 static int
 conn_on_negmsg(struct conn *c, struct conn_req *r, const struct json *hex)
 {
-	struct buf	out = BUF_INIT, b = BUF_INIT;
-	char		err[160];
-	int		rc;
+	struct buf out = BUF_INIT, b = BUF_INIT;
+	char	   err[160];
+	int	   rc;
 
 	r->r_nst.ns_rounds++;
 	rc = neg_client_reconcile(r->r_neg, hex->s, hex->len, &out, err,
@@ -1282,9 +1283,9 @@ conn_on_negmsg(struct conn *c, struct conn_req *r, const struct json *hex)
 static void
 conn_on_negerr(struct conn *c, struct conn_req *r, const struct json *msg)
 {
-	char	why[CONN_REASON_MAX + 1];
-	size_t	apl = strlen(CONN_AUTH_REQUIRED_PREFIX);
-	size_t	bpl = strlen(CONN_NEG_BLOCKED_PREFIX);
+	char   why[CONN_REASON_MAX + 1];
+	size_t apl = strlen(CONN_AUTH_REQUIRED_PREFIX);
+	size_t bpl = strlen(CONN_NEG_BLOCKED_PREFIX);
 
 	clean_text(why, msg->s, msg->len);
 	req_unlink(r);
@@ -1293,17 +1294,20 @@ conn_on_negerr(struct conn *c, struct conn_req *r, const struct json *msg)
 		req_finish(r, FETCH_RATE_LIMITED, why);
 		return;
 	}
-	if (msg->len >= apl && memcmp(msg->s, CONN_AUTH_REQUIRED_PREFIX,
-	    apl) == 0 && !c->c_authed) {
+	if (msg->len >= apl &&
+	    memcmp(msg->s, CONN_AUTH_REQUIRED_PREFIX, apl) == 0 &&
+	    !c->c_authed) {
 		snprintf(r->r_reason, sizeof(r->r_reason), "%s", why);
 		req_park(r, PARK_AUTH);
 		conn_pump(c);
 		return;
 	}
 	r->r_neg_decided = 1;
-	r->r_neg_res = r->r_nst.ns_rounds == 0 && !(msg->len >= bpl &&
-	    memcmp(msg->s, CONN_NEG_BLOCKED_PREFIX, bpl) == 0) ?
-	    NEGR_UNSUPPORTED : NEGR_FAILED;
+	r->r_neg_res = r->r_nst.ns_rounds == 0 &&
+		!(msg->len >= bpl &&
+		    memcmp(msg->s, CONN_NEG_BLOCKED_PREFIX, bpl) == 0) ?
+	    NEGR_UNSUPPORTED :
+	    NEGR_FAILED;
 	req_finish(r, FETCH_CLOSED, why);
 }
 
@@ -1314,7 +1318,7 @@ conn_on_negerr(struct conn *c, struct conn_req *r, const struct json *msg)
 static int
 base_match_ignoring_until(const struct conn_req *r, const struct event *ev)
 {
-	struct filter	f = r->r_match[0];
+	struct filter f = r->r_match[0];
 
 	f.f_has_until = 0;
 	return filter_match(&f, ev);
@@ -1327,12 +1331,12 @@ base_match_ignoring_until(const struct conn_req *r, const struct event *ev)
 static void
 conn_dispatch(struct conn *c, const char *text, size_t len)
 {
-	struct json_doc		*doc = NULL;
-	const struct json	*root, *type, *a1, *a2, *a3;
-	struct conn_req		*r;
-	struct event		*ev;
-	char			 err[128], t[CONN_REASON_MAX + 1];
-	int			 bad = 0;
+	struct json_doc	  *doc = NULL;
+	const struct json *root, *type, *a1, *a2, *a3;
+	struct conn_req	  *r;
+	struct event	  *ev;
+	char		   err[128], t[CONN_REASON_MAX + 1];
+	int		   bad = 0;
 
 	root = json_parse(text, len, &doc, err, sizeof(err));
 	if (root == NULL || root->type != JSON_ARRAY || root->n < 1 ||
@@ -1368,9 +1372,10 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 			goto done;
 		}
 		/* Pagination moves until; the base filter must match. */
-		if (r->r_nmatch > 0 && !filter_match_any(r->r_match,
-		    r->r_nmatch, ev) && !(r->r_kind == REQ_PAGINATE &&
-		    base_match_ignoring_until(r, ev))) {
+		if (r->r_nmatch > 0 &&
+		    !filter_match_any(r->r_match, r->r_nmatch, ev) &&
+		    !(r->r_kind == REQ_PAGINATE &&
+			base_match_ignoring_until(r, ev))) {
 			event_destroy(ev);
 			c->c_stray++;
 			c->c_mgr->m_stray++;
@@ -1385,8 +1390,7 @@ conn_dispatch(struct conn *c, const char *text, size_t len)
 		}
 		if ((r = conn_find_open(c, a1)) != NULL)
 			conn_proven(c);
-		if (r != NULL && r->r_kind != REQ_LIVE &&
-		    r->r_kind != REQ_NEG)
+		if (r != NULL && r->r_kind != REQ_LIVE && r->r_kind != REQ_NEG)
 			conn_on_eose(r);
 	} else if (strcmp(type->s, "CLOSED") == 0) {
 		if (a1 == NULL || a1->type != JSON_STRING ||
@@ -1468,7 +1472,7 @@ done:
 static void
 conn_clear_link(struct conn *c)
 {
-	struct conn_out	*o;
+	struct conn_out *o;
 
 	while ((o = TAILQ_FIRST(&c->c_out)) != NULL) {
 		TAILQ_REMOVE(&c->c_out, o, o_entry);
@@ -1487,7 +1491,7 @@ conn_clear_link(struct conn *c)
 static void
 conn_detach(struct conn *c, int in_cb)
 {
-	struct lws	*wsi = c->c_wsi;
+	struct lws *wsi = c->c_wsi;
 
 	c->c_wsi = NULL;
 	c->c_dialing = 0;
@@ -1508,16 +1512,15 @@ conn_detach(struct conn *c, int in_cb)
 static void
 conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
 {
-	struct config	*cfg = c->c_mgr->m_cfg;
-	struct conn_reqq live = TAILQ_HEAD_INITIALIZER(live);
-	struct conn_reqq *lists[] = { &c->c_open, &c->c_pending,
-			    &c->c_parked };
-	struct conn_req	*r;
-	char		 reason[CONN_REASON_MAX + 1];
-	int64_t		 now = now_ms(), retry, up_ms;
-	double		 delay;
-	size_t		 i;
-	int		 dead = 0;
+	struct config	 *cfg = c->c_mgr->m_cfg;
+	struct conn_reqq  live = TAILQ_HEAD_INITIALIZER(live);
+	struct conn_reqq *lists[] = { &c->c_open, &c->c_pending, &c->c_parked };
+	struct conn_req	 *r;
+	char		  reason[CONN_REASON_MAX + 1];
+	int64_t		  now = now_ms(), retry, up_ms;
+	double		  delay;
+	size_t		  i;
+	int		  dead = 0;
 
 	snprintf(reason, sizeof(reason), "%s", why);
 	conn_detach(c, in_cb);
@@ -1554,8 +1557,10 @@ conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
 		break;
 	case DROP_FAILURE:
 		/* A link that stayed up a while was working. */
-		if (up_ms != 0 && now - up_ms >= (int64_t)(
-		    cfg_scale_delay(cfg, CONN_STABLE_SECS) * 1000))
+		if (up_ms != 0 &&
+		    now - up_ms >=
+			(int64_t)(cfg_scale_delay(cfg, CONN_STABLE_SECS) *
+			    1000))
 			conn_proven(c);
 		c->c_failures++;
 		c->c_failures_total++;
@@ -1572,8 +1577,8 @@ conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
 		c->c_link = dead ? CONN_DEAD : CONN_BACKOFF;
 		snprintf(c->c_reason, sizeof(c->c_reason), "%s", reason);
 		log_info("conn %s: %s; failure %u, %s, next try in %.3f s",
-		    c->c_key, reason, c->c_failures, dead ? "dead" :
-		    "backoff", (double)(retry - now) / 1000);
+		    c->c_key, reason, c->c_failures, dead ? "dead" : "backoff",
+		    (double)(retry - now) / 1000);
 		conn_sched(c, &c->c_sul_retry, conn_sul_retry,
 		    (double)(retry - now) / 1000);
 		break;
@@ -1597,7 +1602,7 @@ conn_proven(struct conn *c)
 static void
 conn_sul_connect(lws_sorted_usec_list_t *sul)
 {
-	struct conn	*c = lws_container_of(sul, struct conn, c_sul_connect);
+	struct conn *c = lws_container_of(sul, struct conn, c_sul_connect);
 
 	if (c->c_link == CONN_CONNECTING)
 		conn_lost(c, "connect timeout", DROP_FAILURE, 0);
@@ -1612,7 +1617,7 @@ conn_sul_connect(lws_sorted_usec_list_t *sul)
 static int
 conn_tls_ready(struct conn_mgr *m)
 {
-	struct lws_context_creation_info	info;
+	struct lws_context_creation_info info;
 
 	if (m->m_tls_ready)
 		return 0;
@@ -1631,16 +1636,16 @@ conn_tls_ready(struct conn_mgr *m)
 static void
 conn_dial(struct conn *c)
 {
-	struct conn_mgr			*m = c->c_mgr;
-	struct lws_client_connect_info	 info;
-	struct sockaddr_storage		 ss;
-	socklen_t			 sl = sizeof(ss);
-	unsigned			 flags = 0;
-	const char			*why = NULL;
-	char				 addr[NI_MAXHOST];
-	char				 w[CONN_REASON_MAX + 1];
-	struct lws			*wsi;
-	int				 rc;
+	struct conn_mgr		      *m = c->c_mgr;
+	struct lws_client_connect_info info;
+	struct sockaddr_storage	       ss;
+	socklen_t		       sl = sizeof(ss);
+	unsigned		       flags = 0;
+	const char		      *why = NULL;
+	char			       addr[NI_MAXHOST];
+	char			       w[CONN_REASON_MAX + 1];
+	struct lws		      *wsi;
+	int			       rc;
 
 	if (m->m_cfg->sync_allow_private_targets)
 		flags |= RELAYURL_ALLOW_PRIVATE;
@@ -1658,10 +1663,10 @@ conn_dial(struct conn *c)
 		conn_lost(c, w, DROP_FAILURE, 0);
 		return;
 	}
-	if (getnameinfo((struct sockaddr *)&ss, sl, addr, sizeof(addr), NULL,
-	    0, NI_NUMERICHOST) != 0) {
-		conn_lost(c, "cannot print the resolved address",
-		    DROP_FAILURE, 0);
+	if (getnameinfo((struct sockaddr *)&ss, sl, addr, sizeof(addr), NULL, 0,
+		NI_NUMERICHOST) != 0) {
+		conn_lost(c, "cannot print the resolved address", DROP_FAILURE,
+		    0);
 		return;
 	}
 
@@ -1696,7 +1701,7 @@ conn_dial(struct conn *c)
 	wsi = lws_client_connect_via_info(&info);
 	c->c_dialing = 0;
 	if (c->c_link != CONN_CONNECTING)
-		return;		/* failed inside, already handled */
+		return; /* failed inside, already handled */
 	if (wsi == NULL) {
 		conn_lost(c, "cannot start the connection", DROP_FAILURE, 0);
 		return;
@@ -1709,7 +1714,7 @@ conn_dial(struct conn *c)
 static void
 conn_sul_retry(lws_sorted_usec_list_t *sul)
 {
-	struct conn	*c = lws_container_of(sul, struct conn, c_sul_retry);
+	struct conn *c = lws_container_of(sul, struct conn, c_sul_retry);
 
 	switch (c->c_link) {
 	case CONN_BACKOFF:
@@ -1738,7 +1743,7 @@ conn_sul_retry(lws_sorted_usec_list_t *sul)
 static void
 conn_established(struct conn *c)
 {
-	struct conn_req	*r, *next;
+	struct conn_req *r, *next;
 
 	lws_sul_cancel(&c->c_sul_connect);
 	c->c_link = CONN_CONNECTED;
@@ -1767,7 +1772,7 @@ conn_established(struct conn *c)
 static struct conn *
 conn_of(struct lws *wsi)
 {
-	struct conn	*c = lws_get_opaque_user_data(wsi);
+	struct conn *c = lws_get_opaque_user_data(wsi);
 
 	if (c == NULL)
 		return NULL;
@@ -1779,7 +1784,7 @@ conn_of(struct lws *wsi)
 static int
 conn_writeable(struct conn *c, struct lws *wsi)
 {
-	struct conn_out	*o;
+	struct conn_out *o;
 	int		 n;
 
 	if ((o = TAILQ_FIRST(&c->c_out)) == NULL)
@@ -1823,7 +1828,7 @@ conn_receive(struct conn *c, struct lws *wsi, const void *in, size_t len)
 	} else
 		conn_dispatch(c, c->c_rx.b_data, c->c_rx.b_len);
 	if (c->c_wsi != wsi)
-		return -1;	/* dropped while dispatching */
+		return -1; /* dropped while dispatching */
 	if (c->c_rx.b_cap > CONN_RX_KEEP)
 		buf_free(&c->c_rx);
 	else
@@ -1832,11 +1837,11 @@ conn_receive(struct conn *c, struct lws *wsi, const void *in, size_t len)
 }
 
 int
-conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason,
-    void *user, void *in, size_t len)
+conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+    void *in, size_t len)
 {
-	struct conn	*c;
-	char		 why[CONN_REASON_MAX + 1];
+	struct conn *c;
+	char	     why[CONN_REASON_MAX + 1];
 
 	switch (reason) {
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
@@ -1848,8 +1853,8 @@ conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		if ((c = conn_of(wsi)) == NULL)
 			return 0;
 		snprintf(why, sizeof(why), "connect: %.*s",
-		    in ? (int)strnlen(in, 150) : 5, in ? (const char *)in :
-		    "error");
+		    in ? (int)strnlen(in, 150) : 5,
+		    in ? (const char *)in : "error");
 		conn_lost(c, why, DROP_FAILURE, 1);
 		return 0;
 	case LWS_CALLBACK_CLIENT_RECEIVE:
@@ -1877,10 +1882,10 @@ conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason,
 static void
 conn_free(struct conn *c)
 {
-	struct conn_reqq *lists[] = { &c->c_open, &c->c_pending,
-			    &c->c_parked, &c->c_ending };
-	struct conn_req	*r;
-	size_t		 i;
+	struct conn_reqq *lists[] = { &c->c_open, &c->c_pending, &c->c_parked,
+		&c->c_ending };
+	struct conn_req	 *r;
+	size_t		  i;
 
 	conn_detach(c, 0);
 	conn_clear_link(c);
@@ -1907,7 +1912,7 @@ conn_idle_out(const struct conn *c)
 	case CONN_BACKOFF:
 	case CONN_DEAD:
 	case CONN_REFUSED:
-		return 0;	/* kept until the retry timer */
+		return 0; /* kept until the retry timer */
 	default:
 		return 1;
 	}
@@ -1916,7 +1921,7 @@ conn_idle_out(const struct conn *c)
 static void
 conn_sul_retire(lws_sorted_usec_list_t *sul)
 {
-	struct conn	*c = lws_container_of(sul, struct conn, c_sul_retire);
+	struct conn *c = lws_container_of(sul, struct conn, c_sul_retire);
 
 	c->c_retire_queued = 0;
 	if (!conn_idle_out(c))
@@ -1935,15 +1940,14 @@ conn_maybe_retire(struct conn *c)
 }
 
 struct conn *
-conn_get(struct conn_mgr *m, const char *key, unsigned flags,
-    const char **why)
+conn_get(struct conn_mgr *m, const char *key, unsigned flags, const char **why)
 {
-	struct conn	*c;
-	const char	*dummy;
+	struct conn *c;
+	const char  *dummy;
 
 	if (why == NULL)
 		why = &dummy;
-	TAILQ_FOREACH(c, &m->m_conns, c_entry)
+	TAILQ_FOREACH (c, &m->m_conns, c_entry)
 		if (strcmp(c->c_key, key) == 0) {
 			c->c_flags |= flags;
 			c->c_holds++;
@@ -2004,11 +2008,11 @@ static int
 req_set_filters(struct conn_req *r, const char *filters_json, int many,
     int keep_doc, const char **why)
 {
-	struct json_doc		*doc = NULL;
-	const struct json	*root, *e;
-	struct buf		 b = BUF_INIT;
-	char			 err[128];
-	size_t			 n, i;
+	struct json_doc	  *doc = NULL;
+	const struct json *root, *e;
+	struct buf	   b = BUF_INIT;
+	char		   err[128];
+	size_t		   n, i;
 
 	root = json_parse(filters_json, strlen(filters_json), &doc, err,
 	    sizeof(err));
@@ -2027,24 +2031,24 @@ req_set_filters(struct conn_req *r, const char *filters_json, int many,
 			}
 	} else {
 		*why = many ? "filters must be an object or a non-empty array "
-		    "of objects" : "filter must be a JSON object";
+			      "of objects" :
+			      "filter must be a JSON object";
 		goto fail;
 	}
 	if ((r->r_match = calloc(n, sizeof(*r->r_match))) == NULL)
 		fatal("conn request");
-	for (i = 0, e = root->type == JSON_OBJECT ? root : root->child;
-	    i < n; i++, e = e->next) {
+	for (i = 0, e = root->type == JSON_OBJECT ? root : root->child; i < n;
+	     i++, e = e->next) {
 		if (i > 0)
 			buf_addc(&b, ',');
 		json_write(&b, e);
 	}
-	for (i = 0, e = root->type == JSON_OBJECT ? root : root->child;
-	    i < n; i++, e = e->next) {
+	for (i = 0, e = root->type == JSON_OBJECT ? root : root->child; i < n;
+	     i++, e = e->next) {
 		if (filter_parse(e, &r->r_match[i], err, sizeof(err)) == -1) {
 			/* The relay may take what relayd would not: then
 			 * delivered events go unchecked. */
-			log_debug("conn: no event check for a filter: %s",
-			    err);
+			log_debug("conn: no event check for a filter: %s", err);
 			filters_free(r->r_match, i);
 			r->r_match = NULL;
 			r->r_nmatch = 0;
@@ -2073,15 +2077,15 @@ static struct conn_req *
 req_new(struct conn *c, enum req_kind kind, int rank, double timeout,
     const struct conn_fetch_cb *cb)
 {
-	struct conn_req	*r;
+	struct conn_req *r;
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		fatal("conn request");
 	r->r_conn = c;
 	r->r_kind = kind;
 	r->r_rank = rank;
-	r->r_timeout = timeout > 0 ? timeout :
-	    conn_fetch_timeout(c->c_mgr->m_cfg);
+	r->r_timeout =
+	    timeout > 0 ? timeout : conn_fetch_timeout(c->c_mgr->m_cfg);
 	if (cb != NULL)
 		r->r_cb = *cb;
 	r->r_st.cs_oldest = -1;
@@ -2094,8 +2098,8 @@ req_new(struct conn *c, enum req_kind kind, int rank, double timeout,
 static void
 req_start(struct conn_req *r)
 {
-	struct conn	*c = r->r_conn;
-	char		 why[CONN_REASON_MAX + 1];
+	struct conn *c = r->r_conn;
+	char	     why[CONN_REASON_MAX + 1];
 
 	switch (c->c_link) {
 	case CONN_BACKOFF:
@@ -2117,7 +2121,7 @@ struct conn_req *
 conn_fetch(struct conn *c, const char *filter_json, enum conn_prio prio,
     double timeout, const struct conn_fetch_cb *cb)
 {
-	struct conn_req	*r;
+	struct conn_req *r;
 	const char	*why;
 
 	r = req_new(c, REQ_FETCH, (int)prio, timeout, cb);
@@ -2134,9 +2138,9 @@ struct conn_req *
 conn_paginate(struct conn *c, const char *filter_json, enum conn_prio prio,
     double timeout, const struct conn_fetch_cb *cb)
 {
-	struct conn_req		*r;
-	const struct json	*v;
-	const char		*why;
+	struct conn_req	  *r;
+	const struct json *v;
+	const char	  *why;
 
 	r = req_new(c, REQ_PAGINATE, (int)prio, timeout, cb);
 	if (req_set_filters(r, filter_json, 0, 1, &why) == -1)
@@ -2154,8 +2158,8 @@ conn_paginate(struct conn *c, const char *filter_json, enum conn_prio prio,
 		r->r_has_until = 1;
 		r->r_until = v->i;
 	}
-	if ((v = json_get(r->r_base, "since")) != NULL && v->type ==
-	    JSON_NUMBER && v->is_int) {
+	if ((v = json_get(r->r_base, "since")) != NULL &&
+	    v->type == JSON_NUMBER && v->is_int) {
 		r->r_has_since = 1;
 		r->r_since = v->i;
 	}
@@ -2168,11 +2172,10 @@ fail:
 }
 
 struct conn_req *
-conn_neg(struct conn *c, const char *filter_json,
-    const struct neg_item *items, size_t n, enum conn_prio prio,
-    double timeout, const struct conn_neg_cb *cb)
+conn_neg(struct conn *c, const char *filter_json, const struct neg_item *items,
+    size_t n, enum conn_prio prio, double timeout, const struct conn_neg_cb *cb)
 {
-	struct conn_req	*r;
+	struct conn_req *r;
 	const char	*why;
 	char		 err[128];
 
@@ -2209,17 +2212,16 @@ fail:
 void
 conn_fetch_cancel(struct conn_req *r)
 {
-	struct conn	*c = r->r_conn;
+	struct conn *c = r->r_conn;
 
 	if (r->r_kind == REQ_LIVE)
-		fatalx("conn_fetch_cancel: %s: a live subscription",
-		    c->c_key);
+		fatalx("conn_fetch_cancel: %s: a live subscription", c->c_key);
 	if (r->r_cancelled)
 		return;
 	req_close(r);
 	r->r_cancelled = 1;
 	if (r->r_in_cb)
-		return;		/* freed when its callback returns */
+		return; /* freed when its callback returns */
 	req_free(r);
 	conn_pump(c);
 	conn_maybe_retire(c);
@@ -2228,7 +2230,7 @@ conn_fetch_cancel(struct conn_req *r)
 struct conn_req *
 conn_live(struct conn *c, const char *filters_json, const char **why)
 {
-	struct conn_req	*r;
+	struct conn_req *r;
 	const char	*dummy;
 
 	if (why == NULL)
@@ -2259,7 +2261,7 @@ conn_live(struct conn *c, const char *filters_json, const char **why)
 void
 conn_live_close(struct conn_req *r)
 {
-	struct conn	*c = r->r_conn;
+	struct conn *c = r->r_conn;
 
 	if (r->r_kind != REQ_LIVE)
 		fatalx("conn_live_close: %s: not a live subscription",
@@ -2278,7 +2280,7 @@ struct conn_mgr *
 conn_mgr_new(struct lws_context *context, struct lws_vhost *vhost,
     struct config *cfg, const struct conn_hooks *hooks, void *arg)
 {
-	struct conn_mgr	*m;
+	struct conn_mgr *m;
 
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		fatal("conn_mgr_new");
@@ -2290,7 +2292,8 @@ conn_mgr_new(struct lws_context *context, struct lws_vhost *vhost,
 	TAILQ_INIT(&m->m_conns);
 	if (cfg->domain == NULL ||
 	    relayurl_self_init(&m->m_self, cfg->domain) == -1)
-		log_warnx("conn: NGIT_DOMAIN \"%s\" gives no relay key; only "
+		log_warnx(
+		    "conn: NGIT_DOMAIN \"%s\" gives no relay key; only "
 		    "the checks on addresses keep us from dialling ourselves",
 		    cfg->domain ? cfg->domain : "");
 	return m;
@@ -2299,7 +2302,7 @@ conn_mgr_new(struct lws_context *context, struct lws_vhost *vhost,
 void
 conn_mgr_free(struct conn_mgr *m)
 {
-	struct conn	*c;
+	struct conn *c;
 
 	if (m == NULL)
 		return;
@@ -2311,12 +2314,12 @@ conn_mgr_free(struct conn_mgr *m)
 void
 conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 {
-	struct conn	*c;
-	cJSON		*o;
-	enum conn_state	 s;
-	int64_t		 now = now_ms(), until = 0;
+	struct conn    *c;
+	cJSON	       *o;
+	enum conn_state s;
+	int64_t		now = now_ms(), until = 0;
 
-	TAILQ_FOREACH(c, &m->m_conns, c_entry) {
+	TAILQ_FOREACH (c, &m->m_conns, c_entry) {
 		if ((o = cJSON_CreateObject()) == NULL ||
 		    !cJSON_AddItemToArray(arr, o))
 			fatalx("conn_mgr_show: out of memory");
@@ -2331,8 +2334,8 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 		else
 			until = 0;
 		if (until != 0)
-			cJSON_AddNumberToObject(o, "until", (double)(time(NULL) +
-			    (until - now + 999) / 1000));
+			cJSON_AddNumberToObject(o, "until",
+			    (double)(time(NULL) + (until - now + 999) / 1000));
 		if (c->c_reason[0] != '\0')
 			cJSON_AddStringToObject(o, "reason", c->c_reason);
 		cJSON_AddNumberToObject(o, "holders", c->c_holds);
@@ -2341,14 +2344,12 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 		cJSON_AddNumberToObject(o, "queued", c->c_npending);
 		cJSON_AddNumberToObject(o, "parked", c->c_nparked);
 		cJSON_AddNumberToObject(o, "bytes_in", (double)c->c_bytes_in);
-		cJSON_AddNumberToObject(o, "bytes_out",
-		    (double)c->c_bytes_out);
+		cJSON_AddNumberToObject(o, "bytes_out", (double)c->c_bytes_out);
 		cJSON_AddNumberToObject(o, "events", (double)c->c_events);
 		cJSON_AddNumberToObject(o, "failures", c->c_failures);
 		cJSON_AddNumberToObject(o, "failures_total",
 		    (double)c->c_failures_total);
-		cJSON_AddNumberToObject(o, "malformed",
-		    (double)c->c_malformed);
+		cJSON_AddNumberToObject(o, "malformed", (double)c->c_malformed);
 		cJSON_AddNumberToObject(o, "req_interval_ms",
 		    c->c_interval * 1000);
 		cJSON_AddNumberToObject(o, "rate_limits",
@@ -2367,13 +2368,13 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 void
 conn_mgr_stats(struct conn_mgr *m, cJSON *metrics)
 {
-	struct conn	*c;
-	unsigned	 by_state[CONN_NSTATES] = { 0 };
-	uint64_t	 open = 0, live = 0, queued = 0, parked = 0;
-	char		 name[96];
-	int		 s;
+	struct conn *c;
+	unsigned     by_state[CONN_NSTATES] = { 0 };
+	uint64_t     open = 0, live = 0, queued = 0, parked = 0;
+	char	     name[96];
+	int	     s;
 
-	TAILQ_FOREACH(c, &m->m_conns, c_entry) {
+	TAILQ_FOREACH (c, &m->m_conns, c_entry) {
 		by_state[conn_state(c)]++;
 		open += c->c_nopen;
 		live += c->c_nlive;
@@ -2381,8 +2382,8 @@ conn_mgr_stats(struct conn_mgr *m, cJSON *metrics)
 		parked += c->c_nparked;
 	}
 	for (s = 0; s < CONN_NSTATES; s++) {
-		snprintf(name, sizeof(name),
-		    "graspd_conn_relays{state=\"%s\"}", conn_state_name(s));
+		snprintf(name, sizeof(name), "graspd_conn_relays{state=\"%s\"}",
+		    conn_state_name(s));
 		role_metric(metrics, name, by_state[s]);
 	}
 	role_metric(metrics, "graspd_conn_subscriptions", (double)open);

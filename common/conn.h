@@ -61,36 +61,36 @@ struct event;
 /* A connect attempt times out after NGIT_SYNC_BASE_BACKOFF_SECS, scaled
  * (ngit-grasp-brief.md 3.7), but never sooner than this, ours: 5 s / 60
  * leaves too little for a handshake on a loaded test machine. */
-#define CONN_CONNECT_TIMEOUT_MIN	0.5
+#define CONN_CONNECT_TIMEOUT_MIN  0.5
 /* ngit-grasp-brief.md 3.10: a streak of failures this long marks the
  * relay dead ... */
-#define CONN_DEAD_AFTER			(24.0 * 3600)
+#define CONN_DEAD_AFTER		  (24.0 * 3600)
 /* ... and a dead relay is tried again this much later. */
-#define CONN_DEAD_RETRY			(24.0 * 3600)
+#define CONN_DEAD_RETRY		  (24.0 * 3600)
 /* Ours: a link up this long before it fails ends the failure streak,
  * like an answered request does (a handshake alone does not). */
-#define CONN_STABLE_SECS		60.0
+#define CONN_STABLE_SECS	  60.0
 /* ngit-grasp-brief.md 3.9: cooldown after a rate-limit signal (a 60 s
  * window plus 5 s). */
-#define CONN_RATE_LIMIT_COOLDOWN	65.0
+#define CONN_RATE_LIMIT_COOLDOWN  65.0
 /* ngit-grasp-brief.md 3.9: the prefix of a machine-readable rate-limit
  * answer in CLOSED and OK (NIP-01, nips.md 1.8). */
-#define CONN_RATE_LIMITED_PREFIX	"rate-limited:"
+#define CONN_RATE_LIMITED_PREFIX  "rate-limited:"
 /* nips.md 1.8 (NIP-42): CLOSED prefix of a REQ refused until we AUTH. */
-#define CONN_AUTH_REQUIRED_PREFIX	"auth-required:"
+#define CONN_AUTH_REQUIRED_PREFIX "auth-required:"
 /* nips.md 5.4 (NIP-77, strfry): the NIP-01 prefix of a NEG-ERR by which
  * a relay that speaks NIP-77 refuses this one set ("blocked: too many
  * query results"). */
-#define CONN_NEG_BLOCKED_PREFIX		"blocked:"
+#define CONN_NEG_BLOCKED_PREFIX	  "blocked:"
 /* Ours: the longest AUTH challenge we sign (NIP-42 sets none; real
  * challenges are 16-64 characters). */
-#define CONN_AUTH_CHALLENGE_MAX		1024
+#define CONN_AUTH_CHALLENGE_MAX	  1024
 /* GRASP-03 text and ngit-grasp-brief.md: fetch_events times out after
  * 30 s ... */
-#define CONN_FETCH_TIMEOUT		30.0
+#define CONN_FETCH_TIMEOUT	  30.0
 /* ... and after 3 s under NGIT_TEST (design.md, "Test timing"; not the
  * 60-fold rule, which would leave 0.5 s). */
-#define CONN_FETCH_TIMEOUT_TEST		3.0
+#define CONN_FETCH_TIMEOUT_TEST	  3.0
 /* Ours: minimum interval between two REQs (or NEG-OPENs) to one relay,
  * at first: at most 100 a second (GRASP-03 "per-relay request pacing"
  * names no figure; ngit-grasp paces not at all).  The ledger is the
@@ -98,96 +98,96 @@ struct event;
  * fewer than this leave anyway; pacing keeps tiny REQs from bursting.
  * At 20 a second, a 20,000-event repository took 5.4-5.6 s to pull from
  * a peer graspd, at 100 a second 3.7-3.8 s (tests/bench/pull.sh). */
-#define CONN_REQ_INTERVAL		0.01
+#define CONN_REQ_INTERVAL	  0.01
 /* Ours: a relay that signals a rate limit gets, after its cooldown,
  * twice the interval it had (per connection, until the role lets the
  * connection go), up to this: a strict relay teaches us its pace. */
-#define CONN_REQ_INTERVAL_MAX		1.0
+#define CONN_REQ_INTERVAL_MAX	  1.0
 /* ... and under NGIT_TEST (not the 60-fold rule, whose 0.8 ms cannot be
  * told from no pacing once writes coalesce). */
-#define CONN_REQ_INTERVAL_TEST		0.005
+#define CONN_REQ_INTERVAL_TEST	  0.005
 /* Ours: concurrent subscriptions per relay, far below common relay caps
  * (strfry 200, rust-nostr relays 500: nips.md 1.10), so that stricter
  * public relays do not refuse us either. */
-#define CONN_MAX_SUBS			10
+#define CONN_MAX_SUBS		  10
 /* Ours: of those, at most this many live ones, so that background work
  * always has a slot; a role packs more live filters into fewer REQs. */
-#define CONN_MAX_LIVE			8
+#define CONN_MAX_LIVE		  8
 /* Ours: byte budget of one REQ message, the default of conn_pack_filters
  * and a hard cap for every REQ sent: well under strfry's 131072-byte
  * websocket payload limit (nips.md 1.10), and half the 64 KB that
  * ngit-grasp-brief.md 3.6 keeps every REQ below. */
-#define CONN_REQ_BUDGET			(32u * 1024)
+#define CONN_REQ_BUDGET		  (32u * 1024)
 /* Ours: the longest subscription id we generate (NIP-01 allows 64). */
-#define CONN_SUBID_MAX			20
+#define CONN_SUBID_MAX		  20
 /* Ours, like relayd's own message limit: the largest message a remote
  * relay may send; a larger one is a protocol failure and drops the
  * connection. */
-#define CONN_MAX_MESSAGE		(1024u * 1024)
+#define CONN_MAX_MESSAGE	  (1024u * 1024)
 /* Ours: malformed messages tolerated on one connection before it is
  * dropped as a protocol failure. */
-#define CONN_MALFORMED_MAX		16
+#define CONN_MALFORMED_MAX	  16
 /* Ours: pages of one pagination, a bound against a relay that invents
  * new events forever (500-event pages make this 500000 events). */
-#define CONN_PAGINATE_MAX_PAGES		1000
+#define CONN_PAGINATE_MAX_PAGES	  1000
 /* Ours: websocket keepalive.  A ping after this much silence ... */
-#define CONN_PING_SECS			60
+#define CONN_PING_SECS		  60
 /* ... and the connection is dropped after this much. */
-#define CONN_HANGUP_SECS		120
+#define CONN_HANGUP_SECS	  120
 
 /* Ours: the frame size limit of our negentropy messages, the limit
  * nostr-tools' and strfry's sync clients use (negentropy.h). */
-#define CONN_NEG_FRAME		NEG_FRAME_DEFAULT
+#define CONN_NEG_FRAME NEG_FRAME_DEFAULT
 
 /* The libwebsockets protocol name of our client connections. */
-#define CONN_PROTOCOL_NAME		"graspd-conn"
+#define CONN_PROTOCOL_NAME "graspd-conn"
 
 /* ------------------------------------------------------------------ */
 
 struct conn_mgr;
 struct conn;
-struct conn_req;	/* a fetch, a pagination or a live subscription */
+struct conn_req; /* a fetch, a pagination or a live subscription */
 
 /*
  * The state of a relay as conn_state() reports it.  RATE_LIMITED is
  * reported whatever the link does while a cooldown runs.
  */
-#define CONN_STATE_LIST(X)						\
-	X(IDLE,		"idle")		/* no link, none needed yet */	\
-	X(RESOLVING,	"resolving")	/* looking up the host */	\
-	X(CONNECTING,	"connecting")	/* TCP, TLS, websocket */	\
-	X(CONNECTED,	"connected")					\
-	X(BACKOFF,	"backoff")	/* failed; retry at c_retry */	\
-	X(RATE_LIMITED,	"rate_limited")	/* cooling down */		\
-	X(DEAD,		"dead")		/* a day of failures */		\
-	X(REFUSED,	"refused")	/* target refused at connect */
+#define CONN_STATE_LIST(X) \
+	X(IDLE, "idle")		    /* no link, none needed yet */ \
+	X(RESOLVING, "resolving")   /* looking up the host */ \
+	X(CONNECTING, "connecting") /* TCP, TLS, websocket */ \
+	X(CONNECTED, "connected") \
+	X(BACKOFF, "backoff")		/* failed; retry at c_retry */ \
+	X(RATE_LIMITED, "rate_limited") /* cooling down */ \
+	X(DEAD, "dead")			/* a day of failures */ \
+	X(REFUSED, "refused")		/* target refused at connect */
 
 enum conn_state {
-#define CONN_STATE_ENUM(name, str)	CONN_##name,
+#define CONN_STATE_ENUM(name, str) CONN_##name,
 	CONN_STATE_LIST(CONN_STATE_ENUM)
 #undef CONN_STATE_ENUM
 	CONN_NSTATES
 };
 
 /* "idle", "connected", ...; "unknown" for anything else. */
-const char	*conn_state_name(enum conn_state);
+const char *conn_state_name(enum conn_state);
 
 /* conn_get() flags. */
 /* Operator-configured relay: resolved addresses are not vetted
  * (RELAYURL_TRUSTED).  Sticky: once trusted, a connection stays so. */
-#define CONN_TRUSTED		0x01
+#define CONN_TRUSTED 0x01
 
 /* How a fetch or pagination ended. */
 enum conn_fetch_result {
-	FETCH_EOSE,		/* complete */
-	FETCH_CLOSED,		/* the relay closed it; reason says why */
-	FETCH_TIMEOUT,		/* no EOSE in time (events so far kept) */
-	FETCH_DISCONNECTED,	/* link failed, dropped, or not up */
-	FETCH_RATE_LIMITED,	/* CLOSED "rate-limited:" */
+	FETCH_EOSE,	    /* complete */
+	FETCH_CLOSED,	    /* the relay closed it; reason says why */
+	FETCH_TIMEOUT,	    /* no EOSE in time (events so far kept) */
+	FETCH_DISCONNECTED, /* link failed, dropped, or not up */
+	FETCH_RATE_LIMITED, /* CLOSED "rate-limited:" */
 };
 
 /* "eose", "closed", ... */
-const char	*conn_fetch_result_name(enum conn_fetch_result);
+const char *conn_fetch_result_name(enum conn_fetch_result);
 
 /*
  * Admission order of a relay's waiting requests: live subscriptions
@@ -195,18 +195,18 @@ const char	*conn_fetch_result_name(enum conn_fetch_result);
  * one priority.
  */
 enum conn_prio {
-	CONN_PRIO_NORMAL,	/* e.g. syncd's historic catch-up */
-	CONN_PRIO_BACKGROUND,	/* e.g. history probes, discovery */
+	CONN_PRIO_NORMAL,     /* e.g. syncd's historic catch-up */
+	CONN_PRIO_BACKGROUND, /* e.g. history probes, discovery */
 };
 
 /* What a fetch or pagination saw, passed to its done callback. */
 struct conn_fetch_stats {
-	unsigned	 cs_pages;	/* REQs sent (a page, or a REQ
+	unsigned cs_pages;   /* REQs sent (a page, or a REQ
 					   sent again after AUTH) */
-	uint64_t	 cs_events;	/* every event delivered */
-	uint64_t	 cs_new;	/* distinct ids among them */
-	int64_t		 cs_oldest;	/* oldest created_at, or -1 */
-	uint64_t	 cs_dropped;	/* new events the ingest hook could
+	uint64_t cs_events;  /* every event delivered */
+	uint64_t cs_new;     /* distinct ids among them */
+	int64_t	 cs_oldest;  /* oldest created_at, or -1 */
+	uint64_t cs_dropped; /* new events the ingest hook could
 					   not hand on (relayd lagging): a
 					   fetch with any is incomplete */
 };
@@ -223,12 +223,11 @@ struct conn_fetch_stats {
  * own request.
  */
 struct conn_fetch_cb {
-	void	(*event)(void *arg, struct conn_req *req,
-		    const struct event *ev);
-	void	(*done)(void *arg, struct conn_req *req,
-		    enum conn_fetch_result res, const char *reason,
-		    const struct conn_fetch_stats *st);
-	void	*arg;
+	void (*event)(void *arg, struct conn_req *req, const struct event *ev);
+	void (*done)(void *arg, struct conn_req *req,
+	    enum conn_fetch_result res, const char *reason,
+	    const struct conn_fetch_stats *st);
+	void *arg;
 };
 
 /*
@@ -246,16 +245,15 @@ struct conn_hooks {
 	 * are counted and dropped.  Returns 0, or -1 if the event could not
 	 * be passed on (counted).  The role passes role_ingest().
 	 */
-	int	(*ingest)(void *arg, const char *relay_key, const char *json,
-		    size_t len);
+	int (*ingest)(void *arg, const char *relay_key, const char *json,
+	    size_t len);
 	/* The reported state of c changed (see conn_state()). */
-	void	(*state)(void *arg, struct conn *c, enum conn_state old,
-		    enum conn_state state);
+	void (*state)(void *arg, struct conn *c, enum conn_state old,
+	    enum conn_state state);
 	/* May be NULL: ingest dropped an event of a live subscription on
 	 * c, created at created_at; the role decides how to ask again (a
 	 * fetch's drops are in its conn_fetch_stats instead). */
-	void	(*live_dropped)(void *arg, struct conn *c,
-		    int64_t created_at);
+	void (*live_dropped)(void *arg, struct conn *c, int64_t created_at);
 };
 
 /*
@@ -266,10 +264,12 @@ struct conn_hooks {
  * The context must be created with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT
  * for wss:// relays (role.c does).
  */
-int	conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason,
-	    void *user, void *in, size_t len);
+int conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason,
+    void *user, void *in, size_t len);
 #define CONN_LWS_PROTOCOL \
-	{ CONN_PROTOCOL_NAME, conn_lws_callback, 0, 0, 0, NULL, 0 }
+	{ \
+		CONN_PROTOCOL_NAME, conn_lws_callback, 0, 0, 0, NULL, 0 \
+	}
 /* The same entry, for code that builds the list at run time. */
 extern const struct lws_protocols conn_lws_protocol;
 
@@ -284,16 +284,16 @@ extern const struct lws_protocols conn_lws_protocol;
  * the hooks.  Returns the manager (caller frees with conn_mgr_free()).
  * Exits on allocation failure.
  */
-struct conn_mgr	*conn_mgr_new(struct lws_context *context,
-		    struct lws_vhost *vhost, struct config *cfg,
-		    const struct conn_hooks *hooks, void *arg);
+struct conn_mgr *conn_mgr_new(struct lws_context *context,
+    struct lws_vhost *vhost, struct config *cfg, const struct conn_hooks *hooks,
+    void *arg);
 
 /*
  * Closes every connection and frees every request without calling its
  * callbacks, then the manager.  Call it before the lws context is
  * destroyed, never from a callback.  NULL is fine.
  */
-void		 conn_mgr_free(struct conn_mgr *);
+void conn_mgr_free(struct conn_mgr *);
 
 /*
  * The connection to the relay named key (a canonical key, as
@@ -303,10 +303,10 @@ void		 conn_mgr_free(struct conn_mgr *);
  * does.  Returns NULL if key is not canonical or names this relay
  * itself (NGIT_DOMAIN), with *why (if not NULL) set to a static string.
  */
-struct conn	*conn_get(struct conn_mgr *, const char *key, unsigned flags,
-		    const char **why);
+struct conn *conn_get(struct conn_mgr *, const char *key, unsigned flags,
+    const char **why);
 /* Takes one more hold on c. */
-void		 conn_hold(struct conn *c);
+void	     conn_hold(struct conn *c);
 /*
  * Drops one hold.  A connection without holders, live subscriptions or
  * requests retires (closed and freed, later on the loop), except that
@@ -314,12 +314,12 @@ void		 conn_hold(struct conn *c);
  * asking again does not skip the backoff.  The caller must not use c
  * afterwards unless it holds it otherwise.
  */
-void		 conn_release(struct conn *c);
+void	     conn_release(struct conn *c);
 
 /* The canonical key of c (owned by c). */
-const char	*conn_key(const struct conn *c);
+const char     *conn_key(const struct conn *c);
 /* The state of c as reported: RATE_LIMITED while a cooldown runs. */
-enum conn_state	 conn_state(const struct conn *c);
+enum conn_state conn_state(const struct conn *c);
 
 /*
  * Queues one REQ with filter_json (one filter object; the REQ must fit
@@ -332,9 +332,8 @@ enum conn_state	 conn_state(const struct conn *c);
  * the request (valid until done returns), or NULL if filter_json is not
  * one JSON object or the REQ is too large (nothing is called then).
  */
-struct conn_req	*conn_fetch(struct conn *c, const char *filter_json,
-		    enum conn_prio prio, double timeout,
-		    const struct conn_fetch_cb *cb);
+struct conn_req *conn_fetch(struct conn *c, const char *filter_json,
+    enum conn_prio prio, double timeout, const struct conn_fetch_cb *cb);
 
 /*
  * Like conn_fetch(), but pages back in time: after each EOSE, if the
@@ -347,15 +346,14 @@ struct conn_req	*conn_fetch(struct conn *c, const char *filter_json,
  * whatever relayd later decides about the event.  Ends with the result
  * of the last page; at most CONN_PAGINATE_MAX_PAGES pages.
  */
-struct conn_req	*conn_paginate(struct conn *c, const char *filter_json,
-		    enum conn_prio prio, double timeout,
-		    const struct conn_fetch_cb *cb);
+struct conn_req *conn_paginate(struct conn *c, const char *filter_json,
+    enum conn_prio prio, double timeout, const struct conn_fetch_cb *cb);
 
 /*
  * Cancels a fetch, pagination or reconciliation that has not ended:
  * CLOSEs (NEG-CLOSEs) it if open and frees it without calling done.
  */
-void		 conn_fetch_cancel(struct conn_req *req);
+void conn_fetch_cancel(struct conn_req *req);
 
 /*
  * A live subscription: filters_json (one filter object or a JSON array
@@ -367,8 +365,8 @@ void		 conn_fetch_cancel(struct conn_req *req);
  * CONN_REQ_BUDGET, or c already has CONN_MAX_LIVE live subscriptions
  * (*why, if not NULL, says which).
  */
-struct conn_req	*conn_live(struct conn *c, const char *filters_json,
-		    const char **why);
+struct conn_req *conn_live(struct conn *c, const char *filters_json,
+    const char **why);
 /* Closes a live subscription (CLOSE if open) and frees the handle. */
 void		 conn_live_close(struct conn_req *live);
 
@@ -381,14 +379,14 @@ void		 conn_live_close(struct conn_req *live);
  * stray, bad_events, ingest_dropped, neg_sessions (reconciliations
  * ended), neg_bytes (their bytes both ways).
  */
-void		 conn_mgr_show(struct conn_mgr *, cJSON *arr);
+void conn_mgr_show(struct conn_mgr *, cJSON *arr);
 
 /*
  * Appends the manager's metrics to a role metrics array (["name", value]
  * pairs): connections by state, open subscriptions, queued requests,
  * totals.  Fixed cardinality: no relay URL appears.
  */
-void		 conn_mgr_stats(struct conn_mgr *, cJSON *metrics);
+void conn_mgr_stats(struct conn_mgr *, cJSON *metrics);
 
 /*
  * How a negentropy reconciliation ended.  UNSUPPORTED means the relay
@@ -401,26 +399,26 @@ void		 conn_mgr_stats(struct conn_mgr *, cJSON *metrics);
  * answer in time once it had answered.
  */
 enum conn_neg_result {
-	NEGR_DONE,		/* complete: have and need are final */
+	NEGR_DONE, /* complete: have and need are final */
 	NEGR_UNSUPPORTED,
 	NEGR_FAILED,
-	NEGR_DISCONNECTED,	/* link failed, dropped, or not up */
-	NEGR_RATE_LIMITED,	/* NEG-ERR or CLOSED "rate-limited:" */
+	NEGR_DISCONNECTED, /* link failed, dropped, or not up */
+	NEGR_RATE_LIMITED, /* NEG-ERR or CLOSED "rate-limited:" */
 };
 
 /* "done", "unsupported", ... */
-const char	*conn_neg_result_name(enum conn_neg_result);
+const char *conn_neg_result_name(enum conn_neg_result);
 
 /* What a negentropy reconciliation saw, passed to its done callback. */
 struct conn_neg_stats {
-	unsigned		 ns_rounds;	/* NEG-MSG answers taken */
-	uint64_t		 ns_bytes_out;	/* NEG-OPEN, NEG-MSG, NEG-CLOSE */
-	uint64_t		 ns_bytes_in;	/* NEG-MSG, NEG-ERR */
-	size_t			 ns_items;	/* our set, deduplicated */
+	unsigned ns_rounds;    /* NEG-MSG answers taken */
+	uint64_t ns_bytes_out; /* NEG-OPEN, NEG-MSG, NEG-CLOSE */
+	uint64_t ns_bytes_in;  /* NEG-MSG, NEG-ERR */
+	size_t	 ns_items;     /* our set, deduplicated */
 	/* Ids only we have, and ids only the relay has: sorted, without
 	 * repeats, owned by the request.  Empty unless NEGR_DONE. */
-	const struct neg_idlist	*ns_have;
-	const struct neg_idlist	*ns_need;
+	const struct neg_idlist *ns_have;
+	const struct neg_idlist *ns_need;
 };
 
 /*
@@ -430,10 +428,9 @@ struct conn_neg_stats {
  * conn_* function except conn_mgr_free().
  */
 struct conn_neg_cb {
-	void	(*done)(void *arg, struct conn_req *req,
-		    enum conn_neg_result res, const char *reason,
-		    const struct conn_neg_stats *st);
-	void	*arg;
+	void (*done)(void *arg, struct conn_req *req, enum conn_neg_result res,
+	    const char *reason, const struct conn_neg_stats *st);
+	void *arg;
 };
 
 /*
@@ -449,10 +446,9 @@ struct conn_neg_cb {
  * Returns the request (cancel with conn_fetch_cancel()), or NULL if the
  * filter is not one JSON object, too large, or n exceeds NEG_MAX_ITEMS.
  */
-struct conn_req	*conn_neg(struct conn *c, const char *filter_json,
-		    const struct neg_item *items, size_t n,
-		    enum conn_prio prio, double timeout,
-		    const struct conn_neg_cb *cb);
+struct conn_req *conn_neg(struct conn *c, const char *filter_json,
+    const struct neg_item *items, size_t n, enum conn_prio prio, double timeout,
+    const struct conn_neg_cb *cb);
 
 /*
  * 1 if NOTICE text (len bytes) reads as a relay refusing a command it
@@ -460,7 +456,7 @@ struct conn_req	*conn_neg(struct conn *c, const char *filter_json,
  * supported" or "unrecognized", and not "subscription" (a NOTICE about
  * an unknown subscription answers a CLOSE).  Else 0.
  */
-int		 conn_notice_is_unsupported(const char *text, size_t len);
+int conn_notice_is_unsupported(const char *text, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Pure parts, exported for the role and for the unit tests.           */
@@ -473,32 +469,32 @@ int		 conn_notice_is_unsupported(const char *text, size_t len);
  * case *dead (if not NULL) is set to 1.  Both durations compare and come
  * out scaled by cfg_scale_delay().
  */
-double		 conn_backoff_delay(const struct config *cfg,
-		    unsigned failures, double streak_secs, int *dead);
+double conn_backoff_delay(const struct config *cfg, unsigned failures,
+    double streak_secs, int *dead);
 
 /* The connect timeout: the base backoff, scaled, at least
  * CONN_CONNECT_TIMEOUT_MIN. */
-double		 conn_connect_timeout(const struct config *cfg);
+double conn_connect_timeout(const struct config *cfg);
 
 /* CONN_FETCH_TIMEOUT, or CONN_FETCH_TIMEOUT_TEST under NGIT_TEST. */
-double		 conn_fetch_timeout(const struct config *cfg);
+double conn_fetch_timeout(const struct config *cfg);
 /* CONN_REQ_INTERVAL, or CONN_REQ_INTERVAL_TEST under NGIT_TEST. */
-double		 conn_req_interval(const struct config *cfg);
+double conn_req_interval(const struct config *cfg);
 
 /*
  * 1 if NOTICE text (len bytes) reads as a rate limit: lower-cased, it
  * contains "rate" and "limit", or "too many", or "slow down", or
  * "throttl" (ngit-grasp-brief.md 3.9).  Else 0.
  */
-int		 conn_notice_is_rate_limit(const char *text, size_t len);
+int conn_notice_is_rate_limit(const char *text, size_t len);
 
 /* 1 if a CLOSED or OK message starts with "rate-limited:", else 0. */
-int		 conn_reason_is_rate_limited(const char *msg, size_t len);
+int conn_reason_is_rate_limited(const char *msg, size_t len);
 
 /* Filter packing (conn_pack.c): a list made by conn_pack_filters(). */
 struct conn_filters {
-	char	**cf_v;		/* NUL-terminated JSON objects, owned */
-	size_t	  cf_n;
+	char **cf_v; /* NUL-terminated JSON objects, owned */
+	size_t cf_n;
 };
 
 /*
@@ -516,13 +512,12 @@ struct conn_filters {
  * has that member, field is not one of those, or one value alone does
  * not fit the budget (nothing is added then).
  */
-int		 conn_pack_filters(const char *base, const char *field,
-		    const char *const values[], size_t n, size_t budget,
-		    size_t max_values, struct conn_filters *out,
-		    const char **why);
-void		 conn_filters_free(struct conn_filters *);
+int  conn_pack_filters(const char *base, const char *field,
+     const char *const values[], size_t n, size_t budget, size_t max_values,
+     struct conn_filters *out, const char **why);
+void conn_filters_free(struct conn_filters *);
 
 /* The REQ bytes one filter costs: ["REQ","<CONN_SUBID_MAX>",filter]. */
-size_t		 conn_req_size(size_t filter_len);
+size_t conn_req_size(size_t filter_len);
 
 #endif

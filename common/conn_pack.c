@@ -42,14 +42,14 @@ conn_pack_filters(const char *base, const char *field,
     const char *const values[], size_t n, size_t budget, size_t max_values,
     struct conn_filters *out, const char **why)
 {
-	struct json_doc		 *doc = NULL;
-	const struct json	 *root;
-	struct conn_filters	  add = { NULL, 0 };
-	struct buf		  prefix = BUF_INIT, f = BUF_INIT, v = BUF_INIT;
-	const char		**sorted = NULL, *dummy;
-	char			  name[16], err[128];
-	size_t			  i, m = 0, inf, suffix = strlen("]}");
-	int			  rc = -1;
+	struct json_doc	   *doc = NULL;
+	const struct json  *root;
+	struct conn_filters add = { NULL, 0 };
+	struct buf	    prefix = BUF_INIT, f = BUF_INIT, v = BUF_INIT;
+	const char	  **sorted = NULL, *dummy;
+	char		    name[16], err[128];
+	size_t		    i, m = 0, inf, suffix = strlen("]}");
+	int		    rc = -1;
 
 	if (why == NULL)
 		why = &dummy;
@@ -90,7 +90,7 @@ conn_pack_filters(const char *base, const char *field,
 	buf_add_jstr(&prefix, name, strlen(name));
 	buf_adds(&prefix, ":[");
 
-	for (i = 0; i < m; ) {
+	for (i = 0; i < m;) {
 		buf_reset(&f);
 		buf_add(&f, prefix.b_data, prefix.b_len);
 		inf = 0;
@@ -111,15 +111,15 @@ conn_pack_filters(const char *base, const char *field,
 			goto done;
 		}
 		buf_adds(&f, "]}");
-		add.cf_v = reallocarray(add.cf_v, add.cf_n + 1,
-		    sizeof(*add.cf_v));
+		add.cf_v =
+		    reallocarray(add.cf_v, add.cf_n + 1, sizeof(*add.cf_v));
 		if (add.cf_v == NULL)
 			fatal("conn_pack_filters");
 		add.cf_v[add.cf_n++] = buf_release(&f, NULL);
 	}
 
-	out->cf_v = reallocarray(out->cf_v, out->cf_n + add.cf_n,
-	    sizeof(*out->cf_v));
+	out->cf_v =
+	    reallocarray(out->cf_v, out->cf_n + add.cf_n, sizeof(*out->cf_v));
 	if (out->cf_v == NULL)
 		fatal("conn_pack_filters");
 	memcpy(out->cf_v + out->cf_n, add.cf_v, add.cf_n * sizeof(*add.cf_v));

@@ -12,17 +12,17 @@
 #include "log.h"
 #include "msg.h"
 
-#define CTL_BIT_Y	1
-#define CTL_BIT_N	0
+#define CTL_BIT_Y 1
+#define CTL_BIT_N 0
 
 static const struct {
-	const char	*name;
-	int		 lo, hi;
-	unsigned	 who;	/* 1 graspd, 2 relayd, 4 the roles */
+	const char *name;
+	int	    lo, hi;
+	unsigned    who; /* 1 graspd, 2 relayd, 4 the roles */
 } ctl_cmds[CTL_NCMDS] = {
-#define CTL_ROW(id, nm, l, h, sup, relay, role)				\
-	[CTL_##id] = { nm, l, h, CTL_BIT_##sup | CTL_BIT_##relay << 1 |	\
-	    CTL_BIT_##role << 2 },
+#define CTL_ROW(id, nm, l, h, sup, relay, role) \
+	[CTL_##id] = { nm, l, h, \
+		CTL_BIT_##sup | CTL_BIT_##relay << 1 | CTL_BIT_##role << 2 },
 	CTL_CMD_LIST(CTL_ROW)
 #undef CTL_ROW
 };
@@ -36,7 +36,7 @@ ctl_cmd_name(enum ctl_cmd c)
 int
 ctl_cmd_find(const char *name)
 {
-	int	c;
+	int c;
 
 	for (c = 0; c < CTL_NCMDS; c++)
 		if (strcmp(ctl_cmds[c].name, name) == 0)
@@ -47,7 +47,7 @@ ctl_cmd_find(const char *name)
 int
 ctl_cmd_answers(enum ctl_cmd c, enum role p)
 {
-	unsigned	bit;
+	unsigned bit;
 
 	if ((unsigned)c >= CTL_NCMDS)
 		return 0;
@@ -73,8 +73,8 @@ int
 ctl_log_level(const char *arg, enum log_level configured, cJSON *reply,
     char *err, size_t errlen)
 {
-	static const char	*names[] = { "error", "warn", "info", "debug" };
-	enum log_level		 lvl;
+	static const char *names[] = { "error", "warn", "info", "debug" };
+	enum log_level	   lvl;
 
 	if (strcmp(arg, "verbose") == 0)
 		lvl = LOG_LVL_DEBUG;
@@ -96,13 +96,12 @@ ctl_log_level(const char *arg, enum log_level configured, cJSON *reply,
 /* The reply to one received message m (NULL: malformed, why says so). */
 static cJSON *
 ctl_answer(const struct msg *m, const char *why, enum role self,
-    const ctl_fn fns[CTL_NCMDS], enum msg_type type, ctl_msg_fn fn,
-    void *arg)
+    const ctl_fn fns[CTL_NCMDS], enum msg_type type, ctl_msg_fn fn, void *arg)
 {
-	cJSON		*doc = NULL, *cmd, *args, *a, *reply;
-	const char	*argv[CTL_MAX_ARGS + 1];
-	char		 err[1024] = "";
-	int		 argc = 0, c;
+	cJSON	   *doc = NULL, *cmd, *args, *a, *reply;
+	const char *argv[CTL_MAX_ARGS + 1];
+	char	    err[1024] = "";
+	int	    argc = 0, c;
 
 	if ((reply = cJSON_CreateObject()) == NULL ||
 	    cJSON_AddTrueToObject(reply, "ok") == NULL)
@@ -113,8 +112,7 @@ ctl_answer(const struct msg *m, const char *why, enum role self,
 	}
 	if (fn != NULL && m->m_type == type) {
 		log_debug("control: %s", msg_type_name(type));
-		if (fn(arg, m, reply, err, sizeof(err)) == -1 &&
-		    err[0] == '\0')
+		if (fn(arg, m, reply, err, sizeof(err)) == -1 && err[0] == '\0')
 			snprintf(err, sizeof(err), "%s failed",
 			    msg_type_name(type));
 		goto done;
@@ -125,10 +123,12 @@ ctl_answer(const struct msg *m, const char *why, enum role self,
 		goto done;
 	}
 	doc = cJSON_ParseWithLength((const char *)m->m_data, m->m_len);
-	cmd = cJSON_IsObject(doc) ? cJSON_GetObjectItemCaseSensitive(doc,
-	    "cmd") : NULL;
+	cmd = cJSON_IsObject(doc) ?
+	    cJSON_GetObjectItemCaseSensitive(doc, "cmd") :
+	    NULL;
 	if (!cJSON_IsString(cmd)) {
-		snprintf(err, sizeof(err), "request must be a JSON object "
+		snprintf(err, sizeof(err),
+		    "request must be a JSON object "
 		    "with a \"cmd\" string");
 		goto done;
 	}
@@ -137,10 +137,13 @@ ctl_answer(const struct msg *m, const char *why, enum role self,
 		snprintf(err, sizeof(err), "\"args\" is not an array");
 		goto done;
 	}
-	cJSON_ArrayForEach(a, args) {
+	cJSON_ArrayForEach(a, args)
+	{
 		if (!cJSON_IsString(a) || argc == CTL_MAX_ARGS) {
-			snprintf(err, sizeof(err), "\"args\" must be at most "
-			    "%d strings", CTL_MAX_ARGS);
+			snprintf(err, sizeof(err),
+			    "\"args\" must be at most "
+			    "%d strings",
+			    CTL_MAX_ARGS);
 			goto done;
 		}
 		argv[argc++] = a->valuestring;
@@ -157,9 +160,10 @@ ctl_answer(const struct msg *m, const char *why, enum role self,
 		goto done;
 	}
 	if (argc < ctl_cmds[c].lo || argc > ctl_cmds[c].hi) {
-		snprintf(err, sizeof(err), "%s takes %d to %d arguments, not "
-		    "%d", ctl_cmds[c].name, ctl_cmds[c].lo, ctl_cmds[c].hi,
-		    argc);
+		snprintf(err, sizeof(err),
+		    "%s takes %d to %d arguments, not "
+		    "%d",
+		    ctl_cmds[c].name, ctl_cmds[c].lo, ctl_cmds[c].hi, argc);
 		goto done;
 	}
 	log_debug("control: %s", ctl_cmds[c].name);
@@ -190,10 +194,10 @@ int
 ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
     enum msg_type type, ctl_msg_fn fn, void *arg, int max)
 {
-	struct msg	 m;
-	cJSON		*reply;
-	char		 why[160], *text;
-	int		 r, n = 0;
+	struct msg m;
+	cJSON	  *reply;
+	char	   why[160], *text;
+	int	   r, n = 0;
 
 	while (max == 0 || n < max) {
 		/* A client, not a sibling: malformed is answered. */
@@ -214,7 +218,7 @@ ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
 			fatalx("control: out of memory");
 		cJSON_Delete(reply);
 		if (msg_send(sock, MSG_CONTROL_REPLY, text, strlen(text),
-		    NN_DONTWAIT) == -1)
+			NN_DONTWAIT) == -1)
 			log_warn("control: reply");
 		free(text);
 	}
@@ -224,7 +228,7 @@ ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
 const char *
 ctl_jstr(const cJSON *obj, const char *key)
 {
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
@@ -232,7 +236,7 @@ ctl_jstr(const cJSON *obj, const char *key)
 double
 ctl_jnum(const cJSON *obj, const char *key)
 {
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }

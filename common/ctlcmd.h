@@ -21,7 +21,7 @@
 #include "msg.h"
 
 /* Ours: no command takes more arguments. */
-#define CTL_MAX_ARGS	4
+#define CTL_MAX_ARGS 4
 
 /*
  * X(id, name, min args, max args, graspd, relayd, roles): the last three
@@ -30,26 +30,26 @@
  * with its CTL_COL_* below, so a Y without a handler does not compile
  * and a handler under N is an unused function (-Wall).  Append only.
  */
-#define CTL_CMD_LIST(X)							\
-	X(status,	"status",	0, 0,	Y, Y, Y)		\
-	X(show,		"show",		0, 1,	Y, Y, Y)		\
-	X(stats,	"stats",	0, 0,	Y, Y, Y)		\
-	X(log,		"log",		1, 1,	Y, Y, Y)		\
-	X(stop,		"stop",		0, 1,	Y, Y, Y)		\
-	X(start,	"start",	1, 1,	Y, N, N)		\
-	X(restart,	"restart",	1, 1,	Y, N, N)		\
-	X(reload,	"reload",	0, 0,	Y, N, N)		\
-	X(shutdown,	"shutdown",	0, 0,	Y, N, N)
+#define CTL_CMD_LIST(X) \
+	X(status, "status", 0, 0, Y, Y, Y) \
+	X(show, "show", 0, 1, Y, Y, Y) \
+	X(stats, "stats", 0, 0, Y, Y, Y) \
+	X(log, "log", 1, 1, Y, Y, Y) \
+	X(stop, "stop", 0, 1, Y, Y, Y) \
+	X(start, "start", 1, 1, Y, N, N) \
+	X(restart, "restart", 1, 1, Y, N, N) \
+	X(reload, "reload", 0, 0, Y, N, N) \
+	X(shutdown, "shutdown", 0, 0, Y, N, N)
 
 enum ctl_cmd {
-#define CTL_ENUM(id, name, lo, hi, sup, relay, role)	CTL_##id,
+#define CTL_ENUM(id, name, lo, hi, sup, relay, role) CTL_##id,
 	CTL_CMD_LIST(CTL_ENUM)
 #undef CTL_ENUM
 	CTL_NCMDS
 };
 
-#define CTL_FN_Y(fn)	fn
-#define CTL_FN_N(fn)	NULL
+#define CTL_FN_Y(fn) fn
+#define CTL_FN_N(fn) NULL
 
 /*
  * A process's column of the list, as the initialisers of its handler
@@ -58,11 +58,10 @@ enum ctl_cmd {
  * graspd's handlers are named ctl_<id>, relayd's relay_ctl_<id> and the
  * roles' role_ctl_<id>.
  */
-#define CTL_COL_SUP(id, name, lo, hi, sup, relay, role)			\
-	CTL_FN_##sup(ctl_##id),
-#define CTL_COL_RELAY(id, name, lo, hi, sup, relay, role)		\
+#define CTL_COL_SUP(id, name, lo, hi, sup, relay, role) CTL_FN_##sup(ctl_##id),
+#define CTL_COL_RELAY(id, name, lo, hi, sup, relay, role) \
 	CTL_FN_##relay(relay_ctl_##id),
-#define CTL_COL_ROLE(id, name, lo, hi, sup, relay, role)		\
+#define CTL_COL_ROLE(id, name, lo, hi, sup, relay, role) \
 	CTL_FN_##role(role_ctl_##id),
 
 /*
@@ -71,16 +70,16 @@ enum ctl_cmd {
  * "ok":true).  Returns 0, or -1 with err filled (the reply then is
  * {"ok":false,"error":err}).  arg is ctl_serve()'s.
  */
-typedef int	(*ctl_fn)(void *arg, int argc, const char **argv,
-		    cJSON *reply, char *err, size_t errlen);
+typedef int (*ctl_fn)(void *arg, int argc, const char **argv, cJSON *reply,
+    char *err, size_t errlen);
 
 /* "status", ...; NULL for no such command. */
-const char	*ctl_cmd_name(enum ctl_cmd);
+const char *ctl_cmd_name(enum ctl_cmd);
 /* The command named name, or -1. */
-int		 ctl_cmd_find(const char *name);
+int	    ctl_cmd_find(const char *name);
 /* 1 if process p (ROLE_SUPERVISOR, ROLE_RELAYD, a role.c role) answers
  * cmd, else 0. */
-int		 ctl_cmd_answers(enum ctl_cmd, enum role p);
+int	    ctl_cmd_answers(enum ctl_cmd, enum role p);
 
 /*
  * Answers every request waiting on the REP socket sock (at most max;
@@ -90,8 +89,8 @@ int		 ctl_cmd_answers(enum ctl_cmd, enum role p);
  * an error reply.  Returns the number of requests answered.  Exits only
  * when out of memory.
  */
-int	ctl_serve(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
-	    void *arg, int max);
+int ctl_serve(int sock, enum role self, const ctl_fn fns[CTL_NCMDS], void *arg,
+    int max);
 
 /*
  * A request of a message type of its own on a control socket (relayd's
@@ -100,11 +99,11 @@ int	ctl_serve(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
  * malformed, and answers like a ctl_fn (reply already says "ok":true;
  * -1 with err for {"ok":false,"error":err}).
  */
-typedef int	(*ctl_msg_fn)(void *arg, const struct msg *m, cJSON *reply,
-		    char *err, size_t errlen);
+typedef int (*ctl_msg_fn)(void *arg, const struct msg *m, cJSON *reply,
+    char *err, size_t errlen);
 /* ctl_serve() that also answers messages of type with fn(arg, ...). */
-int	ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
-	    enum msg_type type, ctl_msg_fn fn, void *arg, int max);
+int ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
+    enum msg_type type, ctl_msg_fn fn, void *arg, int max);
 
 /*
  * The "log" command of every process: "verbose" is debug; "brief" is
@@ -117,10 +116,10 @@ int	ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
  * string (the reply keeps it); ctl_jnum() the number member key, 0 when
  * missing or not a number.  Never exit.
  */
-const char	*ctl_jstr(const cJSON *obj, const char *key);
-double		 ctl_jnum(const cJSON *obj, const char *key);
+const char *ctl_jstr(const cJSON *obj, const char *key);
+double	    ctl_jnum(const cJSON *obj, const char *key);
 
-int	ctl_log_level(const char *arg, enum log_level configured, cJSON *reply,
-	    char *err, size_t errlen);
+int ctl_log_level(const char *arg, enum log_level configured, cJSON *reply,
+    char *err, size_t errlen);
 
 #endif

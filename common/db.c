@@ -23,7 +23,7 @@
  * and then read a few rows at a time; a larger cache only keeps that
  * scan resident in each of them.
  */
-#define DB_RO_CACHE_KIB		1024
+#define DB_RO_CACHE_KIB 1024
 
 /*
  * The schema, one step per element, applied in order.  Append only: a
@@ -202,8 +202,7 @@ static const char *const db_migrations[] = {
 	"PRAGMA writable_schema=RESET;",
 };
 
-#define DB_NMIGRATIONS \
-	((int)(sizeof(db_migrations) / sizeof(db_migrations[0])))
+#define DB_NMIGRATIONS ((int)(sizeof(db_migrations) / sizeof(db_migrations[0])))
 
 int
 db_schema_version(void)
@@ -215,8 +214,8 @@ db_schema_version(void)
 static int
 mkdir_parents(const char *path, char *err, size_t errlen)
 {
-	char	*p, *s;
-	int	 rc = 0;
+	char *p, *s;
+	int   rc = 0;
 
 	if ((p = strdup(path)) == NULL)
 		fatal("strdup");
@@ -234,8 +233,8 @@ mkdir_parents(const char *path, char *err, size_t errlen)
 static int
 db_int(sqlite3 *db, const char *sql, long long *out)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	sqlite3_stmt *st;
+	int	      rc;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -1;
@@ -249,9 +248,9 @@ db_int(sqlite3 *db, const char *sql, long long *out)
 static int
 db_migrate(sqlite3 *db, char *err, size_t errlen)
 {
-	long long	 version = 0;
-	char		*msg = NULL, sql[64];
-	int		 i;
+	long long version = 0;
+	char	 *msg = NULL, sql[64];
+	int	  i;
 
 	/* IMMEDIATE: two roles starting together must not both migrate. */
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
@@ -259,8 +258,10 @@ db_migrate(sqlite3 *db, char *err, size_t errlen)
 	if (db_int(db, "PRAGMA user_version", &version) == -1)
 		goto fail;
 	if (version > DB_NMIGRATIONS) {
-		snprintf(err, errlen, "database schema version %lld is newer "
-		    "than this program's %d", version, DB_NMIGRATIONS);
+		snprintf(err, errlen,
+		    "database schema version %lld is newer "
+		    "than this program's %d",
+		    version, DB_NMIGRATIONS);
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;
 	}
@@ -269,8 +270,7 @@ db_migrate(sqlite3 *db, char *err, size_t errlen)
 		    SQLITE_OK)
 			goto fail;
 	}
-	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
-	    DB_NMIGRATIONS);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", DB_NMIGRATIONS);
 	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK ||
 	    sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
 		goto fail;
@@ -290,21 +290,22 @@ fail:
 int
 db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 {
-	sqlite3		*db = NULL;
-	long long	 version = 0;
-	char		*msg = NULL;
-	int		 ro = (flags & DB_READONLY) != 0, oflags;
-	char		 mode[16] = "", pragmas[256];
+	sqlite3	 *db = NULL;
+	long long version = 0;
+	char	 *msg = NULL;
+	int	  ro = (flags & DB_READONLY) != 0, oflags;
+	char	  mode[16] = "", pragmas[256];
 
 	*out = NULL;
 	if (!ro && strcmp(path, ":memory:") != 0 &&
 	    mkdir_parents(path, err, errlen) == -1)
 		return -1;
 	oflags = ro ? SQLITE_OPEN_READONLY :
-	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+		      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	/* The writer gathers each commit's WAL frames into one write. */
 	if (sqlite3_open_v2(path, &db, oflags | SQLITE_OPEN_NOMUTEX,
-	    !ro && walbuf_register() == 0 ? WALBUF_VFS : NULL) != SQLITE_OK) {
+		!ro && walbuf_register() == 0 ? WALBUF_VFS : NULL) !=
+	    SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", path,
 		    db ? sqlite3_errmsg(db) : "out of memory");
 		goto fail;
@@ -313,19 +314,21 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 	sqlite3_busy_timeout(db, DB_BUSY_TIMEOUT_MS);
 
 	if (!ro) {
-		sqlite3_stmt	*st;
+		sqlite3_stmt *st;
 
 		/* A read-only connection cannot switch; the writer did. */
 		if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st,
-		    NULL) != SQLITE_OK)
+			NULL) != SQLITE_OK)
 			goto sqlfail;
 		if (sqlite3_step(st) == SQLITE_ROW)
 			snprintf(mode, sizeof(mode), "%s",
 			    (const char *)sqlite3_column_text(st, 0));
 		sqlite3_finalize(st);
 		if (strcmp(mode, "wal") != 0 && strcmp(path, ":memory:") != 0) {
-			snprintf(err, errlen, "%s: cannot enable WAL "
-			    "(journal mode %s)", path, mode);
+			snprintf(err, errlen,
+			    "%s: cannot enable WAL "
+			    "(journal mode %s)",
+			    path, mode);
 			goto fail;
 		}
 	}
@@ -333,7 +336,8 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 	 * temp_store: sorters, UNION merges and the statement journal of
 	 * each put's savepoint would otherwise go through temporary files.
 	 */
-	snprintf(pragmas, sizeof(pragmas), "PRAGMA synchronous=NORMAL;"
+	snprintf(pragmas, sizeof(pragmas),
+	    "PRAGMA synchronous=NORMAL;"
 	    "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;"
 	    "PRAGMA cache_size=-%d; PRAGMA wal_autocheckpoint=%d;",
 	    ro ? DB_RO_CACHE_KIB : DB_CACHE_KIB, DB_WAL_AUTOCHECKPOINT);
@@ -347,9 +351,10 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 		if (db_int(db, "PRAGMA user_version", &version) == -1)
 			goto sqlfail;
 		if (version != DB_NMIGRATIONS) {
-			snprintf(err, errlen, "%s: schema version %lld, this "
-			    "program needs %d", path, version,
-			    DB_NMIGRATIONS);
+			snprintf(err, errlen,
+			    "%s: schema version %lld, this "
+			    "program needs %d",
+			    path, version, DB_NMIGRATIONS);
 			goto fail;
 		}
 	}

@@ -16,17 +16,17 @@
 #include <sqlite3.h>
 
 /* db_open() flags. */
-#define DB_READONLY		0x01
+#define DB_READONLY 0x01
 
 /* Ours: how long a connection waits for another process's write lock. */
-#define DB_BUSY_TIMEOUT_MS	5000
+#define DB_BUSY_TIMEOUT_MS    5000
 /*
  * Ours: the writer's page cache in KiB.  The kernel's page cache holds
  * the file anyway: 4 MiB ingested 19.4-19.9k ev/s against 17.8-19.9k
  * with 32 MiB, A B A B in the ingest benchmark, and relayd holds 28 MB
  * less after it (issue #22).
  */
-#define DB_CACHE_KIB		4096
+#define DB_CACHE_KIB	      4096
 /*
  * Ours: WAL pages (4 KiB) after which a commit checkpoints on its own.
  * SQLite's default (1000) puts a checkpoint, with its syncs, inside one
@@ -38,7 +38,7 @@
  * cost less: 40,000 gave 12.1k ev/s in the ingest benchmark against
  * 10.2-10.9k with 10,000.
  */
-#define DB_WAL_AUTOCHECKPOINT	40000
+#define DB_WAL_AUTOCHECKPOINT 40000
 
 /*
  * Opens the database at path (a file name; ":memory:" works for tests).
@@ -49,13 +49,13 @@
  * returns 0; on failure returns -1, writes the reason into err and leaves
  * *out NULL.  Never exits.
  */
-int	db_open(const char *path, int flags, sqlite3 **out, char *err,
-	    size_t errlen);
+int db_open(const char *path, int flags, sqlite3 **out, char *err,
+    size_t errlen);
 
 /* Closes a connection from db_open(); NULL is fine. */
-void	db_close(sqlite3 *);
+void db_close(sqlite3 *);
 
 /* The schema version a read-write db_open() leaves behind. */
-int	db_schema_version(void);
+int db_schema_version(void);
 
 #endif

@@ -24,11 +24,11 @@ static secp256k1_context *secp_ctx;
 static secp256k1_context *
 secp(void)
 {
-	unsigned char	seed[32];
+	unsigned char seed[32];
 
 	if (secp_ctx == NULL) {
-		secp_ctx = secp256k1_context_create(SECP256K1_CONTEXT_VERIFY |
-		    SECP256K1_CONTEXT_SIGN);
+		secp_ctx = secp256k1_context_create(
+		    SECP256K1_CONTEXT_VERIFY | SECP256K1_CONTEXT_SIGN);
 		if (secp_ctx == NULL)
 			fatalx("secp256k1_context_create failed");
 		/* Side-channel blinding for signing. */
@@ -53,17 +53,30 @@ event_kind_class(uint32_t kind)
 
 /* Each lowercase hex digit's value plus one; 0 for anything else. */
 static const uint8_t hex_val[256] = {
-	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6,
-	['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12,
-	['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+	['0'] = 1,
+	['1'] = 2,
+	['2'] = 3,
+	['3'] = 4,
+	['4'] = 5,
+	['5'] = 6,
+	['6'] = 7,
+	['7'] = 8,
+	['8'] = 9,
+	['9'] = 10,
+	['a'] = 11,
+	['b'] = 12,
+	['c'] = 13,
+	['d'] = 14,
+	['e'] = 15,
+	['f'] = 16,
 };
 
 int
 hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n)
 {
-	const unsigned char	*h = (const unsigned char *)hex;
-	size_t			 i;
-	unsigned		 hi, lo, bad = 0;
+	const unsigned char *h = (const unsigned char *)hex;
+	size_t		     i;
+	unsigned	     hi, lo, bad = 0;
 
 	if (hexlen != n * 2)
 		return -1;
@@ -71,7 +84,7 @@ hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n)
 #ifdef __SSE2__
 	/* The inventory decodes every id it meets: 16 digits at a time. */
 	for (; i + 8 <= n; i += 8) {
-		__m128i	v, dig, let, isd, isl, val;
+		__m128i v, dig, let, isd, isl, val;
 
 		v = _mm_loadu_si128((const __m128i *)(const void *)(h + 2 * i));
 		/* Signed compares: a byte >= 0x80 is below '0'. */
@@ -86,8 +99,9 @@ hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n)
 		    isl);
 		val = _mm_or_si128(dig, let);
 		/* Each 16-bit lane holds a byte's high digit, then its low. */
-		val = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(val,
-		    _mm_set1_epi16(0xff)), 4), _mm_srli_epi16(val, 8));
+		val = _mm_or_si128(
+		    _mm_slli_epi16(_mm_and_si128(val, _mm_set1_epi16(0xff)), 4),
+		    _mm_srli_epi16(val, 8));
 		_mm_storel_epi64((__m128i *)(void *)(out + i),
 		    _mm_packus_epi16(val, val));
 	}
@@ -106,8 +120,8 @@ hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n)
 void
 hex_encode(const uint8_t *in, size_t n, char *out)
 {
-	static const char	hex[] = "0123456789abcdef";
-	size_t			i;
+	static const char hex[] = "0123456789abcdef";
+	size_t		  i;
 
 	for (i = 0; i < n; i++) {
 		out[2 * i] = hex[in[i] >> 4];
@@ -119,7 +133,7 @@ hex_encode(const uint8_t *in, size_t n, char *out)
 static void
 add_tags(struct buf *b, const struct event *ev)
 {
-	uint32_t	i, j;
+	uint32_t i, j;
 
 	buf_addc(b, '[');
 	for (i = 0; i < ev->ntags; i++) {
@@ -140,7 +154,7 @@ add_tags(struct buf *b, const struct event *ev)
 void
 event_compute_id(const struct event *ev, uint8_t out[32])
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	buf_adds(&b, "[0,\"");
 	buf_add_hex(&b, ev->pubkey, 32);
@@ -157,7 +171,7 @@ event_compute_id(const struct event *ev, uint8_t out[32])
 static void
 event_serialize(struct event *ev)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	buf_reserve(&b, ev->content.len + 256);
 	buf_adds(&b, "{\"id\":\"");
@@ -180,15 +194,17 @@ static int
 get_hex(const struct json *obj, const char *key, uint8_t *out, size_t n,
     char *err, size_t errlen)
 {
-	const struct json	*v = json_get(obj, key);
+	const struct json *v = json_get(obj, key);
 
 	if (v == NULL) {
 		snprintf(err, errlen, "invalid: missing %s", key);
 		return -1;
 	}
 	if (v->type != JSON_STRING || hex_decode(v->s, v->len, out, n) == -1) {
-		snprintf(err, errlen, "invalid: %s must be %zu lowercase hex "
-		    "characters", key, n * 2);
+		snprintf(err, errlen,
+		    "invalid: %s must be %zu lowercase hex "
+		    "characters",
+		    key, n * 2);
 		return -1;
 	}
 	return 0;
@@ -197,12 +213,12 @@ get_hex(const struct json *obj, const char *key, uint8_t *out, size_t n,
 struct event *
 event_from_json(const struct json *obj, char *err, size_t errlen)
 {
-	const struct json	*kind, *created, *tags, *content, *t, *e;
-	struct event		*ev;
-	size_t			 size, nstr = 0, strbytes = 0;
-	char			*pool;
-	struct estr		*strs;
-	uint32_t		 i, j;
+	const struct json *kind, *created, *tags, *content, *t, *e;
+	struct event	  *ev;
+	size_t		   size, nstr = 0, strbytes = 0;
+	char		  *pool;
+	struct estr	  *strs;
+	uint32_t	   i, j;
 
 	if (obj == NULL || obj->type != JSON_OBJECT) {
 		snprintf(err, errlen, "invalid: event must be a JSON object");
@@ -214,13 +230,16 @@ event_from_json(const struct json *obj, char *err, size_t errlen)
 	content = json_get(obj, "content");
 	if (kind == NULL || kind->type != JSON_NUMBER || !kind->is_int ||
 	    kind->i < 0 || kind->i > EVENT_KIND_MAX) {
-		snprintf(err, errlen, "invalid: kind must be an integer "
-		    "between 0 and %d", EVENT_KIND_MAX);
+		snprintf(err, errlen,
+		    "invalid: kind must be an integer "
+		    "between 0 and %d",
+		    EVENT_KIND_MAX);
 		return NULL;
 	}
 	if (created == NULL || created->type != JSON_NUMBER ||
 	    !created->is_int || created->i < 0) {
-		snprintf(err, errlen, "invalid: created_at must be a "
+		snprintf(err, errlen,
+		    "invalid: created_at must be a "
 		    "non-negative integer");
 		return NULL;
 	}
@@ -234,13 +253,15 @@ event_from_json(const struct json *obj, char *err, size_t errlen)
 	}
 	for (t = tags->child; t; t = t->next) {
 		if (t->type != JSON_ARRAY || t->n == 0) {
-			snprintf(err, errlen, "invalid: each tag must be a "
+			snprintf(err, errlen,
+			    "invalid: each tag must be a "
 			    "non-empty array of strings");
 			return NULL;
 		}
 		for (e = t->child; e; e = e->next) {
 			if (e->type != JSON_STRING) {
-				snprintf(err, errlen, "invalid: tag elements "
+				snprintf(err, errlen,
+				    "invalid: tag elements "
 				    "must be strings");
 				return NULL;
 			}
@@ -290,7 +311,7 @@ event_from_json(const struct json *obj, char *err, size_t errlen)
 struct event *
 event_parse(const char *buf, size_t len, char *err, size_t errlen)
 {
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	struct json	*root;
 	struct event	*ev;
 	char		 jerr[128];
@@ -307,7 +328,7 @@ event_parse(const char *buf, size_t len, char *err, size_t errlen)
 int
 event_check_id(const struct event *ev)
 {
-	uint8_t	id[32];
+	uint8_t id[32];
 
 	event_compute_id(ev, id);
 	return memcmp(id, ev->id, 32) == 0;
@@ -325,7 +346,7 @@ event_check_id_msg(const struct event *ev, char *msg, size_t msglen)
 int
 event_check_sig(const struct event *ev)
 {
-	secp256k1_xonly_pubkey	pk;
+	secp256k1_xonly_pubkey pk;
 
 	if (!secp256k1_xonly_pubkey_parse(secp(), &pk, ev->pubkey))
 		return 0;
@@ -344,7 +365,7 @@ event_destroy(struct event *ev)
 void
 events_destroy(struct event **v, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		event_destroy(v[i]);
@@ -355,7 +376,7 @@ events_destroy(struct event **v, size_t n)
 static int
 keypair_pubkey(const secp256k1_keypair *kp, uint8_t out[32])
 {
-	secp256k1_xonly_pubkey	pk;
+	secp256k1_xonly_pubkey pk;
 
 	if (!secp256k1_keypair_xonly_pub(secp(), &pk, NULL, kp) ||
 	    !secp256k1_xonly_pubkey_serialize(secp(), out, &pk))
@@ -366,7 +387,7 @@ keypair_pubkey(const secp256k1_keypair *kp, uint8_t out[32])
 int
 event_pubkey_of(const uint8_t seckey[32], uint8_t out[32])
 {
-	secp256k1_keypair	kp;
+	secp256k1_keypair kp;
 
 	if (!secp256k1_keypair_create(secp(), &kp, seckey))
 		return -1;
@@ -377,11 +398,11 @@ struct event *
 event_new_signed(const uint8_t seckey[32], int64_t created_at, uint32_t kind,
     const char *tags_json, const char *content)
 {
-	secp256k1_keypair	 kp;
-	struct buf		 b = BUF_INIT;
-	struct event		*ev = NULL;
-	uint8_t			 pub[32], aux[32];
-	char			 err[128];
+	secp256k1_keypair kp;
+	struct buf	  b = BUF_INIT;
+	struct event	 *ev = NULL;
+	uint8_t		  pub[32], aux[32];
+	char		  err[128];
 
 	/* One point multiplication for the key pair, one for the sign. */
 	if (!secp256k1_keypair_create(secp(), &kp, seckey) ||
@@ -392,9 +413,10 @@ event_new_signed(const uint8_t seckey[32], int64_t created_at, uint32_t kind,
 		buf_addc(&b, '0');
 	buf_adds(&b, "\",\"pubkey\":\"");
 	buf_add_hex(&b, pub, 32);
-	buf_printf(&b, "\",\"created_at\":%lld,\"kind\":%u,\"tags\":%s,"
-	    "\"content\":", (long long)created_at, kind,
-	    tags_json ? tags_json : "[]");
+	buf_printf(&b,
+	    "\",\"created_at\":%lld,\"kind\":%u,\"tags\":%s,"
+	    "\"content\":",
+	    (long long)created_at, kind, tags_json ? tags_json : "[]");
 	buf_add_jstr(&b, content ? content : "", content ? strlen(content) : 0);
 	buf_adds(&b, ",\"sig\":\"");
 	for (int i = 0; i < 128; i++)
@@ -419,8 +441,8 @@ event_new_signed(const uint8_t seckey[32], int64_t created_at, uint32_t kind,
 const struct estr *
 event_tag_value(const struct event *ev, const char *name)
 {
-	size_t		n = strlen(name);
-	uint32_t	i;
+	size_t	 n = strlen(name);
+	uint32_t i;
 
 	for (i = 0; i < ev->ntags; i++)
 		if (ev->tags[i].n >= 2 && ev->tags[i].v[0].len == n &&
@@ -432,7 +454,7 @@ event_tag_value(const struct event *ev, const char *name)
 const char *
 event_d(const struct event *ev)
 {
-	const struct estr	*d = event_tag_value(ev, "d");
+	const struct estr *d = event_tag_value(ev, "d");
 
 	return d ? d->s : "";
 }
@@ -440,9 +462,9 @@ event_d(const struct event *ev)
 int64_t
 event_expiration(const struct event *ev)
 {
-	const struct estr	*x = event_tag_value(ev, "expiration");
-	long long		 v = 0;
-	size_t			 i;
+	const struct estr *x = event_tag_value(ev, "expiration");
+	long long	   v = 0;
+	size_t		   i;
 
 	if (x == NULL || x->len == 0 || x->len > 18)
 		return 0;
@@ -458,9 +480,9 @@ int
 coord_parse(const char *c, size_t len, uint32_t *kind, uint8_t pubkey[32],
     const char **d, size_t *dlen)
 {
-	const char	*c1, *c2, *end = c + len;
-	uint32_t	 k = 0;
-	const char	*p;
+	const char *c1, *c2, *end = c + len;
+	uint32_t    k = 0;
+	const char *p;
 
 	if ((c1 = memchr(c, ':', len)) == NULL || c1 == c || c1 - c > 5)
 		return -1;

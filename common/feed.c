@@ -25,19 +25,19 @@
 
 /* One batch of rows copied out of the store. */
 struct feed_batch {
-	size_t	 fb_n;
-	size_t	 fb_bytes;
-	int	 fb_full;	/* cut short by FEED_BATCH_BYTES */
-	int64_t	 fb_seq[FEED_BATCH];
-	char	*fb_json[FEED_BATCH];
-	size_t	 fb_len[FEED_BATCH];
+	size_t	fb_n;
+	size_t	fb_bytes;
+	int	fb_full; /* cut short by FEED_BATCH_BYTES */
+	int64_t fb_seq[FEED_BATCH];
+	char   *fb_json[FEED_BATCH];
+	size_t	fb_len[FEED_BATCH];
 };
 
 static int
 batch_add(const char *json, size_t len, int64_t seq, void *arg)
 {
-	struct feed_batch	*b = arg;
-	char			*copy;
+	struct feed_batch *b = arg;
+	char		  *copy;
 
 	if (b->fb_n == FEED_BATCH)
 		return 1;
@@ -60,7 +60,7 @@ batch_add(const char *json, size_t len, int64_t seq, void *arg)
 static void
 batch_reset(struct feed_batch *b)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < b->fb_n; i++)
 		free(b->fb_json[i]);
@@ -75,14 +75,14 @@ batch_reset(struct feed_batch *b)
  * f (may be NULL) gets its counters updated.
  */
 static int
-scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
-    void *arg, int64_t *last, struct feed *f)
+scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb, void *arg,
+    int64_t *last, struct feed *f)
 {
-	struct feed_batch	*b;
-	struct event		*ev;
-	char			 err[256];
-	size_t			 i;
-	int			 n = 0, r, done = 0;
+	struct feed_batch *b;
+	struct event	  *ev;
+	char		   err[256];
+	size_t		   i;
+	int		   n = 0, r, done = 0;
 
 	*last = after;
 	if (upto <= after)
@@ -91,7 +91,7 @@ scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
 		fatal("feed: calloc");
 	while (!done) {
 		if ((r = store_since_seq(store, *last, FEED_BATCH, batch_add,
-		    b)) == -1) {
+			 b)) == -1) {
 			n = -1;
 			break;
 		}
@@ -109,7 +109,7 @@ scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
 			 * database; exiting would only loop on the row. */
 			if (ev == NULL) {
 				log_warnx("feed: stored event seq %lld does "
-				    "not parse (%s), skipped",
+					  "not parse (%s), skipped",
 				    (long long)b->fb_seq[i], err);
 				if (f != NULL)
 					f->f_stats.fs_unreadable++;
@@ -136,7 +136,7 @@ int
 feed_scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
     void *arg, int64_t *last_out)
 {
-	int64_t	last;
+	int64_t last;
 	int	n;
 
 	n = scan(store, after, upto, cb, arg, &last, NULL);
@@ -150,20 +150,20 @@ feed_scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
  * the arrays its tags live in, kept from row to row.
  */
 struct tag_view {
-	struct event	 tv_ev;
+	struct event	  tv_ev;
 	struct event_tag *tv_tags;
-	size_t		 tv_captags;
-	struct estr	*tv_strs;
-	size_t		 tv_capstrs;
-	char		*tv_pool;	/* the strings, NUL-terminated */
-	size_t		 tv_cappool;
+	size_t		  tv_captags;
+	struct estr	 *tv_strs;
+	size_t		  tv_capstrs;
+	char		 *tv_pool; /* the strings, NUL-terminated */
+	size_t		  tv_cappool;
 };
 
 /* Skips the literal lit at *p; 0, or -1 if the text differs. */
 static int
 skip_lit(const char **p, const char *end, const char *lit)
 {
-	size_t	n = strlen(lit);
+	size_t n = strlen(lit);
 
 	if ((size_t)(end - *p) < n || memcmp(*p, lit, n) != 0)
 		return -1;
@@ -178,8 +178,8 @@ skip_lit(const char **p, const char *end, const char *lit)
 static int
 skip_hex32(const char **p, const char *end, char hex[65], uint8_t bin[32])
 {
-	if (end - *p < 65 || (*p)[64] != '"' || hex_decode(*p, 64, bin, 32) ==
-	    -1)
+	if (end - *p < 65 || (*p)[64] != '"' ||
+	    hex_decode(*p, 64, bin, 32) == -1)
 		return -1;
 	memcpy(hex, *p, 64);
 	hex[64] = '\0';
@@ -191,8 +191,8 @@ skip_hex32(const char **p, const char *end, char hex[65], uint8_t bin[32])
 static int
 skip_int(const char **p, const char *end, int64_t max, int64_t *out)
 {
-	const char	*s = *p, *d;
-	int64_t		 v = 0;
+	const char *s = *p, *d;
+	int64_t	    v = 0;
 
 	if (s == end || *s < '0' || *s > '9' ||
 	    (*s == '0' && s + 1 < end && s[1] >= '0' && s[1] <= '9'))
@@ -227,10 +227,10 @@ view_reserve(struct tag_view *v, size_t len)
 	free(v->tv_tags);
 	v->tv_cappool = len + 1 > 4096 ? len + 1 : 4096;
 	if ((v->tv_pool = malloc(v->tv_cappool)) == NULL ||
-	    (v->tv_strs = calloc(v->tv_cappool / 3 + 1,
-	    sizeof(*v->tv_strs))) == NULL ||
-	    (v->tv_tags = calloc(v->tv_cappool / 5 + 1,
-	    sizeof(*v->tv_tags))) == NULL)
+	    (v->tv_strs = calloc(v->tv_cappool / 3 + 1, sizeof(*v->tv_strs))) ==
+		NULL ||
+	    (v->tv_tags = calloc(v->tv_cappool / 5 + 1, sizeof(*v->tv_tags))) ==
+		NULL)
 		fatal("feed");
 }
 
@@ -254,17 +254,17 @@ static const char *
 plain_end(const char *p, const char *end)
 {
 #ifdef __SSE2__
-	const __m128i	quote = _mm_set1_epi8('"');
-	const __m128i	bslash = _mm_set1_epi8('\\');
-	const __m128i	ctl = _mm_set1_epi8(0x1f);
-	__m128i		v, hit;
-	int		m;
+	const __m128i quote = _mm_set1_epi8('"');
+	const __m128i bslash = _mm_set1_epi8('\\');
+	const __m128i ctl = _mm_set1_epi8(0x1f);
+	__m128i	      v, hit;
+	int	      m;
 
 	while (end - p >= 16) {
 		v = _mm_loadu_si128((const __m128i *)(const void *)p);
 		/* A byte <= 0x1f is its own maximum with 0x1f. */
 		hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
-		    _mm_cmpeq_epi8(v, bslash)),
+				       _mm_cmpeq_epi8(v, bslash)),
 		    _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl));
 		if ((m = _mm_movemask_epi8(hit)) != 0)
 			return p + __builtin_ctz((unsigned)m);
@@ -287,12 +287,12 @@ plain_end(const char *p, const char *end)
 static int
 view_tags(struct tag_view *v, const char *j, size_t len)
 {
-	struct event	*ev = &v->tv_ev;
-	const char	*p = j, *end = j + len, *s;
-	char		*pool;
-	size_t		 nt = 0, ns = 0, first, i, k;
-	int64_t		 n;
-	int		 more;
+	struct event *ev = &v->tv_ev;
+	const char   *p = j, *end = j + len, *s;
+	char	     *pool;
+	size_t	      nt = 0, ns = 0, first, i, k;
+	int64_t	      n;
+	int	      more;
 
 	view_reserve(v, len);
 	pool = v->tv_pool;
@@ -349,9 +349,9 @@ view_tags(struct tag_view *v, const char *j, size_t len)
 
 /* An event read ahead of its callback: in place, or parsed in full. */
 struct ahead {
-	struct tag_view	 ah_view;
-	struct event	*ah_parsed;	/* or NULL: ah_view.tv_ev */
-	int64_t		 ah_seq;
+	struct tag_view ah_view;
+	struct event   *ah_parsed; /* or NULL: ah_view.tv_ev */
+	int64_t		ah_seq;
 };
 
 /* Hands the event in a to cb and lets its parsed copy go. */
@@ -364,21 +364,21 @@ ahead_deliver(struct ahead *a, feed_cb *cb, void *arg)
 }
 
 int
-feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
-    feed_cb *hint, feed_cb *cb, void *arg, int64_t *last_out)
+feed_scan_ahead(struct store *store, int64_t after, int64_t upto, feed_cb *hint,
+    feed_cb *cb, void *arg, int64_t *last_out)
 {
-	static const char	 sql[] = "SELECT seq, json FROM events"
-				    " WHERE seq > ?1 AND seq <= ?2"
-				    " ORDER BY seq";
-	sqlite3			*db = store_sqlite(store);
-	sqlite3_stmt		*st = NULL;
-	struct ahead		 ring[FEED_AHEAD + 1], *a;
-	const char		*json;
-	char			 err[256];
-	int64_t			 last = after;
-	size_t			 len, depth = hint ? FEED_AHEAD : 0, i;
-	size_t			 head = 0, held = 0;
-	int			 n = 0, r = SQLITE_DONE;
+	static const char sql[] = "SELECT seq, json FROM events"
+				  " WHERE seq > ?1 AND seq <= ?2"
+				  " ORDER BY seq";
+	sqlite3		 *db = store_sqlite(store);
+	sqlite3_stmt	 *st = NULL;
+	struct ahead	  ring[FEED_AHEAD + 1], *a;
+	const char	 *json;
+	char		  err[256];
+	int64_t		  last = after;
+	size_t		  len, depth = hint ? FEED_AHEAD : 0, i;
+	size_t		  head = 0, held = 0;
+	int		  n = 0, r = SQLITE_DONE;
 
 	memset(ring, 0, sizeof(ring));
 	if (upto <= after)
@@ -397,21 +397,23 @@ feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
 		json = (const char *)sqlite3_column_text(st, 1);
 		len = (size_t)sqlite3_column_bytes(st, 1);
 		if (json == NULL || view_tags(&a->ah_view, json, len) == -1) {
-			if (json == NULL || (a->ah_parsed = event_parse(json,
-			    len, err, sizeof(err))) == NULL) {
+			if (json == NULL ||
+			    (a->ah_parsed = event_parse(json, len, err,
+				 sizeof(err))) == NULL) {
 				log_warnx("feed: stored event seq %lld does "
-				    "not parse (%s), skipped", (long long)last,
-				    json ? err : "no text");
+					  "not parse (%s), skipped",
+				    (long long)last, json ? err : "no text");
 				continue;
 			}
 		}
 		if (hint != NULL)
-			hint(arg, last, a->ah_parsed ? a->ah_parsed :
-			    &a->ah_view.tv_ev);
+			hint(arg, last,
+			    a->ah_parsed ? a->ah_parsed : &a->ah_view.tv_ev);
 		head = (head + 1) % (FEED_AHEAD + 1);
 		if (held++ == depth) {
 			ahead_deliver(&ring[(head + FEED_AHEAD + 1 - held) %
-			    (FEED_AHEAD + 1)], cb, arg);
+					  (FEED_AHEAD + 1)],
+			    cb, arg);
 			held--;
 			n++;
 		}
@@ -422,12 +424,13 @@ feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
 	}
 	/* What was read before the end (or an error) is delivered. */
 	for (; held > 0; held--) {
-		ahead_deliver(&ring[(head + FEED_AHEAD + 1 - held) %
-		    (FEED_AHEAD + 1)], cb, arg);
+		ahead_deliver(
+		    &ring[(head + FEED_AHEAD + 1 - held) % (FEED_AHEAD + 1)],
+		    cb, arg);
 		if (n != -1)
 			n++;
 	}
- done:
+done:
 	sqlite3_finalize(st);
 	for (i = 0; i < FEED_AHEAD + 1; i++) {
 		free(ring[i].ah_view.tv_tags);
@@ -440,8 +443,8 @@ feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
 }
 
 int
-feed_scan_tags(struct store *store, int64_t after, int64_t upto,
-    feed_cb *cb, void *arg, int64_t *last_out)
+feed_scan_tags(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
+    void *arg, int64_t *last_out)
 {
 	return feed_scan_ahead(store, after, upto, NULL, cb, arg, last_out);
 }
@@ -449,7 +452,7 @@ feed_scan_tags(struct store *store, int64_t after, int64_t upto,
 static int
 cmp_seq(const void *a, const void *b)
 {
-	int64_t	x = *(const int64_t *)a, y = *(const int64_t *)b;
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -458,17 +461,18 @@ int
 feed_scan_kinds(struct store *store, int64_t after, int64_t upto,
     const uint32_t *kinds, size_t nkinds, feed_cb *cb, void *arg)
 {
-	static const char	 q_seqs[] = "SELECT seq FROM events"
-				    " WHERE kind = ?1 AND seq > ?2 AND seq <= ?3";
-	static const char	 q_json[] = "SELECT json FROM events"
-				    " WHERE seq = ?1";
-	sqlite3			*db = store_sqlite(store);
-	sqlite3_stmt		*seqs = NULL, *get = NULL;
-	struct event		*ev;
-	int64_t			*v = NULL;
-	size_t			 nv = 0, cap = 0, i, k;
-	char			 err[256];
-	int			 n = 0, r;
+	static const char q_seqs[] =
+	    "SELECT seq FROM events"
+	    " WHERE kind = ?1 AND seq > ?2 AND seq <= ?3";
+	static const char q_json[] = "SELECT json FROM events"
+				     " WHERE seq = ?1";
+	sqlite3		 *db = store_sqlite(store);
+	sqlite3_stmt	 *seqs = NULL, *get = NULL;
+	struct event	 *ev;
+	int64_t		 *v = NULL;
+	size_t		  nv = 0, cap = 0, i, k;
+	char		  err[256];
+	int		  n = 0, r;
 
 	if (nkinds > FEED_MAX_KINDS)
 		fatalx("feed_scan_kinds: %zu kinds", nkinds);
@@ -509,7 +513,7 @@ feed_scan_kinds(struct store *store, int64_t after, int64_t upto,
 		sqlite3_reset(get);
 		sqlite3_bind_int64(get, 1, v[i]);
 		if ((r = sqlite3_step(get)) == SQLITE_DONE)
-			continue;	/* removed since */
+			continue; /* removed since */
 		if (r != SQLITE_ROW) {
 			log_warnx("feed: kind scan: %s", sqlite3_errmsg(db));
 			n = -1;
@@ -520,14 +524,15 @@ feed_scan_kinds(struct store *store, int64_t after, int64_t upto,
 		sqlite3_reset(get);
 		if (ev == NULL) {
 			log_warnx("feed: stored event seq %lld does not parse "
-			    "(%s), skipped", (long long)v[i], err);
+				  "(%s), skipped",
+			    (long long)v[i], err);
 			continue;
 		}
 		cb(arg, v[i], ev);
 		event_destroy(ev);
 		n++;
 	}
- done:
+done:
 	sqlite3_finalize(seqs);
 	sqlite3_finalize(get);
 	free(v);
@@ -538,8 +543,8 @@ int
 feed_open(struct feed *f, const struct config *cfg, struct store *store,
     int64_t start_seq, feed_cb *cb, void *arg)
 {
-	char	ep[512];
-	int	saved;
+	char ep[512];
+	int  saved;
 
 	memset(f, 0, sizeof(*f));
 	f->f_sock = f->f_fd = -1;
@@ -547,8 +552,7 @@ feed_open(struct feed *f, const struct config *cfg, struct store *store,
 	f->f_last = f->f_notice_max = start_seq;
 	f->f_cb = cb;
 	f->f_arg = arg;
-	if (chan_endpoint(cfg->run_path, CHAN_ACCEPTED, ep, sizeof(ep)) ==
-	    -1) {
+	if (chan_endpoint(cfg->run_path, CHAN_ACCEPTED, ep, sizeof(ep)) == -1) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
@@ -574,7 +578,7 @@ feed_fd(const struct feed *f)
 static int
 catch_up(struct feed *f)
 {
-	int	n;
+	int n;
 
 	/* A callback that polls its own feed would deliver twice. */
 	if (f->f_busy)
@@ -589,9 +593,9 @@ catch_up(struct feed *f)
 int
 feed_drain(struct feed *f)
 {
-	struct msg_accepted	ma;
-	struct msg		m;
-	int			r, noticed = 0;
+	struct msg_accepted ma;
+	struct msg	    m;
+	int		    r, noticed = 0;
 
 	if (f->f_sock == -1)
 		return 0;

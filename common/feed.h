@@ -23,9 +23,9 @@ struct event;
 struct store;
 
 /* Ours: rows read from the store per query while catching up ... */
-#define FEED_BATCH		256
+#define FEED_BATCH	 256
 /* ... and bytes of event JSON copied out per query (events reach 1 MiB). */
-#define FEED_BATCH_BYTES	(8u * 1024 * 1024)
+#define FEED_BATCH_BYTES (8u * 1024 * 1024)
 
 /*
  * Called once per stored event, in increasing seq order, each seq at most
@@ -33,30 +33,30 @@ struct store;
  * call.  The callback may query the store (rows are copied out before it
  * runs) but must not call feed_drain() or feed_poll() on its own feed.
  */
-typedef void	feed_cb(void *arg, int64_t seq, const struct event *ev);
+typedef void feed_cb(void *arg, int64_t seq, const struct event *ev);
 
 struct feed_stats {
-	uint64_t	fs_notices;	/* ACCEPTED notices received */
-	uint64_t	fs_gaps;	/* notices whose seq skipped past the
+	uint64_t fs_notices;	/* ACCEPTED notices received */
+	uint64_t fs_gaps;	/* notices whose seq skipped past the
 					   one after the previous notice */
-	uint64_t	fs_unnoticed;	/* events read before any notice
+	uint64_t fs_unnoticed;	/* events read before any notice
 					   named them (a notice lost, late,
 					   or sent before we connected) */
-	uint64_t	fs_events;	/* events delivered */
-	uint64_t	fs_unreadable;	/* stored rows that did not parse
+	uint64_t fs_events;	/* events delivered */
+	uint64_t fs_unreadable; /* stored rows that did not parse
 					   (skipped, logged) */
 };
 
 struct feed {
-	int			 f_sock;	/* SUB, or -1 */
-	int			 f_fd;		/* its NN_RCVFD */
-	struct store		*f_store;	/* not owned */
-	int64_t			 f_last;	/* last seq delivered */
-	int64_t			 f_notice_max;	/* highest seq noticed */
-	feed_cb			*f_cb;
-	void			*f_arg;
-	int			 f_busy;	/* inside a catch-up */
-	struct feed_stats	 f_stats;
+	int		  f_sock;	/* SUB, or -1 */
+	int		  f_fd;		/* its NN_RCVFD */
+	struct store	 *f_store;	/* not owned */
+	int64_t		  f_last;	/* last seq delivered */
+	int64_t		  f_notice_max; /* highest seq noticed */
+	feed_cb		 *f_cb;
+	void		 *f_arg;
+	int		  f_busy; /* inside a catch-up */
+	struct feed_stats f_stats;
 };
 
 /*
@@ -67,11 +67,11 @@ struct feed {
  * Returns 0, or -1 with errno set (and f_sock -1) if the socket could
  * not be made; a feed that failed to open may still be closed.
  */
-int	feed_open(struct feed *f, const struct config *cfg, struct store *store,
-	    int64_t start_seq, feed_cb *cb, void *arg);
+int feed_open(struct feed *f, const struct config *cfg, struct store *store,
+    int64_t start_seq, feed_cb *cb, void *arg);
 
 /* The descriptor that polls readable while a notice waits, or -1. */
-int	feed_fd(const struct feed *f);
+int feed_fd(const struct feed *f);
 
 /*
  * Receives every waiting notice without blocking, then delivers the
@@ -81,22 +81,22 @@ int	feed_fd(const struct feed *f);
  * delivered, or -1 if the store could not be read (logged; the next call
  * retries).
  */
-int	feed_drain(struct feed *f);
+int feed_drain(struct feed *f);
 
 /*
  * Delivers the events stored since the last one delivered, without
  * looking at notices.  Call it periodically.  Returns as feed_drain().
  */
-int	feed_poll(struct feed *f);
+int feed_poll(struct feed *f);
 
 /* The seq of the last event delivered (start_seq before any). */
-int64_t	feed_last_seq(const struct feed *f);
+int64_t feed_last_seq(const struct feed *f);
 
 /* The counters since feed_open(). */
 const struct feed_stats *feed_stats(const struct feed *f);
 
 /* Closes the socket.  The store is not touched.  Idempotent. */
-void	feed_close(struct feed *f);
+void feed_close(struct feed *f);
 
 /*
  * Delivers the stored events with after < seq <= upto to cb in seq
@@ -107,8 +107,8 @@ void	feed_close(struct feed *f);
  * of events delivered, or -1 on a store error; *last_out (if not NULL)
  * gets the last seq read, parsed or not.
  */
-int	feed_scan(struct store *store, int64_t after, int64_t upto,
-	    feed_cb *cb, void *arg, int64_t *last_out);
+int feed_scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
+    void *arg, int64_t *last_out);
 
 /*
  * As feed_scan(), for callers that read no more of an event than its id,
@@ -120,11 +120,11 @@ int	feed_scan(struct store *store, int64_t after, int64_t upto,
  * carries what event_parse() would give it.  cb may read the store.
  * Returns as feed_scan().
  */
-int	feed_scan_tags(struct store *store, int64_t after, int64_t upto,
-	    feed_cb *cb, void *arg, int64_t *last_out);
+int feed_scan_tags(struct store *store, int64_t after, int64_t upto,
+    feed_cb *cb, void *arg, int64_t *last_out);
 
 /* Ours: events feed_scan_ahead() reads before their callback runs. */
-#define FEED_AHEAD		4
+#define FEED_AHEAD 4
 
 /*
  * As feed_scan_tags(), but each event goes first to hint, FEED_AHEAD
@@ -134,11 +134,11 @@ int	feed_scan_tags(struct store *store, int64_t after, int64_t upto,
  * its hashes and prefetches its slots).  With hint NULL, as
  * feed_scan_tags().
  */
-int	feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
-	    feed_cb *hint, feed_cb *cb, void *arg, int64_t *last_out);
+int feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
+    feed_cb *hint, feed_cb *cb, void *arg, int64_t *last_out);
 
 /* Ours: kinds feed_scan_kinds() takes at most. */
-#define FEED_MAX_KINDS		8
+#define FEED_MAX_KINDS 8
 
 /*
  * As feed_scan(), but delivers only the events of the nkinds kinds given
@@ -147,7 +147,7 @@ int	feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
  * inventory, without reading every stored event.  Returns the number
  * delivered, or -1 on a store error (logged).
  */
-int	feed_scan_kinds(struct store *store, int64_t after, int64_t upto,
-	    const uint32_t *kinds, size_t nkinds, feed_cb *cb, void *arg);
+int feed_scan_kinds(struct store *store, int64_t after, int64_t upto,
+    const uint32_t *kinds, size_t nkinds, feed_cb *cb, void *arg);
 
 #endif

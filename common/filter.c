@@ -13,19 +13,19 @@
 #include "log.h"
 
 /* Bits for the members a filter may carry once. */
-#define SEEN_IDS	0x01
-#define SEEN_AUTHORS	0x02
-#define SEEN_KINDS	0x04
-#define SEEN_SINCE	0x08
-#define SEEN_UNTIL	0x10
-#define SEEN_LIMIT	0x20
+#define SEEN_IDS     0x01
+#define SEEN_AUTHORS 0x02
+#define SEEN_KINDS   0x04
+#define SEEN_SINCE   0x08
+#define SEEN_UNTIL   0x10
+#define SEEN_LIMIT   0x20
 
-static void	*xcalloc(size_t, size_t);
+static void *xcalloc(size_t, size_t);
 
 static void *
 xcalloc(size_t n, size_t size)
 {
-	void	*p;
+	void *p;
 
 	if ((p = calloc(n ? n : 1, size)) == NULL)
 		fatal("calloc");
@@ -39,7 +39,7 @@ xcalloc(size_t n, size_t size)
 static void
 key_printable(const struct json *m, char *out, size_t outlen)
 {
-	size_t	i, o = 0;
+	size_t i, o = 0;
 
 	for (i = 0; i < m->keylen && o + 1 < outlen && i < 32; i++) {
 		unsigned char c = (unsigned char)m->key[i];
@@ -52,7 +52,7 @@ key_printable(const struct json *m, char *out, size_t outlen)
 static int
 key_is(const struct json *m, const char *name)
 {
-	size_t	n = strlen(name);
+	size_t n = strlen(name);
 
 	return m->keylen == n && memcmp(m->key, name, n) == 0;
 }
@@ -79,7 +79,7 @@ cmp32(const void *a, const void *b)
 static int
 cmpu32(const void *a, const void *b)
 {
-	uint32_t	x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -87,7 +87,7 @@ cmpu32(const void *a, const void *b)
 static int
 cmpestr(const void *a, const void *b)
 {
-	const struct estr	*x = a, *y = b;
+	const struct estr *x = a, *y = b;
 
 	if (x->len != y->len)
 		return x->len < y->len ? -1 : 1;
@@ -97,7 +97,7 @@ cmpestr(const void *a, const void *b)
 static int
 cmptag(const void *a, const void *b)
 {
-	const struct filter_tag	*x = a, *y = b;
+	const struct filter_tag *x = a, *y = b;
 
 	return (unsigned char)x->ft_name - (unsigned char)y->ft_name;
 }
@@ -107,8 +107,8 @@ static size_t
 sort_unique(void *base, size_t n, size_t size,
     int (*cmp)(const void *, const void *))
 {
-	char	*p = base;
-	size_t	 i, o;
+	char  *p = base;
+	size_t i, o;
 
 	if (n < 2)
 		return n;
@@ -146,9 +146,9 @@ static int
 parse_hex32_list(const struct json *m, const char *what, uint8_t (**outp)[32],
     size_t *np, char *err, size_t errlen)
 {
-	const struct json	*v;
-	uint8_t			(*out)[32];
-	size_t			 n = 0;
+	const struct json *v;
+	uint8_t(*out)[32];
+	size_t n = 0;
 
 	if (check_list(m, what, err, errlen) == -1)
 		return -1;
@@ -156,8 +156,10 @@ parse_hex32_list(const struct json *m, const char *what, uint8_t (**outp)[32],
 	for (v = m->child; v != NULL; v = v->next) {
 		if (v->type != JSON_STRING ||
 		    hex_decode(v->s, v->len, out[n], 32) == -1) {
-			snprintf(err, errlen, "invalid: %s must be "
-			    "64-character lowercase hex strings", what);
+			snprintf(err, errlen,
+			    "invalid: %s must be "
+			    "64-character lowercase hex strings",
+			    what);
 			free(out);
 			return -1;
 		}
@@ -171,8 +173,8 @@ parse_hex32_list(const struct json *m, const char *what, uint8_t (**outp)[32],
 static int
 parse_kinds(const struct json *m, struct filter *f, char *err, size_t errlen)
 {
-	const struct json	*v;
-	size_t			 n = 0;
+	const struct json *v;
+	size_t		   n = 0;
 
 	if (check_list(m, "kinds", err, errlen) == -1)
 		return -1;
@@ -180,8 +182,10 @@ parse_kinds(const struct json *m, struct filter *f, char *err, size_t errlen)
 	for (v = m->child; v != NULL; v = v->next) {
 		if (v->type != JSON_NUMBER || !v->is_int || v->i < 0 ||
 		    v->i > EVENT_KIND_MAX) {
-			snprintf(err, errlen, "invalid: kinds must be integers "
-			    "from 0 to %d", EVENT_KIND_MAX);
+			snprintf(err, errlen,
+			    "invalid: kinds must be integers "
+			    "from 0 to %d",
+			    EVENT_KIND_MAX);
 			return -1;
 		}
 		f->f_kinds[n++] = (uint32_t)v->i;
@@ -192,13 +196,12 @@ parse_kinds(const struct json *m, struct filter *f, char *err, size_t errlen)
 }
 
 static int
-parse_tag(const struct json *m, struct filter_tag *t, char *err,
-    size_t errlen)
+parse_tag(const struct json *m, struct filter_tag *t, char *err, size_t errlen)
 {
-	const struct json	*v;
-	uint8_t			 scratch[32];
-	char			 what[3] = { '#', m->key[1], '\0' };
-	int			 hex = m->key[1] == 'e' || m->key[1] == 'p';
+	const struct json *v;
+	uint8_t		   scratch[32];
+	char		   what[3] = { '#', m->key[1], '\0' };
+	int		   hex = m->key[1] == 'e' || m->key[1] == 'p';
 
 	t->ft_name = m->key[1];
 	if (check_list(m, what, err, errlen) == -1)
@@ -206,13 +209,17 @@ parse_tag(const struct json *m, struct filter_tag *t, char *err,
 	t->ft_v = xcalloc(m->n, sizeof(*t->ft_v));
 	for (v = m->child; v != NULL; v = v->next) {
 		if (v->type != JSON_STRING) {
-			snprintf(err, errlen, "invalid: %s values must be "
-			    "strings", what);
+			snprintf(err, errlen,
+			    "invalid: %s values must be "
+			    "strings",
+			    what);
 			return -1;
 		}
 		if (hex && hex_decode(v->s, v->len, scratch, 32) == -1) {
-			snprintf(err, errlen, "invalid: %s values must be "
-			    "64-character lowercase hex", what);
+			snprintf(err, errlen,
+			    "invalid: %s values must be "
+			    "64-character lowercase hex",
+			    what);
 			return -1;
 		}
 		if ((t->ft_v[t->ft_n].s = malloc(v->len + 1)) == NULL)
@@ -224,7 +231,7 @@ parse_tag(const struct json *m, struct filter_tag *t, char *err,
 	}
 	/* Duplicates are freed here, since sort_unique only drops slots. */
 	if (t->ft_n > 1) {
-		size_t	i, o;
+		size_t i, o;
 
 		qsort(t->ft_v, t->ft_n, sizeof(*t->ft_v), cmpestr);
 		for (i = 1, o = 1; i < t->ft_n; i++) {
@@ -240,12 +247,14 @@ parse_tag(const struct json *m, struct filter_tag *t, char *err,
 }
 
 static int
-parse_nonneg(const struct json *m, const char *what, int64_t *out,
-    int *has, char *err, size_t errlen)
+parse_nonneg(const struct json *m, const char *what, int64_t *out, int *has,
+    char *err, size_t errlen)
 {
 	if (m->type != JSON_NUMBER || !m->is_int || m->i < 0) {
-		snprintf(err, errlen, "invalid: %s must be a non-negative "
-		    "integer", what);
+		snprintf(err, errlen,
+		    "invalid: %s must be a non-negative "
+		    "integer",
+		    what);
 		return -1;
 	}
 	*out = m->i;
@@ -257,12 +266,12 @@ int
 filter_parse(const struct json *obj, struct filter *out, char *err,
     size_t errlen)
 {
-	const struct json	*m;
-	struct filter		 f;
-	unsigned		 seen = 0, bit;
-	uint64_t		 letters = 0;
-	char			 key[40];
-	size_t			 ntagkeys = 0;
+	const struct json *m;
+	struct filter	   f;
+	unsigned	   seen = 0, bit;
+	uint64_t	   letters = 0;
+	char		   key[40];
+	size_t		   ntagkeys = 0;
 
 	memset(&f, 0, sizeof(f));
 	memset(out, 0, sizeof(*out));
@@ -277,7 +286,7 @@ filter_parse(const struct json *obj, struct filter *out, char *err,
 		f.f_tags = xcalloc(ntagkeys, sizeof(*f.f_tags));
 
 	for (m = obj->child; m != NULL; m = m->next) {
-		int	r;
+		int r;
 
 		bit = 0;
 		if (key_is(m, "ids"))
@@ -296,13 +305,17 @@ filter_parse(const struct json *obj, struct filter *out, char *err,
 
 		if (bit == 0 && m->keylen >= 1 && m->key[0] == '#') {
 			if (m->keylen != 2 || !is_letter(m->key[1])) {
-				snprintf(err, errlen, "unsupported: unindexed "
-				    "tag filter %s", key);
+				snprintf(err, errlen,
+				    "unsupported: unindexed "
+				    "tag filter %s",
+				    key);
 				goto fail;
 			}
 			if (letters & letter_bit(m->key[1])) {
-				snprintf(err, errlen, "invalid: duplicate "
-				    "filter item %s", key);
+				snprintf(err, errlen,
+				    "invalid: duplicate "
+				    "filter item %s",
+				    key);
 				goto fail;
 			}
 			letters |= letter_bit(m->key[1]);
@@ -312,21 +325,25 @@ filter_parse(const struct json *obj, struct filter *out, char *err,
 			continue;
 		}
 		if (bit == 0) {
-			snprintf(err, errlen, "unsupported: unrecognised "
-			    "filter item %s", key);
+			snprintf(err, errlen,
+			    "unsupported: unrecognised "
+			    "filter item %s",
+			    key);
 			goto fail;
 		}
 		if (seen & bit) {
-			snprintf(err, errlen, "invalid: duplicate filter item "
-			    "%s", key);
+			snprintf(err, errlen,
+			    "invalid: duplicate filter item "
+			    "%s",
+			    key);
 			goto fail;
 		}
 		seen |= bit;
 
 		switch (bit) {
 		case SEEN_IDS:
-			r = parse_hex32_list(m, "ids", &f.f_ids, &f.f_nids,
-			    err, errlen);
+			r = parse_hex32_list(m, "ids", &f.f_ids, &f.f_nids, err,
+			    errlen);
 			f.f_has_ids = 1;
 			break;
 		case SEEN_AUTHORS:
@@ -338,16 +355,16 @@ filter_parse(const struct json *obj, struct filter *out, char *err,
 			r = parse_kinds(m, &f, err, errlen);
 			break;
 		case SEEN_SINCE:
-			r = parse_nonneg(m, "since", &f.f_since,
-			    &f.f_has_since, err, errlen);
+			r = parse_nonneg(m, "since", &f.f_since, &f.f_has_since,
+			    err, errlen);
 			break;
 		case SEEN_UNTIL:
-			r = parse_nonneg(m, "until", &f.f_until,
-			    &f.f_has_until, err, errlen);
+			r = parse_nonneg(m, "until", &f.f_until, &f.f_has_until,
+			    err, errlen);
 			break;
 		default:
-			r = parse_nonneg(m, "limit", &f.f_limit,
-			    &f.f_has_limit, err, errlen);
+			r = parse_nonneg(m, "limit", &f.f_limit, &f.f_has_limit,
+			    err, errlen);
 			break;
 		}
 		if (r == -1)
@@ -374,7 +391,7 @@ fail:
 void
 filter_free(struct filter *f)
 {
-	size_t	i, j;
+	size_t i, j;
 
 	if (f == NULL)
 		return;
@@ -393,7 +410,7 @@ filter_free(struct filter *f)
 void
 filters_free(struct filter *v, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		filter_free(&v[i]);
@@ -403,16 +420,16 @@ filters_free(struct filter *v, size_t n)
 static int
 tag_cond_match(const struct filter_tag *t, const struct event *ev)
 {
-	uint32_t	i;
+	uint32_t i;
 
 	for (i = 0; i < ev->ntags; i++) {
-		const struct event_tag	*et = &ev->tags[i];
+		const struct event_tag *et = &ev->tags[i];
 
 		if (et->n < 2 || et->v[0].len != 1 ||
 		    et->v[0].s[0] != t->ft_name)
 			continue;
 		if (bsearch(&et->v[1], t->ft_v, t->ft_n, sizeof(*t->ft_v),
-		    cmpestr) != NULL)
+			cmpestr) != NULL)
 			return 1;
 	}
 	return 0;
@@ -421,7 +438,7 @@ tag_cond_match(const struct filter_tag *t, const struct event *ev)
 int
 filter_match(const struct filter *f, const struct event *ev)
 {
-	size_t	i;
+	size_t i;
 
 	if (f->f_empty)
 		return 0;
@@ -429,14 +446,15 @@ filter_match(const struct filter *f, const struct event *ev)
 		return 0;
 	if (f->f_has_until && ev->created_at > f->f_until)
 		return 0;
-	if (f->f_has_kinds && bsearch(&ev->kind, f->f_kinds, f->f_nkinds,
-	    sizeof(*f->f_kinds), cmpu32) == NULL)
+	if (f->f_has_kinds &&
+	    bsearch(&ev->kind, f->f_kinds, f->f_nkinds, sizeof(*f->f_kinds),
+		cmpu32) == NULL)
 		return 0;
-	if (f->f_has_authors && bsearch(ev->pubkey, f->f_authors,
-	    f->f_nauthors, 32, cmp32) == NULL)
+	if (f->f_has_authors &&
+	    bsearch(ev->pubkey, f->f_authors, f->f_nauthors, 32, cmp32) == NULL)
 		return 0;
-	if (f->f_has_ids && bsearch(ev->id, f->f_ids, f->f_nids, 32,
-	    cmp32) == NULL)
+	if (f->f_has_ids &&
+	    bsearch(ev->id, f->f_ids, f->f_nids, 32, cmp32) == NULL)
 		return 0;
 	for (i = 0; i < f->f_ntags; i++)
 		if (!tag_cond_match(&f->f_tags[i], ev))
@@ -447,7 +465,7 @@ filter_match(const struct filter *f, const struct event *ev)
 int
 filter_match_any(const struct filter *f, size_t n, const struct event *ev)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (filter_match(&f[i], ev))

@@ -19,7 +19,7 @@
 struct json;
 
 /* Ours: values per list (ids, authors, kinds, each #x), a memory bound. */
-#define FILTER_MAX_VALUES	1000
+#define FILTER_MAX_VALUES 1000
 
 /*
  * One "#x" condition: the event must have a tag named x whose first value
@@ -27,31 +27,31 @@ struct json;
  * NUL-terminated but compared by length).
  */
 struct filter_tag {
-	char		 ft_name;	/* a-z or A-Z */
-	size_t		 ft_n;
-	struct estr	*ft_v;		/* owned, as is each ->s */
+	char	     ft_name; /* a-z or A-Z */
+	size_t	     ft_n;
+	struct estr *ft_v; /* owned, as is each ->s */
 };
 
 struct filter {
-	uint8_t		(*f_ids)[32];	/* sorted, unique */
-	size_t		 f_nids;
-	int		 f_has_ids;
-	uint8_t		(*f_authors)[32];	/* sorted, unique */
-	size_t		 f_nauthors;
-	int		 f_has_authors;
-	uint32_t	*f_kinds;	/* sorted, unique */
-	size_t		 f_nkinds;
-	int		 f_has_kinds;
-	struct filter_tag *f_tags;	/* sorted by name, one per name */
-	size_t		 f_ntags;
-	int64_t		 f_since;
-	int		 f_has_since;
-	int64_t		 f_until;
-	int		 f_has_until;
-	int64_t		 f_limit;
-	int		 f_has_limit;
+	uint8_t (*f_ids)[32]; /* sorted, unique */
+	size_t f_nids;
+	int    f_has_ids;
+	uint8_t (*f_authors)[32]; /* sorted, unique */
+	size_t		   f_nauthors;
+	int		   f_has_authors;
+	uint32_t	  *f_kinds; /* sorted, unique */
+	size_t		   f_nkinds;
+	int		   f_has_kinds;
+	struct filter_tag *f_tags; /* sorted by name, one per name */
+	size_t		   f_ntags;
+	int64_t		   f_since;
+	int		   f_has_since;
+	int64_t		   f_until;
+	int		   f_has_until;
+	int64_t		   f_limit;
+	int		   f_has_limit;
 	/* A present but empty list: the filter matches nothing (STRFRY). */
-	int		 f_empty;
+	int		   f_empty;
 };
 
 /*
@@ -62,16 +62,16 @@ struct filter {
  * into err: "unsupported: ..." for unknown or multi-letter tag members,
  * "invalid: ..." for everything else.  Never exits.
  */
-int	filter_parse(const struct json *obj, struct filter *out, char *err,
-	    size_t errlen);
+int filter_parse(const struct json *obj, struct filter *out, char *err,
+    size_t errlen);
 
 /* Releases what a parsed filter owns and empties it.  NULL is fine. */
-void	filter_free(struct filter *);
+void filter_free(struct filter *);
 /*
  * filter_free() on each of the n filters of v, then frees v, an array
  * the caller owned.  v may be NULL when n is 0.  Never exits.
  */
-void	filters_free(struct filter *v, size_t n);
+void filters_free(struct filter *v, size_t n);
 
 /*
  * 1 if ev matches f under NIP-01 (OR within a list, AND across members,
@@ -79,12 +79,11 @@ void	filters_free(struct filter *v, size_t n);
  * <= until), else 0.  Ignores limit and NIP-40 expiration; the caller
  * decides about those.
  */
-int	filter_match(const struct filter *f, const struct event *ev);
+int filter_match(const struct filter *f, const struct event *ev);
 
 /*
  * 1 if any filter of f[0..n) matches ev, else 0.
  */
-int	filter_match_any(const struct filter *f, size_t n,
-	    const struct event *ev);
+int filter_match_any(const struct filter *f, size_t n, const struct event *ev);
 
 #endif

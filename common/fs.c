@@ -12,7 +12,7 @@
 int
 mkdir_p(const char *path, mode_t mode)
 {
-	char	buf[PATH_MAX], *p;
+	char buf[PATH_MAX], *p;
 
 	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
 		errno = ENAMETOOLONG;

@@ -11,6 +11,6 @@
  * (less the umask); one that exists already is fine.  Returns 0, or -1
  * with errno set (ENAMETOOLONG past PATH_MAX).  Never exits.
  */
-int	mkdir_p(const char *path, mode_t mode);
+int mkdir_p(const char *path, mode_t mode);
 
 #endif

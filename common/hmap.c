@@ -8,23 +8,34 @@
 #include "hmap.h"
 #include "log.h"
 
-static uint64_t	sip_k0, sip_k1;
+static uint64_t sip_k0, sip_k1;
 static int	sip_seeded;
 
-#define ROTL(x, b)	(uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND do {							\
-	v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);	\
-	v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;				\
-	v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;				\
-	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);	\
-} while (0)
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND \
+	do { \
+		v0 += v1; \
+		v1 = ROTL(v1, 13); \
+		v1 ^= v0; \
+		v0 = ROTL(v0, 32); \
+		v2 += v3; \
+		v3 = ROTL(v3, 16); \
+		v3 ^= v2; \
+		v0 += v3; \
+		v3 = ROTL(v3, 21); \
+		v3 ^= v0; \
+		v2 += v1; \
+		v1 = ROTL(v1, 17); \
+		v1 ^= v2; \
+		v2 = ROTL(v2, 32); \
+	} while (0)
 
 uint64_t
 hmap_hash(const void *key, size_t len)
 {
-	const uint8_t	*p = key, *end = p + (len & ~(size_t)7);
-	uint64_t	 v0, v1, v2, v3, m, b = (uint64_t)len << 56;
-	size_t		 left = len & 7;
+	const uint8_t *p = key, *end = p + (len & ~(size_t)7);
+	uint64_t       v0, v1, v2, v3, m, b = (uint64_t)len << 56;
+	size_t	       left = len & 7;
 
 	if (!sip_seeded) {
 		uint64_t seed[2];
@@ -61,7 +72,7 @@ hmap_hash(const void *key, size_t len)
 static struct hmap_slot *
 find(const struct hmap *m, const void *key, size_t len, uint64_t h)
 {
-	size_t	mask = m->hm_cap - 1, i;
+	size_t mask = m->hm_cap - 1, i;
 
 	for (i = h & mask;; i = (i + 1) & mask) {
 		struct hmap_slot *s = &m->hm_slots[i];
@@ -77,8 +88,8 @@ find(const struct hmap *m, const void *key, size_t len, uint64_t h)
 static void
 grow(struct hmap *m)
 {
-	struct hmap	old = *m;
-	size_t		i;
+	struct hmap old = *m;
+	size_t	    i;
 
 	m->hm_cap = old.hm_cap ? old.hm_cap * 2 : 16;
 	if ((m->hm_slots = calloc(m->hm_cap, sizeof(*m->hm_slots))) == NULL)
@@ -95,7 +106,7 @@ grow(struct hmap *m)
 void *
 hmap_get(const struct hmap *m, const void *key, size_t len)
 {
-	struct hmap_slot	*s;
+	struct hmap_slot *s;
 
 	if (m->hm_n == 0)
 		return NULL;
@@ -106,9 +117,9 @@ hmap_get(const struct hmap *m, const void *key, size_t len)
 void *
 hmap_put(struct hmap *m, const void *key, size_t len, void *val)
 {
-	struct hmap_slot	*s;
-	uint64_t		 h = hmap_hash(key, len);
-	void			*old;
+	struct hmap_slot *s;
+	uint64_t	  h = hmap_hash(key, len);
+	void		 *old;
 
 	/* Keep the load under 3/4 so probes stay short. */
 	if ((m->hm_n + 1) * 4 > m->hm_cap * 3)
@@ -132,9 +143,9 @@ hmap_put(struct hmap *m, const void *key, size_t len, void *val)
 void *
 hmap_del(struct hmap *m, const void *key, size_t len)
 {
-	struct hmap_slot	*s;
-	size_t			 mask, i, j, home;
-	void			*val;
+	struct hmap_slot *s;
+	size_t		  mask, i, j, home;
+	void		 *val;
 
 	if (m->hm_n == 0)
 		return NULL;
@@ -164,7 +175,7 @@ hmap_del(struct hmap *m, const void *key, size_t len)
 void
 hmap_free(struct hmap *m)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < m->hm_cap; i++)
 		free(m->hm_slots[i].hs_key);

@@ -11,37 +11,40 @@
 #include <stdint.h>
 
 struct hmap_slot {
-	uint64_t	 hs_hash;
-	void		*hs_key;	/* NULL: empty */
-	size_t		 hs_keylen;
-	void		*hs_val;
+	uint64_t hs_hash;
+	void	*hs_key; /* NULL: empty */
+	size_t	 hs_keylen;
+	void	*hs_val;
 };
 
 struct hmap {
 	struct hmap_slot *hm_slots;
-	size_t		  hm_cap;	/* power of two, or 0 */
+	size_t		  hm_cap; /* power of two, or 0 */
 	size_t		  hm_n;
 };
 
-#define HMAP_INIT	{ NULL, 0, 0 }
+#define HMAP_INIT \
+	{ \
+		NULL, 0, 0 \
+	}
 
 /* The value for key, or NULL. */
-void	*hmap_get(const struct hmap *, const void *key, size_t len);
+void *hmap_get(const struct hmap *, const void *key, size_t len);
 /*
  * Sets key to val; returns the previous value (NULL if none).  val must
  * not be NULL.  Allocation failure is fatal.
  */
-void	*hmap_put(struct hmap *, const void *key, size_t len, void *val);
+void *hmap_put(struct hmap *, const void *key, size_t len, void *val);
 /* Removes key; returns its value or NULL. */
-void	*hmap_del(struct hmap *, const void *key, size_t len);
+void *hmap_del(struct hmap *, const void *key, size_t len);
 /* Frees the map's own memory (not the values). */
-void	 hmap_free(struct hmap *);
+void  hmap_free(struct hmap *);
 /*
  * Iteration: for (i = 0; hmap_next(m, &i, &key, &len, &val); ) ...
  * Do not change the map while iterating.
  */
-int	 hmap_next(const struct hmap *, size_t *it, const void **key,
-	    size_t *len, void **val);
+int   hmap_next(const struct hmap *, size_t *it, const void **key, size_t *len,
+      void **val);
 /* The keyed hash itself, for callers that bucket by it. */
 uint64_t hmap_hash(const void *key, size_t len);
 

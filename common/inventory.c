@@ -26,20 +26,20 @@
  * by number: chunk number << INV_REC_SHIFT, plus the place in it.
  */
 struct inv_node {
-	uint8_t		  nd_id[32];	/* the event's id; zero for an address */
-	int		  nd_depth;	/* 0 for a root itself */
+	uint8_t		  nd_id[32]; /* the event's id; zero for an address */
+	int		  nd_depth;  /* 0 for a root itself */
 	uint32_t	  nd_n;
 	/* A descendant's author (its number plus one; 0 for an address,
 	 * or once the author deleted it), for NIP-09 deletions. */
 	uint32_t	  nd_author;
-	uint32_t	  nd_cap;	/* of nd_more */
-	struct inv_root	 *nd_first;	/* root 0 */
-	struct inv_root	**nd_more;	/* roots 1 .. nd_n - 1 */
+	uint32_t	  nd_cap;   /* of nd_more */
+	struct inv_root	 *nd_first; /* root 0 */
+	struct inv_root **nd_more;  /* roots 1 .. nd_n - 1 */
 };
 
 /* Ours: 1 << INV_REC_SHIFT records per chunk (2 MiB of nodes). */
-#define INV_REC_SHIFT	15
-#define INV_REC_CHUNK	((size_t)1 << INV_REC_SHIFT)
+#define INV_REC_SHIFT 15
+#define INV_REC_CHUNK ((size_t)1 << INV_REC_SHIFT)
 
 /*
  * Event ids find their nodes, and pubkeys their authors, through an
@@ -50,12 +50,12 @@ struct inv_node {
  * one; 0 is empty.  A probe reads a record only when its hash bits match,
  * no key is allocated, and growing moves slots without hashing again.
  */
-#define ID_TAG(h)	((uint32_t)((h) >> 32))
-#define SLOT_TAG(s)	((uint32_t)((s) >> 32))
-#define SLOT_NUM(s)	((size_t)((s) & 0xffffffffu) - 1)
+#define ID_TAG(h)   ((uint32_t)((h) >> 32))
+#define SLOT_TAG(s) ((uint32_t)((s) >> 32))
+#define SLOT_NUM(s) ((size_t)((s)&0xffffffffu) - 1)
 
 /* The key of record num. */
-typedef const uint8_t	*inv_key_fn(const struct inventory *, size_t num);
+typedef const uint8_t *inv_key_fn(const struct inventory *, size_t num);
 
 static struct inv_root *
 node_root(const struct inv_node *nd, size_t i)
@@ -96,7 +96,7 @@ author_key(const struct inventory *iv, size_t num)
 
 /* Ours: parent ids (e, E, q values) decoded ahead per event; further
  * ones are decoded when the event's turn comes. */
-#define INV_KEY_IDS	4
+#define INV_KEY_IDS 4
 
 /*
  * What inv_add() needs to know of an event before it looks anything up:
@@ -110,21 +110,21 @@ author_key(const struct inventory *iv, size_t num)
  */
 struct inv_keys {
 	const struct event *ik_ev;
-	uint64_t	 ik_hid;		/* of ik_ev->id */
-	uint64_t	 ik_hpk;		/* of ik_ev->pubkey */
-	uint32_t	 ik_nids;
-	uint32_t	 ik_tag[INV_KEY_IDS];	/* the tags they are in */
-	uint8_t		 ik_ids[INV_KEY_IDS][32];
-	uint64_t	 ik_h[INV_KEY_IDS];
+	uint64_t	    ik_hid; /* of ik_ev->id */
+	uint64_t	    ik_hpk; /* of ik_ev->pubkey */
+	uint32_t	    ik_nids;
+	uint32_t	    ik_tag[INV_KEY_IDS]; /* the tags they are in */
+	uint8_t		    ik_ids[INV_KEY_IDS][32];
+	uint64_t	    ik_h[INV_KEY_IDS];
 	/* Guesses: the parents' nodes and roots, the author. */
-	ssize_t		 ik_node[INV_KEY_IDS];
-	struct inv_root	*ik_root[INV_KEY_IDS];
-	ssize_t		 ik_author;
+	ssize_t		    ik_node[INV_KEY_IDS];
+	struct inv_root	   *ik_root[INV_KEY_IDS];
+	ssize_t		    ik_author;
 };
 
 /* Roots that name a repository the inventory does not know (yet). */
 struct inv_pending {
-	struct inv_root	**pd_roots;
+	struct inv_root **pd_roots;
 	size_t		  pd_n;
 	size_t		  pd_cap;
 };
@@ -134,25 +134,26 @@ struct inv_pending {
  * narrower than size_t (a node's nd_cap is 32 bits: no node has 2^32
  * roots).
  */
-#define GROW_FROM(arr, n, cap, first) do {				\
-	if ((n) == (cap)) {						\
-		size_t nc_ = (cap) ? (cap) * 2 : (first);		\
-		void *np_ = reallocarray((arr), nc_, sizeof(*(arr)));	\
-		if (np_ == NULL)					\
-			fatal("inventory");				\
-		(arr) = np_;						\
-		(cap) = (__typeof__(cap))nc_;				\
-	}								\
-} while (0)
-#define GROW(arr, n, cap)	GROW_FROM(arr, n, cap, 4)
+#define GROW_FROM(arr, n, cap, first) \
+	do { \
+		if ((n) == (cap)) { \
+			size_t nc_ = (cap) ? (cap)*2 : (first); \
+			void  *np_ = reallocarray((arr), nc_, sizeof(*(arr))); \
+			if (np_ == NULL) \
+				fatal("inventory"); \
+			(arr) = np_; \
+			(cap) = (__typeof__(cap))nc_; \
+		} \
+	} while (0)
+#define GROW(arr, n, cap) GROW_FROM(arr, n, cap, 4)
 /* Ours: a thread's descendants and an author's roots start with room for
  * this many (a rebuild spent its time in realloc() from 4). */
-#define INV_FIRST_ROOM	16
+#define INV_FIRST_ROOM	  16
 
 static char *
 xstrndup(const char *s, size_t n)
 {
-	char	*d = strndup(s, n);
+	char *d = strndup(s, n);
 
 	if (d == NULL)
 		fatal("inventory");
@@ -160,7 +161,7 @@ xstrndup(const char *s, size_t n)
 }
 
 /* Ours: a huge page (x86-64, arm64 with 4 KiB pages). */
-#define INV_HUGE	((size_t)2 << 20)
+#define INV_HUGE ((size_t)2 << 20)
 
 /*
  * Memory for one of the large arrays (record chunks, index slots), in
@@ -172,7 +173,7 @@ xstrndup(const char *s, size_t n)
 static void *
 big_alloc(size_t size)
 {
-	void	*p;
+	void *p;
 
 	if (posix_memalign(&p, INV_HUGE, size) != 0)
 		return NULL;
@@ -186,7 +187,7 @@ big_alloc(size_t size)
 static void *
 rec_new(struct inv_recs *rc, size_t size, size_t *num)
 {
-	void	*r;
+	void *r;
 
 	if (rc->rc_n >= UINT32_MAX - 1)
 		fatalx("inventory: too many records");
@@ -214,16 +215,17 @@ recs_free(struct inv_recs *rc)
 
 /* The slot of k (hash h) in ix, or the empty slot it would take. */
 static uint64_t *
-ix_slot(const struct inventory *iv, const struct inv_index *ix,
-    inv_key_fn *key, const uint8_t k[32], uint64_t h)
+ix_slot(const struct inventory *iv, const struct inv_index *ix, inv_key_fn *key,
+    const uint8_t k[32], uint64_t h)
 {
-	size_t		 mask = ix->ix_cap - 1, i;
-	uint64_t	*s;
+	size_t	  mask = ix->ix_cap - 1, i;
+	uint64_t *s;
 
 	for (i = ID_TAG(h) & mask;; i = (i + 1) & mask) {
 		s = &ix->ix_slots[i];
-		if (*s == 0 || (SLOT_TAG(*s) == ID_TAG(h) &&
-		    memcmp(key(iv, SLOT_NUM(*s)), k, 32) == 0))
+		if (*s == 0 ||
+		    (SLOT_TAG(*s) == ID_TAG(h) &&
+			memcmp(key(iv, SLOT_NUM(*s)), k, 32) == 0))
 			return s;
 	}
 }
@@ -231,8 +233,8 @@ ix_slot(const struct inventory *iv, const struct inv_index *ix,
 static void
 ix_grow(struct inv_index *ix)
 {
-	uint64_t	*old = ix->ix_slots;
-	size_t		 oldcap = ix->ix_cap, size, mask, i, j;
+	uint64_t *old = ix->ix_slots;
+	size_t	  oldcap = ix->ix_cap, size, mask, i, j;
 
 	ix->ix_cap = oldcap ? oldcap * 2 : 1024;
 	size = ix->ix_cap * sizeof(*ix->ix_slots);
@@ -256,10 +258,10 @@ ix_grow(struct inv_index *ix)
 
 /* The number of k's record in ix (k's hash h), or -1. */
 static ssize_t
-ix_find(const struct inventory *iv, const struct inv_index *ix,
-    inv_key_fn *key, const uint8_t k[32], uint64_t h)
+ix_find(const struct inventory *iv, const struct inv_index *ix, inv_key_fn *key,
+    const uint8_t k[32], uint64_t h)
 {
-	uint64_t	*s;
+	uint64_t *s;
 
 	if (ix->ix_n == 0)
 		return -1;
@@ -289,7 +291,7 @@ ix_place(struct inventory *iv, struct inv_index *ix, inv_key_fn *key,
 static ssize_t
 ix_guess(const struct inv_index *ix, uint64_t h)
 {
-	size_t	mask = ix->ix_cap - 1, i, k;
+	size_t mask = ix->ix_cap - 1, i, k;
 
 	if (ix->ix_n == 0)
 		return -1;
@@ -307,8 +309,7 @@ static void
 ix_prefetch(const struct inv_index *ix, uint64_t h)
 {
 	if (ix->ix_cap > 0)
-		__builtin_prefetch(&ix->ix_slots[ID_TAG(h) &
-		    (ix->ix_cap - 1)]);
+		__builtin_prefetch(&ix->ix_slots[ID_TAG(h) & (ix->ix_cap - 1)]);
 }
 
 static void
@@ -322,7 +323,7 @@ ix_fill(struct inv_index *ix, uint64_t *s, uint64_t h, size_t num)
 static struct inv_node *
 id_node_h(const struct inventory *iv, const uint8_t id[32], uint64_t h)
 {
-	ssize_t	num = ix_find(iv, &iv->iv_ids, node_key, id, h);
+	ssize_t num = ix_find(iv, &iv->iv_ids, node_key, id, h);
 
 	return num == -1 ? NULL : node_at(iv, (size_t)num);
 }
@@ -332,10 +333,10 @@ id_node_h(const struct inventory *iv, const uint8_t id[32], uint64_t h)
  * deeper.  Its number in *num.
  */
 static struct inv_node *
-id_node_get(struct inventory *iv, const uint8_t id[32], uint64_t h,
-    int depth, size_t *num)
+id_node_get(struct inventory *iv, const uint8_t id[32], uint64_t h, int depth,
+    size_t *num)
 {
-	struct inv_node	*nd;
+	struct inv_node *nd;
 	uint64_t	*s;
 
 	s = ix_place(iv, &iv->iv_ids, node_key, id, h);
@@ -356,14 +357,14 @@ id_node_get(struct inventory *iv, const uint8_t id[32], uint64_t h,
 struct inventory *
 inv_new(const struct config *cfg)
 {
-	struct inventory	*iv;
-	char			 self[4][RELAYURL_MAX + 1];
-	int			 n, i;
+	struct inventory *iv;
+	char		  self[4][RELAYURL_MAX + 1];
+	int		  n, i;
 
 	if ((iv = calloc(1, sizeof(*iv))) == NULL)
 		fatal("inv_new");
-	iv->iv_urlflags = cfg && cfg->sync_allow_private_targets ?
-	    RELAYURL_ALLOW_PRIVATE : 0;
+	iv->iv_urlflags =
+	    cfg && cfg->sync_allow_private_targets ? RELAYURL_ALLOW_PRIVATE : 0;
 	n = cfg && cfg->domain ? relayurl_self_keys(cfg->domain, self, 4) : 0;
 	if (n > 0) {
 		if ((iv->iv_self = calloc((size_t)n, sizeof(*iv->iv_self))) ==
@@ -399,17 +400,17 @@ root_free(struct inv_root *rt)
 void
 inv_free(struct inventory *iv)
 {
-	size_t	 it;
-	void	*v;
+	size_t it;
+	void  *v;
 
 	if (iv == NULL)
 		return;
-	for (it = 0; hmap_next(&iv->iv_repos, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&iv->iv_repos, &it, NULL, NULL, &v);)
 		repo_free(v);
 	for (it = 0; it < iv->iv_nroots; it++)
 		root_free(iv->iv_roots[it]);
 	free(iv->iv_roots);
-	for (it = 0; hmap_next(&iv->iv_coords, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&iv->iv_coords, &it, NULL, NULL, &v);)
 		free(v);
 	hmap_free(&iv->iv_coords);
 	for (it = 0; it < iv->iv_nodes.rc_n; it++)
@@ -423,7 +424,7 @@ inv_free(struct inventory *iv)
 	free(iv->iv_ids.ix_slots);
 	free(iv->iv_pubkeys.ix_slots);
 	hmap_free(&iv->iv_addrs);
-	for (it = 0; hmap_next(&iv->iv_pending, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&iv->iv_pending, &it, NULL, NULL, &v);) {
 		free(((struct inv_pending *)v)->pd_roots);
 		free(v);
 	}
@@ -436,8 +437,8 @@ inv_free(struct inventory *iv)
 static int
 is_self(const struct inventory *iv, const char *key)
 {
-	const char	*keys[4];
-	int		 i;
+	const char *keys[4];
+	int	    i;
 
 	for (i = 0; i < iv->iv_nself && i < 4; i++)
 		keys[i] = iv->iv_self[i];
@@ -446,15 +447,15 @@ is_self(const struct inventory *iv, const char *key)
 
 /* Adds a canonical key for raw (ws/wss URL) to out unless present. */
 static size_t
-add_relay(const struct inventory *iv, const char *raw, size_t len,
-    char **out, size_t n, size_t max, size_t *refused)
+add_relay(const struct inventory *iv, const char *raw, size_t len, char **out,
+    size_t n, size_t max, size_t *refused)
 {
-	char		 key[RELAYURL_MAX + 1];
-	const char	*why;
-	size_t		 i;
+	char	    key[RELAYURL_MAX + 1];
+	const char *why;
+	size_t	    i;
 
-	if (relayurl_canon(raw, len, iv->iv_urlflags, key, sizeof(key),
-	    &why) == -1) {
+	if (relayurl_canon(raw, len, iv->iv_urlflags, key, sizeof(key), &why) ==
+	    -1) {
 		(*refused)++;
 		return n;
 	}
@@ -471,19 +472,19 @@ size_t
 inv_announcement_relays(const struct inventory *iv, const struct event *ev,
     char **out, size_t max, size_t *refused)
 {
-	size_t		 n = 0, nrefused = 0;
-	uint32_t	 i, j;
-	char		 buf[RELAYURL_MAX + 16];
+	size_t	 n = 0, nrefused = 0;
+	uint32_t i, j;
+	char	 buf[RELAYURL_MAX + 16];
 
 	for (i = 0; i < ev->ntags; i++) {
-		const struct event_tag	*t = &ev->tags[i];
-		int			 relays, clone;
+		const struct event_tag *t = &ev->tags[i];
+		int			relays, clone;
 
 		relays = strcmp(t->v[0].s, "relays") == 0;
 		clone = strcmp(t->v[0].s, "clone") == 0;
 		for (j = 1; j < t->n && (relays || clone); j++) {
-			const char	*v = t->v[j].s, *host, *end;
-			int		 tls;
+			const char *v = t->v[j].s, *host, *end;
+			int	    tls;
 
 			if (relays) {
 				n = add_relay(iv, v, t->v[j].len, out, n, max,
@@ -502,8 +503,8 @@ inv_announcement_relays(const struct inventory *iv, const struct event *ev,
 			end = host + strcspn(host, "/?#");
 			if (end == host || (size_t)(end - host) > RELAYURL_MAX)
 				continue;
-			snprintf(buf, sizeof(buf), "%s://%.*s", tls ? "wss" :
-			    "ws", (int)(end - host), host);
+			snprintf(buf, sizeof(buf), "%s://%.*s",
+			    tls ? "wss" : "ws", (int)(end - host), host);
 			n = add_relay(iv, buf, strlen(buf), out, n, max,
 			    &nrefused);
 		}
@@ -517,9 +518,9 @@ inv_announcement_relays(const struct inventory *iv, const struct event *ev,
 static struct inv_author *
 author_get(struct inventory *iv, const uint8_t pk[32], uint64_t h)
 {
-	struct inv_author	*a;
-	uint64_t		*s;
-	size_t			 num;
+	struct inv_author *a;
+	uint64_t	  *s;
+	size_t		   num;
 
 	s = ix_place(iv, &iv->iv_pubkeys, author_key, pk, h);
 	if (*s != 0)
@@ -535,7 +536,7 @@ author_get(struct inventory *iv, const uint8_t pk[32], uint64_t h)
 static int
 author_set_put(struct inv_author *a, struct inv_root *rt)
 {
-	size_t	mask = a->au_setcap - 1, i;
+	size_t mask = a->au_setcap - 1, i;
 
 	i = (size_t)(((uintptr_t)rt >> 4) * 0x9e3779b97f4a7c15ULL) & mask;
 	for (; a->au_set[i] != NULL; i = (i + 1) & mask)
@@ -549,7 +550,7 @@ author_set_put(struct inv_author *a, struct inv_root *rt)
 static void
 author_set_grow(struct inv_author *a)
 {
-	size_t	cap = a->au_setcap ? a->au_setcap : 64, i;
+	size_t cap = a->au_setcap ? a->au_setcap : 64, i;
 
 	while (cap < 2 * (a->au_nroots + 1))
 		cap *= 2;
@@ -568,8 +569,8 @@ static struct inv_author *
 author_add_root(struct inventory *iv, const uint8_t pk[32], uint64_t h,
     struct inv_root *rt)
 {
-	struct inv_author	*a = author_get(iv, pk, h);
-	size_t			 i;
+	struct inv_author *a = author_get(iv, pk, h);
+	size_t		   i;
 
 	if (a->au_nroots < INV_AUTHOR_SCAN) {
 		for (i = 0; i < a->au_nroots; i++)
@@ -589,7 +590,7 @@ author_add_root(struct inventory *iv, const uint8_t pk[32], uint64_t h,
 static void
 author_remove_root(struct inv_author *a, struct inv_root *rt)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < a->au_nroots && a->au_roots[i] != rt; i++)
 		;
@@ -610,7 +611,7 @@ author_remove_root(struct inv_author *a, struct inv_root *rt)
 static struct inv_node *
 addr_node_get(struct inventory *iv, const char *addr, int depth)
 {
-	struct inv_node	*nd = hmap_get(&iv->iv_addrs, addr, strlen(addr));
+	struct inv_node *nd = hmap_get(&iv->iv_addrs, addr, strlen(addr));
 	size_t		 num;
 
 	if (nd == NULL) {
@@ -625,7 +626,7 @@ addr_node_get(struct inventory *iv, const char *addr, int depth)
 static int
 node_add_root(struct inv_node *nd, struct inv_root *rt)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < nd->nd_n; i++)
 		if (node_root(nd, i) == rt)
@@ -657,7 +658,7 @@ repo_attach_root(struct inv_repo *r, struct inv_root *rt)
 static void
 repo_detach_root(struct inv_repo *r, struct inv_root *rt)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < r->ir_nroots; i++) {
 		if (r->ir_roots[i] == rt) {
@@ -671,8 +672,8 @@ repo_detach_root(struct inv_repo *r, struct inv_root *rt)
 static void
 pending_add(struct inventory *iv, struct inv_root *rt)
 {
-	struct inv_pending	*pd = hmap_get(&iv->iv_pending, rt->rt_coord,
-				    strlen(rt->rt_coord));
+	struct inv_pending *pd =
+	    hmap_get(&iv->iv_pending, rt->rt_coord, strlen(rt->rt_coord));
 
 	if (pd == NULL) {
 		if ((pd = calloc(1, sizeof(*pd))) == NULL)
@@ -688,16 +689,18 @@ pending_add(struct inventory *iv, struct inv_root *rt)
 static int
 id_parent_tag(const struct event_tag *tg)
 {
-	return tg->n >= 2 && tg->v[0].len == 1 && (tg->v[0].s[0] == 'e' ||
-	    tg->v[0].s[0] == 'E' || tg->v[0].s[0] == 'q');
+	return tg->n >= 2 && tg->v[0].len == 1 &&
+	    (tg->v[0].s[0] == 'e' || tg->v[0].s[0] == 'E' ||
+		tg->v[0].s[0] == 'q');
 }
 
 /* A tag naming a parent by address (NIP-01 a, NIP-22 A, NIP-18 q). */
 static int
 addr_parent_tag(const struct event_tag *tg)
 {
-	return tg->n >= 2 && tg->v[0].len == 1 && (tg->v[0].s[0] == 'a' ||
-	    tg->v[0].s[0] == 'A' || tg->v[0].s[0] == 'q');
+	return tg->n >= 2 && tg->v[0].len == 1 &&
+	    (tg->v[0].s[0] == 'a' || tg->v[0].s[0] == 'A' ||
+		tg->v[0].s[0] == 'q');
 }
 
 static int
@@ -711,7 +714,7 @@ static void
 keys_make(const struct inventory *iv, const struct event *ev,
     struct inv_keys *k)
 {
-	uint32_t	t, i;
+	uint32_t t, i;
 
 	k->ik_ev = ev;
 	k->ik_hid = hmap_hash(ev->id, 32);
@@ -721,15 +724,14 @@ keys_make(const struct inventory *iv, const struct event *ev,
 	k->ik_author = -1;
 	k->ik_nids = 0;
 	for (t = 0; t < ev->ntags && k->ik_nids < INV_KEY_IDS; t++) {
-		const struct event_tag	*tg = &ev->tags[t];
-		uint8_t			*id = k->ik_ids[k->ik_nids];
+		const struct event_tag *tg = &ev->tags[t];
+		uint8_t		       *id = k->ik_ids[k->ik_nids];
 
 		if (!id_parent_tag(tg))
 			continue;
 		/* NIP-22 names a top-level comment's root twice (E, e). */
 		for (i = 0; i < k->ik_nids; i++)
-			if (same_value(&ev->tags[k->ik_tag[i]].v[1],
-			    &tg->v[1]))
+			if (same_value(&ev->tags[k->ik_tag[i]].v[1], &tg->v[1]))
 				break;
 		if (i < k->ik_nids ||
 		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == -1)
@@ -747,8 +749,8 @@ keys_make(const struct inventory *iv, const struct event *ev,
 static void
 keys_records(const struct inventory *iv, struct inv_keys *k)
 {
-	struct inv_author	*a;
-	uint32_t		 i;
+	struct inv_author *a;
+	uint32_t	   i;
 
 	for (i = 0; i < k->ik_nids; i++)
 		if ((k->ik_node[i] = ix_guess(&iv->iv_ids, k->ik_h[i])) != -1)
@@ -764,13 +766,13 @@ keys_records(const struct inventory *iv, struct inv_keys *k)
 static void
 keys_roots(const struct inventory *iv, struct inv_keys *k)
 {
-	struct inv_root		*rt;
-	struct inv_author	*a;
-	uint32_t		 i;
+	struct inv_root	  *rt;
+	struct inv_author *a;
+	uint32_t	   i;
 
 	for (i = 0; i < k->ik_nids; i++) {
-		if (k->ik_node[i] == -1 || (rt = node_at(iv,
-		    (size_t)k->ik_node[i])->nd_first) == NULL)
+		if (k->ik_node[i] == -1 ||
+		    (rt = node_at(iv, (size_t)k->ik_node[i])->nd_first) == NULL)
 			continue;
 		k->ik_root[i] = rt;
 		__builtin_prefetch(rt);
@@ -789,12 +791,13 @@ keys_roots(const struct inventory *iv, struct inv_keys *k)
 static void
 keys_descs(struct inv_keys *k)
 {
-	uint32_t	i;
+	uint32_t i;
 
 	for (i = 0; i < k->ik_nids; i++)
 		if (k->ik_root[i] != NULL && k->ik_root[i]->rt_desc != NULL)
 			__builtin_prefetch(k->ik_root[i]->rt_desc +
-			    k->ik_root[i]->rt_ndesc, 1);
+				k->ik_root[i]->rt_ndesc,
+			    1);
 }
 
 /*
@@ -805,7 +808,7 @@ static int
 parent_id(const struct inv_keys *k, uint32_t t, const struct estr *v,
     uint8_t id[32], uint64_t *h)
 {
-	uint32_t	i;
+	uint32_t i;
 
 	for (i = 0; i < k->ik_nids; i++)
 		if (k->ik_tag[i] == t) {
@@ -823,13 +826,13 @@ static void
 add_announcement(struct inventory *iv, const struct event *ev,
     enum inv_level level)
 {
-	struct inv_repo		*r;
-	struct inv_pending	*pd;
-	const struct estr	*d = event_tag_value(ev, "d");
-	char			 coord[64 + 16 + 1024], *relays[INV_MAX_REPO_RELAYS];
-	const struct event_tag	*mt = NULL;
-	size_t			 i, n;
-	uint32_t		 k;
+	struct inv_repo	   *r;
+	struct inv_pending *pd;
+	const struct estr  *d = event_tag_value(ev, "d");
+	char		    coord[64 + 16 + 1024], *relays[INV_MAX_REPO_RELAYS];
+	const struct event_tag *mt = NULL;
+	size_t			i, n;
+	uint32_t		k;
 
 	if (d == NULL || d->len == 0 || d->len > 1000)
 		return;
@@ -854,8 +857,8 @@ add_announcement(struct inventory *iv, const struct event *ev,
 	if (ev->created_at >= r->ir_created_at) {
 		r->ir_created_at = ev->created_at;
 		strv_free(r->ir_relays, r->ir_nrelays);
-		n = inv_announcement_relays(iv, ev, relays,
-		    INV_MAX_REPO_RELAYS, &r->ir_refused);
+		n = inv_announcement_relays(iv, ev, relays, INV_MAX_REPO_RELAYS,
+		    &r->ir_refused);
 		r->ir_relays = NULL;
 		r->ir_nrelays = 0;
 		if (n) {
@@ -876,7 +879,7 @@ add_announcement(struct inventory *iv, const struct event *ev,
 				fatal("inventory");
 			for (k = 1; k < mt->n; k++)
 				if (hex_decode(mt->v[k].s, mt->v[k].len,
-				    r->ir_maint[r->ir_nmaint], 32) == 0)
+					r->ir_maint[r->ir_nmaint], 32) == 0)
 					r->ir_nmaint++;
 		}
 	}
@@ -905,7 +908,7 @@ node_own_root(const struct inv_node *nd)
 static struct inv_root *
 root_find(const struct inventory *iv, const uint8_t id[32], uint64_t h)
 {
-	const struct inv_node	*nd = id_node_h(iv, id, h);
+	const struct inv_node *nd = id_node_h(iv, id, h);
 
 	return nd != NULL ? node_own_root(nd) : NULL;
 }
@@ -914,7 +917,7 @@ root_find(const struct inventory *iv, const uint8_t id[32], uint64_t h)
 static const char *
 coord_copy(struct inventory *iv, const struct estr *c)
 {
-	char	*s = hmap_get(&iv->iv_coords, c->s, c->len);
+	char *s = hmap_get(&iv->iv_coords, c->s, c->len);
 
 	if (s == NULL) {
 		s = xstrndup(c->s, c->len);
@@ -924,19 +927,19 @@ coord_copy(struct inventory *iv, const struct estr *c)
 }
 
 static void
-add_root(struct inventory *iv, const struct event *ev,
-    const struct inv_keys *k)
+add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 {
-	const struct estr	*a = NULL;
-	struct inv_root		*rt;
-	struct inv_repo		*r;
-	struct inv_node		*nd;
-	size_t			 num;
-	uint32_t		 i;
+	const struct estr *a = NULL;
+	struct inv_root	  *rt;
+	struct inv_repo	  *r;
+	struct inv_node	  *nd;
+	size_t		   num;
+	uint32_t	   i;
 
 	for (i = 0; i < ev->ntags && a == NULL; i++)
-		if (ev->tags[i].n >= 2 && strcmp(ev->tags[i].v[0].s, "a") == 0
-		    && strncmp(ev->tags[i].v[1].s, "30617:", 6) == 0)
+		if (ev->tags[i].n >= 2 &&
+		    strcmp(ev->tags[i].v[0].s, "a") == 0 &&
+		    strncmp(ev->tags[i].v[1].s, "30617:", 6) == 0)
 			a = &ev->tags[i].v[1];
 	if (a == NULL || root_find(iv, ev->id, k->ik_hid) != NULL)
 		return;
@@ -968,7 +971,7 @@ root_add_desc(struct inv_root *rt, size_t num)
 static void
 root_add_addr(struct inv_root *rt, const char *addr)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < rt->rt_naddrs; i++)
 		if (strcmp(rt->rt_addrs[i], addr) == 0)
@@ -985,21 +988,21 @@ static void
 add_descendant(struct inventory *iv, const struct event *ev,
     const struct inv_keys *keys)
 {
-	struct inv_root	*roots[64];
-	size_t		 nroots = 0, i, k, num;
-	int		 depth = INV_MAX_DEPTH + 1, added = 0;
-	uint32_t	 t;
-	uint8_t		 id[32];
-	uint64_t	 h;
-	char		 addr[64 + 16 + 1024];
-	enum kind_class	 kc = event_kind_class(ev->kind);
-	struct inv_node	*nd;
+	struct inv_root	  *roots[64];
+	size_t		   nroots = 0, i, k, num;
+	int		   depth = INV_MAX_DEPTH + 1, added = 0;
+	uint32_t	   t;
+	uint8_t		   id[32];
+	uint64_t	   h;
+	char		   addr[64 + 16 + 1024];
+	enum kind_class	   kc = event_kind_class(ev->kind);
+	struct inv_node	  *nd;
 	const struct estr *found[8];
-	size_t		 nfound = 0, f;
+	size_t		   nfound = 0, f;
 
 	for (t = 0; t < ev->ntags; t++) {
-		const struct event_tag	*tg = &ev->tags[t];
-		struct inv_node		*p = NULL;
+		const struct event_tag *tg = &ev->tags[t];
+		struct inv_node	       *p = NULL;
 
 		if (!id_parent_tag(tg) && !addr_parent_tag(tg))
 			continue;
@@ -1010,8 +1013,8 @@ add_descendant(struct inventory *iv, const struct event *ev,
 				break;
 		if (f < nfound)
 			continue;
-		if (id_parent_tag(tg) && parent_id(keys, t, &tg->v[1], id,
-		    &h) == 0)
+		if (id_parent_tag(tg) &&
+		    parent_id(keys, t, &tg->v[1], id, &h) == 0)
 			p = id_node_h(iv, id, h);
 		else if (addr_parent_tag(tg) &&
 		    memchr(tg->v[1].s, ':', tg->v[1].len))
@@ -1053,8 +1056,9 @@ add_descendant(struct inventory *iv, const struct event *ev,
 			node_add_root(addr_node_get(iv, addr, depth), rt);
 			root_add_addr(rt, addr);
 		}
-		nd->nd_author = author_add_root(iv, ev->pubkey, keys->ik_hpk,
-		    rt)->au_num + 1;
+		nd->nd_author =
+		    author_add_root(iv, ev->pubkey, keys->ik_hpk, rt)->au_num +
+		    1;
 		added = 1;
 	}
 	if (added)
@@ -1064,7 +1068,7 @@ add_descendant(struct inventory *iv, const struct event *ev,
 static void
 remove_repo(struct inventory *iv, const char *coord, size_t len)
 {
-	struct inv_repo	*r = hmap_del(&iv->iv_repos, coord, len);
+	struct inv_repo *r = hmap_del(&iv->iv_repos, coord, len);
 
 	if (r == NULL)
 		return;
@@ -1083,7 +1087,7 @@ static int
 author_in_thread(const struct inventory *iv, uint32_t num,
     const struct inv_root *rt)
 {
-	size_t	i;
+	size_t i;
 
 	if (memcmp(rt->rt_author, author_at(iv, num - 1)->au_pubkey, 32) == 0)
 		return 1;
@@ -1103,12 +1107,12 @@ static void
 delete_descendant(struct inventory *iv, struct inv_node *nd,
     const uint8_t pk[32])
 {
-	struct inv_author	*a;
-	uint32_t		 num;
-	size_t			 i;
+	struct inv_author *a;
+	uint32_t	   num;
+	size_t		   i;
 
-	if (nd == NULL || nd->nd_author == 0 || memcmp(author_at(iv,
-	    nd->nd_author - 1)->au_pubkey, pk, 32) != 0)
+	if (nd == NULL || nd->nd_author == 0 ||
+	    memcmp(author_at(iv, nd->nd_author - 1)->au_pubkey, pk, 32) != 0)
 		return;
 	num = nd->nd_author;
 	nd->nd_author = 0;
@@ -1125,9 +1129,9 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 {
 	uint32_t	 t, kind;
 	uint8_t		 id[32], pk[32];
-	struct inv_node	*nd;
-	struct inv_root	*rt;
-	struct inv_repo	*r;
+	struct inv_node *nd;
+	struct inv_root *rt;
+	struct inv_repo *r;
 	const char	*d;
 	size_t		 dlen;
 
@@ -1137,7 +1141,8 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 		if (tg->n < 2)
 			continue;
 		if (strcmp(tg->v[0].s, "e") == 0) {
-			if (hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == -1 ||
+			if (hex_decode(tg->v[1].s, tg->v[1].len, id, 32) ==
+				-1 ||
 			    (nd = id_node_h(iv, id, hmap_hash(id, 32))) == NULL)
 				continue;
 			if ((rt = node_own_root(nd)) == NULL)
@@ -1151,11 +1156,12 @@ apply_deletion(struct inventory *iv, const struct event *ev)
 			}
 		} else if (strcmp(tg->v[0].s, "a") == 0 &&
 		    coord_parse(tg->v[1].s, tg->v[1].len, &kind, pk, &d,
-		    &dlen) == 0 && kind == KIND_REPO_ANNOUNCEMENT &&
+			&dlen) == 0 &&
+		    kind == KIND_REPO_ANNOUNCEMENT &&
 		    memcmp(pk, ev->pubkey, 32) == 0 &&
-		    ((r = hmap_get(&iv->iv_repos, tg->v[1].s,
-		    tg->v[1].len)) == NULL ||
-		    r->ir_created_at <= ev->created_at))
+		    ((r = hmap_get(&iv->iv_repos, tg->v[1].s, tg->v[1].len)) ==
+			    NULL ||
+			r->ir_created_at <= ev->created_at))
 			/* NIP-09: versions up to the deletion's time only;
 			 * a newer announcement stays (so does the store). */
 			remove_repo(iv, tg->v[1].s, tg->v[1].len);
@@ -1189,7 +1195,7 @@ add_keyed(struct inventory *iv, const struct event *ev,
 void
 inv_add(struct inventory *iv, const struct event *ev)
 {
-	struct inv_keys	k;
+	struct inv_keys k;
 
 	keys_make(iv, ev, &k);
 	add_keyed(iv, ev, &k);
@@ -1199,16 +1205,15 @@ inv_add(struct inventory *iv, const struct event *ev)
 struct rebuild {
 	struct inventory *rb_iv;
 	struct inv_keys	  rb_keys[FEED_AHEAD + 1];
-	size_t		  rb_hinted;	/* events hinted */
-	size_t		  rb_taken;	/* events added */
+	size_t		  rb_hinted; /* events hinted */
+	size_t		  rb_taken;  /* events added */
 };
 
 /* The keys of the event hinted back-th before the last, if not taken. */
 static struct inv_keys *
 rebuild_keys(struct rebuild *rb, size_t back)
 {
-	if (rb->rb_hinted < back + 1 || rb->rb_hinted - back - 1 <
-	    rb->rb_taken)
+	if (rb->rb_hinted < back + 1 || rb->rb_hinted - back - 1 < rb->rb_taken)
 		return NULL;
 	return &rb->rb_keys[(rb->rb_hinted - back - 1) % (FEED_AHEAD + 1)];
 }
@@ -1221,7 +1226,7 @@ static void
 rebuild_hint(void *arg, int64_t seq, const struct event *ev)
 {
 	struct rebuild	*rb = arg;
-	struct inv_keys	*k;
+	struct inv_keys *k;
 
 	(void)seq;
 	rb->rb_hinted++;
@@ -1238,7 +1243,7 @@ static void
 rebuild_take(void *arg, int64_t seq, const struct event *ev)
 {
 	struct rebuild	*rb = arg;
-	struct inv_keys	*k, own;
+	struct inv_keys *k, own;
 
 	(void)seq;
 	k = &rb->rb_keys[rb->rb_taken++ % (FEED_AHEAD + 1)];
@@ -1253,14 +1258,13 @@ rebuild_take(void *arg, int64_t seq, const struct event *ev)
 int
 inv_rebuild(struct inventory *iv, struct store *st, int64_t upto)
 {
-	struct rebuild	*rb;
-	int		 n;
+	struct rebuild *rb;
+	int		n;
 
 	if ((rb = calloc(1, sizeof(*rb))) == NULL)
 		fatal("inventory");
 	rb->rb_iv = iv;
-	n = feed_scan_ahead(st, 0, upto, rebuild_hint, rebuild_take, rb,
-	    NULL);
+	n = feed_scan_ahead(st, 0, upto, rebuild_hint, rebuild_take, rb, NULL);
 	free(rb);
 	return n;
 }
@@ -1281,7 +1285,7 @@ inv_repo(const struct inventory *iv, const char *coord)
 struct inv_repo *
 inv_repo_next(const struct inventory *iv, size_t *it)
 {
-	void	*v;
+	void *v;
 
 	return hmap_next(&iv->iv_repos, it, NULL, NULL, &v) ? v : NULL;
 }
@@ -1307,8 +1311,8 @@ inv_desc_id(const struct inventory *iv, const struct inv_root *rt, size_t i)
 struct inv_author *
 inv_author(const struct inventory *iv, const uint8_t pubkey[32])
 {
-	ssize_t	num = ix_find(iv, &iv->iv_pubkeys, author_key, pubkey,
-		    hmap_hash(pubkey, 32));
+	ssize_t num = ix_find(iv, &iv->iv_pubkeys, author_key, pubkey,
+	    hmap_hash(pubkey, 32));
 
 	return num == -1 ? NULL : author_at(iv, (size_t)num);
 }
@@ -1322,7 +1326,7 @@ inv_author_next(const struct inventory *iv, size_t *it)
 int
 inv_eligible(const struct inventory *iv, const uint8_t pk[32])
 {
-	const struct inv_author	*a = inv_author(iv, pk);
+	const struct inv_author *a = inv_author(iv, pk);
 	const struct inv_repo	*r;
 	size_t			 i, it = 0;
 
@@ -1349,8 +1353,8 @@ inv_eligible(const struct inventory *iv, const uint8_t pk[32])
 
 /* Adds pk to the set once; calls cb the first time. */
 static void
-each_once(struct hmap *set, const uint8_t pk[32],
-    void (*cb)(void *, const uint8_t [32]), void *arg)
+each_once(struct hmap *set, const uint8_t	 pk[32],
+    void (*cb)(void *, const uint8_t[32]), void *arg)
 {
 	if (hmap_get(set, pk, 32) != NULL)
 		return;
@@ -1363,18 +1367,18 @@ inv_eligible_each(const struct inventory *iv,
     void (*cb)(void *arg, const uint8_t pubkey[32]), void *arg)
 {
 	struct hmap		 set = HMAP_INIT;
-	const struct inv_author	*a;
+	const struct inv_author *a;
 	const struct inv_repo	*r;
 	size_t			 it, i, n;
 
-	for (it = 0; (r = inv_repo_next(iv, &it)) != NULL; ) {
+	for (it = 0; (r = inv_repo_next(iv, &it)) != NULL;) {
 		if (r->ir_level != INV_FULL)
 			continue;
 		each_once(&set, r->ir_owner, cb, arg);
 		for (i = 0; i < r->ir_nmaint; i++)
 			each_once(&set, r->ir_maint[i], cb, arg);
 	}
-	for (it = 0; (a = inv_author_next(iv, &it)) != NULL; ) {
+	for (it = 0; (a = inv_author_next(iv, &it)) != NULL;) {
 		for (i = 0; i < a->au_nroots; i++) {
 			const struct inv_root *rt = a->au_roots[i];
 

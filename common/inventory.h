@@ -26,14 +26,14 @@ struct event;
 struct store;
 
 /* GRASP-03 "bounded recursive" descendants; ours: hops below a root. */
-#define INV_MAX_DEPTH		16
+#define INV_MAX_DEPTH	    16
 /* Ours: descendants followed per root; one thread cannot grow it more. */
-#define INV_MAX_DESCENDANTS	10000
+#define INV_MAX_DESCENDANTS 10000
 /* Ours: relays kept per repository from its relays and clone tags. */
-#define INV_MAX_REPO_RELAYS	32
+#define INV_MAX_REPO_RELAYS 32
 /* Ours: an author's roots searched one by one up to this many; beyond,
  * through a set (an author in thousands of threads made it quadratic). */
-#define INV_AUTHOR_SCAN		64
+#define INV_AUTHOR_SCAN	    64
 
 /* ngit-grasp brief 1.7: Full (served) or StateOnly (in purgatory). */
 enum inv_level {
@@ -49,82 +49,82 @@ struct inv_root;
  * with a million entries (see inventory.c).
  */
 struct inv_index {
-	uint64_t	*ix_slots;
-	size_t		 ix_cap;	/* a power of two, or 0 */
-	size_t		 ix_n;
+	uint64_t *ix_slots;
+	size_t	  ix_cap; /* a power of two, or 0 */
+	size_t	  ix_n;
 };
 
 struct inv_recs {
-	char		**rc_chunks;
-	size_t		  rc_nchunks;
-	size_t		  rc_capchunks;
-	size_t		  rc_n;		/* records made */
+	char **rc_chunks;
+	size_t rc_nchunks;
+	size_t rc_capchunks;
+	size_t rc_n; /* records made */
 };
 
 struct inv_repo {
-	char		 *ir_coord;	/* "30617:<owner hex>:<d>" */
-	uint8_t		  ir_owner[32];
-	char		 *ir_d;
-	int64_t		  ir_created_at;
-	enum inv_level	  ir_level;
-	char		**ir_relays;	/* canonical keys, ourselves excluded */
-	size_t		  ir_nrelays;
-	size_t		  ir_refused;	/* relay URLs hygiene refused */
-	uint8_t		(*ir_maint)[32];	/* declared maintainers */
+	char	      *ir_coord; /* "30617:<owner hex>:<d>" */
+	uint8_t	       ir_owner[32];
+	char	      *ir_d;
+	int64_t	       ir_created_at;
+	enum inv_level ir_level;
+	char	     **ir_relays; /* canonical keys, ourselves excluded */
+	size_t	       ir_nrelays;
+	size_t	       ir_refused; /* relay URLs hygiene refused */
+	uint8_t (*ir_maint)[32];   /* declared maintainers */
 	size_t		  ir_nmaint;
-	struct inv_root	**ir_roots;	/* live roots (not deleted) */
+	struct inv_root **ir_roots; /* live roots (not deleted) */
 	size_t		  ir_nroots;
 	size_t		  ir_caproots;
 };
 
 struct inv_root {
-	uint8_t		  rt_id[32];
-	uint8_t		  rt_author[32];
-	uint32_t	  rt_kind;
-	int		  rt_deleted;
-	struct inv_repo	 *rt_repo;	/* NULL while its repo is unknown */
-	const char	 *rt_coord;	/* the repository it names (one
+	uint8_t		 rt_id[32];
+	uint8_t		 rt_author[32];
+	uint32_t	 rt_kind;
+	int		 rt_deleted;
+	struct inv_repo *rt_repo;  /* NULL while its repo is unknown */
+	const char	*rt_coord; /* the repository it names (one
 					   copy per coordinate, the
 					   inventory's) */
-	uint32_t	 *rt_desc;	/* descendants, by node number:
+	uint32_t	*rt_desc;  /* descendants, by node number:
 					   inv_desc_id() gives each id */
-	size_t		  rt_ndesc;
-	size_t		  rt_capdesc;
-	char		**rt_addrs;	/* descendant address coordinates */
-	size_t		  rt_naddrs;
-	size_t		  rt_capaddrs;
+	size_t		 rt_ndesc;
+	size_t		 rt_capdesc;
+	char	       **rt_addrs; /* descendant address coordinates */
+	size_t		 rt_naddrs;
+	size_t		 rt_capaddrs;
 };
 
 /* The roots one author's events occur in (GRASP-03 participants). */
 struct inv_author {
 	uint8_t		  au_pubkey[32];
-	uint32_t	  au_num;	/* its record number */
-	struct inv_root	**au_roots;
+	uint32_t	  au_num; /* its record number */
+	struct inv_root **au_roots;
 	size_t		  au_nroots;
 	size_t		  au_caproots;
 	/* Beyond INV_AUTHOR_SCAN roots: the same roots in an open-addressed
 	 * set (NULL slots empty), so that adding one stays O(1). */
-	struct inv_root	**au_set;
+	struct inv_root **au_set;
 	size_t		  au_setcap;
 };
 
 struct inventory {
-	struct hmap	 iv_repos;	/* coord -> struct inv_repo */
+	struct hmap	  iv_repos; /* coord -> struct inv_repo */
 	/* Every root, in arrival order (inv_root() finds one by id). */
-	struct inv_root	**iv_roots;
-	size_t		 iv_nroots;
-	size_t		 iv_caproots;
-	struct hmap	 iv_coords;	/* coordinate -> its one copy */
-	struct inv_index iv_ids;	/* event id -> node number */
-	struct hmap	 iv_addrs;	/* address -> struct inv_node */
-	struct inv_recs	 iv_nodes;	/* struct inv_node */
-	struct inv_index iv_pubkeys;	/* pubkey -> author number */
-	struct inv_recs	 iv_authors;	/* struct inv_author */
-	struct hmap	 iv_pending;	/* coord -> struct inv_pending */
-	unsigned	 iv_urlflags;	/* relayurl flags for repo relays */
-	char		(*iv_self)[256];	/* our own relay keys */
-	int		 iv_nself;
-	uint64_t	 iv_generation;	/* bumped on every change */
+	struct inv_root **iv_roots;
+	size_t		  iv_nroots;
+	size_t		  iv_caproots;
+	struct hmap	  iv_coords;   /* coordinate -> its one copy */
+	struct inv_index  iv_ids;      /* event id -> node number */
+	struct hmap	  iv_addrs;    /* address -> struct inv_node */
+	struct inv_recs	  iv_nodes;    /* struct inv_node */
+	struct inv_index  iv_pubkeys;  /* pubkey -> author number */
+	struct inv_recs	  iv_authors;  /* struct inv_author */
+	struct hmap	  iv_pending;  /* coord -> struct inv_pending */
+	unsigned	  iv_urlflags; /* relayurl flags for repo relays */
+	char (*iv_self)[256];	       /* our own relay keys */
+	int	 iv_nself;
+	uint64_t iv_generation; /* bumped on every change */
 };
 
 /*
@@ -133,7 +133,7 @@ struct inventory {
  * allocation failure.
  */
 struct inventory *inv_new(const struct config *cfg);
-void		 inv_free(struct inventory *);
+void		  inv_free(struct inventory *);
 
 /*
  * Feeds one accepted event, in seq order.  Announcements become Full
@@ -143,7 +143,7 @@ void		 inv_free(struct inventory *);
  * descendant's author take that author out of the threads where it has
  * no other event.
  */
-void		 inv_add(struct inventory *, const struct event *);
+void inv_add(struct inventory *, const struct event *);
 /*
  * Feeds every event stored with seq <= upto to inv_add() in seq order,
  * reading of each only what inv_add() reads, a few events ahead so that
@@ -153,24 +153,24 @@ void		 inv_add(struct inventory *, const struct event *);
  * of events fed, or -1 on a store error (logged); exits only when out of
  * memory.
  */
-int		 inv_rebuild(struct inventory *, struct store *, int64_t upto);
+int  inv_rebuild(struct inventory *, struct store *, int64_t upto);
 /*
  * Feeds an announcement that is held in purgatory: its repository is
  * StateOnly unless it is already Full (never downgraded).
  */
-void		 inv_add_stateonly(struct inventory *, const struct event *);
+void inv_add_stateonly(struct inventory *, const struct event *);
 
-struct inv_repo	*inv_repo(const struct inventory *, const char *coord);
+struct inv_repo *inv_repo(const struct inventory *, const char *coord);
 /* Iterates repositories: for (it = 0; (r = inv_repo_next(iv, &it)); ) */
-struct inv_repo	*inv_repo_next(const struct inventory *, size_t *it);
-struct inv_root	*inv_root(const struct inventory *, const uint8_t id[32]);
+struct inv_repo *inv_repo_next(const struct inventory *, size_t *it);
+struct inv_root *inv_root(const struct inventory *, const uint8_t id[32]);
 /* Iterates roots: for (it = 0; (rt = inv_root_next(iv, &it)); ) */
-struct inv_root	*inv_root_next(const struct inventory *, size_t *it);
+struct inv_root *inv_root_next(const struct inventory *, size_t *it);
 /* The id of rt's descendant i (i < rt->rt_ndesc). */
-const uint8_t	*inv_desc_id(const struct inventory *,
-		    const struct inv_root *, size_t i);
+const uint8_t	*inv_desc_id(const struct inventory *, const struct inv_root *,
+      size_t i);
 struct inv_author *inv_author(const struct inventory *,
-		    const uint8_t pubkey[32]);
+    const uint8_t pubkey[32]);
 struct inv_author *inv_author_next(const struct inventory *, size_t *it);
 
 /*
@@ -178,16 +178,15 @@ struct inv_author *inv_author_next(const struct inventory *, size_t *it);
  * declared maintainer of an accepted Full repository, or the author of
  * an accepted root of a Full repository or of one of its descendants.
  */
-int		 inv_eligible(const struct inventory *, const uint8_t pubkey[32]);
+int inv_eligible(const struct inventory *, const uint8_t pubkey[32]);
 
 /*
  * Calls cb once for every eligible identity author (as inv_eligible()
  * decides), in no particular order; pubkey is valid during the call.
  * cb must not change the inventory.  Returns the number of authors.
  */
-size_t		 inv_eligible_each(const struct inventory *,
-		    void (*cb)(void *arg, const uint8_t pubkey[32]),
-		    void *arg);
+size_t inv_eligible_each(const struct inventory *,
+    void (*cb)(void *arg, const uint8_t pubkey[32]), void *arg);
 
 /*
  * Adds the relay part of an announcement's "relays" values and http(s)
@@ -196,8 +195,7 @@ size_t		 inv_eligible_each(const struct inventory *,
  * number of values target hygiene refused (never dialled; counted so
  * that an operator sees them).  Exposed for tests.
  */
-size_t		 inv_announcement_relays(const struct inventory *,
-		    const struct event *, char **out, size_t max,
-		    size_t *refused);
+size_t inv_announcement_relays(const struct inventory *, const struct event *,
+    char **out, size_t max, size_t *refused);
 
 #endif

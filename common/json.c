@@ -14,28 +14,28 @@
 #include "log.h"
 
 struct arena_chunk {
-	struct arena_chunk	*next;
-	size_t			 used, cap;
-	max_align_t		 data[];
+	struct arena_chunk *next;
+	size_t		    used, cap;
+	max_align_t	    data[];
 };
 
 struct json_doc {
-	struct arena_chunk	*chunks;
+	struct arena_chunk *chunks;
 };
 
 struct parser {
-	const unsigned char	*p, *end;
-	struct json_doc		*doc;
-	const char		*err;
-	size_t			 errpos;
-	const unsigned char	*start;
+	const unsigned char *p, *end;
+	struct json_doc	    *doc;
+	const char	    *err;
+	size_t		     errpos;
+	const unsigned char *start;
 };
 
 static void *
 arena_alloc(struct json_doc *doc, size_t n)
 {
-	struct arena_chunk	*c = doc->chunks;
-	size_t			 cap;
+	struct arena_chunk *c = doc->chunks;
+	size_t		    cap;
 
 	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
 	if (c == NULL || c->cap - c->used < n) {
@@ -58,7 +58,7 @@ arena_alloc(struct json_doc *doc, size_t n)
 void
 json_free(struct json_doc *doc)
 {
-	struct arena_chunk	*c, *next;
+	struct arena_chunk *c, *next;
 
 	if (doc == NULL)
 		return;
@@ -82,16 +82,17 @@ fail(struct parser *ps, const char *why)
 static void
 skip_ws(struct parser *ps)
 {
-	while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' ||
-	    *ps->p == '\n' || *ps->p == '\r'))
+	while (ps->p < ps->end &&
+	    (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' ||
+		*ps->p == '\r'))
 		ps->p++;
 }
 
 static int
 hex4(const unsigned char *p, unsigned *out)
 {
-	unsigned	v = 0;
-	int		i;
+	unsigned v = 0;
+	int	 i;
 
 	for (i = 0; i < 4; i++) {
 		v <<= 4;
@@ -137,7 +138,7 @@ put_utf8(unsigned char *o, unsigned cp)
 static size_t
 utf8_seq(const unsigned char *p, const unsigned char *end)
 {
-	size_t	n = (size_t)(end - p);
+	size_t n = (size_t)(end - p);
 
 	if (p[0] < 0x80)
 		return 1;
@@ -147,9 +148,9 @@ utf8_seq(const unsigned char *p, const unsigned char *end)
 		if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
 			return 0;
 		if (p[0] == 0xe0 && p[1] < 0xa0)
-			return 0;	/* overlong */
+			return 0; /* overlong */
 		if (p[0] == 0xed && p[1] >= 0xa0)
-			return 0;	/* surrogate */
+			return 0; /* surrogate */
 		return 3;
 	}
 	if (p[0] >= 0xf0 && p[0] <= 0xf4) {
@@ -168,10 +169,10 @@ utf8_seq(const unsigned char *p, const unsigned char *end)
 static int
 parse_string(struct parser *ps, char **out, size_t *outlen)
 {
-	const unsigned char	*p = ps->p + 1, *q;
-	unsigned char		*dst, *o;
-	size_t			 n;
-	unsigned		 cp, lo;
+	const unsigned char *p = ps->p + 1, *q;
+	unsigned char	    *dst, *o;
+	size_t		     n;
+	unsigned	     cp, lo;
 
 	/* First pass: find the end; the decoded form is never longer. */
 	for (q = p; q < ps->end && *q != '"'; q++)
@@ -184,14 +185,38 @@ parse_string(struct parser *ps, char **out, size_t *outlen)
 		if (*p == '\\') {
 			p++;
 			switch (*p) {
-			case '"':  *o++ = '"'; p++; break;
-			case '\\': *o++ = '\\'; p++; break;
-			case '/':  *o++ = '/'; p++; break;
-			case 'b':  *o++ = '\b'; p++; break;
-			case 'f':  *o++ = '\f'; p++; break;
-			case 'n':  *o++ = '\n'; p++; break;
-			case 'r':  *o++ = '\r'; p++; break;
-			case 't':  *o++ = '\t'; p++; break;
+			case '"':
+				*o++ = '"';
+				p++;
+				break;
+			case '\\':
+				*o++ = '\\';
+				p++;
+				break;
+			case '/':
+				*o++ = '/';
+				p++;
+				break;
+			case 'b':
+				*o++ = '\b';
+				p++;
+				break;
+			case 'f':
+				*o++ = '\f';
+				p++;
+				break;
+			case 'n':
+				*o++ = '\n';
+				p++;
+				break;
+			case 'r':
+				*o++ = '\r';
+				p++;
+				break;
+			case 't':
+				*o++ = '\t';
+				p++;
+				break;
 			case 'u':
 				if (q - p < 5 || hex4(p + 1, &cp) == -1) {
 					ps->p = p;
@@ -204,8 +229,9 @@ parse_string(struct parser *ps, char **out, size_t *outlen)
 				}
 				if (cp >= 0xd800 && cp <= 0xdbff) {
 					if (q - p < 6 || p[0] != '\\' ||
-					    p[1] != 'u' || hex4(p + 2, &lo) ==
-					    -1 || lo < 0xdc00 || lo > 0xdfff) {
+					    p[1] != 'u' ||
+					    hex4(p + 2, &lo) == -1 ||
+					    lo < 0xdc00 || lo > 0xdfff) {
 						ps->p = p;
 						return fail(ps,
 						    "lone surrogate");
@@ -248,11 +274,11 @@ parse_string(struct parser *ps, char **out, size_t *outlen)
 static int
 parse_number(struct parser *ps, struct json *v)
 {
-	const unsigned char	*p = ps->p, *digits;
-	char			 tmp[64];
-	size_t			 n;
-	int			 integral = 1;
-	char			*end;
+	const unsigned char *p = ps->p, *digits;
+	char		     tmp[64];
+	size_t		     n;
+	int		     integral = 1;
+	char		    *end;
 
 	if (p < ps->end && *p == '-')
 		p++;
@@ -302,7 +328,7 @@ parse_number(struct parser *ps, struct json *v)
 static int
 literal(struct parser *ps, const char *word, enum json_type t, struct json *v)
 {
-	size_t	n = strlen(word);
+	size_t n = strlen(word);
 
 	if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0)
 		return fail(ps, "unexpected character");
@@ -316,8 +342,8 @@ static int parse_value(struct parser *, struct json *, int);
 static int
 parse_container(struct parser *ps, struct json *v, int depth, int object)
 {
-	struct json	**tail = &v->child, *e;
-	char		 close = object ? '}' : ']';
+	struct json **tail = &v->child, *e;
+	char	      close = object ? '}' : ']';
 
 	if (depth >= JSON_MAX_DEPTH)
 		return fail(ps, "nested too deeply");
@@ -358,8 +384,8 @@ parse_container(struct parser *ps, struct json *v, int depth, int object)
 			ps->p++;
 			return 0;
 		}
-		return fail(ps, object ? "expected ',' or '}'" :
-		    "expected ',' or ']'");
+		return fail(ps,
+		    object ? "expected ',' or '}'" : "expected ',' or ']'");
 	}
 }
 
@@ -392,8 +418,8 @@ struct json *
 json_parse(const char *buf, size_t len, struct json_doc **docp, char *err,
     size_t errlen)
 {
-	struct parser	 ps;
-	struct json	*root;
+	struct parser ps;
+	struct json  *root;
 
 	*docp = NULL;
 	memset(&ps, 0, sizeof(ps));
@@ -420,8 +446,8 @@ json_parse(const char *buf, size_t len, struct json_doc **docp, char *err,
 struct json *
 json_get(const struct json *obj, const char *key)
 {
-	struct json	*e;
-	size_t		 n = strlen(key);
+	struct json *e;
+	size_t	     n = strlen(key);
 
 	if (obj == NULL || obj->type != JSON_OBJECT)
 		return NULL;
@@ -434,7 +460,7 @@ json_get(const struct json *obj, const char *key)
 struct json *
 json_at(const struct json *arr, size_t i)
 {
-	struct json	*e;
+	struct json *e;
 
 	if (arr == NULL || arr->type != JSON_ARRAY)
 		return NULL;
@@ -446,7 +472,7 @@ json_at(const struct json *arr, size_t i)
 void
 json_write(struct buf *b, const struct json *v)
 {
-	const struct json	*e;
+	const struct json *e;
 
 	switch (v->type) {
 	case JSON_NULL:
@@ -487,8 +513,8 @@ json_write(struct buf *b, const struct json *v)
 size_t
 json_write_members(struct buf *b, const struct json *o, const char *skip)
 {
-	const struct json	*e;
-	size_t			 n = 0;
+	const struct json *e;
+	size_t		   n = 0;
 
 	for (e = o->child; e != NULL; e = e->next) {
 		if (skip != NULL && e->keylen == strlen(skip) &&

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JSON_MAX_DEPTH	32
+#define JSON_MAX_DEPTH 32
 
 enum json_type {
 	JSON_NULL,
@@ -26,18 +26,18 @@ enum json_type {
 };
 
 struct json {
-	enum json_type	 type;
-	int		 is_int;	/* number had no fraction or exponent
+	enum json_type type;
+	int	       is_int; /* number had no fraction or exponent
 					   and fits int64 */
-	int64_t		 i;		/* value when is_int */
-	double		 d;		/* value of any number */
-	char		*s;		/* string value, NUL-terminated */
-	size_t		 len;		/* its length in bytes (may hold NULs) */
-	char		*key;		/* member name inside an object */
-	size_t		 keylen;
-	struct json	*child;		/* first element or member */
-	struct json	*next;		/* next sibling */
-	size_t		 n;		/* number of elements or members */
+	int64_t	       i;      /* value when is_int */
+	double	       d;      /* value of any number */
+	char	      *s;      /* string value, NUL-terminated */
+	size_t	       len;    /* its length in bytes (may hold NULs) */
+	char	      *key;    /* member name inside an object */
+	size_t	       keylen;
+	struct json   *child; /* first element or member */
+	struct json   *next;  /* next sibling */
+	size_t	       n;     /* number of elements or members */
 };
 
 struct json_doc;
@@ -47,14 +47,14 @@ struct json_doc;
  * arena in *docp (free it with json_free).  On failure returns NULL,
  * writes a short reason into err and leaves *docp NULL.
  */
-struct json	*json_parse(const char *buf, size_t len, struct json_doc **docp,
-		    char *err, size_t errlen);
-void		 json_free(struct json_doc *);
+struct json *json_parse(const char *buf, size_t len, struct json_doc **docp,
+    char *err, size_t errlen);
+void	     json_free(struct json_doc *);
 
 /* First member named key of an object, or NULL. */
-struct json	*json_get(const struct json *obj, const char *key);
+struct json *json_get(const struct json *obj, const char *key);
 /* Element i of an array, or NULL. */
-struct json	*json_at(const struct json *arr, size_t i);
+struct json *json_at(const struct json *arr, size_t i);
 
 struct buf;
 /*
@@ -62,13 +62,13 @@ struct buf;
  * integers as written, other numbers with %.17g.  Cannot fail (buf
  * allocation failure is fatal).
  */
-void		 json_write(struct buf *b, const struct json *v);
+void   json_write(struct buf *b, const struct json *v);
 /*
  * Appends the members of object o except the one named skip (may be
  * NULL), comma-separated, without braces, as json_write() would.
  * Returns how many it wrote.
  */
-size_t		 json_write_members(struct buf *b, const struct json *o,
-		    const char *skip);
+size_t json_write_members(struct buf *b, const struct json *o,
+    const char *skip);
 
 #endif

@@ -10,9 +10,9 @@
 
 #include "log.h"
 
-static const char	*log_procname = "graspd";
-static int		 log_stderr = 1;
-static enum log_level	 log_level = LOG_LVL_INFO;
+static const char    *log_procname = "graspd";
+static int	      log_stderr = 1;
+static enum log_level log_level = LOG_LVL_INFO;
 
 void
 log_init(const char *procname, int to_stderr)
@@ -52,14 +52,14 @@ log_parse_level(const char *s)
 static void
 vlog(enum log_level lvl, const char *errstr, const char *fmt, va_list ap)
 {
-	char	msg[2048];
-	int	prio;
+	char msg[2048];
+	int  prio;
 
 	if (lvl > log_level)
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (log_stderr) {
-		struct timespec	ts;
+		struct timespec ts;
 		struct tm	tm;
 		char		tbuf[32];
 
@@ -97,7 +97,7 @@ vlog(enum log_level lvl, const char *errstr, const char *fmt, va_list ap)
 void
 log_warn(const char *fmt, ...)
 {
-	va_list	ap;
+	va_list ap;
 	int	saved = errno;
 
 	va_start(ap, fmt);
@@ -109,7 +109,7 @@ log_warn(const char *fmt, ...)
 void
 log_warnx(const char *fmt, ...)
 {
-	va_list	ap;
+	va_list ap;
 
 	va_start(ap, fmt);
 	vlog(LOG_LVL_WARN, NULL, fmt, ap);
@@ -119,7 +119,7 @@ log_warnx(const char *fmt, ...)
 void
 log_info(const char *fmt, ...)
 {
-	va_list	ap;
+	va_list ap;
 
 	va_start(ap, fmt);
 	vlog(LOG_LVL_INFO, NULL, fmt, ap);
@@ -129,7 +129,7 @@ log_info(const char *fmt, ...)
 void
 log_debug(const char *fmt, ...)
 {
-	va_list	ap;
+	va_list ap;
 
 	va_start(ap, fmt);
 	vlog(LOG_LVL_DEBUG, NULL, fmt, ap);
@@ -139,7 +139,7 @@ log_debug(const char *fmt, ...)
 void
 fatal(const char *fmt, ...)
 {
-	va_list	ap;
+	va_list ap;
 	int	saved = errno;
 
 	va_start(ap, fmt);
@@ -151,7 +151,7 @@ fatal(const char *fmt, ...)
 void
 fatalx(const char *fmt, ...)
 {
-	va_list	ap;
+	va_list ap;
 
 	va_start(ap, fmt);
 	vlog(LOG_LVL_ERROR, NULL, fmt, ap);

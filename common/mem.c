@@ -10,7 +10,7 @@
 char *
 xstrdup(const char *s)
 {
-	char	*p;
+	char *p;
 
 	if ((p = strdup(s)) == NULL)
 		fatal("strdup");
@@ -20,7 +20,7 @@ xstrdup(const char *s)
 void
 strv_free(char **v, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		free(v[i]);
@@ -38,7 +38,7 @@ strv_clear(char ***vp, size_t *np)
 int
 strv_has(char *const *v, size_t n, const char *s)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (strcmp(v[i], s) == 0)
@@ -49,7 +49,7 @@ strv_has(char *const *v, size_t n, const char *s)
 void
 strv_add(char ***vp, size_t *np, const char *s)
 {
-	char	**v;
+	char **v;
 
 	if (strv_has(*vp, *np, s))
 		return;

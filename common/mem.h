@@ -8,22 +8,22 @@
 #include <stddef.h>
 
 /* A copy of s, which the caller frees.  Exits (fatal) when out of memory. */
-char	*xstrdup(const char *s);
+char *xstrdup(const char *s);
 
 /*
  * Frees the n strings of v (NULL entries are fine) and then v itself, an
  * array the caller owned with all it points to.  v may be NULL when n is
  * 0.  Never exits.
  */
-void	 strv_free(char **v, size_t n);
+void strv_free(char **v, size_t n);
 /* strv_free(*vp, *np), then *vp = NULL and *np = 0.  Never exits. */
-void	 strv_clear(char ***vp, size_t *np);
+void strv_clear(char ***vp, size_t *np);
 /* 1 if one of the n strings of v equals s, else 0.  Never exits. */
-int	 strv_has(char *const *v, size_t n, const char *s);
+int  strv_has(char *const *v, size_t n, const char *s);
 /*
  * Appends a copy of s to the array *vp of *np owned strings unless it is
  * there already.  Exits (fatal) when out of memory.
  */
-void	 strv_add(char ***vp, size_t *np, const char *s);
+void strv_add(char ***vp, size_t *np, const char *s);
 
 #endif

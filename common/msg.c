@@ -19,8 +19,10 @@ const char *
 msg_type_name(unsigned type)
 {
 	switch (type) {
-#define MSG_NAME(name, value)	case value: return #name;
-	MSG_TYPE_LIST(MSG_NAME)
+#define MSG_NAME(name, value) \
+	case value: \
+		return #name;
+		MSG_TYPE_LIST(MSG_NAME)
 #undef MSG_NAME
 	default:
 		return "UNKNOWN";
@@ -31,8 +33,8 @@ static int
 msg_type_known(unsigned type)
 {
 	switch (type) {
-#define MSG_CASE(name, value)	case value:
-	MSG_TYPE_LIST(MSG_CASE)
+#define MSG_CASE(name, value) case value:
+		MSG_TYPE_LIST(MSG_CASE)
 #undef MSG_CASE
 		return 1;
 	default:
@@ -41,7 +43,7 @@ msg_type_known(unsigned type)
 }
 
 static const char *const role_names[] = {
-#define ROLE_STR(name, value, str)	[value] = str,
+#define ROLE_STR(name, value, str) [value] = str,
 	ROLE_LIST(ROLE_STR)
 #undef ROLE_STR
 };
@@ -57,7 +59,7 @@ role_name(unsigned role)
 int
 role_from_name(const char *s)
 {
-	unsigned	i;
+	unsigned i;
 
 	for (i = 0; i < ROLE_COUNT; i++)
 		if (strcmp(role_names[i], s) == 0)
@@ -66,10 +68,9 @@ role_from_name(const char *s)
 }
 
 int
-chan_endpoint(const char *run_path, const char *name, char *out,
-    size_t outlen)
+chan_endpoint(const char *run_path, const char *name, char *out, size_t outlen)
 {
-	int	n = snprintf(out, outlen, "ipc://%s/%s.ipc", run_path, name);
+	int n = snprintf(out, outlen, "ipc://%s/%s.ipc", run_path, name);
 
 	return (n < 0 || (size_t)n >= outlen) ? -1 : 0;
 }
@@ -78,7 +79,7 @@ int
 chan_control_endpoint(const char *run_path, enum role r, char *out,
     size_t outlen)
 {
-	char	name[64];
+	char name[64];
 
 	snprintf(name, sizeof(name), "control-%s", role_name(r));
 	return chan_endpoint(run_path, name, out, outlen);
@@ -87,23 +88,25 @@ chan_control_endpoint(const char *run_path, enum role r, char *out,
 int
 chan_open(int proto, const char *endpoint, int bind)
 {
-	int	s, maxsz = (int)(MSG_MAX_PAYLOAD + sizeof(struct msg_hdr));
-	int	bufsz = CHAN_PIPE_BUFFER;
-	int	saved;
+	int s, maxsz = (int)(MSG_MAX_PAYLOAD + sizeof(struct msg_hdr));
+	int bufsz = CHAN_PIPE_BUFFER;
+	int saved;
 
 	if ((s = nn_socket(AF_SP, proto)) < 0)
 		return -1;
 	if (nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsz,
-	    sizeof(maxsz)) < 0)
+		sizeof(maxsz)) < 0)
 		goto fail;
-	if (proto == NN_SUB && nn_setsockopt(s, NN_SUB, NN_SUB_SUBSCRIBE, "",
-	    0) < 0)
+	if (proto == NN_SUB &&
+	    nn_setsockopt(s, NN_SUB, NN_SUB_SUBSCRIBE, "", 0) < 0)
 		goto fail;
 	/* Room for a burst of fetched events between two roles. */
-	if ((proto == NN_PUSH && nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDBUF,
-	    &bufsz, sizeof(bufsz)) < 0) || (proto == NN_PULL &&
-	    nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVBUF, &bufsz,
-	    sizeof(bufsz)) < 0))
+	if ((proto == NN_PUSH &&
+		nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDBUF, &bufsz,
+		    sizeof(bufsz)) < 0) ||
+	    (proto == NN_PULL &&
+		nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVBUF, &bufsz,
+		    sizeof(bufsz)) < 0))
 		goto fail;
 	if (bind) {
 		/* A stale socket file from a killed process blocks bind. */
@@ -124,8 +127,8 @@ fail:
 int
 chan_rcvfd(int sock)
 {
-	int	fd;
-	size_t	sz = sizeof(fd);
+	int    fd;
+	size_t sz = sizeof(fd);
 
 	if (nn_getsockopt(sock, NN_SOL_SOCKET, NN_RCVFD, &fd, &sz) < 0)
 		return -1;
@@ -143,8 +146,8 @@ int
 msg_send(int sock, enum msg_type type, const void *payload, size_t len,
     int flags)
 {
-	struct msg_hdr	*h;
-	void		*nb;
+	struct msg_hdr *h;
+	void	       *nb;
 
 	if (len > MSG_MAX_PAYLOAD) {
 		errno = EMSGSIZE;
@@ -174,12 +177,14 @@ msg_send(int sock, enum msg_type type, const void *payload, size_t len,
 int
 msg_check(const void *buf, size_t n, struct msg *m, char *err, size_t errlen)
 {
-	struct msg_hdr	h;
+	struct msg_hdr h;
 
 	memset(m, 0, sizeof(*m));
 	if (n < sizeof(h)) {
-		snprintf(err, errlen, "malformed message: %zu bytes, shorter "
-		    "than a header", n);
+		snprintf(err, errlen,
+		    "malformed message: %zu bytes, shorter "
+		    "than a header",
+		    n);
 		return -1;
 	}
 	memcpy(&h, buf, sizeof(h));
@@ -189,8 +194,10 @@ msg_check(const void *buf, size_t n, struct msg *m, char *err, size_t errlen)
 		return -1;
 	}
 	if (h.mh_version != MSG_VERSION) {
-		snprintf(err, errlen, "malformed message: version %u, "
-		    "expected %u", h.mh_version, MSG_VERSION);
+		snprintf(err, errlen,
+		    "malformed message: version %u, "
+		    "expected %u",
+		    h.mh_version, MSG_VERSION);
 		return -1;
 	}
 	if (!msg_type_known(h.mh_type)) {
@@ -199,9 +206,10 @@ msg_check(const void *buf, size_t n, struct msg *m, char *err, size_t errlen)
 		return -1;
 	}
 	if (h.mh_len != n - sizeof(h) || h.mh_len > MSG_MAX_PAYLOAD) {
-		snprintf(err, errlen, "malformed %s message: length %u, %zu "
-		    "bytes follow", msg_type_name(h.mh_type), h.mh_len,
-		    n - sizeof(h));
+		snprintf(err, errlen,
+		    "malformed %s message: length %u, %zu "
+		    "bytes follow",
+		    msg_type_name(h.mh_type), h.mh_len, n - sizeof(h));
 		return -1;
 	}
 	m->m_type = h.mh_type;
@@ -214,8 +222,8 @@ msg_check(const void *buf, size_t n, struct msg *m, char *err, size_t errlen)
 int
 msg_recv_client(int sock, struct msg *m, int flags, char *err, size_t errlen)
 {
-	void	*nb = NULL;
-	int	 n;
+	void *nb = NULL;
+	int   n;
 
 	memset(m, 0, sizeof(*m));
 	if ((n = nn_recv(sock, &nb, NN_MSG, flags)) < 0) {
@@ -235,8 +243,8 @@ msg_recv_client(int sock, struct msg *m, int flags, char *err, size_t errlen)
 int
 msg_recv(int sock, struct msg *m, int flags)
 {
-	char	err[160];
-	int	r;
+	char err[160];
+	int  r;
 
 	if ((r = msg_recv_client(sock, m, flags, err, sizeof(err))) ==
 	    MSG_RECV_MALFORMED)
@@ -256,8 +264,8 @@ void
 msg_ingest_encode(struct buf *b, enum role origin, const char *url,
     const char *json, size_t jsonlen)
 {
-	size_t		ulen = url ? strlen(url) : 0;
-	uint16_t	u16;
+	size_t	 ulen = url ? strlen(url) : 0;
+	uint16_t u16;
 
 	if (ulen > UINT16_MAX)
 		ulen = UINT16_MAX;
@@ -271,7 +279,7 @@ msg_ingest_encode(struct buf *b, enum role origin, const char *url,
 void
 msg_ingest_decode(const struct msg *m, struct msg_ingest *mi)
 {
-	uint16_t	u16;
+	uint16_t u16;
 
 	if (m->m_type != MSG_INGEST || m->m_len < 3)
 		fatalx("malformed INGEST message: %zu bytes", m->m_len);
@@ -312,7 +320,7 @@ int
 msg_git_data_encode(uint8_t out[MSG_GIT_DATA_MAX], const uint8_t owner[32],
     const char *d)
 {
-	size_t	n = strlen(d);
+	size_t n = strlen(d);
 
 	if (n == 0 || n > MSG_GIT_DATA_D_MAX) {
 		errno = EINVAL;
@@ -328,7 +336,7 @@ int
 msg_git_data_decode(const struct msg *m, struct msg_git_data *mg, char *err,
     size_t errlen)
 {
-	size_t	n;
+	size_t n;
 
 	if (m->m_type != MSG_GIT_DATA) {
 		snprintf(err, errlen, "malformed GIT_DATA message: type %s",
@@ -336,23 +344,30 @@ msg_git_data_decode(const struct msg *m, struct msg_git_data *mg, char *err,
 		return -1;
 	}
 	if (m->m_len < 33) {
-		snprintf(err, errlen, "malformed GIT_DATA message: %zu bytes, "
-		    "shorter than an owner and a length", m->m_len);
+		snprintf(err, errlen,
+		    "malformed GIT_DATA message: %zu bytes, "
+		    "shorter than an owner and a length",
+		    m->m_len);
 		return -1;
 	}
 	n = m->m_data[32];
 	if (n == 0 || n > MSG_GIT_DATA_D_MAX) {
-		snprintf(err, errlen, "malformed GIT_DATA message: identifier "
-		    "length %zu, not 1 to %d", n, MSG_GIT_DATA_D_MAX);
+		snprintf(err, errlen,
+		    "malformed GIT_DATA message: identifier "
+		    "length %zu, not 1 to %d",
+		    n, MSG_GIT_DATA_D_MAX);
 		return -1;
 	}
 	if (m->m_len != 33 + n) {
-		snprintf(err, errlen, "malformed GIT_DATA message: %zu bytes, "
-		    "expected %zu", m->m_len, 33 + n);
+		snprintf(err, errlen,
+		    "malformed GIT_DATA message: %zu bytes, "
+		    "expected %zu",
+		    m->m_len, 33 + n);
 		return -1;
 	}
 	if (memchr(m->m_data + 33, '\0', n) != NULL) {
-		snprintf(err, errlen, "malformed GIT_DATA message: NUL in the "
+		snprintf(err, errlen,
+		    "malformed GIT_DATA message: NUL in the "
 		    "identifier");
 		return -1;
 	}

@@ -30,22 +30,22 @@
 #include "negentropy.h"
 
 struct neg {
-	struct neg_item		*ng_items;	/* sorted, unique */
-	size_t			 ng_n;
-	size_t			 ng_frame;	/* 0: no limit */
-	int			 ng_client;
-	int			 ng_initiated;
-	uint64_t		 ng_last_in;	/* bound timestamps, reset */
-	uint64_t		 ng_last_out;	/*   for every message */
-	struct neg_idlist	 ng_have;
-	struct neg_idlist	 ng_need;
+	struct neg_item	 *ng_items; /* sorted, unique */
+	size_t		  ng_n;
+	size_t		  ng_frame; /* 0: no limit */
+	int		  ng_client;
+	int		  ng_initiated;
+	uint64_t	  ng_last_in;  /* bound timestamps, reset */
+	uint64_t	  ng_last_out; /*   for every message */
+	struct neg_idlist ng_have;
+	struct neg_idlist ng_need;
 };
 
 /* Writes v as a varint at the end of out[10]; returns where it starts. */
 static size_t
 varint_encode(uint64_t v, uint8_t out[10])
 {
-	size_t	i = 10;
+	size_t i = 10;
 
 	out[--i] = v & 0x7f;
 	while ((v >>= 7) != 0)
@@ -56,7 +56,7 @@ varint_encode(uint64_t v, uint8_t out[10])
 void
 neg_varint_put(struct buf *b, uint64_t v)
 {
-	uint8_t	tmp[10];
+	uint8_t tmp[10];
 	size_t	i = varint_encode(v, tmp);
 
 	buf_add(b, tmp + i, sizeof(tmp) - i);
@@ -65,8 +65,8 @@ neg_varint_put(struct buf *b, uint64_t v)
 int
 neg_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
-	uint64_t	r = 0;
-	uint8_t		c;
+	uint64_t r = 0;
+	uint8_t	 c;
 
 	do {
 		if (*p >= end || r > (UINT64_MAX >> 7))
@@ -96,7 +96,7 @@ int
 neg_bound_get(const uint8_t **p, const uint8_t *end, uint64_t *last,
     struct neg_bound *bd)
 {
-	uint64_t	ts, len;
+	uint64_t ts, len;
 
 	if (neg_varint_get(p, end, &ts) == -1)
 		return -1;
@@ -121,9 +121,9 @@ void
 neg_fingerprint(const struct neg_item *items, size_t n,
     uint8_t out[NEG_FINGERPRINT_SIZE])
 {
-	uint64_t	 acc[4] = { 0, 0, 0, 0 }, v, s, carry;
-	uint8_t		 in[32 + 10], vi[10], hash[SHA256_DIGEST_LENGTH];
-	size_t		 i, j, k;
+	uint64_t acc[4] = { 0, 0, 0, 0 }, v, s, carry;
+	uint8_t	 in[32 + 10], vi[10], hash[SHA256_DIGEST_LENGTH];
+	size_t	 i, j, k;
 
 	for (i = 0; i < n; i++) {
 		carry = 0;
@@ -170,7 +170,7 @@ id_qcmp(const void *a, const void *b)
 void
 neg_items_sort(struct neg_item *items, size_t *n)
 {
-	size_t	i, k;
+	size_t i, k;
 
 	for (i = 1; i < *n; i++)
 		if (item_cmp(&items[i - 1], &items[i]) >= 0)
@@ -188,7 +188,7 @@ static struct neg *
 neg_new(struct neg_item *items, size_t n, size_t frame_limit, int client,
     char *err, size_t errlen)
 {
-	struct neg	*ng;
+	struct neg *ng;
 
 	if (n > NEG_MAX_ITEMS) {
 		snprintf(err, errlen, "too many items (at most %d)",
@@ -213,15 +213,15 @@ neg_new(struct neg_item *items, size_t n, size_t frame_limit, int client,
 }
 
 struct neg *
-neg_server_new(struct neg_item *items, size_t n, size_t frame_limit,
-    char *err, size_t errlen)
+neg_server_new(struct neg_item *items, size_t n, size_t frame_limit, char *err,
+    size_t errlen)
 {
 	return neg_new(items, n, frame_limit, 0, err, errlen);
 }
 
 struct neg *
-neg_client_new(struct neg_item *items, size_t n, size_t frame_limit,
-    char *err, size_t errlen)
+neg_client_new(struct neg_item *items, size_t n, size_t frame_limit, char *err,
+    size_t errlen)
 {
 	return neg_new(items, n, frame_limit, 1, err, errlen);
 }
@@ -260,8 +260,8 @@ idlist_add(struct neg_idlist *l, const uint8_t *id)
 {
 	if (l->il_n == l->il_cap) {
 		l->il_cap = l->il_cap ? l->il_cap * 2 : 64;
-		l->il_ids = reallocarray(l->il_ids, l->il_cap,
-		    sizeof(*l->il_ids));
+		l->il_ids =
+		    reallocarray(l->il_ids, l->il_cap, sizeof(*l->il_ids));
 		if (l->il_ids == NULL)
 			fatal("idlist_add");
 	}
@@ -272,7 +272,7 @@ idlist_add(struct neg_idlist *l, const uint8_t *id)
 static void
 idlist_unique(struct neg_idlist *l)
 {
-	size_t	i, k;
+	size_t i, k;
 
 	if (l->il_n < 2)
 		return;
@@ -296,7 +296,7 @@ item_below(const struct neg_item *it, const struct neg_bound *bd)
 static size_t
 lower_bound(const struct neg *ng, size_t from, const struct neg_bound *bd)
 {
-	size_t	lo = from, hi = ng->ng_n, mid;
+	size_t lo = from, hi = ng->ng_n, mid;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
@@ -313,14 +313,14 @@ static void
 minimal_bound(const struct neg_item *prev, const struct neg_item *curr,
     struct neg_bound *bd)
 {
-	size_t	shared = 0;
+	size_t shared = 0;
 
 	memset(bd, 0, sizeof(*bd));
 	bd->nb_ts = curr->ni_ts;
 	if (curr->ni_ts != prev->ni_ts)
 		return;
-	while (shared < NEG_ID_SIZE &&
-	    curr->ni_id[shared] == prev->ni_id[shared])
+	while (
+	    shared < NEG_ID_SIZE && curr->ni_id[shared] == prev->ni_id[shared])
 		shared++;
 	/* Items are unique, so they differ within 32 bytes. */
 	bd->nb_len = shared + 1;
@@ -338,10 +338,10 @@ static void
 split_range(struct neg *ng, size_t lower, size_t upper,
     const struct neg_bound *ub, struct buf *o)
 {
-	struct neg_bound	 next;
-	uint8_t			 fp[NEG_FINGERPRINT_SIZE];
-	size_t			 n = upper - lower, per, extra, i, size;
-	size_t			 cur = lower;
+	struct neg_bound next;
+	uint8_t		 fp[NEG_FINGERPRINT_SIZE];
+	size_t		 n = upper - lower, per, extra, i, size;
+	size_t		 cur = lower;
 
 	if (n < NEG_IDLIST_THRESHOLD) {
 		neg_bound_put(o, &ng->ng_last_out, ub);
@@ -374,12 +374,12 @@ split_range(struct neg *ng, size_t lower, size_t upper,
  * NEG_MAX_ITEMS even without repeats.
  */
 static int
-client_idlist(struct neg *ng, size_t lower, size_t upper,
-    const uint8_t *theirs, size_t count)
+client_idlist(struct neg *ng, size_t lower, size_t upper, const uint8_t *theirs,
+    size_t count)
 {
-	uint8_t		(*t)[NEG_ID_SIZE] = NULL, (*o)[NEG_ID_SIZE] = NULL;
-	size_t		 no = upper - lower, i, j;
-	int		 c, rv = -1;
+	uint8_t(*t)[NEG_ID_SIZE] = NULL, (*o)[NEG_ID_SIZE] = NULL;
+	size_t no = upper - lower, i, j;
+	int    c, rv = -1;
 
 	if (count > 0 && (t = malloc(count * NEG_ID_SIZE)) == NULL)
 		fatal("client_idlist");
@@ -395,8 +395,8 @@ client_idlist(struct neg *ng, size_t lower, size_t upper,
 		qsort(o, no, NEG_ID_SIZE, id_qcmp);
 	for (i = 0, j = 0; i < no || j < count;) {
 		/* A hostile server may repeat an id; count it once. */
-		if (j > 0 && j < count && memcmp(t[j - 1], t[j],
-		    NEG_ID_SIZE) == 0) {
+		if (j > 0 && j < count &&
+		    memcmp(t[j - 1], t[j], NEG_ID_SIZE) == 0) {
 			j++;
 			continue;
 		}
@@ -437,12 +437,12 @@ static void
 server_idlist(struct neg *ng, size_t lower, size_t *upper,
     const struct neg_bound *cur, struct buf *o, struct buf *full)
 {
-	struct neg_bound	 end = *cur;
-	size_t			 i, n;
+	struct neg_bound end = *cur;
+	size_t		 i, n;
 
 	for (i = lower; i < *upper; i++)
-		if (frame_exceeded(ng, full->b_len +
-		    (i - lower) * NEG_ID_SIZE)) {
+		if (frame_exceeded(ng,
+			full->b_len + (i - lower) * NEG_ID_SIZE)) {
 			memset(&end, 0, sizeof(end));
 			end.nb_ts = ng->ng_items[i].ni_ts;
 			memcpy(end.nb_id, ng->ng_items[i].ni_id, NEG_ID_SIZE);
@@ -468,13 +468,13 @@ static int
 reconcile(struct neg *ng, const uint8_t *msg, size_t len, struct buf *full,
     char *err, size_t errlen)
 {
-	const uint8_t		*p = msg, *end = msg + len, *ids;
-	struct neg_bound	 prev, cur, inf;
-	struct buf		 o = BUF_INIT;
-	uint8_t			 fp[NEG_FINGERPRINT_SIZE];
-	uint64_t		 mode, count;
-	size_t			 lower, upper, prev_index = 0;
-	int			 skip = 0, rv = -1;
+	const uint8_t	*p = msg, *end = msg + len, *ids;
+	struct neg_bound prev, cur, inf;
+	struct buf	 o = BUF_INIT;
+	uint8_t		 fp[NEG_FINGERPRINT_SIZE];
+	uint64_t	 mode, count;
+	size_t		 lower, upper, prev_index = 0;
+	int		 skip = 0, rv = -1;
 
 	ng->ng_last_in = ng->ng_last_out = 0;
 	memset(&prev, 0, sizeof(prev));
@@ -485,14 +485,18 @@ reconcile(struct neg *ng, const uint8_t *msg, size_t len, struct buf *full,
 		goto done;
 	}
 	if (*p < NEG_VERSION_MIN || *p > NEG_VERSION_MAX) {
-		snprintf(err, errlen, "invalid negentropy protocol version "
-		    "byte 0x%02x", *p);
+		snprintf(err, errlen,
+		    "invalid negentropy protocol version "
+		    "byte 0x%02x",
+		    *p);
 		goto done;
 	}
 	if (*p != NEG_PROTOCOL_V1) {
 		if (ng->ng_client) {
-			snprintf(err, errlen, "unsupported negentropy "
-			    "protocol version %d", *p - NEG_VERSION_MIN);
+			snprintf(err, errlen,
+			    "unsupported negentropy "
+			    "protocol version %d",
+			    *p - NEG_VERSION_MIN);
 			goto done;
 		}
 		/* The spec: answer with the versions we speak. */
@@ -515,7 +519,8 @@ reconcile(struct neg *ng, const uint8_t *msg, size_t len, struct buf *full,
 			break;
 		case NEG_MODE_FINGERPRINT:
 			if ((size_t)(end - p) < NEG_FINGERPRINT_SIZE) {
-				snprintf(err, errlen, "truncated negentropy "
+				snprintf(err, errlen,
+				    "truncated negentropy "
 				    "fingerprint");
 				goto done;
 			}
@@ -536,7 +541,8 @@ reconcile(struct neg *ng, const uint8_t *msg, size_t len, struct buf *full,
 		case NEG_MODE_IDLIST:
 			if (neg_varint_get(&p, end, &count) == -1 ||
 			    count > (uint64_t)(end - p) / NEG_ID_SIZE) {
-				snprintf(err, errlen, "truncated negentropy "
+				snprintf(err, errlen,
+				    "truncated negentropy "
 				    "id list");
 				goto done;
 			}
@@ -544,9 +550,11 @@ reconcile(struct neg *ng, const uint8_t *msg, size_t len, struct buf *full,
 			p += count * NEG_ID_SIZE;
 			if (ng->ng_client) {
 				if (client_idlist(ng, lower, upper, ids,
-				    count) == -1) {
-					snprintf(err, errlen, "more than %d "
-					    "differing ids", NEG_MAX_ITEMS);
+					count) == -1) {
+					snprintf(err, errlen,
+					    "more than %d "
+					    "differing ids",
+					    NEG_MAX_ITEMS);
 					goto done;
 				}
 				skip = 1;
@@ -586,7 +594,7 @@ done:
 static uint8_t *
 unhex(const char *hex, size_t hexlen, size_t *lenp)
 {
-	uint8_t	*b;
+	uint8_t *b;
 
 	if (hexlen % 2 != 0)
 		return NULL;
@@ -602,16 +610,17 @@ unhex(const char *hex, size_t hexlen, size_t *lenp)
 
 /* Shared body of the two reconcile calls; returns the binary length. */
 static int
-reconcile_hex(struct neg *ng, const char *hex, size_t hexlen,
-    struct buf *out, size_t *outlen, char *err, size_t errlen)
+reconcile_hex(struct neg *ng, const char *hex, size_t hexlen, struct buf *out,
+    size_t *outlen, char *err, size_t errlen)
 {
-	struct buf	 full = BUF_INIT;
-	uint8_t		*msg;
-	size_t		 len;
-	int		 rv = -1;
+	struct buf full = BUF_INIT;
+	uint8_t	  *msg;
+	size_t	   len;
+	int	   rv = -1;
 
 	if ((msg = unhex(hex, hexlen, &len)) == NULL) {
-		snprintf(err, errlen, "negentropy message is not lowercase "
+		snprintf(err, errlen,
+		    "negentropy message is not lowercase "
 		    "hex");
 		return -1;
 	}
@@ -632,10 +641,11 @@ int
 neg_server_reconcile(struct neg *ng, const char *hex, size_t hexlen,
     struct buf *out, char *err, size_t errlen)
 {
-	size_t	len;
+	size_t len;
 
 	if (ng->ng_client) {
-		snprintf(err, errlen, "a negentropy client answers with "
+		snprintf(err, errlen,
+		    "a negentropy client answers with "
 		    "neg_client_reconcile");
 		return -1;
 	}
@@ -645,8 +655,8 @@ neg_server_reconcile(struct neg *ng, const char *hex, size_t hexlen,
 int
 neg_client_initiate(struct neg *ng, struct buf *out)
 {
-	struct buf		full = BUF_INIT;
-	struct neg_bound	inf;
+	struct buf	 full = BUF_INIT;
+	struct neg_bound inf;
 
 	if (!ng->ng_client || ng->ng_initiated)
 		return -1;
@@ -665,7 +675,7 @@ int
 neg_client_reconcile(struct neg *ng, const char *hex, size_t hexlen,
     struct buf *out, char *err, size_t errlen)
 {
-	size_t	len;
+	size_t len;
 
 	if (!ng->ng_client || !ng->ng_initiated) {
 		snprintf(err, errlen, "negentropy client not initiated");
@@ -683,12 +693,12 @@ neg_client_reconcile(struct neg *ng, const char *hex, size_t hexlen,
 int
 neg_items_add(int64_t created_at, const uint8_t id[NEG_ID_SIZE], void *arg)
 {
-	struct neg_items	*it = arg;
+	struct neg_items *it = arg;
 
 	if (it->ni_n == it->ni_cap) {
 		it->ni_cap = it->ni_cap ? it->ni_cap * 2 : 1024;
 		if ((it->ni_v = reallocarray(it->ni_v, it->ni_cap,
-		    sizeof(*it->ni_v))) == NULL)
+			 sizeof(*it->ni_v))) == NULL)
 			fatal("neg_items_add");
 	}
 	/* created_at is never negative in the store (event.c). */

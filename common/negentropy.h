@@ -23,30 +23,30 @@
 struct buf;
 
 /* NIP-77 appendix: the first byte of a v1 message. */
-#define NEG_PROTOCOL_V1		0x61
+#define NEG_PROTOCOL_V1	     0x61
 /* NIP-77 appendix: version bytes are 0x60 + version, up to 0x6f. */
-#define NEG_VERSION_MIN		0x60
-#define NEG_VERSION_MAX		0x6f
+#define NEG_VERSION_MIN	     0x60
+#define NEG_VERSION_MAX	     0x6f
 /* NIP-77 appendix: ids are 32 bytes, fingerprints 16. */
-#define NEG_ID_SIZE		32
-#define NEG_FINGERPRINT_SIZE	16
+#define NEG_ID_SIZE	     32
+#define NEG_FINGERPRINT_SIZE 16
 /* NIP-77 appendix: the reserved "infinity" timestamp. */
-#define NEG_TS_INFINITY		UINT64_MAX
+#define NEG_TS_INFINITY	     UINT64_MAX
 /* Reference implementation (nips.md 5.4): a range is split in 16. */
-#define NEG_BUCKETS		16
+#define NEG_BUCKETS	     16
 /* Reference: a range with fewer items than this goes as an id list. */
-#define NEG_IDLIST_THRESHOLD	(2 * NEG_BUCKETS)
+#define NEG_IDLIST_THRESHOLD (2 * NEG_BUCKETS)
 /* Reference: a frame size limit is 0 (none) or at least this. */
-#define NEG_FRAME_MIN		4096
+#define NEG_FRAME_MIN	     4096
 /* Reference: output stops this close to the frame size limit. */
-#define NEG_FRAME_MARGIN	200
+#define NEG_FRAME_MARGIN     200
 /*
  * ngit-grasp brief 2.1 (and nostr-tools' and strfry's sync clients):
  * bytes of one binary message, 120,000 hex characters on the wire.
  */
-#define NEG_FRAME_DEFAULT	60000
+#define NEG_FRAME_DEFAULT    60000
 /* STRFRY maxSyncEvents (nips.md 5.4): items in one set. */
-#define NEG_MAX_ITEMS		1000000
+#define NEG_MAX_ITEMS	     1000000
 
 /* NIP-77 appendix: range modes. */
 enum neg_mode {
@@ -56,8 +56,8 @@ enum neg_mode {
 };
 
 struct neg_item {
-	uint64_t	ni_ts;		/* created_at */
-	uint8_t		ni_id[NEG_ID_SIZE];
+	uint64_t ni_ts; /* created_at */
+	uint8_t	 ni_id[NEG_ID_SIZE];
 };
 
 /*
@@ -65,16 +65,16 @@ struct neg_item {
  * nb_len is how many bytes of nb_id the encoding carries (0..32).
  */
 struct neg_bound {
-	uint64_t	nb_ts;
-	uint8_t		nb_id[NEG_ID_SIZE];
-	size_t		nb_len;
+	uint64_t nb_ts;
+	uint8_t	 nb_id[NEG_ID_SIZE];
+	size_t	 nb_len;
 };
 
 /* A list of ids (have or need), owned by its struct neg. */
 struct neg_idlist {
-	uint8_t		(*il_ids)[NEG_ID_SIZE];
-	size_t		 il_n;
-	size_t		 il_cap;
+	uint8_t (*il_ids)[NEG_ID_SIZE];
+	size_t il_n;
+	size_t il_cap;
 };
 
 struct neg;
@@ -99,18 +99,18 @@ struct neg;
  * neg_items_sort() sorts items by (timestamp, id) and drops exact
  * duplicates, updating *n.
  */
-void	neg_varint_put(struct buf *, uint64_t v);
-int	neg_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v);
-void	neg_bound_put(struct buf *, uint64_t *last, const struct neg_bound *);
-int	neg_bound_get(const uint8_t **p, const uint8_t *end, uint64_t *last,
-	    struct neg_bound *);
-void	neg_fingerprint(const struct neg_item *items, size_t n,
-	    uint8_t out[NEG_FINGERPRINT_SIZE]);
-void	neg_items_sort(struct neg_item *items, size_t *n);
+void neg_varint_put(struct buf *, uint64_t v);
+int  neg_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v);
+void neg_bound_put(struct buf *, uint64_t *last, const struct neg_bound *);
+int  neg_bound_get(const uint8_t **p, const uint8_t *end, uint64_t *last,
+     struct neg_bound *);
+void neg_fingerprint(const struct neg_item *items, size_t n,
+    uint8_t out[NEG_FINGERPRINT_SIZE]);
+void neg_items_sort(struct neg_item *items, size_t *n);
 
 /* A growing array of items; { NULL, 0, 0 } is empty. */
 struct neg_items {
-	struct neg_item	*ni_v;		/* malloc'd, the caller frees */
+	struct neg_item *ni_v; /* malloc'd, the caller frees */
 	size_t		 ni_n;
 	size_t		 ni_cap;
 };
@@ -120,8 +120,7 @@ struct neg_items {
  * created_at as 0: the callback shape of store_query_items(), which
  * fills a set from the database.  Returns 0; exits on allocation failure.
  */
-int	neg_items_add(int64_t created_at, const uint8_t id[NEG_ID_SIZE],
-	    void *arg);
+int neg_items_add(int64_t created_at, const uint8_t id[NEG_ID_SIZE], void *arg);
 
 /*
  * Creates a server (neg_server_new) or client (neg_client_new) over n
@@ -132,14 +131,14 @@ int	neg_items_add(int64_t created_at, const uint8_t id[NEG_ID_SIZE],
  * session, or NULL with the reason in err: more than NEG_MAX_ITEMS items,
  * or a bad frame limit.  Free it with neg_free().
  */
-struct neg	*neg_server_new(struct neg_item *items, size_t n,
-		    size_t frame_limit, char *err, size_t errlen);
-struct neg	*neg_client_new(struct neg_item *items, size_t n,
-		    size_t frame_limit, char *err, size_t errlen);
+struct neg *neg_server_new(struct neg_item *items, size_t n, size_t frame_limit,
+    char *err, size_t errlen);
+struct neg *neg_client_new(struct neg_item *items, size_t n, size_t frame_limit,
+    char *err, size_t errlen);
 /* Releases the session, its items and its id lists.  NULL is fine. */
-void		 neg_free(struct neg *);
+void	    neg_free(struct neg *);
 /* Number of items in the session's set. */
-size_t		 neg_size(const struct neg *);
+size_t	    neg_size(const struct neg *);
 
 /*
  * Server: answers one message (hex[0..hexlen)), appending the answer in
@@ -148,14 +147,14 @@ size_t		 neg_size(const struct neg *);
  * reason in err (bad hex, bad version byte, malformed message, or a
  * client session); out is then unchanged.
  */
-int		 neg_server_reconcile(struct neg *, const char *hex,
-		    size_t hexlen, struct buf *out, char *err, size_t errlen);
+int neg_server_reconcile(struct neg *, const char *hex, size_t hexlen,
+    struct buf *out, char *err, size_t errlen);
 
 /*
  * Client: appends the first message, in hex, to out.  Returns 0, or -1
  * if this is not a client or it has already initiated.
  */
-int		 neg_client_initiate(struct neg *, struct buf *out);
+int neg_client_initiate(struct neg *, struct buf *out);
 
 /*
  * Client: reads the server's answer.  Returns 1 and appends the next
@@ -165,8 +164,8 @@ int		 neg_client_initiate(struct neg *, struct buf *out);
  * ids).  The ids found so far accumulate in the have and need lists; when
  * it returns 0 they are sorted and free of repeats.
  */
-int		 neg_client_reconcile(struct neg *, const char *hex,
-		    size_t hexlen, struct buf *out, char *err, size_t errlen);
+int neg_client_reconcile(struct neg *, const char *hex, size_t hexlen,
+    struct buf *out, char *err, size_t errlen);
 
 /*
  * The client's lists: ids in its set that the server lacks (have), and ids

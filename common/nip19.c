@@ -10,15 +10,43 @@
 #include "nip19.h"
 
 /* BIP-173: the data alphabet, and the checksum length in characters. */
-static const char	bech32_charset[] = "qpzry9x8gf2tvdw0s3jn54khce6mua7l";
-#define BECH32_CHECKSUM_LEN	6
+static const char bech32_charset[] = "qpzry9x8gf2tvdw0s3jn54khce6mua7l";
+#define BECH32_CHECKSUM_LEN 6
 
 /* secp256k1 group order n, big-endian (SEC 2, section 2.4.1). */
-static const uint8_t	secp256k1_order[32] = {
-	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,
-	0xba, 0xae, 0xdc, 0xe6, 0xaf, 0x48, 0xa0, 0x3b,
-	0xbf, 0xd2, 0x5e, 0x8c, 0xd0, 0x36, 0x41, 0x41,
+static const uint8_t secp256k1_order[32] = {
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xff,
+	0xfe,
+	0xba,
+	0xae,
+	0xdc,
+	0xe6,
+	0xaf,
+	0x48,
+	0xa0,
+	0x3b,
+	0xbf,
+	0xd2,
+	0x5e,
+	0x8c,
+	0xd0,
+	0x36,
+	0x41,
+	0x41,
 };
 
 /* One step of the BIP-173 checksum: feeds the 5-bit value v into chk. */
@@ -26,11 +54,10 @@ static uint32_t
 bech32_step(uint32_t chk, uint8_t v)
 {
 	/* The BCH generator polynomial's coefficients, from BIP-173. */
-	static const uint32_t	gen[5] = {
-		0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3
-	};
-	uint32_t		top = chk >> 25;
-	int			i;
+	static const uint32_t gen[5] = { 0x3b6a57b2, 0x26508e6d, 0x1ea119fa,
+		0x3d4233dd, 0x2a1462b3 };
+	uint32_t	      top = chk >> 25;
+	int		      i;
 
 	chk = ((chk & 0x1ffffff) << 5) ^ v;
 	for (i = 0; i < 5; i++)
@@ -43,8 +70,8 @@ bech32_step(uint32_t chk, uint8_t v)
 static uint32_t
 bech32_hrp_chk(const char *hrp, size_t len)
 {
-	uint32_t	chk = 1;
-	size_t		i;
+	uint32_t chk = 1;
+	size_t	 i;
 
 	for (i = 0; i < len; i++)
 		chk = bech32_step(chk, (uint8_t)hrp[i] >> 5);
@@ -63,7 +90,7 @@ lower(int c)
 static int
 bech32_value(int c)
 {
-	const char	*p;
+	const char *p;
 
 	if (c == '\0')
 		return -1;
@@ -74,9 +101,9 @@ bech32_value(int c)
 int
 nip19_decode(const char *s, const char *hrp, uint8_t out[32])
 {
-	size_t		len, hrplen, sep, i, nout = 0;
-	uint32_t	chk, acc = 0;
-	int		has_lower = 0, has_upper = 0, bits = 0, v;
+	size_t	 len, hrplen, sep, i, nout = 0;
+	uint32_t chk, acc = 0;
+	int	 has_lower = 0, has_upper = 0, bits = 0, v;
 
 	len = strlen(s);
 	hrplen = strlen(hrp);
@@ -133,10 +160,10 @@ nip19_decode(const char *s, const char *hrp, uint8_t out[32])
 int
 nip19_encode(const char *hrp, const uint8_t in[32], char *out, size_t outlen)
 {
-	size_t		hrplen, i, n = 0;
-	uint32_t	chk, acc = 0;
-	uint8_t		v;
-	int		bits = 0;
+	size_t	 hrplen, i, n = 0;
+	uint32_t chk, acc = 0;
+	uint8_t	 v;
+	int	 bits = 0;
 
 	hrplen = strlen(hrp);
 	if (hrplen == 0)
@@ -194,7 +221,7 @@ hexval(int c, int allow_upper)
 static int
 hex32(const char *s, uint8_t out[32], int allow_upper)
 {
-	int	i, hi, lo;
+	int i, hi, lo;
 
 	if (strlen(s) != 64)
 		return -1;
@@ -219,7 +246,7 @@ key_parse_pubkey(const char *s, uint8_t out[32])
 int
 key_seckey_valid(const uint8_t sk[32])
 {
-	uint8_t	any = 0;
+	uint8_t any = 0;
 	int	i;
 
 	for (i = 0; i < 32; i++)

@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 /* BIP-173: a bech32 string is at most 90 characters. */
-#define NIP19_MAX_LEN		90
+#define NIP19_MAX_LEN	90
 /* "npub1" or "nsec1", 52 data characters, 6 checksum characters, NUL. */
-#define NIP19_KEY_BUFSZ		64
+#define NIP19_KEY_BUFSZ 64
 
 /*
  * Decodes the bech32 string s, whose human-readable part must be hrp
@@ -24,7 +24,7 @@
  * if s is not valid bech32, has another hrp, a bad checksum, non-zero
  * padding, or a payload that is not 32 bytes; out is then unspecified.
  */
-int	nip19_decode(const char *s, const char *hrp, uint8_t out[32]);
+int nip19_decode(const char *s, const char *hrp, uint8_t out[32]);
 
 /*
  * Writes the lowercase bech32 encoding of the 32 bytes at in, with human
@@ -32,23 +32,23 @@ int	nip19_decode(const char *s, const char *hrp, uint8_t out[32]);
  * NIP19_KEY_BUFSZ is enough for npub and nsec).  Returns 0, or -1 if hrp
  * is empty or not lowercase printable ASCII, or out is too small.
  */
-int	nip19_encode(const char *hrp, const uint8_t in[32], char *out,
-	    size_t outlen);
+int nip19_encode(const char *hrp, const uint8_t in[32], char *out,
+    size_t outlen);
 
 /*
  * Parses a public key written as an npub or as 64 lowercase hex digits
  * (the Nostr wire form).  Returns 0, or -1 if s is neither.
  */
-int	key_parse_pubkey(const char *s, uint8_t out[32]);
+int key_parse_pubkey(const char *s, uint8_t out[32]);
 
 /*
  * Parses a secret key written as an nsec or as 64 hex digits (either
  * case).  The key must also be a valid secp256k1 secret key: not zero and
  * below the group order.  Returns 0, or -1 (out is then zeroed).
  */
-int	key_parse_seckey(const char *s, uint8_t out[32]);
+int key_parse_seckey(const char *s, uint8_t out[32]);
 
 /* Returns 1 if the 32 bytes are a valid secp256k1 secret key, else 0. */
-int	key_seckey_valid(const uint8_t sk[32]);
+int key_seckey_valid(const uint8_t sk[32]);
 
 #endif

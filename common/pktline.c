@@ -22,13 +22,13 @@ pkt_hexval(int c)
 int
 pkt_is_oid(const char *s, size_t len)
 {
-	size_t	i;
+	size_t i;
 
 	if (len != GIT_OID_HEX)
 		return 0;
 	for (i = 0; i < len; i++)
 		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
+			(s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return 1;
 }
@@ -36,8 +36,8 @@ pkt_is_oid(const char *s, size_t len)
 int
 pkt_has_cap(const char *caps, size_t len, const char *cap)
 {
-	const char	*p = caps, *end = caps + len, *sp;
-	size_t		 n = strlen(cap);
+	const char *p = caps, *end = caps + len, *sp;
+	size_t	    n = strlen(cap);
 
 	while (p < end) {
 		if ((sp = memchr(p, ' ', (size_t)(end - p))) == NULL)
@@ -53,9 +53,9 @@ enum pkt_result
 pkt_command(const char *p, size_t have, size_t *off, struct pkt_update *u,
     int *sideband, char *err, size_t errlen)
 {
-	const char	*line, *sp1, *sp2, *end;
-	size_t		 len, i;
-	int		 v;
+	const char *line, *sp1, *sp2, *end;
+	size_t	    len, i;
+	int	    v;
 
 	if (*off > have || have - *off < GIT_PKT_LEN)
 		return PKT_MORE;
@@ -81,8 +81,8 @@ pkt_command(const char *p, size_t have, size_t *off, struct pkt_update *u,
 	/* Capabilities follow a NUL on the first line. */
 	if ((sp1 = memchr(line, '\0', (size_t)(end - line))) != NULL) {
 		*sideband = pkt_has_cap(sp1 + 1, (size_t)(end - sp1 - 1),
-		    "side-band-64k") || pkt_has_cap(sp1 + 1,
-		    (size_t)(end - sp1 - 1), "side-band");
+				"side-band-64k") ||
+		    pkt_has_cap(sp1 + 1, (size_t)(end - sp1 - 1), "side-band");
 		end = sp1;
 	}
 	if (end > line && end[-1] == '\n')

@@ -11,19 +11,19 @@
 #include <stddef.h>
 
 /* gitprotocol-common(5): a pkt-line is at most 65520 bytes, length included. */
-#define GIT_PKT_MAX		65520
+#define GIT_PKT_MAX 65520
 /* gitprotocol-common(5): the length prefix, four hex digits. */
-#define GIT_PKT_LEN		4
+#define GIT_PKT_LEN 4
 /* A SHA-1 object name in hex. */
-#define GIT_OID_HEX		40
+#define GIT_OID_HEX 40
 
 /* What pkt_command() found. */
 enum pkt_result {
-	PKT_ERROR = -1,		/* malformed; the reason is in err */
-	PKT_MORE = 0,		/* the line is not complete yet */
-	PKT_FLUSH,		/* flush-pkt: the command section is over */
-	PKT_SHALLOW,		/* "shallow oid", skipped */
-	PKT_UPDATE,		/* a ref update, in *u */
+	PKT_ERROR = -1, /* malformed; the reason is in err */
+	PKT_MORE = 0,	/* the line is not complete yet */
+	PKT_FLUSH,	/* flush-pkt: the command section is over */
+	PKT_SHALLOW,	/* "shallow oid", skipped */
+	PKT_UPDATE,	/* a ref update, in *u */
 };
 
 /*
@@ -31,10 +31,10 @@ enum pkt_result {
  * NUL-terminated; pu_reflen bytes, at least one, none of them NUL).
  */
 struct pkt_update {
-	char		 pu_old[GIT_OID_HEX + 1];
-	char		 pu_new[GIT_OID_HEX + 1];
-	const char	*pu_ref;
-	size_t		 pu_reflen;
+	char	    pu_old[GIT_OID_HEX + 1];
+	char	    pu_new[GIT_OID_HEX + 1];
+	const char *pu_ref;
+	size_t	    pu_reflen;
 };
 
 /*
@@ -45,19 +45,18 @@ struct pkt_update {
  * to 1 if they ask for side-band or side-band-64k, else 0; other lines
  * leave it alone.  Signed pushes (push-cert) are refused.  Never exits.
  */
-enum pkt_result	pkt_command(const char *p, size_t have, size_t *off,
-		    struct pkt_update *u, int *sideband, char *err,
-		    size_t errlen);
+enum pkt_result pkt_command(const char *p, size_t have, size_t *off,
+    struct pkt_update *u, int *sideband, char *err, size_t errlen);
 
 /* The value of the hex digit c (either case), or -1. */
-int		pkt_hexval(int c);
+int pkt_hexval(int c);
 /*
  * 1 if the len bytes at s are an object name as git writes it: GIT_OID_HEX
  * lowercase hex digits; else 0.  s need not be NUL-terminated.
  */
-int		pkt_is_oid(const char *s, size_t len);
+int pkt_is_oid(const char *s, size_t len);
 
 /* 1 if the space-separated capability list caps[0..len) has cap, else 0. */
-int		pkt_has_cap(const char *caps, size_t len, const char *cap);
+int pkt_has_cap(const char *caps, size_t len, const char *cap);
 
 #endif

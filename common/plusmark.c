@@ -25,15 +25,15 @@ static int
 exec_changes(sqlite3 *db, const char *sql, const uint8_t pubkey[32],
     int64_t now)
 {
-	sqlite3_stmt	*st = NULL;
+	sqlite3_stmt *st = NULL;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return fail(db, "prepare", st);
-	if (pubkey != NULL && sqlite3_bind_blob(st, 1, pubkey, 32,
-	    SQLITE_STATIC) != SQLITE_OK)
+	if (pubkey != NULL &&
+	    sqlite3_bind_blob(st, 1, pubkey, 32, SQLITE_STATIC) != SQLITE_OK)
 		return fail(db, "bind", st);
-	if (sqlite3_bind_parameter_count(st) >= 2 && sqlite3_bind_int64(st, 2,
-	    now) != SQLITE_OK)
+	if (sqlite3_bind_parameter_count(st) >= 2 &&
+	    sqlite3_bind_int64(st, 2, now) != SQLITE_OK)
 		return fail(db, "bind", st);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return fail(db, "write", st);
@@ -44,16 +44,19 @@ exec_changes(sqlite3 *db, const char *sql, const uint8_t pubkey[32],
 int
 plusmark_set(sqlite3 *db, const uint8_t pubkey[32], int set, int64_t now)
 {
-	int	n;
+	int n;
 
-	n = exec_changes(db, set ?
-	    "INSERT OR IGNORE INTO plus_marks (pubkey, marked_at) "
-	    "VALUES (?1, ?2)" :
-	    "DELETE FROM plus_marks WHERE pubkey = ?1", pubkey, now);
+	n = exec_changes(db,
+	    set ? "INSERT OR IGNORE INTO plus_marks (pubkey, marked_at) "
+		  "VALUES (?1, ?2)" :
+		  "DELETE FROM plus_marks WHERE pubkey = ?1",
+	    pubkey, now);
 	if (n <= 0)
 		return n;
-	if (exec_changes(db, "UPDATE plus_mark_generation "
-	    "SET generation = generation + 1 WHERE id = 1", NULL, 0) != 1)
+	if (exec_changes(db,
+		"UPDATE plus_mark_generation "
+		"SET generation = generation + 1 WHERE id = 1",
+		NULL, 0) != 1)
 		return -1;
 	return 1;
 }
@@ -61,10 +64,12 @@ plusmark_set(sqlite3 *db, const uint8_t pubkey[32], int set, int64_t now)
 int
 plusmark_generation(sqlite3 *db, int64_t *out)
 {
-	sqlite3_stmt	*st = NULL;
+	sqlite3_stmt *st = NULL;
 
-	if (sqlite3_prepare_v2(db, "SELECT generation FROM "
-	    "plus_mark_generation WHERE id = 1", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db,
+		"SELECT generation FROM "
+		"plus_mark_generation WHERE id = 1",
+		-1, &st, NULL) != SQLITE_OK)
 		return fail(db, "prepare", st);
 	if (sqlite3_step(st) != SQLITE_ROW)
 		return fail(db, "generation", st);
@@ -76,10 +81,10 @@ plusmark_generation(sqlite3 *db, int64_t *out)
 int
 plusmark_load(sqlite3 *db, struct hmap *set, int64_t *gen)
 {
-	sqlite3_stmt	*st = NULL;
-	struct hmap	 fresh = { 0 };
-	int64_t		 g;
-	int		 rc, n = 0, intx;
+	sqlite3_stmt *st = NULL;
+	struct hmap   fresh = { 0 };
+	int64_t	      g;
+	int	      rc, n = 0, intx;
 
 	/* The set and its generation from one snapshot. */
 	intx = sqlite3_get_autocommit(db) &&
@@ -87,7 +92,7 @@ plusmark_load(sqlite3 *db, struct hmap *set, int64_t *gen)
 	if (plusmark_generation(db, &g) == -1)
 		goto out;
 	if (sqlite3_prepare_v2(db, "SELECT pubkey FROM plus_marks", -1, &st,
-	    NULL) != SQLITE_OK) {
+		NULL) != SQLITE_OK) {
 		fail(db, "prepare", st);
 		goto out;
 	}

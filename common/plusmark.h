@@ -31,7 +31,7 @@ struct sqlite3;
 
 /* Ours: how often, in seconds, syncd polls the generation (historyd
  * polls it on its maintenance pass, discoveryd on its reconciliation). */
-#define PLUSMARK_POLL_PERIOD	1.0
+#define PLUSMARK_POLL_PERIOD 1.0
 
 /*
  * Sets (set != 0, at unix time now) or clears pubkey's mark.  Returns 1
@@ -39,11 +39,11 @@ struct sqlite3;
  * was so.  Works inside or outside a transaction (relayd runs it inside
  * its batched one).
  */
-int	plusmark_set(struct sqlite3 *, const uint8_t pubkey[32], int set,
-	    int64_t now);
+int plusmark_set(struct sqlite3 *, const uint8_t pubkey[32], int set,
+    int64_t now);
 
 /* The current generation in *out. */
-int	plusmark_generation(struct sqlite3 *, int64_t *out);
+int plusmark_generation(struct sqlite3 *, int64_t *out);
 
 /*
  * Replaces the contents of set with the marked pubkeys (32-byte keys,
@@ -51,6 +51,6 @@ int	plusmark_generation(struct sqlite3 *, int64_t *out);
  * not NULL), both from one read transaction.  Returns the number of
  * marks.  set keeps its old contents on error.
  */
-int	plusmark_load(struct sqlite3 *, struct hmap *set, int64_t *gen);
+int plusmark_load(struct sqlite3 *, struct hmap *set, int64_t *gen);
 
 #endif

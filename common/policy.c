@@ -31,12 +31,11 @@
  * Returns 0 or -1.
  */
 static int
-split_hostport(const char *s, size_t len, char *host, size_t hostlen,
-    int *port)
+split_hostport(const char *s, size_t len, char *host, size_t hostlen, int *port)
 {
-	const char	*colon = NULL, *hend;
-	size_t		 i, hn;
-	long		 v = 0;
+	const char *colon = NULL, *hend;
+	size_t	    i, hn;
+	long	    v = 0;
 
 	*port = 0;
 	if (len == 0)
@@ -86,16 +85,16 @@ int
 policy_init(struct policy *pl, const struct config *cfg, char *err,
     size_t errlen)
 {
-	const char	*dom = cfg->domain;
-	size_t		 n = strlen(dom);
-	int		 n1;
+	const char *dom = cfg->domain;
+	size_t	    n = strlen(dom);
+	int	    n1;
 
 	memset(pl, 0, sizeof(*pl));
 	pl->pl_cfg = cfg;
 	while (n > 0 && dom[n - 1] == '/')
 		n--;
 	if (split_hostport(dom, n, pl->pl_host, sizeof(pl->pl_host),
-	    &pl->pl_port) == -1) {
+		&pl->pl_port) == -1) {
 		snprintf(err, errlen, "NGIT_DOMAIN: \"%s\" is not host[:port]",
 		    dom);
 		return -1;
@@ -111,10 +110,13 @@ policy_init(struct policy *pl, const struct config *cfg, char *err,
 		pl->pl_pub_port = 80;
 	} else
 		dom = NULL;
-	if (dom == NULL || split_hostport(dom, strcspn(dom, "/"),
-	    pl->pl_pub_host, sizeof(pl->pl_pub_host), &n1) == -1) {
-		snprintf(err, errlen, "NGIT_PUBLIC_URL: \"%s\" is not "
-		    "http[s]://host[:port]", cfg->public_url);
+	if (dom == NULL ||
+	    split_hostport(dom, strcspn(dom, "/"), pl->pl_pub_host,
+		sizeof(pl->pl_pub_host), &n1) == -1) {
+		snprintf(err, errlen,
+		    "NGIT_PUBLIC_URL: \"%s\" is not "
+		    "http[s]://host[:port]",
+		    cfg->public_url);
 		return -1;
 	}
 	if (n1 != 0)
@@ -130,16 +132,18 @@ static int
 url_names(const char *url, size_t len, const char *host, int port)
 {
 	static const struct {
-		const char	*scheme;
-		int		 port;
+		const char *scheme;
+		int	    port;
 	} schemes[] = {
-		{ "https://", 443 }, { "http://", 80 },
-		{ "wss://", 443 }, { "ws://", 80 },
+		{ "https://", 443 },
+		{ "http://", 80 },
+		{ "wss://", 443 },
+		{ "ws://", 80 },
 	};
-	const char	*p = NULL, *auth_end;
-	char		 uhost[256];
-	int		 uport, defport = 0;
-	size_t		 i, sl;
+	const char *p = NULL, *auth_end;
+	char	    uhost[256];
+	int	    uport, defport = 0;
+	size_t	    i, sl;
 
 	for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
 		sl = strlen(schemes[i].scheme);
@@ -153,12 +157,13 @@ url_names(const char *url, size_t len, const char *host, int port)
 	if (p == NULL || memchr(url, '\0', len) != NULL)
 		return 0;
 	for (auth_end = p; auth_end < url + len && *auth_end != '/' &&
-	    *auth_end != '?' && *auth_end != '#'; auth_end++)
+	     *auth_end != '?' && *auth_end != '#';
+	     auth_end++)
 		;
 	if (memchr(p, '@', (size_t)(auth_end - p)) != NULL)
 		return 0;
 	if (split_hostport(p, (size_t)(auth_end - p), uhost, sizeof(uhost),
-	    &uport) == -1)
+		&uport) == -1)
 		return 0;
 	if (strcmp(uhost, host) != 0)
 		return 0;
@@ -178,10 +183,10 @@ policy_url_is_service(const struct policy *pl, const char *url, size_t len)
 }
 
 static const struct event_tag *
-find_tag(const struct event *ev, const char *name, const struct event_tag
-    *after)
+find_tag(const struct event *ev, const char *name,
+    const struct event_tag *after)
 {
-	uint32_t	i = after ? (uint32_t)(after - ev->tags) + 1 : 0;
+	uint32_t i = after ? (uint32_t)(after - ev->tags) + 1 : 0;
 
 	for (; i < ev->ntags; i++)
 		if (strcmp(ev->tags[i].v[0].s, name) == 0)
@@ -194,8 +199,8 @@ static int
 tag_lists_service(const struct policy *pl, const struct event *ev,
     const char *name)
 {
-	const struct event_tag	*t = NULL;
-	uint32_t		 j;
+	const struct event_tag *t = NULL;
+	uint32_t		j;
 
 	while ((t = find_tag(ev, name, t)) != NULL)
 		for (j = 1; j < t->n; j++)
@@ -218,7 +223,7 @@ static int
 rule_matches(const struct cfg_repo_rule *r, size_t n, const uint8_t pk[32],
     const char *d)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++) {
 		if (r[i].has_pubkey && memcmp(r[i].pubkey, pk, 32) != 0)
@@ -245,8 +250,8 @@ policy_set_inventory(struct policy *pl, const struct inventory *iv)
 static int
 collect_cb(const char *json, size_t len, int64_t seq, void *arg)
 {
-	struct policy_anns	*a = arg;
-	char			 err[64];
+	struct policy_anns *a = arg;
+	char		    err[64];
 
 	(void)seq;
 	if (a->n >= POLICY_MAX_MAINTAINERS)
@@ -264,10 +269,10 @@ policy_anns_load(const struct policy *pl, struct store *st, const char *d,
     size_t dlen, int with_held, struct policy_anns *a)
 {
 	struct buf	 b = BUF_INIT;
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	struct json	*root;
 	struct filter	 f;
-	struct purg_ann	*held = NULL;
+	struct purg_ann *held = NULL;
 	size_t		 nheld = 0, i;
 	char		 err[128];
 	int		 rc = -1;
@@ -281,7 +286,7 @@ policy_anns_load(const struct policy *pl, struct store *st, const char *d,
 		goto done;
 	if (filter_parse(root, &f, err, sizeof(err)) == 0) {
 		if (store_query(st, &f, 1, POLICY_MAX_MAINTAINERS,
-		    POLICY_MAX_MAINTAINERS, 0, collect_cb, a) >= 0)
+			POLICY_MAX_MAINTAINERS, 0, collect_cb, a) >= 0)
 			rc = 0;
 		filter_free(&f);
 	}
@@ -313,7 +318,7 @@ done:
 void
 policy_anns_free(struct policy_anns *a)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < a->n; i++)
 		event_destroy(a->v[i].an_ev);
@@ -323,7 +328,7 @@ policy_anns_free(struct policy_anns *a)
 const struct policy_ann *
 policy_anns_by(const struct policy_anns *a, const uint8_t pk[32])
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < a->n; i++)
 		if (memcmp(a->v[i].an_ev->pubkey, pk, 32) == 0)
@@ -337,7 +342,7 @@ policy_anns_authorised(const struct policy_anns *a, const uint8_t owner[32],
 {
 	uint8_t			 set[POLICY_MAX_MAINTAINERS][32];
 	size_t			 n = 0, i, k;
-	const struct policy_ann	*ann;
+	const struct policy_ann *ann;
 	const struct event_tag	*t;
 	uint32_t		 j;
 	uint8_t			 pk[32];
@@ -371,31 +376,30 @@ policy_anns_authorised(const struct policy_anns *a, const uint8_t owner[32],
  * service, host names without regard to case).
  */
 static int
-archive_covers(const struct policy *pl, const struct event *ev,
-    const char *d)
+archive_covers(const struct policy *pl, const struct event *ev, const char *d)
 {
-	const struct config	*cfg = pl->pl_cfg;
-	const struct event_tag	*t = NULL;
-	const char		*svc;
-	char			 host[256];
-	size_t			 i;
-	uint32_t		 j;
-	int			 port;
+	const struct config    *cfg = pl->pl_cfg;
+	const struct event_tag *t = NULL;
+	const char	       *svc;
+	char			host[256];
+	size_t			i;
+	uint32_t		j;
+	int			port;
 
 	if (cfg->archive_all)
 		return 1;
 	if (rule_matches(cfg->archive_whitelist.v, cfg->archive_whitelist.n,
-	    ev->pubkey, d))
+		ev->pubkey, d))
 		return 1;
 	for (i = 0; i < cfg->archive_grasp_services.n; i++) {
 		svc = cfg->archive_grasp_services.v[i];
 		if (split_hostport(svc, strlen(svc), host, sizeof(host),
-		    &port) == -1)
+			&port) == -1)
 			continue;
 		while ((t = find_tag(ev, "clone", t)) != NULL)
 			for (j = 1; j < t->n; j++)
 				if (url_names(t->v[j].s, t->v[j].len, host,
-				    port))
+					port))
 					return 1;
 	}
 	return 0;
@@ -404,15 +408,15 @@ archive_covers(const struct policy *pl, const struct event *ev,
 int
 policy_archived(const struct policy *pl, const struct event *ann)
 {
-	const struct estr	*d = event_tag_value(ann, "d");
+	const struct estr *d = event_tag_value(ann, "d");
 
 	if (d == NULL || memchr(d->s, '\0', d->len) != NULL)
 		return 0;
 	if (tag_lists_service(pl, ann, "clone") &&
 	    tag_lists_service(pl, ann, "relays") &&
 	    (pl->pl_cfg->repo_whitelist.n == 0 ||
-	    rule_matches(pl->pl_cfg->repo_whitelist.v,
-	    pl->pl_cfg->repo_whitelist.n, ann->pubkey, d->s)))
+		rule_matches(pl->pl_cfg->repo_whitelist.v,
+		    pl->pl_cfg->repo_whitelist.n, ann->pubkey, d->s)))
 		return 0;
 	return archive_covers(pl, ann, d->s);
 }
@@ -432,12 +436,12 @@ static int
 held_repo(const struct policy *pl, const struct event *ev, char *msg,
     size_t msglen)
 {
-	const struct event_tag	*t = NULL;
-	struct purg_ann		*held;
-	size_t			 nheld, i;
-	uint8_t			 pk[32];
-	char			 npub[NIP19_KEY_BUFSZ], d[256], pfx[16];
-	int			 found = 0, pl_len;
+	const struct event_tag *t = NULL;
+	struct purg_ann	       *held;
+	size_t			nheld, i;
+	uint8_t			pk[32];
+	char			npub[NIP19_KEY_BUFSZ], d[256], pfx[16];
+	int			found = 0, pl_len;
 
 	if (pl->pl_purg == NULL)
 		return 0;
@@ -451,7 +455,8 @@ held_repo(const struct policy *pl, const struct event *ev, char *msg,
 		    v->s[pl_len + 64] != ':' ||
 		    hex_decode(v->s + pl_len, 64, pk, 32) == -1 ||
 		    snprintf(d, sizeof(d), "%s", v->s + pl_len + 65) >=
-		    (int)sizeof(d) || memchr(v->s, '\0', v->len) != NULL)
+			(int)sizeof(d) ||
+		    memchr(v->s, '\0', v->len) != NULL)
 			continue;
 		held = NULL;
 		nheld = 0;
@@ -464,10 +469,11 @@ held_repo(const struct policy *pl, const struct event *ev, char *msg,
 	if (!found)
 		return 0;
 	npub_of(pk, npub, sizeof(npub));
-	snprintf(msg, msglen, "blocked: repository %s/%s is announced but its "
+	snprintf(msg, msglen,
+	    "blocked: repository %s/%s is announced but its "
 	    "git data has not been pushed yet: push to %s/%s/%s.git, then "
-	    "send this event again", npub, d, pl->pl_cfg->public_url, npub,
-	    d);
+	    "send this event again",
+	    npub, d, pl->pl_cfg->public_url, npub, d);
 	return 1;
 }
 
@@ -475,28 +481,31 @@ static int
 check_announcement(const struct policy *pl, struct store *st,
     const struct event *ev, char *msg, size_t msglen)
 {
-	const struct config	*cfg = pl->pl_cfg;
-	const struct estr	*d = event_tag_value(ev, "d");
-	const struct event_tag	*t;
-	struct policy_anns	 a;
-	char			 npub[NIP19_KEY_BUFSZ], relay[512];
-	int			 nclone = 0, listed, rc, in_clone, in_relays;
-	size_t			 i;
+	const struct config    *cfg = pl->pl_cfg;
+	const struct estr      *d = event_tag_value(ev, "d");
+	const struct event_tag *t;
+	struct policy_anns	a;
+	char			npub[NIP19_KEY_BUFSZ], relay[512];
+	int			nclone = 0, listed, rc, in_clone, in_relays;
+	size_t			i;
 
 	if (d == NULL) {
-		snprintf(msg, msglen, "invalid: missing required 'd' tag "
+		snprintf(msg, msglen,
+		    "invalid: missing required 'd' tag "
 		    "(identifier)");
 		return 0;
 	}
 	if (!policy_identifier_safe(d->s, d->len)) {
-		snprintf(msg, msglen, "invalid: Invalid identifier: must be "
+		snprintf(msg, msglen,
+		    "invalid: Invalid identifier: must be "
 		    "non-empty, not '.' or '..', without '/' or '\\'");
 		return 0;
 	}
-	for (t = NULL; (t = find_tag(ev, "clone", t)) != NULL; )
+	for (t = NULL; (t = find_tag(ev, "clone", t)) != NULL;)
 		nclone++;
 	if (nclone > 1) {
-		snprintf(msg, msglen, "invalid: Invalid announcement: multiple "
+		snprintf(msg, msglen,
+		    "invalid: Invalid announcement: multiple "
 		    "clone tags found. correct format is single clone tag with "
 		    "multiple values");
 		return 0;
@@ -508,38 +517,50 @@ check_announcement(const struct policy *pl, struct store *st,
 		if (!rule_matches(r, 1, ev->pubkey, d->s))
 			continue;
 		if (r->has_pubkey && r->identifier == NULL)
-			snprintf(msg, msglen, "blocked: Repository owner %s "
-			    "is blacklisted", npub);
+			snprintf(msg, msglen,
+			    "blocked: Repository owner %s "
+			    "is blacklisted",
+			    npub);
 		else if (r->has_pubkey)
-			snprintf(msg, msglen, "blocked: Repository %s/%s is "
-			    "blacklisted", npub, d->s);
+			snprintf(msg, msglen,
+			    "blocked: Repository %s/%s is "
+			    "blacklisted",
+			    npub, d->s);
 		else
-			snprintf(msg, msglen, "blocked: Repository identifier "
-			    "%s is blacklisted", d->s);
+			snprintf(msg, msglen,
+			    "blocked: Repository identifier "
+			    "%s is blacklisted",
+			    d->s);
 		return 0;
 	}
 
 	in_clone = tag_lists_service(pl, ev, "clone");
 	in_relays = tag_lists_service(pl, ev, "relays");
 	listed = in_clone && in_relays;
-	if (listed && (cfg->repo_whitelist.n == 0 ||
-	    rule_matches(cfg->repo_whitelist.v, cfg->repo_whitelist.n,
-	    ev->pubkey, d->s)))
+	if (listed &&
+	    (cfg->repo_whitelist.n == 0 ||
+		rule_matches(cfg->repo_whitelist.v, cfg->repo_whitelist.n,
+		    ev->pubkey, d->s)))
 		return POLICY_HOST;
 	if (listed)
-		snprintf(msg, msglen, "blocked: Announcement lists service but "
+		snprintf(msg, msglen,
+		    "blocked: Announcement lists service but "
 		    "does not match repository whitelist. Repository %s/%s not "
-		    "in whitelist", npub, d->s);
+		    "in whitelist",
+		    npub, d->s);
 	else {
 		/* Say which domain is expected, and where it is missing;
 		 * the examples are the URLs people are shown. */
 		config_relay_url(cfg, relay, sizeof(relay));
-		snprintf(msg, msglen, "blocked: Announcement must list service "
+		snprintf(msg, msglen,
+		    "blocked: Announcement must list service "
 		    "in both 'clone' and 'relays' tags: this service is %s, "
 		    "missing from %s (e.g. clone %s/%s/%s.git, relays %s)",
-		    cfg->domain, !in_clone && !in_relays ? "both" : !in_clone ?
-		    "'clone'" : "'relays'", cfg->public_url, npub, d->s,
-		    relay);
+		    cfg->domain,
+		    !in_clone && !in_relays ? "both" :
+			!in_clone	    ? "'clone'" :
+					      "'relays'",
+		    cfg->public_url, npub, d->s, relay);
 	}
 
 	/*
@@ -559,12 +580,12 @@ check_announcement(const struct policy *pl, struct store *st,
 		 * newer one that no longer lists this service evicts it
 		 * (reference brief 1.3, checked before the exception).
 		 */
-		if (a.v[i].an_held && memcmp(a.v[i].an_ev->pubkey,
-		    ev->pubkey, 32) == 0)
+		if (a.v[i].an_held &&
+		    memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0)
 			continue;
 		if (memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0 ||
 		    policy_anns_authorised(&a, a.v[i].an_ev->pubkey,
-		    ev->pubkey))
+			ev->pubkey))
 			rc = POLICY_ACCEPT;
 	}
 	policy_anns_free(&a);
@@ -578,13 +599,14 @@ static int
 check_state(const struct policy *pl, struct store *st, const struct event *ev,
     char *msg, size_t msglen)
 {
-	const struct estr	*d = event_tag_value(ev, "d");
-	struct policy_anns	 a;
-	size_t			 i;
-	int			 rc = POLICY_REFUSE;
+	const struct estr *d = event_tag_value(ev, "d");
+	struct policy_anns a;
+	size_t		   i;
+	int		   rc = POLICY_REFUSE;
 
 	if (d == NULL) {
-		snprintf(msg, msglen, "invalid: missing required 'd' tag "
+		snprintf(msg, msglen,
+		    "invalid: missing required 'd' tag "
 		    "(identifier)");
 		return 0;
 	}
@@ -596,17 +618,19 @@ check_state(const struct policy *pl, struct store *st, const struct event *ev,
 	}
 	if (a.n == 0) {
 		policy_anns_free(&a);
-		snprintf(msg, msglen, "invalid: no announcement exists for "
+		snprintf(msg, msglen,
+		    "invalid: no announcement exists for "
 		    "this repository");
 		return POLICY_REFUSE;
 	}
 	for (i = 0; i < a.n && rc == POLICY_REFUSE; i++)
 		if (policy_anns_authorised(&a, a.v[i].an_ev->pubkey,
-		    ev->pubkey))
+			ev->pubkey))
 			rc = POLICY_ACCEPT;
 	policy_anns_free(&a);
 	if (rc == 0)
-		snprintf(msg, msglen, "invalid: author not authorized for this "
+		snprintf(msg, msglen,
+		    "invalid: author not authorized for this "
 		    "repository");
 	return rc;
 }
@@ -619,17 +643,17 @@ check_state(const struct policy *pl, struct store *st, const struct event *ev,
 static int
 is_related(struct store *st, const struct event *ev)
 {
-	uint32_t	 i, kind;
-	uint8_t		 pk[32], id[32];
-	const char	*d;
-	size_t		 dlen;
-	char		 dbuf[1024], coord[1200];
-	int		 r;
+	uint32_t    i, kind;
+	uint8_t	    pk[32], id[32];
+	const char *d;
+	size_t	    dlen;
+	char	    dbuf[1024], coord[1200];
+	int	    r;
 
 	for (i = 0; i < ev->ntags; i++) {
-		const struct event_tag	*t = &ev->tags[i];
-		const char		*name = t->v[0].s;
-		const struct estr	*v;
+		const struct event_tag *t = &ev->tags[i];
+		const char	       *name = t->v[0].s;
+		const struct estr      *v;
 
 		if (t->n < 2 || t->v[0].len != 1 || !strchr("aAqeE", name[0]))
 			continue;
@@ -637,7 +661,8 @@ is_related(struct store *st, const struct event *ev)
 		if ((name[0] == 'a' || name[0] == 'A' || name[0] == 'q') &&
 		    memchr(v->s, ':', v->len) != NULL) {
 			if (coord_parse(v->s, v->len, &kind, pk, &d, &dlen) ==
-			    -1 || dlen >= sizeof(dbuf))
+				-1 ||
+			    dlen >= sizeof(dbuf))
 				continue;
 			memcpy(dbuf, d, dlen);
 			dbuf[dlen] = '\0';
@@ -669,20 +694,22 @@ is_related(struct store *st, const struct event *ev)
 }
 
 int
-policy_check(const struct policy *pl, struct store *st,
-    const struct event *ev, char *msg, size_t msglen)
+policy_check(const struct policy *pl, struct store *st, const struct event *ev,
+    char *msg, size_t msglen)
 {
-	const struct config	*cfg = pl->pl_cfg;
-	char			 npub[NIP19_KEY_BUFSZ];
-	size_t			 i;
-	int			 r;
+	const struct config *cfg = pl->pl_cfg;
+	char		     npub[NIP19_KEY_BUFSZ];
+	size_t		     i;
+	int		     r;
 
 	msg[0] = '\0';
 	for (i = 0; i < cfg->event_blacklist.n; i++) {
 		if (memcmp(cfg->event_blacklist.v[i], ev->pubkey, 32) == 0) {
 			npub_of(ev->pubkey, npub, sizeof(npub));
-			snprintf(msg, msglen, "blocked: Event author %s is "
-			    "blacklisted", npub);
+			snprintf(msg, msglen,
+			    "blocked: Event author %s is "
+			    "blacklisted",
+			    npub);
 			return 0;
 		}
 	}
@@ -700,7 +727,8 @@ policy_check(const struct policy *pl, struct store *st,
 		/* GRASP-03: identity storage for eligible authors only. */
 		if (pl->pl_inv != NULL && inv_eligible(pl->pl_inv, ev->pubkey))
 			return 1;
-		snprintf(msg, msglen, "blocked: profiles and relay lists are "
+		snprintf(msg, msglen,
+		    "blocked: profiles and relay lists are "
 		    "accepted only from owners and maintainers of hosted "
 		    "repositories and authors of their accepted threads");
 		return 0;
@@ -716,16 +744,19 @@ policy_check(const struct policy *pl, struct store *st,
 		return 0;
 	if (r == 0) {
 		if (ev->kind == KIND_PR || ev->kind == KIND_PR_UPDATE)
-			snprintf(msg, msglen, "blocked: PR event must reference "
+			snprintf(msg, msglen,
+			    "blocked: PR event must reference "
 			    "an accepted repository or accepted event");
 		else
-			snprintf(msg, msglen, "blocked: event must reference an "
+			snprintf(msg, msglen,
+			    "blocked: event must reference an "
 			    "accepted repository or accepted event");
 		return 0;
 	}
 	if ((ev->kind == KIND_PR || ev->kind == KIND_PR_UPDATE) &&
 	    event_tag_value(ev, "c") == NULL) {
-		snprintf(msg, msglen, "invalid: PR event has no 'c' tag (tip "
+		snprintf(msg, msglen,
+		    "invalid: PR event has no 'c' tag (tip "
 		    "commit)");
 		return 0;
 	}

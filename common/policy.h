@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "event.h"	/* the KIND_* numbers */
+#include "event.h" /* the KIND_* numbers */
 
 struct config;
 struct event;
@@ -22,41 +22,41 @@ struct purg;
 struct store;
 
 /* Ours: bound on the recursive maintainer walk (NIP-34 sets none). */
-#define POLICY_MAX_MAINTAINERS	256
+#define POLICY_MAX_MAINTAINERS 256
 
 /* policy_check() verdicts. */
-#define POLICY_ERROR		(-1)
-#define POLICY_REFUSE		0
-#define POLICY_ACCEPT		1	/* store it */
+#define POLICY_ERROR  (-1)
+#define POLICY_REFUSE 0
+#define POLICY_ACCEPT 1 /* store it */
 /*
  * A kind 30617 that lists this service (or that GRASP-05 archive mode
  * covers, policy_archived()): relayd hosts its repository, and
  * holds it in purgatory until git data arrives unless an earlier version
  * is stored (GRASP-01, reference brief 1.3).
  */
-#define POLICY_HOST		2
+#define POLICY_HOST   2
 
 struct policy {
-	const struct config	*pl_cfg;
-	char			 pl_host[256];	/* NGIT_DOMAIN host, lower */
-	int			 pl_port;	/* its port, 0 when none */
-	char			 pl_pub_host[256]; /* NGIT_PUBLIC_URL host */
-	int			 pl_pub_port;	/* its port or scheme's */
-	struct purg		*pl_purg;	/* held announcements, or NULL */
+	const struct config    *pl_cfg;
+	char			pl_host[256];	  /* NGIT_DOMAIN host, lower */
+	int			pl_port;	  /* its port, 0 when none */
+	char			pl_pub_host[256]; /* NGIT_PUBLIC_URL host */
+	int			pl_pub_port;	  /* its port or scheme's */
+	struct purg	       *pl_purg; /* held announcements, or NULL */
 	/* GRASP-03 eligible identity authors, or NULL (none). */
-	const struct inventory	*pl_inv;
+	const struct inventory *pl_inv;
 };
 
 /* One announcement of a repository identifier, stored or held. */
 struct policy_ann {
-	struct event	*an_ev;
-	int		 an_held;	/* in purgatory, not stored */
+	struct event *an_ev;
+	int	      an_held; /* in purgatory, not stored */
 };
 
 /* The announcements of one identifier, as policy_anns_load() finds them. */
 struct policy_anns {
-	size_t			n;
-	struct policy_ann	v[POLICY_MAX_MAINTAINERS];
+	size_t		  n;
+	struct policy_ann v[POLICY_MAX_MAINTAINERS];
 };
 
 /*
@@ -64,15 +64,15 @@ struct policy_anns {
  * a reason in err when NGIT_DOMAIN cannot be parsed as host[:port] or
  * NGIT_PUBLIC_URL as http[s]://host[:port].
  */
-int	policy_init(struct policy *, const struct config *cfg, char *err,
-	    size_t errlen);
+int policy_init(struct policy *, const struct config *cfg, char *err,
+    size_t errlen);
 
 /*
  * Lets the policy see the announcements held in purgatory (p outlives the
  * policy; NULL: none).  The maintainer exception and the state policy
  * count them (reference brief 1.3, 1.4).
  */
-void	policy_set_purgatory(struct policy *, struct purg *p);
+void policy_set_purgatory(struct policy *, struct purg *p);
 
 /*
  * Lets the policy see the repository inventory (iv outlives the policy;
@@ -81,7 +81,7 @@ void	policy_set_purgatory(struct policy *, struct purg *p);
  * current with every event it stores, so that an author made eligible
  * earlier in the same write transaction counts.
  */
-void	policy_set_inventory(struct policy *, const struct inventory *iv);
+void policy_set_inventory(struct policy *, const struct inventory *iv);
 
 /*
  * Decides about ev.  Returns POLICY_ACCEPT, POLICY_HOST (a kind 30617 that
@@ -91,8 +91,8 @@ void	policy_set_inventory(struct policy *, const struct inventory *iv);
  * is accepted when its author is authorised and its references hold;
  * whether its git data is present is relayd's question.  Never exits.
  */
-int	policy_check(const struct policy *, struct store *,
-	    const struct event *ev, char *msg, size_t msglen);
+int policy_check(const struct policy *, struct store *, const struct event *ev,
+    char *msg, size_t msglen);
 
 /*
  * 1 if url (http, https, ws or wss) names this service: the host of
@@ -100,8 +100,7 @@ int	policy_check(const struct policy *, struct store *,
  * NGIT_DOMAIN has none), or the host and port of NGIT_PUBLIC_URL (each
  * side's port defaulting to its scheme's).
  */
-int	policy_url_is_service(const struct policy *, const char *url,
-	    size_t len);
+int policy_url_is_service(const struct policy *, const char *url, size_t len);
 
 /*
  * GRASP-05: 1 if the announcement ann is hosted here only because archive
@@ -110,7 +109,7 @@ int	policy_url_is_service(const struct policy *, const char *url,
  * archive whitelist or a clone URL on an archived service takes it),
  * else 0.  Never exits.
  */
-int	policy_archived(const struct policy *, const struct event *ann);
+int policy_archived(const struct policy *, const struct event *ann);
 
 /*
  * Loads the announcements (kind 30617) with identifier d: the stored ones,
@@ -118,24 +117,24 @@ int	policy_archived(const struct policy *, const struct event *ann);
  * POLICY_MAX_MAINTAINERS.  Returns 0, or -1 on a store error; the caller
  * frees with policy_anns_free() either way.
  */
-int	policy_anns_load(const struct policy *, struct store *, const char *d,
-	    size_t dlen, int with_held, struct policy_anns *out);
-void	policy_anns_free(struct policy_anns *);
+int  policy_anns_load(const struct policy *, struct store *, const char *d,
+     size_t dlen, int with_held, struct policy_anns *out);
+void policy_anns_free(struct policy_anns *);
 /* The announcement by pubkey among a, or NULL. */
 const struct policy_ann *policy_anns_by(const struct policy_anns *a,
-	    const uint8_t pubkey[32]);
+    const uint8_t						  pubkey[32]);
 /*
  * 1 if who is in owner's recursive maintainer set over a (reference brief
  * 1.8): the owner, the keys of the owner's first "maintainers" tag, theirs
  * when they have an announcement in a, and so on; else 0.
  */
-int	policy_anns_authorised(const struct policy_anns *a,
-	    const uint8_t owner[32], const uint8_t who[32]);
+int policy_anns_authorised(const struct policy_anns *a, const uint8_t owner[32],
+    const uint8_t who[32]);
 
 /*
  * 1 if d is a safe repository identifier (reference brief 1.3): not
  * empty, not "." or "..", without '/', '\' or NUL.
  */
-int	policy_identifier_safe(const char *d, size_t len);
+int policy_identifier_safe(const char *d, size_t len);
 
 #endif

@@ -20,15 +20,15 @@
 #include "version.h"
 
 /* One process per program; the signal handlers need it. */
-static struct proc		*proc_self;
+static struct proc *proc_self;
 
 /* SIGHUP from the supervisor's reload: the log level is re-read. */
-static volatile sig_atomic_t	 proc_reload;
+static volatile sig_atomic_t proc_reload;
 
 int64_t
 proc_now_ms(void)
 {
-	struct timespec	ts;
+	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -37,9 +37,9 @@ proc_now_ms(void)
 int
 proc_alive(pid_t pid)
 {
-	char	path[64], buf[512], *p;
-	FILE	*f;
-	size_t	n;
+	char   path[64], buf[512], *p;
+	FILE  *f;
+	size_t n;
 
 	if (pid <= 0)
 		return 0;
@@ -61,14 +61,15 @@ proc_uptime(const struct proc *p)
 	return (proc_now_ms() - p->p_started_ms) / 1000;
 }
 
-static void __attribute__((noreturn))
-usage(const char *name, int status)
+static void __attribute__((noreturn)) usage(const char *name, int status)
 {
-	fprintf(status ? stderr : stdout, "usage: %s [-dhV] [-f file]\n"
+	fprintf(status ? stderr : stdout,
+	    "usage: %s [-dhV] [-f file]\n"
 	    "  -d       log to standard error\n"
 	    "  -f file  the configuration file\n"
 	    "  -h       this help\n"
-	    "  -V       print the version and exit\n", name);
+	    "  -V       print the version and exit\n",
+	    name);
 	exit(status);
 }
 
@@ -76,9 +77,9 @@ void
 proc_start(struct proc *p, int argc, char **argv, enum role role,
     struct config *cfg)
 {
-	const char	*name = role_name(role);
-	char		 err[512];
-	int		 ch, foreground = 0;
+	const char *name = role_name(role);
+	char	    err[512];
+	int	    ch, foreground = 0;
 
 	memset(p, 0, sizeof(*p));
 	p->p_role = role;
@@ -128,7 +129,7 @@ on_signal(int sig)
 void
 proc_signals(struct proc *p, void (*chld)(int), int sa_flags)
 {
-	struct sigaction	sa;
+	struct sigaction sa;
 
 	(void)p;
 	memset(&sa, 0, sizeof(sa));
@@ -150,7 +151,7 @@ proc_signals(struct proc *p, void (*chld)(int), int sa_flags)
 static void
 lws_log_emit(int level, const char *line)
 {
-	size_t	n = strlen(line);
+	size_t n = strlen(line);
 
 	while (n > 0 && line[n - 1] == '\n')
 		n--;
@@ -167,12 +168,12 @@ proc_lws_log(void)
 }
 
 void
-proc_adopt(struct lws_vhost *vhost, int fd, const char *protocol,
-    intptr_t tag, const char *what)
+proc_adopt(struct lws_vhost *vhost, int fd, const char *protocol, intptr_t tag,
+    const char *what)
 {
-	lws_sock_file_fd_type	 u;
-	struct lws		*wsi;
-	int			 copy;
+	lws_sock_file_fd_type u;
+	struct lws	     *wsi;
+	int		      copy;
 
 	if (fd < 0)
 		fatalx("no descriptor for the %s channel", what);
@@ -194,8 +195,8 @@ proc_control_open(struct proc *p, const ctl_fn fns[CTL_NCMDS], void *arg,
 	p->p_ctl_arg = arg;
 	p->p_ctl_msg_type = MSG_CONTROL;
 	p->p_ctl_msg_fn = NULL;
-	if (chan_control_endpoint(p->p_cfg->run_path, p->p_role, ep,
-	    eplen) == -1)
+	if (chan_control_endpoint(p->p_cfg->run_path, p->p_role, ep, eplen) ==
+	    -1)
 		fatalx("run path too long for the control channel");
 	if ((p->p_sock_control = chan_open(NN_REP, ep, 1)) == -1)
 		fatal("cannot bind %s", ep);
@@ -219,10 +220,10 @@ proc_control_serve(struct proc *p, int max)
 void
 proc_db_path(const struct proc *p, char *out, size_t outlen)
 {
-	if (snprintf(out, outlen, "%s/graspd.db", p->p_cfg->relay_data_path)
-	    >= (int)outlen)
+	if (snprintf(out, outlen, "%s/graspd.db", p->p_cfg->relay_data_path) >=
+	    (int)outlen)
 		ready_config_fail("configuration: NGIT_RELAY_DATA_PATH is too "
-		    "long");
+				  "long");
 }
 
 void

@@ -31,18 +31,18 @@
 
 /* One process; one per program, the signal handlers point at it. */
 struct proc {
-	enum role		 p_role;
-	const char		*p_name;	/* "relayd", ... */
-	const char		*p_file;	/* -f FILE, or NULL */
-	struct config		*p_cfg;		/* the role's, loaded here */
-	struct lws_context	*p_lws;		/* set by the role */
-	int			 p_sock_control;	/* REP, or -1 */
-	const ctl_fn		*p_ctl_fns;	/* the role's column */
-	void			*p_ctl_arg;
-	enum msg_type		 p_ctl_msg_type;	/* and a typed request */
-	ctl_msg_fn		 p_ctl_msg_fn;	/* of its own, or NULL */
-	volatile int		 p_stop;
-	int64_t			 p_started_ms;	/* monotonic */
+	enum role	    p_role;
+	const char	   *p_name;	    /* "relayd", ... */
+	const char	   *p_file;	    /* -f FILE, or NULL */
+	struct config	   *p_cfg;	    /* the role's, loaded here */
+	struct lws_context *p_lws;	    /* set by the role */
+	int		    p_sock_control; /* REP, or -1 */
+	const ctl_fn	   *p_ctl_fns;	    /* the role's column */
+	void		   *p_ctl_arg;
+	enum msg_type	    p_ctl_msg_type; /* and a typed request */
+	ctl_msg_fn	    p_ctl_msg_fn;   /* of its own, or NULL */
+	volatile int	    p_stop;
+	int64_t		    p_started_ms; /* monotonic */
 };
 
 /*
@@ -53,8 +53,8 @@ struct proc {
  * supervisor does not respawn).  p and cfg must stay valid while the
  * process runs.
  */
-void	proc_start(struct proc *p, int argc, char **argv, enum role role,
-	    struct config *cfg);
+void proc_start(struct proc *p, int argc, char **argv, enum role role,
+    struct config *cfg);
 
 /*
  * Installs the handlers: SIGTERM and SIGINT stop the loop, SIGHUP (the
@@ -62,10 +62,10 @@ void	proc_start(struct proc *p, int argc, char **argv, enum role role,
  * ignored, and SIGCHLD, when chld is not NULL, runs chld.  sa_flags go
  * to sigaction() (SA_RESTART or 0).
  */
-void	proc_signals(struct proc *p, void (*chld)(int), int sa_flags);
+void proc_signals(struct proc *p, void (*chld)(int), int sa_flags);
 
 /* Sends libwebsockets' errors and warnings to our log. */
-void	proc_lws_log(void);
+void proc_lws_log(void);
 
 /*
  * Adopts a copy of the nanomsg descriptor fd (NN_RCVFD) into vhost's
@@ -73,8 +73,8 @@ void	proc_lws_log(void);
  * data.  A copy, because libwebsockets closes what it adopted and the
  * original belongs to nanomsg.  Exits 1 on failure.
  */
-void	proc_adopt(struct lws_vhost *vhost, int fd, const char *protocol,
-	    intptr_t tag, const char *what);
+void proc_adopt(struct lws_vhost *vhost, int fd, const char *protocol,
+    intptr_t tag, const char *what);
 
 /*
  * Binds the role's control socket (REP) under the run path and keeps it
@@ -82,53 +82,53 @@ void	proc_adopt(struct lws_vhost *vhost, int fd, const char *protocol,
  * by fns (the role's column of ctlcmd.h's list, kept by pointer) with
  * arg.  Returns the socket; exits 1 on failure.
  */
-int	proc_control_open(struct proc *p, const ctl_fn fns[CTL_NCMDS],
-	    void *arg, char *ep, size_t eplen);
+int proc_control_open(struct proc *p, const ctl_fn fns[CTL_NCMDS], void *arg,
+    char *ep, size_t eplen);
 
 /*
  * Has the control socket also answer requests of message type with fn
  * (with proc_control_open()'s arg), as ctl_serve_msg() does.
  */
-void	proc_control_msg(struct proc *p, enum msg_type type, ctl_msg_fn fn);
+void proc_control_msg(struct proc *p, enum msg_type type, ctl_msg_fn fn);
 
 /*
  * Answers the requests waiting on the control socket, at most max (0:
  * no bound), with ctl_serve_msg().  Returns how many were answered; nothing
  * a client sends ends the process.
  */
-int	proc_control_serve(struct proc *p, int max);
+int proc_control_serve(struct proc *p, int max);
 
 /*
  * The database's path, <NGIT_RELAY_DATA_PATH>/graspd.db, into out.
  * Exits 78 when it does not fit.
  */
-void	proc_db_path(const struct proc *p, char *out, size_t outlen);
+void proc_db_path(const struct proc *p, char *out, size_t outlen);
 
 /*
  * Services p_lws until p_stop (a signal or proc_stop()), re-reading the
  * log level after a SIGHUP.  Returns when the loop ends.
  */
-void	proc_run(struct proc *p);
+void proc_run(struct proc *p);
 
 /* Ends proc_run() after the current pass. */
-void	proc_stop(struct proc *p);
+void proc_stop(struct proc *p);
 
 /*
  * The members every role's `status` answer starts with: role, pid,
  * uptime (s), ready.
  */
-void	proc_status(const struct proc *p, int ready, cJSON *rep);
+void proc_status(const struct proc *p, int ready, cJSON *rep);
 
 /* Seconds since proc_start(). */
-int64_t	proc_uptime(const struct proc *p);
+int64_t proc_uptime(const struct proc *p);
 
 /* Monotonic milliseconds. */
-int64_t	proc_now_ms(void);
+int64_t proc_now_ms(void);
 
 /*
  * 1 while process pid exists and is not a zombie (read from Linux's
  * /proc), else 0; 0 for a pid <= 0.  Never exits.
  */
-int	proc_alive(pid_t pid);
+int proc_alive(pid_t pid);
 
 #endif

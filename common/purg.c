@@ -43,63 +43,69 @@ enum purg_stmt {
 	PS_NSTMT,
 };
 
-#define ANN_COLS "pubkey, id, d, json, relays, created_at, expires_at," \
+#define ANN_COLS \
+	"pubkey, id, d, json, relays, created_at, expires_at," \
 	" soft_expired"
-#define EV_COLS	"id, pubkey, kind, created_at, d, json, remote, expires_at"
-#define PH_COLS	"id, owner, d, oid, expires_at"
+#define EV_COLS "id, pubkey, kind, created_at, d, json, remote, expires_at"
+#define PH_COLS "id, owner, d, oid, expires_at"
 
 static const char *const purg_sql[PS_NSTMT] = {
 	[PS_ANN_PUT] = "INSERT OR REPLACE INTO purgatory_announcements"
-	    " (pubkey, d, id, created_at, json, relays, entered_at,"
-	    " expires_at, soft_expired)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
+		       " (pubkey, d, id, created_at, json, relays, entered_at,"
+		       " expires_at, soft_expired)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
 	[PS_ANN_GET] = "SELECT " ANN_COLS " FROM purgatory_announcements"
-	    " WHERE pubkey = ?1 AND d = ?2",
+		       " WHERE pubkey = ?1 AND d = ?2",
 	[PS_ANN_BY_ID] = "SELECT " ANN_COLS " FROM purgatory_announcements"
-	    " WHERE id = ?1",
+			 " WHERE id = ?1",
 	[PS_ANN_LIST_D] = "SELECT " ANN_COLS " FROM purgatory_announcements"
-	    " WHERE d = ?1 ORDER BY created_at, id",
+			  " WHERE d = ?1 ORDER BY created_at, id",
 	[PS_ANN_DELETE] = "DELETE FROM purgatory_announcements"
-	    " WHERE pubkey = ?1 AND d = ?2",
+			  " WHERE pubkey = ?1 AND d = ?2",
 	[PS_ANN_SET_EXPIRY] = "UPDATE purgatory_announcements"
-	    " SET expires_at = ?3, soft_expired = ?4"
-	    " WHERE pubkey = ?1 AND d = ?2",
+			      " SET expires_at = ?3, soft_expired = ?4"
+			      " WHERE pubkey = ?1 AND d = ?2",
 	[PS_ANN_DUE] = "SELECT " ANN_COLS " FROM purgatory_announcements"
-	    " WHERE expires_at <= ?1 ORDER BY expires_at",
-	[PS_EV_PUT] = "INSERT OR REPLACE INTO purgatory_events"
+		       " WHERE expires_at <= ?1 ORDER BY expires_at",
+	[PS_EV_PUT] =
+	    "INSERT OR REPLACE INTO purgatory_events"
 	    " (id, pubkey, kind, created_at, d, json, remote, entered_at,"
 	    " expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[PS_WANT_PUT] = "INSERT OR IGNORE INTO purgatory_wants (event, oid)"
-	    " VALUES (?1, ?2)",
+			" VALUES (?1, ?2)",
 	[PS_EV_GET] = "SELECT " EV_COLS " FROM purgatory_events WHERE id = ?1",
 	[PS_EV_LIST_D] = "SELECT " EV_COLS " FROM purgatory_events"
-	    " WHERE d = ?1 ORDER BY created_at, id",
-	[PS_EV_LIST_D_KIND] = "SELECT " EV_COLS " FROM purgatory_events"
+			 " WHERE d = ?1 ORDER BY created_at, id",
+	[PS_EV_LIST_D_KIND] =
+	    "SELECT " EV_COLS " FROM purgatory_events"
 	    " WHERE d = ?1 AND kind = ?2 ORDER BY created_at, id",
 	[PS_EV_LIST_KIND] = "SELECT " EV_COLS " FROM purgatory_events"
-	    " WHERE kind = ?1 ORDER BY created_at, id",
+			    " WHERE kind = ?1 ORDER BY created_at, id",
 	[PS_EV_DELETE] = "DELETE FROM purgatory_events WHERE id = ?1",
 	[PS_EV_EXTEND_D] = "UPDATE purgatory_events SET expires_at ="
-	    " max(expires_at, ?2) WHERE d = ?1 AND kind = 30618",
+			   " max(expires_at, ?2) WHERE d = ?1 AND kind = 30618",
 	[PS_EV_DUE] = "SELECT " EV_COLS " FROM purgatory_events"
-	    " WHERE expires_at <= ?1 ORDER BY expires_at",
-	[PS_PH_PUT] = "INSERT OR REPLACE INTO purgatory_placeholders"
+		      " WHERE expires_at <= ?1 ORDER BY expires_at",
+	[PS_PH_PUT] =
+	    "INSERT OR REPLACE INTO purgatory_placeholders"
 	    " (id, owner, d, oid, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[PS_PH_LIST_ID] = "SELECT " PH_COLS " FROM purgatory_placeholders"
-	    " WHERE id = ?1",
+			  " WHERE id = ?1",
 	[PS_PH_DELETE_ID] = "DELETE FROM purgatory_placeholders WHERE id = ?1",
 	[PS_PH_SWEEP] = "DELETE FROM purgatory_placeholders"
-	    " WHERE expires_at <= ?1",
+			" WHERE expires_at <= ?1",
 	[PS_EXP_ADD] = "INSERT OR REPLACE INTO purgatory_expired"
-	    " (id, expired_at) VALUES (?1, ?2)",
+		       " (id, expired_at) VALUES (?1, ?2)",
 	[PS_EXP_HAS] = "SELECT 1 FROM purgatory_expired WHERE id = ?1",
 	[PS_EXP_SWEEP] = "DELETE FROM purgatory_expired"
-	    " WHERE expired_at <= ?1",
-	[PS_NEXT_DEADLINE] = "SELECT min(t) FROM ("
+			 " WHERE expired_at <= ?1",
+	[PS_NEXT_DEADLINE] =
+	    "SELECT min(t) FROM ("
 	    " SELECT min(expires_at) AS t FROM purgatory_announcements"
 	    " UNION ALL SELECT min(expires_at) FROM purgatory_events"
 	    " UNION ALL SELECT min(expires_at) FROM purgatory_placeholders)",
-	[PS_COUNT] = "SELECT"
+	[PS_COUNT] =
+	    "SELECT"
 	    " (SELECT count(*) FROM purgatory_announcements"
 	    "  WHERE soft_expired = 0),"
 	    " (SELECT count(*) FROM purgatory_announcements"
@@ -111,14 +117,14 @@ static const char *const purg_sql[PS_NSTMT] = {
 };
 
 struct purg {
-	sqlite3		*p_db;
-	sqlite3_stmt	*p_stmt[PS_NSTMT];
+	sqlite3	     *p_db;
+	sqlite3_stmt *p_stmt[PS_NSTMT];
 };
 
 struct purg *
 purg_open(struct store *st)
 {
-	struct purg	*p;
+	struct purg *p;
 
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		fatal("purg_open");
@@ -129,7 +135,7 @@ purg_open(struct store *st)
 void
 purg_close(struct purg *p)
 {
-	size_t	i;
+	size_t i;
 
 	if (p == NULL)
 		return;
@@ -149,7 +155,7 @@ purg_sqlerr(struct purg *p, enum purg_stmt which)
 static sqlite3_stmt *
 stmt(struct purg *p, enum purg_stmt which)
 {
-	sqlite3_stmt	*st = p->p_stmt[which];
+	sqlite3_stmt *st = p->p_stmt[which];
 
 	if (st != NULL) {
 		sqlite3_reset(st);
@@ -157,7 +163,7 @@ stmt(struct purg *p, enum purg_stmt which)
 		return st;
 	}
 	if (sqlite3_prepare_v3(p->p_db, purg_sql[which], -1,
-	    SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+		SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
 		purg_sqlerr(p, which);
 		return NULL;
 	}
@@ -169,7 +175,7 @@ stmt(struct purg *p, enum purg_stmt which)
 static int
 run(struct purg *p, enum purg_stmt which, sqlite3_stmt *st)
 {
-	int	rc = sqlite3_step(st);
+	int rc = sqlite3_step(st);
 
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {
@@ -182,8 +188,8 @@ run(struct purg *p, enum purg_stmt which, sqlite3_stmt *st)
 static char *
 col_str(sqlite3_stmt *st, int i)
 {
-	const unsigned char	*s = sqlite3_column_text(st, i);
-	char			*d;
+	const unsigned char *s = sqlite3_column_text(st, i);
+	char		    *d;
 
 	if ((d = strdup(s ? (const char *)s : "")) == NULL)
 		fatal("purgatory: strdup");
@@ -230,7 +236,7 @@ read_ev(sqlite3_stmt *st, struct purg_ev *e)
 static void
 read_ph(sqlite3_stmt *st, struct purg_placeholder *ph)
 {
-	const unsigned char	*oid;
+	const unsigned char *oid;
 
 	memset(ph, 0, sizeof(*ph));
 	col_blob32(st, 0, ph->pp_id);
@@ -275,7 +281,7 @@ purg_placeholder_clear(struct purg_placeholder *ph)
 void
 purg_ann_free_list(struct purg_ann *v, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; v != NULL && i < n; i++)
 		purg_ann_clear(&v[i]);
@@ -285,7 +291,7 @@ purg_ann_free_list(struct purg_ann *v, size_t n)
 void
 purg_ev_free_list(struct purg_ev *v, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; v != NULL && i < n; i++)
 		purg_ev_clear(&v[i]);
@@ -295,7 +301,7 @@ purg_ev_free_list(struct purg_ev *v, size_t n)
 void
 purg_placeholder_free_list(struct purg_placeholder *v, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; v != NULL && i < n; i++)
 		purg_placeholder_clear(&v[i]);
@@ -309,12 +315,11 @@ purg_placeholder_free_list(struct purg_placeholder *v, size_t n)
  */
 static int
 collect(struct purg *p, enum purg_stmt which, sqlite3_stmt *st,
-    void (*read)(sqlite3_stmt *, void *), size_t size, void **out,
-    size_t *n)
+    void (*read)(sqlite3_stmt *, void *), size_t size, void **out, size_t *n)
 {
-	char	*v = NULL;
-	size_t	 cap = 0, k = 0;
-	int	 rc;
+	char  *v = NULL;
+	size_t cap = 0, k = 0;
+	int    rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (k == cap) {
@@ -359,7 +364,7 @@ static int
 ann_list(struct purg *p, enum purg_stmt which, sqlite3_stmt *st,
     struct purg_ann **out, size_t *n)
 {
-	void	*v;
+	void *v;
 
 	if (collect(p, which, st, read_ann_v, sizeof(**out), &v, n) == -1) {
 		purg_ann_free_list(v, *n);
@@ -375,7 +380,7 @@ static int
 ev_list(struct purg *p, enum purg_stmt which, sqlite3_stmt *st,
     struct purg_ev **out, size_t *n)
 {
-	void	*v;
+	void *v;
 
 	if (collect(p, which, st, read_ev_v, sizeof(**out), &v, n) == -1) {
 		purg_ev_free_list(v, *n);
@@ -392,7 +397,7 @@ static int
 get_one(struct purg *p, enum purg_stmt which, sqlite3_stmt *st,
     void (*read)(sqlite3_stmt *, void *), void *out)
 {
-	int	rc = sqlite3_step(st);
+	int rc = sqlite3_step(st);
 
 	if (rc == SQLITE_ROW) {
 		read(st, out);
@@ -410,7 +415,7 @@ int
 purg_ann_put(struct purg *p, const struct event *ev, const char *d,
     const char *relays_json, int64_t now, int64_t expires_at)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_ANN_PUT)) == NULL)
 		return -1;
@@ -429,7 +434,7 @@ int
 purg_ann_get(struct purg *p, const uint8_t pubkey[32], const char *d,
     struct purg_ann *out)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_ANN_GET)) == NULL)
 		return -1;
@@ -441,7 +446,7 @@ purg_ann_get(struct purg *p, const uint8_t pubkey[32], const char *d,
 int
 purg_ann_by_id(struct purg *p, const uint8_t id[32], struct purg_ann *out)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_ANN_BY_ID)) == NULL)
 		return -1;
@@ -450,10 +455,9 @@ purg_ann_by_id(struct purg *p, const uint8_t id[32], struct purg_ann *out)
 }
 
 int
-purg_ann_list_d(struct purg *p, const char *d, struct purg_ann **out,
-    size_t *n)
+purg_ann_list_d(struct purg *p, const char *d, struct purg_ann **out, size_t *n)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	*out = NULL;
 	*n = 0;
@@ -466,7 +470,7 @@ purg_ann_list_d(struct purg *p, const char *d, struct purg_ann **out,
 int
 purg_ann_delete(struct purg *p, const uint8_t pubkey[32], const char *d)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_ANN_DELETE)) == NULL)
 		return -1;
@@ -479,7 +483,7 @@ int
 purg_ann_set_expiry(struct purg *p, const uint8_t pubkey[32], const char *d,
     int64_t expires_at, int soft_expired)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_ANN_SET_EXPIRY)) == NULL)
 		return -1;
@@ -493,7 +497,7 @@ purg_ann_set_expiry(struct purg *p, const uint8_t pubkey[32], const char *d,
 int
 purg_ann_due(struct purg *p, int64_t now, struct purg_ann **out, size_t *n)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	*out = NULL;
 	*n = 0;
@@ -504,12 +508,11 @@ purg_ann_due(struct purg *p, int64_t now, struct purg_ann **out, size_t *n)
 }
 
 int
-purg_ev_put(struct purg *p, const struct event *ev, const char *d,
-    int remote, int64_t now, int64_t expires_at, const char *const *wants,
-    size_t nwants)
+purg_ev_put(struct purg *p, const struct event *ev, const char *d, int remote,
+    int64_t now, int64_t expires_at, const char *const *wants, size_t nwants)
 {
-	sqlite3_stmt	*st;
-	size_t		 i;
+	sqlite3_stmt *st;
+	size_t	      i;
 
 	if ((st = stmt(p, PS_EV_PUT)) == NULL)
 		return -1;
@@ -538,7 +541,7 @@ purg_ev_put(struct purg *p, const struct event *ev, const char *d,
 int
 purg_ev_get(struct purg *p, const uint8_t id[32], struct purg_ev *out)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_EV_GET)) == NULL)
 		return -1;
@@ -550,8 +553,8 @@ int
 purg_ev_list_d(struct purg *p, const char *d, uint32_t kind,
     struct purg_ev **out, size_t *n)
 {
-	enum purg_stmt	 which = kind ? PS_EV_LIST_D_KIND : PS_EV_LIST_D;
-	sqlite3_stmt	*st;
+	enum purg_stmt which = kind ? PS_EV_LIST_D_KIND : PS_EV_LIST_D;
+	sqlite3_stmt  *st;
 
 	*out = NULL;
 	*n = 0;
@@ -567,7 +570,7 @@ int
 purg_ev_list_kind(struct purg *p, uint32_t kind, struct purg_ev **out,
     size_t *n)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	*out = NULL;
 	*n = 0;
@@ -580,7 +583,7 @@ purg_ev_list_kind(struct purg *p, uint32_t kind, struct purg_ev **out,
 int
 purg_ev_delete(struct purg *p, const uint8_t id[32])
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_EV_DELETE)) == NULL)
 		return -1;
@@ -591,7 +594,7 @@ purg_ev_delete(struct purg *p, const uint8_t id[32])
 int
 purg_ev_extend_d(struct purg *p, const char *d, int64_t expires_at)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_EV_EXTEND_D)) == NULL)
 		return -1;
@@ -603,7 +606,7 @@ purg_ev_extend_d(struct purg *p, const char *d, int64_t expires_at)
 int
 purg_ev_due(struct purg *p, int64_t now, struct purg_ev **out, size_t *n)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	*out = NULL;
 	*n = 0;
@@ -615,10 +618,9 @@ purg_ev_due(struct purg *p, int64_t now, struct purg_ev **out, size_t *n)
 
 int
 purg_placeholder_put(struct purg *p, const uint8_t id[32],
-    const uint8_t owner[32], const char *d, const char *oid,
-    int64_t expires_at)
+    const uint8_t owner[32], const char *d, const char *oid, int64_t expires_at)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_PH_PUT)) == NULL)
 		return -1;
@@ -634,8 +636,8 @@ int
 purg_placeholder_list_id(struct purg *p, const uint8_t id[32],
     struct purg_placeholder **out, size_t *n)
 {
-	sqlite3_stmt	*st;
-	void		*v;
+	sqlite3_stmt *st;
+	void	     *v;
 
 	*out = NULL;
 	*n = 0;
@@ -655,7 +657,7 @@ purg_placeholder_list_id(struct purg *p, const uint8_t id[32],
 int
 purg_placeholder_delete_id(struct purg *p, const uint8_t id[32])
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_PH_DELETE_ID)) == NULL)
 		return -1;
@@ -666,7 +668,7 @@ purg_placeholder_delete_id(struct purg *p, const uint8_t id[32])
 int
 purg_placeholder_sweep(struct purg *p, int64_t now)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_PH_SWEEP)) == NULL)
 		return -1;
@@ -679,7 +681,7 @@ purg_placeholder_sweep(struct purg *p, int64_t now)
 int
 purg_expired_add(struct purg *p, const uint8_t id[32], int64_t at)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_EXP_ADD)) == NULL)
 		return -1;
@@ -691,8 +693,8 @@ purg_expired_add(struct purg *p, const uint8_t id[32], int64_t at)
 int
 purg_expired_has(struct purg *p, const uint8_t id[32])
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	sqlite3_stmt *st;
+	int	      rc;
 
 	if ((st = stmt(p, PS_EXP_HAS)) == NULL)
 		return -1;
@@ -710,7 +712,7 @@ purg_expired_has(struct purg *p, const uint8_t id[32])
 int
 purg_expired_sweep(struct purg *p, int64_t before)
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(p, PS_EXP_SWEEP)) == NULL)
 		return -1;
@@ -723,8 +725,8 @@ purg_expired_sweep(struct purg *p, int64_t before)
 int
 purg_next_deadline(struct purg *p, int64_t *out)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	sqlite3_stmt *st;
+	int	      rc;
 
 	*out = INT64_MAX;
 	if ((st = stmt(p, PS_NEXT_DEADLINE)) == NULL)
@@ -743,8 +745,8 @@ purg_next_deadline(struct purg *p, int64_t *out)
 int
 purg_count(struct purg *p, struct purg_counts *out)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	sqlite3_stmt *st;
+	int	      rc;
 
 	memset(out, 0, sizeof(*out));
 	if ((st = stmt(p, PS_COUNT)) == NULL)

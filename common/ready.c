@@ -14,16 +14,16 @@
 #include "log.h"
 #include "ready.h"
 
-static int	ready_calls;
-static double	ready_last;
+static int    ready_calls;
+static double ready_last;
 
 /* The readiness descriptor, or -1 when there is none (or it is bad). */
 static int
 ready_fd(void)
 {
-	const char	*s = getenv(READY_ENV);
-	char		*ep;
-	long		 fd;
+	const char *s = getenv(READY_ENV);
+	char	   *ep;
+	long	    fd;
 
 	if (s == NULL || *s == '\0')
 		return -1;
@@ -41,7 +41,7 @@ ready_fd(void)
 void
 ready_notify(void)
 {
-	int	fd;
+	int fd;
 
 	if ((fd = ready_fd()) == -1)
 		return;
@@ -55,7 +55,7 @@ ready_notify(void)
 void
 ready_progress(void)
 {
-	struct timespec	ts;
+	struct timespec ts;
 	double		now;
 	int		fd;
 
@@ -81,7 +81,7 @@ void
 ready_config_fail(const char *fmt, ...)
 {
 	char	msg[READY_ERROR_MAX - sizeof(READY_ERROR) - 1];
-	va_list	ap;
+	va_list ap;
 	int	fd;
 
 	va_start(ap, fmt);

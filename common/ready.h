@@ -13,30 +13,30 @@
 #define GRASPD_READY_H
 
 /* The environment variable naming the descriptor. */
-#define READY_ENV		"GRASPD_READY_FD"
+#define READY_ENV	   "GRASPD_READY_FD"
 /* The role is ready. */
-#define READY_MSG		"READY=1\n"
+#define READY_MSG	   "READY=1\n"
 /* The role is still starting and made progress. */
-#define READY_EXTEND		"EXTEND=1\n"
+#define READY_EXTEND	   "EXTEND=1\n"
 /* Ours: the role exits CONFIG_EXIT; the rest of the line says why. */
-#define READY_ERROR		"ERROR="
+#define READY_ERROR	   "ERROR="
 /* Ours: longest READY_ERROR line the supervisor keeps, with its newline. */
-#define READY_ERROR_MAX		320
+#define READY_ERROR_MAX	   320
 /* Ours: seconds between two progress lines of one role. */
-#define READY_EXTEND_EVERY	5.0
+#define READY_EXTEND_EVERY 5.0
 
 /*
  * Writes READY_MSG to the readiness descriptor if the supervisor gave one,
  * closes it and forgets it.  Never exits; a bad descriptor is logged.
  */
-void	ready_notify(void);
+void ready_notify(void);
 
 /*
  * Cheap enough to call for every row of a start-up scan: writes
  * READY_EXTEND at most every READY_EXTEND_EVERY seconds while the
  * readiness descriptor is open.
  */
-void	ready_progress(void);
+void ready_progress(void);
 
 /*
  * A configuration error found at start: logs the message (log_warnx),
@@ -44,7 +44,7 @@ void	ready_progress(void);
  * supervisor can show it (graspctl status, the console of graspd -D), and
  * exits CONFIG_EXIT.
  */
-void	ready_config_fail(const char *fmt, ...)
-	    __attribute__((noreturn, format(printf, 1, 2)));
+void ready_config_fail(const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 1, 2)));
 
 #endif

@@ -16,9 +16,9 @@
 
 /* One distinct accepted relay while the tags are read. */
 struct cand {
-	char		*c_key;
-	unsigned	 c_flags;
-	int		 c_out;		/* index in rl_key, or -1 */
+	char	*c_key;
+	unsigned c_flags;
+	int	 c_out; /* index in rl_key, or -1 */
 };
 
 static int
@@ -31,7 +31,7 @@ is_tag_r(const struct event_tag *t)
 static unsigned
 marker_flags(const struct event_tag *t)
 {
-	const struct estr	*m;
+	const struct estr *m;
 
 	if (t->n < 3)
 		return RELAYLIST_READ | RELAYLIST_WRITE;
@@ -62,10 +62,10 @@ take(struct relaylist *out, struct cand *c)
 
 /* Appends the first candidates with all of want and none of unwanted. */
 static void
-select_into(struct relaylist *out, enum relaylist_purpose p,
-    struct cand *cv, size_t n, unsigned want, unsigned unwanted)
+select_into(struct relaylist *out, enum relaylist_purpose p, struct cand *cv,
+    size_t n, unsigned want, unsigned unwanted)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n && out->rl_n[p] < RELAYLIST_PER_PURPOSE; i++) {
 		if ((cv[i].c_flags & want) != want ||
@@ -79,13 +79,13 @@ int
 relaylist_parse(const struct event *ev, unsigned urlflags,
     const char *const self_keys[], size_t nself, struct relaylist *out)
 {
-	struct hmap	 seen = HMAP_INIT;
-	struct cand	*cv = NULL, *c;
-	size_t		 n = 0, cap = 0, i;
-	char		 key[RELAYURL_MAX + 1];
-	unsigned	 fl;
-	uint32_t	 t;
-	void		*v;
+	struct hmap  seen = HMAP_INIT;
+	struct cand *cv = NULL, *c;
+	size_t	     n = 0, cap = 0, i;
+	char	     key[RELAYURL_MAX + 1];
+	unsigned     fl;
+	uint32_t     t;
+	void	    *v;
 
 	memset(out, 0, sizeof(*out));
 	if (ev->kind != KIND_RELAY_LIST)
@@ -103,8 +103,8 @@ relaylist_parse(const struct event *ev, unsigned urlflags,
 			continue;
 		}
 		if (relayurl_canon(tg->v[1].s, tg->v[1].len, urlflags, key,
-		    sizeof(key), NULL) == -1 || (nself > 0 &&
-		    relayurl_is_self(key, self_keys, nself))) {
+			sizeof(key), NULL) == -1 ||
+		    (nself > 0 && relayurl_is_self(key, self_keys, nself))) {
 			out->rl_refused++;
 			continue;
 		}
@@ -136,7 +136,7 @@ relaylist_parse(const struct event *ev, unsigned urlflags,
 	select_into(out, RELAYLIST_REPO_INBOX, cv, n, RELAYLIST_READ, 0);
 
 	for (i = 0; i < n; i++)
-		free(cv[i].c_key);	/* the ones no purpose took */
+		free(cv[i].c_key); /* the ones no purpose took */
 	free(cv);
 	hmap_free(&seen);
 	return 0;
@@ -145,7 +145,7 @@ relaylist_parse(const struct event *ev, unsigned urlflags,
 void
 relaylist_clear(struct relaylist *rl)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < rl->rl_nkeys; i++)
 		free(rl->rl_key[i]);
@@ -153,8 +153,7 @@ relaylist_clear(struct relaylist *rl)
 }
 
 const char *
-relaylist_get(const struct relaylist *rl, enum relaylist_purpose p,
-    size_t i)
+relaylist_get(const struct relaylist *rl, enum relaylist_purpose p, size_t i)
 {
 	if ((unsigned)p >= RELAYLIST_NPURPOSES || i >= rl->rl_n[p])
 		return NULL;
@@ -182,9 +181,9 @@ int
 relaylist_deleted_by(const struct event *ev, const uint8_t list_id[32],
     int64_t list_at)
 {
-	char		 addr[80], hex[65];
-	uint8_t		 id[32];
-	uint32_t	 t;
+	char	 addr[80], hex[65];
+	uint8_t	 id[32];
+	uint32_t t;
 
 	hex_encode(ev->pubkey, 32, hex);
 	snprintf(addr, sizeof(addr), "%u:%s:", KIND_RELAY_LIST, hex);
@@ -193,8 +192,9 @@ relaylist_deleted_by(const struct event *ev, const uint8_t list_id[32],
 
 		if (tg->n < 2)
 			continue;
-		if (strcmp(tg->v[0].s, "e") == 0 && hex_decode(tg->v[1].s,
-		    tg->v[1].len, id, 32) == 0 && memcmp(id, list_id, 32) == 0)
+		if (strcmp(tg->v[0].s, "e") == 0 &&
+		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0 &&
+		    memcmp(id, list_id, 32) == 0)
 			return 1;
 		if (strcmp(tg->v[0].s, "a") == 0 &&
 		    tg->v[1].len == strlen(addr) &&

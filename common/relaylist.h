@@ -33,7 +33,7 @@ struct event;
  * purpose, taken in published tag order"; a hard internal constant, not
  * a configuration option.
  */
-#define RELAYLIST_PER_PURPOSE	4
+#define RELAYLIST_PER_PURPOSE 4
 
 /* The GRASP-03 purposes of an author's relays, in the text's order. */
 enum relaylist_purpose {
@@ -50,8 +50,8 @@ enum relaylist_purpose {
 };
 
 /* NIP-65 markers of an entry: "read", "write", or both when unmarked. */
-#define RELAYLIST_READ		0x01
-#define RELAYLIST_WRITE		0x02
+#define RELAYLIST_READ	0x01
+#define RELAYLIST_WRITE 0x02
 
 /*
  * Distinct relays the selections can name together: the inbox purposes
@@ -59,22 +59,22 @@ enum relaylist_purpose {
  * the history mailboxes a subset of both (their read-only fill comes from
  * the first read entries).
  */
-#define RELAYLIST_MAX_KEYS	(2 * RELAYLIST_PER_PURPOSE)
+#define RELAYLIST_MAX_KEYS (2 * RELAYLIST_PER_PURPOSE)
 
 struct relaylist {
 	/* The relays some purpose selected: canonical keys, owned. */
-	char		*rl_key[RELAYLIST_MAX_KEYS];
-	unsigned	 rl_flags[RELAYLIST_MAX_KEYS];	/* RELAYLIST_READ... */
-	size_t		 rl_nkeys;
+	char	*rl_key[RELAYLIST_MAX_KEYS];
+	unsigned rl_flags[RELAYLIST_MAX_KEYS]; /* RELAYLIST_READ... */
+	size_t	 rl_nkeys;
 	/* Per purpose, indexes into rl_key, in published tag order. */
-	uint8_t		 rl_slot[RELAYLIST_NPURPOSES][RELAYLIST_PER_PURPOSE];
-	size_t		 rl_n[RELAYLIST_NPURPOSES];
+	uint8_t	 rl_slot[RELAYLIST_NPURPOSES][RELAYLIST_PER_PURPOSE];
+	size_t	 rl_n[RELAYLIST_NPURPOSES];
 	/* What the parse saw (views and tests). */
-	unsigned	 rl_r_tags;	/* "r" tags with a value */
-	unsigned	 rl_bad_marker;	/* ignored for their marker */
-	unsigned	 rl_refused;	/* failed hygiene, or this relay */
-	unsigned	 rl_duplicates;	/* merged into an earlier spelling */
-	unsigned	 rl_distinct;	/* distinct accepted relays */
+	unsigned rl_r_tags;	/* "r" tags with a value */
+	unsigned rl_bad_marker; /* ignored for their marker */
+	unsigned rl_refused;	/* failed hygiene, or this relay */
+	unsigned rl_duplicates; /* merged into an earlier spelling */
+	unsigned rl_distinct;	/* distinct accepted relays */
 };
 
 /*
@@ -86,28 +86,27 @@ struct relaylist {
  * takes a slot.  Returns 0, or -1 if ev is not a kind 10002 (out is then
  * empty).  Free with relaylist_clear().
  */
-int		 relaylist_parse(const struct event *ev, unsigned urlflags,
-		    const char *const self_keys[], size_t n,
-		    struct relaylist *out);
+int relaylist_parse(const struct event *ev, unsigned urlflags,
+    const char *const self_keys[], size_t n, struct relaylist *out);
 
 /* Releases what the list owns and empties it.  Idempotent. */
-void		 relaylist_clear(struct relaylist *);
+void relaylist_clear(struct relaylist *);
 /*
  * 1 if ev, a kind 5 by the list's author, withdraws the stored kind 10002
  * list_id of created_at list_at (NIP-09: by id, or by its address with a
  * created_at not older); else 0.  The caller checks the author.
  */
-int		 relaylist_deleted_by(const struct event *ev,
-		    const uint8_t list_id[32], int64_t list_at);
+int  relaylist_deleted_by(const struct event *ev, const uint8_t list_id[32],
+     int64_t list_at);
 
 /*
  * The i-th relay (canonical key, owned by the list) of purpose p, or NULL
  * when i >= rl_n[p].
  */
-const char	*relaylist_get(const struct relaylist *,
-		    enum relaylist_purpose p, size_t i);
+const char *relaylist_get(const struct relaylist *, enum relaylist_purpose p,
+    size_t i);
 
 /* "inbox", "outbox", "history", "repo_inbox"; "?" for anything else. */
-const char	*relaylist_purpose_name(enum relaylist_purpose);
+const char *relaylist_purpose_name(enum relaylist_purpose);
 
 #endif

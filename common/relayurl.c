@@ -24,11 +24,11 @@
 #include "relayurl.h"
 
 /* Puts a limit from relayurl.h into a refusal reason. */
-#define RU_STR(x)		#x
-#define RU_XSTR(x)		RU_STR(x)
+#define RU_STR(x)  #x
+#define RU_XSTR(x) RU_STR(x)
 
 /* Both flags lift the private-target refusals; see relayurl.h. */
-#define RELAYURL_ANY_ADDR	(RELAYURL_TRUSTED | RELAYURL_ALLOW_PRIVATE)
+#define RELAYURL_ANY_ADDR (RELAYURL_TRUSTED | RELAYURL_ALLOW_PRIVATE)
 
 /*
  * nips.md 6.2 rule 12: special-use and de-facto private zones (RFC 6761,
@@ -36,8 +36,17 @@
  * here: the design's vectors accept wss://xn--ida.example.
  */
 static const char *const special_zones[] = {
-	"localhost", "local", "internal", "home.arpa", "lan", "localdomain",
-	"intranet", "corp", "private", "test", "invalid",
+	"localhost",
+	"local",
+	"internal",
+	"home.arpa",
+	"lan",
+	"localdomain",
+	"intranet",
+	"corp",
+	"private",
+	"test",
+	"invalid",
 };
 
 /* nips.md 6.2 rule 12: overlay networks, refused without a proxy. */
@@ -45,25 +54,25 @@ static const char *const overlay_zones[] = { "onion", "i2p" };
 
 /* nips.md 6.2 rule 14: IPv4 ranges that are not globally routable. */
 static const struct {
-	uint32_t	net;
-	unsigned	bits;
+	uint32_t net;
+	unsigned bits;
 } v4_refused[] = {
-	{ 0x00000000, 8 },	/* 0.0.0.0/8, "this network" */
-	{ 0x0a000000, 8 },	/* 10.0.0.0/8, private */
-	{ 0x64400000, 10 },	/* 100.64.0.0/10, CGNAT */
-	{ 0x7f000000, 8 },	/* 127.0.0.0/8, loopback */
-	{ 0xa9fe0000, 16 },	/* 169.254.0.0/16, link-local, metadata */
-	{ 0xac100000, 12 },	/* 172.16.0.0/12, private */
-	{ 0xc0000000, 24 },	/* 192.0.0.0/24, IETF protocol assignments */
-	{ 0xc0000200, 24 },	/* 192.0.2.0/24, TEST-NET-1 */
-	{ 0xc0586300, 24 },	/* 192.88.99.0/24, 6to4 relay anycast */
-	{ 0xc0a80000, 16 },	/* 192.168.0.0/16, private */
-	{ 0xc6120000, 15 },	/* 198.18.0.0/15, benchmarking */
-	{ 0xc6336400, 24 },	/* 198.51.100.0/24, TEST-NET-2 */
-	{ 0xcb007100, 24 },	/* 203.0.113.0/24, TEST-NET-3 */
-	{ 0xe0000000, 4 },	/* 224.0.0.0/4, multicast */
-	{ 0xf0000000, 4 },	/* 240.0.0.0/4, reserved */
-	{ 0xffffffff, 32 },	/* 255.255.255.255, broadcast */
+	{ 0x00000000, 8 },  /* 0.0.0.0/8, "this network" */
+	{ 0x0a000000, 8 },  /* 10.0.0.0/8, private */
+	{ 0x64400000, 10 }, /* 100.64.0.0/10, CGNAT */
+	{ 0x7f000000, 8 },  /* 127.0.0.0/8, loopback */
+	{ 0xa9fe0000, 16 }, /* 169.254.0.0/16, link-local, metadata */
+	{ 0xac100000, 12 }, /* 172.16.0.0/12, private */
+	{ 0xc0000000, 24 }, /* 192.0.0.0/24, IETF protocol assignments */
+	{ 0xc0000200, 24 }, /* 192.0.2.0/24, TEST-NET-1 */
+	{ 0xc0586300, 24 }, /* 192.88.99.0/24, 6to4 relay anycast */
+	{ 0xc0a80000, 16 }, /* 192.168.0.0/16, private */
+	{ 0xc6120000, 15 }, /* 198.18.0.0/15, benchmarking */
+	{ 0xc6336400, 24 }, /* 198.51.100.0/24, TEST-NET-2 */
+	{ 0xcb007100, 24 }, /* 203.0.113.0/24, TEST-NET-3 */
+	{ 0xe0000000, 4 },  /* 224.0.0.0/4, multicast */
+	{ 0xf0000000, 4 },  /* 240.0.0.0/4, reserved */
+	{ 0xffffffff, 32 }, /* 255.255.255.255, broadcast */
 };
 
 /*
@@ -72,34 +81,33 @@ static const struct {
  * instead (see v6_global).
  */
 static const struct {
-	uint8_t		pfx[16];
-	unsigned	bits;
+	uint8_t	 pfx[16];
+	unsigned bits;
 } v6_refused[] = {
-	{ { 0 }, 96 },			/* ::/96, incl. ::, ::1 */
+	{ { 0 }, 96 }, /* ::/96, incl. ::, ::1 */
 	/* 64:ff9b:1::/48, local-use NAT64: its IPv4 position varies. */
 	{ { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48 },
-	{ { 0x01, 0x00 }, 64 },		/* 100::/64, discard */
-	{ { 0x20, 0x01 }, 23 },		/* 2001::/23, incl. Teredo */
-	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32 },	/* 2001:db8::/32, docs */
-	{ { 0x3f, 0xff }, 20 },		/* 3fff::/20, documentation */
-	{ { 0x5f, 0x00 }, 16 },		/* 5f00::/16, segment routing */
-	{ { 0xfc }, 7 },		/* fc00::/7, unique local */
-	{ { 0xfe, 0x80 }, 10 },		/* fe80::/10, link-local */
-	{ { 0xfe, 0xc0 }, 10 },		/* fec0::/10, site-local */
-	{ { 0xff }, 8 },		/* ff00::/8, multicast */
+	{ { 0x01, 0x00 }, 64 },		    /* 100::/64, discard */
+	{ { 0x20, 0x01 }, 23 },		    /* 2001::/23, incl. Teredo */
+	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32 }, /* 2001:db8::/32, docs */
+	{ { 0x3f, 0xff }, 20 },		    /* 3fff::/20, documentation */
+	{ { 0x5f, 0x00 }, 16 },		    /* 5f00::/16, segment routing */
+	{ { 0xfc }, 7 },		    /* fc00::/7, unique local */
+	{ { 0xfe, 0x80 }, 10 },		    /* fe80::/10, link-local */
+	{ { 0xfe, 0xc0 }, 10 },		    /* fec0::/10, site-local */
+	{ { 0xff }, 8 },		    /* ff00::/8, multicast */
 };
 
 /* The /96 prefixes that carry an IPv4 address: mapped, NAT64 (RFC 6052). */
-static const uint8_t	v6_mapped[12] = {
-	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
-};
-static const uint8_t	v6_nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+static const uint8_t v6_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
+	0xff };
+static const uint8_t v6_nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
 
 /* The key being built; over is set once it would pass RELAYURL_MAX. */
 struct kbuf {
-	char	k_data[RELAYURL_MAX + 1];
-	size_t	k_len;
-	int	k_over;
+	char   k_data[RELAYURL_MAX + 1];
+	size_t k_len;
+	int    k_over;
 };
 
 static void
@@ -168,8 +176,8 @@ is_pchar(int c)
 static int
 has_prefix_bits(const uint8_t *a, const uint8_t *pfx, unsigned bits)
 {
-	unsigned	full = bits / 8, rem = bits % 8;
-	uint8_t		mask;
+	unsigned full = bits / 8, rem = bits % 8;
+	uint8_t	 mask;
 
 	if (memcmp(a, pfx, full) != 0)
 		return 0;
@@ -183,11 +191,12 @@ has_prefix_bits(const uint8_t *a, const uint8_t *pfx, unsigned bits)
 static int
 v4_global(uint32_t a)
 {
-	size_t		i;
-	uint32_t	mask;
+	size_t	 i;
+	uint32_t mask;
 
 	for (i = 0; i < sizeof(v4_refused) / sizeof(v4_refused[0]); i++) {
-		mask = v4_refused[i].bits == 32 ? 0xffffffffu :
+		mask = v4_refused[i].bits == 32 ?
+		    0xffffffffu :
 		    ~(0xffffffffu >> v4_refused[i].bits);
 		if ((a & mask) == v4_refused[i].net)
 			return 0;
@@ -206,12 +215,12 @@ v4_at(const uint8_t *p)
 static int
 v6_global(const uint8_t a[16])
 {
-	size_t	i;
+	size_t i;
 
 	/* These carry an IPv4 address a client would end up talking to. */
 	if (memcmp(a, v6_mapped, 12) == 0 || memcmp(a, v6_nat64, 12) == 0)
 		return v4_global(v4_at(a + 12));
-	if (a[0] == 0x20 && a[1] == 0x02)	/* 2002::/16, 6to4 */
+	if (a[0] == 0x20 && a[1] == 0x02) /* 2002::/16, 6to4 */
 		return v4_global(v4_at(a + 2));
 	for (i = 0; i < sizeof(v6_refused) / sizeof(v6_refused[0]); i++)
 		if (has_prefix_bits(a, v6_refused[i].pfx, v6_refused[i].bits))
@@ -224,7 +233,7 @@ v6_global(const uint8_t a[16])
 static int
 name_under(const char *h, size_t n, const char *zone)
 {
-	size_t	z = strlen(zone);
+	size_t z = strlen(zone);
 
 	if (n == z)
 		return memcmp(h, zone, z) == 0;
@@ -234,7 +243,7 @@ name_under(const char *h, size_t n, const char *zone)
 static int
 name_in(const char *h, size_t n, const char *const zones[], size_t nz)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < nz; i++)
 		if (name_under(h, n, zones[i]))
@@ -251,7 +260,7 @@ canon_ipv6(const char *s, size_t n, unsigned flags, struct kbuf *k,
     const char **why)
 {
 	char		txt[INET6_ADDRSTRLEN];
-	struct in6_addr	a;
+	struct in6_addr a;
 	size_t		i;
 
 	if (n == 0) {
@@ -295,9 +304,9 @@ static int
 canon_name(const char *s, size_t n, unsigned flags, struct kbuf *k,
     const char **why)
 {
-	char		h[RELAYURL_MAX + 1], txt[INET_ADDRSTRLEN];
-	struct in_addr	a;
-	size_t		i, lab, last;
+	char	       h[RELAYURL_MAX + 1], txt[INET_ADDRSTRLEN];
+	struct in_addr a;
+	size_t	       i, lab, last;
 
 	if (memchr(s, '%', n) != NULL) {
 		*why = "rule 9: '%' in host";
@@ -313,8 +322,8 @@ canon_name(const char *s, size_t n, unsigned flags, struct kbuf *k,
 		return -1;
 	}
 	if (n > RELAYURL_HOST_MAX) {
-		*why = "rule 10: host name longer than "
-		    RU_XSTR(RELAYURL_HOST_MAX) " bytes";
+		*why = "rule 10: host name longer than " RU_XSTR(
+		    RELAYURL_HOST_MAX) " bytes";
 		return -1;
 	}
 
@@ -327,8 +336,8 @@ canon_name(const char *s, size_t n, unsigned flags, struct kbuf *k,
 				return -1;
 			}
 			if (i - lab > RELAYURL_LABEL_MAX) {
-				*why = "rule 10: label longer than "
-				    RU_XSTR(RELAYURL_LABEL_MAX) " bytes";
+				*why = "rule 10: label longer than " RU_XSTR(
+				    RELAYURL_LABEL_MAX) " bytes";
 				return -1;
 			}
 			if (h[lab] == '-' || h[i - 1] == '-') {
@@ -346,7 +355,7 @@ canon_name(const char *s, size_t n, unsigned flags, struct kbuf *k,
 		if (!is_digit(h[i]) && !(h[i] >= 'a' && h[i] <= 'z') &&
 		    h[i] != '-') {
 			*why = "rule 10: host name is not letters, digits, "
-			    "'-' and '.'";
+			       "'-' and '.'";
 			return -1;
 		}
 	}
@@ -374,13 +383,13 @@ canon_name(const char *s, size_t n, unsigned flags, struct kbuf *k,
 	}
 
 	if (name_in(h, n, overlay_zones,
-	    sizeof(overlay_zones) / sizeof(overlay_zones[0]))) {
+		sizeof(overlay_zones) / sizeof(overlay_zones[0]))) {
 		*why = "rule 12: .onion and .i2p need a proxy graspd lacks";
 		return -1;
 	}
 	if (!(flags & RELAYURL_ANY_ADDR)) {
 		if (name_in(h, n, special_zones,
-		    sizeof(special_zones) / sizeof(special_zones[0]))) {
+			sizeof(special_zones) / sizeof(special_zones[0]))) {
 			*why = "rule 12: special-use or private host name";
 			return -1;
 		}
@@ -400,8 +409,8 @@ canon_name(const char *s, size_t n, unsigned flags, struct kbuf *k,
 static int
 parse_port(const char *s, size_t n, int *port, const char **why)
 {
-	long	v = 0;
-	size_t	i;
+	long   v = 0;
+	size_t i;
 
 	if (n == 0) {
 		*why = "rule 15: empty port";
@@ -414,14 +423,14 @@ parse_port(const char *s, size_t n, int *port, const char **why)
 		}
 		v = v * 10 + (s[i] - '0');
 		if (v > RELAYURL_PORT_MAX) {
-			*why = "rule 15: port out of range 1-"
-			    RU_XSTR(RELAYURL_PORT_MAX);
+			*why = "rule 15: port out of range 1-" RU_XSTR(
+			    RELAYURL_PORT_MAX);
 			return -1;
 		}
 	}
 	if (v == 0) {
-		*why = "rule 15: port out of range 1-"
-		    RU_XSTR(RELAYURL_PORT_MAX);
+		*why =
+		    "rule 15: port out of range 1-" RU_XSTR(RELAYURL_PORT_MAX);
 		return -1;
 	}
 	*port = (int)v;
@@ -447,7 +456,7 @@ pct_triplet(const char *s, const char *e, char t[3])
 static int
 dot_segment(const char *s, const char *e)
 {
-	int	dots = 0;
+	int dots = 0;
 
 	while (s < e) {
 		if (*s == '.')
@@ -466,9 +475,9 @@ dot_segment(const char *s, const char *e)
 static int
 canon_path(const char *s, const char *e, struct kbuf *k, const char **why)
 {
-	const char	*seg, *p;
-	char		 t[3];
-	int		 any = 0;
+	const char *seg, *p;
+	char	    t[3];
+	int	    any = 0;
 
 	while (s < e) {
 		if (*s == '/') {
@@ -494,7 +503,7 @@ canon_path(const char *s, const char *e, struct kbuf *k, const char **why)
 				    strncmp(t, "%2F", 3) == 0 ||
 				    strncmp(t, "%5C", 3) == 0) {
 					*why = "rule 16: %00, %20, %2F or %5C "
-					    "in path";
+					       "in path";
 					return -1;
 				}
 				kput(k, t, 3);
@@ -521,8 +530,8 @@ canon_path(const char *s, const char *e, struct kbuf *k, const char **why)
 static int
 canon_query(const char *s, const char *e, struct kbuf *k, const char **why)
 {
-	const char	*p;
-	char		 t[3];
+	const char *p;
+	char	    t[3];
 
 	if (s == e)
 		return 0;
@@ -554,11 +563,11 @@ canon(const char *in, size_t len, unsigned flags, struct kbuf *k,
     const char **why)
 {
 	/* Room for "wss://" in front of a scheme-less trusted value. */
-	char		 v[RELAYURL_MAX + sizeof("wss://")];
-	const char	*s = in, *e = in + len, *sep, *rest, *auth_end;
-	const char	*hend, *colon, *path_end, *query_end;
-	size_t		 n, i, slen;
-	int		 tls, port = 0, has_port = 0;
+	char	    v[RELAYURL_MAX + sizeof("wss://")];
+	const char *s = in, *e = in + len, *sep, *rest, *auth_end;
+	const char *hend, *colon, *path_end, *query_end;
+	size_t	    n, i, slen;
+	int	    tls, port = 0, has_port = 0;
 
 	while (s < e && is_space(*s))
 		s++;
@@ -570,7 +579,7 @@ canon(const char *in, size_t len, unsigned flags, struct kbuf *k,
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		unsigned char	c = (unsigned char)s[i];
+		unsigned char c = (unsigned char)s[i];
 
 		if (c <= 0x20 || c == 0x7f || c >= 0x80) {
 			*why = "rule 2: control, space or non-ASCII byte";
@@ -639,7 +648,7 @@ canon(const char *in, size_t len, unsigned flags, struct kbuf *k,
 			return -1;
 		}
 		if (canon_ipv6(rest + 1, (size_t)(hend - rest - 1), flags, k,
-		    why) == -1)
+			why) == -1)
 			return -1;
 		colon = hend + 1;
 		if (colon < auth_end && *colon != ':') {
@@ -660,13 +669,12 @@ canon(const char *in, size_t len, unsigned flags, struct kbuf *k,
 	}
 	if (colon < auth_end) {
 		if (parse_port(colon + 1, (size_t)(auth_end - colon - 1), &port,
-		    why) == -1)
+			why) == -1)
 			return -1;
 		has_port = 1;
 	}
-	if (has_port &&
-	    port != (tls ? RELAYURL_WSS_PORT : RELAYURL_WS_PORT)) {
-		char	pbuf[8];
+	if (has_port && port != (tls ? RELAYURL_WSS_PORT : RELAYURL_WS_PORT)) {
+		char pbuf[8];
 
 		snprintf(pbuf, sizeof(pbuf), ":%d", port);
 		kputs(k, pbuf);
@@ -682,8 +690,8 @@ canon(const char *in, size_t len, unsigned flags, struct kbuf *k,
 			return -1;
 	}
 	if (k->k_over) {
-		*why = "rule 1: key longer than " RU_XSTR(RELAYURL_MAX)
-		    " bytes";
+		*why =
+		    "rule 1: key longer than " RU_XSTR(RELAYURL_MAX) " bytes";
 		return -1;
 	}
 	return 0;
@@ -693,8 +701,8 @@ int
 relayurl_canon(const char *in, size_t len, unsigned flags, char *out,
     size_t outlen, const char **why)
 {
-	struct kbuf	 k;
-	const char	*dummy;
+	struct kbuf k;
+	const char *dummy;
 
 	if (why == NULL)
 		why = &dummy;
@@ -715,7 +723,7 @@ relayurl_canon(const char *in, size_t len, unsigned flags, char *out,
 static size_t
 origin_len(const char *key)
 {
-	const char	*sep = strstr(key, "://");
+	const char *sep = strstr(key, "://");
 
 	if (sep == NULL)
 		return strlen(key);
@@ -725,12 +733,12 @@ origin_len(const char *key)
 int
 relayurl_is_self(const char *key, const char *const self_keys[], size_t n)
 {
-	char		 ck[RELAYURL_MAX + 1];
-	const char	*k = key;
-	size_t		 i, kl;
+	char	    ck[RELAYURL_MAX + 1];
+	const char *k = key;
+	size_t	    i, kl;
 
-	if (relayurl_canon(key, strlen(key), RELAYURL_ANY_ADDR, ck,
-	    sizeof(ck), NULL) == 0)
+	if (relayurl_canon(key, strlen(key), RELAYURL_ANY_ADDR, ck, sizeof(ck),
+		NULL) == 0)
 		k = ck;
 	kl = origin_len(k);
 	for (i = 0; i < n; i++)
@@ -741,21 +749,20 @@ relayurl_is_self(const char *key, const char *const self_keys[], size_t n)
 }
 
 int
-relayurl_self_keys(const char *domain, char out[][RELAYURL_MAX + 1],
-    size_t max)
+relayurl_self_keys(const char *domain, char out[][RELAYURL_MAX + 1], size_t max)
 {
 	static const char *const schemes[] = { "wss://", "ws://" };
-	char		 url[RELAYURL_MAX + sizeof("wss://")];
-	char		 key[RELAYURL_MAX + 1];
-	size_t		 i, nout = 0;
-	int		 len;
+	char			 url[RELAYURL_MAX + sizeof("wss://")];
+	char			 key[RELAYURL_MAX + 1];
+	size_t			 i, nout = 0;
+	int			 len;
 
 	for (i = 0; i < 2; i++) {
 		len = snprintf(url, sizeof(url), "%s%s", schemes[i], domain);
 		if (len < 0 || (size_t)len >= sizeof(url))
 			return -1;
 		if (relayurl_canon(url, (size_t)len, RELAYURL_TRUSTED, key,
-		    sizeof(key), NULL) == -1)
+			sizeof(key), NULL) == -1)
 			return -1;
 		if (nout < max)
 			memcpy(out[nout++], key, sizeof(key));
@@ -766,8 +773,8 @@ relayurl_self_keys(const char *domain, char out[][RELAYURL_MAX + 1],
 int
 relayurl_self_init(struct relayurl_self *self, const char *domain)
 {
-	int	n;
-	size_t	i;
+	int    n;
+	size_t i;
 
 	memset(self, 0, sizeof(*self));
 	if (domain == NULL)
@@ -782,14 +789,13 @@ relayurl_self_init(struct relayurl_self *self, const char *domain)
 }
 
 void
-relayurl_add_trusted(char ***vp, size_t *np, const char *url,
-    const char *what)
+relayurl_add_trusted(char ***vp, size_t *np, const char *url, const char *what)
 {
-	char		 key[RELAYURL_MAX + 1];
-	const char	*why;
+	char	    key[RELAYURL_MAX + 1];
+	const char *why;
 
-	if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key,
-	    sizeof(key), &why) == -1) {
+	if (relayurl_canon(url, strlen(url), RELAYURL_TRUSTED, key, sizeof(key),
+		&why) == -1) {
 		log_warnx("%s %s ignored: %s", what, url, why);
 		return;
 	}
@@ -799,13 +805,14 @@ relayurl_add_trusted(char ***vp, size_t *np, const char *url,
 int
 relayurl_parse(const char *key, struct relayurl *out)
 {
-	char		 ck[RELAYURL_MAX + 1];
-	const char	*auth, *auth_end, *hs, *he, *colon;
-	struct in_addr	 a4;
-	size_t		 n;
+	char	       ck[RELAYURL_MAX + 1];
+	const char    *auth, *auth_end, *hs, *he, *colon;
+	struct in_addr a4;
+	size_t	       n;
 
-	if (relayurl_canon(key, strlen(key), RELAYURL_ANY_ADDR, ck,
-	    sizeof(ck), NULL) == -1 || strcmp(ck, key) != 0)
+	if (relayurl_canon(key, strlen(key), RELAYURL_ANY_ADDR, ck, sizeof(ck),
+		NULL) == -1 ||
+	    strcmp(ck, key) != 0)
 		return -1;
 
 	memset(out, 0, sizeof(*out));
@@ -841,16 +848,16 @@ relayurl_parse(const char *key, struct relayurl *out)
 		for (colon++; colon < auth_end; colon++)
 			out->ru_port = out->ru_port * 10 + (*colon - '0');
 	} else
-		out->ru_port = out->ru_tls ? RELAYURL_WSS_PORT :
-		    RELAYURL_WS_PORT;
+		out->ru_port =
+		    out->ru_tls ? RELAYURL_WSS_PORT : RELAYURL_WS_PORT;
 	return 0;
 }
 
 int
 relayurl_check_resolved(const struct sockaddr *sa, unsigned flags)
 {
-	const struct sockaddr_in	*sin;
-	const struct sockaddr_in6	*sin6;
+	const struct sockaddr_in  *sin;
+	const struct sockaddr_in6 *sin6;
 
 	switch (sa->sa_family) {
 	case AF_INET:
@@ -872,11 +879,11 @@ int
 relayurl_resolve_checked(const char *key, unsigned flags,
     struct sockaddr_storage *out, socklen_t *outlen, const char **why)
 {
-	struct relayurl	 ru;
-	struct addrinfo	 hints, *res = NULL, *ai;
-	const char	*dummy;
-	char		 port[8];
-	int		 rc;
+	struct relayurl ru;
+	struct addrinfo hints, *res = NULL, *ai;
+	const char     *dummy;
+	char		port[8];
+	int		rc;
 
 	if (why == NULL)
 		why = &dummy;

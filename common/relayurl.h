@@ -23,18 +23,18 @@
 #include <stddef.h>
 
 /* nips.md 6.2 rule 1: longest accepted URL (after trimming) and key. */
-#define RELAYURL_MAX		255
+#define RELAYURL_MAX	   255
 /* RFC 1035 2.3.4, nips.md 6.2 rule 10: longest host name, no final dot. */
-#define RELAYURL_HOST_MAX	253
+#define RELAYURL_HOST_MAX  253
 /* RFC 1035 2.3.4, nips.md 6.2 rule 10: longest label of a host name. */
-#define RELAYURL_LABEL_MAX	63
+#define RELAYURL_LABEL_MAX 63
 /* nips.md 6.2 rule 15 and 6.3 (RFC 6455 3): default ports, dropped. */
-#define RELAYURL_WSS_PORT	443
-#define RELAYURL_WS_PORT	80
+#define RELAYURL_WSS_PORT  443
+#define RELAYURL_WS_PORT   80
 /* nips.md 6.2 rule 15: the largest port. */
-#define RELAYURL_PORT_MAX	65535
+#define RELAYURL_PORT_MAX  65535
 /* Ours: keys of this relay itself, its wss:// and ws:// spellings. */
-#define RELAYURL_SELF_MAX	2
+#define RELAYURL_SELF_MAX  2
 
 /*
  * Flags of relayurl_canon() and the connect-time checks.
@@ -51,25 +51,25 @@
  * Neither lets .onion or .i2p through: graspd has no Tor or I2P proxy,
  * and a lookup would leak the name to DNS.
  */
-#define RELAYURL_TRUSTED	0x01
-#define RELAYURL_ALLOW_PRIVATE	0x02
+#define RELAYURL_TRUSTED       0x01
+#define RELAYURL_ALLOW_PRIVATE 0x02
 
 /*
  * A canonical key taken apart for dialling (relayurl_parse).  All strings
  * are NUL-terminated and live in the struct.
  */
 struct relayurl {
-	char	ru_scheme[4];		/* "ws" or "wss" */
-	int	ru_tls;			/* 1 for wss */
+	char ru_scheme[4]; /* "ws" or "wss" */
+	int  ru_tls;	   /* 1 for wss */
 	/* Name or IP address, IPv6 without brackets: for getaddrinfo, SNI. */
-	char	ru_host[RELAYURL_MAX + 1];
+	char ru_host[RELAYURL_MAX + 1];
 	/* host[:port] as in the key (IPv6 bracketed): the Host header. */
-	char	ru_authority[RELAYURL_MAX + 1];
-	int	ru_port;		/* explicit, or the scheme default */
+	char ru_authority[RELAYURL_MAX + 1];
+	int  ru_port; /* explicit, or the scheme default */
 	/* AF_INET or AF_INET6 for an IP literal, AF_UNSPEC for a name. */
-	int	ru_family;
+	int  ru_family;
 	/* Path and "?query": the request-target of the websocket GET. */
-	char	ru_target[RELAYURL_MAX + 1];
+	char ru_target[RELAYURL_MAX + 1];
 };
 
 /*
@@ -86,8 +86,8 @@ struct relayurl {
  * NULL) set to a static string naming the rule that refused the value;
  * out is then unspecified.
  */
-int	relayurl_canon(const char *in, size_t len, unsigned flags, char *out,
-	    size_t outlen, const char **why);
+int relayurl_canon(const char *in, size_t len, unsigned flags, char *out,
+    size_t outlen, const char **why);
 
 /*
  * Returns 1 if key names this relay itself, else 0 (nips.md 6.2 rule 21).
@@ -96,8 +96,7 @@ int	relayurl_canon(const char *in, size_t len, unsigned flags, char *out,
  * relayurl_self_keys().  The comparison is on scheme, host and port only:
  * every path and query of our own origin is ourselves.
  */
-int	relayurl_is_self(const char *key, const char *const self_keys[],
-	    size_t n);
+int relayurl_is_self(const char *key, const char *const self_keys[], size_t n);
 
 /*
  * Writes the canonical wss:// and ws:// keys of domain (NGIT_DOMAIN,
@@ -105,14 +104,14 @@ int	relayurl_is_self(const char *key, const char *const self_keys[],
  * keys).  Returns the number of keys written, or -1 if domain is not a
  * valid host[:port].
  */
-int	relayurl_self_keys(const char *domain, char out[][RELAYURL_MAX + 1],
-	    size_t max);
+int relayurl_self_keys(const char *domain, char out[][RELAYURL_MAX + 1],
+    size_t max);
 
 /* This relay's own keys, as relayurl_is_self() and relaylist_parse() take. */
 struct relayurl_self {
-	char		 rs_key[RELAYURL_SELF_MAX][RELAYURL_MAX + 1];
-	const char	*rs_v[RELAYURL_SELF_MAX];
-	size_t		 rs_n;
+	char	    rs_key[RELAYURL_SELF_MAX][RELAYURL_MAX + 1];
+	const char *rs_v[RELAYURL_SELF_MAX];
+	size_t	    rs_n;
 };
 
 /*
@@ -120,7 +119,7 @@ struct relayurl_self {
  * none).  Returns rs_n, or -1 if domain is not a valid host[:port]
  * (self is then empty).  Never exits.
  */
-int	relayurl_self_init(struct relayurl_self *self, const char *domain);
+int relayurl_self_init(struct relayurl_self *self, const char *domain);
 
 /*
  * Adds the canonical key of url, a relay URL from the operator
@@ -128,15 +127,15 @@ int	relayurl_self_init(struct relayurl_self *self, const char *domain);
  * there already.  One that does not canonicalize is left out and logged
  * as "<what> <url> ignored: <why>".  Exits (fatal) when out of memory.
  */
-void	relayurl_add_trusted(char ***vp, size_t *np, const char *url,
-	    const char *what);
+void relayurl_add_trusted(char ***vp, size_t *np, const char *url,
+    const char *what);
 
 /*
  * Splits the canonical key into out.  Returns 0, or -1 if key is not a
  * canonical key (it must equal its own canonical form); out is then
  * unspecified.
  */
-int	relayurl_parse(const char *key, struct relayurl *out);
+int relayurl_parse(const char *key, struct relayurl *out);
 
 /*
  * The connect-time address check (nips.md 6.2 rules 14 and 22).  Returns
@@ -146,7 +145,7 @@ int	relayurl_parse(const char *key, struct relayurl *out);
  * RELAYURL_TRUSTED.  Returns -1 otherwise, and for families other than
  * AF_INET and AF_INET6.
  */
-int	relayurl_check_resolved(const struct sockaddr *sa, unsigned flags);
+int relayurl_check_resolved(const struct sockaddr *sa, unsigned flags);
 
 /*
  * Resolves the host of the canonical key (getaddrinfo; AI_NUMERICHOST for
@@ -159,7 +158,7 @@ int	relayurl_check_resolved(const struct sockaddr *sa, unsigned flags);
  * an address is refused, -2 if the name did not resolve; *why (if why is
  * not NULL) then says why, as a static string.  May block in DNS.
  */
-int	relayurl_resolve_checked(const char *key, unsigned flags,
-	    struct sockaddr_storage *out, socklen_t *outlen, const char **why);
+int relayurl_resolve_checked(const char *key, unsigned flags,
+    struct sockaddr_storage *out, socklen_t *outlen, const char **why);
 
 #endif

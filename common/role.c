@@ -28,7 +28,7 @@
 #include "store.h"
 
 /* The name of the raw-file protocol our nanomsg descriptors use. */
-#define ROLE_CHAN_PROTOCOL	"graspd-chan"
+#define ROLE_CHAN_PROTOCOL "graspd-chan"
 
 /* What an adopted descriptor is, kept as its wsi's opaque data. */
 enum role_chan {
@@ -37,10 +37,10 @@ enum role_chan {
 };
 
 /* One role per process; the lws callbacks need it. */
-static struct role_ctx	*role_self;
+static struct role_ctx *role_self;
 
-static void	role_sched(struct role_ctx *, lws_sorted_usec_list_t *,
-		    sul_cb_t, double);
+static void role_sched(struct role_ctx *, lws_sorted_usec_list_t *, sul_cb_t,
+    double);
 
 int64_t
 role_now_ms(void)
@@ -57,7 +57,7 @@ role_uptime(const struct role_ctx *ctx)
 void
 role_metric(cJSON *metrics, const char *name, double value)
 {
-	cJSON	*pair;
+	cJSON *pair;
 
 	if ((pair = cJSON_CreateArray()) == NULL ||
 	    !cJSON_AddItemToArray(pair, cJSON_CreateString(name)) ||
@@ -67,8 +67,8 @@ role_metric(cJSON *metrics, const char *name, double value)
 }
 
 void
-role_counter(cJSON *view, cJSON *metrics, const char *name,
-    const char *metric, uint64_t value)
+role_counter(cJSON *view, cJSON *metrics, const char *name, const char *metric,
+    uint64_t value)
 {
 	if (view != NULL &&
 	    cJSON_AddNumberToObject(view, name, (double)value) == NULL)
@@ -81,8 +81,8 @@ int
 role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
     size_t len)
 {
-	struct buf	b = BUF_INIT;
-	int		rc, saved;
+	struct buf b = BUF_INIT;
+	int	   rc, saved;
 
 	msg_ingest_encode(&b, ctx->r_role, relay_url, json, len);
 	rc = msg_send(ctx->r_sock_ingest, MSG_INGEST, b.b_data, b.b_len,
@@ -93,13 +93,13 @@ role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
 	 * after one such wait fails, drop without waiting for a while so
 	 * that a dead relayd cannot stall the loop.
 	 */
-	if (rc == -1 && errno == EAGAIN && role_now_ms() >=
-	    ctx->r_ingest_congested_until) {
-		rc = msg_send(ctx->r_sock_ingest, MSG_INGEST, b.b_data,
-		    b.b_len, 0);
+	if (rc == -1 && errno == EAGAIN &&
+	    role_now_ms() >= ctx->r_ingest_congested_until) {
+		rc = msg_send(ctx->r_sock_ingest, MSG_INGEST, b.b_data, b.b_len,
+		    0);
 		if (rc == -1)
-			ctx->r_ingest_congested_until = role_now_ms() +
-			    ROLE_INGEST_BACKOFF_MS;
+			ctx->r_ingest_congested_until =
+			    role_now_ms() + ROLE_INGEST_BACKOFF_MS;
 	}
 	saved = errno;
 	buf_free(&b);
@@ -114,8 +114,7 @@ role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
 
 /* Adopts a nanomsg descriptor into the loop (proc_adopt()). */
 static void
-role_adopt(struct role_ctx *ctx, int fd, enum role_chan kind,
-    const char *what)
+role_adopt(struct role_ctx *ctx, int fd, enum role_chan kind, const char *what)
 {
 	proc_adopt(ctx->r_vhost, fd, ROLE_CHAN_PROTOCOL, kind, what);
 }
@@ -123,15 +122,15 @@ role_adopt(struct role_ctx *ctx, int fd, enum role_chan kind,
 static void
 role_metrics(struct role_ctx *ctx, cJSON *metrics)
 {
-	const struct feed_stats	*fs = feed_stats(&ctx->r_feed);
+	const struct feed_stats *fs = feed_stats(&ctx->r_feed);
 
 	role_metric(metrics, "graspd_role_uptime_seconds",
 	    (double)role_uptime(ctx));
 	role_metric(metrics, "graspd_role_ready", ctx->r_ready);
-	role_metric(metrics, "graspd_feed_seq", (double)(ctx->r_feed_open ?
-	    feed_last_seq(&ctx->r_feed) : ctx->r_start_seq));
-	role_metric(metrics, "graspd_feed_events_total",
-	    (double)fs->fs_events);
+	role_metric(metrics, "graspd_feed_seq",
+	    (double)(ctx->r_feed_open ? feed_last_seq(&ctx->r_feed) :
+					ctx->r_start_seq));
+	role_metric(metrics, "graspd_feed_events_total", (double)fs->fs_events);
 	role_metric(metrics, "graspd_feed_notices_total",
 	    (double)fs->fs_notices);
 	role_metric(metrics, "graspd_feed_notice_gaps_total",
@@ -149,24 +148,25 @@ role_metrics(struct role_ctx *ctx, cJSON *metrics)
 }
 
 static int
-role_ctl_status(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+role_ctl_status(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
 {
-	struct role_ctx	*ctx = arg;
+	struct role_ctx *ctx = arg;
 
 	proc_status(&ctx->r_proc, ctx->r_ready, rep);
-	cJSON_AddNumberToObject(rep, "feed_seq", (double)(ctx->r_feed_open ?
-	    feed_last_seq(&ctx->r_feed) : ctx->r_start_seq));
+	cJSON_AddNumberToObject(rep, "feed_seq",
+	    (double)(ctx->r_feed_open ? feed_last_seq(&ctx->r_feed) :
+					ctx->r_start_seq));
 	if (!ctx->r_ready)
 		cJSON_AddStringToObject(rep, "waiting", ctx->r_waiting);
 	return 0;
 }
 
 static int
-role_ctl_show(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+role_ctl_show(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
 {
-	struct role_ctx	*ctx = arg;
+	struct role_ctx *ctx = arg;
 	cJSON		*view;
 
 	cJSON_AddStringToObject(rep, "role", ctx->r_name);
@@ -181,8 +181,8 @@ role_ctl_show(void *arg, int argc, const char **argv, cJSON *rep,
 }
 
 static int
-role_ctl_stats(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+role_ctl_stats(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
 {
 	role_metrics(arg, cJSON_AddArrayToObject(rep, "metrics"));
 	return 0;
@@ -192,16 +192,16 @@ static int
 role_ctl_log(void *arg, int argc, const char **argv, cJSON *rep, char *err,
     size_t errlen)
 {
-	struct role_ctx	*ctx = arg;
+	struct role_ctx *ctx = arg;
 
 	return ctl_log_level(argv[0], ctx->r_cfg.log_level, rep, err, errlen);
 }
 
 static int
-role_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+role_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
 {
-	struct role_ctx	*ctx = arg;
+	struct role_ctx *ctx = arg;
 
 	/* "stop <role>" is graspd's; here it would stop the wrong one. */
 	if (argc != 0) {
@@ -223,14 +223,14 @@ static int
 role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
 {
-	struct role_ctx	*ctx = role_self;
+	struct role_ctx *ctx = role_self;
 
 	if (reason != LWS_CALLBACK_RAW_RX_FILE || ctx == NULL)
 		return 0;
 	switch ((intptr_t)lws_get_opaque_user_data(wsi)) {
 	case RCHAN_CONTROL:
-		ctx->r_control_requests += (uint64_t)proc_control_serve(
-		    &ctx->r_proc, 0);
+		ctx->r_control_requests +=
+		    (uint64_t)proc_control_serve(&ctx->r_proc, 0);
 		break;
 	case RCHAN_FEED:
 		feed_drain(&ctx->r_feed);
@@ -242,7 +242,7 @@ role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 static void
 role_on_feed_event(void *arg, int64_t seq, const struct event *ev)
 {
-	struct role_ctx	*ctx = arg;
+	struct role_ctx *ctx = arg;
 
 	log_debug("feed: seq %lld kind %u id %s", (long long)seq, ev->kind,
 	    ev->id_hex);
@@ -253,8 +253,8 @@ role_on_feed_event(void *arg, int64_t seq, const struct event *ev)
 static void
 role_sul_stop(lws_sorted_usec_list_t *sul)
 {
-	struct role_ctx	*ctx = lws_container_of(sul, struct role_ctx,
-	    r_sul_stop);
+	struct role_ctx *ctx =
+	    lws_container_of(sul, struct role_ctx, r_sul_stop);
 
 	ctx->r_proc.p_stop = 1;
 }
@@ -271,21 +271,21 @@ role_sched(struct role_ctx *ctx, lws_sorted_usec_list_t *sul, sul_cb_t cb,
 static void
 role_sul_poll(lws_sorted_usec_list_t *sul)
 {
-	struct role_ctx	*ctx = lws_container_of(sul, struct role_ctx,
-	    r_sul_poll);
+	struct role_ctx *ctx =
+	    lws_container_of(sul, struct role_ctx, r_sul_poll);
 
 	feed_poll(&ctx->r_feed);
-	role_sched(ctx, sul, role_sul_poll, cfg_period(&ctx->r_cfg,
-	    ROLE_FEED_POLL_PERIOD));
+	role_sched(ctx, sul, role_sul_poll,
+	    cfg_period(&ctx->r_cfg, ROLE_FEED_POLL_PERIOD));
 }
 
 static void
 role_sul_stats(lws_sorted_usec_list_t *sul)
 {
-	struct role_ctx	*ctx = lws_container_of(sul, struct role_ctx,
-	    r_sul_stats);
-	cJSON		*doc;
-	char		*out;
+	struct role_ctx *ctx =
+	    lws_container_of(sul, struct role_ctx, r_sul_stats);
+	cJSON *doc;
+	char  *out;
 
 	if ((doc = cJSON_CreateObject()) == NULL)
 		fatalx("stats: out of memory");
@@ -298,15 +298,15 @@ role_sul_stats(lws_sorted_usec_list_t *sul)
 	/* Without relayd the snapshot is dropped: stats are not worth
 	 * a queue. */
 	if (msg_send(ctx->r_sock_stats, MSG_STATS, out, strlen(out),
-	    NN_DONTWAIT) == -1) {
+		NN_DONTWAIT) == -1) {
 		ctx->r_stats_dropped++;
 		if (errno != EAGAIN)
 			log_warn("stats: send");
 	} else
 		ctx->r_stats_sent++;
 	free(out);
-	role_sched(ctx, sul, role_sul_stats, ctx->r_cfg.test ?
-	    ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD);
+	role_sched(ctx, sul, role_sul_stats,
+	    ctx->r_cfg.test ? ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD);
 }
 
 /*
@@ -316,15 +316,17 @@ role_sul_stats(lws_sorted_usec_list_t *sul)
 static int
 role_open_store(struct role_ctx *ctx)
 {
-	struct store	*s;
-	struct stat	 sb;
-	char		 err[512], why[sizeof(ctx->r_waiting)];
-	int64_t		 start;
+	struct store *s;
+	struct stat   sb;
+	char	      err[512], why[sizeof(ctx->r_waiting)];
+	int64_t	      start;
 
 	ctx->r_db_attempts++;
 	if (stat(ctx->r_dbpath, &sb) == -1) {
-		snprintf(why, sizeof(why), "database %s: %s (relayd creates "
-		    "it)", ctx->r_dbpath, strerror(errno));
+		snprintf(why, sizeof(why),
+		    "database %s: %s (relayd creates "
+		    "it)",
+		    ctx->r_dbpath, strerror(errno));
 		goto wait;
 	}
 	if ((s = store_open(ctx->r_dbpath, 1, err, sizeof(err))) == NULL) {
@@ -333,8 +335,10 @@ role_open_store(struct role_ctx *ctx)
 	}
 	if (store_last_seq(s, &start) == -1) {
 		store_close(s);
-		snprintf(why, sizeof(why), "database %s: cannot read the last "
-		    "seq", ctx->r_dbpath);
+		snprintf(why, sizeof(why),
+		    "database %s: cannot read the last "
+		    "seq",
+		    ctx->r_dbpath);
 		goto wait;
 	}
 	ctx->r_store = s;
@@ -343,7 +347,7 @@ role_open_store(struct role_ctx *ctx)
 		fatalx("initialisation from the database failed");
 	ctx->r_init_done = 1;
 	if (feed_open(&ctx->r_feed, &ctx->r_cfg, s, start, role_on_feed_event,
-	    ctx) == -1)
+		ctx) == -1)
 		fatal("cannot connect to the accepted channel");
 	ctx->r_feed_open = 1;
 	role_adopt(ctx, feed_fd(&ctx->r_feed), RCHAN_FEED, "accepted");
@@ -370,15 +374,13 @@ wait:
 static void
 role_sul_db(lws_sorted_usec_list_t *sul)
 {
-	struct role_ctx	*ctx = lws_container_of(sul, struct role_ctx,
-	    r_sul_db);
+	struct role_ctx *ctx = lws_container_of(sul, struct role_ctx, r_sul_db);
 	double		 max;
 
 	if (role_open_store(ctx) == 0)
 		return;
 	max = cfg_period(&ctx->r_cfg, ROLE_DB_RETRY_MAX);
-	ctx->r_db_retry = ctx->r_db_retry * 2 > max ? max :
-	    ctx->r_db_retry * 2;
+	ctx->r_db_retry = ctx->r_db_retry * 2 > max ? max : ctx->r_db_retry * 2;
 	role_sched(ctx, sul, role_sul_db, ctx->r_db_retry);
 }
 
@@ -386,8 +388,8 @@ role_sul_db(lws_sorted_usec_list_t *sul)
 static struct lws_protocols *
 role_protocols(const struct role_ops *ops)
 {
-	struct lws_protocols	*p;
-	size_t			 n = 0, i;
+	struct lws_protocols *p;
+	size_t		      n = 0, i;
 
 	while (ops->protocols != NULL && ops->protocols[n].name != NULL)
 		n++;
@@ -403,8 +405,8 @@ role_protocols(const struct role_ops *ops)
 static int
 role_connect(struct role_ctx *ctx, const char *chan)
 {
-	char	ep[512];
-	int	s;
+	char ep[512];
+	int  s;
 
 	if (chan_endpoint(ctx->r_cfg.run_path, chan, ep, sizeof(ep)) == -1)
 		fatalx("run path too long for the %s channel", chan);
@@ -436,8 +438,7 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	proc_signals(&ctx.r_proc, NULL, 0);
 
 	if (mkdir_p(ctx.r_cfg.run_path, 0700) == -1)
-		fatal("cannot create the run directory %s",
-		    ctx.r_cfg.run_path);
+		fatal("cannot create the run directory %s", ctx.r_cfg.run_path);
 
 	proc_lws_log();
 	ctx.r_protocols = role_protocols(ops);
@@ -458,8 +459,8 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	if ((ctx.r_vhost = lws_create_vhost(ctx.r_lws, &info)) == NULL)
 		fatalx("cannot create the libwebsockets vhost");
 
-	ctx.r_sock_control = proc_control_open(&ctx.r_proc, role_ctl_fns,
-	    &ctx, ep, sizeof(ep));
+	ctx.r_sock_control =
+	    proc_control_open(&ctx.r_proc, role_ctl_fns, &ctx, ep, sizeof(ep));
 	role_adopt(&ctx, chan_rcvfd(ctx.r_sock_control), RCHAN_CONTROL,
 	    "control");
 	ctx.r_sock_stats = role_connect(&ctx, CHAN_STATS);
@@ -467,16 +468,16 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	if (ctx.r_sock_ingest >= 0) {
 		int tmo = ROLE_INGEST_WAIT_MS;
 
-		if (nn_setsockopt(ctx.r_sock_ingest, NN_SOL_SOCKET,
-		    NN_SNDTIMEO, &tmo, sizeof(tmo)) < 0)
+		if (nn_setsockopt(ctx.r_sock_ingest, NN_SOL_SOCKET, NN_SNDTIMEO,
+			&tmo, sizeof(tmo)) < 0)
 			log_warn("ingest send timeout");
 	}
 	log_info("started, control socket %s", ep);
 
 	if (role_open_store(&ctx) == -1)
 		role_sched(&ctx, &ctx.r_sul_db, role_sul_db, ctx.r_db_retry);
-	role_sched(&ctx, &ctx.r_sul_stats, role_sul_stats, ctx.r_cfg.test ?
-	    ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD);
+	role_sched(&ctx, &ctx.r_sul_stats, role_sul_stats,
+	    ctx.r_cfg.test ? ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD);
 
 	proc_run(&ctx.r_proc);
 

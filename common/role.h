@@ -38,23 +38,23 @@ struct event;
 struct store;
 
 /* Ours: a role sends a stats snapshot to relayd this often ... */
-#define ROLE_STATS_PERIOD		10.0
+#define ROLE_STATS_PERIOD	  10.0
 /* ... and every second under NGIT_TEST (200 ms would only add noise). */
-#define ROLE_STATS_PERIOD_TEST		1.0
+#define ROLE_STATS_PERIOD_TEST	  1.0
 /* Ours: relayd's /metrics drops a snapshot older than this many periods. */
-#define ROLE_STATS_EXPIRE_PERIODS	3
+#define ROLE_STATS_EXPIRE_PERIODS 3
 /* Ours: the feed reads the store this often even without a notice. */
-#define ROLE_FEED_POLL_PERIOD		1.0
+#define ROLE_FEED_POLL_PERIOD	  1.0
 /* Ours: first and longest wait between attempts to open the database. */
-#define ROLE_DB_RETRY_FIRST		0.1
-#define ROLE_DB_RETRY_MAX		5.0
+#define ROLE_DB_RETRY_FIRST	  0.1
+#define ROLE_DB_RETRY_MAX	  5.0
 /* Ours: how long a stopping role lets nanomsg deliver the last reply. */
-#define ROLE_STOP_GRACE			0.1
+#define ROLE_STOP_GRACE		  0.1
 
 /* Ours: how long role_ingest() waits for a lagging relayd ... */
-#define ROLE_INGEST_WAIT_MS		1000
+#define ROLE_INGEST_WAIT_MS    1000
 /* ... and how long it then drops at once rather than wait again. */
-#define ROLE_INGEST_BACKOFF_MS		2000
+#define ROLE_INGEST_BACKOFF_MS 2000
 
 struct role_ctx;
 
@@ -69,16 +69,16 @@ struct role_ops {
 	 * feed_scan()); later ones come through accepted().  May set
 	 * ctx->r_data.  Returns 0, or -1 to end the process with status 1.
 	 */
-	int	(*init)(struct role_ctx *ctx);
+	int (*init)(struct role_ctx *ctx);
 	/* One newly stored event, in seq order; ev valid during the call. */
-	void	(*accepted)(struct role_ctx *ctx, int64_t seq,
-		    const struct event *ev);
+	void (*accepted)(struct role_ctx *ctx, int64_t seq,
+	    const struct event *ev);
 	/* Adds the role's members to the object of `graspctl show`. */
-	void	(*show)(struct role_ctx *ctx, cJSON *view);
+	void (*show)(struct role_ctx *ctx, cJSON *view);
 	/* Appends the role's metrics with role_metric(). */
-	void	(*stats)(struct role_ctx *ctx, cJSON *metrics);
+	void (*stats)(struct role_ctx *ctx, cJSON *metrics);
 	/* Releases what init made; runs only if init succeeded. */
-	void	(*fini)(struct role_ctx *ctx);
+	void (*fini)(struct role_ctx *ctx);
 	/*
 	 * Extra libwebsockets protocols for the role's own connections,
 	 * terminated by an entry with a NULL name; NULL for none.
@@ -91,37 +91,37 @@ struct role_ops {
  * the role's hooks (and r_data written); the rest belong to role.c.
  */
 struct role_ctx {
-	enum role		 r_role;
-	const char		*r_name;	/* "syncd", ... */
-	struct config		 r_cfg;
-	struct store		*r_store;	/* read-only; NULL until ready */
-	struct lws_context	*r_lws;		/* for lws_sul timers */
-	struct lws_vhost	*r_vhost;
-	int64_t			 r_start_seq;	/* where the feed started */
-	void			*r_data;	/* the role's own state */
+	enum role	       r_role;
+	const char	      *r_name; /* "syncd", ... */
+	struct config	       r_cfg;
+	struct store	      *r_store; /* read-only; NULL until ready */
+	struct lws_context    *r_lws;	/* for lws_sul timers */
+	struct lws_vhost      *r_vhost;
+	int64_t		       r_start_seq; /* where the feed started */
+	void		      *r_data;	    /* the role's own state */
 	/* ------------------------------------------------------------ */
-	const struct role_ops	*r_ops;
-	struct lws_protocols	*r_protocols;	/* ours + ops->protocols */
-	struct feed		 r_feed;
-	int			 r_feed_open;
-	int			 r_ready;
-	int			 r_init_done;
-	struct proc		 r_proc;	/* the skeleton (proc.h) */
-	int			 r_sock_control;	/* REP */
-	int			 r_sock_stats;		/* PUSH */
-	int			 r_sock_ingest;		/* PUSH */
-	char			 r_dbpath[4096];
-	char			 r_waiting[5120];	/* why not ready */
-	double			 r_db_retry;		/* next wait, s */
-	uint64_t		 r_db_attempts;
-	uint64_t		 r_stats_sent, r_stats_dropped;
-	uint64_t		 r_ingest_sent, r_ingest_dropped;
-	int64_t			 r_ingest_congested_until;	/* ms */
-	uint64_t		 r_control_requests;
-	lws_sorted_usec_list_t	 r_sul_db;
-	lws_sorted_usec_list_t	 r_sul_poll;
-	lws_sorted_usec_list_t	 r_sul_stats;
-	lws_sorted_usec_list_t	 r_sul_stop;
+	const struct role_ops *r_ops;
+	struct lws_protocols  *r_protocols; /* ours + ops->protocols */
+	struct feed	       r_feed;
+	int		       r_feed_open;
+	int		       r_ready;
+	int		       r_init_done;
+	struct proc	       r_proc;	       /* the skeleton (proc.h) */
+	int		       r_sock_control; /* REP */
+	int		       r_sock_stats;   /* PUSH */
+	int		       r_sock_ingest;  /* PUSH */
+	char		       r_dbpath[4096];
+	char		       r_waiting[5120]; /* why not ready */
+	double		       r_db_retry;	/* next wait, s */
+	uint64_t	       r_db_attempts;
+	uint64_t	       r_stats_sent, r_stats_dropped;
+	uint64_t	       r_ingest_sent, r_ingest_dropped;
+	int64_t		       r_ingest_congested_until; /* ms */
+	uint64_t	       r_control_requests;
+	lws_sorted_usec_list_t r_sul_db;
+	lws_sorted_usec_list_t r_sul_poll;
+	lws_sorted_usec_list_t r_sul_stats;
+	lws_sorted_usec_list_t r_sul_stop;
 };
 
 /*
@@ -131,8 +131,8 @@ struct role_ctx {
  * exits 78 on a usage or configuration error and 1 (fatal) when the
  * process cannot go on.  ops must stay valid while it runs.
  */
-int	role_main(int argc, char **argv, enum role role,
-	    const struct role_ops *ops);
+int role_main(int argc, char **argv, enum role role,
+    const struct role_ops *ops);
 
 /*
  * Sends one fetched event (its JSON text, len bytes) to relayd on the
@@ -142,15 +142,15 @@ int	role_main(int argc, char **argv, enum role role,
  * (EAGAIN: relayd is not there or is behind; the caller decides whether
  * to fetch again later).
  */
-int	role_ingest(struct role_ctx *ctx, const char *relay_url,
-	    const char *json, size_t len);
+int role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
+    size_t len);
 
 /*
  * Appends ["name",value] to a metrics array.  Names are snake_case,
  * "graspd_<role>_..." for a role's own; labels, if any, go in the name as
  * name{key="value"} and never carry relay URLs or pubkeys.
  */
-void	role_metric(cJSON *metrics, const char *name, double value);
+void role_metric(cJSON *metrics, const char *name, double value);
 
 /*
  * One counter that `graspctl show` lists under name and the metrics under
@@ -159,13 +159,13 @@ void	role_metric(cJSON *metrics, const char *name, double value);
  * such counters once, in one function that its show and its stats call
  * with the other argument NULL.  Exits (fatalx) when out of memory.
  */
-void	role_counter(cJSON *view, cJSON *metrics, const char *name,
-	    const char *metric, uint64_t value);
+void role_counter(cJSON *view, cJSON *metrics, const char *name,
+    const char *metric, uint64_t value);
 
 /* Seconds since the process started. */
-int64_t	role_uptime(const struct role_ctx *ctx);
+int64_t role_uptime(const struct role_ctx *ctx);
 
 /* Monotonic milliseconds. */
-int64_t	role_now_ms(void);
+int64_t role_now_ms(void);
 
 #endif

@@ -23,7 +23,7 @@
 #include "store.h"
 
 /* Ours: how many query shapes stay prepared. */
-#define STORE_QCACHE	64
+#define STORE_QCACHE   64
 /*
  * Ours, measured at 20k events: the longest list queried as one
  * newest-first scan per value.  Authors and kinds have many events per
@@ -31,8 +31,8 @@
  * hundred values; a tag value usually has few events, so a longer #x list
  * is cheaper sorted (SQLite allows 500 compound arms).
  */
-#define STORE_ARMS_MAX	128
-#define STORE_ARMS_TAG	16
+#define STORE_ARMS_MAX 128
+#define STORE_ARMS_TAG 16
 
 enum store_stmt {
 	ST_BEGIN,
@@ -70,27 +70,29 @@ static const char *const store_sql[ST_NSTMT] = {
 	    "SELECT 1 FROM deleted_ids WHERE id = ?1 AND pubkey = ?2",
 	[ST_IS_DELETED_ANY] = "SELECT 1 FROM deleted_ids WHERE id = ?1",
 	[ST_ADDR_DELETED] = "SELECT created_at FROM deleted_addresses"
-	    " WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
+			    " WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
 	[ST_GET_ADDR] = "SELECT seq, created_at, id FROM events"
-	    " WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
+			" WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
 	[ST_HAS_ADDR] = "SELECT 1 FROM events"
-	    " WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
+			" WHERE kind = ?1 AND pubkey = ?2 AND d = ?3",
 	[ST_GET_SEQ] = "SELECT json FROM events WHERE seq = ?1",
 	[ST_DELETE_SEQ] = "DELETE FROM events WHERE seq = ?1",
 	[ST_INSERT] = "INSERT INTO events"
-	    " (id, pubkey, created_at, kind, d, expiration, json)"
-	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+		      " (id, pubkey, created_at, kind, d, expiration, json)"
+		      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	/* OR IGNORE: a tag repeated within one event is indexed once. */
-	[ST_INSERT_TAG] = "INSERT OR IGNORE INTO tags"
+	[ST_INSERT_TAG] =
+	    "INSERT OR IGNORE INTO tags"
 	    " (name, value, created_at, event) VALUES (?1, ?2, ?3, ?4)",
 	/* The whole key: tags has no index by event (db.c, step 4). */
 	[ST_DELETE_TAG] = "DELETE FROM tags WHERE name = ?1 AND value = ?2"
-	    " AND created_at = ?3 AND event = ?4",
+			  " AND created_at = ?3 AND event = ?4",
 	/* Only for a stored JSON that no longer parses: a full scan. */
 	[ST_DELETE_TAGS_SCAN] = "DELETE FROM tags WHERE event = ?1",
 	[ST_MARK_DELETED] =
 	    "INSERT OR IGNORE INTO deleted_ids (id, pubkey) VALUES (?1, ?2)",
-	[ST_MARK_ADDR_DELETED] = "INSERT INTO deleted_addresses"
+	[ST_MARK_ADDR_DELETED] =
+	    "INSERT INTO deleted_addresses"
 	    " (kind, pubkey, d, created_at) VALUES (?1, ?2, ?3, ?4)"
 	    " ON CONFLICT (kind, pubkey, d) DO UPDATE"
 	    " SET created_at = max(created_at, excluded.created_at)",
@@ -99,23 +101,23 @@ static const char *const store_sql[ST_NSTMT] = {
 	[ST_COUNT] = "SELECT count(*) FROM events",
 	[ST_LAST_SEQ] = "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
 	[ST_SINCE_SEQ] = "SELECT seq, json FROM events WHERE seq > ?1"
-	    " ORDER BY seq LIMIT ?2",
+			 " ORDER BY seq LIMIT ?2",
 };
 
 struct store_qslot {
-	sqlite3_stmt	*qs_stmt;
-	uint64_t	 qs_hash;	/* of the SQL text */
-	uint64_t	 qs_used;	/* s_qclock at last use */
+	sqlite3_stmt *qs_stmt;
+	uint64_t      qs_hash; /* of the SQL text */
+	uint64_t      qs_used; /* s_qclock at last use */
 };
 
 struct store {
-	sqlite3			*s_db;
-	sqlite3_stmt		*s_stmt[ST_NSTMT];
-	struct store_qslot	 s_qcache[STORE_QCACHE];
-	uint64_t		 s_qclock;
-	int			 s_wal_frames;	/* after the last commit */
-	int			 s_autockpt;	/* frames; 0: never */
-	int			 s_failed;	/* a put of the open transaction
+	sqlite3		  *s_db;
+	sqlite3_stmt	  *s_stmt[ST_NSTMT];
+	struct store_qslot s_qcache[STORE_QCACHE];
+	uint64_t	   s_qclock;
+	int		   s_wal_frames; /* after the last commit */
+	int		   s_autockpt;	 /* frames; 0: never */
+	int		   s_failed;	 /* a put of the open transaction
 						   failed: it must not commit */
 };
 
@@ -131,12 +133,12 @@ store_sqlerr(struct store *s, const char *what)
 static sqlite3_stmt *
 stmt(struct store *s, enum store_stmt which)
 {
-	sqlite3_stmt	*st = s->s_stmt[which];
+	sqlite3_stmt *st = s->s_stmt[which];
 
 	if (st != NULL)
 		return st;
 	if (sqlite3_prepare_v3(s->s_db, store_sql[which], -1,
-	    SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+		SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
 		store_sqlerr(s, store_sql[which]);
 		return NULL;
 	}
@@ -148,8 +150,8 @@ stmt(struct store *s, enum store_stmt which)
 static int
 exec_stmt(struct store *s, enum store_stmt which)
 {
-	sqlite3_stmt	*st;
-	int		 rc;
+	sqlite3_stmt *st;
+	int	      rc;
 
 	if ((st = stmt(s, which)) == NULL)
 		return -1;
@@ -169,7 +171,7 @@ exec_stmt(struct store *s, enum store_stmt which)
 static int
 step_row(struct store *s, sqlite3_stmt *st)
 {
-	int	rc = sqlite3_step(st);
+	int rc = sqlite3_step(st);
 
 	if (rc == SQLITE_ROW)
 		return 1;
@@ -188,7 +190,7 @@ step_row(struct store *s, sqlite3_stmt *st)
 static int
 wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
-	struct store	*s = arg;
+	struct store *s = arg;
 
 	s->s_wal_frames = frames;
 	if (s->s_autockpt > 0 && frames >= s->s_autockpt) {
@@ -201,8 +203,8 @@ wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 struct store *
 store_open(const char *path, int readonly, char *err, size_t errlen)
 {
-	struct store	*s;
-	sqlite3		*db;
+	struct store *s;
+	sqlite3	     *db;
 
 	if (db_open(path, readonly ? DB_READONLY : 0, &db, err, errlen) == -1)
 		return NULL;
@@ -218,7 +220,7 @@ store_open(const char *path, int readonly, char *err, size_t errlen)
 void
 store_close(struct store *s)
 {
-	size_t	i;
+	size_t i;
 
 	if (s == NULL)
 		return;
@@ -243,7 +245,7 @@ store_commit(struct store *s)
 	if (s->s_failed) {
 		/* A put failed half-way: none of the transaction stays. */
 		log_warnx("store: a put failed inside the transaction; "
-		    "rolling it back");
+			  "rolling it back");
 		s->s_failed = 0;
 		exec_stmt(s, ST_ROLLBACK);
 		return -1;
@@ -291,7 +293,7 @@ is_letter(char c)
 static const char *
 store_event_d(const struct event *ev, size_t *lenp)
 {
-	const struct estr	*d;
+	const struct estr *d;
 
 	*lenp = 0;
 	switch (event_kind_class(ev->kind)) {
@@ -325,8 +327,8 @@ static int
 get_by_id(struct store *s, const uint8_t id[32], int64_t *seq,
     uint8_t pubkey[32], uint32_t *kind)
 {
-	sqlite3_stmt	*st;
-	int		 r;
+	sqlite3_stmt *st;
+	int	      r;
 
 	if ((st = stmt(s, ST_GET_BY_ID)) == NULL)
 		return -1;
@@ -353,13 +355,13 @@ static int
 each_tag_row(struct store *s, enum store_stmt which, const struct event *ev,
     int64_t seq)
 {
-	sqlite3_stmt	*st;
-	uint32_t	 i;
+	sqlite3_stmt *st;
+	uint32_t      i;
 
 	if ((st = stmt(s, which)) == NULL)
 		return -1;
 	for (i = 0; i < ev->ntags; i++) {
-		const struct event_tag	*t = &ev->tags[i];
+		const struct event_tag *t = &ev->tags[i];
 
 		if (t->n < 2 || t->v[0].len != 1 || !is_letter(t->v[0].s[0]))
 			continue;
@@ -381,10 +383,10 @@ each_tag_row(struct store *s, enum store_stmt which, const struct event *ev,
 static int
 delete_seq(struct store *s, int64_t seq)
 {
-	sqlite3_stmt	*st;
-	struct event	*ev;
-	char		 err[128];
-	int		 r;
+	sqlite3_stmt *st;
+	struct event *ev;
+	char	      err[128];
+	int	      r;
 
 	if ((st = stmt(s, ST_GET_SEQ)) == NULL)
 		return -1;
@@ -399,7 +401,8 @@ delete_seq(struct store *s, int64_t seq)
 		event_destroy(ev);
 	} else {
 		log_warnx("store: stored event %lld does not parse (%s); "
-		    "scanning the tags for its rows", (long long)seq, err);
+			  "scanning the tags for its rows",
+		    (long long)seq, err);
 		if ((st = stmt(s, ST_DELETE_TAGS_SCAN)) == NULL)
 			return -1;
 		sqlite3_bind_int64(st, 1, seq);
@@ -414,7 +417,7 @@ delete_seq(struct store *s, int64_t seq)
 static int
 mark_deleted(struct store *s, const uint8_t id[32], const uint8_t pk[32])
 {
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if ((st = stmt(s, ST_MARK_DELETED)) == NULL)
 		return -1;
@@ -432,8 +435,8 @@ static int
 parse_coordinate(const struct estr *a, uint32_t *kind, uint8_t pubkey[32],
     const char **d, size_t *dlen)
 {
-	const char	*p = a->s, *end = a->s + a->len, *c;
-	uint32_t	 k = 0;
+	const char *p = a->s, *end = a->s + a->len, *c;
+	uint32_t    k = 0;
 
 	for (c = p; c < end && *c != ':'; c++) {
 		if (*c < '0' || *c > '9' || c - p >= 5)
@@ -459,24 +462,24 @@ parse_coordinate(const struct estr *a, uint32_t *kind, uint8_t pubkey[32],
 static enum store_result
 apply_deletion(struct store *s, const struct event *ev)
 {
-	sqlite3_stmt	*st;
-	uint8_t		 id[32], pk[32];
-	uint32_t	 i, kind;
-	int64_t		 seq;
-	const char	*d;
-	size_t		 dlen;
-	int		 pass, r;
+	sqlite3_stmt *st;
+	uint8_t	      id[32], pk[32];
+	uint32_t      i, kind;
+	int64_t	      seq;
+	const char   *d;
+	size_t	      dlen;
+	int	      pass, r;
 
 	/* Pass 0 only checks, pass 1 changes: a refusal writes nothing. */
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < ev->ntags; i++) {
-			const struct event_tag	*t = &ev->tags[i];
+			const struct event_tag *t = &ev->tags[i];
 
 			if (t->n < 2 || t->v[0].len != 1)
 				continue;
 			if (t->v[0].s[0] == 'e') {
 				if (hex_decode(t->v[1].s, t->v[1].len, id,
-				    32) == -1)
+					32) == -1)
 					continue;
 				r = get_by_id(s, id, &seq, pk, &kind);
 				if (r == -1)
@@ -494,7 +497,7 @@ apply_deletion(struct store *s, const struct event *ev)
 					return STORE_ERROR;
 			} else if (t->v[0].s[0] == 'a') {
 				if (parse_coordinate(&t->v[1], &kind, pk, &d,
-				    &dlen) == -1)
+					&dlen) == -1)
 					continue;
 				if (memcmp(pk, ev->pubkey, 32) != 0)
 					return STORE_INVALID_DELETION;
@@ -544,9 +547,9 @@ static enum store_result
 apply_replacement(struct store *s, const struct event *ev, const char *d,
     size_t dlen)
 {
-	sqlite3_stmt	*st;
-	int64_t		 seq, created_at;
-	int		 r, older;
+	sqlite3_stmt *st;
+	int64_t	      seq, created_at;
+	int	      r, older;
 
 	if ((st = stmt(s, ST_ADDR_DELETED)) == NULL)
 		return STORE_ERROR;
@@ -574,9 +577,10 @@ apply_replacement(struct store *s, const struct event *ev, const char *d,
 	seq = sqlite3_column_int64(st, 0);
 	created_at = sqlite3_column_int64(st, 1);
 	/* NIP-01: newer created_at wins; on a tie the lower id stays. */
-	older = created_at > ev->created_at || (created_at == ev->created_at &&
-	    sqlite3_column_bytes(st, 2) == 32 &&
-	    memcmp(sqlite3_column_blob(st, 2), ev->id, 32) < 0);
+	older = created_at > ev->created_at ||
+	    (created_at == ev->created_at &&
+		sqlite3_column_bytes(st, 2) == 32 &&
+		memcmp(sqlite3_column_blob(st, 2), ev->id, 32) < 0);
 	sqlite3_reset(st);
 	if (older)
 		return STORE_REPLACED;
@@ -587,8 +591,8 @@ static enum store_result
 insert_event(struct store *s, const struct event *ev, const char *d,
     size_t dlen, int64_t *seq_out)
 {
-	sqlite3_stmt	*st;
-	int64_t		 seq, exp;
+	sqlite3_stmt *st;
+	int64_t	      seq, exp;
 
 	if ((st = stmt(s, ST_INSERT)) == NULL)
 		return STORE_ERROR;
@@ -618,11 +622,11 @@ insert_event(struct store *s, const struct event *ev, const char *d,
 static enum store_result
 put_locked(struct store *s, const struct event *ev, int64_t *seq_out)
 {
-	enum store_result	 r;
-	sqlite3_stmt		*st;
-	const char		*d;
-	size_t			 dlen;
-	int			 found;
+	enum store_result r;
+	sqlite3_stmt	 *st;
+	const char	 *d;
+	size_t		  dlen;
+	int		  found;
 
 	if ((found = store_has_id(s, ev->id)) == -1)
 		return STORE_ERROR;
@@ -653,8 +657,8 @@ put_locked(struct store *s, const struct event *ev, int64_t *seq_out)
 enum store_result
 store_put(struct store *s, const struct event *ev, int64_t *seq_out)
 {
-	enum store_result	r;
-	int			own;
+	enum store_result r;
+	int		  own;
 
 	if (event_kind_class(ev->kind) == KIND_EPHEMERAL) {
 		log_warnx("store: ephemeral kind %u passed to store_put",
@@ -705,7 +709,7 @@ store_result_message(enum store_result r)
 		return "blocked: this event is deleted";
 	case STORE_REPLACED:
 		return "invalid: a newer version of this replaceable event "
-		    "is stored";
+		       "is stored";
 	case STORE_INVALID_DELETION:
 		return "invalid: deletion targets events of another author";
 	default:
@@ -722,8 +726,8 @@ store_result_ok(enum store_result r)
 int
 store_has_id(struct store *s, const uint8_t id[32])
 {
-	sqlite3_stmt	*st;
-	int		 r;
+	sqlite3_stmt *st;
+	int	      r;
 
 	if ((st = stmt(s, ST_HAS_ID)) == NULL)
 		return -1;
@@ -737,8 +741,8 @@ int
 store_is_deleted(struct store *s, const uint8_t id[32],
     const uint8_t pubkey[32])
 {
-	sqlite3_stmt	*st;
-	int		 r;
+	sqlite3_stmt *st;
+	int	      r;
 
 	if ((st = stmt(s, pubkey ? ST_IS_DELETED : ST_IS_DELETED_ANY)) == NULL)
 		return -1;
@@ -754,8 +758,8 @@ int
 store_has_address(struct store *s, uint32_t kind, const uint8_t pubkey[32],
     const char *d)
 {
-	sqlite3_stmt	*st;
-	int		 r;
+	sqlite3_stmt *st;
+	int	      r;
 
 	if ((st = stmt(s, ST_HAS_ADDR)) == NULL)
 		return -1;
@@ -770,9 +774,9 @@ store_has_address(struct store *s, uint32_t kind, const uint8_t pubkey[32],
 int
 store_tag_exists(struct store *s, const char *names, const char *value)
 {
-	sqlite3_stmt	*st;
-	const char	*c;
-	int		 r;
+	sqlite3_stmt *st;
+	const char   *c;
+	int	      r;
 
 	if ((st = stmt(s, ST_TAG_EXISTS)) == NULL)
 		return -1;
@@ -793,8 +797,8 @@ store_tag_exists(struct store *s, const char *names, const char *value)
 int64_t
 store_count(struct store *s)
 {
-	sqlite3_stmt	*st;
-	int64_t		 n;
+	sqlite3_stmt *st;
+	int64_t	      n;
 
 	if ((st = stmt(s, ST_COUNT)) == NULL || step_row(s, st) != 1)
 		return -1;
@@ -806,8 +810,8 @@ store_count(struct store *s)
 int
 store_last_seq(struct store *s, int64_t *out)
 {
-	sqlite3_stmt	*st;
-	int		 r;
+	sqlite3_stmt *st;
+	int	      r;
 
 	*out = 0;
 	if ((st = stmt(s, ST_LAST_SEQ)) == NULL)
@@ -823,8 +827,8 @@ store_last_seq(struct store *s, int64_t *out)
 
 /* The seqs a multi-filter query has delivered. */
 struct seqset {
-	int64_t	*ss_v;		/* open addressing, 0 = empty */
-	size_t	 ss_cap;	/* power of two */
+	int64_t *ss_v;	 /* open addressing, 0 = empty */
+	size_t	 ss_cap; /* power of two */
 	size_t	 ss_n;
 };
 
@@ -832,16 +836,16 @@ struct seqset {
 static int
 seqset_add(struct seqset *ss, int64_t seq)
 {
-	size_t	i;
+	size_t i;
 
 	if (ss->ss_n * 2 >= ss->ss_cap) {
-		struct seqset	 bigger;
-		size_t		 j;
+		struct seqset bigger;
+		size_t	      j;
 
 		bigger.ss_cap = ss->ss_cap ? ss->ss_cap * 2 : 64;
 		bigger.ss_n = 0;
 		if ((bigger.ss_v = calloc(bigger.ss_cap,
-		    sizeof(*bigger.ss_v))) == NULL)
+			 sizeof(*bigger.ss_v))) == NULL)
 			fatal("calloc");
 		for (j = 0; j < ss->ss_cap; j++)
 			if (ss->ss_v[j] != 0)
@@ -871,8 +875,8 @@ static int
 deliver_rows(struct store *s, sqlite3_stmt *st, struct seqset *seen,
     store_row_cb *cb, void *arg, int *stopped)
 {
-	int		 rc, n = 0;
-	int64_t		 seq;
+	int	rc, n = 0;
+	int64_t seq;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		seq = sqlite3_column_int64(st, 0);
@@ -880,7 +884,7 @@ deliver_rows(struct store *s, sqlite3_stmt *st, struct seqset *seen,
 			continue;
 		n++;
 		if (cb((const char *)sqlite3_column_text(st, 1),
-		    (size_t)sqlite3_column_bytes(st, 1), seq, arg) != 0) {
+			(size_t)sqlite3_column_bytes(st, 1), seq, arg) != 0) {
 			*stopped = 1;
 			break;
 		}
@@ -894,11 +898,11 @@ deliver_rows(struct store *s, sqlite3_stmt *st, struct seqset *seen,
 }
 
 int
-store_since_seq(struct store *s, int64_t after, size_t max,
-    store_row_cb *cb, void *arg)
+store_since_seq(struct store *s, int64_t after, size_t max, store_row_cb *cb,
+    void *arg)
 {
-	sqlite3_stmt	*st;
-	int		 stopped = 0;
+	sqlite3_stmt *st;
+	int	      stopped = 0;
 
 	if ((st = stmt(s, ST_SINCE_SEQ)) == NULL)
 		return -1;
@@ -916,11 +920,11 @@ store_since_seq(struct store *s, int64_t after, size_t max,
  * and ids, fall back to one SELECT with IN lists and a sort.
  */
 enum qdrive {
-	QD_PLAIN,	/* one SELECT; SQLite picks the index */
-	QD_TAG,		/* one arm per value of the shortest #x list */
-	QD_AUTHOR,	/* one arm per author */
-	QD_KIND,	/* one arm per kind */
-	QD_PAIR,	/* one arm per (author, kind) */
+	QD_PLAIN,  /* one SELECT; SQLite picks the index */
+	QD_TAG,	   /* one arm per value of the shortest #x list */
+	QD_AUTHOR, /* one arm per author */
+	QD_KIND,   /* one arm per kind */
+	QD_PAIR,   /* one arm per (author, kind) */
 };
 
 enum qbind_type {
@@ -930,37 +934,37 @@ enum qbind_type {
 };
 
 struct qbind {
-	enum qbind_type	 qv_type;
-	const void	*qv_p;
-	size_t		 qv_len;
-	int64_t		 qv_i;
+	enum qbind_type qv_type;
+	const void     *qv_p;
+	size_t		qv_len;
+	int64_t		qv_i;
 };
 
 /* A list bound to parameters ?first .. ?first+n-1. */
 struct qlist {
-	int	ql_first;
-	size_t	ql_n;
+	int    ql_first;
+	size_t ql_n;
 };
 
 struct qbuild {
-	struct buf	 qb_sql;
-	struct qbind	*qb_bind;
-	size_t		 qb_n;
-	size_t		 qb_cap;
-	enum qdrive	 qb_drive;
-	size_t		 qb_dtag;	/* driving #x (QD_TAG) */
-	int		 qb_plus;	/* "+": other columns off indexes */
-	struct qlist	 qb_ids, qb_authors, qb_kinds, *qb_tags;
-	int		 qb_names;	/* first tag-name parameter */
-	int		 qb_since, qb_until, qb_now, qb_limit;
-	int		 qb_items;	/* (created_at, id) only, ascending */
+	struct buf    qb_sql;
+	struct qbind *qb_bind;
+	size_t	      qb_n;
+	size_t	      qb_cap;
+	enum qdrive   qb_drive;
+	size_t	      qb_dtag; /* driving #x (QD_TAG) */
+	int	      qb_plus; /* "+": other columns off indexes */
+	struct qlist  qb_ids, qb_authors, qb_kinds, *qb_tags;
+	int	      qb_names; /* first tag-name parameter */
+	int	      qb_since, qb_until, qb_now, qb_limit;
+	int	      qb_items; /* (created_at, id) only, ascending */
 };
 
 /* Smallest power of two >= n (n >= 1). */
 static size_t
 pad_count(size_t n)
 {
-	size_t	p = 1;
+	size_t p = 1;
 
 	while (p < n)
 		p <<= 1;
@@ -974,8 +978,8 @@ qb_add(struct qbuild *qb, enum qbind_type type, const void *p, size_t len,
 {
 	if (qb->qb_n == qb->qb_cap) {
 		qb->qb_cap = qb->qb_cap ? qb->qb_cap * 2 : 64;
-		qb->qb_bind = reallocarray(qb->qb_bind, qb->qb_cap,
-		    sizeof(*qb->qb_bind));
+		qb->qb_bind =
+		    reallocarray(qb->qb_bind, qb->qb_cap, sizeof(*qb->qb_bind));
 		if (qb->qb_bind == NULL)
 			fatal("reallocarray");
 	}
@@ -992,11 +996,11 @@ qb_add(struct qbuild *qb, enum qbind_type type, const void *p, size_t len,
  * padded, since each value costs an arm.
  */
 static struct qlist
-qb_add_list(struct qbuild *qb, enum qbind_type type, const void *v,
-    size_t n, int pad)
+qb_add_list(struct qbuild *qb, enum qbind_type type, const void *v, size_t n,
+    int pad)
 {
-	struct qlist	 l = { 0, 0 };
-	size_t		 i, k;
+	struct qlist l = { 0, 0 };
+	size_t	     i, k;
 
 	l.ql_n = pad ? pad_count(n) : n;
 	for (i = 0; i < l.ql_n; i++) {
@@ -1004,16 +1008,16 @@ qb_add_list(struct qbuild *qb, enum qbind_type type, const void *v,
 		switch (type) {
 		case QB_BLOB:
 			l.ql_first = qb_add(qb, type,
-			    ((const uint8_t (*)[32])v)[k], 32, 0);
+			    ((const uint8_t(*)[32])v)[k], 32, 0);
 			break;
 		case QB_TEXT:
-			l.ql_first = qb_add(qb, type,
-			    ((const struct estr *)v)[k].s,
-			    ((const struct estr *)v)[k].len, 0);
+			l.ql_first =
+			    qb_add(qb, type, ((const struct estr *)v)[k].s,
+				((const struct estr *)v)[k].len, 0);
 			break;
 		default:
-			l.ql_first = qb_add(qb, type, NULL, 0,
-			    ((const uint32_t *)v)[k]);
+			l.ql_first =
+			    qb_add(qb, type, NULL, 0, ((const uint32_t *)v)[k]);
 			break;
 		}
 	}
@@ -1024,7 +1028,7 @@ qb_add_list(struct qbuild *qb, enum qbind_type type, const void *v,
 static void
 qb_list_sql(struct qbuild *qb, struct qlist l)
 {
-	size_t	i;
+	size_t i;
 
 	buf_addc(&qb->qb_sql, '(');
 	for (i = 0; i < l.ql_n; i++)
@@ -1035,10 +1039,9 @@ qb_list_sql(struct qbuild *qb, struct qlist l)
 
 /* Picks the driving list and binds every value of f. */
 static void
-qb_plan(struct qbuild *qb, const struct filter *f, int64_t now,
-    int64_t limit)
+qb_plan(struct qbuild *qb, const struct filter *f, int64_t now, int64_t limit)
 {
-	size_t	i, na = f->f_nauthors, nk = f->f_nkinds;
+	size_t i, na = f->f_nauthors, nk = f->f_nkinds;
 
 	qb->qb_drive = QD_PLAIN;
 	if (f->f_has_ids)
@@ -1060,8 +1063,8 @@ qb_plan(struct qbuild *qb, const struct filter *f, int64_t now,
 	 * Without statistics SQLite may scan a common kind rather than the
 	 * tag index; ids and tags are the selective members.
 	 */
-	qb->qb_plus = qb->qb_drive != QD_PLAIN || f->f_has_ids ||
-	    f->f_ntags > 0;
+	qb->qb_plus =
+	    qb->qb_drive != QD_PLAIN || f->f_has_ids || f->f_ntags > 0;
 
 	if (f->f_has_ids)
 		qb->qb_ids = qb_add_list(qb, QB_BLOB, f->f_ids, f->f_nids, 1);
@@ -1101,14 +1104,15 @@ qb_plan(struct qbuild *qb, const struct filter *f, int64_t now,
 static void
 qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 {
-	struct buf	*b = &qb->qb_sql;
-	const char	*plus = qb->qb_plus ? "+" : "";
-	const char	*when = "e.created_at";
-	size_t		 i;
+	struct buf *b = &qb->qb_sql;
+	const char *plus = qb->qb_plus ? "+" : "";
+	const char *when = "e.created_at";
+	size_t	    i;
 
 	if (qb->qb_drive == QD_TAG) {
 		/* The tag key is ordered by created_at: scan it. */
-		buf_printf(b, "SELECT e.seq, %s, t.created_at, e.id"
+		buf_printf(b,
+		    "SELECT e.seq, %s, t.created_at, e.id"
 		    " FROM tags t CROSS JOIN events e ON e.seq = t.event"
 		    " WHERE t.name = ?%d AND t.value = ?%d",
 		    qb->qb_items ? "NULL" : "e.json",
@@ -1124,12 +1128,14 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 		 * straight from the address index instead (the planner,
 		 * without statistics, would scan the kind's index).
 		 */
-		int	addr = qb->qb_drive == QD_PAIR &&
-			    store_kind_has_d(f->f_kinds[k]);
+		int addr =
+		    qb->qb_drive == QD_PAIR && store_kind_has_d(f->f_kinds[k]);
 
-		buf_printf(b, "SELECT e.seq, %s, e.created_at, e.id"
-		    " FROM events e%s WHERE 1", qb->qb_items ? "NULL" :
-		    "e.json", addr ? " INDEXED BY events_address" : "");
+		buf_printf(b,
+		    "SELECT e.seq, %s, e.created_at, e.id"
+		    " FROM events e%s WHERE 1",
+		    qb->qb_items ? "NULL" : "e.json",
+		    addr ? " INDEXED BY events_address" : "");
 		if (qb->qb_drive == QD_AUTHOR || qb->qb_drive == QD_PAIR)
 			buf_printf(b, " AND e.pubkey = ?%d",
 			    qb->qb_authors.ql_first + (int)a);
@@ -1163,8 +1169,10 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 	for (i = 0; i < f->f_ntags; i++) {
 		if (qb->qb_drive == QD_TAG && i == qb->qb_dtag)
 			continue;
-		buf_printf(b, " AND e.seq IN (SELECT event FROM tags"
-		    " WHERE name = ?%d AND value IN ", qb->qb_names + (int)i);
+		buf_printf(b,
+		    " AND e.seq IN (SELECT event FROM tags"
+		    " WHERE name = ?%d AND value IN ",
+		    qb->qb_names + (int)i);
 		qb_list_sql(qb, qb->qb_tags[i]);
 		buf_addc(b, ')');
 	}
@@ -1176,7 +1184,7 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 static void
 qb_build(struct qbuild *qb, const struct filter *f)
 {
-	size_t	a, k, na = 1, nk = 1, arms = 0;
+	size_t a, k, na = 1, nk = 1, arms = 0;
 
 	switch (qb->qb_drive) {
 	case QD_TAG:
@@ -1208,8 +1216,8 @@ qb_build(struct qbuild *qb, const struct filter *f)
 static void
 qb_bind(const struct qbuild *qb, sqlite3_stmt *st)
 {
-	const struct qbind	*v;
-	size_t			 i;
+	const struct qbind *v;
+	size_t		    i;
 
 	for (i = 0; i < qb->qb_n; i++) {
 		v = &qb->qb_bind[i];
@@ -1232,7 +1240,7 @@ qb_bind(const struct qbuild *qb, sqlite3_stmt *st)
 static uint64_t
 hash_text(const char *p)
 {
-	uint64_t	h = 0xcbf29ce484222325ULL;
+	uint64_t h = 0xcbf29ce484222325ULL;
 
 	for (; *p != '\0'; p++)
 		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
@@ -1243,9 +1251,9 @@ hash_text(const char *p)
 static sqlite3_stmt *
 query_stmt(struct store *s, const char *sql)
 {
-	struct store_qslot	*slot, *victim = NULL;
-	uint64_t		 h = hash_text(sql);
-	size_t			 i;
+	struct store_qslot *slot, *victim = NULL;
+	uint64_t	    h = hash_text(sql);
+	size_t		    i;
 
 	s->s_qclock++;
 	for (i = 0; i < STORE_QCACHE; i++) {
@@ -1261,7 +1269,7 @@ query_stmt(struct store *s, const char *sql)
 	sqlite3_finalize(victim->qs_stmt);
 	memset(victim, 0, sizeof(*victim));
 	if (sqlite3_prepare_v3(s->s_db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-	    &victim->qs_stmt, NULL) != SQLITE_OK) {
+		&victim->qs_stmt, NULL) != SQLITE_OK) {
 		store_sqlerr(s, "prepare query");
 		victim->qs_stmt = NULL;
 		return NULL;
@@ -1275,11 +1283,11 @@ query_stmt(struct store *s, const char *sql)
 static size_t
 filter_limit(const struct filter *f, size_t max_limit, size_t default_limit)
 {
-	size_t	limit;
+	size_t limit;
 
 	if (f->f_has_limit)
-		limit = (uint64_t)f->f_limit < max_limit ?
-		    (size_t)f->f_limit : max_limit;
+		limit = (uint64_t)f->f_limit < max_limit ? (size_t)f->f_limit :
+							   max_limit;
 	else if (f->f_has_ids)
 		limit = f->f_nids;
 	else
@@ -1288,24 +1296,23 @@ filter_limit(const struct filter *f, size_t max_limit, size_t default_limit)
 }
 
 int
-store_query(struct store *s, const struct filter *f, size_t n,
-    size_t max_limit, size_t default_limit, int64_t now,
-    store_row_cb *cb, void *arg)
+store_query(struct store *s, const struct filter *f, size_t n, size_t max_limit,
+    size_t default_limit, int64_t now, store_row_cb *cb, void *arg)
 {
-	struct qbuild	 qb;
-	struct seqset	 seen = { NULL, 0, 0 };
-	sqlite3_stmt	*st;
-	size_t		 i, limit;
-	int		 total = 0, r, stopped = 0;
+	struct qbuild qb;
+	struct seqset seen = { NULL, 0, 0 };
+	sqlite3_stmt *st;
+	size_t	      i, limit;
+	int	      total = 0, r, stopped = 0;
 
 	for (i = 0; i < n && !stopped; i++) {
 		if (f[i].f_empty ||
-		    (limit = filter_limit(&f[i], max_limit,
-		    default_limit)) == 0)
+		    (limit = filter_limit(&f[i], max_limit, default_limit)) ==
+			0)
 			continue;
 		memset(&qb, 0, sizeof(qb));
-		qb_plan(&qb, &f[i], now, limit > INT64_MAX ? INT64_MAX :
-		    (int64_t)limit);
+		qb_plan(&qb, &f[i], now,
+		    limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
 		qb_build(&qb, &f[i]);
 		st = query_stmt(s, qb.qb_sql.b_data);
 		if (st != NULL)
@@ -1332,13 +1339,13 @@ store_query(struct store *s, const struct filter *f, size_t n,
 
 int
 store_query_items(struct store *s, const struct filter *f, int64_t now,
-    size_t max, int (*cb)(int64_t created_at, const uint8_t id[32],
-    void *arg), void *arg, int *more)
+    size_t max, int (*cb)(int64_t created_at, const uint8_t id[32], void *arg),
+    void *arg, int *more)
 {
-	struct qbuild	 qb;
-	sqlite3_stmt	*st;
-	size_t		 n = 0;
-	int		 rc;
+	struct qbuild qb;
+	sqlite3_stmt *st;
+	size_t	      n = 0;
+	int	      rc;
 
 	*more = 0;
 	if (f->f_empty)
@@ -1364,8 +1371,8 @@ store_query_items(struct store *s, const struct filter *f, int64_t now,
 		if (sqlite3_column_bytes(st, 3) != 32)
 			continue;
 		n++;
-		if (cb(sqlite3_column_int64(st, 2),
-		    sqlite3_column_blob(st, 3), arg) != 0)
+		if (cb(sqlite3_column_int64(st, 2), sqlite3_column_blob(st, 3),
+			arg) != 0)
 			break;
 	}
 	sqlite3_reset(st);
@@ -1381,9 +1388,9 @@ int
 store_address_deleted(struct store *s, uint32_t kind, const uint8_t pubkey[32],
     const char *d, int64_t created_at)
 {
-	sqlite3_stmt	*st;
-	int64_t		 at;
-	int		 r;
+	sqlite3_stmt *st;
+	int64_t	      at;
+	int	      r;
 
 	if ((st = stmt(s, ST_ADDR_DELETED)) == NULL)
 		return -1;

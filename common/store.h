@@ -21,9 +21,9 @@ struct store;
 struct sqlite3;
 
 /* ngit-grasp brief 2.1: limit per filter when a REQ filter has none. */
-#define STORE_DEFAULT_LIMIT	500
+#define STORE_DEFAULT_LIMIT 500
 /* nips.md 1.10 (STRFRY maxFilterLimit): the largest limit honoured. */
-#define STORE_MAX_LIMIT		500
+#define STORE_MAX_LIMIT	    500
 
 enum store_result {
 	STORE_OK,		/* stored */
@@ -31,7 +31,7 @@ enum store_result {
 	STORE_DELETED,		/* refused: deleted by NIP-09 */
 	STORE_REPLACED,		/* refused: an equal or newer version is
 				   stored (NIP-01 replaceable rule) */
-	STORE_INVALID_DELETION,	/* kind 5 naming others' events */
+	STORE_INVALID_DELETION, /* kind 5 naming others' events */
 	STORE_ERROR,		/* database error, or an ephemeral kind */
 };
 
@@ -41,10 +41,10 @@ enum store_result {
  * caller closes it with store_close().  Never exits, except on allocation
  * failure.
  */
-struct store	*store_open(const char *path, int readonly, char *err,
-		    size_t errlen);
+struct store *store_open(const char *path, int readonly, char *err,
+    size_t errlen);
 /* Finalizes the cached statements and closes the connection.  NULL is fine. */
-void		 store_close(struct store *);
+void	      store_close(struct store *);
 
 /*
  * Transactions (BEGIN IMMEDIATE, so the write lock is taken up front).
@@ -52,23 +52,23 @@ void		 store_close(struct store *);
  * OK only after store_commit() succeeds.  Each returns 0, or -1 after
  * logging; a failed commit leaves the transaction rolled back.
  */
-int		 store_begin(struct store *);
-int		 store_commit(struct store *);
-int		 store_rollback(struct store *);
+int  store_begin(struct store *);
+int  store_commit(struct store *);
+int  store_rollback(struct store *);
 /*
  * Frames in the WAL after the last commit or checkpoint of this
  * connection.  A read-write store checkpoints by itself once a commit
  * leaves DB_WAL_AUTOCHECKPOINT (db.h) of them, as SQLite would, unless
  * told otherwise (store_set_autocheckpoint()).
  */
-int		 store_wal_frames(const struct store *);
+int  store_wal_frames(const struct store *);
 /*
  * Sets the WAL size in frames at which a commit checkpoints by itself
  * (DB_WAL_AUTOCHECKPOINT by default); 0 never.  A user that runs its
  * checkpoints on another connection (relayd's thread, relay_ckpt.c) sets
  * it higher, as a backstop for when they fall behind.
  */
-void		 store_set_autocheckpoint(struct store *, int frames);
+void store_set_autocheckpoint(struct store *, int frames);
 
 /*
  * Stores ev (already verified by the caller: id, signature, policy) and
@@ -86,7 +86,7 @@ void		 store_set_autocheckpoint(struct store *, int frames);
  * caller's policy.  Never exits, except on allocation failure.
  */
 enum store_result store_put(struct store *, const struct event *ev,
-		    int64_t *seq_out);
+    int64_t *seq_out);
 
 /*
  * The NIP-01 OK message for a put result ("" for STORE_OK), a static
@@ -94,30 +94,29 @@ enum store_result store_put(struct store *, const struct event *ev,
  * STORE_OK and STORE_DUPLICATE, false for the rest (an older replaceable
  * version is refused with "invalid:", as ngit-grasp does).
  */
-const char	*store_result_message(enum store_result);
-int		 store_result_ok(enum store_result);
+const char *store_result_message(enum store_result);
+int	    store_result_ok(enum store_result);
 
 /* 1 if an event with that id is stored, 0 if not, -1 on error. */
-int		 store_has_id(struct store *, const uint8_t id[32]);
+int store_has_id(struct store *, const uint8_t id[32]);
 /*
  * 1 if a NIP-09 deletion by pubkey recorded that id as deleted (pubkey
  * NULL: by anyone), 0 if not, -1 on error.
  */
-int		 store_is_deleted(struct store *, const uint8_t id[32],
-		    const uint8_t pubkey[32]);
+int store_is_deleted(struct store *, const uint8_t id[32],
+    const uint8_t pubkey[32]);
 /*
  * 1 if an event of that kind by that author with that d value ("" for a
  * replaceable kind) is stored, 0 if not, -1 on error.  d is NUL-terminated.
  */
-int		 store_has_address(struct store *, uint32_t kind,
-		    const uint8_t pubkey[32], const char *d);
+int store_has_address(struct store *, uint32_t kind, const uint8_t pubkey[32],
+    const char *d);
 /*
  * 1 if some stored event has a tag whose one-letter name is one of the
  * letters in names (e.g. "aAq") and whose first value is exactly value,
  * 0 if not, -1 on error.  Expired events count.
  */
-int		 store_tag_exists(struct store *, const char *names,
-		    const char *value);
+int store_tag_exists(struct store *, const char *names, const char *value);
 
 /*
  * Runs the stored-events phase of a REQ: for each of the n filters, the
@@ -130,10 +129,9 @@ int		 store_tag_exists(struct store *, const char *names,
  * stops the query.  Returns the number of events delivered, or -1 on a
  * database error.
  */
-int		 store_query(struct store *, const struct filter *f,
-		    size_t n, size_t max_limit, size_t default_limit,
-		    int64_t now, int (*cb)(const char *json, size_t len,
-		    int64_t seq, void *arg), void *arg);
+int store_query(struct store *, const struct filter *f, size_t n,
+    size_t max_limit, size_t default_limit, int64_t now,
+    int (*cb)(const char *json, size_t len, int64_t seq, void *arg), void *arg);
 
 /*
  * The (created_at, id) of every stored event matching filter f, for a
@@ -144,40 +142,38 @@ int		 store_query(struct store *, const struct filter *f,
  * delivered; *more is set to 1 if more events match, else 0.  Returns
  * the number delivered, or -1 on a database error.
  */
-int		 store_query_items(struct store *, const struct filter *f,
-		    int64_t now, size_t max, int (*cb)(int64_t created_at,
-		    const uint8_t id[32], void *arg), void *arg, int *more);
+int store_query_items(struct store *, const struct filter *f, int64_t now,
+    size_t max, int (*cb)(int64_t created_at, const uint8_t id[32], void *arg),
+    void *arg, int *more);
 
 /* Number of stored events, or -1 on error. */
-int64_t		 store_count(struct store *);
+int64_t store_count(struct store *);
 /*
  * The highest seq ever assigned (0 for a new database), even if that
  * event has since been removed, into *out.  Returns 0, or -1 on error.
  */
-int		 store_last_seq(struct store *, int64_t *out);
+int	store_last_seq(struct store *, int64_t *out);
 /*
  * Delivers the stored events with seq > after in seq order, at most max
  * of them, through cb as in store_query() (expired events included).
  * Returns the number delivered, or -1 on error.
  */
-int		 store_since_seq(struct store *, int64_t after, size_t max,
-		    int (*cb)(const char *json, size_t len, int64_t seq,
-		    void *arg), void *arg);
+int	store_since_seq(struct store *, int64_t after, size_t max,
+	int (*cb)(const char *json, size_t len, int64_t seq, void *arg), void *arg);
 
 /*
  * 1 if a NIP-09 "a" deletion by pubkey covers (kind, d) at created_at, so
  * that store_put() would refuse a version of that age; 0 if not; -1 on
  * error.  d is NUL-terminated.
  */
-int		 store_address_deleted(struct store *, uint32_t kind,
-		    const uint8_t pubkey[32], const char *d,
-		    int64_t created_at);
+int store_address_deleted(struct store *, uint32_t kind,
+    const uint8_t pubkey[32], const char *d, int64_t created_at);
 
 /*
  * The store's SQLite connection, for the modules that own other tables of
  * the same database (purg.c).  Owned by the store; do not close it.
  */
-struct sqlite3	*store_sqlite(struct store *);
+struct sqlite3 *store_sqlite(struct store *);
 
 /*
  * Purgatory (GRASP-01; schema step 2 in db.c, accessed through purg.h).

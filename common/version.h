@@ -5,6 +5,6 @@
 #ifndef GRASPD_VERSION_H
 #define GRASPD_VERSION_H
 
-#define GRASPD_VERSION		"0.1.0"
+#define GRASPD_VERSION "0.1.0"
 
 #endif

@@ -18,31 +18,31 @@
 
 /* SQLite's WAL format (its wal.c): a frame header's size, and the offset
  * of its "database size after commit" field, non-zero on commit frames. */
-#define WAL_FRAME_HDRSIZE	24
-#define WAL_FRAME_NTRUNCATE	4
+#define WAL_FRAME_HDRSIZE   24
+#define WAL_FRAME_NTRUNCATE 4
 /* The default Unix VFS writes at most 0x1ffff bytes a call (its
  * seekAndWriteFd()); ours go out in whole pages below that. */
-#define WALBUF_CHUNK		(31 * 4096)
+#define WALBUF_CHUNK	    (31 * 4096)
 
 struct wb_file {
-	sqlite3_file		 wf_base;	/* our methods */
-	struct wb_file		*wf_main;	/* a WAL's main file, or NULL */
-	struct wb_file		*wf_wal;	/* a main file's open WAL */
-	int			 wf_is_wal;
-	int			 wf_commit;	/* a commit frame's page is next */
-	char			*wf_buf;	/* a WAL's pending frames */
-	size_t			 wf_len, wf_cap;
-	sqlite3_int64		 wf_off;	/* file offset of wf_buf[0] */
-	const char		*wf_name;	/* SQLite's, valid while open */
-	struct wb_file		*wf_next;	/* open main files */
+	sqlite3_file	wf_base; /* our methods */
+	struct wb_file *wf_main; /* a WAL's main file, or NULL */
+	struct wb_file *wf_wal;	 /* a main file's open WAL */
+	int		wf_is_wal;
+	int		wf_commit; /* a commit frame's page is next */
+	char	       *wf_buf;	   /* a WAL's pending frames */
+	size_t		wf_len, wf_cap;
+	sqlite3_int64	wf_off;	 /* file offset of wf_buf[0] */
+	const char     *wf_name; /* SQLite's, valid while open */
+	struct wb_file *wf_next; /* open main files */
 	/* The default VFS's file follows, szOsFile bytes. */
 };
 
-static sqlite3_vfs		 wb_vfs;
-static sqlite3_vfs		*wb_real;
-static const sqlite3_io_methods	 wb_methods;
-static struct wb_file		*wb_mains;	/* open main database files */
-static unsigned long long	 wb_writes;
+static sqlite3_vfs		wb_vfs;
+static sqlite3_vfs	       *wb_real;
+static const sqlite3_io_methods wb_methods;
+static struct wb_file	       *wb_mains; /* open main database files */
+static unsigned long long	wb_writes;
 
 static sqlite3_file *
 real(sqlite3_file *f)
@@ -60,9 +60,9 @@ walbuf_writes(void)
 static int
 wb_flush(struct wb_file *w)
 {
-	sqlite3_file	*r;
-	size_t		 done, n;
-	int		 rc = SQLITE_OK;
+	sqlite3_file *r;
+	size_t	      done, n;
+	int	      rc = SQLITE_OK;
 
 	if (w == NULL || w->wf_len == 0)
 		return SQLITE_OK;
@@ -73,7 +73,7 @@ wb_flush(struct wb_file *w)
 			n = WALBUF_CHUNK;
 		wb_writes++;
 		if ((rc = r->pMethods->xWrite(r, w->wf_buf + done, (int)n,
-		    w->wf_off + (sqlite3_int64)done)) != SQLITE_OK)
+			 w->wf_off + (sqlite3_int64)done)) != SQLITE_OK)
 			break;
 	}
 	w->wf_len = 0;
@@ -83,7 +83,7 @@ wb_flush(struct wb_file *w)
 void
 walbuf_trim(void)
 {
-	struct wb_file	*m, *w;
+	struct wb_file *m, *w;
 
 	for (m = wb_mains; m != NULL; m = m->wf_next) {
 		if ((w = m->wf_wal) == NULL || w->wf_len != 0)
@@ -97,9 +97,9 @@ walbuf_trim(void)
 static int
 wb_close(sqlite3_file *f)
 {
-	struct wb_file	*w = (struct wb_file *)f, **pp;
-	sqlite3_file	*r = real(f);
-	int		 rc, frc;
+	struct wb_file *w = (struct wb_file *)f, **pp;
+	sqlite3_file   *r = real(f);
+	int		rc, frc;
 
 	frc = wb_flush(w);
 	if (w->wf_is_wal) {
@@ -123,15 +123,15 @@ wb_close(sqlite3_file *f)
 static int
 wb_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
 {
-	struct wb_file	*w = (struct wb_file *)f;
-	sqlite3_file	*r = real(f);
-	int		 rc;
+	struct wb_file *w = (struct wb_file *)f;
+	sqlite3_file   *r = real(f);
+	int		rc;
 
 	if (w->wf_len > 0 && off < w->wf_off + (sqlite3_int64)w->wf_len &&
 	    off + n > w->wf_off) {
 		/* SQLite reads back frames of its own open transaction. */
-		if (off >= w->wf_off && off + n <= w->wf_off +
-		    (sqlite3_int64)w->wf_len) {
+		if (off >= w->wf_off &&
+		    off + n <= w->wf_off + (sqlite3_int64)w->wf_len) {
 			memcpy(p, w->wf_buf + (off - w->wf_off), (size_t)n);
 			return SQLITE_OK;
 		}
@@ -144,12 +144,12 @@ wb_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
 static int
 wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 {
-	struct wb_file	*w = (struct wb_file *)f;
-	sqlite3_file	*r = real(f);
-	sqlite3_int64	 end = w->wf_off + (sqlite3_int64)w->wf_len;
-	size_t		 need;
-	char		*nb;
-	int		 rc;
+	struct wb_file *w = (struct wb_file *)f;
+	sqlite3_file   *r = real(f);
+	sqlite3_int64	end = w->wf_off + (sqlite3_int64)w->wf_len;
+	size_t		need;
+	char	       *nb;
+	int		rc;
 
 	if (!w->wf_is_wal) {
 		wb_writes++;
@@ -160,8 +160,8 @@ wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 		memcpy(w->wf_buf + (off - w->wf_off), p, (size_t)n);
 		return SQLITE_OK;
 	}
-	if (w->wf_len > 0 && (off != end ||
-	    w->wf_len + (size_t)n > WALBUF_MAX)) {
+	if (w->wf_len > 0 &&
+	    (off != end || w->wf_len + (size_t)n > WALBUF_MAX)) {
 		if ((rc = wb_flush(w)) != SQLITE_OK)
 			return rc;
 	}
@@ -173,7 +173,7 @@ wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 		w->wf_off = off;
 	need = w->wf_len + (size_t)n;
 	if (need > w->wf_cap) {
-		size_t	cap = w->wf_cap ? w->wf_cap : 64 * 1024;
+		size_t cap = w->wf_cap ? w->wf_cap : 64 * 1024;
 
 		while (cap < need)
 			cap *= 2;
@@ -202,15 +202,15 @@ wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 	}
 	if (n == WAL_FRAME_HDRSIZE)
 		w->wf_commit = memcmp((const char *)p + WAL_FRAME_NTRUNCATE,
-		    "\0\0\0\0", 4) != 0;
+				   "\0\0\0\0", 4) != 0;
 	return SQLITE_OK;
 }
 
 static int
 wb_truncate(sqlite3_file *f, sqlite3_int64 size)
 {
-	sqlite3_file	*r = real(f);
-	int		 rc;
+	sqlite3_file *r = real(f);
+	int	      rc;
 
 	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
 		return rc;
@@ -220,8 +220,8 @@ wb_truncate(sqlite3_file *f, sqlite3_int64 size)
 static int
 wb_sync(sqlite3_file *f, int flags)
 {
-	sqlite3_file	*r = real(f);
-	int		 rc;
+	sqlite3_file *r = real(f);
+	int	      rc;
 
 	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
 		return rc;
@@ -231,8 +231,8 @@ wb_sync(sqlite3_file *f, int flags)
 static int
 wb_file_size(sqlite3_file *f, sqlite3_int64 *size)
 {
-	sqlite3_file	*r = real(f);
-	int		 rc;
+	sqlite3_file *r = real(f);
+	int	      rc;
 
 	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
 		return rc;
@@ -243,9 +243,9 @@ wb_file_size(sqlite3_file *f, sqlite3_int64 *size)
 static int
 wb_lock(sqlite3_file *f, int lock)
 {
-	struct wb_file	*w = (struct wb_file *)f;
-	sqlite3_file	*r = real(f);
-	int		 rc;
+	struct wb_file *w = (struct wb_file *)f;
+	sqlite3_file   *r = real(f);
+	int		rc;
 
 	if ((rc = wb_flush(w->wf_wal)) != SQLITE_OK)
 		return rc;
@@ -255,9 +255,9 @@ wb_lock(sqlite3_file *f, int lock)
 static int
 wb_unlock(sqlite3_file *f, int lock)
 {
-	struct wb_file	*w = (struct wb_file *)f;
-	sqlite3_file	*r = real(f);
-	int		 rc;
+	struct wb_file *w = (struct wb_file *)f;
+	sqlite3_file   *r = real(f);
+	int		rc;
 
 	if ((rc = wb_flush(w->wf_wal)) != SQLITE_OK)
 		return rc;
@@ -267,7 +267,7 @@ wb_unlock(sqlite3_file *f, int lock)
 static int
 wb_check_reserved_lock(sqlite3_file *f, int *out)
 {
-	sqlite3_file	*r = real(f);
+	sqlite3_file *r = real(f);
 
 	return r->pMethods->xCheckReservedLock(r, out);
 }
@@ -275,7 +275,7 @@ wb_check_reserved_lock(sqlite3_file *f, int *out)
 static int
 wb_file_control(sqlite3_file *f, int op, void *arg)
 {
-	sqlite3_file	*r = real(f);
+	sqlite3_file *r = real(f);
 
 	return r->pMethods->xFileControl(r, op, arg);
 }
@@ -283,7 +283,7 @@ wb_file_control(sqlite3_file *f, int op, void *arg)
 static int
 wb_sector_size(sqlite3_file *f)
 {
-	sqlite3_file	*r = real(f);
+	sqlite3_file *r = real(f);
 
 	return r->pMethods->xSectorSize(r);
 }
@@ -291,7 +291,7 @@ wb_sector_size(sqlite3_file *f)
 static int
 wb_device_characteristics(sqlite3_file *f)
 {
-	sqlite3_file	*r = real(f);
+	sqlite3_file *r = real(f);
 
 	return r->pMethods->xDeviceCharacteristics(r);
 }
@@ -299,7 +299,7 @@ wb_device_characteristics(sqlite3_file *f)
 static int
 wb_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
 {
-	sqlite3_file	*r = real(f);
+	sqlite3_file *r = real(f);
 
 	return r->pMethods->xShmMap(r, pg, pgsz, extend, pp);
 }
@@ -307,9 +307,9 @@ wb_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
 static int
 wb_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 {
-	struct wb_file	*w = (struct wb_file *)f;
-	sqlite3_file	*r = real(f);
-	int		 rc;
+	struct wb_file *w = (struct wb_file *)f;
+	sqlite3_file   *r = real(f);
+	int		rc;
 
 	if ((rc = wb_flush(w->wf_wal)) != SQLITE_OK)
 		return rc;
@@ -324,8 +324,8 @@ wb_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 static void
 wb_shm_barrier(sqlite3_file *f)
 {
-	struct wb_file	*w = (struct wb_file *)f;
-	sqlite3_file	*r = real(f);
+	struct wb_file *w = (struct wb_file *)f;
+	sqlite3_file   *r = real(f);
 
 	/*
 	 * A failure here has no way back to SQLite, and readers must never
@@ -341,7 +341,7 @@ wb_shm_barrier(sqlite3_file *f)
 static int
 wb_shm_unmap(sqlite3_file *f, int del)
 {
-	sqlite3_file	*r = real(f);
+	sqlite3_file *r = real(f);
 
 	return r->pMethods->xShmUnmap(r, del);
 }
@@ -349,7 +349,7 @@ wb_shm_unmap(sqlite3_file *f, int del)
 static int
 wb_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
 {
-	sqlite3_file	*r = real(f);
+	sqlite3_file *r = real(f);
 
 	return r->pMethods->xFetch(r, off, n, pp);
 }
@@ -357,7 +357,7 @@ wb_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
 static int
 wb_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
 {
-	sqlite3_file	*r = real(f);
+	sqlite3_file *r = real(f);
 
 	return r->pMethods->xUnfetch(r, off, p);
 }
@@ -388,8 +388,8 @@ static const sqlite3_io_methods wb_methods = {
 static struct wb_file *
 main_of(const char *wal)
 {
-	struct wb_file	*m;
-	size_t		 n = strlen(wal);
+	struct wb_file *m;
+	size_t		n = strlen(wal);
 
 	if (n < 4 || strcmp(wal + n - 4, "-wal") != 0)
 		return NULL;
@@ -404,9 +404,9 @@ static int
 wb_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
     int *out_flags)
 {
-	struct wb_file	*w = (struct wb_file *)f;
-	sqlite3_file	*r = real(f);
-	int		 rc;
+	struct wb_file *w = (struct wb_file *)f;
+	sqlite3_file   *r = real(f);
+	int		rc;
 
 	(void)vfs;
 	memset(w, 0, sizeof(*w));
@@ -468,8 +468,7 @@ wb_dlerror(sqlite3_vfs *vfs, int n, char *out)
 	wb_real->xDlError(wb_real, n, out);
 }
 
-static void
-(*wb_dlsym(sqlite3_vfs *vfs, void *h, const char *sym))(void)
+static void (*wb_dlsym(sqlite3_vfs *vfs, void *h, const char *sym))(void)
 {
 	(void)vfs;
 	return wb_real->xDlSym(wb_real, h, sym);
@@ -508,7 +507,8 @@ wb_get_last_error(sqlite3_vfs *vfs, int n, char *out)
 {
 	(void)vfs;
 	return wb_real->xGetLastError ?
-	    wb_real->xGetLastError(wb_real, n, out) : 0;
+	    wb_real->xGetLastError(wb_real, n, out) :
+	    0;
 }
 
 static int

@@ -22,21 +22,21 @@
 #define GRASPD_WALBUF_H
 
 /* The name to pass to sqlite3_open_v2() once walbuf_register() ran. */
-#define WALBUF_VFS		"graspd-walbuf"
+#define WALBUF_VFS "graspd-walbuf"
 /* Ours: bytes of frames gathered before they go out mid-transaction. */
-#define WALBUF_MAX		(8 * 1024 * 1024)
+#define WALBUF_MAX (8 * 1024 * 1024)
 
 /* Registers the VFS (not as the default); 0, or -1 if SQLite refused. */
-int	walbuf_register(void);
+int walbuf_register(void);
 
 /*
  * Frees the buffer of every WAL file that holds no pending frames (a
  * large commit leaves one of several MiB); the next write makes it
  * again.  For a writer going idle.
  */
-void	walbuf_trim(void);
+void walbuf_trim(void);
 
 /* Write calls the buffered WAL files passed to the file system so far. */
-unsigned long long	walbuf_writes(void);
+unsigned long long walbuf_writes(void);
 
 #endif

@@ -9,7 +9,7 @@
  * test notices a server that breaks RFC 6455, and lenient about nothing
  * else: it has no extensions and no TLS.
  */
-#define _GNU_SOURCE		/* memmem */
+#define _GNU_SOURCE /* memmem */
 #include <sys/types.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -38,24 +38,24 @@
 /* RFC 6455 section 1.3: appended to the key before hashing. */
 #define WS_GUID		"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 /* Largest response header block the client reads. */
-#define HTTP_HEADER_MAX	(64 * 1024)
+#define HTTP_HEADER_MAX (64 * 1024)
 /* How much one wsc_read_available() call takes at most. */
 #define WSC_READ_MAX	(1024 * 1024)
 
 struct wsc {
-	int		 ws_fd;
-	struct buf	 ws_in;		/* received bytes, from ws_pos on */
-	size_t		 ws_pos;
-	struct buf	 ws_msg;	/* fragments of the current message */
-	int		 ws_msg_op;
-	int		 ws_in_msg;
-	int		 ws_last_op;
-	int		 ws_closed;	/* close frame seen or protocol error */
-	int		 ws_eof;
-	int		 ws_close_sent;
-	int		 ws_close_code;
-	uint64_t	 ws_rng;	/* mask generator state */
-	char		 ws_err[160];
+	int	   ws_fd;
+	struct buf ws_in; /* received bytes, from ws_pos on */
+	size_t	   ws_pos;
+	struct buf ws_msg; /* fragments of the current message */
+	int	   ws_msg_op;
+	int	   ws_in_msg;
+	int	   ws_last_op;
+	int	   ws_closed; /* close frame seen or protocol error */
+	int	   ws_eof;
+	int	   ws_close_sent;
+	int	   ws_close_code;
+	uint64_t   ws_rng; /* mask generator state */
+	char	   ws_err[160];
 };
 
 int64_t
@@ -67,7 +67,7 @@ wsc_now_ms(void)
 static int
 remaining_ms(int64_t deadline)
 {
-	int64_t	left = deadline - wsc_now_ms();
+	int64_t left = deadline - wsc_now_ms();
 
 	if (left < 0)
 		return 0;
@@ -79,7 +79,7 @@ remaining_ms(int64_t deadline)
 static void *
 xmalloc(size_t n)
 {
-	void	*p;
+	void *p;
 
 	if ((p = malloc(n ? n : 1)) == NULL)
 		fatal("wsclient: malloc");
@@ -99,12 +99,12 @@ host_header(struct buf *b, const char *host, int port)
 int
 wsc_tcp_connect(const char *host, int port, int timeout_ms)
 {
-	struct addrinfo	 hints, *res = NULL, *ai;
-	struct pollfd	 pfd;
-	char		 portstr[16];
-	int64_t		 deadline = wsc_now_ms() + timeout_ms;
-	int		 fd = -1, err, one = 1;
-	socklen_t	 errlen;
+	struct addrinfo hints, *res = NULL, *ai;
+	struct pollfd	pfd;
+	char		portstr[16];
+	int64_t		deadline = wsc_now_ms() + timeout_ms;
+	int		fd = -1, err, one = 1;
+	socklen_t	errlen;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
@@ -128,7 +128,8 @@ wsc_tcp_connect(const char *host, int port, int timeout_ms)
 			errlen = sizeof(err);
 			if (poll(&pfd, 1, remaining_ms(deadline)) == 1 &&
 			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err,
-			    &errlen) == 0 && err == 0)
+				&errlen) == 0 &&
+			    err == 0)
 				break;
 		}
 		close(fd);
@@ -144,9 +145,9 @@ wsc_tcp_connect(const char *host, int port, int timeout_ms)
 static int
 send_all(int fd, const void *p, size_t n, int64_t deadline)
 {
-	const char	*c = p;
-	struct pollfd	 pfd;
-	ssize_t		 w;
+	const char   *c = p;
+	struct pollfd pfd;
+	ssize_t	      w;
 
 	while (n > 0) {
 		w = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -174,8 +175,8 @@ send_all(int fd, const void *p, size_t n, int64_t deadline)
 static ssize_t
 recv_some(int fd, struct buf *b, int64_t deadline)
 {
-	struct pollfd	 pfd;
-	ssize_t		 r;
+	struct pollfd pfd;
+	ssize_t	      r;
 
 	for (;;) {
 		buf_reserve(b, 16384);
@@ -200,7 +201,7 @@ recv_some(int fd, struct buf *b, int64_t deadline)
 static uint64_t
 random_u64(void)
 {
-	uint64_t	v = 0;
+	uint64_t v = 0;
 
 	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
 		v = (uint64_t)wsc_now_ms() * 0x9e3779b97f4a7c15ULL;
@@ -211,7 +212,7 @@ random_u64(void)
 static void
 next_mask(struct wsc *w, uint8_t mask[4])
 {
-	uint64_t	x = w->ws_rng;
+	uint64_t x = w->ws_rng;
 
 	x ^= x << 13;
 	x ^= x >> 7;
@@ -223,7 +224,7 @@ next_mask(struct wsc *w, uint8_t mask[4])
 void
 wsc_unmask(uint8_t *p, size_t n, const uint8_t mask[4], uint64_t off)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		p[i] ^= mask[(off + i) & 3];
@@ -233,7 +234,7 @@ void
 wsc_frame_encode(struct buf *b, int opcode, int fin, const uint8_t *mask,
     const void *payload, size_t len)
 {
-	uint8_t	h[WS_HEADER_MAX];
+	uint8_t h[WS_HEADER_MAX];
 	size_t	hl = 2, start, i;
 
 	h[0] = (uint8_t)((fin ? 0x80 : 0) | (opcode & 0x0f));
@@ -265,8 +266,8 @@ wsc_frame_encode(struct buf *b, int opcode, int fin, const uint8_t *mask,
 int
 wsc_frame_parse(const uint8_t *p, size_t n, struct ws_frame *f)
 {
-	size_t		h = 2, i;
-	uint64_t	len;
+	size_t	 h = 2, i;
+	uint64_t len;
 
 	if (n < 2)
 		return 0;
@@ -306,8 +307,8 @@ wsc_frame_parse(const uint8_t *p, size_t n, struct ws_frame *f)
 void
 wsc_accept_key(const char *key, char out[29])
 {
-	unsigned char	 md[SHA_DIGEST_LENGTH];
-	struct buf	 b = BUF_INIT;
+	unsigned char md[SHA_DIGEST_LENGTH];
+	struct buf    b = BUF_INIT;
 
 	buf_adds(&b, key);
 	buf_adds(&b, WS_GUID);
@@ -319,7 +320,7 @@ wsc_accept_key(const char *key, char out[29])
 static struct wsc *
 wsc_new(int fd)
 {
-	struct wsc	*w;
+	struct wsc *w;
 
 	w = xmalloc(sizeof(*w));
 	memset(w, 0, sizeof(*w));
@@ -331,7 +332,7 @@ wsc_new(int fd)
 struct wsc *
 wsc_adopt(int fd)
 {
-	int	fl;
+	int fl;
 
 	if ((fl = fcntl(fd, F_GETFL)) != -1)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -341,9 +342,9 @@ wsc_adopt(int fd)
 char *
 http_header_value(const char *headers, const char *name)
 {
-	const char	*line, *eol, *colon, *v, *e;
-	size_t		 nlen = strlen(name);
-	char		*out;
+	const char *line, *eol, *colon, *v, *e;
+	size_t	    nlen = strlen(name);
+	char	   *out;
 
 	for (line = headers; line != NULL && *line != '\0'; line = eol) {
 		eol = strchr(line, '\n');
@@ -357,8 +358,8 @@ http_header_value(const char *headers, const char *name)
 		v = colon + 1;
 		while (v < e && (*v == ' ' || *v == '\t'))
 			v++;
-		while (e > v && (e[-1] == '\r' || e[-1] == ' ' ||
-		    e[-1] == '\t'))
+		while (
+		    e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
 			e--;
 		out = xmalloc((size_t)(e - v) + 1);
 		memcpy(out, v, (size_t)(e - v));
@@ -372,7 +373,7 @@ http_header_value(const char *headers, const char *name)
 static ssize_t
 read_header_block(int fd, struct buf *b, int64_t deadline)
 {
-	char	*end;
+	char *end;
 
 	for (;;) {
 		if (b->b_len > 0 &&
@@ -389,7 +390,7 @@ read_header_block(int fd, struct buf *b, int64_t deadline)
 static int
 parse_status(const char *p)
 {
-	int	code;
+	int code;
 
 	if (strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ' ||
 	    sscanf(p + 9, "%3d", &code) != 1)
@@ -401,9 +402,9 @@ parse_status(const char *p)
 static char *
 header_lines(const char *block, size_t blen)
 {
-	const char	*p = memchr(block, '\n', blen);
-	size_t		 n;
-	char		*out;
+	const char *p = memchr(block, '\n', blen);
+	size_t	    n;
+	char	   *out;
 
 	if (p == NULL)
 		p = block + blen;
@@ -422,7 +423,7 @@ header_lines(const char *block, size_t blen)
 static int
 has_token(const char *list, const char *token)
 {
-	size_t	tl = strlen(token);
+	size_t	    tl = strlen(token);
 	const char *p;
 
 	for (p = list; *p != '\0'; p++)
@@ -435,14 +436,14 @@ struct wsc *
 wsc_handshake(int fd, const char *host, int port, const char *path,
     const char *extra_headers, int timeout_ms, int *http_status)
 {
-	struct buf	 req = BUF_INIT, in = BUF_INIT;
-	struct wsc	*w = NULL;
-	uint8_t		 raw[16];
-	char		 key[32], want[29], *hdrs = NULL, *v;
-	int64_t		 deadline = wsc_now_ms() + timeout_ms;
-	ssize_t		 hlen;
-	int		 status;
-	const char	*why = NULL;
+	struct buf  req = BUF_INIT, in = BUF_INIT;
+	struct wsc *w = NULL;
+	uint8_t	    raw[16];
+	char	    key[32], want[29], *hdrs = NULL, *v;
+	int64_t	    deadline = wsc_now_ms() + timeout_ms;
+	ssize_t	    hlen;
+	int	    status;
+	const char *why = NULL;
 
 	if (http_status != NULL)
 		*http_status = 0;
@@ -453,8 +454,10 @@ wsc_handshake(int fd, const char *host, int port, const char *path,
 	EVP_EncodeBlock((unsigned char *)key, raw, sizeof(raw));
 	buf_printf(&req, "GET %s HTTP/1.1\r\nHost: ", path);
 	host_header(&req, host, port);
-	buf_printf(&req, "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-	    "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n", key);
+	buf_printf(&req,
+	    "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+	    "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n",
+	    key);
 	if (extra_headers != NULL)
 		buf_adds(&req, extra_headers);
 	buf_adds(&req, "\r\n");
@@ -515,8 +518,8 @@ struct wsc *
 wsc_connect_ex(const char *host, int port, const char *path,
     const char *extra_headers, int timeout_ms, int *http_status)
 {
-	int64_t	 deadline = wsc_now_ms() + timeout_ms;
-	int	 fd;
+	int64_t deadline = wsc_now_ms() + timeout_ms;
+	int	fd;
 
 	if (http_status != NULL)
 		*http_status = 0;
@@ -569,16 +572,15 @@ static int
 send_frame(struct wsc *w, int opcode, int fin, const void *p, size_t n,
     int timeout_ms)
 {
-	struct buf	b = BUF_INIT;
-	uint8_t		mask[4];
-	int		rc;
+	struct buf b = BUF_INIT;
+	uint8_t	   mask[4];
+	int	   rc;
 
 	if (w->ws_close_sent || w->ws_eof)
 		return -1;
 	next_mask(w, mask);
 	wsc_frame_encode(&b, opcode, fin, mask, p, n);
-	rc = send_all(w->ws_fd, b.b_data, b.b_len,
-	    wsc_now_ms() + timeout_ms);
+	rc = send_all(w->ws_fd, b.b_data, b.b_len, wsc_now_ms() + timeout_ms);
 	buf_free(&b);
 	if (opcode == WS_OP_CLOSE)
 		w->ws_close_sent = 1;
@@ -615,7 +617,7 @@ wsc_send_raw(struct wsc *w, const void *p, size_t n)
 static void
 protocol_error(struct wsc *w, const char *why)
 {
-	uint8_t	code[2] = { WS_CLOSE_PROTOCOL >> 8, WS_CLOSE_PROTOCOL & 0xff };
+	uint8_t code[2] = { WS_CLOSE_PROTOCOL >> 8, WS_CLOSE_PROTOCOL & 0xff };
 
 	if (!w->ws_closed)
 		snprintf(w->ws_err, sizeof(w->ws_err), "protocol error: %s",
@@ -628,8 +630,8 @@ protocol_error(struct wsc *w, const char *why)
 int
 wsc_read_available(struct wsc *w)
 {
-	size_t	 got = 0;
-	ssize_t	 r;
+	size_t	got = 0;
+	ssize_t r;
 
 	if (w->ws_eof)
 		return -1;
@@ -657,7 +659,7 @@ wsc_read_available(struct wsc *w)
 		if (w->ws_err[0] == '\0')
 			snprintf(w->ws_err, sizeof(w->ws_err), "%s",
 			    r == 0 ? "connection closed without a close frame" :
-			    strerror(errno));
+				     strerror(errno));
 		return got ? 1 : -1;
 	}
 	return got ? 1 : 0;
@@ -666,7 +668,7 @@ wsc_read_available(struct wsc *w)
 static char *
 copy_message(const uint8_t *p, size_t n, size_t *len)
 {
-	char	*m = xmalloc(n + 1);
+	char *m = xmalloc(n + 1);
 
 	memcpy(m, p, n);
 	m[n] = '\0';
@@ -680,9 +682,11 @@ static void
 peer_closed(struct wsc *w, const uint8_t *p, size_t n)
 {
 	w->ws_close_code = n >= 2 ? (p[0] << 8 | p[1]) : 1005;
-	snprintf(w->ws_err, sizeof(w->ws_err), "closed by the server "
-	    "(code %d%s%.*s)", w->ws_close_code, n > 2 ? ": " : "",
-	    n > 2 ? (int)(n - 2) : 0, n > 2 ? (const char *)p + 2 : "");
+	snprintf(w->ws_err, sizeof(w->ws_err),
+	    "closed by the server "
+	    "(code %d%s%.*s)",
+	    w->ws_close_code, n > 2 ? ": " : "", n > 2 ? (int)(n - 2) : 0,
+	    n > 2 ? (const char *)p + 2 : "");
 	if (!w->ws_close_sent)
 		send_frame(w, WS_OP_CLOSE, 1, p, n >= 2 ? 2 : 0, 100);
 	w->ws_closed = 1;
@@ -691,10 +695,10 @@ peer_closed(struct wsc *w, const uint8_t *p, size_t n)
 char *
 wsc_next(struct wsc *w, size_t *len, int *opcode)
 {
-	struct ws_frame	 f;
-	uint8_t		*p;
-	size_t		 avail;
-	int		 r;
+	struct ws_frame f;
+	uint8_t	       *p;
+	size_t		avail;
+	int		r;
 
 	while (!w->ws_closed) {
 		p = (uint8_t *)w->ws_in.b_data + w->ws_pos;
@@ -717,8 +721,8 @@ wsc_next(struct wsc *w, size_t *len, int *opcode)
 			protocol_error(w, "frame too large");
 			return NULL;
 		}
-		if (f.opcode >= WS_OP_CLOSE && (!f.fin ||
-		    f.len > WS_CONTROL_MAX)) {
+		if (f.opcode >= WS_OP_CLOSE &&
+		    (!f.fin || f.len > WS_CONTROL_MAX)) {
 			protocol_error(w, "bad control frame");
 			return NULL;
 		}
@@ -739,7 +743,8 @@ wsc_next(struct wsc *w, size_t *len, int *opcode)
 		case WS_OP_TEXT:
 		case WS_OP_BINARY:
 			if (w->ws_in_msg) {
-				protocol_error(w, "new message inside a "
+				protocol_error(w,
+				    "new message inside a "
 				    "fragmented one");
 				return NULL;
 			}
@@ -756,7 +761,8 @@ wsc_next(struct wsc *w, size_t *len, int *opcode)
 			break;
 		case WS_OP_CONT:
 			if (!w->ws_in_msg) {
-				protocol_error(w, "continuation without a "
+				protocol_error(w,
+				    "continuation without a "
 				    "message");
 				return NULL;
 			}
@@ -783,10 +789,10 @@ wsc_next(struct wsc *w, size_t *len, int *opcode)
 char *
 wsc_recv(struct wsc *w, int timeout_ms, size_t *len)
 {
-	struct pollfd	 pfd;
-	int64_t		 deadline = wsc_now_ms() + timeout_ms;
-	char		*m;
-	int		 n;
+	struct pollfd pfd;
+	int64_t	      deadline = wsc_now_ms() + timeout_ms;
+	char	     *m;
+	int	      n;
 
 	for (;;) {
 		if ((m = wsc_next(w, len, NULL)) != NULL)
@@ -808,7 +814,7 @@ wsc_recv(struct wsc *w, int timeout_ms, size_t *len)
 void
 wsc_close(struct wsc *w)
 {
-	uint8_t	code[2] = { WS_CLOSE_NORMAL >> 8, WS_CLOSE_NORMAL & 0xff };
+	uint8_t code[2] = { WS_CLOSE_NORMAL >> 8, WS_CLOSE_NORMAL & 0xff };
 
 	if (w == NULL)
 		return;
@@ -836,9 +842,9 @@ wsc_drop(struct wsc *w)
 static int
 dechunk(const char *p, size_t n, struct buf *out)
 {
-	const char	*end = p + n, *eol;
-	unsigned long	 size;
-	char		*ep;
+	const char   *end = p + n, *eol;
+	unsigned long size;
+	char	     *ep;
 
 	buf_reset(out);
 	for (;;) {
@@ -868,18 +874,18 @@ dechunk(const char *p, size_t n, struct buf *out)
 }
 
 int
-http_request(const char *host, int port, const char *method,
-    const char *path, const char *extra_headers, const void *body,
-    size_t body_len, int timeout_ms, int *status, char **headers,
-    char **resp_body, size_t *resp_len)
+http_request(const char *host, int port, const char *method, const char *path,
+    const char *extra_headers, const void *body, size_t body_len,
+    int timeout_ms, int *status, char **headers, char **resp_body,
+    size_t *resp_len)
 {
-	struct buf	 req = BUF_INIT, in = BUF_INIT, out = BUF_INIT;
-	int64_t		 deadline = wsc_now_ms() + timeout_ms;
-	char		*hdrs = NULL, *v;
-	ssize_t		 hlen = -1, r;
-	size_t		 clen = 0;
-	int		 fd, code = -1, chunked = 0, has_clen = 0;
-	int		 no_body = 0, done = 0, rc = -1;
+	struct buf req = BUF_INIT, in = BUF_INIT, out = BUF_INIT;
+	int64_t	   deadline = wsc_now_ms() + timeout_ms;
+	char	  *hdrs = NULL, *v;
+	ssize_t	   hlen = -1, r;
+	size_t	   clen = 0;
+	int	   fd, code = -1, chunked = 0, has_clen = 0;
+	int	   no_body = 0, done = 0, rc = -1;
 
 	if (headers != NULL)
 		*headers = NULL;
@@ -889,7 +895,8 @@ http_request(const char *host, int port, const char *method,
 		return -1;
 	buf_printf(&req, "%s %s HTTP/1.1\r\nHost: ", method, path);
 	host_header(&req, host, port);
-	buf_adds(&req, "\r\nUser-Agent: graspd-tests\r\n"
+	buf_adds(&req,
+	    "\r\nUser-Agent: graspd-tests\r\n"
 	    "Connection: close\r\n");
 	if (body != NULL)
 		buf_printf(&req, "Content-Length: %zu\r\n", body_len);
@@ -920,16 +927,16 @@ http_request(const char *host, int port, const char *method,
 		chunked = has_token(v, "chunked");
 		free(v);
 	}
-	if (!chunked && (v = http_header_value(hdrs, "Content-Length")) !=
-	    NULL) {
+	if (!chunked &&
+	    (v = http_header_value(hdrs, "Content-Length")) != NULL) {
 		clen = strtoul(v, NULL, 10);
 		has_clen = 1;
 		free(v);
 	}
 
 	for (;;) {
-		const char	*b = in.b_data + hlen;
-		size_t		 bl = in.b_len - (size_t)hlen;
+		const char *b = in.b_data + hlen;
+		size_t	    bl = in.b_len - (size_t)hlen;
 
 		if (no_body) {
 			done = 1;

@@ -25,7 +25,7 @@ wss_queue_init(struct wss_queue *q, struct lws *wsi, size_t max,
 static void
 queue_pop(struct wss_queue *q)
 {
-	struct wss_out	*o = STAILQ_FIRST(&q->wq_q);
+	struct wss_out *o = STAILQ_FIRST(&q->wq_q);
 
 	STAILQ_REMOVE_HEAD(&q->wq_q, wo_entry);
 	q->wq_bytes -= o->wo_len;
@@ -42,13 +42,12 @@ wss_queue_clear(struct wss_queue *q)
 void
 wss_send(struct wss_queue *q, const void *s, size_t len, int binary)
 {
-	struct wss_out	*o;
+	struct wss_out *o;
 
 	if (q->wq_too_slow || q->wq_shut)
 		return;
 	if (q->wq_bytes + len > q->wq_max) {
-		log_info("%s: dropping a client that does not read",
-		    q->wq_who);
+		log_info("%s: dropping a client that does not read", q->wq_who);
 		q->wq_too_slow = 1;
 		lws_callback_on_writable(q->wq_wsi);
 		return;
@@ -67,7 +66,7 @@ void
 wss_send_msg(struct wss_queue *q, const char *verb, const char *a,
     const char *b)
 {
-	struct buf	m = BUF_INIT;
+	struct buf m = BUF_INIT;
 
 	buf_adds(&m, "[\"");
 	buf_adds(&m, verb);
@@ -91,7 +90,7 @@ wss_notice(struct wss_queue *q, const char *msg)
 void
 wss_ok(struct wss_queue *q, const char *id_hex, int ok, const char *msg)
 {
-	struct buf	m = BUF_INIT;
+	struct buf m = BUF_INIT;
 
 	buf_adds(&m, "[\"OK\",");
 	buf_add_jstr(&m, id_hex, strlen(id_hex));
@@ -103,8 +102,7 @@ wss_ok(struct wss_queue *q, const char *id_hex, int ok, const char *msg)
 }
 
 void
-wss_event_msg(struct buf *b, const char *subid, const char *json,
-    size_t len)
+wss_event_msg(struct buf *b, const char *subid, const char *json, size_t len)
 {
 	buf_adds(b, "[\"EVENT\",");
 	buf_add_jstr(b, subid, strlen(subid));
@@ -117,9 +115,9 @@ wss_event_msg(struct buf *b, const char *subid, const char *json,
 static size_t
 frame_header(unsigned char *p, size_t len)
 {
-	size_t	n = 2, i;
+	size_t n = 2, i;
 
-	p[0] = 0x81;				/* FIN, text (RFC 6455 5.2) */
+	p[0] = 0x81; /* FIN, text (RFC 6455 5.2) */
 	if (len < 126)
 		p[1] = (unsigned char)len;
 	else if (len <= 0xffff) {
@@ -130,8 +128,8 @@ frame_header(unsigned char *p, size_t len)
 	} else {
 		p[1] = 127;
 		for (i = 0; i < 8; i++)
-			p[2 + i] = (unsigned char)((uint64_t)len >>
-			    (56 - 8 * i));
+			p[2 + i] =
+			    (unsigned char)((uint64_t)len >> (56 - 8 * i));
 		n = 10;
 	}
 	return n;
@@ -145,9 +143,9 @@ frame_header(unsigned char *p, size_t len)
 static int
 write_coalesced(struct wss_queue *q)
 {
-	static unsigned char	 buf[LWS_PRE + WSS_WRITE_COALESCE];
-	struct wss_out		*o;
-	size_t			 n = 0;
+	static unsigned char buf[LWS_PRE + WSS_WRITE_COALESCE];
+	struct wss_out	    *o;
+	size_t		     n = 0;
 
 	while ((o = STAILQ_FIRST(&q->wq_q)) != NULL && !o->wo_binary &&
 	    n + WSS_FRAME_HEADER_MAX + o->wo_len <= WSS_WRITE_COALESCE) {
@@ -165,9 +163,9 @@ write_coalesced(struct wss_queue *q)
 int
 wss_queue_write(struct wss_queue *q, int coalesce)
 {
-	struct lws	*wsi = q->wq_wsi;
-	struct wss_out	*o;
-	int		 n;
+	struct lws     *wsi = q->wq_wsi;
+	struct wss_out *o;
+	int		n;
 
 	if (q->wq_too_slow) {
 		lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION,
@@ -194,15 +192,16 @@ wss_queue_write(struct wss_queue *q, int coalesce)
 }
 
 int
-wss_rx_frame(struct wss_rx *rx, struct lws *wsi, const void *in,
-    size_t len, size_t max, struct wss_queue *q)
+wss_rx_frame(struct wss_rx *rx, struct lws *wsi, const void *in, size_t len,
+    size_t max, struct wss_queue *q)
 {
-	int	final = lws_is_final_fragment(wsi);
-	char	notice[128];
+	int  final = lws_is_final_fragment(wsi);
+	char notice[128];
 
 	if (lws_frame_is_binary(wsi)) {
 		if (final)
-			wss_notice(q, "invalid: binary messages are not "
+			wss_notice(q,
+			    "invalid: binary messages are not "
 			    "processed by this relay");
 		return 0;
 	}
@@ -216,8 +215,10 @@ wss_rx_frame(struct wss_rx *rx, struct lws *wsi, const void *in,
 	if (!final)
 		return 0;
 	if (rx->wr_oversized) {
-		snprintf(notice, sizeof(notice), "invalid: message too large "
-		    "(at most %zu bytes)", max);
+		snprintf(notice, sizeof(notice),
+		    "invalid: message too large "
+		    "(at most %zu bytes)",
+		    max);
 		wss_notice(q, notice);
 		rx->wr_oversized = 0;
 		return 0;
@@ -237,8 +238,8 @@ wss_rx_done(struct wss_rx *rx)
 int
 wss_http_final(struct lws *wsi, char **body, size_t len)
 {
-	unsigned char	*buf;
-	int		 n;
+	unsigned char *buf;
+	int	       n;
 
 	if (*body == NULL)
 		return 0;

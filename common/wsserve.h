@@ -20,36 +20,36 @@
 #include "buf.h"
 
 /* Ours: queued messages framed into one write to a client, in bytes. */
-#define WSS_WRITE_COALESCE	(64 * 1024)
+#define WSS_WRITE_COALESCE   (64 * 1024)
 /* RFC 6455 5.2: the longest header of an unmasked frame. */
-#define WSS_FRAME_HEADER_MAX	10
+#define WSS_FRAME_HEADER_MAX 10
 /* Ours: a receive buffer grown past this is released after its message. */
-#define WSS_RX_KEEP		(256 * 1024)
+#define WSS_RX_KEEP	     (256 * 1024)
 
 /* One message to send, a text or binary frame. */
 struct wss_out {
-	STAILQ_ENTRY(wss_out)	 wo_entry;
-	int			 wo_binary;
-	size_t			 wo_len;
-	unsigned char		 wo_data[];	/* LWS_PRE + wo_len bytes */
+	STAILQ_ENTRY(wss_out) wo_entry;
+	int		      wo_binary;
+	size_t		      wo_len;
+	unsigned char	      wo_data[]; /* LWS_PRE + wo_len bytes */
 };
 
 /* What one websocket has to send. */
 struct wss_queue {
-	STAILQ_HEAD(, wss_out)	 wq_q;
-	size_t			 wq_bytes;	/* queued, headers aside */
-	size_t			 wq_max;
-	int			 wq_too_slow;	/* over wq_max: dropped */
-	int			 wq_shut;	/* the owner's: queue no more */
-	uint64_t		 wq_sent;	/* bytes written, ever */
-	struct lws		*wq_wsi;
-	const char		*wq_who;	/* the client, for the log */
+	STAILQ_HEAD(, wss_out) wq_q;
+	size_t	    wq_bytes; /* queued, headers aside */
+	size_t	    wq_max;
+	int	    wq_too_slow; /* over wq_max: dropped */
+	int	    wq_shut;	 /* the owner's: queue no more */
+	uint64_t    wq_sent;	 /* bytes written, ever */
+	struct lws *wq_wsi;
+	const char *wq_who; /* the client, for the log */
 };
 
 /* A message being assembled from its frames. */
 struct wss_rx {
-	struct buf	wr_buf;
-	int		wr_oversized;	/* past the limit: dropped */
+	struct buf wr_buf;
+	int	   wr_oversized; /* past the limit: dropped */
 };
 
 /*
@@ -57,10 +57,10 @@ struct wss_rx {
  * bytes queued; who names it in the log and stays the caller's (it must
  * outlive q).  Never exits.
  */
-void	wss_queue_init(struct wss_queue *q, struct lws *wsi, size_t max,
-	    const char *who);
+void wss_queue_init(struct wss_queue *q, struct lws *wsi, size_t max,
+    const char *who);
 /* Frees everything queued; q is empty (and still usable) after. */
-void	wss_queue_clear(struct wss_queue *q);
+void wss_queue_clear(struct wss_queue *q);
 
 /*
  * Queues a copy of s[0..len) as one text (binary 0) or binary frame and
@@ -68,25 +68,24 @@ void	wss_queue_clear(struct wss_queue *q);
  * too slow or the owner set wq_shut; going past wq_max makes the client
  * too slow (logged).  Exits (fatal) when out of memory.
  */
-void	wss_send(struct wss_queue *q, const void *s, size_t len, int binary);
+void wss_send(struct wss_queue *q, const void *s, size_t len, int binary);
 
 /*
  * Queues the NIP-01 message ["verb","a"] or, with b set, ["verb","a","b"]:
  * NOTICE, EOSE, AUTH, CLOSED.  The strings stay the caller's.
  */
-void	wss_send_msg(struct wss_queue *q, const char *verb, const char *a,
-	    const char *b);
+void wss_send_msg(struct wss_queue *q, const char *verb, const char *a,
+    const char *b);
 /* ["NOTICE","msg"]. */
-void	wss_notice(struct wss_queue *q, const char *msg);
+void wss_notice(struct wss_queue *q, const char *msg);
 /* ["OK","id_hex",true|false,"msg"]. */
-void	wss_ok(struct wss_queue *q, const char *id_hex, int ok,
-	    const char *msg);
+void wss_ok(struct wss_queue *q, const char *id_hex, int ok, const char *msg);
 /*
  * Appends ["EVENT","subid",<json>] to b, json being len bytes of an
  * event's canonical JSON.
  */
-void	wss_event_msg(struct buf *b, const char *subid, const char *json,
-	    size_t len);
+void wss_event_msg(struct buf *b, const char *subid, const char *json,
+    size_t len);
 
 /*
  * The writable callback's work: writes what q holds until the socket is
@@ -96,7 +95,7 @@ void	wss_event_msg(struct buf *b, const char *subid, const char *json,
  * is left.  Returns 0, or -1 when the connection is to be closed: the
  * client is too slow (with that close reason) or a write failed.
  */
-int	wss_queue_write(struct wss_queue *q, int coalesce);
+int wss_queue_write(struct wss_queue *q, int coalesce);
 
 /*
  * Adds one received fragment, in[0..len) of the callback of wsi, to rx.
@@ -105,10 +104,10 @@ int	wss_queue_write(struct wss_queue *q, int coalesce);
  * message was refused with a NOTICE queued on q (binary, or over max
  * bytes).  Exits (fatal) when out of memory.
  */
-int	wss_rx_frame(struct wss_rx *rx, struct lws *wsi, const void *in,
-	    size_t len, size_t max, struct wss_queue *q);
+int wss_rx_frame(struct wss_rx *rx, struct lws *wsi, const void *in, size_t len,
+    size_t max, struct wss_queue *q);
 /* Empties rx for the next message, releasing a large buffer. */
-void	wss_rx_done(struct wss_rx *rx);
+void wss_rx_done(struct wss_rx *rx);
 
 /*
  * The HTTP writable callback's work for a response whose headers are
@@ -117,6 +116,6 @@ void	wss_rx_done(struct wss_rx *rx);
  * the connection for the next request, -1 to close it.  A NULL *body is
  * nothing to write (0).  Exits (fatal) when out of memory.
  */
-int	wss_http_final(struct lws *wsi, char **body, size_t len);
+int wss_http_final(struct lws *wsi, char **body, size_t len);
 
 #endif

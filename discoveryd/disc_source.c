@@ -30,8 +30,7 @@ disc_is_index(const struct discd *dd, const char *key)
 static struct disc_source *
 source_get(struct discd *dd, const char *key)
 {
-	struct disc_source	*s = hmap_get(&dd->dd_sources, key,
-				    strlen(key));
+	struct disc_source *s = hmap_get(&dd->dd_sources, key, strlen(key));
 
 	if (s == NULL) {
 		if ((s = calloc(1, sizeof(*s))) == NULL ||
@@ -39,8 +38,8 @@ source_get(struct discd *dd, const char *key)
 			fatal("disc_source");
 		s->ds_index = disc_is_index(dd, key);
 		hmap_put(&dd->dd_sources, key, strlen(key), s);
-		log_debug("%s: discovery source%s", key, s->ds_index ?
-		    " (index)" : "");
+		log_debug("%s: discovery source%s", key,
+		    s->ds_index ? " (index)" : "");
 	}
 	return s;
 }
@@ -48,7 +47,7 @@ source_get(struct discd *dd, const char *key)
 void
 disc_source_add(struct discd *dd, const char *key, struct disc_author *a)
 {
-	struct disc_source	*s = source_get(dd, key);
+	struct disc_source *s = source_get(dd, key);
 
 	hmap_put(&s->ds_pending, a->da_pk, 32, a);
 }
@@ -70,11 +69,11 @@ source_retire(struct discd *dd, struct disc_source *s)
 void
 disc_source_forget(struct discd *dd, struct disc_author *a)
 {
-	struct disc_source	*s;
-	size_t			 it;
-	void			*v;
+	struct disc_source *s;
+	size_t		    it;
+	void		   *v;
 
-	for (it = 0; hmap_next(&dd->dd_sources, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&dd->dd_sources, &it, NULL, NULL, &v);) {
 		s = v;
 		hmap_del(&s->ds_pending, a->da_pk, 32);
 	}
@@ -90,9 +89,9 @@ batch_free(struct disc_batch *b)
 static void
 batch_event(void *arg, struct conn_req *req, const struct event *ev)
 {
-	struct disc_batch	*b = arg;
-	struct discd		*dd = b->db_dd;
-	void			*v;
+	struct disc_batch *b = arg;
+	struct discd	  *dd = b->db_dd;
+	void		  *v;
 
 	(void)req;
 	if ((v = hmap_get(&b->db_index, ev->pubkey, 32)) == NULL ||
@@ -109,16 +108,16 @@ batch_event(void *arg, struct conn_req *req, const struct event *ev)
 		dd->dd_forged++;
 		return;
 	}
-	b->db_got[(uintptr_t)v - 1] |= DISC_GOT_ANY |
-	    (ev->kind == KIND_RELAY_LIST ? DISC_GOT_LIST : 0);
+	b->db_got[(uintptr_t)v - 1] |=
+	    DISC_GOT_ANY | (ev->kind == KIND_RELAY_LIST ? DISC_GOT_LIST : 0);
 }
 
 /* Hands the outcome of batch b (ok: it ended with EOSE) to its authors. */
 static void
 batch_answer(struct discd *dd, struct disc_batch *b, int ok)
 {
-	struct disc_author	*a;
-	size_t			 i;
+	struct disc_author *a;
+	size_t		    i;
 
 	for (i = 0; i < b->db_n; i++) {
 		if ((a = hmap_get(&dd->dd_authors, b->db_pk[i], 32)) == NULL)
@@ -138,12 +137,12 @@ static void
 batch_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
     const char *reason, const struct conn_fetch_stats *st)
 {
-	struct disc_batch	*b = arg;
-	struct discd		*dd = b->db_dd;
-	struct disc_source	*s = b->db_src;
+	struct disc_batch  *b = arg;
+	struct discd	   *dd = b->db_dd;
+	struct disc_source *s = b->db_src;
 	/* A list relayd never saw (ingest dropped it) must not read as
 	 * "the index has none": that would put the author on fallback. */
-	int			 ok = res == FETCH_EOSE && st->cs_dropped == 0;
+	int		    ok = res == FETCH_EOSE && st->cs_dropped == 0;
 
 	(void)req;
 	dd->dd_batch = NULL;
@@ -154,9 +153,9 @@ batch_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 		    s->ds_key, b->db_n, (unsigned long long)b->db_events);
 	else
 		log_info("%s: identity query for %zu authors failed (%s%s%s); "
-		    "retrying later", s->ds_key, b->db_n,
-		    conn_fetch_result_name(res), reason ? ": " : "",
-		    reason ? reason : "");
+			 "retrying later",
+		    s->ds_key, b->db_n, conn_fetch_result_name(res),
+		    reason ? ": " : "", reason ? reason : "");
 	batch_answer(dd, b, ok);
 	batch_free(b);
 	if (s->ds_pending.hm_n == 0)
@@ -178,13 +177,13 @@ cmp_str(const void *a, const void *b)
 static int
 send_batch(struct discd *dd, struct disc_source *s)
 {
-	struct conn_filters	 fl = { NULL, 0 };
-	struct conn_fetch_cb	 cb;
-	struct disc_batch	*b;
-	struct disc_author	*a;
-	const char		**vals = NULL, *why = NULL;
-	size_t			 n = 0, i, it;
-	void			*v;
+	struct conn_filters  fl = { NULL, 0 };
+	struct conn_fetch_cb cb;
+	struct disc_batch   *b;
+	struct disc_author  *a;
+	const char	   **vals = NULL, *why = NULL;
+	size_t		     n = 0, i, it;
+	void		    *v;
 
 	if ((b = calloc(1, sizeof(*b))) == NULL ||
 	    (vals = calloc(s->ds_pending.hm_n, sizeof(*vals))) == NULL)
@@ -192,7 +191,7 @@ send_batch(struct discd *dd, struct disc_source *s)
 	b->db_dd = dd;
 	b->db_src = s;
 	b->db_started_ms = disc_now_ms();
-	for (it = 0; hmap_next(&s->ds_pending, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&s->ds_pending, &it, NULL, NULL, &v);)
 		vals[n++] = ((struct disc_author *)v)->da_hex;
 	qsort(vals, n, sizeof(*vals), cmp_str);
 	if (n > DISC_BATCH_AUTHORS)
@@ -209,7 +208,7 @@ send_batch(struct discd *dd, struct disc_source *s)
 	s->ds_batches++;
 	/* 100 keys are some 7 kB: one filter, far below the REQ budget. */
 	if (conn_pack_filters(DISC_FILTER_BASE, "authors", vals, n,
-	    CONN_REQ_BUDGET, DISC_BATCH_AUTHORS, &fl, &why) != 1) {
+		CONN_REQ_BUDGET, DISC_BATCH_AUTHORS, &fl, &why) != 1) {
 		log_warnx("%s: cannot pack %zu authors: %s", s->ds_key, n,
 		    why ? why : "more than one filter");
 		goto fail;
@@ -219,7 +218,7 @@ send_batch(struct discd *dd, struct disc_source *s)
 	cb.done = batch_done;
 	cb.arg = b;
 	if ((b->db_req = conn_fetch(s->ds_conn, fl.cf_v[0],
-	    CONN_PRIO_BACKGROUND, 0, &cb)) == NULL) {
+		 CONN_PRIO_BACKGROUND, 0, &cb)) == NULL) {
 		log_warnx("%s: identity query refused by the connection",
 		    s->ds_key);
 		goto fail;
@@ -240,11 +239,11 @@ fail:
 static void
 source_fail(struct discd *dd, struct disc_source *s)
 {
-	struct disc_author	*a;
-	size_t			 it;
-	void			*v;
+	struct disc_author *a;
+	size_t		    it;
+	void		   *v;
 
-	for (it = 0; hmap_next(&s->ds_pending, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&s->ds_pending, &it, NULL, NULL, &v);) {
 		a = v;
 		disc_author_answer(dd, a, a->da_round, 0, 0, s->ds_index);
 	}
@@ -268,15 +267,14 @@ source_ready(const struct disc_source *s)
 void
 disc_dispatch(struct discd *dd)
 {
-	struct disc_source	*s, *held, *fresh, *empty;
-	const char		*why;
-	size_t			 it;
-	void			*v;
+	struct disc_source *s, *held, *fresh, *empty;
+	const char	   *why;
+	size_t		    it;
+	void		   *v;
 
 	while (dd->dd_enabled && dd->dd_batch == NULL) {
 		held = fresh = empty = NULL;
-		for (it = 0; hmap_next(&dd->dd_sources, &it, NULL, NULL,
-		    &v); ) {
+		for (it = 0; hmap_next(&dd->dd_sources, &it, NULL, NULL, &v);) {
 			s = v;
 			if (s->ds_pending.hm_n == 0) {
 				empty = s;
@@ -326,9 +324,9 @@ disc_dispatch(struct discd *dd)
 void
 disc_source_free_all(struct discd *dd)
 {
-	struct disc_source	*s;
-	size_t			 it;
-	void			*v;
+	struct disc_source *s;
+	size_t		    it;
+	void		   *v;
 
 	if (dd->dd_batch != NULL) {
 		conn_fetch_cancel(dd->dd_batch->db_req);
@@ -348,11 +346,11 @@ disc_source_free_all(struct discd *dd)
 void
 disc_source_show(struct discd *dd, cJSON *view)
 {
-	struct disc_batch	*b = dd->dd_batch;
-	struct disc_source	*s;
-	cJSON			*arr, *o;
-	size_t			 it;
-	void			*v;
+	struct disc_batch  *b = dd->dd_batch;
+	struct disc_source *s;
+	cJSON		   *arr, *o;
+	size_t		    it;
+	void		   *v;
 
 	if (b == NULL)
 		cJSON_AddNullToObject(view, "in_flight");
@@ -366,17 +364,18 @@ disc_source_show(struct discd *dd, cJSON *view)
 		cJSON_AddNumberToObject(o, "events", (double)b->db_events);
 	}
 	arr = cJSON_AddArrayToObject(view, "sources");
-	for (it = 0; hmap_next(&dd->dd_sources, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&dd->dd_sources, &it, NULL, NULL, &v);) {
 		s = v;
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "relay", s->ds_key);
 		cJSON_AddBoolToObject(o, "index", s->ds_index);
 		cJSON_AddNumberToObject(o, "due_authors",
 		    (double)s->ds_pending.hm_n);
-		cJSON_AddBoolToObject(o, "in_flight", b != NULL &&
-		    b->db_src == s);
-		cJSON_AddStringToObject(o, "state", s->ds_conn ?
-		    conn_state_name(conn_state(s->ds_conn)) : "not dialled");
+		cJSON_AddBoolToObject(o, "in_flight",
+		    b != NULL && b->db_src == s);
+		cJSON_AddStringToObject(o, "state",
+		    s->ds_conn ? conn_state_name(conn_state(s->ds_conn)) :
+				 "not dialled");
 		cJSON_AddNumberToObject(o, "batches", (double)s->ds_batches);
 		cJSON_AddNumberToObject(o, "failed", (double)s->ds_failed);
 		cJSON_AddItemToArray(arr, o);

@@ -40,14 +40,12 @@
 #include "relayurl.h"
 #include "store.h"
 
-static struct discd	 discd;
+static struct discd discd;
 
-static const struct lws_protocols disc_protocols[] = {
-	CONN_LWS_PROTOCOL,
-	{ NULL, NULL, 0, 0, 0, NULL, 0 }
-};
+static const struct lws_protocols disc_protocols[] = { CONN_LWS_PROTOCOL,
+	{ NULL, NULL, 0, 0, 0, NULL, 0 } };
 
-static void	finish_round(struct discd *, struct disc_author *);
+static void finish_round(struct discd *, struct disc_author *);
 
 int64_t
 disc_now_ms(void)
@@ -71,7 +69,7 @@ delay_ms(const struct discd *dd, double secs)
 static struct disc_author *
 author_get(struct discd *dd, const uint8_t pk[32])
 {
-	struct disc_author	*a = hmap_get(&dd->dd_authors, pk, 32);
+	struct disc_author *a = hmap_get(&dd->dd_authors, pk, 32);
 
 	if (a == NULL) {
 		if ((a = calloc(1, sizeof(*a))) == NULL)
@@ -98,7 +96,7 @@ author_free(struct disc_author *a)
 static int
 round_add(struct discd *dd, struct disc_author *a, const char *key)
 {
-	int	index = disc_is_index(dd, key);
+	int index = disc_is_index(dd, key);
 
 	if (hmap_get(&a->da_visited, key, strlen(key)) != NULL)
 		return 0;
@@ -116,12 +114,12 @@ round_add(struct discd *dd, struct disc_author *a, const char *key)
 static int
 round_add_outboxes(struct discd *dd, struct disc_author *a)
 {
-	const char	*key;
-	size_t		 i;
-	int		 n = 0;
+	const char *key;
+	size_t	    i;
+	int	    n = 0;
 
 	for (i = 0; (key = relaylist_get(&a->da_list, RELAYLIST_OUTBOX, i));
-	    i++)
+	     i++)
 		n += round_add(dd, a, key);
 	return n;
 }
@@ -129,7 +127,7 @@ round_add_outboxes(struct discd *dd, struct disc_author *a)
 static void
 start_round(struct discd *dd, struct disc_author *a)
 {
-	size_t	i;
+	size_t i;
 
 	hmap_free(&a->da_visited);
 	a->da_outboxes_added = 0;
@@ -158,14 +156,14 @@ drop_round(struct discd *dd, struct disc_author *a)
 	disc_source_forget(dd, a);
 	a->da_in_round = 0;
 	a->da_pending = 0;
-	a->da_round++;		/* answers in flight are ignored */
+	a->da_round++; /* answers in flight are ignored */
 	a->da_due_ms = 0;
 }
 
 static void
 finish_round(struct discd *dd, struct disc_author *a)
 {
-	int64_t	now = disc_now_ms();
+	int64_t now = disc_now_ms();
 
 	a->da_in_round = 0;
 	a->da_done_ms = now;
@@ -181,8 +179,8 @@ finish_round(struct discd *dd, struct disc_author *a)
 		dd->dd_found++;
 	else
 		dd->dd_missing++;
-	a->da_due_ms = now + delay_ms(dd, a->da_found ? DISC_REFRESH :
-	    DISC_RETRY);
+	a->da_due_ms =
+	    now + delay_ms(dd, a->da_found ? DISC_REFRESH : DISC_RETRY);
 	a->da_fb_index_ok = a->da_index_ok;
 	a->da_fb_index_list = a->da_index_list;
 	log_debug("%s: discovery round %s after %zu sources", a->da_hex,
@@ -217,7 +215,7 @@ disc_author_answer(struct discd *dd, struct disc_author *a, uint64_t round,
 static void
 follow_outboxes(struct discd *dd, struct disc_author *a)
 {
-	int	was = a->da_in_round;
+	int was = a->da_in_round;
 
 	if (!dd->dd_started || !a->da_eligible || a->da_rounds == 0)
 		return;
@@ -233,7 +231,7 @@ follow_outboxes(struct discd *dd, struct disc_author *a)
 static void
 take_deletion(struct discd *dd, const struct event *ev)
 {
-	struct disc_author	*a = hmap_get(&dd->dd_authors, ev->pubkey, 32);
+	struct disc_author *a = hmap_get(&dd->dd_authors, ev->pubkey, 32);
 
 	if (a == NULL || !a->da_has_list ||
 	    !relaylist_deleted_by(ev, a->da_list_id, a->da_list_at))
@@ -250,7 +248,7 @@ take_deletion(struct discd *dd, const struct event *ev)
 static void
 take_event(struct discd *dd, const struct event *ev)
 {
-	struct disc_author	*a;
+	struct disc_author *a;
 
 	switch (ev->kind) {
 	case KIND_PROFILE:
@@ -259,9 +257,10 @@ take_event(struct discd *dd, const struct event *ev)
 	case KIND_RELAY_LIST:
 		a = author_get(dd, ev->pubkey);
 		/* The store keeps the newest; never step back anyway. */
-		if (a->da_has_list && (ev->created_at < a->da_list_at ||
-		    (ev->created_at == a->da_list_at &&
-		    memcmp(ev->id, a->da_list_id, 32) >= 0)))
+		if (a->da_has_list &&
+		    (ev->created_at < a->da_list_at ||
+			(ev->created_at == a->da_list_at &&
+			    memcmp(ev->id, a->da_list_id, 32) >= 0)))
 			break;
 		relaylist_clear(&a->da_list);
 		relaylist_parse(ev, dd->dd_urlflags, dd->dd_self.rs_v,
@@ -288,7 +287,7 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 
 /* The stored kinds take_event() reads at start; inv_rebuild() the rest. */
 static const uint32_t take_kinds[] = { KIND_PROFILE, KIND_RELAY_LIST,
-    KIND_DELETION };
+	KIND_DELETION };
 
 static void
 mark_eligible(void *arg, const uint8_t pk[32])
@@ -300,16 +299,16 @@ mark_eligible(void *arg, const uint8_t pk[32])
 static void
 update_eligible(struct discd *dd)
 {
-	struct disc_author	*a, **gone = NULL;
-	size_t			 it, n = 0, ngone = 0, i;
-	void			*v;
+	struct disc_author *a, **gone = NULL;
+	size_t		    it, n = 0, ngone = 0, i;
+	void		   *v;
 
-	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);)
 		((struct disc_author *)v)->da_mark = 0;
 	inv_eligible_each(dd->dd_inv, mark_eligible, dd);
 	if ((gone = calloc(dd->dd_authors.hm_n + 1, sizeof(*gone))) == NULL)
 		fatal("update_eligible");
-	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
 		a = v;
 		if (a->da_eligible && !a->da_mark)
 			drop_round(dd, a);
@@ -334,8 +333,7 @@ update_eligible(struct discd *dd)
 /* 1 if a's last completed round calls for the fallback mark (see the
  * top). */
 static int
-round_fallback(const struct discd *dd, const struct disc_author *a,
-    int64_t now)
+round_fallback(const struct discd *dd, const struct disc_author *a, int64_t now)
 {
 	if (!a->da_eligible || a->da_has_list || !a->da_fb_index_ok)
 		return 0;
@@ -360,22 +358,22 @@ on_fallback(const struct disc_author *a)
 static void
 load_marks(struct discd *dd)
 {
-	struct hmap	 set = HMAP_INIT;
-	struct sqlite3	*db = store_sqlite(dd->dd_ctx->r_store);
-	size_t		 it;
-	int64_t		 gen;
-	const void	*k;
-	void		*v;
+	struct hmap	set = HMAP_INIT;
+	struct sqlite3 *db = store_sqlite(dd->dd_ctx->r_store);
+	size_t		it;
+	int64_t		gen;
+	const void     *k;
+	void	       *v;
 
 	if (plusmark_load(db, &set, &gen) == -1)
 		return;
 	dd->dd_mark_gen = gen;
-	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
 		struct disc_author *a = v;
 
 		a->da_marked = hmap_get(&set, a->da_pk, 32) != NULL;
 	}
-	for (it = 0; hmap_next(&set, &it, &k, NULL, NULL); )
+	for (it = 0; hmap_next(&set, &it, &k, NULL, NULL);)
 		author_get(dd, k)->da_marked = 1;
 	hmap_free(&set);
 }
@@ -390,14 +388,14 @@ load_marks(struct discd *dd)
 static void
 sync_marks(struct discd *dd)
 {
-	struct disc_author	*a;
-	uint8_t			 msg[MSG_PLUSMARK_LEN];
-	int64_t			 now = disc_now_ms();
-	size_t			 it;
-	void			*v;
-	int			 want;
+	struct disc_author *a;
+	uint8_t		    msg[MSG_PLUSMARK_LEN];
+	int64_t		    now = disc_now_ms();
+	size_t		    it;
+	void		   *v;
+	int		    want;
 
-	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
 		a = v;
 		want = a->da_marked;
 		if (round_fallback(dd, a, now))
@@ -408,15 +406,15 @@ sync_marks(struct discd *dd)
 			continue;
 		msg_plusmark_encode(msg, a->da_pk, want);
 		if (msg_send(dd->dd_ctx->r_sock_ingest, MSG_PLUSMARK, msg,
-		    sizeof(msg), NN_DONTWAIT) == -1) {
+			sizeof(msg), NN_DONTWAIT) == -1) {
 			/* relayd away or behind: the next pass retries. */
 			dd->dd_marks_unsent++;
 			continue;
 		}
 		dd->dd_marks_sent++;
 		a->da_marked = want;
-		log_debug("%s: fallback mark %s", a->da_hex, want ? "set" :
-		    "cleared");
+		log_debug("%s: fallback mark %s", a->da_hex,
+		    want ? "set" : "cleared");
 	}
 }
 
@@ -424,16 +422,16 @@ sync_marks(struct discd *dd)
 static void
 reconcile(struct discd *dd)
 {
-	struct disc_author	*a;
-	int64_t			 now = disc_now_ms();
-	size_t			 it;
-	void			*v;
+	struct disc_author *a;
+	int64_t		    now = disc_now_ms();
+	size_t		    it;
+	void		   *v;
 
 	dd->dd_reconciles++;
 	load_marks(dd);
 	if (!dd->dd_inv_seen || dd->dd_inv->iv_generation != dd->dd_inv_gen)
 		update_eligible(dd);
-	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
 		a = v;
 		if (a->da_eligible && !a->da_in_round && a->da_due_ms <= now)
 			start_round(dd, a);
@@ -443,9 +441,8 @@ reconcile(struct discd *dd)
 static void
 pass_cb(lws_sorted_usec_list_t *sul)
 {
-	struct discd	*dd = &discd;
-	double		 secs = cfg_period(&dd->dd_ctx->r_cfg,
-			    DISC_MAINT_PERIOD);
+	struct discd *dd = &discd;
+	double	      secs = cfg_period(&dd->dd_ctx->r_cfg, DISC_MAINT_PERIOD);
 
 	(void)sul;
 	dd->dd_passes++;
@@ -461,10 +458,10 @@ pass_cb(lws_sorted_usec_list_t *sul)
 static int
 disc_ingest(void *arg, const char *relay_key, const char *json, size_t len)
 {
-	struct discd	*dd = arg;
+	struct discd *dd = arg;
 
-	dd->dd_last_ingest_ok = role_ingest(dd->dd_ctx, relay_key, json,
-	    len) == 0;
+	dd->dd_last_ingest_ok =
+	    role_ingest(dd->dd_ctx, relay_key, json, len) == 0;
 	if (!dd->dd_last_ingest_ok)
 		dd->dd_ingest_dropped++;
 	return dd->dd_last_ingest_ok ? 0 : -1;
@@ -487,11 +484,11 @@ static const struct conn_hooks disc_hooks = {
 static int
 disc_init(struct role_ctx *ctx)
 {
-	struct discd		*dd = &discd;
-	const struct config	*cfg = &ctx->r_cfg;
-	double			 maint, rec;
-	size_t			 i, it, lists = 0;
-	void			*v;
+	struct discd	    *dd = &discd;
+	const struct config *cfg = &ctx->r_cfg;
+	double		     maint, rec;
+	size_t		     i, it, lists = 0;
+	void		    *v;
 
 	dd->dd_ctx = ctx;
 	ctx->r_data = dd;
@@ -499,11 +496,11 @@ disc_init(struct role_ctx *ctx)
 	if (!dd->dd_enabled) {
 		log_info("GRASP-03 disabled (%s): no identity discovery",
 		    !cfg->sync_enabled ? "NGIT_SYNC_ENABLED=false" :
-		    "NGIT_SYNC_PLUS_ENABLED=false");
+					 "NGIT_SYNC_PLUS_ENABLED=false");
 		return 0;
 	}
-	dd->dd_urlflags = cfg->sync_allow_private_targets ?
-	    RELAYURL_ALLOW_PRIVATE : 0;
+	dd->dd_urlflags =
+	    cfg->sync_allow_private_targets ? RELAYURL_ALLOW_PRIVATE : 0;
 	relayurl_self_init(&dd->dd_self, cfg->domain);
 	for (i = 0; i < cfg->sync_plus_user_index_relays.n; i++)
 		relayurl_add_trusted(&dd->dd_index, &dd->dd_nindex,
@@ -516,27 +513,27 @@ disc_init(struct role_ctx *ctx)
 	dd->dd_inv = inv_new(cfg);
 	if (inv_rebuild(dd->dd_inv, ctx->r_store, ctx->r_start_seq) == -1 ||
 	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
-	    sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored, dd) ==
-	    -1)
+		sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored,
+		dd) == -1)
 		return -1;
 	load_marks(dd);
 	update_eligible(dd);
-	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);)
 		lists += ((struct disc_author *)v)->da_has_list &&
 		    ((struct disc_author *)v)->da_eligible;
 	log_info("from the database: %zu eligible identity authors, %zu with "
-	    "a stored relay list; %zu index sources", dd->dd_neligible, lists,
-	    dd->dd_nindex);
+		 "a stored relay list; %zu index sources",
+	    dd->dd_neligible, lists, dd->dd_nindex);
 	if (dd->dd_nindex == 0)
 		log_info("no user index or bootstrap relay configured: authors "
-		    "without a stored relay list cannot be discovered");
+			 "without a stored relay list cannot be discovered");
 
 	dd->dd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &disc_hooks, dd);
 	maint = cfg_period(cfg, DISC_MAINT_PERIOD);
 	rec = cfg_period(cfg, DISC_RECONCILE_PERIOD);
-	dd->dd_reconcile_every = rec > maint ? (unsigned)(rec / maint + 0.5) :
-	    1;
+	dd->dd_reconcile_every =
+	    rec > maint ? (unsigned)(rec / maint + 0.5) : 1;
 	dd->dd_started = 1;
 	/* The first pass runs from the loop, once the role is ready. */
 	lws_sul_schedule(ctx->r_lws, 0, &dd->dd_sul_pass, pass_cb, 1);
@@ -546,7 +543,7 @@ disc_init(struct role_ctx *ctx)
 static void
 disc_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 {
-	struct discd	*dd = ctx->r_data;
+	struct discd *dd = ctx->r_data;
 
 	(void)seq;
 	if (dd->dd_enabled) {
@@ -559,26 +556,25 @@ static void
 add_keys(cJSON *o, const char *name, const struct relaylist *rl,
     enum relaylist_purpose p)
 {
-	cJSON		*arr = cJSON_AddArrayToObject(o, name);
-	const char	*k;
-	size_t		 i;
+	cJSON	   *arr = cJSON_AddArrayToObject(o, name);
+	const char *k;
+	size_t	    i;
 
 	for (i = 0; (k = relaylist_get(rl, p, i)) != NULL; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(k));
 }
 
 static void
-show_author(const struct discd *dd, const struct disc_author *a,
-    int64_t now, cJSON *o)
+show_author(const struct discd *dd, const struct disc_author *a, int64_t now,
+    cJSON *o)
 {
-	cJSON	*l;
-	double	 in;
+	cJSON *l;
+	double in;
 
 	cJSON_AddStringToObject(o, "pubkey", a->da_hex);
 	if (a->da_has_list) {
 		l = cJSON_AddObjectToObject(o, "relay_list");
-		cJSON_AddNumberToObject(l, "created_at",
-		    (double)a->da_list_at);
+		cJSON_AddNumberToObject(l, "created_at", (double)a->da_list_at);
 		add_keys(l, "inbox", &a->da_list, RELAYLIST_INBOX);
 		add_keys(l, "outbox", &a->da_list, RELAYLIST_OUTBOX);
 		add_keys(l, "history", &a->da_list, RELAYLIST_HISTORY);
@@ -587,41 +583,40 @@ show_author(const struct discd *dd, const struct disc_author *a,
 		cJSON_AddNullToObject(o, "relay_list");
 	cJSON_AddBoolToObject(o, "profile", a->da_has_profile);
 	cJSON_AddBoolToObject(o, "in_round", a->da_in_round);
-	cJSON_AddNumberToObject(o, "pending_sources", a->da_in_round ?
-	    (double)a->da_pending : 0);
-	cJSON_AddNumberToObject(o, "sources_asked",
-	    (double)a->da_visited.hm_n);
+	cJSON_AddNumberToObject(o, "pending_sources",
+	    a->da_in_round ? (double)a->da_pending : 0);
+	cJSON_AddNumberToObject(o, "sources_asked", (double)a->da_visited.hm_n);
 	if (a->da_in_round) {
 		cJSON_AddNullToObject(o, "next_refresh");
 		cJSON_AddNullToObject(o, "next_refresh_in");
 	} else {
 		in = a->da_due_ms > now ? (double)(a->da_due_ms - now) / 1000 :
-		    0;
+					  0;
 		cJSON_AddNumberToObject(o, "next_refresh",
 		    (double)time(NULL) + in);
 		cJSON_AddNumberToObject(o, "next_refresh_in", in);
 	}
-	cJSON_AddStringToObject(o, "last_result", a->da_result ?
-	    a->da_result : "none");
+	cJSON_AddStringToObject(o, "last_result",
+	    a->da_result ? a->da_result : "none");
 	cJSON_AddNumberToObject(o, "rounds", (double)a->da_rounds);
 	cJSON_AddBoolToObject(o, "fallback", on_fallback(a));
 }
 
 /* Counts for the view and the metrics. */
 struct disc_counts {
-	size_t	with_list, fallback, due, in_round;
+	size_t with_list, fallback, due, in_round;
 };
 
 static void
 count(const struct discd *dd, struct disc_counts *c)
 {
-	const struct disc_author	*a;
-	int64_t				 now = disc_now_ms();
-	size_t				 it;
-	void				*v;
+	const struct disc_author *a;
+	int64_t			  now = disc_now_ms();
+	size_t			  it;
+	void			 *v;
 
 	memset(c, 0, sizeof(*c));
-	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
 		a = v;
 		if (!a->da_eligible)
 			continue;
@@ -639,7 +634,7 @@ count(const struct discd *dd, struct disc_counts *c)
 static void
 disc_authors(const struct discd *dd, cJSON *view, cJSON *metrics)
 {
-	struct disc_counts	c;
+	struct disc_counts c;
 
 	count(dd, &c);
 	role_counter(view, metrics, "eligible_authors",
@@ -658,8 +653,8 @@ disc_authors(const struct discd *dd, cJSON *view, cJSON *metrics)
 static void
 disc_totals(const struct discd *dd, cJSON *tot, cJSON *metrics)
 {
-	role_counter(tot, metrics, "rounds",
-	    "graspd_discoveryd_rounds_total", dd->dd_rounds);
+	role_counter(tot, metrics, "rounds", "graspd_discoveryd_rounds_total",
+	    dd->dd_rounds);
 	role_counter(tot, metrics, "batches_ok",
 	    "graspd_discoveryd_batches_total{result=\"ok\"}",
 	    dd->dd_batches_ok);
@@ -672,8 +667,8 @@ disc_totals(const struct discd *dd, cJSON *tot, cJSON *metrics)
 	    "graspd_discoveryd_authors_found_total", dd->dd_found);
 	role_counter(tot, metrics, "authors_missing",
 	    "graspd_discoveryd_authors_missing_total", dd->dd_missing);
-	role_counter(tot, metrics, "events",
-	    "graspd_discoveryd_events_total", dd->dd_events);
+	role_counter(tot, metrics, "events", "graspd_discoveryd_events_total",
+	    dd->dd_events);
 	role_counter(tot, metrics, "forged",
 	    "graspd_discoveryd_forged_events_total", dd->dd_forged);
 }
@@ -681,12 +676,12 @@ disc_totals(const struct discd *dd, cJSON *tot, cJSON *metrics)
 static void
 disc_show(struct role_ctx *ctx, cJSON *view)
 {
-	struct discd		*dd = ctx->r_data;
-	const struct config	*cfg = &ctx->r_cfg;
-	cJSON			*arr, *o;
-	int64_t			 now = disc_now_ms();
-	size_t			 it, i, listed = 0;
-	void			*v;
+	struct discd	    *dd = ctx->r_data;
+	const struct config *cfg = &ctx->r_cfg;
+	cJSON		    *arr, *o;
+	int64_t		     now = disc_now_ms();
+	size_t		     it, i, listed = 0;
+	void		    *v;
 
 	cJSON_AddBoolToObject(view, "grasp03_enabled", dd->dd_enabled);
 	cJSON_AddBoolToObject(view, "sync_enabled", cfg->sync_enabled);
@@ -697,9 +692,11 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddNumberToObject(view, "fallback_relays",
 	    (double)cfg->sync_plus_fallback_relays.n);
 	if (!dd->dd_enabled) {
-		cJSON_AddStringToObject(view, "discovery", !cfg->sync_enabled ?
-		    "off: NGIT_SYNC_ENABLED=false (GRASP-03 is an overlay on "
-		    "GRASP-02 sync)" : "off: NGIT_SYNC_PLUS_ENABLED=false");
+		cJSON_AddStringToObject(view, "discovery",
+		    !cfg->sync_enabled ?
+			"off: NGIT_SYNC_ENABLED=false (GRASP-03 is an overlay on "
+			"GRASP-02 sync)" :
+			"off: NGIT_SYNC_PLUS_ENABLED=false");
 		return;
 	}
 	cJSON_AddStringToObject(view, "discovery", "on");
@@ -709,7 +706,7 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 	disc_authors(dd, view, NULL);
 	disc_source_show(dd, view);
 	arr = cJSON_AddArrayToObject(view, "authors");
-	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
 		const struct disc_author *a = v;
 
 		if (!a->da_eligible)
@@ -731,14 +728,14 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 	    (double)dd->dd_marks_sent);
 	cJSON_AddNumberToObject(o, "fallback_marks_unsent",
 	    (double)dd->dd_marks_unsent);
-	conn_mgr_show(dd->dd_conns, cJSON_AddArrayToObject(view,
-	    "connections"));
+	conn_mgr_show(dd->dd_conns,
+	    cJSON_AddArrayToObject(view, "connections"));
 }
 
 static void
 disc_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	struct discd	*dd = ctx->r_data;
+	struct discd *dd = ctx->r_data;
 
 	role_metric(metrics, "graspd_discoveryd_enabled", dd->dd_enabled);
 	if (!dd->dd_enabled)
@@ -755,16 +752,16 @@ disc_stats(struct role_ctx *ctx, cJSON *metrics)
 static void
 disc_fini(struct role_ctx *ctx)
 {
-	struct discd	*dd = ctx->r_data;
-	size_t		 it;
-	void		*v;
+	struct discd *dd = ctx->r_data;
+	size_t	      it;
+	void	     *v;
 
 	if (dd == NULL || !dd->dd_enabled)
 		return;
 	lws_sul_cancel(&dd->dd_sul_pass);
 	disc_source_free_all(dd);
 	conn_mgr_free(dd->dd_conns);
-	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);)
 		author_free(v);
 	hmap_free(&dd->dd_authors);
 	inv_free(dd->dd_inv);

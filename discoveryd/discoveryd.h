@@ -50,7 +50,7 @@
  * (four replacements of four outboxes); bounds a list chain that names
  * new relays forever.  Operator-configured index sources are not
  * counted. */
-#define DISC_ROUND_MAX_OUTBOXES	(4 * RELAYLIST_PER_PURPOSE)
+#define DISC_ROUND_MAX_OUTBOXES (4 * RELAYLIST_PER_PURPOSE)
 /* Ours: how long, in seconds, a relay list an index delivered has to
  * reach the store before the author counts as having no accepted list:
  * two feed polls (ROLE_FEED_POLL_PERIOD).  Not scaled by NGIT_TEST. */
@@ -65,26 +65,26 @@ struct disc_author {
 	uint8_t		 da_pk[32];
 	char		 da_hex[65];
 	int		 da_eligible;
-	int		 da_mark;		/* seen by this eligibility pass */
+	int		 da_mark; /* seen by this eligibility pass */
 	/* The stored kind 10002, as the feed delivered it. */
 	int		 da_has_list;
-	int64_t		 da_list_at;		/* its created_at */
+	int64_t		 da_list_at; /* its created_at */
 	uint8_t		 da_list_id[32];
 	struct relaylist da_list;
-	int		 da_has_profile;	/* a kind 0 is stored */
+	int		 da_has_profile; /* a kind 0 is stored */
 	/* The discovery round (every source asked once). */
-	int64_t		 da_due_ms;		/* monotonic; 0: due now */
+	int64_t		 da_due_ms; /* monotonic; 0: due now */
 	int		 da_in_round;
-	uint64_t	 da_round;		/* serial, bumped per round */
-	unsigned	 da_pending;		/* sources not yet answered */
-	struct hmap	 da_visited;		/* source key -> (void *)1 */
+	uint64_t	 da_round;   /* serial, bumped per round */
+	unsigned	 da_pending; /* sources not yet answered */
+	struct hmap	 da_visited; /* source key -> (void *)1 */
 	unsigned	 da_outboxes_added;
-	int		 da_found;		/* a successful query had it */
-	int		 da_failed;		/* a query failed */
-	int		 da_index_ok;		/* an index query succeeded */
-	int		 da_index_list;		/* ... and delivered a 10002 */
+	int		 da_found;	/* a successful query had it */
+	int		 da_failed;	/* a query failed */
+	int		 da_index_ok;	/* an index query succeeded */
+	int		 da_index_list; /* ... and delivered a 10002 */
 	/* The last completed round. */
-	const char	*da_result;		/* NULL before the first */
+	const char	*da_result; /* NULL before the first */
 	int64_t		 da_done_ms;
 	int		 da_fb_index_ok;
 	int		 da_fb_index_list;
@@ -96,60 +96,60 @@ struct disc_author {
 
 /* A relay asked for identities: user index, bootstrap or an outbox. */
 struct disc_source {
-	char		*ds_key;
-	int		 ds_index;	/* operator-configured (trusted) */
-	struct conn	*ds_conn;	/* held while it has due work */
-	struct hmap	 ds_pending;	/* pubkey -> struct disc_author */
-	uint64_t	 ds_batches;
-	uint64_t	 ds_failed;
+	char	    *ds_key;
+	int	     ds_index;	 /* operator-configured (trusted) */
+	struct conn *ds_conn;	 /* held while it has due work */
+	struct hmap  ds_pending; /* pubkey -> struct disc_author */
+	uint64_t     ds_batches;
+	uint64_t     ds_failed;
 };
 
 /* The one discovery batch in flight. */
 struct disc_batch {
-	struct discd	*db_dd;
+	struct discd	   *db_dd;
 	struct disc_source *db_src;
-	struct conn_req	*db_req;
-	size_t		 db_n;
-	uint8_t		 db_pk[DISC_BATCH_AUTHORS][32];
-	uint64_t	 db_round[DISC_BATCH_AUTHORS];
-	uint8_t		 db_got[DISC_BATCH_AUTHORS];	/* DISC_GOT_* */
-	struct hmap	 db_index;	/* pubkey -> index + 1 */
-	int64_t		 db_started_ms;
-	uint64_t	 db_events;
-	uint64_t	 db_forged;
+	struct conn_req	   *db_req;
+	size_t		    db_n;
+	uint8_t		    db_pk[DISC_BATCH_AUTHORS][32];
+	uint64_t	    db_round[DISC_BATCH_AUTHORS];
+	uint8_t		    db_got[DISC_BATCH_AUTHORS]; /* DISC_GOT_* */
+	struct hmap	    db_index; /* pubkey -> index + 1 */
+	int64_t		    db_started_ms;
+	uint64_t	    db_events;
+	uint64_t	    db_forged;
 };
-#define DISC_GOT_ANY		0x01	/* a kind 0 or 10002 of the author */
-#define DISC_GOT_LIST		0x02	/* a kind 10002 */
+#define DISC_GOT_ANY  0x01 /* a kind 0 or 10002 of the author */
+#define DISC_GOT_LIST 0x02 /* a kind 10002 */
 
 struct discd {
-	struct role_ctx	*dd_ctx;
-	int		 dd_enabled;
-	int		 dd_started;	/* init done: changes start work */
-	struct inventory *dd_inv;
-	uint64_t	 dd_inv_gen;
-	int		 dd_inv_seen;
-	struct hmap	 dd_authors;	/* pubkey -> struct disc_author */
-	size_t		 dd_neligible;
-	unsigned	 dd_urlflags;	/* for peers' relay lists */
-	struct relayurl_self dd_self;
-	char		**dd_index;	/* user indexes, then bootstrap */
-	size_t		 dd_nindex;
-	struct conn_mgr	*dd_conns;
-	struct hmap	 dd_sources;	/* key -> struct disc_source */
-	struct disc_batch *dd_batch;	/* in flight, or NULL */
-	int		 dd_dialled;	/* a new source this pass */
-	int		 dd_last_ingest_ok;
-	unsigned	 dd_pass;
-	unsigned	 dd_reconcile_every;	/* passes */
+	struct role_ctx	      *dd_ctx;
+	int		       dd_enabled;
+	int		       dd_started; /* init done: changes start work */
+	struct inventory      *dd_inv;
+	uint64_t	       dd_inv_gen;
+	int		       dd_inv_seen;
+	struct hmap	       dd_authors; /* pubkey -> struct disc_author */
+	size_t		       dd_neligible;
+	unsigned	       dd_urlflags; /* for peers' relay lists */
+	struct relayurl_self   dd_self;
+	char		     **dd_index; /* user indexes, then bootstrap */
+	size_t		       dd_nindex;
+	struct conn_mgr	      *dd_conns;
+	struct hmap	       dd_sources; /* key -> struct disc_source */
+	struct disc_batch     *dd_batch;   /* in flight, or NULL */
+	int		       dd_dialled; /* a new source this pass */
+	int		       dd_last_ingest_ok;
+	unsigned	       dd_pass;
+	unsigned	       dd_reconcile_every; /* passes */
 	lws_sorted_usec_list_t dd_sul_pass;
 	/* Counters since start. */
-	uint64_t	 dd_passes, dd_reconciles, dd_rounds;
-	uint64_t	 dd_batches_ok, dd_batches_failed, dd_dials;
-	uint64_t	 dd_found, dd_missing, dd_events, dd_forged;
-	uint64_t	 dd_ingest_dropped;
+	uint64_t	       dd_passes, dd_reconciles, dd_rounds;
+	uint64_t	       dd_batches_ok, dd_batches_failed, dd_dials;
+	uint64_t	       dd_found, dd_missing, dd_events, dd_forged;
+	uint64_t	       dd_ingest_dropped;
 	/* Fallback marks: the generation last read, messages sent. */
-	int64_t		 dd_mark_gen;
-	uint64_t	 dd_marks_sent, dd_marks_unsent;
+	int64_t		       dd_mark_gen;
+	uint64_t	       dd_marks_sent, dd_marks_unsent;
 };
 
 /* disc_source.c */
@@ -157,20 +157,19 @@ struct discd {
  * Puts author a on the due work of the source named key (a canonical
  * key), making the source if needed.
  */
-void	disc_source_add(struct discd *, const char *key,
-	    struct disc_author *a);
+void disc_source_add(struct discd *, const char *key, struct disc_author *a);
 /* Takes a off every source's due work. */
-void	disc_source_forget(struct discd *, struct disc_author *a);
+void disc_source_forget(struct discd *, struct disc_author *a);
 /*
  * Sends the next batch if none is in flight: a source already connected
  * first, else a new source if none was dialled in this pass.
  */
-void	disc_dispatch(struct discd *);
+void disc_dispatch(struct discd *);
 /* Ends the batch in flight and retires every source (fini). */
-void	disc_source_free_all(struct discd *);
+void disc_source_free_all(struct discd *);
 /* 1 if key is one of the operator-configured index sources. */
-int	disc_is_index(const struct discd *, const char *key);
-void	disc_source_show(struct discd *, cJSON *view);
+int  disc_is_index(const struct discd *, const char *key);
+void disc_source_show(struct discd *, cJSON *view);
 
 /* discoveryd.c */
 /*
@@ -178,8 +177,8 @@ void	disc_source_show(struct discd *, cJSON *view);
  * with EOSE), got (DISC_GOT_* of the author's events), index (the source
  * is operator-configured).  Ends the round when no source is left.
  */
-void	disc_author_answer(struct discd *, struct disc_author *a,
-	    uint64_t round, int ok, unsigned got, int index);
-int64_t	disc_now_ms(void);
+void disc_author_answer(struct discd *, struct disc_author *a, uint64_t round,
+    int ok, unsigned got, int index);
+int64_t disc_now_ms(void);
 
 #endif

@@ -55,10 +55,10 @@ release(struct hist_sched *s, struct hist_relay *r)
 void
 hist_sched_free(struct hist_sched *s)
 {
-	size_t	 it;
-	void	*v;
+	size_t it;
+	void  *v;
 
-	for (it = 0; hmap_next(&s->hs_relays, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&s->hs_relays, &it, NULL, NULL, &v);) {
 		release(s, v);
 		relay_free(v);
 	}
@@ -68,10 +68,10 @@ hist_sched_free(struct hist_sched *s)
 void
 hist_sched_unmark(struct hist_sched *s)
 {
-	size_t	 it;
-	void	*v;
+	size_t it;
+	void  *v;
 
-	for (it = 0; hmap_next(&s->hs_relays, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&s->hs_relays, &it, NULL, NULL, &v);) {
 		((struct hist_relay *)v)->hr_mark = 0;
 		((struct hist_relay *)v)->hr_purposes = 0;
 	}
@@ -81,7 +81,7 @@ struct hist_relay *
 hist_sched_want(struct hist_sched *s, const char *key, unsigned purposes,
     int trusted)
 {
-	struct hist_relay	*r = hmap_get(&s->hs_relays, key, strlen(key));
+	struct hist_relay *r = hmap_get(&s->hs_relays, key, strlen(key));
 
 	if (r == NULL) {
 		if ((r = calloc(1, sizeof(*r))) == NULL ||
@@ -99,7 +99,7 @@ hist_sched_want(struct hist_sched *s, const char *key, unsigned purposes,
 static int
 same_filters(const struct conn_filters *a, const struct conn_filters *b)
 {
-	size_t	i;
+	size_t i;
 
 	if (a->cf_n != b->cf_n)
 		return 0;
@@ -137,13 +137,13 @@ hist_sched_set_filters(struct hist_sched *s, struct hist_relay *r,
 void
 hist_sched_sweep(struct hist_sched *s)
 {
-	struct hist_relay	**gone;
-	size_t			  it, n = 0, i;
-	void			 *v;
+	struct hist_relay **gone;
+	size_t		    it, n = 0, i;
+	void		   *v;
 
 	if ((gone = calloc(s->hs_relays.hm_n + 1, sizeof(*gone))) == NULL)
 		fatal("hist_sched_sweep");
-	for (it = 0; hmap_next(&s->hs_relays, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&s->hs_relays, &it, NULL, NULL, &v);) {
 		struct hist_relay *r = v;
 
 		r->hr_desired = r->hr_mark && r->hr_filters.cf_n > 0;
@@ -175,22 +175,22 @@ static void
 start_group(struct hist_sched *s, struct hist_relay *r, int64_t now)
 {
 	r->hr_inflight = 1;
-	if (s->hs_ops->start(s->hs_arg, r,
-	    r->hr_filters.cf_v[r->hr_cursor]) == -1)
+	if (s->hs_ops->start(s->hs_arg, r, r->hr_filters.cf_v[r->hr_cursor]) ==
+	    -1)
 		hist_sched_done(s, r, 0, now);
 }
 
 int
 hist_sched_pass(struct hist_sched *s, int64_t now)
 {
-	struct hist_relay	*r, *best = NULL;
-	size_t			 it;
-	void			*v;
+	struct hist_relay *r, *best = NULL;
+	size_t		   it;
+	void		  *v;
 
 	s->hs_passes++;
 	if (s->hs_nactive >= s->hs_max_workers)
 		return 0;
-	for (it = 0; hmap_next(&s->hs_relays, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&s->hs_relays, &it, NULL, NULL, &v);) {
 		r = v;
 		if (!r->hr_desired || r->hr_active || r->hr_inflight ||
 		    r->hr_due_ms > now)
@@ -198,7 +198,7 @@ hist_sched_pass(struct hist_sched *s, int64_t now)
 		/* The longest due first; the key breaks ties. */
 		if (best == NULL || r->hr_due_ms < best->hr_due_ms ||
 		    (r->hr_due_ms == best->hr_due_ms &&
-		    strcmp(r->hr_key, best->hr_key) < 0))
+			strcmp(r->hr_key, best->hr_key) < 0))
 			best = r;
 	}
 	if (best == NULL)
@@ -215,8 +215,7 @@ hist_sched_pass(struct hist_sched *s, int64_t now)
 }
 
 void
-hist_sched_done(struct hist_sched *s, struct hist_relay *r, int ok,
-    int64_t now)
+hist_sched_done(struct hist_sched *s, struct hist_relay *r, int ok, int64_t now)
 {
 	r->hr_inflight = 0;
 	r->hr_req = NULL;
@@ -242,8 +241,10 @@ hist_sched_done(struct hist_sched *s, struct hist_relay *r, int ok,
 		/* A thread added mid-rotation (hist_sched_added()) makes a
 		 * clean rotation's successor due at once. */
 		r->hr_rotations++;
-		r->hr_due_ms = now + (r->hr_rot_failed ? s->hs_retry_ms :
-		    r->hr_added ? 0 : s->hs_refresh_ms);
+		r->hr_due_ms = now +
+		    (r->hr_rot_failed	? s->hs_retry_ms :
+			    r->hr_added ? 0 :
+					  s->hs_refresh_ms);
 		r->hr_added = 0;
 		release(s, r);
 		return;

@@ -52,41 +52,39 @@ struct hist_list {
 
 /* The union of the scopes probed on one relay. */
 struct hist_scope {
-	struct hmap	 sc_addrs;	/* coordinates and addresses */
-	struct hmap	 sc_ids;	/* hex ids */
-	struct hmap	 sc_threads;	/* root ids, coordinates (keys) */
-	unsigned	 sc_purposes;
-	int		 sc_trusted;
+	struct hmap sc_addrs;	/* coordinates and addresses */
+	struct hmap sc_ids;	/* hex ids */
+	struct hmap sc_threads; /* root ids, coordinates (keys) */
+	unsigned    sc_purposes;
+	int	    sc_trusted;
 };
 
 struct histd {
-	struct role_ctx	*hd_ctx;
-	int		 hd_enabled;
-	int		 hd_public;
-	struct inventory *hd_inv;
-	uint64_t	 hd_inv_gen;
-	int		 hd_dirty;
-	struct hmap	 hd_lists;	/* pubkey -> struct hist_list */
-	unsigned	 hd_urlflags;
-	struct relayurl_self hd_self;
-	char		**hd_fallback;	/* canonical, trusted */
-	size_t		 hd_nfallback;
-	struct hmap	 hd_marks;	/* GRASP-03 fallback marks */
-	int64_t		 hd_mark_gen;
-	size_t		 hd_neligible;
-	struct conn_mgr	*hd_conns;
-	struct hist_sched hd_sched;
+	struct role_ctx	      *hd_ctx;
+	int		       hd_enabled;
+	int		       hd_public;
+	struct inventory      *hd_inv;
+	uint64_t	       hd_inv_gen;
+	int		       hd_dirty;
+	struct hmap	       hd_lists; /* pubkey -> struct hist_list */
+	unsigned	       hd_urlflags;
+	struct relayurl_self   hd_self;
+	char		     **hd_fallback; /* canonical, trusted */
+	size_t		       hd_nfallback;
+	struct hmap	       hd_marks; /* GRASP-03 fallback marks */
+	int64_t		       hd_mark_gen;
+	size_t		       hd_neligible;
+	struct conn_mgr	      *hd_conns;
+	struct hist_sched      hd_sched;
 	lws_sorted_usec_list_t hd_sul_pass;
-	uint64_t	 hd_reconciles, hd_events, hd_ingest_dropped;
-	uint64_t	 hd_groups_ok, hd_groups_failed;
+	uint64_t	       hd_reconciles, hd_events, hd_ingest_dropped;
+	uint64_t	       hd_groups_ok, hd_groups_failed;
 };
 
-static struct histd	 histd;
+static struct histd histd;
 
-static const struct lws_protocols hist_protocols[] = {
-	CONN_LWS_PROTOCOL,
-	{ NULL, NULL, 0, 0, 0, NULL, 0 }
-};
+static const struct lws_protocols hist_protocols[] = { CONN_LWS_PROTOCOL,
+	{ NULL, NULL, 0, 0, 0, NULL, 0 } };
 
 static int64_t
 delay_ms(const struct histd *hd, double secs)
@@ -95,15 +93,14 @@ delay_ms(const struct histd *hd, double secs)
 }
 
 
-
 static void
 take_event(struct histd *hd, const struct event *ev)
 {
-	struct hist_list	*l;
+	struct hist_list *l;
 
-	if (ev->kind == KIND_DELETION && (l = hmap_get(&hd->hd_lists,
-	    ev->pubkey, 32)) != NULL && relaylist_deleted_by(ev, l->hl_id,
-	    l->hl_at)) {
+	if (ev->kind == KIND_DELETION &&
+	    (l = hmap_get(&hd->hd_lists, ev->pubkey, 32)) != NULL &&
+	    relaylist_deleted_by(ev, l->hl_id, l->hl_at)) {
 		hmap_del(&hd->hd_lists, ev->pubkey, 32);
 		relaylist_clear(&l->hl_list);
 		free(l);
@@ -116,8 +113,8 @@ take_event(struct histd *hd, const struct event *ev)
 		if ((l = calloc(1, sizeof(*l))) == NULL)
 			fatal("hist_list");
 		hmap_put(&hd->hd_lists, ev->pubkey, 32, l);
-	} else if (ev->created_at < l->hl_at || (ev->created_at == l->hl_at &&
-	    memcmp(ev->id, l->hl_id, 32) >= 0))
+	} else if (ev->created_at < l->hl_at ||
+	    (ev->created_at == l->hl_at && memcmp(ev->id, l->hl_id, 32) >= 0))
 		return;
 	relaylist_clear(&l->hl_list);
 	relaylist_parse(ev, hd->hd_urlflags, hd->hd_self.rs_v, hd->hd_self.rs_n,
@@ -143,10 +140,9 @@ static const uint32_t take_kinds[] = { KIND_RELAY_LIST, KIND_DELETION };
 /* Desired relays and their scopes.                                    */
 
 static struct hist_scope *
-scope_get(struct hmap *scopes, const char *key, unsigned purpose,
-    int trusted)
+scope_get(struct hmap *scopes, const char *key, unsigned purpose, int trusted)
 {
-	struct hist_scope	*sc = hmap_get(scopes, key, strlen(key));
+	struct hist_scope *sc = hmap_get(scopes, key, strlen(key));
 
 	if (sc == NULL) {
 		if ((sc = calloc(1, sizeof(*sc))) == NULL)
@@ -161,7 +157,7 @@ scope_get(struct hmap *scopes, const char *key, unsigned purpose,
 static void
 set_add(struct hmap *set, const char *s)
 {
-	char	*k;
+	char *k;
 
 	if (hmap_get(set, s, strlen(s)) != NULL)
 		return;
@@ -173,7 +169,7 @@ set_add(struct hmap *set, const char *s)
 static void
 set_add_id(struct hmap *set, const uint8_t id[32])
 {
-	char	hex[65];
+	char hex[65];
 
 	hex_encode(id, 32, hex);
 	set_add(set, hex);
@@ -191,7 +187,7 @@ static void
 scope_add_thread(const struct inventory *iv, struct hist_scope *sc,
     const struct inv_root *rt)
 {
-	size_t	i;
+	size_t i;
 
 	set_add(&sc->sc_addrs, rt->rt_repo->ir_coord);
 	set_add_id(&sc->sc_ids, rt->rt_id);
@@ -206,7 +202,7 @@ scope_add_thread(const struct inventory *iv, struct hist_scope *sc,
 static void
 scope_add_repo(struct hist_scope *sc, const struct inv_repo *r)
 {
-	size_t	i;
+	size_t i;
 
 	set_add(&sc->sc_addrs, r->ir_coord);
 	hmap_put(&sc->sc_threads, r->ir_coord, strlen(r->ir_coord), (void *)1);
@@ -219,13 +215,11 @@ scope_add_repo(struct hist_scope *sc, const struct inv_repo *r)
 }
 
 static void
-participant(struct histd *hd, struct hmap *scopes,
-    const struct inv_author *au)
+participant(struct histd *hd, struct hmap *scopes, const struct inv_author *au)
 {
-	const struct hist_list	*l = hmap_get(&hd->hd_lists, au->au_pubkey,
-				    32);
-	const char		*key;
-	size_t			 i, j;
+	const struct hist_list *l = hmap_get(&hd->hd_lists, au->au_pubkey, 32);
+	const char	       *key;
+	size_t			i, j;
 
 	for (i = 0; i < au->au_nroots; i++) {
 		const struct inv_root *rt = au->au_roots[i];
@@ -234,16 +228,20 @@ participant(struct histd *hd, struct hmap *scopes,
 			continue;
 		if (l != NULL)
 			for (j = 0; (key = relaylist_get(&l->hl_list,
-			    RELAYLIST_HISTORY, j)) != NULL; j++)
-				scope_add_thread(hd->hd_inv, scope_get(scopes,
-				    key, HIST_P_PARTICIPANT, 0), rt);
+					 RELAYLIST_HISTORY, j)) != NULL;
+			     j++)
+				scope_add_thread(hd->hd_inv,
+				    scope_get(scopes, key, HIST_P_PARTICIPANT,
+					0),
+				    rt);
 		else if (memcmp(rt->rt_author, au->au_pubkey, 32) != 0 &&
 		    hmap_get(&hd->hd_marks, au->au_pubkey, 32) != NULL)
 			/* A root author's fallback is syncd's ordinary
 			 * coverage; here only non-root participants. */
 			for (j = 0; j < hd->hd_nfallback; j++)
-				scope_add_thread(hd->hd_inv, scope_get(scopes,
-				    hd->hd_fallback[j], HIST_P_FALLBACK, 1),
+				scope_add_thread(hd->hd_inv,
+				    scope_get(scopes, hd->hd_fallback[j],
+					HIST_P_FALLBACK, 1),
 				    rt);
 	}
 }
@@ -252,25 +250,25 @@ static void
 repo_member(struct histd *hd, struct hmap *scopes, const uint8_t pk[32],
     const struct inv_repo *r)
 {
-	const struct hist_list	*l = hmap_get(&hd->hd_lists, pk, 32);
-	const char		*key;
-	size_t			 j;
+	const struct hist_list *l = hmap_get(&hd->hd_lists, pk, 32);
+	const char	       *key;
+	size_t			j;
 
 	if (l == NULL)
 		return;
 	for (j = 0; (key = relaylist_get(&l->hl_list, RELAYLIST_REPO_INBOX,
-	    j)) != NULL; j++)
-		scope_add_repo(scope_get(scopes, key, HIST_P_REPOSITORY, 0),
-		    r);
+			 j)) != NULL;
+	     j++)
+		scope_add_repo(scope_get(scopes, key, HIST_P_REPOSITORY, 0), r);
 }
 
 static size_t
 set_values(const struct hmap *set, const char **out)
 {
-	size_t	 it, n = 0;
-	void	*v;
+	size_t it, n = 0;
+	void  *v;
 
-	for (it = 0; hmap_next(set, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(set, &it, NULL, NULL, &v);)
 		out[n++] = v;
 	return n;
 }
@@ -282,28 +280,28 @@ set_values(const struct hmap *set, const char **out)
 static void
 build_filters(const struct hist_scope *sc, struct conn_filters *out)
 {
-	const char	**addrs, **ids, **both, *why;
-	size_t		  na, ni;
+	const char **addrs, **ids, **both, *why;
+	size_t	     na, ni;
 
 	if ((addrs = calloc(sc->sc_addrs.hm_n + 1, sizeof(*addrs))) == NULL ||
 	    (ids = calloc(sc->sc_ids.hm_n + 1, sizeof(*ids))) == NULL ||
 	    (both = calloc(sc->sc_addrs.hm_n + sc->sc_ids.hm_n + 1,
-	    sizeof(*both))) == NULL)
+		 sizeof(*both))) == NULL)
 		fatal("build_filters");
 	na = set_values(&sc->sc_addrs, addrs);
 	ni = set_values(&sc->sc_ids, ids);
 	memcpy(both, addrs, na * sizeof(*both));
 	memcpy(both + na, ids, ni * sizeof(*both));
 	if (conn_pack_filters("{}", "a", addrs, na, CONN_REQ_BUDGET, 0, out,
-	    &why) == -1 ||
+		&why) == -1 ||
 	    conn_pack_filters("{}", "A", addrs, na, CONN_REQ_BUDGET, 0, out,
-	    &why) == -1 ||
+		&why) == -1 ||
 	    conn_pack_filters("{}", "e", ids, ni, CONN_REQ_BUDGET, 0, out,
-	    &why) == -1 ||
+		&why) == -1 ||
 	    conn_pack_filters("{}", "E", ids, ni, CONN_REQ_BUDGET, 0, out,
-	    &why) == -1 ||
-	    conn_pack_filters("{}", "q", both, na + ni, CONN_REQ_BUDGET, 0,
-	    out, &why) == -1)
+		&why) == -1 ||
+	    conn_pack_filters("{}", "q", both, na + ni, CONN_REQ_BUDGET, 0, out,
+		&why) == -1)
 		log_warnx("history filters: %s", why);
 	free(addrs);
 	free(ids);
@@ -313,12 +311,12 @@ build_filters(const struct hist_scope *sc, struct conn_filters *out)
 static void
 scope_free(struct hist_scope *sc)
 {
-	size_t	 it;
-	void	*v;
+	size_t it;
+	void  *v;
 
-	for (it = 0; hmap_next(&sc->sc_addrs, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&sc->sc_addrs, &it, NULL, NULL, &v);)
 		free(v);
-	for (it = 0; hmap_next(&sc->sc_ids, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&sc->sc_ids, &it, NULL, NULL, &v);)
 		free(v);
 	hmap_free(&sc->sc_addrs);
 	hmap_free(&sc->sc_ids);
@@ -334,14 +332,13 @@ scope_free(struct hist_scope *sc)
  * relay's next rotation.
  */
 static void
-take_threads(struct hist_sched *s, struct hist_relay *hr,
-    struct hist_scope *sc)
+take_threads(struct hist_sched *s, struct hist_relay *hr, struct hist_scope *sc)
 {
-	const void	*k;
-	size_t		 it, len;
-	int		 added = 0;
+	const void *k;
+	size_t	    it, len;
+	int	    added = 0;
 
-	for (it = 0; hmap_next(&sc->sc_threads, &it, &k, &len, NULL); )
+	for (it = 0; hmap_next(&sc->sc_threads, &it, &k, &len, NULL);)
 		if (hmap_get(&hr->hr_threads, k, len) == NULL)
 			added = 1;
 	hmap_free(&hr->hr_threads);
@@ -361,20 +358,20 @@ count_eligible(void *arg, const uint8_t pk[32])
 static void
 reconcile(struct histd *hd)
 {
-	struct hmap		 scopes = { 0 };
-	struct inv_author	*au;
-	struct inv_repo		*r;
-	struct hist_relay	*hr;
-	struct conn_filters	 f;
-	const void		*k;
-	size_t			 it, i, n = 0, klen;
-	void			*v;
+	struct hmap	    scopes = { 0 };
+	struct inv_author  *au;
+	struct inv_repo	   *r;
+	struct hist_relay  *hr;
+	struct conn_filters f;
+	const void	   *k;
+	size_t		    it, i, n = 0, klen;
+	void		   *v;
 
 	hd->hd_reconciles++;
-	for (it = 0; (au = inv_author_next(hd->hd_inv, &it)) != NULL; )
+	for (it = 0; (au = inv_author_next(hd->hd_inv, &it)) != NULL;)
 		participant(hd, &scopes, au);
 	if (hd->hd_public)
-		for (it = 0; (r = inv_repo_next(hd->hd_inv, &it)) != NULL; ) {
+		for (it = 0; (r = inv_repo_next(hd->hd_inv, &it)) != NULL;) {
 			if (r->ir_level != INV_FULL)
 				continue;
 			repo_member(hd, &scopes, r->ir_owner, r);
@@ -382,9 +379,9 @@ reconcile(struct histd *hd)
 				repo_member(hd, &scopes, r->ir_maint[i], r);
 		}
 	hist_sched_unmark(&hd->hd_sched);
-	for (it = 0; hmap_next(&scopes, &it, &k, &klen, &v); ) {
+	for (it = 0; hmap_next(&scopes, &it, &k, &klen, &v);) {
 		struct hist_scope *sc = v;
-		char key[RELAYURL_MAX + 1];
+		char		   key[RELAYURL_MAX + 1];
 
 		if (klen > RELAYURL_MAX)
 			klen = RELAYURL_MAX;
@@ -413,12 +410,11 @@ static void
 group_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
     const char *reason, const struct conn_fetch_stats *st)
 {
-	struct hist_relay	*r = arg;
-	struct histd		*hd = &histd;
+	struct hist_relay *r = arg;
+	struct histd	  *hd = &histd;
 	/* A group whose events did not all reach relayd failed: the
 	 * retry after the failure delay asks again. */
-	int			 ok = res == FETCH_EOSE &&
-				    (st == NULL || st->cs_dropped == 0);
+	int ok = res == FETCH_EOSE && (st == NULL || st->cs_dropped == 0);
 
 	(void)req;
 	log_debug("%s: history group %zu: %s (%s), %u pages, %llu events",
@@ -437,18 +433,19 @@ group_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 static int
 worker_start(void *arg, struct hist_relay *r, const char *filter)
 {
-	struct histd		*hd = arg;
-	struct conn_fetch_cb	 cb = { NULL, group_done, r };
-	const char		*why = NULL;
+	struct histd	    *hd = arg;
+	struct conn_fetch_cb cb = { NULL, group_done, r };
+	const char	    *why = NULL;
 
-	if (r->hr_conn == NULL && (r->hr_conn = conn_get(hd->hd_conns,
-	    r->hr_key, r->hr_trusted ? CONN_TRUSTED : 0, &why)) == NULL) {
+	if (r->hr_conn == NULL &&
+	    (r->hr_conn = conn_get(hd->hd_conns, r->hr_key,
+		 r->hr_trusted ? CONN_TRUSTED : 0, &why)) == NULL) {
 		log_warnx("%s: no history probe: %s", r->hr_key,
 		    why ? why : "refused");
 		return -1;
 	}
-	if ((r->hr_req = conn_paginate(r->hr_conn, filter,
-	    CONN_PRIO_BACKGROUND, 0, &cb)) == NULL) {
+	if ((r->hr_req = conn_paginate(r->hr_conn, filter, CONN_PRIO_BACKGROUND,
+		 0, &cb)) == NULL) {
 		log_warnx("%s: history filter refused", r->hr_key);
 		return -1;
 	}
@@ -475,11 +472,11 @@ static const struct hist_sched_ops hist_sched_ops = {
 static void
 load_marks(struct histd *hd, int force)
 {
-	struct sqlite3	*db = store_sqlite(hd->hd_ctx->r_store);
-	int64_t		 gen;
+	struct sqlite3 *db = store_sqlite(hd->hd_ctx->r_store);
+	int64_t		gen;
 
-	if (!force && (plusmark_generation(db, &gen) == -1 ||
-	    gen == hd->hd_mark_gen))
+	if (!force &&
+	    (plusmark_generation(db, &gen) == -1 || gen == hd->hd_mark_gen))
 		return;
 	if (plusmark_load(db, &hd->hd_marks, &hd->hd_mark_gen) >= 0)
 		hd->hd_dirty = 1;
@@ -488,9 +485,8 @@ load_marks(struct histd *hd, int force)
 static void
 pass_cb(lws_sorted_usec_list_t *sul)
 {
-	struct histd	*hd = &histd;
-	double		 secs = cfg_period(&hd->hd_ctx->r_cfg,
-			    HIST_MAINT_PERIOD);
+	struct histd *hd = &histd;
+	double	      secs = cfg_period(&hd->hd_ctx->r_cfg, HIST_MAINT_PERIOD);
 
 	(void)sul;
 	load_marks(hd, 0);
@@ -504,7 +500,7 @@ pass_cb(lws_sorted_usec_list_t *sul)
 static int
 hist_ingest(void *arg, const char *relay_key, const char *json, size_t len)
 {
-	struct histd	*hd = arg;
+	struct histd *hd = arg;
 
 	if (role_ingest(hd->hd_ctx, relay_key, json, len) == 0)
 		return 0;
@@ -522,9 +518,9 @@ static const struct conn_hooks hist_hooks = {
 static int
 hist_init(struct role_ctx *ctx)
 {
-	struct histd		*hd = &histd;
-	const struct config	*cfg = &ctx->r_cfg;
-	size_t			 i;
+	struct histd	    *hd = &histd;
+	const struct config *cfg = &ctx->r_cfg;
+	size_t		     i;
 
 	hd->hd_ctx = ctx;
 	ctx->r_data = hd;
@@ -533,11 +529,11 @@ hist_init(struct role_ctx *ctx)
 	if (!hd->hd_enabled) {
 		log_info("GRASP-03 disabled (%s): no history probes",
 		    !cfg->sync_enabled ? "NGIT_SYNC_ENABLED=false" :
-		    "NGIT_SYNC_PLUS_ENABLED=false");
+					 "NGIT_SYNC_PLUS_ENABLED=false");
 		return 0;
 	}
-	hd->hd_urlflags = cfg->sync_allow_private_targets ?
-	    RELAYURL_ALLOW_PRIVATE : 0;
+	hd->hd_urlflags =
+	    cfg->sync_allow_private_targets ? RELAYURL_ALLOW_PRIVATE : 0;
 	relayurl_self_init(&hd->hd_self, cfg->domain);
 	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++)
 		relayurl_add_trusted(&hd->hd_fallback, &hd->hd_nfallback,
@@ -545,8 +541,8 @@ hist_init(struct role_ctx *ctx)
 	hd->hd_inv = inv_new(cfg);
 	if (inv_rebuild(hd->hd_inv, ctx->r_store, ctx->r_start_seq) == -1 ||
 	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
-	    sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored, hd) ==
-	    -1)
+		sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored,
+		hd) == -1)
 		return -1;
 	hd->hd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &hist_hooks, hd);
@@ -556,7 +552,7 @@ hist_init(struct role_ctx *ctx)
 	load_marks(hd, 1);
 	reconcile(hd);
 	log_info("%s instance: %zu eligible authors, %zu history-probe relays "
-	    "from the database; %zu fallback relays",
+		 "from the database; %zu fallback relays",
 	    hd->hd_public ? "public" : "private", hd->hd_neligible,
 	    hd->hd_sched.hs_relays.hm_n, hd->hd_nfallback);
 	lws_sul_schedule(ctx->r_lws, 0, &hd->hd_sul_pass, pass_cb, 1);
@@ -566,7 +562,7 @@ hist_init(struct role_ctx *ctx)
 static void
 hist_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 {
-	struct histd	*hd = ctx->r_data;
+	struct histd *hd = ctx->r_data;
 
 	(void)seq;
 	if (hd->hd_enabled) {
@@ -576,19 +572,18 @@ hist_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 }
 
 struct hist_counts {
-	size_t	relays, cursors, active, inflight;
+	size_t relays, cursors, active, inflight;
 };
 
 static void
 count(const struct histd *hd, struct hist_counts *c)
 {
-	const struct hist_relay	*r;
+	const struct hist_relay *r;
 	size_t			 it;
 	void			*v;
 
 	memset(c, 0, sizeof(*c));
-	for (it = 0; hmap_next(&hd->hd_sched.hs_relays, &it, NULL, NULL,
-	    &v); ) {
+	for (it = 0; hmap_next(&hd->hd_sched.hs_relays, &it, NULL, NULL, &v);) {
 		r = v;
 		c->relays += r->hr_desired;
 		c->cursors += r->hr_filters.cf_n > 0;
@@ -616,20 +611,20 @@ hist_totals(const struct histd *hd, cJSON *tot, cJSON *metrics)
 static void
 hist_show(struct role_ctx *ctx, cJSON *view)
 {
-	struct histd		*hd = ctx->r_data;
-	const struct config	*cfg = &ctx->r_cfg;
-	struct hist_counts	 c;
-	cJSON			*arr, *o, *p;
-	int64_t			 now = role_now_ms();
-	size_t			 it, listed = 0;
-	void			*v;
+	struct histd	    *hd = ctx->r_data;
+	const struct config *cfg = &ctx->r_cfg;
+	struct hist_counts   c;
+	cJSON		    *arr, *o, *p;
+	int64_t		     now = role_now_ms();
+	size_t		     it, listed = 0;
+	void		    *v;
 
 	cJSON_AddBoolToObject(view, "grasp03_enabled", hd->hd_enabled);
 	cJSON_AddBoolToObject(view, "private_mode", cfg->private_mode);
 	if (!hd->hd_enabled) {
-		cJSON_AddStringToObject(view, "history", !cfg->sync_enabled ?
-		    "off: NGIT_SYNC_ENABLED=false" :
-		    "off: NGIT_SYNC_PLUS_ENABLED=false");
+		cJSON_AddStringToObject(view, "history",
+		    !cfg->sync_enabled ? "off: NGIT_SYNC_ENABLED=false" :
+					 "off: NGIT_SYNC_PLUS_ENABLED=false");
 		cJSON_AddNumberToObject(view, "workers", 0);
 		return;
 	}
@@ -646,10 +641,9 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddNumberToObject(view, "fallback_marks",
 	    (double)hd->hd_marks.hm_n);
 	arr = cJSON_AddArrayToObject(view, "relays");
-	for (it = 0; hmap_next(&hd->hd_sched.hs_relays, &it, NULL, NULL,
-	    &v); ) {
+	for (it = 0; hmap_next(&hd->hd_sched.hs_relays, &it, NULL, NULL, &v);) {
 		const struct hist_relay *r = v;
-		double in;
+		double			 in;
 
 		if (listed++ >= HIST_VIEW_MAX_RELAYS)
 			continue;
@@ -673,7 +667,7 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 		cJSON_AddNumberToObject(o, "rotation_left",
 		    (double)r->hr_rot_left);
 		in = r->hr_due_ms > now ? (double)(r->hr_due_ms - now) / 1000 :
-		    0;
+					  0;
 		cJSON_AddNumberToObject(o, "next_due", (double)time(NULL) + in);
 		cJSON_AddNumberToObject(o, "next_due_in", in);
 		cJSON_AddStringToObject(o, "worker", hist_relay_state(r, now));
@@ -683,8 +677,8 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 		    (double)r->hr_groups_failed);
 		cJSON_AddNumberToObject(o, "rotations",
 		    (double)r->hr_rotations);
-		cJSON_AddStringToObject(o, "last", r->hr_last ? r->hr_last :
-		    "none");
+		cJSON_AddStringToObject(o, "last",
+		    r->hr_last ? r->hr_last : "none");
 		cJSON_AddItemToArray(arr, o);
 	}
 	cJSON_AddBoolToObject(view, "relays_truncated",
@@ -696,15 +690,15 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddNumberToObject(o, "ingest_dropped",
 	    (double)hd->hd_ingest_dropped);
 	cJSON_AddNumberToObject(o, "reconciles", (double)hd->hd_reconciles);
-	conn_mgr_show(hd->hd_conns, cJSON_AddArrayToObject(view,
-	    "connections"));
+	conn_mgr_show(hd->hd_conns,
+	    cJSON_AddArrayToObject(view, "connections"));
 }
 
 static void
 hist_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	struct histd		*hd = ctx->r_data;
-	struct hist_counts	 c;
+	struct histd	  *hd = ctx->r_data;
+	struct hist_counts c;
 
 	role_metric(metrics, "graspd_historyd_enabled", hd->hd_enabled);
 	if (!hd->hd_enabled) {
@@ -731,9 +725,9 @@ hist_stats(struct role_ctx *ctx, cJSON *metrics)
 static void
 hist_fini(struct role_ctx *ctx)
 {
-	struct histd	*hd = ctx->r_data;
-	size_t		 it;
-	void		*v;
+	struct histd *hd = ctx->r_data;
+	size_t	      it;
+	void	     *v;
 
 	if (hd == NULL || !hd->hd_enabled)
 		return;
@@ -742,7 +736,7 @@ hist_fini(struct role_ctx *ctx)
 	conn_mgr_free(hd->hd_conns);
 	hd->hd_sched.hs_ops = &(const struct hist_sched_ops){ NULL, NULL };
 	hist_sched_free(&hd->hd_sched);
-	for (it = 0; hmap_next(&hd->hd_lists, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&hd->hd_lists, &it, NULL, NULL, &v);) {
 		relaylist_clear(&((struct hist_list *)v)->hl_list);
 		free(v);
 	}

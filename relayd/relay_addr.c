@@ -17,15 +17,15 @@
 #include "relayd.h"
 
 struct relay_addr {
-	LIST_ENTRY(relay_addr)	 ra_entry;
-	char			 ra_peer[64];
-	int			 ra_conns;	/* open websockets */
-	int			 ra_git;	/* git requests in progress */
-	double			 ra_tokens;	/* EVENT bucket */
-	int64_t			 ra_at;		/* last refill, ms */
+	LIST_ENTRY(relay_addr) ra_entry;
+	char		       ra_peer[64];
+	int		       ra_conns;  /* open websockets */
+	int		       ra_git;	  /* git requests in progress */
+	double		       ra_tokens; /* EVENT bucket */
+	int64_t		       ra_at;	  /* last refill, ms */
 };
 
-static LIST_HEAD(, relay_addr)	addrs = LIST_HEAD_INITIALIZER(addrs);
+static LIST_HEAD(, relay_addr) addrs = LIST_HEAD_INITIALIZER(addrs);
 
 static double
 addr_rate(void)
@@ -36,7 +36,7 @@ addr_rate(void)
 static void
 refill(struct relay_addr *a, int64_t now)
 {
-	double	per_min = addr_rate();
+	double per_min = addr_rate();
 
 	a->ra_tokens += (double)(now - a->ra_at) * per_min / 60000.0;
 	if (a->ra_tokens > per_min)
@@ -48,8 +48,8 @@ refill(struct relay_addr *a, int64_t now)
 static struct relay_addr *
 addr_find(const char *peer)
 {
-	struct relay_addr	*a, *next, *found = NULL;
-	int64_t			 now = relay_now_ms();
+	struct relay_addr *a, *next, *found = NULL;
+	int64_t		   now = relay_now_ms();
 
 	for (a = LIST_FIRST(&addrs); a != NULL; a = next) {
 		next = LIST_NEXT(a, ra_entry);
@@ -71,7 +71,7 @@ addr_find(const char *peer)
 int
 relay_addr_conns(const char *peer)
 {
-	struct relay_addr	*a = addr_find(peer);
+	struct relay_addr *a = addr_find(peer);
 
 	return a != NULL ? a->ra_conns : 0;
 }
@@ -80,7 +80,7 @@ relay_addr_conns(const char *peer)
 static struct relay_addr *
 addr_get(const char *peer)
 {
-	struct relay_addr	*a;
+	struct relay_addr *a;
 
 	if ((a = addr_find(peer)) != NULL)
 		return a;
@@ -96,7 +96,7 @@ addr_get(const char *peer)
 void
 relay_addr_attach(struct relay_conn *c)
 {
-	struct relay_addr	*a = addr_get(c->rc_peer);
+	struct relay_addr *a = addr_get(c->rc_peer);
 
 	a->ra_conns++;
 	c->rc_addr = a;
@@ -114,7 +114,7 @@ relay_addr_detach(struct relay_conn *c)
 int
 relay_addr_event_ok(struct relay_conn *c)
 {
-	struct relay_addr	*a = c->rc_addr;
+	struct relay_addr *a = c->rc_addr;
 
 	if (addr_rate() <= 0 || a == NULL)
 		return 1;
@@ -128,9 +128,9 @@ relay_addr_event_ok(struct relay_conn *c)
 int
 relay_addr_git_begin(struct lws *wsi, struct relay_addr **ap)
 {
-	struct relay_addr	*a;
-	char			 peer[sizeof(a->ra_peer)];
-	int			 cap = relayd->cfg.max_git_requests_per_ip;
+	struct relay_addr *a;
+	char		   peer[sizeof(a->ra_peer)];
+	int		   cap = relayd->cfg.max_git_requests_per_ip;
 
 	*ap = NULL;
 	if (cap <= 0)
@@ -139,7 +139,8 @@ relay_addr_git_begin(struct lws *wsi, struct relay_addr **ap)
 	if (a->ra_git >= cap) {
 		relayd->stats.git_refused_ip++;
 		log_info("refusing a git request from %s: %d in progress from "
-		    "it", peer, a->ra_git);
+			 "it",
+		    peer, a->ra_git);
 		return 0;
 	}
 	a->ra_git++;
@@ -157,7 +158,7 @@ relay_addr_git_end(struct relay_addr *a)
 void
 relay_addr_free(void)
 {
-	struct relay_addr	*a;
+	struct relay_addr *a;
 
 	while ((a = LIST_FIRST(&addrs)) != NULL) {
 		LIST_REMOVE(a, ra_entry);

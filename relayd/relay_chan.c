@@ -29,21 +29,20 @@
 #include "relayd.h"
 
 /* Ours: messages read from one channel per loop pass. */
-#define RELAY_CHAN_BATCH	256
+#define RELAY_CHAN_BATCH 256
 
 /* Latest stats snapshot of each role, for /metrics. */
-static cJSON	*role_stats[ROLE_COUNT];
-static int64_t	 role_stats_at[ROLE_COUNT];	/* relay_now_ms() */
+static cJSON  *role_stats[ROLE_COUNT];
+static int64_t role_stats_at[ROLE_COUNT]; /* relay_now_ms() */
 
 /* relayd's column of ctlcmd.h's list and its GIT_DATA handler, below. */
-static const ctl_fn	 relay_ctl_fns[CTL_NCMDS];
-static int		 relay_git_data(void *, const struct msg *, cJSON *,
-			    char *, size_t);
+static const ctl_fn relay_ctl_fns[CTL_NCMDS];
+static int relay_git_data(void *, const struct msg *, cJSON *, char *, size_t);
 
 static int
 open_bound(int proto, const char *name, char *ep, size_t eplen)
 {
-	int	s;
+	int s;
 
 	if (chan_endpoint(relayd->cfg.run_path, name, ep, eplen) == -1)
 		fatalx("run path too long for %s", name);
@@ -56,18 +55,18 @@ open_bound(int proto, const char *name, char *ep, size_t eplen)
 static void
 adopt(int sock, const char *what)
 {
-	proc_adopt(relayd->vhost, chan_rcvfd(sock), "nn",
-	    (intptr_t)(sock + 1), what);
+	proc_adopt(relayd->vhost, chan_rcvfd(sock), "nn", (intptr_t)(sock + 1),
+	    what);
 }
 
 void
 relay_chan_open(void)
 {
-	char	ep[512];
+	char ep[512];
 
 	relayd->sock_ingest = open_bound(NN_PULL, CHAN_INGEST, ep, sizeof(ep));
-	relayd->sock_accepted = open_bound(NN_PUB, CHAN_ACCEPTED, ep,
-	    sizeof(ep));
+	relayd->sock_accepted =
+	    open_bound(NN_PUB, CHAN_ACCEPTED, ep, sizeof(ep));
 	relayd->sock_stats = open_bound(NN_PULL, CHAN_STATS, ep, sizeof(ep));
 	relayd->sock_control = proc_control_open(&relayd->proc, relay_ctl_fns,
 	    NULL, ep, sizeof(ep));
@@ -80,7 +79,7 @@ relay_chan_open(void)
 void
 relay_chan_close(void)
 {
-	size_t	i;
+	size_t i;
 
 	chan_close(relayd->sock_ingest);
 	chan_close(relayd->sock_accepted);
@@ -95,7 +94,7 @@ relay_chan_close(void)
 void
 relay_chan_publish(int64_t seq, const struct event *ev)
 {
-	struct msg_accepted	ma;
+	struct msg_accepted ma;
 
 	memset(&ma, 0, sizeof(ma));
 	ma.ma_seq = seq;
@@ -105,43 +104,44 @@ relay_chan_publish(int64_t seq, const struct event *ev)
 	/* A PUB socket drops rather than blocks; the feed's readers catch
 	 * up from the database. */
 	if (msg_send(relayd->sock_accepted, MSG_ACCEPTED, &ma, sizeof(ma),
-	    NN_DONTWAIT) == -1 && errno != EAGAIN)
+		NN_DONTWAIT) == -1 &&
+	    errno != EAGAIN)
 		log_warn("publishing an accepted notice");
 }
 
 /* A GRASP-03 fallback mark from discoveryd (plusmark.h). */
 struct plus_mark {
-	uint8_t	pm_pubkey[32];
+	uint8_t pm_pubkey[32];
 	int	pm_set;
 };
 
 static void
 plus_mark_run(void *arg)
 {
-	struct plus_mark	*pm = arg;
+	struct plus_mark *pm = arg;
 
-	char			 hex[65];
+	char hex[65];
 
-	if (plusmark_set(store_sqlite(relayd->store), pm->pm_pubkey,
-	    pm->pm_set, time(NULL)) == 1) {
+	if (plusmark_set(store_sqlite(relayd->store), pm->pm_pubkey, pm->pm_set,
+		time(NULL)) == 1) {
 		hex_encode(pm->pm_pubkey, 32, hex);
-		log_debug("%s: fallback mark %s", hex, pm->pm_set ? "set" :
-		    "cleared");
+		log_debug("%s: fallback mark %s", hex,
+		    pm->pm_set ? "set" : "cleared");
 	}
 }
 
 static void
 plus_mark_done(void *arg, int committed)
 {
-	(void)committed;	/* discoveryd re-reads the table and resends */
+	(void)committed; /* discoveryd re-reads the table and resends */
 	free(arg);
 }
 
 static void
 dispatch_ingest(const struct msg *m)
 {
-	struct msg_ingest	mi;
-	struct plus_mark	*pm;
+	struct msg_ingest mi;
+	struct plus_mark *pm;
 
 	if (m->m_type == MSG_PLUSMARK) {
 		if ((pm = calloc(1, sizeof(*pm))) == NULL)
@@ -156,23 +156,24 @@ dispatch_ingest(const struct msg *m)
 		fatalx("unexpected %s message on the ingest channel",
 		    msg_type_name(m->m_type));
 	msg_ingest_decode(m, &mi);
-	relay_ingest_remote(mi.mi_origin, mi.mi_url, mi.mi_urllen,
-	    mi.mi_json, mi.mi_jsonlen);
+	relay_ingest_remote(mi.mi_origin, mi.mi_url, mi.mi_urllen, mi.mi_json,
+	    mi.mi_jsonlen);
 }
 
 static void
 dispatch_stats(const struct msg *m)
 {
-	cJSON	*doc, *role;
-	int	 r;
+	cJSON *doc, *role;
+	int    r;
 
 	if (m->m_type != MSG_STATS)
 		fatalx("unexpected %s message on the stats channel",
 		    msg_type_name(m->m_type));
 	doc = cJSON_ParseWithLength((const char *)m->m_data, m->m_len);
 	if (doc == NULL || (role = cJSON_GetObjectItem(doc, "role")) == NULL ||
-	    !cJSON_IsString(role) || (r = role_from_name(role->valuestring))
-	    < 0 || !cJSON_IsArray(cJSON_GetObjectItem(doc, "metrics")))
+	    !cJSON_IsString(role) ||
+	    (r = role_from_name(role->valuestring)) < 0 ||
+	    !cJSON_IsArray(cJSON_GetObjectItem(doc, "metrics")))
 		fatalx("malformed STATS message from pid %u", m->m_pid);
 	cJSON_Delete(role_stats[r]);
 	role_stats[r] = doc;
@@ -182,12 +183,12 @@ dispatch_stats(const struct msg *m)
 static cJSON *
 show_view(void)
 {
-	cJSON			*view = cJSON_CreateObject(), *arr, *o;
-	struct relay_conn	*c;
-	int			 nsubs = 0;
+	cJSON		  *view = cJSON_CreateObject(), *arr, *o;
+	struct relay_conn *c;
+	int		   nsubs = 0;
 
 	arr = cJSON_AddArrayToObject(view, "connections");
-	LIST_FOREACH(c, &relayd->conns, rc_entry) {
+	LIST_FOREACH (c, &relayd->conns, rc_entry) {
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "peer", c->rc_peer);
 		cJSON_AddNumberToObject(o, "subscriptions", c->rc_nsubs);
@@ -216,8 +217,8 @@ static int
 relay_git_data(void *arg, const struct msg *m, cJSON *rep, char *err,
     size_t errlen)
 {
-	struct msg_git_data	 mg;
-	const char		*e = NULL;
+	struct msg_git_data mg;
+	const char	   *e = NULL;
 
 	if (msg_git_data_decode(m, &mg, err, errlen) == -1)
 		return -1;
@@ -234,16 +235,16 @@ relay_git_data(void *arg, const struct msg *m, cJSON *rep, char *err,
 }
 
 static int
-relay_ctl_status(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+relay_ctl_status(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
 {
 	proc_status(&relayd->proc, 1, rep);
 	return 0;
 }
 
 static int
-relay_ctl_show(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+relay_ctl_show(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
 {
 	cJSON_AddStringToObject(rep, "role", "relayd");
 	cJSON_AddItemToObject(rep, "view", show_view());
@@ -251,24 +252,23 @@ relay_ctl_show(void *arg, int argc, const char **argv, cJSON *rep,
 }
 
 static int
-relay_ctl_stats(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+relay_ctl_stats(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
 {
 	cJSON_AddItemToObject(rep, "metrics", relay_own_metrics());
 	return 0;
 }
 
 static int
-relay_ctl_log(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+relay_ctl_log(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
 {
-	return ctl_log_level(argv[0], relayd->cfg.log_level, rep, err,
-	    errlen);
+	return ctl_log_level(argv[0], relayd->cfg.log_level, rep, err, errlen);
 }
 
 static int
-relay_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep,
-    char *err, size_t errlen)
+relay_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep, char *err,
+    size_t errlen)
 {
 	/* "stop <role>" is graspd's; here it would stop the wrong one. */
 	if (argc != 0) {
@@ -287,9 +287,9 @@ int
 relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
 {
-	intptr_t	tag;
-	int		sock, n;
-	struct msg	m;
+	intptr_t   tag;
+	int	   sock, n;
+	struct msg m;
 
 	if (reason != LWS_CALLBACK_RAW_RX_FILE)
 		return 0;

@@ -16,7 +16,7 @@
  * passes lag the writer and the WAL never starts over, so the writer
  * still checkpoints in its commit at RELAY_CKPT_MAX_FRAMES (relayd.c).
  */
-#define _GNU_SOURCE	/* pthread_setname_np */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -27,18 +27,18 @@
 #include "log.h"
 #include "relayd.h"
 
-static pthread_t	ck_thread;
-static int		ck_started;
-static pthread_mutex_t	ck_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t	ck_cond = PTHREAD_COND_INITIALIZER;
-static int		ck_want;	/* a pass is due */
-static int		ck_stop;
-static sqlite3		*ck_db;		/* the thread's alone */
+static pthread_t       ck_thread;
+static int	       ck_started;
+static pthread_mutex_t ck_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  ck_cond = PTHREAD_COND_INITIALIZER;
+static int	       ck_want; /* a pass is due */
+static int	       ck_stop;
+static sqlite3	      *ck_db; /* the thread's alone */
 
 static void *
 ckpt_main(void *arg)
 {
-	int	rc;
+	int rc;
 
 	(void)arg;
 	pthread_mutex_lock(&ck_mu);
@@ -64,22 +64,23 @@ ckpt_main(void *arg)
 int
 relay_ckpt_init(const char *path)
 {
-	sigset_t	all, old;
-	int		rc;
+	sigset_t all, old;
+	int	 rc;
 
 	/*
 	 * The default VFS, not walbuf's: this connection only reads the
 	 * WAL, which walbuf wrote out before each commit became visible.
 	 */
-	if (sqlite3_open_v2(path, &ck_db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(path, &ck_db,
+		SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+		NULL) != SQLITE_OK) {
 		log_warnx("checkpoint connection %s: %s", path,
 		    ck_db ? sqlite3_errmsg(ck_db) : "out of memory");
 		goto fail;
 	}
 	/* It never writes a page of its own, so it needs no cache. */
-	if (sqlite3_exec(ck_db, "PRAGMA cache_size=-64", NULL, NULL,
-	    NULL) != SQLITE_OK) {
+	if (sqlite3_exec(ck_db, "PRAGMA cache_size=-64", NULL, NULL, NULL) !=
+	    SQLITE_OK) {
 		log_warnx("checkpoint connection: %s", sqlite3_errmsg(ck_db));
 		goto fail;
 	}

@@ -18,23 +18,27 @@
 #include "relayd.h"
 
 /* The two file systems watched; they may be one. */
-enum { DISK_DB, DISK_GIT, DISK_N };
+enum {
+	DISK_DB,
+	DISK_GIT,
+	DISK_N
+};
 
 static const char *const disk_name[DISK_N] = { "database", "git data" };
 
 static struct {
-	int		 low;		/* below the floor now */
-	int		 checked;	/* at least once */
-	int64_t		 at;		/* relay_now_ms() of the check */
-	uint64_t	 avail[DISK_N];	/* bytes, at that check */
-	uint64_t	 refused[2];	/* [0] events, [1] pushes */
+	int	 low;		/* below the floor now */
+	int	 checked;	/* at least once */
+	int64_t	 at;		/* relay_now_ms() of the check */
+	uint64_t avail[DISK_N]; /* bytes, at that check */
+	uint64_t refused[2];	/* [0] events, [1] pushes */
 } disk;
 
 /* Bytes available to relayd's user on the file system of path. */
 static int
 avail_bytes(const char *path, uint64_t *out)
 {
-	struct statvfs	sv;
+	struct statvfs sv;
 
 	if (statvfs(path, &sv) == -1)
 		return -1;
@@ -45,10 +49,10 @@ avail_bytes(const char *path, uint64_t *out)
 static void
 refresh(void)
 {
-	const char	*path[DISK_N] = { relayd->cfg.relay_data_path,
-			    relayd->cfg.git_data_path };
-	uint64_t	 floor = (uint64_t)relayd->cfg.min_free_disk_mb << 20;
-	int		 i, low = 0, which = -1;
+	const char *path[DISK_N] = { relayd->cfg.relay_data_path,
+		relayd->cfg.git_data_path };
+	uint64_t    floor = (uint64_t)relayd->cfg.min_free_disk_mb << 20;
+	int	    i, low = 0, which = -1;
 
 	disk.at = relay_now_ms();
 	disk.checked = 1;
@@ -64,14 +68,17 @@ refresh(void)
 		}
 	}
 	if (low && !disk.low)
-		log_warnx("low on disk space: the %s file system has %llu MiB "
+		log_warnx(
+		    "low on disk space: the %s file system has %llu MiB "
 		    "free, under the floor of %d MiB; refusing new events and "
-		    "pushes", disk_name[which],
+		    "pushes",
+		    disk_name[which],
 		    (unsigned long long)(disk.avail[which] >> 20),
 		    relayd->cfg.min_free_disk_mb);
 	else if (!low && disk.low)
 		log_info("disk space is back above %d MiB; accepting events "
-		    "and pushes again", relayd->cfg.min_free_disk_mb);
+			 "and pushes again",
+		    relayd->cfg.min_free_disk_mb);
 	disk.low = low;
 }
 
@@ -111,7 +118,7 @@ relay_disk_metrics(cJSON *arr)
 		"graspd_relay_disk_free_bytes{path=\"database\"}",
 		"graspd_relay_disk_free_bytes{path=\"git\"}",
 	};
-	int	i;
+	int i;
 
 	/* Free space is shown with the floor off too. */
 	if (stale())

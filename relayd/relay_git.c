@@ -46,9 +46,9 @@
 #include "relayd.h"
 
 /* Bytes moved per write to the client, per read from a pipe. */
-#define GIT_IO_CHUNK		(64 * 1024)
+#define GIT_IO_CHUNK	 (64 * 1024)
 /* Ours: beyond the child's own deadline, the connection's. */
-#define GIT_CONN_GRACE_S	30
+#define GIT_CONN_GRACE_S 30
 
 enum git_svc {
 	SVC_UPLOAD = 0,
@@ -56,8 +56,7 @@ enum git_svc {
 	SVC_NONE = 2,
 };
 
-static const char *const svc_name[] = { "git-upload-pack",
-	"git-receive-pack" };
+static const char *const svc_name[] = { "git-upload-pack", "git-receive-pack" };
 
 /* Chunked transfer coding of a request body (RFC 9112 7.1). */
 enum dc_state {
@@ -73,93 +72,92 @@ enum dc_state {
 };
 
 struct dechunk {
-	enum dc_state	 dc_state;
-	uint64_t	 dc_left;
-	int		 dc_digits;
-	int		 dc_linelen;	/* bytes of the trailer line */
+	enum dc_state dc_state;
+	uint64_t      dc_left;
+	int	      dc_digits;
+	int	      dc_linelen; /* bytes of the trailer line */
 };
 
 /* One end of a pipe to the child, adopted into the loop. */
 struct gitpipe {
-	struct relay_gitreq	*gp_req;	/* NULL once the request ended */
-	struct lws		*gp_wsi;
-	int			 gp_fd;
-	int			 gp_out;	/* 1: the child's stdout */
-	int			 gp_paused;
+	struct relay_gitreq *gp_req; /* NULL once the request ended */
+	struct lws	    *gp_wsi;
+	int		     gp_fd;
+	int		     gp_out; /* 1: the child's stdout */
+	int		     gp_paused;
 };
 
 /* Outlives the request: a release may end after the client left. */
 struct gitwait {
-	struct relay_gitreq	*gw_req;
+	struct relay_gitreq *gw_req;
 };
 
 struct relay_gitreq {
 	struct relay_conn	*gr_conn;
 	struct lws		*gr_wsi;
 	enum git_svc		 gr_svc;
-	int			 gr_advertise;	/* info/refs */
-	int			 gr_head;	/* a HEAD request */
+	int			 gr_advertise; /* info/refs */
+	int			 gr_head;      /* a HEAD request */
 	uint8_t			 gr_owner[32];
 	char			*gr_d;
 	char			 gr_repo[PATH_MAX];
-	char			 gr_proto[160];	/* GIT_PROTOCOL=... or "" */
-	int			 gr_prs;	/* GRASP-06 /prs/<npub>/<d>.git */
-	int			 gr_created;	/* a /prs/ push made the repo */
-	struct relay_addr	*gr_addr;	/* its place in the per-IP cap */
-	uint64_t		 gr_quota;	/* a push's most body bytes */
-	enum push_limit		 gr_limit;	/* which limit that is */
-	int			 gr_over;	/* the quota stopped git */
-	char			 gr_why[160];	/* what the quota says */
-	LIST_ENTRY(relay_gitreq) gr_prs_entry;	/* when gr_prs */
+	char			 gr_proto[160]; /* GIT_PROTOCOL=... or "" */
+	int			 gr_prs;      /* GRASP-06 /prs/<npub>/<d>.git */
+	int			 gr_created;  /* a /prs/ push made the repo */
+	struct relay_addr	*gr_addr;     /* its place in the per-IP cap */
+	uint64_t		 gr_quota;    /* a push's most body bytes */
+	enum push_limit		 gr_limit;    /* which limit that is */
+	int			 gr_over;     /* the quota stopped git */
+	char			 gr_why[160]; /* what the quota says */
+	LIST_ENTRY(relay_gitreq) gr_prs_entry; /* when gr_prs */
 
 	/* The request body. */
-	int			 gr_chunked;
-	struct dechunk		 gr_dc;
-	int			 gr_gzip;
-	int			 gr_zinit;
-	z_stream		 gr_z;
-	uint64_t		 gr_inbytes;	/* after inflating */
-	struct buf		 gr_in;		/* waiting for the child */
-	size_t			 gr_inoff;
-	int			 gr_in_done;
-	int			 gr_discard;	/* the rest is dropped */
-	int			 gr_rx_paused;
+	int	       gr_chunked;
+	struct dechunk gr_dc;
+	int	       gr_gzip;
+	int	       gr_zinit;
+	z_stream       gr_z;
+	uint64_t       gr_inbytes; /* after inflating */
+	struct buf     gr_in;	   /* waiting for the child */
+	size_t	       gr_inoff;
+	int	       gr_in_done;
+	int	       gr_discard; /* the rest is dropped */
+	int	       gr_rx_paused;
 
 	/* A push: its ref updates, the decision. */
-	struct relay_push_cmd	*gr_cmds;
-	size_t			 gr_ncmds;
-	size_t			 gr_cmdoff;	/* parsed so far */
-	int			 gr_decided;
-	int			 gr_sideband;	/* the client asked for it */
-	int			 gr_may_delete;	/* git's walls down, as the */
-	int			 gr_may_rewrite;	/* push decision says */
+	struct relay_push_cmd *gr_cmds;
+	size_t		       gr_ncmds;
+	size_t		       gr_cmdoff; /* parsed so far */
+	int		       gr_decided;
+	int		       gr_sideband;    /* the client asked for it */
+	int		       gr_may_delete;  /* git's walls down, as the */
+	int		       gr_may_rewrite; /* push decision says */
 
 	/* The child. */
-	pid_t			 gr_pid;
-	int64_t			 gr_t0;		/* request arrival, ms */
-	int			 gr_exited;
-	int			 gr_status;
-	struct gitpipe		*gr_pin, *gr_pout;
-	struct gitwait		*gr_wait;	/* a release in progress */
+	pid_t		gr_pid;
+	int64_t		gr_t0; /* request arrival, ms */
+	int		gr_exited;
+	int		gr_status;
+	struct gitpipe *gr_pin, *gr_pout;
+	struct gitwait *gr_wait; /* a release in progress */
 
 	/* The response. */
-	unsigned		 gr_code;	/* 0 until decided */
-	const char		*gr_type;
-	int			 gr_hdr_sent;
-	struct buf		 gr_out;
-	size_t			 gr_outoff;
-	int			 gr_out_eof;
-	uint64_t		 gr_outbytes;
-	int			 gr_done;	/* no more output will come */
-	int			 gr_closing;	/* all written: close */
-	lws_sorted_usec_list_t	 gr_sul;	/* the request's deadline */
-	lws_sorted_usec_list_t	 gr_pin_sul;	/* re-arms stdin POLLOUT */
+	unsigned	       gr_code; /* 0 until decided */
+	const char	      *gr_type;
+	int		       gr_hdr_sent;
+	struct buf	       gr_out;
+	size_t		       gr_outoff;
+	int		       gr_out_eof;
+	uint64_t	       gr_outbytes;
+	int		       gr_done;	   /* no more output will come */
+	int		       gr_closing; /* all written: close */
+	lws_sorted_usec_list_t gr_sul;	   /* the request's deadline */
+	lws_sorted_usec_list_t gr_pin_sul; /* re-arms stdin POLLOUT */
 };
 
-static void	pump_in(struct relay_gitreq *);
-static void	refuse_push(struct relay_gitreq *, const char *,
-		    const char *);
-static void	finish_error(struct relay_gitreq *, unsigned, const char *);
+static void pump_in(struct relay_gitreq *);
+static void refuse_push(struct relay_gitreq *, const char *, const char *);
+static void finish_error(struct relay_gitreq *, unsigned, const char *);
 
 static void
 want_write(struct relay_gitreq *gr)
@@ -199,15 +197,14 @@ compact(struct buf *b, size_t *off)
 }
 
 /* Appends one pkt-line (RFC-less, git's protocol-common format). */
-static void
-pkt_line(struct buf *b, const char *fmt, ...)
+static void pkt_line(struct buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
 pkt_line(struct buf *b, const char *fmt, ...)
 {
 	char	line[GIT_PKT_MAX];
-	va_list	ap;
+	va_list ap;
 	int	n;
 
 	va_start(ap, fmt);
@@ -234,18 +231,18 @@ pipe_drop(struct gitpipe *gp)
 }
 
 /* The /prs/ requests running, so that none loses its repository. */
-static LIST_HEAD(, relay_gitreq)	prs_reqs = LIST_HEAD_INITIALIZER(prs_reqs);
+static LIST_HEAD(, relay_gitreq) prs_reqs = LIST_HEAD_INITIALIZER(prs_reqs);
 
 /* A /prs/ request ends: its repository goes if no ref was left in it. */
 static void
 prs_end(struct relay_gitreq *gr)
 {
-	struct relay_gitreq	*o;
+	struct relay_gitreq *o;
 
 	LIST_REMOVE(gr, gr_prs_entry);
 	if (!gr->gr_created)
 		return;
-	LIST_FOREACH(o, &prs_reqs, gr_prs_entry)
+	LIST_FOREACH (o, &prs_reqs, gr_prs_entry)
 		if (strcmp(o->gr_repo, gr->gr_repo) == 0) {
 			/* The last one to end prunes. */
 			o->gr_created = 1;
@@ -257,7 +254,7 @@ prs_end(struct relay_gitreq *gr)
 static void
 gitreq_free(struct relay_gitreq *gr)
 {
-	size_t	i;
+	size_t i;
 
 	lws_sul_cancel(&gr->gr_sul);
 	lws_sul_cancel(&gr->gr_pin_sul);
@@ -296,8 +293,8 @@ relay_git_close(struct relay_conn *c)
 static void
 conn_timeout(lws_sorted_usec_list_t *sul)
 {
-	struct relay_gitreq	*gr = lws_container_of(sul,
-				    struct relay_gitreq, gr_sul);
+	struct relay_gitreq *gr =
+	    lws_container_of(sul, struct relay_gitreq, gr_sul);
 
 	log_warnx("git request for %s took too long; closing it", gr->gr_d);
 	if (gr->gr_pid > 0 && !gr->gr_exited) {
@@ -313,21 +310,22 @@ conn_timeout(lws_sorted_usec_list_t *sul)
 static int
 send_headers(struct relay_gitreq *gr, struct lws *wsi)
 {
-	unsigned char	 hbuf[LWS_PRE + 1024], *start = hbuf + LWS_PRE;
-	unsigned char	*p = start, *end = hbuf + sizeof(hbuf) - 1;
+	unsigned char  hbuf[LWS_PRE + 1024], *start = hbuf + LWS_PRE;
+	unsigned char *p = start, *end = hbuf + sizeof(hbuf) - 1;
 
 	if (lws_add_http_common_headers(wsi, gr->gr_code, gr->gr_type,
-	    gr->gr_head ? 0 : LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end) ||
+		gr->gr_head ? 0 : LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end) ||
 	    relay_http_add_cors(wsi, &p, end) ||
-	    lws_add_http_header_by_name(wsi, (const unsigned char *)
-	    "cache-control:", (const unsigned char *)"no-cache", 8, &p, end) ||
-	    lws_add_http_header_by_name(wsi, (const unsigned char *)
-	    "expires:", (const unsigned char *)"Fri, 01 Jan 1980 00:00:00 GMT",
-	    29, &p, end) ||
-	    lws_add_http_header_by_name(wsi, (const unsigned char *)
-	    "pragma:", (const unsigned char *)"no-cache", 8, &p, end) ||
+	    lws_add_http_header_by_name(wsi,
+		(const unsigned char *)"cache-control:",
+		(const unsigned char *)"no-cache", 8, &p, end) ||
+	    lws_add_http_header_by_name(wsi, (const unsigned char *)"expires:",
+		(const unsigned char *)"Fri, 01 Jan 1980 00:00:00 GMT", 29, &p,
+		end) ||
+	    lws_add_http_header_by_name(wsi, (const unsigned char *)"pragma:",
+		(const unsigned char *)"no-cache", 8, &p, end) ||
 	    lws_add_http_header_by_name(wsi, (const unsigned char *)"server:",
-	    (const unsigned char *)"graspd", 6, &p, end) ||
+		(const unsigned char *)"graspd", 6, &p, end) ||
 	    lws_finalize_write_http_header(wsi, start, &p, end))
 		return -1;
 	gr->gr_hdr_sent = 1;
@@ -337,10 +335,10 @@ send_headers(struct relay_gitreq *gr, struct lws *wsi)
 int
 relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 {
-	static unsigned char	 chunk[LWS_PRE + GIT_IO_CHUNK];
-	struct relay_gitreq	*gr = c->rc_git;
-	size_t			 n;
-	int			 last;
+	static unsigned char chunk[LWS_PRE + GIT_IO_CHUNK];
+	struct relay_gitreq *gr = c->rc_git;
+	size_t		     n;
+	int		     last;
 
 	if (gr == NULL)
 		return 0;
@@ -349,11 +347,12 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 	if (!gr->gr_hdr_sent) {
 		if (gr->gr_code == 0) {
 			/* Nothing from the child yet: status unknown. */
-			if (out_pending(gr) == 0 && !(gr->gr_out_eof &&
-			    gr->gr_exited))
+			if (out_pending(gr) == 0 &&
+			    !(gr->gr_out_eof && gr->gr_exited))
 				return 0;
 			if (out_pending(gr) == 0 && gr->gr_status != 0) {
-				finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+				finish_error(gr,
+				    HTTP_STATUS_INTERNAL_SERVER_ERROR,
 				    "git failed\n");
 			} else
 				gr->gr_code = HTTP_STATUS_OK;
@@ -368,15 +367,15 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 	n = out_pending(gr);
 	if (n > GIT_IO_CHUNK)
 		n = GIT_IO_CHUNK;
-	last = gr->gr_done || (gr->gr_out_eof && gr->gr_exited &&
-	    gr->gr_wait == NULL);
+	last = gr->gr_done ||
+	    (gr->gr_out_eof && gr->gr_exited && gr->gr_wait == NULL);
 	last = last && n == out_pending(gr);
 	if (n > 0 || last) {
 		if (n > 0)
-			memcpy(chunk + LWS_PRE, gr->gr_out.b_data +
-			    gr->gr_outoff, n);
-		if (lws_write(wsi, chunk + LWS_PRE, n, last ?
-		    LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
+			memcpy(chunk + LWS_PRE,
+			    gr->gr_out.b_data + gr->gr_outoff, n);
+		if (lws_write(wsi, chunk + LWS_PRE, n,
+			last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) != (int)n)
 			return -1;
 		gr->gr_outoff += n;
 		compact(&gr->gr_out, &gr->gr_outoff);
@@ -439,7 +438,7 @@ pipe_read(struct relay_gitreq *gr, struct gitpipe *gp)
 {
 	char	buf[GIT_IO_CHUNK];
 	size_t	room;
-	ssize_t	n;
+	ssize_t n;
 
 	if (out_pending(gr) >= RELAY_GIT_PIPE_BUF) {
 		gp->gp_paused = 1;
@@ -473,8 +472,8 @@ pipe_read(struct relay_gitreq *gr, struct gitpipe *gp)
 static void
 pin_rearm(lws_sorted_usec_list_t *sul)
 {
-	struct relay_gitreq	*gr = lws_container_of(sul,
-				    struct relay_gitreq, gr_pin_sul);
+	struct relay_gitreq *gr =
+	    lws_container_of(sul, struct relay_gitreq, gr_pin_sul);
 
 	if (gr->gr_pin != NULL)
 		lws_callback_on_writable(gr->gr_pin->gp_wsi);
@@ -485,7 +484,7 @@ static void
 pipe_drain(struct relay_gitreq *gr, struct gitpipe *gp)
 {
 	char	buf[GIT_IO_CHUNK];
-	ssize_t	n;
+	ssize_t n;
 
 	while ((n = read(gp->gp_fd, buf, sizeof(buf))) > 0 ||
 	    (n < 0 && errno == EINTR)) {
@@ -500,7 +499,7 @@ pipe_drain(struct relay_gitreq *gr, struct gitpipe *gp)
 static int
 pipe_write(struct relay_gitreq *gr, struct gitpipe *gp)
 {
-	ssize_t	n;
+	ssize_t n;
 
 	while (in_pending(gr) > 0) {
 		n = write(gp->gp_fd, gr->gr_in.b_data + gr->gr_inoff,
@@ -530,8 +529,7 @@ pipe_write(struct relay_gitreq *gr, struct gitpipe *gp)
 		 * callback returns, so asking here would be undone: ask
 		 * again from a timer, right after.
 		 */
-		lws_sul_schedule(relayd->ctx, 0, &gr->gr_pin_sul, pin_rearm,
-		    1);
+		lws_sul_schedule(relayd->ctx, 0, &gr->gr_pin_sul, pin_rearm, 1);
 		return 0;
 	}
 	/* All written: end of input closes the child's stdin. */
@@ -542,8 +540,8 @@ int
 relay_git_pipe_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
 {
-	struct gitpipe		*gp;
-	struct relay_gitreq	*gr;
+	struct gitpipe	    *gp;
+	struct relay_gitreq *gr;
 
 	(void)user;
 	(void)in;
@@ -598,9 +596,9 @@ relay_git_pipe_callback(struct lws *wsi, enum lws_callback_reasons reason,
 static struct gitpipe *
 adopt_pipe(struct relay_gitreq *gr, int fd, int out)
 {
-	lws_sock_file_fd_type	 u;
-	struct gitpipe		*gp;
-	struct lws		*wsi;
+	lws_sock_file_fd_type u;
+	struct gitpipe	     *gp;
+	struct lws	     *wsi;
 
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1) {
 		close(fd);
@@ -626,8 +624,8 @@ adopt_pipe(struct relay_gitreq *gr, int fd, int out)
 static void
 release_done(void *arg)
 {
-	struct gitwait		*gw = arg;
-	struct relay_gitreq	*gr = gw->gw_req;
+	struct gitwait	    *gw = arg;
+	struct relay_gitreq *gr = gw->gw_req;
 
 	if (gr != NULL) {
 		gr->gr_wait = NULL;
@@ -639,9 +637,9 @@ release_done(void *arg)
 static void
 child_done(pid_t pid, int status, int killed, void *arg)
 {
-	struct relay_gitreq	*gr = arg;
-	struct gitwait		*gw;
-	int			 op;
+	struct relay_gitreq *gr = arg;
+	struct gitwait	    *gw;
+	int		     op;
 
 	(void)pid;
 	gr->gr_exited = 1;
@@ -679,9 +677,9 @@ child_done(pid_t pid, int status, int killed, void *arg)
 static int
 start_child(struct relay_gitreq *gr)
 {
-	char		*argv[16];
-	const char	*env[2] = { NULL, NULL };
-	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 }, n = 0;
+	char	   *argv[16];
+	const char *env[2] = { NULL, NULL };
+	int	    in[2] = { -1, -1 }, out[2] = { -1, -1 }, n = 0;
 
 	if (child_count() >= RELAY_GIT_MAX_CHILDREN) {
 		finish_error(gr, HTTP_STATUS_SERVICE_UNAVAILABLE,
@@ -713,7 +711,7 @@ start_child(struct relay_gitreq *gr)
 		 * its own what the decision did not need to let through. */
 		argv[n++] = "-c";
 		argv[n++] = gr->gr_may_delete ? "receive.denyDeletes=false" :
-		    "receive.denyDeletes=true";
+						"receive.denyDeletes=true";
 		argv[n++] = "-c";
 		argv[n++] = gr->gr_may_rewrite ?
 		    "receive.denyNonFastForwards=false" :
@@ -743,19 +741,18 @@ start_child(struct relay_gitreq *gr)
 		return -1;
 	}
 	if ((gr->gr_pout = adopt_pipe(gr, out[0], 1)) == NULL ||
-	    (in[1] != -1 && (gr->gr_pin = adopt_pipe(gr, in[1], 0)) ==
-	    NULL)) {
+	    (in[1] != -1 && (gr->gr_pin = adopt_pipe(gr, in[1], 0)) == NULL)) {
 		if (gr->gr_pout == NULL && in[1] != -1)
 			close(in[1]);
 		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 		    "cannot run git\n");
 		return -1;
 	}
-	gr->gr_type = gr->gr_svc == SVC_UPLOAD ? (gr->gr_advertise ?
-	    "application/x-git-upload-pack-advertisement" :
-	    "application/x-git-upload-pack-result") : (gr->gr_advertise ?
-	    "application/x-git-receive-pack-advertisement" :
-	    "application/x-git-receive-pack-result");
+	gr->gr_type = gr->gr_svc == SVC_UPLOAD ?
+	    (gr->gr_advertise ? "application/x-git-upload-pack-advertisement" :
+				"application/x-git-upload-pack-result") :
+	    (gr->gr_advertise ? "application/x-git-receive-pack-advertisement" :
+				"application/x-git-receive-pack-result");
 	if (gr->gr_advertise) {
 		/* Smart HTTP: "# service=..." and a flush precede it. */
 		pkt_line(&gr->gr_out, "# service=%s\n", svc_name[gr->gr_svc]);
@@ -789,8 +786,8 @@ pump_in(struct relay_gitreq *gr)
 static int
 parse_commands(struct relay_gitreq *gr, char *err, size_t errlen)
 {
-	struct pkt_update	 u;
-	struct relay_push_cmd	 pc;
+	struct pkt_update     u;
+	struct relay_push_cmd pc;
 
 	/* Resumes where the last call stopped: a slow client costs no
 	 * re-parsing. */
@@ -814,7 +811,7 @@ parse_commands(struct relay_gitreq *gr, char *err, size_t errlen)
 		if ((pc.pc_ref = strndup(u.pu_ref, u.pu_reflen)) == NULL)
 			fatal("parse_commands");
 		if ((gr->gr_cmds = reallocarray(gr->gr_cmds, gr->gr_ncmds + 1,
-		    sizeof(*gr->gr_cmds))) == NULL)
+			 sizeof(*gr->gr_cmds))) == NULL)
 			fatal("parse_commands");
 		gr->gr_cmds[gr->gr_ncmds++] = pc;
 	}
@@ -841,7 +838,7 @@ refuse_push(struct relay_gitreq *gr, const char *what, const char *reason)
 	gr->gr_code = HTTP_STATUS_OK;
 	gr->gr_type = "application/x-git-receive-pack-result";
 	if (gr->gr_sideband) {
-		struct buf	inner = BUF_INIT;
+		struct buf inner = BUF_INIT;
 
 		/* The client reads its report through side-band channel 1:
 		 * the ERR line goes inside it. */
@@ -867,8 +864,8 @@ refuse_push(struct relay_gitreq *gr, const char *what, const char *reason)
 static uint64_t
 prs_quota(struct relay_gitreq *gr)
 {
-	uint64_t	per_ref, refs = 0, used, signer;
-	size_t		i;
+	uint64_t per_ref, refs = 0, used, signer;
+	size_t	 i;
 
 	for (i = 0; i < gr->gr_ncmds; i++)
 		if (strcmp(gr->gr_cmds[i].pc_new, RELAY_NULL_OID) != 0)
@@ -879,13 +876,17 @@ prs_quota(struct relay_gitreq *gr)
 	if (used >= signer)
 		gr->gr_quota = 0;
 	else
-		gr->gr_quota = signer - used < per_ref ? signer - used : per_ref;
+		gr->gr_quota =
+		    signer - used < per_ref ? signer - used : per_ref;
 	if (gr->gr_quota == per_ref)
-		snprintf(gr->gr_why, sizeof(gr->gr_why), "the push is larger "
-		    "than %llu bytes (%d per ref)", (unsigned long long)per_ref,
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "the push is larger "
+		    "than %llu bytes (%d per ref)",
+		    (unsigned long long)per_ref,
 		    relayd->cfg.grasp06_max_bytes_per_ref);
 	else
-		snprintf(gr->gr_why, sizeof(gr->gr_why), "the signer's "
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "the signer's "
 		    "repositories here would pass %d bytes (%llu used)",
 		    relayd->cfg.grasp06_max_bytes_per_signer,
 		    (unsigned long long)used);
@@ -900,9 +901,9 @@ prs_quota(struct relay_gitreq *gr)
 static uint64_t
 push_quota(struct relay_gitreq *gr)
 {
-	enum push_limit	 which;
-	char		 why[sizeof(gr->gr_why)];
-	uint64_t	 room;
+	enum push_limit which;
+	char		why[sizeof(gr->gr_why)];
+	uint64_t	room;
 
 	gr->gr_quota = UINT64_MAX;
 	if (gr->gr_prs) {
@@ -922,8 +923,8 @@ push_quota(struct relay_gitreq *gr)
 static void
 refuse_over(struct relay_gitreq *gr)
 {
-	static const char *const what[PUSH_LIMIT_COUNT] = {
-		"push too large", "repository too large", "quota exceeded" };
+	static const char *const what[PUSH_LIMIT_COUNT] = { "push too large",
+		"repository too large", "quota exceeded" };
 
 	log_info("push to %s%s %s: %s", gr->gr_prs ? "/prs/ " : "", gr->gr_d,
 	    gr->gr_over ? "stopped" : "refused", gr->gr_why);
@@ -935,9 +936,9 @@ refuse_over(struct relay_gitreq *gr)
 static void
 decide_push(struct relay_gitreq *gr)
 {
-	struct pushauth_out	 po;
-	char			 err[256];
-	int			 r;
+	struct pushauth_out po;
+	char		    err[256];
+	int		    r;
 
 	if (gr->gr_decided)
 		return;
@@ -953,7 +954,8 @@ decide_push(struct relay_gitreq *gr)
 		if (r == 0)
 			snprintf(err, sizeof(err), "the request ended early");
 		log_info("push to %s: malformed request: %s", gr->gr_d, err);
-		finish_error(gr, HTTP_STATUS_BAD_REQUEST, "malformed "
+		finish_error(gr, HTTP_STATUS_BAD_REQUEST,
+		    "malformed "
 		    "receive-pack request\n");
 		return;
 	}
@@ -986,7 +988,7 @@ decide_push(struct relay_gitreq *gr)
 		/* The first push to a /prs/ path creates its repository. */
 		if (relay_repo_prs_create(gr->gr_owner, gr->gr_d) == -1 ||
 		    relay_repo_prs_path(gr->gr_owner, gr->gr_d, gr->gr_repo,
-		    sizeof(gr->gr_repo)) == -1) {
+			sizeof(gr->gr_repo)) == -1) {
 			finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 			    "cannot create the repository\n");
 			return;
@@ -1025,8 +1027,8 @@ feed(struct relay_gitreq *gr, const void *data, size_t n)
 static int
 inflate_feed(struct relay_gitreq *gr, const void *data, size_t n)
 {
-	unsigned char	out[GIT_IO_CHUNK];
-	int		rc;
+	unsigned char out[GIT_IO_CHUNK];
+	int	      rc;
 
 	if (!gr->gr_zinit) {
 		memset(&gr->gr_z, 0, sizeof(gr->gr_z));
@@ -1045,8 +1047,8 @@ inflate_feed(struct relay_gitreq *gr, const void *data, size_t n)
 		feed(gr, out, sizeof(out) - gr->gr_z.avail_out);
 		if (gr->gr_done)
 			return 0;
-	} while (gr->gr_z.avail_out == 0 || (gr->gr_z.avail_in > 0 &&
-	    rc != Z_STREAM_END));
+	} while (gr->gr_z.avail_out == 0 ||
+	    (gr->gr_z.avail_in > 0 && rc != Z_STREAM_END));
 	return 0;
 }
 
@@ -1068,9 +1070,9 @@ decoded(struct relay_gitreq *gr, const void *data, size_t n)
 static int
 dechunk(struct relay_gitreq *gr, const unsigned char *p, size_t n)
 {
-	struct dechunk	*dc = &gr->gr_dc;
-	size_t		 i = 0, take;
-	int		 v;
+	struct dechunk *dc = &gr->gr_dc;
+	size_t		i = 0, take;
+	int		v;
 
 	while (i < n) {
 		switch (dc->dc_state) {
@@ -1174,8 +1176,8 @@ int
 relay_git_body(struct relay_conn *c, struct lws *wsi, const void *in,
     size_t len)
 {
-	struct relay_gitreq	*gr = c->rc_git;
-	int			 r;
+	struct relay_gitreq *gr = c->rc_git;
+	int		     r;
 
 	if (gr == NULL)
 		return -1;
@@ -1200,7 +1202,7 @@ relay_git_body(struct relay_conn *c, struct lws *wsi, const void *in,
 int
 relay_git_body_done(struct relay_conn *c, struct lws *wsi)
 {
-	struct relay_gitreq	*gr = c->rc_git;
+	struct relay_gitreq *gr = c->rc_git;
 
 	(void)wsi;
 	if (gr == NULL)
@@ -1212,7 +1214,7 @@ relay_git_body_done(struct relay_conn *c, struct lws *wsi)
 static int
 simple(struct relay_conn *c, struct lws *wsi, unsigned code, const char *text)
 {
-	char	*body = strdup(text);
+	char *body = strdup(text);
 
 	if (body == NULL)
 		fatal("simple");
@@ -1224,16 +1226,16 @@ int
 relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
     const char *uri, int urilen)
 {
-	struct relay_gitreq	*gr;
-	const char		*seg2, *rest, *end, *sv;
-	char			 npub[NIP19_MAX_LEN + 1], d[1024], svc[64];
-	char			 hdr[128], path[PATH_MAX];
-	uint8_t			 owner[32];
-	size_t			 n1, n2;
-	enum git_svc		 which = SVC_NONE;
-	unsigned		 bad = HTTP_STATUS_BAD_REQUEST;
-	int			 advertise = 0, i, prs = 0;
-	struct relay_addr	*ga;
+	struct relay_gitreq *gr;
+	const char	    *seg2, *rest, *end, *sv;
+	char		     npub[NIP19_MAX_LEN + 1], d[1024], svc[64];
+	char		     hdr[128], path[PATH_MAX];
+	uint8_t		     owner[32];
+	size_t		     n1, n2;
+	enum git_svc	     which = SVC_NONE;
+	unsigned	     bad = HTTP_STATUS_BAD_REQUEST;
+	int		     advertise = 0, i, prs = 0;
+	struct relay_addr   *ga;
 
 	/* GRASP-06: /prs/<npub>/<id>.git[/...], only while enabled. */
 	if (urilen > 5 && memcmp(uri, "/prs/", 5) == 0) {
@@ -1251,7 +1253,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	end = uri + urilen;
 	if ((seg2 = memchr(uri + 1, '/', (size_t)(end - uri - 1))) == NULL)
 		return prs ? simple(c, wsi, bad, "not found\n") :
-		    RELAY_GIT_NOT_MINE;
+			     RELAY_GIT_NOT_MINE;
 	n1 = (size_t)(seg2 - uri - 1);
 	seg2++;
 	if ((rest = memchr(seg2, '/', (size_t)(end - seg2))) == NULL)
@@ -1259,7 +1261,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	n2 = (size_t)(rest - seg2);
 	if (n2 <= 4 || memcmp(rest - 4, ".git", 4) != 0)
 		return prs ? simple(c, wsi, bad, "not found\n") :
-		    RELAY_GIT_NOT_MINE;
+			     RELAY_GIT_NOT_MINE;
 	if (n1 == 0 || n1 > NIP19_MAX_LEN)
 		return simple(c, wsi, bad,
 		    "invalid npub in the repository URL\n");
@@ -1291,7 +1293,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 			    "method not allowed\n");
 		/* The value, inside svc after "service=". */
 		if ((sv = lws_get_urlarg_by_name(wsi, "service=", svc,
-		    sizeof(svc))) == NULL)
+			 sizeof(svc))) == NULL)
 			return simple(c, wsi, HTTP_STATUS_FORBIDDEN,
 			    "only the smart HTTP protocol is served\n");
 		for (i = 0; i < 2; i++)
@@ -1301,11 +1303,10 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 			return simple(c, wsi, HTTP_STATUS_FORBIDDEN,
 			    "unknown git service\n");
 		advertise = 1;
-	} else if (end - rest == 16 && memcmp(rest, "/git-upload-pack",
-	    16) == 0)
+	} else if (end - rest == 16 &&
+	    memcmp(rest, "/git-upload-pack", 16) == 0)
 		which = SVC_UPLOAD;
-	else if (end - rest == 17 && memcmp(rest, "/git-receive-pack",
-	    17) == 0)
+	else if (end - rest == 17 && memcmp(rest, "/git-receive-pack", 17) == 0)
 		which = SVC_RECEIVE;
 	else
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
@@ -1336,25 +1337,28 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	gr->gr_t0 = relay_now_ms();
 	memcpy(gr->gr_owner, owner, 32);
 	if (prs) {
-		struct stat	sb;
+		struct stat sb;
 
 		/* Until its first push a /prs/ path reads as an empty
 		 * repository; the push creates it (decide_push()). */
 		snprintf(gr->gr_repo, sizeof(gr->gr_repo), "%s",
-		    stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ? path :
-		    relay_repo_prs_empty());
+		    stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ?
+			path :
+			relay_repo_prs_empty());
 		gr->gr_prs = 1;
 		LIST_INSERT_HEAD(&prs_reqs, gr, gr_prs_entry);
 	} else
 		relay_repo_path(owner, d, gr->gr_repo, sizeof(gr->gr_repo));
 	/* Protocol v2 and friends, passed on as git's http-backend does. */
 	if (lws_hdr_custom_copy(wsi, hdr, sizeof(hdr), "git-protocol:", 13) >
-	    0 && strspn(hdr, "abcdefghijklmnopqrstuvwxyz"
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=:-._") == strlen(hdr))
+		0 &&
+	    strspn(hdr,
+		"abcdefghijklmnopqrstuvwxyz"
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=:-._") == strlen(hdr))
 		snprintf(gr->gr_proto, sizeof(gr->gr_proto), "GIT_PROTOCOL=%s",
 		    hdr);
 	if (lws_hdr_copy(wsi, hdr, sizeof(hdr),
-	    WSI_TOKEN_HTTP_CONTENT_ENCODING) > 0) {
+		WSI_TOKEN_HTTP_CONTENT_ENCODING) > 0) {
 		if (strcasecmp(hdr, "gzip") == 0 ||
 		    strcasecmp(hdr, "x-gzip") == 0)
 			gr->gr_gzip = 1;
@@ -1364,12 +1368,13 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 			relay_addr_git_end(gr->gr_addr);
 			free(gr->gr_d);
 			free(gr);
-			return simple(c, wsi, HTTP_STATUS_UNSUPPORTED_MEDIA_TYPE,
+			return simple(c, wsi,
+			    HTTP_STATUS_UNSUPPORTED_MEDIA_TYPE,
 			    "unsupported content encoding\n");
 		}
 	}
 	if (lws_hdr_copy(wsi, hdr, sizeof(hdr),
-	    WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0 &&
+		WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0 &&
 	    strcasecmp(hdr, "chunked") == 0)
 		gr->gr_chunked = 1;
 	c->rc_kind = CONN_HTTP;
@@ -1378,7 +1383,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0);
 	lws_sul_schedule(relayd->ctx, 0, &gr->gr_sul, conn_timeout,
 	    (lws_usec_t)(RELAY_GIT_TIMEOUT_S + GIT_CONN_GRACE_S) *
-	    LWS_US_PER_SEC);
+		LWS_US_PER_SEC);
 	if (advertise || which == SVC_UPLOAD)
 		start_child(gr);
 	if (advertise) {
@@ -1386,10 +1391,11 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		return 0;
 	}
 	/* A POST whose body is empty: no body callbacks will come. */
-	if (!gr->gr_chunked && lws_hdr_total_length(wsi,
-	    WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
-	    lws_hdr_copy(wsi, hdr, sizeof(hdr),
-	    WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 && strtoull(hdr, NULL, 10) == 0)
+	if (!gr->gr_chunked &&
+	    lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
+	    lws_hdr_copy(wsi, hdr, sizeof(hdr), WSI_TOKEN_HTTP_CONTENT_LENGTH) >
+		0 &&
+	    strtoull(hdr, NULL, 10) == 0)
 		body_end(gr);
 	return 0;
 }
@@ -1397,19 +1403,20 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 void
 relay_git_metrics(cJSON *arr)
 {
-	static const char *const op[] = { "upload-pack", "receive-pack",
-		"info-refs" };
-	const struct relay_stats	*st = &relayd->stats;
-	struct purg_counts		 pc;
-	char				 name[160];
-	int				 i, ok;
+	static const char *const  op[] = { "upload-pack", "receive-pack",
+		 "info-refs" };
+	const struct relay_stats *st = &relayd->stats;
+	struct purg_counts	  pc;
+	char			  name[160];
+	int			  i, ok;
 
-#define METRIC(n, v)	relay_metric(arr, (n), (double)(v))
+#define METRIC(n, v) relay_metric(arr, (n), (double)(v))
 	for (i = 0; i < 3; i++)
 		for (ok = 0; ok < 2; ok++) {
-			snprintf(name, sizeof(name), "graspd_git_requests_total"
-			    "{operation=\"%s\",status=\"%s\"}", op[i],
-			    ok ? "success" : "error");
+			snprintf(name, sizeof(name),
+			    "graspd_git_requests_total"
+			    "{operation=\"%s\",status=\"%s\"}",
+			    op[i], ok ? "success" : "error");
 			METRIC(name, st->git_requests[i][ok]);
 		}
 	METRIC("graspd_git_push_authorization_total{result=\"allowed\"}",
@@ -1427,8 +1434,7 @@ relay_git_metrics(cJSON *arr)
 	METRIC("graspd_git_jobs_total{status=\"success\"}", st->git_jobs[1]);
 	METRIC("graspd_git_jobs_total{status=\"error\"}", st->git_jobs[0]);
 	METRIC("graspd_git_processes", child_count());
-	METRIC("graspd_purgatory_events_total{result=\"held\"}",
-	    st->purg_held);
+	METRIC("graspd_purgatory_events_total{result=\"held\"}", st->purg_held);
 	METRIC("graspd_purgatory_events_total{result=\"released\"}",
 	    st->purg_released);
 	METRIC("graspd_purgatory_events_total{result=\"expired\"}",

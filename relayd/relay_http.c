@@ -16,18 +16,19 @@
 
 /* GRASP-01 (reference brief 2.5): CORS on every response. */
 static const struct {
-	const char	*name;
-	const char	*value;
+	const char *name;
+	const char *value;
 } cors[] = {
 	{ "access-control-allow-origin:", "*" },
 	{ "access-control-allow-methods:", "GET, POST, OPTIONS" },
-	{ "access-control-allow-headers:", "Authorization, Content-Type, "
+	{ "access-control-allow-headers:",
+	    "Authorization, Content-Type, "
 	    "Git-Protocol, Accept, Content-Encoding, X-Requested-With" },
 };
 
 /* Where an answer is put together; one at a time, so one buffer. */
-static unsigned char	out[LWS_PRE + RELAY_HTTP_HEADERS_MAX +
-			    RELAY_HTTP_INLINE_MAX];
+static unsigned char
+    out[LWS_PRE + RELAY_HTTP_HEADERS_MAX + RELAY_HTTP_INLINE_MAX];
 
 /*
  * The HTTP/1.x NIP-11 answer after its status line (which lws writes per
@@ -35,15 +36,15 @@ static unsigned char	out[LWS_PRE + RELAY_HTTP_HEADERS_MAX +
  * the blank line, the document.  Made with the document, so a request
  * only copies it.
  */
-static char	*nip11_tail;
-static size_t	 nip11_tail_len;
+static char  *nip11_tail;
+static size_t nip11_tail_len;
 
 /* The tail above for the document s of len bytes; caller frees. */
 static char *
 nip11_tail_make(const char *s, size_t len, size_t *taillen)
 {
-	struct buf	b = BUF_INIT;
-	size_t		i;
+	struct buf b = BUF_INIT;
+	size_t	   i;
 
 	buf_printf(&b, "content-length: %zu\r\n", len);
 	buf_adds(&b, "content-type: " RELAY_NIP11_TYPE "\r\n");
@@ -61,15 +62,19 @@ archive_curation(const struct config *cfg)
 	if (!config_archiving(cfg))
 		return NULL;
 	if (cfg->archive_read_only)
-		return cfg->archive_all ? "Read-only archive (GRASP-05) of "
+		return cfg->archive_all ?
+		    "Read-only archive (GRASP-05) of "
 		    "every repository found on the network" :
-		    cfg->archive_whitelist.n ? "Read-only archive (GRASP-05) "
+		    cfg->archive_whitelist.n ?
+		    "Read-only archive (GRASP-05) "
 		    "of whitelisted repositories and their maintainers" :
 		    "Read-only archive (GRASP-05) of the repositories of the "
 		    "listed GRASP servers";
-	return cfg->archive_all ? "Archives (GRASP-05) every repository "
+	return cfg->archive_all ?
+	    "Archives (GRASP-05) every repository "
 	    "found on the network, and hosts those that list this service" :
-	    cfg->archive_whitelist.n ? "Archives (GRASP-05) whitelisted "
+	    cfg->archive_whitelist.n ?
+	    "Archives (GRASP-05) whitelisted "
 	    "repositories, and hosts those that list this service" :
 	    "Archives (GRASP-05) the repositories of the listed GRASP "
 	    "servers, and hosts those that list this service";
@@ -116,16 +121,17 @@ relay_nip11_build(void)
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-06"));
 	cJSON_AddStringToObject(doc, "repo_acceptance_criteria",
 	    relayd->cfg.repo_whitelist.n ?
-	    "Announcements of whitelisted repositories that list this service "
-	    "in both their clone and relays tags, their maintainers' "
-	    "announcements, and the events that reference them." :
-	    "Announcements that list this service in both their clone and "
-	    "relays tags, their maintainers' announcements, and the events "
-	    "that reference them.");
+		"Announcements of whitelisted repositories that list this service "
+		"in both their clone and relays tags, their maintainers' "
+		"announcements, and the events that reference them." :
+		"Announcements that list this service in both their clone and "
+		"relays tags, their maintainers' announcements, and the events "
+		"that reference them.");
 	if ((cur = archive_curation(&relayd->cfg)) != NULL)
 		cJSON_AddStringToObject(doc, "curation", cur);
 	else if (relayd->cfg.repo_whitelist.n)
-		cJSON_AddStringToObject(doc, "curation", "Accepts only "
+		cJSON_AddStringToObject(doc, "curation",
+		    "Accepts only "
 		    "whitelisted repositories and maintainers that list this "
 		    "service");
 	lim = cJSON_AddObjectToObject(doc, "limitation");
@@ -167,9 +173,9 @@ static int
 respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
     const char *type, char *body, size_t len, int retry_s)
 {
-	unsigned char		*start = out + LWS_PRE, *p = start;
-	unsigned char		*end = start + RELAY_HTTP_HEADERS_MAX - 1;
-	char			 secs[16];
+	unsigned char *start = out + LWS_PRE, *p = start;
+	unsigned char *end = start + RELAY_HTTP_HEADERS_MAX - 1;
+	char	       secs[16];
 
 	c->rc_kind = CONN_HTTP;
 	free(c->rc_body);
@@ -180,12 +186,13 @@ respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
 	if (relay_http_add_cors(wsi, &p, end))
 		return 1;
 	if (lws_add_http_header_by_name(wsi, (const unsigned char *)"server:",
-	    (const unsigned char *)"graspd", 6, &p, end))
+		(const unsigned char *)"graspd", 6, &p, end))
 		return 1;
 	snprintf(secs, sizeof(secs), "%d", retry_s);
-	if (retry_s > 0 && lws_add_http_header_by_name(wsi,
-	    (const unsigned char *)"retry-after:", (const unsigned char *)secs,
-	    (int)strlen(secs), &p, end))
+	if (retry_s > 0 &&
+	    lws_add_http_header_by_name(wsi,
+		(const unsigned char *)"retry-after:",
+		(const unsigned char *)secs, (int)strlen(secs), &p, end))
 		return 1;
 	if (len > RELAY_HTTP_INLINE_MAX) {
 		if (lws_finalize_write_http_header(wsi, start, &p, end))
@@ -201,7 +208,7 @@ respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
 	free(c->rc_body);
 	c->rc_body = NULL;
 	if (lws_write(wsi, start, (size_t)(p - start) + len,
-	    LWS_WRITE_HTTP_HEADERS) < 0)
+		LWS_WRITE_HTTP_HEADERS) < 0)
 		return -1;
 	return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
@@ -216,13 +223,13 @@ respond(struct relay_conn *c, struct lws *wsi, unsigned status,
 int
 relay_http_add_cors(struct lws *wsi, unsigned char **p, unsigned char *end)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < sizeof(cors) / sizeof(cors[0]); i++)
 		if (lws_add_http_header_by_name(wsi,
-		    (const unsigned char *)cors[i].name,
-		    (const unsigned char *)cors[i].value,
-		    (int)strlen(cors[i].value), p, end))
+			(const unsigned char *)cors[i].name,
+			(const unsigned char *)cors[i].value,
+			(int)strlen(cors[i].value), p, end))
 			return 1;
 	return 0;
 }
@@ -238,7 +245,7 @@ int
 relay_http_too_many(struct relay_conn *c, struct lws *wsi, int retry_s,
     const char *text)
 {
-	char	*body = strdup(text);
+	char *body = strdup(text);
 
 	if (body == NULL)
 		fatal("relay_http_too_many");
@@ -281,7 +288,7 @@ relay_http_writeable(struct relay_conn *c, struct lws *wsi)
 static char *
 xstrdup(const char *s, size_t *len)
 {
-	char	*d = strdup(s);
+	char *d = strdup(s);
 
 	if (d == NULL)
 		fatal("strdup");
@@ -298,10 +305,10 @@ xstrdup(const char *s, size_t *len)
 static int
 respond_nip11(struct relay_conn *c, struct lws *wsi)
 {
-	unsigned char		*start = out + LWS_PRE, *p = start;
-	unsigned char		*end = out + sizeof(out);
-	char			*body;
-	size_t			 len;
+	unsigned char *start = out + LWS_PRE, *p = start;
+	unsigned char *end = out + sizeof(out);
+	char	      *body;
+	size_t	       len;
 
 	c->rc_kind = CONN_HTTP;
 	if (lws_add_http_header_status(wsi, HTTP_STATUS_OK, &p, end))
@@ -314,8 +321,8 @@ respond_nip11(struct relay_conn *c, struct lws *wsi)
 	}
 	memcpy(p, nip11_tail, nip11_tail_len);
 	p += nip11_tail_len;
-	if (lws_write(wsi, start, (size_t)(p - start),
-	    LWS_WRITE_HTTP_HEADERS) < 0)
+	if (lws_write(wsi, start, (size_t)(p - start), LWS_WRITE_HTTP_HEADERS) <
+	    0)
 		return -1;
 	return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
@@ -323,7 +330,7 @@ respond_nip11(struct relay_conn *c, struct lws *wsi)
 static int
 wants_nip11(struct lws *wsi)
 {
-	char	accept[512];
+	char accept[512];
 
 	if (lws_hdr_copy(wsi, accept, sizeof(accept), WSI_TOKEN_HTTP_ACCEPT) <=
 	    0)
@@ -334,7 +341,7 @@ wants_nip11(struct lws *wsi)
 void
 relay_metric(cJSON *arr, const char *name, double v)
 {
-	cJSON	*m = cJSON_CreateArray();
+	cJSON *m = cJSON_CreateArray();
 
 	cJSON_AddItemToArray(m, cJSON_CreateString(name));
 	cJSON_AddItemToArray(m, cJSON_CreateNumber(v));
@@ -344,10 +351,10 @@ relay_metric(cJSON *arr, const char *name, double v)
 cJSON *
 relay_own_metrics(void)
 {
-	const struct relay_stats	*st = &relayd->stats;
-	cJSON				*a = cJSON_CreateArray();
-	char				 name[128];
-	unsigned			 r;
+	const struct relay_stats *st = &relayd->stats;
+	cJSON			 *a = cJSON_CreateArray();
+	char			  name[128];
+	unsigned		  r;
 
 	relay_metric(a, "graspd_relay_uptime_seconds",
 	    (double)(time(NULL) - relayd->started));
@@ -386,8 +393,10 @@ relay_own_metrics(void)
 	for (r = 0; r < ROLE_COUNT; r++) {
 		if (st->ingested[r] == 0)
 			continue;
-		snprintf(name, sizeof(name), "graspd_relay_ingested_total"
-		    "{origin=\"%s\"}", role_name(r));
+		snprintf(name, sizeof(name),
+		    "graspd_relay_ingested_total"
+		    "{origin=\"%s\"}",
+		    role_name(r));
 		relay_metric(a, name, (double)st->ingested[r]);
 	}
 	relay_metric(a, "graspd_relay_events_stored",
@@ -405,9 +414,9 @@ relay_own_metrics(void)
 int
 relay_http_request(struct relay_conn *c, struct lws *wsi)
 {
-	char	*uri, *body;
-	int	 method, urilen, n;
-	size_t	 len;
+	char  *uri, *body;
+	int    method, urilen, n;
+	size_t len;
 
 	relayd->stats.http_requests++;
 	relay_git_close(c);
@@ -436,6 +445,7 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 	if ((n = relay_web_request(c, wsi, uri, urilen)) != RELAY_WEB_NOT_MINE)
 		return n;
 	body = xstrdup("<!DOCTYPE html>\n<html><body><h1>404 Not Found"
-	    "</h1></body></html>\n", &len);
+		       "</h1></body></html>\n",
+	    &len);
 	return respond(c, wsi, HTTP_STATUS_NOT_FOUND, "text/html", body, len);
 }

@@ -12,7 +12,7 @@
  * accepted event.  A client's NIP-42 AUTH event takes the signature
  * path too, in order, so that an EVENT sent after it sees its result.
  */
-#define _GNU_SOURCE	/* pthread_setname_np */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,42 +29,42 @@
 #include "walbuf.h"
 
 struct pending {
-	STAILQ_ENTRY(pending)	 p_entry;
-	struct event		*p_ev;		/* NULL for a task */
-	struct relay_conn	*p_conn;	/* NULL once it went away */
-	int			 p_remote;	/* fetched by another role */
-	int			 p_auth;	/* a NIP-42 AUTH, not stored */
-	int			 p_ok;
-	int			 p_fanout;
-	int			 p_stored;	/* by store_put() just now */
-	int			 p_sig;		/* -1 unchecked, 0 bad, 1 good */
-	enum role		 p_origin;	/* p_remote: the role and */
-	char			*p_url;		/* the relay it fetched from */
-	int64_t			 p_seq;		/* when stored */
-	int64_t			 p_t0;		/* EVENT arrival, ms */
-	char			 p_msg[512];
+	STAILQ_ENTRY(pending) p_entry;
+	struct event	     *p_ev;	/* NULL for a task */
+	struct relay_conn    *p_conn;	/* NULL once it went away */
+	int		      p_remote; /* fetched by another role */
+	int		      p_auth;	/* a NIP-42 AUTH, not stored */
+	int		      p_ok;
+	int		      p_fanout;
+	int		      p_stored; /* by store_put() just now */
+	int		      p_sig;	/* -1 unchecked, 0 bad, 1 good */
+	enum role	      p_origin; /* p_remote: the role and */
+	char		     *p_url;	/* the relay it fetched from */
+	int64_t		      p_seq;	/* when stored */
+	int64_t		      p_t0;	/* EVENT arrival, ms */
+	char		      p_msg[512];
 	/* A task: run inside the transaction, done after it. */
-	void			(*p_run)(void *);
-	void			(*p_done)(void *, int);
-	void			*p_arg;
+	void (*p_run)(void *);
+	void (*p_done)(void *, int);
+	void *p_arg;
 };
 
 /* Work for after the commit of the open transaction. */
 struct deferred {
-	STAILQ_ENTRY(deferred)	 df_entry;
-	struct event		*df_ev;		/* released: fan out */
-	int64_t			 df_seq;
-	void			(*df_fn)(void *, int);
-	void			*df_arg;
+	STAILQ_ENTRY(deferred) df_entry;
+	struct event	      *df_ev; /* released: fan out */
+	int64_t		       df_seq;
+	void (*df_fn)(void *, int);
+	void *df_arg;
 };
 
-static STAILQ_HEAD(, pending)	pending = STAILQ_HEAD_INITIALIZER(pending);
-static STAILQ_HEAD(, deferred)	deferred = STAILQ_HEAD_INITIALIZER(deferred);
-static int			in_txn;
-static lws_sorted_usec_list_t	flush_sul;
-static int			flush_scheduled;
-static size_t			last_batch;	/* events in the last commit */
-static lws_sorted_usec_list_t	trim_sul;
+static STAILQ_HEAD(, pending)  pending = STAILQ_HEAD_INITIALIZER(pending);
+static STAILQ_HEAD(, deferred) deferred = STAILQ_HEAD_INITIALIZER(deferred);
+static int		      in_txn;
+static lws_sorted_usec_list_t flush_sul;
+static int		      flush_scheduled;
+static size_t		      last_batch; /* events in the last commit */
+static lws_sorted_usec_list_t trim_sul;
 
 /*
  * Signature checks, the costliest step before the store, run on one
@@ -75,25 +75,25 @@ static lws_sorted_usec_list_t	trim_sul;
  * One thread keeps the order: an event and its deletion are decided in
  * the order they came.
  */
-static STAILQ_HEAD(, pending)	verifying = STAILQ_HEAD_INITIALIZER(verifying);
-static pthread_t		vthread;
-static int			vstarted;
-static pthread_mutex_t		vmu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t		vwork = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t		vspace = PTHREAD_COND_INITIALIZER;
-static struct pending		*vring[RELAY_VERIFY_QUEUE];
-static size_t			vhead, vcount;	/* the thread's next, queued */
-static size_t			vbytes;		/* their JSON */
-static int			vwoken;		/* the loop was woken */
-static int			vstop;
+static STAILQ_HEAD(, pending) verifying = STAILQ_HEAD_INITIALIZER(verifying);
+static pthread_t       vthread;
+static int	       vstarted;
+static pthread_mutex_t vmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  vwork = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t  vspace = PTHREAD_COND_INITIALIZER;
+static struct pending *vring[RELAY_VERIFY_QUEUE];
+static size_t	       vhead, vcount; /* the thread's next, queued */
+static size_t	       vbytes;	      /* their JSON */
+static int	       vwoken;	      /* the loop was woken */
+static int	       vstop;
 
-static void	flush_cb(lws_sorted_usec_list_t *);
+static void flush_cb(lws_sorted_usec_list_t *);
 
 static void *
 verify_main(void *arg)
 {
-	struct pending	*p;
-	int		 ok, wake;
+	struct pending *p;
+	int		ok, wake;
 
 	(void)arg;
 	pthread_mutex_lock(&vmu);
@@ -127,8 +127,8 @@ verify_main(void *arg)
 void
 relay_ingest_init(void)
 {
-	sigset_t	all, old;
-	int		rc;
+	sigset_t all, old;
+	int	 rc;
 
 	memset(&flush_sul, 0, sizeof(flush_sul));
 	memset(&trim_sul, 0, sizeof(trim_sul));
@@ -151,8 +151,9 @@ verify_submit(struct pending *p)
 	p->p_sig = -1;
 	STAILQ_INSERT_TAIL(&verifying, p, p_entry);
 	pthread_mutex_lock(&vmu);
-	while (vcount == RELAY_VERIFY_QUEUE || (vcount > 0 &&
-	    vbytes + p->p_ev->json_len > RELAY_VERIFY_QUEUE_BYTES))
+	while (vcount == RELAY_VERIFY_QUEUE ||
+	    (vcount > 0 &&
+		vbytes + p->p_ev->json_len > RELAY_VERIFY_QUEUE_BYTES))
 		pthread_cond_wait(&vspace, &vmu);
 	vring[(vhead + vcount) % RELAY_VERIFY_QUEUE] = p;
 	vcount++;
@@ -164,12 +165,12 @@ verify_submit(struct pending *p)
 void
 relay_ingest_forget(struct relay_conn *c)
 {
-	struct pending	*p;
+	struct pending *p;
 
-	STAILQ_FOREACH(p, &pending, p_entry)
+	STAILQ_FOREACH (p, &pending, p_entry)
 		if (p->p_conn == c)
 			p->p_conn = NULL;
-	STAILQ_FOREACH(p, &verifying, p_entry)
+	STAILQ_FOREACH (p, &verifying, p_entry)
 		if (p->p_conn == c)
 			p->p_conn = NULL;
 }
@@ -178,7 +179,7 @@ relay_ingest_forget(struct relay_conn *c)
 static int
 conn_authed_as(const struct relay_conn *c, const uint8_t pubkey[32])
 {
-	int	i;
+	int i;
 
 	for (i = 0; i < c->rc_nauth; i++)
 		if (memcmp(c->rc_auth[i], pubkey, 32) == 0)
@@ -193,8 +194,8 @@ conn_authed_as(const struct relay_conn *c, const uint8_t pubkey[32])
 static int
 check_signed_event(const struct pending *p, char *msg, size_t msglen)
 {
-	const struct event	*ev = p->p_ev;
-	int64_t			 now = (int64_t)time(NULL), exp;
+	const struct event *ev = p->p_ev;
+	int64_t		    now = (int64_t)time(NULL), exp;
 
 	if ((exp = event_expiration(ev)) != 0 && exp <= now) {
 		snprintf(msg, msglen, "blocked: event is expired");
@@ -213,10 +214,12 @@ check_signed_event(const struct pending *p, char *msg, size_t msglen)
 	if (conn_authed_as(p->p_conn, ev->pubkey))
 		return 0;
 	if (p->p_conn->rc_nauth == 0)
-		snprintf(msg, msglen, "auth-required: this event is marked "
+		snprintf(msg, msglen,
+		    "auth-required: this event is marked "
 		    "as protected: authenticate as its author first");
 	else
-		snprintf(msg, msglen, "restricted: this event is marked as "
+		snprintf(msg, msglen,
+		    "restricted: this event is marked as "
 		    "protected and may be published only by its author, who "
 		    "has not authenticated on this connection");
 	return -1;
@@ -254,7 +257,7 @@ static int
 rate_ok(struct relay_conn *c)
 {
 	double	per_min = relayd->cfg.max_events_per_minute;
-	int64_t	now;
+	int64_t now;
 
 	if (per_min <= 0)
 		return 1;
@@ -302,11 +305,11 @@ send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg,
 static void
 client_submit(struct relay_conn *c, const struct json *evj, int auth)
 {
-	struct event		*ev;
-	struct pending		*p;
-	const char		*limited = NULL;
-	char			 id[65], msg[512];
-	int64_t			 t0 = relay_now_ms();
+	struct event   *ev;
+	struct pending *p;
+	const char     *limited = NULL;
+	char		id[65], msg[512];
+	int64_t		t0 = relay_now_ms();
 
 	if (!rate_ok(c))
 		limited = "rate-limited: slow down";
@@ -326,7 +329,7 @@ client_submit(struct relay_conn *c, const struct json *evj, int auth)
 		return;
 	}
 	if ((ev = relay_proto_event(evj, auth ? c->rc_challenge : NULL,
-	    &relayd->policy, (int64_t)time(NULL), id, msg, sizeof(msg))) ==
+		 &relayd->policy, (int64_t)time(NULL), id, msg, sizeof(msg))) ==
 	    NULL) {
 		send_ok(c, id, 0, msg, t0);
 		if (auth)
@@ -366,8 +369,8 @@ relay_ingest_auth(struct relay_conn *c, const struct json *evj)
 static void
 auth_verified(struct pending *p, int ok)
 {
-	struct relay_conn	*c = p->p_conn;
-	const char		*msg = "";
+	struct relay_conn *c = p->p_conn;
+	const char	  *msg = "";
 
 	if (c == NULL)
 		return;
@@ -379,7 +382,7 @@ auth_verified(struct pending *p, int ok)
 		else {
 			ok = 0;
 			msg = "blocked: too many authenticated keys on this "
-			    "connection";
+			      "connection";
 		}
 	}
 	relayd->stats.auth[ok]++;
@@ -390,9 +393,9 @@ void
 relay_ingest_remote(enum role origin, const char *url, size_t urllen,
     const char *json, size_t len)
 {
-	struct event	*ev;
-	struct pending	*p;
-	char		 msg[512];
+	struct event   *ev;
+	struct pending *p;
+	char		msg[512];
 
 	relayd->stats.ingested[origin]++;
 	/* The fetching role finds it again once space returns. */
@@ -402,7 +405,7 @@ relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 	}
 	if ((ev = event_parse(json, len, msg, sizeof(msg))) == NULL ||
 	    relay_proto_check_event(ev, (int64_t)time(NULL), msg,
-	    sizeof(msg)) == -1) {
+		sizeof(msg)) == -1) {
 		log_debug("%s via %.*s: %s", role_name(origin), (int)urllen,
 		    url, msg);
 		relayd->stats.events_invalid++;
@@ -430,9 +433,9 @@ relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 void
 relay_ingest_verified(void)
 {
-	struct pending	*p;
-	char		 msg[512];
-	int		 ok;
+	struct pending *p;
+	char		msg[512];
+	int		ok;
 
 	for (;;) {
 		if ((p = STAILQ_FIRST(&verifying)) == NULL)
@@ -493,7 +496,7 @@ relay_ingest_stop(void)
 void
 relay_ingest_task(void (*fn)(void *), void (*done)(void *, int), void *arg)
 {
-	struct pending	*p;
+	struct pending *p;
 
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		fatal("relay_ingest_task");
@@ -507,7 +510,7 @@ relay_ingest_task(void (*fn)(void *), void (*done)(void *, int), void *arg)
 static struct deferred *
 deferred_new(void)
 {
-	struct deferred	*df;
+	struct deferred *df;
 
 	if (!in_txn)
 		fatalx("deferred work outside a transaction");
@@ -520,7 +523,7 @@ deferred_new(void)
 void
 relay_ingest_released(struct event *ev, int64_t seq)
 {
-	struct deferred	*df = deferred_new();
+	struct deferred *df = deferred_new();
 
 	df->df_ev = ev;
 	df->df_seq = seq;
@@ -531,7 +534,7 @@ relay_ingest_released(struct event *ev, int64_t seq)
 void
 relay_ingest_defer(void (*fn)(void *, int), void *arg)
 {
-	struct deferred	*df = deferred_new();
+	struct deferred *df = deferred_new();
 
 	df->df_fn = fn;
 	df->df_arg = arg;
@@ -547,24 +550,25 @@ relay_ingest_in_txn(void)
 static void
 decide(struct pending *p)
 {
-	struct store	*st = relayd->store;
-	struct event	*ev = p->p_ev;
+	struct store	 *st = relayd->store;
+	struct event	 *ev = p->p_ev;
 	enum store_result r;
-	int64_t		 seq;
-	int		 rc;
+	int64_t		  seq;
+	int		  rc;
 
 	if ((rc = store_has_id(st, ev->id)) != 0) {
 		p->p_ok = rc == 1;
-		snprintf(p->p_msg, sizeof(p->p_msg), rc == 1 ?
-		    "duplicate: already have this event" :
-		    "error: database error");
+		snprintf(p->p_msg, sizeof(p->p_msg),
+		    rc == 1 ? "duplicate: already have this event" :
+			      "error: database error");
 		relayd->stats.events_duplicate += rc == 1;
 		return;
 	}
 	if ((rc = store_is_deleted(st, ev->id, ev->pubkey)) != 0) {
 		p->p_ok = 0;
-		snprintf(p->p_msg, sizeof(p->p_msg), rc == 1 ?
-		    "blocked: this event is deleted" : "error: database error");
+		snprintf(p->p_msg, sizeof(p->p_msg),
+		    rc == 1 ? "blocked: this event is deleted" :
+			      "error: database error");
 		return;
 	}
 	if (relay_purg_held(ev, p->p_msg, sizeof(p->p_msg))) {
@@ -572,10 +576,9 @@ decide(struct pending *p)
 		relayd->stats.events_duplicate++;
 		return;
 	}
-	rc = policy_check(&relayd->policy, st, ev, p->p_msg,
-	    sizeof(p->p_msg));
-	switch (relay_purg_route(ev, rc, p->p_remote, p->p_msg,
-	    sizeof(p->p_msg))) {
+	rc = policy_check(&relayd->policy, st, ev, p->p_msg, sizeof(p->p_msg));
+	switch (
+	    relay_purg_route(ev, rc, p->p_remote, p->p_msg, sizeof(p->p_msg))) {
 	case PURG_HELD:
 		p->p_ok = 1;
 		relayd->stats.purg_held++;
@@ -610,7 +613,7 @@ decide(struct pending *p)
 static void
 run_deferred(int committed)
 {
-	struct deferred	*df;
+	struct deferred *df;
 
 	while ((df = STAILQ_FIRST(&deferred)) != NULL) {
 		STAILQ_REMOVE_HEAD(&deferred, df_entry);
@@ -629,9 +632,9 @@ run_deferred(int committed)
 void
 relay_ingest_flush_now(void)
 {
-	STAILQ_HEAD(, pending)	 batch, tasks;
-	struct pending		*p;
-	int			 committed;
+	STAILQ_HEAD(, pending) batch, tasks;
+	struct pending *p;
+	int		committed;
 
 	/* What the signature thread finished meanwhile joins this commit. */
 	relay_ingest_verified();
@@ -642,13 +645,13 @@ relay_ingest_flush_now(void)
 	STAILQ_INIT(&tasks);
 	STAILQ_CONCAT(&batch, &pending);
 	last_batch = 0;
-	STAILQ_FOREACH(p, &batch, p_entry)
+	STAILQ_FOREACH (p, &batch, p_entry)
 		last_batch++;
 
 	committed = store_begin(relayd->store) == 0;
 	if (committed) {
 		in_txn = 1;
-		STAILQ_FOREACH(p, &batch, p_entry) {
+		STAILQ_FOREACH (p, &batch, p_entry) {
 			if (p->p_run != NULL) {
 				p->p_run(p->p_arg);
 				continue;
@@ -683,14 +686,14 @@ relay_ingest_flush_now(void)
 			p->p_fanout = 0;
 			snprintf(p->p_msg, sizeof(p->p_msg), "%s",
 			    relay_disk_low() ? RELAY_DISK_MSG :
-			    "error: database error");
+					       "error: database error");
 		}
-		if (p->p_ok && p->p_fanout && event_kind_class(p->p_ev->kind)
-		    != KIND_EPHEMERAL)
+		if (p->p_ok && p->p_fanout &&
+		    event_kind_class(p->p_ev->kind) != KIND_EPHEMERAL)
 			relayd->stats.events_accepted++;
 		if (p->p_conn)
-			send_ok(p->p_conn, p->p_ev->id_hex, p->p_ok,
-			    p->p_msg, p->p_t0);
+			send_ok(p->p_conn, p->p_ev->id_hex, p->p_ok, p->p_msg,
+			    p->p_t0);
 		if (p->p_fanout)
 			relay_fanout(p->p_ev);
 		if (p->p_fanout && p->p_seq > 0)

@@ -15,12 +15,12 @@
 #include "log.h"
 #include "relayd.h"
 
-static struct inventory	*inv;
+static struct inventory *inv;
 
 void
 relay_inv_init(void)
 {
-	int64_t	last;
+	int64_t last;
 
 	inv_free(inv);
 	inv = inv_new(&relayd->cfg);

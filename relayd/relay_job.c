@@ -27,32 +27,32 @@ enum job_kind {
 };
 
 struct relay_job {
-	TAILQ_ENTRY(relay_job)	 j_entry;
-	enum job_kind		 j_kind;
-	uint8_t			 j_owner[32];
-	uint8_t			 j_src[32];
-	int			 j_has_src;
-	char			*j_d;
-	struct event		*j_state;	/* JOB_ALIGN */
-	char			*j_ref;		/* JOB_SET_REF, JOB_DELETE_REF */
-	char			*j_src_path;	/* JOB_SET_REF from a path */
-	char			 j_oid[GIT_OID_HEX + 1];
-	void			(*j_fn)(void *);
-	void			*j_arg;
-	int			 j_step;
-	int			 j_changed;	/* refs were written */
+	TAILQ_ENTRY(relay_job) j_entry;
+	enum job_kind	       j_kind;
+	uint8_t		       j_owner[32];
+	uint8_t		       j_src[32];
+	int		       j_has_src;
+	char		      *j_d;
+	struct event	      *j_state;	   /* JOB_ALIGN */
+	char		      *j_ref;	   /* JOB_SET_REF, JOB_DELETE_REF */
+	char		      *j_src_path; /* JOB_SET_REF from a path */
+	char		       j_oid[GIT_OID_HEX + 1];
+	void (*j_fn)(void *);
+	void *j_arg;
+	int   j_step;
+	int   j_changed; /* refs were written */
 };
 
-static TAILQ_HEAD(, relay_job)	jobs = TAILQ_HEAD_INITIALIZER(jobs);
-static struct relay_job		*job_running;
+static TAILQ_HEAD(, relay_job) jobs = TAILQ_HEAD_INITIALIZER(jobs);
+static struct relay_job *job_running;
 
-static void	job_next(void);
+static void job_next(void);
 
 static struct relay_job *
 job_new(enum job_kind kind, const uint8_t owner[32], const char *d,
     const uint8_t src[32])
 {
-	struct relay_job	*j;
+	struct relay_job *j;
 
 	if ((j = calloc(1, sizeof(*j))) == NULL)
 		fatal("job_new");
@@ -90,11 +90,11 @@ void
 relay_job_align(const uint8_t owner[32], const char *d,
     const struct event *state, const uint8_t src[32])
 {
-	struct relay_job	*j = job_new(JOB_ALIGN, owner, d, src);
-	char			 err[64];
+	struct relay_job *j = job_new(JOB_ALIGN, owner, d, src);
+	char		  err[64];
 
 	if ((j->j_state = event_parse(state->json, state->json_len, err,
-	    sizeof(err))) == NULL)
+		 sizeof(err))) == NULL)
 		fatalx("relay_job_align: %s", err);
 	job_queue(j);
 }
@@ -105,10 +105,10 @@ job_queue_ref(enum job_kind kind, const uint8_t owner[32], const char *d,
     const char *ref, const char *oid, const uint8_t src[32],
     const char *src_path)
 {
-	struct relay_job	*j = job_new(kind, owner, d, src);
+	struct relay_job *j = job_new(kind, owner, d, src);
 
-	if ((j->j_ref = strdup(ref)) == NULL || (src_path != NULL &&
-	    (j->j_src_path = strdup(src_path)) == NULL))
+	if ((j->j_ref = strdup(ref)) == NULL ||
+	    (src_path != NULL && (j->j_src_path = strdup(src_path)) == NULL))
 		fatal("relay_job: %s", ref);
 	snprintf(j->j_oid, sizeof(j->j_oid), "%s", oid);
 	job_queue(j);
@@ -122,8 +122,8 @@ relay_job_set_ref(const uint8_t owner[32], const char *d, const char *ref,
 }
 
 void
-relay_job_set_ref_from(const uint8_t owner[32], const char *d,
-    const char *ref, const char *oid, const char *src_path)
+relay_job_set_ref_from(const uint8_t owner[32], const char *d, const char *ref,
+    const char *oid, const char *src_path)
 {
 	job_queue_ref(JOB_SET_REF, owner, d, ref, oid, NULL, src_path);
 }
@@ -138,7 +138,7 @@ relay_job_delete_ref(const uint8_t owner[32], const char *d, const char *ref,
 void
 relay_job_call(void (*fn)(void *), void *arg)
 {
-	struct relay_job	*j = job_new(JOB_CALL, NULL, NULL, NULL);
+	struct relay_job *j = job_new(JOB_CALL, NULL, NULL, NULL);
 
 	j->j_fn = fn;
 	j->j_arg = arg;
@@ -147,17 +147,17 @@ relay_job_call(void (*fn)(void *), void *arg)
 
 /* A state's desired refs: branches and tags, and HEAD's branch. */
 struct desired {
-	struct relay_refs	 refs;
-	char			*head;
+	struct relay_refs refs;
+	char		 *head;
 };
 
-static void	desired_of(const struct event *, struct desired *);
+static void desired_of(const struct event *, struct desired *);
 
 void
 relay_state_refs(const struct event *state, struct relay_refs *refs,
     char **headp)
 {
-	struct desired	 w;
+	struct desired w;
 
 	desired_of(state, &w);
 	*refs = w.refs;
@@ -167,9 +167,9 @@ relay_state_refs(const struct event *state, struct relay_refs *refs,
 static void
 desired_of(const struct event *state, struct desired *w)
 {
-	const struct event_tag	*t;
-	uint32_t		 i;
-	size_t			 len;
+	const struct event_tag *t;
+	uint32_t		i;
+	size_t			len;
 
 	memset(w, 0, sizeof(*w));
 	for (i = 0; i < state->ntags; i++) {
@@ -181,8 +181,8 @@ desired_of(const struct event *state, struct desired *w)
 
 			if (strncmp(v, "ref: ", 5) == 0)
 				v += 5;
-			if (strncmp(v, "refs/heads/", 11) == 0 && w->head ==
-			    NULL && (w->head = strdup(v)) == NULL)
+			if (strncmp(v, "refs/heads/", 11) == 0 &&
+			    w->head == NULL && (w->head = strdup(v)) == NULL)
 				fatal("desired_of");
 			continue;
 		}
@@ -206,15 +206,15 @@ desired_free(struct desired *w)
 	free(w->head);
 }
 
-static void	job_child_done(pid_t, int, int, void *);
+static void job_child_done(pid_t, int, int, void *);
 
 /* Runs git with args in repo; the job waits for it.  0 or -1. */
 static int
 job_git(struct relay_job *j, const char *repo, const char *const *args,
     int fd_in)
 {
-	char	*argv[64], gitdir[PATH_MAX + 16];
-	size_t	 n = 0, i;
+	char  *argv[64], gitdir[PATH_MAX + 16];
+	size_t n = 0, i;
 
 	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", repo);
 	argv[n++] = "git";
@@ -222,8 +222,10 @@ job_git(struct relay_job *j, const char *repo, const char *const *args,
 	for (i = 0; args[i] != NULL && n < 63; i++)
 		argv[n++] = (char *)args[i];
 	argv[n] = NULL;
-	return relay_child_spawn(argv, fd_in, -1, NULL,
-	    RELAY_GIT_JOB_TIMEOUT_S, job_child_done, j) == -1 ? -1 : 0;
+	return relay_child_spawn(argv, fd_in, -1, NULL, RELAY_GIT_JOB_TIMEOUT_S,
+		   job_child_done, j) == -1 ?
+	    -1 :
+	    0;
 }
 
 /*
@@ -234,9 +236,9 @@ static int
 job_fetch(struct relay_job *j, const char *repo, const char *const *want,
     size_t n)
 {
-	char		 src[PATH_MAX];
-	const char	*args[64];
-	size_t		 k = 0, i;
+	char	    src[PATH_MAX];
+	const char *args[64];
+	size_t	    k = 0, i;
 
 	for (i = 0; i < n; i++)
 		if (!relay_repo_has_object(repo, want[i]))
@@ -265,12 +267,13 @@ job_fetch(struct relay_job *j, const char *repo, const char *const *want,
 static int
 write_head(const char *repo, const char *branch)
 {
-	char	lock[PATH_MAX], path[PATH_MAX], text[PATH_MAX];
-	int	fd, n;
+	char lock[PATH_MAX], path[PATH_MAX], text[PATH_MAX];
+	int  fd, n;
 
 	if (snprintf(path, sizeof(path), "%s/HEAD", repo) >=
-	    (int)sizeof(path) || snprintf(lock, sizeof(lock), "%s/HEAD.lock",
-	    repo) >= (int)sizeof(lock))
+		(int)sizeof(path) ||
+	    snprintf(lock, sizeof(lock), "%s/HEAD.lock", repo) >=
+		(int)sizeof(lock))
 		return -1;
 	n = snprintf(text, sizeof(text), "ref: %s\n", branch);
 	if (n < 0 || n >= (int)sizeof(text))
@@ -293,7 +296,7 @@ write_head(const char *repo, const char *branch)
 static int
 text_fd(const char *text, size_t len)
 {
-	int	fd;
+	int fd;
 
 	if ((fd = memfd_create("graspd-stdin", MFD_CLOEXEC)) == -1)
 		return -1;
@@ -340,8 +343,7 @@ align_step(struct relay_job *j, const char *repo)
 		}
 		for (i = 0; i < cur.n; i++)
 			if (relay_refs_get(&w.refs, cur.v[i].rf_name) == NULL)
-				buf_printf(&b, "delete %s\n",
-				    cur.v[i].rf_name);
+				buf_printf(&b, "delete %s\n", cur.v[i].rf_name);
 		for (i = 0; i < w.refs.n; i++) {
 			o = relay_refs_get(&cur, w.refs.v[i].rf_name);
 			if (o == NULL || strcmp(o, w.refs.v[i].rf_oid) != 0)
@@ -374,11 +376,11 @@ align_step(struct relay_job *j, const char *repo)
 				if (relay_refs_get(&w.refs, "refs/heads/main"))
 					head = "refs/heads/main";
 				else if (relay_refs_get(&w.refs,
-				    "refs/heads/master"))
+					     "refs/heads/master"))
 					head = "refs/heads/master";
 				for (i = 0; head == NULL && i < w.refs.n; i++)
 					if (strncmp(w.refs.v[i].rf_name,
-					    "refs/heads/", 11) == 0)
+						"refs/heads/", 11) == 0)
 						head = w.refs.v[i].rf_name;
 			}
 			relay_refs_free(&cur);
@@ -400,9 +402,9 @@ align_step(struct relay_job *j, const char *repo)
 static int
 job_step(struct relay_job *j)
 {
-	char		 repo[PATH_MAX];
-	const char	*want[1];
-	int		 rc;
+	char	    repo[PATH_MAX];
+	const char *want[1];
+	int	    rc;
 
 	if (j->j_kind == JOB_CALL) {
 		j->j_fn(j->j_arg);
@@ -410,7 +412,7 @@ job_step(struct relay_job *j)
 	}
 	if (relay_repo_path(j->j_owner, j->j_d, repo, sizeof(repo)) == -1 ||
 	    !relay_repo_exists(j->j_owner, j->j_d))
-		return 0;	/* gone meanwhile: nothing to align */
+		return 0; /* gone meanwhile: nothing to align */
 	switch (j->j_kind) {
 	case JOB_ALIGN:
 		return align_step(j, repo);
@@ -422,8 +424,8 @@ job_step(struct relay_job *j)
 				return rc;
 		}
 		if (j->j_step == 1) {
-			const char *args[] = { "update-ref", j->j_ref,
-			    j->j_oid, NULL };
+			const char *args[] = { "update-ref", j->j_ref, j->j_oid,
+				NULL };
 
 			j->j_step = 2;
 			return job_git(j, repo, args, -1) == 0 ? 1 : -1;
@@ -432,11 +434,11 @@ job_step(struct relay_job *j)
 	case JOB_DELETE_REF:
 		if (j->j_step == 0) {
 			const char *args[] = { "update-ref", "-d", j->j_ref,
-			    j->j_oid, NULL };
+				j->j_oid, NULL };
 			const char *pfx[] = { j->j_ref, NULL };
 			struct relay_refs cur;
-			const char *o;
-			int gone;
+			const char	 *o;
+			int		  gone;
 
 			j->j_step = 1;
 			/* Already gone or moved on: nothing to do. */
@@ -469,8 +471,8 @@ job_finish(struct relay_job *j, int ok)
 static void
 job_next(void)
 {
-	struct relay_job	*j;
-	int			 rc;
+	struct relay_job *j;
+	int		  rc;
 
 	while (job_running == NULL && (j = TAILQ_FIRST(&jobs)) != NULL) {
 		TAILQ_REMOVE(&jobs, j, j_entry);
@@ -486,8 +488,8 @@ job_next(void)
 static void
 job_child_done(pid_t pid, int status, int killed, void *arg)
 {
-	struct relay_job	*j = arg;
-	int			 rc;
+	struct relay_job *j = arg;
+	int		  rc;
 
 	(void)pid;
 	if (status != 0) {

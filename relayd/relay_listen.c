@@ -10,7 +10,7 @@
  * last write, its EOSE, would otherwise wait for the client's delayed
  * ACK of the write before it, 40 ms on Linux.
  */
-#define _GNU_SOURCE	/* accept4 */
+#define _GNU_SOURCE /* accept4 */
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -26,19 +26,19 @@
 #include "relayd.h"
 
 /* Accepted per wake-up, so that a connection flood cannot starve clients. */
-#define LISTEN_ACCEPT_BURST	64
+#define LISTEN_ACCEPT_BURST 64
 
-static int	listen_fd[RELAY_LISTEN_MAX];
-static int	nlisten;
+static int listen_fd[RELAY_LISTEN_MAX];
+static int nlisten;
 
 /* "a.b.c.d:port" or "[v6]:port" of sa into out. */
 static void
 sa_text(const struct sockaddr *sa, socklen_t salen, char *out, size_t len)
 {
-	char	host[NI_MAXHOST], serv[NI_MAXSERV];
+	char host[NI_MAXHOST], serv[NI_MAXSERV];
 
 	if (getnameinfo(sa, salen, host, sizeof(host), serv, sizeof(serv),
-	    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
 		snprintf(out, len, "?");
 		return;
 	}
@@ -50,11 +50,11 @@ sa_text(const struct sockaddr *sa, socklen_t salen, char *out, size_t len)
 static int
 listen_one(const struct addrinfo *ai)
 {
-	const struct sockaddr_in6	*sin6;
-	int				 fd, one = 1, v6only, saved;
+	const struct sockaddr_in6 *sin6;
+	int			   fd, one = 1, v6only, saved;
 
-	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
-	    SOCK_CLOEXEC, ai->ai_protocol);
+	fd = socket(ai->ai_family,
+	    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
 	if (fd == -1)
 		return -1;
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1)
@@ -68,7 +68,7 @@ listen_one(const struct addrinfo *ai)
 		sin6 = (const struct sockaddr_in6 *)ai->ai_addr;
 		v6only = !IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr);
 		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
-		    sizeof(v6only)) == -1)
+			sizeof(v6only)) == -1)
 			goto fail;
 	}
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) == -1 ||
@@ -85,9 +85,9 @@ fail:
 int
 relay_listen_open(const char *host, int port, char *err, size_t errlen)
 {
-	struct addrinfo	 hints, *res = NULL, *ai;
-	char		 serv[16], where[NI_MAXHOST + NI_MAXSERV + 4];
-	int		 rc, fd;
+	struct addrinfo hints, *res = NULL, *ai;
+	char		serv[16], where[NI_MAXHOST + NI_MAXSERV + 4];
+	int		rc, fd;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
@@ -108,8 +108,7 @@ relay_listen_open(const char *host, int port, char *err, size_t errlen)
 			goto fail;
 		}
 		if ((fd = listen_one(ai)) == -1) {
-			snprintf(err, errlen, "%s: %s", where,
-			    strerror(errno));
+			snprintf(err, errlen, "%s: %s", where, strerror(errno));
 			goto fail;
 		}
 		listen_fd[nlisten++] = fd;
@@ -130,13 +129,13 @@ fail:
 void
 relay_listen_start(void)
 {
-	lws_sock_file_fd_type	 u;
-	int			 i;
+	lws_sock_file_fd_type u;
+	int		      i;
 
 	for (i = 0; i < nlisten; i++) {
 		u.filefd = listen_fd[i];
 		if (lws_adopt_descriptor_vhost(relayd->vhost,
-		    LWS_ADOPT_RAW_FILE_DESC, u, "listen", NULL) == NULL)
+			LWS_ADOPT_RAW_FILE_DESC, u, "listen", NULL) == NULL)
 			fatalx("cannot adopt listening socket %d", i);
 		/* lws owns and closes it from now on. */
 		listen_fd[i] = -1;
@@ -147,7 +146,7 @@ relay_listen_start(void)
 void
 relay_listen_close(void)
 {
-	int	i;
+	int i;
 
 	for (i = 0; i < nlisten; i++)
 		if (listen_fd[i] != -1)
@@ -159,7 +158,7 @@ int
 relay_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
 {
-	int	lfd, fd, n, one;
+	int lfd, fd, n, one;
 
 	if (reason != LWS_CALLBACK_RAW_RX_FILE)
 		return 0;
@@ -174,7 +173,7 @@ relay_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		}
 		one = 1;
 		if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-		    sizeof(one)) == -1)
+			sizeof(one)) == -1)
 			log_warn("TCP_NODELAY");
 		/* lws closes fd itself when it cannot adopt it. */
 		if (lws_adopt_socket_vhost(relayd->vhost, fd) == NULL)
@@ -186,17 +185,17 @@ relay_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
 const char *
 relay_peer_name(struct lws *wsi, char *out, size_t len)
 {
-	struct sockaddr_storage	ss;
+	struct sockaddr_storage ss;
 	socklen_t		sslen = sizeof(ss);
 	char			host[NI_MAXHOST];
-	const char		*h = host;
+	const char	       *h = host;
 	int			fd;
 
 	out[0] = '\0';
 	fd = lws_get_socket_fd(lws_get_network_wsi(wsi));
 	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1 ||
-	    getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof(host),
-	    NULL, 0, NI_NUMERICHOST) != 0)
+	    getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof(host), NULL,
+		0, NI_NUMERICHOST) != 0)
 		return out;
 	/* An IPv4 client of "[::]" is shown as IPv4. */
 	if (strncmp(h, "::ffff:", 7) == 0 && strchr(h + 7, ':') == NULL)

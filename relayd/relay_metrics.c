@@ -16,28 +16,43 @@
 #include "version.h"
 
 /* Upper bounds of the histogram buckets, in seconds (+Inf is implied). */
-static const double	hist_le[RELAY_HIST_BUCKETS] = {
-	0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+static const double hist_le[RELAY_HIST_BUCKETS] = {
+	0.001,
+	0.005,
+	0.01,
+	0.025,
+	0.05,
+	0.1,
+	0.25,
+	0.5,
+	1,
+	2.5,
+	5,
+	10,
 };
 
 /* Families whose meaning a derived help would not say. */
 static const struct {
-	const char	*name;
-	const char	*help;
+	const char *name;
+	const char *help;
 } helps[] = {
 	{ "graspd_build_info", "graspd's version, value 1" },
 	{ "graspd_uptime_seconds", "Seconds the supervisor has run" },
 	{ "graspd_role_up", "1 if the supervisor has the role running" },
-	{ "graspd_role_failed", "1 if the supervisor gave up on the role "
+	{ "graspd_role_failed",
+	    "1 if the supervisor gave up on the role "
 	    "(failed state)" },
 	{ "graspd_role_restarts_total", "Starts of the role after its first" },
-	{ "graspd_role_ready", "1 if the role reported itself ready in its "
+	{ "graspd_role_ready",
+	    "1 if the role reported itself ready in its "
 	    "last stats snapshot, 0 when none came for three periods" },
 	{ "graspd_role_uptime_seconds", "Seconds the role's process has run" },
-	{ "graspd_relay_ok_latency_seconds", "From an EVENT message to its "
+	{ "graspd_relay_ok_latency_seconds",
+	    "From an EVENT message to its "
 	    "OK answer" },
 	{ "graspd_relay_req_eose_seconds", "From a REQ message to its EOSE" },
-	{ "graspd_git_request_duration_seconds", "From a git smart HTTP "
+	{ "graspd_git_request_duration_seconds",
+	    "From a git smart HTTP "
 	    "request to the end of its git process, by operation" },
 	{ "graspd_relay_events_total", "Client events by result" },
 	{ "graspd_relay_events_stored", "Events in the database" },
@@ -46,8 +61,8 @@ static const struct {
 void
 relay_hist_observe(struct relay_hist *h, int64_t ms)
 {
-	double	s = ms < 0 ? 0 : (double)ms / 1000.0;
-	int	i;
+	double s = ms < 0 ? 0 : (double)ms / 1000.0;
+	int    i;
 
 	for (i = 0; i < RELAY_HIST_BUCKETS; i++)
 		if (s <= hist_le[i])
@@ -67,8 +82,8 @@ family_len(const char *name)
 static void
 family_head(struct buf *b, const char *name, size_t len, const char *type)
 {
-	const char	*p, *role_end;
-	size_t		 i;
+	const char *p, *role_end;
+	size_t	    i;
 
 	buf_printf(b, "# HELP %.*s ", (int)len, name);
 	for (i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
@@ -93,7 +108,7 @@ family_head(struct buf *b, const char *name, size_t len, const char *type)
 static void
 sample(struct buf *b, const char *name, const char *role, double v)
 {
-	const char	*brace = strchr(name, '{');
+	const char *brace = strchr(name, '{');
 
 	if (role == NULL)
 		buf_adds(b, name);
@@ -106,18 +121,18 @@ sample(struct buf *b, const char *name, const char *role, double v)
 }
 
 struct sample_src {
-	const cJSON	*ss_metrics;	/* [[name, value], ...] */
-	const char	*ss_role;	/* the role label, NULL: none added */
+	const cJSON *ss_metrics; /* [[name, value], ...] */
+	const char  *ss_role;	 /* the role label, NULL: none added */
 };
 
 /* The fresh stats snapshots and relayd's own, as sources. */
 static int
 gather(struct sample_src *src, cJSON *own, int64_t now)
 {
-	const cJSON	*rs;
-	int64_t		 at, max_age;
-	unsigned	 r;
-	int		 n = 0;
+	const cJSON *rs;
+	int64_t	     at, max_age;
+	unsigned     r;
+	int	     n = 0;
 
 	max_age = (int64_t)(ROLE_STATS_EXPIRE_PERIODS * 1000 *
 	    (relayd->cfg.test ? ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD));
@@ -139,7 +154,7 @@ gather(struct sample_src *src, cJSON *own, int64_t now)
 static int
 has_source(const struct sample_src *src, int n, const char *role)
 {
-	int	i;
+	int i;
 
 	for (i = 0; i < n; i++)
 		if (src[i].ss_role != NULL && strcmp(src[i].ss_role, role) == 0)
@@ -154,13 +169,14 @@ has_source(const struct sample_src *src, int n, const char *role)
 static void
 write_samples(struct buf *b, const struct sample_src *src, int n)
 {
-	const cJSON	*m, *nm, *m2, *nm2, *v2;
-	int		 i, j, seen, stale_ready = 0;
-	size_t		 fl;
-	unsigned	 r;
+	const cJSON *m, *nm, *m2, *nm2, *v2;
+	int	     i, j, seen, stale_ready = 0;
+	size_t	     fl;
+	unsigned     r;
 
 	for (i = 0; i < n; i++)
-		cJSON_ArrayForEach(m, src[i].ss_metrics) {
+		cJSON_ArrayForEach(m, src[i].ss_metrics)
+		{
 			nm = cJSON_GetArrayItem(m, 0);
 			if (!cJSON_IsString(nm))
 				continue;
@@ -168,39 +184,46 @@ write_samples(struct buf *b, const struct sample_src *src, int n)
 			/* Written already with an earlier sample? */
 			seen = 0;
 			for (j = 0; j <= i && !seen; j++)
-				cJSON_ArrayForEach(m2, src[j].ss_metrics) {
+				cJSON_ArrayForEach(m2, src[j].ss_metrics)
+				{
 					if (j == i && m2 == m)
 						break;
 					nm2 = cJSON_GetArrayItem(m2, 0);
-					if (cJSON_IsString(nm2) && family_len(
-					    nm2->valuestring) == fl &&
+					if (cJSON_IsString(nm2) &&
+					    family_len(nm2->valuestring) ==
+						fl &&
 					    strncmp(nm2->valuestring,
-					    nm->valuestring, fl) == 0) {
+						nm->valuestring, fl) == 0) {
 						seen = 1;
 						break;
 					}
 				}
 			if (seen)
 				continue;
-			family_head(b, nm->valuestring, fl, fl > 6 &&
-			    strncmp(nm->valuestring + fl - 6, "_total", 6) == 0 ?
-			    "counter" : "gauge");
+			family_head(b, nm->valuestring, fl,
+			    fl > 6 &&
+				    strncmp(nm->valuestring + fl - 6, "_total",
+					6) == 0 ?
+				"counter" :
+				"gauge");
 			for (j = i; j < n; j++)
-				cJSON_ArrayForEach(m2, src[j].ss_metrics) {
+				cJSON_ArrayForEach(m2, src[j].ss_metrics)
+				{
 					nm2 = cJSON_GetArrayItem(m2, 0);
 					v2 = cJSON_GetArrayItem(m2, 1);
 					if (cJSON_IsString(nm2) &&
-					    cJSON_IsNumber(v2) && family_len(
-					    nm2->valuestring) == fl &&
+					    cJSON_IsNumber(v2) &&
+					    family_len(nm2->valuestring) ==
+						fl &&
 					    strncmp(nm2->valuestring,
-					    nm->valuestring, fl) == 0)
+						nm->valuestring, fl) == 0)
 						sample(b, nm2->valuestring,
 						    src[j].ss_role,
 						    v2->valuedouble);
 				}
 			if (fl == strlen("graspd_role_ready") &&
-			    strncmp(nm->valuestring, "graspd_role_ready", fl)
-			    == 0)
+			    strncmp(nm->valuestring, "graspd_role_ready", fl) ==
+				0)
 				stale_ready = 1;
 		}
 	for (r = 0; r < ROLE_COUNT; r++) {
@@ -219,8 +242,8 @@ static void
 write_hist(struct buf *b, const char *family, const char *label,
     const struct relay_hist *h, int head)
 {
-	const char	*sep = *label ? "," : "";
-	int		 i;
+	const char *sep = *label ? "," : "";
+	int	    i;
 
 	if (head)
 		family_head(b, family, strlen(family), "histogram");
@@ -230,8 +253,8 @@ write_hist(struct buf *b, const char *family, const char *label,
 		    (unsigned long long)h->rh_bucket[i]);
 	buf_printf(b, "%s_bucket{role=\"relayd\",%s%sle=\"+Inf\"} %llu\n",
 	    family, label, sep, (unsigned long long)h->rh_count);
-	buf_printf(b, "%s_sum{role=\"relayd\"%s%s} %.17g\n", family, sep,
-	    label, h->rh_sum);
+	buf_printf(b, "%s_sum{role=\"relayd\"%s%s} %.17g\n", family, sep, label,
+	    h->rh_sum);
 	buf_printf(b, "%s_count{role=\"relayd\"%s%s} %llu\n", family, sep,
 	    label, (unsigned long long)h->rh_count);
 }
@@ -239,23 +262,22 @@ write_hist(struct buf *b, const char *family, const char *label,
 char *
 relay_metrics_text(size_t *len)
 {
-	static const char *const op[] = { "upload-pack", "receive-pack",
-		"info-refs" };
-	const struct relay_stats	*st = &relayd->stats;
-	struct sample_src		 src[ROLE_COUNT + 1];
-	struct buf			 b = BUF_INIT;
-	cJSON				*own = relay_own_metrics();
-	char				 label[64];
-	int				 n, i;
+	static const char *const  op[] = { "upload-pack", "receive-pack",
+		 "info-refs" };
+	const struct relay_stats *st = &relayd->stats;
+	struct sample_src	  src[ROLE_COUNT + 1];
+	struct buf		  b = BUF_INIT;
+	cJSON			 *own = relay_own_metrics();
+	char			  label[64];
+	int			  n, i;
 
 	n = gather(src, own, relay_now_ms());
 	family_head(&b, "graspd_build_info", 17, "gauge");
-	buf_printf(&b, "graspd_build_info{version=\"%s\"} 1\n",
-	    GRASPD_VERSION);
+	buf_printf(&b, "graspd_build_info{version=\"%s\"} 1\n", GRASPD_VERSION);
 	write_samples(&b, src, n);
 	cJSON_Delete(own);
-	write_hist(&b, "graspd_relay_ok_latency_seconds", "",
-	    &st->ok_latency, 1);
+	write_hist(&b, "graspd_relay_ok_latency_seconds", "", &st->ok_latency,
+	    1);
 	write_hist(&b, "graspd_relay_req_eose_seconds", "", &st->req_eose, 1);
 	for (i = 0; i < 3; i++) {
 		snprintf(label, sizeof(label), "operation=\"%s\"", op[i]);

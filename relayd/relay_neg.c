@@ -25,21 +25,21 @@
 #include "relayd.h"
 
 struct relay_neg {
-	LIST_ENTRY(relay_neg)	 rn_entry;
-	struct relay_conn	*rn_conn;
-	char			 rn_id[RELAY_MAX_SUBID + 1];
-	struct neg		*rn_neg;
-	lws_sorted_usec_list_t	 rn_sul;	/* the idle timeout */
+	LIST_ENTRY(relay_neg)  rn_entry;
+	struct relay_conn     *rn_conn;
+	char		       rn_id[RELAY_MAX_SUBID + 1];
+	struct neg	      *rn_neg;
+	lws_sorted_usec_list_t rn_sul; /* the idle timeout */
 };
 
 /* Items held by every open session of this relayd together. */
-static size_t	neg_items_held;
+static size_t neg_items_held;
 
 static void
 send_neg(struct relay_conn *c, const char *verb, const char *subid,
     const char *text, size_t len, long long extra)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	buf_adds(&b, "[\"");
 	buf_adds(&b, verb);
@@ -63,9 +63,9 @@ send_err(struct relay_conn *c, const char *subid, const char *reason)
 static struct relay_neg *
 neg_find(struct relay_conn *c, const char *id)
 {
-	struct relay_neg	*n;
+	struct relay_neg *n;
 
-	LIST_FOREACH(n, &c->rc_negs, rn_entry)
+	LIST_FOREACH (n, &c->rc_negs, rn_entry)
 		if (strcmp(n->rn_id, id) == 0)
 			return n;
 	return NULL;
@@ -85,13 +85,14 @@ neg_remove(struct relay_conn *c, struct relay_neg *n)
 static void
 neg_idle(lws_sorted_usec_list_t *sul)
 {
-	struct relay_neg	*n = lws_container_of(sul, struct relay_neg,
-				    rn_sul);
-	struct relay_conn	*c = n->rn_conn;
-	char			 reason[96];
+	struct relay_neg  *n = lws_container_of(sul, struct relay_neg, rn_sul);
+	struct relay_conn *c = n->rn_conn;
+	char		   reason[96];
 
-	snprintf(reason, sizeof(reason), "closed: negentropy session idle "
-	    "for %.0f s", relay_neg_idle());
+	snprintf(reason, sizeof(reason),
+	    "closed: negentropy session idle "
+	    "for %.0f s",
+	    relay_neg_idle());
 	send_err(c, n->rn_id, reason);
 	neg_remove(c, n);
 }
@@ -108,13 +109,13 @@ double
 relay_neg_idle(void)
 {
 	return config_test_mode(&relayd->cfg) ? RELAY_NEG_IDLE_TEST :
-	    RELAY_NEG_IDLE;
+						RELAY_NEG_IDLE;
 }
 
 void
 relay_neg_release(struct relay_conn *c)
 {
-	struct relay_neg	*n;
+	struct relay_neg *n;
 
 	while ((n = LIST_FIRST(&c->rc_negs)) != NULL)
 		neg_remove(c, n);
@@ -128,17 +129,20 @@ static int
 neg_subid(struct relay_conn *c, const struct json *msg, const char *verb,
     char subid[RELAY_MAX_SUBID + 1])
 {
-	const struct json	*sid = json_at(msg, 1);
-	char			 notice[128];
+	const struct json *sid = json_at(msg, 1);
+	char		   notice[128];
 
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
-		snprintf(notice, sizeof(notice), "invalid: %s needs a "
-		    "subscription id string", verb);
+		snprintf(notice, sizeof(notice),
+		    "invalid: %s needs a "
+		    "subscription id string",
+		    verb);
 		relay_send_notice(c, notice);
 		return -1;
 	}
 	if (sid->len > RELAY_MAX_SUBID || memchr(sid->s, '\0', sid->len)) {
-		send_err(c, sid->s, "invalid: subscription id longer than 64 "
+		send_err(c, sid->s,
+		    "invalid: subscription id longer than 64 "
 		    "characters");
 		return -1;
 	}
@@ -155,16 +159,17 @@ static int
 neg_answer(struct relay_conn *c, const char *subid, struct neg *ng,
     const struct json *hex)
 {
-	struct buf	 out = BUF_INIT;
-	char		 err[160], reason[200];
+	struct buf out = BUF_INIT;
+	char	   err[160], reason[200];
 
 	if (hex == NULL || hex->type != JSON_STRING) {
-		send_err(c, subid, "invalid: the negentropy message must be a "
+		send_err(c, subid,
+		    "invalid: the negentropy message must be a "
 		    "hex string");
 		return -1;
 	}
 	if (neg_server_reconcile(ng, hex->s, hex->len, &out, err,
-	    sizeof(err)) == -1) {
+		sizeof(err)) == -1) {
 		snprintf(reason, sizeof(reason), "invalid: %s", err);
 		send_err(c, subid, reason);
 		return -1;
@@ -177,12 +182,12 @@ neg_answer(struct relay_conn *c, const char *subid, struct neg *ng,
 static void
 neg_open(struct relay_conn *c, const struct json *msg)
 {
-	const struct json	*fj = json_at(msg, 2);
-	struct relay_neg	*n, *old;
-	struct neg_items	 it = { NULL, 0, 0 };
-	struct filter		 f;
-	char			 subid[RELAY_MAX_SUBID + 1], err[256];
-	int			 more;
+	const struct json *fj = json_at(msg, 2);
+	struct relay_neg  *n, *old;
+	struct neg_items   it = { NULL, 0, 0 };
+	struct filter	   f;
+	char		   subid[RELAY_MAX_SUBID + 1], err[256];
+	int		   more;
 
 	memset(&f, 0, sizeof(f));
 	if (neg_subid(c, msg, "NEG-OPEN", subid) == -1)
@@ -191,13 +196,16 @@ neg_open(struct relay_conn *c, const struct json *msg)
 	if ((old = neg_find(c, subid)) != NULL)
 		neg_remove(c, old);
 	if (msg->n != 4) {
-		send_err(c, subid, "invalid: NEG-OPEN takes a subscription "
+		send_err(c, subid,
+		    "invalid: NEG-OPEN takes a subscription "
 		    "id, one filter and a message");
 		return;
 	}
 	if (c->rc_nnegs >= RELAY_MAX_NEGS) {
-		snprintf(err, sizeof(err), "blocked: too many negentropy "
-		    "sessions (at most %d per connection)", RELAY_MAX_NEGS);
+		snprintf(err, sizeof(err),
+		    "blocked: too many negentropy "
+		    "sessions (at most %d per connection)",
+		    RELAY_MAX_NEGS);
 		send_err(c, subid, err);
 		return;
 	}
@@ -210,7 +218,7 @@ neg_open(struct relay_conn *c, const struct json *msg)
 		return;
 	}
 	if (store_query_items(relayd->store, &f, (int64_t)time(NULL),
-	    RELAY_NEG_MAX_ITEMS, neg_items_add, &it, &more) == -1) {
+		RELAY_NEG_MAX_ITEMS, neg_items_add, &it, &more) == -1) {
 		send_err(c, subid, "error: database query failed");
 		goto done;
 	}
@@ -223,7 +231,8 @@ neg_open(struct relay_conn *c, const struct json *msg)
 		goto done;
 	}
 	if (neg_items_held + it.ni_n > RELAY_NEG_MAX_HELD) {
-		send_err(c, subid, "rate-limited: too many negentropy "
+		send_err(c, subid,
+		    "rate-limited: too many negentropy "
 		    "syncs in progress, try again later");
 		goto done;
 	}
@@ -256,8 +265,8 @@ done:
 static void
 neg_msg(struct relay_conn *c, const struct json *msg)
 {
-	struct relay_neg	*n;
-	char			 subid[RELAY_MAX_SUBID + 1];
+	struct relay_neg *n;
+	char		  subid[RELAY_MAX_SUBID + 1];
 
 	if (neg_subid(c, msg, "NEG-MSG", subid) == -1)
 		return;
@@ -266,7 +275,8 @@ neg_msg(struct relay_conn *c, const struct json *msg)
 		return;
 	}
 	if (msg->n != 3) {
-		send_err(c, subid, "invalid: NEG-MSG takes a subscription id "
+		send_err(c, subid,
+		    "invalid: NEG-MSG takes a subscription id "
 		    "and a message");
 		neg_remove(c, n);
 		return;
@@ -280,8 +290,8 @@ neg_msg(struct relay_conn *c, const struct json *msg)
 static void
 neg_close(struct relay_conn *c, const struct json *msg)
 {
-	struct relay_neg	*n;
-	char			 subid[RELAY_MAX_SUBID + 1];
+	struct relay_neg *n;
+	char		  subid[RELAY_MAX_SUBID + 1];
 
 	if (neg_subid(c, msg, "NEG-CLOSE", subid) == -1)
 		return;
@@ -292,8 +302,8 @@ neg_close(struct relay_conn *c, const struct json *msg)
 void
 relay_neg_message(struct relay_conn *c, const struct json *msg)
 {
-	const char	*verb = json_at(msg, 0)->s;
-	char		 notice[128];
+	const char *verb = json_at(msg, 0)->s;
+	char	    notice[128];
 
 	relayd->stats.msgs_in_neg++;
 	if (strcmp(verb, "NEG-OPEN") == 0)
@@ -303,8 +313,10 @@ relay_neg_message(struct relay_conn *c, const struct json *msg)
 	else if (strcmp(verb, "NEG-CLOSE") == 0)
 		neg_close(c, msg);
 	else {
-		snprintf(notice, sizeof(notice), "error: unknown message type "
-		    "\"%.40s\"", verb);
+		snprintf(notice, sizeof(notice),
+		    "error: unknown message type "
+		    "\"%.40s\"",
+		    verb);
 		relay_send_notice(c, notice);
 	}
 }

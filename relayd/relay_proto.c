@@ -24,8 +24,8 @@ enum relay_msg_type
 relay_proto_message(const char *data, size_t len, struct json_doc **docp,
     const struct json **msgp, char *ans, size_t anslen)
 {
-	const struct json	*msg, *verb;
-	char			 err[160];
+	const struct json *msg, *verb;
+	char		   err[160];
 
 	ans[0] = '\0';
 	*msgp = NULL;
@@ -38,13 +38,15 @@ relay_proto_message(const char *data, size_t len, struct json_doc **docp,
 	verb = json_at(msg, 0);
 	if (msg->type != JSON_ARRAY || verb == NULL ||
 	    verb->type != JSON_STRING) {
-		snprintf(ans, anslen, "invalid: a message must be a JSON array "
+		snprintf(ans, anslen,
+		    "invalid: a message must be a JSON array "
 		    "starting with a string");
 		return RELAY_MSG_BAD;
 	}
 	if (verb->len == 5 && strcmp(verb->s, "EVENT") == 0) {
 		if (msg->n != 2)
-			snprintf(ans, anslen, "invalid: EVENT takes exactly "
+			snprintf(ans, anslen,
+			    "invalid: EVENT takes exactly "
 			    "one event");
 		return RELAY_MSG_EVENT;
 	}
@@ -54,14 +56,14 @@ relay_proto_message(const char *data, size_t len, struct json_doc **docp,
 		return RELAY_MSG_CLOSE;
 	if (verb->len == 4 && strcmp(verb->s, "AUTH") == 0) {
 		if (msg->n != 2 || json_at(msg, 1)->type != JSON_OBJECT)
-			snprintf(ans, anslen, "invalid: AUTH takes exactly one "
+			snprintf(ans, anslen,
+			    "invalid: AUTH takes exactly one "
 			    "event");
 		return RELAY_MSG_AUTH;
 	}
 	if (strncmp(verb->s, "NEG-", 4) == 0)
 		return RELAY_MSG_NEG;
-	snprintf(ans, anslen, "error: unknown message type \"%.40s\"",
-	    verb->s);
+	snprintf(ans, anslen, "error: unknown message type \"%.40s\"", verb->s);
 	return RELAY_MSG_OTHER;
 }
 
@@ -85,20 +87,23 @@ relay_proto_req(const struct json *msg, size_t nsubs,
     int (*known)(const char *, void *), void *arg, struct relay_req *rq,
     char *ans, size_t anslen)
 {
-	const struct json	*sid = json_at(msg, 1), *fj;
-	size_t			 i, nf;
+	const struct json *sid = json_at(msg, 1), *fj;
+	size_t		   i, nf;
 
 	memset(rq, 0, sizeof(*rq));
 	ans[0] = '\0';
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
-		snprintf(ans, anslen, "invalid: REQ needs a subscription id "
+		snprintf(ans, anslen,
+		    "invalid: REQ needs a subscription id "
 		    "string");
 		return RELAY_ANS_NOTICE;
 	}
 	rq->rq_closed_id = sid->s;
 	if (sid->len > RELAY_MAX_SUBID || memchr(sid->s, '\0', sid->len)) {
-		snprintf(ans, anslen, "invalid: subscription id longer than "
-		    "%d characters", RELAY_MAX_SUBID);
+		snprintf(ans, anslen,
+		    "invalid: subscription id longer than "
+		    "%d characters",
+		    RELAY_MAX_SUBID);
 		return RELAY_ANS_CLOSED;
 	}
 	memcpy(rq->rq_id, sid->s, sid->len + 1);
@@ -109,13 +114,17 @@ relay_proto_req(const struct json *msg, size_t nsubs,
 		return RELAY_ANS_CLOSED;
 	}
 	if (nf > RELAY_MAX_FILTERS) {
-		snprintf(ans, anslen, "invalid: too many filters (at most %d "
-		    "per REQ)", RELAY_MAX_FILTERS);
+		snprintf(ans, anslen,
+		    "invalid: too many filters (at most %d "
+		    "per REQ)",
+		    RELAY_MAX_FILTERS);
 		return RELAY_ANS_CLOSED;
 	}
 	if (nsubs >= RELAY_MAX_SUBS && !known(rq->rq_id, arg)) {
-		snprintf(ans, anslen, "blocked: too many subscriptions (at "
-		    "most %d per connection)", RELAY_MAX_SUBS);
+		snprintf(ans, anslen,
+		    "blocked: too many subscriptions (at "
+		    "most %d per connection)",
+		    RELAY_MAX_SUBS);
 		return RELAY_ANS_CLOSED;
 	}
 	if ((rq->rq_filters = calloc(nf, sizeof(struct filter))) == NULL)
@@ -123,7 +132,8 @@ relay_proto_req(const struct json *msg, size_t nsubs,
 	for (i = 0, fj = json_at(msg, 2); fj; fj = fj->next, i++) {
 		rq->rq_nfilters = i + 1;
 		if (fj->type != JSON_OBJECT) {
-			snprintf(ans, anslen, "invalid: a filter must be a "
+			snprintf(ans, anslen,
+			    "invalid: a filter must be a "
 			    "JSON object");
 			relay_req_free(rq);
 			return RELAY_ANS_CLOSED;
@@ -145,12 +155,13 @@ enum relay_answer
 relay_proto_close(const struct json *msg, const char **idp, char *ans,
     size_t anslen)
 {
-	const struct json	*sid = json_at(msg, 1);
+	const struct json *sid = json_at(msg, 1);
 
 	*idp = NULL;
 	ans[0] = '\0';
 	if (sid == NULL || sid->type != JSON_STRING) {
-		snprintf(ans, anslen, "invalid: CLOSE needs a subscription id "
+		snprintf(ans, anslen,
+		    "invalid: CLOSE needs a subscription id "
 		    "string");
 		return RELAY_ANS_NOTICE;
 	}
@@ -166,7 +177,7 @@ relay_proto_close(const struct json *msg, const char **idp, char *ans,
 void
 relay_proto_okid(const struct json *evj, char okid[65])
 {
-	const struct json	*idj = json_get(evj, "id");
+	const struct json *idj = json_get(evj, "id");
 
 	okid[0] = '\0';
 	if (idj && idj->type == JSON_STRING && idj->len == 64)
@@ -177,7 +188,7 @@ relay_proto_okid(const struct json *evj, char okid[65])
 static size_t
 utf8_chars(const char *s, size_t len)
 {
-	size_t	i, n = 0;
+	size_t i, n = 0;
 
 	for (i = 0; i < len; i++)
 		if (((unsigned char)s[i] & 0xc0) != 0x80)
@@ -199,13 +210,17 @@ relay_proto_check_event(const struct event *ev, int64_t now, char *msg,
 		return -1;
 	}
 	if (utf8_chars(ev->content.s, ev->content.len) > RELAY_MAX_CONTENT) {
-		snprintf(msg, msglen, "invalid: content too long (at most %d "
-		    "characters)", RELAY_MAX_CONTENT);
+		snprintf(msg, msglen,
+		    "invalid: content too long (at most %d "
+		    "characters)",
+		    RELAY_MAX_CONTENT);
 		return -1;
 	}
 	if (ev->created_at > now + RELAY_CREATED_AT_AHEAD) {
-		snprintf(msg, msglen, "invalid: created_at is more than %d "
-		    "seconds in the future", RELAY_CREATED_AT_AHEAD);
+		snprintf(msg, msglen,
+		    "invalid: created_at is more than %d "
+		    "seconds in the future",
+		    RELAY_CREATED_AT_AHEAD);
 		return -1;
 	}
 	return event_check_id_msg(ev, msg, msglen);
@@ -222,8 +237,8 @@ relay_proto_event(const struct json *evj, const char *challenge,
     const struct policy *pl, int64_t now, char okid[65], char *msg,
     size_t msglen)
 {
-	struct event	*ev;
-	int		 rc;
+	struct event *ev;
+	int	      rc;
 
 	relay_proto_okid(evj, okid);
 	if ((ev = event_from_json(evj, msg, msglen)) == NULL)

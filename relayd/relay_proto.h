@@ -24,63 +24,62 @@
  * is ours, the comment says why.
  */
 /* Ours: 1 MiB, room for a 60 kB patch (NIP-34) many times over. */
-#define RELAY_MAX_MESSAGE	(1024 * 1024)
+#define RELAY_MAX_MESSAGE      (1024 * 1024)
 /* STRFRY maxSubsPerConnection (nips.md 1.10). */
-#define RELAY_MAX_SUBS		200
+#define RELAY_MAX_SUBS	       200
 /* Ours: filters in one REQ; GRASP-02 peers send one filter per REQ. */
-#define RELAY_MAX_FILTERS	50
+#define RELAY_MAX_FILTERS      50
 /* NIP-01: a subscription id is at most 64 characters. */
-#define RELAY_MAX_SUBID		64
+#define RELAY_MAX_SUBID	       64
 /* STRFRY maxNumTags (nips.md 1.10). */
-#define RELAY_MAX_TAGS		2000
+#define RELAY_MAX_TAGS	       2000
 /* Ours: unicode characters of content (PR and issue bodies are markdown). */
-#define RELAY_MAX_CONTENT	(256 * 1024)
+#define RELAY_MAX_CONTENT      (256 * 1024)
 /* STRFRY rejectEventsNewerThanSeconds (nips.md 1.10). */
-#define RELAY_CREATED_AT_AHEAD	900
+#define RELAY_CREATED_AT_AHEAD 900
 
 /* Ours: room for a NOTICE or CLOSED text of relay_proto.c. */
-#define RELAY_PROTO_ANSWER	256
+#define RELAY_PROTO_ANSWER 256
 
 /* What a client message is, by its verb (NIP-01, NIP-42, NIP-77). */
 enum relay_msg_type {
-	RELAY_MSG_BAD,		/* not JSON, or not ["<verb>", ...] */
+	RELAY_MSG_BAD, /* not JSON, or not ["<verb>", ...] */
 	RELAY_MSG_EVENT,
 	RELAY_MSG_REQ,
 	RELAY_MSG_CLOSE,
 	RELAY_MSG_AUTH,
-	RELAY_MSG_NEG,		/* "NEG-*": relay_neg.c reads the rest */
-	RELAY_MSG_OTHER		/* a verb relayd does not serve (COUNT...) */
+	RELAY_MSG_NEG,	/* "NEG-*": relay_neg.c reads the rest */
+	RELAY_MSG_OTHER /* a verb relayd does not serve (COUNT...) */
 };
 
 /* How a refused message is answered. */
 enum relay_answer {
-	RELAY_ANS_NONE,		/* accepted: no answer from this layer */
-	RELAY_ANS_NOTICE,	/* ["NOTICE", text] */
-	RELAY_ANS_CLOSED	/* ["CLOSED", subid, text] */
+	RELAY_ANS_NONE,	  /* accepted: no answer from this layer */
+	RELAY_ANS_NOTICE, /* ["NOTICE", text] */
+	RELAY_ANS_CLOSED  /* ["CLOSED", subid, text] */
 };
 
 /* An accepted REQ: the id and its filters, which the caller then owns. */
 struct relay_req {
-	char		 rq_id[RELAY_MAX_SUBID + 1];
-	struct filter	*rq_filters;
-	size_t		 rq_nfilters;
-	const char	*rq_closed_id;	/* refused with CLOSED: its id */
+	char	       rq_id[RELAY_MAX_SUBID + 1];
+	struct filter *rq_filters;
+	size_t	       rq_nfilters;
+	const char    *rq_closed_id; /* refused with CLOSED: its id */
 };
 
 enum relay_msg_type relay_proto_message(const char *data, size_t len,
-	    struct json_doc **docp, const struct json **msgp, char *ans,
-	    size_t anslen);
-enum relay_answer relay_proto_req(const struct json *msg, size_t nsubs,
-	    int (*known)(const char *, void *), void *arg,
-	    struct relay_req *rq, char *ans, size_t anslen);
-void	relay_req_free(struct relay_req *);
-enum relay_answer relay_proto_close(const struct json *msg,
-	    const char **idp, char *ans, size_t anslen);
-void	relay_proto_okid(const struct json *evj, char okid[65]);
-int	relay_proto_check_event(const struct event *ev, int64_t now,
-	    char *msg, size_t msglen);
-struct event *relay_proto_event(const struct json *evj,
-	    const char *challenge, const struct policy *pl, int64_t now,
-	    char okid[65], char *msg, size_t msglen);
+    struct json_doc **docp, const struct json **msgp, char *ans, size_t anslen);
+enum relay_answer   relay_proto_req(const struct json *msg, size_t nsubs,
+      int (*known)(const char *, void *), void *arg, struct relay_req *rq,
+      char *ans, size_t anslen);
+void		    relay_req_free(struct relay_req *);
+enum relay_answer   relay_proto_close(const struct json *msg, const char **idp,
+      char *ans, size_t anslen);
+void		    relay_proto_okid(const struct json *evj, char okid[65]);
+int relay_proto_check_event(const struct event *ev, int64_t now, char *msg,
+    size_t msglen);
+struct event *relay_proto_event(const struct json *evj, const char *challenge,
+    const struct policy *pl, int64_t now, char okid[65], char *msg,
+    size_t msglen);
 
 #endif

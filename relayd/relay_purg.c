@@ -38,17 +38,18 @@
 #include "relayd.h"
 
 /* The client-visible words of the reference (brief 1.3-1.5, 7). */
-#define MSG_HELD	"purgatory: won't be served until git data arrives"
-#define MSG_DUP_HELD	"duplicate: in purgatory"
-#define MSG_EXPIRED	"invalid: previously expired from purgatory " \
-			"without git data"
+#define MSG_HELD     "purgatory: won't be served until git data arrives"
+#define MSG_DUP_HELD "duplicate: in purgatory"
+#define MSG_EXPIRED \
+	"invalid: previously expired from purgatory " \
+	"without git data"
 
 
-static lws_sorted_usec_list_t	 sweep_sul;
-static int			 sweep_queued;
-static int64_t			 last_expired_sweep;
+static lws_sorted_usec_list_t sweep_sul;
+static int		      sweep_queued;
+static int64_t		      last_expired_sweep;
 
-static void	sweep_timer(lws_sorted_usec_list_t *);
+static void sweep_timer(lws_sorted_usec_list_t *);
 
 /* Now plus a delay of the brief, shortened in test mode. */
 int64_t
@@ -62,10 +63,10 @@ relay_purg_later(double secs)
 static int
 event_identifier(const struct event *ev, char *d, size_t dlen)
 {
-	const struct estr	*t = event_tag_value(ev, "d");
+	const struct estr *t = event_tag_value(ev, "d");
 
-	if (t == NULL || t->len >= dlen || !policy_identifier_safe(t->s,
-	    t->len))
+	if (t == NULL || t->len >= dlen ||
+	    !policy_identifier_safe(t->s, t->len))
 		return -1;
 	memcpy(d, t->s, t->len + 1);
 	return 0;
@@ -75,11 +76,11 @@ event_identifier(const struct event *ev, char *d, size_t dlen)
 static void
 pr_identifier(const struct event *ev, char *d, size_t dlen)
 {
-	const struct event_tag	*t;
-	const char		*dv;
-	size_t			 dvlen;
-	uint32_t		 i, kind;
-	uint8_t			 pk[32];
+	const struct event_tag *t;
+	const char	       *dv;
+	size_t			dvlen;
+	uint32_t		i, kind;
+	uint8_t			pk[32];
 
 	d[0] = '\0';
 	for (i = 0; i < ev->ntags; i++) {
@@ -88,8 +89,8 @@ pr_identifier(const struct event *ev, char *d, size_t dlen)
 		    strncmp(t->v[1].s, "30617:", 6) != 0)
 			continue;
 		if (coord_parse(t->v[1].s, t->v[1].len, &kind, pk, &dv,
-		    &dvlen) == 0 && dvlen < dlen &&
-		    policy_identifier_safe(dv, dvlen)) {
+			&dvlen) == 0 &&
+		    dvlen < dlen && policy_identifier_safe(dv, dvlen)) {
 			memcpy(d, dv, dvlen);
 			d[dvlen] = '\0';
 		}
@@ -101,7 +102,7 @@ pr_identifier(const struct event *ev, char *d, size_t dlen)
 const char *
 relay_purg_pr_commit(const struct event *ev)
 {
-	const struct estr	*c = event_tag_value(ev, "c");
+	const struct estr *c = event_tag_value(ev, "c");
 
 	return c != NULL && pkt_is_oid(c->s, c->len) ? c->s : NULL;
 }
@@ -109,7 +110,7 @@ relay_purg_pr_commit(const struct event *ev)
 struct event *
 relay_purg_parse(const char *json)
 {
-	char	err[64];
+	char err[64];
 
 	return event_parse(json, strlen(json), err, sizeof(err));
 }
@@ -118,7 +119,7 @@ int
 relay_purg_anns(const char *d, int with_held, struct policy_anns *a)
 {
 	if (policy_anns_load(&relayd->policy, relayd->store, d, strlen(d),
-	    with_held, a) == -1) {
+		with_held, a) == -1) {
 		policy_anns_free(a);
 		return -1;
 	}
@@ -127,16 +128,16 @@ relay_purg_anns(const char *d, int with_held, struct policy_anns *a)
 
 /* Stored events matching one filter, collected. */
 struct evlist {
-	struct event	**v;
-	size_t		  n;
+	struct event **v;
+	size_t	       n;
 };
 
 static int
 evlist_cb(const char *json, size_t len, int64_t seq, void *arg)
 {
-	struct evlist	*l = arg;
-	struct event	*ev;
-	char		 err[64];
+	struct evlist *l = arg;
+	struct event  *ev;
+	char	       err[64];
 
 	(void)seq;
 	if ((ev = event_parse(json, len, err, sizeof(err))) == NULL)
@@ -158,7 +159,7 @@ evlist_free(struct evlist *l)
 static int
 query(const char *filter_json, struct evlist *out)
 {
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	struct json	*root;
 	struct filter	 f;
 	char		 err[128];
@@ -166,11 +167,11 @@ query(const char *filter_json, struct evlist *out)
 
 	memset(out, 0, sizeof(*out));
 	if ((root = json_parse(filter_json, strlen(filter_json), &doc, err,
-	    sizeof(err))) == NULL)
+		 sizeof(err))) == NULL)
 		return -1;
 	if (filter_parse(root, &f, err, sizeof(err)) == 0) {
 		if (store_query(relayd->store, &f, 1, POLICY_MAX_MAINTAINERS,
-		    POLICY_MAX_MAINTAINERS, 0, evlist_cb, out) >= 0)
+			POLICY_MAX_MAINTAINERS, 0, evlist_cb, out) >= 0)
 			rc = 0;
 		filter_free(&f);
 	}
@@ -182,9 +183,9 @@ query(const char *filter_json, struct evlist *out)
 static struct event *
 stored_event(const uint8_t id[32])
 {
-	struct evlist	 l;
-	struct event	*ev = NULL;
-	char		 hex[65], f[128];
+	struct evlist l;
+	struct event *ev = NULL;
+	char	      hex[65], f[128];
 
 	hex_encode(id, 32, hex);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", hex);
@@ -200,8 +201,8 @@ stored_event(const uint8_t id[32])
 static int
 stored_states(const char *d, struct evlist *out)
 {
-	struct buf	b = BUF_INIT;
-	int		rc;
+	struct buf b = BUF_INIT;
+	int	   rc;
 
 	buf_adds(&b, "{\"kinds\":[30618],\"#d\":[");
 	buf_add_jstr(&b, d, strlen(d));
@@ -219,8 +220,8 @@ int
 relay_purg_find_source(const struct policy_anns *a, const char *d,
     const struct relay_refs *want, uint8_t src[32])
 {
-	char	repo[PATH_MAX];
-	size_t	i, k;
+	char   repo[PATH_MAX];
+	size_t i, k;
 
 	for (i = 0; i < a->n; i++) {
 		const uint8_t *owner = a->v[i].an_ev->pubkey;
@@ -241,19 +242,24 @@ relay_purg_find_source(const struct policy_anns *a, const char *d,
 
 /* Git work that waits for the commit. */
 struct later_job {
-	enum { LJ_ALIGN, LJ_SET, LJ_DELETE, LJ_REMOVE }	 lj_kind;
-	uint8_t			 lj_owner[32];
-	uint8_t			 lj_src[32];
-	char			*lj_d;
-	char			*lj_ref;
-	char			 lj_oid[GIT_OID_HEX + 1];
-	struct event		*lj_state;
+	enum {
+		LJ_ALIGN,
+		LJ_SET,
+		LJ_DELETE,
+		LJ_REMOVE
+	} lj_kind;
+	uint8_t	      lj_owner[32];
+	uint8_t	      lj_src[32];
+	char	     *lj_d;
+	char	     *lj_ref;
+	char	      lj_oid[GIT_OID_HEX + 1];
+	struct event *lj_state;
 };
 
 static void
 later_job_run(void *arg, int committed)
 {
-	struct later_job	*lj = arg;
+	struct later_job *lj = arg;
 
 	if (committed) {
 		switch (lj->lj_kind) {
@@ -266,8 +272,8 @@ later_job_run(void *arg, int committed)
 			    lj->lj_oid, lj->lj_src);
 			break;
 		case LJ_DELETE:
-			relay_job_delete_ref(lj->lj_owner, lj->lj_d,
-			    lj->lj_ref, lj->lj_oid);
+			relay_job_delete_ref(lj->lj_owner, lj->lj_d, lj->lj_ref,
+			    lj->lj_oid);
 			break;
 		case LJ_REMOVE:
 			relay_repo_remove(lj->lj_owner, lj->lj_d);
@@ -283,7 +289,7 @@ later_job_run(void *arg, int committed)
 static struct later_job *
 later_job(int kind, const uint8_t owner[32], const char *d)
 {
-	struct later_job	*lj;
+	struct later_job *lj;
 
 	if ((lj = calloc(1, sizeof(*lj))) == NULL ||
 	    (lj->lj_d = strdup(d)) == NULL)
@@ -298,7 +304,7 @@ static void
 later_ref(int kind, const uint8_t owner[32], const char *d, const char *ref,
     const char *oid, const uint8_t *src)
 {
-	struct later_job	*lj = later_job(kind, owner, d);
+	struct later_job *lj = later_job(kind, owner, d);
 
 	if ((lj->lj_ref = strdup(ref)) == NULL)
 		fatal("later_ref");
@@ -314,11 +320,11 @@ later_ref(int kind, const uint8_t owner[32], const char *d, const char *ref,
 static void
 evict(const uint8_t pubkey[32], const char *d, const char *why)
 {
-	struct policy_anns	 a;
-	struct purg_ev		*held = NULL;
-	char			 npub[NIP19_KEY_BUFSZ];
-	size_t			 n = 0, i, k;
-	int			 ok;
+	struct policy_anns a;
+	struct purg_ev	  *held = NULL;
+	char		   npub[NIP19_KEY_BUFSZ];
+	size_t		   n = 0, i, k;
+	int		   ok;
 
 	if (purg_ann_delete(relayd->purg, pubkey, d) == -1)
 		return;
@@ -327,8 +333,7 @@ evict(const uint8_t pubkey[32], const char *d, const char *why)
 		log_info("purgatory: evicted %s/%s: %s", npub, d, why);
 	if (relay_purg_anns(d, 1, &a) == -1)
 		return;
-	if (purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE, &held, &n) ==
-	    0) {
+	if (purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE, &held, &n) == 0) {
 		for (i = 0; i < n; i++) {
 			for (k = 0, ok = 0; k < a.n && !ok; k++)
 				ok = policy_anns_authorised(&a,
@@ -349,8 +354,8 @@ static int
 newest_for(const struct policy_anns *a, const uint8_t owner[32],
     const struct event *ev, const struct evlist *states)
 {
-	const struct event	*s;
-	size_t			 i;
+	const struct event *s;
+	size_t		    i;
 
 	for (i = 0; i < states->n; i++) {
 		s = states->v[i];
@@ -359,7 +364,7 @@ newest_for(const struct policy_anns *a, const uint8_t owner[32],
 			continue;
 		if (s->created_at > ev->created_at ||
 		    (s->created_at == ev->created_at &&
-		    memcmp(s->id, ev->id, 32) < 0))
+			memcmp(s->id, ev->id, 32) < 0))
 			return 0;
 	}
 	return 1;
@@ -373,13 +378,13 @@ newest_for(const struct policy_anns *a, const uint8_t owner[32],
 static void
 align_state(const struct event *ev, const char *d)
 {
-	struct policy_anns	 a;
-	struct relay_refs	 want;
-	struct evlist		 states;
-	struct later_job	*lj;
-	char			*head = NULL, err[64];
-	uint8_t			 src[32];
-	size_t			 i;
+	struct policy_anns a;
+	struct relay_refs  want;
+	struct evlist	   states;
+	struct later_job  *lj;
+	char		  *head = NULL, err[64];
+	uint8_t		   src[32];
+	size_t		   i;
 
 	if (relay_purg_anns(d, 1, &a) == -1)
 		return;
@@ -397,7 +402,7 @@ align_state(const struct event *ev, const char *d)
 		lj = later_job(LJ_ALIGN, owner, d);
 		memcpy(lj->lj_src, src, 32);
 		if ((lj->lj_state = event_parse(ev->json, ev->json_len, err,
-		    sizeof(err))) == NULL)
+			 sizeof(err))) == NULL)
 			fatalx("align_state: %s", err);
 	}
 	evlist_free(&states);
@@ -414,15 +419,15 @@ done:
  */
 size_t
 relay_purg_pr_owners(const struct event *ev, const char *d,
-    uint8_t (*owners)[32], size_t max)
+    uint8_t (*owners)[32], size_t			 max)
 {
-	struct policy_anns	 a;
-	const struct event_tag	*t;
-	const char		*dv;
-	size_t			 n = 0, i, dvlen;
-	uint32_t		 j, kind;
-	uint8_t			 pk[32];
-	int			 ok;
+	struct policy_anns	a;
+	const struct event_tag *t;
+	const char	       *dv;
+	size_t			n = 0, i, dvlen;
+	uint32_t		j, kind;
+	uint8_t			pk[32];
+	int			ok;
 
 	if (d[0] == '\0' || relay_purg_anns(d, 0, &a) == -1)
 		return 0;
@@ -432,8 +437,8 @@ relay_purg_pr_owners(const struct event *ev, const char *d,
 		for (j = 0, ok = 0; j < ev->ntags && !ok; j++) {
 			t = &ev->tags[j];
 			if (t->n < 2 || strcmp(t->v[0].s, "a") != 0 ||
-			    coord_parse(t->v[1].s, t->v[1].len, &kind, pk,
-			    &dv, &dvlen) == -1 ||
+			    coord_parse(t->v[1].s, t->v[1].len, &kind, pk, &dv,
+				&dvlen) == -1 ||
 			    kind != KIND_REPO_ANNOUNCEMENT)
 				continue;
 			ok = policy_anns_authorised(&a, owner, pk);
@@ -455,8 +460,8 @@ relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
     const char *c, const uint8_t *extra_owner, const char *extra_d,
     uint8_t src[32], char *src_d, size_t src_dlen)
 {
-	char	repo[PATH_MAX];
-	size_t	i;
+	char   repo[PATH_MAX];
+	size_t i;
 
 	for (i = 0; i < n; i++) {
 		if (relay_repo_path(owners[i], d, repo, sizeof(repo)) == 0 &&
@@ -466,8 +471,9 @@ relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
 			return 1;
 		}
 	}
-	if (extra_owner != NULL && relay_repo_path(extra_owner, extra_d, repo,
-	    sizeof(repo)) == 0 && relay_repo_has_object(repo, c)) {
+	if (extra_owner != NULL &&
+	    relay_repo_path(extra_owner, extra_d, repo, sizeof(repo)) == 0 &&
+	    relay_repo_has_object(repo, c)) {
 		memcpy(src, extra_owner, 32);
 		snprintf(src_d, src_dlen, "%s", extra_d);
 		return 1;
@@ -480,8 +486,8 @@ void
 relay_purg_pr_set_refs(const struct event *ev, const uint8_t (*owners)[32],
     size_t n, const char *d, const uint8_t src[32], const char *src_d)
 {
-	char	ref[80];
-	size_t	i;
+	char   ref[80];
+	size_t i;
 
 	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
 	for (i = 0; i < n; i++) {
@@ -496,7 +502,7 @@ relay_purg_pr_set_refs(const struct event *ev, const uint8_t (*owners)[32],
 void
 relay_purg_key_done(void *arg, int committed)
 {
-	struct relay_purg_key	*rk = arg;
+	struct relay_purg_key *rk = arg;
 
 	(void)committed;
 	free(rk->rk_d);
@@ -506,7 +512,7 @@ relay_purg_key_done(void *arg, int committed)
 struct relay_purg_key *
 relay_purg_key(const uint8_t owner[32], const char *d)
 {
-	struct relay_purg_key	*rk;
+	struct relay_purg_key *rk;
 
 	if ((rk = calloc(1, sizeof(*rk))) == NULL ||
 	    (rk->rk_d = strdup(d)) == NULL)
@@ -523,10 +529,10 @@ relay_purg_key(const uint8_t owner[32], const char *d)
 static int
 prs_named(const struct event *ev, const char *d)
 {
-	const struct event_tag	*t;
-	char			 npub[NIP19_KEY_BUFSZ], want[1400];
-	const char		*v, *path;
-	uint32_t		 i, k;
+	const struct event_tag *t;
+	char			npub[NIP19_KEY_BUFSZ], want[1400];
+	const char	       *v, *path;
+	uint32_t		i, k;
 
 	if (!relayd->cfg.grasp06_enable || d[0] == '\0' ||
 	    nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
@@ -541,8 +547,9 @@ prs_named(const struct event *ev, const char *d)
 			if ((path = strstr(v, "://")) == NULL ||
 			    (path = strchr(path + 3, '/')) == NULL)
 				continue;
-			if (strcmp(path, want) == 0 && policy_url_is_service(
-			    &relayd->policy, v, t->v[k].len))
+			if (strcmp(path, want) == 0 &&
+			    policy_url_is_service(&relayd->policy, v,
+				t->v[k].len))
 				return 1;
 		}
 	}
@@ -552,7 +559,7 @@ prs_named(const struct event *ev, const char *d)
 static void
 prs_arrived(void *arg)
 {
-	struct relay_purg_key	*rk = arg;
+	struct relay_purg_key *rk = arg;
 
 	relay_purg_git_arrived(rk->rk_owner, rk->rk_d);
 	relay_purg_key_done(rk, 1);
@@ -566,7 +573,7 @@ prs_arrived(void *arg)
 static void
 prs_mirror(const struct event *ev, const char *d, const char *oid)
 {
-	uint8_t	owners[POLICY_MAX_MAINTAINERS][32];
+	uint8_t owners[POLICY_MAX_MAINTAINERS][32];
 	char	src[PATH_MAX], ref[80];
 	size_t	n, i;
 
@@ -589,13 +596,13 @@ prs_mirror(const struct event *ev, const char *d, const char *oid)
 static void
 prs_event_arrived(const struct event *ev, const char *d, const char *c)
 {
-	struct relay_refs	 refs;
-	const char		*cur;
-	char			 repo[PATH_MAX], ref[80];
+	struct relay_refs refs;
+	const char	 *cur;
+	char		  repo[PATH_MAX], ref[80];
 
-	if (!prs_named(ev, d) || relay_repo_prs_path(ev->pubkey, d, repo,
-	    sizeof(repo)) == -1 || relay_repo_read_refs(repo, NULL, &refs) ==
-	    -1)
+	if (!prs_named(ev, d) ||
+	    relay_repo_prs_path(ev->pubkey, d, repo, sizeof(repo)) == -1 ||
+	    relay_repo_read_refs(repo, NULL, &refs) == -1)
 		return;
 	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
 	if ((cur = relay_refs_get(&refs, ref)) != NULL) {
@@ -615,26 +622,28 @@ prs_event_arrived(const struct event *ev, const char *d, const char *c)
 static int
 owner_full(const uint8_t owner[32], const char *d, char *msg, size_t msglen)
 {
-	int	cap = relayd->cfg.max_repos_per_owner, n;
+	int cap = relayd->cfg.max_repos_per_owner, n;
 
 	if (cap <= 0 || relay_repo_exists(owner, d) ||
 	    (n = relay_repo_count(owner)) < cap)
 		return 0;
-	snprintf(msg, msglen, "blocked: this service hosts at most %d "
-	    "repositories per owner, and this key has %d", cap, n);
+	snprintf(msg, msglen,
+	    "blocked: this service hosts at most %d "
+	    "repositories per owner, and this key has %d",
+	    cap, n);
 	return 1;
 }
 
 static enum purg_route
-route_announcement(const struct event *ev, int verdict, int remote,
-    char *msg, size_t msglen)
+route_announcement(const struct event *ev, int verdict, int remote, char *msg,
+    size_t msglen)
 {
-	struct purg_ann		 held;
-	struct buf		 relays = BUF_INIT;
-	const struct event_tag	*t;
-	char			 d[1024];
-	uint32_t		 i, j;
-	int			 r, first = 1;
+	struct purg_ann		held;
+	struct buf		relays = BUF_INIT;
+	const struct event_tag *t;
+	char			d[1024];
+	uint32_t		i, j;
+	int			r, first = 1;
 
 	if (verdict != POLICY_HOST) {
 		/* An older held version means the owner dropped this
@@ -642,7 +651,8 @@ route_announcement(const struct event *ev, int verdict, int remote,
 		if (event_identifier(ev, d, sizeof(d)) == 0 &&
 		    purg_ann_get(relayd->purg, ev->pubkey, d, &held) == 1) {
 			if (held.pa_created_at < ev->created_at)
-				evict(ev->pubkey, d, "a newer announcement "
+				evict(ev->pubkey, d,
+				    "a newer announcement "
 				    "does not list this service");
 			purg_ann_clear(&held);
 		}
@@ -653,9 +663,10 @@ route_announcement(const struct event *ev, int verdict, int remote,
 		return PURG_REFUSE;
 	}
 	if ((r = store_address_deleted(relayd->store, ev->kind, ev->pubkey, d,
-	    ev->created_at)) != 0) {
-		snprintf(msg, msglen, r == 1 ? "blocked: this event is deleted" :
-		    "error: database error");
+		 ev->created_at)) != 0) {
+		snprintf(msg, msglen,
+		    r == 1 ? "blocked: this event is deleted" :
+			     "error: database error");
 		return PURG_REFUSE;
 	}
 	if ((r = store_has_address(relayd->store, ev->kind, ev->pubkey, d)) ==
@@ -666,7 +677,8 @@ route_announcement(const struct event *ev, int verdict, int remote,
 	if (r == 1) {
 		/* A replacement: served at once, in its own repository. */
 		if (relay_repo_create(ev->pubkey, d) == -1) {
-			snprintf(msg, msglen, "error: cannot create the "
+			snprintf(msg, msglen,
+			    "error: cannot create the "
 			    "repository");
 			return PURG_REFUSE;
 		}
@@ -679,10 +691,11 @@ route_announcement(const struct event *ev, int verdict, int remote,
 	if (r == 1) {
 		r = held.pa_created_at > ev->created_at ||
 		    (held.pa_created_at == ev->created_at &&
-		    memcmp(held.pa_id, ev->id, 32) < 0);
+			memcmp(held.pa_id, ev->id, 32) < 0);
 		purg_ann_clear(&held);
 		if (r) {
-			snprintf(msg, msglen, "invalid: a newer version of "
+			snprintf(msg, msglen,
+			    "invalid: a newer version of "
 			    "this announcement is in purgatory");
 			return PURG_REFUSE;
 		}
@@ -710,9 +723,9 @@ route_announcement(const struct event *ev, int verdict, int remote,
 	}
 	buf_addc(&relays, ']');
 	r = purg_ann_put(relayd->purg, ev, d, relays.b_data, time(NULL),
-	    relay_purg_later(PURG_EXPIRY_S)) == -1 ||
+		relay_purg_later(PURG_EXPIRY_S)) == -1 ||
 	    purg_ev_extend_d(relayd->purg, d,
-	    relay_purg_later(PURG_EXPIRY_S)) == -1;
+		relay_purg_later(PURG_EXPIRY_S)) == -1;
 	buf_free(&relays);
 	if (r) {
 		snprintf(msg, msglen, "error: database error");
@@ -724,10 +737,9 @@ route_announcement(const struct event *ev, int verdict, int remote,
 
 /* Extends (and revives) the held announcements that authorise who. */
 static void
-extend_owners(const struct policy_anns *a, const char *d,
-    const uint8_t who[32])
+extend_owners(const struct policy_anns *a, const char *d, const uint8_t who[32])
 {
-	struct purg_ann	held;
+	struct purg_ann held;
 	size_t		i;
 
 	for (i = 0; i < a->n; i++) {
@@ -743,7 +755,8 @@ extend_owners(const struct policy_anns *a, const char *d,
 				continue;
 			}
 			log_info("purgatory: repository %s revived by a state "
-			    "event", d);
+				 "event",
+			    d);
 		}
 		purg_ann_set_expiry(relayd->purg, owner, d,
 		    relay_purg_later(PURG_EXPIRY_S), 0);
@@ -754,13 +767,13 @@ extend_owners(const struct policy_anns *a, const char *d,
 static enum purg_route
 route_state(const struct event *ev, int remote, char *msg, size_t msglen)
 {
-	struct policy_anns	 a;
-	struct relay_refs	 want;
-	const char		**oids = NULL;
-	char			 d[1024], *head = NULL;
-	uint8_t			 src[32];
-	size_t			 i;
-	enum purg_route		 route = PURG_REFUSE;
+	struct policy_anns a;
+	struct relay_refs  want;
+	const char	 **oids = NULL;
+	char		   d[1024], *head = NULL;
+	uint8_t		   src[32];
+	size_t		   i;
+	enum purg_route	   route = PURG_REFUSE;
 
 	if (event_identifier(ev, d, sizeof(d)) == -1) {
 		snprintf(msg, msglen, "invalid: Invalid identifier");
@@ -785,7 +798,7 @@ route_state(const struct event *ev, int remote, char *msg, size_t msglen)
 	for (i = 0; i < want.n; i++)
 		oids[i] = want.v[i].rf_oid;
 	if (purg_ev_put(relayd->purg, ev, d, remote, time(NULL),
-	    relay_purg_later(PURG_EXPIRY_S), oids, want.n) == -1) {
+		relay_purg_later(PURG_EXPIRY_S), oids, want.n) == -1) {
 		snprintf(msg, msglen, "error: database error");
 		goto done;
 	}
@@ -802,7 +815,7 @@ done:
 static enum purg_route
 route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 {
-	struct purg_placeholder	*ph = NULL;
+	struct purg_placeholder *ph = NULL;
 	uint8_t			 owners[POLICY_MAX_MAINTAINERS][32], src[32];
 	char			 d[1024], ref[80], repo[PATH_MAX];
 	char			 src_d[1024];
@@ -812,7 +825,8 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	const char *const	 pfx[] = { ref, NULL };
 
 	if (c == NULL) {
-		snprintf(msg, msglen, "invalid: PR event has no valid 'c' tag "
+		snprintf(msg, msglen,
+		    "invalid: PR event has no valid 'c' tag "
 		    "(tip commit)");
 		return PURG_REFUSE;
 	}
@@ -824,8 +838,8 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	if (purg_placeholder_list_id(relayd->purg, ev->id, &ph, &nph) == 0) {
 		for (i = 0; i < nph; i++) {
 			if (strcmp(ph[i].pp_oid, c) != 0)
-				later_ref(LJ_DELETE, ph[i].pp_owner,
-				    ph[i].pp_d, ref, ph[i].pp_oid, NULL);
+				later_ref(LJ_DELETE, ph[i].pp_owner, ph[i].pp_d,
+				    ref, ph[i].pp_oid, NULL);
 		}
 		purg_placeholder_delete_id(relayd->purg, ev->id);
 	}
@@ -842,8 +856,8 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 			later_ref(LJ_DELETE, owners[i], d, ref, cur, NULL);
 		relay_refs_free(&refs);
 	}
-	if (relay_purg_pr_source((const uint8_t (*)[32])owners, n, d, c, NULL,
-	    NULL, src, src_d, sizeof(src_d)))
+	if (relay_purg_pr_source((const uint8_t(*)[32])owners, n, d, c, NULL,
+		NULL, src, src_d, sizeof(src_d)))
 		return PURG_STORE;
 	if (remote && purg_expired_has(relayd->purg, ev->id) == 1) {
 		snprintf(msg, msglen, MSG_EXPIRED);
@@ -851,12 +865,14 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	}
 	want[0] = c;
 	if (purg_ev_put(relayd->purg, ev, d, remote, time(NULL),
-	    relay_purg_later(PURG_EXPIRY_S), want, 1) == -1) {
+		relay_purg_later(PURG_EXPIRY_S), want, 1) == -1) {
 		snprintf(msg, msglen, "error: database error");
 		return PURG_REFUSE;
 	}
-	snprintf(msg, msglen, "purgatory: PR event stored, waiting for git "
-	    "push with commit %s", c);
+	snprintf(msg, msglen,
+	    "purgatory: PR event stored, waiting for git "
+	    "push with commit %s",
+	    c);
 	return PURG_HELD;
 }
 
@@ -864,14 +880,14 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 static void
 apply_deletion(const struct event *del)
 {
-	const struct event_tag	*t;
-	struct purg_ev		 pe, *held = NULL;
-	struct purg_ann		 pa;
-	const char		*dv;
-	char			 d[1024];
-	size_t			 dvlen, n = 0, k;
-	uint32_t		 i, kind;
-	uint8_t			 id[32], pk[32];
+	const struct event_tag *t;
+	struct purg_ev		pe, *held = NULL;
+	struct purg_ann		pa;
+	const char	       *dv;
+	char			d[1024];
+	size_t			dvlen, n = 0, k;
+	uint32_t		i, kind;
+	uint8_t			id[32], pk[32];
 
 	for (i = 0; i < del->ntags; i++) {
 		t = &del->tags[i];
@@ -894,8 +910,9 @@ apply_deletion(const struct event *del)
 		}
 		if (strcmp(t->v[0].s, "a") != 0 ||
 		    coord_parse(t->v[1].s, t->v[1].len, &kind, pk, &dv,
-		    &dvlen) == -1 || memcmp(pk, del->pubkey, 32) != 0 ||
-		    dvlen >= sizeof(d) || !policy_identifier_safe(dv, dvlen))
+			&dvlen) == -1 ||
+		    memcmp(pk, del->pubkey, 32) != 0 || dvlen >= sizeof(d) ||
+		    !policy_identifier_safe(dv, dvlen))
 			continue;
 		memcpy(d, dv, dvlen);
 		d[dvlen] = '\0';
@@ -907,11 +924,12 @@ apply_deletion(const struct event *del)
 			}
 		} else if (kind == KIND_REPO_STATE) {
 			if (purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE,
-			    &held, &n) == 0)
+				&held, &n) == 0)
 				for (k = 0; k < n; k++)
 					if (memcmp(held[k].pe_pubkey, pk, 32) ==
-					    0 && held[k].pe_created_at <=
-					    del->created_at)
+						0 &&
+					    held[k].pe_created_at <=
+						del->created_at)
 						purg_ev_delete(relayd->purg,
 						    held[k].pe_id);
 			purg_ev_free_list(held, n);
@@ -925,7 +943,7 @@ int
 relay_purg_held(const struct event *ev, char *msg, size_t msglen)
 {
 	struct purg_ev	pe;
-	struct purg_ann	pa;
+	struct purg_ann pa;
 
 	switch (ev->kind) {
 	case KIND_REPO_STATE:
@@ -940,12 +958,13 @@ relay_purg_held(const struct event *ev, char *msg, size_t msglen)
 		if (purg_ann_by_id(relayd->purg, ev->id, &pa) != 1)
 			return 0;
 		/* Sent again: the owner still wants it; wait longer. */
-		if (pa.pa_soft_expired && relay_repo_create(pa.pa_pubkey,
-		    pa.pa_d) == 0)
+		if (pa.pa_soft_expired &&
+		    relay_repo_create(pa.pa_pubkey, pa.pa_d) == 0)
 			log_info("purgatory: repository %s revived: its "
-			    "announcement came again", pa.pa_d);
-		if (!pa.pa_soft_expired || relay_repo_exists(pa.pa_pubkey,
-		    pa.pa_d))
+				 "announcement came again",
+			    pa.pa_d);
+		if (!pa.pa_soft_expired ||
+		    relay_repo_exists(pa.pa_pubkey, pa.pa_d))
 			purg_ann_set_expiry(relayd->purg, pa.pa_pubkey, pa.pa_d,
 			    relay_purg_later(PURG_EXPIRY_S), 0);
 		purg_ann_clear(&pa);
@@ -989,26 +1008,26 @@ static void
 pr_stored(const struct event *ev, const uint8_t *extra_owner,
     const char *extra_d)
 {
-	uint8_t		owners[POLICY_MAX_MAINTAINERS][32], src[32];
-	char		d[1024], src_d[1024];
-	const char	*c = relay_purg_pr_commit(ev);
-	size_t		n;
+	uint8_t	    owners[POLICY_MAX_MAINTAINERS][32], src[32];
+	char	    d[1024], src_d[1024];
+	const char *c = relay_purg_pr_commit(ev);
+	size_t	    n;
 
 	if (c == NULL)
 		return;
 	pr_identifier(ev, d, sizeof(d));
 	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
-	if (!relay_purg_pr_source((const uint8_t (*)[32])owners, n, d, c,
-	    extra_owner, extra_d, src, src_d, sizeof(src_d)))
+	if (!relay_purg_pr_source((const uint8_t(*)[32])owners, n, d, c,
+		extra_owner, extra_d, src, src_d, sizeof(src_d)))
 		return;
-	relay_purg_pr_set_refs(ev, (const uint8_t (*)[32])owners, n, d, src,
+	relay_purg_pr_set_refs(ev, (const uint8_t(*)[32])owners, n, d, src,
 	    src_d);
 }
 
 void
 relay_purg_stored(const struct event *ev)
 {
-	char	d[1024];
+	char d[1024];
 
 	switch (ev->kind) {
 	case KIND_REPO_ANNOUNCEMENT:
@@ -1033,8 +1052,8 @@ relay_purg_stored(const struct event *ev)
 struct event *
 relay_purg_pr_event(const uint8_t id[32])
 {
-	struct purg_ev	 pe;
-	struct event	*ev = NULL;
+	struct purg_ev pe;
+	struct event  *ev = NULL;
 
 	if (purg_ev_get(relayd->purg, id, &pe) == 1) {
 		if (pe.pe_kind != KIND_REPO_STATE)
@@ -1053,7 +1072,7 @@ int
 relay_purg_pr_by(const struct event *ev, const uint8_t signer[32],
     const char *d)
 {
-	char	evd[256];
+	char evd[256];
 
 	pr_identifier(ev, evd, sizeof(evd));
 	return memcmp(ev->pubkey, signer, 32) == 0 && strcmp(evd, d) == 0;
@@ -1063,10 +1082,10 @@ void
 relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
     const struct relay_push_cmd *cmds, size_t n)
 {
-	struct event	*ev;
-	const char	*c;
-	uint8_t		 id[32];
-	size_t		 i;
+	struct event *ev;
+	const char   *c;
+	uint8_t	      id[32];
+	size_t	      i;
 
 	for (i = 0; i < n; i++) {
 		const char *ref = cmds[i].pc_ref;
@@ -1088,10 +1107,10 @@ relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
 int
 relay_purg_hosted(const uint8_t owner[32], const char *d)
 {
-	struct purg_ann	pa;
+	struct purg_ann pa;
 
 	if (store_has_address(relayd->store, KIND_REPO_ANNOUNCEMENT, owner,
-	    d) == 1)
+		d) == 1)
 		return 2;
 	if (purg_ann_get(relayd->purg, owner, d, &pa) == 1) {
 		purg_ann_clear(&pa);
@@ -1104,7 +1123,7 @@ static void
 sweep_run(void *arg)
 {
 	struct purg_ev	*ev = NULL;
-	struct purg_ann	*an = NULL;
+	struct purg_ann *an = NULL;
 	int64_t		 now = time(NULL);
 	size_t		 n = 0, i;
 	char		 hex[65];
@@ -1114,7 +1133,8 @@ sweep_run(void *arg)
 		for (i = 0; i < n; i++) {
 			hex_encode(ev[i].pe_id, 32, hex);
 			log_info("purgatory: %s (kind %u) expired without its "
-			    "git data", hex, ev[i].pe_kind);
+				 "git data",
+			    hex, ev[i].pe_kind);
 			purg_ev_delete(relayd->purg, ev[i].pe_id);
 			purg_expired_add(relayd->purg, ev[i].pe_id, now);
 			relayd->stats.purg_expired++;
@@ -1134,7 +1154,8 @@ sweep_run(void *arg)
 				later_job(LJ_REMOVE, an[i].pa_pubkey,
 				    an[i].pa_d);
 				log_info("purgatory: repository %s without git "
-				    "data for 30 minutes; removed", an[i].pa_d);
+					 "data for 30 minutes; removed",
+				    an[i].pa_d);
 				continue;
 			}
 			purg_ann_delete(relayd->purg, an[i].pa_pubkey,
@@ -1147,8 +1168,9 @@ sweep_run(void *arg)
 	if (now - last_expired_sweep >=
 	    (int64_t)cfg_scale_delay(&relayd->cfg, PURG_EXPIRED_SWEEP_S)) {
 		purg_expired_sweep(relayd->purg,
-		    now - (int64_t)cfg_scale_delay(&relayd->cfg,
-		    PURG_EXPIRED_KEEP_S));
+		    now -
+			(int64_t)cfg_scale_delay(&relayd->cfg,
+			    PURG_EXPIRED_KEEP_S));
 		last_expired_sweep = now;
 	}
 }
@@ -1164,12 +1186,14 @@ sweep_done(void *arg, int committed)
 static void
 sweep_timer(lws_sorted_usec_list_t *sul)
 {
-	int64_t	next, now = time(NULL);
+	int64_t next, now = time(NULL);
 
 	(void)sul;
 	if (!sweep_queued && purg_next_deadline(relayd->purg, &next) == 0 &&
-	    (next <= now || now - last_expired_sweep >=
-	    (int64_t)cfg_scale_delay(&relayd->cfg, PURG_EXPIRED_SWEEP_S))) {
+	    (next <= now ||
+		now - last_expired_sweep >=
+		    (int64_t)cfg_scale_delay(&relayd->cfg,
+			PURG_EXPIRED_SWEEP_S))) {
 		sweep_queued = 1;
 		relay_ingest_task(sweep_run, sweep_done, NULL);
 	}

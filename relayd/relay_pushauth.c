@@ -37,7 +37,7 @@ is_null(const char *oid)
 static const char *
 refs_lookup(const struct relay_refs *r, const char *name)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < r->n; i++)
 		if (strcmp(r->v[i].rf_name, name) == 0)
@@ -60,17 +60,17 @@ branch_or_tag(const char *ref)
 int
 relay_pushauth_refname_ok(const char *ref)
 {
-	const char	*c, *comp = ref;
-	size_t		 len = strlen(ref);
+	const char *c, *comp = ref;
+	size_t	    len = strlen(ref);
 
 	if (len == 0 || ref[len - 1] == '/' || ref[len - 1] == '.' ||
 	    strcmp(ref, "@") == 0 || strstr(ref, "@{") != NULL ||
 	    strstr(ref, "..") != NULL || strstr(ref, "//") != NULL)
 		return 0;
-	for (c = ref; ; c++) {
+	for (c = ref;; c++) {
 		if (*c == '/' || *c == '\0') {
-			if (c == comp || *comp == '.' || (c - comp >= 5 &&
-			    memcmp(c - 5, ".lock", 5) == 0))
+			if (c == comp || *comp == '.' ||
+			    (c - comp >= 5 && memcmp(c - 5, ".lock", 5) == 0))
 				return 0;
 			if (*c == '\0')
 				return 1;
@@ -87,7 +87,7 @@ relay_pushauth_refname_ok(const char *ref)
 static const struct relay_push_cmd *
 cmd_for(const struct relay_push_cmd *cmds, size_t n, const char *ref)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (strcmp(cmds[i].pc_ref, ref) == 0)
@@ -103,16 +103,16 @@ static void
 state_diff(const struct pushauth_in *in, const struct relay_refs *want,
     char *why, size_t whylen)
 {
-	const struct relay_push_cmd	*pc;
-	const char			*have, *o, *name;
-	size_t				 i;
+	const struct relay_push_cmd *pc;
+	const char		    *have, *o, *name;
+	size_t			     i;
 
 	why[0] = '\0';
 	/* What stays as it is, then what the push sets. */
 	for (i = 0; i < in->pi_cur->n; i++) {
 		name = in->pi_cur->v[i].rf_name;
-		if (!branch_or_tag(name) || cmd_for(in->pi_cmds,
-		    in->pi_ncmds, name) != NULL)
+		if (!branch_or_tag(name) ||
+		    cmd_for(in->pi_cmds, in->pi_ncmds, name) != NULL)
 			continue;
 		have = in->pi_cur->v[i].rf_oid;
 		if ((o = refs_lookup(want, name)) == NULL) {
@@ -120,8 +120,10 @@ state_diff(const struct pushauth_in *in, const struct relay_refs *want,
 			return;
 		}
 		if (strcmp(o, have) != 0) {
-			snprintf(why, whylen, "%s would be %.7s, the state "
-			    "says %.7s", name, have, o);
+			snprintf(why, whylen,
+			    "%s would be %.7s, the state "
+			    "says %.7s",
+			    name, have, o);
 			return;
 		}
 	}
@@ -135,8 +137,10 @@ state_diff(const struct pushauth_in *in, const struct relay_refs *want,
 			return;
 		}
 		if (strcmp(o, pc->pc_new) != 0) {
-			snprintf(why, whylen, "%s would be %.7s, the state "
-			    "says %.7s", pc->pc_ref, pc->pc_new, o);
+			snprintf(why, whylen,
+			    "%s would be %.7s, the state "
+			    "says %.7s",
+			    pc->pc_ref, pc->pc_new, o);
 			return;
 		}
 	}
@@ -144,9 +148,11 @@ state_diff(const struct pushauth_in *in, const struct relay_refs *want,
 		name = want->v[i].rf_name;
 		pc = cmd_for(in->pi_cmds, in->pi_ncmds, name);
 		if (pc != NULL ? is_null(pc->pc_new) :
-		    refs_lookup(in->pi_cur, name) == NULL) {
-			snprintf(why, whylen, "the state lists %s, which the "
-			    "push leaves out", name);
+				 refs_lookup(in->pi_cur, name) == NULL) {
+			snprintf(why, whylen,
+			    "the state lists %s, which the "
+			    "push leaves out",
+			    name);
 			return;
 		}
 	}
@@ -156,7 +162,7 @@ state_diff(const struct pushauth_in *in, const struct relay_refs *want,
 static const struct pushauth_tip *
 tip_of(const struct pushauth_in *in, const char *ref)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < in->pi_ntips; i++)
 		if (strcmp(in->pi_tips[i].pt_ref, ref) == 0)
@@ -169,79 +175,100 @@ static int
 check_cmd(const struct pushauth_in *in, size_t k, char *reason,
     size_t reasonlen)
 {
-	const struct relay_push_cmd	*pc = &in->pi_cmds[k];
-	const struct pushauth_tip	*tip = tip_of(in, pc->pc_ref);
-	const char			*ref = pc->pc_ref, *cur;
-	size_t				 i;
-	int				 nostr = prefixed(ref, RELAY_REF_NOSTR);
+	const struct relay_push_cmd *pc = &in->pi_cmds[k];
+	const struct pushauth_tip   *tip = tip_of(in, pc->pc_ref);
+	const char		    *ref = pc->pc_ref, *cur;
+	size_t			     i;
+	int			     nostr = prefixed(ref, RELAY_REF_NOSTR);
 
 	if (in->pi_prs && !nostr) {
-		snprintf(reason, reasonlen, "Ref validation failed: %s: only "
-		    "refs/nostr/<event id> is accepted under /prs/", ref);
+		snprintf(reason, reasonlen,
+		    "Ref validation failed: %s: only "
+		    "refs/nostr/<event id> is accepted under /prs/",
+		    ref);
 		return 0;
 	}
 	if (!nostr && !branch_or_tag(ref)) {
-		snprintf(reason, reasonlen, "Ref validation failed: %s is not "
-		    "a branch, a tag or refs/nostr/<event id>", ref);
+		snprintf(reason, reasonlen,
+		    "Ref validation failed: %s is not "
+		    "a branch, a tag or refs/nostr/<event id>",
+		    ref);
 		return 0;
 	}
 	/* NIP-01 writes ids in lowercase hex: one spelling per event. */
-	if (nostr && (strlen(ref) != RELAY_REF_NOSTR_LEN + 64 ||
-	    strspn(ref + RELAY_REF_NOSTR_LEN, "0123456789abcdef") !=
-	    64)) {
-		snprintf(reason, reasonlen, "Invalid event ID format in ref: "
-		    "%s", ref);
+	if (nostr &&
+	    (strlen(ref) != RELAY_REF_NOSTR_LEN + 64 ||
+		strspn(ref + RELAY_REF_NOSTR_LEN, "0123456789abcdef") != 64)) {
+		snprintf(reason, reasonlen,
+		    "Invalid event ID format in ref: "
+		    "%s",
+		    ref);
 		return 0;
 	}
 	if (!relay_pushauth_refname_ok(ref)) {
-		snprintf(reason, reasonlen, "Ref validation failed: %s is not "
-		    "a valid ref name", ref);
+		snprintf(reason, reasonlen,
+		    "Ref validation failed: %s is not "
+		    "a valid ref name",
+		    ref);
 		return 0;
 	}
 	for (i = 0; i < k; i++)
 		if (strcmp(in->pi_cmds[i].pc_ref, ref) == 0) {
-			snprintf(reason, reasonlen, "Ref validation failed: "
-			    "%s is updated more than once", ref);
+			snprintf(reason, reasonlen,
+			    "Ref validation failed: "
+			    "%s is updated more than once",
+			    ref);
 			return 0;
 		}
 	if (is_null(pc->pc_old) && is_null(pc->pc_new)) {
-		snprintf(reason, reasonlen, "Ref validation failed: %s: old "
-		    "and new are both the null id", ref);
+		snprintf(reason, reasonlen,
+		    "Ref validation failed: %s: old "
+		    "and new are both the null id",
+		    ref);
 		return 0;
 	}
 	cur = refs_lookup(in->pi_cur, ref);
 	if (cur == NULL && !is_null(pc->pc_old)) {
-		snprintf(reason, reasonlen, "Ref validation failed: %s does "
-		    "not exist, the push expects %.7s", ref, pc->pc_old);
+		snprintf(reason, reasonlen,
+		    "Ref validation failed: %s does "
+		    "not exist, the push expects %.7s",
+		    ref, pc->pc_old);
 		return 0;
 	}
 	if (cur != NULL && strcmp(cur, pc->pc_old) != 0) {
-		snprintf(reason, reasonlen, "Ref validation failed: %s is at "
-		    "%.7s, the push expects %.7s", ref, cur, is_null(
-		    pc->pc_old) ? "nothing" : pc->pc_old);
+		snprintf(reason, reasonlen,
+		    "Ref validation failed: %s is at "
+		    "%.7s, the push expects %.7s",
+		    ref, cur, is_null(pc->pc_old) ? "nothing" : pc->pc_old);
 		return 0;
 	}
 	if (nostr && is_null(pc->pc_new)) {
-		snprintf(reason, reasonlen, "Ref validation failed: %s cannot "
-		    "be deleted", ref);
+		snprintf(reason, reasonlen,
+		    "Ref validation failed: %s cannot "
+		    "be deleted",
+		    ref);
 		return 0;
 	}
 	if (nostr && in->pi_prs && tip != NULL && tip->pt_foreign) {
-		snprintf(reason, reasonlen, "PR event %s is not by this "
-		    "path's signer for this identifier", ref +
-		    RELAY_REF_NOSTR_LEN);
+		snprintf(reason, reasonlen,
+		    "PR event %s is not by this "
+		    "path's signer for this identifier",
+		    ref + RELAY_REF_NOSTR_LEN);
 		return 0;
 	}
 	if (nostr && tip != NULL && strcmp(tip->pt_c, pc->pc_new) != 0) {
-		snprintf(reason, reasonlen, "PR event %s has tip commit %s, "
-		    "not the pushed %s", ref + RELAY_REF_NOSTR_LEN,
-		    tip->pt_c, pc->pc_new);
+		snprintf(reason, reasonlen,
+		    "PR event %s has tip commit %s, "
+		    "not the pushed %s",
+		    ref + RELAY_REF_NOSTR_LEN, tip->pt_c, pc->pc_new);
 		return 0;
 	}
 	if (!nostr && is_null(pc->pc_new) && in->pi_cur->head != NULL &&
 	    strcmp(in->pi_cur->head, ref) == 0) {
-		snprintf(reason, reasonlen, "Ref validation failed: %s is "
-		    "HEAD and cannot be deleted", ref);
+		snprintf(reason, reasonlen,
+		    "Ref validation failed: %s is "
+		    "HEAD and cannot be deleted",
+		    ref);
 		return 0;
 	}
 	return 1;
@@ -250,9 +277,9 @@ check_cmd(const struct pushauth_in *in, size_t k, char *reason,
 int
 relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 {
-	const struct relay_push_cmd	*pc;
-	char				 why[512], w[512];
-	size_t				 i, other = 0, noop = 0;
+	const struct relay_push_cmd *pc;
+	char			     why[512], w[512];
+	size_t			     i, other = 0, noop = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->po_state = -1;
@@ -271,17 +298,20 @@ relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 	}
 	if (other > 0 && in->pi_ann != PUSHAUTH_ANN_OWNER) {
 		if (in->pi_ann == PUSHAUTH_ANN_NONE)
-			snprintf(out->po_reason, sizeof(out->po_reason), "No "
+			snprintf(out->po_reason, sizeof(out->po_reason),
+			    "No "
 			    "repository announcement found");
 		else
-			snprintf(out->po_reason, sizeof(out->po_reason), "No "
+			snprintf(out->po_reason, sizeof(out->po_reason),
+			    "No "
 			    "repository announcement found for owner %s",
 			    in->pi_owner_hex);
 		return 0;
 	}
 	if (other > noop) {
 		if (in->pi_nheld == 0) {
-			snprintf(out->po_reason, sizeof(out->po_reason), "No "
+			snprintf(out->po_reason, sizeof(out->po_reason),
+			    "No "
 			    "state events in purgatory");
 			return 0;
 		}
@@ -296,13 +326,16 @@ relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 				snprintf(why, sizeof(why), "%s", w);
 		}
 		if (in->pi_nstates == 0) {
-			snprintf(out->po_reason, sizeof(out->po_reason), "%zu "
+			snprintf(out->po_reason, sizeof(out->po_reason),
+			    "%zu "
 			    "state event(s) in purgatory but none from "
-			    "authorized publishers", in->pi_nheld);
+			    "authorized publishers",
+			    in->pi_nheld);
 			return 0;
 		}
 		if (out->po_state == -1) {
-			snprintf(out->po_reason, sizeof(out->po_reason), "%zu "
+			snprintf(out->po_reason, sizeof(out->po_reason),
+			    "%zu "
 			    "state event(s) in purgatory from authorized "
 			    "publisher(s) but doesn't match push (%s)",
 			    in->pi_nstates, why);
@@ -315,13 +348,13 @@ relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 		pc = &in->pi_cmds[i];
 		if (branch_or_tag(pc->pc_ref) && out->po_state == -1)
 			continue;
-		if (!branch_or_tag(pc->pc_ref) && tip_of(in, pc->pc_ref) ==
-		    NULL)
+		if (!branch_or_tag(pc->pc_ref) &&
+		    tip_of(in, pc->pc_ref) == NULL)
 			continue;
 		if (is_null(pc->pc_new))
 			out->po_deny_deletes = 0;
-		else if (!is_null(pc->pc_old) && strcmp(pc->pc_old,
-		    pc->pc_new) != 0)
+		else if (!is_null(pc->pc_old) &&
+		    strcmp(pc->pc_old, pc->pc_new) != 0)
 			out->po_deny_nonff = 0;
 	}
 	out->po_allow = 1;

@@ -23,8 +23,8 @@
 static void
 extend_run(void *arg)
 {
-	struct relay_purg_key	*rk = arg;
-	struct purg_ann		 pa;
+	struct relay_purg_key *rk = arg;
+	struct purg_ann	       pa;
 
 	if (purg_ann_get(relayd->purg, rk->rk_owner, rk->rk_d, &pa) == 1) {
 		if (!pa.pa_soft_expired)
@@ -43,8 +43,8 @@ static int
 known_pr_commit(const uint8_t id[32], const uint8_t *signer, const char *d,
     struct pushauth_tip *t)
 {
-	struct event	*ev;
-	const char	*tip;
+	struct event *ev;
+	const char   *tip;
 
 	if ((ev = relay_purg_pr_event(id)) == NULL)
 		return 0;
@@ -65,7 +65,7 @@ archived_read_only(const uint8_t owner[32], const char *d, char *reason,
     size_t reasonlen)
 {
 	struct policy_anns	 a;
-	const struct policy_ann	*ann;
+	const struct policy_ann *ann;
 	int			 rc;
 
 	if (!relayd->cfg.archive_read_only)
@@ -76,7 +76,8 @@ archived_read_only(const uint8_t owner[32], const char *d, char *reason,
 	    policy_archived(&relayd->policy, ann->an_ev);
 	policy_anns_free(&a);
 	if (rc)
-		snprintf(reason, reasonlen, "this repository is archived here "
+		snprintf(reason, reasonlen,
+		    "this repository is archived here "
 		    "read-only (GRASP-05); push to the servers its "
 		    "announcement lists");
 	return rc;
@@ -86,24 +87,25 @@ int
 relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
     const struct relay_push_cmd *cmds, size_t n, struct pushauth_out *out)
 {
-	struct pushauth_in	 in;
-	struct policy_anns	 a;
-	struct purg_ev		*held = NULL;
-	struct pushauth_tip	*tips = NULL;
-	struct relay_refs	 cur, *states = NULL;
-	struct event		*ev;
-	char			 repo[PATH_MAX], hex[65], *head;
-	uint8_t			 id[32];
-	size_t			 i, nheld = 0, nstates = 0, ntips = 0;
-	int			 rc = -1;
+	struct pushauth_in   in;
+	struct policy_anns   a;
+	struct purg_ev	    *held = NULL;
+	struct pushauth_tip *tips = NULL;
+	struct relay_refs    cur, *states = NULL;
+	struct event	    *ev;
+	char		     repo[PATH_MAX], hex[65], *head;
+	uint8_t		     id[32];
+	size_t		     i, nheld = 0, nstates = 0, ntips = 0;
+	int		     rc = -1;
 
 	memset(&cur, 0, sizeof(cur));
 	memset(&in, 0, sizeof(in));
 	memset(out, 0, sizeof(*out));
 	out->po_state = -1;
 	out->po_deny_deletes = out->po_deny_nonff = 1;
-	if (!prs && (rc = archived_read_only(owner, d, out->po_reason,
-	    sizeof(out->po_reason))) != 0)
+	if (!prs &&
+	    (rc = archived_read_only(owner, d, out->po_reason,
+		 sizeof(out->po_reason))) != 0)
 		return rc == 1 ? 0 : -1;
 	rc = -1;
 	memset(&a, 0, sizeof(a));
@@ -119,13 +121,13 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
 	else if (relay_repo_path(owner, d, repo, sizeof(repo)) == -1 ||
 	    relay_repo_read_refs(repo, NULL, &cur) == -1 ||
 	    purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE, &held, &nheld) ==
-	    -1)
+		-1)
 		goto done;
 	if ((states = calloc(nheld + 1, sizeof(*states))) == NULL ||
 	    (tips = calloc(n + 1, sizeof(*tips))) == NULL)
 		fatal("relay_purg_authorise_push");
 	/* Newest first, only those the announcements authorise. */
-	for (i = nheld; i-- > 0; ) {
+	for (i = nheld; i-- > 0;) {
 		if (!policy_anns_authorised(&a, owner, held[i].pe_pubkey) ||
 		    (ev = relay_purg_parse(held[i].pe_json)) == NULL)
 			continue;
@@ -134,20 +136,21 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
 		free(head);
 	}
 	for (i = 0; i < n; i++) {
-		const char	*ref = cmds[i].pc_ref;
+		const char *ref = cmds[i].pc_ref;
 
 		if (strncmp(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN) == 0 &&
-		    strlen(ref + RELAY_REF_NOSTR_LEN) == 64 && hex_decode(ref +
-		    RELAY_REF_NOSTR_LEN, 64, id, 32) == 0 && known_pr_commit(id,
-		    prs ? owner : NULL, d, &tips[ntips]))
+		    strlen(ref + RELAY_REF_NOSTR_LEN) == 64 &&
+		    hex_decode(ref + RELAY_REF_NOSTR_LEN, 64, id, 32) == 0 &&
+		    known_pr_commit(id, prs ? owner : NULL, d, &tips[ntips]))
 			tips[ntips++].pt_ref = ref;
 	}
 	hex_encode(owner, 32, hex);
 	in.pi_cmds = cmds;
 	in.pi_ncmds = n;
 	in.pi_cur = &cur;
-	in.pi_ann = a.n == 0 ? PUSHAUTH_ANN_NONE : policy_anns_by(&a, owner) ==
-	    NULL ? PUSHAUTH_ANN_OTHER : PUSHAUTH_ANN_OWNER;
+	in.pi_ann = a.n == 0		      ? PUSHAUTH_ANN_NONE :
+	    policy_anns_by(&a, owner) == NULL ? PUSHAUTH_ANN_OTHER :
+						PUSHAUTH_ANN_OWNER;
 	in.pi_owner_hex = hex;
 	in.pi_nheld = nheld;
 	in.pi_states = states;

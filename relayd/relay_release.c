@@ -28,8 +28,8 @@
 static int
 release_one(struct event *ev)
 {
-	enum store_result	r;
-	int64_t			seq;
+	enum store_result r;
+	int64_t		  seq;
 
 	r = store_put(relayd->store, ev, &seq);
 	if (r == STORE_ERROR)
@@ -48,11 +48,11 @@ static void
 try_release_pr(const struct purg_ev *pe, const uint8_t *extra_owner,
     const char *extra_d)
 {
-	uint8_t		 owners[POLICY_MAX_MAINTAINERS][32], src[32];
-	char		 src_d[1024];
-	const char	*c;
-	struct event	*ev;
-	size_t		 n;
+	uint8_t	      owners[POLICY_MAX_MAINTAINERS][32], src[32];
+	char	      src_d[1024];
+	const char   *c;
+	struct event *ev;
+	size_t	      n;
 
 	if ((ev = relay_purg_parse(pe->pe_json)) == NULL ||
 	    (c = relay_purg_pr_commit(ev)) == NULL) {
@@ -60,14 +60,14 @@ try_release_pr(const struct purg_ev *pe, const uint8_t *extra_owner,
 		return;
 	}
 	n = relay_purg_pr_owners(ev, pe->pe_d, owners, POLICY_MAX_MAINTAINERS);
-	if (!relay_purg_pr_source((const uint8_t (*)[32])owners, n, pe->pe_d, c,
-	    extra_owner, extra_d, src, src_d, sizeof(src_d))) {
+	if (!relay_purg_pr_source((const uint8_t(*)[32])owners, n, pe->pe_d, c,
+		extra_owner, extra_d, src, src_d, sizeof(src_d))) {
 		event_destroy(ev);
 		return;
 	}
 	/* The pushed repository is a source of the copy too. */
 	if (extra_owner != NULL)
-		relay_purg_pr_set_refs(ev, (const uint8_t (*)[32])owners, n,
+		relay_purg_pr_set_refs(ev, (const uint8_t(*)[32])owners, n,
 		    pe->pe_d, src, src_d);
 	if (release_one(ev))
 		purg_ev_delete(relayd->purg, pe->pe_id);
@@ -80,14 +80,14 @@ try_release_pr(const struct purg_ev *pe, const uint8_t *extra_owner,
 void
 relay_release_d(const char *d, const uint8_t *extra_owner, const char *extra_d)
 {
-	struct purg_ev		*held = NULL;
-	struct policy_anns	 a;
-	struct relay_refs	 want;
-	struct event		*ev;
-	char			*head;
-	uint8_t			 src[32];
-	size_t			 n = 0, i, k;
-	int			 ok;
+	struct purg_ev	  *held = NULL;
+	struct policy_anns a;
+	struct relay_refs  want;
+	struct event	  *ev;
+	char		  *head;
+	uint8_t		   src[32];
+	size_t		   n = 0, i, k;
+	int		   ok;
 
 	if (purg_ev_list_d(relayd->purg, d, 0, &held, &n) == -1)
 		return;
@@ -124,9 +124,9 @@ relay_release_d(const char *d, const uint8_t *extra_owner, const char *extra_d)
 static void
 release_repo(const uint8_t owner[32], const char *d)
 {
-	struct purg_ann	 pa;
-	struct event	*ev;
-	char		 repo[PATH_MAX];
+	struct purg_ann pa;
+	struct event   *ev;
+	char		repo[PATH_MAX];
 
 	if (purg_ann_get(relayd->purg, owner, d, &pa) == 1) {
 		if (!pa.pa_soft_expired &&
@@ -138,7 +138,8 @@ release_repo(const uint8_t owner[32], const char *d)
 			if (purg_ann_delete(relayd->purg, owner, d) == 0 &&
 			    !release_one(ev))
 				log_warnx("purgatory: cannot store an "
-				    "announcement for %s", d);
+					  "announcement for %s",
+				    d);
 			purg_ann_clear(&pa);
 			relay_release_d(d, NULL, NULL);
 			return;
@@ -150,18 +151,18 @@ release_repo(const uint8_t owner[32], const char *d)
 
 /* A push, as the release task sees it. */
 struct pushed {
-	uint8_t			 pu_owner[32];
-	char			*pu_d;
-	struct relay_push_cmd	*pu_cmds;
-	size_t			 pu_n;
-	void			(*pu_done)(void *);
-	void			*pu_arg;
+	uint8_t		       pu_owner[32];
+	char		      *pu_d;
+	struct relay_push_cmd *pu_cmds;
+	size_t		       pu_n;
+	void (*pu_done)(void *);
+	void *pu_arg;
 };
 
 static void
 pushed_free(struct pushed *pu)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < pu->pu_n; i++)
 		free(pu->pu_cmds[i].pc_ref);
@@ -183,8 +184,8 @@ pushed_run(void *arg)
 	size_t			 i;
 	int			 r;
 
-	if (relay_repo_path(pu->pu_owner, pu->pu_d, repo, sizeof(repo)) ==
-	    -1 || relay_repo_read_refs(repo, pfx, &refs) == -1)
+	if (relay_repo_path(pu->pu_owner, pu->pu_d, repo, sizeof(repo)) == -1 ||
+	    relay_repo_read_refs(repo, pfx, &refs) == -1)
 		return;
 	for (i = 0; i < pu->pu_n; i++) {
 		const struct relay_push_cmd *pc = &pu->pu_cmds[i];
@@ -192,7 +193,7 @@ pushed_run(void *arg)
 		if (strncmp(pc->pc_ref, "refs/nostr/", 11) != 0 ||
 		    strcmp(pc->pc_new, RELAY_NULL_OID) == 0 ||
 		    hex_decode(pc->pc_ref + 11, strlen(pc->pc_ref + 11), id,
-		    32) == -1)
+			32) == -1)
 			continue;
 		/* Only what receive-pack really wrote. */
 		if ((cur = relay_refs_get(&refs, pc->pc_ref)) == NULL ||
@@ -216,7 +217,7 @@ pushed_run(void *arg)
 static void
 pushed_done(void *arg, int committed)
 {
-	struct pushed	*pu = arg;
+	struct pushed *pu = arg;
 
 	(void)committed;
 	/* Reported once the refs the release implies are aligned. */
@@ -229,8 +230,8 @@ relay_purg_pushed(const uint8_t owner[32], const char *d,
     const struct relay_push_cmd *cmds, size_t n, void (*done)(void *),
     void *arg)
 {
-	struct pushed	*pu;
-	size_t		 i;
+	struct pushed *pu;
+	size_t	       i;
 
 	if ((pu = calloc(1, sizeof(*pu))) == NULL ||
 	    (pu->pu_d = strdup(d)) == NULL ||
@@ -253,7 +254,7 @@ relay_purg_pushed(const uint8_t owner[32], const char *d,
 static void
 arrived_run(void *arg)
 {
-	struct relay_purg_key	*rk = arg;
+	struct relay_purg_key *rk = arg;
 
 	release_repo(rk->rk_owner, rk->rk_d);
 }

@@ -31,28 +31,27 @@ extern char **environ;
 
 /* Ours: how often children are checked while some run (SIGCHLD is the
  * fast path; this catches deadlines). */
-#define CHILD_CHECK_MS		200
+#define CHILD_CHECK_MS 200
 /* Ours: depth of nested ref directories read (refs/heads/a/b/c...). */
-#define REFS_MAX_DEPTH		16
+#define REFS_MAX_DEPTH 16
 
-static int	create_at(const char *path);
-static int	remove_at(const char *path);
+static int create_at(const char *path);
+static int remove_at(const char *path);
 
 /* Loose refs and packed-refs of a new repository start empty. */
-static const char	 repo_config[] =
-    "[core]\n"
-    "\trepositoryformatversion = 0\n"
-    "\tfilemode = true\n"
-    "\tbare = true\n";
+static const char repo_config[] = "[core]\n"
+				  "\trepositoryformatversion = 0\n"
+				  "\tfilemode = true\n"
+				  "\tbare = true\n";
 /* Most hosts and clients name the first branch main today. */
-static const char	 repo_head[] = "ref: refs/heads/main\n";
+static const char repo_head[] = "ref: refs/heads/main\n";
 
 int
 relay_repo_path(const uint8_t owner[32], const char *d, char *out,
     size_t outlen)
 {
-	char	npub[NIP19_KEY_BUFSZ];
-	int	n;
+	char npub[NIP19_KEY_BUFSZ];
+	int  n;
 
 	if (nip19_encode("npub", owner, npub, sizeof(npub)) == -1)
 		return -1;
@@ -64,8 +63,8 @@ relay_repo_path(const uint8_t owner[32], const char *d, char *out,
 int
 relay_repo_exists(const uint8_t owner[32], const char *d)
 {
-	char		path[PATH_MAX];
-	struct stat	sb;
+	char	    path[PATH_MAX];
+	struct stat sb;
 
 	if (relay_repo_path(owner, d, path, sizeof(path)) == -1)
 		return 0;
@@ -75,15 +74,15 @@ relay_repo_exists(const uint8_t owner[32], const char *d)
 static int
 write_file(const char *dir, const char *name, const char *text)
 {
-	char	path[PATH_MAX];
-	size_t	len = strlen(text);
-	int	fd;
+	char   path[PATH_MAX];
+	size_t len = strlen(text);
+	int    fd;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
 	    (int)sizeof(path))
 		return -1;
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-	    0644)) == -1)
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) ==
+	    -1)
 		return -1;
 	if (write(fd, text, len) != (ssize_t)len) {
 		close(fd);
@@ -95,7 +94,7 @@ write_file(const char *dir, const char *name, const char *text)
 static int
 mkdir_in(const char *dir, const char *name)
 {
-	char	path[PATH_MAX];
+	char path[PATH_MAX];
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
 	    (int)sizeof(path))
@@ -118,14 +117,16 @@ static int
 rm_tree(const char *path)
 {
 	return nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS) == -1 &&
-	    errno != ENOENT ? -1 : 0;
+		errno != ENOENT ?
+	    -1 :
+	    0;
 }
 
 /* op(path) on the repository of (owner, d) once d is safe, else -1. */
 static int
 at_repo(const uint8_t owner[32], const char *d, int (*op)(const char *))
 {
-	char	path[PATH_MAX];
+	char path[PATH_MAX];
 
 	if (!policy_identifier_safe(d, strlen(d)) ||
 	    relay_repo_path(owner, d, path, sizeof(path)) == -1)
@@ -144,18 +145,23 @@ static int
 create_at(const char *path)
 {
 	static const char *const dirs[] = {
-		"objects", "objects/info", "objects/pack", "refs",
-		"refs/heads", "refs/tags", "info",
+		"objects",
+		"objects/info",
+		"objects/pack",
+		"refs",
+		"refs/heads",
+		"refs/tags",
+		"info",
 	};
-	char		parent[PATH_MAX], tmp[PATH_MAX];
-	char		*slash, c;
-	struct stat	sb;
-	size_t		i;
+	char	    parent[PATH_MAX], tmp[PATH_MAX];
+	char	   *slash, c;
+	struct stat sb;
+	size_t	    i;
 
 	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
 		return 0;
 	if (strncmp(path, relayd->cfg.git_data_path,
-	    strlen(relayd->cfg.git_data_path)) != 0)
+		strlen(relayd->cfg.git_data_path)) != 0)
 		return -1;
 	snprintf(parent, sizeof(parent), "%s", path);
 	if ((slash = strrchr(parent, '/')) == NULL)
@@ -164,8 +170,7 @@ create_at(const char *path)
 	if (mkdir(relayd->cfg.git_data_path, 0755) == -1 && errno != EEXIST)
 		goto fail;
 	/* Every directory below the git data path (prs/<hex>/ too). */
-	for (slash = parent + strlen(relayd->cfg.git_data_path) + 1; ;
-	    slash++) {
+	for (slash = parent + strlen(relayd->cfg.git_data_path) + 1;; slash++) {
 		if (*slash != '/' && *slash != '\0')
 			continue;
 		c = *slash;
@@ -177,15 +182,17 @@ create_at(const char *path)
 	}
 	/* Built aside and renamed, so nobody sees half a repository. */
 	if (snprintf(tmp, sizeof(tmp), "%s/.new-XXXXXX", parent) >=
-	    (int)sizeof(tmp) || mkdtemp(tmp) == NULL)
+		(int)sizeof(tmp) ||
+	    mkdtemp(tmp) == NULL)
 		goto fail;
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdir_in(tmp, dirs[i]) == -1)
 			goto failtmp;
 	if (write_file(tmp, "HEAD", repo_head) == -1 ||
 	    write_file(tmp, "config", repo_config) == -1 ||
-	    write_file(tmp, "description", "GRASP repository hosted by "
-	    "graspd\n") == -1)
+	    write_file(tmp, "description",
+		"GRASP repository hosted by "
+		"graspd\n") == -1)
 		goto failtmp;
 	if (rename(tmp, path) == -1) {
 		if (errno == EEXIST || errno == ENOTEMPTY) {
@@ -213,17 +220,17 @@ relay_repo_remove(const uint8_t owner[32], const char *d)
 static int
 remove_at(const char *path)
 {
-	static unsigned	serial;
+	static unsigned serial;
 	char		gone[PATH_MAX];
-	char		*slash;
+	char	       *slash;
 
 	/* Renamed first, so a request never sees it half removed. */
 	snprintf(gone, sizeof(gone), "%s", path);
 	if ((slash = strrchr(gone, '/')) == NULL)
 		return -1;
 	if (snprintf(slash + 1, sizeof(gone) - (size_t)(slash + 1 - gone),
-	    ".gone-%ld-%u", (long)getpid(), ++serial) >= (int)(sizeof(gone) -
-	    (size_t)(slash + 1 - gone)))
+		".gone-%ld-%u", (long)getpid(),
+		++serial) >= (int)(sizeof(gone) - (size_t)(slash + 1 - gone)))
 		return -1;
 	if (rename(path, gone) == -1) {
 		if (errno == ENOENT)
@@ -243,12 +250,12 @@ remove_at(const char *path)
 static int
 idx_has(const char *path, const uint8_t name[20])
 {
-	struct stat		 sb;
-	const unsigned char	*m;
-	const uint32_t		*fan;
-	size_t			 off, width, lo, hi, mid;
-	uint32_t		 n, first;
-	int			 fd, found = 0, c, v2;
+	struct stat	     sb;
+	const unsigned char *m;
+	const uint32_t	    *fan;
+	size_t		     off, width, lo, hi, mid;
+	uint32_t	     n, first;
+	int		     fd, found = 0, c, v2;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return 0;
@@ -268,8 +275,8 @@ idx_has(const char *path, const uint8_t name[20])
 	n = ntohl(fan[name[0]]);
 	off = (v2 ? 8 : 0) + 256 * 4;
 	width = v2 ? 20 : 24;
-	if (n < first || off + (size_t)ntohl(fan[255]) * width >
-	    (size_t)sb.st_size)
+	if (n < first ||
+	    off + (size_t)ntohl(fan[255]) * width > (size_t)sb.st_size)
 		goto done;
 	lo = first;
 	hi = n;
@@ -293,29 +300,31 @@ done:
 int
 relay_repo_has_object(const char *repo, const char *oid)
 {
-	char		 path[PATH_MAX];
-	uint8_t		 name[20];
-	struct stat	 sb;
-	struct dirent	*de;
-	DIR		*dir;
-	size_t		 len;
-	int		 found = 0;
+	char	       path[PATH_MAX];
+	uint8_t	       name[20];
+	struct stat    sb;
+	struct dirent *de;
+	DIR	      *dir;
+	size_t	       len;
+	int	       found = 0;
 
 	if (!pkt_is_oid(oid, strlen(oid)) ||
 	    hex_decode(oid, GIT_OID_HEX, name, 20) == -1)
 		return 0;
 	if (snprintf(path, sizeof(path), "%s/objects/%.2s/%s", repo, oid,
-	    oid + 2) < (int)sizeof(path) && stat(path, &sb) == 0)
+		oid + 2) < (int)sizeof(path) &&
+	    stat(path, &sb) == 0)
 		return 1;
 	if (snprintf(path, sizeof(path), "%s/objects/pack", repo) >=
-	    (int)sizeof(path) || (dir = opendir(path)) == NULL)
+		(int)sizeof(path) ||
+	    (dir = opendir(path)) == NULL)
 		return 0;
 	while (!found && (de = readdir(dir)) != NULL) {
 		len = strlen(de->d_name);
 		if (len < 5 || strcmp(de->d_name + len - 4, ".idx") != 0)
 			continue;
 		if (snprintf(path, sizeof(path), "%s/objects/pack/%s", repo,
-		    de->d_name) >= (int)sizeof(path))
+			de->d_name) >= (int)sizeof(path))
 			continue;
 		found = idx_has(path, name);
 	}
@@ -326,7 +335,7 @@ relay_repo_has_object(const char *repo, const char *oid)
 void
 relay_refs_free(struct relay_refs *r)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < r->n; i++)
 		free(r->v[i].rf_name);
@@ -338,7 +347,7 @@ relay_refs_free(struct relay_refs *r)
 static struct relay_ref *
 refs_find(const struct relay_refs *r, const char *name)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < r->n; i++)
 		if (strcmp(r->v[i].rf_name, name) == 0)
@@ -349,7 +358,7 @@ refs_find(const struct relay_refs *r, const char *name)
 const char *
 relay_refs_get(const struct relay_refs *r, const char *name)
 {
-	struct relay_ref	*f = refs_find(r, name);
+	struct relay_ref *f = refs_find(r, name);
 
 	return f ? f->rf_oid : NULL;
 }
@@ -357,7 +366,7 @@ relay_refs_get(const struct relay_refs *r, const char *name)
 static int
 wanted(const char *name, const char *const *prefixes)
 {
-	size_t	i;
+	size_t i;
 
 	if (prefixes == NULL)
 		return 1;
@@ -370,11 +379,12 @@ wanted(const char *name, const char *const *prefixes)
 void
 relay_refs_set(struct relay_refs *r, const char *name, const char *oid)
 {
-	struct relay_ref	*f;
+	struct relay_ref *f;
 
 	if ((f = refs_find(r, name)) == NULL) {
 		if ((r->v = reallocarray(r->v, r->n + 1, sizeof(*r->v))) ==
-		    NULL || (r->v[r->n].rf_name = strdup(name)) == NULL)
+			NULL ||
+		    (r->v[r->n].rf_name = strdup(name)) == NULL)
 			fatal("relay_refs_set");
 		f = &r->v[r->n++];
 	}
@@ -383,20 +393,20 @@ relay_refs_set(struct relay_refs *r, const char *name, const char *oid)
 }
 
 static void
-read_packed(const char *repo, const char *const *prefixes,
-    struct relay_refs *r)
+read_packed(const char *repo, const char *const *prefixes, struct relay_refs *r)
 {
-	char	 path[PATH_MAX], *line = NULL;
-	size_t	 cap = 0;
-	ssize_t	 len;
-	FILE	*f;
+	char	path[PATH_MAX], *line = NULL;
+	size_t	cap = 0;
+	ssize_t len;
+	FILE   *f;
 
 	if (snprintf(path, sizeof(path), "%s/packed-refs", repo) >=
-	    (int)sizeof(path) || (f = fopen(path, "re")) == NULL)
+		(int)sizeof(path) ||
+	    (f = fopen(path, "re")) == NULL)
 		return;
 	while ((len = getline(&line, &cap, f)) != -1) {
-		while (len > 0 && (line[len - 1] == '\n' ||
-		    line[len - 1] == '\r'))
+		while (
+		    len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			line[--len] = '\0';
 		/* "# pack-refs with:" header, "^<oid>" peeled lines. */
 		if (len < GIT_OID_HEX + 2 || line[0] == '#' || line[0] == '^' ||
@@ -413,22 +423,26 @@ static void
 read_loose(const char *repo, const char *rel, int depth,
     const char *const *prefixes, struct relay_refs *r)
 {
-	char		 path[PATH_MAX], sub[PATH_MAX], buf[GIT_OID_HEX + 2];
-	struct dirent	*de;
-	struct stat	 sb;
-	DIR		*dir;
-	ssize_t		 n;
-	int		 fd;
+	char	       path[PATH_MAX], sub[PATH_MAX], buf[GIT_OID_HEX + 2];
+	struct dirent *de;
+	struct stat    sb;
+	DIR	      *dir;
+	ssize_t	       n;
+	int	       fd;
 
-	if (depth > REFS_MAX_DEPTH || snprintf(path, sizeof(path), "%s/%s",
-	    repo, rel) >= (int)sizeof(path) || (dir = opendir(path)) == NULL)
+	if (depth > REFS_MAX_DEPTH ||
+	    snprintf(path, sizeof(path), "%s/%s", repo, rel) >=
+		(int)sizeof(path) ||
+	    (dir = opendir(path)) == NULL)
 		return;
 	while ((de = readdir(dir)) != NULL) {
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".lock"))
 			continue;
 		if (snprintf(sub, sizeof(sub), "%s/%s", rel, de->d_name) >=
-		    (int)sizeof(sub) || snprintf(path, sizeof(path), "%s/%s",
-		    repo, sub) >= (int)sizeof(path) || lstat(path, &sb) == -1)
+			(int)sizeof(sub) ||
+		    snprintf(path, sizeof(path), "%s/%s", repo, sub) >=
+			(int)sizeof(path) ||
+		    lstat(path, &sb) == -1)
 			continue;
 		if (S_ISDIR(sb.st_mode)) {
 			read_loose(repo, sub, depth + 1, prefixes, r);
@@ -451,12 +465,13 @@ relay_repo_read_refs(const char *repo, const char *const *prefixes,
     struct relay_refs *r)
 {
 	char	path[PATH_MAX], buf[512];
-	ssize_t	n;
+	ssize_t n;
 	int	fd;
 
 	memset(r, 0, sizeof(*r));
 	if (snprintf(path, sizeof(path), "%s/HEAD", repo) >=
-	    (int)sizeof(path) || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		(int)sizeof(path) ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
@@ -476,8 +491,8 @@ relay_repo_has_refs(const char *repo)
 {
 	static const char *const prefixes[] = { "refs/heads/", "refs/tags/",
 		NULL };
-	struct relay_refs	r;
-	int			has;
+	struct relay_refs	 r;
+	int			 has;
 
 	if (relay_repo_read_refs(repo, prefixes, &r) == -1)
 		return 0;
@@ -492,21 +507,21 @@ int
 relay_repo_prs_path(const uint8_t signer[32], const char *d, char *out,
     size_t outlen)
 {
-	char	hex[65];
-	int	n;
+	char hex[65];
+	int  n;
 
 	if (!policy_identifier_safe(d, strlen(d)))
 		return -1;
 	hex_encode(signer, 32, hex);
-	n = snprintf(out, outlen, "%s/%s/%s/%s.git",
-	    relayd->cfg.git_data_path, RELAY_PRS_DIR, hex, d);
+	n = snprintf(out, outlen, "%s/%s/%s/%s.git", relayd->cfg.git_data_path,
+	    RELAY_PRS_DIR, hex, d);
 	return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
 int
 relay_repo_prs_create(const uint8_t signer[32], const char *d)
 {
-	char	path[PATH_MAX];
+	char path[PATH_MAX];
 
 	if (relay_repo_prs_path(signer, d, path, sizeof(path)) == -1)
 		return -1;
@@ -517,8 +532,8 @@ relay_repo_prs_create(const uint8_t signer[32], const char *d)
 static int
 refless(const char *path)
 {
-	struct relay_refs	r;
-	int			none;
+	struct relay_refs r;
+	int		  none;
 
 	if (relay_repo_read_refs(path, NULL, &r) == -1)
 		return 0;
@@ -530,7 +545,7 @@ refless(const char *path)
 int
 relay_repo_prs_prune(const char *path)
 {
-	char	parent[PATH_MAX], *slash;
+	char parent[PATH_MAX], *slash;
 
 	if (!refless(path))
 		return 0;
@@ -547,11 +562,10 @@ relay_repo_prs_prune(const char *path)
 }
 
 /* What a usage walk has summed, and the sum past which it stops. */
-static uint64_t	usage_sum, usage_stop = UINT64_MAX;
+static uint64_t usage_sum, usage_stop = UINT64_MAX;
 
 static int
-usage_entry(const char *path, const struct stat *sb, int flag,
-    struct FTW *ftw)
+usage_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)path;
 	(void)ftw;
@@ -563,11 +577,11 @@ usage_entry(const char *path, const struct stat *sb, int flag,
 uint64_t
 relay_repo_prs_usage(const uint8_t signer[32])
 {
-	char	dir[PATH_MAX], hex[65];
+	char dir[PATH_MAX], hex[65];
 
 	hex_encode(signer, 32, hex);
 	if (snprintf(dir, sizeof(dir), "%s/%s/%s", relayd->cfg.git_data_path,
-	    RELAY_PRS_DIR, hex) >= (int)sizeof(dir))
+		RELAY_PRS_DIR, hex) >= (int)sizeof(dir))
 		return UINT64_MAX;
 	usage_sum = 0;
 	if (nftw(dir, usage_entry, 32, FTW_PHYS | FTW_ACTIONRETVAL) == -1 &&
@@ -589,10 +603,10 @@ uint64_t
 relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
     size_t whylen)
 {
-	uint64_t	push = (uint64_t)relayd->cfg.max_push_bytes;
-	uint64_t	cap = (uint64_t)relayd->cfg.max_repo_bytes;
-	uint64_t	room = UINT64_MAX;
-	char		dir[PATH_MAX];
+	uint64_t push = (uint64_t)relayd->cfg.max_push_bytes;
+	uint64_t cap = (uint64_t)relayd->cfg.max_repo_bytes;
+	uint64_t room = UINT64_MAX;
+	char	 dir[PATH_MAX];
 
 	*which = PUSH_LIMIT_PUSH;
 	why[0] = '\0';
@@ -601,8 +615,8 @@ relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
 		snprintf(why, whylen, "a push may send at most %llu bytes here",
 		    (unsigned long long)push);
 	}
-	if (cap == 0 || snprintf(dir, sizeof(dir), "%s/objects", repo) >=
-	    (int)sizeof(dir))
+	if (cap == 0 ||
+	    snprintf(dir, sizeof(dir), "%s/objects", repo) >= (int)sizeof(dir))
 		return room;
 	usage_sum = 0;
 	usage_stop = cap;
@@ -612,18 +626,20 @@ relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
 	usage_stop = UINT64_MAX;
 	if (usage_sum >= cap) {
 		*which = PUSH_LIMIT_REPO;
-		snprintf(why, whylen, "the repository is full: it holds %s%llu "
-		    "bytes, and %llu is the most here", usage_sum > cap ?
-		    "over " : "", (unsigned long long)cap,
+		snprintf(why, whylen,
+		    "the repository is full: it holds %s%llu "
+		    "bytes, and %llu is the most here",
+		    usage_sum > cap ? "over " : "", (unsigned long long)cap,
 		    (unsigned long long)cap);
 		return 0;
 	}
 	if (cap - usage_sum < room) {
 		room = cap - usage_sum;
 		*which = PUSH_LIMIT_REPO;
-		snprintf(why, whylen, "the repository would pass %llu bytes "
-		    "(%llu used)", (unsigned long long)cap,
-		    (unsigned long long)usage_sum);
+		snprintf(why, whylen,
+		    "the repository would pass %llu bytes "
+		    "(%llu used)",
+		    (unsigned long long)cap, (unsigned long long)usage_sum);
 	}
 	return room;
 }
@@ -631,15 +647,15 @@ relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
 int
 relay_repo_count(const uint8_t owner[32])
 {
-	char		 npub[NIP19_KEY_BUFSZ], dir[PATH_MAX];
-	DIR		*dp;
-	struct dirent	*e;
-	size_t		 len;
-	int		 n = 0;
+	char	       npub[NIP19_KEY_BUFSZ], dir[PATH_MAX];
+	DIR	      *dp;
+	struct dirent *e;
+	size_t	       len;
+	int	       n = 0;
 
 	if (nip19_encode("npub", owner, npub, sizeof(npub)) == -1 ||
 	    snprintf(dir, sizeof(dir), "%s/%s", relayd->cfg.git_data_path,
-	    npub) >= (int)sizeof(dir))
+		npub) >= (int)sizeof(dir))
 		return -1;
 	if ((dp = opendir(dir)) == NULL)
 		return errno == ENOENT ? 0 : -1;
@@ -657,17 +673,19 @@ relay_repo_count(const uint8_t owner[32])
 void
 relay_repo_drop_incoming(const char *repo)
 {
-	char		 dir[PATH_MAX], sub[PATH_MAX];
-	DIR		*d;
-	struct dirent	*e;
+	char	       dir[PATH_MAX], sub[PATH_MAX];
+	DIR	      *d;
+	struct dirent *e;
 
 	if (snprintf(dir, sizeof(dir), "%s/objects", repo) >=
-	    (int)sizeof(dir) || (d = opendir(dir)) == NULL)
+		(int)sizeof(dir) ||
+	    (d = opendir(dir)) == NULL)
 		return;
 	while ((e = readdir(d)) != NULL)
 		if (strncmp(e->d_name, "tmp_objdir-incoming-", 20) == 0 &&
 		    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) <
-		    (int)sizeof(sub) && rm_tree(sub) == -1)
+			(int)sizeof(sub) &&
+		    rm_tree(sub) == -1)
 			log_warn("cannot remove %s", sub);
 	closedir(d);
 }
@@ -675,7 +693,7 @@ relay_repo_drop_incoming(const char *repo)
 const char *
 relay_repo_prs_empty(void)
 {
-	static char	path[PATH_MAX];
+	static char path[PATH_MAX];
 
 	if (path[0] == '\0')
 		snprintf(path, sizeof(path), "%s/%s/.empty.git",
@@ -691,10 +709,10 @@ relay_repo_prs_empty(void)
 static void
 prs_init(void)
 {
-	char		 dir[PATH_MAX], sub[PATH_MAX], repo[PATH_MAX];
-	DIR		*top, *in;
-	struct dirent	*e, *f;
-	int		 removed = 0;
+	char	       dir[PATH_MAX], sub[PATH_MAX], repo[PATH_MAX];
+	DIR	      *top, *in;
+	struct dirent *e, *f;
+	int	       removed = 0;
 
 	if (create_at(relay_repo_prs_empty()) == -1)
 		fatal("cannot create %s", relay_repo_prs_empty());
@@ -705,15 +723,16 @@ prs_init(void)
 	while ((e = readdir(top)) != NULL) {
 		if (e->d_name[0] == '.' || strlen(e->d_name) != 64 ||
 		    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >=
-		    (int)sizeof(sub) || (in = opendir(sub)) == NULL)
+			(int)sizeof(sub) ||
+		    (in = opendir(sub)) == NULL)
 			continue;
 		while ((f = readdir(in)) != NULL) {
-			size_t	len = strlen(f->d_name);
+			size_t len = strlen(f->d_name);
 
 			if (f->d_name[0] == '.' || len <= 4 ||
 			    strcmp(f->d_name + len - 4, ".git") != 0 ||
 			    snprintf(repo, sizeof(repo), "%s/%s", sub,
-			    f->d_name) >= (int)sizeof(repo))
+				f->d_name) >= (int)sizeof(repo))
 				continue;
 			if (refless(repo) && remove_at(repo) == 0)
 				removed++;
@@ -733,8 +752,8 @@ prs_init(void)
 static char **
 child_env(const char *const *env)
 {
-	char	**e;
-	size_t	  n = 0, k = 0, i;
+	char **e;
+	size_t n = 0, k = 0, i;
 
 	for (i = 0; environ[i] != NULL; i++)
 		n++;
@@ -755,8 +774,8 @@ pid_t
 relay_child_spawn(char *const argv[], int fd_in, int fd_out,
     const char *const *env, int timeout_s, child_done_cb *cb, void *arg)
 {
-	char	**envp;
-	pid_t	  pid;
+	char **envp;
+	pid_t  pid;
 
 	/* git's output pipes, or /dev/null; its stderr is relayd's log. */
 	envp = child_env(env);
@@ -772,10 +791,10 @@ int
 relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
     const char *ref, const char *oid)
 {
-	struct relay_refs	 r;
-	const char		*cur;
-	char			 repo[PATH_MAX], path[PATH_MAX];
-	int			 rc = 0;
+	struct relay_refs r;
+	const char	 *cur;
+	char		  repo[PATH_MAX], path[PATH_MAX];
+	int		  rc = 0;
 
 	if (relay_repo_prs_path(signer, d, repo, sizeof(repo)) == -1 ||
 	    relay_repo_read_refs(repo, NULL, &r) == -1)
@@ -783,7 +802,8 @@ relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
 	/* Loose, as receive-pack wrote it (nothing here packs refs). */
 	if ((cur = relay_refs_get(&r, ref)) != NULL && strcmp(cur, oid) == 0 &&
 	    snprintf(path, sizeof(path), "%s/%s", repo, ref) <
-	    (int)sizeof(path) && unlink(path) == 0) {
+		(int)sizeof(path) &&
+	    unlink(path) == 0) {
 		log_info("dropped %s from %s: not the PR event's commit", ref,
 		    repo);
 		rc = 1;

@@ -37,77 +37,77 @@
 #include "nip19.h"
 #include "relayd.h"
 
-#define CSS								\
-	"body{margin:0;font:15px/1.5 system-ui,-apple-system,'Segoe UI',"	\
-	"Roboto,sans-serif;color:#1d2428;background:#f6f7f5}"		\
-	"a{color:#1f6f5c;text-decoration:none}a:hover{text-decoration:"	\
-	"underline}"							\
-	"header{background:#1f6f5c;color:#fff;padding:18px 0}"		\
-	"header a{color:#fff}"						\
-	".w{max-width:980px;margin:0 auto;padding:0 20px}"		\
-	"header .w{display:flex;align-items:center;gap:14px}"		\
-	"header img{width:40px;height:40px;background:#fff;border-radius:"	\
-	"10px;padding:3px}"						\
-	"h1{font-size:24px;margin:0;font-weight:600}"			\
-	"h2{font-size:17px;margin:28px 0 10px}"				\
-	"header p{margin:2px 0 0;opacity:.85}"				\
-	"code,pre{font:13px/1.45 ui-monospace,'DejaVu Sans Mono',Menlo,"	\
-	"monospace}"							\
-	"code{background:#e9eeec;padding:1px 5px;border-radius:4px;"	\
-	"overflow-wrap:anywhere}"					\
-	"h2.title{font-size:22px;margin:22px 0 4px}"			\
-	"code.u{display:inline-block;max-width:100%;overflow-x:auto;"	\
-	"white-space:nowrap;vertical-align:bottom}"			\
-	".card{background:#fff;border:1px solid #dde3e0;border-radius:8px;"	\
-	"padding:14px 18px;margin:16px 0}"				\
-	"dl{display:grid;grid-template-columns:max-content 1fr;gap:6px 18px;"	\
-	"margin:0}dt{color:#5b6a70}dd{margin:0}"			\
-	"table{width:100%;border-collapse:collapse;background:#fff;"	\
-	"border:1px solid #dde3e0;border-radius:8px;overflow:hidden}"	\
-	"th,td{text-align:left;padding:9px 12px;border-bottom:1px solid "	\
-	"#edf0ee;vertical-align:top}"					\
-	"th{background:#eef2f0;font-size:13px;color:#4a585e;font-weight:"	\
-	"600}"								\
-	"td.n,th.n{text-align:right;white-space:nowrap}"		\
-	".d{color:#5b6a70;font-size:13.5px}"				\
-	".pk{color:#7a878c;font-size:12.5px}"				\
-	"form{display:flex;gap:8px;margin:8px 0 14px}"			\
-	"input[type=search]{flex:1;padding:8px 10px;border:1px solid "	\
-	"#c6cfcb;border-radius:6px;font:inherit}"			\
-	"button{padding:8px 16px;border:0;border-radius:6px;background:"	\
-	"#1f6f5c;color:#fff;font:inherit;cursor:pointer}"		\
-	".pg{display:flex;gap:14px;justify-content:space-between;margin:"	\
-	"12px 0}"							\
-	".tag{display:inline-block;font-size:12px;padding:0 7px;border-"	\
-	"radius:10px;background:#e2ece8;color:#1f6f5c;margin-right:4px}"	\
-	".st{font-size:12px;padding:1px 8px;border-radius:10px;color:#fff}"	\
-	".s1630{background:#2e8b57}.s1631{background:#6a4fb3}"	\
-	".s1632{background:#8b2e2e}.s1633{background:#7a878c}"		\
-	"pre.readme{white-space:pre-wrap;word-wrap:break-word;margin:0}"	\
-	".md{overflow-wrap:anywhere}.md h1,.md h2{font-size:19px;border-"	\
-	"bottom:1px solid #edf0ee;padding-bottom:4px}.md h1:first-child{"	\
-	"margin-top:4px}.md pre{background:#f2f5f3;padding:10px 12px;"	\
-	"border-radius:6px;overflow-x:auto}.md pre code{background:none;"	\
-	"padding:0}.md blockquote{margin:0;padding-left:12px;border-left:"	\
-	"3px solid #dde3e0;color:#5b6a70}"				\
+#define CSS \
+	"body{margin:0;font:15px/1.5 system-ui,-apple-system,'Segoe UI'," \
+	"Roboto,sans-serif;color:#1d2428;background:#f6f7f5}" \
+	"a{color:#1f6f5c;text-decoration:none}a:hover{text-decoration:" \
+	"underline}" \
+	"header{background:#1f6f5c;color:#fff;padding:18px 0}" \
+	"header a{color:#fff}" \
+	".w{max-width:980px;margin:0 auto;padding:0 20px}" \
+	"header .w{display:flex;align-items:center;gap:14px}" \
+	"header img{width:40px;height:40px;background:#fff;border-radius:" \
+	"10px;padding:3px}" \
+	"h1{font-size:24px;margin:0;font-weight:600}" \
+	"h2{font-size:17px;margin:28px 0 10px}" \
+	"header p{margin:2px 0 0;opacity:.85}" \
+	"code,pre{font:13px/1.45 ui-monospace,'DejaVu Sans Mono',Menlo," \
+	"monospace}" \
+	"code{background:#e9eeec;padding:1px 5px;border-radius:4px;" \
+	"overflow-wrap:anywhere}" \
+	"h2.title{font-size:22px;margin:22px 0 4px}" \
+	"code.u{display:inline-block;max-width:100%;overflow-x:auto;" \
+	"white-space:nowrap;vertical-align:bottom}" \
+	".card{background:#fff;border:1px solid #dde3e0;border-radius:8px;" \
+	"padding:14px 18px;margin:16px 0}" \
+	"dl{display:grid;grid-template-columns:max-content 1fr;gap:6px 18px;" \
+	"margin:0}dt{color:#5b6a70}dd{margin:0}" \
+	"table{width:100%;border-collapse:collapse;background:#fff;" \
+	"border:1px solid #dde3e0;border-radius:8px;overflow:hidden}" \
+	"th,td{text-align:left;padding:9px 12px;border-bottom:1px solid " \
+	"#edf0ee;vertical-align:top}" \
+	"th{background:#eef2f0;font-size:13px;color:#4a585e;font-weight:" \
+	"600}" \
+	"td.n,th.n{text-align:right;white-space:nowrap}" \
+	".d{color:#5b6a70;font-size:13.5px}" \
+	".pk{color:#7a878c;font-size:12.5px}" \
+	"form{display:flex;gap:8px;margin:8px 0 14px}" \
+	"input[type=search]{flex:1;padding:8px 10px;border:1px solid " \
+	"#c6cfcb;border-radius:6px;font:inherit}" \
+	"button{padding:8px 16px;border:0;border-radius:6px;background:" \
+	"#1f6f5c;color:#fff;font:inherit;cursor:pointer}" \
+	".pg{display:flex;gap:14px;justify-content:space-between;margin:" \
+	"12px 0}" \
+	".tag{display:inline-block;font-size:12px;padding:0 7px;border-" \
+	"radius:10px;background:#e2ece8;color:#1f6f5c;margin-right:4px}" \
+	".st{font-size:12px;padding:1px 8px;border-radius:10px;color:#fff}" \
+	".s1630{background:#2e8b57}.s1631{background:#6a4fb3}" \
+	".s1632{background:#8b2e2e}.s1633{background:#7a878c}" \
+	"pre.readme{white-space:pre-wrap;word-wrap:break-word;margin:0}" \
+	".md{overflow-wrap:anywhere}.md h1,.md h2{font-size:19px;border-" \
+	"bottom:1px solid #edf0ee;padding-bottom:4px}.md h1:first-child{" \
+	"margin-top:4px}.md pre{background:#f2f5f3;padding:10px 12px;" \
+	"border-radius:6px;overflow-x:auto}.md pre code{background:none;" \
+	"padding:0}.md blockquote{margin:0;padding-left:12px;border-left:" \
+	"3px solid #dde3e0;color:#5b6a70}" \
 	"footer{color:#7a878c;font-size:13px;padding:24px 0 40px}"
 
 /* Months of the last-activity dates, as people read them. */
-static const char *const month[] = { "Jan", "Feb", "Mar", "Apr", "May",
-	"Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+static const char *const month[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 
 /* The landing pages cached: the key is the query string. */
 struct web_cached {
-	char	*wc_key;
-	char	*wc_body;
-	size_t	 wc_len;
-	int64_t	 wc_at;		/* ms */
+	char   *wc_key;
+	char   *wc_body;
+	size_t	wc_len;
+	int64_t wc_at; /* ms */
 };
-static struct web_cached	cache[RELAY_WEB_CACHE_SLOTS];
+static struct web_cached cache[RELAY_WEB_CACHE_SLOTS];
 
 /* A query's deadline, for the progress handler. */
-static int64_t	query_deadline;
-static int	query_interrupted;
+static int64_t query_deadline;
+static int     query_interrupted;
 
 static int
 progress(void *arg)
@@ -123,7 +123,7 @@ progress(void *arg)
 static sqlite3 *
 db_arm(int ms)
 {
-	sqlite3	*db = store_sqlite(relayd->store);
+	sqlite3 *db = store_sqlite(relayd->store);
 
 	query_deadline = relay_now_ms() + ms;
 	query_interrupted = 0;
@@ -141,15 +141,14 @@ void
 relay_web_escape(struct buf *b, const char *s, size_t len)
 {
 	static const char	 special[] = "<>&\"'";
-	static const char *const entity[] = { "&lt;", "&gt;", "&amp;",
-	    "&quot;", "&#39;" };
+	static const char *const entity[] = { "&lt;", "&gt;", "&amp;", "&quot;",
+		"&#39;" };
 	const char		*e = s + len, *p;
 
 	for (; s < e; s++) {
 		if ((p = memchr(special, *s, sizeof(special) - 1)) != NULL)
 			buf_adds(b, entity[p - special]);
-		else if ((unsigned char)*s >= 0x20 || *s == '\t' ||
-		    *s == '\n')
+		else if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n')
 			buf_addc(b, *s);
 		/* NUL and other controls are dropped. */
 	}
@@ -178,32 +177,34 @@ url_esc(struct buf *b, const char *s)
 static int
 safe_href(const char *u)
 {
-	return u != NULL && (strncasecmp(u, "https://", 8) == 0 ||
-	    strncasecmp(u, "http://", 7) == 0 ||
-	    strncasecmp(u, "mailto:", 7) == 0);
+	return u != NULL &&
+	    (strncasecmp(u, "https://", 8) == 0 ||
+		strncasecmp(u, "http://", 7) == 0 ||
+		strncasecmp(u, "mailto:", 7) == 0);
 }
 
 static void
 date(struct buf *b, int64_t t)
 {
-	struct tm	tm;
-	time_t		tt = (time_t)t;
+	struct tm tm;
+	time_t	  tt = (time_t)t;
 
 	if (t <= 0 || gmtime_r(&tt, &tm) == NULL) {
 		buf_adds(b, "&ndash;");
 		return;
 	}
-	buf_printf(b, "<time datetime=\"%04d-%02d-%02dT%02d:%02dZ\">%d %s %04d"
-	    "</time>", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-	    tm.tm_hour, tm.tm_min, tm.tm_mday, month[tm.tm_mon],
-	    tm.tm_year + 1900);
+	buf_printf(b,
+	    "<time datetime=\"%04d-%02d-%02dT%02d:%02dZ\">%d %s %04d"
+	    "</time>",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+	    tm.tm_mday, month[tm.tm_mon], tm.tm_year + 1900);
 }
 
 /* The shortened npub people recognise: npub1abcd…wxyz. */
 static void
 short_npub(struct buf *b, const char *npub)
 {
-	size_t	n = strlen(npub);
+	size_t n = strlen(npub);
 
 	if (n <= 20) {
 		buf_adds(b, npub);
@@ -216,11 +217,13 @@ short_npub(struct buf *b, const char *npub)
 static void
 page_open(struct buf *b, const char *title, const char *name)
 {
-	buf_adds(b, "<!DOCTYPE html>\n<html><head><meta charset="
+	buf_adds(b,
+	    "<!DOCTYPE html>\n<html><head><meta charset="
 	    "\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,"
 	    "initial-scale=1\"><title>");
 	esc(b, title);
-	buf_adds(b, "</title><link rel=\"icon\" href=\"/favicon.ico\">"
+	buf_adds(b,
+	    "</title><link rel=\"icon\" href=\"/favicon.ico\">"
 	    "<style>" CSS "</style></head>\n<body><header><div class=\"w\">"
 	    "<a href=\"/\"><img src=\"" CONFIG_ICON_PATH "\" alt=\"\"></a>"
 	    "<div><h1><a href=\"/\">");
@@ -231,10 +234,12 @@ page_open(struct buf *b, const char *title, const char *name)
 static void
 page_close(struct buf *b)
 {
-	buf_printf(b, "<footer>graspd %s &middot; a GRASP server: a Nostr "
+	buf_printf(b,
+	    "<footer>graspd %s &middot; a GRASP server: a Nostr "
 	    "relay for git collaboration (NIP-34) with git hosting &middot; "
 	    "NIP-11 at this address with <code>Accept: " RELAY_NIP11_TYPE
-	    "</code></footer></div></body></html>\n", RELAY_VERSION);
+	    "</code></footer></div></body></html>\n",
+	    RELAY_VERSION);
 }
 
 /* A short page: title, and text (HTML, not escaped), with status. */
@@ -242,9 +247,9 @@ static int
 message(struct relay_conn *c, struct lws *wsi, unsigned status,
     const char *title, const char *html)
 {
-	struct buf	 b = BUF_INIT;
-	char		*body;
-	size_t		 len;
+	struct buf b = BUF_INIT;
+	char	  *body;
+	size_t	   len;
 
 	page_open(&b, title, relayd->cfg.relay_name);
 	buf_adds(&b, "</div></div></header>\n<div class=\"w\"><h2>");
@@ -260,7 +265,7 @@ message(struct relay_conn *c, struct lws *wsi, unsigned status,
 static const char *
 nip11_str(const cJSON *doc, const char *name)
 {
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(doc, name);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, name);
 
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
@@ -269,13 +274,13 @@ nip11_str(const cJSON *doc, const char *name)
 static char *
 profile_name(const char *json)
 {
-	struct event	*ev;
-	cJSON		*c;
-	const cJSON	*v;
-	char		 err[64], *name = NULL;
+	struct event *ev;
+	cJSON	     *c;
+	const cJSON  *v;
+	char	      err[64], *name = NULL;
 
-	if (json == NULL || (ev = event_parse(json, strlen(json), err,
-	    sizeof(err))) == NULL)
+	if (json == NULL ||
+	    (ev = event_parse(json, strlen(json), err, sizeof(err))) == NULL)
 		return NULL;
 	if ((c = cJSON_ParseWithLength(ev->content.s, ev->content.len)) !=
 	    NULL) {
@@ -299,8 +304,8 @@ profile_name(const char *json)
 static size_t
 maintainers(const struct event *ann, uint8_t keys[][32], struct buf *json)
 {
-	const struct event_tag	*t;
-	size_t			 n = 1, i, j, k;
+	const struct event_tag *t;
+	size_t			n = 1, i, j, k;
 
 	memcpy(keys[0], ann->pubkey, 32);
 	for (i = 0; i < ann->ntags; i++) {
@@ -333,7 +338,7 @@ maintainers(const struct event *ann, uint8_t keys[][32], struct buf *json)
 static const char *
 tag1(const struct event *ev, const char *name)
 {
-	const struct estr	*v = event_tag_value(ev, name);
+	const struct estr *v = event_tag_value(ev, name);
 
 	return v ? v->s : NULL;
 }
@@ -349,8 +354,7 @@ tag1(const struct event *ev, const char *name)
  * statement, or NULL.
  */
 static sqlite3_stmt *
-threads_prepare(sqlite3 *db, const char *coord, const char *maint,
-    int limit)
+threads_prepare(sqlite3 *db, const char *coord, const char *maint, int limit)
 {
 	static const char sql[] =
 	    "SELECT e.kind, (SELECT s.kind FROM tags st"
@@ -365,7 +369,7 @@ threads_prepare(sqlite3 *db, const char *coord, const char *maint,
 	    "  r.name = 't' AND r.value = 'root' AND r.created_at ="
 	    "  e.created_at AND r.event = e.seq)))"
 	    " ORDER BY t.created_at DESC LIMIT ?7";
-	sqlite3_stmt	*st;
+	sqlite3_stmt *st;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return NULL;
@@ -384,7 +388,8 @@ threads_prepare(sqlite3 *db, const char *coord, const char *maint,
 static int
 row_status(sqlite3_stmt *st)
 {
-	return sqlite3_column_type(st, 1) == SQLITE_NULL ? KIND_STATUS_OPEN :
+	return sqlite3_column_type(st, 1) == SQLITE_NULL ?
+	    KIND_STATUS_OPEN :
 	    sqlite3_column_int(st, 1);
 }
 
@@ -397,8 +402,8 @@ static void
 open_counts(sqlite3 *db, const char *coord, const char *maint, int *issues,
     int *prs)
 {
-	sqlite3_stmt	*st;
-	int		 status;
+	sqlite3_stmt *st;
+	int	      status;
 
 	*issues = *prs = 0;
 	if ((st = threads_prepare(db, coord, maint, RELAY_WEB_THREADS_MAX)) ==
@@ -424,11 +429,11 @@ open_counts(sqlite3 *db, const char *coord, const char *maint, int *issues,
  * writes it unchanged, lets a plain scan of the text skip most rows
  * before their tags are taken apart.
  */
-#define REPOS_FROM							\
-	" FROM events e WHERE e.kind = 30617 AND e.d IS NOT NULL"	\
-	" AND (?1 IS NULL OR e.d LIKE ?1 ESCAPE '\\' OR ((?4 IS NULL OR"	\
-	"  e.json LIKE ?4 ESCAPE '\\') AND EXISTS ("			\
-	"  SELECT 1 FROM json_each(e.json, '$.tags') j"			\
+#define REPOS_FROM \
+	" FROM events e WHERE e.kind = 30617 AND e.d IS NOT NULL" \
+	" AND (?1 IS NULL OR e.d LIKE ?1 ESCAPE '\\' OR ((?4 IS NULL OR" \
+	"  e.json LIKE ?4 ESCAPE '\\') AND EXISTS (" \
+	"  SELECT 1 FROM json_each(e.json, '$.tags') j" \
 	"  WHERE json_extract(j.value, '$[0]') IN ('name', 'description')" \
 	"  AND json_extract(j.value, '$[1]') LIKE ?1 ESCAPE '\\')))"
 
@@ -441,8 +446,7 @@ static const char repos_sql[] =
     "  ifnull((SELECT max(t.created_at) FROM tags t WHERE t.name = 'a'"
     "   AND t.value = '30617:' || lower(hex(e.pubkey)) || ':' || e.d), 0),"
     "  ifnull((SELECT s.created_at FROM events s WHERE s.kind = 30618"
-    "   AND s.pubkey = e.pubkey AND s.d = e.d), 0)) AS act"
-    REPOS_FROM
+    "   AND s.pubkey = e.pubkey AND s.d = e.d), 0)) AS act" REPOS_FROM
     "  ORDER BY act DESC, e.seq DESC LIMIT ?2 OFFSET ?3) r"
     " JOIN events e ON e.seq = r.seq ORDER BY r.act DESC, r.seq DESC";
 
@@ -452,7 +456,7 @@ static const char count_sql[] = "SELECT count(*)" REPOS_FROM;
 static char *
 like_pattern(const char *q)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	buf_addc(&b, '%');
 	for (; *q; q++) {
@@ -468,7 +472,7 @@ like_pattern(const char *q)
 static const char *
 json_plain(const char *pat)
 {
-	const char	*p;
+	const char *p;
 
 	if (pat == NULL)
 		return NULL;
@@ -486,17 +490,18 @@ json_plain(const char *pat)
 static void
 repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 {
-	const char	*json = (const char *)sqlite3_column_text(st, 0);
-	const char	*coord = (const char *)sqlite3_column_text(st, 1);
-	struct event	*ev;
-	char		 err[64], npub[NIP19_MAX_LEN + 1], *who;
-	const char	*d, *name, *desc;
-	int		 issues, prs;
-	uint8_t		 keys[RELAY_WEB_MAINTAINERS_MAX][32];
-	struct buf	 maint = BUF_INIT;
+	const char   *json = (const char *)sqlite3_column_text(st, 0);
+	const char   *coord = (const char *)sqlite3_column_text(st, 1);
+	struct event *ev;
+	char	      err[64], npub[NIP19_MAX_LEN + 1], *who;
+	const char   *d, *name, *desc;
+	int	      issues, prs;
+	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
+	struct buf    maint = BUF_INIT;
 
-	if (json == NULL || (ev = event_parse(json, strlen(json), err,
-	    sizeof(err))) == NULL || (d = event_d(ev)) == NULL)
+	if (json == NULL ||
+	    (ev = event_parse(json, strlen(json), err, sizeof(err))) == NULL ||
+	    (d = event_d(ev)) == NULL)
 		return;
 	if (nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
 		npub[0] = '\0';
@@ -531,8 +536,10 @@ repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 	maintainers(ev, keys, &maint);
 	open_counts(db, coord, maint.b_data, &issues, &prs);
 	buf_free(&maint);
-	buf_printf(b, "</td><td class=\"n\">%d</td><td class=\"n\">%d</td>"
-	    "</tr>\n", issues, prs);
+	buf_printf(b,
+	    "</td><td class=\"n\">%d</td><td class=\"n\">%d</td>"
+	    "</tr>\n",
+	    issues, prs);
 	event_destroy(ev);
 }
 
@@ -552,16 +559,16 @@ page_link(struct buf *b, const char *q, long page, const char *text)
 char *
 relay_web_landing_render(const char *q, long page, size_t *lenp)
 {
-	struct buf	 b = BUF_INIT;
-	sqlite3		*db;
-	sqlite3_stmt	*st = NULL;
-	cJSON		*doc;
-	const cJSON	*arr, *it;
-	const char	*name, *desc, *contact;
-	char		 ws[512], *pat = NULL;
-	int64_t		 total = -1;
-	long		 pages, shown = 0;
-	int		 rc;
+	struct buf    b = BUF_INIT;
+	sqlite3	     *db;
+	sqlite3_stmt *st = NULL;
+	cJSON	     *doc;
+	const cJSON  *arr, *it;
+	const char   *name, *desc, *contact;
+	char	      ws[512], *pat = NULL;
+	int64_t	      total = -1;
+	long	      pages, shown = 0;
+	int	      rc;
 
 	doc = cJSON_ParseWithLength(relayd->nip11, relayd->nip11_len);
 	name = nip11_str(doc, "name");
@@ -574,25 +581,26 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 		esc(&b, desc);
 		buf_adds(&b, "</p>");
 	}
-	buf_adds(&b, "</div></div></header>\n<div class=\"w\">"
+	buf_adds(&b,
+	    "</div></div></header>\n<div class=\"w\">"
 	    "<div class=\"card\"><dl>\n<dt>Relay</dt><dd><code class=\"u\" id=\"relay\">");
 	esc(&b, ws);
 	buf_adds(&b, "</code></dd>\n<dt>Git over HTTP</dt><dd><code>");
 	esc(&b, relayd->cfg.public_url);
-	buf_adds(&b, "/&lt;npub&gt;/&lt;identifier&gt;.git</code></dd>\n"
+	buf_adds(&b,
+	    "/&lt;npub&gt;/&lt;identifier&gt;.git</code></dd>\n"
 	    "<dt>Supports</dt><dd>");
 	arr = cJSON_GetObjectItemCaseSensitive(doc, "supported_grasps");
-	cJSON_ArrayForEach(it, arr)
-		if (cJSON_IsString(it)) {
-			buf_adds(&b, "<span class=\"tag\">");
-			esc(&b, it->valuestring);
-			buf_adds(&b, "</span>");
-		}
+	cJSON_ArrayForEach(it, arr) if (cJSON_IsString(it))
+	{
+		buf_adds(&b, "<span class=\"tag\">");
+		esc(&b, it->valuestring);
+		buf_adds(&b, "</span>");
+	}
 	arr = cJSON_GetObjectItemCaseSensitive(doc, "supported_nips");
 	buf_adds(&b, " <span class=\"pk\">NIPs");
-	cJSON_ArrayForEach(it, arr)
-		if (cJSON_IsNumber(it))
-			buf_printf(&b, " %d", it->valueint);
+	cJSON_ArrayForEach(it, arr) if (cJSON_IsNumber(it))
+	    buf_printf(&b, " %d", it->valueint);
 	buf_adds(&b, "</span></dd>\n");
 	if (contact && *contact) {
 		buf_adds(&b, "<dt>Contact</dt><dd>");
@@ -606,10 +614,13 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 			esc(&b, contact);
 		buf_adds(&b, "</dd>\n");
 	}
-	buf_adds(&b, "</dl></div>\n<h2>Repositories</h2>\n<form method=\"get\" "
+	buf_adds(&b,
+	    "</dl></div>\n<h2>Repositories</h2>\n<form method=\"get\" "
 	    "action=\"/\"><input type=\"search\" name=\"q\" maxlength=\"");
-	buf_printf(&b, "%d\" placeholder=\"Search names and descriptions\" "
-	    "value=\"", RELAY_WEB_QUERY_MAX);
+	buf_printf(&b,
+	    "%d\" placeholder=\"Search names and descriptions\" "
+	    "value=\"",
+	    RELAY_WEB_QUERY_MAX);
 	esc(&b, q);
 	buf_adds(&b, "\"><button type=\"submit\">Search</button></form>\n");
 
@@ -624,7 +635,8 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	buf_adds(&b, "<table id=\"repos\"><thead><tr><th>Repository</th>"
+	buf_adds(&b,
+	    "<table id=\"repos\"><thead><tr><th>Repository</th>"
 	    "<th>Owner</th><th class=\"n\">Last activity</th><th class=\"n\">"
 	    "Open issues</th><th class=\"n\">Open PRs</th></tr></thead>"
 	    "<tbody>\n");
@@ -632,8 +644,8 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 		sqlite3_bind_text(st, 1, pat, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 4, json_plain(pat), -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 2, RELAY_WEB_PAGE_SIZE);
-		sqlite3_bind_int64(st, 3, (int64_t)(page - 1) *
-		    RELAY_WEB_PAGE_SIZE);
+		sqlite3_bind_int64(st, 3,
+		    (int64_t)(page - 1) * RELAY_WEB_PAGE_SIZE);
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 			repo_row(&b, db, st);
 			shown++;
@@ -644,10 +656,12 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	sqlite3_finalize(st);
 	db_disarm(db);
 	if (shown == 0)
-		buf_printf(&b, "<tr><td colspan=\"5\" class=\"d\">%s</td></tr>\n",
+		buf_printf(&b,
+		    "<tr><td colspan=\"5\" class=\"d\">%s</td></tr>\n",
 		    query_interrupted ? "The listing took too long; try again "
-		    "or narrow the search." : q && *q ?
-		    "No repository matches." : "No repository is hosted yet.");
+					"or narrow the search." :
+			q && *q	      ? "No repository matches." :
+					"No repository is hosted yet.");
 	buf_adds(&b, "</tbody></table>\n<div class=\"pg\"><span>");
 	if (page > 1)
 		page_link(&b, q, page - 1, "&larr; Newer");
@@ -676,19 +690,17 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 static int
 landing(struct relay_conn *c, struct lws *wsi)
 {
-	static int64_t		 budget_start, budget_used;
-	struct web_cached	*slot, *oldest = &cache[0];
-	char			 q[RELAY_WEB_QUERY_MAX + 1], pg[16], key[64 +
-				     RELAY_WEB_QUERY_MAX];
-	const char		*v;
-	char			*body, *p;
-	size_t			 len, i;
-	long			 page = 1;
-	int64_t			 now = relay_now_ms();
+	static int64_t	   budget_start, budget_used;
+	struct web_cached *slot, *oldest = &cache[0];
+	char q[RELAY_WEB_QUERY_MAX + 1], pg[16], key[64 + RELAY_WEB_QUERY_MAX];
+	const char *v;
+	char	   *body, *p;
+	size_t	    len, i;
+	long	    page = 1;
+	int64_t	    now = relay_now_ms();
 
 	q[0] = '\0';
-	if ((v = lws_get_urlarg_by_name(wsi, "q=", key, sizeof(key))) !=
-	    NULL) {
+	if ((v = lws_get_urlarg_by_name(wsi, "q=", key, sizeof(key))) != NULL) {
 		snprintf(q, sizeof(q), "%s", v);
 		for (p = q; *p; p++)
 			if (*p == '+')
@@ -747,20 +759,20 @@ landing(struct relay_conn *c, struct lws *wsi)
 static char *
 favicon(size_t *lenp)
 {
-	unsigned char	*p;
-	size_t		 n = relay_icon_png_len;
+	unsigned char *p;
+	size_t	       n = relay_icon_png_len;
 
 	if ((p = calloc(1, 22 + n)) == NULL)
 		fatal("favicon");
-	p[2] = 1;			/* type: icon */
-	p[4] = 1;			/* one image */
-	p[6] = p[7] = 64;		/* width, height */
-	p[10] = 1;			/* planes */
-	p[12] = 32;			/* bits per pixel */
+	p[2] = 1;	  /* type: icon */
+	p[4] = 1;	  /* one image */
+	p[6] = p[7] = 64; /* width, height */
+	p[10] = 1;	  /* planes */
+	p[12] = 32;	  /* bits per pixel */
 	p[14] = (unsigned char)(n & 0xff);
 	p[15] = (unsigned char)((n >> 8) & 0xff);
 	p[16] = (unsigned char)((n >> 16) & 0xff);
-	p[18] = 22;			/* offset of the PNG */
+	p[18] = 22; /* offset of the PNG */
 	memcpy(p + 22, relay_icon_png, n);
 	*lenp = 22 + n;
 	return (char *)p;
@@ -770,8 +782,8 @@ int
 relay_web_request(struct relay_conn *c, struct lws *wsi, const char *uri,
     int urilen)
 {
-	char	*body;
-	size_t	 len;
+	char  *body;
+	size_t len;
 
 	if (urilen == 1 && uri[0] == '/')
 		return landing(c, wsi);
@@ -798,19 +810,19 @@ relay_web_request(struct relay_conn *c, struct lws *wsi, const char *uri,
  * written from the connection's next writable callback.
  */
 struct relay_webreq {
-	struct relay_conn	*wr_conn;	/* NULL once it closed */
-	struct lws		*wr_wsi;
-	uint8_t			 wr_owner[32];
-	char			 wr_npub[NIP19_MAX_LEN + 1];
-	char			*wr_d;
-	char			 wr_repo[4096];
-	int			 wr_hosted;	/* relay_purg_hosted() */
-	pid_t			 wr_pid[2];	/* running children, or -1 */
-	FILE			*wr_out[2];	/* their output */
-	FILE			*wr_readme;	/* the README's text */
-	char			 wr_readme_name[32];
-	char			*wr_body;	/* the page, when rendered */
-	size_t			 wr_len;
+	struct relay_conn *wr_conn; /* NULL once it closed */
+	struct lws	  *wr_wsi;
+	uint8_t		   wr_owner[32];
+	char		   wr_npub[NIP19_MAX_LEN + 1];
+	char		  *wr_d;
+	char		   wr_repo[4096];
+	int		   wr_hosted; /* relay_purg_hosted() */
+	pid_t		   wr_pid[2]; /* running children, or -1 */
+	FILE		  *wr_out[2]; /* their output */
+	FILE		  *wr_readme; /* the README's text */
+	char		   wr_readme_name[32];
+	char		  *wr_body; /* the page, when rendered */
+	size_t		   wr_len;
 };
 
 /* The files a README may be in, by preference. */
@@ -818,16 +830,19 @@ static const char *const readme_names[] = { "README.md", "README",
 	"README.markdown", "README.txt", "README.rst", "readme.md",
 	"Readme.md" };
 
-enum { WR_LOG, WR_CHECK };
+enum {
+	WR_LOG,
+	WR_CHECK
+};
 
-static void	web_child_done(pid_t, int, int, void *);
+static void web_child_done(pid_t, int, int, void *);
 
 /* Up to max bytes of f from its start, NUL-terminated; caller frees. */
 static char *
 slurp(FILE *f, size_t max, size_t *lenp)
 {
-	char	*s;
-	size_t	 n;
+	char  *s;
+	size_t n;
 
 	*lenp = 0;
 	if (f == NULL || fseek(f, 0, SEEK_SET) != 0)
@@ -845,12 +860,11 @@ slurp(FILE *f, size_t max, size_t *lenp)
  * stdout into a new temporary file at *outp.  Returns the pid or -1.
  */
 static pid_t
-web_git(struct relay_webreq *wr, const char *const *args, FILE *in,
-    FILE **outp)
+web_git(struct relay_webreq *wr, const char *const *args, FILE *in, FILE **outp)
 {
-	char	*argv[16], gitdir[4200];
-	pid_t	 pid;
-	size_t	 i, n = 0;
+	char  *argv[16], gitdir[4200];
+	pid_t  pid;
+	size_t i, n = 0;
 
 	if ((*outp = tmpfile()) == NULL) {
 		log_warn("repository page: tmpfile");
@@ -862,8 +876,8 @@ web_git(struct relay_webreq *wr, const char *const *args, FILE *in,
 	for (i = 0; args[i] != NULL && n < 15; i++)
 		argv[n++] = (char *)args[i];
 	argv[n] = NULL;
-	pid = relay_child_spawn(argv, in ? fileno(in) : -1, fileno(*outp),
-	    NULL, RELAY_WEB_GIT_TIMEOUT_S, web_child_done, wr);
+	pid = relay_child_spawn(argv, in ? fileno(in) : -1, fileno(*outp), NULL,
+	    RELAY_WEB_GIT_TIMEOUT_S, web_child_done, wr);
 	if (pid == -1) {
 		fclose(*outp);
 		*outp = NULL;
@@ -878,16 +892,16 @@ web_git(struct relay_webreq *wr, const char *const *args, FILE *in,
 static int
 readme_pick(struct relay_webreq *wr, char oid[GIT_OID_HEX + 1])
 {
-	char		*s, *line, *save, type[16];
-	size_t		 len, i = 0;
-	unsigned long	 size;
-	int		 rc = -1;
+	char	     *s, *line, *save, type[16];
+	size_t	      len, i = 0;
+	unsigned long size;
+	int	      rc = -1;
 
 	if ((s = slurp(wr->wr_out[WR_CHECK], 4096, &len)) == NULL)
 		return -1;
-	for (line = strtok_r(s, "\n", &save); line != NULL &&
-	    i < sizeof(readme_names) / sizeof(readme_names[0]);
-	    line = strtok_r(NULL, "\n", &save), i++) {
+	for (line = strtok_r(s, "\n", &save);
+	     line != NULL && i < sizeof(readme_names) / sizeof(readme_names[0]);
+	     line = strtok_r(NULL, "\n", &save), i++) {
 		if (sscanf(line, "%40s %15s %lu", oid, type, &size) != 3 ||
 		    strcmp(type, "blob") != 0 || strlen(oid) != GIT_OID_HEX)
 			continue;
@@ -902,15 +916,15 @@ readme_pick(struct relay_webreq *wr, char oid[GIT_OID_HEX + 1])
 	return rc;
 }
 
-static void	repo_render(struct relay_webreq *);
+static void repo_render(struct relay_webreq *);
 
 static void
 web_child_done(pid_t pid, int status, int killed, void *arg)
 {
-	struct relay_webreq	*wr = arg;
-	static const char	*cat[] = { "cat-file", "blob", NULL, NULL };
-	char			 oid[GIT_OID_HEX + 1];
-	int			 i, which = -1;
+	struct relay_webreq *wr = arg;
+	static const char   *cat[] = { "cat-file", "blob", NULL, NULL };
+	char		     oid[GIT_OID_HEX + 1];
+	int		     i, which = -1;
 
 	for (i = 0; i < 2; i++)
 		if (pid != -1 && wr->wr_pid[i] == pid) {
@@ -918,14 +932,14 @@ web_child_done(pid_t pid, int status, int killed, void *arg)
 			which = i;
 		}
 	/* The README check is done: cat the file it found, if any. */
-	if (which == WR_CHECK && wr->wr_out[WR_CHECK] != NULL &&
-	    status == 0 && readme_pick(wr, oid) == 0) {
+	if (which == WR_CHECK && wr->wr_out[WR_CHECK] != NULL && status == 0 &&
+	    readme_pick(wr, oid) == 0) {
 		/* Second step: the README's text, into wr_readme. */
 		cat[2] = oid;
 		fclose(wr->wr_out[WR_CHECK]);
 		wr->wr_out[WR_CHECK] = NULL;
-		if ((wr->wr_pid[WR_CHECK] = web_git(wr, cat, NULL,
-		    &wr->wr_readme)) != -1)
+		if ((wr->wr_pid[WR_CHECK] =
+			    web_git(wr, cat, NULL, &wr->wr_readme)) != -1)
 			return;
 	}
 	if (wr->wr_pid[WR_LOG] != -1 || wr->wr_pid[WR_CHECK] != -1)
@@ -959,8 +973,8 @@ status_name(int kind)
 static void
 thread_title(struct buf *b, const struct event *ev)
 {
-	const char	*s = tag1(ev, "subject"), *p, *e;
-	size_t		 n;
+	const char *s = tag1(ev, "subject"), *p, *e;
+	size_t	    n;
 
 	if (s != NULL && *s) {
 		relay_web_escape(b, s, strnlen(s, RELAY_WEB_DESC_MAX));
@@ -985,44 +999,53 @@ thread_title(struct buf *b, const struct event *ev)
 static void
 threads(struct buf *b, sqlite3 *db, const char *coord, const char *maint)
 {
-	sqlite3_stmt	*st;
-	struct event	*ev;
-	const char	*json;
-	char		 err[64], npub[NIP19_MAX_LEN + 1];
-	int		 status, n = 0;
+	sqlite3_stmt *st;
+	struct event *ev;
+	const char   *json;
+	char	      err[64], npub[NIP19_MAX_LEN + 1];
+	int	      status, n = 0;
 
-	buf_adds(b, "<h2>Issues, patches and pull requests</h2>\n<table "
+	buf_adds(b,
+	    "<h2>Issues, patches and pull requests</h2>\n<table "
 	    "id=\"threads\"><thead><tr><th>Title</th><th>Kind</th><th>"
 	    "Author</th><th class=\"n\">Opened</th><th class=\"n\">Status"
 	    "</th></tr></thead><tbody>\n");
-	if ((st = threads_prepare(db, coord, maint, RELAY_WEB_RECENT_THREADS)) ==
-	    NULL)
+	if ((st = threads_prepare(db, coord, maint,
+		 RELAY_WEB_RECENT_THREADS)) == NULL)
 		goto done;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		json = (const char *)sqlite3_column_text(st, 2);
-		if (json == NULL || (ev = event_parse(json, strlen(json), err,
-		    sizeof(err))) == NULL)
+		if (json == NULL ||
+		    (ev = event_parse(json, strlen(json), err, sizeof(err))) ==
+			NULL)
 			continue;
 		status = row_status(st);
 		if (nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
 			npub[0] = '\0';
 		buf_adds(b, "<tr><td>");
 		thread_title(b, ev);
-		buf_printf(b, "</td><td>%s</td><td><span class=\"pk\" title="
-		    "\"%s\">", ev->kind == KIND_ISSUE ? "issue" :
-		    ev->kind == KIND_PR ? "pull request" : "patch", npub);
+		buf_printf(b,
+		    "</td><td>%s</td><td><span class=\"pk\" title="
+		    "\"%s\">",
+		    ev->kind == KIND_ISSUE  ? "issue" :
+			ev->kind == KIND_PR ? "pull request" :
+					      "patch",
+		    npub);
 		short_npub(b, npub);
 		buf_adds(b, "</span></td><td class=\"n\">");
 		date(b, ev->created_at);
-		buf_printf(b, "</td><td class=\"n\"><span class=\"st s%d\">%s"
-		    "</span></td></tr>\n", status, status_name(status));
+		buf_printf(b,
+		    "</td><td class=\"n\"><span class=\"st s%d\">%s"
+		    "</span></td></tr>\n",
+		    status, status_name(status));
 		event_destroy(ev);
 		n++;
 	}
 	sqlite3_finalize(st);
 done:
 	if (n == 0)
-		buf_adds(b, "<tr><td colspan=\"5\" class=\"d\">None yet.</td>"
+		buf_adds(b,
+		    "<tr><td colspan=\"5\" class=\"d\">None yet.</td>"
 		    "</tr>\n");
 	buf_adds(b, "</tbody></table>\n");
 }
@@ -1032,11 +1055,11 @@ static struct event *
 addressed(sqlite3 *db, uint32_t kind, const uint8_t pk[32], const char *d)
 {
 	static const char sql[] = "SELECT json FROM events WHERE kind = ?1"
-	    " AND pubkey = ?2 AND d = ?3";
-	sqlite3_stmt	*st;
-	struct event	*ev = NULL;
-	const char	*json;
-	char		 err[64];
+				  " AND pubkey = ?2 AND d = ?3";
+	sqlite3_stmt	 *st;
+	struct event	 *ev = NULL;
+	const char	 *json;
+	char		  err[64];
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return NULL;
@@ -1054,8 +1077,8 @@ addressed(sqlite3 *db, uint32_t kind, const uint8_t pk[32], const char *d)
 static void
 person(struct buf *b, sqlite3 *db, const uint8_t pk[32])
 {
-	struct event	*p = addressed(db, KIND_PROFILE, pk, "");
-	char		 npub[NIP19_MAX_LEN + 1], *name = NULL;
+	struct event *p = addressed(db, KIND_PROFILE, pk, "");
+	char	      npub[NIP19_MAX_LEN + 1], *name = NULL;
 
 	if (p != NULL) {
 		name = profile_name(p->json);
@@ -1077,19 +1100,21 @@ person(struct buf *b, sqlite3 *db, const uint8_t pk[32])
 static void
 clone_urls(struct buf *b, const struct relay_webreq *wr, struct buf *nostr)
 {
-	const char	*pub = relayd->cfg.public_url;
+	const char *pub = relayd->cfg.public_url;
 
 	/* ngit: nostr://<npub>/[<relay hint>/]<identifier>. */
 	buf_printf(nostr, "%s/", wr->wr_npub);
 	if (strncmp(pub, "https://", 8) == 0)
 		buf_printf(nostr, "%s/", pub + 8);
 	url_esc(nostr, wr->wr_d);
-	buf_adds(b, "<div class=\"card\"><dl>\n<dt>Clone</dt><dd><code "
+	buf_adds(b,
+	    "<div class=\"card\"><dl>\n<dt>Clone</dt><dd><code "
 	    "class=\"u\" id=\"clone\">git clone ");
 	esc(b, pub);
 	buf_printf(b, "/%s/", wr->wr_npub);
 	url_esc(b, wr->wr_d);
-	buf_adds(b, ".git</code></dd>\n<dt>With ngit</dt><dd><code class=\"u\" id=\"nostr\">"
+	buf_adds(b,
+	    ".git</code></dd>\n<dt>With ngit</dt><dd><code class=\"u\" id=\"nostr\">"
 	    "git clone nostr://");
 	esc(b, nostr->b_data);
 	buf_adds(b, "</code></dd>\n");
@@ -1099,13 +1124,14 @@ clone_urls(struct buf *b, const struct relay_webreq *wr, struct buf *nostr)
 static void
 state_refs(struct buf *b, const struct event *state)
 {
-	struct relay_refs	 refs = { NULL, 0, NULL };
-	char			*head = NULL;
-	const char		*name;
-	size_t			 i;
-	int			 tags, any;
+	struct relay_refs refs = { NULL, 0, NULL };
+	char		 *head = NULL;
+	const char	 *name;
+	size_t		  i;
+	int		  tags, any;
 
-	buf_adds(b, "<h2>Branches and tags</h2>\n<table id=\"refs\"><thead>"
+	buf_adds(b,
+	    "<h2>Branches and tags</h2>\n<table id=\"refs\"><thead>"
 	    "<tr><th>Name</th><th>Commit</th></tr></thead><tbody>\n");
 	if (state != NULL)
 		relay_state_refs(state, &refs, &head);
@@ -1113,7 +1139,7 @@ state_refs(struct buf *b, const struct event *state)
 		for (i = 0; i < refs.n && i < RELAY_WEB_REFS_MAX; i++) {
 			name = refs.v[i].rf_name;
 			if (strncmp(name, tags ? "refs/tags/" : "refs/heads/",
-			    tags ? 10 : 11) != 0)
+				tags ? 10 : 11) != 0)
 				continue;
 			any = 1;
 			buf_printf(b, "<tr><td><span class=\"tag\">%s</span>",
@@ -1125,7 +1151,8 @@ state_refs(struct buf *b, const struct event *state)
 			    refs.v[i].rf_oid);
 		}
 	if (!any)
-		buf_adds(b, "<tr><td colspan=\"2\" class=\"d\">No state event "
+		buf_adds(b,
+		    "<tr><td colspan=\"2\" class=\"d\">No state event "
 		    "yet.</td></tr>\n");
 	buf_adds(b, "</tbody></table>\n");
 	relay_refs_free(&refs);
@@ -1136,16 +1163,17 @@ state_refs(struct buf *b, const struct event *state)
 static void
 commits(struct buf *b, FILE *out)
 {
-	char	*s, *rec, *save, *f[4];
-	size_t	 len, i;
-	int	 n = 0;
+	char  *s, *rec, *save, *f[4];
+	size_t len, i;
+	int    n = 0;
 
-	buf_adds(b, "<h2>Latest commits</h2>\n<table id=\"commits\"><thead>"
+	buf_adds(b,
+	    "<h2>Latest commits</h2>\n<table id=\"commits\"><thead>"
 	    "<tr><th>Commit</th><th>Message</th><th>Author</th><th class="
 	    "\"n\">Date</th></tr></thead><tbody>\n");
 	s = slurp(out, RELAY_WEB_LOG_MAX, &len);
 	for (rec = s ? strtok_r(s, "\x1e", &save) : NULL; rec != NULL;
-	    rec = strtok_r(NULL, "\x1e", &save)) {
+	     rec = strtok_r(NULL, "\x1e", &save)) {
 		rec += strspn(rec, "\n");
 		for (i = 0; i < 4; i++) {
 			f[i] = rec;
@@ -1156,8 +1184,10 @@ commits(struct buf *b, FILE *out)
 		}
 		if (f[3] == NULL || strlen(f[0]) != GIT_OID_HEX)
 			continue;
-		buf_printf(b, "<tr><td><code title=\"%s\">%.12s</code></td>"
-		    "<td>", f[0], f[0]);
+		buf_printf(b,
+		    "<tr><td><code title=\"%s\">%.12s</code></td>"
+		    "<td>",
+		    f[0], f[0]);
 		relay_web_escape(b, f[3], strnlen(f[3], RELAY_WEB_DESC_MAX));
 		buf_adds(b, "</td><td>");
 		relay_web_escape(b, f[2], strnlen(f[2], RELAY_WEB_NAME_MAX));
@@ -1168,7 +1198,8 @@ commits(struct buf *b, FILE *out)
 	}
 	free(s);
 	if (n == 0)
-		buf_adds(b, "<tr><td colspan=\"4\" class=\"d\">No commits "
+		buf_adds(b,
+		    "<tr><td colspan=\"4\" class=\"d\">No commits "
 		    "pushed yet.</td></tr>\n");
 	buf_adds(b, "</tbody></table>\n");
 }
@@ -1181,10 +1212,10 @@ commits(struct buf *b, FILE *out)
 static int
 markdown(struct buf *b, const char *md, size_t len)
 {
-	cmark_node	*doc, *n, *link, *ch, **img = NULL;
-	cmark_iter	*it;
-	char		*html;
-	size_t		 nimg = 0, cap = 0, i;
+	cmark_node *doc, *n, *link, *ch, **img = NULL;
+	cmark_iter *it;
+	char	   *html;
+	size_t	    nimg = 0, cap = 0, i;
 
 	if ((doc = cmark_parse_document(md, len, CMARK_OPT_DEFAULT)) == NULL)
 		return -1;
@@ -1226,14 +1257,14 @@ markdown(struct buf *b, const char *md, size_t len)
 static void
 repo_render(struct relay_webreq *wr)
 {
-	struct buf		 b = BUF_INIT, nostr = BUF_INIT;
-	struct buf		 maint = BUF_INIT, coord = BUF_INIT;
-	struct event		*ann, *state = NULL, *ev;
-	uint8_t			 keys[RELAY_WEB_MAINTAINERS_MAX][32];
-	sqlite3			*db;
-	const char		*name, *desc, *web;
-	char			*text, title[512];
-	size_t			 len, i, n, nkeys;
+	struct buf    b = BUF_INIT, nostr = BUF_INIT;
+	struct buf    maint = BUF_INIT, coord = BUF_INIT;
+	struct event *ann, *state = NULL, *ev;
+	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
+	sqlite3	     *db;
+	const char   *name, *desc, *web;
+	char	     *text, title[512];
+	size_t	      len, i, n, nkeys;
 
 	db = db_arm(RELAY_WEB_QUERY_MS);
 	ann = addressed(db, KIND_REPO_ANNOUNCEMENT, wr->wr_owner, wr->wr_d);
@@ -1249,8 +1280,8 @@ repo_render(struct relay_webreq *wr)
 	/* The newest state of the owner and the maintainers it names. */
 	for (i = 0; i < nkeys; i++) {
 		ev = addressed(db, KIND_REPO_STATE, keys[i], wr->wr_d);
-		if (ev != NULL && (state == NULL ||
-		    ev->created_at > state->created_at)) {
+		if (ev != NULL &&
+		    (state == NULL || ev->created_at > state->created_at)) {
 			event_destroy(state);
 			state = ev;
 		} else
@@ -1262,7 +1293,8 @@ repo_render(struct relay_webreq *wr)
 	snprintf(title, sizeof(title), "%s \xc2\xb7 %s", name,
 	    relayd->cfg.relay_name);
 	page_open(&b, title, relayd->cfg.relay_name);
-	buf_adds(&b, "<p><a href=\"/\">&larr; All repositories</a></p></div>"
+	buf_adds(&b,
+	    "<p><a href=\"/\">&larr; All repositories</a></p></div>"
 	    "</div></header>\n<div class=\"w\">\n");
 	desc = ann ? tag1(ann, "description") : NULL;
 	buf_adds(&b, "<h2 class=\"title\" id=\"name\">");
@@ -1270,11 +1302,13 @@ repo_render(struct relay_webreq *wr)
 	buf_adds(&b, "</h2>\n");
 	if (desc && *desc) {
 		buf_adds(&b, "<p class=\"d\" id=\"description\">");
-		relay_web_escape(&b, desc, strnlen(desc, 4 * RELAY_WEB_DESC_MAX));
+		relay_web_escape(&b, desc,
+		    strnlen(desc, 4 * RELAY_WEB_DESC_MAX));
 		buf_adds(&b, "</p>\n");
 	}
 	if (wr->wr_hosted == 1)
-		buf_adds(&b, "<p class=\"card\">In purgatory: its announcement "
+		buf_adds(&b,
+		    "<p class=\"card\">In purgatory: its announcement "
 		    "is not served until its git data is pushed.</p>\n");
 	clone_urls(&b, wr, &nostr);
 	buf_adds(&b, "<dt>Owner</dt><dd>");
@@ -1298,16 +1332,18 @@ repo_render(struct relay_webreq *wr)
 	buf_printf(&coord, ":%s", wr->wr_d);
 	threads(&b, db, coord.b_data, maint.b_data);
 	db_disarm(db);
-	if ((text = slurp(wr->wr_readme, RELAY_WEB_README_MAX, &len)) !=
-	    NULL) {
+	if ((text = slurp(wr->wr_readme, RELAY_WEB_README_MAX, &len)) != NULL) {
 		buf_adds(&b, "<h2>");
 		esc(&b, wr->wr_readme_name);
 		buf_adds(&b, "</h2>\n<div class=\"card md\" id=\"readme\">");
 		n = strlen(wr->wr_readme_name);
-		if (!(n > 3 && strcasecmp(wr->wr_readme_name + n - 3, ".md") ==
-		    0 && markdown(&b, text, len) == 0) &&
-		    !(n > 9 && strcasecmp(wr->wr_readme_name + n - 9,
-		    ".markdown") == 0 && markdown(&b, text, len) == 0)) {
+		if (!(n > 3 &&
+			strcasecmp(wr->wr_readme_name + n - 3, ".md") == 0 &&
+			markdown(&b, text, len) == 0) &&
+		    !(n > 9 &&
+			strcasecmp(wr->wr_readme_name + n - 9, ".markdown") ==
+			    0 &&
+			markdown(&b, text, len) == 0)) {
 			buf_adds(&b, "<pre class=\"readme\">");
 			relay_web_escape(&b, text, len);
 			buf_adds(&b, "</pre>");
@@ -1327,7 +1363,7 @@ repo_render(struct relay_webreq *wr)
 void
 relay_web_free(struct relay_webreq *wr)
 {
-	int	i;
+	int i;
 
 	if (wr == NULL)
 		return;
@@ -1347,7 +1383,7 @@ relay_web_free(struct relay_webreq *wr)
 void
 relay_web_close(struct relay_conn *c)
 {
-	struct relay_webreq	*wr = c->rc_web;
+	struct relay_webreq *wr = c->rc_web;
 
 	if (wr == NULL)
 		return;
@@ -1363,9 +1399,9 @@ relay_web_close(struct relay_conn *c)
 int
 relay_web_writeable(struct relay_conn *c, struct lws *wsi)
 {
-	struct relay_webreq	*wr = c->rc_web;
-	char			*body;
-	size_t			 len;
+	struct relay_webreq *wr = c->rc_web;
+	char		    *body;
+	size_t		     len;
 
 	if (wr->wr_body == NULL)
 		return 0;
@@ -1382,18 +1418,19 @@ int
 relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
     const uint8_t owner[32], const char *d)
 {
-	static const char *const log_args[] = { "log", "-n",
-	    RELAY_WEB_COMMITS, "--no-color",
-	    "--format=%H%x1f%ct%x1f%an%x1f%s%x1e", "HEAD", "--", NULL };
+	static const char *const log_args[] = { "log", "-n", RELAY_WEB_COMMITS,
+		"--no-color", "--format=%H%x1f%ct%x1f%an%x1f%s%x1e", "HEAD",
+		"--", NULL };
 	static const char *const check_args[] = { "cat-file", "--batch-check",
-	    NULL };
+		NULL };
 	struct relay_webreq	*wr;
 	FILE			*in;
 	size_t			 i;
 	int			 hosted = relay_purg_hosted(owner, d);
 
 	if (hosted == 0 || !relay_repo_exists(owner, d))
-		return message(c, wsi, HTTP_STATUS_NOT_FOUND, "No such repository",
+		return message(c, wsi, HTTP_STATUS_NOT_FOUND,
+		    "No such repository",
 		    "This server hosts no repository at this address. <a href="
 		    "\"/\">See the ones it hosts.</a>");
 	if ((wr = calloc(1, sizeof(*wr))) == NULL ||
@@ -1409,16 +1446,17 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	c->rc_kind = CONN_HTTP;
 	c->rc_web = wr;
 	if (relay_repo_has_refs(wr->wr_repo)) {
-		wr->wr_pid[WR_LOG] = web_git(wr, log_args, NULL,
-		    &wr->wr_out[WR_LOG]);
+		wr->wr_pid[WR_LOG] =
+		    web_git(wr, log_args, NULL, &wr->wr_out[WR_LOG]);
 		if ((in = tmpfile()) != NULL) {
-			for (i = 0; i < sizeof(readme_names) /
-			    sizeof(readme_names[0]); i++)
+			for (i = 0;
+			     i < sizeof(readme_names) / sizeof(readme_names[0]);
+			     i++)
 				fprintf(in, "HEAD:%s\n", readme_names[i]);
 			fflush(in);
 			rewind(in);
-			wr->wr_pid[WR_CHECK] = web_git(wr, check_args, in,
-			    &wr->wr_out[WR_CHECK]);
+			wr->wr_pid[WR_CHECK] =
+			    web_git(wr, check_args, in, &wr->wr_out[WR_CHECK]);
 			fclose(in);
 		}
 	}

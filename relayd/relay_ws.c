@@ -29,8 +29,7 @@ relay_send_notice(struct relay_conn *c, const char *msg)
 }
 
 void
-relay_send_ok(struct relay_conn *c, const char *id_hex, int ok,
-    const char *msg)
+relay_send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg)
 {
 	wss_ok(&c->rc_out, id_hex, ok, msg);
 }
@@ -45,9 +44,9 @@ sub_free(struct relay_sub *s)
 static struct relay_sub *
 sub_find(struct relay_conn *c, const char *id)
 {
-	struct relay_sub	*s;
+	struct relay_sub *s;
 
-	LIST_FOREACH(s, &c->rc_subs, rs_entry)
+	LIST_FOREACH (s, &c->rc_subs, rs_entry)
 		if (strcmp(s->rs_id, id) == 0)
 			return s;
 	return NULL;
@@ -64,14 +63,14 @@ sub_remove(struct relay_conn *c, struct relay_sub *s)
 void
 relay_fanout(const struct event *ev)
 {
-	struct relay_conn	*c;
-	struct relay_sub	*s;
-	struct buf		 b = BUF_INIT;
+	struct relay_conn *c;
+	struct relay_sub  *s;
+	struct buf	   b = BUF_INIT;
 
-	LIST_FOREACH(c, &relayd->conns, rc_entry) {
-		LIST_FOREACH(s, &c->rc_subs, rs_entry) {
+	LIST_FOREACH (c, &relayd->conns, rc_entry) {
+		LIST_FOREACH (s, &c->rc_subs, rs_entry) {
 			if (!filter_match_any(s->rs_filters, s->rs_nfilters,
-			    ev))
+				ev))
 				continue;
 			buf_reset(&b);
 			wss_event_msg(&b, s->rs_id, ev->json, ev->json_len);
@@ -82,15 +81,15 @@ relay_fanout(const struct event *ev)
 }
 
 struct req_ctx {
-	struct relay_conn	*c;
-	const char		*subid;
-	struct buf		 b;
+	struct relay_conn *c;
+	const char	  *subid;
+	struct buf	   b;
 };
 
 static int
 req_event_cb(const char *json, size_t len, int64_t seq, void *arg)
 {
-	struct req_ctx	*rq = arg;
+	struct req_ctx *rq = arg;
 
 	(void)seq;
 	buf_reset(&rq->b);
@@ -109,11 +108,11 @@ sub_known(const char *id, void *arg)
 static void
 handle_req(struct relay_conn *c, const struct json *msg)
 {
-	struct relay_sub	*s, *old;
-	struct relay_req	 req;
-	struct req_ctx		 rq;
-	char			 ans[RELAY_PROTO_ANSWER];
-	int64_t			 t0 = relay_now_ms();
+	struct relay_sub *s, *old;
+	struct relay_req  req;
+	struct req_ctx	  rq;
+	char		  ans[RELAY_PROTO_ANSWER];
+	int64_t		  t0 = relay_now_ms();
 
 	relayd->stats.msgs_in_req++;
 	switch (relay_proto_req(msg, (size_t)c->rc_nsubs, sub_known, c, &req,
@@ -141,8 +140,8 @@ handle_req(struct relay_conn *c, const struct json *msg)
 	rq.subid = s->rs_id;
 	memset(&rq.b, 0, sizeof(rq.b));
 	if (store_query(relayd->store, s->rs_filters, s->rs_nfilters,
-	    STORE_MAX_LIMIT, STORE_DEFAULT_LIMIT, (int64_t)time(NULL),
-	    req_event_cb, &rq) == -1) {
+		STORE_MAX_LIMIT, STORE_DEFAULT_LIMIT, (int64_t)time(NULL),
+		req_event_cb, &rq) == -1) {
 		buf_free(&rq.b);
 		wss_send_msg(&c->rc_out, "CLOSED", s->rs_id,
 		    "error: database query failed");
@@ -159,9 +158,9 @@ handle_req(struct relay_conn *c, const struct json *msg)
 static void
 handle_close(struct relay_conn *c, const struct json *msg)
 {
-	struct relay_sub	*s;
-	const char		*id;
-	char			 ans[RELAY_PROTO_ANSWER];
+	struct relay_sub *s;
+	const char	 *id;
+	char		  ans[RELAY_PROTO_ANSWER];
 
 	relayd->stats.msgs_in_close++;
 	if (relay_proto_close(msg, &id, ans, sizeof(ans)) != RELAY_ANS_NONE)
@@ -173,9 +172,9 @@ handle_close(struct relay_conn *c, const struct json *msg)
 static void
 handle_message(struct relay_conn *c, const char *data, size_t len)
 {
-	struct json_doc		*doc;
-	const struct json	*msg;
-	char			 ans[RELAY_PROTO_ANSWER];
+	struct json_doc	  *doc;
+	const struct json *msg;
+	char		   ans[RELAY_PROTO_ANSWER];
 
 	switch (relay_proto_message(data, len, &doc, &msg, ans, sizeof(ans))) {
 	case RELAY_MSG_BAD:
@@ -211,7 +210,7 @@ handle_message(struct relay_conn *c, const char *data, size_t len)
 static void
 send_challenge(struct relay_conn *c)
 {
-	uint8_t		 r[RELAY_AUTH_CHALLENGE_BYTES];
+	uint8_t r[RELAY_AUTH_CHALLENGE_BYTES];
 
 	if (getrandom(r, sizeof(r), 0) != sizeof(r))
 		fatal("getrandom");
@@ -222,7 +221,7 @@ send_challenge(struct relay_conn *c)
 static void
 conn_release(struct relay_conn *c)
 {
-	struct relay_sub	*s;
+	struct relay_sub *s;
 
 	relay_ingest_forget(c);
 	while ((s = LIST_FIRST(&c->rc_subs)) != NULL)
@@ -239,10 +238,10 @@ static void
 ws_receive(struct relay_conn *c, struct lws *wsi, const void *in, size_t len)
 {
 	if (!wss_rx_frame(&c->rc_rx, wsi, in, len, RELAY_MAX_MESSAGE,
-	    &c->rc_out))
+		&c->rc_out))
 		return;
-	handle_message(c, c->rc_rx.wr_buf.b_data ? c->rc_rx.wr_buf.b_data :
-	    "", c->rc_rx.wr_buf.b_len);
+	handle_message(c, c->rc_rx.wr_buf.b_data ? c->rc_rx.wr_buf.b_data : "",
+	    c->rc_rx.wr_buf.b_len);
 	wss_rx_done(&c->rc_rx);
 }
 
@@ -253,8 +252,8 @@ ws_receive(struct relay_conn *c, struct lws *wsi, const void *in, size_t len)
 static int
 peer_over_cap(struct lws *wsi)
 {
-	char	peer[sizeof(((struct relay_conn *)NULL)->rc_peer)];
-	int	n, cap = relayd->cfg.max_connections_per_ip;
+	char peer[sizeof(((struct relay_conn *)NULL)->rc_peer)];
+	int  n, cap = relayd->cfg.max_connections_per_ip;
 
 	if (cap <= 0)
 		return 0;
@@ -270,10 +269,10 @@ peer_over_cap(struct lws *wsi)
 }
 
 int
-relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
-    void *user, void *in, size_t len)
+relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+    void *in, size_t len)
 {
-	struct relay_conn	*c = user;
+	struct relay_conn *c = user;
 
 	switch (reason) {
 	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:

@@ -20,29 +20,28 @@
 #include "ready.h"
 #include "relayd.h"
 
-struct relayd	*relayd;
+struct relayd *relayd;
 
-static struct lws_protocols protocols[] = {
+static struct lws_protocols protocols[] = { {
+						.name = "nostr",
+						.callback = relay_ws_callback,
+						.per_session_data_size =
+						    sizeof(struct relay_conn),
+						.rx_buffer_size = 65536,
+					    },
 	{
-		.name = "nostr",
-		.callback = relay_ws_callback,
-		.per_session_data_size = sizeof(struct relay_conn),
-		.rx_buffer_size = 65536,
+	    .name = "nn",
+	    .callback = relay_chan_callback,
 	},
 	{
-		.name = "nn",
-		.callback = relay_chan_callback,
+	    .name = "gitpipe",
+	    .callback = relay_git_pipe_callback,
 	},
 	{
-		.name = "gitpipe",
-		.callback = relay_git_pipe_callback,
+	    .name = "listen",
+	    .callback = relay_listen_callback,
 	},
-	{
-		.name = "listen",
-		.callback = relay_listen_callback,
-	},
-	{ NULL, NULL, 0, 0, 0, NULL, 0 }
-};
+	{ NULL, NULL, 0, 0, 0, NULL, 0 } };
 
 int64_t
 relay_now_ms(void)
@@ -54,7 +53,7 @@ relay_now_ms(void)
 static void
 on_sigchld(int sig)
 {
-	int	saved = errno;
+	int saved = errno;
 
 	(void)sig;
 	if (relayd && relayd->ctx)
@@ -66,11 +65,11 @@ on_sigchld(int sig)
 static int
 dir_writable(const char *path)
 {
-	char	probe[4096];
-	int	fd;
+	char probe[4096];
+	int  fd;
 
 	if (snprintf(probe, sizeof(probe), "%s/.graspd-write-test.XXXXXX",
-	    path) >= (int)sizeof(probe)) {
+		path) >= (int)sizeof(probe)) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
@@ -85,9 +84,9 @@ int
 main(int argc, char *argv[])
 {
 	struct lws_context_creation_info info;
-	static struct relayd	 rd;
-	char			 err[512], dbpath[4096];
-	uint8_t			 sk[32], pk[32];
+	static struct relayd		 rd;
+	char				 err[512], dbpath[4096];
+	uint8_t				 sk[32], pk[32];
 
 	proc_start(&rd.proc, argc, argv, ROLE_RELAYD, &rd.cfg);
 	relayd = &rd;
@@ -119,14 +118,14 @@ main(int argc, char *argv[])
 	relay_repo_init();
 	/* A taken port or a wrong address is the operator's to mend. */
 	if (relay_listen_open(rd.cfg.bind_host, rd.cfg.bind_port, err,
-	    sizeof(err)) == -1)
+		sizeof(err)) == -1)
 		ready_config_fail("%s", err);
 	if (config_owner_key(&rd.cfg, sk, err, sizeof(err)) == -1) {
 		ready_config_fail("configuration: %s", err);
 	}
 	if (event_pubkey_of(sk, pk) == -1) {
 		ready_config_fail("configuration: NGIT_RELAY_OWNER_NSEC: "
-		    "invalid key");
+				  "invalid key");
 	}
 	explicit_bzero(sk, sizeof(sk));
 	hex_encode(pk, 32, rd.owner_hex);

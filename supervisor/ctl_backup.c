@@ -36,19 +36,19 @@
 #include "log.h"
 
 /* The relay key file in relay_data_path (graspd.conf(5)). */
-#define BACKUP_KEY_FILE		".relay-owner.nsec"
+#define BACKUP_KEY_FILE ".relay-owner.nsec"
 
 struct copied {
-	long long	 cp_files;
-	long long	 cp_bytes;
+	long long cp_files;
+	long long cp_bytes;
 };
 
 static int
 copy_file(const char *from, const char *to, mode_t mode, struct copied *c)
 {
-	char	 buf[65536];
-	ssize_t	 n, w, off;
-	int	 in, out, rc = -1;
+	char	buf[65536];
+	ssize_t n, w, off;
+	int	in, out, rc = -1;
 
 	if ((in = open(from, O_RDONLY | O_CLOEXEC)) == -1) {
 		/* Gone since the directory was read (git gc, a ref). */
@@ -58,15 +58,14 @@ copy_file(const char *from, const char *to, mode_t mode, struct copied *c)
 		return -1;
 	}
 	if ((out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	    mode & 07777)) == -1) {
+		 mode & 07777)) == -1) {
 		fprintf(stderr, "graspctl: %s: %s\n", to, strerror(errno));
 		close(in);
 		return -1;
 	}
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		for (off = 0; off < n; off += w)
-			if ((w = write(out, buf + off, (size_t)(n - off))) <=
-			    0)
+			if ((w = write(out, buf + off, (size_t)(n - off))) <= 0)
 				goto fail;
 		c->cp_bytes += n;
 	}
@@ -104,7 +103,7 @@ rank(const char *name)
 static int
 by_rank(const struct dirent **a, const struct dirent **b)
 {
-	int	ra = rank((*a)->d_name), rb = rank((*b)->d_name);
+	int ra = rank((*a)->d_name), rb = rank((*b)->d_name);
 
 	if (ra != rb)
 		return ra - rb;
@@ -121,11 +120,11 @@ not_dots(const struct dirent *d)
 static int
 copy_tree(const char *from, const char *to, struct copied *c)
 {
-	struct dirent	**ents = NULL;
-	struct stat	  st;
-	char		  src[PATH_MAX], dst[PATH_MAX], link[PATH_MAX];
-	ssize_t		  len;
-	int		  n, i, rc = -1;
+	struct dirent **ents = NULL;
+	struct stat	st;
+	char		src[PATH_MAX], dst[PATH_MAX], link[PATH_MAX];
+	ssize_t		len;
+	int		n, i, rc = -1;
 
 	if (lstat(from, &st) == -1) {
 		fprintf(stderr, "graspctl: %s: %s\n", from, strerror(errno));
@@ -141,9 +140,9 @@ copy_tree(const char *from, const char *to, struct copied *c)
 	}
 	for (i = 0; i < n; i++) {
 		if ((size_t)snprintf(src, sizeof(src), "%s/%s", from,
-		    ents[i]->d_name) >= sizeof(src) ||
+			ents[i]->d_name) >= sizeof(src) ||
 		    (size_t)snprintf(dst, sizeof(dst), "%s/%s", to,
-		    ents[i]->d_name) >= sizeof(dst)) {
+			ents[i]->d_name) >= sizeof(dst)) {
 			fprintf(stderr, "graspctl: %s: name too long\n", from);
 			goto done;
 		}
@@ -162,8 +161,8 @@ copy_tree(const char *from, const char *to, struct copied *c)
 				goto done;
 		} else if (S_ISLNK(st.st_mode)) {
 			if ((len = readlink(src, link, sizeof(link) - 1)) ==
-			    -1 || (link[len] = '\0', symlink(link, dst)) ==
-			    -1) {
+				-1 ||
+			    (link[len] = '\0', symlink(link, dst)) == -1) {
 				fprintf(stderr, "graspctl: %s: %s\n", src,
 				    strerror(errno));
 				goto done;
@@ -183,9 +182,9 @@ done:
 static int
 empty_dir(const char *dir)
 {
-	DIR		*d;
-	struct dirent	*e;
-	int		 n = 0;
+	DIR	      *d;
+	struct dirent *e;
+	int	       n = 0;
 
 	if (mkdir(dir, 0700) == 0)
 		return 0;
@@ -207,17 +206,17 @@ empty_dir(const char *dir)
 static int
 copy_db(const char *from, const char *to)
 {
-	sqlite3		*db;
-	sqlite3_stmt	*st = NULL;
-	char		 err[512];
-	int		 rc = -1;
+	sqlite3	     *db;
+	sqlite3_stmt *st = NULL;
+	char	      err[512];
+	int	      rc = -1;
 
 	if (db_open(from, DB_READONLY, &db, err, sizeof(err)) == -1) {
 		fprintf(stderr, "graspctl: %s: %s\n", from, err);
 		return -1;
 	}
 	if (sqlite3_prepare_v2(db, "VACUUM INTO ?", -1, &st, NULL) !=
-	    SQLITE_OK ||
+		SQLITE_OK ||
 	    sqlite3_bind_text(st, 1, to, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_DONE) {
 		fprintf(stderr, "graspctl: copying %s: %s\n", from,
@@ -234,11 +233,11 @@ done:
 int
 ctl_backup(const struct config *cfg, int argc, char *argv[], int jflag)
 {
-	struct copied	 keyc = { 0, 0 }, gitc = { 0, 0 };
-	struct stat	 st;
-	cJSON		*o;
-	char		 from[PATH_MAX], to[PATH_MAX], *text;
-	const char	*dir;
+	struct copied keyc = { 0, 0 }, gitc = { 0, 0 };
+	struct stat   st;
+	cJSON	     *o;
+	char	      from[PATH_MAX], to[PATH_MAX], *text;
+	const char   *dir;
 
 	if (argc != 2)
 		return CTL_USAGE_EXIT;
@@ -247,7 +246,7 @@ ctl_backup(const struct config *cfg, int argc, char *argv[], int jflag)
 		return 1;
 	if ((size_t)snprintf(to, sizeof(to), "%s/relay", dir) >= sizeof(to) ||
 	    (size_t)snprintf(from, sizeof(from), "%s/graspd.db",
-	    cfg->relay_data_path) >= sizeof(from)) {
+		cfg->relay_data_path) >= sizeof(from)) {
 		fprintf(stderr, "graspctl: path too long\n");
 		return 1;
 	}
@@ -275,11 +274,11 @@ ctl_backup(const struct config *cfg, int argc, char *argv[], int jflag)
 		if ((o = cJSON_CreateObject()) == NULL ||
 		    cJSON_AddStringToObject(o, "dir", dir) == NULL ||
 		    cJSON_AddBoolToObject(o, "key", keyc.cp_files > 0) ==
-		    NULL ||
+			NULL ||
 		    cJSON_AddNumberToObject(o, "git_files",
-		    (double)gitc.cp_files) == NULL ||
+			(double)gitc.cp_files) == NULL ||
 		    cJSON_AddNumberToObject(o, "git_bytes",
-		    (double)gitc.cp_bytes) == NULL ||
+			(double)gitc.cp_bytes) == NULL ||
 		    (text = cJSON_Print(o)) == NULL)
 			fatalx("out of memory");
 		printf("%s\n", text);
@@ -287,8 +286,8 @@ ctl_backup(const struct config *cfg, int argc, char *argv[], int jflag)
 		cJSON_Delete(o);
 	} else
 		printf("%s/relay/graspd.db: the database\n%s%s/git: %lld "
-		    "files, %lld bytes\n", dir, keyc.cp_files > 0 ?
-		    "the relay key file\n" : "", dir, gitc.cp_files,
-		    gitc.cp_bytes);
+		       "files, %lld bytes\n",
+		    dir, keyc.cp_files > 0 ? "the relay key file\n" : "", dir,
+		    gitc.cp_files, gitc.cp_bytes);
 	return 0;
 }

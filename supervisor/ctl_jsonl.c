@@ -35,57 +35,60 @@
 #include "wsclient.h"
 
 /* Ours: rows export reads from the store per call. */
-#define EXPORT_PAGE		1000
+#define EXPORT_PAGE	      1000
 /* Ours: EVENTs import keeps unanswered (relayd answers in batches). */
-#define IMPORT_WINDOW		64
+#define IMPORT_WINDOW	      64
 /* Ours: how long relayd may take to answer one EVENT. */
-#define IMPORT_ANSWER_MS	30000
+#define IMPORT_ANSWER_MS      30000
 /* Ours: how long import waits to connect to relayd. */
-#define IMPORT_CONNECT_MS	5000
+#define IMPORT_CONNECT_MS     5000
 /* Ours: pause after a "rate-limited:" answer before sending again. */
-#define IMPORT_BACKOFF_MS	1000
+#define IMPORT_BACKOFF_MS     1000
 /* Ours: how often the progress line on a terminal is redrawn. */
-#define IMPORT_PROGRESS_MS	500
+#define IMPORT_PROGRESS_MS    500
 /* Ours: distinct refusal prefixes counted (the rest as "other"). */
-#define IMPORT_REASONS		16
+#define IMPORT_REASONS	      16
 /*
  * Ours: rounds of sending "blocked:" events again after the file, and
  * the most bytes of them kept for it.  An event may name one that comes
  * later in the file, or one that relayd takes out of purgatory only when
  * a later event (a state, after the git data) releases it.
  */
-#define IMPORT_ROUNDS		4
-#define IMPORT_LATER_BYTES	(256u * 1024 * 1024)
+#define IMPORT_ROUNDS	      4
+#define IMPORT_LATER_BYTES    (256u * 1024 * 1024)
 /* Ours: pause before each later round, for releases to land. */
-#define IMPORT_ROUND_PAUSE_MS	500
+#define IMPORT_ROUND_PAUSE_MS 500
 
 /* A refused event kept for a later round, with relayd's answer. */
 struct later {
-	char		*lt_line;
-	size_t		 lt_len;
-	char		*lt_msg;
+	char  *lt_line;
+	size_t lt_len;
+	char  *lt_msg;
 };
 
-struct export {
-	const struct filter	*ex_f;		/* NULL: every event */
-	int64_t			 ex_seq;	/* last seq read */
-	int64_t			 ex_n;		/* written */
-	int			 ex_error;
+struct export
+{
+	const struct filter *ex_f;   /* NULL: every event */
+	int64_t		     ex_seq; /* last seq read */
+	int64_t		     ex_n;   /* written */
+	int		     ex_error;
 };
 
 static int
 export_row(const char *json, size_t len, int64_t seq, void *arg)
 {
-	struct export	*ex = arg;
-	struct event	*ev;
-	char		 err[256];
-	int		 match = 1;
+	struct export *ex = arg;
+	struct event  *ev;
+	char	       err[256];
+	int	       match = 1;
 
 	ex->ex_seq = seq;
 	if (ex->ex_f != NULL) {
 		if ((ev = event_parse(json, len, err, sizeof(err))) == NULL) {
-			fprintf(stderr, "graspctl: stored event %" PRId64
-			    " does not parse: %s\n", seq, err);
+			fprintf(stderr,
+			    "graspctl: stored event %" PRId64
+			    " does not parse: %s\n",
+			    seq, err);
 			ex->ex_error = 1;
 			return 1;
 		}
@@ -118,9 +121,9 @@ db_path(const struct config *cfg, char *out, size_t len)
 int
 ctl_export(const struct config *cfg, int argc, char *argv[])
 {
-	struct export	 ex = { NULL, 0, 0, 0 };
+	struct export ex = { NULL, 0, 0, 0 };
 	struct filter	 f;
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*j;
 	struct store	*st = NULL;
 	const char	*ftext = NULL, *since = NULL;
@@ -142,17 +145,22 @@ ctl_export(const struct config *cfg, int argc, char *argv[])
 		errno = 0;
 		t = strtoll(since, &end, 10);
 		if (errno != 0 || end == since || *end != '\0' || t < 0) {
-			fprintf(stderr, "graspctl: --since wants unix "
-			    "seconds, not \"%s\"\n", since);
+			fprintf(stderr,
+			    "graspctl: --since wants unix "
+			    "seconds, not \"%s\"\n",
+			    since);
 			return CTL_USAGE_EXIT;
 		}
 	}
 	if (ftext != NULL) {
 		if ((j = json_parse(ftext, strlen(ftext), &doc, err,
-		    sizeof(err))) == NULL || j->type != JSON_OBJECT ||
+			 sizeof(err))) == NULL ||
+		    j->type != JSON_OBJECT ||
 		    filter_parse(j, &f, err, sizeof(err)) == -1) {
-			fprintf(stderr, "graspctl: filter: %s\n", j != NULL &&
-			    j->type != JSON_OBJECT ? "not an object" : err);
+			fprintf(stderr, "graspctl: filter: %s\n",
+			    j != NULL && j->type != JSON_OBJECT ?
+				"not an object" :
+				err);
 			json_free(doc);
 			filter_free(&f);
 			return CTL_USAGE_EXIT;
@@ -197,43 +205,43 @@ done:
 
 /* One EVENT sent and not yet answered. */
 struct inflight {
-	char		 if_id[65];	/* "" when the slot is free */
-	char		*if_line;
-	size_t		 if_len;
-	int64_t		 if_sent;	/* ms */
+	char	if_id[65]; /* "" when the slot is free */
+	char   *if_line;
+	size_t	if_len;
+	int64_t if_sent; /* ms */
 };
 
 struct import {
-	struct wsc	*im_ws;
-	struct inflight	 im_win[IMPORT_WINDOW];
-	size_t		 im_busy;
+	struct wsc     *im_ws;
+	struct inflight im_win[IMPORT_WINDOW];
+	size_t		im_busy;
 	/* Lines sent again after "rate-limited:", oldest first. */
-	char		*im_retry[IMPORT_WINDOW];
-	size_t		 im_retry_len[IMPORT_WINDOW];
-	size_t		 im_nretry;
-	int64_t		 im_resume;	/* no sending before (ms) */
-	struct later	*im_later;	/* "blocked:", next round */
-	size_t		 im_nlater, im_caplater, im_later_bytes;
-	int		 im_round;	/* 0: the file; then 1 to ROUNDS */
-	int64_t		 im_lines;
-	int64_t		 im_accepted;
-	int64_t		 im_held;	/* accepted into purgatory */
-	int64_t		 im_duplicate;
-	int64_t		 im_refused;
-	int64_t		 im_ratelimited;
-	char		 im_reason[IMPORT_REASONS][32];
-	int64_t		 im_nreason[IMPORT_REASONS];
-	size_t		 im_nreasons;
-	int		 im_tty;
-	int64_t		 im_drawn;
+	char	       *im_retry[IMPORT_WINDOW];
+	size_t		im_retry_len[IMPORT_WINDOW];
+	size_t		im_nretry;
+	int64_t		im_resume; /* no sending before (ms) */
+	struct later   *im_later;  /* "blocked:", next round */
+	size_t		im_nlater, im_caplater, im_later_bytes;
+	int		im_round; /* 0: the file; then 1 to ROUNDS */
+	int64_t		im_lines;
+	int64_t		im_accepted;
+	int64_t		im_held; /* accepted into purgatory */
+	int64_t		im_duplicate;
+	int64_t		im_refused;
+	int64_t		im_ratelimited;
+	char		im_reason[IMPORT_REASONS][32];
+	int64_t		im_nreason[IMPORT_REASONS];
+	size_t		im_nreasons;
+	int		im_tty;
+	int64_t		im_drawn;
 };
 
 /* Counts a refusal under the prefix of msg ("blocked:", ...). */
 static void
 count_refusal(struct import *im, const char *msg)
 {
-	char	 prefix[32];
-	size_t	 n, i;
+	char   prefix[32];
+	size_t n, i;
 
 	im->im_refused++;
 	n = strcspn(msg, ": ");
@@ -246,7 +254,7 @@ count_refusal(struct import *im, const char *msg)
 			break;
 	if (i == im->im_nreasons) {
 		if (i == IMPORT_REASONS)
-			i = IMPORT_REASONS - 1;	/* the last: the rest */
+			i = IMPORT_REASONS - 1; /* the last: the rest */
 		else
 			snprintf(im->im_reason[im->im_nreasons++],
 			    sizeof(im->im_reason[0]), "%s", prefix);
@@ -257,14 +265,15 @@ count_refusal(struct import *im, const char *msg)
 static void
 progress(struct import *im, int last)
 {
-	int64_t	now = wsc_now_ms();
+	int64_t now = wsc_now_ms();
 
 	if (!im->im_tty || (!last && now - im->im_drawn < IMPORT_PROGRESS_MS))
 		return;
 	im->im_drawn = now;
-	fprintf(stderr, "\r%" PRId64 " lines: %" PRId64 " accepted, %" PRId64
-	    " duplicate, %" PRId64 " refused%s", im->im_lines,
-	    im->im_accepted, im->im_duplicate, im->im_refused,
+	fprintf(stderr,
+	    "\r%" PRId64 " lines: %" PRId64 " accepted, %" PRId64
+	    " duplicate, %" PRId64 " refused%s",
+	    im->im_lines, im->im_accepted, im->im_duplicate, im->im_refused,
 	    last ? "\n" : "");
 }
 
@@ -272,8 +281,8 @@ progress(struct import *im, int last)
 static int
 send_line(struct import *im, char *line, size_t len)
 {
-	struct inflight	*s;
-	struct json_doc	*doc = NULL;
+	struct inflight *s;
+	struct json_doc *doc = NULL;
 	struct json	*j, *id;
 	char		 err[256], *msg;
 	size_t		 i;
@@ -312,12 +321,12 @@ send_line(struct import *im, char *line, size_t len)
 static void
 later_add(struct import *im, struct inflight *s, const char *msg)
 {
-	struct later	*lt;
+	struct later *lt;
 
 	if (im->im_nlater == im->im_caplater) {
 		im->im_caplater = im->im_caplater ? im->im_caplater * 2 : 64;
-		if ((im->im_later = reallocarray(im->im_later,
-		    im->im_caplater, sizeof(*im->im_later))) == NULL)
+		if ((im->im_later = reallocarray(im->im_later, im->im_caplater,
+			 sizeof(*im->im_later))) == NULL)
 			fatal("reallocarray");
 	}
 	lt = &im->im_later[im->im_nlater++];
@@ -332,9 +341,9 @@ later_add(struct import *im, struct inflight *s, const char *msg)
 static void
 take_answer(struct import *im, const char *text, size_t len)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*j, *t, *id, *ok, *m;
-	struct inflight	*s = NULL;
+	struct inflight *s = NULL;
 	const char	*msg;
 	char		 err[128];
 	size_t		 i;
@@ -347,8 +356,8 @@ take_answer(struct import *im, const char *text, size_t len)
 	}
 	if (strcmp(t->s, "NOTICE") == 0 && (m = json_at(j, 1)) != NULL &&
 	    m->type == JSON_STRING)
-		fprintf(stderr, "%sgraspctl: relayd: %s\n", im->im_tty ?
-		    "\n" : "", m->s);
+		fprintf(stderr, "%sgraspctl: relayd: %s\n",
+		    im->im_tty ? "\n" : "", m->s);
 	if (strcmp(t->s, "OK") != 0 || (id = json_at(j, 1)) == NULL ||
 	    id->type != JSON_STRING || (ok = json_at(j, 2)) == NULL ||
 	    (ok->type != JSON_TRUE && ok->type != JSON_FALSE)) {
@@ -364,8 +373,7 @@ take_answer(struct import *im, const char *text, size_t len)
 		json_free(doc);
 		return;
 	}
-	if (ok->type == JSON_FALSE &&
-	    strncmp(msg, "rate-limited:", 13) == 0 &&
+	if (ok->type == JSON_FALSE && strncmp(msg, "rate-limited:", 13) == 0 &&
 	    im->im_nretry < IMPORT_WINDOW) {
 		/* Not a refusal of the event: it goes again later. */
 		im->im_ratelimited++;
@@ -373,8 +381,7 @@ take_answer(struct import *im, const char *text, size_t len)
 		im->im_retry_len[im->im_nretry++] = s->if_len;
 		im->im_resume = wsc_now_ms() + IMPORT_BACKOFF_MS;
 		s->if_line = NULL;
-	} else if (ok->type == JSON_FALSE &&
-	    strncmp(msg, "blocked:", 8) == 0 &&
+	} else if (ok->type == JSON_FALSE && strncmp(msg, "blocked:", 8) == 0 &&
 	    im->im_round < IMPORT_ROUNDS &&
 	    im->im_later_bytes + s->if_len <= IMPORT_LATER_BYTES) {
 		later_add(im, s, msg);
@@ -398,10 +405,10 @@ take_answer(struct import *im, const char *text, size_t len)
 static int
 wait_answers(struct import *im, int drain)
 {
-	struct pollfd	 pfd;
-	char		*text;
-	size_t		 len, i;
-	int64_t		 oldest;
+	struct pollfd pfd;
+	char	     *text;
+	size_t	      len, i;
+	int64_t	      oldest;
 
 	while (drain ? im->im_busy > 0 : im->im_busy == IMPORT_WINDOW) {
 		oldest = INT64_MAX;
@@ -410,8 +417,10 @@ wait_answers(struct import *im, int drain)
 			    im->im_win[i].if_sent < oldest)
 				oldest = im->im_win[i].if_sent;
 		if (wsc_now_ms() - oldest > IMPORT_ANSWER_MS) {
-			fprintf(stderr, "graspctl: relayd did not answer an "
-			    "EVENT within %d s\n", IMPORT_ANSWER_MS / 1000);
+			fprintf(stderr,
+			    "graspctl: relayd did not answer an "
+			    "EVENT within %d s\n",
+			    IMPORT_ANSWER_MS / 1000);
 			return -1;
 		}
 		while ((text = wsc_next(im->im_ws, &len, NULL)) != NULL) {
@@ -421,8 +430,10 @@ wait_answers(struct import *im, int drain)
 		if (drain ? im->im_busy == 0 : im->im_busy < IMPORT_WINDOW)
 			break;
 		if (wsc_is_closed(im->im_ws)) {
-			fprintf(stderr, "graspctl: relayd closed the "
-			    "connection: %s\n", wsc_error(im->im_ws));
+			fprintf(stderr,
+			    "graspctl: relayd closed the "
+			    "connection: %s\n",
+			    wsc_error(im->im_ws));
 			return -1;
 		}
 		pfd.fd = wsc_fd(im->im_ws);
@@ -430,7 +441,8 @@ wait_answers(struct import *im, int drain)
 		if (poll(&pfd, 1, IMPORT_PROGRESS_MS) > 0 &&
 		    wsc_read_available(im->im_ws) == -1 &&
 		    !wsc_is_closed(im->im_ws)) {
-			fprintf(stderr, "graspctl: connection to relayd "
+			fprintf(stderr,
+			    "graspctl: connection to relayd "
 			    "lost\n");
 			return -1;
 		}
@@ -443,7 +455,7 @@ wait_answers(struct import *im, int drain)
 static int
 send_retries(struct import *im)
 {
-	int64_t	wait;
+	int64_t wait;
 	size_t	i;
 
 	while (im->im_nretry > 0) {
@@ -487,10 +499,10 @@ make_room(struct import *im)
 static int
 later_rounds(struct import *im)
 {
-	struct later	*round;
-	size_t		 n, i;
-	int64_t		 before;
-	int		 rc = 0;
+	struct later *round;
+	size_t	      n, i;
+	int64_t	      before;
+	int	      rc = 0;
 
 	while (im->im_nlater > 0 && im->im_round < IMPORT_ROUNDS) {
 		round = im->im_later;
@@ -509,8 +521,8 @@ later_rounds(struct import *im)
 				continue;
 			}
 			/* send_line() owns the line, even when it fails. */
-			if (send_line(im, round[i].lt_line,
-			    round[i].lt_len) == -1)
+			if (send_line(im, round[i].lt_line, round[i].lt_len) ==
+			    -1)
 				rc = -1;
 		}
 		free(round);
@@ -536,25 +548,25 @@ later_rounds(struct import *im)
 static void
 import_summary(const struct import *im, int jflag)
 {
-	cJSON	*o, *r;
-	char	*text;
-	size_t	 i;
+	cJSON *o, *r;
+	char  *text;
+	size_t i;
 
 	if (jflag) {
 		if ((o = cJSON_CreateObject()) == NULL ||
 		    cJSON_AddNumberToObject(o, "lines", im->im_lines) == NULL ||
-		    cJSON_AddNumberToObject(o, "accepted",
-		    im->im_accepted) == NULL ||
+		    cJSON_AddNumberToObject(o, "accepted", im->im_accepted) ==
+			NULL ||
 		    cJSON_AddNumberToObject(o, "held", im->im_held) == NULL ||
-		    cJSON_AddNumberToObject(o, "duplicate",
-		    im->im_duplicate) == NULL ||
-		    cJSON_AddNumberToObject(o, "refused",
-		    im->im_refused) == NULL ||
+		    cJSON_AddNumberToObject(o, "duplicate", im->im_duplicate) ==
+			NULL ||
+		    cJSON_AddNumberToObject(o, "refused", im->im_refused) ==
+			NULL ||
 		    (r = cJSON_AddObjectToObject(o, "reasons")) == NULL)
 			fatalx("out of memory");
 		for (i = 0; i < im->im_nreasons; i++)
 			if (cJSON_AddNumberToObject(r, im->im_reason[i],
-			    im->im_nreason[i]) == NULL)
+				im->im_nreason[i]) == NULL)
 				fatalx("out of memory");
 		if ((text = cJSON_Print(o)) == NULL)
 			fatalx("out of memory");
@@ -565,7 +577,8 @@ import_summary(const struct import *im, int jflag)
 	}
 	printf("%" PRId64 " lines\n", im->im_lines);
 	printf("%" PRId64 " accepted (%" PRId64 " held in purgatory until "
-	    "their git data arrives)\n", im->im_accepted, im->im_held);
+	       "their git data arrives)\n",
+	    im->im_accepted, im->im_held);
 	printf("%" PRId64 " duplicate\n", im->im_duplicate);
 	printf("%" PRId64 " refused\n", im->im_refused);
 	for (i = 0; i < im->im_nreasons; i++)
@@ -577,8 +590,7 @@ import_summary(const struct import *im, int jflag)
 static const char *
 relay_host(const struct config *cfg)
 {
-	if (strcmp(cfg->bind_host, "0.0.0.0") == 0 ||
-	    cfg->bind_host[0] == '\0')
+	if (strcmp(cfg->bind_host, "0.0.0.0") == 0 || cfg->bind_host[0] == '\0')
 		return "127.0.0.1";
 	if (strcmp(cfg->bind_host, "::") == 0)
 		return "::1";
@@ -588,13 +600,13 @@ relay_host(const struct config *cfg)
 int
 ctl_import(const struct config *cfg, int argc, char *argv[], int jflag)
 {
-	struct import	*im;
-	FILE		*fp = stdin;
-	const char	*name = "-";
-	char		*line = NULL;
-	size_t		 cap = 0, i;
-	ssize_t		 n;
-	int		 rc = 1;
+	struct import *im;
+	FILE	      *fp = stdin;
+	const char    *name = "-";
+	char	      *line = NULL;
+	size_t	       cap = 0, i;
+	ssize_t	       n;
+	int	       rc = 1;
 
 	if (argc > 2)
 		return CTL_USAGE_EXIT;
@@ -608,9 +620,11 @@ ctl_import(const struct config *cfg, int argc, char *argv[], int jflag)
 		fatal("calloc");
 	im->im_tty = isatty(STDERR_FILENO);
 	if ((im->im_ws = wsc_connect(relay_host(cfg), cfg->bind_port, "/",
-	    IMPORT_CONNECT_MS)) == NULL) {
-		fprintf(stderr, "graspctl: cannot connect to relayd at "
-		    "%s:%d\n", relay_host(cfg), cfg->bind_port);
+		 IMPORT_CONNECT_MS)) == NULL) {
+		fprintf(stderr,
+		    "graspctl: cannot connect to relayd at "
+		    "%s:%d\n",
+		    relay_host(cfg), cfg->bind_port);
 		goto done;
 	}
 	while ((n = getline(&line, &cap, fp)) != -1) {
@@ -623,8 +637,10 @@ ctl_import(const struct config *cfg, int argc, char *argv[], int jflag)
 			goto done;
 		if (send_line(im, line, (size_t)n) == -1) {
 			line = NULL;
-			fprintf(stderr, "graspctl: cannot send to relayd: "
-			    "%s\n", wsc_error(im->im_ws));
+			fprintf(stderr,
+			    "graspctl: cannot send to relayd: "
+			    "%s\n",
+			    wsc_error(im->im_ws));
 			goto done;
 		}
 		/* send_line() owns the line now. */
@@ -666,9 +682,9 @@ done:
 int
 ctl_data(int argc, char *argv[], const char *file, int jflag)
 {
-	struct config	cfg;
-	char		err[1024];
-	int		rc;
+	struct config cfg;
+	char	      err[1024];
+	int	      rc;
 
 	if (config_load(&cfg, file, err, sizeof(err)) == -1) {
 		fprintf(stderr, "graspctl: %s\n", err);

@@ -29,22 +29,19 @@
 #include "version.h"
 
 /* Ours: how long a process may take to answer. */
-#define CTL_TIMEOUT_MS		3000
+#define CTL_TIMEOUT_MS	 3000
 /* Ours: how long "graspctl stop" waits for graspd to exit (SUP_STOP_TIMEOUT
  * twice, relayd last, and some room). */
-#define CTL_STOP_WAIT_MS	20000
+#define CTL_STOP_WAIT_MS 20000
 
-static int	 jflag;
-static char	 run_path[PATH_MAX];
+static int  jflag;
+static char run_path[PATH_MAX];
 
-static const enum role all_procs[] = {
-	ROLE_SUPERVISOR, ROLE_RELAYD, ROLE_SYNCD, ROLE_DISCOVERYD,
-	ROLE_HISTORYD
-};
-#define NPROCS	(sizeof(all_procs) / sizeof(all_procs[0]))
+static const enum role all_procs[] = { ROLE_SUPERVISOR, ROLE_RELAYD, ROLE_SYNCD,
+	ROLE_DISCOVERYD, ROLE_HISTORYD };
+#define NPROCS (sizeof(all_procs) / sizeof(all_procs[0]))
 
-static void __attribute__((noreturn))
-usage(int status)
+static void __attribute__((noreturn)) usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: graspctl [-hjV] [-f file] [-r dir] command [argument]\n"
@@ -71,7 +68,7 @@ usage(int status)
 static void
 sleep_ms(int ms)
 {
-	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 	nanosleep(&ts, NULL);
 }
@@ -83,10 +80,10 @@ sleep_ms(int ms)
 static void
 find_run_path(const char *rflag, const char *file)
 {
-	struct config	 cfg;
-	const char	*name, *def, *env;
-	char		 err[1024];
-	size_t		 i;
+	struct config cfg;
+	const char   *name, *def, *env;
+	char	      err[1024];
+	size_t	      i;
 
 	if (rflag != NULL) {
 		snprintf(run_path, sizeof(run_path), "%s", rflag);
@@ -122,13 +119,13 @@ find_run_path(const char *rflag, const char *file)
 static cJSON *
 request(enum role proc, enum ctl_cmd c, const char *arg)
 {
-	const char	*cmd = ctl_cmd_name(c);
+	const char *cmd = ctl_cmd_name(c);
 
-	struct msg	 m;
-	cJSON		*req, *args, *reply = NULL;
-	struct stat	 st;
-	char		 ep[PATH_MAX + 16], *text, why[160];
-	int		 s, r, tmo = CTL_TIMEOUT_MS;
+	struct msg  m;
+	cJSON	   *req, *args, *reply = NULL;
+	struct stat st;
+	char	    ep[PATH_MAX + 16], *text, why[160];
+	int	    s, r, tmo = CTL_TIMEOUT_MS;
 
 	if (!ctl_cmd_answers(c, proc)) {
 		fprintf(stderr, "graspctl: %s has no \"%s\" command\n",
@@ -140,15 +137,17 @@ request(enum role proc, enum ctl_cmd c, const char *arg)
 		return NULL;
 	}
 	if (stat(ep + strlen("ipc://"), &st) == -1) {
-		fprintf(stderr, "graspctl: %s is not running (no socket at "
-		    "%s)\n", role_name(proc), ep + strlen("ipc://"));
+		fprintf(stderr,
+		    "graspctl: %s is not running (no socket at "
+		    "%s)\n",
+		    role_name(proc), ep + strlen("ipc://"));
 		return NULL;
 	}
 	if ((req = cJSON_CreateObject()) == NULL ||
 	    cJSON_AddStringToObject(req, "cmd", cmd) == NULL ||
 	    (args = cJSON_AddArrayToObject(req, "args")) == NULL ||
 	    (arg != NULL &&
-	    !cJSON_AddItemToArray(args, cJSON_CreateString(arg))) ||
+		!cJSON_AddItemToArray(args, cJSON_CreateString(arg))) ||
 	    (text = cJSON_PrintUnformatted(req)) == NULL)
 		fatalx("out of memory");
 	cJSON_Delete(req);
@@ -158,14 +157,13 @@ request(enum role proc, enum ctl_cmd c, const char *arg)
 		free(text);
 		return NULL;
 	}
-	if (nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo,
-	    sizeof(tmo)) == -1 ||
-	    nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo,
-	    sizeof(tmo)) == -1)
+	if (nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo, sizeof(tmo)) ==
+		-1 ||
+	    nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo, sizeof(tmo)) ==
+		-1)
 		fatalx("nn_setsockopt: %s", nn_strerror(nn_errno()));
 	if (msg_send(s, MSG_CONTROL, text, strlen(text), 0) == -1 ||
-	    (r = msg_recv_client(s, &m, 0, why, sizeof(why))) == 0 ||
-	    r == -1) {
+	    (r = msg_recv_client(s, &m, 0, why, sizeof(why))) == 0 || r == -1) {
 		fprintf(stderr, "graspctl: %s does not answer\n",
 		    role_name(proc));
 		goto done;
@@ -176,8 +174,7 @@ request(enum role proc, enum ctl_cmd c, const char *arg)
 		goto done;
 	}
 	if (m.m_type == MSG_CONTROL_REPLY)
-		reply = cJSON_ParseWithLength((const char *)m.m_data,
-		    m.m_len);
+		reply = cJSON_ParseWithLength((const char *)m.m_data, m.m_len);
 	if (reply == NULL || !cJSON_IsObject(reply)) {
 		fprintf(stderr, "graspctl: %s sent a malformed reply\n",
 		    role_name(proc));
@@ -195,7 +192,7 @@ done:
 static int
 reply_ok(enum role proc, const cJSON *reply)
 {
-	const cJSON	*e;
+	const cJSON *e;
 
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
 		return 1;
@@ -208,7 +205,7 @@ reply_ok(enum role proc, const cJSON *reply)
 static void
 print_json(const cJSON *j)
 {
-	char	*text;
+	char *text;
 
 	if ((text = cJSON_PrintUnformatted(j)) == NULL)
 		fatalx("out of memory");
@@ -220,7 +217,7 @@ print_json(const cJSON *j)
 static void
 fmt_duration(double secs, char *out, size_t outlen)
 {
-	long	s = (long)secs;
+	long s = (long)secs;
 
 	if (s >= 86400)
 		snprintf(out, outlen, "%ldd%02ldh", s / 86400,
@@ -237,7 +234,7 @@ static void
 status_row(const char *name, const char *state, double pid, double up,
     const char *restarts, const char *last, const char *reason)
 {
-	char	pids[24], ups[48];
+	char pids[24], ups[48];
 
 	if (pid > 0) {
 		snprintf(pids, sizeof(pids), "%.0f", pid);
@@ -253,9 +250,9 @@ status_row(const char *name, const char *state, double pid, double up,
 static int
 cmd_status(void)
 {
-	const cJSON	*roles, *r;
-	cJSON		*reply;
-	char		 restarts[16];
+	const cJSON *roles, *r;
+	cJSON	    *reply;
+	char	     restarts[16];
 
 	if ((reply = request(ROLE_SUPERVISOR, CTL_status, NULL)) == NULL)
 		return 1;
@@ -273,7 +270,8 @@ cmd_status(void)
 	status_row("graspd", "running", ctl_jnum(reply, "pid"),
 	    ctl_jnum(reply, "uptime"), "-", "", "");
 	roles = cJSON_GetObjectItemCaseSensitive(reply, "roles");
-	cJSON_ArrayForEach(r, roles) {
+	cJSON_ArrayForEach(r, roles)
+	{
 		snprintf(restarts, sizeof(restarts), "%.0f",
 		    ctl_jnum(r, "restarts"));
 		status_row(ctl_jstr(r, "role"), ctl_jstr(r, "state"),
@@ -288,11 +286,11 @@ cmd_status(void)
 static int
 cmd_supervisor(enum ctl_cmd c, const char *role)
 {
-	const char	*cmd = ctl_cmd_name(c);
-	cJSON		*reply;
-	int64_t		 deadline;
-	pid_t		 pid;
-	int		 rc = 1;
+	const char *cmd = ctl_cmd_name(c);
+	cJSON	   *reply;
+	int64_t	    deadline;
+	pid_t	    pid;
+	int	    rc = 1;
 
 	if ((reply = request(ROLE_SUPERVISOR, c, role)) == NULL)
 		return 1;
@@ -308,19 +306,21 @@ cmd_supervisor(enum ctl_cmd c, const char *role)
 		while (proc_alive(pid) && proc_now_ms() < deadline)
 			sleep_ms(50);
 		if (proc_alive(pid)) {
-			fprintf(stderr, "graspctl: graspd (pid %ld) still "
-			    "runs %d s later\n", (long)pid,
-			    CTL_STOP_WAIT_MS / 1000);
+			fprintf(stderr,
+			    "graspctl: graspd (pid %ld) still "
+			    "runs %d s later\n",
+			    (long)pid, CTL_STOP_WAIT_MS / 1000);
 			rc = 1;
 		} else if (!jflag)
 			printf("graspd stopped\n");
 	} else if (jflag)
 		;
 	else if (c == CTL_reload)
-		printf("reload: %s\n", cJSON_IsTrue(
-		    cJSON_GetObjectItemCaseSensitive(reply, "changed")) ?
-		    "configuration changed, restarting the roles" :
-		    "configuration unchanged");
+		printf("reload: %s\n",
+		    cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(reply, "changed")) ?
+			"configuration changed, restarting the roles" :
+			"configuration unchanged");
 	else
 		printf("%s: %s requested, now %s\n", role, cmd,
 		    ctl_jstr(reply, "state"));
@@ -356,10 +356,11 @@ is_scalar(const cJSON *v)
 static void
 print_view(const cJSON *obj, int depth)
 {
-	const cJSON	*c, *e;
-	int		 i, flat;
+	const cJSON *c, *e;
+	int	     i, flat;
 
-	cJSON_ArrayForEach(c, obj) {
+	cJSON_ArrayForEach(c, obj)
+	{
 		printf("%*s%s:", depth * 2, "", c->string ? c->string : "-");
 		if (is_scalar(c)) {
 			putchar(' ');
@@ -373,12 +374,11 @@ print_view(const cJSON *obj, int depth)
 			continue;
 		}
 		flat = 1;
-		cJSON_ArrayForEach(e, c)
-			if (!is_scalar(e))
-				flat = 0;
+		cJSON_ArrayForEach(e, c) if (!is_scalar(e)) flat = 0;
 		if (flat) {
 			i = 0;
-			cJSON_ArrayForEach(e, c) {
+			cJSON_ArrayForEach(e, c)
+			{
 				fputs(i++ ? ", " : " ", stdout);
 				print_scalar(e);
 			}
@@ -387,7 +387,8 @@ print_view(const cJSON *obj, int depth)
 		}
 		putchar('\n');
 		i = 0;
-		cJSON_ArrayForEach(e, c) {
+		cJSON_ArrayForEach(e, c)
+		{
 			if (is_scalar(e)) {
 				printf("%*s- ", (depth + 1) * 2, "");
 				print_scalar(e);
@@ -404,11 +405,13 @@ print_view(const cJSON *obj, int depth)
 static int
 proc_from_name(const char *name)
 {
-	int	p = role_from_name(name);
+	int p = role_from_name(name);
 
 	if (p == -1 || p == ROLE_GRASPCTL) {
-		fprintf(stderr, "graspctl: unknown process \"%s\" (graspd, "
-		    "relayd, syncd, discoveryd or historyd)\n", name);
+		fprintf(stderr,
+		    "graspctl: unknown process \"%s\" (graspd, "
+		    "relayd, syncd, discoveryd or historyd)\n",
+		    name);
 		exit(CTL_USAGE_EXIT);
 	}
 	return p;
@@ -423,11 +426,11 @@ proc_from_name(const char *name)
 static int
 cmd_direct(enum ctl_cmd c, const char *arg, const char *procname)
 {
-	const cJSON	*v, *m;
-	cJSON		*reply, *all = NULL;
-	enum role	 procs[NPROCS];
-	size_t		 n = 0, i;
-	int		 answered = 0, failed = 0;
+	const cJSON *v, *m;
+	cJSON	    *reply, *all = NULL;
+	enum role    procs[NPROCS];
+	size_t	     n = 0, i;
+	int	     answered = 0, failed = 0;
 
 	if (procname != NULL)
 		procs[n++] = proc_from_name(procname);
@@ -464,7 +467,8 @@ cmd_direct(enum ctl_cmd c, const char *arg, const char *procname)
 			print_view(v, n > 1);
 		} else if (c == CTL_stats) {
 			v = cJSON_GetObjectItemCaseSensitive(reply, "metrics");
-			cJSON_ArrayForEach(m, v) {
+			cJSON_ArrayForEach(m, v)
+			{
 				/* Roles share metric names: say whose. */
 				if (n > 1)
 					printf("%s ", role_name(procs[i]));
@@ -489,8 +493,8 @@ cmd_direct(enum ctl_cmd c, const char *arg, const char *procname)
 int
 main(int argc, char *argv[])
 {
-	const char	*rflag = NULL, *file = NULL, *cmd;
-	int		 ch;
+	const char *rflag = NULL, *file = NULL, *cmd;
+	int	    ch;
 
 	log_init("graspctl", 1);
 	while ((ch = getopt(argc, argv, "+f:hjr:V")) != -1) {
@@ -538,8 +542,10 @@ main(int argc, char *argv[])
 		if (argc != 2)
 			break;
 		if (proc_from_name(argv[1]) == ROLE_SUPERVISOR) {
-			fprintf(stderr, "graspctl: %s applies to a role; "
-			    "\"graspctl stop\" stops graspd\n", cmd);
+			fprintf(stderr,
+			    "graspctl: %s applies to a role; "
+			    "\"graspctl stop\" stops graspd\n",
+			    cmd);
 			return CTL_USAGE_EXIT;
 		}
 		return cmd_supervisor(ctl_cmd_find(cmd), argv[1]);
@@ -549,16 +555,15 @@ main(int argc, char *argv[])
 		if (strcmp(argv[1], "verbose") != 0 &&
 		    strcmp(argv[1], "brief") != 0)
 			usage(CTL_USAGE_EXIT);
-		return cmd_direct(CTL_log, argv[1], argc == 3 ? argv[2] :
-		    NULL);
+		return cmd_direct(CTL_log, argv[1], argc == 3 ? argv[2] : NULL);
 	case CTL_show:
 		if (argc == 2)
 			return cmd_direct(CTL_show, NULL, argv[1]);
 		break;
 	case CTL_stats:
 		if (argc == 1 || argc == 2)
-			return cmd_direct(CTL_stats, NULL, argc == 2 ?
-			    argv[1] : NULL);
+			return cmd_direct(CTL_stats, NULL,
+			    argc == 2 ? argv[1] : NULL);
 		break;
 	default:
 		/* shutdown is for programs, not people. */
@@ -566,8 +571,7 @@ main(int argc, char *argv[])
 	}
 	if (strcmp(cmd, "export") == 0 || strcmp(cmd, "import") == 0 ||
 	    strcmp(cmd, "backup") == 0) {
-		if ((ch = ctl_data(argc, argv, file, jflag)) ==
-		    CTL_USAGE_EXIT)
+		if ((ch = ctl_data(argc, argv, file, jflag)) == CTL_USAGE_EXIT)
 			usage(CTL_USAGE_EXIT);
 		return ch;
 	}

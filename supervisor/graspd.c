@@ -7,7 +7,7 @@
  * or graspctl stop; re-reads the configuration on SIGHUP or graspctl
  * reload.  One libevent loop, no threads of its own.
  */
-#define _GNU_SOURCE		/* pipe2 */
+#define _GNU_SOURCE /* pipe2 */
 #include <sys/types.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -34,24 +34,23 @@
 #include "version.h"
 
 #ifndef LIBEXECDIR
-#define LIBEXECDIR	"/usr/local/libexec/graspd"
+#define LIBEXECDIR "/usr/local/libexec/graspd"
 #endif
 
 struct supervisor	*sv;
 static struct supervisor sv_store;
-static int		 sv_verbose;	/* -v: debug, whatever the file says */
+static int		 sv_verbose; /* -v: debug, whatever the file says */
 
 double
 sup_now(void)
 {
-	struct timespec	ts;
+	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void __attribute__((noreturn))
-usage(int status)
+static void __attribute__((noreturn)) usage(int status)
 {
 	fprintf(status ? stderr : stdout,
 	    "usage: graspd [-dhnvV] [-f file]\n"
@@ -85,9 +84,9 @@ report(int status, const char *msg)
 static void
 notify(const char *state)
 {
-	struct sockaddr_un	 sun;
-	size_t			 len;
-	int			 fd;
+	struct sockaddr_un sun;
+	size_t		   len;
+	int		   fd;
 
 	if (sv->sv_notify == NULL)
 		return;
@@ -106,8 +105,9 @@ notify(const char *state)
 		return;
 	}
 	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
-	    (struct sockaddr *)&sun,
-	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) == -1)
+		(struct sockaddr *)&sun,
+		(socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) ==
+	    -1)
 		log_warn("notify %s: sendto %s", state, sv->sv_notify);
 	close(fd);
 }
@@ -127,7 +127,7 @@ static void __attribute__((noreturn, format(printf, 2, 3)))
 startup_fail(int status, const char *fmt, ...)
 {
 	char	msg[1024];
-	va_list	ap;
+	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -147,11 +147,11 @@ static void
 pidfile_open(void)
 {
 	char	old[32];
-	ssize_t	n;
+	ssize_t n;
 	int	fd;
 
 	if ((size_t)snprintf(sv->sv_pidfile, sizeof(sv->sv_pidfile),
-	    "%s/graspd.pid", sv->sv_cfg.run_path) >= sizeof(sv->sv_pidfile))
+		"%s/graspd.pid", sv->sv_cfg.run_path) >= sizeof(sv->sv_pidfile))
 		startup_fail(1, "run_path too long: %s", sv->sv_cfg.run_path);
 	fd = open(sv->sv_pidfile, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd == -1)
@@ -161,8 +161,10 @@ pidfile_open(void)
 		old[n > 0 ? n : 0] = '\0';
 		old[strcspn(old, "\n")] = '\0';
 		close(fd);
-		startup_fail(1, "graspd is already running (pid %s, %s is "
-		    "locked)", old[0] ? old : "unknown", sv->sv_pidfile);
+		startup_fail(1,
+		    "graspd is already running (pid %s, %s is "
+		    "locked)",
+		    old[0] ? old : "unknown", sv->sv_pidfile);
 	}
 	if (ftruncate(fd, 0) == -1 || dprintf(fd, "%d\n", (int)getpid()) < 0)
 		startup_fail(1, "%s: %s", sv->sv_pidfile, strerror(errno));
@@ -176,9 +178,9 @@ pidfile_open(void)
 static void
 find_libexec(void)
 {
-	const char	*env = getenv(SUP_LIBEXEC_ENV);
-	char		 exe[PATH_MAX], probe[PATH_MAX + 16], *slash;
-	ssize_t		 n;
+	const char *env = getenv(SUP_LIBEXEC_ENV);
+	char	    exe[PATH_MAX], probe[PATH_MAX + 16], *slash;
+	ssize_t	    n;
 
 	if (env != NULL && *env != '\0') {
 		if (realpath(env, sv->sv_libexec) == NULL)
@@ -211,7 +213,7 @@ daemon_wait(int fd, pid_t child)
 {
 	char	buf[2048];
 	size_t	len = 0;
-	ssize_t	n;
+	ssize_t n;
 	int	st, status, off = 0;
 
 	while (waitpid(child, &st, 0) == -1 && errno == EINTR)
@@ -232,7 +234,8 @@ daemon_wait(int fd, pid_t child)
 		fprintf(stderr, "graspd: %s", buf + off);
 		return status;
 	}
-	fprintf(stderr, "graspd: the daemon exited during start-up; see the "
+	fprintf(stderr,
+	    "graspd: the daemon exited during start-up; see the "
 	    "system log\n");
 	return 1;
 }
@@ -245,8 +248,8 @@ daemon_wait(int fd, pid_t child)
 static void
 daemon_start(void)
 {
-	int	p[2];
-	pid_t	pid;
+	int   p[2];
+	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC) == -1)
 		fatal("pipe2");
@@ -273,10 +276,9 @@ daemon_start(void)
 }
 
 struct event *
-sup_event_new(int fd, short events, void (*cb)(int, short, void *),
-    void *arg)
+sup_event_new(int fd, short events, void (*cb)(int, short, void *), void *arg)
 {
-	struct event	*ev;
+	struct event *ev;
 
 	if ((ev = event_new(sv->sv_base, fd, events, cb, arg)) == NULL)
 		fatalx("event_new failed");
@@ -300,7 +302,7 @@ sup_progress(void)
 void
 sup_shutdown(int status)
 {
-	struct sup_role	*r;
+	struct sup_role *r;
 	int		 i;
 
 	if (sv->sv_shutdown)
@@ -311,7 +313,8 @@ sup_shutdown(int status)
 	notify("STOPPING=1");
 	if (sv->sv_booting) {
 		sv->sv_booting = 0;
-		report(status ? status : 1, "graspd was stopped during its "
+		report(status ? status : 1,
+		    "graspd was stopped during its "
 		    "start-up");
 	}
 	/* relayd last: sup_progress stops it once the others are gone. */
@@ -328,7 +331,7 @@ static void
 boot_done(int status, const char *msg)
 {
 	struct buf	 b = BUF_INIT;
-	struct sup_role	*r;
+	struct sup_role *r;
 	int		 i;
 
 	sv->sv_booting = 0;
@@ -356,7 +359,7 @@ boot_done(int status, const char *msg)
 static void
 boot_progress(void)
 {
-	struct sup_role	*relayd = sup_role_get(ROLE_RELAYD), *r;
+	struct sup_role *relayd = sup_role_get(ROLE_RELAYD), *r;
 	char		 msg[512];
 	int		 i;
 
@@ -364,7 +367,9 @@ boot_progress(void)
 		snprintf(msg, sizeof(msg), "relayd failed: %s",
 		    relayd->rl_reason);
 		boot_done(strcmp(relayd->rl_last_exit, "exited 78") == 0 ?
-		    CONFIG_EXIT : 1, msg);
+			CONFIG_EXIT :
+			1,
+		    msg);
 		return;
 	}
 	if (relayd->rl_state != SUP_RUNNING)
@@ -385,7 +390,7 @@ boot_progress(void)
 static void
 progress_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct sup_role	*relayd = sup_role_get(ROLE_RELAYD);
+	struct sup_role *relayd = sup_role_get(ROLE_RELAYD);
 	int		 i, others = 0;
 
 	if (sv->sv_shutdown) {
@@ -416,7 +421,7 @@ apply_log_level(void)
 static int
 dump_has(const char *d, const char *l, size_t len)
 {
-	const char	*e;
+	const char *e;
 
 	for (; *d; d = *e ? e + 1 : e) {
 		e = d + strcspn(d, "\n");
@@ -433,10 +438,10 @@ dump_has(const char *d, const char *l, size_t len)
 static long
 dump_roles(const char *a, const char *b, int *log)
 {
-	const char	*l, *e;
-	char		 key[64];
-	size_t		 n, kl;
-	long		 roles = 0, r;
+	const char *l, *e;
+	char	    key[64];
+	size_t	    n, kl;
+	long	    roles = 0, r;
 
 	for (l = a; *l; l = *e ? e + 1 : e) {
 		e = l + strcspn(l, "\n");
@@ -446,7 +451,7 @@ dump_roles(const char *a, const char *b, int *log)
 		kl = strcspn(l, " =");
 		snprintf(key, sizeof(key), "%.*s", (int)(kl < n ? kl : n), l);
 		if ((r = config_key_roles(key)) == -1)
-			r = -1L & ~1L;		/* every role */
+			r = -1L & ~1L; /* every role */
 		roles |= r;
 		if (strcmp(key, "log_level") == 0)
 			*log = 1;
@@ -459,7 +464,7 @@ sup_reload(int *changed, char *err, size_t errlen)
 {
 	struct config	 nc;
 	struct buf	 a = BUF_INIT, b = BUF_INIT;
-	struct sup_role	*r;
+	struct sup_role *r;
 	long		 roles;
 	int		 i, log = 0, restart;
 
@@ -470,17 +475,16 @@ sup_reload(int *changed, char *err, size_t errlen)
 	}
 	if (config_load(&nc, sv->sv_conffile, err, errlen) == -1) {
 		config_free(&nc);
-		log_warnx("reload: %s; keeping the running configuration",
-		    err);
+		log_warnx("reload: %s; keeping the running configuration", err);
 		return -1;
 	}
 	if (strcmp(nc.run_path, sv->sv_cfg.run_path) != 0) {
-		snprintf(err, errlen, "run_path changed from %s to %s: "
-		    "restart graspd to move it", sv->sv_cfg.run_path,
-		    nc.run_path);
+		snprintf(err, errlen,
+		    "run_path changed from %s to %s: "
+		    "restart graspd to move it",
+		    sv->sv_cfg.run_path, nc.run_path);
 		config_free(&nc);
-		log_warnx("reload: %s; keeping the running configuration",
-		    err);
+		log_warnx("reload: %s; keeping the running configuration", err);
 		return -1;
 	}
 	config_dump(&sv->sv_cfg, &a);
@@ -524,7 +528,7 @@ sup_reload(int *changed, char *err, size_t errlen)
 		if (r->rl_want)
 			sup_role_restart(r);
 		else if (r->rl_state == SUP_FAILED)
-			sup_role_start(r);	/* the change may fix it */
+			sup_role_start(r); /* the change may fix it */
 	}
 	return 0;
 }
@@ -532,8 +536,8 @@ sup_reload(int *changed, char *err, size_t errlen)
 static void
 signal_cb(evutil_socket_t sig, short what, void *arg)
 {
-	char	err[1024];
-	int	changed;
+	char err[1024];
+	int  changed;
 
 	switch (sig) {
 	case SIGTERM:
@@ -555,21 +559,21 @@ static void
 warn_relative(const char *key, const char *path)
 {
 	if (path != NULL && path[0] != '/')
-		log_warnx("%s %s is relative: a daemon resolves it from /",
-		    key, path);
+		log_warnx("%s %s is relative: a daemon resolves it from /", key,
+		    path);
 }
 
 int
 main(int argc, char *argv[])
 {
-	static const int	 sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
-	struct event		*sigev[sizeof(sigs) / sizeof(sigs[0])];
-	struct sup_role		*r;
-	struct buf		 b = BUF_INIT;
-	const char		*file = NULL, *ns, *rt;
-	char			 err[1024], real[PATH_MAX];
-	int			 ch, nflag = 0, fd;
-	size_t			 i;
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+	struct event	*sigev[sizeof(sigs) / sizeof(sigs[0])];
+	struct sup_role *r;
+	struct buf	 b = BUF_INIT;
+	const char	*file = NULL, *ns, *rt;
+	char		 err[1024], real[PATH_MAX];
+	int		 ch, nflag = 0, fd;
+	size_t		 i;
 
 	/* Descriptors 0-2 must exist before anything else is opened. */
 	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd < 3)
@@ -644,12 +648,13 @@ main(int argc, char *argv[])
 	config_warn_env();
 	sv->sv_ready_timeout = SUP_READY_TIMEOUT;
 	if ((rt = getenv(SUP_READY_TIMEOUT_ENV)) != NULL && *rt != '\0') {
-		char	*ep;
-		double	 secs = strtod(rt, &ep);
+		char  *ep;
+		double secs = strtod(rt, &ep);
 
 		if (*ep != '\0' || !(secs >= 0.1 && secs <= 3600))
 			fatalx("%s=%s: not a number of seconds from 0.1 to "
-			    "3600", SUP_READY_TIMEOUT_ENV, rt);
+			       "3600",
+			    SUP_READY_TIMEOUT_ENV, rt);
 		sv->sv_ready_timeout = secs;
 	}
 	if (sv->sv_cfg.test)
@@ -687,8 +692,9 @@ main(int argc, char *argv[])
 	sv->sv_started = sup_now();
 	sv->sv_booting = 1;
 	log_info("started (pid %d, configuration %s, roles from %s)",
-	    (int)getpid(), sv->sv_conffile ? sv->sv_conffile :
-	    "defaults and environment", sv->sv_libexec);
+	    (int)getpid(),
+	    sv->sv_conffile ? sv->sv_conffile : "defaults and environment",
+	    sv->sv_libexec);
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
 		if (r->rl_id == ROLE_RELAYD)
@@ -704,7 +710,8 @@ main(int argc, char *argv[])
 	event_base_dispatch(sv->sv_base);
 
 	log_info("exiting with status %d", sv->sv_exit);
-	report(sv->sv_exit ? sv->sv_exit : 1, "graspd exited during its "
+	report(sv->sv_exit ? sv->sv_exit : 1,
+	    "graspd exited during its "
 	    "start-up");
 	sup_control_close();
 	sup_roles_free();

@@ -27,7 +27,7 @@
 #include "msg.h"
 #include "supervisor.h"
 
-static char	ctl_path[PATH_MAX + 16];	/* the socket file */
+static char ctl_path[PATH_MAX + 16]; /* the socket file */
 
 static cJSON *
 add(cJSON *obj, const char *key, cJSON *item)
@@ -52,18 +52,20 @@ add_str(cJSON *obj, const char *key, const char *s)
 static struct sup_role *
 arg_role(const char *name, char *err, size_t errlen)
 {
-	struct sup_role	*r;
+	struct sup_role *r;
 
 	if ((r = sup_role_find(name)) == NULL)
-		snprintf(err, errlen, "unknown role \"%s\" (relayd, syncd, "
-		    "discoveryd or historyd)", name);
+		snprintf(err, errlen,
+		    "unknown role \"%s\" (relayd, syncd, "
+		    "discoveryd or historyd)",
+		    name);
 	return r;
 }
 
 static cJSON *
 role_json(const struct sup_role *r)
 {
-	cJSON	*o;
+	cJSON *o;
 
 	if ((o = cJSON_CreateObject()) == NULL)
 		fatalx("control: out of memory");
@@ -85,8 +87,8 @@ static int
 ctl_status(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
-	cJSON	*roles;
-	int	 i;
+	cJSON *roles;
+	int    i;
 
 	add_num(reply, "pid", getpid());
 	add_num(reply, "uptime", (long)(sup_now() - sv->sv_started));
@@ -101,17 +103,17 @@ static int
 ctl_show(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
-	static const char	*lvl[] = { "error", "warn", "info", "debug" };
-	const struct sup_role	*r;
-	cJSON			*view, *roles;
-	char			 line[512];
-	int			 i, l = (int)log_getlevel();
+	static const char     *lvl[] = { "error", "warn", "info", "debug" };
+	const struct sup_role *r;
+	cJSON		      *view, *roles;
+	char		       line[512];
+	int		       i, l = (int)log_getlevel();
 
 	view = add(reply, "view", cJSON_CreateObject());
 	add_num(view, "pid", getpid());
 	add_num(view, "uptime", (long)(sup_now() - sv->sv_started));
-	add_str(view, "configuration", sv->sv_conffile ? sv->sv_conffile :
-	    "defaults and environment");
+	add_str(view, "configuration",
+	    sv->sv_conffile ? sv->sv_conffile : "defaults and environment");
 	add_str(view, "run_path", sv->sv_cfg.run_path);
 	add_str(view, "libexec", sv->sv_libexec);
 	add_str(view, "log_level", l >= 0 && l <= 3 ? lvl[l] : "info");
@@ -148,8 +150,7 @@ static int
 ctl_log(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
-	return ctl_log_level(argv[0], sv->sv_cfg.log_level, reply, err,
-	    errlen);
+	return ctl_log_level(argv[0], sv->sv_cfg.log_level, reply, err, errlen);
 }
 
 /* -1 with err while graspd shuts down: it starts nothing then. */
@@ -171,7 +172,7 @@ static int
 ctl_role_do(const char *verb, void (*fn)(struct sup_role *), const char *name,
     cJSON *reply, char *err, size_t errlen)
 {
-	struct sup_role	*r;
+	struct sup_role *r;
 
 	if (ctl_refuse_stopping(err, errlen) == -1)
 		return -1;
@@ -223,7 +224,7 @@ static int
 ctl_reload(void *arg, int argc, const char **argv, cJSON *reply, char *err,
     size_t errlen)
 {
-	int	changed;
+	int changed;
 
 	if (ctl_refuse_stopping(err, errlen) == -1)
 		return -1;
@@ -246,11 +247,11 @@ ctl_read_cb(evutil_socket_t fd, short what, void *arg)
 int
 sup_control_open(char *err, size_t errlen)
 {
-	char	ep[PATH_MAX + 16];
-	int	fd;
+	char ep[PATH_MAX + 16];
+	int  fd;
 
 	if (chan_control_endpoint(sv->sv_cfg.run_path, ROLE_SUPERVISOR, ep,
-	    sizeof(ep)) == -1) {
+		sizeof(ep)) == -1) {
 		snprintf(err, errlen, "run_path too long: %s",
 		    sv->sv_cfg.run_path);
 		return -1;
@@ -269,8 +270,8 @@ sup_control_open(char *err, size_t errlen)
 		snprintf(err, errlen, "NN_RCVFD: %s", nn_strerror(nn_errno()));
 		return -1;
 	}
-	sv->sv_ctl_ev = sup_event_new(fd, EV_READ | EV_PERSIST, ctl_read_cb,
-	    NULL);
+	sv->sv_ctl_ev =
+	    sup_event_new(fd, EV_READ | EV_PERSIST, ctl_read_cb, NULL);
 	if (event_add(sv->sv_ctl_ev, NULL) == -1) {
 		snprintf(err, errlen, "cannot watch the control socket");
 		return -1;

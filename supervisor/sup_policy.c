@@ -14,9 +14,9 @@
 void
 sup_policy_exit(const struct sup_exit *e, double now, struct sup_decision *d)
 {
-	double		up = now - e->se_started, delay;
-	int		was_ready = e->se_ready > 0;
-	unsigned	n;
+	double	 up = now - e->se_started, delay;
+	int	 was_ready = e->se_ready > 0;
+	unsigned n;
 
 	d->sd_fast_deaths = e->se_fast_deaths;
 	d->sd_delay = 0;
@@ -33,8 +33,8 @@ sup_policy_exit(const struct sup_exit *e, double now, struct sup_decision *d)
 		d->sd_verdict = SUP_V_STOPPED;
 		return;
 	}
-	if (WIFEXITED(e->se_status) && WEXITSTATUS(e->se_status) ==
-	    CONFIG_EXIT) {
+	if (WIFEXITED(e->se_status) &&
+	    WEXITSTATUS(e->se_status) == CONFIG_EXIT) {
 		d->sd_verdict = SUP_V_FAIL_CONFIG;
 		return;
 	}
@@ -63,7 +63,7 @@ sup_policy_exit(const struct sup_exit *e, double now, struct sup_decision *d)
 double
 sup_policy_start_delay(int spawned, double started, double now, double delay)
 {
-	double	gap;
+	double gap;
 
 	if (spawned) {
 		gap = started + SUP_START_GAP - now;
@@ -76,7 +76,7 @@ sup_policy_start_delay(int spawned, double started, double now, double delay)
 double
 sup_policy_ready_wait(double started, double now, double timeout)
 {
-	double	left;
+	double left;
 
 	left = started + SUP_READY_MAX_TIMEOUTS * timeout - now;
 	if (left <= 0)

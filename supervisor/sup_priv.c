@@ -31,22 +31,21 @@
 #include "supervisor.h"
 
 /* The default of NGIT_USER (graspd.conf(5)). */
-#define PRIV_DEFAULT_USER	"graspd"
+#define PRIV_DEFAULT_USER "graspd"
 /* The files of relay_data_path the user must own (relayd writes them). */
-static const char *const priv_owned[] = {
-	"graspd.db", "graspd.db-wal", "graspd.db-shm", ".relay-owner.nsec"
-};
+static const char *const priv_owned[] = { "graspd.db", "graspd.db-wal",
+	"graspd.db-shm", ".relay-owner.nsec" };
 
-static int	 priv_drop;	/* roles run as priv_uid */
-static uid_t	 priv_uid;
-static gid_t	 priv_gid;
-static char	 priv_home[PATH_MAX + 8];	/* "HOME=..." */
+static int   priv_drop; /* roles run as priv_uid */
+static uid_t priv_uid;
+static gid_t priv_gid;
+static char  priv_home[PATH_MAX + 8]; /* "HOME=..." */
 
 /* Makes dir (created if missing) the user's; mode 0700 if private. */
 static int
 own_dir(const char *dir, int private, char *err, size_t errlen)
 {
-	struct stat	st;
+	struct stat st;
 
 	if (mkdir_p(dir, 0755) == -1 || stat(dir, &st) == -1) {
 		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
@@ -57,8 +56,7 @@ own_dir(const char *dir, int private, char *err, size_t errlen)
 		snprintf(err, errlen, "chown %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	if (private && (st.st_mode & 07777) != 0700 &&
-	    chmod(dir, 0700) == -1) {
+	if (private && (st.st_mode & 07777) != 0700 && chmod(dir, 0700) == -1) {
 		snprintf(err, errlen, "chmod %s: %s", dir, strerror(errno));
 		return -1;
 	}
@@ -68,11 +66,11 @@ own_dir(const char *dir, int private, char *err, size_t errlen)
 int
 sup_priv_init(char *err, size_t errlen)
 {
-	const char	*user = sv->sv_cfg.user;
-	struct passwd	*pw;
-	struct stat	 st;
-	char		 path[PATH_MAX];
-	size_t		 i;
+	const char    *user = sv->sv_cfg.user;
+	struct passwd *pw;
+	struct stat    st;
+	char	       path[PATH_MAX];
+	size_t	       i;
 
 	if (geteuid() != 0 || user == NULL || *user == '\0')
 		return 0;
@@ -80,7 +78,7 @@ sup_priv_init(char *err, size_t errlen)
 	if ((pw = getpwnam(user)) == NULL) {
 		if (strcmp(user, PRIV_DEFAULT_USER) == 0) {
 			log_warnx("user %s does not exist: every role runs "
-			    "as root (create it, or set NGIT_USER=root)",
+				  "as root (create it, or set NGIT_USER=root)",
 			    user);
 			return 0;
 		}
@@ -101,17 +99,18 @@ sup_priv_init(char *err, size_t errlen)
 		snprintf(path, sizeof(path), "%s/%s",
 		    sv->sv_cfg.relay_data_path, priv_owned[i]);
 		if (stat(path, &st) == 0 && st.st_uid != priv_uid) {
-			snprintf(err, errlen, "%s belongs to uid %u, not to "
-			    "%s: chown -R %s: %s %s", path,
-			    (unsigned)st.st_uid, user, user,
+			snprintf(err, errlen,
+			    "%s belongs to uid %u, not to "
+			    "%s: chown -R %s: %s %s",
+			    path, (unsigned)st.st_uid, user, user,
 			    sv->sv_cfg.relay_data_path,
 			    sv->sv_cfg.git_data_path);
 			return -1;
 		}
 	}
 	priv_drop = 1;
-	log_info("roles run as %s (uid %u, gid %u)", user,
-	    (unsigned)priv_uid, (unsigned)priv_gid);
+	log_info("roles run as %s (uid %u, gid %u)", user, (unsigned)priv_uid,
+	    (unsigned)priv_gid);
 	return 0;
 }
 
@@ -135,7 +134,7 @@ sup_priv_home(void)
 int
 sup_priv_child(int bind_cap)
 {
-	struct __user_cap_header_struct	hdr;
+	struct __user_cap_header_struct hdr;
 	struct __user_cap_data_struct	data[2];
 	gid_t				gid = priv_gid;
 
@@ -154,11 +153,11 @@ sup_priv_child(int bind_cap)
 	memset(&hdr, 0, sizeof(hdr));
 	memset(data, 0, sizeof(data));
 	hdr.version = _LINUX_CAPABILITY_VERSION_3;
-	data[0].effective = data[0].permitted = data[0].inheritable =
-	    1u << CAP_NET_BIND_SERVICE;
+	data[0].effective = data[0].permitted = data[0].inheritable = 1u
+	    << CAP_NET_BIND_SERVICE;
 	if (syscall(SYS_capset, &hdr, data) == -1 ||
-	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_BIND_SERVICE,
-	    0, 0) == -1)
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_BIND_SERVICE, 0,
+		0) == -1)
 		return -1;
 	return prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
 }

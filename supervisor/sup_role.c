@@ -10,7 +10,7 @@
  * child only moves descriptors, resets signals and execs: everything it
  * needs (argv, envp) is built before fork().
  */
-#define _GNU_SOURCE		/* close_range, dup3, pipe2 */
+#define _GNU_SOURCE /* close_range, dup3, pipe2 */
 #include <sys/types.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -30,8 +30,8 @@
 
 extern char **environ;
 
-static void	role_spawn(struct sup_role *);
-static void	role_term(struct sup_role *);
+static void role_spawn(struct sup_role *);
+static void role_term(struct sup_role *);
 
 static const char *const state_names[] = {
 	[SUP_STOPPED] = "stopped",
@@ -53,7 +53,7 @@ sup_state_name(enum sup_state s)
 struct sup_role *
 sup_role_get(enum role id)
 {
-	int	i;
+	int i;
 
 	for (i = 0; i < SUP_NROLES; i++)
 		if (sv->sv_roles[i].rl_id == id)
@@ -64,7 +64,7 @@ sup_role_get(enum role id)
 struct sup_role *
 sup_role_find(const char *name)
 {
-	int	i;
+	int i;
 
 	for (i = 0; i < SUP_NROLES; i++)
 		if (strcmp(sv->sv_roles[i].rl_name, name) == 0)
@@ -81,7 +81,7 @@ sup_role_uptime(const struct sup_role *r)
 int
 sup_roles_alive(void)
 {
-	int	i, n = 0;
+	int i, n = 0;
 
 	for (i = 0; i < SUP_NROLES; i++)
 		if (sv->sv_roles[i].rl_pid > 0)
@@ -92,7 +92,7 @@ sup_roles_alive(void)
 static void
 timer_in(struct event *ev, double secs)
 {
-	struct timeval	tv;
+	struct timeval tv;
 
 	if (secs < 0)
 		secs = 0;
@@ -104,7 +104,7 @@ timer_in(struct event *ev, double secs)
 static void __attribute__((format(printf, 2, 3)))
 role_reason(struct sup_role *r, const char *fmt, ...)
 {
-	va_list	ap;
+	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(r->rl_reason, sizeof(r->rl_reason), fmt, ap);
@@ -158,7 +158,7 @@ role_ready(struct sup_role *r)
 static void
 role_ready_extend(struct sup_role *r)
 {
-	double	wait;
+	double wait;
 
 	if (r->rl_state != SUP_STARTING)
 		return;
@@ -174,7 +174,7 @@ role_ready_extend(struct sup_role *r)
 static void
 role_ready_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct sup_role	*r = arg;
+	struct sup_role *r = arg;
 	size_t		 room = sizeof(r->rl_ready_buf) - 1 - r->rl_ready_len;
 	ssize_t		 n;
 	char		*nl;
@@ -199,14 +199,15 @@ role_ready_cb(evutil_socket_t fd, short what, void *arg)
 		/* Progress lines are taken, a partial line waits. */
 		while ((nl = strchr(r->rl_ready_buf, '\n')) != NULL) {
 			if (strncmp(r->rl_ready_buf, READY_EXTEND,
-			    (size_t)(nl - r->rl_ready_buf) + 1) == 0)
+				(size_t)(nl - r->rl_ready_buf) + 1) == 0)
 				role_ready_extend(r);
 			else if (strncmp(r->rl_ready_buf, READY_ERROR,
-			    sizeof(READY_ERROR) - 1) == 0)
+				     sizeof(READY_ERROR) - 1) == 0)
 				snprintf(r->rl_error, sizeof(r->rl_error),
-				    "%.*s", (int)(nl - r->rl_ready_buf -
-				    (sizeof(READY_ERROR) - 1)), r->rl_ready_buf +
-				    sizeof(READY_ERROR) - 1);
+				    "%.*s",
+				    (int)(nl - r->rl_ready_buf -
+					(sizeof(READY_ERROR) - 1)),
+				    r->rl_ready_buf + sizeof(READY_ERROR) - 1);
 			r->rl_ready_len -= (size_t)(nl + 1 - r->rl_ready_buf);
 			memmove(r->rl_ready_buf, nl + 1, r->rl_ready_len + 1);
 		}
@@ -219,7 +220,7 @@ role_ready_cb(evutil_socket_t fd, short what, void *arg)
 static void
 role_ready_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct sup_role	*r = arg;
+	struct sup_role *r = arg;
 
 	if (r->rl_pid <= 0 || r->rl_state != SUP_STARTING)
 		return;
@@ -233,7 +234,7 @@ role_ready_timeout_cb(evutil_socket_t fd, short what, void *arg)
 static void
 role_kill_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct sup_role	*r = arg;
+	struct sup_role *r = arg;
 
 	if (r->rl_pid <= 0)
 		return;
@@ -247,7 +248,7 @@ role_kill_cb(evutil_socket_t fd, short what, void *arg)
 static void
 role_start_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct sup_role	*r = arg;
+	struct sup_role *r = arg;
 
 	if (r->rl_pid > 0 || sv->sv_shutdown || !r->rl_want)
 		return;
@@ -257,11 +258,10 @@ role_start_cb(evutil_socket_t fd, short what, void *arg)
 void
 sup_roles_init(void)
 {
-	static const enum role	 order[SUP_NROLES] = {
-		ROLE_RELAYD, ROLE_SYNCD, ROLE_DISCOVERYD, ROLE_HISTORYD
-	};
-	struct sup_role		*r;
-	int			 i;
+	static const enum role order[SUP_NROLES] = { ROLE_RELAYD, ROLE_SYNCD,
+		ROLE_DISCOVERYD, ROLE_HISTORYD };
+	struct sup_role	      *r;
+	int		       i;
 
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
@@ -272,8 +272,8 @@ sup_roles_init(void)
 		r->rl_pid = -1;
 		r->rl_ready_fd = -1;
 		r->rl_start_timer = sup_event_new(-1, 0, role_start_cb, r);
-		r->rl_ready_timer = sup_event_new(-1, 0, role_ready_timeout_cb,
-		    r);
+		r->rl_ready_timer =
+		    sup_event_new(-1, 0, role_ready_timeout_cb, r);
 		r->rl_kill_timer = sup_event_new(-1, 0, role_kill_cb, r);
 	}
 }
@@ -281,7 +281,7 @@ sup_roles_init(void)
 void
 sup_roles_free(void)
 {
-	struct sup_role	*r;
+	struct sup_role *r;
 	int		 i;
 
 	for (i = 0; i < SUP_NROLES; i++) {
@@ -302,10 +302,10 @@ sup_roles_free(void)
 static char **
 role_envp(void)
 {
-	static char	 ready[] = READY_ENV "=3";
-	size_t		 n = 0, i, kl = strlen(READY_ENV);
-	const char	*home = sup_priv_home();
-	char		**envp;
+	static char ready[] = READY_ENV "=3";
+	size_t	    n = 0, i, kl = strlen(READY_ENV);
+	const char *home = sup_priv_home();
+	char	  **envp;
 
 	for (i = 0; environ[i] != NULL; i++)
 		n++;
@@ -314,7 +314,7 @@ role_envp(void)
 	n = 0;
 	for (i = 0; environ[i] != NULL; i++)
 		if ((strncmp(environ[i], READY_ENV, kl) != 0 ||
-		    environ[i][kl] != '=') &&
+			environ[i][kl] != '=') &&
 		    (home == NULL || strncmp(environ[i], "HOME=", 5) != 0))
 			envp[n++] = environ[i];
 	if (home != NULL)
@@ -333,15 +333,15 @@ role_envp(void)
  * failure writes errno to the error pipe.
  */
 static void __attribute__((noreturn))
-role_child(const char *path, char *const argv[], char *const envp[],
-    int readyw, int errw, pid_t parent, int bind_cap)
+role_child(const char *path, char *const argv[], char *const envp[], int readyw,
+    int errw, pid_t parent, int bind_cap)
 {
-	static const int	 sigs[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP,
-	    SIGCHLD, SIGUSR1, SIGUSR2 };
-	struct sigaction	 sa;
-	sigset_t		 none;
-	size_t			 i;
-	int			 e;
+	static const int sigs[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD,
+		SIGUSR1, SIGUSR2 };
+	struct sigaction sa;
+	sigset_t	 none;
+	size_t		 i;
+	int		 e;
 
 	setpgid(0, 0);
 	/* A role never outlives graspd: a new graspd would start another. */
@@ -360,8 +360,7 @@ role_child(const char *path, char *const argv[], char *const envp[],
 		_exit(127);
 	if ((readyw = fcntl(readyw, F_DUPFD, SUP_READY_FD + 2)) == -1)
 		goto fail;
-	if (dup2(sv->sv_devnull, 0) == -1 ||
-	    dup2(readyw, SUP_READY_FD) == -1 ||
+	if (dup2(sv->sv_devnull, 0) == -1 || dup2(readyw, SUP_READY_FD) == -1 ||
 	    dup3(errw, SUP_READY_FD + 1, O_CLOEXEC) == -1)
 		goto fail;
 	errw = SUP_READY_FD + 1;
@@ -381,14 +380,14 @@ fail:
 static void
 role_spawn(struct sup_role *r)
 {
-	char	  path[PATH_MAX + 32], *argv[6], **envp;
-	int	  readyp[2], errp[2], argc = 0, e, st;
-	ssize_t	  n;
-	pid_t	  pid;
+	char	path[PATH_MAX + 32], *argv[6], **envp;
+	int	readyp[2], errp[2], argc = 0, e, st;
+	ssize_t n;
+	pid_t	pid;
 
 	evtimer_del(r->rl_start_timer);
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", sv->sv_libexec,
-	    r->rl_name) >= sizeof(path)) {
+		r->rl_name) >= sizeof(path)) {
 		role_reason(r, "libexec path too long: %s", sv->sv_libexec);
 		role_failed(r);
 		return;
@@ -425,8 +424,8 @@ role_spawn(struct sup_role *r)
 	}
 	if (pid == 0)
 		role_child(path, argv, envp, readyp[1], errp[1], getppid(),
-		    r->rl_id == ROLE_RELAYD && sv->sv_cfg.bind_port <
-		    PRIV_PORT_FIRST_FREE);
+		    r->rl_id == ROLE_RELAYD &&
+			sv->sv_cfg.bind_port < PRIV_PORT_FIRST_FREE);
 	setpgid(pid, pid);
 	free(envp);
 	close(readyp[1]);
@@ -472,8 +471,8 @@ role_spawn(struct sup_role *r)
 static void
 role_schedule(struct sup_role *r, double delay)
 {
-	delay = sup_policy_start_delay(r->rl_spawned, r->rl_started,
-	    sup_now(), delay);
+	delay = sup_policy_start_delay(r->rl_spawned, r->rl_started, sup_now(),
+	    delay);
 	if (delay <= 0) {
 		role_spawn(r);
 		return;
@@ -564,9 +563,9 @@ describe_exit(int st, char *out, size_t outlen)
 static void
 role_exited(struct sup_role *r, int st)
 {
-	double			now = sup_now(), up = now - r->rl_started;
-	struct sup_exit		e;
-	struct sup_decision	d;
+	double		    now = sup_now(), up = now - r->rl_started;
+	struct sup_exit	    e;
+	struct sup_decision d;
 
 	describe_exit(st, r->rl_last_exit, sizeof(r->rl_last_exit));
 	/* A READY=1 written just before the exit still counts. */
@@ -611,23 +610,29 @@ role_exited(struct sup_role *r, int st)
 		break;
 	case SUP_V_FAIL_CONFIG:
 		if (r->rl_error[0] != '\0')
-			role_reason(r, "%s (exited %d, configuration error): "
-			    "not restarted", r->rl_error, CONFIG_EXIT);
+			role_reason(r,
+			    "%s (exited %d, configuration error): "
+			    "not restarted",
+			    r->rl_error, CONFIG_EXIT);
 		else
-			role_reason(r, "exited %d (configuration error): not "
-			    "restarted", CONFIG_EXIT);
+			role_reason(r,
+			    "exited %d (configuration error): not "
+			    "restarted",
+			    CONFIG_EXIT);
 		role_failed(r);
 		break;
 	case SUP_V_FAIL_FAST:
-		role_reason(r, "%u fast deaths in a row (last: %s): not "
-		    "restarted", d.sd_fast_deaths, r->rl_last_exit);
+		role_reason(r,
+		    "%u fast deaths in a row (last: %s): not "
+		    "restarted",
+		    d.sd_fast_deaths, r->rl_last_exit);
 		role_failed(r);
 		break;
 	case SUP_V_RESPAWN:
 		if (d.sd_delay > 0) {
 			role_reason(r, "%s%s; restarting in %.0f s",
-			    r->rl_last_exit, e.se_ready > 0 ? "" :
-			    " before ready", d.sd_delay);
+			    r->rl_last_exit,
+			    e.se_ready > 0 ? "" : " before ready", d.sd_delay);
 			log_info("%s: restarting in %.0f s", r->rl_name,
 			    d.sd_delay);
 		}
@@ -639,8 +644,8 @@ role_exited(struct sup_role *r, int st)
 void
 sup_reap(void)
 {
-	pid_t	pid;
-	int	st, i;
+	pid_t pid;
+	int   st, i;
 
 	for (;;) {
 		pid = waitpid(-1, &st, WNOHANG);

@@ -19,14 +19,14 @@
 #include "role.h"
 #include "supervisor.h"
 
-static int		 stats_sock = -1;	/* nanomsg PUSH */
-static struct event	*stats_ev;
+static int	     stats_sock = -1; /* nanomsg PUSH */
+static struct event *stats_ev;
 
 /* role_metric() with the label role="role" when role is not NULL. */
 static void
 metric(cJSON *metrics, const char *name, const char *role, double v)
 {
-	char	key[128];
+	char key[128];
 
 	if (role != NULL)
 		snprintf(key, sizeof(key), "%s{role=\"%s\"}", name, role);
@@ -38,8 +38,8 @@ metric(cJSON *metrics, const char *name, const char *role, double v)
 void
 sup_stats_metrics(cJSON *metrics)
 {
-	const struct sup_role	*r;
-	int			 i;
+	const struct sup_role *r;
+	int		       i;
 
 	metric(metrics, "graspd_uptime_seconds", NULL,
 	    (long)(sup_now() - sv->sv_started));
@@ -58,25 +58,26 @@ sup_stats_metrics(cJSON *metrics)
 static void
 stats_cb(int fd, short what, void *arg)
 {
-	struct timeval	 tv;
-	double		 period;
-	cJSON		*doc;
-	char		*out;
+	struct timeval tv;
+	double	       period;
+	cJSON	      *doc;
+	char	      *out;
 
 	(void)fd;
 	(void)what;
 	(void)arg;
 	if ((doc = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddStringToObject(doc, "role", role_name(ROLE_SUPERVISOR))
-	    == NULL ||
+	    cJSON_AddStringToObject(doc, "role", role_name(ROLE_SUPERVISOR)) ==
+		NULL ||
 	    cJSON_AddNumberToObject(doc, "pid", (double)getpid()) == NULL)
 		fatalx("stats: out of memory");
 	sup_stats_metrics(cJSON_AddArrayToObject(doc, "metrics"));
 	if ((out = cJSON_PrintUnformatted(doc)) == NULL)
 		fatalx("stats: out of memory");
 	cJSON_Delete(doc);
-	if (msg_send(stats_sock, MSG_STATS, out, strlen(out), NN_DONTWAIT)
-	    == -1 && errno != EAGAIN)
+	if (msg_send(stats_sock, MSG_STATS, out, strlen(out), NN_DONTWAIT) ==
+		-1 &&
+	    errno != EAGAIN)
 		log_warn("stats: send");
 	free(out);
 	period = sv->sv_cfg.test ? ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD;
@@ -88,10 +89,10 @@ stats_cb(int fd, short what, void *arg)
 int
 sup_stats_open(char *err, size_t errlen)
 {
-	char	ep[4096];
+	char ep[4096];
 
-	if (chan_endpoint(sv->sv_cfg.run_path, CHAN_STATS, ep,
-	    sizeof(ep)) == -1) {
+	if (chan_endpoint(sv->sv_cfg.run_path, CHAN_STATS, ep, sizeof(ep)) ==
+	    -1) {
 		snprintf(err, errlen, "run_path too long: %s",
 		    sv->sv_cfg.run_path);
 		return -1;

@@ -33,29 +33,29 @@ struct event_base;
  * anchors A3, A4 and section 2).  Ours, not from a NIP or GRASP text.
  */
 /* First delay after a fast death; it doubles with each one in a row. */
-#define SUP_BACKOFF_MIN		1.0
+#define SUP_BACKOFF_MIN	       1.0
 /* Longest delay between two automatic starts of a role. */
-#define SUP_BACKOFF_MAX		60.0
+#define SUP_BACKOFF_MAX	       60.0
 /* s6: never two starts of one role closer than this. */
-#define SUP_START_GAP		1.0
+#define SUP_START_GAP	       1.0
 /* A role that was ready this long before it died restarts at once. */
-#define SUP_STABLE_SECS		10.0
+#define SUP_STABLE_SECS	       10.0
 /* A role that dies sooner after its start (or before ready) died fast. */
-#define SUP_FAST_DEATH_SECS	10.0
+#define SUP_FAST_DEATH_SECS    10.0
 /* This many fast deaths in a row mark a role failed (s6-permafailon). */
-#define SUP_MAX_FAST_DEATHS	5
+#define SUP_MAX_FAST_DEATHS    5
 /* s6 timeout-kill: SIGTERM, then SIGKILL after this many seconds. */
-#define SUP_STOP_TIMEOUT	5.0
+#define SUP_STOP_TIMEOUT       5.0
 /* A role neither ready nor making progress this long after its start or
  * its last progress line is stopped (a fast death) ... */
-#define SUP_READY_TIMEOUT	60.0
+#define SUP_READY_TIMEOUT      60.0
 /* ... and one still not ready this many timeouts after its start, whatever
  * its progress (30 minutes: a store too large to rebuild is a fault). */
-#define SUP_READY_MAX_TIMEOUTS	30
+#define SUP_READY_MAX_TIMEOUTS 30
 /* Tests only: the readiness timeout in seconds instead of 60. */
-#define SUP_READY_TIMEOUT_ENV	"GRASPD_READY_TIMEOUT"
+#define SUP_READY_TIMEOUT_ENV  "GRASPD_READY_TIMEOUT"
 /* Linux: ports below this need CAP_NET_BIND_SERVICE (by default). */
-#define PRIV_PORT_FIRST_FREE	1024
+#define PRIV_PORT_FIRST_FREE   1024
 
 /*
  * Readiness (s6 notification-fd, common/ready.h): a role finds the write
@@ -63,96 +63,96 @@ struct event_base;
  * its start-up makes progress and READY_MSG once it has opened the
  * database, rebuilt its state and bound or connected its channels.
  */
-#define SUP_READY_FD		3
+#define SUP_READY_FD	3
 /* Where the role binaries are, when set (tests, odd installs). */
-#define SUP_LIBEXEC_ENV		"GRASPD_LIBEXEC"
+#define SUP_LIBEXEC_ENV "GRASPD_LIBEXEC"
 /* sd_notify(3): the datagram socket of systemd's Type=notify. */
-#define SUP_NOTIFY_ENV		"NOTIFY_SOCKET"
+#define SUP_NOTIFY_ENV	"NOTIFY_SOCKET"
 /* sysexits(3): a command line error. */
-#define SUP_USAGE_EXIT		64
+#define SUP_USAGE_EXIT	64
 
 /* The roles, in start order; relayd binds the channels the others use. */
-#define SUP_NROLES		4
+#define SUP_NROLES 4
 
 enum sup_state {
-	SUP_STOPPED = 0,	/* not running and not wanted */
-	SUP_STARTING,		/* started, not ready yet (or waiting) */
-	SUP_RUNNING,		/* ready */
-	SUP_BACKOFF,		/* died; a timer starts it again */
-	SUP_STOPPING,		/* SIGTERM sent, waiting for the exit */
-	SUP_FAILED,		/* not restarted until graspctl start */
+	SUP_STOPPED = 0, /* not running and not wanted */
+	SUP_STARTING,	 /* started, not ready yet (or waiting) */
+	SUP_RUNNING,	 /* ready */
+	SUP_BACKOFF,	 /* died; a timer starts it again */
+	SUP_STOPPING,	 /* SIGTERM sent, waiting for the exit */
+	SUP_FAILED,	 /* not restarted until graspctl start */
 };
 
 struct sup_role {
-	const char	*rl_name;
-	enum role	 rl_id;
-	enum sup_state	 rl_state;
-	int		 rl_want;	/* keep it running */
-	int		 rl_hold;	/* start-up: waits for relayd ready */
-	int		 rl_restart;	/* the coming exit is a restart */
-	pid_t		 rl_pid;	/* -1 when no process */
-	double		 rl_started;	/* monotonic time of the last start */
-	double		 rl_ready;	/* ... of its readiness, 0 if none */
-	int		 rl_spawned;	/* started at least once */
-	unsigned	 rl_restarts;	/* starts after the first */
-	unsigned	 rl_fast_deaths; /* in a row */
-	int		 rl_ready_fd;	/* our end of the readiness pipe */
-	char		 rl_ready_buf[READY_ERROR_MAX + 1];
-	char		 rl_error[READY_ERROR_MAX];	/* its ERROR= line */
-	size_t		 rl_ready_len;
-	struct event	*rl_ready_ev;
-	struct event	*rl_start_timer;	/* backoff, start gap */
-	struct event	*rl_ready_timer;	/* SUP_READY_TIMEOUT */
-	struct event	*rl_kill_timer;		/* SUP_STOP_TIMEOUT */
-	char		 rl_last_exit[64];	/* "exited 1", "killed by ..." */
-	char		 rl_reason[256];	/* why it is in its state */
+	const char    *rl_name;
+	enum role      rl_id;
+	enum sup_state rl_state;
+	int	       rl_want;	       /* keep it running */
+	int	       rl_hold;	       /* start-up: waits for relayd ready */
+	int	       rl_restart;     /* the coming exit is a restart */
+	pid_t	       rl_pid;	       /* -1 when no process */
+	double	       rl_started;     /* monotonic time of the last start */
+	double	       rl_ready;       /* ... of its readiness, 0 if none */
+	int	       rl_spawned;     /* started at least once */
+	unsigned       rl_restarts;    /* starts after the first */
+	unsigned       rl_fast_deaths; /* in a row */
+	int	       rl_ready_fd;    /* our end of the readiness pipe */
+	char	       rl_ready_buf[READY_ERROR_MAX + 1];
+	char	       rl_error[READY_ERROR_MAX]; /* its ERROR= line */
+	size_t	       rl_ready_len;
+	struct event  *rl_ready_ev;
+	struct event  *rl_start_timer;	 /* backoff, start gap */
+	struct event  *rl_ready_timer;	 /* SUP_READY_TIMEOUT */
+	struct event  *rl_kill_timer;	 /* SUP_STOP_TIMEOUT */
+	char	       rl_last_exit[64]; /* "exited 1", "killed by ..." */
+	char	       rl_reason[256];	 /* why it is in its state */
 };
 
 struct supervisor {
-	struct config		 sv_cfg;
-	char			*sv_conffile;	/* absolute path, or NULL */
-	int			 sv_foreground;
-	char			 sv_libexec[PATH_MAX];
-	struct event_base	*sv_base;
-	struct sup_role		 sv_roles[SUP_NROLES];
-	int			 sv_devnull;	/* roles' standard input */
-	int			 sv_ctl;	/* nanomsg REP, -1 if none */
-	struct event		*sv_ctl_ev;
-	struct event		*sv_progress_ev;
-	double			 sv_started;	/* monotonic */
-	int			 sv_booting;	/* until readiness reported */
-	int			 sv_shutdown;	/* stopping everything */
-	int			 sv_exit;	/* status when the loop ends */
-	int			 sv_report_fd;	/* daemon mode: the parent */
-	char			*sv_notify;	/* NOTIFY_SOCKET, or NULL */
-	double			 sv_ready_timeout;	/* SUP_READY_TIMEOUT */
-	char			 sv_pidfile[PATH_MAX];
-	int			 sv_pidfd;
+	struct config	   sv_cfg;
+	char		  *sv_conffile; /* absolute path, or NULL */
+	int		   sv_foreground;
+	char		   sv_libexec[PATH_MAX];
+	struct event_base *sv_base;
+	struct sup_role	   sv_roles[SUP_NROLES];
+	int		   sv_devnull; /* roles' standard input */
+	int		   sv_ctl;     /* nanomsg REP, -1 if none */
+	struct event	  *sv_ctl_ev;
+	struct event	  *sv_progress_ev;
+	double		   sv_started;	     /* monotonic */
+	int		   sv_booting;	     /* until readiness reported */
+	int		   sv_shutdown;	     /* stopping everything */
+	int		   sv_exit;	     /* status when the loop ends */
+	int		   sv_report_fd;     /* daemon mode: the parent */
+	char		  *sv_notify;	     /* NOTIFY_SOCKET, or NULL */
+	double		   sv_ready_timeout; /* SUP_READY_TIMEOUT */
+	char		   sv_pidfile[PATH_MAX];
+	int		   sv_pidfd;
 };
 
 extern struct supervisor *sv;
 
 /* graspd.c */
 /* Seconds on the monotonic clock. */
-double	sup_now(void);
+double	      sup_now(void);
 /*
  * libevent's event_new() and event_free() on the supervisor's base:
  * sup_event_new() never returns NULL (allocation failure is fatal);
  * sup_event_free() deletes the event and frees it, and takes NULL.
  */
 struct event *sup_event_new(int fd, short events,
-	    void (*cb)(int, short, void *), void *arg);
-void	sup_event_free(struct event *);
+    void (*cb)(int, short, void *), void *arg);
+void	      sup_event_free(struct event *);
 /*
  * Asks for the start-up and shutdown sequencing to be looked at again
  * from the event loop, after a role changed state.  Never recurses.
  */
-void	sup_progress(void);
+void	      sup_progress(void);
 /*
  * Stops every role (relayd last) and then leaves the loop; graspd exits
  * with status.  Calling it again only keeps the first status.
  */
-void	sup_shutdown(int status);
+void	      sup_shutdown(int status);
 /*
  * Re-reads the configuration (same file, same environment).  On an error
  * keeps everything as it is and returns -1 with the reason in err.  On
@@ -161,59 +161,59 @@ void	sup_shutdown(int status);
  * restarted, wanted or failed ones; a changed log_level alone is sent to
  * the running roles with SIGHUP, which re-read it without a restart.
  */
-int	sup_reload(int *changed, char *err, size_t errlen);
+int	      sup_reload(int *changed, char *err, size_t errlen);
 
 /* sup_role.c */
 /* Sets up the table: every role stopped, its timers created. */
-void	sup_roles_init(void);
+void		 sup_roles_init(void);
 /* Releases the table's events and descriptors (processes are gone). */
-void	sup_roles_free(void);
+void		 sup_roles_free(void);
 /* The role called name, or NULL. */
 struct sup_role *sup_role_find(const char *name);
 struct sup_role *sup_role_get(enum role);
 /* "starting", "running", ... as graspctl shows them. */
-const char *sup_state_name(enum sup_state);
+const char	*sup_state_name(enum sup_state);
 /*
  * Wants the role up: starts it now, or after the start gap.  Clears a
  * failed state and the fast-death count.  Nothing if it runs already.
  */
-void	sup_role_start(struct sup_role *);
+void		 sup_role_start(struct sup_role *);
 /* Wants the role down: SIGTERM, SIGKILL after SUP_STOP_TIMEOUT. */
-void	sup_role_stop(struct sup_role *);
+void		 sup_role_stop(struct sup_role *);
 /* Stops the role if it runs, then starts it without backoff. */
-void	sup_role_restart(struct sup_role *);
+void		 sup_role_restart(struct sup_role *);
 /* Reaps every exited child (SIGCHLD) and applies the restart policy. */
-void	sup_reap(void);
+void		 sup_reap(void);
 /* Number of roles with a live process. */
-int	sup_roles_alive(void);
+int		 sup_roles_alive(void);
 /* Seconds the role's current process has run, 0 if none. */
-double	sup_role_uptime(const struct sup_role *);
+double		 sup_role_uptime(const struct sup_role *);
 
 /* sup_policy.c */
 /* What a role's exit leads to (sup_policy_exit()). */
 enum sup_verdict {
-	SUP_V_SHUTDOWN,		/* graspd stops everything: stays stopped */
-	SUP_V_STOPPED,		/* not wanted: stopped on request */
-	SUP_V_RESTART,		/* an asked-for restart: start it now */
-	SUP_V_RESPAWN,		/* it died: start it after sd_delay */
-	SUP_V_FAIL_CONFIG,	/* exited CONFIG_EXIT: failed, not restarted */
-	SUP_V_FAIL_FAST,	/* SUP_MAX_FAST_DEATHS fast deaths: failed */
+	SUP_V_SHUTDOWN,	   /* graspd stops everything: stays stopped */
+	SUP_V_STOPPED,	   /* not wanted: stopped on request */
+	SUP_V_RESTART,	   /* an asked-for restart: start it now */
+	SUP_V_RESPAWN,	   /* it died: start it after sd_delay */
+	SUP_V_FAIL_CONFIG, /* exited CONFIG_EXIT: failed, not restarted */
+	SUP_V_FAIL_FAST,   /* SUP_MAX_FAST_DEATHS fast deaths: failed */
 };
 
 /* A role's history at the exit of its process; times on sup_now()'s clock. */
 struct sup_exit {
-	int		 se_status;	/* waitpid(2)'s status */
-	double		 se_started;	/* its last start */
-	double		 se_ready;	/* its readiness, 0 if never ready */
-	unsigned	 se_fast_deaths; /* fast deaths in a row before this */
-	int		 se_want;	/* rl_want: keep it running */
-	int		 se_restart;	/* rl_restart: this exit is a restart */
-	int		 se_shutdown;	/* graspd is shutting down */
+	int	 se_status;	 /* waitpid(2)'s status */
+	double	 se_started;	 /* its last start */
+	double	 se_ready;	 /* its readiness, 0 if never ready */
+	unsigned se_fast_deaths; /* fast deaths in a row before this */
+	int	 se_want;	 /* rl_want: keep it running */
+	int	 se_restart;	 /* rl_restart: this exit is a restart */
+	int	 se_shutdown;	 /* graspd is shutting down */
 };
 
 struct sup_decision {
 	enum sup_verdict sd_verdict;
-	double		 sd_delay;	/* SUP_V_RESPAWN: seconds, 0 = now */
+	double		 sd_delay;	 /* SUP_V_RESPAWN: seconds, 0 = now */
 	unsigned	 sd_fast_deaths; /* the role's count from now on */
 };
 
@@ -228,22 +228,22 @@ struct sup_decision {
  * failed; any other death restarts after SUP_BACKOFF_MIN with the count
  * cleared.  Pure; the start gap is sup_policy_start_delay()'s.
  */
-void	sup_policy_exit(const struct sup_exit *, double now,
-	    struct sup_decision *);
+void   sup_policy_exit(const struct sup_exit *, double now,
+      struct sup_decision *);
 /*
  * The delay before a start wanted after delay seconds: never within
  * SUP_START_GAP of the role's last start at started (s6), when it was
  * spawned at all.  <= 0 means now.
  */
-double	sup_policy_start_delay(int spawned, double started, double now,
-	    double delay);
+double sup_policy_start_delay(int spawned, double started, double now,
+    double delay);
 /*
  * After a progress line of a role started at started and not ready yet:
  * seconds until its next readiness timeout (timeout, less when fewer
  * than that are left of SUP_READY_MAX_TIMEOUTS timeouts after its
  * start), or 0 when none are left and the running timeout stands.
  */
-double	sup_policy_ready_wait(double started, double now, double timeout);
+double sup_policy_ready_wait(double started, double now, double timeout);
 
 /* sup_control.c */
 /*
@@ -251,20 +251,20 @@ double	sup_policy_ready_wait(double started, double now, double timeout);
  * ROLE_SUPERVISOR), adds it to the loop and opens the stats push
  * (sup_stats_open()).  Returns 0, or -1 with the reason in err.
  */
-int	sup_control_open(char *err, size_t errlen);
+int  sup_control_open(char *err, size_t errlen);
 /* Closes the control socket and the stats push (sup_stats_close()). */
-void	sup_control_close(void);
+void sup_control_close(void);
 
 /* sup_stats.c */
 /* Appends the supervisor's [name, value] samples to the array metrics. */
-void	sup_stats_metrics(cJSON *metrics);
+void	    sup_stats_metrics(cJSON *metrics);
 /*
  * Connects the stats push to relayd's stats channel and sends a snapshot
  * now and every ROLE_STATS_PERIOD.  0, or -1 with the reason in err.
  */
-int	sup_stats_open(char *err, size_t errlen);
+int	    sup_stats_open(char *err, size_t errlen);
 /* Stops the snapshots and closes the push; safe to call twice. */
-void	sup_stats_close(void);
+void	    sup_stats_close(void);
 /* sup_priv.c */
 /*
  * Decides whether the roles drop privileges (graspd started as root,
@@ -275,9 +275,9 @@ void	sup_stats_close(void);
  * unknown user other than the default, a chown that failed, database
  * files that belong to someone else).
  */
-int	sup_priv_init(char *err, size_t errlen);
+int	    sup_priv_init(char *err, size_t errlen);
 /* Gives a socket graspd bound to the roles' user, mode 0600 (if any). */
-void	sup_priv_socket(const char *path);
+void	    sup_priv_socket(const char *path);
 /* "HOME=<the user's home>" for the roles' environment, or NULL. */
 const char *sup_priv_home(void);
 /*
@@ -286,6 +286,6 @@ const char *sup_priv_home(void);
  * bind_cap is set.  Async-signal-safe.  0, or -1 with errno; nothing
  * when privileges are not dropped.
  */
-int	sup_priv_child(int bind_cap);
+int	    sup_priv_child(int bind_cap);
 
 #endif

@@ -51,21 +51,21 @@
 
 /* One held event and what it waits for. */
 struct git_ev {
-	LIST_ENTRY(git_ev)	 ge_entry;	/* in its hunt */
-	uint8_t			 ge_id[32];
-	struct git_hunt		*ge_hunt;
-	char			**ge_oids;
-	size_t			 ge_noids;
-	char			**ge_clone;	/* a PR's clone URLs */
-	size_t			 ge_nclone;
-	uint64_t		 ge_seen;	/* scan generation */
+	LIST_ENTRY(git_ev) ge_entry; /* in its hunt */
+	uint8_t		   ge_id[32];
+	struct git_hunt	  *ge_hunt;
+	char		 **ge_oids;
+	size_t		   ge_noids;
+	char		 **ge_clone; /* a PR's clone URLs */
+	size_t		   ge_nclone;
+	uint64_t	   ge_seen; /* scan generation */
 };
 
 /* A GIT_DATA notice (msg.h) waiting for relayd. */
 struct git_notice {
-	TAILQ_ENTRY(git_notice)	 gn_entry;
-	uint8_t			 gn_owner[32];
-	char			*gn_d;
+	TAILQ_ENTRY(git_notice) gn_entry;
+	uint8_t			gn_owner[32];
+	char		       *gn_d;
 };
 
 const struct config *
@@ -77,8 +77,8 @@ sync_git_cfg(const struct sync_git *sg)
 static int64_t
 delay_ms(const struct sync_git *sg, double secs)
 {
-	return (int64_t)(cfg_scale_delay(sync_git_cfg(sg), secs) * 1000.0 +
-	    0.5);
+	return (
+	    int64_t)(cfg_scale_delay(sync_git_cfg(sg), secs) * 1000.0 + 0.5);
 }
 
 /* Held events. */
@@ -91,15 +91,15 @@ delay_ms(const struct sync_git *sg, double secs)
 static struct git_ev *
 ev_new(const struct purg_ev *pe)
 {
-	struct git_ev		*ge;
-	struct event		*ev;
-	const struct event_tag	*t;
-	char			 err[64];
-	uint32_t		 i, j;
-	int			 have_c = 0;
+	struct git_ev	       *ge;
+	struct event	       *ev;
+	const struct event_tag *t;
+	char			err[64];
+	uint32_t		i, j;
+	int			have_c = 0;
 
 	if ((ev = event_parse(pe->pe_json, strlen(pe->pe_json), err,
-	    sizeof(err))) == NULL)
+		 sizeof(err))) == NULL)
 		return NULL;
 	if ((ge = calloc(1, sizeof(*ge))) == NULL)
 		fatal("sync_git: ev_new");
@@ -112,9 +112,10 @@ ev_new(const struct purg_ev *pe)
 			size_t len = t->v[0].len;
 
 			if ((strncmp(t->v[0].s, "refs/heads/", 11) != 0 &&
-			    strncmp(t->v[0].s, "refs/tags/", 10) != 0) ||
-			    (len >= 3 && strcmp(t->v[0].s + len - 3, "^{}") ==
-			    0) || !pkt_is_oid(t->v[1].s, t->v[1].len))
+				strncmp(t->v[0].s, "refs/tags/", 10) != 0) ||
+			    (len >= 3 &&
+				strcmp(t->v[0].s + len - 3, "^{}") == 0) ||
+			    !pkt_is_oid(t->v[1].s, t->v[1].len))
 				continue;
 			if (ge->ge_noids < SYNC_GIT_MAX_OBJECTS)
 				strv_add(&ge->ge_oids, &ge->ge_noids,
@@ -127,11 +128,11 @@ ev_new(const struct purg_ev *pe)
 				strv_add(&ge->ge_oids, &ge->ge_noids,
 				    t->v[1].s);
 		} else if (strcmp(t->v[0].s, "clone") == 0) {
-			for (j = 1; j < t->n && ge->ge_nclone <
-			    SYNC_GIT_MAX_URLS; j++)
+			for (j = 1;
+			     j < t->n && ge->ge_nclone < SYNC_GIT_MAX_URLS; j++)
 				if (t->v[j].len <= RELAYURL_MAX)
-					strv_add(&ge->ge_clone,
-					    &ge->ge_nclone, t->v[j].s);
+					strv_add(&ge->ge_clone, &ge->ge_nclone,
+					    t->v[j].s);
 		}
 	}
 	event_destroy(ev);
@@ -151,7 +152,7 @@ ev_free(struct git_ev *ge)
 static void
 attempt_clear(struct git_hunt *h)
 {
-	size_t	i;
+	size_t i;
 
 	free(h->gh_repo);
 	h->gh_repo = NULL;
@@ -176,7 +177,7 @@ attempt_clear(struct git_hunt *h)
 static struct git_hunt *
 hunt_get(struct sync_git *sg, const char *d)
 {
-	struct git_hunt	*h = hmap_get(&sg->sg_hunts, d, strlen(d));
+	struct git_hunt *h = hmap_get(&sg->sg_hunts, d, strlen(d));
 
 	if (h != NULL) {
 		/* Its child was killed when it had no event; keep it. */
@@ -210,8 +211,8 @@ hunt_free(struct sync_git *sg, struct git_hunt *h)
 static void
 hunt_new_event(struct sync_git *sg, struct git_hunt *h, int remote)
 {
-	int64_t	due = role_now_ms() + delay_ms(sg, remote ?
-		    SYNC_GIT_DELAY_SYNCED : SYNC_GIT_DELAY_USER);
+	int64_t due = role_now_ms() +
+	    delay_ms(sg, remote ? SYNC_GIT_DELAY_SYNCED : SYNC_GIT_DELAY_USER);
 
 	h->gh_attempts = 0;
 	if (h->gh_step != HS_IDLE)
@@ -224,13 +225,13 @@ hunt_new_event(struct sync_git *sg, struct git_hunt *h, int remote)
 static struct git_hunt **
 hunts_array(struct sync_git *sg, size_t *n)
 {
-	struct git_hunt	**v;
+	struct git_hunt **v;
 	size_t		  it, k = 0;
 	void		 *val;
 
 	if ((v = calloc(sg->sg_hunts.hm_n + 1, sizeof(*v))) == NULL)
 		fatal("sync_git: hunts_array");
-	for (it = 0; hmap_next(&sg->sg_hunts, &it, NULL, NULL, &val); )
+	for (it = 0; hmap_next(&sg->sg_hunts, &it, NULL, NULL, &val);)
 		v[k++] = val;
 	*n = k;
 	return v;
@@ -239,7 +240,7 @@ hunts_array(struct sync_git *sg, size_t *n)
 static double
 backoff(int attempts)
 {
-	double	s = SYNC_GIT_BACKOFF_FIRST;
+	double s = SYNC_GIT_BACKOFF_FIRST;
 
 	while (--attempts > 0 && s < SYNC_GIT_BACKOFF_MAX)
 		s *= 2;
@@ -249,7 +250,7 @@ backoff(int attempts)
 void
 sync_git_set_error(struct git_hunt *h, const char *fmt, ...)
 {
-	va_list	ap;
+	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(h->gh_error, sizeof(h->gh_error), fmt, ap);
@@ -260,7 +261,7 @@ sync_git_set_error(struct git_hunt *h, const char *fmt, ...)
 void
 sync_git_finish(struct sync_git *sg, struct git_hunt *h)
 {
-	int64_t	now = role_now_ms(), next;
+	int64_t now = role_now_ms(), next;
 
 	h->gh_step = HS_IDLE;
 	h->gh_nurls_last = h->gh_nurls;
@@ -284,15 +285,15 @@ sync_git_finish(struct sync_git *sg, struct git_hunt *h)
 void
 sync_git_notify(struct sync_git *sg, struct git_hunt *h)
 {
-	struct git_notice	*gn;
+	struct git_notice *gn;
 
 	if (!h->gh_has_owner)
 		return;
 	h->gh_notified = 1;
 	/* One waiting notice covers both; one already out may not. */
-	TAILQ_FOREACH(gn, &sg->sg_notices, gn_entry)
+	TAILQ_FOREACH (gn, &sg->sg_notices, gn_entry)
 		if ((gn != TAILQ_FIRST(&sg->sg_notices) ||
-		    !sg->sg_notice_sent) &&
+			!sg->sg_notice_sent) &&
 		    memcmp(gn->gn_owner, h->gh_owner, 32) == 0 &&
 		    strcmp(gn->gn_d, h->gh_d) == 0)
 			return;
@@ -307,7 +308,7 @@ sync_git_notify(struct sync_git *sg, struct git_hunt *h)
 static void
 notice_pop(struct sync_git *sg, int ok)
 {
-	struct git_notice	*gn = TAILQ_FIRST(&sg->sg_notices);
+	struct git_notice *gn = TAILQ_FIRST(&sg->sg_notices);
 
 	if (ok)
 		sg->sg_notice_ok++;
@@ -330,13 +331,13 @@ notice_pop(struct sync_git *sg, int ok)
 static void
 notices_run(struct sync_git *sg)
 {
-	struct git_notice	*gn;
-	int64_t			 now = role_now_ms();
-	int64_t			 tmo;
-	struct msg		 m;
-	cJSON			*rep, *ok;
-	uint8_t			 req[MSG_GIT_DATA_MAX];
-	int			 r, n;
+	struct git_notice *gn;
+	int64_t		   now = role_now_ms();
+	int64_t		   tmo;
+	struct msg	   m;
+	cJSON		  *rep, *ok;
+	uint8_t		   req[MSG_GIT_DATA_MAX];
+	int		   r, n;
 
 	tmo = (int64_t)(SYNC_GIT_NOTICE_TIMEOUT * 1000);
 	while (sg->sg_sock >= 0 && (gn = TAILQ_FIRST(&sg->sg_notices))) {
@@ -344,9 +345,10 @@ notices_run(struct sync_git *sg)
 			sg->sg_notice_at = now;
 		if (!sg->sg_notice_sent) {
 			if ((n = msg_git_data_encode(req, gn->gn_owner,
-			    gn->gn_d)) == -1) {
+				 gn->gn_d)) == -1) {
 				log_warnx("git-data notice for %s: identifier "
-				    "too long", gn->gn_d);
+					  "too long",
+				    gn->gn_d);
 				notice_pop(sg, 0);
 				continue;
 			}
@@ -365,7 +367,8 @@ notices_run(struct sync_git *sg)
 			if (now - sg->sg_notice_at < tmo)
 				return;
 			log_warnx("git-data notice for %s: relayd is not "
-			    "there", gn->gn_d);
+				  "there",
+			    gn->gn_d);
 			notice_pop(sg, 0);
 			continue;
 		}
@@ -373,7 +376,8 @@ notices_run(struct sync_git *sg)
 			if (now - sg->sg_notice_at < tmo)
 				return;
 			log_warnx("git-data notice for %s: no answer from "
-			    "relayd", gn->gn_d);
+				  "relayd",
+			    gn->gn_d);
 			notice_pop(sg, 0);
 			continue;
 		}
@@ -382,16 +386,18 @@ notices_run(struct sync_git *sg)
 			notice_pop(sg, 0);
 			continue;
 		}
-		rep = m.m_type == MSG_CONTROL_REPLY ? cJSON_ParseWithLength(
-		    (const char *)m.m_data, m.m_len) : NULL;
+		rep = m.m_type == MSG_CONTROL_REPLY ?
+		    cJSON_ParseWithLength((const char *)m.m_data, m.m_len) :
+		    NULL;
 		ok = rep ? cJSON_GetObjectItem(rep, "ok") : NULL;
 		if (!cJSON_IsTrue(ok)) {
-			const cJSON *e = rep ? cJSON_GetObjectItem(rep,
-			    "error") : NULL;
+			const cJSON *e =
+			    rep ? cJSON_GetObjectItem(rep, "error") : NULL;
 
 			log_warnx("git-data notice for %s refused: %s",
-			    gn->gn_d, cJSON_IsString(e) ? e->valuestring :
-			    "malformed reply");
+			    gn->gn_d,
+			    cJSON_IsString(e) ? e->valuestring :
+						"malformed reply");
 		} else
 			log_debug("git hunt %s: relayd told", gn->gn_d);
 		notice_pop(sg, cJSON_IsTrue(ok));
@@ -405,8 +411,7 @@ notices_run(struct sync_git *sg)
 struct git_domain *
 sync_git_domain_get(struct sync_git *sg, const char *host)
 {
-	struct git_domain	*gd = hmap_get(&sg->sg_domains, host,
-				    strlen(host));
+	struct git_domain *gd = hmap_get(&sg->sg_domains, host, strlen(host));
 
 	if (gd == NULL) {
 		if ((gd = calloc(1, sizeof(*gd))) == NULL)
@@ -420,10 +425,11 @@ sync_git_domain_get(struct sync_git *sg, const char *host)
 int
 sync_git_domain_allows(const struct git_domain *gd, int64_t now)
 {
-	int64_t	oldest = gd->gd_starts[gd->gd_next];
+	int64_t oldest = gd->gd_starts[gd->gd_next];
 
-	return gd->gd_running < SYNC_GIT_DOMAIN_CONCURRENT && (oldest == 0 ||
-	    now - oldest >= (int64_t)(SYNC_GIT_DOMAIN_WINDOW * 1000));
+	return gd->gd_running < SYNC_GIT_DOMAIN_CONCURRENT &&
+	    (oldest == 0 ||
+		now - oldest >= (int64_t)(SYNC_GIT_DOMAIN_WINDOW * 1000));
 }
 
 void
@@ -438,23 +444,24 @@ sync_git_domain_start(struct git_domain *gd, int64_t now)
 static void
 domains_prune(struct sync_git *sg)
 {
-	int64_t		 now = role_now_ms();
-	size_t		 it;
-	const void	*key;
-	size_t		 keylen;
-	void		*v;
-	int		 removed;
+	int64_t	    now = role_now_ms();
+	size_t	    it;
+	const void *key;
+	size_t	    keylen;
+	void	   *v;
+	int	    removed;
 
 	do {
 		removed = 0;
-		for (it = 0; hmap_next(&sg->sg_domains, &it, &key, &keylen,
-		    &v); ) {
+		for (it = 0;
+		     hmap_next(&sg->sg_domains, &it, &key, &keylen, &v);) {
 			struct git_domain *gd = v;
 			size_t last = (gd->gd_next + SYNC_GIT_DOMAIN_RATE - 1) %
 			    SYNC_GIT_DOMAIN_RATE;
 
-			if (gd->gd_running > 0 || now - gd->gd_starts[last] <
-			    (int64_t)(SYNC_GIT_DOMAIN_WINDOW * 1000))
+			if (gd->gd_running > 0 ||
+			    now - gd->gd_starts[last] <
+				(int64_t)(SYNC_GIT_DOMAIN_WINDOW * 1000))
 				continue;
 			hmap_del(&sg->sg_domains, key, keylen);
 			free(gd);
@@ -475,12 +482,12 @@ domains_prune(struct sync_git *sg)
 static void
 start_attempt(struct sync_git *sg, struct git_hunt *h)
 {
-	struct git_sources	 so;
-	struct purg_ann	*held = NULL;
-	struct git_ev	*ge;
-	struct event	*ev;
-	char		 repo[PATH_MAX], err[64];
-	size_t		 nheld = 0, i, k;
+	struct git_sources so;
+	struct purg_ann	  *held = NULL;
+	struct git_ev	  *ge;
+	struct event	  *ev;
+	char		   repo[PATH_MAX], err[64];
+	size_t		   nheld = 0, i, k;
 
 	memset(&so, 0, sizeof(so));
 	attempt_clear(h);
@@ -489,13 +496,15 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 	h->gh_renewed = 0;
 	h->gh_has_owner = 0;
 	/* The objects. */
-	LIST_FOREACH(ge, &h->gh_events, ge_entry) {
-		for (k = 0; k < ge->ge_noids && h->gh_nwants <
-		    SYNC_GIT_MAX_OBJECTS; k++) {
+	LIST_FOREACH (ge, &h->gh_events, ge_entry) {
+		for (k = 0;
+		     k < ge->ge_noids && h->gh_nwants < SYNC_GIT_MAX_OBJECTS;
+		     k++) {
 			if (sync_gitsrc_want_find(h, ge->ge_oids[k]) != NULL)
 				continue;
 			if ((h->gh_wants = reallocarray(h->gh_wants,
-			    h->gh_nwants + 1, sizeof(*h->gh_wants))) == NULL)
+				 h->gh_nwants + 1, sizeof(*h->gh_wants))) ==
+			    NULL)
 				fatal("sync_git: start_attempt");
 			memset(&h->gh_wants[h->gh_nwants], 0,
 			    sizeof(*h->gh_wants));
@@ -518,8 +527,8 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 		goto done;
 	}
 	for (i = 0; i < nheld; i++) {
-		if ((ev = event_parse(held[i].pa_json,
-		    strlen(held[i].pa_json), err, sizeof(err))) == NULL)
+		if ((ev = event_parse(held[i].pa_json, strlen(held[i].pa_json),
+			 err, sizeof(err))) == NULL)
 			continue;
 		/* A soft-expired one has no repository, but its URLs. */
 		sync_gitsrc_sources_add(&so, ev, !held[i].pa_soft_expired);
@@ -527,7 +536,7 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 	}
 	for (i = 0; i < so.so_nowners && !h->gh_has_owner; i++) {
 		if (sync_gitsrc_repo_of(sg, so.so_owners[i], h->gh_d, repo,
-		    sizeof(repo)) == -1)
+			sizeof(repo)) == -1)
 			continue;
 		memcpy(h->gh_owner, so.so_owners[i], 32);
 		h->gh_has_owner = 1;
@@ -540,7 +549,7 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 	}
 	for (i = 0; i < so.so_nurls; i++)
 		sync_gitsrc_url_add(sg, h, so.so_urls[i]);
-	LIST_FOREACH(ge, &h->gh_events, ge_entry)
+	LIST_FOREACH (ge, &h->gh_events, ge_entry)
 		for (k = 0; k < ge->ge_nclone; k++)
 			sync_gitsrc_url_add(sg, h, ge->ge_clone[k]);
 	h->gh_nurls_last = h->gh_nurls;
@@ -565,15 +574,15 @@ done:
 static void
 feed_held_announcements(struct sync_git *sg)
 {
-	struct syncd	 *sd = sg->sg_sd;
-	struct purg_ann	 *v = NULL;
-	struct event	 *ev;
-	uint8_t		(*stale)[32] = NULL;
-	char		  err[64];
-	size_t		  n = 0, i, nstale = 0, it;
-	const void	 *key;
-	void		 *val;
-	void		 *gen = (void *)(uintptr_t)sg->sg_gen;
+	struct syncd	*sd = sg->sg_sd;
+	struct purg_ann *v = NULL;
+	struct event	*ev;
+	uint8_t(*stale)[32] = NULL;
+	char	    err[64];
+	size_t	    n = 0, i, nstale = 0, it;
+	const void *key;
+	void	   *val;
+	void	   *gen = (void *)(uintptr_t)sg->sg_gen;
 
 	/* Every held announcement: all expire before the end of time. */
 	if (purg_ann_due(sg->sg_purg, INT64_MAX, &v, &n) == -1)
@@ -581,14 +590,14 @@ feed_held_announcements(struct sync_git *sg)
 	for (i = 0; i < n; i++) {
 		if (hmap_get(&sg->sg_anns, v[i].pa_id, 32) == NULL &&
 		    (ev = event_parse(v[i].pa_json, strlen(v[i].pa_json), err,
-		    sizeof(err))) != NULL) {
+			 sizeof(err))) != NULL) {
 			inv_add_stateonly(sd->sd_inv, ev);
 			event_destroy(ev);
 		}
 		hmap_put(&sg->sg_anns, v[i].pa_id, 32, gen);
 	}
 	purg_ann_free_list(v, n);
-	for (it = 0; hmap_next(&sg->sg_anns, &it, &key, NULL, &val); ) {
+	for (it = 0; hmap_next(&sg->sg_anns, &it, &key, NULL, &val);) {
 		if (val == gen)
 			continue;
 		if ((stale = reallocarray(stale, nstale + 1, 32)) == NULL)
@@ -609,13 +618,13 @@ feed_held_announcements(struct sync_git *sg)
 static int
 scan_held_events(struct sync_git *sg)
 {
-	static const uint32_t	 kinds[] = { KIND_REPO_STATE, KIND_PR,
+	static const uint32_t kinds[] = { KIND_REPO_STATE, KIND_PR,
 		KIND_PR_UPDATE };
-	struct purg_ev		*v;
-	struct git_ev		*ge, **stale = NULL;
-	struct git_hunt		*h;
-	size_t			 n, i, k, nstale = 0, it;
-	void			*val;
+	struct purg_ev	     *v;
+	struct git_ev	     *ge, **stale = NULL;
+	struct git_hunt	     *h;
+	size_t		      n, i, k, nstale = 0, it;
+	void		     *val;
 
 	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		if (purg_ev_list_kind(sg->sg_purg, kinds[k], &v, &n) == -1)
@@ -623,8 +632,7 @@ scan_held_events(struct sync_git *sg)
 		for (i = 0; i < n; i++) {
 			const struct purg_ev *pe = &v[i];
 
-			if (!policy_identifier_safe(pe->pe_d,
-			    strlen(pe->pe_d)))
+			if (!policy_identifier_safe(pe->pe_d, strlen(pe->pe_d)))
 				continue;
 			if ((ge = hmap_get(&sg->sg_events, pe->pe_id, 32)) ==
 			    NULL) {
@@ -642,12 +650,12 @@ scan_held_events(struct sync_git *sg)
 		}
 		purg_ev_free_list(v, n);
 	}
-	for (it = 0; hmap_next(&sg->sg_events, &it, NULL, NULL, &val); ) {
+	for (it = 0; hmap_next(&sg->sg_events, &it, NULL, NULL, &val);) {
 		ge = val;
 		if (ge->ge_seen == sg->sg_gen)
 			continue;
-		if ((stale = reallocarray(stale, nstale + 1,
-		    sizeof(*stale))) == NULL)
+		if ((stale = reallocarray(stale, nstale + 1, sizeof(*stale))) ==
+		    NULL)
 			fatal("sync_git: scan_held_events");
 		stale[nstale++] = ge;
 	}
@@ -668,7 +676,7 @@ scan_held_events(struct sync_git *sg)
 static void
 run_hunts(struct sync_git *sg)
 {
-	struct git_hunt	**v, *h;
+	struct git_hunt **v, *h;
 	int64_t		  now = role_now_ms();
 	size_t		  n, i;
 
@@ -698,8 +706,8 @@ run_hunts(struct sync_git *sg)
 void
 sync_git_child_done(pid_t pid, int status, int killed, void *arg)
 {
-	struct git_hunt	*h = arg;
-	struct sync_git	*sg = h->gh_sg;
+	struct git_hunt *h = arg;
+	struct sync_git *sg = h->gh_sg;
 	enum hunt_step	 step = h->gh_step;
 	int		 out = h->gh_out;
 
@@ -736,9 +744,9 @@ sync_git_child_done(pid_t pid, int status, int killed, void *arg)
 static void
 poll_cb(lws_sorted_usec_list_t *sul)
 {
-	struct sync_git	 *sg = lws_container_of(sul, struct sync_git,
-			    sg_sul_poll);
-	struct git_hunt	**v;
+	struct sync_git *sg =
+	    lws_container_of(sul, struct sync_git, sg_sul_poll);
+	struct git_hunt **v;
 	size_t		  n, i;
 
 	sg->sg_poll_armed = 0;
@@ -761,26 +769,24 @@ poll_cb(lws_sorted_usec_list_t *sul)
 void
 sync_git_arm_poll(struct sync_git *sg)
 {
-	size_t	 it;
-	void	*v;
-	int	 need = child_count() > 0 ||
-		    !TAILQ_EMPTY(&sg->sg_notices);
+	size_t it;
+	void  *v;
+	int    need = child_count() > 0 || !TAILQ_EMPTY(&sg->sg_notices);
 
-	for (it = 0; !need && hmap_next(&sg->sg_hunts, &it, NULL, NULL,
-	    &v); )
+	for (it = 0; !need && hmap_next(&sg->sg_hunts, &it, NULL, NULL, &v);)
 		need = ((struct git_hunt *)v)->gh_step == HS_FETCH_WAIT;
 	if (!need || sg->sg_poll_armed || !sg->sg_running)
 		return;
 	sg->sg_poll_armed = 1;
-	lws_sul_schedule(sg->sg_sd->sd_ctx->r_lws, 0, &sg->sg_sul_poll,
-	    poll_cb, (lws_usec_t)(SYNC_GIT_POLL * 1e6));
+	lws_sul_schedule(sg->sg_sd->sd_ctx->r_lws, 0, &sg->sg_sul_poll, poll_cb,
+	    (lws_usec_t)(SYNC_GIT_POLL * 1e6));
 }
 
 static void
 tick_cb(lws_sorted_usec_list_t *sul)
 {
-	struct sync_git	*sg = lws_container_of(sul, struct sync_git,
-			    sg_sul_tick);
+	struct sync_git *sg =
+	    lws_container_of(sul, struct sync_git, sg_sul_tick);
 
 	sg->sg_gen++;
 	feed_held_announcements(sg);
@@ -789,9 +795,8 @@ tick_cb(lws_sorted_usec_list_t *sul)
 	domains_prune(sg);
 	notices_run(sg);
 	sync_git_arm_poll(sg);
-	lws_sul_schedule(sg->sg_sd->sd_ctx->r_lws, 0, &sg->sg_sul_tick,
-	    tick_cb, (lws_usec_t)(cfg_period(sync_git_cfg(sg), SYNC_GIT_TICK) *
-	    1e6));
+	lws_sul_schedule(sg->sg_sd->sd_ctx->r_lws, 0, &sg->sg_sul_tick, tick_cb,
+	    (lws_usec_t)(cfg_period(sync_git_cfg(sg), SYNC_GIT_TICK) * 1e6));
 }
 
 /* The role hooks. */
@@ -799,10 +804,10 @@ tick_cb(lws_sorted_usec_list_t *sul)
 void
 sync_git_init(struct syncd *sd)
 {
-	struct sync_git	*sg;
+	struct sync_git	    *sg;
 	const struct config *cfg = &sd->sd_ctx->r_cfg;
-	char		 ep[PATH_MAX + 64];
-	int		 n, i;
+	char		     ep[PATH_MAX + 64];
+	int		     n, i;
 
 	if ((sg = calloc(1, sizeof(*sg))) == NULL)
 		fatal("sync_git_init");
@@ -813,17 +818,18 @@ sync_git_init(struct syncd *sd)
 	if (!cfg->sync_enabled)
 		return;
 	sg->sg_purg = purg_open(sd->sd_ctx->r_store);
-	sg->sg_urlflags = cfg->sync_allow_private_targets ?
-	    RELAYURL_ALLOW_PRIVATE : 0;
-	n = cfg->domain != NULL ? relayurl_self_keys(cfg->domain, sg->sg_self,
-	    4) : 0;
+	sg->sg_urlflags =
+	    cfg->sync_allow_private_targets ? RELAYURL_ALLOW_PRIVATE : 0;
+	n = cfg->domain != NULL ?
+	    relayurl_self_keys(cfg->domain, sg->sg_self, 4) :
+	    0;
 	for (i = 0; i < n; i++)
 		sg->sg_selfp[sg->sg_nself++] = sg->sg_self[i];
-	if (chan_control_endpoint(cfg->run_path, ROLE_RELAYD, ep,
-	    sizeof(ep)) == -1 || (sg->sg_sock = chan_open(NN_REQ, ep, 0)) ==
-	    -1)
+	if (chan_control_endpoint(cfg->run_path, ROLE_RELAYD, ep, sizeof(ep)) ==
+		-1 ||
+	    (sg->sg_sock = chan_open(NN_REQ, ep, 0)) == -1)
 		log_warn("git hunt: no notice socket to relayd; fetched data "
-		    "waits for the next push");
+			 "waits for the next push");
 	child_init(sd->sd_ctx->r_lws, (int64_t)(SYNC_GIT_POLL * 1000));
 	sg->sg_running = 1;
 	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sg->sg_sul_tick, tick_cb,
@@ -833,11 +839,11 @@ sync_git_init(struct syncd *sd)
 void
 sync_git_fini(struct syncd *sd)
 {
-	struct sync_git		*sg = sd->sd_git;
-	struct git_hunt		**v;
-	struct git_notice	*gn;
-	size_t			 n, i, it;
-	void			*val;
+	struct sync_git	  *sg = sd->sd_git;
+	struct git_hunt	 **v;
+	struct git_notice *gn;
+	size_t		   n, i, it;
+	void		  *val;
 
 	if (sg == NULL)
 		return;
@@ -853,12 +859,12 @@ sync_git_fini(struct syncd *sd)
 		hunt_free(sg, v[i]);
 	}
 	free(v);
-	for (it = 0; hmap_next(&sg->sg_events, &it, NULL, NULL, &val); )
+	for (it = 0; hmap_next(&sg->sg_events, &it, NULL, NULL, &val);)
 		ev_free(val);
 	hmap_free(&sg->sg_events);
 	hmap_free(&sg->sg_hunts);
 	hmap_free(&sg->sg_anns);
-	for (it = 0; hmap_next(&sg->sg_domains, &it, NULL, NULL, &val); )
+	for (it = 0; hmap_next(&sg->sg_domains, &it, NULL, NULL, &val);)
 		free(val);
 	hmap_free(&sg->sg_domains);
 	while ((gn = TAILQ_FIRST(&sg->sg_notices)) != NULL) {
@@ -921,7 +927,7 @@ git_counters(const struct sync_git *sg, cJSON *tot, cJSON *metrics)
 void
 sync_git_show(struct syncd *sd, cJSON *view)
 {
-	struct sync_git	*sg = sd->sd_git;
+	struct sync_git *sg = sd->sd_git;
 	cJSON		*arr, *o, *tot;
 	int64_t		 now = role_now_ms();
 	char		 hex[65];
@@ -932,15 +938,14 @@ sync_git_show(struct syncd *sd, cJSON *view)
 	tot = cJSON_AddObjectToObject(view, "git_hunt");
 	if (sg == NULL)
 		return;
-	for (it = 0; hmap_next(&sg->sg_hunts, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&sg->sg_hunts, &it, NULL, NULL, &v);) {
 		struct git_hunt *h = v;
 
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "d", h->gh_d);
 		if (h->gh_has_owner)
 			hex_encode(h->gh_owner, 32, hex);
-		cJSON_AddStringToObject(o, "owner", h->gh_has_owner ? hex :
-		    "");
+		cJSON_AddStringToObject(o, "owner", h->gh_has_owner ? hex : "");
 		cJSON_AddStringToObject(o, "state", step_name(h));
 		cJSON_AddNumberToObject(o, "held_events",
 		    (double)h->gh_nevents);
@@ -951,8 +956,9 @@ sync_git_show(struct syncd *sd, cJSON *view)
 		cJSON_AddNumberToObject(o, "attempts", h->gh_attempts);
 		cJSON_AddNumberToObject(o, "next_attempt_in",
 		    h->gh_step != HS_IDLE || h->gh_next_ms == INT64_MAX ? -1 :
-		    h->gh_next_ms <= now ? 0 : (double)(h->gh_next_ms - now) /
-		    1000.0);
+			h->gh_next_ms <= now				? 0 :
+					       (double)(h->gh_next_ms - now) /
+			    1000.0);
 		cJSON_AddStringToObject(o, "last_error", h->gh_error);
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -963,7 +969,7 @@ sync_git_show(struct syncd *sd, cJSON *view)
 void
 sync_git_stats(struct syncd *sd, cJSON *metrics)
 {
-	struct sync_git	*sg = sd->sd_git;
+	struct sync_git *sg = sd->sd_git;
 
 	if (sg == NULL)
 		return;

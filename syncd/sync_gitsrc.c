@@ -57,14 +57,15 @@ extern char **environ;
 static char **
 git_env(void)
 {
-	static const char *const drop[] = { "GIT_", "http_proxy=",
-		"https_proxy=", "all_proxy=", "no_proxy=", "ftp_proxy=",
-		"SSH_ASKPASS=", "LC_", "LANG=", "LANGUAGE=", NULL };
+	static const char *const drop[] = { "GIT_",
+		"http_proxy=", "https_proxy=", "all_proxy=", "no_proxy=",
+		"ftp_proxy=", "SSH_ASKPASS=", "LC_",
+		"LANG=", "LANGUAGE=", NULL };
 	static const char *const add[] = { "GIT_TERMINAL_PROMPT=0",
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 		"LC_ALL=C", NULL };
-	char	**e;
-	size_t	  n = 0, k = 0, i, j;
+	char		       **e;
+	size_t			 n = 0, k = 0, i, j;
 
 	for (i = 0; environ[i] != NULL; i++)
 		n++;
@@ -72,8 +73,8 @@ git_env(void)
 		fatal("sync_git: git_env");
 	for (i = 0; environ[i] != NULL; i++) {
 		for (j = 0; drop[j] != NULL; j++)
-			if (strncasecmp(environ[i], drop[j],
-			    strlen(drop[j])) == 0)
+			if (strncasecmp(environ[i], drop[j], strlen(drop[j])) ==
+			    0)
 				break;
 		if (drop[j] == NULL)
 			e[k++] = environ[i];
@@ -95,9 +96,9 @@ static int
 git_spawn(struct sync_git *sg, struct git_hunt *h, char *const argv[],
     int fd_in, int fd_out, int fd_err, double timeout)
 {
-	char	**envp = git_env();
-	char	  what[512];
-	pid_t	  pid;
+	char **envp = git_env();
+	char   what[512];
+	pid_t  pid;
 
 	snprintf(what, sizeof(what), "git hunt %s: git", h->gh_d);
 	pid = child_start(argv, fd_in, fd_out, fd_err, envp,
@@ -119,15 +120,16 @@ void
 sync_gitsrc_drain_err(struct git_hunt *h)
 {
 	char	chunk[4096];
-	ssize_t	n;
+	ssize_t n;
 
 	if (h->gh_err < 0)
 		return;
 	while ((n = read(h->gh_err, chunk, sizeof(chunk))) > 0) {
 		buf_add(&h->gh_errtail, chunk, (size_t)n);
 		if (h->gh_errtail.b_len > 2 * SYNC_GIT_ERR_KEEP) {
-			memmove(h->gh_errtail.b_data, h->gh_errtail.b_data +
-			    h->gh_errtail.b_len - SYNC_GIT_ERR_KEEP,
+			memmove(h->gh_errtail.b_data,
+			    h->gh_errtail.b_data + h->gh_errtail.b_len -
+				SYNC_GIT_ERR_KEEP,
 			    SYNC_GIT_ERR_KEEP);
 			h->gh_errtail.b_len = SYNC_GIT_ERR_KEEP;
 			h->gh_errtail.b_data[h->gh_errtail.b_len] = '\0';
@@ -151,12 +153,11 @@ sync_gitsrc_child_close(struct sync_git *sg, struct git_hunt *h)
 int
 sync_gitsrc_check(struct sync_git *sg, struct git_hunt *h)
 {
-	char		 gitdir[PATH_MAX + 16];
-	char		*argv[] = { "git", gitdir, "cat-file",
-			    "--batch-check", NULL };
-	struct buf	 in = BUF_INIT;
-	size_t		 i;
-	int		 fd_in = -1, fd_out = -1;
+	char  gitdir[PATH_MAX + 16];
+	char *argv[] = { "git", gitdir, "cat-file", "--batch-check", NULL };
+	struct buf in = BUF_INIT;
+	size_t	   i;
+	int	   fd_in = -1, fd_out = -1;
 
 	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", h->gh_repo);
 	for (i = 0; i < h->gh_nwants; i++)
@@ -168,8 +169,8 @@ sync_gitsrc_check(struct sync_git *sg, struct git_hunt *h)
 		log_warn("git hunt %s: check input", h->gh_d);
 		goto fail;
 	}
-	if (git_spawn(sg, h, argv, fd_in, fd_out, -1,
-	    SYNC_GIT_CHECK_TIMEOUT) == -1)
+	if (git_spawn(sg, h, argv, fd_in, fd_out, -1, SYNC_GIT_CHECK_TIMEOUT) ==
+	    -1)
 		goto fail;
 	close(fd_in);
 	buf_free(&in);
@@ -189,7 +190,7 @@ fail:
 struct git_want *
 sync_gitsrc_want_find(struct git_hunt *h, const char *oid)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < h->gh_nwants; i++)
 		if (strcmp(h->gh_wants[i].gw_oid, oid) == 0)
@@ -203,7 +204,7 @@ read_check(struct git_hunt *h)
 {
 	struct stat	 sb;
 	char		*text, *line, *save = NULL;
-	struct git_want	*w;
+	struct git_want *w;
 	size_t		 i;
 	ssize_t		 n;
 
@@ -222,13 +223,13 @@ read_check(struct git_hunt *h)
 	}
 	text[n] = '\0';
 	for (line = strtok_r(text, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
+	     line = strtok_r(NULL, "\n", &save)) {
 		if (strlen(line) < GIT_OID_HEX + 2 || line[GIT_OID_HEX] != ' ')
 			continue;
 		line[GIT_OID_HEX] = '\0';
 		if ((w = sync_gitsrc_want_find(h, line)) != NULL)
-			w->gw_have = strcmp(line + GIT_OID_HEX + 1,
-			    "missing") != 0;
+			w->gw_have =
+			    strcmp(line + GIT_OID_HEX + 1, "missing") != 0;
 	}
 	free(text);
 	return 0;
@@ -237,8 +238,8 @@ read_check(struct git_hunt *h)
 void
 sync_gitsrc_check_done(struct sync_git *sg, struct git_hunt *h, int status)
 {
-	size_t	i, missing = 0;
-	int	bad;
+	size_t i, missing = 0;
+	int    bad;
 
 	bad = h->gh_killed || status != 0 || read_check(h) == -1;
 	close(h->gh_out);
@@ -280,7 +281,7 @@ sync_gitsrc_check_done(struct sync_git *sg, struct git_hunt *h, int status)
 static void
 next_url(struct git_hunt *h)
 {
-	size_t	i;
+	size_t i;
 
 	h->gh_url++;
 	h->gh_vetted = 0;
@@ -311,11 +312,11 @@ end_fetching(struct sync_git *sg, struct git_hunt *h)
 static int
 vet_url(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 {
-	struct sockaddr_storage	 ss;
-	socklen_t		 sl = sizeof(ss);
-	const char		*why = NULL;
-	char			 addr[NI_MAXHOST];
-	int			 rc;
+	struct sockaddr_storage ss;
+	socklen_t		sl = sizeof(ss);
+	const char	       *why = NULL;
+	char			addr[NI_MAXHOST];
+	int			rc;
 
 	rc = relayurl_resolve_checked(u->gu_key, sg->sg_urlflags, &ss, &sl,
 	    &why);
@@ -334,25 +335,26 @@ vet_url(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 	/* IP literals are never looked up; names are pinned. */
 	if (u->gu_ru.ru_family != AF_UNSPEC)
 		return 0;
-	if (getnameinfo((struct sockaddr *)&ss, sl, addr, sizeof(addr), NULL,
-	    0, NI_NUMERICHOST) != 0) {
+	if (getnameinfo((struct sockaddr *)&ss, sl, addr, sizeof(addr), NULL, 0,
+		NI_NUMERICHOST) != 0) {
 		sync_git_set_error(h, "%s: cannot print the resolved address",
 		    u->gu_ru.ru_authority);
 		return -1;
 	}
 	snprintf(h->gh_pin, sizeof(h->gh_pin),
-	    "http.curloptResolve=%s:%d:%s%s%s", u->gu_ru.ru_host, u->gu_ru.ru_port, ss.ss_family == AF_INET6 ?
-	    "[" : "", addr, ss.ss_family == AF_INET6 ? "]" : "");
+	    "http.curloptResolve=%s:%d:%s%s%s", u->gu_ru.ru_host,
+	    u->gu_ru.ru_port, ss.ss_family == AF_INET6 ? "[" : "", addr,
+	    ss.ss_family == AF_INET6 ? "]" : "");
 	return 0;
 }
 
 static int
 spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 {
-	char		 lowspeed[32], gitdir[PATH_MAX + 16];
-	char		*argv[40 + SYNC_GIT_MAX_WANTS];
-	size_t		 n = 0, i;
-	int		 p[2];
+	char   lowspeed[32], gitdir[PATH_MAX + 16];
+	char  *argv[40 + SYNC_GIT_MAX_WANTS];
+	size_t n = 0, i;
+	int    p[2];
 
 	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", h->gh_repo);
 	snprintf(lowspeed, sizeof(lowspeed), "http.lowSpeedTime=%d",
@@ -389,8 +391,9 @@ spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 		return -1;
 	}
 	if (fcntl(p[0], F_SETFL, O_NONBLOCK) == -1 ||
-	    git_spawn(sg, h, argv, -1, -1, p[1], cfg_scale_delay(
-	    sync_git_cfg(sg), SYNC_GIT_FETCH_TIMEOUT)) == -1) {
+	    git_spawn(sg, h, argv, -1, -1, p[1],
+		cfg_scale_delay(sync_git_cfg(sg), SYNC_GIT_FETCH_TIMEOUT)) ==
+		-1) {
 		close(p[0]);
 		close(p[1]);
 		return -1;
@@ -413,9 +416,9 @@ spawn_fetch(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 void
 sync_gitsrc_fetch_next(struct sync_git *sg, struct git_hunt *h)
 {
-	struct git_url	*u;
-	size_t		 i, max;
-	int64_t		 now;
+	struct git_url *u;
+	size_t		i, max;
+	int64_t		now;
 
 	for (;;) {
 		if (h->gh_url >= h->gh_nurls) {
@@ -423,8 +426,9 @@ sync_gitsrc_fetch_next(struct sync_git *sg, struct git_hunt *h)
 			return;
 		}
 		u = &h->gh_urls[h->gh_url];
-		if (h->gh_batch == NULL && (h->gh_batch = calloc(
-		    SYNC_GIT_MAX_WANTS, sizeof(*h->gh_batch))) == NULL)
+		if (h->gh_batch == NULL &&
+		    (h->gh_batch = calloc(SYNC_GIT_MAX_WANTS,
+			 sizeof(*h->gh_batch))) == NULL)
 			fatal("sync_git: batch");
 		max = h->gh_single ? 1 : SYNC_GIT_MAX_WANTS;
 		h->gh_nbatch = 0;
@@ -475,8 +479,8 @@ failed_oid(struct git_hunt *h)
 {
 	static const char *const pats[] = { "not our ref ",
 		"unadvertised object ", NULL };
-	const char	*t = h->gh_errtail.b_data, *p, *end;
-	size_t		 i, k, len = h->gh_errtail.b_len;
+	const char		*t = h->gh_errtail.b_data, *p, *end;
+	size_t			 i, k, len = h->gh_errtail.b_len;
 
 	if (t == NULL)
 		return -1;
@@ -484,14 +488,15 @@ failed_oid(struct git_hunt *h)
 	for (k = 0; pats[k] != NULL; k++) {
 		size_t pl = strlen(pats[k]);
 
-		for (p = t; (p = memmem(p, (size_t)(end - p), pats[k],
-		    pl)) != NULL; p += pl) {
+		for (p = t;
+		     (p = memmem(p, (size_t)(end - p), pats[k], pl)) != NULL;
+		     p += pl) {
 			if ((size_t)(end - p) < pl + GIT_OID_HEX ||
 			    !pkt_is_oid(p + pl, GIT_OID_HEX))
 				continue;
 			for (i = 0; i < h->gh_nbatch; i++)
 				if (memcmp(h->gh_wants[h->gh_batch[i]].gw_oid,
-				    p + pl, GIT_OID_HEX) == 0)
+					p + pl, GIT_OID_HEX) == 0)
 					return (ssize_t)h->gh_batch[i];
 		}
 	}
@@ -502,14 +507,14 @@ failed_oid(struct git_hunt *h)
 static void
 error_line(struct git_hunt *h, char *out, size_t outlen)
 {
-	const char	*t = h->gh_errtail.b_data;
-	size_t		 len = h->gh_errtail.b_len, s, e, i, k = 0;
+	const char *t = h->gh_errtail.b_data;
+	size_t	    len = h->gh_errtail.b_len, s, e, i, k = 0;
 
 	out[0] = '\0';
 	if (t == NULL)
 		return;
-	while (len > 0 && (t[len - 1] == '\n' || t[len - 1] == '\r' ||
-	    t[len - 1] == ' '))
+	while (len > 0 &&
+	    (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' '))
 		len--;
 	e = len;
 	for (s = e; s > 0 && t[s - 1] != '\n'; s--)
@@ -522,10 +527,10 @@ error_line(struct git_hunt *h, char *out, size_t outlen)
 void
 sync_gitsrc_fetch_done(struct sync_git *sg, struct git_hunt *h, int status)
 {
-	struct git_url	*u = &h->gh_urls[h->gh_url];
-	char		 line[160];
-	ssize_t		 bad;
-	size_t		 i;
+	struct git_url *u = &h->gh_urls[h->gh_url];
+	char		line[160];
+	ssize_t		bad;
+	size_t		i;
 
 	if (h->gh_domain != NULL)
 		h->gh_domain->gd_running--;
@@ -536,14 +541,14 @@ sync_gitsrc_fetch_done(struct sync_git *sg, struct git_hunt *h, int status)
 		for (i = 0; i < h->gh_nbatch; i++)
 			h->gh_wants[h->gh_batch[i]].gw_have = 1;
 		h->gh_fetched = 1;
-		log_info("git hunt %s: fetched %zu object(s) from %s",
-		    h->gh_d, h->gh_nbatch, u->gu_ru.ru_authority);
+		log_info("git hunt %s: fetched %zu object(s) from %s", h->gh_d,
+		    h->gh_nbatch, u->gu_ru.ru_authority);
 	} else if (h->gh_killed) {
 		/* A server that does not answer fails only its own fetch. */
 		sg->sg_fetch_timeout++;
 		sync_git_set_error(h, "%s: no answer in %.0f s",
-		    u->gu_ru.ru_authority, cfg_scale_delay(sync_git_cfg(sg),
-		    SYNC_GIT_FETCH_TIMEOUT));
+		    u->gu_ru.ru_authority,
+		    cfg_scale_delay(sync_git_cfg(sg), SYNC_GIT_FETCH_TIMEOUT));
 		next_url(h);
 	} else {
 		sg->sg_fetch_failed++;
@@ -569,12 +574,12 @@ void
 sync_gitsrc_sources_add(struct git_sources *so, const struct event *ev,
     int owner)
 {
-	const struct event_tag	*t;
-	uint32_t		 i, j;
+	const struct event_tag *t;
+	uint32_t		i, j;
 
 	if (owner) {
 		if ((so->so_owners = reallocarray(so->so_owners,
-		    so->so_nowners + 1, 32)) == NULL)
+			 so->so_nowners + 1, 32)) == NULL)
 			fatal("sync_git: sources_add");
 		memcpy(so->so_owners[so->so_nowners++], ev->pubkey, 32);
 	}
@@ -583,7 +588,7 @@ sync_gitsrc_sources_add(struct git_sources *so, const struct event *ev,
 		if (strcmp(t->v[0].s, "clone") != 0)
 			continue;
 		for (j = 1; j < t->n && so->so_nurls < 4 * SYNC_GIT_MAX_URLS;
-		    j++)
+		     j++)
 			if (t->v[j].len <= RELAYURL_MAX)
 				strv_add(&so->so_urls, &so->so_nurls,
 				    t->v[j].s);
@@ -593,8 +598,8 @@ sync_gitsrc_sources_add(struct git_sources *so, const struct event *ev,
 static int
 stored_cb(const char *json, size_t len, int64_t seq, void *arg)
 {
-	struct event	*ev;
-	char		 err[64];
+	struct event *ev;
+	char	      err[64];
 
 	(void)seq;
 	if ((ev = event_parse(json, len, err, sizeof(err))) != NULL) {
@@ -610,7 +615,7 @@ sync_gitsrc_sources_stored(struct sync_git *sg, const char *d,
     struct git_sources *so)
 {
 	struct buf	 b = BUF_INIT;
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*root;
 	struct filter	 f;
 	char		 err[128];
@@ -619,12 +624,12 @@ sync_gitsrc_sources_stored(struct sync_git *sg, const char *d,
 	buf_adds(&b, "{\"kinds\":[30617],\"#d\":[");
 	buf_add_jstr(&b, d, strlen(d));
 	buf_adds(&b, "]}");
-	if ((root = json_parse(b.b_data, b.b_len, &doc, err,
-	    sizeof(err))) != NULL) {
+	if ((root = json_parse(b.b_data, b.b_len, &doc, err, sizeof(err))) !=
+	    NULL) {
 		if (filter_parse(root, &f, err, sizeof(err)) == 0) {
 			if (store_query(sg->sg_sd->sd_ctx->r_store, &f, 1,
-			    STORE_MAX_LIMIT, STORE_MAX_LIMIT, 0, stored_cb,
-			    so) >= 0)
+				STORE_MAX_LIMIT, STORE_MAX_LIMIT, 0, stored_cb,
+				so) >= 0)
 				rc = 0;
 			filter_free(&f);
 		}
@@ -649,12 +654,12 @@ sync_gitsrc_sources_free(struct git_sources *so)
 void
 sync_gitsrc_url_add(struct sync_git *sg, struct git_hunt *h, const char *raw)
 {
-	char		 ws[RELAYURL_MAX + 16], key[RELAYURL_MAX + 1];
-	struct git_url	*u;
-	struct buf	 b = BUF_INIT;
-	const char	*why = NULL, *rest;
-	size_t		 i;
-	int		 tls, n;
+	char		ws[RELAYURL_MAX + 16], key[RELAYURL_MAX + 1];
+	struct git_url *u;
+	struct buf	b = BUF_INIT;
+	const char     *why = NULL, *rest;
+	size_t		i;
+	int		tls, n;
 
 	if (h->gh_nurls >= SYNC_GIT_MAX_URLS)
 		return;
@@ -665,15 +670,16 @@ sync_gitsrc_url_add(struct sync_git *sg, struct git_hunt *h, const char *raw)
 		tls = 0;
 		rest = raw + 7;
 	} else
-		return;		/* ssh, git, ...: not ours to try */
+		return; /* ssh, git, ...: not ours to try */
 	n = snprintf(ws, sizeof(ws), "%s://%s", tls ? "wss" : "ws", rest);
-	if (n < 0 || (size_t)n >= sizeof(ws) || relayurl_canon(ws, (size_t)n,
-	    sg->sg_urlflags, key, sizeof(key), &why) == -1) {
+	if (n < 0 || (size_t)n >= sizeof(ws) ||
+	    relayurl_canon(ws, (size_t)n, sg->sg_urlflags, key, sizeof(key),
+		&why) == -1) {
 		sg->sg_refused++;
 		sync_git_set_error(h, "clone URL refused: %s",
 		    why ? why : "too long");
-		log_debug("git hunt %s: clone URL %s refused: %s", h->gh_d,
-		    raw, why ? why : "too long");
+		log_debug("git hunt %s: clone URL %s refused: %s", h->gh_d, raw,
+		    why ? why : "too long");
 		return;
 	}
 	if (relayurl_is_self(key, sg->sg_selfp, sg->sg_nself))
@@ -682,7 +688,7 @@ sync_gitsrc_url_add(struct sync_git *sg, struct git_hunt *h, const char *raw)
 		if (strcmp(h->gh_urls[i].gu_key, key) == 0)
 			return;
 	if ((h->gh_urls = reallocarray(h->gh_urls, h->gh_nurls + 1,
-	    sizeof(*h->gh_urls))) == NULL)
+		 sizeof(*h->gh_urls))) == NULL)
 		fatal("sync_git: url_add");
 	u = &h->gh_urls[h->gh_nurls];
 	memset(u, 0, sizeof(*u));
@@ -700,9 +706,9 @@ int
 sync_gitsrc_repo_of(struct sync_git *sg, const uint8_t owner[32], const char *d,
     char *out, size_t outlen)
 {
-	char		npub[NIP19_KEY_BUFSZ];
-	struct stat	sb;
-	int		n;
+	char	    npub[NIP19_KEY_BUFSZ];
+	struct stat sb;
+	int	    n;
 
 	if (nip19_encode("npub", owner, npub, sizeof(npub)) == -1)
 		return -1;

@@ -24,12 +24,12 @@ int
 sync_neg_items(struct syncd *sd, const char *filter_json,
     struct neg_item **items, size_t *n, const char **why)
 {
-	struct json_doc		*doc = NULL;
-	const struct json	*root;
-	struct filter		 f;
-	struct neg_items	 it = { NULL, 0, 0 };
-	char			 err[128];
-	int			 more = 0, rc = -1;
+	struct json_doc	  *doc = NULL;
+	const struct json *root;
+	struct filter	   f;
+	struct neg_items   it = { NULL, 0, 0 };
+	char		   err[128];
+	int		   more = 0, rc = -1;
 
 	*items = NULL;
 	*n = 0;
@@ -46,7 +46,7 @@ sync_neg_items(struct syncd *sd, const char *filter_json,
 		goto done;
 	}
 	if (store_query_items(sd->sd_ctx->r_store, &f, (int64_t)time(NULL),
-	    NEG_MAX_ITEMS, neg_items_add, &it, &more) == -1) {
+		NEG_MAX_ITEMS, neg_items_add, &it, &more) == -1) {
 		*why = "database query failed";
 		goto done;
 	}
@@ -68,7 +68,7 @@ done:
 int
 sync_neg_allowed(const struct syncd *sd, const char *key)
 {
-	void	*until;
+	void *until;
 
 	if (sd->sd_ctx->r_cfg.sync_disable_negentropy)
 		return 0;
@@ -83,13 +83,13 @@ static double
 neg_recheck(const struct syncd *sd)
 {
 	return config_test_mode(&sd->sd_ctx->r_cfg) ? SYNC_NEG_RECHECK_TEST :
-	    SYNC_NEG_RECHECK;
+						      SYNC_NEG_RECHECK;
 }
 
 void
 sync_neg_unsupported(struct syncd *sd, const char *key, const char *why)
 {
-	int64_t	until;
+	int64_t until;
 
 	if (!sync_neg_allowed(sd, key))
 		return;

@@ -28,50 +28,50 @@ struct plus_list {
 };
 
 static struct {
-	int		 enabled;
-	unsigned	 urlflags;
-	struct relayurl_self self;
-	struct hmap	 lists;		/* pubkey -> struct plus_list */
-	char		**fallback;	/* canonical, trusted */
-	size_t		 nfallback;
+	int		       enabled;
+	unsigned	       urlflags;
+	struct relayurl_self   self;
+	struct hmap	       lists;	 /* pubkey -> struct plus_list */
+	char		     **fallback; /* canonical, trusted */
+	size_t		       nfallback;
 	/* GRASP-03 fallback marks (plusmark.h) and their generation. */
-	struct hmap	 marks;		/* pubkey -> (void *)1 */
-	int64_t		 mark_gen;
+	struct hmap	       marks; /* pubkey -> (void *)1 */
+	int64_t		       mark_gen;
 	lws_sorted_usec_list_t sul_marks;
-	struct syncd	*sd;
+	struct syncd	      *sd;
 	/* Of the last reconciliation. */
-	size_t		 roots_inbox, roots_fallback, relays;
+	size_t		       roots_inbox, roots_fallback, relays;
 } plus;
 
 /* Polls the marks' generation; a change rebuilds desired ownership. */
 static void
 marks_cb(lws_sorted_usec_list_t *sul)
 {
-	struct syncd	*sd = plus.sd;
-	struct sqlite3	*db = store_sqlite(sd->sd_ctx->r_store);
-	int64_t		 gen;
+	struct syncd   *sd = plus.sd;
+	struct sqlite3 *db = store_sqlite(sd->sd_ctx->r_store);
+	int64_t		gen;
 
 	(void)sul;
 	if (plusmark_generation(db, &gen) == 0 && gen != plus.mark_gen &&
 	    plusmark_load(db, &plus.marks, &plus.mark_gen) >= 0)
 		sync_reconcile_soon(sd);
 	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &plus.sul_marks, marks_cb,
-	    (lws_usec_t)(cfg_period(&sd->sd_ctx->r_cfg,
-	    PLUSMARK_POLL_PERIOD) * 1e6));
+	    (lws_usec_t)(cfg_period(&sd->sd_ctx->r_cfg, PLUSMARK_POLL_PERIOD) *
+		1e6));
 }
 
 void
 sync_plus_init(struct syncd *sd)
 {
-	const struct config	*cfg = &sd->sd_ctx->r_cfg;
-	size_t			 i;
+	const struct config *cfg = &sd->sd_ctx->r_cfg;
+	size_t		     i;
 
 	/* Taken at start too (take_stored runs before init ends). */
 	plus.enabled = cfg->sync_plus_enabled && cfg->sync_enabled;
 	if (!plus.enabled)
 		return;
-	plus.urlflags = cfg->sync_allow_private_targets ?
-	    RELAYURL_ALLOW_PRIVATE : 0;
+	plus.urlflags =
+	    cfg->sync_allow_private_targets ? RELAYURL_ALLOW_PRIVATE : 0;
 	relayurl_self_init(&plus.self, cfg->domain);
 	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++)
 		relayurl_add_trusted(&plus.fallback, &plus.nfallback,
@@ -79,24 +79,23 @@ sync_plus_init(struct syncd *sd)
 	/* Fallback ownership from the database, before any request. */
 	plus.sd = sd;
 	if (plusmark_load(store_sqlite(sd->sd_ctx->r_store), &plus.marks,
-	    &plus.mark_gen) == -1)
+		&plus.mark_gen) == -1)
 		log_warnx("fallback marks not read; retrying");
 	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &plus.sul_marks, marks_cb,
 	    (lws_usec_t)(cfg_period(cfg, PLUSMARK_POLL_PERIOD) * 1e6));
 }
 
 
-
 int
 sync_plus_take(const struct event *ev)
 {
-	struct plus_list	*l;
+	struct plus_list *l;
 
 	if (!plus.enabled)
 		return 0;
-	if (ev->kind == KIND_DELETION && (l = hmap_get(&plus.lists,
-	    ev->pubkey, 32)) != NULL && relaylist_deleted_by(ev, l->pl_id,
-	    l->pl_at)) {
+	if (ev->kind == KIND_DELETION &&
+	    (l = hmap_get(&plus.lists, ev->pubkey, 32)) != NULL &&
+	    relaylist_deleted_by(ev, l->pl_id, l->pl_at)) {
 		hmap_del(&plus.lists, ev->pubkey, 32);
 		relaylist_clear(&l->pl_list);
 		free(l);
@@ -108,8 +107,8 @@ sync_plus_take(const struct event *ev)
 		if ((l = calloc(1, sizeof(*l))) == NULL)
 			fatal("sync_plus_take");
 		hmap_put(&plus.lists, ev->pubkey, 32, l);
-	} else if (ev->created_at < l->pl_at || (ev->created_at == l->pl_at &&
-	    memcmp(ev->id, l->pl_id, 32) >= 0))
+	} else if (ev->created_at < l->pl_at ||
+	    (ev->created_at == l->pl_at && memcmp(ev->id, l->pl_id, 32) >= 0))
 		return 0;
 	relaylist_clear(&l->pl_list);
 	relaylist_parse(ev, plus.urlflags, plus.self.rs_v, plus.self.rs_n,
@@ -123,18 +122,18 @@ void
 sync_plus_reconcile(struct syncd *sd,
     struct sync_relay *(*mark)(struct syncd *, const char *, int))
 {
-	const struct plus_list	*l;
-	struct inv_repo		*r;
-	struct sync_relay	*sr;
-	struct conn		*c;
-	struct hmap		 seen = { 0 };
-	const char		*key;
-	size_t			 it, j, i;
+	const struct plus_list *l;
+	struct inv_repo	       *r;
+	struct sync_relay      *sr;
+	struct conn	       *c;
+	struct hmap		seen = { 0 };
+	const char	       *key;
+	size_t			it, j, i;
 
 	plus.roots_inbox = plus.roots_fallback = 0;
 	if (!plus.enabled)
 		return;
-	for (it = 0; (r = inv_repo_next(sd->sd_inv, &it)) != NULL; ) {
+	for (it = 0; (r = inv_repo_next(sd->sd_inv, &it)) != NULL;) {
 		if (r->ir_level != INV_FULL)
 			continue;
 		for (j = 0; j < r->ir_nroots; j++) {
@@ -146,7 +145,8 @@ sync_plus_reconcile(struct syncd *sd,
 			if (l != NULL) {
 				plus.roots_inbox++;
 				for (i = 0; (key = relaylist_get(&l->pl_list,
-				    RELAYLIST_INBOX, i)) != NULL; i++)
+						 RELAYLIST_INBOX, i)) != NULL;
+				     i++)
 					if ((sr = mark(sd, key, 0)) != NULL) {
 						sync_relay_want_thread(sr,
 						    sd->sd_inv, rt);
@@ -168,7 +168,7 @@ sync_plus_reconcile(struct syncd *sd,
 				/* Operator input: the connection is made
 				 * trusted (sticky in conn.c). */
 				if ((c = conn_get(sd->sd_conns, key,
-				    CONN_TRUSTED, NULL)) != NULL)
+					 CONN_TRUSTED, NULL)) != NULL)
 					conn_release(c);
 				sync_relay_want_thread(sr, sd->sd_inv, rt);
 				hmap_put(&seen, key, strlen(key), sr);
@@ -182,7 +182,7 @@ sync_plus_reconcile(struct syncd *sd,
 void
 sync_plus_show(cJSON *view)
 {
-	cJSON	*o = cJSON_AddObjectToObject(view, "sync_plus");
+	cJSON *o = cJSON_AddObjectToObject(view, "sync_plus");
 
 	cJSON_AddBoolToObject(o, "enabled", plus.enabled);
 	cJSON_AddNumberToObject(o, "relay_lists", (double)plus.lists.hm_n);
@@ -192,18 +192,17 @@ sync_plus_show(cJSON *view)
 	    (double)plus.roots_fallback);
 	cJSON_AddNumberToObject(o, "inbox_and_fallback_relays",
 	    (double)plus.relays);
-	cJSON_AddNumberToObject(o, "fallback_relays",
-	    (double)plus.nfallback);
+	cJSON_AddNumberToObject(o, "fallback_relays", (double)plus.nfallback);
 	cJSON_AddNumberToObject(o, "fallback_marks", (double)plus.marks.hm_n);
 }
 
 void
 sync_plus_fini(void)
 {
-	size_t	 it;
-	void	*v;
+	size_t it;
+	void  *v;
 
-	for (it = 0; hmap_next(&plus.lists, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&plus.lists, &it, NULL, NULL, &v);) {
 		relaylist_clear(&((struct plus_list *)v)->pl_list);
 		free(v);
 	}

@@ -23,18 +23,17 @@ struct syncd;
 struct sync_relay;
 
 /* Reads the configuration (a no-op when NGIT_SYNC_PLUS_ENABLED=false). */
-void	sync_plus_init(struct syncd *);
+void sync_plus_init(struct syncd *);
 /* One stored event; returns 1 if a root author's mailboxes may have
  * changed (a newer kind 10002), else 0. */
-int	sync_plus_take(const struct event *);
+int  sync_plus_take(const struct event *);
 /*
  * Inside reconcile(): marks every root author's inbox (or fallback
  * relay) with mark() and adds the root's ids and addresses to it.
  */
-void	sync_plus_reconcile(struct syncd *,
-	    struct sync_relay *(*mark)(struct syncd *, const char *key,
-	    int boot));
-void	sync_plus_show(cJSON *view);
-void	sync_plus_fini(void);
+void sync_plus_reconcile(struct syncd *,
+    struct sync_relay *(*mark)(struct syncd *, const char *key, int boot));
+void sync_plus_show(cJSON *view);
+void sync_plus_fini(void);
 
 #endif

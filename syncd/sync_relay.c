@@ -33,30 +33,30 @@ enum hreq_kind {
 /* The values one diff asked for, shared by the requests that carry
  * them; a failed request forgets them, not the whole set. */
 struct sync_vals {
-	unsigned	  sv_refs;
-	size_t		  sv_n;
-	char		**sv_v;
+	unsigned sv_refs;
+	size_t	 sv_n;
+	char   **sv_v;
 };
 
 struct sync_hreq {
-	LIST_ENTRY(sync_hreq)	 hr_entry;
-	struct sync_relay	*hr_sr;
-	struct conn_req		*hr_req;
-	enum hreq_kind		 hr_kind;
-	enum sync_set		 hr_set;
-	int64_t			 hr_since;	/* catch-up: its since */
-	struct sync_vals	*hr_vals;	/* HR_SET: what it asks */
-	char			*hr_filter;	/* the historic filter */
-	int			 hr_negotiating; /* hr_req is a conn_neg() */
+	LIST_ENTRY(sync_hreq)  hr_entry;
+	struct sync_relay     *hr_sr;
+	struct conn_req	      *hr_req;
+	enum hreq_kind	       hr_kind;
+	enum sync_set	       hr_set;
+	int64_t		       hr_since;       /* catch-up: its since */
+	struct sync_vals      *hr_vals;	       /* HR_SET: what it asks */
+	char		      *hr_filter;      /* the historic filter */
+	int		       hr_negotiating; /* hr_req is a conn_neg() */
 	/* After a reconciliation: the fetches of the needed ids. */
-	struct conn_req		**hr_fetch;
-	size_t			 hr_nfetch;
-	size_t			 hr_open;
-	int			 hr_fetch_failed;
-	uint64_t		 hr_fetch_dropped;
-	enum conn_fetch_result	 hr_fetch_res;
-	uint8_t			(*hr_asking)[32]; /* in sr_asking for it */
-	size_t			 hr_nasking;
+	struct conn_req	     **hr_fetch;
+	size_t		       hr_nfetch;
+	size_t		       hr_open;
+	int		       hr_fetch_failed;
+	uint64_t	       hr_fetch_dropped;
+	enum conn_fetch_result hr_fetch_res;
+	uint8_t (*hr_asking)[32]; /* in sr_asking for it */
+	size_t hr_nasking;
 };
 
 /* The tag letters each set is asked by (reference brief 3.2). */
@@ -67,10 +67,10 @@ static const char *const set_fields[SET_COUNT][3] = {
 	[SET_ADDRS] = { "a", "A", "q" },
 };
 
-static void	sync_relay_catchup(struct sync_relay *, int64_t since,
-		    const char *why);
-static void	arm_retry(struct sync_relay *);
-static void	note_gap(struct sync_relay *);
+static void sync_relay_catchup(struct sync_relay *, int64_t since,
+    const char *why);
+static void arm_retry(struct sync_relay *);
+static void note_gap(struct sync_relay *);
 
 static int64_t
 now_unix(void)
@@ -89,10 +89,10 @@ schedule(struct sync_relay *sr, lws_sorted_usec_list_t *sul, sul_cb_t cb,
 static void
 daily_cb(lws_sorted_usec_list_t *sul)
 {
-	struct sync_relay	*sr = lws_container_of(sul, struct sync_relay,
-				    sr_sul_daily);
-	double			 span = SYNC_DAILY_MAX - SYNC_DAILY_MIN;
-	int			 s;
+	struct sync_relay *sr =
+	    lws_container_of(sul, struct sync_relay, sr_sul_daily);
+	double span = SYNC_DAILY_MAX - SYNC_DAILY_MIN;
+	int    s;
 
 	log_info("%s: daily full resync", sr->sr_key);
 	for (s = 0; s < SET_COUNT; s++) {
@@ -100,16 +100,17 @@ daily_cb(lws_sorted_usec_list_t *sul)
 	}
 	sr->sr_l1_have = 0;
 	sync_relay_update(sr);
-	schedule(sr, &sr->sr_sul_daily, daily_cb, sync_delay(sr->sr_sd,
-	    SYNC_DAILY_MIN + span * ((double)random() / RAND_MAX)));
+	schedule(sr, &sr->sr_sul_daily, daily_cb,
+	    sync_delay(sr->sr_sd,
+		SYNC_DAILY_MIN + span * ((double)random() / RAND_MAX)));
 }
 
 struct sync_relay *
 sync_relay_new(struct syncd *sd, const char *key, int boot)
 {
-	struct sync_relay	*sr;
-	const char		*why = NULL;
-	double			 span = SYNC_DAILY_MAX - SYNC_DAILY_MIN;
+	struct sync_relay *sr;
+	const char	  *why = NULL;
+	double		   span = SYNC_DAILY_MAX - SYNC_DAILY_MIN;
 
 	if ((sr = calloc(1, sizeof(*sr))) == NULL ||
 	    (sr->sr_key = strdup(key)) == NULL)
@@ -117,16 +118,17 @@ sync_relay_new(struct syncd *sd, const char *key, int boot)
 	sr->sr_sd = sd;
 	sr->sr_bootstrap = boot;
 	LIST_INIT(&sr->sr_hreqs);
-	sr->sr_conn = conn_get(sd->sd_conns, key, boot ? CONN_TRUSTED : 0,
-	    &why);
+	sr->sr_conn =
+	    conn_get(sd->sd_conns, key, boot ? CONN_TRUSTED : 0, &why);
 	if (sr->sr_conn == NULL) {
 		log_info("%s: not a sync target: %s", key, why ? why : "?");
 		free(sr->sr_key);
 		free(sr);
 		return NULL;
 	}
-	schedule(sr, &sr->sr_sul_daily, daily_cb, sync_delay(sd,
-	    SYNC_DAILY_MIN + span * ((double)random() / RAND_MAX)));
+	schedule(sr, &sr->sr_sul_daily, daily_cb,
+	    sync_delay(sd,
+		SYNC_DAILY_MIN + span * ((double)random() / RAND_MAX)));
 	log_info("%s: tracking%s", key, boot ? " (bootstrap)" : "");
 	return sr;
 }
@@ -134,8 +136,8 @@ sync_relay_new(struct syncd *sd, const char *key, int boot)
 static struct sync_vals *
 vals_new(const char *const *v, size_t n)
 {
-	struct sync_vals	*sv;
-	size_t			 i;
+	struct sync_vals *sv;
+	size_t		  i;
 
 	if ((sv = calloc(1, sizeof(*sv))) == NULL ||
 	    (sv->sv_v = calloc(n, sizeof(char *))) == NULL)
@@ -160,7 +162,7 @@ vals_release(struct sync_vals *sv)
 static void
 hreq_free(struct sync_hreq *hr)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < hr->hr_nasking; i++)
 		hmap_del(&hr->hr_sr->sr_asking, hr->hr_asking[i], 32);
@@ -177,7 +179,7 @@ hreq_free(struct sync_hreq *hr)
 static void
 hreq_cancel(struct sync_hreq *hr)
 {
-	size_t	i;
+	size_t i;
 
 	if (hr->hr_req != NULL)
 		conn_fetch_cancel(hr->hr_req);
@@ -191,7 +193,7 @@ hreq_cancel(struct sync_hreq *hr)
 static void
 live_close_all(struct sync_relay *sr)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < sr->sr_nlive; i++) {
 		conn_live_close(sr->sr_live[i]);
@@ -203,8 +205,8 @@ live_close_all(struct sync_relay *sr)
 void
 sync_relay_free(struct sync_relay *sr)
 {
-	struct sync_hreq	*hr;
-	int			 s;
+	struct sync_hreq *hr;
+	int		  s;
 
 	if (sr == NULL)
 		return;
@@ -233,7 +235,7 @@ sync_relay_free(struct sync_relay *sr)
 void
 sync_relay_clear_want(struct sync_relay *sr)
 {
-	int	s;
+	int s;
 
 	for (s = 0; s < SET_COUNT; s++)
 		hmap_free(&sr->sr_want[s]);
@@ -250,8 +252,8 @@ void
 sync_relay_want_thread(struct sync_relay *sr, const struct inventory *iv,
     const struct inv_root *rt)
 {
-	char	hex[65];
-	size_t	k;
+	char   hex[65];
+	size_t k;
 
 	hex_encode(rt->rt_id, 32, hex);
 	sync_relay_want(sr, SET_IDS, hex);
@@ -270,13 +272,12 @@ sync_relay_want_thread(struct sync_relay *sr, const struct inventory *iv,
 static void
 hreq_end(struct sync_hreq *hr, int ok, const char *what, const char *reason)
 {
-	struct sync_relay	*sr = hr->hr_sr;
-	size_t			 i;
+	struct sync_relay *sr = hr->hr_sr;
+	size_t		   i;
 
 	if (!ok) {
 		log_info("%s: historic request failed (%s%s%s); retrying later",
-		    sr->sr_key, what, reason ? ": " : "", reason ? reason :
-		    "");
+		    sr->sr_key, what, reason ? ": " : "", reason ? reason : "");
 		sr->sr_failed++;
 		switch (hr->hr_kind) {
 		case HR_L1:
@@ -306,8 +307,8 @@ hreq_end(struct sync_hreq *hr, int ok, const char *what, const char *reason)
 	    sr->sr_l1_have) {
 		if (sr->sr_synced_at == 0)
 			log_info("%s: historic sync complete (%llu events "
-			    "delivered)", sr->sr_key,
-			    (unsigned long long)sr->sr_events);
+				 "delivered)",
+			    sr->sr_key, (unsigned long long)sr->sr_events);
 		sr->sr_synced_at = now_unix();
 	}
 	if (sr->sr_historic == 0)
@@ -318,14 +319,15 @@ static void
 hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
     const char *reason, const struct conn_fetch_stats *st)
 {
-	struct sync_hreq	*hr = arg;
+	struct sync_hreq *hr = arg;
 
 	hr->hr_req = NULL;
 	/* A relay refusing a filter outright will refuse it again.  Events
 	 * that did not reach relayd (it lagged) make the request fail, so
 	 * that the retry asks for them again. */
 	if ((res == FETCH_EOSE || res == FETCH_CLOSED) && st->cs_dropped > 0)
-		hreq_end(hr, 0, "ingest", "events dropped on the way to relayd");
+		hreq_end(hr, 0, "ingest",
+		    "events dropped on the way to relayd");
 	else
 		hreq_end(hr, res == FETCH_EOSE || res == FETCH_CLOSED,
 		    conn_fetch_result_name(res), reason);
@@ -336,14 +338,14 @@ hreq_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 static void
 hreq_paginate(struct sync_hreq *hr)
 {
-	struct sync_relay	*sr = hr->hr_sr;
-	struct conn_fetch_cb	 cb;
+	struct sync_relay   *sr = hr->hr_sr;
+	struct conn_fetch_cb cb;
 
 	memset(&cb, 0, sizeof(cb));
 	cb.done = hreq_done;
 	cb.arg = hr;
-	hr->hr_req = conn_paginate(sr->sr_conn, hr->hr_filter,
-	    CONN_PRIO_NORMAL, 0, &cb);
+	hr->hr_req =
+	    conn_paginate(sr->sr_conn, hr->hr_filter, CONN_PRIO_NORMAL, 0, &cb);
 	if (hr->hr_req == NULL) {
 		log_warnx("%s: filter refused by the connection: %.200s",
 		    sr->sr_key, hr->hr_filter);
@@ -356,7 +358,7 @@ hreq_paginate(struct sync_hreq *hr)
 static void
 idfetch_event(void *arg, struct conn_req *req, const struct event *ev)
 {
-	struct sync_hreq	*hr = arg;
+	struct sync_hreq *hr = arg;
 
 	sync_neg_delivered(hr->hr_sr, ev->id);
 	/* ["EVENT","<subid>",<event>] */
@@ -367,8 +369,8 @@ static void
 idfetch_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
     const char *reason, const struct conn_fetch_stats *st)
 {
-	struct sync_hreq	*hr = arg;
-	size_t			 i;
+	struct sync_hreq *hr = arg;
+	size_t		  i;
 
 	for (i = 0; i < hr->hr_nfetch; i++)
 		if (hr->hr_fetch[i] == req)
@@ -383,28 +385,34 @@ idfetch_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 	if (--hr->hr_open > 0)
 		return;
 	if (!hr->hr_fetch_failed && hr->hr_fetch_dropped > 0)
-		hreq_end(hr, 0, "ingest", "events dropped on the way to relayd");
+		hreq_end(hr, 0, "ingest",
+		    "events dropped on the way to relayd");
 	else
-		hreq_end(hr, !hr->hr_fetch_failed, hr->hr_fetch_failed ?
-		    conn_fetch_result_name(hr->hr_fetch_res) : "eose", reason);
+		hreq_end(hr, !hr->hr_fetch_failed,
+		    hr->hr_fetch_failed ?
+			conn_fetch_result_name(hr->hr_fetch_res) :
+			"eose",
+		    reason);
 }
 
 /* Fetches the needed ids of a reconciliation in packed "ids" filters. */
 static void
 hreq_fetch_need(struct sync_hreq *hr, const struct neg_idlist *need)
 {
-	struct sync_relay	*sr = hr->hr_sr;
-	struct conn_filters	 fl = { NULL, 0 };
-	struct conn_fetch_cb	 cb;
-	const char		**v = NULL, *why;
-	char			(*hex)[65] = NULL;
-	size_t			 i, n = 0;
+	struct sync_relay   *sr = hr->hr_sr;
+	struct conn_filters  fl = { NULL, 0 };
+	struct conn_fetch_cb cb;
+	const char	   **v = NULL, *why;
+	char(*hex)[65] = NULL;
+	size_t i, n = 0;
 
-	if (need->il_n > 0 && ((hex = calloc(need->il_n, sizeof(*hex))) ==
-	    NULL || (v = calloc(need->il_n, sizeof(*v))) == NULL))
+	if (need->il_n > 0 &&
+	    ((hex = calloc(need->il_n, sizeof(*hex))) == NULL ||
+		(v = calloc(need->il_n, sizeof(*v))) == NULL))
 		fatal("hreq_fetch_need");
-	if (need->il_n > 0 && (hr->hr_asking = calloc(need->il_n,
-	    sizeof(*hr->hr_asking))) == NULL)
+	if (need->il_n > 0 &&
+	    (hr->hr_asking = calloc(need->il_n, sizeof(*hr->hr_asking))) ==
+		NULL)
 		fatal("hreq_fetch_need");
 	for (i = 0; i < need->il_n; i++) {
 		/* Delivered already, or on its way for another filter
@@ -420,8 +428,9 @@ hreq_fetch_need(struct sync_hreq *hr, const struct neg_idlist *need)
 		v[n] = hex[n];
 		n++;
 	}
-	if (n > 0 && conn_pack_filters("{}", "ids", v, n, CONN_REQ_BUDGET,
-	    SYNC_NEG_IDS_PER_REQ, &fl, &why) == -1)
+	if (n > 0 &&
+	    conn_pack_filters("{}", "ids", v, n, CONN_REQ_BUDGET,
+		SYNC_NEG_IDS_PER_REQ, &fl, &why) == -1)
 		log_warnx("%s: cannot pack %zu ids: %s", sr->sr_key, n, why);
 	free(v);
 	free(hex);
@@ -438,7 +447,7 @@ hreq_fetch_need(struct sync_hreq *hr, const struct neg_idlist *need)
 	for (i = 0; i < fl.cf_n; i++) {
 		sr->sr_neg_fetch_bytes += conn_req_size(strlen(fl.cf_v[i]));
 		if ((hr->hr_fetch[hr->hr_nfetch] = conn_fetch(sr->sr_conn,
-		    fl.cf_v[i], CONN_PRIO_NORMAL, 0, &cb)) != NULL) {
+			 fl.cf_v[i], CONN_PRIO_NORMAL, 0, &cb)) != NULL) {
 			hr->hr_nfetch++;
 			hr->hr_open++;
 		}
@@ -452,8 +461,8 @@ static void
 hreq_neg_done(void *arg, struct conn_req *req, enum conn_neg_result res,
     const char *reason, const struct conn_neg_stats *st)
 {
-	struct sync_hreq	*hr = arg;
-	struct sync_relay	*sr = hr->hr_sr;
+	struct sync_hreq  *hr = arg;
+	struct sync_relay *sr = hr->hr_sr;
 
 	hr->hr_req = NULL;
 	hr->hr_negotiating = 0;
@@ -476,7 +485,7 @@ hreq_neg_done(void *arg, struct conn_req *req, enum conn_neg_result res,
 		for (;;) {
 			struct sync_hreq *o;
 
-			LIST_FOREACH(o, &sr->sr_hreqs, hr_entry)
+			LIST_FOREACH (o, &sr->sr_hreqs, hr_entry)
 				if (o->hr_negotiating)
 					break;
 			if (o == NULL)
@@ -490,7 +499,8 @@ hreq_neg_done(void *arg, struct conn_req *req, enum conn_neg_result res,
 		break;
 	case NEGR_FAILED:
 		log_info("%s: negentropy failed (%s): paginated REQ for this "
-		    "filter", sr->sr_key, reason);
+			 "filter",
+		    sr->sr_key, reason);
 		sr->sr_neg_fallbacks++;
 		hreq_paginate(hr);
 		break;
@@ -510,14 +520,13 @@ hreq_neg_done(void *arg, struct conn_req *req, enum conn_neg_result res,
 static int
 hreq_neg(struct sync_hreq *hr)
 {
-	struct sync_relay	*sr = hr->hr_sr;
-	struct conn_neg_cb	 cb;
-	struct neg_item		*items;
-	size_t			 n;
-	const char		*why;
+	struct sync_relay *sr = hr->hr_sr;
+	struct conn_neg_cb cb;
+	struct neg_item	  *items;
+	size_t		   n;
+	const char	  *why;
 
-	if (sync_neg_items(sr->sr_sd, hr->hr_filter, &items, &n, &why) ==
-	    -1) {
+	if (sync_neg_items(sr->sr_sd, hr->hr_filter, &items, &n, &why) == -1) {
 		log_info("%s: no negentropy for a filter (%s): paginated REQ",
 		    sr->sr_key, why);
 		return -1;
@@ -535,11 +544,10 @@ hreq_neg(struct sync_hreq *hr)
 }
 
 static void
-historic_since(struct sync_relay *sr, const char *filter,
-    enum hreq_kind kind, enum sync_set set, int64_t since,
-    struct sync_vals *vals)
+historic_since(struct sync_relay *sr, const char *filter, enum hreq_kind kind,
+    enum sync_set set, int64_t since, struct sync_vals *vals)
 {
-	struct sync_hreq	*hr;
+	struct sync_hreq *hr;
 
 	if ((hr = calloc(1, sizeof(*hr))) == NULL ||
 	    (hr->hr_filter = strdup(filter)) == NULL)
@@ -569,7 +577,7 @@ historic(struct sync_relay *sr, const char *filter, enum hreq_kind kind,
 static void
 base_of(struct buf *b, const char *kinds, int live, int64_t since)
 {
-	int	first = 1;
+	int first = 1;
 
 	buf_reset(b);
 	buf_addc(b, '{');
@@ -592,16 +600,16 @@ static void
 pack_set(struct sync_relay *sr, enum sync_set set, const char *const *vals,
     size_t n, int live, int64_t since, struct conn_filters *out)
 {
-	struct buf	 b = BUF_INIT;
-	const char	*why;
-	int		 f;
+	struct buf  b = BUF_INIT;
+	const char *why;
+	int	    f;
 
 	if (n == 0)
 		return;
 	base_of(&b, set == SET_D ? SYNC_STATE_BASE : NULL, live, since);
 	for (f = 0; f < 3 && set_fields[set][f]; f++)
 		if (conn_pack_filters(b.b_data, set_fields[set][f], vals, n,
-		    CONN_REQ_BUDGET, 0, out, &why) == -1)
+			CONN_REQ_BUDGET, 0, out, &why) == -1)
 			log_warnx("%s: cannot pack %zu values: %s", sr->sr_key,
 			    n, why);
 	buf_free(&b);
@@ -611,9 +619,9 @@ pack_set(struct sync_relay *sr, enum sync_set set, const char *const *vals,
 static const char **
 set_values(const struct hmap *m, size_t *n)
 {
-	const char	**v;
-	const void	 *key;
-	size_t		  it = 0;
+	const char **v;
+	const void  *key;
+	size_t	     it = 0;
 
 	*n = 0;
 	if ((v = calloc(m->hm_n + 1, sizeof(*v))) == NULL)
@@ -626,7 +634,7 @@ set_values(const struct hmap *m, size_t *n)
 static char *
 with_since(const char *filter, int64_t since)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	buf_printf(&b, "{\"since\":%lld%s%s", (long long)since,
 	    strcmp(filter, "{}") == 0 ? "" : ",", filter + 1);
@@ -637,8 +645,8 @@ with_since(const char *filter, int64_t since)
 static char *
 strip_limit0(const char *f)
 {
-	static const char	*const pats[] = { "\"limit\":0,", ",\"limit\":0",
-				    "\"limit\":0" };
+	static const char *const pats[] = { "\"limit\":0,", ",\"limit\":0",
+		"\"limit\":0" };
 	char			*d, *p;
 	size_t			 i, n;
 
@@ -658,7 +666,7 @@ strip_limit0(const char *f)
 static void
 live_close_replaced(struct sync_relay *sr, const int *keep)
 {
-	size_t	j;
+	size_t j;
 
 	for (j = 0; j < sr->sr_nlive; j++) {
 		if (keep[j] || sr->sr_live[j] == NULL)
@@ -674,17 +682,18 @@ live_close_replaced(struct sync_relay *sr, const int *keep)
 static void
 refresh_live(struct sync_relay *sr)
 {
-	struct conn_filters	 fl = { NULL, 0 };
-	char			*reqs[CONN_MAX_LIVE], *text[CONN_MAX_LIVE];
-	struct conn_req		*live[CONN_MAX_LIVE];
-	size_t			 nreq = 0, i, j, n, nold, nnew;
-	struct buf		 cur = BUF_INIT;
-	const char		**vals;
-	int			 s, early, keep[CONN_MAX_LIVE];
+	struct conn_filters fl = { NULL, 0 };
+	char		   *reqs[CONN_MAX_LIVE], *text[CONN_MAX_LIVE];
+	struct conn_req	   *live[CONN_MAX_LIVE];
+	size_t		    nreq = 0, i, j, n, nold, nnew;
+	struct buf	    cur = BUF_INIT;
+	const char	  **vals;
+	int		    s, early, keep[CONN_MAX_LIVE];
 
 	fl.cf_v = calloc(1, sizeof(char *));
-	if (fl.cf_v == NULL || (fl.cf_v[0] = strdup("{\"kinds\":[30617,10317],"
-	    "\"limit\":0}")) == NULL)
+	if (fl.cf_v == NULL ||
+	    (fl.cf_v[0] = strdup("{\"kinds\":[30617,10317],"
+				 "\"limit\":0}")) == NULL)
 		fatal("refresh_live");
 	fl.cf_n = 1;
 	for (s = 0; s < SET_COUNT; s++) {
@@ -697,8 +706,8 @@ refresh_live(struct sync_relay *sr)
 	for (i = 0; i < fl.cf_n; i++) {
 		size_t add = strlen(fl.cf_v[i]) + 1;
 
-		if (cur.b_len > 0 && conn_req_size(cur.b_len + add + 1) >
-		    CONN_REQ_BUDGET) {
+		if (cur.b_len > 0 &&
+		    conn_req_size(cur.b_len + add + 1) > CONN_REQ_BUDGET) {
 			buf_addc(&cur, ']');
 			reqs[nreq++] = buf_release(&cur, NULL);
 		}
@@ -711,8 +720,8 @@ refresh_live(struct sync_relay *sr)
 				fatal("refresh_live");
 			sr->sr_rotate = nr;
 			/* Without "limit":0: it is a historic poll. */
-			sr->sr_rotate[sr->sr_nrotate++] = strip_limit0(
-			    fl.cf_v[i]);
+			sr->sr_rotate[sr->sr_nrotate++] =
+			    strip_limit0(fl.cf_v[i]);
 			continue;
 		}
 		buf_addc(&cur, cur.b_len == 0 ? '[' : ',');
@@ -730,8 +739,8 @@ refresh_live(struct sync_relay *sr)
 		keep[j] = 0;
 	for (i = 0; i < nreq; i++) {
 		for (j = 0; j < sr->sr_nlive; j++) {
-			if (!keep[j] && strcmp(reqs[i], sr->sr_live_text[j]) ==
-			    0) {
+			if (!keep[j] &&
+			    strcmp(reqs[i], sr->sr_live_text[j]) == 0) {
 				keep[j] = 1;
 				free(reqs[i]);
 				reqs[i] = NULL;
@@ -761,7 +770,7 @@ refresh_live(struct sync_relay *sr)
 		live_close_replaced(sr, keep);
 	for (i = 0; i < nreq; i++) {
 		const char	*why = NULL;
-		struct conn_req	*lv;
+		struct conn_req *lv;
 
 		if (reqs[i] == NULL)
 			continue;
@@ -781,7 +790,8 @@ refresh_live(struct sync_relay *sr)
 	sr->sr_nlive = n;
 	if (sr->sr_nrotate > 0) {
 		log_info("%s: %zu filters over the live cap are polled every "
-		    "%.0f s", sr->sr_key, sr->sr_nrotate,
+			 "%.0f s",
+		    sr->sr_key, sr->sr_nrotate,
 		    sync_delay(sr->sr_sd, SYNC_ROTATE_PERIOD));
 		if (sr->sr_rotated_at == 0)
 			sr->sr_rotated_at = now_unix();
@@ -791,11 +801,10 @@ refresh_live(struct sync_relay *sr)
 static void
 rotate_cb(lws_sorted_usec_list_t *sul)
 {
-	struct sync_relay	*sr = lws_container_of(sul, struct sync_relay,
-				    sr_sul_rotate);
-	int64_t			 since = sr->sr_rotated_at -
-				    (int64_t)SYNC_CATCHUP_MARGIN;
-	size_t			 i;
+	struct sync_relay *sr =
+	    lws_container_of(sul, struct sync_relay, sr_sul_rotate);
+	int64_t since = sr->sr_rotated_at - (int64_t)SYNC_CATCHUP_MARGIN;
+	size_t	i;
 
 	sr->sr_rotated_at = now_unix();
 	for (i = 0; i < sr->sr_nrotate; i++) {
@@ -812,12 +821,12 @@ rotate_cb(lws_sorted_usec_list_t *sul)
 void
 sync_relay_update(struct sync_relay *sr)
 {
-	struct conn_filters	 fl = { NULL, 0 };
-	const char		**vals;
-	size_t			 n, i, it;
-	const void		*key;
-	size_t			 keylen;
-	int			 s;
+	struct conn_filters fl = { NULL, 0 };
+	const char	  **vals;
+	size_t		    n, i, it;
+	const void	   *key;
+	size_t		    keylen;
+	int		    s;
 
 	/* Live first, then history: what arrives between the two is in
 	 * one or the other. */
@@ -832,8 +841,8 @@ sync_relay_update(struct sync_relay *sr)
 		    NULL)
 			fatal("sync_relay_update");
 		n = 0;
-		for (it = 0; hmap_next(&sr->sr_want[s], &it, &key, &keylen,
-		    NULL); ) {
+		for (it = 0;
+		     hmap_next(&sr->sr_want[s], &it, &key, &keylen, NULL);) {
 			if (hmap_get(&sr->sr_have[s], key, keylen) != NULL)
 				continue;
 			vals[n++] = key;
@@ -853,8 +862,7 @@ sync_relay_update(struct sync_relay *sr)
 			    (void *)1);
 		free(vals);
 	}
-	if (sr->sr_nrotate > 0 && lws_dll2_is_detached(
-	    &sr->sr_sul_rotate.list))
+	if (sr->sr_nrotate > 0 && lws_dll2_is_detached(&sr->sr_sul_rotate.list))
 		schedule(sr, &sr->sr_sul_rotate, rotate_cb,
 		    sync_delay(sr->sr_sd, SYNC_ROTATE_PERIOD));
 }
@@ -863,11 +871,11 @@ sync_relay_update(struct sync_relay *sr)
 static void
 sync_relay_catchup(struct sync_relay *sr, int64_t since, const char *why)
 {
-	struct conn_filters	 fl = { NULL, 0 };
-	const char		**vals;
-	char			*f;
-	size_t			 n, i;
-	int			 s;
+	struct conn_filters fl = { NULL, 0 };
+	const char	  **vals;
+	char		   *f;
+	size_t		    n, i;
+	int		    s;
 
 	log_info("%s: catching up from %lld %s", sr->sr_key, (long long)since,
 	    why);
@@ -889,8 +897,8 @@ sync_relay_catchup(struct sync_relay *sr, int64_t since, const char *why)
 static void
 retry_cb(lws_sorted_usec_list_t *sul)
 {
-	struct sync_relay	*sr = lws_container_of(sul, struct sync_relay,
-				    sr_sul_retry);
+	struct sync_relay *sr =
+	    lws_container_of(sul, struct sync_relay, sr_sul_retry);
 
 	sr->sr_failed = 0;
 	if (sr->sr_catchup_since > 0)
@@ -901,17 +909,18 @@ retry_cb(lws_sorted_usec_list_t *sul)
 static void
 gap_cb(lws_sorted_usec_list_t *sul)
 {
-	struct sync_relay	*sr = lws_container_of(sul, struct sync_relay,
-				    sr_sul_gap);
+	struct sync_relay *sr =
+	    lws_container_of(sul, struct sync_relay, sr_sul_gap);
 
 	/* Down meanwhile: the reconnect catches up, this waits for it. */
 	if (conn_state(sr->sr_conn) != CONN_CONNECTED) {
-		schedule(sr, &sr->sr_sul_gap, gap_cb, sync_delay(sr->sr_sd,
-		    SYNC_GAP_FILL));
+		schedule(sr, &sr->sr_sul_gap, gap_cb,
+		    sync_delay(sr->sr_sd, SYNC_GAP_FILL));
 		return;
 	}
-	sync_relay_catchup(sr, sr->sr_gap_at - (int64_t)sync_delay(sr->sr_sd,
-	    SYNC_CATCHUP_MARGIN), "after live resubscriptions");
+	sync_relay_catchup(sr,
+	    sr->sr_gap_at - (int64_t)sync_delay(sr->sr_sd, SYNC_CATCHUP_MARGIN),
+	    "after live resubscriptions");
 	sr->sr_gap_at = 0;
 }
 
@@ -922,8 +931,8 @@ note_gap(struct sync_relay *sr)
 	if (sr->sr_gap_at == 0)
 		sr->sr_gap_at = now_unix();
 	if (lws_dll2_is_detached(&sr->sr_sul_gap.list))
-		schedule(sr, &sr->sr_sul_gap, gap_cb, sync_delay(sr->sr_sd,
-		    SYNC_GAP_FILL));
+		schedule(sr, &sr->sr_sul_gap, gap_cb,
+		    sync_delay(sr->sr_sd, SYNC_GAP_FILL));
 }
 
 /* A live event created at created_at did not reach relayd: a catch-up
@@ -931,7 +940,7 @@ note_gap(struct sync_relay *sr)
 void
 sync_relay_dropped(struct sync_relay *sr, int64_t created_at)
 {
-	int64_t	t = now_unix();
+	int64_t t = now_unix();
 
 	if (created_at > t)
 		created_at = t;
@@ -943,24 +952,26 @@ sync_relay_dropped(struct sync_relay *sr, int64_t created_at)
 static void
 arm_retry(struct sync_relay *sr)
 {
-	schedule(sr, &sr->sr_sul_retry, retry_cb, sync_delay(sr->sr_sd,
-	    SYNC_RETRY));
+	schedule(sr, &sr->sr_sul_retry, retry_cb,
+	    sync_delay(sr->sr_sd, SYNC_RETRY));
 }
 
 void
 sync_relay_state(struct sync_relay *sr, enum conn_state old,
     enum conn_state now)
 {
-	int64_t	t = now_unix();
+	int64_t t = now_unix();
 
 	if (now == CONN_CONNECTED && old != CONN_RATE_LIMITED) {
 		if (sr->sr_disconnected_at > 0) {
 			double out = (double)(t - sr->sr_disconnected_at);
 
 			if (out < sync_delay(sr->sr_sd, SYNC_QUICK_RECONNECT))
-				sync_relay_catchup(sr, sr->sr_disconnected_at -
-				    (int64_t)sync_delay(sr->sr_sd,
-				    SYNC_CATCHUP_MARGIN), "after an outage");
+				sync_relay_catchup(sr,
+				    sr->sr_disconnected_at -
+					(int64_t)sync_delay(sr->sr_sd,
+					    SYNC_CATCHUP_MARGIN),
+				    "after an outage");
 			else {
 				int s;
 
@@ -983,8 +994,8 @@ void
 sync_relay_show(struct sync_relay *sr, cJSON *o)
 {
 	cJSON_AddStringToObject(o, "relay", sr->sr_key);
-	cJSON_AddStringToObject(o, "state", conn_state_name(
-	    conn_state(sr->sr_conn)));
+	cJSON_AddStringToObject(o, "state",
+	    conn_state_name(conn_state(sr->sr_conn)));
 	cJSON_AddBoolToObject(o, "bootstrap", sr->sr_bootstrap);
 	cJSON_AddNumberToObject(o, "identifiers",
 	    (double)sr->sr_want[SET_D].hm_n);
@@ -999,8 +1010,8 @@ sync_relay_show(struct sync_relay *sr, cJSON *o)
 	cJSON_AddNumberToObject(o, "historic_in_flight",
 	    (double)sr->sr_historic);
 	cJSON_AddNumberToObject(o, "events", (double)sr->sr_events);
-	cJSON_AddStringToObject(o, "mode", sync_neg_allowed(sr->sr_sd,
-	    sr->sr_key) ? "negentropy" : "req");
+	cJSON_AddStringToObject(o, "mode",
+	    sync_neg_allowed(sr->sr_sd, sr->sr_key) ? "negentropy" : "req");
 	cJSON_AddNumberToObject(o, "negentropy_sessions",
 	    (double)sr->sr_neg_sessions);
 	cJSON_AddNumberToObject(o, "negentropy_fallbacks",

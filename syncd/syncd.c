@@ -17,12 +17,10 @@
 #include "sync_plus.h"
 #include "syncd.h"
 
-static struct syncd	 syncd;
+static struct syncd syncd;
 
-static const struct lws_protocols sync_protocols[] = {
-	CONN_LWS_PROTOCOL,
-	{ NULL, NULL, 0, 0, 0, NULL, 0 }
-};
+static const struct lws_protocols sync_protocols[] = { CONN_LWS_PROTOCOL,
+	{ NULL, NULL, 0, 0, 0, NULL, 0 } };
 
 double
 sync_delay(const struct syncd *sd, double secs)
@@ -33,8 +31,8 @@ sync_delay(const struct syncd *sd, double secs)
 static int
 sync_ingest(void *arg, const char *relay_key, const char *json, size_t len)
 {
-	struct syncd		*sd = arg;
-	struct sync_relay	*sr;
+	struct syncd	  *sd = arg;
+	struct sync_relay *sr;
 
 	sd->sd_events++;
 	if ((sr = hmap_get(&sd->sd_relays, relay_key, strlen(relay_key))))
@@ -46,9 +44,9 @@ static void
 sync_conn_state(void *arg, struct conn *c, enum conn_state old,
     enum conn_state now)
 {
-	struct syncd		*sd = arg;
-	const char		*key = conn_key(c);
-	struct sync_relay	*sr = hmap_get(&sd->sd_relays, key, strlen(key));
+	struct syncd	  *sd = arg;
+	const char	  *key = conn_key(c);
+	struct sync_relay *sr = hmap_get(&sd->sd_relays, key, strlen(key));
 
 	log_debug("%s: %s -> %s", key, conn_state_name(old),
 	    conn_state_name(now));
@@ -60,9 +58,9 @@ sync_conn_state(void *arg, struct conn *c, enum conn_state old,
 static void
 sync_live_dropped(void *arg, struct conn *c, int64_t created_at)
 {
-	struct syncd		*sd = arg;
-	const char		*key = conn_key(c);
-	struct sync_relay	*sr = hmap_get(&sd->sd_relays, key, strlen(key));
+	struct syncd	  *sd = arg;
+	const char	  *key = conn_key(c);
+	struct sync_relay *sr = hmap_get(&sd->sd_relays, key, strlen(key));
 
 	if (sr != NULL && sr->sr_conn == c)
 		sync_relay_dropped(sr, created_at);
@@ -77,7 +75,7 @@ static const struct conn_hooks sync_hooks = {
 static struct sync_relay *
 relay_mark(struct syncd *sd, const char *key, int boot)
 {
-	struct sync_relay	*sr = hmap_get(&sd->sd_relays, key, strlen(key));
+	struct sync_relay *sr = hmap_get(&sd->sd_relays, key, strlen(key));
 
 	if (sr == NULL) {
 		if ((sr = sync_relay_new(sd, key, boot)) == NULL)
@@ -99,20 +97,20 @@ relay_mark(struct syncd *sd, const char *key, int boot)
 static void
 reconcile(struct syncd *sd)
 {
-	struct inv_repo		*r;
-	struct sync_relay	*sr;
-	size_t			 it, i, j;
-	void			*v;
-	const void		*key;
-	size_t			 keylen;
+	struct inv_repo	  *r;
+	struct sync_relay *sr;
+	size_t		   it, i, j;
+	void		  *v;
+	const void	  *key;
+	size_t		   keylen;
 
 	sd->sd_reconciles++;
 	sd->sd_inv_gen = sd->sd_inv->iv_generation;
-	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);)
 		((struct sync_relay *)v)->sr_marked = 0;
 	if (sd->sd_bootstrap)
 		relay_mark(sd, sd->sd_bootstrap, 1);
-	for (it = 0; (r = inv_repo_next(sd->sd_inv, &it)) != NULL; ) {
+	for (it = 0; (r = inv_repo_next(sd->sd_inv, &it)) != NULL;) {
 		for (i = 0; i < r->ir_nrelays; i++) {
 			if ((sr = relay_mark(sd, r->ir_relays[i], 0)) == NULL)
 				continue;
@@ -129,10 +127,10 @@ reconcile(struct syncd *sd)
 	sync_plus_reconcile(sd, relay_mark);
 	/* A relay without targets is closed (reference brief 8.5). */
 	for (;;) {
-		int	removed = 0;
+		int removed = 0;
 
-		for (it = 0; hmap_next(&sd->sd_relays, &it, &key, &keylen,
-		    &v); ) {
+		for (it = 0;
+		     hmap_next(&sd->sd_relays, &it, &key, &keylen, &v);) {
 			sr = v;
 			if (sr->sr_marked)
 				continue;
@@ -144,14 +142,14 @@ reconcile(struct syncd *sd)
 		if (!removed)
 			break;
 	}
-	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);)
 		sync_relay_update(v);
 }
 
 static void
 window_cb(lws_sorted_usec_list_t *sul)
 {
-	struct syncd	*sd = &syncd;
+	struct syncd *sd = &syncd;
 
 	(void)sul;
 	sd->sd_window_armed = 0;
@@ -165,10 +163,10 @@ window_cb(lws_sorted_usec_list_t *sul)
 static int
 historic_busy(struct syncd *sd)
 {
-	size_t	 it;
-	void	*v;
+	size_t it;
+	void  *v;
 
-	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);)
 		if (((struct sync_relay *)v)->sr_historic > 0)
 			return 1;
 	return 0;
@@ -185,8 +183,8 @@ historic_busy(struct syncd *sd)
 static lws_usec_t
 window_end(struct syncd *sd, lws_usec_t now, lws_usec_t start)
 {
-	const struct config	*cfg = &sd->sd_ctx->r_cfg;
-	lws_usec_t		 window, quiet, at;
+	const struct config *cfg = &sd->sd_ctx->r_cfg;
+	lws_usec_t	     window, quiet, at;
 
 	window = (lws_usec_t)(cfg_period(cfg, SYNC_BATCH_WINDOW) * 1e6);
 	quiet = (lws_usec_t)(cfg_period(cfg, SYNC_BATCH_QUIET) * 1e6);
@@ -210,8 +208,8 @@ window_set(struct syncd *sd, lws_usec_t now, lws_usec_t at)
 static void
 arm_window(struct syncd *sd)
 {
-	const struct config	*cfg = &sd->sd_ctx->r_cfg;
-	lws_usec_t		 now = lws_now_usecs(), at;
+	const struct config *cfg = &sd->sd_ctx->r_cfg;
+	lws_usec_t	     now = lws_now_usecs(), at;
 
 	if (!sd->sd_window_armed) {
 		sd->sd_window_armed = 1;
@@ -221,8 +219,8 @@ arm_window(struct syncd *sd)
 		/* A later change moves the end on; looked at no more than
 		 * ten times a quiet spell (historic_busy() visits every
 		 * relay, and changes come an event at a time). */
-		if (now - sd->sd_window_moved < (lws_usec_t)(cfg_period(cfg,
-		    SYNC_BATCH_QUIET) * 1e5))
+		if (now - sd->sd_window_moved <
+		    (lws_usec_t)(cfg_period(cfg, SYNC_BATCH_QUIET) * 1e5))
 			return;
 		sd->sd_window_moved = now;
 		if ((at = window_end(sd, now, sd->sd_window_start)) <=
@@ -235,7 +233,7 @@ arm_window(struct syncd *sd)
 void
 sync_historic_idle(struct syncd *sd)
 {
-	lws_usec_t	now = lws_now_usecs(), at;
+	lws_usec_t now = lws_now_usecs(), at;
 
 	if (!sd->sd_window_armed || historic_busy(sd))
 		return;
@@ -261,48 +259,51 @@ sync_inventory_changed(struct syncd *sd)
 static void
 take_stored(void *arg, int64_t seq, const struct event *ev)
 {
-	struct syncd	*sd = arg;
+	struct syncd *sd = arg;
 
 	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
 	sync_plus_take(ev);
 }
 
 /* The stored kinds take_stored() reads at start; inv_rebuild() the rest. */
-static const uint32_t take_kinds[] = { KIND_REPO_ANNOUNCEMENT,
-    KIND_RELAY_LIST, KIND_DELETION };
+static const uint32_t take_kinds[] = { KIND_REPO_ANNOUNCEMENT, KIND_RELAY_LIST,
+	KIND_DELETION };
 
 static int
 sync_init(struct role_ctx *ctx)
 {
-	struct syncd	*sd = &syncd;
-	char		 key[RELAYURL_MAX + 1];
-	const char	*why;
-	const char	*boot = ctx->r_cfg.sync_bootstrap_relay_url;
-	int		 n;
+	struct syncd *sd = &syncd;
+	char	      key[RELAYURL_MAX + 1];
+	const char   *why;
+	const char   *boot = ctx->r_cfg.sync_bootstrap_relay_url;
+	int	      n;
 
 	sd->sd_ctx = ctx;
 	ctx->r_data = sd;
 	sd->sd_inv = inv_new(&ctx->r_cfg);
 	sync_plus_init(sd);
 	if ((n = inv_rebuild(sd->sd_inv, ctx->r_store, ctx->r_start_seq)) ==
-	    -1 || feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq,
-	    take_kinds, sizeof(take_kinds) / sizeof(take_kinds[0]),
-	    take_stored, sd) == -1)
+		-1 ||
+	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
+		sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored,
+		sd) == -1)
 		return -1;
 	sd->sd_scanned = (uint64_t)n;
 	sd->sd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &sync_hooks, sd);
 	if (boot && boot[0]) {
 		if (relayurl_canon(boot, strlen(boot), RELAYURL_TRUSTED, key,
-		    sizeof(key), &why) == -1)
+			sizeof(key), &why) == -1)
 			log_warnx("bootstrap relay %s ignored: %s", boot, why);
 		else if ((sd->sd_bootstrap = strdup(key)) == NULL)
 			fatal("strdup");
 	}
 	log_info("inventory from the database: %zu repositories; sync %s%s%s",
-	    sd->sd_inv->iv_repos.hm_n, ctx->r_cfg.sync_enabled ? "enabled" :
-	    "disabled (NGIT_SYNC_ENABLED=false)", sd->sd_bootstrap ?
-	    ", bootstrap " : "", sd->sd_bootstrap ? sd->sd_bootstrap : "");
+	    sd->sd_inv->iv_repos.hm_n,
+	    ctx->r_cfg.sync_enabled ? "enabled" :
+				      "disabled (NGIT_SYNC_ENABLED=false)",
+	    sd->sd_bootstrap ? ", bootstrap " : "",
+	    sd->sd_bootstrap ? sd->sd_bootstrap : "");
 	if (ctx->r_cfg.sync_enabled)
 		reconcile(sd);
 	sync_git_init(sd);
@@ -312,13 +313,12 @@ sync_init(struct role_ctx *ctx)
 static void
 sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 {
-	struct syncd	*sd = ctx->r_data;
+	struct syncd *sd = ctx->r_data;
 
 	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
 	inv_add(sd->sd_inv, ev);
 	/* A newer relay list changes a root author's inboxes at once. */
-	if (sync_plus_take(ev) ||
-	    sd->sd_inv->iv_generation != sd->sd_inv_gen)
+	if (sync_plus_take(ev) || sd->sd_inv->iv_generation != sd->sd_inv_gen)
 		arm_window(sd);
 }
 
@@ -326,20 +326,21 @@ sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 static size_t
 count_roots(const struct syncd *sd, size_t bykind[3], size_t *unlinked)
 {
-	struct inv_root	*rt;
+	struct inv_root *rt;
 	size_t		 it, n = 0;
 
 	bykind[0] = bykind[1] = bykind[2] = 0;
 	*unlinked = 0;
-	for (it = 0; (rt = inv_root_next(sd->sd_inv, &it)) != NULL; ) {
+	for (it = 0; (rt = inv_root_next(sd->sd_inv, &it)) != NULL;) {
 		if (rt->rt_deleted)
 			continue;
 		if (rt->rt_repo == NULL) {
 			(*unlinked)++;
 			continue;
 		}
-		bykind[rt->rt_kind == KIND_PATCH ? 0 : rt->rt_kind == KIND_PR ?
-		    1 : 2]++;
+		bykind[rt->rt_kind == KIND_PATCH ? 0 :
+			rt->rt_kind == KIND_PR	 ? 1 :
+						   2]++;
 		n++;
 	}
 	return n;
@@ -348,15 +349,15 @@ count_roots(const struct syncd *sd, size_t bykind[3], size_t *unlinked)
 static void
 sync_show(struct role_ctx *ctx, cJSON *view)
 {
-	struct syncd	*sd = ctx->r_data;
-	cJSON		*arr, *roots;
-	size_t		 it, unlinked = 0, bykind[3] = { 0, 0, 0 };
-	void		*v;
+	struct syncd *sd = ctx->r_data;
+	cJSON	     *arr, *roots;
+	size_t	      it, unlinked = 0, bykind[3] = { 0, 0, 0 };
+	void	     *v;
 
 	count_roots(sd, bykind, &unlinked);
 	cJSON_AddBoolToObject(view, "sync_enabled", ctx->r_cfg.sync_enabled);
-	cJSON_AddStringToObject(view, "bootstrap", sd->sd_bootstrap ?
-	    sd->sd_bootstrap : "");
+	cJSON_AddStringToObject(view, "bootstrap",
+	    sd->sd_bootstrap ? sd->sd_bootstrap : "");
 	cJSON_AddNumberToObject(view, "repositories",
 	    (double)sd->sd_inv->iv_repos.hm_n);
 	roots = cJSON_AddObjectToObject(view, "roots");
@@ -373,14 +374,14 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddBoolToObject(view, "negentropy",
 	    !ctx->r_cfg.sync_disable_negentropy);
 	arr = cJSON_AddArrayToObject(view, "relays");
-	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);) {
 		cJSON *o = cJSON_CreateObject();
 
 		sync_relay_show(v, o);
 		cJSON_AddItemToArray(arr, o);
 	}
-	conn_mgr_show(sd->sd_conns, cJSON_AddArrayToObject(view,
-	    "connections"));
+	conn_mgr_show(sd->sd_conns,
+	    cJSON_AddArrayToObject(view, "connections"));
 	sync_git_show(sd, view);
 	sync_plus_show(view);
 }
@@ -388,14 +389,14 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 static void
 sync_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	struct syncd	*sd = ctx->r_data;
-	size_t		 it, synced = 0, bykind[3], unlinked, neg = 0;
-	size_t		 refused = 0;
-	uint64_t	 rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
-	uint64_t	 sessions = 0, fallbacks = 0;
-	void		*v;
+	struct syncd *sd = ctx->r_data;
+	size_t	      it, synced = 0, bykind[3], unlinked, neg = 0;
+	size_t	      refused = 0;
+	uint64_t      rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
+	uint64_t      sessions = 0, fallbacks = 0;
+	void	     *v;
 
-	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); ) {
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);) {
 		struct sync_relay *sr = v;
 
 		synced += sr->sr_synced_at != 0;
@@ -408,7 +409,7 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 		need += sr->sr_neg_need;
 		have += sr->sr_neg_have;
 	}
-	for (it = 0; hmap_next(&sd->sd_inv->iv_repos, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&sd->sd_inv->iv_repos, &it, NULL, NULL, &v);)
 		refused += ((struct inv_repo *)v)->ir_refused;
 	role_metric(metrics, "graspd_syncd_enabled", ctx->r_cfg.sync_enabled);
 	/* Relay URLs of accepted announcements that target hygiene
@@ -436,15 +437,13 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 	    (double)sessions);
 	role_metric(metrics, "graspd_syncd_negentropy_fallbacks",
 	    (double)fallbacks);
-	role_metric(metrics, "graspd_syncd_negentropy_rounds",
-	    (double)rounds);
+	role_metric(metrics, "graspd_syncd_negentropy_rounds", (double)rounds);
 	role_metric(metrics, "graspd_syncd_negentropy_bytes", (double)bytes);
 	role_metric(metrics, "graspd_syncd_negentropy_fetch_bytes",
 	    (double)fbytes);
 	role_metric(metrics, "graspd_syncd_negentropy_ids_needed",
 	    (double)need);
-	role_metric(metrics, "graspd_syncd_negentropy_ids_have",
-	    (double)have);
+	role_metric(metrics, "graspd_syncd_negentropy_ids_have", (double)have);
 	conn_mgr_stats(sd->sd_conns, metrics);
 	sync_git_stats(sd, metrics);
 }
@@ -452,14 +451,14 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 static void
 sync_fini(struct role_ctx *ctx)
 {
-	struct syncd	*sd = ctx->r_data;
-	size_t		 it;
-	void		*v;
+	struct syncd *sd = ctx->r_data;
+	size_t	      it;
+	void	     *v;
 
 	lws_sul_cancel(&sd->sd_sul_window);
 	sync_git_fini(sd);
 	sync_plus_fini();
-	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v); )
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);)
 		sync_relay_free(v);
 	hmap_free(&sd->sd_relays);
 	sync_neg_fini(sd);

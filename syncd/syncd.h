@@ -35,101 +35,101 @@
 #include "role.h"
 
 /* Reference brief 3.2: layer 1, every announcement and user grasp list. */
-#define SYNC_L1_FILTER		"{\"kinds\":[30617,10317]}"
+#define SYNC_L1_FILTER	       "{\"kinds\":[30617,10317]}"
 /* Reference brief 3.2 (state), plus 30617 so that maintainers'
  * announcements refused before their owner's are fetched again. */
-#define SYNC_STATE_BASE		"\"kinds\":[30617,30618]"
+#define SYNC_STATE_BASE	       "\"kinds\":[30617,30618]"
 /* Reference brief 3.7: an outage shorter than this resumes ... */
-#define SYNC_QUICK_RECONNECT	900.0
+#define SYNC_QUICK_RECONNECT   900.0
 /* ... from this long before the disconnect. */
-#define SYNC_CATCHUP_MARGIN	900.0
+#define SYNC_CATCHUP_MARGIN    900.0
 /* Reference brief 3.7: the daily full resync, at a random moment ... */
-#define SYNC_DAILY_MIN		(23.0 * 3600)
-#define SYNC_DAILY_MAX		(25.0 * 3600)
+#define SYNC_DAILY_MIN	       (23.0 * 3600)
+#define SYNC_DAILY_MAX	       (25.0 * 3600)
 /* Ours: accepted events gathered this long before targets are rebuilt
  * (the reference's 5 s self-subscriber window; 200 ms under NGIT_TEST)
  * while historic requests are in flight, and at most this long ... */
-#define SYNC_BATCH_WINDOW	2.0
+#define SYNC_BATCH_WINDOW      2.0
 /* ... but while none is, only until no change came for this long (the
  * events of the last fetch are stored), and no sooner than twice this
  * after the last rebuild (both 200 ms under NGIT_TEST: cfg_period()). */
-#define SYNC_BATCH_QUIET	0.25
+#define SYNC_BATCH_QUIET       0.25
 /* Ours: a failed historic fetch is tried again after this long. */
-#define SYNC_RETRY		60.0
+#define SYNC_RETRY	       60.0
 /* Ours: needed ids asked in one REQ after a reconciliation: below the
  * 500-event cap of common relays (strfry's maxFilterLimit, nips.md
  * 1.10), so that the relay's limit never cuts the answer short, and
  * about 30 KB, within CONN_REQ_BUDGET.  450 rather than 250: a pull of
  * 20,000 events took 6.9-7.7 s instead of 8.3-8.6 (fewer paced REQs). */
-#define SYNC_NEG_IDS_PER_REQ	450
+#define SYNC_NEG_IDS_PER_REQ   450
 /* Ours: how long a relay found without NIP-77 gets paginated REQs
  * before NEG-OPEN is tried again (a day, like the full resync). */
-#define SYNC_NEG_RECHECK	(24.0 * 3600)
+#define SYNC_NEG_RECHECK       (24.0 * 3600)
 /* ... and under NGIT_TEST (not the 60-fold rule, whose 24 minutes no
  * test can wait for; longer than a fallback takes to be seen). */
-#define SYNC_NEG_RECHECK_TEST	10.0
+#define SYNC_NEG_RECHECK_TEST  10.0
 /* Ours: ids remembered as delivered by one relay (32 bytes each plus
  * the map); beyond it the memory is cleared. */
-#define SYNC_NEG_DELIVERED_MAX	1000000
+#define SYNC_NEG_DELIVERED_MAX 1000000
 /* Ours: live REQs left free for historic fetches (conn's ledger). */
-#define SYNC_LIVE_RESERVE	2
+#define SYNC_LIVE_RESERVE      2
 /* Ours: filters that do not fit live are polled this often instead. */
-#define SYNC_ROTATE_PERIOD	300.0
+#define SYNC_ROTATE_PERIOD     300.0
 /* Ours: a replaced live subscription may leave a moment uncovered (its
  * replacement waits for REQ pacing or the ledger); that moment is caught
  * up like a short outage this long after it, at most once per period. */
-#define SYNC_GAP_FILL		60.0
+#define SYNC_GAP_FILL	       60.0
 
 /*
  * The git-data hunt (sync_git.c, sync_gitsrc.c).  Delays are scaled by
  * NGIT_TEST (cfg_scale_delay), the loop period by cfg_period.
  */
 /* Reference brief 3.15: the hunt loop runs every second. */
-#define SYNC_GIT_TICK		1.0
+#define SYNC_GIT_TICK		   1.0
 /* Reference brief 3.15: first attempt after a user-submitted event ... */
-#define SYNC_GIT_DELAY_USER	180.0
+#define SYNC_GIT_DELAY_USER	   180.0
 /* ... and after a synced one. */
-#define SYNC_GIT_DELAY_SYNCED	0.5
+#define SYNC_GIT_DELAY_SYNCED	   0.5
 /* Reference brief 3.15: an incomplete attempt waits 20 s, doubling ... */
-#define SYNC_GIT_BACKOFF_FIRST	20.0
+#define SYNC_GIT_BACKOFF_FIRST	   20.0
 /* ... up to 120 s. */
-#define SYNC_GIT_BACKOFF_MAX	120.0
+#define SYNC_GIT_BACKOFF_MAX	   120.0
 /* Reference brief 3.15: fetches from one domain at once ... */
 #define SYNC_GIT_DOMAIN_CONCURRENT 5
 /* ... and started in any window of 60 s (production's 60, not the 30 of
  * the reference's docs). */
-#define SYNC_GIT_DOMAIN_RATE	60
-#define SYNC_GIT_DOMAIN_WINDOW	60.0
+#define SYNC_GIT_DOMAIN_RATE	   60
+#define SYNC_GIT_DOMAIN_WINDOW	   60.0
 /* Ours: a git fetch is killed after this long (5 s under NGIT_TEST) ... */
-#define SYNC_GIT_FETCH_TIMEOUT	300.0
+#define SYNC_GIT_FETCH_TIMEOUT	   300.0
 /* ... and git gives up by itself on a transfer stalled this long. */
-#define SYNC_GIT_STALL_SECS	60
+#define SYNC_GIT_STALL_SECS	   60
 /* Ours: an object check (git cat-file) is killed after this long. */
-#define SYNC_GIT_CHECK_TIMEOUT	30.0
+#define SYNC_GIT_CHECK_TIMEOUT	   30.0
 /* Ours: git processes the hunt runs at once. */
-#define SYNC_GIT_MAX_CHILDREN	8
+#define SYNC_GIT_MAX_CHILDREN	   8
 /* Ours: objects checked per identifier, asked per fetch, and clone URLs
  * tried per identifier. */
-#define SYNC_GIT_MAX_OBJECTS	4096
-#define SYNC_GIT_MAX_WANTS	256
-#define SYNC_GIT_MAX_URLS	16
+#define SYNC_GIT_MAX_OBJECTS	   4096
+#define SYNC_GIT_MAX_WANTS	   256
+#define SYNC_GIT_MAX_URLS	   16
 /* Ours: bytes of a git fetch's error output kept (its tail). */
-#define SYNC_GIT_ERR_KEEP	4096
+#define SYNC_GIT_ERR_KEEP	   4096
 /* Ours: running git processes and relayd's answers are polled this
  * often while there are any. */
-#define SYNC_GIT_POLL		0.1
+#define SYNC_GIT_POLL		   0.1
 /* Ours: how long relayd may take to answer a GIT_DATA notice.  It
  * answers after the release, which runs git on the repository: 1 s was
  * too short under the sanitizers (relayd released, syncd had given up),
  * and a large repository on a loaded machine takes longer still. */
-#define SYNC_GIT_NOTICE_TIMEOUT	10.0
+#define SYNC_GIT_NOTICE_TIMEOUT	   10.0
 
 /* Which wanted set a historic request covers. */
 enum sync_set {
-	SET_D,		/* identifiers: state + announcements by #d */
-	SET_REPOS,	/* repository coordinates: layer 2 */
-	SET_IDS,	/* root and descendant ids: layer 3 */
-	SET_ADDRS,	/* descendant address coordinates: layer 3 */
+	SET_D,	   /* identifiers: state + announcements by #d */
+	SET_REPOS, /* repository coordinates: layer 2 */
+	SET_IDS,   /* root and descendant ids: layer 3 */
+	SET_ADDRS, /* descendant address coordinates: layer 3 */
 	SET_COUNT
 };
 
@@ -142,22 +142,22 @@ struct sync_relay {
 	char		*sr_key;
 	struct conn	*sr_conn;
 	int		 sr_bootstrap;
-	int		 sr_marked;		/* still wanted this round */
-	struct hmap	 sr_want[SET_COUNT];	/* value -> (void *)1 */
-	struct hmap	 sr_have[SET_COUNT];	/* historic requested */
+	int		 sr_marked;	     /* still wanted this round */
+	struct hmap	 sr_want[SET_COUNT]; /* value -> (void *)1 */
+	struct hmap	 sr_have[SET_COUNT]; /* historic requested */
 	int		 sr_l1_have;
-	struct conn_req	*sr_live[CONN_MAX_LIVE];
+	struct conn_req *sr_live[CONN_MAX_LIVE];
 	char		*sr_live_text[CONN_MAX_LIVE];
 	size_t		 sr_nlive;
-	char		**sr_rotate;		/* filters that do not fit live */
+	char	       **sr_rotate; /* filters that do not fit live */
 	size_t		 sr_nrotate;
-	int64_t		 sr_rotated_at;		/* unix time of the last poll */
-	unsigned	 sr_historic;		/* requests in flight */
-	unsigned	 sr_failed;		/* historic requests that failed */
-	int64_t		 sr_connected_at;	/* unix time, 0 never */
-	int64_t		 sr_disconnected_at;	/* unix time, 0 connected */
-	int64_t		 sr_synced_at;		/* last historic completion */
-	uint64_t	 sr_events;		/* events it delivered */
+	int64_t		 sr_rotated_at;	     /* unix time of the last poll */
+	unsigned	 sr_historic;	     /* requests in flight */
+	unsigned	 sr_failed;	     /* historic requests that failed */
+	int64_t		 sr_connected_at;    /* unix time, 0 never */
+	int64_t		 sr_disconnected_at; /* unix time, 0 connected */
+	int64_t		 sr_synced_at;	     /* last historic completion */
+	uint64_t	 sr_events;	     /* events it delivered */
 	/* NIP-77 (sync_neg.c): ids it delivered (32-byte keys), and what
 	 * its reconciliations cost and found. */
 	struct hmap	 sr_delivered;
@@ -165,17 +165,17 @@ struct sync_relay {
 	 * keys; the one reconciliation that asks an id holds it), so that
 	 * another reconciliation does not ask them again. */
 	struct hmap	 sr_asking;
-	uint64_t	 sr_neg_sessions;	/* reconciliations done */
-	uint64_t	 sr_neg_fallbacks;	/* ended in a paginated REQ */
-	uint64_t	 sr_neg_rounds;		/* NEG-MSG answers */
-	uint64_t	 sr_neg_bytes;		/* NEG-* bytes both ways */
-	uint64_t	 sr_neg_fetch_bytes;	/* id fetches: REQs, events */
-	uint64_t	 sr_neg_need;		/* ids needed (to fetch) */
-	uint64_t	 sr_neg_have;		/* ids only we have (counted) */
-	uint64_t	 sr_neg_skipped;	/* needed, delivered before */
-	LIST_HEAD(, sync_hreq) sr_hreqs;	/* historic in flight */
-	int64_t		 sr_catchup_since;	/* pending catch-up, or 0 */
-	int64_t		 sr_gap_at;		/* first live replacement
+	uint64_t	 sr_neg_sessions;    /* reconciliations done */
+	uint64_t	 sr_neg_fallbacks;   /* ended in a paginated REQ */
+	uint64_t	 sr_neg_rounds;	     /* NEG-MSG answers */
+	uint64_t	 sr_neg_bytes;	     /* NEG-* bytes both ways */
+	uint64_t	 sr_neg_fetch_bytes; /* id fetches: REQs, events */
+	uint64_t	 sr_neg_need;	     /* ids needed (to fetch) */
+	uint64_t	 sr_neg_have;	     /* ids only we have (counted) */
+	uint64_t	 sr_neg_skipped;     /* needed, delivered before */
+	LIST_HEAD(, sync_hreq) sr_hreqs;     /* historic in flight */
+	int64_t		       sr_catchup_since; /* pending catch-up, or 0 */
+	int64_t		       sr_gap_at;	 /* first live replacement
 						   not yet caught up, or 0 */
 	lws_sorted_usec_list_t sr_sul_daily;
 	lws_sorted_usec_list_t sr_sul_retry;
@@ -184,43 +184,43 @@ struct sync_relay {
 };
 
 struct syncd {
-	struct role_ctx	*sd_ctx;
-	struct inventory *sd_inv;
-	struct conn_mgr	*sd_conns;
-	struct hmap	 sd_relays;		/* key -> struct sync_relay */
-	char		*sd_bootstrap;		/* canonical key, or NULL */
-	uint64_t	 sd_inv_gen;		/* inventory generation seen */
-	int		 sd_window_armed;
-	lws_usec_t	 sd_window_at;		/* when it fires */
-	lws_usec_t	 sd_window_start;	/* the first change */
-	lws_usec_t	 sd_window_moved;	/* sd_window_at last moved */
-	lws_usec_t	 sd_reconciled_at;	/* the last rebuild */
+	struct role_ctx	      *sd_ctx;
+	struct inventory      *sd_inv;
+	struct conn_mgr	      *sd_conns;
+	struct hmap	       sd_relays;    /* key -> struct sync_relay */
+	char		      *sd_bootstrap; /* canonical key, or NULL */
+	uint64_t	       sd_inv_gen;   /* inventory generation seen */
+	int		       sd_window_armed;
+	lws_usec_t	       sd_window_at;	 /* when it fires */
+	lws_usec_t	       sd_window_start;	 /* the first change */
+	lws_usec_t	       sd_window_moved;	 /* sd_window_at last moved */
+	lws_usec_t	       sd_reconciled_at; /* the last rebuild */
 	lws_sorted_usec_list_t sd_sul_window;
-	uint64_t	 sd_events;		/* events sent to relayd */
-	uint64_t	 sd_scanned;		/* stored events read at start */
-	uint64_t	 sd_announcements;	/* 30617 events taken */
-	uint64_t	 sd_reconciles;
-	struct hmap	 sd_no_neg;		/* keys without NIP-77 */
-	struct sync_git	*sd_git;		/* the git-data hunt */
+	uint64_t	       sd_events;  /* events sent to relayd */
+	uint64_t	       sd_scanned; /* stored events read at start */
+	uint64_t	       sd_announcements; /* 30617 events taken */
+	uint64_t	       sd_reconciles;
+	struct hmap	       sd_no_neg; /* keys without NIP-77 */
+	struct sync_git	      *sd_git;	  /* the git-data hunt */
 };
 
 /* sync_relay.c */
 struct sync_relay *sync_relay_new(struct syncd *, const char *key, int boot);
-void	sync_relay_free(struct sync_relay *);
+void		   sync_relay_free(struct sync_relay *);
 /* Clears the wanted sets before a new round of sync_relay_want(). */
-void	sync_relay_clear_want(struct sync_relay *);
-void	sync_relay_want(struct sync_relay *, enum sync_set, const char *v);
+void		   sync_relay_clear_want(struct sync_relay *);
+void sync_relay_want(struct sync_relay *, enum sync_set, const char *v);
 /* Wants rt's thread: its id, its descendants' ids and addresses. */
-void	sync_relay_want_thread(struct sync_relay *, const struct inventory *,
-	    const struct inv_root *rt);
+void sync_relay_want_thread(struct sync_relay *, const struct inventory *,
+    const struct inv_root *rt);
 /* Requests what is wanted and not yet fetched; refreshes live REQs. */
-void	sync_relay_update(struct sync_relay *);
+void sync_relay_update(struct sync_relay *);
 /* The connection's state changed (conn hook). */
-void	sync_relay_state(struct sync_relay *, enum conn_state old,
-	    enum conn_state now);
+void sync_relay_state(struct sync_relay *, enum conn_state old,
+    enum conn_state now);
 /* A live event created at created_at was dropped on its way to relayd. */
-void	sync_relay_dropped(struct sync_relay *, int64_t created_at);
-void	sync_relay_show(struct sync_relay *, cJSON *obj);
+void sync_relay_dropped(struct sync_relay *, int64_t created_at);
+void sync_relay_show(struct sync_relay *, cJSON *obj);
 
 /* sync_neg.c */
 /*
@@ -230,38 +230,36 @@ void	sync_relay_show(struct sync_relay *, cJSON *obj);
  * if the filter does not parse, the query fails or more than
  * NEG_MAX_ITEMS events match.
  */
-int	sync_neg_items(struct syncd *, const char *filter_json,
-	    struct neg_item **items, size_t *n, const char **why);
+int  sync_neg_items(struct syncd *, const char *filter_json,
+     struct neg_item **items, size_t *n, const char **why);
 /* 1 if historic filters to relay key try negentropy first: not disabled
  * (NGIT_SYNC_DISABLE_NEGENTROPY) and not remembered as unsupported. */
-int	sync_neg_allowed(const struct syncd *, const char *key);
+int  sync_neg_allowed(const struct syncd *, const char *key);
 /* Remembers (in memory) that relay key does not speak NIP-77. */
-void	sync_neg_unsupported(struct syncd *, const char *key,
-	    const char *why);
+void sync_neg_unsupported(struct syncd *, const char *key, const char *why);
 /* Notes an id the relay delivered / asks whether it did. */
-void	sync_neg_delivered(struct sync_relay *, const uint8_t id[32]);
-int	sync_neg_was_delivered(const struct sync_relay *,
-	    const uint8_t id[32]);
+void sync_neg_delivered(struct sync_relay *, const uint8_t id[32]);
+int  sync_neg_was_delivered(const struct sync_relay *, const uint8_t id[32]);
 /* Frees the remembered relays. */
-void	sync_neg_fini(struct syncd *);
+void sync_neg_fini(struct syncd *);
 
 /* sync_git.c */
 /* Starts the hunt's timers and its notice socket to relayd. */
-void	sync_git_init(struct syncd *);
+void sync_git_init(struct syncd *);
 /* Kills running git processes and frees everything; NULL-safe. */
-void	sync_git_fini(struct syncd *);
+void sync_git_fini(struct syncd *);
 /* The "git_hunting" array and counters of `graspctl show syncd`. */
-void	sync_git_show(struct syncd *, cJSON *view);
-void	sync_git_stats(struct syncd *, cJSON *metrics);
+void sync_git_show(struct syncd *, cJSON *view);
+void sync_git_stats(struct syncd *, cJSON *metrics);
 
 /* syncd.c */
-double	sync_delay(const struct syncd *, double secs);
+double sync_delay(const struct syncd *, double secs);
 /* The inventory changed outside the feed: rebuild targets after the
  * batch window. */
-void	sync_inventory_changed(struct syncd *);
+void   sync_inventory_changed(struct syncd *);
 /* Derives the targets again after the batch window (GRASP-03 marks). */
-void	sync_reconcile_soon(struct syncd *);
+void   sync_reconcile_soon(struct syncd *);
 /* A relay's last historic request ended: an armed window may end sooner. */
-void	sync_historic_idle(struct syncd *);
+void   sync_historic_idle(struct syncd *);
 
 #endif

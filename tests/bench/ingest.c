@@ -83,37 +83,36 @@
 #include "store.h"
 #include "wsclient.h"
 
-#define BENCH_REPO_ID		"bench"
-#define BENCH_TIMEOUT_MS	30000	/* one answer, default stall limit */
-#define BENCH_CONNECT_MS	5000
+#define BENCH_REPO_ID	     "bench"
+#define BENCH_TIMEOUT_MS     30000 /* one answer, default stall limit */
+#define BENCH_CONNECT_MS     5000
 /*
  * A comment refers to an issue at least this many lines earlier, so the
  * issue is stored before the comment arrives even with every connection's
  * window in flight (4 x 50 by default).
  */
-#define BENCH_DEP_GAP		1000
-#define BENCH_MAX_CONNS		64
+#define BENCH_DEP_GAP	     1000
+#define BENCH_MAX_CONNS	     64
 /* Distinct OK false messages echoed on stderr. */
-#define BENCH_REASONS_SHOWN	5
+#define BENCH_REASONS_SHOWN  5
 /* Events per transaction of fill, and its page cache. */
-#define BENCH_FILL_TXN		20000
-#define BENCH_FILL_CACHE_KIB	"1048576"
+#define BENCH_FILL_TXN	     20000
+#define BENCH_FILL_CACHE_KIB "1048576"
 /* Events whose signatures verify checks in its loop. */
-#define BENCH_VERIFY_MAX	20000
-#define BENCH_FANOUT_TAG	"bench-fanout"
-#define BENCH_FANOUT_MAX	20000
+#define BENCH_VERIFY_MAX     20000
+#define BENCH_FANOUT_TAG     "bench-fanout"
+#define BENCH_FANOUT_MAX     20000
 /* How long the probes go on after the load's last OK. */
-#define BENCH_AFTER_MS		3000
+#define BENCH_AFTER_MS	     3000
 /* Probe round trips kept per phase; probe filters. */
-#define BENCH_PROBE_MAX		200000
-#define BENCH_PROBE_FILTERS	16
+#define BENCH_PROBE_MAX	     200000
+#define BENCH_PROBE_FILTERS  16
 /* Pause between two fan-out events, so that each is timed alone. */
-#define BENCH_FANOUT_GAP_US	20000
+#define BENCH_FANOUT_GAP_US  20000
 
-static long	req_round(struct wsc *, const char *, const char *, int);
+static long req_round(struct wsc *, const char *, const char *, int);
 
-static void __attribute__((noreturn))
-usage(void)
+static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr,
 	    "usage: ingest gen N FILE --domain HOST:PORT "
@@ -135,8 +134,8 @@ usage(void)
 static long
 num_arg(const char *s, long min, long max)
 {
-	char	*ep;
-	long	 v;
+	char *ep;
+	long  v;
 
 	errno = 0;
 	v = strtol(s, &ep, 10);
@@ -161,7 +160,7 @@ host_port(int argc, char **argv, const char **host)
 static int
 cmp_double(const void *a, const void *b)
 {
-	double	x = *(const double *)a, y = *(const double *)b;
+	double x = *(const double *)a, y = *(const double *)b;
 
 	return (x > y) - (x < y);
 }
@@ -170,7 +169,7 @@ cmp_double(const void *a, const void *b)
 static double
 percentile(double *v, size_t n, double q)
 {
-	size_t	r;
+	size_t r;
 
 	if (n == 0)
 		return 0;
@@ -183,7 +182,7 @@ percentile(double *v, size_t n, double q)
 static void
 derive_key(const char *label, unsigned n, uint8_t sk[32])
 {
-	char	s[128];
+	char s[128];
 
 	snprintf(s, sizeof(s), "graspd bench %s %u", label, n);
 	SHA256((const unsigned char *)s, strlen(s), sk);
@@ -195,7 +194,7 @@ derive_key(const char *label, unsigned n, uint8_t sk[32])
 static size_t
 spread(size_t i, size_t n)
 {
-	uint64_t	x = (uint64_t)i * 0x9e3779b97f4a7c15ULL;
+	uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ULL;
 
 	x ^= x >> 31;
 	return (size_t)(x % n);
@@ -203,15 +202,15 @@ spread(size_t i, size_t n)
 
 /* Where gen puts its events: lines of a file, or a store (fill). */
 struct sink {
-	FILE		*f;
-	struct store	*st;
-	size_t		 intxn;		/* events in the open transaction */
+	FILE	     *f;
+	struct store *st;
+	size_t	      intxn; /* events in the open transaction */
 };
 
 static void
 sink_put(struct sink *k, const struct event *ev)
 {
-	enum store_result	r;
+	enum store_result r;
 
 	if (k->f != NULL) {
 		fwrite(ev->json, 1, ev->json_len, k->f);
@@ -243,30 +242,30 @@ sink_close(struct sink *k, const char *name)
 }
 
 struct issue {
-	size_t	line;
-	char	id[65];
-	char	author[65];
+	size_t line;
+	char   id[65];
+	char   author[65];
 };
 
 /* gen, and fill (fill 1): the same events into a store. */
 static int
 cmd_gen(int argc, char **argv, int fill)
 {
-	const char	*domain, *skhex, *file, *gitdir = NULL;
-	const char	*px = fill ? "fill" : "gen";	/* figure names */
-	struct buf	 tags = BUF_INIT, url = BUF_INIT, content = BUF_INIT;
-	struct event	*ev;
-	struct issue	*issues;
-	uint8_t		 owner_sk[32], owner_pk[32], (*sks)[32];
-	char		 owner_hex[65], npub[NIP19_KEY_BUFSZ];
-	char		 (*pks)[65];
-	size_t		 n, i, nauth, nissues = 0, eligible = 0, ncomments = 0;
-	size_t		 first = 1;
-	int64_t		 now, created;
-	double		 t0 = bench_now_s();
-	struct sink	 sk;
-	struct buf	 ids = BUF_INIT;
-	char		 err[256];
+	const char   *domain, *skhex, *file, *gitdir = NULL;
+	const char   *px = fill ? "fill" : "gen"; /* figure names */
+	struct buf    tags = BUF_INIT, url = BUF_INIT, content = BUF_INIT;
+	struct event *ev;
+	struct issue *issues;
+	uint8_t	      owner_sk[32], owner_pk[32], (*sks)[32];
+	char	      owner_hex[65], npub[NIP19_KEY_BUFSZ];
+	char(*pks)[65];
+	size_t	    n, i, nauth, nissues = 0, eligible = 0, ncomments = 0;
+	size_t	    first = 1;
+	int64_t	    now, created;
+	double	    t0 = bench_now_s();
+	struct sink sk;
+	struct buf  ids = BUF_INIT;
+	char	    err[256];
 
 	if (argc < 3)
 		usage();
@@ -277,7 +276,9 @@ cmd_gen(int argc, char **argv, int fill)
 		usage();
 	}
 	nauth = (size_t)num_arg(bench_opt(argc, argv, "--authors") ?
-	    bench_opt(argc, argv, "--authors") : "256", 1, 1000000);
+		bench_opt(argc, argv, "--authors") :
+		"256",
+	    1, 1000000);
 	if ((skhex = bench_opt(argc, argv, "--repo-owner-seckey")) != NULL) {
 		if (key_parse_seckey(skhex, owner_sk) == -1) {
 			fprintf(stderr, "ingest gen: bad owner secret key\n");
@@ -296,7 +297,7 @@ cmd_gen(int argc, char **argv, int fill)
 	if (sks == NULL || pks == NULL || issues == NULL)
 		fatal("ingest gen: calloc");
 	for (i = 0; i < nauth; i++) {
-		uint8_t	pk[32];
+		uint8_t pk[32];
 
 		derive_key("author", (unsigned)i, sks[i]);
 		if (event_pubkey_of(sks[i], pk) == -1)
@@ -312,16 +313,19 @@ cmd_gen(int argc, char **argv, int fill)
 	 * Setting up a benchmark, not serving: a crash here only loses the
 	 * run, so no syncs, and a cache that holds the indexes.
 	 */
-	if (fill && sqlite3_exec(store_sqlite(sk.st), "PRAGMA synchronous="
-	    "OFF; PRAGMA cache_size=-" BENCH_FILL_CACHE_KIB, NULL, NULL,
-	    NULL) != SQLITE_OK)
+	if (fill &&
+	    sqlite3_exec(store_sqlite(sk.st),
+		"PRAGMA synchronous="
+		"OFF; PRAGMA cache_size=-" BENCH_FILL_CACHE_KIB,
+		NULL, NULL, NULL) != SQLITE_OK)
 		fatalx("ingest fill: %s: cannot set the pragmas", file);
 
 	/* Spread over the last hour: in the past, and inside any window. */
 	now = (int64_t)time(NULL);
 	buf_printf(&url, "http://%s/%s/" BENCH_REPO_ID ".git", domain, npub);
-	buf_adds(&tags, "[[\"d\",\"" BENCH_REPO_ID "\"],[\"name\",\""
-	    BENCH_REPO_ID "\"],[\"clone\",");
+	buf_adds(&tags,
+	    "[[\"d\",\"" BENCH_REPO_ID "\"],[\"name\",\"" BENCH_REPO_ID
+	    "\"],[\"clone\",");
 	buf_add_jstr(&tags, url.b_data, url.b_len);
 	buf_reset(&url);
 	buf_printf(&url, "ws://%s", domain);
@@ -336,20 +340,23 @@ cmd_gen(int argc, char **argv, int fill)
 	event_destroy(ev);
 
 	if (!fill && (gitdir = bench_opt(argc, argv, "--git-dir")) != NULL) {
-		char	home[4096], oid[41];
+		char home[4096], oid[41];
 
 		snprintf(home, sizeof(home), "%s.home", gitdir);
 		if (n < 2 || gt_setup(home) == -1 || gt_init(gitdir) == -1 ||
 		    gt_commit(gitdir, "README", "graspd ingest benchmark\n",
-		    "bench", oid) == -1)
+			"bench", oid) == -1)
 			fatalx("ingest gen: cannot make the git repository in "
-			    "%s", gitdir);
+			       "%s",
+			    gitdir);
 		buf_reset(&tags);
-		buf_printf(&tags, "[[\"d\",\"" BENCH_REPO_ID "\"],"
+		buf_printf(&tags,
+		    "[[\"d\",\"" BENCH_REPO_ID "\"],"
 		    "[\"refs/heads/main\",\"%s\"],[\"HEAD\","
-		    "\"ref: refs/heads/main\"]]", oid);
+		    "\"ref: refs/heads/main\"]]",
+		    oid);
 		if ((ev = event_new_signed(owner_sk, now - 3600, 30618,
-		    tags.b_data, "")) == NULL)
+			 tags.b_data, "")) == NULL)
 			fatalx("ingest gen: cannot sign the state event");
 		sink_put(&sk, ev);
 		event_destroy(ev);
@@ -357,7 +364,7 @@ cmd_gen(int argc, char **argv, int fill)
 	}
 
 	for (i = first; i < n; i++) {
-		size_t	a = spread(i, nauth), k;
+		size_t a = spread(i, nauth), k;
 
 		created = now - 3600 + (int64_t)(i * 3600 / n);
 		while (eligible < nissues &&
@@ -366,13 +373,16 @@ cmd_gen(int argc, char **argv, int fill)
 		buf_reset(&tags);
 		buf_reset(&content);
 		if (eligible == 0 || i % 4 == 0) {
-			buf_printf(&tags, "[[\"a\",\"30617:%s:" BENCH_REPO_ID
+			buf_printf(&tags,
+			    "[[\"a\",\"30617:%s:" BENCH_REPO_ID
 			    "\"],[\"p\",\"%s\"],[\"subject\",\"bench issue "
-			    "%zu\"],[\"t\",\"bench\"]]", owner_hex, owner_hex,
-			    i);
-			buf_printf(&content, "Issue %zu of the ingest "
+			    "%zu\"],[\"t\",\"bench\"]]",
+			    owner_hex, owner_hex, i);
+			buf_printf(&content,
+			    "Issue %zu of the ingest "
 			    "benchmark.\n\nSteps to reproduce: publish many "
-			    "events at once and watch the OK latency.", i);
+			    "events at once and watch the OK latency.",
+			    i);
 			ev = event_new_signed(sks[a], created, 1621,
 			    tags.b_data, content.b_data);
 			if (ev == NULL)
@@ -383,14 +393,17 @@ cmd_gen(int argc, char **argv, int fill)
 			nissues++;
 		} else {
 			k = spread(i * 7 + 1, eligible);
-			buf_printf(&tags, "[[\"E\",\"%s\",\"\",\"%s\"],"
+			buf_printf(&tags,
+			    "[[\"E\",\"%s\",\"\",\"%s\"],"
 			    "[\"K\",\"1621\"],[\"P\",\"%s\"],"
 			    "[\"e\",\"%s\",\"\",\"%s\"],[\"k\",\"1621\"],"
-			    "[\"p\",\"%s\"]]", issues[k].id, issues[k].author,
-			    issues[k].author, issues[k].id, issues[k].author,
-			    issues[k].author);
-			buf_printf(&content, "Comment %zu: confirmed here, "
-			    "it happens with %zu events too.", i, i * 3);
+			    "[\"p\",\"%s\"]]",
+			    issues[k].id, issues[k].author, issues[k].author,
+			    issues[k].id, issues[k].author, issues[k].author);
+			buf_printf(&content,
+			    "Comment %zu: confirmed here, "
+			    "it happens with %zu events too.",
+			    i, i * 3);
 			ev = event_new_signed(sks[a], created, 1111,
 			    tags.b_data, content.b_data);
 			if (ev == NULL)
@@ -429,17 +442,17 @@ cmd_gen(int argc, char **argv, int fill)
 }
 
 struct lines {
-	char	**l;
-	size_t	 n;
+	char **l;
+	size_t n;
 };
 
 static void
 read_lines(const char *file, struct lines *ls)
 {
-	FILE	*f;
-	char	*line = NULL;
-	size_t	 cap = 0, lcap = 0;
-	ssize_t	 r;
+	FILE   *f;
+	char   *line = NULL;
+	size_t	cap = 0, lcap = 0;
+	ssize_t r;
 
 	if ((f = fopen(file, "r")) == NULL)
 		fatal("ingest: %s", file);
@@ -466,7 +479,7 @@ read_lines(const char *file, struct lines *ls)
 static int
 line_id(const char *line, char out[65])
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*root, *id;
 	char		 err[64];
 	int		 rc = -1;
@@ -483,15 +496,15 @@ line_id(const char *line, char out[65])
 }
 
 struct okcount {
-	size_t	 ok_true, ok_false;
-	char	*reasons[BENCH_REASONS_SHOWN];
-	size_t	 nreasons;
+	size_t ok_true, ok_false;
+	char  *reasons[BENCH_REASONS_SHOWN];
+	size_t nreasons;
 };
 
 static void
 count_ok(struct okcount *c, int ok, const char *msg)
 {
-	size_t	i;
+	size_t i;
 
 	if (ok) {
 		c->ok_true++;
@@ -511,9 +524,9 @@ count_ok(struct okcount *c, int ok, const char *msg)
 static double
 publish_one(struct wsc *w, const char *line, struct okcount *c, int stall_ms)
 {
-	char	 id[65], *msg = NULL;
-	double	 t0;
-	int	 ok = 0;
+	char   id[65], *msg = NULL;
+	double t0;
+	int    ok = 0;
 
 	if (line_id(line, id) == -1) {
 		fprintf(stderr, "ingest: a line without an id: %.80s\n", line);
@@ -535,30 +548,31 @@ publish_one(struct wsc *w, const char *line, struct okcount *c, int stall_ms)
  * an open-addressing table of line numbers keyed by the id.
  */
 struct oktimes {
-	char	(*id)[65];	/* per line */
-	double	 *sent;		/* per line, 0 until sent */
-	size_t	 *slot;		/* line + 1, or 0 */
-	size_t	  mask;
-	double	 *lat;		/* EVENT -> OK, ms */
-	size_t	  nlat;
+	char (*id)[65]; /* per line */
+	double *sent;	/* per line, 0 until sent */
+	size_t *slot;	/* line + 1, or 0 */
+	size_t	mask;
+	double *lat; /* EVENT -> OK, ms */
+	size_t	nlat;
 };
 
 static size_t
 ok_hash(const char *id, size_t mask)
 {
-	uint64_t	h = 0;
-	int		i;
+	uint64_t h = 0;
+	int	 i;
 
 	for (i = 0; i < 16; i++)
-		h = h * 16 + (uint64_t)(id[i] <= '9' ? id[i] - '0' :
-		    (id[i] | 0x20) - 'a' + 10);
+		h = h * 16 +
+		    (uint64_t)(id[i] <= '9' ? id[i] - '0' :
+					      (id[i] | 0x20) - 'a' + 10);
 	return (size_t)(h * 0x9e3779b97f4a7c15ULL) & mask;
 }
 
 static void
 ok_init(struct oktimes *t, const struct lines *ls, size_t from, size_t to)
 {
-	size_t	i, h, cap = 1;
+	size_t i, h, cap = 1;
 
 	while (cap < 2 * ls->n)
 		cap *= 2;
@@ -575,7 +589,7 @@ ok_init(struct oktimes *t, const struct lines *ls, size_t from, size_t to)
 		if (line_id(ls->l[i], t->id[i]) == -1)
 			fatalx("ingest: line %zu has no id", i + 1);
 		for (h = ok_hash(t->id[i], t->mask); t->slot[h] != 0;
-		    h = (h + 1) & t->mask)
+		     h = (h + 1) & t->mask)
 			;
 		t->slot[h] = i + 1;
 	}
@@ -585,16 +599,16 @@ ok_init(struct oktimes *t, const struct lines *ls, size_t from, size_t to)
 static void
 ok_seen(struct oktimes *t, const char *id, size_t len)
 {
-	size_t	h, l;
+	size_t h, l;
 
 	if (len != 64)
 		return;
 	for (h = ok_hash(id, t->mask); (l = t->slot[h]) != 0;
-	    h = (h + 1) & t->mask)
+	     h = (h + 1) & t->mask)
 		if (memcmp(t->id[l - 1], id, 64) == 0) {
 			if (t->sent[l - 1] > 0) {
-				t->lat[t->nlat++] = (bench_now_s() -
-				    t->sent[l - 1]) * 1000;
+				t->lat[t->nlat++] =
+				    (bench_now_s() - t->sent[l - 1]) * 1000;
 				t->sent[l - 1] = 0;
 			}
 			return;
@@ -618,7 +632,7 @@ ok_free(struct oktimes *t)
 static long
 drain_oks(struct wsc *w, struct okcount *c, struct oktimes *t)
 {
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	struct json	*m, *st;
 	char		*text, err[64];
 	size_t		 len;
@@ -631,8 +645,8 @@ drain_oks(struct wsc *w, struct okcount *c, struct oktimes *t)
 		    m->child->type == JSON_STRING &&
 		    strcmp(m->child->s, "OK") == 0 &&
 		    (st = json_at(m, 2)) != NULL) {
-			struct json	*msg = json_at(m, 3);
-			struct json	*id = json_at(m, 1);
+			struct json *msg = json_at(m, 3);
+			struct json *id = json_at(m, 1);
 
 			count_ok(c, st->type == JSON_TRUE,
 			    msg && msg->type == JSON_STRING ? msg->s : "");
@@ -648,17 +662,17 @@ drain_oks(struct wsc *w, struct okcount *c, struct oktimes *t)
 
 /* REQ filters the probes issue in turn, from "NAME FILTER" lines. */
 struct probes {
-	char	*name[BENCH_PROBE_FILTERS];
-	char	*filter[BENCH_PROBE_FILTERS];
-	size_t	 n;
+	char  *name[BENCH_PROBE_FILTERS];
+	char  *filter[BENCH_PROBE_FILTERS];
+	size_t n;
 };
 
 static void
 probes_read(const char *file, struct probes *pr)
 {
-	struct lines	 ls;
-	char		*sp;
-	size_t		 i;
+	struct lines ls;
+	char	    *sp;
+	size_t	     i;
 
 	read_lines(file, &ls);
 	memset(pr, 0, sizeof(*pr));
@@ -666,7 +680,8 @@ probes_read(const char *file, struct probes *pr)
 		if ((sp = strchr(ls.l[i], ' ')) == NULL ||
 		    pr->n == BENCH_PROBE_FILTERS)
 			fatalx("ingest: %s: want at most %d \"NAME FILTER\" "
-			    "lines", file, BENCH_PROBE_FILTERS);
+			       "lines",
+			    file, BENCH_PROBE_FILTERS);
 		*sp = '\0';
 		pr->name[pr->n] = ls.l[i];
 		pr->filter[pr->n++] = sp + 1;
@@ -678,24 +693,21 @@ probes_read(const char *file, struct probes *pr)
 
 /* Round trips of one phase of the probes, overall and per filter. */
 struct probephase {
-	double	*lat;
-	size_t	 n;
-	double	 max[BENCH_PROBE_FILTERS];
+	double *lat;
+	size_t	n;
+	double	max[BENCH_PROBE_FILTERS];
 };
 
 static void
-probe_print(const char *phase, struct probephase *ph,
-    const struct probes *pr)
+probe_print(const char *phase, struct probephase *ph, const struct probes *pr)
 {
-	size_t	i;
+	size_t i;
 
 	printf("req_%s_reqs %zu reqs\n", phase, ph->n);
 	if (ph->n == 0)
 		return;
-	printf("req_%s_p50 %.3f ms\n", phase, percentile(ph->lat, ph->n,
-	    0.50));
-	printf("req_%s_p99 %.3f ms\n", phase, percentile(ph->lat, ph->n,
-	    0.99));
+	printf("req_%s_p50 %.3f ms\n", phase, percentile(ph->lat, ph->n, 0.50));
+	printf("req_%s_p99 %.3f ms\n", phase, percentile(ph->lat, ph->n, 0.99));
 	printf("req_%s_max %.3f ms\n", phase, ph->lat[ph->n - 1]);
 	for (i = 0; i < pr->n; i++)
 		printf("req_%s_max_%s %.3f ms\n", phase, pr->name[i],
@@ -709,18 +721,17 @@ probe_print(const char *phase, struct probephase *ph,
  * more; prints the figures of both phases and exits, 1 if the relay
  * failed a REQ.
  */
-static void __attribute__((noreturn))
-probe_child(const char *host, int port, const struct probes *pr,
-    int readyfd, int stopfd)
+static void __attribute__((noreturn)) probe_child(const char *host, int port,
+    const struct probes *pr, int readyfd, int stopfd)
 {
-	struct probephase	 ph[2], *cur = &ph[0];
-	struct pollfd		 pfd;
-	struct wsc		*w;
-	char			 subid[32], close[64], c = 'r';
-	double			 t0, t, stop_at = 0;
-	size_t			 i, k;
-	long			 r;
-	int			 rc = 1;
+	struct probephase ph[2], *cur = &ph[0];
+	struct pollfd	  pfd;
+	struct wsc	 *w;
+	char		  subid[32], close[64], c = 'r';
+	double		  t0, t, stop_at = 0;
+	size_t		  i, k;
+	long		  r;
+	int		  rc = 1;
 
 	memset(ph, 0, sizeof(ph));
 	if ((ph[0].lat = calloc(BENCH_PROBE_MAX, sizeof(double))) == NULL ||
@@ -736,8 +747,8 @@ probe_child(const char *host, int port, const struct probes *pr,
 			cur = &ph[1];
 			stop_at = bench_now_s();
 		}
-		if (cur == &ph[1] && (bench_now_s() - stop_at) * 1000 >
-		    BENCH_AFTER_MS)
+		if (cur == &ph[1] &&
+		    (bench_now_s() - stop_at) * 1000 > BENCH_AFTER_MS)
 			break;
 		k = i % pr->n;
 		snprintf(subid, sizeof(subid), "probe-%zu", i);
@@ -745,8 +756,10 @@ probe_child(const char *host, int port, const struct probes *pr,
 		r = req_round(w, subid, pr->filter[k], 1);
 		t = (bench_now_s() - t0) * 1000;
 		if (r < 0) {
-			fprintf(stderr, "ingest: probe REQ %s (%s) failed "
-			    "(%s)\n", subid, pr->name[k], wsc_error(w));
+			fprintf(stderr,
+			    "ingest: probe REQ %s (%s) failed "
+			    "(%s)\n",
+			    subid, pr->name[k], wsc_error(w));
 			goto done;
 		}
 		snprintf(close, sizeof(close), "[\"CLOSE\",\"%s\"]", subid);
@@ -769,12 +782,11 @@ done:
 /* Starts the probe child; its pid, with the write end of its stop pipe
  * in *stopfd. */
 static pid_t
-probe_start(const char *host, int port, const struct probes *pr,
-    int *stopfd)
+probe_start(const char *host, int port, const struct probes *pr, int *stopfd)
 {
-	int	ready[2], stop[2];
-	pid_t	pid;
-	char	c;
+	int   ready[2], stop[2];
+	pid_t pid;
+	char  c;
 
 	if (pipe(ready) == -1 || pipe(stop) == -1)
 		fatal("ingest: pipe");
@@ -800,8 +812,8 @@ probe_start(const char *host, int port, const struct probes *pr,
 static int
 probe_finish(pid_t pid, int stopfd)
 {
-	int	status;
-	char	c = 's';
+	int  status;
+	char c = 's';
 
 	if (write(stopfd, &c, 1) != 1)
 		fatal("ingest: write to the probe process");
@@ -820,13 +832,13 @@ static int
 release(struct wsc *w, const char *host, int port, const char *ann,
     const char *dir, int stall_ms)
 {
-	struct event	*ev;
+	struct event	  *ev;
 	const struct estr *d;
-	char		 url[1024], npub[NIP19_KEY_BUFSZ], err[128], f[128];
-	char		*out = NULL, **evs = NULL;
-	size_t		 n = 0;
-	double		 t0 = bench_now_s();
-	int		 rc = -1;
+	char		   url[1024], npub[NIP19_KEY_BUFSZ], err[128], f[128];
+	char		  *out = NULL, **evs = NULL;
+	size_t		   n = 0;
+	double		   t0 = bench_now_s();
+	int		   rc = -1;
 
 	if ((ev = event_parse(ann, strlen(ann), err, sizeof(err))) == NULL ||
 	    (d = event_tag_value(ev, "d")) == NULL) {
@@ -858,7 +870,8 @@ release(struct wsc *w, const char *host, int port, const char *ann,
 		usleep(100000);
 	}
 	if (rc == -1)
-		fprintf(stderr, "ingest: the announcement is not served after "
+		fprintf(stderr,
+		    "ingest: the announcement is not served after "
 		    "the push\n");
 	printf("release_seconds %.3f s\n", bench_now_s() - t0);
 done:
@@ -872,30 +885,28 @@ done:
 static int
 cmd_publish(int argc, char **argv)
 {
-	struct wsc	*w[BENCH_MAX_CONNS];
-	struct pollfd	 pfd[BENCH_MAX_CONNS];
-	struct lines	 ls;
-	struct okcount	 ac, oc, sc;
-	struct oktimes	 ot;
-	struct probes	 pr;
-	struct buf	 msg = BUF_INIT;
-	const char	*host, *v, *pushdir, *probes;
-	size_t		 conns, inflight, serial = 0, i, next, end, done, head;
-	size_t		 busy[BENCH_MAX_CONNS];
-	double		 t0, t1, last_ok, *lat;
-	long		 got;
-	int		 port, stall_ms = BENCH_TIMEOUT_MS, rc = 1, stopfd = -1;
-	pid_t		 probe = -1;
+	struct wsc    *w[BENCH_MAX_CONNS];
+	struct pollfd  pfd[BENCH_MAX_CONNS];
+	struct lines   ls;
+	struct okcount ac, oc, sc;
+	struct oktimes ot;
+	struct probes  pr;
+	struct buf     msg = BUF_INIT;
+	const char    *host, *v, *pushdir, *probes;
+	size_t	       conns, inflight, serial = 0, i, next, end, done, head;
+	size_t	       busy[BENCH_MAX_CONNS];
+	double	       t0, t1, last_ok, *lat;
+	long	       got;
+	int	       port, stall_ms = BENCH_TIMEOUT_MS, rc = 1, stopfd = -1;
+	pid_t	       probe = -1;
 
 	if (argc < 4)
 		usage();
 	port = host_port(argc, argv, &host);
 	v = bench_opt(argc, argv, "--conns");
-	conns = (size_t)num_arg(v ? v : "4", 1,
-	    BENCH_MAX_CONNS);
+	conns = (size_t)num_arg(v ? v : "4", 1, BENCH_MAX_CONNS);
 	v = bench_opt(argc, argv, "--inflight");
-	inflight = (size_t)num_arg(v ? v :
-	    "50", 1, 100000);
+	inflight = (size_t)num_arg(v ? v : "50", 1, 100000);
 	if ((v = bench_opt(argc, argv, "--serial")) != NULL)
 		serial = (size_t)num_arg(v, 0, 10000000);
 	if ((v = bench_opt(argc, argv, "--stall-ms")) != NULL)
@@ -906,8 +917,10 @@ cmd_publish(int argc, char **argv)
 	head = pushdir ? 2 : 1;
 	read_lines(argv[3], &ls);
 	if (ls.n < head + serial) {
-		fprintf(stderr, "ingest: %s has %zu events, fewer than %zu + "
-		    "--serial %zu\n", argv[3], ls.n, head, serial);
+		fprintf(stderr,
+		    "ingest: %s has %zu events, fewer than %zu + "
+		    "--serial %zu\n",
+		    argv[3], ls.n, head, serial);
 		return 2;
 	}
 	ok_init(&ot, &ls, head, ls.n - serial);
@@ -918,8 +931,10 @@ cmd_publish(int argc, char **argv)
 	for (i = 0; i < conns; i++) {
 		if ((w[i] = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) ==
 		    NULL) {
-			fprintf(stderr, "ingest: cannot open connection %zu "
-			    "to %s port %d\n", i, host, port);
+			fprintf(stderr,
+			    "ingest: cannot open connection %zu "
+			    "to %s port %d\n",
+			    i, host, port);
 			goto done;
 		}
 		busy[i] = 0;
@@ -930,8 +945,8 @@ cmd_publish(int argc, char **argv)
 	for (i = 0; i < head; i++)
 		if (publish_one(w[0], ls.l[i], &ac, stall_ms) < 0)
 			goto done;
-	if (pushdir != NULL && release(w[0], host, port, ls.l[0], pushdir,
-	    stall_ms) == -1)
+	if (pushdir != NULL &&
+	    release(w[0], host, port, ls.l[0], pushdir, stall_ms) == -1)
 		goto done;
 	printf("announce_ok_true %zu events\n", ac.ok_true);
 
@@ -949,10 +964,11 @@ cmd_publish(int argc, char **argv)
 				buf_adds(&msg, ls.l[next]);
 				buf_addc(&msg, ']');
 				if (wsc_send_text(w[i], msg.b_data,
-				    msg.b_len) == -1) {
-					fprintf(stderr, "ingest: send failed "
-					    "on connection %zu: %s\n", i,
-					    wsc_error(w[i]));
+					msg.b_len) == -1) {
+					fprintf(stderr,
+					    "ingest: send failed "
+					    "on connection %zu: %s\n",
+					    i, wsc_error(w[i]));
 					goto done;
 				}
 				ot.sent[next] = bench_now_s();
@@ -970,21 +986,24 @@ cmd_publish(int argc, char **argv)
 				continue;
 			wsc_read_available(w[i]);
 			if ((got = drain_oks(w[i], &oc, &ot)) == -1) {
-				fprintf(stderr, "ingest: connection %zu ended: "
-				    "%s\n", i, wsc_error(w[i]));
+				fprintf(stderr,
+				    "ingest: connection %zu ended: "
+				    "%s\n",
+				    i, wsc_error(w[i]));
 				goto done;
 			}
 			if (got > 0) {
 				busy[i] -= (size_t)got > busy[i] ? busy[i] :
-				    (size_t)got;
+								   (size_t)got;
 				done += (size_t)got;
 				last_ok = bench_now_s();
 			}
 		}
 		if ((bench_now_s() - last_ok) * 1000 > stall_ms) {
-			fprintf(stderr, "ingest: no OK for %d ms with %zu of "
-			    "%zu answered; giving up\n", stall_ms, done,
-			    end - head);
+			fprintf(stderr,
+			    "ingest: no OK for %d ms with %zu of "
+			    "%zu answered; giving up\n",
+			    stall_ms, done, end - head);
 			goto done;
 		}
 	}
@@ -1005,10 +1024,10 @@ cmd_publish(int argc, char **argv)
 	printf("publish_rate %.1f events/s\n",
 	    t1 > t0 ? (double)(end - head) / (t1 - t0) : 0.0);
 	if (ot.nlat > 0) {
-		printf("publish_ok_p50 %.3f ms\n", percentile(ot.lat, ot.nlat,
-		    0.50));
-		printf("publish_ok_p99 %.3f ms\n", percentile(ot.lat, ot.nlat,
-		    0.99));
+		printf("publish_ok_p50 %.3f ms\n",
+		    percentile(ot.lat, ot.nlat, 0.50));
+		printf("publish_ok_p99 %.3f ms\n",
+		    percentile(ot.lat, ot.nlat, 0.99));
 		printf("publish_ok_max %.3f ms\n", ot.lat[ot.nlat - 1]);
 	}
 	fflush(stdout);
@@ -1018,15 +1037,17 @@ cmd_publish(int argc, char **argv)
 			fatal("ingest: calloc");
 		for (i = 0; i < serial; i++)
 			if ((lat[i] = publish_one(w[0], ls.l[end + i], &sc,
-			    stall_ms)) < 0) {
+				 stall_ms)) < 0) {
 				free(lat);
 				goto done;
 			}
 		printf("serial_events %zu events\n", serial);
 		printf("serial_ok_true %zu events\n", sc.ok_true);
 		printf("serial_ok_false %zu events\n", sc.ok_false);
-		printf("serial_ok_p50 %.3f ms\n", percentile(lat, serial, 0.50));
-		printf("serial_ok_p99 %.3f ms\n", percentile(lat, serial, 0.99));
+		printf("serial_ok_p50 %.3f ms\n",
+		    percentile(lat, serial, 0.50));
+		printf("serial_ok_p99 %.3f ms\n",
+		    percentile(lat, serial, 0.99));
 		free(lat);
 	}
 	rc = 0;
@@ -1064,13 +1085,13 @@ done:
 static long
 req_round(struct wsc *w, const char *subid, const char *filter, int report)
 {
-	struct buf	 b = BUF_INIT, ev = BUF_INIT, eose = BUF_INIT;
-	struct buf	 closed = BUF_INIT;
-	int64_t		 deadline = wsc_now_ms() + BENCH_TIMEOUT_MS, left;
-	const char	*f = filter, *end;
-	char		*m;
-	size_t		 len;
-	long		 n = 0, rc = -1;
+	struct buf  b = BUF_INIT, ev = BUF_INIT, eose = BUF_INIT;
+	struct buf  closed = BUF_INIT;
+	int64_t	    deadline = wsc_now_ms() + BENCH_TIMEOUT_MS, left;
+	const char *f = filter, *end;
+	char	   *m;
+	size_t	    len;
+	long	    n = 0, rc = -1;
 
 	buf_printf(&b, "[\"REQ\",\"%s\",", subid);
 	if (*f == '[' && (end = strrchr(f, ']')) != NULL)
@@ -1110,13 +1131,13 @@ done:
 static int
 cmd_req(int argc, char **argv)
 {
-	struct wsc	*w;
-	const char	*host, *filter, *name, *v;
-	char		 subid[32], close[64];
-	size_t		 n, i, first = 0, nclosed = 0;
-	double		 t0, *lat;
-	long		 r;
-	int		 port, rc = 1;
+	struct wsc *w;
+	const char *host, *filter, *name, *v;
+	char	    subid[32], close[64];
+	size_t	    n, i, first = 0, nclosed = 0;
+	double	    t0, *lat;
+	long	    r;
+	int	    port, rc = 1;
 
 	port = host_port(argc, argv, &host);
 	if ((filter = bench_opt(argc, argv, "--filter")) == NULL)
@@ -1134,9 +1155,10 @@ cmd_req(int argc, char **argv)
 		r = req_round(w, subid, filter, nclosed == 0);
 		lat[i] = (bench_now_s() - t0) * 1000;
 		if (r == -1) {
-			fprintf(stderr, "ingest: REQ %s got no EOSE within %d "
-			    "ms (%s)\n", subid, BENCH_TIMEOUT_MS,
-			    wsc_error(w));
+			fprintf(stderr,
+			    "ingest: REQ %s got no EOSE within %d "
+			    "ms (%s)\n",
+			    subid, BENCH_TIMEOUT_MS, wsc_error(w));
 			goto done;
 		}
 		if (r == -2)
@@ -1165,24 +1187,23 @@ done:
 static int
 cmd_verify(int argc, char **argv)
 {
-	struct lines	  ls;
-	struct event	**evs;
-	const char	 *v;
-	char		  err[128];
-	size_t		  i, n = 0, checks = 0;
-	double		  secs, t0, t;
+	struct lines   ls;
+	struct event **evs;
+	const char    *v;
+	char	       err[128];
+	size_t	       i, n = 0, checks = 0;
+	double	       secs, t0, t;
 
 	if (argc < 2)
 		usage();
 	v = bench_opt(argc, argv, "--seconds");
-	secs = (double)num_arg(v ? v : "2",
-	    1, 600);
+	secs = (double)num_arg(v ? v : "2", 1, 600);
 	read_lines(argv[1], &ls);
 	if ((evs = calloc(BENCH_VERIFY_MAX, sizeof(*evs))) == NULL)
 		fatal("ingest verify: calloc");
 	for (i = 0; i < ls.n && n < BENCH_VERIFY_MAX; i++)
 		if ((evs[n] = event_parse(ls.l[i], strlen(ls.l[i]), err,
-		    sizeof(err))) != NULL)
+			 sizeof(err))) != NULL)
 			n++;
 	if (n == 0) {
 		fprintf(stderr, "ingest verify: no event in %s\n", argv[1]);
@@ -1211,10 +1232,11 @@ cmd_verify(int argc, char **argv)
 static struct wsc *
 fanout_sub(const char *host, int port)
 {
-	static const char req[] = "[\"REQ\",\"fan\",{\"kinds\":[1621],"
+	static const char req[] =
+	    "[\"REQ\",\"fan\",{\"kinds\":[1621],"
 	    "\"#t\":[\"" BENCH_FANOUT_TAG "\"],\"limit\":0}]";
-	struct wsc	*w;
-	char		*m;
+	struct wsc *w;
+	char	   *m;
 
 	if ((w = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) == NULL)
 		return NULL;
@@ -1230,27 +1252,25 @@ fanout_sub(const char *host, int port)
 static int
 cmd_fanout(int argc, char **argv)
 {
-	struct wsc	**w = NULL, *pub = NULL;
+	struct wsc	  **w = NULL, *pub = NULL;
 	struct epoll_event *ready = NULL, ee;
-	struct event	 *ev = NULL;
-	struct buf	  tags = BUF_INIT;
-	const char	 *host, *coord, *v;
-	uint8_t		  sk[32];
-	size_t		  nsub, nev, i, e, left, *got = NULL;
-	double		 *all = NULL, *each = NULL, t0, t;
-	char		 *text;
-	size_t		  len, neach = 0;
-	int		  port, rc = 1, ok, ep = -1, nready, r;
+	struct event	   *ev = NULL;
+	struct buf	    tags = BUF_INIT;
+	const char	   *host, *coord, *v;
+	uint8_t		    sk[32];
+	size_t		    nsub, nev, i, e, left, *got = NULL;
+	double		   *all = NULL, *each = NULL, t0, t;
+	char		   *text;
+	size_t		    len, neach = 0;
+	int		    port, rc = 1, ok, ep = -1, nready, r;
 
 	port = host_port(argc, argv, &host);
 	if ((coord = bench_opt(argc, argv, "--a")) == NULL)
 		usage();
 	v = bench_opt(argc, argv, "--subs");
-	nsub = (size_t)num_arg(v ? v : "1000",
-	    1, BENCH_FANOUT_MAX);
+	nsub = (size_t)num_arg(v ? v : "1000", 1, BENCH_FANOUT_MAX);
 	v = bench_opt(argc, argv, "--events");
-	nev = (size_t)num_arg(v ? v : "30",
-	    1, 100000);
+	nev = (size_t)num_arg(v ? v : "30", 1, 100000);
 	w = calloc(nsub, sizeof(*w));
 	ready = calloc(nsub, sizeof(*ready));
 	got = calloc(nsub, sizeof(*got));
@@ -1261,8 +1281,10 @@ cmd_fanout(int argc, char **argv)
 		fatal("ingest fanout: calloc");
 	for (i = 0; i < nsub; i++)
 		if ((w[i] = fanout_sub(host, port)) == NULL) {
-			fprintf(stderr, "ingest: subscriber %zu cannot "
-			    "subscribe on %s port %d\n", i, host, port);
+			fprintf(stderr,
+			    "ingest: subscriber %zu cannot "
+			    "subscribe on %s port %d\n",
+			    i, host, port);
 			goto done;
 		}
 	/* epoll: a poll(2) of every subscriber per wake-up would time the
@@ -1279,17 +1301,21 @@ cmd_fanout(int argc, char **argv)
 	if ((pub = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) == NULL)
 		goto done;
 	derive_key("fanout", 0, sk);
-	buf_printf(&tags, "[[\"a\",\"%s\"],[\"subject\",\"fan-out\"],"
-	    "[\"t\",\"" BENCH_FANOUT_TAG "\"]]", coord);
+	buf_printf(&tags,
+	    "[[\"a\",\"%s\"],[\"subject\",\"fan-out\"],"
+	    "[\"t\",\"" BENCH_FANOUT_TAG "\"]]",
+	    coord);
 
 	for (e = 0; e < nev; e++) {
-		char	*msg, content[128];
+		char *msg, content[128];
 
 		/* Distinct content: events of one second differ in id. */
-		snprintf(content, sizeof(content), "Fan-out issue %zu: every "
-		    "subscriber waits for it.", e);
+		snprintf(content, sizeof(content),
+		    "Fan-out issue %zu: every "
+		    "subscriber waits for it.",
+		    e);
 		if ((ev = event_new_signed(sk, (int64_t)time(NULL), 1621,
-		    tags.b_data, content)) == NULL ||
+			 tags.b_data, content)) == NULL ||
 		    (msg = nostr_event_msg(ev)) == NULL)
 			fatalx("ingest fanout: cannot sign event %zu", e);
 		memset(got, 0, nsub * sizeof(*got));
@@ -1302,12 +1328,14 @@ cmd_fanout(int argc, char **argv)
 		free(msg);
 		while (left > 0) {
 			if ((nready = epoll_wait(ep, ready, (int)nsub,
-			    BENCH_TIMEOUT_MS)) <= 0) {
+				 BENCH_TIMEOUT_MS)) <= 0) {
 				text = nostr_wait_msg(pub, "OK", 0);
-				fprintf(stderr, "ingest: %zu of %zu "
+				fprintf(stderr,
+				    "ingest: %zu of %zu "
 				    "subscribers got nothing for %d ms (the "
-				    "relay said %s)\n", left, nsub,
-				    BENCH_TIMEOUT_MS, text ? text : "nothing");
+				    "relay said %s)\n",
+				    left, nsub, BENCH_TIMEOUT_MS,
+				    text ? text : "nothing");
 				free(text);
 				goto done;
 			}
@@ -1316,15 +1344,17 @@ cmd_fanout(int argc, char **argv)
 				i = (size_t)ready[r].data.u64;
 				if (wsc_read_available(w[i]) == -1 &&
 				    wsc_is_closed(w[i])) {
-					fprintf(stderr, "ingest: subscriber "
-					    "%zu dropped: %s\n", i,
-					    wsc_error(w[i]));
+					fprintf(stderr,
+					    "ingest: subscriber "
+					    "%zu dropped: %s\n",
+					    i, wsc_error(w[i]));
 					goto done;
 				}
 				while ((text = wsc_next(w[i], &len, NULL)) !=
 				    NULL) {
-					if (!got[i] && strncmp(text,
-					    "[\"EVENT\",\"fan\",", 15) == 0 &&
+					if (!got[i] &&
+					    strncmp(text, "[\"EVENT\",\"fan\",",
+						15) == 0 &&
 					    strstr(text, ev->id_hex) != NULL) {
 						got[i] = 1;
 						left--;
@@ -1340,8 +1370,10 @@ cmd_fanout(int argc, char **argv)
 		    strstr(text, "true") != NULL;
 		free(text);
 		if (!ok) {
-			fprintf(stderr, "ingest: fan-out event %zu not "
-			    "accepted\n", e);
+			fprintf(stderr,
+			    "ingest: fan-out event %zu not "
+			    "accepted\n",
+			    e);
 			goto done;
 		}
 		event_destroy(ev);
@@ -1374,7 +1406,7 @@ done:
 int
 main(int argc, char **argv)
 {
-	int	port;
+	int port;
 
 	log_init("ingest", 1);
 	if (argc < 2)
@@ -1400,8 +1432,11 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "waitport") == 0 && argc >= 4) {
 		bench_loopback_only("ingest", argv[2]);
 		return relayproc_wait_port(argv[2],
-		    (int)num_arg(argv[3], 1, 65535), argc > 4 ?
-		    (int)num_arg(argv[4], 0, 600000) : 10000) == 0 ? 0 : 1;
+			   (int)num_arg(argv[3], 1, 65535),
+			   argc > 4 ? (int)num_arg(argv[4], 0, 600000) :
+				      10000) == 0 ?
+		    0 :
+		    1;
 	}
 	usage();
 }

@@ -52,30 +52,30 @@
 #include "tstore.h"
 
 /* Ours: repositories the roots are spread over, and maintainers each. */
-#define BENCH_REPOS		100
-#define BENCH_MAINTAINERS	2
+#define BENCH_REPOS	  100
+#define BENCH_MAINTAINERS 2
 /* Ours: descendants per root alternate between naming the root and the
  * previous descendant; this many per root at most name their parent. */
-#define BENCH_CHAIN		8
+#define BENCH_CHAIN	  8
 /* Ours: events per write transaction while generating. */
-#define BENCH_TXN		20000
+#define BENCH_TXN	  20000
 
 /* Signatures are 64 zero bytes. */
-#define BENCH_SIG_HEX	"%0128d"
+#define BENCH_SIG_HEX "%0128d"
 
 struct gen {
-	struct store	*st;
-	size_t		 intxn;
-	int64_t		 at;		/* created_at, one second apart */
-	size_t		 nauthors;
-	uint64_t	 stored;
+	struct store *st;
+	size_t	      intxn;
+	int64_t	      at; /* created_at, one second apart */
+	size_t	      nauthors;
+	uint64_t      stored;
 };
 
 /* Seconds on clock (wall: CLOCK_MONOTONIC; CPU: the process's). */
 static double
 clock_s(clockid_t clock)
 {
-	struct timespec	ts;
+	struct timespec ts;
 
 	clock_gettime(clock, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
@@ -95,8 +95,8 @@ cpu_s(void)
 
 /* One timed phase: its wall-clock and CPU seconds. */
 struct phase {
-	double	ph_t0, ph_c0;
-	double	ph_wall, ph_cpu;
+	double ph_t0, ph_c0;
+	double ph_wall, ph_cpu;
 };
 
 static void
@@ -117,9 +117,9 @@ phase_stop(struct phase *ph)
 static long
 rss_kib(void)
 {
-	FILE	*f = fopen("/proc/self/status", "r");
-	char	 line[256];
-	long	 kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+	char  line[256];
+	long  kib = -1;
 
 	if (f == NULL)
 		return -1;
@@ -142,16 +142,17 @@ static void
 put(struct gen *g, size_t author, uint32_t kind, const char *tags,
     const char *content, char *id_hex)
 {
-	struct buf		 b = BUF_INIT;
-	struct event		*ev;
-	enum store_result	 r;
-	char			 pk[65], err[256];
+	struct buf	  b = BUF_INIT;
+	struct event	 *ev;
+	enum store_result r;
+	char		  pk[65], err[256];
 
 	author_hex(author, pk);
-	buf_printf(&b, "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
-	    "%lld,\"kind\":%u,\"tags\":%s,\"content\":\"%s\",\"sig\":\""
-	    BENCH_SIG_HEX "\"}", 0, pk, (long long)g->at++, kind, tags,
-	    content, 0);
+	buf_printf(&b,
+	    "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
+	    "%lld,\"kind\":%u,\"tags\":%s,\"content\":\"%s\",\"sig\":\"" BENCH_SIG_HEX
+	    "\"}",
+	    0, pk, (long long)g->at++, kind, tags, content, 0);
 	if ((ev = event_parse(b.b_data, b.b_len, err, sizeof(err))) == NULL)
 		fatalx("inventory: generated event does not parse: %s", err);
 	buf_free(&b);
@@ -180,9 +181,9 @@ put(struct gen *g, size_t author, uint32_t kind, const char *tags,
 static void
 generate(struct gen *g, size_t nroots, size_t ndesc)
 {
-	char	 coord[BENCH_REPOS][100], tags[1024], owner[65], m[2][65];
-	char	 root[65], parent[65], id[65];
-	size_t	 i, j, per, extra, d = 0, a;
+	char   coord[BENCH_REPOS][100], tags[1024], owner[65], m[2][65];
+	char   root[65], parent[65], id[65];
+	size_t i, j, per, extra, d = 0, a;
 	static const uint32_t root_kinds[3] = { 1617, 1618, 1621 };
 
 	for (i = 0; i < BENCH_REPOS; i++) {
@@ -192,10 +193,12 @@ generate(struct gen *g, size_t nroots, size_t ndesc)
 		author_hex((a + 2) % g->nauthors, m[1]);
 		snprintf(coord[i], sizeof(coord[i]), "30617:%s:repo%zu", owner,
 		    i);
-		snprintf(tags, sizeof(tags), "[[\"d\",\"repo%zu\"],[\"relays\","
+		snprintf(tags, sizeof(tags),
+		    "[[\"d\",\"repo%zu\"],[\"relays\","
 		    "\"wss://relay%zu.example.com\"],[\"clone\",\"https://"
 		    "git%zu.example.com/repo%zu.git\"],[\"maintainers\",\"%s\","
-		    "\"%s\"]]", i, i % 10, i % 10, i, m[0], m[1]);
+		    "\"%s\"]]",
+		    i, i % 10, i % 10, i, m[0], m[1]);
 		put(g, a, 30617, tags, "a benchmark repository", NULL);
 	}
 	per = nroots ? ndesc / nroots : 0;
@@ -203,22 +206,27 @@ generate(struct gen *g, size_t nroots, size_t ndesc)
 	for (i = 0; i < nroots; i++) {
 		uint32_t kind = root_kinds[i % 3];
 
-		snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
-		    "\"root %zu\"]]", coord[i % BENCH_REPOS], i);
+		snprintf(tags, sizeof(tags),
+		    "[[\"a\",\"%s\"],[\"subject\","
+		    "\"root %zu\"]]",
+		    coord[i % BENCH_REPOS], i);
 		put(g, (i * 7) % g->nauthors, kind, tags, "a root", root);
 		memcpy(parent, root, sizeof(parent));
 		for (j = 0; j < per + (i < extra); j++, d++) {
 			a = (i * 13 + j * 101 + d) % g->nauthors;
 			if (j % 5 == 4) {
 				/* A reaction naming only its parent. */
-				snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],"
-				    "[\"k\",\"%u\"]]", parent, kind);
+				snprintf(tags, sizeof(tags),
+				    "[[\"e\",\"%s\"],"
+				    "[\"k\",\"%u\"]]",
+				    parent, kind);
 				put(g, a, 7, tags, "+", NULL);
 				continue;
 			}
-			snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\","
-			    "\"%u\"],[\"e\",\"%s\"],[\"k\",\"%u\"]]", root, kind,
-			    parent, j ? 1111 : kind);
+			snprintf(tags, sizeof(tags),
+			    "[[\"E\",\"%s\"],[\"K\","
+			    "\"%u\"],[\"e\",\"%s\"],[\"k\",\"%u\"]]",
+			    root, kind, parent, j ? 1111 : kind);
 			put(g, a, 1111, tags, "a comment", id);
 			/* Every other comment answers the previous one. */
 			if (j % 2 == 1 && j < BENCH_CHAIN)
@@ -250,8 +258,8 @@ count_eligible(void *arg, const uint8_t pk[32])
 static size_t
 arg(int argc, char **argv, int i, size_t dflt)
 {
-	char	*end;
-	long	 v;
+	char *end;
+	long  v;
 
 	if (argc <= i)
 		return dflt;
@@ -264,20 +272,20 @@ arg(int argc, char **argv, int i, size_t dflt)
 int
 main(int argc, char **argv)
 {
-	struct config		 cfg;
-	struct gen		 g;
-	struct store		*st;
-	struct inventory	*iv;
-	struct inv_root		*rt;
-	char			 dir[256], path[300], err[256], cmd[400];
-	const char		*keep;
-	size_t			 nroots, ndesc, it, roots = 0, desc = 0;
-	size_t			 eligible = 0;
-	uint64_t		 scanned = 0, scanned_tags = 0;
-	struct phase		 scan, tags, rebuild;
-	double			 t, t_gen;
-	int			 fed, fd;
-	long			 rss0, rss1;
+	struct config	  cfg;
+	struct gen	  g;
+	struct store	 *st;
+	struct inventory *iv;
+	struct inv_root	 *rt;
+	char		  dir[256], path[300], err[256], cmd[400];
+	const char	 *keep;
+	size_t		  nroots, ndesc, it, roots = 0, desc = 0;
+	size_t		  eligible = 0;
+	uint64_t	  scanned = 0, scanned_tags = 0;
+	struct phase	  scan, tags, rebuild;
+	double		  t, t_gen;
+	int		  fed, fd;
+	long		  rss0, rss1;
 
 	log_init("inventory", 1);
 	nroots = arg(argc, argv, 1, 100000);
@@ -305,7 +313,7 @@ main(int argc, char **argv)
 			fatalx("inventory: %s", err);
 		/* Setting up a benchmark: a crash only loses the run. */
 		if (sqlite3_exec(store_sqlite(g.st), "PRAGMA synchronous=OFF",
-		    NULL, NULL, NULL) != SQLITE_OK)
+			NULL, NULL, NULL) != SQLITE_OK)
 			fatalx("inventory: cannot set the pragmas");
 		g.at = (int64_t)time(NULL) - 30 * 86400;
 		generate(&g, nroots, ndesc);
@@ -338,20 +346,20 @@ main(int argc, char **argv)
 	phase_stop(&rebuild);
 	rss1 = rss_kib();
 
-	for (it = 0; (rt = inv_root_next(iv, &it)) != NULL; ) {
+	for (it = 0; (rt = inv_root_next(iv, &it)) != NULL;) {
 		roots += rt->rt_repo != NULL && !rt->rt_deleted;
 		desc += rt->rt_ndesc;
 	}
 	inv_eligible_each(iv, count_eligible, &eligible);
 	if (scanned != g.stored || scanned_tags != g.stored ||
 	    (uint64_t)fed != g.stored || roots != nroots || desc != ndesc ||
-	    eligible > g.nauthors || (ndesc >= g.nauthors * 2 &&
-	    eligible != g.nauthors))
+	    eligible > g.nauthors ||
+	    (ndesc >= g.nauthors * 2 && eligible != g.nauthors))
 		fatalx("inventory: built %zu roots, %zu descendants, %zu "
-		    "eligible authors from %llu events; generated %zu, %zu, "
-		    "%zu, %llu", roots, desc, eligible,
-		    (unsigned long long)scanned, nroots, ndesc, g.nauthors,
-		    (unsigned long long)g.stored);
+		       "eligible authors from %llu events; generated %zu, %zu, "
+		       "%zu, %llu",
+		    roots, desc, eligible, (unsigned long long)scanned, nroots,
+		    ndesc, g.nauthors, (unsigned long long)g.stored);
 
 	printf("inventory_events %llu events\n", (unsigned long long)scanned);
 	printf("inventory_roots %zu roots\n", roots);

@@ -42,13 +42,12 @@
 #include "nostr.h"
 #include "wsclient.h"
 
-#define PULL_STALL_MS		120000
-#define PULL_POLL_MS		100
-#define PULL_HTTP_MS		10000
-#define PULL_MAX_DOMAINS	8
+#define PULL_STALL_MS	 120000
+#define PULL_POLL_MS	 100
+#define PULL_HTTP_MS	 10000
+#define PULL_MAX_DOMAINS 8
 
-static void __attribute__((noreturn))
-usage(void)
+static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr,
 	    "usage: pull announce FILE --owner-seckey HEX --domains A,B\n"
@@ -60,8 +59,8 @@ usage(void)
 static long
 num_arg(const char *s, long min, long max)
 {
-	char	*ep;
-	long	 v;
+	char *ep;
+	long  v;
 
 	v = s ? strtol(s, &ep, 10) : 0;
 	if (s == NULL || *s == '\0' || *ep != '\0' || v < min || v > max) {
@@ -75,10 +74,10 @@ num_arg(const char *s, long min, long max)
 static int
 read_head(const char *file, char **ann, char **state, struct buf *rest)
 {
-	FILE	*f;
-	char	*line = NULL;
-	size_t	 cap = 0, n = 0;
-	ssize_t	 r;
+	FILE   *f;
+	char   *line = NULL;
+	size_t	cap = 0, n = 0;
+	ssize_t r;
 
 	*ann = *state = NULL;
 	if ((f = fopen(file, "r")) == NULL) {
@@ -109,8 +108,8 @@ read_head(const char *file, char **ann, char **state, struct buf *rest)
 static struct event *
 parse_line(const char *line)
 {
-	char		 err[128];
-	struct event	*ev;
+	char	      err[128];
+	struct event *ev;
 
 	if ((ev = event_parse(line, strlen(line), err, sizeof(err))) == NULL)
 		fprintf(stderr, "pull: bad event line: %s\n", err);
@@ -120,15 +119,15 @@ parse_line(const char *line)
 static int
 cmd_announce(int argc, char **argv)
 {
-	const char	*file, *skhex, *domains;
-	struct buf	 tags = BUF_INIT, rest = BUF_INIT, url = BUF_INIT;
-	struct event	*old = NULL, *ev = NULL;
-	char		*ann = NULL, *state = NULL, *dl = NULL, *d, *sp;
-	char		 npub[NIP19_KEY_BUFSZ], *doms[PULL_MAX_DOMAINS];
-	uint8_t		 sk[32], pk[32];
-	size_t		 nd = 0, i;
-	FILE		*f;
-	int		 rc = 1;
+	const char   *file, *skhex, *domains;
+	struct buf    tags = BUF_INIT, rest = BUF_INIT, url = BUF_INIT;
+	struct event *old = NULL, *ev = NULL;
+	char	     *ann = NULL, *state = NULL, *dl = NULL, *d, *sp;
+	char	      npub[NIP19_KEY_BUFSZ], *doms[PULL_MAX_DOMAINS];
+	uint8_t	      sk[32], pk[32];
+	size_t	      nd = 0, i;
+	FILE	     *f;
+	int	      rc = 1;
 
 	if (argc < 2 ||
 	    (skhex = bench_opt(argc, argv, "--owner-seckey")) == NULL ||
@@ -144,14 +143,16 @@ cmd_announce(int argc, char **argv)
 	if ((dl = strdup(domains)) == NULL)
 		fatal("pull: strdup");
 	for (d = strtok_r(dl, ",", &sp); d != NULL && nd < PULL_MAX_DOMAINS;
-	    d = strtok_r(NULL, ",", &sp))
+	     d = strtok_r(NULL, ",", &sp))
 		doms[nd++] = d;
 	if (read_head(file, &ann, &state, &rest) == -1 ||
 	    (old = parse_line(ann)) == NULL)
 		goto done;
 	if (memcmp(old->pubkey, pk, 32) != 0 || old->kind != 30617) {
-		fprintf(stderr, "pull: the first line of %s is no announcement "
-		    "by that owner\n", file);
+		fprintf(stderr,
+		    "pull: the first line of %s is no announcement "
+		    "by that owner\n",
+		    file);
 		goto done;
 	}
 	buf_adds(&tags, "[[\"d\",");
@@ -174,7 +175,7 @@ cmd_announce(int argc, char **argv)
 	buf_adds(&tags, "]]");
 	/* Newer than the one it replaces, older than anything to come. */
 	if ((ev = event_new_signed(sk, old->created_at + 1, 30617, tags.b_data,
-	    "Repository of the graspd pull benchmark.")) == NULL) {
+		 "Repository of the graspd pull benchmark.")) == NULL) {
 		fprintf(stderr, "pull: cannot sign the announcement\n");
 		goto done;
 	}
@@ -206,23 +207,25 @@ done:
 static int
 served(struct wsc *w, const char *id_hex, int timeout_ms)
 {
-	size_t	n;
+	size_t n;
 
 	return nostr_count_id(w, "served", id_hex, timeout_ms, &n) == 0 ?
-	    n == 1 : -1;
+	    n == 1 :
+	    -1;
 }
 
 /* graspd_relay_events_stored from host:port's /metrics, or -1. */
 static long
 stored(const char *host, int port)
 {
-	static const char	 name[] = "graspd_relay_events_stored{";
-	char			*h = NULL, *body = NULL, *p, *sp;
-	int			 status = 0;
-	long			 n = -1;
+	static const char name[] = "graspd_relay_events_stored{";
+	char		 *h = NULL, *body = NULL, *p, *sp;
+	int		  status = 0;
+	long		  n = -1;
 
 	if (http_get(host, port, "/metrics", NULL, PULL_HTTP_MS, &status, &h,
-	    &body) == 0 && status == 200) {
+		&body) == 0 &&
+	    status == 200) {
 		for (p = body; (p = strstr(p, name)) != NULL; p++) {
 			if ((p == body || p[-1] == '\n') &&
 			    (sp = strchr(p, ' ')) != NULL) {
@@ -240,7 +243,7 @@ stored(const char *host, int port)
 static int
 split_hostport(const char *s, char *host, size_t hl, int *port)
 {
-	const char	*c = strrchr(s, ':');
+	const char *c = strrchr(s, ':');
 
 	if (c == NULL || (size_t)(c - s) >= hl)
 		return -1;
@@ -255,10 +258,10 @@ split_hostport(const char *s, char *host, size_t hl, int *port)
  * *t_last when it was reached.  0, or -1 on a stall or a dead relay.
  */
 static int
-wait_stored(const char *host, int port, long target, int stall_ms,
-    long *last, double *t_last)
+wait_stored(const char *host, int port, long target, int stall_ms, long *last,
+    double *t_last)
 {
-	long	n;
+	long n;
 
 	*t_last = bench_now_s();
 	if ((*last = stored(host, port)) < 0)
@@ -271,8 +274,10 @@ wait_stored(const char *host, int port, long target, int stall_ms,
 			*last = n;
 			*t_last = bench_now_s();
 		} else if ((bench_now_s() - *t_last) * 1000 > stall_ms) {
-			fprintf(stderr, "pull: stuck at %ld of %ld events for "
-			    "%d ms\n", *last, target, stall_ms);
+			fprintf(stderr,
+			    "pull: stuck at %ld of %ld events for "
+			    "%d ms\n",
+			    *last, target, stall_ms);
 			return -1;
 		}
 	}
@@ -285,15 +290,15 @@ dead:
 static int
 cmd_sync(int argc, char **argv)
 {
-	const char	*host, *file, *dir, *src, *v;
-	struct event	*ann = NULL, *state = NULL;
-	struct wsc	*w = NULL;
-	char		*annl = NULL, *statel = NULL, *msg = NULL, *out = NULL;
-	char		 url[1024], npub[NIP19_KEY_BUFSZ], home[4200];
-	char		 shost[256];
-	double		 t0 = bench_now_s(), t_push, t_last;
-	long		 target, base, last;
-	int		 port, sport, stall_ms = PULL_STALL_MS, ok = 0, rc = 1;
+	const char   *host, *file, *dir, *src, *v;
+	struct event *ann = NULL, *state = NULL;
+	struct wsc   *w = NULL;
+	char	     *annl = NULL, *statel = NULL, *msg = NULL, *out = NULL;
+	char	      url[1024], npub[NIP19_KEY_BUFSZ], home[4200];
+	char	      shost[256];
+	double	      t0 = bench_now_s(), t_push, t_last;
+	long	      target, base, last;
+	int	      port, sport, stall_ms = PULL_STALL_MS, ok = 0, rc = 1;
 
 	if (argc < 5 || (src = bench_opt(argc, argv, "--source")) == NULL)
 		usage();
@@ -330,8 +335,10 @@ cmd_sync(int argc, char **argv)
 		if (ok)
 			break;
 		if ((bench_now_s() - t0) * 1000 > stall_ms) {
-			fprintf(stderr, "pull: state still refused after %d "
-			    "ms: %s\n", stall_ms, msg ? msg : "");
+			fprintf(stderr,
+			    "pull: state still refused after %d "
+			    "ms: %s\n",
+			    stall_ms, msg ? msg : "");
 			goto done;
 		}
 		usleep(PULL_POLL_MS * 1000);
@@ -355,7 +362,8 @@ cmd_sync(int argc, char **argv)
 	}
 	while (served(w, ann->id_hex, PULL_HTTP_MS) != 1) {
 		if ((bench_now_s() - t_push) * 1000 > stall_ms) {
-			fprintf(stderr, "pull: the announcement is not served "
+			fprintf(stderr,
+			    "pull: the announcement is not served "
 			    "after the push\n");
 			goto done;
 		}
@@ -366,8 +374,8 @@ cmd_sync(int argc, char **argv)
 		goto done;
 	printf("pull_events %ld events\n", last - base);
 	printf("pull_seconds %.3f s\n", t_last - t_push);
-	printf("pull_rate %.1f events/s\n", t_last > t_push ?
-	    (double)(last - base) / (t_last - t_push) : 0.0);
+	printf("pull_rate %.1f events/s\n",
+	    t_last > t_push ? (double)(last - base) / (t_last - t_push) : 0.0);
 	rc = 0;
 done:
 	wsc_close(w);

@@ -45,23 +45,23 @@
 #include "wsclient.h"
 
 /* Ours: the default size, issues and PRs in all, pages timed. */
-#define BENCH_WEB_REPOS		10000
-#define BENCH_WEB_THREADS	30000
-#define BENCH_WEB_PAGES		9
+#define BENCH_WEB_REPOS	  10000
+#define BENCH_WEB_THREADS 30000
+#define BENCH_WEB_PAGES	  9
 /* Ours: events per write transaction while generating. */
-#define BENCH_WEB_TXN		20000
-#define TMO			30000
+#define BENCH_WEB_TXN	  20000
+#define TMO		  30000
 
 struct gen {
-	struct store	*st;
-	size_t		 intxn;
-	int64_t		 at;
+	struct store *st;
+	size_t	      intxn;
+	int64_t	      at;
 };
 
 static double
 now_ms(void)
 {
-	struct timespec	ts;
+	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
@@ -76,17 +76,19 @@ owner_hex(size_t n, char out[65])
 
 /* Builds, hashes and stores one event; its id into id_hex (or NULL). */
 static void
-put(struct gen *g, const char *pk, uint32_t kind, int64_t at,
-    const char *tags, const char *content, char *id_hex)
+put(struct gen *g, const char *pk, uint32_t kind, int64_t at, const char *tags,
+    const char *content, char *id_hex)
 {
-	struct buf		 b = BUF_INIT;
-	struct event		*ev;
-	enum store_result	 r;
-	char			 err[256];
+	struct buf	  b = BUF_INIT;
+	struct event	 *ev;
+	enum store_result r;
+	char		  err[256];
 
-	buf_printf(&b, "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
+	buf_printf(&b,
+	    "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
 	    "%lld,\"kind\":%u,\"tags\":%s,\"content\":\"%s\",\"sig\":\""
-	    "%0128d\"}", 0, pk, (long long)at, kind, tags, content, 0);
+	    "%0128d\"}",
+	    0, pk, (long long)at, kind, tags, content, 0);
 	if ((ev = event_parse(b.b_data, b.b_len, err, sizeof(err))) == NULL)
 		fatalx("web: generated event does not parse: %s", err);
 	buf_free(&b);
@@ -110,37 +112,44 @@ put(struct gen *g, const char *pk, uint32_t kind, int64_t at,
 static void
 generate(struct gen *g, size_t nrepos, const char *domain)
 {
-	char	 tags[1024], pk[65], id[65], owner[65];
-	size_t	 i;
+	char   tags[1024], pk[65], id[65], owner[65];
+	size_t i;
 
 	for (i = 0; i < nrepos; i++) {
 		owner_hex(i, pk);
-		snprintf(tags, sizeof(tags), "[[\"d\",\"repo%zu\"],[\"name\","
+		snprintf(tags, sizeof(tags),
+		    "[[\"d\",\"repo%zu\"],[\"name\","
 		    "\"Repository %zu\"],[\"description\",\"A benchmark "
 		    "repository, number %zu of %zu\"],[\"clone\",\"http://%s/"
-		    "x/repo%zu.git\"],[\"relays\",\"ws://%s\"]]", i, i, i,
-		    nrepos, domain, i, domain);
+		    "x/repo%zu.git\"],[\"relays\",\"ws://%s\"]]",
+		    i, i, i, nrepos, domain, i, domain);
 		put(g, pk, 30617, g->at + (int64_t)i, tags, "", NULL);
-		snprintf(tags, sizeof(tags), "[[\"d\",\"repo%zu\"],"
+		snprintf(tags, sizeof(tags),
+		    "[[\"d\",\"repo%zu\"],"
 		    "[\"refs/heads/main\",\"%040zu\"],[\"HEAD\","
-		    "\"ref: refs/heads/main\"]]", i, i);
+		    "\"ref: refs/heads/main\"]]",
+		    i, i);
 		put(g, pk, 30618, g->at + (int64_t)i, tags, "", NULL);
 		if (i % 4 == 0)
-			put(g, pk, 0, g->at, "[]", "{\\\"name\\\":\\\"Owner "
-			    "number\\\"}", NULL);
+			put(g, pk, 0, g->at, "[]",
+			    "{\\\"name\\\":\\\"Owner "
+			    "number\\\"}",
+			    NULL);
 	}
 	for (i = 0; i < BENCH_WEB_THREADS; i++) {
 		owner_hex((i * 7) % nrepos, owner);
 		owner_hex(nrepos + i % 997, pk);
-		snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:repo%zu\"],"
-		    "[\"subject\",\"thread %zu\"]]", owner, (i * 7) % nrepos,
-		    i);
-		put(g, pk, i % 2 ? 1621 : 1618, g->at + (int64_t)nrepos +
-		    (int64_t)i, tags, "a thread", id);
+		snprintf(tags, sizeof(tags),
+		    "[[\"a\",\"30617:%s:repo%zu\"],"
+		    "[\"subject\",\"thread %zu\"]]",
+		    owner, (i * 7) % nrepos, i);
+		put(g, pk, i % 2 ? 1621 : 1618,
+		    g->at + (int64_t)nrepos + (int64_t)i, tags, "a thread", id);
 		if (i % 3 == 0) {
 			snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", id);
-			put(g, owner, 1632, g->at + (int64_t)nrepos +
-			    (int64_t)i + 1, tags, "", NULL);
+			put(g, owner, 1632,
+			    g->at + (int64_t)nrepos + (int64_t)i + 1, tags, "",
+			    NULL);
 		}
 	}
 	if (g->intxn > 0 && store_commit(g->st) == -1)
@@ -156,22 +165,24 @@ generate(struct gen *g, size_t nrepos, const char *domain)
 static double
 timed_get(struct relayproc *rp, const char *path)
 {
-	struct buf	 b = BUF_INIT;
-	char		 req[512], chunk[65536];
-	double		 t0 = now_ms(), t = -1;
-	ssize_t		 n;
-	int		 fd, fl;
+	struct buf b = BUF_INIT;
+	char	   req[512], chunk[65536];
+	double	   t0 = now_ms(), t = -1;
+	ssize_t	   n;
+	int	   fd, fl;
 
 	if ((fd = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
-	    TMO)) == -1)
+		 TMO)) == -1)
 		return -1;
 	/* Blocking from here on; SO_RCVTIMEO bounds each read. */
 	if ((fl = fcntl(fd, F_GETFL)) != -1)
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ TMO / 1000,
-	    0 }, sizeof(struct timeval));
-	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: bench\r\n"
-	    "Connection: close\r\n\r\n", path);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO,
+	    &(struct timeval){ TMO / 1000, 0 }, sizeof(struct timeval));
+	snprintf(req, sizeof(req),
+	    "GET %s HTTP/1.1\r\nHost: bench\r\n"
+	    "Connection: close\r\n\r\n",
+	    path);
 	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
 		goto done;
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
@@ -192,19 +203,19 @@ done:
 }
 
 /* Ours: 503 answers to one page before the benchmark gives up. */
-#define WEB_BUSY_TRIES	10
+#define WEB_BUSY_TRIES 10
 
-static int	busy;	/* 503 answers so far */
+static int busy; /* 503 answers so far */
 
 /* timed_get(), asked again in the next second after a 503. */
 static double
 page_get(struct relayproc *rp, const char *path)
 {
-	double	t;
-	int	i;
+	double t;
+	int    i;
 
 	for (i = 0; (t = timed_get(rp, path)) == -2 && i < WEB_BUSY_TRIES;
-	    i++) {
+	     i++) {
 		busy++;
 		relayproc_sleep_ms(1100);
 	}
@@ -216,7 +227,7 @@ page_get(struct relayproc *rp, const char *path)
 static int
 cmp_double(const void *a, const void *b)
 {
-	double	x = *(const double *)a, y = *(const double *)b;
+	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -224,12 +235,12 @@ cmp_double(const void *a, const void *b)
 int
 main(int argc, char *argv[])
 {
-	static const char	*env[] = { "NGIT_SYNC_ENABLED=false", NULL };
-	struct relayproc	*rp;
-	struct gen		 g = { NULL, 0, 0 };
-	double			 t[BENCH_WEB_PAGES], t0, cached, search;
-	char			 path[256], err[256];
-	size_t			 nrepos = BENCH_WEB_REPOS, i;
+	static const char *env[] = { "NGIT_SYNC_ENABLED=false", NULL };
+	struct relayproc  *rp;
+	struct gen	   g = { NULL, 0, 0 };
+	double		   t[BENCH_WEB_PAGES], t0, cached, search;
+	char		   path[256], err[256];
+	size_t		   nrepos = BENCH_WEB_REPOS, i;
 
 	log_init("web", 1);
 	if (argc > 1)

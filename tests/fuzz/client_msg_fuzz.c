@@ -18,21 +18,21 @@
 #include "../../relayd/relay_proto.c"
 
 /* The session's NIP-42 challenge, this relay's NGIT_DOMAIN and "now". */
-#define FUZZ_AUTH_CHALLENGE	"0123456789abcdef0123456789abcdef"
-#define FUZZ_AUTH_DOMAIN	"relay.example"
-#define FUZZ_AUTH_NOW		1790000000
+#define FUZZ_AUTH_CHALLENGE "0123456789abcdef0123456789abcdef"
+#define FUZZ_AUTH_DOMAIN    "relay.example"
+#define FUZZ_AUTH_NOW	    1790000000
 
 /* Subscriptions of the session. */
 struct session {
 	struct relay_req subs[RELAY_MAX_SUBS];
 	size_t		 nsubs;
-	uint64_t	 replies;	/* what relayd would have sent */
+	uint64_t	 replies; /* what relayd would have sent */
 };
 
 static struct relay_req *
 sub_find(struct session *ss, const char *id)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < ss->nsubs; i++)
 		if (strcmp(ss->subs[i].rq_id, id) == 0)
@@ -70,10 +70,10 @@ check_answer(const char *ans)
 static const struct policy *
 fuzz_policy(void)
 {
-	static struct config	 cfg = { .domain = FUZZ_AUTH_DOMAIN };
-	static struct policy	 pl;
-	static int		 pl_ready;
-	char			 err[256];
+	static struct config cfg = { .domain = FUZZ_AUTH_DOMAIN };
+	static struct policy pl;
+	static int	     pl_ready;
+	char		     err[256];
 
 	if (!pl_ready) {
 		FUZZ_ASSERT(policy_init(&pl, &cfg, err, sizeof(err)) == 0);
@@ -86,15 +86,15 @@ fuzz_policy(void)
 static void
 submit(struct session *ss, const struct json *evj, int auth)
 {
-	const struct json	*idj = json_get(evj, "id");
-	struct event		*ev;
-	char			 okid[65], m[512];
-	size_t			 i;
+	const struct json *idj = json_get(evj, "id");
+	struct event	  *ev;
+	char		   okid[65], m[512];
+	size_t		   i;
 
 	/* The OK of a refused event echoes a 64-byte "id" string as is. */
 	if (idj && idj->type == JSON_STRING && idj->len == 64)
 		FUZZ_ASSERT(idj->s[64] == '\0');
-	ss->replies++;		/* an OK */
+	ss->replies++; /* an OK */
 	ev = relay_proto_event(evj, auth ? FUZZ_AUTH_CHALLENGE : NULL,
 	    fuzz_policy(), FUZZ_AUTH_NOW, okid, m, sizeof(m));
 	FUZZ_ASSERT(strlen(okid) == 0 || strlen(okid) == 64);
@@ -121,8 +121,8 @@ submit(struct session *ss, const struct json *evj, int auth)
 static void
 req(struct session *ss, const struct json *msg)
 {
-	struct relay_req	rq, *old;
-	char			ans[RELAY_PROTO_ANSWER];
+	struct relay_req rq, *old;
+	char		 ans[RELAY_PROTO_ANSWER];
 
 	ss->replies++;
 	switch (relay_proto_req(msg, ss->nsubs, sub_known, ss, &rq, ans,
@@ -137,8 +137,7 @@ req(struct session *ss, const struct json *msg)
 	case RELAY_ANS_NONE:
 		break;
 	}
-	FUZZ_ASSERT(rq.rq_nfilters >= 1 &&
-	    rq.rq_nfilters <= RELAY_MAX_FILTERS);
+	FUZZ_ASSERT(rq.rq_nfilters >= 1 && rq.rq_nfilters <= RELAY_MAX_FILTERS);
 	FUZZ_ASSERT(rq.rq_nfilters == msg->n - 2);
 	FUZZ_ASSERT(rq.rq_closed_id == rq.rq_id && rq.rq_id[0] != '\0');
 	if ((old = sub_find(ss, rq.rq_id)) != NULL)
@@ -150,15 +149,15 @@ req(struct session *ss, const struct json *msg)
 static void
 message(struct session *ss, const char *data, size_t len)
 {
-	struct json_doc		*doc;
-	const struct json	*msg;
-	struct relay_req	*s;
-	enum relay_msg_type	 t;
-	const char		*id;
-	char			 ans[RELAY_PROTO_ANSWER];
+	struct json_doc	   *doc;
+	const struct json  *msg;
+	struct relay_req   *s;
+	enum relay_msg_type t;
+	const char	   *id;
+	char		    ans[RELAY_PROTO_ANSWER];
 
-	switch ((t = relay_proto_message(data, len, &doc, &msg, ans,
-	    sizeof(ans)))) {
+	switch ((
+	    t = relay_proto_message(data, len, &doc, &msg, ans, sizeof(ans)))) {
 	case RELAY_MSG_BAD:
 	case RELAY_MSG_OTHER:
 		FUZZ_ASSERT(ans[0] != '\0');
@@ -173,8 +172,8 @@ message(struct session *ss, const char *data, size_t len)
 		break;
 	case RELAY_MSG_CLOSE:
 		if (relay_proto_close(msg, &id, ans, sizeof(ans)) ==
-		    RELAY_ANS_NONE && id != NULL &&
-		    (s = sub_find(ss, id)) != NULL)
+			RELAY_ANS_NONE &&
+		    id != NULL && (s = sub_find(ss, id)) != NULL)
 			sub_drop(ss, s);
 		break;
 	case RELAY_MSG_NEG:
@@ -192,9 +191,9 @@ message(struct session *ss, const char *data, size_t len)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct session	*ss;
-	const char	*p = (const char *)data, *nl;
-	size_t		 i, off = 0, n;
+	struct session *ss;
+	const char     *p = (const char *)data, *nl;
+	size_t		i, off = 0, n;
 
 	fuzz_init_log();
 	if ((ss = calloc(1, sizeof(*ss))) == NULL)

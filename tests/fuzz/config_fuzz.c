@@ -18,20 +18,20 @@
 #include "config.h"
 #include "fuzz.h"
 
-extern char	**environ;
+extern char **environ;
 
 /* The file line config_dump() writes for the redacted secret key. */
-#define SECKEY_LINE	"relay_owner_nsec = #"
+#define SECKEY_LINE "relay_owner_nsec = #"
 
-static int	 memfd = -1;
-static char	 memfd_path[64];
+static int  memfd = -1;
+static char memfd_path[64];
 
 /* Removes every NGIT_* variable, so the environment overrides nothing. */
 static void
 clear_env(void)
 {
-	char	name[256];
-	size_t	i, n;
+	char   name[256];
+	size_t i, n;
 
 	for (i = 0; environ[i] != NULL;) {
 		n = strcspn(environ[i], "=");
@@ -46,8 +46,7 @@ clear_env(void)
 }
 
 static int
-load(struct config *cfg, const void *text, size_t len, char *err,
-    size_t errlen)
+load(struct config *cfg, const void *text, size_t len, char *err, size_t errlen)
 {
 	FUZZ_ASSERT(ftruncate(memfd, 0) == 0);
 	FUZZ_ASSERT(pwrite(memfd, text, len, 0) == (ssize_t)len);
@@ -58,7 +57,7 @@ load(struct config *cfg, const void *text, size_t len, char *err,
 static void
 drop_seckey(struct buf *b)
 {
-	char	*l, *e;
+	char *l, *e;
 
 	/* At a line start: a value may hold the same text. */
 	if ((l = strstr(b->b_data, "\n" SECKEY_LINE)) == NULL)
@@ -73,9 +72,9 @@ drop_seckey(struct buf *b)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct config	 cfg, cfg2;
-	struct buf	 d1 = BUF_INIT, d2 = BUF_INIT;
-	char		 err[512];
+	struct config cfg, cfg2;
+	struct buf    d1 = BUF_INIT, d2 = BUF_INIT;
+	char	      err[512];
 
 	fuzz_init_log();
 	if (memfd == -1) {
@@ -109,8 +108,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	config_dump(&cfg2, &d2);
 	drop_seckey(&d1);
 	drop_seckey(&d2);
-	if (d1.b_len != d2.b_len || memcmp(d1.b_data, d2.b_data,
-	    d1.b_len) != 0) {
+	if (d1.b_len != d2.b_len ||
+	    memcmp(d1.b_data, d2.b_data, d1.b_len) != 0) {
 		fprintf(stderr, "dump changed on reload:\n%s---\n%s", d1.b_data,
 		    d2.b_data);
 		FUZZ_ASSERT(!"dump is a fixpoint");

@@ -20,9 +20,9 @@
 static inline void
 fuzz_event_id(const struct event *ev, uint8_t out[32])
 {
-	struct buf	b = BUF_INIT;
-	char		hex[65];
-	uint32_t	i, j;
+	struct buf b = BUF_INIT;
+	char	   hex[65];
+	uint32_t   i, j;
 
 	hex_encode(ev->pubkey, 32, hex);
 	buf_printf(&b, "[0,\"%s\",%lld,%u,[", hex, (long long)ev->created_at,
@@ -54,10 +54,10 @@ fuzz_same_estr(const struct estr *a, const struct estr *b)
 static inline void
 fuzz_check_event(const struct event *ev)
 {
-	struct event	*ev2;
-	uint8_t		 id[32], id2[32];
-	char		 hex[129], err[256];
-	uint32_t	 i, j;
+	struct event *ev2;
+	uint8_t	      id[32], id2[32];
+	char	      hex[129], err[256];
+	uint32_t      i, j;
 
 	FUZZ_ASSERT(ev->kind <= EVENT_KIND_MAX && ev->created_at >= 0);
 	hex_encode(ev->id, 32, hex);
@@ -84,8 +84,9 @@ fuzz_check_event(const struct event *ev)
 
 	ev2 = event_parse(ev->json, ev->json_len, err, sizeof(err));
 	if (ev2 == NULL) {
-		fprintf(stderr, "canonical form does not re-parse: %s\n%.300s\n",
-		    err, ev->json);
+		fprintf(stderr,
+		    "canonical form does not re-parse: %s\n%.300s\n", err,
+		    ev->json);
 		FUZZ_ASSERT(ev2 != NULL);
 	}
 	FUZZ_ASSERT(ev2->json_len == ev->json_len &&

@@ -14,8 +14,8 @@
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct event	*ev;
-	char		 err[256];
+	struct event *ev;
+	char	      err[256];
 
 	fuzz_init_log();
 	err[0] = '\0';

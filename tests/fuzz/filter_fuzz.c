@@ -15,38 +15,44 @@
 #include "json.h"
 
 /* 32 and 64 bytes of hex, written out. */
-#define H16(c)	c c c c c c c c c c c c c c c c
-#define HEX32(c)	H16(c) H16(c) H16(c) H16(c)
-#define ZERO32		HEX32("0")
-#define ZERO64		ZERO32 ZERO32
+#define H16(c)	 c c c c c c c c c c c c c c c c
+#define HEX32(c) H16(c) H16(c) H16(c) H16(c)
+#define ZERO32	 HEX32("0")
+#define ZERO64	 ZERO32 ZERO32
 #define PUBKEY \
 	"2a2546babe6ed577cc03584e083982e4ec8a7e7d625d5a3dd430c49138adf3ea"
 
 /* Events every filter is matched against (ids need not verify). */
 static const char *const builtin_events[] = {
-	"{\"id\":\"" H16("0") H16("0") H16("0") "0000000000000001"
-	"\",\"pubkey\":\"" PUBKEY
-	"\",\"created_at\":1790000000,\"kind\":1621,\"tags\":[[\"a\","
-	"\"30617:" H16("ab") H16("ab") ":repo\"],"
-	"[\"e\",\"" H16("0") H16("0") H16("0") "0000000000000002\"],"
-	"[\"p\",\"" PUBKEY "\"],"
-	"[\"t\",\"\"],[\"t\"],[\"T\",\"x\\u0000y\"],[\"subject\",\"s\"]],"
-	"\"content\":\"hello\",\"sig\":\"" ZERO64 "\"}",
-	"{\"id\":\"" HEX32("f") "\",\"pubkey\":\"" ZERO32
-	"\",\"created_at\":0,\"kind\":0,\"tags\":[],\"content\":\"\","
-	"\"sig\":\"" ZERO64 "\"}",
-	"{\"id\":\"8" H16("0") H16("0") H16("0") "000000000000000"
-	"\",\"pubkey\":\"" HEX32("f")
-	"\",\"created_at\":9223372036854775807,\"kind\":65535,\"tags\":"
-	"[[\"d\",\"repo\"],[\"d\",\"other\"],"
-	"[\"r\",\"wss://relay.example.com\"]],"
-	"\"content\":\"\",\"sig\":\"" ZERO64 "\"}",
+	"{\"id\":\"" H16("0") H16("0") H16(
+	    "0") "0000000000000001"
+		 "\",\"pubkey\":\"" PUBKEY
+		 "\",\"created_at\":1790000000,\"kind\":1621,\"tags\":[[\"a\","
+		 "\"30617:" H16("ab") H16(
+		     "ab") ":repo\"],"
+			   "[\"e\",\"" H16("0") H16("0") H16(
+			       "0") "0000000000000002\"],"
+				    "[\"p\",\"" PUBKEY "\"],"
+				    "[\"t\",\"\"],[\"t\"],[\"T\",\"x\\u0000y\"],[\"subject\",\"s\"]],"
+				    "\"content\":\"hello\",\"sig\":\"" ZERO64
+				    "\"}",
+	"{\"id\":\"" HEX32(
+	    "f") "\",\"pubkey\":\"" ZERO32
+		 "\",\"created_at\":0,\"kind\":0,\"tags\":[],\"content\":\"\","
+		 "\"sig\":\"" ZERO64 "\"}",
+	"{\"id\":\"8" H16("0") H16("0") H16(
+	    "0") "000000000000000"
+		 "\",\"pubkey\":\"" HEX32(
+		     "f") "\",\"created_at\":9223372036854775807,\"kind\":65535,\"tags\":"
+			  "[[\"d\",\"repo\"],[\"d\",\"other\"],"
+			  "[\"r\",\"wss://relay.example.com\"]],"
+			  "\"content\":\"\",\"sig\":\"" ZERO64 "\"}",
 };
-#define NBUILTIN	(sizeof(builtin_events) / sizeof(builtin_events[0]))
+#define NBUILTIN	 (sizeof(builtin_events) / sizeof(builtin_events[0]))
 /* Events taken from one input at most, to bound the work. */
-#define MAX_INPUT_EVENTS	8
+#define MAX_INPUT_EVENTS 8
 
-static struct event	*builtin[NBUILTIN];
+static struct event *builtin[NBUILTIN];
 
 static int
 estr_eq(const struct estr *e, const struct json *v)
@@ -58,9 +64,9 @@ estr_eq(const struct estr *e, const struct json *v)
 static int
 ref_match(const struct json *fj, const struct event *ev)
 {
-	const struct json	*m, *v;
-	uint32_t		 i;
-	int			 any;
+	const struct json *m, *v;
+	uint32_t	   i;
+	int		   any;
 
 	for (m = fj->child; m; m = m->next) {
 		any = 0;
@@ -88,7 +94,7 @@ ref_match(const struct json *fj, const struct event *ev)
 					any = ev->tags[i].n >= 2 &&
 					    ev->tags[i].v[0].len == 1 &&
 					    ev->tags[i].v[0].s[0] ==
-					    m->key[1] &&
+						m->key[1] &&
 					    estr_eq(&ev->tags[i].v[1], v);
 		}
 		if (!any)
@@ -108,7 +114,7 @@ cmp_estr(const struct estr *a, const struct estr *b)
 static void
 check_filter(const struct filter *f)
 {
-	size_t	i, j;
+	size_t i, j;
 
 	FUZZ_ASSERT(f->f_nids <= FILTER_MAX_VALUES &&
 	    f->f_nauthors <= FILTER_MAX_VALUES &&
@@ -116,14 +122,14 @@ check_filter(const struct filter *f)
 	for (i = 1; i < f->f_nids; i++)
 		FUZZ_ASSERT(memcmp(f->f_ids[i - 1], f->f_ids[i], 32) < 0);
 	for (i = 1; i < f->f_nauthors; i++)
-		FUZZ_ASSERT(memcmp(f->f_authors[i - 1], f->f_authors[i],
-		    32) < 0);
+		FUZZ_ASSERT(
+		    memcmp(f->f_authors[i - 1], f->f_authors[i], 32) < 0);
 	for (i = 1; i < f->f_nkinds; i++)
 		FUZZ_ASSERT(f->f_kinds[i - 1] < f->f_kinds[i]);
 	for (i = 0; i < f->f_nkinds; i++)
 		FUZZ_ASSERT(f->f_kinds[i] <= EVENT_KIND_MAX);
 	for (i = 0; i < f->f_ntags; i++) {
-		const struct filter_tag	*t = &f->f_tags[i];
+		const struct filter_tag *t = &f->f_tags[i];
 
 		if (i > 0)
 			FUZZ_ASSERT((unsigned char)f->f_tags[i - 1].ft_name <
@@ -134,8 +140,8 @@ check_filter(const struct filter *f)
 		for (j = 0; j < t->ft_n; j++) {
 			FUZZ_ASSERT(t->ft_v[j].s[t->ft_v[j].len] == '\0');
 			if (j > 0)
-				FUZZ_ASSERT(cmp_estr(&t->ft_v[j - 1],
-				    &t->ft_v[j]) < 0);
+				FUZZ_ASSERT(
+				    cmp_estr(&t->ft_v[j - 1], &t->ft_v[j]) < 0);
 		}
 	}
 	FUZZ_ASSERT(!f->f_has_since || f->f_since >= 0);
@@ -150,14 +156,14 @@ check_filter(const struct filter *f)
 static struct event *
 wanted_event(const struct json *fj, int *must_match)
 {
-	const struct json	*m, *v;
-	const char		*id = NULL, *author = NULL;
-	struct buf		 b = BUF_INIT;
-	struct event		*ev;
-	int64_t			 created = 1, since = -1, until = -1;
-	int64_t			 kind = 1;
-	char			 err[256];
-	int			 first = 1;
+	const struct json *m, *v;
+	const char	  *id = NULL, *author = NULL;
+	struct buf	   b = BUF_INIT;
+	struct event	  *ev;
+	int64_t		   created = 1, since = -1, until = -1;
+	int64_t		   kind = 1;
+	char		   err[256];
+	int		   first = 1;
 
 	*must_match = 1;
 	for (m = fj->child; m; m = m->next) {
@@ -181,10 +187,11 @@ wanted_event(const struct json *fj, int *must_match)
 	if (since >= 0 && until >= 0 && since > until)
 		*must_match = 0;
 
-	buf_printf(&b, "{\"id\":\"%.64s\",\"pubkey\":\"%.64s\","
+	buf_printf(&b,
+	    "{\"id\":\"%.64s\",\"pubkey\":\"%.64s\","
 	    "\"created_at\":%lld,\"kind\":%lld,\"tags\":[",
-	    id ? id : ZERO32, author ? author : ZERO32,
-	    (long long)created, (long long)kind);
+	    id ? id : ZERO32, author ? author : ZERO32, (long long)created,
+	    (long long)kind);
 	for (m = fj->child; m; m = m->next) {
 		if (m->key[0] != '#' || m->n == 0)
 			continue;
@@ -211,10 +218,9 @@ wanted_event(const struct json *fj, int *must_match)
 }
 
 static void
-match_one(const struct json *fj, const struct filter *f,
-    const struct event *ev)
+match_one(const struct json *fj, const struct filter *f, const struct event *ev)
 {
-	int	m = filter_match(f, ev);
+	int m = filter_match(f, ev);
 
 	FUZZ_ASSERT(m == 0 || m == 1);
 	FUZZ_ASSERT(m == ref_match(fj, ev));
@@ -224,13 +230,13 @@ match_one(const struct json *fj, const struct filter *f,
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct json_doc		*doc;
-	const struct json	*root, *fj, *ej;
-	struct event		*ev, *events[MAX_INPUT_EVENTS];
-	struct filter		 f;
-	size_t			 i, nev = 0;
-	char			 err[256];
-	int			 rc, must;
+	struct json_doc	  *doc;
+	const struct json *root, *fj, *ej;
+	struct event	  *ev, *events[MAX_INPUT_EVENTS];
+	struct filter	   f;
+	size_t		   i, nev = 0;
+	char		   err[256];
+	int		   rc, must;
 
 	fuzz_init_log();
 	if (builtin[0] == NULL)
@@ -246,7 +252,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (root->type == JSON_ARRAY) {
 		fj = json_at(root, 0);
 		for (ej = fj ? fj->next : NULL; ej && nev < MAX_INPUT_EVENTS;
-		    ej = ej->next)
+		     ej = ej->next)
 			if ((ev = event_from_json(ej, err, sizeof(err))) !=
 			    NULL)
 				events[nev++] = ev;

@@ -23,13 +23,14 @@
 #include "log.h"
 
 /* Ends the run with the failed invariant; libFuzzer keeps the input. */
-#define FUZZ_ASSERT(c) do {						\
-	if (!(c)) {							\
-		fprintf(stderr, "fuzz invariant failed: %s:%d: %s\n",	\
-		    __FILE__, __LINE__, #c);				\
-		abort();						\
-	}								\
-} while (0)
+#define FUZZ_ASSERT(c) \
+	do { \
+		if (!(c)) { \
+			fprintf(stderr, "fuzz invariant failed: %s:%d: %s\n", \
+			    __FILE__, __LINE__, #c); \
+			abort(); \
+		} \
+	} while (0)
 
 /*
  * Once per process: nothing below warnings reaches stderr, so libFuzzer's
@@ -38,7 +39,7 @@
 static inline void
 fuzz_init_log(void)
 {
-	static int	done;
+	static int done;
 
 	if (!done) {
 		log_init("fuzz", 1);
@@ -56,22 +57,36 @@ fuzz_init_log(void)
 static inline void
 fuzz_jstr(struct buf *b, const char *s, size_t len)
 {
-	static const char	hex[] = "0123456789abcdef";
-	size_t			i;
-	unsigned char		c;
-	char			u[6] = { '\\', 'u', '0', '0', 0, 0 };
+	static const char hex[] = "0123456789abcdef";
+	size_t		  i;
+	unsigned char	  c;
+	char		  u[6] = { '\\', 'u', '0', '0', 0, 0 };
 
 	buf_addc(b, '"');
 	for (i = 0; i < len; i++) {
 		c = (unsigned char)s[i];
 		switch (c) {
-		case '\n': buf_adds(b, "\\n"); break;
-		case '"':  buf_adds(b, "\\\""); break;
-		case '\\': buf_adds(b, "\\\\"); break;
-		case '\r': buf_adds(b, "\\r"); break;
-		case '\t': buf_adds(b, "\\t"); break;
-		case '\b': buf_adds(b, "\\b"); break;
-		case '\f': buf_adds(b, "\\f"); break;
+		case '\n':
+			buf_adds(b, "\\n");
+			break;
+		case '"':
+			buf_adds(b, "\\\"");
+			break;
+		case '\\':
+			buf_adds(b, "\\\\");
+			break;
+		case '\r':
+			buf_adds(b, "\\r");
+			break;
+		case '\t':
+			buf_adds(b, "\\t");
+			break;
+		case '\b':
+			buf_adds(b, "\\b");
+			break;
+		case '\f':
+			buf_adds(b, "\\f");
+			break;
 		default:
 			if (c < 0x20) {
 				u[4] = hex[c >> 4];
@@ -88,9 +103,9 @@ fuzz_jstr(struct buf *b, const char *s, size_t len)
 static inline int
 fuzz_utf8_ok(const char *s, size_t len)
 {
-	const unsigned char	*p = (const unsigned char *)s;
-	size_t			 i = 0, n, k;
-	uint32_t		 cp, min;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t		     i = 0, n, k;
+	uint32_t	     cp, min;
 
 	while (i < len) {
 		if (p[i] < 0x80) {
@@ -118,8 +133,7 @@ fuzz_utf8_ok(const char *s, size_t len)
 				return 0;
 			cp = cp << 6 | (p[i + k] & 0x3f);
 		}
-		if (cp < min || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 			return 0;
 		i += n;
 	}

@@ -18,7 +18,7 @@
 static void
 emit(struct buf *b, const struct json *v)
 {
-	const struct json	*e;
+	const struct json *e;
 
 	switch (v->type) {
 	case JSON_NULL:
@@ -64,8 +64,8 @@ emit(struct buf *b, const struct json *v)
 static void
 check_tree(const struct json *v, int depth)
 {
-	const struct json	*e;
-	size_t			 n = 0;
+	const struct json *e;
+	size_t		   n = 0;
 
 	switch (v->type) {
 	case JSON_NULL:
@@ -99,8 +99,8 @@ check_tree(const struct json *v, int depth)
 
 					FUZZ_ASSERT(f != NULL);
 					FUZZ_ASSERT(f->keylen == e->keylen &&
-					    memcmp(f->key, e->key,
-					    e->keylen) == 0);
+					    memcmp(f->key, e->key, e->keylen) ==
+						0);
 				}
 			} else {
 				FUZZ_ASSERT(e->key == NULL);
@@ -125,7 +125,7 @@ check_tree(const struct json *v, int depth)
 static void
 same_tree(const struct json *a, const struct json *b)
 {
-	const struct json	*x, *y;
+	const struct json *x, *y;
 
 	FUZZ_ASSERT(a->type == b->type);
 	switch (a->type) {
@@ -135,14 +135,14 @@ same_tree(const struct json *a, const struct json *b)
 			FUZZ_ASSERT(b->is_int && a->i == b->i);
 		break;
 	case JSON_STRING:
-		FUZZ_ASSERT(a->len == b->len &&
-		    memcmp(a->s, b->s, a->len) == 0);
+		FUZZ_ASSERT(
+		    a->len == b->len && memcmp(a->s, b->s, a->len) == 0);
 		break;
 	case JSON_ARRAY:
 	case JSON_OBJECT:
 		FUZZ_ASSERT(a->n == b->n);
 		for (x = a->child, y = b->child; x && y;
-		    x = x->next, y = y->next) {
+		     x = x->next, y = y->next) {
 			if (a->type == JSON_OBJECT)
 				FUZZ_ASSERT(x->keylen == y->keylen &&
 				    memcmp(x->key, y->key, x->keylen) == 0);
@@ -158,7 +158,7 @@ same_tree(const struct json *a, const struct json *b)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct json_doc	*doc = NULL, *doc2 = NULL, *doc3 = NULL;
+	struct json_doc *doc = NULL, *doc2 = NULL, *doc3 = NULL;
 	struct json	*root, *root2, *root3;
 	struct buf	 b1 = BUF_INIT, b2 = BUF_INIT;
 	char		 err[128], tiny[4];
@@ -171,10 +171,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(err[0] != '\0' && strstr(err, " at byte ") != NULL);
 		/* A short error buffer is cut, not overrun. */
 		FUZZ_ASSERT(json_parse((const char *)data, size, &doc, tiny,
-		    sizeof(tiny)) == NULL && doc == NULL);
+				sizeof(tiny)) == NULL &&
+		    doc == NULL);
 		FUZZ_ASSERT(strlen(tiny) < sizeof(tiny));
 		FUZZ_ASSERT(json_parse((const char *)data, size, &doc, NULL,
-		    0) == NULL);
+				0) == NULL);
 		return 0;
 	}
 	FUZZ_ASSERT(doc != NULL);

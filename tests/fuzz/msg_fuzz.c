@@ -23,11 +23,11 @@
 static void
 ingest(const struct msg *m)
 {
-	struct msg_ingest	 mi;
-	struct buf		 b = BUF_INIT;
-	struct event		*ev;
-	char			*url, err[256], key[RELAYURL_MAX + 1];
-	uint16_t		 u16;
+	struct msg_ingest mi;
+	struct buf	  b = BUF_INIT;
+	struct event	 *ev;
+	char		 *url, err[256], key[RELAYURL_MAX + 1];
+	uint16_t	  u16;
 
 	/* msg_ingest_decode()'s conditions, which it enforces by exiting. */
 	if (m->m_len < 3 || m->m_data[0] >= ROLE_COUNT)
@@ -54,8 +54,8 @@ ingest(const struct msg *m)
 		    memcmp(b.b_data, m->m_data, m->m_len) == 0);
 	}
 	/* relay_ingest_remote(): the event; the URL is only logged. */
-	if ((ev = event_parse(mi.mi_json, mi.mi_jsonlen, err,
-	    sizeof(err))) != NULL) {
+	if ((ev = event_parse(mi.mi_json, mi.mi_jsonlen, err, sizeof(err))) !=
+	    NULL) {
 		fuzz_check_event(ev);
 		event_destroy(ev);
 	}
@@ -68,7 +68,7 @@ ingest(const struct msg *m)
 static void
 payload(const struct msg *m)
 {
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	char		 err[128];
 
 	switch (m->m_type) {
@@ -78,7 +78,7 @@ payload(const struct msg *m)
 	case MSG_ACCEPTED:
 		/* feed.c takes exactly one struct msg_accepted. */
 		if (m->m_len == sizeof(struct msg_accepted)) {
-			struct msg_accepted	ma;
+			struct msg_accepted ma;
 
 			memcpy(&ma, m->m_data, sizeof(ma));
 			(void)ma;
@@ -88,7 +88,7 @@ payload(const struct msg *m)
 		/* msg_plusmark_decode()'s conditions (it exits otherwise);
 		 * what it takes, msg_plusmark_encode() rebuilds. */
 		if (m->m_len == MSG_PLUSMARK_LEN && m->m_data[32] <= 1) {
-			uint8_t	pk[32], b[MSG_PLUSMARK_LEN];
+			uint8_t pk[32], b[MSG_PLUSMARK_LEN];
 			int	set = msg_plusmark_decode(m, pk);
 
 			FUZZ_ASSERT(set == m->m_data[32]);
@@ -100,7 +100,7 @@ payload(const struct msg *m)
 	case MSG_CONTROL_REPLY:
 	case MSG_STATS:
 		if (json_parse((const char *)m->m_data, m->m_len, &doc, err,
-		    sizeof(err)) != NULL)
+			sizeof(err)) != NULL)
 			json_free(doc);
 		break;
 	}
@@ -109,19 +109,18 @@ payload(const struct msg *m)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const enum msg_type	types[] = { MSG_INGEST, MSG_ACCEPTED,
-	    MSG_CONTROL, MSG_CONTROL_REPLY, MSG_STATS, MSG_PLUSMARK };
-	struct msg_hdr			 h;
-	struct msg			 m;
-	uint8_t				*wrapped;
-	char				 err[160];
+	static const enum msg_type types[] = { MSG_INGEST, MSG_ACCEPTED,
+		MSG_CONTROL, MSG_CONTROL_REPLY, MSG_STATS, MSG_PLUSMARK };
+	struct msg_hdr		   h;
+	struct msg		   m;
+	uint8_t			  *wrapped;
+	char			   err[160];
 
 	fuzz_init_log();
 	err[0] = '\0';
 	if (msg_check(data, size, &m, err, sizeof(err)) == -1) {
 		FUZZ_ASSERT(strncmp(err, "malformed ", 10) == 0);
-		FUZZ_ASSERT(m.m_data == NULL && m.m_len == 0 &&
-		    m.m_nn == NULL);
+		FUZZ_ASSERT(m.m_data == NULL && m.m_len == 0 && m.m_nn == NULL);
 	} else {
 		FUZZ_ASSERT(size >= sizeof(h));
 		FUZZ_ASSERT(m.m_data == data + sizeof(h));
@@ -138,8 +137,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&h, 0, sizeof(h));
 	h.mh_magic = MSG_MAGIC;
 	h.mh_version = MSG_VERSION;
-	h.mh_type = (uint16_t)types[data[0] % (sizeof(types) /
-	    sizeof(types[0]))];
+	h.mh_type =
+	    (uint16_t)types[data[0] % (sizeof(types) / sizeof(types[0]))];
 	h.mh_len = (uint32_t)(size - 1);
 	h.mh_pid = 1;
 	if ((wrapped = malloc(sizeof(h) + size - 1)) == NULL)
@@ -147,7 +146,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(wrapped, &h, sizeof(h));
 	memcpy(wrapped + sizeof(h), data + 1, size - 1);
 	FUZZ_ASSERT(msg_check(wrapped, sizeof(h) + size - 1, &m, err,
-	    sizeof(err)) == 0);
+			sizeof(err)) == 0);
 	FUZZ_ASSERT(m.m_type == (enum msg_type)h.mh_type && m.m_pid == 1 &&
 	    m.m_len == size - 1);
 	payload(&m);

@@ -27,17 +27,17 @@
 #include "negentropy.h"
 
 /* Items of the server's fixed set in the message cases. */
-#define FIXED_ITEMS	48
+#define FIXED_ITEMS 48
 /* Largest set of the whole-reconciliation case: four items per byte. */
-#define MAX_ITEMS	96
+#define MAX_ITEMS   96
 /* Rounds a reconciliation of MAX_ITEMS may take, generously. */
-#define MAX_ROUNDS	200
+#define MAX_ROUNDS  200
 
 static void
 make_item(size_t i, struct neg_item *it)
 {
-	uint64_t	x = 0x9e3779b97f4a7c15ULL * (i + 1);
-	size_t		k;
+	uint64_t x = 0x9e3779b97f4a7c15ULL * (i + 1);
+	size_t	 k;
 
 	/* Three items share each timestamp, so ids decide their order. */
 	it->ni_ts = 1700000000 + i / 3;
@@ -51,7 +51,7 @@ make_item(size_t i, struct neg_item *it)
 static struct neg_item *
 make_items(size_t n)
 {
-	struct neg_item	*items;
+	struct neg_item *items;
 	size_t		 i;
 
 	if ((items = calloc(n ? n : 1, sizeof(*items))) == NULL)
@@ -64,10 +64,10 @@ make_items(size_t n)
 static void
 decoders(const uint8_t *data, size_t size)
 {
-	const uint8_t		*p, *q, *end = data + size;
-	struct neg_bound	 b, b2;
-	struct buf		 out = BUF_INIT;
-	uint64_t		 v, v2, last = 0, wl, rl;
+	const uint8_t	*p, *q, *end = data + size;
+	struct neg_bound b, b2;
+	struct buf	 out = BUF_INIT;
+	uint64_t	 v, v2, last = 0, wl, rl;
 
 	for (p = data; p < end;) {
 		q = p;
@@ -78,8 +78,8 @@ decoders(const uint8_t *data, size_t size)
 		neg_varint_put(&out, v);
 		q = (const uint8_t *)out.b_data;
 		FUZZ_ASSERT(neg_varint_get(&q, q + out.b_len, &v2) == 0);
-		FUZZ_ASSERT(v2 == v &&
-		    q == (const uint8_t *)out.b_data + out.b_len);
+		FUZZ_ASSERT(
+		    v2 == v && q == (const uint8_t *)out.b_data + out.b_len);
 	}
 	for (p = data; p < end;) {
 		q = p;
@@ -102,11 +102,11 @@ decoders(const uint8_t *data, size_t size)
 static int
 is_lower_hex(const char *s, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
+			(s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return 1;
 }
@@ -118,10 +118,10 @@ is_lower_hex(const char *s, size_t n)
 static void
 server_answer(const char *hex, size_t hexlen, int limited)
 {
-	static struct neg	*ng[2];
-	struct buf		 out = BUF_INIT;
-	size_t			 frame = limited ? NEG_FRAME_MIN : 0;
-	char			 err[256];
+	static struct neg *ng[2];
+	struct buf	   out = BUF_INIT;
+	size_t		   frame = limited ? NEG_FRAME_MIN : 0;
+	char		   err[256];
 
 	if (ng[limited] == NULL)
 		ng[limited] = neg_server_new(make_items(FIXED_ITEMS),
@@ -129,7 +129,7 @@ server_answer(const char *hex, size_t hexlen, int limited)
 	FUZZ_ASSERT(ng[limited] != NULL);
 	err[0] = '\0';
 	if (neg_server_reconcile(ng[limited], hex, hexlen, &out, err,
-	    sizeof(err)) == -1)
+		sizeof(err)) == -1)
 		FUZZ_ASSERT(err[0] != '\0' && out.b_len == 0);
 	else {
 		FUZZ_ASSERT(out.b_len >= 2 && out.b_len % 2 == 0);
@@ -143,7 +143,7 @@ server_answer(const char *hex, size_t hexlen, int limited)
 static int
 in_set(const uint8_t *id, const struct neg_item *items, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (memcmp(items[i].ni_id, id, NEG_ID_SIZE) == 0)
@@ -154,11 +154,11 @@ in_set(const uint8_t *id, const struct neg_item *items, size_t n)
 static void
 check_sorted(const struct neg_idlist *il)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 1; i < il->il_n; i++)
-		FUZZ_ASSERT(memcmp(il->il_ids[i - 1], il->il_ids[i],
-		    NEG_ID_SIZE) < 0);
+		FUZZ_ASSERT(
+		    memcmp(il->il_ids[i - 1], il->il_ids[i], NEG_ID_SIZE) < 0);
 }
 
 static void
@@ -167,7 +167,7 @@ client_answer(const char *hex, size_t hexlen)
 	struct neg_item		 mine[FIXED_ITEMS / 2], *items;
 	struct neg		*ng;
 	struct buf		 out = BUF_INIT;
-	const struct neg_idlist	*have;
+	const struct neg_idlist *have;
 	char			 err[256];
 	size_t			 i;
 	int			 r;
@@ -207,16 +207,16 @@ static void
 expect(const struct neg_item *all, const uint8_t *code, size_t n, int want,
     int not, const struct neg_idlist *got)
 {
-	uint8_t	(*ids)[NEG_ID_SIZE];
-	size_t	 i, k = 0;
+	uint8_t(*ids)[NEG_ID_SIZE];
+	size_t i, k = 0;
 
 	if ((ids = calloc(n ? n : 1, NEG_ID_SIZE)) == NULL)
 		abort();
 	for (i = 0; i < n; i++)
-		if ((code[i] & want) && !(code[i] & not))
+		if ((code[i] & want) && !(code[i] & not ))
 			memcpy(ids[k++], all[i].ni_id, NEG_ID_SIZE);
 	if (k > 1) {
-		struct neg_item	*tmp;
+		struct neg_item *tmp;
 		size_t		 j;
 
 		/* Sort the ids as the client's lists are sorted. */
@@ -238,7 +238,7 @@ expect(const struct neg_item *all, const uint8_t *code, size_t n, int want,
 static void
 whole(const uint8_t *data, size_t size)
 {
-	struct neg_item	*all, *ci, *si;
+	struct neg_item *all, *ci, *si;
 	struct neg	*client, *server;
 	struct buf	 msg = BUF_INIT, ans = BUF_INIT;
 	uint8_t		 code[MAX_ITEMS];
@@ -270,7 +270,7 @@ whole(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(frame == 0 || msg.b_len / 2 <= frame);
 		buf_reset(&ans);
 		FUZZ_ASSERT(neg_server_reconcile(server, msg.b_data, msg.b_len,
-		    &ans, err, sizeof(err)) == 0);
+				&ans, err, sizeof(err)) == 0);
 		FUZZ_ASSERT(frame == 0 || ans.b_len / 2 <= frame);
 		buf_reset(&msg);
 		r = neg_client_reconcile(client, ans.b_data, ans.b_len, &msg,
@@ -291,7 +291,7 @@ whole(const uint8_t *data, size_t size)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char	*hex;
+	char *hex;
 
 	fuzz_init_log();
 	decoders(data, size);

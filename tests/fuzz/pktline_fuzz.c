@@ -18,24 +18,24 @@
 #include "pktline.h"
 
 /* Enough updates to compare the two readings; more are only parsed. */
-#define MAX_KEEP	64
+#define MAX_KEEP 64
 
 struct reading {
-	struct pkt_update	 u[MAX_KEEP];
-	size_t			 n;
-	enum pkt_result		 last;
-	int			 sideband;
+	struct pkt_update u[MAX_KEEP];
+	size_t		  n;
+	enum pkt_result	  last;
+	int		  sideband;
 };
 
 static int
 ishex(const char *s, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f') ||
-		    (s[i] >= 'A' && s[i] <= 'F')))
+			(s[i] >= 'a' && s[i] <= 'f') ||
+			(s[i] >= 'A' && s[i] <= 'F')))
 			return 0;
 	return 1;
 }
@@ -44,13 +44,14 @@ static void
 check_update(const char *p, size_t before, size_t after,
     const struct pkt_update *u)
 {
-	FUZZ_ASSERT(strlen(u->pu_old) == GIT_OID_HEX &&
-	    ishex(u->pu_old, GIT_OID_HEX));
-	FUZZ_ASSERT(strlen(u->pu_new) == GIT_OID_HEX &&
-	    ishex(u->pu_new, GIT_OID_HEX));
+	FUZZ_ASSERT(
+	    strlen(u->pu_old) == GIT_OID_HEX && ishex(u->pu_old, GIT_OID_HEX));
+	FUZZ_ASSERT(
+	    strlen(u->pu_new) == GIT_OID_HEX && ishex(u->pu_new, GIT_OID_HEX));
 	FUZZ_ASSERT(u->pu_reflen >= 1);
-	FUZZ_ASSERT(u->pu_ref >= p + before + GIT_PKT_LEN + 2 * GIT_OID_HEX +
-	    2 && u->pu_ref + u->pu_reflen <= p + after);
+	FUZZ_ASSERT(
+	    u->pu_ref >= p + before + GIT_PKT_LEN + 2 * GIT_OID_HEX + 2 &&
+	    u->pu_ref + u->pu_reflen <= p + after);
 	FUZZ_ASSERT(memchr(u->pu_ref, '\0', u->pu_reflen) == NULL);
 }
 
@@ -61,10 +62,10 @@ check_update(const char *p, size_t before, size_t after,
 static void
 read_body(const char *p, size_t size, size_t split, struct reading *r)
 {
-	struct pkt_update	 u;
-	enum pkt_result		 res;
-	size_t			 off = 0, before, have = split;
-	char			 err[128];
+	struct pkt_update u;
+	enum pkt_result	  res;
+	size_t		  off = 0, before, have = split;
+	char		  err[128];
 
 	memset(r, 0, sizeof(*r));
 	r->sideband = -1;
@@ -111,20 +112,21 @@ read_body(const char *p, size_t size, size_t split, struct reading *r)
 static void
 round_trip(const struct pkt_update *u)
 {
-	struct pkt_update	 v;
-	char			*line, err[128];
-	size_t			 len, off = 0;
-	int			 sb = -1;
+	struct pkt_update v;
+	char		 *line, err[128];
+	size_t		  len, off = 0;
+	int		  sb = -1;
 
 	len = GIT_PKT_LEN + 2 * GIT_OID_HEX + 2 + u->pu_reflen + 1;
 	if (len > GIT_PKT_MAX)
 		return;
 	if ((line = malloc(len + 1)) == NULL)
 		abort();
-	snprintf(line, len + 1, "%04zx%s %s %.*s\n", len, u->pu_old,
-	    u->pu_new, (int)u->pu_reflen, u->pu_ref);
-	FUZZ_ASSERT(pkt_command(line, len, &off, &v, &sb, err,
-	    sizeof(err)) == PKT_UPDATE && off == len);
+	snprintf(line, len + 1, "%04zx%s %s %.*s\n", len, u->pu_old, u->pu_new,
+	    (int)u->pu_reflen, u->pu_ref);
+	FUZZ_ASSERT(pkt_command(line, len, &off, &v, &sb, err, sizeof(err)) ==
+		PKT_UPDATE &&
+	    off == len);
 	FUZZ_ASSERT(strcmp(v.pu_old, u->pu_old) == 0 &&
 	    strcmp(v.pu_new, u->pu_new) == 0);
 	FUZZ_ASSERT(v.pu_reflen == u->pu_reflen &&
@@ -137,10 +139,10 @@ round_trip(const struct pkt_update *u)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct reading	 whole, pieces;
-	const char		*p;
-	char			*copy;
-	size_t			 i, split;
+	static struct reading whole, pieces;
+	const char	     *p;
+	char		     *copy;
+	size_t		      i, split;
 
 	fuzz_init_log();
 	if (size == 0)
@@ -157,15 +159,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(whole.n == pieces.n);
 	FUZZ_ASSERT(whole.sideband == pieces.sideband);
 	for (i = 0; i < whole.n && i < MAX_KEEP; i++) {
-		FUZZ_ASSERT(strcmp(whole.u[i].pu_old, pieces.u[i].pu_old) == 0 &&
+		FUZZ_ASSERT(
+		    strcmp(whole.u[i].pu_old, pieces.u[i].pu_old) == 0 &&
 		    strcmp(whole.u[i].pu_new, pieces.u[i].pu_new) == 0 &&
 		    whole.u[i].pu_ref == pieces.u[i].pu_ref &&
 		    whole.u[i].pu_reflen == pieces.u[i].pu_reflen);
 		round_trip(&whole.u[i]);
 	}
-	FUZZ_ASSERT(pkt_has_cap("report-status side-band-64k", 27,
-	    "side-band-64k") && !pkt_has_cap("side-band-64", 12,
-	    "side-band-64k"));
+	FUZZ_ASSERT(
+	    pkt_has_cap("report-status side-band-64k", 27, "side-band-64k") &&
+	    !pkt_has_cap("side-band-64", 12, "side-band-64k"));
 	free(copy);
 	return 0;
 }

@@ -30,9 +30,9 @@
 #include "pktline.h"
 #include "../../relayd/relay_pushauth.c"
 
-#define HDR		10
-#define MAX_CMDS	16
-#define POOL		4
+#define HDR	 10
+#define MAX_CMDS 16
+#define POOL	 4
 
 static const char *const oids[] = {
 	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
@@ -40,29 +40,31 @@ static const char *const oids[] = {
 	"cccccccccccccccccccccccccccccccccccccccc",
 	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 };
-#define NOSTR1	"refs/nostr/1111111111111111111111111111111111111111111111111111111111111111"
-#define NOSTR2	"refs/nostr/2222222222222222222222222222222222222222222222222222222222222222"
-static const char *const cur_pool[POOL] = { "refs/heads/main",
-	"refs/heads/dev", "refs/tags/v1", NOSTR1 };
+#define NOSTR1 \
+	"refs/nostr/1111111111111111111111111111111111111111111111111111111111111111"
+#define NOSTR2 \
+	"refs/nostr/2222222222222222222222222222222222222222222222222222222222222222"
+static const char *const cur_pool[POOL] = { "refs/heads/main", "refs/heads/dev",
+	"refs/tags/v1", NOSTR1 };
 static const char *const state_pool[POOL] = { "refs/heads/main",
 	"refs/heads/dev", "refs/tags/v1", "refs/heads/new" };
 static const char *const tip_pool[2] = { NOSTR1, NOSTR2 };
 
 struct model {
-	struct relay_ref	 cur_v[POOL];
-	struct relay_refs	 cur;
-	struct relay_ref	 st_v[3][POOL];
-	struct relay_refs	 st[3];
-	struct pushauth_tip	 tips[2];
-	struct relay_push_cmd	 cmds[MAX_CMDS];
-	char			*refs[MAX_CMDS];
-	struct pushauth_in	 in;
+	struct relay_ref      cur_v[POOL];
+	struct relay_refs     cur;
+	struct relay_ref      st_v[3][POOL];
+	struct relay_refs     st[3];
+	struct pushauth_tip   tips[2];
+	struct relay_push_cmd cmds[MAX_CMDS];
+	char		     *refs[MAX_CMDS];
+	struct pushauth_in    in;
 };
 
 static void
 build(const uint8_t *h, struct model *m)
 {
-	size_t	i, k, nst = (h[0] >> 5) & 3;
+	size_t	 i, k, nst = (h[0] >> 5) & 3;
 	uint16_t bits;
 
 	memset(m, 0, sizeof(*m));
@@ -111,7 +113,7 @@ build(const uint8_t *h, struct model *m)
 }
 
 /* A plain lookup; the decision's own is as simple. */
-#define lookup	refs_lookup
+#define lookup refs_lookup
 
 static int
 zero(const char *oid)
@@ -130,8 +132,8 @@ bt(const char *ref)
 static int
 leaves_state(const struct model *m, const struct relay_refs *st)
 {
-	const char	*v;
-	size_t		 i, k;
+	const char *v;
+	size_t	    i, k;
 
 	for (i = 0; i < m->cur.n; i++) {
 		const char *name = m->cur.v[i].rf_name;
@@ -142,9 +144,10 @@ leaves_state(const struct model *m, const struct relay_refs *st)
 		for (k = 0; k < m->in.pi_ncmds; k++)
 			if (strcmp(m->cmds[k].pc_ref, name) == 0)
 				v = zero(m->cmds[k].pc_new) ? NULL :
-				    m->cmds[k].pc_new;
-		if (v == NULL ? lookup(st, name) != NULL : lookup(st, name) ==
-		    NULL || strcmp(lookup(st, name), v) != 0)
+							      m->cmds[k].pc_new;
+		if (v == NULL ? lookup(st, name) != NULL :
+				lookup(st, name) == NULL ||
+			    strcmp(lookup(st, name), v) != 0)
 			return 0;
 	}
 	for (k = 0; k < m->in.pi_ncmds; k++) {
@@ -153,8 +156,9 @@ leaves_state(const struct model *m, const struct relay_refs *st)
 		if (!bt(name) || lookup(&m->cur, name) != NULL)
 			continue;
 		v = zero(m->cmds[k].pc_new) ? NULL : m->cmds[k].pc_new;
-		if (v == NULL ? lookup(st, name) != NULL : lookup(st, name) ==
-		    NULL || strcmp(lookup(st, name), v) != 0)
+		if (v == NULL ? lookup(st, name) != NULL :
+				lookup(st, name) == NULL ||
+			    strcmp(lookup(st, name), v) != 0)
 			return 0;
 	}
 	for (i = 0; i < st->n; i++) {
@@ -173,32 +177,33 @@ leaves_state(const struct model *m, const struct relay_refs *st)
 static void
 check_allowed(const struct model *m, const struct pushauth_out *o)
 {
-	const struct relay_push_cmd	*pc;
-	const char			*cur;
-	size_t				 i, k;
-	int				 changes = 0, del = 0, rew = 0;
+	const struct relay_push_cmd *pc;
+	const char		    *cur;
+	size_t			     i, k;
+	int			     changes = 0, del = 0, rew = 0;
 
 	for (i = 0; i < m->in.pi_ncmds; i++) {
 		pc = &m->cmds[i];
 		FUZZ_ASSERT(bt(pc->pc_ref) ||
 		    (strncmp(pc->pc_ref, "refs/nostr/", 11) == 0 &&
-		    strlen(pc->pc_ref) == 75 && strspn(pc->pc_ref + 11,
-		    "0123456789abcdef") == 64));
+			strlen(pc->pc_ref) == 75 &&
+			strspn(pc->pc_ref + 11, "0123456789abcdef") == 64));
 		FUZZ_ASSERT(relay_pushauth_refname_ok(pc->pc_ref));
 		for (k = 0; k < i; k++)
 			FUZZ_ASSERT(strcmp(m->cmds[k].pc_ref, pc->pc_ref) != 0);
 		FUZZ_ASSERT(!(zero(pc->pc_old) && zero(pc->pc_new)));
 		cur = lookup(&m->cur, pc->pc_ref);
-		FUZZ_ASSERT(cur ? strcmp(cur, pc->pc_old) == 0 :
-		    zero(pc->pc_old));
+		FUZZ_ASSERT(
+		    cur ? strcmp(cur, pc->pc_old) == 0 : zero(pc->pc_old));
 		FUZZ_ASSERT(!m->in.pi_prs || !bt(pc->pc_ref));
 		if (!bt(pc->pc_ref)) {
 			FUZZ_ASSERT(!zero(pc->pc_new));
 			for (k = 0; k < m->in.pi_ntips; k++)
 				if (strcmp(m->tips[k].pt_ref, pc->pc_ref) == 0)
 					FUZZ_ASSERT(strcmp(m->tips[k].pt_c,
-					    pc->pc_new) == 0 && (!m->in.pi_prs ||
-					    !m->tips[k].pt_foreign));
+							pc->pc_new) == 0 &&
+					    (!m->in.pi_prs ||
+						!m->tips[k].pt_foreign));
 			continue;
 		}
 		FUZZ_ASSERT(!(zero(pc->pc_new) && m->cur.head != NULL &&
@@ -207,14 +212,14 @@ check_allowed(const struct model *m, const struct pushauth_out *o)
 			changes = 1;
 		if (zero(pc->pc_new))
 			del = 1;
-		else if (!zero(pc->pc_old) && strcmp(pc->pc_old,
-		    pc->pc_new) != 0)
+		else if (!zero(pc->pc_old) &&
+		    strcmp(pc->pc_old, pc->pc_new) != 0)
 			rew = 1;
 	}
 	if (changes) {
 		FUZZ_ASSERT(m->in.pi_ann == PUSHAUTH_ANN_OWNER);
-		FUZZ_ASSERT(o->po_state >= 0 &&
-		    (size_t)o->po_state < m->in.pi_nstates);
+		FUZZ_ASSERT(
+		    o->po_state >= 0 && (size_t)o->po_state < m->in.pi_nstates);
 		FUZZ_ASSERT(leaves_state(m, &m->st[o->po_state]));
 		/* The newest matching state wins. */
 		for (i = 0; i < (size_t)o->po_state; i++)
@@ -230,8 +235,8 @@ check_allowed(const struct model *m, const struct pushauth_out *o)
 static void
 check_walls(const struct model *m, const struct pushauth_out *o)
 {
-	size_t	i, k;
-	int	del = 0, rew = 0, tip;
+	size_t i, k;
+	int    del = 0, rew = 0, tip;
 
 	for (i = 0; i < m->in.pi_ncmds; i++) {
 		const struct relay_push_cmd *pc = &m->cmds[i];
@@ -241,15 +246,15 @@ check_walls(const struct model *m, const struct pushauth_out *o)
 				continue;
 		} else {
 			for (tip = 0, k = 0; k < m->in.pi_ntips; k++)
-				tip |= strcmp(m->tips[k].pt_ref, pc->pc_ref) ==
-				    0;
+				tip |=
+				    strcmp(m->tips[k].pt_ref, pc->pc_ref) == 0;
 			if (!tip)
 				continue;
 		}
 		if (zero(pc->pc_new))
 			del = 1;
-		else if (!zero(pc->pc_old) && strcmp(pc->pc_old,
-		    pc->pc_new) != 0)
+		else if (!zero(pc->pc_old) &&
+		    strcmp(pc->pc_old, pc->pc_new) != 0)
 			rew = 1;
 	}
 	FUZZ_ASSERT(o->po_deny_deletes == 1 || (o->po_allow && del));
@@ -259,13 +264,13 @@ check_walls(const struct model *m, const struct pushauth_out *o)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct model	 m;
-	struct pushauth_out	 o1, o2;
-	struct pkt_update	 u;
-	enum pkt_result		 res;
-	char			*body, err[128];
-	size_t			 off = 0, i;
-	int			 sb = -1, r1, r2, done = 0;
+	static struct model m;
+	struct pushauth_out o1, o2;
+	struct pkt_update   u;
+	enum pkt_result	    res;
+	char		   *body, err[128];
+	size_t		    off = 0, i;
+	int		    sb = -1, r1, r2, done = 0;
 
 	fuzz_init_log();
 	if (size < HDR)
@@ -300,8 +305,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r2 = relay_pushauth_decide(&m.in, &o2);
 		FUZZ_ASSERT(r1 == r2 && memcmp(&o1, &o2, sizeof(o1)) == 0);
 		FUZZ_ASSERT(r1 == o1.po_allow && (r1 == 0 || r1 == 1));
-		FUZZ_ASSERT(memchr(o1.po_reason, '\0',
-		    sizeof(o1.po_reason)) != NULL);
+		FUZZ_ASSERT(
+		    memchr(o1.po_reason, '\0', sizeof(o1.po_reason)) != NULL);
 		if (r1 == 0)
 			FUZZ_ASSERT(o1.po_reason[0] != '\0' &&
 			    o1.po_state == -1 && o1.po_deny_deletes == 1 &&

@@ -25,14 +25,14 @@
 
 /* One distinct relay of the naive reading. */
 struct mailbox {
-	char		key[RELAYURL_MAX + 1];
-	unsigned	flags;		/* RELAYLIST_READ | RELAYLIST_WRITE */
+	char	 key[RELAYURL_MAX + 1];
+	unsigned flags; /* RELAYLIST_READ | RELAYLIST_WRITE */
 };
 
 struct naive {
-	struct mailbox	*mb;
-	size_t		 n;
-	unsigned	 r_tags, bad_marker, refused, duplicates;
+	struct mailbox *mb;
+	size_t		n;
+	unsigned	r_tags, bad_marker, refused, duplicates;
 };
 
 /*
@@ -44,13 +44,13 @@ static unsigned
 marker(const struct event_tag *t)
 {
 	static const struct {
-		const char	*name;
-		unsigned	 flags;
+		const char *name;
+		unsigned    flags;
 	} known[] = {
 		{ "read", RELAYLIST_READ },
 		{ "write", RELAYLIST_WRITE },
 	};
-	size_t	i;
+	size_t i;
 
 	if (t->n < 3)
 		return RELAYLIST_READ | RELAYLIST_WRITE;
@@ -65,14 +65,14 @@ static void
 naive_read(const struct event *ev, unsigned flags, const char *const *self,
     size_t nself, struct naive *nv)
 {
-	char		key[RELAYURL_MAX + 1];
-	unsigned	fl;
-	uint32_t	i;
-	size_t		j;
+	char	 key[RELAYURL_MAX + 1];
+	unsigned fl;
+	uint32_t i;
+	size_t	 j;
 
 	memset(nv, 0, sizeof(*nv));
 	for (i = 0; i < ev->ntags; i++) {
-		const struct event_tag	*t = &ev->tags[i];
+		const struct event_tag *t = &ev->tags[i];
 
 		if (t->n < 2 || t->v[0].len != 1 || t->v[0].s[0] != 'r')
 			continue;
@@ -82,7 +82,7 @@ naive_read(const struct event *ev, unsigned flags, const char *const *self,
 			continue;
 		}
 		if (relayurl_canon(t->v[1].s, t->v[1].len, flags, key,
-		    sizeof(key), NULL) == -1 ||
+			sizeof(key), NULL) == -1 ||
 		    (nself > 0 && relayurl_is_self(key, self, nself))) {
 			nv->refused++;
 			continue;
@@ -95,8 +95,8 @@ naive_read(const struct event *ev, unsigned flags, const char *const *self,
 			nv->duplicates++;
 			continue;
 		}
-		if ((nv->mb = realloc(nv->mb, (nv->n + 1) *
-		    sizeof(*nv->mb))) == NULL)
+		if ((nv->mb = realloc(nv->mb, (nv->n + 1) * sizeof(*nv->mb))) ==
+		    NULL)
 			abort();
 		memcpy(nv->mb[nv->n].key, key, sizeof(key));
 		nv->mb[nv->n].flags = fl;
@@ -112,7 +112,7 @@ static void
 naive_select(const struct naive *nv, unsigned want, unsigned unwanted,
     const char **sel, size_t *nsel)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < nv->n && *nsel < RELAYLIST_PER_PURPOSE; i++)
 		if ((nv->mb[i].flags & want) == want &&
@@ -124,7 +124,7 @@ static void
 check_purpose(const struct relaylist *rl, enum relaylist_purpose p,
     const char **want, size_t nwant)
 {
-	size_t	i;
+	size_t i;
 
 	FUZZ_ASSERT(strcmp(relaylist_purpose_name(p), "?") != 0);
 	FUZZ_ASSERT(rl->rl_n[p] == nwant);
@@ -141,11 +141,11 @@ static void
 compare(const struct event *ev, unsigned flags, const char *const *self,
     size_t nself)
 {
-	struct relaylist	 rl;
-	struct naive		 nv;
-	const char		*sel[RELAYLIST_PER_PURPOSE];
-	size_t			 nsel, i, j;
-	int			 used;
+	struct relaylist rl;
+	struct naive	 nv;
+	const char	*sel[RELAYLIST_PER_PURPOSE];
+	size_t		 nsel, i, j;
+	int		 used;
 
 	FUZZ_ASSERT(relaylist_parse(ev, flags, self, nself, &rl) == 0);
 	/* Peer input: RELAYURL_TRUSTED must not widen anything. */
@@ -193,17 +193,17 @@ compare(const struct event *ev, unsigned flags, const char *const *self,
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct event		*ev;
-	struct relaylist	 rl;
-	struct naive		 nv;
-	const struct estr	*v;
-	const char		*self[1];
-	char			 err[256];
-	uint32_t		 i;
+	struct event	  *ev;
+	struct relaylist   rl;
+	struct naive	   nv;
+	const struct estr *v;
+	const char	  *self[1];
+	char		   err[256];
+	uint32_t	   i;
 
 	fuzz_init_log();
-	if ((ev = event_parse((const char *)data, size, err,
-	    sizeof(err))) == NULL)
+	if ((ev = event_parse((const char *)data, size, err, sizeof(err))) ==
+	    NULL)
 		return 0;
 	fuzz_check_event(ev);
 	for (i = 0; i < ev->ntags; i++) {

@@ -23,10 +23,12 @@
 #include "fuzz.h"
 #include "relayurl.h"
 
-#define FUZZ_NFLAGS	4
+#define FUZZ_NFLAGS 4
 
 static const unsigned fuzz_flags[FUZZ_NFLAGS] = {
-	0, RELAYURL_TRUSTED, RELAYURL_ALLOW_PRIVATE,
+	0,
+	RELAYURL_TRUSTED,
+	RELAYURL_ALLOW_PRIVATE,
 	RELAYURL_TRUSTED | RELAYURL_ALLOW_PRIVATE,
 };
 
@@ -34,27 +36,28 @@ static const unsigned fuzz_flags[FUZZ_NFLAGS] = {
 static inline void
 fuzz_check_key(const char *key, unsigned flags)
 {
-	char			 again[RELAYURL_MAX + 1];
-	struct relayurl		 ru;
-	struct sockaddr_storage	 ss;
-	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
-	const char		*why = NULL;
-	size_t			 n = strlen(key), i;
+	char			again[RELAYURL_MAX + 1];
+	struct relayurl		ru;
+	struct sockaddr_storage ss;
+	struct sockaddr_in     *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6    *sin6 = (struct sockaddr_in6 *)&ss;
+	const char	       *why = NULL;
+	size_t			n = strlen(key), i;
 
 	FUZZ_ASSERT(n > 0 && n <= RELAYURL_MAX);
-	FUZZ_ASSERT(strncmp(key, "ws://", 5) == 0 ||
-	    strncmp(key, "wss://", 6) == 0);
+	FUZZ_ASSERT(
+	    strncmp(key, "ws://", 5) == 0 || strncmp(key, "wss://", 6) == 0);
 	for (i = 0; i < n; i++)
-		FUZZ_ASSERT(key[i] > 0x20 && key[i] < 0x7f &&
-		    key[i] != '\\' && key[i] != '#');
+		FUZZ_ASSERT(key[i] > 0x20 && key[i] < 0x7f && key[i] != '\\' &&
+		    key[i] != '#');
 
 	/* A fixpoint, with the same flags and as trusted input. */
-	FUZZ_ASSERT(relayurl_canon(key, n, flags, again, sizeof(again),
-	    &why) == 0);
+	FUZZ_ASSERT(
+	    relayurl_canon(key, n, flags, again, sizeof(again), &why) == 0);
 	FUZZ_ASSERT(strcmp(again, key) == 0);
-	FUZZ_ASSERT(relayurl_canon(key, n, RELAYURL_TRUSTED |
-	    RELAYURL_ALLOW_PRIVATE, again, sizeof(again), &why) == 0);
+	FUZZ_ASSERT(
+	    relayurl_canon(key, n, RELAYURL_TRUSTED | RELAYURL_ALLOW_PRIVATE,
+		again, sizeof(again), &why) == 0);
 	FUZZ_ASSERT(strcmp(again, key) == 0);
 	/* Exactly enough room works; one byte less is refused. */
 	FUZZ_ASSERT(relayurl_canon(key, n, flags, again, n + 1, &why) == 0);
@@ -66,25 +69,26 @@ fuzz_check_key(const char *key, unsigned flags)
 	FUZZ_ASSERT(ru.ru_port >= 1 && ru.ru_port <= RELAYURL_PORT_MAX);
 	FUZZ_ASSERT(ru.ru_host[0] != '\0' && ru.ru_target[0] == '/');
 	FUZZ_ASSERT(strncmp(key + (ru.ru_tls ? 6 : 5), ru.ru_authority,
-	    strlen(ru.ru_authority)) == 0);
-	FUZZ_ASSERT(strcmp(key + (ru.ru_tls ? 6 : 5) +
-	    strlen(ru.ru_authority), ru.ru_target) == 0);
+			strlen(ru.ru_authority)) == 0);
+	FUZZ_ASSERT(strcmp(key + (ru.ru_tls ? 6 : 5) + strlen(ru.ru_authority),
+			ru.ru_target) == 0);
 	FUZZ_ASSERT(relayurl_is_self(key, (const char *const[]){ key }, 1));
 
 	/* An IP literal's address passes the connect-time check. */
 	memset(&ss, 0, sizeof(ss));
 	if (ru.ru_family == AF_UNSPEC) {
-		FUZZ_ASSERT(inet_pton(AF_INET, ru.ru_host,
-		    &sin->sin_addr) != 1);
+		FUZZ_ASSERT(
+		    inet_pton(AF_INET, ru.ru_host, &sin->sin_addr) != 1);
 		return;
 	}
 	FUZZ_ASSERT(ru.ru_family == AF_INET || ru.ru_family == AF_INET6);
 	ss.ss_family = ru.ru_family;
-	FUZZ_ASSERT(inet_pton(ru.ru_family, ru.ru_host,
-	    ru.ru_family == AF_INET ? (void *)&sin->sin_addr :
-	    (void *)&sin6->sin6_addr) == 1);
-	FUZZ_ASSERT(relayurl_check_resolved((struct sockaddr *)&ss,
-	    flags) == 0);
+	FUZZ_ASSERT(
+	    inet_pton(ru.ru_family, ru.ru_host,
+		ru.ru_family == AF_INET ? (void *)&sin->sin_addr :
+					  (void *)&sin6->sin6_addr) == 1);
+	FUZZ_ASSERT(
+	    relayurl_check_resolved((struct sockaddr *)&ss, flags) == 0);
 }
 
 /*
@@ -95,9 +99,9 @@ fuzz_check_key(const char *key, unsigned flags)
 static inline int
 fuzz_check_url(const char *in, size_t len)
 {
-	char		 key[FUZZ_NFLAGS][RELAYURL_MAX + 1];
-	const char	*why;
-	int		 rc[FUZZ_NFLAGS], i, has_sep;
+	char	    key[FUZZ_NFLAGS][RELAYURL_MAX + 1];
+	const char *why;
+	int	    rc[FUZZ_NFLAGS], i, has_sep;
 
 	for (i = 0; i < FUZZ_NFLAGS; i++) {
 		why = NULL;
@@ -117,8 +121,8 @@ fuzz_check_url(const char *in, size_t len)
 	/* Both flags lift the same address checks. */
 	if (rc[2] == 0)
 		FUZZ_ASSERT(rc[1] == 0 && strcmp(key[1], key[2]) == 0);
-	FUZZ_ASSERT(rc[1] == rc[3] && (rc[1] == -1 ||
-	    strcmp(key[1], key[3]) == 0));
+	FUZZ_ASSERT(
+	    rc[1] == rc[3] && (rc[1] == -1 || strcmp(key[1], key[3]) == 0));
 	/* Without "://" anywhere, only trusted input is taken. */
 	has_sep = 0;
 	for (size_t k = 0; k + 3 <= len && !has_sep; k++)

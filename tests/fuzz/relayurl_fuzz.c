@@ -11,15 +11,15 @@
  */
 #include "relayurl_check.h"
 
-#define MAX_SELF	4
+#define MAX_SELF 4
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char		 domain[RELAYURL_MAX + 2];
-	char		 self[MAX_SELF][RELAYURL_MAX + 1];
-	const char	*selfp[MAX_SELF];
-	int		 n, i;
+	char	    domain[RELAYURL_MAX + 2];
+	char	    self[MAX_SELF][RELAYURL_MAX + 1];
+	const char *selfp[MAX_SELF];
+	int	    n, i;
 
 	fuzz_init_log();
 	(void)fuzz_check_url((const char *)data, size);
@@ -38,7 +38,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < n; i++) {
 		fuzz_check_key(self[i], RELAYURL_TRUSTED);
 		FUZZ_ASSERT(strncmp(self[i], i == 0 ? "wss://" : "ws://",
-		    i == 0 ? 6 : 5) == 0);
+				i == 0 ? 6 : 5) == 0);
 		FUZZ_ASSERT(relayurl_is_self(self[i], selfp, (size_t)n) == 1);
 	}
 	return 0;

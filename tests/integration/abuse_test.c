@@ -31,8 +31,8 @@
 #include "tint_prog.h"
 #include "wsclient.h"
 
-#define PER_IP		3
-#define TMO		5000
+#define PER_IP 3
+#define TMO    5000
 
 static void
 test_connections_per_ip_capped(void)
@@ -47,7 +47,7 @@ test_connections_per_ip_capped(void)
 	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
 	for (i = 0; i < PER_IP; i++)
 		T_CHECK((ws[i] = wsc_connect(relayproc_host(rp),
-		    relayproc_port(rp), "/", 5000)) != NULL);
+			     relayproc_port(rp), "/", 5000)) != NULL);
 	extra = wsc_connect_ex(relayproc_host(rp), relayproc_port(rp), "/",
 	    NULL, 5000, &status);
 	printf("# websocket %d from one address: HTTP %d\n", PER_IP + 1,
@@ -55,12 +55,14 @@ test_connections_per_ip_capped(void)
 	T_CHECK(extra == NULL && status == 429);
 	if (extra != NULL)
 		wsc_close(extra);
-	T_CHECK(ctl_metric(rp, "graspd_relay_connections_refused_total"
-	    "{role=\"relayd\",reason=\"per_ip\"}") == 1);
+	T_CHECK(ctl_metric(rp,
+		    "graspd_relay_connections_refused_total"
+		    "{role=\"relayd\",reason=\"per_ip\"}") == 1);
 	/* Plain HTTP is not a websocket: NIP-11 still answers. */
 	T_CHECK(http_get(relayproc_host(rp), relayproc_port(rp), "/",
-	    "Accept: application/nostr+json\r\n", 5000, &status, NULL,
-	    &body) == 0 && status == 200);
+		    "Accept: application/nostr+json\r\n", 5000, &status, NULL,
+		    &body) == 0 &&
+	    status == 200);
 	free(body);
 	/* A place freed is taken again. */
 	T_CHECK(tint_freed_place_retaken(rp, ws, TINT_N(ws)) == 0);
@@ -71,14 +73,14 @@ test_connections_per_ip_capped(void)
 static int
 publish(struct wsc *ws, int n, char **msg)
 {
-	struct event	*e;
-	uint8_t		 sk[32];
-	int		 ok = 0, rc;
+	struct event *e;
+	uint8_t	      sk[32];
+	int	      ok = 0, rc;
 
 	memset(sk, 0x2d, sizeof(sk));
 	sk[31] = (uint8_t)n;
 	if ((e = event_new_signed(sk, time(NULL), 10317,
-	    "[[\"g\",\"wss://example.org\"]]", "")) == NULL)
+		 "[[\"g\",\"wss://example.org\"]]", "")) == NULL)
 		abort();
 	rc = nostr_publish(ws, e, 5000, &ok, msg);
 	event_destroy(e);
@@ -88,8 +90,7 @@ publish(struct wsc *ws, int n, char **msg)
 static void
 test_events_per_ip_shared_by_connections(void)
 {
-	const char	 *env[] = { "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=4",
-			    NULL };
+	const char *env[] = { "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=4", NULL };
 	struct relayproc *rp;
 	struct wsc	 *a = NULL, *b = NULL;
 	char		 *msg = NULL;
@@ -97,26 +98,31 @@ test_events_per_ip_shared_by_connections(void)
 
 	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
 	T_ASSERT((a = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    5000)) != NULL);
+		      5000)) != NULL);
 	T_ASSERT((b = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    5000)) != NULL);
+		      5000)) != NULL);
 	/* Two each from two connections: the address's four. */
 	for (n = 1; n <= 4; n++)
 		T_CHECK(publish(n % 2 ? a : b, n, NULL) == 1);
 	T_CHECK(publish(a, 5, &msg) == 0);
-	T_CHECK(msg != NULL && strcmp(msg, "rate-limited: too many events "
-	    "from your address") == 0);
+	T_CHECK(msg != NULL &&
+	    strcmp(msg,
+		"rate-limited: too many events "
+		"from your address") == 0);
 	free(msg);
 	msg = NULL;
 	/* Every connection gone, a new one: the bucket is still empty. */
 	wsc_close(a);
 	wsc_close(b);
-	for (n = 0; n < 50 && ctl_metric(rp, "graspd_relay_connections_active"
-	    "{role=\"relayd\"}") != 0; n++)
+	for (n = 0; n < 50 &&
+	     ctl_metric(rp,
+		 "graspd_relay_connections_active"
+		 "{role=\"relayd\"}") != 0;
+	     n++)
 		usleep(100000);
 	T_CHECK(n < 50);
 	T_ASSERT((a = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    5000)) != NULL);
+		      5000)) != NULL);
 	T_CHECK(publish(a, 6, &msg) == 0);
 	T_CHECK(msg != NULL && strncmp(msg, "rate-limited:", 13) == 0);
 	free(msg);
@@ -135,11 +141,11 @@ owner_key(int n, uint8_t sk[32], uint8_t pk[32])
 
 /* Publishes the announcement of d by sk at at: 1/0 for OK true/false. */
 static int
-announce(struct relayproc *rp, const uint8_t sk[32], int64_t at,
-    const char *d, char *msg, size_t msglen)
+announce(struct relayproc *rp, const uint8_t sk[32], int64_t at, const char *d,
+    char *msg, size_t msglen)
 {
-	struct event	*ann = client_announcement(rp, sk, at, d, NULL);
-	int		 ok;
+	struct event *ann = client_announcement(rp, sk, at, d, NULL);
+	int	      ok;
 
 	ok = client_publish(rp, ann, msg, msglen);
 	event_destroy(ann);
@@ -150,7 +156,7 @@ announce(struct relayproc *rp, const uint8_t sk[32], int64_t at,
 static int
 wait_metric(struct relayproc *rp, const char *name, double want, int ms)
 {
-	int64_t	end = wsc_now_ms() + ms;
+	int64_t end = wsc_now_ms() + ms;
 
 	while (ctl_metric(rp, name) != want)
 		if (wsc_now_ms() >= end)
@@ -160,7 +166,7 @@ wait_metric(struct relayproc *rp, const char *name, double want, int ms)
 	return 1;
 }
 
-#define GIT_PROCS	"graspd_git_processes{role=\"relayd\"}"
+#define GIT_PROCS "graspd_git_processes{role=\"relayd\"}"
 
 /*
  * Opens an upload-pack request to path whose body is announced and not
@@ -169,15 +175,17 @@ wait_metric(struct relayproc *rp, const char *name, double want, int ms)
 static int
 hold(struct relayproc *rp, const char *path)
 {
-	char	req[512];
-	int	fd, n;
+	char req[512];
+	int  fd, n;
 
 	if ((fd = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
-	    TMO)) == -1)
+		 TMO)) == -1)
 		return -1;
-	n = snprintf(req, sizeof(req), "POST %s/git-upload-pack HTTP/1.1\r\n"
+	n = snprintf(req, sizeof(req),
+	    "POST %s/git-upload-pack HTTP/1.1\r\n"
 	    "Host: %s\r\nContent-Type: application/x-git-upload-pack-request"
-	    "\r\nContent-Length: 1000\r\n\r\n", path, relayproc_domain(rp));
+	    "\r\nContent-Length: 1000\r\n\r\n",
+	    path, relayproc_domain(rp));
 	if (write(fd, req, (size_t)n) != n) {
 		close(fd);
 		return -1;
@@ -189,12 +197,12 @@ hold(struct relayproc *rp, const char *path)
 static int
 status_at_close(int fd, int ms)
 {
-	struct pollfd	 pfd = { .fd = fd, .events = POLLIN };
-	char		 head[64], chunk[4096];
-	size_t		 got = 0;
-	ssize_t		 n;
-	int64_t		 end = wsc_now_ms() + ms;
-	int		 status = 0;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char	      head[64], chunk[4096];
+	size_t	      got = 0;
+	ssize_t	      n;
+	int64_t	      end = wsc_now_ms() + ms;
+	int	      status = 0;
 
 	while (wsc_now_ms() < end) {
 		if (poll(&pfd, 1, 100) <= 0)
@@ -207,9 +215,12 @@ status_at_close(int fd, int ms)
 			break;
 		}
 		if (got < sizeof(head) - 1) {
-			memcpy(head + got, chunk, (size_t)n < sizeof(head) -
-			    1 - got ? (size_t)n : sizeof(head) - 1 - got);
-			got += (size_t)n < sizeof(head) - 1 - got ? (size_t)n :
+			memcpy(head + got, chunk,
+			    (size_t)n < sizeof(head) - 1 - got ?
+				(size_t)n :
+				sizeof(head) - 1 - got);
+			got += (size_t)n < sizeof(head) - 1 - got ?
+			    (size_t)n :
 			    sizeof(head) - 1 - got;
 		}
 	}
@@ -221,16 +232,15 @@ status_at_close(int fd, int ms)
 
 /* GET info/refs of path: the status, with Retry-After and the body. */
 static int
-info_refs(struct relayproc *rp, const char *path, char **retry,
-    char **body)
+info_refs(struct relayproc *rp, const char *path, char **retry, char **body)
 {
-	char	 url[512], *hdrs = NULL;
-	int	 status = 0;
+	char url[512], *hdrs = NULL;
+	int  status = 0;
 
 	snprintf(url, sizeof(url), "%s/info/refs?service=git-upload-pack",
 	    path);
 	if (http_get(relayproc_host(rp), relayproc_port(rp), url, NULL, TMO,
-	    &status, &hdrs, body) == -1)
+		&status, &hdrs, body) == -1)
 		status = -1;
 	if (retry != NULL)
 		*retry = hdrs ? http_header_value(hdrs, "Retry-After") : NULL;
@@ -263,22 +273,27 @@ test_git_requests_per_ip_capped(void)
 	T_ASSERT(wait_metric(rp, GIT_PROCS, PER_IP, TMO));
 	status = info_refs(rp, path, &retry, &body);
 	printf("# git request %d from one address: HTTP %d, Retry-After %s: "
-	    "%s", PER_IP + 1, status, retry ? retry : "(none)", body ? body :
-	    "\n");
+	       "%s",
+	    PER_IP + 1, status, retry ? retry : "(none)", body ? body : "\n");
 	T_CHECK(status == 429);
 	T_CHECK(retry != NULL && strcmp(retry, "10") == 0);
-	T_CHECK(body != NULL && strcmp(body, "rate-limited: too many git "
-	    "requests from your address at once; try again shortly\n") == 0);
+	T_CHECK(body != NULL &&
+	    strcmp(body,
+		"rate-limited: too many git "
+		"requests from your address at once; try again shortly\n") ==
+		0);
 	free(retry);
 	free(body);
 	/* A POST with its body is refused the same way. */
 	snprintf(url, sizeof(url), "%s/git-upload-pack", path);
-	T_CHECK(http_request(relayproc_host(rp), relayproc_port(rp), "POST",
-	    url, "Content-Type: application/x-git-upload-pack-request\r\n",
-	    "0000", 4, TMO, &status, NULL, NULL, NULL) == 0 &&
+	T_CHECK(
+	    http_request(relayproc_host(rp), relayproc_port(rp), "POST", url,
+		"Content-Type: application/x-git-upload-pack-request\r\n",
+		"0000", 4, TMO, &status, NULL, NULL, NULL) == 0 &&
 	    status == 429);
-	T_CHECK(ctl_metric(rp, "graspd_git_requests_refused_total"
-	    "{role=\"relayd\",reason=\"per_ip\"}") == 2);
+	T_CHECK(ctl_metric(rp,
+		    "graspd_git_requests_refused_total"
+		    "{role=\"relayd\",reason=\"per_ip\"}") == 2);
 	/* A client gone mid-request frees its place. */
 	close(fd[0]);
 	fd[0] = -1;
@@ -325,18 +340,19 @@ test_repos_per_owner_capped(void)
 	T_CHECK(announce(rp, sk, t, "two", msg, sizeof(msg)) == 1);
 	T_CHECK(announce(rp, sk, t, "three", msg, sizeof(msg)) == 0);
 	printf("# third repository: %s\n", msg);
-	T_CHECK(strcmp(msg, "blocked: this service hosts at most 2 "
-	    "repositories per owner, and this key has 2") == 0);
+	T_CHECK(strcmp(msg,
+		    "blocked: this service hosts at most 2 "
+		    "repositories per owner, and this key has 2") == 0);
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	snprintf(path, sizeof(path), "/%s/three.git", npub);
 	T_CHECK(info_refs(rp, path, NULL, NULL) == 404);
 	/* Replacing a held one and a served one is no new repository. */
 	T_CHECK(announce(rp, sk, t + 1, "one", msg, sizeof(msg)) == 1);
-	T_ASSERT((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp),
-	    "/", TMO)) != NULL);
+	T_ASSERT((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
+		      TMO)) != NULL);
 	snprintf(dir, sizeof(dir), "%s/two", relayproc_dir(rp));
-	T_CHECK(gt_release(ws, sk, relayproc_domain(rp), "two", dir, NULL) ==
-	    0);
+	T_CHECK(
+	    gt_release(ws, sk, relayproc_domain(rp), "two", dir, NULL) == 0);
 	wsc_close(ws);
 	T_CHECK(announce(rp, sk, t + 2, "two", msg, sizeof(msg)) == 1);
 	printf("# the served one again: %s\n", msg);
@@ -354,11 +370,11 @@ test_repos_per_owner_capped(void)
  * of a push that git has not read, so a push stopped past 1 MiB has
  * surely reached git's quarantine, which must go.
  */
-#define MIB		(1024 * 1024)
-#define MAX_PUSH	(2 * MIB)
-#define MAX_REPO	(5 * MIB)
+#define MIB	   (1024 * 1024)
+#define MAX_PUSH   (2 * MIB)
+#define MAX_REPO   (5 * MIB)
 /* A commit of this much random data pushes in under MAX_PUSH bytes. */
-#define UNDER_PUSH	(18 * MIB / 10)
+#define UNDER_PUSH (18 * MIB / 10)
 
 /* git push of main from dir to url: its exit status, output in *out. */
 static int
@@ -373,7 +389,7 @@ push(const char *dir, const char *url, char **out)
 static int
 wait_no_quarantine(const char *repo, int ms)
 {
-	int64_t	end = wsc_now_ms() + ms;
+	int64_t end = wsc_now_ms() + ms;
 
 	while (!gt_no_quarantine(repo))
 		if (wsc_now_ms() >= end)
@@ -387,11 +403,12 @@ wait_no_quarantine(const char *repo, int ms)
 static int
 remote_main_is(const char *dir, const char *url, const char *oid)
 {
-	char	*out = NULL;
-	int	 ok;
+	char *out = NULL;
+	int   ok;
 
-	ok = gt_git(dir, &out, "ls-remote", url, "refs/heads/main", NULL) ==
-	    0 && out != NULL && strncmp(out, oid, 40) == 0;
+	ok =
+	    gt_git(dir, &out, "ls-remote", url, "refs/heads/main", NULL) == 0 &&
+	    out != NULL && strncmp(out, oid, 40) == 0;
 	free(out);
 	return ok;
 }
@@ -405,8 +422,8 @@ static int
 push_stopped(const char *dir, const char *url, const char *repo,
     const char *kept, const char *oid, const char *reason)
 {
-	char	*out = NULL;
-	int	 ok;
+	char *out = NULL;
+	int   ok;
 
 	ok = push(dir, url, &out) != 0 && out != NULL &&
 	    strstr(out, reason) != NULL;
@@ -420,10 +437,10 @@ push_stopped(const char *dir, const char *url, const char *repo,
 
 /* What test_push_bytes_capped pushes with. */
 struct big {
-	struct relayproc	*rp;
-	struct wsc		*ws;
-	const uint8_t		*sk;
-	const char		*dir, *url, *repo;
+	struct relayproc *rp;
+	struct wsc	 *ws;
+	const uint8_t	 *sk;
+	const char	 *dir, *url, *repo;
 };
 
 /*
@@ -435,15 +452,17 @@ static int
 over_limit(const struct big *b, int64_t at, const char *file, size_t size,
     const char *kept, const char *reason, const char *limit)
 {
-	char	oid[41], name[160];
-	double	n;
+	char   oid[41], name[160];
+	double n;
 
 	if (gt_commit_random(b->dir, file, size, oid) != 0 ||
 	    gt_state(b->ws, b->sk, at, "big", oid) != 0 ||
 	    !push_stopped(b->dir, b->url, b->repo, kept, oid, reason))
 		return 0;
-	snprintf(name, sizeof(name), "graspd_git_pushes_over_limit_total"
-	    "{role=\"relayd\",limit=\"%s\"}", limit);
+	snprintf(name, sizeof(name),
+	    "graspd_git_pushes_over_limit_total"
+	    "{role=\"relayd\",limit=\"%s\"}",
+	    limit);
 	if ((n = ctl_metric(b->rp, name)) != 1)
 		printf("# %s is %g\n", name, n);
 	return n == 1;
@@ -453,7 +472,7 @@ static void
 test_push_bytes_capped(void)
 {
 	const char	 *env[] = { "NGIT_MAX_PUSH_BYTES=2097152",
-			    "NGIT_MAX_REPO_BYTES=5242880", NULL };
+		      "NGIT_MAX_REPO_BYTES=5242880", NULL };
 	struct relayproc *rp;
 	struct wsc	 *ws = NULL;
 	uint8_t		  sk[32], pk[32];
@@ -474,10 +493,10 @@ test_push_bytes_capped(void)
 	gt_url(url, sizeof(url), relayproc_domain(rp), pk, "big");
 	snprintf(dir, sizeof(dir), "%s/work", relayproc_dir(rp));
 	T_ASSERT(announce(rp, sk, t, "big", msg, sizeof(msg)) == 1);
-	T_ASSERT((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp),
-	    "/", TMO)) != NULL);
-	T_ASSERT(gt_release(ws, sk, relayproc_domain(rp), "big", dir, oid0) ==
-	    0);
+	T_ASSERT((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
+		      TMO)) != NULL);
+	T_ASSERT(
+	    gt_release(ws, sk, relayproc_domain(rp), "big", dir, oid0) == 0);
 	b = (struct big){ rp, ws, sk, dir, url, repo };
 
 	/* Over the per-push limit: stopped, git says why, nothing kept. */
@@ -489,7 +508,7 @@ test_push_bytes_capped(void)
 	T_ASSERT(gt_git(dir, NULL, "reset", "-q", "--hard", oid0, NULL) == 0);
 	for (i = 0; i < 2; i++) {
 		T_ASSERT(gt_commit_random(dir, i ? "b.bin" : "a.bin",
-		    UNDER_PUSH, oid) == 0);
+			     UNDER_PUSH, oid) == 0);
 		T_ASSERT(gt_state(ws, sk, t + 2 + i, "big", oid) == 0);
 		T_CHECK(push(dir, url, &out) == 0);
 		T_CHECK(remote_main_is(dir, url, oid));

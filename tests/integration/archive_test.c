@@ -26,11 +26,11 @@
 #include "tdir.h"
 #include "wsclient.h"
 
-#define TMO		5000
+#define TMO	       5000
 /* Longest wait for sync, hunt and release on an archive. */
-#define ARCHIVE_WAIT_S	40
+#define ARCHIVE_WAIT_S 40
 
-static struct relayproc	*a;
+static struct relayproc *a;
 static char		 tmpdir[256];
 static uint8_t		 sk[32], pk[32];
 static struct event	*ann, *state;
@@ -53,8 +53,8 @@ wait_count(struct relayproc *p, const char *filter, int want, int secs)
 static struct relayproc *
 archive_start(const char *mode)
 {
-	char		 boot[200];
-	const char	*env[4];
+	char	    boot[200];
+	const char *env[4];
 
 	snprintf(boot, sizeof(boot), "NGIT_SYNC_BOOTSTRAP_RELAY_URL=%s",
 	    relayproc_url(a));
@@ -72,7 +72,7 @@ archive_start(const char *mode)
 static void
 check_archive(struct relayproc *p, const char *name, const char *curation)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*root, *g, *cur;
 	struct event	*issue, *prot;
 	struct wsc	*ws;
@@ -130,8 +130,8 @@ check_archive(struct relayproc *p, const char *name, const char *curation)
 	T_ASSERT((root = relayproc_nip11(p, &doc)) != NULL);
 	g = json_get(root, "supported_grasps");
 	for (g = g ? json_at(g, 0) : NULL; g; g = g->next)
-		has05 |= g->type == JSON_STRING &&
-		    strcmp(g->s, "GRASP-05") == 0;
+		has05 |=
+		    g->type == JSON_STRING && strcmp(g->s, "GRASP-05") == 0;
 	T_CHECK(has05);
 	cur = json_get(root, "curation");
 	T_CHECK(cur != NULL && cur->type == JSON_STRING &&
@@ -145,7 +145,8 @@ test_archive_all_takes_a_repository_listing_another_server(void)
 	struct relayproc *b = archive_start("NGIT_ARCHIVE_ALL=true");
 
 	T_ASSERT(b != NULL);
-	check_archive(b, "all", "Read-only archive (GRASP-05) of every "
+	check_archive(b, "all",
+	    "Read-only archive (GRASP-05) of every "
 	    "repository");
 	if (t_case_failed)
 		relayproc_dump_log(b, 40);
@@ -170,13 +171,13 @@ test_archive_grasp_services_takes_repositories_of_that_server(void)
 static int
 archive_setup(void)
 {
-	struct wsc	*ws;
-	char		 npub[NIP19_KEY_BUFSZ], tags[1024], f[256], dir[512];
-	char		 err[128];
-	char		**evs = NULL;
+	struct wsc *ws;
+	char	    npub[NIP19_KEY_BUFSZ], tags[1024], f[256], dir[512];
+	char	    err[128];
+	char	  **evs = NULL;
 
-	size_t		 n = 0;
-	int		 ok = 0;
+	size_t n = 0;
+	int    ok = 0;
 
 	snprintf(tmpdir, sizeof(tmpdir), "%s/graspd-archive.XXXXXX",
 	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -192,9 +193,10 @@ archive_setup(void)
 	memset(sk, 0x5a, 32);
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
-	snprintf(tags, sizeof(tags), "[[\"d\",\"arch\"],[\"clone\",\"http://"
-	    "%s/%s/arch.git\"],[\"relays\",\"%s\"]]", relayproc_domain(a),
-	    npub, relayproc_url(a));
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"arch\"],[\"clone\",\"http://"
+	    "%s/%s/arch.git\"],[\"relays\",\"%s\"]]",
+	    relayproc_domain(a), npub, relayproc_url(a));
 	ann = event_new_signed(sk, time(NULL) - 60, KIND_REPO_ANNOUNCEMENT,
 	    tags, "");
 	snprintf(dir, sizeof(dir), "%s/arch", tmpdir);
@@ -204,7 +206,7 @@ archive_setup(void)
 	    gt_release(ws, sk, relayproc_domain(a), "arch", dir, oid) != 0 ||
 	    nostr_req(ws, "s", f, TMO, &evs, &n, NULL) != 0 || n != 1 ||
 	    (state = event_parse(evs[0], strlen(evs[0]), err, sizeof(err))) ==
-	    NULL) {
+		NULL) {
 		printf("not ok - archive_setup: repository on A\n");
 		relayproc_dump_log(a, 30);
 		relayproc_free(a);

@@ -21,9 +21,9 @@
 #include "t.h"
 #include "wsclient.h"
 
-#define TMO	5000
+#define TMO 5000
 
-static struct relayproc	*rp;
+static struct relayproc *rp;
 
 static void
 key(int n, uint8_t sk[32])
@@ -36,7 +36,7 @@ key(int n, uint8_t sk[32])
 static struct event *
 signed_by(int n, int64_t created_at, uint32_t kind, const char *tags)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 
 	key(n, sk);
 	return event_new_signed(sk, created_at, kind, tags, "");
@@ -50,12 +50,12 @@ static struct wsc *
 conn(char *ch, size_t chlen)
 {
 	struct wsc	*ws;
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*m;
 	char		*s, err[128];
 
 	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    TMO)) == NULL)
+		 TMO)) == NULL)
 		return NULL;
 	if ((s = nostr_wait_msg(ws, "AUTH", TMO)) == NULL) {
 		wsc_close(ws);
@@ -81,14 +81,16 @@ static struct event *
 auth_event(int n, int64_t at, uint32_t kind, const char *relay,
     const char *challenge)
 {
-	char	tags[512];
+	char tags[512];
 
 	if (relay == NULL)
 		snprintf(tags, sizeof(tags), "[[\"challenge\",\"%s\"]]",
 		    challenge);
 	else
-		snprintf(tags, sizeof(tags), "[[\"relay\",\"%s\"],"
-		    "[\"challenge\",\"%s\"]]", relay, challenge);
+		snprintf(tags, sizeof(tags),
+		    "[[\"relay\",\"%s\"],"
+		    "[\"challenge\",\"%s\"]]",
+		    relay, challenge);
 	return signed_by(n, at, kind, tags);
 }
 
@@ -100,8 +102,8 @@ static int
 send_auth_json(struct wsc *ws, const char *json, const char *id, char *msg,
     size_t msglen)
 {
-	char	*m = NULL;
-	int	 ok = -1;
+	char *m = NULL;
+	int   ok = -1;
 
 	if (nostr_auth_json(ws, json, id, TMO, &ok, &m) == -1)
 		ok = -1;
@@ -121,7 +123,7 @@ send_auth(struct wsc *ws, const struct event *ev, char *msg, size_t msglen)
 static int
 stored(struct wsc *ws, const char *id)
 {
-	size_t	n;
+	size_t n;
 
 	return nostr_count_id(ws, "has", id, TMO, &n) == 0 ? (int)n : -1;
 }
@@ -137,9 +139,9 @@ protected_list(int n)
 static void
 test_challenge_sent_on_connect(void)
 {
-	char		 a[128], b[128];
-	struct wsc	*w1 = conn(a, sizeof(a)), *w2 = conn(b, sizeof(b));
-	size_t		 i;
+	char	    a[128], b[128];
+	struct wsc *w1 = conn(a, sizeof(a)), *w2 = conn(b, sizeof(b));
+	size_t	    i;
 
 	T_ASSERT(w1 != NULL && w2 != NULL);
 	T_EQ_INT(strlen(a), 32);
@@ -153,9 +155,9 @@ test_challenge_sent_on_connect(void)
 static void
 test_good_auth_then_protected_event_accepted(void)
 {
-	char		 ch[128], msg[512];
-	struct wsc	*ws = conn(ch, sizeof(ch));
-	struct event	*au, *ev;
+	char	      ch[128], msg[512];
+	struct wsc   *ws = conn(ch, sizeof(ch));
+	struct event *au, *ev;
 
 	T_ASSERT(ws != NULL);
 	au = auth_event(1, time(NULL), AUTH_KIND, relayproc_url(rp), ch);
@@ -174,9 +176,9 @@ test_good_auth_then_protected_event_accepted(void)
 static void
 test_protected_event_without_auth_refused(void)
 {
-	char		 ch[128], msg[512];
-	struct wsc	*ws = conn(ch, sizeof(ch));
-	struct event	*ev;
+	char	      ch[128], msg[512];
+	struct wsc   *ws = conn(ch, sizeof(ch));
+	struct event *ev;
 
 	T_ASSERT(ws != NULL);
 	ev = protected_list(2);
@@ -190,9 +192,9 @@ test_protected_event_without_auth_refused(void)
 static void
 test_protected_event_of_another_key_restricted(void)
 {
-	char		 ch[128], msg[512];
-	struct wsc	*ws = conn(ch, sizeof(ch));
-	struct event	*au, *ev;
+	char	      ch[128], msg[512];
+	struct wsc   *ws = conn(ch, sizeof(ch));
+	struct event *au, *ev;
 
 	T_ASSERT(ws != NULL);
 	au = auth_event(3, time(NULL), AUTH_KIND, relayproc_url(rp), ch);
@@ -217,9 +219,9 @@ test_protected_event_of_another_key_restricted(void)
 static void
 test_auth_is_per_connection(void)
 {
-	char		 c1[128], c2[128], msg[512];
-	struct wsc	*w1 = conn(c1, sizeof(c1)), *w2 = conn(c2, sizeof(c2));
-	struct event	*au, *ev;
+	char	      c1[128], c2[128], msg[512];
+	struct wsc   *w1 = conn(c1, sizeof(c1)), *w2 = conn(c2, sizeof(c2));
+	struct event *au, *ev;
 
 	T_ASSERT(w1 != NULL && w2 != NULL);
 	/* The challenge of another connection does not do. */
@@ -239,10 +241,10 @@ test_auth_is_per_connection(void)
 static void
 test_auth_then_event_in_one_write_keeps_order(void)
 {
-	char		 ch[128], msg[512];
-	struct wsc	*ws = conn(ch, sizeof(ch));
-	struct event	*au, *ev;
-	struct buf	 b = BUF_INIT;
+	char	      ch[128], msg[512];
+	struct wsc   *ws = conn(ch, sizeof(ch));
+	struct event *au, *ev;
+	struct buf    b = BUF_INIT;
 
 	T_ASSERT(ws != NULL);
 	au = auth_event(6, time(NULL), AUTH_KIND, relayproc_url(rp), ch);
@@ -261,30 +263,27 @@ test_auth_then_event_in_one_write_keeps_order(void)
 static void
 test_bad_auth_events_refused(void)
 {
-	char		 ch[128], msg[512], other[256];
-	struct wsc	*ws = conn(ch, sizeof(ch));
-	struct event	*au, *ev;
-	char		*s, *sig;
-	const char	*url = relayproc_url(rp);
-	int64_t		 now = time(NULL);
+	char	      ch[128], msg[512], other[256];
+	struct wsc   *ws = conn(ch, sizeof(ch));
+	struct event *au, *ev;
+	char	     *s, *sig;
+	const char   *url = relayproc_url(rp);
+	int64_t	      now = time(NULL);
 	/* AUTH events of key 7 that are refused, and why. */
 	const struct {
-		int64_t		 at;
-		uint32_t	 kind;
-		const char	*relay;	/* NULL: no relay tag */
-		const char	*challenge;
-		const char	*want;
+		int64_t	    at;
+		uint32_t    kind;
+		const char *relay; /* NULL: no relay tag */
+		const char *challenge;
+		const char *want;
 	} bad[] = {
 		/* Wrong challenge. */
-		{ now, AUTH_KIND, url, "not-it",
-		    "invalid: the challenge tag" },
+		{ now, AUTH_KIND, url, "not-it", "invalid: the challenge tag" },
 		/* Wrong relay: another host, another port, none. */
 		{ now, AUTH_KIND, "wss://relay.example/", ch,
 		    "invalid: the relay tag" },
-		{ now, AUTH_KIND, other, ch,
-		    "invalid: the relay tag" },
-		{ now, AUTH_KIND, NULL, ch,
-		    "invalid: the relay tag" },
+		{ now, AUTH_KIND, other, ch, "invalid: the relay tag" },
+		{ now, AUTH_KIND, NULL, ch, "invalid: the relay tag" },
 		/* Stale and future times, beyond NIP-42's 10 minutes. */
 		{ now - AUTH_WINDOW_S - 60, AUTH_KIND, url, ch,
 		    "invalid: an AUTH event's created_at" },
@@ -294,7 +293,7 @@ test_bad_auth_events_refused(void)
 		{ now, 22243, url, ch,
 		    "invalid: an AUTH event must be of kind" },
 	};
-	size_t		 i;
+	size_t i;
 
 	T_ASSERT(ws != NULL);
 	snprintf(other, sizeof(other), "ws://127.0.0.1:%d/",
@@ -343,9 +342,9 @@ test_bad_auth_events_refused(void)
 static void
 test_protected_event_still_subject_to_write_policy(void)
 {
-	char		 ch[128], msg[512];
-	struct wsc	*ws = conn(ch, sizeof(ch));
-	struct event	*au, *ev;
+	char	      ch[128], msg[512];
+	struct wsc   *ws = conn(ch, sizeof(ch));
+	struct event *au, *ev;
 
 	T_ASSERT(ws != NULL);
 	au = auth_event(8, time(NULL), AUTH_KIND, relayproc_url(rp), ch);
@@ -363,7 +362,7 @@ test_protected_event_still_subject_to_write_policy(void)
 static void
 test_nip11_lists_42_and_70(void)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*root, *nips, *n;
 	int		 has42 = 0, has70 = 0;
 

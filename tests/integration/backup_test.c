@@ -33,15 +33,15 @@
 #include "wsclient.h"
 
 /* How long a released repository may take to be served. */
-#define SERVED_MS	15000
+#define SERVED_MS   15000
 /* Events the load test's client has acknowledged before the backup. */
-#define LOAD_BEFORE	40
+#define LOAD_BEFORE 40
 /* Most events the load test's client publishes. */
-#define LOAD_MAX	3000
+#define LOAD_MAX    3000
 
-static char	 tmpdir[256];
-static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "graspd-backup" };
-static int	 ndirs;
+static char		tmpdir[256];
+static struct tdir_prog tp = { tmpdir, sizeof(tmpdir), "graspd-backup" };
+static int		ndirs;
 
 static void
 sk_of(int n, uint8_t sk[32])
@@ -64,15 +64,16 @@ domain_of(struct gdproc *g, char *out, size_t len)
 static int
 ctl_on(struct gdproc *g, const char *args, char **out)
 {
-	const char	*bin = getenv("GRASPD_BIN");
-	char		 cmd[4096];
+	const char *bin = getenv("GRASPD_BIN");
+	char	    cmd[4096];
 
 	if (bin == NULL || *bin == '\0')
 		bin = "bin";
-	snprintf(cmd, sizeof(cmd), "NGIT_RELAY_DATA_PATH='%s/relay' "
+	snprintf(cmd, sizeof(cmd),
+	    "NGIT_RELAY_DATA_PATH='%s/relay' "
 	    "NGIT_GIT_DATA_PATH='%s/git' NGIT_RUN_PATH='%s/run' "
-	    "NGIT_BIND_ADDRESS=127.0.0.1:%d '%s/graspctl' %s", gd_dir(g),
-	    gd_dir(g), gd_dir(g), gd_port(g), bin, args);
+	    "NGIT_BIND_ADDRESS=127.0.0.1:%d '%s/graspctl' %s",
+	    gd_dir(g), gd_dir(g), gd_dir(g), gd_port(g), bin, args);
 	return ctl_run(cmd, out);
 }
 
@@ -84,18 +85,18 @@ static int
 serve(struct gdproc *g, int owner, const char *d, char oid[41],
     struct event **annp)
 {
-	struct event	*ann;
-	uint8_t		 sk[32];
-	char		 dir[600];
-	int64_t		 end;
-	int		 rc = 0;
+	struct event *ann;
+	uint8_t	      sk[32];
+	char	      dir[600];
+	int64_t	      end;
+	int	      rc = 0;
 
 	sk_of(owner, sk);
 	snprintf(dir, sizeof(dir), "%s/work%d", tmpdir, ndirs++);
 	if ((ann = gd_host_repo(g, sk, d, "", dir, oid)) == NULL)
 		return -1;
-	for (end = wsc_now_ms() + SERVED_MS; rc == 0 &&
-	    gd_has_event(g, ann->id_hex) != 1; usleep(100000))
+	for (end = wsc_now_ms() + SERVED_MS;
+	     rc == 0 && gd_has_event(g, ann->id_hex) != 1; usleep(100000))
 		if (wsc_now_ms() > end) {
 			printf("# the announcement is not served\n");
 			rc = -1;
@@ -110,12 +111,11 @@ serve(struct gdproc *g, int owner, const char *d, char oid[41],
 static struct event *
 signed_by(int n, uint32_t kind, const char *tags, const char *content)
 {
-	uint8_t		 sk[32];
-	struct event	*e;
+	uint8_t	      sk[32];
+	struct event *e;
 
 	sk_of(n, sk);
-	if ((e = event_new_signed(sk, time(NULL), kind, tags, content)) ==
-	    NULL)
+	if ((e = event_new_signed(sk, time(NULL), kind, tags, content)) == NULL)
 		abort();
 	return e;
 }
@@ -124,7 +124,7 @@ signed_by(int n, uint32_t kind, const char *tags, const char *content)
 static char *
 sorted_lines(const char *path)
 {
-	char	 cmd[1200], *out = NULL;
+	char cmd[1200], *out = NULL;
 
 	snprintf(cmd, sizeof(cmd), "LC_ALL=C sort '%s'", path);
 	if (ctl_run(cmd, &out) != 0) {
@@ -137,7 +137,7 @@ sorted_lines(const char *path)
 static int
 count_lines(const char *s)
 {
-	int	n = 0;
+	int n = 0;
 
 	for (; *s != '\0'; s++)
 		n += *s == '\n';
@@ -148,7 +148,7 @@ count_lines(const char *s)
 static int
 has_id(const char *s, const char *id_hex)
 {
-	char	needle[80];
+	char needle[80];
 
 	snprintf(needle, sizeof(needle), "\"id\":\"%s\"", id_hex);
 	return strstr(s, needle) != NULL;
@@ -157,7 +157,7 @@ has_id(const char *s, const char *id_hex)
 static double
 num(const cJSON *o, const char *key)
 {
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(o, key);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
@@ -170,11 +170,11 @@ num(const cJSON *o, const char *key)
 static int
 vector_events(const char *path)
 {
-	const char	*dir = getenv("GRASPD_VECTORS");
-	char		 in[1024], line[65536], *text;
-	FILE		*f, *o;
-	cJSON		*v;
-	int		 bad = 1;
+	const char *dir = getenv("GRASPD_VECTORS");
+	char	    in[1024], line[65536], *text;
+	FILE	   *f, *o;
+	cJSON	   *v;
+	int	    bad = 1;
 
 	snprintf(in, sizeof(in), "%s/events.jsonl",
 	    dir != NULL && *dir != '\0' ? dir : "../shared/vectors");
@@ -203,9 +203,9 @@ vector_events(const char *path)
 static cJSON *
 import_on(struct gdproc *g, const char *path)
 {
-	char	 args[1200], *out = NULL;
-	cJSON	*j = NULL;
-	int	 rc;
+	char   args[1200], *out = NULL;
+	cJSON *j = NULL;
+	int    rc;
 
 	snprintf(args, sizeof(args), "-j import '%s'", path);
 	if ((rc = ctl_on(g, args, &out)) == 0)
@@ -219,18 +219,18 @@ import_on(struct gdproc *g, const char *path)
 static void
 test_export_import_gives_the_same_events(void)
 {
-	struct gdproc	*a = NULL, *b = NULL;
-	struct event	*ann = NULL, *ev[12];
-	struct buf	 t = BUF_INIT;
-	char		 oid[41], coord[200], pkhex[65], domain[64];
-	char		 env0[800];
-	char		 env1[100], args[2000], path_a[700], path_b[700];
-	char		 path_v[700], dir[700], *out = NULL, *la = NULL;
-	char		*lb = NULL;
-	const char	*benv[] = { env0, env1, NULL };
-	uint8_t		 sk[32], pk[32];
-	cJSON		*sum = NULL, *reasons;
-	int		 i, nev = 0, nlines, nbad;
+	struct gdproc *a = NULL, *b = NULL;
+	struct event  *ann = NULL, *ev[12];
+	struct buf     t = BUF_INIT;
+	char	       oid[41], coord[200], pkhex[65], domain[64];
+	char	       env0[800];
+	char	       env1[100], args[2000], path_a[700], path_b[700];
+	char	       path_v[700], dir[700], *out = NULL, *la = NULL;
+	char	      *lb = NULL;
+	const char    *benv[] = { env0, env1, NULL };
+	uint8_t	       sk[32], pk[32];
+	cJSON	      *sum = NULL, *reasons;
+	int	       i, nev = 0, nlines, nbad;
 
 	memset(ev, 0, sizeof(ev));
 	T_ASSERT((a = gd_start(NULL)) != NULL);
@@ -249,8 +249,10 @@ test_export_import_gives_the_same_events(void)
 		ev[nev++] = signed_by(i, 1621, t.b_data, "an issue");
 	}
 	buf_reset(&t);
-	buf_printf(&t, "[[\"E\",\"%s\"],[\"K\",\"1621\"],[\"e\",\"%s\"],"
-	    "[\"k\",\"1621\"]]", ev[0]->id_hex, ev[0]->id_hex);
+	buf_printf(&t,
+	    "[[\"E\",\"%s\"],[\"K\",\"1621\"],[\"e\",\"%s\"],"
+	    "[\"k\",\"1621\"]]",
+	    ev[0]->id_hex, ev[0]->id_hex);
 	ev[nev++] = signed_by(3, 1111, t.b_data, "a comment");
 	ev[nev++] = signed_by(2, 0, "[]", "{\"name\":\"two\"}");
 	ev[nev++] = signed_by(7, 10317, "[[\"g\",\"wss://example.org\"]]", "");
@@ -288,8 +290,8 @@ test_export_import_gives_the_same_events(void)
 	T_EQ_INT(count_lines(out), 0);
 	free(out);
 	out = NULL;
-	T_CHECK(ctl_on(a, "export '{\"kinds\":[1621],\"bogus\":1}'", NULL) ==
-	    64);
+	T_CHECK(
+	    ctl_on(a, "export '{\"kinds\":[1621],\"bogus\":1}'", NULL) == 64);
 
 	/*
 	 * The migration: the git tree first, then the events, into a new
@@ -325,11 +327,12 @@ test_export_import_gives_the_same_events(void)
 	T_ASSERT((sum = import_on(b, path_v)) != NULL);
 	reasons = cJSON_GetObjectItemCaseSensitive(sum, "reasons");
 	T_CHECK(num(sum, "lines") > 40);
-	T_CHECK(num(sum, "accepted") >= 2);	/* kind 5, kind 10317 */
+	T_CHECK(num(sum, "accepted") >= 2); /* kind 5, kind 10317 */
 	T_CHECK(num(reasons, "invalid:") >= nbad);
 	T_CHECK(num(reasons, "blocked:") > 0);
 	T_EQ_INT(num(sum, "accepted") + num(sum, "duplicate") +
-	    num(sum, "refused"), num(sum, "lines"));
+		num(sum, "refused"),
+	    num(sum, "lines"));
 	cJSON_Delete(sum);
 done:
 	for (i = 0; i < nev; i++)
@@ -345,22 +348,22 @@ done:
 
 /* The load test's client: issues, one at a time, until told to stop. */
 struct load {
-	struct gdproc	*ld_g;
-	char		 ld_coord[200];
-	char		 ld_ids[LOAD_MAX][65];
-	int		 ld_acked;
-	int		 ld_stop;
-	pthread_mutex_t	 ld_mu;
+	struct gdproc  *ld_g;
+	char		ld_coord[200];
+	char		ld_ids[LOAD_MAX][65];
+	int		ld_acked;
+	int		ld_stop;
+	pthread_mutex_t ld_mu;
 };
 
 static void *
 load_run(void *arg)
 {
-	struct load	*ld = arg;
-	struct event	*e;
-	struct wsc	*ws;
-	char		 tags[300], *msg = NULL;
-	int		 i, ok, stop;
+	struct load  *ld = arg;
+	struct event *e;
+	struct wsc   *ws;
+	char	      tags[300], *msg = NULL;
+	int	      i, ok, stop;
 
 	if ((ws = wsc_connect("127.0.0.1", gd_port(ld->ld_g), "/", 5000)) ==
 	    NULL)
@@ -371,8 +374,10 @@ load_run(void *arg)
 		pthread_mutex_unlock(&ld->ld_mu);
 		if (stop)
 			break;
-		snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
-		    "\"load %d\"]]", ld->ld_coord, i);
+		snprintf(tags, sizeof(tags),
+		    "[[\"a\",\"%s\"],[\"subject\","
+		    "\"load %d\"]]",
+		    ld->ld_coord, i);
 		e = signed_by(10 + i % 200, 1621, tags, "under load");
 		ok = 0;
 		if (nostr_publish(ws, e, 10000, &ok, &msg) == 0 && ok) {
@@ -391,16 +396,16 @@ load_run(void *arg)
 static void
 test_backup_under_load_holds_every_acknowledged_event(void)
 {
-	static struct load	 ld;
-	struct gdproc		*g = NULL;
-	struct store		*st = NULL;
-	pthread_t		 th;
-	uint8_t			 sk[32], pk[32], id[32];
-	char			 oid[41], pkhex[65], npub[NIP19_KEY_BUFSZ];
-	char			 dir[700], args[800], path[900], err[256];
-	char			 rev[41], *out = NULL;
-	int64_t			 end;
-	int			 before = 0, after, i, missing = 0, started = 0;
+	static struct load ld;
+	struct gdproc	  *g = NULL;
+	struct store	  *st = NULL;
+	pthread_t	   th;
+	uint8_t		   sk[32], pk[32], id[32];
+	char		   oid[41], pkhex[65], npub[NIP19_KEY_BUFSZ];
+	char		   dir[700], args[800], path[900], err[256];
+	char		   rev[41], *out = NULL;
+	int64_t		   end;
+	int		   before = 0, after, i, missing = 0, started = 0;
 
 	memset(&ld, 0, sizeof(ld));
 	pthread_mutex_init(&ld.ld_mu, NULL);
@@ -432,7 +437,8 @@ test_backup_under_load_holds_every_acknowledged_event(void)
 	pthread_join(th, NULL);
 	started = 0;
 	printf("# %d events acknowledged before the backup, %d when it "
-	    "ended\n", before, after);
+	       "ended\n",
+	    before, after);
 	T_CHECK(after > before);
 
 	snprintf(path, sizeof(path), "%s/relay/graspd.db", dir);
@@ -446,13 +452,13 @@ test_backup_under_load_holds_every_acknowledged_event(void)
 	T_CHECK(store_count(st) >= before + 2);
 	/* The copy is a database on its own (no WAL needed). */
 	{
-		sqlite3_stmt	*q;
+		sqlite3_stmt *q;
 
-		T_ASSERT(sqlite3_prepare_v2(store_sqlite(st),
-		    "PRAGMA integrity_check", -1, &q, NULL) == SQLITE_OK);
+		T_ASSERT(
+		    sqlite3_prepare_v2(store_sqlite(st),
+			"PRAGMA integrity_check", -1, &q, NULL) == SQLITE_OK);
 		T_CHECK(sqlite3_step(q) == SQLITE_ROW &&
-		    strcmp((const char *)sqlite3_column_text(q, 0), "ok") ==
-		    0);
+		    strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0);
 		sqlite3_finalize(q);
 	}
 
@@ -460,11 +466,11 @@ test_backup_under_load_holds_every_acknowledged_event(void)
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	snprintf(path, sizeof(path), "%s/git/%s/loaded.git", dir, npub);
 	T_CHECK(gt_git(path, &out, "fsck", "--strict", NULL) == 0);
-	T_CHECK(gt_rev(path, "refs/heads/main", rev) == 0 &&
-	    strcmp(rev, oid) == 0);
+	T_CHECK(
+	    gt_rev(path, "refs/heads/main", rev) == 0 && strcmp(rev, oid) == 0);
 	snprintf(path, sizeof(path), "%s/relay/.relay-owner.nsec", dir);
 	{
-		struct stat	sb;
+		struct stat sb;
 
 		T_CHECK(stat(path, &sb) == 0 && (sb.st_mode & 077) == 0);
 	}

@@ -26,11 +26,11 @@
 #define TMO		10000
 #define MAX_LISTEN	16
 /* The state of a listening socket in /proc/net/tcp{,6} (TCP_LISTEN). */
-#define PROC_TCP_LISTEN	0x0A
+#define PROC_TCP_LISTEN 0x0A
 
 struct listeners {
-	int	n;
-	char	addr[MAX_LISTEN][64];	/* numeric, as inet_ntop() */
+	int  n;
+	char addr[MAX_LISTEN][64]; /* numeric, as inet_ntop() */
 };
 
 /*
@@ -40,21 +40,23 @@ struct listeners {
 static int
 proc_listeners(const char *file, int port, struct listeners *l)
 {
-	char		 path[64], line[512], hex[64];
-	unsigned	 lport, st;
-	FILE		*fp;
-	int		 v6 = strcmp(file, "tcp6") == 0;
+	char	 path[64], line[512], hex[64];
+	unsigned lport, st;
+	FILE	*fp;
+	int	 v6 = strcmp(file, "tcp6") == 0;
 
 	snprintf(path, sizeof(path), "/proc/net/%s", file);
 	if ((fp = fopen(path, "r")) == NULL)
 		return -1;
 	while (fgets(line, sizeof(line), fp) != NULL) {
-		uint8_t		 a[16];
-		unsigned	 w, i;
-		size_t		 hl;
+		uint8_t	 a[16];
+		unsigned w, i;
+		size_t	 hl;
 
-		if (sscanf(line, " %*u: %63[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x "
-		    "%x", hex, &lport, &st) != 3)
+		if (sscanf(line,
+			" %*u: %63[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x "
+			"%x",
+			hex, &lport, &st) != 3)
 			continue;
 		if ((int)lport != port || st != PROC_TCP_LISTEN ||
 		    l->n == MAX_LISTEN)
@@ -64,7 +66,7 @@ proc_listeners(const char *file, int port, struct listeners *l)
 			continue;
 		/* The kernel prints each 32-bit word in host byte order. */
 		for (i = 0; i < hl / 8; i++) {
-			char	word[9];
+			char word[9];
 
 			memcpy(word, hex + i * 8, 8);
 			word[8] = '\0';
@@ -94,7 +96,7 @@ listeners_of(int port, struct listeners *l)
 static int
 listens_on(const struct listeners *l, const char *addr)
 {
-	int	i;
+	int i;
 
 	for (i = 0; i < l->n; i++)
 		if (strcmp(l->addr[i], addr) == 0)
@@ -106,10 +108,10 @@ listens_on(const struct listeners *l, const char *addr)
 static int
 serves_websocket(const char *host, int port)
 {
-	const char	*req = "[\"REQ\",\"b\",{\"limit\":1}]";
-	struct wsc	*w;
-	char		*m;
-	int		 ok = 0;
+	const char *req = "[\"REQ\",\"b\",{\"limit\":1}]";
+	struct wsc *w;
+	char	   *m;
+	int	    ok = 0;
 
 	if ((w = wsc_connect(host, port, "/", TMO)) == NULL)
 		return 0;
@@ -133,7 +135,7 @@ serves_websocket(const char *host, int port)
 static int
 refused(const char *host, int port)
 {
-	int	fd;
+	int fd;
 
 	if ((fd = wsc_tcp_connect(host, port, 2000)) == -1)
 		return 1;
@@ -145,9 +147,9 @@ refused(const char *host, int port)
 static struct relayproc *
 start_on(const char *fmt, const char *host)
 {
-	char		 bind[128], kv[160], domain[160];
-	const char	*env[] = { kv, domain, NULL };
-	int		 port;
+	char	    bind[128], kv[160], domain[160];
+	const char *env[] = { kv, domain, NULL };
+	int	    port;
 
 	if ((port = relayproc_free_port(host)) == -1)
 		return NULL;
@@ -165,9 +167,9 @@ start_on(const char *fmt, const char *host)
 static void
 literal_listens_alone(const char *fmt, const char *host, const char *other)
 {
-	struct relayproc	*rp;
-	struct listeners	 l;
-	int			 port;
+	struct relayproc *rp;
+	struct listeners  l;
+	int		  port;
 
 	T_ASSERT((rp = start_on(fmt, host)) != NULL);
 	port = relayproc_port(rp);
@@ -194,11 +196,11 @@ ipv6_literal_listens_on_it_alone(void)
 static void
 host_name_listens_on_its_addresses(void)
 {
-	struct addrinfo		 hints, *res, *ai;
-	struct relayproc	*rp;
-	struct listeners	 l;
-	char			 a[64];
-	int			 port, want = 0;
+	struct addrinfo	  hints, *res, *ai;
+	struct relayproc *rp;
+	struct listeners  l;
+	char		  a[64];
+	int		  port, want = 0;
 
 	T_ASSERT((rp = start_on("localhost:%d", "127.0.0.1")) != NULL);
 	port = relayproc_port(rp);
@@ -223,11 +225,11 @@ host_name_listens_on_its_addresses(void)
 static void
 taken_port_is_a_configuration_error(void)
 {
-	struct relayproc	*rp, *second;
-	char			 kv[64], want[128], buf[4096];
-	const char		*env[] = { kv, NULL };
-	FILE			*fp;
-	size_t			 n = 0;
+	struct relayproc *rp, *second;
+	char		  kv[64], want[128], buf[4096];
+	const char	 *env[] = { kv, NULL };
+	FILE		 *fp;
+	size_t		  n = 0;
 
 	T_ASSERT((rp = relayproc_start("relayd", NULL)) != NULL);
 	snprintf(kv, sizeof(kv), "NGIT_BIND_ADDRESS=127.0.0.1:%d",
@@ -237,8 +239,10 @@ taken_port_is_a_configuration_error(void)
 	second = relayproc_start("relayd", env);
 	T_ASSERT(second != NULL);
 	T_EQ_INT(relayproc_wait(second, 10000), 78);
-	snprintf(want, sizeof(want), "relayd: 127.0.0.1:%d: Address already "
-	    "in use", relayproc_port(rp));
+	snprintf(want, sizeof(want),
+	    "relayd: 127.0.0.1:%d: Address already "
+	    "in use",
+	    relayproc_port(rp));
 	if ((fp = fopen(relayproc_log_path(second), "r")) != NULL) {
 		n = fread(buf, 1, sizeof(buf) - 1, fp);
 		fclose(fp);

@@ -29,15 +29,15 @@
 #include "t.h"
 #include "wsclient.h"
 
-#define TMO	5000
+#define TMO 5000
 
-static struct relayproc	*rp;
+static struct relayproc *rp;
 
 static int
 open_chan(int proto, const char *name)
 {
-	char	run[512], ep[600];
-	int	s, tmo = TMO;
+	char run[512], ep[600];
+	int  s, tmo = TMO;
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(rp));
 	if (strncmp(name, "control-", 8) == 0)
@@ -55,7 +55,7 @@ open_chan(int proto, const char *name)
 static struct event *
 ev10317(int n, const char *g)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 	char	tags[128];
 
 	memset(sk, 0x22, 32);
@@ -67,11 +67,11 @@ ev10317(int n, const char *g)
 static int
 stored(const char *id)
 {
-	struct wsc	*ws = wsc_connect(relayproc_host(rp), relayproc_port(rp),
-			    "/", TMO);
-	char		 f[128], **evs = NULL;
-	size_t		 n = 0;
-	int		 rc;
+	struct wsc *ws =
+	    wsc_connect(relayproc_host(rp), relayproc_port(rp), "/", TMO);
+	char   f[128], **evs = NULL;
+	size_t n = 0;
+	int    rc;
 
 	if (ws == NULL)
 		return -1;
@@ -85,11 +85,12 @@ stored(const char *id)
 static char *
 metrics(void)
 {
-	int	 status = 0;
-	char	*hdrs = NULL, *body = NULL;
+	int   status = 0;
+	char *hdrs = NULL, *body = NULL;
 
 	if (http_get(relayproc_host(rp), relayproc_port(rp), "/metrics", NULL,
-	    TMO, &status, &hdrs, &body) != 0 || status != 200) {
+		TMO, &status, &hdrs, &body) != 0 ||
+	    status != 200) {
 		free(hdrs);
 		free(body);
 		return NULL;
@@ -102,7 +103,7 @@ metrics(void)
 static int
 eventually(int (*pred)(const void *), const void *arg)
 {
-	int	i;
+	int i;
 
 	for (i = 0; i < 50; i++) {
 		if (pred(arg))
@@ -121,8 +122,8 @@ is_stored(const void *id)
 static int
 metrics_has(const void *needle)
 {
-	char	*m = metrics();
-	int	 r = m && strstr(m, needle) != NULL;
+	char *m = metrics();
+	int   r = m && strstr(m, needle) != NULL;
 
 	free(m);
 	return r;
@@ -131,11 +132,11 @@ metrics_has(const void *needle)
 static void
 test_ingest_uses_the_client_pipeline(void)
 {
-	int		 s = open_chan(NN_PUSH, CHAN_INGEST);
-	struct event	*good, *forged, *unrelated;
-	struct buf	 b = BUF_INIT;
-	uint8_t		 sk[32];
-	char		*j;
+	int	      s = open_chan(NN_PUSH, CHAN_INGEST);
+	struct event *good, *forged, *unrelated;
+	struct buf    b = BUF_INIT;
+	uint8_t	      sk[32];
+	char	     *j;
 
 	T_ASSERT(s >= 0);
 	good = ev10317(1, "ws://good.example");
@@ -147,7 +148,7 @@ test_ingest_uses_the_client_pipeline(void)
 	/* Re-serialize the forged one with its broken signature. */
 	j = strdup(forged->json);
 	hex_encode(forged->sig, 64, strstr(j, "\"sig\":\"") + 7);
-	j[strlen(j)] = '"';	/* hex_encode's NUL replaced the quote */
+	j[strlen(j)] = '"'; /* hex_encode's NUL replaced the quote */
 
 	msg_ingest_encode(&b, ROLE_SYNCD, "wss://peer.example", good->json,
 	    good->json_len);
@@ -156,8 +157,8 @@ test_ingest_uses_the_client_pipeline(void)
 	msg_ingest_encode(&b, ROLE_SYNCD, "wss://peer.example", j, strlen(j));
 	T_ASSERT(msg_send(s, MSG_INGEST, b.b_data, b.b_len, 0) == 0);
 	buf_reset(&b);
-	msg_ingest_encode(&b, ROLE_HISTORYD, "wss://x.example",
-	    unrelated->json, unrelated->json_len);
+	msg_ingest_encode(&b, ROLE_HISTORYD, "wss://x.example", unrelated->json,
+	    unrelated->json_len);
 	T_ASSERT(msg_send(s, MSG_INGEST, b.b_data, b.b_len, 0) == 0);
 	buf_free(&b);
 
@@ -168,12 +169,14 @@ test_ingest_uses_the_client_pipeline(void)
 	T_EQ_INT(stored(forged->id_hex), 0);
 	T_EQ_INT(stored(unrelated->id_hex), 0);
 	T_CHECK(metrics_has("graspd_relay_ingested_total{role=\"relayd\","
-	    "origin=\"syncd\"} 2"));
+			    "origin=\"syncd\"} 2"));
 	/* Counted once the verify thread and the policy are done with
 	 * them, which can be after the last one was received. */
-	T_CHECK(eventually(metrics_has, "graspd_relay_events_total{role="
+	T_CHECK(eventually(metrics_has,
+	    "graspd_relay_events_total{role="
 	    "\"relayd\",result=\"invalid\"} 1"));
-	T_CHECK(eventually(metrics_has, "graspd_relay_events_total{role="
+	T_CHECK(eventually(metrics_has,
+	    "graspd_relay_events_total{role="
 	    "\"relayd\",result=\"refused\"} 1"));
 	free(j);
 	event_destroy(good);
@@ -185,14 +188,14 @@ test_ingest_uses_the_client_pipeline(void)
 static void
 test_accepted_feed_announces_stored_events(void)
 {
-	int		 sub = open_chan(NN_SUB, CHAN_ACCEPTED);
-	struct wsc	*ws;
-	struct event	*ev;
-	struct msg	 m;
-	int		 ok = 0, found = 0, i;
+	int	      sub = open_chan(NN_SUB, CHAN_ACCEPTED);
+	struct wsc   *ws;
+	struct event *ev;
+	struct msg    m;
+	int	      ok = 0, found = 0, i;
 
 	T_ASSERT(sub >= 0);
-	usleep(200000);		/* let the subscription reach relayd */
+	usleep(200000); /* let the subscription reach relayd */
 	ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/", TMO);
 	T_ASSERT(ws != NULL);
 	ev = ev10317(5, "ws://feed.example");
@@ -221,8 +224,9 @@ test_accepted_feed_announces_stored_events(void)
 static void
 test_stats_of_roles_reach_metrics(void)
 {
-	int		 s = open_chan(NN_PUSH, CHAN_STATS);
-	const char	*snap = "{\"role\":\"syncd\",\"pid\":1,\"metrics\":["
+	int	    s = open_chan(NN_PUSH, CHAN_STATS);
+	const char *snap =
+	    "{\"role\":\"syncd\",\"pid\":1,\"metrics\":["
 	    "[\"graspd_syncd_relays_tracked\",3],[\"graspd_feed_seq{x=\\\"y\\\"}"
 	    "\",7]]}";
 
@@ -237,9 +241,9 @@ test_stats_of_roles_reach_metrics(void)
 static char *
 control(const char *req)
 {
-	int		 s = open_chan(NN_REQ, "control-relayd");
-	struct msg	 m;
-	char		*out = NULL;
+	int	   s = open_chan(NN_REQ, "control-relayd");
+	struct msg m;
+	char	  *out = NULL;
 
 	if (s < 0)
 		return NULL;
@@ -261,23 +265,22 @@ test_control_answers(void)
 {
 	/* A request and what its reply holds (both, when there are two). */
 	static const struct {
-		const char	*req;
-		const char	*want, *also;
+		const char *req;
+		const char *want, *also;
 	} cases[] = {
 		{ "{\"cmd\":\"status\"}", "\"ok\":true",
 		    "\"role\":\"relayd\"" },
 		{ "{\"cmd\":\"show\"}", "\"connections_open\"", NULL },
-		{ "{\"cmd\":\"stats\"}", "graspd_relay_events_stored",
+		{ "{\"cmd\":\"stats\"}", "graspd_relay_events_stored", NULL },
+		{ "{\"cmd\":\"log\",\"args\":[\"verbose\"]}", "\"ok\":true",
 		    NULL },
-		{ "{\"cmd\":\"log\",\"args\":[\"verbose\"]}",
-		    "\"ok\":true", NULL },
 		{ "{\"cmd\":\"frobnicate\"}", "\"ok\":false",
 		    "unknown command" },
 		{ "not json", "\"ok\":false", NULL },
 	};
-	char	*r;
-	size_t	 i;
-	int	 ok;
+	char  *r;
+	size_t i;
+	int    ok;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		r = control(cases[i].req);
@@ -291,17 +294,17 @@ test_control_answers(void)
 	}
 }
 
-static const uint8_t	mark_pk[32] = { 0x7e, 0x57, 0x01 };
+static const uint8_t mark_pk[32] = { 0x7e, 0x57, 0x01 };
 
 /* The marks in relayd's database: their number, and *gen, *has (mark_pk
  * marked); -1 if the database cannot be read. */
 static int
 marks_read(int64_t *gen, int *has)
 {
-	char		 path[600], err[256];
-	struct hmap	 set = HMAP_INIT;
-	sqlite3		*db;
-	int		 n;
+	char	    path[600], err[256];
+	struct hmap set = HMAP_INIT;
+	sqlite3	   *db;
+	int	    n;
 
 	snprintf(path, sizeof(path), "%s/relay/graspd.db", relayproc_dir(rp));
 	if (db_open(path, DB_READONLY, &db, err, sizeof(err)) == -1) {
@@ -318,7 +321,7 @@ marks_read(int64_t *gen, int *has)
 static int
 send_mark(int s, int set)
 {
-	uint8_t	b[MSG_PLUSMARK_LEN];
+	uint8_t b[MSG_PLUSMARK_LEN];
 
 	msg_plusmark_encode(b, mark_pk, set);
 	return msg_send(s, MSG_PLUSMARK, b, sizeof(b), 0);
@@ -328,7 +331,7 @@ send_mark(int s, int set)
 static int
 marks_become(int want_n, int want_has, int64_t *gen)
 {
-	int	i, has = -1, n = -1;
+	int i, has = -1, n = -1;
 
 	for (i = 0; i < 50; i++) {
 		if ((n = marks_read(gen, &has)) == want_n && has == want_has)
@@ -343,7 +346,7 @@ static void
 test_plus_marks_are_persisted(void)
 {
 	int	s = open_chan(NN_PUSH, CHAN_INGEST);
-	int64_t	g0 = -1, g1 = -1, g2 = -1, g3 = -1;
+	int64_t g0 = -1, g1 = -1, g2 = -1, g3 = -1;
 	int	has;
 
 	T_ASSERT(s >= 0);
@@ -368,8 +371,8 @@ static void
 test_malformed_plus_mark_ends_relayd(void)
 {
 	int	s = open_chan(NN_PUSH, CHAN_INGEST), st, has = 0;
-	uint8_t	b[8];
-	int64_t	gen;
+	uint8_t b[8];
+	int64_t gen;
 
 	T_ASSERT(s >= 0);
 	memset(b, 0x11, sizeof(b));
@@ -387,9 +390,9 @@ test_malformed_plus_mark_ends_relayd(void)
 static void
 test_malformed_sibling_message_ends_relayd(void)
 {
-	int	s = open_chan(NN_PUSH, CHAN_INGEST), st;
-	char	junk[32];
-	void	*nb;
+	int   s = open_chan(NN_PUSH, CHAN_INGEST), st;
+	char  junk[32];
+	void *nb;
 
 	T_ASSERT(s >= 0);
 	memset(junk, 0x5a, sizeof(junk));
@@ -402,7 +405,8 @@ test_malformed_sibling_message_ends_relayd(void)
 	/* It comes back with everything it had acknowledged. */
 	T_ASSERT(relayproc_restart(rp) == 0);
 	T_EQ_INT(stored("0000000000000000000000000000000000000000000000000000"
-	    "000000000000") >= 0, 1);
+			"000000000000") >= 0,
+	    1);
 }
 
 static const struct t_case cases[] = {

@@ -39,41 +39,42 @@
 #include "tuser.h"
 #include "wsclient.h"
 
-#define TMO		5000	/* ms, one HTTP call or one wait */
-#define SELF_DOMAIN	"graspd.example"
-#define OWNER_HEX	"11111111111111111111111111111111" \
-			"11111111111111111111111111111111"
+#define TMO	    5000 /* ms, one HTTP call or one wait */
+#define SELF_DOMAIN "graspd.example"
+#define OWNER_HEX \
+	"11111111111111111111111111111111" \
+	"11111111111111111111111111111111"
 /* NGIT_TEST: the 65 s cooldown lasts 65/60 s. */
-#define COOL_MS		((int)(CONN_RATE_LIMIT_COOLDOWN * 1000 / 60))
+#define COOL_MS ((int)(CONN_RATE_LIMIT_COOLDOWN * 1000 / 60))
 
-static struct relayproc		*rp;
-static struct lws_context	*lws;
-static struct lws_vhost		*vh;
-static char			 peer_key[RELAYURL_MAX + 1];
-static lws_sorted_usec_list_t	 tick;
+static struct relayproc	     *rp;
+static struct lws_context    *lws;
+static struct lws_vhost	     *vh;
+static char		      peer_key[RELAYURL_MAX + 1];
+static lws_sorted_usec_list_t tick;
 
 /* ------------------------------------------------------------------ */
 /* What the hooks saw                                                  */
 
-static char	**ingested;
-static size_t	  ningested;
-static char	  ingest_key[RELAYURL_MAX + 1];
-static int	  drop_every_other;
-static int	  live_drops;
-static int64_t	  live_drop_at;
+static char  **ingested;
+static size_t  ningested;
+static char    ingest_key[RELAYURL_MAX + 1];
+static int     drop_every_other;
+static int     live_drops;
+static int64_t live_drop_at;
 
 struct transition {
-	int64_t			 at;
-	const struct conn	*c;
-	enum conn_state		 from, to;
+	int64_t		   at;
+	const struct conn *c;
+	enum conn_state	   from, to;
 };
-static struct transition	 trans[512];
-static size_t			 ntrans;
+static struct transition trans[512];
+static size_t		 ntrans;
 
 static int
 hook_ingest(void *arg, const char *relay_key, const char *json, size_t len)
 {
-	char	*s;
+	char *s;
 
 	if ((s = malloc(len + 1)) == NULL)
 		abort();
@@ -99,12 +100,11 @@ hook_live_dropped(void *arg, struct conn *c, int64_t created_at)
 }
 
 static void
-hook_state(void *arg, struct conn *c, enum conn_state from,
-    enum conn_state to)
+hook_state(void *arg, struct conn *c, enum conn_state from, enum conn_state to)
 {
 	if (ntrans < sizeof(trans) / sizeof(trans[0]))
-		trans[ntrans++] = (struct transition){ wsc_now_ms(), c, from,
-		    to };
+		trans[ntrans++] =
+		    (struct transition){ wsc_now_ms(), c, from, to };
 }
 
 static const struct conn_hooks hooks = {
@@ -116,7 +116,7 @@ static const struct conn_hooks hooks = {
 static void
 seen_reset(void)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < ningested; i++)
 		free(ingested[i]);
@@ -132,10 +132,10 @@ seen_reset(void)
 static int
 ingested_count(const char *id_hex)
 {
-	struct event	*ev;
-	char		 err[128];
-	size_t		 i;
-	int		 n = 0;
+	struct event *ev;
+	char	      err[128];
+	size_t	      i;
+	int	      n = 0;
 
 	for (i = 0; i < ningested; i++) {
 		ev = event_parse(ingested[i], strlen(ingested[i]), err,
@@ -152,7 +152,7 @@ ingested_count(const char *id_hex)
 static int
 saw_state(const struct conn *c, enum conn_state st)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < ntrans; i++)
 		if (trans[i].c == c && trans[i].to == st)
@@ -173,19 +173,19 @@ tick_cb(lws_sorted_usec_list_t *sul)
 static void
 run_for(int ms)
 {
-	int64_t	end = wsc_now_ms() + ms;
+	int64_t end = wsc_now_ms() + ms;
 
 	while (wsc_now_ms() < end)
 		lws_service(lws, 0);
 }
 
 struct fres {
-	int			 done;
-	enum conn_fetch_result	 res;
-	char			 reason[256];
-	struct conn_fetch_stats	 st;
-	int64_t			 at;
-	int			 events;
+	int			done;
+	enum conn_fetch_result	res;
+	char			reason[256];
+	struct conn_fetch_stats st;
+	int64_t			at;
+	int			events;
 };
 
 static void
@@ -198,7 +198,7 @@ static void
 fres_done(void *arg, struct conn_req *r, enum conn_fetch_result res,
     const char *reason, const struct conn_fetch_stats *st)
 {
-	struct fres	*f = arg;
+	struct fres *f = arg;
 
 	f->done++;
 	f->res = res;
@@ -210,7 +210,7 @@ fres_done(void *arg, struct conn_req *r, enum conn_fetch_result res,
 static struct conn_fetch_cb
 fcb(struct fres *f)
 {
-	struct conn_fetch_cb	cb = { fres_event, fres_done, f };
+	struct conn_fetch_cb cb = { fres_event, fres_done, f };
 
 	memset(f, 0, sizeof(*f));
 	return cb;
@@ -220,7 +220,7 @@ fcb(struct fres *f)
 static int
 run_until_all(struct fres *f, size_t n, int timeout_ms)
 {
-	int64_t	end = wsc_now_ms() + timeout_ms;
+	int64_t end = wsc_now_ms() + timeout_ms;
 	size_t	i;
 
 	for (;;) {
@@ -240,15 +240,15 @@ run_until_all(struct fres *f, size_t n, int timeout_ms)
 static void
 cfg_make(struct config *cfg, int allow_private, int base, int max)
 {
-	char	err[256], b[16], m[16];
+	char err[256], b[16], m[16];
 
 	snprintf(b, sizeof(b), "%d", base);
 	snprintf(m, sizeof(m), "%d", max);
 	setenv("NGIT_TEST", "1", 1);
 	setenv("NGIT_DOMAIN", SELF_DOMAIN, 1);
 	setenv("NGIT_RELAY_OWNER_NSEC", OWNER_HEX, 1);
-	setenv("NGIT_SYNC_ALLOW_PRIVATE_TARGETS", allow_private ? "true" :
-	    "false", 1);
+	setenv("NGIT_SYNC_ALLOW_PRIVATE_TARGETS",
+	    allow_private ? "true" : "false", 1);
 	setenv("NGIT_SYNC_BASE_BACKOFF_SECS", b, 1);
 	setenv("NGIT_SYNC_MAX_BACKOFF_SECS", m, 1);
 	if (config_load(cfg, NULL, err, sizeof(err)) == -1) {
@@ -257,10 +257,10 @@ cfg_make(struct config *cfg, int allow_private, int base, int max)
 	}
 }
 
-static struct config	 cfg;
-static struct conn_mgr	*mgr;
+static struct config	cfg;
+static struct conn_mgr *mgr;
 
-static void	mgr_stop(void);
+static void mgr_stop(void);
 
 /*
  * A fresh manager on a configuration with NGIT_TEST, allow_private, and
@@ -291,22 +291,21 @@ mgr_stop(void)
 static cJSON *
 show(const char *key, cJSON **arrp)
 {
-	cJSON	*arr = cJSON_CreateArray(), *o;
+	cJSON *arr = cJSON_CreateArray(), *o;
 
 	conn_mgr_show(mgr, arr);
 	*arrp = arr;
-	cJSON_ArrayForEach(o, arr)
-		if (strcmp(cJSON_GetObjectItem(o, "relay")->valuestring,
-		    key) == 0)
-			return o;
+	cJSON_ArrayForEach(o,
+	    arr) if (strcmp(cJSON_GetObjectItem(o, "relay")->valuestring,
+			 key) == 0) return o;
 	return NULL;
 }
 
 static double
 show_num(const char *key, const char *field)
 {
-	cJSON	*arr, *o, *v;
-	double	 d = -1;
+	cJSON *arr, *o, *v;
+	double d = -1;
 
 	if ((o = show(key, &arr)) != NULL &&
 	    cJSON_IsNumber(v = cJSON_GetObjectItem(o, field)))
@@ -347,13 +346,14 @@ static double
 req_at(const cJSON *log, int i)
 {
 	return cJSON_GetObjectItem(cJSON_GetArrayItem(log_reqs(log), i),
-	    "at_ms")->valuedouble;
+	    "at_ms")
+	    ->valuedouble;
 }
 
 static struct event *
 mkev(int n, int64_t created_at, uint32_t kind, const char *tags)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 	char	content[32];
 
 	memset(sk, 0, sizeof(sk));
@@ -368,9 +368,9 @@ mkev(int n, int64_t created_at, uint32_t kind, const char *tags)
 static int
 run_until_peer_reqs(int n, int timeout_ms)
 {
-	int64_t	 end = wsc_now_ms() + timeout_ms;
-	cJSON	*log;
-	int	 have;
+	int64_t end = wsc_now_ms() + timeout_ms;
+	cJSON  *log;
+	int	have;
 
 	for (;;) {
 		run_for(50);
@@ -392,13 +392,13 @@ run_until_peer_reqs(int n, int timeout_ms)
 static void
 one_connection_per_relay_shared_then_retired(void)
 {
-	struct event	*evs[3];
-	struct fres	 f[3];
+	struct event	    *evs[3];
+	struct fres	     f[3];
 	struct conn_fetch_cb cb[3];
-	struct conn	*a, *b;
-	const char	*why = NULL;
-	cJSON		*log, *arr;
-	int		 i;
+	struct conn	    *a, *b;
+	const char	    *why = NULL;
+	cJSON		    *log, *arr;
+	int		     i;
 
 	T_EQ_INT(peer_reset(), 200);
 	for (i = 0; i < 3; i++)
@@ -408,8 +408,8 @@ one_connection_per_relay_shared_then_retired(void)
 
 	T_ASSERT(conn_get(mgr, "wss://graspd.example/", 0, &why) == NULL);
 	T_EQ_STR(why, "this relay itself");
-	T_ASSERT(conn_get(mgr, "ws://graspd.example/some/path", 0, NULL) ==
-	    NULL);
+	T_ASSERT(
+	    conn_get(mgr, "ws://graspd.example/some/path", 0, NULL) == NULL);
 	T_ASSERT(conn_get(mgr, "ws://127.0.0.1:80", 0, &why) == NULL);
 	T_EQ_STR(why, "not a canonical relay key");
 
@@ -421,7 +421,7 @@ one_connection_per_relay_shared_then_retired(void)
 	for (i = 0; i < 3; i++) {
 		cb[i] = fcb(&f[i]);
 		T_ASSERT(conn_fetch(i ? b : a, "{\"kinds\":[1]}",
-		    CONN_PRIO_NORMAL, 0, &cb[i]) != NULL);
+			     CONN_PRIO_NORMAL, 0, &cb[i]) != NULL);
 	}
 	/* Never from inside conn_fetch(). */
 	T_EQ_INT(f[0].done, 0);
@@ -439,7 +439,7 @@ one_connection_per_relay_shared_then_retired(void)
 	T_EQ_INT(conn_state(a), CONN_CONNECTED);
 	T_EQ_INT(show_num(peer_key, "holders"), 2);
 
-	run_for(50);		/* the last CLOSE leaves */
+	run_for(50); /* the last CLOSE leaves */
 	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	T_EQ_INT(ctl_num(log, "connections"), 1);
@@ -468,12 +468,12 @@ one_connection_per_relay_shared_then_retired(void)
 static void
 bad_requests_are_refused_at_once(void)
 {
-	struct conn	*c;
-	struct fres	 f;
+	struct conn	    *c;
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct buf	 big = BUF_INIT;
-	const char	*why = NULL;
-	int		 i;
+	struct buf	     big = BUF_INIT;
+	const char	    *why = NULL;
+	int		     i;
 
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
@@ -481,7 +481,7 @@ bad_requests_are_refused_at_once(void)
 	T_ASSERT(conn_fetch(c, "[{}]", CONN_PRIO_NORMAL, 0, &cb) == NULL);
 	T_ASSERT(conn_fetch(c, "{", CONN_PRIO_NORMAL, 0, &cb) == NULL);
 	T_ASSERT(conn_paginate(c, "{\"until\":\"x\"}", CONN_PRIO_NORMAL, 0,
-	    &cb) == NULL);
+		     &cb) == NULL);
 	buf_adds(&big, "{\"#t\":[");
 	for (i = 0; i < 5000; i++)
 		buf_printf(&big, "%s\"tag%d\"", i ? "," : "", i);
@@ -500,13 +500,13 @@ bad_requests_are_refused_at_once(void)
 static void
 pagination_across_a_capped_relay_loses_nothing(void)
 {
-	struct event	*evs[60];
-	struct fres	 f;
+	struct event	    *evs[60];
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn	*c;
-	cJSON		*log, *r, *fl, *until;
-	double		 last = 1e18;
-	int		 i, n, with_until = 0;
+	struct conn	    *c;
+	cJSON		    *log, *r, *fl, *until;
+	double		     last = 1e18;
+	int		     i, n, with_until = 0;
 
 	T_EQ_INT(peer_reset(), 200);
 	/* 20 events in each of three seconds; the relay answers 25. */
@@ -517,7 +517,7 @@ pagination_across_a_capped_relay_loses_nothing(void)
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
 	T_ASSERT(conn_paginate(c, "{\"kinds\":[1]}", CONN_PRIO_BACKGROUND, 0,
-	    &cb) != NULL);
+		     &cb) != NULL);
 	T_EQ_INT(run_until_all(&f, 1, 3 * TMO), 0);
 	T_EQ_INT(f.res, FETCH_EOSE);
 	T_EQ_INT(f.st.cs_new, 60);
@@ -557,23 +557,23 @@ pagination_across_a_capped_relay_loses_nothing(void)
 static void
 pagination_steps_past_a_second_fuller_than_the_cap(void)
 {
-	struct event	*evs[40];
-	struct fres	 f;
+	struct event	    *evs[40];
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn	*c;
-	int		 i, got = 0;
+	struct conn	    *c;
+	int		     i, got = 0;
 
 	T_EQ_INT(peer_reset(), 200);
 	/* 30 events in one second, 10 in the one before; cap 25. */
 	for (i = 0; i < 40; i++)
-		evs[i] = mkev(300 + i, i < 30 ? 1700000200 : 1700000199, 1,
-		    NULL);
+		evs[i] =
+		    mkev(300 + i, i < 30 ? 1700000200 : 1700000199, 1, NULL);
 	T_EQ_INT(peerctl_seed(rp, evs, 40), 0);
 	T_EQ_INT(peer_config("{\"max_results\":25}"), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
 	T_ASSERT(conn_paginate(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0,
-	    &cb) != NULL);
+		     &cb) != NULL);
 	T_EQ_INT(run_until_all(&f, 1, 3 * TMO), 0);
 	T_EQ_INT(f.res, FETCH_EOSE);
 	/* 25 of the full second (the relay never shows the other 5) and
@@ -597,7 +597,7 @@ pagination_steps_past_a_second_fuller_than_the_cap(void)
 static void
 fake_id(unsigned n, char out[65])
 {
-	uint8_t	b[32];
+	uint8_t	 b[32];
 	unsigned x = n;
 	int	 i;
 
@@ -611,17 +611,19 @@ fake_id(unsigned n, char out[65])
 static void
 packed_filters_stay_under_the_budget_on_the_wire(void)
 {
-	enum { NIDS = 1500 };
-	static char		 ids[NIDS][65];
-	const char		*vals[NIDS];
-	struct conn_filters	 pf = { NULL, 0 };
-	struct fres		 f[8];
-	struct conn_fetch_cb	 cb[8];
-	struct conn		*c;
-	cJSON			*log, *r, *req, *e, *v;
-	char			*text;
-	size_t			 i;
-	int			 n, total = 0, k;
+	enum {
+		NIDS = 1500
+	};
+	static char	     ids[NIDS][65];
+	const char	    *vals[NIDS];
+	struct conn_filters  pf = { NULL, 0 };
+	struct fres	     f[8];
+	struct conn_fetch_cb cb[8];
+	struct conn	    *c;
+	cJSON		    *log, *r, *req, *e, *v;
+	char		    *text;
+	size_t		     i;
+	int		     n, total = 0, k;
 
 	T_EQ_INT(peer_reset(), 200);
 	for (i = 0; i < NIDS; i++) {
@@ -636,7 +638,7 @@ packed_filters_stay_under_the_budget_on_the_wire(void)
 	for (k = 0; k < n; k++) {
 		cb[k] = fcb(&f[k]);
 		T_ASSERT(conn_fetch(c, pf.cf_v[k], CONN_PRIO_BACKGROUND, 0,
-		    &cb[k]) != NULL);
+			     &cb[k]) != NULL);
 	}
 	T_EQ_INT(run_until_all(f, (size_t)n, TMO), 0);
 	for (k = 0; k < n; k++)
@@ -644,24 +646,28 @@ packed_filters_stay_under_the_budget_on_the_wire(void)
 	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), n);
-	cJSON_ArrayForEach(r, log_reqs(log)) {
+	cJSON_ArrayForEach(r, log_reqs(log))
+	{
 		/* The REQ as sent: ["REQ","<sub>",<filter>]. */
 		req = cJSON_CreateArray();
 		cJSON_AddItemToArray(req, cJSON_CreateString("REQ"));
-		cJSON_AddItemToArray(req, cJSON_CreateString(
-		    cJSON_GetObjectItem(r, "sub")->valuestring));
-		cJSON_AddItemToArray(req, cJSON_Duplicate(cJSON_GetArrayItem(
-		    cJSON_GetObjectItem(r, "filters"), 0), 1));
+		cJSON_AddItemToArray(req,
+		    cJSON_CreateString(
+			cJSON_GetObjectItem(r, "sub")->valuestring));
+		cJSON_AddItemToArray(req,
+		    cJSON_Duplicate(cJSON_GetArrayItem(
+					cJSON_GetObjectItem(r, "filters"), 0),
+			1));
 		text = cJSON_PrintUnformatted(req);
 		T_ASSERT(strlen(text) <= CONN_REQ_BUDGET);
 		T_ASSERT(strlen(cJSON_GetObjectItem(r, "sub")->valuestring) <=
 		    CONN_SUBID_MAX);
 		free(text);
 		cJSON_Delete(req);
-		e = cJSON_GetObjectItem(cJSON_GetArrayItem(
-		    cJSON_GetObjectItem(r, "filters"), 0), "#e");
-		cJSON_ArrayForEach(v, e)
-			total++;
+		e = cJSON_GetObjectItem(
+		    cJSON_GetArrayItem(cJSON_GetObjectItem(r, "filters"), 0),
+		    "#e");
+		cJSON_ArrayForEach(v, e) total++;
 	}
 	/* Every value went out once. */
 	T_EQ_INT(total, NIDS);
@@ -675,15 +681,17 @@ packed_filters_stay_under_the_budget_on_the_wire(void)
 static void
 ledger_caps_subscriptions_and_admits_live_first(void)
 {
-	enum { NBG = 15 };
-	struct fres		 f[NBG + 1];
-	struct conn_fetch_cb	 cb[NBG + 1];
-	struct conn		*c;
-	struct conn_req		*live;
-	cJSON			*log, *r, *fl;
-	int64_t			 end;
-	double			 span;
-	int			 i, live_at = -1, normal_at = -1;
+	enum {
+		NBG = 15
+	};
+	struct fres	     f[NBG + 1];
+	struct conn_fetch_cb cb[NBG + 1];
+	struct conn	    *c;
+	struct conn_req	    *live;
+	cJSON		    *log, *r, *fl;
+	int64_t		     end;
+	double		     span;
+	int		     i, live_at = -1, normal_at = -1;
 
 	T_EQ_INT(peer_reset(), 200);
 	T_EQ_INT(peer_config("{\"eose_delay_ms\":300}"), 200);
@@ -692,7 +700,7 @@ ledger_caps_subscriptions_and_admits_live_first(void)
 	for (i = 0; i < NBG; i++) {
 		cb[i] = fcb(&f[i]);
 		T_ASSERT(conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_BACKGROUND,
-		    0, &cb[i]) != NULL);
+			     0, &cb[i]) != NULL);
 	}
 	/* Wait until the ledger is full and the rest waits. */
 	end = wsc_now_ms() + TMO;
@@ -704,7 +712,7 @@ ledger_caps_subscriptions_and_admits_live_first(void)
 	/* Now a normal fetch and a live subscription: live goes first. */
 	cb[NBG] = fcb(&f[NBG]);
 	T_ASSERT(conn_fetch(c, "{\"kinds\":[2]}", CONN_PRIO_NORMAL, 0,
-	    &cb[NBG]) != NULL);
+		     &cb[NBG]) != NULL);
 	live = conn_live(c, "{\"kinds\":[3],\"limit\":0}", NULL);
 	T_ASSERT(live != NULL);
 	T_EQ_INT(run_until_all(f, NBG + 1, 3 * TMO), 0);
@@ -717,10 +725,11 @@ ledger_caps_subscriptions_and_admits_live_first(void)
 	T_EQ_INT(ctl_num(log, "max_concurrent_subs"), CONN_MAX_SUBS);
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), NBG + 2);
 	i = 0;
-	cJSON_ArrayForEach(r, log_reqs(log)) {
+	cJSON_ArrayForEach(r, log_reqs(log))
+	{
 		fl = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "filters"), 0);
-		switch (cJSON_GetArrayItem(cJSON_GetObjectItem(fl, "kinds"),
-		    0)->valueint) {
+		switch (cJSON_GetArrayItem(cJSON_GetObjectItem(fl, "kinds"), 0)
+			    ->valueint) {
 		case 3:
 			live_at = i;
 			break;
@@ -758,12 +767,12 @@ ledger_caps_subscriptions_and_admits_live_first(void)
 static void
 fetch_times_out_without_eose_and_closes(void)
 {
-	struct event	*evs[2];
-	struct fres	 f;
+	struct event	    *evs[2];
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn	*c;
-	cJSON		*log;
-	int64_t		 t0;
+	struct conn	    *c;
+	cJSON		    *log;
+	int64_t		     t0;
 
 	T_EQ_INT(peer_reset(), 200);
 	evs[0] = mkev(500, 1700000300, 1, NULL);
@@ -773,8 +782,8 @@ fetch_times_out_without_eose_and_closes(void)
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
 	t0 = wsc_now_ms();
-	T_ASSERT(conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0, &cb) !=
-	    NULL);
+	T_ASSERT(
+	    conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0, &cb) != NULL);
 	T_EQ_INT(run_until_all(&f, 1, 2 * TMO), 0);
 	T_EQ_INT(f.res, FETCH_TIMEOUT);
 	/* 3 s under NGIT_TEST, counted from the REQ. */
@@ -799,12 +808,12 @@ fetch_times_out_without_eose_and_closes(void)
 static void
 cooldown_case(const char *config, enum conn_fetch_result first)
 {
-	struct event	*ev;
-	struct fres	 f[3];
+	struct event	    *ev;
+	struct fres	     f[3];
 	struct conn_fetch_cb cb[3];
-	struct conn	*c;
-	cJSON		*log;
-	int		 i;
+	struct conn	    *c;
+	cJSON		    *log;
+	int		     i;
 
 	T_EQ_INT(peer_reset(), 200);
 	ev = mkev(600, 1700000400, 1, NULL);
@@ -815,7 +824,7 @@ cooldown_case(const char *config, enum conn_fetch_result first)
 	c = conn_get(mgr, peer_key, 0, NULL);
 	cb[0] = fcb(&f[0]);
 	T_ASSERT(conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0,
-	    &cb[0]) != NULL);
+		     &cb[0]) != NULL);
 	T_EQ_INT(run_until_all(f, 1, TMO), 0);
 	T_EQ_INT(f[0].res, first);
 	if (first == FETCH_RATE_LIMITED)
@@ -829,11 +838,12 @@ cooldown_case(const char *config, enum conn_fetch_result first)
 
 	/* The relay behaves again; our next requests wait all the same. */
 	T_EQ_INT(peer_config("{\"notice_rate_limit\":false,"
-	    "\"closed_rate_limited\":false}"), 200);
+			     "\"closed_rate_limited\":false}"),
+	    200);
 	for (i = 1; i < 3; i++) {
 		cb[i] = fcb(&f[i]);
 		T_ASSERT(conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0,
-		    &cb[i]) != NULL);
+			     &cb[i]) != NULL);
 	}
 	run_for(COOL_MS / 2);
 	T_EQ_INT(show_num(peer_key, "queued"), 2);
@@ -872,16 +882,16 @@ closed_rate_limited_cools_down(void)
 /* ------------------------------------------------------------------ */
 /* A scripted server for OK false "rate-limited:" (to our AUTH).       */
 
-static int	script_port;
-static int64_t	script_ok_at;
-static int64_t	script_req_at[8];
-static int	script_nreq;
-static int	script_authed_pubkey_ok;
-static char	script_host[128];
+static int     script_port;
+static int64_t script_ok_at;
+static int64_t script_req_at[8];
+static int     script_nreq;
+static int     script_authed_pubkey_ok;
+static char    script_host[128];
 
 struct script_pss {
-	char	q[4][512];
-	int	nq;
+	char q[4][512];
+	int  nq;
 };
 
 static void
@@ -896,18 +906,18 @@ static int
 script_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     void *in, size_t len)
 {
-	struct script_pss	*p = user;
-	struct json_doc		*doc;
-	const struct json	*m, *ev;
-	unsigned char		 buf[LWS_PRE + 512];
-	char			 err[64], msg[512];
-	size_t			 n;
-	int			 i;
+	struct script_pss *p = user;
+	struct json_doc	  *doc;
+	const struct json *m, *ev;
+	unsigned char	   buf[LWS_PRE + 512];
+	char		   err[64], msg[512];
+	size_t		   n;
+	int		   i;
 
 	switch (reason) {
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
 		if (lws_hdr_copy(wsi, script_host, sizeof(script_host),
-		    WSI_TOKEN_HOST) < 0)
+			WSI_TOKEN_HOST) < 0)
 			script_host[0] = '\0';
 		return 0;
 	case LWS_CALLBACK_ESTABLISHED:
@@ -920,10 +930,12 @@ script_cb(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 			return 0;
 		if (strcmp(json_at(m, 0)->s, "AUTH") == 0) {
 			ev = json_get(json_at(m, 1), "id");
-			script_authed_pubkey_ok = json_get(json_at(m, 1),
-			    "kind")->i == 22242;
-			snprintf(msg, sizeof(msg), "[\"OK\",\"%s\",false,"
-			    "\"rate-limited: slow down\"]", ev->s);
+			script_authed_pubkey_ok =
+			    json_get(json_at(m, 1), "kind")->i == 22242;
+			snprintf(msg, sizeof(msg),
+			    "[\"OK\",\"%s\",false,"
+			    "\"rate-limited: slow down\"]",
+			    ev->s);
 			script_queue(wsi, p, msg);
 			script_ok_at = wsc_now_ms();
 		} else if (strcmp(json_at(m, 0)->s, "REQ") == 0) {
@@ -960,10 +972,10 @@ static const struct lws_protocols script_protocols[] = {
 static void
 ok_rate_limited_to_auth_cools_down(void)
 {
-	struct fres		 f[2];
-	struct conn_fetch_cb	 cb[2];
-	struct conn		*c;
-	char			 key[64];
+	struct fres	     f[2];
+	struct conn_fetch_cb cb[2];
+	struct conn	    *c;
+	char		     key[64];
 
 	snprintf(key, sizeof(key), "ws://127.0.0.1:%d/", script_port);
 	script_nreq = 0;
@@ -972,7 +984,7 @@ ok_rate_limited_to_auth_cools_down(void)
 	c = conn_get(mgr, key, 0, NULL);
 	cb[0] = fcb(&f[0]);
 	T_ASSERT(conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0,
-	    &cb[0]) != NULL);
+		     &cb[0]) != NULL);
 	T_EQ_INT(run_until_all(f, 1, TMO), 0);
 	T_EQ_INT(f[0].res, FETCH_EOSE);
 	/* The AUTH answer was refused as rate-limited. */
@@ -982,7 +994,7 @@ ok_rate_limited_to_auth_cools_down(void)
 	T_EQ_INT(conn_state(c), CONN_RATE_LIMITED);
 	cb[1] = fcb(&f[1]);
 	T_ASSERT(conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0,
-	    &cb[1]) != NULL);
+		     &cb[1]) != NULL);
 	T_EQ_INT(run_until_all(f, 2, 2 * TMO), 0);
 	T_EQ_INT(f[1].res, FETCH_EOSE);
 	T_EQ_INT(script_nreq, 2);
@@ -999,10 +1011,10 @@ ok_rate_limited_to_auth_cools_down(void)
 static void
 host_header_names_the_relay_not_its_address(void)
 {
-	struct fres		 f;
-	struct conn_fetch_cb	 cb = fcb(&f);
-	struct conn		*c;
-	char			 key[64], host[64];
+	struct fres	     f;
+	struct conn_fetch_cb cb = fcb(&f);
+	struct conn	    *c;
+	char		     key[64], host[64];
 
 	snprintf(key, sizeof(key), "ws://localhost:%d/", script_port);
 	snprintf(host, sizeof(host), "localhost:%d", script_port);
@@ -1027,21 +1039,23 @@ static void
 wss_checks_the_certificate(void)
 {
 	struct lws_context_creation_info info;
-	struct lws_vhost	*svh;
-	struct fres		 f;
-	struct conn_fetch_cb	 cb = fcb(&f);
-	struct conn		*c;
-	char			 dir[PATH_MAX], cert[PATH_MAX + 16];
-	char			 keyf[PATH_MAX + 16], cmd[2 * PATH_MAX + 200];
-	char			 key[64];
-	int			 port;
+	struct lws_vhost		*svh;
+	struct fres			 f;
+	struct conn_fetch_cb		 cb = fcb(&f);
+	struct conn			*c;
+	char				 dir[PATH_MAX], cert[PATH_MAX + 16];
+	char keyf[PATH_MAX + 16], cmd[2 * PATH_MAX + 200];
+	char key[64];
+	int  port;
 
 	T_ASSERT(tdir_make(dir, sizeof(dir), "conn-tls") == 0);
 	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
 	snprintf(keyf, sizeof(keyf), "%s/key.pem", dir);
-	snprintf(cmd, sizeof(cmd), "openssl req -x509 -newkey ec -pkeyopt "
+	snprintf(cmd, sizeof(cmd),
+	    "openssl req -x509 -newkey ec -pkeyopt "
 	    "ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
-	    "-keyout %s -out %s >/dev/null 2>&1", keyf, cert);
+	    "-keyout %s -out %s >/dev/null 2>&1",
+	    keyf, cert);
 	if (system(cmd) != 0) {
 		printf("# no openssl(1): TLS case skipped\n");
 		rmdir(dir);
@@ -1085,13 +1099,13 @@ wss_checks_the_certificate(void)
 static void
 auth_is_answered_with_the_owner_key(void)
 {
-	struct event	*evs[2];
-	struct fres	 f;
+	struct event	    *evs[2];
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn	*c;
-	cJSON		*log, *a;
-	uint8_t		 sk[32], pk[32];
-	char		 pkhex[65];
+	struct conn	    *c;
+	cJSON		    *log, *a;
+	uint8_t		     sk[32], pk[32];
+	char		     pkhex[65];
 
 	T_EQ_INT(peer_reset(), 200);
 	evs[0] = mkev(700, 1700000500, 1, NULL);
@@ -1100,8 +1114,8 @@ auth_is_answered_with_the_owner_key(void)
 	T_EQ_INT(peer_config("{\"auth\":true}"), 200);
 	mgr_start(1, 5, 3600);
 	c = conn_get(mgr, peer_key, 0, NULL);
-	T_ASSERT(conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0, &cb) !=
-	    NULL);
+	T_ASSERT(
+	    conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0, &cb) != NULL);
 	T_EQ_INT(run_until_all(&f, 1, TMO), 0);
 	T_EQ_INT(f.res, FETCH_EOSE);
 	T_EQ_INT(f.st.cs_new, 2);
@@ -1114,8 +1128,9 @@ auth_is_answered_with_the_owner_key(void)
 	T_ASSERT(log != NULL);
 	a = cJSON_GetObjectItem(log, "auth");
 	T_EQ_INT(cJSON_GetArraySize(a), 1);
-	T_EQ_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0),
-	    "pubkey")->valuestring, pkhex);
+	T_EQ_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "pubkey")
+		     ->valuestring,
+	    pkhex);
 	/* Refused once for want of AUTH, then served on the same link. */
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), 2);
 	T_EQ_INT(ctl_num(log, "connections"), 1);
@@ -1130,7 +1145,7 @@ backoff_schedule_against_an_absent_relay(void)
 {
 	/* NGIT_TEST: base 5 s, cap 20 s, shrunk 60-fold. */
 	static const int want[] = { 83, 166, 333, 333, 333 };
-	struct conn_req	*live;
+	struct conn_req *live;
 	struct conn	*c;
 	cJSON		*arr, *o;
 	char		 key[64];
@@ -1151,7 +1166,7 @@ backoff_schedule_against_an_absent_relay(void)
 			at[n++] = trans[i].at;
 	T_ASSERT(n >= 6);
 	for (i = 0; i < 5; i++) {
-		int64_t	d = at[i + 1] - at[i];
+		int64_t d = at[i + 1] - at[i];
 
 		if (d < want[i] - 2 || d > want[i] + 150) {
 			printf("# attempt %zu after %lld ms, want %d\n", i + 2,
@@ -1164,7 +1179,7 @@ backoff_schedule_against_an_absent_relay(void)
 	o = show(key, &arr);
 	T_ASSERT(cJSON_IsNumber(cJSON_GetObjectItem(o, "until")));
 	T_ASSERT(strstr(cJSON_GetObjectItem(o, "reason")->valuestring,
-	    "connect") != NULL);
+		     "connect") != NULL);
 	T_EQ_STR(cJSON_GetObjectItem(o, "state")->valuestring, "backoff");
 	cJSON_Delete(arr);
 	conn_live_close(live);
@@ -1175,10 +1190,10 @@ backoff_schedule_against_an_absent_relay(void)
 static void
 refused_upgrades_count_and_backoff_ends(void)
 {
-	struct fres	 f[3];
+	struct fres	     f[3];
 	struct conn_fetch_cb cb[3];
-	struct conn	*c;
-	int		 i;
+	struct conn	    *c;
+	int		     i;
 
 	T_EQ_INT(peer_reset(), 200);
 	T_EQ_INT(peer_config("{\"refuse\":true}"), 200);
@@ -1213,13 +1228,13 @@ refused_upgrades_count_and_backoff_ends(void)
 static void
 connect_timeout_on_a_silent_port(void)
 {
-	struct fres	 f;
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn	*c;
-	cJSON		*log;
-	char		 key[64];
-	int64_t		 t0;
-	int		 hang;
+	struct conn	    *c;
+	cJSON		    *log;
+	char		     key[64];
+	int64_t		     t0;
+	int		     hang;
 
 	T_EQ_INT(peer_reset(), 200);
 	log = peerctl_log(rp);
@@ -1246,10 +1261,10 @@ connect_timeout_on_a_silent_port(void)
 static void
 garbage_counts_against_the_relay_then_drops_it(void)
 {
-	struct fres	 f[12];
+	struct fres	     f[12];
 	struct conn_fetch_cb cb[12];
-	struct conn	*c;
-	int		 i, dropped = -1;
+	struct conn	    *c;
+	int		     i, dropped = -1;
 
 	T_EQ_INT(peer_reset(), 200);
 	T_EQ_INT(peer_config("{\"garbage\":true}"), 200);
@@ -1258,8 +1273,8 @@ garbage_counts_against_the_relay_then_drops_it(void)
 	/* One text and one binary frame of junk per REQ. */
 	for (i = 0; i < 12; i++) {
 		cb[i] = fcb(&f[i]);
-		T_ASSERT(conn_fetch(c, "{}", CONN_PRIO_NORMAL, 0, &cb[i]) !=
-		    NULL);
+		T_ASSERT(
+		    conn_fetch(c, "{}", CONN_PRIO_NORMAL, 0, &cb[i]) != NULL);
 		T_EQ_INT(run_until_all(&f[i], 1, TMO), 0);
 		if (f[i].res != FETCH_EOSE) {
 			dropped = i;
@@ -1280,12 +1295,12 @@ garbage_counts_against_the_relay_then_drops_it(void)
 static void
 forged_events_go_to_relayd_unverified(void)
 {
-	struct event	*evs[3], *got, *bad;
-	struct fres	 f;
+	struct event	    *evs[3], *got, *bad;
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn	*c;
-	char		 err[128], *p;
-	size_t		 i;
+	struct conn	    *c;
+	char		     err[128], *p;
+	size_t		     i;
 
 	T_EQ_INT(peer_reset(), 200);
 	for (i = 0; i < 3; i++)
@@ -1328,13 +1343,13 @@ forged_events_go_to_relayd_unverified(void)
 static void
 ingest_drops_are_counted_not_delivered(void)
 {
-	struct event	*evs[6], *ev;
-	struct fres	 f;
+	struct event	    *evs[6], *ev;
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn_req	*live;
-	struct conn	*c;
-	int64_t		 end;
-	size_t		 i;
+	struct conn_req	    *live;
+	struct conn	    *c;
+	int64_t		     end;
+	size_t		     i;
 
 	T_EQ_INT(peer_reset(), 200);
 	for (i = 0; i < 6; i++)
@@ -1344,8 +1359,8 @@ ingest_drops_are_counted_not_delivered(void)
 	drop_every_other = 1;
 	live_drops = 0;
 	c = conn_get(mgr, peer_key, 0, NULL);
-	T_ASSERT(conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0,
-	    &cb) != NULL);
+	T_ASSERT(
+	    conn_fetch(c, "{\"kinds\":[1]}", CONN_PRIO_NORMAL, 0, &cb) != NULL);
 	T_EQ_INT(run_until_all(&f, 1, TMO), 0);
 	T_EQ_INT(f.res, FETCH_EOSE);
 	T_EQ_INT(ningested, 6);
@@ -1385,10 +1400,10 @@ ingest_drops_are_counted_not_delivered(void)
 static void
 oversized_message_drops_the_link(void)
 {
-	struct fres	 f;
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn	*c;
-	char		 conf[64];
+	struct conn	    *c;
+	char		     conf[64];
 
 	T_EQ_INT(peer_reset(), 200);
 	snprintf(conf, sizeof(conf), "{\"oversized_bytes\":%u}",
@@ -1419,10 +1434,10 @@ oversized_message_drops_the_link(void)
 static void
 flood_of_unasked_events_is_counted_not_ingested(void)
 {
-	struct event	*evs[2];
-	struct fres	 f;
+	struct event	    *evs[2];
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn	*c;
+	struct conn	    *c;
 
 	T_EQ_INT(peer_reset(), 200);
 	evs[0] = mkev(900, 1700000700, 30617, "[[\"d\",\"r1\"]]");
@@ -1433,7 +1448,7 @@ flood_of_unasked_events_is_counted_not_ingested(void)
 	c = conn_get(mgr, peer_key, 0, NULL);
 	/* The peer signs each junk event: slow under sanitizers. */
 	T_ASSERT(conn_fetch(c, "{\"kinds\":[30617]}", CONN_PRIO_NORMAL, 10,
-	    &cb) != NULL);
+		     &cb) != NULL);
 	T_EQ_INT(run_until_all(&f, 1, 2 * TMO), 0);
 	T_EQ_INT(f.res, FETCH_EOSE);
 	/* Junk kind 1 events on our subscription match nothing we asked. */
@@ -1450,7 +1465,7 @@ flood_of_unasked_events_is_counted_not_ingested(void)
 static int
 wait_not_backoff(struct conn *c)
 {
-	int64_t	end = wsc_now_ms() + TMO;
+	int64_t end = wsc_now_ms() + TMO;
 
 	while (conn_state(c) == CONN_BACKOFF) {
 		if (wsc_now_ms() >= end)
@@ -1468,8 +1483,8 @@ wait_not_backoff(struct conn *c)
 static struct conn *
 closing_peer(struct event **evs, int n, int first, int close_after)
 {
-	char	conf[64];
-	int	i;
+	char conf[64];
+	int  i;
 
 	if (peer_reset() != 200)
 		return NULL;
@@ -1489,11 +1504,11 @@ closing_peer(struct event **evs, int n, int first, int close_after)
 static void
 drops_after_the_handshake_grow_the_backoff(void)
 {
-	struct event	*evs[3];
-	struct fres	 f[3];
+	struct event	    *evs[3];
+	struct fres	     f[3];
 	struct conn_fetch_cb cb;
-	struct conn	*c;
-	int		 i;
+	struct conn	    *c;
+	int		     i;
 
 	c = closing_peer(evs, 3, 1300, 1);
 	T_ASSERT(c != NULL);
@@ -1501,8 +1516,7 @@ drops_after_the_handshake_grow_the_backoff(void)
 		/* The next try waits out the backoff of the last failure. */
 		T_EQ_INT(wait_not_backoff(c), 0);
 		cb = fcb(&f[i]);
-		T_ASSERT(conn_fetch(c, "{}", CONN_PRIO_NORMAL, 0, &cb) !=
-		    NULL);
+		T_ASSERT(conn_fetch(c, "{}", CONN_PRIO_NORMAL, 0, &cb) != NULL);
 		T_EQ_INT(run_until_all(&f[i], 1, TMO), 0);
 		T_EQ_INT(f[i].res, FETCH_DISCONNECTED);
 		T_EQ_INT(show_num(peer_key, "failures"), i + 1);
@@ -1523,10 +1537,10 @@ drops_after_the_handshake_grow_the_backoff(void)
 static void
 abrupt_close_mid_stream_is_a_failure(void)
 {
-	struct event	*evs[10];
-	struct fres	 f[2];
+	struct event	    *evs[10];
+	struct fres	     f[2];
 	struct conn_fetch_cb cb[2];
-	struct conn	*c;
+	struct conn	    *c;
 
 	c = closing_peer(evs, 10, 1000, 4);
 	T_ASSERT(c != NULL);
@@ -1555,7 +1569,7 @@ static void
 live_subscription_survives_a_peer_restart(void)
 {
 	struct event	*ev;
-	struct conn_req	*live;
+	struct conn_req *live;
 	struct conn	*c;
 	cJSON		*log, *fl;
 	int64_t		 end;
@@ -1573,8 +1587,10 @@ live_subscription_survives_a_peer_restart(void)
 	T_EQ_INT(run_until_peer_reqs(1, TMO), 0);
 	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
-	fl = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
-	    log_reqs(log), 0), "filters"), 0);
+	fl = cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(cJSON_GetArrayItem(log_reqs(log), 0),
+		"filters"),
+	    0);
 	T_EQ_INT(cJSON_GetObjectItem(fl, "limit")->valueint, 0);
 	cJSON_Delete(log);
 	T_ASSERT(show_num(peer_key, "failures_total") >= 1);
@@ -1596,12 +1612,12 @@ live_subscription_survives_a_peer_restart(void)
 static void
 loopback_names_are_refused_without_allow_private(void)
 {
-	struct fres	 f[3];
+	struct fres	     f[3];
 	struct conn_fetch_cb cb[3];
-	struct conn	*c, *d;
-	cJSON		*log, *arr, *o;
-	char		 key[64];
-	int		 i;
+	struct conn	    *c, *d;
+	cJSON		    *log, *arr, *o;
+	char		     key[64];
+	int		     i;
 
 	T_EQ_INT(peer_reset(), 200);
 	snprintf(key, sizeof(key), "ws://localhost:%d/", relayproc_port(rp));
@@ -1621,7 +1637,7 @@ loopback_names_are_refused_without_allow_private(void)
 	T_EQ_INT(conn_state(d), CONN_REFUSED);
 	o = show(key, &arr);
 	T_ASSERT(strstr(cJSON_GetObjectItem(o, "reason")->valuestring,
-	    "refused address") != NULL);
+		     "refused address") != NULL);
 	cJSON_Delete(arr);
 	log = peerctl_log(rp);
 	T_EQ_INT(ctl_num(log, "connections"), 0);
@@ -1643,12 +1659,12 @@ loopback_names_are_refused_without_allow_private(void)
 static void
 stats_have_fixed_names_without_urls(void)
 {
-	struct fres	 f;
+	struct fres	     f;
 	struct conn_fetch_cb cb = fcb(&f);
-	struct conn	*c;
-	cJSON		*m, *pair;
-	char		*text;
-	int		 nstate = 0;
+	struct conn	    *c;
+	cJSON		    *m, *pair;
+	char		    *text;
+	int		     nstate = 0;
 
 	T_EQ_INT(peer_reset(), 200);
 	mgr_start(1, 5, 3600);
@@ -1661,8 +1677,9 @@ stats_have_fixed_names_without_urls(void)
 	T_ASSERT(strstr(text, "ws://") == NULL);
 	T_ASSERT(strstr(text, "127.0.0.1") == NULL);
 	free(text);
-	cJSON_ArrayForEach(pair, m) {
-		const char	*name = cJSON_GetArrayItem(pair, 0)->valuestring;
+	cJSON_ArrayForEach(pair, m)
+	{
+		const char *name = cJSON_GetArrayItem(pair, 0)->valuestring;
 
 		if (strncmp(name, "graspd_conn_relays{state=", 25) == 0)
 			nstate++;
@@ -1670,7 +1687,7 @@ stats_have_fixed_names_without_urls(void)
 		    0)
 			T_EQ_INT(cJSON_GetArrayItem(pair, 1)->valueint, 1);
 		if (strcmp(name,
-		    "graspd_conn_fetches_total{result=\"eose\"}") == 0)
+			"graspd_conn_fetches_total{result=\"eose\"}") == 0)
 			T_EQ_INT(cJSON_GetArrayItem(pair, 1)->valueint, 1);
 	}
 	T_EQ_INT(nstate, CONN_NSTATES);
@@ -1685,19 +1702,19 @@ lws_log(int level, const char *line)
 	printf("# lws: %s", line);
 }
 
-static int64_t	conn_live_t0;	/* when conn_live_setup() began */
+static int64_t conn_live_t0; /* when conn_live_setup() began */
 
 static int
 conn_live_setup(void)
 {
-	static const struct lws_protocols protos[] = {
-		CONN_LWS_PROTOCOL, { NULL, NULL, 0, 0, 0, NULL, 0 } };
-	struct lws_context_creation_info info;
+	static const struct lws_protocols protos[] = { CONN_LWS_PROTOCOL,
+		{ NULL, NULL, 0, 0, 0, NULL, 0 } };
+	struct lws_context_creation_info  info;
 
 	conn_live_t0 = wsc_now_ms();
 	log_init("conn_live_test", 1);
-	log_setlevel(getenv("CONN_TEST_VERBOSE") ? LOG_LVL_DEBUG :
-	    LOG_LVL_WARN);
+	log_setlevel(
+	    getenv("CONN_TEST_VERBOSE") ? LOG_LVL_DEBUG : LOG_LVL_WARN);
 	lws_set_log_level(LLL_ERR, lws_log);
 	rp = relayproc_start_peer(NULL);
 	if (rp == NULL) {

@@ -39,26 +39,26 @@
 #include "wsclient.h"
 
 /* supervisor.h SUP_STABLE_SECS, plus a margin for our observation. */
-#define STABLE_MS	10000
+#define STABLE_MS	 10000
 #define STABLE_MARGIN_MS 500
 /* Spread of the random moment after the stable time. */
-#define JITTER_MS	2000
+#define JITTER_MS	 2000
 /* The figure for a role to be back; reported, not asserted. */
-#define TARGET_MS	2000
+#define TARGET_MS	 2000
 /* What a test asserts: back well within this, however slow the box. */
-#define COMEBACK_MS	15000
+#define COMEBACK_MS	 15000
 /* Publisher threads (concurrent commits). */
-#define NPUB		3
+#define NPUB		 3
 /* Ids of a REQ in one verification query. */
-#define IDS_PER_REQ	200
+#define IDS_PER_REQ	 200
 
 /* The seeded schedule (nrand48; the seed is printed). */
 static unsigned long long seed;
-static unsigned short	rng_xsubi[3];
+static unsigned short	  rng_xsubi[3];
 /* Per run, so that two runs on one store never share a key. */
-static uint8_t	run_salt;
+static uint8_t		  run_salt;
 /* Events published by every thread so far: each gets its own key. */
-static uint32_t	published;
+static uint32_t		  published;
 
 static long
 rng(void)
@@ -69,25 +69,25 @@ rng(void)
 static void
 nap(int ms)
 {
-	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 	nanosleep(&ts, NULL);
 }
 
 /* What the publishers share: the port and the acknowledged ids. */
 struct acked {
-	pthread_mutex_t	  a_mu;
-	int		  a_port;
-	volatile int	  a_stop;
-	char		(*a_ids)[65];
-	size_t		  a_n, a_cap;
-	unsigned	  a_tries, a_errors;
+	pthread_mutex_t a_mu;
+	int		a_port;
+	volatile int	a_stop;
+	char (*a_ids)[65];
+	size_t	 a_n, a_cap;
+	unsigned a_tries, a_errors;
 };
 
 struct publisher {
-	struct acked	*p_acked;
-	pthread_t	 p_thread;
-	int		 p_index;
+	struct acked *p_acked;
+	pthread_t     p_thread;
+	int	      p_index;
 };
 
 static void
@@ -96,8 +96,8 @@ acked_add(struct acked *a, const char *id)
 	pthread_mutex_lock(&a->a_mu);
 	if (a->a_n == a->a_cap) {
 		a->a_cap = a->a_cap ? 2 * a->a_cap : 1024;
-		if ((a->a_ids = realloc(a->a_ids, a->a_cap *
-		    sizeof(*a->a_ids))) == NULL)
+		if ((a->a_ids = realloc(a->a_ids,
+			 a->a_cap * sizeof(*a->a_ids))) == NULL)
 			abort();
 	}
 	memcpy(a->a_ids[a->a_n++], id, 65);
@@ -111,17 +111,18 @@ acked_add(struct acked *a, const char *id)
 static void *
 publish_loop(void *arg)
 {
-	struct publisher	*p = arg;
-	struct acked		*a = p->p_acked;
-	struct wsc		*ws = NULL;
-	struct event		*ev;
-	uint8_t			 sk[32];
-	uint32_t		 seq;
-	int			 ok;
+	struct publisher *p = arg;
+	struct acked	 *a = p->p_acked;
+	struct wsc	 *ws = NULL;
+	struct event	 *ev;
+	uint8_t		  sk[32];
+	uint32_t	  seq;
+	int		  ok;
 
 	while (!a->a_stop) {
-		if (ws == NULL && (ws = wsc_connect("127.0.0.1", a->a_port,
-		    "/", 1000)) == NULL) {
+		if (ws == NULL &&
+		    (ws = wsc_connect("127.0.0.1", a->a_port, "/", 1000)) ==
+			NULL) {
 			__atomic_add_fetch(&a->a_errors, 1, __ATOMIC_RELAXED);
 			nap(200);
 			continue;
@@ -152,14 +153,14 @@ publish_loop(void *arg)
 static void
 publishers_start(struct publisher *ps, struct acked *a)
 {
-	int	i;
+	int i;
 
 	a->a_stop = 0;
 	for (i = 0; i < NPUB; i++) {
 		ps[i].p_acked = a;
 		ps[i].p_index = i;
 		if (pthread_create(&ps[i].p_thread, NULL, publish_loop,
-		    &ps[i]) != 0)
+			&ps[i]) != 0)
 			abort();
 	}
 }
@@ -167,7 +168,7 @@ publishers_start(struct publisher *ps, struct acked *a)
 static void
 publishers_stop(struct publisher *ps, struct acked *a)
 {
-	int	i;
+	int i;
 
 	a->a_stop = 1;
 	for (i = 0; i < NPUB; i++)
@@ -178,11 +179,11 @@ publishers_stop(struct publisher *ps, struct acked *a)
 static long
 count_stored(int port, const struct acked *a)
 {
-	struct buf	 f = BUF_INIT;
-	struct wsc	*ws;
-	char		**evs;
-	size_t		 i, j, n, nev;
-	long		 found = 0;
+	struct buf  f = BUF_INIT;
+	struct wsc *ws;
+	char	  **evs;
+	size_t	    i, j, n, nev;
+	long	    found = 0;
 
 	if ((ws = wsc_connect("127.0.0.1", port, "/", 5000)) == NULL)
 		return -1;
@@ -196,8 +197,9 @@ count_stored(int port, const struct acked *a)
 		buf_printf(&f, "],\"limit\":%zu}", n);
 		evs = NULL;
 		nev = 0;
-		if (nostr_req(ws, "ids", f.b_data, 20000, &evs, &nev,
-		    NULL) != 0 || nostr_close_sub(ws, "ids") == -1) {
+		if (nostr_req(ws, "ids", f.b_data, 20000, &evs, &nev, NULL) !=
+			0 ||
+		    nostr_close_sub(ws, "ids") == -1) {
 			nostr_events_free(evs);
 			found = -1;
 			break;
@@ -214,7 +216,7 @@ count_stored(int port, const struct acked *a)
 static void
 print_times(const char *what, long *ms, size_t n)
 {
-	size_t	i, over = 0;
+	size_t i, over = 0;
 
 	if (n == 0)
 		return;
@@ -222,25 +224,25 @@ print_times(const char *what, long *ms, size_t n)
 	for (i = 0; i < n; i++)
 		over += ms[i] > TARGET_MS;
 	printf("# %s: %zu restarts, back in min %ld ms, median %ld ms, "
-	    "p95 %ld ms, max %ld ms; %zu over %d ms\n", what, n, ms[0],
-	    ms[n / 2], ms[(n * 95 + 99) / 100 - 1], ms[n - 1], over,
-	    TARGET_MS);
+	       "p95 %ld ms, max %ld ms; %zu over %d ms\n",
+	    what, n, ms[0], ms[n / 2], ms[(n * 95 + 99) / 100 - 1], ms[n - 1],
+	    over, TARGET_MS);
 }
 
 static void
 test_kill9_roles_at_random_moments_nothing_acked_lost(void)
 {
-	struct publisher	 ps[NPUB];
-	struct acked		 a;
-	struct gdproc		*g;
-	char			 states[GD_NROLES][16];
-	long			 pids[GD_NROLES], before[GD_NROLES];
-	long			 expect[GD_NROLES];
-	long			 *times[GD_NROLES + 1], found;
-	int64_t			 ready_at[GD_NROLES], due[GD_NROLES], t0, now;
-	int			 kills[GD_NROLES], i, v, back, total = 0, want;
-	size_t			 nt[GD_NROLES + 1];
-	char			 what[64];
+	struct publisher ps[NPUB];
+	struct acked	 a;
+	struct gdproc	*g;
+	char		 states[GD_NROLES][16];
+	long		 pids[GD_NROLES], before[GD_NROLES];
+	long		 expect[GD_NROLES];
+	long		*times[GD_NROLES + 1], found;
+	int64_t		 ready_at[GD_NROLES], due[GD_NROLES], t0, now;
+	int		 kills[GD_NROLES], i, v, back, total = 0, want;
+	size_t		 nt[GD_NROLES + 1];
+	char		 what[64];
 
 	want = t_env_int("GRASPD_CRASH_KILLS", 1);
 	memset(&a, 0, sizeof(a));
@@ -251,7 +253,7 @@ test_kill9_roles_at_random_moments_nothing_acked_lost(void)
 	for (i = 0; i <= GD_NROLES; i++) {
 		nt[i] = 0;
 		if ((times[i] = calloc((size_t)want * GD_NROLES,
-		    sizeof(long))) == NULL)
+			 sizeof(long))) == NULL)
 			abort();
 	}
 	T_ASSERT(gd_roles_now(g, states, expect) == 0);
@@ -283,8 +285,8 @@ test_kill9_roles_at_random_moments_nothing_acked_lost(void)
 		for (i = 0; i < GD_NROLES; i++)
 			if (before[i] != expect[i]) {
 				printf("# %s changed pid %ld -> %ld between "
-				    "kills\n", gd_roles[i], expect[i],
-				    before[i]);
+				       "kills\n",
+				    gd_roles[i], expect[i], before[i]);
 				T_CHECK(!"a role restarted on its own");
 			}
 		T_CHECK(kill((pid_t)before[v], SIGKILL) == 0);
@@ -296,8 +298,9 @@ test_kill9_roles_at_random_moments_nothing_acked_lost(void)
 			for (i = 0; i < GD_NROLES; i++)
 				if (i != v && pids[i] != before[i]) {
 					printf("# killing %s changed %s's pid "
-					    "%ld -> %ld\n", gd_roles[v],
-					    gd_roles[i], before[i], pids[i]);
+					       "%ld -> %ld\n",
+					    gd_roles[v], gd_roles[i], before[i],
+					    pids[i]);
 					T_CHECK(!"another role kept its pid");
 					before[i] = pids[i];
 				}
@@ -332,7 +335,8 @@ test_kill9_roles_at_random_moments_nothing_acked_lost(void)
 	print_times("kill -9 any role", times[GD_NROLES], nt[GD_NROLES]);
 	found = count_stored(gd_port(g), &a);
 	printf("# %u publish attempts, %zu acknowledged, %ld of them stored, "
-	    "%u connection errors\n", a.a_tries, a.a_n, found, a.a_errors);
+	       "%u connection errors\n",
+	    a.a_tries, a.a_n, found, a.a_errors);
 	T_CHECK(total == want * GD_NROLES);
 	T_CHECK(a.a_n > 0);
 	T_CHECK(found == (long)a.a_n);
@@ -347,19 +351,18 @@ test_kill9_roles_at_random_moments_nothing_acked_lost(void)
 static int
 integrity_ok(const char *path)
 {
-	sqlite3		*db = NULL;
-	sqlite3_stmt	*st = NULL;
-	int		 ok = 0;
+	sqlite3	     *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int	      ok = 0;
 
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
 		goto done;
 	sqlite3_busy_timeout(db, 10000);
-	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st,
-	    NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) !=
+	    SQLITE_OK)
 		goto done;
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char	*r = (const char *)sqlite3_column_text(st, 0);
+		const char *r = (const char *)sqlite3_column_text(st, 0);
 
 		if (r != NULL && strcmp(r, "ok") == 0)
 			ok = 1;
@@ -380,15 +383,15 @@ done:
 static void
 test_power_cut_during_commits_keeps_every_acked_event(void)
 {
-	struct publisher	 ps[NPUB];
-	struct acked		 a;
-	struct gdproc		*g;
-	long			 found;
-	const char		*label = getenv("RUN_LABEL");
-	int			 cut, ms, ncuts;
+	struct publisher ps[NPUB];
+	struct acked	 a;
+	struct gdproc	*g;
+	long		 found;
+	const char	*label = getenv("RUN_LABEL");
+	int		 cut, ms, ncuts;
 
-	ncuts = t_env_int("GRASPD_CRASH_CUTS", label != NULL &&
-	    strcmp(label, "sanitize") == 0 ? 1 : 2);
+	ncuts = t_env_int("GRASPD_CRASH_CUTS",
+	    label != NULL && strcmp(label, "sanitize") == 0 ? 1 : 2);
 	memset(&a, 0, sizeof(a));
 	pthread_mutex_init(&a.a_mu, NULL);
 	g = gd_start(NULL);
@@ -401,7 +404,8 @@ test_power_cut_during_commits_keeps_every_acked_event(void)
 		gd_kill_group(g);
 		publishers_stop(ps, &a);
 		printf("# power cut %d after %d ms of publishing: %zu "
-		    "acknowledged so far\n", cut + 1, ms, a.a_n);
+		       "acknowledged so far\n",
+		    cut + 1, ms, a.a_n);
 		T_ASSERT(gd_restart(g) == 0);
 		T_CHECK(integrity_ok(gd_db_path(g)));
 		found = count_stored(gd_port(g), &a);
@@ -418,13 +422,13 @@ test_power_cut_during_commits_keeps_every_acked_event(void)
 static int
 crash_setup(void)
 {
-	uint8_t		 sk[32] = { 1 };
-	struct event	*ev;
-	const char	*s = getenv("GRASPD_CRASH_SEED");
+	uint8_t	      sk[32] = { 1 };
+	struct event *ev;
+	const char   *s = getenv("GRASPD_CRASH_SEED");
 
 	seed = s != NULL && *s != '\0' ? strtoull(s, NULL, 0) :
-	    (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() <<
-	    20);
+					 (unsigned long long)time(NULL) ^
+		((unsigned long long)getpid() << 20);
 	rng_xsubi[0] = (unsigned short)seed;
 	rng_xsubi[1] = (unsigned short)(seed >> 16);
 	rng_xsubi[2] = (unsigned short)(seed >> 32);

@@ -26,26 +26,24 @@
 #include "t.h"
 
 /* Ours: how long a process may take to answer one request. */
-#define TMO	3000
+#define TMO 3000
 
 /* The processes with a control socket, graspd first. */
-static const enum role	procs[] = {
-	ROLE_SUPERVISOR, ROLE_RELAYD, ROLE_SYNCD, ROLE_DISCOVERYD,
-	ROLE_HISTORYD
-};
-#define NPROCS	(sizeof(procs) / sizeof(procs[0]))
+static const enum role procs[] = { ROLE_SUPERVISOR, ROLE_RELAYD, ROLE_SYNCD,
+	ROLE_DISCOVERYD, ROLE_HISTORYD };
+#define NPROCS (sizeof(procs) / sizeof(procs[0]))
 
-static struct gdproc	*g;
-static char		 run[PATH_MAX];
+static struct gdproc *g;
+static char	      run[PATH_MAX];
 
 /* Every process's pid now: graspd's own, the roles' from graspctl. */
 static int
 pids_now(long pids[NPROCS])
 {
-	char	states[GD_NROLES][16];
-	long	rp[GD_NROLES];
-	size_t	i;
-	int	r;
+	char   states[GD_NROLES][16];
+	long   rp[GD_NROLES];
+	size_t i;
+	int    r;
 
 	if (gd_roles_now(g, states, rp) == -1)
 		return -1;
@@ -75,12 +73,12 @@ hdr(struct msg_hdr *h, unsigned type, uint32_t len)
 static int
 refused(enum role p, const char *what, cJSON *rep)
 {
-	int	ok;
+	int ok;
 
 	ok = rep != NULL && ctl_bool(rep, "ok") == 0 &&
 	    ctl_str(rep, "error")[0] != '\0';
-	printf("# %s, %s: %s\n", role_name(p), what, rep == NULL ?
-	    "no answer" : ctl_str(rep, "error"));
+	printf("# %s, %s: %s\n", role_name(p), what,
+	    rep == NULL ? "no answer" : ctl_str(rep, "error"));
 	cJSON_Delete(rep);
 	return ok;
 }
@@ -89,8 +87,8 @@ refused(enum role p, const char *what, cJSON *rep)
 static int
 answers_status(enum role p, long pid)
 {
-	cJSON	*rep;
-	int	 ok;
+	cJSON *rep;
+	int    ok;
 
 	rep = ctl_role(run, p, MSG_CONTROL, "{\"cmd\":\"status\"}", TMO);
 	ok = rep != NULL && ctl_bool(rep, "ok") == 1 &&
@@ -102,76 +100,78 @@ answers_status(enum role p, long pid)
 static void
 test_bad_requests_are_answered_and_nobody_exits(void)
 {
-	static const char	 garbage[] = "\x17\xff garbage, no header \x01";
-	struct msg_accepted	 ma;
-	struct msg_hdr		 h;
-	uint8_t			 raw[sizeof(struct msg_hdr) + 128];
-	long			 before[NPROCS], after[NPROCS];
-	size_t			 i;
-	enum role		 p;
+	static const char   garbage[] = "\x17\xff garbage, no header \x01";
+	struct msg_accepted ma;
+	struct msg_hdr	    h;
+	uint8_t		    raw[sizeof(struct msg_hdr) + 128];
+	long		    before[NPROCS], after[NPROCS];
+	size_t		    i;
+	enum role	    p;
 
 	T_ASSERT(pids_now(before) == 0);
 	for (i = 0; i < NPROCS; i++) {
 		p = procs[i];
-		T_CHECK(refused(p, "garbage", ctl_role_raw(run, p, garbage,
-		    sizeof(garbage) - 1, TMO)));
-		T_CHECK(refused(p, "three bytes", ctl_role_raw(run, p, "abc",
-		    3, TMO)));
+		T_CHECK(refused(p, "garbage",
+		    ctl_role_raw(run, p, garbage, sizeof(garbage) - 1, TMO)));
+		T_CHECK(refused(p, "three bytes",
+		    ctl_role_raw(run, p, "abc", 3, TMO)));
 		/* A header that promises 64 bytes, then 10. */
 		hdr(&h, MSG_CONTROL, 64);
 		memcpy(raw, &h, sizeof(h));
 		memcpy(raw + sizeof(h), "{\"cmd\":\"st", 10);
-		T_CHECK(refused(p, "truncated", ctl_role_raw(run, p, raw,
-		    sizeof(h) + 10, TMO)));
+		T_CHECK(refused(p, "truncated",
+		    ctl_role_raw(run, p, raw, sizeof(h) + 10, TMO)));
 		/* The right length, a wrong magic. */
 		hdr(&h, MSG_CONTROL, 2);
 		h.mh_magic ^= 0x01010101u;
 		memcpy(raw, &h, sizeof(h));
 		memcpy(raw + sizeof(h), "{}", 2);
-		T_CHECK(refused(p, "bad magic", ctl_role_raw(run, p, raw,
-		    sizeof(h) + 2, TMO)));
+		T_CHECK(refused(p, "bad magic",
+		    ctl_role_raw(run, p, raw, sizeof(h) + 2, TMO)));
 		/* A type no revision defines. */
 		hdr(&h, 0x7fff, 2);
 		memcpy(raw, &h, sizeof(h));
 		memcpy(raw + sizeof(h), "{}", 2);
-		T_CHECK(refused(p, "unknown type", ctl_role_raw(run, p, raw,
-		    sizeof(h) + 2, TMO)));
+		T_CHECK(refused(p, "unknown type",
+		    ctl_role_raw(run, p, raw, sizeof(h) + 2, TMO)));
 		/* Well-formed messages of the wrong type. */
-		T_CHECK(refused(p, "STATS", ctl_role(run, p, MSG_STATS,
-		    "{\"role\":\"syncd\",\"pid\":1,\"metrics\":[]}", TMO)));
+		T_CHECK(refused(p, "STATS",
+		    ctl_role(run, p, MSG_STATS,
+			"{\"role\":\"syncd\",\"pid\":1,\"metrics\":[]}", TMO)));
 		memset(&ma, 0, sizeof(ma));
 		hdr(&h, MSG_ACCEPTED, sizeof(ma));
 		memcpy(raw, &h, sizeof(h));
 		memcpy(raw + sizeof(h), &ma, sizeof(ma));
-		T_CHECK(refused(p, "ACCEPTED", ctl_role_raw(run, p, raw,
-		    sizeof(h) + sizeof(ma), TMO)));
-		T_CHECK(refused(p, "CONTROL_REPLY", ctl_role(run, p,
-		    MSG_CONTROL_REPLY, "{\"ok\":true}", TMO)));
+		T_CHECK(refused(p, "ACCEPTED",
+		    ctl_role_raw(run, p, raw, sizeof(h) + sizeof(ma), TMO)));
+		T_CHECK(refused(p, "CONTROL_REPLY",
+		    ctl_role(run, p, MSG_CONTROL_REPLY, "{\"ok\":true}", TMO)));
 		/* Control requests that are not one. */
-		T_CHECK(refused(p, "not JSON", ctl_role(run, p, MSG_CONTROL,
-		    "{not json", TMO)));
-		T_CHECK(refused(p, "no cmd", ctl_role(run, p, MSG_CONTROL,
-		    "[\"status\"]", TMO)));
-		T_CHECK(refused(p, "unknown command", ctl_role(run, p,
-		    MSG_CONTROL, "{\"cmd\":\"frobnicate\",\"args\":[]}",
-		    TMO)));
-		T_CHECK(refused(p, "args not strings", ctl_role(run, p,
-		    MSG_CONTROL, "{\"cmd\":\"log\",\"args\":[1]}", TMO)));
+		T_CHECK(refused(p, "not JSON",
+		    ctl_role(run, p, MSG_CONTROL, "{not json", TMO)));
+		T_CHECK(refused(p, "no cmd",
+		    ctl_role(run, p, MSG_CONTROL, "[\"status\"]", TMO)));
+		T_CHECK(refused(p, "unknown command",
+		    ctl_role(run, p, MSG_CONTROL,
+			"{\"cmd\":\"frobnicate\",\"args\":[]}", TMO)));
+		T_CHECK(refused(p, "args not strings",
+		    ctl_role(run, p, MSG_CONTROL,
+			"{\"cmd\":\"log\",\"args\":[1]}", TMO)));
 		/* GIT_DATA payloads no encoder writes (relayd decodes
 		 * them; the others refuse the type). */
 		memset(raw, 0x11, sizeof(raw));
-		T_CHECK(refused(p, "GIT_DATA truncated", ctl_role_msg(run, p,
-		    MSG_GIT_DATA, raw, 32, TMO)));
+		T_CHECK(refused(p, "GIT_DATA truncated",
+		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, 32, TMO)));
 		raw[32] = 4;
-		T_CHECK(refused(p, "GIT_DATA over-long", ctl_role_msg(run, p,
-		    MSG_GIT_DATA, raw, 33 + 5, TMO)));
+		T_CHECK(refused(p, "GIT_DATA over-long",
+		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, 33 + 5, TMO)));
 		raw[32] = 0;
-		T_CHECK(refused(p, "GIT_DATA empty d", ctl_role_msg(run, p,
-		    MSG_GIT_DATA, raw, 33, TMO)));
+		T_CHECK(refused(p, "GIT_DATA empty d",
+		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, 33, TMO)));
 		raw[32] = 3;
 		raw[34] = '\0';
-		T_CHECK(refused(p, "GIT_DATA NUL in d", ctl_role_msg(run, p,
-		    MSG_GIT_DATA, raw, 33 + 3, TMO)));
+		T_CHECK(refused(p, "GIT_DATA NUL in d",
+		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, 33 + 3, TMO)));
 		T_CHECK(answers_status(p, before[i]));
 	}
 	/* Let a role that was going to die on one of them do so. */
@@ -190,34 +190,39 @@ test_bad_requests_are_answered_and_nobody_exits(void)
 static void
 test_commands_of_another_process_are_refused(void)
 {
-	uint8_t	 owner[32], req[MSG_GIT_DATA_MAX];
-	cJSON	*rep;
-	size_t	 i;
-	int	 n;
+	uint8_t owner[32], req[MSG_GIT_DATA_MAX];
+	cJSON  *rep;
+	size_t	i;
+	int	n;
 
 	memset(owner, 0x5a, sizeof(owner));
 
 	/* graspd's own, sent to a role. */
 	for (i = 1; i < NPROCS; i++)
-		T_CHECK(refused(procs[i], "reload", ctl_role(run, procs[i],
-		    MSG_CONTROL, "{\"cmd\":\"reload\"}", TMO)));
+		T_CHECK(refused(procs[i], "reload",
+		    ctl_role(run, procs[i], MSG_CONTROL, "{\"cmd\":\"reload\"}",
+			TMO)));
 	T_ASSERT((n = msg_git_data_encode(req, owner, "repo")) > 0);
 	for (i = 0; i < NPROCS; i++) {
 		/* relayd's typed request, sent to graspd and the others;
 		 * relayd has no such repository. */
 		rep = ctl_role_msg(run, procs[i], MSG_GIT_DATA, req, (size_t)n,
 		    TMO);
-		T_CHECK(rep != NULL && strstr(ctl_str(rep, "error"),
-		    procs[i] == ROLE_RELAYD ? "no such repository" :
-		    "unexpected GIT_DATA message") != NULL);
+		T_CHECK(rep != NULL &&
+		    strstr(ctl_str(rep, "error"),
+			procs[i] == ROLE_RELAYD ?
+			    "no such repository" :
+			    "unexpected GIT_DATA message") != NULL);
 		T_CHECK(refused(procs[i], "GIT_DATA", rep));
 		/* No longer a control command, relayd's included. */
-		T_CHECK(refused(procs[i], "git-data", ctl_role(run, procs[i],
-		    MSG_CONTROL, "{\"cmd\":\"git-data\",\"args\":[\"a\","
-		    "\"b\"]}", TMO)));
+		T_CHECK(refused(procs[i], "git-data",
+		    ctl_role(run, procs[i], MSG_CONTROL,
+			"{\"cmd\":\"git-data\",\"args\":[\"a\","
+			"\"b\"]}",
+			TMO)));
 	}
-	rep = ctl_role(run, ROLE_RELAYD, MSG_CONTROL, "{\"cmd\":\"show\"}",
-	    TMO);
+	rep =
+	    ctl_role(run, ROLE_RELAYD, MSG_CONTROL, "{\"cmd\":\"show\"}", TMO);
 	T_CHECK(ctl_bool(rep, "ok") == 1);
 	cJSON_Delete(rep);
 }
@@ -226,8 +231,8 @@ test_commands_of_another_process_are_refused(void)
 static void
 test_log_brief_means_the_same_everywhere(void)
 {
-	cJSON	*rep;
-	size_t	 i;
+	cJSON *rep;
+	size_t i;
 
 	for (i = 0; i < NPROCS; i++) {
 		rep = ctl_role(run, procs[i], MSG_CONTROL,

@@ -37,19 +37,19 @@
 #include "wsclient.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
-#define KEYS		0x66
+#define KEYS 0x66
 
-#define TMO		5000
-#define NAUTHORS	150	/* eligible issue authors, > 100 */
-#define NFOUND		75	/* of them, with a profile on the index */
-#define NHOSTILE	50	/* relays in the hostile list */
-#define WHO_OWNER	1
-#define WHO_STRANGER	2
-#define WHO_MAINT	3
-#define WHO_HOSTILE	90
-#define WHO_AUTHOR0	100
+#define TMO	     5000
+#define NAUTHORS     150 /* eligible issue authors, > 100 */
+#define NFOUND	     75	 /* of them, with a profile on the index */
+#define NHOSTILE     50	 /* relays in the hostile list */
+#define WHO_OWNER    1
+#define WHO_STRANGER 2
+#define WHO_MAINT    3
+#define WHO_HOSTILE  90
+#define WHO_AUTHOR0  100
 
-static struct relayproc	*idx, *ob2, *ob3, *idx4, *b, *c;
+static struct relayproc *idx, *ob2, *ob3, *idx4, *b, *c;
 static char		 tmpdir[256];
 static char		 coord[200];
 static int64_t		 t0;
@@ -66,8 +66,8 @@ ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 
 /* One identity query a peer saw: when, which authors. */
 struct ireq {
-	double	 at;
-	cJSON	*authors;	/* borrowed from the log */
+	double at;
+	cJSON *authors; /* borrowed from the log */
 };
 
 /*
@@ -78,22 +78,22 @@ static size_t
 identity_reqs(struct relayproc *p, int from, struct ireq *out, size_t max,
     cJSON **log_out)
 {
-	cJSON		*log = peerctl_log(p), *r, *f, *k;
-	size_t		 n = 0;
-	int		 i = 0;
+	cJSON *log = peerctl_log(p), *r, *f, *k;
+	size_t n = 0;
+	int    i = 0;
 
 	*log_out = log;
 	if (log == NULL)
 		return 0;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
+	{
 		if (i++ < from)
 			continue;
 		f = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "filters"), 0);
 		k = cJSON_GetObjectItem(f, "kinds");
 		if (cJSON_GetArraySize(k) != 2 ||
 		    cJSON_GetArrayItem(k, 0)->valuedouble != 0 ||
-		    cJSON_GetArrayItem(k, 1)->valuedouble != 10002 ||
-		    n == max)
+		    cJSON_GetArrayItem(k, 1)->valuedouble != 10002 || n == max)
 			continue;
 		out[n].at = cJSON_GetObjectItem(r, "at_ms")->valuedouble;
 		out[n].authors = cJSON_GetObjectItem(f, "authors");
@@ -105,19 +105,18 @@ identity_reqs(struct relayproc *p, int from, struct ireq *out, size_t max,
 static int
 has_author(const struct ireq *q, const char *hex)
 {
-	const cJSON	*a;
+	const cJSON *a;
 
-	cJSON_ArrayForEach(a, q->authors)
-		if (cJSON_IsString(a) && strcmp(a->valuestring, hex) == 0)
-			return 1;
+	cJSON_ArrayForEach(a, q->authors) if (cJSON_IsString(a) &&
+	    strcmp(a->valuestring, hex) == 0) return 1;
 	return 0;
 }
 
 static int
 cmp_ireq(const void *a, const void *b)
 {
-	const struct ireq	*x = *(struct ireq *const *)a;
-	const struct ireq	*y = *(struct ireq *const *)b;
+	const struct ireq *x = *(struct ireq *const *)a;
+	const struct ireq *y = *(struct ireq *const *)b;
 
 	return x->at < y->at ? -1 : x->at > y->at;
 }
@@ -126,10 +125,10 @@ cmp_ireq(const void *a, const void *b)
 static int
 asked(struct relayproc *p, const char *hex, double *at, int max)
 {
-	struct ireq	 q[512];
-	cJSON		*log;
-	size_t		 n, i;
-	int		 k = 0;
+	struct ireq q[512];
+	cJSON	   *log;
+	size_t	    n, i;
+	int	    k = 0;
 
 	n = identity_reqs(p, 0, q, 512, &log);
 	for (i = 0; i < n; i++)
@@ -149,12 +148,12 @@ asked(struct relayproc *p, const char *hex, double *at, int max)
 static int
 disc_answers(struct relayproc *p)
 {
-	char	 run[512];
-	cJSON	*rep;
+	char   run[512];
+	cJSON *rep;
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(p));
-	rep = ctl_role(run, ROLE_DISCOVERYD, MSG_CONTROL,
-	    "{\"cmd\":\"show\"}", 200);
+	rep = ctl_role(run, ROLE_DISCOVERYD, MSG_CONTROL, "{\"cmd\":\"show\"}",
+	    200);
 	cJSON_Delete(rep);
 	return rep != NULL;
 }
@@ -162,9 +161,10 @@ disc_answers(struct relayproc *p)
 static cJSON *
 author_in(const cJSON *view, const char *hex)
 {
-	cJSON	*a;
+	cJSON *a;
 
-	cJSON_ArrayForEach(a, cJSON_GetObjectItem(view, "authors")) {
+	cJSON_ArrayForEach(a, cJSON_GetObjectItem(view, "authors"))
+	{
 		const cJSON *pk = cJSON_GetObjectItem(a, "pubkey");
 
 		if (cJSON_IsString(pk) && strcmp(pk->valuestring, hex) == 0)
@@ -177,9 +177,8 @@ author_in(const cJSON *view, const char *hex)
 static int
 graspctl(struct relayproc *p, const char *args)
 {
-	char		 cmd[1200];
-	const char	*bin = getenv("GRASPD_BIN") ? getenv("GRASPD_BIN") :
-			    "bin";
+	char	    cmd[1200];
+	const char *bin = getenv("GRASPD_BIN") ? getenv("GRASPD_BIN") : "bin";
 
 	snprintf(cmd, sizeof(cmd), "'%s/graspctl' -r '%s/run' %s >/dev/null",
 	    bin, relayproc_dir(p), args);
@@ -189,21 +188,23 @@ graspctl(struct relayproc *p, const char *args)
 static int
 nip11_has(struct relayproc *p, const char *grasp)
 {
-	char	*h = NULL, *body = NULL;
-	cJSON	*doc, *g;
-	int	 status = 0, found = 0;
+	char  *h = NULL, *body = NULL;
+	cJSON *doc, *g;
+	int    status = 0, found = 0;
 
 	if (http_get(relayproc_host(p), relayproc_port(p), "/",
-	    "Accept: application/nostr+json\r\n", TMO, &status, &h, &body) !=
-	    0 || status != 200) {
+		"Accept: application/nostr+json\r\n", TMO, &status, &h,
+		&body) != 0 ||
+	    status != 200) {
 		free(h);
 		free(body);
 		return -1;
 	}
 	doc = cJSON_Parse(body);
-	cJSON_ArrayForEach(g, cJSON_GetObjectItem(doc, "supported_grasps"))
-		if (cJSON_IsString(g) && strcmp(g->valuestring, grasp) == 0)
-			found = 1;
+	cJSON_ArrayForEach(g,
+	    cJSON_GetObjectItem(doc,
+		"supported_grasps")) if (cJSON_IsString(g) &&
+	    strcmp(g->valuestring, grasp) == 0) found = 1;
 	cJSON_Delete(doc);
 	free(h);
 	free(body);
@@ -215,8 +216,7 @@ nip11_has(struct relayproc *p, const char *grasp)
  * NULL) and makes it served (state + push); returns 0 once served.
  */
 static int
-host_repo(struct relayproc *p, int owner, const char *d,
-    const char *maint_hex)
+host_repo(struct relayproc *p, int owner, const char *d, const char *maint_hex)
 {
 	return tint_host_repo(p, KEYS, owner, t0, d, maint_hex, tmpdir);
 }
@@ -224,7 +224,7 @@ host_repo(struct relayproc *p, int owner, const char *d,
 static struct event *
 issue_by(int who, const char *title)
 {
-	char	tags[600];
+	char tags[600];
 
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"%s\"]]",
 	    coord, title);
@@ -236,10 +236,10 @@ issue_by(int who, const char *title)
 static void
 test_index_then_outboxes_bring_the_newest_identity(void)
 {
-	struct event	*xprof, *is, *mine[3];
-	char		 tags[512], f[300], oh[65], mh[65], xh[65], msg[256];
-	cJSON		*v = NULL, *a, *ob;
-	int		 i;
+	struct event *xprof, *is, *mine[3];
+	char	      tags[512], f[300], oh[65], mh[65], xh[65], msg[256];
+	cJSON	     *v = NULL, *a, *ob;
+	int	      i;
 
 	tuser_hex(KEYS, WHO_OWNER, oh);
 	tuser_hex(KEYS, WHO_MAINT, mh);
@@ -249,13 +249,16 @@ test_index_then_outboxes_bring_the_newest_identity(void)
 	 * ob2 as its outbox; ob2 has a newer list naming ob3; ob3 the
 	 * newest, naming both (nothing new: the round ends there). */
 	oprof = ev(WHO_OWNER, t0 - 500, 0, "[]", "{\"name\":\"owner\"}");
-	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"],[\"r\","
-	    "\"wss://inbox.example\",\"read\"]]", relayproc_bind_url(ob2));
+	snprintf(tags, sizeof(tags),
+	    "[[\"r\",\"%s\",\"write\"],[\"r\","
+	    "\"wss://inbox.example\",\"read\"]]",
+	    relayproc_bind_url(ob2));
 	l1 = ev(WHO_OWNER, t0 - 300, 10002, tags, "");
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"]]",
 	    relayproc_bind_url(ob3));
 	l2 = ev(WHO_OWNER, t0 - 200, 10002, tags, "");
-	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\"],[\"r\",\"%s\","
+	snprintf(tags, sizeof(tags),
+	    "[[\"r\",\"%s\"],[\"r\",\"%s\","
 	    "\"write\"],[\"r\",\"wss://inbox.example\",\"read\"]]",
 	    relayproc_bind_url(ob3), relayproc_bind_url(ob2));
 	l3 = ev(WHO_OWNER, t0 - 100, 10002, tags, "");
@@ -297,7 +300,7 @@ test_index_then_outboxes_bring_the_newest_identity(void)
 		if (a != NULL && ctl_bool(a, "fallback") == 1 &&
 		    (a = author_in(v, oh)) != NULL &&
 		    ctl_num(cJSON_GetObjectItem(a, "relay_list"),
-		    "created_at") == l3->created_at)
+			"created_at") == l3->created_at)
 			break;
 		usleep(100000);
 	}
@@ -311,15 +314,16 @@ test_index_then_outboxes_bring_the_newest_identity(void)
 	T_EQ_STR(cJSON_GetObjectItem(a, "last_result")->valuestring, "found");
 	T_EQ_INT(ctl_num(cJSON_GetObjectItem(a, "relay_list"), "created_at"),
 	    l3->created_at);
-	ob = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "relay_list"),
-	    "outbox");
+	ob =
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(a, "relay_list"), "outbox");
 	T_EQ_INT(cJSON_GetArraySize(ob), 2);
 	T_EQ_STR(cJSON_GetArrayItem(ob, 0)->valuestring,
 	    relayproc_bind_url(ob3));
 	T_EQ_STR(cJSON_GetArrayItem(ob, 1)->valuestring,
 	    relayproc_bind_url(ob2));
-	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(
-	    a, "relay_list"), "inbox")), 2);
+	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(
+		     cJSON_GetObjectItem(a, "relay_list"), "inbox")),
+	    2);
 	/* 24 h under NGIT_TEST is 24 min. */
 	T_CHECK(ctl_num(a, "next_refresh_in") > 600);
 	T_CHECK(ctl_num(v, "eligible_authors") == 3);
@@ -330,13 +334,15 @@ test_index_then_outboxes_bring_the_newest_identity(void)
 static void
 test_identity_events_only_from_eligible_authors(void)
 {
-	struct event	*e;
-	char		 msg[256];
+	struct event *e;
+	char	      msg[256];
 
 	e = ev(WHO_STRANGER, time(NULL), 0, "[]", "{\"name\":\"x\"}");
 	T_EQ_INT(client_publish(b, e, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "blocked: profiles and relay lists are accepted "
-	    "only from", 48) == 0);
+	T_CHECK(strncmp(msg,
+		    "blocked: profiles and relay lists are accepted "
+		    "only from",
+		    48) == 0);
 	event_destroy(e);
 	e = ev(WHO_STRANGER, time(NULL), 10002, "[[\"r\",\"wss://a.example\"]]",
 	    "");
@@ -352,9 +358,9 @@ test_identity_events_only_from_eligible_authors(void)
 static void
 test_missing_author_retried_after_five_minutes_found_one_not(void)
 {
-	char	mh[65], oh[65];
-	double	at[8];
-	int	n = 0, i;
+	char   mh[65], oh[65];
+	double at[8];
+	int    n = 0, i;
 
 	tuser_hex(KEYS, WHO_MAINT, mh);
 	tuser_hex(KEYS, WHO_OWNER, oh);
@@ -375,17 +381,17 @@ test_missing_author_retried_after_five_minutes_found_one_not(void)
 static void
 test_batches_of_100_one_in_flight(void)
 {
-	struct event	*iss[NAUTHORS], *prof[NFOUND];
-	struct ireq	 q[3][512];
+	struct event	 *iss[NAUTHORS], *prof[NFOUND];
+	struct ireq	  q[3][512];
 	struct relayproc *peers[3] = { idx, ob2, ob3 };
-	cJSON		*logs[3] = { NULL, NULL, NULL };
-	struct wsc	*ws;
-	char		 hex[65], msg[256], *f;
-	struct buf	 fb = BUF_INIT;
-	size_t		 nq[3], i, j, k, p, covered;
-	int		 from[3], ok, overlap = 0, over100 = 0, nidx = 0;
-	struct ireq	*all[1536];
-	size_t		 nall = 0;
+	cJSON		 *logs[3] = { NULL, NULL, NULL };
+	struct wsc	 *ws;
+	char		  hex[65], msg[256], *f;
+	struct buf	  fb = BUF_INIT;
+	size_t		  nq[3], i, j, k, p, covered;
+	int		  from[3], ok, overlap = 0, over100 = 0, nidx = 0;
+	struct ireq	 *all[1536];
+	size_t		  nall = 0;
 
 	/* Discovery paused while the authors arrive, so that one
 	 * reconciliation sees them all due. */
@@ -404,8 +410,8 @@ test_batches_of_100_one_in_flight(void)
 		prof[i] = ev(WHO_AUTHOR0 + (int)i, t0 - 50, 0, "[]", "{}");
 	T_ASSERT(peerctl_seed(idx, prof, NFOUND) == 0);
 	for (p = 0; p < 3; p++) {
-		T_ASSERT(peerctl_config(peers[p],
-		    "{\"eose_delay_ms\":300}") == 0);
+		T_ASSERT(
+		    peerctl_config(peers[p], "{\"eose_delay_ms\":300}") == 0);
 		from[p] = peerctl_nreqs(peers[p]);
 	}
 	T_ASSERT(graspctl(b, "start discoveryd") == 0);
@@ -450,8 +456,8 @@ test_batches_of_100_one_in_flight(void)
 	for (i = 1; i < nall; i++)
 		if (all[i]->at - all[i - 1]->at < 290) {
 			printf("# REQ at %.0f (%d authors) only %.0f ms after "
-			    "the one before\n", all[i]->at,
-			    cJSON_GetArraySize(all[i]->authors),
+			       "the one before\n",
+			    all[i]->at, cJSON_GetArraySize(all[i]->authors),
 			    all[i]->at - all[i - 1]->at);
 			overlap++;
 		}
@@ -477,22 +483,22 @@ test_batches_of_100_one_in_flight(void)
 static void
 test_hostile_list_bounded_to_four_per_purpose(void)
 {
-	struct event	*e;
-	struct buf	 tags = BUF_INIT;
-	char		 hh[65], msg[256], line[200], *logtxt = NULL;
-	cJSON		*v = NULL, *a = NULL, *rl;
-	const char	*purposes[] = { "inbox", "outbox", "history",
-			    "repo_inbox" };
-	int		 base = relayproc_port(idx) + 20000, i, seen = 0;
-	size_t		 len = 0, p;
-	FILE		*fp;
+	struct event *e;
+	struct buf    tags = BUF_INIT;
+	char	      hh[65], msg[256], line[200], *logtxt = NULL;
+	cJSON	     *v = NULL, *a = NULL, *rl;
+	const char *purposes[] = { "inbox", "outbox", "history", "repo_inbox" };
+	int	    base = relayproc_port(idx) + 20000, i, seen = 0;
+	size_t	    len = 0, p;
+	FILE	   *fp;
 
 	if (base > 64000)
 		base = 20000;
 	tuser_hex(KEYS, WHO_HOSTILE, hh);
 	/* Junk, variant spellings of one relay, odd markers, then fifty
 	 * loopback relays that do not answer. */
-	buf_adds(&tags, "[[\"r\",\"not a url\"],[\"r\",\"wss://#web3/\"],"
+	buf_adds(&tags,
+	    "[[\"r\",\"not a url\"],[\"r\",\"wss://#web3/\"],"
 	    "[\"r\",\"http://x.example\"],[\"r\",\"wss://u:p@x.example\"],"
 	    "[\"r\",\"wss://x.example\",\"both\"],[\"r\",\"wss://y.example\","
 	    "\"\"]");
@@ -500,8 +506,10 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 		buf_printf(&tags, ",[\"r\",\"ws://127.0.0.1:%d%s\"%s]",
 		    base + i, i == 1 ? ":" : "", i % 3 == 2 ? ",\"read\"" : "");
 	/* The first relay again in other spellings. */
-	buf_printf(&tags, ",[\"r\",\"WS://127.0.0.1:%d/\",\"write\"],"
-	    "[\"r\",\"ws://127.0.0.1:%d//\"]]", base, base);
+	buf_printf(&tags,
+	    ",[\"r\",\"WS://127.0.0.1:%d/\",\"write\"],"
+	    "[\"r\",\"ws://127.0.0.1:%d//\"]]",
+	    base, base);
 	e = ev(WHO_HOSTILE, time(NULL), 10002, tags.b_data, "");
 	buf_free(&tags);
 	T_EQ_INT(client_publish(b, e, msg, sizeof(msg)), 1);
@@ -511,8 +519,9 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 		cJSON_Delete(v);
 		v = ctl_role_view(b, ROLE_DISCOVERYD, "discovery", 5);
 		a = author_in(v, hh);
-		if (a != NULL && !cJSON_IsNull(cJSON_GetObjectItem(a,
-		    "relay_list")) && ctl_bool(a, "in_round") == 0 &&
+		if (a != NULL &&
+		    !cJSON_IsNull(cJSON_GetObjectItem(a, "relay_list")) &&
+		    ctl_bool(a, "in_round") == 0 &&
 		    ctl_num(a, "sources_asked") >= 4)
 			break;
 		usleep(100000);
@@ -521,12 +530,14 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 	rl = cJSON_GetObjectItem(a, "relay_list");
 	T_ASSERT(cJSON_IsObject(rl));
 	for (p = 0; p < 4; p++)
-		T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(rl,
-		    purposes[p])), 4);
+		T_EQ_INT(
+		    cJSON_GetArraySize(cJSON_GetObjectItem(rl, purposes[p])),
+		    4);
 	/* "ws://127.0.0.1:<base+1>:" is refused; <base+2> is read-only. */
 	snprintf(line, sizeof(line), "ws://127.0.0.1:%d/", base + 3);
-	T_EQ_STR(cJSON_GetArrayItem(cJSON_GetObjectItem(rl, "outbox"), 1)->
-	    valuestring, line);
+	T_EQ_STR(cJSON_GetArrayItem(cJSON_GetObjectItem(rl, "outbox"), 1)
+		     ->valuestring,
+	    line);
 	T_CHECK(ctl_num(a, "sources_asked") <= 5);
 	cJSON_Delete(v);
 	/* Only the four outboxes were ever dialled. */
@@ -553,8 +564,8 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 static void
 test_restart_rebuilds_ownership_before_network(void)
 {
-	char	oh[65], mh[65];
-	cJSON	*v, *a, *tot;
+	char   oh[65], mh[65];
+	cJSON *v, *a, *tot;
 
 	tuser_hex(KEYS, WHO_OWNER, oh);
 	T_ASSERT(relayproc_stop(idx) >= 0);
@@ -571,8 +582,9 @@ test_restart_rebuilds_ownership_before_network(void)
 	T_ASSERT(a != NULL);
 	T_EQ_INT(ctl_num(cJSON_GetObjectItem(a, "relay_list"), "created_at"),
 	    l3->created_at);
-	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(
-	    a, "relay_list"), "outbox")), 2);
+	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(
+		     cJSON_GetObjectItem(a, "relay_list"), "outbox")),
+	    2);
 	T_EQ_INT(ctl_bool(a, "profile"), 1);
 	T_CHECK(ctl_num(v, "authors_with_relay_list") == 2);
 	/* The maintainer's fallback mark is in the database: it holds with
@@ -587,9 +599,9 @@ test_restart_rebuilds_ownership_before_network(void)
 static void
 test_off_switch(void)
 {
-	const char	*keys[] = { "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
-	const char	*off[] = { "NGIT_SYNC_PLUS_ENABLED=false", NULL };
-	cJSON		*v;
+	const char *keys[] = { "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
+	const char *off[] = { "NGIT_SYNC_PLUS_ENABLED=false", NULL };
+	cJSON	   *v;
 
 	T_ASSERT((c = tint_sync_graspd(keys, &idx4, 1, off, NULL)) != NULL);
 	T_EQ_INT(nip11_has(b, "GRASP-02"), 1);
@@ -602,7 +614,7 @@ test_off_switch(void)
 	T_ASSERT(v != NULL);
 	T_EQ_INT(ctl_bool(v, "grasp03_enabled"), 0);
 	T_CHECK(strstr(cJSON_GetObjectItem(v, "discovery")->valuestring,
-	    "NGIT_SYNC_PLUS_ENABLED=false") != NULL);
+		    "NGIT_SYNC_PLUS_ENABLED=false") != NULL);
 	cJSON_Delete(v);
 	sleep(2);
 	T_EQ_INT(peerctl_nreqs(idx4), 0);
@@ -611,17 +623,16 @@ test_off_switch(void)
 static int
 discovery_setup(void)
 {
-	struct relayproc	**peers[] = { &idx, &ob2, &ob3, &idx4 };
-	const char		*keys[] = {
-	    "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
+	struct relayproc **peers[] = { &idx, &ob2, &ob3, &idx4 };
+	const char	  *keys[] = { "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
 
 	t0 = (int64_t)time(NULL) - 3600;
 	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-disc",
-	    "discovery_setup") == -1 || tint_peers_start(peers,
-	    TINT_N(peers), "discovery_setup") == -1)
+		"discovery_setup") == -1 ||
+	    tint_peers_start(peers, TINT_N(peers), "discovery_setup") == -1)
 		return 1;
-	if ((b = tint_sync_graspd(keys, &idx, 1, NULL,
-	    "discovery_setup")) == NULL)
+	if ((b = tint_sync_graspd(keys, &idx, 1, NULL, "discovery_setup")) ==
+	    NULL)
 		return 1;
 	return 0;
 }
@@ -629,8 +640,8 @@ discovery_setup(void)
 static void
 discovery_cleanup(void)
 {
-	struct relayproc	*rps[] = { c, b, idx, ob2, ob3, idx4 };
-	struct event		*evs[] = { l1, l2, l3, oprof };
+	struct relayproc *rps[] = { c, b, idx, ob2, ob3, idx4 };
+	struct event	 *evs[] = { l1, l2, l3, oprof };
 
 	if (t_fail) {
 		relayproc_dump_log(b, 80);

@@ -34,30 +34,30 @@
 #include "tuser.h"
 #include "wsclient.h"
 
-#define TMO		5000
-#define FILL		0x5d
+#define TMO	   5000
+#define FILL	   0x5d
 /* Content of one filling event: about 200 kB of the 256 k allowed. */
-#define BIG		(200 * 1024)
+#define BIG	   (200 * 1024)
 /* Most events one case publishes before it must have been refused. */
-#define MAX_EVENTS	400
+#define MAX_EVENTS 400
 /* How long relayd may take to accept again once space is back. */
-#define RECOVER_MS	10000
+#define RECOVER_MS 10000
 
-static char	 tmp[256];	/* the test's directory, HOME */
-static char	 mnt[300];	/* the tmpfs mounted in it, or "" */
-static char	*big;		/* BIG bytes of content */
-static int	 seq_n;
+static char  tmp[256]; /* the test's directory, HOME */
+static char  mnt[300]; /* the tmpfs mounted in it, or "" */
+static char *big;      /* BIG bytes of content */
+static int   seq_n;
 
 struct acked {
-	char	 (*ids)[65];
-	size_t	 n;
+	char (*ids)[65];
+	size_t n;
 };
 
 /* Mounts a tmpfs of size (e.g. "16m") at dir.  0, or -1 (errno). */
 static int
 mount_tmpfs(const char *dir, const char *size)
 {
-	char	opt[64];
+	char opt[64];
 
 	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
 		return -1;
@@ -85,8 +85,8 @@ on_fatal_signal(int sig)
 static int
 filler(const char *path, int mib)
 {
-	char	buf[65536];
-	int	fd, i, rc = 0;
+	char buf[65536];
+	int  fd, i, rc = 0;
 
 	memset(buf, 'x', sizeof(buf));
 	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1)
@@ -102,11 +102,13 @@ filler(const char *path, int mib)
 static struct event *
 issue(const char *d)
 {
-	char	coord[200], tags[300];
+	char coord[200], tags[300];
 
 	tuser_coord(FILL, 1, d, coord, sizeof(coord));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
-	    "\"s%d\"]]", coord, ++seq_n);
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"%s\"],[\"subject\","
+	    "\"s%d\"]]",
+	    coord, ++seq_n);
 	big[0] = (char)('a' + seq_n % 26);
 	return tuser_event(FILL, 2, time(NULL), 1621, tags, big);
 }
@@ -115,7 +117,7 @@ issue(const char *d)
 static int
 stored(struct relayproc *rp, const char *id)
 {
-	char	f[100];
+	char f[100];
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id);
 	return client_count(rp, f);
@@ -127,11 +129,11 @@ stored(struct relayproc *rp, const char *id)
  * 0 once refused, -1 if none was (or no answer came).
  */
 static int
-fill_until_refused(struct wsc *ws, const char *d, int pause_ms,
-    struct acked *a, char *msg, size_t msglen)
+fill_until_refused(struct wsc *ws, const char *d, int pause_ms, struct acked *a,
+    char *msg, size_t msglen)
 {
-	struct event	*ev;
-	int		 i, ok;
+	struct event *ev;
+	int	      i, ok;
 
 	for (i = 0; i < MAX_EVENTS; i++) {
 		if ((ev = issue(d)) == NULL)
@@ -154,7 +156,7 @@ fill_until_refused(struct wsc *ws, const char *d, int pause_ms,
 static size_t
 missing(struct relayproc *rp, const struct acked *a)
 {
-	size_t	i, n = 0;
+	size_t i, n = 0;
 
 	for (i = 0; i < a->n; i++)
 		if (stored(rp, a->ids[i]) != 1) {
@@ -170,15 +172,17 @@ static int
 accepted_within(struct relayproc *rp, const char *d, int ms, char *msg,
     size_t msglen)
 {
-	char		 coord[200], tags[300];
-	struct event	*ev;
-	int64_t		 end = t_now_ms() + ms;
-	int		 ok;
+	char	      coord[200], tags[300];
+	struct event *ev;
+	int64_t	      end = t_now_ms() + ms;
+	int	      ok;
 
 	tuser_coord(FILL, 1, d, coord, sizeof(coord));
 	do {
-		snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
-		    "\"back %d\"]]", coord, ++seq_n);
+		snprintf(tags, sizeof(tags),
+		    "[[\"a\",\"%s\"],[\"subject\","
+		    "\"back %d\"]]",
+		    coord, ++seq_n);
 		ev = tuser_event(FILL, 3, time(NULL), 1621, tags, "back");
 		ok = client_publish(rp, ev, msg, msglen);
 		event_destroy(ev);
@@ -197,10 +201,10 @@ static struct relayproc *
 start_on_tmpfs(const char *name, const char *size, const char *floor_mb,
     const char *d)
 {
-	struct relayproc	*rp;
-	uint8_t			 sk[32];
-	char			 env[3][400], work[400];
-	const char		*envp[4];
+	struct relayproc *rp;
+	uint8_t		  sk[32];
+	char		  env[3][400], work[400];
+	const char	 *envp[4];
 
 	snprintf(mnt, sizeof(mnt), "%s/mnt-%s", tmp, name);
 	if (mount_tmpfs(mnt, size) == -1) {
@@ -229,10 +233,10 @@ start_on_tmpfs(const char *name, const char *size, const char *floor_mb,
 
 /* A relayd on a tmpfs filled by a case until it refuses. */
 struct fill_run {
-	struct relayproc	*fr_rp;
-	struct wsc		*fr_ws;
-	struct acked		 fr_a;	/* what it acknowledged */
-	char			 fr_filler[400];
+	struct relayproc *fr_rp;
+	struct wsc	 *fr_ws;
+	struct acked	  fr_a; /* what it acknowledged */
+	char		  fr_filler[400];
 };
 
 /*
@@ -246,8 +250,7 @@ fill_start(struct fill_run *fr, const char *name, const char *size,
     const char *floor_mb, int filler_mib)
 {
 	memset(fr, 0, sizeof(*fr));
-	if ((fr->fr_rp = start_on_tmpfs(name, size, floor_mb, name)) ==
-	    NULL) {
+	if ((fr->fr_rp = start_on_tmpfs(name, size, floor_mb, name)) == NULL) {
 		T_CHECK(!"relayd on a tmpfs");
 		return -1;
 	}
@@ -279,13 +282,13 @@ fill_end(struct fill_run *fr)
  * matters); git's output in out.  git's exit status, or -1.
  */
 static int
-push_more(const char *name, const char *d, struct relayproc *rp,
-    int state, char **out)
+push_more(const char *name, const char *d, struct relayproc *rp, int state,
+    char **out)
 {
-	struct event	*ev;
-	uint8_t		 pk[32], sk[32];
-	char		 work[400], url[600], oid[41], tags[300], msg[256];
-	int		 ok;
+	struct event *ev;
+	uint8_t	      pk[32], sk[32];
+	char	      work[400], url[600], oid[41], tags[300], msg[256];
+	int	      ok;
 
 	tuser_sk(FILL, 1, sk);
 	event_pubkey_of(sk, pk);
@@ -294,9 +297,11 @@ push_more(const char *name, const char *d, struct relayproc *rp,
 	if (gt_commit(work, "more", big, "more", oid) == -1)
 		return -1;
 	if (state) {
-		snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],"
+		snprintf(tags, sizeof(tags),
+		    "[[\"d\",\"%s\"],"
 		    "[\"refs/heads/main\",\"%s\"],[\"HEAD\","
-		    "\"ref: refs/heads/main\"]]", d, oid);
+		    "\"ref: refs/heads/main\"]]",
+		    d, oid);
 		ev = tuser_event(FILL, 1, time(NULL), 30618, tags, "");
 		ok = client_publish(rp, ev, msg, sizeof(msg));
 		event_destroy(ev);
@@ -312,10 +317,10 @@ push_more(const char *name, const char *d, struct relayproc *rp,
 static void
 test_floor_refuses_events_and_pushes_then_recovers(void)
 {
-	struct fill_run		 fr;
-	struct relayproc	*rp;
-	char			 msg[512], *out = NULL;
-	int			 rc;
+	struct fill_run	  fr;
+	struct relayproc *rp;
+	char		  msg[512], *out = NULL;
+	int		  rc;
 
 	/* 48 MiB with a 16 MiB filler and a 24 MiB floor: about 8 MiB of
 	 * room, which the events cross well before the disk is full. */
@@ -326,23 +331,24 @@ test_floor_refuses_events_and_pushes_then_recovers(void)
 	/* Paced so that the once-a-second look at free space keeps up. */
 	rc = fill_until_refused(fr.fr_ws, "floor", 100, &fr.fr_a, msg,
 	    sizeof(msg));
-	printf("# %zu events accepted before the floor: %s\n", fr.fr_a.n,
-	    msg);
+	printf("# %zu events accepted before the floor: %s\n", fr.fr_a.n, msg);
 	T_CHECK(rc == 0);
 	T_CHECK(fr.fr_a.n > 0);
 	T_CHECK(strncmp(msg, "error:", 6) == 0);
 	T_CHECK(strstr(msg, "low on disk space") != NULL);
 	T_CHECK(ctl_metric(rp, "graspd_relay_disk_low{role=\"relayd\"}") == 1);
-	T_CHECK(ctl_metric(rp, "graspd_relay_disk_refusals_total"
-	    "{role=\"relayd\",what=\"event\"}") >= 1);
+	T_CHECK(ctl_metric(rp,
+		    "graspd_relay_disk_refusals_total"
+		    "{role=\"relayd\",what=\"event\"}") >= 1);
 
 	/* A push is refused with git's ERR, which git prints. */
 	rc = push_more("floor", "floor", rp, 0, &out);
 	printf("# push below the floor: exit %d\n", rc);
 	T_CHECK(rc != 0);
 	T_CHECK(out != NULL && strstr(out, "low on disk space") != NULL);
-	T_CHECK(ctl_metric(rp, "graspd_relay_disk_refusals_total"
-	    "{role=\"relayd\",what=\"push\"}") == 1);
+	T_CHECK(ctl_metric(rp,
+		    "graspd_relay_disk_refusals_total"
+		    "{role=\"relayd\",what=\"push\"}") == 1);
 
 	/* Reads go on, and everything acknowledged survives a restart. */
 	wsc_close(fr.fr_ws);
@@ -369,17 +375,17 @@ done:
 static void
 test_full_disk_never_acknowledges_an_unstored_event(void)
 {
-	struct fill_run		 fr;
-	struct relayproc	*rp;
-	char			 msg[512], *log;
-	int			 rc;
+	struct fill_run	  fr;
+	struct relayproc *rp;
+	char		  msg[512], *log;
+	int		  rc;
 
 	/* No floor: SQLite itself meets the full file system. */
 	if (fill_start(&fr, "full", "12m", "0", 3) == -1)
 		goto done;
 	rp = fr.fr_rp;
-	rc = fill_until_refused(fr.fr_ws, "full", 0, &fr.fr_a, msg,
-	    sizeof(msg));
+	rc =
+	    fill_until_refused(fr.fr_ws, "full", 0, &fr.fr_a, msg, sizeof(msg));
 	printf("# %zu events accepted before the disk was full: %s\n",
 	    fr.fr_a.n, msg);
 	T_CHECK(rc == 0);
@@ -407,11 +413,11 @@ done:
 static int
 noise(const char *path, int mib)
 {
-	unsigned char	buf[65536];
-	uint32_t	x = 2463534242u;
-	size_t		i;
-	FILE		*f;
-	int		 n, rc = 0;
+	unsigned char buf[65536];
+	uint32_t      x = 2463534242u;
+	size_t	      i;
+	FILE	     *f;
+	int	      n, rc = 0;
 
 	if ((f = fopen(path, "w")) == NULL)
 		return -1;
@@ -431,13 +437,13 @@ noise(const char *path, int mib)
 static void
 test_push_that_fills_the_disk_changes_no_ref(void)
 {
-	struct relayproc	*rp;
-	uint8_t			 sk[32], pk[32];
-	char			 work[400], path[600], url[600], oid[41];
-	char			 tags[300], msg[256], before[41] = "", *out = NULL;
-	char			 cmd[800], *p, *nl;
-	struct event		*ev;
-	int			 rc;
+	struct relayproc *rp;
+	uint8_t		  sk[32], pk[32];
+	char		  work[400], path[600], url[600], oid[41];
+	char		  tags[300], msg[256], before[41] = "", *out = NULL;
+	char		  cmd[800], *p, *nl;
+	struct event	 *ev;
+	int		  rc;
 
 	/* No floor: git itself meets the full file system. */
 	if ((rp = start_on_tmpfs("pack", "12m", "0", "pack")) == NULL) {
@@ -453,8 +459,10 @@ test_push_that_fills_the_disk_changes_no_ref(void)
 	T_CHECK(gt_git(work, NULL, "add", "noise", NULL) == 0);
 	T_CHECK(gt_git(work, NULL, "commit", "-q", "-m", "noise", NULL) == 0);
 	T_CHECK(gt_rev(work, "HEAD", oid) == 0);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"pack\"],[\"refs/heads/main"
-	    "\",\"%s\"],[\"HEAD\",\"ref: refs/heads/main\"]]", oid);
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"pack\"],[\"refs/heads/main"
+	    "\",\"%s\"],[\"HEAD\",\"ref: refs/heads/main\"]]",
+	    oid);
 	ev = tuser_event(FILL, 1, time(NULL), 30618, tags, "");
 	T_CHECK(client_publish(rp, ev, msg, sizeof(msg)) == 1);
 	event_destroy(ev);
@@ -470,14 +478,16 @@ test_push_that_fills_the_disk_changes_no_ref(void)
 	T_CHECK(relayproc_wait(rp, 0) == -1);
 	free(out);
 	out = NULL;
-	T_CHECK(gt_git(work, &out, "ls-remote", url, "refs/heads/main", NULL)
-	    == 0);
+	T_CHECK(
+	    gt_git(work, &out, "ls-remote", url, "refs/heads/main", NULL) == 0);
 	T_CHECK(out != NULL && strncmp(out, before, 40) == 0);
 	snprintf(path, sizeof(path), "%s/git", mnt);
 	free(out);
 	out = NULL;
-	snprintf(cmd, sizeof(cmd), "test -z \"$(find %s -name "
-	    "'incoming-*')\"", path);
+	snprintf(cmd, sizeof(cmd),
+	    "test -z \"$(find %s -name "
+	    "'incoming-*')\"",
+	    path);
 	T_CHECK(system(cmd) == 0);
 	snprintf(path, sizeof(path), "%s/clone-pack", tmp);
 	T_CHECK(gt_git(NULL, NULL, "clone", "-q", url, path, NULL) == 0);
@@ -498,8 +508,8 @@ main(void)
 		"test_full_disk_never_acknowledges_an_unstored_event",
 		"test_push_that_fills_the_disk_changes_no_ref",
 	};
-	char	probe[300], home[300];
-	size_t	i;
+	char   probe[300], home[300];
+	size_t i;
 
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);

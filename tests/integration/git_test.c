@@ -7,7 +7,7 @@
  * eviction, expiry (with the refusal of synced copies of expired events),
  * and purgatory surviving kill -9.
  */
-#define _GNU_SOURCE		/* memmem */
+#define _GNU_SOURCE /* memmem */
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -35,21 +35,21 @@
 #include "tint_prog.h"
 #include "wsclient.h"
 
-#define TMO		5000
-#define MSG_HELD	"purgatory: won't be served until git data arrives"
+#define TMO	 5000
+#define MSG_HELD "purgatory: won't be served until git data arrives"
 
-static struct relayproc	*rp;		/* the shared relay */
-static char		 tmp[256];	/* local repositories, HOME */
-static int		 seq_d;		/* makes identifiers unique */
+static struct relayproc *rp;	   /* the shared relay */
+static char		 tmp[256]; /* local repositories, HOME */
+static int		 seq_d;	   /* makes identifiers unique */
 static int		 seq_dir;
 
 /* Byte 0 of this test's keys (tint_key()). */
-#define KEY0	0x33
+#define KEY0 0x33
 
 static void
 key(int n, uint8_t sk[32], uint8_t pk[32], char hex[65])
 {
-	uint8_t	p[32];
+	uint8_t p[32];
 
 	tint_key(KEY0, n, sk);
 	event_pubkey_of(sk, p);
@@ -94,9 +94,9 @@ signed_by(int n, int64_t created_at, uint32_t kind, const char *tags,
 static int
 served(struct wsc *ws, const char *id)
 {
-	char	 subid[32];
-	size_t	 n;
-	int	 rc;
+	char   subid[32];
+	size_t n;
+	int    rc;
 
 	snprintf(subid, sizeof(subid), "s%d", rand());
 	rc = nostr_count_id(ws, subid, id, TMO, &n);
@@ -107,7 +107,7 @@ served(struct wsc *ws, const char *id)
 static int
 wait_served(struct wsc *ws, const char *id, int ms)
 {
-	int64_t	end = wsc_now_ms() + ms;
+	int64_t end = wsc_now_ms() + ms;
 
 	do {
 		if (served(ws, id) == 1)
@@ -124,10 +124,10 @@ wait_served(struct wsc *ws, const char *id, int ms)
 static struct event *
 announcement(int n, const char *d, int listed, const char *extra)
 {
-	uint8_t		 sk[32], pk[32];
-	char		 url[512];
-	struct buf	 b = BUF_INIT;
-	struct event	*ev;
+	uint8_t	      sk[32], pk[32];
+	char	      url[512];
+	struct buf    b = BUF_INIT;
+	struct event *ev;
 
 	key(n, sk, pk, NULL);
 	buf_printf(&b, "[[\"d\",\"%s\"],[\"name\",\"%s\"],", d, d);
@@ -136,9 +136,10 @@ announcement(int n, const char *d, int listed, const char *extra)
 		buf_printf(&b, "[\"clone\",\"%s\"],[\"relays\",\"ws://%s\"]",
 		    url, dom());
 	} else
-		buf_printf(&b, "[\"clone\",\"https://elsewhere.example/%d/"
-		    "%s.git\"],[\"relays\",\"wss://elsewhere.example\"]", n,
-		    d);
+		buf_printf(&b,
+		    "[\"clone\",\"https://elsewhere.example/%d/"
+		    "%s.git\"],[\"relays\",\"wss://elsewhere.example\"]",
+		    n, d);
 	buf_printf(&b, "%s]", extra ? extra : "");
 	ev = event_new_signed(sk, time(NULL), 30617, b.b_data, "");
 	buf_free(&b);
@@ -149,10 +150,10 @@ announcement(int n, const char *d, int listed, const char *extra)
 static struct event *
 state(int n, const char *d, const char *head, ...)
 {
-	struct buf	 b = BUF_INIT;
-	struct event	*ev;
-	const char	*ref, *oid;
-	va_list		 ap;
+	struct buf    b = BUF_INIT;
+	struct event *ev;
+	const char   *ref, *oid;
+	va_list	      ap;
 
 	buf_printf(&b, "[[\"d\",\"%s\"]", d);
 	va_start(ap, head);
@@ -172,7 +173,7 @@ state(int n, const char *d, const char *head, ...)
 static void
 url_of(int n, const char *d, char *out, size_t len)
 {
-	uint8_t	sk[32], pk[32];
+	uint8_t sk[32], pk[32];
 
 	key(n, sk, pk, NULL);
 	gt_url(out, len, dom(), pk, d);
@@ -181,7 +182,7 @@ url_of(int n, const char *d, char *out, size_t len)
 static void
 path_of(int n, const char *d, const char *rest, char *out, size_t len)
 {
-	uint8_t	sk[32], pk[32];
+	uint8_t sk[32], pk[32];
 	char	npub[NIP19_KEY_BUFSZ];
 
 	key(n, sk, pk, NULL);
@@ -201,11 +202,11 @@ static int
 push_refused(const char *dir, const char *url, const char *refspec,
     const char *needle)
 {
-	char	*out = NULL;
-	int	 ok;
+	char *out = NULL;
+	int   ok;
 
-	ok = push(dir, url, refspec, &out) != 0 && (needle == NULL ||
-	    (out != NULL && strstr(out, needle) != NULL));
+	ok = push(dir, url, refspec, &out) != 0 &&
+	    (needle == NULL || (out != NULL && strstr(out, needle) != NULL));
 	if (!ok)
 		printf("# push %s: %s\n", refspec, out ? out : "(no output)");
 	free(out);
@@ -224,13 +225,13 @@ local_repo(char *dir, size_t dirlen, const char *content, char oid[41])
 
 /* Announces and serves repository d of key n (state + push); ann kept. */
 static int
-serve_repo(struct wsc *ws, int n, const char *d, const char *extra,
-    char *dir, size_t dirlen, char oid[41], struct event **annp)
+serve_repo(struct wsc *ws, int n, const char *d, const char *extra, char *dir,
+    size_t dirlen, char oid[41], struct event **annp)
 {
-	struct event	*ann = announcement(n, d, 1, extra);
-	uint8_t		 sk[32];
-	char		 msg[256];
-	int		 rc = -1;
+	struct event *ann = announcement(n, d, 1, extra);
+	uint8_t	      sk[32];
+	char	      msg[256];
+	int	      rc = -1;
 
 	key(n, sk, NULL, NULL);
 	workdir(dir, dirlen);
@@ -256,13 +257,12 @@ done:
 
 /* GET of a path on the relay; status, headers and body returned. */
 static int
-get(const char *path, const char *extra, int *status, char **hdrs,
-    char **body)
+get(const char *path, const char *extra, int *status, char **hdrs, char **body)
 {
-	size_t	len;
+	size_t len;
 
-	return http_request(relayproc_host(rp), relayproc_port(rp), "GET",
-	    path, extra, NULL, 0, TMO, status, hdrs, body, &len);
+	return http_request(relayproc_host(rp), relayproc_port(rp), "GET", path,
+	    extra, NULL, 0, TMO, status, hdrs, body, &len);
 }
 
 /*
@@ -272,14 +272,13 @@ get(const char *path, const char *extra, int *status, char **hdrs,
 static char *
 advertisement(int n, const char *d, char **hdrs)
 {
-	char	path[512], *body = NULL;
-	size_t	len, i;
-	int	status = 0;
+	char   path[512], *body = NULL;
+	size_t len, i;
+	int    status = 0;
 
-	path_of(n, d, "/info/refs?service=git-upload-pack", path,
-	    sizeof(path));
+	path_of(n, d, "/info/refs?service=git-upload-pack", path, sizeof(path));
 	if (http_request(relayproc_host(rp), relayproc_port(rp), "GET", path,
-	    NULL, NULL, 0, TMO, &status, hdrs, &body, &len) == -1 ||
+		NULL, NULL, 0, TMO, &status, hdrs, &body, &len) == -1 ||
 	    status != 200) {
 		free(body);
 		return NULL;
@@ -294,9 +293,9 @@ advertisement(int n, const char *d, char **hdrs)
 static int
 wait_advertised(int n, const char *d, const char *needle, int ms)
 {
-	int64_t	 end = wsc_now_ms() + ms;
-	char	*adv;
-	int	 found;
+	int64_t end = wsc_now_ms() + ms;
+	char   *adv;
+	int	found;
 
 	do {
 		adv = advertisement(n, d, NULL);
@@ -312,10 +311,10 @@ wait_advertised(int n, const char *d, const char *needle, int ms)
 static void
 test_new_announcement_ok_but_not_served(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *issue;
-	char		 d[32], msg[512], tags[256], want[128];
-	uint8_t		 sk[32], pk[32];
+	struct wsc   *ws = conn();
+	struct event *ann, *issue;
+	char	      d[32], msg[512], tags[256], want[128];
+	uint8_t	      sk[32], pk[32];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -332,10 +331,12 @@ test_new_announcement_ok_but_not_served(void)
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"]]",
 	    ann->pubkey_hex, d);
 	T_ASSERT((issue = event_new_signed(sk, time(NULL), 1621, tags,
-	    "an issue")) != NULL);
+		      "an issue")) != NULL);
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 0);
-	snprintf(want, sizeof(want), "/%s is announced but its git data has "
-	    "not been pushed yet: push to http://%s/", d, dom());
+	snprintf(want, sizeof(want),
+	    "/%s is announced but its git data has "
+	    "not been pushed yet: push to http://%s/",
+	    d, dom());
 	if (strstr(msg, want) == NULL)
 		printf("# %s\n", msg);
 	T_CHECK(strncmp(msg, "blocked: ", 9) == 0 && strstr(msg, want));
@@ -347,9 +348,9 @@ test_new_announcement_ok_but_not_served(void)
 static void
 test_git_endpoint_works_for_purgatory_repo(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann;
-	char		 d[32], msg[256], *hdrs = NULL, *adv, *v;
+	struct wsc   *ws = conn();
+	struct event *ann;
+	char	      d[32], msg[256], *hdrs = NULL, *adv, *v;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -359,8 +360,8 @@ test_git_endpoint_works_for_purgatory_repo(void)
 	T_ASSERT(adv != NULL);
 	T_CHECK(strncmp(adv, "001e# service=git-upload-pack\n0000", 34) == 0);
 	v = http_header_value(hdrs, "content-type");
-	T_CHECK(v && strcmp(v, "application/x-git-upload-pack-advertisement")
-	    == 0);
+	T_CHECK(
+	    v && strcmp(v, "application/x-git-upload-pack-advertisement") == 0);
 	free(v);
 	v = http_header_value(hdrs, "cache-control");
 	T_CHECK(v && strstr(v, "no-cache"));
@@ -374,10 +375,10 @@ test_git_endpoint_works_for_purgatory_repo(void)
 static void
 test_state_held_until_push_then_both_served(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st;
-	char		 d[32], msg[256], dir[512], oid[41], url[512], *out;
-	char		 clone[512];
+	struct wsc   *ws = conn();
+	struct event *ann, *st;
+	char	      d[32], msg[256], dir[512], oid[41], url[512], *out;
+	char	      clone[512];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -415,9 +416,9 @@ test_state_held_until_push_then_both_served(void)
 static void
 test_push_rejected_without_state(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann;
-	char		 d[32], msg[256], dir[512], oid[41], url[512], *out;
+	struct wsc   *ws = conn();
+	struct event *ann;
+	char	      d[32], msg[256], dir[512], oid[41], url[512], *out;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -427,8 +428,10 @@ test_push_rejected_without_state(void)
 	url_of(4, d, url, sizeof(url));
 	out = NULL;
 	T_CHECK(push(dir, url, "main", &out) != 0);
-	T_CHECK(out && strstr(out, "authorisation failed: No state events "
-	    "in purgatory"));
+	T_CHECK(out &&
+	    strstr(out,
+		"authorisation failed: No state events "
+		"in purgatory"));
 	if (out && !strstr(out, "authorisation failed"))
 		printf("# git said: %s\n", out);
 	free(out);
@@ -445,10 +448,10 @@ test_push_rejected_without_state(void)
 static void
 test_push_of_wrong_commit_rejected(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st;
-	char		 d[32], msg[256], dir[512], a[41], b[41], url[512];
-	char		*out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann, *st;
+	char	      d[32], msg[256], dir[512], a[41], b[41], url[512];
+	char	     *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -461,9 +464,11 @@ test_push_of_wrong_commit_rejected(void)
 	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	url_of(6, d, url, sizeof(url));
 	T_CHECK(push(dir, url, "main", &out) != 0);
-	T_CHECK(out && strstr(out, "authorisation failed: 1 state event(s) "
-	    "in purgatory from authorized publisher(s) but doesn't match "
-	    "push"));
+	T_CHECK(out &&
+	    strstr(out,
+		"authorisation failed: 1 state event(s) "
+		"in purgatory from authorized publisher(s) but doesn't match "
+		"push"));
 	free(out);
 	out = NULL;
 	/* A branch the state does not list is refused too. */
@@ -482,11 +487,11 @@ test_push_of_wrong_commit_rejected(void)
 static void
 test_maintainer_and_recursive_maintainer_states_authorise(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *mann, *st;
-	char		 d[32], msg[256], dir[512], oid[41], url[512];
-	char		 m[200], hexm[65], hexr[65], *out = NULL;
-	uint8_t		 sk[32];
+	struct wsc   *ws = conn();
+	struct event *ann, *mann, *st;
+	char	      d[32], msg[256], dir[512], oid[41], url[512];
+	char	      m[200], hexm[65], hexr[65], *out = NULL;
+	uint8_t	      sk[32];
 
 	T_ASSERT(ws != NULL);
 	/* Owner 10 names maintainer 11; 11 names 12 (recursive). */
@@ -520,8 +525,10 @@ test_maintainer_and_recursive_maintainer_states_authorise(void)
 	/* Accepted through the held announcement (maintainer exception). */
 	T_EQ_INT(nostr_publish_msg(ws, mann, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "");
-	T_ASSERT(local_repo(dir, sizeof(dir), "by a maintainer's "
-	    "maintainer\n", oid) == 0);
+	T_ASSERT(local_repo(dir, sizeof(dir),
+		     "by a maintainer's "
+		     "maintainer\n",
+		     oid) == 0);
 	st = state(12, d, "main", "refs/heads/main", oid, NULL);
 	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
@@ -539,10 +546,10 @@ test_maintainer_and_recursive_maintainer_states_authorise(void)
 static void
 test_non_maintainer_state_ignored_push_rejected(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st;
-	char		 d[32], msg[256], dir[512], oid[41], url[512];
-	char		*out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann, *st;
+	char	      d[32], msg[256], dir[512], oid[41], url[512];
+	char	     *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -564,10 +571,10 @@ test_non_maintainer_state_ignored_push_rejected(void)
 static void
 test_deletion_by_id_removes_held_state(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st, *del;
-	char		 d[32], msg[256], dir[512], oid[41], url[512];
-	char		 tags[200], *out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann, *st, *del;
+	char	      d[32], msg[256], dir[512], oid[41], url[512];
+	char	      tags[200], *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -593,11 +600,11 @@ test_deletion_by_id_removes_held_state(void)
 static void
 test_deletion_by_coordinate_removes_maintainers_held_state(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st, *del;
-	char		 d[32], msg[256], dir[512], oid[41], url[512];
-	char		 tags[300], hexm[65], m[120], *out = NULL;
-	uint8_t		 sk[32];
+	struct wsc   *ws = conn();
+	struct event *ann, *st, *del;
+	char	      d[32], msg[256], dir[512], oid[41], url[512];
+	char	      tags[300], hexm[65], m[120], *out = NULL;
+	uint8_t	      sk[32];
 
 	T_ASSERT(ws != NULL);
 	key(17, sk, NULL, hexm);
@@ -626,11 +633,12 @@ test_deletion_by_coordinate_removes_maintainers_held_state(void)
 static struct event *
 pr_cloned(int n, int owner, const char *d, const char *c, const char *clone)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 	char	hex[65], tags[1400];
 
 	key(owner, sk, NULL, hex);
-	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"],[\"p\",\"%s\"],"
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"30617:%s:%s\"],[\"p\",\"%s\"],"
 	    "[\"subject\",\"a change\"],[\"c\",\"%s\"],[\"clone\",\"%s\"]]",
 	    hex, d, hex, c, clone);
 	return signed_by(n, time(NULL), 1618, tags, "please pull");
@@ -640,7 +648,7 @@ pr_cloned(int n, int owner, const char *d, const char *c, const char *clone)
 static struct event *
 pr_event(int n, int owner, const char *d, const char *c)
 {
-	char	url[512];
+	char url[512];
 
 	url_of(owner, d, url, sizeof(url));
 	return pr_cloned(n, owner, d, c, url);
@@ -649,20 +657,21 @@ pr_event(int n, int owner, const char *d, const char *c)
 static void
 test_pr_held_until_its_commit_is_pushed(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *pr;
-	char		 d[32], msg[256], dir[512], oid[41], c[41], url[512];
-	char		 ref[120], expect[200], *out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann, *pr;
+	char	      d[32], msg[256], dir[512], oid[41], c[41], url[512];
+	char	      ref[120], expect[200], *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 20, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 20, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	T_ASSERT(gt_commit(dir, "file.txt", "a change\n", "change", c) == 0);
 	pr = pr_event(21, 20, d, c);
 	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
-	snprintf(expect, sizeof(expect), "purgatory: PR event stored, waiting "
-	    "for git push with commit %s", c);
+	snprintf(expect, sizeof(expect),
+	    "purgatory: PR event stored, waiting "
+	    "for git push with commit %s",
+	    c);
 	T_EQ_STR(msg, expect);
 	T_EQ_INT(served(ws, pr->id_hex), 0);
 	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
@@ -680,28 +689,29 @@ test_pr_held_until_its_commit_is_pushed(void)
 static void
 test_refs_nostr_rules(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *pr;
-	char		 d[32], msg[256], dir[512], oid[41], c[41], w[41];
-	char		 url[512], ref[120], needle[120], *out = NULL;
-	int64_t		 end;
-	int		 gone = 0;
+	struct wsc   *ws = conn();
+	struct event *ann, *pr;
+	char	      d[32], msg[256], dir[512], oid[41], c[41], w[41];
+	char	      url[512], ref[120], needle[120], *out = NULL;
+	int64_t	      end;
+	int	      gone = 0;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 22, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 22, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	url_of(22, d, url, sizeof(url));
 	/* Not an event id. */
 	T_CHECK(push(dir, url, "HEAD:refs/nostr/123", &out) != 0);
-	T_CHECK(out && strstr(out, "authorisation failed: Invalid event ID "
-	    "format in ref: refs/nostr/123"));
+	T_CHECK(out &&
+	    strstr(out,
+		"authorisation failed: Invalid event ID "
+		"format in ref: refs/nostr/123"));
 	free(out);
 	out = NULL;
 
 	T_ASSERT(gt_commit(dir, "file.txt", "wrong\n", "wrong", w) == 0);
-	T_ASSERT(gt_git(dir, NULL, "checkout", "-q", "-b", "pr", oid, NULL) ==
-	    0);
+	T_ASSERT(
+	    gt_git(dir, NULL, "checkout", "-q", "-b", "pr", oid, NULL) == 0);
 	T_ASSERT(gt_commit(dir, "pr.txt", "right\n", "right", c) == 0);
 	pr = pr_event(23, 22, d, c);
 	/* Git first, with the wrong commit: accepted (placeholder). */
@@ -714,7 +724,7 @@ test_refs_nostr_rules(void)
 	/* The event names another commit: the wrong ref goes. */
 	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
 	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
-	for (end = wsc_now_ms() + TMO; !gone && wsc_now_ms() < end; ) {
+	for (end = wsc_now_ms() + TMO; !gone && wsc_now_ms() < end;) {
 		char *adv = advertisement(22, d, NULL);
 
 		gone = adv != NULL && strstr(adv, needle) == NULL;
@@ -740,14 +750,13 @@ test_refs_nostr_rules(void)
 static void
 test_head_follows_state_with_existing_commit(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st;
-	char		 d[32], msg[256], dir[512], oid[41];
+	struct wsc   *ws = conn();
+	struct event *ann, *st;
+	char	      d[32], msg[256], dir[512], oid[41];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 24, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 24, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	T_CHECK(wait_advertised(24, d, "symref=HEAD:refs/heads/main", TMO));
 	/* Every commit is here: accepted and served at once.  (A second
 	 * later, so that it is newer than the state of serve_repo.) */
@@ -757,8 +766,7 @@ test_head_follows_state_with_existing_commit(void)
 	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "");
 	T_EQ_INT(served(ws, st->id_hex), 1);
-	T_CHECK(wait_advertised(24, d, "symref=HEAD:refs/heads/develop",
-	    TMO));
+	T_CHECK(wait_advertised(24, d, "symref=HEAD:refs/heads/develop", TMO));
 	event_destroy(ann);
 	event_destroy(st);
 	wsc_close(ws);
@@ -767,19 +775,17 @@ test_head_follows_state_with_existing_commit(void)
 static void
 test_head_follows_state_after_push_of_new_branch(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st;
-	char		 d[32], msg[256], dir[512], oid[41], f[41], url[512];
-	char		*out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann, *st;
+	char	      d[32], msg[256], dir[512], oid[41], f[41], url[512];
+	char	     *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 25, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
-	T_ASSERT(gt_git(dir, NULL, "checkout", "-q", "-b", "feature", NULL) ==
-	    0);
-	T_ASSERT(gt_commit(dir, "feature.txt", "feature\n", "feature", f) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 25, d, "", dir, sizeof(dir), oid, &ann) == 0);
+	T_ASSERT(
+	    gt_git(dir, NULL, "checkout", "-q", "-b", "feature", NULL) == 0);
+	T_ASSERT(gt_commit(dir, "feature.txt", "feature\n", "feature", f) == 0);
 	sleep(1);
 	st = state(25, d, "feature", "refs/heads/main", oid,
 	    "refs/heads/feature", f, NULL);
@@ -789,8 +795,7 @@ test_head_follows_state_after_push_of_new_branch(void)
 	T_EQ_INT(push(dir, url, "feature", &out), 0);
 	free(out);
 	T_EQ_INT(served(ws, st->id_hex), 1);
-	T_CHECK(wait_advertised(25, d, "symref=HEAD:refs/heads/feature",
-	    TMO));
+	T_CHECK(wait_advertised(25, d, "symref=HEAD:refs/heads/feature", TMO));
 	event_destroy(ann);
 	event_destroy(st);
 	wsc_close(ws);
@@ -799,11 +804,11 @@ test_head_follows_state_after_push_of_new_branch(void)
 static void
 test_repository_pages_and_advertisement(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann;
-	char		 d[32], msg[256], path[512], *hdrs = NULL, *body = NULL;
-	char		*v, *p;
-	int		 status = 0;
+	struct wsc   *ws = conn();
+	struct event *ann;
+	char	      d[32], msg[256], path[512], *hdrs = NULL, *body = NULL;
+	char	     *v, *p;
+	int	      status = 0;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -814,8 +819,8 @@ test_repository_pages_and_advertisement(void)
 	T_ASSERT(get(path, NULL, &status, &hdrs, &body) == 0);
 	T_EQ_INT(status, 200);
 	v = http_header_value(hdrs, "content-type");
-	T_CHECK(v && strcmp(v, "application/x-git-upload-pack-advertisement")
-	    == 0);
+	T_CHECK(
+	    v && strcmp(v, "application/x-git-upload-pack-advertisement") == 0);
 	free(v);
 	free(hdrs);
 	free(body);
@@ -825,11 +830,11 @@ test_repository_pages_and_advertisement(void)
 	T_ASSERT(get(path, NULL, &status, &hdrs, &body) == 0);
 	T_EQ_INT(status, 200);
 	v = http_header_value(hdrs, "content-type");
-	T_CHECK(v && strcmp(v, "application/x-git-receive-pack-advertisement")
-	    == 0);
+	T_CHECK(v &&
+	    strcmp(v, "application/x-git-receive-pack-advertisement") == 0);
 	free(v);
-	T_CHECK(body && strncmp(body, "001f# service=git-receive-pack\n0000",
-	    35) == 0);
+	T_CHECK(body &&
+	    strncmp(body, "001f# service=git-receive-pack\n0000", 35) == 0);
 	free(hdrs);
 	free(body);
 	hdrs = body = NULL;
@@ -848,8 +853,8 @@ test_repository_pages_and_advertisement(void)
 	event_destroy(ann);
 	ann = announcement(26, "with space", 1, "");
 	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
-	path_of(26, "with%20space", "/info/refs?service=git-upload-pack",
-	    path, sizeof(path));
+	path_of(26, "with%20space", "/info/refs?service=git-upload-pack", path,
+	    sizeof(path));
 	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
 	T_EQ_INT(status, 200);
 	free(body);
@@ -861,30 +866,38 @@ test_repository_pages_and_advertisement(void)
 	T_CHECK(body && strstr(body, "<html"));
 	free(body);
 	body = NULL;
-	path_of(26, "no-such-repo", "/info/refs?service=git-upload-pack",
-	    path, sizeof(path));
+	path_of(26, "no-such-repo", "/info/refs?service=git-upload-pack", path,
+	    sizeof(path));
 	T_ASSERT(get(path, NULL, &status, NULL, &body) == 0);
 	T_EQ_INT(status, 404);
 	free(body);
 	body = NULL;
 	/* An invalid npub: 400. */
 	T_ASSERT(get("/npub1notakey/x.git/info/refs?service=git-upload-pack",
-	    NULL, &status, NULL, &body) == 0);
+		     NULL, &status, NULL, &body) == 0);
 	T_EQ_INT(status, 400);
 	free(body);
 	body = NULL;
 	/* The purgatory and git counters are in /metrics. */
 	T_ASSERT(get("/metrics", NULL, &status, NULL, &body) == 0);
 	T_EQ_INT(status, 200);
-	T_CHECK(body && strstr(body, "graspd_purgatory_held{role=\"relayd\","
-	    "type=\"announcement\"}"));
-	T_CHECK(body && strstr(body, "graspd_git_requests_total{role=\""
-	    "relayd\",operation=\"info-refs\",status=\"success\"}"));
+	T_CHECK(body &&
+	    strstr(body,
+		"graspd_purgatory_held{role=\"relayd\","
+		"type=\"announcement\"}"));
+	T_CHECK(body &&
+	    strstr(body,
+		"graspd_git_requests_total{role=\""
+		"relayd\",operation=\"info-refs\",status=\"success\"}"));
 	/* Each git request is timed (a histogram by operation). */
-	T_CHECK(body && strstr(body, "\n# TYPE graspd_git_request_duration_"
-	    "seconds histogram\n"));
-	T_CHECK(body && (p = strstr(body, "\ngraspd_git_request_duration_"
-	    "seconds_count{role=\"relayd\",operation=\"info-refs\"} ")) &&
+	T_CHECK(body &&
+	    strstr(body,
+		"\n# TYPE graspd_git_request_duration_"
+		"seconds histogram\n"));
+	T_CHECK(body &&
+	    (p = strstr(body,
+		 "\ngraspd_git_request_duration_"
+		 "seconds_count{role=\"relayd\",operation=\"info-refs\"} ")) &&
 	    strtod(p + 80, NULL) >= 1);
 	free(body);
 	event_destroy(ann);
@@ -894,15 +907,14 @@ test_repository_pages_and_advertisement(void)
 static void
 test_clone_and_advertised_capabilities(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann;
-	char		 d[32], dir[512], oid[41], url[512], clone[512], c2[41];
-	char		*adv, bad[600];
+	struct wsc   *ws = conn();
+	struct event *ann;
+	char	      d[32], dir[512], oid[41], url[512], clone[512], c2[41];
+	char	     *adv, bad[600];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 27, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 27, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	url_of(27, d, url, sizeof(url));
 	workdir(clone, sizeof(clone));
 	T_EQ_INT(gt_git(NULL, NULL, "clone", "-q", url, clone, NULL), 0);
@@ -911,7 +923,8 @@ test_clone_and_advertised_capabilities(void)
 	/* Protocol v0 too. */
 	workdir(clone, sizeof(clone));
 	T_EQ_INT(gt_git(NULL, NULL, "-c", "protocol.version=0", "clone", "-q",
-	    url, clone, NULL), 0);
+		     url, clone, NULL),
+	    0);
 	/* An invalid path fails. */
 	snprintf(bad, sizeof(bad), "http://%s/not-a-repo", dom());
 	workdir(clone, sizeof(clone));
@@ -932,19 +945,19 @@ test_clone_and_advertised_capabilities(void)
 static void
 test_partial_clone_filters(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann;
-	char		 d[32], dir[512], oid[41], url[512], clone[512], c2[41];
-	char		*out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann;
+	char	      d[32], dir[512], oid[41], url[512], clone[512], c2[41];
+	char	     *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 28, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 28, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	url_of(28, d, url, sizeof(url));
 	workdir(clone, sizeof(clone));
 	T_EQ_INT(gt_git(NULL, &out, "clone", "-q", "--filter=blob:none", url,
-	    clone, NULL), 0);
+		     clone, NULL),
+	    0);
 	if (out && *out)
 		printf("# %s", out);
 	free(out);
@@ -954,7 +967,8 @@ test_partial_clone_filters(void)
 	workdir(clone, sizeof(clone));
 	T_ASSERT(gt_init(clone) == 0);
 	T_EQ_INT(gt_git(clone, &out, "fetch", "-q", "--filter=tree:0", url,
-	    "main", NULL), 0);
+		     "main", NULL),
+	    0);
 	free(out);
 	T_ASSERT(gt_rev(clone, "FETCH_HEAD", c2) == 0);
 	T_EQ_STR(c2, oid);
@@ -966,21 +980,20 @@ static void
 test_cors_on_git_routes_and_options(void)
 {
 	static const struct {
-		const char	*method, *rest;
-		int		 status;
+		const char *method, *rest;
+		int	    status;
 	} cases[] = {
 		{ "GET", "/info/refs?service=git-upload-pack", 200 },
 		{ "POST", "/git-upload-pack", 200 },
 		{ "OPTIONS", "/git-upload-pack", 204 },
-		{ "OPTIONS", "/info/refs", 204 },
-		{ "GET", "", 200 },
-		{ "OPTIONS", NULL, 204 },	/* "/" */
+		{ "OPTIONS", "/info/refs", 204 }, { "GET", "", 200 },
+		{ "OPTIONS", NULL, 204 }, /* "/" */
 	};
-	struct wsc	*ws = conn();
-	struct event	*ann;
-	char		 d[32], msg[256], path[512], *hdrs, *body;
-	size_t		 i, len;
-	int		 status, post;
+	struct wsc   *ws = conn();
+	struct event *ann;
+	char	      d[32], msg[256], path[512], *hdrs, *body;
+	size_t	      i, len;
+	int	      status, post;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -996,10 +1009,12 @@ test_cors_on_git_routes_and_options(void)
 			path_of(29, d, cases[i].rest, path, sizeof(path));
 		/* A POST body of one flush: an empty request. */
 		T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp),
-		    cases[i].method, path, post ? "Content-Type: application/"
-		    "x-git-upload-pack-request\r\n" : NULL, post ? "0000" :
-		    NULL, post ? 4 : 0, TMO, &status, &hdrs, &body, &len) ==
-		    0);
+			     cases[i].method, path,
+			     post ? "Content-Type: application/"
+				    "x-git-upload-pack-request\r\n" :
+				    NULL,
+			     post ? "0000" : NULL, post ? 4 : 0, TMO, &status,
+			     &hdrs, &body, &len) == 0);
 		T_EQ_INT(status, cases[i].status);
 		T_CHECK(tint_cors_ok(hdrs));
 		free(hdrs);
@@ -1013,14 +1028,14 @@ test_cors_on_git_routes_and_options(void)
 static unsigned char *
 gzip(const void *p, size_t n, size_t *outlen)
 {
-	z_stream	 z;
-	unsigned char	*out;
-	size_t		 cap = n + 128;
+	z_stream       z;
+	unsigned char *out;
+	size_t	       cap = n + 128;
 
 	memset(&z, 0, sizeof(z));
 	if ((out = malloc(cap)) == NULL ||
 	    deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8,
-	    Z_DEFAULT_STRATEGY) != Z_OK) {
+		Z_DEFAULT_STRATEGY) != Z_OK) {
 		free(out);
 		return NULL;
 	}
@@ -1038,13 +1053,13 @@ static void
 test_gzip_body_and_protocol_v2(void)
 {
 	static const char req[] = "0014command=ls-refs\n0001"
-	    "000csymrefs\n0000";
-	struct wsc	*ws = conn();
-	unsigned char	*z;
-	char		 d[32], dir[512], oid[41], path[512], *hdrs = NULL;
-	char		*body = NULL, needle[80];
-	size_t		 zlen, len;
-	int		 status = 0;
+				  "000csymrefs\n0000";
+	struct wsc	 *ws = conn();
+	unsigned char	 *z;
+	char		  d[32], dir[512], oid[41], path[512], *hdrs = NULL;
+	char		 *body = NULL, needle[80];
+	size_t		  zlen, len;
+	int		  status = 0;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -1052,10 +1067,11 @@ test_gzip_body_and_protocol_v2(void)
 	z = gzip(req, sizeof(req) - 1, &zlen);
 	T_ASSERT(z != NULL);
 	path_of(30, d, "/git-upload-pack", path, sizeof(path));
-	T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp), "POST",
-	    path, "Git-Protocol: version=2\r\nContent-Encoding: gzip\r\n"
-	    "Content-Type: application/x-git-upload-pack-request\r\n", z,
-	    zlen, TMO, &status, &hdrs, &body, &len) == 0);
+	T_ASSERT(
+	    http_request(relayproc_host(rp), relayproc_port(rp), "POST", path,
+		"Git-Protocol: version=2\r\nContent-Encoding: gzip\r\n"
+		"Content-Type: application/x-git-upload-pack-request\r\n",
+		z, zlen, TMO, &status, &hdrs, &body, &len) == 0);
 	free(z);
 	T_EQ_INT(status, 200);
 	snprintf(needle, sizeof(needle), "%s refs/heads/main", oid);
@@ -1067,7 +1083,7 @@ test_gzip_body_and_protocol_v2(void)
 	    sizeof(path));
 	body = NULL;
 	T_ASSERT(get(path, "Git-Protocol: version=2\r\n", &status, NULL,
-	    &body) == 0);
+		     &body) == 0);
 	T_CHECK(body && strstr(body, "version 2"));
 	free(body);
 	wsc_close(ws);
@@ -1076,17 +1092,16 @@ test_gzip_body_and_protocol_v2(void)
 static void
 test_large_push_streams_chunked(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st;
-	char		 d[32], msg[256], dir[512], oid[41], big[41], url[512];
-	char		 path[600], *out = NULL, clone[512], c2[41];
-	FILE		*f;
-	size_t		 i;
+	struct wsc   *ws = conn();
+	struct event *ann, *st;
+	char	      d[32], msg[256], dir[512], oid[41], big[41], url[512];
+	char	      path[600], *out = NULL, clone[512], c2[41];
+	FILE	     *f;
+	size_t	      i;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 31, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 31, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	/* Incompressible, several times git's 1 MiB post buffer. */
 	snprintf(path, sizeof(path), "%s/big.bin", dir);
 	T_ASSERT((f = fopen(path, "w")) != NULL);
@@ -1121,12 +1136,12 @@ test_large_push_streams_chunked(void)
 static void
 test_newer_unlisted_announcement_evicts_the_held_one(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *unlisted, *half;
-	char		 d[32], msg[512], path[512], want[160], url[512];
-	char		 tags[1024], *body = NULL;
-	uint8_t		 sk[32], pk[32];
-	int		 status = 0;
+	struct wsc   *ws = conn();
+	struct event *ann, *unlisted, *half;
+	char	      d[32], msg[512], path[512], want[160], url[512];
+	char	      tags[1024], *body = NULL;
+	uint8_t	      sk[32], pk[32];
+	int	      status = 0;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -1142,21 +1157,25 @@ test_newer_unlisted_announcement_evicts_the_held_one(void)
 	sleep(1);
 	unlisted = announcement(34, d, 0, "");
 	T_EQ_INT(nostr_publish_msg(ws, unlisted, TMO, msg, sizeof(msg)), 0);
-	T_CHECK(strncmp(msg, "blocked: Announcement must list service", 39) ==
-	    0);
+	T_CHECK(
+	    strncmp(msg, "blocked: Announcement must list service", 39) == 0);
 	/* The refusal names the domain it expects, and what lacks it. */
 	snprintf(want, sizeof(want), "this service is %s, missing from both",
 	    dom());
 	T_CHECK(strstr(msg, want) != NULL);
 	key(34, sk, pk, NULL);
 	gt_url(url, sizeof(url), dom(), pk, d);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"%s\"],"
-	    "[\"relays\",\"wss://elsewhere.example\"]]", d, url);
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"%s\"],[\"clone\",\"%s\"],"
+	    "[\"relays\",\"wss://elsewhere.example\"]]",
+	    d, url);
 	T_ASSERT((half = event_new_signed(sk, time(NULL) + 1, 30617, tags,
-	    "")) != NULL);
+		      "")) != NULL);
 	T_EQ_INT(nostr_publish_msg(ws, half, TMO, msg, sizeof(msg)), 0);
-	snprintf(want, sizeof(want), "this service is %s, missing from "
-	    "'relays' (e.g. clone http://%s/", dom(), dom());
+	snprintf(want, sizeof(want),
+	    "this service is %s, missing from "
+	    "'relays' (e.g. clone http://%s/",
+	    dom(), dom());
 	if (strstr(msg, want) == NULL)
 		printf("# %s\n", msg);
 	T_CHECK(strstr(msg, want) != NULL);
@@ -1174,9 +1193,9 @@ test_newer_unlisted_announcement_evicts_the_held_one(void)
 static int
 ingest(const struct event *ev)
 {
-	struct buf	 b = BUF_INIT;
-	char		 run[512], ep[600];
-	int		 s, tmo = TMO, rc;
+	struct buf b = BUF_INIT;
+	char	   run[512], ep[600];
+	int	   s, tmo = TMO, rc;
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(rp));
 	if (chan_endpoint(run, CHAN_INGEST, ep, sizeof(ep)) == -1 ||
@@ -1196,10 +1215,10 @@ ingest(const struct event *ev)
 static void
 test_purgatory_survives_kill9(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann1, *ann2, *st;
-	char		 d1[32], d2[32], msg[256], dir[512], oid[41];
-	char		 url[512], *out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann1, *ann2, *st;
+	char	      d1[32], d2[32], msg[256], dir[512], oid[41];
+	char	      url[512], *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d1, sizeof(d1));
@@ -1243,10 +1262,10 @@ test_purgatory_survives_kill9(void)
 static void
 test_held_announcement_expires_and_loses_its_repository(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st;
-	char		 d[32], msg[256], path[512], *body = NULL;
-	int		 status = 0, i;
+	struct wsc   *ws = conn();
+	struct event *ann, *st;
+	char	      d[32], msg[256], path[512], *body = NULL;
+	int	      status = 0, i;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -1300,30 +1319,30 @@ test_held_announcement_expires_and_loses_its_repository(void)
  * main (HEAD), dev and tag v1 at one commit, a refs/nostr placeholder,
  * and a local commit x that the pushes may carry in a pack.
  */
-#define ZERO	"0000000000000000000000000000000000000000"
+#define ZERO "0000000000000000000000000000000000000000"
 
 static struct {
-	int	 ready;
-	char	 d[32];
-	char	 dir[512];
-	char	 base[41];	/* main, dev, v1, the placeholder */
-	char	 x[41];		/* a child of base, not on the relay */
-	char	 nostr[80];	/* refs/nostr/<id> at base */
-	char	 fresh[80];	/* refs/nostr/<id> not on the relay */
-	char	*pack;		/* a pack with x */
-	size_t	 packlen;
-	char	*empty;		/* a pack with nothing */
-	size_t	 emptylen;
+	int    ready;
+	char   d[32];
+	char   dir[512];
+	char   base[41];  /* main, dev, v1, the placeholder */
+	char   x[41];	  /* a child of base, not on the relay */
+	char   nostr[80]; /* refs/nostr/<id> at base */
+	char   fresh[80]; /* refs/nostr/<id> not on the relay */
+	char  *pack;	  /* a pack with x */
+	size_t packlen;
+	char  *empty; /* a pack with nothing */
+	size_t emptylen;
 } sh;
 
-#define SH_KEY	40
+#define SH_KEY 40
 
 /* Appends the command pkt-line "old new ref[\0caps]\n" to b. */
 static void
 pkt_cmd(struct buf *b, const char *old, const char *new, const char *ref,
     const char *caps)
 {
-	size_t	len = 4 + strlen(old) + 1 + strlen(new) + 1 + strlen(ref) + 1;
+	size_t len = 4 + strlen(old) + 1 + strlen(new) + 1 + strlen(ref) + 1;
 
 	if (caps != NULL)
 		len += 1 + strlen(caps);
@@ -1339,9 +1358,9 @@ pkt_cmd(struct buf *b, const char *old, const char *new, const char *ref,
 static char *
 make_pack(const char *revs, size_t *len)
 {
-	char	 in[600], outp[600], cmd[2000], *p = NULL;
-	FILE	*f;
-	long	 n;
+	char  in[600], outp[600], cmd[2000], *p = NULL;
+	FILE *f;
+	long  n;
 
 	snprintf(in, sizeof(in), "%s/packrevs", sh.dir);
 	snprintf(outp, sizeof(outp), "%s/pack.out", sh.dir);
@@ -1349,8 +1368,10 @@ make_pack(const char *revs, size_t *len)
 		return NULL;
 	fputs(revs, f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "git -C '%s' pack-objects --stdout --revs "
-	    "-q < '%s' > '%s'", sh.dir, in, outp);
+	snprintf(cmd, sizeof(cmd),
+	    "git -C '%s' pack-objects --stdout --revs "
+	    "-q < '%s' > '%s'",
+	    sh.dir, in, outp);
 	if (system(cmd) != 0 || (f = fopen(outp, "rb")) == NULL)
 		return NULL;
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 &&
@@ -1368,12 +1389,12 @@ make_pack(const char *revs, size_t *len)
 static int
 shapes_setup(void)
 {
-	struct wsc	*ws;
-	struct event	*ann = NULL, *st = NULL;
-	char		 msg[256], url[512], spec[200], revs[100], *out = NULL;
-	uint8_t		 id[32];
-	size_t		 i;
-	int		 rc = -1;
+	struct wsc   *ws;
+	struct event *ann = NULL, *st = NULL;
+	char	      msg[256], url[512], spec[200], revs[100], *out = NULL;
+	uint8_t	      id[32];
+	size_t	      i;
+	int	      rc = -1;
 
 	if (sh.ready)
 		return 0;
@@ -1381,7 +1402,7 @@ shapes_setup(void)
 		return -1;
 	next_d(sh.d, sizeof(sh.d));
 	if (serve_repo(ws, SH_KEY, sh.d, "", sh.dir, sizeof(sh.dir), sh.base,
-	    &ann) == -1)
+		&ann) == -1)
 		goto done;
 	sleep(1);
 	st = state(SH_KEY, sh.d, "main", "refs/heads/main", sh.base,
@@ -1425,10 +1446,9 @@ done:
 
 /* POSTs body to the shapes repository's receive-pack; the response. */
 static int
-receive_pack(const struct buf *body, int *status, char **resp,
-    size_t *resplen)
+receive_pack(const struct buf *body, int *status, char **resp, size_t *resplen)
 {
-	char	path[512];
+	char path[512];
 
 	path_of(SH_KEY, sh.d, "/git-receive-pack", path, sizeof(path));
 	return http_request(relayproc_host(rp), relayproc_port(rp), "POST",
@@ -1438,19 +1458,19 @@ receive_pack(const struct buf *body, int *status, char **resp,
 
 /* What a shape sends after its commands. */
 enum sh_tail {
-	TAIL_NONE,		/* flush only */
-	TAIL_PACK,		/* flush, a pack with x */
-	TAIL_OPTIONS,		/* flush, a push option, flush, a pack */
+	TAIL_NONE,    /* flush only */
+	TAIL_PACK,    /* flush, a pack with x */
+	TAIL_OPTIONS, /* flush, a push option, flush, a pack */
 };
 
 struct shape {
-	const char	*name;
-	const char	*caps;
-	const char	*cmds[3][3];	/* old, new, ref; "B" base, "X" x,
+	const char  *name;
+	const char  *caps;
+	const char  *cmds[3][3]; /* old, new, ref; "B" base, "X" x,
 					 * "N" the placeholder ref, "F" a
 					 * fresh refs/nostr ref */
-	enum sh_tail	 tail;
-	const char	*reason;	/* after "authorisation failed: " */
+	enum sh_tail tail;
+	const char  *reason; /* after "authorisation failed: " */
 };
 
 static const char *
@@ -1469,17 +1489,15 @@ sh_val(const char *v)
 	return v;
 }
 
-static const struct shape	shapes[] = {
+static const struct shape shapes[] = {
 	{ "null_pair_on_head", "report-status",
 	    { { "Z", "Z", "refs/heads/main" } }, TAIL_NONE,
 	    "Ref validation failed: refs/heads/main: old and new are both "
 	    "the null id" },
 	{ "null_pair_on_branch", "report-status",
-	    { { "Z", "Z", "refs/heads/dev" } }, TAIL_NONE,
-	    "both the null id" },
-	{ "null_pair_on_tag", "report-status",
-	    { { "Z", "Z", "refs/tags/v1" } }, TAIL_NONE,
-	    "both the null id" },
+	    { { "Z", "Z", "refs/heads/dev" } }, TAIL_NONE, "both the null id" },
+	{ "null_pair_on_tag", "report-status", { { "Z", "Z", "refs/tags/v1" } },
+	    TAIL_NONE, "both the null id" },
 	{ "null_pair_on_missing_ref", "report-status",
 	    { { "Z", "Z", "refs/heads/none" } }, TAIL_NONE,
 	    "both the null id" },
@@ -1511,8 +1529,8 @@ static const struct shape	shapes[] = {
 	    { { "B", "Z", "refs/heads/main" } }, TAIL_NONE,
 	    "Ref validation failed: refs/heads/main is HEAD and cannot be "
 	    "deleted" },
-	{ "deletion_of_refs_nostr", "report-status",
-	    { { "B", "Z", "N" } }, TAIL_NONE, "cannot be deleted" },
+	{ "deletion_of_refs_nostr", "report-status", { { "B", "Z", "N" } },
+	    TAIL_NONE, "cannot be deleted" },
 	{ "old_not_current", "report-status",
 	    { { "X", "B", "refs/heads/main" } }, TAIL_NONE,
 	    "Ref validation failed: refs/heads/main is at " },
@@ -1528,38 +1546,36 @@ static const struct shape	shapes[] = {
 	{ "placeholder_over_an_existing_ref", "report-status",
 	    { { "Z", "X", "N" } }, TAIL_PACK, "the push expects nothing" },
 	{ "same_ref_twice", "report-status",
-	    { { "B", "X", "refs/heads/main" }, { "X", "B", "refs/heads/main" } },
+	    { { "B", "X", "refs/heads/main" },
+		{ "X", "B", "refs/heads/main" } },
 	    TAIL_PACK, "refs/heads/main is updated more than once" },
 	{ "same_ref_twice_atomic", "report-status atomic",
 	    { { "B", "B", "refs/heads/dev" }, { "B", "Z", "refs/heads/dev" } },
 	    TAIL_NONE, "refs/heads/dev is updated more than once" },
-	{ "head_itself", "report-status",
-	    { { "B", "X", "HEAD" } }, TAIL_PACK,
+	{ "head_itself", "report-status", { { "B", "X", "HEAD" } }, TAIL_PACK,
 	    "HEAD is not a branch, a tag or refs/nostr/<event id>" },
 	{ "refs_remotes", "report-status",
 	    { { "Z", "B", "refs/remotes/origin/main" } }, TAIL_NONE,
 	    "is not a branch, a tag or refs/nostr/<event id>" },
-	{ "refs_notes", "report-status",
-	    { { "Z", "B", "refs/notes/commits" } }, TAIL_NONE,
-	    "is not a branch, a tag or refs/nostr/<event id>" },
+	{ "refs_notes", "report-status", { { "Z", "B", "refs/notes/commits" } },
+	    TAIL_NONE, "is not a branch, a tag or refs/nostr/<event id>" },
 	{ "symbolic_style_name", "report-status",
 	    { { "Z", "B", "refs/heads/a..b" } }, TAIL_NONE,
 	    "refs/heads/a..b is not a valid ref name" },
-	{ "lock_suffix", "report-status",
-	    { { "Z", "B", "refs/heads/x.lock" } }, TAIL_NONE,
-	    "is not a valid ref name" },
+	{ "lock_suffix", "report-status", { { "Z", "B", "refs/heads/x.lock" } },
+	    TAIL_NONE, "is not a valid ref name" },
 	{ "refs_nostr_not_an_id", "report-status",
 	    { { "Z", "B", "refs/nostr/xyz" } }, TAIL_NONE,
 	    "Invalid event ID format in ref: refs/nostr/xyz" },
 };
 
-static const struct shape	*cur_shape;
+static const struct shape *cur_shape;
 
 static void
 send_shape(const struct shape *s, int *status, char **resp, size_t *len)
 {
-	struct buf	b = BUF_INIT;
-	size_t		i;
+	struct buf b = BUF_INIT;
+	size_t	   i;
 
 	for (i = 0; i < 3 && s->cmds[i][0] != NULL; i++)
 		pkt_cmd(&b, sh_val(s->cmds[i][0]), sh_val(s->cmds[i][1]),
@@ -1579,10 +1595,10 @@ send_shape(const struct shape *s, int *status, char **resp, size_t *len)
 static void
 test_push_shape_refused(void)
 {
-	const struct shape	*s = cur_shape;
-	char			*before, *after, *resp = NULL, *err, *nl;
-	size_t			 len = 0;
-	int			 status = 0, found;
+	const struct shape *s = cur_shape;
+	char		   *before, *after, *resp = NULL, *err, *nl;
+	size_t		    len = 0;
+	int		    status = 0, found;
 
 	T_ASSERT(shapes_setup() == 0);
 	T_ASSERT((before = advertisement(SH_KEY, sh.d, NULL)) != NULL);
@@ -1590,10 +1606,14 @@ test_push_shape_refused(void)
 	after = advertisement(SH_KEY, sh.d, NULL);
 	T_CHECK(status == 200);
 	/* The reason, on the ERR line. */
-	found = resp != NULL && (err = memmem(resp, len, "ERR authorisation "
-	    "failed: ", 26)) != NULL && (nl = memchr(err, '\n', len -
-	    (size_t)(err - resp))) != NULL && memmem(err, (size_t)(nl - err),
-	    s->reason, strlen(s->reason)) != NULL;
+	found = resp != NULL &&
+	    (err = memmem(resp, len,
+		 "ERR authorisation "
+		 "failed: ",
+		 26)) != NULL &&
+	    (nl = memchr(err, '\n', len - (size_t)(err - resp))) != NULL &&
+	    memmem(err, (size_t)(nl - err), s->reason, strlen(s->reason)) !=
+		NULL;
 	T_CHECK(found);
 	if (!found)
 		printf("# %s: relayd said: %.*s\n", s->name, (int)len,
@@ -1614,10 +1634,10 @@ test_push_shape_refused(void)
 static void
 test_push_shapes_allowed_reach_git(void)
 {
-	struct buf	 b = BUF_INIT;
-	char		*resp = NULL, want[200];
-	size_t		 len = 0;
-	int		 status = 0;
+	struct buf b = BUF_INIT;
+	char	  *resp = NULL, want[200];
+	size_t	   len = 0;
+	int	   status = 0;
 
 	T_ASSERT(shapes_setup() == 0);
 	pkt_cmd(&b, sh.base, sh.base, "refs/heads/main", "report-status");
@@ -1651,15 +1671,15 @@ test_push_shapes_allowed_reach_git(void)
 static void
 test_state_authorises_deletion_and_force_push(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *st;
-	char		 d[32], msg[256], dir[512], base[41], y[41], url[512];
-	char		 needle[120], *out = NULL, *adv;
+	struct wsc   *ws = conn();
+	struct event *ann, *st;
+	char	      d[32], msg[256], dir[512], base[41], y[41], url[512];
+	char	      needle[120], *out = NULL, *adv;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
 	T_ASSERT(serve_repo(ws, SH_KEY + 1, d, "", dir, sizeof(dir), base,
-	    &ann) == 0);
+		     &ann) == 0);
 	url_of(SH_KEY + 1, d, url, sizeof(url));
 	sleep(1);
 	st = state(SH_KEY + 1, d, "main", "refs/heads/main", base,
@@ -1669,7 +1689,7 @@ test_state_authorises_deletion_and_force_push(void)
 	T_ASSERT(wait_advertised(SH_KEY + 1, d, "refs/heads/dev", TMO));
 	/* Not a descendant of base: a rewrite. */
 	T_ASSERT(gt_git(dir, NULL, "checkout", "-q", "--orphan", "other",
-	    NULL) == 0);
+		     NULL) == 0);
 	T_ASSERT(gt_commit(dir, "other.txt", "other\n", "other", y) == 0);
 	T_CHECK(push_refused(dir, url, ":refs/heads/dev",
 	    "authorisation failed: No state events"));
@@ -1680,7 +1700,8 @@ test_state_authorises_deletion_and_force_push(void)
 	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
 	T_EQ_INT(gt_git(dir, &out, "push", "--porcelain", url, needle,
-	    ":refs/heads/dev", NULL), 0);
+		     ":refs/heads/dev", NULL),
+	    0);
 	if (out && strstr(out, "[rejected]"))
 		printf("# git said: %s\n", out);
 	free(out);
@@ -1698,8 +1719,8 @@ test_state_authorises_deletion_and_force_push(void)
 static void
 run_shapes(const char *only)
 {
-	char	name[120];
-	size_t	i;
+	char   name[120];
+	size_t i;
 
 	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
 		snprintf(name, sizeof(name), "test_push_shape_%s",
@@ -1716,20 +1737,20 @@ run_shapes(const char *only)
  * started with NGIT_GRASP06_ENABLE=true (rp06); the shared relay runs
  * without it.  The helpers above talk to rp, so each case swaps it.
  */
-static struct relayproc	*rp06;
+static struct relayproc *rp06;
 /* rp06's quotas, small enough for a test push to pass them. */
-#define G06_PER_REF	100000
-#define G06_PER_SIGNER	150000
-static char		 kept_d[32];	/* signer 51's /prs/ repository */
+#define G06_PER_REF    100000
+#define G06_PER_SIGNER 150000
+static char kept_d[32]; /* signer 51's /prs/ repository */
 /* rp06 as a TLS proxy in front of it names it (NGIT_PUBLIC_URL). */
-#define G06_PUBLIC	"https://git.example.test"
+#define G06_PUBLIC "https://git.example.test"
 
 /* The /prs/ URL and path of signer n's d (path: rest appended). */
 static void
 prs_url(int n, const char *d, const char *rest, char *url, size_t ulen,
     char *path, size_t plen)
 {
-	uint8_t	sk[32], pk[32];
+	uint8_t sk[32], pk[32];
 	char	npub[NIP19_KEY_BUFSZ];
 
 	key(n, sk, pk, NULL);
@@ -1744,7 +1765,7 @@ prs_url(int n, const char *d, const char *rest, char *url, size_t ulen,
 static void
 prs_dir(int n, const char *d, char *out, size_t len)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 	char	hex[65];
 
 	key(n, sk, NULL, hex);
@@ -1754,7 +1775,7 @@ prs_dir(int n, const char *d, char *out, size_t len)
 static int
 is_dir(const char *p)
 {
-	struct stat	sb;
+	struct stat sb;
 
 	return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
@@ -1763,7 +1784,7 @@ is_dir(const char *p)
 static int
 wait_gone(const char *p, int ms)
 {
-	int64_t	end = wsc_now_ms() + ms;
+	int64_t end = wsc_now_ms() + ms;
 
 	while (is_dir(p) && wsc_now_ms() < end)
 		usleep(50000);
@@ -1773,11 +1794,12 @@ wait_gone(const char *p, int ms)
 static int
 nip11_lists(const char *grasp)
 {
-	char	*body = NULL, want[32];
-	int	 status = 0, has;
+	char *body = NULL, want[32];
+	int   status = 0, has;
 
 	if (get("/", "Accept: application/nostr+json\r\n", &status, NULL,
-	    &body) == -1 || status != 200) {
+		&body) == -1 ||
+	    status != 200) {
 		free(body);
 		return -1;
 	}
@@ -1790,8 +1812,8 @@ nip11_lists(const char *grasp)
 static void
 test_grasp06_off_by_default(void)
 {
-	char	path[600], *body = NULL;
-	int	status = 0;
+	char path[600], *body = NULL;
+	int  status = 0;
 
 	T_EQ_INT(nip11_lists("GRASP-06"), 0);
 	T_EQ_INT(nip11_lists("GRASP-01"), 1);
@@ -1805,10 +1827,10 @@ test_grasp06_off_by_default(void)
 static void
 test_grasp06_nip11_and_empty_repository(void)
 {
-	char	 url[600], path[600], dir[512], clone[512], *body = NULL;
-	char	*out = NULL;
-	int	 status = 0;
-	size_t	 i;
+	char   url[600], path[600], dir[512], clone[512], *body = NULL;
+	char  *out = NULL;
+	int    status = 0;
+	size_t i;
 	static const char *const bad[] = {
 		"/prs/npub1nothing/x.git/info/refs?service=git-upload-pack",
 		"/prs/x.git/info/refs?service=git-upload-pack",
@@ -1850,10 +1872,10 @@ test_grasp06_nip11_and_empty_repository(void)
 static void
 test_grasp06_only_refs_nostr_accepted(void)
 {
-	char	 d[32], dir[512], pdir[512], oid[41], url[600], ref[120];
-	char	 id[65], *out = NULL, *adv = NULL;
-	uint8_t	 raw[32];
-	size_t	 i;
+	char	d[32], dir[512], pdir[512], oid[41], url[600], ref[120];
+	char	id[65], *out = NULL, *adv = NULL;
+	uint8_t raw[32];
+	size_t	i;
 
 	next_d(d, sizeof(d));
 	snprintf(kept_d, sizeof(kept_d), "%s", d);
@@ -1884,22 +1906,22 @@ test_grasp06_only_refs_nostr_accepted(void)
 static void
 test_grasp06_known_pr_must_be_the_paths(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *pr;
-	char		 d[32], msg[256], dir[512], oid[41], c[41], url[600];
-	char		 ref[120], *out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann, *pr;
+	char	      d[32], msg[256], dir[512], oid[41], c[41], url[600];
+	char	      ref[120], *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 52, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 52, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	T_ASSERT(gt_commit(dir, "file.txt", "pr\n", "pr", c) == 0);
 	pr = pr_event(53, 52, d, c);
 	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
 	snprintf(ref, sizeof(ref), "%s:refs/nostr/%s", c, pr->id_hex);
 	/* Another signer's path, or another identifier. */
 	prs_url(54, d, "", url, sizeof(url), NULL, 0);
-	T_CHECK(push_refused(dir, url, ref, "is not by this path's signer "
+	T_CHECK(push_refused(dir, url, ref,
+	    "is not by this path's signer "
 	    "for this identifier"));
 	prs_url(53, "elsewhere", "", url, sizeof(url), NULL, 0);
 	T_CHECK(push_refused(dir, url, ref, "is not by this path's signer"));
@@ -1918,12 +1940,12 @@ test_grasp06_known_pr_must_be_the_paths(void)
 static void
 test_grasp06_repository_without_refs_removed(void)
 {
-	struct buf	 b = BUF_INIT;
-	char		 d[32], pdir[512], path[600], *resp = NULL;
-	char		 ref[80], junk[600];
-	size_t		 len = 0;
-	int		 status = 0;
-	FILE		*f;
+	struct buf b = BUF_INIT;
+	char	   d[32], pdir[512], path[600], *resp = NULL;
+	char	   ref[80], junk[600];
+	size_t	   len = 0;
+	int	   status = 0;
+	FILE	  *f;
 
 	/* A push git refuses (its object is missing) leaves no ref: the
 	 * repository it created goes at once. */
@@ -1935,11 +1957,14 @@ test_grasp06_repository_without_refs_removed(void)
 	    "report-status");
 	buf_adds(&b, "0000");
 	/* An empty pack: PACK, version 2, no objects, its SHA-1. */
-	buf_add(&b, "PACK\0\0\0\2\0\0\0\0\x02\x9d\x08\x82\x3b\xd8\xa8\xea"
-	    "\xb5\x10\xad\x6a\xc7\x5c\x82\x3c\xfd\x3e\xd3\x1e", 32);
-	T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp), "POST",
-	    path, "Content-Type: application/x-git-receive-pack-request\r\n",
-	    b.b_data, b.b_len, TMO, &status, NULL, &resp, &len) == 0);
+	buf_add(&b,
+	    "PACK\0\0\0\2\0\0\0\0\x02\x9d\x08\x82\x3b\xd8\xa8\xea"
+	    "\xb5\x10\xad\x6a\xc7\x5c\x82\x3c\xfd\x3e\xd3\x1e",
+	    32);
+	T_ASSERT(
+	    http_request(relayproc_host(rp), relayproc_port(rp), "POST", path,
+		"Content-Type: application/x-git-receive-pack-request\r\n",
+		b.b_data, b.b_len, TMO, &status, NULL, &resp, &len) == 0);
 	T_EQ_INT(status, 200);
 	T_CHECK(resp != NULL && memmem(resp, len, "ng ", 3) != NULL);
 	free(resp);
@@ -1973,7 +1998,7 @@ test_grasp06_repository_without_refs_removed(void)
 static void
 nostr_spec(const char *src, int seed, char *out, size_t len)
 {
-	uint8_t	raw[32];
+	uint8_t raw[32];
 	char	hex[65];
 	size_t	i;
 
@@ -1986,8 +2011,8 @@ nostr_spec(const char *src, int seed, char *out, size_t len)
 static void
 test_grasp06_quota_per_ref_stops_the_pack(void)
 {
-	char	 d[32], dir[512], pdir[512], oid[41], url[600], spec[120];
-	char	 kept[512], kurl[600], *out = NULL;
+	char d[32], dir[512], pdir[512], oid[41], url[600], spec[120];
+	char kept[512], kurl[600], *out = NULL;
 
 	/* Another repository of the same signer, first. */
 	next_d(d, sizeof(d));
@@ -2003,7 +2028,8 @@ test_grasp06_quota_per_ref_stops_the_pack(void)
 	prs_url(56, d, "", url, sizeof(url), NULL, 0);
 	prs_dir(56, d, pdir, sizeof(pdir));
 	nostr_spec("HEAD", 0x10, spec, sizeof(spec));
-	T_CHECK(push_refused(dir, url, spec, "quota exceeded: the push is "
+	T_CHECK(push_refused(dir, url, spec,
+	    "quota exceeded: the push is "
 	    "larger than 100000 bytes (100000 per ref)"));
 	/* Nothing kept of it; the others unharmed. */
 	T_CHECK(wait_gone(pdir, TMO));
@@ -2017,9 +2043,9 @@ test_grasp06_quota_per_ref_stops_the_pack(void)
 static void
 test_grasp06_quota_per_signer(void)
 {
-	char	 d[32], d2[32], dir[512], pdir[512], oid[41], url[600];
-	char	 spec[120], kept[512], *out = NULL;
-	int64_t	 end;
+	char	d[32], d2[32], dir[512], pdir[512], oid[41], url[600];
+	char	spec[120], kept[512], *out = NULL;
+	int64_t end;
 
 	next_d(d, sizeof(d));
 	T_ASSERT(local_repo(dir, sizeof(dir), "first\n", oid) == 0);
@@ -2032,11 +2058,12 @@ test_grasp06_quota_per_signer(void)
 	out = NULL;
 	/* The second half, to another repository of the same signer. */
 	T_ASSERT(gt_commit_random(dir, "b.bin", G06_PER_SIGNER / 2 + 1000,
-	    oid) == 0);
+		     oid) == 0);
 	next_d(d2, sizeof(d2));
 	prs_url(57, d2, "", url, sizeof(url), NULL, 0);
 	nostr_spec("HEAD", 0x30, spec, sizeof(spec));
-	T_CHECK(push_refused(dir, url, spec, "quota exceeded: the signer's "
+	T_CHECK(push_refused(dir, url, spec,
+	    "quota exceeded: the signer's "
 	    "repositories here would pass 150000 bytes"));
 	prs_dir(57, d2, kept, sizeof(kept));
 	T_CHECK(wait_gone(kept, TMO));
@@ -2045,8 +2072,8 @@ test_grasp06_quota_per_signer(void)
 	prs_url(57, d, "", url, sizeof(url), NULL, 0);
 	nostr_spec("HEAD", 0x50, spec, sizeof(spec));
 	T_CHECK(push_refused(dir, url, spec, "quota exceeded"));
-	for (end = wsc_now_ms() + TMO; !gt_no_quarantine(pdir) &&
-	    wsc_now_ms() < end; )
+	for (end = wsc_now_ms() + TMO;
+	     !gt_no_quarantine(pdir) && wsc_now_ms() < end;)
 		usleep(50000);
 	T_CHECK(is_dir(pdir) && gt_no_quarantine(pdir));
 	T_EQ_INT(gt_git(dir, &out, "ls-remote", url, NULL), 0);
@@ -2065,16 +2092,15 @@ test_grasp06_quota_per_signer(void)
 static void
 test_grasp06_push_releases_and_mirrors(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *pr, *pr2, *pr3;
-	char		 d[32], msg[256], dir[512], oid[41], c[41], c2[41];
-	char		 w[41], purl[600], spec[200], needle[200], pdir[512];
-	char		*out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann, *pr, *pr2, *pr3;
+	char	      d[32], msg[256], dir[512], oid[41], c[41], c2[41];
+	char	      w[41], purl[600], spec[200], needle[200], pdir[512];
+	char	     *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 60, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 60, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	prs_url(61, d, "", purl, sizeof(purl), NULL, 0);
 	prs_dir(61, d, pdir, sizeof(pdir));
 
@@ -2107,14 +2133,16 @@ test_grasp06_push_releases_and_mirrors(void)
 	/* A PR update (kind 1619) to the first, event first. */
 	T_ASSERT(gt_commit(dir, "file.txt", "update\n", "update", c2) == 0);
 	{
-		uint8_t	 sk[32];
-		char	 hex[65], tags[1600];
+		uint8_t	      sk[32];
+		char	      hex[65], tags[1600];
 		struct event *up;
 
 		key(60, sk, NULL, hex);
-		snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"],"
+		snprintf(tags, sizeof(tags),
+		    "[[\"a\",\"30617:%s:%s\"],"
 		    "[\"E\",\"%s\"],[\"P\",\"%s\"],[\"c\",\"%s\"],"
-		    "[\"clone\",\"%s\"]]", hex, d, pr->id_hex, hex, c2, purl);
+		    "[\"clone\",\"%s\"]]",
+		    hex, d, pr->id_hex, hex, c2, purl);
 		up = signed_by(61, time(NULL), 1619, tags, "");
 		T_EQ_INT(nostr_publish_msg(ws, up, TMO, msg, sizeof(msg)), 1);
 		T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
@@ -2134,7 +2162,7 @@ test_grasp06_push_releases_and_mirrors(void)
 	 * and stays held. */
 	T_ASSERT(gt_commit(dir, "file.txt", "three\n", "three", w) == 0);
 	T_ASSERT(gt_git(dir, NULL, "commit", "-q", "--amend", "-m", "3b",
-	    NULL) == 0);
+		     NULL) == 0);
 	T_ASSERT(gt_rev(dir, "HEAD", c) == 0);
 	pr3 = pr_cloned(61, 60, d, c, purl);
 	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", w, pr3->id_hex);
@@ -2164,16 +2192,15 @@ test_grasp06_push_releases_and_mirrors(void)
 static void
 test_grasp06_clone_tag_by_public_url(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *pr;
-	char		 d[32], msg[1024], dir[512], oid[41], c[41];
-	char		 purl[600], pub_url[700], spec[200], path[600];
-	char		*out = NULL;
+	struct wsc   *ws = conn();
+	struct event *ann, *pr;
+	char	      d[32], msg[1024], dir[512], oid[41], c[41];
+	char	      purl[600], pub_url[700], spec[200], path[600];
+	char	     *out = NULL;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 66, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 66, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	prs_url(67, d, "", purl, sizeof(purl), path, sizeof(path));
 	snprintf(pub_url, sizeof(pub_url), "%s%s", G06_PUBLIC, path);
 	T_ASSERT(gt_commit(dir, "file.txt", "public\n", "public", c) == 0);
@@ -2199,16 +2226,15 @@ test_grasp06_clone_tag_by_public_url(void)
 static void
 test_grasp06_mirror_needs_the_clone_tag_and_one_way(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ann, *pr, *pr2;
-	char		 d[32], msg[256], dir[512], oid[41], c[41], c2[41];
-	char		 purl[600], url[600], spec[200], needle[200], pdir[512];
-	char		*out = NULL, *adv;
+	struct wsc   *ws = conn();
+	struct event *ann, *pr, *pr2;
+	char	      d[32], msg[256], dir[512], oid[41], c[41], c2[41];
+	char	      purl[600], url[600], spec[200], needle[200], pdir[512];
+	char	     *out = NULL, *adv;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
-	T_ASSERT(serve_repo(ws, 62, d, "", dir, sizeof(dir), oid, &ann) ==
-	    0);
+	T_ASSERT(serve_repo(ws, 62, d, "", dir, sizeof(dir), oid, &ann) == 0);
 	prs_url(63, d, "", purl, sizeof(purl), NULL, 0);
 	prs_dir(63, d, pdir, sizeof(pdir));
 	/* A PR cloned from the owner's repository, pushed to /prs/: kept
@@ -2250,7 +2276,7 @@ test_grasp06_mirror_needs_the_clone_tag_and_one_way(void)
 static void
 on_grasp06(const char *name, void (*fn)(void), const char *only)
 {
-	struct relayproc	*shared = rp;
+	struct relayproc *shared = rp;
 
 	if (only != NULL && strstr(name, only) == NULL)
 		return;
@@ -2300,10 +2326,11 @@ run_grasp06(const char *only)
 	rp06 = NULL;
 }
 
-#define RUN(fn) do {							\
-	if (only == NULL || strstr(#fn, only) != NULL)			\
-		T_RUN(fn);						\
-} while (0)
+#define RUN(fn) \
+	do { \
+		if (only == NULL || strstr(#fn, only) != NULL) \
+			T_RUN(fn); \
+	} while (0)
 
 /* Last: a clean exit on SIGTERM (sanitizer builds report leaks here). */
 static void
@@ -2316,9 +2343,9 @@ test_sigterm_stops_cleanly(void)
 int
 main(void)
 {
-	const char	*only = getenv("GIT_TEST_ONLY");
-	char		 home[300];
-	int		 rc;
+	const char *only = getenv("GIT_TEST_ONLY");
+	char	    home[300];
+	int	    rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	srand((unsigned)getpid());
@@ -2329,8 +2356,8 @@ main(void)
 		return 1;
 	}
 	snprintf(home, sizeof(home), "%s/home", tmp);
-	if (gt_setup(home) == -1 || gt_git(NULL, NULL, "--version", NULL) !=
-	    0) {
+	if (gt_setup(home) == -1 ||
+	    gt_git(NULL, NULL, "--version", NULL) != 0) {
 		printf("not ok - git_test: git does not run\n");
 		return 1;
 	}

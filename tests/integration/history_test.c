@@ -71,36 +71,36 @@
 #include "wsclient.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
-#define KEYS		0x66
+#define KEYS 0x66
 
-#define TMO		5000
-#define NOB		5	/* the participant's distinct outboxes */
-#define WHO_OWNER	1
-#define WHO_ROOT	10
-#define WHO_PART	20
-#define WHO_NOLIST	30
-#define WHO_OTHER	31
-#define WHO_STATUS	40	/* not a participant before */
-#define WHO_ROOT2	50	/* a root author without a relay list */
-#define WHO_LATE	51
-#define WHO_FA		60	/* a root author without a relay list */
-#define WHO_FB		61	/* a participant without a relay list */
-#define WHO_DEL		80	/* a participant of a deleted root only */
-#define WHO_MAINT	81	/* a maintainer with no thread events */
-#define WHO_OWNER2	82	/* owner of another repository */
-#define WHO_MOWNER	70	/* owner of the metrics test's repository */
-#define WHO_MANY	1000	/* the metrics test's participants, from */
-#define NMANY		1000
+#define TMO	   5000
+#define NOB	   5 /* the participant's distinct outboxes */
+#define WHO_OWNER  1
+#define WHO_ROOT   10
+#define WHO_PART   20
+#define WHO_NOLIST 30
+#define WHO_OTHER  31
+#define WHO_STATUS 40 /* not a participant before */
+#define WHO_ROOT2  50 /* a root author without a relay list */
+#define WHO_LATE   51
+#define WHO_FA	   60	/* a root author without a relay list */
+#define WHO_FB	   61	/* a participant without a relay list */
+#define WHO_DEL	   80	/* a participant of a deleted root only */
+#define WHO_MAINT  81	/* a maintainer with no thread events */
+#define WHO_OWNER2 82	/* owner of another repository */
+#define WHO_MOWNER 70	/* owner of the metrics test's repository */
+#define WHO_MANY   1000 /* the metrics test's participants, from */
+#define NMANY	   1000
 
 #define RETAINED(state) \
 	"graspd_historyd_retained{role=\"historyd\",state=\"" state "\"}"
 
-static struct relayproc	*ob[NOB], *fb, *own, *rin, *idx, *b;
+static struct relayproc *ob[NOB], *fb, *own, *rin, *idx, *b;
 static char		 tmpdir[256];
 static char		 coord[200];
 static int64_t		 t0;
 static struct event	*issue, *issue_a, *issue_c;
-static char		 fbreply[65];	/* WHO_FB's reply in thread c */
+static char		 fbreply[65]; /* WHO_FB's reply in thread c */
 
 static struct event *
 ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
@@ -112,13 +112,10 @@ ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 /* The peers' HTTP control API.                                        */
 
 
-
-
-
 /* ------------------------------------------------------------------ */
 /* graspd: clients, control sockets, graspctl.                         */
 
-static cJSON	*sync_view(struct relayproc *, int);
+static cJSON *sync_view(struct relayproc *, int);
 
 static cJSON *
 hist_view(struct relayproc *p, int secs)
@@ -127,15 +124,12 @@ hist_view(struct relayproc *p, int secs)
 }
 
 
-
-
 /*
  * Publishes owner's announcement of d on p (maintainers: maint_hex or
  * NULL) and makes it served (state + push); returns 0 once served.
  */
 static int
-host_repo(struct relayproc *p, int owner, const char *d,
-    const char *maint_hex)
+host_repo(struct relayproc *p, int owner, const char *d, const char *maint_hex)
 {
 	return tint_host_repo(p, KEYS, owner, t0, d, maint_hex, tmpdir);
 }
@@ -144,11 +138,12 @@ host_repo(struct relayproc *p, int owner, const char *d,
 static cJSON *
 relay_in(const cJSON *view, struct relayproc *p)
 {
-	char	 port[16];
-	cJSON	*r;
+	char   port[16];
+	cJSON *r;
 
 	snprintf(port, sizeof(port), ":%d", relayproc_port(p));
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(view, "relays")) {
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(view, "relays"))
+	{
 		const cJSON *k = cJSON_GetObjectItem(r, "relay");
 
 		if (cJSON_IsString(k) && strstr(k->valuestring, port) != NULL)
@@ -164,8 +159,8 @@ relay_in(const cJSON *view, struct relayproc *p)
 static int
 peer_log_num(struct relayproc *p, const char *key)
 {
-	cJSON	*log = peerctl_log(p);
-	int	 n;
+	cJSON *log = peerctl_log(p);
+	int    n;
 
 	n = log ? (int)ctl_num(log, key) : -1;
 	cJSON_Delete(log);
@@ -178,22 +173,23 @@ peer_log_num(struct relayproc *p, const char *key)
  * none; *conn its connection serial.
  */
 static int
-req_filter_with(struct relayproc *p, int from, const char *s1,
-    const char *s2, int *conn)
+req_filter_with(struct relayproc *p, int from, const char *s1, const char *s2,
+    int *conn)
 {
-	cJSON	*log = peerctl_log(p), *reqs, *rq, *f;
-	char	*t;
-	int	 i, n, hit = -1;
+	cJSON *log = peerctl_log(p), *reqs, *rq, *f;
+	char  *t;
+	int    i, n, hit = -1;
 
 	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
 	n = cJSON_GetArraySize(reqs);
 	for (i = from; i < n && hit < 0; i++) {
 		rq = cJSON_GetArrayItem(reqs, i);
-		cJSON_ArrayForEach(f, cJSON_GetObjectItem(rq, "filters")) {
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(rq, "filters"))
+		{
 			if ((t = cJSON_PrintUnformatted(f)) == NULL)
 				continue;
-			if (strstr(t, s1) != NULL && (s2 == NULL ||
-			    strstr(t, s2) != NULL)) {
+			if (strstr(t, s1) != NULL &&
+			    (s2 == NULL || strstr(t, s2) != NULL)) {
 				hit = i;
 				if (conn != NULL)
 					*conn = (int)ctl_num(rq, "conn");
@@ -212,7 +208,7 @@ static int
 wait_req_filter_with(struct relayproc *p, int from, const char *s1,
     const char *s2, int *conn, int secs)
 {
-	int	i, hit = -1;
+	int i, hit = -1;
 
 	for (i = 0; i < secs * 10; i++) {
 		if ((hit = req_filter_with(p, from, s1, s2, conn)) >= 0)
@@ -226,16 +222,16 @@ wait_req_filter_with(struct relayproc *p, int from, const char *s1,
 static int
 conns_naming(struct relayproc *p, int from, const char *s)
 {
-	cJSON	*log = peerctl_log(p), *reqs, *rq;
-	char	*t;
-	int	 i, j, n, seen[64], nseen = 0, c;
+	cJSON *log = peerctl_log(p), *reqs, *rq;
+	char  *t;
+	int    i, j, n, seen[64], nseen = 0, c;
 
 	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
 	n = cJSON_GetArraySize(reqs);
 	for (i = from; i < n; i++) {
 		rq = cJSON_GetArrayItem(reqs, i);
-		if ((t = cJSON_PrintUnformatted(cJSON_GetObjectItem(rq,
-		    "filters"))) == NULL)
+		if ((t = cJSON_PrintUnformatted(
+			 cJSON_GetObjectItem(rq, "filters"))) == NULL)
 			continue;
 		if (strstr(t, s) != NULL) {
 			c = (int)ctl_num(rq, "conn");
@@ -254,11 +250,11 @@ conns_naming(struct relayproc *p, int from, const char *s)
 static int
 has_purpose(const cJSON *r, const char *name)
 {
-	const cJSON	*p;
+	const cJSON *p;
 
-	cJSON_ArrayForEach(p, cJSON_GetObjectItem(r, "purpose"))
-		if (cJSON_IsString(p) && strcmp(p->valuestring, name) == 0)
-			return 1;
+	cJSON_ArrayForEach(p,
+	    cJSON_GetObjectItem(r, "purpose")) if (cJSON_IsString(p) &&
+	    strcmp(p->valuestring, name) == 0) return 1;
 	return 0;
 }
 
@@ -267,10 +263,10 @@ static struct event *
 issue_on(const char *c, int who, int64_t at, const char *subject,
     const char *content)
 {
-	char	tags[600];
+	char tags[600];
 
-	snprintf(tags, sizeof(tags),
-	    "[[\"a\",\"%s\"],[\"subject\",\"%s\"]]", c, subject);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"%s\"]]", c,
+	    subject);
 	return ev(who, at, 1621, tags, content);
 }
 
@@ -278,7 +274,7 @@ issue_on(const char *c, int who, int64_t at, const char *subject,
 static struct event *
 reply_to(const struct event *e, int who, int64_t at, const char *content)
 {
-	char	tags[100];
+	char tags[100];
 
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", e->id_hex);
 	return ev(who, at, 1, tags, content);
@@ -287,10 +283,12 @@ reply_to(const struct event *e, int who, int64_t at, const char *content)
 static struct event *
 reply_by(int who, int64_t at, const char *content)
 {
-	char	tags[300];
+	char tags[300];
 
-	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"],"
-	    "[\"K\",\"1621\"]]", issue->id_hex, issue->id_hex);
+	snprintf(tags, sizeof(tags),
+	    "[[\"E\",\"%s\"],[\"e\",\"%s\"],"
+	    "[\"K\",\"1621\"]]",
+	    issue->id_hex, issue->id_hex);
 	return ev(who, at, 1111, tags, content);
 }
 
@@ -298,15 +296,15 @@ reply_by(int who, int64_t at, const char *content)
 static int
 metrics_have(struct relayproc *p, const char *name, int secs)
 {
-	char	*h, *body;
-	int	 status, i, ok = 0;
+	char *h, *body;
+	int   status, i, ok = 0;
 
 	for (i = 0; i < secs * 10 && !ok; i++) {
 		h = body = NULL;
 		status = 0;
 		if (http_get(relayproc_host(p), relayproc_port(p), "/metrics",
-		    NULL, TMO, &status, &h, &body) == 0 && status == 200 &&
-		    body != NULL && strstr(body, name) != NULL)
+			NULL, TMO, &status, &h, &body) == 0 &&
+		    status == 200 && body != NULL && strstr(body, name) != NULL)
 			ok = 1;
 		free(h);
 		free(body);
@@ -321,10 +319,10 @@ metrics_have(struct relayproc *p, const char *name, int secs)
 static void
 test_participant_history_mailboxes(void)
 {
-	struct event	*r0, *r2, *r5, *list;
-	char		 tags[1024], oh[65], msg[256], noslash[64];
-	cJSON		*v = NULL, *r;
-	int		 i;
+	struct event *r0, *r2, *r5, *list;
+	char	      tags[1024], oh[65], msg[256], noslash[64];
+	cJSON	     *v = NULL, *r;
+	int	      i;
 
 	tuser_hex(KEYS, WHO_OWNER, oh);
 	snprintf(coord, sizeof(coord), "30617:%s:hist", oh);
@@ -337,7 +335,8 @@ test_participant_history_mailboxes(void)
 	T_EQ_INT(client_publish(b, r0, msg, sizeof(msg)), 1);
 	snprintf(noslash, sizeof(noslash), "ws://127.0.0.1:%d",
 	    relayproc_port(ob[0]));
-	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"],[\"r\",\"%s\","
+	snprintf(tags, sizeof(tags),
+	    "[[\"r\",\"%s\",\"write\"],[\"r\",\"%s\","
 	    "\"write\"],[\"r\",\"%s\",\"write\"],[\"r\",\"%s\",\"write\"],"
 	    "[\"r\",\"%s\",\"write\"],[\"r\",\"%s\",\"write\"]]",
 	    relayproc_bind_url(ob[0]), noslash, relayproc_bind_url(ob[1]),
@@ -365,8 +364,8 @@ test_participant_history_mailboxes(void)
 	T_ASSERT(v != NULL);
 	for (i = 0; i < 4; i++) {
 		T_ASSERT((r = relay_in(v, ob[i])) != NULL);
-		T_CHECK(cJSON_IsString(cJSON_GetArrayItem(cJSON_GetObjectItem(
-		    r, "purpose"), 0)));
+		T_CHECK(cJSON_IsString(
+		    cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"), 0)));
 		T_CHECK(ctl_num(r, "filters") >= 5);
 		T_CHECK(cJSON_GetObjectItem(r, "worker") != NULL);
 		T_CHECK(cJSON_GetObjectItem(r, "next_due") != NULL);
@@ -401,9 +400,9 @@ test_participant_history_mailboxes(void)
 static void
 test_fallback_for_participant_without_list(void)
 {
-	struct event	*q0, *q1;
-	char		 msg[256];
-	int		 from = peerctl_nreqs(fb);
+	struct event *q0, *q1;
+	char	      msg[256];
+	int	      from = peerctl_nreqs(fb);
 
 	q0 = reply_by(WHO_NOLIST, t0 + 50, "no relay list");
 	T_EQ_INT(client_publish(b, q0, msg, sizeof(msg)), 1);
@@ -413,8 +412,8 @@ test_fallback_for_participant_without_list(void)
 	/* syncd may cover the root author's root on the fallback relay
 	 * too: historyd's own probe is the filter only it sends, a "#q"
 	 * naming the coordinate and the participant's reply together. */
-	T_CHECK(wait_req_filter_with(fb, from, coord, q0->id_hex, NULL,
-	    20) >= 0);
+	T_CHECK(
+	    wait_req_filter_with(fb, from, coord, q0->id_hex, NULL, 20) >= 0);
 	event_destroy(q0);
 	event_destroy(q1);
 }
@@ -422,11 +421,11 @@ test_fallback_for_participant_without_list(void)
 static void
 test_root_author_inbox_in_ordinary_coverage(void)
 {
-	struct event	*list, *late;
-	char		 tags[300], msg[256];
-	cJSON		*v = NULL, *r;
-	double		 live = -1;
-	int		 i;
+	struct event *list, *late;
+	char	      tags[300], msg[256];
+	cJSON	     *v = NULL, *r;
+	double	      live = -1;
+	int	      i;
 
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"]]",
 	    relayproc_bind_url(rin));
@@ -466,13 +465,12 @@ test_root_author_inbox_in_ordinary_coverage(void)
 static void
 test_root_author_without_list_on_fallback(void)
 {
-	struct event	*is2, *rep;
-	char		 msg[256];
+	struct event *is2, *rep;
+	char	      msg[256];
 
 	is2 = issue_on(coord, WHO_ROOT2, t0 + 100, "t", "second issue");
 	T_EQ_INT(client_publish(b, is2, msg, sizeof(msg)), 1);
-	rep = reply_to(is2, WHO_LATE, t0 + 110,
-	    "reply on the fallback relay");
+	rep = reply_to(is2, WHO_LATE, t0 + 110, "reply on the fallback relay");
 	T_ASSERT(peerctl_seed(fb, &rep, 1) == 0);
 	T_EQ_INT(client_wait_id(b, rep, 20), 1);
 	event_destroy(is2);
@@ -482,10 +480,10 @@ test_root_author_without_list_on_fallback(void)
 static void
 test_list_deletion_changes_mailboxes_at_once(void)
 {
-	struct event	*del;
-	char		 tags[300], ph[65], msg[256];
-	cJSON		*v = NULL;
-	int		 i;
+	struct event *del;
+	char	      tags[300], ph[65], msg[256];
+	cJSON	     *v = NULL;
+	int	      i;
 
 	tuser_hex(KEYS, WHO_PART, ph);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"10002:%s:\"]]", ph);
@@ -512,9 +510,9 @@ test_list_deletion_changes_mailboxes_at_once(void)
 static int
 reqs_mention(struct relayproc *p, int from, const char *s)
 {
-	cJSON	*log = peerctl_log(p), *reqs;
-	char	*t;
-	int	 i, n, hit = 0;
+	cJSON *log = peerctl_log(p), *reqs;
+	char  *t;
+	int    i, n, hit = 0;
 
 	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
 	n = cJSON_GetArraySize(reqs);
@@ -538,7 +536,7 @@ sync_view(struct relayproc *p, int secs)
 static void
 fallback_state(double *roots, double *marks, double *threads)
 {
-	cJSON	*v, *r;
+	cJSON *v, *r;
 
 	*roots = *marks = *threads = -1;
 	if ((v = sync_view(b, 5)) != NULL)
@@ -555,10 +553,10 @@ fallback_state(double *roots, double *marks, double *threads)
 static void
 test_unasked_authors_not_on_fallback(void)
 {
-	struct event	*rc;
-	char		 msg[256];
-	double		 roots, marks, threads, r2, m2, t2;
-	int		 from;
+	struct event *rc;
+	char	      msg[256];
+	double	      roots, marks, threads, r2, m2, t2;
+	int	      from;
 
 	/* The user index never finishes answering: nobody is asked
 	 * successfully. */
@@ -567,8 +565,8 @@ test_unasked_authors_not_on_fallback(void)
 	fallback_state(&roots, &marks, &threads);
 	T_ASSERT(roots >= 0 && marks >= 0);
 	from = peerctl_nreqs(fb);
-	issue_a = issue_on(coord, WHO_FA, t0 + 120, "a",
-	    "root author, no list");
+	issue_a =
+	    issue_on(coord, WHO_FA, t0 + 120, "a", "root author, no list");
 	T_EQ_INT(client_publish(b, issue_a, msg, sizeof(msg)), 1);
 	issue_c = issue_on(coord, WHO_ROOT, t0 + 121, "a", "issue c");
 	T_EQ_INT(client_publish(b, issue_c, msg, sizeof(msg)), 1);
@@ -589,9 +587,9 @@ test_unasked_authors_not_on_fallback(void)
 static void
 test_index_answer_puts_authors_on_fallback(void)
 {
-	struct event	*ra, *rc;
-	double		 roots, marks, threads;
-	int		 from = peerctl_nreqs(fb);
+	struct event *ra, *rc;
+	double	      roots, marks, threads;
+	int	      from = peerctl_nreqs(fb);
 
 	T_ASSERT(issue_a != NULL && issue_c != NULL);
 	/* Replies only on the fallback relay, by an author with a list. */
@@ -615,9 +613,9 @@ test_index_answer_puts_authors_on_fallback(void)
 static void
 test_restart_keeps_fallback_ownership(void)
 {
-	double		 roots, marks, threads, r2, m2, t2;
-	cJSON		*v, *r, *log, *rq, *f;
-	int		 from, hconn = -1, i, n;
+	double roots, marks, threads, r2, m2, t2;
+	cJSON *v, *r, *log, *rq, *f;
+	int    from, hconn = -1, i, n;
 
 	fallback_state(&roots, &marks, &threads);
 	/* Nobody can be asked again: what follows comes from the table. */
@@ -629,13 +627,15 @@ test_restart_keeps_fallback_ownership(void)
 	T_EQ_INT((int)ctl_num(v, "fallback_marks"), (int)marks);
 	T_ASSERT((r = relay_in(v, fb)) != NULL);
 	T_EQ_INT((int)ctl_num(r, "threads"), (int)threads);
-	T_CHECK(strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"),
-	    0)->valuestring, "fallback") == 0);
+	T_CHECK(strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"), 0)
+			   ->valuestring,
+		    "fallback") == 0);
 	cJSON_Delete(v);
 	v = sync_view(b, 10);
 	T_ASSERT(v != NULL);
 	T_EQ_INT((int)ctl_num(cJSON_GetObjectItem(v, "sync_plus"),
-	    "roots_on_fallback"), (int)roots);
+		     "roots_on_fallback"),
+	    (int)roots);
 	T_CHECK(relay_in(v, fb) != NULL);
 	cJSON_Delete(v);
 	fallback_state(&r2, &m2, &t2);
@@ -644,8 +644,8 @@ test_restart_keeps_fallback_ownership(void)
 	/* The cursor was not saved: historyd's first REQ on the fallback
 	 * relay (its connection is the one with its "#q" mixing the
 	 * coordinate and ids) is filter 0, the "#a" one. */
-	T_ASSERT(wait_req_filter_with(fb, from, coord, issue_c->id_hex,
-	    &hconn, 20) >= 0);
+	T_ASSERT(wait_req_filter_with(fb, from, coord, issue_c->id_hex, &hconn,
+		     20) >= 0);
 	log = peerctl_log(fb);
 	T_ASSERT(log != NULL);
 	n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs"));
@@ -667,10 +667,10 @@ test_restart_keeps_fallback_ownership(void)
 static void
 test_relay_list_takes_authors_off_fallback(void)
 {
-	struct event	*la, *lb;
-	char		 tags[300], msg[256];
-	double		 roots, marks, threads, r2 = -1, m2 = -1, t2 = -1;
-	int		 i;
+	struct event *la, *lb;
+	char	      tags[300], msg[256];
+	double	      roots, marks, threads, r2 = -1, m2 = -1, t2 = -1;
+	int	      i;
 
 	fallback_state(&roots, &marks, &threads);
 	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"]]",
@@ -697,18 +697,19 @@ test_relay_list_takes_authors_off_fallback(void)
 
 /* A newer announcement of owner's d on p declaring maint_hex. */
 static int
-reannounce(struct relayproc *p, int owner, const char *d,
-    const char *maint_hex, int64_t at)
+reannounce(struct relayproc *p, int owner, const char *d, const char *maint_hex,
+    int64_t at)
 {
-	uint8_t		 sk[32], pk[32];
-	char		 npub[NIP19_KEY_BUFSZ], tags[1024], msg[256];
-	struct event	*ann;
-	int		 ok;
+	uint8_t	      sk[32], pk[32];
+	char	      npub[NIP19_KEY_BUFSZ], tags[1024], msg[256];
+	struct event *ann;
+	int	      ok;
 
 	tuser_sk(KEYS, owner, sk);
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
 	    "%s/%s.git\"],[\"relays\",\"ws://%s\"],[\"maintainers\",\"%s\"]]",
 	    d, relayproc_domain(p), npub, d, relayproc_domain(p), maint_hex);
 	ann = ev(owner, at, 30617, tags, "");
@@ -722,8 +723,8 @@ reannounce(struct relayproc *p, int owner, const char *d,
 static cJSON *
 view_when(struct relayproc *p, int want, int secs)
 {
-	cJSON	*v = NULL;
-	int	 i;
+	cJSON *v = NULL;
+	int    i;
 
 	for (i = 0; i < secs * 10; i++) {
 		cJSON_Delete(v);
@@ -745,10 +746,10 @@ view_when(struct relayproc *p, int want, int secs)
 static void
 test_no_mailboxes_without_thread_events(void)
 {
-	struct event	*is, *rep, *list, *del;
-	char		 tags[600], msg[256], h[65], f[200];
-	cJSON		*v, *r;
-	int		 i;
+	struct event *is, *rep, *list, *del;
+	char	      tags[600], msg[256], h[65], f[200];
+	cJSON	     *v, *r;
+	int	      i;
 
 	is = issue_on(coord, WHO_ROOT2, t0 + 130, "d", "to be deleted");
 	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);
@@ -775,8 +776,8 @@ test_no_mailboxes_without_thread_events(void)
 	T_CHECK(has_purpose(r, "participant"));
 	T_EQ_INT(ctl_num(r, "groups_failed"), 1);
 	T_EQ_STR(cJSON_GetObjectItem(r, "last")->valuestring, "failed");
-	T_CHECK(ctl_num(r, "next_due_in") > 4 &&
-	    ctl_num(r, "next_due_in") <= 5);
+	T_CHECK(
+	    ctl_num(r, "next_due_in") > 4 && ctl_num(r, "next_due_in") <= 5);
 	T_CHECK(ctl_num(r, "cursor") == 1);
 	cJSON_Delete(v);
 	T_ASSERT(peerctl_config(ob[2], "{\"drop_eose\":false}") == 0);
@@ -798,9 +799,10 @@ test_no_mailboxes_without_thread_events(void)
 	 * outbox and a read inbox: only the inbox is probed. */
 	tuser_hex(KEYS, WHO_MAINT, h);
 	T_ASSERT(reannounce(b, WHO_OWNER, "hist", h, t0 + 1) == 1);
-	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"],"
-	    "[\"r\",\"%s\",\"read\"]]", relayproc_bind_url(ob[3]),
-	    relayproc_bind_url(ob[4]));
+	snprintf(tags, sizeof(tags),
+	    "[[\"r\",\"%s\",\"write\"],"
+	    "[\"r\",\"%s\",\"read\"]]",
+	    relayproc_bind_url(ob[3]), relayproc_bind_url(ob[4]));
 	list = ev(WHO_MAINT, t0 + 134, 10002, tags, "");
 	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
 	v = view_when(ob[4], 1, 10);
@@ -817,32 +819,34 @@ test_no_mailboxes_without_thread_events(void)
 static void
 test_owner_read_inbox_public_only(void)
 {
-	struct event	*list, *st, *st2, *ann, *oroot;
-	char		 tags[600], msg[256], oh[65], ocoord[200], pcoord[200];
-	char		 f[300];
-	cJSON		*v = NULL, *r;
-	int		 before, i, ob0from, nroots, hconn = -1;
+	struct event *list, *st, *st2, *ann, *oroot;
+	char	      tags[600], msg[256], oh[65], ocoord[200], pcoord[200];
+	char	      f[300];
+	cJSON	     *v = NULL, *r;
+	int	      before, i, ob0from, nroots, hconn = -1;
 
 	/* Not the owner's: another owner's repository with a root ... */
 	T_ASSERT(host_repo(b, WHO_OWNER2, "other", NULL) == 0);
 	tuser_hex(KEYS, WHO_OWNER2, oh);
 	snprintf(ocoord, sizeof(ocoord), "30617:%s:other", oh);
-	oroot = issue_on(ocoord, WHO_OTHER, t0 + 55, "o",
-	    "another repository");
+	oroot = issue_on(ocoord, WHO_OTHER, t0 + 55, "o", "another repository");
 	T_EQ_INT(client_publish(b, oroot, msg, sizeof(msg)), 1);
 	/* ... and the owner's own announcement never pushed (purgatory). */
 	tuser_hex(KEYS, WHO_OWNER, oh);
 	snprintf(pcoord, sizeof(pcoord), "30617:%s:purg", oh);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"purg\"],[\"clone\",\"http://"
-	    "%s/x/purg.git\"]]", relayproc_domain(b));
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"purg\"],[\"clone\",\"http://"
+	    "%s/x/purg.git\"]]",
+	    relayproc_domain(b));
 	ann = ev(WHO_OWNER, t0 + 56, 30617, tags, "");
 	client_publish(b, ann, msg, sizeof(msg));
 	/* The owner's read inboxes: own, and ob[0], already WHO_FB's
 	 * participant mailbox for thread c. */
 	ob0from = peerctl_nreqs(ob[0]);
-	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"read\"],"
-	    "[\"r\",\"%s\",\"read\"]]", relayproc_bind_url(own),
-	    relayproc_bind_url(ob[0]));
+	snprintf(tags, sizeof(tags),
+	    "[[\"r\",\"%s\",\"read\"],"
+	    "[\"r\",\"%s\",\"read\"]]",
+	    relayproc_bind_url(own), relayproc_bind_url(ob[0]));
 	list = ev(WHO_OWNER, t0 + 60, 10002, tags, "");
 	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"a\",\"%s\"]]",
@@ -858,14 +862,15 @@ test_owner_read_inbox_public_only(void)
 		    ctl_num(r, "rotations") >= 1 &&
 		    ctl_num(r, "rotation_left") == 0 &&
 		    strcmp(cJSON_GetObjectItem(r, "worker")->valuestring,
-		    "idle") == 0)
+			"idle") == 0)
 			break;
 		usleep(100000);
 	}
 	T_ASSERT(v != NULL);
 	T_ASSERT((r = relay_in(v, own)) != NULL);
-	T_CHECK(strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"),
-	    0)->valuestring, "repository") == 0);
+	T_CHECK(strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"), 0)
+			   ->valuestring,
+		    "repository") == 0);
 	/* Exactly the Full repository and its live roots. */
 	snprintf(f, sizeof(f), "{\"kinds\":[1617,1618,1621],\"#a\":[\"%s\"]}",
 	    coord);
@@ -883,7 +888,7 @@ test_owner_read_inbox_public_only(void)
 	T_CHECK(has_purpose(r, "repository"));
 	cJSON_Delete(v);
 	T_CHECK(wait_req_filter_with(ob[0], ob0from, issue->id_hex, fbreply,
-	    &hconn, 15) >= 0);
+		    &hconn, 15) >= 0);
 	T_EQ_INT(conns_naming(ob[0], ob0from, issue->id_hex), 1);
 	/* No live subscription in syncd on any of these inboxes or
 	 * participant mailboxes ... */
@@ -930,23 +935,25 @@ test_owner_read_inbox_public_only(void)
 static char *
 plus_series(struct relayproc *p, int *bad)
 {
-	char	*h = NULL, *body = NULL, *line, *save = NULL, *sp;
-	char	**v = NULL;
-	size_t	 n = 0, i, j;
-	int	 status = 0;
+	char	  *h = NULL, *body = NULL, *line, *save = NULL, *sp;
+	char	 **v = NULL;
+	size_t	   n = 0, i, j;
+	int	   status = 0;
 	struct buf out = BUF_INIT;
 
 	*bad = 0;
 	if (http_get(relayproc_host(p), relayproc_port(p), "/metrics", NULL,
-	    TMO, &status, &h, &body) != 0 || status != 200 || body == NULL) {
+		TMO, &status, &h, &body) != 0 ||
+	    status != 200 || body == NULL) {
 		free(h);
 		free(body);
 		return NULL;
 	}
 	for (line = strtok_r(body, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if (line[0] == '#' || (strstr(line, "role=\"discoveryd\"") ==
-		    NULL && strstr(line, "role=\"historyd\"") == NULL))
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#' ||
+		    (strstr(line, "role=\"discoveryd\"") == NULL &&
+			strstr(line, "role=\"historyd\"") == NULL))
 			continue;
 		for (i = 0, j = 0; line[i] != '\0' && j < 64; i++)
 			j = strchr("0123456789abcdef", line[i]) ? j + 1 : 0;
@@ -981,12 +988,13 @@ plus_series(struct relayproc *p, int *bad)
 static double
 metric_value(struct relayproc *p, const char *series)
 {
-	char	*h = NULL, *body = NULL, *at;
-	double	 v = -1;
-	int	 status = 0;
+	char  *h = NULL, *body = NULL, *at;
+	double v = -1;
+	int    status = 0;
 
 	if (http_get(relayproc_host(p), relayproc_port(p), "/metrics", NULL,
-	    TMO, &status, &h, &body) == 0 && status == 200 && body != NULL &&
+		TMO, &status, &h, &body) == 0 &&
+	    status == 200 && body != NULL &&
 	    (at = strstr(body, series)) != NULL)
 		v = strtod(at + strlen(series), NULL);
 	free(h);
@@ -998,8 +1006,8 @@ metric_value(struct relayproc *p, const char *series)
 static int
 publish_one(struct wsc *ws, struct event *e)
 {
-	char	*msg = NULL;
-	int	 ok = -1;
+	char *msg = NULL;
+	int   ok = -1;
 
 	if (nostr_publish(ws, e, TMO, &ok, &msg) != 0)
 		ok = -1;
@@ -1010,19 +1018,18 @@ publish_one(struct wsc *ws, struct event *e)
 	return ok;
 }
 
-#define DISC_ELIGIBLE \
-	"graspd_discoveryd_eligible_authors{role=\"discoveryd\"} "
+#define DISC_ELIGIBLE "graspd_discoveryd_eligible_authors{role=\"discoveryd\"} "
 
 static void
 test_metrics_fixed_cardinality_with_1000_authors(void)
 {
 	struct relayproc *m;
-	struct event	*root;
-	struct wsc	*ws = NULL;
-	char		 tags[600], oh[65], mc[200], *one = NULL, *many = NULL;
-	char		*msg = NULL;
-	int		 i, ok, bad1 = 0, badn = 0, dead;
-	const char	*env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", NULL };
+	struct event	 *root;
+	struct wsc	 *ws = NULL;
+	char		  tags[600], oh[65], mc[200], *one = NULL, *many = NULL;
+	char		 *msg = NULL;
+	int		  i, ok, bad1 = 0, badn = 0, dead;
+	const char *env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", NULL };
 
 	T_ASSERT((m = relayproc_start("graspd", env)) != NULL);
 	T_ASSERT(host_repo(m, WHO_MOWNER, "metrics", NULL) == 0);
@@ -1041,17 +1048,18 @@ test_metrics_fixed_cardinality_with_1000_authors(void)
 	snprintf(mc, sizeof(mc), "30617:%s:metrics", oh);
 	root = issue_on(mc, WHO_MOWNER, t0 + 10, "m", "metrics root");
 	T_ASSERT((ws = wsc_connect(relayproc_host(m), relayproc_port(m), "/",
-	    TMO)) != NULL);
+		      TMO)) != NULL);
 	T_ASSERT(nostr_publish(ws, root, TMO, &ok, &msg) == 0 && ok == 1);
 	free(msg);
 	dead = relayproc_free_port("127.0.0.1");
 	for (i = 0; i < NMANY; i++) {
-		T_ASSERT(publish_one(ws, reply_to(root, WHO_MANY + i, t0 + 20,
-		    "one of many")) == 1);
-		snprintf(tags, sizeof(tags), "[[\"r\",\"ws://127.0.0.1:%d/m%d\"]]",
-		    dead, i);
-		T_ASSERT(publish_one(ws, ev(WHO_MANY + i, t0 + 30, 10002, tags,
-		    "")) == 1);
+		T_ASSERT(publish_one(ws,
+			     reply_to(root, WHO_MANY + i, t0 + 20,
+				 "one of many")) == 1);
+		snprintf(tags, sizeof(tags),
+		    "[[\"r\",\"ws://127.0.0.1:%d/m%d\"]]", dead, i);
+		T_ASSERT(publish_one(ws,
+			     ev(WHO_MANY + i, t0 + 30, 10002, tags, "")) == 1);
 	}
 	wsc_close(ws);
 	ws = NULL;
@@ -1059,7 +1067,7 @@ test_metrics_fixed_cardinality_with_1000_authors(void)
 	for (i = 0; i < 300; i++) {
 		if (metric_value(m, DISC_ELIGIBLE) == NMANY + 1 &&
 		    metric_value(m, RETAINED("eligible_authors") " ") ==
-		    NMANY + 1 &&
+			NMANY + 1 &&
 		    metric_value(m, RETAINED("desired_relays") " ") == NMANY)
 			break;
 		usleep(100000);
@@ -1087,8 +1095,8 @@ test_metrics_fixed_cardinality_with_1000_authors(void)
 static void
 test_off_switch(void)
 {
-	cJSON	*v;
-	int	 before[NOB], brin, bfb, i;
+	cJSON *v;
+	int    before[NOB], brin, bfb, i;
 
 	relayproc_setenv(b, "NGIT_SYNC_PLUS_ENABLED=false");
 	T_ASSERT(relayproc_restart(b) == 0);
@@ -1112,25 +1120,25 @@ test_off_switch(void)
 static int
 history_setup(void)
 {
-	struct relayproc	**peers[NOB + 4] = { &fb, &own, &rin, &idx };
+	struct relayproc **peers[NOB + 4] = { &fb, &own, &rin, &idx };
 	/* An empty user index: its successful answers put authors without
 	 * a relay list on the fallback relay (GRASP-03). */
-	const char		*keys[] = { "NGIT_SYNC_PLUS_FALLBACK_RELAYS",
-	    "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
-	struct relayproc	*at[2];
-	int			 i;
+	const char	  *keys[] = { "NGIT_SYNC_PLUS_FALLBACK_RELAYS",
+		       "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
+	struct relayproc  *at[2];
+	int		   i;
 
 	t0 = (int64_t)time(NULL) - 3600;
 	for (i = 0; i < NOB; i++)
 		peers[4 + i] = &ob[i];
-	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-hist",
-	    "history_setup") == -1 || tint_peers_start(peers, TINT_N(peers),
-	    "history_setup") == -1)
+	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-hist", "history_setup") ==
+		-1 ||
+	    tint_peers_start(peers, TINT_N(peers), "history_setup") == -1)
 		return 1;
 	at[0] = fb;
 	at[1] = idx;
 	if ((b = tint_sync_graspd(keys, at, TINT_N(at), NULL,
-	    "history_setup")) == NULL)
+		 "history_setup")) == NULL)
 		return 1;
 	return 0;
 }
@@ -1138,8 +1146,8 @@ history_setup(void)
 static void
 history_cleanup(void)
 {
-	struct relayproc	*rps[] = { b, fb, own, rin, idx };
-	struct event		*evs[] = { issue, issue_a, issue_c };
+	struct relayproc *rps[] = { b, fb, own, rin, idx };
+	struct event	 *evs[] = { issue, issue_a, issue_c };
 
 	if (t_fail)
 		relayproc_dump_log(b, 80);

@@ -23,7 +23,7 @@
  * dialled and never hold more than a few connections at once; the
  * roles' memory and descriptors stay bounded.
  */
-#define _GNU_SOURCE		/* strcasestr */
+#define _GNU_SOURCE /* strcasestr */
 #include <sys/socket.h>
 
 #include <arpa/inet.h>
@@ -54,14 +54,14 @@
 #include "wsclient.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
-#define KEYS		0x48
+#define KEYS 0x48
 
 /* Relays in the hostile announcement and relay list, on listeners. */
-#define MANY_RELAYS	1000
+#define MANY_RELAYS 1000
 /* How long graspd spends among the hostile relays. */
-#define EXPOSURE_MS	6000
+#define EXPOSURE_MS 6000
 /* Connections one raw server may hold at once from one graspd. */
-#define MAX_HELD	8
+#define MAX_HELD    8
 /* Growth of a role's resident memory we call bounded, kB.  Under
  * AddressSanitizer freed memory waits in a quarantine of up to 256 MB
  * (its default quarantine_size_mb on 64-bit) before it is reused, so a
@@ -72,59 +72,59 @@
 #define MAX_RSS_GROWTH_KB (200 * 1024)
 #endif
 /* Open descriptors of a role we call bounded. */
-#define MAX_FDS		512
+#define MAX_FDS	    512
 /* Drip: one byte per this many ms. */
-#define DRIP_MS		200
+#define DRIP_MS	    200
 /* Clients one raw server keeps track of. */
-#define MAX_CLIENTS	64
+#define MAX_CLIENTS 64
 /* Distinct request paths one counting listener records. */
-#define MAX_PATHS	(MANY_RELAYS + 16)
+#define MAX_PATHS   (MANY_RELAYS + 16)
 
 enum raw_mode {
-	RAW_COUNT,	/* records the request path, answers 404 */
-	RAW_DRIP,	/* 101, then a frame one byte every DRIP_MS */
-	RAW_MIDFRAME,	/* 101, then half a frame, then close */
+	RAW_COUNT,    /* records the request path, answers 404 */
+	RAW_DRIP,     /* 101, then a frame one byte every DRIP_MS */
+	RAW_MIDFRAME, /* 101, then half a frame, then close */
 };
 
 struct raw_client {
-	int	 rc_fd;
-	char	 rc_req[4096];
-	size_t	 rc_reqlen;
-	int	 rc_upgraded;
-	size_t	 rc_sent;
-	int64_t	 rc_next;
+	int	rc_fd;
+	char	rc_req[4096];
+	size_t	rc_reqlen;
+	int	rc_upgraded;
+	size_t	rc_sent;
+	int64_t rc_next;
 };
 
 /* A loopback TCP server of this test, on its own thread. */
 struct raw {
-	enum raw_mode		 r_mode;
-	int			 r_lfd;
-	int			 r_port;
-	volatile int		 r_stop;
-	pthread_t		 r_thread;
-	struct raw_client	 r_cl[MAX_CLIENTS];
-	int			 r_accepted, r_held, r_max_held;
-	char			*r_paths[MAX_PATHS];
-	int			 r_npaths;
-	struct buf		 r_frame;	/* what drip and midframe send */
+	enum raw_mode	  r_mode;
+	int		  r_lfd;
+	int		  r_port;
+	volatile int	  r_stop;
+	pthread_t	  r_thread;
+	struct raw_client r_cl[MAX_CLIENTS];
+	int		  r_accepted, r_held, r_max_held;
+	char		 *r_paths[MAX_PATHS];
+	int		  r_npaths;
+	struct buf	  r_frame; /* what drip and midframe send */
 };
 
-static char	 tmpdir[256];
-static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "graspd-hostile" };
+static char		tmpdir[256];
+static struct tdir_prog tp = { tmpdir, sizeof(tmpdir), "graspd-hostile" };
 
 static void
 raw_path(struct raw *r, const char *req)
 {
-	char	path[256];
-	int	i;
+	char path[256];
+	int  i;
 
 	if (sscanf(req, "GET %255s ", path) != 1)
 		return;
 	for (i = 0; i < r->r_npaths; i++)
 		if (strcmp(r->r_paths[i], path) == 0)
 			return;
-	if (r->r_npaths < MAX_PATHS && (r->r_paths[r->r_npaths] =
-	    strdup(path)) != NULL)
+	if (r->r_npaths < MAX_PATHS &&
+	    (r->r_paths[r->r_npaths] = strdup(path)) != NULL)
 		r->r_npaths++;
 }
 
@@ -140,11 +140,12 @@ raw_drop(struct raw *r, struct raw_client *c)
 static void
 raw_answer(struct raw *r, struct raw_client *c)
 {
-	struct buf	 b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	if (r->r_mode == RAW_COUNT) {
 		raw_path(r, c->rc_req);
-		buf_adds(&b, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
+		buf_adds(&b,
+		    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
 		    "Connection: close\r\n\r\n");
 		if (write(c->rc_fd, b.b_data, b.b_len) == -1)
 			(void)0;
@@ -172,12 +173,12 @@ raw_answer(struct raw *r, struct raw_client *c)
 static void *
 raw_loop(void *arg)
 {
-	struct raw		*r = arg;
-	struct pollfd		 p[MAX_CLIENTS + 1];
-	struct raw_client	*c;
-	ssize_t			 n;
-	int64_t			 now;
-	int			 i, fd, np, idx[MAX_CLIENTS + 1];
+	struct raw	  *r = arg;
+	struct pollfd	   p[MAX_CLIENTS + 1];
+	struct raw_client *c;
+	ssize_t		   n;
+	int64_t		   now;
+	int		   i, fd, np, idx[MAX_CLIENTS + 1];
 
 	while (!r->r_stop) {
 		p[0].fd = r->r_lfd;
@@ -193,7 +194,7 @@ raw_loop(void *arg)
 		    (fd = accept(r->r_lfd, NULL, NULL)) != -1) {
 			r->r_accepted++;
 			for (i = 0; i < MAX_CLIENTS && r->r_cl[i].rc_fd != -1;
-			    i++)
+			     i++)
 				;
 			if (i == MAX_CLIENTS)
 				close(fd);
@@ -224,7 +225,7 @@ raw_loop(void *arg)
 		/* Drip: one byte each, and notice who has gone. */
 		now = wsc_now_ms();
 		for (i = 0; i < MAX_CLIENTS; i++) {
-			char	b;
+			char b;
 
 			c = &r->r_cl[i];
 			if (c->rc_fd == -1 || !c->rc_upgraded ||
@@ -235,9 +236,9 @@ raw_loop(void *arg)
 				raw_drop(r, c);
 				continue;
 			}
-			if (c->rc_sent < r->r_frame.b_len && send(c->rc_fd,
-			    r->r_frame.b_data + c->rc_sent, 1, MSG_NOSIGNAL |
-			    MSG_DONTWAIT) == 1)
+			if (c->rc_sent < r->r_frame.b_len &&
+			    send(c->rc_fd, r->r_frame.b_data + c->rc_sent, 1,
+				MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
 				c->rc_sent++;
 			c->rc_next = now + DRIP_MS;
 		}
@@ -251,11 +252,11 @@ raw_loop(void *arg)
 static int
 raw_start(struct raw *r, enum raw_mode mode)
 {
-	struct sockaddr_in	sa;
-	socklen_t		len = sizeof(sa);
-	const char		*msg = "[\"EVENT\",\"x\",{\"id\":\"never "
-	    "finished\"}]";
-	int			i;
+	struct sockaddr_in sa;
+	socklen_t	   len = sizeof(sa);
+	const char	  *msg = "[\"EVENT\",\"x\",{\"id\":\"never "
+				 "finished\"}]";
+	int		   i;
 
 	memset(r, 0, sizeof(*r));
 	r->r_mode = mode;
@@ -278,7 +279,7 @@ raw_start(struct raw *r, enum raw_mode mode)
 static void
 raw_stop(struct raw *r)
 {
-	int	i;
+	int i;
 
 	r->r_stop = 1;
 	pthread_join(r->r_thread, NULL);
@@ -298,13 +299,13 @@ peer_post(struct relayproc *rp, const char *path, const char *body)
 static int
 peer_reqs(struct relayproc *rp)
 {
-	char	*body = NULL;
-	int	 status = 0, n = -1;
-	cJSON	*j;
+	char  *body = NULL;
+	int    status = 0, n = -1;
+	cJSON *j;
 
 	if (http_get(relayproc_host(rp), relayproc_port(rp), "/log", NULL,
-	    10000, &status, NULL, &body) == 0 && status == 200 &&
-	    (j = cJSON_Parse(body)) != NULL) {
+		10000, &status, NULL, &body) == 0 &&
+	    status == 200 && (j = cJSON_Parse(body)) != NULL) {
 		n = cJSON_GetArraySize(cJSON_GetObjectItem(j, "reqs"));
 		cJSON_Delete(j);
 	}
@@ -316,7 +317,7 @@ peer_reqs(struct relayproc *rp)
 static int
 wait_stored(struct gdproc *g, const char *id, int ms)
 {
-	int64_t	deadline = wsc_now_ms() + ms;
+	int64_t deadline = wsc_now_ms() + ms;
 	int	r;
 
 	while ((r = gd_has_event(g, id)) != 1 && wsc_now_ms() < deadline)
@@ -327,16 +328,17 @@ wait_stored(struct gdproc *g, const char *id, int ms)
 static long
 rss_kb(long pid)
 {
-	char	v[64];
+	char v[64];
 
 	return relayproc_proc_status(pid, "VmRSS", v, sizeof(v)) == 0 ?
-	    atol(v) : -1;
+	    atol(v) :
+	    -1;
 }
 
 static int
 nfds(long pid)
 {
-	char	path[64];
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
 	return tproc_dir_count(path, NULL);
@@ -345,7 +347,7 @@ nfds(long pid)
 static struct event *
 issue(int author, const char *coord, const char *content)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 	char	tags[256];
 
 	tuser_sk(KEYS, author, sk);
@@ -356,20 +358,20 @@ issue(int author, const char *coord, const char *content)
 static void
 test_hostile_relays_confined(void)
 {
-	const char	*env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", NULL };
+	const char *env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", NULL };
 	struct relayproc *honest = NULL, *bad = NULL;
-	struct raw	 drip, mid, repo_many, list_many;
-	struct gdproc	*g = NULL;
-	struct buf	 t = BUF_INIT, body = BUF_INIT;
-	struct event	*ann = NULL, *first = NULL, *forged = NULL,
-			*live = NULL, *rl = NULL;
-	struct wsc	*ws = NULL;
-	uint8_t		 sk[32], pk[32];
-	char		 domain[64], url[512], coord[200], pkhex[65], dir[600];
-	char		 states[GD_NROLES][16];
-	long		 before[GD_NROLES], after[GD_NROLES], rss0[GD_NROLES];
-	long		 rss;
-	int		 i, fds, nvec;
+	struct raw	  drip, mid, repo_many, list_many;
+	struct gdproc	 *g = NULL;
+	struct buf	  t = BUF_INIT, body = BUF_INIT;
+	struct event *ann = NULL, *first = NULL, *forged = NULL, *live = NULL,
+		     *rl = NULL;
+	struct wsc *ws = NULL;
+	uint8_t	    sk[32], pk[32];
+	char	    domain[64], url[512], coord[200], pkhex[65], dir[600];
+	char	    states[GD_NROLES][16];
+	long	    before[GD_NROLES], after[GD_NROLES], rss0[GD_NROLES];
+	long	    rss;
+	int	    i, fds, nvec;
 
 	T_ASSERT(raw_start(&drip, RAW_DRIP) == 0);
 	T_ASSERT(raw_start(&mid, RAW_MIDFRAME) == 0);
@@ -394,16 +396,20 @@ test_hostile_relays_confined(void)
 	buf_reset(&body);
 	buf_printf(&body, "%s\n%s\n", first->json, forged->json);
 	T_CHECK(peer_post(bad, "/events", body.b_data) == 0);
-	T_CHECK(peer_post(bad, "/config", "{\"forge\":true,\"garbage\":true,"
-	    "\"flood\":200,\"oversized_bytes\":3000000,\"drop_eose\":true,"
-	    "\"notice_rate_limit\":true,\"closed_rate_limited\":true}") == 0);
+	T_CHECK(
+	    peer_post(bad, "/config",
+		"{\"forge\":true,\"garbage\":true,"
+		"\"flood\":200,\"oversized_bytes\":3000000,\"drop_eose\":true,"
+		"\"notice_rate_limit\":true,\"closed_rate_limited\":true}") ==
+	    0);
 
 	/* The announcement: honest first, the hostile ones, then many. */
 	gt_url(url, sizeof(url), domain, pk, "besieged");
-	buf_printf(&t, "[[\"d\",\"besieged\"],[\"name\",\"besieged\"],"
+	buf_printf(&t,
+	    "[[\"d\",\"besieged\"],[\"name\",\"besieged\"],"
 	    "[\"clone\",\"%s\"],[\"relays\",\"ws://%s\",\"%s\",\"%s\","
-	    "\"ws://127.0.0.1:%d\",\"ws://127.0.0.1:%d\"", url, domain,
-	    relayproc_url(honest), relayproc_url(bad), drip.r_port,
+	    "\"ws://127.0.0.1:%d\",\"ws://127.0.0.1:%d\"",
+	    url, domain, relayproc_url(honest), relayproc_url(bad), drip.r_port,
 	    mid.r_port);
 	for (i = 0; i < MANY_RELAYS; i++)
 		buf_printf(&t, ",\"ws://127.0.0.1:%d/a%d\"", repo_many.r_port,
@@ -411,11 +417,11 @@ test_hostile_relays_confined(void)
 	T_ASSERT((nvec = gd_refused_urls(&t, "", "")) > 30);
 	buf_adds(&t, "]]");
 	T_ASSERT((ann = event_new_signed(sk, time(NULL), 30617, t.b_data,
-	    "")) != NULL);
+		      "")) != NULL);
 	T_ASSERT(gd_publish(g, ann) == 0);
 	snprintf(dir, sizeof(dir), "%s/besieged", tmpdir);
-	T_ASSERT((ws = wsc_connect("127.0.0.1", gd_port(g), "/", 5000)) !=
-	    NULL);
+	T_ASSERT(
+	    (ws = wsc_connect("127.0.0.1", gd_port(g), "/", 5000)) != NULL);
 	T_ASSERT(gt_release(ws, sk, domain, "besieged", dir, NULL) == 0);
 	wsc_close(ws);
 	ws = NULL;
@@ -428,8 +434,8 @@ test_hostile_relays_confined(void)
 		    i ? "," : "", list_many.r_port, i);
 	T_ASSERT(gd_refused_urls(&t, "[\"r\",", "]") == nvec);
 	buf_adds(&t, "]");
-	T_ASSERT((rl = event_new_signed(sk, time(NULL), 10002, t.b_data,
-	    "")) != NULL);
+	T_ASSERT((rl = event_new_signed(sk, time(NULL), 10002, t.b_data, "")) !=
+	    NULL);
 	T_CHECK(gd_publish(g, rl) == 0);
 
 	T_ASSERT(gd_roles_now(g, states, before) == 0);
@@ -459,11 +465,12 @@ test_hostile_relays_confined(void)
 		T_CHECK(fds >= 0 && fds < MAX_FDS);
 	}
 	printf("# drip server: %d connections, at most %d at once; mid-frame "
-	    "server: %d connections, at most %d at once\n", drip.r_accepted,
-	    drip.r_max_held, mid.r_accepted, mid.r_max_held);
+	       "server: %d connections, at most %d at once\n",
+	    drip.r_accepted, drip.r_max_held, mid.r_accepted, mid.r_max_held);
 	printf("# announcement's 1,000 relays: %d dialled (cap %d); relay "
-	    "list's 1,000: %d dialled (cap %d)\n", repo_many.r_npaths,
-	    INV_MAX_REPO_RELAYS, list_many.r_npaths, RELAYLIST_MAX_KEYS);
+	       "list's 1,000: %d dialled (cap %d)\n",
+	    repo_many.r_npaths, INV_MAX_REPO_RELAYS, list_many.r_npaths,
+	    RELAYLIST_MAX_KEYS);
 	/* Every hostile relay was talked to. */
 	T_CHECK(peer_reqs(bad) > 0);
 	T_CHECK(drip.r_accepted > 0 && mid.r_accepted > 0);

@@ -43,16 +43,16 @@
 #include "wsclient.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
-#define KEYS		0x61
+#define KEYS 0x61
 
-#define TMO		5000
+#define TMO	    5000
 /* Longest wait for the hunt on B: the silent server costs its fetch
  * timeout (300 s / 60 under NGIT_TEST), the rest is sync and release. */
-#define HUNT_WAIT_S	40
+#define HUNT_WAIT_S 40
 /* Connections the silent server keeps open. */
-#define MAX_HELD	16
+#define MAX_HELD    16
 
-static struct relayproc	*a, *b, *c;
+static struct relayproc *a, *b, *c;
 static char		 tmpdir[256];
 static int		 silent_fd = -1, quiet_fd = -1;
 static int		 silent_port, quiet_port;
@@ -62,12 +62,12 @@ static int		 held[MAX_HELD], nheld;
 static int
 listener(int *port)
 {
-	struct sockaddr_in	sin;
-	socklen_t		sl = sizeof(sin);
-	int			fd;
+	struct sockaddr_in sin;
+	socklen_t	   sl = sizeof(sin);
+	int		   fd;
 
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC |
-	    SOCK_NONBLOCK, 0)) == -1)
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		 0)) == -1)
 		return -1;
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
@@ -86,7 +86,7 @@ listener(int *port)
 static int
 accept_held(int fd)
 {
-	int	s, n = 0;
+	int s, n = 0;
 
 	while ((s = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
 		n++;
@@ -108,10 +108,10 @@ ws_to(struct relayproc *p)
 static int
 count_on(struct relayproc *p, const char *filter, struct event **first)
 {
-	struct wsc	*ws = ws_to(p);
-	char		**evs = NULL, err[64];
-	size_t		 n = 0;
-	int		 rc;
+	struct wsc *ws = ws_to(p);
+	char	  **evs = NULL, err[64];
+	size_t	    n = 0;
+	int	    rc;
 
 	if (ws == NULL)
 		return -1;
@@ -128,7 +128,7 @@ count_on(struct relayproc *p, const char *filter, struct event **first)
 static cJSON *
 control(struct relayproc *p, enum role role, const char *req)
 {
-	char	run[PATH_MAX];
+	char run[PATH_MAX];
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(p));
 	return ctl_role(run, role, MSG_CONTROL, req, TMO);
@@ -145,7 +145,7 @@ show(struct relayproc *p, enum role role, cJSON **root)
 static double
 num(const cJSON *o, const char *name)
 {
-	const cJSON	*v = o ? cJSON_GetObjectItem(o, name) : NULL;
+	const cJSON *v = o ? cJSON_GetObjectItem(o, name) : NULL;
 
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
@@ -153,7 +153,7 @@ num(const cJSON *o, const char *name)
 static const char *
 str(const cJSON *o, const char *name)
 {
-	const cJSON	*v = o ? cJSON_GetObjectItem(o, name) : NULL;
+	const cJSON *v = o ? cJSON_GetObjectItem(o, name) : NULL;
 
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
@@ -162,28 +162,27 @@ str(const cJSON *o, const char *name)
 static const cJSON *
 hunt_of(const cJSON *view, const char *d)
 {
-	const cJSON	*arr = cJSON_GetObjectItem(view, "git_hunting"), *o;
+	const cJSON *arr = cJSON_GetObjectItem(view, "git_hunting"), *o;
 
-	cJSON_ArrayForEach(o, arr)
-		if (strcmp(str(o, "d"), d) == 0)
-			return o;
+	cJSON_ArrayForEach(o, arr) if (strcmp(str(o, "d"), d) == 0) return o;
 	return NULL;
 }
 
 static void
 print_hunt(struct relayproc *p, const char *d)
 {
-	cJSON		*root;
-	const cJSON	*view = show(p, ROLE_SYNCD, &root), *h;
-	char		*text;
+	cJSON	    *root;
+	const cJSON *view = show(p, ROLE_SYNCD, &root), *h;
+	char	    *text;
 
 	h = view ? hunt_of(view, d) : NULL;
 	if (h != NULL && (text = cJSON_PrintUnformatted(h)) != NULL) {
 		printf("# hunt %s: %s\n", d, text);
 		free(text);
 	}
-	if (view != NULL && (text = cJSON_PrintUnformatted(
-	    cJSON_GetObjectItem(view, "git_hunt"))) != NULL) {
+	if (view != NULL &&
+	    (text = cJSON_PrintUnformatted(
+		 cJSON_GetObjectItem(view, "git_hunt"))) != NULL) {
 		printf("# totals: %s\n", text);
 		free(text);
 	}
@@ -196,10 +195,10 @@ print_hunt(struct relayproc *p, const char *d)
  * that did not work.
  */
 static void
-release_on_a(struct wsc *ws, const uint8_t sk[32], const char *d,
-    char oid[41], struct event **state)
+release_on_a(struct wsc *ws, const uint8_t sk[32], const char *d, char oid[41],
+    struct event **state)
 {
-	char	dir[512], f[200];
+	char dir[512], f[200];
 
 	*state = NULL;
 	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, d);
@@ -216,11 +215,11 @@ release_on_a(struct wsc *ws, const uint8_t sk[32], const char *d,
  * Returns how many of the two B serves, printing the hunt when not both.
  */
 static int
-wait_released(const struct event *ann, const struct event *state,
-    const char *d, int fd, int *conns)
+wait_released(const struct event *ann, const struct event *state, const char *d,
+    int fd, int *conns)
 {
-	char	f[200];
-	int	i, n = 0;
+	char f[200];
+	int  i, n = 0;
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\",\"%s\"]}", ann->id_hex,
 	    state->id_hex);
@@ -244,13 +243,12 @@ wait_released(const struct event *ann, const struct event *state,
  * relays the nrelays graspds of relays.
  */
 static struct event *
-announcement(int who, const char *d, int port,
-    struct relayproc *const clones[], size_t n,
-    struct relayproc *const relays[], size_t nrelays)
+announcement(int who, const char *d, int port, struct relayproc *const clones[],
+    size_t n, struct relayproc *const relays[], size_t nrelays)
 {
-	char		 other[32];
-	const char	*dom[4], *urls[4];
-	size_t		 i, nd = 0;
+	char	    other[32];
+	const char *dom[4], *urls[4];
+	size_t	    i, nd = 0;
 
 	if (port != 0) {
 		snprintf(other, sizeof(other), "127.0.0.1:%d", port);
@@ -267,24 +265,24 @@ announcement(int who, const char *d, int port,
 static void
 test_synced_state_is_hunted_and_released(void)
 {
-	struct event	*ann = NULL, *state = NULL;
-	struct wsc	*ws = NULL;
+	struct event	 *ann = NULL, *state = NULL;
+	struct wsc	 *ws = NULL;
 	struct relayproc *ab[2];
-	uint8_t		 sk[32], pk[32];
-	char		 dir[512], url[512], oid[41], got[41];
-	char		*msg = NULL;
-	cJSON		*root = NULL;
-	const cJSON	*view, *tot;
-	int		 ok = 0, i, conns = 0;
-	int64_t		 t0;
+	uint8_t		  sk[32], pk[32];
+	char		  dir[512], url[512], oid[41], got[41];
+	char		 *msg = NULL;
+	cJSON		 *root = NULL;
+	const cJSON	 *view, *tot;
+	int		  ok = 0, i, conns = 0;
+	int64_t		  t0;
 
 	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
 	ab[0] = a;
 	ab[1] = b;
 	/* The silent server first: it may cost only its own fetch. */
-	T_ASSERT((ann = announcement(1, "hunted", silent_port, ab, 2, ab,
-	    2)) != NULL);
+	T_ASSERT((ann = announcement(1, "hunted", silent_port, ab, 2, ab, 2)) !=
+	    NULL);
 	T_ASSERT((ws = ws_to(a)) != NULL);
 	T_ASSERT(nostr_publish(ws, ann, TMO, &ok, &msg) == 0);
 	T_ASSERT(ok);
@@ -318,9 +316,10 @@ test_synced_state_is_hunted_and_released(void)
 	 * its own poll timer, which may come after the release was seen
 	 * and the clone above: wait for the count too.
 	 */
-	for (i = 0; i < 25 && (hunt_of(view, "hunted") != NULL ||
-	    num(cJSON_GetObjectItem(view, "git_hunt"), "notices_ok") < 1);
-	    i++) {
+	for (i = 0; i < 25 &&
+	     (hunt_of(view, "hunted") != NULL ||
+		 num(cJSON_GetObjectItem(view, "git_hunt"), "notices_ok") < 1);
+	     i++) {
 		cJSON_Delete(root);
 		usleep(200000);
 		view = show(b, ROLE_SYNCD, &root);
@@ -328,8 +327,8 @@ test_synced_state_is_hunted_and_released(void)
 	}
 	T_CHECK(hunt_of(view, "hunted") == NULL);
 	T_CHECK(num(cJSON_GetObjectItem(view, "git_hunt"), "notices_ok") >= 1);
-	T_CHECK(num(cJSON_GetObjectItem(view, "git_hunt"),
-	    "events_released") >= 1);
+	T_CHECK(
+	    num(cJSON_GetObjectItem(view, "git_hunt"), "events_released") >= 1);
 	cJSON_Delete(root);
 	free(msg);
 	wsc_close(ws);
@@ -345,15 +344,15 @@ test_synced_state_is_hunted_and_released(void)
 static void
 test_a_missing_object_does_not_block_the_others(void)
 {
-	struct event	*ann = NULL, *ghost = NULL, *state = NULL;
-	struct wsc	*wa = NULL, *wb = NULL;
+	struct event	 *ann = NULL, *ghost = NULL, *state = NULL;
+	struct wsc	 *wa = NULL, *wb = NULL;
 	struct relayproc *ab[2];
-	uint8_t		 sk[32];
-	char		 tags[512], f[512], oid[41], *msg = NULL;
-	const char	*fake = "0123456789abcdef0123456789abcdef01234567";
-	cJSON		*root = NULL;
-	const cJSON	*view, *h;
-	int		 ok = 0, i;
+	uint8_t		  sk[32];
+	char		  tags[512], f[512], oid[41], *msg = NULL;
+	const char	 *fake = "0123456789abcdef0123456789abcdef01234567";
+	cJSON		 *root = NULL;
+	const cJSON	 *view, *h;
+	int		  ok = 0, i;
 
 	tuser_sk(KEYS, 3, sk);
 	ab[0] = a;
@@ -364,10 +363,12 @@ test_a_missing_object_does_not_block_the_others(void)
 	free(msg);
 	msg = NULL;
 	T_ASSERT(nostr_publish(wb, ann, TMO, &ok, &msg) == 0 && ok);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"partial\"],"
-	    "[\"refs/heads/ghost\",\"%s\"]]", fake);
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"partial\"],"
+	    "[\"refs/heads/ghost\",\"%s\"]]",
+	    fake);
 	T_ASSERT((ghost = event_new_signed(sk, time(NULL) - 30, 30618, tags,
-	    "")) != NULL);
+		      "")) != NULL);
 	free(msg);
 	msg = NULL;
 	T_ASSERT(nostr_publish(wb, ghost, TMO, &ok, &msg) == 0 && ok);
@@ -387,10 +388,10 @@ test_a_missing_object_does_not_block_the_others(void)
 			break;
 		usleep(200000);
 	}
-	T_CHECK(num(cJSON_GetObjectItem(view, "git_hunt"),
-	    "fetches_failed") >= 1);
-	if (h == NULL || strstr(str(h, "last_error"), "not our ref") ==
-	    NULL || num(h, "missing") != 1)
+	T_CHECK(
+	    num(cJSON_GetObjectItem(view, "git_hunt"), "fetches_failed") >= 1);
+	if (h == NULL || strstr(str(h, "last_error"), "not our ref") == NULL ||
+	    num(h, "missing") != 1)
 		print_hunt(b, "partial");
 	T_ASSERT(h != NULL);
 	T_CHECK(num(h, "held_events") == 1);
@@ -410,13 +411,13 @@ test_a_missing_object_does_not_block_the_others(void)
 static int
 git_data_answer(const uint8_t *req, size_t len, int ok, const char *why)
 {
-	char	 run[PATH_MAX];
-	cJSON	*rep;
-	int	 r;
+	char   run[PATH_MAX];
+	cJSON *rep;
+	int    r;
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(b));
 	if ((rep = ctl_role_msg(run, ROLE_RELAYD, MSG_GIT_DATA, req, len,
-	    TMO)) == NULL)
+		 TMO)) == NULL)
 		return 0;
 	r = cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")) == ok &&
 	    (ok || strstr(str(rep, "error"), why) != NULL);
@@ -430,14 +431,15 @@ git_data_answer(const uint8_t *req, size_t len, int ok, const char *why)
 static void
 test_relayd_git_data_request(void)
 {
-	uint8_t		 sk[32], pk[32], req[MSG_GIT_DATA_MAX];
-	cJSON		*rep;
-	int		 n;
+	uint8_t sk[32], pk[32], req[MSG_GIT_DATA_MAX];
+	cJSON  *rep;
+	int	n;
 
 	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
 	/* The control command it used to be is gone. */
-	rep = control(b, ROLE_RELAYD, "{\"cmd\":\"git-data\",\"args\":"
+	rep = control(b, ROLE_RELAYD,
+	    "{\"cmd\":\"git-data\",\"args\":"
 	    "[\"00\",\"hunted\"]}");
 	T_ASSERT(rep != NULL);
 	T_CHECK(!cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
@@ -463,20 +465,20 @@ test_relayd_git_data_request(void)
 static void
 test_private_clone_urls_are_refused_never_dialled(void)
 {
-	struct event	*ann = NULL, *state = NULL;
-	struct wsc	*ws = NULL;
+	struct event	 *ann = NULL, *state = NULL;
+	struct wsc	 *ws = NULL;
 	struct relayproc *ac[2];
-	uint8_t		 sk[32];
-	char		 tags[512], dir[512], oid[41], *msg = NULL;
-	cJSON		*root = NULL;
-	const cJSON	*view = NULL, *h = NULL, *tot;
-	int		 ok = 0, i;
+	uint8_t		  sk[32];
+	char		  tags[512], dir[512], oid[41], *msg = NULL;
+	cJSON		 *root = NULL;
+	const cJSON	 *view = NULL, *h = NULL, *tot;
+	int		  ok = 0, i;
 
 	tuser_sk(KEYS, 2, sk);
 	ac[0] = a;
 	ac[1] = c;
-	T_ASSERT((ann = announcement(2, "quiet", quiet_port, ac, 2, &c,
-	    1)) != NULL);
+	T_ASSERT(
+	    (ann = announcement(2, "quiet", quiet_port, ac, 2, &c, 1)) != NULL);
 	T_ASSERT((ws = ws_to(c)) != NULL);
 	T_ASSERT(nostr_publish(ws, ann, TMO, &ok, &msg) == 0);
 	T_ASSERT(ok);
@@ -484,10 +486,12 @@ test_private_clone_urls_are_refused_never_dialled(void)
 	snprintf(dir, sizeof(dir), "%s/quiet", tmpdir);
 	T_ASSERT(gt_init(dir) == 0);
 	T_ASSERT(gt_commit(dir, "README", "quiet", "quiet", oid) == 0);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"quiet\"],[\"refs/heads/main\","
-	    "\"%s\"],[\"HEAD\",\"ref: refs/heads/main\"]]", oid);
-	T_ASSERT((state = event_new_signed(sk, time(NULL), 30618, tags,
-	    "")) != NULL);
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"quiet\"],[\"refs/heads/main\","
+	    "\"%s\"],[\"HEAD\",\"ref: refs/heads/main\"]]",
+	    oid);
+	T_ASSERT((state = event_new_signed(sk, time(NULL), 30618, tags, "")) !=
+	    NULL);
 	free(msg);
 	msg = NULL;
 	T_ASSERT(nostr_publish(ws, state, TMO, &ok, &msg) == 0);
@@ -527,9 +531,9 @@ test_private_clone_urls_are_refused_never_dialled(void)
 int
 main(void)
 {
-	char		 env1[200];
-	const char	*envb[3];
-	int		 i;
+	char	    env1[200];
+	const char *envb[3];
+	int	    i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (tdir_make(tmpdir, sizeof(tmpdir), "graspd-hunt") == -1 ||

@@ -38,53 +38,55 @@
 #include "wsclient.h"
 
 /* How long to wait for the last OKs and deliveries after publishing. */
-#define DRAIN_MS	60000
+#define DRAIN_MS       60000
 /* How long every subscription may take to be set up (EOSE). */
-#define SETUP_MS	120000
+#define SETUP_MS       120000
 /* EVENTs in flight in the WAL case, and SQLite's page size. */
-#define WAL_WINDOW	100
-#define WAL_PAGE	4096
+#define WAL_WINDOW     100
+#define WAL_PAGE       4096
 /* relayd's backstop (RELAY_CKPT_MAX_FRAMES) and a few commits more. */
-#define WAL_MAX_FRAMES	50000
+#define WAL_MAX_FRAMES 50000
 
 struct sub {
-	int		 s_topic;
-	int		 s_eose;
-	int		 s_closed;
-	uint64_t	 s_got;
-	uint64_t	 s_sum;
+	int	 s_topic;
+	int	 s_eose;
+	int	 s_closed;
+	uint64_t s_got;
+	uint64_t s_sum;
 };
 
 struct client {
-	struct wsc	*c_ws;
-	struct sub	*c_subs;
-	long		 c_pending;	/* seq of the event awaiting OK, or -1 */
-	char		 c_id[65];
-	int64_t		 c_sent_at;
-	int		 c_lost;
-	int		 c_challenged;	/* NIP-42 AUTH challenges seen */
+	struct wsc *c_ws;
+	struct sub *c_subs;
+	long	    c_pending; /* seq of the event awaiting OK, or -1 */
+	char	    c_id[65];
+	int64_t	    c_sent_at;
+	int	    c_lost;
+	int	    c_challenged; /* NIP-42 AUTH challenges seen */
 };
 
 struct load {
-	int		 clients, subs, secs, rate, topics;
-	struct client	*cl;
-	uint64_t	*exp_n, *exp_sum;	/* per topic, acknowledged */
-	long		*lat;			/* OK latencies, ms */
-	size_t		 nlat, lat_cap;
-	uint64_t	 published, acked, refused, delivered, bad, notices;
-	uint64_t	 eose;
+	int	       clients, subs, secs, rate, topics;
+	struct client *cl;
+	uint64_t      *exp_n, *exp_sum; /* per topic, acknowledged */
+	long	      *lat;		/* OK latencies, ms */
+	size_t	       nlat, lat_cap;
+	uint64_t       published, acked, refused, delivered, bad, notices;
+	uint64_t       eose;
 };
 
 /* Resident and peak resident memory of pid in kB, from /proc. */
 static void
 rss_of(pid_t pid, long *rss, long *hwm)
 {
-	char	v[64];
+	char v[64];
 
 	*rss = relayproc_proc_status(pid, "VmRSS", v, sizeof(v)) == 0 ?
-	    atol(v) : -1;
+	    atol(v) :
+	    -1;
 	*hwm = relayproc_proc_status(pid, "VmHWM", v, sizeof(v)) == 0 ?
-	    atol(v) : -1;
+	    atol(v) :
+	    -1;
 }
 
 static void
@@ -103,7 +105,7 @@ lat_add(struct load *L, long ms)
 static int
 field(const char *msg, const char *key, char *out, size_t outlen)
 {
-	const char	*p = strstr(msg, key), *q;
+	const char *p = strstr(msg, key), *q;
 
 	if (p == NULL)
 		return -1;
@@ -119,9 +121,9 @@ field(const char *msg, const char *key, char *out, size_t outlen)
 static void
 on_message(struct load *L, struct client *c, const char *m)
 {
-	char	num[32];
-	int	k;
-	long	seq;
+	char num[32];
+	int  k;
+	long seq;
 
 	if (strncmp(m, "[\"EVENT\",\"", 10) == 0) {
 		if (sscanf(m + 10, "s%d\"", &k) != 1 || k < 0 || k >= L->subs ||
@@ -179,9 +181,9 @@ on_message(struct load *L, struct client *c, const char *m)
 static void
 pump(struct load *L, struct pollfd *pfd, int timeout_ms)
 {
-	struct client	*c;
-	char		*m;
-	int		 i;
+	struct client *c;
+	char	      *m;
+	int	       i;
 
 	for (i = 0; i < L->clients; i++) {
 		pfd[i].fd = L->cl[i].c_ws != NULL ? wsc_fd(L->cl[i].c_ws) : -1;
@@ -214,11 +216,11 @@ pump(struct load *L, struct pollfd *pfd, int timeout_ms)
 static int
 publish(struct load *L, struct client *c, long seq)
 {
-	struct event	*ev;
-	struct buf	 b = BUF_INIT;
-	uint8_t		 sk[32];
-	char		 tags[64], content[32];
-	int		 rc;
+	struct event *ev;
+	struct buf    b = BUF_INIT;
+	uint8_t	      sk[32];
+	char	      tags[64], content[32];
+	int	      rc;
 
 	memset(sk, 0, sizeof(sk));
 	sk[0] = 0x4c;
@@ -246,20 +248,20 @@ publish(struct load *L, struct client *c, long seq)
 static void
 test_many_clients_no_dropped_subscription(void)
 {
-	struct load		 L;
-	struct relayproc	*rp = NULL;
-	struct pollfd		*pfd = NULL;
-	struct buf		 req = BUF_INIT;
-	char			 maxc[64];
-	const char		*env[] = { maxc, NULL };
-	int64_t			 start, next, end, t;
-	long			 seq = 0, rss, hwm, since;
-	uint64_t		 dropped = 0, lost = 0, wrong = 0, pend;
-	int			 i, k, turn = 0, total;
+	struct load	  L;
+	struct relayproc *rp = NULL;
+	struct pollfd	 *pfd = NULL;
+	struct buf	  req = BUF_INIT;
+	char		  maxc[64];
+	const char	 *env[] = { maxc, NULL };
+	int64_t		  start, next, end, t;
+	long		  seq = 0, rss, hwm, since;
+	uint64_t	  dropped = 0, lost = 0, wrong = 0, pend;
+	int		  i, k, turn = 0, total;
 
 	memset(&L, 0, sizeof(L));
-	L.clients = t_env_int("GRASPD_LOAD_CLIENTS",
-	    tint_sanitizing() ? 100 : 200);
+	L.clients =
+	    t_env_int("GRASPD_LOAD_CLIENTS", tint_sanitizing() ? 100 : 200);
 	L.subs = t_env_int("GRASPD_LOAD_SUBS", 10);
 	L.secs = t_env_int("GRASPD_LOAD_SECS", 5);
 	L.rate = t_env_int("GRASPD_LOAD_RATE", tint_sanitizing() ? 20 : 40);
@@ -268,9 +270,9 @@ test_many_clients_no_dropped_subscription(void)
 		L.topics = L.subs;
 	T_ASSERT(L.clients > 0 && L.subs > 0 && L.rate > 0);
 	printf("# %d clients x %d subscriptions on %d topics, %d events/s "
-	    "for %d s\n", L.clients, L.subs, L.topics, L.rate, L.secs);
-	snprintf(maxc, sizeof(maxc), "NGIT_MAX_CONNECTIONS=%d",
-	    L.clients + 16);
+	       "for %d s\n",
+	    L.clients, L.subs, L.topics, L.rate, L.secs);
+	snprintf(maxc, sizeof(maxc), "NGIT_MAX_CONNECTIONS=%d", L.clients + 16);
 	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
 	if ((L.cl = calloc((size_t)L.clients, sizeof(*L.cl))) == NULL ||
 	    (pfd = calloc((size_t)L.clients, sizeof(*pfd))) == NULL ||
@@ -281,14 +283,14 @@ test_many_clients_no_dropped_subscription(void)
 	since = (long)time(NULL) - 5;
 	start = wsc_now_ms();
 	for (i = 0; i < L.clients; i++) {
-		struct client	*c = &L.cl[i];
+		struct client *c = &L.cl[i];
 
 		c->c_pending = -1;
 		if ((c->c_subs = calloc((size_t)L.subs, sizeof(*c->c_subs))) ==
 		    NULL)
 			abort();
 		if ((c->c_ws = wsc_connect(relayproc_host(rp),
-		    relayproc_port(rp), "/", 10000)) == NULL) {
+			 relayproc_port(rp), "/", 10000)) == NULL) {
 			printf("# client %d could not connect\n", i);
 			T_CHECK(c->c_ws != NULL);
 			goto done;
@@ -296,11 +298,12 @@ test_many_clients_no_dropped_subscription(void)
 		for (k = 0; k < L.subs; k++) {
 			c->c_subs[k].s_topic = (i * L.subs + k) % L.topics;
 			buf_reset(&req);
-			buf_printf(&req, "[\"REQ\",\"s%d\",{\"kinds\":[10317],"
-			    "\"#t\":[\"topic-%d\"],\"since\":%ld}]", k,
-			    c->c_subs[k].s_topic, since);
-			T_CHECK(wsc_send_text(c->c_ws, req.b_data,
-			    req.b_len) == 0);
+			buf_printf(&req,
+			    "[\"REQ\",\"s%d\",{\"kinds\":[10317],"
+			    "\"#t\":[\"topic-%d\"],\"since\":%ld}]",
+			    k, c->c_subs[k].s_topic, since);
+			T_CHECK(
+			    wsc_send_text(c->c_ws, req.b_data, req.b_len) == 0);
 		}
 		/* Keep up with the EOSEs while connecting the rest. */
 		pump(&L, pfd, 0);
@@ -309,7 +312,8 @@ test_many_clients_no_dropped_subscription(void)
 	while (L.eose < (uint64_t)total && wsc_now_ms() - start < SETUP_MS)
 		pump(&L, pfd, 50);
 	printf("# %d connections and %" PRIu64 " subscriptions set up in "
-	    "%" PRId64 " ms\n", L.clients, L.eose, wsc_now_ms() - start);
+	       "%" PRId64 " ms\n",
+	    L.clients, L.eose, wsc_now_ms() - start);
 	T_CHECK(L.eose == (uint64_t)total);
 
 	/* Publishing: one event every 1000/rate ms, clients in turn. */
@@ -318,8 +322,8 @@ test_many_clients_no_dropped_subscription(void)
 	while ((t = wsc_now_ms()) < end) {
 		while (next <= t) {
 			for (k = 0; k < L.clients; k++) {
-				struct client *c = &L.cl[(turn + k) %
-				    L.clients];
+				struct client *c =
+				    &L.cl[(turn + k) % L.clients];
 
 				if (c->c_ws != NULL && c->c_pending < 0) {
 					if (publish(&L, c, seq++) == -1)
@@ -330,8 +334,8 @@ test_many_clients_no_dropped_subscription(void)
 			turn = (turn + k + 1) % L.clients;
 			next += 1000 / L.rate > 0 ? 1000 / L.rate : 1;
 		}
-		pump(&L, pfd, (int)(next - t < 10 ? (next - t > 0 ?
-		    next - t : 0) : 10));
+		pump(&L, pfd,
+		    (int)(next - t < 10 ? (next - t > 0 ? next - t : 0) : 10));
 	}
 	/* Drain: every OK back and every subscription complete. */
 	t = wsc_now_ms();
@@ -341,7 +345,7 @@ test_many_clients_no_dropped_subscription(void)
 		wrong = 0;
 		for (i = 0; i < L.clients; i++)
 			for (k = 0; k < L.subs; k++) {
-				struct sub	*s = &L.cl[i].c_subs[k];
+				struct sub *s = &L.cl[i].c_subs[k];
 
 				wrong += s->s_got != L.exp_n[s->s_topic];
 			}
@@ -353,7 +357,7 @@ test_many_clients_no_dropped_subscription(void)
 	for (i = 0; i < L.clients; i++) {
 		lost += L.cl[i].c_lost;
 		for (k = 0; k < L.subs; k++) {
-			struct sub	*s = &L.cl[i].c_subs[k];
+			struct sub *s = &L.cl[i].c_subs[k];
 
 			if (s->s_closed || L.cl[i].c_lost ||
 			    s->s_got != L.exp_n[s->s_topic] ||
@@ -365,17 +369,19 @@ test_many_clients_no_dropped_subscription(void)
 	if (L.nlat > 0)
 		qsort(L.lat, L.nlat, sizeof(long), t_cmp_long);
 	printf("# published %" PRIu64 ", acknowledged %" PRIu64 ", refused "
-	    "%" PRIu64 ", delivered %" PRIu64 " (%.0f/s), unexpected "
-	    "messages %" PRIu64 "\n", L.published, L.acked, L.refused,
-	    L.delivered, (double)L.delivered * 1000.0 /
-	    (double)(wsc_now_ms() - start), L.bad);
+	       "%" PRIu64 ", delivered %" PRIu64 " (%.0f/s), unexpected "
+	       "messages %" PRIu64 "\n",
+	    L.published, L.acked, L.refused, L.delivered,
+	    (double)L.delivered * 1000.0 / (double)(wsc_now_ms() - start),
+	    L.bad);
 	if (L.nlat > 0)
 		printf("# OK latency: median %ld ms, p99 %ld ms, max %ld ms\n",
 		    L.lat[L.nlat / 2], L.lat[(L.nlat * 99 + 99) / 100 - 1],
 		    L.lat[L.nlat - 1]);
 	printf("# relayd RSS %ld kB, peak %ld kB\n", rss, hwm);
 	printf("# dropped subscriptions: %" PRIu64 " of %d; connections "
-	    "lost: %" PRIu64 "\n", dropped, total, lost);
+	       "lost: %" PRIu64 "\n",
+	    dropped, total, lost);
 	T_CHECK(L.acked > 0 && L.refused == 0);
 	T_CHECK(L.bad == 0);
 	T_CHECK(lost == 0);
@@ -399,16 +405,17 @@ done:
 static char *
 raw_upgrade(const char *host, int port)
 {
-	static const char	 req[] = "GET / HTTP/1.1\r\nHost: x\r\n"
+	static const char req[] =
+	    "GET / HTTP/1.1\r\nHost: x\r\n"
 	    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
 	    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
 	    "Sec-WebSocket-Version: 13\r\n\r\n";
-	struct pollfd		 p;
-	char			*out;
-	size_t			 n = 0, cap = 4096;
-	ssize_t			 r;
-	int64_t			 deadline = wsc_now_ms() + 5000;
-	int			 fd;
+	struct pollfd p;
+	char	     *out;
+	size_t	      n = 0, cap = 4096;
+	ssize_t	      r;
+	int64_t	      deadline = wsc_now_ms() + 5000;
+	int	      fd;
 
 	if ((fd = wsc_tcp_connect(host, port, 5000)) == -1)
 		return NULL;
@@ -440,16 +447,16 @@ fail:
 static void
 test_beyond_max_connections_http_503(void)
 {
-	struct relayproc	*rp;
-	struct wsc		*ws[3] = { NULL, NULL, NULL }, *extra;
-	const char		*env[] = { "NGIT_MAX_CONNECTIONS=3", NULL };
-	char			*body = NULL;
-	int			 i, status = 0;
+	struct relayproc *rp;
+	struct wsc	 *ws[3] = { NULL, NULL, NULL }, *extra;
+	const char	 *env[] = { "NGIT_MAX_CONNECTIONS=3", NULL };
+	char		 *body = NULL;
+	int		  i, status = 0;
 
 	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
 	for (i = 0; i < 3; i++) {
-		ws[i] = wsc_connect(relayproc_host(rp), relayproc_port(rp),
-		    "/", 5000);
+		ws[i] = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
+		    5000);
 		T_CHECK(ws[i] != NULL);
 	}
 	extra = wsc_connect_ex(relayproc_host(rp), relayproc_port(rp), "/",
@@ -483,26 +490,26 @@ test_beyond_max_connections_http_503(void)
 static void
 test_wal_bounded_under_ingest(void)
 {
-	struct relayproc	*rp;
-	struct wsc		*ws = NULL;
-	struct event		*ev;
-	struct stat		 st;
-	struct buf		 b = BUF_INIT;
-	uint8_t			 sk[32];
-	char			 path[1024], content[32], *m;
-	long			 n = t_env_int("GRASPD_WAL_EVENTS", 20000), sent,
-				 acked = 0, answered = 0, frames;
-	int64_t			 deadline;
+	struct relayproc *rp;
+	struct wsc	 *ws = NULL;
+	struct event	 *ev;
+	struct stat	  st;
+	struct buf	  b = BUF_INIT;
+	uint8_t		  sk[32];
+	char		  path[1024], content[32], *m;
+	long n = t_env_int("GRASPD_WAL_EVENTS", 20000), sent, acked = 0,
+	     answered = 0, frames;
+	int64_t deadline;
 
 	T_ASSERT((rp = relayproc_start("relayd", NULL)) != NULL);
 	T_CHECK((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    5000)) != NULL);
+		     5000)) != NULL);
 	if (ws == NULL)
 		goto done;
 	deadline = wsc_now_ms() + DRAIN_MS;
 	memset(sk, 0, sizeof(sk));
 	sk[0] = 0x57;
-	for (sent = 0; answered < n && wsc_now_ms() < deadline; ) {
+	for (sent = 0; answered < n && wsc_now_ms() < deadline;) {
 		/* At most WAL_WINDOW in flight, as a busy client has. */
 		while (sent < n && sent - answered < WAL_WINDOW) {
 			/* A key an event: kind 10317 is replaceable. */
@@ -549,7 +556,7 @@ done:
 static int
 load_setup(void)
 {
-	struct rlimit	rl;
+	struct rlimit rl;
 
 	/* Both ends of every connection: ours and relayd's (inherited). */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

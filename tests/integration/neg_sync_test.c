@@ -22,7 +22,7 @@
  * A's database and repositories are copied into B's directory; each then
  * gets its own events, and both restart with sync on.
  */
-#define _GNU_SOURCE		/* asprintf */
+#define _GNU_SOURCE /* asprintf */
 #include <sys/socket.h>
 
 #include <netinet/in.h>
@@ -55,57 +55,56 @@
 #include "wsclient.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
-#define KEYS		0x77
+#define KEYS 0x77
 
-#define TMO		5000
+#define TMO   5000
 /* Events published per burst before their OKs are read. */
-#define BURST		500
+#define BURST 500
 /* A graspd of a case: loopback peers, reconnects within 60 s. */
-static const char *const case_env[] = {
-	"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
+static const char *const case_env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
 	"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
 /* The most relay URLs (hosts and others) one announcement names. */
-#define ANN_MAX_URLS	8
+#define ANN_MAX_URLS  8
 /* Generous bounds: a slow machine must not fail a test. */
-#define CONVERGE_SECS	180
-#define PEER_SECS	30
+#define CONVERGE_SECS 180
+#define PEER_SECS     30
 
 /* NGIT_TEST: relayd's idle limit for a negentropy session (relayd.h
  * RELAY_NEG_IDLE_TEST). */
-#define NEG_IDLE_TEST_MS	2000
+#define NEG_IDLE_TEST_MS     2000
 /* NGIT_TEST: how often roles send relayd their metrics (role.h
  * ROLE_STATS_PERIOD_TEST). */
-#define STATS_PERIOD_TEST_MS	1000
+#define STATS_PERIOD_TEST_MS 1000
 /* NGIT_TEST: how long a relay found without NIP-77 gets paginated REQs
  * before NEG-OPEN is tried again (syncd.h SYNC_NEG_RECHECK_TEST). */
-#define NEG_RECHECK_TEST_MS	10000
+#define NEG_RECHECK_TEST_MS  10000
 /* Needed ids asked in one REQ (syncd.h SYNC_NEG_IDS_PER_REQ). */
-#define IDS_PER_REQ		450
-#define STORED_METRIC	"graspd_relay_events_stored{role=\"relayd\"}"
+#define IDS_PER_REQ	     450
+#define STORED_METRIC	     "graspd_relay_events_stored{role=\"relayd\"}"
 #define RECEIVED_METRIC(type) \
-	"graspd_relay_messages_received_total{role=\"relayd\",type=\"" \
-	type "\"}"
+	"graspd_relay_messages_received_total{role=\"relayd\",type=\"" type \
+	"\"}"
 #define UNSUPPORTED_METRIC \
 	"graspd_conn_negentropy_total{role=\"syncd\",result=\"unsupported\"}"
 
 struct pair {
-	struct relayproc	*a, *b;
-	char			 coord[200];
-	char			 d[32];
-	int			 owner;
+	struct relayproc *a, *b;
+	char		  coord[200];
+	char		  d[32];
+	int		  owner;
 	/* Events only A has and only B has, and the JSON bytes of every
 	 * event each side lacks. */
-	struct event		**own_a, **own_b;
-	int			 nown;
-	uint64_t		 bytes_a_lacks, bytes_b_lacks;
-	int64_t			 stored_a, stored_b;
-	int64_t			 sync_on_ms;	/* restart with sync on */
-	int64_t			 both_up_ms;	/* both listening again */
+	struct event	**own_a, **own_b;
+	int		  nown;
+	uint64_t	  bytes_a_lacks, bytes_b_lacks;
+	int64_t		  stored_a, stored_b;
+	int64_t		  sync_on_ms; /* restart with sync on */
+	int64_t		  both_up_ms; /* both listening again */
 };
 
-static char		 tmpdir[256];
-static int		 ndirs;
-static int64_t		 t_first;
+static char    tmpdir[256];
+static int     ndirs;
+static int64_t t_first;
 
 static struct event *
 ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
@@ -116,12 +115,12 @@ ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 /* A repository announcement naming every host (NGIT_DOMAIN) as clone
  * and relay, and the extra relay URLs. */
 static struct event *
-announcement(int owner, const char *d, const char *const hosts[],
-    size_t nhosts, const char *const extra[], size_t nextra)
+announcement(int owner, const char *d, const char *const hosts[], size_t nhosts,
+    const char *const extra[], size_t nextra)
 {
-	char		 ws[ANN_MAX_URLS][300];
-	const char	*relays[ANN_MAX_URLS];
-	size_t		 i, n = 0;
+	char	    ws[ANN_MAX_URLS][300];
+	const char *relays[ANN_MAX_URLS];
+	size_t	    i, n = 0;
 
 	for (i = 0; i < nhosts && n < ANN_MAX_URLS; i++, n++) {
 		snprintf(ws[n], sizeof(ws[n]), "ws://%s", hosts[i]);
@@ -129,8 +128,8 @@ announcement(int owner, const char *d, const char *const hosts[],
 	}
 	for (i = 0; i < nextra && n < ANN_MAX_URLS; i++)
 		relays[n++] = extra[i];
-	return tint_announcement(KEYS, owner, t_first, d, hosts, nhosts,
-	    relays, n, NULL);
+	return tint_announcement(KEYS, owner, t_first, d, hosts, nhosts, relays,
+	    n, NULL);
 }
 
 /*
@@ -140,9 +139,9 @@ announcement(int owner, const char *d, const char *const hosts[],
 static int
 publish_all(struct relayproc *rp, struct event *const *evs, size_t n)
 {
-	struct wsc	*ws;
-	size_t		 i, j, got;
-	int		 accepted = 0;
+	struct wsc *ws;
+	size_t	    i, j, got;
+	int	    accepted = 0;
 
 	if ((ws = client_ws(rp)) == NULL)
 		return -1;
@@ -157,9 +156,9 @@ publish_all(struct relayproc *rp, struct event *const *evs, size_t n)
 			}
 			free(m);
 		}
-		for (got = 0; got < j - i; ) {
-			size_t	 len;
-			char	*msg = wsc_recv(ws, 4 * TMO, &len);
+		for (got = 0; got < j - i;) {
+			size_t len;
+			char  *msg = wsc_recv(ws, 4 * TMO, &len);
 
 			if (msg == NULL) {
 				wsc_close(ws);
@@ -195,11 +194,11 @@ stored(struct relayproc *rp)
 static int
 holds(struct relayproc *rp, struct event *const *evs, size_t n)
 {
-	struct wsc	*ws;
-	struct buf	 f = BUF_INIT;
-	char		**got = NULL;
-	size_t		 i, j, k;
-	int		 total = 0;
+	struct wsc *ws;
+	struct buf  f = BUF_INIT;
+	char	  **got = NULL;
+	size_t	    i, j, k;
+	int	    total = 0;
 
 	if ((ws = client_ws(rp)) == NULL)
 		return -1;
@@ -227,10 +226,12 @@ holds(struct relayproc *rp, struct event *const *evs, size_t n)
 static int
 copy_data(struct relayproc *from, const char *dir)
 {
-	char	cmd[2000];
+	char cmd[2000];
 
-	snprintf(cmd, sizeof(cmd), "mkdir '%s' && cp -a '%s/relay' '%s/git' "
-	    "'%s/'", dir, relayproc_dir(from), relayproc_dir(from), dir);
+	snprintf(cmd, sizeof(cmd),
+	    "mkdir '%s' && cp -a '%s/relay' '%s/git' "
+	    "'%s/'",
+	    dir, relayproc_dir(from), relayproc_dir(from), dir);
 	return ctl_run(cmd, NULL) == 0 ? 0 : -1;
 }
 
@@ -238,7 +239,7 @@ copy_data(struct relayproc *from, const char *dir)
 static struct event *
 comment(const struct pair *p, int who, int64_t at, const char *text, int i)
 {
-	char	tags[300], content[64];
+	char tags[300], content[64];
 
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"k\",\"30617\"]]",
 	    p->coord);
@@ -249,7 +250,7 @@ comment(const struct pair *p, int who, int64_t at, const char *text, int i)
 static void
 events_free(struct event **evs, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	if (evs == NULL)
 		return;
@@ -274,15 +275,15 @@ pair_free(struct pair *p)
 static int
 release_repo(struct relayproc *a, int owner, const char *d)
 {
-	struct wsc	*ws;
-	uint8_t		 sk[32];
-	char		 dir[512];
-	int		 rc = -1;
+	struct wsc *ws;
+	uint8_t	    sk[32];
+	char	    dir[512];
+	int	    rc = -1;
 
 	tuser_sk(KEYS, owner, sk);
 	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
-	if ((ws = client_ws(a)) != NULL && gt_release(ws, sk,
-	    relayproc_domain(a), d, dir, NULL) == 0)
+	if ((ws = client_ws(a)) != NULL &&
+	    gt_release(ws, sk, relayproc_domain(a), d, dir, NULL) == 0)
 		rc = 0;
 	else
 		printf("# release of %s failed\n", d);
@@ -299,13 +300,13 @@ static int
 pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
     const char *const env[])
 {
-	const char	*e[20], *hosts[2];
-	struct event	*ann, **shared = NULL;
-	char		 bdir[512], bdom[64];
-	char		 benv[4][600];
-	size_t		 ne = 0, i;
-	int64_t		 t0;
-	int		 rc = -1, n;
+	const char   *e[20], *hosts[2];
+	struct event *ann, **shared = NULL;
+	char	      bdir[512], bdom[64];
+	char	      benv[4][600];
+	size_t	      ne = 0, i;
+	int64_t	      t0;
+	int	      rc = -1, n;
 
 	memset(p, 0, sizeof(*p));
 	p->owner = owner;
@@ -342,7 +343,8 @@ pair_setup(struct pair *p, int owner, const char *d, int nshared, int nown,
 		abort();
 	for (i = 0; i < (size_t)nshared; i++)
 		if ((shared[i] = comment(p, 1 + (int)(i % 16),
-		    t_first + 1 + (int64_t)i / 4, "shared", (int)i)) == NULL)
+			 t_first + 1 + (int64_t)i / 4, "shared", (int)i)) ==
+		    NULL)
 			goto done;
 	t0 = wsc_now_ms();
 	if ((n = publish_all(p->a, shared, (size_t)nshared)) != nshared) {
@@ -412,10 +414,10 @@ done:
 static double
 pair_converge(struct pair *p)
 {
-	int64_t	 start = p->sync_on_ms;
-	int64_t	 deadline = wsc_now_ms() + CONVERGE_SECS * 1000;
-	int64_t	 want_a = p->stored_a + p->nown, want_b = p->stored_b + p->nown;
-	int64_t	 sa = -1, sb = -1;
+	int64_t start = p->sync_on_ms;
+	int64_t deadline = wsc_now_ms() + CONVERGE_SECS * 1000;
+	int64_t want_a = p->stored_a + p->nown, want_b = p->stored_b + p->nown;
+	int64_t sa = -1, sb = -1;
 
 	while (wsc_now_ms() < deadline) {
 		sa = stored(p->a);
@@ -431,9 +433,9 @@ pair_converge(struct pair *p)
 
 /* Sums what syncd on rp reports for its relay url. */
 struct neg_figures {
-	double	neg_bytes, fetch_bytes, link_bytes, rounds, need, sessions;
-	double	fallbacks, skipped, synced_at;
-	char	mode[16];
+	double neg_bytes, fetch_bytes, link_bytes, rounds, need, sessions;
+	double fallbacks, skipped, synced_at;
+	char   mode[16];
 };
 
 /* Starts a case's peer relay and graspd (case_env): 0, or -1. */
@@ -451,18 +453,18 @@ print_side(const char *name, const struct neg_figures *f, double neg,
     uint64_t lacks)
 {
 	printf("# %s: %.0f sessions, %.0f rounds, %.0f ids needed; "
-	    "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
-	    "full transfer %llu bytes (%.2f%%)\n", name, f->sessions,
-	    f->rounds, f->need, f->neg_bytes, f->fetch_bytes, neg,
-	    f->link_bytes, (unsigned long long)lacks,
+	       "negentropy %.0f + id fetch %.0f = %.0f bytes; link %.0f bytes; "
+	       "full transfer %llu bytes (%.2f%%)\n",
+	    name, f->sessions, f->rounds, f->need, f->neg_bytes, f->fetch_bytes,
+	    neg, f->link_bytes, (unsigned long long)lacks,
 	    100 * neg / (double)lacks);
 }
 
 static int
 figures(struct relayproc *rp, const char *url, struct neg_figures *f)
 {
-	cJSON	*show = ctl_json(rp, "show syncd"), *r, *c;
-	int	 rc = -1;
+	cJSON *show = ctl_json(rp, "show syncd"), *r, *c;
+	int    rc = -1;
 
 	memset(f, 0, sizeof(*f));
 	r = ctl_by_relay(ctl_view_list(show, "relays"), url);
@@ -476,7 +478,8 @@ figures(struct relayproc *rp, const char *url, struct neg_figures *f)
 		f->fallbacks = ctl_num(r, "negentropy_fallbacks");
 		f->skipped = ctl_num(r, "ids_skipped");
 		f->synced_at = ctl_num(r, "historic_synced_at");
-		f->link_bytes = ctl_num(c, "bytes_in") + ctl_num(c, "bytes_out");
+		f->link_bytes =
+		    ctl_num(c, "bytes_in") + ctl_num(c, "bytes_out");
 		snprintf(f->mode, sizeof(f->mode), "%s", ctl_str(r, "mode"));
 		rc = 0;
 	}
@@ -487,10 +490,10 @@ figures(struct relayproc *rp, const char *url, struct neg_figures *f)
 static void
 two_instances_converge_by_negentropy(void)
 {
-	struct pair		p;
-	struct neg_figures	fa, fb;
-	int			nshared = tint_sanitizing() ? 3000 : 20000;
-	double			secs, neg_a, neg_b;
+	struct pair	   p;
+	struct neg_figures fa, fb;
+	int		   nshared = tint_sanitizing() ? 3000 : 20000;
+	double		   secs, neg_a, neg_b;
 
 	if (pair_setup(&p, 50, "shared", nshared, 100, NULL) == -1) {
 		pair_free(&p);
@@ -507,9 +510,9 @@ two_instances_converge_by_negentropy(void)
 	neg_a = fa.neg_bytes + fa.fetch_bytes;
 	neg_b = fb.neg_bytes + fb.fetch_bytes;
 	printf("# %d shared + 100 each: converged %.2f s after the restart "
-	    "of both with sync on (two graspd starts included), %.2f s "
-	    "after both listened\n", nshared, secs, secs -
-	    (double)(p.both_up_ms - p.sync_on_ms) / 1000);
+	       "of both with sync on (two graspd starts included), %.2f s "
+	       "after both listened\n",
+	    nshared, secs, secs - (double)(p.both_up_ms - p.sync_on_ms) / 1000);
 	print_side("A", &fa, neg_a, p.bytes_a_lacks);
 	print_side("B", &fb, neg_b, p.bytes_b_lacks);
 	T_EQ_STR(fa.mode, "negentropy");
@@ -536,10 +539,10 @@ two_instances_converge_by_negentropy(void)
 static void
 disabled_negentropy_sends_no_neg_message(void)
 {
-	static const char *const env[] = {
-		"NGIT_SYNC_DISABLE_NEGENTROPY=true", NULL };
-	struct pair		p;
-	struct neg_figures	fa, fb;
+	static const char *const env[] = { "NGIT_SYNC_DISABLE_NEGENTROPY=true",
+		NULL };
+	struct pair		 p;
+	struct neg_figures	 fa, fb;
 
 	if (pair_setup(&p, 60, "reqonly", 300, 20, env) == -1) {
 		pair_free(&p);
@@ -558,8 +561,8 @@ disabled_negentropy_sends_no_neg_message(void)
 	T_CHECK(ctl_metric(p.b, RECEIVED_METRIC("NEG")) == 0);
 	T_CHECK(ctl_metric(p.a, RECEIVED_METRIC("REQ")) > 0);
 	printf("# REQ only, 300 shared + 20 each: link %.0f bytes on A, "
-	    "full transfer %llu\n", fa.link_bytes,
-	    (unsigned long long)p.bytes_a_lacks);
+	       "full transfer %llu\n",
+	    fa.link_bytes, (unsigned long long)p.bytes_a_lacks);
 	pair_free(&p);
 }
 
@@ -567,16 +570,18 @@ disabled_negentropy_sends_no_neg_message(void)
 static int
 peer_reqs_with(struct relayproc *rp, const char *text)
 {
-	char	*h = NULL, *body = NULL, *s;
-	int	 status = 0, n = 0;
-	cJSON	*log = NULL, *r;
+	char  *h = NULL, *body = NULL, *s;
+	int    status = 0, n = 0;
+	cJSON *log = NULL, *r;
 
-	if (http_get(relayproc_host(rp), relayproc_port(rp), "/log", NULL,
-	    TMO, &status, &h, &body) == 0 && status == 200)
+	if (http_get(relayproc_host(rp), relayproc_port(rp), "/log", NULL, TMO,
+		&status, &h, &body) == 0 &&
+	    status == 200)
 		log = cJSON_Parse(body);
 	free(h);
 	free(body);
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
+	{
 		if ((s = cJSON_PrintUnformatted(r)) != NULL &&
 		    strstr(s, text) != NULL)
 			n++;
@@ -590,8 +595,8 @@ peer_reqs_with(struct relayproc *rp, const char *text)
 static int
 peer_neg_opens(struct relayproc *rp)
 {
-	cJSON	*log = peerctl_log(rp);
-	int	 n = -1;
+	cJSON *log = peerctl_log(rp);
+	int    n = -1;
 
 	if (log != NULL)
 		n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "negs"));
@@ -604,11 +609,12 @@ peer_neg_opens(struct relayproc *rp)
 static int
 peer_l1_catchups(struct relayproc *rp)
 {
-	cJSON	*log = peerctl_log(rp), *e, *f;
-	char	*k;
-	int	 n = 0;
+	cJSON *log = peerctl_log(rp), *e, *f;
+	char  *k;
+	int    n = 0;
 
-	cJSON_ArrayForEach(e, cJSON_GetObjectItem(log, "negs")) {
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(log, "negs"))
+	{
 		f = cJSON_GetObjectItem(e, "filter");
 		if (cJSON_GetObjectItem(f, "since") == NULL)
 			continue;
@@ -623,12 +629,12 @@ peer_l1_catchups(struct relayproc *rp)
 
 /* What the peer saw of syncd's id fetches. */
 struct idfetch_log {
-	int	malformed;	/* "ids" filters not alone, or over the cap */
-	int	largest;	/* most ids in one filter */
-	int	reqs_with;	/* id-fetch REQs asking one of want */
-	int	asked;		/* ids of want asked, repeats counted */
-	int	distinct;	/* ids of want asked at least once */
-	int	max_repeat;	/* most times one id of want was asked */
+	int malformed;	/* "ids" filters not alone, or over the cap */
+	int largest;	/* most ids in one filter */
+	int reqs_with;	/* id-fetch REQs asking one of want */
+	int asked;	/* ids of want asked, repeats counted */
+	int distinct;	/* ids of want asked at least once */
+	int max_repeat; /* most times one id of want was asked */
 };
 
 /*
@@ -640,20 +646,22 @@ static int
 peer_idfetches(struct relayproc *rp, struct event *const *want, size_t n,
     struct idfetch_log *il)
 {
-	cJSON		*log = peerctl_log(rp), *r, *fl, *f, *ids, *id;
-	int		*times;
-	size_t		 i;
-	int		 hit;
+	cJSON *log = peerctl_log(rp), *r, *fl, *f, *ids, *id;
+	int   *times;
+	size_t i;
+	int    hit;
 
 	memset(il, 0, sizeof(*il));
 	if (log == NULL || (times = calloc(n + 1, sizeof(int))) == NULL) {
 		cJSON_Delete(log);
 		return -1;
 	}
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
+	{
 		fl = cJSON_GetObjectItem(r, "filters");
 		hit = 0;
-		cJSON_ArrayForEach(f, fl) {
+		cJSON_ArrayForEach(f, fl)
+		{
 			if ((ids = cJSON_GetObjectItem(f, "ids")) == NULL)
 				continue;
 			if (cJSON_GetArraySize(fl) != 1 ||
@@ -662,11 +670,12 @@ peer_idfetches(struct relayproc *rp, struct event *const *want, size_t n,
 				il->malformed++;
 			if (cJSON_GetArraySize(ids) > il->largest)
 				il->largest = cJSON_GetArraySize(ids);
-			cJSON_ArrayForEach(id, ids) {
+			cJSON_ArrayForEach(id, ids)
+			{
 				for (i = 0; i < n; i++)
-					if (cJSON_IsString(id) && strcmp(
-					    id->valuestring, want[i]->id_hex)
-					    == 0)
+					if (cJSON_IsString(id) &&
+					    strcmp(id->valuestring,
+						want[i]->id_hex) == 0)
 						break;
 				if (i == n)
 					continue;
@@ -688,19 +697,19 @@ peer_idfetches(struct relayproc *rp, struct event *const *want, size_t n,
 static void
 req_only_peer_converges_and_is_remembered(void)
 {
-	struct relayproc	*a = NULL, *peer = NULL;
-	const char		*hosts[1];
-	struct event		*ann = NULL, *evs[31], *issue = NULL;
-	struct event		*issue2 = NULL;
-	struct neg_figures	 f0, f1, f2;
-	struct pair		 p;
-	struct buf		 body = BUF_INIT;
-	const char		*purl;
-	char			 tags[300];
-	double			 unsup0, unsup1;
-	int64_t			 deadline, marked_ms;
-	size_t			 i;
-	int			 nopen0;
+	struct relayproc  *a = NULL, *peer = NULL;
+	const char	  *hosts[1];
+	struct event	  *ann = NULL, *evs[31], *issue = NULL;
+	struct event	  *issue2 = NULL;
+	struct neg_figures f0, f1, f2;
+	struct pair	   p;
+	struct buf	   body = BUF_INIT;
+	const char	  *purl;
+	char		   tags[300];
+	double		   unsup0, unsup1;
+	int64_t		   deadline, marked_ms;
+	size_t		   i;
+	int		   nopen0;
 
 	memset(evs, 0, sizeof(evs));
 	T_ASSERT(peer_and_graspd(&peer, &a) == 0);
@@ -713,7 +722,7 @@ req_only_peer_converges_and_is_remembered(void)
 	evs[0] = ann;
 	for (i = 1; i < 31; i++)
 		T_ASSERT((evs[i] = comment(&p, 71, t_first + (int64_t)i,
-		    "on the peer", (int)i)) != NULL);
+			      "on the peer", (int)i)) != NULL);
 	for (i = 0; i < 31; i++) {
 		buf_add(&body, evs[i]->json, evs[i]->json_len);
 		buf_addc(&body, '\n');
@@ -729,8 +738,8 @@ req_only_peer_converges_and_is_remembered(void)
 		usleep(200000);
 	T_EQ_INT(holds(a, evs + 1, 30), 30);
 	deadline = wsc_now_ms() + PEER_SECS * 1000;
-	while ((figures(a, purl, &f0) == -1 || strcmp(f0.mode, "req") != 0)
-	    && wsc_now_ms() < deadline)
+	while ((figures(a, purl, &f0) == -1 || strcmp(f0.mode, "req") != 0) &&
+	    wsc_now_ms() < deadline)
 		usleep(200000);
 	T_EQ_STR(f0.mode, "req");
 	marked_ms = wsc_now_ms();
@@ -747,12 +756,11 @@ req_only_peer_converges_and_is_remembered(void)
 	/* The next historic pass (a new issue: its thread is asked for)
 	 * goes out as REQ, with no NEG-OPEN first. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", p.coord);
-	T_ASSERT((issue = ev(72, time(NULL), 1621, tags, "new issue")) !=
-	    NULL);
+	T_ASSERT((issue = ev(72, time(NULL), 1621, tags, "new issue")) != NULL);
 	T_ASSERT(publish(a, issue) == 0);
 	deadline = wsc_now_ms() + PEER_SECS * 1000;
-	while (peer_reqs_with(peer, issue->id_hex) == 0 &&
-	    wsc_now_ms() < deadline)
+	while (
+	    peer_reqs_with(peer, issue->id_hex) == 0 && wsc_now_ms() < deadline)
 		usleep(200000);
 	T_CHECK(peer_reqs_with(peer, issue->id_hex) >= 1);
 	T_CHECK(figures(a, purl, &f1) == 0);
@@ -769,18 +777,21 @@ req_only_peer_converges_and_is_remembered(void)
 	 * takes. */
 	T_ASSERT(relayproc_post(peer, "/config", "{\"neg\":true}", 12) == 0);
 	deadline = wsc_now_ms() + NEG_RECHECK_TEST_MS + PEER_SECS * 1000;
-	while ((figures(a, purl, &f2) == -1 || strcmp(f2.mode, "negentropy")
-	    != 0) && wsc_now_ms() < deadline)
+	while ((figures(a, purl, &f2) == -1 ||
+		   strcmp(f2.mode, "negentropy") != 0) &&
+	    wsc_now_ms() < deadline)
 		usleep(200000);
 	T_EQ_STR(f2.mode, "negentropy");
 	printf("# NEG-OPEN allowed again %.1f s after the relay was found "
-	    "without NIP-77\n", (double)(wsc_now_ms() - marked_ms) / 1000);
-	T_ASSERT((issue2 = ev(72, time(NULL), 1621, tags, "later issue")) !=
-	    NULL);
+	       "without NIP-77\n",
+	    (double)(wsc_now_ms() - marked_ms) / 1000);
+	T_ASSERT(
+	    (issue2 = ev(72, time(NULL), 1621, tags, "later issue")) != NULL);
 	T_ASSERT(publish(a, issue2) == 0);
 	deadline = wsc_now_ms() + PEER_SECS * 1000;
-	while ((peer_neg_opens(peer) <= nopen0 || figures(a, purl, &f2) == -1
-	    || f2.sessions < 1) && wsc_now_ms() < deadline)
+	while ((peer_neg_opens(peer) <= nopen0 || figures(a, purl, &f2) == -1 ||
+		   f2.sessions < 1) &&
+	    wsc_now_ms() < deadline)
 		usleep(200000);
 	T_CHECK(peer_neg_opens(peer) > nopen0);
 	T_CHECK(f2.sessions >= 1);
@@ -811,25 +822,25 @@ req_only_peer_converges_and_is_remembered(void)
  * filters of layer 3 reach them, the "#e" and the "#E" one at once, and
  * each is still asked once.
  */
-#define NPACKED		1000
-#define NTHREAD		40
+#define NPACKED 1000
+#define NTHREAD 40
 
 static void
 needed_ids_are_packed_and_refused_ones_not_refetched(void)
 {
-	struct relayproc	*a = NULL, *peer = NULL;
-	const char		*hosts[1];
-	struct event		*ann = NULL, *other = NULL, *issue = NULL;
-	struct event		*evs[NPACKED], *root = NULL, *thr[NTHREAD];
-	struct neg_figures	 f0, f1;
-	struct idfetch_log	 il0, il1, ilx, ilt;
-	struct pair		 p;
-	struct buf		 body = BUF_INIT;
-	const char		*purl;
-	char			 tags[300];
-	uint8_t			 sk[32];
-	int64_t			 deadline;
-	size_t			 i;
+	struct relayproc  *a = NULL, *peer = NULL;
+	const char	  *hosts[1];
+	struct event	  *ann = NULL, *other = NULL, *issue = NULL;
+	struct event	  *evs[NPACKED], *root = NULL, *thr[NTHREAD];
+	struct neg_figures f0, f1;
+	struct idfetch_log il0, il1, ilx, ilt;
+	struct pair	   p;
+	struct buf	   body = BUF_INIT;
+	const char	  *purl;
+	char		   tags[300];
+	uint8_t		   sk[32];
+	int64_t		   deadline;
+	size_t		   i;
 
 	memset(evs, 0, sizeof(evs));
 	T_ASSERT(peer_and_graspd(&peer, &a) == 0);
@@ -838,27 +849,32 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	hosts[0] = relayproc_domain(a);
 	memset(&p, 0, sizeof(p));
 	tuser_coord(KEYS, 90, "packed", p.coord, sizeof(p.coord));
-	T_ASSERT((ann = announcement(90, "packed", hosts, 1, &purl, 1)) !=
-	    NULL);
+	T_ASSERT(
+	    (ann = announcement(90, "packed", hosts, 1, &purl, 1)) != NULL);
 	/* Another repository's, naming the peer but not us; recent, so
 	 * that the catch-up's "since" still covers it. */
 	tuser_sk(KEYS, 91, sk);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"elsewhere\"],[\"name\","
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"elsewhere\"],[\"name\","
 	    "\"elsewhere\"],[\"clone\",\"https://git.example.org/x.git\"],"
-	    "[\"relays\",\"%s\"]]", purl);
+	    "[\"relays\",\"%s\"]]",
+	    purl);
 	T_ASSERT((other = event_new_signed(sk, time(NULL), 30617, tags, "")) !=
 	    NULL);
 	for (i = 0; i < NPACKED; i++)
-		T_ASSERT((evs[i] = comment(&p, 92 + (int)(i % 8), t_first + 1 +
-		    (int64_t)i, "packed", (int)i)) != NULL);
+		T_ASSERT(
+		    (evs[i] = comment(&p, 92 + (int)(i % 8),
+			 t_first + 1 + (int64_t)i, "packed", (int)i)) != NULL);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", p.coord);
 	T_ASSERT((root = ev(93, t_first, 1621, tags, "a thread")) != NULL);
-	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\",\"1621\"],"
-	    "[\"e\",\"%s\"],[\"k\",\"1621\"]]", root->id_hex,
-	    root->id_hex);
+	snprintf(tags, sizeof(tags),
+	    "[[\"E\",\"%s\"],[\"K\",\"1621\"],"
+	    "[\"e\",\"%s\"],[\"k\",\"1621\"]]",
+	    root->id_hex, root->id_hex);
 	for (i = 0; i < NTHREAD; i++)
-		T_ASSERT((thr[i] = ev(94 + (int)(i % 4), t_first + 2 +
-		    (int64_t)i, 1111, tags, "in the thread")) != NULL);
+		T_ASSERT(
+		    (thr[i] = ev(94 + (int)(i % 4), t_first + 2 + (int64_t)i,
+			 1111, tags, "in the thread")) != NULL);
 	buf_add(&body, root->json, root->json_len);
 	buf_addc(&body, '\n');
 	for (i = 0; i < NTHREAD; i++) {
@@ -882,8 +898,9 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 
 	/* The first historic pass: every comment, nothing failed. */
 	deadline = wsc_now_ms() + PEER_SECS * 1000;
-	while ((holds(a, evs, NPACKED) < NPACKED || figures(a, purl, &f0) ==
-	    -1 || f0.synced_at <= 0) && wsc_now_ms() < deadline)
+	while ((holds(a, evs, NPACKED) < NPACKED ||
+		   figures(a, purl, &f0) == -1 || f0.synced_at <= 0) &&
+	    wsc_now_ms() < deadline)
 		usleep(200000);
 	T_EQ_INT(holds(a, evs, NPACKED), NPACKED);
 	T_CHECK(f0.synced_at > 0);
@@ -893,8 +910,8 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	T_EQ_INT(holds(a, &other, 1), 0);
 	T_ASSERT(peer_idfetches(peer, evs, NPACKED, &il0) == 0);
 	printf("# %d comments needed: %d id-fetch REQs for them, at most %d "
-	    "ids in one; %d malformed\n", NPACKED, il0.reqs_with, il0.largest,
-	    il0.malformed);
+	       "ids in one; %d malformed\n",
+	    NPACKED, il0.reqs_with, il0.largest, il0.malformed);
 	T_EQ_INT(il0.malformed, 0);
 	T_CHECK(il0.largest <= IDS_PER_REQ);
 	T_EQ_INT(il0.reqs_with, (NPACKED + IDS_PER_REQ - 1) / IDS_PER_REQ);
@@ -917,8 +934,7 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	/* The second pass over layer 1: the catch-up after the live
 	 * subscriptions change for a new issue. */
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", p.coord);
-	T_ASSERT((issue = ev(99, time(NULL), 1621, tags, "new issue")) !=
-	    NULL);
+	T_ASSERT((issue = ev(99, time(NULL), 1621, tags, "new issue")) != NULL);
 	T_ASSERT(publish(a, issue) == 0);
 	deadline = wsc_now_ms() + PEER_SECS * 1000;
 	while (wsc_now_ms() < deadline) {
@@ -936,7 +952,8 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	T_ASSERT(peer_idfetches(peer, &other, 1, &ilx) == 0);
 	T_ASSERT(peer_idfetches(peer, evs, NPACKED, &il1) == 0);
 	printf("# second pass: %.0f ids skipped, the refused announcement "
-	    "asked %d times\n", f1.skipped, ilx.asked);
+	       "asked %d times\n",
+	    f1.skipped, ilx.asked);
 	T_CHECK(f1.skipped >= 1);
 	T_EQ_INT(ilx.asked, 1);
 	T_EQ_INT(il1.asked, NPACKED);
@@ -962,41 +979,41 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
  * NEG-OPEN as its mode says.
  */
 enum script_mode {
-	SCRIPT_NEG_ERR,		/* NEG-ERR "error: ..." */
-	SCRIPT_CLOSED,		/* CLOSED */
-	SCRIPT_SILENT,		/* no answer */
-	SCRIPT_BLOCKED,		/* NEG-ERR "blocked: ...", a NIP-77 relay */
+	SCRIPT_NEG_ERR, /* NEG-ERR "error: ..." */
+	SCRIPT_CLOSED,	/* CLOSED */
+	SCRIPT_SILENT,	/* no answer */
+	SCRIPT_BLOCKED, /* NEG-ERR "blocked: ...", a NIP-77 relay */
 	SCRIPT_NMODES
 };
 
-#define SCRIPT_CLIENTS	8
+#define SCRIPT_CLIENTS 8
 
 struct script_client {
-	int		 sc_fd;		/* -1: free */
-	int		 sc_relay;
-	int		 sc_upgraded;
-	struct buf	 sc_in;
+	int	   sc_fd; /* -1: free */
+	int	   sc_relay;
+	int	   sc_upgraded;
+	struct buf sc_in;
 };
 
 static struct script {
-	int			 s_listen[SCRIPT_NMODES];
-	int			 s_port[SCRIPT_NMODES];
-	char			 s_url[SCRIPT_NMODES][64];
-	atomic_int		 s_neg_opens[SCRIPT_NMODES];
-	atomic_int		 s_reqs[SCRIPT_NMODES];
-	struct script_client	 s_clients[SCRIPT_CLIENTS];
-	atomic_int		 s_stop;
-	pthread_t		 s_thread;
+	int		     s_listen[SCRIPT_NMODES];
+	int		     s_port[SCRIPT_NMODES];
+	char		     s_url[SCRIPT_NMODES][64];
+	atomic_int	     s_neg_opens[SCRIPT_NMODES];
+	atomic_int	     s_reqs[SCRIPT_NMODES];
+	struct script_client s_clients[SCRIPT_CLIENTS];
+	atomic_int	     s_stop;
+	pthread_t	     s_thread;
 } scr;
 
 static void
 script_send(struct script_client *c, const char *text)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	wsc_frame_encode(&b, 1, 1, NULL, text, strlen(text));
 	if (write(c->sc_fd, b.b_data, b.b_len) != (ssize_t)b.b_len)
-		(void)0;	/* the client sees a broken link */
+		(void)0; /* the client sees a broken link */
 	buf_free(&b);
 }
 
@@ -1012,11 +1029,11 @@ script_drop(struct script_client *c)
 static void
 script_message(struct script_client *c, const char *text)
 {
-	cJSON		*m = cJSON_Parse(text);
-	const char	*verb = cJSON_GetStringValue(cJSON_GetArrayItem(m, 0));
-	const char	*sub = cJSON_GetStringValue(cJSON_GetArrayItem(m, 1));
-	char		 out[300];
-	int		 mode = c->sc_relay;
+	cJSON	   *m = cJSON_Parse(text);
+	const char *verb = cJSON_GetStringValue(cJSON_GetArrayItem(m, 0));
+	const char *sub = cJSON_GetStringValue(cJSON_GetArrayItem(m, 1));
+	char	    out[300];
+	int	    mode = c->sc_relay;
 
 	if (verb == NULL || sub == NULL || strlen(sub) > 64)
 		goto done;
@@ -1028,14 +1045,20 @@ script_message(struct script_client *c, const char *text)
 		atomic_fetch_add(&scr.s_neg_opens[mode], 1);
 		out[0] = '\0';
 		if (mode == SCRIPT_NEG_ERR)
-			snprintf(out, sizeof(out), "[\"NEG-ERR\",\"%s\","
-			    "\"error: negentropy is disabled here\"]", sub);
+			snprintf(out, sizeof(out),
+			    "[\"NEG-ERR\",\"%s\","
+			    "\"error: negentropy is disabled here\"]",
+			    sub);
 		else if (mode == SCRIPT_CLOSED)
-			snprintf(out, sizeof(out), "[\"CLOSED\",\"%s\","
-			    "\"error: bad message\"]", sub);
+			snprintf(out, sizeof(out),
+			    "[\"CLOSED\",\"%s\","
+			    "\"error: bad message\"]",
+			    sub);
 		else if (mode == SCRIPT_BLOCKED)
-			snprintf(out, sizeof(out), "[\"NEG-ERR\",\"%s\","
-			    "\"blocked: too many query results\",10]", sub);
+			snprintf(out, sizeof(out),
+			    "[\"NEG-ERR\",\"%s\","
+			    "\"blocked: too many query results\",10]",
+			    sub);
 		if (out[0] != '\0')
 			script_send(c, out);
 	}
@@ -1047,10 +1070,10 @@ done:
 static void
 script_input(struct script_client *c)
 {
-	struct ws_frame	 f;
-	char		*end, *text;
-	struct buf	 b = BUF_INIT;
-	size_t		 used;
+	struct ws_frame f;
+	char	       *end, *text;
+	struct buf	b = BUF_INIT;
+	size_t		used;
 
 	if (!c->sc_upgraded) {
 		if ((end = strstr(c->sc_in.b_data, "\r\n\r\n")) == NULL)
@@ -1068,9 +1091,11 @@ script_input(struct script_client *c)
 		    c->sc_in.b_len - used);
 		c->sc_in.b_len -= used;
 	}
-	while (c->sc_fd != -1 && wsc_frame_parse((uint8_t *)c->sc_in.b_data,
-	    c->sc_in.b_len, &f) == 1 && c->sc_in.b_len >= f.hdrlen + f.len) {
-		uint8_t	*p = (uint8_t *)c->sc_in.b_data + f.hdrlen;
+	while (c->sc_fd != -1 &&
+	    wsc_frame_parse((uint8_t *)c->sc_in.b_data, c->sc_in.b_len, &f) ==
+		1 &&
+	    c->sc_in.b_len >= f.hdrlen + f.len) {
+		uint8_t *p = (uint8_t *)c->sc_in.b_data + f.hdrlen;
 
 		if (f.masked)
 			wsc_unmask(p, (size_t)f.len, f.mask, 0);
@@ -1078,8 +1103,8 @@ script_input(struct script_client *c)
 			script_drop(c);
 			return;
 		}
-		if (f.opcode == 1 && (text = strndup((char *)p,
-		    (size_t)f.len)) != NULL) {
+		if (f.opcode == 1 &&
+		    (text = strndup((char *)p, (size_t)f.len)) != NULL) {
 			script_message(c, text);
 			free(text);
 		}
@@ -1093,11 +1118,11 @@ script_input(struct script_client *c)
 static void *
 script_loop(void *arg)
 {
-	struct pollfd	 pfd[SCRIPT_NMODES + SCRIPT_CLIENTS];
-	int		 who[SCRIPT_NMODES + SCRIPT_CLIENTS];
-	char		 chunk[65536];
-	ssize_t		 n;
-	int		 np, i, j, fd;
+	struct pollfd pfd[SCRIPT_NMODES + SCRIPT_CLIENTS];
+	int	      who[SCRIPT_NMODES + SCRIPT_CLIENTS];
+	char	      chunk[65536];
+	ssize_t	      n;
+	int	      np, i, j, fd;
 
 	while (!atomic_load(&scr.s_stop)) {
 		np = 0;
@@ -1148,9 +1173,9 @@ script_loop(void *arg)
 static int
 script_start(void)
 {
-	struct sockaddr_in	sin;
-	socklen_t		sl = sizeof(sin);
-	int			i, one = 1;
+	struct sockaddr_in sin;
+	socklen_t	   sl = sizeof(sin);
+	int		   i, one = 1;
 
 	memset(&scr, 0, sizeof(scr));
 	for (i = 0; i < SCRIPT_CLIENTS; i++)
@@ -1159,26 +1184,27 @@ script_start(void)
 		memset(&sin, 0, sizeof(sin));
 		sin.sin_family = AF_INET;
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		if ((scr.s_listen[i] = socket(AF_INET, SOCK_STREAM, 0)) ==
-		    -1 || setsockopt(scr.s_listen[i], SOL_SOCKET, SO_REUSEADDR,
-		    &one, sizeof(one)) == -1 || bind(scr.s_listen[i],
-		    (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+		if ((scr.s_listen[i] = socket(AF_INET, SOCK_STREAM, 0)) == -1 ||
+		    setsockopt(scr.s_listen[i], SOL_SOCKET, SO_REUSEADDR, &one,
+			sizeof(one)) == -1 ||
+		    bind(scr.s_listen[i], (struct sockaddr *)&sin,
+			sizeof(sin)) == -1 ||
 		    listen(scr.s_listen[i], 8) == -1 ||
 		    getsockname(scr.s_listen[i], (struct sockaddr *)&sin,
-		    &sl) == -1)
+			&sl) == -1)
 			return -1;
 		scr.s_port[i] = ntohs(sin.sin_port);
 		snprintf(scr.s_url[i], sizeof(scr.s_url[i]),
 		    "ws://127.0.0.1:%d", scr.s_port[i]);
 	}
-	return pthread_create(&scr.s_thread, NULL, script_loop, NULL) == 0 ?
-	    0 : -1;
+	return pthread_create(&scr.s_thread, NULL, script_loop, NULL) == 0 ? 0 :
+									     -1;
 }
 
 static void
 script_stop(void)
 {
-	int	i;
+	int i;
 
 	atomic_store(&scr.s_stop, 1);
 	pthread_join(scr.s_thread, NULL);
@@ -1192,8 +1218,8 @@ script_stop(void)
 static void
 negentropy_refusals_are_told_apart(void)
 {
-	static const char *const want[SCRIPT_NMODES] = {
-		"req", "req", "req", "negentropy" };
+	static const char *const want[SCRIPT_NMODES] = { "req", "req", "req",
+		"negentropy" };
 	struct relayproc	*a;
 	const char		*hosts[1];
 	struct event		*ann;
@@ -1209,7 +1235,7 @@ negentropy_refusals_are_told_apart(void)
 		urls[i] = scr.s_url[i];
 	hosts[0] = relayproc_domain(a);
 	T_ASSERT((ann = announcement(80, "scripted", hosts, 1, urls,
-	    SCRIPT_NMODES)) != NULL);
+		      SCRIPT_NMODES)) != NULL);
 	T_CHECK(publish(a, ann) == 0);
 	event_destroy(ann);
 	T_CHECK(release_repo(a, 80, "scripted") == 0);
@@ -1221,13 +1247,14 @@ negentropy_refusals_are_told_apart(void)
 		for (i = 0; i < SCRIPT_NMODES; i++)
 			if (figures(a, urls[i], &f[i]) == -1 ||
 			    strcmp(f[i].mode, want[i]) != 0 ||
-			    f[i].fallbacks < 1 || atomic_load(&scr.s_reqs[i])
-			    < 1)
+			    f[i].fallbacks < 1 ||
+			    atomic_load(&scr.s_reqs[i]) < 1)
 				settled = 0;
 	} while (!settled && wsc_now_ms() < deadline);
 	for (i = 0; i < SCRIPT_NMODES; i++) {
 		printf("# scripted relay %d: mode %s, %.0f fallbacks, "
-		    "%d NEG-OPEN, %d REQ\n", i, f[i].mode, f[i].fallbacks,
+		       "%d NEG-OPEN, %d REQ\n",
+		    i, f[i].mode, f[i].fallbacks,
 		    atomic_load(&scr.s_neg_opens[i]),
 		    atomic_load(&scr.s_reqs[i]));
 		T_EQ_STR(f[i].mode, want[i]);
@@ -1245,17 +1272,17 @@ negentropy_refusals_are_told_apart(void)
 static void
 idle_negentropy_session_is_closed(void)
 {
-	struct relayproc	*r;
-	struct wsc		*ws;
-	struct neg		*ng;
-	struct buf		 hex = BUF_INIT, m = BUF_INIT;
-	char			 err[128], *msg;
-	int64_t			 t0;
-	double			 waited;
+	struct relayproc *r;
+	struct wsc	 *ws;
+	struct neg	 *ng;
+	struct buf	  hex = BUF_INIT, m = BUF_INIT;
+	char		  err[128], *msg;
+	int64_t		  t0;
+	double		  waited;
 
 	T_ASSERT((r = relayproc_start("graspd", NULL)) != NULL);
 	T_ASSERT((ng = neg_client_new(NULL, 0, NEG_FRAME_DEFAULT, err,
-	    sizeof(err))) != NULL);
+		      sizeof(err))) != NULL);
 	T_ASSERT(neg_client_initiate(ng, &hex) == 0);
 	buf_printf(&m, "[\"NEG-OPEN\",\"idle\",{},\"%s\"]", hex.b_data);
 	T_ASSERT((ws = client_ws(r)) != NULL);
@@ -1301,7 +1328,6 @@ static const struct t_case cases[] = {
 };
 
 /* The temporary directory, with git's HOME in it (gt_fixture). */
-static struct tdir_prog	prog = { tmpdir, sizeof(tmpdir),
-    "graspd-negsync" };
+static struct tdir_prog prog = { tmpdir, sizeof(tmpdir), "graspd-negsync" };
 
 T_MAIN_ALL(cases, neg_sync_setup, NULL, &gt_fixture, &prog, 0)

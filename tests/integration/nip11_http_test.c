@@ -6,7 +6,7 @@
  * the CORS headers, and a keep-alive connection that serves the next
  * request, NIP-11 or not.
  */
-#define _GNU_SOURCE	/* memmem */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -20,17 +20,17 @@
 #include "t.h"
 #include "wsclient.h"
 
-#define TMO	10000
+#define TMO 10000
 
-static struct relayproc	*rp;
+static struct relayproc *rp;
 
 /* One HTTP/1.x response read off a connection. */
 struct answer {
-	char	 status[64];	/* the status line, without CRLF */
-	char	*headers;	/* the lines after it, as http_request() */
-	char	*body;
-	size_t	 len;
-	int	 closed;	/* the server closed after it */
+	char   status[64]; /* the status line, without CRLF */
+	char  *headers;	   /* the lines after it, as http_request() */
+	char  *body;
+	size_t len;
+	int    closed; /* the server closed after it */
 };
 
 static void
@@ -45,8 +45,8 @@ answer_free(struct answer *a)
 static int
 readable(int fd, int64_t deadline)
 {
-	struct pollfd	pfd = { .fd = fd, .events = POLLIN };
-	int64_t		left = deadline - wsc_now_ms();
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int64_t	      left = deadline - wsc_now_ms();
 
 	if (left <= 0)
 		return 0;
@@ -61,12 +61,12 @@ readable(int fd, int64_t deadline)
 static int
 read_answer(int fd, struct answer *a, int want_close)
 {
-	struct buf	 b = BUF_INIT;
-	int64_t		 deadline = wsc_now_ms() + TMO;
-	char		 chunk[4096], *eoh = NULL, *eol, *cl;
-	size_t		 hlen = 0, need = 0;
-	ssize_t		 n;
-	int		 rc = -1;
+	struct buf b = BUF_INIT;
+	int64_t	   deadline = wsc_now_ms() + TMO;
+	char	   chunk[4096], *eoh = NULL, *eol, *cl;
+	size_t	   hlen = 0, need = 0;
+	ssize_t	   n;
+	int	   rc = -1;
 
 	memset(a, 0, sizeof(*a));
 	for (;;) {
@@ -81,7 +81,7 @@ read_answer(int fd, struct answer *a, int want_close)
 			if ((a->headers = strdup(eol + 2)) == NULL)
 				goto done;
 			if ((cl = http_header_value(a->headers,
-			    "content-length")) == NULL)
+				 "content-length")) == NULL)
 				goto done;
 			need = strtoul(cl, NULL, 10);
 			free(cl);
@@ -119,7 +119,7 @@ static int
 send_all(int fd, const char *s)
 {
 	size_t	off = 0, len = strlen(s);
-	ssize_t	n;
+	ssize_t n;
 
 	while (off < len) {
 		if ((n = write(fd, s + off, len - off)) < 0) {
@@ -140,12 +140,13 @@ is_nip11(const struct answer *a)
 		{ "content-type", "application/nostr+json" },
 		{ "access-control-allow-origin", "*" },
 		{ "access-control-allow-methods", "GET, POST, OPTIONS" },
-		{ "access-control-allow-headers", "Authorization, "
+		{ "access-control-allow-headers",
+		    "Authorization, "
 		    "Content-Type, Git-Protocol, Accept, Content-Encoding, "
 		    "X-Requested-With" },
 		{ "server", "graspd" },
 	};
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*root, *nips;
 	char		 err[128], *v;
 	size_t		 i;
@@ -163,8 +164,10 @@ is_nip11(const struct answer *a)
 	root = json_parse(a->body, a->len, &doc, err, sizeof(err));
 	nips = root ? json_get(root, "supported_nips") : NULL;
 	if (nips == NULL || nips->type != JSON_ARRAY || nips->n == 0) {
-		printf("# body is not the document: %s\n", root ? "no "
-		    "supported_nips" : err);
+		printf("# body is not the document: %s\n",
+		    root ? "no "
+			   "supported_nips" :
+			   err);
 		ok = 0;
 	}
 	json_free(doc);
@@ -172,13 +175,13 @@ is_nip11(const struct answer *a)
 }
 
 static const char nip11_req[] = "GET / HTTP/1.1\r\nHost: graspd\r\n"
-    "Accept: application/nostr+json\r\n\r\n";
+				"Accept: application/nostr+json\r\n\r\n";
 
 static void
 nip11_answers_keep_the_connection_and_match_their_length(void)
 {
-	struct answer	 a, first;
-	int		 fd, i;
+	struct answer a, first;
+	int	      fd, i;
 
 	fd = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp), TMO);
 	T_ASSERT(fd >= 0);
@@ -212,13 +215,16 @@ nip11_answers_keep_the_connection_and_match_their_length(void)
 static void
 http10_gets_an_http10_answer_then_the_close(void)
 {
-	struct answer	a;
-	int		fd;
+	struct answer a;
+	int	      fd;
 
 	fd = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp), TMO);
 	T_ASSERT(fd >= 0);
-	T_ASSERT(send_all(fd, "GET / HTTP/1.0\r\n"
-	    "Accept: application/json, application/nostr+json\r\n\r\n") == 0);
+	T_ASSERT(
+	    send_all(fd,
+		"GET / HTTP/1.0\r\n"
+		"Accept: application/json, application/nostr+json\r\n\r\n") ==
+	    0);
 	T_ASSERT(read_answer(fd, &a, 1) == 0);
 	close(fd);
 	T_EQ_STR(a.status, "HTTP/1.0 200 OK");

@@ -25,9 +25,9 @@
 #include "tuser.h"
 #include "wsclient.h"
 
-#define TMO	5000
+#define TMO 5000
 
-static struct relayproc	*rp;
+static struct relayproc *rp;
 
 static struct wsc *
 conn(void)
@@ -66,7 +66,7 @@ static struct event *
 signed_ev(int n, int64_t created_at, uint32_t kind, const char *tags,
     const char *content)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 
 	seckey(n, sk);
 	return event_new_signed(sk, created_at, kind, tags, content);
@@ -76,8 +76,8 @@ signed_ev(int n, int64_t created_at, uint32_t kind, const char *tags,
 static int
 id_of(const char *evjson, char out[65])
 {
-	struct event	*ev;
-	char		 err[128];
+	struct event *ev;
+	char	      err[128];
 
 	if ((ev = event_parse(evjson, strlen(evjson), err, sizeof(err))) ==
 	    NULL)
@@ -91,7 +91,7 @@ id_of(const char *evjson, char out[65])
 static char *
 forged_json(const struct event *ev)
 {
-	char	*s, *sig;
+	char *s, *sig;
 
 	if ((s = strdup(ev->json)) == NULL)
 		abort();
@@ -104,9 +104,9 @@ forged_json(const struct event *ev)
 static int
 seed_n(size_t n)
 {
-	struct event	*evs[64] = { NULL };
-	size_t		 i;
-	int		 st;
+	struct event *evs[64] = { NULL };
+	size_t	      i;
+	int	      st;
 
 	if (n > 64)
 		return -1;
@@ -136,20 +136,20 @@ configured(size_t nseed, const char *cfg, struct wsc **w)
 static void
 test_nip11_document(void)
 {
-	char	*body = NULL;
-	int	 status = 0;
-	cJSON	*doc, *nips;
+	char  *body = NULL;
+	int    status = 0;
+	cJSON *doc, *nips;
 
 	T_ASSERT(http_get(relayproc_host(rp), relayproc_port(rp), "/",
-	    "Accept: application/nostr+json\r\n", TMO, &status, NULL,
-	    &body) == 0);
+		     "Accept: application/nostr+json\r\n", TMO, &status, NULL,
+		     &body) == 0);
 	T_EQ_INT(status, 200);
 	doc = cJSON_Parse(body);
 	free(body);
 	T_ASSERT(doc != NULL);
 	T_CHECK(cJSON_IsString(cJSON_GetObjectItem(doc, "name")) &&
 	    strcmp(cJSON_GetObjectItem(doc, "name")->valuestring,
-	    "graspd test peer") == 0);
+		"graspd test peer") == 0);
 	nips = cJSON_GetObjectItem(doc, "supported_nips");
 	T_CHECK(cJSON_GetArraySize(nips) == 2 &&
 	    cJSON_GetArrayItem(nips, 0)->valueint == 1 &&
@@ -160,7 +160,7 @@ test_nip11_document(void)
 static void
 test_config_refuses_unknown_keys_and_bad_types(void)
 {
-	char	*resp = NULL;
+	char *resp = NULL;
 
 	T_EQ_INT(reset(), 200);
 	T_EQ_INT(post("/config", "{\"drop_eos\":true}", &resp), 400);
@@ -181,11 +181,11 @@ test_config_refuses_unknown_keys_and_bad_types(void)
 static void
 test_seeded_events_newest_first_with_limit_since_until(void)
 {
-	struct event	*evs[6];
-	struct wsc	*w = NULL;
-	char		**got = NULL, id[65], lowid[65], highid[65];
-	size_t		 n = 0, i;
-	int		 rc;
+	struct event *evs[6];
+	struct wsc   *w = NULL;
+	char	    **got = NULL, id[65], lowid[65], highid[65];
+	size_t	      n = 0, i;
+	int	      rc;
 
 	T_EQ_INT(reset(), 200);
 	for (i = 0; i < 5; i++)
@@ -220,19 +220,19 @@ test_seeded_events_newest_first_with_limit_since_until(void)
 	    NULL);
 	T_CHECK(rc == 0 && n == 3);
 	if (n == 3)
-		T_CHECK(id_of(got[2], id) == 0 &&
-		    strcmp(id, evs[3]->id_hex) == 0);
+		T_CHECK(
+		    id_of(got[2], id) == 0 && strcmp(id, evs[3]->id_hex) == 0);
 	nostr_events_free(got);
 	got = NULL;
 
-	rc = nostr_req(w, "range", "{\"since\":1001,\"until\":1003}", TMO,
-	    &got, &n, NULL);
+	rc = nostr_req(w, "range", "{\"since\":1001,\"until\":1003}", TMO, &got,
+	    &n, NULL);
 	T_CHECK(rc == 0 && n == 3);
 	if (n == 3) {
-		T_CHECK(id_of(got[0], id) == 0 &&
-		    strcmp(id, evs[3]->id_hex) == 0);
-		T_CHECK(id_of(got[2], id) == 0 &&
-		    strcmp(id, evs[1]->id_hex) == 0);
+		T_CHECK(
+		    id_of(got[0], id) == 0 && strcmp(id, evs[3]->id_hex) == 0);
+		T_CHECK(
+		    id_of(got[2], id) == 0 && strcmp(id, evs[1]->id_hex) == 0);
 	}
 	nostr_events_free(got);
 	got = NULL;
@@ -243,8 +243,10 @@ test_seeded_events_newest_first_with_limit_since_until(void)
 	got = NULL;
 
 	/* Two filters: the union, each under its own limit. */
-	rc = nostr_req(w, "two", "[{\"until\":1000},{\"since\":1004,"
-	    "\"limit\":1}]", TMO, &got, &n, NULL);
+	rc = nostr_req(w, "two",
+	    "[{\"until\":1000},{\"since\":1004,"
+	    "\"limit\":1}]",
+	    TMO, &got, &n, NULL);
 	T_CHECK(rc == 0 && n == 2);
 done:
 	nostr_events_free(got);
@@ -257,11 +259,11 @@ done:
 static void
 test_published_events_stored_unchecked_unless_verify(void)
 {
-	struct event	*ev, *dup;
-	struct wsc	*w;
-	char		*forged = NULL, *msg = NULL, **got = NULL;
-	size_t		 n = 0;
-	int		 ok = -1;
+	struct event *ev, *dup;
+	struct wsc   *w;
+	char	     *forged = NULL, *msg = NULL, **got = NULL;
+	size_t	      n = 0;
+	int	      ok = -1;
 
 	T_EQ_INT(reset(), 200);
 	ev = signed_ev(3, 2000, 1, NULL, "forged");
@@ -269,26 +271,29 @@ test_published_events_stored_unchecked_unless_verify(void)
 	T_ASSERT(ev != NULL && dup != NULL);
 	T_ASSERT((w = conn()) != NULL);
 	forged = forged_json(ev);
-	T_CHECK(nostr_publish_json(w, forged, ev->id_hex, TMO, &ok, &msg) ==
-	    0 && ok == 1);
+	T_CHECK(
+	    nostr_publish_json(w, forged, ev->id_hex, TMO, &ok, &msg) == 0 &&
+	    ok == 1);
 	free(msg);
 	msg = NULL;
-	T_CHECK(nostr_req(w, "f", "{\"kinds\":[1]}", TMO, &got, &n, NULL) ==
-	    0 && n == 1);
+	T_CHECK(
+	    nostr_req(w, "f", "{\"kinds\":[1]}", TMO, &got, &n, NULL) == 0 &&
+	    n == 1);
 	nostr_events_free(got);
 	got = NULL;
 	T_CHECK(nostr_publish(w, dup, TMO, &ok, &msg) == 0 && ok == 1);
 	free(msg);
 	msg = NULL;
-	T_CHECK(nostr_publish(w, dup, TMO, &ok, &msg) == 0 && ok == 1 &&
-	    msg && strncmp(msg, "duplicate:", 10) == 0);
+	T_CHECK(nostr_publish(w, dup, TMO, &ok, &msg) == 0 && ok == 1 && msg &&
+	    strncmp(msg, "duplicate:", 10) == 0);
 	free(msg);
 	msg = NULL;
 
 	/* The same forgery again: refused now, before the duplicate check. */
 	T_CHECK(config("{\"verify\":true}") == 200);
-	T_CHECK(nostr_publish_json(w, forged, ev->id_hex, TMO, &ok, &msg) ==
-	    0 && ok == 0 && msg && strncmp(msg, "invalid:", 8) == 0);
+	T_CHECK(
+	    nostr_publish_json(w, forged, ev->id_hex, TMO, &ok, &msg) == 0 &&
+	    ok == 0 && msg && strncmp(msg, "invalid:", 8) == 0);
 	free(msg);
 	msg = NULL;
 	wsc_close(w);
@@ -301,11 +306,11 @@ test_published_events_stored_unchecked_unless_verify(void)
 static void
 test_live_delivery_of_published_and_seeded_events(void)
 {
-	struct wsc	*a, *b;
-	struct event	*ev, *ev2;
-	char		**got = NULL, *msg = NULL;
-	size_t		 n = 0;
-	int		 ok = -1;
+	struct wsc   *a, *b;
+	struct event *ev, *ev2;
+	char	    **got = NULL, *msg = NULL;
+	size_t	      n = 0;
+	int	      ok = -1;
 
 	T_EQ_INT(reset(), 200);
 	ev = signed_ev(4, 3000, 7, NULL, "+");
@@ -313,8 +318,9 @@ test_live_delivery_of_published_and_seeded_events(void)
 	T_ASSERT(ev != NULL && ev2 != NULL);
 	T_ASSERT((a = conn()) != NULL);
 	T_ASSERT((b = conn()) != NULL);
-	T_CHECK(nostr_req(a, "live", "{\"kinds\":[7]}", TMO, &got, &n,
-	    NULL) == 0 && n == 0);
+	T_CHECK(
+	    nostr_req(a, "live", "{\"kinds\":[7]}", TMO, &got, &n, NULL) == 0 &&
+	    n == 0);
 	nostr_events_free(got);
 	T_CHECK(nostr_publish(b, ev, TMO, &ok, &msg) == 0 && ok == 1);
 	free(msg);
@@ -337,9 +343,9 @@ test_live_delivery_of_published_and_seeded_events(void)
 static void
 test_closed_rate_limited(void)
 {
-	struct wsc	*w;
-	char		**got = NULL, *why = NULL;
-	size_t		 n = 0;
+	struct wsc *w;
+	char	  **got = NULL, *why = NULL;
+	size_t	    n = 0;
 
 	configured(0, "{\"closed_rate_limited\":true}", &w);
 	T_ASSERT(w != NULL);
@@ -353,15 +359,17 @@ test_closed_rate_limited(void)
 static void
 test_notice_rate_limit_then_served(void)
 {
-	struct wsc	*w;
-	char		*m;
+	struct wsc *w;
+	char	   *m;
 
 	configured(0, "{\"notice_rate_limit\":true}", &w);
 	T_ASSERT(w != NULL);
 	T_ASSERT(wsc_send_text(w, "[\"REQ\",\"n\",{}]", 14) == 0);
 	m = nostr_wait_msg(w, "NOTICE", TMO);
-	T_CHECK(m != NULL && strcmp(m, "[\"NOTICE\",\"rate limit exceeded, "
-	    "slow down\"]") == 0);
+	T_CHECK(m != NULL &&
+	    strcmp(m,
+		"[\"NOTICE\",\"rate limit exceeded, "
+		"slow down\"]") == 0);
 	free(m);
 	T_CHECK(nostr_msg_has(w, "EOSE", NULL, TMO));
 	wsc_close(w);
@@ -370,11 +378,11 @@ test_notice_rate_limit_then_served(void)
 static void
 test_ok_rate_limited_does_not_store(void)
 {
-	struct wsc	*w;
-	struct event	*ev = signed_ev(5, 4000, 1, NULL, "x");
-	char		*msg = NULL;
-	cJSON		*log;
-	int		 ok = -1;
+	struct wsc   *w;
+	struct event *ev = signed_ev(5, 4000, 1, NULL, "x");
+	char	     *msg = NULL;
+	cJSON	     *log;
+	int	      ok = -1;
 
 	T_EQ_INT(reset(), 200);
 	T_EQ_INT(config("{\"ok_rate_limited\":true}"), 200);
@@ -393,10 +401,10 @@ test_ok_rate_limited_does_not_store(void)
 static void
 test_max_results_caps_each_req(void)
 {
-	struct wsc	*w;
-	char		**got = NULL;
-	size_t		 n = 0;
-	struct event	*ev;
+	struct wsc   *w;
+	char	    **got = NULL;
+	size_t	      n = 0;
+	struct event *ev;
 
 	configured(10, "{\"max_results\":3}", &w);
 	T_ASSERT(w != NULL);
@@ -413,10 +421,10 @@ test_max_results_caps_each_req(void)
 static void
 test_drop_eose_leaves_req_waiting(void)
 {
-	struct wsc	*w;
-	char		**got = NULL;
-	size_t		 n = 0;
-	int64_t		 t0;
+	struct wsc *w;
+	char	  **got = NULL;
+	size_t	    n = 0;
+	int64_t	    t0;
 
 	configured(4, "{\"drop_eose\":true}", &w);
 	T_ASSERT(w != NULL);
@@ -432,10 +440,10 @@ test_drop_eose_leaves_req_waiting(void)
 static void
 test_eose_delay(void)
 {
-	struct wsc	*w;
-	char		**got = NULL;
-	size_t		 n = 0;
-	int64_t		 t0, dt;
+	struct wsc *w;
+	char	  **got = NULL;
+	size_t	    n = 0;
+	int64_t	    t0, dt;
 
 	configured(2, "{\"eose_delay_ms\":400}", &w);
 	T_ASSERT(w != NULL);
@@ -456,9 +464,9 @@ test_eose_delay(void)
 static void
 test_close_after_events_drops_abruptly(void)
 {
-	struct wsc	*w;
-	char		**got = NULL;
-	size_t		 n = 0;
+	struct wsc *w;
+	char	  **got = NULL;
+	size_t	    n = 0;
 
 	configured(5, "{\"close_after_events\":3}", &w);
 	T_ASSERT(w != NULL);
@@ -477,7 +485,7 @@ test_garbage_text_and_binary_frames(void)
 	struct wsc	*w;
 	char		*m, err[64];
 	size_t		 len;
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 
 	configured(0, "{\"garbage\":true}", &w);
 	T_ASSERT(w != NULL);
@@ -499,10 +507,10 @@ test_garbage_text_and_binary_frames(void)
 static void
 test_forge_flips_a_signature_byte(void)
 {
-	struct event	*ev = signed_ev(7, 6000, 1, NULL, "genuine"), *got_ev;
-	struct wsc	*w;
-	char		**got = NULL;
-	size_t		 n = 0;
+	struct event *ev = signed_ev(7, 6000, 1, NULL, "genuine"), *got_ev;
+	struct wsc   *w;
+	char	    **got = NULL;
+	size_t	      n = 0;
 
 	T_EQ_INT(reset(), 200);
 	T_ASSERT(ev != NULL);
@@ -514,8 +522,8 @@ test_forge_flips_a_signature_byte(void)
 		got_ev = event_parse(got[0], strlen(got[0]), NULL, 0);
 		T_CHECK(got_ev != NULL && event_check_id(got_ev));
 		T_CHECK(got_ev != NULL && !event_check_sig(got_ev));
-		T_CHECK(got_ev != NULL &&
-		    memcmp(got_ev->sig, ev->sig, 63) == 0);
+		T_CHECK(
+		    got_ev != NULL && memcmp(got_ev->sig, ev->sig, 63) == 0);
 		event_destroy(got_ev);
 	}
 	nostr_events_free(got);
@@ -538,7 +546,7 @@ test_oversized_notice_frame_arrives(void)
 	struct wsc	*w;
 	char		*m, err[64];
 	size_t		 len = 0, want = 5 * 1024 * 1024;
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*j;
 
 	configured(0, "{\"oversized_bytes\":5242880}", &w);
@@ -559,15 +567,15 @@ test_oversized_notice_frame_arrives(void)
 static void
 test_flood_sends_unsolicited_events(void)
 {
-	struct wsc	*w;
-	char		**got = NULL;
-	size_t		 n = 0, i;
-	struct event	*ev;
+	struct wsc   *w;
+	char	    **got = NULL;
+	size_t	      n = 0, i;
+	struct event *ev;
 
 	configured(0, "{\"flood\":25}", &w);
 	T_ASSERT(w != NULL);
 	T_CHECK(nostr_req(w, "fl", "{\"kinds\":[30617]}", TMO, &got, &n,
-	    NULL) == 0);
+		    NULL) == 0);
 	T_CHECK(n == 25);
 	for (i = 0; i < n; i++) {
 		ev = event_parse(got[i], strlen(got[i]), NULL, 0);
@@ -583,7 +591,7 @@ test_flood_sends_unsolicited_events(void)
 static int
 challenge_of(const char *msg, char *out, size_t outlen)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*j, *c;
 	char		 err[64];
 	int		 rc = -1;
@@ -601,8 +609,8 @@ challenge_of(const char *msg, char *out, size_t outlen)
 static struct event *
 auth_event(int key, const char *challenge)
 {
-	struct buf	 b = BUF_INIT;
-	struct event	*ev;
+	struct buf    b = BUF_INIT;
+	struct event *ev;
 
 	buf_printf(&b, "[[\"relay\",\"%s\"],[\"challenge\",\"%s\"]]",
 	    relayproc_url(rp), challenge);
@@ -615,8 +623,8 @@ auth_event(int key, const char *challenge)
 static int
 send_auth(struct wsc *w, const struct event *ev)
 {
-	struct buf	b = BUF_INIT;
-	int		rc;
+	struct buf b = BUF_INIT;
+	int	   rc;
 
 	buf_adds(&b, "[\"AUTH\",");
 	buf_add(&b, ev->json, ev->json_len);
@@ -629,12 +637,12 @@ send_auth(struct wsc *w, const struct event *ev)
 static void
 test_auth_challenge_then_req_works(void)
 {
-	struct wsc	*w;
-	struct event	*bad = NULL, *good = NULL;
-	char		*m = NULL, ch[128], **got = NULL, *why = NULL;
-	char		 pk[65];
-	size_t		 n = 0;
-	cJSON		*log, *a;
+	struct wsc   *w;
+	struct event *bad = NULL, *good = NULL;
+	char	     *m = NULL, ch[128], **got = NULL, *why = NULL;
+	char	      pk[65];
+	size_t	      n = 0;
+	cJSON	     *log, *a;
 
 	configured(1, "{\"auth\":true}", &w);
 	T_ASSERT(w != NULL);
@@ -664,9 +672,8 @@ test_auth_challenge_then_req_works(void)
 	log = peerctl_log(rp);
 	a = cJSON_GetArrayItem(cJSON_GetObjectItem(log, "auth"), 0);
 	memcpy(pk, good->pubkey_hex, sizeof(pk));
-	T_CHECK(a != NULL && cJSON_IsString(cJSON_GetObjectItem(a,
-	    "pubkey")) && strcmp(cJSON_GetObjectItem(a, "pubkey")->valuestring,
-	    pk) == 0);
+	T_CHECK(a != NULL && cJSON_IsString(cJSON_GetObjectItem(a, "pubkey")) &&
+	    strcmp(cJSON_GetObjectItem(a, "pubkey")->valuestring, pk) == 0);
 	T_CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(log, "auth")) == 1);
 	cJSON_Delete(log);
 	event_destroy(bad);
@@ -677,8 +684,8 @@ test_auth_challenge_then_req_works(void)
 static void
 test_refuse_answers_upgrades_503(void)
 {
-	struct wsc	*w;
-	int		 status = 0;
+	struct wsc *w;
+	int	    status = 0;
 
 	T_EQ_INT(reset(), 200);
 	T_EQ_INT(config("{\"refuse\":true}"), 200);
@@ -696,10 +703,10 @@ test_refuse_answers_upgrades_503(void)
 static void
 test_hang_never_completes_handshake(void)
 {
-	struct wsc	*w;
-	cJSON		*log;
-	int64_t		 t0;
-	int		 hang_port;
+	struct wsc *w;
+	cJSON	   *log;
+	int64_t	    t0;
+	int	    hang_port;
 
 	T_EQ_INT(reset(), 200);
 	T_ASSERT((log = peerctl_log(rp)) != NULL);
@@ -730,9 +737,9 @@ static int
 req_is(const cJSON *reqs, int i, double conn_no, const char *sub,
     const char *filters_json)
 {
-	const cJSON	*r = cJSON_GetArrayItem(reqs, i);
-	cJSON		*want;
-	int		 same;
+	const cJSON *r = cJSON_GetArrayItem(reqs, i);
+	cJSON	    *want;
+	int	     same;
 
 	if (r == NULL || ctl_num(r, "conn") != conn_no ||
 	    !cJSON_IsString(cJSON_GetObjectItem(r, "sub")) ||
@@ -747,22 +754,24 @@ req_is(const cJSON *reqs, int i, double conn_no, const char *sub,
 static void
 test_log_records_reqs_closes_and_concurrency(void)
 {
-	struct wsc	*w, *w2;
-	char		**got = NULL;
-	size_t		 n = 0;
-	int64_t		 t0, t1;
-	double		 c1, at;
-	cJSON		*log, *reqs, *closes;
+	struct wsc *w, *w2;
+	char	  **got = NULL;
+	size_t	    n = 0;
+	int64_t	    t0, t1;
+	double	    c1, at;
+	cJSON	   *log, *reqs, *closes;
 
 	T_EQ_INT(reset(), 200);
 	t0 = wsc_now_ms();
 	T_ASSERT((w = conn()) != NULL);
 	T_ASSERT((w2 = conn()) != NULL);
-	T_CHECK(nostr_req(w, "s1", "{\"kinds\":[1],\"limit\":5}", TMO, &got,
-	    &n, NULL) == 0);
+	T_CHECK(nostr_req(w, "s1", "{\"kinds\":[1],\"limit\":5}", TMO, &got, &n,
+		    NULL) == 0);
 	nostr_events_free(got);
-	T_CHECK(nostr_req(w, "s2", "[{\"kinds\":[30617]},{\"#a\":[\"x\"],"
-	    "\"since\":10}]", TMO, &got, &n, NULL) == 0);
+	T_CHECK(nostr_req(w, "s2",
+		    "[{\"kinds\":[30617]},{\"#a\":[\"x\"],"
+		    "\"since\":10}]",
+		    TMO, &got, &n, NULL) == 0);
 	nostr_events_free(got);
 	T_CHECK(nostr_req(w, "s3", "{}", TMO, &got, &n, NULL) == 0);
 	nostr_events_free(got);
@@ -780,7 +789,8 @@ test_log_records_reqs_closes_and_concurrency(void)
 	T_CHECK(cJSON_GetArraySize(reqs) == 5);
 	c1 = ctl_num(cJSON_GetArrayItem(reqs, 0), "conn");
 	T_CHECK(req_is(reqs, 0, c1, "s1", "[{\"kinds\":[1],\"limit\":5}]"));
-	T_CHECK(req_is(reqs, 1, c1, "s2", "[{\"kinds\":[30617]},{\"#a\":"
+	T_CHECK(req_is(reqs, 1, c1, "s2",
+	    "[{\"kinds\":[30617]},{\"#a\":"
 	    "[\"x\"],\"since\":10}]"));
 	T_CHECK(req_is(reqs, 2, c1, "s3", "[{}]"));
 	T_CHECK(req_is(reqs, 3, c1, "s4", "[{}]"));
@@ -788,8 +798,9 @@ test_log_records_reqs_closes_and_concurrency(void)
 	at = ctl_num(cJSON_GetArrayItem(reqs, 0), "at_ms");
 	T_CHECK(at >= (double)t0 && at <= (double)t1);
 	T_CHECK(cJSON_GetArraySize(closes) == 1 &&
-	    strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(closes, 0),
-	    "sub")->valuestring, "s2") == 0);
+	    strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(closes, 0), "sub")
+		       ->valuestring,
+		"s2") == 0);
 	T_CHECK(ctl_num(log, "max_concurrent_subs") == 3);
 	T_CHECK(ctl_num(log, "connections") == 2);
 	T_CHECK(ctl_num(log, "open") == 2);
@@ -802,9 +813,9 @@ test_log_records_reqs_closes_and_concurrency(void)
 static void
 test_oversized_client_message_gets_notice(void)
 {
-	struct wsc	*w;
-	char		*big, **got = NULL;
-	size_t		 len = 4 * 1024 * 1024 + 100, n = 0;
+	struct wsc *w;
+	char	   *big, **got = NULL;
+	size_t	    len = 4 * 1024 * 1024 + 100, n = 0;
 
 	T_EQ_INT(reset(), 200);
 	T_ASSERT((w = conn()) != NULL);
@@ -823,10 +834,10 @@ test_oversized_client_message_gets_notice(void)
 static void
 test_reset_clears_store_log_and_config(void)
 {
-	struct wsc	*w;
-	char		**got = NULL, *resp = NULL;
-	size_t		 n = 0;
-	cJSON		*log;
+	struct wsc *w;
+	char	  **got = NULL, *resp = NULL;
+	size_t	    n = 0;
+	cJSON	   *log;
 
 	T_EQ_INT(seed_n(3), 0);
 	T_EQ_INT(config("{\"max_results\":1,\"drop_eose\":true}"), 200);
@@ -852,9 +863,9 @@ test_reset_clears_store_log_and_config(void)
 static void
 test_seeding_reports_bad_lines(void)
 {
-	char		*resp = NULL;
-	struct event	*ev = signed_ev(9, 7000, 1, NULL, "ok");
-	struct buf	 b = BUF_INIT;
+	char	     *resp = NULL;
+	struct event *ev = signed_ev(9, 7000, 1, NULL, "ok");
+	struct buf    b = BUF_INIT;
 
 	T_EQ_INT(reset(), 200);
 	T_ASSERT(ev != NULL);
@@ -873,17 +884,18 @@ test_seeding_reports_bad_lines(void)
 static void
 test_clients_dropping_mid_answer_leave_peer_serving(void)
 {
-	struct wsc	*w;
-	char		**got = NULL;
-	size_t		 n = 0;
-	cJSON		*log;
-	int64_t		 deadline;
-	int		 open = -1;
+	struct wsc *w;
+	char	  **got = NULL;
+	size_t	    n = 0;
+	cJSON	   *log;
+	int64_t	    deadline;
+	int	    open = -1;
 
 	T_EQ_INT(reset(), 200);
 	T_EQ_INT(seed_n(3), 0);
 	T_EQ_INT(config("{\"flood\":5000,\"oversized_bytes\":8000000,"
-	    "\"eose_delay_ms\":300}"), 200);
+			"\"eose_delay_ms\":300}"),
+	    200);
 	T_ASSERT((w = conn()) != NULL);
 	T_CHECK(wsc_send_text(w, "[\"REQ\",\"d\",{}]", 14) == 0);
 	wsc_drop(w);
@@ -912,8 +924,8 @@ test_clients_dropping_mid_answer_leave_peer_serving(void)
 static void
 test_sigterm_exits_zero_and_quietly(void)
 {
-	FILE	*f;
-	long	 size = -1;
+	FILE *f;
+	long  size = -1;
 
 	T_EQ_INT(relayproc_stop(rp), 0);
 	if ((f = fopen(relayproc_log_path(rp), "r")) != NULL) {

@@ -34,17 +34,17 @@
 #include "wsclient.h"
 
 /* The user the test's graspd drops to. */
-#define TEST_USER	"graspd-t"
+#define TEST_USER  "graspd-t"
 /* Anyone else: the user a stranger's connection runs as. */
-#define OTHER_USER	"nobody"
+#define OTHER_USER "nobody"
 
-static int	created_user;
+static int created_user;
 
 /* The real and effective uid of pid from /proc, or -1. */
 static int
 proc_uids(long pid, long *ruid, long *euid)
 {
-	char	v[128];
+	char v[128];
 
 	if (relayproc_proc_status(pid, "Uid", v, sizeof(v)) == -1 ||
 	    sscanf(v, "%ld %ld", ruid, euid) != 2)
@@ -60,9 +60,9 @@ proc_uids(long pid, long *ruid, long *euid)
 static int
 connect_as(const char *path, uid_t uid, gid_t gid)
 {
-	struct sockaddr_un	 sun;
-	pid_t			 pid;
-	int			 st, fd;
+	struct sockaddr_un sun;
+	pid_t		   pid;
+	int		   st, fd;
 
 	if ((pid = fork()) == -1)
 		return -1;
@@ -88,21 +88,21 @@ connect_as(const char *path, uid_t uid, gid_t gid)
 static void
 test_roles_run_as_the_user(void)
 {
-	const char	*env[] = { "NGIT_USER=" TEST_USER, NULL };
-	struct gdproc	*g = NULL;
-	struct passwd	*pw, *other;
-	struct event	*e = NULL;
-	struct buf	 t = BUF_INIT;
-	struct stat	 st;
-	struct dirent	*de;
-	DIR		*d = NULL;
-	char		 states[GD_NROLES][16], run[600], path[900];
-	char		 url[512], domain[64];
-	long		 pids[GD_NROLES], ruid, euid;
-	uint8_t		 sk[32], pk[32];
-	uid_t		 uid;
-	gid_t		 gid;
-	int		 i, nsock = 0;
+	const char    *env[] = { "NGIT_USER=" TEST_USER, NULL };
+	struct gdproc *g = NULL;
+	struct passwd *pw, *other;
+	struct event  *e = NULL;
+	struct buf     t = BUF_INIT;
+	struct stat    st;
+	struct dirent *de;
+	DIR	      *d = NULL;
+	char	       states[GD_NROLES][16], run[600], path[900];
+	char	       url[512], domain[64];
+	long	       pids[GD_NROLES], ruid, euid;
+	uint8_t	       sk[32], pk[32];
+	uid_t	       uid;
+	gid_t	       gid;
+	int	       i, nsock = 0;
 
 	T_ASSERT((pw = getpwnam(TEST_USER)) != NULL);
 	uid = pw->pw_uid;
@@ -151,20 +151,23 @@ test_roles_run_as_the_user(void)
 		snprintf(path, sizeof(path), "%s/control-%s.ipc", run,
 		    i < 0 ? "graspd" : gd_roles[i]);
 		T_CHECK(connect_as(path, uid, gid) == 0);
-		T_CHECK(connect_as(path, other->pw_uid, other->pw_gid) ==
-		    EACCES);
+		T_CHECK(
+		    connect_as(path, other->pw_uid, other->pw_gid) == EACCES);
 	}
 
 	/* relayd writes as the user: an event, a new bare repository. */
-	T_CHECK(gd_publish(g, e = event_new_signed((uint8_t[32]){ 7 },
-	    time(NULL), 10317, "[[\"g\",\"wss://example.org\"]]", "")) == 0);
+	T_CHECK(gd_publish(g,
+		    e = event_new_signed((uint8_t[32]){ 7 }, time(NULL), 10317,
+			"[[\"g\",\"wss://example.org\"]]", "")) == 0);
 	event_destroy(e);
 	memset(sk, 0x3c, sizeof(sk));
 	event_pubkey_of(sk, pk);
 	snprintf(domain, sizeof(domain), "127.0.0.1:%d", gd_port(g));
 	gt_url(url, sizeof(url), domain, pk, "dropped");
-	buf_printf(&t, "[[\"d\",\"dropped\"],[\"clone\",\"%s\"],"
-	    "[\"relays\",\"ws://%s\"]]", url, domain);
+	buf_printf(&t,
+	    "[[\"d\",\"dropped\"],[\"clone\",\"%s\"],"
+	    "[\"relays\",\"ws://%s\"]]",
+	    url, domain);
 	T_ASSERT((e = event_new_signed(sk, time(NULL), 30617, t.b_data, "")) !=
 	    NULL);
 	T_CHECK(gd_publish(g, e) == 0);
@@ -180,8 +183,8 @@ test_roles_run_as_the_user(void)
 static int
 low_port(void)
 {
-	struct sockaddr_in	sin;
-	int			fd, port;
+	struct sockaddr_in sin;
+	int		   fd, port;
 
 	for (port = 990; port > 700; port--) {
 		if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1)
@@ -202,16 +205,15 @@ low_port(void)
 static void
 test_relayd_binds_a_privileged_port_as_the_user(void)
 {
-	char		 bind_env[64], dom_env[64];
-	const char	*env[] = { "NGIT_USER=" TEST_USER, bind_env, dom_env,
-			    NULL };
-	struct gdproc	*g = NULL;
-	struct passwd	*pw;
-	struct wsc	*ws;
-	char		 states[GD_NROLES][16];
-	long		 pids[GD_NROLES], ruid, euid, eff = -1;
-	char		 line[256];
-	int		 port;
+	char	    bind_env[64], dom_env[64];
+	const char *env[] = { "NGIT_USER=" TEST_USER, bind_env, dom_env, NULL };
+	struct gdproc *g = NULL;
+	struct passwd *pw;
+	struct wsc    *ws;
+	char	       states[GD_NROLES][16];
+	long	       pids[GD_NROLES], ruid, euid, eff = -1;
+	char	       line[256];
+	int	       port;
 
 	T_ASSERT((pw = getpwnam(TEST_USER)) != NULL);
 	T_ASSERT((port = low_port()) > 0);
@@ -235,22 +237,24 @@ test_relayd_binds_a_privileged_port_as_the_user(void)
 int
 main(void)
 {
-	char	cmd[256];
+	char cmd[256];
 
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (geteuid() != 0) {
 		printf("ok - test_roles_run_as_the_user # SKIP needs root "
-		    "(graspd drops privileges only when started as root)\n");
+		       "(graspd drops privileges only when started as root)\n");
 		return 0;
 	}
 	if (getpwnam(TEST_USER) == NULL) {
-		snprintf(cmd, sizeof(cmd), "useradd --system --no-create-home "
+		snprintf(cmd, sizeof(cmd),
+		    "useradd --system --no-create-home "
 		    "--home-dir /nonexistent --shell /usr/sbin/nologin %s",
 		    TEST_USER);
 		if (system(cmd) != 0) {
 			printf("not ok - test_roles_run_as_the_user: cannot "
-			    "create user %s\n", TEST_USER);
+			       "create user %s\n",
+			    TEST_USER);
 			return 1;
 		}
 		created_user = 1;

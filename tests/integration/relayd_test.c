@@ -28,24 +28,25 @@
 #include "tuser.h"
 #include "wsclient.h"
 
-#define TMO	5000
-#define MSG_HELD	"purgatory: won't be served until git data arrives"
-#define MSG_NOT_ELIGIBLE "blocked: profiles and relay lists are accepted " \
+#define TMO	 5000
+#define MSG_HELD "purgatory: won't be served until git data arrives"
+#define MSG_NOT_ELIGIBLE \
+	"blocked: profiles and relay lists are accepted " \
 	"only from owners and maintainers of hosted repositories and " \
 	"authors of their accepted threads"
 
-static struct relayproc	*rp;		/* the shared relay */
-static int		 seq_d;		/* makes identifiers unique */
-static char		 tmp[256];	/* local repositories, HOME */
+static struct relayproc *rp;	   /* the shared relay */
+static int		 seq_d;	   /* makes identifiers unique */
+static char		 tmp[256]; /* local repositories, HOME */
 static int		 seq_dir;
 
 /* Byte 0 of this test's keys (tint_key()). */
-#define KEY0	0x11
+#define KEY0 0x11
 
 static void
 key(int n, uint8_t sk[32], char pkhex[65], char npub[NIP19_KEY_BUFSZ])
 {
-	uint8_t	pk[32];
+	uint8_t pk[32];
 
 	tint_key(KEY0, n, sk);
 	event_pubkey_of(sk, pk);
@@ -65,10 +66,10 @@ conn(struct relayproc *r)
 static int
 count(struct wsc *ws, const char *filter)
 {
-	char	**evs = NULL;
-	size_t	 n = 0;
-	char	 subid[32];
-	int	 rc;
+	char **evs = NULL;
+	size_t n = 0;
+	char   subid[32];
+	int    rc;
 
 	snprintf(subid, sizeof(subid), "c%d", rand());
 	rc = nostr_req(ws, subid, filter, TMO, &evs, &n, NULL);
@@ -80,7 +81,7 @@ count(struct wsc *ws, const char *filter)
 static int
 has_id(struct wsc *ws, const char *id)
 {
-	char	f[128];
+	char f[128];
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id);
 	return count(ws, f);
@@ -95,11 +96,11 @@ static struct event *
 announcement(int n, const char *d, int list_clone, int list_relays,
     const char *maint)
 {
-	uint8_t		 sk[32];
-	char		 npub[NIP19_KEY_BUFSZ];
-	struct buf	 b = BUF_INIT;
-	struct event	*ev;
-	const char	*dom = relayproc_domain(rp);
+	uint8_t	      sk[32];
+	char	      npub[NIP19_KEY_BUFSZ];
+	struct buf    b = BUF_INIT;
+	struct event *ev;
+	const char   *dom = relayproc_domain(rp);
 
 	key(n, sk, NULL, npub);
 	buf_printf(&b, "[[\"d\",\"%s\"],[\"name\",\"%s\"],", d, d);
@@ -107,11 +108,13 @@ announcement(int n, const char *d, int list_clone, int list_relays,
 		buf_printf(&b, "[\"clone\",\"http://%s/%s/%s.git\"],", dom,
 		    npub, d);
 	else
-		buf_printf(&b, "[\"clone\",\"https://elsewhere.example/%s/"
-		    "%s.git\"],", npub, d);
+		buf_printf(&b,
+		    "[\"clone\",\"https://elsewhere.example/%s/"
+		    "%s.git\"],",
+		    npub, d);
 	if (list_relays)
-		buf_printf(&b, "[\"relays\",\"wss://other.example\",\"ws://%s\"]",
-		    dom);
+		buf_printf(&b,
+		    "[\"relays\",\"wss://other.example\",\"ws://%s\"]", dom);
 	else
 		buf_printf(&b, "[\"relays\",\"wss://other.example\"]");
 	buf_printf(&b, "%s]", maint ? maint : "");
@@ -123,7 +126,7 @@ announcement(int n, const char *d, int list_clone, int list_relays,
 static void
 repo_coord(int n, const char *d, char *out, size_t outlen)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 	char	hex[65];
 
 	key(n, sk, hex, NULL);
@@ -151,10 +154,10 @@ next_d(char *d, size_t len)
 static int
 serve(struct wsc *ws, int n, const struct event *ann, const char *d)
 {
-	uint8_t	 sk[32];
-	char	 msg[256], dir[512], f[128], **evs = NULL;
-	size_t	 k = 0;
-	int	 i;
+	uint8_t sk[32];
+	char	msg[256], dir[512], f[128], **evs = NULL;
+	size_t	k = 0;
+	int	i;
 
 	if (nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)) != 1 ||
 	    strcmp(msg, MSG_HELD) != 0) {
@@ -186,8 +189,8 @@ serve(struct wsc *ws, int n, const struct event *ann, const char *d)
 static int
 refused_with(struct wsc *ws, struct event *ev, const char *why)
 {
-	char	msg[256];
-	int	ok;
+	char msg[256];
+	int  ok;
 
 	ok = nostr_publish_take(ws, ev, TMO, msg, sizeof(msg));
 	if (ok == 0 && strstr(msg, why) != NULL)
@@ -205,7 +208,7 @@ static struct event *
 served_repo(struct wsc *ws, int n, char *d, size_t dlen, char *coord,
     size_t clen)
 {
-	struct event	*ann;
+	struct event *ann;
 
 	next_d(d, dlen);
 	if ((ann = announcement(n, d, 1, 1, "")) == NULL ||
@@ -222,7 +225,7 @@ static struct event *
 tagged(int n, uint32_t kind, const char *tag, const char *value,
     const char *content)
 {
-	char	tags[300];
+	char tags[300];
 
 	snprintf(tags, sizeof(tags), "[[\"%s\",\"%s\"]]", tag, value);
 	return signed_by(n, time(NULL), kind, tags, content);
@@ -233,13 +236,13 @@ test_nip11_document(void)
 {
 	int		 status = 0;
 	char		*hdrs = NULL, *body = NULL, *v;
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	struct json	*root, *g, *e;
 	int		 found = 0;
 
 	T_ASSERT(http_get(relayproc_host(rp), relayproc_port(rp), "/",
-	    "Accept: application/nostr+json\r\n", TMO, &status, &hdrs,
-	    &body) == 0);
+		     "Accept: application/nostr+json\r\n", TMO, &status, &hdrs,
+		     &body) == 0);
 	T_EQ_INT(status, 200);
 	v = http_header_value(hdrs, "content-type");
 	T_CHECK(v && strstr(v, "application/nostr+json"));
@@ -253,10 +256,10 @@ test_nip11_document(void)
 	T_CHECK(json_get(root, "description") != NULL);
 	/* No made-up project URL (graspd has no public one yet). */
 	T_CHECK(json_get(root, "software") == NULL);
-	T_CHECK(json_get(root, "version") && json_get(root, "version")->len >
-	    0);
-	T_CHECK(json_get(root, "pubkey") && json_get(root, "pubkey")->len ==
-	    64);
+	T_CHECK(
+	    json_get(root, "version") && json_get(root, "version")->len > 0);
+	T_CHECK(
+	    json_get(root, "pubkey") && json_get(root, "pubkey")->len == 64);
 	g = json_get(root, "supported_grasps");
 	T_ASSERT(g && g->type == JSON_ARRAY);
 	for (e = g->child; e; e = e->next) {
@@ -268,8 +271,9 @@ test_nip11_document(void)
 	T_CHECK(found);
 	/* syncd and GRASP-03 are on by default. */
 	for (found = 0, e = g->child; e; e = e->next)
-		if (e->type == JSON_STRING && (strcmp(e->s, "GRASP-02") == 0 ||
-		    strcmp(e->s, "GRASP-03") == 0))
+		if (e->type == JSON_STRING &&
+		    (strcmp(e->s, "GRASP-02") == 0 ||
+			strcmp(e->s, "GRASP-03") == 0))
 			found++;
 	T_EQ_INT(found, 2);
 	e = json_get(root, "repo_acceptance_criteria");
@@ -287,24 +291,24 @@ static void
 test_cors_on_every_response_and_options_204(void)
 {
 	static const struct {
-		const char	*method, *path;
-		int		 status;
+		const char *method, *path;
+		int	    status;
 	} cases[] = {
 		{ "OPTIONS", "/", 204 },
 		{ "OPTIONS", "/npub1x/repo.git/info/refs", 204 },
 		{ "GET", "/", 200 },
 		{ "GET", "/no/such/page", 404 },
 	};
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int	 status = 0;
-		char	*hdrs = NULL, *body = NULL;
-		size_t	 blen;
+		int    status = 0;
+		char  *hdrs = NULL, *body = NULL;
+		size_t blen;
 
 		T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp),
-		    cases[i].method, cases[i].path, NULL, NULL, 0, TMO,
-		    &status, &hdrs, &body, &blen) == 0);
+			     cases[i].method, cases[i].path, NULL, NULL, 0, TMO,
+			     &status, &hdrs, &body, &blen) == 0);
 		T_EQ_INT(status, cases[i].status);
 		T_CHECK(tint_cors_ok(hdrs));
 		free(hdrs);
@@ -315,10 +319,10 @@ test_cors_on_every_response_and_options_204(void)
 static void
 test_announcement_listing_service_is_held_then_served_with_tags(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ev;
-	char		 d[32], f[160], **evs = NULL, msg[256];
-	size_t		 n = 0;
+	struct wsc   *ws = conn(rp);
+	struct event *ev;
+	char	      d[32], f[160], **evs = NULL, msg[256];
+	size_t	      n = 0;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -340,10 +344,10 @@ test_announcement_listing_service_is_held_then_served_with_tags(void)
 static void
 test_announcement_must_list_service_in_clone_and_relays(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ev;
-	char		 d[32], msg[256], npub[NIP19_KEY_BUFSZ], tags[512];
-	uint8_t		 sk[32];
+	struct wsc   *ws = conn(rp);
+	struct event *ev;
+	char	      d[32], msg[256], npub[NIP19_KEY_BUFSZ], tags[512];
+	uint8_t	      sk[32];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -358,17 +362,19 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	/* A host that merely contains ours is not ours (the substring
 	 * quirk of the reference). */
 	key(2, sk, NULL, npub);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://"
-	    "%s0/%s/%s.git\"],[\"relays\",\"ws://x%s\"]]", d,
-	    relayproc_domain(rp), npub, d, relayproc_domain(rp));
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"%s\"],[\"clone\",\"http://"
+	    "%s0/%s/%s.git\"],[\"relays\",\"ws://x%s\"]]",
+	    d, relayproc_domain(rp), npub, d, relayproc_domain(rp));
 	ev = signed_by(2, time(NULL), 30617, tags, "");
 	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 0);
 
 	/* Two clone tags are refused with the reference's words. */
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://"
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"%s\"],[\"clone\",\"http://"
 	    "%s/%s/%s.git\"],[\"clone\",\"https://x.example/r.git\"],"
-	    "[\"relays\",\"ws://%s\"]]", d, relayproc_domain(rp), npub, d,
-	    relayproc_domain(rp));
+	    "[\"relays\",\"ws://%s\"]]",
+	    d, relayproc_domain(rp), npub, d, relayproc_domain(rp));
 	T_CHECK(refused_with(ws, signed_by(2, time(NULL), 30617, tags, ""),
 	    "multiple clone tags"));
 
@@ -377,18 +383,18 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "invalid: ", 9) == 0);
 	event_destroy(ev);
-	T_CHECK(refused_with(ws, announcement(2, "..", 1, 1, ""),
-	    "identifier"));
+	T_CHECK(
+	    refused_with(ws, announcement(2, "..", 1, 1, ""), "identifier"));
 	wsc_close(ws);
 }
 
 static void
 test_recursive_maintainers_announcements_accepted(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ev;
-	char		 d[32], msg[256], m[128], hexb[65], hexc[65];
-	uint8_t		 sk[32];
+	struct wsc   *ws = conn(rp);
+	struct event *ev;
+	char	      d[32], msg[256], m[128], hexb[65], hexc[65];
+	uint8_t	      sk[32];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -413,8 +419,10 @@ test_recursive_maintainers_announcements_accepted(void)
 
 	/* State: maintainers yes (held: its commit is nowhere yet),
 	 * strangers no, unknown repo no. */
-	snprintf(m, sizeof(m), "[[\"d\",\"%s\"],[\"refs/heads/main\",\""
-	    "0123456789012345678901234567890123456789\"]]", d);
+	snprintf(m, sizeof(m),
+	    "[[\"d\",\"%s\"],[\"refs/heads/main\",\""
+	    "0123456789012345678901234567890123456789\"]]",
+	    d);
 	ev = signed_by(12, time(NULL), 30618, m, "");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
@@ -423,8 +431,7 @@ test_recursive_maintainers_announcements_accepted(void)
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "invalid: author not authorized for this repository");
 	event_destroy(ev);
-	ev = signed_by(10, time(NULL), 30618, "[[\"d\",\"no-such-repo\"]]",
-	    "");
+	ev = signed_by(10, time(NULL), 30618, "[[\"d\",\"no-such-repo\"]]", "");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "invalid: no announcement exists for this repository");
 	event_destroy(ev);
@@ -434,21 +441,23 @@ test_recursive_maintainers_announcements_accepted(void)
 static void
 test_related_events_accepted_by_reference(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ann, *issue, *c1, *k1, *k2, *q, *ev;
-	char		 d[32], coord[128], tags[512], msg[256];
+	struct wsc   *ws = conn(rp);
+	struct event *ann, *issue, *c1, *k1, *k2, *q, *ev;
+	char	      d[32], coord[128], tags[512], msg[256];
 
 	T_ASSERT(ws != NULL);
 	T_ASSERT((ann = served_repo(ws, 20, d, sizeof(d), coord,
-	    sizeof(coord))) != NULL);
+		      sizeof(coord))) != NULL);
 
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"s\"]]",
 	    coord);
 	issue = signed_by(21, time(NULL), 1621, tags, "an issue");
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 
-	snprintf(tags, sizeof(tags), "[[\"A\",\"%s\"],[\"K\",\"30617\"],"
-	    "[\"p\",\"%s\"]]", coord, ann->pubkey_hex);
+	snprintf(tags, sizeof(tags),
+	    "[[\"A\",\"%s\"],[\"K\",\"30617\"],"
+	    "[\"p\",\"%s\"]]",
+	    coord, ann->pubkey_hex);
 	ev = signed_by(22, time(NULL), 1111, tags, "comment on repo");
 	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
@@ -457,8 +466,10 @@ test_related_events_accepted_by_reference(void)
 
 	/* An issue of an unknown repository that quotes an accepted
 	 * issue is related through the quote. */
-	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:unknown\"],[\"q\","
-	    "\"%s\"]]", ann->pubkey_hex, issue->id_hex);
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"30617:%s:unknown\"],[\"q\","
+	    "\"%s\"]]",
+	    ann->pubkey_hex, issue->id_hex);
 	ev = signed_by(23, time(NULL), 1621, tags, "quote");
 	T_EQ_INT(nostr_publish_take(ws, ev, TMO, msg, sizeof(msg)), 1);
 
@@ -485,7 +496,7 @@ test_related_events_accepted_by_reference(void)
 	T_EQ_INT(has_id(ws, q->id_hex), 1);
 
 	{
-		struct event	*all[] = { ann, issue, c1, k1, k2, q };
+		struct event *all[] = { ann, issue, c1, k1, k2, q };
 
 		tuser_events_destroy(all, TINT_N(all));
 	}
@@ -495,17 +506,18 @@ test_related_events_accepted_by_reference(void)
 static void
 test_unrelated_events_refused(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ev;
-	char		 tags[256], msg[256], hex[65];
-	uint8_t		 sk[32];
+	struct wsc   *ws = conn(rp);
+	struct event *ev;
+	char	      tags[256], msg[256], hex[65];
+	uint8_t	      sk[32];
 
 	T_ASSERT(ws != NULL);
 	key(30, sk, hex, NULL);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:never\"]]", hex);
 	ev = signed_by(31, time(NULL), 1621, tags, "issue to nowhere");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
-	T_EQ_STR(msg, "blocked: event must reference an accepted repository "
+	T_EQ_STR(msg,
+	    "blocked: event must reference an accepted repository "
 	    "or accepted event");
 	event_destroy(ev);
 	ev = signed_by(31, time(NULL), 1, "[]", "bare note");
@@ -529,11 +541,11 @@ test_unrelated_events_refused(void)
 static int
 next_ok(struct wsc *ws, char *id, size_t idlen)
 {
-	char		*m = nostr_wait_msg(ws, "OK", TMO);
-	struct json_doc	*doc = NULL;
+	char		  *m = nostr_wait_msg(ws, "OK", TMO);
+	struct json_doc	  *doc = NULL;
 	const struct json *a, *i, *o;
-	char		 err[64];
-	int		 ok = -1;
+	char		   err[64];
+	int		   ok = -1;
 
 	id[0] = '\0';
 	if (m == NULL)
@@ -552,14 +564,14 @@ next_ok(struct wsc *ws, char *id, size_t idlen)
 static void
 test_identity_events_only_from_eligible_authors(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ann, *issue, *reply, *late, *prof, *ev;
-	struct buf	 frames = BUF_INIT;
-	char		 d[32], coord[128], tags[512], msg[256], m51[65];
-	char		 id[80];
-	uint8_t		 sk[32], mask[4] = { 1, 2, 3, 4 };
-	char		*em;
-	int		 i, ok_late = -1, ok_prof = -1, ok;
+	struct wsc   *ws = conn(rp);
+	struct event *ann, *issue, *reply, *late, *prof, *ev;
+	struct buf    frames = BUF_INIT;
+	char	      d[32], coord[128], tags[512], msg[256], m51[65];
+	char	      id[80];
+	uint8_t	      sk[32], mask[4] = { 1, 2, 3, 4 };
+	char	     *em;
+	int	      i, ok_late = -1, ok_prof = -1, ok;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -637,10 +649,10 @@ test_identity_events_only_from_eligible_authors(void)
 static void
 test_replaceable_keeps_newest_and_lowest_id_on_tie(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*a, *b, *old, *lo, *hi;
-	char		 msg[256], f[256];
-	int64_t		 t = time(NULL) - 100;
+	struct wsc   *ws = conn(rp);
+	struct event *a, *b, *old, *lo, *hi;
+	char	      msg[256], f[256];
+	int64_t	      t = time(NULL) - 100;
 
 	T_ASSERT(ws != NULL);
 	/* 10317 user grasp lists are always accepted. */
@@ -692,13 +704,13 @@ test_replaceable_keeps_newest_and_lowest_id_on_tie(void)
 static void
 test_deletion_by_author_only_and_final(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ann, *issue, *del, *bad;
-	char		 d[32], coord[128], tags[256], msg[256];
+	struct wsc   *ws = conn(rp);
+	struct event *ann, *issue, *del, *bad;
+	char	      d[32], coord[128], tags[256], msg[256];
 
 	T_ASSERT(ws != NULL);
 	T_ASSERT((ann = served_repo(ws, 50, d, sizeof(d), coord,
-	    sizeof(coord))) != NULL);
+		      sizeof(coord))) != NULL);
 	issue = tagged(51, 1621, "a", coord, "to be deleted");
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 
@@ -735,15 +747,15 @@ test_deletion_by_author_only_and_final(void)
 static void
 test_duplicate_answered_before_signature_check(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ann, *issue;
-	char		 d[32], coord[128], msg[256], *s, *sigp, *m;
-	double		 dup0;
-	int		 ok = -1;
+	struct wsc   *ws = conn(rp);
+	struct event *ann, *issue;
+	char	      d[32], coord[128], msg[256], *s, *sigp, *m;
+	double	      dup0;
+	int	      ok = -1;
 
 	T_ASSERT(ws != NULL);
 	T_ASSERT((ann = served_repo(ws, 53, d, sizeof(d), coord,
-	    sizeof(coord))) != NULL);
+		      sizeof(coord))) != NULL);
 	issue = tagged(54, 1621, "a", coord, "sent twice");
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "");
@@ -762,8 +774,10 @@ test_duplicate_answered_before_signature_check(void)
 	free(m);
 	free(s);
 	T_EQ_INT(has_id(ws, issue->id_hex), 1);
-	T_CHECK(ctl_metric(rp,
-	    "graspd_relay_events_total{role=\"relayd\",result=\"duplicate\"}") == dup0 + 2);
+	T_CHECK(
+	    ctl_metric(rp,
+		"graspd_relay_events_total{role=\"relayd\",result=\"duplicate\"}") ==
+	    dup0 + 2);
 	event_destroy(ann);
 	event_destroy(issue);
 	wsc_close(ws);
@@ -772,16 +786,16 @@ test_duplicate_answered_before_signature_check(void)
 static void
 test_req_limit_order_and_live_delivery(void)
 {
-	struct wsc	*ws = conn(rp), *ws2 = conn(rp);
-	struct event	*ann, *ev;
-	char		 d[32], coord[128], tags[256], msg[256], f[256];
-	char		**evs = NULL;
-	size_t		 n = 0, i;
-	int64_t		 t = time(NULL) - 1000, prev = INT64_MAX;
+	struct wsc   *ws = conn(rp), *ws2 = conn(rp);
+	struct event *ann, *ev;
+	char	      d[32], coord[128], tags[256], msg[256], f[256];
+	char	    **evs = NULL;
+	size_t	      n = 0, i;
+	int64_t	      t = time(NULL) - 1000, prev = INT64_MAX;
 
 	T_ASSERT(ws != NULL && ws2 != NULL);
 	T_ASSERT((ann = served_repo(ws, 60, d, sizeof(d), coord,
-	    sizeof(coord))) != NULL);
+		      sizeof(coord))) != NULL);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
 	for (i = 0; i < 12; i++) {
 		ev = signed_by(61, t + (int64_t)(i * 7 % 12), 1621, tags,
@@ -793,8 +807,8 @@ test_req_limit_order_and_live_delivery(void)
 	T_ASSERT(nostr_req(ws, "lim", f, TMO, &evs, &n, NULL) == 0);
 	T_EQ_INT(n, 5);
 	for (i = 0; i < n; i++) {
-		struct event *e = event_parse(evs[i], strlen(evs[i]), msg,
-		    sizeof(msg));
+		struct event *e =
+		    event_parse(evs[i], strlen(evs[i]), msg, sizeof(msg));
 		T_ASSERT(e != NULL);
 		T_CHECK(e->created_at <= prev);
 		prev = e->created_at;
@@ -833,10 +847,10 @@ test_req_limit_order_and_live_delivery(void)
 static void
 test_invalid_events_get_clear_ok(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ev;
-	char		 msg[256], *m = NULL, *j;
-	int		 ok = -1;
+	struct wsc   *ws = conn(rp);
+	struct event *ev;
+	char	      msg[256], *m = NULL, *j;
+	int	      ok = -1;
 
 	T_ASSERT(ws != NULL);
 	ev = signed_by(70, time(NULL), 10317, "[]", "");
@@ -848,8 +862,8 @@ test_invalid_events_get_clear_ok(void)
 		buf_printf(&b, "%s\"content\":\"x\",\"sig\":\"", j);
 		buf_add_hex(&b, ev->sig, 64);
 		buf_adds(&b, "\"}");
-		T_ASSERT(nostr_publish_json(ws, b.b_data, ev->id_hex, TMO,
-		    &ok, &m) == 0);
+		T_ASSERT(nostr_publish_json(ws, b.b_data, ev->id_hex, TMO, &ok,
+			     &m) == 0);
 		buf_free(&b);
 	}
 	T_EQ_INT(ok, 0);
@@ -861,12 +875,12 @@ test_invalid_events_get_clear_ok(void)
 	ev->sig[5] ^= 1;
 	{
 		struct buf b = BUF_INIT;
-		char *s = strdup(ev->json);
-		char *sigp = strstr(s, "\"sig\":\"") + 7;
+		char	  *s = strdup(ev->json);
+		char	  *sigp = strstr(s, "\"sig\":\"") + 7;
 		hex_encode(ev->sig, 64, sigp);
 		sigp[128] = '"';
-		T_ASSERT(nostr_publish_json(ws, s, ev->id_hex, TMO, &ok, &m)
-		    == 0);
+		T_ASSERT(
+		    nostr_publish_json(ws, s, ev->id_hex, TMO, &ok, &m) == 0);
 		T_EQ_INT(ok, 0);
 		T_CHECK(m && strcmp(m, "invalid: bad signature") == 0);
 		free(m);
@@ -880,7 +894,8 @@ test_invalid_events_get_clear_ok(void)
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_CHECK(strncmp(msg, "invalid: created_at", 19) == 0);
 	event_destroy(ev);
-	ev = signed_by(70, time(NULL), 10317, "[[\"expiration\",\"1000\"]]", "");
+	ev =
+	    signed_by(70, time(NULL), 10317, "[[\"expiration\",\"1000\"]]", "");
 	T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 0);
 	T_EQ_STR(msg, "blocked: event is expired");
 	event_destroy(ev);
@@ -889,10 +904,13 @@ test_invalid_events_get_clear_ok(void)
 	T_CHECK(strncmp(msg, "auth-required: ", 15) == 0);
 	event_destroy(ev);
 	/* Type errors from the shared vectors' shapes. */
-	T_ASSERT(nostr_publish_json(ws, "{\"id\":\"" "0000000000000000000000"
-	    "000000000000000000000000000000000000000000\",\"kind\":\"1\"}",
-	    "0000000000000000000000000000000000000000000000000000000000000000",
-	    TMO, &ok, &m) == 0);
+	T_ASSERT(
+	    nostr_publish_json(ws,
+		"{\"id\":\""
+		"0000000000000000000000"
+		"000000000000000000000000000000000000000000\",\"kind\":\"1\"}",
+		"0000000000000000000000000000000000000000000000000000000000000000",
+		TMO, &ok, &m) == 0);
 	T_EQ_INT(ok, 0);
 	T_CHECK(m && strncmp(m, "invalid: ", 9) == 0);
 	free(m);
@@ -902,9 +920,9 @@ test_invalid_events_get_clear_ok(void)
 static void
 test_expiring_event_hidden_after_expiry(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ev;
-	char		 tags[128], msg[256];
+	struct wsc   *ws = conn(rp);
+	struct event *ev;
+	char	      tags[128], msg[256];
 
 	T_ASSERT(ws != NULL);
 	snprintf(tags, sizeof(tags), "[[\"expiration\",\"%lld\"]]",
@@ -921,15 +939,22 @@ test_expiring_event_hidden_after_expiry(void)
 static void
 test_malformed_messages_get_notice_and_connection_survives(void)
 {
-	struct wsc	*ws = conn(rp), *other = conn(rp);
+	struct wsc	  *ws = conn(rp), *other = conn(rp);
 	static const char *bad[] = {
-		"not json", "{\"a\":1}", "[]", "[1,2]", "[\"HELLO\"]",
-		"[\"EVENT\"]", "[\"REQ\"]", "[\"CLOSE\",5]",
-		"[\"EVENT\",{},{}]", "[\"\xff\"]",
+		"not json",
+		"{\"a\":1}",
+		"[]",
+		"[1,2]",
+		"[\"HELLO\"]",
+		"[\"EVENT\"]",
+		"[\"REQ\"]",
+		"[\"CLOSE\",5]",
+		"[\"EVENT\",{},{}]",
+		"[\"\xff\"]",
 	};
-	char		*m, big[64];
-	struct buf	 huge = BUF_INIT;
-	size_t		 i;
+	char	  *m, big[64];
+	struct buf huge = BUF_INIT;
+	size_t	   i;
 
 	T_ASSERT(ws != NULL && other != NULL);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -974,13 +999,13 @@ static void
 req_closed(struct wsc *ws, const char *subid, const char *filters,
     const char *prefix)
 {
-	char	*reason = NULL, **evs = NULL;
-	size_t	 n;
-	int	 rc, ok;
+	char  *reason = NULL, **evs = NULL;
+	size_t n;
+	int    rc, ok;
 
 	rc = nostr_req(ws, subid, filters, TMO, &evs, &n, &reason);
-	ok = prefix == NULL || (reason != NULL &&
-	    strncmp(reason, prefix, strlen(prefix)) == 0);
+	ok = prefix == NULL ||
+	    (reason != NULL && strncmp(reason, prefix, strlen(prefix)) == 0);
 	if (!ok)
 		printf("# %.20s: CLOSED %s\n", subid, reason ? reason : "?");
 	free(reason);
@@ -992,11 +1017,11 @@ req_closed(struct wsc *ws, const char *subid, const char *filters,
 static void
 test_req_limits_answer_closed(void)
 {
-	struct wsc	*ws = conn(rp);
-	char		 subid[80], **evs = NULL;
-	struct buf	 b = BUF_INIT;
-	size_t		 n, i;
-	int		 rc;
+	struct wsc *ws = conn(rp);
+	char	    subid[80], **evs = NULL;
+	struct buf  b = BUF_INIT;
+	size_t	    n, i;
+	int	    rc;
 
 	T_ASSERT(ws != NULL);
 	memset(subid, 's', 65);
@@ -1031,10 +1056,10 @@ test_req_limits_answer_closed(void)
 static void
 test_acknowledged_events_survive_kill9(void)
 {
-	struct wsc	*ws = conn(rp);
-	struct event	*ev[20];
-	char		 msg[256];
-	int		 i;
+	struct wsc   *ws = conn(rp);
+	struct event *ev[20];
+	char	      msg[256];
+	int	      i;
 
 	T_ASSERT(ws != NULL);
 	for (i = 0; i < 20; i++) {
@@ -1061,17 +1086,17 @@ static void
 test_event_rate_limit_per_connection(void)
 {
 	static const char *env[] = { "NGIT_MAX_EVENTS_PER_MINUTE=5", NULL };
-	struct relayproc	*r = relayproc_start("relayd", env);
-	struct wsc		*ws;
-	char			 msg[256];
-	int			 i, refused = 0;
+	struct relayproc  *r = relayproc_start("relayd", env);
+	struct wsc	  *ws;
+	char		   msg[256];
+	int		   i, refused = 0;
 
 	T_ASSERT(r != NULL);
 	ws = conn(r);
 	T_ASSERT(ws != NULL);
 	for (i = 0; i < 7; i++) {
-		struct event *ev = signed_by(90, time(NULL) + i, 10317, "[]",
-		    "");
+		struct event *ev =
+		    signed_by(90, time(NULL) + i, 10317, "[]", "");
 		if (nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)) == 0 &&
 		    strcmp(msg, "rate-limited: slow down") == 0)
 			refused++;
@@ -1086,8 +1111,8 @@ static void
 test_max_connections_refuses_extra_websockets(void)
 {
 	static const char *env[] = { "NGIT_MAX_CONNECTIONS=2", NULL };
-	struct relayproc	*r = relayproc_start("relayd", env);
-	struct wsc		*a, *b, *c;
+	struct relayproc  *r = relayproc_start("relayd", env);
+	struct wsc	  *a, *b, *c;
 
 	T_ASSERT(r != NULL);
 	a = conn(r);
@@ -1112,13 +1137,13 @@ test_max_connections_refuses_extra_websockets(void)
 static void
 test_blacklists_and_whitelist(void)
 {
-	char			 npub_a[NIP19_KEY_BUFSZ], npub_b[NIP19_KEY_BUFSZ];
-	char			 e1[200], e2[200], e3[200], msg[256];
-	const char		*env[4];
-	struct relayproc	*r, *saved = rp;
-	struct wsc		*ws;
-	struct event		*ev;
-	uint8_t			 sk[32];
+	char		  npub_a[NIP19_KEY_BUFSZ], npub_b[NIP19_KEY_BUFSZ];
+	char		  e1[200], e2[200], e3[200], msg[256];
+	const char	 *env[4];
+	struct relayproc *r, *saved = rp;
+	struct wsc	 *ws;
+	struct event	 *ev;
+	uint8_t		  sk[32];
 
 	key(100, sk, NULL, npub_a);
 	key(101, sk, NULL, npub_b);
@@ -1141,8 +1166,8 @@ test_blacklists_and_whitelist(void)
 	    "blacklisted"));
 	T_CHECK(refused_with(ws, announcement(101, "any", 1, 1, ""),
 	    "Event author"));
-	T_CHECK(refused_with(ws, announcement(102, "not-whitelisted", 1, 1,
-	    ""), "whitelist"));
+	T_CHECK(refused_with(ws, announcement(102, "not-whitelisted", 1, 1, ""),
+	    "whitelist"));
 	wsc_close(ws);
 	rp = saved;
 	relayproc_free(r);
@@ -1153,7 +1178,7 @@ test_sigterm_stops_cleanly_and_sighup_is_ignored(void)
 {
 	T_EQ_INT(relayproc_kill(rp, SIGHUP), 0);
 	usleep(200000);
-	T_EQ_INT(relayproc_wait(rp, 0), -1);	/* still running */
+	T_EQ_INT(relayproc_wait(rp, 0), -1); /* still running */
 	T_EQ_INT(relayproc_stop(rp), 0);
 	T_ASSERT(relayproc_restart(rp) == 0);
 }
@@ -1166,21 +1191,21 @@ test_sigterm_stops_cleanly_and_sighup_is_ignored(void)
 static void
 test_unwritable_git_data_path_is_a_configuration_error(void)
 {
-	const char	*bin = getenv("GRASPD_BIN") ? getenv("GRASPD_BIN") :
-			    "bin";
-	char		 file[400], cmd[2048], *out = NULL;
-	FILE		*fp;
-	int		 port, rc;
+	const char *bin = getenv("GRASPD_BIN") ? getenv("GRASPD_BIN") : "bin";
+	char	    file[400], cmd[2048], *out = NULL;
+	FILE	   *fp;
+	int	    port, rc;
 
 	snprintf(file, sizeof(file), "%s/not-a-dir", tmp);
 	T_ASSERT((fp = fopen(file, "w")) != NULL);
 	fclose(fp);
 	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
-	snprintf(cmd, sizeof(cmd), "NGIT_BIND_ADDRESS=127.0.0.1:%d "
+	snprintf(cmd, sizeof(cmd),
+	    "NGIT_BIND_ADDRESS=127.0.0.1:%d "
 	    "NGIT_DOMAIN=127.0.0.1:%d NGIT_RELAY_DATA_PATH='%s/gdp-relay' "
 	    "NGIT_RUN_PATH='%s/gdp-run' NGIT_GIT_DATA_PATH='%s' NGIT_TEST=1 "
-	    "timeout 20 '%s/relayd' -d 2>&1", port, port, tmp, tmp, file,
-	    bin);
+	    "timeout 20 '%s/relayd' -d 2>&1",
+	    port, port, tmp, tmp, file, bin);
 	rc = ctl_run(cmd, &out);
 	T_EQ_INT(rc, 78);
 	T_CHECK(out != NULL && strstr(out, "git_data_path ") != NULL &&
@@ -1194,7 +1219,9 @@ relayd_setup(void)
 {
 	srand((unsigned)getpid());
 	return tint_home(tmp, sizeof(tmp), "graspd-relayd-test",
-	    "relayd_setup") == -1 ? 1 : 0;
+		   "relayd_setup") == -1 ?
+	    1 :
+	    0;
 }
 
 static void
@@ -1228,5 +1255,5 @@ static const struct t_case cases[] = {
 	T_CASE(test_sigterm_stops_cleanly_and_sighup_is_ignored),
 };
 
-T_MAIN_ALL(cases, relayd_setup, relayd_cleanup, &relayproc_relayd_fixture,
-    &rp, 0)
+T_MAIN_ALL(cases, relayd_setup, relayd_cleanup, &relayproc_relayd_fixture, &rp,
+    0)

@@ -12,7 +12,7 @@
  * Roles are started by fork+exec with nothing else in the child, like
  * the supervisor does (nanomsg is not fork-safe).
  */
-#define _GNU_SOURCE		/* close_range */
+#define _GNU_SOURCE /* close_range */
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -48,39 +48,39 @@
 #include "tdir.h"
 #include "wsclient.h"
 
-#define TMO		5000	/* ms, any single wait */
-#define READY_TMO	10000	/* ms, for a role to become ready */
+#define TMO	  5000	/* ms, any single wait */
+#define READY_TMO 10000 /* ms, for a role to become ready */
 
 extern char **environ;
 
 /* A role process started by the test. */
 struct rolep {
-	pid_t	 pid;		/* -1 once reaped */
-	int	 readyfd;	/* read end of GRASPD_READY_FD, or -1 */
-	int	 status;	/* exit status once reaped */
-	char	 log[PATH_MAX + 64];
+	pid_t pid;     /* -1 once reaped */
+	int   readyfd; /* read end of GRASPD_READY_FD, or -1 */
+	int   status;  /* exit status once reaped */
+	char  log[PATH_MAX + 64];
 };
 
 /* A directory laid out like relayproc's: relay/, git/, run/. */
 struct fixture {
-	char		 dir[PATH_MAX];
-	char		 run[PATH_MAX + 8];
-	struct store	*store;		/* relayd's part: writes */
-	int		 pub;		/* relayd's part: accepted PUB */
-	int		 stats;		/* relayd's part: stats PULL */
+	char	      dir[PATH_MAX];
+	char	      run[PATH_MAX + 8];
+	struct store *store; /* relayd's part: writes */
+	int	      pub;   /* relayd's part: accepted PUB */
+	int	      stats; /* relayd's part: stats PULL */
 };
 
-static struct fixture	 fx;		/* the shared fixture */
-static struct rolep	 sy;		/* syncd on fx */
-static uint8_t		 sk_a[32], sk_b[32];
-static char		 pk_a[65], pk_b[65];
+static struct fixture fx; /* the shared fixture */
+static struct rolep   sy; /* syncd on fx */
+static uint8_t	      sk_a[32], sk_b[32];
+static char	      pk_a[65], pk_b[65];
 
 static int
 fixture_dirs(struct fixture *f)
 {
-	static const char	*subdirs[] = { "relay", "git", "run" };
-	char			 sub[PATH_MAX + 8];
-	size_t			 i;
+	static const char *subdirs[] = { "relay", "git", "run" };
+	char		   sub[PATH_MAX + 8];
+	size_t		   i;
 
 	memset(f, 0, sizeof(*f));
 	f->pub = f->stats = -1;
@@ -109,9 +109,9 @@ fixture_free(struct fixture *f)
 static char **
 role_env(const struct fixture *f, const char *const extra[])
 {
-	static char	 e[5][PATH_MAX + 32];
-	char		**envp;
-	size_t		 n = 0, i, k = 0;
+	static char e[5][PATH_MAX + 32];
+	char	  **envp;
+	size_t	    n = 0, i, k = 0;
 
 	for (i = 0; environ[i] != NULL; i++)
 		n++;
@@ -147,16 +147,15 @@ static int
 role_start(struct rolep *r, const struct fixture *f, const char *prog,
     const char *const extra[], const char *arg)
 {
-	char	  path[PATH_MAX], *real, **envp, *argv[4];
+	char	    path[PATH_MAX], *real, **envp, *argv[4];
 	const char *bin = getenv("GRASPD_BIN");
-	pid_t	  parent = getpid();
-	int	  p[2], logfd, nullfd;
+	pid_t	    parent = getpid();
+	int	    p[2], logfd, nullfd;
 
 	memset(r, 0, sizeof(*r));
 	r->pid = -1;
 	r->readyfd = -1;
-	snprintf(path, sizeof(path), "%s/%s", bin && *bin ? bin : "bin",
-	    prog);
+	snprintf(path, sizeof(path), "%s/%s", bin && *bin ? bin : "bin", prog);
 	if ((real = realpath(path, NULL)) == NULL) {
 		printf("# %s: not found (build it with make)\n", path);
 		return -1;
@@ -207,11 +206,11 @@ role_start(struct rolep *r, const struct fixture *f, const char *prog,
 static int
 role_wait_ready(struct rolep *r, int ms)
 {
-	struct pollfd	pfd = { .fd = r->readyfd, .events = POLLIN };
-	char		buf[16];
-	ssize_t		n;
-	size_t		got = 0;
-	int64_t		deadline = wsc_now_ms() + ms;
+	struct pollfd pfd = { .fd = r->readyfd, .events = POLLIN };
+	char	      buf[16];
+	ssize_t	      n;
+	size_t	      got = 0;
+	int64_t	      deadline = wsc_now_ms() + ms;
 
 	if (r->readyfd == -1)
 		return 0;
@@ -233,7 +232,7 @@ role_wait_ready(struct rolep *r, int ms)
 static int
 role_wait_exit(struct rolep *r, int ms)
 {
-	int	st;
+	int st;
 
 	if ((st = relayproc_reap(&r->pid, &r->status, ms)) != -1 &&
 	    r->readyfd != -1) {
@@ -246,8 +245,8 @@ role_wait_exit(struct rolep *r, int ms)
 static void
 role_dump_log(const struct rolep *r)
 {
-	char	 line[1024];
-	FILE	*fp = fopen(r->log, "r");
+	char  line[1024];
+	FILE *fp = fopen(r->log, "r");
 
 	if (fp == NULL)
 		return;
@@ -282,9 +281,10 @@ jstr(const cJSON *o, const char *name)
 static double
 metric(const cJSON *metrics, const char *name)
 {
-	const cJSON	*m, *n;
+	const cJSON *m, *n;
 
-	cJSON_ArrayForEach(m, metrics) {
+	cJSON_ArrayForEach(m, metrics)
+	{
 		n = cJSON_GetArrayItem(m, 0);
 		if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0 &&
 		    cJSON_IsNumber(cJSON_GetArrayItem(m, 1)))
@@ -297,8 +297,8 @@ metric(const cJSON *metrics, const char *name)
 static double
 view_num(const struct fixture *f, enum role role, const char *name)
 {
-	cJSON	*rep = ctl(f, role, "{\"cmd\":\"show\"}");
-	double	 v = ctl_num(cJSON_GetObjectItem(rep, "view"), name);
+	cJSON *rep = ctl(f, role, "{\"cmd\":\"show\"}");
+	double v = ctl_num(cJSON_GetObjectItem(rep, "view"), name);
 
 	cJSON_Delete(rep);
 	return v;
@@ -309,11 +309,10 @@ static double
 view_num_becomes(const struct fixture *f, enum role role, const char *name,
     double want)
 {
-	int64_t	deadline = wsc_now_ms() + TMO;
+	int64_t deadline = wsc_now_ms() + TMO;
 	double	v;
 
-	while ((v = view_num(f, role, name)) != want &&
-	    wsc_now_ms() < deadline)
+	while ((v = view_num(f, role, name)) != want && wsc_now_ms() < deadline)
 		relayproc_sleep_ms(50);
 	return v;
 }
@@ -321,7 +320,7 @@ view_num_becomes(const struct fixture *f, enum role role, const char *name,
 static void
 make_key(int n, uint8_t sk[32], char pkhex[65])
 {
-	uint8_t	pk[32];
+	uint8_t pk[32];
 
 	memset(sk, 0x5a, 32);
 	sk[31] = (uint8_t)n;
@@ -333,11 +332,11 @@ make_key(int n, uint8_t sk[32], char pkhex[65])
 static int64_t
 fx_put(const uint8_t sk[32], uint32_t kind, const char *tags, int notice)
 {
-	static int		 n;
-	struct event		*ev;
-	struct msg_accepted	 ma;
-	char			 content[32];
-	int64_t			 seq = -1;
+	static int	    n;
+	struct event	   *ev;
+	struct msg_accepted ma;
+	char		    content[32];
+	int64_t		    seq = -1;
 
 	snprintf(content, sizeof(content), "content %d", ++n);
 	if ((ev = event_new_signed(sk, time(NULL), kind, tags, content)) ==
@@ -360,7 +359,7 @@ fx_put(const uint8_t sk[32], uint32_t kind, const char *tags, int notice)
 static int64_t
 fx_announce(const uint8_t sk[32], const char *d, int notice)
 {
-	char	tags[256];
+	char tags[256];
 
 	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"name\",\"%s\"]]", d,
 	    d);
@@ -371,7 +370,7 @@ static int64_t
 fx_root(const uint8_t sk[32], uint32_t kind, const char *pk, const char *d,
     int notice)
 {
-	char	tags[256];
+	char tags[256];
 
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:%s\"]]", pk, d);
 	return fx_put(sk, kind, tags, notice);
@@ -380,7 +379,7 @@ fx_root(const uint8_t sk[32], uint32_t kind, const char *pk, const char *d,
 static int64_t
 fx_last_seq(void)
 {
-	int64_t	s = -1;
+	int64_t s = -1;
 
 	store_last_seq(fx.store, &s);
 	return s;
@@ -390,8 +389,8 @@ fx_last_seq(void)
 static int
 fixture_play_relayd(struct fixture *f)
 {
-	char	path[PATH_MAX + 16], ep[PATH_MAX + 64], err[256];
-	int	tmo = TMO;
+	char path[PATH_MAX + 16], ep[PATH_MAX + 64], err[256];
+	int  tmo = TMO;
 
 	snprintf(path, sizeof(path), "%s/relay/graspd.db", f->dir);
 	if ((f->store = store_open(path, 0, err, sizeof(err))) == NULL) {
@@ -410,22 +409,22 @@ fixture_play_relayd(struct fixture *f)
 
 /* A field of a role's JSON answer and the value it must have. */
 struct field {
-	const char	*f_key;
-	int		 f_bool;	/* read with ctl_bool(), else ctl_num() */
-	long		 f_want;
+	const char *f_key;
+	int	    f_bool; /* read with ctl_bool(), else ctl_num() */
+	long	    f_want;
 };
 
 /* How many of the n fields of o lack their value (each printed). */
 static int
 fields_off(const cJSON *o, const struct field *f, size_t n)
 {
-	size_t	i;
-	long	got;
-	int	off = 0;
+	size_t i;
+	long   got;
+	int    off = 0;
 
 	for (i = 0; i < n; i++) {
 		got = f[i].f_bool ? ctl_bool(o, f[i].f_key) :
-		    (long)ctl_num(o, f[i].f_key);
+				    (long)ctl_num(o, f[i].f_key);
 		if (got != f[i].f_want) {
 			printf("# %s: %ld, not %ld\n", f[i].f_key, got,
 			    f[i].f_want);
@@ -435,7 +434,7 @@ fields_off(const cJSON *o, const struct field *f, size_t n)
 	return off;
 }
 
-#define NFIELDS(a)	(sizeof(a) / sizeof((a)[0]))
+#define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
 
 static void
 test_syncd_becomes_ready_with_inventory_from_database(void)
@@ -452,7 +451,7 @@ test_syncd_becomes_ready_with_inventory_from_database(void)
 		{ "1618", 0, 0 },
 		{ "1621", 0, 1 },
 	};
-	cJSON	*rep, *view;
+	cJSON *rep, *view;
 
 	/* Stored before syncd starts: the startup scan finds them. */
 	T_ASSERT(fx_announce(sk_a, "alpha", 0) > 0);
@@ -487,14 +486,15 @@ test_syncd_becomes_ready_with_inventory_from_database(void)
 	T_CHECK(cJSON_IsArray(cJSON_GetObjectItem(view, "relays")));
 	T_EQ_INT(fields_off(view, counts, NFIELDS(counts)), 0);
 	T_EQ_INT(fields_off(cJSON_GetObjectItem(view, "roots"), kinds,
-	    NFIELDS(kinds)), 0);
+		     NFIELDS(kinds)),
+	    0);
 	cJSON_Delete(rep);
 }
 
 static void
 test_syncd_follows_notices_in_order(void)
 {
-	int64_t	seq;
+	int64_t seq;
 
 	T_ASSERT(sy.pid != -1);
 	/* A repository, then a root that names it: the root counts only if
@@ -502,18 +502,19 @@ test_syncd_follows_notices_in_order(void)
 	T_ASSERT(fx_announce(sk_b, "beta", 1) > 0);
 	T_ASSERT((seq = fx_root(sk_a, 1618, pk_b, "beta", 1)) > 0);
 	T_EQ_INT(view_num_becomes(&fx, ROLE_SYNCD, "repositories", 2), 2);
-	T_EQ_INT(view_num_becomes(&fx, ROLE_SYNCD, "root_kind_events_unlinked",
-	    1), 1);
+	T_EQ_INT(
+	    view_num_becomes(&fx, ROLE_SYNCD, "root_kind_events_unlinked", 1),
+	    1);
 	{
-		cJSON	*rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"show\"}");
-		cJSON	*roots = cJSON_GetObjectItem(cJSON_GetObjectItem(rep,
-			    "view"), "roots");
+		cJSON *rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"show\"}");
+		cJSON *roots = cJSON_GetObjectItem(
+		    cJSON_GetObjectItem(rep, "view"), "roots");
 
 		T_EQ_INT(ctl_num(roots, "1618"), 1);
 		cJSON_Delete(rep);
 	}
 	/* A newer version of a repository is the same repository. */
-	relayproc_sleep_ms(1100);		/* a later created_at */
+	relayproc_sleep_ms(1100); /* a later created_at */
 	T_ASSERT(fx_announce(sk_b, "beta", 1) > 0);
 	T_EQ_INT(view_num_becomes(&fx, ROLE_SYNCD, "announcement_events", 3),
 	    3);
@@ -523,8 +524,8 @@ test_syncd_follows_notices_in_order(void)
 static void
 test_syncd_polls_the_database_when_a_notice_is_lost(void)
 {
-	cJSON	*rep;
-	int64_t	 seq;
+	cJSON  *rep;
+	int64_t seq;
 
 	T_ASSERT(sy.pid != -1);
 	T_ASSERT((seq = fx_announce(sk_a, "gamma", 0)) > 0);
@@ -537,9 +538,9 @@ test_syncd_polls_the_database_when_a_notice_is_lost(void)
 static void
 test_stats_command_and_stats_channel(void)
 {
-	cJSON		*rep, *metrics;
-	struct msg	 m;
-	int		 got = 0, i;
+	cJSON	  *rep, *metrics;
+	struct msg m;
+	int	   got = 0, i;
 
 	T_ASSERT(sy.pid != -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"stats\"}");
@@ -560,7 +561,7 @@ test_stats_command_and_stats_channel(void)
 	/* Snapshots arrive every second under NGIT_TEST; older ones may
 	 * still wait in the queue, so look for a current one. */
 	for (i = 0; i < 10 && !got; i++) {
-		cJSON	*doc;
+		cJSON *doc;
 
 		if (msg_recv(fx.stats, &m, 0) != 1)
 			break;
@@ -584,10 +585,10 @@ test_stats_command_and_stats_channel(void)
 static void
 test_log_verbose_and_brief(void)
 {
-	cJSON	*rep;
-	FILE	*fp;
-	char	 line[1024];
-	int	 debug_lines = 0;
+	cJSON *rep;
+	FILE  *fp;
+	char   line[1024];
+	int    debug_lines = 0;
 
 	T_ASSERT(sy.pid != -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"log\",\"args\":[\"verbose\"]}");
@@ -622,8 +623,8 @@ test_bad_requests_get_errors_and_the_role_goes_on(void)
 {
 	/* A bad request and its error: exact, "" for any, NULL unread. */
 	static const struct {
-		const char	*req;
-		const char	*error;
+		const char *req;
+		const char *error;
 	} bad[] = {
 		{ "{\"cmd\":\"frobnicate\"}",
 		    "unknown command \"frobnicate\"" },
@@ -631,8 +632,8 @@ test_bad_requests_get_errors_and_the_role_goes_on(void)
 		{ "[\"status\"]", NULL },
 		{ "{\"cmd\":42}", NULL },
 	};
-	cJSON	*rep;
-	size_t	 i;
+	cJSON *rep;
+	size_t i;
 
 	T_ASSERT(sy.pid != -1);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -664,7 +665,7 @@ test_bad_requests_get_errors_and_the_role_goes_on(void)
 static void
 test_sighup_is_ignored(void)
 {
-	cJSON	*rep;
+	cJSON *rep;
 
 	T_ASSERT(sy.pid != -1);
 	kill(sy.pid, SIGHUP);
@@ -678,7 +679,7 @@ test_sighup_is_ignored(void)
 static void
 test_stop_command_replies_then_exits_zero(void)
 {
-	cJSON	*rep;
+	cJSON *rep;
 
 	T_ASSERT(sy.pid != -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"stop\"}");
@@ -691,8 +692,8 @@ test_stop_command_replies_then_exits_zero(void)
 static void
 test_restarted_syncd_rebuilds_and_resumes(void)
 {
-	cJSON	*rep, *roots;
-	int64_t	 stored;
+	cJSON  *rep, *roots;
+	int64_t stored;
 
 	/* Stored while syncd was down, announced to nobody. */
 	T_ASSERT(fx_announce(sk_a, "delta", 1) > 0);
@@ -706,13 +707,13 @@ test_restarted_syncd_rebuilds_and_resumes(void)
 	T_EQ_INT(view_num(&fx, ROLE_SYNCD, "announcement_events"), 4);
 	/* The 1618 names "beta", whose stored version came after it. */
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"show\"}");
-	roots = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "view"),
-	    "roots");
+	roots = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "view"), "roots");
 	T_EQ_INT(ctl_num(roots, "1617"), 1);
 	T_EQ_INT(ctl_num(roots, "1618"), 1);
 	T_EQ_INT(ctl_num(roots, "1621"), 2);
 	T_EQ_INT(ctl_num(cJSON_GetObjectItem(rep, "view"),
-	    "root_kind_events_unlinked"), 1);
+		     "root_kind_events_unlinked"),
+	    1);
 	cJSON_Delete(rep);
 	/* And it goes on from there. */
 	T_ASSERT(fx_announce(sk_b, "epsilon", 1) > 0);
@@ -737,7 +738,7 @@ static void
 role_start_show(struct rolep *r, const char *prog, enum role role,
     const char *const env[], cJSON **repp)
 {
-	cJSON	*rep;
+	cJSON *rep;
 
 	*repp = NULL;
 	T_ASSERT(role_start(r, &fx, prog, env, NULL) == 0);
@@ -753,9 +754,8 @@ test_discoveryd_view(void)
 {
 	static const char *const env[] = {
 		"NGIT_SYNC_PLUS_USER_INDEX_RELAYS=wss://index1.example,"
-		    "wss://index2.example",
-		"NGIT_SYNC_PLUS_FALLBACK_RELAYS=wss://fallback.example",
-		NULL
+		"wss://index2.example",
+		"NGIT_SYNC_PLUS_FALLBACK_RELAYS=wss://fallback.example", NULL
 	};
 	static const char *const off[] = { "NGIT_SYNC_ENABLED=false", NULL };
 	static const struct field on_view[] = {
@@ -767,16 +767,16 @@ test_discoveryd_view(void)
 		{ "sync_plus_enabled", 1, 1 },
 		{ "user_index_relays", 0, 0 },
 	};
-	struct rolep	 r;
-	cJSON		*rep, *view;
+	struct rolep r;
+	cJSON	    *rep, *view;
 
 	role_start_show(&r, "discoveryd", ROLE_DISCOVERYD, env, &rep);
 	T_ASSERT(rep != NULL);
 	view = cJSON_GetObjectItem(rep, "view");
 	T_EQ_INT(fields_off(view, on_view, NFIELDS(on_view)), 0);
 	T_EQ_STR(jstr(view, "discovery"), "on");
-	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(view,
-	    "index_sources")), 2);
+	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(view, "index_sources")),
+	    2);
 	T_CHECK(ctl_num(view, "eligible_authors") >= 0);
 	cJSON_Delete(rep);
 	rep = ctl(&fx, ROLE_DISCOVERYD, "{\"cmd\":\"status\"}");
@@ -797,13 +797,13 @@ test_discoveryd_view(void)
 static void
 test_historyd_view(void)
 {
-	static const char *const env[] = { "NGIT_PRIVATE_MODE=true", NULL };
+	static const char *const  env[] = { "NGIT_PRIVATE_MODE=true", NULL };
 	static const struct field fields[] = {
 		{ "private_mode", 1, 1 },
 		{ "workers", 0, 0 },
 	};
-	struct rolep	 r;
-	cJSON		*rep, *view;
+	struct rolep r;
+	cJSON	    *rep, *view;
 
 	role_start_show(&r, "historyd", ROLE_HISTORYD, env, &rep);
 	T_ASSERT(rep != NULL);
@@ -820,7 +820,7 @@ static void
 test_configuration_error_exits_78(void)
 {
 	static const char *const bad[] = { "NGIT_MAX_CONNECTIONS=0", NULL };
-	struct rolep	 r;
+	struct rolep		 r;
 
 	T_ASSERT(role_start(&r, &fx, "historyd", bad, NULL) == 0);
 	T_EQ_INT(role_wait_ready(&r, TMO), 0);
@@ -833,20 +833,22 @@ test_configuration_error_exits_78(void)
 static void
 test_sigterm_while_waiting_for_the_database_exits_zero(void)
 {
-	struct fixture	 f;
-	struct rolep	 r;
-	cJSON		*rep;
+	struct fixture f;
+	struct rolep   r;
+	cJSON	      *rep;
 
 	T_ASSERT(fixture_dirs(&f) == 0);
 	T_ASSERT(role_start(&r, &f, "discoveryd", NULL, NULL) == 0);
 	T_EQ_INT(role_wait_ready(&r, 300), -1);
 	rep = ctl(&f, ROLE_DISCOVERYD, "{\"cmd\":\"stats\"}");
 	T_ASSERT(rep != NULL);
-	T_EQ_INT(metric(cJSON_GetObjectItem(rep, "metrics"),
-	    "graspd_role_ready"), 0);
+	T_EQ_INT(
+	    metric(cJSON_GetObjectItem(rep, "metrics"), "graspd_role_ready"),
+	    0);
 	/* The role's own metrics wait for its state. */
 	T_EQ_INT(metric(cJSON_GetObjectItem(rep, "metrics"),
-	    "graspd_discoveryd_enabled"), -1);
+		     "graspd_discoveryd_enabled"),
+	    -1);
 	cJSON_Delete(rep);
 	T_EQ_INT(role_stop(&r), 0);
 	fixture_free(&f);
@@ -857,15 +859,15 @@ test_sigterm_while_waiting_for_the_database_exits_zero(void)
  * the database waits, says so, and becomes ready once relayd is up.
  */
 static struct fixture	 fr;
-static struct relayproc	*rp;
+static struct relayproc *rp;
 
 static void
 test_role_started_before_the_database_waits_for_relayd(void)
 {
-	struct rolep	 r;
-	cJSON		*rep;
-	char		 env[3][PATH_MAX + 32];
-	const char	*extra[4];
+	struct rolep r;
+	cJSON	    *rep;
+	char	     env[3][PATH_MAX + 32];
+	const char  *extra[4];
 
 	T_ASSERT(fixture_dirs(&fr) == 0);
 	T_ASSERT(role_start(&sy, &fr, "syncd", NULL, NULL) == 0);
@@ -906,17 +908,18 @@ test_role_started_before_the_database_waits_for_relayd(void)
 static int
 relay_announce(struct wsc *ws, const uint8_t sk[32], const char *d)
 {
-	struct event	*ev;
-	struct buf	 b = BUF_INIT;
-	uint8_t		 pk[32];
-	char		 npub[NIP19_KEY_BUFSZ];
-	int		 ok = -1;
+	struct event *ev;
+	struct buf    b = BUF_INIT;
+	uint8_t	      pk[32];
+	char	      npub[NIP19_KEY_BUFSZ];
+	int	      ok = -1;
 
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
-	buf_printf(&b, "[[\"d\",\"%s\"],[\"clone\",\"http://%s/%s/%s.git\"],"
-	    "[\"relays\",\"ws://%s\"]]", d, relayproc_domain(rp), npub, d,
-	    relayproc_domain(rp));
+	buf_printf(&b,
+	    "[[\"d\",\"%s\"],[\"clone\",\"http://%s/%s/%s.git\"],"
+	    "[\"relays\",\"ws://%s\"]]",
+	    d, relayproc_domain(rp), npub, d, relayproc_domain(rp));
 	ev = event_new_signed(sk, time(NULL), 30617, b.b_data, "");
 	buf_free(&b);
 	if (ev == NULL || nostr_publish(ws, ev, TMO, &ok, NULL) == -1)
@@ -928,16 +931,16 @@ relay_announce(struct wsc *ws, const uint8_t sk[32], const char *d)
 static void
 test_syncd_follows_relayd(void)
 {
-	struct wsc	*ws;
-	cJSON		*rep;
-	char		*hdrs = NULL, *body = NULL, home[PATH_MAX + 8];
-	char		 work[PATH_MAX + 8];
-	double		 notices = 0;
-	int		 status = 0, i;
+	struct wsc *ws;
+	cJSON	   *rep;
+	char	   *hdrs = NULL, *body = NULL, home[PATH_MAX + 8];
+	char	    work[PATH_MAX + 8];
+	double	    notices = 0;
+	int	    status = 0, i;
 
 	T_ASSERT(rp != NULL && sy.pid != -1);
-	T_ASSERT((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp),
-	    "/", TMO)) != NULL);
+	T_ASSERT((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
+		      TMO)) != NULL);
 	/* A new announcement is held in purgatory (GRASP-01) until git
 	 * data arrives: a state event and a push release it. */
 	T_EQ_INT(relay_announce(ws, sk_a, "relayed"), 1);
@@ -945,13 +948,13 @@ test_syncd_follows_relayd(void)
 	snprintf(work, sizeof(work), "%s/work", fr.dir);
 	T_ASSERT(gt_setup(home) == 0);
 	T_ASSERT(gt_release(ws, sk_a, relayproc_domain(rp), "relayed", work,
-	    NULL) == 0);
+		     NULL) == 0);
 	T_EQ_INT(view_num_becomes(&fr, ROLE_SYNCD, "repositories", 1), 1);
 	/* relayd's notices reach syncd once its SUB has connected. */
 	for (i = 0; i < 10 && notices < 1; i++) {
-		struct event	*ev;
-		char		 g[64];
-		int		 ok = -1;
+		struct event *ev;
+		char	      g[64];
+		int	      ok = -1;
 
 		snprintf(g, sizeof(g), "[[\"g\",\"ws://relayed-%d.example\"]]",
 		    i);
@@ -974,8 +977,8 @@ test_syncd_follows_relayd(void)
 		free(hdrs);
 		free(body);
 		hdrs = body = NULL;
-		if (http_get(relayproc_host(rp), relayproc_port(rp),
-		    "/metrics", NULL, TMO, &status, &hdrs, &body) == 0 &&
+		if (http_get(relayproc_host(rp), relayproc_port(rp), "/metrics",
+			NULL, TMO, &status, &hdrs, &body) == 0 &&
 		    status == 200 && body != NULL &&
 		    strstr(body, "graspd_syncd_repositories{role=\"syncd\"}"))
 			break;
@@ -991,7 +994,7 @@ test_syncd_follows_relayd(void)
 int
 main(void)
 {
-	int	rc;
+	int rc;
 
 	log_init("roles_test", 1);
 	log_setlevel(LOG_LVL_WARN);

@@ -46,34 +46,34 @@
 #include "wsclient.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
-#define KEYS		0x51
+#define KEYS 0x51
 
 /* How long the roles get to act on the events (NGIT_TEST timing). */
-#define SETTLE_MS	5000
+#define SETTLE_MS 5000
 /* How long the allowed relay may take to be dialled. */
-#define DIAL_MS		20000
+#define DIAL_MS	  20000
 
 /* Loopback listeners counting connections; one may answer with 302. */
 struct listener {
-	int		 l_fd[2];
-	int		 l_nfd;
-	int		 l_port;
-	const char	*l_redirect;	/* Location, or NULL: just close */
-	volatile int	 l_stop;
-	int		 l_count;
-	pthread_t	 l_thread;
+	int	     l_fd[2];
+	int	     l_nfd;
+	int	     l_port;
+	const char  *l_redirect; /* Location, or NULL: just close */
+	volatile int l_stop;
+	int	     l_count;
+	pthread_t    l_thread;
 };
 
-static char	 tmpdir[256];
-static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "graspd-ssrf" };
-static int	 ndirs;
+static char		tmpdir[256];
+static struct tdir_prog tp = { tmpdir, sizeof(tmpdir), "graspd-ssrf" };
+static int		ndirs;
 
 static int
 listen_on(const char *host, int port)
 {
-	struct addrinfo	 hints, *ai;
-	char		 serv[16];
-	int		 fd, one = 1;
+	struct addrinfo hints, *ai;
+	char		serv[16];
+	int		fd, one = 1;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
@@ -99,7 +99,7 @@ done:
 static void *
 listener_loop(void *arg)
 {
-	struct listener	*l = arg;
+	struct listener *l = arg;
 	struct pollfd	 p[2];
 	char		 req[4096], ans[512];
 	size_t		 n;
@@ -119,22 +119,24 @@ listener_loop(void *arg)
 				continue;
 			__atomic_add_fetch(&l->l_count, 1, __ATOMIC_SEQ_CST);
 			if (l->l_redirect != NULL) {
-				struct pollfd	q = { fd, POLLIN, 0 };
+				struct pollfd q = { fd, POLLIN, 0 };
 
 				/* The request head, then the redirect. */
 				for (n = 0; n < sizeof(req) - 1 &&
-				    poll(&q, 1, 2000) > 0;) {
+				     poll(&q, 1, 2000) > 0;) {
 					if ((r = read(fd, req + n,
-					    sizeof(req) - 1 - n)) <= 0)
+						 sizeof(req) - 1 - n)) <= 0)
 						break;
 					n += (size_t)r;
 					req[n] = '\0';
 					if (strstr(req, "\r\n\r\n") != NULL)
 						break;
 				}
-				snprintf(ans, sizeof(ans), "HTTP/1.1 302 Found"
+				snprintf(ans, sizeof(ans),
+				    "HTTP/1.1 302 Found"
 				    "\r\nLocation: %s\r\nContent-Length: 0\r\n"
-				    "Connection: close\r\n\r\n", l->l_redirect);
+				    "Connection: close\r\n\r\n",
+				    l->l_redirect);
 				if (write(fd, ans, strlen(ans)) == -1)
 					(void)0;
 			}
@@ -148,7 +150,7 @@ listener_loop(void *arg)
 static int
 listener_start(struct listener *l, int both, const char *redirect)
 {
-	int	tries;
+	int tries;
 
 	memset(l, 0, sizeof(*l));
 	l->l_redirect = redirect;
@@ -169,14 +171,14 @@ listener_start(struct listener *l, int both, const char *redirect)
 	}
 	if (l->l_nfd == 0)
 		return -1;
-	return pthread_create(&l->l_thread, NULL, listener_loop, l) == 0 ?
-	    0 : -1;
+	return pthread_create(&l->l_thread, NULL, listener_loop, l) == 0 ? 0 :
+									   -1;
 }
 
 static int
 listener_stop(struct listener *l)
 {
-	int	i;
+	int i;
 
 	l->l_stop = 1;
 	pthread_join(l->l_thread, NULL);
@@ -189,10 +191,10 @@ listener_stop(struct listener *l)
 static void
 loopback_urls(struct buf *out, int port)
 {
-	static const char *const hosts[] = { "localhost", "127.0.0.1",
-	    "127.1", "0x7f000001", "2130706433", "0177.0.0.1", "[::1]",
-	    "[::ffff:127.0.0.1]", "x.localhost", "localhost." };
-	size_t	i;
+	static const char *const hosts[] = { "localhost", "127.0.0.1", "127.1",
+		"0x7f000001", "2130706433", "0177.0.0.1", "[::1]",
+		"[::ffff:127.0.0.1]", "x.localhost", "localhost." };
+	size_t			 i;
 
 	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++)
 		buf_printf(out, ",\"ws://%s:%d\",\"wss://%s:%d/\"", hosts[i],
@@ -207,9 +209,9 @@ static int
 announce_and_release(struct gdproc *g, int owner, const char *d,
     const char *relays)
 {
-	struct event	*e;
-	uint8_t		 sk[32];
-	char		 dir[600];
+	struct event *e;
+	uint8_t	      sk[32];
+	char	      dir[600];
 
 	tuser_sk(KEYS, owner, sk);
 	snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, ndirs++);
@@ -222,18 +224,18 @@ announce_and_release(struct gdproc *g, int owner, const char *d,
 static void
 test_hygiene_vectors_and_loopback_never_dialled(void)
 {
-	struct listener	 l;
-	struct gdproc	*g = NULL;
-	struct buf	 relays = BUF_INIT, r = BUF_INIT;
-	struct event	*e = NULL;
-	uint8_t		 sk[32];
-	const char	*p;
-	int		 nvec = 0, seen;
-	double		 refused;
+	struct listener l;
+	struct gdproc  *g = NULL;
+	struct buf	relays = BUF_INIT, r = BUF_INIT;
+	struct event   *e = NULL;
+	uint8_t		sk[32];
+	const char     *p;
+	int		nvec = 0, seen;
+	double		refused;
 
 	T_ASSERT(listener_start(&l, 1, NULL) == 0);
 	T_ASSERT((nvec = gd_refused_urls(&relays, "", "")) > 30);
-		loopback_urls(&relays, l.l_port);
+	loopback_urls(&relays, l.l_port);
 	printf("# %d refused vectors and 20 loopback URLs of port %d\n", nvec,
 	    l.l_port);
 	g = gd_start(NULL);
@@ -245,8 +247,8 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 	/* The owner's relay list: the same URLs, read and write. */
 	buf_adds(&r, "[");
 	for (p = relays.b_data + 1; *p != '\0';) {
-		size_t	len = 0;
-		int	esc = 0;
+		size_t len = 0;
+		int    esc = 0;
 
 		/* One JSON string: up to its closing quote. */
 		while (p[1 + len] != '\0' && (esc || p[1 + len] != '"')) {
@@ -261,8 +263,8 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 	}
 	buf_adds(&r, "]");
 	tuser_sk(KEYS, 1, sk);
-	T_ASSERT((e = event_new_signed(sk, time(NULL), 10002, r.b_data,
-	    "")) != NULL);
+	T_ASSERT((e = event_new_signed(sk, time(NULL), 10002, r.b_data, "")) !=
+	    NULL);
 	T_CHECK(gd_publish(g, e) == 0);
 	usleep(SETTLE_MS * 1000);
 	seen = listener_stop(&l);
@@ -276,9 +278,9 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 	T_CHECK(refused >= nvec);
 	/* Every role still up, none restarted by the hostile URLs. */
 	{
-		char	states[GD_NROLES][16];
-		long	pids[GD_NROLES];
-		int	i;
+		char states[GD_NROLES][16];
+		long pids[GD_NROLES];
+		int  i;
 
 		T_CHECK(gd_roles_now(g, states, pids) == 0);
 		for (i = 0; i < GD_NROLES; i++)
@@ -293,12 +295,12 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 static void
 test_allowed_relay_dialled_redirect_not_followed(void)
 {
-	struct listener	 target, redir;
-	struct gdproc	*g = NULL;
-	char		 loc[64], relays[128];
-	const char	*env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", NULL };
-	int64_t		 deadline;
-	int		 dialled, followed;
+	struct listener target, redir;
+	struct gdproc  *g = NULL;
+	char		loc[64], relays[128];
+	const char *env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", NULL };
+	int64_t	    deadline;
+	int	    dialled, followed;
 
 	T_ASSERT(listener_start(&target, 0, NULL) == 0);
 	snprintf(loc, sizeof(loc), "ws://127.0.0.1:%d/", target.l_port);
@@ -309,8 +311,8 @@ test_allowed_relay_dialled_redirect_not_followed(void)
 	snprintf(relays, sizeof(relays), ",\"ws://127.0.0.1:%d\"",
 	    redir.l_port);
 	g = gd_start(env);
-	if (g == NULL || announce_and_release(g, 2, "redirected",
-	    relays) == -1) {
+	if (g == NULL ||
+	    announce_and_release(g, 2, "redirected", relays) == -1) {
 		listener_stop(&target);
 		listener_stop(&redir);
 		gd_free(g);
@@ -325,7 +327,8 @@ test_allowed_relay_dialled_redirect_not_followed(void)
 	dialled = listener_stop(&redir);
 	followed = listener_stop(&target);
 	printf("# the redirecting relay was dialled %d times; its target %d "
-	    "times\n", dialled, followed);
+	       "times\n",
+	    dialled, followed);
 	T_CHECK(dialled > 0);
 	T_EQ_INT(followed, 0);
 	gd_free(g);

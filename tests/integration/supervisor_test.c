@@ -13,7 +13,7 @@
  * options, and graspd needs -d to stay in the foreground).  Every child
  * dies with the test (PR_SET_PDEATHSIG; the roles die with graspd).
  */
-#define _GNU_SOURCE		/* close_range */
+#define _GNU_SOURCE /* close_range */
 #include <sys/types.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -47,39 +47,38 @@
 
 extern char **environ;
 
-#define NROLES		4
+#define NROLES	    4
 /* How long a role may take to come back or to change state here. */
-#define COMEBACK_MS	15000
+#define COMEBACK_MS 15000
 /* graspd's own stop bound: SIGTERM + SIGKILL after 5 s, twice. */
-#define STOP_MS		20000
+#define STOP_MS	    20000
 
-static const char *const roles[NROLES] = {
-	"relayd", "syncd", "discoveryd", "historyd"
-};
-static int	role_exists[NROLES];
-static char	bindir[PATH_MAX];	/* graspd and graspctl */
-static char	libexec[PATH_MAX];	/* the roles */
-static char	topdir[PATH_MAX];	/* the checkout: man/, etc/ */
+static const char *const roles[NROLES] = { "relayd", "syncd", "discoveryd",
+	"historyd" };
+static int		 role_exists[NROLES];
+static char		 bindir[PATH_MAX];  /* graspd and graspctl */
+static char		 libexec[PATH_MAX]; /* the roles */
+static char		 topdir[PATH_MAX];  /* the checkout: man/, etc/ */
 
 /* One graspd under test. */
 struct gd {
-	pid_t	 pid;			/* -1 once reaped */
-	int	 status;		/* of the exit, as a shell shows it */
-	int	 port;
-	char	 dir[PATH_MAX];
-	char	 run[PATH_MAX + 8];
-	char	 log[PATH_MAX + 8];
-	char	 conf[PATH_MAX + 16];
+	pid_t pid;    /* -1 once reaped */
+	int   status; /* of the exit, as a shell shows it */
+	int   port;
+	char  dir[PATH_MAX];
+	char  run[PATH_MAX + 8];
+	char  log[PATH_MAX + 8];
+	char  conf[PATH_MAX + 16];
 };
 
 /* Everything that may need killing at the end, whatever happened. */
-static pid_t	cleanup_pids[256];
-static int	ncleanup;
+static pid_t cleanup_pids[256];
+static int   ncleanup;
 
 static void
 remember_pid(pid_t pid)
 {
-	int	i;
+	int i;
 
 	if (pid <= 0)
 		return;
@@ -94,8 +93,8 @@ remember_pid(pid_t pid)
 static void
 proc_comm(pid_t pid, char *out, size_t outlen)
 {
-	char	path[64];
-	FILE	*f;
+	char  path[64];
+	FILE *f;
 
 	out[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
@@ -118,12 +117,12 @@ alive(pid_t pid)
 static int
 group_alive(pid_t pgid)
 {
-	struct dirent	*de;
-	DIR		*d;
-	char		 path[300], buf[512], *p, state;
-	int		 n = 0, grp;
-	size_t		 len;
-	FILE		*f;
+	struct dirent *de;
+	DIR	      *d;
+	char	       path[300], buf[512], *p, state;
+	int	       n = 0, grp;
+	size_t	       len;
+	FILE	      *f;
 
 	if ((d = opendir("/proc")) == NULL)
 		return -1;
@@ -152,10 +151,10 @@ static void
 cleanup_all(void)
 {
 	static const char *const names[] = { "graspd", "relayd", "syncd",
-	    "discoveryd", "historyd" };
-	char	comm[64];
-	size_t	j;
-	int	i;
+		"discoveryd", "historyd" };
+	char			 comm[64];
+	size_t			 j;
+	int			 i;
 
 	for (i = 0; i < ncleanup; i++) {
 		if (!alive(cleanup_pids[i]))
@@ -179,7 +178,7 @@ rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
 static void
 rm_tree(const char *dir)
 {
-	const char	*keep = getenv("GRASPD_KEEP_TMP");
+	const char *keep = getenv("GRASPD_KEEP_TMP");
 
 	if (dir[0] == '\0')
 		return;
@@ -193,7 +192,7 @@ rm_tree(const char *dir)
 static int
 make_tmpdir(char *out, size_t outlen)
 {
-	const char	*tmp = getenv("TMPDIR");
+	const char *tmp = getenv("TMPDIR");
 
 	if (tmp == NULL || *tmp == '\0')
 		tmp = "/tmp";
@@ -208,7 +207,7 @@ make_tmpdir(char *out, size_t outlen)
 static int
 write_file(const char *path, const char *text, mode_t mode)
 {
-	FILE	*f;
+	FILE *f;
 
 	unlink(path);
 	if ((f = fopen(path, "w")) == NULL)
@@ -221,8 +220,8 @@ write_file(const char *path, const char *text, mode_t mode)
 static void
 dump_log(const struct gd *g, int nlines)
 {
-	char	*text, *p;
-	int	 seen = 0;
+	char *text, *p;
+	int   seen = 0;
 
 	if ((text = t_slurp(g->log, NULL)) == NULL)
 		return;
@@ -243,13 +242,13 @@ dump_log(const struct gd *g, int nlines)
 static int __attribute__((format(printf, 2, 3)))
 run(char **out, const char *fmt, ...)
 {
-	struct buf	 b = BUF_INIT, cmd = BUF_INIT;
-	char		 chunk[4096];
-	va_list		 ap;
-	size_t		 n;
-	FILE		*f;
-	int		 st;
-	char		*v = NULL;
+	struct buf b = BUF_INIT, cmd = BUF_INIT;
+	char	   chunk[4096];
+	va_list	   ap;
+	size_t	   n;
+	FILE	  *f;
+	int	   st;
+	char	  *v = NULL;
 
 	va_start(ap, fmt);
 	if (vasprintf(&v, fmt, ap) == -1)
@@ -280,9 +279,9 @@ run(char **out, const char *fmt, ...)
 static int __attribute__((format(printf, 3, 4)))
 ctl(const struct gd *g, char **out, const char *fmt, ...)
 {
-	va_list	 ap;
-	char	*args = NULL;
-	int	 rc;
+	va_list ap;
+	char   *args = NULL;
+	int	rc;
 
 	va_start(ap, fmt);
 	if (vasprintf(&args, fmt, ap) == -1)
@@ -297,37 +296,37 @@ ctl(const struct gd *g, char **out, const char *fmt, ...)
 static cJSON *
 status(const struct gd *g)
 {
-	cJSON	*j = NULL, *r, *roles_j;
-	char	*out = NULL;
+	cJSON *j = NULL, *r, *roles_j;
+	char  *out = NULL;
 
 	if (run(&out, "'%s/graspctl' -j -r '%s' status 2>/dev/null", bindir,
-	    g->run) == 0)
+		g->run) == 0)
 		j = cJSON_Parse(out);
 	free(out);
 	roles_j = j ? cJSON_GetObjectItem(j, "roles") : NULL;
-	cJSON_ArrayForEach(r, roles_j)
-		if (cJSON_IsNumber(cJSON_GetObjectItem(r, "pid")))
-			remember_pid((pid_t)cJSON_GetObjectItem(r,
-			    "pid")->valuedouble);
+	cJSON_ArrayForEach(r,
+	    roles_j) if (cJSON_IsNumber(cJSON_GetObjectItem(r, "pid")))
+	    remember_pid((pid_t)cJSON_GetObjectItem(r, "pid")->valuedouble);
 	return j;
 }
 
 static cJSON *
 role_of(const cJSON *st, const char *name)
 {
-	const cJSON	*r;
+	const cJSON *r;
 
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(st, "roles"))
-		if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r,
-		    "role")), name) == 0)
-			return (cJSON *)r;
+	cJSON_ArrayForEach(r,
+	    cJSON_GetObjectItem(st,
+		"roles")) if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r,
+					 "role")),
+				  name) == 0) return (cJSON *)r;
 	return NULL;
 }
 
 static const char *
 rstr(const cJSON *st, const char *name, const char *key)
 {
-	const char	*s;
+	const char *s;
 
 	s = cJSON_GetStringValue(cJSON_GetObjectItem(role_of(st, name), key));
 	return s ? s : "";
@@ -336,7 +335,7 @@ rstr(const cJSON *st, const char *name, const char *key)
 static long
 rnum(const cJSON *st, const char *name, const char *key)
 {
-	const cJSON	*v = cJSON_GetObjectItem(role_of(st, name), key);
+	const cJSON *v = cJSON_GetObjectItem(role_of(st, name), key);
 
 	return cJSON_IsNumber(v) ? (long)v->valuedouble : -1;
 }
@@ -357,15 +356,15 @@ gd_reap(struct gd *g, int timeout_ms)
  */
 /* Where env_add() appends: one buffer of strings, their offsets. */
 struct env_acc {
-	struct buf	*buf;
-	size_t		*off;
-	size_t		*noff;
+	struct buf *buf;
+	size_t	   *off;
+	size_t	   *noff;
 };
 
 static void
 env_add(void *arg, const char *kv)
 {
-	struct env_acc	*ea = arg;
+	struct env_acc *ea = arg;
 
 	ea->off[(*ea->noff)++] = ea->buf->b_len;
 	buf_adds(ea->buf, kv);
@@ -375,12 +374,12 @@ env_add(void *arg, const char *kv)
 static int
 gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
 {
-	struct env_acc	 ea;
-	struct buf	 e = BUF_INIT;
-	char		**envp, *argv[6], path[PATH_MAX + 16], sub[PATH_MAX + 8];
-	size_t		 n = 0, i, j, off[32], noff = 0;
-	int		 logfd, argc = 0;
-	pid_t		 pid, parent = getpid();
+	struct env_acc ea;
+	struct buf     e = BUF_INIT;
+	char	     **envp, *argv[6], path[PATH_MAX + 16], sub[PATH_MAX + 8];
+	size_t	       n = 0, i, j, off[32], noff = 0;
+	int	       logfd, argc = 0;
+	pid_t	       pid, parent = getpid();
 
 	memset(g, 0, sizeof(*g));
 	g->pid = -1;
@@ -401,11 +400,12 @@ gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
 	}
 
 	/* Offsets into one buffer: its data may move while it grows. */
-#define ENV(...) do {							\
-	off[noff++] = e.b_len;						\
-	buf_printf(&e, __VA_ARGS__);					\
-	buf_addc(&e, '\0');						\
-} while (0)
+#define ENV(...) \
+	do { \
+		off[noff++] = e.b_len; \
+		buf_printf(&e, __VA_ARGS__); \
+		buf_addc(&e, '\0'); \
+	} while (0)
 	ea.buf = &e;
 	ea.off = off;
 	ea.noff = &noff;
@@ -420,7 +420,7 @@ gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
 		abort();
 	n = 0;
 	for (i = 0; environ[i] != NULL; i++) {
-		size_t	kl = strcspn(environ[i], "=");
+		size_t kl = strcspn(environ[i], "=");
 
 		/* Ours replace the test's; stray NGIT_* settings go. */
 		if (strncmp(environ[i], "NGIT_", 5) == 0 ||
@@ -433,8 +433,8 @@ gd_spawn(struct gd *g, const char *conf_text, const char *const extra_env[])
 			envp[n++] = environ[i];
 	}
 	for (j = 0; j < noff; j++) {
-		const char	*kv = e.b_data + off[j];
-		size_t		 k, kl = strcspn(kv, "=");
+		const char *kv = e.b_data + off[j];
+		size_t	    k, kl = strcspn(kv, "=");
 
 		/* A later setting of the same key wins. */
 		for (k = j + 1; k < noff; k++)
@@ -495,15 +495,15 @@ fail:
 static cJSON *
 gd_wait_settled(struct gd *g, int timeout_ms)
 {
-	int64_t		 deadline = wsc_now_ms() + timeout_ms;
-	cJSON		*st;
-	const char	*s;
-	int		 i, busy;
+	int64_t	    deadline = wsc_now_ms() + timeout_ms;
+	cJSON	   *st;
+	const char *s;
+	int	    i, busy;
 
 	for (;;) {
 		if ((st = status(g)) != NULL) {
-			busy = strcmp(rstr(st, "relayd", "state"),
-			    "running") != 0;
+			busy =
+			    strcmp(rstr(st, "relayd", "state"), "running") != 0;
 			for (i = 0; i < NROLES; i++) {
 				s = rstr(st, roles[i], "state");
 				if (strcmp(s, "starting") == 0 ||
@@ -529,8 +529,8 @@ gd_wait_settled(struct gd *g, int timeout_ms)
 static int
 settled_pids(struct gd *g, long pids[NROLES])
 {
-	cJSON	*st;
-	int	 i;
+	cJSON *st;
+	int    i;
 
 	if ((st = gd_wait_settled(g, COMEBACK_MS)) == NULL)
 		return -1;
@@ -544,7 +544,7 @@ settled_pids(struct gd *g, long pids[NROLES])
 static int
 gd_start(struct gd *g, const char *conf_text, const char *const extra_env[])
 {
-	cJSON	*st;
+	cJSON *st;
 
 	if (gd_spawn(g, conf_text, extra_env) == -1) {
 		fprintf(stderr, "# cannot start graspd\n");
@@ -563,7 +563,7 @@ gd_start(struct gd *g, const char *conf_text, const char *const extra_env[])
 static int
 gd_stop(struct gd *g)
 {
-	int	st = -1;
+	int st = -1;
 
 	/* kill(0) would signal this test's own process group. */
 	if (g->pid > 0) {
@@ -588,9 +588,9 @@ static int
 wait_role(struct gd *g, const char *name, const char *state, long oldpid,
     int timeout_ms)
 {
-	int64_t	 deadline = wsc_now_ms() + timeout_ms;
-	cJSON	*st;
-	int	 ok;
+	int64_t deadline = wsc_now_ms() + timeout_ms;
+	cJSON  *st;
+	int	ok;
 
 	for (;;) {
 		if ((st = status(g)) != NULL) {
@@ -609,8 +609,8 @@ wait_role(struct gd *g, const char *name, const char *state, long oldpid,
 static int
 log_has(const struct gd *g, const char *needle)
 {
-	char	*text = t_slurp(g->log, NULL);
-	int	 found = text != NULL && strstr(text, needle) != NULL;
+	char *text = t_slurp(g->log, NULL);
+	int   found = text != NULL && strstr(text, needle) != NULL;
 
 	free(text);
 	return found;
@@ -621,23 +621,28 @@ log_has(const struct gd *g, const char *needle)
 static void
 test_configtest_sample_and_broken_files(void)
 {
-	char	dir[PATH_MAX], f[PATH_MAX + 32], *out = NULL;
-	int	rc;
+	char dir[PATH_MAX], f[PATH_MAX + 32], *out = NULL;
+	int  rc;
 
-	rc = run(&out, "cd '%s' && env -u NGIT_RUN_PATH '%s/graspd' -n -f "
-	    "etc/graspd.conf", topdir, bindir);
+	rc = run(&out,
+	    "cd '%s' && env -u NGIT_RUN_PATH '%s/graspd' -n -f "
+	    "etc/graspd.conf",
+	    topdir, bindir);
 	T_EQ_INT(rc, 0);
 	T_CHECK(strstr(out, "configuration OK") != NULL);
 	free(out);
 	/* -n warns about an unknown NGIT_* variable as a start does. */
-	rc = run(&out, "cd '%s' && env -u NGIT_RUN_PATH NGIT_FROBNICATE=1 "
-	    "'%s/graspd' -n -f etc/graspd.conf", topdir, bindir);
+	rc = run(&out,
+	    "cd '%s' && env -u NGIT_RUN_PATH NGIT_FROBNICATE=1 "
+	    "'%s/graspd' -n -f etc/graspd.conf",
+	    topdir, bindir);
 	T_EQ_INT(rc, 0);
-	T_CHECK(strstr(out, "NGIT_FROBNICATE is not a graspd setting") !=
-	    NULL);
+	T_CHECK(strstr(out, "NGIT_FROBNICATE is not a graspd setting") != NULL);
 	free(out);
-	rc = run(&out, "cd '%s' && env -u NGIT_RUN_PATH '%s/graspd' -nv -f "
-	    "etc/graspd.conf", topdir, bindir);
+	rc = run(&out,
+	    "cd '%s' && env -u NGIT_RUN_PATH '%s/graspd' -nv -f "
+	    "etc/graspd.conf",
+	    topdir, bindir);
 	T_EQ_INT(rc, 0);
 	T_CHECK(strstr(out, "run_path = /run/graspd") != NULL);
 	free(out);
@@ -653,8 +658,9 @@ test_configtest_sample_and_broken_files(void)
 	write_file(f, "# fine\nmax_connections = 0\n", 0644);
 	rc = run(&out, "'%s/graspd' -n -f '%s'", bindir, f);
 	T_CHECK(rc == 78);
-	T_CHECK(strstr(out, "bad.conf:2: NGIT_MAX_CONNECTIONS: \"0\" is out "
-	    "of range") != NULL);
+	T_CHECK(strstr(out,
+		    "bad.conf:2: NGIT_MAX_CONNECTIONS: \"0\" is out "
+		    "of range") != NULL);
 	free(out);
 	write_file(f, "just words\n", 0644);
 	rc = run(&out, "'%s/graspd' -n -f '%s'", bindir, f);
@@ -663,8 +669,7 @@ test_configtest_sample_and_broken_files(void)
 	free(out);
 	rc = run(&out, "'%s/graspd' -n -f '%s/missing.conf'", bindir, dir);
 	T_CHECK(rc == 78);
-	T_CHECK(strstr(out, "missing.conf: No such file or directory") !=
-	    NULL);
+	T_CHECK(strstr(out, "missing.conf: No such file or directory") != NULL);
 	free(out);
 	rc = run(&out, "'%s/graspd' -x", bindir);
 	T_CHECK(rc == 64);
@@ -681,11 +686,11 @@ test_every_program_answers_h_and_V(void)
 	static const char *const progs[] = { "graspd", "graspctl", "relayd",
 		"syncd", "discoveryd", "historyd" };
 	static const struct {
-		const char	*args;
-		const char	*want;		/* with %s for the program */
-		int		 status;
-		int		 anywhere;	/* else at the output's start */
-		int		 roles_only;
+		const char *args;
+		const char *want; /* with %s for the program */
+		int	    status;
+		int	    anywhere; /* else at the output's start */
+		int	    roles_only;
 	} probes[] = {
 		{ "-h 2>/dev/null", "usage: %s [-", 0, 0, 0 },
 		{ "-V 2>/dev/null", "%s 0.", 0, 0, 0 },
@@ -693,10 +698,10 @@ test_every_program_answers_h_and_V(void)
 		 * error, 78, before any configuration is read. */
 		{ "stray", "usage: %s [-", 78, 1, 1 },
 	};
-	char		 want[64], *out = NULL;
-	const char	*dir;
-	size_t		 i, j;
-	int		 rc, ok;
+	char	    want[64], *out = NULL;
+	const char *dir;
+	size_t	    i, j;
+	int	    rc, ok;
 
 	for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 		dir = i < 2 ? bindir : libexec;
@@ -709,8 +714,9 @@ test_every_program_answers_h_and_V(void)
 			    probes[j].args);
 			snprintf(want, sizeof(want), probes[j].want, progs[i]);
 			ok = rc == probes[j].status && out != NULL &&
-			    (probes[j].anywhere ? strstr(out, want) != NULL :
-			    strncmp(out, want, strlen(want)) == 0);
+			    (probes[j].anywhere ?
+				    strstr(out, want) != NULL :
+				    strncmp(out, want, strlen(want)) == 0);
 			if (!ok)
 				printf("# %s %s: %d: %s\n", progs[i],
 				    probes[j].args, rc, out ? out : "");
@@ -724,9 +730,9 @@ test_every_program_answers_h_and_V(void)
 static void
 test_graspctl_usage_and_unreachable(void)
 {
-	struct gd	 g;
-	char		 path[PATH_MAX + 96], *out = NULL;
-	int		 rc;
+	struct gd g;
+	char	  path[PATH_MAX + 96], *out = NULL;
+	int	  rc;
 
 	memset(&g, 0, sizeof(g));
 	T_ASSERT(make_tmpdir(g.dir, sizeof(g.dir)) == 0);
@@ -739,8 +745,10 @@ test_graspctl_usage_and_unreachable(void)
 
 	rc = ctl(&g, &out, "status");
 	T_CHECK(rc == 1);
-	snprintf(path, sizeof(path), "graspctl: graspd is not running (no "
-	    "socket at %s/control-graspd.ipc)", g.dir);
+	snprintf(path, sizeof(path),
+	    "graspctl: graspd is not running (no "
+	    "socket at %s/control-graspd.ipc)",
+	    g.dir);
 	T_CHECK(strstr(out, path) != NULL);
 	free(out);
 	rc = ctl(&g, &out, "show relayd");
@@ -760,18 +768,18 @@ test_graspctl_usage_and_unreachable(void)
 
 /* The shared instance of the next cases; a NOTIFY_SOCKET listens. */
 /* Not started until test_graspd_starts_every_role: pid -1, never 0. */
-static struct gd	 G = { .pid = -1 };
-static int		 G_up;
-static int		 notify_fd = -1;
-static char		 notify_dir[PATH_MAX];
+static struct gd G = { .pid = -1 };
+static int	 G_up;
+static int	 notify_fd = -1;
+static char	 notify_dir[PATH_MAX];
 
 /* Waits for one sd_notify datagram; returns it (static) or "". */
 static const char *
 notify_recv(int timeout_ms)
 {
-	static char	buf[256];
-	struct timeval	tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-	ssize_t		n;
+	static char    buf[256];
+	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	ssize_t	       n;
 
 	setsockopt(notify_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	n = recv(notify_fd, buf, sizeof(buf) - 1, 0);
@@ -782,13 +790,13 @@ notify_recv(int timeout_ms)
 static void
 test_graspd_starts_every_role(void)
 {
-	struct sockaddr_un	 sun;
-	struct stat		 sb;
-	cJSON			*st;
-	char			 env[PATH_MAX + 32], *out = NULL, *pidtext;
-	char			 line[128];
-	const char		*extra[2] = { env, NULL };
-	int			 i;
+	struct sockaddr_un sun;
+	struct stat	   sb;
+	cJSON		  *st;
+	char		   env[PATH_MAX + 32], *out = NULL, *pidtext;
+	char		   line[128];
+	const char	  *extra[2] = { env, NULL };
+	int		   i;
 
 	T_ASSERT(make_tmpdir(notify_dir, sizeof(notify_dir)) == 0);
 	memset(&sun, 0, sizeof(sun));
@@ -812,16 +820,16 @@ test_graspd_starts_every_role(void)
 	for (i = 0; i < NROLES; i++) {
 		if (role_exists[i]) {
 			T_CHECK(strcmp(rstr(st, roles[i], "state"),
-			    "running") == 0);
+				    "running") == 0);
 			T_CHECK(rnum(st, roles[i], "pid") > 0);
 			T_CHECK(rnum(st, roles[i], "restarts") == 0);
 		} else {
 			printf("# %s does not exist: expecting it failed\n",
 			    roles[i]);
-			T_CHECK(strcmp(rstr(st, roles[i], "state"),
-			    "failed") == 0);
+			T_CHECK(
+			    strcmp(rstr(st, roles[i], "state"), "failed") == 0);
 			T_CHECK(strstr(rstr(st, roles[i], "reason"),
-			    "cannot execute") != NULL);
+				    "cannot execute") != NULL);
 		}
 	}
 	cJSON_Delete(st);
@@ -829,8 +837,7 @@ test_graspd_starts_every_role(void)
 	/* The table people read. */
 	T_EQ_INT(ctl(&G, &out, "status"), 0);
 	T_CHECK(strncmp(out, "PROCESS", 7) == 0);
-	snprintf(line, sizeof(line), "\ngraspd      running   %d ",
-	    (int)G.pid);
+	snprintf(line, sizeof(line), "\ngraspd      running   %d ", (int)G.pid);
 	T_CHECK(strstr(out, line) != NULL);
 	for (i = 0; i < NROLES; i++) {
 		snprintf(line, sizeof(line), "\n%-11s %s", roles[i],
@@ -855,12 +862,12 @@ test_graspd_starts_every_role(void)
 static void
 test_roles_get_their_arguments_and_readiness_fd(void)
 {
-	cJSON	*st;
-	char	 path[64], *text;
-	size_t	 n;
-	long	 pid;
-	FILE	*f;
-	char	 buf[65536];
+	cJSON *st;
+	char   path[64], *text;
+	size_t n;
+	long   pid;
+	FILE  *f;
+	char   buf[65536];
 
 	T_ASSERT(G_up);
 	T_ASSERT(role_exists[0]);
@@ -891,20 +898,20 @@ test_roles_get_their_arguments_and_readiness_fd(void)
 
 /* Publishing state: one connection, the ids relayd accepted. */
 struct pubs {
-	struct wsc	*ws;
-	int		 seq;
-	char		 ids[512][65];
-	int		 nids;
-	int		 tries, oks, errors;
+	struct wsc *ws;
+	int	    seq;
+	char	    ids[512][65];
+	int	    nids;
+	int	    tries, oks, errors;
 };
 
 /* Publishes one new 10317 (accepted by any key); 1 ok, 0 refused, -1. */
 static int
 publish_one(struct pubs *p)
 {
-	struct event	*ev;
-	uint8_t		 sk[32];
-	int		 ok = -1;
+	struct event *ev;
+	uint8_t	      sk[32];
+	int	      ok = -1;
 
 	if (p->ws == NULL &&
 	    (p->ws = wsc_connect("127.0.0.1", G.port, "/", 1000)) == NULL) {
@@ -938,11 +945,12 @@ publish_one(struct pubs *p)
 static char *
 metrics_text(void)
 {
-	char	*h = NULL, *body = NULL;
-	int	 status = 0;
+	char *h = NULL, *body = NULL;
+	int   status = 0;
 
 	if (http_get("127.0.0.1", G.port, "/metrics", NULL, 5000, &status, &h,
-	    &body) == -1 || status != 200) {
+		&body) == -1 ||
+	    status != 200) {
 		free(body);
 		body = NULL;
 	}
@@ -954,8 +962,8 @@ metrics_text(void)
 static double
 metric_now(const char *name)
 {
-	char	*text = metrics_text(), line[256], *p;
-	double	 v = -1;
+	char  *text = metrics_text(), line[256], *p;
+	double v = -1;
 
 	snprintf(line, sizeof(line), "\n%s ", name);
 	if (text != NULL && (p = strstr(text, line)) != NULL)
@@ -968,7 +976,7 @@ metric_now(const char *name)
 static int
 metric_becomes(const char *name, double want, int timeout_ms)
 {
-	int64_t	deadline = wsc_now_ms() + timeout_ms;
+	int64_t deadline = wsc_now_ms() + timeout_ms;
 
 	while (metric_now(name) != want) {
 		if (wsc_now_ms() >= deadline)
@@ -987,19 +995,19 @@ metric_becomes(const char *name, double want, int timeout_ms)
 static const char *
 exposition_error(const char *text)
 {
-	static char	 why[256];
-	char		 fam[128 + 2], cur[128 + 2] = "", typed[128] = "";
-	const char	*l, *e;
-	size_t		 n;
-	int		 helped = 0;
-	struct buf	 done = BUF_INIT;
+	static char why[256];
+	char	    fam[128 + 2], cur[128 + 2] = "", typed[128] = "";
+	const char *l, *e;
+	size_t	    n;
+	int	    helped = 0;
+	struct buf  done = BUF_INIT;
 
 	for (l = text; *l; l = *e ? e + 1 : e) {
 		e = l + strcspn(l, "\n");
 		n = (size_t)(e - l);
 		if (n > 7 && strncmp(l, "# HELP ", 7) == 0) {
-			snprintf(fam, sizeof(fam), "%.*s", (int)strcspn(l + 7,
-			    " \n"), l + 7);
+			snprintf(fam, sizeof(fam), "%.*s",
+			    (int)strcspn(l + 7, " \n"), l + 7);
 			helped = 1;
 			snprintf(cur, sizeof(cur), "%s", fam);
 			continue;
@@ -1008,15 +1016,19 @@ exposition_error(const char *text)
 			snprintf(typed, sizeof(typed), "%.*s",
 			    (int)strcspn(l + 7, " \n"), l + 7);
 			if (!helped || strcmp(typed, cur) != 0) {
-				snprintf(why, sizeof(why), "TYPE without its "
-				    "HELP: %.*s", (int)n, l);
+				snprintf(why, sizeof(why),
+				    "TYPE without its "
+				    "HELP: %.*s",
+				    (int)n, l);
 				goto bad;
 			}
 			/* ",fam," in done: typed twice. */
 			snprintf(fam, sizeof(fam), ",%s,", typed);
 			if (done.b_data != NULL && strstr(done.b_data, fam)) {
-				snprintf(why, sizeof(why), "family %s typed "
-				    "twice (samples not in one run)", typed);
+				snprintf(why, sizeof(why),
+				    "family %s typed "
+				    "twice (samples not in one run)",
+				    typed);
 				goto bad;
 			}
 			buf_adds(&done, fam);
@@ -1027,12 +1039,15 @@ exposition_error(const char *text)
 		if (n == 0 || *l == '#')
 			continue;
 		snprintf(fam, sizeof(fam), "%.*s", (int)strcspn(l, "{ "), l);
-		if (strcmp(fam, typed) != 0 && !(strncmp(fam, typed,
-		    strlen(typed)) == 0 && (strcmp(fam + strlen(typed),
-		    "_bucket") == 0 || strcmp(fam + strlen(typed), "_sum") == 0
-		    || strcmp(fam + strlen(typed), "_count") == 0))) {
-			snprintf(why, sizeof(why), "sample without its TYPE "
-			    "line: %.*s", (int)n, l);
+		if (strcmp(fam, typed) != 0 &&
+		    !(strncmp(fam, typed, strlen(typed)) == 0 &&
+			(strcmp(fam + strlen(typed), "_bucket") == 0 ||
+			    strcmp(fam + strlen(typed), "_sum") == 0 ||
+			    strcmp(fam + strlen(typed), "_count") == 0))) {
+			snprintf(why, sizeof(why),
+			    "sample without its TYPE "
+			    "line: %.*s",
+			    (int)n, l);
 			goto bad;
 		}
 		helped = 0;
@@ -1047,56 +1062,57 @@ bad:
 static void
 test_metrics_name_every_family_once_with_help_and_type(void)
 {
-	struct pubs	 p;
-	char		*text, **evs = NULL;
-	const char	*why;
-	size_t		 nev = 0;
+	struct pubs p;
+	char	   *text, **evs = NULL;
+	const char *why;
+	size_t	    nev = 0;
 
 	T_ASSERT(G_up);
 	memset(&p, 0, sizeof(p));
 	T_ASSERT(publish_one(&p) == 1);
-	T_ASSERT(nostr_req(p.ws, "m", "{\"limit\":1}", 5000, &evs, &nev,
-	    NULL) == 0);
+	T_ASSERT(
+	    nostr_req(p.ws, "m", "{\"limit\":1}", 5000, &evs, &nev, NULL) == 0);
 	nostr_events_free(evs);
 	wsc_close(p.ws);
 	/* Every role's snapshot and the supervisor's have come. */
 	T_CHECK(metric_becomes("graspd_role_up{role=\"syncd\"}", 1,
-	    COMEBACK_MS) == 0);
+		    COMEBACK_MS) == 0);
 	T_CHECK(metric_becomes("graspd_role_ready{role=\"syncd\"}", 1,
-	    COMEBACK_MS) == 0);
+		    COMEBACK_MS) == 0);
 	T_ASSERT((text = metrics_text()) != NULL);
 	why = exposition_error(text);
 	if (why != NULL)
 		printf("# %s\n", why);
 	T_CHECK(why == NULL);
-	T_CHECK(strstr(text, "\n# TYPE graspd_relay_ok_latency_seconds "
-	    "histogram\n") != NULL);
+	T_CHECK(strstr(text,
+		    "\n# TYPE graspd_relay_ok_latency_seconds "
+		    "histogram\n") != NULL);
 	T_CHECK(strstr(text, "\ngraspd_build_info{version=\"") != NULL);
-	T_CHECK(strstr(text, "\n# TYPE graspd_role_restarts_total counter\n")
-	    != NULL);
-	T_CHECK(strstr(text, "\ngraspd_role_failed{role=\"historyd\"} 0\n")
-	    != NULL);
+	T_CHECK(strstr(text, "\n# TYPE graspd_role_restarts_total counter\n") !=
+	    NULL);
+	T_CHECK(strstr(text, "\ngraspd_role_failed{role=\"historyd\"} 0\n") !=
+	    NULL);
 	free(text);
 	T_CHECK(metric_now("graspd_relay_ok_latency_seconds_count{role="
-	    "\"relayd\"}") >= 1);
+			   "\"relayd\"}") >= 1);
 	T_CHECK(metric_now("graspd_relay_ok_latency_seconds_bucket{role="
-	    "\"relayd\",le=\"+Inf\"}") >= 1);
+			   "\"relayd\",le=\"+Inf\"}") >= 1);
 	T_CHECK(metric_now("graspd_relay_req_eose_seconds_count{role="
-	    "\"relayd\"}") >= 1);
+			   "\"relayd\"}") >= 1);
 }
 
 static void
 test_kill9_each_role_comes_back_while_clients_publish(void)
 {
-	struct pubs	*p;
-	struct buf	 filter = BUF_INIT;
-	struct wsc	*ws;
-	cJSON		*st;
-	char		**evs = NULL;
-	size_t		 nev = 0;
-	long		 before[NROLES], after[NROLES];
-	int64_t		 deadline;
-	int		 i, j, back, rc, fails;
+	struct pubs *p;
+	struct buf   filter = BUF_INIT;
+	struct wsc  *ws;
+	cJSON	    *st;
+	char	   **evs = NULL;
+	size_t	     nev = 0;
+	long	     before[NROLES], after[NROLES];
+	int64_t	     deadline;
+	int	     i, j, back, rc, fails;
 
 	T_ASSERT(G_up);
 	T_ASSERT((p = calloc(1, sizeof(*p))) != NULL);
@@ -1118,7 +1134,7 @@ test_kill9_each_role_comes_back_while_clients_publish(void)
 				fails++;
 			if ((st = status(&G)) != NULL) {
 				back = strcmp(rstr(st, roles[i], "state"),
-				    "running") == 0 &&
+					   "running") == 0 &&
 				    rnum(st, roles[i], "pid") != before[i];
 				for (j = 0; j < NROLES; j++)
 					after[j] = rnum(st, roles[j], "pid");
@@ -1165,10 +1181,10 @@ test_kill9_each_role_comes_back_while_clients_publish(void)
 static void
 test_graspctl_restart_historyd_changes_only_its_pid(void)
 {
-	cJSON	*st;
-	char	*out = NULL;
-	long	 before[NROLES];
-	int	 j, rc;
+	cJSON *st;
+	char  *out = NULL;
+	long   before[NROLES];
+	int    j, rc;
 
 	T_ASSERT(G_up);
 	if (!role_exists[3]) {
@@ -1180,8 +1196,8 @@ test_graspctl_restart_historyd_changes_only_its_pid(void)
 	T_CHECK(rc == 0);
 	T_CHECK(strstr(out, "historyd: restart requested") != NULL);
 	free(out);
-	T_ASSERT(wait_role(&G, "historyd", "running", before[3],
-	    COMEBACK_MS) == 0);
+	T_ASSERT(
+	    wait_role(&G, "historyd", "running", before[3], COMEBACK_MS) == 0);
 	st = status(&G);
 	T_ASSERT(st != NULL);
 	for (j = 0; j < NROLES; j++)
@@ -1196,11 +1212,11 @@ test_graspctl_restart_historyd_changes_only_its_pid(void)
 static void
 test_stopped_role_stays_down_until_started(void)
 {
-	const char	*name = NULL;
-	cJSON		*st;
-	char		*out = NULL, sample[128];
-	long		 pid;
-	int		 i;
+	const char *name = NULL;
+	cJSON	   *st;
+	char	   *out = NULL, sample[128];
+	long	    pid;
+	int	    i;
 
 	T_ASSERT(G_up);
 	for (i = NROLES - 1; i > 0 && name == NULL; i--)
@@ -1241,8 +1257,8 @@ test_stopped_role_stays_down_until_started(void)
 static void
 test_direct_commands_work_while_graspd_is_stopped(void)
 {
-	char	*out = NULL;
-	int	 rc;
+	char *out = NULL;
+	int   rc;
 
 	T_ASSERT(G_up);
 	T_EQ_INT(ctl(&G, &out, "show graspd"), 0);
@@ -1287,9 +1303,9 @@ test_direct_commands_work_while_graspd_is_stopped(void)
 static void
 test_sigterm_stops_every_role_relayd_last(void)
 {
-	char	*text, *p_relayd, *p_other;
-	long	 pids[NROLES];
-	int	 i, rc;
+	char *text, *p_relayd, *p_other;
+	long  pids[NROLES];
+	int   i, rc;
 
 	T_ASSERT(G_up);
 	T_ASSERT(settled_pids(&G, pids) == 0);
@@ -1306,21 +1322,21 @@ test_sigterm_stops_every_role_relayd_last(void)
 	p_relayd = strstr(text, "graspd: stopping relayd");
 	T_CHECK(p_relayd != NULL);
 	for (i = 1; i < NROLES; i++) {
-		char	needle[64];
+		char needle[64];
 
 		if (!role_exists[i])
 			continue;
 		snprintf(needle, sizeof(needle), "graspd: %s (pid %ld) ",
 		    roles[i], pids[i]);
 		p_other = strstr(text, needle);
-		T_CHECK(p_other != NULL && p_relayd != NULL &&
-		    p_other < p_relayd);
+		T_CHECK(
+		    p_other != NULL && p_relayd != NULL && p_other < p_relayd);
 	}
 	T_CHECK(strstr(text, "graspd: exiting with status 0") != NULL);
 	free(text);
 	/* The pid file and the control socket are gone with it. */
 	{
-		char	path[PATH_MAX + 32];
+		char path[PATH_MAX + 32];
 
 		snprintf(path, sizeof(path), "%s/graspd.pid", G.run);
 		T_CHECK(access(path, F_OK) == -1);
@@ -1333,8 +1349,8 @@ test_sigterm_stops_every_role_relayd_last(void)
 static int
 ctl_says(const struct gd *g, const char *cmd, int want_rc, const char *want)
 {
-	char	*out = NULL;
-	int	 rc, ok;
+	char *out = NULL;
+	int   rc, ok;
 
 	rc = ctl(g, &out, "%s", cmd);
 	ok = rc == want_rc && out != NULL && strstr(out, want) != NULL;
@@ -1352,9 +1368,9 @@ ctl_says(const struct gd *g, const char *cmd, int want_rc, const char *want)
 static int
 pids_changed(const struct gd *g, long pids[NROLES], int from)
 {
-	cJSON	*st;
-	long	 pid;
-	int	 i, n = 0;
+	cJSON *st;
+	long   pid;
+	int    i, n = 0;
 
 	if ((st = status(g)) == NULL)
 		return -1;
@@ -1374,11 +1390,11 @@ pids_changed(const struct gd *g, long pids[NROLES], int from)
 static void
 test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 {
-	struct gd	 h;
-	cJSON		*st;
-	char		*body = NULL;
-	long		 before[NROLES];
-	int		 i, status_code = 0;
+	struct gd h;
+	cJSON	 *st;
+	char	 *body = NULL;
+	long	  before[NROLES];
+	int	  i, status_code = 0;
 
 	T_ASSERT(gd_start(&h, "relay_description = first\n", NULL) == 0);
 	T_ASSERT(settled_pids(&h, before) == 0);
@@ -1388,7 +1404,8 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 	T_ASSERT(kill(h.pid, SIGHUP) == 0);
 	relayproc_sleep_ms(1500);
 	T_CHECK(log_has(&h, "reload: "));
-	T_CHECK(log_has(&h, "unknown key \"nosuchkey\"; keeping the running "
+	T_CHECK(log_has(&h,
+	    "unknown key \"nosuchkey\"; keeping the running "
 	    "configuration"));
 	st = status(&h);
 	T_ASSERT(st != NULL);
@@ -1396,7 +1413,7 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 		T_CHECK(rnum(st, roles[i], "pid") == before[i]);
 		if (role_exists[i])
 			T_CHECK(strcmp(rstr(st, roles[i], "state"),
-			    "running") == 0);
+				    "running") == 0);
 	}
 	cJSON_Delete(st);
 	/* graspctl reload says so and fails. */
@@ -1414,43 +1431,47 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 	T_CHECK(ctl_says(&h, "reload", 0, "configuration changed"));
 	if (role_exists[0])
 		T_CHECK(wait_role(&h, "relayd", "running", before[0],
-		    COMEBACK_MS) == 0);
+			    COMEBACK_MS) == 0);
 	relayproc_sleep_ms(500);
 	/* before[0] takes relayd's new pid. */
 	T_EQ_INT(pids_changed(&h, before, 1), 0);
 	if (role_exists[0]) {
 		T_CHECK(relayproc_wait_port("127.0.0.1", h.port, 5000) == 0);
 		T_CHECK(http_get("127.0.0.1", h.port, "/",
-		    "Accept: application/nostr+json\r\n", 5000, &status_code,
-		    NULL, &body) == 0);
+			    "Accept: application/nostr+json\r\n", 5000,
+			    &status_code, NULL, &body) == 0);
 		T_CHECK(body != NULL && strstr(body, "\"second\"") != NULL);
 		free(body);
 	}
 
 	/* log_level: applied live; no role restarts, a client stays. */
 	if (role_exists[0]) {
-		struct wsc	*w;
-		char		**evs = NULL;
-		size_t		  nev = 0;
+		struct wsc *w;
+		char	  **evs = NULL;
+		size_t	    nev = 0;
 
-		T_ASSERT((w = wsc_connect("127.0.0.1", h.port, "/", 5000)) !=
-		    NULL);
-		write_file(h.conf, "relay_description = second\n"
-		    "log_level = debug\n", 0644);
+		T_ASSERT(
+		    (w = wsc_connect("127.0.0.1", h.port, "/", 5000)) != NULL);
+		write_file(h.conf,
+		    "relay_description = second\n"
+		    "log_level = debug\n",
+		    0644);
 		T_EQ_INT(kill(h.pid, SIGHUP), 0);
 		relayproc_sleep_ms(1500);
 		T_EQ_INT(pids_changed(&h, before, 0), 0);
 		for (i = 0; i < NROLES; i++) {
-			char	line[64];
+			char line[64];
 
-			snprintf(line, sizeof(line), "%s: reload: log level "
-			    "applied", roles[i]);
+			snprintf(line, sizeof(line),
+			    "%s: reload: log level "
+			    "applied",
+			    roles[i]);
 			if (role_exists[i])
 				T_CHECK(log_has(&h, line));
 		}
 		/* The connection made before the reload still works. */
 		T_CHECK(nostr_req(w, "r", "{\"limit\":1}", 5000, &evs, &nev,
-		    NULL) == 0);
+			    NULL) == 0);
 		nostr_events_free(evs);
 		wsc_close(w);
 	}
@@ -1465,14 +1486,14 @@ test_reload_keeps_running_on_a_broken_file_restarts_on_a_change(void)
 static int
 start_times(const struct gd *g, const char *name, long *t, int max)
 {
-	char	*text = t_slurp(g->log, NULL), *line, needle[64];
-	int	 n = 0, hh, mm, ss, ms;
+	char *text = t_slurp(g->log, NULL), *line, needle[64];
+	int   n = 0, hh, mm, ss, ms;
 
 	if (text == NULL)
 		return 0;
 	snprintf(needle, sizeof(needle), "graspd: %s started", name);
 	for (line = strtok(text, "\n"); line != NULL && n < max;
-	    line = strtok(NULL, "\n"))
+	     line = strtok(NULL, "\n"))
 		if (strstr(line, needle) != NULL &&
 		    sscanf(line, "%d:%d:%d.%d", &hh, &mm, &ss, &ms) == 4)
 			t[n++] = ((hh * 60L + mm) * 60 + ss) * 1000 + ms;
@@ -1485,7 +1506,7 @@ start_times(const struct gd *g, const char *name, long *t, int max)
 static int
 fake_libexec(char *fake, size_t len, char *env, size_t envlen)
 {
-	char	path[PATH_MAX + 32], real[PATH_MAX + 32];
+	char path[PATH_MAX + 32], real[PATH_MAX + 32];
 
 	if (make_tmpdir(fake, len) != 0)
 		return -1;
@@ -1499,7 +1520,7 @@ fake_libexec(char *fake, size_t len, char *env, size_t envlen)
 static int
 fake_role(const char *fake, const char *name, const char *script)
 {
-	char	path[PATH_MAX + 32];
+	char path[PATH_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/%s", fake, name);
 	return write_file(path, script, 0755);
@@ -1515,8 +1536,8 @@ static int
 fake_graspd(struct gd *f, char *fake, size_t len, const char *syncd,
     const char *disc, const char *hist, const char *more_env)
 {
-	char		 env[PATH_MAX + 32];
-	const char	*extra[3] = { env, more_env, NULL };
+	char	    env[PATH_MAX + 32];
+	const char *extra[3] = { env, more_env, NULL };
 
 	if (fake_libexec(fake, len, env, sizeof(env)) != 0 ||
 	    fake_role(fake, "syncd", syncd) != 0 ||
@@ -1539,13 +1560,13 @@ no_relayd(void)
 static void
 test_exit78_is_permanent_and_crash_loops_fail(void)
 {
-	struct gd	 f;
-	cJSON		*st;
-	char		 fake[PATH_MAX], path[PATH_MAX + 32], *out = NULL, *fds;
-	long		 relayd_pid, hist_pid, t[8];
-	int64_t		 t0;
-	int		 n, i, backoff_seen = 0;
-	int64_t		 deadline;
+	struct gd f;
+	cJSON	 *st;
+	char	  fake[PATH_MAX], path[PATH_MAX + 32], *out = NULL, *fds;
+	long	  relayd_pid, hist_pid, t[8];
+	int64_t	  t0;
+	int	  n, i, backoff_seen = 0;
+	int64_t	  deadline;
 
 	if (no_relayd())
 		return;
@@ -1554,19 +1575,20 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	 * discoveryd: dies at once, every time.  historyd: ready through
 	 * the pipe, then deaf to SIGTERM.
 	 */
-	T_ASSERT(fake_graspd(&f, fake, sizeof(fake),
-	    "#!/bin/sh\n(echo; ls /proc/$$/fd) > \"$0.fds\"\nexit 78\n",
-	    "#!/bin/sh\nexit 3\n",
-	    "#!/bin/sh\ntrap '' TERM\necho READY=1 >&3\nexec 3>&-\n"
-	    "while :; do sleep 1; done\n", NULL) == 0);
+	T_ASSERT(
+	    fake_graspd(&f, fake, sizeof(fake),
+		"#!/bin/sh\n(echo; ls /proc/$$/fd) > \"$0.fds\"\nexit 78\n",
+		"#!/bin/sh\nexit 3\n",
+		"#!/bin/sh\ntrap '' TERM\necho READY=1 >&3\nexec 3>&-\n"
+		"while :; do sleep 1; done\n",
+		NULL) == 0);
 	T_ASSERT(wait_role(&f, "syncd", "failed", 0, COMEBACK_MS) == 0);
 	st = status(&f);
 	T_ASSERT(st != NULL);
 	relayd_pid = rnum(st, "relayd", "pid");
 	T_CHECK(strstr(rstr(st, "syncd", "reason"), "exited 78") != NULL);
 	T_EQ_STR(rstr(st, "syncd", "last_exit"), "exited 78");
-	T_CHECK(cJSON_IsNull(cJSON_GetObjectItem(role_of(st, "syncd"),
-	    "pid")));
+	T_CHECK(cJSON_IsNull(cJSON_GetObjectItem(role_of(st, "syncd"), "pid")));
 	cJSON_Delete(st);
 
 	/* A role that ignores SIGTERM gets SIGKILL (its group) 5 s later. */
@@ -1594,7 +1616,7 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	fds = t_slurp(path, NULL);
 	T_ASSERT(fds != NULL);
 	for (i = 0; i < 10; i++) {
-		char	needle[16];
+		char needle[16];
 
 		snprintf(needle, sizeof(needle), "\n%d\n", i);
 		if (i <= 3)
@@ -1610,8 +1632,9 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 		st = status(&f);
 		T_ASSERT(st != NULL);
 		if (strcmp(rstr(st, "discoveryd", "state"), "backoff") == 0 &&
-		    strstr(rstr(st, "discoveryd", "reason"), "exited 3 before "
-		    "ready; restarting in") != NULL)
+		    strstr(rstr(st, "discoveryd", "reason"),
+			"exited 3 before "
+			"ready; restarting in") != NULL)
 			backoff_seen = 1;
 		if (strcmp(rstr(st, "discoveryd", "state"), "failed") == 0)
 			break;
@@ -1620,8 +1643,9 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 		relayproc_sleep_ms(200);
 	}
 	T_CHECK(backoff_seen);
-	T_CHECK(strstr(rstr(st, "discoveryd", "reason"), "5 fast deaths in a "
-	    "row (last: exited 3)") != NULL);
+	T_CHECK(strstr(rstr(st, "discoveryd", "reason"),
+		    "5 fast deaths in a "
+		    "row (last: exited 3)") != NULL);
 	T_EQ_INT(rnum(st, "discoveryd", "restarts"), 4);
 	/* syncd was never tried again, relayd never touched. */
 	T_EQ_INT(rnum(st, "syncd", "restarts"), 0);
@@ -1632,7 +1656,7 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	n = start_times(&f, "discoveryd", t, 8);
 	T_EQ_INT(n, 5);
 	for (i = 1; i < n; i++) {
-		long	gap = t[i] - t[i - 1], want = 1000L << (i - 1);
+		long gap = t[i] - t[i - 1], want = 1000L << (i - 1);
 
 		printf("# discoveryd start %d after %ld ms\n", i + 1, gap);
 		T_CHECK(gap >= want - 50 && gap < want + 1500);
@@ -1653,8 +1677,8 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 	/* relayd, ready for more than 10 s: restarted at once, no backoff. */
 	T_ASSERT(kill((pid_t)relayd_pid, SIGKILL) == 0);
 	t0 = wsc_now_ms();
-	T_ASSERT(wait_role(&f, "relayd", "running", relayd_pid,
-	    COMEBACK_MS) == 0);
+	T_ASSERT(
+	    wait_role(&f, "relayd", "running", relayd_pid, COMEBACK_MS) == 0);
 	printf("# relayd back %lld ms after SIGKILL\n",
 	    (long long)(wsc_now_ms() - t0));
 	T_CHECK(wsc_now_ms() - t0 < 900);
@@ -1672,12 +1696,12 @@ test_exit78_is_permanent_and_crash_loops_fail(void)
 static void
 test_progress_extends_the_readiness_wait(void)
 {
-	struct gd	 f;
-	cJSON		*st;
-	char		 fake[PATH_MAX];
-	long		 sync_pid;
-	int64_t		 deadline;
-	int		 i;
+	struct gd f;
+	cJSON	 *st;
+	char	  fake[PATH_MAX];
+	long	  sync_pid;
+	int64_t	  deadline;
+	int	  i;
 
 	if (no_relayd())
 		return;
@@ -1686,13 +1710,15 @@ test_progress_extends_the_readiness_wait(void)
 	 * discoveryd: starts and never says anything.  historyd: ready at
 	 * once.
 	 */
-	T_ASSERT(fake_graspd(&f, fake, sizeof(fake),
-	    "#!/bin/sh\ni=0\nwhile [ $i -lt 8 ]; do echo EXTEND=1 >&3; "
-	    "sleep 0.5; i=$((i + 1)); done\n"
-	    "echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n",
-	    "#!/bin/sh\nwhile :; do sleep 1; done\n",
-	    "#!/bin/sh\necho READY=1 >&3\nexec 3>&-\n"
-	    "while :; do sleep 1; done\n", "GRASPD_READY_TIMEOUT=1.5") == 0);
+	T_ASSERT(
+	    fake_graspd(&f, fake, sizeof(fake),
+		"#!/bin/sh\ni=0\nwhile [ $i -lt 8 ]; do echo EXTEND=1 >&3; "
+		"sleep 0.5; i=$((i + 1)); done\n"
+		"echo READY=1 >&3\nexec 3>&-\nwhile :; do sleep 1; done\n",
+		"#!/bin/sh\nwhile :; do sleep 1; done\n",
+		"#!/bin/sh\necho READY=1 >&3\nexec 3>&-\n"
+		"while :; do sleep 1; done\n",
+		"GRASPD_READY_TIMEOUT=1.5") == 0);
 	/* syncd: still starting at 2.5 s (past one timeout), then running
 	 * in its first process. */
 	relayproc_sleep_ms(2500);
@@ -1710,8 +1736,9 @@ test_progress_extends_the_readiness_wait(void)
 	T_CHECK(!log_has(&f, "syncd (pid"));
 	/* discoveryd: stopped for silence, and started again. */
 	deadline = wsc_now_ms() + 20000;
-	for (i = 0; !log_has(&f, "discoveryd (pid") ||
-	    !log_has(&f, "not ready"); i++) {
+	for (i = 0;
+	     !log_has(&f, "discoveryd (pid") || !log_has(&f, "not ready");
+	     i++) {
 		T_ASSERT(wsc_now_ms() < deadline);
 		relayproc_sleep_ms(200);
 	}
@@ -1723,11 +1750,11 @@ test_progress_extends_the_readiness_wait(void)
 static void
 test_startup_fails_when_relayd_cannot_run(void)
 {
-	struct gd	 g;
-	char		 fake[PATH_MAX], path[PATH_MAX + 32], env[PATH_MAX + 32];
-	char		*out = NULL;
-	const char	*extra[2] = { env, NULL };
-	int		 rc;
+	struct gd   g;
+	char	    fake[PATH_MAX], path[PATH_MAX + 32], env[PATH_MAX + 32];
+	char	   *out = NULL;
+	const char *extra[2] = { env, NULL };
+	int	    rc;
 
 	T_ASSERT(make_tmpdir(fake, sizeof(fake)) == 0);
 	snprintf(env, sizeof(env), "GRASPD_LIBEXEC=%s", fake);
@@ -1738,19 +1765,23 @@ test_startup_fails_when_relayd_cannot_run(void)
 	T_CHECK(log_has(&g, "relayd failed: cannot execute"));
 	gd_stop(&g);
 	/* Daemon mode: the command itself fails and says why. */
-	rc = run(&out, "NGIT_RUN_PATH='%s/run' GRASPD_LIBEXEC='%s' "
-	    "NGIT_RELAY_DATA_PATH='%s' '%s/graspd'", fake, fake, fake, bindir);
+	rc = run(&out,
+	    "NGIT_RUN_PATH='%s/run' GRASPD_LIBEXEC='%s' "
+	    "NGIT_RELAY_DATA_PATH='%s' '%s/graspd'",
+	    fake, fake, fake, bindir);
 	T_CHECK(rc == 1);
 	T_CHECK(strstr(out, "graspd: relayd failed: cannot execute") != NULL);
 	free(out);
 	/* relayd exiting 78: graspd exits 78 too (do not respawn graspd). */
 	snprintf(path, sizeof(path), "%s/relayd", fake);
 	T_ASSERT(write_file(path, "#!/bin/sh\nexit 78\n", 0755) == 0);
-	rc = run(&out, "NGIT_RUN_PATH='%s/run' GRASPD_LIBEXEC='%s' "
-	    "NGIT_RELAY_DATA_PATH='%s' '%s/graspd'", fake, fake, fake, bindir);
+	rc = run(&out,
+	    "NGIT_RUN_PATH='%s/run' GRASPD_LIBEXEC='%s' "
+	    "NGIT_RELAY_DATA_PATH='%s' '%s/graspd'",
+	    fake, fake, fake, bindir);
 	T_CHECK(rc == 78);
-	T_CHECK(strstr(out, "relayd failed: exited 78 (configuration error)")
-	    != NULL);
+	T_CHECK(strstr(out, "relayd failed: exited 78 (configuration error)") !=
+	    NULL);
 	free(out);
 	rm_tree(fake);
 }
@@ -1759,8 +1790,8 @@ test_startup_fails_when_relayd_cannot_run(void)
 static int
 hold_port(int port)
 {
-	struct sockaddr_in	sin;
-	int			fd;
+	struct sockaddr_in sin;
+	int		   fd;
 
 	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		return -1;
@@ -1778,16 +1809,17 @@ hold_port(int port)
 
 /* The environment of a graspd in a directory: port, port, dir, dir, dir,
  * libexec. */
-#define DAEMON_ENV "NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d " \
-	"NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' "	\
+#define DAEMON_ENV \
+	"NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d " \
+	"NGIT_RELAY_DATA_PATH='%s/relay' NGIT_GIT_DATA_PATH='%s/git' " \
 	"NGIT_RUN_PATH='%s/run' NGIT_TEST=1 GRASPD_LIBEXEC='%s' "
 
 static void
 test_taken_port_fails_at_once_with_its_cause(void)
 {
-	char	 dir[PATH_MAX], want[128], *out = NULL;
-	int	 port, rc, fd;
-	int64_t	 t0;
+	char	dir[PATH_MAX], want[128], *out = NULL;
+	int	port, rc, fd;
+	int64_t t0;
 
 	if (no_relayd())
 		return;
@@ -1797,12 +1829,14 @@ test_taken_port_fails_at_once_with_its_cause(void)
 	/* Daemon mode: the console shows the address and the cause, and
 	 * graspd exits 78 without a round of restarts. */
 	t0 = wsc_now_ms();
-	rc = run(&out, DAEMON_ENV "'%s/graspd' 2>&1", port, port, dir, dir,
-	    dir, libexec, bindir);
+	rc = run(&out, DAEMON_ENV "'%s/graspd' 2>&1", port, port, dir, dir, dir,
+	    libexec, bindir);
 	T_EQ_INT(rc, 78);
 	T_CHECK(wsc_now_ms() - t0 < 10000);
-	snprintf(want, sizeof(want), "relayd failed: 127.0.0.1:%d: Address "
-	    "already in use", port);
+	snprintf(want, sizeof(want),
+	    "relayd failed: 127.0.0.1:%d: Address "
+	    "already in use",
+	    port);
 	if (out == NULL || strstr(out, want) == NULL)
 		printf("# console: %s\n", out ? out : "(none)");
 	T_CHECK(out != NULL && strstr(out, want) != NULL);
@@ -1815,11 +1849,11 @@ test_taken_port_fails_at_once_with_its_cause(void)
 static void
 test_daemon_mode_returns_once_ready(void)
 {
-	char	 dir[PATH_MAX], path[PATH_MAX + 32], *out = NULL, *text;
-	char	 comm[64], stat_line[512];
-	pid_t	 pid = -1;
-	int	 port, rc, ppid = 0;
-	FILE	*f;
+	char	  dir[PATH_MAX], path[PATH_MAX + 32], *out = NULL, *text;
+	char	  comm[64], stat_line[512];
+	pid_t	  pid = -1;
+	int	  port, rc, ppid = 0;
+	FILE	 *f;
 	struct gd g;
 
 	if (no_relayd())
@@ -1845,7 +1879,7 @@ test_daemon_mode_returns_once_ready(void)
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if ((f = fopen(path, "r")) != NULL) {
 		if (fgets(stat_line, sizeof(stat_line), f) != NULL) {
-			char	*p = strrchr(stat_line, ')');
+			char *p = strrchr(stat_line, ')');
 
 			if (p != NULL)
 				sscanf(p + 2, "%*c %d", &ppid);
@@ -1859,7 +1893,7 @@ test_daemon_mode_returns_once_ready(void)
 	T_EQ_INT(ctl(&g, &out, "status"), 0);
 	T_CHECK(strstr(out, "\nrelayd      running") != NULL);
 	free(out);
-	cJSON_Delete(status(&g));	/* remembers the roles' pids */
+	cJSON_Delete(status(&g)); /* remembers the roles' pids */
 
 	/* A second graspd on the same run directory refuses. */
 	rc = run(&out, DAEMON_ENV "'%s/graspd' -d", port, port, dir, dir, dir,
@@ -1888,11 +1922,12 @@ test_daemon_mode_returns_once_ready(void)
 static void
 test_make_install_puts_a_working_setup_in_place(void)
 {
-	char	dest[PATH_MAX], path[PATH_MAX + 64], *out = NULL, *text;
-	int	rc;
+	char dest[PATH_MAX], path[PATH_MAX + 64], *out = NULL, *text;
+	int  rc;
 
 	T_ASSERT(make_tmpdir(dest, sizeof(dest)) == 0);
-#define INSTALL_CMD "make -s -C '%s' -o all BIN='%s' DESTDIR='%s' " \
+#define INSTALL_CMD \
+	"make -s -C '%s' -o all BIN='%s' DESTDIR='%s' " \
 	"PREFIX=/usr/local install 2>&1"
 	rc = run(&out, INSTALL_CMD, topdir, bindir, dest);
 	if (rc != 0)
@@ -1903,8 +1938,10 @@ test_make_install_puts_a_working_setup_in_place(void)
 	/* The default configuration is there and starts. */
 	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf", dest);
 	T_CHECK(access(path, R_OK) == 0);
-	rc = run(&out, "env -u NGIT_RUN_PATH -u NGIT_BIND_ADDRESS "
-	    "'%s/usr/local/sbin/graspd' -n -f '%s' 2>&1", dest, path);
+	rc = run(&out,
+	    "env -u NGIT_RUN_PATH -u NGIT_BIND_ADDRESS "
+	    "'%s/usr/local/sbin/graspd' -n -f '%s' 2>&1",
+	    dest, path);
 	T_EQ_INT(rc, 0);
 	T_CHECK(out != NULL && strstr(out, "configuration OK") != NULL);
 	free(out);
@@ -1918,24 +1955,36 @@ test_make_install_puts_a_working_setup_in_place(void)
 	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf.sample", dest);
 	T_CHECK(access(path, R_OK) == 0);
 	/* The unit where systemd looks, on the installed paths. */
-	snprintf(path, sizeof(path), "%s/usr/local/lib/systemd/system/"
-	    "graspd.service", dest);
+	snprintf(path, sizeof(path),
+	    "%s/usr/local/lib/systemd/system/"
+	    "graspd.service",
+	    dest);
 	text = t_slurp(path, NULL);
-	T_CHECK(text != NULL && strstr(text, "ExecStart=/usr/local/sbin/"
-	    "graspd -d -f /etc/graspd/graspd.conf\n") != NULL);
+	T_CHECK(text != NULL &&
+	    strstr(text,
+		"ExecStart=/usr/local/sbin/"
+		"graspd -d -f /etc/graspd/graspd.conf\n") != NULL);
 	free(text);
 	/* The init script where init looks. */
 	snprintf(path, sizeof(path), "%s/etc/init.d/graspd", dest);
 	T_CHECK(access(path, X_OK) == 0);
 	text = t_slurp(path, NULL);
-	T_CHECK(text != NULL && strstr(text, "\nCONF=/etc/graspd/graspd.conf"
-	    "\n") != NULL);
+	T_CHECK(text != NULL &&
+	    strstr(text,
+		"\nCONF=/etc/graspd/graspd.conf"
+		"\n") != NULL);
 	free(text);
 	/* One configuration path in the manual. */
-	T_EQ_INT(run(NULL, "grep -rl '/etc/graspd\\.conf' "
-	    "'%s/usr/local/share/man'", dest), 1);
-	T_EQ_INT(run(NULL, "grep -q '/etc/graspd/graspd\\.conf' "
-	    "'%s/usr/local/share/man/man5/graspd.conf.5'", dest), 0);
+	T_EQ_INT(run(NULL,
+		     "grep -rl '/etc/graspd\\.conf' "
+		     "'%s/usr/local/share/man'",
+		     dest),
+	    1);
+	T_EQ_INT(run(NULL,
+		     "grep -q '/etc/graspd/graspd\\.conf' "
+		     "'%s/usr/local/share/man/man5/graspd.conf.5'",
+		     dest),
+	    0);
 #undef INSTALL_CMD
 	rm_tree(dest);
 }
@@ -1943,25 +1992,26 @@ test_make_install_puts_a_working_setup_in_place(void)
 static void
 test_man_pages_and_init_script_lint_clean(void)
 {
-	char	*out = NULL, *line, *save = NULL, name[64], page[PATH_MAX + 96];
-	int	 rc, sec, bad = 0;
+	char *out = NULL, *line, *save = NULL, name[64], page[PATH_MAX + 96];
+	int   rc, sec, bad = 0;
 
 	if (run(NULL, "command -v mandoc >/dev/null") != 0)
 		printf("# skip: mandoc not installed\n");
 	else {
 		rc = run(&out, "cd '%s' && mandoc -Tlint man/*.[1-9]", topdir);
 		for (line = strtok_r(out, "\n", &save); line != NULL;
-		    line = strtok_r(NULL, "\n", &save)) {
-			static const char	 xr[] = "referenced manual "
-			    "not found: Xr ";
-			char			*x = strstr(line, xr);
+		     line = strtok_r(NULL, "\n", &save)) {
+			static const char xr[] = "referenced manual "
+						 "not found: Xr ";
+			char		 *x = strstr(line, xr);
 
 			/* The system's manual database, not our pages. */
 			if (strstr(line, "mandoc.db") != NULL)
 				continue;
 			/* Our own pages are not installed where it looks. */
-			if (x != NULL && sscanf(x + strlen(xr), "%63s %d", name,
-			    &sec) == 2) {
+			if (x != NULL &&
+			    sscanf(x + strlen(xr), "%63s %d", name, &sec) ==
+				2) {
 				snprintf(page, sizeof(page), "%s/man/%s.%d",
 				    topdir, name, sec);
 				if (access(page, F_OK) == 0)
@@ -1973,14 +2023,15 @@ test_man_pages_and_init_script_lint_clean(void)
 		T_EQ_INT(bad, 0);
 		T_CHECK(rc == 0 || rc == 1);
 		free(out);
-		T_CHECK(run(NULL, "test -f '%s/man/graspd.8' && test -f "
-		    "'%s/man/graspctl.8'", topdir, topdir) == 0);
+		T_CHECK(run(NULL,
+			    "test -f '%s/man/graspd.8' && test -f "
+			    "'%s/man/graspctl.8'",
+			    topdir, topdir) == 0);
 	}
 	if (run(NULL, "command -v shellcheck >/dev/null") != 0)
 		printf("# skip: shellcheck not installed\n");
 	else {
-		rc = run(&out, "shellcheck -s sh '%s/etc/graspd.init'",
-		    topdir);
+		rc = run(&out, "shellcheck -s sh '%s/etc/graspd.init'", topdir);
 		if (rc != 0)
 			printf("# %s\n", out);
 		T_EQ_INT(rc, 0);
@@ -1989,7 +2040,7 @@ test_man_pages_and_init_script_lint_clean(void)
 	T_EQ_INT(run(NULL, "sh -n '%s/etc/graspd.init'", topdir), 0);
 	out = NULL;
 	{
-		char	path[PATH_MAX + 32];
+		char path[PATH_MAX + 32];
 
 		snprintf(path, sizeof(path), "%s/etc/graspd.service", topdir);
 		out = t_slurp(path, NULL);
@@ -1998,9 +2049,36 @@ test_man_pages_and_init_script_lint_clean(void)
 	T_CHECK(strstr(out, "\nType=notify\n") != NULL);
 	T_CHECK(strstr(out, "graspd -n") != NULL);
 	T_CHECK(strstr(out, "graspd -d") != NULL);
-	T_CHECK(strstr(out, "graspctl") != NULL &&
-	    strstr(out, "reload") != NULL);
+	T_CHECK(
+	    strstr(out, "graspctl") != NULL && strstr(out, "reload") != NULL);
 	T_CHECK(strstr(out, "\nRestart=on-failure\n") != NULL);
+	free(out);
+}
+
+/*
+ * style.md: .clang-format makes the layout mechanical.  Every C file git
+ * tracks is as clang-format writes it (`make format` mends one that is
+ * not); where the tree is not a git checkout, every .c and .h below it.
+ */
+static void
+test_c_files_follow_clang_format(void)
+{
+	char *out = NULL;
+	int   rc;
+
+	if (run(NULL, "command -v clang-format >/dev/null") != 0) {
+		printf("# skip: clang-format not installed\n");
+		return;
+	}
+	rc = run(&out,
+	    "cd '%s' && { git ls-files '*.c' '*.h' 2>/dev/null || "
+	    "find . -name '*.[ch]'; } | xargs clang-format --dry-run "
+	    "--Werror 2>&1 | head -n 20",
+	    topdir);
+	T_EQ_INT(rc, 0);
+	if (out != NULL && out[0] != '\0')
+		printf("# not as .clang-format writes it:\n# %s\n", out);
+	T_CHECK(out != NULL && out[0] == '\0');
 	free(out);
 }
 
@@ -2014,9 +2092,9 @@ absolute_dir(const char *in, char *out, size_t outlen)
 int
 main(void)
 {
-	const char	*b = getenv("GRASPD_BIN"), *l = getenv("GRASPD_LIBEXEC");
-	char		 path[PATH_MAX + 32];
-	int		 i;
+	const char *b = getenv("GRASPD_BIN"), *l = getenv("GRASPD_LIBEXEC");
+	char	    path[PATH_MAX + 32];
+	int	    i;
 
 	signal(SIGPIPE, SIG_IGN);
 	absolute_dir(b != NULL && *b != '\0' ? b : "bin", bindir,
@@ -2054,6 +2132,7 @@ main(void)
 	T_RUN(test_daemon_mode_returns_once_ready);
 	T_RUN(test_make_install_puts_a_working_setup_in_place);
 	T_RUN(test_man_pages_and_init_script_lint_clean);
+	T_RUN(test_c_files_follow_clang_format);
 	cleanup_all();
 	return t_done();
 }

@@ -13,7 +13,7 @@
  * The peer keeps its store in memory: after a restart the test seeds it
  * again with everything it held.
  */
-#define _GNU_SOURCE		/* asprintf */
+#define _GNU_SOURCE /* asprintf */
 #include <sys/wait.h>
 
 #include <stdio.h>
@@ -39,27 +39,28 @@
 #include "wsclient.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
-#define KEYS		0x66
+#define KEYS 0x66
 
-#define TMO		5000
+#define TMO	   5000
 /* Events the test makes (all freed at the end). */
-#define MAX_EVS		128
+#define MAX_EVS	   128
 /* The most graspds, and other relay URLs, one announcement names. */
-#define MAX_HOSTS	4
-#define MAX_RELAYS	4
+#define MAX_HOSTS  4
+#define MAX_RELAYS 4
 /* NGIT_TEST: syncd's 900 s quick-reconnect limit and catch-up margin,
  * and conn's 65 s rate-limit cooldown, divided by 60. */
-#define QUICK_SECS	15
-#define COOL_MS		1083
+#define QUICK_SECS 15
+#define COOL_MS	   1083
 /* REQs already on their way when the rate-limit answer comes back. */
-#define BURST_MS	300
+#define BURST_MS   300
 
 /* Every graspd of the test: loopback peers, reconnects within 1 s. */
 static const char *const graspd_env[] = {
-	"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true",
-	"NGIT_SYNC_MAX_BACKOFF_SECS=60", NULL };
+	"NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", "NGIT_SYNC_MAX_BACKOFF_SECS=60",
+	NULL
+};
 
-static struct relayproc	*peer, *hostile, *b, *y;
+static struct relayproc *peer, *hostile, *b, *y;
 static char		 tmpdir[256];
 static int		 ndirs;
 static struct event	*made[MAX_EVS];
@@ -67,7 +68,7 @@ static size_t		 nmade;
 /* The events seeded on the peer, to seed it again after a restart. */
 static struct event	*peer_evs[MAX_EVS];
 static size_t		 npeer_evs;
-static int64_t		 t_first;	/* created_at of the history */
+static int64_t		 t_first; /* created_at of the history */
 
 /* Takes e (may be NULL) to free it at the end of the test; returns it,
  * or NULL (e destroyed) when the test made MAX_EVS already. */
@@ -103,13 +104,13 @@ seed_peer(struct event *e)
 static char **
 query(struct relayproc *rp, const char *filters, size_t *n)
 {
-	struct wsc	*ws;
-	char		**evs = NULL;
-	int		 rc;
+	struct wsc *ws;
+	char	  **evs = NULL;
+	int	    rc;
 
 	*n = 0;
 	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    TMO)) == NULL)
+		 TMO)) == NULL)
 		return NULL;
 	rc = nostr_req(ws, "q", filters, TMO, &evs, n, NULL);
 	wsc_close(ws);
@@ -124,8 +125,8 @@ query(struct relayproc *rp, const char *filters, size_t *n)
 static int
 publish(struct relayproc *rp, const struct event *e)
 {
-	char	msg[256];
-	int	ok;
+	char msg[256];
+	int  ok;
 
 	if ((ok = client_publish(rp, e, msg, sizeof(msg))) == 0)
 		printf("# %s refused kind %u: %s\n", relayproc_domain(rp),
@@ -141,12 +142,12 @@ publish(struct relayproc *rp, const struct event *e)
  */
 static struct event *
 announcement(int owner, const char *d, int64_t at,
-    struct relayproc *const hosts[], size_t nhosts,
-    const char *const relays[], size_t nrelays, const char *maint)
+    struct relayproc *const hosts[], size_t nhosts, const char *const relays[],
+    size_t nrelays, const char *maint)
 {
-	const char	*dom[MAX_HOSTS], *urls[MAX_HOSTS + MAX_RELAYS];
-	char		 closed[32];
-	size_t		 i, nd = 0, n = 0;
+	const char *dom[MAX_HOSTS], *urls[MAX_HOSTS + MAX_RELAYS];
+	char	    closed[32];
+	size_t	    i, nd = 0, n = 0;
 
 	for (i = 0; i < nhosts && nd < MAX_HOSTS; i++) {
 		dom[nd++] = relayproc_domain(hosts[i]);
@@ -159,8 +160,8 @@ announcement(int owner, const char *d, int64_t at,
 	}
 	for (i = 0; i < nrelays && n < TINT_N(urls); i++)
 		urls[n++] = relays[i];
-	return keep(tint_announcement(KEYS, owner, at, d, dom, nd, urls, n,
-	    maint));
+	return keep(
+	    tint_announcement(KEYS, owner, at, d, dom, nd, urls, n, maint));
 }
 
 /* Publishes the state of a new commit on rp and pushes it (purgatory
@@ -169,14 +170,14 @@ static int
 release_dir(struct relayproc *rp, int owner, const char *d, char *dir,
     size_t dirlen, char oid[41])
 {
-	struct wsc	*ws;
-	uint8_t		 sk[32];
-	int		 rc;
+	struct wsc *ws;
+	uint8_t	    sk[32];
+	int	    rc;
 
 	tuser_sk(KEYS, owner, sk);
 	snprintf(dir, dirlen, "%s/repo%d", tmpdir, ndirs++);
 	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
-	    TMO)) == NULL)
+		 TMO)) == NULL)
 		return -1;
 	rc = gt_release(ws, sk, relayproc_domain(rp), d, dir, oid);
 	wsc_close(ws);
@@ -186,7 +187,7 @@ release_dir(struct relayproc *rp, int owner, const char *d, char *dir,
 static int
 release(struct relayproc *rp, int owner, const char *d)
 {
-	char	dir[512];
+	char dir[512];
 
 	return release_dir(rp, owner, d, dir, sizeof(dir), NULL);
 }
@@ -196,20 +197,23 @@ static int
 host_on_b(const struct event *ann, int owner, const char *d)
 {
 	return ann != NULL && publish(b, ann) == 0 &&
-	    release(b, owner, d) == 0 ? 0 : -1;
+		release(b, owner, d) == 0 ?
+	    0 :
+	    -1;
 }
 
 /* The pid and restarts of a role from graspctl status; -1 if unknown. */
 static long
 role_pid(struct relayproc *rp, const char *role, long *restarts)
 {
-	cJSON	*st = ctl_json(rp, "status"), *r;
-	long	 pid = -1;
+	cJSON *st = ctl_json(rp, "status"), *r;
+	long   pid = -1;
 
 	*restarts = -1;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(st, "roles")) {
-		const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(r,
-		    "role"));
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(st, "roles"))
+	{
+		const char *n =
+		    cJSON_GetStringValue(cJSON_GetObjectItem(r, "role"));
 
 		if (n != NULL && strcmp(n, role) == 0) {
 			pid = (long)ctl_num(r, "pid");
@@ -228,17 +232,17 @@ role_pid(struct relayproc *rp, const char *role, long *restarts)
 static char *
 sync_doing(struct relayproc *rp, const char *url)
 {
-	cJSON	*show = ctl_json(rp, "show syncd"), *r;
-	char	*s = NULL;
+	cJSON *show = ctl_json(rp, "show syncd"), *r;
+	char  *s = NULL;
 
 	r = ctl_by_relay(ctl_view_list(show, "relays"), url);
 	if (r != NULL && ctl_num(r, "historic_in_flight") == 0 &&
 	    ctl_num(r, "historic_synced_at") > 0 &&
 	    asprintf(&s, "%.0f %.0f %.0f %.0f %.0f %.0f",
-	    ctl_num(cJSON_GetObjectItem(show, "view"), "events_synced"),
-	    ctl_num(r, "identifiers"), ctl_num(r, "repositories"),
-	    ctl_num(r, "thread_ids"), ctl_num(r, "thread_addresses"),
-	    ctl_num(r, "events")) == -1)
+		ctl_num(cJSON_GetObjectItem(show, "view"), "events_synced"),
+		ctl_num(r, "identifiers"), ctl_num(r, "repositories"),
+		ctl_num(r, "thread_ids"), ctl_num(r, "thread_addresses"),
+		ctl_num(r, "events")) == -1)
 		s = NULL;
 	cJSON_Delete(show);
 	return s;
@@ -252,9 +256,9 @@ sync_doing(struct relayproc *rp, const char *url)
 static int
 wait_sync_quiet(struct relayproc *rp, const char *url)
 {
-	int64_t	 deadline = wsc_now_ms() + 10000;
-	char	*prev = NULL, *now;
-	int	 same;
+	int64_t deadline = wsc_now_ms() + 10000;
+	char   *prev = NULL, *now;
+	int	same;
 
 	for (;;) {
 		now = sync_doing(rp, url);
@@ -278,10 +282,10 @@ wait_sync_quiet(struct relayproc *rp, const char *url)
 /* The peer's request log                                              */
 
 enum layer {
-	LY_L1,		/* announcements and grasp lists */
-	LY_D,		/* state and announcements by #d */
-	LY_REPOS,	/* #a, #A, #q with coordinates */
-	LY_IDS,		/* #e, #E, #q with ids */
+	LY_L1,	  /* announcements and grasp lists */
+	LY_D,	  /* state and announcements by #d */
+	LY_REPOS, /* #a, #A, #q with coordinates */
+	LY_IDS,	  /* #e, #E, #q with ids */
 	LY_OTHER,
 };
 
@@ -290,9 +294,9 @@ static enum layer
 layer_of(const cJSON *f, const char **field)
 {
 	static const char *const tags[] = { "#d", "#a", "#A", "#e", "#E",
-	    "#q" };
-	const cJSON	*k, *v;
-	size_t		 i;
+		"#q" };
+	const cJSON		*k, *v;
+	size_t			 i;
 
 	*field = "";
 	for (i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
@@ -306,13 +310,14 @@ layer_of(const cJSON *f, const char **field)
 		if (tags[i][1] == 'e' || tags[i][1] == 'E')
 			return LY_IDS;
 		v = cJSON_GetArrayItem(v, 0);
-		return cJSON_GetStringValue(v) != NULL && strncmp(
-		    cJSON_GetStringValue(v), "30617:", 6) == 0 ? LY_REPOS :
+		return cJSON_GetStringValue(v) != NULL &&
+			strncmp(cJSON_GetStringValue(v), "30617:", 6) == 0 ?
+		    LY_REPOS :
 		    LY_IDS;
 	}
 	k = cJSON_GetObjectItem(f, "kinds");
-	if (cJSON_GetArraySize(k) == 2 &&
-	    ctl_num(f, "ids") == -1 && cJSON_GetObjectItem(f, "authors") == NULL &&
+	if (cJSON_GetArraySize(k) == 2 && ctl_num(f, "ids") == -1 &&
+	    cJSON_GetObjectItem(f, "authors") == NULL &&
 	    cJSON_GetArrayItem(k, 0)->valuedouble == 30617 &&
 	    cJSON_GetArrayItem(k, 1)->valuedouble == 10317)
 		return LY_L1;
@@ -330,14 +335,15 @@ is_live(const cJSON *f)
 static double
 syncd_conn(const cJSON *log)
 {
-	const cJSON	*r, *f;
-	const char	*field;
-	double		 c = -1;
+	const cJSON *r, *f;
+	const char  *field;
+	double	     c = -1;
 
 	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
-		cJSON_ArrayForEach(f, cJSON_GetObjectItem(r, "filters"))
-			if (layer_of(f, &field) == LY_L1 && is_live(f))
-				c = ctl_num(r, "conn");
+	    cJSON_ArrayForEach(f,
+		cJSON_GetObjectItem(r,
+		    "filters")) if (layer_of(f, &field) == LY_L1 && is_live(f))
+		c = ctl_num(r, "conn");
 	return c;
 }
 
@@ -345,15 +351,15 @@ syncd_conn(const cJSON *log)
 static int
 all_values_contain(const cJSON *f, const char *field, const char *mark)
 {
-	const cJSON	*v;
-	const char	*s;
+	const cJSON *v;
+	const char  *s;
 
 	if (mark == NULL || *field == '\0')
 		return 0;
-	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(f, field))
-		if ((s = cJSON_GetStringValue(v)) == NULL ||
-		    strstr(s, mark) == NULL)
-			return 0;
+	cJSON_ArrayForEach(v,
+	    cJSON_GetObjectItemCaseSensitive(f,
+		field)) if ((s = cJSON_GetStringValue(v)) == NULL ||
+	    strstr(s, mark) == NULL) return 0;
 	return 1;
 }
 
@@ -364,18 +370,20 @@ all_values_contain(const cJSON *f, const char *field, const char *mark)
  * (may be NULL): values first wanted during an outage.
  */
 static void
-historic_count(const cJSON *log, enum layer ly, const char *field,
-    int64_t lo, int64_t hi, const char *fresh, int *in_range, int *nosince)
+historic_count(const cJSON *log, enum layer ly, const char *field, int64_t lo,
+    int64_t hi, const char *fresh, int *in_range, int *nosince)
 {
-	const cJSON	*r, *f;
-	const char	*fl;
-	double		 conn = syncd_conn(log), since;
+	const cJSON *r, *f;
+	const char  *fl;
+	double	     conn = syncd_conn(log), since;
 
 	*in_range = *nosince = 0;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
+	{
 		if (ctl_num(r, "conn") != conn)
 			continue;
-		cJSON_ArrayForEach(f, cJSON_GetObjectItem(r, "filters")) {
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(r, "filters"))
+		{
 			if (is_live(f) || layer_of(f, &fl) != ly ||
 			    (*field && strcmp(fl, field) != 0))
 				continue;
@@ -390,17 +398,20 @@ historic_count(const cJSON *log, enum layer ly, const char *field,
 
 /* What every layer is asked by (reference brief 3.2). */
 static const struct {
-	enum layer	 ly;
-	const char	*field;
-	const char	*name;
+	enum layer  ly;
+	const char *field;
+	const char *name;
 } layers[] = {
-	{ LY_L1, "", "layer 1" }, { LY_D, "#d", "state" },
-	{ LY_REPOS, "#a", "layer 2" }, { LY_REPOS, "#A", "layer 2" },
+	{ LY_L1, "", "layer 1" },
+	{ LY_D, "#d", "state" },
+	{ LY_REPOS, "#a", "layer 2" },
+	{ LY_REPOS, "#A", "layer 2" },
 	{ LY_REPOS, "#q", "layer 2" },
-	{ LY_IDS, "#e", "layer 3" }, { LY_IDS, "#E", "layer 3" },
+	{ LY_IDS, "#e", "layer 3" },
+	{ LY_IDS, "#E", "layer 3" },
 	{ LY_IDS, "#q", "layer 3" },
 };
-#define NLAYERS	(sizeof(layers) / sizeof(layers[0]))
+#define NLAYERS (sizeof(layers) / sizeof(layers[0]))
 
 /*
  * Polls the peer's log (up to secs) until every layer was asked with a
@@ -411,19 +422,19 @@ static const struct {
 static cJSON *
 wait_layers(int secs, int64_t lo, int64_t hi)
 {
-	int64_t	 deadline = wsc_now_ms() + secs * 1000;
-	cJSON	*log, *r;
-	char	*t;
-	size_t	 i;
-	int	 inr, nos, missing;
+	int64_t deadline = wsc_now_ms() + secs * 1000;
+	cJSON  *log, *r;
+	char   *t;
+	size_t	i;
+	int	inr, nos, missing;
 
 	for (;;) {
 		if ((log = peerctl_log(peer)) == NULL)
 			return NULL;
 		missing = 0;
 		for (i = 0; i < NLAYERS; i++) {
-			historic_count(log, layers[i].ly, layers[i].field,
-			    lo, hi, NULL, &inr, &nos);
+			historic_count(log, layers[i].ly, layers[i].field, lo,
+			    hi, NULL, &inr, &nos);
 			if ((lo == -1 ? nos : inr) == 0)
 				missing++;
 		}
@@ -435,13 +446,14 @@ wait_layers(int secs, int64_t lo, int64_t hi)
 		usleep(200000);
 	}
 	for (i = 0; i < NLAYERS; i++) {
-		historic_count(log, layers[i].ly, layers[i].field, lo, hi,
-		    NULL, &inr, &nos);
+		historic_count(log, layers[i].ly, layers[i].field, lo, hi, NULL,
+		    &inr, &nos);
 		printf("# %s %s: %d with since in [%lld, %lld], %d without\n",
 		    layers[i].name, layers[i].field, inr, (long long)lo,
 		    (long long)hi, nos);
 	}
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
+	{
 		if ((t = cJSON_PrintUnformatted(r)) != NULL)
 			printf("# %.300s\n", t);
 		free(t);
@@ -472,22 +484,26 @@ peer_back(void)
 /* ------------------------------------------------------------------ */
 /* Cases                                                               */
 
-static char		 coord1[200];	/* the repository of the peer */
+static char coord1[200]; /* the repository of the peer */
 
 static void
 discovery_without_bootstrap_pulls_patch_and_issue(void)
 {
-	struct relayproc	*hosts[] = { b };
-	const char		*relays[] = { relayproc_url(peer) };
-	struct event		*ann, *patch, *issue;
-	char			 tags[512];
+	struct relayproc *hosts[] = { b };
+	const char	 *relays[] = { relayproc_url(peer) };
+	struct event	 *ann, *patch, *issue;
+	char		  tags[512];
 
 	tuser_coord(KEYS, 1, "found", coord1, sizeof(coord1));
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
-	    "\"fix\"]]", coord1);
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"%s\"],[\"subject\","
+	    "\"fix\"]]",
+	    coord1);
 	patch = ev(2, t_first, 1617, tags, "diff --git a/x b/x\n");
-	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\","
-	    "\"bug\"]]", coord1);
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"%s\"],[\"subject\","
+	    "\"bug\"]]",
+	    coord1);
 	issue = ev(3, t_first + 1, 1621, tags, "an issue");
 	T_ASSERT(patch != NULL && issue != NULL);
 	T_ASSERT(seed_peer(patch) == 0);
@@ -504,16 +520,15 @@ discovery_without_bootstrap_pulls_patch_and_issue(void)
 static void
 maintainer_announcement_is_fetched_again_after_the_owners(void)
 {
-	struct relayproc	*hosts[] = { b };
-	const char		*relays[] = { relayproc_url(peer) };
-	struct event		*mann, *oann;
-	char			 mhex[65], f[300];
+	struct relayproc *hosts[] = { b };
+	const char	 *relays[] = { relayproc_url(peer) };
+	struct event	 *mann, *oann;
+	char		  mhex[65], f[300];
 
 	/* The maintainer's names neither B nor its clone: refused on B,
 	 * which sees it live on the peer (layer 1). */
 	tuser_hex(KEYS, 11, mhex);
-	mann = announcement(11, "team", t_first + 5, NULL, 0, relays, 1,
-	    NULL);
+	mann = announcement(11, "team", t_first + 5, NULL, 0, relays, 1, NULL);
 	T_ASSERT(mann != NULL);
 	T_ASSERT(seed_peer(mann) == 0);
 	usleep(1000000);
@@ -532,14 +547,14 @@ maintainer_announcement_is_fetched_again_after_the_owners(void)
 static void
 short_outage_catches_up_from_before_the_disconnect(void)
 {
-	struct relayproc	*hosts[] = { b };
-	const char		*relays[] = { relayproc_url(peer) };
-	char			 tags[300], coord[200];
-	struct event		*late, *ann, *during;
-	cJSON			*log;
-	int64_t			 t0, t1;
-	int			 inr, nos;
-	size_t			 i;
+	struct relayproc *hosts[] = { b };
+	const char	 *relays[] = { relayproc_url(peer) };
+	char		  tags[300], coord[200];
+	struct event	 *late, *ann, *during;
+	cJSON		 *log;
+	int64_t		  t0, t1;
+	int		  inr, nos;
+	size_t		  i;
 
 	T_ASSERT(wait_sync_quiet(b, relayproc_url(peer)) == 0);
 	t0 = time(NULL);
@@ -552,7 +567,8 @@ short_outage_catches_up_from_before_the_disconnect(void)
 	T_ASSERT(seed_on_later(ann) == 0);
 	tuser_coord(KEYS, 12, "during", coord, sizeof(coord));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
-	during = ev(13, t_first + 2, 1621, tags, "issue of a repository "
+	during = ev(13, t_first + 2, 1621, tags,
+	    "issue of a repository "
 	    "released during the outage");
 	T_ASSERT(during != NULL && seed_on_later(during) == 0);
 	sleep(2);
@@ -590,7 +606,7 @@ short_outage_catches_up_from_before_the_disconnect(void)
 static void
 long_outage_resyncs_everything(void)
 {
-	cJSON	*log;
+	cJSON *log;
 
 	T_ASSERT(wait_sync_quiet(b, relayproc_url(peer)) == 0);
 	relayproc_stop(peer);
@@ -605,12 +621,12 @@ long_outage_resyncs_everything(void)
 static void
 rate_limited_peer_is_left_alone_for_the_cooldown(void)
 {
-	struct event	*root, *comment, *during;
-	cJSON		*log, *reqs, *r, *show, *c;
-	char		 tags[300];
-	double		 conn, first = -1, at, last_burst;
-	int64_t		 t_sw;
-	int		 n0, i, n, early = 0, later = 0, total = 0;
+	struct event *root, *comment, *during;
+	cJSON	     *log, *reqs, *r, *show, *c;
+	char	      tags[300];
+	double	      conn, first = -1, at, last_burst;
+	int64_t	      t_sw;
+	int	      n0, i, n, early = 0, later = 0, total = 0;
 
 	T_ASSERT(wait_sync_quiet(b, relayproc_url(peer)) == 0);
 	T_ASSERT((log = peerctl_log(peer)) != NULL);
@@ -653,8 +669,8 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 		total++;
 		/* A REQ either rides with the burst that met the limit,
 		 * or comes after the cooldown. */
-		if (at > last_burst + BURST_MS && at < last_burst + COOL_MS -
-		    10) {
+		if (at > last_burst + BURST_MS &&
+		    at < last_burst + COOL_MS - 10) {
 			printf("# REQ %.0f ms after the burst at %.0f ms\n",
 			    at - last_burst, last_burst - first);
 			early++;
@@ -688,14 +704,14 @@ rate_limited_peer_is_left_alone_for_the_cooldown(void)
 static void
 unreachable_relay_backs_off_and_is_reported(void)
 {
-	struct relayproc	*hosts[] = { b };
-	char			 dead[64], line[128];
-	const char		*relays[] = { dead };
-	struct event		*ann;
-	cJSON			*show, *c;
-	char			*h = NULL, *body = NULL, *p;
-	int64_t			 deadline;
-	int			 port, status, seen = 0, metric = 0;
+	struct relayproc *hosts[] = { b };
+	char		  dead[64], line[128];
+	const char	 *relays[] = { dead };
+	struct event	 *ann;
+	cJSON		 *show, *c;
+	char		 *h = NULL, *body = NULL, *p;
+	int64_t		  deadline;
+	int		  port, status, seen = 0, metric = 0;
 
 	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
 	snprintf(dead, sizeof(dead), "ws://127.0.0.1:%d", port);
@@ -706,21 +722,26 @@ unreachable_relay_backs_off_and_is_reported(void)
 	while (!(seen && metric) && wsc_now_ms() < deadline) {
 		show = ctl_json(b, "show syncd");
 		c = ctl_by_relay(ctl_view_list(show, "connections"), dead);
-		if (c != NULL && strcmp(cJSON_GetStringValue(
-		    cJSON_GetObjectItem(c, "state")) ?: "", "backoff") == 0 &&
+		if (c != NULL &&
+		    strcmp(
+			cJSON_GetStringValue(cJSON_GetObjectItem(c, "state")) ?:
+			    "",
+			"backoff") == 0 &&
 		    ctl_num(c, "failures") >= 1 && ctl_num(c, "until") > 0 &&
 		    ctl_by_relay(ctl_view_list(show, "relays"), dead))
 			seen = 1;
 		cJSON_Delete(show);
-		if (http_get(relayproc_host(b), relayproc_port(b),
-		    "/metrics", NULL, TMO, &status, &h, &body) == 0 &&
+		if (http_get(relayproc_host(b), relayproc_port(b), "/metrics",
+			NULL, TMO, &status, &h, &body) == 0 &&
 		    status == 200) {
-			snprintf(line, sizeof(line), "graspd_conn_relays{role="
+			snprintf(line, sizeof(line),
+			    "graspd_conn_relays{role="
 			    "\"syncd\",state=\"backoff\"} ");
 			if ((p = strstr(body, line)) != NULL &&
 			    atoi(p + strlen(line)) >= 1 &&
-			    strstr(body, "graspd_conn_relays{role=\"syncd\","
-			    "state=\"connected\"} ") != NULL)
+			    strstr(body,
+				"graspd_conn_relays{role=\"syncd\","
+				"state=\"connected\"} ") != NULL)
 				metric = 1;
 		}
 		free(h);
@@ -736,17 +757,17 @@ unreachable_relay_backs_off_and_is_reported(void)
 static void
 hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 {
-	struct relayproc	*hosts[] = { b };
-	char			 hurl[64], tags[300], f[300];
-	const char		*relays[2] = { relayproc_url(peer), hurl };
-	struct event		*ann, *both, *forged, *live;
-	struct event		*on_h[2];
-	char			 coord[200];
-	cJSON			*log, *show, *c;
-	long			 rpid, rrest, spid, srest, r2, s2;
-	long			 rrest2, srest2;
-	int64_t			 deadline;
-	int			 nreq, n, seen, last;
+	struct relayproc *hosts[] = { b };
+	char		  hurl[64], tags[300], f[300];
+	const char	 *relays[2] = { relayproc_url(peer), hurl };
+	struct event	 *ann, *both, *forged, *live;
+	struct event	 *on_h[2];
+	char		  coord[200];
+	cJSON		 *log, *show, *c;
+	long		  rpid, rrest, spid, srest, r2, s2;
+	long		  rrest2, srest2;
+	int64_t		  deadline;
+	int		  nreq, n, seen, last;
 
 	rpid = role_pid(b, "relayd", &rrest);
 	spid = role_pid(b, "syncd", &srest);
@@ -765,12 +786,12 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	on_h[0] = both;
 	on_h[1] = forged;
 	T_ASSERT(peerctl_seed(hostile, on_h, 2) == 0);
-	T_ASSERT(peerctl_config(hostile, "{\"forge\":true,\"flood\":20,"
-	    "\"garbage\":true}") == 0);
+	T_ASSERT(peerctl_config(hostile,
+		     "{\"forge\":true,\"flood\":20,"
+		     "\"garbage\":true}") == 0);
 	T_ASSERT(seed_peer(both) == 0);
 
-	ann = announcement(30, "besieged", t_first, hosts, 1, relays, 2,
-	    NULL);
+	ann = announcement(30, "besieged", t_first, hosts, 1, relays, 2, NULL);
 	T_ASSERT(host_on_b(ann, 30, "besieged") == 0);
 	T_ASSERT(seed_peer(ann) == 0);
 	T_EQ_INT(client_wait_id(b, both, 15), 1);
@@ -788,7 +809,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	T_EQ_INT(client_wait_id(b, live, 10), 1);
 	/* Let the hostile relay answer a few more REQs. */
 	deadline = wsc_now_ms() + 10000;
-	for (n = nreq; n < nreq + 2 && wsc_now_ms() < deadline; ) {
+	for (n = nreq; n < nreq + 2 && wsc_now_ms() < deadline;) {
 		usleep(200000);
 		if ((log = peerctl_log(hostile)) == NULL)
 			break;
@@ -799,7 +820,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	/* syncd saw all of it: garbage, unasked and forged events, links
 	 * dropped. */
 	deadline = wsc_now_ms() + 20000;
-	for (seen = 0, last = 0; !seen && !last; ) {
+	for (seen = 0, last = 0; !seen && !last;) {
 		/* The last look comes after the deadline, and says why. */
 		last = wsc_now_ms() >= deadline;
 		show = ctl_json(b, "show syncd");
@@ -809,7 +830,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 		    ctl_num(c, "failures_total") >= 1;
 		if (seen || last)
 			printf("# hostile relay: %.0f malformed, %.0f unasked, "
-			    "%.0f events passed to relayd, %.0f failures\n",
+			       "%.0f events passed to relayd, %.0f failures\n",
 			    ctl_num(c, "malformed"), ctl_num(c, "stray"),
 			    ctl_num(c, "events"), ctl_num(c, "failures_total"));
 		cJSON_Delete(show);
@@ -844,9 +865,9 @@ cmp_id(const void *p, const void *q)
 static char *
 id_set(struct relayproc *rp, const char *filters, int *n)
 {
-	struct buf	 set = BUF_INIT;
-	char		**evl, (*ids)[65];
-	size_t		 k, i;
+	struct buf set = BUF_INIT;
+	char	 **evl, (*ids)[65];
+	size_t	   k, i;
 
 	*n = -1;
 	if ((evl = query(rp, filters, &k)) == NULL)
@@ -854,9 +875,9 @@ id_set(struct relayproc *rp, const char *filters, int *n)
 	if ((ids = calloc(k + 1, sizeof(*ids))) == NULL)
 		abort();
 	for (i = 0; i < k; i++) {
-		cJSON *j = cJSON_Parse(evl[i]);
-		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(j,
-		    "id"));
+		cJSON	   *j = cJSON_Parse(evl[i]);
+		const char *id =
+		    cJSON_GetStringValue(cJSON_GetObjectItem(j, "id"));
 
 		snprintf(ids[i], sizeof(ids[i]), "%s", id ? id : "?");
 		cJSON_Delete(j);
@@ -876,13 +897,15 @@ static int
 push_same(struct relayproc *rp, int owner, const char *d, const char *dir,
     const char *oid)
 {
-	struct event	*st;
-	char		 tags[300], url[512], *out = NULL;
-	uint8_t		 sk[32], pk[32];
-	int		 rc;
+	struct event *st;
+	char	      tags[300], url[512], *out = NULL;
+	uint8_t	      sk[32], pk[32];
+	int	      rc;
 
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"refs/heads/main\","
-	    "\"%s\"],[\"HEAD\",\"ref: refs/heads/main\"]]", d, oid);
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"%s\"],[\"refs/heads/main\","
+	    "\"%s\"],[\"HEAD\",\"ref: refs/heads/main\"]]",
+	    d, oid);
 	if ((st = ev(owner, time(NULL), 30618, tags, "")) == NULL ||
 	    publish(rp, st) == -1)
 		return -1;
@@ -899,12 +922,12 @@ push_same(struct relayproc *rp, int owner, const char *d, const char *dir,
 static void
 two_instances_listing_each_other_converge(void)
 {
-	struct relayproc	*hosts[2];
-	struct event		*ann, *ib, *iy, *cb, *cy;
-	char			 dir[512], oid[41], coord[200], tags[300];
-	char			 f[1000], *sb = NULL, *sy = NULL;
-	int64_t			 deadline;
-	int			 nb = -1, ny = -1;
+	struct relayproc *hosts[2];
+	struct event	 *ann, *ib, *iy, *cb, *cy;
+	char		  dir[512], oid[41], coord[200], tags[300];
+	char		  f[1000], *sb = NULL, *sy = NULL;
+	int64_t		  deadline;
+	int		  nb = -1, ny = -1;
 
 	T_ASSERT((y = relayproc_start("graspd", graspd_env)) != NULL);
 	hosts[0] = b;
@@ -940,7 +963,8 @@ two_instances_listing_each_other_converge(void)
 
 	/* One set on both: announcement, state, two issues, two
 	 * comments. */
-	snprintf(f, sizeof(f), "[{\"kinds\":[30617,30618],\"#d\":"
+	snprintf(f, sizeof(f),
+	    "[{\"kinds\":[30617,30618],\"#d\":"
 	    "[\"mutual\"]},{\"#a\":[\"%s\"]},{\"#E\":[\"%s\",\"%s\"]}]",
 	    coord, ib->id_hex, iy->id_hex);
 	deadline = wsc_now_ms() + 15000;
@@ -969,12 +993,12 @@ sync_recovery_setup(void)
 {
 	t_first = time(NULL) - 7200;
 	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-syncrec",
-	    "sync_recovery_setup") == -1)
+		"sync_recovery_setup") == -1)
 		return 1;
 	if ((peer = relayproc_start_peer(NULL)) == NULL ||
 	    (b = relayproc_start("graspd", graspd_env)) == NULL) {
 		printf("not ok - sync_recovery_setup: peer or graspd did not "
-		    "start\n");
+		       "start\n");
 		relayproc_free(peer);
 		tdir_remove(tmpdir);
 		return 1;
@@ -985,7 +1009,7 @@ sync_recovery_setup(void)
 static void
 sync_recovery_cleanup(void)
 {
-	struct relayproc	*rps[] = { y, hostile, b, peer };
+	struct relayproc *rps[] = { y, hostile, b, peer };
 
 	if (t_fail)
 		relayproc_dump_log(b, 60);

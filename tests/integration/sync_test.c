@@ -27,12 +27,12 @@
 #include "wsclient.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
-#define KEYS		0x55
+#define KEYS 0x55
 
-#define TMO		5000
-#define NISSUES		45
+#define TMO	5000
+#define NISSUES 45
 
-static struct relayproc	*peer, *b;
+static struct relayproc *peer, *b;
 static char		 peer_url[128];
 static char		 coord[200];
 static uint8_t		 owner_sk[32];
@@ -47,24 +47,26 @@ ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 static void
 test_bootstrap_announcement_is_released_and_history_synced(void)
 {
-	struct event	*ann, *foreign, *issues[NISSUES], *c1, *c2, *c3, *r1;
-	struct event	*all[6];
-	struct wsc	*ws;
-	char		 npub[NIP19_KEY_BUFSZ], tags[1024], f[800], dir[512];
-	uint8_t		 pk[32];
-	int		 i, n;
-	int64_t		 t = time(NULL) - 3600;
+	struct event *ann, *foreign, *issues[NISSUES], *c1, *c2, *c3, *r1;
+	struct event *all[6];
+	struct wsc   *ws;
+	char	      npub[NIP19_KEY_BUFSZ], tags[1024], f[800], dir[512];
+	uint8_t	      pk[32];
+	int	      i, n;
+	int64_t	      t = time(NULL) - 3600;
 
 	tuser_sk(KEYS, 1, owner_sk);
 	event_pubkey_of(owner_sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
-	snprintf(tags, sizeof(tags), "[[\"d\",\"synced\"],[\"clone\",\"http://"
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"synced\"],[\"clone\",\"http://"
 	    "%s/%s/synced.git\"],[\"relays\",\"ws://%s\",\"%s\"]]",
 	    relayproc_domain(b), npub, relayproc_domain(b), peer_url);
 	ann = ev(1, t, 30617, tags, "");
 	snprintf(coord, sizeof(coord), "30617:%s:synced", ann->pubkey_hex);
 	/* Lists only the peer: B must not take it. */
-	snprintf(tags, sizeof(tags), "[[\"d\",\"foreign\"],[\"clone\","
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"foreign\"],[\"clone\","
 	    "\"http://elsewhere.example/x.git\"],[\"relays\",\"%s\"]]",
 	    peer_url);
 	foreign = ev(2, t, 30617, tags, "");
@@ -86,7 +88,7 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	snprintf(tags, sizeof(tags), "[[\"q\",\"%s\"]]", issues[6]->id_hex);
 	c3 = ev(5, t + 102, 1, tags, "quote q");
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", c1->id_hex);
-	r1 = ev(6, t + 103, 7, tags, "+");	/* only its parent */
+	r1 = ev(6, t + 103, 7, tags, "+"); /* only its parent */
 
 	all[0] = ann;
 	all[1] = foreign;
@@ -105,8 +107,8 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	for (i = 0; i < 50; i++) {
 		usleep(200000);
 		snprintf(dir, sizeof(dir), "%s/repo%d", tmpdir, i);
-		if (gt_release(ws, owner_sk, relayproc_domain(b), "synced",
-		    dir, NULL) == 0)
+		if (gt_release(ws, owner_sk, relayproc_domain(b), "synced", dir,
+			NULL) == 0)
 			break;
 	}
 	T_ASSERT(i < 50);
@@ -114,8 +116,10 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	T_EQ_INT(client_wait_id(b, ann, 10), 1);
 
 	/* Layer 2 through the capped peer: every issue, none twice. */
-	snprintf(f, sizeof(f), "[{\"#a\":[\"%s\"]},{\"#A\":[\"%s\"]},"
-	    "{\"#q\":[\"%s\"]}]", coord, coord, coord);
+	snprintf(f, sizeof(f),
+	    "[{\"#a\":[\"%s\"]},{\"#A\":[\"%s\"]},"
+	    "{\"#q\":[\"%s\"]}]",
+	    coord, coord, coord);
 	n = client_wait_count(b, f, NISSUES, 20);
 	T_EQ_INT(n, NISSUES);
 	/* Layer 3: comment, reply, quote, and the reaction that names only
@@ -139,8 +143,8 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 static void
 test_live_layers_and_comment_before_issue(void)
 {
-	struct event	*issue, *comment, *late_issue, *early, *evs[4];
-	char		 tags[512], f[256];
+	struct event *issue, *comment, *late_issue, *early, *evs[4];
+	char	      tags[512], f[256];
 
 	T_ASSERT(peerctl_config(peer, "{\"max_results\":0}") == 0);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", coord);
@@ -173,15 +177,15 @@ test_live_layers_and_comment_before_issue(void)
 static void
 test_peer_saw_packed_filters_under_the_cap(void)
 {
-	char		*log = peerctl_log_text(peer);
-	const char	*p;
-	int		 maxsubs = -1;
+	char	   *log = peerctl_log_text(peer);
+	const char *p;
+	int	    maxsubs = -1;
 
 	T_ASSERT(log != NULL);
 	T_CHECK(strstr(log, "\"#a\"") != NULL);
 	T_CHECK(strstr(log, "\"#E\"") != NULL);
 	T_CHECK(strstr(log, "\"#d\"") != NULL);
-	T_CHECK(strstr(log, "\"until\"") != NULL);	/* it paginated */
+	T_CHECK(strstr(log, "\"until\"") != NULL); /* it paginated */
 	if ((p = strstr(log, "\"max_concurrent_subs\":")) != NULL)
 		maxsubs = atoi(p + 22);
 	T_CHECK(maxsubs > 0 && maxsubs <= 10);
@@ -191,18 +195,18 @@ test_peer_saw_packed_filters_under_the_cap(void)
 int
 main(void)
 {
-	struct relayproc	**peers[] = { &peer };
-	const char		*keys[] = { "NGIT_SYNC_BOOTSTRAP_RELAY_URL" };
+	struct relayproc **peers[] = { &peer };
+	const char	  *keys[] = { "NGIT_SYNC_BOOTSTRAP_RELAY_URL" };
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-sync",
-	    "sync_setup") == -1 || tint_peers_start(peers, TINT_N(peers),
-	    "sync_setup") == -1)
+	if (tint_home(tmpdir, sizeof(tmpdir), "graspd-sync", "sync_setup") ==
+		-1 ||
+	    tint_peers_start(peers, TINT_N(peers), "sync_setup") == -1)
 		return 1;
 	snprintf(peer_url, sizeof(peer_url), "ws://127.0.0.1:%d",
 	    relayproc_port(peer));
-	if ((b = tint_sync_graspd(keys, &peer, 1, NULL,
-	    "sync_setup")) == NULL) {
+	if ((b = tint_sync_graspd(keys, &peer, 1, NULL, "sync_setup")) ==
+	    NULL) {
 		relayproc_free(peer);
 		return 1;
 	}

@@ -33,14 +33,14 @@
 #include "tdir.h"
 #include "wsclient.h"
 
-#define TMO	10000
-#define PUB	"git.web.example"
-#define EVIL	"<script>alert(1)</script>"
-#define CHROMIUM "/usr/bin/chromium"
+#define TMO		 10000
+#define PUB		 "git.web.example"
+#define EVIL		 "<script>alert(1)</script>"
+#define CHROMIUM	 "/usr/bin/chromium"
 /* How long one chromium run may take, in seconds. */
 #define CHROMIUM_TIMEOUT "60"
 
-static struct relayproc	*rp;
+static struct relayproc *rp;
 static char		 tmp[256];
 static char		 oid_plain[41], oid_evil[41];
 static char		 issue_open[65];
@@ -57,7 +57,7 @@ key(int n, uint8_t sk[32], uint8_t pk[32])
 static void
 npub_of(int n, char out[NIP19_MAX_LEN + 1])
 {
-	uint8_t	sk[32], pk[32];
+	uint8_t sk[32], pk[32];
 
 	key(n, sk, pk);
 	nip19_encode("npub", pk, out, NIP19_MAX_LEN + 1);
@@ -93,10 +93,10 @@ path_esc(struct buf *b, const char *d)
 static struct event *
 announcement(int n, const char *d, const char *name, const char *desc)
 {
-	struct buf	 b = BUF_INIT;
-	struct event	*ev;
-	uint8_t		 sk[32], pk[32], msk[32], mpk[32];
-	char		 npub[NIP19_MAX_LEN + 1], mhex[65];
+	struct buf    b = BUF_INIT;
+	struct event *ev;
+	uint8_t	      sk[32], pk[32], msk[32], mpk[32];
+	char	      npub[NIP19_MAX_LEN + 1], mhex[65];
 
 	key(n, sk, pk);
 	key(9, msk, mpk);
@@ -110,8 +110,10 @@ announcement(int n, const char *d, const char *name, const char *desc)
 	buf_add_jstr(&b, desc, strlen(desc));
 	buf_printf(&b, "],[\"clone\",\"https://" PUB "/%s/", npub);
 	path_esc(&b, d);
-	buf_printf(&b, ".git\"],[\"relays\",\"wss://" PUB "\"],"
-	    "[\"maintainers\",\"%s\"]]", mhex);
+	buf_printf(&b,
+	    ".git\"],[\"relays\",\"wss://" PUB "\"],"
+	    "[\"maintainers\",\"%s\"]]",
+	    mhex);
 	ev = event_new_signed(sk, time(NULL), 30617, b.b_data, "");
 	buf_free(&b);
 	return ev;
@@ -126,10 +128,10 @@ static int
 release(struct wsc *ws, int n, const char *d, const char *name,
     const char *desc, const char *readme, const char *msg, char oid[41])
 {
-	struct buf	 url = BUF_INIT;
-	uint8_t		 sk[32], pk[32];
-	char		 dir[512], npub[NIP19_MAX_LEN + 1], m[256], *out = NULL;
-	int		 rc = -1;
+	struct buf url = BUF_INIT;
+	uint8_t	   sk[32], pk[32];
+	char	   dir[512], npub[NIP19_MAX_LEN + 1], m[256], *out = NULL;
+	int	   rc = -1;
 
 	key(n, sk, pk);
 	npub_of(n, npub);
@@ -165,11 +167,11 @@ static int
 issue(struct wsc *ws, int n, int o, const char *d, const char *subject,
     int ahead, char id[65])
 {
-	struct buf	 b = BUF_INIT;
-	struct event	*ev;
-	uint8_t		 sk[32], pk[32], osk[32], opk[32];
-	char		 ohex[65];
-	int		 ok;
+	struct buf    b = BUF_INIT;
+	struct event *ev;
+	uint8_t	      sk[32], pk[32], osk[32], opk[32];
+	char	      ohex[65];
+	int	      ok;
 
 	key(n, sk, pk);
 	key(o, osk, opk);
@@ -193,24 +195,27 @@ issue(struct wsc *ws, int n, int o, const char *d, const char *subject,
 static int
 status(struct wsc *ws, int o, const char *id, uint32_t kind)
 {
-	uint8_t	sk[32], pk[32];
+	uint8_t sk[32], pk[32];
 	char	tags[128];
 
 	key(o, sk, pk);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", id);
-	return pub(ws, event_new_signed(sk, time(NULL), kind, tags, EVIL),
-	    NULL, 0) == 1 ? 0 : -1;
+	return pub(ws, event_new_signed(sk, time(NULL), kind, tags, EVIL), NULL,
+		   0) == 1 ?
+	    0 :
+	    -1;
 }
 
 /* GET path: the body, or NULL when the status is not want. */
 static char *
 get(const char *path, int want, char **headers)
 {
-	char	*body = NULL;
-	int	 st = 0;
+	char *body = NULL;
+	int   st = 0;
 
 	if (http_get(relayproc_host(rp), relayproc_port(rp), path, NULL, TMO,
-	    &st, headers, &body) == -1 || st != want) {
+		&st, headers, &body) == -1 ||
+	    st != want) {
 		printf("# GET %s: status %d\n", path, st);
 		free(body);
 		return NULL;
@@ -221,8 +226,8 @@ get(const char *path, int want, char **headers)
 static char *
 repo_path(int n, const char *d)
 {
-	struct buf	b = BUF_INIT;
-	char		npub[NIP19_MAX_LEN + 1];
+	struct buf b = BUF_INIT;
+	char	   npub[NIP19_MAX_LEN + 1];
 
 	npub_of(n, npub);
 	buf_printf(&b, "/%s/", npub);
@@ -244,7 +249,7 @@ has_script(const char *s)
 static int
 count(const char *s, const char *what)
 {
-	int	n = 0;
+	int n = 0;
 
 	while (s != NULL && (s = strstr(s, what)) != NULL) {
 		n++;
@@ -256,24 +261,28 @@ count(const char *s, const char *what)
 static void
 announcement_listing_public_url_is_accepted(void)
 {
-	struct wsc	*ws = conn();
-	struct event	*ev;
-	char		 m[256];
-	uint8_t		 sk[32], pk[32];
-	int		 rc;
+	struct wsc   *ws = conn();
+	struct event *ev;
+	char	      m[256];
+	uint8_t	      sk[32], pk[32];
+	int	      rc;
 
 	T_ASSERT(ws != NULL);
-	rc = release(ws, 1, "plain", "Plain project", "A project that "
-	    "works", "# Plain\n\nHello from the README.\n\n"
+	rc = release(ws, 1, "plain", "Plain project",
+	    "A project that "
+	    "works",
+	    "# Plain\n\nHello from the README.\n\n"
 	    "![logo](https://img.example/logo.png) [x](javascript:alert(1))\n"
-	    "<iframe src=\"https://img.example/\"></iframe>\n", "first commit",
-	    oid_plain);
+	    "<iframe src=\"https://img.example/\"></iframe>\n",
+	    "first commit", oid_plain);
 	T_EQ_INT(rc, 0);
 	/* A URL naming neither the domain nor the public URL is not ours. */
 	key(3, sk, pk);
-	ev = event_new_signed(sk, time(NULL), 30617, "[[\"d\",\"other\"],"
+	ev = event_new_signed(sk, time(NULL), 30617,
+	    "[[\"d\",\"other\"],"
 	    "[\"clone\",\"https://elsewhere.example/x/other.git\"],"
-	    "[\"relays\",\"wss://elsewhere.example\"]]", "");
+	    "[\"relays\",\"wss://elsewhere.example\"]]",
+	    "");
 	T_EQ_INT(pub(ws, ev, m, sizeof(m)), 0);
 	T_CHECK(strncmp(m, "blocked:", 8) == 0);
 	wsc_close(ws);
@@ -282,30 +291,36 @@ announcement_listing_public_url_is_accepted(void)
 static void
 setup_more(void)
 {
-	struct wsc	*ws = conn();
-	uint8_t		 sk[32], pk[32];
-	char		 closed[65], content[512], oid[41];
+	struct wsc *ws = conn();
+	uint8_t	    sk[32], pk[32];
+	char	    closed[65], content[512], oid[41];
 
 	T_ASSERT(ws != NULL);
 	setenv("GIT_AUTHOR_NAME", "<script>z</script>", 1);
-	T_EQ_INT(release(ws, 2, "x<script>y", EVIL, EVIL, EVIL "\n" EVIL,
-	    EVIL, oid_evil), 0);
+	T_EQ_INT(release(ws, 2, "x<script>y", EVIL, EVIL, EVIL "\n" EVIL, EVIL,
+		     oid_evil),
+	    0);
 	setenv("GIT_AUTHOR_NAME", "graspd test", 1);
-	T_EQ_INT(release(ws, 4, "third", "Third", "", "three", "third commit",
-	    oid), 0);
+	T_EQ_INT(
+	    release(ws, 4, "third", "Third", "", "three", "third commit", oid),
+	    0);
 	/* Profiles: the owners are eligible identity authors now. */
 	key(1, sk, pk);
-	T_EQ_INT(pub(ws, event_new_signed(sk, time(NULL), 0, "[]",
-	    "{\"name\":\"Alice Plain\"}"), NULL, 0), 1);
+	T_EQ_INT(pub(ws,
+		     event_new_signed(sk, time(NULL), 0, "[]",
+			 "{\"name\":\"Alice Plain\"}"),
+		     NULL, 0),
+	    1);
 	key(2, sk, pk);
-	snprintf(content, sizeof(content), "{\"name\":\"%s\","
-	    "\"display_name\":\"%s\"}", "<script>x<\\/script>",
-	    "<script>y<\\/script>");
+	snprintf(content, sizeof(content),
+	    "{\"name\":\"%s\","
+	    "\"display_name\":\"%s\"}",
+	    "<script>x<\\/script>", "<script>y<\\/script>");
 	T_EQ_INT(pub(ws, event_new_signed(sk, time(NULL), 0, "[]", content),
-	    NULL, 0), 1);
+		     NULL, 0),
+	    1);
 	/* plain: one open issue, one closed; evil: one open. */
-	T_EQ_INT(issue(ws, 5, 1, "plain", "Crash on start", 60, issue_open),
-	    0);
+	T_EQ_INT(issue(ws, 5, 1, "plain", "Crash on start", 60, issue_open), 0);
 	T_EQ_INT(issue(ws, 5, 1, "plain", "Old bug", 50, closed), 0);
 	T_EQ_INT(status(ws, 1, closed, KIND_STATUS_CLOSED), 0);
 	/* Closed by someone who is neither its author nor a maintainer. */
@@ -313,11 +328,15 @@ setup_more(void)
 	T_EQ_INT(status(ws, 7, closed, KIND_STATUS_CLOSED), 0);
 	/* A maintainer's state, newer than the owner's, names a branch. */
 	key(9, sk, pk);
-	snprintf(content, sizeof(content), "[[\"d\",\"plain\"],"
+	snprintf(content, sizeof(content),
+	    "[[\"d\",\"plain\"],"
 	    "[\"refs/heads/main\",\"%s\"],[\"refs/heads/next\",\"%s\"],"
-	    "[\"HEAD\",\"ref: refs/heads/main\"]]", oid_plain, oid_plain);
-	T_EQ_INT(pub(ws, event_new_signed(sk, time(NULL) + 5, 30618, content,
-	    ""), NULL, 0), 1);
+	    "[\"HEAD\",\"ref: refs/heads/main\"]]",
+	    oid_plain, oid_plain);
+	T_EQ_INT(pub(ws,
+		     event_new_signed(sk, time(NULL) + 5, 30618, content, ""),
+		     NULL, 0),
+	    1);
 	T_EQ_INT(issue(ws, 6, 2, "x<script>y", EVIL, 30, closed), 0);
 	wsc_close(ws);
 }
@@ -325,11 +344,12 @@ setup_more(void)
 static void
 landing_lists_repositories_newest_first(void)
 {
-	char	*page, *a, *b, *c, npub[NIP19_MAX_LEN + 1];
+	char *page, *a, *b, *c, npub[NIP19_MAX_LEN + 1];
 
 	T_ASSERT((page = get("/", 200, NULL)) != NULL);
-	T_CHECK(strstr(page, "<code class=\"u\" id=\"relay\">wss://" PUB "</code>") !=
-	    NULL);
+	T_CHECK(
+	    strstr(page,
+		"<code class=\"u\" id=\"relay\">wss://" PUB "</code>") != NULL);
 	T_CHECK(strstr(page, "href=\"mailto:ops@" PUB "\"") != NULL);
 	T_CHECK(strstr(page, "GRASP-01") != NULL);
 	T_CHECK(strstr(page, "Alice Plain") != NULL);
@@ -347,15 +367,17 @@ landing_lists_repositories_newest_first(void)
 	 * Two open issues on plain: its closed one is not counted, the one a
 	 * stranger closed is.
 	 */
-	T_CHECK(a != NULL && strstr(a, "<td class=\"n\">2</td><td class="
-	    "\"n\">0</td>") != NULL);
+	T_CHECK(a != NULL &&
+	    strstr(a,
+		"<td class=\"n\">2</td><td class="
+		"\"n\">0</td>") != NULL);
 	free(page);
 }
 
 static void
 search_is_server_side(void)
 {
-	char	*page;
+	char *page;
 
 	T_ASSERT((page = get("/?q=plain", 200, NULL)) != NULL);
 	T_CHECK(strstr(page, ">Plain project<") != NULL);
@@ -387,8 +409,8 @@ search_is_server_side(void)
 static void
 repository_page_shows_clone_urls_refs_commits_readme(void)
 {
-	char	*path = repo_path(1, "plain"), *page, npub[NIP19_MAX_LEN + 1];
-	char	 want[512];
+	char *path = repo_path(1, "plain"), *page, npub[NIP19_MAX_LEN + 1];
+	char  want[512];
 
 	npub_of(1, npub);
 	T_ASSERT((page = get(path, 200, NULL)) != NULL);
@@ -398,19 +420,22 @@ repository_page_shows_clone_urls_refs_commits_readme(void)
 	snprintf(want, sizeof(want), "git clone nostr://%s/" PUB "/plain",
 	    npub);
 	T_CHECK(strstr(page, want) != NULL);
-	snprintf(want, sizeof(want), "https://gitworkshop.dev/%s/" PUB
-	    "/plain", npub);
+	snprintf(want, sizeof(want), "https://gitworkshop.dev/%s/" PUB "/plain",
+	    npub);
 	T_CHECK(strstr(page, want) != NULL);
 	T_CHECK(strstr(page, "http://127.0.0.1") == NULL);
-	snprintf(want, sizeof(want), "main <span class=\"pk\">HEAD</span>"
-	    "</td><td><code>%s</code>", oid_plain);
+	snprintf(want, sizeof(want),
+	    "main <span class=\"pk\">HEAD</span>"
+	    "</td><td><code>%s</code>",
+	    oid_plain);
 	T_CHECK(strstr(page, want) != NULL);
 	T_CHECK(strstr(page, "first commit") != NULL);
 	/* The README as Markdown: no raw HTML, nothing loaded from afar. */
 	T_CHECK(strstr(page, "<h1>Plain</h1>") != NULL);
 	T_CHECK(strstr(page, "<p>Hello from the README.</p>") != NULL);
-	T_CHECK(strstr(page, "<a href=\"https://img.example/logo.png\">logo"
-	    "</a>") != NULL);
+	T_CHECK(strstr(page,
+		    "<a href=\"https://img.example/logo.png\">logo"
+		    "</a>") != NULL);
 	T_CHECK(strstr(page, "<img src=\"http") == NULL);
 	T_CHECK(strstr(page, "<iframe") == NULL);
 	T_CHECK(strstr(page, "javascript:") == NULL);
@@ -438,13 +463,12 @@ repository_page_shows_clone_urls_refs_commits_readme(void)
 static void
 peer_text_is_escaped_everywhere(void)
 {
-	char	*path = repo_path(2, "x<script>y"), *page;
+	char *path = repo_path(2, "x<script>y"), *page;
 
 	T_ASSERT((page = get(path, 200, NULL)) != NULL);
 	T_CHECK(!has_script(page));
 	/* Each field is there, escaped: name, README, commit, author... */
-	T_CHECK(strstr(page, "&lt;script&gt;alert(1)&lt;/script&gt;") !=
-	    NULL);
+	T_CHECK(strstr(page, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL);
 	T_CHECK(strstr(page, "&lt;script&gt;y&lt;/script&gt;") != NULL);
 	/* git itself drops < and > from author names. */
 	T_CHECK(strstr(page, "scriptz/script") != NULL);
@@ -460,29 +484,30 @@ peer_text_is_escaped_everywhere(void)
 static void
 icon_and_nip11(void)
 {
-	char	*body = NULL, *h = NULL;
-	size_t	 len = 0;
-	int	 st = 0;
+	char  *body = NULL, *h = NULL;
+	size_t len = 0;
+	int    st = 0;
 
-	T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp), "GET",
-	    "/icon.png", NULL, NULL, 0, TMO, &st, &h, &body, &len) == 0);
+	T_ASSERT(
+	    http_request(relayproc_host(rp), relayproc_port(rp), "GET",
+		"/icon.png", NULL, NULL, 0, TMO, &st, &h, &body, &len) == 0);
 	T_EQ_INT(st, 200);
 	T_CHECK(len > 8 && memcmp(body, "\x89PNG\r\n\x1a\n", 8) == 0);
 	T_CHECK(strstr(h, "image/png") != NULL);
 	free(body);
 	free(h);
-	T_ASSERT(http_request(relayproc_host(rp), relayproc_port(rp), "GET",
-	    "/favicon.ico", NULL, NULL, 0, TMO, &st, &h, &body, &len) == 0);
+	T_ASSERT(
+	    http_request(relayproc_host(rp), relayproc_port(rp), "GET",
+		"/favicon.ico", NULL, NULL, 0, TMO, &st, &h, &body, &len) == 0);
 	T_EQ_INT(st, 200);
 	T_CHECK(len > 30 && memcmp(body, "\0\0\1\0\1\0", 6) == 0 &&
 	    memcmp(body + 22, "\x89PNG", 4) == 0);
 	free(body);
 	free(h);
 	T_ASSERT(http_get(relayproc_host(rp), relayproc_port(rp), "/",
-	    "Accept: application/nostr+json\r\n", TMO, &st, NULL, &body) ==
-	    0);
-	T_CHECK(strstr(body, "\"icon\":\"https://" PUB "/icon.png\"") !=
-	    NULL);
+		     "Accept: application/nostr+json\r\n", TMO, &st, NULL,
+		     &body) == 0);
+	T_CHECK(strstr(body, "\"icon\":\"https://" PUB "/icon.png\"") != NULL);
 	T_CHECK(strstr(body, "\"contact\":\"mailto:ops@" PUB "\"") != NULL);
 	free(body);
 }
@@ -495,19 +520,18 @@ icon_and_nip11(void)
 static int
 chromium(const char *flag, const char *url, const char *out, int height)
 {
-	char	 prof[300], size[64];
-	char	 udd[320];
-	char	*argv[] = { "timeout", "-k", "5", CHROMIUM_TIMEOUT, CHROMIUM,
-	    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-	    "--no-first-run", "--disable-background-networking",
-	    "--disable-component-update", "--disable-sync",
-	    "--no-proxy-server", "--hide-scrollbars",
-	    /* No name resolves: nothing but loopback can be reached. */
-	    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-	    udd, size,
-	    (char *)flag, (char *)url, NULL };
-	pid_t	 pid;
-	int	 st, fd;
+	char  prof[300], size[64];
+	char  udd[320];
+	char *argv[] = { "timeout", "-k", "5", CHROMIUM_TIMEOUT, CHROMIUM,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync",
+		"--no-proxy-server", "--hide-scrollbars",
+		/* No name resolves: nothing but loopback can be reached. */
+		"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+		udd, size, (char *)flag, (char *)url, NULL };
+	pid_t pid;
+	int   st, fd;
 
 	snprintf(size, sizeof(size), "--window-size=1100,%d", height);
 	snprintf(prof, sizeof(prof), "%s/chromium-profile", tmp);
@@ -515,8 +539,8 @@ chromium(const char *flag, const char *url, const char *out, int height)
 	if ((pid = fork()) == -1)
 		return -1;
 	if (pid == 0) {
-		fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT |
-		    O_TRUNC, 0644);
+		fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC,
+		    0644);
 		if (fd != -1)
 			dup2(fd, 1);
 		if ((fd = open("/dev/null", O_WRONLY)) != -1)
@@ -533,7 +557,7 @@ chromium(const char *flag, const char *url, const char *out, int height)
 static int
 screenshot(const char *path, const char *name, int height)
 {
-	char	 url[512], file[400], cmd[1200];
+	char	    url[512], file[400], cmd[1200];
 	const char *dir = getenv("GRASPD_SCREENSHOT_DIR");
 
 	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), path);
@@ -553,12 +577,13 @@ screenshot(const char *path, const char *name, int height)
 static void
 browser_renders_the_pages(void)
 {
-	char	 url[512], file[400], *dom, *path = repo_path(1, "plain");
-	char	 want[300], npub[NIP19_MAX_LEN + 1];
+	char url[512], file[400], *dom, *path = repo_path(1, "plain");
+	char want[300], npub[NIP19_MAX_LEN + 1];
 
 	if (access(CHROMIUM, X_OK) != 0) {
-		t_fail_at(__FILE__, __LINE__, CHROMIUM " is not installed "
-		    "(sh scripts/deps.sh --test)");
+		t_fail_at(__FILE__, __LINE__,
+		    CHROMIUM " is not installed "
+			     "(sh scripts/deps.sh --test)");
 		free(path);
 		return;
 	}
@@ -576,8 +601,8 @@ browser_renders_the_pages(void)
 	T_ASSERT(chromium("--dump-dom", url, file, 900) == 0);
 	T_ASSERT((dom = t_slurp(file, NULL)) != NULL);
 	npub_of(1, npub);
-	snprintf(want, sizeof(want), "id=\"clone\">git clone https://"
-	    PUB "/%s/plain.git</code>", npub);
+	snprintf(want, sizeof(want),
+	    "id=\"clone\">git clone https://" PUB "/%s/plain.git</code>", npub);
 	T_CHECK(strstr(dom, want) != NULL);
 	T_CHECK(strstr(dom, "<h1>Plain</h1>") != NULL);
 	T_EQ_INT(count(dom, "<script"), 0);
@@ -602,11 +627,12 @@ static int
 web_setup(void)
 {
 	static const char *env[] = { "NGIT_PUBLIC_URL=https://" PUB,
-	    "NGIT_RELAY_CONTACT=mailto:ops@" PUB, "NGIT_SYNC_ENABLED=false",
-	    "NGIT_RELAY_NAME=" PUB, "NGIT_RELAY_DESCRIPTION=A GRASP server: "
-	    "git repositories and their Nostr collaboration",
-	    NULL };
-	char	home[300];
+		"NGIT_RELAY_CONTACT=mailto:ops@" PUB, "NGIT_SYNC_ENABLED=false",
+		"NGIT_RELAY_NAME=" PUB,
+		"NGIT_RELAY_DESCRIPTION=A GRASP server: "
+		"git repositories and their Nostr collaboration",
+		NULL };
+	char		   home[300];
 
 	snprintf(tmp, sizeof(tmp), "/tmp/web_test.XXXXXX");
 	if (mkdtemp(tmp) == NULL)

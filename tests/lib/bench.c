@@ -17,7 +17,7 @@
 char *
 bench_opt(int argc, char **argv, const char *name)
 {
-	int	i;
+	int i;
 
 	for (i = 0; i + 1 < argc; i++)
 		if (strcmp(argv[i], name) == 0)
@@ -28,7 +28,7 @@ bench_opt(int argc, char **argv, const char *name)
 double
 bench_now_s(void)
 {
-	struct timespec	ts;
+	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
@@ -37,8 +37,8 @@ bench_now_s(void)
 static int
 is_loopback(const struct addrinfo *ai)
 {
-	const struct sockaddr_in	*s4 = (const void *)ai->ai_addr;
-	const struct sockaddr_in6	*s6 = (const void *)ai->ai_addr;
+	const struct sockaddr_in  *s4 = (const void *)ai->ai_addr;
+	const struct sockaddr_in6 *s6 = (const void *)ai->ai_addr;
 
 	if (ai->ai_family == AF_INET)
 		return (ntohl(s4->sin_addr.s_addr) >> 24) == 127;
@@ -50,8 +50,8 @@ is_loopback(const struct addrinfo *ai)
 void
 bench_loopback_only(const char *prog, const char *host)
 {
-	struct addrinfo	 hints, *res, *ai;
-	int		 ok = 0;
+	struct addrinfo hints, *res, *ai;
+	int		ok = 0;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
@@ -61,8 +61,10 @@ bench_loopback_only(const char *prog, const char *host)
 		freeaddrinfo(res);
 	}
 	if (!ok) {
-		fprintf(stderr, "%s: %s is not a loopback address; the "
-		    "benchmark only talks to this machine\n", prog, host);
+		fprintf(stderr,
+		    "%s: %s is not a loopback address; the "
+		    "benchmark only talks to this machine\n",
+		    prog, host);
 		exit(2);
 	}
 }

@@ -6,13 +6,13 @@
 #define GRASPD_BENCH_H
 
 /* The value after the argument name in argv ("--name value"), or NULL. */
-char	*bench_opt(int argc, char **argv, const char *name);
+char  *bench_opt(int argc, char **argv, const char *name);
 /* Seconds on the monotonic clock. */
-double	 bench_now_s(void);
+double bench_now_s(void);
 /*
  * Exits with status 2, after saying why on stderr as prog, unless every
  * address host resolves to is a loopback one (127/8 or ::1).
  */
-void	 bench_loopback_only(const char *prog, const char *host);
+void   bench_loopback_only(const char *prog, const char *host);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * client.c: one-shot client calls on a relay under test (client.h).
  */
-#define _GNU_SOURCE		/* strcasestr */
+#define _GNU_SOURCE /* strcasestr */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +27,9 @@ int
 client_publish(struct relayproc *p, const struct event *e, char *msg,
     size_t msglen)
 {
-	struct wsc	*ws;
-	char		*m = NULL;
-	int		 ok = -1;
+	struct wsc *ws;
+	char	   *m = NULL;
+	int	    ok = -1;
 
 	if (msglen > 0)
 		msg[0] = '\0';
@@ -52,10 +52,9 @@ client_count(struct relayproc *p, const char *filter)
 }
 
 int
-client_wait_count(struct relayproc *p, const char *filter, int want,
-    int secs)
+client_wait_count(struct relayproc *p, const char *filter, int want, int secs)
 {
-	int	n = -1, i;
+	int n = -1, i;
 
 	for (i = 0; i < secs * 10; i++) {
 		if ((n = client_count(p, filter)) >= want)
@@ -68,7 +67,7 @@ client_wait_count(struct relayproc *p, const char *filter, int want,
 int
 client_has_id(struct relayproc *p, const struct event *e)
 {
-	char	f[128];
+	char f[128];
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
 	return client_count(p, f);
@@ -77,7 +76,7 @@ client_has_id(struct relayproc *p, const struct event *e)
 int
 client_wait_id(struct relayproc *p, const struct event *e, int secs)
 {
-	char	f[128];
+	char f[128];
 
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", e->id_hex);
 	return client_wait_count(p, f, 1, secs);
@@ -87,16 +86,17 @@ struct event *
 client_announcement(struct relayproc *p, const uint8_t sk[32], int64_t at,
     const char *d, const char *maint_hex)
 {
-	uint8_t		 pk[32];
-	char		 npub[NIP19_KEY_BUFSZ], tags[1024];
+	uint8_t pk[32];
+	char	npub[NIP19_KEY_BUFSZ], tags[1024];
 
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
-	    "%s/%s.git\"],[\"relays\",\"ws://%s\"]%s%s%s]", d,
-	    relayproc_domain(p), npub, d, relayproc_domain(p),
-	    maint_hex ? ",[\"maintainers\",\"" : "", maint_hex ? maint_hex :
-	    "", maint_hex ? "\"]" : "");
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"%s\"],[\"clone\",\"http://%s/"
+	    "%s/%s.git\"],[\"relays\",\"ws://%s\"]%s%s%s]",
+	    d, relayproc_domain(p), npub, d, relayproc_domain(p),
+	    maint_hex ? ",[\"maintainers\",\"" : "", maint_hex ? maint_hex : "",
+	    maint_hex ? "\"]" : "");
 	return event_new_signed(sk, at, 30617, tags, "");
 }
 
@@ -104,10 +104,10 @@ int
 client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
     const char *d, const char *maint_hex, const char *dir)
 {
-	char		 msg[256];
-	struct event	*ann;
-	struct wsc	*ws;
-	int		 rc = -1;
+	char	      msg[256];
+	struct event *ann;
+	struct wsc   *ws;
+	int	      rc = -1;
 
 	if ((ann = client_announcement(p, sk, at, d, maint_hex)) == NULL)
 		return -1;
@@ -129,14 +129,16 @@ done:
 void
 client_ws_accept(struct buf *b, const char *req)
 {
-	char		 accept[29], key[64];
-	const char	*k;
+	char	    accept[29], key[64];
+	const char *k;
 
 	key[0] = '\0';
 	if ((k = strcasestr(req, "Sec-WebSocket-Key:")) != NULL)
 		sscanf(k + 18, " %63[^\r\n ]", key);
 	wsc_accept_key(key, accept);
-	buf_printf(b, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
+	buf_printf(b,
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
 	    "websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s"
-	    "\r\n\r\n", accept);
+	    "\r\n\r\n",
+	    accept);
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* How long connecting, and each answer, may take. */
-#define CLIENT_TIMEOUT_MS	5000
+#define CLIENT_TIMEOUT_MS 5000
 
 struct event;
 struct relayproc;
@@ -23,23 +23,23 @@ struct wsc *client_ws(struct relayproc *);
  * could not be asked.  The OK message (or "") goes to msg (msglen bytes,
  * may be 0).
  */
-int	 client_publish(struct relayproc *, const struct event *e, char *msg,
+int	    client_publish(struct relayproc *, const struct event *e, char *msg,
 	    size_t msglen);
 /* How many stored events match the filter JSON (one REQ), or -1. */
-int	 client_count(struct relayproc *, const char *filter);
+int	    client_count(struct relayproc *, const char *filter);
 /*
  * Asks client_count() every 100 ms for at most secs until it is at least
  * want; returns the last count.
  */
-int	 client_wait_count(struct relayproc *, const char *filter, int want,
+int	    client_wait_count(struct relayproc *, const char *filter, int want,
 	    int secs);
 /* client_count() of the filter {"ids":[e's id]}: 1 if the relay has e. */
-int	 client_has_id(struct relayproc *, const struct event *e);
+int	    client_has_id(struct relayproc *, const struct event *e);
 /*
  * client_wait_count() of that filter for at most secs: 1 once the relay
  * has e, else the last count.
  */
-int	 client_wait_id(struct relayproc *, const struct event *e, int secs);
+int	    client_wait_id(struct relayproc *, const struct event *e, int secs);
 /*
  * The repository announcement (kind 30617) of d by the key sk, created
  * at at, naming the relay as clone ("http://DOMAIN/npub/d.git") and
@@ -47,7 +47,7 @@ int	 client_wait_id(struct relayproc *, const struct event *e, int secs);
  * destroys it.  NULL on failure.
  */
 struct event *client_announcement(struct relayproc *, const uint8_t sk[32],
-		    int64_t at, const char *d, const char *maint_hex);
+    int64_t at, const char *d, const char *maint_hex);
 /*
  * Publishes the repository announcement of d by the key sk, created at
  * at, naming the relay as clone ("http://DOMAIN/npub/d.git") and relay
@@ -56,8 +56,8 @@ struct event *client_announcement(struct relayproc *, const uint8_t sk[32],
  * waits until the relay returns the announcement.  Returns 0 once it
  * does, -1 otherwise (a refusal's message printed as a "# " line).
  */
-int	 client_host_repo(struct relayproc *, const uint8_t sk[32], int64_t at,
-	    const char *d, const char *maint_hex, const char *dir);
+int client_host_repo(struct relayproc *, const uint8_t sk[32], int64_t at,
+    const char *d, const char *maint_hex, const char *dir);
 
 struct buf;
 /*
@@ -66,6 +66,6 @@ struct buf;
  * string), its Sec-WebSocket-Accept from req's Sec-WebSocket-Key (an
  * empty key when req has none).
  */
-void	 client_ws_accept(struct buf *b, const char *req);
+void client_ws_accept(struct buf *b, const char *req);
 
 #endif

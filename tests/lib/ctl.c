@@ -19,16 +19,16 @@
 #include "wsclient.h"
 
 /* Ours: how long a /metrics request may take. */
-#define CTL_HTTP_TIMEOUT_MS	5000
+#define CTL_HTTP_TIMEOUT_MS 5000
 
 int
 ctl_run(const char *cmd, char **out)
 {
-	struct buf	 text = BUF_INIT;
-	char		 chunk[4096];
-	size_t		 n;
-	FILE		*f;
-	int		 st;
+	struct buf text = BUF_INIT;
+	char	   chunk[4096];
+	size_t	   n;
+	FILE	  *f;
+	int	   st;
 
 	if ((f = popen(cmd, "r")) == NULL)
 		return -1;
@@ -46,14 +46,16 @@ ctl_run(const char *cmd, char **out)
 cJSON *
 ctl_json(struct relayproc *rp, const char *args)
 {
-	const char	*bin = getenv("GRASPD_BIN");
-	char		 cmd[1200], *out = NULL;
-	cJSON		*j = NULL;
+	const char *bin = getenv("GRASPD_BIN");
+	char	    cmd[1200], *out = NULL;
+	cJSON	   *j = NULL;
 
 	if (bin == NULL || *bin == '\0')
 		bin = "bin";
-	snprintf(cmd, sizeof(cmd), "'%s/graspctl' -j -r '%s/run' %s "
-	    "2>/dev/null", bin, relayproc_dir(rp), args);
+	snprintf(cmd, sizeof(cmd),
+	    "'%s/graspctl' -j -r '%s/run' %s "
+	    "2>/dev/null",
+	    bin, relayproc_dir(rp), args);
 	if (ctl_run(cmd, &out) == 0)
 		j = cJSON_Parse(out);
 	free(out);
@@ -69,12 +71,13 @@ ctl_view_list(const cJSON *show, const char *name)
 cJSON *
 ctl_by_relay(const cJSON *arr, const char *url)
 {
-	cJSON	*o;
-	size_t	 n = strlen(url);
+	cJSON *o;
+	size_t n = strlen(url);
 
-	cJSON_ArrayForEach(o, arr) {
-		const char *k = cJSON_GetStringValue(cJSON_GetObjectItem(o,
-		    "relay"));
+	cJSON_ArrayForEach(o, arr)
+	{
+		const char *k =
+		    cJSON_GetStringValue(cJSON_GetObjectItem(o, "relay"));
 
 		if (k != NULL && strncmp(k, url, n) == 0 &&
 		    strcmp(k + n, "/") == 0)
@@ -86,7 +89,7 @@ ctl_by_relay(const cJSON *arr, const char *url)
 double
 ctl_num(const cJSON *o, const char *key)
 {
-	const cJSON	*v = cJSON_GetObjectItem(o, key);
+	const cJSON *v = cJSON_GetObjectItem(o, key);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
@@ -94,7 +97,7 @@ ctl_num(const cJSON *o, const char *key)
 int
 ctl_bool(const cJSON *o, const char *key)
 {
-	const cJSON	*v = cJSON_GetObjectItem(o, key);
+	const cJSON *v = cJSON_GetObjectItem(o, key);
 
 	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
 }
@@ -103,8 +106,8 @@ ctl_bool(const cJSON *o, const char *key)
 static int
 ctl_role_sock(const char *run, enum role role, int tmo_ms)
 {
-	char	ep[PATH_MAX + 64];
-	int	s;
+	char ep[PATH_MAX + 64];
+	int  s;
 
 	if (chan_control_endpoint(run, role, ep, sizeof(ep)) == -1 ||
 	    (s = chan_open(NN_REQ, ep, 0)) == -1)
@@ -118,9 +121,9 @@ ctl_role_sock(const char *run, enum role role, int tmo_ms)
 static cJSON *
 ctl_role_reply(int s)
 {
-	struct msg	 m;
-	cJSON		*rep = NULL;
-	char		 why[160];
+	struct msg m;
+	cJSON	  *rep = NULL;
+	char	   why[160];
 
 	if (msg_recv_client(s, &m, 0, why, sizeof(why)) == 1) {
 		if (m.m_type == MSG_CONTROL_REPLY)
@@ -136,15 +139,14 @@ cJSON *
 ctl_role(const char *run, enum role role, enum msg_type type,
     const char *payload, int tmo_ms)
 {
-	return ctl_role_msg(run, role, type, payload, strlen(payload),
-	    tmo_ms);
+	return ctl_role_msg(run, role, type, payload, strlen(payload), tmo_ms);
 }
 
 cJSON *
 ctl_role_msg(const char *run, enum role role, enum msg_type type,
     const void *payload, size_t len, int tmo_ms)
 {
-	int	s;
+	int s;
 
 	if ((s = ctl_role_sock(run, role, tmo_ms)) == -1)
 		return NULL;
@@ -159,7 +161,7 @@ cJSON *
 ctl_role_raw(const char *run, enum role role, const void *bytes, size_t n,
     int tmo_ms)
 {
-	int	s;
+	int s;
 
 	if ((s = ctl_role_sock(run, role, tmo_ms)) == -1)
 		return NULL;
@@ -171,21 +173,21 @@ ctl_role_raw(const char *run, enum role role, const void *bytes, size_t n,
 }
 
 cJSON *
-ctl_role_view(struct relayproc *rp, enum role role, const char *ready,
-    int secs)
+ctl_role_view(struct relayproc *rp, enum role role, const char *ready, int secs)
 {
-	char	 run[PATH_MAX];
-	cJSON	*rep, *v;
-	int	 i;
+	char   run[PATH_MAX];
+	cJSON *rep, *v;
+	int    i;
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(rp));
 	for (i = 0; i < secs * 10; i++) {
 		if ((rep = ctl_role(run, role, MSG_CONTROL,
-		    "{\"cmd\":\"show\"}", 500)) != NULL) {
+			 "{\"cmd\":\"show\"}", 500)) != NULL) {
 			v = cJSON_DetachItemFromObject(rep, "view");
 			cJSON_Delete(rep);
-			if (v != NULL && (ready == NULL ||
-			    cJSON_GetObjectItem(v, ready) != NULL))
+			if (v != NULL &&
+			    (ready == NULL ||
+				cJSON_GetObjectItem(v, ready) != NULL))
 				return v;
 			cJSON_Delete(v);
 		}
@@ -197,7 +199,7 @@ ctl_role_view(struct relayproc *rp, enum role role, const char *ready,
 const char *
 ctl_str(const cJSON *o, const char *key)
 {
-	const char	*s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
+	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
 
 	return s != NULL ? s : "";
 }
@@ -211,13 +213,13 @@ ctl_metric(struct relayproc *rp, const char *name)
 double
 ctl_metric_at(const char *host, int port, const char *name)
 {
-	char	*h = NULL, *body = NULL, *p, line[256];
-	int	 status = 0;
-	double	 v = -1;
+	char  *h = NULL, *body = NULL, *p, line[256];
+	int    status = 0;
+	double v = -1;
 
 	snprintf(line, sizeof(line), "\n%s ", name);
-	if (http_get(host, port, "/metrics",
-	    NULL, CTL_HTTP_TIMEOUT_MS, &status, &h, &body) == 0 &&
+	if (http_get(host, port, "/metrics", NULL, CTL_HTTP_TIMEOUT_MS, &status,
+		&h, &body) == 0 &&
 	    status == 200 && (p = strstr(body, line)) != NULL)
 		v = strtod(p + strlen(line), NULL);
 	free(h);

@@ -28,29 +28,28 @@
 
 extern char **environ;
 
-const char *const gd_roles[GD_NROLES] = {
-	"relayd", "syncd", "discoveryd", "historyd"
-};
+const char *const gd_roles[GD_NROLES] = { "relayd", "syncd", "discoveryd",
+	"historyd" };
 
 /* Environment entries a test may add. */
-#define GD_MAX_ENV	32
+#define GD_MAX_ENV     32
 /* How many ports gd_start() tries when one was taken. */
-#define GD_START_TRIES	3
+#define GD_START_TRIES 3
 
 struct gdproc {
-	pid_t	 g_pid;
-	int	 g_port;
-	char	 g_dir[PATH_MAX];
-	char	 g_bin[PATH_MAX];
-	char	 g_libexec[PATH_MAX];
-	char	 g_db[PATH_MAX + 32];
-	char	*g_env[GD_MAX_ENV + 1];
+	pid_t g_pid;
+	int   g_port;
+	char  g_dir[PATH_MAX];
+	char  g_bin[PATH_MAX];
+	char  g_libexec[PATH_MAX];
+	char  g_db[PATH_MAX + 32];
+	char *g_env[GD_MAX_ENV + 1];
 };
 
 static void
 nap(int ms)
 {
-	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 	nanosleep(&ts, NULL);
 }
@@ -73,15 +72,15 @@ put_env(void *arg, const char *kv)
 static int
 spawn(struct gdproc *g)
 {
-	char	 path[PATH_MAX + 16], log[PATH_MAX + 16];
-	char	**e, name[256];
-	pid_t	 parent = getpid(), pid;
-	int	 fd, i;
+	char   path[PATH_MAX + 16], log[PATH_MAX + 16];
+	char **e, name[256];
+	pid_t  parent = getpid(), pid;
+	int    fd, i;
 
 	snprintf(path, sizeof(path), "%s/graspd", g->g_bin);
 	snprintf(log, sizeof(log), "%s/log", g->g_dir);
-	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-	    0644)) == -1)
+	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) ==
+	    -1)
 		return -1;
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
@@ -105,7 +104,8 @@ spawn(struct gdproc *g)
 			unsetenv(name);
 			e = environ;
 		}
-		relayproc_graspd_env(g->g_port, g->g_dir, g->g_libexec, put_env, NULL);
+		relayproc_graspd_env(g->g_port, g->g_dir, g->g_libexec, put_env,
+		    NULL);
 		for (i = 0; g->g_env[i] != NULL; i++)
 			putenv(g->g_env[i]);
 		if (dup2(fd, 1) == -1 || dup2(fd, 2) == -1)
@@ -122,7 +122,7 @@ spawn(struct gdproc *g)
 static int
 settle(struct gdproc *g)
 {
-	int64_t	deadline = wsc_now_ms() + GD_SETTLE_MS;
+	int64_t deadline = wsc_now_ms() + GD_SETTLE_MS;
 	char	states[GD_NROLES][16];
 	long	pids[GD_NROLES];
 	int	i, n;
@@ -146,17 +146,17 @@ settle(struct gdproc *g)
 struct gdproc *
 gd_start(const char *const extra_env[])
 {
-	struct gdproc	*g;
-	const char	*b = getenv("GRASPD_BIN");
-	const char	*l = getenv("GRASPD_LIBEXEC");
-	char		 sub[PATH_MAX + 16], log[PATH_MAX + 16];
-	int		 i, try;
+	struct gdproc *g;
+	const char    *b = getenv("GRASPD_BIN");
+	const char    *l = getenv("GRASPD_LIBEXEC");
+	char	       sub[PATH_MAX + 16], log[PATH_MAX + 16];
+	int	       i, try;
 
 	if ((g = calloc(1, sizeof(*g))) == NULL)
 		abort();
 	g->g_pid = -1;
-	for (i = 0; extra_env != NULL && extra_env[i] != NULL &&
-	    i < GD_MAX_ENV; i++)
+	for (i = 0; extra_env != NULL && extra_env[i] != NULL && i < GD_MAX_ENV;
+	     i++)
 		if ((g->g_env[i] = strdup(extra_env[i])) == NULL)
 			abort();
 	abs_dir(b != NULL && *b != '\0' ? b : "bin", g->g_bin,
@@ -183,8 +183,10 @@ gd_start(const char *const extra_env[])
 		if (g->g_port == -1 || try == GD_START_TRIES ||
 		    !relayproc_log_port_taken(log))
 			break;
-		fprintf(stderr, "# graspd: port %d was taken, trying "
-		    "another\n", g->g_port);
+		fprintf(stderr,
+		    "# graspd: port %d was taken, trying "
+		    "another\n",
+		    g->g_port);
 		gd_kill_group(g);
 	}
 	fprintf(stderr, "# graspd did not start\n");
@@ -219,8 +221,8 @@ gd_kill_group(struct gdproc *g)
 void
 gd_free(struct gdproc *g)
 {
-	int64_t		 deadline;
-	int		 i;
+	int64_t deadline;
+	int	i;
 
 	if (g == NULL)
 		return;
@@ -245,23 +247,24 @@ gd_free(struct gdproc *g)
 }
 
 int
-gd_roles_now(struct gdproc *g, char states[GD_NROLES][16],
-    long pids[GD_NROLES])
+gd_roles_now(struct gdproc *g, char states[GD_NROLES][16], long pids[GD_NROLES])
 {
-	struct buf	 out = BUF_INIT;
-	cJSON		*j, *r, *pid;
-	const char	*name, *st;
-	char		 cmd[3 * PATH_MAX], chunk[4096];
-	size_t		 n;
-	FILE		*f;
-	int		 i, rc;
+	struct buf  out = BUF_INIT;
+	cJSON	   *j, *r, *pid;
+	const char *name, *st;
+	char	    cmd[3 * PATH_MAX], chunk[4096];
+	size_t	    n;
+	FILE	   *f;
+	int	    i, rc;
 
 	for (i = 0; i < GD_NROLES; i++) {
 		states[i][0] = '\0';
 		pids[i] = 0;
 	}
-	snprintf(cmd, sizeof(cmd), "'%s/graspctl' -j -r '%s/run' status "
-	    "2>/dev/null", g->g_bin, g->g_dir);
+	snprintf(cmd, sizeof(cmd),
+	    "'%s/graspctl' -j -r '%s/run' status "
+	    "2>/dev/null",
+	    g->g_bin, g->g_dir);
 	fflush(NULL);
 	if ((f = popen(cmd, "r")) == NULL)
 		return -1;
@@ -273,7 +276,8 @@ gd_roles_now(struct gdproc *g, char states[GD_NROLES][16],
 	buf_free(&out);
 	if (j == NULL)
 		return -1;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "roles")) {
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "roles"))
+	{
 		name = cJSON_GetStringValue(cJSON_GetObjectItem(r, "role"));
 		st = cJSON_GetStringValue(cJSON_GetObjectItem(r, "state"));
 		if (name == NULL || (i = gd_role_index(name)) == -1)
@@ -290,7 +294,7 @@ gd_roles_now(struct gdproc *g, char states[GD_NROLES][16],
 int
 gd_role_index(const char *name)
 {
-	int	i;
+	int i;
 
 	for (i = 0; i < GD_NROLES; i++)
 		if (strcmp(gd_roles[i], name) == 0)
@@ -325,9 +329,9 @@ gd_db_path(const struct gdproc *g)
 int
 gd_publish(struct gdproc *g, const struct event *e)
 {
-	struct wsc	*ws;
-	char		*msg = NULL;
-	int		 ok = 0, rc;
+	struct wsc *ws;
+	char	   *msg = NULL;
+	int	    ok = 0, rc;
 
 	if ((ws = wsc_connect("127.0.0.1", g->g_port, "/", 5000)) == NULL)
 		return -1;
@@ -342,10 +346,10 @@ gd_publish(struct gdproc *g, const struct event *e)
 int
 gd_has_event(struct gdproc *g, const char *id_hex)
 {
-	struct wsc	*ws;
-	char		 f[128], **evs = NULL;
-	size_t		 n = 0;
-	int		 rc;
+	struct wsc *ws;
+	char	    f[128], **evs = NULL;
+	size_t	    n = 0;
+	int	    rc;
 
 	if ((ws = wsc_connect("127.0.0.1", g->g_port, "/", 5000)) == NULL)
 		return -1;
@@ -360,18 +364,20 @@ struct event *
 gd_host_repo(struct gdproc *g, const uint8_t sk[32], const char *d,
     const char *extra_relays, const char *dir, char oid[41])
 {
-	struct buf	 t = BUF_INIT;
-	struct event	*ann;
-	struct wsc	*ws;
-	uint8_t		 pk[32];
-	char		 domain[64], url[512];
-	int		 rc;
+	struct buf    t = BUF_INIT;
+	struct event *ann;
+	struct wsc   *ws;
+	uint8_t	      pk[32];
+	char	      domain[64], url[512];
+	int	      rc;
 
 	event_pubkey_of(sk, pk);
 	snprintf(domain, sizeof(domain), "127.0.0.1:%d", g->g_port);
 	gt_url(url, sizeof(url), domain, pk, d);
-	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\",\"%s\"],"
-	    "[\"relays\",\"ws://%s\"%s]]", d, d, url, domain, extra_relays);
+	buf_printf(&t,
+	    "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\",\"%s\"],"
+	    "[\"relays\",\"ws://%s\"%s]]",
+	    d, d, url, domain, extra_relays);
 	if ((ann = event_new_signed(sk, time(NULL), 30617, t.b_data, "")) ==
 	    NULL)
 		abort();
@@ -393,10 +399,10 @@ gd_host_repo(struct gdproc *g, const uint8_t sk[32], const char *d,
 int
 gd_refused_urls(struct buf *out, const char *prefix, const char *suffix)
 {
-	const char	*dir = getenv("GRASPD_VECTORS");
-	char		 path[1024], line[2048], *tab;
-	FILE		*f;
-	int		 n = 0;
+	const char *dir = getenv("GRASPD_VECTORS");
+	char	    path[1024], line[2048], *tab;
+	FILE	   *f;
+	int	    n = 0;
 
 	snprintf(path, sizeof(path), "%s/relay-urls.tsv",
 	    dir != NULL && *dir != '\0' ? dir : "../shared/vectors");
@@ -420,7 +426,7 @@ gd_refused_urls(struct buf *out, const char *prefix, const char *suffix)
 void
 gd_dump_log(const struct gdproc *g, int nlines)
 {
-	char	cmd[PATH_MAX + 64];
+	char cmd[PATH_MAX + 64];
 
 	if (g->g_dir[0] == '\0')
 		return;

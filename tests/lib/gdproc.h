@@ -16,9 +16,9 @@
 #include <stdint.h>
 
 /* The roles graspd supervises, in status order. */
-#define GD_NROLES	4
+#define GD_NROLES    4
 /* How long graspd may take to have every role running. */
-#define GD_SETTLE_MS	20000
+#define GD_SETTLE_MS 20000
 
 struct buf;
 struct event;
@@ -35,39 +35,39 @@ extern const char *const gd_roles[GD_NROLES];
  * roles from $GRASPD_LIBEXEC (default: the same).  Returns the handle or
  * NULL (log tail printed, directory removed).
  */
-struct gdproc	*gd_start(const char *const extra_env[]);
+struct gdproc *gd_start(const char *const extra_env[]);
 /*
  * Starts graspd again on the same directory and port after it has gone
  * (gd_kill_group()), and waits as gd_start() does.  0 or -1.
  */
-int		 gd_restart(struct gdproc *);
+int	       gd_restart(struct gdproc *);
 /* SIGKILL to graspd's whole process group; waits for graspd's exit. */
-void		 gd_kill_group(struct gdproc *);
+void	       gd_kill_group(struct gdproc *);
 /* SIGTERM, a bounded wait, SIGKILL; removes the directory; frees. */
-void		 gd_free(struct gdproc *);
+void	       gd_free(struct gdproc *);
 
 /*
  * Reads every role's state and pid (graspctl -j status) into states
  * (each at most 15 characters, "" when unknown) and pids (0 when none).
  * Returns 0, or -1 if graspctl failed.
  */
-int		 gd_roles_now(struct gdproc *, char states[GD_NROLES][16],
-		    long pids[GD_NROLES]);
+int gd_roles_now(struct gdproc *, char states[GD_NROLES][16],
+    long pids[GD_NROLES]);
 /* Index of a role name in gd_roles, or -1. */
-int		 gd_role_index(const char *name);
+int gd_role_index(const char *name);
 
-int		 gd_port(const struct gdproc *);
-pid_t		 gd_pid(const struct gdproc *);
-const char	*gd_dir(const struct gdproc *);
+int	      gd_port(const struct gdproc *);
+pid_t	      gd_pid(const struct gdproc *);
+const char   *gd_dir(const struct gdproc *);
 /* The store relayd writes: DIR/relay/graspd.db. */
-const char	*gd_db_path(const struct gdproc *);
+const char   *gd_db_path(const struct gdproc *);
 /*
  * Publishes e to g's relayd; 0 if it answered OK true (a refusal's
  * message is printed), -1 otherwise.
  */
-int		 gd_publish(struct gdproc *, const struct event *e);
+int	      gd_publish(struct gdproc *, const struct event *e);
 /* 1 if g's relayd returns the event with id_hex, 0 if not, -1 on error. */
-int		 gd_has_event(struct gdproc *, const char *id_hex);
+int	      gd_has_event(struct gdproc *, const char *id_hex);
 /*
  * Publishes to g the announcement (kind 30617) of repository d by the key
  * sk, created now, with d as its name, g as its clone URL
@@ -78,18 +78,16 @@ int		 gd_has_event(struct gdproc *, const char *id_hex);
  * announcement (the caller destroys it), or NULL when a step failed (the
  * reason printed as a "# " line).
  */
-struct event	*gd_host_repo(struct gdproc *, const uint8_t sk[32],
-		    const char *d, const char *extra_relays, const char *dir,
-		    char oid[41]);
+struct event *gd_host_repo(struct gdproc *, const uint8_t sk[32], const char *d,
+    const char *extra_relays, const char *dir, char oid[41]);
 /*
  * Appends every URL the shared relay URL vectors refuse
  * ($GRASPD_VECTORS/relay-urls.tsv, default ../shared/vectors) as a JSON
  * string, each as ",<prefix>\"url\"<suffix>".  Returns how many, or -1
  * if the file cannot be read.
  */
-int		 gd_refused_urls(struct buf *out, const char *prefix,
-		    const char *suffix);
+int  gd_refused_urls(struct buf *out, const char *prefix, const char *suffix);
 /* Prints the last nlines lines of graspd's log as "# " lines. */
-void		 gd_dump_log(const struct gdproc *, int nlines);
+void gd_dump_log(const struct gdproc *, int nlines);
 
 #endif

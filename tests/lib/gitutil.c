@@ -49,14 +49,14 @@ gt_setup(const char *home)
 static int
 run_argv(const char *dir, char **out, char *const argv[])
 {
-	posix_spawn_file_actions_t	 fa;
-	struct buf			 b = BUF_INIT;
-	struct pollfd			 pfd;
-	char				 chunk[4096];
-	int				 p[2], st, rc = -1;
-	int64_t				 deadline = wsc_now_ms() + GT_TIMEOUT_MS;
-	pid_t				 pid;
-	ssize_t				 n;
+	posix_spawn_file_actions_t fa;
+	struct buf		   b = BUF_INIT;
+	struct pollfd		   pfd;
+	char			   chunk[4096];
+	int			   p[2], st, rc = -1;
+	int64_t			   deadline = wsc_now_ms() + GT_TIMEOUT_MS;
+	pid_t			   pid;
+	ssize_t			   n;
 
 	if (pipe(p) == -1)
 		return -1;
@@ -78,7 +78,7 @@ run_argv(const char *dir, char **out, char *const argv[])
 	pfd.fd = p[0];
 	pfd.events = POLLIN;
 	for (;;) {
-		int64_t	left = deadline - wsc_now_ms();
+		int64_t left = deadline - wsc_now_ms();
 
 		if (left <= 0) {
 			kill(pid, SIGKILL);
@@ -109,9 +109,9 @@ run_argv(const char *dir, char **out, char *const argv[])
 int
 gt_git(const char *dir, char **out, ...)
 {
-	char	*argv[64];
-	va_list	 ap;
-	int	 n = 0;
+	char   *argv[64];
+	va_list ap;
+	int	n = 0;
 
 	argv[n++] = "git";
 	va_start(ap, out);
@@ -128,14 +128,14 @@ gt_init(const char *dir)
 	if (mkdir(dir, 0755) == -1 && errno != EEXIST)
 		return -1;
 	return gt_git(dir, NULL, "init", "-q", "-b", "main", NULL) == 0 ? 0 :
-	    -1;
+									  -1;
 }
 
 int
 gt_rev(const char *dir, const char *rev, char oid[41])
 {
-	char	*out = NULL;
-	int	 rc = -1;
+	char *out = NULL;
+	int   rc = -1;
 
 	if (gt_git(dir, &out, "rev-parse", rev, NULL) == 0 && out != NULL &&
 	    strlen(out) >= 40) {
@@ -152,9 +152,9 @@ static int
 commit_bytes(const char *dir, const char *file, const void *data, size_t len,
     const char *message, char oid[41])
 {
-	char	 path[1024];
-	FILE	*f;
-	int	 bad;
+	char  path[1024];
+	FILE *f;
+	int   bad;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	if ((f = fopen(path, "w")) == NULL)
@@ -172,17 +172,15 @@ int
 gt_commit(const char *dir, const char *file, const char *content,
     const char *message, char oid[41])
 {
-	return commit_bytes(dir, file, content, strlen(content), message,
-	    oid);
+	return commit_bytes(dir, file, content, strlen(content), message, oid);
 }
 
 int
-gt_commit_random(const char *dir, const char *file, size_t size,
-    char oid[41])
+gt_commit_random(const char *dir, const char *file, size_t size, char oid[41])
 {
-	unsigned char	*data;
-	size_t		 i;
-	int		 rc;
+	unsigned char *data;
+	size_t	       i;
+	int	       rc;
 
 	if ((data = malloc(size + 1)) == NULL)
 		return -1;
@@ -196,7 +194,7 @@ gt_commit_random(const char *dir, const char *file, size_t size,
 int
 gt_no_quarantine(const char *repo)
 {
-	char	dir[1024];
+	char dir[1024];
 
 	snprintf(dir, sizeof(dir), "%s/objects", repo);
 	return tproc_dir_count(dir, "tmp_objdir-incoming-") <= 0;
@@ -206,7 +204,7 @@ void
 gt_url(char *out, size_t outlen, const char *domain, const uint8_t pk[32],
     const char *d)
 {
-	char	npub[NIP19_KEY_BUFSZ];
+	char npub[NIP19_KEY_BUFSZ];
 
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	snprintf(out, outlen, "http://%s/%s/%s.git", domain, npub, d);
@@ -216,15 +214,17 @@ int
 gt_state(struct wsc *ws, const uint8_t sk[32], int64_t at, const char *d,
     const char *oid)
 {
-	struct buf	 tags = BUF_INIT;
-	struct event	*ev;
-	char		*msg = NULL;
-	int		 ok = 0, rc = -1;
+	struct buf    tags = BUF_INIT;
+	struct event *ev;
+	char	     *msg = NULL;
+	int	      ok = 0, rc = -1;
 
 	buf_adds(&tags, "[[\"d\",");
 	buf_add_jstr(&tags, d, strlen(d));
-	buf_printf(&tags, "],[\"refs/heads/main\",\"%s\"],[\"HEAD\","
-	    "\"ref: refs/heads/main\"]]", oid);
+	buf_printf(&tags,
+	    "],[\"refs/heads/main\",\"%s\"],[\"HEAD\","
+	    "\"ref: refs/heads/main\"]]",
+	    oid);
 	ev = event_new_signed(sk, at, 30618, tags.b_data, "");
 	buf_free(&tags);
 	if (ev != NULL && nostr_publish(ws, ev, 5000, &ok, &msg) == 0 && ok)
@@ -240,9 +240,9 @@ int
 gt_release(struct wsc *ws, const uint8_t sk[32], const char *domain,
     const char *d, const char *dir, char oid_out[41])
 {
-	uint8_t		 pk[32];
-	char		 oid[41], url[1024], *out = NULL;
-	int		 rc = -1;
+	uint8_t pk[32];
+	char	oid[41], url[1024], *out = NULL;
+	int	rc = -1;
 
 	if (event_pubkey_of(sk, pk) == -1 || gt_init(dir) == -1 ||
 	    gt_commit(dir, "README", d, "first commit", oid) == -1) {
@@ -267,8 +267,8 @@ done:
 static int
 gt_fixture_setup(void *arg)
 {
-	struct tdir_prog	*tp = arg;
-	char			 home[PATH_MAX];
+	struct tdir_prog *tp = arg;
+	char		  home[PATH_MAX];
 
 	if (tdir_fixture.setup(arg) != 0)
 		return 1;
@@ -286,6 +286,4 @@ gt_fixture_remove(void *arg, int failed)
 	tdir_fixture.cleanup(arg, failed);
 }
 
-const struct t_fixture gt_fixture = {
-	gt_fixture_setup, gt_fixture_remove
-};
+const struct t_fixture gt_fixture = { gt_fixture_setup, gt_fixture_remove };

@@ -28,7 +28,7 @@ jstr_is(const struct json *j, const char *s)
 static char *
 jstr_dup(const struct json *j)
 {
-	char	*p;
+	char *p;
 
 	if (j == NULL || j->type != JSON_STRING)
 		return NULL;
@@ -42,7 +42,7 @@ jstr_dup(const struct json *j)
 char *
 nostr_json_text(const struct json *j)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	json_write(&b, j);
 	return buf_release(&b, NULL);
@@ -58,10 +58,10 @@ nostr_json_text(const struct json *j)
 static struct json *
 next_msg(struct wsc *w, int64_t deadline, struct json_doc **docp)
 {
-	struct json	*root;
-	char		 err[128], *m;
-	size_t		 len;
-	int64_t		 left;
+	struct json *root;
+	char	     err[128], *m;
+	size_t	     len;
+	int64_t	     left;
 
 	json_free(*docp);
 	*docp = NULL;
@@ -71,8 +71,10 @@ next_msg(struct wsc *w, int64_t deadline, struct json_doc **docp)
 			return NULL;
 		root = json_parse(m, len, docp, err, sizeof(err));
 		if (root == NULL)
-			fprintf(stderr, "# nostr: unparsable relay message "
-			    "(%s): %.200s\n", err, m);
+			fprintf(stderr,
+			    "# nostr: unparsable relay message "
+			    "(%s): %.200s\n",
+			    err, m);
 		free(m);
 		if (root != NULL && root->type == JSON_ARRAY &&
 		    root->child != NULL && root->child->type == JSON_STRING)
@@ -85,7 +87,7 @@ next_msg(struct wsc *w, int64_t deadline, struct json_doc **docp)
 char *
 nostr_event_msg(const struct event *ev)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	buf_adds(&b, "[\"EVENT\",");
 	buf_add(&b, ev->json, ev->json_len);
@@ -99,7 +101,7 @@ send_for_ok(struct wsc *w, const char *verb, const char *event_json,
     const char *id_hex, int timeout_ms, int *ok, char **message)
 {
 	struct buf	 b = BUF_INIT;
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*m, *st;
 	int64_t		 deadline = wsc_now_ms() + timeout_ms;
 	int		 rc = -1;
@@ -114,8 +116,8 @@ send_for_ok(struct wsc *w, const char *verb, const char *event_json,
 	while ((m = next_msg(w, deadline, &doc)) != NULL) {
 		st = json_at(m, 2);
 		if (jstr_is(m->child, "OK") && jstr_is(json_at(m, 1), id_hex) &&
-		    st != NULL && (st->type == JSON_TRUE ||
-		    st->type == JSON_FALSE)) {
+		    st != NULL &&
+		    (st->type == JSON_TRUE || st->type == JSON_FALSE)) {
 			*ok = st->type == JSON_TRUE;
 			if (message != NULL)
 				*message = jstr_dup(json_at(m, 3));
@@ -149,7 +151,7 @@ int
 nostr_auth(struct wsc *w, const uint8_t sk[32], const char *relay_url,
     int timeout_ms)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*m;
 	struct event	*ev = NULL;
 	struct buf	 tags = BUF_INIT;
@@ -167,8 +169,10 @@ nostr_auth(struct wsc *w, const uint8_t sk[32], const char *relay_url,
 	buf_add_jstr(&tags, json_at(m, 1)->s, json_at(m, 1)->len);
 	buf_adds(&tags, "]]");
 	ev = event_new_signed(sk, time(NULL), AUTH_KIND, tags.b_data, "");
-	if (ev != NULL && nostr_auth_json(w, ev->json, ev->id_hex,
-	    timeout_ms, &ok, NULL) == 0 && ok)
+	if (ev != NULL &&
+	    nostr_auth_json(w, ev->json, ev->id_hex, timeout_ms, &ok, NULL) ==
+		0 &&
+	    ok)
 		rc = 0;
 done:
 	event_destroy(ev);
@@ -189,7 +193,7 @@ nostr_publish(struct wsc *w, const struct event *ev, int timeout_ms, int *ok,
 static void
 push_event(char ***evs, size_t *n, size_t *cap, char *e)
 {
-	char	**p;
+	char **p;
 
 	if (*n + 1 >= *cap) {
 		*cap = *cap ? *cap * 2 : 16;
@@ -206,10 +210,10 @@ nostr_req(struct wsc *w, const char *subid, const char *filters_json,
     int timeout_ms, char ***events_out, size_t *n_out, char **closed_reason)
 {
 	struct buf	 b = BUF_INIT;
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*m;
 	const char	*f = filters_json, *end;
-	char		**evs = NULL;
+	char	       **evs = NULL;
 	size_t		 n = 0, cap = 0;
 	int64_t		 deadline = wsc_now_ms() + timeout_ms;
 	int		 rc = -1;
@@ -238,8 +242,8 @@ nostr_req(struct wsc *w, const char *subid, const char *filters_json,
 				break;
 			} else if (jstr_is(m->child, "CLOSED")) {
 				if (closed_reason != NULL)
-					*closed_reason = jstr_dup(json_at(m,
-					    2));
+					*closed_reason =
+					    jstr_dup(json_at(m, 2));
 				rc = 1;
 				break;
 			}
@@ -260,8 +264,8 @@ int
 nostr_count_id(struct wsc *w, const char *subid, const char *id_hex,
     int timeout_ms, size_t *n)
 {
-	char	 f[128], **evs = NULL;
-	int	 rc;
+	char f[128], **evs = NULL;
+	int  rc;
 
 	*n = 0;
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", id_hex);
@@ -274,7 +278,7 @@ nostr_count_id(struct wsc *w, const char *subid, const char *id_hex,
 void
 nostr_events_free(char **events)
 {
-	size_t	i;
+	size_t i;
 
 	if (events == NULL)
 		return;
@@ -287,7 +291,7 @@ char *
 nostr_wait_event(struct wsc *w, const char *subid, int timeout_ms,
     char **closed_reason)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*m;
 	char		*ev = NULL;
 	int64_t		 deadline = wsc_now_ms() + timeout_ms;
@@ -303,8 +307,8 @@ nostr_wait_event(struct wsc *w, const char *subid, int timeout_ms,
 			}
 			if (jstr_is(m->child, "CLOSED")) {
 				if (closed_reason != NULL)
-					*closed_reason = jstr_dup(json_at(m,
-					    2));
+					*closed_reason =
+					    jstr_dup(json_at(m, 2));
 				break;
 			}
 		}
@@ -317,8 +321,8 @@ int
 nostr_msg_has(struct wsc *w, const char *type, const char *needle,
     int timeout_ms)
 {
-	char	*m;
-	int	 ok;
+	char *m;
+	int   ok;
 
 	if ((m = nostr_wait_msg(w, type, timeout_ms)) == NULL)
 		return 0;
@@ -330,7 +334,7 @@ nostr_msg_has(struct wsc *w, const char *type, const char *needle,
 int
 nostr_no_event(struct wsc *w, const char *subid, int timeout_ms)
 {
-	char	*ev;
+	char *ev;
 
 	if ((ev = nostr_wait_event(w, subid, timeout_ms, NULL)) == NULL)
 		return 1;
@@ -342,7 +346,7 @@ int
 nostr_event_arrives(struct wsc *w, const char *subid, const char *id_hex,
     int timeout_ms)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*e;
 	char		*ev, err[64];
 	int		 ok = 0;
@@ -362,8 +366,8 @@ nostr_event_arrives(struct wsc *w, const char *subid, const char *id_hex,
 int
 nostr_close_sub(struct wsc *w, const char *subid)
 {
-	struct buf	b = BUF_INIT;
-	int		rc;
+	struct buf b = BUF_INIT;
+	int	   rc;
 
 	buf_adds(&b, "[\"CLOSE\",");
 	buf_add_jstr(&b, subid, strlen(subid));
@@ -376,7 +380,7 @@ nostr_close_sub(struct wsc *w, const char *subid)
 char *
 nostr_wait_msg(struct wsc *w, const char *type, int timeout_ms)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*m;
 	char		*text = NULL;
 	int64_t		 deadline = wsc_now_ms() + timeout_ms;
@@ -395,10 +399,10 @@ int
 nostr_count(const char *host, int port, const char *filters_json,
     int timeout_ms)
 {
-	struct wsc	*ws = wsc_connect(host, port, "/", timeout_ms);
-	char		**evs = NULL;
-	size_t		 n = 0;
-	int		 rc;
+	struct wsc *ws = wsc_connect(host, port, "/", timeout_ms);
+	char	  **evs = NULL;
+	size_t	    n = 0;
+	int	    rc;
 
 	if (ws == NULL)
 		return -1;
@@ -409,10 +413,10 @@ nostr_count(const char *host, int port, const char *filters_json,
 }
 
 int
-nostr_wait_count(const char *host, int port, const char *filters_json,
-    int want, int secs, int timeout_ms)
+nostr_wait_count(const char *host, int port, const char *filters_json, int want,
+    int secs, int timeout_ms)
 {
-	int	n = -1, i;
+	int n = -1, i;
 
 	for (i = 0; i < secs * 5; i++) {
 		if ((n = nostr_count(host, port, filters_json, timeout_ms)) >=
@@ -427,8 +431,8 @@ int
 nostr_publish_msg(struct wsc *ws, const struct event *ev, int timeout_ms,
     char *msg, size_t msglen)
 {
-	int	 ok = -1;
-	char	*m = NULL;
+	int   ok = -1;
+	char *m = NULL;
 
 	if (msg != NULL && msglen > 0)
 		msg[0] = '\0';
@@ -443,10 +447,10 @@ nostr_publish_msg(struct wsc *ws, const struct event *ev, int timeout_ms,
 }
 
 int
-nostr_publish_take(struct wsc *ws, struct event *ev, int timeout_ms,
-    char *msg, size_t msglen)
+nostr_publish_take(struct wsc *ws, struct event *ev, int timeout_ms, char *msg,
+    size_t msglen)
 {
-	int	ok;
+	int ok;
 
 	ok = nostr_publish_msg(ws, ev, timeout_ms, msg, msglen);
 	event_destroy(ev);

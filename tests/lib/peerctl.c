@@ -13,9 +13,9 @@
 int
 peerctl_seed(struct relayproc *p, struct event *const *evs, size_t n)
 {
-	struct buf	b = BUF_INIT;
-	size_t		i;
-	int		rc;
+	struct buf b = BUF_INIT;
+	size_t	   i;
+	int	   rc;
 
 	buf_adds(&b, "");
 	for (i = 0; i < n; i++) {
@@ -37,13 +37,13 @@ int
 peerctl_post(struct relayproc *p, const char *path, const char *body,
     char **resp)
 {
-	int	status = -1;
+	int status = -1;
 
 	if (resp != NULL)
 		*resp = NULL;
 	if (http_request(relayproc_host(p), relayproc_port(p), "POST", path,
-	    "Content-Type: application/json\r\n", body, strlen(body),
-	    PEERCTL_TIMEOUT_MS, &status, NULL, resp, NULL) == -1)
+		"Content-Type: application/json\r\n", body, strlen(body),
+		PEERCTL_TIMEOUT_MS, &status, NULL, resp, NULL) == -1)
 		return -1;
 	return status;
 }
@@ -51,11 +51,12 @@ peerctl_post(struct relayproc *p, const char *path, const char *body,
 char *
 peerctl_log_text(struct relayproc *p)
 {
-	char	*body = NULL;
-	int	 status = 0;
+	char *body = NULL;
+	int   status = 0;
 
 	if (http_get(relayproc_host(p), relayproc_port(p), "/log", NULL,
-	    PEERCTL_TIMEOUT_MS, &status, NULL, &body) == 0 && status == 200)
+		PEERCTL_TIMEOUT_MS, &status, NULL, &body) == 0 &&
+	    status == 200)
 		return body;
 	free(body);
 	return NULL;
@@ -64,8 +65,8 @@ peerctl_log_text(struct relayproc *p)
 cJSON *
 peerctl_log(struct relayproc *p)
 {
-	char	*body = peerctl_log_text(p);
-	cJSON	*j;
+	char  *body = peerctl_log_text(p);
+	cJSON *j;
 
 	j = body != NULL ? cJSON_Parse(body) : NULL;
 	free(body);
@@ -75,8 +76,8 @@ peerctl_log(struct relayproc *p)
 int
 peerctl_nreqs(struct relayproc *p)
 {
-	cJSON	*log = peerctl_log(p);
-	int	 n;
+	cJSON *log = peerctl_log(p);
+	int    n;
 
 	n = log ? cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs")) : 0;
 	cJSON_Delete(log);

@@ -13,27 +13,27 @@
 #include <cjson/cJSON.h>
 
 /* How long one control request may take. */
-#define PEERCTL_TIMEOUT_MS	10000
+#define PEERCTL_TIMEOUT_MS 10000
 
 struct event;
 struct relayproc;
 
 /* POST /events with evs[0..n) as JSON lines: 0 if it answered 200, or -1. */
-int	 peerctl_seed(struct relayproc *, struct event *const *evs, size_t n);
+int    peerctl_seed(struct relayproc *, struct event *const *evs, size_t n);
 /* POST /config with the JSON object json: 0 if it answered 200, or -1. */
-int	 peerctl_config(struct relayproc *, const char *json);
+int    peerctl_config(struct relayproc *, const char *json);
 /*
  * POSTs body (a string) to the control endpoint path: the HTTP status,
  * or -1 if there was no answer; the answer's body in *resp (caller
  * frees) when resp is not NULL.
  */
-int	 peerctl_post(struct relayproc *, const char *path, const char *body,
-	    char **resp);
+int    peerctl_post(struct relayproc *, const char *path, const char *body,
+       char **resp);
 /* GET /log: the body (caller frees), or NULL unless it answered 200. */
-char	*peerctl_log_text(struct relayproc *);
+char  *peerctl_log_text(struct relayproc *);
 /* GET /log, parsed (caller deletes), or NULL. */
-cJSON	*peerctl_log(struct relayproc *);
+cJSON *peerctl_log(struct relayproc *);
 /* How many REQs the log holds (0 if it cannot be read). */
-int	 peerctl_nreqs(struct relayproc *);
+int    peerctl_nreqs(struct relayproc *);
 
 #endif

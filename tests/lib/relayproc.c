@@ -4,7 +4,7 @@
  * is fork+exec'd with nothing else done in the child, as the supervisor
  * does, because nanomsg is not fork-safe.
  */
-#define _GNU_SOURCE		/* close_range */
+#define _GNU_SOURCE /* close_range */
 #include <sys/types.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -36,29 +36,29 @@
 extern char **environ;
 
 /* Ours: how long relayproc_post() waits for an answer. */
-#define RELAYPROC_POST_TIMEOUT_MS	10000
+#define RELAYPROC_POST_TIMEOUT_MS 10000
 /* Ours: how many ports relayproc_start() tries when one was taken. */
-#define RELAYPROC_START_TRIES		3
+#define RELAYPROC_START_TRIES	  3
 
 struct relayproc {
-	char	*rp_program;		/* absolute path */
-	char	**rp_env;		/* our KEY=VALUE settings */
-	size_t	 rp_nenv;
-	char	 rp_host[64];
-	int	 rp_port;
-	char	 rp_domain[256];
-	char	 rp_url[272];
-	char	 rp_bind_url[96];
-	char	 rp_dir[PATH_MAX];
-	char	 rp_log[PATH_MAX + 8];
-	pid_t	 rp_pid;		/* -1 when not running */
-	int	 rp_status;		/* of the last exit */
+	char  *rp_program; /* absolute path */
+	char **rp_env;	   /* our KEY=VALUE settings */
+	size_t rp_nenv;
+	char   rp_host[64];
+	int    rp_port;
+	char   rp_domain[256];
+	char   rp_url[272];
+	char   rp_bind_url[96];
+	char   rp_dir[PATH_MAX];
+	char   rp_log[PATH_MAX + 8];
+	pid_t  rp_pid;	  /* -1 when not running */
+	int    rp_status; /* of the last exit */
 };
 
 static char *
 xstrdup(const char *s)
 {
-	char	*p;
+	char *p;
 
 	if ((p = strdup(s)) == NULL)
 		fatal("relayproc: strdup");
@@ -69,7 +69,7 @@ xstrdup(const char *s)
 static size_t
 env_keylen(const char *kv)
 {
-	const char	*eq = strchr(kv, '=');
+	const char *eq = strchr(kv, '=');
 
 	return eq ? (size_t)(eq - kv) : strlen(kv);
 }
@@ -77,7 +77,7 @@ env_keylen(const char *kv)
 static const char *
 env_get(const struct relayproc *rp, const char *key)
 {
-	size_t	i, kl = strlen(key);
+	size_t i, kl = strlen(key);
 
 	for (i = 0; i < rp->rp_nenv; i++)
 		if (env_keylen(rp->rp_env[i]) == kl &&
@@ -89,8 +89,8 @@ env_get(const struct relayproc *rp, const char *key)
 void
 relayproc_setenv(struct relayproc *rp, const char *kv)
 {
-	size_t	 i, kl = env_keylen(kv);
-	char	**n;
+	size_t i, kl = env_keylen(kv);
+	char **n;
 
 	if (kv[kl] != '=')
 		return;
@@ -113,9 +113,9 @@ relayproc_setenv(struct relayproc *rp, const char *kv)
 static void __attribute__((format(printf, 3, 4)))
 setenvf(struct relayproc *rp, const char *key, const char *fmt, ...)
 {
-	struct buf	 b = BUF_INIT;
-	va_list		 ap;
-	char		*v = NULL;
+	struct buf b = BUF_INIT;
+	va_list	   ap;
+	char	  *v = NULL;
 
 	va_start(ap, fmt);
 	if (vasprintf(&v, fmt, ap) == -1)
@@ -131,8 +131,8 @@ setenvf(struct relayproc *rp, const char *key, const char *fmt, ...)
 static char **
 build_envp(const struct relayproc *rp)
 {
-	size_t	  n = 0, i, j;
-	char	**envp;
+	size_t n = 0, i, j;
+	char **envp;
 
 	for (i = 0; environ[i] != NULL; i++)
 		n++;
@@ -141,7 +141,7 @@ build_envp(const struct relayproc *rp)
 		fatal("relayproc: calloc");
 	n = 0;
 	for (i = 0; environ[i] != NULL; i++) {
-		size_t	kl = env_keylen(environ[i]);
+		size_t kl = env_keylen(environ[i]);
 
 		for (j = 0; j < rp->rp_nenv; j++)
 			if (env_keylen(rp->rp_env[j]) == kl &&
@@ -159,10 +159,10 @@ build_envp(const struct relayproc *rp)
 int
 relayproc_split_addr(const char *v, char *host, size_t hostlen, int *port)
 {
-	const char	*colon;
-	size_t		 hl;
-	char		*ep;
-	long		 p;
+	const char *colon;
+	size_t	    hl;
+	char	   *ep;
+	long	    p;
 
 	if (v == NULL)
 		return -1;
@@ -189,11 +189,11 @@ relayproc_split_addr(const char *v, char *host, size_t hostlen, int *port)
 int
 relayproc_listen(const char *host, int type, int backlog, int *port)
 {
-	struct sockaddr_storage	 ss;
-	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
-	socklen_t		 sl;
-	int			 fd;
+	struct sockaddr_storage ss;
+	struct sockaddr_in     *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6    *sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t		sl;
+	int			fd;
 
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
@@ -212,8 +212,8 @@ relayproc_listen(const char *host, int type, int backlog, int *port)
 		close(fd);
 		return -1;
 	}
-	*port = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
-	    sin6->sin6_port);
+	*port =
+	    ntohs(ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
 	return fd;
 }
 
@@ -229,11 +229,11 @@ parse_bind(struct relayproc *rp)
 static int
 try_port(const char *host, int port)
 {
-	struct sockaddr_storage	 ss;
-	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
-	socklen_t		 sl;
-	int			 fd, got = -1;
+	struct sockaddr_storage ss;
+	struct sockaddr_in     *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6    *sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t		sl;
+	int			fd, got = -1;
 
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
@@ -250,8 +250,8 @@ try_port(const char *host, int port)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&ss, sl) == 0 &&
 	    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		got = ntohs(ss.ss_family == AF_INET ? sin->sin_port :
-		    sin6->sin6_port);
+		got = ntohs(
+		    ss.ss_family == AF_INET ? sin->sin_port : sin6->sin6_port);
 	close(fd);
 	return got;
 }
@@ -267,19 +267,21 @@ try_port(const char *host, int port)
 int
 relayproc_free_port(const char *host)
 {
-	static int	 next = -1;
-	const char	*v = getenv("GRASPD_TEST_PORTS");
-	char		*ep;
-	long		 lo, hi, n;
-	int		 port;
+	static int  next = -1;
+	const char *v = getenv("GRASPD_TEST_PORTS");
+	char	   *ep;
+	long	    lo, hi, n;
+	int	    port;
 
 	if (v == NULL || *v == '\0')
 		return try_port(host, 0);
 	lo = strtol(v, &ep, 10);
 	hi = *ep == '-' ? strtol(ep + 1, &ep, 10) : -1;
 	if (*ep != '\0' || lo < 1024 || hi > 65535 || hi < lo) {
-		fprintf(stderr, "# relayproc: GRASPD_TEST_PORTS=%s is not "
-		    "LO-HI\n", v);
+		fprintf(stderr,
+		    "# relayproc: GRASPD_TEST_PORTS=%s is not "
+		    "LO-HI\n",
+		    v);
 		return -1;
 	}
 	if (next < lo || next > hi)
@@ -296,7 +298,7 @@ relayproc_free_port(const char *host)
 int
 relayproc_wait_port(const char *host, int port, int timeout_ms)
 {
-	int64_t	deadline = wsc_now_ms() + timeout_ms;
+	int64_t deadline = wsc_now_ms() + timeout_ms;
 	int	fd;
 
 	for (;;) {
@@ -323,7 +325,7 @@ decode_status(int st)
 void
 relayproc_sleep_ms(int ms)
 {
-	struct timespec	ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
 
 	nanosleep(&ts, NULL);
 }
@@ -331,7 +333,7 @@ relayproc_sleep_ms(int ms)
 int
 relayproc_reap(pid_t *pidp, int *statusp, int timeout_ms)
 {
-	int64_t	deadline = wsc_now_ms() + timeout_ms;
+	int64_t deadline = wsc_now_ms() + timeout_ms;
 	pid_t	r;
 	int	st;
 
@@ -353,8 +355,8 @@ relayproc_reap(pid_t *pidp, int *statusp, int timeout_ms)
 int
 relayproc_wait(struct relayproc *rp, int timeout_ms)
 {
-	pid_t	pid = rp->rp_pid;
-	int	st;
+	pid_t pid = rp->rp_pid;
+	int   st;
 
 	st = relayproc_reap(&rp->rp_pid, &rp->rp_status, timeout_ms);
 	/* Helpers it left in its process group go too. */
@@ -372,19 +374,20 @@ relayproc_kill(struct relayproc *rp, int sig)
 }
 
 int
-relayproc_terminate(pid_t *pidp, int *statusp, int timeout_ms,
-    const char *what)
+relayproc_terminate(pid_t *pidp, int *statusp, int timeout_ms, const char *what)
 {
-	pid_t	pid = *pidp;
-	int	st;
+	pid_t pid = *pidp;
+	int   st;
 
 	if (pid == -1)
 		return *statusp;
 	kill(pid, SIGTERM);
 	if ((st = relayproc_reap(pidp, statusp, timeout_ms)) != -1)
 		return st;
-	fprintf(stderr, "# relayproc: %s did not exit %d ms after SIGTERM, "
-	    "killing it\n", what, timeout_ms);
+	fprintf(stderr,
+	    "# relayproc: %s did not exit %d ms after SIGTERM, "
+	    "killing it\n",
+	    what, timeout_ms);
 	kill(-pid, SIGKILL);
 	kill(pid, SIGKILL);
 	if ((st = relayproc_reap(pidp, statusp, timeout_ms)) != -1)
@@ -396,8 +399,8 @@ relayproc_terminate(pid_t *pidp, int *statusp, int timeout_ms,
 int
 relayproc_stop(struct relayproc *rp)
 {
-	pid_t	pid = rp->rp_pid;
-	int	st;
+	pid_t pid = rp->rp_pid;
+	int   st;
 
 	st = relayproc_terminate(&rp->rp_pid, &rp->rp_status,
 	    RELAYPROC_STOP_TIMEOUT_MS, rp->rp_program);
@@ -411,12 +414,12 @@ relayproc_stop(struct relayproc *rp)
 static int
 spawn(struct relayproc *rp)
 {
-	char	**envp, *argv[3];
-	pid_t	  parent = getpid(), pid;
-	int	  logfd, nullfd;
+	char **envp, *argv[3];
+	pid_t  parent = getpid(), pid;
+	int    logfd, nullfd;
 
-	logfd = open(rp->rp_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-	    0644);
+	logfd =
+	    open(rp->rp_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (logfd == -1 || nullfd == -1) {
 		fprintf(stderr, "# relayproc: %s: %s\n", rp->rp_log,
@@ -441,7 +444,7 @@ spawn(struct relayproc *rp)
 		return -1;
 	}
 	if (pid == 0) {
-		sigset_t	all;
+		sigset_t all;
 
 		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -474,7 +477,7 @@ spawn(struct relayproc *rp)
 static int
 start(struct relayproc *rp)
 {
-	int64_t	deadline;
+	int64_t deadline;
 	int	fd, rc = -1;
 
 	if (spawn(rp) == -1)
@@ -482,21 +485,23 @@ start(struct relayproc *rp)
 	deadline = wsc_now_ms() + RELAYPROC_START_TIMEOUT_MS;
 	for (;;) {
 		if (relayproc_wait(rp, 0) != -1) {
-			fprintf(stderr, "# relayproc: %s exited with status "
-			    "%d before listening\n", rp->rp_program,
-			    rp->rp_status);
+			fprintf(stderr,
+			    "# relayproc: %s exited with status "
+			    "%d before listening\n",
+			    rp->rp_program, rp->rp_status);
 			rc = -2;
 			break;
 		}
-		if ((fd = wsc_tcp_connect(rp->rp_host, rp->rp_port,
-		    200)) != -1) {
+		if ((fd = wsc_tcp_connect(rp->rp_host, rp->rp_port, 200)) !=
+		    -1) {
 			close(fd);
 			return 0;
 		}
 		if (wsc_now_ms() >= deadline) {
-			fprintf(stderr, "# relayproc: %s not listening on "
-			    "%s port %d after %d ms\n", rp->rp_program,
-			    rp->rp_host, rp->rp_port,
+			fprintf(stderr,
+			    "# relayproc: %s not listening on "
+			    "%s port %d after %d ms\n",
+			    rp->rp_program, rp->rp_host, rp->rp_port,
 			    RELAYPROC_START_TIMEOUT_MS);
 			relayproc_stop(rp);
 			break;
@@ -510,9 +515,9 @@ start(struct relayproc *rp)
 int
 relayproc_log_port_taken(const char *path)
 {
-	char	 chunk[65536];
-	size_t	 n;
-	FILE	*f;
+	char   chunk[65536];
+	size_t n;
+	FILE  *f;
 
 	if ((f = fopen(path, "r")) == NULL)
 		return 0;
@@ -527,9 +532,9 @@ relayproc_log_port_taken(const char *path)
 static char *
 find_program(const char *program)
 {
-	struct buf	 b = BUF_INIT;
-	const char	*bin;
-	char		*path;
+	struct buf  b = BUF_INIT;
+	const char *bin;
+	char	   *path;
 
 	if (strchr(program, '/') != NULL)
 		buf_adds(&b, program);
@@ -552,12 +557,12 @@ find_program(const char *program)
 struct relayproc *
 relayproc_start(const char *program, const char *const extra_env[])
 {
-	struct relayproc	*rp;
-	const char		*v;
-	char			 sub[PATH_MAX + 8];
-	static const char	*subdirs[] = { "relay", "git", "run" };
-	size_t			 i;
-	int			 port, rc, try, own_port = 1;
+	struct relayproc  *rp;
+	const char	  *v;
+	char		   sub[PATH_MAX + 8];
+	static const char *subdirs[] = { "relay", "git", "run" };
+	size_t		   i;
+	int		   port, rc, try, own_port = 1;
 
 	if ((rp = calloc(1, sizeof(*rp))) == NULL)
 		fatal("relayproc: calloc");
@@ -578,7 +583,8 @@ relayproc_start(const char *program, const char *const extra_env[])
 
 	for (try = 1;; try++) {
 		if ((port = relayproc_free_port("127.0.0.1")) == -1) {
-			fprintf(stderr, "# relayproc: no free loopback "
+			fprintf(stderr,
+			    "# relayproc: no free loopback "
 			    "port\n");
 			goto fail;
 		}
@@ -595,12 +601,13 @@ relayproc_start(const char *program, const char *const extra_env[])
 		relayproc_setenv(rp, "NGIT_USER=root");
 		for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++) {
 			relayproc_setenv(rp, extra_env[i]);
-			if (strncmp(extra_env[i], "NGIT_BIND_ADDRESS=",
-			    18) == 0)
+			if (strncmp(extra_env[i], "NGIT_BIND_ADDRESS=", 18) ==
+			    0)
 				own_port = 0;
 		}
 		if (parse_bind(rp) == -1) {
-			fprintf(stderr, "# relayproc: cannot read "
+			fprintf(stderr,
+			    "# relayproc: cannot read "
 			    "NGIT_BIND_ADDRESS %s\n",
 			    env_get(rp, "NGIT_BIND_ADDRESS"));
 			goto fail;
@@ -626,8 +633,10 @@ relayproc_start(const char *program, const char *const extra_env[])
 		if (rc != -2 || !own_port || try == RELAYPROC_START_TRIES ||
 		    !relayproc_log_port_taken(rp->rp_log))
 			goto fail;
-		fprintf(stderr, "# relayproc: port %d was taken, trying "
-		    "another\n", port);
+		fprintf(stderr,
+		    "# relayproc: port %d was taken, trying "
+		    "another\n",
+		    port);
 	}
 fail:
 	relayproc_free(rp);
@@ -637,9 +646,9 @@ fail:
 struct relayproc *
 relayproc_start_peer(const char *const extra_env[])
 {
-	struct relayproc	*rp;
-	struct buf		 b = BUF_INIT;
-	const char		*v;
+	struct relayproc *rp;
+	struct buf	  b = BUF_INIT;
+	const char	 *v;
 
 	if ((v = getenv("GRASPD_PEER")) != NULL && *v != '\0')
 		buf_adds(&b, v);
@@ -668,7 +677,7 @@ relayproc_restart(struct relayproc *rp)
 void
 relayproc_free(struct relayproc *rp)
 {
-	size_t		 i;
+	size_t i;
 
 	if (rp == NULL)
 		return;
@@ -684,12 +693,12 @@ relayproc_free(struct relayproc *rp)
 void
 relayproc_dump_log(const struct relayproc *rp, int nlines)
 {
-	FILE		*f;
-	struct buf	 b = BUF_INIT;
-	char		 chunk[8192], *p, *line;
-	size_t		 n;
-	long		 size;
-	int		 seen = 0;
+	FILE	  *f;
+	struct buf b = BUF_INIT;
+	char	   chunk[8192], *p, *line;
+	size_t	   n;
+	long	   size;
+	int	   seen = 0;
 
 	if ((f = fopen(rp->rp_log, "r")) == NULL)
 		return;
@@ -773,19 +782,19 @@ relayproc_bind_url(const struct relayproc *rp)
 struct json *
 relayproc_nip11(const struct relayproc *rp, struct json_doc **docp)
 {
-	struct json	*root = NULL;
-	char		*body = NULL, err[128];
-	int		 status = 0;
+	struct json *root = NULL;
+	char	    *body = NULL, err[128];
+	int	     status = 0;
 
 	*docp = NULL;
 	if (http_get(rp->rp_host, rp->rp_port, "/",
-	    "Accept: application/nostr+json\r\n", 5000, &status, NULL,
-	    &body) == -1)
+		"Accept: application/nostr+json\r\n", 5000, &status, NULL,
+		&body) == -1)
 		printf("# NIP-11: no answer from port %d\n", rp->rp_port);
 	else if (status != 200)
 		printf("# NIP-11: status %d\n", status);
 	else if ((root = json_parse(body, strlen(body), docp, err,
-	    sizeof(err))) == NULL)
+		      sizeof(err))) == NULL)
 		printf("# NIP-11: %s\n", err);
 	free(body);
 	return root;
@@ -795,11 +804,11 @@ int
 relayproc_post(struct relayproc *rp, const char *path, const char *body,
     size_t len)
 {
-	int	status = 0;
+	int status = 0;
 
-	if (http_request(relayproc_host(rp), relayproc_port(rp), "POST",
-	    path, NULL, body, len, RELAYPROC_POST_TIMEOUT_MS, &status, NULL,
-	    NULL, NULL) == -1)
+	if (http_request(relayproc_host(rp), relayproc_port(rp), "POST", path,
+		NULL, body, len, RELAYPROC_POST_TIMEOUT_MS, &status, NULL, NULL,
+		NULL) == -1)
 		return -1;
 	return status == 200 ? 0 : -1;
 }
@@ -807,14 +816,14 @@ relayproc_post(struct relayproc *rp, const char *path, const char *body,
 struct wsc *
 relayproc_ws_retry(struct relayproc *rp, int timeout_ms)
 {
-	int64_t		 end = wsc_now_ms() + timeout_ms;
-	struct wsc	*ws;
-	int		 status;
+	int64_t	    end = wsc_now_ms() + timeout_ms;
+	struct wsc *ws;
+	int	    status;
 
 	do {
 		usleep(100000);
-		ws = wsc_connect_ex(relayproc_host(rp), relayproc_port(rp),
-		    "/", NULL, 5000, &status);
+		ws = wsc_connect_ex(relayproc_host(rp), relayproc_port(rp), "/",
+		    NULL, 5000, &status);
 	} while (ws == NULL && wsc_now_ms() < end);
 	return ws;
 }
@@ -823,12 +832,13 @@ void
 relayproc_graspd_env(int port, const char *dir, const char *libexec,
     void (*add)(void *, const char *), void *arg)
 {
-	char	kv[PATH_MAX + 64];
+	char kv[PATH_MAX + 64];
 
-#define GD_ENV(...) do {						\
-	snprintf(kv, sizeof(kv), __VA_ARGS__);				\
-	add(arg, kv);							\
-} while (0)
+#define GD_ENV(...) \
+	do { \
+		snprintf(kv, sizeof(kv), __VA_ARGS__); \
+		add(arg, kv); \
+	} while (0)
 	GD_ENV("NGIT_BIND_ADDRESS=127.0.0.1:%d", port);
 	GD_ENV("NGIT_DOMAIN=127.0.0.1:%d", port);
 	GD_ENV("NGIT_RELAY_DATA_PATH=%s/relay", dir);
@@ -847,10 +857,10 @@ relayproc_graspd_env(int port, const char *dir, const char *libexec,
 int
 relayproc_proc_status(long pid, const char *name, char *out, size_t outlen)
 {
-	char	 path[64], line[512], *v;
-	size_t	 nl = strlen(name);
-	FILE	*f;
-	int	 rc = -1;
+	char   path[64], line[512], *v;
+	size_t nl = strlen(name);
+	FILE  *f;
+	int    rc = -1;
 
 	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
 	if ((f = fopen(path, "r")) == NULL)
@@ -871,7 +881,7 @@ relayproc_proc_status(long pid, const char *name, char *out, size_t outlen)
 static int
 relayproc_fixture_relayd(void *arg)
 {
-	struct relayproc	**rpp = arg;
+	struct relayproc **rpp = arg;
 
 	if ((*rpp = relayproc_start("relayd", NULL)) == NULL) {
 		printf("not ok - relayd_start: relayd did not start\n");
@@ -883,7 +893,7 @@ relayproc_fixture_relayd(void *arg)
 static int
 relayproc_fixture_peer(void *arg)
 {
-	struct relayproc	**rpp = arg;
+	struct relayproc **rpp = arg;
 
 	if ((*rpp = relayproc_start_peer(NULL)) == NULL) {
 		printf("not ok - peer_start: the peer did not start\n");
@@ -895,7 +905,7 @@ relayproc_fixture_peer(void *arg)
 static void
 relayproc_fixture_stop(void *arg, int failed)
 {
-	struct relayproc	**rpp = arg;
+	struct relayproc **rpp = arg;
 
 	if (failed)
 		relayproc_dump_log(*rpp, RELAYPROC_FIXTURE_LOG);
@@ -903,9 +913,7 @@ relayproc_fixture_stop(void *arg, int failed)
 	*rpp = NULL;
 }
 
-const struct t_fixture relayproc_relayd_fixture = {
-	relayproc_fixture_relayd, relayproc_fixture_stop
-};
-const struct t_fixture relayproc_peer_fixture = {
-	relayproc_fixture_peer, relayproc_fixture_stop
-};
+const struct t_fixture relayproc_relayd_fixture = { relayproc_fixture_relayd,
+	relayproc_fixture_stop };
+const struct t_fixture relayproc_peer_fixture = { relayproc_fixture_peer,
+	relayproc_fixture_stop };

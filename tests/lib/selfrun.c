@@ -13,11 +13,11 @@ int
 selfrun(const char *argv0, const char *dir, const char *what, char *out,
     size_t outlen)
 {
-	char	*argv[5];
-	int	 p[2], st;
-	ssize_t	 n;
-	size_t	 got = 0;
-	pid_t	 pid;
+	char   *argv[5];
+	int	p[2], st;
+	ssize_t n;
+	size_t	got = 0;
+	pid_t	pid;
 
 	if (mkdir(dir, 0700) == -1 || pipe(p) == -1)
 		return -1;
@@ -40,8 +40,8 @@ selfrun(const char *argv0, const char *dir, const char *what, char *out,
 		_exit(127);
 	}
 	close(p[1]);
-	while (got + 1 < outlen && (n = read(p[0], out + got,
-	    outlen - got - 1)) > 0)
+	while (got + 1 < outlen &&
+	    (n = read(p[0], out + got, outlen - got - 1)) > 0)
 		got += (size_t)n;
 	if (outlen > 0)
 		out[got] = '\0';

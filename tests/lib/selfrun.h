@@ -13,7 +13,7 @@
  * (outlen bytes, NUL-terminated; the rest is dropped).  Returns its exit
  * status, or -1 if it could not run or a signal ended it.
  */
-int	 selfrun(const char *argv0, const char *dir, const char *what,
-	    char *out, size_t outlen);
+int selfrun(const char *argv0, const char *dir, const char *what, char *out,
+    size_t outlen);
 
 #endif

@@ -28,8 +28,8 @@
 
 #include "tfix.h"
 
-static int		 t_pass, t_fail, t_skip, t_case_failed;
-static const char	*t_case;
+static int	   t_pass, t_fail, t_skip, t_case_failed;
+static const char *t_case;
 
 static inline void
 t_fail_at(const char *file, int line, const char *what)
@@ -42,40 +42,46 @@ t_fail_at(const char *file, int line, const char *what)
 	t_case_failed = 1;
 }
 
-#define T_CHECK(c) do {							\
-	if (!(c))							\
-		t_fail_at(__FILE__, __LINE__, #c);			\
-} while (0)
+#define T_CHECK(c) \
+	do { \
+		if (!(c)) \
+			t_fail_at(__FILE__, __LINE__, #c); \
+	} while (0)
 
-#define T_ASSERT(c) do {						\
-	if (!(c)) {							\
-		t_fail_at(__FILE__, __LINE__, #c);			\
-		return;							\
-	}								\
-} while (0)
+#define T_ASSERT(c) \
+	do { \
+		if (!(c)) { \
+			t_fail_at(__FILE__, __LINE__, #c); \
+			return; \
+		} \
+	} while (0)
 
-#define T_EQ_INT(a, b) do {						\
-	long long t_a_ = (long long)(a), t_b_ = (long long)(b);	\
-	if (t_a_ != t_b_) {						\
-		char t_m_[256];						\
-		snprintf(t_m_, sizeof(t_m_), "%s == %s (%lld != %lld)",	\
-		    #a, #b, t_a_, t_b_);				\
-		t_fail_at(__FILE__, __LINE__, t_m_);			\
-		return;							\
-	}								\
-} while (0)
+#define T_EQ_INT(a, b) \
+	do { \
+		long long t_a_ = (long long)(a), t_b_ = (long long)(b); \
+		if (t_a_ != t_b_) { \
+			char t_m_[256]; \
+			snprintf(t_m_, sizeof(t_m_), \
+			    "%s == %s (%lld != %lld)", #a, #b, t_a_, t_b_); \
+			t_fail_at(__FILE__, __LINE__, t_m_); \
+			return; \
+		} \
+	} while (0)
 
-#define T_EQ_STR(a, b) do {						\
-	const char *t_a_ = (a), *t_b_ = (b);				\
-	if (t_a_ == NULL || t_b_ == NULL || strcmp(t_a_, t_b_) != 0) {	\
-		char t_m_[1024];					\
-		snprintf(t_m_, sizeof(t_m_), "%s == %s (\"%.400s\" != "	\
-		    "\"%.400s\")", #a, #b, t_a_ ? t_a_ : "(null)",	\
-		    t_b_ ? t_b_ : "(null)");				\
-		t_fail_at(__FILE__, __LINE__, t_m_);			\
-		return;							\
-	}								\
-} while (0)
+#define T_EQ_STR(a, b) \
+	do { \
+		const char *t_a_ = (a), *t_b_ = (b); \
+		if (t_a_ == NULL || t_b_ == NULL || strcmp(t_a_, t_b_) != 0) { \
+			char t_m_[1024]; \
+			snprintf(t_m_, sizeof(t_m_), \
+			    "%s == %s (\"%.400s\" != " \
+			    "\"%.400s\")", \
+			    #a, #b, t_a_ ? t_a_ : "(null)", \
+			    t_b_ ? t_b_ : "(null)"); \
+			t_fail_at(__FILE__, __LINE__, t_m_); \
+			return; \
+		} \
+	} while (0)
 
 #define T_RUN(fn) t_run(#fn, fn)
 
@@ -83,9 +89,9 @@ t_fail_at(const char *file, int line, const char *what)
 static inline int
 t_selected(const char *name)
 {
-	const char	*f = getenv("T_FILTER"), *p;
-	char		 part[256];
-	size_t		 n;
+	const char *f = getenv("T_FILTER"), *p;
+	char	    part[256];
+	size_t	    n;
 
 	if (f == NULL || *f == '\0')
 		return 1;
@@ -104,7 +110,7 @@ t_selected(const char *name)
 static inline int64_t
 t_now_ms(void)
 {
-	struct timespec	ts;
+	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -113,7 +119,7 @@ t_now_ms(void)
 static inline void
 t_run(const char *name, void (*fn)(void))
 {
-	int64_t	t0;
+	int64_t t0;
 
 	if (!t_selected(name)) {
 		t_skip++;
@@ -146,21 +152,24 @@ t_done(void)
 
 /* One entry of a program's case table; T_CASE(fn) names it fn. */
 struct t_case {
-	const char	*name;
-	void		(*fn)(void);
+	const char *name;
+	void (*fn)(void);
 };
 
-#define T_CASE(fn)	{ #fn, fn }
-#define T_NCASES(a)	(sizeof(a) / sizeof((a)[0]))
+#define T_CASE(fn) \
+	{ \
+#fn, fn \
+	}
+#define T_NCASES(a) (sizeof(a) / sizeof((a)[0]))
 
 /* t_main() flags. */
-#define T_IGN_SIGPIPE	0x1	/* the program writes to peers that may go */
+#define T_IGN_SIGPIPE 0x1 /* the program writes to peers that may go */
 
 /* Runs each of the n cases in table order through t_run(). */
 static inline void
 t_run_cases(const struct t_case *cases, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		t_run(cases[i].name, cases[i].fn);
@@ -174,10 +183,10 @@ t_run_cases(const struct t_case *cases, size_t n)
  * look at t_fail) and t_done()'s status.
  */
 static inline int
-t_main(const struct t_case *cases, size_t n, int (*setup)(void),
+t_main(const struct t_case *cases, size_t	   n, int (*setup)(void),
     void (*cleanup)(void), const struct t_fixture *fx, void *arg, int flags)
 {
-	int	rc;
+	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (flags & T_IGN_SIGPIPE)
@@ -194,24 +203,23 @@ t_main(const struct t_case *cases, size_t n, int (*setup)(void),
 	return t_done();
 }
 
-#define T_MAIN_ALL(cases, setup, cleanup, fx, arg, flags)		\
-int									\
-main(void)								\
-{									\
-	return t_main(cases, T_NCASES(cases), setup, cleanup, fx, arg,	\
-	    flags);							\
-}
-#define T_MAIN_WITH(cases, setup, cleanup, flags)			\
+#define T_MAIN_ALL(cases, setup, cleanup, fx, arg, flags) \
+	int main(void) \
+	{ \
+		return t_main(cases, T_NCASES(cases), setup, cleanup, fx, arg, \
+		    flags); \
+	}
+#define T_MAIN_WITH(cases, setup, cleanup, flags) \
 	T_MAIN_ALL(cases, setup, cleanup, NULL, NULL, flags)
-#define T_MAIN_FIXTURE(cases, fx, arg, flags)				\
+#define T_MAIN_FIXTURE(cases, fx, arg, flags) \
 	T_MAIN_ALL(cases, NULL, NULL, fx, arg, flags)
-#define T_MAIN(cases)	T_MAIN_ALL(cases, NULL, NULL, NULL, NULL, 0)
+#define T_MAIN(cases) T_MAIN_ALL(cases, NULL, NULL, NULL, NULL, 0)
 
 /* The number in environment variable name (a test's size), else dflt. */
 static inline int
 t_env_int(const char *name, int dflt)
 {
-	const char	*v = getenv(name);
+	const char *v = getenv(name);
 
 	return v != NULL && *v != '\0' ? atoi(v) : dflt;
 }
@@ -220,7 +228,7 @@ t_env_int(const char *name, int dflt)
 static inline int
 t_cmp_long(const void *a, const void *b)
 {
-	long	x = *(const long *)a, y = *(const long *)b;
+	long x = *(const long *)a, y = *(const long *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -232,9 +240,9 @@ t_cmp_long(const void *a, const void *b)
 static inline char *
 t_slurp(const char *path, size_t *lenp)
 {
-	FILE	*fp;
-	char	*s;
-	long	 n;
+	FILE *fp;
+	char *s;
+	long  n;
 
 	if ((fp = fopen(path, "rb")) == NULL)
 		return NULL;

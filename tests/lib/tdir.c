@@ -1,7 +1,7 @@
 /*
  * tdir.c: the tests' temporary directories (tdir.h).
  */
-#define _GNU_SOURCE		/* nftw */
+#define _GNU_SOURCE /* nftw */
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -17,8 +17,8 @@
 int
 tdir_make(char *out, size_t outlen, const char *name)
 {
-	const char	*tmp = getenv("TMPDIR");
-	int		 n;
+	const char *tmp = getenv("TMPDIR");
+	int	    n;
 
 	if (tmp == NULL || *tmp == '\0')
 		tmp = "/tmp";
@@ -50,7 +50,7 @@ rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *f)
 void
 tdir_remove(const char *path)
 {
-	const char	*keep = getenv("GRASPD_KEEP_TMP");
+	const char *keep = getenv("GRASPD_KEEP_TMP");
 
 	if (path == NULL || *path == '\0')
 		return;
@@ -63,7 +63,7 @@ tdir_remove(const char *path)
 static int
 tdir_fixture_make(void *arg)
 {
-	struct tdir_prog	*tp = arg;
+	struct tdir_prog *tp = arg;
 
 	return tdir_make(tp->path, tp->len, tp->name) == -1 ? 1 : 0;
 }
@@ -71,7 +71,7 @@ tdir_fixture_make(void *arg)
 static int
 tdir_fixture_log(void *arg)
 {
-	struct tdir_prog	*tp = arg;
+	struct tdir_prog *tp = arg;
 
 	log_init(tp->name, 1);
 	log_setlevel(LOG_LVL_WARN);
@@ -81,15 +81,13 @@ tdir_fixture_log(void *arg)
 static void
 tdir_fixture_remove(void *arg, int failed)
 {
-	struct tdir_prog	*tp = arg;
+	struct tdir_prog *tp = arg;
 
 	(void)failed;
 	tdir_remove(tp->path);
 }
 
-const struct t_fixture tdir_fixture = {
-	tdir_fixture_make, tdir_fixture_remove
-};
-const struct t_fixture tdir_log_fixture = {
-	tdir_fixture_log, tdir_fixture_remove
-};
+const struct t_fixture tdir_fixture = { tdir_fixture_make,
+	tdir_fixture_remove };
+const struct t_fixture tdir_log_fixture = { tdir_fixture_log,
+	tdir_fixture_remove };

@@ -14,19 +14,19 @@
  * and puts its path in out (outlen bytes).  Returns 0, or -1 with the
  * reason printed as a "# " line and out set to "".
  */
-int	 tdir_make(char *out, size_t outlen, const char *name);
+int  tdir_make(char *out, size_t outlen, const char *name);
 /*
  * Removes the directory path and everything below it, not following
  * links; keeps it, printing its path, when GRASPD_KEEP_TMP is set.  An
  * empty path is ignored.
  */
-void	 tdir_remove(const char *path);
+void tdir_remove(const char *path);
 
 /* The temporary directory of a whole test program, for the fixtures. */
 struct tdir_prog {
-	char		*path;		/* tdir_make()'s out */
-	size_t		 len;		/* and outlen */
-	const char	*name;		/* and name */
+	char	   *path; /* tdir_make()'s out */
+	size_t	    len;  /* and outlen */
+	const char *name; /* and name */
 };
 
 /*

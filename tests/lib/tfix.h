@@ -12,8 +12,8 @@
  * failed) runs after the last one; failed is 1 when a case failed.
  */
 struct t_fixture {
-	int	(*setup)(void *arg);
-	void	(*cleanup)(void *arg, int failed);
+	int (*setup)(void *arg);
+	void (*cleanup)(void *arg, int failed);
 };
 
 #endif

@@ -17,12 +17,12 @@
 #include "wsclient.h"
 
 /* The most settings tint_sync_graspd() passes graspd. */
-#define TINT_MAX_ENV	16
+#define TINT_MAX_ENV 16
 
 int
 tint_sanitizing(void)
 {
-	const char	*l = getenv("RUN_LABEL");
+	const char *l = getenv("RUN_LABEL");
 
 	return l != NULL && strcmp(l, "sanitize") == 0;
 }
@@ -38,10 +38,9 @@ tint_home(char *dir, size_t len, const char *name, const char *who)
 }
 
 int
-tint_peers_start(struct relayproc **const peers[], size_t n,
-    const char *who)
+tint_peers_start(struct relayproc **const peers[], size_t n, const char *who)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		if ((*peers[i] = relayproc_start_peer(NULL)) == NULL) {
@@ -55,10 +54,10 @@ struct relayproc *
 tint_sync_graspd(const char *const keys[], struct relayproc *const peers[],
     size_t n, const char *const extra[], const char *who)
 {
-	char			 set[TINT_MAX_ENV][256];
-	const char		*env[TINT_MAX_ENV + 1];
-	struct relayproc	*rp = NULL;
-	size_t			 i, ne = 0;
+	char		  set[TINT_MAX_ENV][256];
+	const char	 *env[TINT_MAX_ENV + 1];
+	struct relayproc *rp = NULL;
+	size_t		  i, ne = 0;
 
 	for (i = 0; i < n && ne < TINT_MAX_ENV; i++) {
 		snprintf(set[ne], sizeof(set[ne]), "%s=ws://127.0.0.1:%d",
@@ -68,8 +67,7 @@ tint_sync_graspd(const char *const keys[], struct relayproc *const peers[],
 	}
 	if (ne < TINT_MAX_ENV)
 		env[ne++] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
-	for (i = 0; extra != NULL && extra[i] != NULL && ne < TINT_MAX_ENV;
-	    i++)
+	for (i = 0; extra != NULL && extra[i] != NULL && ne < TINT_MAX_ENV; i++)
 		env[ne++] = extra[i];
 	env[ne] = NULL;
 	if (ne == TINT_MAX_ENV)
@@ -86,7 +84,7 @@ int
 tint_host_repo(struct relayproc *p, uint8_t fill, int owner, int64_t at,
     const char *d, const char *maint_hex, const char *dir)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 	char	work[512];
 
 	tuser_sk(fill, owner, sk);
@@ -99,11 +97,11 @@ tint_announcement(uint8_t fill, int owner, int64_t at, const char *d,
     const char *const clones[], size_t nclones, const char *const relays[],
     size_t nrelays, const char *maint_hex)
 {
-	struct buf	 t = BUF_INIT;
-	struct event	*e;
-	uint8_t		 sk[32], pk[32];
-	char		 url[512];
-	size_t		 i;
+	struct buf    t = BUF_INIT;
+	struct event *e;
+	uint8_t	      sk[32], pk[32];
+	char	      url[512];
+	size_t	      i;
 
 	tuser_sk(fill, owner, sk);
 	event_pubkey_of(sk, pk);
@@ -136,7 +134,7 @@ struct event *
 tint_signed(uint8_t b0, int n, int64_t at, uint32_t kind, const char *tags,
     const char *content)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 
 	tint_key(b0, n, sk);
 	return event_new_signed(sk, at, kind, tags, content);
@@ -146,23 +144,24 @@ int
 tint_cors_ok(const char *hdrs)
 {
 	static const struct {
-		const char	*name, *want[2];
-		int		 exact;
+		const char *name, *want[2];
+		int	    exact;
 	} cors[] = {
 		{ "access-control-allow-origin", { "*", NULL }, 1 },
 		{ "access-control-allow-methods", { "GET", "POST" }, 0 },
 		{ "access-control-allow-headers", { "Content-Type", NULL }, 0 },
 	};
-	char	*v;
-	size_t	 i, j;
-	int	 ok = 1;
+	char  *v;
+	size_t i, j;
+	int    ok = 1;
 
 	for (i = 0; i < TINT_N(cors) && ok; i++) {
 		v = http_header_value(hdrs, cors[i].name);
 		for (j = 0; j < 2 && cors[i].want[j] != NULL; j++)
-			if (v == NULL || (cors[i].exact ?
-			    strcmp(v, cors[i].want[j]) != 0 :
-			    strstr(v, cors[i].want[j]) == NULL))
+			if (v == NULL ||
+			    (cors[i].exact ?
+				    strcmp(v, cors[i].want[j]) != 0 :
+				    strstr(v, cors[i].want[j]) == NULL))
 				ok = 0;
 		if (!ok)
 			printf("# CORS: %s: %s\n", cors[i].name,
@@ -175,7 +174,7 @@ tint_cors_ok(const char *hdrs)
 void
 tint_relays_free(struct relayproc *const rps[], size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		relayproc_free(rps[i]);
@@ -185,8 +184,8 @@ tint_relays_free(struct relayproc *const rps[], size_t n)
 int
 tint_freed_place_retaken(struct relayproc *rp, struct wsc *ws[], size_t n)
 {
-	struct wsc	*extra;
-	size_t		 i;
+	struct wsc *extra;
+	size_t	    i;
 
 	wsc_close(ws[0]);
 	ws[0] = NULL;

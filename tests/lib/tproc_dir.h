@@ -9,6 +9,6 @@
  * The number of entries of dir whose names start with prefix, or, when
  * prefix is NULL, that do not start with '.'.  -1 if dir cannot be read.
  */
-int	tproc_dir_count(const char *dir, const char *prefix);
+int tproc_dir_count(const char *dir, const char *prefix);
 
 #endif

@@ -16,8 +16,8 @@
 static int
 tstore_fixture_open(void *arg)
 {
-	struct tstore_prog	*tp = arg;
-	char			 path[PATH_MAX], err[256];
+	struct tstore_prog *tp = arg;
+	char		    path[PATH_MAX], err[256];
 
 	if (tdir_fixture.setup(&tp->dir) != 0)
 		return 2;
@@ -32,21 +32,20 @@ tstore_fixture_open(void *arg)
 static void
 tstore_fixture_close(void *arg, int failed)
 {
-	struct tstore_prog	*tp = arg;
+	struct tstore_prog *tp = arg;
 
 	store_close(*tp->st);
 	*tp->st = NULL;
 	tdir_fixture.cleanup(&tp->dir, failed);
 }
 
-const struct t_fixture tstore_fixture = {
-	tstore_fixture_open, tstore_fixture_close
-};
+const struct t_fixture tstore_fixture = { tstore_fixture_open,
+	tstore_fixture_close };
 
 void
 tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65])
 {
-	uint8_t	pk[32];
+	uint8_t pk[32];
 
 	memset(pk, fill, sizeof(pk));
 	pk[28] = (uint8_t)(n >> 24);

@@ -15,8 +15,8 @@
 struct store;
 
 struct tstore_prog {
-	struct tdir_prog	  dir;	/* where the database lives */
-	struct store		**st;	/* the program's store */
+	struct tdir_prog dir; /* where the database lives */
+	struct store   **st;  /* the program's store */
 };
 
 /*
@@ -32,6 +32,6 @@ extern const struct t_fixture tstore_fixture;
  * series: 32 bytes of fill, n big-endian in the last four.  For stores
  * whose events nothing verifies; distinct n give distinct keys.
  */
-void	tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65]);
+void tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65]);
 
 #endif

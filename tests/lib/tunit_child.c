@@ -12,8 +12,8 @@ int
 tunit_child_dies(const char *argv0, const char *tmpdir, const char *what,
     const char *says)
 {
-	char	dir[256], out[4096];
-	int	st;
+	char dir[256], out[4096];
+	int  st;
 
 	snprintf(dir, sizeof(dir), "%s/child-%s", tmpdir, what);
 	st = selfrun(argv0, dir, what, out, sizeof(out));

@@ -12,7 +12,7 @@
  * says in its stderr.  Otherwise prints a "# " line with the status and
  * the stderr and returns -1.  Never exits.
  */
-int	 tunit_child_dies(const char *argv0, const char *tmpdir,
-	    const char *what, const char *says);
+int tunit_child_dies(const char *argv0, const char *tmpdir, const char *what,
+    const char *says);
 
 #endif

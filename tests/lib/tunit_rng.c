@@ -6,7 +6,7 @@
 uint64_t
 tunit_rng_next(uint64_t *state)
 {
-	uint64_t	x = *state;
+	uint64_t x = *state;
 
 	x ^= x << 13;
 	x ^= x >> 7;

@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 /* Advances *state (never 0) and returns its new value. */
-uint64_t	 tunit_rng_next(uint64_t *state);
+uint64_t tunit_rng_next(uint64_t *state);
 /* Advances *state and returns its new value modulo n (n > 0). */
-uint32_t	 tunit_rng_below(uint64_t *state, uint32_t n);
+uint32_t tunit_rng_below(uint64_t *state, uint32_t n);
 
 #endif

@@ -14,7 +14,7 @@ static inline void
 tunit_row_int(const char *file, int line, const char *row, long long got,
     long long want)
 {
-	char	m[512];
+	char m[512];
 
 	if (got == want)
 		return;
@@ -28,7 +28,7 @@ static inline void
 tunit_row_str(const char *file, int line, const char *row, const char *got,
     const char *want)
 {
-	char	m[1024];
+	char m[1024];
 
 	if (got != NULL && want != NULL && strcmp(got, want) == 0)
 		return;
@@ -37,9 +37,9 @@ tunit_row_str(const char *file, int line, const char *row, const char *got,
 	t_fail_at(file, line, m);
 }
 
-#define T_ROW_INT(row, got, want)					\
+#define T_ROW_INT(row, got, want) \
 	tunit_row_int(__FILE__, __LINE__, (row), (got), (want))
-#define T_ROW_STR(row, got, want)					\
+#define T_ROW_STR(row, got, want) \
 	tunit_row_str(__FILE__, __LINE__, (row), (got), (want))
 
 #endif

@@ -11,7 +11,7 @@
 int
 tunit_strv_same(char *const *a, size_t na, char *const *b, size_t nb)
 {
-	size_t	i;
+	size_t i;
 
 	if (na != nb) {
 		printf("# %zu strings, expected %zu\n", na, nb);

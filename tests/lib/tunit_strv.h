@@ -11,7 +11,6 @@
  * 1 if a (na strings) and b (nb) hold the same strings in the same
  * order; otherwise 0, after a "# " comment naming the first difference.
  */
-int	 tunit_strv_same(char *const *a, size_t na, char *const *b,
-	    size_t nb);
+int tunit_strv_same(char *const *a, size_t na, char *const *b, size_t nb);
 
 #endif

@@ -19,7 +19,7 @@ tuser_sk(uint8_t fill, int n, uint8_t sk[32])
 void
 tuser_hex(uint8_t fill, int n, char out[65])
 {
-	uint8_t	sk[32], pk[32];
+	uint8_t sk[32], pk[32];
 
 	tuser_sk(fill, n, sk);
 	event_pubkey_of(sk, pk);
@@ -27,10 +27,10 @@ tuser_hex(uint8_t fill, int n, char out[65])
 }
 
 struct event *
-tuser_event(uint8_t fill, int n, int64_t at, uint32_t kind,
-    const char *tags, const char *content)
+tuser_event(uint8_t fill, int n, int64_t at, uint32_t kind, const char *tags,
+    const char *content)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 
 	tuser_sk(fill, n, sk);
 	return event_new_signed(sk, at, kind, tags, content);
@@ -39,7 +39,7 @@ tuser_event(uint8_t fill, int n, int64_t at, uint32_t kind,
 void
 tuser_coord(uint8_t fill, int n, const char *d, char *out, size_t outlen)
 {
-	char	hex[65];
+	char hex[65];
 
 	tuser_hex(fill, n, hex);
 	snprintf(out, outlen, "30617:%s:%s", hex, d);
@@ -48,7 +48,7 @@ tuser_coord(uint8_t fill, int n, const char *d, char *out, size_t outlen)
 void
 tuser_events_destroy(struct event **evs, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		event_destroy(evs[i]);

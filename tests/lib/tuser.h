@@ -13,19 +13,18 @@
 struct event;
 
 /* User n's secret key (n from 0 to 65535). */
-void		 tuser_sk(uint8_t fill, int n, uint8_t sk[32]);
+void	      tuser_sk(uint8_t fill, int n, uint8_t sk[32]);
 /* User n's public key in hex. */
-void		 tuser_hex(uint8_t fill, int n, char out[65]);
+void	      tuser_hex(uint8_t fill, int n, char out[65]);
 /*
  * An event by user n (event_new_signed(): tags is a JSON array or NULL);
  * the caller destroys it.  NULL if it could not be made.
  */
-struct event	*tuser_event(uint8_t fill, int n, int64_t at, uint32_t kind,
-		    const char *tags, const char *content);
+struct event *tuser_event(uint8_t fill, int n, int64_t at, uint32_t kind,
+    const char *tags, const char *content);
 /* Destroys evs[0..n) (the array itself stays the caller's). */
-void		 tuser_events_destroy(struct event **evs, size_t n);
+void	      tuser_events_destroy(struct event **evs, size_t n);
 /* The coordinate "30617:<user n's hex>:<d>" of n's repository d. */
-void		 tuser_coord(uint8_t fill, int n, const char *d, char *out,
-		    size_t outlen);
+void tuser_coord(uint8_t fill, int n, const char *d, char *out, size_t outlen);
 
 #endif

@@ -9,7 +9,7 @@
  *   -d  accepted for relayproc (peer always logs to stderr)
  *   -v  log every connection, REQ and configuration change
  */
-#define _GNU_SOURCE		/* accept4 */
+#define _GNU_SOURCE /* accept4 */
 #include <sys/socket.h>
 
 #include <netinet/in.h>
@@ -26,24 +26,23 @@
 #include "peer.h"
 #include "relayproc.h"
 
-struct peer	*peer;
+struct peer *peer;
 
-static int	hang_callback(struct lws *, enum lws_callback_reasons, void *,
-		    void *, size_t);
+static int hang_callback(struct lws *, enum lws_callback_reasons, void *,
+    void *, size_t);
 
-static struct lws_protocols protocols[] = {
+static struct lws_protocols protocols[] = { {
+						.name = "nostr",
+						.callback = peer_ws_callback,
+						.per_session_data_size =
+						    sizeof(struct peer_conn),
+						.rx_buffer_size = 65536,
+					    },
 	{
-		.name = "nostr",
-		.callback = peer_ws_callback,
-		.per_session_data_size = sizeof(struct peer_conn),
-		.rx_buffer_size = 65536,
+	    .name = "hang",
+	    .callback = hang_callback,
 	},
-	{
-		.name = "hang",
-		.callback = hang_callback,
-	},
-	{ NULL, NULL, 0, 0, 0, NULL, 0 }
-};
+	{ NULL, NULL, 0, 0, 0, NULL, 0 } };
 
 static void
 on_signal(int sig)
@@ -59,7 +58,7 @@ on_signal(int sig)
 static void
 lws_log_emit(int level, const char *line)
 {
-	size_t	n = strlen(line);
+	size_t n = strlen(line);
 
 	(void)level;
 	while (n > 0 && line[n - 1] == '\n')
@@ -70,7 +69,8 @@ lws_log_emit(int level, const char *line)
 static __attribute__((noreturn)) void
 usage(void)
 {
-	fprintf(stderr, "usage: peer [-dv]   (listens on $NGIT_BIND_ADDRESS, "
+	fprintf(stderr,
+	    "usage: peer [-dv]   (listens on $NGIT_BIND_ADDRESS, "
 	    "host:port)\n");
 	exit(78);
 }
@@ -78,7 +78,7 @@ usage(void)
 void
 peer_hang_release(void)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < peer->nhang; i++)
 		close(peer->hang_conns[i]);
@@ -109,12 +109,12 @@ static int
 hang_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     void *in, size_t len)
 {
-	int	fd;
+	int fd;
 
 	if (reason != LWS_CALLBACK_RAW_RX_FILE)
 		return 0;
 	while ((fd = accept4(peer->hang_fd, NULL, NULL,
-	    SOCK_NONBLOCK | SOCK_CLOEXEC)) != -1) {
+		    SOCK_NONBLOCK | SOCK_CLOEXEC)) != -1) {
 		peer_hang_hold(fd);
 	}
 	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
@@ -126,9 +126,9 @@ hang_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 static void
 hang_open(const char *host)
 {
-	struct in6_addr		 a;
-	lws_sock_file_fd_type	 u;
-	int			 fd;
+	struct in6_addr	      a;
+	lws_sock_file_fd_type u;
+	int		      fd;
 
 	/* Not an address literal: the IPv4 loopback. */
 	if (inet_pton(AF_INET, host, &a) != 1 &&
@@ -141,7 +141,7 @@ hang_open(const char *host)
 	peer->hang_fd = fd;
 	u.filefd = fd;
 	if (lws_adopt_descriptor_vhost(peer->vhost, LWS_ADOPT_RAW_FILE_DESC, u,
-	    "hang", NULL) == NULL)
+		"hang", NULL) == NULL)
 		fatalx("cannot adopt the hang port into the loop");
 }
 
@@ -149,10 +149,10 @@ int
 main(int argc, char *argv[])
 {
 	struct lws_context_creation_info info;
-	static struct peer	 pr;
-	const char		*addr;
-	char			 host[256];
-	int			 ch, port, verbose = 0;
+	static struct peer		 pr;
+	const char			*addr;
+	char				 host[256];
+	int				 ch, port, verbose = 0;
 
 	while ((ch = getopt(argc, argv, "dv")) != -1) {
 		switch (ch) {

@@ -52,11 +52,11 @@ http_clear(struct peer_conn *c)
  * owns) follows in wss_http_final().  Returns the callback result.
  */
 static int
-respond(struct peer_conn *c, struct lws *wsi, unsigned status,
-    const char *type, char *body, size_t len)
+respond(struct peer_conn *c, struct lws *wsi, unsigned status, const char *type,
+    char *body, size_t len)
 {
-	unsigned char	 hbuf[LWS_PRE + 1024], *start = hbuf + LWS_PRE;
-	unsigned char	*p = start, *end = hbuf + sizeof(hbuf) - 1;
+	unsigned char  hbuf[LWS_PRE + 1024], *start = hbuf + LWS_PRE;
+	unsigned char *p = start, *end = hbuf + sizeof(hbuf) - 1;
 
 	free(c->pc_resp);
 	c->pc_resp = body;
@@ -64,8 +64,8 @@ respond(struct peer_conn *c, struct lws *wsi, unsigned status,
 	if (lws_add_http_common_headers(wsi, status, type, len, &p, end))
 		return 1;
 	if (lws_add_http_header_by_name(wsi,
-	    (const unsigned char *)"access-control-allow-origin:",
-	    (const unsigned char *)"*", 1, &p, end))
+		(const unsigned char *)"access-control-allow-origin:",
+		(const unsigned char *)"*", 1, &p, end))
 		return 1;
 	if (lws_finalize_write_http_header(wsi, start, &p, end))
 		return 1;
@@ -79,10 +79,9 @@ respond(struct peer_conn *c, struct lws *wsi, unsigned status,
 }
 
 static int
-respond_json(struct peer_conn *c, struct lws *wsi, unsigned status,
-    cJSON *doc)
+respond_json(struct peer_conn *c, struct lws *wsi, unsigned status, cJSON *doc)
 {
-	char	*s;
+	char *s;
 
 	s = cJSON_PrintUnformatted(doc);
 	cJSON_Delete(doc);
@@ -96,7 +95,7 @@ static int
 respond_error(struct peer_conn *c, struct lws *wsi, unsigned status,
     const char *msg)
 {
-	cJSON	*o;
+	cJSON *o;
 
 	if ((o = cJSON_CreateObject()) == NULL)
 		fatal("respond_error");
@@ -107,13 +106,14 @@ respond_error(struct peer_conn *c, struct lws *wsi, unsigned status,
 static char *
 nip11_text(size_t *len)
 {
-	cJSON	*doc, *arr;
-	char	*s;
+	cJSON *doc, *arr;
+	char  *s;
 
 	if ((doc = cJSON_CreateObject()) == NULL)
 		fatal("nip11_text");
 	cJSON_AddStringToObject(doc, "name", PEER_NAME);
-	cJSON_AddStringToObject(doc, "description", "a scriptable relay for "
+	cJSON_AddStringToObject(doc, "description",
+	    "a scriptable relay for "
 	    "graspd's integration tests");
 	cJSON_AddStringToObject(doc, "software", "graspd tests/peer");
 	arr = cJSON_AddArrayToObject(doc, "supported_nips");
@@ -129,8 +129,8 @@ nip11_text(size_t *len)
 static char *
 events_text(size_t *len)
 {
-	struct buf	b = BUF_INIT;
-	size_t		i;
+	struct buf b = BUF_INIT;
+	size_t	   i;
 
 	buf_addc(&b, '[');
 	for (i = 0; i < peer->nevents; i++) {
@@ -146,18 +146,18 @@ events_text(size_t *len)
 static int
 post_events(struct peer_conn *c, struct lws *wsi)
 {
-	struct event	*ev;
-	const char	*p = c->pc_body.b_data, *end, *nl;
-	char		 err[256], msg[320];
-	cJSON		*o, *errs;
-	int		 stored = 0, dup = 0, lineno = 0, r;
+	struct event *ev;
+	const char   *p = c->pc_body.b_data, *end, *nl;
+	char	      err[256], msg[320];
+	cJSON	     *o, *errs;
+	int	      stored = 0, dup = 0, lineno = 0, r;
 
 	if ((o = cJSON_CreateObject()) == NULL)
 		fatal("post_events");
 	errs = cJSON_AddArrayToObject(o, "errors");
 	end = p + c->pc_body.b_len;
 	for (; p != NULL && p < end; p = nl ? nl + 1 : NULL) {
-		size_t	n;
+		size_t n;
 
 		lineno++;
 		nl = memchr(p, '\n', (size_t)(end - p));
@@ -184,16 +184,17 @@ post_events(struct peer_conn *c, struct lws *wsi)
 	}
 	cJSON_AddNumberToObject(o, "stored", stored);
 	cJSON_AddNumberToObject(o, "duplicates", dup);
-	return respond_json(c, wsi, cJSON_GetArraySize(errs) ?
-	    HTTP_STATUS_BAD_REQUEST : HTTP_STATUS_OK, o);
+	return respond_json(c, wsi,
+	    cJSON_GetArraySize(errs) ? HTTP_STATUS_BAD_REQUEST : HTTP_STATUS_OK,
+	    o);
 }
 
 static int
 post_config(struct peer_conn *c, struct lws *wsi)
 {
-	cJSON	*obj;
-	char	 err[256];
-	int	 r;
+	cJSON *obj;
+	char   err[256];
+	int    r;
 
 	if (c->pc_body.b_len == 0)
 		return respond_json(c, wsi, HTTP_STATUS_OK, peer_config_json());
@@ -230,7 +231,7 @@ http_post(struct peer_conn *c, struct lws *wsi)
 static int
 wants_nip11(struct lws *wsi)
 {
-	char	accept[512];
+	char accept[512];
 
 	if (lws_hdr_copy(wsi, accept, sizeof(accept), WSI_TOKEN_HTTP_ACCEPT) <=
 	    0)
@@ -242,10 +243,10 @@ wants_nip11(struct lws *wsi)
 static int
 has_body(struct lws *wsi)
 {
-	char	cl[32];
+	char cl[32];
 
-	if (lws_hdr_copy(wsi, cl, sizeof(cl),
-	    WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
+	if (lws_hdr_copy(wsi, cl, sizeof(cl), WSI_TOKEN_HTTP_CONTENT_LENGTH) <=
+	    0)
 		return 0;
 	return strtoull(cl, NULL, 10) > 0;
 }
@@ -253,9 +254,9 @@ has_body(struct lws *wsi)
 static int
 http_request(struct peer_conn *c, struct lws *wsi)
 {
-	char	*uri, *body;
-	int	 method, urilen;
-	size_t	 len;
+	char  *uri, *body;
+	int    method, urilen;
+	size_t len;
 
 	http_clear(c);
 	memset(c, 0, sizeof(*c));
@@ -280,27 +281,28 @@ http_request(struct peer_conn *c, struct lws *wsi)
 		    "method not allowed");
 	if (wants_nip11(wsi)) {
 		body = nip11_text(&len);
-		return respond(c, wsi, HTTP_STATUS_OK,
-		    "application/nostr+json", body, len);
+		return respond(c, wsi, HTTP_STATUS_OK, "application/nostr+json",
+		    body, len);
 	}
 	if (urilen == 4 && memcmp(uri, "/log", 4) == 0) {
 		body = peer_log_text();
-		return respond(c, wsi, HTTP_STATUS_OK, "application/json",
-		    body, strlen(body));
+		return respond(c, wsi, HTTP_STATUS_OK, "application/json", body,
+		    strlen(body));
 	}
 	if (urilen == 7 && memcmp(uri, "/events", 7) == 0) {
 		body = events_text(&len);
-		return respond(c, wsi, HTTP_STATUS_OK, "application/json",
-		    body, len);
+		return respond(c, wsi, HTTP_STATUS_OK, "application/json", body,
+		    len);
 	}
 	if (urilen == 1 && uri[0] == '/') {
 		struct buf b = BUF_INIT;
 
-		buf_adds(&b, PEER_NAME ": a scriptable Nostr relay for tests; "
+		buf_adds(&b,
+		    PEER_NAME
+		    ": a scriptable Nostr relay for tests; "
 		    "POST /config, /reset, /events; GET /log, /events\n");
 		body = buf_release(&b, &len);
-		return respond(c, wsi, HTTP_STATUS_OK, "text/plain", body,
-		    len);
+		return respond(c, wsi, HTTP_STATUS_OK, "text/plain", body, len);
 	}
 	return respond_error(c, wsi, HTTP_STATUS_NOT_FOUND, "no such endpoint");
 }

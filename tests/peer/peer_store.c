@@ -24,8 +24,8 @@ newer(const struct event *a, const struct event *b)
 int
 peer_store_add(struct event *ev)
 {
-	struct event	**n;
-	size_t		  i, lo, hi, mid;
+	struct event **n;
+	size_t	       i, lo, hi, mid;
 
 	for (i = 0; i < peer->nevents; i++) {
 		if (memcmp(peer->events[i]->id, ev->id, 32) == 0) {
@@ -64,9 +64,9 @@ void
 peer_store_query(const struct filter *f, size_t nf, size_t max,
     void (*cb)(const struct event *, void *), void *arg)
 {
-	unsigned char	*sel;
-	size_t		 i, j, sent = 0;
-	int64_t		 taken;
+	unsigned char *sel;
+	size_t	       i, j, sent = 0;
+	int64_t	       taken;
 
 	if (peer->nevents == 0)
 		return;
@@ -102,12 +102,15 @@ enum cfg_type {
 };
 
 static const struct {
-	const char	*name;
-	enum cfg_type	 type;
-	size_t		 off;
-	int		 max;
+	const char   *name;
+	enum cfg_type type;
+	size_t	      off;
+	int	      max;
 } cfg_keys[] = {
-#define K(n, t, m) { #n, t, offsetof(struct peer_config, n), m }
+#define K(n, t, m) \
+	{ \
+#n, t, offsetof(struct peer_config, n), m \
+	}
 	K(eose_delay_ms, CFG_INT, 3600000),
 	K(drop_eose, CFG_BOOL, 1),
 	K(max_results, CFG_INT, 1000000),
@@ -127,21 +130,22 @@ static const struct {
 #undef K
 };
 
-#define NCFG	(sizeof(cfg_keys) / sizeof(cfg_keys[0]))
+#define NCFG (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
 
 int
 peer_config_apply(const cJSON *obj, char *err, size_t errlen)
 {
-	struct peer_config	 nc = peer->cfg;
-	const cJSON		*m;
-	size_t			 i;
-	int			*slot;
+	struct peer_config nc = peer->cfg;
+	const cJSON	  *m;
+	size_t		   i;
+	int		  *slot;
 
 	if (!cJSON_IsObject(obj)) {
 		snprintf(err, errlen, "the body must be a JSON object");
 		return -1;
 	}
-	cJSON_ArrayForEach(m, obj) {
+	cJSON_ArrayForEach(m, obj)
+	{
 		for (i = 0; i < NCFG; i++)
 			if (strcmp(m->string, cfg_keys[i].name) == 0)
 				break;
@@ -156,8 +160,10 @@ peer_config_apply(const cJSON *obj, char *err, size_t errlen)
 			break;
 		case CFG_BOOL:
 			if (!cJSON_IsBool(m)) {
-				snprintf(err, errlen, "\"%s\" takes true or "
-				    "false", m->string);
+				snprintf(err, errlen,
+				    "\"%s\" takes true or "
+				    "false",
+				    m->string);
 				return -1;
 			}
 			*slot = cJSON_IsTrue(m);
@@ -166,8 +172,10 @@ peer_config_apply(const cJSON *obj, char *err, size_t errlen)
 			if (!cJSON_IsNumber(m) || m->valuedouble < 0 ||
 			    m->valuedouble > cfg_keys[i].max ||
 			    m->valuedouble != (double)(int)m->valuedouble) {
-				snprintf(err, errlen, "\"%s\" takes an integer "
-				    "in 0..%d", m->string, cfg_keys[i].max);
+				snprintf(err, errlen,
+				    "\"%s\" takes an integer "
+				    "in 0..%d",
+				    m->string, cfg_keys[i].max);
 				return -1;
 			}
 			*slot = (int)m->valuedouble;
@@ -181,9 +189,9 @@ peer_config_apply(const cJSON *obj, char *err, size_t errlen)
 cJSON *
 peer_config_json(void)
 {
-	cJSON	*o;
-	size_t	 i;
-	int	 v;
+	cJSON *o;
+	size_t i;
+	int    v;
 
 	if ((o = cJSON_CreateObject()) == NULL)
 		fatal("peer_config_json");
@@ -212,7 +220,7 @@ peer_log_add(cJSON *list, cJSON *item)
 static cJSON *
 new_array(void)
 {
-	cJSON	*a;
+	cJSON *a;
 
 	if ((a = cJSON_CreateArray()) == NULL)
 		fatal("cJSON_CreateArray");
@@ -244,8 +252,8 @@ peer_reset(void)
 char *
 peer_log_text(void)
 {
-	cJSON	*o;
-	char	*s;
+	cJSON *o;
+	char  *s;
 
 	if ((o = cJSON_CreateObject()) == NULL)
 		fatal("peer_log_text");

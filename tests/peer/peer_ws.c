@@ -6,7 +6,7 @@
  * misbehaviour of peer_config, and every client's output queue.  Runs in
  * peer, the scriptable relay of the integration tests.
  */
-#define _GNU_SOURCE		/* dup3 */
+#define _GNU_SOURCE /* dup3 */
 #include <sys/random.h>
 #include <sys/socket.h>
 
@@ -44,13 +44,13 @@ send_auth_challenge(struct peer_conn *c)
 static void
 forge_sig(char *p, size_t len)
 {
-	static const char	 key[] = "\"sig\":\"";
-	char			*h;
-	int			 v;
+	static const char key[] = "\"sig\":\"";
+	char		 *h;
+	int		  v;
 
 	if (len < 130 + sizeof(key) - 1 ||
-	    memcmp(p + len - 130 - (sizeof(key) - 1), key,
-	    sizeof(key) - 1) != 0)
+	    memcmp(p + len - 130 - (sizeof(key) - 1), key, sizeof(key) - 1) !=
+		0)
 		return;
 	h = p + len - 3;
 	v = *h >= 'a' ? *h - 'a' + 10 : *h - '0';
@@ -65,8 +65,8 @@ forge_sig(char *p, size_t len)
 static void
 send_event(struct peer_conn *c, const char *subid, const struct event *ev)
 {
-	struct buf	b = BUF_INIT;
-	int		limit = peer->cfg.close_after_events;
+	struct buf b = BUF_INIT;
+	int	   limit = peer->cfg.close_after_events;
 
 	if (c->pc_out.wq_shut)
 		return;
@@ -95,9 +95,9 @@ sub_free(struct peer_sub *s)
 static struct peer_sub *
 sub_find(struct peer_conn *c, const char *id)
 {
-	struct peer_sub	*s;
+	struct peer_sub *s;
 
-	LIST_FOREACH(s, &c->pc_subs, ps_entry)
+	LIST_FOREACH (s, &c->pc_subs, ps_entry)
 		if (strcmp(s->ps_id, id) == 0)
 			return s;
 	return NULL;
@@ -114,20 +114,19 @@ sub_remove(struct peer_conn *c, struct peer_sub *s)
 void
 peer_fanout(const struct event *ev)
 {
-	struct peer_conn	*c;
-	struct peer_sub		*s;
+	struct peer_conn *c;
+	struct peer_sub	 *s;
 
-	LIST_FOREACH(c, &peer->conns, pc_entry)
-		LIST_FOREACH(s, &c->pc_subs, ps_entry)
-			if (filter_match_any(s->ps_filters, s->ps_nfilters,
-			    ev))
+	LIST_FOREACH (c, &peer->conns, pc_entry)
+		LIST_FOREACH (s, &c->pc_subs, ps_entry)
+			if (filter_match_any(s->ps_filters, s->ps_nfilters, ev))
 				send_event(c, s->ps_id, ev);
 }
 
 static void
 eose_timer(lws_sorted_usec_list_t *sul)
 {
-	struct peer_sub	*s = lws_container_of(sul, struct peer_sub, ps_sul);
+	struct peer_sub *s = lws_container_of(sul, struct peer_sub, ps_sul);
 
 	wss_send_msg(&s->ps_conn->pc_out, "EOSE", s->ps_id, NULL);
 }
@@ -136,8 +135,8 @@ eose_timer(lws_sorted_usec_list_t *sul)
 static cJSON *
 to_cjson(const struct json *j)
 {
-	const struct json	*m;
-	cJSON			*o = NULL;
+	const struct json *m;
+	cJSON		  *o = NULL;
 
 	switch (j->type) {
 	case JSON_NULL:
@@ -181,7 +180,7 @@ to_cjson(const struct json *j)
 static cJSON *
 log_entry(const struct peer_conn *c, int with_sub, const struct json *sid)
 {
-	cJSON	*e;
+	cJSON *e;
 
 	if ((e = cJSON_CreateObject()) == NULL)
 		fatal("log_entry");
@@ -197,8 +196,8 @@ log_entry(const struct peer_conn *c, int with_sub, const struct json *sid)
 static void
 log_req(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*f;
-	cJSON			*e, *fl;
+	const struct json *f;
+	cJSON		  *e, *fl;
 
 	e = log_entry(c, 1, json_at(msg, 1));
 	fl = cJSON_AddArrayToObject(e, "filters");
@@ -209,14 +208,14 @@ log_req(struct peer_conn *c, const struct json *msg)
 }
 
 struct req_ctx {
-	struct peer_conn	*c;
-	const char		*subid;
+	struct peer_conn *c;
+	const char	 *subid;
 };
 
 static void
 req_event_cb(const struct event *ev, void *arg)
 {
-	struct req_ctx	*rq = arg;
+	struct req_ctx *rq = arg;
 
 	send_event(rq->c, rq->subid, ev);
 }
@@ -225,10 +224,10 @@ req_event_cb(const struct event *ev, void *arg)
 static void
 send_junk_frames(struct peer_conn *c)
 {
-	static const char	 garbage[] = "}{ this is not JSON [\"EVENT\"";
-	unsigned char		 bin[64];
-	struct buf		 b = BUF_INIT;
-	size_t			 i, n;
+	static const char garbage[] = "}{ this is not JSON [\"EVENT\"";
+	unsigned char	  bin[64];
+	struct buf	  b = BUF_INIT;
+	size_t		  i, n;
 
 	if (peer->cfg.oversized_bytes > 0) {
 		/* ["NOTICE","xxx..."]: 13 bytes around the text. */
@@ -253,9 +252,9 @@ send_junk_frames(struct peer_conn *c)
 static void
 send_flood(struct peer_conn *c, const char *subid, int n)
 {
-	struct event	*ev;
-	char		 content[64];
-	int		 i;
+	struct event *ev;
+	char	      content[64];
+	int	      i;
 
 	for (i = 0; i < n && !c->pc_out.wq_shut; i++) {
 		snprintf(content, sizeof(content), "junk %llu",
@@ -272,11 +271,11 @@ send_flood(struct peer_conn *c, const char *subid, int n)
 static void
 handle_req(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*sid = json_at(msg, 1), *fj;
-	struct peer_sub		*s, *old;
-	struct req_ctx		 rq;
-	char			 err[256], subid[PEER_MAX_SUBID + 1];
-	size_t			 i, nf;
+	const struct json *sid = json_at(msg, 1), *fj;
+	struct peer_sub	  *s, *old;
+	struct req_ctx	   rq;
+	char		   err[256], subid[PEER_MAX_SUBID + 1];
+	size_t		   i, nf;
 
 	log_req(c, msg);
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
@@ -356,9 +355,9 @@ handle_req(struct peer_conn *c, const struct json *msg)
 static void
 handle_close(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*sid = json_at(msg, 1);
-	struct peer_sub		*s;
-	cJSON			*e;
+	const struct json *sid = json_at(msg, 1);
+	struct peer_sub	  *s;
+	cJSON		  *e;
 
 	if (sid == NULL || sid->type != JSON_STRING) {
 		wss_notice(&c->pc_out,
@@ -376,7 +375,7 @@ handle_close(struct peer_conn *c, const struct json *msg)
 static const char *
 event_id_of(const struct json *evj)
 {
-	const struct json	*id = json_get(evj, "id");
+	const struct json *id = json_get(evj, "id");
 
 	if (id == NULL || id->type != JSON_STRING || id->len != 64)
 		return "";
@@ -390,13 +389,15 @@ event_id_of(const struct json *evj)
 static struct event *
 take_event(struct peer_conn *c, const struct json *msg, const char *verb)
 {
-	const struct json	*evj = json_at(msg, 1);
-	struct event		*ev;
-	char			 err[256];
+	const struct json *evj = json_at(msg, 1);
+	struct event	  *ev;
+	char		   err[256];
 
 	if (msg->n != 2 || evj->type != JSON_OBJECT) {
-		snprintf(err, sizeof(err), "invalid: %s takes exactly one "
-		    "event object", verb);
+		snprintf(err, sizeof(err),
+		    "invalid: %s takes exactly one "
+		    "event object",
+		    verb);
 		wss_notice(&c->pc_out, err);
 		return NULL;
 	}
@@ -408,9 +409,9 @@ take_event(struct peer_conn *c, const struct json *msg, const char *verb)
 static void
 handle_event(struct peer_conn *c, const struct json *msg)
 {
-	struct event	*ev;
-	char		 id[65];
-	int		 r;
+	struct event *ev;
+	char	      id[65];
+	int	      r;
 
 	peer->log_events_received++;
 	if ((ev = take_event(c, msg, "EVENT")) == NULL)
@@ -452,10 +453,10 @@ done:
 static void
 handle_auth(struct peer_conn *c, const struct json *msg)
 {
-	const struct estr	*ch;
-	struct event		*ev;
-	const char		*why = NULL;
-	cJSON			*e;
+	const struct estr *ch;
+	struct event	  *ev;
+	const char	  *why = NULL;
+	cJSON		  *e;
 
 	if ((ev = take_event(c, msg, "AUTH")) == NULL)
 		return;
@@ -488,7 +489,7 @@ static void
 send_neg(struct peer_conn *c, const char *verb, const char *subid,
     const char *arg, size_t len)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	buf_printf(&b, "[\"%s\",", verb);
 	buf_add_jstr(&b, subid, strlen(subid));
@@ -502,9 +503,9 @@ send_neg(struct peer_conn *c, const char *verb, const char *subid,
 static struct peer_neg *
 neg_find(struct peer_conn *c, const char *subid)
 {
-	struct peer_neg	*n;
+	struct peer_neg *n;
 
-	LIST_FOREACH(n, &c->pc_negs, pn_entry)
+	LIST_FOREACH (n, &c->pc_negs, pn_entry)
 		if (strcmp(n->pn_id, subid) == 0)
 			return n;
 	return NULL;
@@ -522,8 +523,8 @@ neg_remove(struct peer_neg *n)
 static void
 neg_answer(struct peer_conn *c, struct peer_neg *n, const struct json *hex)
 {
-	struct buf	out = BUF_INIT;
-	char		err[160], reason[200];
+	struct buf out = BUF_INIT;
+	char	   err[160], reason[200];
 
 	if (hex == NULL || hex->type != JSON_STRING) {
 		send_neg(c, "NEG-ERR", n->pn_id, "invalid: no message", 19);
@@ -531,7 +532,7 @@ neg_answer(struct peer_conn *c, struct peer_neg *n, const struct json *hex)
 		return;
 	}
 	if (neg_server_reconcile(n->pn_neg, hex->s, hex->len, &out, err,
-	    sizeof(err)) == -1) {
+		sizeof(err)) == -1) {
 		snprintf(reason, sizeof(reason), "invalid: %s", err);
 		send_neg(c, "NEG-ERR", n->pn_id, reason, strlen(reason));
 		neg_remove(n);
@@ -548,17 +549,17 @@ neg_answer(struct peer_conn *c, struct peer_neg *n, const struct json *hex)
 static void
 handle_neg_open(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*sid = json_at(msg, 1), *fj = json_at(msg, 2);
-	struct neg_items	 it = { NULL, 0, 0 };
-	struct filter		 f;
-	struct peer_neg		*n, *old;
-	cJSON			*e;
-	char			 err[160];
-	size_t			 i;
+	const struct json *sid = json_at(msg, 1), *fj = json_at(msg, 2);
+	struct neg_items   it = { NULL, 0, 0 };
+	struct filter	   f;
+	struct peer_neg	  *n, *old;
+	cJSON		  *e;
+	char		   err[160];
+	size_t		   i;
 
 	e = log_entry(c, 1, sid);
-	cJSON_AddItemToObject(e, "filter", fj != NULL ? to_cjson(fj) :
-	    cJSON_CreateNull());
+	cJSON_AddItemToObject(e, "filter",
+	    fj != NULL ? to_cjson(fj) : cJSON_CreateNull());
 	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
 	peer_log_add(peer->log_negs, e);
 	if (!peer->cfg.neg) {
@@ -590,7 +591,7 @@ handle_neg_open(struct peer_conn *c, const struct json *msg)
 		fatal("handle_neg_open");
 	memcpy(n->pn_id, sid->s, sid->len + 1);
 	if ((n->pn_neg = neg_server_new(it.ni_v, it.ni_n, NEG_FRAME_DEFAULT,
-	    err, sizeof(err))) == NULL) {
+		 err, sizeof(err))) == NULL) {
 		free(n);
 		send_neg(c, "NEG-ERR", sid->s, "error: cannot start", 19);
 		return;
@@ -602,14 +603,16 @@ handle_neg_open(struct peer_conn *c, const struct json *msg)
 static void
 handle_neg_msg(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*sid = json_at(msg, 1);
-	struct peer_neg		*n;
+	const struct json *sid = json_at(msg, 1);
+	struct peer_neg	  *n;
 
 	if (sid == NULL || sid->type != JSON_STRING)
 		return;
 	if ((n = neg_find(c, sid->s)) == NULL) {
-		send_neg(c, "NEG-ERR", sid->s, "closed: subscription not "
-		    "found", 30);
+		send_neg(c, "NEG-ERR", sid->s,
+		    "closed: subscription not "
+		    "found",
+		    30);
 		return;
 	}
 	neg_answer(c, n, json_at(msg, 2));
@@ -618,8 +621,8 @@ handle_neg_msg(struct peer_conn *c, const struct json *msg)
 static void
 handle_neg_close(struct peer_conn *c, const struct json *msg)
 {
-	const struct json	*sid = json_at(msg, 1);
-	struct peer_neg		*n;
+	const struct json *sid = json_at(msg, 1);
+	struct peer_neg	  *n;
 
 	if (sid != NULL && sid->type == JSON_STRING &&
 	    (n = neg_find(c, sid->s)) != NULL)
@@ -629,7 +632,7 @@ handle_neg_close(struct peer_conn *c, const struct json *msg)
 static void
 handle_message(struct peer_conn *c, const char *data, size_t len)
 {
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	struct json	*msg, *verb;
 	char		 err[160], notice[256];
 
@@ -641,7 +644,8 @@ handle_message(struct peer_conn *c, const char *data, size_t len)
 	verb = json_at(msg, 0);
 	if (msg->type != JSON_ARRAY || verb == NULL ||
 	    verb->type != JSON_STRING)
-		wss_notice(&c->pc_out, "invalid: a message must be a JSON "
+		wss_notice(&c->pc_out,
+		    "invalid: a message must be a JSON "
 		    "array starting with a string");
 	else if (strcmp(verb->s, "EVENT") == 0)
 		handle_event(c, msg);
@@ -658,8 +662,10 @@ handle_message(struct peer_conn *c, const char *data, size_t len)
 	else if (peer->cfg.neg && strcmp(verb->s, "NEG-CLOSE") == 0)
 		handle_neg_close(c, msg);
 	else {
-		snprintf(notice, sizeof(notice), "error: unknown message type "
-		    "\"%.40s\"", verb->s);
+		snprintf(notice, sizeof(notice),
+		    "error: unknown message type "
+		    "\"%.40s\"",
+		    verb->s);
 		wss_notice(&c->pc_out, notice);
 	}
 	json_free(doc);
@@ -668,7 +674,7 @@ handle_message(struct peer_conn *c, const char *data, size_t len)
 static void
 conn_release(struct peer_conn *c)
 {
-	struct peer_sub	*s;
+	struct peer_sub *s;
 
 	while ((s = LIST_FIRST(&c->pc_subs)) != NULL)
 		sub_remove(c, s);
@@ -683,8 +689,8 @@ conn_release(struct peer_conn *c)
 static int
 ws_writeable(struct peer_conn *c, struct lws *wsi)
 {
-	uint64_t	sent = c->pc_out.wq_sent;
-	int		rc;
+	uint64_t sent = c->pc_out.wq_sent;
+	int	 rc;
 
 	/*
 	 * close_after_events: once the last event has left (lws calls us
@@ -708,17 +714,17 @@ ws_receive(struct peer_conn *c, struct lws *wsi, const void *in, size_t len)
 {
 	peer->log_bytes_in += len;
 	if (!wss_rx_frame(&c->pc_rx, wsi, in, len, PEER_MAX_MESSAGE,
-	    &c->pc_out))
+		&c->pc_out))
 		return;
-	handle_message(c, c->pc_rx.wr_buf.b_data ? c->pc_rx.wr_buf.b_data :
-	    "", c->pc_rx.wr_buf.b_len);
+	handle_message(c, c->pc_rx.wr_buf.b_data ? c->pc_rx.wr_buf.b_data : "",
+	    c->pc_rx.wr_buf.b_len);
 	wss_rx_done(&c->pc_rx);
 }
 
 static void
 conn_open(struct peer_conn *c, struct lws *wsi)
 {
-	uint8_t	raw[16];
+	uint8_t raw[16];
 
 	/* The session may have served HTTP before the upgrade. */
 	buf_free(&c->pc_body);
@@ -753,7 +759,7 @@ conn_open(struct peer_conn *c, struct lws *wsi)
 static void
 hang_upgrade(struct lws *wsi)
 {
-	int	fd = lws_get_socket_fd(wsi), keep, dummy;
+	int fd = lws_get_socket_fd(wsi), keep, dummy;
 
 	if (fd < 0 || (keep = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1)
 		return;
@@ -770,10 +776,10 @@ hang_upgrade(struct lws *wsi)
 }
 
 int
-peer_ws_callback(struct lws *wsi, enum lws_callback_reasons reason,
-    void *user, void *in, size_t len)
+peer_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+    void *in, size_t len)
 {
-	struct peer_conn	*c = user;
+	struct peer_conn *c = user;
 
 	switch (reason) {
 	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:

@@ -18,14 +18,14 @@
 #include "t.h"
 
 /* Ours: the table's check period here (relayd uses 200, syncd 100). */
-#define CHECK_MS	20
+#define CHECK_MS 20
 /* Ours: the longest any case waits for its children. */
-#define WAIT_MS		3000
+#define WAIT_MS	 3000
 /* Ours: children of the many-at-once case. */
-#define MANY		64
+#define MANY	 64
 
-static struct lws_context	*ctx;
-static lws_sorted_usec_list_t	 tick;
+static struct lws_context    *ctx;
+static lws_sorted_usec_list_t tick;
 
 /* What a callback saw. */
 struct done {
@@ -33,12 +33,12 @@ struct done {
 	pid_t	pid;
 	int	status;
 	int	killed;
-	int64_t	at;		/* t_now_ms() */
+	int64_t at; /* t_now_ms() */
 };
 
-static char *const	 argv_true[] = { "/bin/true", NULL };
-static char *const	 argv_false[] = { "/bin/false", NULL };
-static char *const	 argv_sleep[] = { "sleep", "5", NULL };
+static char *const argv_true[] = { "/bin/true", NULL };
+static char *const argv_false[] = { "/bin/false", NULL };
+static char *const argv_sleep[] = { "sleep", "5", NULL };
 
 static void
 tick_cb(lws_sorted_usec_list_t *sul)
@@ -50,7 +50,7 @@ tick_cb(lws_sorted_usec_list_t *sul)
 static void
 record(pid_t pid, int status, int killed, void *arg)
 {
-	struct done	*d = arg;
+	struct done *d = arg;
 
 	d->calls++;
 	d->pid = pid;
@@ -63,7 +63,7 @@ record(pid_t pid, int status, int killed, void *arg)
 static void
 run_until(const int *calls, int want)
 {
-	int64_t	end = t_now_ms() + WAIT_MS;
+	int64_t end = t_now_ms() + WAIT_MS;
 
 	while (*calls < want && t_now_ms() < end)
 		lws_service(ctx, 0);
@@ -73,7 +73,7 @@ run_until(const int *calls, int want)
 static void
 run_until_empty(void)
 {
-	int64_t	end = t_now_ms() + WAIT_MS;
+	int64_t end = t_now_ms() + WAIT_MS;
 
 	while (child_count() > 0 && t_now_ms() < end)
 		lws_service(ctx, 0);
@@ -82,15 +82,14 @@ run_until_empty(void)
 static pid_t
 start(char *const argv[], int64_t timeout_ms, child_done_cb *cb, void *arg)
 {
-	return child_start(argv, -1, -1, -1, NULL, timeout_ms, "test", cb,
-	    arg);
+	return child_start(argv, -1, -1, -1, NULL, timeout_ms, "test", cb, arg);
 }
 
 static void
 test_overdue_child_is_killed_at_its_deadline(void)
 {
-	struct done	d = { 0 };
-	int64_t		t0 = t_now_ms();
+	struct done d = { 0 };
+	int64_t	    t0 = t_now_ms();
 
 	T_ASSERT(start(argv_sleep, 100, record, &d) > 0);
 	run_until(&d.calls, 1);
@@ -113,14 +112,13 @@ test_overdue_child_is_killed_at_its_deadline(void)
 static void
 test_the_callback_learns_how_the_child_ended(void)
 {
-	static char *const	 argv_exit3[] = { "/bin/sh", "-c", "exit 3",
-				    NULL };
+	static char *const argv_exit3[] = { "/bin/sh", "-c", "exit 3", NULL };
 	static const struct {
-		char *const	*argv;
-		void		(*op)(pid_t);	/* or NULL */
-		int		  calls;
-		int		  status;
-		int		  killed;
+		char *const *argv;
+		void (*op)(pid_t); /* or NULL */
+		int calls;
+		int status;
+		int killed;
 	} tab[] = {
 		{ argv_true, NULL, 1, 0, 0 },
 		{ argv_false, NULL, 1, 1, 0 },
@@ -128,14 +126,14 @@ test_the_callback_learns_how_the_child_ended(void)
 		{ argv_sleep, child_kill, 1, 128 + SIGKILL, 1 },
 		{ argv_sleep, child_abandon, 0, 0, 0 },
 	};
-	struct done	d;
-	pid_t		pid;
-	size_t		i;
+	struct done d;
+	pid_t	    pid;
+	size_t	    i;
 
 	for (i = 0; i < T_NCASES(tab); i++) {
 		memset(&d, 0, sizeof(d));
-		T_ASSERT((pid = start(tab[i].argv, WAIT_MS * 10, record,
-		    &d)) > 0);
+		T_ASSERT(
+		    (pid = start(tab[i].argv, WAIT_MS * 10, record, &d)) > 0);
 		if (tab[i].op != NULL)
 			tab[i].op(pid);
 		T_EQ_INT(child_count(), 1);
@@ -154,14 +152,14 @@ test_the_callback_learns_how_the_child_ended(void)
 
 /* The second child, started from the first one's callback. */
 struct chain {
-	struct done	first, second;
-	pid_t		second_pid;
+	struct done first, second;
+	pid_t	    second_pid;
 };
 
 static void
 chain_first(pid_t pid, int status, int killed, void *arg)
 {
-	struct chain	*c = arg;
+	struct chain *c = arg;
 
 	record(pid, status, killed, &c->first);
 	c->second_pid = start(argv_false, WAIT_MS, record, &c->second);
@@ -170,7 +168,7 @@ chain_first(pid_t pid, int status, int killed, void *arg)
 static void
 test_callback_may_start_another_child(void)
 {
-	struct chain	c;
+	struct chain c;
 
 	memset(&c, 0, sizeof(c));
 	T_ASSERT(start(argv_true, WAIT_MS, chain_first, &c) > 0);
@@ -186,15 +184,15 @@ test_callback_may_start_another_child(void)
 
 /* Two children reaped in one pass; the first's callback abandons the other. */
 struct pair {
-	struct done	d[2];
-	pid_t		pid[2];
+	struct done d[2];
+	pid_t	    pid[2];
 };
 
 static void
 pair_done(pid_t pid, int status, int killed, void *arg)
 {
-	struct pair	*p = arg;
-	int		 i = pid == p->pid[0] ? 0 : 1;
+	struct pair *p = arg;
+	int	     i = pid == p->pid[0] ? 0 : 1;
 
 	record(pid, status, killed, &p->d[i]);
 	child_abandon(p->pid[1 - i]);
@@ -203,8 +201,8 @@ pair_done(pid_t pid, int status, int killed, void *arg)
 static void
 test_callback_may_abandon_a_reaped_sibling(void)
 {
-	struct pair	p;
-	int64_t		end;
+	struct pair p;
+	int64_t	    end;
 
 	memset(&p, 0, sizeof(p));
 	T_ASSERT((p.pid[0] = start(argv_true, WAIT_MS, pair_done, &p)) > 0);
@@ -220,18 +218,18 @@ test_callback_may_abandon_a_reaped_sibling(void)
 }
 
 struct many {
-	pid_t	pid[MANY];
-	int	status[MANY];
-	int	calls;
-	int	wrong;
+	pid_t pid[MANY];
+	int   status[MANY];
+	int   calls;
+	int   wrong;
 };
 
-static struct many	many;
+static struct many many;
 
 static void
 many_done(pid_t pid, int status, int killed, void *arg)
 {
-	int	i = (int)(intptr_t)arg;
+	int i = (int)(intptr_t)arg;
 
 	many.calls++;
 	if (pid != many.pid[i] || killed || many.status[i] != -1)
@@ -242,9 +240,9 @@ many_done(pid_t pid, int status, int killed, void *arg)
 static void
 test_many_children_at_once(void)
 {
-	char	*argv[] = { "/bin/sh", "-c", NULL, NULL };
-	char	 script[32];
-	int	 i;
+	char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+	char  script[32];
+	int   i;
 
 	memset(&many, 0, sizeof(many));
 	for (i = 0; i < MANY; i++) {
@@ -252,7 +250,7 @@ test_many_children_at_once(void)
 		argv[2] = script;
 		many.status[i] = -1;
 		T_ASSERT((many.pid[i] = start(argv, WAIT_MS, many_done,
-		    (void *)(intptr_t)i)) > 0);
+			      (void *)(intptr_t)i)) > 0);
 	}
 	T_EQ_INT(child_count(), MANY);
 	run_until(&many.calls, MANY);
@@ -266,13 +264,13 @@ test_many_children_at_once(void)
 static void
 test_kill_all_waits_for_every_child(void)
 {
-	struct done	d = { 0 };
-	pid_t		pid[3];
-	int		i;
+	struct done d = { 0 };
+	pid_t	    pid[3];
+	int	    i;
 
 	for (i = 0; i < 3; i++)
-		T_ASSERT((pid[i] = start(argv_sleep, WAIT_MS * 10, record,
-		    &d)) > 0);
+		T_ASSERT(
+		    (pid[i] = start(argv_sleep, WAIT_MS * 10, record, &d)) > 0);
 	T_EQ_INT(child_count(), 3);
 	child_kill_all();
 	T_EQ_INT(child_count(), 0);
@@ -286,8 +284,8 @@ test_kill_all_waits_for_every_child(void)
 static void
 test_missing_program_fails_to_start(void)
 {
-	char *const	argv[] = { "/nonexistent/graspd-child-test", NULL };
-	struct done	d = { 0 };
+	char *const argv[] = { "/nonexistent/graspd-child-test", NULL };
+	struct done d = { 0 };
 
 	errno = 0;
 	T_EQ_INT(start(argv, WAIT_MS, record, &d), -1);
@@ -301,7 +299,8 @@ setup(void)
 {
 	static const struct lws_protocols protos[] = {
 		{ "child-test", lws_callback_http_dummy, 0, 0, 0, NULL, 0 },
-		{ NULL, NULL, 0, 0, 0, NULL, 0 } };
+		{ NULL, NULL, 0, 0, 0, NULL, 0 }
+	};
 	struct lws_context_creation_info info;
 
 	log_init("child_test", 1);

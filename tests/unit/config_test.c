@@ -23,21 +23,21 @@
 #include "t.h"
 #include "tdir.h"
 
-extern char	**environ;
+extern char **environ;
 
-#define NPUB	"npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js35mp4dma8qzvjptg"
+#define NPUB "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js35mp4dma8qzvjptg"
 #define NPUB_HEX \
 	"7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e"
-#define NSEC	"nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
+#define NSEC "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
 
-static char	tdir[128];
-static char	conf[sizeof(tdir) + 32];
-static char	err[512];
+static char tdir[128];
+static char conf[sizeof(tdir) + 32];
+static char err[512];
 
 static const char *
 srcdir(void)
 {
-	const char	*d = getenv("GRASPD_SRCDIR");
+	const char *d = getenv("GRASPD_SRCDIR");
 
 	return d ? d : ".";
 }
@@ -46,8 +46,8 @@ srcdir(void)
 static void
 clear_env(void)
 {
-	char	name[256];
-	char	**e;
+	char   name[256];
+	char **e;
 
 again:
 	for (e = environ; *e != NULL; e++) {
@@ -55,14 +55,14 @@ again:
 			continue;
 		snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
 		unsetenv(name);
-		goto again;	/* environ changed under us */
+		goto again; /* environ changed under us */
 	}
 }
 
 static void
 write_conf(const char *text)
 {
-	FILE	*fp;
+	FILE *fp;
 
 	if ((fp = fopen(conf, "w")) == NULL) {
 		perror(conf);
@@ -90,7 +90,7 @@ starts_with(const char *s, const char *prefix)
 static char *
 dump(const struct config *cfg)
 {
-	struct buf	b = BUF_INIT;
+	struct buf b = BUF_INIT;
 
 	config_dump(cfg, &b);
 	return buf_release(&b, NULL);
@@ -100,7 +100,7 @@ dump(const struct config *cfg)
 static void
 load_refused(int rc, const char *want)
 {
-	char	m[sizeof(err) + 512 + 16];
+	char m[sizeof(err) + 512 + 16];
 
 	if (rc != -1)
 		t_fail_at(__FILE__, __LINE__, want);
@@ -114,8 +114,8 @@ load_refused(int rc, const char *want)
 static void
 file_error(const char *text, int line, const char *msg)
 {
-	struct config	c;
-	char		want[512];
+	struct config c;
+	char	      want[512];
 
 	snprintf(want, sizeof(want), "%s:%d: %s", conf, line, msg);
 	load_refused(load_text(&c, text), want);
@@ -128,8 +128,8 @@ file_error(const char *text, int line, const char *msg)
 static void
 dumps_as_defaults(int rc, struct config *c)
 {
-	struct config	 d;
-	char		*d0, *d1;
+	struct config d;
+	char	     *d0, *d1;
 
 	if (rc != 0) {
 		t_fail_at(__FILE__, __LINE__, err);
@@ -153,8 +153,8 @@ dumps_as_defaults(int rc, struct config *c)
 static void
 env_error(const char *name, const char *value, const char *msg)
 {
-	struct config	c;
-	char		want[512];
+	struct config c;
+	char	      want[512];
 
 	clear_env();
 	setenv(name, value, 1);
@@ -167,18 +167,18 @@ env_error(const char *name, const char *value, const char *msg)
 static void
 file_key(const char *name, char *out)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; name[i + 5] != '\0'; i++)
-		out[i] = (char)(name[i + 5] - (name[i + 5] >= 'A' &&
-		    name[i + 5] <= 'Z' ? 'A' - 'a' : 0));
+		out[i] = (char)(name[i + 5] -
+		    (name[i + 5] >= 'A' && name[i + 5] <= 'Z' ? 'A' - 'a' : 0));
 	out[i] = '\0';
 }
 
 static void
 defaults_without_file(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
@@ -221,22 +221,22 @@ defaults_without_file(void)
 static void
 file_sets_values_in_both_spellings(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	T_ASSERT(load_text(&c,
-	    "# a comment\n"
-	    "\n"
-	    "   \t\n"
-	    "  bind_address   =   [::1]:8080   \n"
-	    "NGIT_DOMAIN = git.example.org\n"
-	    "max_connections=10\n"
-	    "\tNGIT_LOG_LEVEL = debug\r\n"
-	    "relay_description = A relay # with a comment\n"
-	    "test = yes\n"
-	    "metrics_enabled = 0\n"
-	    "sync_enabled = FALSE\n"
-	    "git_data_path = /srv/git\n") == 0);
+		     "# a comment\n"
+		     "\n"
+		     "   \t\n"
+		     "  bind_address   =   [::1]:8080   \n"
+		     "NGIT_DOMAIN = git.example.org\n"
+		     "max_connections=10\n"
+		     "\tNGIT_LOG_LEVEL = debug\r\n"
+		     "relay_description = A relay # with a comment\n"
+		     "test = yes\n"
+		     "metrics_enabled = 0\n"
+		     "sync_enabled = FALSE\n"
+		     "git_data_path = /srv/git\n") == 0);
 	T_EQ_STR(c.bind_address, "[::1]:8080");
 	T_EQ_STR(c.bind_host, "::1");
 	T_EQ_INT(c.bind_port, 8080);
@@ -255,7 +255,7 @@ file_sets_values_in_both_spellings(void)
 static void
 domain_defaults_to_bind_address_from_file(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	T_ASSERT(load_text(&c, "bind_address = 0.0.0.0:80\n") == 0);
@@ -267,17 +267,18 @@ domain_defaults_to_bind_address_from_file(void)
 static void
 environment_beats_file(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	setenv("NGIT_MAX_CONNECTIONS", "7", 1);
 	setenv("NGIT_RELAY_NAME", "from env", 1);
 	setenv("NGIT_SYNC_PLUS_ENABLED", "false", 1);
 	setenv("NGIT_GRASP06_ENABLE", "true", 1);
-	T_ASSERT(load_text(&c, "max_connections = 99\n"
-	    "relay_name = from file\n"
-	    "grasp06_enable = false\n"
-	    "max_events_per_minute = 5\n") == 0);
+	T_ASSERT(load_text(&c,
+		     "max_connections = 99\n"
+		     "relay_name = from file\n"
+		     "grasp06_enable = false\n"
+		     "max_events_per_minute = 5\n") == 0);
 	T_EQ_INT(c.grasp06_enable, 1);
 	T_EQ_INT(c.max_connections, 7);
 	T_EQ_STR(c.relay_name, "from env");
@@ -290,7 +291,7 @@ environment_beats_file(void)
 static void
 empty_environment_variable_is_unset(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	setenv("NGIT_MAX_CONNECTIONS", "", 1);
@@ -305,11 +306,12 @@ empty_environment_variable_is_unset(void)
 static void
 empty_file_value_selects_default(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
-	T_ASSERT(load_text(&c, "max_connections =\nrelay_name = \"\"\n"
-	    "log_level = # none\n") == 0);
+	T_ASSERT(load_text(&c,
+		     "max_connections =\nrelay_name = \"\"\n"
+		     "log_level = # none\n") == 0);
 	T_EQ_INT(c.max_connections, 4096);
 	T_EQ_STR(c.relay_name, "127.0.0.1:7334 grasp relay");
 	T_EQ_INT(c.log_level, LOG_LVL_INFO);
@@ -319,14 +321,15 @@ empty_file_value_selects_default(void)
 static void
 quoted_values(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
-	T_ASSERT(load_text(&c,
-	    "relay_name = \"  My # relay \\\"one\\\" \\\\ \"  # comment\n"
-	    "relay_description = \"\"\n"
-	    "max_connections = \"12\"\n"
-	    "domain=\"example.com\"\n") == 0);
+	T_ASSERT(
+	    load_text(&c,
+		"relay_name = \"  My # relay \\\"one\\\" \\\\ \"  # comment\n"
+		"relay_description = \"\"\n"
+		"max_connections = \"12\"\n"
+		"domain=\"example.com\"\n") == 0);
 	T_EQ_STR(c.relay_name, "  My # relay \"one\" \\ ");
 	T_EQ_STR(c.relay_description,
 	    "Git Nostr Relay - a grasp implementation");
@@ -342,7 +345,7 @@ quoted_values(void)
 static void
 bad_quoting_is_an_error(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	file_error("relay_name = \"open\n", 1,
@@ -356,9 +359,9 @@ bad_quoting_is_an_error(void)
 static void
 unknown_key_names_line(void)
 {
-	struct config	c;
-	int		i;
-	struct buf	b = BUF_INIT;
+	struct config c;
+	int	      i;
+	struct buf    b = BUF_INIT;
 
 	clear_env();
 	for (i = 1; i < 12; i++)
@@ -382,27 +385,33 @@ unknown_key_names_line(void)
 static void
 no_per_user_fallback_knobs(void)
 {
-	struct config	 c;
-	const char	*name;
-	size_t		 i;
-	int		 n = 0;
+	struct config c;
+	const char   *name;
+	size_t	      i;
+	int	      n = 0;
 
 	clear_env();
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strncmp(name, "NGIT_SYNC_PLUS_", 15) == 0) {
 			T_CHECK(strcmp(name, "NGIT_SYNC_PLUS_ENABLED") == 0 ||
 			    strcmp(name, "NGIT_SYNC_PLUS_USER_INDEX_RELAYS") ==
-			    0 || strcmp(name, "NGIT_SYNC_PLUS_FALLBACK_RELAYS") ==
-			    0);
+				0 ||
+			    strcmp(name, "NGIT_SYNC_PLUS_FALLBACK_RELAYS") ==
+				0);
 			n++;
 		}
 	T_EQ_INT(n, 3);
-	T_EQ_INT(load_text(&c, "sync_plus_fallback_relays_for_user = "
-	    "ws://a.example\n"), -1);
-	T_CHECK(strstr(err, ":1: unknown key "
-	    "\"sync_plus_fallback_relays_for_user\"") != NULL);
-	T_EQ_INT(load_text(&c, "NGIT_SYNC_PLUS_USER_FALLBACK = "
-	    "ws://a.example\n"), -1);
+	T_EQ_INT(load_text(&c,
+		     "sync_plus_fallback_relays_for_user = "
+		     "ws://a.example\n"),
+	    -1);
+	T_CHECK(strstr(err,
+		    ":1: unknown key "
+		    "\"sync_plus_fallback_relays_for_user\"") != NULL);
+	T_EQ_INT(load_text(&c,
+		     "NGIT_SYNC_PLUS_USER_FALLBACK = "
+		     "ws://a.example\n"),
+	    -1);
 	T_CHECK(strstr(err, "unknown key") != NULL);
 	setenv("NGIT_SYNC_PLUS_USER_FALLBACK", "ws://a.example", 1);
 	T_EQ_INT(load_text(&c, ""), 0);
@@ -414,7 +423,7 @@ no_per_user_fallback_knobs(void)
 static void
 line_without_equals_is_an_error(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	T_EQ_INT(load_text(&c, "\nbind_address 1.2.3.4:5\n"), -1);
@@ -424,23 +433,26 @@ line_without_equals_is_an_error(void)
 static void
 duplicate_key_is_an_error(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
-	T_EQ_INT(load_text(&c, "max_connections = 1\n"
-	    "NGIT_MAX_CONNECTIONS = 2\n"), -1);
-	T_CHECK(strstr(err, ":2: NGIT_MAX_CONNECTIONS: already set on "
-	    "line 1") != NULL);
+	T_EQ_INT(load_text(&c,
+		     "max_connections = 1\n"
+		     "NGIT_MAX_CONNECTIONS = 2\n"),
+	    -1);
+	T_CHECK(strstr(err,
+		    ":2: NGIT_MAX_CONNECTIONS: already set on "
+		    "line 1") != NULL);
 }
 
 static void
 missing_file_is_an_error(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
-	T_EQ_INT(config_load(&c, "/nonexistent/graspd.conf", err,
-	    sizeof(err)), -1);
+	T_EQ_INT(config_load(&c, "/nonexistent/graspd.conf", err, sizeof(err)),
+	    -1);
 	T_EQ_STR(err, "/nonexistent/graspd.conf: No such file or directory");
 }
 
@@ -483,7 +495,7 @@ bad_values_name_the_key(void)
 static void
 bad_file_value_names_line_and_key(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	file_error("# x\nmax_connections = abc\n", 2,
@@ -497,8 +509,8 @@ bad_file_value_names_line_and_key(void)
 static void
 secret_key_never_appears_in_errors(void)
 {
-	struct config	c;
-	char		bad[] = NSEC;
+	struct config c;
+	char	      bad[] = NSEC;
 
 	clear_env();
 	bad[sizeof(bad) - 2] = 'q';
@@ -513,10 +525,10 @@ static void
 bind_address_forms(void)
 {
 	static const struct {
-		const char	*v;
-		const char	*host;	/* NULL: an error */
-		int		 port;
-		const char	*why;
+		const char *v;
+		const char *host; /* NULL: an error */
+		int	    port;
+		const char *why;
 	} cases[] = {
 		{ "127.0.0.1:7334", "127.0.0.1", 7334, NULL },
 		{ "0.0.0.0:1", "0.0.0.0", 1, NULL },
@@ -527,23 +539,26 @@ bind_address_forms(void)
 		{ "::1:7334", NULL, 0, "is an IPv6 address without brackets" },
 		{ "[::1]", NULL, 0, "has no port (host:port)" },
 		{ "[::1]7334", NULL, 0, "has junk after ']'" },
-		{ "[1.2.3.4]:80", NULL, 0, "is not an IPv6 address in brackets" },
+		{ "[1.2.3.4]:80", NULL, 0,
+		    "is not an IPv6 address in brackets" },
 		{ "127.0.0.1", NULL, 0, "has no port (host:port)" },
 		{ "127.0.0.1:0", NULL, 0, "has a port outside 1-65535" },
 		{ "127.0.0.1:65536", NULL, 0, "has a port outside 1-65535" },
-		{ "127.0.0.1:http", NULL, 0, "has a port that is not a number" },
+		{ "127.0.0.1:http", NULL, 0,
+		    "has a port that is not a number" },
 		{ "127.0.0.1:", NULL, 0, "has a port that is not a number" },
 		{ ":7334", NULL, 0, "has no host" },
-		{ "999.1.1.1:80", NULL, 0, "is not an IP address or host name" },
+		{ "999.1.1.1:80", NULL, 0,
+		    "is not an IP address or host name" },
 		{ "-bad.example:80", NULL, 0,
-		  "is not an IP address or host name" },
+		    "is not an IP address or host name" },
 		{ "a..b:80", NULL, 0, "is not an IP address or host name" },
 		{ "under_score:80", NULL, 0,
-		  "is not an IP address or host name" },
+		    "is not an IP address or host name" },
 	};
-	struct config	c;
-	char		want[256];
-	size_t		i;
+	struct config c;
+	char	      want[256];
+	size_t	      i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		clear_env();
@@ -559,8 +574,10 @@ bind_address_forms(void)
 			config_free(&c);
 			continue;
 		}
-		snprintf(want, sizeof(want), "NGIT_BIND_ADDRESS: \"%s\" %s "
-		    "(from the environment)", cases[i].v, cases[i].why);
+		snprintf(want, sizeof(want),
+		    "NGIT_BIND_ADDRESS: \"%s\" %s "
+		    "(from the environment)",
+		    cases[i].v, cases[i].why);
 		T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
 		T_EQ_STR(err, want);
 	}
@@ -570,7 +587,7 @@ bind_address_forms(void)
 static void
 domain_forms(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	setenv("NGIT_DOMAIN", "git.example.org:8443", 1);
@@ -588,12 +605,12 @@ static void
 public_url_defaults_from_domain_and_is_checked(void)
 {
 	static const char *const bad[] = { "git.example.org",
-	    "ftp://git.example.org", "https://git.example.org/path",
-	    "https://u@git.example.org", "https://", "https://a b",
-	    "https://git.example.org/?q" };
-	struct config	c;
-	char		ws[256];
-	size_t		i;
+		"ftp://git.example.org", "https://git.example.org/path",
+		"https://u@git.example.org", "https://", "https://a b",
+		"https://git.example.org/?q" };
+	struct config		 c;
+	char			 ws[256];
+	size_t			 i;
 
 	clear_env();
 	setenv("NGIT_DOMAIN", "git.example.org:7334", 1);
@@ -634,14 +651,15 @@ public_url_defaults_from_domain_and_is_checked(void)
 static void
 lists_are_trimmed_and_skip_empty_items(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
-	T_ASSERT(load_text(&c, "sync_plus_user_index_relays = "
-	    " wss://a.example , ,ws://b.example:7777/path?x=1,,"
-	    "c.example ,\n"
-	    "sync_plus_fallback_relays = ,  ,\n"
-	    "sync_bootstrap_relay_url = relay.example\n") == 0);
+	T_ASSERT(load_text(&c,
+		     "sync_plus_user_index_relays = "
+		     " wss://a.example , ,ws://b.example:7777/path?x=1,,"
+		     "c.example ,\n"
+		     "sync_plus_fallback_relays = ,  ,\n"
+		     "sync_bootstrap_relay_url = relay.example\n") == 0);
 	T_EQ_INT(c.sync_plus_user_index_relays.n, 3);
 	T_EQ_STR(c.sync_plus_user_index_relays.v[0], "wss://a.example");
 	T_EQ_STR(c.sync_plus_user_index_relays.v[1],
@@ -660,8 +678,8 @@ lists_are_trimmed_and_skip_empty_items(void)
 static void
 event_blacklist_takes_npub_and_hex(void)
 {
-	struct config	c;
-	uint8_t		pk[32];
+	struct config c;
+	uint8_t	      pk[32];
 
 	clear_env();
 	setenv("NGIT_EVENT_BLACKLIST", " " NPUB "," NPUB_HEX ",", 1);
@@ -677,14 +695,15 @@ event_blacklist_takes_npub_and_hex(void)
 static void
 whitelist_entry_forms(void)
 {
-	struct config	c;
-	uint8_t		pk[32];
+	struct config c;
+	uint8_t	      pk[32];
 
 	clear_env();
 	T_ASSERT(key_parse_pubkey(NPUB_HEX, pk) == 0);
-	T_ASSERT(load_text(&c, "repository_whitelist = " NPUB ", " NPUB
-	    "/ngit , grasp-tools,,\n"
-	    "repository_blacklist = spam\n") == 0);
+	T_ASSERT(load_text(&c,
+		     "repository_whitelist = " NPUB ", " NPUB
+		     "/ngit , grasp-tools,,\n"
+		     "repository_blacklist = spam\n") == 0);
 	T_EQ_INT(c.repo_whitelist.n, 3);
 	T_EQ_INT(c.repo_whitelist.v[0].has_pubkey, 1);
 	T_CHECK(memcmp(c.repo_whitelist.v[0].pubkey, pk, 32) == 0);
@@ -703,32 +722,39 @@ whitelist_entry_forms(void)
 static void
 relay_urls_the_roles_would_refuse_are_errors(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
-	T_EQ_INT(load_text(&c, "sync_bootstrap_relay_url = "
-	    "wss://-bad.example:99999/a/../b\n"), -1);
+	T_EQ_INT(load_text(&c,
+		     "sync_bootstrap_relay_url = "
+		     "wss://-bad.example:99999/a/../b\n"),
+	    -1);
 	T_CHECK(strstr(err, "NGIT_SYNC_BOOTSTRAP_RELAY_URL") != NULL);
-	T_EQ_INT(load_text(&c, "sync_plus_fallback_relays = "
-	    "wss://relay.example.com/%00\n"), -1);
+	T_EQ_INT(load_text(&c,
+		     "sync_plus_fallback_relays = "
+		     "wss://relay.example.com/%00\n"),
+	    -1);
 	T_CHECK(strstr(err, "NGIT_SYNC_PLUS_FALLBACK_RELAYS") != NULL);
 	/* Trusted: loopback and scheme-less names are the operator's call. */
-	T_EQ_INT(load_text(&c, "sync_plus_user_index_relays = "
-	    "ws://127.0.0.1:7777, relay.example.com\n"), 0);
+	T_EQ_INT(load_text(&c,
+		     "sync_plus_user_index_relays = "
+		     "ws://127.0.0.1:7777, relay.example.com\n"),
+	    0);
 	config_free(&c);
 }
 
 static void
 whitelist_bad_npub_names_key(void)
 {
-	struct config	c;
-	char		bad[] = NPUB;
+	struct config c;
+	char	      bad[] = NPUB;
 
 	clear_env();
 	bad[sizeof(bad) - 2] = 'q';
 	T_EQ_INT(load_text(&c, "repository_whitelist = ok, npub1xyz\n"), -1);
-	T_CHECK(strstr(err, ":1: NGIT_REPOSITORY_WHITELIST: \"npub1xyz\" is "
-	    "not a valid npub") != NULL);
+	T_CHECK(strstr(err,
+		    ":1: NGIT_REPOSITORY_WHITELIST: \"npub1xyz\" is "
+		    "not a valid npub") != NULL);
 	setenv("NGIT_REPOSITORY_BLACKLIST", bad, 1);
 	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
 	T_CHECK(starts_with(err, "NGIT_REPOSITORY_BLACKLIST: \"npub10elf"));
@@ -749,13 +775,14 @@ whitelist_bad_npub_names_key(void)
 static void
 backoff_max_below_base_is_an_error(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	setenv("NGIT_SYNC_BASE_BACKOFF_SECS", "10", 1);
 	setenv("NGIT_SYNC_MAX_BACKOFF_SECS", "9", 1);
 	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), -1);
-	T_EQ_STR(err, "NGIT_SYNC_MAX_BACKOFF_SECS: 9 is less than "
+	T_EQ_STR(err,
+	    "NGIT_SYNC_MAX_BACKOFF_SECS: 9 is less than "
 	    "NGIT_SYNC_BASE_BACKOFF_SECS (10)");
 	setenv("NGIT_SYNC_MAX_BACKOFF_SECS", "10", 1);
 	T_EQ_INT(config_load(&c, NULL, err, sizeof(err)), 0);
@@ -766,9 +793,9 @@ backoff_max_below_base_is_an_error(void)
 static void
 owner_key_from_config_wins(void)
 {
-	struct config	c;
-	uint8_t		sk[32], want[32];
-	char		path[sizeof(tdir) + 64];
+	struct config c;
+	uint8_t	      sk[32], want[32];
+	char	      path[sizeof(tdir) + 64];
 
 	clear_env();
 	setenv("NGIT_RELAY_DATA_PATH", tdir, 1);
@@ -787,10 +814,10 @@ owner_key_from_config_wins(void)
 static void
 owner_key_file_created_0600_and_stable(void)
 {
-	struct config	c;
-	struct stat	st;
-	uint8_t		sk1[32], sk2[32], fsk[32];
-	char		path[sizeof(tdir) + 64], *text, *d;
+	struct config c;
+	struct stat   st;
+	uint8_t	      sk1[32], sk2[32], fsk[32];
+	char	      path[sizeof(tdir) + 64], *text, *d;
 
 	clear_env();
 	snprintf(path, sizeof(path), "%s/%s", tdir, CONFIG_OWNER_KEY_FILE);
@@ -830,7 +857,7 @@ owner_key_file_created_0600_and_stable(void)
 	T_EQ_INT(st.st_mode & 07777, 0600);
 	/* No temporary file is left behind. */
 	{
-		char	tmp[sizeof(path) + 32];
+		char tmp[sizeof(path) + 32];
 
 		snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
 		T_CHECK(access(tmp, F_OK) == -1);
@@ -842,10 +869,10 @@ owner_key_file_created_0600_and_stable(void)
 static void
 owner_key_file_bad_contents_is_an_error(void)
 {
-	struct config	c;
-	FILE		*fp;
-	uint8_t		 sk[32], want[32];
-	char		 path[sizeof(tdir) + 64];
+	struct config c;
+	FILE	     *fp;
+	uint8_t	      sk[32], want[32];
+	char	      path[sizeof(tdir) + 64];
 
 	clear_env();
 	snprintf(path, sizeof(path), "%s/%s", tdir, CONFIG_OWNER_KEY_FILE);
@@ -860,8 +887,10 @@ owner_key_file_bad_contents_is_an_error(void)
 	T_EQ_INT(c.has_owner_sk, 0);
 	/* An existing hex key with surrounding blanks is read, not replaced. */
 	T_ASSERT((fp = fopen(path, "w")) != NULL);
-	fputs("  67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
-	    "\n\n", fp);
+	fputs(
+	    "  67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
+	    "\n\n",
+	    fp);
 	fclose(fp);
 	T_ASSERT(config_owner_key(&c, sk, err, sizeof(err)) == 0);
 	T_ASSERT(key_parse_seckey(NSEC, want) == 0);
@@ -880,7 +909,7 @@ owner_key_file_bad_contents_is_an_error(void)
 static void
 test_mode_scales_timing(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
@@ -907,8 +936,8 @@ test_mode_scales_timing(void)
 static void
 dump_redacts_secret_key(void)
 {
-	struct config	c;
-	char		*d;
+	struct config c;
+	char	     *d;
 
 	clear_env();
 	T_ASSERT(load_text(&c, "relay_owner_nsec = " NSEC "\n") == 0);
@@ -921,40 +950,43 @@ dump_redacts_secret_key(void)
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
 	d = dump(&c);
 	config_free(&c);
-	T_CHECK(strstr(d, "\nrelay_owner_nsec = # from "
-	    "/var/lib/graspd/relay/.relay-owner.nsec\n") != NULL);
+	T_CHECK(strstr(d,
+		    "\nrelay_owner_nsec = # from "
+		    "/var/lib/graspd/relay/.relay-owner.nsec\n") != NULL);
 	free(d);
 }
 
 static void
 dump_round_trips(void)
 {
-	struct config	c;
-	char		*d1, *d2;
+	struct config c;
+	char	     *d1, *d2;
 
 	clear_env();
 	T_ASSERT(load_text(&c,
-	    "domain = git.example.org\n"
-	    "relay_name = \"hash # and \\\"quotes\\\"\"\n"
-	    "relay_description = \" padded \"\n"
-	    "repository_whitelist = " NPUB "/ngit, " NPUB ", tools\n"
-	    "event_blacklist = " NPUB_HEX "\n"
-	    "sync_plus_fallback_relays = a.example, ws://b.example\n"
-	    "sync_bootstrap_relay_url = wss://boot.example\n"
-	    "log_level = warn\n"
-	    "max_events_per_minute = 0\n") == 0);
+		     "domain = git.example.org\n"
+		     "relay_name = \"hash # and \\\"quotes\\\"\"\n"
+		     "relay_description = \" padded \"\n"
+		     "repository_whitelist = " NPUB "/ngit, " NPUB ", tools\n"
+		     "event_blacklist = " NPUB_HEX "\n"
+		     "sync_plus_fallback_relays = a.example, ws://b.example\n"
+		     "sync_bootstrap_relay_url = wss://boot.example\n"
+		     "log_level = warn\n"
+		     "max_events_per_minute = 0\n") == 0);
 	d1 = dump(&c);
 	config_free(&c);
 	T_CHECK(starts_with(d1, "domain = git.example.org\n"));
 	T_CHECK(strstr(d1, "\nlog_level = warn\n") != NULL);
 	T_CHECK(strstr(d1, "\nmax_events_per_minute = 0\n") != NULL);
-	T_CHECK(strstr(d1, "\nrepository_whitelist = " NPUB "/ngit, " NPUB
-	    ", tools\n") != NULL);
+	T_CHECK(strstr(d1,
+		    "\nrepository_whitelist = " NPUB "/ngit, " NPUB
+		    ", tools\n") != NULL);
 	T_CHECK(strstr(d1, "\nevent_blacklist = " NPUB "\n") != NULL);
-	T_CHECK(strstr(d1, "\nsync_plus_fallback_relays = wss://a.example, "
-	    "ws://b.example\n") != NULL);
-	T_CHECK(strstr(d1, "\nrelay_name = \"hash # and \\\"quotes\\\"\"\n")
-	    != NULL);
+	T_CHECK(strstr(d1,
+		    "\nsync_plus_fallback_relays = wss://a.example, "
+		    "ws://b.example\n") != NULL);
+	T_CHECK(strstr(d1, "\nrelay_name = \"hash # and \\\"quotes\\\"\"\n") !=
+	    NULL);
 	T_CHECK(strstr(d1, "\nrelay_description = \" padded \"\n") != NULL);
 	/* Reading the dump back gives the same configuration. */
 	T_ASSERT(load_text(&c, d1) == 0);
@@ -976,12 +1008,12 @@ reload_restarts_the_roles_graspd_conf_5_names(void)
 	static const char *const rn[] = { "relayd", "syncd", "discoveryd",
 		"historyd" };
 	static const enum role	 rv[] = { ROLE_RELAYD, ROLE_SYNCD,
-		ROLE_DISCOVERYD, ROLE_HISTORYD };
-	const char	*name;
-	char		 path[4096], fkey[64], want[80], *text, *sec, *end, *l;
-	char		 msg[160];
-	long		 mask, got;
-	size_t		 i, j;
+		  ROLE_DISCOVERYD, ROLE_HISTORYD };
+	const char		*name;
+	char   path[4096], fkey[64], want[80], *text, *sec, *end, *l;
+	char   msg[160];
+	long   mask, got;
+	size_t i, j;
 
 	T_EQ_INT(config_key_roles("log_level"), 0);
 	T_EQ_INT(config_key_roles("NGIT_BIND_ADDRESS"), 1L << ROLE_RELAYD);
@@ -1002,7 +1034,7 @@ reload_restarts_the_roles_graspd_conf_5_names(void)
 		/* The heading above the key's line. */
 		mask = -1;
 		for (l = sec; (l = strstr(l, "\n.It ")) != NULL; l++) {
-			char	*k = strstr(l + 1, want), *next;
+			char *k = strstr(l + 1, want), *next;
 
 			next = strstr(l + 1, "\n.It ");
 			if (k == NULL || (next != NULL && k > next))
@@ -1011,13 +1043,16 @@ reload_restarts_the_roles_graspd_conf_5_names(void)
 			for (j = 0; j < 4; j++)
 				if (strncmp(l + 5, "every role", 10) == 0 ||
 				    (strstr(l + 5, rn[j]) != NULL &&
-				    strstr(l + 5, rn[j]) < strchr(l + 5, '\n')))
+					strstr(l + 5, rn[j]) <
+					    strchr(l + 5, '\n')))
 					mask |= 1L << rv[j];
 			break;
 		}
 		if (mask != got) {
-			snprintf(msg, sizeof(msg), "%s: graspd.conf(5) says "
-			    "%#lx, config_key_roles() %#lx", fkey, mask, got);
+			snprintf(msg, sizeof(msg),
+			    "%s: graspd.conf(5) says "
+			    "%#lx, config_key_roles() %#lx",
+			    fkey, mask, got);
 			t_fail_at(__FILE__, __LINE__, msg);
 		}
 	}
@@ -1027,8 +1062,8 @@ reload_restarts_the_roles_graspd_conf_5_names(void)
 static void
 only_log_level_is_reloadable(void)
 {
-	const char	*name;
-	size_t		 i;
+	const char *name;
+	size_t	    i;
 
 	T_EQ_INT(config_key_reloadable("NGIT_LOG_LEVEL"), 1);
 	T_EQ_INT(config_key_reloadable("log_level"), 1);
@@ -1043,8 +1078,8 @@ only_log_level_is_reloadable(void)
 static void
 sample_file_yields_defaults(void)
 {
-	struct config	c;
-	char		path[1024];
+	struct config c;
+	char	      path[1024];
 
 	clear_env();
 	snprintf(path, sizeof(path), "%s/etc/graspd.conf", srcdir());
@@ -1058,13 +1093,13 @@ sample_file_yields_defaults(void)
 static void
 sample_file_lists_every_key(void)
 {
-	struct config	 c;
-	struct buf	 un = BUF_INIT;
-	const char	*name, *def, *help;
-	char		 path[1024], fkey[64], want[512], *text, *line, *prev;
-	char		*save;
-	size_t		 i, nset = 0;
-	int		 found;
+	struct config c;
+	struct buf    un = BUF_INIT;
+	const char   *name, *def, *help;
+	char	      path[1024], fkey[64], want[512], *text, *line, *prev;
+	char	     *save;
+	size_t	      i, nset = 0;
+	int	      found;
 
 	clear_env();
 	snprintf(path, sizeof(path), "%s/etc/graspd.conf", srcdir());
@@ -1075,11 +1110,11 @@ sample_file_lists_every_key(void)
 		    def);
 		found = 0;
 		prev = "";
-		for (line = text; *line; ) {
-			size_t	n = strcspn(line, "\n");
+		for (line = text; *line;) {
+			size_t n = strcspn(line, "\n");
 
 			if (strlen(want) == n && strncmp(line, want, n) == 0) {
-				char	h[512];
+				char h[512];
 
 				found = 1;
 				snprintf(h, sizeof(h), "# %s\n", help);
@@ -1098,7 +1133,7 @@ sample_file_lists_every_key(void)
 
 	/* Every "#key =" line names a known key; uncomment them all. */
 	for (line = strtok_r(text, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
+	     line = strtok_r(NULL, "\n", &save)) {
 		if (line[0] != '#' || line[1] < 'a' || line[1] > 'z')
 			continue;
 		name = line + 1;
@@ -1118,9 +1153,9 @@ sample_file_lists_every_key(void)
 static void
 man_page_lists_every_key(void)
 {
-	const char	*name;
-	char		 path[1024], *text;
-	size_t		 i;
+	const char *name;
+	char	    path[1024], *text;
+	size_t	    i;
 
 	snprintf(path, sizeof(path), "%s/man/graspd.conf.5", srcdir());
 	T_ASSERT((text = t_slurp(path, NULL)) != NULL);
@@ -1133,8 +1168,8 @@ man_page_lists_every_key(void)
 static void
 unknown_environment_names_are_warned_about(void)
 {
-	char	path[sizeof(tdir) + 32], *text;
-	int	saved, fd;
+	char path[sizeof(tdir) + 32], *text;
+	int  saved, fd;
 
 	clear_env();
 	setenv("NGIT_REJECTED_HOT_CACHE_DURATION_SECS", "60", 1);
@@ -1150,8 +1185,9 @@ unknown_environment_names_are_warned_about(void)
 	dup2(saved, 2);
 	close(saved);
 	T_ASSERT((text = t_slurp(path, NULL)) != NULL);
-	T_CHECK(strstr(text, "NGIT_REJECTED_HOT_CACHE_DURATION_SECS is not a "
-	    "graspd setting") != NULL);
+	T_CHECK(strstr(text,
+		    "NGIT_REJECTED_HOT_CACHE_DURATION_SECS is not a "
+		    "graspd setting") != NULL);
 	T_CHECK(strstr(text, "NGIT_DOMAIN") == NULL);
 	free(text);
 	clear_env();
@@ -1160,7 +1196,7 @@ unknown_environment_names_are_warned_about(void)
 static void
 archive_defaults_off_and_read_only_follows(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
@@ -1175,8 +1211,8 @@ archive_defaults_off_and_read_only_follows(void)
 	T_EQ_INT(config_archiving(&c), 1);
 	T_EQ_INT(c.archive_read_only, 1);
 	config_free(&c);
-	T_ASSERT(load_text(&c, "archive_whitelist = " NPUB "/linux, bitcoin\n")
-	    == 0);
+	T_ASSERT(load_text(&c,
+		     "archive_whitelist = " NPUB "/linux, bitcoin\n") == 0);
 	T_EQ_INT(c.archive_whitelist.n, 2);
 	T_CHECK(c.archive_whitelist.v[0].has_pubkey);
 	T_EQ_STR(c.archive_whitelist.v[0].identifier, "linux");
@@ -1184,8 +1220,10 @@ archive_defaults_off_and_read_only_follows(void)
 	T_EQ_INT(c.archive_read_only, 1);
 	config_free(&c);
 	/* An explicit false keeps archived repositories writable. */
-	setenv("NGIT_ARCHIVE_GRASP_SERVICES", " git.example.com , ,"
-	    "localhost:7334", 1);
+	setenv("NGIT_ARCHIVE_GRASP_SERVICES",
+	    " git.example.com , ,"
+	    "localhost:7334",
+	    1);
 	setenv("NGIT_ARCHIVE_READ_ONLY", "false", 1);
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
 	T_EQ_INT(c.archive_grasp_services.n, 2);
@@ -1200,29 +1238,38 @@ archive_defaults_off_and_read_only_follows(void)
 static void
 archive_conflicts_are_errors(void)
 {
-	struct config	c;
+	struct config c;
 
 	clear_env();
-	T_EQ_INT(load_text(&c, "archive_all = true\n"
-	    "archive_grasp_services = git.example.com\n"), -1);
+	T_EQ_INT(load_text(&c,
+		     "archive_all = true\n"
+		     "archive_grasp_services = git.example.com\n"),
+	    -1);
 	T_CHECK(strstr(err, "NGIT_ARCHIVE_GRASP_SERVICES") != NULL &&
 	    strstr(err, "NGIT_ARCHIVE_ALL") != NULL);
-	T_EQ_INT(load_text(&c, "archive_whitelist = linux\n"
-	    "archive_grasp_services = git.example.com\n"), -1);
+	T_EQ_INT(load_text(&c,
+		     "archive_whitelist = linux\n"
+		     "archive_grasp_services = git.example.com\n"),
+	    -1);
 	T_CHECK(strstr(err, "NGIT_ARCHIVE_WHITELIST") != NULL);
 	T_EQ_INT(load_text(&c, "archive_read_only = true\n"), -1);
 	T_CHECK(strstr(err, "NGIT_ARCHIVE_READ_ONLY") != NULL);
 	/* A repository whitelist with a read-only archive, explicit or
 	 * by default. */
-	T_EQ_INT(load_text(&c, "archive_all = yes\n"
-	    "repository_whitelist = linux\n"), -1);
+	T_EQ_INT(load_text(&c,
+		     "archive_all = yes\n"
+		     "repository_whitelist = linux\n"),
+	    -1);
 	T_CHECK(starts_with(err, "NGIT_REPOSITORY_WHITELIST"));
-	T_ASSERT(load_text(&c, "archive_all = yes\narchive_read_only = no\n"
-	    "repository_whitelist = linux\n") == 0);
+	T_ASSERT(load_text(&c,
+		     "archive_all = yes\narchive_read_only = no\n"
+		     "repository_whitelist = linux\n") == 0);
 	config_free(&c);
 	/* Services are bare host[:port]. */
-	T_EQ_INT(load_text(&c, "archive_grasp_services = wss://git.example."
-	    "com\n"), -1);
+	T_EQ_INT(load_text(&c,
+		     "archive_grasp_services = wss://git.example."
+		     "com\n"),
+	    -1);
 	T_CHECK(strstr(err, "NGIT_ARCHIVE_GRASP_SERVICES") != NULL &&
 	    strstr(err, "no scheme") != NULL);
 	T_EQ_INT(load_text(&c, "archive_grasp_services = git.example.com:0\n"),

@@ -19,7 +19,7 @@
 static struct config
 mkcfg(int base, int max, int test)
 {
-	struct config	c;
+	struct config c;
 
 	memset(&c, 0, sizeof(c));
 	c.sync_base_backoff_secs = base;
@@ -37,16 +37,16 @@ near(double a, double b)
 static void
 backoff_doubles_from_base_to_the_cap(void)
 {
-	struct config	c = mkcfg(5, 3600, 0);
+	struct config	    c = mkcfg(5, 3600, 0);
 	/* ngit-grasp-brief.md 3.10: 5, 10, ..., 2560, then 3600. */
-	static const double want[] = { 5, 10, 20, 40, 80, 160, 320, 640,
-	    1280, 2560, 3600, 3600, 3600 };
-	unsigned	i;
-	int		dead;
+	static const double want[] = { 5, 10, 20, 40, 80, 160, 320, 640, 1280,
+		2560, 3600, 3600, 3600 };
+	unsigned	    i;
+	int		    dead;
 
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		T_ASSERT(near(conn_backoff_delay(&c, i + 1, 0, &dead),
-		    want[i]));
+		T_ASSERT(
+		    near(conn_backoff_delay(&c, i + 1, 0, &dead), want[i]));
 		T_EQ_INT(dead, 0);
 	}
 	/* A huge failure count neither overflows nor passes the cap. */
@@ -56,7 +56,7 @@ backoff_doubles_from_base_to_the_cap(void)
 static void
 backoff_respects_a_low_cap(void)
 {
-	struct config	c = mkcfg(5, 20, 0);
+	struct config c = mkcfg(5, 20, 0);
 
 	T_ASSERT(near(conn_backoff_delay(&c, 1, 0, NULL), 5));
 	T_ASSERT(near(conn_backoff_delay(&c, 2, 0, NULL), 10));
@@ -69,11 +69,11 @@ backoff_respects_a_low_cap(void)
 static void
 backoff_marks_dead_after_a_day_of_failures(void)
 {
-	struct config	c = mkcfg(5, 3600, 0);
-	int		dead = -1;
+	struct config c = mkcfg(5, 3600, 0);
+	int	      dead = -1;
 
-	T_ASSERT(near(conn_backoff_delay(&c, 30, CONN_DEAD_AFTER - 1, &dead),
-	    3600));
+	T_ASSERT(
+	    near(conn_backoff_delay(&c, 30, CONN_DEAD_AFTER - 1, &dead), 3600));
 	T_EQ_INT(dead, 0);
 	T_ASSERT(near(conn_backoff_delay(&c, 30, CONN_DEAD_AFTER, &dead),
 	    CONN_DEAD_RETRY));
@@ -86,8 +86,8 @@ backoff_marks_dead_after_a_day_of_failures(void)
 static void
 backoff_shrinks_sixty_fold_in_test_mode(void)
 {
-	struct config	c = mkcfg(5, 3600, 1);
-	int		dead;
+	struct config c = mkcfg(5, 3600, 1);
+	int	      dead;
 
 	T_ASSERT(near(conn_backoff_delay(&c, 1, 0, NULL), 5.0 / 60));
 	T_ASSERT(near(conn_backoff_delay(&c, 4, 0, NULL), 40.0 / 60));
@@ -102,7 +102,7 @@ backoff_shrinks_sixty_fold_in_test_mode(void)
 static void
 connect_timeout_is_the_base_backoff_with_a_floor(void)
 {
-	struct config	c = mkcfg(5, 3600, 0);
+	struct config c = mkcfg(5, 3600, 0);
 
 	T_ASSERT(near(conn_connect_timeout(&c), 5));
 	c = mkcfg(5, 3600, 1);
@@ -114,7 +114,7 @@ connect_timeout_is_the_base_backoff_with_a_floor(void)
 static void
 fetch_timeout_is_thirty_seconds_or_three_in_test_mode(void)
 {
-	struct config	c = mkcfg(5, 3600, 0);
+	struct config c = mkcfg(5, 3600, 0);
 
 	T_ASSERT(near(conn_fetch_timeout(&c), 30));
 	c.test = 1;
@@ -128,8 +128,8 @@ fetch_timeout_is_thirty_seconds_or_three_in_test_mode(void)
  * machine-readable prefix, exact and case-sensitive.
  */
 static const struct {
-	const char	*text;
-	int		 notice, prefix;
+	const char *text;
+	int	    notice, prefix;
 } texts[] = {
 	{ "rate limit exceeded", 1, 0 },
 	{ "Rate-Limited: try later", 1, 0 },
@@ -158,12 +158,12 @@ static const struct {
 static void
 classifies(int (*fn)(const char *, size_t), int reason)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < T_NCASES(texts); i++)
-		T_ROW_INT(texts[i].text, fn(texts[i].text,
-		    strlen(texts[i].text)), reason ? texts[i].prefix :
-		    texts[i].notice);
+		T_ROW_INT(texts[i].text,
+		    fn(texts[i].text, strlen(texts[i].text)),
+		    reason ? texts[i].prefix : texts[i].notice);
 }
 
 static void
@@ -184,11 +184,11 @@ closed_and_ok_prefix_classification(void)
 static void
 req_size_counts_the_longest_subscription_id(void)
 {
-	char	req[256];
-	int	n;
+	char req[256];
+	int  n;
 
-	n = snprintf(req, sizeof(req), "[\"REQ\",\"%0*d\",%s]",
-	    CONN_SUBID_MAX, 0, "{}");
+	n = snprintf(req, sizeof(req), "[\"REQ\",\"%0*d\",%s]", CONN_SUBID_MAX,
+	    0, "{}");
 	T_EQ_INT(conn_req_size(2), n);
 }
 
@@ -218,11 +218,11 @@ static long
 check_packing(const struct conn_filters *f, const char *name,
     const char *base_member, size_t budget, size_t max_values)
 {
-	struct json_doc		*doc;
-	const struct json	*root, *arr, *v;
-	char			 err[128], *prev = NULL;
-	long			 seen = 0;
-	size_t			 i;
+	struct json_doc	  *doc;
+	const struct json *root, *arr, *v;
+	char		   err[128], *prev = NULL;
+	long		   seen = 0;
+	size_t		   i;
 
 	for (i = 0; i < f->cf_n; i++) {
 		if (conn_req_size(strlen(f->cf_v[i])) > budget)
@@ -245,9 +245,9 @@ check_packing(const struct conn_filters *f, const char *name,
 			seen++;
 		}
 		/* Greedy: the next value would not have fitted. */
-		if (i + 1 < f->cf_n && (max_values == 0 ||
-		    arr->n < max_values) && conn_req_size(strlen(f->cf_v[i]) +
-		    67) <= budget)
+		if (i + 1 < f->cf_n &&
+		    (max_values == 0 || arr->n < max_values) &&
+		    conn_req_size(strlen(f->cf_v[i]) + 67) <= budget)
 			return -1;
 		json_free(doc);
 	}
@@ -258,11 +258,11 @@ check_packing(const struct conn_filters *f, const char *name,
 static void
 packing_keeps_every_req_under_the_budget(void)
 {
-	char			*vals[2000];
-	struct conn_filters	 f = { NULL, 0 };
-	const char		*why = NULL;
-	size_t			 i;
-	int			 n;
+	char		   *vals[2000];
+	struct conn_filters f = { NULL, 0 };
+	const char	   *why = NULL;
+	size_t		    i;
+	int		    n;
 
 	for (i = 0; i < 2000; i++)
 		vals[i] = hexval((unsigned)i);
@@ -275,8 +275,8 @@ packing_keeps_every_req_under_the_budget(void)
 	T_ASSERT(n <= 5);
 	conn_filters_free(&f);
 
-	n = conn_pack_filters("{}", "authors", (const char *const *)vals,
-	    2000, 4096, 0, &f, &why);
+	n = conn_pack_filters("{}", "authors", (const char *const *)vals, 2000,
+	    4096, 0, &f, &why);
 	T_ASSERT(n > 0);
 	T_EQ_INT(check_packing(&f, "authors", NULL, 4096, 0), 2000);
 	conn_filters_free(&f);
@@ -287,10 +287,10 @@ packing_keeps_every_req_under_the_budget(void)
 static void
 packing_is_stable_and_deduplicates(void)
 {
-	char			*vals[300], *shuf[600];
-	struct conn_filters	 a = { NULL, 0 }, b = { NULL, 0 };
-	size_t			 i, j;
-	unsigned		 x = 7;
+	char		   *vals[300], *shuf[600];
+	struct conn_filters a = { NULL, 0 }, b = { NULL, 0 };
+	size_t		    i, j;
+	unsigned	    x = 7;
 
 	for (i = 0; i < 300; i++)
 		vals[i] = hexval((unsigned)i + 5000);
@@ -298,7 +298,7 @@ packing_is_stable_and_deduplicates(void)
 	for (i = 0; i < 600; i++)
 		shuf[i] = vals[i % 300];
 	for (i = 599; i > 0; i--) {
-		char	*t;
+		char *t;
 
 		x = x * 1103515245u + 12345u;
 		j = (x >> 8) % (i + 1);
@@ -307,9 +307,9 @@ packing_is_stable_and_deduplicates(void)
 		shuf[j] = t;
 	}
 	T_ASSERT(conn_pack_filters("{\"kinds\":[1617]}", "ids",
-	    (const char *const *)vals, 300, 8192, 0, &a, NULL) > 1);
+		     (const char *const *)vals, 300, 8192, 0, &a, NULL) > 1);
 	T_ASSERT(conn_pack_filters("{\"kinds\":[1617]}", "ids",
-	    (const char *const *)shuf, 600, 8192, 0, &b, NULL) > 1);
+		     (const char *const *)shuf, 600, 8192, 0, &b, NULL) > 1);
 	T_EQ_INT(a.cf_n, b.cf_n);
 	for (i = 0; i < a.cf_n; i++)
 		T_EQ_STR(a.cf_v[i], b.cf_v[i]);
@@ -323,23 +323,23 @@ packing_is_stable_and_deduplicates(void)
 static void
 packing_caps_values_per_filter(void)
 {
-	char			*vals[250];
-	struct conn_filters	 f = { NULL, 0 };
-	struct json_doc		*doc;
-	const struct json	*root;
-	char			 err[64];
-	size_t			 i;
+	char		   *vals[250];
+	struct conn_filters f = { NULL, 0 };
+	struct json_doc	   *doc;
+	const struct json  *root;
+	char		    err[64];
+	size_t		    i;
 
 	for (i = 0; i < 250; i++)
 		vals[i] = hexval((unsigned)i + 90000);
 	/* GRASP-03: at most 100 authors per discovery query. */
 	T_EQ_INT(conn_pack_filters("{\"kinds\":[0,10002]}", "authors",
-	    (const char *const *)vals, 250, CONN_REQ_BUDGET, 100, &f, NULL),
+		     (const char *const *)vals, 250, CONN_REQ_BUDGET, 100, &f,
+		     NULL),
 	    3);
 	T_EQ_INT(check_packing(&f, "authors", "kinds", CONN_REQ_BUDGET, 100),
 	    250);
-	root = json_parse(f.cf_v[2], strlen(f.cf_v[2]), &doc, err,
-	    sizeof(err));
+	root = json_parse(f.cf_v[2], strlen(f.cf_v[2]), &doc, err, sizeof(err));
 	T_ASSERT(root != NULL);
 	T_EQ_INT(json_get(root, "authors")->n, 50);
 	json_free(doc);
@@ -351,17 +351,18 @@ packing_caps_values_per_filter(void)
 static void
 packing_escapes_values_and_keeps_base_members(void)
 {
-	const char		*vals[] = { "a\"b", "c\\d", "e\nf", "30617:"
-				    "aa:repo" };
-	struct conn_filters	 f = { NULL, 0 };
-	struct json_doc		*doc;
-	const struct json	*root, *v;
-	char			 err[64];
+	const char	   *vals[] = { "a\"b", "c\\d", "e\nf",
+			"30617:"
+				"aa:repo" };
+	struct conn_filters f = { NULL, 0 };
+	struct json_doc	   *doc;
+	const struct json  *root, *v;
+	char		    err[64];
 
-	T_EQ_INT(conn_pack_filters("{ \"kinds\" : [ 1 ] , \"since\": 5 }",
-	    "a", vals, 4, CONN_REQ_BUDGET, 0, &f, NULL), 1);
-	root = json_parse(f.cf_v[0], strlen(f.cf_v[0]), &doc, err,
-	    sizeof(err));
+	T_EQ_INT(conn_pack_filters("{ \"kinds\" : [ 1 ] , \"since\": 5 }", "a",
+		     vals, 4, CONN_REQ_BUDGET, 0, &f, NULL),
+	    1);
+	root = json_parse(f.cf_v[0], strlen(f.cf_v[0]), &doc, err, sizeof(err));
 	T_ASSERT(root != NULL);
 	T_EQ_INT(json_get(root, "since")->i, 5);
 	T_EQ_INT(json_get(root, "kinds")->n, 1);
@@ -377,9 +378,9 @@ packing_escapes_values_and_keeps_base_members(void)
 static void
 packing_refuses_what_cannot_fit_and_bad_arguments(void)
 {
-	struct conn_filters	 f = { NULL, 0 };
-	const char		*why = NULL, *one[1], *two[2];
-	char			*big;
+	struct conn_filters f = { NULL, 0 };
+	const char	   *why = NULL, *one[1], *two[2];
+	char		   *big;
 
 	if ((big = malloc(40001)) == NULL)
 		return;
@@ -388,8 +389,9 @@ packing_refuses_what_cannot_fit_and_bad_arguments(void)
 	two[0] = "fine";
 	two[1] = big;
 	/* A value larger than the budget is an error, not a silent drop. */
-	T_EQ_INT(conn_pack_filters("{}", "d", two, 2, CONN_REQ_BUDGET, 0, &f,
-	    &why), -1);
+	T_EQ_INT(
+	    conn_pack_filters("{}", "d", two, 2, CONN_REQ_BUDGET, 0, &f, &why),
+	    -1);
 	T_ASSERT(why != NULL);
 	T_EQ_INT(f.cf_n, 0);
 	T_ASSERT(f.cf_v == NULL);
@@ -397,8 +399,9 @@ packing_refuses_what_cannot_fit_and_bad_arguments(void)
 
 	one[0] = "x";
 	why = NULL;
-	T_EQ_INT(conn_pack_filters("{\"#d\":[\"y\"]}", "d", one, 1, 1000, 0,
-	    &f, &why), -1);
+	T_EQ_INT(conn_pack_filters("{\"#d\":[\"y\"]}", "d", one, 1, 1000, 0, &f,
+		     &why),
+	    -1);
 	T_ASSERT(why != NULL);
 	T_EQ_INT(conn_pack_filters("[]", "d", one, 1, 1000, 0, &f, &why), -1);
 	T_EQ_INT(conn_pack_filters("{", "d", one, 1, 1000, 0, &f, &why), -1);
@@ -417,8 +420,8 @@ packing_refuses_what_cannot_fit_and_bad_arguments(void)
 static void
 packing_appends_to_an_existing_list(void)
 {
-	const char		*a[] = { "1", "2" }, *b[] = { "3" };
-	struct conn_filters	 f = { NULL, 0 };
+	const char	   *a[] = { "1", "2" }, *b[] = { "3" };
+	struct conn_filters f = { NULL, 0 };
 
 	T_EQ_INT(conn_pack_filters("{}", "d", a, 2, 1000, 1, &f, NULL), 2);
 	T_EQ_INT(conn_pack_filters("{}", "t", b, 1, 1000, 0, &f, NULL), 1);

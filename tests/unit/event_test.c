@@ -10,24 +10,24 @@
 #include "json.h"
 #include "t.h"
 
-static const uint8_t sk1[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,
-    14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
-    32 };
+static const uint8_t sk1[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+	15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+	32 };
 
 /* Every vector: valid ones parse, verify and re-serialize to the same
  * canonical id; invalid ones fail somewhere in parse/id/sig. */
 static void
 test_vectors_from_nostr_tools(void)
 {
-	char		 path[512], *line = NULL, err[256];
-	size_t		 cap = 0, nvalid = 0, ninvalid = 0;
-	ssize_t		 n;
-	FILE		*f;
+	char	path[512], *line = NULL, err[256];
+	size_t	cap = 0, nvalid = 0, ninvalid = 0;
+	ssize_t n;
+	FILE   *f;
 
 	snprintf(path, sizeof(path), "%s/events.jsonl", t_vectors_dir());
 	T_ASSERT((f = fopen(path, "r")) != NULL);
 	while ((n = getline(&line, &cap, f)) > 0) {
-		struct json_doc	*doc;
+		struct json_doc *doc;
 		struct json	*root, *valid, *name, *evj;
 		struct event	*ev;
 		int		 ok;
@@ -45,25 +45,29 @@ test_vectors_from_nostr_tools(void)
 			nvalid++;
 			if (!ok) {
 				char m[300];
-				snprintf(m, sizeof(m), "valid vector %s "
-				    "rejected (%s)", name->s, ev ? "id/sig" :
-				    err);
+				snprintf(m, sizeof(m),
+				    "valid vector %s "
+				    "rejected (%s)",
+				    name->s, ev ? "id/sig" : err);
 				t_fail_at(__FILE__, __LINE__, m);
 			} else {
 				/* Our stored JSON parses back to the same
 				 * event. */
 				struct event *again = event_parse(ev->json,
 				    ev->json_len, err, sizeof(err));
-				T_CHECK(again != NULL && event_check_id(again)
-				    && event_check_sig(again));
+				T_CHECK(again != NULL &&
+				    event_check_id(again) &&
+				    event_check_sig(again));
 				event_destroy(again);
 			}
 		} else {
 			ninvalid++;
 			if (ok) {
 				char m[300];
-				snprintf(m, sizeof(m), "invalid vector %s "
-				    "accepted", name->s);
+				snprintf(m, sizeof(m),
+				    "invalid vector %s "
+				    "accepted",
+				    name->s);
 				t_fail_at(__FILE__, __LINE__, m);
 			}
 		}
@@ -79,27 +83,31 @@ test_vectors_from_nostr_tools(void)
 static void
 test_canonical_escaping_of_controls_and_del(void)
 {
-	struct event	*ev;
-	const char	*want = "\"content\":\"a\\u0000b\\u0001\\n\\t\\\"\\\\"
-	    "\x7f/\xc3\xa9\"";
+	struct event *ev;
+	const char   *want = "\"content\":\"a\\u0000b\\u0001\\n\\t\\\"\\\\"
+			     "\x7f/\xc3\xa9\"";
 
-	ev = event_new_signed(sk1, 1700000000, 1,
-	    "[[\"t\",\"x\\u001fy\"]]", NULL);
+	ev = event_new_signed(sk1, 1700000000, 1, "[[\"t\",\"x\\u001fy\"]]",
+	    NULL);
 	T_ASSERT(ev != NULL);
 	T_CHECK(strstr(ev->json, "[[\"t\",\"x\\u001fy\"]]") != NULL);
 	event_destroy(ev);
 
 	/* Content with an embedded NUL must survive a round trip. */
-	ev = event_parse("{\"id\":\"00000000000000000000000000000000000000"
+	ev = event_parse(
+	    "{\"id\":\"00000000000000000000000000000000000000"
 	    "00000000000000000000000000\",\"pubkey\":\"0000000000000000000000"
 	    "000000000000000000000000000000000000000000\",\"created_at\":1,"
 	    "\"kind\":1,\"tags\":[],\"content\":\"a\\u0000b\\u0001\\n\\t\\\""
-	    "\\\\\x7f\\/\\u00e9\",\"sig\":\"" "0000000000000000000000000000000"
+	    "\\\\\x7f\\/\\u00e9\",\"sig\":\""
+	    "0000000000000000000000000000000"
 	    "000000000000000000000000000000000000000000000000000000000000000"
-	    "0000000000000000000000000000000000\"}", 0, NULL, 0);
-	T_CHECK(ev == NULL);	/* length 0 input */
+	    "0000000000000000000000000000000000\"}",
+	    0, NULL, 0);
+	T_CHECK(ev == NULL); /* length 0 input */
 	{
-		const char *s = "{\"id\":\"0000000000000000000000000000000000"
+		const char *s =
+		    "{\"id\":\"0000000000000000000000000000000000"
 		    "000000000000000000000000000000\",\"pubkey\":\"00000000000"
 		    "00000000000000000000000000000000000000000000000000000\","
 		    "\"created_at\":1,\"kind\":1,\"tags\":[],\"content\":"
@@ -120,8 +128,8 @@ test_canonical_escaping_of_controls_and_del(void)
 static void
 test_signed_event_verifies(void)
 {
-	struct event	*ev;
-	uint8_t		 pk[32];
+	struct event *ev;
+	uint8_t	      pk[32];
 
 	ev = event_new_signed(sk1, 1700000000, 1621,
 	    "[[\"a\",\"30617:aa:repo\"],[\"subject\",\"hi\"]]", "body\n");
@@ -142,14 +150,14 @@ test_strict_field_types_are_refused(void)
 		"[]",
 		"{\"kind\":1}",
 		"{\"id\":\"x\",\"pubkey\":\"x\",\"created_at\":1,\"kind\":1,"
-		    "\"tags\":[],\"content\":\"\",\"sig\":\"x\"}",
+		"\"tags\":[],\"content\":\"\",\"sig\":\"x\"}",
 	};
-	char	err[128];
-	size_t	i;
+	char   err[128];
+	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct event *ev = event_parse(bad[i], strlen(bad[i]), err,
-		    sizeof(err));
+		struct event *ev =
+		    event_parse(bad[i], strlen(bad[i]), err, sizeof(err));
 		T_CHECK(ev == NULL);
 		T_CHECK(strncmp(err, "invalid: ", 9) == 0);
 		event_destroy(ev);
@@ -159,11 +167,13 @@ test_strict_field_types_are_refused(void)
 static void
 test_hex_is_lowercase_and_exact(void)
 {
-	static const char	*bad[] = { "0G", "0A", "g0", "\x80""0", " 0",
-				    "0\xff" };
-	uint8_t			 out[2];
-	char			 hex[5];
-	size_t			 i;
+	static const char *bad[] = { "0G", "0A", "g0",
+		"\x80"
+		"0",
+		" 0", "0\xff" };
+	uint8_t		   out[2];
+	char		   hex[5];
+	size_t		   i;
 
 	T_EQ_INT(hex_decode("09af", 4, out, 2), 0);
 	T_EQ_INT(out[0], 0x09);
@@ -184,16 +194,16 @@ test_hex_is_lowercase_and_exact(void)
 static void
 test_hex_every_byte_at_every_place(void)
 {
-	static const char	 digits[] = "0123456789abcdef";
-	uint8_t			 in[33], out[33], want[33];
-	char			 hex[67];
-	size_t			 pos, i, wrong = 0, n;
-	int			 c;
-	const char		*d;
+	static const char digits[] = "0123456789abcdef";
+	uint8_t		  in[33], out[33], want[33];
+	char		  hex[67];
+	size_t		  pos, i, wrong = 0, n;
+	int		  c;
+	const char	 *d;
 
 	for (i = 0; i < 33; i++)
 		in[i] = (uint8_t)(i * 37 + 11);
-	for (n = 32; n <= 33; n++) {	/* 33: a tail past the wide part */
+	for (n = 32; n <= 33; n++) { /* 33: a tail past the wide part */
 		hex_encode(in, n, hex);
 		T_EQ_INT(hex_decode(hex, 2 * n, out, n), 0);
 		T_CHECK(memcmp(in, out, n) == 0);
@@ -206,11 +216,11 @@ test_hex_every_byte_at_every_place(void)
 				if (d != NULL)
 					want[pos / 2] = pos % 2 ?
 					    (uint8_t)((want[pos / 2] & 0xf0) |
-					    (d - digits)) :
+						(d - digits)) :
 					    (uint8_t)((want[pos / 2] & 0x0f) |
-					    (d - digits) << 4);
+						(d - digits) << 4);
 				if (hex_decode(hex, 2 * n, out, n) !=
-				    (d ? 0 : -1) ||
+					(d ? 0 : -1) ||
 				    (d && memcmp(out, want, n) != 0))
 					wrong++;
 			}
@@ -222,10 +232,12 @@ test_hex_every_byte_at_every_place(void)
 static void
 test_tag_helpers(void)
 {
-	struct event	*ev;
+	struct event *ev;
 
-	ev = event_new_signed(sk1, 10, 30617, "[[\"x\"],[\"d\",\"repo\"],"
-	    "[\"d\",\"other\"],[\"expiration\",\"12345\"]]", "");
+	ev = event_new_signed(sk1, 10, 30617,
+	    "[[\"x\"],[\"d\",\"repo\"],"
+	    "[\"d\",\"other\"],[\"expiration\",\"12345\"]]",
+	    "");
 	T_ASSERT(ev != NULL);
 	T_EQ_STR(event_d(ev), "repo");
 	T_EQ_INT(event_expiration(ev), 12345);
@@ -248,13 +260,13 @@ test_tag_helpers(void)
 static void
 test_coordinates_split_at_the_first_two_colons(void)
 {
-	const char	*pk = "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558"
-			      "472c4eb9aaaefa459d";
-	char		 c[256];
-	uint8_t		 key[32], want[32];
-	uint32_t	 kind = 0;
-	const char	*d = NULL;
-	size_t		 dlen = 99;
+	const char *pk = "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558"
+			 "472c4eb9aaaefa459d";
+	char	    c[256];
+	uint8_t	    key[32], want[32];
+	uint32_t    kind = 0;
+	const char *d = NULL;
+	size_t	    dlen = 99;
 
 	T_ASSERT(hex_decode(pk, 64, want, 32) == 0);
 	snprintf(c, sizeof(c), "30617:%s:my:repo", pk);

@@ -28,27 +28,27 @@
 #include "tdir.h"
 #include "tunit_child.h"
 
-static const uint8_t	 sk[32] = { [0 ... 31] = 0x42 };
+static const uint8_t sk[32] = { [0 ... 31] = 0x42 };
 
-static char		 tmpdir[64];
-static struct config	 cfg;		/* only run_path is used */
-static struct store	*wr;		/* relayd's side: writes */
-static struct store	*rd;		/* the role's side: read-only */
-static int		 pub = -1;	/* relayd's PUB */
-static int		 counter;	/* makes events distinct */
+static char	     tmpdir[64];
+static struct config cfg;      /* only run_path is used */
+static struct store *wr;       /* relayd's side: writes */
+static struct store *rd;       /* the role's side: read-only */
+static int	     pub = -1; /* relayd's PUB */
+static int	     counter;  /* makes events distinct */
 
 /* What a feed delivered. */
 struct got {
-	size_t	 n;
-	int64_t	 seq[2048];
-	uint8_t	 id[2048][32];
-	int	 queried_ok;	/* the callback could use the store */
+	size_t	n;
+	int64_t seq[2048];
+	uint8_t id[2048][32];
+	int	queried_ok; /* the callback could use the store */
 };
 
 static void
 collect(void *arg, int64_t seq, const struct event *ev)
 {
-	struct got	*g = arg;
+	struct got *g = arg;
 
 	if (g->n < 2048) {
 		g->seq[g->n] = seq;
@@ -63,9 +63,9 @@ collect(void *arg, int64_t seq, const struct event *ev)
 static int64_t
 put(uint8_t id_out[32])
 {
-	struct event	*ev;
-	char		 content[32];
-	int64_t		 seq = -1;
+	struct event *ev;
+	char	      content[32];
+	int64_t	      seq = -1;
 
 	snprintf(content, sizeof(content), "event %d", ++counter);
 	ev = event_new_signed(sk, 1700000000 + counter, 1, NULL, content);
@@ -82,7 +82,7 @@ put(uint8_t id_out[32])
 static void
 notice(int64_t seq)
 {
-	struct msg_accepted	ma;
+	struct msg_accepted ma;
 
 	memset(&ma, 0, sizeof(ma));
 	ma.ma_seq = seq;
@@ -94,7 +94,7 @@ notice(int64_t seq)
 static int
 drain_within(struct feed *f, int ms)
 {
-	struct pollfd	pfd = { .fd = feed_fd(f), .events = POLLIN };
+	struct pollfd pfd = { .fd = feed_fd(f), .events = POLLIN };
 
 	if (poll(&pfd, 1, ms) <= 0)
 		return 0;
@@ -109,8 +109,8 @@ drain_within(struct feed *f, int ms)
 static int
 wait_subscribed(struct feed *f)
 {
-	uint64_t	before = feed_stats(f)->fs_notices;
-	int		i;
+	uint64_t before = feed_stats(f)->fs_notices;
+	int	 i;
 
 	for (i = 0; i < 200; i++) {
 		notice(feed_last_seq(f));
@@ -127,7 +127,7 @@ wait_subscribed(struct feed *f)
 static int64_t
 last_seq(void)
 {
-	int64_t	s = -1;
+	int64_t s = -1;
 
 	store_last_seq(wr, &s);
 	return s;
@@ -141,7 +141,7 @@ last_seq(void)
 static struct got *
 subscribe(struct feed *f, int64_t from, int subscribed)
 {
-	struct got	*g;
+	struct got *g;
 
 	if ((g = calloc(1, sizeof(*g))) == NULL)
 		return NULL;
@@ -170,11 +170,11 @@ unsubscribe(struct feed *f, struct got *g)
 static void
 test_notices_deliver_in_seq_order(void)
 {
-	struct feed	 f;
-	struct got	*g;
-	uint8_t		 ids[5][32];
-	int64_t		 start = last_seq(), seqs[5];
-	int		 i, order[5] = { 2, 0, 4, 1, 3 };
+	struct feed f;
+	struct got *g;
+	uint8_t	    ids[5][32];
+	int64_t	    start = last_seq(), seqs[5];
+	int	    i, order[5] = { 2, 0, 4, 1, 3 };
 
 	T_ASSERT((g = subscribe(&f, start, 1)) != NULL);
 	T_EQ_INT(g->n, 0);
@@ -203,9 +203,9 @@ test_notices_deliver_in_seq_order(void)
 static void
 test_lost_notice_is_recovered_by_poll(void)
 {
-	struct feed	 f;
-	struct got	*g;
-	int64_t		 s1;
+	struct feed f;
+	struct got *g;
+	int64_t	    s1;
 
 	T_ASSERT((g = subscribe(&f, last_seq(), 1)) != NULL);
 	T_ASSERT((s1 = put(NULL)) > 0);
@@ -225,10 +225,10 @@ test_lost_notice_is_recovered_by_poll(void)
 static void
 test_notice_gap_delivers_the_missing_events(void)
 {
-	struct feed	 f;
-	struct got	*g;
-	int64_t		 s1, s2, s3;
-	int		 i;
+	struct feed f;
+	struct got *g;
+	int64_t	    s1, s2, s3;
+	int	    i;
 
 	T_ASSERT((g = subscribe(&f, last_seq(), 1)) != NULL);
 	T_ASSERT((s1 = put(NULL)) > 0);
@@ -249,10 +249,10 @@ test_notice_gap_delivers_the_missing_events(void)
 static void
 test_reopened_at_saved_seq_misses_and_repeats_nothing(void)
 {
-	struct feed	 f;
-	struct got	*g;
-	int64_t		 saved, s[4];
-	int		 i;
+	struct feed f;
+	struct got *g;
+	int64_t	    saved, s[4];
+	int	    i;
 
 	T_ASSERT((g = subscribe(&f, last_seq(), 0)) != NULL);
 	T_ASSERT((s[0] = put(NULL)) > 0);
@@ -288,10 +288,10 @@ test_reopened_at_saved_seq_misses_and_repeats_nothing(void)
 static void
 test_catch_up_spans_several_batches(void)
 {
-	struct feed	 f;
-	struct got	*g;
-	int64_t		 start = last_seq(), prev;
-	size_t		 i, n = 2 * FEED_BATCH + 3;
+	struct feed f;
+	struct got *g;
+	int64_t	    start = last_seq(), prev;
+	size_t	    i, n = 2 * FEED_BATCH + 3;
 
 	T_ASSERT((g = subscribe(&f, start, 0)) != NULL);
 	T_ASSERT(store_begin(wr) == 0);
@@ -312,12 +312,12 @@ test_catch_up_spans_several_batches(void)
 static void
 test_catch_up_cut_by_bytes_still_delivers_all(void)
 {
-	struct feed	 f;
-	struct got	*g;
-	struct event	*ev;
-	char		*content;
-	size_t		 big = FEED_BATCH_BYTES / 3 + 1, i;
-	int64_t		 seqs[7];
+	struct feed   f;
+	struct got   *g;
+	struct event *ev;
+	char	     *content;
+	size_t	      big = FEED_BATCH_BYTES / 3 + 1, i;
+	int64_t	      seqs[7];
 
 	T_ASSERT((content = malloc(big + 1)) != NULL);
 	T_ASSERT((g = subscribe(&f, last_seq(), 0)) != NULL);
@@ -342,8 +342,8 @@ test_catch_up_cut_by_bytes_still_delivers_all(void)
 static void
 test_scan_delivers_exactly_the_range(void)
 {
-	struct got	*g = calloc(1, sizeof(*g));
-	int64_t		 s[3], last = 0;
+	struct got *g = calloc(1, sizeof(*g));
+	int64_t	    s[3], last = 0;
 
 	T_ASSERT(g != NULL);
 	T_ASSERT((s[0] = put(NULL)) > 0);
@@ -369,10 +369,10 @@ test_scan_delivers_exactly_the_range(void)
 static int
 child_bad_message(const char *dir, const char *what)
 {
-	struct feed	f;
-	struct got	g;
-	char		ep[256], err[256];
-	uint8_t		junk[5] = { 1, 2, 3, 4, 5 };
+	struct feed f;
+	struct got  g;
+	char	    ep[256], err[256];
+	uint8_t	    junk[5] = { 1, 2, 3, 4, 5 };
 
 	cfg.run_path = (char *)dir;
 	memset(&g, 0, sizeof(g));
@@ -396,20 +396,22 @@ static void
 test_non_accepted_message_ends_the_process(void)
 {
 	T_EQ_INT(tunit_child_dies("feed_test", tmpdir, "type",
-	    "unexpected STATS message on the accepted channel"), 0);
+		     "unexpected STATS message on the accepted channel"),
+	    0);
 }
 
 static void
 test_short_accepted_message_ends_the_process(void)
 {
 	T_EQ_INT(tunit_child_dies("feed_test", tmpdir, "length",
-	    "malformed ACCEPTED message: 5 bytes"), 0);
+		     "malformed ACCEPTED message: 5 bytes"),
+	    0);
 }
 
 static int
 feed_setup(void)
 {
-	char	 path[128], ep[256], err[256];
+	char path[128], ep[256], err[256];
 
 	log_setlevel(LOG_LVL_WARN);
 	if (tdir_make(tmpdir, sizeof(tmpdir), "feed_test") == -1)

@@ -11,25 +11,29 @@
 #include "json.h"
 #include "t.h"
 
-static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
-static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
+static const uint8_t sk1[32] = { [0 ... 31] = 0x11 };
+static const uint8_t sk2[32] = { [0 ... 31] = 0x22 };
 
-#define HEX_A	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
-		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define HEX_UP	"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" \
-		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
-#define HEX_62	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
-		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define HEX_B	"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" \
-		"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define HEX_A \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define HEX_UP \
+	"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" \
+	"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+#define HEX_62 \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define HEX_B \
+	"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" \
+	"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
-static char	 err[256];
+static char err[256];
 
 /* Parses text as one filter; returns filter_parse's result. */
 static int
 parse(const char *text, struct filter *f)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*j;
 	int		 r;
 
@@ -49,26 +53,26 @@ parse(const char *text, struct filter *f)
 static int
 refused(const char *text, const char *prefix)
 {
-	struct filter	f;
-	int		r = parse(text, &f);
+	struct filter f;
+	int	      r = parse(text, &f);
 
 	filter_free(&f);
 	return r == -1 && strncmp(err, prefix, strlen(prefix)) == 0;
 }
 
 /* The cases that own rows of refusals[], by name. */
-#define R_PREFIX	"parse_rejects_prefix_ids_and_authors"
-#define R_UPPER	"parse_rejects_uppercase_or_prefixed_hex"
-#define R_UNKNOWN	"parse_rejects_unknown_member_as_unsupported"
-#define R_MULTI	"parse_rejects_multi_letter_tag_filters"
-#define R_NUMBER	"parse_rejects_negative_or_non_integer_numbers"
-#define R_KINDS	"parse_rejects_bad_kinds"
-#define R_SHAPE	"parse_rejects_wrong_shapes"
-#define R_DUP	"parse_rejects_duplicate_members"
+#define R_PREFIX  "parse_rejects_prefix_ids_and_authors"
+#define R_UPPER	  "parse_rejects_uppercase_or_prefixed_hex"
+#define R_UNKNOWN "parse_rejects_unknown_member_as_unsupported"
+#define R_MULTI	  "parse_rejects_multi_letter_tag_filters"
+#define R_NUMBER  "parse_rejects_negative_or_non_integer_numbers"
+#define R_KINDS	  "parse_rejects_bad_kinds"
+#define R_SHAPE	  "parse_rejects_wrong_shapes"
+#define R_DUP	  "parse_rejects_duplicate_members"
 
 /* Filters filter_parse() refuses, and how its error starts. */
 static const struct {
-	const char	*owner, *text, *prefix;
+	const char *owner, *text, *prefix;
 } refusals[] = {
 	{ R_PREFIX, "{\"ids\":[\"abcd\"]}", "invalid: " },
 	{ R_PREFIX, "{\"authors\":[\"aaaa\"]}", "invalid: " },
@@ -122,18 +126,19 @@ static const struct {
 static int
 refuses(const char *owner)
 {
-	char	msg[300];
-	size_t	i;
-	int	n = 0;
+	char   msg[300];
+	size_t i;
+	int    n = 0;
 
 	for (i = 0; i < T_NCASES(refusals); i++) {
 		if (strcmp(refusals[i].owner, owner) != 0)
 			continue;
 		n++;
 		if (!refused(refusals[i].text, refusals[i].prefix)) {
-			snprintf(msg, sizeof(msg), "%s: want \"%s\", got "
-			    "\"%s\"", refusals[i].text, refusals[i].prefix,
-			    err);
+			snprintf(msg, sizeof(msg),
+			    "%s: want \"%s\", got "
+			    "\"%s\"",
+			    refusals[i].text, refusals[i].prefix, err);
 			t_fail_at(__FILE__, __LINE__, msg);
 		}
 	}
@@ -151,8 +156,8 @@ refusals_of_the_case(void)
 static int
 matches(const char *text, const struct event *ev)
 {
-	struct filter	f;
-	int		r;
+	struct filter f;
+	int	      r;
 
 	if (parse(text, &f) != 0)
 		return -1;
@@ -164,15 +169,17 @@ matches(const char *text, const struct event *ev)
 static void
 parse_accepts_every_member(void)
 {
-	struct filter	f;
+	struct filter f;
 
-	T_ASSERT(parse("{\"ids\":[\"" HEX_A "\"],\"authors\":[\"" HEX_B
-	    "\"],\"kinds\":[1,30617],\"#e\":[\"" HEX_A "\"],\"#t\":[\"x\","
-	    "\"y\"],\"#A\":[\"z\"],\"since\":10,\"until\":20,\"limit\":5}",
-	    &f) == 0);
+	T_ASSERT(
+	    parse(
+		"{\"ids\":[\"" HEX_A "\"],\"authors\":[\"" HEX_B
+		"\"],\"kinds\":[1,30617],\"#e\":[\"" HEX_A "\"],\"#t\":[\"x\","
+		"\"y\"],\"#A\":[\"z\"],\"since\":10,\"until\":20,\"limit\":5}",
+		&f) == 0);
 	T_CHECK(f.f_has_ids && f.f_nids == 1 && f.f_ids[0][0] == 0xaa);
-	T_CHECK(f.f_has_authors && f.f_nauthors == 1 &&
-	    f.f_authors[0][31] == 0xbb);
+	T_CHECK(
+	    f.f_has_authors && f.f_nauthors == 1 && f.f_authors[0][31] == 0xbb);
 	T_CHECK(f.f_has_kinds && f.f_nkinds == 2 && f.f_kinds[0] == 1 &&
 	    f.f_kinds[1] == 30617);
 	T_CHECK(f.f_ntags == 3);
@@ -201,7 +208,7 @@ parse_rejects_multi_letter_tag_filters(void)
 static void
 parse_rejects_wrong_shapes(void)
 {
-	struct filter	 f;
+	struct filter f;
 
 	T_CHECK(refuses(R_SHAPE) > 0);
 	T_CHECK(filter_parse(NULL, &f, err, sizeof(err)) == -1);
@@ -210,10 +217,10 @@ parse_rejects_wrong_shapes(void)
 static void
 parse_caps_values_per_list(void)
 {
-	struct filter	f;
-	char		*text;
-	size_t		 i, len = 0, cap = 16 * (FILTER_MAX_VALUES + 2);
-	int		 n;
+	struct filter f;
+	char	     *text;
+	size_t	      i, len = 0, cap = 16 * (FILTER_MAX_VALUES + 2);
+	int	      n;
 
 	if ((text = malloc(cap)) == NULL)
 		abort();
@@ -236,15 +243,15 @@ parse_caps_values_per_list(void)
 static void
 parse_sorts_and_dedupes_lists(void)
 {
-	struct filter	f;
+	struct filter f;
 
-	T_ASSERT(parse("{\"kinds\":[7,1,7,3,1],\"ids\":[\"" HEX_B "\",\""
-	    HEX_A "\",\"" HEX_B "\"],\"#t\":[\"b\",\"a\",\"b\",\"ab\"]}",
-	    &f) == 0);
+	T_ASSERT(parse("{\"kinds\":[7,1,7,3,1],\"ids\":[\"" HEX_B "\",\"" HEX_A
+		       "\",\"" HEX_B "\"],\"#t\":[\"b\",\"a\",\"b\",\"ab\"]}",
+		     &f) == 0);
 	T_CHECK(f.f_nkinds == 3 && f.f_kinds[0] == 1 && f.f_kinds[1] == 3 &&
 	    f.f_kinds[2] == 7);
-	T_CHECK(f.f_nids == 2 && f.f_ids[0][0] == 0xaa &&
-	    f.f_ids[1][0] == 0xbb);
+	T_CHECK(
+	    f.f_nids == 2 && f.f_ids[0][0] == 0xaa && f.f_ids[1][0] == 0xbb);
 	T_CHECK(f.f_tags[0].ft_n == 3);
 	filter_free(&f);
 }
@@ -252,16 +259,16 @@ parse_sorts_and_dedupes_lists(void)
 static void
 empty_lists_match_nothing(void)
 {
-	struct event	*ev = event_new_signed(sk1, 100, 1,
-	    "[[\"t\",\"x\"]]", "hi");
-	const char	*empties[] = { "{\"ids\":[]}", "{\"authors\":[]}",
-	    "{\"kinds\":[]}", "{\"#t\":[]}", "{\"kinds\":[1],\"#e\":[]}" };
-	size_t		 i;
+	struct event *ev =
+	    event_new_signed(sk1, 100, 1, "[[\"t\",\"x\"]]", "hi");
+	const char *empties[] = { "{\"ids\":[]}", "{\"authors\":[]}",
+		"{\"kinds\":[]}", "{\"#t\":[]}", "{\"kinds\":[1],\"#e\":[]}" };
+	size_t	    i;
 
 	T_ASSERT(ev != NULL);
 	T_CHECK(matches("{}", ev) == 1);
 	for (i = 0; i < sizeof(empties) / sizeof(empties[0]); i++) {
-		struct filter	f;
+		struct filter f;
 
 		T_CHECK(parse(empties[i], &f) == 0);
 		T_CHECK(f.f_empty);
@@ -274,9 +281,9 @@ empty_lists_match_nothing(void)
 static void
 match_ids_authors_kinds(void)
 {
-	struct event	*ev = event_new_signed(sk1, 100, 1621, NULL, "x");
-	struct event	*other = event_new_signed(sk2, 100, 1, NULL, "y");
-	char		 text[512];
+	struct event *ev = event_new_signed(sk1, 100, 1621, NULL, "x");
+	struct event *other = event_new_signed(sk2, 100, 1, NULL, "y");
+	char	      text[512];
 
 	T_ASSERT(ev != NULL && other != NULL);
 	snprintf(text, sizeof(text), "{\"ids\":[\"%s\",\"%s\"]}", HEX_A,
@@ -300,8 +307,8 @@ match_ids_authors_kinds(void)
 
 /* A filter and whether an event matches it (1) or not (0). */
 struct matching {
-	const char	*text;
-	int		 want;
+	const char *text;
+	int	    want;
 };
 
 static const struct matching since_until[] = {
@@ -341,16 +348,16 @@ static const struct matching nul_values[] = {
 
 /* The cases that match a kind 1 event by sk1 at 100 with these tags. */
 static const struct {
-	const char		*name, *tags;
-	const struct matching	*v;
-	size_t			 n;
+	const char	      *name, *tags;
+	const struct matching *v;
+	size_t		       n;
 } match_cases[] = {
 	{ "match_since_until_inclusive", NULL, since_until,
 	    T_NCASES(since_until) },
 	{ "match_tags_on_first_value_only",
 	    "[[\"t\",\"first\",\"second\"],[\"e\",\"" HEX_A "\"],[\"x\"],"
-	    "[\"tt\",\"long\"],[\"T\",\"upper\"]]", first_values,
-	    T_NCASES(first_values) },
+	    "[\"tt\",\"long\"],[\"T\",\"upper\"]]",
+	    first_values, T_NCASES(first_values) },
 	{ "match_tag_values_are_nul_safe", "[[\"t\",\"a\\u0000b\"]]",
 	    nul_values, T_NCASES(nul_values) },
 };
@@ -359,11 +366,11 @@ static const struct {
 static void
 matches_of_the_case(void)
 {
-	const struct matching	*v = NULL;
-	struct event		*ev = NULL;
-	char			 msg[300];
-	size_t			 i, n = 0;
-	int			 got;
+	const struct matching *v = NULL;
+	struct event	      *ev = NULL;
+	char		       msg[300];
+	size_t		       i, n = 0;
+	int		       got;
 
 	for (i = 0; i < T_NCASES(match_cases) && v == NULL; i++)
 		if (strcmp(match_cases[i].name, t_case) == 0) {
@@ -385,8 +392,8 @@ matches_of_the_case(void)
 static void
 match_any_is_or_across_filters(void)
 {
-	struct event	*ev = event_new_signed(sk1, 100, 7, NULL, "x");
-	struct filter	 f[2];
+	struct event *ev = event_new_signed(sk1, 100, 7, NULL, "x");
+	struct filter f[2];
 
 	T_ASSERT(ev != NULL);
 	T_ASSERT(parse("{\"kinds\":[1]}", &f[0]) == 0);

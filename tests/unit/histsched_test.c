@@ -21,15 +21,15 @@
 #include "t.h"
 
 /* historyd's own constants, not copies of the GRASP-03 numbers. */
-#define REFRESH	((int64_t)(HIST_REFRESH * 1000))
+#define REFRESH ((int64_t)(HIST_REFRESH * 1000))
 #define RETRY	((int64_t)(HIST_RETRY * 1000))
 
 /* What the fake worker saw. */
 static struct {
-	int		 starts;
-	int		 releases;
-	int		 fail_start;
-	char		 last[64];
+	int		   starts;
+	int		   releases;
+	int		   fail_start;
+	char		   last[64];
 	struct hist_relay *last_relay;
 } w;
 
@@ -56,8 +56,8 @@ static const struct hist_sched_ops ops = { fake_start, fake_release };
 static void
 filters(struct conn_filters *f, int n, const char *tag)
 {
-	char	buf[64];
-	int	i;
+	char buf[64];
+	int  i;
 
 	memset(f, 0, sizeof(*f));
 	if ((f->cf_v = calloc((size_t)n + 1, sizeof(char *))) == NULL)
@@ -72,9 +72,8 @@ filters(struct conn_filters *f, int n, const char *tag)
 static struct hist_relay *
 want(struct hist_sched *s, const char *key, int nf, const char *tag)
 {
-	struct hist_relay	*r = hist_sched_want(s, key,
-				    HIST_P_PARTICIPANT, 0);
-	struct conn_filters	 f;
+	struct hist_relay  *r = hist_sched_want(s, key, HIST_P_PARTICIPANT, 0);
+	struct conn_filters f;
 
 	filters(&f, nf, tag);
 	hist_sched_set_filters(s, r, &f);
@@ -96,7 +95,7 @@ setup(struct hist_sched *s)
 static struct hist_relay *
 swept_with_one_relay(struct hist_sched *s, int nf)
 {
-	struct hist_relay	*r;
+	struct hist_relay *r;
 
 	setup(s);
 	r = want(s, "ws://a.example", nf, "e");
@@ -113,10 +112,10 @@ swept_with_one_relay(struct hist_sched *s, int nf)
 static void
 cadence_with_test_timing(void)
 {
-	struct hist_sched	 s;
-	struct hist_relay	*r;
-	struct config		 c;
-	int64_t			 refresh, retry;
+	struct hist_sched  s;
+	struct hist_relay *r;
+	struct config	   c;
+	int64_t		   refresh, retry;
 
 	T_EQ_INT(REFRESH, 24LL * 3600 * 1000);
 	T_EQ_INT(RETRY, 5LL * 60 * 1000);
@@ -147,9 +146,9 @@ cadence_with_test_timing(void)
 static void
 one_per_pass_32_workers(void)
 {
-	struct hist_sched	s;
-	char			key[64];
-	int			i, admitted = 0;
+	struct hist_sched s;
+	char		  key[64];
+	int		  i, admitted = 0;
 
 	setup(&s);
 	hist_sched_unmark(&s);
@@ -181,9 +180,9 @@ one_per_pass_32_workers(void)
 static void
 dead_relay_holds_only_its_slot(void)
 {
-	struct hist_sched	 s;
-	struct hist_relay	*dead, *ok;
-	int			 i;
+	struct hist_sched  s;
+	struct hist_relay *dead, *ok;
+	int		   i;
 
 	setup(&s);
 	dead = want(&s, "ws://dead.example", 2, "e");
@@ -213,8 +212,8 @@ dead_relay_holds_only_its_slot(void)
 static void
 successful_groups_drain_then_refresh(void)
 {
-	struct hist_sched	 s;
-	struct hist_relay	*r;
+	struct hist_sched  s;
+	struct hist_relay *r;
 
 	r = swept_with_one_relay(&s, 3);
 	T_EQ_STR(hist_relay_state(r, 0), "waiting");
@@ -248,8 +247,8 @@ successful_groups_drain_then_refresh(void)
 static void
 failed_group_advances_and_retries(void)
 {
-	struct hist_sched	 s;
-	struct hist_relay	*r;
+	struct hist_sched  s;
+	struct hist_relay *r;
 
 	r = swept_with_one_relay(&s, 3);
 	hist_sched_pass(&s, 0);
@@ -278,8 +277,8 @@ failed_group_advances_and_retries(void)
 static void
 start_refused_counts_as_failure(void)
 {
-	struct hist_sched	 s;
-	struct hist_relay	*r;
+	struct hist_sched  s;
+	struct hist_relay *r;
 
 	r = swept_with_one_relay(&s, 2);
 	w.fail_start = 1;
@@ -294,8 +293,8 @@ start_refused_counts_as_failure(void)
 static void
 cursor_modulo_new_filter_set(void)
 {
-	struct hist_sched	 s;
-	struct hist_relay	*r;
+	struct hist_sched  s;
+	struct hist_relay *r;
 
 	r = swept_with_one_relay(&s, 5);
 	hist_sched_pass(&s, 0);
@@ -324,13 +323,13 @@ cursor_modulo_new_filter_set(void)
 static void
 set_with(struct hist_sched *s, struct hist_relay *r, int n, const char *x)
 {
-	struct conn_filters	 f;
-	char			 buf[64];
+	struct conn_filters f;
+	char		    buf[64];
 
 	filters(&f, n, "e");
 	if (x != NULL) {
-		if ((f.cf_v = realloc(f.cf_v, ((size_t)n + 2) *
-		    sizeof(char *))) == NULL)
+		if ((f.cf_v = realloc(f.cf_v,
+			 ((size_t)n + 2) * sizeof(char *))) == NULL)
 			abort();
 		snprintf(buf, sizeof(buf), "{\"#a\":[\"%s\"]}", x);
 		/* Sorted first, behind any cursor. */
@@ -345,8 +344,8 @@ set_with(struct hist_sched *s, struct hist_relay *r, int n, const char *x)
 static void
 thread_added_mid_rotation(void)
 {
-	struct hist_sched	 s;
-	struct hist_relay	*r;
+	struct hist_sched  s;
+	struct hist_relay *r;
 
 	r = swept_with_one_relay(&s, 3);
 	T_EQ_INT(hist_sched_pass(&s, 0), 1);
@@ -401,8 +400,8 @@ thread_added_mid_rotation(void)
 static void
 removal_lets_flight_finish(void)
 {
-	struct hist_sched	 s;
-	struct hist_relay	*r;
+	struct hist_sched  s;
+	struct hist_relay *r;
 
 	setup(&s);
 	r = want(&s, "ws://a.example", 3, "e");
@@ -428,8 +427,8 @@ removal_lets_flight_finish(void)
 static void
 restart_starts_from_first_filter(void)
 {
-	struct hist_sched	 s;
-	struct hist_relay	*r;
+	struct hist_sched  s;
+	struct hist_relay *r;
 
 	r = swept_with_one_relay(&s, 3);
 	hist_sched_pass(&s, 0);

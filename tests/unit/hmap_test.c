@@ -9,17 +9,17 @@
 #include "hmap.h"
 #include "t.h"
 
-#define N	5000
+#define N 5000
 
 static void
 test_matches_a_model_through_inserts_and_deletes(void)
 {
-	struct hmap	 m = HMAP_INIT;
-	static int	 present[N];
-	static int	 vals[N];
-	char		 key[32];
-	int		 i, round, k;
-	size_t		 it = 0, count = 0;
+	struct hmap m = HMAP_INIT;
+	static int  present[N];
+	static int  vals[N];
+	char	    key[32];
+	int	    i, round, k;
+	size_t	    it = 0, count = 0;
 
 	srand(7);
 	for (i = 0; i < N; i++)
@@ -52,9 +52,9 @@ test_matches_a_model_through_inserts_and_deletes(void)
 static void
 test_binary_keys_and_empty_key(void)
 {
-	struct hmap	m = HMAP_INIT;
-	uint8_t		a[32] = { 0 }, b[32] = { 0 };
-	int		x = 1, y = 2, z = 3;
+	struct hmap m = HMAP_INIT;
+	uint8_t	    a[32] = { 0 }, b[32] = { 0 };
+	int	    x = 1, y = 2, z = 3;
 
 	b[31] = 1;
 	hmap_put(&m, a, 32, &x);

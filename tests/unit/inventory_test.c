@@ -28,9 +28,9 @@
 #include "tuser.h"
 
 /* The fill byte of this test's users' keys (tuser.h). */
-#define KEYS		0x44
+#define KEYS 0x44
 
-static struct config	cfg;
+static struct config cfg;
 
 static struct event *
 ev(int who, int64_t at, uint32_t kind, const char *tags)
@@ -41,7 +41,7 @@ ev(int who, int64_t at, uint32_t kind, const char *tags)
 static void
 hexof(int who, char out[65])
 {
-	uint8_t	sk[32], pk[32];
+	uint8_t sk[32], pk[32];
 
 	tuser_sk(KEYS, who, sk);
 	event_pubkey_of(sk, pk);
@@ -56,17 +56,16 @@ feed(struct inventory *iv, struct event *e)
 }
 
 /* An event by who at at of kind, tags printed from fmt, added to iv. */
-static struct event *
-add(struct inventory *iv, int who, int64_t at, uint32_t kind,
-    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static struct event *add(struct inventory *iv, int who, int64_t at,
+    uint32_t kind, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 static struct event *
-add(struct inventory *iv, int who, int64_t at, uint32_t kind,
-    const char *fmt, ...)
+add(struct inventory *iv, int who, int64_t at, uint32_t kind, const char *fmt,
+    ...)
 {
-	struct event	*e;
-	char		 tags[1024];
-	va_list		 ap;
+	struct event *e;
+	char	      tags[1024];
+	va_list	      ap;
 
 	va_start(ap, fmt);
 	vsnprintf(tags, sizeof(tags), fmt, ap);
@@ -77,12 +76,12 @@ add(struct inventory *iv, int who, int64_t at, uint32_t kind,
 }
 
 /* Likewise, for an event that is not kept. */
-#define feedf(iv, ...)	event_destroy(add((iv), __VA_ARGS__))
+#define feedf(iv, ...) event_destroy(add((iv), __VA_ARGS__))
 
 static void
 coord(int who, const char *d, char *out, size_t len)
 {
-	char	h[65];
+	char h[65];
 
 	hexof(who, h);
 	snprintf(out, len, "30617:%s:%s", h, d);
@@ -99,17 +98,19 @@ announce(struct inventory *iv, const char *d, char *c, size_t len)
 static void
 test_announcement_relays_are_canonical_and_exclude_us(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct inv_repo		*r;
-	char			 c[200], m[65];
+	struct inventory *iv = inv_new(&cfg);
+	struct inv_repo	 *r;
+	char		  c[200], m[65];
 
 	hexof(2, m);
-	feedf(iv, 1, 100, 30617, "[[\"d\",\"repo\"],[\"relays\","
+	feedf(iv, 1, 100, 30617,
+	    "[[\"d\",\"repo\"],[\"relays\","
 	    "\"wss://Relay.Example.COM/\",\"ws://grasp.example.com\","
 	    "\"wss://127.0.0.1\",\"not a url\"],[\"clone\",\"https://"
 	    "git.example.org:443/npub1x/repo.git\",\"http://grasp.example.com/"
 	    "npub1x/repo.git\",\"git@ssh.example:x\"],[\"maintainers\",\"%s\","
-	    "\"zz\"]]", m);
+	    "\"zz\"]]",
+	    m);
 	coord(1, "repo", c, sizeof(c));
 	T_ASSERT((r = inv_repo(iv, c)) != NULL);
 	T_EQ_INT(r->ir_level, INV_FULL);
@@ -120,8 +121,10 @@ test_announcement_relays_are_canonical_and_exclude_us(void)
 	/* An older announcement changes nothing; a newer one replaces. */
 	feed(iv, ev(1, 50, 30617, "[[\"d\",\"repo\"]]"));
 	T_EQ_INT(inv_repo(iv, c)->ir_nrelays, 2);
-	feed(iv, ev(1, 200, 30617, "[[\"d\",\"repo\"],[\"relays\","
-	    "\"wss://other.example.net\"]]"));
+	feed(iv,
+	    ev(1, 200, 30617,
+		"[[\"d\",\"repo\"],[\"relays\","
+		"\"wss://other.example.net\"]]"));
 	r = inv_repo(iv, c);
 	T_EQ_INT(r->ir_nrelays, 1);
 	T_EQ_INT(r->ir_nmaint, 0);
@@ -131,12 +134,12 @@ test_announcement_relays_are_canonical_and_exclude_us(void)
 static void
 test_threads_carry_root_provenance_and_participants(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct event		*issue, *comment, *react, *other;
-	struct inv_root		*rt;
-	struct inv_author	*a;
-	char			 c[200];
-	uint8_t			 sk[32], pk[32];
+	struct inventory  *iv = inv_new(&cfg);
+	struct event	  *issue, *comment, *react, *other;
+	struct inv_root	  *rt;
+	struct inv_author *a;
+	char		   c[200];
+	uint8_t		   sk[32], pk[32];
 
 	announce(iv, "r", c, sizeof(c));
 	issue = add(iv, 3, 101, 1621, "[[\"a\",\"%s\"]]", c);
@@ -145,7 +148,8 @@ test_threads_carry_root_provenance_and_participants(void)
 	/* A reaction that names only its immediate parent. */
 	react = add(iv, 5, 103, 7, "[[\"e\",\"%s\"]]", comment->id_hex);
 	/* Unrelated thread: its author maps to nothing here. */
-	other = ev(6, 104, 1, "[[\"e\",\"000000000000000000000000000000000000"
+	other = ev(6, 104, 1,
+	    "[[\"e\",\"000000000000000000000000000000000000"
 	    "0000000000000000000000000000\"]]");
 	inv_add(iv, other);
 
@@ -167,7 +171,7 @@ test_threads_carry_root_provenance_and_participants(void)
 	T_CHECK(inv_eligible(iv, react->pubkey));
 	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
-	T_CHECK(inv_eligible(iv, pk));		/* owner */
+	T_CHECK(inv_eligible(iv, pk)); /* owner */
 	T_CHECK(!inv_eligible(iv, other->pubkey));
 	event_destroy(issue);
 	event_destroy(comment);
@@ -184,22 +188,23 @@ test_threads_carry_root_provenance_and_participants(void)
 static void
 test_a_prolific_author_lists_each_thread_once(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct inv_author	*a;
-	struct event		*issue, *reply;
-	uint8_t			 pk[32];
-	char			 c[200], tags[512];
-	size_t			 i, j, dup = 0;
-	int			 n, k;
+	struct inventory  *iv = inv_new(&cfg);
+	struct inv_author *a;
+	struct event	  *issue, *reply;
+	uint8_t		   pk[32];
+	char		   c[200], tags[512];
+	size_t		   i, j, dup = 0;
+	int		   n, k;
 
 	announce(iv, "busy", c, sizeof(c));
 	for (n = 0; n < 3000; n++) {
-		issue = add(iv, 2 + n % 50, 200 + n, 1621, "[[\"a\",\"%s\"]]",
-		    c);
+		issue =
+		    add(iv, 2 + n % 50, 200 + n, 1621, "[[\"a\",\"%s\"]]", c);
 		/* Author 99 answers each issue twice, the second time also
 		 * after others have spoken in other threads. */
 		for (k = 0; k < 2; k++) {
-			snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],"
+			snprintf(tags, sizeof(tags),
+			    "[[\"E\",\"%s\"],"
 			    "[\"K\",\"1621\"],[\"t\",\"%d\"]]",
 			    issue->id_hex, k);
 			reply = ev(99, 200 + n, 1111, tags);
@@ -221,10 +226,10 @@ test_a_prolific_author_lists_each_thread_once(void)
 static void
 test_roots_wait_for_their_repository_and_stateonly_is_inert(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct event		*issue, *ann;
-	char			 c[200];
-	struct inv_repo		*r;
+	struct inventory *iv = inv_new(&cfg);
+	struct event	 *issue, *ann;
+	char		  c[200];
+	struct inv_repo	 *r;
 
 	coord(1, "late", c, sizeof(c));
 	issue = add(iv, 3, 101, 1621, "[[\"a\",\"%s\"]]", c);
@@ -254,10 +259,10 @@ test_roots_wait_for_their_repository_and_stateonly_is_inert(void)
 static void
 test_descendant_chains_are_bounded(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct event		*root, *prev, *e;
-	char			 c[200];
-	int			 i;
+	struct inventory *iv = inv_new(&cfg);
+	struct event	 *root, *prev, *e;
+	char		  c[200];
+	int		  i;
 
 	announce(iv, "deep", c, sizeof(c));
 	root = add(iv, 2, 100, 1621, "[[\"a\",\"%s\"]]", c);
@@ -278,10 +283,10 @@ test_descendant_chains_are_bounded(void)
 static void
 test_addressable_descendants_and_their_addresses(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct event		*root, *art, *reply;
-	struct inv_root		*rt;
-	char			 c[200], h[65];
+	struct inventory *iv = inv_new(&cfg);
+	struct event	 *root, *art, *reply;
+	struct inv_root	 *rt;
+	char		  c[200], h[65];
 
 	announce(iv, "adr", c, sizeof(c));
 	root = add(iv, 2, 100, 1618, "[[\"a\",\"%s\"]]", c);
@@ -303,9 +308,9 @@ test_addressable_descendants_and_their_addresses(void)
 static void
 test_deletions_by_the_author_only(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct event		*root;
-	char			 c[200];
+	struct inventory *iv = inv_new(&cfg);
+	struct event	 *root;
+	char		  c[200];
 
 	announce(iv, "del", c, sizeof(c));
 	root = add(iv, 2, 100, 1621, "[[\"a\",\"%s\"]]", c);
@@ -336,11 +341,11 @@ test_deletions_by_the_author_only(void)
 static void
 test_deleted_descendants_take_their_authors_out(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct event		*i1, *i2, *r1, *r2, *r3, *x;
-	struct inv_author	*a;
-	char			 c[200], tags[512];
-	uint64_t		 gen;
+	struct inventory  *iv = inv_new(&cfg);
+	struct event	  *i1, *i2, *r1, *r2, *r3, *x;
+	struct inv_author *a;
+	char		   c[200], tags[512];
+	uint64_t	   gen;
 
 	announce(iv, "dd", c, sizeof(c));
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
@@ -415,10 +420,10 @@ test_deleted_descendants_take_their_authors_out(void)
 static void
 test_provenance_through_quotes_and_address_tags(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct event		*r1, *r2, *quote, *art, *viaA, *viaQ, *both;
-	struct inv_author	*a;
-	char			 c[200], h[65];
+	struct inventory  *iv = inv_new(&cfg);
+	struct event	  *r1, *r2, *quote, *art, *viaA, *viaQ, *both;
+	struct inv_author *a;
+	char		   c[200], h[65];
 
 	announce(iv, "q", c, sizeof(c));
 	r1 = add(iv, 2, 101, 1621, "[[\"a\",\"%s\"]]", c);
@@ -435,8 +440,8 @@ test_provenance_through_quotes_and_address_tags(void)
 	both = add(iv, 8, 106, 7, "[[\"e\",\"%s\"],[\"e\",\"%s\"]]",
 	    quote->id_hex, viaQ->id_hex);
 
-	T_EQ_INT(inv_root(iv, r1->id)->rt_ndesc, 2);	/* quote, both */
-	T_EQ_INT(inv_root(iv, r2->id)->rt_ndesc, 4);	/* art, A, q, both */
+	T_EQ_INT(inv_root(iv, r1->id)->rt_ndesc, 2); /* quote, both */
+	T_EQ_INT(inv_root(iv, r2->id)->rt_ndesc, 4); /* art, A, q, both */
 	T_EQ_INT(inv_root(iv, r2->id)->rt_naddrs, 1);
 	/* Each participant is tied to the threads it occurs in only. */
 	a = inv_author(iv, quote->pubkey);
@@ -464,7 +469,7 @@ test_provenance_through_quotes_and_address_tags(void)
 static void
 collect(void *arg, const uint8_t pk[32])
 {
-	struct hmap	*m = arg;
+	struct hmap *m = arg;
 
 	/* A second call for one author would count twice. */
 	if (hmap_put(m, pk, 32, (void *)1) != NULL)
@@ -474,7 +479,7 @@ collect(void *arg, const uint8_t pk[32])
 static int
 pk_of(int who, uint8_t pk[32])
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 
 	tuser_sk(KEYS, who, sk);
 	return event_pubkey_of(sk, pk);
@@ -483,20 +488,24 @@ pk_of(int who, uint8_t pk[32])
 static void
 test_maintainers_of_full_repositories_only_and_each_author_once(void)
 {
-	struct inventory	*iv = inv_new(&cfg);
-	struct hmap		 got = HMAP_INIT;
-	struct event		*held, *root, *stray;
-	char			 c[200], tags[512], m2[65], m3[65];
-	uint8_t			 pk[32];
+	struct inventory *iv = inv_new(&cfg);
+	struct hmap	  got = HMAP_INIT;
+	struct event	 *held, *root, *stray;
+	char		  c[200], tags[512], m2[65], m3[65];
+	uint8_t		  pk[32];
 
 	hexof(2, m2);
 	hexof(3, m3);
 	/* Owner 1 names maintainer 2 and lists itself too. */
-	feedf(iv, 1, 100, 30617, "[[\"d\",\"full\"],[\"maintainers\","
-	    "\"%s\"]]", m2);
+	feedf(iv, 1, 100, 30617,
+	    "[[\"d\",\"full\"],[\"maintainers\","
+	    "\"%s\"]]",
+	    m2);
 	/* A StateOnly repository (held in purgatory) naming 3. */
-	snprintf(tags, sizeof(tags), "[[\"d\",\"held\"],[\"maintainers\","
-	    "\"%s\"]]", m3);
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"held\"],[\"maintainers\","
+	    "\"%s\"]]",
+	    m3);
 	held = ev(4, 100, 30617, tags);
 	inv_add_stateonly(iv, held);
 	/* The owner also opens an issue; 5 writes only elsewhere. */
@@ -534,11 +543,11 @@ test_maintainers_of_full_repositories_only_and_each_author_once(void)
 /* ------------------------------------------------------------------ */
 /* The rebuild from a store.                                           */
 
-static char		 tmpdir[64];
-static struct store	*st;
+static char		  tmpdir[64];
+static struct store	 *st;
 static struct tstore_prog tsp = { { tmpdir, sizeof(tmpdir), "inventory_test" },
-    &st };
-static uint64_t		 rng = 2463534242u;
+	&st };
+static uint64_t		  rng = 2463534242u;
 
 static uint32_t
 rnd(uint32_t n)
@@ -550,7 +559,7 @@ rnd(uint32_t n)
 static void
 pk_hex(int n, char out[65])
 {
-	uint8_t	pk[32];
+	uint8_t pk[32];
 
 	memset(pk, 0x5c, sizeof(pk));
 	pk[31] = (uint8_t)n;
@@ -564,14 +573,16 @@ pk_hex(int n, char out[65])
 static struct event *
 mk(int who, int64_t at, uint32_t kind, const char *tags, const char *content)
 {
-	struct buf	 b = BUF_INIT;
-	struct event	*e;
-	char		 pk[65], err[256];
+	struct buf    b = BUF_INIT;
+	struct event *e;
+	char	      pk[65], err[256];
 
 	pk_hex(who, pk);
-	buf_printf(&b, "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
+	buf_printf(&b,
+	    "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
 	    "%lld,\"kind\":%u,\"tags\":%s,\"content\":\"%s\",\"sig\":\""
-	    "%0128d\"}", 0, pk, (long long)at, kind, tags, content, 0);
+	    "%0128d\"}",
+	    0, pk, (long long)at, kind, tags, content, 0);
 	if ((e = event_parse(b.b_data, b.b_len, err, sizeof(err))) == NULL)
 		fatalx("inventory_test: %s: %s", err, b.b_data);
 	buf_free(&b);
@@ -585,7 +596,7 @@ mk(int who, int64_t at, uint32_t kind, const char *tags, const char *content)
 static enum store_result
 put(struct event *e, char *id_hex)
 {
-	enum store_result	r = store_put(st, e, NULL);
+	enum store_result r = store_put(st, e, NULL);
 
 	if (id_hex != NULL)
 		memcpy(id_hex, e->id_hex, 65);
@@ -595,10 +606,10 @@ put(struct event *e, char *id_hex)
 
 /* Ids of what was stored, for parents chosen at random. */
 struct pool {
-	char	ids[4096][65];
-	size_t	n;
-	char	addrs[64][200];
-	size_t	naddrs;
+	char   ids[4096][65];
+	size_t n;
+	char   addrs[64][200];
+	size_t naddrs;
 };
 
 static const char *
@@ -621,12 +632,12 @@ any_id(const struct pool *pl)
 static void
 fill_store(struct pool *pl, char q_only[65], int64_t *last)
 {
-	char		 tags[2048], c[8][200], pk[65], m1[65], m2[65], id[65];
-	char		 root[65], parent[65], late[65];
-	struct event	*held;
-	int64_t		 at = 1700000000;
-	size_t		 i, j, r;
-	uint32_t	 k;
+	char	      tags[2048], c[8][200], pk[65], m1[65], m2[65], id[65];
+	char	      root[65], parent[65], late[65];
+	struct event *held;
+	int64_t	      at = 1700000000;
+	size_t	      i, j, r;
+	uint32_t      k;
 	static const uint32_t root_kinds[3] = { 1617, 1618, 1621 };
 
 	T_ASSERT(store_begin(st) == 0);
@@ -637,7 +648,8 @@ fill_store(struct pool *pl, char q_only[65], int64_t *last)
 	for (r = 0; r < 6; r++) {
 		pk_hex((int)r + 1, m1);
 		pk_hex((int)r + 2, m2);
-		snprintf(tags, sizeof(tags), "[[\"d\",\"repo%zu\"],"
+		snprintf(tags, sizeof(tags),
+		    "[[\"d\",\"repo%zu\"],"
 		    "[\"description\",\"line one\\nline \\\"two\\\"\"],"
 		    "[\"relays\",\"wss://relay%zu.example.com\","
 		    "\"wss://127.0.0.1\",\"wss://grasp.example.com\"],"
@@ -648,8 +660,12 @@ fill_store(struct pool *pl, char q_only[65], int64_t *last)
 		    STORE_OK);
 	}
 	/* repo5 replaced; repo4 deleted, then announced again. */
-	T_EQ_INT(put(mk(5, at++, 30617, "[[\"d\",\"repo5\"],[\"relays\","
-	    "\"wss://new.example.com\"]]", ""), NULL), STORE_OK);
+	T_EQ_INT(put(mk(5, at++, 30617,
+			 "[[\"d\",\"repo5\"],[\"relays\","
+			 "\"wss://new.example.com\"]]",
+			 ""),
+		     NULL),
+	    STORE_OK);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c[4]);
 	T_EQ_INT(put(mk(4, at++, 5, tags, ""), NULL), STORE_OK);
 	/* Older than repo3's announcement: the store keeps it, and so
@@ -660,85 +676,114 @@ fill_store(struct pool *pl, char q_only[65], int64_t *last)
 	for (i = 0; i < 90; i++) {
 		k = root_kinds[i % 3];
 		r = rnd(8);
-		if (i % 9 == 4)		/* first names a repository */
-			snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"a\","
-			    "\"%s\"],[\"p\",\"x\"]]", c[(r + 1) % 8], c[r]);
-		else if (i % 9 == 7)	/* an escape: parsed in full */
-			snprintf(tags, sizeof(tags), "[[\"subject\",\"tab\\t"
-			    "\\u00e9 \\u2603\"],[\"a\",\"%s\"]]", c[r]);
+		if (i % 9 == 4) /* first names a repository */
+			snprintf(tags, sizeof(tags),
+			    "[[\"a\",\"%s\"],[\"a\","
+			    "\"%s\"],[\"p\",\"x\"]]",
+			    c[(r + 1) % 8], c[r]);
+		else if (i % 9 == 7) /* an escape: parsed in full */
+			snprintf(tags, sizeof(tags),
+			    "[[\"subject\",\"tab\\t"
+			    "\\u00e9 \\u2603\"],[\"a\",\"%s\"]]",
+			    c[r]);
 		else
-			snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],"
-			    "[\"subject\",\"caf\xc3\xa9 \xe2\x98\x83\"]]", c[r]);
+			snprintf(tags, sizeof(tags),
+			    "[[\"a\",\"%s\"],"
+			    "[\"subject\",\"caf\xc3\xa9 \xe2\x98\x83\"]]",
+			    c[r]);
 		T_EQ_INT(put(mk((int)rnd(20), at++, k, tags, "a root\\n"),
-		    pl->ids[pl->n]), STORE_OK);
+			     pl->ids[pl->n]),
+		    STORE_OK);
 		pl->n++;
 	}
 	T_EQ_INT(put(mk(6, at++, 30617, "[[\"d\",\"repo4\"]]", ""), NULL),
-	    STORE_OK);	/* someone else's repo4 */
-	T_EQ_INT(put(mk(4, at++, 30617, "[[\"d\",\"repo4\"],[\"maintainers\","
-	    "\"nothex\"]]", ""), NULL), STORE_OK);
+	    STORE_OK); /* someone else's repo4 */
+	T_EQ_INT(put(mk(4, at++, 30617,
+			 "[[\"d\",\"repo4\"],[\"maintainers\","
+			 "\"nothex\"]]",
+			 ""),
+		     NULL),
+	    STORE_OK);
 
 	for (i = 0; i < 1500; i++) {
 		const char *p1 = any_id(pl), *p2 = any_id(pl);
 
 		id[0] = '\0';
 		switch (rnd(8)) {
-		case 0:		/* a reaction */
-			snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"],[\"k\","
-			    "\"1\"]]", p1);
+		case 0: /* a reaction */
+			snprintf(tags, sizeof(tags),
+			    "[[\"e\",\"%s\"],[\"k\","
+			    "\"1\"]]",
+			    p1);
 			T_EQ_INT(put(mk((int)rnd(30), at++, 7, tags, "+"), id),
 			    STORE_OK);
 			break;
-		case 1:		/* a quote by id only */
-			snprintf(tags, sizeof(tags), "[[\"q\",\"%s\","
-			    "\"wss://r.example.com\",\"%s\"]]", p1, p2);
+		case 1: /* a quote by id only */
+			snprintf(tags, sizeof(tags),
+			    "[[\"q\",\"%s\","
+			    "\"wss://r.example.com\",\"%s\"]]",
+			    p1, p2);
 			T_EQ_INT(put(mk((int)rnd(30), at++, 1, tags, "q"), id),
 			    STORE_OK);
 			if (q_only[0] == '\0')
 				memcpy(q_only, id, 65);
 			break;
-		case 2:		/* an addressable reply, replaced later */
+		case 2: /* an addressable reply, replaced later */
 			j = rnd(64);
-			snprintf(tags, sizeof(tags), "[[\"d\",\"art%zu\"],"
-			    "[\"e\",\"%s\",\"\",\"reply\"]]", j, p1);
-			T_ASSERT(put(mk((int)(j % 4), at++, 30023, tags,
-			    "article"), id) == STORE_OK);
+			snprintf(tags, sizeof(tags),
+			    "[[\"d\",\"art%zu\"],"
+			    "[\"e\",\"%s\",\"\",\"reply\"]]",
+			    j, p1);
+			T_ASSERT(
+			    put(mk((int)(j % 4), at++, 30023, tags, "article"),
+				id) == STORE_OK);
 			pk_hex((int)(j % 4), pk);
 			snprintf(pl->addrs[j], sizeof(pl->addrs[j]),
 			    "30023:%s:art%zu", pk, j);
 			if (pl->naddrs <= j)
 				pl->naddrs = j + 1;
 			break;
-		case 3:		/* through an address */
+		case 3: /* through an address */
 			if (pl->naddrs == 0)
 				break;
 			j = rnd((uint32_t)pl->naddrs);
 			if (pl->addrs[j][0] == '\0')
 				break;
 			snprintf(tags, sizeof(tags), "[[\"%s\",\"%s\"]]",
-			    rnd(3) == 0 ? "a" : rnd(2) ? "A" : "q",
+			    rnd(3) == 0 ? "a" :
+				rnd(2)	? "A" :
+					  "q",
 			    pl->addrs[j]);
-			T_EQ_INT(put(mk((int)rnd(30), at++, 1111, tags, "c"),
-			    id), STORE_OK);
+			T_EQ_INT(
+			    put(mk((int)rnd(30), at++, 1111, tags, "c"), id),
+			    STORE_OK);
 			break;
-		case 4:		/* escapes and an unknown parent */
-			snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\","
+		case 4: /* escapes and an unknown parent */
+			snprintf(tags, sizeof(tags),
+			    "[[\"E\",\"%s\"],[\"e\","
 			    "\"%064d\"],[\"alt\",\"a \\\\ b \\\"c\\\"\"],"
-			    "[\"p\",\"\"],[\"x\"]]", p1, 7);
-			T_EQ_INT(put(mk((int)rnd(30), at++, 1111, tags,
-			    "x\\\\y"), id), STORE_OK);
+			    "[\"p\",\"\"],[\"x\"]]",
+			    p1, 7);
+			T_EQ_INT(
+			    put(mk((int)rnd(30), at++, 1111, tags, "x\\\\y"),
+				id),
+			    STORE_OK);
 			break;
-		case 5:		/* a replaceable event answering a thread */
+		case 5: /* a replaceable event answering a thread */
 			snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", p1);
-			T_ASSERT(put(mk((int)rnd(4), at++, 10030, tags, ""), id)
-			    == STORE_OK);
+			T_ASSERT(put(mk((int)rnd(4), at++, 10030, tags, ""),
+				     id) == STORE_OK);
 			break;
-		default:	/* a NIP-22 comment */
-			snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"K\","
+		default: /* a NIP-22 comment */
+			snprintf(tags, sizeof(tags),
+			    "[[\"E\",\"%s\"],[\"K\","
 			    "\"1621\"],[\"e\",\"%s\"],[\"k\",\"1111\"],"
-			    "[\"p\",\"%s\"]]", p2, p1, p2);
-			T_EQ_INT(put(mk((int)rnd(30), at++, 1111, tags,
-			    "comment"), id), STORE_OK);
+			    "[\"p\",\"%s\"]]",
+			    p2, p1, p2);
+			T_EQ_INT(
+			    put(mk((int)rnd(30), at++, 1111, tags, "comment"),
+				id),
+			    STORE_OK);
 			break;
 		}
 		if (id[0] != '\0' && pl->n < 4096)
@@ -751,8 +796,7 @@ fill_store(struct pool *pl, char q_only[65], int64_t *last)
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", late);
 	T_EQ_INT(put(mk(9, at++, 1111, tags, "early"), NULL), STORE_OK);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", pl->ids[0]);
-	T_EQ_INT(put(mk(9, held->created_at, 1111, tags, ""), NULL),
-	    STORE_OK);
+	T_EQ_INT(put(mk(9, held->created_at, 1111, tags, ""), NULL), STORE_OK);
 	event_destroy(held);
 
 	/* A chain past INV_MAX_DEPTH, and a root past its cap. */
@@ -802,7 +846,7 @@ static int
 same_descs(const struct inventory *a, const struct inv_root *ra,
     const struct inventory *b, const struct inv_root *rb)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < ra->rt_ndesc; i++)
 		if (memcmp(inv_desc_id(a, ra, i), inv_desc_id(b, rb, i), 32) !=
@@ -814,7 +858,7 @@ same_descs(const struct inventory *a, const struct inv_root *ra,
 static int
 same_roots(struct inv_root **a, struct inv_root **b, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (memcmp(a[i]->rt_id, b[i]->rt_id, 32) != 0)
@@ -825,7 +869,7 @@ same_roots(struct inv_root **a, struct inv_root **b, size_t n)
 static void
 count_each(void *arg, const uint8_t pk[32])
 {
-	struct hmap	*m = arg;
+	struct hmap *m = arg;
 
 	hmap_put(m, pk, 32, (void *)1);
 }
@@ -834,15 +878,15 @@ count_each(void *arg, const uint8_t pk[32])
 static void
 compare(const struct inventory *a, const struct inventory *b)
 {
-	struct inv_repo		*ra, *rb;
-	struct inv_root		*ta, *tb;
-	struct inv_author	*aa, *ab;
-	struct hmap		 ea = HMAP_INIT, eb = HMAP_INIT;
-	const void		*key;
-	size_t			 it;
+	struct inv_repo	  *ra, *rb;
+	struct inv_root	  *ta, *tb;
+	struct inv_author *aa, *ab;
+	struct hmap	   ea = HMAP_INIT, eb = HMAP_INIT;
+	const void	  *key;
+	size_t		   it;
 
 	T_EQ_INT(a->iv_repos.hm_n, b->iv_repos.hm_n);
-	for (it = 0; (ra = inv_repo_next(a, &it)) != NULL; ) {
+	for (it = 0; (ra = inv_repo_next(a, &it)) != NULL;) {
 		T_ASSERT((rb = inv_repo(b, ra->ir_coord)) != NULL);
 		T_CHECK(memcmp(ra->ir_owner, rb->ir_owner, 32) == 0);
 		T_EQ_STR(ra->ir_d, rb->ir_d);
@@ -857,7 +901,7 @@ compare(const struct inventory *a, const struct inventory *b)
 		T_CHECK(same_roots(ra->ir_roots, rb->ir_roots, ra->ir_nroots));
 	}
 	T_EQ_INT(a->iv_nroots, b->iv_nroots);
-	for (it = 0; (ta = inv_root_next(a, &it)) != NULL; ) {
+	for (it = 0; (ta = inv_root_next(a, &it)) != NULL;) {
 		T_ASSERT((tb = inv_root(b, ta->rt_id)) != NULL);
 		T_CHECK(memcmp(ta->rt_author, tb->rt_author, 32) == 0);
 		T_EQ_INT(ta->rt_kind, tb->rt_kind);
@@ -872,7 +916,7 @@ compare(const struct inventory *a, const struct inventory *b)
 		    tb->rt_addrs, tb->rt_naddrs));
 	}
 	T_EQ_INT(a->iv_authors.rc_n, b->iv_authors.rc_n);
-	for (it = 0; (aa = inv_author_next(a, &it)) != NULL; ) {
+	for (it = 0; (aa = inv_author_next(a, &it)) != NULL;) {
 		T_ASSERT((ab = inv_author(b, aa->au_pubkey)) != NULL);
 		T_ASSERT(aa->au_nroots == ab->au_nroots);
 		T_CHECK(same_roots(aa->au_roots, ab->au_roots, aa->au_nroots));
@@ -881,7 +925,7 @@ compare(const struct inventory *a, const struct inventory *b)
 	}
 	T_EQ_INT(inv_eligible_each(a, count_each, &ea),
 	    inv_eligible_each(b, count_each, &eb));
-	for (it = 0; hmap_next(&ea, &it, &key, NULL, NULL); )
+	for (it = 0; hmap_next(&ea, &it, &key, NULL, NULL);)
 		T_CHECK(hmap_get(&eb, key, 32) != NULL);
 	hmap_free(&ea);
 	hmap_free(&eb);
@@ -896,15 +940,15 @@ compare(const struct inventory *a, const struct inventory *b)
 static void
 test_rebuild_matches_feeding_every_event(void)
 {
-	struct pool		*pl = calloc(1, sizeof(*pl));
-	struct inventory	*old = inv_new(&cfg), *bulk = inv_new(&cfg);
-	struct inv_root		*rt;
-	struct event		*so;
-	char			 q_only[65] = "", c[200], c3[200], pk[65];
-	uint8_t			 q[32];
-	size_t			 it, capped = 0, deep = 0, addrs = 0, pend;
-	int64_t			 last = 0;
-	int			 n, found = 0;
+	struct pool	 *pl = calloc(1, sizeof(*pl));
+	struct inventory *old = inv_new(&cfg), *bulk = inv_new(&cfg);
+	struct inv_root	 *rt;
+	struct event	 *so;
+	char		  q_only[65] = "", c[200], c3[200], pk[65];
+	uint8_t		  q[32];
+	size_t		  it, capped = 0, deep = 0, addrs = 0, pend;
+	int64_t		  last = 0;
+	int		  n, found = 0;
 
 	T_ASSERT(pl != NULL);
 	fill_store(pl, q_only, &last);
@@ -918,19 +962,18 @@ test_rebuild_matches_feeding_every_event(void)
 	T_ASSERT(hex_decode(q_only, 64, q, 32) == 0);
 	pk_hex(3, pk);
 	snprintf(c3, sizeof(c3), "30617:%s:repo3", pk);
-	for (it = 0; (rt = inv_root_next(bulk, &it)) != NULL; ) {
+	for (it = 0; (rt = inv_root_next(bulk, &it)) != NULL;) {
 		capped += rt->rt_ndesc == INV_MAX_DESCENDANTS;
 		addrs += rt->rt_naddrs;
 		deep += rt->rt_ndesc > 0 && !rt->rt_repo;
 		for (size_t i = 0; i < rt->rt_ndesc; i++)
-			found |= memcmp(inv_desc_id(bulk, rt, i), q, 32) ==
-			    0;
+			found |= memcmp(inv_desc_id(bulk, rt, i), q, 32) == 0;
 	}
 	T_EQ_INT(capped, 1);
 	T_CHECK(addrs > 0);
-	T_CHECK(found);		/* a descendant through a "q" id only */
+	T_CHECK(found); /* a descendant through a "q" id only */
 	pend = bulk->iv_pending.hm_n;
-	T_CHECK(pend > 0);	/* roots of repo6 and repo7 wait */
+	T_CHECK(pend > 0); /* roots of repo6 and repo7 wait */
 	T_CHECK(bulk->iv_repos.hm_n >= 5);
 	T_CHECK(inv_repo(bulk, c3) != NULL);
 
@@ -957,9 +1000,9 @@ test_rebuild_matches_feeding_every_event(void)
 static char *
 describe(int64_t seq, const struct event *e)
 {
-	struct buf	b = BUF_INIT;
-	uint32_t	i, j;
-	size_t		len;
+	struct buf b = BUF_INIT;
+	uint32_t   i, j;
+	size_t	   len;
 
 	buf_printf(&b, "%lld %s %s %lld %u %u", (long long)seq, e->id_hex,
 	    e->pubkey_hex, (long long)e->created_at, e->kind, e->ntags);
@@ -973,24 +1016,26 @@ describe(int64_t seq, const struct event *e)
 		}
 		buf_addc(&b, ']');
 	}
-	buf_printf(&b, " %s", hex_decode(e->id_hex, 64, (uint8_t[32]){ 0 },
-	    32) == 0 ? "" : "bad id_hex");
+	buf_printf(&b, " %s",
+	    hex_decode(e->id_hex, 64, (uint8_t[32]){ 0 }, 32) == 0 ?
+		"" :
+		"bad id_hex");
 	return buf_release(&b, &len);
 }
 
 struct described {
-	char	**d;
-	size_t	  n;
-	size_t	  cap;
-	uint32_t  kinds[FEED_MAX_KINDS];
-	size_t	  nkinds;
+	char   **d;
+	size_t	 n;
+	size_t	 cap;
+	uint32_t kinds[FEED_MAX_KINDS];
+	size_t	 nkinds;
 };
 
 static void
 add_described(void *arg, int64_t seq, const struct event *e)
 {
-	struct described	*ds = arg;
-	size_t			 k;
+	struct described *ds = arg;
+	size_t		  k;
 
 	for (k = 0; k < ds->nkinds && ds->kinds[k] != e->kind; k++)
 		;
@@ -1013,20 +1058,20 @@ described_free(struct described *ds)
 
 /* What feed_scan_ahead() hands to its hint and to its callback. */
 struct ahead_seen {
-	struct described	 hinted;	/* as hinted */
-	struct described	 taken;		/* as taken */
-	const struct event	*ev[4096];	/* by hint number */
-	size_t			 nhinted;
-	size_t			 ntaken;
-	size_t			 total;		/* in the range */
-	size_t			 bad_lead;	/* early or late */
-	size_t			 moved;		/* moved since hinted */
+	struct described    hinted;   /* as hinted */
+	struct described    taken;    /* as taken */
+	const struct event *ev[4096]; /* by hint number */
+	size_t		    nhinted;
+	size_t		    ntaken;
+	size_t		    total;    /* in the range */
+	size_t		    bad_lead; /* early or late */
+	size_t		    moved;    /* moved since hinted */
 };
 
 static void
 ahead_hint(void *arg, int64_t seq, const struct event *e)
 {
-	struct ahead_seen	*as = arg;
+	struct ahead_seen *as = arg;
 
 	if (as->nhinted < 4096)
 		as->ev[as->nhinted] = e;
@@ -1037,8 +1082,8 @@ ahead_hint(void *arg, int64_t seq, const struct event *e)
 static void
 ahead_take(void *arg, int64_t seq, const struct event *e)
 {
-	struct ahead_seen	*as = arg;
-	size_t			 want;
+	struct ahead_seen *as = arg;
+	size_t		   want;
 
 	/* FEED_AHEAD events hinted beyond this one, fewer at the end. */
 	want = as->ntaken + 1 + FEED_AHEAD;
@@ -1061,24 +1106,32 @@ same_described(const struct described *a, const struct described *b)
 static void
 test_scans_give_what_parsing_gives(void)
 {
-	struct described	 full = { 0 }, tags = { 0 }, kf = { 0 },
-				 kinds = { 0 };
-	int64_t			 last, a, b;
-	int			 n;
+	struct described full = { 0 }, tags = { 0 }, kf = { 0 }, kinds = { 0 };
+	int64_t		 last, a, b;
+	int		 n;
 
 	/* Odd strings, an empty tag list, an event at time 0. */
 	T_ASSERT(store_begin(st) == 0);
 	T_EQ_INT(put(mk(1, 0, 1, "[]", ""), NULL), STORE_OK);
-	T_EQ_INT(put(mk(1, 5, 1, "[[\"e\",\"\\u0000x\"],[\"t\",\"\\/\"],"
-	    "[\"t\",\"\\ud83d\\ude00\"],[\"r\",\"\\u001f\"]]", ""), NULL),
+	T_EQ_INT(put(mk(1, 5, 1,
+			 "[[\"e\",\"\\u0000x\"],[\"t\",\"\\/\"],"
+			 "[\"t\",\"\\ud83d\\ude00\"],[\"r\",\"\\u001f\"]]",
+			 ""),
+		     NULL),
 	    STORE_OK);
-	T_EQ_INT(put(mk(1, 6, 0, "[[\"x\",\"\",\"\"]]", "{\\\"name\\\":1}"),
-	    NULL), STORE_OK);
-	T_EQ_INT(put(mk(2, 7, 10002, "[[\"r\",\"wss://a.example.com\","
-	    "\"read\"]]", ""), NULL), STORE_OK);
+	T_EQ_INT(
+	    put(mk(1, 6, 0, "[[\"x\",\"\",\"\"]]", "{\\\"name\\\":1}"), NULL),
+	    STORE_OK);
+	T_EQ_INT(put(mk(2, 7, 10002,
+			 "[[\"r\",\"wss://a.example.com\","
+			 "\"read\"]]",
+			 ""),
+		     NULL),
+	    STORE_OK);
 	/* Times around where the number reader starts checking. */
-	T_EQ_INT(put(mk(3, 999999999999999999LL, EVENT_KIND_MAX, "[]", ""),
-	    NULL), STORE_OK);
+	T_EQ_INT(
+	    put(mk(3, 999999999999999999LL, EVENT_KIND_MAX, "[]", ""), NULL),
+	    STORE_OK);
 	T_EQ_INT(put(mk(3, 1000000000000000000LL, 1, "[]", ""), NULL),
 	    STORE_OK);
 	T_EQ_INT(put(mk(3, INT64_MAX, 1, "[]", ""), NULL), STORE_OK);
@@ -1107,8 +1160,9 @@ test_scans_give_what_parsing_gives(void)
 	kf.kinds[2] = kinds.kinds[2] = 10002;
 	kf.nkinds = 3;
 	T_ASSERT(feed_scan(st, 0, last, add_described, &kf, NULL) > 0);
-	T_EQ_INT(feed_scan_kinds(st, 0, last, kinds.kinds, 3, add_described,
-	    &kinds), (int)kf.n);
+	T_EQ_INT(
+	    feed_scan_kinds(st, 0, last, kinds.kinds, 3, add_described, &kinds),
+	    (int)kf.n);
 	T_CHECK(kf.n > 10);
 	T_CHECK(same_described(&kf, &kinds));
 	described_free(&full);
@@ -1128,13 +1182,13 @@ test_scans_give_what_parsing_gives(void)
 static void
 test_scan_ahead_hints_each_event_first(void)
 {
-	static const int64_t	 ranges[][2] = { { 0, 0 }, { 0, 2 },
-				    { 3, 5 }, { 0, 40 }, { 10, 500 } };
-	struct ahead_seen	*as;
-	struct described	 full;
-	int64_t			 last, a, b;
-	size_t			 r;
-	int			 n;
+	static const int64_t ranges[][2] = { { 0, 0 }, { 0, 2 }, { 3, 5 },
+		{ 0, 40 }, { 10, 500 } };
+	struct ahead_seen   *as;
+	struct described     full;
+	int64_t		     last, a, b;
+	size_t		     r;
+	int		     n;
 
 	T_ASSERT(store_last_seq(st, &last) == 0);
 	T_ASSERT(last > 500);
@@ -1145,7 +1199,8 @@ test_scan_ahead_hints_each_event_first(void)
 		    &full, &a);
 		as->total = (size_t)n;
 		T_EQ_INT(feed_scan_ahead(st, ranges[r][0], ranges[r][1],
-		    ahead_hint, ahead_take, as, &b), n);
+			     ahead_hint, ahead_take, as, &b),
+		    n);
 		T_EQ_INT(a, b);
 		T_EQ_INT(as->nhinted, (size_t)n);
 		T_EQ_INT(as->ntaken, (size_t)n);
@@ -1162,8 +1217,9 @@ test_scan_ahead_hints_each_event_first(void)
 	memset(&full, 0, sizeof(full));
 	T_ASSERT((as = calloc(1, sizeof(*as))) != NULL);
 	n = feed_scan(st, 0, last, add_described, &full, NULL);
-	T_EQ_INT(feed_scan_ahead(st, 0, last, NULL, add_described,
-	    &as->taken, NULL), n);
+	T_EQ_INT(
+	    feed_scan_ahead(st, 0, last, NULL, add_described, &as->taken, NULL),
+	    n);
 	T_CHECK(same_described(&full, &as->taken));
 	described_free(&full);
 	described_free(&as->taken);
@@ -1173,7 +1229,7 @@ test_scan_ahead_hints_each_event_first(void)
 static int
 inventory_setup(void)
 {
-	char	err[256];
+	char err[256];
 
 	setenv("NGIT_DOMAIN", "grasp.example.com", 1);
 	if (config_load(&cfg, NULL, err, sizeof(err)) == -1) {
@@ -1205,5 +1261,4 @@ static const struct t_case cases[] = {
 	T_CASE(test_scan_ahead_hints_each_event_first),
 };
 
-T_MAIN_ALL(cases, inventory_setup, inventory_cleanup, &tstore_fixture, &tsp,
-    0)
+T_MAIN_ALL(cases, inventory_setup, inventory_cleanup, &tstore_fixture, &tsp, 0)

@@ -10,7 +10,7 @@
 static struct json *
 parse(const char *s, struct json_doc **doc)
 {
-	char	err[128];
+	char err[128];
 
 	return json_parse(s, strlen(s), doc, err, sizeof(err));
 }
@@ -19,13 +19,30 @@ static void
 test_invalid_documents_are_refused(void)
 {
 	static const char *bad[] = {
-		"", "[", "[1,]", "{\"a\":1,}", "[01]", "[1.]", "[.5]", "[-]",
-		"[\"\\x\"]", "[\"\x01\"]", "[\"\\ud800\"]", "[\"\\udc00\"]",
-		"[\"\xc0\xaf\"]", "[\"\xed\xa0\x80\"]", "[\"\xff\"]",
-		"[1] x", "tru", "[nul]", "{1:2}", "[\"abc", "[\"\\",
+		"",
+		"[",
+		"[1,]",
+		"{\"a\":1,}",
+		"[01]",
+		"[1.]",
+		"[.5]",
+		"[-]",
+		"[\"\\x\"]",
+		"[\"\x01\"]",
+		"[\"\\ud800\"]",
+		"[\"\\udc00\"]",
+		"[\"\xc0\xaf\"]",
+		"[\"\xed\xa0\x80\"]",
+		"[\"\xff\"]",
+		"[1] x",
+		"tru",
+		"[nul]",
+		"{1:2}",
+		"[\"abc",
+		"[\"\\",
 		"[\"\\u12\"]",
 	};
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	size_t		 i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -42,7 +59,7 @@ static void
 test_deep_nesting_is_bounded(void)
 {
 	char		 s[200];
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	int		 i;
 
 	for (i = 0; i < 100; i++)
@@ -55,7 +72,7 @@ test_deep_nesting_is_bounded(void)
 static void
 test_strings_keep_nul_and_surrogates(void)
 {
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	struct json	*v;
 
 	v = parse("[\"a\\u0000b\\ud83d\\ude00\\/\\u00e9\"]", &doc);
@@ -69,7 +86,7 @@ test_strings_keep_nul_and_surrogates(void)
 static void
 test_numbers_integer_or_not(void)
 {
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	struct json	*v;
 
 	v = parse("[0, -5, 1790000000, 1.5, 1e3, 99999999999999999999]", &doc);
@@ -86,7 +103,7 @@ test_numbers_integer_or_not(void)
 static void
 test_objects_lookup(void)
 {
-	struct json_doc	*doc;
+	struct json_doc *doc;
 	struct json	*v;
 
 	v = parse(" { \"a\" : [true,false,null] , \"b\":{} } ", &doc);

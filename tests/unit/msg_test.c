@@ -28,15 +28,15 @@
 #include "tdir.h"
 #include "tunit_child.h"
 
-static char	tmpdir[64];
-static int	npair;
+static char tmpdir[64];
+static int  npair;
 
 /* A connected PAIR of sockets over ipc in tmpdir; 0 or -1. */
 static int
 pair_open(int *tx, int *rx)
 {
-	char	name[32], ep[256];
-	int	tmo = 5000;
+	char name[32], ep[256];
+	int  tmo = 5000;
 
 	snprintf(name, sizeof(name), "pair%d", ++npair);
 	if (chan_endpoint(tmpdir, name, ep, sizeof(ep)) == -1)
@@ -55,22 +55,22 @@ pair_open(int *tx, int *rx)
 static void
 test_every_type_round_trips(void)
 {
-	static const unsigned	 types[] = {
-#define MSG_VAL(name, value)	value,
+	static const unsigned types[] = {
+#define MSG_VAL(name, value) value,
 		MSG_TYPE_LIST(MSG_VAL)
 #undef MSG_VAL
 	};
-	struct msg		 m;
-	char			 payload[64];
-	size_t			 i;
-	int			 tx, rx;
+	struct msg m;
+	char	   payload[64];
+	size_t	   i;
+	int	   tx, rx;
 
 	T_ASSERT(pair_open(&tx, &rx) == 0);
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		snprintf(payload, sizeof(payload), "payload of %s",
 		    msg_type_name(types[i]));
-		T_ASSERT(msg_send(tx, types[i], payload, strlen(payload),
-		    0) == 0);
+		T_ASSERT(
+		    msg_send(tx, types[i], payload, strlen(payload), 0) == 0);
 		T_EQ_INT(msg_recv(rx, &m, 0), 1);
 		T_EQ_INT(m.m_type, types[i]);
 		T_EQ_INT(m.m_pid, getpid());
@@ -94,9 +94,9 @@ test_every_type_round_trips(void)
 static void
 test_largest_payload_passes_and_larger_is_refused(void)
 {
-	struct msg	 m;
-	char		*big;
-	int		 tx, rx;
+	struct msg m;
+	char	  *big;
+	int	   tx, rx;
 
 	T_ASSERT((big = malloc(MSG_MAX_PAYLOAD + 1)) != NULL);
 	memset(big, 'x', MSG_MAX_PAYLOAD + 1);
@@ -118,8 +118,8 @@ test_largest_payload_passes_and_larger_is_refused(void)
 static void
 test_type_names_cover_the_list(void)
 {
-#define MSG_NAME_CHECK(name, value)					\
-	T_EQ_STR(msg_type_name(value), #name);				\
+#define MSG_NAME_CHECK(name, value) \
+	T_EQ_STR(msg_type_name(value), #name); \
 	T_EQ_INT(MSG_##name, value);
 	MSG_TYPE_LIST(MSG_NAME_CHECK)
 #undef MSG_NAME_CHECK
@@ -131,7 +131,7 @@ test_type_names_cover_the_list(void)
 static void
 test_role_names_round_trip(void)
 {
-	unsigned	r;
+	unsigned r;
 
 	for (r = 0; r < ROLE_COUNT; r++)
 		T_EQ_INT(role_from_name(role_name(r)), r);
@@ -143,25 +143,26 @@ test_role_names_round_trip(void)
 static void
 test_endpoints(void)
 {
-	char	ep[64];
+	char ep[64];
 
 	T_EQ_INT(chan_endpoint("/run/g", CHAN_ACCEPTED, ep, sizeof(ep)), 0);
 	T_EQ_STR(ep, "ipc:///run/g/accepted.ipc");
-	T_EQ_INT(chan_control_endpoint("/run/g", ROLE_HISTORYD, ep,
-	    sizeof(ep)), 0);
+	T_EQ_INT(chan_control_endpoint("/run/g", ROLE_HISTORYD, ep, sizeof(ep)),
+	    0);
 	T_EQ_STR(ep, "ipc:///run/g/control-historyd.ipc");
-	T_EQ_INT(chan_endpoint("/a/very/long/run/directory/path", "stats", ep,
-	    16), -1);
+	T_EQ_INT(
+	    chan_endpoint("/a/very/long/run/directory/path", "stats", ep, 16),
+	    -1);
 }
 
 static void
 test_ingest_codec_round_trips(void)
 {
-	struct buf		 b = BUF_INIT;
-	struct msg		 m;
-	struct msg_ingest	 mi;
-	const char		*json = "{\"id\":\"x\"}";
-	int			 tx, rx;
+	struct buf	  b = BUF_INIT;
+	struct msg	  m;
+	struct msg_ingest mi;
+	const char	 *json = "{\"id\":\"x\"}";
+	int		  tx, rx;
 
 	T_ASSERT(pair_open(&tx, &rx) == 0);
 	msg_ingest_encode(&b, ROLE_HISTORYD, "wss://relay.example/", json,
@@ -200,13 +201,13 @@ test_ingest_codec_round_trips(void)
 static int
 child_broken(const char *dir, const char *how)
 {
-	struct msg_hdr	 h;
-	struct msg	 m;
+	struct msg_hdr	  h;
+	struct msg	  m;
 	struct msg_ingest mi;
-	unsigned char	 frame[sizeof(h) + MSG_PLUSMARK_LEN];
-	uint8_t		 pk[32];
-	size_t		 len = sizeof(h) + 8;
-	int		 tx, rx;
+	unsigned char	  frame[sizeof(h) + MSG_PLUSMARK_LEN];
+	uint8_t		  pk[32];
+	size_t		  len = sizeof(h) + 8;
+	int		  tx, rx;
 
 	snprintf(tmpdir, sizeof(tmpdir), "%s", dir);
 	if (pair_open(&tx, &rx) == -1)
@@ -304,7 +305,8 @@ test_bad_ingest_payload_ends_the_receiver(void)
 static void
 test_bad_plusmark_payload_ends_the_receiver(void)
 {
-	broken("plusmark-length", "malformed PLUSMARK message: 8 bytes, "
+	broken("plusmark-length",
+	    "malformed PLUSMARK message: 8 bytes, "
 	    "expected 33");
 	broken("plusmark-flag", "malformed PLUSMARK message: mark 2");
 }
@@ -312,9 +314,9 @@ test_bad_plusmark_payload_ends_the_receiver(void)
 static void
 test_plusmark_codec_round_trips(void)
 {
-	uint8_t		 pk[32], got[32], buf[MSG_PLUSMARK_LEN];
-	struct msg	 m;
-	int		 tx, rx, set;
+	uint8_t	   pk[32], got[32], buf[MSG_PLUSMARK_LEN];
+	struct msg m;
+	int	   tx, rx, set;
 
 	T_ASSERT(pair_open(&tx, &rx) == 0);
 	for (set = 0; set <= 1; set++) {
@@ -336,21 +338,21 @@ test_plusmark_codec_round_trips(void)
 static void
 test_git_data_codec_round_trips(void)
 {
-	uint8_t			 owner[32], buf[MSG_GIT_DATA_MAX];
-	char			 longest[MSG_GIT_DATA_D_MAX + 2];
-	const char		*ds[] = { "x", "my-repo.v2", longest };
-	struct msg_git_data	 mg;
-	struct msg		 m;
-	char			 err[160];
-	size_t			 i;
-	int			 tx, rx, n;
+	uint8_t		    owner[32], buf[MSG_GIT_DATA_MAX];
+	char		    longest[MSG_GIT_DATA_D_MAX + 2];
+	const char	   *ds[] = { "x", "my-repo.v2", longest };
+	struct msg_git_data mg;
+	struct msg	    m;
+	char		    err[160];
+	size_t		    i;
+	int		    tx, rx, n;
 
 	memset(longest, 'd', MSG_GIT_DATA_D_MAX);
 	longest[MSG_GIT_DATA_D_MAX] = '\0';
 	T_ASSERT(pair_open(&tx, &rx) == 0);
 	for (i = 0; i < sizeof(ds) / sizeof(ds[0]); i++) {
 		memset(owner, 0x30 + (int)i, sizeof(owner));
-		owner[0] = 0x00;	/* a key may hold zero bytes */
+		owner[0] = 0x00; /* a key may hold zero bytes */
 		n = msg_git_data_encode(buf, owner, ds[i]);
 		T_EQ_INT(n, 33 + (int)strlen(ds[i]));
 		T_ASSERT(msg_send(tx, MSG_GIT_DATA, buf, (size_t)n, 0) == 0);
@@ -378,10 +380,10 @@ static int
 git_data_refused(enum msg_type type, const uint8_t *p, size_t len,
     const char *why)
 {
-	struct msg_git_data	mg;
-	struct msg		m;
-	char			err[160] = "";
-	int			r;
+	struct msg_git_data mg;
+	struct msg	    m;
+	char		    err[160] = "";
+	int		    r;
 
 	memset(&m, 0, sizeof(m));
 	m.m_type = type;
@@ -389,8 +391,8 @@ git_data_refused(enum msg_type type, const uint8_t *p, size_t len,
 	m.m_len = len;
 	r = msg_git_data_decode(&m, &mg, err, sizeof(err));
 	if (r != -1 || strstr(err, why) == NULL)
-		printf("# %zu bytes: %d, \"%s\" (wanted \"%s\")\n", len, r,
-		    err, why);
+		printf("# %zu bytes: %d, \"%s\" (wanted \"%s\")\n", len, r, err,
+		    why);
 	return r == -1 && strstr(err, why) != NULL;
 }
 
@@ -399,23 +401,26 @@ git_data_refused(enum msg_type type, const uint8_t *p, size_t len,
 static void
 test_bad_git_data_payload_is_refused(void)
 {
-	uint8_t			 owner[32], good[MSG_GIT_DATA_MAX];
-	uint8_t			 raw[MSG_GIT_DATA_MAX + 8];
-	struct msg_git_data	 mg;
-	struct msg		 m;
-	char			 err[160];
-	int			 n;
+	uint8_t		    owner[32], good[MSG_GIT_DATA_MAX];
+	uint8_t		    raw[MSG_GIT_DATA_MAX + 8];
+	struct msg_git_data mg;
+	struct msg	    m;
+	char		    err[160];
+	int		    n;
 
 	memset(owner, 0x42, sizeof(owner));
 	T_ASSERT((n = msg_git_data_encode(good, owner, "repo")) == 37);
 	T_CHECK(git_data_refused(MSG_GIT_DATA, good, 0, "0 bytes, shorter"));
-	T_CHECK(git_data_refused(MSG_GIT_DATA, good, 32, "32 bytes, "
+	T_CHECK(git_data_refused(MSG_GIT_DATA, good, 32,
+	    "32 bytes, "
 	    "shorter"));
-	T_CHECK(git_data_refused(MSG_GIT_DATA, good, 36, "36 bytes, "
+	T_CHECK(git_data_refused(MSG_GIT_DATA, good, 36,
+	    "36 bytes, "
 	    "expected 37"));
 	memcpy(raw, good, 37);
 	raw[37] = 'x';
-	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 38, "38 bytes, "
+	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 38,
+	    "38 bytes, "
 	    "expected 37"));
 	T_CHECK(git_data_refused(MSG_PLUSMARK, good, 37, "type PLUSMARK"));
 	T_CHECK(git_data_refused(MSG_CONTROL, good, 37, "type CONTROL"));
@@ -427,8 +432,8 @@ test_bad_git_data_payload_is_refused(void)
 	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33, "length 0"));
 	memset(raw + 33, 'd', sizeof(raw) - 33);
 	raw[32] = MSG_GIT_DATA_D_MAX + 1;
-	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33 + MSG_GIT_DATA_D_MAX +
-	    1, "length 252"));
+	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33 + MSG_GIT_DATA_D_MAX + 1,
+	    "length 252"));
 	raw[32] = 0xff;
 	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33 + 0xff, "length 255"));
 	/* The longest d passes at its exact length only. */
@@ -446,7 +451,7 @@ test_bad_git_data_payload_is_refused(void)
 int
 main(int argc, char *argv[])
 {
-	int	rc;
+	int rc;
 
 	log_init("msg_test", 1);
 	if (argc == 4 && strcmp(argv[1], "child") == 0)

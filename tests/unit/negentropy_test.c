@@ -19,15 +19,15 @@
 #include "t.h"
 #include "tunit_rng.h"
 
-#define MAX_ROUNDS	10000	/* a runaway conversation is a failure */
+#define MAX_ROUNDS 10000 /* a runaway conversation is a failure */
 
-static struct json_doc	*vdoc;
-static struct json	*vroot;
-static char		*vtext;
+static struct json_doc *vdoc;
+static struct json     *vroot;
+static char	       *vtext;
 
 /* --- helpers -------------------------------------------------------- */
 
-static uint64_t	rng_state = 0x9e3779b97f4a7c15ULL;
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t
 rng(void)
@@ -38,8 +38,8 @@ rng(void)
 static void
 rand_id(uint8_t id[32])
 {
-	uint64_t	v;
-	int		i;
+	uint64_t v;
+	int	 i;
 
 	for (i = 0; i < 4; i++) {
 		v = rng();
@@ -50,9 +50,9 @@ rand_id(uint8_t id[32])
 static int
 load_vectors(void)
 {
-	const char	*path = getenv("GRASPD_NEG_VECTORS");
-	char		 err[128];
-	size_t		 len;
+	const char *path = getenv("GRASPD_NEG_VECTORS");
+	char	    err[128];
+	size_t	    len;
 
 	if (path == NULL)
 		path = "tests/unit/vectors/negentropy.json";
@@ -60,8 +60,7 @@ load_vectors(void)
 		printf("# cannot read %s\n", path);
 		return -1;
 	}
-	if ((vroot = json_parse(vtext, len, &vdoc, err, sizeof(err))) ==
-	    NULL) {
+	if ((vroot = json_parse(vtext, len, &vdoc, err, sizeof(err))) == NULL) {
 		printf("# %s: %s\n", path, err);
 		return -1;
 	}
@@ -72,7 +71,8 @@ static int
 negentropy_setup(void)
 {
 	if (load_vectors() == -1)
-		printf("not ok - load_vectors: tests/unit/vectors/negentropy.json"
+		printf(
+		    "not ok - load_vectors: tests/unit/vectors/negentropy.json"
 		    " is missing or unreadable\n");
 	return 0;
 }
@@ -88,25 +88,23 @@ negentropy_cleanup(void)
 static void
 add_part(const struct json *part, struct neg_item **items, size_t *n)
 {
-	const struct json	*seed = json_get(part, "seed");
-	int64_t			 count = json_get(part, "count")->i;
-	int64_t			 base = json_get(part, "base")->i;
-	int64_t			 spread = json_get(part, "spread")->i;
-	char			 text[128];
-	int64_t			 i;
-	struct neg_item		*it;
+	const struct json *seed = json_get(part, "seed");
+	int64_t		   count = json_get(part, "count")->i;
+	int64_t		   base = json_get(part, "base")->i;
+	int64_t		   spread = json_get(part, "spread")->i;
+	char		   text[128];
+	int64_t		   i;
+	struct neg_item	  *it;
 
-	*items = reallocarray(*items, *n + (size_t)count + 1,
-	    sizeof(**items));
+	*items = reallocarray(*items, *n + (size_t)count + 1, sizeof(**items));
 	if (*items == NULL)
 		abort();
 	for (i = 0; i < count; i++) {
 		it = &(*items)[(*n)++];
-		snprintf(text, sizeof(text), "%s:%lld", seed->s,
-		    (long long)i);
+		snprintf(text, sizeof(text), "%s:%lld", seed->s, (long long)i);
 		SHA256((const unsigned char *)text, strlen(text), it->ni_id);
-		it->ni_ts = (uint64_t)(base + (it->ni_id[0] * 256 +
-		    it->ni_id[1]) % spread);
+		it->ni_ts = (uint64_t)(base +
+		    (it->ni_id[0] * 256 + it->ni_id[1]) % spread);
 	}
 }
 
@@ -114,8 +112,8 @@ add_part(const struct json *part, struct neg_item **items, size_t *n)
 static struct neg_item *
 vector_items(const struct json *set, int explicit, size_t *n)
 {
-	struct neg_item		*items = malloc(sizeof(*items));
-	const struct json	*e;
+	struct neg_item	  *items = malloc(sizeof(*items));
+	const struct json *e;
 
 	*n = 0;
 	if (items == NULL)
@@ -130,7 +128,7 @@ vector_items(const struct json *set, int explicit, size_t *n)
 			abort();
 		items[*n].ni_ts = (uint64_t)json_at(e, 0)->i;
 		if (hex_decode(json_at(e, 1)->s, json_at(e, 1)->len,
-		    items[*n].ni_id, 32) == -1)
+			items[*n].ni_id, 32) == -1)
 			abort();
 		(*n)++;
 	}
@@ -154,9 +152,9 @@ id_cmp_item(const void *a, const void *b)
 static char *
 ids_text(const struct neg_idlist *l, size_t from)
 {
-	uint8_t		(*v)[32];
-	struct buf	 b = BUF_INIT;
-	size_t		 i, n = l->il_n - from;
+	uint8_t(*v)[32];
+	struct buf b = BUF_INIT;
+	size_t	   i, n = l->il_n - from;
 
 	if ((v = malloc(n * 32 + 1)) == NULL)
 		abort();
@@ -178,8 +176,8 @@ ids_text(const struct neg_idlist *l, size_t from)
 static char *
 json_ids_text(const struct json *arr)
 {
-	const struct json	*e;
-	struct buf		 b = BUF_INIT;
+	const struct json *e;
+	struct buf	   b = BUF_INIT;
 
 	buf_adds(&b, "");
 	for (e = arr->child; e != NULL; e = e->next) {
@@ -196,20 +194,25 @@ static void
 test_varints_round_trip_in_minimal_msb_first_form(void)
 {
 	static const struct {
-		uint64_t	v;
-		const char	*hex;
+		uint64_t    v;
+		const char *hex;
 	} known[] = {
-		{ 0, "00" }, { 1, "01" }, { 127, "7f" }, { 128, "8100" },
-		{ 300, "822c" }, { 16383, "ff7f" }, { 16384, "818000" },
+		{ 0, "00" },
+		{ 1, "01" },
+		{ 127, "7f" },
+		{ 128, "8100" },
+		{ 300, "822c" },
+		{ 16383, "ff7f" },
+		{ 16384, "818000" },
 		{ UINT64_MAX, "81ffffffffffffffff7f" },
 	};
 	static const uint64_t more[] = { 2, 255, 256, 65535, 1700000000,
-	    (1ULL << 32) - 1, 1ULL << 32, 1ULL << 56, (1ULL << 63) + 12345,
-	    UINT64_MAX - 1 };
-	struct buf	 b = BUF_INIT, h = BUF_INIT;
-	const uint8_t	*p;
-	uint64_t	 v;
-	size_t		 i;
+		(1ULL << 32) - 1, 1ULL << 32, 1ULL << 56, (1ULL << 63) + 12345,
+		UINT64_MAX - 1 };
+	struct buf	      b = BUF_INIT, h = BUF_INIT;
+	const uint8_t	     *p;
+	uint64_t	      v;
+	size_t		      i;
 
 	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		buf_reset(&b);
@@ -239,12 +242,12 @@ test_varints_round_trip_in_minimal_msb_first_form(void)
 static void
 test_varints_beyond_64_bits_are_refused(void)
 {
-	static const uint8_t	big[] = { 0x82, 0x80, 0x80, 0x80, 0x80, 0x80,
-	    0x80, 0x80, 0x80, 0x00 };	/* 2^64 */
-	static const uint8_t	ff[12] = { 0xff, 0xff, 0xff, 0xff, 0xff,
-	    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
-	const uint8_t		*p;
-	uint64_t		 v;
+	static const uint8_t big[] = { 0x82, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+		0x80, 0x80, 0x00 }; /* 2^64 */
+	static const uint8_t ff[12] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
+	const uint8_t	    *p;
+	uint64_t	     v;
 
 	p = big;
 	T_CHECK(neg_varint_get(&p, big + sizeof(big), &v) == -1);
@@ -257,11 +260,11 @@ test_varints_beyond_64_bits_are_refused(void)
 static void
 test_bounds_round_trip_with_delta_timestamps_and_prefixes(void)
 {
-	struct neg_bound	 in[40], got;
-	struct buf		 b = BUF_INIT, h = BUF_INIT;
-	const uint8_t		*p, *end;
-	uint64_t		 last_out = 0, last_in = 0;
-	size_t			 i;
+	struct neg_bound in[40], got;
+	struct buf	 b = BUF_INIT, h = BUF_INIT;
+	const uint8_t	*p, *end;
+	uint64_t	 last_out = 0, last_in = 0;
+	size_t		 i;
 
 	memset(in, 0, sizeof(in));
 	for (i = 0; i < 34; i++) {
@@ -270,7 +273,7 @@ test_bounds_round_trip_with_delta_timestamps_and_prefixes(void)
 		rand_id(in[i].nb_id);
 		memset(in[i].nb_id + in[i].nb_len, 0, 32 - in[i].nb_len);
 	}
-	in[34].nb_ts = 0;	/* a step back wraps, as the reference's */
+	in[34].nb_ts = 0; /* a step back wraps, as the reference's */
 	in[35].nb_ts = NEG_TS_INFINITY;
 	for (i = 0; i < 36; i++)
 		neg_bound_put(&b, &last_out, &in[i]);
@@ -309,19 +312,17 @@ test_bounds_round_trip_with_delta_timestamps_and_prefixes(void)
 static void
 test_malformed_bounds_are_refused(void)
 {
-	static const uint8_t	long_prefix[] = { 0x01, 33 };
-	static const uint8_t	short_prefix[] = { 0x01, 4, 1, 2, 3 };
-	static const uint8_t	no_length[] = { 0x05 };
-	struct neg_bound	 bd;
-	const uint8_t		*p;
-	uint64_t		 last = 0;
+	static const uint8_t long_prefix[] = { 0x01, 33 };
+	static const uint8_t short_prefix[] = { 0x01, 4, 1, 2, 3 };
+	static const uint8_t no_length[] = { 0x05 };
+	struct neg_bound     bd;
+	const uint8_t	    *p;
+	uint64_t	     last = 0;
 
 	p = long_prefix;
-	T_CHECK(neg_bound_get(&p, p + sizeof(long_prefix), &last, &bd) ==
-	    -1);
+	T_CHECK(neg_bound_get(&p, p + sizeof(long_prefix), &last, &bd) == -1);
 	p = short_prefix;
-	T_CHECK(neg_bound_get(&p, p + sizeof(short_prefix), &last, &bd) ==
-	    -1);
+	T_CHECK(neg_bound_get(&p, p + sizeof(short_prefix), &last, &bd) == -1);
 	p = no_length;
 	T_CHECK(neg_bound_get(&p, p + sizeof(no_length), &last, &bd) == -1);
 }
@@ -331,11 +332,11 @@ test_malformed_bounds_are_refused(void)
 static void
 test_fingerprints_match_nostr_tools(void)
 {
-	const struct json	*v, *set;
-	struct neg_item		*items;
-	uint8_t			 fp[NEG_FINGERPRINT_SIZE];
-	char			 hex[2 * NEG_FINGERPRINT_SIZE + 1];
-	size_t			 n, count = 0;
+	const struct json *v, *set;
+	struct neg_item	  *items;
+	uint8_t		   fp[NEG_FINGERPRINT_SIZE];
+	char		   hex[2 * NEG_FINGERPRINT_SIZE + 1];
+	size_t		   n, count = 0;
 
 	T_ASSERT(vroot != NULL);
 	for (v = json_get(vroot, "fingerprints")->child; v; v = v->next) {
@@ -357,12 +358,12 @@ test_fingerprints_match_nostr_tools(void)
 static void
 test_initial_messages_match_nostr_tools(void)
 {
-	const struct json	*v;
-	struct neg_item		*items;
-	struct neg		*ng;
-	struct buf		 out = BUF_INIT;
-	char			 err[128];
-	size_t			 n;
+	const struct json *v;
+	struct neg_item	  *items;
+	struct neg	  *ng;
+	struct buf	   out = BUF_INIT;
+	char		   err[128];
+	size_t		   n;
 
 	T_ASSERT(vroot != NULL);
 	for (v = json_get(vroot, "initiate")->child; v; v = v->next) {
@@ -383,13 +384,13 @@ test_initial_messages_match_nostr_tools(void)
 static void
 test_conversations_match_nostr_tools_step_by_step(void)
 {
-	const struct json	*v, *st, *o;
-	struct neg_item		*items;
-	struct neg		*client, *server;
-	struct buf		 out = BUF_INIT;
-	char			 err[128], *got, *want;
-	size_t			 n, frame, nhave = 0, nneed = 0, steps = 0;
-	int			 r;
+	const struct json *v, *st, *o;
+	struct neg_item	  *items;
+	struct neg	  *client, *server;
+	struct buf	   out = BUF_INIT;
+	char		   err[128], *got, *want;
+	size_t		   n, frame, nhave = 0, nneed = 0, steps = 0;
+	int		   r;
 
 	T_ASSERT(vroot != NULL);
 	for (v = json_get(vroot, "conversations")->child; v; v = v->next) {
@@ -411,8 +412,9 @@ test_conversations_match_nostr_tools_step_by_step(void)
 			buf_reset(&out);
 			buf_adds(&out, "");
 			if (strcmp(json_get(st, "role")->s, "server") == 0) {
-				T_ASSERT(neg_server_reconcile(server, in->s,
-				    in->len, &out, err, sizeof(err)) == 0);
+				T_ASSERT(
+				    neg_server_reconcile(server, in->s, in->len,
+					&out, err, sizeof(err)) == 0);
 				T_EQ_STR(out.b_data, o->s);
 				continue;
 			}
@@ -444,9 +446,9 @@ test_conversations_match_nostr_tools_step_by_step(void)
 /* --- reconciliation between our two sides ---------------------------- */
 
 struct shape {
-	const char	*name;
-	size_t		 common, only_client, only_server;
-	uint64_t	 spread;	/* distinct timestamps */
+	const char *name;
+	size_t	    common, only_client, only_server;
+	uint64_t    spread; /* distinct timestamps */
 };
 
 /*
@@ -459,7 +461,7 @@ sync_sets(const struct shape *sh, size_t frame)
 	struct neg_item		*ci, *si, *all;
 	struct neg		*client, *server;
 	struct buf		 msg = BUF_INIT, ans = BUF_INIT;
-	const struct neg_idlist	*have, *need;
+	const struct neg_idlist *have, *need;
 	char			 err[128];
 	size_t			 nc = sh->common + sh->only_client;
 	size_t			 ns = sh->common + sh->only_server;
@@ -488,17 +490,19 @@ sync_sets(const struct shape *sh, size_t frame)
 		goto done;
 	for (;;) {
 		if (frame && msg.b_len / 2 > frame) {
-			printf("# client message of %zu bytes\n", msg.b_len / 2);
+			printf("# client message of %zu bytes\n",
+			    msg.b_len / 2);
 			goto done;
 		}
 		buf_reset(&ans);
 		if (neg_server_reconcile(server, msg.b_data, msg.b_len, &ans,
-		    err, sizeof(err)) == -1) {
+			err, sizeof(err)) == -1) {
 			printf("# server: %s\n", err);
 			goto done;
 		}
 		if (frame && ans.b_len / 2 > frame) {
-			printf("# server message of %zu bytes\n", ans.b_len / 2);
+			printf("# server message of %zu bytes\n",
+			    ans.b_len / 2);
 			goto done;
 		}
 		buf_reset(&msg);
@@ -519,8 +523,9 @@ sync_sets(const struct shape *sh, size_t frame)
 	need = neg_client_need(client);
 	if (have->il_n != sh->only_client || need->il_n != sh->only_server) {
 		printf("# %s, frame %zu: have %zu (want %zu), need %zu "
-		    "(want %zu)\n", sh->name, frame, have->il_n,
-		    sh->only_client, need->il_n, sh->only_server);
+		       "(want %zu)\n",
+		    sh->name, frame, have->il_n, sh->only_client, need->il_n,
+		    sh->only_server);
 		goto done;
 	}
 	/* The lists are sorted: compare with the sorted differences. */
@@ -565,7 +570,7 @@ test_reconciliation_finds_exactly_the_differences(void)
 		{ "two timestamps, 20000 equal", 20000, 0, 0, 2 },
 	};
 	static const size_t frames[] = { 0, NEG_FRAME_MIN, NEG_FRAME_DEFAULT };
-	size_t	i, j;
+	size_t		    i, j;
 
 	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		for (j = 0; j < sizeof(frames) / sizeof(frames[0]); j++)
@@ -575,8 +580,8 @@ test_reconciliation_finds_exactly_the_differences(void)
 static void
 test_random_sizes_reconcile(void)
 {
-	struct shape	sh;
-	int		i;
+	struct shape sh;
+	int	     i;
 
 	for (i = 0; i < 40; i++) {
 		sh.name = "random";
@@ -593,7 +598,7 @@ test_random_sizes_reconcile(void)
 static struct neg *
 small_set(int client, size_t n)
 {
-	struct neg_item	*items = calloc(n + 1, sizeof(*items));
+	struct neg_item *items = calloc(n + 1, sizeof(*items));
 	char		 err[128];
 	size_t		 i;
 
@@ -603,36 +608,49 @@ small_set(int client, size_t n)
 		items[i].ni_ts = 1000 + i / 4;
 		rand_id(items[i].ni_id);
 	}
-	return client ? neg_client_new(items, n, NEG_FRAME_MIN, err,
-	    sizeof(err)) : neg_server_new(items, n, NEG_FRAME_MIN, err,
-	    sizeof(err));
+	return client ?
+	    neg_client_new(items, n, NEG_FRAME_MIN, err, sizeof(err)) :
+	    neg_server_new(items, n, NEG_FRAME_MIN, err, sizeof(err));
 }
 
 static void
 test_malformed_messages_are_refused(void)
 {
 	static const char *bad[] = {
-		"",			/* empty */
-		"6",			/* odd length */
-		"61zz",			/* not hex */
-		"61AB",			/* uppercase */
-		"5f",			/* version byte below 0x60 */
-		"70",			/* version byte above 0x6f */
-		"61" "01",		/* bound without its length */
-		"61" "0121",		/* prefix of 33 bytes */
-		"61" "0104aabb",	/* prefix cut short */
-		"61" "0000",		/* no mode */
-		"61" "000003",		/* mode 3 does not exist */
-		"61" "000001" "00112233",	/* fingerprint cut short */
-		"61" "000002",		/* id list without a count */
-		"61" "00000202" "00",	/* two ids promised, none given */
-		"61" "000002" "8fffffffffffffffff7f",	/* count overflows */
-		"61" "ffffffffffffffffffff7f",	/* timestamp overflows */
+		"",	/* empty */
+		"6",	/* odd length */
+		"61zz", /* not hex */
+		"61AB", /* uppercase */
+		"5f",	/* version byte below 0x60 */
+		"70",	/* version byte above 0x6f */
+		"61"
+		"01", /* bound without its length */
+		"61"
+		"0121", /* prefix of 33 bytes */
+		"61"
+		"0104aabb", /* prefix cut short */
+		"61"
+		"0000", /* no mode */
+		"61"
+		"000003", /* mode 3 does not exist */
+		"61"
+		"000001"
+		"00112233", /* fingerprint cut short */
+		"61"
+		"000002", /* id list without a count */
+		"61"
+		"00000202"
+		"00", /* two ids promised, none given */
+		"61"
+		"000002"
+		"8fffffffffffffffff7f", /* count overflows */
+		"61"
+		"ffffffffffffffffffff7f", /* timestamp overflows */
 	};
-	struct neg	*server = small_set(0, 100), *client = small_set(1, 100);
-	struct buf	 out = BUF_INIT;
-	char		 err[128];
-	size_t		 i;
+	struct neg *server = small_set(0, 100), *client = small_set(1, 100);
+	struct buf  out = BUF_INIT;
+	char	    err[128];
+	size_t	    i;
 
 	T_ASSERT(server != NULL && client != NULL);
 	T_ASSERT(neg_client_initiate(client, &out) == 0);
@@ -640,13 +658,14 @@ test_malformed_messages_are_refused(void)
 		buf_reset(&out);
 		err[0] = '\0';
 		if (neg_server_reconcile(server, bad[i], strlen(bad[i]), &out,
-		    err, sizeof(err)) != -1 || out.b_len != 0 ||
-		    err[0] == '\0') {
+			err, sizeof(err)) != -1 ||
+		    out.b_len != 0 || err[0] == '\0') {
 			printf("# server accepted bad message %zu\n", i);
 			T_CHECK(0);
 		}
 		if (neg_client_reconcile(client, bad[i], strlen(bad[i]), &out,
-		    err, sizeof(err)) != -1 || out.b_len != 0) {
+			err, sizeof(err)) != -1 ||
+		    out.b_len != 0) {
 			printf("# client accepted bad message %zu\n", i);
 			T_CHECK(0);
 		}
@@ -659,28 +678,28 @@ test_malformed_messages_are_refused(void)
 static void
 test_unsupported_version_gets_the_version_message(void)
 {
-	struct neg	*server = small_set(0, 50), *client = small_set(1, 50);
-	struct buf	 out = BUF_INIT;
-	char		 err[128];
+	struct neg *server = small_set(0, 50), *client = small_set(1, 50);
+	struct buf  out = BUF_INIT;
+	char	    err[128];
 
 	T_ASSERT(server != NULL && client != NULL);
 	/* A future version 2 message: the server answers "I speak v1". */
 	T_ASSERT(neg_server_reconcile(server, "62000001", 8, &out, err,
-	    sizeof(err)) == 0);
+		     sizeof(err)) == 0);
 	T_EQ_STR(out.b_data, "61");
 	/* The initiator cannot downgrade: it is an error. */
 	buf_reset(&out);
 	T_ASSERT(neg_client_initiate(client, &out) == 0);
 	buf_reset(&out);
-	T_CHECK(neg_client_reconcile(client, "62", 2, &out, err,
-	    sizeof(err)) == -1);
+	T_CHECK(neg_client_reconcile(client, "62", 2, &out, err, sizeof(err)) ==
+	    -1);
 	T_CHECK(strstr(err, "version") != NULL);
 	/* Roles are not mixed up. */
-	T_CHECK(neg_server_reconcile(client, "61", 2, &out, err,
-	    sizeof(err)) == -1);
+	T_CHECK(neg_server_reconcile(client, "61", 2, &out, err, sizeof(err)) ==
+	    -1);
 	T_CHECK(neg_client_initiate(server, &out) == -1);
-	T_CHECK(neg_client_reconcile(server, "61", 2, &out, err,
-	    sizeof(err)) == -1);
+	T_CHECK(neg_client_reconcile(server, "61", 2, &out, err, sizeof(err)) ==
+	    -1);
 	neg_free(server);
 	neg_free(client);
 	buf_free(&out);
@@ -689,12 +708,12 @@ test_unsupported_version_gets_the_version_message(void)
 static void
 test_random_and_mutated_messages_never_crash(void)
 {
-	struct neg	*server = small_set(0, 3000), *client = small_set(1, 500);
-	struct neg	*peer = small_set(1, 2000);
-	struct buf	 good = BUF_INIT, out = BUF_INIT, m = BUF_INIT;
-	unsigned char	 raw[512];
-	char		 err[128];
-	size_t		 i, j, len;
+	struct neg   *server = small_set(0, 3000), *client = small_set(1, 500);
+	struct neg   *peer = small_set(1, 2000);
+	struct buf    good = BUF_INIT, out = BUF_INIT, m = BUF_INIT;
+	unsigned char raw[512];
+	char	      err[128];
+	size_t	      i, j, len;
 
 	T_ASSERT(server != NULL && client != NULL && peer != NULL);
 	T_ASSERT(neg_client_initiate(client, &out) == 0);
@@ -719,12 +738,12 @@ test_random_and_mutated_messages_never_crash(void)
 				m.b_len = 2 + rng() % (m.b_len - 2) / 2 * 2;
 		}
 		buf_reset(&out);
-		(void)neg_server_reconcile(server, m.b_data, m.b_len, &out,
-		    err, sizeof(err));
+		(void)neg_server_reconcile(server, m.b_data, m.b_len, &out, err,
+		    sizeof(err));
 		T_ASSERT(out.b_len / 2 <= NEG_FRAME_MIN);
 		buf_reset(&out);
-		(void)neg_client_reconcile(client, m.b_data, m.b_len, &out,
-		    err, sizeof(err));
+		(void)neg_client_reconcile(client, m.b_data, m.b_len, &out, err,
+		    sizeof(err));
 		T_ASSERT(out.b_len / 2 <= NEG_FRAME_MIN);
 	}
 	neg_free(server);
@@ -738,17 +757,17 @@ test_random_and_mutated_messages_never_crash(void)
 static void
 test_sets_and_frame_limits_are_capped(void)
 {
-	struct neg_item	*items;
+	struct neg_item *items;
 	char		 err[128];
 
 	items = calloc(NEG_MAX_ITEMS + 1, sizeof(*items));
 	T_ASSERT(items != NULL);
-	T_CHECK(neg_server_new(items, NEG_MAX_ITEMS + 1, 0, err,
-	    sizeof(err)) == NULL);
+	T_CHECK(neg_server_new(items, NEG_MAX_ITEMS + 1, 0, err, sizeof(err)) ==
+	    NULL);
 	T_CHECK(strstr(err, "too many") != NULL);
 	items = calloc(1, sizeof(*items));
-	T_CHECK(neg_client_new(items, 1, NEG_FRAME_MIN - 1, err,
-	    sizeof(err)) == NULL);
+	T_CHECK(neg_client_new(items, 1, NEG_FRAME_MIN - 1, err, sizeof(err)) ==
+	    NULL);
 	items = calloc(1, sizeof(*items));
 	T_CHECK(neg_client_new(items, 1, 100, err, sizeof(err)) == NULL);
 }
@@ -756,8 +775,8 @@ test_sets_and_frame_limits_are_capped(void)
 static void
 test_items_are_sorted_and_deduplicated(void)
 {
-	struct neg_item	 it[6];
-	size_t		 n = 6;
+	struct neg_item it[6];
+	size_t		n = 6;
 
 	memset(it, 0, sizeof(it));
 	it[0].ni_ts = 9;

@@ -12,18 +12,18 @@
  * NIP-19's published examples.  The nsec's key ends in ...ffa (as in
  * NIP-19 itself and every implementation), not ...ffe.
  */
-#define NPUB	"npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js35mp4dma8qzvjptg"
+#define NPUB "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js35mp4dma8qzvjptg"
 #define NPUB_HEX \
 	"7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e"
-#define NSEC	"nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
+#define NSEC "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
 #define NSEC_HEX \
 	"67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa"
 
 static void
 hex_of(const uint8_t *b, char out[65])
 {
-	static const char	d[] = "0123456789abcdef";
-	int			i;
+	static const char d[] = "0123456789abcdef";
+	int		  i;
 
 	for (i = 0; i < 32; i++) {
 		out[2 * i] = d[b[i] >> 4];
@@ -43,7 +43,7 @@ upper(char *s)
 static void
 decode_npub_example(void)
 {
-	uint8_t	k[32];
+	uint8_t k[32];
 	char	hex[65];
 
 	T_EQ_INT(nip19_decode(NPUB, "npub", k), 0);
@@ -54,7 +54,7 @@ decode_npub_example(void)
 static void
 decode_nsec_example(void)
 {
-	uint8_t	k[32];
+	uint8_t k[32];
 	char	hex[65];
 
 	T_EQ_INT(nip19_decode(NSEC, "nsec", k), 0);
@@ -65,7 +65,7 @@ decode_nsec_example(void)
 static void
 encode_round_trips_examples(void)
 {
-	uint8_t	k[32];
+	uint8_t k[32];
 	char	s[NIP19_KEY_BUFSZ];
 
 	T_EQ_INT(key_parse_pubkey(NPUB_HEX, k), 0);
@@ -80,7 +80,7 @@ encode_round_trips_examples(void)
 static void
 encode_refuses_small_buffer_and_bad_hrp(void)
 {
-	uint8_t	k[32] = { 1 };
+	uint8_t k[32] = { 1 };
 	char	s[NIP19_KEY_BUFSZ];
 
 	T_EQ_INT(nip19_encode("npub", k, s, NIP19_KEY_BUFSZ - 1), -1);
@@ -92,7 +92,7 @@ encode_refuses_small_buffer_and_bad_hrp(void)
 static void
 bad_checksum_is_refused(void)
 {
-	uint8_t	k[32];
+	uint8_t k[32];
 	char	s[] = NPUB;
 
 	s[sizeof(s) - 2] = 'h';
@@ -106,20 +106,22 @@ bad_checksum_is_refused(void)
 static void
 wrong_hrp_is_refused(void)
 {
-	uint8_t	k[32];
+	uint8_t k[32];
 
 	T_EQ_INT(nip19_decode(NPUB, "nsec", k), -1);
 	T_EQ_INT(nip19_decode(NSEC, "npub", k), -1);
 	T_EQ_INT(nip19_decode(NPUB, "np", k), -1);
 	/* Valid bech32 with hrp "nsec", but the payload is a public key. */
 	T_EQ_INT(nip19_decode("nsec10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
-	    "35mp4dma8qw6eqda", "npub", k), -1);
+			      "35mp4dma8qw6eqda",
+		     "npub", k),
+	    -1);
 }
 
 static void
 uppercase_only_when_all_uppercase(void)
 {
-	uint8_t	k[32];
+	uint8_t k[32];
 	char	hex[65], s[] = NPUB;
 
 	upper(s);
@@ -147,30 +149,38 @@ enum owner {
 
 /* Strings nip19_decode(s, "npub", k) must refuse. */
 static const struct {
-	enum owner	 why;
-	const char	*s;
+	enum owner  why;
+	const char *s;
 } refused[] = {
 	/* 33- and 31-byte payloads with valid checksums. */
-	{ BAD_LENGTH, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	{ BAD_LENGTH,
+	    "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
 	    "35mp4dma8qzvjptfp" },
-	{ BAD_LENGTH, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	{ BAD_LENGTH,
+	    "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
 	    "35mp4dmup82t8f" },
 	/* 32 bytes and an extra, zero 5-bit group: too much padding. */
-	{ BAD_LENGTH, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	{ BAD_LENGTH,
+	    "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
 	    "35mp4dma8qqlhqg6v" },
 	{ BAD_LENGTH, "npub1" },
 	{ BAD_LENGTH, "" },
 	{ BAD_LENGTH, "npub1qqqqqq" },
-	{ BAD_PADDING, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	{ BAD_PADDING,
+	    "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
 	    "35mp4dma8pl6x5k6" },
-	{ BAD_JUNK, "npub1 0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038"
+	{ BAD_JUNK,
+	    "npub1 0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038"
 	    "js35mp4dma8qzvjptg" },
 	/* 'b', 'i', 'o' and '1' are not in the data alphabet. */
-	{ BAD_JUNK, "npub1belfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	{ BAD_JUNK,
+	    "npub1belfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
 	    "35mp4dma8qzvjptg" },
-	{ BAD_JUNK, "npub0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	{ BAD_JUNK,
+	    "npub0elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
 	    "35mp4dma8qzvjptg" },
-	{ BAD_JUNK, "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
+	{ BAD_JUNK,
+	    "npub10elfcs4fr0l0r8af98jlmgdh9c8tcxjvz9qkw038js"
 	    "35mp4dma8qzvjptgqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq" },
 };
 
@@ -178,7 +188,7 @@ static const struct {
 static void
 refuses(enum owner why)
 {
-	uint8_t	k[32];
+	uint8_t k[32];
 	char	msg[200];
 	size_t	i, n = 0;
 
@@ -221,7 +231,7 @@ static int
 spellings_agree(int (*parse)(const char *, uint8_t *), const char *bech,
     const char *hex)
 {
-	uint8_t	a[32], b[32];
+	uint8_t a[32], b[32];
 
 	if (parse(bech, a) != 0)
 		return 1;
@@ -232,10 +242,10 @@ spellings_agree(int (*parse)(const char *, uint8_t *), const char *bech,
 
 /* What key_parse_pubkey() or key_parse_seckey() returns for s. */
 static const struct {
-	enum owner	  why;
-	int		(*parse)(const char *, uint8_t *);
-	const char	 *s;
-	int		  want;
+	enum owner why;
+	int (*parse)(const char *, uint8_t *);
+	const char *s;
+	int	    want;
 } parses[] = {
 	{ KEY_PUB, key_parse_pubkey, NSEC, -1 },
 	{ KEY_PUB, key_parse_pubkey, NPUB_HEX "00", -1 },
@@ -243,26 +253,38 @@ static const struct {
 	{ KEY_PUB, key_parse_pubkey, "", -1 },
 	{ KEY_SEC, key_parse_seckey, NPUB, -1 },
 	{ KEY_SEC, key_parse_seckey, "nope", -1 },
-	{ KEY_GROUP, key_parse_seckey, "00000000000000000000000000000000"
-	    "00000000000000000000000000000000", -1 },
-	{ KEY_GROUP, key_parse_seckey, "nsec1qqqqqqqqqqqqqqqqqqqqqqqqqq"
-	    "qqqqqqqqqqqqqqqqqqqqqqqqqqwkhnav", -1 },
+	{ KEY_GROUP, key_parse_seckey,
+	    "00000000000000000000000000000000"
+	    "00000000000000000000000000000000",
+	    -1 },
+	{ KEY_GROUP, key_parse_seckey,
+	    "nsec1qqqqqqqqqqqqqqqqqqqqqqqqqq"
+	    "qqqqqqqqqqqqqqqqqqqqqqqqqqwkhnav",
+	    -1 },
 	/* The group order itself, and order - 1, the largest valid key. */
-	{ KEY_GROUP, key_parse_seckey, "fffffffffffffffffffffffffffffffe"
-	    "baaedce6af48a03bbfd25e8cd0364141", -1 },
-	{ KEY_GROUP, key_parse_seckey, "nsec1lllllllllllllllllllllllll6"
-	    "a2ah8x4ay2qwal6f0ge5pkg9qstu3zum", -1 },
-	{ KEY_GROUP, key_parse_seckey, "fffffffffffffffffffffffffffffffe"
-	    "baaedce6af48a03bbfd25e8cd0364140", 0 },
-	{ KEY_GROUP, key_parse_seckey, "00000000000000000000000000000000"
-	    "00000000000000000000000000000001", 0 },
+	{ KEY_GROUP, key_parse_seckey,
+	    "fffffffffffffffffffffffffffffffe"
+	    "baaedce6af48a03bbfd25e8cd0364141",
+	    -1 },
+	{ KEY_GROUP, key_parse_seckey,
+	    "nsec1lllllllllllllllllllllllll6"
+	    "a2ah8x4ay2qwal6f0ge5pkg9qstu3zum",
+	    -1 },
+	{ KEY_GROUP, key_parse_seckey,
+	    "fffffffffffffffffffffffffffffffe"
+	    "baaedce6af48a03bbfd25e8cd0364140",
+	    0 },
+	{ KEY_GROUP, key_parse_seckey,
+	    "00000000000000000000000000000000"
+	    "00000000000000000000000000000001",
+	    0 },
 };
 
 /* Checks each of parses[]'s rows owned by why. */
 static void
 parses_as_listed(enum owner why)
 {
-	uint8_t	k[32];
+	uint8_t k[32];
 	char	msg[200];
 	size_t	i, n = 0;
 	int	got;
@@ -283,7 +305,7 @@ parses_as_listed(enum owner why)
 static void
 pubkey_accepts_npub_and_lowercase_hex(void)
 {
-	uint8_t	b[32];
+	uint8_t b[32];
 	char	up[] = NPUB_HEX;
 
 	T_EQ_INT(spellings_agree(key_parse_pubkey, NPUB, NPUB_HEX), 0);
@@ -295,7 +317,7 @@ pubkey_accepts_npub_and_lowercase_hex(void)
 static void
 seckey_accepts_nsec_and_hex_of_either_case(void)
 {
-	char	up[] = NSEC_HEX;
+	char up[] = NSEC_HEX;
 
 	T_EQ_INT(spellings_agree(key_parse_seckey, NSEC, NSEC_HEX), 0);
 	upper(up);

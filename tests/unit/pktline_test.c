@@ -9,8 +9,8 @@
 #include "pktline.h"
 #include "t.h"
 
-#define OID_A	"0123456789abcdef0123456789abcdef01234567"
-#define OID_B	"89abcdef0123456789abcdef0123456789abcdef"
+#define OID_A "0123456789abcdef0123456789abcdef01234567"
+#define OID_B "89abcdef0123456789abcdef0123456789abcdef"
 
 /* One pkt-line of payload s: its four-hex-digit length, then s. */
 static void
@@ -40,14 +40,16 @@ test_object_names_are_forty_lowercase_hex_digits(void)
 static void
 test_command_section_reads_updates_then_flush(void)
 {
-	struct buf		 b = BUF_INIT;
-	struct pkt_update	 u;
-	char			 line[256], err[128];
-	size_t			 off = 0;
-	int			 sb = -1, n;
+	struct buf	  b = BUF_INIT;
+	struct pkt_update u;
+	char		  line[256], err[128];
+	size_t		  off = 0;
+	int		  sb = -1, n;
 
-	n = snprintf(line, sizeof(line), "%s %s refs/heads/main%creport-status"
-	    " side-band-64k", OID_A, OID_B, '\0');
+	n = snprintf(line, sizeof(line),
+	    "%s %s refs/heads/main%creport-status"
+	    " side-band-64k",
+	    OID_A, OID_B, '\0');
 	/* n counts the bytes after the NUL too. */
 	pkt(&b, line, (size_t)n);
 	n = snprintf(line, sizeof(line), "%s %s refs/heads/dev", OID_B, OID_A);
@@ -58,20 +60,23 @@ test_command_section_reads_updates_then_flush(void)
 	T_EQ_INT(pkt_command(b.b_data, 3, &off, &u, &sb, err, sizeof(err)),
 	    PKT_MORE);
 	T_EQ_INT((int)off, 0);
-	T_EQ_INT(pkt_command(b.b_data, b.b_len, &off, &u, &sb, err,
-	    sizeof(err)), PKT_UPDATE);
+	T_EQ_INT(
+	    pkt_command(b.b_data, b.b_len, &off, &u, &sb, err, sizeof(err)),
+	    PKT_UPDATE);
 	T_EQ_STR(u.pu_old, OID_A);
 	T_EQ_STR(u.pu_new, OID_B);
 	T_CHECK(u.pu_reflen == strlen("refs/heads/main") &&
 	    memcmp(u.pu_ref, "refs/heads/main", u.pu_reflen) == 0);
 	T_EQ_INT(sb, 1);
-	T_EQ_INT(pkt_command(b.b_data, b.b_len, &off, &u, &sb, err,
-	    sizeof(err)), PKT_UPDATE);
+	T_EQ_INT(
+	    pkt_command(b.b_data, b.b_len, &off, &u, &sb, err, sizeof(err)),
+	    PKT_UPDATE);
 	T_CHECK(u.pu_reflen == strlen("refs/heads/dev") &&
 	    memcmp(u.pu_ref, "refs/heads/dev", u.pu_reflen) == 0);
 	T_EQ_INT(sb, 1);
-	T_EQ_INT(pkt_command(b.b_data, b.b_len, &off, &u, &sb, err,
-	    sizeof(err)), PKT_FLUSH);
+	T_EQ_INT(
+	    pkt_command(b.b_data, b.b_len, &off, &u, &sb, err, sizeof(err)),
+	    PKT_FLUSH);
 	T_EQ_INT((int)off, (int)b.b_len);
 	buf_free(&b);
 }
@@ -87,11 +92,11 @@ test_malformed_lines_are_errors_and_do_not_move(void)
 		/* no ref */
 		OID_A " " OID_B " ",
 	};
-	struct buf		 b = BUF_INIT;
-	struct pkt_update	 u;
-	char			 err[128];
-	size_t			 i, off;
-	int			 sb = 0;
+	struct buf	  b = BUF_INIT;
+	struct pkt_update u;
+	char		  err[128];
+	size_t		  i, off;
+	int		  sb = 0;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		buf_reset(&b);
@@ -99,7 +104,8 @@ test_malformed_lines_are_errors_and_do_not_move(void)
 		off = 0;
 		err[0] = '\0';
 		T_EQ_INT(pkt_command(b.b_data, b.b_len, &off, &u, &sb, err,
-		    sizeof(err)), PKT_ERROR);
+			     sizeof(err)),
+		    PKT_ERROR);
 		T_EQ_INT((int)off, 0);
 		T_CHECK(err[0] != '\0');
 	}
@@ -113,7 +119,7 @@ test_malformed_lines_are_errors_and_do_not_move(void)
 static void
 test_capabilities_are_whole_words(void)
 {
-	const char	*caps = "report-status side-band-64k ofs-delta";
+	const char *caps = "report-status side-band-64k ofs-delta";
 
 	T_CHECK(pkt_has_cap(caps, strlen(caps), "side-band-64k"));
 	T_CHECK(pkt_has_cap(caps, strlen(caps), "ofs-delta"));

@@ -24,12 +24,11 @@
 #include "t.h"
 #include "tstore.h"
 
-#define DOMAIN	"relay.example:7334"
+#define DOMAIN "relay.example:7334"
 
-static char		 tdir[256];
-static struct store	*st;
-static struct tstore_prog	 tsp = { { tdir, sizeof(tdir), "policy_test" },
-    &st };
+static char		  tdir[256];
+static struct store	 *st;
+static struct tstore_prog tsp = { { tdir, sizeof(tdir), "policy_test" }, &st };
 
 static void
 sk_of(int n, uint8_t sk[32])
@@ -42,12 +41,14 @@ sk_of(int n, uint8_t sk[32])
 static struct event *
 ann(int n, const char *d, const char *clone, const char *relay)
 {
-	uint8_t	sk[32];
+	uint8_t sk[32];
 	char	tags[1024];
 
 	sk_of(n, sk);
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"clone\",\"%s\"],"
-	    "[\"relays\",\"%s\"]]", d, clone, relay);
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"%s\"],[\"clone\",\"%s\"],"
+	    "[\"relays\",\"%s\"]]",
+	    d, clone, relay);
 	return event_new_signed(sk, time(NULL), KIND_REPO_ANNOUNCEMENT, tags,
 	    "");
 }
@@ -55,7 +56,7 @@ ann(int n, const char *d, const char *clone, const char *relay)
 static void
 npub_of(int n, char out[NIP19_KEY_BUFSZ])
 {
-	uint8_t	sk[32], pk[32];
+	uint8_t sk[32], pk[32];
 
 	sk_of(n, sk);
 	event_pubkey_of(sk, pk);
@@ -71,12 +72,12 @@ static int
 verdict(const char *const *env, const struct event *ev, int *archived,
     char *msg, size_t msglen)
 {
-	struct config	 cfg;
-	struct policy	 pl;
-	char		 err[256], k[128];
-	const char	*eq;
-	size_t		 i;
-	int		 rc;
+	struct config cfg;
+	struct policy pl;
+	char	      err[256], k[128];
+	const char   *eq;
+	size_t	      i;
+	int	      rc;
 
 	for (i = 0; env && env[i]; i++) {
 		eq = strchr(env[i], '=');
@@ -109,10 +110,10 @@ verdict(const char *const *env, const struct event *ev, int *archived,
 static void
 unlisted_refused_without_archive_mode(void)
 {
-	struct event	*ev = ann(1, "r", "https://other.example/r.git",
-			    "wss://other.example");
-	char		 msg[256];
-	int		 arch = -1;
+	struct event *ev =
+	    ann(1, "r", "https://other.example/r.git", "wss://other.example");
+	char msg[256];
+	int  arch = -1;
 
 	T_ASSERT(ev != NULL);
 	T_EQ_INT(verdict(NULL, ev, &arch, msg, sizeof(msg)), POLICY_REFUSE);
@@ -125,12 +126,12 @@ static void
 archive_all_hosts_unlisted_announcements(void)
 {
 	static const char *const env[] = { "NGIT_ARCHIVE_ALL=true", NULL };
-	struct event	*un = ann(2, "r", "https://other.example/r.git",
-			    "wss://other.example");
-	struct event	*listed = ann(2, "s", "http://" DOMAIN "/x/s.git",
-			    "ws://" DOMAIN);
-	char		 msg[256];
-	int		 arch = -1;
+	struct event		*un =
+	    ann(2, "r", "https://other.example/r.git", "wss://other.example");
+	struct event *listed =
+	    ann(2, "s", "http://" DOMAIN "/x/s.git", "ws://" DOMAIN);
+	char msg[256];
+	int  arch = -1;
 
 	T_ASSERT(un != NULL && listed != NULL);
 	T_EQ_INT(verdict(env, un, &arch, msg, sizeof(msg)), POLICY_HOST);
@@ -145,32 +146,30 @@ archive_all_hosts_unlisted_announcements(void)
 static void
 archive_whitelist_forms(void)
 {
-	char		 npub[NIP19_KEY_BUFSZ], e1[256];
-	const char	*env[2] = { e1, NULL };
-	struct event	*mine = ann(3, "linux", "https://o.example/l.git",
-			    "wss://o.example");
-	struct event	*other_d = ann(3, "bsd", "https://o.example/b.git",
-			    "wss://o.example");
-	struct event	*other_pk = ann(4, "linux", "https://o.example/l.git",
-			    "wss://o.example");
-	char		 msg[256];
-	int		 arch;
+	char	      npub[NIP19_KEY_BUFSZ], e1[256];
+	const char   *env[2] = { e1, NULL };
+	struct event *mine =
+	    ann(3, "linux", "https://o.example/l.git", "wss://o.example");
+	struct event *other_d =
+	    ann(3, "bsd", "https://o.example/b.git", "wss://o.example");
+	struct event *other_pk =
+	    ann(4, "linux", "https://o.example/l.git", "wss://o.example");
+	char msg[256];
+	int  arch;
 
 	T_ASSERT(mine && other_d && other_pk);
 	npub_of(3, npub);
 	snprintf(e1, sizeof(e1), "NGIT_ARCHIVE_WHITELIST=%s/linux", npub);
 	T_EQ_INT(verdict(env, mine, &arch, msg, sizeof(msg)), POLICY_HOST);
 	T_EQ_INT(arch, 1);
-	T_EQ_INT(verdict(env, other_d, &arch, msg, sizeof(msg)),
-	    POLICY_REFUSE);
+	T_EQ_INT(verdict(env, other_d, &arch, msg, sizeof(msg)), POLICY_REFUSE);
 	T_EQ_INT(arch, 0);
 	T_EQ_INT(verdict(env, other_pk, &arch, msg, sizeof(msg)),
 	    POLICY_REFUSE);
 	/* An npub alone: every repository of that key. */
 	snprintf(e1, sizeof(e1), "NGIT_ARCHIVE_WHITELIST=%s", npub);
 	T_EQ_INT(verdict(env, other_d, NULL, msg, sizeof(msg)), POLICY_HOST);
-	T_EQ_INT(verdict(env, other_pk, NULL, msg, sizeof(msg)),
-	    POLICY_REFUSE);
+	T_EQ_INT(verdict(env, other_pk, NULL, msg, sizeof(msg)), POLICY_REFUSE);
 	/* An identifier alone: that identifier of any key. */
 	snprintf(e1, sizeof(e1), "NGIT_ARCHIVE_WHITELIST=linux");
 	T_EQ_INT(verdict(env, other_pk, NULL, msg, sizeof(msg)), POLICY_HOST);
@@ -184,19 +183,19 @@ static void
 archive_grasp_services_match_clone_host_and_port(void)
 {
 	static const char *const with_port[] = {
-		"NGIT_ARCHIVE_GRASP_SERVICES=other.example:8443,b.example",
-		NULL };
+		"NGIT_ARCHIVE_GRASP_SERVICES=other.example:8443,b.example", NULL
+	};
 	/* arch: policy_archived()'s answer, or -1 where it is not checked. */
 	static const struct {
-		const char	*d, *clone, *relay;
-		int		 want, arch;
+		const char *d, *clone, *relay;
+		int	    want, arch;
 	} v[] = {
 		{ "a", "https://Other.Example:8443/npub/a.git",
 		    "wss://x.example", POLICY_HOST, 1 },
 		{ "b", "https://other.example/b.git", "wss://x.example",
 		    POLICY_REFUSE, -1 },
-		{ "c", "http://B.example/c.git", "wss://x.example",
-		    POLICY_HOST, -1 },
+		{ "c", "http://B.example/c.git", "wss://x.example", POLICY_HOST,
+		    -1 },
 		{ "d", "https://b.example:443/d.git", "wss://x.example",
 		    POLICY_HOST, -1 },
 		/* Only clone URLs name the service an announcement is on. */
@@ -205,10 +204,10 @@ archive_grasp_services_match_clone_host_and_port(void)
 		{ "f", "https://b.example.evil/f.git", "wss://x.example",
 		    POLICY_REFUSE, -1 },
 	};
-	struct event	*ev;
-	char		 msg[256], what[300];
-	size_t		 i;
-	int		 arch, got;
+	struct event *ev;
+	char	      msg[256], what[300];
+	size_t	      i;
+	int	      arch, got;
 
 	for (i = 0; i < T_NCASES(v); i++) {
 		ev = ann(5, v[i].d, v[i].clone, v[i].relay);
@@ -216,11 +215,12 @@ archive_grasp_services_match_clone_host_and_port(void)
 		arch = -1;
 		got = verdict(with_port, ev, &arch, msg, sizeof(msg));
 		event_destroy(ev);
-		if (got != v[i].want || (v[i].arch != -1 &&
-		    arch != v[i].arch)) {
-			snprintf(what, sizeof(what), "%s: verdict %d (want %d), "
-			    "archived %d (want %d)", v[i].clone, got,
-			    v[i].want, arch, v[i].arch);
+		if (got != v[i].want ||
+		    (v[i].arch != -1 && arch != v[i].arch)) {
+			snprintf(what, sizeof(what),
+			    "%s: verdict %d (want %d), "
+			    "archived %d (want %d)",
+			    v[i].clone, got, v[i].want, arch, v[i].arch);
 			t_fail_at(__FILE__, __LINE__, what);
 		}
 	}
@@ -231,9 +231,9 @@ blacklist_beats_archive(void)
 {
 	static const char *const env[] = { "NGIT_ARCHIVE_ALL=true",
 		"NGIT_REPOSITORY_BLACKLIST=evil", NULL };
-	struct event	*ev = ann(6, "evil", "https://o.example/e.git",
-			    "wss://o.example");
-	char		 msg[256];
+	struct event		*ev =
+	    ann(6, "evil", "https://o.example/e.git", "wss://o.example");
+	char msg[256];
 
 	T_ASSERT(ev != NULL);
 	T_EQ_INT(verdict(env, ev, NULL, msg, sizeof(msg)), POLICY_REFUSE);
@@ -247,10 +247,10 @@ writable_archive_takes_listed_but_not_whitelisted(void)
 	static const char *const env[] = { "NGIT_ARCHIVE_WHITELIST=w",
 		"NGIT_ARCHIVE_READ_ONLY=false",
 		"NGIT_REPOSITORY_WHITELIST=other", NULL };
-	struct event	*ev = ann(7, "w", "http://" DOMAIN "/x/w.git",
-			    "ws://" DOMAIN);
-	char		 msg[256];
-	int		 arch;
+	struct event		*ev =
+	    ann(7, "w", "http://" DOMAIN "/x/w.git", "ws://" DOMAIN);
+	char msg[256];
+	int  arch;
 
 	T_ASSERT(ev != NULL);
 	T_EQ_INT(verdict(env, ev, &arch, msg, sizeof(msg)), POLICY_HOST);
@@ -258,12 +258,11 @@ writable_archive_takes_listed_but_not_whitelisted(void)
 	event_destroy(ev);
 }
 
-static char	url_err[256];
+static char url_err[256];
 
 /* A policy for NGIT_DOMAIN = domain and NGIT_PUBLIC_URL = pub (or unset). */
 static int
-setup(struct config *c, struct policy *pl, const char *domain,
-    const char *pub)
+setup(struct config *c, struct policy *pl, const char *domain, const char *pub)
 {
 	setenv("NGIT_DOMAIN", domain, 1);
 	if (pub)
@@ -284,8 +283,8 @@ is(const struct policy *pl, const char *url)
 static void
 domain_host_and_port_match_as_before(void)
 {
-	struct config	c;
-	struct policy	pl;
+	struct config c;
+	struct policy pl;
 
 	T_ASSERT(setup(&c, &pl, "127.0.0.1:7334", NULL) == 0);
 	T_CHECK(is(&pl, "http://127.0.0.1:7334/npub1x/r.git"));
@@ -312,12 +311,12 @@ domain_host_and_port_match_as_before(void)
 static void
 public_url_matches_behind_tls(void)
 {
-	struct config	c;
-	struct policy	pl;
+	struct config c;
+	struct policy pl;
 
 	/* relayd's own port in NGIT_DOMAIN, TLS in front of it. */
 	T_ASSERT(setup(&c, &pl, "git.example.org:7334",
-	    "https://git.example.org") == 0);
+		     "https://git.example.org") == 0);
 	T_CHECK(is(&pl, "https://git.example.org/npub1x/r.git"));
 	T_CHECK(is(&pl, "https://git.example.org:443/npub1x/r.git"));
 	T_CHECK(is(&pl, "wss://git.example.org"));
@@ -327,7 +326,7 @@ public_url_matches_behind_tls(void)
 	T_CHECK(!is(&pl, "https://git.example.org:8443/npub1x/r.git"));
 	config_free(&c);
 	T_ASSERT(setup(&c, &pl, "127.0.0.1:7334",
-	    "https://git.example.org:8443/") == 0);
+		     "https://git.example.org:8443/") == 0);
 	T_CHECK(is(&pl, "https://git.example.org:8443/npub1x/r.git"));
 	T_CHECK(is(&pl, "wss://git.example.org:8443"));
 	T_CHECK(!is(&pl, "https://git.example.org/npub1x/r.git"));

@@ -20,19 +20,19 @@
 #include "t.h"
 #include "tdir.h"
 
-static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
-static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
+static const uint8_t sk1[32] = { [0 ... 31] = 0x11 };
+static const uint8_t sk2[32] = { [0 ... 31] = 0x22 };
 
-static char	 tmpdir[64];
-static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "purg_test" };
-static char	 path[128];
-static int	 dbcount;
+static char		tmpdir[64];
+static struct tdir_prog tp = { tmpdir, sizeof(tmpdir), "purg_test" };
+static char		path[128];
+static int		dbcount;
 
 static struct store *
 fresh(void)
 {
-	char		 err[256];
-	struct store	*s;
+	char	      err[256];
+	struct store *s;
 
 	snprintf(path, sizeof(path), "%s/db%d/graspd.db", tmpdir, ++dbcount);
 	if ((s = store_open(path, 0, err, sizeof(err))) == NULL)
@@ -59,11 +59,13 @@ close_purg(struct purg *p, struct store *s)
 static int
 count_wants(struct store *s)
 {
-	sqlite3_stmt	*q;
-	int		 k = -1;
+	sqlite3_stmt *q;
+	int	      k = -1;
 
-	if (sqlite3_prepare_v2(store_sqlite(s), "SELECT count(*) FROM "
-	    "purgatory_wants", -1, &q, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(store_sqlite(s),
+		"SELECT count(*) FROM "
+		"purgatory_wants",
+		-1, &q, NULL) != SQLITE_OK)
 		return -1;
 	if (sqlite3_step(q) == SQLITE_ROW)
 		k = sqlite3_column_int(q, 0);
@@ -74,29 +76,32 @@ count_wants(struct store *s)
 static struct event *
 ann(const uint8_t *sk, int64_t t, const char *d)
 {
-	char	tags[256];
+	char tags[256];
 
-	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"],[\"relays\","
-	    "\"wss://a.example\"]]", d);
+	snprintf(tags, sizeof(tags),
+	    "[[\"d\",\"%s\"],[\"relays\","
+	    "\"wss://a.example\"]]",
+	    d);
 	return event_new_signed(sk, t, 30617, tags, "");
 }
 
 static void
 announcements_put_get_replace_expire(void)
 {
-	struct store	*s;
-	struct purg	*p;
-	struct event	*a1, *a2, *b;
-	struct purg_ann	 pa, *list = NULL;
-	size_t		 n = 0;
+	struct store   *s;
+	struct purg    *p;
+	struct event   *a1, *a2, *b;
+	struct purg_ann pa, *list = NULL;
+	size_t		n = 0;
 
 	T_ASSERT((p = fresh_purg(&s)) != NULL);
 	a1 = ann(sk1, 100, "repo");
 	a2 = ann(sk1, 200, "repo");
 	b = ann(sk2, 150, "repo");
 	T_EQ_INT(purg_ann_get(p, a1->pubkey, "repo", &pa), 0);
-	T_EQ_INT(purg_ann_put(p, a1, "repo", "[\"wss://a.example\"]", 1000,
-	    2800), 0);
+	T_EQ_INT(
+	    purg_ann_put(p, a1, "repo", "[\"wss://a.example\"]", 1000, 2800),
+	    0);
 	T_EQ_INT(purg_ann_get(p, a1->pubkey, "repo", &pa), 1);
 	T_CHECK(memcmp(pa.pa_id, a1->id, 32) == 0);
 	T_EQ_STR(pa.pa_relays, "[\"wss://a.example\"]");
@@ -135,15 +140,15 @@ announcements_put_get_replace_expire(void)
 static void
 events_wants_order_extend_and_due(void)
 {
-	struct store	*s;
-	struct purg	*p;
-	struct event	*st1, *st2, *pr;
-	struct purg_ev	 pe, *list = NULL;
-	const char	*wants[] = {
-		"0123456789abcdef0123456789abcdef01234567",
-		"1123456789abcdef0123456789abcdef01234567",
+	struct store  *s;
+	struct purg   *p;
+	struct event  *st1, *st2, *pr;
+	struct purg_ev pe, *list = NULL;
+	const char    *wants[] = {
+		   "0123456789abcdef0123456789abcdef01234567",
+		   "1123456789abcdef0123456789abcdef01234567",
 	};
-	size_t		 n = 0;
+	size_t n = 0;
 
 	T_ASSERT((p = fresh_purg(&s)) != NULL);
 	st1 = event_new_signed(sk1, 300, 30618, "[[\"d\",\"r\"]]", "");
@@ -190,7 +195,7 @@ placeholders_expired_deadline_and_counts(void)
 {
 	struct store		*s;
 	struct purg		*p;
-	struct purg_placeholder	*ph = NULL;
+	struct purg_placeholder *ph = NULL;
 	struct purg_counts	 c;
 	struct event		*a;
 	uint8_t			 id[32], owner[32];
@@ -203,7 +208,8 @@ placeholders_expired_deadline_and_counts(void)
 	memset(id, 0xab, 32);
 	memset(owner, 0xcd, 32);
 	T_EQ_INT(purg_placeholder_put(p, id, owner, "r",
-	    "0123456789abcdef0123456789abcdef01234567", 700), 0);
+		     "0123456789abcdef0123456789abcdef01234567", 700),
+	    0);
 	T_EQ_INT(purg_placeholder_list_id(p, id, &ph, &n), 0);
 	T_EQ_INT(n, 1);
 	T_EQ_STR(ph[0].pp_oid, "0123456789abcdef0123456789abcdef01234567");
@@ -234,13 +240,14 @@ static int
 level_of(struct store *s, const char *d, const uint8_t pk[32], char *out,
     size_t outlen)
 {
-	sqlite3_stmt	*q;
-	int		 rc = 0;
+	sqlite3_stmt *q;
+	int	      rc = 0;
 
 	out[0] = '\0';
-	if (sqlite3_prepare_v2(store_sqlite(s), "SELECT level FROM "
-	    "repo_sync_levels WHERE d = ?1 AND pubkey = ?2", -1, &q, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_prepare_v2(store_sqlite(s),
+		"SELECT level FROM "
+		"repo_sync_levels WHERE d = ?1 AND pubkey = ?2",
+		-1, &q, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_text(q, 1, d, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(q, 2, pk, 32, SQLITE_STATIC);
@@ -255,11 +262,11 @@ level_of(struct store *s, const char *d, const uint8_t pk[32], char *out,
 static void
 sync_levels_persist_and_read_only(void)
 {
-	struct store	*s, *ro;
-	struct purg	*p;
-	struct event	*a, *b;
-	struct purg_ann	 pa;
-	char		 level[32], err[256];
+	struct store   *s, *ro;
+	struct purg    *p;
+	struct event   *a, *b;
+	struct purg_ann pa;
+	char		level[32], err[256];
 
 	T_ASSERT((p = fresh_purg(&s)) != NULL);
 	a = ann(sk1, 100, "held");

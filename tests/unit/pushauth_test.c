@@ -17,14 +17,14 @@
 #include "../../relayd/relay_pushauth.c"
 #include "t.h"
 
-#define Z	"0000000000000000000000000000000000000000"
-#define A	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-#define B	"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-#define C	"cccccccccccccccccccccccccccccccccccccccc"
-#define ID1	"1111111111111111111111111111111111111111111111111111111111111111"
-#define ID2	"2222222222222222222222222222222222222222222222222222222222222222"
-#define NOSTR1	"refs/nostr/" ID1
-#define NOSTR2	"refs/nostr/" ID2
+#define Z      "0000000000000000000000000000000000000000"
+#define A      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define B      "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define C      "cccccccccccccccccccccccccccccccccccccccc"
+#define ID1    "1111111111111111111111111111111111111111111111111111111111111111"
+#define ID2    "2222222222222222222222222222222222222222222222222222222222222222"
+#define NOSTR1 "refs/nostr/" ID1
+#define NOSTR2 "refs/nostr/" ID2
 
 /* The repository now: main and dev at A, tag v1 at B, one PR ref, HEAD. */
 static struct relay_ref cur_v[] = {
@@ -35,12 +35,12 @@ static struct relay_ref cur_v[] = {
 };
 static struct relay_refs cur = { cur_v, 4, "refs/heads/main" };
 
-static struct relay_push_cmd	cmds[8];
-static struct relay_refs	states[4];
-static struct relay_ref		state_v[4][8];
-static struct pushauth_tip	tips[4];
-static struct pushauth_in	in;
-static struct pushauth_out	out;
+static struct relay_push_cmd cmds[8];
+static struct relay_refs     states[4];
+static struct relay_ref	     state_v[4][8];
+static struct pushauth_tip   tips[4];
+static struct pushauth_in    in;
+static struct pushauth_out   out;
 
 static void
 reset(void)
@@ -60,7 +60,7 @@ reset(void)
 static void
 cmd(const char *old, const char *new, const char *ref)
 {
-	struct relay_push_cmd	*pc = &cmds[in.pi_ncmds++];
+	struct relay_push_cmd *pc = &cmds[in.pi_ncmds++];
 
 	snprintf(pc->pc_old, sizeof(pc->pc_old), "%s", old);
 	snprintf(pc->pc_new, sizeof(pc->pc_new), "%s", new);
@@ -71,8 +71,8 @@ cmd(const char *old, const char *new, const char *ref)
 static void
 state(const char *ref, ...)
 {
-	struct relay_refs	*s = &states[in.pi_nstates];
-	va_list			 ap;
+	struct relay_refs *s = &states[in.pi_nstates];
+	va_list		   ap;
 
 	s->v = state_v[in.pi_nstates++];
 	in.pi_nheld++;
@@ -98,7 +98,8 @@ test_null_pair_is_refused_even_for_a_missing_ref(void)
 	reset();
 	cmd(Z, Z, "refs/heads/main");
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "Ref validation failed: refs/heads/main: "
+	T_EQ_STR(out.po_reason,
+	    "Ref validation failed: refs/heads/main: "
 	    "old and new are both the null id");
 	/* A state that drops main does not make the pair acceptable. */
 	state("refs/heads/dev", A, "refs/tags/v1", B, NULL);
@@ -119,8 +120,9 @@ test_deletion_needs_a_state_without_the_ref(void)
 	state("refs/heads/main", A, "refs/heads/dev", A, "refs/tags/v1", B,
 	    NULL);
 	T_EQ_INT(decide(), 0);
-	T_CHECK(strstr(out.po_reason, "the state lists refs/heads/dev, which "
-	    "the push leaves out") != NULL);
+	T_CHECK(strstr(out.po_reason,
+		    "the state lists refs/heads/dev, which "
+		    "the push leaves out") != NULL);
 	/* The newest state drops dev. */
 	reset();
 	cmd(A, Z, "refs/heads/dev");
@@ -145,7 +147,8 @@ test_head_branch_is_not_deleted(void)
 	cmd(A, Z, "refs/heads/main");
 	state("refs/heads/dev", A, "refs/tags/v1", B, NULL);
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "Ref validation failed: refs/heads/main is "
+	T_EQ_STR(out.po_reason,
+	    "Ref validation failed: refs/heads/main is "
 	    "HEAD and cannot be deleted");
 }
 
@@ -155,7 +158,8 @@ test_refs_nostr_is_never_deleted(void)
 	reset();
 	cmd(C, Z, NOSTR1);
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "Ref validation failed: " NOSTR1 " cannot "
+	T_EQ_STR(out.po_reason,
+	    "Ref validation failed: " NOSTR1 " cannot "
 	    "be deleted");
 }
 
@@ -163,16 +167,16 @@ static void
 test_old_must_be_the_current_value(void)
 {
 	static const char *const shapes[][3] = {
-		{ B, C, "refs/heads/main" },	/* stale old */
-		{ B, B, "refs/heads/main" },	/* "no-op" that is not */
-		{ B, Z, "refs/heads/dev" },	/* deletion of another value */
-		{ Z, B, "refs/heads/main" },	/* creation over a ref */
-		{ A, B, "refs/heads/absent" },	/* update of nothing */
-		{ A, Z, "refs/heads/absent" },	/* deletion of nothing */
-		{ Z, A, NOSTR1 },		/* creation over a PR ref */
-		{ A, B, NOSTR2 },		/* update of no PR ref */
+		{ B, C, "refs/heads/main" },   /* stale old */
+		{ B, B, "refs/heads/main" },   /* "no-op" that is not */
+		{ B, Z, "refs/heads/dev" },    /* deletion of another value */
+		{ Z, B, "refs/heads/main" },   /* creation over a ref */
+		{ A, B, "refs/heads/absent" }, /* update of nothing */
+		{ A, Z, "refs/heads/absent" }, /* deletion of nothing */
+		{ Z, A, NOSTR1 },	       /* creation over a PR ref */
+		{ A, B, NOSTR2 },	       /* update of no PR ref */
 	};
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
 		reset();
@@ -181,9 +185,9 @@ test_old_must_be_the_current_value(void)
 		state("refs/heads/main", B, "refs/heads/absent", B,
 		    "refs/tags/v1", B, NULL);
 		T_EQ_INT(decide(), 0);
-		T_CHECK(strncmp(out.po_reason, "Ref validation failed: ",
-		    23) == 0 && (strstr(out.po_reason, "the push expects") !=
-		    NULL));
+		T_CHECK(strncmp(out.po_reason, "Ref validation failed: ", 23) ==
+			0 &&
+		    (strstr(out.po_reason, "the push expects") != NULL));
 	}
 }
 
@@ -196,7 +200,8 @@ test_same_ref_twice_is_refused(void)
 	state("refs/heads/main", C, "refs/heads/dev", A, "refs/tags/v1", B,
 	    NULL);
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "Ref validation failed: refs/heads/main is "
+	T_EQ_STR(out.po_reason,
+	    "Ref validation failed: refs/heads/main is "
 	    "updated more than once");
 	reset();
 	cmd(Z, A, NOSTR2);
@@ -215,34 +220,37 @@ test_refs_outside_the_namespaces_are_refused(void)
 		"refs/heads/.hidden", "refs/heads/x.", "refs/heads/a@{1}",
 		"refs/heads/a:b", "refs/heads/a\x01", "refs/tags/v~1",
 		"refs/heads/a\\b", "refs/heads/a*", "refs/heads/x/" };
-	size_t	i;
+	size_t			 i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		reset();
 		cmd(Z, A, bad[i]);
 		T_EQ_INT(decide(), 0);
-		T_CHECK(strstr(out.po_reason, "is not a branch, a tag or "
-		    "refs/nostr/<event id>") != NULL);
+		T_CHECK(strstr(out.po_reason,
+			    "is not a branch, a tag or "
+			    "refs/nostr/<event id>") != NULL);
 	}
 	for (i = 0; i < sizeof(funny) / sizeof(funny[0]); i++) {
 		reset();
 		cmd(Z, A, funny[i]);
-		state("refs/heads/main", A, "refs/heads/dev", A,
-		    "refs/tags/v1", B, funny[i], A, NULL);
+		state("refs/heads/main", A, "refs/heads/dev", A, "refs/tags/v1",
+		    B, funny[i], A, NULL);
 		T_EQ_INT(decide(), 0);
-		T_CHECK(strstr(out.po_reason, "is not a valid ref name") !=
-		    NULL);
+		T_CHECK(
+		    strstr(out.po_reason, "is not a valid ref name") != NULL);
 	}
 	T_CHECK(relay_pushauth_refname_ok("refs/heads/feature/x-1.2"));
 	T_CHECK(relay_pushauth_refname_ok("refs/tags/v1.0"));
 	reset();
 	cmd(Z, A, "refs/nostr/123");
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "Invalid event ID format in ref: "
+	T_EQ_STR(out.po_reason,
+	    "Invalid event ID format in ref: "
 	    "refs/nostr/123");
 	/* One spelling per event id: lowercase. */
 	reset();
-	cmd(Z, A, "refs/nostr/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	cmd(Z, A,
+	    "refs/nostr/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 	    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
 	T_EQ_INT(decide(), 0);
 	T_CHECK(strncmp(out.po_reason, "Invalid event ID format", 23) == 0);
@@ -260,7 +268,8 @@ test_noop_needs_no_state_and_keeps_the_walls(void)
 	T_EQ_INT(out.po_deny_nonff, 1);
 	in.pi_ann = PUSHAUTH_ANN_OTHER;
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "No repository announcement found for owner "
+	T_EQ_STR(out.po_reason,
+	    "No repository announcement found for owner "
 	    "ab");
 	in.pi_ann = PUSHAUTH_ANN_NONE;
 	T_EQ_INT(decide(), 0);
@@ -292,13 +301,15 @@ test_state_authorises_creation_and_rewrite(void)
 	    NULL);
 	state("refs/heads/main", A, NULL);
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "2 state event(s) in purgatory from "
+	T_EQ_STR(out.po_reason,
+	    "2 state event(s) in purgatory from "
 	    "authorized publisher(s) but doesn't match push (refs/heads/main "
 	    "would be bbbbbbb, the state says ccccccc)");
 	/* Held states from nobody authorised. */
 	in.pi_nstates = 0;
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "2 state event(s) in purgatory but none from "
+	T_EQ_STR(out.po_reason,
+	    "2 state event(s) in purgatory but none from "
 	    "authorized publishers");
 }
 
@@ -323,7 +334,8 @@ test_refs_nostr_takes_a_known_tip_or_a_placeholder(void)
 	snprintf(tips[0].pt_c, sizeof(tips[0].pt_c), "%s", B);
 	in.pi_ntips = 1;
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "PR event " ID2 " has tip commit " B ", not "
+	T_EQ_STR(out.po_reason,
+	    "PR event " ID2 " has tip commit " B ", not "
 	    "the pushed " A);
 	snprintf(tips[0].pt_c, sizeof(tips[0].pt_c), "(none)");
 	T_EQ_INT(decide(), 0);
@@ -342,7 +354,7 @@ test_prs_takes_refs_nostr_of_the_paths_signer_only(void)
 {
 	static const char *const other[] = { "refs/heads/main",
 		"refs/heads/new", "refs/tags/v2", "HEAD" };
-	size_t	i;
+	size_t			 i;
 
 	for (i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
 		reset();
@@ -352,8 +364,9 @@ test_prs_takes_refs_nostr_of_the_paths_signer_only(void)
 		state("refs/heads/main", A, "refs/heads/dev", A, "refs/tags/v1",
 		    B, "refs/heads/new", A, "refs/tags/v2", A, NULL);
 		T_EQ_INT(decide(), 0);
-		T_CHECK(strstr(out.po_reason, "only refs/nostr/<event id> is "
-		    "accepted under /prs/") != NULL);
+		T_CHECK(strstr(out.po_reason,
+			    "only refs/nostr/<event id> is "
+			    "accepted under /prs/") != NULL);
 	}
 	/* A noop on a branch is refused too: nothing but refs/nostr. */
 	reset();
@@ -372,7 +385,8 @@ test_prs_takes_refs_nostr_of_the_paths_signer_only(void)
 	T_EQ_INT(decide(), 1);
 	tips[0].pt_foreign = 1;
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "PR event " ID2 " is not by this path's "
+	T_EQ_STR(out.po_reason,
+	    "PR event " ID2 " is not by this path's "
 	    "signer for this identifier");
 	/* The standard path ignores pt_foreign (any author may push). */
 	in.pi_prs = 0;

@@ -18,7 +18,7 @@
 #include "relayurl.h"
 #include "t.h"
 
-static uint8_t	sk[32];
+static uint8_t sk[32];
 
 static int
 relaylist_setup(void)
@@ -44,8 +44,8 @@ list_of(const char *tags)
 static int
 parse(const char *tags, struct relaylist *rl)
 {
-	struct event	*ev = list_of(tags);
-	int		 rc;
+	struct event *ev = list_of(tags);
+	int	      rc;
 
 	if (ev == NULL)
 		return -2;
@@ -61,11 +61,11 @@ parse(const char *tags, struct relaylist *rl)
 static const char *
 sel(const struct relaylist *rl, enum relaylist_purpose p)
 {
-	static struct buf	 out[2];
-	static int		 turn;
-	struct buf		*b = &out[turn ^= 1];
-	size_t			 i;
-	const char		*k;
+	static struct buf out[2];
+	static int	  turn;
+	struct buf	 *b = &out[turn ^= 1];
+	size_t		  i;
+	const char	 *k;
 
 	buf_reset(b);
 	buf_adds(b, "");
@@ -77,21 +77,25 @@ sel(const struct relaylist *rl, enum relaylist_purpose p)
 static void
 test_markers_choose_purposes_in_tag_order(void)
 {
-	struct relaylist	rl;
+	struct relaylist rl;
 
 	T_ASSERT(parse("[[\"r\",\"wss://w1.example\",\"write\"],"
-	    "[\"r\",\"wss://r1.example\",\"read\"],"
-	    "[\"r\",\"wss://u1.example\"],"
-	    "[\"p\",\"wss://not-a-relay-tag.example\"],"
-	    "[\"relay\",\"wss://also-not.example\"],"
-	    "[\"r\",\"wss://w2.example\",\"write\"],"
-	    "[\"r\",\"wss://r2.example\",\"read\"]]", &rl) == 0);
-	T_EQ_STR(sel(&rl, RELAYLIST_INBOX), "wss://r1.example/ "
+		       "[\"r\",\"wss://r1.example\",\"read\"],"
+		       "[\"r\",\"wss://u1.example\"],"
+		       "[\"p\",\"wss://not-a-relay-tag.example\"],"
+		       "[\"relay\",\"wss://also-not.example\"],"
+		       "[\"r\",\"wss://w2.example\",\"write\"],"
+		       "[\"r\",\"wss://r2.example\",\"read\"]]",
+		     &rl) == 0);
+	T_EQ_STR(sel(&rl, RELAYLIST_INBOX),
+	    "wss://r1.example/ "
 	    "wss://u1.example/ wss://r2.example/");
-	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX), "wss://w1.example/ "
+	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX),
+	    "wss://w1.example/ "
 	    "wss://u1.example/ wss://w2.example/");
 	/* Write/unmarked first, then read-only fills the last slot. */
-	T_EQ_STR(sel(&rl, RELAYLIST_HISTORY), "wss://w1.example/ "
+	T_EQ_STR(sel(&rl, RELAYLIST_HISTORY),
+	    "wss://w1.example/ "
 	    "wss://u1.example/ wss://w2.example/ wss://r1.example/");
 	T_EQ_STR(sel(&rl, RELAYLIST_REPO_INBOX), sel(&rl, RELAYLIST_INBOX));
 	T_EQ_INT(rl.rl_r_tags, 5);
@@ -108,17 +112,20 @@ test_markers_choose_purposes_in_tag_order(void)
 static void
 test_history_prefers_write_then_read_only(void)
 {
-	struct relaylist	rl;
+	struct relaylist rl;
 
 	T_ASSERT(parse("[[\"r\",\"wss://r1.example\",\"read\"],"
-	    "[\"r\",\"wss://r2.example\",\"read\"],"
-	    "[\"r\",\"wss://r3.example\",\"read\"],"
-	    "[\"r\",\"wss://w1.example\",\"write\"],"
-	    "[\"r\",\"wss://r4.example\",\"read\"],"
-	    "[\"r\",\"wss://r5.example\",\"read\"]]", &rl) == 0);
-	T_EQ_STR(sel(&rl, RELAYLIST_HISTORY), "wss://w1.example/ "
+		       "[\"r\",\"wss://r2.example\",\"read\"],"
+		       "[\"r\",\"wss://r3.example\",\"read\"],"
+		       "[\"r\",\"wss://w1.example\",\"write\"],"
+		       "[\"r\",\"wss://r4.example\",\"read\"],"
+		       "[\"r\",\"wss://r5.example\",\"read\"]]",
+		     &rl) == 0);
+	T_EQ_STR(sel(&rl, RELAYLIST_HISTORY),
+	    "wss://w1.example/ "
 	    "wss://r1.example/ wss://r2.example/ wss://r3.example/");
-	T_EQ_STR(sel(&rl, RELAYLIST_INBOX), "wss://r1.example/ "
+	T_EQ_STR(sel(&rl, RELAYLIST_INBOX),
+	    "wss://r1.example/ "
 	    "wss://r2.example/ wss://r3.example/ wss://r4.example/");
 	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX), "wss://w1.example/");
 	relaylist_clear(&rl);
@@ -133,20 +140,22 @@ test_history_prefers_write_then_read_only(void)
 static void
 test_variant_spellings_share_one_slot_and_or_markers(void)
 {
-	struct relaylist	rl;
+	struct relaylist rl;
 
 	/* One relay in five spellings, read then write: one entry, both
 	 * markers, at the position of its first spelling. */
 	T_ASSERT(parse("[[\"r\",\"wss://Relay.Example.COM\",\"read\"],"
-	    "[\"r\",\"wss://other.example\",\"write\"],"
-	    "[\"r\",\"wss://relay.example.com:443/\",\"write\"],"
-	    "[\"r\",\"WSS://relay.example.com./\"],"
-	    "[\"r\",\"  wss://relay.example.com/#x  \",\"read\"],"
-	    "[\"r\",\"wss://relay.example.com/\"],"
-	    "[\"r\",\"wss://relay.example.com/inbox\",\"write\"]]", &rl) == 0);
+		       "[\"r\",\"wss://other.example\",\"write\"],"
+		       "[\"r\",\"wss://relay.example.com:443/\",\"write\"],"
+		       "[\"r\",\"WSS://relay.example.com./\"],"
+		       "[\"r\",\"  wss://relay.example.com/#x  \",\"read\"],"
+		       "[\"r\",\"wss://relay.example.com/\"],"
+		       "[\"r\",\"wss://relay.example.com/inbox\",\"write\"]]",
+		     &rl) == 0);
 	T_EQ_INT(rl.rl_distinct, 3);
 	T_EQ_INT(rl.rl_duplicates, 4);
-	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX), "wss://relay.example.com/ "
+	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX),
+	    "wss://relay.example.com/ "
 	    "wss://other.example/ wss://relay.example.com/inbox");
 	T_EQ_STR(sel(&rl, RELAYLIST_INBOX), "wss://relay.example.com/");
 	T_EQ_INT(rl.rl_flags[rl.rl_slot[RELAYLIST_INBOX][0]],
@@ -154,9 +163,11 @@ test_variant_spellings_share_one_slot_and_or_markers(void)
 	/* A default port on ws:// too; a non-default port is another. */
 	relaylist_clear(&rl);
 	T_ASSERT(parse("[[\"r\",\"ws://relay.example.com:80\"],"
-	    "[\"r\",\"ws://relay.example.com\"],"
-	    "[\"r\",\"ws://relay.example.com:443\"]]", &rl) == 0);
-	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX), "ws://relay.example.com/ "
+		       "[\"r\",\"ws://relay.example.com\"],"
+		       "[\"r\",\"ws://relay.example.com:443\"]]",
+		     &rl) == 0);
+	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX),
+	    "ws://relay.example.com/ "
 	    "ws://relay.example.com:443/");
 	relaylist_clear(&rl);
 }
@@ -164,16 +175,17 @@ test_variant_spellings_share_one_slot_and_or_markers(void)
 static void
 test_other_markers_ignore_the_tag(void)
 {
-	struct relaylist	rl;
+	struct relaylist rl;
 
 	T_ASSERT(parse("[[\"r\",\"wss://both.example\",\"both\"],"
-	    "[\"r\",\"wss://empty.example\",\"\"],"
-	    "[\"r\",\"wss://upper.example\",\"READ\"],"
-	    "[\"r\",\"wss://space.example\",\"write \"],"
-	    "[\"r\",\"wss://nul.example\",\"read\\u0000x\"],"
-	    "[\"r\",\"wss://inbox.example\",\"inbox\"],"
-	    "[\"r\"],"
-	    "[\"r\",\"wss://ok.example\",\"read\",\"extra\"]]", &rl) == 0);
+		       "[\"r\",\"wss://empty.example\",\"\"],"
+		       "[\"r\",\"wss://upper.example\",\"READ\"],"
+		       "[\"r\",\"wss://space.example\",\"write \"],"
+		       "[\"r\",\"wss://nul.example\",\"read\\u0000x\"],"
+		       "[\"r\",\"wss://inbox.example\",\"inbox\"],"
+		       "[\"r\"],"
+		       "[\"r\",\"wss://ok.example\",\"read\",\"extra\"]]",
+		     &rl) == 0);
 	T_EQ_INT(rl.rl_r_tags, 7);
 	T_EQ_INT(rl.rl_bad_marker, 6);
 	T_EQ_INT(rl.rl_distinct, 1);
@@ -182,7 +194,8 @@ test_other_markers_ignore_the_tag(void)
 	/* A marked-off spelling cannot lend its flag to a good one. */
 	relaylist_clear(&rl);
 	T_ASSERT(parse("[[\"r\",\"wss://a.example\",\"read\"],"
-	    "[\"r\",\"wss://a.example/\",\"Write\"]]", &rl) == 0);
+		       "[\"r\",\"wss://a.example/\",\"Write\"]]",
+		     &rl) == 0);
 	T_EQ_INT(rl.rl_n[RELAYLIST_OUTBOX], 0);
 	T_EQ_INT(rl.rl_n[RELAYLIST_INBOX], 1);
 	relaylist_clear(&rl);
@@ -191,27 +204,31 @@ test_other_markers_ignore_the_tag(void)
 static void
 test_hostile_urls_never_take_a_slot(void)
 {
-	struct relaylist	rl;
+	struct relaylist rl;
 
-	T_ASSERT(parse("[[\"r\",\"relay.example.com\"],"
-	    "[\"r\",\"https://relay.example.com\"],"
-	    "[\"r\",\"wss://127.0.0.1\"],"
-	    "[\"r\",\"wss://localhost:7777\"],"
-	    "[\"r\",\"wss://user:pw@relay.example.com\"],"
-	    "[\"r\",\"wss://relay.example.com,wss://other.example\"],"
-	    "[\"r\",\"wss://[::1]\"],"
-	    "[\"r\",\"wss://169.254.169.254\"],"
-	    "[\"r\",\"wss://0x7f000001\"],"
-	    "[\"r\",\"wss://pi.local\"],"
-	    "[\"r\",\"wss://nos lol\"],"
-	    "[\"r\",\"\"],"
-	    "[\"r\",\"ws://abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrstu"
-	    "vwx.onion\"],"
-	    "[\"r\",\"wss://good1.example\"],"
-	    "[\"r\",\"wss://relay.example.com/a/../b\"],"
-	    "[\"r\",\"wss://good2.example\"]]", &rl) == 0);
+	T_ASSERT(
+	    parse(
+		"[[\"r\",\"relay.example.com\"],"
+		"[\"r\",\"https://relay.example.com\"],"
+		"[\"r\",\"wss://127.0.0.1\"],"
+		"[\"r\",\"wss://localhost:7777\"],"
+		"[\"r\",\"wss://user:pw@relay.example.com\"],"
+		"[\"r\",\"wss://relay.example.com,wss://other.example\"],"
+		"[\"r\",\"wss://[::1]\"],"
+		"[\"r\",\"wss://169.254.169.254\"],"
+		"[\"r\",\"wss://0x7f000001\"],"
+		"[\"r\",\"wss://pi.local\"],"
+		"[\"r\",\"wss://nos lol\"],"
+		"[\"r\",\"\"],"
+		"[\"r\",\"ws://abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrstu"
+		"vwx.onion\"],"
+		"[\"r\",\"wss://good1.example\"],"
+		"[\"r\",\"wss://relay.example.com/a/../b\"],"
+		"[\"r\",\"wss://good2.example\"]]",
+		&rl) == 0);
 	T_EQ_INT(rl.rl_refused, 14);
-	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX), "wss://good1.example/ "
+	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX),
+	    "wss://good1.example/ "
 	    "wss://good2.example/");
 	T_EQ_STR(sel(&rl, RELAYLIST_HISTORY), sel(&rl, RELAYLIST_OUTBOX));
 	relaylist_clear(&rl);
@@ -220,16 +237,18 @@ test_hostile_urls_never_take_a_slot(void)
 static void
 test_fifty_relays_give_four_per_purpose(void)
 {
-	struct relaylist	 rl;
-	struct buf		 tags = BUF_INIT;
-	size_t			 p;
-	int			 i, rc;
+	struct relaylist rl;
+	struct buf	 tags = BUF_INIT;
+	size_t		 p;
+	int		 i, rc;
 
 	buf_addc(&tags, '[');
 	for (i = 0; i < 50; i++)
 		buf_printf(&tags, "%s[\"r\",\"wss://relay%02d.example\"%s]",
-		    i ? "," : "", i, i % 5 == 0 ? ",\"read\"" :
-		    i % 5 == 1 ? ",\"write\"" : "");
+		    i ? "," : "", i,
+		    i % 5 == 0	   ? ",\"read\"" :
+			i % 5 == 1 ? ",\"write\"" :
+				     "");
 	buf_addc(&tags, ']');
 	rc = parse(tags.b_data, &rl);
 	buf_free(&tags);
@@ -238,10 +257,12 @@ test_fifty_relays_give_four_per_purpose(void)
 	for (p = 0; p < RELAYLIST_NPURPOSES; p++)
 		T_EQ_INT(rl.rl_n[p], RELAYLIST_PER_PURPOSE);
 	T_CHECK(rl.rl_nkeys <= RELAYLIST_MAX_KEYS);
-	T_EQ_STR(sel(&rl, RELAYLIST_INBOX), "wss://relay00.example/ "
+	T_EQ_STR(sel(&rl, RELAYLIST_INBOX),
+	    "wss://relay00.example/ "
 	    "wss://relay02.example/ wss://relay03.example/ "
 	    "wss://relay04.example/");
-	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX), "wss://relay01.example/ "
+	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX),
+	    "wss://relay01.example/ "
 	    "wss://relay02.example/ wss://relay03.example/ "
 	    "wss://relay04.example/");
 	T_EQ_STR(sel(&rl, RELAYLIST_HISTORY), sel(&rl, RELAYLIST_OUTBOX));
@@ -250,15 +271,16 @@ test_fifty_relays_give_four_per_purpose(void)
 	/* Four write-only, then four read-only: eight distinct keys,
 	 * the most any list can make the selections name. */
 	T_ASSERT(parse("[[\"r\",\"wss://w1.example\",\"write\"],"
-	    "[\"r\",\"wss://w2.example\",\"write\"],"
-	    "[\"r\",\"wss://w3.example\",\"write\"],"
-	    "[\"r\",\"wss://w4.example\",\"write\"],"
-	    "[\"r\",\"wss://w5.example\",\"write\"],"
-	    "[\"r\",\"wss://r1.example\",\"read\"],"
-	    "[\"r\",\"wss://r2.example\",\"read\"],"
-	    "[\"r\",\"wss://r3.example\",\"read\"],"
-	    "[\"r\",\"wss://r4.example\",\"read\"],"
-	    "[\"r\",\"wss://r5.example\",\"read\"]]", &rl) == 0);
+		       "[\"r\",\"wss://w2.example\",\"write\"],"
+		       "[\"r\",\"wss://w3.example\",\"write\"],"
+		       "[\"r\",\"wss://w4.example\",\"write\"],"
+		       "[\"r\",\"wss://w5.example\",\"write\"],"
+		       "[\"r\",\"wss://r1.example\",\"read\"],"
+		       "[\"r\",\"wss://r2.example\",\"read\"],"
+		       "[\"r\",\"wss://r3.example\",\"read\"],"
+		       "[\"r\",\"wss://r4.example\",\"read\"],"
+		       "[\"r\",\"wss://r5.example\",\"read\"]]",
+		     &rl) == 0);
 	T_EQ_INT(rl.rl_nkeys, RELAYLIST_MAX_KEYS);
 	T_EQ_STR(sel(&rl, RELAYLIST_HISTORY), sel(&rl, RELAYLIST_OUTBOX));
 	relaylist_clear(&rl);
@@ -267,15 +289,15 @@ test_fifty_relays_give_four_per_purpose(void)
 static void
 test_two_thousand_duplicates_stay_one_entry(void)
 {
-	struct relaylist	 rl;
-	struct buf		 tags = BUF_INIT;
-	int			 i, rc;
+	struct relaylist rl;
+	struct buf	 tags = BUF_INIT;
+	int		 i, rc;
 
 	buf_addc(&tags, '[');
 	for (i = 0; i < 2000; i++)
-		buf_printf(&tags, "%s%s", i ? "," : "", i % 2 ?
-		    "[\"r\",\"wss://SPAM.example:443\"]" :
-		    "[\"r\",\"wss://spam.example/\",\"read\"]");
+		buf_printf(&tags, "%s%s", i ? "," : "",
+		    i % 2 ? "[\"r\",\"wss://SPAM.example:443\"]" :
+			    "[\"r\",\"wss://spam.example/\",\"read\"]");
 	buf_addc(&tags, ']');
 	rc = parse(tags.b_data, &rl);
 	buf_free(&tags);
@@ -290,21 +312,21 @@ test_two_thousand_duplicates_stay_one_entry(void)
 static void
 test_this_relay_and_private_targets(void)
 {
-	struct relaylist	 rl;
-	struct event		*ev;
-	char			 self[4][RELAYURL_MAX + 1];
-	const char		*sv[4];
-	int			 n, i;
+	struct relaylist rl;
+	struct event	*ev;
+	char		 self[4][RELAYURL_MAX + 1];
+	const char	*sv[4];
+	int		 n, i;
 
 	n = relayurl_self_keys("grasp.example.com", self, 4);
 	T_ASSERT(n > 0);
 	for (i = 0; i < n; i++)
 		sv[i] = self[i];
 	ev = list_of("[[\"r\",\"wss://GRASP.example.com/\"],"
-	    "[\"r\",\"ws://grasp.example.com/some/path\"],"
-	    "[\"r\",\"ws://127.0.0.1:7777\"],"
-	    "[\"r\",\"relay.example.net\"],"
-	    "[\"r\",\"wss://other.example\"]]");
+		     "[\"r\",\"ws://grasp.example.com/some/path\"],"
+		     "[\"r\",\"ws://127.0.0.1:7777\"],"
+		     "[\"r\",\"relay.example.net\"],"
+		     "[\"r\",\"wss://other.example\"]]");
 	T_ASSERT(ev != NULL);
 	T_EQ_INT(relaylist_parse(ev, 0, sv, (size_t)n, &rl), 0);
 	T_EQ_INT(rl.rl_refused, 4);
@@ -312,9 +334,11 @@ test_this_relay_and_private_targets(void)
 	relaylist_clear(&rl);
 	/* NGIT_SYNC_ALLOW_PRIVATE_TARGETS lets loopback through; the
 	 * operator's trust never applies to a peer's list. */
-	T_EQ_INT(relaylist_parse(ev, RELAYURL_ALLOW_PRIVATE |
-	    RELAYURL_TRUSTED, sv, (size_t)n, &rl), 0);
-	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX), "ws://127.0.0.1:7777/ "
+	T_EQ_INT(relaylist_parse(ev, RELAYURL_ALLOW_PRIVATE | RELAYURL_TRUSTED,
+		     sv, (size_t)n, &rl),
+	    0);
+	T_EQ_STR(sel(&rl, RELAYLIST_OUTBOX),
+	    "ws://127.0.0.1:7777/ "
 	    "wss://other.example/");
 	relaylist_clear(&rl);
 	event_destroy(ev);
@@ -323,8 +347,8 @@ test_this_relay_and_private_targets(void)
 static void
 test_other_kinds_are_not_relay_lists(void)
 {
-	struct relaylist	 rl;
-	struct event		*ev = list_kind(3, "[[\"r\",\"wss://a.example\"]]");
+	struct relaylist rl;
+	struct event	*ev = list_kind(3, "[[\"r\",\"wss://a.example\"]]");
 
 	T_ASSERT(ev != NULL);
 	T_EQ_INT(relaylist_parse(ev, 0, NULL, 0, &rl), -1);
@@ -343,13 +367,15 @@ static void
 test_deletion_by_id_or_address(void)
 {
 	static const struct {
-		const char	*tags;
-		int64_t		 at;		/* the deletion's created_at */
-		int		 want;
+		const char *tags;
+		int64_t	    at; /* the deletion's created_at */
+		int	    want;
 	} rows[] = {
 		{ "[[\"e\",\"%s\"]]", 1700000000, 1 },
-		{ "[[\"e\",\"" "00000000000000000000000000000000"
-		    "00000000000000000000000000000000\"]]", 1700000000, 0 },
+		{ "[[\"e\",\""
+		  "00000000000000000000000000000000"
+		  "00000000000000000000000000000000\"]]",
+		    1700000000, 0 },
 		{ "[[\"e\"]]", 1700000000, 0 },
 		{ "[[\"a\",\"10002:%a:\"]]", 1700000000, 1 },
 		{ "[[\"a\",\"10002:%a:\"]]", 1700000001, 1 },
@@ -358,20 +384,21 @@ test_deletion_by_id_or_address(void)
 		{ "[[\"a\",\"10003:%a:\"]]", 1700000000, 0 },
 		{ "[[\"p\",\"%a\"],[\"e\",\"%s\"]]", 1700000000, 1 },
 	};
-	struct event	*list = list_of("[[\"r\",\"wss://a.example\"]]"), *del;
-	char		 id[65], author[65], tags[400];
-	size_t		 i, j, k;
+	struct event *list = list_of("[[\"r\",\"wss://a.example\"]]"), *del;
+	char	      id[65], author[65], tags[400];
+	size_t	      i, j, k;
 
 	T_ASSERT(list != NULL);
 	hex_encode(list->id, 32, id);
 	hex_encode(list->pubkey, 32, author);
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		for (j = k = 0; rows[i].tags[j] != '\0' && k + 65 < sizeof(tags);
-		    j++) {
-			if (rows[i].tags[j] == '%' && (rows[i].tags[j + 1] ==
-			    's' || rows[i].tags[j + 1] == 'a')) {
-				memcpy(tags + k, rows[i].tags[++j] == 's' ? id :
-				    author, 64);
+		for (j = k = 0;
+		     rows[i].tags[j] != '\0' && k + 65 < sizeof(tags); j++) {
+			if (rows[i].tags[j] == '%' &&
+			    (rows[i].tags[j + 1] == 's' ||
+				rows[i].tags[j + 1] == 'a')) {
+				memcpy(tags + k,
+				    rows[i].tags[++j] == 's' ? id : author, 64);
 				k += 64;
 			} else
 				tags[k++] = rows[i].tags[j];
@@ -394,16 +421,16 @@ test_deletion_by_id_or_address(void)
 static void
 test_shared_url_vectors(void)
 {
-	char			 path[1024], *line = NULL, *tab, msg[900];
-	char			*tags, *first[4];
-	const char		*expect;
-	cJSON			*all, *tag;
-	struct relaylist	 rl;
-	struct event		*ev;
-	size_t			 cap = 0, n, nfirst = 0, i;
-	ssize_t			 len;
-	int			 checked = 0, bad = 0, dup;
-	FILE			*f;
+	char		 path[1024], *line = NULL, *tab, msg[900];
+	char		*tags, *first[4];
+	const char	*expect;
+	cJSON		*all, *tag;
+	struct relaylist rl;
+	struct event	*ev;
+	size_t		 cap = 0, n, nfirst = 0, i;
+	ssize_t		 len;
+	int		 checked = 0, bad = 0, dup;
+	FILE		*f;
 
 	snprintf(path, sizeof(path), "%s/relay-urls.tsv", t_vectors_dir());
 	if ((f = fopen(path, "r")) == NULL) {
@@ -440,9 +467,9 @@ test_shared_url_vectors(void)
 			event_destroy(ev);
 			continue;
 		}
-		if (strcmp(expect, "REJECT") == 0 ? rl.rl_nkeys != 0 ||
-		    rl.rl_refused != 1 : rl.rl_nkeys != 1 ||
-		    strcmp(rl.rl_key[0], expect) != 0) {
+		if (strcmp(expect, "REJECT") == 0 ?
+			rl.rl_nkeys != 0 || rl.rl_refused != 1 :
+			rl.rl_nkeys != 1 || strcmp(rl.rl_key[0], expect) != 0) {
 			snprintf(msg, sizeof(msg), "\"%.300s\": want %.300s",
 			    line, expect);
 			t_fail_at(__FILE__, __LINE__, msg);

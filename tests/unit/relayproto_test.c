@@ -13,18 +13,19 @@
 #include "config.h"
 #include "t.h"
 
-#define NOW		1790000000
-#define CHALLENGE	"0123456789abcdef0123456789abcdef"
-#define SUBID64		"0123456789012345678901234567890123456789" \
-			"012345678901234567890123"
+#define NOW	  1790000000
+#define CHALLENGE "0123456789abcdef0123456789abcdef"
+#define SUBID64 \
+	"0123456789012345678901234567890123456789" \
+	"012345678901234567890123"
 
-static const uint8_t	sk[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-			    13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
-			    25, 26, 27, 28, 29, 30, 31, 32 };
+static const uint8_t sk[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+	15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+	32 };
 
-static struct json_doc		*doc;
-static const struct json	*msg;
-static char			 ans[RELAY_PROTO_ANSWER];
+static struct json_doc	 *doc;
+static const struct json *msg;
+static char		  ans[RELAY_PROTO_ANSWER];
 
 /* relay_proto_message() on s, keeping the document until the next. */
 static enum relay_msg_type
@@ -32,18 +33,19 @@ parse(const char *s)
 {
 	json_free(doc);
 	doc = NULL;
-	return relay_proto_message(s, strlen(s), &doc, &msg, ans,
-	    sizeof(ans));
+	return relay_proto_message(s, strlen(s), &doc, &msg, ans, sizeof(ans));
 }
 
 /* parse(s) is of type t, answered by want ("": none). */
-#define IS(s, t, want) do {						\
-	T_EQ_INT(parse(s), t);						\
-	T_EQ_STR(ans, want);						\
-} while (0)
+#define IS(s, t, want) \
+	do { \
+		T_EQ_INT(parse(s), t); \
+		T_EQ_STR(ans, want); \
+	} while (0)
 
-#define NOT_ARRAY	"invalid: a message must be a JSON array starting " \
-			"with a string"
+#define NOT_ARRAY \
+	"invalid: a message must be a JSON array starting " \
+	"with a string"
 
 static void
 message_types(void)
@@ -61,8 +63,8 @@ message_refusals(void)
 {
 	T_EQ_INT(parse("[\"EVENT\","), RELAY_MSG_BAD);
 	T_CHECK(doc == NULL && msg == NULL);
-	T_CHECK(strncmp(ans, "invalid: bad JSON: ", 19) == 0 &&
-	    strlen(ans) > 19);
+	T_CHECK(
+	    strncmp(ans, "invalid: bad JSON: ", 19) == 0 && strlen(ans) > 19);
 	IS("{\"EVENT\":1}", RELAY_MSG_BAD, NOT_ARRAY);
 	IS("[1,\"EVENT\"]", RELAY_MSG_BAD, NOT_ARRAY);
 	IS("[]", RELAY_MSG_BAD, NOT_ARRAY);
@@ -72,7 +74,8 @@ message_refusals(void)
 	    "invalid: EVENT takes exactly one event");
 	IS("[\"AUTH\",\"x\"]", RELAY_MSG_AUTH,
 	    "invalid: AUTH takes exactly one event");
-	IS("[\"AUTH\"]", RELAY_MSG_AUTH, "invalid: AUTH takes exactly one event");
+	IS("[\"AUTH\"]", RELAY_MSG_AUTH,
+	    "invalid: AUTH takes exactly one event");
 	/* NIP-45 COUNT is not served: an unknown verb. */
 	IS("[\"COUNT\",\"a\",{}]", RELAY_MSG_OTHER,
 	    "error: unknown message type \"COUNT\"");
@@ -81,11 +84,12 @@ message_refusals(void)
 	    "error: unknown message type \"EVENT\"");
 	IS("[\"event\",{}]", RELAY_MSG_OTHER,
 	    "error: unknown message type \"event\"");
-	IS("[\"" SUBID64 "\"]", RELAY_MSG_OTHER, "error: unknown message "
+	IS("[\"" SUBID64 "\"]", RELAY_MSG_OTHER,
+	    "error: unknown message "
 	    "type \"0123456789012345678901234567890123456789\"");
 }
 
-static int	known_calls;
+static int known_calls;
 
 static int
 known_a(const char *id, void *arg)
@@ -99,7 +103,7 @@ static enum relay_answer
 req(const char *s, size_t nsubs, struct relay_req *rq)
 {
 	if (parse(s) != RELAY_MSG_REQ)
-		return (enum relay_answer)-1;
+		return (enum relay_answer) - 1;
 	return relay_proto_req(msg, nsubs, known_a, &known_calls, rq, ans,
 	    sizeof(ans));
 }
@@ -107,18 +111,18 @@ req(const char *s, size_t nsubs, struct relay_req *rq)
 static void
 req_accepts(void)
 {
-	struct relay_req	rq;
+	struct relay_req rq;
 
-	T_EQ_INT(req("[\"REQ\",\"s1\",{\"kinds\":[1]},{\"limit\":3}]", 0,
-	    &rq), RELAY_ANS_NONE);
+	T_EQ_INT(req("[\"REQ\",\"s1\",{\"kinds\":[1]},{\"limit\":3}]", 0, &rq),
+	    RELAY_ANS_NONE);
 	T_EQ_STR(rq.rq_id, "s1");
 	T_EQ_INT(rq.rq_nfilters, 2);
 	T_CHECK(rq.rq_filters[1].f_has_limit);
 	relay_req_free(&rq);
 	/* 64 characters, 50 filters. */
 	{
-		char	s[2048];
-		int	i, n;
+		char s[2048];
+		int  i, n;
 
 		n = snprintf(s, sizeof(s), "[\"REQ\",\"%s\"", SUBID64);
 		for (i = 0; i < RELAY_MAX_FILTERS; i++)
@@ -150,7 +154,7 @@ req_accepts(void)
 static void
 req_refusals(void)
 {
-	struct relay_req	rq;
+	struct relay_req rq;
 
 	T_EQ_INT(req("[\"REQ\"]", 0, &rq), RELAY_ANS_NOTICE);
 	T_EQ_STR(ans, "invalid: REQ needs a subscription id string");
@@ -169,7 +173,8 @@ req_refusals(void)
 	T_EQ_STR(rq.rq_closed_id, "s");
 	T_EQ_INT(req("[\"REQ\",\"b\",{}]", RELAY_MAX_SUBS, &rq),
 	    RELAY_ANS_CLOSED);
-	T_EQ_STR(ans, "blocked: too many subscriptions (at most 200 per "
+	T_EQ_STR(ans,
+	    "blocked: too many subscriptions (at most 200 per "
 	    "connection)");
 	T_EQ_INT(req("[\"REQ\",\"s\",{},[]]", 0, &rq), RELAY_ANS_CLOSED);
 	T_EQ_STR(ans, "invalid: a filter must be a JSON object");
@@ -185,21 +190,20 @@ static enum relay_answer
 close_id(const char *s, const char **idp)
 {
 	if (parse(s) != RELAY_MSG_CLOSE)
-		return (enum relay_answer)-1;
+		return (enum relay_answer) - 1;
 	return relay_proto_close(msg, idp, ans, sizeof(ans));
 }
 
 static void
 close_msgs(void)
 {
-	const char	*id;
+	const char *id;
 
 	T_EQ_INT(close_id("[\"CLOSE\",\"s1\"]", &id), RELAY_ANS_NONE);
 	T_EQ_STR(id, "s1");
 	T_EQ_STR(ans, "");
 	/* No REQ opened an id with a NUL: nothing to drop. */
-	T_EQ_INT(close_id("[\"CLOSE\",\"s\\u0000x\"]", &id),
-	    RELAY_ANS_NONE);
+	T_EQ_INT(close_id("[\"CLOSE\",\"s\\u0000x\"]", &id), RELAY_ANS_NONE);
 	T_CHECK(id == NULL);
 	T_EQ_INT(close_id("[\"CLOSE\"]", &id), RELAY_ANS_NOTICE);
 	T_EQ_STR(ans, "invalid: CLOSE needs a subscription id string");
@@ -212,13 +216,12 @@ close_msgs(void)
  * from (if set) by to in it; returns the event or NULL (okid, m set).
  */
 static struct event *
-check(const char *json, const char *from, const char *to,
-    const char *challenge, const struct policy *pl, char okid[65],
-    char *m, size_t mlen)
+check(const char *json, const char *from, const char *to, const char *challenge,
+    const struct policy *pl, char okid[65], char *m, size_t mlen)
 {
-	char		 s[8192];
-	const char	*p;
-	size_t		 off;
+	char	    s[8192];
+	const char *p;
+	size_t	    off;
 
 	if (from && (p = strstr(json, from)) != NULL) {
 		off = (size_t)(p - json);
@@ -235,44 +238,45 @@ check(const char *json, const char *from, const char *to,
 static void
 event_checks(void)
 {
-	struct event	*ev, *got;
-	char		 okid[65], m[512], tags[40000];
-	size_t		 i, n;
+	struct event *ev, *got;
+	char	      okid[65], m[512], tags[40000];
+	size_t	      i, n;
 
 	T_ASSERT((ev = event_new_signed(sk, NOW, 1, "[[\"t\",\"x\"]]",
-	    "hello")) != NULL);
+		      "hello")) != NULL);
 	T_ASSERT((got = check(ev->json, NULL, NULL, NULL, NULL, okid, m,
-	    sizeof(m))) != NULL);
+		      sizeof(m))) != NULL);
 	T_EQ_STR(okid, ev->id_hex);
 	T_EQ_STR(got->id_hex, ev->id_hex);
 	event_destroy(got);
 	/* The content changed: the id no longer matches. */
 	T_CHECK(check(ev->json, "hello", "hellp", NULL, NULL, okid, m,
-	    sizeof(m)) == NULL);
+		    sizeof(m)) == NULL);
 	T_EQ_STR(m, "invalid: event id does not match its content");
 	T_EQ_STR(okid, ev->id_hex);
 	/* Not an event: the OK names the id as sent. */
 	T_CHECK(check(ev->json, "\"kind\":1", "\"kind\":\"1\"", NULL, NULL,
-	    okid, m, sizeof(m)) == NULL);
+		    okid, m, sizeof(m)) == NULL);
 	T_CHECK(strncmp(m, "invalid: ", 9) == 0);
 	T_EQ_STR(okid, ev->id_hex);
 	T_CHECK(check("{\"id\":\"short\"}", NULL, NULL, NULL, NULL, okid, m,
-	    sizeof(m)) == NULL);
+		    sizeof(m)) == NULL);
 	T_EQ_STR(okid, "");
 	event_destroy(ev);
 
 	/* created_at against the clock the caller passes. */
 	T_ASSERT((ev = event_new_signed(sk, NOW + RELAY_CREATED_AT_AHEAD, 1,
-	    NULL, "")) != NULL);
+		      NULL, "")) != NULL);
 	T_ASSERT((got = check(ev->json, NULL, NULL, NULL, NULL, okid, m,
-	    sizeof(m))) != NULL);
+		      sizeof(m))) != NULL);
 	event_destroy(got);
 	event_destroy(ev);
-	T_ASSERT((ev = event_new_signed(sk, NOW + RELAY_CREATED_AT_AHEAD + 1,
-	    1, NULL, "")) != NULL);
-	T_CHECK(check(ev->json, NULL, NULL, NULL, NULL, okid, m,
-	    sizeof(m)) == NULL);
-	T_EQ_STR(m, "invalid: created_at is more than 900 seconds in the "
+	T_ASSERT((ev = event_new_signed(sk, NOW + RELAY_CREATED_AT_AHEAD + 1, 1,
+		      NULL, "")) != NULL);
+	T_CHECK(check(ev->json, NULL, NULL, NULL, NULL, okid, m, sizeof(m)) ==
+	    NULL);
+	T_EQ_STR(m,
+	    "invalid: created_at is more than 900 seconds in the "
 	    "future");
 	T_CHECK(relay_proto_check_event(ev, NOW + 1, m, sizeof(m)) == 0);
 	event_destroy(ev);
@@ -297,9 +301,9 @@ event_checks(void)
 static void
 event_content_length(void)
 {
-	struct event	*ev;
-	char		*c, m[512];
-	size_t		 i;
+	struct event *ev;
+	char	     *c, m[512];
+	size_t	      i;
 
 	/* Characters, not bytes: "é" is two bytes, one character. */
 	T_ASSERT((c = malloc(2 * RELAY_MAX_CONTENT + 2)) != NULL);
@@ -320,35 +324,39 @@ event_content_length(void)
 static void
 auth_events(void)
 {
-	static struct config	 cfg = { .domain = "relay.example" };
-	struct policy		 pl;
-	struct event		*ev, *got;
-	char			 okid[65], m[512];
+	static struct config cfg = { .domain = "relay.example" };
+	struct policy	     pl;
+	struct event	    *ev, *got;
+	char		     okid[65], m[512];
 
 	T_ASSERT(policy_init(&pl, &cfg, m, sizeof(m)) == 0);
-	T_ASSERT((ev = event_new_signed(sk, NOW, 22242, "[[\"relay\","
-	    "\"wss://relay.example/\"],[\"challenge\",\"" CHALLENGE "\"]]",
-	    "")) != NULL);
+	T_ASSERT(
+	    (ev = event_new_signed(sk, NOW, 22242,
+		 "[[\"relay\","
+		 "\"wss://relay.example/\"],[\"challenge\",\"" CHALLENGE "\"]]",
+		 "")) != NULL);
 	T_ASSERT((got = check(ev->json, NULL, NULL, CHALLENGE, &pl, okid, m,
-	    sizeof(m))) != NULL);
+		      sizeof(m))) != NULL);
 	T_EQ_STR(okid, ev->id_hex);
 	event_destroy(got);
 	/* Another connection's challenge. */
-	T_CHECK(check(ev->json, NULL, NULL, "ffff", &pl, okid, m,
-	    sizeof(m)) == NULL);
+	T_CHECK(check(ev->json, NULL, NULL, "ffff", &pl, okid, m, sizeof(m)) ==
+	    NULL);
 	T_CHECK(strncmp(m, "invalid: ", 9) == 0);
 	T_EQ_STR(okid, ev->id_hex);
 	/* An AUTH event is not an EVENT's: the EVENT checks pass it. */
 	T_ASSERT((got = check(ev->json, NULL, NULL, NULL, &pl, okid, m,
-	    sizeof(m))) != NULL);
+		      sizeof(m))) != NULL);
 	event_destroy(got);
 	event_destroy(ev);
 	/* A kind 1 event is no AUTH. */
-	T_ASSERT((ev = event_new_signed(sk, NOW, 1, "[[\"relay\","
-	    "\"wss://relay.example/\"],[\"challenge\",\"" CHALLENGE "\"]]",
-	    "")) != NULL);
+	T_ASSERT(
+	    (ev = event_new_signed(sk, NOW, 1,
+		 "[[\"relay\","
+		 "\"wss://relay.example/\"],[\"challenge\",\"" CHALLENGE "\"]]",
+		 "")) != NULL);
 	T_CHECK(check(ev->json, NULL, NULL, CHALLENGE, &pl, okid, m,
-	    sizeof(m)) == NULL);
+		    sizeof(m)) == NULL);
 	T_CHECK(strncmp(m, "invalid: ", 9) == 0);
 	event_destroy(ev);
 }

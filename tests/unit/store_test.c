@@ -23,26 +23,26 @@
 #include "mem.h"
 #include "tunit_strv.h"
 
-static const uint8_t	 sk1[32] = { [0 ... 31] = 0x11 };
-static const uint8_t	 sk2[32] = { [0 ... 31] = 0x22 };
-static const uint8_t	 sk3[32] = { [0 ... 31] = 0x33 };
+static const uint8_t sk1[32] = { [0 ... 31] = 0x11 };
+static const uint8_t sk2[32] = { [0 ... 31] = 0x22 };
+static const uint8_t sk3[32] = { [0 ... 31] = 0x33 };
 
-#define NOW	1000000
-#define FLEN	12288	/* room for one filter's text */
+#define NOW	 1000000
+#define FLEN	 12288 /* room for one filter's text */
 /* Tags JSON holding one d tag. */
-#define D_TAG(v)	"[[\"d\",\"" v "\"]]"
+#define D_TAG(v) "[[\"d\",\"" v "\"]]"
 
-static char	 tmpdir[64];
-static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "store_test" };
-static int	 dbcount;
-static char	 err[256];
+static char		tmpdir[64];
+static struct tdir_prog tp = { tmpdir, sizeof(tmpdir), "store_test" };
+static int		dbcount;
+static char		err[256];
 
 /* A fresh store in its own file under tmpdir. */
 static struct store *
 fresh(void)
 {
-	char		 path[128];
-	struct store	*s;
+	char	      path[128];
+	struct store *s;
 
 	snprintf(path, sizeof(path), "%s/db%d/graspd.db", tmpdir, ++dbcount);
 	s = store_open(path, 0, err, sizeof(err));
@@ -52,11 +52,11 @@ fresh(void)
 }
 
 static struct event *
-ev_new(const uint8_t *sk, int64_t created_at, uint32_t kind,
-    const char *tags, const char *content)
+ev_new(const uint8_t *sk, int64_t created_at, uint32_t kind, const char *tags,
+    const char *content)
 {
-	struct event	*ev = event_new_signed(sk, created_at, kind, tags,
-	    content);
+	struct event *ev =
+	    event_new_signed(sk, created_at, kind, tags, content);
 
 	if (ev == NULL) {
 		printf("# event_new_signed failed for tags %s\n",
@@ -68,16 +68,16 @@ ev_new(const uint8_t *sk, int64_t created_at, uint32_t kind,
 
 /* What a query delivered. */
 struct coll {
-	size_t	  n;
-	char	**json;
-	int64_t	 *seq;
-	size_t	  stop_after;	/* 0: never stop */
+	size_t	 n;
+	char   **json;
+	int64_t *seq;
+	size_t	 stop_after; /* 0: never stop */
 };
 
 static int
 collect(const char *json, size_t len, int64_t seq, void *arg)
 {
-	struct coll	*c = arg;
+	struct coll *c = arg;
 
 	c->json = realloc(c->json, (c->n + 1) * sizeof(*c->json));
 	c->seq = realloc(c->seq, (c->n + 1) * sizeof(*c->seq));
@@ -104,7 +104,7 @@ coll_free(struct coll *c)
 static int
 coll_is(const struct coll *c, struct event *const *exp, size_t n)
 {
-	size_t	i;
+	size_t i;
 
 	if (c->n != n) {
 		printf("# got %zu events, expected %zu\n", c->n, n);
@@ -121,12 +121,12 @@ coll_is(const struct coll *c, struct event *const *exp, size_t n)
 static int
 parse_filter(const char *text, struct filter *f)
 {
-	struct json_doc	*doc = NULL;
+	struct json_doc *doc = NULL;
 	struct json	*j;
 	int		 r;
 
-	if ((j = json_parse(text, strlen(text), &doc, err,
-	    sizeof(err))) == NULL) {
+	if ((j = json_parse(text, strlen(text), &doc, err, sizeof(err))) ==
+	    NULL) {
 		printf("# bad filter JSON %s: %s\n", text, err);
 		return -1;
 	}
@@ -139,11 +139,11 @@ parse_filter(const char *text, struct filter *f)
 
 /* Runs one filter (text) through store_query into c; returns its result. */
 static int
-query1(struct store *s, const char *text, size_t max, size_t def,
-    int64_t now, struct coll *c)
+query1(struct store *s, const char *text, size_t max, size_t def, int64_t now,
+    struct coll *c)
 {
-	struct filter	f;
-	int		r;
+	struct filter f;
+	int	      r;
 
 	if (parse_filter(text, &f) != 0)
 		return -2;
@@ -155,8 +155,8 @@ query1(struct store *s, const char *text, size_t max, size_t def,
 static int
 count_of(struct store *s, const char *text)
 {
-	struct coll	c = { 0 };
-	int		r = query1(s, text, 100000, 100000, NOW, &c);
+	struct coll c = { 0 };
+	int	    r = query1(s, text, 100000, 100000, NOW, &c);
 
 	coll_free(&c);
 	return r;
@@ -165,34 +165,34 @@ count_of(struct store *s, const char *text)
 static void
 db_open_creates_parents_sets_pragmas_and_migrates_once(void)
 {
-	sqlite3		*db;
-	sqlite3_stmt	*st;
-	char		 path[128];
-	const char	*checks[][2] = {
-		{ "PRAGMA journal_mode", "wal" },
-		{ "PRAGMA foreign_keys", "1" },
-		{ "PRAGMA synchronous", "1" },
-		{ "PRAGMA busy_timeout", "5000" },
+	sqlite3	     *db;
+	sqlite3_stmt *st;
+	char	      path[128];
+	const char   *checks[][2] = {
+		  { "PRAGMA journal_mode", "wal" },
+		  { "PRAGMA foreign_keys", "1" },
+		  { "PRAGMA synchronous", "1" },
+		  { "PRAGMA busy_timeout", "5000" },
 	};
-	size_t		 i;
-	int		 pass;
+	size_t i;
+	int    pass;
 
 	snprintf(path, sizeof(path), "%s/a/b/c/graspd.db", tmpdir);
 	T_CHECK(db_open(path, DB_READONLY, &db, err, sizeof(err)) == -1);
 	T_CHECK(db == NULL);
 	for (pass = 0; pass < 3; pass++) {
 		T_ASSERT(db_open(path, pass == 2 ? DB_READONLY : 0, &db, err,
-		    sizeof(err)) == 0);
+			     sizeof(err)) == 0);
 		for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
 			T_ASSERT(sqlite3_prepare_v2(db, checks[i][0], -1, &st,
-			    NULL) == SQLITE_OK);
+				     NULL) == SQLITE_OK);
 			T_ASSERT(sqlite3_step(st) == SQLITE_ROW);
 			T_CHECK(strcmp((const char *)sqlite3_column_text(st, 0),
-			    checks[i][1]) == 0);
+				    checks[i][1]) == 0);
 			sqlite3_finalize(st);
 		}
-		T_ASSERT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1,
-		    &st, NULL) == SQLITE_OK);
+		T_ASSERT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st,
+			     NULL) == SQLITE_OK);
 		T_ASSERT(sqlite3_step(st) == SQLITE_ROW);
 		T_CHECK(sqlite3_column_int(st, 0) == db_schema_version());
 		sqlite3_finalize(st);
@@ -201,7 +201,7 @@ db_open_creates_parents_sets_pragmas_and_migrates_once(void)
 	/* A schema newer than this program's is refused. */
 	T_ASSERT(db_open(path, 0, &db, err, sizeof(err)) == 0);
 	T_ASSERT(sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL,
-	    NULL) == SQLITE_OK);
+		     NULL) == SQLITE_OK);
 	db_close(db);
 	T_CHECK(db_open(path, 0, &db, err, sizeof(err)) == -1);
 	T_CHECK(strstr(err, "newer") != NULL);
@@ -210,9 +210,9 @@ db_open_creates_parents_sets_pragmas_and_migrates_once(void)
 static void
 put_stores_once_then_reports_duplicate(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev = ev_new(sk1, 100, 1, "[[\"t\",\"x\"]]", "hi");
-	int64_t		 seq = 0, seq2 = 0;
+	struct store *s = fresh();
+	struct event *ev = ev_new(sk1, 100, 1, "[[\"t\",\"x\"]]", "hi");
+	int64_t	      seq = 0, seq2 = 0;
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_has_id(s, ev->id) == 0);
@@ -229,8 +229,8 @@ put_stores_once_then_reports_duplicate(void)
 static void
 put_refuses_ephemeral_kinds(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev = ev_new(sk1, 100, 20001, NULL, "");
+	struct store *s = fresh();
+	struct event *ev = ev_new(sk1, 100, 20001, NULL, "");
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, ev, NULL) == STORE_ERROR);
@@ -242,11 +242,11 @@ put_refuses_ephemeral_kinds(void)
 static void
 replaceable_newer_wins_older_refused(void)
 {
-	struct store	*s = fresh();
-	struct event	*a = ev_new(sk1, 100, 10002, NULL, "a");
-	struct event	*b = ev_new(sk1, 200, 10002, NULL, "b");
-	struct event	*c = ev_new(sk1, 150, 10002, NULL, "c");
-	struct event	*other = ev_new(sk2, 50, 10002, NULL, "o");
+	struct store *s = fresh();
+	struct event *a = ev_new(sk1, 100, 10002, NULL, "a");
+	struct event *b = ev_new(sk1, 200, 10002, NULL, "b");
+	struct event *c = ev_new(sk1, 150, 10002, NULL, "c");
+	struct event *other = ev_new(sk2, 50, 10002, NULL, "o");
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, a, NULL) == STORE_OK);
@@ -273,10 +273,10 @@ replaceable_newer_wins_older_refused(void)
 static void
 replaceable_tie_keeps_lower_id_in_both_orders(void)
 {
-	struct event	*x = ev_new(sk1, 100, 0, NULL, "x");
-	struct event	*y = ev_new(sk1, 100, 0, NULL, "y");
-	struct event	*lo, *hi;
-	struct store	*s;
+	struct event *x = ev_new(sk1, 100, 0, NULL, "x");
+	struct event *y = ev_new(sk1, 100, 0, NULL, "y");
+	struct event *lo, *hi;
+	struct store *s;
 
 	if (memcmp(x->id, y->id, 32) < 0)
 		lo = x, hi = y;
@@ -304,13 +304,13 @@ replaceable_tie_keeps_lower_id_in_both_orders(void)
 static void
 addressable_kept_per_d(void)
 {
-	struct store	*s = fresh();
-	struct event	*a1 = ev_new(sk1, 100, 30617, D_TAG("a"), "1");
-	struct event	*b1 = ev_new(sk1, 100, 30617, D_TAG("b"), "2");
-	struct event	*a2 = ev_new(sk1, 200, 30617, D_TAG("a"), "3");
-	struct event	*nod = ev_new(sk1, 100, 30617, NULL, "4");
-	struct event	*empty = ev_new(sk1, 300, 30617, D_TAG(""), "5");
-	struct event	*k2 = ev_new(sk1, 100, 30618, D_TAG("a"), "6");
+	struct store *s = fresh();
+	struct event *a1 = ev_new(sk1, 100, 30617, D_TAG("a"), "1");
+	struct event *b1 = ev_new(sk1, 100, 30617, D_TAG("b"), "2");
+	struct event *a2 = ev_new(sk1, 200, 30617, D_TAG("a"), "3");
+	struct event *nod = ev_new(sk1, 100, 30617, NULL, "4");
+	struct event *empty = ev_new(sk1, 300, 30617, D_TAG(""), "5");
+	struct event *k2 = ev_new(sk1, 100, 30618, D_TAG("a"), "6");
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, a1, NULL) == STORE_OK);
@@ -342,11 +342,11 @@ addressable_kept_per_d(void)
 
 /* A kind 5 by sk naming the given e ids and a coordinates. */
 static struct event *
-deletion(const uint8_t *sk, int64_t created_at, const char *e1,
-    const char *e2, const char *a1)
+deletion(const uint8_t *sk, int64_t created_at, const char *e1, const char *e2,
+    const char *a1)
 {
-	char	tags[1024];
-	size_t	len;
+	char   tags[1024];
+	size_t len;
 
 	len = (size_t)snprintf(tags, sizeof(tags), "[[\"k\",\"1\"]");
 	if (e1 != NULL)
@@ -365,9 +365,9 @@ deletion(const uint8_t *sk, int64_t created_at, const char *e1,
 static void
 deletion_by_e_removes_own_event_and_blocks_it(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev = ev_new(sk1, 100, 1, "[[\"t\",\"x\"]]", "x");
-	struct event	*del = deletion(sk1, 200, ev->id_hex, NULL, NULL);
+	struct store *s = fresh();
+	struct event *ev = ev_new(sk1, 100, 1, "[[\"t\",\"x\"]]", "x");
+	struct event *del = deletion(sk1, 200, ev->id_hex, NULL, NULL);
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
@@ -389,11 +389,11 @@ deletion_by_e_removes_own_event_and_blocks_it(void)
 static void
 deletion_naming_another_authors_event_is_refused_whole(void)
 {
-	struct store	*s = fresh();
-	struct event	*theirs = ev_new(sk1, 100, 1, NULL, "theirs");
-	struct event	*mine = ev_new(sk2, 100, 1, NULL, "mine");
-	struct event	*del = deletion(sk2, 200, mine->id_hex,
-	    theirs->id_hex, NULL);
+	struct store *s = fresh();
+	struct event *theirs = ev_new(sk1, 100, 1, NULL, "theirs");
+	struct event *mine = ev_new(sk2, 100, 1, NULL, "mine");
+	struct event *del =
+	    deletion(sk2, 200, mine->id_hex, theirs->id_hex, NULL);
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, theirs, NULL) == STORE_OK);
@@ -412,12 +412,12 @@ deletion_naming_another_authors_event_is_refused_whole(void)
 static void
 deletion_before_arrival_blocks_only_the_same_author(void)
 {
-	struct store	*s = fresh();
-	struct event	*own = ev_new(sk1, 100, 1, NULL, "own");
-	struct event	*foreign = ev_new(sk2, 100, 1, NULL, "foreign");
+	struct store *s = fresh();
+	struct event *own = ev_new(sk1, 100, 1, NULL, "own");
+	struct event *foreign = ev_new(sk2, 100, 1, NULL, "foreign");
 	/* sk1 names both ids before either is stored. */
-	struct event	*del = deletion(sk1, 200, own->id_hex,
-	    foreign->id_hex, NULL);
+	struct event *del =
+	    deletion(sk1, 200, own->id_hex, foreign->id_hex, NULL);
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, del, NULL) == STORE_OK);
@@ -434,12 +434,12 @@ deletion_before_arrival_blocks_only_the_same_author(void)
 static void
 deleting_a_deletion_has_no_effect(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev = ev_new(sk1, 100, 1, NULL, "x");
-	struct event	*del1 = deletion(sk1, 200, ev->id_hex, NULL, NULL);
-	struct event	*del3 = deletion(sk1, 210, NULL, NULL, NULL);
-	struct event	*del2 = deletion(sk1, 300, del1->id_hex,
-	    del3->id_hex, NULL);
+	struct store *s = fresh();
+	struct event *ev = ev_new(sk1, 100, 1, NULL, "x");
+	struct event *del1 = deletion(sk1, 200, ev->id_hex, NULL, NULL);
+	struct event *del3 = deletion(sk1, 210, NULL, NULL, NULL);
+	struct event *del2 =
+	    deletion(sk1, 300, del1->id_hex, del3->id_hex, NULL);
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
@@ -459,17 +459,13 @@ deleting_a_deletion_has_no_effect(void)
 static void
 deletion_by_a_removes_versions_up_to_its_time(void)
 {
-	struct store	*s = fresh();
-	struct event	*v100 = ev_new(sk1, 100, 30617, "[[\"d\",\"r:x\"]]",
-	    "1");
-	struct event	*v150 = ev_new(sk1, 150, 30617, "[[\"d\",\"r:x\"]]",
-	    "2");
-	struct event	*v151 = ev_new(sk1, 151, 30617, "[[\"d\",\"r:x\"]]",
-	    "3");
-	struct event	*otherd = ev_new(sk1, 100, 30617, "[[\"d\",\"r\"]]",
-	    "4");
-	struct event	*del;
-	char		 coord[128];
+	struct store *s = fresh();
+	struct event *v100 = ev_new(sk1, 100, 30617, "[[\"d\",\"r:x\"]]", "1");
+	struct event *v150 = ev_new(sk1, 150, 30617, "[[\"d\",\"r:x\"]]", "2");
+	struct event *v151 = ev_new(sk1, 151, 30617, "[[\"d\",\"r:x\"]]", "3");
+	struct event *otherd = ev_new(sk1, 100, 30617, "[[\"d\",\"r\"]]", "4");
+	struct event *del;
+	char	      coord[128];
 
 	/* d holds a colon: the coordinate splits on the first two only. */
 	snprintf(coord, sizeof(coord), "30617:%s:r:x", v100->pubkey_hex);
@@ -503,10 +499,10 @@ deletion_by_a_removes_versions_up_to_its_time(void)
 static void
 deletion_by_a_of_another_pubkey_is_refused(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev = ev_new(sk1, 100, 30617, D_TAG("r"), "1");
-	struct event	*del;
-	char		 coord[128];
+	struct store *s = fresh();
+	struct event *ev = ev_new(sk1, 100, 30617, D_TAG("r"), "1");
+	struct event *del;
+	char	      coord[128];
 
 	snprintf(coord, sizeof(coord), "30617:%s:r", ev->pubkey_hex);
 	del = deletion(sk2, 200, NULL, NULL, coord);
@@ -523,11 +519,11 @@ deletion_by_a_of_another_pubkey_is_refused(void)
 static void
 expired_events_hidden_on_read_but_in_feed(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev = ev_new(sk1, 100, 1,
-	    "[[\"expiration\",\"1000\"]]", "x");
-	struct event	*keep = ev_new(sk1, 90, 1, NULL, "y");
-	struct coll	 c = { 0 };
+	struct store *s = fresh();
+	struct event *ev =
+	    ev_new(sk1, 100, 1, "[[\"expiration\",\"1000\"]]", "x");
+	struct event *keep = ev_new(sk1, 90, 1, NULL, "y");
+	struct coll   c = { 0 };
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
@@ -549,11 +545,11 @@ expired_events_hidden_on_read_but_in_feed(void)
 static void
 limit_default_and_max_clamp(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev[20];
-	struct coll	 c = { 0 };
-	char		 text[1024];
-	size_t		 i, len;
+	struct store *s = fresh();
+	struct event *ev[20];
+	struct coll   c = { 0 };
+	char	      text[1024];
+	size_t	      i, len;
 
 	T_ASSERT(s != NULL);
 	for (i = 0; i < 20; i++) {
@@ -590,11 +586,11 @@ limit_default_and_max_clamp(void)
 static void
 ordering_newest_first_ties_by_lowest_id(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev[8], *exp[8], *tmp;
-	struct coll	 c = { 0 };
-	size_t		 i, j;
-	char		 content[8];
+	struct store *s = fresh();
+	struct event *ev[8], *exp[8], *tmp;
+	struct coll   c = { 0 };
+	size_t	      i, j;
+	char	      content[8];
 
 	T_ASSERT(s != NULL);
 	for (i = 0; i < 8; i++) {
@@ -607,7 +603,7 @@ ordering_newest_first_ties_by_lowest_id(void)
 		for (j = i + 1; j < 8; j++)
 			if (exp[j]->created_at > exp[i]->created_at ||
 			    (exp[j]->created_at == exp[i]->created_at &&
-			    memcmp(exp[j]->id, exp[i]->id, 32) < 0)) {
+				memcmp(exp[j]->id, exp[i]->id, 32) < 0)) {
 				tmp = exp[i];
 				exp[i] = exp[j];
 				exp[j] = tmp;
@@ -623,14 +619,14 @@ ordering_newest_first_ties_by_lowest_id(void)
 static void
 query_dedupes_across_filters_and_stops_on_request(void)
 {
-	struct store	*s = fresh();
-	struct event	*a = ev_new(sk1, 100, 1, NULL, "a");
-	struct event	*b = ev_new(sk1, 101, 7, NULL, "b");
-	struct event	*c2 = ev_new(sk2, 102, 1, NULL, "c");
-	struct filter	 f[3];
-	struct coll	 c = { 0 };
-	char		 text[256];
-	size_t		 i;
+	struct store *s = fresh();
+	struct event *a = ev_new(sk1, 100, 1, NULL, "a");
+	struct event *b = ev_new(sk1, 101, 7, NULL, "b");
+	struct event *c2 = ev_new(sk2, 102, 1, NULL, "c");
+	struct filter f[3];
+	struct coll   c = { 0 };
+	char	      text[256];
+	size_t	      i;
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, a, NULL) == STORE_OK);
@@ -643,7 +639,7 @@ query_dedupes_across_filters_and_stops_on_request(void)
 	T_CHECK(store_query(s, f, 3, 100, 100, NOW, collect, &c) == 3);
 	/* First filter's results in its order, then the new ones. */
 	{
-		struct event	*exp[] = { b, a, c2 };
+		struct event *exp[] = { b, a, c2 };
 
 		T_CHECK(coll_is(&c, exp, 3));
 	}
@@ -660,7 +656,7 @@ query_dedupes_across_filters_and_stops_on_request(void)
 }
 
 /* xorshift: a reproducible event set. */
-static uint64_t	rng_state = 0x9e3779b97f4a7c15ULL;
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
 static uint32_t
 rng(uint32_t n)
@@ -671,8 +667,8 @@ rng(uint32_t n)
 static int
 cmp_newest(const void *x, const void *y)
 {
-	const struct event	*a = *(struct event *const *)x;
-	const struct event	*b = *(struct event *const *)y;
+	const struct event *a = *(struct event *const *)x;
+	const struct event *b = *(struct event *const *)y;
 
 	if (a->created_at != b->created_at)
 		return a->created_at > b->created_at ? -1 : 1;
@@ -682,20 +678,20 @@ cmp_newest(const void *x, const void *y)
 static void
 query_results_equal_filter_match(void)
 {
-	enum { NEV = 400 };
-	static const uint32_t	 kinds[] = {
-		1, 7, 1617, 1621, 30617, 10002
+	enum {
+		NEV = 400
 	};
-	const uint8_t		*keys[] = { sk1, sk2, sk3 };
-	struct store		*s = fresh();
-	struct event		*ev[NEV], *exp[NEV];
-	char			 pk[3][65], tags[1024], content[32];
-	static char		 filters[40][FLEN];
-	struct filter		 f[40];
-	struct coll		 c = { 0 };
-	int64_t			 now = 1050;
-	size_t			 i, j, nf = 0, nexp, len;
-	uint8_t			 pkb[32];
+	static const uint32_t kinds[] = { 1, 7, 1617, 1621, 30617, 10002 };
+	const uint8_t	     *keys[] = { sk1, sk2, sk3 };
+	struct store	     *s = fresh();
+	struct event	     *ev[NEV], *exp[NEV];
+	char		      pk[3][65], tags[1024], content[32];
+	static char	      filters[40][FLEN];
+	struct filter	      f[40];
+	struct coll	      c = { 0 };
+	int64_t		      now = 1050;
+	size_t		      i, j, nf = 0, nexp, len;
+	uint8_t		      pkb[32];
 
 	T_ASSERT(s != NULL);
 	for (i = 0; i < 3; i++) {
@@ -732,8 +728,8 @@ query_results_equal_filter_match(void)
 			    ",[\"expiration\",\"%u\"]", 1000 + rng(100));
 		snprintf(tags + len, sizeof(tags) - len, "]");
 		snprintf(content, sizeof(content), "event %zu", i);
-		ev[i] = ev_new(keys[rng(3)], 1000 + rng(40), kind, tags,
-		    content);
+		ev[i] =
+		    ev_new(keys[rng(3)], 1000 + rng(40), kind, tags, content);
 		enum store_result r = store_put(s, ev[i], NULL);
 		T_CHECK(r == STORE_OK || r == STORE_REPLACED);
 	}
@@ -742,14 +738,18 @@ query_results_equal_filter_match(void)
 	snprintf(filters[nf++], FLEN, "{\"kinds\":[1]}");
 	snprintf(filters[nf++], FLEN, "{\"kinds\":[1,7],\"limit\":10}");
 	snprintf(filters[nf++], FLEN, "{\"authors\":[\"%s\"]}", pk[0]);
-	snprintf(filters[nf++], FLEN, "{\"authors\":[\"%s\",\"%s\"],"
-	    "\"kinds\":[1621]}", pk[1], pk[2]);
+	snprintf(filters[nf++], FLEN,
+	    "{\"authors\":[\"%s\",\"%s\"],"
+	    "\"kinds\":[1621]}",
+	    pk[1], pk[2]);
 	snprintf(filters[nf++], FLEN, "{\"#t\":[\"a\"]}");
 	snprintf(filters[nf++], FLEN, "{\"#t\":[\"a\",\"b\"],\"kinds\":[1]}");
-	snprintf(filters[nf++], FLEN, "{\"#e\":[\"%s\",\"%s\"]}",
-	    ev[3]->id_hex, ev[10]->id_hex);
-	snprintf(filters[nf++], FLEN, "{\"#p\":[\"%s\"],\"since\":1010,"
-	    "\"until\":1030}", pk[1]);
+	snprintf(filters[nf++], FLEN, "{\"#e\":[\"%s\",\"%s\"]}", ev[3]->id_hex,
+	    ev[10]->id_hex);
+	snprintf(filters[nf++], FLEN,
+	    "{\"#p\":[\"%s\"],\"since\":1010,"
+	    "\"until\":1030}",
+	    pk[1]);
 	snprintf(filters[nf++], FLEN, "{\"ids\":[\"%s\",\"%s\",\"%s\"]}",
 	    ev[0]->id_hex, ev[5]->id_hex, ev[399]->id_hex);
 	snprintf(filters[nf++], FLEN, "{\"kinds\":[30617],\"#d\":[\"r1\"]}");
@@ -758,45 +758,63 @@ query_results_equal_filter_match(void)
 	snprintf(filters[nf++], FLEN, "{\"until\":1005,\"limit\":3}");
 	snprintf(filters[nf++], FLEN, "{\"#t\":[\"x\"]}");
 	snprintf(filters[nf++], FLEN, "{\"#t\":[\"y\"]}");
-	snprintf(filters[nf++], FLEN, "{\"#t\":[\"c\"],\"#p\":[\"%s\"],"
-	    "\"authors\":[\"%s\"]}", pk[0], pk[1]);
+	snprintf(filters[nf++], FLEN,
+	    "{\"#t\":[\"c\"],\"#p\":[\"%s\"],"
+	    "\"authors\":[\"%s\"]}",
+	    pk[0], pk[1]);
 	snprintf(filters[nf++], FLEN, "{\"kinds\":[10002,30617],\"limit\":7}");
 	/* Two arms finding the same event (two p tags) return it once. */
-	snprintf(filters[nf++], FLEN, "{\"#p\":[\"%s\",\"%s\"],"
-	    "\"limit\":40}", pk[0], pk[1]);
-	snprintf(filters[nf++], FLEN, "{\"kinds\":[1621],\"since\":1010,"
+	snprintf(filters[nf++], FLEN,
+	    "{\"#p\":[\"%s\",\"%s\"],"
+	    "\"limit\":40}",
+	    pk[0], pk[1]);
+	snprintf(filters[nf++], FLEN,
+	    "{\"kinds\":[1621],\"since\":1010,"
 	    "\"until\":1020}");
-	snprintf(filters[nf++], FLEN, "{\"authors\":[\"%s\"],\"until\":1020,"
-	    "\"limit\":5}", pk[2]);
+	snprintf(filters[nf++], FLEN,
+	    "{\"authors\":[\"%s\"],\"until\":1020,"
+	    "\"limit\":5}",
+	    pk[2]);
 	/* Too many kinds, or authors x kinds, for one scan per value. */
-	snprintf(filters[nf++], FLEN, "{\"kinds\":[1,2,3,4,5,6,7,8,9,10,11,"
+	snprintf(filters[nf++], FLEN,
+	    "{\"kinds\":[1,2,3,4,5,6,7,8,9,10,11,"
 	    "12,13,14,15,16,17,1617],\"limit\":30}");
-	snprintf(filters[nf++], FLEN, "{\"authors\":[\"%s\",\"%s\",\"%s\"],"
-	    "\"kinds\":[1,2,3,4,5,6,7],\"limit\":25}", pk[0], pk[1], pk[2]);
+	snprintf(filters[nf++], FLEN,
+	    "{\"authors\":[\"%s\",\"%s\",\"%s\"],"
+	    "\"kinds\":[1,2,3,4,5,6,7],\"limit\":25}",
+	    pk[0], pk[1], pk[2]);
 	/* More authors than arms, and authors x kinds beyond the arms. */
-	len = (size_t)snprintf(filters[nf], FLEN, "{\"limit\":15,"
-	    "\"authors\":[\"%s\"", pk[0]);
+	len = (size_t)snprintf(filters[nf], FLEN,
+	    "{\"limit\":15,"
+	    "\"authors\":[\"%s\"",
+	    pk[0]);
 	for (j = 0; j < 129; j++)
 		len += (size_t)snprintf(filters[nf] + len, FLEN - len,
 		    ",\"%064zx\"", j);
 	snprintf(filters[nf++] + len, FLEN - len, "]}");
-	len = (size_t)snprintf(filters[nf], FLEN, "{\"authors\":[\"%s\","
-	    "\"%s\"],\"kinds\":[7", pk[1], pk[2]);
+	len = (size_t)snprintf(filters[nf], FLEN,
+	    "{\"authors\":[\"%s\","
+	    "\"%s\"],\"kinds\":[7",
+	    pk[1], pk[2]);
 	for (j = 0; j < 70; j++)
-		len += (size_t)snprintf(filters[nf] + len, FLEN - len,
-		    ",%zu", 1000 + j * 10);
+		len += (size_t)snprintf(filters[nf] + len, FLEN - len, ",%zu",
+		    1000 + j * 10);
 	snprintf(filters[nf++] + len, FLEN - len, "]}");
 	/* ids with other members; two multi-value tag conditions. */
-	len = (size_t)snprintf(filters[nf], FLEN, "{\"#t\":[\"a\",\"b\","
+	len = (size_t)snprintf(filters[nf], FLEN,
+	    "{\"#t\":[\"a\",\"b\","
 	    "\"x\"],\"kinds\":[1,7,1617,1621],\"ids\":[");
 	for (j = 0; j < 40; j++)
 		len += (size_t)snprintf(filters[nf] + len, FLEN - len,
 		    "%s\"%s\"", j ? "," : "", ev[j]->id_hex);
 	snprintf(filters[nf++] + len, FLEN - len, "]}");
-	snprintf(filters[nf++], FLEN, "{\"#t\":[\"a\",\"b\",\"x\"],"
-	    "\"#p\":[\"%s\",\"%s\"],\"limit\":12}", pk[0], pk[2]);
+	snprintf(filters[nf++], FLEN,
+	    "{\"#t\":[\"a\",\"b\",\"x\"],"
+	    "\"#p\":[\"%s\",\"%s\"],\"limit\":12}",
+	    pk[0], pk[2]);
 	/* More #e values than arms: one SELECT driven by the tag index. */
-	len = (size_t)snprintf(filters[nf], FLEN, "{\"kinds\":[1,7,1617],"
+	len = (size_t)snprintf(filters[nf], FLEN,
+	    "{\"kinds\":[1,7,1617],"
 	    "\"#e\":[");
 	for (j = 0; j < 20; j++)
 		len += (size_t)snprintf(filters[nf] + len, FLEN - len,
@@ -810,8 +828,7 @@ query_results_equal_filter_match(void)
 			int64_t x = event_expiration(ev[j]);
 
 			if (store_has_id(s, ev[j]->id) == 1 &&
-			    filter_match(&f[i], ev[j]) &&
-			    (x == 0 || x >= now))
+			    filter_match(&f[i], ev[j]) && (x == 0 || x >= now))
 				exp[nexp++] = ev[j];
 		}
 		qsort(exp, nexp, sizeof(exp[0]), cmp_newest);
@@ -844,12 +861,12 @@ query_results_equal_filter_match(void)
 static void
 since_seq_reads_feed_in_order(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev[5];
-	struct coll	 c = { 0 };
-	int64_t		 seq[5], last = -1;
-	size_t		 i;
-	char		 content[8];
+	struct store *s = fresh();
+	struct event *ev[5];
+	struct coll   c = { 0 };
+	int64_t	      seq[5], last = -1;
+	size_t	      i;
+	char	      content[8];
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_last_seq(s, &last) == 0);
@@ -876,8 +893,8 @@ since_seq_reads_feed_in_order(void)
 
 	/* Removing the newest does not move last_seq back. */
 	{
-		struct event	*del;
-		int64_t		 dseq;
+		struct event *del;
+		int64_t	      dseq;
 
 		del = deletion(sk1, 600, ev[4]->id_hex, NULL, NULL);
 		T_CHECK(store_put(s, del, &dseq) == STORE_OK);
@@ -896,10 +913,11 @@ since_seq_reads_feed_in_order(void)
 static void
 tag_exists_checks_first_values_of_named_letters(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev = ev_new(sk1, 100, 1,
+	struct store *s = fresh();
+	struct event *ev = ev_new(sk1, 100, 1,
 	    "[[\"A\",\"30617:x:y\"],[\"q\",\"quoted\",\"extra\"],"
-	    "[\"qq\",\"long\"]]", "x");
+	    "[\"qq\",\"long\"]]",
+	    "x");
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
@@ -912,8 +930,8 @@ tag_exists_checks_first_values_of_named_letters(void)
 	event_destroy(ev);
 
 	/* A tag repeated in one event is indexed, and found, once. */
-	ev = ev_new(sk1, 100, 1, "[[\"t\",\"same\"],[\"t\",\"same\"]]",
-	    "twice");
+	ev =
+	    ev_new(sk1, 100, 1, "[[\"t\",\"same\"],[\"t\",\"same\"]]", "twice");
 	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
 	T_CHECK(count_of(s, "{\"#t\":[\"same\"]}") == 1);
 	T_CHECK(count_of(s, "{\"#t\":[\"same\",\"other\"]}") == 1);
@@ -932,11 +950,11 @@ tag_exists_checks_first_values_of_named_letters(void)
 static void
 transactions_batch_and_roll_back(void)
 {
-	struct store	*s = fresh();
-	struct event	*a = ev_new(sk1, 100, 1, NULL, "a");
-	struct event	*b = ev_new(sk1, 101, 1, NULL, "b");
-	struct event	*old = ev_new(sk1, 50, 0, NULL, "old");
-	struct event	*new = ev_new(sk1, 60, 0, NULL, "new");
+	struct store *s = fresh();
+	struct event *a = ev_new(sk1, 100, 1, NULL, "a");
+	struct event *b = ev_new(sk1, 101, 1, NULL, "b");
+	struct event *old = ev_new(sk1, 50, 0, NULL, "old");
+	struct event *new = ev_new(sk1, 60, 0, NULL, "new");
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_begin(s) == 0);
@@ -969,17 +987,17 @@ transactions_batch_and_roll_back(void)
 static void
 a_failed_put_never_commits_half_an_event(void)
 {
-	struct store	*s = fresh();
-	struct event	*a = ev_new(sk1, 100, 1, NULL, "a");
-	struct event	*bad = ev_new(sk1, 101, 1, "[[\"t\",\"boom\"]]",
-	    "bad");
-	struct event	*c = ev_new(sk1, 102, 1, NULL, "c");
+	struct store *s = fresh();
+	struct event *a = ev_new(sk1, 100, 1, NULL, "a");
+	struct event *bad = ev_new(sk1, 101, 1, "[[\"t\",\"boom\"]]", "bad");
+	struct event *c = ev_new(sk1, 102, 1, NULL, "c");
 
 	T_ASSERT(s != NULL);
-	T_ASSERT(sqlite3_exec(store_sqlite(s), "CREATE TEMP TRIGGER boom "
-	    "BEFORE INSERT ON main.tags WHEN NEW.value = 'boom' "
-	    "BEGIN SELECT RAISE(ABORT, 'boom'); END", NULL, NULL, NULL) ==
-	    SQLITE_OK);
+	T_ASSERT(sqlite3_exec(store_sqlite(s),
+		     "CREATE TEMP TRIGGER boom "
+		     "BEFORE INSERT ON main.tags WHEN NEW.value = 'boom' "
+		     "BEGIN SELECT RAISE(ABORT, 'boom'); END",
+		     NULL, NULL, NULL) == SQLITE_OK);
 	/* Alone: its own transaction, rolled back. */
 	T_CHECK(store_put(s, bad, NULL) == STORE_ERROR);
 	T_CHECK(store_has_id(s, bad->id) == 0);
@@ -1011,12 +1029,12 @@ a_failed_put_never_commits_half_an_event(void)
 static void
 readonly_store_reads_what_writer_committed(void)
 {
-	char		 path[128];
-	struct store	*w, *r;
-	struct event	*a = ev_new(sk1, 100, 1, NULL, "a");
-	struct event	*b = ev_new(sk1, 101, 1, NULL, "b");
-	struct event	*other = ev_new(sk2, 1, 1, NULL, "");
-	struct coll	 c = { 0 };
+	char	      path[128];
+	struct store *w, *r;
+	struct event *a = ev_new(sk1, 100, 1, NULL, "a");
+	struct event *b = ev_new(sk1, 101, 1, NULL, "b");
+	struct event *other = ev_new(sk2, 1, 1, NULL, "");
+	struct coll   c = { 0 };
 
 	snprintf(path, sizeof(path), "%s/ro/graspd.db", tmpdir);
 	T_CHECK(store_open(path, 1, err, sizeof(err)) == NULL);
@@ -1065,15 +1083,15 @@ result_messages_follow_nip01_prefixes(void)
 }
 
 struct items {
-	size_t	 n;
-	int64_t	 ts[64];
-	uint8_t	 id[64][32];
+	size_t	n;
+	int64_t ts[64];
+	uint8_t id[64][32];
 };
 
 static int
 collect_item(int64_t created_at, const uint8_t id[32], void *arg)
 {
-	struct items	*it = arg;
+	struct items *it = arg;
 
 	if (it->n == 64)
 		return 1;
@@ -1085,20 +1103,20 @@ collect_item(int64_t created_at, const uint8_t id[32], void *arg)
 static void
 query_items_ascending_without_limit_or_expired(void)
 {
-	struct store	*s = fresh();
-	struct event	*ev[12], *gone;
-	struct filter	 f;
-	struct items	 it;
-	char		 content[16];
-	size_t		 i;
-	int		 more;
+	struct store *s = fresh();
+	struct event *ev[12], *gone;
+	struct filter f;
+	struct items  it;
+	char	      content[16];
+	size_t	      i;
+	int	      more;
 
 	T_ASSERT(s != NULL);
 	for (i = 0; i < 12; i++) {
 		/* Three per second: ties are ordered by id. */
 		snprintf(content, sizeof(content), "%zu", i);
-		ev[i] = ev_new(i % 2 ? sk1 : sk2, 200 - (int64_t)(i / 3),
-		    1, i < 6 ? "[[\"t\",\"x\"]]" : NULL, content);
+		ev[i] = ev_new(i % 2 ? sk1 : sk2, 200 - (int64_t)(i / 3), 1,
+		    i < 6 ? "[[\"t\",\"x\"]]" : NULL, content);
 		T_CHECK(store_put(s, ev[i], NULL) == STORE_OK);
 	}
 	gone = ev_new(sk3, 150, 1, "[[\"expiration\",\"1000\"]]", "x");
@@ -1106,34 +1124,35 @@ query_items_ascending_without_limit_or_expired(void)
 
 	T_ASSERT(parse_filter("{\"limit\":2}", &f) == 0);
 	memset(&it, 0, sizeof(it));
-	T_CHECK(store_query_items(s, &f, NOW, 100, collect_item, &it,
-	    &more) == 12);
+	T_CHECK(
+	    store_query_items(s, &f, NOW, 100, collect_item, &it, &more) == 12);
 	T_CHECK(more == 0);
 	T_CHECK(it.n == 12);
 	for (i = 1; i < it.n; i++)
-		T_CHECK(it.ts[i - 1] < it.ts[i] || (it.ts[i - 1] == it.ts[i] &&
-		    memcmp(it.id[i - 1], it.id[i], 32) < 0));
+		T_CHECK(it.ts[i - 1] < it.ts[i] ||
+		    (it.ts[i - 1] == it.ts[i] &&
+			memcmp(it.id[i - 1], it.id[i], 32) < 0));
 	T_CHECK(it.ts[0] == 197 && it.ts[11] == 200);
 	/* Before its expiration the expiring event is part of the set. */
 	memset(&it, 0, sizeof(it));
-	T_CHECK(store_query_items(s, &f, 999, 100, collect_item, &it,
-	    &more) == 13);
+	T_CHECK(
+	    store_query_items(s, &f, 999, 100, collect_item, &it, &more) == 13);
 	T_CHECK(it.ts[0] == 150);
 	/* More than max: max delivered, and said so. */
 	memset(&it, 0, sizeof(it));
-	T_CHECK(store_query_items(s, &f, NOW, 5, collect_item, &it,
-	    &more) == 5);
+	T_CHECK(
+	    store_query_items(s, &f, NOW, 5, collect_item, &it, &more) == 5);
 	T_CHECK(more == 1);
 	memset(&it, 0, sizeof(it));
-	T_CHECK(store_query_items(s, &f, NOW, 12, collect_item, &it,
-	    &more) == 12);
+	T_CHECK(
+	    store_query_items(s, &f, NOW, 12, collect_item, &it, &more) == 12);
 	T_CHECK(more == 0);
 	filter_free(&f);
 
 	T_ASSERT(parse_filter("{\"#t\":[\"x\"]}", &f) == 0);
 	memset(&it, 0, sizeof(it));
-	T_CHECK(store_query_items(s, &f, NOW, 100, collect_item, &it,
-	    &more) == 6);
+	T_CHECK(
+	    store_query_items(s, &f, NOW, 100, collect_item, &it, &more) == 6);
 	T_CHECK(it.ts[0] == 199 && it.ts[5] == 200);
 	filter_free(&f);
 	for (i = 0; i < 12; i++)
@@ -1146,8 +1165,8 @@ query_items_ascending_without_limit_or_expired(void)
 static long long
 sql_int(sqlite3 *db, const char *sql)
 {
-	sqlite3_stmt	*st;
-	long long	 v = -1;
+	sqlite3_stmt *st;
+	long long     v = -1;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -1;
@@ -1167,7 +1186,8 @@ static void
 schema_3_database_migrates_and_keeps_its_events(void)
 {
 	/* Schema step 1's indexes and tags, as schemas 1 to 3 hold them. */
-	static const char v3[] = "BEGIN;"
+	static const char v3[] =
+	    "BEGIN;"
 	    "DROP INDEX events_pubkey;"
 	    "CREATE INDEX events_pubkey ON events(pubkey, created_at);"
 	    "CREATE INDEX events_pubkey_kind"
@@ -1184,24 +1204,22 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	    "PRAGMA writable_schema=RESET;"
 	    "PRAGMA user_version = 3;"
 	    "COMMIT;";
-	struct store	*s = fresh();
-	struct event	*prof = ev_new(sk1, 100, 0, "[[\"t\",\"old\"]]",
-	    "p1");
-	struct event	*prof2 = ev_new(sk1, 200, 0, "[[\"t\",\"new\"]]",
-	    "p2");
-	struct event	*note = ev_new(sk1, 110, 1,
+	struct store *s = fresh();
+	struct event *prof = ev_new(sk1, 100, 0, "[[\"t\",\"old\"]]", "p1");
+	struct event *prof2 = ev_new(sk1, 200, 0, "[[\"t\",\"new\"]]", "p2");
+	struct event *note = ev_new(sk1, 110, 1,
 	    "[[\"t\",\"x\"],[\"p\",\"ab\"],[\"t\",\"y\"],[\"subject\",\"s\"]]",
 	    "n");
-	struct event	*ann = ev_new(sk2, 120, 30617,
-	    "[[\"d\",\"repo\"],[\"t\",\"x\"]]", "a");
-	struct event	*keep = ev_new(sk3, 130, 1, "[[\"t\",\"x\"]]", "k");
-	struct event	*del = NULL;
-	sqlite3		*db;
-	char		 path[128], coord[128], q[256];
+	struct event *ann =
+	    ev_new(sk2, 120, 30617, "[[\"d\",\"repo\"],[\"t\",\"x\"]]", "a");
+	struct event *keep = ev_new(sk3, 130, 1, "[[\"t\",\"x\"]]", "k");
+	struct event *del = NULL;
+	sqlite3	     *db;
+	char	      path[128], coord[128], q[256];
 
 	T_ASSERT(s != NULL && prof && prof2 && note && ann && keep);
-	snprintf(path, sizeof(path), "%s", sqlite3_db_filename(store_sqlite(s),
-	    "main"));
+	snprintf(path, sizeof(path), "%s",
+	    sqlite3_db_filename(store_sqlite(s), "main"));
 	T_CHECK(store_put(s, prof, NULL) == STORE_OK);
 	T_CHECK(store_put(s, note, NULL) == STORE_OK);
 	T_CHECK(store_put(s, ann, NULL) == STORE_OK);
@@ -1211,26 +1229,35 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	/* Back to schema 3, as relayd before step 4 left it. */
 	T_ASSERT(sqlite3_open(path, &db) == SQLITE_OK);
 	T_ASSERT(sqlite3_exec(db, v3, NULL, NULL, NULL) == SQLITE_OK);
-	T_CHECK(sql_int(db, "SELECT count(*) FROM pragma_foreign_key_list("
-	    "'tags')") == 1);
-	T_CHECK(sql_int(db, "SELECT count(*) FROM sqlite_schema"
-	    " WHERE name IN ('tags_event', 'events_pubkey_kind')") == 2);
+	T_CHECK(sql_int(db,
+		    "SELECT count(*) FROM pragma_foreign_key_list("
+		    "'tags')") == 1);
+	T_CHECK(
+	    sql_int(db,
+		"SELECT count(*) FROM sqlite_schema"
+		" WHERE name IN ('tags_event', 'events_pubkey_kind')") == 2);
 	T_CHECK(sql_int(db, "PRAGMA user_version") == 3);
 	sqlite3_close(db);
 
 	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
 	db = store_sqlite(s);
 	T_CHECK(sql_int(db, "PRAGMA user_version") == db_schema_version());
-	T_CHECK(sql_int(db, "SELECT count(*) FROM pragma_foreign_key_list("
-	    "'tags')") == 0);
-	T_CHECK(sql_int(db, "SELECT count(*) FROM sqlite_schema"
-	    " WHERE name IN ('tags_event', 'events_pubkey_kind')") == 0);
+	T_CHECK(sql_int(db,
+		    "SELECT count(*) FROM pragma_foreign_key_list("
+		    "'tags')") == 0);
+	T_CHECK(
+	    sql_int(db,
+		"SELECT count(*) FROM sqlite_schema"
+		" WHERE name IN ('tags_event', 'events_pubkey_kind')") == 0);
 	/* One index by author: newest first, with the kind. */
-	T_CHECK(sql_int(db, "SELECT group_concat(name) = 'pubkey,created_at,"
-	    "kind' FROM (SELECT name FROM pragma_index_info('events_pubkey')"
-	    " ORDER BY seqno)") == 1);
-	T_CHECK(sql_int(db, "SELECT count(*) FROM pragma_integrity_check"
-	    " WHERE integrity_check = 'ok'") == 1);
+	T_CHECK(
+	    sql_int(db,
+		"SELECT group_concat(name) = 'pubkey,created_at,"
+		"kind' FROM (SELECT name FROM pragma_index_info('events_pubkey')"
+		" ORDER BY seqno)") == 1);
+	T_CHECK(sql_int(db,
+		    "SELECT count(*) FROM pragma_integrity_check"
+		    " WHERE integrity_check = 'ok'") == 1);
 	T_CHECK(store_count(s) == 4);
 	/* t old, t x, p ab, t y, d repo, t x, t x. */
 	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 7);
@@ -1245,14 +1272,16 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"],\"kinds\":[0,1]}",
 	    note->pubkey_hex);
 	T_CHECK(count_of(s, q) == 2);
-	snprintf(q, sizeof(q), "{\"authors\":[\"%s\",\"%s\"],"
-	    "\"kinds\":[30617]}", note->pubkey_hex, ann->pubkey_hex);
+	snprintf(q, sizeof(q),
+	    "{\"authors\":[\"%s\",\"%s\"],"
+	    "\"kinds\":[30617]}",
+	    note->pubkey_hex, ann->pubkey_hex);
 	T_CHECK(count_of(s, q) == 1);
 
 	/* The replaced version's rows go with it, and only those. */
 	T_CHECK(store_put(s, prof2, NULL) == STORE_OK);
-	T_CHECK(sql_int(db, "SELECT count(*) FROM tags WHERE value = 'old'")
-	    == 0);
+	T_CHECK(
+	    sql_int(db, "SELECT count(*) FROM tags WHERE value = 'old'") == 0);
 	T_CHECK(count_of(s, "{\"#t\":[\"new\"]}") == 1);
 	/* So do those of events deleted by id and by address (NIP-09). */
 	snprintf(coord, sizeof(coord), "30617:%s:repo", ann->pubkey_hex);
@@ -1264,8 +1293,9 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	T_CHECK(store_has_id(s, ann->id) == 0);
 	/* Left: t new, t x of keep, and the deletions' k, e and k, a. */
 	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 6);
-	T_CHECK(sql_int(db, "SELECT count(*) FROM tags t WHERE NOT EXISTS"
-	    " (SELECT 1 FROM events e WHERE e.seq = t.event)") == 0);
+	T_CHECK(sql_int(db,
+		    "SELECT count(*) FROM tags t WHERE NOT EXISTS"
+		    " (SELECT 1 FROM events e WHERE e.seq = t.event)") == 0);
 	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 1);
 	store_close(s);
 

@@ -30,8 +30,8 @@
 static int
 status_of(int code, int sig)
 {
-	pid_t	pid;
-	int	st;
+	pid_t pid;
+	int   st;
 
 	if ((pid = fork()) == -1)
 		abort();
@@ -46,8 +46,8 @@ status_of(int code, int sig)
 		;
 	return st;
 }
-#define status_exit(code)	status_of((code), 0)
-#define status_signal(sig)	status_of(0, (sig))
+#define status_exit(code)  status_of((code), 0)
+#define status_signal(sig) status_of(0, (sig))
 
 /* sup_policy_exit()'s verdict, the whole decision in *d. */
 static enum sup_verdict
@@ -61,7 +61,7 @@ decide(const struct sup_exit *e, double now, struct sup_decision *d)
 static struct sup_exit
 wanted(int st)
 {
-	struct sup_exit	e;
+	struct sup_exit e;
 
 	memset(&e, 0, sizeof(e));
 	e.se_status = st;
@@ -73,10 +73,10 @@ wanted(int st)
 static void
 crash_restarts_with_backoff_doubling(void)
 {
-	struct sup_exit		e = wanted(status_exit(1));
-	struct sup_decision	d;
-	double			want = SUP_BACKOFF_MIN, now = 1000;
-	unsigned		i;
+	struct sup_exit	    e = wanted(status_exit(1));
+	struct sup_decision d;
+	double		    want = SUP_BACKOFF_MIN, now = 1000;
+	unsigned	    i;
 
 	/*
 	 * Ready, then dead within SUP_FAST_DEATH_SECS: each one fast, 1, 2,
@@ -100,8 +100,8 @@ crash_restarts_with_backoff_doubling(void)
 static void
 fast_deaths_in_a_row_mark_the_role_failed(void)
 {
-	struct sup_exit		e = wanted(status_exit(1));
-	struct sup_decision	d;
+	struct sup_exit	    e = wanted(status_exit(1));
+	struct sup_decision d;
 
 	e.se_fast_deaths = SUP_MAX_FAST_DEATHS - 1;
 	T_EQ_INT(decide(&e, 1001, &d), SUP_V_FAIL_FAST);
@@ -114,8 +114,8 @@ fast_deaths_in_a_row_mark_the_role_failed(void)
 static void
 death_before_ready_is_fast_however_late(void)
 {
-	struct sup_exit		e = wanted(status_exit(1));
-	struct sup_decision	d;
+	struct sup_exit	    e = wanted(status_exit(1));
+	struct sup_decision d;
 
 	e.se_fast_deaths = 2;
 	T_EQ_INT(decide(&e, 1000 + 100 * SUP_FAST_DEATH_SECS, &d),
@@ -127,8 +127,8 @@ death_before_ready_is_fast_however_late(void)
 static void
 stable_role_restarts_now_and_resets_backoff(void)
 {
-	struct sup_exit		e = wanted(status_exit(1));
-	struct sup_decision	d;
+	struct sup_exit	    e = wanted(status_exit(1));
+	struct sup_decision d;
 
 	e.se_fast_deaths = SUP_MAX_FAST_DEATHS - 1;
 	e.se_ready = 1001;
@@ -140,8 +140,8 @@ stable_role_restarts_now_and_resets_backoff(void)
 static void
 slow_death_not_stable_waits_min_and_resets_backoff(void)
 {
-	struct sup_exit		e = wanted(status_exit(1));
-	struct sup_decision	d;
+	struct sup_exit	    e = wanted(status_exit(1));
+	struct sup_decision d;
 
 	/* Up longer than SUP_FAST_DEATH_SECS, ready for less than stable. */
 	e.se_fast_deaths = SUP_MAX_FAST_DEATHS - 1;
@@ -155,8 +155,8 @@ slow_death_not_stable_waits_min_and_resets_backoff(void)
 static void
 config_exit_is_not_respawned(void)
 {
-	struct sup_exit		e = wanted(status_exit(CONFIG_EXIT));
-	struct sup_decision	d;
+	struct sup_exit	    e = wanted(status_exit(CONFIG_EXIT));
+	struct sup_decision d;
 
 	T_EQ_INT(CONFIG_EXIT, 78);
 	T_EQ_INT(decide(&e, 1001, &d), SUP_V_FAIL_CONFIG);
@@ -173,8 +173,8 @@ config_exit_is_not_respawned(void)
 static void
 kill_by_signal_is_a_crash(void)
 {
-	struct sup_exit		e = wanted(status_signal(SIGSEGV));
-	struct sup_decision	d;
+	struct sup_exit	    e = wanted(status_signal(SIGSEGV));
+	struct sup_decision d;
 
 	T_ASSERT(WIFSIGNALED(e.se_status));
 	T_EQ_INT(decide(&e, 1001, &d), SUP_V_RESPAWN);
@@ -185,8 +185,8 @@ kill_by_signal_is_a_crash(void)
 static void
 kill_by_signal_during_shutdown_is_not_restarted(void)
 {
-	struct sup_exit		e = wanted(status_signal(SIGKILL));
-	struct sup_decision	d;
+	struct sup_exit	    e = wanted(status_signal(SIGKILL));
+	struct sup_decision d;
 
 	e.se_shutdown = 1;
 	e.se_fast_deaths = 2;
@@ -203,11 +203,11 @@ kill_by_signal_during_shutdown_is_not_restarted(void)
 static void
 stop_request_is_not_undone(void)
 {
-	struct sup_exit		e = wanted(status_signal(SIGTERM));
-	struct sup_decision	d;
+	struct sup_exit	    e = wanted(status_signal(SIGTERM));
+	struct sup_decision d;
 
 	e.se_want = 0;
-	e.se_restart = 1;	/* a restart then a stop: the stop wins */
+	e.se_restart = 1; /* a restart then a stop: the stop wins */
 	T_EQ_INT(decide(&e, 1001, &d), SUP_V_STOPPED);
 	e.se_status = status_exit(CONFIG_EXIT);
 	T_EQ_INT(decide(&e, 1001, &d), SUP_V_STOPPED);
@@ -216,8 +216,8 @@ stop_request_is_not_undone(void)
 static void
 asked_restart_starts_now_and_clears_count(void)
 {
-	struct sup_exit		e = wanted(status_signal(SIGTERM));
-	struct sup_decision	d;
+	struct sup_exit	    e = wanted(status_signal(SIGTERM));
+	struct sup_decision d;
 
 	e.se_restart = 1;
 	e.se_fast_deaths = SUP_MAX_FAST_DEATHS - 1;
@@ -235,19 +235,17 @@ starts_keep_the_s6_gap(void)
 	/* Never started: at once. */
 	T_NEAR(sup_policy_start_delay(0, 1000, 1000.2, 0), 0);
 	/* Started 0.2 s ago: the rest of the gap. */
-	T_NEAR(sup_policy_start_delay(1, 1000, 1000.2, 0),
-	    SUP_START_GAP - 0.2);
+	T_NEAR(sup_policy_start_delay(1, 1000, 1000.2, 0), SUP_START_GAP - 0.2);
 	/* A backoff longer than the gap is kept. */
 	T_NEAR(sup_policy_start_delay(1, 1000, 1000.2, 4), 4);
 	/* Long ago: no wait. */
-	T_CHECK(sup_policy_start_delay(1, 1000, 1000 + SUP_START_GAP, 0) <=
-	    0);
+	T_CHECK(sup_policy_start_delay(1, 1000, 1000 + SUP_START_GAP, 0) <= 0);
 }
 
 static void
 ready_timeout_extends_until_its_last(void)
 {
-	double	t = 60, last = 1000 + SUP_READY_MAX_TIMEOUTS * t;
+	double t = 60, last = 1000 + SUP_READY_MAX_TIMEOUTS * t;
 
 	T_EQ_INT(SUP_READY_MAX_TIMEOUTS, 30);
 	T_NEAR(sup_policy_ready_wait(1000, 1010, t), t);

@@ -23,8 +23,8 @@
 #include "t.h"
 #include "tdir.h"
 
-static char	tmpdir[64];
-static struct tdir_prog	 tp = { tmpdir, sizeof(tmpdir), "walbuf_test" };
+static char		tmpdir[64];
+static struct tdir_prog tp = { tmpdir, sizeof(tmpdir), "walbuf_test" };
 
 static int
 walbuf_setup(void)
@@ -32,13 +32,13 @@ walbuf_setup(void)
 	srandom(7);
 	return 0;
 }
-static int	dbcount;
+static int dbcount;
 
 /* A fresh writer (through db_open(), so with the VFS) and its path. */
 static sqlite3 *
 fresh(char *path, size_t len)
 {
-	sqlite3	*db;
+	sqlite3 *db;
 	char	 err[256];
 
 	snprintf(path, len, "%s/db%d/graspd.db", tmpdir, ++dbcount);
@@ -46,9 +46,10 @@ fresh(char *path, size_t len)
 		printf("# db_open: %s\n", err);
 		return NULL;
 	}
-	if (sqlite3_exec(db, "CREATE TABLE t (k INTEGER PRIMARY KEY, "
-	    "v BLOB NOT NULL); CREATE INDEX t_v ON t(v);", NULL, NULL,
-	    NULL) != SQLITE_OK) {
+	if (sqlite3_exec(db,
+		"CREATE TABLE t (k INTEGER PRIMARY KEY, "
+		"v BLOB NOT NULL); CREATE INDEX t_v ON t(v);",
+		NULL, NULL, NULL) != SQLITE_OK) {
 		printf("# create: %s\n", sqlite3_errmsg(db));
 		db_close(db);
 		return NULL;
@@ -60,7 +61,7 @@ fresh(char *path, size_t len)
 static sqlite3 *
 reader(const char *path)
 {
-	sqlite3	*db;
+	sqlite3 *db;
 
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
 	    SQLITE_OK) {
@@ -73,8 +74,8 @@ reader(const char *path)
 static long long
 count(sqlite3 *db)
 {
-	sqlite3_stmt	*st;
-	long long	 n = -1;
+	sqlite3_stmt *st;
+	long long     n = -1;
 
 	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM t", -1, &st, NULL) !=
 	    SQLITE_OK)
@@ -88,15 +89,15 @@ count(sqlite3 *db)
 static int
 integrity_ok(sqlite3 *db)
 {
-	sqlite3_stmt	*st;
-	int		 ok = 0;
+	sqlite3_stmt *st;
+	int	      ok = 0;
 
 	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) !=
 	    SQLITE_OK)
 		return 0;
 	if (sqlite3_step(st) == SQLITE_ROW)
-		ok = strcmp((const char *)sqlite3_column_text(st, 0),
-		    "ok") == 0;
+		ok =
+		    strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0;
 	sqlite3_finalize(st);
 	return ok;
 }
@@ -106,9 +107,9 @@ integrity_ok(sqlite3 *db)
 static int
 insert(sqlite3 *db, int n, int size, int txn)
 {
-	sqlite3_stmt	*st;
-	unsigned char	*v;
-	int		 i, j, rc = 0;
+	sqlite3_stmt  *st;
+	unsigned char *v;
+	int	       i, j, rc = 0;
 
 	if ((v = malloc((size_t)size)) == NULL)
 		return -1;
@@ -117,7 +118,7 @@ insert(sqlite3 *db, int n, int size, int txn)
 		return -1;
 	}
 	if (sqlite3_prepare_v2(db, "INSERT INTO t (v) VALUES (?)", -1, &st,
-	    NULL) != SQLITE_OK) {
+		NULL) != SQLITE_OK) {
 		free(v);
 		return -1;
 	}
@@ -131,8 +132,9 @@ insert(sqlite3 *db, int n, int size, int txn)
 	}
 	sqlite3_finalize(st);
 	free(v);
-	if (txn && sqlite3_exec(db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL,
-	    NULL, NULL) != SQLITE_OK)
+	if (txn &&
+	    sqlite3_exec(db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL,
+		NULL) != SQLITE_OK)
 		rc = -1;
 	return rc;
 }
@@ -140,8 +142,8 @@ insert(sqlite3 *db, int n, int size, int txn)
 static long long
 wal_size(const char *path)
 {
-	char		wal[256];
-	struct stat	sb;
+	char	    wal[256];
+	struct stat sb;
 
 	snprintf(wal, sizeof(wal), "%s-wal", path);
 	return stat(wal, &sb) == 0 ? (long long)sb.st_size : -1;
@@ -155,7 +157,7 @@ wal_size(const char *path)
 static sqlite3 *
 fresh_with_reader(char *path, size_t len, sqlite3 **rd)
 {
-	sqlite3	*db;
+	sqlite3 *db;
 
 	if ((db = fresh(path, len)) == NULL)
 		return NULL;
@@ -170,7 +172,7 @@ fresh_with_reader(char *path, size_t len, sqlite3 **rd)
 static int
 whole_then_closed(sqlite3 *db, sqlite3 *rd)
 {
-	int	ok = integrity_ok(rd);
+	int ok = integrity_ok(rd);
 
 	sqlite3_close(rd);
 	db_close(db);
@@ -180,10 +182,10 @@ whole_then_closed(sqlite3 *db, sqlite3 *rd)
 static void
 a_commit_goes_out_in_few_writes(void)
 {
-	sqlite3			*db, *rd;
-	char			 path[128];
-	unsigned long long	 before;
-	long long		 wal0, wal1;
+	sqlite3		  *db, *rd;
+	char		   path[128];
+	unsigned long long before;
+	long long	   wal0, wal1;
 
 	T_ASSERT((db = fresh_with_reader(path, sizeof(path), &rd)) != NULL);
 	wal0 = wal_size(path);
@@ -203,7 +205,7 @@ a_commit_goes_out_in_few_writes(void)
 static void
 readers_see_each_commit_at_once(void)
 {
-	sqlite3	*db, *rd;
+	sqlite3 *db, *rd;
 	char	 path[128];
 	int	 i;
 
@@ -221,7 +223,7 @@ readers_see_each_commit_at_once(void)
 static void
 a_killed_writer_keeps_every_commit(void)
 {
-	sqlite3	*db;
+	sqlite3 *db;
 	char	 path[128], c;
 	int	 fds[2], status, n = 0;
 	pid_t	 pid;
@@ -229,13 +231,14 @@ a_killed_writer_keeps_every_commit(void)
 	snprintf(path, sizeof(path), "%s/db%d/graspd.db", tmpdir, ++dbcount);
 	T_ASSERT(pipe(fds) == 0);
 	if ((pid = fork()) == 0) {
-		char	err[256];
+		char err[256];
 
 		close(fds[0]);
 		if (db_open(path, 0, &db, err, sizeof(err)) == -1 ||
-		    sqlite3_exec(db, "CREATE TABLE t (k INTEGER PRIMARY KEY,"
-		    " v BLOB NOT NULL); CREATE INDEX t_v ON t(v);", NULL,
-		    NULL, NULL) != SQLITE_OK)
+		    sqlite3_exec(db,
+			"CREATE TABLE t (k INTEGER PRIMARY KEY,"
+			" v BLOB NOT NULL); CREATE INDEX t_v ON t(v);",
+			NULL, NULL, NULL) != SQLITE_OK)
 			_exit(2);
 		/* Each commit is reported, then the next one starts. */
 		for (;;) {
@@ -265,7 +268,7 @@ a_killed_writer_keeps_every_commit(void)
 static void
 a_transaction_larger_than_the_buffer(void)
 {
-	sqlite3	*db, *rd;
+	sqlite3 *db, *rd;
 	char	 path[128];
 
 	T_ASSERT((db = fresh_with_reader(path, sizeof(path), &rd)) != NULL);
@@ -278,7 +281,7 @@ a_transaction_larger_than_the_buffer(void)
 static void
 rollbacks_and_wal_restarts_keep_it_whole(void)
 {
-	sqlite3	*db, *rd;
+	sqlite3 *db, *rd;
 	char	 path[128];
 	int	 i;
 
@@ -286,23 +289,23 @@ rollbacks_and_wal_restarts_keep_it_whole(void)
 	for (i = 0; i < 10; i++) {
 		T_CHECK(insert(db, 50, 300, 1) == 0);
 		/* Frames written, then thrown away. */
-		T_CHECK(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) ==
-		    SQLITE_OK);
+		T_CHECK(
+		    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK);
 		T_CHECK(sqlite3_exec(db, "DELETE FROM t", NULL, NULL, NULL) ==
 		    SQLITE_OK);
 		T_CHECK(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) ==
 		    SQLITE_OK);
 		/* Every other round the WAL starts again from its header. */
 		if (i % 2 == 1)
-			T_CHECK(sqlite3_exec(db,
-			    "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL,
-			    NULL) == SQLITE_OK);
+			T_CHECK(
+			    sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)",
+				NULL, NULL, NULL) == SQLITE_OK);
 		T_CHECK(count(rd) == 50 * (i + 1));
 	}
 	T_CHECK(whole_then_closed(db, rd));
 	/* And it opens again as a writer. */
 	{
-		char	err[256];
+		char err[256];
 
 		T_ASSERT(db_open(path, 0, &db, err, sizeof(err)) == 0);
 		T_CHECK(count(db) == 500);

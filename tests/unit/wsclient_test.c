@@ -24,18 +24,18 @@
 
 /* A frame as the server side reads it, decoded here independently. */
 struct sframe {
-	int		 fin, op, masked;
-	size_t		 hdrlen, len;
-	uint8_t		 mask[4];
-	uint8_t		*p;		/* unmasked payload, malloc'd */
+	int	 fin, op, masked;
+	size_t	 hdrlen, len;
+	uint8_t	 mask[4];
+	uint8_t *p; /* unmasked payload, malloc'd */
 };
 
 static int
 read_full(int fd, void *p, size_t n)
 {
-	struct pollfd	 pfd = { fd, POLLIN, 0 };
-	char		*c = p;
-	ssize_t		 r;
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	char	     *c = p;
+	ssize_t	      r;
 
 	while (n > 0) {
 		if (poll(&pfd, 1, 3000) != 1)
@@ -51,8 +51,8 @@ read_full(int fd, void *p, size_t n)
 static int
 write_full(int fd, const void *p, size_t n)
 {
-	const char	*c = p;
-	ssize_t		 r;
+	const char *c = p;
+	ssize_t	    r;
 
 	while (n > 0) {
 		if ((r = send(fd, c, n, MSG_NOSIGNAL)) <= 0)
@@ -67,7 +67,7 @@ write_full(int fd, const void *p, size_t n)
 static int
 srv_frame(int fd, struct sframe *f)
 {
-	uint8_t	h[14];
+	uint8_t h[14];
 	size_t	i;
 
 	memset(f, 0, sizeof(*f));
@@ -109,7 +109,7 @@ srv_frame(int fd, struct sframe *f)
 static pid_t
 fork_server(int fd, int (*fn)(int))
 {
-	pid_t	pid;
+	pid_t pid;
 
 	fflush(NULL);
 	if ((pid = fork()) == 0)
@@ -124,7 +124,7 @@ fork_server(int fd, int (*fn)(int))
 static int
 pair_server(int (*fn)(int), pid_t *pid)
 {
-	int	sv[2];
+	int sv[2];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == -1)
 		return -1;
@@ -137,7 +137,7 @@ pair_server(int (*fn)(int), pid_t *pid)
 static int
 reap(pid_t pid)
 {
-	int	st, i;
+	int st, i;
 
 	for (i = 0; i < 500; i++) {
 		if (waitpid(pid, &st, WNOHANG) == pid)
@@ -152,7 +152,7 @@ reap(pid_t pid)
 static void
 fill(uint8_t *p, size_t n, unsigned seed)
 {
-	size_t	i;
+	size_t i;
 
 	for (i = 0; i < n; i++)
 		p[i] = (uint8_t)('a' + (i * 7 + seed) % 26);
@@ -162,16 +162,15 @@ static void
 encoder_matches_rfc6455_examples(void)
 {
 	/* RFC 6455 section 5.7. */
-	static const uint8_t	unmasked[] = { 0x81, 0x05, 'H', 'e', 'l', 'l',
-	    'o' };
-	static const uint8_t	masked[] = { 0x81, 0x85, 0x37, 0xfa, 0x21,
-	    0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58 };
-	static const uint8_t	mask[4] = { 0x37, 0xfa, 0x21, 0x3d };
-	static const uint8_t	h256[] = { 0x82, 0x7e, 0x01, 0x00 };
-	static const uint8_t	h64k[] = { 0x82, 0x7f, 0, 0, 0, 0, 0, 1, 0,
-	    0 };
-	static uint8_t		big[65536];
-	struct buf		b = BUF_INIT;
+	static const uint8_t unmasked[] = { 0x81, 0x05, 'H', 'e', 'l', 'l',
+		'o' };
+	static const uint8_t masked[] = { 0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d,
+		0x7f, 0x9f, 0x4d, 0x51, 0x58 };
+	static const uint8_t mask[4] = { 0x37, 0xfa, 0x21, 0x3d };
+	static const uint8_t h256[] = { 0x82, 0x7e, 0x01, 0x00 };
+	static const uint8_t h64k[] = { 0x82, 0x7f, 0, 0, 0, 0, 0, 1, 0, 0 };
+	static uint8_t	     big[65536];
+	struct buf	     b = BUF_INIT;
 
 	wsc_frame_encode(&b, WS_OP_TEXT, 1, NULL, "Hello", 5);
 	T_EQ_INT(b.b_len, sizeof(unmasked));
@@ -194,7 +193,7 @@ encoder_matches_rfc6455_examples(void)
 static void
 accept_key_matches_rfc6455_example(void)
 {
-	char	out[29];
+	char out[29];
 
 	/* RFC 6455 section 1.3. */
 	wsc_accept_key("dGhlIHNhbXBsZSBub25jZQ==", out);
@@ -204,14 +203,14 @@ accept_key_matches_rfc6455_example(void)
 static void
 parser_refuses_non_minimal_lengths(void)
 {
-	static const uint8_t	short16[] = { 0x81, 0x7e, 0x00, 0x10 };
-	static const uint8_t	short64[] = { 0x81, 0x7f, 0, 0, 0, 0, 0, 0,
-	    0xff, 0xff };
-	static const uint8_t	top64[] = { 0x81, 0x7f, 0x80, 0, 0, 0, 0, 1,
-	    0, 0 };
-	static const uint8_t	ok64[] = { 0x82, 0xff, 0, 0, 0, 0, 0, 1, 0,
-	    0, 1, 2, 3, 4 };
-	struct ws_frame		f;
+	static const uint8_t short16[] = { 0x81, 0x7e, 0x00, 0x10 };
+	static const uint8_t short64[] = { 0x81, 0x7f, 0, 0, 0, 0, 0, 0, 0xff,
+		0xff };
+	static const uint8_t top64[] = { 0x81, 0x7f, 0x80, 0, 0, 0, 0, 1, 0,
+		0 };
+	static const uint8_t ok64[] = { 0x82, 0xff, 0, 0, 0, 0, 0, 1, 0, 0, 1,
+		2, 3, 4 };
+	struct ws_frame	     f;
 
 	T_EQ_INT(wsc_frame_parse(short16, sizeof(short16), &f), -1);
 	T_EQ_INT(wsc_frame_parse(short64, sizeof(short64), &f), -1);
@@ -227,17 +226,16 @@ parser_refuses_non_minimal_lengths(void)
 	T_CHECK(f.mask[3] == 4);
 }
 
-static const size_t	send_lens[] = { 0, 1, 125, 126, 127, 65535, 65536,
-    70000 };
+static const size_t send_lens[] = { 0, 1, 125, 126, 127, 65535, 65536, 70000 };
 
 /* Server side of send_masks_every_length; exit code 0 if all well. */
 static int
 check_sent_frames(int fd)
 {
-	static uint8_t	want[70000];
-	struct sframe	f;
-	uint8_t		last_mask[4] = { 0 };
-	size_t		i, hl;
+	static uint8_t want[70000];
+	struct sframe  f;
+	uint8_t	       last_mask[4] = { 0 };
+	size_t	       i, hl;
 
 	for (i = 0; i < sizeof(send_lens) / sizeof(send_lens[0]); i++) {
 		if (srv_frame(fd, &f) == -1)
@@ -259,11 +257,11 @@ check_sent_frames(int fd)
 static void
 send_masks_every_length(void)
 {
-	static uint8_t	 msg[70000];
-	struct wsc	*w;
-	size_t		 i;
-	pid_t		 pid;
-	int		 fd;
+	static uint8_t msg[70000];
+	struct wsc    *w;
+	size_t	       i;
+	pid_t	       pid;
+	int	       fd;
 
 	T_ASSERT((fd = pair_server(check_sent_frames, &pid)) != -1);
 	w = wsc_adopt(fd);
@@ -279,14 +277,13 @@ static void
 receives_rfc6455_example_frames(void)
 {
 	/* RFC 6455 section 5.7: single frame, then two fragments. */
-	static const uint8_t	one[] = { 0x81, 0x05, 'H', 'e', 'l', 'l',
-	    'o' };
-	static const uint8_t	frag[] = { 0x01, 0x03, 'H', 'e', 'l', 0x80,
-	    0x02, 'l', 'o' };
-	struct wsc		*w;
-	char			*m;
-	size_t			 len = 0;
-	int			 sv[2];
+	static const uint8_t one[] = { 0x81, 0x05, 'H', 'e', 'l', 'l', 'o' };
+	static const uint8_t frag[] = { 0x01, 0x03, 'H', 'e', 'l', 0x80, 0x02,
+		'l', 'o' };
+	struct wsc	    *w;
+	char		    *m;
+	size_t		     len = 0;
+	int		     sv[2];
 
 	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	w = wsc_adopt(sv[0]);
@@ -309,8 +306,8 @@ receives_rfc6455_example_frames(void)
 static int
 send_long_frames(int fd)
 {
-	static uint8_t	p[70000];
-	struct buf	b = BUF_INIT;
+	static uint8_t p[70000];
+	struct buf     b = BUF_INIT;
 
 	fill(p, 256, 1);
 	wsc_frame_encode(&b, WS_OP_BINARY, 1, NULL, p, 256);
@@ -322,12 +319,12 @@ send_long_frames(int fd)
 static void
 receives_16_and_64_bit_lengths(void)
 {
-	static uint8_t	 want[70000];
-	struct wsc	*w;
-	char		*m;
-	size_t		 len = 0;
-	pid_t		 pid;
-	int		 fd;
+	static uint8_t want[70000];
+	struct wsc    *w;
+	char	      *m;
+	size_t	       len = 0;
+	pid_t	       pid;
+	int	       fd;
 
 	T_ASSERT((fd = pair_server(send_long_frames, &pid)) != -1);
 	w = wsc_adopt(fd);
@@ -353,12 +350,12 @@ static void
 ping_inside_fragmented_message_is_answered(void)
 {
 	/* Control frames may come between fragments (RFC 6455 5.4). */
-	static const uint8_t	in[] = { 0x01, 0x03, 'H', 'e', 'l',
-	    0x89, 0x05, 'p', 'i', 'n', 'g', '!', 0x80, 0x02, 'l', 'o' };
-	struct sframe		 f;
-	struct wsc		*w;
-	char			*m;
-	int			 sv[2];
+	static const uint8_t in[] = { 0x01, 0x03, 'H', 'e', 'l', 0x89, 0x05,
+		'p', 'i', 'n', 'g', '!', 0x80, 0x02, 'l', 'o' };
+	struct sframe	     f;
+	struct wsc	    *w;
+	char		    *m;
+	int		     sv[2];
 
 	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	w = wsc_adopt(sv[0]);
@@ -378,11 +375,11 @@ ping_inside_fragmented_message_is_answered(void)
 static void
 close_frame_is_echoed(void)
 {
-	static const uint8_t	 in[] = { 0x88, 0x06, 0x03, 0xe8, 'b', 'y',
-	    'e', '!' };
-	struct sframe		 f;
-	struct wsc		*w;
-	int			 sv[2];
+	static const uint8_t in[] = { 0x88, 0x06, 0x03, 0xe8, 'b', 'y', 'e',
+		'!' };
+	struct sframe	     f;
+	struct wsc	    *w;
+	int		     sv[2];
 
 	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	w = wsc_adopt(sv[0]);
@@ -405,15 +402,15 @@ close_frame_is_echoed(void)
 static int
 protocol_error_for(const uint8_t *in, size_t n, const char *why)
 {
-	struct sframe	 f;
-	struct wsc	*w;
-	int		 sv[2], rc = 0;
+	struct sframe f;
+	struct wsc   *w;
+	int	      sv[2], rc = 0;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == -1)
 		return 0;
 	w = wsc_adopt(sv[0]);
-	if (write_full(sv[1], in, n) == 0 && wsc_recv(w, 1000, NULL) ==
-	    NULL && wsc_is_closed(w) && strstr(wsc_error(w), why) != NULL &&
+	if (write_full(sv[1], in, n) == 0 && wsc_recv(w, 1000, NULL) == NULL &&
+	    wsc_is_closed(w) && strstr(wsc_error(w), why) != NULL &&
 	    srv_frame(sv[1], &f) == 0) {
 		rc = f.op == WS_OP_CLOSE && f.len == 2 && f.p[0] == 0x03 &&
 		    f.p[1] == 0xea;
@@ -427,14 +424,13 @@ protocol_error_for(const uint8_t *in, size_t n, const char *why)
 static void
 server_protocol_errors_close_with_1002(void)
 {
-	static const uint8_t	masked[] = { 0x81, 0x81, 1, 2, 3, 4, 'x' };
-	static const uint8_t	rsv[] = { 0xc1, 0x01, 'x' };
-	static const uint8_t	cont[] = { 0x80, 0x01, 'x' };
-	static const uint8_t	longping[] = { 0x89, 0x7e, 0x00, 0x7e };
-	static const uint8_t	fragping[] = { 0x09, 0x00 };
-	static const uint8_t	nested[] = { 0x01, 0x01, 'x', 0x01, 0x01,
-	    'y' };
-	static const uint8_t	badop[] = { 0x83, 0x00 };
+	static const uint8_t masked[] = { 0x81, 0x81, 1, 2, 3, 4, 'x' };
+	static const uint8_t rsv[] = { 0xc1, 0x01, 'x' };
+	static const uint8_t cont[] = { 0x80, 0x01, 'x' };
+	static const uint8_t longping[] = { 0x89, 0x7e, 0x00, 0x7e };
+	static const uint8_t fragping[] = { 0x09, 0x00 };
+	static const uint8_t nested[] = { 0x01, 0x01, 'x', 0x01, 0x01, 'y' };
+	static const uint8_t badop[] = { 0x83, 0x00 };
 
 	T_CHECK(protocol_error_for(masked, sizeof(masked), "masked"));
 	T_CHECK(protocol_error_for(rsv, sizeof(rsv), "RSV"));
@@ -448,9 +444,9 @@ server_protocol_errors_close_with_1002(void)
 static void
 recv_times_out_without_closing(void)
 {
-	struct wsc	*w;
-	int64_t		 t0;
-	int		 sv[2];
+	struct wsc *w;
+	int64_t	    t0;
+	int	    sv[2];
 
 	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	w = wsc_adopt(sv[0]);
@@ -467,8 +463,8 @@ recv_times_out_without_closing(void)
 static void
 end_of_stream_closes(void)
 {
-	struct wsc	*w;
-	int		 sv[2];
+	struct wsc *w;
+	int	    sv[2];
 
 	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	w = wsc_adopt(sv[0]);
@@ -485,20 +481,20 @@ end_of_stream_closes(void)
 static void
 buffered_api_assembles_byte_by_byte(void)
 {
-	static const uint8_t	 in[] = { 0x01, 0x03, 'H', 'e', 'l', 0x80,
-	    0x7e, 0x00, 0x80 };
-	static uint8_t		 tail[128];
-	struct wsc		*w;
-	char			*m = NULL;
-	size_t			 i, len = 0;
-	int			 sv[2], op = -1, got_early = 0;
+	static const uint8_t in[] = { 0x01, 0x03, 'H', 'e', 'l', 0x80, 0x7e,
+		0x00, 0x80 };
+	static uint8_t	     tail[128];
+	struct wsc	    *w;
+	char		    *m = NULL;
+	size_t		     i, len = 0;
+	int		     sv[2], op = -1, got_early = 0;
 
 	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
 	w = wsc_adopt(sv[0]);
 	T_EQ_INT(wsc_read_available(w), 0);
 	fill(tail, sizeof(tail), 3);
 	for (i = 0; i < sizeof(in) + sizeof(tail); i++) {
-		uint8_t	c = i < sizeof(in) ? in[i] : tail[i - sizeof(in)];
+		uint8_t c = i < sizeof(in) ? in[i] : tail[i - sizeof(in)];
 
 		T_ASSERT(write_full(sv[1], &c, 1) == 0);
 		T_ASSERT(wsc_read_available(w) == 1);
@@ -524,29 +520,29 @@ buffered_api_assembles_byte_by_byte(void)
 static char *
 read_request(int fd)
 {
-	struct buf	 b = BUF_INIT;
-	char		 c;
+	struct buf b = BUF_INIT;
+	char	   c;
 
 	while (b.b_len < 8192) {
 		if (read_full(fd, &c, 1) == -1)
 			break;
 		buf_addc(&b, c);
-		if (b.b_len >= 4 && memcmp(b.b_data + b.b_len - 4,
-		    "\r\n\r\n", 4) == 0)
+		if (b.b_len >= 4 &&
+		    memcmp(b.b_data + b.b_len - 4, "\r\n\r\n", 4) == 0)
 			return buf_release(&b, NULL);
 	}
 	buf_free(&b);
 	return NULL;
 }
 
-static int	handshake_mode;	/* 0 good, 1 bad accept, 2 refuse */
+static int handshake_mode; /* 0 good, 1 bad accept, 2 refuse */
 
 static int
 handshake_server(int fd)
 {
-	struct buf	 b = BUF_INIT;
-	char		*req, *key, acc[29];
-	uint8_t		 frame[] = { 0x81, 0x02, 'h', 'i' };
+	struct buf b = BUF_INIT;
+	char	  *req, *key, acc[29];
+	uint8_t	   frame[] = { 0x81, 0x02, 'h', 'i' };
 
 	if ((req = read_request(fd)) == NULL)
 		return 1;
@@ -556,7 +552,8 @@ handshake_server(int fd)
 	    strstr(req, "\r\nX-Test: yes\r\n") == NULL)
 		return 2;
 	if ((key = http_header_value(req + strcspn(req, "\n") + 1,
-	    "Sec-WebSocket-Key")) == NULL || strlen(key) != 24)
+		 "Sec-WebSocket-Key")) == NULL ||
+	    strlen(key) != 24)
 		return 3;
 	wsc_accept_key(key, acc);
 	if (handshake_mode == 1)
@@ -564,9 +561,11 @@ handshake_server(int fd)
 	if (handshake_mode == 2)
 		buf_adds(&b, "HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n");
 	else
-		buf_printf(&b, "HTTP/1.1 101 Switching Protocols\r\n"
+		buf_printf(&b,
+		    "HTTP/1.1 101 Switching Protocols\r\n"
 		    "upgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"
-		    "Sec-WebSocket-Accept: %s\r\n\r\n", acc);
+		    "Sec-WebSocket-Accept: %s\r\n\r\n",
+		    acc);
 	/* A first frame in the same segment as the answer. */
 	buf_add(&b, frame, sizeof(frame));
 	return write_full(fd, b.b_data, b.b_len) == 0 ? 0 : 4;
@@ -575,9 +574,9 @@ handshake_server(int fd)
 static struct wsc *
 handshake_with(int mode, int *status, int *child_rc)
 {
-	struct wsc	*w;
-	pid_t		 pid;
-	int		 fd;
+	struct wsc *w;
+	pid_t	    pid;
+	int	    fd;
 
 	handshake_mode = mode;
 	if ((fd = pair_server(handshake_server, &pid)) == -1)
@@ -591,9 +590,9 @@ handshake_with(int mode, int *status, int *child_rc)
 static void
 handshake_checks_accept_and_keeps_early_frames(void)
 {
-	struct wsc	*w;
-	char		*m;
-	int		 status = 0, rc = -1;
+	struct wsc *w;
+	char	   *m;
+	int	    status = 0, rc = -1;
 
 	w = handshake_with(0, &status, &rc);
 	T_EQ_INT(rc, 0);
@@ -628,10 +627,10 @@ listen_loopback(const char *host, int *port)
 static int
 echo_server(int lfd)
 {
-	struct buf	 b = BUF_INIT;
-	struct sframe	 f;
-	char		*req, *key, acc[29];
-	int		 fd;
+	struct buf    b = BUF_INIT;
+	struct sframe f;
+	char	     *req, *key, acc[29];
+	int	      fd;
 
 	if ((fd = accept(lfd, NULL, NULL)) == -1)
 		return 1;
@@ -639,9 +638,11 @@ echo_server(int lfd)
 	    (key = http_header_value(req, "Sec-WebSocket-Key")) == NULL)
 		return 2;
 	wsc_accept_key(key, acc);
-	buf_printf(&b, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
+	buf_printf(&b,
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
 	    "websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s"
-	    "\r\n\r\n", acc);
+	    "\r\n\r\n",
+	    acc);
 	if (write_full(fd, b.b_data, b.b_len) == -1 || srv_frame(fd, &f) == -1)
 		return 3;
 	buf_reset(&b);
@@ -652,10 +653,10 @@ echo_server(int lfd)
 static int
 echo_over_tcp(const char *host)
 {
-	struct wsc	*w;
-	char		*m;
-	pid_t		 pid;
-	int		 lfd, port, ok;
+	struct wsc *w;
+	char	   *m;
+	pid_t	    pid;
+	int	    lfd, port, ok;
 
 	if ((lfd = listen_loopback(host, &port)) == -1)
 		return -1;
@@ -673,7 +674,7 @@ echo_over_tcp(const char *host)
 static void
 connects_over_ipv4_and_ipv6_loopback(void)
 {
-	int	v6;
+	int v6;
 
 	T_EQ_INT(echo_over_tcp("127.0.0.1"), 1);
 	/* A machine without IPv6 loopback cannot listen on ::1. */
@@ -688,13 +689,14 @@ connects_over_ipv4_and_ipv6_loopback(void)
 static int
 http_server(int lfd)
 {
-	const char	*chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+	const char *chunked =
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
 	    "chunked\r\nAccess-Control-Allow-Origin:  *  \r\nContent-Type: "
 	    "application/nostr+json\r\n\r\n7\r\nhello, \r\n5;x=y\r\nworld\r\n"
 	    "0\r\nX-Trailer: 1\r\n\r\n";
-	struct buf	 b = BUF_INIT;
-	char		*req, body[5];
-	int		 fd;
+	struct buf b = BUF_INIT;
+	char	  *req, body[5];
+	int	   fd;
 
 	if ((fd = accept(lfd, NULL, NULL)) == -1 ||
 	    (req = read_request(fd)) == NULL)
@@ -712,25 +714,27 @@ http_server(int lfd)
 	    strstr(req, "\r\nContent-Length: 5\r\n") == NULL ||
 	    read_full(fd, body, 5) == -1)
 		return 5;
-	buf_printf(&b, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n"
-	    "Content-Length: 7\r\n\r\ngot %.3s", body);
+	buf_printf(&b,
+	    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n"
+	    "Content-Length: 7\r\n\r\ngot %.3s",
+	    body);
 	return write_full(fd, b.b_data, b.b_len) == 0 ? 0 : 6;
 }
 
 static void
 http_request_reads_chunked_and_sized_bodies(void)
 {
-	char	*hdrs = NULL, *body = NULL, *v;
-	size_t	 blen = 0;
-	pid_t	 pid;
-	int	 lfd, port, status = 0;
+	char  *hdrs = NULL, *body = NULL, *v;
+	size_t blen = 0;
+	pid_t  pid;
+	int    lfd, port, status = 0;
 
 	T_ASSERT((lfd = listen_loopback("127.0.0.1", &port)) != -1);
 	pid = fork_server(lfd, http_server);
 	close(lfd);
 	T_ASSERT(http_get("127.0.0.1", port, "/",
-	    "Accept: application/nostr+json\r\n", 3000, &status, &hdrs,
-	    &body) == 0);
+		     "Accept: application/nostr+json\r\n", 3000, &status, &hdrs,
+		     &body) == 0);
 	T_EQ_INT(status, 200);
 	T_EQ_STR(body, "hello, world");
 	v = http_header_value(hdrs, "access-control-allow-origin");
@@ -738,8 +742,8 @@ http_request_reads_chunked_and_sized_bodies(void)
 	free(v);
 	free(hdrs);
 	free(body);
-	T_ASSERT(http_request("127.0.0.1", port, "POST", "/x", NULL,
-	    "abcde", 5, 3000, &status, NULL, &body, &blen) == 0);
+	T_ASSERT(http_request("127.0.0.1", port, "POST", "/x", NULL, "abcde", 5,
+		     3000, &status, NULL, &body, &blen) == 0);
 	T_EQ_INT(status, 201);
 	T_EQ_INT(blen, 7);
 	T_EQ_STR(body, "got abc");

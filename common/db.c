@@ -270,8 +270,14 @@ db_migrate(sqlite3 *db, char *err, size_t errlen)
 		    SQLITE_OK)
 			goto fail;
 	}
+	/*
+	 * Only a migration writes: setting user_version, even to its own
+	 * value, writes a page, and relayd must start on a full disk to
+	 * serve what it has.
+	 */
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", DB_NMIGRATIONS);
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK ||
+	if ((version < DB_NMIGRATIONS &&
+		sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) ||
 	    sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
 		goto fail;
 	if (version < DB_NMIGRATIONS)

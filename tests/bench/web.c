@@ -79,22 +79,9 @@ static void
 put(struct gen *g, const char *pk, uint32_t kind, int64_t at, const char *tags,
     const char *content, char *id_hex)
 {
-	struct buf	  b = BUF_INIT;
-	struct event	 *ev;
+	struct event *ev = tstore_unsigned_event(pk, at, kind, tags, content);
 	enum store_result r;
-	char		  err[256];
 
-	buf_printf(&b,
-	    "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
-	    "%lld,\"kind\":%u,\"tags\":%s,\"content\":\"%s\",\"sig\":\""
-	    "%0128d\"}",
-	    0, pk, (long long)at, kind, tags, content, 0);
-	if ((ev = event_parse(b.b_data, b.b_len, err, sizeof(err))) == NULL)
-		fatalx("web: generated event does not parse: %s", err);
-	buf_free(&b);
-	event_compute_id(ev, ev->id);
-	hex_encode(ev->id, 32, ev->id_hex);
-	memcpy(ev->json + 7, ev->id_hex, 64);
 	if (g->intxn == 0 && store_begin(g->st) == -1)
 		fatalx("web: cannot begin a transaction");
 	if ((r = store_put(g->st, ev, NULL)) != STORE_OK)

@@ -1,12 +1,14 @@
 /*
- * tstore.c: the shared store fixture of the unit tests and the made-up
- * pubkeys of the benchmarks (tstore.h).
+ * tstore.c: the shared store fixture of the unit tests, and the made-up
+ * pubkeys and unsigned events of the tests and benchmarks (tstore.h).
  */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
 #include "event.h"
+#include "log.h"
 
 #include "store.h"
 #include "tdir.h"
@@ -53,4 +55,28 @@ tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65])
 	pk[30] = (uint8_t)(n >> 8);
 	pk[31] = (uint8_t)n;
 	hex_encode(pk, sizeof(pk), out);
+}
+
+struct event *
+tstore_unsigned_event(const char *pk, int64_t at, uint32_t kind,
+    const char *tags, const char *content)
+{
+	struct buf    b = BUF_INIT;
+	struct event *ev;
+	char	      err[256];
+
+	buf_printf(&b,
+	    "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":%lld,"
+	    "\"kind\":%u,\"tags\":%s,\"content\":\"%s\",\"sig\":\"%0128d\"}",
+	    0, pk, (long long)at, kind, tags, content, 0);
+	if ((ev = event_parse(b.b_data, b.b_len, err, sizeof(err))) == NULL)
+		fatalx("tstore: %s: %s", err, b.b_data);
+	buf_free(&b);
+	/* The real id, patched into the stored text ({"id":"<hex>"...). */
+	event_compute_id(ev, ev->id);
+	hex_encode(ev->id, 32, ev->id_hex);
+	if (ev->json_len < 71 || memcmp(ev->json, "{\"id\":\"", 7) != 0)
+		fatalx("tstore: unexpected canonical form");
+	memcpy(ev->json + 7, ev->id_hex, 64);
+	return ev;
 }

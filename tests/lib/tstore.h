@@ -1,7 +1,7 @@
 /*
  * tstore.h: one store (common/store.h) for all the cases of a test
  * program, in a temporary directory of its own (tdir.h), and the made-up
- * pubkeys that the benchmarks fill stores with.
+ * pubkeys and unsigned events that tests and benchmarks fill stores with.
  */
 #ifndef GRASPD_TSTORE_H
 #define GRASPD_TSTORE_H
@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct event;
 struct store;
 
 struct tstore_prog {
@@ -33,5 +34,14 @@ extern const struct t_fixture tstore_fixture;
  * whose events nothing verifies; distinct n give distinct keys.
  */
 void tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65]);
+
+/*
+ * An event by the pubkey pk (hex) with a zero signature and its real id,
+ * in the canonical text store_put() keeps (the store checks neither the
+ * signature nor the id); tags is JSON, content JSON string text.  Exits
+ * (fatalx, naming the text) if the event does not parse.
+ */
+struct event *tstore_unsigned_event(const char *pk, int64_t at, uint32_t kind,
+    const char *tags, const char *content);
 
 #endif

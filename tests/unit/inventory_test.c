@@ -573,23 +573,10 @@ pk_hex(int n, char out[65])
 static struct event *
 mk(int who, int64_t at, uint32_t kind, const char *tags, const char *content)
 {
-	struct buf    b = BUF_INIT;
-	struct event *e;
-	char	      pk[65], err[256];
+	char pk[65];
 
 	pk_hex(who, pk);
-	buf_printf(&b,
-	    "{\"id\":\"%064d\",\"pubkey\":\"%s\",\"created_at\":"
-	    "%lld,\"kind\":%u,\"tags\":%s,\"content\":\"%s\",\"sig\":\""
-	    "%0128d\"}",
-	    0, pk, (long long)at, kind, tags, content, 0);
-	if ((e = event_parse(b.b_data, b.b_len, err, sizeof(err))) == NULL)
-		fatalx("inventory_test: %s: %s", err, b.b_data);
-	buf_free(&b);
-	event_compute_id(e, e->id);
-	hex_encode(e->id, 32, e->id_hex);
-	memcpy(e->json + 7, e->id_hex, 64);
-	return e;
+	return tstore_unsigned_event(pk, at, kind, tags, content);
 }
 
 /* Stores e (kept if keep, else freed); its id in id_hex if not NULL. */

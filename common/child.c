@@ -165,7 +165,7 @@ child_find(struct child_list *l, pid_t pid)
 {
 	struct child *ch;
 
-	TAILQ_FOREACH (ch, l, c_entry)
+	TAILQ_FOREACH(ch, l, c_entry)
 		if (ch->c_pid == pid)
 			return ch;
 	return NULL;

@@ -602,7 +602,7 @@ req_enqueue(struct conn_req *r)
 	struct conn	*c = r->r_conn;
 	struct conn_req *p;
 
-	TAILQ_FOREACH_REVERSE (p, &c->c_pending, conn_reqq, r_entry)
+	TAILQ_FOREACH_REVERSE(p, &c->c_pending, conn_reqq, r_entry)
 		if (p->r_rank <= r->r_rank)
 			break;
 	if (p == NULL)
@@ -1094,7 +1094,7 @@ conn_find_open(struct conn *c, const struct json *subid)
 
 	if (subid == NULL || subid->type != JSON_STRING)
 		return NULL;
-	TAILQ_FOREACH (r, &c->c_open, r_entry)
+	TAILQ_FOREACH(r, &c->c_open, r_entry)
 		if (strlen(r->r_subid) == subid->len &&
 		    memcmp(r->r_subid, subid->s, subid->len) == 0)
 			return r;
@@ -1227,7 +1227,7 @@ conn_neg_unknown(struct conn *c, const char *text)
 {
 	struct conn_req *r;
 
-	TAILQ_FOREACH (r, &c->c_open, r_entry)
+	TAILQ_FOREACH(r, &c->c_open, r_entry)
 		if (r->r_kind == REQ_NEG && r->r_nst.ns_rounds == 0)
 			break;
 	if (r == NULL)
@@ -1947,7 +1947,7 @@ conn_get(struct conn_mgr *m, const char *key, unsigned flags, const char **why)
 
 	if (why == NULL)
 		why = &dummy;
-	TAILQ_FOREACH (c, &m->m_conns, c_entry)
+	TAILQ_FOREACH(c, &m->m_conns, c_entry)
 		if (strcmp(c->c_key, key) == 0) {
 			c->c_flags |= flags;
 			c->c_holds++;
@@ -2319,7 +2319,7 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 	enum conn_state s;
 	int64_t		now = now_ms(), until = 0;
 
-	TAILQ_FOREACH (c, &m->m_conns, c_entry) {
+	TAILQ_FOREACH(c, &m->m_conns, c_entry) {
 		if ((o = cJSON_CreateObject()) == NULL ||
 		    !cJSON_AddItemToArray(arr, o))
 			fatalx("conn_mgr_show: out of memory");
@@ -2374,7 +2374,7 @@ conn_mgr_stats(struct conn_mgr *m, cJSON *metrics)
 	char	     name[96];
 	int	     s;
 
-	TAILQ_FOREACH (c, &m->m_conns, c_entry) {
+	TAILQ_FOREACH(c, &m->m_conns, c_entry) {
 		by_state[conn_state(c)]++;
 		open += c->c_nopen;
 		live += c->c_nlive;

@@ -137,8 +137,7 @@ ctl_answer(const struct msg *m, const char *why, enum role self,
 		snprintf(err, sizeof(err), "\"args\" is not an array");
 		goto done;
 	}
-	cJSON_ArrayForEach(a, args)
-	{
+	cJSON_ArrayForEach(a, args) {
 		if (!cJSON_IsString(a) || argc == CTL_MAX_ARGS) {
 			snprintf(err, sizeof(err),
 			    "\"args\" must be at most "

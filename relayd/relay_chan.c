@@ -188,7 +188,7 @@ show_view(void)
 	int		   nsubs = 0;
 
 	arr = cJSON_AddArrayToObject(view, "connections");
-	LIST_FOREACH (c, &relayd->conns, rc_entry) {
+	LIST_FOREACH(c, &relayd->conns, rc_entry) {
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "peer", c->rc_peer);
 		cJSON_AddNumberToObject(o, "subscriptions", c->rc_nsubs);

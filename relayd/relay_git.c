@@ -242,7 +242,7 @@ prs_end(struct relay_gitreq *gr)
 	LIST_REMOVE(gr, gr_prs_entry);
 	if (!gr->gr_created)
 		return;
-	LIST_FOREACH (o, &prs_reqs, gr_prs_entry)
+	LIST_FOREACH(o, &prs_reqs, gr_prs_entry)
 		if (strcmp(o->gr_repo, gr->gr_repo) == 0) {
 			/* The last one to end prunes. */
 			o->gr_created = 1;

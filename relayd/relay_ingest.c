@@ -167,10 +167,10 @@ relay_ingest_forget(struct relay_conn *c)
 {
 	struct pending *p;
 
-	STAILQ_FOREACH (p, &pending, p_entry)
+	STAILQ_FOREACH(p, &pending, p_entry)
 		if (p->p_conn == c)
 			p->p_conn = NULL;
-	STAILQ_FOREACH (p, &verifying, p_entry)
+	STAILQ_FOREACH(p, &verifying, p_entry)
 		if (p->p_conn == c)
 			p->p_conn = NULL;
 }
@@ -645,13 +645,13 @@ relay_ingest_flush_now(void)
 	STAILQ_INIT(&tasks);
 	STAILQ_CONCAT(&batch, &pending);
 	last_batch = 0;
-	STAILQ_FOREACH (p, &batch, p_entry)
+	STAILQ_FOREACH(p, &batch, p_entry)
 		last_batch++;
 
 	committed = store_begin(relayd->store) == 0;
 	if (committed) {
 		in_txn = 1;
-		STAILQ_FOREACH (p, &batch, p_entry) {
+		STAILQ_FOREACH(p, &batch, p_entry) {
 			if (p->p_run != NULL) {
 				p->p_run(p->p_arg);
 				continue;

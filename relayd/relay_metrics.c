@@ -175,8 +175,7 @@ write_samples(struct buf *b, const struct sample_src *src, int n)
 	unsigned     r;
 
 	for (i = 0; i < n; i++)
-		cJSON_ArrayForEach(m, src[i].ss_metrics)
-		{
+		cJSON_ArrayForEach(m, src[i].ss_metrics) {
 			nm = cJSON_GetArrayItem(m, 0);
 			if (!cJSON_IsString(nm))
 				continue;
@@ -184,8 +183,7 @@ write_samples(struct buf *b, const struct sample_src *src, int n)
 			/* Written already with an earlier sample? */
 			seen = 0;
 			for (j = 0; j <= i && !seen; j++)
-				cJSON_ArrayForEach(m2, src[j].ss_metrics)
-				{
+				cJSON_ArrayForEach(m2, src[j].ss_metrics) {
 					if (j == i && m2 == m)
 						break;
 					nm2 = cJSON_GetArrayItem(m2, 0);
@@ -207,8 +205,7 @@ write_samples(struct buf *b, const struct sample_src *src, int n)
 				"counter" :
 				"gauge");
 			for (j = i; j < n; j++)
-				cJSON_ArrayForEach(m2, src[j].ss_metrics)
-				{
+				cJSON_ArrayForEach(m2, src[j].ss_metrics) {
 					nm2 = cJSON_GetArrayItem(m2, 0);
 					v2 = cJSON_GetArrayItem(m2, 1);
 					if (cJSON_IsString(nm2) &&

@@ -65,7 +65,7 @@ neg_find(struct relay_conn *c, const char *id)
 {
 	struct relay_neg *n;
 
-	LIST_FOREACH (n, &c->rc_negs, rn_entry)
+	LIST_FOREACH(n, &c->rc_negs, rn_entry)
 		if (strcmp(n->rn_id, id) == 0)
 			return n;
 	return NULL;

@@ -591,16 +591,17 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	    "/&lt;npub&gt;/&lt;identifier&gt;.git</code></dd>\n"
 	    "<dt>Supports</dt><dd>");
 	arr = cJSON_GetObjectItemCaseSensitive(doc, "supported_grasps");
-	cJSON_ArrayForEach(it, arr) if (cJSON_IsString(it))
-	{
-		buf_adds(&b, "<span class=\"tag\">");
-		esc(&b, it->valuestring);
-		buf_adds(&b, "</span>");
-	}
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsString(it)) {
+			buf_adds(&b, "<span class=\"tag\">");
+			esc(&b, it->valuestring);
+			buf_adds(&b, "</span>");
+		}
 	arr = cJSON_GetObjectItemCaseSensitive(doc, "supported_nips");
 	buf_adds(&b, " <span class=\"pk\">NIPs");
-	cJSON_ArrayForEach(it, arr) if (cJSON_IsNumber(it))
-	    buf_printf(&b, " %d", it->valueint);
+	cJSON_ArrayForEach(it, arr)
+		if (cJSON_IsNumber(it))
+			buf_printf(&b, " %d", it->valueint);
 	buf_adds(&b, "</span></dd>\n");
 	if (contact && *contact) {
 		buf_adds(&b, "<dt>Contact</dt><dd>");

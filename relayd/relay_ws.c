@@ -46,7 +46,7 @@ sub_find(struct relay_conn *c, const char *id)
 {
 	struct relay_sub *s;
 
-	LIST_FOREACH (s, &c->rc_subs, rs_entry)
+	LIST_FOREACH(s, &c->rc_subs, rs_entry)
 		if (strcmp(s->rs_id, id) == 0)
 			return s;
 	return NULL;
@@ -67,8 +67,8 @@ relay_fanout(const struct event *ev)
 	struct relay_sub  *s;
 	struct buf	   b = BUF_INIT;
 
-	LIST_FOREACH (c, &relayd->conns, rc_entry) {
-		LIST_FOREACH (s, &c->rc_subs, rs_entry) {
+	LIST_FOREACH(c, &relayd->conns, rc_entry) {
+		LIST_FOREACH(s, &c->rc_subs, rs_entry) {
 			if (!filter_match_any(s->rs_filters, s->rs_nfilters,
 				ev))
 				continue;

@@ -270,8 +270,7 @@ cmd_status(void)
 	status_row("graspd", "running", ctl_jnum(reply, "pid"),
 	    ctl_jnum(reply, "uptime"), "-", "", "");
 	roles = cJSON_GetObjectItemCaseSensitive(reply, "roles");
-	cJSON_ArrayForEach(r, roles)
-	{
+	cJSON_ArrayForEach(r, roles) {
 		snprintf(restarts, sizeof(restarts), "%.0f",
 		    ctl_jnum(r, "restarts"));
 		status_row(ctl_jstr(r, "role"), ctl_jstr(r, "state"),
@@ -359,8 +358,7 @@ print_view(const cJSON *obj, int depth)
 	const cJSON *c, *e;
 	int	     i, flat;
 
-	cJSON_ArrayForEach(c, obj)
-	{
+	cJSON_ArrayForEach(c, obj) {
 		printf("%*s%s:", depth * 2, "", c->string ? c->string : "-");
 		if (is_scalar(c)) {
 			putchar(' ');
@@ -374,11 +372,12 @@ print_view(const cJSON *obj, int depth)
 			continue;
 		}
 		flat = 1;
-		cJSON_ArrayForEach(e, c) if (!is_scalar(e)) flat = 0;
+		cJSON_ArrayForEach(e, c)
+			if (!is_scalar(e))
+				flat = 0;
 		if (flat) {
 			i = 0;
-			cJSON_ArrayForEach(e, c)
-			{
+			cJSON_ArrayForEach(e, c) {
 				fputs(i++ ? ", " : " ", stdout);
 				print_scalar(e);
 			}
@@ -387,8 +386,7 @@ print_view(const cJSON *obj, int depth)
 		}
 		putchar('\n');
 		i = 0;
-		cJSON_ArrayForEach(e, c)
-		{
+		cJSON_ArrayForEach(e, c) {
 			if (is_scalar(e)) {
 				printf("%*s- ", (depth + 1) * 2, "");
 				print_scalar(e);
@@ -467,8 +465,7 @@ cmd_direct(enum ctl_cmd c, const char *arg, const char *procname)
 			print_view(v, n > 1);
 		} else if (c == CTL_stats) {
 			v = cJSON_GetObjectItemCaseSensitive(reply, "metrics");
-			cJSON_ArrayForEach(m, v)
-			{
+			cJSON_ArrayForEach(m, v) {
 				/* Roles share metric names: say whose. */
 				if (n > 1)
 					printf("%s ", role_name(procs[i]));

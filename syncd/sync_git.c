@@ -291,7 +291,7 @@ sync_git_notify(struct sync_git *sg, struct git_hunt *h)
 		return;
 	h->gh_notified = 1;
 	/* One waiting notice covers both; one already out may not. */
-	TAILQ_FOREACH (gn, &sg->sg_notices, gn_entry)
+	TAILQ_FOREACH(gn, &sg->sg_notices, gn_entry)
 		if ((gn != TAILQ_FIRST(&sg->sg_notices) ||
 			!sg->sg_notice_sent) &&
 		    memcmp(gn->gn_owner, h->gh_owner, 32) == 0 &&
@@ -496,7 +496,7 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 	h->gh_renewed = 0;
 	h->gh_has_owner = 0;
 	/* The objects. */
-	LIST_FOREACH (ge, &h->gh_events, ge_entry) {
+	LIST_FOREACH(ge, &h->gh_events, ge_entry) {
 		for (k = 0;
 		     k < ge->ge_noids && h->gh_nwants < SYNC_GIT_MAX_OBJECTS;
 		     k++) {
@@ -549,7 +549,7 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 	}
 	for (i = 0; i < so.so_nurls; i++)
 		sync_gitsrc_url_add(sg, h, so.so_urls[i]);
-	LIST_FOREACH (ge, &h->gh_events, ge_entry)
+	LIST_FOREACH(ge, &h->gh_events, ge_entry)
 		for (k = 0; k < ge->ge_nclone; k++)
 			sync_gitsrc_url_add(sg, h, ge->ge_clone[k]);
 	h->gh_nurls_last = h->gh_nurls;

@@ -485,7 +485,7 @@ hreq_neg_done(void *arg, struct conn_req *req, enum conn_neg_result res,
 		for (;;) {
 			struct sync_hreq *o;
 
-			LIST_FOREACH (o, &sr->sr_hreqs, hr_entry)
+			LIST_FOREACH(o, &sr->sr_hreqs, hr_entry)
 				if (o->hr_negotiating)
 					break;
 			if (o == NULL)

@@ -295,9 +295,10 @@ show(const char *key, cJSON **arrp)
 
 	conn_mgr_show(mgr, arr);
 	*arrp = arr;
-	cJSON_ArrayForEach(o,
-	    arr) if (strcmp(cJSON_GetObjectItem(o, "relay")->valuestring,
-			 key) == 0) return o;
+	cJSON_ArrayForEach(o, arr)
+		if (strcmp(cJSON_GetObjectItem(o, "relay")->valuestring, key) ==
+		    0)
+			return o;
 	return NULL;
 }
 
@@ -646,8 +647,7 @@ packed_filters_stay_under_the_budget_on_the_wire(void)
 	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), n);
-	cJSON_ArrayForEach(r, log_reqs(log))
-	{
+	cJSON_ArrayForEach(r, log_reqs(log)) {
 		/* The REQ as sent: ["REQ","<sub>",<filter>]. */
 		req = cJSON_CreateArray();
 		cJSON_AddItemToArray(req, cJSON_CreateString("REQ"));
@@ -667,7 +667,8 @@ packed_filters_stay_under_the_budget_on_the_wire(void)
 		e = cJSON_GetObjectItem(
 		    cJSON_GetArrayItem(cJSON_GetObjectItem(r, "filters"), 0),
 		    "#e");
-		cJSON_ArrayForEach(v, e) total++;
+		cJSON_ArrayForEach(v, e)
+			total++;
 	}
 	/* Every value went out once. */
 	T_EQ_INT(total, NIDS);
@@ -725,8 +726,7 @@ ledger_caps_subscriptions_and_admits_live_first(void)
 	T_EQ_INT(ctl_num(log, "max_concurrent_subs"), CONN_MAX_SUBS);
 	T_EQ_INT(cJSON_GetArraySize(log_reqs(log)), NBG + 2);
 	i = 0;
-	cJSON_ArrayForEach(r, log_reqs(log))
-	{
+	cJSON_ArrayForEach(r, log_reqs(log)) {
 		fl = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "filters"), 0);
 		switch (cJSON_GetArrayItem(cJSON_GetObjectItem(fl, "kinds"), 0)
 			    ->valueint) {
@@ -1677,8 +1677,7 @@ stats_have_fixed_names_without_urls(void)
 	T_ASSERT(strstr(text, "ws://") == NULL);
 	T_ASSERT(strstr(text, "127.0.0.1") == NULL);
 	free(text);
-	cJSON_ArrayForEach(pair, m)
-	{
+	cJSON_ArrayForEach(pair, m) {
 		const char *name = cJSON_GetArrayItem(pair, 0)->valuestring;
 
 		if (strncmp(name, "graspd_conn_relays{state=", 25) == 0)

@@ -85,8 +85,7 @@ identity_reqs(struct relayproc *p, int from, struct ireq *out, size_t max,
 	*log_out = log;
 	if (log == NULL)
 		return 0;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
-	{
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
 		if (i++ < from)
 			continue;
 		f = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "filters"), 0);
@@ -107,8 +106,9 @@ has_author(const struct ireq *q, const char *hex)
 {
 	const cJSON *a;
 
-	cJSON_ArrayForEach(a, q->authors) if (cJSON_IsString(a) &&
-	    strcmp(a->valuestring, hex) == 0) return 1;
+	cJSON_ArrayForEach(a, q->authors)
+		if (cJSON_IsString(a) && strcmp(a->valuestring, hex) == 0)
+			return 1;
 	return 0;
 }
 
@@ -163,8 +163,7 @@ author_in(const cJSON *view, const char *hex)
 {
 	cJSON *a;
 
-	cJSON_ArrayForEach(a, cJSON_GetObjectItem(view, "authors"))
-	{
+	cJSON_ArrayForEach(a, cJSON_GetObjectItem(view, "authors")) {
 		const cJSON *pk = cJSON_GetObjectItem(a, "pubkey");
 
 		if (cJSON_IsString(pk) && strcmp(pk->valuestring, hex) == 0)
@@ -201,10 +200,9 @@ nip11_has(struct relayproc *p, const char *grasp)
 		return -1;
 	}
 	doc = cJSON_Parse(body);
-	cJSON_ArrayForEach(g,
-	    cJSON_GetObjectItem(doc,
-		"supported_grasps")) if (cJSON_IsString(g) &&
-	    strcmp(g->valuestring, grasp) == 0) found = 1;
+	cJSON_ArrayForEach(g, cJSON_GetObjectItem(doc, "supported_grasps"))
+		if (cJSON_IsString(g) && strcmp(g->valuestring, grasp) == 0)
+			found = 1;
 	cJSON_Delete(doc);
 	free(h);
 	free(body);

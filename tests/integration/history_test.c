@@ -142,8 +142,7 @@ relay_in(const cJSON *view, struct relayproc *p)
 	cJSON *r;
 
 	snprintf(port, sizeof(port), ":%d", relayproc_port(p));
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(view, "relays"))
-	{
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(view, "relays")) {
 		const cJSON *k = cJSON_GetObjectItem(r, "relay");
 
 		if (cJSON_IsString(k) && strstr(k->valuestring, port) != NULL)
@@ -184,8 +183,7 @@ req_filter_with(struct relayproc *p, int from, const char *s1, const char *s2,
 	n = cJSON_GetArraySize(reqs);
 	for (i = from; i < n && hit < 0; i++) {
 		rq = cJSON_GetArrayItem(reqs, i);
-		cJSON_ArrayForEach(f, cJSON_GetObjectItem(rq, "filters"))
-		{
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(rq, "filters")) {
 			if ((t = cJSON_PrintUnformatted(f)) == NULL)
 				continue;
 			if (strstr(t, s1) != NULL &&
@@ -252,9 +250,9 @@ has_purpose(const cJSON *r, const char *name)
 {
 	const cJSON *p;
 
-	cJSON_ArrayForEach(p,
-	    cJSON_GetObjectItem(r, "purpose")) if (cJSON_IsString(p) &&
-	    strcmp(p->valuestring, name) == 0) return 1;
+	cJSON_ArrayForEach(p, cJSON_GetObjectItem(r, "purpose"))
+		if (cJSON_IsString(p) && strcmp(p->valuestring, name) == 0)
+			return 1;
 	return 0;
 }
 

@@ -164,7 +164,9 @@ hunt_of(const cJSON *view, const char *d)
 {
 	const cJSON *arr = cJSON_GetObjectItem(view, "git_hunting"), *o;
 
-	cJSON_ArrayForEach(o, arr) if (strcmp(str(o, "d"), d) == 0) return o;
+	cJSON_ArrayForEach(o, arr)
+		if (strcmp(str(o, "d"), d) == 0)
+			return o;
 	return NULL;
 }
 

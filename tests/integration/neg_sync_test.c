@@ -580,8 +580,7 @@ peer_reqs_with(struct relayproc *rp, const char *text)
 		log = cJSON_Parse(body);
 	free(h);
 	free(body);
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
-	{
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
 		if ((s = cJSON_PrintUnformatted(r)) != NULL &&
 		    strstr(s, text) != NULL)
 			n++;
@@ -613,8 +612,7 @@ peer_l1_catchups(struct relayproc *rp)
 	char  *k;
 	int    n = 0;
 
-	cJSON_ArrayForEach(e, cJSON_GetObjectItem(log, "negs"))
-	{
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(log, "negs")) {
 		f = cJSON_GetObjectItem(e, "filter");
 		if (cJSON_GetObjectItem(f, "since") == NULL)
 			continue;
@@ -656,12 +654,10 @@ peer_idfetches(struct relayproc *rp, struct event *const *want, size_t n,
 		cJSON_Delete(log);
 		return -1;
 	}
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
-	{
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
 		fl = cJSON_GetObjectItem(r, "filters");
 		hit = 0;
-		cJSON_ArrayForEach(f, fl)
-		{
+		cJSON_ArrayForEach(f, fl) {
 			if ((ids = cJSON_GetObjectItem(f, "ids")) == NULL)
 				continue;
 			if (cJSON_GetArraySize(fl) != 1 ||
@@ -670,8 +666,7 @@ peer_idfetches(struct relayproc *rp, struct event *const *want, size_t n,
 				il->malformed++;
 			if (cJSON_GetArraySize(ids) > il->largest)
 				il->largest = cJSON_GetArraySize(ids);
-			cJSON_ArrayForEach(id, ids)
-			{
+			cJSON_ArrayForEach(id, ids) {
 				for (i = 0; i < n; i++)
 					if (cJSON_IsString(id) &&
 					    strcmp(id->valuestring,

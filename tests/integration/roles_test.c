@@ -283,8 +283,7 @@ metric(const cJSON *metrics, const char *name)
 {
 	const cJSON *m, *n;
 
-	cJSON_ArrayForEach(m, metrics)
-	{
+	cJSON_ArrayForEach(m, metrics) {
 		n = cJSON_GetArrayItem(m, 0);
 		if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0 &&
 		    cJSON_IsNumber(cJSON_GetArrayItem(m, 1)))

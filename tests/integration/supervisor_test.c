@@ -304,9 +304,10 @@ status(const struct gd *g)
 		j = cJSON_Parse(out);
 	free(out);
 	roles_j = j ? cJSON_GetObjectItem(j, "roles") : NULL;
-	cJSON_ArrayForEach(r,
-	    roles_j) if (cJSON_IsNumber(cJSON_GetObjectItem(r, "pid")))
-	    remember_pid((pid_t)cJSON_GetObjectItem(r, "pid")->valuedouble);
+	cJSON_ArrayForEach(r, roles_j)
+		if (cJSON_IsNumber(cJSON_GetObjectItem(r, "pid")))
+			remember_pid(
+			    (pid_t)cJSON_GetObjectItem(r, "pid")->valuedouble);
 	return j;
 }
 
@@ -315,11 +316,10 @@ role_of(const cJSON *st, const char *name)
 {
 	const cJSON *r;
 
-	cJSON_ArrayForEach(r,
-	    cJSON_GetObjectItem(st,
-		"roles")) if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r,
-					 "role")),
-				  name) == 0) return (cJSON *)r;
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(st, "roles"))
+		if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r, "role")),
+			name) == 0)
+			return (cJSON *)r;
 	return NULL;
 }
 

@@ -210,8 +210,7 @@ role_pid(struct relayproc *rp, const char *role, long *restarts)
 	long   pid = -1;
 
 	*restarts = -1;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(st, "roles"))
-	{
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(st, "roles")) {
 		const char *n =
 		    cJSON_GetStringValue(cJSON_GetObjectItem(r, "role"));
 
@@ -340,10 +339,9 @@ syncd_conn(const cJSON *log)
 	double	     c = -1;
 
 	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
-	    cJSON_ArrayForEach(f,
-		cJSON_GetObjectItem(r,
-		    "filters")) if (layer_of(f, &field) == LY_L1 && is_live(f))
-		c = ctl_num(r, "conn");
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(r, "filters"))
+			if (layer_of(f, &field) == LY_L1 && is_live(f))
+				c = ctl_num(r, "conn");
 	return c;
 }
 
@@ -356,10 +354,10 @@ all_values_contain(const cJSON *f, const char *field, const char *mark)
 
 	if (mark == NULL || *field == '\0')
 		return 0;
-	cJSON_ArrayForEach(v,
-	    cJSON_GetObjectItemCaseSensitive(f,
-		field)) if ((s = cJSON_GetStringValue(v)) == NULL ||
-	    strstr(s, mark) == NULL) return 0;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(f, field))
+		if ((s = cJSON_GetStringValue(v)) == NULL ||
+		    strstr(s, mark) == NULL)
+			return 0;
 	return 1;
 }
 
@@ -378,12 +376,10 @@ historic_count(const cJSON *log, enum layer ly, const char *field, int64_t lo,
 	double	     conn = syncd_conn(log), since;
 
 	*in_range = *nosince = 0;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
-	{
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
 		if (ctl_num(r, "conn") != conn)
 			continue;
-		cJSON_ArrayForEach(f, cJSON_GetObjectItem(r, "filters"))
-		{
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(r, "filters")) {
 			if (is_live(f) || layer_of(f, &fl) != ly ||
 			    (*field && strcmp(fl, field) != 0))
 				continue;
@@ -452,8 +448,7 @@ wait_layers(int secs, int64_t lo, int64_t hi)
 		    layers[i].name, layers[i].field, inr, (long long)lo,
 		    (long long)hi, nos);
 	}
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs"))
-	{
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(log, "reqs")) {
 		if ((t = cJSON_PrintUnformatted(r)) != NULL)
 			printf("# %.300s\n", t);
 		free(t);

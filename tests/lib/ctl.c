@@ -74,8 +74,7 @@ ctl_by_relay(const cJSON *arr, const char *url)
 	cJSON *o;
 	size_t n = strlen(url);
 
-	cJSON_ArrayForEach(o, arr)
-	{
+	cJSON_ArrayForEach(o, arr) {
 		const char *k =
 		    cJSON_GetStringValue(cJSON_GetObjectItem(o, "relay"));
 

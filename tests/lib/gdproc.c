@@ -276,8 +276,7 @@ gd_roles_now(struct gdproc *g, char states[GD_NROLES][16], long pids[GD_NROLES])
 	buf_free(&out);
 	if (j == NULL)
 		return -1;
-	cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "roles"))
-	{
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "roles")) {
 		name = cJSON_GetStringValue(cJSON_GetObjectItem(r, "role"));
 		st = cJSON_GetStringValue(cJSON_GetObjectItem(r, "state"));
 		if (name == NULL || (i = gd_role_index(name)) == -1)

@@ -144,8 +144,7 @@ peer_config_apply(const cJSON *obj, char *err, size_t errlen)
 		snprintf(err, errlen, "the body must be a JSON object");
 		return -1;
 	}
-	cJSON_ArrayForEach(m, obj)
-	{
+	cJSON_ArrayForEach(m, obj) {
 		for (i = 0; i < NCFG; i++)
 			if (strcmp(m->string, cfg_keys[i].name) == 0)
 				break;

@@ -97,7 +97,7 @@ sub_find(struct peer_conn *c, const char *id)
 {
 	struct peer_sub *s;
 
-	LIST_FOREACH (s, &c->pc_subs, ps_entry)
+	LIST_FOREACH(s, &c->pc_subs, ps_entry)
 		if (strcmp(s->ps_id, id) == 0)
 			return s;
 	return NULL;
@@ -117,8 +117,8 @@ peer_fanout(const struct event *ev)
 	struct peer_conn *c;
 	struct peer_sub	 *s;
 
-	LIST_FOREACH (c, &peer->conns, pc_entry)
-		LIST_FOREACH (s, &c->pc_subs, ps_entry)
+	LIST_FOREACH(c, &peer->conns, pc_entry)
+		LIST_FOREACH(s, &c->pc_subs, ps_entry)
 			if (filter_match_any(s->ps_filters, s->ps_nfilters, ev))
 				send_event(c, s->ps_id, ev);
 }
@@ -505,7 +505,7 @@ neg_find(struct peer_conn *c, const char *subid)
 {
 	struct peer_neg *n;
 
-	LIST_FOREACH (n, &c->pc_negs, pn_entry)
+	LIST_FOREACH(n, &c->pc_negs, pn_entry)
 		if (strcmp(n->pn_id, subid) == 0)
 			return n;
 	return NULL;

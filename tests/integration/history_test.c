@@ -654,6 +654,14 @@ test_restart_keeps_fallback_ownership(void)
 	}
 	T_ASSERT(i < n);
 	f = cJSON_GetArrayItem(cJSON_GetObjectItem(rq, "filters"), 0);
+	/* Failed once in a sanitized run: say what came first instead. */
+	if (cJSON_GetObjectItemCaseSensitive(f, "#a") == NULL) {
+		char *s = cJSON_PrintUnformatted(rq);
+
+		printf("# first REQ %d of %d on conn %d: %s\n", i, n, hconn,
+		    s ? s : "?");
+		free(s);
+	}
 	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#a") != NULL);
 	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#A") == NULL &&
 	    cJSON_GetObjectItemCaseSensitive(f, "#e") == NULL &&

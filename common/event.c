@@ -52,24 +52,13 @@ event_kind_class(uint32_t kind)
 }
 
 /* Each lowercase hex digit's value plus one; 0 for anything else. */
+/* clang-format off */
 static const uint8_t hex_val[256] = {
-	['0'] = 1,
-	['1'] = 2,
-	['2'] = 3,
-	['3'] = 4,
-	['4'] = 5,
-	['5'] = 6,
-	['6'] = 7,
-	['7'] = 8,
-	['8'] = 9,
-	['9'] = 10,
-	['a'] = 11,
-	['b'] = 12,
-	['c'] = 13,
-	['d'] = 14,
-	['e'] = 15,
-	['f'] = 16,
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6,
+	['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12,
+	['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
 };
+/* clang-format on */
 
 int
 hex_decode(const char *hex, size_t hexlen, uint8_t *out, size_t n)

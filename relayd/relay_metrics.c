@@ -16,20 +16,8 @@
 #include "version.h"
 
 /* Upper bounds of the histogram buckets, in seconds (+Inf is implied). */
-static const double hist_le[RELAY_HIST_BUCKETS] = {
-	0.001,
-	0.005,
-	0.01,
-	0.025,
-	0.05,
-	0.1,
-	0.25,
-	0.5,
-	1,
-	2.5,
-	5,
-	10,
-};
+static const double hist_le[RELAY_HIST_BUCKETS] = { 0.001, 0.005, 0.01, 0.025,
+	0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
 
 /* Families whose meaning a derived help would not say. */
 static const struct {

@@ -7,8 +7,8 @@ DESTDIR	?=
 O	?= build
 BIN	?= bin
 
-PKGS	 = libwebsockets libsecp256k1 libcjson sqlite3 libcrypto nanomsg \
-	   libevent libcmark
+PKGS	 = libwebsockets libsecp256k1 libcjson sqlite3 libcrypto libssl \
+	   nanomsg libevent libcmark
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -26,6 +26,7 @@
 
 #include <ctype.h>
 #include <netdb.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1609,10 +1610,14 @@ conn_sul_connect(lws_sorted_usec_list_t *sul)
 }
 
 /*
- * Gives the manager's vhost its client TLS context (the system CA store)
- * before the first wss:// dial, not at start: it costs over 2 MB in each
- * role, and a role with no wss:// target never needs it.  The context
- * must have been made with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT.
+ * Starts OpenSSL and gives the manager's vhost its client TLS context
+ * (the system CA store) before the first wss:// dial, not at start: the
+ * library's configuration and tables cost 1.7 MB in each role and the
+ * context over 2 MB more, and a role with no wss:// target never needs
+ * them.  So the libwebsockets context is made without
+ * LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT (role.c), which leaves
+ * libwebsockets' SSL ex-data slots at index 0, OpenSSL's application-data
+ * slot, which nothing else in a role uses.
  */
 static int
 conn_tls_ready(struct conn_mgr *m)
@@ -1621,7 +1626,10 @@ conn_tls_ready(struct conn_mgr *m)
 
 	if (m->m_tls_ready)
 		return 0;
+	if (OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS, NULL) != 1)
+		return -1;
 	memset(&info, 0, sizeof(info));
+	/* Without it, lws_init_vhost_client_ssl() makes no TLS context. */
 	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 	if (lws_init_vhost_client_ssl(&info, m->m_vhost) != 0)
 		return -1;

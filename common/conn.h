@@ -261,8 +261,8 @@ struct conn_hooks {
  * the role's protocol list (role_ops.protocols):
  *	static const struct lws_protocols protos[] = {
  *		CONN_LWS_PROTOCOL, { NULL, NULL, 0, 0, 0, NULL, 0 } };
- * The context must be created with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT
- * for wss:// relays (role.c does).
+ * The context needs no LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT for wss://
+ * relays: the manager starts OpenSSL on the first wss:// dial.
  */
 int conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len);
@@ -275,9 +275,9 @@ extern const struct lws_protocols conn_lws_protocol;
 
 /*
  * Makes a connection manager on the loop of context, connecting through
- * vhost (whose protocols include CONN_LWS_PROTOCOL; the manager gives it
- * a client TLS context on the first wss:// dial, so the context must be
- * made with LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT).  cfg (timings,
+ * vhost (whose protocols include CONN_LWS_PROTOCOL; the manager starts
+ * OpenSSL and gives it a client TLS context on the first wss:// dial).
+ * cfg (timings,
  * NGIT_DOMAIN for the self keys, NGIT_SYNC_ALLOW_PRIVATE_TARGETS, the
  * owner key for AUTH, which config_owner_key() may load into cfg on the
  * first challenge) and hooks must outlive the manager; arg is passed to

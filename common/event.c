@@ -5,7 +5,6 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
-#include <openssl/sha.h>
 #include <secp256k1.h>
 #include <secp256k1_extrakeys.h>
 #include <secp256k1_schnorrsig.h>
@@ -15,6 +14,7 @@
 #include <sys/random.h>
 
 #include "buf.h"
+#include "digest.h"
 #include "event.h"
 #include "json.h"
 #include "log.h"
@@ -152,7 +152,7 @@ event_compute_id(const struct event *ev, uint8_t out[32])
 	buf_addc(&b, ',');
 	buf_add_jstr(&b, ev->content.s, ev->content.len);
 	buf_addc(&b, ']');
-	SHA256((const unsigned char *)b.b_data, b.b_len, out);
+	digest_sha256(b.b_data, b.b_len, out);
 	buf_free(&b);
 }
 

@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/sha.h>
 
 #include "buf.h"
+#include "digest.h"
 #include "event.h"
 #include "log.h"
 #include "negentropy.h"
@@ -122,7 +122,7 @@ neg_fingerprint(const struct neg_item *items, size_t n,
     uint8_t out[NEG_FINGERPRINT_SIZE])
 {
 	uint64_t acc[4] = { 0, 0, 0, 0 }, v, s, carry;
-	uint8_t	 in[32 + 10], vi[10], hash[SHA256_DIGEST_LENGTH];
+	uint8_t	 in[32 + 10], vi[10], hash[DIGEST_SHA256_LEN];
 	size_t	 i, j, k;
 
 	for (i = 0; i < n; i++) {
@@ -143,7 +143,7 @@ neg_fingerprint(const struct neg_item *items, size_t n,
 	}
 	k = varint_encode(n, vi);
 	memcpy(in + 32, vi + k, sizeof(vi) - k);
-	SHA256(in, 32 + sizeof(vi) - k, hash);
+	digest_sha256(in, 32 + sizeof(vi) - k, hash);
 	memcpy(out, hash, NEG_FINGERPRINT_SIZE);
 }
 

@@ -444,10 +444,9 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	ctx.r_protocols = role_protocols(ops);
 	memset(&info, 0, sizeof(info));
 	info.port = CONTEXT_PORT_NO_LISTEN;
-	/* The TLS library for wss: (conn.c), but the vhost made without a
-	 * client TLS context: conn.c adds it on the first wss:// dial. */
-	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT |
-	    LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+	/* No TLS yet: conn.c starts OpenSSL and adds the vhost's client TLS
+	 * context on the first wss:// dial. */
+	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
 	info.protocols = ctx.r_protocols;
 	info.gid = -1;
 	info.uid = -1;

@@ -28,9 +28,9 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
-#include <openssl/sha.h>
 
 #include "buf.h"
+#include "digest.h"
 #include "log.h"
 #include "proc.h"
 #include "wsclient.h"
@@ -307,12 +307,12 @@ wsc_frame_parse(const uint8_t *p, size_t n, struct ws_frame *f)
 void
 wsc_accept_key(const char *key, char out[29])
 {
-	unsigned char md[SHA_DIGEST_LENGTH];
+	unsigned char md[DIGEST_SHA1_LEN];
 	struct buf    b = BUF_INIT;
 
 	buf_adds(&b, key);
 	buf_adds(&b, WS_GUID);
-	SHA1((unsigned char *)b.b_data, b.b_len, md);
+	digest_sha1(b.b_data, b.b_len, md);
 	EVP_EncodeBlock((unsigned char *)out, md, sizeof(md));
 	buf_free(&b);
 }

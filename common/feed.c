@@ -595,6 +595,7 @@ feed_drain(struct feed *f)
 {
 	struct msg_accepted ma;
 	struct msg	    m;
+	size_t		    i;
 	int		    r, noticed = 0;
 
 	if (f->f_sock == -1)
@@ -611,16 +612,19 @@ feed_drain(struct feed *f)
 		if (m.m_type != MSG_ACCEPTED)
 			fatalx("unexpected %s message on the accepted channel",
 			    msg_type_name(m.m_type));
-		if (m.m_len != sizeof(ma))
+		if (m.m_len == 0 || m.m_len % sizeof(ma) != 0 ||
+		    m.m_len / sizeof(ma) > MSG_ACCEPTED_MAX)
 			fatalx("malformed ACCEPTED message: %zu bytes",
 			    m.m_len);
-		memcpy(&ma, m.m_data, sizeof(ma));
+		for (i = 0; i < m.m_len; i += sizeof(ma)) {
+			memcpy(&ma, m.m_data + i, sizeof(ma));
+			f->f_stats.fs_notices++;
+			if (ma.ma_seq > f->f_notice_max + 1)
+				f->f_stats.fs_gaps++;
+			if (ma.ma_seq > f->f_notice_max)
+				f->f_notice_max = ma.ma_seq;
+		}
 		msg_free(&m);
-		f->f_stats.fs_notices++;
-		if (ma.ma_seq > f->f_notice_max + 1)
-			f->f_stats.fs_gaps++;
-		if (ma.ma_seq > f->f_notice_max)
-			f->f_notice_max = ma.ma_seq;
 		noticed = 1;
 	}
 	if (!noticed || f->f_notice_max <= f->f_last)

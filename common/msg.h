@@ -151,8 +151,10 @@ int  msg_check(const void *buf, size_t n, struct msg *m, char *err,
 void msg_free(struct msg *);
 
 /*
- * ACCEPTED payload: a hint that an event was stored.  Subscribers read
- * the event itself from the database by seq (SQLite is the truth).
+ * ACCEPTED payload: 1 to MSG_ACCEPTED_MAX notices, in seq order, each a
+ * hint that an event was stored.  Subscribers read the event itself from
+ * the database by seq (SQLite is the truth).  relayd sends a commit's
+ * notices together: one message costs a send per subscriber.
  */
 struct msg_accepted {
 	int64_t	 ma_seq;
@@ -161,6 +163,8 @@ struct msg_accepted {
 	uint8_t	 ma_id[32];
 	uint8_t	 ma_pubkey[32];
 };
+/* Ours: notices in one ACCEPTED message (80 bytes each). */
+#define MSG_ACCEPTED_MAX 1024
 
 /*
  * INGEST payload: [u8 origin role][u16 url length][url][event JSON].

@@ -91,22 +91,37 @@ relay_chan_close(void)
 	}
 }
 
+/* The notices of the commit being published, sent by relay_chan_send(). */
+static struct msg_accepted notices[MSG_ACCEPTED_MAX];
+static size_t		   nnotices;
+
 void
 relay_chan_publish(int64_t seq, const struct event *ev)
 {
-	struct msg_accepted ma;
+	struct msg_accepted *ma;
 
-	memset(&ma, 0, sizeof(ma));
-	ma.ma_seq = seq;
-	ma.ma_kind = ev->kind;
-	memcpy(ma.ma_id, ev->id, 32);
-	memcpy(ma.ma_pubkey, ev->pubkey, 32);
+	if (nnotices == MSG_ACCEPTED_MAX)
+		relay_chan_send();
+	ma = &notices[nnotices++];
+	memset(ma, 0, sizeof(*ma));
+	ma->ma_seq = seq;
+	ma->ma_kind = ev->kind;
+	memcpy(ma->ma_id, ev->id, 32);
+	memcpy(ma->ma_pubkey, ev->pubkey, 32);
+}
+
+void
+relay_chan_send(void)
+{
+	if (nnotices == 0)
+		return;
 	/* A PUB socket drops rather than blocks; the feed's readers catch
 	 * up from the database. */
-	if (msg_send(relayd->sock_accepted, MSG_ACCEPTED, &ma, sizeof(ma),
-		NN_DONTWAIT) == -1 &&
+	if (msg_send(relayd->sock_accepted, MSG_ACCEPTED, notices,
+		nnotices * sizeof(notices[0]), NN_DONTWAIT) == -1 &&
 	    errno != EAGAIN)
-		log_warn("publishing an accepted notice");
+		log_warn("publishing %zu accepted notices", nnotices);
+	nnotices = 0;
 }
 
 /* A GRASP-03 fallback mark from discoveryd (plusmark.h). */

@@ -76,16 +76,18 @@ static lws_sorted_usec_list_t trim_sul;
  * the order they came.
  */
 static STAILQ_HEAD(, pending) verifying = STAILQ_HEAD_INITIALIZER(verifying);
-static pthread_t       vthread;
-static int	       vstarted;
-static pthread_mutex_t vmu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t  vwork = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t  vspace = PTHREAD_COND_INITIALIZER;
-static struct pending *vring[RELAY_VERIFY_QUEUE];
-static size_t	       vhead, vcount; /* the thread's next, queued */
-static size_t	       vbytes;	      /* their JSON */
-static int	       vwoken;	      /* the loop was woken */
-static int	       vstop;
+static pthread_t	      vthread;
+static int		      vstarted;
+static pthread_mutex_t	      vmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	      vwork = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t	      vspace = PTHREAD_COND_INITIALIZER;
+static struct pending	     *vring[RELAY_VERIFY_QUEUE];
+static size_t		      vhead, vcount; /* the thread's next, queued */
+static size_t		      vbytes;	     /* their JSON */
+static int		      vwoken;	     /* the loop was woken */
+static int		      vstop;
+static lws_sorted_usec_list_t vkick_sul; /* wakes the thread */
+static int		      vkick_scheduled;
 
 static void flush_cb(lws_sorted_usec_list_t *);
 
@@ -132,6 +134,7 @@ relay_ingest_init(void)
 
 	memset(&flush_sul, 0, sizeof(flush_sul));
 	memset(&trim_sul, 0, sizeof(trim_sul));
+	memset(&vkick_sul, 0, sizeof(vkick_sul));
 	/* Signals are the loop's: the thread runs with all of them blocked. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -141,6 +144,22 @@ relay_ingest_init(void)
 		fatalx("cannot start the signature thread: %s", strerror(rc));
 	pthread_setname_np(vthread, RELAY_SIG_THREAD);
 	vstarted = 1;
+}
+
+/*
+ * Wakes the signature thread once for every event the loop queued in one
+ * turn (the timer runs before the loop next polls), not once per event:
+ * a wake-up is a system call, and the thread, faster than the loop, is
+ * asleep at nearly every submit.
+ */
+static void
+vkick_cb(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
+	vkick_scheduled = 0;
+	pthread_mutex_lock(&vmu);
+	pthread_cond_signal(&vwork);
+	pthread_mutex_unlock(&vmu);
 }
 
 /* Hands p to the signature thread; waits while the ring is full (in
@@ -153,13 +172,19 @@ verify_submit(struct pending *p)
 	pthread_mutex_lock(&vmu);
 	while (vcount == RELAY_VERIFY_QUEUE ||
 	    (vcount > 0 &&
-		vbytes + p->p_ev->json_len > RELAY_VERIFY_QUEUE_BYTES))
+		vbytes + p->p_ev->json_len > RELAY_VERIFY_QUEUE_BYTES)) {
+		/* The kick has not run: what fills the ring waits for it. */
+		pthread_cond_signal(&vwork);
 		pthread_cond_wait(&vspace, &vmu);
+	}
 	vring[(vhead + vcount) % RELAY_VERIFY_QUEUE] = p;
 	vcount++;
 	vbytes += p->p_ev->json_len;
-	pthread_cond_signal(&vwork);
 	pthread_mutex_unlock(&vmu);
+	if (!vkick_scheduled) {
+		vkick_scheduled = 1;
+		lws_sul_schedule(relayd->ctx, 0, &vkick_sul, vkick_cb, 0);
+	}
 }
 
 void
@@ -703,6 +728,7 @@ relay_ingest_flush_now(void)
 		free(p);
 	}
 	run_deferred(committed);
+	relay_chan_send();
 	/* Task completions last: they see every event of the batch out. */
 	for (p = STAILQ_FIRST(&tasks); p != NULL; p = STAILQ_FIRST(&tasks)) {
 		STAILQ_REMOVE_HEAD(&tasks, p_entry);

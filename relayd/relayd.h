@@ -379,8 +379,12 @@ void relay_addr_free(void);
 /* relay_chan.c */
 void relay_chan_open(void);
 void relay_chan_close(void);
-/* Publishes the accepted notice of a stored event. */
+/*
+ * Adds the accepted notice of a stored event to those relay_chan_send()
+ * publishes, in one message (sent at once when MSG_ACCEPTED_MAX wait).
+ */
 void relay_chan_publish(int64_t seq, const struct event *);
+void relay_chan_send(void);
 int relay_chan_callback(struct lws *, enum lws_callback_reasons, void *, void *,
     size_t);
 /*

@@ -76,11 +76,16 @@ payload(const struct msg *m)
 		ingest(m);
 		break;
 	case MSG_ACCEPTED:
-		/* feed.c takes exactly one struct msg_accepted. */
-		if (m->m_len == sizeof(struct msg_accepted)) {
+		/* feed.c takes 1 to MSG_ACCEPTED_MAX whole notices. */
+		if (m->m_len > 0 &&
+		    m->m_len % sizeof(struct msg_accepted) == 0 &&
+		    m->m_len / sizeof(struct msg_accepted) <=
+			MSG_ACCEPTED_MAX) {
 			struct msg_accepted ma;
+			size_t		    i;
 
-			memcpy(&ma, m->m_data, sizeof(ma));
+			for (i = 0; i < m->m_len; i += sizeof(ma))
+				memcpy(&ma, m->m_data + i, sizeof(ma));
 			(void)ma;
 		}
 		break;

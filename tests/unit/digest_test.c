@@ -73,11 +73,13 @@ test_fips_180_examples(void)
 		const char *sha256;
 		const char *sha1;
 	} v[] = {
-		{ "", "e3b0c44298fc1c149afbf4c8996fb924"
-		      "27ae41e4649b934ca495991b7852b855",
+		{ "",
+		    "e3b0c44298fc1c149afbf4c8996fb924"
+		    "27ae41e4649b934ca495991b7852b855",
 		    "da39a3ee5e6b4b0d3255bfef95601890afd80709" },
-		{ "abc", "ba7816bf8f01cfea414140de5dae2223"
-			 "b00361a396177a9cb410ff61f20015ad",
+		{ "abc",
+		    "ba7816bf8f01cfea414140de5dae2223"
+		    "b00361a396177a9cb410ff61f20015ad",
 		    "a9993e364706816aba3e25717850c26c9cd0d89d" },
 		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
 		    "248d6a61d20638b8e5c026930c3e6039"
@@ -110,8 +112,9 @@ test_a_million_as(void)
 	memset(a, 'a', 1000000);
 	digest_sha256(a, 1000000, md);
 	hex_encode(md, DIGEST_SHA256_LEN, hex);
-	T_EQ_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67"
-		      "f1809a48a497200e046d39ccc7112cd0");
+	T_EQ_STR(hex,
+	    "cdc76e5c9914fb9281a1c7e284d73e67"
+	    "f1809a48a497200e046d39ccc7112cd0");
 	digest_sha1(a, 1000000, md);
 	hex_encode(md, DIGEST_SHA1_LEN, hex);
 	T_EQ_STR(hex, "34aa973cd4c4daa4f61eeb2bdbad27316534016f");

@@ -246,6 +246,39 @@ test_notice_gap_delivers_the_missing_events(void)
 	unsubscribe(&f, g);
 }
 
+/* relayd sends a commit's notices in one message; each counts. */
+static void
+test_one_message_carries_a_commits_notices(void)
+{
+	struct msg_accepted ma[3];
+	struct feed	    f;
+	struct got	   *g;
+	uint64_t	    notices, gaps, unnoticed;
+	int		    i;
+
+	T_ASSERT((g = subscribe(&f, last_seq(), 1)) != NULL);
+	notices = feed_stats(&f)->fs_notices;
+	gaps = feed_stats(&f)->fs_gaps;
+	unnoticed = feed_stats(&f)->fs_unnoticed;
+	memset(ma, 0, sizeof(ma));
+	for (i = 0; i < 3; i++) {
+		T_ASSERT((ma[i].ma_seq = put(ma[i].ma_id)) > 0);
+		ma[i].ma_kind = 1;
+	}
+	T_EQ_INT(msg_send(pub, MSG_ACCEPTED, ma, sizeof(ma), 0), 0);
+	for (i = 0; i < 20 && g->n < 3; i++)
+		drain_within(&f, 100);
+	T_EQ_INT(g->n, 3);
+	for (i = 0; i < 3; i++) {
+		T_EQ_INT(g->seq[i], ma[i].ma_seq);
+		T_CHECK(memcmp(g->id[i], ma[i].ma_id, 32) == 0);
+	}
+	T_EQ_INT(feed_stats(&f)->fs_notices - notices, 3);
+	T_EQ_INT(feed_stats(&f)->fs_gaps - gaps, 0);
+	T_EQ_INT(feed_stats(&f)->fs_unnoticed - unnoticed, 0);
+	unsubscribe(&f, g);
+}
+
 static void
 test_reopened_at_saved_seq_misses_and_repeats_nothing(void)
 {
@@ -386,7 +419,16 @@ child_bad_message(const char *dir, const char *what)
 		return 3;
 	if (strcmp(what, "type") == 0)
 		msg_send(pub, MSG_STATS, "{}", 2, 0);
-	else
+	else if (strcmp(what, "many") == 0) {
+		static struct msg_accepted many[MSG_ACCEPTED_MAX + 1];
+
+		msg_send(pub, MSG_ACCEPTED, many, sizeof(many), 0);
+	} else if (strcmp(what, "ragged") == 0) {
+		uint8_t ragged[sizeof(struct msg_accepted) + 1];
+
+		memset(ragged, 0, sizeof(ragged));
+		msg_send(pub, MSG_ACCEPTED, ragged, sizeof(ragged), 0);
+	} else
 		msg_send(pub, MSG_ACCEPTED, junk, sizeof(junk), 0);
 	drain_within(&f, 2000);
 	return 4;
@@ -406,6 +448,20 @@ test_short_accepted_message_ends_the_process(void)
 	T_EQ_INT(tunit_child_dies("feed_test", tmpdir, "length",
 		     "malformed ACCEPTED message: 5 bytes"),
 	    0);
+}
+
+/* Whole notices only, and at most MSG_ACCEPTED_MAX of them. */
+static void
+test_ragged_or_oversized_accepted_message_ends_the_process(void)
+{
+	char want[64];
+
+	snprintf(want, sizeof(want), "malformed ACCEPTED message: %zu bytes",
+	    sizeof(struct msg_accepted) + 1);
+	T_EQ_INT(tunit_child_dies("feed_test", tmpdir, "ragged", want), 0);
+	snprintf(want, sizeof(want), "malformed ACCEPTED message: %zu bytes",
+	    (MSG_ACCEPTED_MAX + 1) * sizeof(struct msg_accepted));
+	T_EQ_INT(tunit_child_dies("feed_test", tmpdir, "many", want), 0);
 }
 
 static int
@@ -444,12 +500,14 @@ static const struct t_case cases[] = {
 	T_CASE(test_notices_deliver_in_seq_order),
 	T_CASE(test_lost_notice_is_recovered_by_poll),
 	T_CASE(test_notice_gap_delivers_the_missing_events),
+	T_CASE(test_one_message_carries_a_commits_notices),
 	T_CASE(test_reopened_at_saved_seq_misses_and_repeats_nothing),
 	T_CASE(test_catch_up_spans_several_batches),
 	T_CASE(test_catch_up_cut_by_bytes_still_delivers_all),
 	T_CASE(test_scan_delivers_exactly_the_range),
 	T_CASE(test_non_accepted_message_ends_the_process),
 	T_CASE(test_short_accepted_message_ends_the_process),
+	T_CASE(test_ragged_or_oversized_accepted_message_ends_the_process),
 };
 
 int

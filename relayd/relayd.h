@@ -115,9 +115,14 @@
  * write: without this it grew to 83,000 frames over 20,000 events in
  * load_test, and further as long as the ingest lasts.  By then the thread
  * has copied all but the frames of its last pass, so the writer's pass
- * is a short one.
+ * is a short one, but it is a pause of every connection: at 4 x
+ * RELAY_CKPT_MIN_FRAMES the 200,000-event load (4 conns x 50 in flight)
+ * had OK p99 44.6-52.1 ms, at 8 x 33.5-39.7 ms (three pairs, issue #22),
+ * for a WAL file of up to 345 MB instead of 190 MB (SQLite keeps the file
+ * at the largest size it reached; a journal_size_limit of 64 MiB, which
+ * truncates it whenever the WAL starts over, took p99 to 73 ms).
  */
-#define RELAY_CKPT_MAX_FRAMES	 (4 * RELAY_CKPT_MIN_FRAMES)
+#define RELAY_CKPT_MAX_FRAMES	 (8 * RELAY_CKPT_MIN_FRAMES)
 /*
  * Ours: commits pause this long (a burst is over) before relayd gives
  * the memory the burst left in buffers and free lists back (malloc_trim).

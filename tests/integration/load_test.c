@@ -45,7 +45,7 @@
 #define WAL_WINDOW     100
 #define WAL_PAGE       4096
 /* relayd's backstop (RELAY_CKPT_MAX_FRAMES) and a few commits more. */
-#define WAL_MAX_FRAMES 50000
+#define WAL_MAX_FRAMES 90000
 
 struct sub {
 	int	 s_topic;
@@ -482,10 +482,10 @@ test_beyond_max_connections_http_503(void)
 /*
  * relayd checkpoints its WAL on a thread of its own (relay_ckpt.c) once
  * a commit leaves RELAY_CKPT_MIN_FRAMES (10,000) frames in it, and in the
- * commit itself at RELAY_CKPT_MAX_FRAMES (40,000) when the thread lags;
+ * commit itself at RELAY_CKPT_MAX_FRAMES (80,000) when the thread lags;
  * the WAL then starts over, so under a long ingest it stays below that.
- * Without either it grows with every event: GRASPD_WAL_EVENTS (20,000)
- * events of this shape left 83,000 frames.
+ * Without either it grows with every event: 20,000 events of this shape
+ * left 83,000 frames, so the case sends GRASPD_WAL_EVENTS (45,000).
  */
 static void
 test_wal_bounded_under_ingest(void)
@@ -497,7 +497,7 @@ test_wal_bounded_under_ingest(void)
 	struct buf	  b = BUF_INIT;
 	uint8_t		  sk[32];
 	char		  path[1024], content[32], *m;
-	long n = t_env_int("GRASPD_WAL_EVENTS", 20000), sent, acked = 0,
+	long n = t_env_int("GRASPD_WAL_EVENTS", 45000), sent, acked = 0,
 	     answered = 0, frames;
 	int64_t deadline;
 

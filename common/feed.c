@@ -595,7 +595,7 @@ feed_drain(struct feed *f)
 {
 	struct msg_accepted ma;
 	struct msg	    m;
-	size_t		    i;
+	size_t		    i, n;
 	int		    r, noticed = 0;
 
 	if (f->f_sock == -1)
@@ -612,12 +612,11 @@ feed_drain(struct feed *f)
 		if (m.m_type != MSG_ACCEPTED)
 			fatalx("unexpected %s message on the accepted channel",
 			    msg_type_name(m.m_type));
-		if (m.m_len == 0 || m.m_len % sizeof(ma) != 0 ||
-		    m.m_len / sizeof(ma) > MSG_ACCEPTED_MAX)
+		if ((n = msg_accepted_count(&m)) == 0)
 			fatalx("malformed ACCEPTED message: %zu bytes",
 			    m.m_len);
-		for (i = 0; i < m.m_len; i += sizeof(ma)) {
-			memcpy(&ma, m.m_data + i, sizeof(ma));
+		for (i = 0; i < n; i++) {
+			memcpy(&ma, m.m_data + i * sizeof(ma), sizeof(ma));
 			f->f_stats.fs_notices++;
 			if (ma.ma_seq > f->f_notice_max + 1)
 				f->f_stats.fs_gaps++;

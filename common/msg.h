@@ -165,6 +165,12 @@ struct msg_accepted {
 };
 /* Ours: notices in one ACCEPTED message (80 bytes each). */
 #define MSG_ACCEPTED_MAX 1024
+/*
+ * The number of notices in ACCEPTED message m (its i-th at m_data + i *
+ * sizeof(struct msg_accepted)), or 0 when m is not 1 to MSG_ACCEPTED_MAX
+ * whole notices.
+ */
+size_t msg_accepted_count(const struct msg *m);
 
 /*
  * INGEST payload: [u8 origin role][u16 url length][url][event JSON].

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "buf.h"
 #include "digest.h"
 #include "event.h"

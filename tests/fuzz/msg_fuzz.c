@@ -75,20 +75,17 @@ payload(const struct msg *m)
 	case MSG_INGEST:
 		ingest(m);
 		break;
-	case MSG_ACCEPTED:
-		/* feed.c takes 1 to MSG_ACCEPTED_MAX whole notices. */
-		if (m->m_len > 0 &&
-		    m->m_len % sizeof(struct msg_accepted) == 0 &&
-		    m->m_len / sizeof(struct msg_accepted) <=
-			MSG_ACCEPTED_MAX) {
-			struct msg_accepted ma;
-			size_t		    i;
+	case MSG_ACCEPTED: {
+		/* What feed.c takes: 1 to MSG_ACCEPTED_MAX whole notices. */
+		size_t sz = sizeof(struct msg_accepted);
+		size_t n = msg_accepted_count(m);
 
-			for (i = 0; i < m->m_len; i += sizeof(ma))
-				memcpy(&ma, m->m_data + i, sizeof(ma));
-			(void)ma;
-		}
+		FUZZ_ASSERT((n != 0) ==
+		    (m->m_len > 0 && m->m_len % sz == 0 &&
+			m->m_len <= MSG_ACCEPTED_MAX * sz));
+		FUZZ_ASSERT(n == 0 || n * sz == m->m_len);
 		break;
+	}
 	case MSG_PLUSMARK:
 		/* msg_plusmark_decode()'s conditions (it exits otherwise);
 		 * what it takes, msg_plusmark_encode() rebuilds. */

@@ -260,6 +260,17 @@ msg_free(struct msg *m)
 	memset(m, 0, sizeof(*m));
 }
 
+size_t
+msg_accepted_count(const struct msg *m)
+{
+	size_t n = m->m_len / sizeof(struct msg_accepted);
+
+	if (m->m_type != MSG_ACCEPTED || n == 0 || n > MSG_ACCEPTED_MAX ||
+	    m->m_len % sizeof(struct msg_accepted) != 0)
+		return 0;
+	return n;
+}
+
 void
 msg_ingest_encode(struct buf *b, enum role origin, const char *url,
     const char *json, size_t jsonlen)
@@ -302,17 +313,6 @@ msg_plusmark_encode(uint8_t out[MSG_PLUSMARK_LEN], const uint8_t pubkey[32],
 {
 	memcpy(out, pubkey, 32);
 	out[32] = set ? 1 : 0;
-}
-
-size_t
-msg_accepted_count(const struct msg *m)
-{
-	size_t n = m->m_len / sizeof(struct msg_accepted);
-
-	if (m->m_type != MSG_ACCEPTED || n == 0 || n > MSG_ACCEPTED_MAX ||
-	    m->m_len % sizeof(struct msg_accepted) != 0)
-		return 0;
-	return n;
 }
 
 int

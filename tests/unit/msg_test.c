@@ -311,6 +311,37 @@ test_bad_plusmark_payload_ends_the_receiver(void)
 	broken("plusmark-flag", "malformed PLUSMARK message: mark 2");
 }
 
+/* Whole notices, 1 to MSG_ACCEPTED_MAX of them, of the ACCEPTED type. */
+static void
+test_accepted_count_takes_whole_notices_only(void)
+{
+	static uint8_t
+		     data[(MSG_ACCEPTED_MAX + 1) * sizeof(struct msg_accepted)];
+	const size_t sz = sizeof(struct msg_accepted);
+	struct msg   m;
+
+	memset(&m, 0, sizeof(m));
+	m.m_type = MSG_ACCEPTED;
+	m.m_data = data;
+	m.m_len = 0;
+	T_EQ_INT(msg_accepted_count(&m), 0);
+	m.m_len = sz;
+	T_EQ_INT(msg_accepted_count(&m), 1);
+	m.m_len = 3 * sz;
+	T_EQ_INT(msg_accepted_count(&m), 3);
+	m.m_len = 3 * sz + 1;
+	T_EQ_INT(msg_accepted_count(&m), 0);
+	m.m_len = sz - 1;
+	T_EQ_INT(msg_accepted_count(&m), 0);
+	m.m_len = MSG_ACCEPTED_MAX * sz;
+	T_EQ_INT(msg_accepted_count(&m), MSG_ACCEPTED_MAX);
+	m.m_len = (MSG_ACCEPTED_MAX + 1) * sz;
+	T_EQ_INT(msg_accepted_count(&m), 0);
+	m.m_type = MSG_PLUSMARK;
+	m.m_len = sz;
+	T_EQ_INT(msg_accepted_count(&m), 0);
+}
+
 static void
 test_plusmark_codec_round_trips(void)
 {
@@ -471,6 +502,7 @@ main(int argc, char *argv[])
 	T_RUN(test_unknown_type_ends_the_receiver);
 	T_RUN(test_length_mismatch_ends_the_receiver);
 	T_RUN(test_bad_ingest_payload_ends_the_receiver);
+	T_RUN(test_accepted_count_takes_whole_notices_only);
 	T_RUN(test_plusmark_codec_round_trips);
 	T_RUN(test_bad_plusmark_payload_ends_the_receiver);
 	T_RUN(test_git_data_codec_round_trips);

@@ -619,8 +619,14 @@ insert_event(struct store *s, const struct event *ev, const char *d,
 	return STORE_OK;
 }
 
+/*
+ * The put, inside a transaction.  unseen: the caller found, in this
+ * transaction, that ev's id is neither stored nor deleted, so those two
+ * lookups are not made again.
+ */
 static enum store_result
-put_locked(struct store *s, const struct event *ev, int64_t *seq_out)
+put_locked(struct store *s, const struct event *ev, int unseen,
+    int64_t *seq_out)
 {
 	enum store_result r;
 	sqlite3_stmt	 *st;
@@ -628,12 +634,10 @@ put_locked(struct store *s, const struct event *ev, int64_t *seq_out)
 	size_t		  dlen;
 	int		  found;
 
-	if ((found = store_has_id(s, ev->id)) == -1)
-		return STORE_ERROR;
-	if (found)
-		return STORE_DUPLICATE;
+	if (!unseen && (found = store_has_id(s, ev->id)) != 0)
+		return found == 1 ? STORE_DUPLICATE : STORE_ERROR;
 	/* A deletion cannot be deleted, so it is never refused as one. */
-	if (ev->kind != KIND_DELETION) {
+	if (!unseen && ev->kind != KIND_DELETION) {
 		if ((st = stmt(s, ST_IS_DELETED)) == NULL)
 			return STORE_ERROR;
 		sqlite3_bind_blob(st, 1, ev->id, 32, SQLITE_STATIC);
@@ -654,18 +658,37 @@ put_locked(struct store *s, const struct event *ev, int64_t *seq_out)
 	return insert_event(s, ev, d, dlen, seq_out);
 }
 
+/* Whether ev may be put at all: a kind that is stored, a size SQLite takes. */
+static int
+put_allowed(const struct event *ev)
+{
+	if (event_kind_class(ev->kind) == KIND_EPHEMERAL) {
+		log_warnx("store: ephemeral kind %u passed to store_put",
+		    ev->kind);
+		return 0;
+	}
+	return ev->json_len <= INT32_MAX;
+}
+
+enum store_result
+store_put_new(struct store *s, const struct event *ev, int64_t *seq_out)
+{
+	enum store_result r;
+
+	if (!put_allowed(ev) || s->s_failed || sqlite3_get_autocommit(s->s_db))
+		return STORE_ERROR;
+	if ((r = put_locked(s, ev, 1, seq_out)) == STORE_ERROR)
+		s->s_failed = 1;
+	return r;
+}
+
 enum store_result
 store_put(struct store *s, const struct event *ev, int64_t *seq_out)
 {
 	enum store_result r;
 	int		  own;
 
-	if (event_kind_class(ev->kind) == KIND_EPHEMERAL) {
-		log_warnx("store: ephemeral kind %u passed to store_put",
-		    ev->kind);
-		return STORE_ERROR;
-	}
-	if (ev->json_len > INT32_MAX)
+	if (!put_allowed(ev))
 		return STORE_ERROR;
 	/*
 	 * Outside a transaction the put makes its own.  Inside one there is
@@ -682,7 +705,7 @@ store_put(struct store *s, const struct event *ev, int64_t *seq_out)
 	own = sqlite3_get_autocommit(s->s_db);
 	if (own && exec_stmt(s, ST_BEGIN) == -1)
 		return STORE_ERROR;
-	r = put_locked(s, ev, seq_out);
+	r = put_locked(s, ev, 0, seq_out);
 	if (!own) {
 		if (r == STORE_ERROR)
 			s->s_failed = 1;

@@ -87,6 +87,15 @@ void store_set_autocheckpoint(struct store *, int frames);
  */
 enum store_result store_put(struct store *, const struct event *ev,
     int64_t *seq_out);
+/*
+ * store_put() inside a store_begin() transaction for an event the caller
+ * found, in that transaction, to be neither stored (store_has_id()) nor
+ * deleted (store_is_deleted() with its author): the same put without
+ * those two lookups, which relayd's batch has just made.  Outside a
+ * transaction it gives STORE_ERROR and writes nothing.
+ */
+enum store_result store_put_new(struct store *, const struct event *ev,
+    int64_t *seq_out);
 
 /*
  * The NIP-01 OK message for a put result ("" for STORE_OK), a static

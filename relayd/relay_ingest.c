@@ -621,7 +621,8 @@ decide(struct pending *p)
 		relayd->stats.events_ephemeral++;
 		return;
 	}
-	r = store_put(st, ev, &seq);
+	/* Its id is neither stored nor deleted: checked above. */
+	r = store_put_new(st, ev, &seq);
 	p->p_ok = store_result_ok(r);
 	if (r == STORE_OK) {
 		p->p_fanout = 1;

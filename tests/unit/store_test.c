@@ -980,6 +980,53 @@ transactions_batch_and_roll_back(void)
 }
 
 /*
+ * store_put_new(), relayd's put after its own duplicate and deletion
+ * checks: the same effects as store_put() inside a transaction (tags,
+ * replacement, deletion), nothing outside one.
+ */
+static void
+put_new_has_the_effects_of_put_inside_a_transaction(void)
+{
+	struct store *s = fresh();
+	struct event *a = ev_new(sk1, 100, 1, "[[\"t\",\"x\"]]", "a");
+	struct event *old = ev_new(sk1, 50, 0, NULL, "old");
+	struct event *new = ev_new(sk1, 60, 0, NULL, "new");
+	struct event *eph = ev_new(sk1, 100, 20001, NULL, "");
+	struct event *del = deletion(sk1, 200, a->id_hex, NULL, NULL);
+	int64_t	      seq = 0, seq2 = 0;
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put_new(s, a, &seq) == STORE_ERROR);
+	T_CHECK(seq == 0);
+	T_CHECK(store_count(s) == 0);
+
+	T_CHECK(store_begin(s) == 0);
+	T_CHECK(store_put_new(s, eph, NULL) == STORE_ERROR);
+	T_CHECK(store_put_new(s, a, &seq) == STORE_OK);
+	T_CHECK(seq > 0);
+	T_CHECK(store_put_new(s, new, &seq2) == STORE_OK);
+	T_CHECK(seq2 > seq);
+	T_CHECK(store_put_new(s, old, NULL) == STORE_REPLACED);
+	T_CHECK(store_commit(s) == 0);
+	T_CHECK(store_count(s) == 2);
+	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 1);
+	T_CHECK(count_of(s, "{\"kinds\":[0]}") == 1);
+
+	T_CHECK(store_begin(s) == 0);
+	T_CHECK(store_put_new(s, del, NULL) == STORE_OK);
+	T_CHECK(store_commit(s) == 0);
+	T_CHECK(store_has_id(s, a->id) == 0);
+	T_CHECK(store_is_deleted(s, a->id, a->pubkey) == 1);
+	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 0);
+	event_destroy(a);
+	event_destroy(old);
+	event_destroy(new);
+	event_destroy(eph);
+	event_destroy(del);
+	store_close(s);
+}
+
+/*
  * A put that fails after its first write (here a trigger refuses one of
  * its tag rows) leaves no partial event behind: outside a transaction its
  * own is rolled back; inside one the whole transaction is, at commit.
@@ -1332,6 +1379,7 @@ static const struct t_case cases[] = {
 	T_CASE(since_seq_reads_feed_in_order),
 	T_CASE(tag_exists_checks_first_values_of_named_letters),
 	T_CASE(transactions_batch_and_roll_back),
+	T_CASE(put_new_has_the_effects_of_put_inside_a_transaction),
 	T_CASE(a_failed_put_never_commits_half_an_event),
 	T_CASE(readonly_store_reads_what_writer_committed),
 	T_CASE(result_messages_follow_nip01_prefixes),

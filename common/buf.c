@@ -143,6 +143,21 @@ buf_add_jstr(struct buf *b, const char *s, size_t len)
 }
 
 void
+buf_add_int(struct buf *b, long long v)
+{
+	char		   tmp[24], *o = tmp + sizeof(tmp);
+	unsigned long long u =
+	    v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+
+	do
+		*--o = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--o = '-';
+	buf_add(b, o, (size_t)(tmp + sizeof(tmp) - o));
+}
+
+void
 buf_add_hex(struct buf *b, const unsigned char *p, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";

@@ -29,6 +29,8 @@ void buf_printf(struct buf *, const char *, ...)
     __attribute__((format(printf, 2, 3)));
 /* Appends s as a JSON string literal with NIP-01 canonical escaping. */
 void  buf_add_jstr(struct buf *, const char *s, size_t len);
+/* Appends v in decimal, as printf's %lld would. */
+void  buf_add_int(struct buf *, long long v);
 /* Appends the lowercase hex of n bytes. */
 void  buf_add_hex(struct buf *, const unsigned char *, size_t n);
 void  buf_reset(struct buf *);

@@ -147,7 +147,11 @@ event_compute_id(const struct event *ev, uint8_t out[32])
 
 	buf_adds(&b, "[0,\"");
 	buf_add_hex(&b, ev->pubkey, 32);
-	buf_printf(&b, "\",%lld,%u,", (long long)ev->created_at, ev->kind);
+	buf_adds(&b, "\",");
+	buf_add_int(&b, ev->created_at);
+	buf_addc(&b, ',');
+	buf_add_int(&b, ev->kind);
+	buf_addc(&b, ',');
 	add_tags(&b, ev);
 	buf_addc(&b, ',');
 	buf_add_jstr(&b, ev->content.s, ev->content.len);
@@ -167,8 +171,11 @@ event_serialize(struct event *ev)
 	buf_add_hex(&b, ev->id, 32);
 	buf_adds(&b, "\",\"pubkey\":\"");
 	buf_add_hex(&b, ev->pubkey, 32);
-	buf_printf(&b, "\",\"created_at\":%lld,\"kind\":%u,\"tags\":",
-	    (long long)ev->created_at, ev->kind);
+	buf_adds(&b, "\",\"created_at\":");
+	buf_add_int(&b, ev->created_at);
+	buf_adds(&b, ",\"kind\":");
+	buf_add_int(&b, ev->kind);
+	buf_adds(&b, ",\"tags\":");
 	add_tags(&b, ev);
 	buf_adds(&b, ",\"content\":");
 	buf_add_jstr(&b, ev->content.s, ev->content.len);

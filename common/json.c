@@ -5,6 +5,7 @@
  * decoded string lives in one arena so freeing a document is one walk.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,32 @@ utf8_seq(const unsigned char *p, const unsigned char *end)
 	return 0;
 }
 
+/* Ours: bytes of value b in each of the eight lanes of a word. */
+#define LANES(b) (0x0101010101010101ULL * (b))
+
+/*
+ * 1 if [p, q) holds only bytes a JSON string carries as they are:
+ * printable ASCII and DEL, no backslash.  Most strings of an event are
+ * such (ids, keys, signatures, tag names and values, plain content).
+ * Eight bytes a step: (x - LANES(n)) & ~x & LANES(0x80) is nonzero when
+ * some byte of x is below n (n <= 0x80), the usual zero-byte test;
+ * against x ^ LANES('\\') it finds a backslash.
+ */
+static int
+plain_ascii(const unsigned char *p, const unsigned char *q)
+{
+	uint64_t x, y, bad = 0;
+
+	for (; q - p >= 8; p += 8) {
+		memcpy(&x, p, 8);
+		y = x ^ LANES('\\');
+		bad |= x | ((x - LANES(0x20)) & ~x) | ((y - LANES(0x01)) & ~y);
+	}
+	for (; p < q; p++)
+		bad |= (uint64_t)(*p < 0x20 || *p == '\\') << 7 | *p;
+	return (bad & LANES(0x80)) == 0;
+}
+
 static int
 parse_string(struct parser *ps, char **out, size_t *outlen)
 {
@@ -173,6 +200,19 @@ parse_string(struct parser *ps, char **out, size_t *outlen)
 	unsigned char	    *dst, *o;
 	size_t		     n;
 	unsigned	     cp, lo;
+
+	/* The common case: no escape, nothing to check as UTF-8. */
+	q = memchr(p, '"', (size_t)(ps->end - p));
+	if (q != NULL && plain_ascii(p, q)) {
+		n = (size_t)(q - p);
+		dst = arena_alloc(ps->doc, n + 1);
+		memcpy(dst, p, n);
+		dst[n] = '\0';
+		*out = (char *)dst;
+		*outlen = n;
+		ps->p = q + 1;
+		return 0;
+	}
 
 	/* First pass: find the end; the decoded form is never longer. */
 	for (q = p; q < ps->end && *q != '"'; q++)

@@ -83,6 +83,81 @@ test_strings_keep_nul_and_surrogates(void)
 	json_free(doc);
 }
 
+/* The string of "[\"<s>\"]", or NULL if it is refused; *len its length. */
+static char *
+string_of(const char *s, size_t n, struct json_doc **doc, size_t *len)
+{
+	char	     buf[64], err[128];
+	struct json *v;
+
+	if (n + 4 > sizeof(buf))
+		return NULL;
+	buf[0] = '[';
+	buf[1] = '"';
+	memcpy(buf + 2, s, n);
+	buf[n + 2] = '"';
+	buf[n + 3] = ']';
+	if ((v = json_parse(buf, n + 4, doc, err, sizeof(err))) == NULL)
+		return NULL;
+	*len = v->child->len;
+	return v->child->s;
+}
+
+/*
+ * Each kind of byte at each place of strings 0 to 24 bytes long (the
+ * plain strings are read eight bytes a step, then one a step): space,
+ * '~' and DEL kept, a control byte or a lone 0x80 refused, an escape
+ * (also of a quote) decoded, a two-byte UTF-8 letter kept.
+ */
+static void
+test_every_byte_kind_at_every_place(void)
+{
+	static const struct {
+		const char *in, *out; /* out NULL: refused */
+	} kinds[] = {
+		{ " ", " " },
+		{ "~", "~" },
+		{ "\x7f", "\x7f" },
+		{ "\x01", NULL },
+		{ "\x1f", NULL },
+		{ "\x80", NULL },
+		{ "\\n", "\n" },
+		{ "\\\"", "\"" },
+		{ "\\\\", "\\" },
+		{ "\xc3\xa9", "\xc3\xa9" },
+	};
+	struct json_doc *doc;
+	char		 in[32], want[32], *got;
+	size_t		 len, pos, k, ni, no, glen;
+
+	for (len = 0; len <= 24; len++) {
+		memset(in, 'a', len);
+		T_ASSERT((got = string_of(in, len, &doc, &glen)) != NULL);
+		T_CHECK(glen == len && memcmp(got, in, len) == 0);
+		json_free(doc);
+		for (pos = 0; pos < len; pos++)
+			for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+				ni = strlen(kinds[k].in);
+				memset(in, 'a', pos);
+				memcpy(in + pos, kinds[k].in, ni);
+				memset(in + pos + ni, 'a', len - pos - 1);
+				got = string_of(in, len - 1 + ni, &doc, &glen);
+				if (kinds[k].out == NULL) {
+					T_CHECK(got == NULL);
+					continue;
+				}
+				T_ASSERT(got != NULL);
+				no = strlen(kinds[k].out);
+				memset(want, 'a', pos);
+				memcpy(want + pos, kinds[k].out, no);
+				memset(want + pos + no, 'a', len - pos - 1);
+				T_CHECK(glen == len - 1 + no &&
+				    memcmp(got, want, glen) == 0);
+				json_free(doc);
+			}
+	}
+}
+
 static void
 test_numbers_integer_or_not(void)
 {
@@ -120,6 +195,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_invalid_documents_are_refused),
 	T_CASE(test_deep_nesting_is_bounded),
 	T_CASE(test_strings_keep_nul_and_surrogates),
+	T_CASE(test_every_byte_kind_at_every_place),
 	T_CASE(test_numbers_integer_or_not),
 	T_CASE(test_objects_lookup),
 };

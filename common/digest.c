@@ -26,6 +26,18 @@ digest_sha256(const void *p, size_t n, uint8_t out[DIGEST_SHA256_LEN])
 }
 
 void
+digest_sha256v(const struct iovec *v, int n, uint8_t out[DIGEST_SHA256_LEN])
+{
+	SHA256_CTX c;
+	int	   i;
+
+	SHA256_Init(&c);
+	for (i = 0; i < n; i++)
+		SHA256_Update(&c, v[i].iov_base, v[i].iov_len);
+	SHA256_Final(out, &c);
+}
+
+void
 digest_sha1(const void *p, size_t n, uint8_t out[DIGEST_SHA1_LEN])
 {
 	SHA_CTX c;

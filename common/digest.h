@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define DIGEST_SHA256_LEN 32 /* FIPS 180-4 */
 #define DIGEST_SHA1_LEN	  20 /* FIPS 180-4 */
@@ -15,6 +16,9 @@
 /* out = SHA-256 of the n bytes at p.  Never fails. */
 void digest_sha256(const void *p, size_t n, uint8_t out[DIGEST_SHA256_LEN]);
 /* out = SHA-1 of the n bytes at p.  Never fails. */
+/* SHA-256 of the n pieces of v, one after another. */
+void digest_sha256v(const struct iovec *v, int n,
+    uint8_t out[DIGEST_SHA256_LEN]);
 void digest_sha1(const void *p, size_t n, uint8_t out[DIGEST_SHA1_LEN]);
 
 #endif

@@ -140,10 +140,16 @@ add_tags(struct buf *b, const struct event *ev)
 	buf_addc(b, ']');
 }
 
+/*
+ * The id is the SHA-256 of [0,"<pubkey>",<created_at>,<kind>,<tags>,
+ * <content>] (NIP-01).  When ev->json is event_serialize()'s, its tags
+ * and content are the same bytes and are hashed where they are.
+ */
 void
 event_compute_id(const struct event *ev, uint8_t out[32])
 {
-	struct buf b = BUF_INIT;
+	struct buf   b = BUF_INIT;
+	struct iovec v[5];
 
 	buf_adds(&b, "[0,\"");
 	buf_add_hex(&b, ev->pubkey, 32);
@@ -152,11 +158,23 @@ event_compute_id(const struct event *ev, uint8_t out[32])
 	buf_addc(&b, ',');
 	buf_add_int(&b, ev->kind);
 	buf_addc(&b, ',');
-	add_tags(&b, ev);
-	buf_addc(&b, ',');
-	buf_add_jstr(&b, ev->content.s, ev->content.len);
-	buf_addc(&b, ']');
-	digest_sha256(b.b_data, b.b_len, out);
+	if (ev->json != NULL && ev->json_tags_len > 0 &&
+	    ev->json_content_len > 0) {
+		v[0] = (struct iovec){ b.b_data, b.b_len };
+		v[1] = (struct iovec){ ev->json + ev->json_tags,
+			ev->json_tags_len };
+		v[2] = (struct iovec){ (char *)",", 1 };
+		v[3] = (struct iovec){ ev->json + ev->json_content,
+			ev->json_content_len };
+		v[4] = (struct iovec){ (char *)"]", 1 };
+		digest_sha256v(v, 5, out);
+	} else {
+		add_tags(&b, ev);
+		buf_addc(&b, ',');
+		buf_add_jstr(&b, ev->content.s, ev->content.len);
+		buf_addc(&b, ']');
+		digest_sha256(b.b_data, b.b_len, out);
+	}
 	buf_free(&b);
 }
 
@@ -176,9 +194,13 @@ event_serialize(struct event *ev)
 	buf_adds(&b, ",\"kind\":");
 	buf_add_int(&b, ev->kind);
 	buf_adds(&b, ",\"tags\":");
+	ev->json_tags = b.b_len;
 	add_tags(&b, ev);
+	ev->json_tags_len = b.b_len - ev->json_tags;
 	buf_adds(&b, ",\"content\":");
+	ev->json_content = b.b_len;
 	buf_add_jstr(&b, ev->content.s, ev->content.len);
+	ev->json_content_len = b.b_len - ev->json_content;
 	buf_adds(&b, ",\"sig\":\"");
 	buf_add_hex(&b, ev->sig, 64);
 	buf_adds(&b, "\"}");

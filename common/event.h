@@ -60,6 +60,13 @@ struct event {
 	 */
 	char		 *json;
 	size_t		  json_len;
+	/*
+	 * Where in json the tags array and the content string are
+	 * (offsets and lengths), when event_from_json() or
+	 * event_new_signed() wrote json; else all 0.  The id's
+	 * serialization holds the same bytes.
+	 */
+	size_t json_tags, json_tags_len, json_content, json_content_len;
 };
 
 /* NIP-01 kind classes. */
@@ -84,9 +91,14 @@ struct event *event_from_json(const struct json *, char *err, size_t errlen);
 /* The same from raw text. */
 struct event *event_parse(const char *buf, size_t len, char *err,
     size_t errlen);
-/* Computes the NIP-01 id of ev's fields into out. */
+/*
+ * Computes the NIP-01 id of ev into out: of its pubkey, created_at and
+ * kind, and of the tags and content as ev->json holds them when this
+ * module wrote it (the same bytes as the fields'), else as the fields
+ * hold them.
+ */
 void	      event_compute_id(const struct event *, uint8_t out[32]);
-/* 1 if ev->id is the hash of its fields, else 0. */
+/* 1 if ev->id is the hash event_compute_id() makes, else 0. */
 int	      event_check_id(const struct event *);
 /*
  * event_check_id() for an answer: 0 if the id matches, else -1 with the

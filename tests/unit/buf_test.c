@@ -46,8 +46,8 @@ test_jstr_escapes_as_nip01_says(void)
 	struct buf b = BUF_INIT;
 
 	buf_add_jstr(&b, "a\"b\\c\nd\te\x01\x7f\xc3\xa9/", 14);
-	T_CHECK(strcmp(b.b_data, "\"a\\\"b\\\\c\\nd\\te\\u0001\x7f\xc3\xa9/\"") ==
-	    0);
+	T_CHECK(strcmp(b.b_data,
+		    "\"a\\\"b\\\\c\\nd\\te\\u0001\x7f\xc3\xa9/\"") == 0);
 	buf_free(&b);
 }
 

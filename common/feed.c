@@ -23,128 +23,6 @@
 #include "ready.h"
 #include "store.h"
 
-/* One batch of rows copied out of the store. */
-struct feed_batch {
-	size_t	fb_n;
-	size_t	fb_bytes;
-	int	fb_full; /* cut short by FEED_BATCH_BYTES */
-	int64_t fb_seq[FEED_BATCH];
-	char   *fb_json[FEED_BATCH];
-	size_t	fb_len[FEED_BATCH];
-};
-
-static int
-batch_add(const char *json, size_t len, int64_t seq, void *arg)
-{
-	struct feed_batch *b = arg;
-	char		  *copy;
-
-	if (b->fb_n == FEED_BATCH)
-		return 1;
-	if ((copy = malloc(len + 1)) == NULL)
-		fatal("feed: malloc");
-	memcpy(copy, json, len);
-	copy[len] = '\0';
-	b->fb_seq[b->fb_n] = seq;
-	b->fb_json[b->fb_n] = copy;
-	b->fb_len[b->fb_n] = len;
-	b->fb_n++;
-	b->fb_bytes += len;
-	if (b->fb_bytes >= FEED_BATCH_BYTES) {
-		b->fb_full = 1;
-		return 1;
-	}
-	return 0;
-}
-
-static void
-batch_reset(struct feed_batch *b)
-{
-	size_t i;
-
-	for (i = 0; i < b->fb_n; i++)
-		free(b->fb_json[i]);
-	b->fb_n = 0;
-	b->fb_bytes = 0;
-	b->fb_full = 0;
-}
-
-/*
- * What feed_scan() does, with the hooks the feed needs: *last advances
- * row by row, so a later call resumes exactly after the last row read;
- * f (may be NULL) gets its counters updated.
- */
-static int
-scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb, void *arg,
-    int64_t *last, struct feed *f)
-{
-	struct feed_batch *b;
-	struct event	  *ev;
-	char		   err[256];
-	size_t		   i;
-	int		   n = 0, r, done = 0;
-
-	*last = after;
-	if (upto <= after)
-		return 0;
-	if ((b = calloc(1, sizeof(*b))) == NULL)
-		fatal("feed: calloc");
-	while (!done) {
-		if ((r = store_since_seq(store, *last, FEED_BATCH, batch_add,
-			 b)) == -1) {
-			n = -1;
-			break;
-		}
-		if (r < FEED_BATCH && !b->fb_full)
-			done = 1;
-		for (i = 0; i < b->fb_n; i++) {
-			ready_progress();
-			if (b->fb_seq[i] > upto) {
-				done = 1;
-				break;
-			}
-			ev = event_parse(b->fb_json[i], b->fb_len[i], err,
-			    sizeof(err));
-			/* relayd stored it, so this is a bug or a damaged
-			 * database; exiting would only loop on the row. */
-			if (ev == NULL) {
-				log_warnx("feed: stored event seq %lld does "
-					  "not parse (%s), skipped",
-				    (long long)b->fb_seq[i], err);
-				if (f != NULL)
-					f->f_stats.fs_unreadable++;
-			} else {
-				if (f != NULL) {
-					f->f_stats.fs_events++;
-					if (b->fb_seq[i] > f->f_notice_max)
-						f->f_stats.fs_unnoticed++;
-				}
-				cb(arg, b->fb_seq[i], ev);
-				event_destroy(ev);
-				n++;
-			}
-			*last = b->fb_seq[i];
-		}
-		batch_reset(b);
-	}
-	batch_reset(b);
-	free(b);
-	return n;
-}
-
-int
-feed_scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
-    void *arg, int64_t *last_out)
-{
-	int64_t last;
-	int	n;
-
-	n = scan(store, after, upto, cb, arg, &last, NULL);
-	if (last_out != NULL)
-		*last_out = last;
-	return n;
-}
-
 /*
  * An event read in place by feed_scan_tags(): what the callback gets, and
  * the arrays its tags live in, kept from row to row.
@@ -345,6 +223,142 @@ view_tags(struct tag_view *v, const char *j, size_t len)
 	ev->json = NULL;
 	ev->json_len = 0;
 	return 0;
+}
+
+/*
+ * One batch of rows copied out of the store: their texts one after
+ * another in fb_pool (kept from batch to batch), so that no statement is
+ * open while the callbacks run.
+ */
+struct feed_batch {
+	size_t	fb_n;
+	int	fb_full; /* cut short by FEED_BATCH_BYTES */
+	int64_t fb_seq[FEED_BATCH];
+	size_t	fb_off[FEED_BATCH];
+	size_t	fb_len[FEED_BATCH];
+	char   *fb_pool;
+	size_t	fb_used;
+	size_t	fb_cap;
+};
+
+static int
+batch_add(const char *json, size_t len, int64_t seq, void *arg)
+{
+	struct feed_batch *b = arg;
+	size_t		   cap;
+
+	if (b->fb_n == FEED_BATCH)
+		return 1;
+	if (b->fb_cap - b->fb_used < len + 1) {
+		for (cap = b->fb_cap ? b->fb_cap : 65536;
+		     cap - b->fb_used < len + 1; cap *= 2)
+			;
+		if ((b->fb_pool = realloc(b->fb_pool, cap)) == NULL)
+			fatal("feed: realloc");
+		b->fb_cap = cap;
+	}
+	memcpy(b->fb_pool + b->fb_used, json, len);
+	b->fb_pool[b->fb_used + len] = '\0';
+	b->fb_seq[b->fb_n] = seq;
+	b->fb_off[b->fb_n] = b->fb_used;
+	b->fb_len[b->fb_n] = len;
+	b->fb_n++;
+	b->fb_used += len + 1;
+	if (b->fb_used >= FEED_BATCH_BYTES) {
+		b->fb_full = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * What feed_scan() and the live feed do: rows copied out FEED_BATCH at a
+ * time, each parsed in full (whole) or read in place as feed_scan_tags()
+ * reads it; *last advances row by row, so a later call resumes exactly
+ * after the last row read; f (may be NULL) gets its counters updated.
+ */
+static int
+scan(struct store *store, int64_t after, int64_t upto, int whole, feed_cb *cb,
+    void *arg, int64_t *last, struct feed *f)
+{
+	struct feed_batch  *b;
+	struct tag_view	    view;
+	struct event	   *parsed;
+	const struct event *ev;
+	const char	   *json;
+	char		    err[256];
+	size_t		    i;
+	int		    n = 0, r, done = 0;
+
+	*last = after;
+	if (upto <= after)
+		return 0;
+	if ((b = calloc(1, sizeof(*b))) == NULL)
+		fatal("feed: calloc");
+	memset(&view, 0, sizeof(view));
+	while (!done) {
+		b->fb_n = b->fb_used = 0;
+		b->fb_full = 0;
+		if ((r = store_since_seq(store, *last, FEED_BATCH, batch_add,
+			 b)) == -1) {
+			n = -1;
+			break;
+		}
+		if (r < FEED_BATCH && !b->fb_full)
+			done = 1;
+		for (i = 0; i < b->fb_n; i++) {
+			ready_progress();
+			if (b->fb_seq[i] > upto) {
+				done = 1;
+				break;
+			}
+			json = b->fb_pool + b->fb_off[i];
+			parsed = NULL;
+			ev = &view.tv_ev;
+			if ((whole ||
+				view_tags(&view, json, b->fb_len[i]) == -1) &&
+			    (ev = parsed = event_parse(json, b->fb_len[i], err,
+				 sizeof(err))) == NULL) {
+				/* relayd stored it, so this is a bug or a
+				 * damaged database; exiting would only loop
+				 * on the row. */
+				log_warnx("feed: stored event seq %lld does "
+					  "not parse (%s), skipped",
+				    (long long)b->fb_seq[i], err);
+				if (f != NULL)
+					f->f_stats.fs_unreadable++;
+			} else {
+				if (f != NULL) {
+					f->f_stats.fs_events++;
+					if (b->fb_seq[i] > f->f_notice_max)
+						f->f_stats.fs_unnoticed++;
+				}
+				cb(arg, b->fb_seq[i], ev);
+				event_destroy(parsed);
+				n++;
+			}
+			*last = b->fb_seq[i];
+		}
+	}
+	free(view.tv_tags);
+	free(view.tv_strs);
+	free(view.tv_pool);
+	free(b->fb_pool);
+	free(b);
+	return n;
+}
+
+int
+feed_scan(struct store *store, int64_t after, int64_t upto, feed_cb *cb,
+    void *arg, int64_t *last_out)
+{
+	int64_t last;
+	int	n;
+
+	n = scan(store, after, upto, 1, cb, arg, &last, NULL);
+	if (last_out != NULL)
+		*last_out = last;
+	return n;
 }
 
 /* An event read ahead of its callback: in place, or parsed in full. */
@@ -584,7 +598,7 @@ catch_up(struct feed *f)
 	if (f->f_busy)
 		return 0;
 	f->f_busy = 1;
-	n = scan(f->f_store, f->f_last, INT64_MAX, f->f_cb, f->f_arg,
+	n = scan(f->f_store, f->f_last, INT64_MAX, 0, f->f_cb, f->f_arg,
 	    &f->f_last, f);
 	f->f_busy = 0;
 	return n;

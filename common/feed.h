@@ -62,8 +62,11 @@ struct feed {
 /*
  * Connects a SUB socket to the accepted channel of cfg->run_path (relayd
  * binds it, perhaps later: nanomsg connects in the background) and
- * prepares to deliver the events of store with seq > start_seq to cb.
- * Delivers nothing yet.  store is borrowed and must outlive the feed.
+ * prepares to deliver the events of store with seq > start_seq to cb, as
+ * feed_scan_tags() gives them: id, pubkey, created_at, kind and tags,
+ * without content, sig or json (what the roles keep needs no more, and
+ * parsing each event in full was most of their cost per event under
+ * ingest).  Delivers nothing yet.  store is borrowed and must outlive the feed.
  * Returns 0, or -1 with errno set (and f_sock -1) if the socket could
  * not be made; a feed that failed to open may still be closed.
  */

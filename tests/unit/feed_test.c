@@ -372,6 +372,87 @@ test_catch_up_cut_by_bytes_still_delivers_all(void)
 	unsubscribe(&f, g);
 }
 
+/* What the live feed handed over of one event, as text to compare. */
+struct seen {
+	size_t n;
+	char   desc[4][512];
+	int    in_place[4]; /* ev->json NULL: read in place */
+};
+
+/* "kind created_at pubkey|name=value,value|..." of ev into out. */
+static void
+describe(const struct event *ev, char *out, size_t len)
+{
+	size_t	 o;
+	uint32_t i, k;
+
+	o = (size_t)snprintf(out, len, "%u %lld %s", ev->kind,
+	    (long long)ev->created_at, ev->pubkey_hex);
+	for (i = 0; i < ev->ntags && o < len; i++)
+		for (k = 0; k < ev->tags[i].n && o < len; k++)
+			o += (size_t)snprintf(out + o, len - o, "%c%s",
+			    k == 0 ? '|' : ',', ev->tags[i].v[k].s);
+}
+
+static void
+see(void *arg, int64_t seq, const struct event *ev)
+{
+	struct seen *s = arg;
+
+	(void)seq;
+	if (s->n < 4) {
+		describe(ev, s->desc[s->n], sizeof(s->desc[0]));
+		s->in_place[s->n] = ev->json == NULL;
+	}
+	s->n++;
+}
+
+/*
+ * The live feed reads a stored row in place, without building a JSON
+ * tree, when its tags need no unescaping, and parses it in full when one
+ * does: both give the roles the tags event_parse() would.
+ */
+static void
+test_live_feed_reads_plain_rows_in_place_and_escaped_in_full(void)
+{
+	static const char *tags[2] = {
+		"[[\"e\",\"" /* an id */
+		"00112233445566778899aabbccddeeff"
+		"00112233445566778899aabbccddeeff\",\"\",\"root\"],"
+		"[\"t\",\"plain\"],[\"K\",\"1621\"]]",
+		"[[\"t\",\"quote \\\" and \\\\ and \\n\"],"
+		"[\"subject\",\"tab\\there\"]]",
+	};
+	struct feed   f;
+	struct seen   s;
+	struct event *ev, *back;
+	char	      want[512];
+	int64_t	      start = last_seq();
+	int	      i;
+
+	memset(&s, 0, sizeof(s));
+	T_ASSERT(feed_open(&f, &cfg, rd, start, see, &s) == 0);
+	for (i = 0; i < 2; i++) {
+		ev = event_new_signed(sk, 1750000000 + i, 1111, tags[i],
+		    "content with \"quotes\"\n");
+		T_ASSERT(ev != NULL);
+		T_EQ_INT(store_put(wr, ev, NULL), STORE_OK);
+		/* What a full parse of the stored text gives. */
+		back = event_parse(ev->json, ev->json_len, want, sizeof(want));
+		T_ASSERT(back != NULL);
+		describe(back, want, sizeof(want));
+		event_destroy(back);
+		event_destroy(ev);
+		T_EQ_INT(feed_poll(&f), 1);
+		T_EQ_INT(s.n, (size_t)i + 1);
+		T_EQ_STR(s.desc[i], want);
+	}
+	T_CHECK(strstr(s.desc[1], "|t,quote \" and \\ and \n|") != NULL);
+	T_EQ_INT(s.in_place[0], 1);
+	T_EQ_INT(s.in_place[1], 0);
+	feed_close(&f);
+}
+
 static void
 test_scan_delivers_exactly_the_range(void)
 {
@@ -504,6 +585,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_reopened_at_saved_seq_misses_and_repeats_nothing),
 	T_CASE(test_catch_up_spans_several_batches),
 	T_CASE(test_catch_up_cut_by_bytes_still_delivers_all),
+	T_CASE(test_live_feed_reads_plain_rows_in_place_and_escaped_in_full),
 	T_CASE(test_scan_delivers_exactly_the_range),
 	T_CASE(test_non_accepted_message_ends_the_process),
 	T_CASE(test_short_accepted_message_ends_the_process),

@@ -36,6 +36,7 @@
 
 enum store_stmt {
 	ST_BEGIN,
+	ST_BEGIN_READ,
 	ST_COMMIT,
 	ST_ROLLBACK,
 	ST_HAS_ID,
@@ -62,6 +63,8 @@ enum store_stmt {
 
 static const char *const store_sql[ST_NSTMT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	/* The first read takes the snapshot, and the WAL read lock. */
+	[ST_BEGIN_READ] = "BEGIN DEFERRED",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_HAS_ID] = "SELECT 1 FROM events WHERE id = ?1",
@@ -758,6 +761,27 @@ store_has_id(struct store *s, const uint8_t id[32])
 	if ((r = step_row(s, st)) == 1)
 		sqlite3_reset(st);
 	return r;
+}
+
+int
+store_has_ids(struct store *s, const uint8_t (*ids)[32], size_t n, int *out)
+{
+	size_t i;
+	int    own = sqlite3_get_autocommit(s->s_db), rc = 0;
+
+	if (n == 0)
+		return 0;
+	if (own && exec_stmt(s, ST_BEGIN_READ) == -1)
+		return -1;
+	for (i = 0; i < n && rc == 0; i++)
+		if ((out[i] = store_has_id(s, ids[i])) == -1)
+			rc = -1;
+	/* Ending a transaction that only read cannot fail for lack of
+	 * space; if it fails anyway, what was read is still right. */
+	if (own && exec_stmt(s, ST_COMMIT) == -1 &&
+	    !sqlite3_get_autocommit(s->s_db))
+		exec_stmt(s, ST_ROLLBACK);
+	return rc;
 }
 
 int

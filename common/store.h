@@ -109,6 +109,14 @@ int	    store_result_ok(enum store_result);
 /* 1 if an event with that id is stored, 0 if not, -1 on error. */
 int store_has_id(struct store *, const uint8_t id[32]);
 /*
+ * store_has_id() for each of the n ids, its answer in out[i], all in one
+ * read transaction (or in the caller's): outside a transaction each
+ * lookup would take and release the WAL read lock, two system calls and
+ * most of a lookup's cost.  Returns 0, or -1 on an error (logged; out
+ * is then set only up to the id that failed, which holds -1).
+ */
+int store_has_ids(struct store *, const uint8_t (*ids)[32], size_t n, int *out);
+/*
  * 1 if a NIP-09 deletion by pubkey recorded that id as deleted (pubkey
  * NULL: by anyone), 0 if not, -1 on error.
  */

@@ -226,6 +226,49 @@ put_stores_once_then_reports_duplicate(void)
 	store_close(s);
 }
 
+/*
+ * store_has_ids(): the answers store_has_id() gives, in order; outside a
+ * transaction it leaves none open (the writer's next BEGIN IMMEDIATE
+ * works), inside one it sees that transaction's puts.
+ */
+static void
+has_ids_answers_in_order_in_one_read(void)
+{
+	struct store *s = fresh();
+	struct event *a = ev_new(sk1, 100, 1, NULL, "a");
+	struct event *b = ev_new(sk1, 101, 1, NULL, "b");
+	struct event *c = ev_new(sk1, 102, 1, NULL, "c");
+	uint8_t	      ids[4][32];
+	int	      have[4] = { 7, 7, 7, 7 };
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, b, NULL) == STORE_OK);
+	memcpy(ids[0], a->id, 32);
+	memcpy(ids[1], b->id, 32);
+	memcpy(ids[2], c->id, 32);
+	memcpy(ids[3], b->id, 32);
+	T_EQ_INT(store_has_ids(s, (const uint8_t(*)[32])ids, 0, have), 0);
+	T_EQ_INT(have[0], 7);
+	T_EQ_INT(store_has_ids(s, (const uint8_t(*)[32])ids, 4, have), 0);
+	T_EQ_INT(have[0], 0);
+	T_EQ_INT(have[1], 1);
+	T_EQ_INT(have[2], 0);
+	T_EQ_INT(have[3], 1);
+	T_CHECK(sqlite3_get_autocommit(store_sqlite(s)) != 0);
+	T_CHECK(store_begin(s) == 0);
+	T_CHECK(store_put(s, c, NULL) == STORE_OK);
+	T_EQ_INT(store_has_ids(s, (const uint8_t(*)[32])ids, 3, have), 0);
+	T_EQ_INT(have[2], 1);
+	/* Still the caller's transaction, and it commits. */
+	T_CHECK(sqlite3_get_autocommit(store_sqlite(s)) == 0);
+	T_CHECK(store_commit(s) == 0);
+	T_CHECK(store_count(s) == 2);
+	event_destroy(a);
+	event_destroy(b);
+	event_destroy(c);
+	store_close(s);
+}
+
 static void
 put_refuses_ephemeral_kinds(void)
 {
@@ -1361,6 +1404,7 @@ schema_3_database_migrates_and_keeps_its_events(void)
 static const struct t_case cases[] = {
 	T_CASE(db_open_creates_parents_sets_pragmas_and_migrates_once),
 	T_CASE(put_stores_once_then_reports_duplicate),
+	T_CASE(has_ids_answers_in_order_in_one_read),
 	T_CASE(put_refuses_ephemeral_kinds),
 	T_CASE(replaceable_newer_wins_older_refused),
 	T_CASE(replaceable_tie_keeps_lower_id_in_both_orders),

@@ -944,6 +944,81 @@ deliver_rows(struct store *s, sqlite3_stmt *st, struct seqset *seen,
 	return n;
 }
 
+/* A row of an ids query, held for deliver_sorted(). */
+struct heldrow {
+	int64_t hr_seq;
+	int64_t hr_created_at;
+	uint8_t hr_id[32];
+	size_t	hr_off; /* its JSON in the held text */
+	size_t	hr_len;
+};
+
+/* NIP-01 order: newest first, then the lowest id. */
+static int
+cmp_heldrow(const void *a, const void *b)
+{
+	const struct heldrow *x = a, *y = b;
+
+	if (x->hr_created_at != y->hr_created_at)
+		return x->hr_created_at > y->hr_created_at ? -1 : 1;
+	return memcmp(x->hr_id, y->hr_id, 32);
+}
+
+/*
+ * deliver_rows() for a query without ORDER BY and LIMIT (qb_csort): holds
+ * every row, sorts them in NIP-01 order and delivers the first limit.
+ */
+static int
+deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
+    struct seqset *seen, store_row_cb *cb, void *arg, int *stopped)
+{
+	struct heldrow	    *v = NULL;
+	const unsigned char *json;
+	struct buf	     text;
+	size_t		     nv = 0, cap = 0, i;
+	int		     rc, n = 0;
+
+	memset(&text, 0, sizeof(text));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_bytes(st, 3) != 32)
+			continue;
+		if (nv == cap) {
+			cap = cap ? cap * 2 : 16;
+			if ((v = reallocarray(v, cap, sizeof(*v))) == NULL)
+				fatal("deliver_sorted");
+		}
+		v[nv].hr_seq = sqlite3_column_int64(st, 0);
+		v[nv].hr_created_at = sqlite3_column_int64(st, 2);
+		memcpy(v[nv].hr_id, sqlite3_column_blob(st, 3), 32);
+		json = sqlite3_column_text(st, 1);
+		v[nv].hr_off = text.b_len;
+		v[nv].hr_len = (size_t)sqlite3_column_bytes(st, 1);
+		buf_add(&text, json, v[nv].hr_len);
+		nv++;
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		store_sqlerr(s, "query");
+		n = -1;
+		goto done;
+	}
+	qsort(v, nv, sizeof(*v), cmp_heldrow);
+	for (i = 0; i < nv && i < limit; i++) {
+		if (seen != NULL && !seqset_add(seen, v[i].hr_seq))
+			continue;
+		n++;
+		if (cb(text.b_data + v[i].hr_off, v[i].hr_len, v[i].hr_seq,
+			arg) != 0) {
+			*stopped = 1;
+			break;
+		}
+	}
+done:
+	buf_free(&text);
+	free(v);
+	return n;
+}
+
 int
 store_since_seq(struct store *s, int64_t after, size_t max, store_row_cb *cb,
     void *arg)
@@ -963,8 +1038,9 @@ store_since_seq(struct store *s, int64_t after, size_t max, store_row_cb *cb,
  * value newest first, so a filter whose driving list is short becomes one
  * such scan per value ("arm"), merged by SQLite's compound-SELECT merge
  * (UNION, which also drops an event that two arms find) and cut at the
- * limit: only about limit rows are read however many match.  Long lists,
- * and ids, fall back to one SELECT with IN lists and a sort.
+ * limit: only about limit rows are read however many match.  Long lists
+ * fall back to one SELECT with IN lists and a sort; ids to one SELECT
+ * whose few rows (one per id at most) are sorted here.
  */
 enum qdrive {
 	QD_PLAIN,  /* one SELECT; SQLite picks the index */
@@ -1005,6 +1081,7 @@ struct qbuild {
 	int	      qb_names; /* first tag-name parameter */
 	int	      qb_since, qb_until, qb_now, qb_limit;
 	int	      qb_items; /* (created_at, id) only, ascending */
+	int	      qb_csort; /* ids: sorted and cut by deliver_sorted() */
 };
 
 /* Smallest power of two >= n (n >= 1). */
@@ -1077,10 +1154,12 @@ qb_list_sql(struct qbuild *qb, struct qlist l)
 {
 	size_t i;
 
+	/* A list of 16 ids took 16 printf calls: a REQ's costliest text. */
 	buf_addc(&qb->qb_sql, '(');
-	for (i = 0; i < l.ql_n; i++)
-		buf_printf(&qb->qb_sql, "%s?%d", i ? "," : "",
-		    l.ql_first + (int)i);
+	for (i = 0; i < l.ql_n; i++) {
+		buf_adds(&qb->qb_sql, i ? ",?" : "?");
+		buf_add_int(&qb->qb_sql, l.ql_first + (long long)i);
+	}
 	buf_addc(&qb->qb_sql, ')');
 }
 
@@ -1141,7 +1220,15 @@ qb_plan(struct qbuild *qb, const struct filter *f, int64_t now, int64_t limit)
 	if (f->f_has_until)
 		qb->qb_until = qb_add(qb, QB_INT, NULL, 0, f->f_until);
 	qb->qb_now = qb_add(qb, QB_INT, NULL, 0, now);
-	qb->qb_limit = qb_add(qb, QB_INT, NULL, 0, limit);
+	/*
+	 * An ids filter matches at most one row per id: sorting those in C
+	 * spares SQLite's ORDER BY ... LIMIT, an ephemeral b-tree whose
+	 * pages it allocates and zeroes for every query (75,000 of the
+	 * 175,000 instructions of a 9-id query).
+	 */
+	qb->qb_csort = f->f_has_ids && !qb->qb_items;
+	if (!qb->qb_csort)
+		qb->qb_limit = qb_add(qb, QB_INT, NULL, 0, limit);
 }
 
 /*
@@ -1256,8 +1343,9 @@ qb_build(struct qbuild *qb, const struct filter *f)
 				buf_adds(&qb->qb_sql, " UNION ");
 			qb_select(qb, f, a, k);
 		}
-	buf_printf(&qb->qb_sql, " ORDER BY 3%s, 4 LIMIT ?%d",
-	    qb->qb_items ? "" : " DESC", qb->qb_limit);
+	if (!qb->qb_csort)
+		buf_printf(&qb->qb_sql, " ORDER BY 3%s, 4 LIMIT ?%d",
+		    qb->qb_items ? "" : " DESC", qb->qb_limit);
 }
 
 static void
@@ -1371,8 +1459,10 @@ store_query(struct store *s, const struct filter *f, size_t n, size_t max_limit,
 			total = -1;
 			break;
 		}
-		r = deliver_rows(s, st, n > 1 ? &seen : NULL, cb, arg,
-		    &stopped);
+		r = qb.qb_csort ? deliver_sorted(s, st, limit,
+				      n > 1 ? &seen : NULL, cb, arg, &stopped) :
+				  deliver_rows(s, st, n > 1 ? &seen : NULL, cb,
+				      arg, &stopped);
 		sqlite3_clear_bindings(st);
 		if (r == -1) {
 			total = -1;

@@ -632,8 +632,8 @@ ordering_newest_first_ties_by_lowest_id(void)
 	struct store *s = fresh();
 	struct event *ev[8], *exp[8], *tmp;
 	struct coll   c = { 0 };
-	size_t	      i, j;
-	char	      content[8];
+	size_t	      i, j, o;
+	char	      content[8], text[1024];
 
 	T_ASSERT(s != NULL);
 	for (i = 0; i < 8; i++) {
@@ -653,6 +653,22 @@ ordering_newest_first_ties_by_lowest_id(void)
 			}
 	T_CHECK(query1(s, "{}", 100, 100, NOW, &c) == 8);
 	T_CHECK(coll_is(&c, exp, 8));
+	coll_free(&c);
+	/*
+	 * An ids filter (sorted by store.c, not SQLite) in the same order,
+	 * the ids listed in storing order; its limit keeps the newest.
+	 */
+	o = (size_t)snprintf(text, sizeof(text), "{\"ids\":[");
+	for (i = 0; i < 8; i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s\"%s\"",
+		    i ? "," : "", ev[i]->id_hex);
+	snprintf(text + o, sizeof(text) - o, "]}");
+	T_CHECK(query1(s, text, 100, 100, NOW, &c) == 8);
+	T_CHECK(coll_is(&c, exp, 8));
+	coll_free(&c);
+	snprintf(text + o, sizeof(text) - o, "],\"limit\":3}");
+	T_CHECK(query1(s, text, 100, 100, NOW, &c) == 3);
+	T_CHECK(coll_is(&c, exp, 3));
 	coll_free(&c);
 	for (i = 0; i < 8; i++)
 		event_destroy(ev[i]);

@@ -68,6 +68,8 @@ static STAILQ_HEAD(, pending)  arrived = STAILQ_HEAD_INITIALIZER(arrived);
 static STAILQ_HEAD(, pending)  pending = STAILQ_HEAD_INITIALIZER(pending);
 static STAILQ_HEAD(, deferred) deferred = STAILQ_HEAD_INITIALIZER(deferred);
 static int		      in_txn;
+static int		      stopping; /* the last flush: no hold */
+static int		      held;	/* commits held for a checkpoint */
 static lws_sorted_usec_list_t flush_sul;
 static int		      flush_scheduled;
 static size_t		      last_batch; /* events in the last commit */
@@ -543,12 +545,23 @@ relay_ingest_verified(void)
 	}
 }
 
+void
+relay_ingest_resume(void)
+{
+	if (held) {
+		held = 0;
+		schedule_flush();
+	}
+}
+
 /* Lets the thread finish what it holds, and takes the results. */
 void
 relay_ingest_stop(void)
 {
 	if (!vstarted)
 		return;
+	/* The last flush commits whatever the WAL holds. */
+	stopping = 1;
 	admit();
 	pthread_mutex_lock(&vmu);
 	vstop = 1;
@@ -708,6 +721,15 @@ relay_ingest_flush_now(void)
 	flush_scheduled = 0;
 	if (STAILQ_EMPTY(&pending))
 		return;
+	/*
+	 * The checkpoint thread wakes the loop when the WAL is copied
+	 * (relay_ingest_resume()); meanwhile nothing reschedules a flush
+	 * but new work.
+	 */
+	if (!stopping && relay_ckpt_hold(store_wal_frames(relayd->store))) {
+		held = 1;
+		return;
+	}
 	STAILQ_INIT(&batch);
 	STAILQ_INIT(&tasks);
 	STAILQ_CONCAT(&batch, &pending);

@@ -276,8 +276,10 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 
 	switch (reason) {
 	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-		/* The signature thread has results (relay_ingest.c). */
+		/* The signature thread has results (relay_ingest.c), or the
+		 * checkpoint thread copied the WAL (relay_ckpt.c). */
 		relay_ingest_verified();
+		relay_ingest_resume();
 		return 0;
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
 		if (relayd->nconns >= relayd->cfg.max_connections) {

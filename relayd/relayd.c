@@ -135,9 +135,10 @@ main(int argc, char *argv[])
 		fatalx("store %s: %s", dbpath, err);
 	if (relay_nip11_build() == -1)
 		fatalx("cannot build the NIP-11 document");
-	/* Checkpoints run beside the loop, in a commit only as a backstop. */
+	/* Checkpoints run beside the loop, in a commit only as a last
+	 * resort (relay_ckpt.c). */
 	if (relay_ckpt_init(dbpath) == 0)
-		store_set_autocheckpoint(rd.store, RELAY_CKPT_MAX_FRAMES);
+		store_set_autocheckpoint(rd.store, 2 * RELAY_CKPT_MAX_FRAMES);
 	relay_ingest_init();
 	relay_inv_init();
 

@@ -109,20 +109,43 @@
  */
 #define RELAY_CKPT_MIN_FRAMES	 10000
 /*
- * Ours: WAL pages at which the writer checkpoints in its own commit after
- * all.  Under a steady ingest the thread's passes lag the writer, and the
- * WAL starts over only once a pass has copied every frame before the next
- * write: without this it grew to 83,000 frames over 20,000 events in
- * load_test, and further as long as the ingest lasts.  By then the thread
- * has copied all but the frames of its last pass, so the writer's pass
- * is a short one, but it is a pause of every connection: at 4 x
- * RELAY_CKPT_MIN_FRAMES the 200,000-event load (4 conns x 50 in flight)
- * had OK p99 44.6-52.1 ms, at 8 x 33.5-39.7 ms (three pairs, issue #22),
- * for a WAL file of up to 345 MB instead of 190 MB (SQLite keeps the file
- * at the largest size it reached; a journal_size_limit of 64 MiB, which
- * truncates it whenever the WAL starts over, took p99 to 73 ms).
+ * Ours: WAL pages added since the last pass that make the next one worth
+ * it.  Passes made after every commit copied 1.2 pages per event of the
+ * 21,002 of the ingest benchmark, 19-28 us of CPU per event; passes every
+ * 5,000 pages took 8-9 us.
+ */
+#define RELAY_CKPT_STEP_FRAMES	 5000
+/*
+ * Ours: the WAL size at which the loop holds its commits until the thread
+ * has copied every page (relay_ckpt_hold()), so that the next commit
+ * starts the WAL over.  Under a steady ingest the passes lag the writer
+ * and the WAL starts over only this way: without it, it grew to 83,000
+ * frames over 20,000 events in load_test, and further as long as the
+ * ingest lasts.  Each hold delays the OKs of the events that arrive
+ * meanwhile; REQs are answered all along.  At 4 x RELAY_CKPT_MIN_FRAMES
+ * the 200,000-event load (4 conns x 50 in flight) had OK p99 44.6-52.1
+ * ms, at 8 x 33.5-39.7 ms (three pairs, issue #22, when the writer still
+ * checkpointed in its commit), for a WAL file of up to 345 MB instead of
+ * 190 MB (SQLite keeps the file at the largest size it reached; a
+ * journal_size_limit of 64 MiB, which truncates it whenever the WAL
+ * starts over, took p99 to 73 ms).
  */
 #define RELAY_CKPT_MAX_FRAMES	 (8 * RELAY_CKPT_MIN_FRAMES)
+/*
+ * Ours: the last WAL pages before RELAY_CKPT_MAX_FRAMES, copied by passes
+ * one after another instead of every RELAY_CKPT_STEP_FRAMES, so that a
+ * hold finds little left to copy.
+ */
+#define RELAY_CKPT_NEAR_FRAMES	 (2 * RELAY_CKPT_STEP_FRAMES)
+/*
+ * Ours: how long the loop holds its commits at most.  A reader's snapshot
+ * can keep frames from being copied; past this the loop commits anyway
+ * and the store checkpoints in its commit at twice RELAY_CKPT_MAX_FRAMES,
+ * the last resort (relayd.c).  A pass that could not copy everything is
+ * tried again after RELAY_CKPT_RETRY_US.
+ */
+#define RELAY_CKPT_HOLD_MAX_MS	 2000
+#define RELAY_CKPT_RETRY_US	 1000
 /*
  * Ours: commits pause this long (a burst is over) before relayd gives
  * the memory the burst left in buffers and free lists back (malloc_trim).
@@ -424,6 +447,8 @@ void relay_ingest_auth(struct relay_conn *, const struct json *evj);
 void relay_ingest_forget(struct relay_conn *);
 void relay_ingest_init(void);
 void relay_ingest_verified(void);
+/* After the checkpoint thread woke the loop: flushes what a hold kept. */
+void relay_ingest_resume(void);
 void relay_ingest_stop(void);
 void relay_ingest_flush_now(void);
 
@@ -436,6 +461,14 @@ void relay_ingest_flush_now(void);
 int  relay_ckpt_init(const char *path);
 /* After a commit that left frames in the WAL: checkpoint soon if many. */
 void relay_ckpt_kick(int frames);
+/*
+ * Before a commit, with the WAL's size after the last one: 1 while the
+ * loop must hold its commits because the WAL reached
+ * RELAY_CKPT_MAX_FRAMES and the thread is still copying it (the thread
+ * wakes the loop when it is done), else 0.  0 when the thread does not
+ * run.  Does not exit.
+ */
+int  relay_ckpt_hold(int frames);
 /* Waits for a running checkpoint and closes the connection; safe twice. */
 void relay_ckpt_stop(void);
 

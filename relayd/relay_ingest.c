@@ -70,6 +70,7 @@ static STAILQ_HEAD(, deferred) deferred = STAILQ_HEAD_INITIALIZER(deferred);
 static int		      in_txn;
 static int		      stopping; /* the last flush: no hold */
 static int		      held;	/* commits held for a checkpoint */
+static lws_sorted_usec_list_t hold_sul; /* ends a hold by time */
 static lws_sorted_usec_list_t flush_sul;
 static int		      flush_scheduled;
 static size_t		      last_batch; /* events in the last commit */
@@ -99,6 +100,7 @@ static lws_sorted_usec_list_t admit_sul; /* runs admit() */
 static int		      admit_scheduled;
 
 static void flush_cb(lws_sorted_usec_list_t *);
+static void hold_cb(lws_sorted_usec_list_t *);
 
 static void *
 verify_main(void *arg)
@@ -144,6 +146,7 @@ relay_ingest_init(void)
 	memset(&flush_sul, 0, sizeof(flush_sul));
 	memset(&trim_sul, 0, sizeof(trim_sul));
 	memset(&admit_sul, 0, sizeof(admit_sul));
+	memset(&hold_sul, 0, sizeof(hold_sul));
 	/* Signals are the loop's: the thread runs with all of them blocked. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -554,6 +557,13 @@ relay_ingest_resume(void)
 	}
 }
 
+static void
+hold_cb(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
+	relay_ingest_resume();
+}
+
 /* Lets the thread finish what it holds, and takes the results. */
 void
 relay_ingest_stop(void)
@@ -727,6 +737,10 @@ relay_ingest_flush_now(void)
 	 * but new work.
 	 */
 	if (!stopping && relay_ckpt_hold(store_wal_frames(relayd->store))) {
+		/* If the thread never gets there, the hold ends by time. */
+		if (!held)
+			lws_sul_schedule(relayd->ctx, 0, &hold_sul, hold_cb,
+			    (RELAY_CKPT_HOLD_MAX_MS + 1) * LWS_US_PER_MS);
 		held = 1;
 		return;
 	}

@@ -980,7 +980,8 @@ deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
 
 	memset(&text, 0, sizeof(text));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(st, 3) != 32)
+		json = sqlite3_column_text(st, 1);
+		if (json == NULL || sqlite3_column_bytes(st, 3) != 32)
 			continue;
 		if (nv == cap) {
 			cap = cap ? cap * 2 : 16;
@@ -990,7 +991,6 @@ deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
 		v[nv].hr_seq = sqlite3_column_int64(st, 0);
 		v[nv].hr_created_at = sqlite3_column_int64(st, 2);
 		memcpy(v[nv].hr_id, sqlite3_column_blob(st, 3), 32);
-		json = sqlite3_column_text(st, 1);
 		v[nv].hr_off = text.b_len;
 		v[nv].hr_len = (size_t)sqlite3_column_bytes(st, 1);
 		buf_add(&text, json, v[nv].hr_len);
@@ -1002,7 +1002,8 @@ deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
 		n = -1;
 		goto done;
 	}
-	qsort(v, nv, sizeof(*v), cmp_heldrow);
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), cmp_heldrow);
 	for (i = 0; i < nv && i < limit; i++) {
 		if (seen != NULL && !seqset_add(seen, v[i].hr_seq))
 			continue;

@@ -626,6 +626,9 @@ limit_default_and_max_clamp(void)
 	store_close(s);
 }
 
+#define HEX64_ZERO \
+	"0000000000000000000000000000000000000000000000000000000000000000"
+
 static void
 ordering_newest_first_ties_by_lowest_id(void)
 {
@@ -669,6 +672,14 @@ ordering_newest_first_ties_by_lowest_id(void)
 	snprintf(text + o, sizeof(text) - o, "],\"limit\":3}");
 	T_CHECK(query1(s, text, 100, 100, NOW, &c) == 3);
 	T_CHECK(coll_is(&c, exp, 3));
+	coll_free(&c);
+	/* No match, and one: nothing to sort (UBSan caught qsort(NULL)). */
+	T_CHECK(query1(s, "{\"ids\":[\"" HEX64_ZERO "\"]}", 100, 100, NOW,
+		    &c) == 0);
+	coll_free(&c);
+	snprintf(text, sizeof(text), "{\"ids\":[\"%s\"]}", ev[5]->id_hex);
+	T_CHECK(query1(s, text, 100, 100, NOW, &c) == 1);
+	T_CHECK(coll_is(&c, &ev[5], 1));
 	coll_free(&c);
 	for (i = 0; i < 8; i++)
 		event_destroy(ev[i]);

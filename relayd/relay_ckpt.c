@@ -18,8 +18,9 @@
  * back-to-back passes copied nearly every frame.  Under a steady ingest
  * the passes lag the writer and the WAL never starts over by itself, so
  * at RELAY_CKPT_MAX_FRAMES the loop holds its commits (relay_ckpt_hold())
- * while the thread copies what is left and syncs, and the first commit
- * after that starts the WAL over.  The loop goes on serving meanwhile:
+ * from the end of the thread's pass under way (the hold's pass then has
+ * the least to copy) until a pass has copied the whole WAL and synced,
+ * and the first commit after that starts the WAL over.  The loop goes on serving meanwhile:
  * the writer checkpointing in its own commit, as before, stalled every
  * REQ for the two fsyncs (100-140 ms each time on a 200,000-event load).
  * The last RELAY_CKPT_NEAR_FRAMES before that limit are copied by
@@ -43,12 +44,15 @@ static pthread_mutex_t ck_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t  ck_cond = PTHREAD_COND_INITIALIZER;
 static int	       ck_want; /* a pass is due */
 static int	       ck_stop;
-static int	       ck_hold;	  /* the loop holds its commits */
-static int	       ck_caught; /* a pass under the hold copied all */
-static sqlite3	      *ck_db;	  /* the thread's alone */
+static int	       ck_hold_wanted;	 /* the WAL reached its limit */
+static int	       ck_hold;		 /* the loop holds its commits */
+static int	       ck_caught;	 /* a pass under the hold copied all */
+static int	       ck_caught_frames; /* of a WAL this long */
+static sqlite3	      *ck_db;		 /* the thread's alone */
 /* The loop's alone: */
 static int	       ck_last;	   /* WAL frames when the last pass was asked */
-static int64_t	       ck_hold_ms; /* when the hold began */
+static int64_t	       ck_hold_ms; /* when the WAL reached its limit */
+static int64_t	       ck_held_ms; /* when the loop began to hold, or 0 */
 static int64_t	       ck_nholds;  /* holds so far, and */
 static int64_t	       ck_hold_sum; /* their ms, for the debug log */
 
@@ -76,10 +80,21 @@ ckpt_main(void *arg)
 		    rc != SQLITE_INTERRUPT)
 			log_warnx("checkpoint: %s", sqlite3_errmsg(ck_db));
 		pthread_mutex_lock(&ck_mu);
+		/*
+		 * The loop asked for a hold: it begins now, right after a
+		 * pass, so that the pass under it has the least to copy.
+		 */
+		if (ck_hold_wanted && !ck_hold) {
+			ck_hold = 1;
+			ck_caught = 0;
+			ck_want = 1;
+			continue;
+		}
 		if (!hold || !ck_hold)
 			continue;
 		if (rc == SQLITE_OK && nlog >= 0 && nckpt == nlog) {
 			ck_caught = 1;
+			ck_caught_frames = nlog;
 			pthread_mutex_unlock(&ck_mu);
 			/* The loop flushes what it held (relay_ws.c). */
 			lws_cancel_service(relayd->ctx);
@@ -175,32 +190,48 @@ int
 relay_ckpt_hold(int frames)
 {
 	int64_t now;
-	int	held;
+	int	held = 0;
 
-	if (!ck_started || (frames < RELAY_CKPT_MAX_FRAMES && !ck_hold))
+	if (!ck_started || (frames < RELAY_CKPT_MAX_FRAMES && !ck_hold_wanted))
 		return 0;
 	now = relay_now_ms();
 	pthread_mutex_lock(&ck_mu);
-	if (!ck_hold) {
-		ck_hold = 1;
-		ck_caught = 0;
+	if (!ck_hold_wanted) {
+		/* Commits go on until the thread's pass under way ends. */
+		ck_hold_wanted = 1;
 		ck_hold_ms = now;
 		want_pass();
 	}
-	held = !ck_caught && now - ck_hold_ms < RELAY_CKPT_HOLD_MAX_MS;
+	/* A commit that landed during that pass is not copied yet. */
+	if (ck_hold && ck_caught && ck_caught_frames < frames) {
+		ck_caught = 0;
+		want_pass();
+	}
+	if (ck_hold) {
+		held = !ck_caught && now - ck_hold_ms < RELAY_CKPT_HOLD_MAX_MS;
+		if (held && ck_held_ms == 0)
+			ck_held_ms = now;
+	} else if (now - ck_hold_ms >= RELAY_CKPT_HOLD_MAX_MS)
+		ck_caught = 0; /* the thread never began: give up too */
+	else
+		goto done;
 	if (!held) {
 		if (!ck_caught)
 			log_warnx("checkpoint: the WAL was not copied in %d "
 				  "ms; committing anyway (%d frames)",
 			    RELAY_CKPT_HOLD_MAX_MS, frames);
-		ck_hold = 0;
+		ck_hold = ck_hold_wanted = 0;
 		ck_nholds++;
-		ck_hold_sum += now - ck_hold_ms;
-		log_debug("checkpoint: commits held %lld ms (%lld holds, "
-			  "%lld ms in all)",
+		if (ck_held_ms != 0)
+			ck_hold_sum += now - ck_held_ms;
+		log_debug("checkpoint: commits held %lld ms, %lld ms after the "
+			  "limit (%lld holds, %lld ms held in all)",
+		    (long long)(ck_held_ms ? now - ck_held_ms : 0),
 		    (long long)(now - ck_hold_ms), (long long)ck_nholds,
 		    (long long)ck_hold_sum);
+		ck_held_ms = 0;
 	}
+done:
 	pthread_mutex_unlock(&ck_mu);
 	return held;
 }

@@ -226,6 +226,30 @@ view_tags(struct tag_view *v, const char *j, size_t len)
 }
 
 /*
+ * The event of a stored row: read in place into v, or parsed in full into
+ * *parsed (which the caller destroys) when whole is set or a tag holds an
+ * escape.  NULL, logged with its seq, if the row does not parse: relayd
+ * stored it, so that is a bug or a damaged database, and exiting would
+ * only loop on the row.
+ */
+static const struct event *
+row_event(struct tag_view *v, int64_t seq, const char *json, size_t len,
+    int whole, struct event **parsed)
+{
+	char err[256];
+
+	*parsed = NULL;
+	if (json != NULL && !whole && view_tags(v, json, len) == 0)
+		return &v->tv_ev;
+	if (json != NULL &&
+	    (*parsed = event_parse(json, len, err, sizeof(err))) != NULL)
+		return *parsed;
+	log_warnx("feed: stored event seq %lld does not parse (%s), skipped",
+	    (long long)seq, json ? err : "no text");
+	return NULL;
+}
+
+/*
  * One batch of rows copied out of the store: their texts one after
  * another in fb_pool (kept from batch to batch), so that no statement is
  * open while the callbacks run.
@@ -285,8 +309,6 @@ scan(struct store *store, int64_t after, int64_t upto, int whole, feed_cb *cb,
 	struct tag_view	    view;
 	struct event	   *parsed;
 	const struct event *ev;
-	const char	   *json;
-	char		    err[256];
 	size_t		    i;
 	int		    n = 0, r, done = 0;
 
@@ -312,19 +334,9 @@ scan(struct store *store, int64_t after, int64_t upto, int whole, feed_cb *cb,
 				done = 1;
 				break;
 			}
-			json = b->fb_pool + b->fb_off[i];
-			parsed = NULL;
-			ev = &view.tv_ev;
-			if ((whole ||
-				view_tags(&view, json, b->fb_len[i]) == -1) &&
-			    (ev = parsed = event_parse(json, b->fb_len[i], err,
-				 sizeof(err))) == NULL) {
-				/* relayd stored it, so this is a bug or a
-				 * damaged database; exiting would only loop
-				 * on the row. */
-				log_warnx("feed: stored event seq %lld does "
-					  "not parse (%s), skipped",
-				    (long long)b->fb_seq[i], err);
+			if ((ev = row_event(&view, b->fb_seq[i],
+				 b->fb_pool + b->fb_off[i], b->fb_len[i], whole,
+				 &parsed)) == NULL) {
 				if (f != NULL)
 					f->f_stats.fs_unreadable++;
 			} else {
@@ -381,18 +393,18 @@ int
 feed_scan_ahead(struct store *store, int64_t after, int64_t upto, feed_cb *hint,
     feed_cb *cb, void *arg, int64_t *last_out)
 {
-	static const char sql[] = "SELECT seq, json FROM events"
-				  " WHERE seq > ?1 AND seq <= ?2"
-				  " ORDER BY seq";
-	sqlite3		 *db = store_sqlite(store);
-	sqlite3_stmt	 *st = NULL;
-	struct ahead	  ring[FEED_AHEAD + 1], *a;
-	const char	 *json;
-	char		  err[256];
-	int64_t		  last = after;
-	size_t		  len, depth = hint ? FEED_AHEAD : 0, i;
-	size_t		  head = 0, held = 0;
-	int		  n = 0, r = SQLITE_DONE;
+	static const char   sql[] = "SELECT seq, json FROM events"
+				    " WHERE seq > ?1 AND seq <= ?2"
+				    " ORDER BY seq";
+	sqlite3		   *db = store_sqlite(store);
+	sqlite3_stmt	   *st = NULL;
+	struct ahead	    ring[FEED_AHEAD + 1], *a;
+	const struct event *ev;
+	const char	   *json;
+	int64_t		    last = after;
+	size_t		    len, depth = hint ? FEED_AHEAD : 0, i;
+	size_t		    head = 0, held = 0;
+	int		    n = 0, r = SQLITE_DONE;
 
 	memset(ring, 0, sizeof(ring));
 	if (upto <= after)
@@ -410,19 +422,11 @@ feed_scan_ahead(struct store *store, int64_t after, int64_t upto, feed_cb *hint,
 		a->ah_seq = last = sqlite3_column_int64(st, 0);
 		json = (const char *)sqlite3_column_text(st, 1);
 		len = (size_t)sqlite3_column_bytes(st, 1);
-		if (json == NULL || view_tags(&a->ah_view, json, len) == -1) {
-			if (json == NULL ||
-			    (a->ah_parsed = event_parse(json, len, err,
-				 sizeof(err))) == NULL) {
-				log_warnx("feed: stored event seq %lld does "
-					  "not parse (%s), skipped",
-				    (long long)last, json ? err : "no text");
-				continue;
-			}
-		}
+		if ((ev = row_event(&a->ah_view, last, json, len, 0,
+			 &a->ah_parsed)) == NULL)
+			continue;
 		if (hint != NULL)
-			hint(arg, last,
-			    a->ah_parsed ? a->ah_parsed : &a->ah_view.tv_ev);
+			hint(arg, last, ev);
 		head = (head + 1) % (FEED_AHEAD + 1);
 		if (held++ == depth) {
 			ahead_deliver(&ring[(head + FEED_AHEAD + 1 - held) %

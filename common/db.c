@@ -245,6 +245,16 @@ db_int(sqlite3 *db, const char *sql, long long *out)
 	return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : -1;
 }
 
+long long
+db_page_size(sqlite3 *db)
+{
+	long long size = -1;
+
+	if (db_int(db, "PRAGMA page_size", &size) == -1)
+		return -1;
+	return size;
+}
+
 static int
 db_migrate(sqlite3 *db, char *err, size_t errlen)
 {

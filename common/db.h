@@ -39,6 +39,9 @@
  * 10.2-10.9k with 10,000.
  */
 #define DB_WAL_AUTOCHECKPOINT 40000
+/* SQLite's WAL format (its wal.c): each frame is a page after a header
+ * of this many bytes. */
+#define DB_WAL_FRAME_HDR      24
 
 /*
  * Opens the database at path (a file name; ":memory:" works for tests).
@@ -54,6 +57,9 @@ int db_open(const char *path, int flags, sqlite3 **out, char *err,
 
 /* Closes a connection from db_open(); NULL is fine. */
 void db_close(sqlite3 *);
+
+/* The page size of db's main database (PRAGMA page_size), or -1. */
+long long db_page_size(sqlite3 *db);
 
 /* The schema version a read-write db_open() leaves behind. */
 int db_schema_version(void);

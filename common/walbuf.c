@@ -13,12 +13,13 @@
 
 #include <sqlite3.h>
 
+#include "db.h"
 #include "log.h"
 #include "walbuf.h"
 
-/* SQLite's WAL format (its wal.c): a frame header's size, and the offset
- * of its "database size after commit" field, non-zero on commit frames. */
-#define WAL_FRAME_HDRSIZE   24
+/* SQLite's WAL format (its wal.c): the offset in a frame header
+ * (DB_WAL_FRAME_HDR) of its "database size after commit" field, non-zero
+ * on commit frames. */
 #define WAL_FRAME_NTRUNCATE 4
 /* The default Unix VFS writes at most 0x1ffff bytes a call (its
  * seekAndWriteFd()); ours go out in whole pages below that. */
@@ -200,7 +201,7 @@ wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 		w->wf_commit = 0;
 		return wb_flush(w);
 	}
-	if (n == WAL_FRAME_HDRSIZE)
+	if (n == DB_WAL_FRAME_HDR)
 		w->wf_commit = memcmp((const char *)p + WAL_FRAME_NTRUNCATE,
 				   "\0\0\0\0", 4) != 0;
 	return SQLITE_OK;

@@ -330,7 +330,8 @@ check_signed_event(const struct pending *p, char *msg, size_t msglen)
 
 /*
  * No commit for RELAY_TRIM_IDLE_US: a burst is over.  What it left in
- * buffers and the allocator's free lists goes back to the system.
+ * buffers, the allocator's free lists and the WAL file goes back to the
+ * system.
  */
 static void
 trim_cb(lws_sorted_usec_list_t *sul)
@@ -338,6 +339,7 @@ trim_cb(lws_sorted_usec_list_t *sul)
 	(void)sul;
 	walbuf_trim();
 	malloc_trim(0);
+	relay_ckpt_idle();
 }
 
 static void

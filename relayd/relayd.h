@@ -121,16 +121,34 @@
  * starts the WAL over.  Under a steady ingest the passes lag the writer
  * and the WAL starts over only this way: without it, it grew to 83,000
  * frames over 20,000 events in load_test, and further as long as the
- * ingest lasts.  Each hold delays the OKs of the events that arrive
- * meanwhile; REQs are answered all along.  At 4 x RELAY_CKPT_MIN_FRAMES
- * the 200,000-event load (4 conns x 50 in flight) had OK p99 44.6-52.1
- * ms, at 8 x 33.5-39.7 ms (three pairs, issue #22, when the writer still
- * checkpointed in its commit), for a WAL file of up to 345 MB instead of
- * 190 MB (SQLite keeps the file at the largest size it reached; a
- * journal_size_limit of 64 MiB, which truncates it whenever the WAL
- * starts over, took p99 to 73 ms).
+ * ingest lasts.  Each hold delays the OKs of the events in flight, and
+ * mostly by its last pass's sync of the database file, which writes out
+ * every page the passes copied since the last hold: 65-110 ms on the
+ * 200,000-event load (4 conns x 50 in flight) however large the WAL, so
+ * fewer holds mean fewer late OKs.  At 8 x RELAY_CKPT_MIN_FRAMES that
+ * load made 18 holds and had OK p99 101-137 ms; at 16 x, 9 holds and
+ * 45.8-54.3 ms (five runs against three, 2026-12-05; 4 x had given 44.6-
+ * 52.1 ms and 8 x 33.5-39.7 ms on a faster day).  The WAL file then
+ * reaches about 660 MB while a burst lasts (a frame is a page and 24
+ * bytes); after it relayd truncates the file (RELAY_CKPT_KEEP_FRAMES).
+ * Truncating it whenever the WAL starts over instead (journal_size_limit
+ * of 64 MiB) took that load's OK p99 from 33.5-39.7 ms to 73 ms.
  */
-#define RELAY_CKPT_MAX_FRAMES	 (8 * RELAY_CKPT_MIN_FRAMES)
+#define RELAY_CKPT_MAX_FRAMES	 (16 * RELAY_CKPT_MIN_FRAMES)
+/*
+ * Ours: once commits pause (RELAY_TRIM_IDLE_US), a WAL file larger than
+ * this many frames is copied and truncated to nothing by the checkpoint
+ * thread, so that a burst's WAL does not keep its disk space.  A steady
+ * pace stays below it: there passes catch up and the WAL starts over at
+ * RELAY_CKPT_MIN_FRAMES and a step or so.
+ */
+#define RELAY_CKPT_KEEP_FRAMES	 (2 * RELAY_CKPT_MIN_FRAMES)
+/*
+ * Ours: how often the thread tries that truncation, RELAY_TRIM_IDLE_US
+ * apart, while a reader's older snapshot is in the way; the next pause
+ * after a commit tries again.
+ */
+#define RELAY_CKPT_IDLE_TRIES	 30
 /*
  * Ours: the last WAL pages before RELAY_CKPT_MAX_FRAMES, copied by passes
  * one after another instead of every RELAY_CKPT_STEP_FRAMES, so that a
@@ -469,6 +487,11 @@ void relay_ckpt_kick(int frames);
  * run.  Does not exit.
  */
 int  relay_ckpt_hold(int frames);
+/*
+ * Commits paused (a burst is over): the thread truncates a WAL file left
+ * larger than RELAY_CKPT_KEEP_FRAMES once it could copy all of it.
+ */
+void relay_ckpt_idle(void);
 /* Waits for a running checkpoint and closes the connection; safe twice. */
 void relay_ckpt_stop(void);
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "db.h"
 #include "event.h"
 #include "relayproc.h"
 #include "t.h"
@@ -38,14 +39,25 @@
 #include "wsclient.h"
 
 /* How long to wait for the last OKs and deliveries after publishing. */
-#define DRAIN_MS       60000
+#define DRAIN_MS	60000
 /* How long every subscription may take to be set up (EOSE). */
-#define SETUP_MS       120000
+#define SETUP_MS	120000
 /* EVENTs in flight in the WAL case, and SQLite's page size. */
-#define WAL_WINDOW     100
-#define WAL_PAGE       4096
+#define WAL_WINDOW	100
+#define WAL_PAGE	4096
 /* relayd's backstop (RELAY_CKPT_MAX_FRAMES) and a few commits more. */
-#define WAL_MAX_FRAMES 90000
+#define WAL_MAX_FRAMES	170000
+/* What relayd leaves of the WAL file once commits pause
+ * (RELAY_CKPT_KEEP_FRAMES), and how long the case waits for it. */
+#define WAL_KEEP_FRAMES 20000
+#define WAL_IDLE_MS	10000
+/* Events sent one at a time once that pause has begun (1 s after the
+ * last commit), this far apart, and how long each may wait for its OK (a
+ * hold's limit, 2 s, and more). */
+#define WAL_PAUSE_MS	1100
+#define WAL_LATE_EVENTS 100
+#define WAL_LATE_GAP_MS 10
+#define WAL_LATE_OK_MS	10000
 
 struct sub {
 	int	 s_topic;
@@ -479,53 +491,71 @@ test_beyond_max_connections_http_503(void)
 	relayproc_free(rp);
 }
 
+/* The frames the WAL file at path has room for, or -1. */
+static long
+wal_frames(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == -1)
+		return -1;
+	return (long)(st.st_size / (WAL_PAGE + DB_WAL_FRAME_HDR));
+}
+
+/* Sends the WAL case's event number i, built in b; 0 or -1. */
+static int
+send_wal_event(struct wsc *ws, long i, struct buf *b)
+{
+	struct event *ev;
+	uint8_t	      sk[32] = { 0x57, (uint8_t)(i >> 16), (uint8_t)(i >> 8),
+		      (uint8_t)i };
+	char	      content[32];
+
+	/* A key an event: kind 10317 is replaceable. */
+	snprintf(content, sizeof(content), "wal %ld", i);
+	if ((ev = event_new_signed(sk, time(NULL), 10317, "[[\"t\",\"wal\"]]",
+		 content)) == NULL)
+		return -1;
+	buf_reset(b);
+	buf_printf(b, "[\"EVENT\",%s]", ev->json);
+	event_destroy(ev);
+	return wsc_send_text(ws, b->b_data, b->b_len);
+}
+
 /*
  * relayd checkpoints its WAL on a thread of its own (relay_ckpt.c) once
  * a commit leaves RELAY_CKPT_MIN_FRAMES (10,000) frames in it, and at
- * RELAY_CKPT_MAX_FRAMES (80,000), when the thread lags, holds its commits
- * until the thread has copied everything; the WAL then starts over, so
- * under a long ingest it stays below that and one commit.  Without the
- * hold the store's last resort checkpoints only at 160,000, and without
- * either it grows with every event: 20,000 events of this shape left
- * 83,000 frames, so the case sends GRASPD_WAL_EVENTS (45,000).
+ * RELAY_CKPT_MAX_FRAMES (160,000), when the thread lags, holds its
+ * commits until the thread has copied everything; the WAL then starts
+ * over, so under a long ingest it stays below that and one commit.
+ * Without the hold the store's last resort checkpoints only at 320,000,
+ * and without either it grows with every event: 20,000 events of this
+ * shape left 83,000 frames, so the case sends GRASPD_WAL_EVENTS (50,000,
+ * about 207,000 frames).  Once commits pause, relayd truncates the file.
  */
 static void
 test_wal_bounded_under_ingest(void)
 {
 	struct relayproc *rp;
 	struct wsc	 *ws = NULL;
-	struct event	 *ev;
-	struct stat	  st;
 	struct buf	  b = BUF_INIT;
-	uint8_t		  sk[32];
-	char		  path[1024], content[32], *m;
-	long n = t_env_int("GRASPD_WAL_EVENTS", 45000), sent, acked = 0,
-	     answered = 0, frames;
-	int64_t deadline;
+	char		  path[1024], *m;
+	long n = t_env_int("GRASPD_WAL_EVENTS", 50000), sent, acked = 0,
+	     answered = 0, frames, most = 0;
+	int64_t deadline, t0, slowest = 0;
 
 	T_ASSERT((rp = relayproc_start("relayd", NULL)) != NULL);
+	snprintf(path, sizeof(path), "%s/relay/graspd.db-wal",
+	    relayproc_dir(rp));
 	T_CHECK((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
 		     5000)) != NULL);
 	if (ws == NULL)
 		goto done;
 	deadline = wsc_now_ms() + DRAIN_MS;
-	memset(sk, 0, sizeof(sk));
-	sk[0] = 0x57;
 	for (sent = 0; answered < n && wsc_now_ms() < deadline;) {
 		/* At most WAL_WINDOW in flight, as a busy client has. */
 		while (sent < n && sent - answered < WAL_WINDOW) {
-			/* A key an event: kind 10317 is replaceable. */
-			sk[1] = (uint8_t)(sent >> 16);
-			sk[2] = (uint8_t)(sent >> 8);
-			sk[3] = (uint8_t)sent;
-			snprintf(content, sizeof(content), "wal %ld", sent);
-			ev = event_new_signed(sk, time(NULL), 10317,
-			    "[[\"t\",\"wal\"]]", content);
-			T_ASSERT(ev != NULL);
-			buf_reset(&b);
-			buf_printf(&b, "[\"EVENT\",%s]", ev->json);
-			event_destroy(ev);
-			T_ASSERT(wsc_send_text(ws, b.b_data, b.b_len) == 0);
+			T_ASSERT(send_wal_event(ws, sent, &b) == 0);
 			sent++;
 		}
 		if ((m = wsc_recv(ws, 1000, NULL)) == NULL) {
@@ -536,18 +566,45 @@ test_wal_bounded_under_ingest(void)
 		if (strncmp(m, "[\"OK\",", 6) == 0) {
 			answered++;
 			acked += strstr(m, "\",true,") != NULL;
+			/* The file only grows while commits go on. */
+			if (answered % WAL_WINDOW == 0 &&
+			    (frames = wal_frames(path)) > most)
+				most = frames;
 		}
 		free(m);
 	}
 	printf("# %ld events sent, %ld answered, %ld accepted\n", sent,
 	    answered, acked);
 	T_CHECK(acked == n);
-	snprintf(path, sizeof(path), "%s/relay/graspd.db-wal",
-	    relayproc_dir(rp));
-	T_CHECK(stat(path, &st) == 0);
-	frames = (long)(st.st_size / (WAL_PAGE + 24));
-	printf("# the WAL holds %ld frames after the ingest\n", frames);
-	T_CHECK(frames > 0 && frames <= WAL_MAX_FRAMES);
+	if ((frames = wal_frames(path)) > most)
+		most = frames;
+	printf("# the WAL file reached %ld frames during the ingest\n", most);
+	T_CHECK(most > 0 && most <= WAL_MAX_FRAMES);
+	/*
+	 * A pause of RELAY_TRIM_IDLE_US (1 s) truncates it, and relayd holds
+	 * the commits that come meanwhile: events one at a time from the
+	 * pause on, each answered before the next, all stored.
+	 */
+	usleep(WAL_PAUSE_MS * 1000);
+	for (; sent < n + WAL_LATE_EVENTS; sent++) {
+		t0 = wsc_now_ms();
+		T_ASSERT(send_wal_event(ws, sent, &b) == 0);
+		m = wsc_recv(ws, WAL_LATE_OK_MS, NULL);
+		T_CHECK(m != NULL && strncmp(m, "[\"OK\",", 6) == 0 &&
+		    strstr(m, "\",true,") != NULL);
+		free(m);
+		if (wsc_now_ms() - t0 > slowest)
+			slowest = wsc_now_ms() - t0;
+		usleep(WAL_LATE_GAP_MS * 1000);
+	}
+	printf("# %d events during the pause, the slowest OK in %lld ms\n",
+	    WAL_LATE_EVENTS, (long long)slowest);
+	deadline = wsc_now_ms() + WAL_IDLE_MS;
+	while ((frames = wal_frames(path)) > WAL_KEEP_FRAMES &&
+	    wsc_now_ms() < deadline)
+		usleep(50 * 1000);
+	printf("# and %ld frames once commits paused\n", frames);
+	T_CHECK(frames >= 0 && frames <= WAL_KEEP_FRAMES);
 done:
 	buf_free(&b);
 	if (ws != NULL)

@@ -26,8 +26,8 @@
  * The last RELAY_CKPT_NEAR_FRAMES before that limit are copied by
  * back-to-back passes, so that little is left when the hold comes.
  *
- * SQLite keeps a WAL file at the largest size it reached.  Once commits
- * pause, the loop says so (relay_ckpt_idle()), and a file left larger
+ * SQLite keeps a WAL file at the largest size it reached.  After a quiet
+ * period (RELAY_CKPT_QUIET_S) the loop says so (relay_ckpt_idle()), and a file left larger
  * than RELAY_CKPT_KEEP_FRAMES by a burst is copied by a pass and then
  * truncated by a TRUNCATE checkpoint.  That one takes the writer's lock,
  * and freeing the file's blocks took 160-190 ms for 450 MB (ext4 mounted
@@ -301,7 +301,7 @@ relay_ckpt_kick(int frames)
 
 /*
  * relay_ckpt_hold()'s part while the thread may still truncate the WAL
- * after a pause: 1 while it does, else 0, and then the thread waits for
+ * after a quiet period: 1 while it does, else 0, and then the thread waits for
  * the end of the commit that follows (relay_ckpt_kick()).
  */
 static int

@@ -74,7 +74,7 @@ static lws_sorted_usec_list_t hold_sul; /* ends a hold by time */
 static lws_sorted_usec_list_t flush_sul;
 static int		      flush_scheduled;
 static size_t		      last_batch; /* events in the last commit */
-static lws_sorted_usec_list_t trim_sul;
+static lws_sorted_usec_list_t trim_sul, wal_sul;
 
 /*
  * Signature checks, the costliest step before the store, run on one
@@ -145,6 +145,7 @@ relay_ingest_init(void)
 
 	memset(&flush_sul, 0, sizeof(flush_sul));
 	memset(&trim_sul, 0, sizeof(trim_sul));
+	memset(&wal_sul, 0, sizeof(wal_sul));
 	memset(&admit_sul, 0, sizeof(admit_sul));
 	memset(&hold_sul, 0, sizeof(hold_sul));
 	/* Signals are the loop's: the thread runs with all of them blocked. */
@@ -330,8 +331,7 @@ check_signed_event(const struct pending *p, char *msg, size_t msglen)
 
 /*
  * No commit for RELAY_TRIM_IDLE_US: a burst is over.  What it left in
- * buffers, the allocator's free lists and the WAL file goes back to the
- * system.
+ * buffers and the allocator's free lists goes back to the system.
  */
 static void
 trim_cb(lws_sorted_usec_list_t *sul)
@@ -339,6 +339,13 @@ trim_cb(lws_sorted_usec_list_t *sul)
 	(void)sul;
 	walbuf_trim();
 	malloc_trim(0);
+}
+
+/* No commit for RELAY_CKPT_QUIET_S: a burst's large WAL file may go. */
+static void
+wal_cb(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
 	relay_ckpt_idle();
 }
 
@@ -771,6 +778,10 @@ relay_ingest_flush_now(void)
 		/* Moved on by every commit: it runs once they pause. */
 		lws_sul_schedule(relayd->ctx, 0, &trim_sul, trim_cb,
 		    RELAY_TRIM_IDLE_US);
+		lws_sul_schedule(relayd->ctx, 0, &wal_sul, wal_cb,
+		    (lws_usec_t)(cfg_scale_delay(&relayd->cfg,
+				     RELAY_CKPT_QUIET_S) *
+			LWS_US_PER_SEC));
 		if (!committed) {
 			log_warnx("commit failed; refusing a batch");
 			relay_disk_recheck();

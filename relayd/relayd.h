@@ -130,23 +130,30 @@
  * 45.8-54.3 ms (five runs against three, 2026-12-05; 4 x had given 44.6-
  * 52.1 ms and 8 x 33.5-39.7 ms on a faster day).  The WAL file then
  * reaches about 660 MB while a burst lasts (a frame is a page and 24
- * bytes); after it relayd truncates the file (RELAY_CKPT_KEEP_FRAMES).
+ * bytes); later relayd truncates the file (RELAY_CKPT_QUIET_S).
  * Truncating it whenever the WAL starts over instead (journal_size_limit
  * of 64 MiB) took that load's OK p99 from 33.5-39.7 ms to 73 ms.
  */
 #define RELAY_CKPT_MAX_FRAMES	 (16 * RELAY_CKPT_MIN_FRAMES)
 /*
- * Ours: once commits pause (RELAY_TRIM_IDLE_US), a WAL file larger than
- * this many frames is copied and truncated to nothing by the checkpoint
- * thread, so that a burst's WAL does not keep its disk space.  A steady
- * pace stays below it: there passes catch up and the WAL starts over at
- * RELAY_CKPT_MIN_FRAMES and a step or so.
+ * Ours: once no commit came for RELAY_CKPT_QUIET_S (NGIT_TEST shrinks it
+ * 60-fold, to 5 s), a WAL file larger than RELAY_CKPT_KEEP_FRAMES is
+ * copied and truncated to nothing by the checkpoint thread, so that a
+ * burst's WAL does not keep its disk space.  A steady pace stays below
+ * that size: there passes catch up and the WAL starts over at
+ * RELAY_CKPT_MIN_FRAMES and a step or so.  Freeing 450-570 MB took
+ * 190-250 ms on this machine (ext4 mounted with discard), with commits
+ * held, and the REQs of those moments took up to 17-31 ms instead of 4-8
+ * (the ingest benchmark's probes, when it ran 1 s after the burst, three
+ * runs each way), so it waits for a quiet moment rather than for the end
+ * of each burst.
  */
+#define RELAY_CKPT_QUIET_S	 300
 #define RELAY_CKPT_KEEP_FRAMES	 (2 * RELAY_CKPT_MIN_FRAMES)
 /*
  * Ours: how often the thread tries that truncation, RELAY_TRIM_IDLE_US
- * apart, while a reader's older snapshot is in the way; the next pause
- * after a commit tries again.
+ * apart, while a reader's older snapshot is in the way; the next quiet
+ * period tries again.
  */
 #define RELAY_CKPT_IDLE_TRIES	 30
 /*
@@ -488,7 +495,7 @@ void relay_ckpt_kick(int frames);
  */
 int  relay_ckpt_hold(int frames);
 /*
- * Commits paused (a burst is over): the thread truncates a WAL file left
+ * No commit for RELAY_CKPT_QUIET_S: the thread truncates a WAL file left
  * larger than RELAY_CKPT_KEEP_FRAMES once it could copy all of it.
  */
 void relay_ckpt_idle(void);

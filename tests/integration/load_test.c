@@ -51,10 +51,11 @@
  * (RELAY_CKPT_KEEP_FRAMES), and how long the case waits for it. */
 #define WAL_KEEP_FRAMES 20000
 #define WAL_IDLE_MS	10000
-/* Events sent one at a time once that pause has begun (1 s after the
- * last commit), this far apart, and how long each may wait for its OK (a
- * hold's limit, 2 s, and more). */
-#define WAL_PAUSE_MS	1100
+/* Events sent one at a time from when relayd begins that truncation
+ * (RELAY_CKPT_QUIET_S after the last commit, 5 s under NGIT_TEST), this
+ * far apart, and how long each may wait for its OK (a hold's limit, 2 s,
+ * and more). */
+#define WAL_PAUSE_MS	5100
 #define WAL_LATE_EVENTS 100
 #define WAL_LATE_GAP_MS 10
 #define WAL_LATE_OK_MS	10000
@@ -581,9 +582,9 @@ test_wal_bounded_under_ingest(void)
 	printf("# the WAL file reached %ld frames during the ingest\n", most);
 	T_CHECK(most > 0 && most <= WAL_MAX_FRAMES);
 	/*
-	 * A pause of RELAY_TRIM_IDLE_US (1 s) truncates it, and relayd holds
-	 * the commits that come meanwhile: events one at a time from the
-	 * pause on, each answered before the next, all stored.
+	 * A quiet period truncates it, and relayd holds the commits that
+	 * come meanwhile: events one at a time from its end on, each
+	 * answered before the next, all stored.
 	 */
 	usleep(WAL_PAUSE_MS * 1000);
 	for (; sent < n + WAL_LATE_EVENTS; sent++) {

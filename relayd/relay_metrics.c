@@ -151,6 +151,27 @@ has_source(const struct sample_src *src, int n, const char *role)
 }
 
 /*
+ * graspd_role_ready 0 for each role without a fresh snapshot, under the
+ * family's TYPE line when no source wrote it (head).
+ */
+static void
+stale_ready_samples(struct buf *b, const struct sample_src *src, int n,
+    int head)
+{
+	unsigned r;
+
+	for (r = 0; r < ROLE_COUNT; r++) {
+		if (r == ROLE_SUPERVISOR || r == ROLE_RELAYD ||
+		    r == ROLE_GRASPCTL || has_source(src, n, role_name(r)))
+			continue;
+		if (head)
+			family_head(b, "graspd_role_ready", 17, "gauge");
+		head = 0;
+		sample(b, "graspd_role_ready", role_name(r), 0);
+	}
+}
+
+/*
  * Every sample of the sources, grouped by family in the order the
  * families first appear.  A role without a fresh snapshot is not ready.
  */
@@ -160,7 +181,6 @@ write_samples(struct buf *b, const struct sample_src *src, int n)
 	const cJSON *m, *nm, *m2, *nm2, *v2;
 	int	     i, j, seen, stale_ready = 0;
 	size_t	     fl;
-	unsigned     r;
 
 	for (i = 0; i < n; i++)
 		cJSON_ArrayForEach(m, src[i].ss_metrics) {
@@ -206,20 +226,16 @@ write_samples(struct buf *b, const struct sample_src *src, int n)
 						    src[j].ss_role,
 						    v2->valuedouble);
 				}
+			/* The family's samples stay in one run. */
 			if (fl == strlen("graspd_role_ready") &&
 			    strncmp(nm->valuestring, "graspd_role_ready", fl) ==
-				0)
+				0) {
+				stale_ready_samples(b, src, n, 0);
 				stale_ready = 1;
+			}
 		}
-	for (r = 0; r < ROLE_COUNT; r++) {
-		if (r == ROLE_SUPERVISOR || r == ROLE_RELAYD ||
-		    r == ROLE_GRASPCTL || has_source(src, n, role_name(r)))
-			continue;
-		if (!stale_ready)
-			family_head(b, "graspd_role_ready", 17, "gauge");
-		stale_ready = 1;
-		sample(b, "graspd_role_ready", role_name(r), 0);
-	}
+	if (!stale_ready)
+		stale_ready_samples(b, src, n, 1);
 }
 
 /* One histogram family; label is "" or `name="value"`. */

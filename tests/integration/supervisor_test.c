@@ -1101,6 +1101,40 @@ test_metrics_name_every_family_once_with_help_and_type(void)
 			   "\"relayd\"}") >= 1);
 }
 
+/*
+ * A role whose snapshot is stale counts as not ready (relay_metrics.c);
+ * its graspd_role_ready sample joins the others of the family, under
+ * their one TYPE line, not after every other family.
+ */
+static void
+test_metrics_stale_role_sample_stays_in_its_family(void)
+{
+	long	    pids[NROLES];
+	char	   *text;
+	const char *why;
+
+	T_ASSERT(G_up);
+	if (!role_exists[2] || !role_exists[1])
+		return;
+	T_ASSERT(settled_pids(&G, pids) == 0);
+	T_ASSERT(metric_becomes("graspd_role_ready{role=\"syncd\"}", 1,
+		     COMEBACK_MS) == 0);
+	T_ASSERT(kill((pid_t)pids[2], SIGSTOP) == 0);
+	T_CHECK(metric_becomes("graspd_role_ready{role=\"discoveryd\"}", 0,
+		    COMEBACK_MS) == 0);
+	text = metrics_text();
+	T_CHECK(kill((pid_t)pids[2], SIGCONT) == 0);
+	T_ASSERT(text != NULL);
+	if ((why = exposition_error(text)) != NULL)
+		printf("# %s\n", why);
+	T_CHECK(why == NULL);
+	T_CHECK(strstr(text, "\ngraspd_role_ready{role=\"discoveryd\"} 0\n") !=
+	    NULL);
+	free(text);
+	T_CHECK(metric_becomes("graspd_role_ready{role=\"discoveryd\"}", 1,
+		    COMEBACK_MS) == 0);
+}
+
 static void
 test_kill9_each_role_comes_back_while_clients_publish(void)
 {
@@ -2115,6 +2149,7 @@ main(void)
 	T_RUN(test_graspd_starts_every_role);
 	T_RUN(test_roles_get_their_arguments_and_readiness_fd);
 	T_RUN(test_metrics_name_every_family_once_with_help_and_type);
+	T_RUN(test_metrics_stale_role_sample_stays_in_its_family);
 	T_RUN(test_kill9_each_role_comes_back_while_clients_publish);
 	T_RUN(test_graspctl_restart_historyd_changes_only_its_pid);
 	T_RUN(test_stopped_role_stays_down_until_started);

@@ -47,7 +47,7 @@
 #define WAL_PAGE	4096
 /* relayd's backstop (RELAY_CKPT_MAX_FRAMES) and a few commits more. */
 #define WAL_MAX_FRAMES	170000
-/* What relayd leaves of the WAL file once commits pause
+/* What relayd leaves of the WAL file after a quiet period
  * (RELAY_CKPT_KEEP_FRAMES), and how long the case waits for it. */
 #define WAL_KEEP_FRAMES 20000
 #define WAL_IDLE_MS	10000
@@ -532,7 +532,8 @@ send_wal_event(struct wsc *ws, long i, struct buf *b)
  * Without the hold the store's last resort checkpoints only at 320,000,
  * and without either it grows with every event: 20,000 events of this
  * shape left 83,000 frames, so the case sends GRASPD_WAL_EVENTS (50,000,
- * about 207,000 frames).  Once commits pause, relayd truncates the file.
+ * about 207,000 frames).  After a quiet period (RELAY_CKPT_QUIET_S)
+ * relayd truncates the file.
  */
 static void
 test_wal_bounded_under_ingest(void)

@@ -20,31 +20,30 @@
  * at RELAY_CKPT_MAX_FRAMES the loop holds its commits (relay_ckpt_hold())
  * from the end of the thread's pass under way (the hold's pass then has
  * the least to copy) until a pass has copied the whole WAL and synced,
- * and the first commit after that starts the WAL over.  The loop goes on serving meanwhile:
- * the writer checkpointing in its own commit, as before, stalled every
- * REQ for the two fsyncs (100-140 ms each time on a 200,000-event load).
+ * and the first commit after that starts the WAL over.  The loop goes
+ * on serving meanwhile: the writer checkpointing in its own commit, as
+ * before, stalled every REQ for the two fsyncs (100-140 ms each time on a
+ * 200,000-event load).
  * The last RELAY_CKPT_NEAR_FRAMES before that limit are copied by
  * back-to-back passes, so that little is left when the hold comes.
  *
  * SQLite keeps a WAL file at the largest size it reached.  After a quiet
- * period (RELAY_CKPT_QUIET_S) the loop says so (relay_ckpt_idle()), and a file left larger
- * than RELAY_CKPT_KEEP_FRAMES by a burst is copied by a pass and then
- * truncated by a TRUNCATE checkpoint.  That one takes the writer's lock,
- * and freeing the file's blocks took 160-190 ms for 450 MB (ext4 mounted
- * with discard), so it begins only between two commits, and the loop
- * holds its commits meanwhile as it does for a hold, rather than wait for
- * the lock with every client.  It does not wait for readers: while one
- * still reads an older snapshot it tries again later.
+ * period (RELAY_CKPT_QUIET_S) the loop says so (relay_ckpt_idle()), and a
+ * file left larger than RELAY_CKPT_KEEP_FRAMES by a burst is copied by a
+ * pass and then truncated by a TRUNCATE checkpoint.  That one takes the
+ * writer's lock, and freeing the file's blocks took 160-250 ms for 450-570
+ * MB (ext4 mounted with discard), so it begins only between two commits,
+ * and the loop holds its commits meanwhile as it does for a hold, rather
+ * than wait for the lock with every client.  It does not wait for
+ * readers: while one still reads an older snapshot it tries again later.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <pthread.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <sys/stat.h>
 
@@ -301,8 +300,8 @@ relay_ckpt_kick(int frames)
 
 /*
  * relay_ckpt_hold()'s part while the thread may still truncate the WAL
- * after a quiet period: 1 while it does, else 0, and then the thread waits for
- * the end of the commit that follows (relay_ckpt_kick()).
+ * after a quiet period: 1 while it does, else 0, and then the thread
+ * waits for the end of the commit that follows (relay_ckpt_kick()).
  */
 static int
 idle_hold(void)

@@ -5,6 +5,7 @@
  * creates the schema.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <sqlite3.h>
 
 #include "db.h"
+#include "event.h"
 #include "fs.h"
 #include "log.h"
 #include "walbuf.h"
@@ -200,6 +202,31 @@ static const char *const db_migrations[] = {
 	"  PRIMARY KEY (name, value, created_at, event)"
 	") WITHOUT ROWID' WHERE type = 'table' AND name = 'tags';"
 	"PRAGMA writable_schema=RESET;",
+
+	/*
+	 * 5: fewer and smaller tag leaves per event (db.h, "The key of a
+	 * tag row").  The name becomes its lowercase letter, with the case
+	 * after the time in the key, so that an event's E and e rows with
+	 * one value, and its P and p rows, sit side by side: a NIP-22
+	 * comment on a thread's root writes two random leaves of the key
+	 * where it wrote four.  A query for one name skips only the other
+	 * case's rows of its value.  A value of 64 lowercase hex digits, an
+	 * id or a key, is kept as its 32 bytes: the key shrank by a third
+	 * on a 200,000-event load.  tag_value() is db.c's, the same
+	 * conversion as db_bind_tag_value().
+	 */
+	"CREATE TABLE tags_v5 ("
+	"  letter TEXT NOT NULL,"
+	"  value BLOB NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  upper INTEGER NOT NULL,"
+	"  event INTEGER NOT NULL,"
+	"  PRIMARY KEY (letter, value, created_at, upper, event)"
+	") WITHOUT ROWID;"
+	"INSERT INTO tags_v5 SELECT lower(name), tag_value(value), created_at,"
+	"  name <> lower(name), event FROM tags;"
+	"DROP TABLE tags;"
+	"ALTER TABLE tags_v5 RENAME TO tags;",
 };
 
 #define DB_NMIGRATIONS ((int)(sizeof(db_migrations) / sizeof(db_migrations[0])))
@@ -255,6 +282,57 @@ db_page_size(sqlite3 *db)
 	return size;
 }
 
+const char *
+db_tag_letter(char name)
+{
+	static const char letters[] = "abcdefghijklmnopqrstuvwxyz";
+
+	if (name >= 'A' && name <= 'Z')
+		return &letters[name - 'A'];
+	if (name >= 'a' && name <= 'z')
+		return &letters[name - 'a'];
+	return "";
+}
+
+int
+db_tag_upper(char name)
+{
+	return name >= 'A' && name <= 'Z';
+}
+
+void
+db_bind_tag_value(sqlite3_stmt *st, int i, const char *value, size_t len)
+{
+	uint8_t bin[32];
+
+	if (hex_decode(value, len, bin, sizeof(bin)) == 0)
+		sqlite3_bind_blob(st, i, bin, sizeof(bin), SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_text(st, i, value, (int)len, SQLITE_TRANSIENT);
+}
+
+/* SQL tag_value(v): v in its tag-row form, for schema step 5. */
+static void
+tag_value_sql(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	const char *v;
+	uint8_t	    bin[32];
+	int	    len;
+
+	(void)argc;
+	if (sqlite3_value_type(argv[0]) == SQLITE_TEXT) {
+		v = (const char *)sqlite3_value_text(argv[0]);
+		len = sqlite3_value_bytes(argv[0]);
+		if (v != NULL && len >= 0 &&
+		    hex_decode(v, (size_t)len, bin, sizeof(bin)) == 0) {
+			sqlite3_result_blob(cx, bin, sizeof(bin),
+			    SQLITE_TRANSIENT);
+			return;
+		}
+	}
+	sqlite3_result_value(cx, argv[0]);
+}
+
 static int
 db_migrate(sqlite3 *db, char *err, size_t errlen)
 {
@@ -262,6 +340,10 @@ db_migrate(sqlite3 *db, char *err, size_t errlen)
 	char	 *msg = NULL, sql[64];
 	int	  i;
 
+	if (sqlite3_create_function(db, "tag_value", 1,
+		SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, tag_value_sql, NULL,
+		NULL) != SQLITE_OK)
+		goto fail;
 	/* IMMEDIATE: two roles starting together must not both migrate. */
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
 		goto fail;

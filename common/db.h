@@ -64,4 +64,18 @@ long long db_page_size(sqlite3 *db);
 /* The schema version a read-write db_open() leaves behind. */
 int db_schema_version(void);
 
+/*
+ * The key of a tag row (schema step 5 in db.c): the tag's name as its
+ * lowercase letter and an uppercase flag, and its value as 32 bytes when
+ * it is 64 lowercase hex digits (an event id or a public key), else as
+ * the text itself.  Every statement that binds a tag row's letter, flag
+ * or value goes through these, so that a filter's value finds the rows.
+ */
+/* The lowercase form of the letter name as a one-byte string. */
+const char *db_tag_letter(char name);
+/* 1 when name is an uppercase letter, else 0. */
+int	    db_tag_upper(char name);
+/* Binds value (len bytes) to parameter i of st as its tag-row form. */
+void db_bind_tag_value(sqlite3_stmt *st, int i, const char *value, size_t len);
+
 #endif

@@ -84,12 +84,12 @@ static const char *const store_sql[ST_NSTMT] = {
 		      " (id, pubkey, created_at, kind, d, expiration, json)"
 		      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	/* OR IGNORE: a tag repeated within one event is indexed once. */
-	[ST_INSERT_TAG] =
-	    "INSERT OR IGNORE INTO tags"
-	    " (name, value, created_at, event) VALUES (?1, ?2, ?3, ?4)",
+	[ST_INSERT_TAG] = "INSERT OR IGNORE INTO tags"
+			  " (letter, upper, value, created_at, event)"
+			  " VALUES (?1, ?2, ?3, ?4, ?5)",
 	/* The whole key: tags has no index by event (db.c, step 4). */
-	[ST_DELETE_TAG] = "DELETE FROM tags WHERE name = ?1 AND value = ?2"
-			  " AND created_at = ?3 AND event = ?4",
+	[ST_DELETE_TAG] = "DELETE FROM tags WHERE letter = ?1 AND upper = ?2"
+			  " AND value = ?3 AND created_at = ?4 AND event = ?5",
 	/* Only for a stored JSON that no longer parses: a full scan. */
 	[ST_DELETE_TAGS_SCAN] = "DELETE FROM tags WHERE event = ?1",
 	[ST_MARK_DELETED] =
@@ -99,8 +99,8 @@ static const char *const store_sql[ST_NSTMT] = {
 	    " (kind, pubkey, d, created_at) VALUES (?1, ?2, ?3, ?4)"
 	    " ON CONFLICT (kind, pubkey, d) DO UPDATE"
 	    " SET created_at = max(created_at, excluded.created_at)",
-	[ST_TAG_EXISTS] =
-	    "SELECT 1 FROM tags WHERE name = ?1 AND value = ?2 LIMIT 1",
+	[ST_TAG_EXISTS] = "SELECT 1 FROM tags WHERE letter = ?1 AND upper = ?2"
+			  " AND value = ?3 LIMIT 1",
 	[ST_COUNT] = "SELECT count(*) FROM events",
 	[ST_LAST_SEQ] = "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
 	[ST_SINCE_SEQ] = "SELECT seq, json FROM events WHERE seq > ?1"
@@ -368,11 +368,12 @@ each_tag_row(struct store *s, enum store_stmt which, const struct event *ev,
 
 		if (t->n < 2 || t->v[0].len != 1 || !is_letter(t->v[0].s[0]))
 			continue;
-		sqlite3_bind_text(st, 1, t->v[0].s, 1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, t->v[1].s, (int)t->v[1].len,
+		sqlite3_bind_text(st, 1, db_tag_letter(t->v[0].s[0]), 1,
 		    SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, ev->created_at);
-		sqlite3_bind_int64(st, 4, seq);
+		sqlite3_bind_int(st, 2, db_tag_upper(t->v[0].s[0]));
+		db_bind_tag_value(st, 3, t->v[1].s, t->v[1].len);
+		sqlite3_bind_int64(st, 4, ev->created_at);
+		sqlite3_bind_int64(st, 5, seq);
 		if (step_row(s, st) != 0)
 			return -1;
 	}
@@ -830,8 +831,9 @@ store_tag_exists(struct store *s, const char *names, const char *value)
 	for (c = names; *c != '\0'; c++) {
 		if (!is_letter(*c))
 			continue;
-		sqlite3_bind_text(st, 1, c, 1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 1, db_tag_letter(*c), 1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 2, db_tag_upper(*c));
+		db_bind_tag_value(st, 3, value, strlen(value));
 		if ((r = step_row(s, st)) != 0) {
 			if (r == 1)
 				sqlite3_reset(st);
@@ -1055,6 +1057,7 @@ enum qbind_type {
 	QB_INT,
 	QB_BLOB,
 	QB_TEXT,
+	QB_TAG, /* a tag value, bound in its tag-row form (db.h) */
 };
 
 struct qbind {
@@ -1079,7 +1082,7 @@ struct qbuild {
 	size_t	      qb_dtag; /* driving #x (QD_TAG) */
 	int	      qb_plus; /* "+": other columns off indexes */
 	struct qlist  qb_ids, qb_authors, qb_kinds, *qb_tags;
-	int	      qb_names; /* first tag-name parameter */
+	int	      qb_names; /* first tag letter; its case flag follows */
 	int	      qb_since, qb_until, qb_now, qb_limit;
 	int	      qb_items; /* (created_at, id) only, ascending */
 	int	      qb_csort; /* ids: sorted and cut by deliver_sorted() */
@@ -1136,6 +1139,7 @@ qb_add_list(struct qbuild *qb, enum qbind_type type, const void *v, size_t n,
 			    ((const uint8_t(*)[32])v)[k], 32, 0);
 			break;
 		case QB_TEXT:
+		case QB_TAG:
 			l.ql_first =
 			    qb_add(qb, type, ((const struct estr *)v)[k].s,
 				((const struct estr *)v)[k].len, 0);
@@ -1207,13 +1211,15 @@ qb_plan(struct qbuild *qb, const struct filter *f, int64_t now, int64_t limit)
 			fatal("calloc");
 	}
 	for (i = 0; i < f->f_ntags; i++) {
-		int name = qb_add(qb, QB_TEXT, &f->f_tags[i].ft_name, 1, 0);
+		char c = f->f_tags[i].ft_name;
+		int  name = qb_add(qb, QB_TEXT, db_tag_letter(c), 1, 0);
 
+		qb_add(qb, QB_INT, NULL, 0, db_tag_upper(c));
 		if (i == 0)
 			qb->qb_names = name;
 	}
 	for (i = 0; i < f->f_ntags; i++)
-		qb->qb_tags[i] = qb_add_list(qb, QB_TEXT, f->f_tags[i].ft_v,
+		qb->qb_tags[i] = qb_add_list(qb, QB_TAG, f->f_tags[i].ft_v,
 		    f->f_tags[i].ft_n,
 		    !(qb->qb_drive == QD_TAG && i == qb->qb_dtag));
 	if (f->f_has_since)
@@ -1249,9 +1255,10 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 		buf_printf(b,
 		    "SELECT e.seq, %s, t.created_at, e.id"
 		    " FROM tags t CROSS JOIN events e ON e.seq = t.event"
-		    " WHERE t.name = ?%d AND t.value = ?%d",
+		    " WHERE t.letter = ?%d AND t.upper = ?%d AND t.value = ?%d",
 		    qb->qb_items ? "NULL" : "e.json",
-		    qb->qb_names + (int)qb->qb_dtag,
+		    qb->qb_names + 2 * (int)qb->qb_dtag,
+		    qb->qb_names + 2 * (int)qb->qb_dtag + 1,
 		    qb->qb_tags[qb->qb_dtag].ql_first + (int)a);
 		when = "t.created_at";
 		plus = "";
@@ -1306,8 +1313,8 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 			continue;
 		buf_printf(b,
 		    " AND e.seq IN (SELECT event FROM tags"
-		    " WHERE name = ?%d AND value IN ",
-		    qb->qb_names + (int)i);
+		    " WHERE letter = ?%d AND upper = ?%d AND value IN ",
+		    qb->qb_names + 2 * (int)i, qb->qb_names + 2 * (int)i + 1);
 		qb_list_sql(qb, qb->qb_tags[i]);
 		buf_addc(b, ')');
 	}
@@ -1368,6 +1375,9 @@ qb_bind(const struct qbuild *qb, sqlite3_stmt *st)
 		case QB_TEXT:
 			sqlite3_bind_text(st, (int)i + 1, v->qv_p,
 			    (int)v->qv_len, SQLITE_STATIC);
+			break;
+		case QB_TAG:
+			db_bind_tag_value(st, (int)i + 1, v->qv_p, v->qv_len);
 			break;
 		}
 	}

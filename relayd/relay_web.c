@@ -32,6 +32,7 @@
 #include <cmark.h>
 
 #include "buf.h"
+#include "db.h"
 #include "event.h"
 #include "log.h"
 #include "nip19.h"
@@ -350,7 +351,8 @@ tag1(const struct event *ev, const char *name)
  * naming the thread by its author or by one of maint, a JSON array of
  * the hex keys of the owner and the maintainers its announcement lists
  * (NIP-34: only those count).  A root patch's "t" row is looked up by
- * its whole key: tags has no index by event (db.c, step 4).  A prepared
+ * its whole key: tags has no index by event (db.c, step 4); a status's
+ * "e" row holds the thread's id as its 32 bytes (db.h).  A prepared
  * statement, or NULL.
  */
 static sqlite3_stmt *
@@ -359,21 +361,22 @@ threads_prepare(sqlite3 *db, const char *coord, const char *maint, int limit)
 	static const char sql[] =
 	    "SELECT e.kind, (SELECT s.kind FROM tags st"
 	    "  JOIN events s ON s.seq = st.event"
-	    "  WHERE st.name = 'e' AND st.value = lower(hex(e.id))"
+	    "  WHERE st.letter = 'e' AND st.upper = 0 AND st.value = e.id"
 	    "  AND s.kind BETWEEN ?2 AND ?3 AND (s.pubkey = e.pubkey OR"
 	    "  lower(hex(s.pubkey)) IN (SELECT value FROM json_each(?8)))"
 	    "  ORDER BY st.created_at DESC LIMIT 1), e.json"
 	    " FROM tags t JOIN events e ON e.seq = t.event"
-	    " WHERE t.name = 'a' AND t.value = ?1 AND (e.kind IN (?4, ?5) OR"
-	    "  (e.kind = ?6 AND EXISTS (SELECT 1 FROM tags r WHERE"
-	    "  r.name = 't' AND r.value = 'root' AND r.created_at ="
+	    " WHERE t.letter = 'a' AND t.upper = 0 AND t.value = ?1 AND"
+	    "  (e.kind IN (?4, ?5) OR (e.kind = ?6 AND EXISTS (SELECT 1"
+	    "  FROM tags r WHERE r.letter = 't' AND r.upper = 0 AND"
+	    "  r.value = 'root' AND r.created_at ="
 	    "  e.created_at AND r.event = e.seq)))"
 	    " ORDER BY t.created_at DESC LIMIT ?7";
 	sqlite3_stmt *st;
 
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return NULL;
-	sqlite3_bind_text(st, 1, coord, -1, SQLITE_TRANSIENT);
+	db_bind_tag_value(st, 1, coord, strlen(coord));
 	sqlite3_bind_int(st, 2, KIND_STATUS_OPEN);
 	sqlite3_bind_int(st, 3, KIND_STATUS_DRAFT);
 	sqlite3_bind_int(st, 4, KIND_ISSUE);
@@ -443,7 +446,8 @@ static const char repos_sql[] =
     " (SELECT p.json FROM events p WHERE p.kind = 0 AND p.pubkey = e.pubkey"
     "  AND p.d = '')"
     " FROM (SELECT e.seq AS seq, max(e.created_at,"
-    "  ifnull((SELECT max(t.created_at) FROM tags t WHERE t.name = 'a'"
+    "  ifnull((SELECT max(t.created_at) FROM tags t WHERE t.letter = 'a'"
+    "   AND t.upper = 0"
     "   AND t.value = '30617:' || lower(hex(e.pubkey)) || ':' || e.d), 0),"
     "  ifnull((SELECT s.created_at FROM events s WHERE s.kind = 30618"
     "   AND s.pubkey = e.pubkey AND s.d = e.d), 0)) AS act" REPOS_FROM

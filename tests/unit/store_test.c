@@ -4,6 +4,7 @@
  * REQ queries against filter_match(), limits, and the seq feed.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1294,10 +1295,80 @@ sql_int(sqlite3 *db, const char *sql)
 }
 
 /*
- * Schema step 4 (db.c): a database of schema 3 (tags_event, and a
- * foreign key that cascaded deletions to the tag rows) opens, migrates
- * and keeps every event and tag row; afterwards replacing and deleting
- * events still removes exactly their tag rows.
+ * Tag values of 64 lowercase hex digits are kept as their 32 bytes (db.h):
+ * a filter finds them by the same digits, a value of uppercase digits
+ * only as written (filter.c refuses it in #e and #p), each name only in
+ * its own case, and a deletion takes every row of the event.
+ */
+/* The filter {"#name":[value]}'s count of events in s. */
+static int
+count_tag(struct store *s, char name, const char *value)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q), "{\"#%c\":[\"%s\"]}", name, value);
+	return count_of(s, q);
+}
+
+/* hex (64 digits) in uppercase, into out. */
+static void
+upper_hex(const char *hex, char out[65])
+{
+	size_t i;
+
+	for (i = 0; i < 64; i++)
+		out[i] = (char)toupper((unsigned char)hex[i]);
+	out[64] = '\0';
+}
+
+static void
+tag_values_keep_their_case_and_their_digits(void)
+{
+	struct store *s = fresh();
+	struct event *root = ev_new(sk2, 100, 1, NULL, "root");
+	struct event *cmt = NULL, *del = NULL;
+	char	      tags[512], q[256], upper[65];
+
+	T_ASSERT(s != NULL);
+	upper_hex(root->id_hex, upper);
+	snprintf(tags, sizeof(tags),
+	    "[[\"e\",\"%s\"],[\"E\",\"%s\"],[\"q\",\"%s\"]]", root->id_hex,
+	    upper, root->pubkey_hex);
+	cmt = ev_new(sk1, 110, 1111, tags, "c");
+	T_CHECK(store_put(s, root, NULL) == STORE_OK);
+	T_CHECK(store_put(s, cmt, NULL) == STORE_OK);
+	T_CHECK(count_tag(s, 'e', root->id_hex) == 1);
+	T_CHECK(count_tag(s, 'E', upper) == 1);
+	T_CHECK(count_tag(s, 'E', root->id_hex) == 0);
+	snprintf(q, sizeof(q), "{\"#q\":[\"%s\",\"%s\"]}", root->id_hex,
+	    root->pubkey_hex);
+	T_CHECK(count_of(s, q) == 1);
+	T_CHECK(store_tag_exists(s, "eEq", root->id_hex) == 1);
+	T_CHECK(store_tag_exists(s, "E", root->id_hex) == 0);
+	T_CHECK(store_tag_exists(s, "E", upper) == 1);
+	T_CHECK(store_tag_exists(s, "q", root->pubkey_hex) == 1);
+	T_CHECK(store_tag_exists(s, "p", root->pubkey_hex) == 0);
+	T_CHECK(
+	    sql_int(store_sqlite(s),
+		"SELECT count(*) FROM tags WHERE typeof(value) = 'blob'") == 2);
+
+	T_ASSERT((del = deletion(sk1, 200, cmt->id_hex, NULL, NULL)) != NULL);
+	T_CHECK(store_put(s, del, NULL) == STORE_OK);
+	T_CHECK(count_tag(s, 'e', root->id_hex) == 0);
+	/* The deletion's own rows: k 1 and e <cmt's id>. */
+	T_CHECK(sql_int(store_sqlite(s), "SELECT count(*) FROM tags") == 2);
+	store_close(s);
+	event_destroy(del);
+	event_destroy(cmt);
+	event_destroy(root);
+}
+
+/*
+ * Schema steps 4 and 5 (db.c): a database of schema 3 (tags_event, a
+ * foreign key that cascaded deletions to the tag rows, and tag rows keyed
+ * by name and hex text) opens, migrates and keeps every event and tag
+ * row; afterwards replacing and deleting events still removes exactly
+ * their tag rows.
  */
 static void
 schema_3_database_migrates_and_keeps_its_events(void)
@@ -1309,16 +1380,20 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	    "CREATE INDEX events_pubkey ON events(pubkey, created_at);"
 	    "CREATE INDEX events_pubkey_kind"
 	    "  ON events(pubkey, kind, created_at);"
-	    "CREATE INDEX tags_event ON tags(event);"
-	    "PRAGMA writable_schema=ON;"
-	    "UPDATE sqlite_schema SET sql = 'CREATE TABLE tags ("
+	    "CREATE TABLE tags_v1 ("
 	    "  name TEXT NOT NULL,"
 	    "  value TEXT NOT NULL,"
 	    "  created_at INTEGER NOT NULL,"
 	    "  event INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,"
 	    "  PRIMARY KEY (name, value, created_at, event)"
-	    ") WITHOUT ROWID' WHERE type = 'table' AND name = 'tags';"
-	    "PRAGMA writable_schema=RESET;"
+	    ") WITHOUT ROWID;"
+	    "INSERT INTO tags_v1 SELECT"
+	    "  CASE upper WHEN 1 THEN upper(letter) ELSE letter END,"
+	    "  CASE typeof(value) WHEN 'blob' THEN lower(hex(value))"
+	    "  ELSE value END, created_at, event FROM tags;"
+	    "DROP TABLE tags;"
+	    "ALTER TABLE tags_v1 RENAME TO tags;"
+	    "CREATE INDEX tags_event ON tags(event);"
 	    "PRAGMA user_version = 3;"
 	    "COMMIT;";
 	struct store *s = fresh();
@@ -1330,17 +1405,26 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	struct event *ann =
 	    ev_new(sk2, 120, 30617, "[[\"d\",\"repo\"],[\"t\",\"x\"]]", "a");
 	struct event *keep = ev_new(sk3, 130, 1, "[[\"t\",\"x\"]]", "k");
-	struct event *del = NULL;
+	struct event *cmt = NULL, *del = NULL;
 	sqlite3	     *db;
-	char	      path[128], coord[128], q[256];
+	char	      path[128], coord[128], q[512], upper[65];
 
 	T_ASSERT(s != NULL && prof && prof2 && note && ann && keep);
+	/* A NIP-22 comment on keep, and a value of uppercase hex digits. */
+	upper_hex(keep->id_hex, upper);
+	snprintf(q, sizeof(q),
+	    "[[\"E\",\"%s\"],[\"e\",\"%s\"],[\"P\",\"%s\"],"
+	    "[\"p\",\"%s\"],[\"x\",\"%s\"]]",
+	    keep->id_hex, keep->id_hex, keep->pubkey_hex, keep->pubkey_hex,
+	    upper);
+	cmt = ev_new(sk1, 140, 1111, q, "c");
 	snprintf(path, sizeof(path), "%s",
 	    sqlite3_db_filename(store_sqlite(s), "main"));
 	T_CHECK(store_put(s, prof, NULL) == STORE_OK);
 	T_CHECK(store_put(s, note, NULL) == STORE_OK);
 	T_CHECK(store_put(s, ann, NULL) == STORE_OK);
 	T_CHECK(store_put(s, keep, NULL) == STORE_OK);
+	T_CHECK(store_put(s, cmt, NULL) == STORE_OK);
 	store_close(s);
 
 	/* Back to schema 3, as relayd before step 4 left it. */
@@ -1375,13 +1459,37 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM pragma_integrity_check"
 		    " WHERE integrity_check = 'ok'") == 1);
-	T_CHECK(store_count(s) == 4);
-	/* t old, t x, p ab, t y, d repo, t x, t x. */
-	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 7);
+	T_CHECK(store_count(s) == 5);
+	/* t old, t x, p ab, t y, d repo, t x, t x; E e P p x. */
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 12);
 	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 3);
+	/*
+	 * Step 5: the case after the time, so that E and e rows of one
+	 * value sit side by side, and ids and keys as their 32 bytes; a
+	 * value of uppercase digits stays text and is found as written.
+	 */
+	T_CHECK(sql_int(db,
+		    "SELECT group_concat(name) = 'letter,value,created_at,"
+		    "upper,event' FROM (SELECT name FROM"
+		    " pragma_index_info('sqlite_autoindex_tags_1')"
+		    " ORDER BY seqno)") == 1);
+	T_CHECK(sql_int(db,
+		    "SELECT count(*) FROM tags WHERE typeof(value) = 'blob'"
+		    " AND length(value) = 32") == 4);
+	T_CHECK(sql_int(db,
+		    "SELECT count(*) FROM tags WHERE letter = 'e'"
+		    " AND value = (SELECT id FROM events WHERE kind = 1"
+		    " AND created_at = 130)") == 2);
+	T_CHECK(count_tag(s, 'e', keep->id_hex) == 1);
+	snprintf(q, sizeof(q), "{\"#E\":[\"%s\"],\"#p\":[\"%s\"]}",
+	    keep->id_hex, keep->pubkey_hex);
+	T_CHECK(count_of(s, q) == 1);
+	T_CHECK(count_tag(s, 'P', keep->pubkey_hex) == 1);
+	T_CHECK(count_tag(s, 'x', upper) == 1);
+	T_CHECK(count_tag(s, 'x', keep->id_hex) == 0);
 	/* By author, and by author and kind, through the new index. */
 	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"]}", note->pubkey_hex);
-	T_CHECK(count_of(s, q) == 2);
+	T_CHECK(count_of(s, q) == 3);
 	snprintf(q, sizeof(q), "{\"authors\":[\"%s\"],\"kinds\":[1,3]}",
 	    note->pubkey_hex);
 	T_CHECK(count_of(s, q) == 1);
@@ -1408,8 +1516,8 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	T_ASSERT((del = deletion(sk2, 300, NULL, NULL, coord)) != NULL);
 	T_CHECK(store_put(s, del, NULL) == STORE_OK);
 	T_CHECK(store_has_id(s, ann->id) == 0);
-	/* Left: t new, t x of keep, and the deletions' k, e and k, a. */
-	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 6);
+	/* Left: t new, t x of keep, cmt's five, the deletions' k e, k a. */
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 11);
 	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM tags t WHERE NOT EXISTS"
 		    " (SELECT 1 FROM events e WHERE e.seq = t.event)") == 0);
@@ -1418,8 +1526,9 @@ schema_3_database_migrates_and_keeps_its_events(void)
 
 	/* Opening again migrates nothing more. */
 	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
-	T_CHECK(store_count(s) == 4);
+	T_CHECK(store_count(s) == 5);
 	store_close(s);
+	event_destroy(cmt);
 	event_destroy(del);
 	event_destroy(prof);
 	event_destroy(prof2);
@@ -1455,6 +1564,7 @@ static const struct t_case cases[] = {
 	T_CASE(readonly_store_reads_what_writer_committed),
 	T_CASE(result_messages_follow_nip01_prefixes),
 	T_CASE(query_items_ascending_without_limit_or_expired),
+	T_CASE(tag_values_keep_their_case_and_their_digits),
 	T_CASE(schema_3_database_migrates_and_keeps_its_events),
 };
 

@@ -113,6 +113,7 @@ proc_start(struct proc *p, int argc, char **argv, enum role role,
 	log_setlevel(cfg->log_level);
 	if (cfg->test)
 		log_warnx("NGIT_TEST is set: test timing, not for production");
+	ready_progress_every(cfg_scale_delay(cfg, READY_EXTEND_EVERY));
 }
 
 static void

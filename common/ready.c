@@ -16,6 +16,7 @@
 
 static int    ready_calls;
 static double ready_last;
+static double ready_every = READY_EXTEND_EVERY;
 
 /* The readiness descriptor, or -1 when there is none (or it is bad). */
 static int
@@ -69,7 +70,7 @@ ready_progress(void)
 		ready_last = now;
 		return;
 	}
-	if (now - ready_last < READY_EXTEND_EVERY || (fd = ready_fd()) == -1)
+	if (now - ready_last < ready_every || (fd = ready_fd()) == -1)
 		return;
 	ready_last = now;
 	if (write(fd, READY_EXTEND, sizeof(READY_EXTEND) - 1) !=
@@ -93,4 +94,10 @@ ready_config_fail(const char *fmt, ...)
 	if ((fd = ready_fd()) != -1)
 		dprintf(fd, READY_ERROR "%s\n", msg);
 	exit(CONFIG_EXIT);
+}
+
+void
+ready_progress_every(double secs)
+{
+	ready_every = secs;
 }

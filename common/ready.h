@@ -37,6 +37,8 @@ void ready_notify(void);
  * readiness descriptor is open.
  */
 void ready_progress(void);
+/* Seconds between two progress lines from now on (test timing). */
+void ready_progress_every(double secs);
 
 /*
  * A configuration error found at start: logs the message (log_warnx),

@@ -20,6 +20,7 @@
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
+#include "tstore.h"
 #include "tunit_rng.h"
 #include "mem.h"
 #include "tunit_strv.h"
@@ -1279,21 +1280,6 @@ query_items_ascending_without_limit_or_expired(void)
 	store_close(s);
 }
 
-/* The one integer a statement gives on db, or -1. */
-static long long
-sql_int(sqlite3 *db, const char *sql)
-{
-	sqlite3_stmt *st;
-	long long     v = -1;
-
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
-}
-
 /*
  * Tag values of 64 lowercase hex digits are kept as their 32 bytes (db.h):
  * a filter finds them by the same digits, a value of uppercase digits
@@ -1349,14 +1335,15 @@ tag_values_keep_their_case_and_their_digits(void)
 	T_CHECK(store_tag_exists(s, "q", root->pubkey_hex) == 1);
 	T_CHECK(store_tag_exists(s, "p", root->pubkey_hex) == 0);
 	T_CHECK(
-	    sql_int(store_sqlite(s),
+	    tstore_sql_int(store_sqlite(s),
 		"SELECT count(*) FROM tags WHERE typeof(value) = 'blob'") == 2);
 
 	T_ASSERT((del = deletion(sk1, 200, cmt->id_hex, NULL, NULL)) != NULL);
 	T_CHECK(store_put(s, del, NULL) == STORE_OK);
 	T_CHECK(count_tag(s, 'e', root->id_hex) == 0);
 	/* The deletion's own rows: k 1 and e <cmt's id>. */
-	T_CHECK(sql_int(store_sqlite(s), "SELECT count(*) FROM tags") == 2);
+	T_CHECK(
+	    tstore_sql_int(store_sqlite(s), "SELECT count(*) FROM tags") == 2);
 	store_close(s);
 	event_destroy(del);
 	event_destroy(cmt);
@@ -1430,53 +1417,54 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	/* Back to schema 3, as relayd before step 4 left it. */
 	T_ASSERT(sqlite3_open(path, &db) == SQLITE_OK);
 	T_ASSERT(sqlite3_exec(db, v3, NULL, NULL, NULL) == SQLITE_OK);
-	T_CHECK(sql_int(db,
+	T_CHECK(tstore_sql_int(db,
 		    "SELECT count(*) FROM pragma_foreign_key_list("
 		    "'tags')") == 1);
 	T_CHECK(
-	    sql_int(db,
+	    tstore_sql_int(db,
 		"SELECT count(*) FROM sqlite_schema"
 		" WHERE name IN ('tags_event', 'events_pubkey_kind')") == 2);
-	T_CHECK(sql_int(db, "PRAGMA user_version") == 3);
+	T_CHECK(tstore_sql_int(db, "PRAGMA user_version") == 3);
 	sqlite3_close(db);
 
 	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
 	db = store_sqlite(s);
-	T_CHECK(sql_int(db, "PRAGMA user_version") == db_schema_version());
-	T_CHECK(sql_int(db,
+	T_CHECK(
+	    tstore_sql_int(db, "PRAGMA user_version") == db_schema_version());
+	T_CHECK(tstore_sql_int(db,
 		    "SELECT count(*) FROM pragma_foreign_key_list("
 		    "'tags')") == 0);
 	T_CHECK(
-	    sql_int(db,
+	    tstore_sql_int(db,
 		"SELECT count(*) FROM sqlite_schema"
 		" WHERE name IN ('tags_event', 'events_pubkey_kind')") == 0);
 	/* One index by author: newest first, with the kind. */
 	T_CHECK(
-	    sql_int(db,
+	    tstore_sql_int(db,
 		"SELECT group_concat(name) = 'pubkey,created_at,"
 		"kind' FROM (SELECT name FROM pragma_index_info('events_pubkey')"
 		" ORDER BY seqno)") == 1);
-	T_CHECK(sql_int(db,
+	T_CHECK(tstore_sql_int(db,
 		    "SELECT count(*) FROM pragma_integrity_check"
 		    " WHERE integrity_check = 'ok'") == 1);
 	T_CHECK(store_count(s) == 5);
 	/* t old, t x, p ab, t y, d repo, t x, t x; E e P p x. */
-	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 12);
+	T_CHECK(tstore_sql_int(db, "SELECT count(*) FROM tags") == 12);
 	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 3);
 	/*
 	 * Step 5: the case after the time, so that E and e rows of one
 	 * value sit side by side, and ids and keys as their 32 bytes; a
 	 * value of uppercase digits stays text and is found as written.
 	 */
-	T_CHECK(sql_int(db,
+	T_CHECK(tstore_sql_int(db,
 		    "SELECT group_concat(name) = 'letter,value,created_at,"
 		    "upper,event' FROM (SELECT name FROM"
 		    " pragma_index_info('sqlite_autoindex_tags_1')"
 		    " ORDER BY seqno)") == 1);
-	T_CHECK(sql_int(db,
+	T_CHECK(tstore_sql_int(db,
 		    "SELECT count(*) FROM tags WHERE typeof(value) = 'blob'"
 		    " AND length(value) = 32") == 4);
-	T_CHECK(sql_int(db,
+	T_CHECK(tstore_sql_int(db,
 		    "SELECT count(*) FROM tags WHERE letter = 'e'"
 		    " AND value = (SELECT id FROM events WHERE kind = 1"
 		    " AND created_at = 130)") == 2);
@@ -1505,8 +1493,8 @@ schema_3_database_migrates_and_keeps_its_events(void)
 
 	/* The replaced version's rows go with it, and only those. */
 	T_CHECK(store_put(s, prof2, NULL) == STORE_OK);
-	T_CHECK(
-	    sql_int(db, "SELECT count(*) FROM tags WHERE value = 'old'") == 0);
+	T_CHECK(tstore_sql_int(db,
+		    "SELECT count(*) FROM tags WHERE value = 'old'") == 0);
 	T_CHECK(count_of(s, "{\"#t\":[\"new\"]}") == 1);
 	/* So do those of events deleted by id and by address (NIP-09). */
 	snprintf(coord, sizeof(coord), "30617:%s:repo", ann->pubkey_hex);
@@ -1517,8 +1505,8 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	T_CHECK(store_put(s, del, NULL) == STORE_OK);
 	T_CHECK(store_has_id(s, ann->id) == 0);
 	/* Left: t new, t x of keep, cmt's five, the deletions' k e, k a. */
-	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 11);
-	T_CHECK(sql_int(db,
+	T_CHECK(tstore_sql_int(db, "SELECT count(*) FROM tags") == 11);
+	T_CHECK(tstore_sql_int(db,
 		    "SELECT count(*) FROM tags t WHERE NOT EXISTS"
 		    " (SELECT 1 FROM events e WHERE e.seq = t.event)") == 0);
 	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 1);

@@ -38,13 +38,11 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "db.h"
 #include "event.h"
 #include "nostr.h"
 #include "proc.h"
 #include "relayproc.h"
 #include "t.h"
-#include "tstore.h"
 #include "wsclient.h"
 
 extern char **environ;
@@ -1565,19 +1563,15 @@ fake_role(const char *fake, const char *name, const char *script)
 /*
  * Spawns graspd in f on fake role programs (fake_libexec() in fake): the
  * real relayd and the scripts syncd, disc and hist as syncd, discoveryd
- * and historyd; more_env (at most two "KEY=VALUE" strings, NULL-terminated,
- * or NULL) after their GRASPD_LIBEXEC.  0, or -1.
+ * and historyd; more_env ("KEY=VALUE" or NULL) after their
+ * GRASPD_LIBEXEC.  0, or -1.
  */
 static int
 fake_graspd(struct gd *f, char *fake, size_t len, const char *syncd,
-    const char *disc, const char *hist, const char *const more_env[])
+    const char *disc, const char *hist, const char *more_env)
 {
 	char	    env[PATH_MAX + 32];
-	const char *extra[4] = { env, NULL, NULL, NULL };
-	size_t	    i;
-
-	for (i = 0; more_env != NULL && more_env[i] != NULL && i < 2; i++)
-		extra[i + 1] = more_env[i];
+	const char *extra[3] = { env, more_env, NULL };
 
 	if (fake_libexec(fake, len, env, sizeof(env)) != 0 ||
 	    fake_role(fake, "syncd", syncd) != 0 ||
@@ -1758,8 +1752,7 @@ test_progress_extends_the_readiness_wait(void)
 		"#!/bin/sh\nwhile :; do sleep 1; done\n",
 		"#!/bin/sh\necho READY=1 >&3\nexec 3>&-\n"
 		"while :; do sleep 1; done\n",
-		(const char *const[]){ "GRASPD_READY_TIMEOUT=1.5", NULL }) ==
-	    0);
+		"GRASPD_READY_TIMEOUT=1.5") == 0);
 	/* syncd: still starting at 2.5 s (past one timeout), then running
 	 * in its first process. */
 	relayproc_sleep_ms(2500);
@@ -1785,97 +1778,6 @@ test_progress_extends_the_readiness_wait(void)
 	}
 	T_CHECK(log_has(&f, "s after its start: stopping it"));
 	T_EQ_INT(gd_stop(&f), 0);
-	rm_tree(fake);
-}
-
-/*
- * A store of an older schema is migrated while relayd starts, and a long
- * migration reports progress (common/db.c), so that the supervisor waits
- * for it instead of stopping relayd as silent: a schema-4 store of
- * 2,000,000 tag rows (about 1.8 s to migrate on the 2-core test machine)
- * under a readiness timeout of 0.8 s.  The rows keep their names and
- * values: ids as 32 bytes, the rest as text.
- */
-static void
-test_long_migration_reports_progress(void)
-{
-	/* Schema 4's tag rows, in key order so that the inserts append. */
-	static const char v4[] =
-	    "BEGIN;"
-	    "DROP TABLE tags;"
-	    "CREATE TABLE tags ("
-	    "  name TEXT NOT NULL,"
-	    "  value TEXT NOT NULL,"
-	    "  created_at INTEGER NOT NULL,"
-	    "  event INTEGER NOT NULL,"
-	    "  PRIMARY KEY (name, value, created_at, event)"
-	    ") WITHOUT ROWID;"
-	    "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c"
-	    "  WHERE i < 250000)"
-	    "INSERT INTO tags SELECT 'E', printf('%064x', i), i, i FROM c;"
-	    "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c"
-	    "  WHERE i < 250000)"
-	    "INSERT INTO tags SELECT 'e', printf('%064x', i), i, i FROM c;"
-	    "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c"
-	    "  WHERE i < 1500000)"
-	    "INSERT INTO tags SELECT 't', printf('v%07d', i), i, i FROM c;"
-	    "PRAGMA user_version = 4;"
-	    "COMMIT;";
-	static const char ready[] = "#!/bin/sh\necho READY=1 >&3\nexec 3>&-\n"
-				    "while :; do sleep 1; done\n";
-	struct gd	  f;
-	sqlite3		 *db = NULL;
-	cJSON		 *st;
-	char		  fake[PATH_MAX], data[PATH_MAX], path[PATH_MAX + 16];
-	char		  env[PATH_MAX + 32], err[256], *log, *at;
-	const char	 *more[] = { "GRASPD_READY_TIMEOUT=0.8", env, NULL };
-	int64_t		  t0;
-
-	if (no_relayd())
-		return;
-	T_ASSERT(make_tmpdir(data, sizeof(data)) == 0);
-	snprintf(path, sizeof(path), "%s/graspd.db", data);
-	snprintf(env, sizeof(env), "NGIT_RELAY_DATA_PATH=%s", data);
-	t0 = wsc_now_ms();
-	T_ASSERT(db_open(path, 0, &db, err, sizeof(err)) == 0);
-	T_ASSERT(sqlite3_exec(db, v4, NULL, NULL, NULL) == SQLITE_OK);
-	db_close(db);
-	printf("# schema-4 store made in %lld ms\n",
-	    (long long)(wsc_now_ms() - t0));
-
-	T_ASSERT(fake_graspd(&f, fake, sizeof(fake), ready, ready, ready,
-		     more) == 0);
-	T_ASSERT(wait_role(&f, "relayd", "running", 0, 60000) == 0);
-	st = status(&f);
-	T_ASSERT(st != NULL);
-	T_EQ_INT(rnum(st, "relayd", "restarts"), 0);
-	cJSON_Delete(st);
-	T_CHECK(!log_has(&f, "not ready"));
-	T_CHECK(log_has(&f, "database schema migrated from version 4 to"));
-	/* More than the timeout, or the case shows little: say how long. */
-	log = t_slurp(f.log, NULL);
-	if (log != NULL && (at = strstr(log, "relayd ready (pid")) != NULL)
-		printf("# %.*s\n", (int)strcspn(at, "\n"), at);
-	free(log);
-	T_EQ_INT(gd_stop(&f), 0);
-
-	T_ASSERT(db_open(path, DB_READONLY, &db, err, sizeof(err)) == 0);
-	T_EQ_INT(tstore_sql_int(db, "SELECT count(*) FROM tags"), 2000000);
-	T_EQ_INT(tstore_sql_int(db,
-		     "SELECT count(*) FROM tags WHERE typeof(value) = 'blob'"),
-	    500000);
-	/* Id 15's E and e rows: one letter, both cases. */
-	T_EQ_INT(tstore_sql_int(db,
-		     "SELECT count(*) FROM tags WHERE letter = 'e' AND value ="
-		     " x'00000000000000000000000000000000"
-		     "0000000000000000000000000000000f'"),
-	    2);
-	T_EQ_INT(tstore_sql_int(db,
-		     "SELECT count(*) FROM tags WHERE letter = 't'"
-		     " AND upper = 0 AND value = 'v0000015'"),
-	    1);
-	db_close(db);
-	rm_tree(data);
 	rm_tree(fake);
 }
 
@@ -2260,7 +2162,6 @@ main(void)
 	T_RUN(test_reload_keeps_running_on_a_broken_file_restarts_on_a_change);
 	T_RUN(test_exit78_is_permanent_and_crash_loops_fail);
 	T_RUN(test_progress_extends_the_readiness_wait);
-	T_RUN(test_long_migration_reports_progress);
 	T_RUN(test_startup_fails_when_relayd_cannot_run);
 	T_RUN(test_taken_port_fails_at_once_with_its_cause);
 	T_RUN(test_daemon_mode_returns_once_ready);

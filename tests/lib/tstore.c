@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "buf.h"
 #include "event.h"
 #include "log.h"
@@ -81,18 +79,4 @@ tstore_unsigned_event(const char *pk, int64_t at, uint32_t kind,
 		fatalx("tstore: unexpected canonical form");
 	memcpy(ev->json + 7, ev->id_hex, 64);
 	return ev;
-}
-
-long long
-tstore_sql_int(sqlite3 *db, const char *sql)
-{
-	sqlite3_stmt *st;
-	long long     v = -1;
-
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return v;
 }

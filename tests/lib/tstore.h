@@ -13,7 +13,6 @@
 #include <stdint.h>
 
 struct event;
-struct sqlite3;
 struct store;
 
 struct tstore_prog {
@@ -44,8 +43,5 @@ void tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65]);
  */
 struct event *tstore_unsigned_event(const char *pk, int64_t at, uint32_t kind,
     const char *tags, const char *content);
-
-/* The one integer the statement sql gives on db, or -1. */
-long long tstore_sql_int(struct sqlite3 *db, const char *sql);
 
 #endif

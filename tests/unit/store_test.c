@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +18,10 @@
 #include "filter.h"
 #include "json.h"
 #include "log.h"
+#include "ready.h"
 #include "store.h"
 #include "t.h"
 #include "tdir.h"
-#include "tstore.h"
 #include "tunit_rng.h"
 #include "mem.h"
 #include "tunit_strv.h"
@@ -1280,6 +1281,21 @@ query_items_ascending_without_limit_or_expired(void)
 	store_close(s);
 }
 
+/* The one integer a statement gives on db, or -1. */
+static long long
+sql_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	long long     v = -1;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
 /*
  * Tag values of 64 lowercase hex digits are kept as their 32 bytes (db.h):
  * a filter finds them by the same digits, a value of uppercase digits
@@ -1335,19 +1351,98 @@ tag_values_keep_their_case_and_their_digits(void)
 	T_CHECK(store_tag_exists(s, "q", root->pubkey_hex) == 1);
 	T_CHECK(store_tag_exists(s, "p", root->pubkey_hex) == 0);
 	T_CHECK(
-	    tstore_sql_int(store_sqlite(s),
+	    sql_int(store_sqlite(s),
 		"SELECT count(*) FROM tags WHERE typeof(value) = 'blob'") == 2);
 
 	T_ASSERT((del = deletion(sk1, 200, cmt->id_hex, NULL, NULL)) != NULL);
 	T_CHECK(store_put(s, del, NULL) == STORE_OK);
 	T_CHECK(count_tag(s, 'e', root->id_hex) == 0);
 	/* The deletion's own rows: k 1 and e <cmt's id>. */
-	T_CHECK(
-	    tstore_sql_int(store_sqlite(s), "SELECT count(*) FROM tags") == 2);
+	T_CHECK(sql_int(store_sqlite(s), "SELECT count(*) FROM tags") == 2);
 	store_close(s);
 	event_destroy(del);
 	event_destroy(cmt);
 	event_destroy(root);
+}
+
+/*
+ * Takes a store of this schema back to schema 3: schema step 1's indexes
+ * and tags, as schemas 1 to 3 hold them.
+ */
+static const char schema_3_sql[] =
+    "BEGIN;"
+    "DROP INDEX events_pubkey;"
+    "CREATE INDEX events_pubkey ON events(pubkey, created_at);"
+    "CREATE INDEX events_pubkey_kind"
+    "  ON events(pubkey, kind, created_at);"
+    "CREATE TABLE tags_v1 ("
+    "  name TEXT NOT NULL,"
+    "  value TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  event INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,"
+    "  PRIMARY KEY (name, value, created_at, event)"
+    ") WITHOUT ROWID;"
+    "INSERT INTO tags_v1 SELECT"
+    "  CASE upper WHEN 1 THEN upper(letter) ELSE letter END,"
+    "  CASE typeof(value) WHEN 'blob' THEN lower(hex(value))"
+    "  ELSE value END, created_at, event FROM tags;"
+    "DROP TABLE tags;"
+    "ALTER TABLE tags_v1 RENAME TO tags;"
+    "CREATE INDEX tags_event ON tags(event);"
+    "PRAGMA user_version = 3;"
+    "COMMIT;";
+
+
+/*
+ * A migration reports progress on the readiness descriptor (ready.h), so
+ * that graspd waits for a long one instead of stopping relayd as silent:
+ * a schema-3 store of 300,000 tag rows, with a progress line allowed
+ * every millisecond, writes some while it migrates.
+ */
+static void
+migration_reports_progress(void)
+{
+	struct store *s = fresh();
+	sqlite3	     *db;
+	char	      path[128], env[32], buf[65536];
+	ssize_t	      n;
+	size_t	      got = 0, lines = 0;
+	const char   *p;
+	int	      fd[2];
+
+	T_ASSERT(s != NULL);
+	snprintf(path, sizeof(path), "%s",
+	    sqlite3_db_filename(store_sqlite(s), "main"));
+	store_close(s);
+	T_ASSERT(sqlite3_open(path, &db) == SQLITE_OK);
+	T_ASSERT(sqlite3_exec(db,
+		     "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1"
+		     " FROM c WHERE i < 300000) INSERT INTO tags SELECT 'e',"
+		     " printf('v%07d', i), i, 0, i FROM c",
+		     NULL, NULL, NULL) == SQLITE_OK);
+	T_ASSERT(sqlite3_exec(db, schema_3_sql, NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+
+	T_ASSERT(pipe2(fd, O_CLOEXEC | O_NONBLOCK) == 0);
+	snprintf(env, sizeof(env), "%d", fd[1]);
+	setenv(READY_ENV, env, 1);
+	ready_progress_every(0.001);
+	T_CHECK(db_open(path, 0, &db, err, sizeof(err)) == 0);
+	ready_progress_every(READY_EXTEND_EVERY);
+	unsetenv(READY_ENV);
+	close(fd[1]);
+	while (got < sizeof(buf) - 1 &&
+	    (n = read(fd[0], buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	close(fd[0]);
+	for (p = buf; (p = strstr(p, READY_EXTEND)) != NULL; p++)
+		lines++;
+	printf("# %zu progress lines\n", lines);
+	T_CHECK(lines >= 1);
+	T_CHECK(strstr(buf, READY_MSG) == NULL);
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 300000);
+	db_close(db);
 }
 
 /*
@@ -1360,29 +1455,6 @@ tag_values_keep_their_case_and_their_digits(void)
 static void
 schema_3_database_migrates_and_keeps_its_events(void)
 {
-	/* Schema step 1's indexes and tags, as schemas 1 to 3 hold them. */
-	static const char v3[] =
-	    "BEGIN;"
-	    "DROP INDEX events_pubkey;"
-	    "CREATE INDEX events_pubkey ON events(pubkey, created_at);"
-	    "CREATE INDEX events_pubkey_kind"
-	    "  ON events(pubkey, kind, created_at);"
-	    "CREATE TABLE tags_v1 ("
-	    "  name TEXT NOT NULL,"
-	    "  value TEXT NOT NULL,"
-	    "  created_at INTEGER NOT NULL,"
-	    "  event INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,"
-	    "  PRIMARY KEY (name, value, created_at, event)"
-	    ") WITHOUT ROWID;"
-	    "INSERT INTO tags_v1 SELECT"
-	    "  CASE upper WHEN 1 THEN upper(letter) ELSE letter END,"
-	    "  CASE typeof(value) WHEN 'blob' THEN lower(hex(value))"
-	    "  ELSE value END, created_at, event FROM tags;"
-	    "DROP TABLE tags;"
-	    "ALTER TABLE tags_v1 RENAME TO tags;"
-	    "CREATE INDEX tags_event ON tags(event);"
-	    "PRAGMA user_version = 3;"
-	    "COMMIT;";
 	struct store *s = fresh();
 	struct event *prof = ev_new(sk1, 100, 0, "[[\"t\",\"old\"]]", "p1");
 	struct event *prof2 = ev_new(sk1, 200, 0, "[[\"t\",\"new\"]]", "p2");
@@ -1416,55 +1488,54 @@ schema_3_database_migrates_and_keeps_its_events(void)
 
 	/* Back to schema 3, as relayd before step 4 left it. */
 	T_ASSERT(sqlite3_open(path, &db) == SQLITE_OK);
-	T_ASSERT(sqlite3_exec(db, v3, NULL, NULL, NULL) == SQLITE_OK);
-	T_CHECK(tstore_sql_int(db,
+	T_ASSERT(sqlite3_exec(db, schema_3_sql, NULL, NULL, NULL) == SQLITE_OK);
+	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM pragma_foreign_key_list("
 		    "'tags')") == 1);
 	T_CHECK(
-	    tstore_sql_int(db,
+	    sql_int(db,
 		"SELECT count(*) FROM sqlite_schema"
 		" WHERE name IN ('tags_event', 'events_pubkey_kind')") == 2);
-	T_CHECK(tstore_sql_int(db, "PRAGMA user_version") == 3);
+	T_CHECK(sql_int(db, "PRAGMA user_version") == 3);
 	sqlite3_close(db);
 
 	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
 	db = store_sqlite(s);
-	T_CHECK(
-	    tstore_sql_int(db, "PRAGMA user_version") == db_schema_version());
-	T_CHECK(tstore_sql_int(db,
+	T_CHECK(sql_int(db, "PRAGMA user_version") == db_schema_version());
+	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM pragma_foreign_key_list("
 		    "'tags')") == 0);
 	T_CHECK(
-	    tstore_sql_int(db,
+	    sql_int(db,
 		"SELECT count(*) FROM sqlite_schema"
 		" WHERE name IN ('tags_event', 'events_pubkey_kind')") == 0);
 	/* One index by author: newest first, with the kind. */
 	T_CHECK(
-	    tstore_sql_int(db,
+	    sql_int(db,
 		"SELECT group_concat(name) = 'pubkey,created_at,"
 		"kind' FROM (SELECT name FROM pragma_index_info('events_pubkey')"
 		" ORDER BY seqno)") == 1);
-	T_CHECK(tstore_sql_int(db,
+	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM pragma_integrity_check"
 		    " WHERE integrity_check = 'ok'") == 1);
 	T_CHECK(store_count(s) == 5);
 	/* t old, t x, p ab, t y, d repo, t x, t x; E e P p x. */
-	T_CHECK(tstore_sql_int(db, "SELECT count(*) FROM tags") == 12);
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 12);
 	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 3);
 	/*
 	 * Step 5: the case after the time, so that E and e rows of one
 	 * value sit side by side, and ids and keys as their 32 bytes; a
 	 * value of uppercase digits stays text and is found as written.
 	 */
-	T_CHECK(tstore_sql_int(db,
+	T_CHECK(sql_int(db,
 		    "SELECT group_concat(name) = 'letter,value,created_at,"
 		    "upper,event' FROM (SELECT name FROM"
 		    " pragma_index_info('sqlite_autoindex_tags_1')"
 		    " ORDER BY seqno)") == 1);
-	T_CHECK(tstore_sql_int(db,
+	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM tags WHERE typeof(value) = 'blob'"
 		    " AND length(value) = 32") == 4);
-	T_CHECK(tstore_sql_int(db,
+	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM tags WHERE letter = 'e'"
 		    " AND value = (SELECT id FROM events WHERE kind = 1"
 		    " AND created_at = 130)") == 2);
@@ -1493,8 +1564,8 @@ schema_3_database_migrates_and_keeps_its_events(void)
 
 	/* The replaced version's rows go with it, and only those. */
 	T_CHECK(store_put(s, prof2, NULL) == STORE_OK);
-	T_CHECK(tstore_sql_int(db,
-		    "SELECT count(*) FROM tags WHERE value = 'old'") == 0);
+	T_CHECK(
+	    sql_int(db, "SELECT count(*) FROM tags WHERE value = 'old'") == 0);
 	T_CHECK(count_of(s, "{\"#t\":[\"new\"]}") == 1);
 	/* So do those of events deleted by id and by address (NIP-09). */
 	snprintf(coord, sizeof(coord), "30617:%s:repo", ann->pubkey_hex);
@@ -1505,8 +1576,8 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	T_CHECK(store_put(s, del, NULL) == STORE_OK);
 	T_CHECK(store_has_id(s, ann->id) == 0);
 	/* Left: t new, t x of keep, cmt's five, the deletions' k e, k a. */
-	T_CHECK(tstore_sql_int(db, "SELECT count(*) FROM tags") == 11);
-	T_CHECK(tstore_sql_int(db,
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 11);
+	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM tags t WHERE NOT EXISTS"
 		    " (SELECT 1 FROM events e WHERE e.seq = t.event)") == 0);
 	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 1);
@@ -1553,6 +1624,7 @@ static const struct t_case cases[] = {
 	T_CASE(result_messages_follow_nip01_prefixes),
 	T_CASE(query_items_ascending_without_limit_or_expired),
 	T_CASE(tag_values_keep_their_case_and_their_digits),
+	T_CASE(migration_reports_progress),
 	T_CASE(schema_3_database_migrates_and_keeps_its_events),
 };
 

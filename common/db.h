@@ -46,7 +46,8 @@
 /*
  * Opens the database at path (a file name; ":memory:" works for tests).
  * Read-write: creates the file and its missing parent directories, turns
- * on WAL and runs the pending migrations in one transaction.  Read-only:
+ * on WAL and runs the pending migrations in one transaction, reporting
+ * progress (ready_progress(), ready.h) while they run.  Read-only:
  * the file must exist with exactly the schema this build knows.  On
  * success stores the connection in *out (close it with db_close) and
  * returns 0; on failure returns -1, writes the reason into err and leaves

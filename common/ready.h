@@ -3,8 +3,10 @@
  * (s6's notification descriptor, with progress).  The supervisor starts a
  * role with the write end of a pipe in descriptor GRASPD_READY_FD.  The
  * role writes READY_EXTEND while its start-up work (rebuilding its state
- * from a large store) makes progress, at most every READY_EXTEND_EVERY
- * seconds, and READY_MSG once it is ready, then closes the descriptor.
+ * from a large store, migrating the database) makes progress, at most
+ * every READY_EXTEND_EVERY seconds (a 60th of it under NGIT_TEST, set by
+ * proc_start()), and READY_MSG once it is ready, then closes the
+ * descriptor.
  * A role that neither becomes ready nor reports progress for the
  * supervisor's readiness timeout is stopped; progress extends the wait up
  * to a cap (supervisor.h), so that a big store is not a crash loop.
@@ -33,8 +35,8 @@ void ready_notify(void);
 
 /*
  * Cheap enough to call for every row of a start-up scan: writes
- * READY_EXTEND at most every READY_EXTEND_EVERY seconds while the
- * readiness descriptor is open.
+ * READY_EXTEND at most every READY_EXTEND_EVERY seconds (or what
+ * ready_progress_every() set) while the readiness descriptor is open.
  */
 void ready_progress(void);
 /* Seconds between two progress lines from now on (test timing). */

@@ -828,12 +828,13 @@ store_tag_exists(struct store *s, const char *names, const char *value)
 
 	if ((st = stmt(s, ST_TAG_EXISTS)) == NULL)
 		return -1;
+	/* Bindings outlive a reset: the value is converted once. */
+	db_bind_tag_value(st, 3, value, strlen(value));
 	for (c = names; *c != '\0'; c++) {
 		if (!is_letter(*c))
 			continue;
 		sqlite3_bind_text(st, 1, db_tag_letter(*c), 1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 2, db_tag_upper(*c));
-		db_bind_tag_value(st, 3, value, strlen(value));
 		if ((r = step_row(s, st)) != 0) {
 			if (r == 1)
 				sqlite3_reset(st);

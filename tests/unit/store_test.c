@@ -1296,12 +1296,6 @@ sql_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
-/*
- * Tag values of 64 lowercase hex digits are kept as their 32 bytes (db.h):
- * a filter finds them by the same digits, a value of uppercase digits
- * only as written (filter.c refuses it in #e and #p), each name only in
- * its own case, and a deletion takes every row of the event.
- */
 /* The filter {"#name":[value]}'s count of events in s. */
 static int
 count_tag(struct store *s, char name, const char *value)
@@ -1323,6 +1317,12 @@ upper_hex(const char *hex, char out[65])
 	out[64] = '\0';
 }
 
+/*
+ * Tag values of 64 lowercase hex digits are kept as their 32 bytes (db.h):
+ * a filter finds them by the same digits, a value of uppercase digits
+ * only as written (filter.c refuses it in #e and #p), each name only in
+ * its own case, and a deletion takes every row of the event.
+ */
 static void
 tag_values_keep_their_case_and_their_digits(void)
 {
@@ -1392,7 +1392,6 @@ static const char schema_3_sql[] =
     "PRAGMA user_version = 3;"
     "COMMIT;";
 
-
 /*
  * A migration reports progress on the readiness descriptor (ready.h), so
  * that graspd waits for a long one instead of stopping relayd as silent:
@@ -1417,8 +1416,9 @@ migration_reports_progress(void)
 	T_ASSERT(sqlite3_open(path, &db) == SQLITE_OK);
 	T_ASSERT(sqlite3_exec(db,
 		     "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1"
-		     " FROM c WHERE i < 300000) INSERT INTO tags SELECT 'e',"
-		     " printf('v%07d', i), i, 0, i FROM c",
+		     " FROM c WHERE i < 300000) INSERT INTO tags"
+		     " (letter, value, created_at, upper, event)"
+		     " SELECT 'e', printf('v%07d', i), i, 0, i FROM c",
 		     NULL, NULL, NULL) == SQLITE_OK);
 	T_ASSERT(sqlite3_exec(db, schema_3_sql, NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);

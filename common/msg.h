@@ -86,6 +86,14 @@ int	    role_from_name(const char *s);
 #define CHAN_STATS    "stats"
 /* Each process binds its own control channel "control-<role>". */
 
+/*
+ * Ours: relayd's websocket for graspctl import, a unix socket in the run
+ * directory (graspctl(8), import).  A connection that comes through it
+ * is the operator's, whatever it sends: only a local user who may open
+ * the run directory reaches it, never a client of the TCP listener.
+ */
+#define CHAN_IMPORT_SOCKET "relayd-import.sock"
+
 /* Writes "ipc://<run_path>/<name>.ipc"; -1 if it does not fit. */
 int chan_endpoint(const char *run_path, const char *name, char *out,
     size_t outlen);

@@ -217,6 +217,11 @@ show_view(void)
 	cJSON_AddNumberToObject(view, "events_stored",
 	    (double)store_count(relayd->store));
 	cJSON_AddStringToObject(view, "listen", relayd->cfg.bind_address);
+	/* Where graspctl export, import and backup find the data (-r). */
+	cJSON_AddStringToObject(view, "relay_data_path",
+	    relayd->cfg.relay_data_path);
+	cJSON_AddStringToObject(view, "git_data_path",
+	    relayd->cfg.git_data_path);
 	return view;
 }
 

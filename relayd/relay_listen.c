@@ -9,9 +9,18 @@
  * (lws sets TCP_NODELAY only on the sockets it accepts itself): a REQ's
  * last write, its EOSE, would otherwise wait for the client's delayed
  * ACK of the write before it, 40 ms on Linux.
+ *
+ * Beside them, the import socket: a unix socket in the run directory
+ * where graspctl import connects (graspctl(8)).  Its connections are
+ * served like any websocket, and marked as the operator's, which lets
+ * them publish NIP-70 protected events (relay_ingest.c): the mark comes
+ * from the socket a connection arrived on, so nothing a TCP client
+ * sends can set it.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,13 +32,15 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "msg.h"
 #include "relayd.h"
 
 /* Accepted per wake-up, so that a connection flood cannot starve clients. */
 #define LISTEN_ACCEPT_BURST 64
 
-static int listen_fd[RELAY_LISTEN_MAX];
-static int nlisten;
+static int  listen_fd[RELAY_LISTEN_MAX];
+static int  nlisten;
+static char import_path[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
 
 /* "a.b.c.d:port" or "[v6]:port" of sa into out. */
 static void
@@ -155,14 +166,87 @@ relay_listen_close(void)
 }
 
 int
+relay_listen_import(const char *run_path)
+{
+	struct sockaddr_un    sun;
+	lws_sock_file_fd_type u;
+	mode_t		      mask;
+	int		      fd, saved;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s",
+		run_path, CHAN_IMPORT_SOCKET) >= sizeof(sun.sun_path)) {
+		log_warnx("%s/%s: name too long for a unix socket: graspctl "
+			  "import cannot reach relayd",
+		    run_path, CHAN_IMPORT_SOCKET);
+		return -1;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		 0)) == -1) {
+		log_warn("import socket");
+		return -1;
+	}
+	/* A socket left by a relayd that did not stop cleanly. */
+	unlink(sun.sun_path);
+	/* Created 0600: the run directory may be 0755 (not started as root). */
+	mask = umask(077);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(fd, SOMAXCONN) == -1) {
+		saved = errno;
+		umask(mask);
+		close(fd);
+		errno = saved;
+		log_warn("%s", sun.sun_path);
+		return -1;
+	}
+	umask(mask);
+	snprintf(import_path, sizeof(import_path), "%s", sun.sun_path);
+	u.filefd = fd;
+	if (lws_adopt_descriptor_vhost(relayd->vhost, LWS_ADOPT_RAW_FILE_DESC,
+		u, "listen", NULL) == NULL)
+		fatalx("cannot adopt the import socket");
+	return 0;
+}
+
+void
+relay_listen_unlink(void)
+{
+	if (import_path[0] != '\0')
+		unlink(import_path);
+	import_path[0] = '\0';
+}
+
+/* The address family of the socket fd is bound to, or -1. */
+static int
+sock_family(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t		sslen = sizeof(ss);
+
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &sslen) == -1)
+		return -1;
+	return ss.ss_family;
+}
+
+int
+relay_listen_is_import(struct lws *wsi)
+{
+	/* The import socket is relayd's only unix listener. */
+	return sock_family(lws_get_socket_fd(lws_get_network_wsi(wsi))) ==
+	    AF_UNIX;
+}
+
+int
 relay_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
 {
-	int lfd, fd, n, one;
+	int lfd, fd, n, one, unix_listener;
 
 	if (reason != LWS_CALLBACK_RAW_RX_FILE)
 		return 0;
 	lfd = lws_get_socket_fd(wsi);
+	unix_listener = sock_family(lfd) == AF_UNIX;
 	for (n = 0; n < LISTEN_ACCEPT_BURST; n++) {
 		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
@@ -172,7 +256,8 @@ relay_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
 			break;
 		}
 		one = 1;
-		if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		if (!unix_listener &&
+		    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 			sizeof(one)) == -1)
 			log_warn("TCP_NODELAY");
 		/* lws closes fd itself when it cannot adopt it. */
@@ -193,6 +278,10 @@ relay_peer_name(struct lws *wsi, char *out, size_t len)
 
 	out[0] = '\0';
 	fd = lws_get_socket_fd(lws_get_network_wsi(wsi));
+	if (sock_family(fd) == AF_UNIX) {
+		snprintf(out, len, "import");
+		return out;
+	}
 	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1 ||
 	    getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof(host), NULL,
 		0, NI_NUMERICHOST) != 0)

@@ -302,6 +302,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		c->rc_tokens = relayd->cfg.max_events_per_minute;
 		c->rc_tokens_at = relay_now_ms();
 		relay_peer_name(wsi, c->rc_peer, sizeof(c->rc_peer));
+		c->rc_import = relay_listen_is_import(wsi);
 		relay_addr_attach(c);
 		LIST_INSERT_HEAD(&relayd->conns, c, rc_entry);
 		relayd->nconns++;

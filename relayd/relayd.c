@@ -165,6 +165,7 @@ main(int argc, char *argv[])
 	relay_children_init();
 	if (mkdir_p(rd.cfg.run_path, 0755) == -1)
 		fatal("cannot create %s", rd.cfg.run_path);
+	relay_listen_import(rd.cfg.run_path);
 	relay_purg_init();
 	relay_chan_open();
 	rd.started = time(NULL);
@@ -177,6 +178,7 @@ main(int argc, char *argv[])
 	log_info("stopping");
 	relay_ingest_stop();
 	relay_ingest_flush_now();
+	relay_listen_unlink();
 	lws_context_destroy(rd.ctx);
 	rd.ctx = rd.proc.p_lws = NULL;
 	/* Before the store: its close is the last, which checkpoints. */

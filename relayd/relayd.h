@@ -288,6 +288,8 @@ struct relay_conn {
 	double		     rc_tokens;	   /* EVENT rate bucket */
 	int64_t		     rc_tokens_at; /* ms of last refill */
 	char		     rc_peer[64];
+	/* Came through the import socket (relay_listen_import()). */
+	int		     rc_import;
 	/* NIP-42: the challenge sent on connect, the keys it proved. */
 	char		     rc_challenge[2 * RELAY_AUTH_CHALLENGE_BYTES + 1];
 	uint8_t		     rc_auth[RELAY_MAX_AUTH][32];
@@ -395,6 +397,16 @@ int  relay_listen_open(const char *host, int port, char *err, size_t errlen);
 void relay_listen_start(void);
 /* Closes sockets relay_listen_open() left that were not started. */
 void relay_listen_close(void);
+/*
+ * Binds the import socket, run_path/CHAN_IMPORT_SOCKET (msg.h), mode
+ * 0600, replacing a stale one, and puts it in relayd->vhost's loop.
+ * Returns 0, or -1 after a warning (import then cannot reach relayd;
+ * relayd serves on).  relay_listen_unlink() removes it at the end.
+ */
+int  relay_listen_import(const char *run_path);
+void relay_listen_unlink(void);
+/* 1 if wsi came through the import socket, else 0. */
+int  relay_listen_is_import(struct lws *);
 /* The "listen" protocol: accepts and hands connections to the vhost. */
 int  relay_listen_callback(struct lws *, enum lws_callback_reasons, void *,
      void *, size_t);

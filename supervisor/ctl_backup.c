@@ -212,7 +212,8 @@ copy_db(const char *from, const char *to)
 	int	      rc = -1;
 
 	if (db_open(from, DB_READONLY, &db, err, sizeof(err)) == -1) {
-		fprintf(stderr, "graspctl: %s: %s\n", from, err);
+		/* err names the file already, or says what failed. */
+		fprintf(stderr, "graspctl: %s\n", err);
 		return -1;
 	}
 	if (sqlite3_prepare_v2(db, "VACUUM INTO ?", -1, &st, NULL) !=
@@ -231,22 +232,24 @@ done:
 }
 
 int
-ctl_backup(const struct config *cfg, int argc, char *argv[], int jflag)
+ctl_backup(const struct ctl_where *w, int argc, char *argv[], int jflag)
 {
-	struct copied keyc = { 0, 0 }, gitc = { 0, 0 };
-	struct stat   st;
-	cJSON	     *o;
-	char	      from[PATH_MAX], to[PATH_MAX], *text;
-	const char   *dir;
+	const struct config *cfg = &w->cw_cfg;
+	struct copied	     keyc = { 0, 0 }, gitc = { 0, 0 };
+	struct stat	     st;
+	cJSON		    *o;
+	char		     from[PATH_MAX], to[PATH_MAX], *text;
+	const char	    *dir;
 
 	if (argc != 2)
 		return CTL_USAGE_EXIT;
 	dir = argv[1];
+	/* The database first: a wrong -f or -r leaves no empty DIR behind. */
+	if (ctl_db_path(w, from, sizeof(from)) == -1)
+		return 1;
 	if (empty_dir(dir) == -1)
 		return 1;
-	if ((size_t)snprintf(to, sizeof(to), "%s/relay", dir) >= sizeof(to) ||
-	    (size_t)snprintf(from, sizeof(from), "%s/graspd.db",
-		cfg->relay_data_path) >= sizeof(from)) {
+	if ((size_t)snprintf(to, sizeof(to), "%s/relay", dir) >= sizeof(to)) {
 		fprintf(stderr, "graspctl: path too long\n");
 		return 1;
 	}

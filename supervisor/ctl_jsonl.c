@@ -4,19 +4,30 @@
  *
  * export reads the store through a read-only connection inside one read
  * transaction, so that a running relayd goes on writing and the output
- * is one snapshot; it streams the rows in seq order, a page at a time,
- * and never holds more than a page.  import is a websocket client of
- * relayd: every line is sent as an EVENT, with a window of events in
- * flight, so that it passes relayd's whole pipeline (id, signature,
- * write policy, purgatory) like any client's, and relayd's OK answers
- * are counted by their NIP-01 prefix.  Runs in graspctl only.
+ * is one snapshot; it streams the rows, the purgatory's too, in an order
+ * import can take (export_sql[]).  import is a websocket client of
+ * relayd on its import socket in the run directory: every line is sent
+ * as an EVENT, with a window of events in flight, so that it passes
+ * relayd's whole pipeline (id, signature, write policy, purgatory) like
+ * any client's, except that the socket marks it as the operator's, who
+ * may import NIP-70 protected events.  The events refused only because
+ * what they need has not come yet (waiting[]) go again after the file,
+ * in passes, so that an export in any order (strfry's, ngit-grasp's)
+ * comes across whole; relayd's OK answers are counted by their NIP-01
+ * prefix.  Runs in graspctl only.
  */
+#define _GNU_SOURCE /* struct ucred */
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +42,10 @@
 #include "graspctl.h"
 #include "json.h"
 #include "log.h"
+#include "msg.h"
 #include "store.h"
 #include "wsclient.h"
 
-/* Ours: rows export reads from the store per call. */
-#define EXPORT_PAGE	      1000
 /* Ours: EVENTs import keeps unanswered (relayd answers in batches). */
 #define IMPORT_WINDOW	      64
 /* Ours: how long relayd may take to answer one EVENT. */
@@ -49,17 +59,59 @@
 /* Ours: distinct refusal prefixes counted (the rest as "other"). */
 #define IMPORT_REASONS	      16
 /*
- * Ours: rounds of sending "blocked:" events again after the file, and
- * the most bytes of them kept for it.  An event may name one that comes
- * later in the file, or one that relayd takes out of purgatory only when
- * a later event (a state, after the git data) releases it.
+ * Ours: the most bytes of refused events kept to send again after the
+ * file.  An event may need one that comes later in the file (a state its
+ * announcement, a reply its root), or one that relayd takes out of
+ * purgatory only when a later event (a state, after the git data)
+ * releases it.  Passes go on while one gets some accepted.
  */
-#define IMPORT_ROUNDS	      4
 #define IMPORT_LATER_BYTES    (256u * 1024 * 1024)
 /* Ours: pause before each later round, for releases to land. */
 #define IMPORT_ROUND_PAUSE_MS 500
 
-/* A refused event kept for a later round, with relayd's answer. */
+/* Ours: most directory levels of the git tree import looks through. */
+#define IMPORT_TREE_DEPTH 32
+
+/*
+ * The refusals that mean "not yet": what the event needs has not
+ * arrived.  Each is relayd's text (common/policy.c), and the name the
+ * summary counts it under when it is still refused after the passes.
+ */
+static const struct waiting {
+	const char *wt_text;
+	const char *wt_name;
+} waiting[] = {
+	/* A state or maintainer's event before its announcement. */
+	{ "no announcement exists for this repository",
+	    "no announcement exists for this repository" },
+	/* A maintainer listed by an announcement not yet in. */
+	{ "author not authorized for this repository",
+	    "author not authorized for this repository" },
+	/* The related-event rule: a thread before its root. */
+	{ "must reference an accepted repository or accepted event",
+	    "references no accepted repository or event" },
+	/* GRASP-03 identity: its author's thread or repository not yet in. */
+	{ "accepted only from owners and maintainers of hosted",
+	    "its author has no repository or thread here yet" },
+	/* Its repository is held until a state brings its git data. */
+	{ "is announced but its git data has not been pushed yet",
+	    "its repository waits for its git data" },
+};
+#define NWAITING (sizeof(waiting) / sizeof(waiting[0]))
+
+/* The entry of waiting[] msg is, or NULL. */
+static const struct waiting *
+waiting_for(const char *msg)
+{
+	size_t i;
+
+	for (i = 0; i < NWAITING; i++)
+		if (strstr(msg, waiting[i].wt_text) != NULL)
+			return &waiting[i];
+	return NULL;
+}
+
+/* A refused event kept for a later pass, with relayd's answer. */
 struct later {
 	char  *lt_line;
 	size_t lt_len;
@@ -106,20 +158,92 @@ export_row(const char *json, size_t len, int64_t seq, void *arg)
 	return 0;
 }
 
-/* The database of relay_data_path, into out.  0 or -1. */
+/*
+ * The passes of export, in an order import can take: an announcement
+ * before the states and threads that name its repository, each pass by
+ * created_at, so that a replaceable event's newer version comes after
+ * the older one and a deletion after the address versions it covers.
+ * The stored events of a pass come first, then the purgatory's (events
+ * held until their git data arrives), which import puts back into
+ * purgatory.  A repository whose owner deleted it (soft_expired) is not
+ * exported from purgatory.
+ */
+static const char *const export_sql[] = {
+	"SELECT seq, json FROM events WHERE kind = 30617 "
+	"ORDER BY created_at, seq",
+	"SELECT 0, json FROM purgatory_announcements WHERE soft_expired = 0 "
+	"ORDER BY created_at",
+	"SELECT seq, json FROM events WHERE kind = 30618 "
+	"ORDER BY created_at, seq",
+	"SELECT 0, json FROM purgatory_events WHERE kind = 30618 "
+	"ORDER BY created_at",
+	"SELECT seq, json FROM events WHERE kind NOT IN (30617, 30618) "
+	"ORDER BY created_at, seq",
+	"SELECT 0, json FROM purgatory_events WHERE kind <> 30618 "
+	"ORDER BY created_at",
+};
+
+/* Runs one of export_sql on db through export_row.  0 or -1. */
 static int
-db_path(const struct config *cfg, char *out, size_t len)
+export_pass(sqlite3 *db, const char *sql, struct export *ex)
 {
-	if ((size_t)snprintf(out, len, "%s/graspd.db", cfg->relay_data_path) >=
-	    len) {
-		fprintf(stderr, "graspctl: relay_data_path is too long\n");
+	sqlite3_stmt *st = NULL;
+	int	      rc;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "graspctl: export: %s\n", sqlite3_errmsg(db));
+		ex->ex_error = 1;
 		return -1;
 	}
-	return 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (export_row((const char *)sqlite3_column_text(st, 1),
+			(size_t)sqlite3_column_bytes(st, 1),
+			sqlite3_column_int64(st, 0), ex) != 0)
+			break;
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		fprintf(stderr, "graspctl: export: %s\n", sqlite3_errmsg(db));
+		ex->ex_error = 1;
+	}
+	sqlite3_finalize(st);
+	return ex->ex_error ? -1 : 0;
 }
 
 int
-ctl_export(const struct config *cfg, int argc, char *argv[])
+ctl_db_path(const struct ctl_where *w, char *out, size_t len)
+{
+	struct stat st;
+
+	if ((size_t)snprintf(out, len, "%s/graspd.db",
+		w->cw_cfg.relay_data_path) >= len) {
+		fprintf(stderr, "graspctl: relay_data_path is too long\n");
+		return -1;
+	}
+	if (stat(out, &st) == 0)
+		return 0;
+	if (errno == ENOENT)
+		fprintf(stderr,
+		    "graspctl: no database at %s (%s): name graspd's "
+		    "configuration with -f FILE, or the run directory of "
+		    "the running graspd with -r DIR\n",
+		    out, w->cw_from);
+	else
+		fprintf(stderr, "graspctl: %s: %s (%s)\n", out, strerror(errno),
+		    w->cw_from);
+	return -1;
+}
+
+/* The reason of a failed store_open() of path, path said once. */
+static void
+open_failed(const char *path, const char *err)
+{
+	if (strncmp(err, path, strlen(path)) == 0)
+		fprintf(stderr, "graspctl: %s\n", err);
+	else
+		fprintf(stderr, "graspctl: %s: %s\n", path, err);
+}
+
+int
+ctl_export(const struct ctl_where *w, int argc, char *argv[])
 {
 	struct export ex = { NULL, 0, 0, 0 };
 	struct filter	 f;
@@ -129,7 +253,7 @@ ctl_export(const struct config *cfg, int argc, char *argv[])
 	const char	*ftext = NULL, *since = NULL;
 	char		 path[PATH_MAX], err[512], *end;
 	int64_t		 t = 0;
-	int		 i, n, rc = 1, have_f = 0;
+	int		 i, rc = 1, have_f = 0;
 
 	memset(&f, 0, sizeof(f));
 	for (i = 1; i < argc; i++) {
@@ -175,10 +299,10 @@ ctl_export(const struct config *cfg, int argc, char *argv[])
 	}
 	if (have_f)
 		ex.ex_f = &f;
-	if (db_path(cfg, path, sizeof(path)) == -1)
+	if (ctl_db_path(w, path, sizeof(path)) == -1)
 		goto done;
 	if ((st = store_open(path, 1, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "graspctl: %s: %s\n", path, err);
+		open_failed(path, err);
 		goto done;
 	}
 	/* One snapshot: relayd's commits after this point are not seen. */
@@ -188,12 +312,12 @@ ctl_export(const struct config *cfg, int argc, char *argv[])
 		    sqlite3_errmsg(store_sqlite(st)));
 		goto done;
 	}
-	do {
-		n = store_since_seq(st, ex.ex_seq, EXPORT_PAGE, export_row,
-		    &ex);
-	} while (n == EXPORT_PAGE && !ex.ex_error);
+	for (i = 0; i < (int)(sizeof(export_sql) / sizeof(export_sql[0])) &&
+	     !ex.ex_error;
+	     i++)
+		export_pass(store_sqlite(st), export_sql[i], &ex);
 	sqlite3_exec(store_sqlite(st), "COMMIT", NULL, NULL, NULL);
-	if (n == -1 || ex.ex_error || fflush(stdout) == EOF)
+	if (ex.ex_error || fflush(stdout) == EOF)
 		goto done;
 	fprintf(stderr, "graspctl: exported %" PRId64 " events\n", ex.ex_n);
 	rc = 0;
@@ -220,9 +344,9 @@ struct import {
 	size_t		im_retry_len[IMPORT_WINDOW];
 	size_t		im_nretry;
 	int64_t		im_resume; /* no sending before (ms) */
-	struct later   *im_later;  /* "blocked:", next round */
+	struct later   *im_later;  /* waiting[], for the next pass */
 	size_t		im_nlater, im_caplater, im_later_bytes;
-	int		im_round; /* 0: the file; then 1 to ROUNDS */
+	int		im_round; /* 0: the file; then 1, 2, ... */
 	int64_t		im_lines;
 	int64_t		im_accepted;
 	int64_t		im_held; /* accepted into purgatory */
@@ -232,6 +356,7 @@ struct import {
 	char		im_reason[IMPORT_REASONS][32];
 	int64_t		im_nreason[IMPORT_REASONS];
 	size_t		im_nreasons;
+	int64_t		im_nwaiting[NWAITING]; /* still refused at the end */
 	int		im_tty;
 	int64_t		im_drawn;
 };
@@ -240,10 +365,13 @@ struct import {
 static void
 count_refusal(struct import *im, const char *msg)
 {
-	char   prefix[32];
-	size_t n, i;
+	const struct waiting *w;
+	char		      prefix[32];
+	size_t		      n, i;
 
 	im->im_refused++;
+	if ((w = waiting_for(msg)) != NULL)
+		im->im_nwaiting[w - waiting]++;
 	n = strcspn(msg, ": ");
 	if (msg[n] == ':' && n > 0 && n + 1 < sizeof(prefix))
 		snprintf(prefix, sizeof(prefix), "%.*s", (int)n + 1, msg);
@@ -381,8 +509,7 @@ take_answer(struct import *im, const char *text, size_t len)
 		im->im_retry_len[im->im_nretry++] = s->if_len;
 		im->im_resume = wsc_now_ms() + IMPORT_BACKOFF_MS;
 		s->if_line = NULL;
-	} else if (ok->type == JSON_FALSE && strncmp(msg, "blocked:", 8) == 0 &&
-	    im->im_round < IMPORT_ROUNDS &&
+	} else if (ok->type == JSON_FALSE && waiting_for(msg) != NULL &&
 	    im->im_later_bytes + s->if_len <= IMPORT_LATER_BYTES) {
 		later_add(im, s, msg);
 		s->if_line = NULL;
@@ -493,8 +620,9 @@ make_room(struct import *im)
 }
 
 /*
- * Sends the "blocked:" events again, in rounds, while a round gets some
- * accepted; what is left is counted as refused with its last answer.
+ * Sends the events refused for want of another (waiting[]) again, in
+ * passes, in the order they came, while a pass gets some accepted; what
+ * is left is counted as refused with its last answer.
  */
 static int
 later_rounds(struct import *im)
@@ -504,7 +632,7 @@ later_rounds(struct import *im)
 	int64_t	      before;
 	int	      rc = 0;
 
-	while (im->im_nlater > 0 && im->im_round < IMPORT_ROUNDS) {
+	while (im->im_nlater > 0) {
 		round = im->im_later;
 		n = im->im_nlater;
 		im->im_later = NULL;
@@ -568,6 +696,13 @@ import_summary(const struct import *im, int jflag)
 			if (cJSON_AddNumberToObject(r, im->im_reason[i],
 				im->im_nreason[i]) == NULL)
 				fatalx("out of memory");
+		if ((r = cJSON_AddObjectToObject(o, "waiting")) == NULL)
+			fatalx("out of memory");
+		for (i = 0; i < NWAITING; i++)
+			if (im->im_nwaiting[i] > 0 &&
+			    cJSON_AddNumberToObject(r, waiting[i].wt_name,
+				im->im_nwaiting[i]) == NULL)
+				fatalx("out of memory");
 		if ((text = cJSON_Print(o)) == NULL)
 			fatalx("out of memory");
 		printf("%s\n", text);
@@ -584,21 +719,146 @@ import_summary(const struct import *im, int jflag)
 	for (i = 0; i < im->im_nreasons; i++)
 		printf("  %s %" PRId64 "\n", im->im_reason[i],
 		    im->im_nreason[i]);
+	for (i = 0; i < NWAITING; i++)
+		if (im->im_nwaiting[i] > 0)
+			printf("  of which still waiting: %s %" PRId64 "\n",
+			    waiting[i].wt_name, im->im_nwaiting[i]);
 }
 
-/* The address relayd answers on: a wildcard bind means loopback. */
-static const char *
-relay_host(const struct config *cfg)
+/*
+ * Connects to relayd's import socket in the run directory (msg.h), and
+ * the uid relayd runs as into *uid.  The websocket, or NULL after saying
+ * why on stderr.
+ */
+static struct wsc *
+import_connect(const struct ctl_where *w, uid_t *uid)
 {
-	if (strcmp(cfg->bind_host, "0.0.0.0") == 0 || cfg->bind_host[0] == '\0')
-		return "127.0.0.1";
-	if (strcmp(cfg->bind_host, "::") == 0)
-		return "::1";
-	return cfg->bind_host;
+	struct sockaddr_un sun;
+	struct ucred	   cred;
+	socklen_t	   clen = sizeof(cred);
+	struct wsc	  *ws;
+	int		   fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s",
+		w->cw_run, CHAN_IMPORT_SOCKET) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "graspctl: run directory name too long\n");
+		return NULL;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		fatal("socket");
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		fprintf(stderr,
+		    "graspctl: cannot reach relayd at %s: %s (is graspd "
+		    "running? -r names its run directory, -f its "
+		    "configuration)\n",
+		    sun.sun_path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == -1)
+		fatal("SO_PEERCRED");
+	*uid = cred.uid;
+	/* wsc_handshake() owns fd, and says why on stderr if it fails. */
+	if ((ws = wsc_handshake(fd, "localhost", w->cw_cfg.bind_port, "/", NULL,
+		 IMPORT_CONNECT_MS, NULL)) == NULL)
+		fprintf(stderr,
+		    "graspctl: relayd at %s refused the "
+		    "websocket\n",
+		    sun.sun_path);
+	return ws;
+}
+
+/* "name (uid N)" of uid into out. */
+static const char *
+user_text(uid_t uid, char *out, size_t len)
+{
+	struct passwd *pw = getpwuid(uid);
+
+	if (pw != NULL)
+		snprintf(out, len, "%s (uid %u)", pw->pw_name, (unsigned)uid);
+	else
+		snprintf(out, len, "uid %u", (unsigned)uid);
+	return out;
+}
+
+/*
+ * The first entry under dir, depth levels at most, that uid does not
+ * own, into bad (its owner into *owner).  1 if one was found, else 0;
+ * what this process cannot read is passed over (it may be relayd's).
+ */
+static int
+foreign_entry(const char *dir, uid_t uid, int depth, char *bad, size_t len,
+    uid_t *owner)
+{
+	DIR	      *d;
+	struct dirent *e;
+	struct stat    st;
+	char	       path[PATH_MAX];
+	int	       found = 0;
+
+	if (depth == 0 || (d = opendir(dir)) == NULL)
+		return 0;
+	while (!found && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+			e->d_name) >= sizeof(path) ||
+		    lstat(path, &st) == -1)
+			continue;
+		if (st.st_uid != uid) {
+			snprintf(bad, len, "%s", path);
+			*owner = st.st_uid;
+			found = 1;
+		} else if (S_ISDIR(st.st_mode))
+			found = foreign_entry(path, uid, depth - 1, bad, len,
+			    owner);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * Whether relayd, running as uid, can use the git tree: every file and
+ * directory of git_data_path its own, since it creates repositories
+ * there, and git writes refs and objects into them.  0, or -1 after
+ * saying what to chown.
+ */
+static int
+git_tree_usable(const struct ctl_where *w, uid_t uid)
+{
+	const char    *git = w->cw_cfg.git_data_path;
+	struct stat    st;
+	struct passwd *pw;
+	char	       bad[PATH_MAX], who[128], whose[128], name[64];
+	uid_t	       owner;
+
+	if (uid == 0 || stat(git, &st) == -1)
+		return 0;
+	if (st.st_uid != uid) {
+		snprintf(bad, sizeof(bad), "%s", git);
+		owner = st.st_uid;
+	} else if (!foreign_entry(git, uid, IMPORT_TREE_DEPTH, bad, sizeof(bad),
+		       &owner))
+		return 0;
+	user_text(uid, who, sizeof(who));
+	user_text(owner, whose, sizeof(whose));
+	if ((pw = getpwuid(uid)) != NULL)
+		snprintf(name, sizeof(name), "%s", pw->pw_name);
+	else
+		snprintf(name, sizeof(name), "%u", (unsigned)uid);
+	fprintf(stderr,
+	    "graspctl: %s belongs to %s, but relayd runs as %s and cannot "
+	    "write there, so the events of its repositories would be "
+	    "refused or held; nothing imported: run chown -R %s: %s and "
+	    "import again\n",
+	    bad, whose, who, name, git);
+	return -1;
 }
 
 int
-ctl_import(const struct config *cfg, int argc, char *argv[], int jflag)
+ctl_import(const struct ctl_where *w, int argc, char *argv[], int jflag)
 {
 	struct import *im;
 	FILE	      *fp = stdin;
@@ -606,6 +866,7 @@ ctl_import(const struct config *cfg, int argc, char *argv[], int jflag)
 	char	      *line = NULL;
 	size_t	       cap = 0, i;
 	ssize_t	       n;
+	uid_t	       uid;
 	int	       rc = 1;
 
 	if (argc > 2)
@@ -619,14 +880,10 @@ ctl_import(const struct config *cfg, int argc, char *argv[], int jflag)
 	if ((im = calloc(1, sizeof(*im))) == NULL)
 		fatal("calloc");
 	im->im_tty = isatty(STDERR_FILENO);
-	if ((im->im_ws = wsc_connect(relay_host(cfg), cfg->bind_port, "/",
-		 IMPORT_CONNECT_MS)) == NULL) {
-		fprintf(stderr,
-		    "graspctl: cannot connect to relayd at "
-		    "%s:%d\n",
-		    relay_host(cfg), cfg->bind_port);
+	if ((im->im_ws = import_connect(w, &uid)) == NULL)
 		goto done;
-	}
+	if (git_tree_usable(w, uid) == -1)
+		goto done;
 	while ((n = getline(&line, &cap, fp)) != -1) {
 		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 			line[--n] = '\0';
@@ -659,8 +916,10 @@ ctl_import(const struct config *cfg, int argc, char *argv[], int jflag)
 		goto done;
 	rc = 0;
 done:
-	progress(im, 1);
-	import_summary(im, jflag);
+	if (im->im_ws != NULL) {
+		progress(im, 1);
+		import_summary(im, jflag);
+	}
 	for (i = 0; i < IMPORT_WINDOW; i++)
 		free(im->im_win[i].if_line);
 	for (i = 0; i < im->im_nretry; i++)
@@ -680,25 +939,13 @@ done:
 }
 
 int
-ctl_data(int argc, char *argv[], const char *file, int jflag)
+ctl_data(const struct ctl_where *w, int argc, char *argv[], int jflag)
 {
-	struct config cfg;
-	char	      err[1024];
-	int	      rc;
-
-	if (config_load(&cfg, file, err, sizeof(err)) == -1) {
-		fprintf(stderr, "graspctl: %s\n", err);
-		config_free(&cfg);
-		return 1;
-	}
 	if (strcmp(argv[0], "export") == 0)
-		rc = ctl_export(&cfg, argc, argv);
-	else if (strcmp(argv[0], "import") == 0)
-		rc = ctl_import(&cfg, argc, argv, jflag);
-	else if (strcmp(argv[0], "backup") == 0)
-		rc = ctl_backup(&cfg, argc, argv, jflag);
-	else
-		rc = CTL_USAGE_EXIT;
-	config_free(&cfg);
-	return rc;
+		return ctl_export(w, argc, argv);
+	if (strcmp(argv[0], "import") == 0)
+		return ctl_import(w, argc, argv, jflag);
+	if (strcmp(argv[0], "backup") == 0)
+		return ctl_backup(w, argc, argv, jflag);
+	return CTL_USAGE_EXIT;
 }

@@ -60,8 +60,9 @@ static void __attribute__((noreturn)) usage(int status)
 	    "  backup dir                 copy the database and git data\n"
 	    "roles: relayd syncd discoveryd historyd; proc: a role or "
 	    "graspd\n"
-	    "options: -f the configuration (for run_path), -h this help, "
-	    "-j JSON,\n  -r the run directory, -V the version\n");
+	    "options: -f the configuration (for run_path and the data "
+	    "paths), -h this help,\n  -j JSON, -r the run directory (of a "
+	    "running graspd), -V the version\n");
 	exit(status);
 }
 
@@ -487,11 +488,113 @@ cmd_direct(enum ctl_cmd c, const char *arg, const char *procname)
 	return 0;
 }
 
+/* Replaces *field, a string of a struct config, with a copy of v. */
+static void
+set_path(char **field, const char *v)
+{
+	char *c;
+
+	if ((c = strdup(v)) == NULL)
+		fatal("strdup");
+	free(*field);
+	*field = c;
+}
+
+/*
+ * The data paths the relayd running in run_path reports, into cfg.
+ * Returns 1, or 0 when no relayd answers there (said on stderr only when
+ * its socket is there: it should have answered).
+ */
+static int
+running_paths(struct config *cfg)
+{
+	const cJSON *v, *rel, *git;
+	cJSON	    *reply;
+	struct stat  st;
+	char	     ep[PATH_MAX + 16];
+	int	     rc = 0;
+
+	if (chan_control_endpoint(run_path, ROLE_RELAYD, ep, sizeof(ep)) ==
+		-1 ||
+	    stat(ep + strlen("ipc://"), &st) == -1)
+		return 0;
+	if ((reply = request(ROLE_RELAYD, CTL_show, NULL)) == NULL)
+		return 0;
+	v = cJSON_GetObjectItemCaseSensitive(reply, "view");
+	rel = cJSON_GetObjectItemCaseSensitive(v, "relay_data_path");
+	git = cJSON_GetObjectItemCaseSensitive(v, "git_data_path");
+	if (cJSON_IsString(rel) && cJSON_IsString(git)) {
+		set_path(&cfg->relay_data_path, rel->valuestring);
+		set_path(&cfg->git_data_path, git->valuestring);
+		rc = 1;
+	} else
+		fprintf(stderr,
+		    "graspctl: relayd in %s does not say where its data "
+		    "is (an older relayd?): name the configuration with -f\n",
+		    run_path);
+	cJSON_Delete(reply);
+	return rc;
+}
+
+/*
+ * Where export, import and backup work (graspctl.h, struct ctl_where):
+ * -f's configuration; else -r's running relayd; else the environment's
+ * NGIT_RELAY_DATA_PATH; else the relayd running in the run directory;
+ * else the defaults.  Exits 1 when -f's file does not load, or -r names
+ * a directory where no relayd answers.
+ */
+static void
+data_where(const char *rflag, const char *file, struct ctl_where *w)
+{
+	const char *env = getenv("NGIT_RELAY_DATA_PATH");
+	char	    err[1024];
+
+	memset(w, 0, sizeof(*w));
+	snprintf(w->cw_run, sizeof(w->cw_run), "%s", run_path);
+	if (config_load(&w->cw_cfg, file, err, sizeof(err)) == -1) {
+		fprintf(stderr, "graspctl: %s\n", err);
+		config_free(&w->cw_cfg);
+		exit(1);
+	}
+	if (file != NULL) {
+		snprintf(w->cw_from, sizeof(w->cw_from),
+		    "relay_data_path of %s", file);
+		return;
+	}
+	if (rflag != NULL) {
+		if (!running_paths(&w->cw_cfg)) {
+			fprintf(stderr,
+			    "graspctl: no relayd answers in %s: start "
+			    "graspd, or name its configuration with -f "
+			    "FILE\n",
+			    run_path);
+			config_free(&w->cw_cfg);
+			exit(1);
+		}
+		snprintf(w->cw_from, sizeof(w->cw_from),
+		    "where the relayd running in %s keeps it", run_path);
+		return;
+	}
+	if (env != NULL && *env != '\0') {
+		snprintf(w->cw_from, sizeof(w->cw_from),
+		    "NGIT_RELAY_DATA_PATH");
+		return;
+	}
+	if (running_paths(&w->cw_cfg))
+		snprintf(w->cw_from, sizeof(w->cw_from),
+		    "where the relayd running in %s keeps it", run_path);
+	else
+		snprintf(w->cw_from, sizeof(w->cw_from),
+		    "the default relay_data_path; no relayd runs in %s",
+		    run_path);
+}
+
 int
 main(int argc, char *argv[])
 {
-	const char *rflag = NULL, *file = NULL, *cmd;
-	int	    ch;
+	struct ctl_where w;
+	const char	*rflag = NULL, *file = NULL, *cmd;
+	int		 ch;
 
 	log_init("graspctl", 1);
 	while ((ch = getopt(argc, argv, "+f:hjr:V")) != -1) {
@@ -568,7 +671,10 @@ main(int argc, char *argv[])
 	}
 	if (strcmp(cmd, "export") == 0 || strcmp(cmd, "import") == 0 ||
 	    strcmp(cmd, "backup") == 0) {
-		if ((ch = ctl_data(argc, argv, file, jflag)) == CTL_USAGE_EXIT)
+		data_where(rflag, file, &w);
+		ch = ctl_data(&w, argc, argv, jflag);
+		config_free(&w.cw_cfg);
+		if (ch == CTL_USAGE_EXIT)
 			usage(CTL_USAGE_EXIT);
 		return ch;
 	}

@@ -882,8 +882,12 @@ ctl_import(const struct ctl_where *w, int argc, char *argv[], int jflag)
 	im->im_tty = isatty(STDERR_FILENO);
 	if ((im->im_ws = import_connect(w, &uid)) == NULL)
 		goto done;
-	if (git_tree_usable(w, uid) == -1)
+	if (git_tree_usable(w, uid) == -1) {
+		/* Nothing sent: no summary. */
+		wsc_close(im->im_ws);
+		im->im_ws = NULL;
 		goto done;
+	}
 	while ((n = getline(&line, &cap, fp)) != -1) {
 		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 			line[--n] = '\0';

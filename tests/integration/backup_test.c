@@ -208,10 +208,8 @@ import_on(struct gdproc *g, const char *path)
 	int    rc;
 
 	snprintf(args, sizeof(args), "-j import '%s'", path);
-	if ((rc = ctl_on(g, args, &out)) == 0) {
+	if ((rc = ctl_on(g, args, &out)) == 0)
 		j = cJSON_Parse(out);
-		printf("# import: %s", out);
-	}
 	else
 		printf("# import: exit %d: %s\n", rc, out ? out : "");
 	free(out);

@@ -6,7 +6,9 @@
  * grasp lists; its export, imported into an empty graspd on a copy of
  * its git tree, gives the same stored ids and the same purgatory ids,
  * and so does the export with its lines shuffled (a fixed seed), the
- * order a strfry or ngit-grasp export may have.  Also: export, import
+ * order a strfry or ngit-grasp export may have; the protected thread,
+ * which import brings as the operator's, is refused to a websocket
+ * client that did not authenticate as its author.  Also: export, import
  * and backup find the data through -r and -f, with one clear error when
  * there is none; and import as root into a graspd whose roles run as
  * another user refuses a git tree copied as root and says what to chown
@@ -183,6 +185,29 @@ publish_authed(struct gdproc *g, int n, const struct event *e)
 }
 
 /*
+ * Publishes e on g over TCP with no AUTH; 1 if relayd refused it with an
+ * answer starting prefix, else 0 (the answer printed).
+ */
+static int
+refused_with(struct gdproc *g, const struct event *e, const char *prefix)
+{
+	struct wsc *ws;
+	char	   *msg = NULL;
+	int	    ok = 0, rc;
+
+	if ((ws = wsc_connect("127.0.0.1", gd_port(g), "/", 5000)) == NULL)
+		return 0;
+	rc = nostr_publish(ws, e, 10000, &ok, &msg) == 0 && !ok &&
+	    msg != NULL && strncmp(msg, prefix, strlen(prefix)) == 0;
+	if (!rc)
+		printf("# kind %u: %s %s\n", e->kind,
+		    ok ? "accepted" : "refused", msg ? msg : "");
+	free(msg);
+	wsc_close(ws);
+	return rc;
+}
+
+/*
  * The ids of the store at db, as text: the stored events', then the
  * purgatory's announcements' and events', each list sorted.  NULL if
  * the database cannot be read; the caller frees.
@@ -332,7 +357,9 @@ import_on(struct gdproc *g, const char *path)
 	snprintf(args, sizeof(args), "-j import '%s'", path);
 	if ((rc = ctl_env(g, args, 0, &out)) == 0)
 		j = cJSON_Parse(out);
-	printf("# import: exit %d: %s", rc, out ? out : "\n");
+	free(out);
+	out = j != NULL ? cJSON_PrintUnformatted(j) : NULL;
+	printf("# import: exit %d: %s\n", rc, out ? out : "");
 	free(out);
 	return j;
 }
@@ -351,7 +378,7 @@ num(const cJSON *o, const char *key)
  */
 static void
 import_into_new(const char *dir, const char *domain, const char *path,
-    const char *want)
+    const char *want, const struct event *prot)
 {
 	char	       env0[800], env1[100], *got = NULL;
 	const char    *env[] = { env0, env1, NULL };
@@ -364,6 +391,8 @@ import_into_new(const char *dir, const char *domain, const char *path,
 		T_CHECK(!"the new graspd starts");
 		return;
 	}
+	/* A websocket client cannot do what import does. */
+	T_CHECK(refused_with(g, prot, "auth-required:"));
 	sum = import_on(g, path);
 	T_CHECK(sum != NULL && num(sum, "refused") == 0);
 	cJSON_Delete(sum);
@@ -481,8 +510,8 @@ test_export_import_round_trip(void)
 	gd_free(a);
 	a = NULL;
 
-	import_into_new(dir1, domain, path, ids);
-	import_into_new(dir2, domain, shuf, ids);
+	import_into_new(dir1, domain, path, ids, ev[nprot]);
+	import_into_new(dir2, domain, shuf, ids, ev[nprot]);
 done:
 	for (i = 0; i < nev; i++)
 		event_destroy(ev[i]);

@@ -3,7 +3,10 @@
  * REQ, CLOSE, and NIP-42's AUTH, whose challenge goes out on connect),
  * subscriptions and their live fan-out, and each client's output queue.
  * Bad input gets a NOTICE, OK or CLOSED and never affects another
- * connection.
+ * connection.  A REQ's stored events are produced as the client reads
+ * them (a store cursor paused between the high- and low-water marks,
+ * resumed from the writable callback), so that an answer of any size
+ * reaches a client that reads and shares the loop with the others.
  */
 #include <sys/random.h>
 

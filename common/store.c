@@ -1508,6 +1508,16 @@ store_cursor_free(struct store_cursor *cur)
 	cur->sc_seen = NULL;
 }
 
+int
+store_cursor_fix(struct store *s, struct store_cursor *cur)
+{
+	if (cur->sc_max_seq >= 0)
+		return 0;
+	/* What is stored from now on reaches the subscription live. */
+	cur->sc_max_seq = 0;
+	return store_last_seq(s, &cur->sc_max_seq);
+}
+
 /* cur goes on to the next filter, from its start. */
 static void
 cursor_next_filter(struct store_cursor *cur)
@@ -1569,12 +1579,8 @@ store_query_page(struct store *s, const struct filter *f, size_t n,
 	}
 	if (cur->sc_filter >= n)
 		cur->sc_done = 1;
-	else if (cur->sc_max_seq < 0) {
-		/* Paused: what is stored from now on is live, not stored. */
-		cur->sc_max_seq = 0;
-		if (store_last_seq(s, &cur->sc_max_seq) == -1)
-			return -1;
-	}
+	else if (store_cursor_fix(s, cur) == -1)
+		return -1;
 	return total;
 }
 

@@ -174,6 +174,13 @@ struct store_cursor {
 
 /* Readies cur for a query run at time now.  Never fails. */
 void store_cursor_init(struct store_cursor *cur, int64_t now);
+/*
+ * Fixes cur's view now, before its first page, as its first pause would:
+ * events stored from now on are left out.  For a query whose first page
+ * waits while new events reach its subscription live.  0, or -1 on a
+ * database error.
+ */
+int  store_cursor_fix(struct store *, struct store_cursor *cur);
 /* Frees what cur holds; it may be initialized again after. */
 void store_cursor_free(struct store_cursor *cur);
 

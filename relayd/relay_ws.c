@@ -178,6 +178,16 @@ stall_check(lws_sorted_usec_list_t *sul)
 	lws_set_timeout(c->rc_wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
 }
 
+/* Starts the stall clock of c unless it runs. */
+static void
+stall_arm(struct relay_conn *c)
+{
+	if (!lws_dll2_is_detached(&c->rc_stall_sul.list))
+		return;
+	lws_sul_schedule(relayd->ctx, 0, &c->rc_stall_sul, stall_check,
+	    (lws_usec_t)relayd->cfg.max_read_stall_secs * LWS_US_PER_SEC);
+}
+
 /*
  * Queues more of s's stored events, about budget bytes (at least one
  * event) and no more once c's queue reaches RELAY_REQ_HIGH_WATER; its
@@ -206,11 +216,7 @@ sub_pump(struct relay_conn *c, struct relay_sub *s, size_t budget)
 	buf_free(&rq.b);
 	if (!s->rs_cur.sc_done) {
 		/* Paused: the writable callback goes on (relay_ws_pump()). */
-		if (!lws_dll2_is_detached(&c->rc_stall_sul.list))
-			return rq.budget;
-		lws_sul_schedule(relayd->ctx, 0, &c->rc_stall_sul, stall_check,
-		    (lws_usec_t)relayd->cfg.max_read_stall_secs *
-			LWS_US_PER_SEC);
+		stall_arm(c);
 		return rq.budget;
 	}
 	wss_send_msg(&c->rc_out, "EOSE", s->rs_id, NULL);
@@ -311,9 +317,21 @@ handle_req(struct relay_conn *c, const struct json *msg)
 	c->rc_nstreaming++;
 	/*
 	 * A small answer goes out whole at once; a large one as the client
-	 * reads it (relay_ws_writeable()).
+	 * reads it (relay_ws_writeable()).  With the queue already high (a
+	 * burst of REQs) even the first page waits, or each REQ would queue
+	 * an event of up to 1 MiB past the mark.
 	 */
-	sub_pump(c, s, RELAY_REQ_TURN_BYTES);
+	if (c->rc_out.wq_bytes < RELAY_REQ_HIGH_WATER) {
+		sub_pump(c, s, RELAY_REQ_TURN_BYTES);
+		return;
+	}
+	if (store_cursor_fix(relayd->store, &s->rs_cur) == -1) {
+		wss_send_msg(&c->rc_out, "CLOSED", s->rs_id,
+		    "error: database query failed");
+		sub_remove(c, s);
+		return;
+	}
+	stall_arm(c);
 }
 
 /* The writable callback of a websocket: its queue, then its REQs. */

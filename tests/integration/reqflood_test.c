@@ -57,6 +57,8 @@ static struct relayproc *rp;
 static char		 coord[160], tmp[512];
 static char		 ids[NFLOOD][65];
 static int64_t		 t0;
+/* Events on coord: the flood, and the late issue once published. */
+static int		 nstored = NFLOOD;
 
 /* Issue i of the flood: created_at t0 + i, ~PAD_BYTES of tag value. */
 static struct event *
@@ -299,6 +301,7 @@ test_slow_reader_gets_everything_then_live(void)
 			      "late issue")) != NULL);
 	}
 	T_EQ_INT(nostr_publish_msg(pub, late, TMO, msg, sizeof(msg)), 1);
+	nstored++;
 
 	t = wsc_now_ms();
 	read_answer(ws, SLOW_MS, 1, 0, &s);
@@ -318,6 +321,102 @@ test_slow_reader_gets_everything_then_live(void)
 	event_destroy(late);
 	wsc_close(other);
 	wsc_close(pub);
+	wsc_close(ws);
+}
+
+/* Subscription "m<i>" of read_many()'s. */
+#define NMANY 40
+#define NFAIR 4
+
+/*
+ * Reads ws until each of the n subscriptions "m0".. has had its EOSE:
+ * their events counted in got[], the position (in all events read) of
+ * each one's first and last event in first[] and last[].  0, or -1 on a
+ * close or after READ_TMO.
+ */
+static int
+read_many(struct wsc *ws, int n, int got[], int first[], int last[])
+{
+	int64_t end = wsc_now_ms() + READ_TMO;
+	int	eosed = 0, pos = 0, i;
+	char   *text, tag[16];
+	size_t	len;
+
+	for (i = 0; i < n; i++)
+		got[i] = first[i] = last[i] = -1;
+	while (eosed < n) {
+		if ((text = wsc_recv(ws, (int)(end - wsc_now_ms()), &len)) ==
+		    NULL)
+			return -1;
+		for (i = 0; i < n; i++) {
+			snprintf(tag, sizeof(tag), "\"m%d\"", i);
+			if (strncmp(text, "[\"EOSE\",", 8) == 0 &&
+			    strncmp(text + 8, tag, strlen(tag)) == 0)
+				eosed++;
+			else if (strncmp(text, "[\"EVENT\",", 9) == 0 &&
+			    strncmp(text + 9, tag, strlen(tag)) == 0) {
+				got[i] = got[i] < 0 ? 1 : got[i] + 1;
+				if (first[i] < 0)
+					first[i] = pos;
+				last[i] = pos;
+				pos++;
+			} else
+				continue;
+			break;
+		}
+		free(text);
+	}
+	return 0;
+}
+
+/*
+ * Several REQs on one connection: 40 sent at once, one large event each
+ * (34 MB together, as many REQs as an answer's 32 MiB), all answered;
+ * then four whole answers at once go out side by side, not one after
+ * the other.
+ */
+static void
+test_many_reqs_share_one_connection(void)
+{
+	struct wsc *ws;
+	struct buf  b = BUF_INIT;
+	int	    got[NMANY], first[NMANY], last[NMANY], i, ok = 1;
+
+	T_ASSERT((ws = client_ws(rp)) != NULL);
+	for (i = 0; i < NMANY; i++) {
+		buf_reset(&b);
+		buf_printf(&b,
+		    "[\"REQ\",\"m%d\",{\"#a\":[\"%s\"],\"limit\":1}]", i,
+		    coord);
+		T_ASSERT(wsc_send_text(ws, b.b_data, b.b_len) == 0);
+	}
+	T_CHECK(read_many(ws, NMANY, got, first, last) == 0);
+	for (i = 0; i < NMANY; i++)
+		ok &= got[i] == 1;
+	printf("# %d REQs at once, limit 1: every one answered: %s, "
+	       "close code %d\n",
+	    NMANY, ok ? "yes" : "no", wsc_close_code(ws));
+	T_CHECK(ok);
+	for (i = 0; i < NMANY; i++) {
+		buf_reset(&b);
+		buf_printf(&b, "[\"CLOSE\",\"m%d\"]", i);
+		T_ASSERT(wsc_send_text(ws, b.b_data, b.b_len) == 0);
+	}
+
+	for (i = 0; i < NFAIR; i++) {
+		buf_reset(&b);
+		buf_printf(&b, "[\"REQ\",\"m%d\",{\"#a\":[\"%s\"]}]", i, coord);
+		T_ASSERT(wsc_send_text(ws, b.b_data, b.b_len) == 0);
+	}
+	T_CHECK(read_many(ws, NFAIR, got, first, last) == 0);
+	for (i = 0; i < NFAIR; i++) {
+		printf("# answer %d: %d events, at %d..%d of all\n", i, got[i],
+		    first[i], last[i]);
+		T_EQ_INT(got[i], nstored);
+		/* Each had begun before any other was done. */
+		T_CHECK(first[i] < last[(i + 1) % NFAIR]);
+	}
+	buf_free(&b);
 	wsc_close(ws);
 }
 
@@ -453,6 +552,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_event_size_bound_and_nip11),
 	T_CASE(test_full_speed_reader_gets_everything),
 	T_CASE(test_slow_reader_gets_everything_then_live),
+	T_CASE(test_many_reqs_share_one_connection),
 	T_CASE(test_never_reader_is_closed_after_stall),
 };
 

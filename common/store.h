@@ -187,7 +187,9 @@ void store_cursor_free(struct store_cursor *cur);
 /*
  * store_query() from where cur stands: the same events in the same order
  * as one store_query() at cur's start would give, except those removed
- * meanwhile (deleted or replaced).  A non-zero return of cb pauses after
+ * meanwhile (deleted or replaced; the limit counts events given, so the
+ * next one takes such an event's place).  A non-zero return of cb pauses
+ * after
  * that event: call again with the same f, n, limits and cur to go on.
  * Sets cur->sc_done once every filter is exhausted.  Returns the number
  * delivered by this call, or -1 on a database error (cur must then only

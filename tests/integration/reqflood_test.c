@@ -42,7 +42,8 @@
 /* Room for them, below the 1 MiB message cap. */
 #define MAX_EVENT   "1048000"
 /* max_read_stall_secs for this relay: the never-reader's time. */
-#define STALL_S	    2
+#define STALL_S	    3
+#define STALL_TEXT  "3"
 #define TMO	    5000
 /* How long reading the whole answer may take (sanitizers are slow). */
 #define READ_TMO    120000
@@ -95,7 +96,7 @@ static int
 setup(void)
 {
 	const char   *env[] = { "NGIT_MAX_EVENT_SIZE=" MAX_EVENT,
-		  "NGIT_MAX_READ_STALL_SECS=2",
+		  "NGIT_MAX_READ_STALL_SECS=" STALL_TEXT,
 		  "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0", NULL };
 	struct wsc   *ws;
 	struct event *e;

@@ -160,6 +160,21 @@ static const struct cfg_key cfg_keys[] = {
 	    "Most events per minute from one IP address, all connections; 0 is "
 	    "no limit",
 	    R(RELAYD) },
+	/*
+	 * A NIP-34 patch is one event: 512 KiB holds a patch of some
+	 * thousands of lines, eight times strfry's 64 KiB maxEventSize
+	 * default.  At most the 1 MiB message less ["EVENT",...]'s 10 bytes.
+	 */
+	{ "NGIT_MAX_EVENT_SIZE", CT_INT, F(max_event_size), "524288", 1024,
+	    1048566,
+	    "Most bytes of an event's JSON, tags included (NIP-11 "
+	    "max_event_size)",
+	    R(RELAYD) },
+	{ "NGIT_MAX_READ_STALL_SECS", CT_INT, F(max_read_stall_secs), "60", 1,
+	    86400,
+	    "Close a websocket that reads none of a REQ answer for this many "
+	    "seconds",
+	    R(RELAYD) },
 	{ "NGIT_MAX_GIT_REQUESTS_PER_IP", CT_INT, F(max_git_requests_per_ip),
 	    "8", 0, 1048576,
 	    "Most git smart HTTP requests served at once to one IP address; 0 "

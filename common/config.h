@@ -99,6 +99,8 @@ struct config {
 	int		      max_connections_per_ip;	    /* 0: no limit */
 	int		      max_events_per_minute_per_ip; /* 0: none */
 	int		      max_events_per_minute;	    /* 0: no limit */
+	int		      max_event_size;		    /* JSON bytes */
+	int		      max_read_stall_secs;	    /* REQ unread */
 	int		      max_git_requests_per_ip;	    /* 0: no limit */
 	int		      max_repos_per_owner;	    /* 0: no limit */
 	int		      max_push_bytes;		    /* 0: no limit */

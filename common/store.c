@@ -916,20 +916,40 @@ seqset_add(struct seqset *ss, int64_t seq)
 	return 1;
 }
 
+/* A query row has been read: cur (if any) stands after it. */
+static void
+cursor_step(struct store_cursor *cur, int64_t created_at, const void *id,
+    size_t idlen)
+{
+	if (cur == NULL)
+		return;
+	cur->sc_rows++;
+	cur->sc_has_pos = 1;
+	cur->sc_created_at = created_at;
+	if (id != NULL && idlen == sizeof(cur->sc_id))
+		memcpy(cur->sc_id, id, sizeof(cur->sc_id));
+}
+
 /*
  * Steps st, handing each (seq, json) row to cb.  *stopped is set if cb
  * asked to stop.  Skips rows whose seq is already in seen (and adds new
- * ones) when seen is not NULL.  Returns rows delivered or -1; st is reset.
+ * ones) when seen is not NULL.  With cur, a query row (columns 2 and 3
+ * its created_at and id) moves cur past it.  Returns rows delivered or
+ * -1; st is reset.
  */
 static int
 deliver_rows(struct store *s, sqlite3_stmt *st, struct seqset *seen,
-    store_row_cb *cb, void *arg, int *stopped)
+    struct store_cursor *cur, store_row_cb *cb, void *arg, int *stopped)
 {
 	int	rc, n = 0;
 	int64_t seq;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		seq = sqlite3_column_int64(st, 0);
+		if (cur != NULL)
+			cursor_step(cur, sqlite3_column_int64(st, 2),
+			    sqlite3_column_blob(st, 3),
+			    (size_t)sqlite3_column_bytes(st, 3));
 		if (seen != NULL && !seqset_add(seen, seq))
 			continue;
 		n++;
@@ -973,7 +993,8 @@ cmp_heldrow(const void *a, const void *b)
  */
 static int
 deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
-    struct seqset *seen, store_row_cb *cb, void *arg, int *stopped)
+    struct seqset *seen, struct store_cursor *cur, store_row_cb *cb, void *arg,
+    int *stopped)
 {
 	struct heldrow	    *v = NULL;
 	const unsigned char *json;
@@ -1008,6 +1029,8 @@ deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
 	if (nv > 1)
 		qsort(v, nv, sizeof(*v), cmp_heldrow);
 	for (i = 0; i < nv && i < limit; i++) {
+		cursor_step(cur, v[i].hr_created_at, v[i].hr_id,
+		    sizeof(v[i].hr_id));
 		if (seen != NULL && !seqset_add(seen, v[i].hr_seq))
 			continue;
 		n++;
@@ -1034,7 +1057,7 @@ store_since_seq(struct store *s, int64_t after, size_t max, store_row_cb *cb,
 		return -1;
 	sqlite3_bind_int64(st, 1, after);
 	sqlite3_bind_int64(st, 2, max > INT64_MAX ? INT64_MAX : (int64_t)max);
-	return deliver_rows(s, st, NULL, cb, arg, &stopped);
+	return deliver_rows(s, st, NULL, NULL, cb, arg, &stopped);
 }
 
 /*
@@ -1086,7 +1109,11 @@ struct qbuild {
 	int	      qb_names; /* first tag letter; its case flag follows */
 	int	      qb_since, qb_until, qb_now, qb_limit;
 	int	      qb_items; /* (created_at, id) only, ascending */
-	int	      qb_csort; /* ids: sorted and cut by deliver_sorted() */
+	/* A resumed query: after (qb_at, qb_id) and up to seq qb_seq. */
+	const struct store_cursor *qb_cur;
+	int			   qb_at, qb_id, qb_seq;
+	uint8_t			   qb_pos_id[32]; /* bound: cur moves */
+	int qb_csort; /* ids: sorted and cut by deliver_sorted() */
 };
 
 /* Smallest power of two >= n (n >= 1). */
@@ -1227,6 +1254,16 @@ qb_plan(struct qbuild *qb, const struct filter *f, int64_t now, int64_t limit)
 		qb->qb_since = qb_add(qb, QB_INT, NULL, 0, f->f_since);
 	if (f->f_has_until)
 		qb->qb_until = qb_add(qb, QB_INT, NULL, 0, f->f_until);
+	if (qb->qb_cur != NULL && qb->qb_cur->sc_has_pos) {
+		memcpy(qb->qb_pos_id, qb->qb_cur->sc_id, sizeof(qb->qb_pos_id));
+		qb->qb_at =
+		    qb_add(qb, QB_INT, NULL, 0, qb->qb_cur->sc_created_at);
+		qb->qb_id = qb_add(qb, QB_BLOB, qb->qb_pos_id,
+		    sizeof(qb->qb_pos_id), 0);
+	}
+	if (qb->qb_cur != NULL && qb->qb_cur->sc_max_seq >= 0)
+		qb->qb_seq =
+		    qb_add(qb, QB_INT, NULL, 0, qb->qb_cur->sc_max_seq);
 	qb->qb_now = qb_add(qb, QB_INT, NULL, 0, now);
 	/*
 	 * An ids filter matches at most one row per id: sorting those in C
@@ -1309,6 +1346,16 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 		buf_printf(b, " AND %s%s >= ?%d", plus, when, qb->qb_since);
 	if (f->f_has_until)
 		buf_printf(b, " AND %s%s <= ?%d", plus, when, qb->qb_until);
+	/*
+	 * A resumed query starts after the last row it gave, in the ORDER
+	 * BY's terms (created_at descending, then id), and sees no event
+	 * stored since it began ("+": the seq is no index to scan).
+	 */
+	if (qb->qb_at != 0)
+		buf_printf(b, " AND %s%s <= ?%d AND (%s < ?%d OR +e.id > ?%d)",
+		    plus, when, qb->qb_at, when, qb->qb_at, qb->qb_id);
+	if (qb->qb_seq != 0)
+		buf_printf(b, " AND +e.seq <= ?%d", qb->qb_seq);
 	for (i = 0; i < f->f_ntags; i++) {
 		if (qb->qb_drive == QD_TAG && i == qb->qb_dtag)
 			continue;
@@ -1442,48 +1489,112 @@ filter_limit(const struct filter *f, size_t max_limit, size_t default_limit)
 	return limit < max_limit ? limit : max_limit;
 }
 
-int
-store_query(struct store *s, const struct filter *f, size_t n, size_t max_limit,
-    size_t default_limit, int64_t now, store_row_cb *cb, void *arg)
+void
+store_cursor_init(struct store_cursor *cur, int64_t now)
 {
-	struct qbuild qb;
-	struct seqset seen = { NULL, 0, 0 };
-	sqlite3_stmt *st;
-	size_t	      i, limit;
-	int	      total = 0, r, stopped = 0;
+	memset(cur, 0, sizeof(*cur));
+	cur->sc_max_seq = -1;
+	cur->sc_now = now;
+}
 
-	for (i = 0; i < n && !stopped; i++) {
-		if (f[i].f_empty ||
-		    (limit = filter_limit(&f[i], max_limit, default_limit)) ==
-			0)
+void
+store_cursor_free(struct store_cursor *cur)
+{
+	struct seqset *seen = cur->sc_seen;
+
+	if (seen != NULL)
+		free(seen->ss_v);
+	free(seen);
+	cur->sc_seen = NULL;
+}
+
+int
+store_cursor_fix(struct store *s, struct store_cursor *cur)
+{
+	if (cur->sc_max_seq >= 0)
+		return 0;
+	/* What is stored from now on reaches the subscription live. */
+	cur->sc_max_seq = 0;
+	return store_last_seq(s, &cur->sc_max_seq);
+}
+
+/* cur goes on to the next filter, from its start. */
+static void
+cursor_next_filter(struct store_cursor *cur)
+{
+	cur->sc_filter++;
+	cur->sc_rows = 0;
+	cur->sc_has_pos = 0;
+}
+
+int
+store_query_page(struct store *s, const struct filter *f, size_t n,
+    size_t max_limit, size_t default_limit, struct store_cursor *cur,
+    store_row_cb *cb, void *arg)
+{
+	const struct filter *fi;
+	struct qbuild	     qb;
+	struct seqset	    *seen = NULL;
+	sqlite3_stmt	    *st;
+	size_t		     limit, left;
+	int		     total = 0, r, stopped = 0;
+
+	if (n > 1) {
+		if (cur->sc_seen == NULL &&
+		    (cur->sc_seen = calloc(1, sizeof(*seen))) == NULL)
+			fatal("calloc");
+		seen = cur->sc_seen;
+	}
+	while (cur->sc_filter < n && !stopped) {
+		fi = &f[cur->sc_filter];
+		if (fi->f_empty ||
+		    (limit = filter_limit(fi, max_limit, default_limit)) <=
+			cur->sc_rows) {
+			cursor_next_filter(cur);
 			continue;
+		}
+		left = limit - cur->sc_rows;
 		memset(&qb, 0, sizeof(qb));
-		qb_plan(&qb, &f[i], now,
-		    limit > INT64_MAX ? INT64_MAX : (int64_t)limit);
-		qb_build(&qb, &f[i]);
+		qb.qb_cur = cur;
+		qb_plan(&qb, fi, cur->sc_now,
+		    left > INT64_MAX ? INT64_MAX : (int64_t)left);
+		qb_build(&qb, fi);
 		st = query_stmt(s, qb.qb_sql.b_data);
 		if (st != NULL)
 			qb_bind(&qb, st);
 		buf_free(&qb.qb_sql);
 		free(qb.qb_bind);
 		free(qb.qb_tags);
-		if (st == NULL) {
-			total = -1;
-			break;
-		}
-		r = qb.qb_csort ? deliver_sorted(s, st, limit,
-				      n > 1 ? &seen : NULL, cb, arg, &stopped) :
-				  deliver_rows(s, st, n > 1 ? &seen : NULL, cb,
-				      arg, &stopped);
+		if (st == NULL)
+			return -1;
+		r = qb.qb_csort ?
+		    deliver_sorted(s, st, left, seen, cur, cb, arg, &stopped) :
+		    deliver_rows(s, st, seen, cur, cb, arg, &stopped);
 		sqlite3_clear_bindings(st);
-		if (r == -1) {
-			total = -1;
-			break;
-		}
+		if (r == -1)
+			return -1;
 		total += r;
+		if (!stopped)
+			cursor_next_filter(cur);
 	}
-	free(seen.ss_v);
+	if (cur->sc_filter >= n)
+		cur->sc_done = 1;
+	else if (store_cursor_fix(s, cur) == -1)
+		return -1;
 	return total;
+}
+
+int
+store_query(struct store *s, const struct filter *f, size_t n, size_t max_limit,
+    size_t default_limit, int64_t now, store_row_cb *cb, void *arg)
+{
+	struct store_cursor cur;
+	int		    r;
+
+	store_cursor_init(&cur, now);
+	r = store_query_page(s, f, n, max_limit, default_limit, &cur, cb, arg);
+	store_cursor_free(&cur);
+	return r;
 }
 
 int

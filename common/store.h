@@ -151,6 +151,55 @@ int store_query(struct store *, const struct filter *f, size_t n,
     int (*cb)(const char *json, size_t len, int64_t seq, void *arg), void *arg);
 
 /*
+ * Where a REQ's stored-events phase stands between store_query_page()
+ * calls, so that it can be answered in parts as its reader takes them:
+ * the filter being run, the rows it has given (those skipped as already
+ * delivered included: they count toward its limit), the (created_at, id)
+ * of the last of them, and the highest seq the query may see, fixed when
+ * it first pauses so that events stored later are left out (they reach a
+ * subscription live).  The caller zeroes it with store_cursor_init() and
+ * releases it with store_cursor_free(); the rest is the store's.
+ */
+struct store_cursor {
+	size_t	sc_filter;
+	size_t	sc_rows;
+	int	sc_has_pos;
+	int64_t sc_created_at;
+	uint8_t sc_id[32];
+	int64_t sc_max_seq; /* -1 until the first pause */
+	int64_t sc_now;	    /* NIP-40 expiration is judged at this time */
+	int	sc_done;    /* every filter has been run to its end */
+	void   *sc_seen;    /* the seqs delivered (several filters) */
+};
+
+/* Readies cur for a query run at time now.  Never fails. */
+void store_cursor_init(struct store_cursor *cur, int64_t now);
+/*
+ * Fixes cur's view now, before its first page, as its first pause would:
+ * events stored from now on are left out.  For a query whose first page
+ * waits while new events reach its subscription live.  0, or -1 on a
+ * database error.
+ */
+int  store_cursor_fix(struct store *, struct store_cursor *cur);
+/* Frees what cur holds; it may be initialized again after. */
+void store_cursor_free(struct store_cursor *cur);
+
+/*
+ * store_query() from where cur stands: the same events in the same order
+ * as one store_query() at cur's start would give, except those removed
+ * meanwhile (deleted or replaced; the limit counts events given, so the
+ * next one takes such an event's place).  A non-zero return of cb pauses
+ * after
+ * that event: call again with the same f, n, limits and cur to go on.
+ * Sets cur->sc_done once every filter is exhausted.  Returns the number
+ * delivered by this call, or -1 on a database error (cur must then only
+ * be freed).
+ */
+int store_query_page(struct store *, const struct filter *f, size_t n,
+    size_t max_limit, size_t default_limit, struct store_cursor *cur,
+    int (*cb)(const char *json, size_t len, int64_t seq, void *arg), void *arg);
+
+/*
  * The (created_at, id) of every stored event matching filter f, for a
  * NIP-77 set: the filter's limit is ignored, events whose NIP-40
  * expiration is before now are skipped, and the order is created_at

@@ -47,19 +47,37 @@ wss_send(struct wss_queue *q, const void *s, size_t len, int binary)
 	if (q->wq_too_slow || q->wq_shut)
 		return;
 	if (q->wq_bytes + len > q->wq_max) {
-		log_info("%s: dropping a client that does not read", q->wq_who);
-		q->wq_too_slow = 1;
-		lws_callback_on_writable(q->wq_wsi);
+		wss_too_slow(q, "dropping a client that does not read");
 		return;
 	}
 	if ((o = malloc(sizeof(*o) + LWS_PRE + len)) == NULL)
 		fatal("wss_send");
+	if (STAILQ_EMPTY(&q->wq_q))
+		q->wq_moved = lws_now_usecs();
 	o->wo_binary = binary;
 	o->wo_len = len;
 	memcpy(o->wo_data + LWS_PRE, s, len);
 	STAILQ_INSERT_TAIL(&q->wq_q, o, wo_entry);
 	q->wq_bytes += len;
 	lws_callback_on_writable(q->wq_wsi);
+}
+
+void
+wss_too_slow(struct wss_queue *q, const char *why)
+{
+	if (q->wq_too_slow)
+		return;
+	log_info("%s: %s", q->wq_who, why);
+	q->wq_too_slow = 1;
+	lws_callback_on_writable(q->wq_wsi);
+}
+
+lws_usec_t
+wss_queue_stalled(const struct wss_queue *q, lws_usec_t now)
+{
+	if (STAILQ_EMPTY(&q->wq_q) || now < q->wq_moved)
+		return 0;
+	return now - q->wq_moved;
 }
 
 void
@@ -183,6 +201,7 @@ wss_queue_write(struct wss_queue *q, int coalesce)
 		}
 		if (n < 0)
 			return -1;
+		q->wq_moved = lws_now_usecs();
 		if (lws_send_pipe_choked(wsi))
 			break;
 	}

@@ -42,6 +42,7 @@ struct wss_queue {
 	int	    wq_too_slow; /* over wq_max: dropped */
 	int	    wq_shut;	 /* the owner's: queue no more */
 	uint64_t    wq_sent;	 /* bytes written, ever */
+	lws_usec_t  wq_moved;	 /* last write, or when it filled */
 	struct lws *wq_wsi;
 	const char *wq_who; /* the client, for the log */
 };
@@ -69,6 +70,19 @@ void wss_queue_clear(struct wss_queue *q);
  * too slow (logged).  Exits (fatal) when out of memory.
  */
 void wss_send(struct wss_queue *q, const void *s, size_t len, int binary);
+
+/*
+ * Makes the client too slow now, as going past wq_max does: nothing more
+ * is queued, and the next writable callback closes the connection with
+ * the reason "too slow".  why goes to the log.  Never exits.
+ */
+void wss_too_slow(struct wss_queue *q, const char *why);
+
+/*
+ * The microseconds (lws_now_usecs()) q has held something unwritten
+ * without any write: 0 when it is empty or a write took some lately.
+ */
+lws_usec_t wss_queue_stalled(const struct wss_queue *q, lws_usec_t now);
 
 /*
  * Queues the NIP-01 message ["verb","a"] or, with b set, ["verb","a","b"]:

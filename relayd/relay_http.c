@@ -136,6 +136,9 @@ relay_nip11_build(void)
 		    "service");
 	lim = cJSON_AddObjectToObject(doc, "limitation");
 	cJSON_AddNumberToObject(lim, "max_message_length", RELAY_MAX_MESSAGE);
+	/* max_event_size's range keeps ["EVENT",<event>] within the first. */
+	cJSON_AddNumberToObject(lim, "max_event_size",
+	    relayd->cfg.max_event_size);
 	cJSON_AddNumberToObject(lim, "max_subscriptions", RELAY_MAX_SUBS);
 	cJSON_AddNumberToObject(lim, "max_limit", STORE_MAX_LIMIT);
 	cJSON_AddNumberToObject(lim, "default_limit", STORE_DEFAULT_LIMIT);

@@ -419,7 +419,8 @@ client_submit(struct relay_conn *c, const struct json *evj, int auth)
 		return;
 	}
 	if ((ev = relay_proto_event(evj, auth ? c->rc_challenge : NULL,
-		 &relayd->policy, (int64_t)time(NULL), id, msg, sizeof(msg))) ==
+		 &relayd->policy, (int64_t)time(NULL),
+		 (size_t)relayd->cfg.max_event_size, id, msg, sizeof(msg))) ==
 	    NULL) {
 		send_ok(c, id, 0, msg, t0);
 		if (auth)
@@ -489,8 +490,8 @@ relay_ingest_remote(enum role origin, const char *url, size_t urllen,
 		return;
 	}
 	if ((ev = event_parse(json, len, msg, sizeof(msg))) == NULL ||
-	    relay_proto_check_event(ev, (int64_t)time(NULL), msg,
-		sizeof(msg)) == -1) {
+	    relay_proto_check_event(ev, (int64_t)time(NULL),
+		(size_t)relayd->cfg.max_event_size, msg, sizeof(msg)) == -1) {
 		log_debug("%s via %.*s: %s", role_name(origin), (int)urllen,
 		    url, msg);
 		relayd->stats.events_invalid++;

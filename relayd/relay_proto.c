@@ -198,12 +198,19 @@ utf8_chars(const char *s, size_t len)
 
 /*
  * An event's checks that need neither the database nor the signature,
- * at time now.  Returns 0, or -1 with the OK message.
+ * at time now, its JSON being at most max_size bytes.  Returns 0, or -1
+ * with the OK message.
  */
 int
-relay_proto_check_event(const struct event *ev, int64_t now, char *msg,
-    size_t msglen)
+relay_proto_check_event(const struct event *ev, int64_t now, size_t max_size,
+    char *msg, size_t msglen)
 {
+	if (ev->json_len > max_size) {
+		snprintf(msg, msglen,
+		    "invalid: event too large (%zu bytes, max %zu)",
+		    ev->json_len, max_size);
+		return -1;
+	}
 	if (ev->ntags > RELAY_MAX_TAGS) {
 		snprintf(msg, msglen, "invalid: too many tags (at most %d)",
 		    RELAY_MAX_TAGS);
@@ -234,8 +241,8 @@ relay_proto_check_event(const struct event *ev, int64_t now, char *msg,
  */
 struct event *
 relay_proto_event(const struct json *evj, const char *challenge,
-    const struct policy *pl, int64_t now, char okid[65], char *msg,
-    size_t msglen)
+    const struct policy *pl, int64_t now, size_t max_size, char okid[65],
+    char *msg, size_t msglen)
 {
 	struct event *ev;
 	int	      rc;
@@ -247,7 +254,7 @@ relay_proto_event(const struct json *evj, const char *challenge,
 	if (challenge != NULL)
 		rc = auth_check_event(ev, challenge, pl, now, msg, msglen);
 	else
-		rc = relay_proto_check_event(ev, now, msg, msglen);
+		rc = relay_proto_check_event(ev, now, max_size, msg, msglen);
 	if (rc == -1) {
 		event_destroy(ev);
 		return NULL;

@@ -76,10 +76,10 @@ void		    relay_req_free(struct relay_req *);
 enum relay_answer   relay_proto_close(const struct json *msg, const char **idp,
       char *ans, size_t anslen);
 void		    relay_proto_okid(const struct json *evj, char okid[65]);
-int relay_proto_check_event(const struct event *ev, int64_t now, char *msg,
-    size_t msglen);
+int		    relay_proto_check_event(const struct event *ev, int64_t now,
+		    size_t max_size, char *msg, size_t msglen);
 struct event *relay_proto_event(const struct json *evj, const char *challenge,
-    const struct policy *pl, int64_t now, char okid[65], char *msg,
-    size_t msglen);
+    const struct policy *pl, int64_t now, size_t max_size, char okid[65],
+    char *msg, size_t msglen);
 
 #endif

@@ -3,7 +3,10 @@
  * REQ, CLOSE, and NIP-42's AUTH, whose challenge goes out on connect),
  * subscriptions and their live fan-out, and each client's output queue.
  * Bad input gets a NOTICE, OK or CLOSED and never affects another
- * connection.
+ * connection.  A REQ's stored events are produced as the client reads
+ * them (a store cursor paused between the high- and low-water marks,
+ * resumed from the writable callback), so that an answer of any size
+ * reaches a client that reads and shares the loop with the others.
  */
 #include <sys/random.h>
 
@@ -34,9 +37,24 @@ relay_send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg)
 	wss_ok(&c->rc_out, id_hex, ok, msg);
 }
 
+/* Frees s's live events held for after its EOSE. */
+static void
+sub_drop_held(struct relay_sub *s)
+{
+	struct relay_held *h;
+
+	while ((h = STAILQ_FIRST(&s->rs_held)) != NULL) {
+		STAILQ_REMOVE_HEAD(&s->rs_held, rh_entry);
+		s->rs_conn->rc_held_bytes -= h->rh_len;
+		free(h);
+	}
+}
+
 static void
 sub_free(struct relay_sub *s)
 {
+	sub_drop_held(s);
+	store_cursor_free(&s->rs_cur);
 	filters_free(s->rs_filters, s->rs_nfilters);
 	free(s);
 }
@@ -57,7 +75,35 @@ sub_remove(struct relay_conn *c, struct relay_sub *s)
 {
 	LIST_REMOVE(s, rs_entry);
 	c->rc_nsubs--;
+	if (s->rs_streaming)
+		c->rc_nstreaming--;
 	sub_free(s);
+}
+
+/*
+ * A live event's message for s, whose stored events are still going
+ * out: kept for after its EOSE (NIP-01: stored events, EOSE, then new
+ * ones).  What is held counts with c's queue toward RELAY_MAX_OUTQ.
+ */
+static void
+sub_hold(struct relay_sub *s, const struct buf *b)
+{
+	struct relay_conn *c = s->rs_conn;
+	struct relay_held *h;
+
+	if (c->rc_out.wq_too_slow)
+		return;
+	if (c->rc_out.wq_bytes + c->rc_held_bytes + b->b_len > RELAY_MAX_OUTQ) {
+		wss_too_slow(&c->rc_out,
+		    "dropping a client that does not read its new events");
+		return;
+	}
+	if ((h = malloc(sizeof(*h) + b->b_len)) == NULL)
+		fatal("sub_hold");
+	h->rh_len = b->b_len;
+	memcpy(h->rh_data, b->b_data, b->b_len);
+	STAILQ_INSERT_TAIL(&s->rs_held, h, rh_entry);
+	c->rc_held_bytes += b->b_len;
 }
 
 void
@@ -74,7 +120,10 @@ relay_fanout(const struct event *ev)
 				continue;
 			buf_reset(&b);
 			wss_event_msg(&b, s->rs_id, ev->json, ev->json_len);
-			relay_send(c, b.b_data, b.b_len);
+			if (s->rs_streaming)
+				sub_hold(s, &b);
+			else
+				relay_send(c, b.b_data, b.b_len);
 		}
 	}
 	buf_free(&b);
@@ -84,18 +133,144 @@ struct req_ctx {
 	struct relay_conn *c;
 	const char	  *subid;
 	struct buf	   b;
+	size_t		   budget; /* bytes this turn may still queue */
 };
 
+/* One stored event of a REQ: queued; non-zero pauses the query. */
 static int
 req_event_cb(const char *json, size_t len, int64_t seq, void *arg)
 {
-	struct req_ctx *rq = arg;
+	struct req_ctx	  *rq = arg;
+	struct relay_conn *c = rq->c;
 
 	(void)seq;
 	buf_reset(&rq->b);
 	wss_event_msg(&rq->b, rq->subid, json, len);
-	relay_send(rq->c, rq->b.b_data, rq->b.b_len);
-	return rq->c->rc_out.wq_too_slow;
+	relay_send(c, rq->b.b_data, rq->b.b_len);
+	rq->budget = rq->b.b_len < rq->budget ? rq->budget - rq->b.b_len : 0;
+	return c->rc_out.wq_too_slow || rq->budget == 0 ||
+	    c->rc_out.wq_bytes >= RELAY_REQ_HIGH_WATER;
+}
+
+/* No write has taken any of c's queue for max_read_stall_secs: drop c. */
+static void
+stall_check(lws_sorted_usec_list_t *sul)
+{
+	struct relay_conn *c =
+	    lws_container_of(sul, struct relay_conn, rc_stall_sul);
+	lws_usec_t max, idle;
+	char	   why[96];
+
+	if (c->rc_nstreaming == 0 || c->rc_out.wq_too_slow)
+		return;
+	max = (lws_usec_t)relayd->cfg.max_read_stall_secs * LWS_US_PER_SEC;
+	if ((idle = wss_queue_stalled(&c->rc_out, lws_now_usecs())) < max) {
+		lws_sul_schedule(relayd->ctx, 0, &c->rc_stall_sul, stall_check,
+		    max - idle);
+		return;
+	}
+	snprintf(why, sizeof(why), "too slow: nothing read for %d s",
+	    relayd->cfg.max_read_stall_secs);
+	wss_too_slow(&c->rc_out, why);
+	lws_close_reason(c->rc_wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+	    (unsigned char *)why, strlen(why));
+	/* Its socket is full: no writable callback would come to close it. */
+	lws_set_timeout(c->rc_wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+}
+
+/* Starts the stall clock of c unless it runs. */
+static void
+stall_arm(struct relay_conn *c)
+{
+	if (!lws_dll2_is_detached(&c->rc_stall_sul.list))
+		return;
+	lws_sul_schedule(relayd->ctx, 0, &c->rc_stall_sul, stall_check,
+	    (lws_usec_t)relayd->cfg.max_read_stall_secs * LWS_US_PER_SEC);
+}
+
+/*
+ * Queues more of s's stored events, about budget bytes (at least one
+ * event) and no more once c's queue reaches RELAY_REQ_HIGH_WATER; its
+ * EOSE and held live events follow the last.  Returns the budget left,
+ * or 0 once s is removed (a database error, answered with CLOSED).
+ */
+static size_t
+sub_pump(struct relay_conn *c, struct relay_sub *s, size_t budget)
+{
+	struct relay_held *h;
+	struct req_ctx	   rq;
+
+	rq.c = c;
+	rq.subid = s->rs_id;
+	rq.budget = budget;
+	memset(&rq.b, 0, sizeof(rq.b));
+	if (store_query_page(relayd->store, s->rs_filters, s->rs_nfilters,
+		STORE_MAX_LIMIT, STORE_DEFAULT_LIMIT, &s->rs_cur, req_event_cb,
+		&rq) == -1) {
+		buf_free(&rq.b);
+		wss_send_msg(&c->rc_out, "CLOSED", s->rs_id,
+		    "error: database query failed");
+		sub_remove(c, s);
+		return 0;
+	}
+	buf_free(&rq.b);
+	if (!s->rs_cur.sc_done) {
+		/* Paused: the writable callback goes on (relay_ws_pump()). */
+		stall_arm(c);
+		return rq.budget;
+	}
+	wss_send_msg(&c->rc_out, "EOSE", s->rs_id, NULL);
+	relay_hist_observe(&relayd->stats.req_eose, relay_now_ms() - s->rs_t0);
+	while ((h = STAILQ_FIRST(&s->rs_held)) != NULL) {
+		STAILQ_REMOVE_HEAD(&s->rs_held, rh_entry);
+		c->rc_held_bytes -= h->rh_len;
+		relay_send(c, h->rh_data, h->rh_len);
+		free(h);
+	}
+	store_cursor_free(&s->rs_cur);
+	s->rs_streaming = 0;
+	c->rc_nstreaming--;
+	return rq.budget;
+}
+
+/*
+ * Goes on with c's REQs that have stored events left, once its queue is
+ * low: a turn's RELAY_REQ_TURN_BYTES shared in turn among them, starting
+ * one further each time so that no REQ waits behind another.
+ */
+static void
+relay_ws_pump(struct relay_conn *c)
+{
+	struct relay_sub *s, *next;
+	size_t		  budget = RELAY_REQ_TURN_BYTES, share, give;
+	unsigned	  i, skip;
+
+	if (c->rc_nstreaming == 0 || c->rc_out.wq_too_slow ||
+	    c->rc_out.wq_bytes >= RELAY_REQ_LOW_WATER)
+		return;
+	skip = c->rc_pump_next++ % (unsigned)c->rc_nstreaming;
+	share = budget / (size_t)c->rc_nstreaming;
+	if (share == 0)
+		share = 1;
+	/* Two rounds: the first from skip on, the second from the start. */
+	for (i = 0; i < 2 && budget > 0; i++) {
+		for (s = LIST_FIRST(&c->rc_subs); s != NULL; s = next) {
+			next = LIST_NEXT(s, rs_entry);
+			if (!s->rs_streaming)
+				continue;
+			if (i == 0 && skip > 0) {
+				skip--;
+				continue;
+			}
+			give = share < budget ? share : budget;
+			budget -= give - sub_pump(c, s, give);
+			if (budget == 0 || c->rc_out.wq_too_slow ||
+			    c->rc_out.wq_bytes >= RELAY_REQ_HIGH_WATER)
+				return;
+			if (c->rc_nstreaming == 0)
+				return;
+		}
+	}
 }
 
 /* relay_proto_req()'s question: is id one of c's subscriptions? */
@@ -110,9 +285,7 @@ handle_req(struct relay_conn *c, const struct json *msg)
 {
 	struct relay_sub *s, *old;
 	struct relay_req  req;
-	struct req_ctx	  rq;
 	char		  ans[RELAY_PROTO_ANSWER];
-	int64_t		  t0 = relay_now_ms();
 
 	relayd->stats.msgs_in_req++;
 	switch (relay_proto_req(msg, (size_t)c->rc_nsubs, sub_known, c, &req,
@@ -132,27 +305,43 @@ handle_req(struct relay_conn *c, const struct json *msg)
 	memcpy(s->rs_id, req.rq_id, sizeof(s->rs_id));
 	s->rs_filters = req.rq_filters;
 	s->rs_nfilters = req.rq_nfilters;
+	STAILQ_INIT(&s->rs_held);
+	store_cursor_init(&s->rs_cur, (int64_t)time(NULL));
+	s->rs_t0 = relay_now_ms();
 	/* A REQ with a known id replaces that subscription (NIP-01). */
 	if ((old = sub_find(c, s->rs_id)) != NULL)
 		sub_remove(c, old);
-
-	rq.c = c;
-	rq.subid = s->rs_id;
-	memset(&rq.b, 0, sizeof(rq.b));
-	if (store_query(relayd->store, s->rs_filters, s->rs_nfilters,
-		STORE_MAX_LIMIT, STORE_DEFAULT_LIMIT, (int64_t)time(NULL),
-		req_event_cb, &rq) == -1) {
-		buf_free(&rq.b);
-		wss_send_msg(&c->rc_out, "CLOSED", s->rs_id,
-		    "error: database query failed");
-		sub_free(s);
-		return;
-	}
-	wss_send_msg(&c->rc_out, "EOSE", s->rs_id, NULL);
-	relay_hist_observe(&relayd->stats.req_eose, relay_now_ms() - t0);
-	buf_free(&rq.b);
 	LIST_INSERT_HEAD(&c->rc_subs, s, rs_entry);
 	c->rc_nsubs++;
+	s->rs_streaming = 1;
+	c->rc_nstreaming++;
+	/*
+	 * A small answer goes out whole at once; a large one as the client
+	 * reads it (relay_ws_writeable()).  With the queue already high (a
+	 * burst of REQs) even the first page waits, or each REQ would queue
+	 * an event of up to 1 MiB past the mark.
+	 */
+	if (c->rc_out.wq_bytes < RELAY_REQ_HIGH_WATER) {
+		sub_pump(c, s, RELAY_REQ_TURN_BYTES);
+		return;
+	}
+	if (store_cursor_fix(relayd->store, &s->rs_cur) == -1) {
+		wss_send_msg(&c->rc_out, "CLOSED", s->rs_id,
+		    "error: database query failed");
+		sub_remove(c, s);
+		return;
+	}
+	stall_arm(c);
+}
+
+/* The writable callback of a websocket: its queue, then its REQs. */
+static int
+relay_ws_writeable(struct relay_conn *c)
+{
+	if (wss_queue_write(&c->rc_out, 1) == -1)
+		return -1;
+	relay_ws_pump(c);
+	return 0;
 }
 
 static void
@@ -224,6 +413,7 @@ conn_release(struct relay_conn *c)
 	struct relay_sub *s;
 
 	relay_ingest_forget(c);
+	lws_sul_cancel(&c->rc_stall_sul);
 	while ((s = LIST_FIRST(&c->rc_subs)) != NULL)
 		sub_remove(c, s);
 	relay_neg_release(c);
@@ -319,7 +509,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		ws_receive(c, wsi, in, len);
 		return 0;
 	case LWS_CALLBACK_SERVER_WRITEABLE:
-		return wss_queue_write(&c->rc_out, 1);
+		return relay_ws_writeable(c);
 	case LWS_CALLBACK_HTTP:
 		return relay_http_request(c, wsi);
 	case LWS_CALLBACK_HTTP_WRITEABLE:

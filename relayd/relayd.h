@@ -78,6 +78,22 @@
 /* ... and after this long under NGIT_TEST. */
 #define RELAY_NEG_IDLE_TEST 2.0
 
+/*
+ * Ours: a REQ's stored events pause once the client's queue holds this
+ * many bytes (a message is at most RELAY_MAX_MESSAGE, so the queue stays
+ * under 2 MiB), and never count toward RELAY_MAX_OUTQ, which bounds what
+ * live events queue up ...
+ */
+#define RELAY_REQ_HIGH_WATER (1024 * 1024)
+/* ... and go on once its writes bring it under this. */
+#define RELAY_REQ_LOW_WATER  (256 * 1024)
+/*
+ * Ours: bytes of stored events one connection's REQs produce in one loop
+ * turn (at least one event), so that a large answer shares the loop with
+ * every other connection, as strfry's paced REQ scans do.
+ */
+#define RELAY_REQ_TURN_BYTES (256 * 1024)
+
 /* Ours: random bytes of a NIP-42 challenge (sent as hex). */
 #define RELAY_AUTH_CHALLENGE_BYTES 16
 /* Ours: keys one connection may authenticate as (NIP-42 allows several). */
@@ -266,6 +282,22 @@ struct relay_sub {
 	char		      rs_id[RELAY_MAX_SUBID + 1];
 	struct filter	     *rs_filters;
 	size_t		      rs_nfilters;
+	/*
+	 * Its stored events are still being sent (no EOSE yet): where the
+	 * query stands, and the live events that matched meanwhile, which
+	 * go out after the EOSE.
+	 */
+	int		      rs_streaming;
+	struct store_cursor   rs_cur;
+	STAILQ_HEAD(, relay_held) rs_held;
+	int64_t rs_t0; /* ms the REQ came */
+};
+
+/* A live event's message held for a subscription until its EOSE. */
+struct relay_held {
+	STAILQ_ENTRY(relay_held) rh_entry;
+	size_t			 rh_len;
+	char			 rh_data[];
 };
 
 enum conn_kind {
@@ -302,6 +334,12 @@ struct relay_conn {
 	struct relay_gitreq *rc_git;
 	/* HTTP: a repository page waiting for git (relay_web.c). */
 	struct relay_webreq *rc_web;
+
+	/* Websocket: REQs before their EOSE (relay_ws.c). */
+	int		       rc_nstreaming;
+	size_t		       rc_held_bytes; /* their rs_held messages */
+	unsigned	       rc_pump_next;  /* which of them goes first */
+	lws_sorted_usec_list_t rc_stall_sul;  /* max_read_stall_secs */
 };
 
 /* Ours: buckets of a latency histogram (relay_metrics.c has the bounds). */

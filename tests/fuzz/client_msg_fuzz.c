@@ -96,7 +96,7 @@ submit(struct session *ss, const struct json *evj, int auth)
 		FUZZ_ASSERT(idj->s[64] == '\0');
 	ss->replies++; /* an OK */
 	ev = relay_proto_event(evj, auth ? FUZZ_AUTH_CHALLENGE : NULL,
-	    fuzz_policy(), FUZZ_AUTH_NOW, okid, m, sizeof(m));
+	    fuzz_policy(), FUZZ_AUTH_NOW, 524288, okid, m, sizeof(m));
 	FUZZ_ASSERT(strlen(okid) == 0 || strlen(okid) == 64);
 	if (ev == NULL) {
 		FUZZ_ASSERT(strncmp(m, "invalid: ", 9) == 0);

@@ -13,8 +13,10 @@
 #include "config.h"
 #include "t.h"
 
-#define NOW	  1790000000
-#define CHALLENGE "0123456789abcdef0123456789abcdef"
+#define NOW		     1790000000
+/* A bound on events larger than every event the cases build. */
+#define RELAY_TEST_MAX_EVENT (1024 * 1024)
+#define CHALLENGE	     "0123456789abcdef0123456789abcdef"
 #define SUBID64 \
 	"0123456789012345678901234567890123456789" \
 	"012345678901234567890123"
@@ -232,7 +234,8 @@ check(const char *json, const char *from, const char *to, const char *challenge,
 	json_free(doc);
 	if ((msg = json_parse(s, strlen(s), &doc, m, mlen)) == NULL)
 		return NULL;
-	return relay_proto_event(msg, challenge, pl, NOW, okid, m, mlen);
+	return relay_proto_event(msg, challenge, pl, NOW, RELAY_TEST_MAX_EVENT,
+	    okid, m, mlen);
 }
 
 static void
@@ -278,7 +281,8 @@ event_checks(void)
 	T_EQ_STR(m,
 	    "invalid: created_at is more than 900 seconds in the "
 	    "future");
-	T_CHECK(relay_proto_check_event(ev, NOW + 1, m, sizeof(m)) == 0);
+	T_CHECK(relay_proto_check_event(ev, NOW + 1, RELAY_TEST_MAX_EVENT, m,
+		    sizeof(m)) == 0);
 	event_destroy(ev);
 
 	/* RELAY_MAX_TAGS tags pass, one more does not. */
@@ -287,14 +291,16 @@ event_checks(void)
 		    i ? "," : "[");
 	snprintf(tags + n, sizeof(tags) - n, "]");
 	T_ASSERT((ev = event_new_signed(sk, NOW, 1, tags, "")) != NULL);
-	T_CHECK(relay_proto_check_event(ev, NOW, m, sizeof(m)) == -1);
+	T_CHECK(relay_proto_check_event(ev, NOW, RELAY_TEST_MAX_EVENT, m,
+		    sizeof(m)) == -1);
 	T_EQ_STR(m, "invalid: too many tags (at most 2000)");
 	event_destroy(ev);
 	tags[n - 6] = ']';
 	tags[n - 5] = '\0';
 	T_ASSERT((ev = event_new_signed(sk, NOW, 1, tags, "")) != NULL);
 	T_EQ_INT(ev->ntags, RELAY_MAX_TAGS);
-	T_CHECK(relay_proto_check_event(ev, NOW, m, sizeof(m)) == 0);
+	T_CHECK(relay_proto_check_event(ev, NOW, RELAY_TEST_MAX_EVENT, m,
+		    sizeof(m)) == 0);
 	event_destroy(ev);
 }
 
@@ -311,14 +317,45 @@ event_content_length(void)
 		memcpy(c + 2 * i, "\xc3\xa9", 2);
 	c[2 * i] = '\0';
 	T_ASSERT((ev = event_new_signed(sk, NOW, 1, NULL, c)) != NULL);
-	T_CHECK(relay_proto_check_event(ev, NOW, m, sizeof(m)) == 0);
+	T_CHECK(relay_proto_check_event(ev, NOW, RELAY_TEST_MAX_EVENT, m,
+		    sizeof(m)) == 0);
 	event_destroy(ev);
 	memcpy(c + 2 * i, "x", 2);
 	T_ASSERT((ev = event_new_signed(sk, NOW, 1, NULL, c)) != NULL);
-	T_CHECK(relay_proto_check_event(ev, NOW, m, sizeof(m)) == -1);
+	T_CHECK(relay_proto_check_event(ev, NOW, RELAY_TEST_MAX_EVENT, m,
+		    sizeof(m)) == -1);
 	T_EQ_STR(m, "invalid: content too long (at most 262144 characters)");
 	event_destroy(ev);
 	free(c);
+}
+
+/*
+ * The whole event counts toward max_size, tags included: a small content
+ * with one large tag value is refused, with the sizes in the answer.
+ */
+static void
+event_size(void)
+{
+	struct event *ev;
+	char	     *tags, m[512], want[128];
+	size_t	      n = 4000;
+
+	T_ASSERT((tags = malloc(n + 16)) != NULL);
+	memcpy(tags, "[[\"t\",\"", 7);
+	memset(tags + 7, 'x', n);
+	memcpy(tags + 7 + n, "\"]]", 4);
+	T_ASSERT((ev = event_new_signed(sk, NOW, 1, tags, "hi")) != NULL);
+	T_CHECK(ev->json_len > n);
+	T_CHECK(
+	    relay_proto_check_event(ev, NOW, ev->json_len, m, sizeof(m)) == 0);
+	T_CHECK(relay_proto_check_event(ev, NOW, ev->json_len - 1, m,
+		    sizeof(m)) == -1);
+	snprintf(want, sizeof(want),
+	    "invalid: event too large (%zu bytes, max %zu)", ev->json_len,
+	    ev->json_len - 1);
+	T_EQ_STR(m, want);
+	event_destroy(ev);
+	free(tags);
 }
 
 static void
@@ -375,6 +412,7 @@ static const struct t_case cases[] = {
 	T_CASE(close_msgs),
 	T_CASE(event_checks),
 	T_CASE(event_content_length),
+	T_CASE(event_size),
 	T_CASE(auth_events),
 };
 

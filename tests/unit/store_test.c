@@ -748,6 +748,129 @@ cmp_newest(const void *x, const void *y)
 	return memcmp(a->id, b->id, 32);
 }
 
+/*
+ * store_query_page() of f[0..n) paused after every step events: what it
+ * delivered, in c.  Returns the total, or -1.
+ */
+static int
+paged(struct store *s, const struct filter *f, size_t n, size_t max, size_t def,
+    int64_t now, size_t step, struct coll *c)
+{
+	struct store_cursor cur;
+	int		    r, total = 0, calls = 0;
+
+	store_cursor_init(&cur, now);
+	do {
+		c->stop_after = c->n + step;
+		if ((r = store_query_page(s, f, n, max, def, &cur, collect,
+			 c)) == -1)
+			break;
+		total += r;
+	} while (!cur.sc_done && ++calls < 100000);
+	c->stop_after = 0;
+	store_cursor_free(&cur);
+	return r == -1 || !cur.sc_done ? -1 : total;
+}
+
+/* 1 if a and b delivered the same events in the same order. */
+static int
+coll_same(const struct coll *a, const struct coll *b)
+{
+	size_t i;
+
+	if (a->n != b->n) {
+		printf("# %zu events against %zu\n", a->n, b->n);
+		return 0;
+	}
+	for (i = 0; i < a->n; i++)
+		if (a->seq[i] != b->seq[i]) {
+			printf("# event %zu differs\n", i);
+			return 0;
+		}
+	return 1;
+}
+
+/*
+ * A paused query goes on after its last event, created_at ties broken by
+ * id, and keeps its limit; events stored meanwhile are left out (newer
+ * or older), one deleted meanwhile is not given, and no other is lost.
+ */
+static void
+paused_query_ignores_changes_meanwhile(void)
+{
+	struct store	   *s = fresh();
+	struct event	   *ev[12], *late[2], *del, *gone;
+	struct filter	    f;
+	struct store_cursor cur;
+	struct coll	    c = { 0 };
+	uint8_t		    pk1[32];
+	size_t		    i;
+
+	T_ASSERT(s != NULL);
+	/* Three events at each of four times: ties everywhere. */
+	for (i = 0; i < 12; i++) {
+		char tags[64];
+
+		snprintf(tags, sizeof(tags), "[[\"t\",\"x\"],[\"n\",\"%zu\"]]",
+		    i);
+		ev[i] = ev_new(i % 2 ? sk1 : sk2, NOW - 10 * (int64_t)(i / 3),
+		    1, tags, "");
+		T_ASSERT(store_put(s, ev[i], NULL) == STORE_OK);
+	}
+	T_ASSERT(parse_filter("{\"#t\":[\"x\"],\"limit\":10}", &f) == 0);
+	store_cursor_init(&cur, NOW);
+	c.stop_after = 4;
+	T_EQ_INT(store_query_page(s, &f, 1, 500, 500, &cur, collect, &c), 4);
+	T_CHECK(!cur.sc_done);
+	/* Meanwhile: one newer, one older, and the next one deleted. */
+	late[0] = ev_new(sk3, NOW + 5, 1, "[[\"t\",\"x\"]]", "new");
+	late[1] = ev_new(sk3, NOW - 100, 1, "[[\"t\",\"x\"]]", "old");
+	T_ASSERT(store_put(s, late[0], NULL) == STORE_OK);
+	T_ASSERT(store_put(s, late[1], NULL) == STORE_OK);
+	/* The 5th in NIP-01 order: sorted below, deleted by its author. */
+	c.stop_after = 0;
+	T_EQ_INT(store_query_page(s, &f, 1, 500, 500, &cur, collect, &c), 6);
+	T_CHECK(cur.sc_done);
+	store_cursor_free(&cur);
+	/* What one query at the start gives: the 10 newest of ev. */
+	qsort(ev, 12, sizeof(ev[0]), cmp_newest);
+	T_CHECK(coll_is(&c, ev, 10));
+	coll_free(&c);
+
+	/*
+	 * A deletion between pages: that event is not given and no other is
+	 * lost; the limit counts events given, so the 11th comes in its place.
+	 */
+	filter_free(&f);
+	T_ASSERT(parse_filter("{\"#t\":[\"x\"],\"until\":1000000,"
+			      "\"limit\":10}",
+		     &f) == 0);
+	store_cursor_init(&cur, NOW);
+	c.stop_after = 3;
+	T_EQ_INT(store_query_page(s, &f, 1, 500, 500, &cur, collect, &c), 3);
+	event_pubkey_of(sk1, pk1);
+	del = deletion(memcmp(ev[3]->pubkey, pk1, 32) == 0 ? sk1 : sk2, NOW + 1,
+	    ev[3]->id_hex, NULL, NULL);
+	T_ASSERT(store_put(s, del, NULL) == STORE_OK);
+	c.stop_after = 0;
+	T_EQ_INT(store_query_page(s, &f, 1, 500, 500, &cur, collect, &c), 7);
+	T_CHECK(cur.sc_done);
+	store_cursor_free(&cur);
+	gone = ev[3];
+	memmove(&ev[3], &ev[4], 8 * sizeof(ev[0]));
+	T_CHECK(coll_is(&c, ev, 10));
+	ev[11] = gone;
+	coll_free(&c);
+	event_destroy(del);
+
+	filter_free(&f);
+	for (i = 0; i < 12; i++)
+		event_destroy(ev[i]);
+	event_destroy(late[0]);
+	event_destroy(late[1]);
+	store_close(s);
+}
+
 static void
 query_results_equal_filter_match(void)
 {
@@ -914,6 +1037,19 @@ query_results_equal_filter_match(void)
 		if (!coll_is(&c, exp, nexp))
 			printf("# filter %s\n", filters[i]);
 		T_CHECK(coll_is(&c, exp, nexp));
+		/* Paused after every event, or every third: the same. */
+		{
+			struct coll p1 = { 0 }, p3 = { 0 };
+
+			T_CHECK(paged(s, &f[i], 1, NEV, NEV, now, 1, &p1) ==
+			    (int)nexp);
+			T_CHECK(coll_same(&p1, &c));
+			T_CHECK(paged(s, &f[i], 1, NEV, NEV, now, 3, &p3) ==
+			    (int)nexp);
+			T_CHECK(coll_same(&p3, &c));
+			coll_free(&p1);
+			coll_free(&p3);
+		}
 		coll_free(&c);
 	}
 
@@ -922,6 +1058,14 @@ query_results_equal_filter_match(void)
 	for (i = 0; i < c.n; i++)
 		for (j = i + 1; j < c.n; j++)
 			T_CHECK(c.seq[i] != c.seq[j]);
+	/* Paused: no event twice, none left out, the same order. */
+	{
+		struct coll p1 = { 0 };
+
+		T_CHECK(paged(s, f, nf, NEV, NEV, now, 1, &p1) == (int)c.n);
+		T_CHECK(coll_same(&p1, &c));
+		coll_free(&p1);
+	}
 	coll_free(&c);
 
 	for (i = 0; i < nf; i++)
@@ -1615,6 +1759,7 @@ static const struct t_case cases[] = {
 	T_CASE(ordering_newest_first_ties_by_lowest_id),
 	T_CASE(query_dedupes_across_filters_and_stops_on_request),
 	T_CASE(query_results_equal_filter_match),
+	T_CASE(paused_query_ignores_changes_meanwhile),
 	T_CASE(since_seq_reads_feed_in_order),
 	T_CASE(tag_exists_checks_first_values_of_named_letters),
 	T_CASE(transactions_batch_and_roll_back),

@@ -1920,6 +1920,11 @@ conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 			return 0;
 		conn_lost(c, "closed by the relay", DROP_FAILURE, 1);
 		return 0;
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+		/* A lookup thread woke the loop (any loop that serves this
+		 * protocol; proc_run polls too). */
+		resolve_poll();
+		return 0;
 	default:
 		return 0;
 	}

@@ -15,10 +15,11 @@
  * A lookup is named by an id, never by a pointer the loop may free: the
  * requester cancels it by id when it goes away, and an answer that comes
  * after its timeout or its cancellation is dropped by the thread that
- * got it.  Callbacks run only from resolve_poll(), which the role's loop
- * calls after every turn (proc_run) and from its own timer; a thread
- * wakes the loop with lws_cancel_service().  Nothing here exits except
- * on allocation failure (fatal).
+ * got it.  Callbacks run only from resolve_poll(), on the loop: a thread
+ * wakes the loop with lws_cancel_service(), and conn.c's protocol
+ * callback (LWS_CALLBACK_EVENT_WAIT_CANCELLED) and proc_run (after every
+ * turn) poll; a timer of its own ends lookups at their deadline.
+ * Nothing here exits except on allocation failure (fatal).
  */
 #ifndef GRASPD_RESOLVE_H
 #define GRASPD_RESOLVE_H

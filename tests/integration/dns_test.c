@@ -12,6 +12,12 @@
  *  - syncd answers its control socket at once, every time it is asked.
  * Then the slow name answers and syncd syncs from that relay too: an
  * issue seeded there arrives.
+ *
+ * The same for syncd's git-data hunt: a held repository whose first
+ * clone URL names a slow host (graspd A under another name) is hunted
+ * while syncd keeps answering, and released from that URL once the name
+ * answers (git gets the vetted address pinned, so it does not look the
+ * name up again).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -20,11 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "ctl.h"
 #include "event.h"
 #include "gdproc.h"
 #include "gitutil.h"
 #include "msg.h"
+#include "nostr.h"
 #include "peerctl.h"
 #include "relayproc.h"
 #include "slowdns.h"
@@ -38,6 +46,7 @@
 #define KEYS 0x5d
 
 #define SLOW	 "slow.graspd.test"
+#define SLOWGIT	 "slowgit.graspd.test"
 /* How long the slow name takes: longer than any sync step under
  * NGIT_TEST, shorter than RESOLVE_TIMEOUT. */
 #define SLOW_MS	 8000
@@ -161,8 +170,148 @@ done:
 	T_CHECK(g != NULL);
 }
 
+/*
+ * Asks syncd of the graspd whose run directory is run for its status
+ * every 200 ms until until_ms (or until done(arg) says 1); the slowest
+ * answer's time.  Each ask must be answered.
+ */
+static int64_t
+slowest_status(const char *run, int64_t until_ms, int (*done)(void *),
+    void *arg)
+{
+	cJSON  *rep;
+	int64_t t, dt, worst = 0;
+
+	while ((t = wsc_now_ms()) < until_ms && !(done && done(arg))) {
+		rep = ctl_role(run, ROLE_SYNCD, MSG_CONTROL,
+		    "{\"cmd\":\"status\"}", SLOW_MS * 2);
+		dt = wsc_now_ms() - t;
+		if (rep == NULL)
+			dt = INT64_MAX;
+		cJSON_Delete(rep);
+		if (dt > worst)
+			worst = dt;
+		usleep(200000);
+	}
+	return worst;
+}
+
+struct released {
+	struct relayproc   *r_b;
+	const struct event *r_ev[2];
+	int64_t		    r_at;
+};
+
+/* 1 once B serves both events (the hunt released them). */
+static int
+is_released(void *arg)
+{
+	struct released *r = arg;
+
+	if (r->r_at < 0 && client_has_id(r->r_b, r->r_ev[0]) == 1 &&
+	    client_has_id(r->r_b, r->r_ev[1]) == 1)
+		r->r_at = wsc_now_ms();
+	return r->r_at >= 0;
+}
+
+static void
+test_slow_clone_host_does_not_stall_the_hunt(void)
+{
+	struct relayproc *a = NULL, *b = NULL;
+	struct event	 *ann = NULL, *state = NULL;
+	struct wsc	 *ws = NULL;
+	struct released	  rel;
+	char		  env1[200], slowdom[64], dir[600], run[PATH_MAX];
+	char		  f[200], err[64], oid[41], **evs = NULL;
+	const char	 *envb[3], *dom[3], *urls[2];
+	uint8_t		  sk[32];
+	size_t		  n = 0;
+	int		  ok = 0;
+	int64_t		  t0, worst;
+
+	if (dns == NULL) {
+		printf("# skip: %s\n", skip_why);
+		return;
+	}
+	slowdns_add(dns, SLOWGIT, SLOW_MS);
+	a = relayproc_start("graspd", NULL);
+	T_ASSERT(a != NULL);
+	snprintf(env1, sizeof(env1), "NGIT_SYNC_BOOTSTRAP_RELAY_URL=%s",
+	    relayproc_url(a));
+	envb[0] = env1;
+	envb[1] = "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true";
+	envb[2] = NULL;
+	if ((b = relayproc_start("graspd", envb)) == NULL)
+		goto done;
+	snprintf(run, sizeof(run), "%s/run", relayproc_dir(b));
+
+	/* A's git server under the slow name first, then A and B (each
+	 * takes only announcements that list it). */
+	snprintf(slowdom, sizeof(slowdom), SLOWGIT ":%d", relayproc_port(a));
+	dom[0] = slowdom;
+	dom[1] = relayproc_domain(a);
+	dom[2] = relayproc_domain(b);
+	urls[0] = relayproc_url(a);
+	urls[1] = relayproc_url(b);
+	tuser_sk(KEYS, 5, sk);
+	ann = tint_announcement(KEYS, 5, time(NULL) - 60, "slowclone", dom, 3,
+	    urls, 2, NULL);
+	if (ann == NULL ||
+	    (ws = wsc_connect(relayproc_host(a), relayproc_port(a), "/",
+		 5000)) == NULL ||
+	    nostr_publish(ws, ann, 5000, &ok, NULL) != 0 || !ok)
+		goto done;
+	snprintf(dir, sizeof(dir), "%s/slowclone", tmpdir);
+	if (gt_release(ws, sk, relayproc_domain(a), "slowclone", dir, oid) != 0)
+		goto done;
+	snprintf(f, sizeof(f), "{\"kinds\":[30618],\"#d\":[\"slowclone\"]}");
+	if (nostr_req(ws, "s", f, 5000, &evs, &n, NULL) != 0 || n != 1 ||
+	    (state = event_parse(evs[0], strlen(evs[0]), err, sizeof(err))) ==
+		NULL)
+		goto done;
+	t0 = wsc_now_ms();
+
+	/* B syncs both from A, holds them and hunts the objects. */
+	rel.r_b = b;
+	rel.r_ev[0] = ann;
+	rel.r_ev[1] = state;
+	rel.r_at = -1;
+	worst = slowest_status(run, t0 + SLOW_MS * 4, is_released, &rel);
+	printf("# slow git host: %d queries, %d answers; syncd's slowest "
+	       "control answer %lld ms; released after %lld ms\n",
+	    slowdns_queries(dns, SLOWGIT), slowdns_answers(dns, SLOWGIT),
+	    (long long)worst, (long long)(rel.r_at < 0 ? -1 : rel.r_at - t0));
+	if (rel.r_at < 0) {
+		cJSON *v = ctl_role_view(b, ROLE_SYNCD, NULL, 5);
+		char  *txt = v ? cJSON_PrintUnformatted(v) : NULL;
+
+		printf("# B has the announcement: %d, the state: %d; "
+		       "syncd: %.3000s\n",
+		    client_has_id(b, ann), client_has_id(b, state),
+		    txt ? txt : "?");
+		free(txt);
+		cJSON_Delete(v);
+	}
+	T_CHECK(slowdns_queries(dns, SLOWGIT) > 0);
+	T_CHECK(worst < STALL_MS);
+	T_CHECK(rel.r_at >= 0);
+done:
+	if (t_case_failed && a != NULL)
+		relayproc_dump_log(a, 30);
+	if (t_case_failed && b != NULL)
+		relayproc_dump_log(b, 60);
+	T_CHECK(ok && state != NULL);
+	nostr_events_free(evs);
+	wsc_close(ws);
+	event_destroy(ann);
+	event_destroy(state);
+	relayproc_free(b);
+	relayproc_free(a);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(test_slow_dns_does_not_stall_syncd),
+	T_CASE(test_slow_clone_host_does_not_stall_the_hunt),
 };
 
 int

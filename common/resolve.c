@@ -57,10 +57,12 @@ TAILQ_HEAD(rq_list, rq);
 
 static pthread_mutex_t	      rs_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	      rs_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t	      rs_woke = PTHREAD_COND_INITIALIZER;
 static struct rq_list	      rs_all = TAILQ_HEAD_INITIALIZER(rs_all);
 static struct rq_list	      rs_wait = TAILQ_HEAD_INITIALIZER(rs_wait);
 /* rs_nall, rs_next_id and rs_sul are the loop's own. */
 static unsigned		      rs_nall, rs_nwait, rs_nthreads, rs_idle;
+static unsigned		      rs_waking; /* threads in lws_cancel_service */
 static uint64_t		      rs_next_id;
 static struct lws_context    *rs_ctx;
 static lws_sorted_usec_list_t rs_sul;
@@ -85,9 +87,10 @@ rq_free(struct rq *q)
 static void *
 rs_worker(void *unused)
 {
-	struct rq	*q;
-	struct addrinfo *res;
-	int		 rc;
+	struct rq	   *q;
+	struct addrinfo	   *res;
+	struct lws_context *ctx;
+	int		    rc;
 
 	(void)unused;
 	pthread_mutex_lock(&rs_mu);
@@ -118,10 +121,17 @@ rs_worker(void *unused)
 		q->q_gai_rc = rc;
 		q->q_res = res;
 		q->q_state = RQ_DONE;
-		/* Under the lock: resolve_shutdown() clears rs_ctx before
-		 * the context goes. */
-		if (rs_ctx != NULL)
-			lws_cancel_service(rs_ctx);
+		/* Not under our lock (lws may take its own), but counted:
+		 * resolve_shutdown() waits for rs_waking before the context
+		 * goes. */
+		if ((ctx = rs_ctx) != NULL) {
+			rs_waking++;
+			pthread_mutex_unlock(&rs_mu);
+			lws_cancel_service(ctx);
+			pthread_mutex_lock(&rs_mu);
+			if (--rs_waking == 0)
+				pthread_cond_broadcast(&rs_woke);
+		}
 	}
 	return NULL;
 }
@@ -347,5 +357,7 @@ resolve_shutdown(void)
 	if (rs_ctx != NULL)
 		lws_sul_cancel(&rs_sul);
 	rs_ctx = NULL;
+	while (rs_waking > 0)
+		pthread_cond_wait(&rs_woke, &rs_mu);
 	pthread_mutex_unlock(&rs_mu);
 }

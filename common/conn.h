@@ -10,7 +10,7 @@
  * between "I want these events from that relay" and the frames on the
  * wire:
  *   - target checks at every (re)connect: canonical key, never this relay
- *     itself, resolved addresses vetted (relayurl_resolve_checked), the
+ *     itself, resolved addresses vetted (relayurl_vet_addrinfo), the
  *     socket dialled to the vetted address with the original host as
  *     Host and SNI, no redirects;
  *   - a connect timeout, exponential backoff, "dead" after a day of

@@ -40,6 +40,7 @@
 #include "filter.h"
 #include "json.h"
 #include "log.h"
+#include "resolve.h"
 #include "role.h"
 
 /* Ours: an rx buffer grown past this is released after its message. */
@@ -156,6 +157,7 @@ struct conn {
 	enum conn_state	       c_reported; /* as the hook last saw it */
 	struct lws	      *c_wsi;
 	int		       c_dialing;
+	uint64_t	       c_resolve;     /* lookup in flight, or 0 */
 	int64_t		       c_retry_ms;    /* BACKOFF, DEAD, REFUSED */
 	int64_t		       c_cool_ms;     /* end of cooldown, or 0 */
 	int64_t		       c_last_req_ms; /* 0: none yet */
@@ -1486,6 +1488,8 @@ conn_clear_link(struct conn *c)
 	c->c_auth_id[0] = '\0';
 	c->c_last_req_ms = 0;
 	lws_sul_cancel(&c->c_sul_connect);
+	resolve_cancel(c->c_resolve);
+	c->c_resolve = 0;
 }
 
 /* Forgets the wsi; kills it unless its own callback will (in_cb). */
@@ -1638,30 +1642,20 @@ conn_tls_ready(struct conn_mgr *m)
 }
 
 /*
- * Resolves and vets the target, then starts the client connection to
- * the vetted address.  Runs from a timer, never inside a role's call.
+ * The second step of a dial: the lookup's answer (rc and why as
+ * relayurl_resolve_checked() gives them, the vetted address in ss) is in;
+ * starts the client connection to that address.
  */
 static void
-conn_dial(struct conn *c)
+conn_connect(struct conn *c, int rc, const struct sockaddr_storage *ss,
+    socklen_t sl, const char *why)
 {
 	struct conn_mgr		      *m = c->c_mgr;
 	struct lws_client_connect_info info;
-	struct sockaddr_storage	       ss;
-	socklen_t		       sl = sizeof(ss);
-	unsigned		       flags = 0;
-	const char		      *why = NULL;
 	char			       addr[NI_MAXHOST];
 	char			       w[CONN_REASON_MAX + 1];
 	struct lws		      *wsi;
-	int			       rc;
 
-	if (m->m_cfg->sync_allow_private_targets)
-		flags |= RELAYURL_ALLOW_PRIVATE;
-	if (c->c_flags & CONN_TRUSTED)
-		flags |= RELAYURL_TRUSTED;
-	c->c_link = CONN_RESOLVING;
-	conn_report(c);
-	rc = relayurl_resolve_checked(c->c_key, flags, &ss, &sl, &why);
 	if (rc == -1) {
 		conn_lost(c, why ? why : "target refused", DROP_REFUSED, 0);
 		return;
@@ -1671,8 +1665,8 @@ conn_dial(struct conn *c)
 		conn_lost(c, w, DROP_FAILURE, 0);
 		return;
 	}
-	if (getnameinfo((struct sockaddr *)&ss, sl, addr, sizeof(addr), NULL, 0,
-		NI_NUMERICHOST) != 0) {
+	if (getnameinfo((const struct sockaddr *)ss, sl, addr, sizeof(addr),
+		NULL, 0, NI_NUMERICHOST) != 0) {
 		conn_lost(c, "cannot print the resolved address", DROP_FAILURE,
 		    0);
 		return;
@@ -1717,6 +1711,53 @@ conn_dial(struct conn *c)
 	c->c_wsi = wsi;
 	conn_sched(c, &c->c_sul_connect, conn_sul_connect,
 	    conn_connect_timeout(m->m_cfg));
+}
+
+/* A name's lookup answered (from resolve_poll(), on the loop). */
+static void
+conn_resolved(void *arg, int rc, const struct sockaddr_storage *ss,
+    socklen_t sl, const char *why)
+{
+	struct conn *c = arg;
+
+	c->c_resolve = 0;
+	if (c->c_link != CONN_RESOLVING)
+		return;
+	conn_connect(c, rc, ss, sl, why);
+}
+
+/*
+ * The first step of a dial: an IP literal is vetted at once; a name's
+ * lookup starts on a resolver thread (resolve.h) and conn_resolved()
+ * goes on when it answers, so a slow name server never holds the loop.
+ * Runs from a timer, never inside a role's call.
+ */
+static void
+conn_dial(struct conn *c)
+{
+	struct conn_mgr	       *m = c->c_mgr;
+	struct sockaddr_storage ss;
+	socklen_t		sl = sizeof(ss);
+	unsigned		flags = 0;
+	const char	       *why = NULL;
+	int			rc;
+
+	if (m->m_cfg->sync_allow_private_targets)
+		flags |= RELAYURL_ALLOW_PRIVATE;
+	if (c->c_flags & CONN_TRUSTED)
+		flags |= RELAYURL_TRUSTED;
+	c->c_link = CONN_RESOLVING;
+	conn_report(c);
+	if (c->c_url.ru_family != AF_UNSPEC) {
+		rc = relayurl_resolve_checked(c->c_key, flags, &ss, &sl, &why);
+		conn_connect(c, rc, &ss, sl, why);
+		return;
+	}
+	resolve_cancel(c->c_resolve);
+	c->c_resolve = resolve_start(m->m_lws, c->c_key, flags, RESOLVE_TIMEOUT,
+	    conn_resolved, c, &why);
+	if (c->c_resolve == 0)
+		conn_connect(c, -2, NULL, 0, why);
 }
 
 static void
@@ -1878,6 +1919,11 @@ conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		if ((c = conn_of(wsi)) == NULL)
 			return 0;
 		conn_lost(c, "closed by the relay", DROP_FAILURE, 1);
+		return 0;
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+		/* A lookup thread woke the loop (any loop that serves this
+		 * protocol; proc_run polls too). */
+		resolve_poll();
 		return 0;
 	default:
 		return 0;

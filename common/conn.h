@@ -10,7 +10,7 @@
  * between "I want these events from that relay" and the frames on the
  * wire:
  *   - target checks at every (re)connect: canonical key, never this relay
- *     itself, resolved addresses vetted (relayurl_resolve_checked), the
+ *     itself, resolved addresses vetted (relayurl_vet_addrinfo), the
  *     socket dialled to the vetted address with the original host as
  *     Host and SNI, no redirects;
  *   - a connect timeout, exponential backoff, "dead" after a day of
@@ -35,10 +35,12 @@
  * Every event a relay delivers goes to the role's ingest hook (relayd
  * checks it like any untrusted event); nothing here stores anything.
  *
- * Everything runs on the role's loop: no function blocks, except that
- * resolving a host name at connect time calls getaddrinfo (libwebsockets
- * is built without asynchronous DNS here).  Nothing here exits except on
- * allocation failure (fatal).
+ * Everything runs on the role's loop and no function blocks: a host
+ * name is looked up on a resolver thread (resolve.h; the link is
+ * "resolving" meanwhile) and fails the attempt after RESOLVE_TIMEOUT
+ * ("dns: timed out", then backoff), so one slow name server delays only
+ * the relays it names.  IP literals are vetted at once.  Nothing here
+ * exits except on allocation failure (fatal).
  */
 #ifndef GRASPD_CONN_H
 #define GRASPD_CONN_H

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "proc.h"
 #include "ready.h"
+#include "resolve.h"
 #include "version.h"
 
 /* One process per program; the signal handlers need it. */
@@ -233,6 +234,8 @@ proc_run(struct proc *p)
 	while (!p->p_stop) {
 		if (lws_service(p->p_lws, 0) < 0)
 			break;
+		/* Lookup threads wake the loop with lws_cancel_service(). */
+		resolve_poll();
 		if (proc_reload) {
 			proc_reload = 0;
 			config_reload_log_level(p->p_cfg, p->p_file);

@@ -876,30 +876,38 @@ relayurl_check_resolved(const struct sockaddr *sa, unsigned flags)
 }
 
 int
-relayurl_resolve_checked(const char *key, unsigned flags,
-    struct sockaddr_storage *out, socklen_t *outlen, const char **why)
+relayurl_resolve_hints(const char *key, struct relayurl *ru,
+    struct addrinfo *hints, char *port, size_t portlen, const char **why)
 {
-	struct relayurl ru;
-	struct addrinfo hints, *res = NULL, *ai;
-	const char     *dummy;
-	char		port[8];
-	int		rc;
+	const char *dummy;
 
 	if (why == NULL)
 		why = &dummy;
-	if (relayurl_parse(key, &ru) == -1) {
+	if (relayurl_parse(key, ru) == -1) {
 		*why = "not a canonical relay key";
 		return -1;
 	}
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	if (ru.ru_family != AF_UNSPEC)
-		hints.ai_flags |= AI_NUMERICHOST;
-	snprintf(port, sizeof(port), "%d", ru.ru_port);
-	if ((rc = getaddrinfo(ru.ru_host, port, &hints, &res)) != 0) {
-		*why = gai_strerror(rc);
+	memset(hints, 0, sizeof(*hints));
+	hints->ai_family = AF_UNSPEC;
+	hints->ai_socktype = SOCK_STREAM;
+	hints->ai_flags = AI_NUMERICSERV;
+	if (ru->ru_family != AF_UNSPEC)
+		hints->ai_flags |= AI_NUMERICHOST;
+	snprintf(port, portlen, "%d", ru->ru_port);
+	return 0;
+}
+
+int
+relayurl_vet_addrinfo(int gai_rc, const struct addrinfo *res, unsigned flags,
+    struct sockaddr_storage *out, socklen_t *outlen, const char **why)
+{
+	const struct addrinfo *ai;
+	const char	      *dummy;
+
+	if (why == NULL)
+		why = &dummy;
+	if (gai_rc != 0) {
+		*why = gai_strerror(gai_rc);
 		return -2;
 	}
 	if (res == NULL) {
@@ -910,18 +918,35 @@ relayurl_resolve_checked(const char *key, unsigned flags,
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
 		if (relayurl_check_resolved(ai->ai_addr, flags) == -1) {
 			*why = "rule 22: name resolves to a refused address";
-			freeaddrinfo(res);
 			return -1;
 		}
 	}
 	if (res->ai_addrlen > sizeof(*out)) {
 		*why = "address too long";
-		freeaddrinfo(res);
 		return -1;
 	}
 	memset(out, 0, sizeof(*out));
 	memcpy(out, res->ai_addr, res->ai_addrlen);
 	*outlen = res->ai_addrlen;
-	freeaddrinfo(res);
 	return 0;
+}
+
+int
+relayurl_resolve_checked(const char *key, unsigned flags,
+    struct sockaddr_storage *out, socklen_t *outlen, const char **why)
+{
+	struct relayurl ru;
+	struct addrinfo hints, *res = NULL;
+	char		port[8];
+	int		rc;
+
+	if (relayurl_resolve_hints(key, &ru, &hints, port, sizeof(port), why) ==
+	    -1)
+		return -1;
+	rc = getaddrinfo(ru.ru_host, port, &hints, &res);
+	rc = relayurl_vet_addrinfo(rc, rc == 0 ? res : NULL, flags, out, outlen,
+	    why);
+	if (res != NULL)
+		freeaddrinfo(res);
+	return rc;
 }

@@ -20,6 +20,7 @@
 
 #include <sys/socket.h>
 
+#include <netdb.h>
 #include <stddef.h>
 
 /* nips.md 6.2 rule 1: longest accepted URL (after trimming) and key. */
@@ -156,9 +157,30 @@ int relayurl_check_resolved(const struct sockaddr *sa, unsigned flags);
  * address while sending the key's host as Host and SNI, and calls this
  * again before every reconnect.  Returns -1 if the key is not canonical or
  * an address is refused, -2 if the name did not resolve; *why (if why is
- * not NULL) then says why, as a static string.  May block in DNS.
+ * not NULL) then says why, as a static string.  May block in DNS: the
+ * roles call it only for IP literals and resolve names with
+ * common/resolve.c, which runs the same two halves below on a thread.
  */
 int relayurl_resolve_checked(const char *key, unsigned flags,
     struct sockaddr_storage *out, socklen_t *outlen, const char **why);
+
+/*
+ * The first half of relayurl_resolve_checked(): splits the canonical key
+ * into ru and fills the getaddrinfo hints and the numeric port (portlen
+ * bytes; 8 is enough) for ru->ru_host.  Returns 0, or -1 with *why if
+ * the key is not canonical.  Never blocks.
+ */
+int relayurl_resolve_hints(const char *key, struct relayurl *ru,
+    struct addrinfo *hints, char *port, size_t portlen, const char **why);
+
+/*
+ * The second half: vets a getaddrinfo answer (gai_rc its return value,
+ * res its list, NULL when it failed) exactly as relayurl_resolve_checked()
+ * does and returns what it returns, with the first address in out.  Does
+ * not free res.  Never blocks.
+ */
+int relayurl_vet_addrinfo(int gai_rc, const struct addrinfo *res,
+    unsigned flags, struct sockaddr_storage *out, socklen_t *outlen,
+    const char **why);
 
 #endif

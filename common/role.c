@@ -24,6 +24,7 @@
 #include "log.h"
 #include "proc.h"
 #include "ready.h"
+#include "resolve.h"
 #include "role.h"
 #include "store.h"
 
@@ -488,6 +489,7 @@ role_main(int argc, char **argv, enum role role, const struct role_ops *ops)
 	if (ctx.r_init_done && ops->fini != NULL)
 		ops->fini(&ctx);
 	feed_close(&ctx.r_feed);
+	resolve_shutdown();
 	lws_context_destroy(ctx.r_lws);
 	ctx.r_lws = ctx.r_proc.p_lws = NULL;
 	chan_close(ctx.r_sock_control);

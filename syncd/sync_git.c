@@ -45,6 +45,7 @@
 #include "policy.h"
 #include "purg.h"
 #include "relayurl.h"
+#include "resolve.h"
 #include "store.h"
 #include "syncd.h"
 #include "sync_git.h"
@@ -167,6 +168,8 @@ attempt_clear(struct git_hunt *h)
 	free(h->gh_batch);
 	h->gh_batch = NULL;
 	h->gh_nbatch = 0;
+	resolve_cancel(h->gh_resolve);
+	h->gh_resolve = 0;
 	h->gh_url = 0;
 	h->gh_vetted = 0;
 	h->gh_single = 0;
@@ -889,6 +892,8 @@ step_name(const struct git_hunt *h)
 		return "throttled";
 	case HS_FETCH:
 		return "fetching";
+	case HS_RESOLVE:
+		return "resolving";
 	default:
 		return "waiting";
 	}

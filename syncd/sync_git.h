@@ -29,6 +29,7 @@ enum hunt_step {
 	HS_CHECK,      /* git cat-file runs */
 	HS_FETCH_WAIT, /* the next fetch waits for a domain or a slot */
 	HS_FETCH,      /* git fetch runs */
+	HS_RESOLVE,    /* the current URL's host is being looked up */
 };
 
 struct git_want {
@@ -75,8 +76,9 @@ struct git_hunt {
 	size_t		   gh_nwants;
 	struct git_url	  *gh_urls;
 	size_t		   gh_nurls;
-	size_t		   gh_url;    /* the URL being tried */
-	int		   gh_vetted; /* its address is pinned */
+	size_t		   gh_url;     /* the URL being tried */
+	int		   gh_vetted;  /* its address is pinned */
+	uint64_t	   gh_resolve; /* its lookup (resolve.h), or 0 */
 	char		   gh_pin[RELAYURL_MAX + NI_MAXHOST + 64];
 	int		   gh_single;  /* one object per fetch */
 	int		   gh_fetched; /* a fetch brought objects */

@@ -14,7 +14,8 @@
  * (relayurl.h) and their host is resolved and vetted before every
  * attempt; git gets the vetted address pinned (http.curloptResolve), no
  * redirects, no protocol but http(s), no prompt and no credential helper.
- * The DNS lookup itself blocks, as conn.c's does before a dial.
+ * The lookup runs on a resolver thread (common/resolve.h), as conn.c's
+ * does before a dial, so a slow name server stalls only its own hunt.
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
@@ -40,6 +41,7 @@
 #include "nip19.h"
 #include "pktline.h"
 #include "relayurl.h"
+#include "resolve.h"
 #include "store.h"
 #include "syncd.h"
 #include "sync_git.h"
@@ -306,20 +308,16 @@ end_fetching(struct sync_git *sg, struct git_hunt *h)
 }
 
 /*
- * Resolves the current URL's host and vets every address (relayurl.h);
- * the first one is pinned for git.  0, or -1 with the error set.
+ * The current URL's host resolved (rc, ss and why as
+ * relayurl_resolve_checked() gives them, every address vetted): the
+ * first address is pinned for git.  0, or -1 with the error set.
  */
 static int
-vet_url(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
+vet_answer(struct sync_git *sg, struct git_hunt *h, struct git_url *u, int rc,
+    const struct sockaddr_storage *ss, socklen_t sl, const char *why)
 {
-	struct sockaddr_storage ss;
-	socklen_t		sl = sizeof(ss);
-	const char	       *why = NULL;
-	char			addr[NI_MAXHOST];
-	int			rc;
+	char addr[NI_MAXHOST];
 
-	rc = relayurl_resolve_checked(u->gu_key, sg->sg_urlflags, &ss, &sl,
-	    &why);
 	if (rc == -1) {
 		sg->sg_refused++;
 		sync_git_set_error(h, "%s: refused: %s", u->gu_ru.ru_authority,
@@ -335,17 +333,62 @@ vet_url(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
 	/* IP literals are never looked up; names are pinned. */
 	if (u->gu_ru.ru_family != AF_UNSPEC)
 		return 0;
-	if (getnameinfo((struct sockaddr *)&ss, sl, addr, sizeof(addr), NULL, 0,
-		NI_NUMERICHOST) != 0) {
+	if (getnameinfo((const struct sockaddr *)ss, sl, addr, sizeof(addr),
+		NULL, 0, NI_NUMERICHOST) != 0) {
 		sync_git_set_error(h, "%s: cannot print the resolved address",
 		    u->gu_ru.ru_authority);
 		return -1;
 	}
 	snprintf(h->gh_pin, sizeof(h->gh_pin),
 	    "http.curloptResolve=%s:%d:%s%s%s", u->gu_ru.ru_host,
-	    u->gu_ru.ru_port, ss.ss_family == AF_INET6 ? "[" : "", addr,
-	    ss.ss_family == AF_INET6 ? "]" : "");
+	    u->gu_ru.ru_port, ss->ss_family == AF_INET6 ? "[" : "", addr,
+	    ss->ss_family == AF_INET6 ? "]" : "");
 	return 0;
+}
+
+/* The lookup of the current URL's host answered (on the loop). */
+static void
+url_resolved(void *arg, int rc, const struct sockaddr_storage *ss, socklen_t sl,
+    const char *why)
+{
+	struct git_hunt *h = arg;
+	struct sync_git *sg = h->gh_sg;
+
+	h->gh_resolve = 0;
+	h->gh_step = HS_FETCH_WAIT;
+	if (vet_answer(sg, h, &h->gh_urls[h->gh_url], rc, ss, sl, why) == -1)
+		next_url(h);
+	else
+		h->gh_vetted = 1;
+	sync_gitsrc_fetch_next(sg, h);
+}
+
+/*
+ * Vets the current URL's host (relayurl.h): an IP literal at once (0, or
+ * -1 with the error set), a name on a resolver thread (1: the hunt waits
+ * in HS_RESOLVE and url_resolved() goes on), so a slow name server does
+ * not stall syncd.
+ */
+static int
+vet_url(struct sync_git *sg, struct git_hunt *h, struct git_url *u)
+{
+	struct sockaddr_storage ss;
+	socklen_t		sl = sizeof(ss);
+	const char	       *why = NULL;
+	int			rc;
+
+	if (u->gu_ru.ru_family != AF_UNSPEC) {
+		rc = relayurl_resolve_checked(u->gu_key, sg->sg_urlflags, &ss,
+		    &sl, &why);
+		return vet_answer(sg, h, u, rc, &ss, sl, why);
+	}
+	h->gh_sg = sg;
+	h->gh_resolve = resolve_start(sg->sg_sd->sd_ctx->r_lws, u->gu_key,
+	    sg->sg_urlflags, RESOLVE_TIMEOUT, url_resolved, h, &why);
+	if (h->gh_resolve == 0)
+		return vet_answer(sg, h, u, -2, NULL, 0, why);
+	h->gh_step = HS_RESOLVE;
+	return 1;
 }
 
 static int
@@ -419,6 +462,7 @@ sync_gitsrc_fetch_next(struct sync_git *sg, struct git_hunt *h)
 	struct git_url *u;
 	size_t		i, max;
 	int64_t		now;
+	int		rc;
 
 	for (;;) {
 		if (h->gh_url >= h->gh_nurls) {
@@ -447,10 +491,12 @@ sync_gitsrc_fetch_next(struct sync_git *sg, struct git_hunt *h)
 			continue;
 		}
 		if (!h->gh_vetted) {
-			if (vet_url(sg, h, u) == -1) {
+			if ((rc = vet_url(sg, h, u)) == -1) {
 				next_url(h);
 				continue;
 			}
+			if (rc == 1)
+				return; /* url_resolved() goes on */
 			h->gh_vetted = 1;
 		}
 		now = role_now_ms();

@@ -57,8 +57,10 @@ integration/crash_test 17
 integration/conn_live_test 12
 integration/hunt_test 11
 integration/discovery_test 10
+integration/dns_test 13
 integration/ssrf_test 9
 integration/hostile_test 8
+unit/resolve_test 7
 integration/load_test 5
 integration/roles_test 5
 fuzz 53

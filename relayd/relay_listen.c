@@ -8,7 +8,11 @@
  * as an HTTP (and so websocket) connection, with Nagle's algorithm off
  * (lws sets TCP_NODELAY only on the sockets it accepts itself): a REQ's
  * last write, its EOSE, would otherwise wait for the client's delayed
- * ACK of the write before it, 40 ms on Linux.
+ * ACK of the write before it, 40 ms on Linux.  The accept is also where
+ * a connection is first counted for its address: one beyond
+ * max_pending_per_ip of its address's connections still sending their
+ * request headers is closed at once (relay_addr.c), before it can take
+ * a header buffer of lws, and the rest are watched by relay_wire.c.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <sys/socket.h>
@@ -22,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "addrkey.h"
 #include "log.h"
 #include "relayd.h"
 
@@ -154,30 +159,63 @@ relay_listen_close(void)
 	nlisten = 0;
 }
 
+/*
+ * Hands fd, just accepted from sa, to the vhost, unless its address
+ * already has max_pending_per_ip connections whose headers are not
+ * complete: then it is closed before lws sees it.
+ */
+static void
+listen_adopt(int fd, const struct sockaddr *sa, socklen_t salen)
+{
+	struct relay_addr *pending;
+	struct lws	  *wsi;
+	char		   key[ADDRKEY_LEN];
+	int		   one = 1;
+
+	if (addrkey_of(sa, salen, relayd->cfg.ipv6_prefix, key, sizeof(key)) ==
+	    -1)
+		snprintf(key, sizeof(key), "?");
+	if (!relay_addr_pending_begin(key, &pending)) {
+		relayd->stats.connections_refused_pending++;
+		log_debug("closing a connection from %s: %d sending headers "
+			  "from it",
+		    key, relayd->cfg.max_pending_per_ip);
+		close(fd);
+		return;
+	}
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
+		log_warn("TCP_NODELAY");
+	/* lws closes fd itself when it cannot adopt it. */
+	if ((wsi = lws_adopt_socket_vhost(relayd->vhost, fd)) == NULL) {
+		log_warnx("cannot adopt an accepted connection");
+		relay_addr_pending_end(pending);
+		return;
+	}
+	relay_wire_accept(wsi, fd, pending);
+}
+
 int
 relay_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
 {
-	int lfd, fd, n, one;
+	struct sockaddr_storage ss;
+	socklen_t		sslen;
+	int			lfd, fd, n;
 
 	if (reason != LWS_CALLBACK_RAW_RX_FILE)
 		return 0;
 	lfd = lws_get_socket_fd(wsi);
 	for (n = 0; n < LISTEN_ACCEPT_BURST; n++) {
-		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		sslen = sizeof(ss);
+		fd = accept4(lfd, (struct sockaddr *)&ss, &sslen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK &&
 			    errno != ECONNABORTED && errno != EINTR)
 				log_warn("accept");
 			break;
 		}
-		one = 1;
-		if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-			sizeof(one)) == -1)
-			log_warn("TCP_NODELAY");
-		/* lws closes fd itself when it cannot adopt it. */
-		if (lws_adopt_socket_vhost(relayd->vhost, fd) == NULL)
-			log_warnx("cannot adopt an accepted connection");
+		listen_adopt(fd, (struct sockaddr *)&ss, sslen);
 	}
 	return 0;
 }
@@ -201,5 +239,21 @@ relay_peer_name(struct lws *wsi, char *out, size_t len)
 	if (strncmp(h, "::ffff:", 7) == 0 && strchr(h + 7, ':') == NULL)
 		h += 7;
 	snprintf(out, len, "%s", h);
+	return out;
+}
+
+const char *
+relay_peer_key(struct lws *wsi, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t		sslen = sizeof(ss);
+	int			fd;
+
+	out[0] = '\0';
+	fd = lws_get_socket_fd(lws_get_network_wsi(wsi));
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1 ||
+	    addrkey_of((struct sockaddr *)&ss, sslen, relayd->cfg.ipv6_prefix,
+		out, len) == -1)
+		out[0] = '\0';
 	return out;
 }

@@ -207,9 +207,10 @@ recv(int fd, void *buf, size_t len, int flags)
 {
 	ssize_t n = recvfrom(fd, buf, len, flags, NULL, NULL);
 
-	if (n <= 0 || (flags & MSG_PEEK) || !wire_ready || fd < 0 ||
-	    (size_t)fd >= nwires || wires[fd].w_wsi == NULL ||
-	    !pthread_equal(pthread_self(), wire_thread))
+	/* The thread first: the table is the loop's alone. */
+	if (n <= 0 || (flags & MSG_PEEK) || !wire_ready ||
+	    !pthread_equal(pthread_self(), wire_thread) || fd < 0 ||
+	    (size_t)fd >= nwires || wires[fd].w_wsi == NULL)
 		return n;
 	if (wires[fd].w_ws)
 		frame_feed(&wires[fd], buf, (size_t)n, relay_now_ms());

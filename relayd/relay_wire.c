@@ -13,14 +13,12 @@
  * lws reads every client socket with recv(2) (lws_ssl_capable_read_no_ssl
  * in lib/core-net/output.c; relayd serves no TLS).  relayd defines recv()
  * itself, which the dynamic linker binds lws's calls to: it calls
- * recvfrom(2) and shows what came to a shadow frame parser kept per
- * descriptor of an accepted connection.  The parser only reads: lws gets
- * exactly the bytes the kernel gave.  It notes when the frame in progress
- * began and whether a frame came unmasked; relay_wire_sweep() closes the
- * websocket of either (1002 for a protocol error, 1008 for a frame too
- * slow).  Before the upgrade the parser restarts after every "\r\n\r\n",
- * so that its state at the upgrade is that of the bytes after the
- * upgrade request's headers.
+ * recvfrom(2) and shows what came to a frame watcher (common/wswatch.c)
+ * kept per descriptor of an accepted connection.  The watcher only
+ * reads: lws gets exactly the bytes the kernel gave.  It notes when the
+ * frame in progress began and whether a frame came unmasked;
+ * relay_wire_sweep() closes the websocket of either (1002 for a protocol
+ * error, 1008 for a frame too slow).
  *
  * The record also holds the connection's place among its address's
  * connections whose headers are not complete (relay_addr.c), given back
@@ -36,39 +34,17 @@
 
 #include "log.h"
 #include "relayd.h"
+#include "wswatch.h"
 
-/* RFC 6455 5.2: the MASK bit and the payload length of byte 2. */
-#define WS_MASK_BIT	0x80
-#define WS_LEN_MASK	0x7f
-/* RFC 6455 5.2: lengths 126 and 127 take 2 and 8 more bytes. */
-#define WS_LEN_16	126
-#define WS_LEN_64	127
-/* RFC 6455 5.2: the masking key's length. */
-#define WS_MASK_KEY_LEN 4
 /* Ours: how often relay_wire_sweep() looks at the frames in progress. */
 #define WIRE_SWEEP_US	(250 * LWS_US_PER_MS)
 /* Ours: how long a websocket being closed has to take its close frame. */
 #define WIRE_CLOSE_SECS 2
 
-enum wire_state {
-	FR_HEAD, /* the first byte of a frame is next */
-	FR_LEN7, /* the byte with MASK and the 7-bit length */
-	FR_XLEN, /* w_need bytes of extended length */
-	FR_KEY,	 /* w_need bytes of masking key */
-	FR_BODY, /* w_left bytes of payload */
-};
-
 struct wire {
-	struct lws	  *w_wsi;      /* NULL: a free record */
-	struct relay_addr *w_pending;  /* its place until its headers end */
-	int64_t		   w_frame_at; /* ms its frame in progress began; 0 */
-	uint64_t	   w_left;     /* payload bytes still to come */
-	enum wire_state	   w_state;
-	unsigned	   w_need;	   /* header bytes still to come */
-	unsigned	   w_crlf;	   /* bytes of "\r\n\r\n" matched */
-	unsigned	   w_ws : 1;	   /* an established websocket */
-	unsigned	   w_unmasked : 1; /* an unmasked frame came */
-	unsigned	   w_masked : 1;   /* the frame in progress is */
+	struct lws	  *w_wsi;     /* NULL: a free record */
+	struct relay_addr *w_pending; /* its place until its headers end */
+	struct wswatch	   w_watch;
 };
 
 static struct wire	     *wires; /* by descriptor */
@@ -88,116 +64,6 @@ wire_of(struct lws *wsi)
 	return &wires[fd];
 }
 
-static void
-frame_restart(struct wire *w)
-{
-	w->w_state = FR_HEAD;
-	w->w_frame_at = 0;
-	w->w_unmasked = 0;
-	w->w_need = 0;
-	w->w_left = 0;
-}
-
-/* Moves past a frame header whose length is known. */
-static void
-frame_header_done(struct wire *w, int masked)
-{
-	if (masked) {
-		w->w_state = FR_KEY;
-		w->w_need = WS_MASK_KEY_LEN;
-	} else
-		w->w_state = FR_BODY;
-}
-
-/* Feeds n bytes of the client's websocket stream to w's parser. */
-static void
-frame_feed(struct wire *w, const uint8_t *p, size_t n, int64_t now)
-{
-	size_t k;
-
-	while (n > 0) {
-		switch (w->w_state) {
-		case FR_HEAD:
-			w->w_frame_at = now > 0 ? now : 1;
-			w->w_state = FR_LEN7;
-			p++, n--;
-			break;
-		case FR_LEN7:
-			if (!(*p & WS_MASK_BIT) && !w->w_unmasked) {
-				w->w_unmasked = 1;
-				if (w->w_ws)
-					wire_dirty = 1;
-			}
-			w->w_left = 0;
-			if ((*p & WS_LEN_MASK) == WS_LEN_16) {
-				w->w_state = FR_XLEN;
-				w->w_need = 2;
-			} else if ((*p & WS_LEN_MASK) == WS_LEN_64) {
-				w->w_state = FR_XLEN;
-				w->w_need = 8;
-			} else {
-				w->w_left = *p & WS_LEN_MASK;
-				frame_header_done(w, *p & WS_MASK_BIT);
-			}
-			w->w_masked = (*p & WS_MASK_BIT) != 0;
-			p++, n--;
-			break;
-		case FR_XLEN:
-			w->w_left = (w->w_left << 8) | *p;
-			p++, n--;
-			if (--w->w_need == 0)
-				frame_header_done(w, w->w_masked);
-			break;
-		case FR_KEY:
-			k = n < w->w_need ? n : w->w_need;
-			w->w_need -= (unsigned)k;
-			p += k, n -= k;
-			if (w->w_need == 0)
-				w->w_state = FR_BODY;
-			break;
-		case FR_BODY:
-			k = (uint64_t)n < w->w_left ? n : (size_t)w->w_left;
-			w->w_left -= k;
-			p += k, n -= k;
-			break;
-		}
-		if (w->w_state == FR_BODY && w->w_left == 0) {
-			w->w_state = FR_HEAD;
-			w->w_frame_at = 0;
-		}
-	}
-}
-
-/*
- * Bytes before the upgrade: the frame parser restarts after each
- * "\r\n\r\n", the end of a request's headers, and reads what follows it.
- */
-static void
-wire_http(struct wire *w, const uint8_t *p, size_t n, int64_t now)
-{
-	static const char eoh[] = "\r\n\r\n";
-	const uint8_t	 *end = p + n, *from = p, *q;
-
-	while (p < end) {
-		if (w->w_crlf == 0) {
-			if ((q = memchr(p, '\r', (size_t)(end - p))) == NULL)
-				break;
-			p = q;
-		}
-		if (*p == (uint8_t)eoh[w->w_crlf])
-			w->w_crlf++;
-		else
-			w->w_crlf = *p == '\r';
-		p++;
-		if (w->w_crlf == sizeof(eoh) - 1) {
-			w->w_crlf = 0;
-			frame_restart(w);
-			from = p;
-		}
-	}
-	frame_feed(w, from, (size_t)(end - from), now);
-}
-
 /*
  * Where lws's reads come through (see the top of the file).  Same
  * contract as recv(2).
@@ -212,12 +78,11 @@ recv(int fd, void *buf, size_t len, int flags)
 	    !pthread_equal(pthread_self(), wire_thread) || fd < 0 ||
 	    (size_t)fd >= nwires || wires[fd].w_wsi == NULL)
 		return n;
-	if (wires[fd].w_ws)
-		frame_feed(&wires[fd], buf, (size_t)n, relay_now_ms());
-	else
-		wire_http(&wires[fd], buf, (size_t)n, relay_now_ms());
-	if (wire_dirty)
+	if (wswatch_feed(&wires[fd].w_watch, buf, (size_t)n, relay_now_ms())) {
+		/* The sweep runs at the loop's next turn. */
+		wire_dirty = 1;
 		lws_cancel_service(relayd->ctx);
+	}
 	return n;
 }
 
@@ -248,12 +113,12 @@ relay_wire_sweep(void)
 	LIST_FOREACH(c, &relayd->conns, rc_entry) {
 		if ((w = wire_of(c->rc_wsi)) == NULL)
 			continue;
-		if (w->w_unmasked) {
+		if (w->w_watch.ww_unmasked) {
 			relayd->stats.ws_closed_unmasked++;
 			wire_close(c, LWS_CLOSE_STATUS_PROTOCOL_ERR,
 			    "protocol error: unmasked frame");
-		} else if (limit > 0 && w->w_frame_at != 0 &&
-		    now - w->w_frame_at >= limit) {
+		} else if (limit > 0 && w->w_watch.ww_frame_at != 0 &&
+		    now - w->w_watch.ww_frame_at >= limit) {
 			relayd->stats.ws_closed_slow_frame++;
 			wire_close(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
 			    "frame too slow");
@@ -321,9 +186,9 @@ relay_wire_established(struct lws *wsi)
 	if (w == NULL)
 		return;
 	relay_wire_headers_done(wsi);
-	w->w_ws = 1;
+	wswatch_upgraded(&w->w_watch);
 	/* Frames that came with the upgrade request. */
-	if (w->w_unmasked)
+	if (w->w_watch.ww_unmasked)
 		wire_dirty = 1;
 }
 
@@ -332,7 +197,7 @@ relay_wire_unmasked(struct lws *wsi)
 {
 	struct wire *w = wire_of(wsi);
 
-	return w != NULL && w->w_ws && w->w_unmasked;
+	return w != NULL && w->w_watch.ww_upgraded && w->w_watch.ww_unmasked;
 }
 
 int

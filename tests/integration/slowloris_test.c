@@ -355,7 +355,7 @@ static void
 test_idle_websocket_is_pinged_then_closed(void)
 {
 	const char	 *env[] = { "NGIT_WS_PING_INTERVAL=1",
-		      "NGIT_WS_PONG_TIMEOUT=1", NULL };
+		      "NGIT_WS_PONG_TIMEOUT=2", NULL };
 	struct relayproc *rp;
 	struct buf	  rx = BUF_INIT;
 	struct wsc	 *ws;

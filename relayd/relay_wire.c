@@ -18,7 +18,10 @@
  * reads: lws gets exactly the bytes the kernel gave.  It notes when the
  * frame in progress began and whether a frame came unmasked;
  * relay_wire_sweep() closes the websocket of either (1002 for a protocol
- * error, 1008 for a frame too slow).
+ * error, 1008 for a frame too slow).  Were lws to read some other way
+ * (TLS, a later version), the watcher would see nothing and both checks
+ * would lapse, no more: slowloris_test's unmasked and stalled-frame
+ * cases are there to notice.
  *
  * The record also holds the connection's place among its address's
  * connections whose headers are not complete (relay_addr.c), given back
@@ -188,8 +191,10 @@ relay_wire_established(struct lws *wsi)
 	relay_wire_headers_done(wsi);
 	wswatch_upgraded(&w->w_watch);
 	/* Frames that came with the upgrade request. */
-	if (w->w_watch.ww_unmasked)
+	if (w->w_watch.ww_unmasked) {
 		wire_dirty = 1;
+		lws_cancel_service(relayd->ctx);
+	}
 }
 
 int

@@ -250,9 +250,13 @@ test_partial_requests_from_one_address_do_not_block_others(void)
 	relayproc_free(rp);
 }
 
-/* A raw websocket from src: the handshake done, the rest in *rx. */
+/*
+ * A raw websocket from src: the handshake done, the rest in *rx; extra
+ * (extralen bytes, or NULL) is sent in the same write as the request.
+ */
 static int
-raw_ws(const char *src, int port, struct buf *rx)
+raw_ws_with(const char *src, int port, struct buf *rx, const void *extra,
+    size_t extralen)
 {
 	char	      req[512], tmp[4096], *eoh;
 	int64_t	      deadline = wsc_now_ms() + 5000;
@@ -268,6 +272,10 @@ raw_ws(const char *src, int port, struct buf *rx)
 	    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
 	    "Sec-WebSocket-Version: 13\r\n\r\n",
 	    port);
+	if (extra != NULL && (size_t)len + extralen < sizeof(req)) {
+		memcpy(req + len, extra, extralen);
+		len += (int)extralen;
+	}
 	if (write(fd, req, (size_t)len) != len)
 		goto fail;
 	buf_reset(rx);
@@ -297,6 +305,12 @@ fail:
 
 /* The payload of the last frame next_frame() returned, NUL-terminated. */
 static struct buf last = BUF_INIT;
+
+static int
+raw_ws(const char *src, int port, struct buf *rx)
+{
+	return raw_ws_with(src, port, rx, NULL, 0);
+}
 
 /*
  * Reads frames from fd (rx holding what came already) until deadline:
@@ -453,12 +467,14 @@ static void
 test_unmasked_frame_is_closed_1002(void)
 {
 	static const uint8_t ping[] = { 0x80 | WS_OP_PING, 0 };
+	const char	    *env[] = { "NGIT_WS_FRAME_TIMEOUT=0", NULL };
 	struct relayproc    *rp;
 	struct buf	     rx = BUF_INIT, fr = BUF_INIT;
 	const char	    *req = "[\"REQ\",\"u\",{\"limit\":1}]";
 	int		     fd, code = 0, op;
 
-	T_ASSERT((rp = start(NULL)) != NULL);
+	/* No frame-timeout sweep: the close may not wait for one. */
+	T_ASSERT((rp = start(env)) != NULL);
 	T_ASSERT((fd = raw_ws("127.0.0.1", relayproc_port(rp), &rx)) != -1);
 	/* A REQ in a frame without a mask, as a server would send it. */
 	wsc_frame_encode(&fr, WS_OP_TEXT, 1, NULL, req, strlen(req));
@@ -482,9 +498,20 @@ test_unmasked_frame_is_closed_1002(void)
 	T_EQ_INT(op, WS_OP_CLOSE);
 	T_EQ_INT(code, 1002);
 	close(fd);
+
+	/* The same sent behind the upgrade request, before the 101. */
+	T_ASSERT((fd = raw_ws_with("127.0.0.1", relayproc_port(rp), &rx, ping,
+		      sizeof(ping))) != -1);
+	code = 0;
+	op = next_frame(fd, &rx, -1, wsc_now_ms() + 3000, &code);
+	printf("# unmasked ping before the 101: opcode %d, close %d\n", op,
+	    code);
+	T_EQ_INT(op, WS_OP_CLOSE);
+	T_EQ_INT(code, 1002);
+	close(fd);
 	T_CHECK(ctl_metric(rp,
 		    "graspd_relay_websockets_closed_total"
-		    "{role=\"relayd\",reason=\"unmasked\"}") == 2);
+		    "{role=\"relayd\",reason=\"unmasked\"}") == 3);
 	buf_free(&fr);
 	buf_free(&rx);
 	relayproc_free(rp);

@@ -89,12 +89,15 @@ recv(int fd, void *buf, size_t len, int flags)
 	return n;
 }
 
-/* Closes c with status and why, once lws can send the close frame. */
-static void
+/*
+ * Closes c with status and why, once lws can send the close frame.
+ * Returns 1 if this started it, 0 if c was closing already.
+ */
+static int
 wire_close(struct relay_conn *c, int status, const char *why)
 {
 	if (c->rc_close != 0)
-		return;
+		return 0;
 	log_info("closing the websocket of %s: %s", c->rc_peer, why);
 	c->rc_close = status;
 	c->rc_close_why = why;
@@ -102,6 +105,7 @@ wire_close(struct relay_conn *c, int status, const char *why)
 	/* One that does not read is closed without its close frame. */
 	lws_set_timeout(c->rc_wsi, PENDING_TIMEOUT_USER_REASON_BASE,
 	    WIRE_CLOSE_SECS);
+	return 1;
 }
 
 void
@@ -117,14 +121,14 @@ relay_wire_sweep(void)
 		if ((w = wire_of(c->rc_wsi)) == NULL)
 			continue;
 		if (w->w_watch.ww_unmasked) {
-			relayd->stats.ws_closed_unmasked++;
-			wire_close(c, LWS_CLOSE_STATUS_PROTOCOL_ERR,
-			    "protocol error: unmasked frame");
+			if (wire_close(c, LWS_CLOSE_STATUS_PROTOCOL_ERR,
+				"protocol error: unmasked frame"))
+				relayd->stats.ws_closed_unmasked++;
 		} else if (limit > 0 && w->w_watch.ww_frame_at != 0 &&
 		    now - w->w_watch.ww_frame_at >= limit) {
-			relayd->stats.ws_closed_slow_frame++;
-			wire_close(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
-			    "frame too slow");
+			if (wire_close(c, LWS_CLOSE_STATUS_POLICY_VIOLATION,
+				"frame too slow"))
+				relayd->stats.ws_closed_slow_frame++;
 		}
 	}
 }

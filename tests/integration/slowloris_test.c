@@ -444,6 +444,9 @@ test_frame_stopped_halfway_is_closed(void)
 	    (long long)(wsc_now_ms() - t0), code);
 	T_EQ_INT(code, 1008);
 	close(fd);
+	T_CHECK(ctl_metric(rp,
+		    "graspd_relay_websockets_closed_total"
+		    "{role=\"relayd\",reason=\"frame_timeout\"}") == 2);
 
 	/* Whole frames, slowly, are not a stalled frame. */
 	T_ASSERT((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",

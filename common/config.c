@@ -180,6 +180,28 @@ static const struct cfg_key cfg_keys[] = {
 	    "Most git smart HTTP requests served at once to one IP address; 0 "
 	    "is no limit",
 	    R(RELAYD) },
+	{ "NGIT_MAX_PENDING_PER_IP", CT_INT, F(max_pending_per_ip), "8", 0,
+	    1048576,
+	    "Most connections from one IP address still sending their request "
+	    "headers; 0 is no limit",
+	    R(RELAYD) },
+	{ "NGIT_HEADER_TIMEOUT", CT_INT, F(header_timeout), "10", 1, 3600,
+	    "Seconds a connection has to send its request headers", R(RELAYD) },
+	{ "NGIT_WS_PING_INTERVAL", CT_INT, F(ws_ping_interval), "120", 0, 36000,
+	    "Seconds after its last pong a websocket is pinged; 0 never pings "
+	    "or closes an idle one",
+	    R(RELAYD) },
+	{ "NGIT_WS_PONG_TIMEOUT", CT_INT, F(ws_pong_timeout), "30", 1, 3600,
+	    "Seconds a pinged websocket has to answer before it is closed",
+	    R(RELAYD) },
+	{ "NGIT_WS_FRAME_TIMEOUT", CT_INT, F(ws_frame_timeout), "30", 0, 3600,
+	    "Seconds a websocket frame may take from its first byte to its "
+	    "last; 0 is no limit",
+	    R(RELAYD) },
+	{ "NGIT_IPV6_PREFIX", CT_INT, F(ipv6_prefix), "64", 1, 128,
+	    "Per-address limits count IPv6 clients by this prefix length; 128 "
+	    "is each address",
+	    R(RELAYD) },
 	{ "NGIT_MAX_REPOS_PER_OWNER", CT_INT, F(max_repos_per_owner), "100", 0,
 	    1000000,
 	    "Most repositories hosted for one owner key; 0 is no limit",

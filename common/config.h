@@ -102,6 +102,12 @@ struct config {
 	int		      max_event_size;		    /* JSON bytes */
 	int		      max_read_stall_secs;	    /* REQ unread */
 	int		      max_git_requests_per_ip;	    /* 0: no limit */
+	int		      max_pending_per_ip;	    /* 0: no limit */
+	int		      header_timeout;		    /* seconds */
+	int		      ws_ping_interval;		    /* s; 0: never */
+	int		      ws_pong_timeout;		    /* seconds */
+	int		      ws_frame_timeout;		    /* s; 0: none */
+	int		      ipv6_prefix;		    /* bits, 1..128 */
 	int		      max_repos_per_owner;	    /* 0: no limit */
 	int		      max_push_bytes;		    /* 0: no limit */
 	int		      max_repo_bytes;		    /* 0: no limit */

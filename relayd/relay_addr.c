@@ -1,28 +1,32 @@
 /*
  * relay_addr.c: relayd's per-address limits (graspd.conf(5)): the
- * websockets open from one IP address (max_connections_per_ip), the
- * EVENTs they send together (max_events_per_minute_per_ip, a token
- * bucket shared by the address's connections, beside each connection's
- * own) and the git smart HTTP requests it has in progress
- * (max_git_requests_per_ip).  One record per address, in a list: it
- * lives while a connection or a git request from the address is open,
- * and afterwards until its bucket is full again, so that reconnecting
- * does not refill it.  Stale records go when a new address comes.  Runs
- * in relayd's loop.
+ * connections from one address still sending their request headers
+ * (max_pending_per_ip), the websockets open from it
+ * (max_connections_per_ip), the EVENTs they send together
+ * (max_events_per_minute_per_ip, a token bucket shared by the address's
+ * connections, beside each connection's own) and the git smart HTTP
+ * requests it has in progress (max_git_requests_per_ip).  An address is
+ * its addrkey.h key: IPv4 by address, IPv6 by its ipv6_prefix network.
+ * One record per key, in a list: it lives while a connection or a git
+ * request from the address is open, and afterwards until its bucket is
+ * full again, so that reconnecting does not refill it.  Stale records go
+ * when a new address comes.  Runs in relayd's loop.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrkey.h"
 #include "log.h"
 #include "relayd.h"
 
 struct relay_addr {
 	LIST_ENTRY(relay_addr) ra_entry;
-	char		       ra_peer[64];
-	int		       ra_conns;  /* open websockets */
-	int		       ra_git;	  /* git requests in progress */
-	double		       ra_tokens; /* EVENT bucket */
-	int64_t		       ra_at;	  /* last refill, ms */
+	char		       ra_peer[ADDRKEY_LEN]; /* its key */
+	int		       ra_pending; /* headers not complete yet */
+	int		       ra_conns;   /* open websockets */
+	int		       ra_git;	   /* git requests in progress */
+	double		       ra_tokens;  /* EVENT bucket */
+	int64_t		       ra_at;	   /* last refill, ms */
 };
 
 static LIST_HEAD(, relay_addr) addrs = LIST_HEAD_INITIALIZER(addrs);
@@ -57,7 +61,7 @@ addr_find(const char *peer)
 			found = a;
 			continue;
 		}
-		if (a->ra_conns == 0 && a->ra_git == 0) {
+		if (a->ra_conns == 0 && a->ra_git == 0 && a->ra_pending == 0) {
 			refill(a, now);
 			if (addr_rate() <= 0 || a->ra_tokens >= addr_rate()) {
 				LIST_REMOVE(a, ra_entry);
@@ -94,9 +98,9 @@ addr_get(const char *peer)
 }
 
 void
-relay_addr_attach(struct relay_conn *c)
+relay_addr_attach(struct relay_conn *c, const char *key)
 {
-	struct relay_addr *a = addr_get(c->rc_peer);
+	struct relay_addr *a = addr_get(key);
 
 	a->ra_conns++;
 	c->rc_addr = a;
@@ -135,7 +139,7 @@ relay_addr_git_begin(struct lws *wsi, struct relay_addr **ap)
 	*ap = NULL;
 	if (cap <= 0)
 		return 1;
-	a = addr_get(relay_peer_name(wsi, peer, sizeof(peer)));
+	a = addr_get(relay_peer_key(wsi, peer, sizeof(peer)));
 	if (a->ra_git >= cap) {
 		relayd->stats.git_refused_ip++;
 		log_info("refusing a git request from %s: %d in progress from "
@@ -153,6 +157,30 @@ relay_addr_git_end(struct relay_addr *a)
 {
 	if (a != NULL)
 		a->ra_git--;
+}
+
+int
+relay_addr_pending_begin(const char *key, struct relay_addr **ap)
+{
+	struct relay_addr *a;
+	int		   cap = relayd->cfg.max_pending_per_ip;
+
+	*ap = NULL;
+	if (cap <= 0)
+		return 1;
+	a = addr_get(key);
+	if (a->ra_pending >= cap)
+		return 0;
+	a->ra_pending++;
+	*ap = a;
+	return 1;
+}
+
+void
+relay_addr_pending_end(struct relay_addr *a)
+{
+	if (a != NULL)
+		a->ra_pending--;
 }
 
 void

@@ -367,6 +367,15 @@ relay_own_metrics(void)
 	relay_metric(a,
 	    "graspd_relay_connections_refused_total{reason=\"per_ip\"}",
 	    (double)st->connections_refused_ip);
+	relay_metric(a,
+	    "graspd_relay_connections_refused_total{reason=\"pending_per_ip\"}",
+	    (double)st->connections_refused_pending);
+	relay_metric(a,
+	    "graspd_relay_websockets_closed_total{reason=\"unmasked\"}",
+	    (double)st->ws_closed_unmasked);
+	relay_metric(a,
+	    "graspd_relay_websockets_closed_total{reason=\"frame_timeout\"}",
+	    (double)st->ws_closed_slow_frame);
 	relay_metric(a, "graspd_relay_messages_received_total{type=\"EVENT\"}",
 	    (double)st->msgs_in_event);
 	relay_metric(a, "graspd_relay_messages_received_total{type=\"REQ\"}",

@@ -8,7 +8,11 @@
  * as an HTTP (and so websocket) connection, with Nagle's algorithm off
  * (lws sets TCP_NODELAY only on the sockets it accepts itself): a REQ's
  * last write, its EOSE, would otherwise wait for the client's delayed
- * ACK of the write before it, 40 ms on Linux.
+ * ACK of the write before it, 40 ms on Linux.  The accept is also where
+ * a connection is first counted for its address: one beyond
+ * max_pending_per_ip of its address's connections still sending their
+ * request headers is closed at once (relay_addr.c), before it can take
+ * a header buffer of lws, and the rest are watched by relay_wire.c.
  *
  * Beside them, the import socket: a unix socket in the run directory
  * where graspctl import connects (graspctl(8)).  Its connections are
@@ -31,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "addrkey.h"
 #include "log.h"
 #include "msg.h"
 #include "relayd.h"
@@ -165,6 +170,46 @@ relay_listen_close(void)
 	nlisten = 0;
 }
 
+/*
+ * Hands fd, just accepted from sa, to the vhost, unless its address
+ * already has max_pending_per_ip connections whose headers are not
+ * complete: then it is closed before lws sees it.  Connections of the
+ * import socket (unix_listener) all count under one key, "import".
+ */
+static void
+listen_adopt(int fd, const struct sockaddr *sa, socklen_t salen,
+    int unix_listener)
+{
+	struct relay_addr *pending;
+	struct lws	  *wsi;
+	char		   key[ADDRKEY_LEN];
+	int		   one = 1;
+
+	if (unix_listener)
+		snprintf(key, sizeof(key), "import");
+	else if (addrkey_of(sa, salen, relayd->cfg.ipv6_prefix, key,
+		     sizeof(key)) == -1)
+		snprintf(key, sizeof(key), "?");
+	if (!relay_addr_pending_begin(key, &pending)) {
+		relayd->stats.connections_refused_pending++;
+		log_debug("closing a connection from %s: %d sending headers "
+			  "from it",
+		    key, relayd->cfg.max_pending_per_ip);
+		close(fd);
+		return;
+	}
+	if (!unix_listener &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
+		log_warn("TCP_NODELAY");
+	/* lws closes fd itself when it cannot adopt it. */
+	if ((wsi = lws_adopt_socket_vhost(relayd->vhost, fd)) == NULL) {
+		log_warnx("cannot adopt an accepted connection");
+		relay_addr_pending_end(pending);
+		return;
+	}
+	relay_wire_accept(wsi, fd, pending);
+}
+
 int
 relay_listen_import(const char *run_path)
 {
@@ -241,28 +286,25 @@ int
 relay_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
 {
-	int lfd, fd, n, one, unix_listener;
+	struct sockaddr_storage ss;
+	socklen_t		sslen;
+	int			lfd, fd, n, unix_listener;
 
 	if (reason != LWS_CALLBACK_RAW_RX_FILE)
 		return 0;
 	lfd = lws_get_socket_fd(wsi);
 	unix_listener = sock_family(lfd) == AF_UNIX;
 	for (n = 0; n < LISTEN_ACCEPT_BURST; n++) {
-		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		sslen = sizeof(ss);
+		fd = accept4(lfd, (struct sockaddr *)&ss, &sslen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK &&
 			    errno != ECONNABORTED && errno != EINTR)
 				log_warn("accept");
 			break;
 		}
-		one = 1;
-		if (!unix_listener &&
-		    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-			sizeof(one)) == -1)
-			log_warn("TCP_NODELAY");
-		/* lws closes fd itself when it cannot adopt it. */
-		if (lws_adopt_socket_vhost(relayd->vhost, fd) == NULL)
-			log_warnx("cannot adopt an accepted connection");
+		listen_adopt(fd, (struct sockaddr *)&ss, sslen, unix_listener);
 	}
 	return 0;
 }
@@ -290,5 +332,26 @@ relay_peer_name(struct lws *wsi, char *out, size_t len)
 	if (strncmp(h, "::ffff:", 7) == 0 && strchr(h + 7, ':') == NULL)
 		h += 7;
 	snprintf(out, len, "%s", h);
+	return out;
+}
+
+const char *
+relay_peer_key(struct lws *wsi, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t		sslen = sizeof(ss);
+	int			fd;
+
+	out[0] = '\0';
+	fd = lws_get_socket_fd(lws_get_network_wsi(wsi));
+	/* The import socket's clients share one key, as their name. */
+	if (sock_family(fd) == AF_UNIX) {
+		snprintf(out, len, "import");
+		return out;
+	}
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1 ||
+	    addrkey_of((struct sockaddr *)&ss, sslen, relayd->cfg.ipv6_prefix,
+		out, len) == -1)
+		out[0] = '\0';
 	return out;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "addrkey.h"
 #include "event.h"
 #include "json.h"
 #include "log.h"
@@ -442,20 +443,31 @@ ws_receive(struct relay_conn *c, struct lws *wsi, const void *in, size_t len)
 static int
 peer_over_cap(struct lws *wsi)
 {
-	char peer[sizeof(((struct relay_conn *)NULL)->rc_peer)];
+	char key[ADDRKEY_LEN];
 	int  n, cap = relayd->cfg.max_connections_per_ip;
 
 	if (cap <= 0)
 		return 0;
-	relay_peer_name(wsi, peer, sizeof(peer));
-	if ((n = relay_addr_conns(peer)) < cap)
+	relay_peer_key(wsi, key, sizeof(key));
+	if ((n = relay_addr_conns(key)) < cap)
 		return 0;
 	relayd->stats.connections_refused_ip++;
 	log_info("refusing a websocket from %s: %d connections open from it",
-	    peer, n);
+	    key, n);
 	lws_return_http_status(wsi, RELAY_HTTP_TOO_MANY,
 	    "rate-limited: too many connections from your address");
 	return 1;
+}
+
+/* The callback's -1 that closes c with the status relay_wire.c gave. */
+static int
+close_with(struct relay_conn *c)
+{
+	const char *why = c->rc_close_why != NULL ? c->rc_close_why : "";
+
+	lws_close_reason(c->rc_wsi, (enum lws_close_status)c->rc_close,
+	    (unsigned char *)(uintptr_t)why, strlen(why));
+	return -1;
 }
 
 int
@@ -463,6 +475,7 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     void *in, size_t len)
 {
 	struct relay_conn *c = user;
+	char		   key[ADDRKEY_LEN];
 
 	switch (reason) {
 	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
@@ -470,8 +483,18 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		 * checkpoint thread copied the WAL (relay_ckpt.c). */
 		relay_ingest_verified();
 		relay_ingest_resume();
+		/* Or relay_wire.c saw an unmasked frame. */
+		if (relay_wire_dirty())
+			relay_wire_sweep();
 		return 0;
+	case LWS_CALLBACK_FILTER_HTTP_CONNECTION:
+		relay_wire_headers_done(wsi);
+		break;
+	case LWS_CALLBACK_WSI_DESTROY:
+		relay_wire_destroy(wsi);
+		break;
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+		relay_wire_headers_done(wsi);
 		if (relayd->nconns >= relayd->cfg.max_connections) {
 			log_info("refusing a websocket: %d connections open",
 			    relayd->nconns);
@@ -493,7 +516,8 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		c->rc_tokens_at = relay_now_ms();
 		relay_peer_name(wsi, c->rc_peer, sizeof(c->rc_peer));
 		c->rc_import = relay_listen_is_import(wsi);
-		relay_addr_attach(c);
+		relay_addr_attach(c, relay_peer_key(wsi, key, sizeof(key)));
+		relay_wire_established(wsi);
 		LIST_INSERT_HEAD(&relayd->conns, c, rc_entry);
 		relayd->nconns++;
 		relayd->stats.connections_total++;
@@ -506,9 +530,16 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		}
 		return 0;
 	case LWS_CALLBACK_RECEIVE:
+		/* RFC 6455 5.1: not processed, the connection closes. */
+		if (relay_wire_unmasked(wsi)) {
+			relay_wire_sweep();
+			return close_with(c);
+		}
 		ws_receive(c, wsi, in, len);
 		return 0;
 	case LWS_CALLBACK_SERVER_WRITEABLE:
+		if (c->rc_close != 0)
+			return close_with(c);
 		return relay_ws_writeable(c);
 	case LWS_CALLBACK_HTTP:
 		return relay_http_request(c, wsi);

@@ -85,8 +85,10 @@ main(int argc, char *argv[])
 {
 	struct lws_context_creation_info info;
 	static struct relayd		 rd;
+	static lws_retry_bo_t		 idle_policy;
 	char				 err[512], dbpath[4096];
 	uint8_t				 sk[32], pk[32];
+	int				 pool;
 
 	proc_start(&rd.proc, argc, argv, ROLE_RELAYD, &rd.cfg);
 	relayd = &rd;
@@ -150,17 +152,43 @@ main(int argc, char *argv[])
 	/* No LWS_SERVER_OPTION_VALIDATE_UTF8: lws would drop the connection,
 	 * while our JSON reader answers bad UTF-8 with a NOTICE. */
 	info.options = 0;
-	info.max_http_header_pool = 64;
+	/*
+	 * A header buffer for every connection lws may hold, allocated as
+	 * connections need them: a connection never waits for one, so the
+	 * connections one address may keep sending headers
+	 * (max_pending_per_ip, relay_listen.c) cannot hold up another's.
+	 * header_timeout counts from the accept (lws's "ah idle" timeout,
+	 * which more bytes do not extend).
+	 */
+	pool = rd.cfg.max_connections + RELAY_SPARE_FDS;
+	info.max_http_header_pool =
+	    (unsigned short)(pool > UINT16_MAX ? UINT16_MAX : pool);
+	info.timeout_secs_ah_idle = (unsigned)rd.cfg.header_timeout;
 	info.timeout_secs = 30;
+	if (rd.cfg.ws_ping_interval > 0) {
+		/*
+		 * lws pings a websocket ws_ping_interval seconds after its
+		 * last pong (or its upgrade) and closes it ws_pong_timeout
+		 * later unless a pong came.
+		 */
+		idle_policy.secs_since_valid_ping =
+		    (uint16_t)rd.cfg.ws_ping_interval;
+		idle_policy.secs_since_valid_hangup =
+		    (uint16_t)(rd.cfg.ws_ping_interval +
+			rd.cfg.ws_pong_timeout);
+		info.retry_and_idle_policy = &idle_policy;
+	}
 	info.ka_time = 60;
 	info.ka_probes = 3;
 	info.ka_interval = 10;
-	info.fd_limit_per_thread = (unsigned)rd.cfg.max_connections + 64;
+	info.fd_limit_per_thread =
+	    (unsigned)rd.cfg.max_connections + RELAY_SPARE_FDS;
 	if ((rd.ctx = lws_create_context(&info)) == NULL)
 		fatalx("cannot create the libwebsockets context");
 	rd.proc.p_lws = rd.ctx;
 	if ((rd.vhost = lws_get_vhost_by_name(rd.ctx, "default")) == NULL)
 		fatalx("no default vhost");
+	relay_wire_init();
 	relay_listen_start();
 	relay_children_init();
 	if (mkdir_p(rd.cfg.run_path, 0755) == -1)
@@ -186,6 +214,7 @@ main(int argc, char *argv[])
 	relay_chan_close();
 	relay_purg_close();
 	relay_inv_free();
+	relay_wire_free();
 	relay_addr_free();
 	store_close(rd.store);
 	free(rd.nip11);

@@ -11,6 +11,9 @@
  * relay_http.c   NIP-11, the landing page, /metrics, CORS, OPTIONS
  * relay_chan.c   the nanomsg channels: ingest, accepted, stats, control
  * relay_listen.c the listening sockets of NGIT_BIND_ADDRESS, accept
+ * relay_addr.c   per-address limits (IPv6 by prefix, common/addrkey.c)
+ * relay_wire.c   the bytes lws reads: unmasked frames, slow frames, the
+ *                count of connections still sending headers
  * relay_neg.c    NIP-77 negentropy sync: NEG-OPEN, NEG-MSG, NEG-CLOSE
  * relay_inv.c    the repository inventory behind GRASP-03's identity
  *                policy (who may store kind 0 and 10002)
@@ -58,6 +61,9 @@
 
 /* Ours: bytes queued to one client before it is dropped as too slow. */
 #define RELAY_MAX_OUTQ	    (32 * 1024 * 1024)
+/* Ours: descriptors lws may hold beyond max_connections (listening
+ * sockets, the nanomsg channels, git pipes). */
+#define RELAY_SPARE_FDS	    64
 /* Ours: NIP-77 sessions open at once on one connection. */
 #define RELAY_MAX_NEGS	    8
 /*
@@ -334,6 +340,9 @@ struct relay_conn {
 	struct relay_gitreq *rc_git;
 	/* HTTP: a repository page waiting for git (relay_web.c). */
 	struct relay_webreq *rc_web;
+	/* Websocket: the close status relay_wire.c gave it, 0 if none. */
+	int		     rc_close;
+	const char	    *rc_close_why; /* static */
 
 	/* Websocket: REQs before their EOSE (relay_ws.c). */
 	int		       rc_nstreaming;
@@ -362,7 +371,10 @@ enum push_limit {
 
 struct relay_stats {
 	uint64_t connections_total;
-	uint64_t connections_refused_ip; /* over the per-IP cap */
+	uint64_t connections_refused_ip;      /* over the per-IP cap */
+	uint64_t connections_refused_pending; /* max_pending_per_ip */
+	uint64_t ws_closed_unmasked;	      /* RFC 6455 5.1 */
+	uint64_t ws_closed_slow_frame;	      /* ws_frame_timeout */
 	uint64_t msgs_in_event, msgs_in_req, msgs_in_close, msgs_in_other;
 	uint64_t msgs_in_neg, msgs_in_auth;
 	uint64_t auth[2]; /* [accepted] */
@@ -453,12 +465,56 @@ int  relay_listen_callback(struct lws *, enum lws_callback_reasons, void *,
  * an IPv4-mapped IPv6 address shown as IPv4.  Returns out.
  */
 const char *relay_peer_name(struct lws *, char *out, size_t len);
+/*
+ * The per-address key (addrkey.h, under ipv6_prefix) of wsi's peer into
+ * out (len bytes, ADDRKEY_LEN is enough; "" if unknown).  Returns out.
+ */
+const char *relay_peer_key(struct lws *, char *out, size_t len);
+/* relay_wire.c */
+/* Starts the frame-timeout sweep; after the context exists. */
+void	    relay_wire_init(void);
+/*
+ * wsi, adopted from the accepted descriptor fd, is watched from now on;
+ * pending is its place from relay_addr_pending_begin() (NULL: none),
+ * given back when its headers are complete or it closes.  Uses wsi's
+ * opaque user data.  Exits only if memory runs out.
+ */
+void relay_wire_accept(struct lws *wsi, int fd, struct relay_addr *pending);
+/* wsi's request headers are complete: gives back its pending place. */
+void relay_wire_headers_done(struct lws *wsi);
+/* wsi is an established websocket: its frames are checked now. */
+void relay_wire_established(struct lws *wsi);
+/* 1 if the websocket wsi has sent an unmasked frame, else 0. */
+int  relay_wire_unmasked(struct lws *wsi);
+/* 1 if a verdict waits for relay_wire_sweep(), else 0. */
+int  relay_wire_dirty(void);
+/*
+ * Starts closing every websocket that sent an unmasked frame (1002) or
+ * whose frame in progress is older than ws_frame_timeout (1008): the
+ * close goes out at its next writable callback (relay_ws.c), or the
+ * connection is dropped shortly after.
+ */
+void relay_wire_sweep(void);
+/* wsi is going: forgets it and gives back its pending place. */
+void relay_wire_destroy(struct lws *wsi);
+/* Releases everything, at exit. */
+void relay_wire_free(void);
 /* relay_addr.c */
 struct relay_addr;
-/* Websockets open from peer (an address as rc_peer holds it). */
-int  relay_addr_conns(const char *peer);
-/* Counts c, an established websocket, for its address (rc_peer). */
-void relay_addr_attach(struct relay_conn *c);
+/* Websockets open from the address of key (relay_peer_key()). */
+int  relay_addr_conns(const char *key);
+/* Counts c, an established websocket, for its address key. */
+void relay_addr_attach(struct relay_conn *c, const char *key);
+/*
+ * A connection from key was accepted and has not sent its request
+ * headers yet: 1 with its place taken (*ap, given back with
+ * relay_addr_pending_end(); NULL when max_pending_per_ip is 0), or 0 when
+ * the address already has max_pending_per_ip such connections.  Exits
+ * only if memory runs out.
+ */
+int  relay_addr_pending_begin(const char *key, struct relay_addr **ap);
+/* Gives back the place relay_addr_pending_begin() took; NULL is fine. */
+void relay_addr_pending_end(struct relay_addr *);
 /* Uncounts c; safe on a connection never attached. */
 void relay_addr_detach(struct relay_conn *c);
 /*

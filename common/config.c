@@ -1027,18 +1027,19 @@ cfg_read_file(struct config *cfg, const char *file, char *err, size_t errlen)
 			snprintf(err, errlen,
 			    "%s:%d: %s: already set on line "
 			    "%d",
-			    file, lineno, k->ck_name, seen[k - cfg_keys]);
+			    file, lineno, key, seen[k - cfg_keys]);
 			goto done;
 		}
 		seen[k - cfg_keys] = lineno;
 		if ((val = cfg_value(eq + 1, &why_s)) == NULL) {
 			snprintf(err, errlen, "%s:%d: %s: value %s", file,
-			    lineno, k->ck_name, why_s);
+			    lineno, key, why_s);
 			goto done;
 		}
 		if (cfg_set(cfg, k, val, why, sizeof(why)) == -1) {
+			/* The key as the file writes it, not its variable. */
 			snprintf(err, errlen, "%s:%d: %s: %s", file, lineno,
-			    k->ck_name, why);
+			    key, why);
 			goto done;
 		}
 	}

@@ -653,8 +653,13 @@ main(int argc, char *argv[])
 		if (argc != 2 && argc != 3)
 			break;
 		if (strcmp(argv[1], "verbose") != 0 &&
-		    strcmp(argv[1], "brief") != 0)
+		    strcmp(argv[1], "brief") != 0) {
+			fprintf(stderr,
+			    "graspctl: log takes verbose or brief, not "
+			    "\"%.64s\"\n",
+			    argv[1]);
 			usage(CTL_USAGE_EXIT);
+		}
 		return cmd_direct(CTL_log, argv[1], argc == 3 ? argv[2] : NULL);
 	case CTL_show:
 		if (argc == 2)
@@ -678,5 +683,10 @@ main(int argc, char *argv[])
 			usage(CTL_USAGE_EXIT);
 		return ch;
 	}
+	/* Name what was wrong before the whole usage. */
+	if (ctl_cmd_find(cmd) == -1 || ctl_cmd_find(cmd) == CTL_shutdown)
+		fprintf(stderr, "graspctl: unknown command \"%.64s\"\n", cmd);
+	else
+		fprintf(stderr, "graspctl: %s: wrong arguments\n", cmd);
 	usage(CTL_USAGE_EXIT);
 }

@@ -659,7 +659,7 @@ test_configtest_sample_and_broken_files(void)
 	rc = run(&out, "'%s/graspd' -n -f '%s'", bindir, f);
 	T_CHECK(rc == 78);
 	T_CHECK(strstr(out,
-		    "bad.conf:2: NGIT_MAX_CONNECTIONS: \"0\" is out "
+		    "bad.conf:2: max_connections: \"0\" is out "
 		    "of range") != NULL);
 	free(out);
 	write_file(f, "just words\n", 0644);
@@ -738,10 +738,20 @@ test_graspctl_usage_and_unreachable(void)
 	T_ASSERT(make_tmpdir(g.dir, sizeof(g.dir)) == 0);
 	snprintf(g.run, sizeof(g.run), "%s", g.dir);
 	T_EQ_INT(run(NULL, "'%s/graspctl'", bindir), 64);
-	T_EQ_INT(ctl(&g, NULL, "frobnicate"), 64);
-	T_EQ_INT(ctl(&g, NULL, "restart"), 64);
+	/* Each usage error names what was wrong before the usage. */
+	T_EQ_INT(ctl(&g, &out, "frobnicate"), 64);
+	T_CHECK(out && strstr(out, "graspctl: unknown command \"frobnicate\"\n"
+				   "usage: graspctl") != NULL);
+	free(out);
+	T_EQ_INT(ctl(&g, &out, "restart"), 64);
+	T_CHECK(out && strstr(out, "graspctl: restart: wrong arguments") != NULL);
+	free(out);
 	T_EQ_INT(ctl(&g, NULL, "restart nosuchrole"), 64);
-	T_EQ_INT(ctl(&g, NULL, "log loud"), 64);
+	T_EQ_INT(ctl(&g, &out, "log loud"), 64);
+	T_CHECK(out && strstr(out, "log takes verbose or brief, not \"loud\"") !=
+		NULL);
+	free(out);
+	out = NULL;
 
 	rc = ctl(&g, &out, "status");
 	T_CHECK(rc == 1);

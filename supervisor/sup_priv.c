@@ -133,13 +133,15 @@ done:
  * roles' user's ids, so that access(2) answers for that user exactly
  * (owner, group, mode, ACLs, a read-only mount, every directory above);
  * it writes one line to the parent per problem (it stops at the first):
- * "reach<TAB>errno<TAB>path" when path, a directory above or inside the
- * data path, cannot be searched, "use<TAB>errno<TAB>path" when path
- * cannot be read and written, and "capped<TAB>0<TAB>" when it stopped
- * at PRIV_SCAN_MAX.
+ * "reach<TAB>errno<TAB>git<TAB>path" when path, a directory above or
+ * inside the data path, cannot be searched, "use<TAB>errno<TAB>git<TAB>
+ * path" when path cannot be read and written (git: 0 while checking
+ * relay_data_path, 1 git_data_path), and "capped<TAB>0<TAB>1<TAB>" when
+ * it stopped at PRIV_SCAN_MAX.
  */
 struct scan {
 	int  sc_fd;	/* the pipe to the parent */
+	int  sc_git;	/* 0: relay_data_path, 1: git_data_path */
 	long sc_n;	/* paths checked */
 	int  sc_capped; /* stopped at PRIV_SCAN_MAX */
 };
@@ -159,13 +161,13 @@ scan_fail(struct scan *sc, const char *path, int e)
 			memcpy(prefix, path, i);
 			prefix[i] = '\0';
 			if (access(prefix, X_OK) == -1) {
-				dprintf(sc->sc_fd, "reach\t%d\t%s\n", errno,
-				    prefix);
+				dprintf(sc->sc_fd, "reach\t%d\t%d\t%s\n", errno,
+				    sc->sc_git, prefix);
 				return -1;
 			}
 		}
 	}
-	dprintf(sc->sc_fd, "use\t%d\t%s\n", e, path);
+	dprintf(sc->sc_fd, "use\t%d\t%d\t%s\n", e, sc->sc_git, path);
 	return -1;
 }
 
@@ -261,7 +263,7 @@ scan_git(struct scan *sc, const char *dir, int depth)
 static int
 scan_run(int fd)
 {
-	struct scan sc = { fd, 0, 0 };
+	struct scan sc = { fd, 0, 0, 0 };
 	char	    path[PATH_MAX];
 	size_t	    i;
 
@@ -273,11 +275,12 @@ scan_run(int fd)
 		if (scan_check(&sc, path, 0) == -1)
 			return 1;
 	}
+	sc.sc_git = 1;
 	if (scan_check(&sc, sv->sv_cfg.git_data_path, 1) == -1 ||
 	    scan_git(&sc, sv->sv_cfg.git_data_path, 1) == -1)
 		return 1;
 	if (sc.sc_capped)
-		dprintf(fd, "capped\t0\t\n");
+		dprintf(fd, "capped\t0\t1\t\n");
 	return 0;
 }
 
@@ -292,7 +295,7 @@ scan_verdict(char *line, char *err, size_t errlen)
 	struct stat st;
 	char	   *tab, who[96];
 	size_t	    rl;
-	int	    e, inside;
+	int	    e, git, inside;
 
 	if ((tab = strchr(line, '\t')) == NULL)
 		return 0;
@@ -300,20 +303,17 @@ scan_verdict(char *line, char *err, size_t errlen)
 	e = atoi(tab);
 	if ((tab = strchr(tab, '\t')) == NULL)
 		return 0;
+	git = atoi(tab + 1);
+	if ((tab = strchr(tab + 1, '\t')) == NULL)
+		return 0;
 	path = tab + 1;
 	if (strcmp(line, "capped") == 0) {
 		log_info("checked the first %d paths of %s for %s",
 		    PRIV_SCAN_MAX, sv->sv_cfg.git_data_path, user);
 		return 0;
 	}
-	key = "git_data_path";
-	root = sv->sv_cfg.git_data_path;
-	rl = strlen(sv->sv_cfg.relay_data_path);
-	if (strncmp(path, sv->sv_cfg.relay_data_path, rl) == 0 &&
-	    (path[rl] == '\0' || path[rl] == '/')) {
-		key = "relay_data_path";
-		root = sv->sv_cfg.relay_data_path;
-	}
+	key = git ? "git_data_path" : "relay_data_path";
+	root = git ? sv->sv_cfg.git_data_path : sv->sv_cfg.relay_data_path;
 	rl = strlen(root);
 	inside = strncmp(path, root, rl) == 0 &&
 	    (path[rl] == '\0' || path[rl] == '/');
@@ -379,7 +379,7 @@ priv_scan(char *err, size_t errlen)
 		if (setgroups(1, &priv_gid) == -1 ||
 		    setresgid(priv_gid, priv_gid, priv_gid) == -1 ||
 		    setresuid(priv_uid, priv_uid, priv_uid) == -1) {
-			dprintf(p[1], "use\t%d\t%s\n", errno, "setresuid");
+			dprintf(p[1], "use\t%d\t0\tsetresuid\n", errno);
 			_exit(1);
 		}
 		_exit(scan_run(p[1]));

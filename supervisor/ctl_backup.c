@@ -236,7 +236,15 @@ copy_tree_at(int fd, const char *from, const char *to, struct copied *c)
 				goto done;
 		} else if (S_ISLNK(st.st_mode)) {
 			if ((len = readlinkat(fd, name, link,
-				 sizeof(link) - 1)) == -1 ||
+				 sizeof(link) - 1)) == -1 &&
+			    errno == EINVAL) {
+				fprintf(stderr,
+				    "graspctl: %s: changed from a link while "
+				    "copying: not copied\n",
+				    src);
+				goto done;
+			}
+			if (len == -1 ||
 			    (link[len] = '\0', symlink(link, dst)) == -1) {
 				fprintf(stderr, "graspctl: %s: %s\n", src,
 				    strerror(errno));

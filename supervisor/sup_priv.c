@@ -7,7 +7,12 @@
  * CAP_NET_BIND_SERVICE (an ambient capability) when its port is below
  * 1024 and nothing else.  Before the first role the run directory
  * becomes the user's with mode 0700, and the data directories the
- * user's.  Not started as root, or with the user root, nothing changes.
+ * user's, through descriptors opened without following links; then a
+ * child running as the user checks that the data paths and the git
+ * tree's repositories are theirs to use.  Root trusts nothing the user
+ * can write: graspd's own socket in the run directory is bound with the
+ * user's file-system ids (sup_priv_bind_begin()), never chown'ed by
+ * name.  Not started as root, or with the user root, nothing changes.
  */
 #define _GNU_SOURCE
 #include <sys/fsuid.h>
@@ -81,7 +86,7 @@ static int
 own_dir(const char *key, const char *dir, int private, char *err, size_t errlen)
 {
 	struct stat st;
-	char	    who[96];
+	char	    who[96], real[PATH_MAX];
 	int	    fd, rc = -1;
 
 	if (mkdir_p(dir, 0755) == -1) {
@@ -89,7 +94,9 @@ own_dir(const char *key, const char *dir, int private, char *err, size_t errlen)
 		return -1;
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd == -1 && errno == ELOOP) {
+	/* Linux: ENOTDIR for a link with O_DIRECTORY, else ELOOP. */
+	if (fd == -1 && (errno == ELOOP || errno == ENOTDIR) &&
+	    lstat(dir, &st) == 0 && S_ISLNK(st.st_mode)) {
 		if (stat(dir, &st) == -1) {
 			snprintf(err, errlen, "%s %s: %s", key, dir,
 			    strerror(errno));
@@ -99,13 +106,16 @@ own_dir(const char *key, const char *dir, int private, char *err, size_t errlen)
 		    (!private || (st.st_mode & 07777) == 0700))
 			return 0;
 		owner_name(st.st_uid, who, sizeof(who));
+		/* chown -R does not follow a link named on its line. */
+		if (realpath(dir, real) == NULL)
+			snprintf(real, sizeof(real), "%s", dir);
 		snprintf(err, errlen,
-		    "%s %s is a symbolic link to a directory of %s, "
-		    "mode %04o, that graspd does not change: run chown %s: "
+		    "%s %s is a symbolic link to %s, a directory of %s, "
+		    "mode %04o, that graspd does not change: run chown %s%s: "
 		    "%s%s%s",
-		    key, dir, who, (unsigned)(st.st_mode & 07777),
-		    sv->sv_cfg.user, dir, private ? " && chmod 0700 " : "",
-		    private ? dir : "");
+		    key, dir, real, who, (unsigned)(st.st_mode & 07777),
+		    private ? "" : "-R ", sv->sv_cfg.user, real,
+		    private ? " && chmod 0700 " : "", private ? real : "");
 		return -1;
 	}
 	if (fd == -1 || fstat(fd, &st) == -1) {
@@ -293,7 +303,7 @@ scan_verdict(char *line, char *err, size_t errlen)
 {
 	const char *user = sv->sv_cfg.user, *key, *root, *path;
 	struct stat st;
-	char	   *tab, who[96];
+	char	   *tab, who[96], real[PATH_MAX];
 	size_t	    rl;
 	int	    e, git, inside;
 
@@ -341,11 +351,14 @@ scan_verdict(char *line, char *err, size_t errlen)
 		    user, path, key);
 		return -1;
 	}
+	/* chown -R does not follow a link named on its line. */
+	if (realpath(root, real) == NULL)
+		snprintf(real, sizeof(real), "%s", root);
 	snprintf(err, errlen,
 	    "%s %s: %s belongs to %s, mode %04o, and the roles' user %s "
 	    "cannot %s it: run chown -R %s: %s",
 	    key, root, path, who, (unsigned)(st.st_mode & 07777), user,
-	    strcmp(line, "reach") == 0 ? "search" : "write", user, root);
+	    strcmp(line, "reach") == 0 ? "search" : "write", user, real);
 	return -1;
 }
 

@@ -566,7 +566,7 @@ test_control_socket_link_race_leaves_its_target_alone(void)
 	T_ASSERT(make_secret(secret) == 0);
 	r.sr_path = sock;
 	r.sr_target = secret;
-	r.sr_ms = 1500;
+	r.sr_ms = 2500;
 	for (try = 0; try < SOCK_RACE_TRIES; try++) {
 		T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
 		/* The first start makes run/ the user's; later ones race. */

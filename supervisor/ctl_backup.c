@@ -15,6 +15,7 @@
  * packs before it removes the loose copies, so every copied ref finds
  * its objects.  Runs in graspctl only.
  */
+#define _GNU_SOURCE /* scandirat */
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -43,20 +44,73 @@ struct copied {
 	long long cp_bytes;
 };
 
+/*
+ * Opens name in the directory dfd (AT_FDCWD: name is a path) for
+ * reading: never through a symbolic link (O_NOFOLLOW), never blocking on
+ * a fifo (O_NONBLOCK), and then checks with fstat that what it opened is
+ * a regular file (a directory when dir).  graspctl backup runs as root
+ * and the tree it reads is the roles' user's: a name they swap for a
+ * link to a root-only file, or for a fifo, between the directory's
+ * reading and this open is refused, never copied.  The descriptor with
+ * *st filled, or -1 with errno (ENOENT: gone meanwhile; ELOOP or EINVAL:
+ * not what it was).
+ */
 static int
-copy_file(const char *from, const char *to, mode_t mode, struct copied *c)
+open_checked(int dfd, const char *name, int dir, struct stat *st)
 {
-	char	buf[65536];
-	ssize_t n, w, off;
-	int	in, out, rc = -1;
+	int fd,
+	    flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 
-	if ((in = open(from, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = openat(dfd, name, flags | (dir ? O_DIRECTORY : 0))) == -1)
+		return -1;
+	if (fstat(fd, st) == -1) {
+		close(fd);
+		return -1;
+	}
+	if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+/* Says why open_checked() refused from. */
+static void
+open_failed(const char *from)
+{
+	if (errno == ELOOP || errno == EINVAL || errno == ENOTDIR)
+		fprintf(stderr,
+		    "graspctl: %s: changed into a link or a special file "
+		    "while copying: not followed\n",
+		    from);
+	else
+		fprintf(stderr, "graspctl: %s: %s\n", from, strerror(errno));
+}
+
+/*
+ * Copies the regular file name of the directory dfd (from is its path,
+ * for messages) to the new file to, with mode, or the mode of what was
+ * opened when mode is 0.  A file gone meanwhile is no error.
+ */
+static int
+copy_file_at(int dfd, const char *name, const char *from, const char *to,
+    mode_t mode, struct copied *c)
+{
+	struct stat st;
+	char	    buf[65536];
+	ssize_t	    n, w, off;
+	int	    in, out, rc = -1;
+
+	if ((in = open_checked(dfd, name, 0, &st)) == -1) {
 		/* Gone since the directory was read (git gc, a ref). */
 		if (errno == ENOENT)
 			return 0;
-		fprintf(stderr, "graspctl: %s: %s\n", from, strerror(errno));
+		open_failed(from);
 		return -1;
 	}
+	if (mode == 0)
+		mode = st.st_mode;
 	if ((out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 		 mode & 07777)) == -1) {
 		fprintf(stderr, "graspctl: %s: %s\n", to, strerror(errno));
@@ -85,6 +139,12 @@ fail:
 	}
 	close(in);
 	return rc;
+}
+
+static int
+copy_file(const char *from, const char *to, mode_t mode, struct copied *c)
+{
+	return copy_file_at(AT_FDCWD, from, from, to, mode, c);
 }
 
 /* The later an entry is copied, the higher its rank (see the top). */
@@ -116,37 +176,46 @@ not_dots(const struct dirent *d)
 	return strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0;
 }
 
-/* Copies the tree from into to (created with from's mode). */
+/*
+ * Copies the directory open at fd (from is its path, for messages) into
+ * to, created with its mode.  Every entry is reached from its
+ * directory's descriptor (fstatat, openat, readlinkat), never by a path
+ * that a link swapped in above it could redirect; each descriptor is
+ * closed here.
+ */
 static int
-copy_tree(const char *from, const char *to, struct copied *c)
+copy_tree_at(int fd, const char *from, const char *to, struct copied *c)
 {
 	struct dirent **ents = NULL;
 	struct stat	st;
 	char		src[PATH_MAX], dst[PATH_MAX], link[PATH_MAX];
+	const char     *name;
 	ssize_t		len;
-	int		n, i, rc = -1;
+	int		n = 0, i, sub, rc = -1;
 
-	if (lstat(from, &st) == -1) {
+	if (fstat(fd, &st) == -1) {
 		fprintf(stderr, "graspctl: %s: %s\n", from, strerror(errno));
-		return -1;
+		goto done;
 	}
 	if (mkdir(to, st.st_mode & 07777) == -1 && errno != EEXIST) {
 		fprintf(stderr, "graspctl: %s: %s\n", to, strerror(errno));
-		return -1;
+		goto done;
 	}
-	if ((n = scandir(from, &ents, not_dots, by_rank)) == -1) {
+	if ((n = scandirat(fd, ".", &ents, not_dots, by_rank)) == -1) {
 		fprintf(stderr, "graspctl: %s: %s\n", from, strerror(errno));
-		return -1;
+		n = 0;
+		goto done;
 	}
 	for (i = 0; i < n; i++) {
-		if ((size_t)snprintf(src, sizeof(src), "%s/%s", from,
-			ents[i]->d_name) >= sizeof(src) ||
-		    (size_t)snprintf(dst, sizeof(dst), "%s/%s", to,
-			ents[i]->d_name) >= sizeof(dst)) {
+		name = ents[i]->d_name;
+		if ((size_t)snprintf(src, sizeof(src), "%s/%s", from, name) >=
+			sizeof(src) ||
+		    (size_t)snprintf(dst, sizeof(dst), "%s/%s", to, name) >=
+			sizeof(dst)) {
 			fprintf(stderr, "graspctl: %s: name too long\n", from);
 			goto done;
 		}
-		if (lstat(src, &st) == -1) {
+		if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
 			if (errno == ENOENT)
 				continue;
 			fprintf(stderr, "graspctl: %s: %s\n", src,
@@ -154,14 +223,28 @@ copy_tree(const char *from, const char *to, struct copied *c)
 			goto done;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			if (copy_tree(src, dst, c) == -1)
+			if ((sub = open_checked(fd, name, 1, &st)) == -1) {
+				if (errno == ENOENT)
+					continue;
+				open_failed(src);
+				goto done;
+			}
+			if (copy_tree_at(sub, src, dst, c) == -1)
 				goto done;
 		} else if (S_ISREG(st.st_mode)) {
-			if (copy_file(src, dst, st.st_mode, c) == -1)
+			if (copy_file_at(fd, name, src, dst, 0, c) == -1)
 				goto done;
 		} else if (S_ISLNK(st.st_mode)) {
-			if ((len = readlink(src, link, sizeof(link) - 1)) ==
-				-1 ||
+			if ((len = readlinkat(fd, name, link,
+				 sizeof(link) - 1)) == -1 &&
+			    errno == EINVAL) {
+				fprintf(stderr,
+				    "graspctl: %s: changed from a link while "
+				    "copying: not copied\n",
+				    src);
+				goto done;
+			}
+			if (len == -1 ||
 			    (link[len] = '\0', symlink(link, dst)) == -1) {
 				fprintf(stderr, "graspctl: %s: %s\n", src,
 				    strerror(errno));
@@ -175,7 +258,21 @@ done:
 	for (i = 0; i < n; i++)
 		free(ents[i]);
 	free(ents);
+	close(fd);
 	return rc;
+}
+
+/* Copies the tree from (the operator's path) into to. */
+static int
+copy_tree(const char *from, const char *to, struct copied *c)
+{
+	int fd;
+
+	if ((fd = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		fprintf(stderr, "graspctl: %s: %s\n", from, strerror(errno));
+		return -1;
+	}
+	return copy_tree_at(fd, from, to, c);
 }
 
 /* DIR made, or found empty.  0 or -1. */

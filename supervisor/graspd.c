@@ -115,9 +115,15 @@ notify(const char *state)
 static void
 pidfile_remove(void)
 {
+	struct stat st, ours;
+
 	if (sv->sv_pidfd == -1)
 		return;
-	unlink(sv->sv_pidfile);
+	/* The run directory is the roles' user's: unlink only our file. */
+	if (fstat(sv->sv_pidfd, &ours) == 0 &&
+	    lstat(sv->sv_pidfile, &st) == 0 && st.st_dev == ours.st_dev &&
+	    st.st_ino == ours.st_ino)
+		unlink(sv->sv_pidfile);
 	close(sv->sv_pidfd);
 	sv->sv_pidfd = -1;
 }
@@ -139,33 +145,85 @@ startup_fail(int status, const char *fmt, ...)
 	exit(status);
 }
 
+/* The pid file's name in the run directory. */
+#define PIDFILE_NAME "graspd.pid"
+
+/*
+ * 1 if the pid file open at fd is graspd's own: a regular file of
+ * graspd's uid with one name.  Anything else in its place (a link to
+ * another file, a hard link, a fifo, a file of the roles' user, who owns
+ * the run directory) is not written to.
+ */
+static int
+pidfile_ours(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == geteuid() && st.st_nlink == 1;
+}
+
 /*
  * Takes RUN/graspd.pid: locked for as long as graspd runs, so a second
- * graspd on the same run directory cannot steal the control socket.
+ * graspd on the same run directory cannot steal the control socket.  The
+ * run directory belongs to the roles' user when graspd drops privileges:
+ * the file is opened relative to the directory, without following a
+ * link and without blocking on a fifo, and written only once fstat says
+ * it is ours (pidfile_ours()); anything else there is removed and the
+ * file made anew with O_EXCL.
  */
 static void
 pidfile_open(void)
 {
 	char	old[32];
 	ssize_t n;
-	int	fd;
+	int	dfd, fd;
 
-	if ((size_t)snprintf(sv->sv_pidfile, sizeof(sv->sv_pidfile),
-		"%s/graspd.pid", sv->sv_cfg.run_path) >= sizeof(sv->sv_pidfile))
+	if ((size_t)snprintf(sv->sv_pidfile, sizeof(sv->sv_pidfile), "%s/%s",
+		sv->sv_cfg.run_path, PIDFILE_NAME) >= sizeof(sv->sv_pidfile))
 		startup_fail(1, "run_path too long: %s", sv->sv_cfg.run_path);
-	fd = open(sv->sv_pidfile, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd == -1)
+	if ((dfd = open(sv->sv_cfg.run_path,
+		 O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		startup_fail(1, "%s: %s", sv->sv_cfg.run_path, strerror(errno));
+	fd = openat(dfd, PIDFILE_NAME,
+	    O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+	    0644);
+	if (fd == -1 && errno != ELOOP)
 		startup_fail(1, "%s: %s", sv->sv_pidfile, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+	/* A lock on a file not ours proves nothing: it is replaced. */
+	if (fd != -1 && pidfile_ours(fd) &&
+	    flock(fd, LOCK_EX | LOCK_NB) == -1) {
 		n = read(fd, old, sizeof(old) - 1);
 		old[n > 0 ? n : 0] = '\0';
 		old[strcspn(old, "\n")] = '\0';
 		close(fd);
+		close(dfd);
 		startup_fail(1,
 		    "graspd is already running (pid %s, %s is "
 		    "locked)",
 		    old[0] ? old : "unknown", sv->sv_pidfile);
 	}
+	if (fd == -1 || !pidfile_ours(fd)) {
+		/* The pid file of a graspd running as another user, or
+		 * something the roles' user put in its place. */
+		log_warnx("%s: not a file of graspd's (a link, or another "
+			  "user's file): replaced",
+		    sv->sv_pidfile);
+		if (fd != -1)
+			close(fd);
+		if (unlinkat(dfd, PIDFILE_NAME, 0) == -1 && errno != ENOENT)
+			startup_fail(1, "%s: %s", sv->sv_pidfile,
+			    strerror(errno));
+		fd = openat(dfd, PIDFILE_NAME,
+		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY |
+			O_CLOEXEC,
+		    0644);
+		if (fd == -1 || flock(fd, LOCK_EX | LOCK_NB) == -1 ||
+		    !pidfile_ours(fd))
+			startup_fail(1, "%s: %s", sv->sv_pidfile,
+			    fd == -1 ? strerror(errno) : "taken meanwhile");
+	}
+	close(dfd);
 	if (ftruncate(fd, 0) == -1 || dprintf(fd, "%d\n", (int)getpid()) < 0)
 		startup_fail(1, "%s: %s", sv->sv_pidfile, strerror(errno));
 	sv->sv_pidfd = fd;

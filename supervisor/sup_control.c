@@ -247,8 +247,10 @@ ctl_read_cb(evutil_socket_t fd, short what, void *arg)
 int
 sup_control_open(char *err, size_t errlen)
 {
-	char ep[PATH_MAX + 16];
-	int  fd;
+	struct stat st;
+	char	    ep[PATH_MAX + 16];
+	mode_t	    mask;
+	int	    fd;
 
 	if (chan_control_endpoint(sv->sv_cfg.run_path, ROLE_SUPERVISOR, ep,
 		sizeof(ep)) == -1) {
@@ -256,16 +258,25 @@ sup_control_open(char *err, size_t errlen)
 		    sv->sv_cfg.run_path);
 		return -1;
 	}
-	if ((sv->sv_ctl = chan_open(NN_REP, ep, 1)) == -1) {
+	/*
+	 * It can stop everything: only root and the group connect, or,
+	 * dropping privileges, the roles' user alone (and root).  Made so
+	 * by the bind itself: the run directory is the user's, and a chown
+	 * or chmod by name there would follow a link they put in its place.
+	 */
+	mask = sup_priv_bind_begin();
+	sv->sv_ctl = chan_open(NN_REP, ep, 1);
+	sup_priv_bind_end(mask);
+	if (sv->sv_ctl == -1) {
 		snprintf(err, errlen, "%s: %s", ep, nn_strerror(nn_errno()));
 		return -1;
 	}
 	snprintf(ctl_path, sizeof(ctl_path), "%s", ep + strlen("ipc://"));
-	/* It can stop everything: only root and the group connect. */
-	if (chmod(ctl_path, 0660) == -1)
-		log_warn("chmod %s", ctl_path);
-	/* Dropping privileges: the roles' user alone (and root). */
-	sup_priv_socket(ctl_path);
+	if (lstat(ctl_path, &st) == -1 || !S_ISSOCK(st.st_mode) ||
+	    st.st_uid != sup_priv_uid())
+		log_warnx("control socket %s: not the socket of uid %u that "
+			  "graspd bound",
+		    ctl_path, (unsigned)sup_priv_uid());
 	if ((fd = chan_rcvfd(sv->sv_ctl)) == -1) {
 		snprintf(err, errlen, "NN_RCVFD: %s", nn_strerror(nn_errno()));
 		return -1;

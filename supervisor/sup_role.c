@@ -367,6 +367,9 @@ role_child(const char *path, char *const argv[], char *const envp[], int readyw,
 	close_range(SUP_READY_FD + 2, ~0U, 0);
 	if (sup_priv_child(bind_cap) == -1)
 		goto fail;
+	/* prctl(2): a change of uid clears the parent-death signal. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 || getppid() != parent)
+		_exit(127);
 	execve(path, argv, envp);
 fail:
 	e = errno;

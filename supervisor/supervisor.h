@@ -270,14 +270,27 @@ void	    sup_stats_close(void);
  * Decides whether the roles drop privileges (graspd started as root,
  * NGIT_USER an existing user other than root) and, if so, makes the run
  * directory the user's with mode 0700 and the data directories the
- * user's (created if missing).  Call once, before the control socket
- * and the first role.  Returns 0, or -1 with the reason in err (an
- * unknown user other than the default, a chown that failed, database
- * files that belong to someone else).
+ * user's (created if missing; owner and mode set on a descriptor opened
+ * without following links), then checks from a child running as the
+ * user that relay_data_path, its database and key files, git_data_path
+ * and the repositories in it (their objects and refs directories, a
+ * bounded scan) are the user's to read and write.  Call once, before the
+ * control socket and the first role.  Returns 0, or -1 with the reason
+ * in err: an unknown user other than the default, a chown that failed,
+ * a path the user cannot use (its owner and the chown to run).
  */
 int	    sup_priv_init(char *err, size_t errlen);
-/* Gives a socket graspd bound to the roles' user, mode 0600 (if any). */
-void	    sup_priv_socket(const char *path);
+/*
+ * Around the bind of graspd's socket in the run directory, which the
+ * roles' user owns: until sup_priv_bind_end(old), files this thread
+ * creates are the user's (setfsuid(2)) with mode 0600, or, without a
+ * privilege drop, graspd's with mode 0660, so that no chown or chmod
+ * by name follows a link planted there.  Returns the umask to restore.
+ */
+mode_t	    sup_priv_bind_begin(void);
+void	    sup_priv_bind_end(mode_t old);
+/* The uid that owns graspd's socket: the roles' user, or graspd's. */
+uid_t	    sup_priv_uid(void);
 /* "HOME=<the user's home>" for the roles' environment, or NULL. */
 const char *sup_priv_home(void);
 /*

@@ -4,7 +4,15 @@
  * user's, graspd's is root's; the run directory is the user's with mode
  * 0700 and its sockets have no group or other permission, so that
  * another user cannot connect to a control socket while the user can;
- * relayd still stores events and creates repositories.  Needs root: it
+ * relayd still stores events and creates repositories.
+ *
+ * The user owns the run directory and the data, and root must not trust
+ * what they put there (issue 39): a link planted as graspd.pid, or
+ * swapped in for the control socket while graspd binds it, leaves its
+ * root-owned target as it was; graspctl backup, run as root while the
+ * user swaps git files for links to a root-only file, never copies that
+ * file; a git tree or a relay data path the user cannot use stops graspd
+ * at once with exit 78, the owner and the chown to run.  Needs root: it
  * creates the user (useradd) if missing and removes it again.
  */
 #include <sys/socket.h>
@@ -16,6 +24,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -26,17 +35,29 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "ctl.h"
 #include "event.h"
 #include "gdproc.h"
 #include "gitutil.h"
 #include "relayproc.h"
 #include "t.h"
+#include "tdir.h"
 #include "wsclient.h"
 
 /* The user the test's graspd drops to. */
-#define TEST_USER  "graspd-t"
+#define TEST_USER	  "graspd-t"
 /* Anyone else: the user a stranger's connection runs as. */
-#define OTHER_USER "nobody"
+#define OTHER_USER	  "nobody"
+/* What a root-only file of the attacks holds. */
+#define SECRET		  "root-only: never copied, never changed"
+/* Starts of graspd while the user races for its control socket. */
+#define SOCK_RACE_TRIES	  8
+/* Backups taken while the user swaps files for links. */
+#define BACKUP_RACE_TRIES 30
+/* Slows graspd down in the socket race, when it exists. */
+#define STRACE		  "/usr/bin/strace"
+/* Files of the git tree the user swaps. */
+#define BACKUP_RACE_FILES 300
 
 static int created_user;
 
@@ -234,6 +255,561 @@ test_relayd_binds_a_privileged_port_as_the_user(void)
 	gd_free(g);
 }
 
+/* Forks a child with TEST_USER's ids running fn(arg); its pid, or -1. */
+static pid_t
+as_user(int (*fn)(void *), void *arg)
+{
+	struct passwd *pw;
+	pid_t	       pid;
+
+	if ((pw = getpwnam(TEST_USER)) == NULL)
+		return -1;
+	fflush(NULL);
+	if ((pid = fork()) != 0)
+		return pid;
+	if (setgroups(0, NULL) == -1 || setgid(pw->pw_gid) == -1 ||
+	    setuid(pw->pw_uid) == -1)
+		_exit(126);
+	_exit(fn(arg));
+}
+
+/* fn(arg) as TEST_USER to its end: its exit status, or -1. */
+static int
+run_as_user(int (*fn)(void *), void *arg)
+{
+	pid_t pid;
+	int   st;
+
+	if ((pid = as_user(fn, arg)) == -1 || waitpid(pid, &st, 0) == -1 ||
+	    !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/*
+ * Waits at most ms for every process of uid to be gone (roles that get
+ * SIGTERM when graspd dies take a moment).  0, or -1 if some remain.
+ */
+static int
+user_procs_gone(uid_t uid, int ms)
+{
+	int64_t	       end = wsc_now_ms() + ms;
+	struct dirent *de;
+	struct stat    st;
+	char	       path[300];
+	DIR	      *d;
+	int	       n;
+
+	do {
+		if ((d = opendir("/proc")) == NULL)
+			return -1;
+		n = 0;
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] < '1' || de->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s", de->d_name);
+			if (stat(path, &st) == 0 && st.st_uid == uid)
+				n++;
+		}
+		closedir(d);
+		if (n == 0)
+			return 0;
+		usleep(50000);
+	} while (wsc_now_ms() < end);
+	return -1;
+}
+
+/* A root-owned file of mode 0600 holding SECRET at path. */
+static int
+make_secret(const char *path)
+{
+	int fd;
+
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == -1)
+		return -1;
+	if (write(fd, SECRET, strlen(SECRET)) != (ssize_t)strlen(SECRET)) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+/* 1 if path is still root's, mode 0600, holding SECRET alone. */
+static int
+secret_intact(const char *path)
+{
+	struct stat st;
+	char	   *text;
+	int	    ok;
+
+	if (lstat(path, &st) == -1 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 07777) != 0600) {
+		printf("# %s: uid %u mode %o\n", path, (unsigned)st.st_uid,
+		    st.st_mode & 07777);
+		return 0;
+	}
+	text = t_slurp(path, NULL);
+	ok = text != NULL && strcmp(text, SECRET) == 0;
+	if (!ok)
+		printf("# %s now holds \"%.40s\"\n", path, text ? text : "");
+	free(text);
+	return ok;
+}
+
+struct plant {
+	const char *pl_path;   /* where */
+	const char *pl_target; /* a link to it, or NULL: a fifo */
+};
+
+static int
+plant(void *arg)
+{
+	struct plant *p = arg;
+
+	unlink(p->pl_path);
+	if (p->pl_target != NULL)
+		return symlink(p->pl_target, p->pl_path) == -1;
+	return mkfifo(p->pl_path, 0600) == -1;
+}
+
+/*
+ * The user (or a compromised relayd) plants a link to a root-owned file
+ * as graspd.pid, then a fifo: graspd started again as root writes
+ * through neither, hangs on neither, and puts its own pid file there.
+ */
+static void
+test_planted_pid_file_link_is_not_followed(void)
+{
+	const char    *env[] = { "NGIT_USER=" TEST_USER, NULL };
+	struct gdproc *g = NULL;
+	struct passwd *pw;
+	struct plant   p;
+	struct stat    st;
+	char	       secret[600], pidf[600], *text;
+	int	       round;
+
+	T_ASSERT((g = gd_start(env)) != NULL);
+	snprintf(secret, sizeof(secret), "%s/secret", gd_dir(g));
+	snprintf(pidf, sizeof(pidf), "%s/run/graspd.pid", gd_dir(g));
+	T_ASSERT(make_secret(secret) == 0);
+	T_ASSERT((pw = getpwnam(TEST_USER)) != NULL);
+	for (round = 0; round < 2; round++) {
+		gd_kill_group(g);
+		/* The roles follow graspd (SIGTERM), before the next start. */
+		T_CHECK(user_procs_gone(pw->pw_uid, 10000) == 0);
+		p.pl_path = pidf;
+		p.pl_target = round == 0 ? secret : NULL;
+		T_ASSERT(run_as_user(plant, &p) == 0);
+		T_CHECK(gd_restart(g) == 0);
+		T_CHECK(secret_intact(secret));
+		T_CHECK(lstat(pidf, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_uid == 0 && st.st_nlink == 1);
+		text = t_slurp(pidf, NULL);
+		T_CHECK(text != NULL && atoi(text) == (int)gd_pid(g));
+		free(text);
+	}
+	gd_free(g);
+}
+
+struct sock_race {
+	const char *sr_path;   /* the control socket */
+	const char *sr_target; /* a root-owned file */
+	int	    sr_ms;     /* for so long */
+};
+
+/*
+ * As the user, for sr_ms: clears the way, then each time a socket
+ * appears at sr_path (graspd has bound it), swaps a link to the target
+ * in for it at once.  0 if it swapped one in at least.
+ */
+static int
+sock_race(void *arg)
+{
+	struct sock_race *r = arg;
+	struct stat	  st;
+	char		  tmp[700];
+	int64_t		  end = wsc_now_ms() + r->sr_ms;
+	long		  n = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", r->sr_path);
+	unlink(r->sr_path);
+	while (wsc_now_ms() < end) {
+		if (lstat(r->sr_path, &st) == -1 || !S_ISSOCK(st.st_mode))
+			continue;
+		unlink(tmp);
+		if (symlink(r->sr_target, tmp) == 0 &&
+		    rename(tmp, r->sr_path) == 0)
+			n++;
+	}
+	unlink(tmp);
+	return n > 0 ? 0 : 1;
+}
+
+static void
+putenv_copy(void *arg, const char *kv)
+{
+	(void)arg;
+	putenv(strdup(kv));
+}
+
+/* An absolute directory from $name, else dflt. */
+static void
+env_dir(const char *name, const char *dflt, char *out, size_t outlen)
+{
+	const char *v = getenv(name);
+
+	if (v == NULL || *v == '\0')
+		v = dflt;
+	if (realpath(v, out) == NULL)
+		snprintf(out, outlen, "%s", v);
+}
+
+/*
+ * graspd -d as root on dir (relayproc_graspd_env()'s layout) with the
+ * roles as TEST_USER and extra ("KEY=VALUE", or NULL), in a process
+ * group of its own, its output appended to dir/log.  With slow, under
+ * strace(1), whose stop at every system call widens a race's window
+ * (/usr/bin/strace must exist).  Its pid, or -1.
+ */
+static pid_t
+spawn_graspd(const char *dir, int port, const char *extra, int slow)
+{
+	char  bin[PATH_MAX], libexec[PATH_MAX], path[PATH_MAX + 16];
+	char  log[700];
+	pid_t pid;
+	int   fd;
+
+	env_dir("GRASPD_BIN", "bin", bin, sizeof(bin));
+	env_dir("GRASPD_LIBEXEC", bin, libexec, sizeof(libexec));
+	snprintf(path, sizeof(path), "%s/graspd", bin);
+	snprintf(log, sizeof(log), "%s/log", dir);
+	fflush(NULL);
+	if ((pid = fork()) != 0) {
+		/* Both sides, so that kill(-pid) finds the group at once. */
+		if (pid > 0)
+			setpgid(pid, pid);
+		return pid;
+	}
+	setpgid(0, 0);
+	if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644)) == -1 ||
+	    dup2(fd, 1) == -1 || dup2(fd, 2) == -1)
+		_exit(127);
+	clearenv();
+	putenv("PATH=/usr/bin:/bin");
+	relayproc_graspd_env(port, dir, libexec, putenv_copy, NULL);
+	putenv("NGIT_USER=" TEST_USER);
+	if (extra != NULL)
+		putenv(strdup(extra));
+	if (slow)
+		execl(STRACE, "strace", "-f", "-o", "/dev/null", path, "-d",
+		    (char *)NULL);
+	else
+		execl(path, "graspd", "-d", (char *)NULL);
+	_exit(127);
+}
+
+/*
+ * Waits at most ms for graspd pid to exit: its exit status, or -1 if it
+ * still runs (then it and its group are killed) or was killed.
+ */
+static int
+wait_graspd(pid_t pid, int ms)
+{
+	int64_t end = wsc_now_ms() + ms;
+	int	st;
+
+	while (wsc_now_ms() < end) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		usleep(50000);
+	}
+	kill(-pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/* A test directory the user can reach, with run/ relay/ git/ in it. */
+static int
+make_instance(char *dir, size_t len)
+{
+	char sub[700];
+
+	if (tdir_make(dir, len, "graspd-priv") == -1 || chmod(dir, 0711) == -1)
+		return -1;
+	snprintf(sub, sizeof(sub), "%s/relay", dir);
+	if (mkdir(sub, 0700) == -1)
+		return -1;
+	snprintf(sub, sizeof(sub), "%s/git", dir);
+	return mkdir(sub, 0700);
+}
+
+/*
+ * The user swaps links to a root-owned file in for graspd's control
+ * socket, as fast as they can, while graspd starts as root and binds it:
+ * graspd makes the socket the user's by the bind itself, so no chown or
+ * chmod by name follows a link to that file.  graspd need not start
+ * (the user can break their own run directory); the file stays root's.
+ * On the old code a link that lands between the bind and the chmod
+ * gives the file mode 0660 and the user as its owner.
+ */
+static void
+test_control_socket_link_race_leaves_its_target_alone(void)
+{
+	struct sock_race r;
+	char		 dir[600], secret[700], sock[700];
+	pid_t		 racer, gd;
+	int		 try, port, st, swapped = 0;
+
+	T_ASSERT(make_instance(dir, sizeof(dir)) == 0);
+	snprintf(secret, sizeof(secret), "%s/secret", dir);
+	snprintf(sock, sizeof(sock), "%s/run/control-graspd.ipc", dir);
+	T_ASSERT(make_secret(secret) == 0);
+	r.sr_path = sock;
+	r.sr_target = secret;
+	r.sr_ms = 2500;
+	for (try = 0; try < SOCK_RACE_TRIES; try++) {
+		T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
+		/* The first start makes run/ the user's; later ones race. */
+		if (try > 0) {
+			T_ASSERT((racer = as_user(sock_race, &r)) > 0);
+			usleep(100 * 1000);
+		}
+		T_ASSERT((gd = spawn_graspd(dir, port, NULL,
+			      try > 0 && access(STRACE, X_OK) == 0)) > 0);
+		if (try > 0) {
+			if (waitpid(racer, &st, 0) == racer && WIFEXITED(st) &&
+			    WEXITSTATUS(st) == 0)
+				swapped++;
+		} else
+			usleep(1500 * 1000);
+		kill(-gd, SIGKILL);
+		waitpid(gd, NULL, 0);
+		if (!secret_intact(secret)) {
+			printf("# start %d wrote through the link\n", try);
+			T_CHECK(!"the root-owned file is untouched");
+			break;
+		}
+	}
+	/* The attack ran: links took the socket's place. */
+	printf("# a link took the socket's place in %d starts\n", swapped);
+	T_CHECK(swapped > 0);
+	tdir_remove(dir);
+}
+
+struct swap_race {
+	const char *sw_dir;    /* the user's directory in the git tree */
+	const char *sw_store;  /* a directory of theirs outside it */
+	const char *sw_target; /* the root-only file */
+	int	    sw_ms;
+};
+
+/*
+ * As the user: every file of sw_dir becomes a link to the root-only file
+ * and a regular file again, round and round, for sw_ms.
+ */
+static int
+swap_race(void *arg)
+{
+	struct swap_race *r = arg;
+	char		  reg[700], tmp[700], name[700];
+	int64_t		  end = wsc_now_ms() + r->sw_ms;
+	int		  i, fd, pass;
+
+	snprintf(reg, sizeof(reg), "%s/plain", r->sw_store);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", r->sw_store);
+	if ((fd = open(reg, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1 ||
+	    write(fd, "plain\n", 6) != 6 || close(fd) == -1)
+		return 1;
+	for (i = 0; i < BACKUP_RACE_FILES; i++) {
+		snprintf(name, sizeof(name), "%s/f%03d", r->sw_dir, i);
+		unlink(tmp);
+		if (link(reg, tmp) == -1 || rename(tmp, name) == -1)
+			return 1;
+	}
+	/* A pass makes every file a link, the next a file again. */
+	for (pass = 0; wsc_now_ms() < end; pass ^= 1)
+		for (i = 0; i < BACKUP_RACE_FILES; i++) {
+			snprintf(name, sizeof(name), "%s/f%03d", r->sw_dir, i);
+			unlink(tmp);
+			if ((pass == 0 ? symlink(r->sw_target, tmp) :
+					 link(reg, tmp)) == 0)
+				rename(tmp, name);
+		}
+	return 0;
+}
+
+/*
+ * graspctl backup, run by root, while the user swaps the files of a git
+ * directory for links to a root-only file and back: lstat may see a
+ * regular file and the open a link.  The backup opens without following
+ * links and checks what it opened, so no copy ever holds the file; on
+ * the old code a copy takes the root-only content (with the mode of the
+ * user's file).
+ */
+static void
+test_backup_never_copies_a_link_swapped_in(void)
+{
+	const char	*env[] = { "NGIT_USER=" TEST_USER, NULL };
+	struct gdproc	*g = NULL;
+	struct swap_race r;
+	char		 secret[600], race[600], store[600], out[700];
+	struct buf	 cmd = BUF_INIT;
+	char		 bin[PATH_MAX], *text = NULL;
+	pid_t		 racer;
+	int		 try, rc, slow, refused = 0, leaked = 0;
+
+	T_ASSERT((g = gd_start(env)) != NULL);
+	env_dir("GRASPD_BIN", "bin", bin, sizeof(bin));
+	snprintf(secret, sizeof(secret), "%s/secret", gd_dir(g));
+	snprintf(race, sizeof(race), "%s/git/race", gd_dir(g));
+	snprintf(store, sizeof(store), "%s/store", gd_dir(g));
+	T_ASSERT(make_secret(secret) == 0);
+	T_ASSERT(mkdir(race, 0755) == 0 && mkdir(store, 0755) == 0);
+	{
+		struct passwd *pw = getpwnam(TEST_USER);
+
+		T_ASSERT(pw != NULL &&
+		    chown(race, pw->pw_uid, pw->pw_gid) == 0 &&
+		    chown(store, pw->pw_uid, pw->pw_gid) == 0);
+	}
+	r.sw_dir = race;
+	r.sw_store = store;
+	r.sw_target = secret;
+	r.sw_ms = 60000;
+	T_ASSERT((racer = as_user(swap_race, &r)) > 0);
+	usleep(300 * 1000);
+	for (try = 0; try < BACKUP_RACE_TRIES && !leaked; try++) {
+		snprintf(out, sizeof(out), "%s/backup%d", gd_dir(g), try);
+		/*
+		 * Under strace, if any, its stops widen the race's window
+		 * (LeakSanitizer cannot run under ptrace: a -fsanitize build).
+		 */
+		slow = access(STRACE, X_OK) == 0;
+		buf_reset(&cmd);
+		buf_printf(&cmd,
+		    "%sNGIT_RELAY_DATA_PATH='%s/relay' "
+		    "NGIT_GIT_DATA_PATH='%s/git' NGIT_RUN_PATH='%s/run' "
+		    "timeout 60 %s '%s/graspctl' backup '%s' 2>&1",
+		    slow ? "ASAN_OPTIONS=detect_leaks=0 " : "", gd_dir(g),
+		    gd_dir(g), gd_dir(g), slow ? STRACE " -o /dev/null" : "",
+		    bin, out);
+		rc = ctl_run(cmd.b_data, &text);
+		if (rc != 0) {
+			refused++;
+			if (text == NULL ||
+			    strstr(text, "while copying: not") == NULL)
+				printf("# backup: %s\n", text ? text : "");
+		}
+		free(text);
+		text = NULL;
+		buf_reset(&cmd);
+		buf_printf(&cmd, "grep -rlF '%s' '%s' 2>/dev/null", SECRET,
+		    out);
+		if (ctl_run(cmd.b_data, &text) == 0) {
+			printf("# backup %d copied the root-only file: %s\n",
+			    try, text);
+			leaked = 1;
+		}
+		free(text);
+		text = NULL;
+	}
+	kill(racer, SIGKILL);
+	waitpid(racer, NULL, 0);
+	buf_free(&cmd);
+	printf("# %d of %d backups refused a link swapped in\n", refused, try);
+	T_CHECK(!leaked);
+	T_CHECK(secret_intact(secret));
+	gd_free(g);
+}
+
+/*
+ * A git tree copied in as root (the migration of issue 40): the roles'
+ * user cannot write its repositories, so every push and import would
+ * fail unlogged.  graspd stops at once with exit 78, naming the
+ * repository, its owner and the chown to run.  On the old code graspd
+ * starts (and runs past the wait).
+ */
+static void
+test_root_owned_git_tree_stops_graspd_with_the_chown(void)
+{
+	char  dir[600], path[800], want[PATH_MAX + 64], real[PATH_MAX], *log;
+	pid_t gd;
+	int   port, rc;
+
+	T_ASSERT(make_instance(dir, sizeof(dir)) == 0);
+	snprintf(path, sizeof(path), "%s/git/npub1copied", dir);
+	T_ASSERT(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/git/npub1copied/repo.git", dir);
+	T_ASSERT(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/git/npub1copied/repo.git/objects",
+	    dir);
+	T_ASSERT(mkdir(path, 0755) == 0);
+	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
+	T_ASSERT((gd = spawn_graspd(dir, port, NULL, 0)) > 0);
+	rc = wait_graspd(gd, 15000);
+	T_EQ_INT(rc, 78);
+	snprintf(path, sizeof(path), "%s/log", dir);
+	log = t_slurp(path, NULL);
+	T_ASSERT(log != NULL);
+	snprintf(want, sizeof(want),
+	    "%s/git/npub1copied belongs to uid 0 (root)", dir);
+	T_CHECK(strstr(log, want) != NULL);
+	/* The hint names the real path (chown -R does not follow links). */
+	snprintf(path, sizeof(path), "%s/git", dir);
+	if (realpath(path, real) == NULL)
+		snprintf(real, sizeof(real), "%s", path);
+	snprintf(want, sizeof(want), "run chown -R %s: %s", TEST_USER, real);
+	T_CHECK(strstr(log, want) != NULL);
+	if (strstr(log, want) == NULL)
+		printf("# log: %s\n", log);
+	free(log);
+	/* Mended as it says, graspd starts. */
+	snprintf(path, sizeof(path), "chown -R %s: '%s/git'", TEST_USER, dir);
+	T_ASSERT(system(path) == 0);
+	T_ASSERT((gd = spawn_graspd(dir, port, NULL, 0)) > 0);
+	usleep(1000 * 1000);
+	T_CHECK(waitpid(gd, NULL, WNOHANG) == 0);
+	kill(-gd, SIGKILL);
+	waitpid(gd, NULL, 0);
+	tdir_remove(dir);
+}
+
+/*
+ * relay_data_path where the roles' user cannot reach it (a directory
+ * above it is root's, mode 0700): graspd stops at once with exit 78 and
+ * names the directory, not after five restarts of relayd with exit 1.
+ */
+static void
+test_unreachable_relay_data_path_stops_graspd_at_once(void)
+{
+	char  dir[600], path[800], want[900], extra[900], *log;
+	pid_t gd;
+	int   port, rc;
+
+	T_ASSERT(make_instance(dir, sizeof(dir)) == 0);
+	snprintf(path, sizeof(path), "%s/closed", dir);
+	T_ASSERT(mkdir(path, 0700) == 0);
+	snprintf(extra, sizeof(extra), "NGIT_RELAY_DATA_PATH=%s/closed/relay",
+	    dir);
+	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
+	T_ASSERT((gd = spawn_graspd(dir, port, extra, 0)) > 0);
+	rc = wait_graspd(gd, 15000);
+	T_EQ_INT(rc, 78);
+	snprintf(path, sizeof(path), "%s/log", dir);
+	log = t_slurp(path, NULL);
+	T_ASSERT(log != NULL);
+	snprintf(want, sizeof(want),
+	    "%s/closed belongs to uid 0 (root), mode 0700, and %s may not "
+	    "search it",
+	    dir, TEST_USER);
+	T_CHECK(strstr(log, want) != NULL);
+	if (strstr(log, want) == NULL)
+		printf("# log: %s\n", log);
+	T_CHECK(strstr(log, "exited 1") == NULL);
+	free(log);
+	tdir_remove(dir);
+}
+
 int
 main(void)
 {
@@ -261,7 +837,14 @@ main(void)
 	}
 	T_RUN(test_roles_run_as_the_user);
 	T_RUN(test_relayd_binds_a_privileged_port_as_the_user);
+	T_RUN(test_planted_pid_file_link_is_not_followed);
+	T_RUN(test_control_socket_link_race_leaves_its_target_alone);
+	T_RUN(test_backup_never_copies_a_link_swapped_in);
+	T_RUN(test_root_owned_git_tree_stops_graspd_with_the_chown);
+	T_RUN(test_unreachable_relay_data_path_stops_graspd_at_once);
 	if (created_user) {
+		if (user_procs_gone(getpwnam(TEST_USER)->pw_uid, 10000) == -1)
+			printf("# processes of %s remain\n", TEST_USER);
 		snprintf(cmd, sizeof(cmd), "userdel %s", TEST_USER);
 		if (system(cmd) != 0)
 			printf("# could not remove user %s\n", TEST_USER);

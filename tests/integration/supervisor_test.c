@@ -1955,6 +1955,97 @@ test_daemon_mode_returns_once_ready(void)
 	rm_tree(dir);
 }
 
+/*
+ * The init script (etc/graspd.init, its paths pointed into a temporary
+ * directory) trusts its pid file only for a process of graspd: the run
+ * directory is the roles' user's, who can write any number there.  With
+ * the pid of another process of ours planted, stop says graspd is not
+ * running and that process lives; start, status and stop then work on a
+ * real graspd.  The system's own files are never touched (no
+ * /etc/default/graspd, user root: no useradd).
+ */
+static void
+test_init_script_signals_only_graspd(void)
+{
+	char  dir[PATH_MAX], script[PATH_MAX + 32], path[PATH_MAX + 64];
+	char  text[6 * PATH_MAX], *out = NULL;
+	pid_t victim, pid;
+	int   port, rc;
+
+	if (no_relayd())
+		return;
+	T_ASSERT(make_tmpdir(dir, sizeof(dir)) == 0);
+	T_ASSERT((port = relayproc_free_port("127.0.0.1")) > 0);
+	snprintf(script, sizeof(script), "%s/graspd.init", dir);
+	T_ASSERT(run(NULL,
+		     "sed -e 's|^GRASPD=.*|GRASPD=%s/graspd|' "
+		     "-e 's|^GRASPCTL=.*|GRASPCTL=%s/graspctl|' "
+		     "-e 's|/etc/default/graspd|%s/default|g' "
+		     "'%s/etc/graspd.init' > '%s'",
+		     bindir, bindir, dir, topdir, script) == 0);
+	snprintf(path, sizeof(path), "%s/default", dir);
+	snprintf(text, sizeof(text),
+	    "CONF='%s/none.conf'\n"
+	    "export NGIT_BIND_ADDRESS=127.0.0.1:%d NGIT_DOMAIN=127.0.0.1:%d\n"
+	    "export NGIT_RELAY_DATA_PATH='%s/relay' "
+	    "NGIT_GIT_DATA_PATH='%s/git'\n"
+	    "export NGIT_RUN_PATH='%s/run' NGIT_TEST=1 NGIT_USER=root\n"
+	    "export GRASPD_LIBEXEC='%s'\n",
+	    dir, port, port, dir, dir, dir, libexec);
+	T_ASSERT(write_file(path, text, 0644) == 0);
+	snprintf(path, sizeof(path), "%s/run", dir);
+	T_ASSERT(mkdir(path, 0700) == 0);
+
+	/* The roles' user writes the pid of a process that is not graspd. */
+	fflush(NULL);
+	T_ASSERT((victim = fork()) != -1);
+	if (victim == 0) {
+		execlp("sleep", "sleep", "60", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(path, sizeof(path), "%s/run/graspd.pid", dir);
+	snprintf(text, sizeof(text), "%d\n", (int)victim);
+	T_ASSERT(write_file(path, text, 0644) == 0);
+	rc = run(&out, "timeout 60 sh '%s' stop", script);
+	T_EQ_INT(rc, 0);
+	T_CHECK(out != NULL && strstr(out, "graspd is not running") != NULL);
+	free(out);
+	T_CHECK(alive(victim));
+	rc = run(&out, "timeout 60 sh '%s' status", script);
+	T_CHECK(rc != 0 && strstr(out, "is running") == NULL);
+	free(out);
+	/* A number the shell would take for a process group: never. */
+	T_ASSERT(write_file(path, "-1\n", 0644) == 0);
+	rc = run(&out, "timeout 60 sh '%s' stop", script);
+	T_CHECK(rc == 0 && strstr(out, "graspd is not running") != NULL);
+	free(out);
+	T_CHECK(alive(victim));
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+
+	/* The real graspd is found, and stopped. */
+	rc = run(&out, "timeout 120 sh '%s' start", script);
+	if (rc != 0)
+		printf("# %s\n", out);
+	T_CHECK(rc == 0);
+	free(out);
+	out = t_slurp(path, NULL);
+	T_ASSERT(out != NULL);
+	pid = atoi(out);
+	free(out);
+	remember_pid(pid);
+	rc = run(&out, "timeout 60 sh '%s' status", script);
+	snprintf(text, sizeof(text), "graspd is running (pid %d)", (int)pid);
+	T_CHECK(rc == 0 && strstr(out, text) != NULL);
+	free(out);
+	rc = run(&out, "timeout 90 sh '%s' stop", script);
+	T_CHECK(rc == 0 && strstr(out, "Stopping graspd") != NULL);
+	free(out);
+	T_CHECK(!alive(pid));
+	cleanup_all();
+	rm_tree(dir);
+}
+
 /* Runs a lint command; every line it prints must be allowed. */
 /*
  * make install into a DESTDIR (the programs already built in bindir:
@@ -2175,6 +2266,7 @@ main(void)
 	T_RUN(test_startup_fails_when_relayd_cannot_run);
 	T_RUN(test_taken_port_fails_at_once_with_its_cause);
 	T_RUN(test_daemon_mode_returns_once_ready);
+	T_RUN(test_init_script_signals_only_graspd);
 	T_RUN(test_make_install_puts_a_working_setup_in_place);
 	T_RUN(test_man_pages_and_init_script_lint_clean);
 	T_RUN(test_c_files_follow_clang_format);

@@ -40,7 +40,8 @@
 # BENCH_NO_DURABILITY=1 the durability pair: after part one, two fresh
 # relayds, durability full then normal, take the same events (figures
 # durability_{full,normal}_{publish_rate,publish_ok_p99,serial_ok_p50,
-# serial_ok_p99} and durability_full_normal_ratio).
+# serial_ok_p99} and durability_full_normal_ratio;
+# BENCH_DURABILITY_ORDER="normal full" runs them the other way round).
 set -eu
 
 EVENTS=${BENCH_EVENTS:-20000}
@@ -160,7 +161,7 @@ stop_relay
 # events/s over 4 x 50 in flight, then the OK latency of one client
 # publishing one event at a time (each waits for a sync under full).
 if [ -z "${BENCH_NO_DURABILITY:-}" ]; then
-	for d in full normal; do
+	for d in ${BENCH_DURABILITY_ORDER:-full normal}; do
 		echo "# bench: durability $d, relayd alone, the same events"
 		mkdir -p "$tmp/dur-$d"
 		# shellcheck disable=SC2086  # TPROC_NO_LIMITS is a list

@@ -21,6 +21,10 @@
  * events met in batches.  GRASPD_POWERCUT_SEED replays (printed first),
  * GRASPD_POWERCUT_CUTS sets the number of cuts with durability full (3;
  * "make soak" asks for 100), GRASPD_POWERCUT_NORMAL_CUTS with normal (3).
+ *
+ * The git side is checked as configuration: a pushed repository's
+ * receive-pack sees core.fsync for objects and refs under full (a hook
+ * writes down what it sees), git's default under normal.
  */
 #include <sys/stat.h>
 
@@ -33,7 +37,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "event.h"
+#include "gitutil.h"
+#include "nip19.h"
 #include "nostr.h"
 #include "relayproc.h"
 #include "t.h"
@@ -382,6 +389,94 @@ durability_normal_shows_the_loss_it_allows(void)
 	T_CHECK(losing > 0);
 }
 
+/*
+ * The git side: a push to a hosted repository runs receive-pack with
+ * core.fsync on for objects and refs under durability full, and with
+ * git's default under normal.  A pre-receive hook (it runs inside
+ * receive-pack, with its configuration) writes down what git sees.
+ */
+static int
+push_sees_fsync(const char *durability, char *seen, size_t seenlen)
+{
+	char		  e_dur[64], home[600], dir[600], hook[700], url[512];
+	char		  seenpath[600], script[1024], oid[41], *out = NULL;
+	const char *const env[] = { e_dur, NULL };
+	struct relayproc *rp;
+	struct wsc	 *ws = NULL;
+	uint8_t		  sk[32] = { 0x77 }, pk[32];
+	char		  npub[100], *text;
+	FILE		 *f;
+	int		  rc = -1;
+	size_t		  n;
+
+	seen[0] = '\0';
+	snprintf(e_dur, sizeof(e_dur), "NGIT_DURABILITY=%s", durability);
+	if ((rp = relayproc_start("relayd", env)) == NULL)
+		return -1;
+	snprintf(home, sizeof(home), "%s/home", relayproc_dir(rp));
+	snprintf(dir, sizeof(dir), "%s/work", relayproc_dir(rp));
+	if (gt_setup(home) == -1 ||
+	    client_host_repo(rp, sk, time(NULL) - 10, "fs", NULL, dir) == -1 ||
+	    event_pubkey_of(sk, pk) == -1 ||
+	    nip19_encode("npub", pk, npub, sizeof(npub)) == -1)
+		goto done;
+	snprintf(seenpath, sizeof(seenpath), "%s/fsync-seen",
+	    relayproc_dir(rp));
+	snprintf(hook, sizeof(hook), "%s/git/%s/fs.git/hooks",
+	    relayproc_dir(rp), npub);
+	mkdir(hook, 0755);
+	snprintf(hook + strlen(hook), sizeof(hook) - strlen(hook),
+	    "/pre-receive");
+	snprintf(script, sizeof(script),
+	    "#!/bin/sh\ncat >/dev/null\n"
+	    "{ git config --get core.fsync; git config --get "
+	    "core.fsyncMethod; } >'%s'\nexit 0\n",
+	    seenpath);
+	if ((f = fopen(hook, "w")) == NULL || fputs(script, f) == EOF ||
+	    fclose(f) != 0 || chmod(hook, 0755) == -1)
+		goto done;
+	if ((ws = wsc_connect("127.0.0.1", relayproc_port(rp), "/", 5000)) ==
+		NULL ||
+	    gt_commit(dir, "b", "second\n", "second", oid) == -1 ||
+	    gt_state(ws, sk, time(NULL), "fs", oid) == -1)
+		goto done;
+	gt_url(url, sizeof(url), relayproc_domain(rp), pk, "fs");
+	if (gt_git(dir, &out, "push", "-q", url, "main", NULL) != 0) {
+		printf("# push: %s\n", out ? out : "");
+		goto done;
+	}
+	if ((text = t_slurp(seenpath, &n)) == NULL) {
+		printf("# the pre-receive hook did not run\n");
+		goto done;
+	}
+	snprintf(seen, seenlen, "%s", text);
+	free(text);
+	for (n = 0; seen[n] != '\0'; n++)
+		if (seen[n] == '\n')
+			seen[n] = ' ';
+	printf("# durability %s: receive-pack sees core.fsync, "
+	       "core.fsyncMethod: \"%s\"\n",
+	    durability, seen);
+	rc = 0;
+done:
+	free(out);
+	if (ws != NULL)
+		wsc_close(ws);
+	relayproc_free(rp);
+	return rc;
+}
+
+static void
+a_push_is_synced_by_git_unless_normal(void)
+{
+	char seen[256];
+
+	T_ASSERT(push_sees_fsync("full", seen, sizeof(seen)) == 0);
+	T_EQ_STR(seen, "objects,derived-metadata,reference fsync ");
+	T_ASSERT(push_sees_fsync("normal", seen, sizeof(seen)) == 0);
+	T_EQ_STR(seen, "");
+}
+
 static int
 powercut_setup(void)
 {
@@ -412,6 +507,7 @@ static const struct t_case cases[] = {
 	T_CASE(an_uncut_load_measures_and_the_log_is_faithful),
 	T_CASE(power_cuts_lose_no_acknowledged_event),
 	T_CASE(durability_normal_shows_the_loss_it_allows),
+	T_CASE(a_push_is_synced_by_git_unless_normal),
 };
 
 T_MAIN_WITH(cases, powercut_setup, powercut_cleanup, T_IGN_SIGPIPE)

@@ -455,13 +455,11 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 		}
 	}
 	/*
-	 * temp_store: sorters, UNION merges and the statement journal of
-	 * each put's savepoint would otherwise go through temporary files.
-	 */
-	/*
 	 * synchronous: a writer syncs the WAL at each commit (FULL), so a
-	 * commit that returned is on stable storage (db.h, "durability");
-	 * a reader never writes a frame, so its setting is moot.
+	 * commit that returned is on stable storage (db.h, "Durability"); a
+	 * reader never writes a frame, so its setting is moot.  temp_store:
+	 * sorters, UNION merges and the statement journal of each put's
+	 * savepoint would otherwise go through temporary files.
 	 */
 	snprintf(pragmas, sizeof(pragmas),
 	    "PRAGMA synchronous=%s;"

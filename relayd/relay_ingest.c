@@ -8,12 +8,11 @@
  * loop are committed in one transaction, and OK is sent only after the
  * commit, so an acknowledged event is never lost: the commit syncs the
  * WAL (durability full, db.h), one sync for the whole batch, so not even
- * to a power cut; with durability normal, only to a killed process.
- * Other writers of the
- * database (purgatory releases after a push, the expiry sweep) queue
- * tasks that run inside the same batched transactions, and the events a
- * task stores are fanned out and published after the commit like any
- * accepted event.  A client's NIP-42 AUTH event takes the signature
+ * to a power cut; with durability normal, not to a killed process.  Other
+ * writers of the database (purgatory releases after a push, the expiry
+ * sweep) queue tasks that run inside the same batched transactions, and
+ * the events a task stores are fanned out and published after the commit
+ * like any accepted event.  A client's NIP-42 AUTH event takes the signature
  * path too, in order, so that an EVENT sent after it sees its result.
  */
 #define _GNU_SOURCE /* pthread_setname_np */

@@ -48,6 +48,7 @@ enum cfg_type {
 	CT_BOOL,
 	CT_OPTBOOL, /* a boolean, or -1 when unset */
 	CT_LOGLEVEL,
+	CT_DURABILITY, /* full or normal (enum cfg_durability) */
 };
 
 
@@ -218,6 +219,10 @@ static const struct cfg_key cfg_keys[] = {
 	    INT_MAX,
 	    "Refuse events and pushes while a data file system has fewer MiB "
 	    "free; 0 is no floor",
+	    R(RELAYD) },
+	{ "NGIT_DURABILITY", CT_DURABILITY, F(durability), "full", 0, 0,
+	    "full: an OK'd event is on stable storage; normal: a power cut "
+	    "may lose the last ones",
 	    R(RELAYD) },
 	{ "NGIT_LOG_LEVEL", CT_LOGLEVEL, F(log_level), "info", 0, 0,
 	    "Most verbose log level: error, warn, info or debug", 0 },
@@ -422,6 +427,7 @@ cfg_clear(struct config *cfg, const struct cfg_key *k)
 	case CT_INT:
 	case CT_BOOL:
 	case CT_LOGLEVEL:
+	case CT_DURABILITY:
 		break;
 	}
 }
@@ -935,6 +941,20 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
 		}
 		*FIELD(cfg, k, enum log_level) = (enum log_level)lvl;
 		return 0;
+	case CT_DURABILITY:
+		if (strcasecmp(v, "full") == 0)
+			*FIELD(cfg, k, enum cfg_durability) =
+			    CFG_DURABILITY_FULL;
+		else if (strcasecmp(v, "normal") == 0)
+			*FIELD(cfg, k, enum cfg_durability) =
+			    CFG_DURABILITY_NORMAL;
+		else {
+			snprintf(why, whylen,
+			    "\"%.*s\" is not a durability (full, normal)",
+			    CFG_QUOTE_MAX, v);
+			return -1;
+		}
+		return 0;
 	}
 	snprintf(why, whylen, "internal error: bad key type");
 	return -1;
@@ -1304,6 +1324,13 @@ config_dump(const struct config *cfg, struct buf *b)
 		case CT_LOGLEVEL:
 			n = (int)*FIELD(cfg, k, const enum log_level);
 			buf_adds(&v, n >= 0 && n <= 3 ? lvl[n] : "info");
+			break;
+		case CT_DURABILITY:
+			buf_adds(&v,
+			    *FIELD(cfg, k, const enum cfg_durability) ==
+				    CFG_DURABILITY_NORMAL ?
+				"normal" :
+				"full");
 			break;
 		}
 		buf_printf(b, "%s = ", name);

@@ -46,6 +46,18 @@ struct cfg_repo_rule {
 	char   *identifier;
 };
 
+/*
+ * NGIT_DURABILITY (issue #40): what an OK true promises.  FULL: the
+ * event's commit is on stable storage (the WAL synced at each commit;
+ * hosted repositories' objects and refs synced by git); NORMAL: it
+ * survives a killed process, but a power cut or a kernel crash may lose
+ * the last acknowledged events and pushes.
+ */
+enum cfg_durability {
+	CFG_DURABILITY_FULL,
+	CFG_DURABILITY_NORMAL,
+};
+
 struct cfg_repo_rules {
 	struct cfg_repo_rule *v;
 	size_t		      n;
@@ -112,6 +124,7 @@ struct config {
 	int		      max_push_bytes;		    /* 0: no limit */
 	int		      max_repo_bytes;		    /* 0: no limit */
 	int		      min_free_disk_mb;		    /* 0: no floor */
+	enum cfg_durability   durability;
 	enum log_level	      log_level;
 	int		      test;
 	int		      metrics_enabled;

@@ -17,6 +17,7 @@
 #include "event.h"
 #include "fs.h"
 #include "log.h"
+#include "powercut.h"
 #include "ready.h"
 #include "walbuf.h"
 
@@ -418,7 +419,12 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 		return -1;
 	oflags = ro ? SQLITE_OPEN_READONLY :
 		      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-	/* The writer gathers each commit's WAL frames into one write. */
+	/*
+	 * The writer gathers each commit's WAL frames into one write; a
+	 * power-cut test records what reaches the files beneath it.
+	 */
+	if (!ro)
+		powercut_from_env();
 	if (sqlite3_open_v2(path, &db, oflags | SQLITE_OPEN_NOMUTEX,
 		!ro && walbuf_register() == 0 ? WALBUF_VFS : NULL) !=
 	    SQLITE_OK) {
@@ -449,14 +455,18 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 		}
 	}
 	/*
-	 * temp_store: sorters, UNION merges and the statement journal of
-	 * each put's savepoint would otherwise go through temporary files.
+	 * synchronous: a writer syncs the WAL at each commit (FULL), so a
+	 * commit that returned is on stable storage (db.h, "Durability"); a
+	 * reader never writes a frame, so its setting is moot.  temp_store:
+	 * sorters, UNION merges and the statement journal of each put's
+	 * savepoint would otherwise go through temporary files.
 	 */
 	snprintf(pragmas, sizeof(pragmas),
-	    "PRAGMA synchronous=NORMAL;"
+	    "PRAGMA synchronous=%s;"
 	    "PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;"
 	    "PRAGMA cache_size=-%d; PRAGMA wal_autocheckpoint=%d;",
-	    ro ? DB_RO_CACHE_KIB : DB_CACHE_KIB, DB_WAL_AUTOCHECKPOINT);
+	    ro ? "NORMAL" : "FULL", ro ? DB_RO_CACHE_KIB : DB_CACHE_KIB,
+	    DB_WAL_AUTOCHECKPOINT);
 	if (sqlite3_exec(db, pragmas, NULL, NULL, &msg) != SQLITE_OK)
 		goto sqlfail;
 
@@ -483,6 +493,17 @@ fail:
 	sqlite3_free(msg);
 	sqlite3_close(db);
 	return -1;
+}
+
+int
+db_set_durability(sqlite3 *db, int full)
+{
+	return sqlite3_exec(db,
+		   full ? "PRAGMA synchronous=FULL" :
+			  "PRAGMA synchronous=NORMAL",
+		   NULL, NULL, NULL) == SQLITE_OK ?
+	    0 :
+	    -1;
 }
 
 void

@@ -2,11 +2,21 @@
  * db.h: opening graspd's SQLite database, shared by every role that reads
  * or writes it.
  *
- * Every connection gets WAL, synchronous=NORMAL, a busy timeout, foreign
- * keys, in-memory temporary storage and a DB_CACHE_KIB page cache (a
- * smaller one when read-only), and WAL checkpoints spaced out (db.c).  A
- * read-write open also brings the schema up to date with the ordered
- * migrations in db.c, keyed by PRAGMA user_version.
+ * Every connection gets WAL, a busy timeout, foreign keys, in-memory
+ * temporary storage and a DB_CACHE_KIB page cache (a smaller one when
+ * read-only), and WAL checkpoints spaced out (db.c).  A read-write open
+ * also brings the schema up to date with the ordered migrations in db.c,
+ * keyed by PRAGMA user_version.
+ *
+ * Durability: a read-write connection runs with synchronous=FULL, so
+ * SQLite syncs the WAL at the end of each commit, before the commit
+ * returns (walbuf.c hands the frames to the file first, on that sync):
+ * a transaction committed is on stable storage, and one sync serves every
+ * event of a batch.  db_set_durability() turns that down to NORMAL (the
+ * WAL synced only by checkpoints: a power cut may lose the last commits,
+ * never the database's integrity).  Checkpoints sync the WAL before they
+ * copy it and the database file before the WAL may start over, under
+ * either setting.
  */
 #ifndef GRASPD_DB_H
 #define GRASPD_DB_H
@@ -55,6 +65,13 @@
  */
 int db_open(const char *path, int flags, sqlite3 **out, char *err,
     size_t errlen);
+
+/*
+ * Sets db's synchronous setting: FULL when full is non-zero (the
+ * default of a read-write db_open()), else NORMAL.  0, or -1 when SQLite
+ * refused (a transaction is open).  Never exits.
+ */
+int db_set_durability(sqlite3 *db, int full);
 
 /* Closes a connection from db_open(); NULL is fine. */
 void db_close(sqlite3 *);

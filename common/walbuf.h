@@ -16,7 +16,9 @@
  * So a committed transaction is in the kernel's page cache when the
  * commit returns, exactly as without the buffer: a process killed after
  * its commit loses nothing.  Durability against power loss is SQLite's
- * synchronous setting, unchanged.
+ * synchronous setting: under FULL (the writer's, db.h) SQLite syncs the
+ * WAL at the end of each commit, and the buffer goes out on that sync,
+ * before the real one.
  */
 #ifndef GRASPD_WALBUF_H
 #define GRASPD_WALBUF_H

@@ -243,9 +243,16 @@ relay_ckpt_init(const char *path)
 		goto fail;
 	}
 	ck_frame_bytes += DB_WAL_FRAME_HDR;
-	/* It never writes a page of its own, so it needs no cache. */
-	if (sqlite3_exec(ck_db, "PRAGMA cache_size=-64", NULL, NULL, NULL) !=
-	    SQLITE_OK) {
+	/*
+	 * It never writes a page of its own, so it needs no cache.  A
+	 * checkpoint syncs with its connection's setting: the WAL before it
+	 * copies, the database file before the WAL may start over, under
+	 * FULL and NORMAL alike (not under OFF); said here, not left to the
+	 * library's compiled-in default.
+	 */
+	if (sqlite3_exec(ck_db,
+		"PRAGMA cache_size=-64; PRAGMA synchronous=FULL", NULL, NULL,
+		NULL) != SQLITE_OK) {
 		log_warnx("checkpoint connection: %s", sqlite3_errmsg(ck_db));
 		goto fail;
 	}

@@ -6,11 +6,13 @@
  * purgatory (relay_purg.c: hold until git data arrives, or store) ->
  * store -> commit -> OK -> fan-out.  Events that arrive in one turn of the
  * loop are committed in one transaction, and OK is sent only after the
- * commit, so an acknowledged event is never lost.  Other writers of the
- * database (purgatory releases after a push, the expiry sweep) queue
- * tasks that run inside the same batched transactions, and the events a
- * task stores are fanned out and published after the commit like any
- * accepted event.  A client's NIP-42 AUTH event takes the signature
+ * commit, so an acknowledged event is never lost: the commit syncs the
+ * WAL (durability full, db.h), one sync for the whole batch, so not even
+ * to a power cut; with durability normal, not to a killed process.  Other
+ * writers of the database (purgatory releases after a push, the expiry
+ * sweep) queue tasks that run inside the same batched transactions, and
+ * the events a task stores are fanned out and published after the commit
+ * like any accepted event.  A client's NIP-42 AUTH event takes the signature
  * path too, in order, so that an EVENT sent after it sees its result.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
@@ -23,6 +25,7 @@
 #include <time.h>
 
 #include "auth.h"
+#include "db.h"
 #include "event.h"
 #include "json.h"
 #include "log.h"
@@ -148,6 +151,17 @@ relay_ingest_init(void)
 	memset(&wal_sul, 0, sizeof(wal_sul));
 	memset(&admit_sul, 0, sizeof(admit_sul));
 	memset(&hold_sul, 0, sizeof(hold_sul));
+	/*
+	 * OK true is sent after the commit of its batch (flush_now()); with
+	 * durability full (db_open()'s default) that commit syncs the WAL,
+	 * once for the whole batch, so the OK means stable storage.
+	 */
+	if (relayd->cfg.durability == CFG_DURABILITY_NORMAL) {
+		if (db_set_durability(store_sqlite(relayd->store), 0) == -1)
+			fatalx("cannot set the database's durability");
+		log_info("durability normal: a power cut may lose the last "
+			 "acknowledged events and pushes");
+	}
 	/* Signals are the loop's: the thread runs with all of them blocked. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -748,22 +748,48 @@ prs_init(void)
 
 /* Children (common/child.c keeps the table). */
 
-/* relayd's environment without GIT_*, then env. */
+/*
+ * With durability full (graspd.conf(5)), every git command relayd runs
+ * syncs what it commits: objects (loose ones too: a small push is
+ * unpacked) and pack indexes before the refs that name them, and the
+ * refs, before it reports; git >= 2.36 (Debian 12 has 2.39) reads them
+ * from the environment (git-config(1), GIT_CONFIG_COUNT) as from -c.
+ * Git's default syncs packs only.  In the environment rather than each
+ * repository's config: it covers the repositories that exist already,
+ * and the setting follows durability back and forth.
+ */
+static const char *const git_fsync_env[] = {
+	"GIT_CONFIG_COUNT=2",
+	"GIT_CONFIG_KEY_0=core.fsync",
+	"GIT_CONFIG_VALUE_0=objects,derived-metadata,reference",
+	"GIT_CONFIG_KEY_1=core.fsyncMethod",
+	"GIT_CONFIG_VALUE_1=fsync",
+	NULL,
+};
+
+/* relayd's environment without GIT_*, then git_fsync_env, then env. */
 static char **
 child_env(const char *const *env)
 {
-	char **e;
-	size_t n = 0, k = 0, i;
+	const char *const *fs = relayd->cfg.durability == CFG_DURABILITY_FULL ?
+	    git_fsync_env :
+	    NULL;
+	char		 **e;
+	size_t		   n = 0, k = 0, i;
 
 	for (i = 0; environ[i] != NULL; i++)
 		n++;
 	for (i = 0; env != NULL && env[i] != NULL; i++)
+		n++;
+	for (i = 0; fs != NULL && fs[i] != NULL; i++)
 		n++;
 	if ((e = calloc(n + 1, sizeof(*e))) == NULL)
 		fatal("child_env");
 	for (i = 0; environ[i] != NULL; i++)
 		if (strncmp(environ[i], "GIT_", 4) != 0)
 			e[k++] = environ[i];
+	for (i = 0; fs != NULL && fs[i] != NULL; i++)
+		e[k++] = (char *)fs[i];
 	for (i = 0; env != NULL && env[i] != NULL; i++)
 		e[k++] = (char *)env[i];
 	e[k] = NULL;

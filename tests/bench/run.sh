@@ -36,7 +36,12 @@
 # BENCH_SUBS (1000 fan-out subscribers), BENCH_BIG (1000000 stored events
 # for part two; 0 skips part two), BENCH_WEB_REPOS (10000 repositories
 # for part four).  BENCH_NO_PULL=1 skips pull.sh, BENCH_NO_INVENTORY=1
-# the inventory start-up benchmark, BENCH_NO_WEB=1 the web page one.
+# the inventory start-up benchmark, BENCH_NO_WEB=1 the web page one,
+# BENCH_NO_DURABILITY=1 the durability pair: after part one, two fresh
+# relayds, durability full then normal, take the same events (figures
+# durability_{full,normal}_{publish_rate,publish_ok_p99,serial_ok_p50,
+# serial_ok_p99} and durability_full_normal_ratio;
+# BENCH_DURABILITY_ORDER="normal full" runs them the other way round).
 set -eu
 
 EVENTS=${BENCH_EVENTS:-20000}
@@ -149,6 +154,37 @@ else
 	    "no NIP-11 figure" >&2
 fi
 stop_relay
+
+# durability full (the default: the WAL synced at each commit before its
+# OKs) beside normal (synced at checkpoints only), each a fresh relayd
+# alone on part one's address taking the same events without probes:
+# events/s over 4 x 50 in flight, then the OK latency of one client
+# publishing one event at a time (each waits for a sync under full).
+if [ -z "${BENCH_NO_DURABILITY:-}" ]; then
+	for d in ${BENCH_DURABILITY_ORDER:-full normal}; do
+		echo "# bench: durability $d, relayd alone, the same events"
+		mkdir -p "$tmp/dur-$d"
+		# shellcheck disable=SC2086  # TPROC_NO_LIMITS is a list
+		tproc_spawn "$tmp/dur-$d" "$port" "$tmp/dur-$d/relayd.log" \
+		    NGIT_TEST=1 NGIT_DURABILITY=$d $TPROC_NO_LIMITS "$relayd"
+		pid=$!
+		"$ingest" waitport 127.0.0.1 "$port" 10000 ||
+		    fail "relayd (durability $d) is not listening after 10 s"
+		timeout 900 "$ingest" publish 127.0.0.1 "$port" \
+		    "$tmp/events.jsonl" --conns 4 --inflight 50 \
+		    --serial "$SERIAL" --push "$tmp/src" >"$tmp/dur-$d.out" ||
+		    fail "ingest publish (durability $d) failed"
+		awk -v d="$d" '$1 ~ /^(publish_rate|publish_ok_p99|serial_ok_p50|serial_ok_p99)$/ {
+		    print "durability_" d "_" $1, $2, $3 }' \
+		    "$tmp/dur-$d.out" >>"$tmp/figures"
+		stop_relay
+	done
+	awk '$1 == "durability_full_publish_rate" { f = $2 }
+	    $1 == "durability_normal_publish_rate" { n = $2 }
+	    END { if (f > 0 && n > 0) printf "durability_full_normal_ratio" \
+	    " %.3f ratio\n", f / n }' "$tmp/figures" >"$tmp/dur-ratio"
+	cat "$tmp/dur-ratio" >>"$tmp/figures"
+fi
 
 # tree: the process $pid and its children (graspd's roles), one a line.
 tree() {

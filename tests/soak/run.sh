@@ -5,13 +5,19 @@
 #    GRASPD_CRASH_KILLS=20): nothing acknowledged lost, no other pid
 #    changed, restart times (min/median/p95/max, how many over 2 s); then
 #    five power cuts of the whole process group (SOAK_CUTS).
+#  - power cut: relayd on a recording VFS cut at 100 seeded moments of
+#    a publish load (tests/integration/powercut_test with
+#    GRASPD_POWERCUT_CUTS=100), each rebuilt as a power cut leaves the
+#    files: integrity_check ok and every acknowledged event there; then
+#    10 such cuts with durability normal, the events they lose as figures.
 #  - load: 2,000 websocket clients x 10 subscriptions, publishing and
 #    subscribing for 60 s (tests/integration/load_test with
 #    GRASPD_LOAD_*): OK latency p99, relayd's memory, dropped
 #    subscriptions (must be 0); then the connection limit's HTTP 503.
-# The figures are printed at the end.  SOAK_KILLS, SOAK_CLIENTS,
-# SOAK_SUBS, SOAK_SECS and SOAK_RATE change the sizes; GRASPD_CRASH_SEED
-# replays a kill schedule.  Exit status 0 only if every case passed.
+# The figures are printed at the end.  SOAK_KILLS, SOAK_POWERCUTS,
+# SOAK_NORMAL_CUTS, SOAK_CLIENTS, SOAK_SUBS, SOAK_SECS and SOAK_RATE
+# change the sizes; GRASPD_CRASH_SEED replays a kill schedule,
+# GRASPD_POWERCUT_SEED the power cuts.  Exit status 0 only if every case passed.
 set -u
 
 O=${O:-build}
@@ -40,6 +46,10 @@ run() {
 GRASPD_CRASH_KILLS=${SOAK_KILLS:-20} GRASPD_CRASH_CUTS=${SOAK_CUTS:-5} \
     run crash "$O/tests/integration/crash_test"
 
+GRASPD_POWERCUT_CUTS=${SOAK_POWERCUTS:-100} \
+    GRASPD_POWERCUT_NORMAL_CUTS=${SOAK_NORMAL_CUTS:-10} \
+    run powercut "$O/tests/integration/powercut_test"
+
 # Both ends of 2,000 connections, with room to spare.
 ulimit -n "$(ulimit -H -n)" 2>/dev/null
 GRASPD_LOAD_CLIENTS=${SOAK_CLIENTS:-2000} GRASPD_LOAD_SUBS=${SOAK_SUBS:-10} \
@@ -49,6 +59,7 @@ GRASPD_LOAD_CLIENTS=${SOAK_CLIENTS:-2000} GRASPD_LOAD_SUBS=${SOAK_SUBS:-10} \
 echo "# === figures"
 grep -hE '^# (seed|kill -9 any role|kill -9 [a-z]+:|[0-9]+ publish attempts|after restart)' \
     "$log/crash"
+grep -hE '^# (seed|durability (full|normal):)' "$log/powercut"
 grep -hE '^# ([0-9]+ clients|published|OK latency|relayd RSS|dropped)' \
     "$log/load"
 if [ "$rc" -eq 0 ]; then

@@ -174,7 +174,6 @@ db_open_creates_parents_sets_pragmas_and_migrates_once(void)
 	const char   *checks[][2] = {
 		  { "PRAGMA journal_mode", "wal" },
 		  { "PRAGMA foreign_keys", "1" },
-		  { "PRAGMA synchronous", "1" },
 		  { "PRAGMA busy_timeout", "5000" },
 	};
 	size_t i;
@@ -192,6 +191,20 @@ db_open_creates_parents_sets_pragmas_and_migrates_once(void)
 			T_ASSERT(sqlite3_step(st) == SQLITE_ROW);
 			T_CHECK(strcmp((const char *)sqlite3_column_text(st, 0),
 				    checks[i][1]) == 0);
+			sqlite3_finalize(st);
+		}
+		/* The writer syncs each commit (FULL, 2); NORMAL is 1. */
+		T_ASSERT(sqlite3_prepare_v2(db, "PRAGMA synchronous", -1, &st,
+			     NULL) == SQLITE_OK);
+		T_ASSERT(sqlite3_step(st) == SQLITE_ROW);
+		T_EQ_INT(sqlite3_column_int(st, 0), pass == 2 ? 1 : 2);
+		sqlite3_finalize(st);
+		if (pass == 1) {
+			T_ASSERT(db_set_durability(db, 0) == 0);
+			T_ASSERT(sqlite3_prepare_v2(db, "PRAGMA synchronous",
+				     -1, &st, NULL) == SQLITE_OK);
+			T_ASSERT(sqlite3_step(st) == SQLITE_ROW);
+			T_EQ_INT(sqlite3_column_int(st, 0), 1);
 			sqlite3_finalize(st);
 		}
 		T_ASSERT(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st,

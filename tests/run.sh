@@ -59,7 +59,7 @@ integration/hunt_test 11
 integration/discovery_test 10
 integration/ssrf_test 9
 integration/hostile_test 8
-integration/powercut_test 12
+integration/powercut_test 8
 integration/load_test 5
 integration/roles_test 5
 fuzz 53

@@ -10,14 +10,19 @@
 #include "powercut.h"
 #include "tpowercut.h"
 
+/* A file's bytes, in a buffer that grows by doubling. */
+struct bytes {
+	unsigned char *b_p;
+	size_t	       b_len, b_cap;
+};
+
 /* One file as the log leaves it. */
 struct img {
-	char	      *i_name;
-	unsigned char *i_dur; /* its content up to its last sync */
-	size_t	       i_dlen;
-	size_t	      *i_pend; /* its operations since (offsets) */
-	size_t	       i_npend, i_cappend;
-	int	       i_gone;
+	char	    *i_name;
+	struct bytes i_dur;  /* its content up to its last sync */
+	size_t	    *i_pend; /* its operations since (offsets) */
+	size_t	     i_npend, i_cappend;
+	int	     i_gone;
 };
 
 struct replay {
@@ -72,26 +77,41 @@ slurp(const char *path, size_t *lenp)
 }
 
 /* Sets the size of an image's content to n; new bytes are fill's. */
+/*
+ * Sets the size of b to n; the bytes past the old end are garbage (drawn
+ * from r) or zeros.
+ */
 static void
-resize(unsigned char **p, size_t *len, size_t n, struct replay *r, int garbage)
+resize(struct bytes *b, size_t n, struct replay *r, int garbage)
 {
 	size_t i;
 
-	if (n > *len) {
-		*p = xrealloc(*p, n);
-		for (i = *len; i < n; i++)
-			(*p)[i] = garbage ? (unsigned char)rng_next(r) : 0;
+	if (n > b->b_cap) {
+		b->b_cap = b->b_cap ? b->b_cap : 1 << 16;
+		while (b->b_cap < n)
+			b->b_cap *= 2;
+		b->b_p = xrealloc(b->b_p, b->b_cap);
 	}
-	*len = n;
+	for (i = b->b_len; i < n; i++)
+		b->b_p[i] = garbage ? (unsigned char)rng_next(r) : 0;
+	b->b_len = n;
 }
 
+/* Writes n bytes at off; a gap before them is garbage or zeros. */
 static void
-put(unsigned char **p, size_t *len, size_t off, const void *data, size_t n,
-    struct replay *r, int garbage)
+put(struct bytes *b, size_t off, const void *data, size_t n, struct replay *r,
+    int garbage)
 {
-	if (off + n > *len)
-		resize(p, len, off + n, r, garbage);
-	memcpy(*p + off, data, n);
+	if (off > b->b_len)
+		resize(b, off, r, garbage);
+	if (off + n > b->b_len) {
+		/* Written over at once: nothing to fill. */
+		b->b_len = off;
+		if (off + n > b->b_cap)
+			resize(b, off + n, r, 0);
+		b->b_len = off + n;
+	}
+	memcpy(b->b_p + off, data, n);
 }
 
 static struct img *
@@ -128,10 +148,10 @@ apply(struct img *im, size_t off, struct replay *r)
 	struct powercut_rec rec = rec_at(r->r_log, off);
 
 	if (rec.pr_op == PC_WRITE)
-		put(&im->i_dur, &im->i_dlen, (size_t)rec.pr_off,
+		put(&im->i_dur, (size_t)rec.pr_off,
 		    r->r_log + off + sizeof(rec), rec.pr_len, r, 0);
 	else if (rec.pr_op == PC_TRUNC)
-		resize(&im->i_dur, &im->i_dlen, (size_t)rec.pr_off, r, 0);
+		resize(&im->i_dur, (size_t)rec.pr_off, r, 0);
 }
 
 long
@@ -163,22 +183,22 @@ write_out(struct img *im, const char *outdir, struct replay *r, int flags,
 {
 	struct powercut_rec  rec;
 	const unsigned char *data;
-	unsigned char	    *f = NULL;
+	struct bytes	     f = { NULL, 0, 0 };
 	const char	    *base;
 	char		     path[4096];
-	size_t		     flen = 0, i, o, e, n;
+	size_t		     i, o, e, n;
 	FILE		    *out;
 	int		     keep = flags & TPC_KEEP_ALL, rc = 0;
 
-	resize(&f, &flen, im->i_dlen, r, 0);
-	if (im->i_dlen > 0)
-		memcpy(f, im->i_dur, im->i_dlen);
+	resize(&f, im->i_dur.b_len, r, 0);
+	if (im->i_dur.b_len > 0)
+		memcpy(f.b_p, im->i_dur.b_p, im->i_dur.b_len);
 	for (i = 0; i < im->i_npend; i++) {
 		rec = rec_at(r->r_log, im->i_pend[i]);
 		st->pending++;
 		if (rec.pr_op == PC_TRUNC) {
 			if (keep || rng_next(r) % 2 == 0) {
-				resize(&f, &flen, (size_t)rec.pr_off, r, 0);
+				resize(&f, (size_t)rec.pr_off, r, 0);
 				st->kept++;
 			} else
 				st->lost++;
@@ -191,8 +211,7 @@ write_out(struct img *im, const char *outdir, struct replay *r, int flags,
 			st->lost++;
 			break;
 		case 1:
-			put(&f, &flen, (size_t)rec.pr_off, data, rec.pr_len, r,
-			    1);
+			put(&f, (size_t)rec.pr_off, data, rec.pr_len, r, 1);
 			st->kept++;
 			break;
 		default:
@@ -205,7 +224,7 @@ write_out(struct img *im, const char *outdir, struct replay *r, int flags,
 					e = (size_t)rec.pr_off + rec.pr_len;
 				n = e - o;
 				if (rng_next(r) % 2 == 0)
-					put(&f, &flen, o,
+					put(&f, o,
 					    data + (o - (size_t)rec.pr_off), n,
 					    r, 1);
 			}
@@ -216,13 +235,13 @@ write_out(struct img *im, const char *outdir, struct replay *r, int flags,
 	base = base != NULL ? base + 1 : im->i_name;
 	snprintf(path, sizeof(path), "%s/%s", outdir, base);
 	if ((out = fopen(path, "wb")) == NULL ||
-	    (flen > 0 && fwrite(f, 1, flen, out) != flen)) {
+	    (f.b_len > 0 && fwrite(f.b_p, 1, f.b_len, out) != f.b_len)) {
 		printf("# tpc_replay: %s: %s\n", path, strerror(errno));
 		rc = -1;
 	}
 	if (out != NULL && fclose(out) != 0)
 		rc = -1;
-	free(f);
+	free(f.b_p);
 	return rc;
 }
 
@@ -261,8 +280,8 @@ tpc_replay(const char *path, const char *outdir, uint64_t seed, int flags,
 			im = img_named(&r, name, rec.pr_len);
 			if (im->i_gone) {
 				im->i_gone = 0;
-				im->i_dlen = im->i_npend = 0;
-			} else if (im->i_dlen == 0 && im->i_npend == 0 &&
+				im->i_dur.b_len = im->i_npend = 0;
+			} else if (im->i_dur.b_len == 0 && im->i_npend == 0 &&
 			    rec.pr_off > 0) {
 				printf("# tpc_replay: %s held %lld bytes "
 				       "before the log began\n",
@@ -284,7 +303,7 @@ tpc_replay(const char *path, const char *outdir, uint64_t seed, int flags,
 		if (rec.pr_op == PC_DELETE) {
 			im = img_named(&r, name, rec.pr_len);
 			im->i_gone = 1;
-			im->i_dlen = im->i_npend = 0;
+			im->i_dur.b_len = im->i_npend = 0;
 			continue;
 		}
 		if (rec.pr_file >= r.r_nids ||
@@ -324,7 +343,7 @@ tpc_replay(const char *path, const char *outdir, uint64_t seed, int flags,
 done:
 	for (i = 0; i < r.r_nimg; i++) {
 		free(r.r_img[i].i_name);
-		free(r.r_img[i].i_dur);
+		free(r.r_img[i].i_dur.b_p);
 		free(r.r_img[i].i_pend);
 	}
 	free(r.r_img);

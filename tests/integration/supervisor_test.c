@@ -740,16 +740,19 @@ test_graspctl_usage_and_unreachable(void)
 	T_EQ_INT(run(NULL, "'%s/graspctl'", bindir), 64);
 	/* Each usage error names what was wrong before the usage. */
 	T_EQ_INT(ctl(&g, &out, "frobnicate"), 64);
-	T_CHECK(out && strstr(out, "graspctl: unknown command \"frobnicate\"\n"
-				   "usage: graspctl") != NULL);
+	T_CHECK(out &&
+	    strstr(out,
+		"graspctl: unknown command \"frobnicate\"\n"
+		"usage: graspctl") != NULL);
 	free(out);
 	T_EQ_INT(ctl(&g, &out, "restart"), 64);
-	T_CHECK(out && strstr(out, "graspctl: restart: wrong arguments") != NULL);
+	T_CHECK(
+	    out && strstr(out, "graspctl: restart: wrong arguments") != NULL);
 	free(out);
 	T_EQ_INT(ctl(&g, NULL, "restart nosuchrole"), 64);
 	T_EQ_INT(ctl(&g, &out, "log loud"), 64);
-	T_CHECK(out && strstr(out, "log takes verbose or brief, not \"loud\"") !=
-		NULL);
+	T_CHECK(out &&
+	    strstr(out, "log takes verbose or brief, not \"loud\"") != NULL);
 	free(out);
 	out = NULL;
 

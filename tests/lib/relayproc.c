@@ -484,6 +484,17 @@ start(struct relayproc *rp)
 		return -1;
 	deadline = wsc_now_ms() + RELAYPROC_START_TIMEOUT_MS;
 	for (;;) {
+		/*
+		 * The port first: a program started on a port another holds
+		 * (bind_test) may exit before this loop's first turn on a
+		 * loaded machine; the port answers all the same, and the
+		 * caller reads the exit with relayproc_wait().
+		 */
+		if ((fd = wsc_tcp_connect(rp->rp_host, rp->rp_port, 200)) !=
+		    -1) {
+			close(fd);
+			return 0;
+		}
 		if (relayproc_wait(rp, 0) != -1) {
 			fprintf(stderr,
 			    "# relayproc: %s exited with status "
@@ -491,11 +502,6 @@ start(struct relayproc *rp)
 			    rp->rp_program, rp->rp_status);
 			rc = -2;
 			break;
-		}
-		if ((fd = wsc_tcp_connect(rp->rp_host, rp->rp_port, 200)) !=
-		    -1) {
-			close(fd);
-			return 0;
 		}
 		if (wsc_now_ms() >= deadline) {
 			fprintf(stderr,

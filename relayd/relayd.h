@@ -198,6 +198,13 @@
 #define RELAY_GIT_MAX_RESPONSE	(8ULL * 1024 * 1024 * 1024)
 /* Bytes held between the client and a git process before reading pauses. */
 #define RELAY_GIT_PIPE_BUF	(1024 * 1024)
+/*
+ * A refused request's body is still read (and dropped) so that the client,
+ * still sending, sees the answer instead of a reset: at most this many
+ * more bytes and seconds, then the answer goes and the connection closes.
+ */
+#define RELAY_GIT_DRAIN_BYTES	(1024ULL * 1024 * 1024)
+#define RELAY_GIT_DRAIN_S	30
 /* Largest command section of a receive-pack request (before the pack). */
 #define RELAY_GIT_MAX_COMMANDS	(4 * 1024 * 1024)
 /* Git processes serving HTTP requests at once; more get 503. */
@@ -320,6 +327,22 @@ enum push_limit {
 	PUSH_LIMIT_COUNT,
 };
 
+/*
+ * Why a git request's body did not reach git whole (relay_git.c): each is
+ * logged, counted (graspd_git_requests_ended_early_total{cause=...}) and,
+ * while the client still listens, answered with an ERR line naming it.
+ */
+enum git_early {
+	GIT_EARLY_CLIENT,    /* the connection closed mid-body */
+	GIT_EARLY_LIMIT,     /* a push byte limit (also git_push_over) */
+	GIT_EARLY_REQUEST,   /* RELAY_GIT_MAX_REQUEST */
+	GIT_EARLY_TIMEOUT,   /* the request's deadline */
+	GIT_EARLY_MALFORMED, /* chunked framing or gzip data broken */
+	GIT_EARLY_GIT,	     /* git stopped reading its input */
+	GIT_EARLY_CUT,	     /* the HTTP layer ended the body early */
+	GIT_EARLY_COUNT,
+};
+
 struct relay_stats {
 	uint64_t connections_total;
 	uint64_t connections_refused_ip; /* over the per-IP cap */
@@ -336,6 +359,7 @@ struct relay_stats {
 	uint64_t git_push_auth[2];		  /* [allowed] */
 	uint64_t git_refused_ip;		  /* over the per-IP git cap */
 	uint64_t git_push_over[PUSH_LIMIT_COUNT]; /* refused */
+	uint64_t git_early[GIT_EARLY_COUNT];	  /* bodies cut short */
 	uint64_t git_jobs[2];			  /* [ok] */
 	struct relay_hist ok_latency;		  /* EVENT -> OK */
 	struct relay_hist req_eose;		  /* REQ -> EOSE */

@@ -122,6 +122,14 @@ struct relay_gitreq {
 	int			 gr_over;     /* the quota stopped git */
 	char			 gr_why[160]; /* what the quota says */
 	LIST_ENTRY(relay_gitreq) gr_prs_entry; /* when gr_prs */
+	/* Shared limits, against the pushes in flight (pushes). */
+	uint64_t		 gr_room_repo;	 /* max_repo_bytes left */
+	uint64_t		 gr_room_signer; /* GRASP-06 signer quota */
+	uint64_t		 gr_landed_repo; /* landed since decided */
+	uint64_t		 gr_landed_signer;
+	int			 gr_inflight;
+	int			 gr_drop_incoming; /* at its end */
+	LIST_ENTRY(relay_gitreq) gr_push_entry;	   /* when gr_inflight */
 
 	/* The request body. */
 	int		       gr_chunked;
@@ -314,6 +322,101 @@ pipe_drop(struct gitpipe *gp)
 /* The /prs/ requests running, so that none loses its repository. */
 static LIST_HEAD(, relay_gitreq) prs_reqs = LIST_HEAD_INITIALIZER(prs_reqs);
 
+/*
+ * The pushes authorised and not yet ended: each one's bytes so far are
+ * reserved against the repository's max_repo_bytes and the signer's
+ * GRASP-06 quota of the others, which computed their room from the disk
+ * without them; once one lands, its bytes are charged to those still
+ * running (gr_landed_*), the disk they measured being older.
+ */
+static LIST_HEAD(, relay_gitreq) pushes = LIST_HEAD_INITIALIZER(pushes);
+
+static int
+same_signer(const struct relay_gitreq *a, const struct relay_gitreq *b)
+{
+	return a->gr_prs && b->gr_prs &&
+	    memcmp(a->gr_owner, b->gr_owner, sizeof(a->gr_owner)) == 0;
+}
+
+/* A push ends (landed: git took it) and leaves the list. */
+static void
+push_leave(struct relay_gitreq *gr, int landed)
+{
+	struct relay_gitreq *o;
+
+	if (!gr->gr_inflight)
+		return;
+	LIST_REMOVE(gr, gr_push_entry);
+	gr->gr_inflight = 0;
+	if (!landed)
+		return;
+	LIST_FOREACH(o, &pushes, gr_push_entry) {
+		if (strcmp(o->gr_repo, gr->gr_repo) == 0)
+			o->gr_landed_repo += gr->gr_inbytes;
+		if (same_signer(o, gr))
+			o->gr_landed_signer += gr->gr_inbytes;
+	}
+}
+
+/*
+ * Removes the quarantines killed pushes left in the request's repository,
+ * or leaves that to the last push still running there: git names them
+ * only by a random suffix, and a running one's is in use.
+ */
+static void
+drop_incoming(struct relay_gitreq *gr)
+{
+	struct relay_gitreq *o;
+
+	LIST_FOREACH(o, &pushes, gr_push_entry)
+		if (o != gr && strcmp(o->gr_repo, gr->gr_repo) == 0) {
+			o->gr_drop_incoming = 1;
+			return;
+		}
+	relay_repo_drop_incoming(gr->gr_repo);
+}
+
+/*
+ * 1 if the push's bytes with those reserved by the other pushes in flight
+ * (and landed since it was authorised) pass the repository's or the
+ * signer's room; gr_limit and gr_why then say which.
+ */
+static int
+over_shared(struct relay_gitreq *gr)
+{
+	struct relay_gitreq *o;
+	uint64_t	     repo = gr->gr_landed_repo;
+	uint64_t	     signer = gr->gr_landed_signer;
+
+	LIST_FOREACH(o, &pushes, gr_push_entry) {
+		if (o == gr)
+			continue;
+		if (strcmp(o->gr_repo, gr->gr_repo) == 0)
+			repo += o->gr_inbytes;
+		if (same_signer(o, gr))
+			signer += o->gr_inbytes;
+	}
+	if (gr->gr_room_repo != UINT64_MAX &&
+	    gr->gr_inbytes + repo > gr->gr_room_repo) {
+		gr->gr_limit = PUSH_LIMIT_REPO;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "the repository would pass %d bytes with the pushes in "
+		    "progress",
+		    relayd->cfg.max_repo_bytes);
+		return 1;
+	}
+	if (gr->gr_room_signer != UINT64_MAX &&
+	    gr->gr_inbytes + signer > gr->gr_room_signer) {
+		gr->gr_limit = PUSH_LIMIT_GRASP06;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "the signer's repositories here would pass %d bytes with "
+		    "the pushes in progress",
+		    relayd->cfg.grasp06_max_bytes_per_signer);
+		return 1;
+	}
+	return 0;
+}
+
 /* A /prs/ request ends: its repository goes if no ref was left in it. */
 static void
 prs_end(struct relay_gitreq *gr)
@@ -359,9 +462,10 @@ gitreq_free(struct relay_gitreq *gr)
 	buf_free(&gr->gr_in);
 	buf_free(&gr->gr_out);
 	relay_addr_git_end(gr->gr_addr);
+	push_leave(gr, 0);
 	/* git killed mid-pack leaves its quarantine behind. */
-	if (gr->gr_over)
-		relay_repo_drop_incoming(gr->gr_repo);
+	if (gr->gr_over || gr->gr_drop_incoming)
+		drop_incoming(gr);
 	if (gr->gr_prs)
 		prs_end(gr);
 	free(gr->gr_d);
@@ -508,6 +612,7 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 static void
 stop_child(struct relay_gitreq *gr)
 {
+	push_leave(gr, 0);
 	if (gr->gr_pid > 0 && !gr->gr_exited) {
 		child_abandon(gr->gr_pid);
 		gr->gr_exited = 1;
@@ -850,8 +955,10 @@ child_done(pid_t pid, int status, int killed, void *arg)
 		log_info("git %s for %s ended with status %d",
 		    svc_name[gr->gr_svc], gr->gr_d, status);
 	/* A push may have filled the disk (or failed because it did). */
-	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise)
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise) {
 		relay_disk_recheck();
+		push_leave(gr, status == 0);
+	}
 	/* A /prs/ push leaves no placeholder; what it satisfies is
 	 * mirrored into the PR's repositories, which releases it. */
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
@@ -1068,6 +1175,7 @@ prs_quota(struct relay_gitreq *gr)
 	per_ref = refs * (uint64_t)relayd->cfg.grasp06_max_bytes_per_ref;
 	signer = (uint64_t)relayd->cfg.grasp06_max_bytes_per_signer;
 	used = relay_repo_prs_usage(gr->gr_owner);
+	gr->gr_room_signer = used >= signer ? 0 : signer - used;
 	if (used >= signer)
 		gr->gr_quota = 0;
 	else
@@ -1101,11 +1209,13 @@ push_quota(struct relay_gitreq *gr)
 	uint64_t	room;
 
 	gr->gr_quota = UINT64_MAX;
+	gr->gr_room_signer = UINT64_MAX;
 	if (gr->gr_prs) {
 		prs_quota(gr);
 		gr->gr_limit = PUSH_LIMIT_GRASP06;
 	}
-	room = relay_repo_push_room(gr->gr_repo, &which, why, sizeof(why));
+	room = relay_repo_push_room(gr->gr_repo, &which, why, sizeof(why),
+	    &gr->gr_room_repo);
 	if (room < gr->gr_quota) {
 		gr->gr_quota = room;
 		gr->gr_limit = which;
@@ -1177,7 +1287,8 @@ decide_push(struct relay_gitreq *gr)
 	}
 	gr->gr_may_delete = !po.po_deny_deletes;
 	gr->gr_may_rewrite = !po.po_deny_nonff;
-	if (push_quota(gr) == 0 || gr->gr_inbytes > gr->gr_quota) {
+	if (push_quota(gr) == 0 || gr->gr_inbytes > gr->gr_quota ||
+	    over_shared(gr)) {
 		refuse_over(gr);
 		return;
 	}
@@ -1192,6 +1303,8 @@ decide_push(struct relay_gitreq *gr)
 		}
 		gr->gr_created = 1;
 	}
+	LIST_INSERT_HEAD(&pushes, gr, gr_push_entry);
+	gr->gr_inflight = 1;
 	start_child(gr);
 }
 
@@ -1216,7 +1329,9 @@ feed(struct relay_gitreq *gr, const void *data, size_t n)
 	}
 	/* A push stops at its byte limit, before git gets the byte past
 	 * it. */
-	if (gr->gr_decided && gr->gr_inbytes > gr->gr_quota) {
+	if (gr->gr_decided &&
+	    (gr->gr_inbytes > gr->gr_quota ||
+		(gr->gr_inflight && over_shared(gr)))) {
 		gr->gr_over = 1;
 		refuse_over(gr);
 		return;

@@ -716,11 +716,12 @@ uint64_t    relay_repo_prs_usage(const uint8_t signer[32]);
  * The most request bytes a push to the repository at repo may send
  * under max_push_bytes and what max_repo_bytes leaves of it (the bytes
  * of the files under its objects/, walked now), UINT64_MAX when neither
- * is set; the limit that binds goes to *which and what it says to why.
- * Never exits.
+ * is set; the limit that binds goes to *which and what it says to why,
+ * and what max_repo_bytes alone leaves to *repo_room (UINT64_MAX when
+ * unset).  Never exits.
  */
 uint64_t    relay_repo_push_room(const char *repo, enum push_limit *which,
-       char *why, size_t whylen);
+       char *why, size_t whylen, uint64_t *repo_room);
 /* Repositories of owner here (<git_data_path>/<npub>/ *.git), or -1. */
 int	    relay_repo_count(const uint8_t owner[32]);
 /* Removes the quarantines a killed git receive-pack left in repo. */

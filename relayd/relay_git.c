@@ -358,6 +358,17 @@ push_leave(struct relay_gitreq *gr, int landed)
 	}
 }
 
+int
+relay_git_pushing(const char *repo)
+{
+	struct relay_gitreq *o;
+
+	LIST_FOREACH(o, &pushes, gr_push_entry)
+		if (strcmp(o->gr_repo, repo) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * Removes the quarantines killed pushes left in the request's repository,
  * or leaves that to the last push still running there: git names them

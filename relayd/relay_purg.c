@@ -256,6 +256,42 @@ struct later_job {
 	struct event *lj_state;
 };
 
+/*
+ * Placeholders (refs/nostr/<id> pushed before the event <id>) whose time
+ * is up lose their ref, if it still names what was pushed, and the
+ * repository its objects that nothing else reaches (relay_job_prune()):
+ * no longer advertised, no longer counted toward max_repo_bytes.
+ */
+static void
+placeholders_expire(int64_t now)
+{
+	struct purg_placeholder *ph = NULL;
+	size_t			 i, j, n = 0;
+	char			 ref[RELAY_REF_NOSTR_LEN + 65];
+
+	if (purg_placeholder_due(relayd->purg, now, &ph, &n) == -1)
+		return;
+	for (i = 0; i < n; i++) {
+		memcpy(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN);
+		hex_encode(ph[i].pp_id, 32, ref + RELAY_REF_NOSTR_LEN);
+		log_info("purgatory: placeholder %s in %s expired without "
+			 "its event; removing it",
+		    ref, ph[i].pp_d);
+		relay_job_delete_ref(ph[i].pp_owner, ph[i].pp_d, ref,
+		    ph[i].pp_oid);
+	}
+	/* One prune per repository, after its deletions. */
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i; j++)
+			if (memcmp(ph[j].pp_owner, ph[i].pp_owner, 32) == 0 &&
+			    strcmp(ph[j].pp_d, ph[i].pp_d) == 0)
+				break;
+		if (j == i)
+			relay_job_prune(ph[i].pp_owner, ph[i].pp_d);
+	}
+	purg_placeholder_free_list(ph, n);
+}
+
 static void
 later_job_run(void *arg, int committed)
 {
@@ -1141,6 +1177,7 @@ sweep_run(void *arg)
 		}
 	}
 	purg_ev_free_list(ev, n);
+	placeholders_expire(now);
 	purg_placeholder_sweep(relayd->purg, now);
 	n = 0;
 	if (purg_ann_due(relayd->purg, now, &an, &n) == 0) {

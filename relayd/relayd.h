@@ -207,6 +207,8 @@
 #define RELAY_GIT_DRAIN_S	30
 /* Largest command section of a receive-pack request (before the pack). */
 #define RELAY_GIT_MAX_COMMANDS	(4 * 1024 * 1024)
+/* How long a prune waits for the pushes in its repository to end. */
+#define RELAY_PRUNE_RETRY_S	5
 /* Git processes serving HTTP requests at once; more get 503. */
 #define RELAY_GIT_MAX_CHILDREN	32
 /*
@@ -660,6 +662,8 @@ int  relay_git_pipe_callback(struct lws *, enum lws_callback_reasons, void *,
      void *, size_t);
 /* Appends the git and purgatory counters to a relay_own_metrics() array. */
 void relay_git_metrics(cJSON *arr);
+/* 1 if a push runs git receive-pack in the repository at repo, else 0. */
+int  relay_git_pushing(const char *repo);
 
 /* One ref update of a receive-pack request. */
 struct relay_push_cmd {
@@ -790,6 +794,11 @@ void relay_job_delete_ref(const uint8_t owner[32], const char *d,
 void relay_job_set_ref_from(const uint8_t owner[32], const char *d,
     const char *ref, const char *oid, const char *src_path);
 void relay_job_call(void (*fn)(void *), void *arg);
+/*
+ * Queues a prune of (owner, d): objects no ref reaches, older than a
+ * placeholder's life, go (git gc --prune); put off while a push runs.
+ */
+void relay_job_prune(const uint8_t owner[32], const char *d);
 
 /* relay_pushauth.c */
 /* GRASP-01: the ref namespaces a push may write. */

@@ -6,7 +6,7 @@
  * then the rest.  Their bytes in flight are reserved: the repository
  * never stores more than max_repo_bytes, the late ones are refused with
  * "repository too large".  (Before, each saw the whole room and all four
- * landed.)
+ * landed.)  And an expired placeholder's ref and objects go.
  */
 #include <sys/socket.h>
 
@@ -209,8 +209,66 @@ test_concurrent_pushes_share_max_repo_bytes(void)
 	relayproc_free(rp);
 }
 
+/*
+ * Issue 39 item 4: an anonymous refs/nostr/<id> push whose event never
+ * comes loses, when its placeholder expires (30 s under NGIT_TEST), its
+ * ref (no longer advertised) and its objects (no longer counted toward
+ * max_repo_bytes).  Before, only the database row went.
+ */
+static void
+test_expired_placeholder_loses_ref_and_objects(void)
+{
+	struct relayproc *rp;
+	uint8_t		  sk[32], pk[32];
+	char		  dir[512], repo[700], url[512], oid[41], spec[120];
+	char		  npub[NIP19_KEY_BUFSZ], *out = NULL;
+	int64_t		  end;
+	int		  ref_gone = 0, obj_gone = 0;
+
+	T_ASSERT((rp = relayproc_start("relayd", NULL)) != NULL);
+	snprintf(dir, sizeof(dir), "%s/home", relayproc_dir(rp));
+	T_ASSERT(gt_setup(dir) == 0);
+	owner_key(2, sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	snprintf(repo, sizeof(repo), "%s/git/%s/p.git", relayproc_dir(rp),
+	    npub);
+	gt_url(url, sizeof(url), relayproc_domain(rp), pk, "p");
+	snprintf(dir, sizeof(dir), "%s/work", relayproc_dir(rp));
+	T_ASSERT(client_host_repo(rp, sk, time(NULL), "p", NULL, dir) == 0);
+	/* The attacker: no key, a commit of 1 MiB, a PR ref of its own. */
+	T_ASSERT(gt_commit_random(dir, "junk.bin", 1024 * 1024, oid) == 0);
+	snprintf(spec, sizeof(spec), "HEAD:refs/nostr/%064d", 7);
+	T_ASSERT(gt_git(dir, &out, "push", url, spec, NULL) == 0);
+	free(out);
+	out = NULL;
+	T_CHECK(gt_git(dir, &out, "ls-remote", url, NULL) == 0 && out != NULL &&
+	    strstr(out, oid) != NULL);
+	free(out);
+	out = NULL;
+	T_CHECK(gt_git(repo, NULL, "cat-file", "-e", oid, NULL) == 0);
+	end = wsc_now_ms() + 120000;
+	while (wsc_now_ms() < end && !(ref_gone && obj_gone)) {
+		sleep(1);
+		if (!ref_gone &&
+		    gt_git(dir, &out, "ls-remote", url, NULL) == 0 &&
+		    out != NULL && strstr(out, oid) == NULL)
+			ref_gone = 1;
+		free(out);
+		out = NULL;
+		obj_gone = gt_git(repo, NULL, "cat-file", "-e", oid, NULL) != 0;
+	}
+	printf("# ref %s, objects %s\n", ref_gone ? "gone" : "kept",
+	    obj_gone ? "gone" : "kept");
+	T_CHECK(ref_gone);
+	T_CHECK(obj_gone);
+	if (t_case_failed)
+		relayproc_dump_log(rp, 30);
+	relayproc_free(rp);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(test_concurrent_pushes_share_max_repo_bytes),
+	T_CASE(test_expired_placeholder_loses_ref_and_objects),
 };
 
 T_MAIN_WITH(cases, NULL, NULL, T_IGN_SIGPIPE)

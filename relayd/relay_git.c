@@ -123,9 +123,13 @@ struct relay_gitreq {
 	char			 gr_why[160]; /* what the quota says */
 	LIST_ENTRY(relay_gitreq) gr_prs_entry; /* when gr_prs */
 	/* Shared limits, against the pushes in flight (pushes). */
-	uint64_t		 gr_room_repo;	 /* max_repo_bytes left */
-	uint64_t		 gr_room_signer; /* GRASP-06 signer quota */
-	uint64_t		 gr_landed_repo; /* landed since decided */
+	uint64_t		 gr_room_repo;	    /* max_repo_bytes left */
+	uint64_t		 gr_room_signer;    /* GRASP-06 signer quota */
+	uint64_t		 gr_room_peer;	    /* unclaimed, per address */
+	uint64_t		 gr_room_unclaimed; /* unclaimed, all */
+	uint64_t		 gr_unclaimed;	    /* po_unclaimed */
+	char			 gr_peer[64];	    /* the client's address */
+	uint64_t		 gr_landed_repo;    /* landed since decided */
 	uint64_t		 gr_landed_signer;
 	int			 gr_inflight;
 	int			 gr_drop_incoming; /* at its end */
@@ -358,6 +362,117 @@ push_leave(struct relay_gitreq *gr, int landed)
 	}
 }
 
+/*
+ * GRASP-06 git-first pushes: a /prs/ refs/nostr/<id> that no PR event of
+ * the path's signer claims yet is charged to the address that pushed it
+ * (grasp06_unclaimed_bytes_per_ip) and to all unclaimed data
+ * (grasp06_unclaimed_bytes), not to the signer; a PR event claims it
+ * (relay_git_unclaimed_claim()), else it goes when a placeholder would
+ * (relay_git_unclaimed_sweep()).  Kept in memory: after a restart what
+ * is on disk counts as the signer's again.
+ */
+struct unclaimed {
+	LIST_ENTRY(unclaimed) u_entry;
+	uint8_t		      u_signer[32];
+	char		     *u_d;
+	char		      u_ref[RELAY_REF_NOSTR_LEN + 65];
+	char		      u_oid[GIT_OID_HEX + 1];
+	char		      u_peer[64];
+	uint64_t	      u_bytes;
+	int64_t		      u_expires; /* ms */
+};
+
+static LIST_HEAD(, unclaimed) unclaimed = LIST_HEAD_INITIALIZER(unclaimed);
+
+static void
+unclaimed_free(struct unclaimed *u)
+{
+	LIST_REMOVE(u, u_entry);
+	free(u->u_d);
+	free(u);
+}
+
+/* Unclaimed bytes from peer (NULL: any) or of signer (NULL: any). */
+static uint64_t
+unclaimed_sum(const char *peer, const uint8_t *signer)
+{
+	struct unclaimed *u;
+	uint64_t	  sum = 0;
+
+	LIST_FOREACH(u, &unclaimed, u_entry)
+		if ((peer == NULL || strcmp(u->u_peer, peer) == 0) &&
+		    (signer == NULL || memcmp(u->u_signer, signer, 32) == 0))
+			sum += u->u_bytes;
+	return sum;
+}
+
+/* A git-first /prs/ push landed: its unclaimed refs are remembered. */
+static void
+unclaimed_add(struct relay_gitreq *gr)
+{
+	struct unclaimed *u;
+	size_t		  i, n = 0;
+
+	for (i = 0; i < gr->gr_ncmds && i < 64; i++)
+		n += (gr->gr_unclaimed >> i) & 1;
+	for (i = 0; i < gr->gr_ncmds && i < 64; i++) {
+		if (!((gr->gr_unclaimed >> i) & 1))
+			continue;
+		if ((u = calloc(1, sizeof(*u))) == NULL ||
+		    (u->u_d = strdup(gr->gr_d)) == NULL)
+			fatal("unclaimed_add");
+		memcpy(u->u_signer, gr->gr_owner, 32);
+		snprintf(u->u_ref, sizeof(u->u_ref), "%s",
+		    gr->gr_cmds[i].pc_ref);
+		snprintf(u->u_oid, sizeof(u->u_oid), "%s",
+		    gr->gr_cmds[i].pc_new);
+		snprintf(u->u_peer, sizeof(u->u_peer), "%s", gr->gr_peer);
+		u->u_bytes = gr->gr_inbytes / n;
+		u->u_expires = relay_now_ms() +
+		    (int64_t)(cfg_scale_delay(&relayd->cfg, PURG_EXPIRY_S) *
+			1000);
+		LIST_INSERT_HEAD(&unclaimed, u, u_entry);
+	}
+}
+
+void
+relay_git_unclaimed_claim(const uint8_t signer[32], const char *d,
+    const char *ref)
+{
+	struct unclaimed *u, *next;
+
+	for (u = LIST_FIRST(&unclaimed); u != NULL; u = next) {
+		next = LIST_NEXT(u, u_entry);
+		if (memcmp(u->u_signer, signer, 32) == 0 &&
+		    strcmp(u->u_d, d) == 0 && strcmp(u->u_ref, ref) == 0)
+			unclaimed_free(u);
+	}
+}
+
+void
+relay_git_unclaimed_sweep(void)
+{
+	struct unclaimed *u, *next;
+	char		  repo[PATH_MAX];
+	int64_t		  now = relay_now_ms();
+
+	for (u = LIST_FIRST(&unclaimed); u != NULL; u = next) {
+		next = LIST_NEXT(u, u_entry);
+		if (u->u_expires > now)
+			continue;
+		/* Never under a push: the next sweep. */
+		if (relay_repo_prs_path(u->u_signer, u->u_d, repo,
+			sizeof(repo)) == 0 &&
+		    relay_git_pushing(repo))
+			continue;
+		log_info("/prs/ %s in %s: no PR event claimed it; removing it",
+		    u->u_ref, u->u_d);
+		relay_repo_prs_drop_ref(u->u_signer, u->u_d, u->u_ref,
+		    u->u_oid);
+		unclaimed_free(u);
+	}
+}
+
 int
 relay_git_pushing(const char *repo)
 {
@@ -398,14 +513,36 @@ over_shared(struct relay_gitreq *gr)
 	struct relay_gitreq *o;
 	uint64_t	     repo = gr->gr_landed_repo;
 	uint64_t	     signer = gr->gr_landed_signer;
+	uint64_t	     peer = 0, all = 0;
 
 	LIST_FOREACH(o, &pushes, gr_push_entry) {
 		if (o == gr)
 			continue;
 		if (strcmp(o->gr_repo, gr->gr_repo) == 0)
 			repo += o->gr_inbytes;
-		if (same_signer(o, gr))
+		if (same_signer(o, gr) && !o->gr_unclaimed)
 			signer += o->gr_inbytes;
+		if (gr->gr_unclaimed && o->gr_unclaimed) {
+			all += o->gr_inbytes;
+			if (strcmp(o->gr_peer, gr->gr_peer) == 0)
+				peer += o->gr_inbytes;
+		}
+	}
+	if (gr->gr_unclaimed && gr->gr_inbytes + peer > gr->gr_room_peer) {
+		gr->gr_limit = PUSH_LIMIT_GRASP06;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "pushes from your address that no PR event claims yet "
+		    "would pass %d bytes here; publish the PR event first",
+		    relayd->cfg.grasp06_unclaimed_bytes_per_ip);
+		return 1;
+	}
+	if (gr->gr_unclaimed && gr->gr_inbytes + all > gr->gr_room_unclaimed) {
+		gr->gr_limit = PUSH_LIMIT_GRASP06;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "pushes that no PR event claims yet would pass %d bytes "
+		    "here; publish the PR event first",
+		    relayd->cfg.grasp06_unclaimed_bytes);
+		return 1;
 	}
 	if (gr->gr_room_repo != UINT64_MAX &&
 	    gr->gr_inbytes + repo > gr->gr_room_repo) {
@@ -973,6 +1110,9 @@ child_done(pid_t pid, int status, int killed, void *arg)
 	/* A /prs/ push leaves no placeholder; what it satisfies is
 	 * mirrored into the PR's repositories, which releases it. */
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
+	    gr->gr_prs && gr->gr_unclaimed)
+		unclaimed_add(gr);
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
 	    gr->gr_prs)
 		relay_purg_prs_pushed(gr->gr_owner, gr->gr_d, gr->gr_cmds,
 		    gr->gr_ncmds);
@@ -1186,6 +1326,28 @@ prs_quota(struct relay_gitreq *gr)
 	per_ref = refs * (uint64_t)relayd->cfg.grasp06_max_bytes_per_ref;
 	signer = (uint64_t)relayd->cfg.grasp06_max_bytes_per_signer;
 	used = relay_repo_prs_usage(gr->gr_owner);
+	/* What no PR event claims yet is the pushing addresses'. */
+	if (used != UINT64_MAX)
+		used -= unclaimed_sum(NULL, gr->gr_owner) < used ?
+		    unclaimed_sum(NULL, gr->gr_owner) :
+		    used;
+	if (gr->gr_unclaimed) {
+		uint64_t ip =
+		    (uint64_t)relayd->cfg.grasp06_unclaimed_bytes_per_ip;
+		uint64_t all = (uint64_t)relayd->cfg.grasp06_unclaimed_bytes;
+		uint64_t p = unclaimed_sum(gr->gr_peer, NULL);
+		uint64_t a = unclaimed_sum(NULL, NULL);
+
+		gr->gr_room_peer = p >= ip ? 0 : ip - p;
+		gr->gr_room_unclaimed = a >= all ? 0 : all - a;
+		gr->gr_room_signer = UINT64_MAX;
+		gr->gr_quota = per_ref;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "the push is larger than %llu bytes (%d per ref)",
+		    (unsigned long long)per_ref,
+		    relayd->cfg.grasp06_max_bytes_per_ref);
+		return gr->gr_quota;
+	}
 	gr->gr_room_signer = used >= signer ? 0 : signer - used;
 	if (used >= signer)
 		gr->gr_quota = 0;
@@ -1221,6 +1383,8 @@ push_quota(struct relay_gitreq *gr)
 
 	gr->gr_quota = UINT64_MAX;
 	gr->gr_room_signer = UINT64_MAX;
+	gr->gr_room_peer = UINT64_MAX;
+	gr->gr_room_unclaimed = UINT64_MAX;
 	if (gr->gr_prs) {
 		prs_quota(gr);
 		gr->gr_limit = PUSH_LIMIT_GRASP06;
@@ -1297,6 +1461,7 @@ decide_push(struct relay_gitreq *gr)
 		return;
 	}
 	gr->gr_may_delete = !po.po_deny_deletes;
+	gr->gr_unclaimed = gr->gr_prs ? po.po_unclaimed : 0;
 	gr->gr_may_rewrite = !po.po_deny_nonff;
 	if (push_quota(gr) == 0 || gr->gr_inbytes > gr->gr_quota ||
 	    over_shared(gr)) {
@@ -1779,6 +1944,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	gr->gr_head = method == LWSHUMETH_HEAD;
 	gr->gr_pid = -1;
 	gr->gr_t0 = relay_now_ms();
+	snprintf(gr->gr_peer, sizeof(gr->gr_peer), "%s", c->rc_peer);
 	memcpy(gr->gr_owner, owner, 32);
 	if (prs) {
 		struct stat sb;

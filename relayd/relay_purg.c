@@ -262,16 +262,33 @@ struct later_job {
  * repository its objects that nothing else reaches (relay_job_prune()):
  * no longer advertised, no longer counted toward max_repo_bytes.
  */
+static struct purg_placeholder *expired_ph; /* sweep_run to sweep_done */
+static size_t			expired_nph;
+
 static void
 placeholders_expire(int64_t now)
 {
-	struct purg_placeholder *ph = NULL;
-	size_t			 i, j, n = 0;
+	purg_placeholder_free_list(expired_ph, expired_nph);
+	expired_ph = NULL;
+	expired_nph = 0;
+	if (purg_placeholder_due(relayd->purg, now, &expired_ph,
+		&expired_nph) == -1) {
+		expired_ph = NULL;
+		expired_nph = 0;
+	}
+}
+
+/* After the sweep's commit: the expired placeholders' git side. */
+static void
+placeholders_expired(int committed)
+{
+	struct purg_placeholder *ph = expired_ph;
+	size_t			 i, j, n = expired_nph;
 	char			 ref[RELAY_REF_NOSTR_LEN + 65];
 
-	if (purg_placeholder_due(relayd->purg, now, &ph, &n) == -1)
-		return;
-	for (i = 0; i < n; i++) {
+	expired_ph = NULL;
+	expired_nph = 0;
+	for (i = 0; committed && i < n; i++) {
 		memcpy(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN);
 		hex_encode(ph[i].pp_id, 32, ref + RELAY_REF_NOSTR_LEN);
 		log_info("purgatory: placeholder %s in %s expired without "
@@ -281,7 +298,7 @@ placeholders_expire(int64_t now)
 		    ph[i].pp_oid);
 	}
 	/* One prune per repository, after its deletions. */
-	for (i = 0; i < n; i++) {
+	for (i = 0; committed && i < n; i++) {
 		for (j = 0; j < i; j++)
 			if (memcmp(ph[j].pp_owner, ph[i].pp_owner, 32) == 0 &&
 			    strcmp(ph[j].pp_d, ph[i].pp_d) == 0)
@@ -641,6 +658,7 @@ prs_event_arrived(const struct event *ev, const char *d, const char *c)
 	    relay_repo_read_refs(repo, NULL, &refs) == -1)
 		return;
 	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
+	relay_git_unclaimed_claim(ev->pubkey, d, ref);
 	if ((cur = relay_refs_get(&refs, ref)) != NULL) {
 		if (strcmp(cur, c) == 0)
 			prs_mirror(ev, d, c);
@@ -1216,7 +1234,7 @@ static void
 sweep_done(void *arg, int committed)
 {
 	(void)arg;
-	(void)committed;
+	placeholders_expired(committed);
 	sweep_queued = 0;
 }
 
@@ -1226,6 +1244,7 @@ sweep_timer(lws_sorted_usec_list_t *sul)
 	int64_t next, now = time(NULL);
 
 	(void)sul;
+	relay_git_unclaimed_sweep();
 	if (!sweep_queued && purg_next_deadline(relayd->purg, &next) == 0 &&
 	    (next <= now ||
 		now - last_expired_sweep >=

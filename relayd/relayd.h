@@ -662,6 +662,15 @@ int  relay_git_pipe_callback(struct lws *, enum lws_callback_reasons, void *,
      void *, size_t);
 /* Appends the git and purgatory counters to a relay_own_metrics() array. */
 void relay_git_metrics(cJSON *arr);
+/*
+ * GRASP-06 git-first pushes (unclaimed /prs/ refs/nostr/<id>): a PR event
+ * of signer claims ref of /prs/ repository d (its bytes become the
+ * signer's); the sweep removes the refs nothing claimed in a
+ * placeholder's life.
+ */
+void relay_git_unclaimed_claim(const uint8_t signer[32], const char *d,
+    const char *ref);
+void relay_git_unclaimed_sweep(void);
 /* 1 if a push runs git receive-pack in the repository at repo, else 0. */
 int  relay_git_pushing(const char *repo);
 
@@ -840,12 +849,15 @@ struct pushauth_in {
 };
 
 struct pushauth_out {
-	int  po_allow;
-	int  po_state;	      /* index of the matching state, or -1 */
-	int  po_deny_deletes; /* git's walls: 1 unless the state */
-	int  po_deny_nonff;   /* or PR tip that authorises the push
+	int	 po_allow;
+	int	 po_state;	  /* index of the matching state, or -1 */
+	int	 po_deny_deletes; /* git's walls: 1 unless the state */
+	int	 po_deny_nonff;	  /* or PR tip that authorises the push
 					 * deletes / rewrites a ref */
-	char po_reason[1024]; /* when refused */
+	char	 po_reason[1024]; /* when refused */
+	/* GRASP-06 git-first: bit k set when command k (k < 64) writes a
+	 * /prs/ refs/nostr/<id> no PR event of the signer claims yet. */
+	uint64_t po_unclaimed;
 };
 
 /*

@@ -266,7 +266,89 @@ test_expired_placeholder_loses_ref_and_objects(void)
 	relayproc_free(rp);
 }
 
+/* A new repository at rp's dir/w-name with one commit of size bytes. */
+static int
+fresh(struct relayproc *rp, char *dir, size_t len, const char *name,
+    size_t size, char oid[41])
+{
+	snprintf(dir, len, "%s/w-%s", relayproc_dir(rp), name);
+	if (gt_init(dir) == -1)
+		return -1;
+	return gt_commit_random(dir, "r.bin", size, oid);
+}
+
+/* git push of HEAD to /prs/<npub of signer n>/<d>.git as refs/nostr/<id>. */
+static int
+prs_push(struct relayproc *rp, const char *dir, int n, const char *d, int id,
+    char **out)
+{
+	uint8_t sk[32], pk[32];
+	char	npub[NIP19_KEY_BUFSZ], url[600], spec[120];
+
+	owner_key(n, sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	snprintf(url, sizeof(url), "http://%s/prs/%s/%s.git",
+	    relayproc_domain(rp), npub, d);
+	snprintf(spec, sizeof(spec), "HEAD:refs/nostr/%064d", id);
+	free(*out);
+	*out = NULL;
+	return gt_git(dir, out, "push", url, spec, NULL);
+}
+
+/*
+ * Issue 39 item 5: git-first /prs/ pushes (no PR event yet) are charged
+ * to the pushing address, not to the npub the attacker puts in the path:
+ * they do not use up the victim's GRASP-06 quota, a fresh npub per push
+ * gives no fresh budget, and they go when a placeholder would.
+ */
+static void
+test_unclaimed_prs_pushes_charged_to_the_address(void)
+{
+	const char	 *env[] = { "NGIT_GRASP06_ENABLE=true",
+		      "NGIT_GRASP06_MAX_BYTES_PER_REF=1000000",
+		      "NGIT_GRASP06_MAX_BYTES_PER_SIGNER=150000",
+		      "NGIT_GRASP06_UNCLAIMED_BYTES_PER_IP=250000", NULL };
+	struct relayproc *rp;
+	uint8_t		  sk[32], pk[32];
+	char		  dir[512], oid[41], pdir[700], hex[65], *out = NULL;
+	int64_t		  end;
+
+	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
+	snprintf(dir, sizeof(dir), "%s/home", relayproc_dir(rp));
+	T_ASSERT(gt_setup(dir) == 0);
+	owner_key(3, sk, pk);
+	hex_encode(pk, 32, hex);
+	snprintf(pdir, sizeof(pdir), "%s/git/prs/%s/a.git", relayproc_dir(rp),
+	    hex);
+	/* 120 kB into the victim's path, then 100 kB more: past the
+	 * victim's 150 kB, within the address's 250 kB. */
+	T_ASSERT(fresh(rp, dir, sizeof(dir), "a", 120000, oid) == 0);
+	T_CHECK(prs_push(rp, dir, 3, "a", 1, &out) == 0);
+	T_ASSERT(fresh(rp, dir, sizeof(dir), "b", 100000, oid) == 0);
+	T_CHECK(prs_push(rp, dir, 3, "b", 2, &out) == 0);
+	if (t_case_failed)
+		printf("# %s", out ? out : "\n");
+	/* A fresh npub is no fresh budget. */
+	T_ASSERT(fresh(rp, dir, sizeof(dir), "c", 100000, oid) == 0);
+	T_CHECK(prs_push(rp, dir, 4, "c", 3, &out) != 0 && out != NULL &&
+	    strstr(out,
+		"pushes from your address that no PR event claims "
+		"yet would pass 250000 bytes") != NULL);
+	printf("# %s", out ? out : "\n");
+	free(out);
+	/* Unclaimed, they go as a placeholder would (30 s here). */
+	T_CHECK(access(pdir, F_OK) == 0);
+	for (end = wsc_now_ms() + 90000;
+	     access(pdir, F_OK) == 0 && wsc_now_ms() < end;)
+		sleep(1);
+	T_CHECK(access(pdir, F_OK) != 0);
+	if (t_case_failed)
+		relayproc_dump_log(rp, 30);
+	relayproc_free(rp);
+}
+
 static const struct t_case cases[] = {
+	T_CASE(test_unclaimed_prs_pushes_charged_to_the_address),
 	T_CASE(test_concurrent_pushes_share_max_repo_bytes),
 	T_CASE(test_expired_placeholder_loses_ref_and_objects),
 };

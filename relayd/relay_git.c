@@ -355,7 +355,8 @@ push_leave(struct relay_gitreq *gr, int landed)
 	if (!landed)
 		return;
 	LIST_FOREACH(o, &pushes, gr_push_entry) {
-		if (strcmp(o->gr_repo, gr->gr_repo) == 0)
+		if (strcmp(o->gr_repo, gr->gr_repo) == 0 &&
+		    (o->gr_unclaimed || !gr->gr_unclaimed))
 			o->gr_landed_repo += gr->gr_inbytes;
 		if (same_signer(o, gr))
 			o->gr_landed_signer += gr->gr_inbytes;
@@ -378,8 +379,9 @@ struct unclaimed {
 	char		      u_ref[RELAY_REF_NOSTR_LEN + 65];
 	char		      u_oid[GIT_OID_HEX + 1];
 	char		      u_peer[64];
-	uint64_t	      u_bytes;
-	int64_t		      u_expires; /* ms */
+	int	 u_prs; /* a /prs/ repository, else a placeholder */
+	uint64_t u_bytes;
+	int64_t	 u_expires; /* ms */
 };
 
 static LIST_HEAD(, unclaimed) unclaimed = LIST_HEAD_INITIALIZER(unclaimed);
@@ -392,7 +394,7 @@ unclaimed_free(struct unclaimed *u)
 	free(u);
 }
 
-/* Unclaimed bytes from peer (NULL: any) or of signer (NULL: any). */
+/* Unclaimed /prs/ bytes from peer (NULL: any) or of signer (NULL: any). */
 static uint64_t
 unclaimed_sum(const char *peer, const uint8_t *signer)
 {
@@ -400,8 +402,23 @@ unclaimed_sum(const char *peer, const uint8_t *signer)
 	uint64_t	  sum = 0;
 
 	LIST_FOREACH(u, &unclaimed, u_entry)
-		if ((peer == NULL || strcmp(u->u_peer, peer) == 0) &&
+		if (u->u_prs &&
+		    (peer == NULL || strcmp(u->u_peer, peer) == 0) &&
 		    (signer == NULL || memcmp(u->u_signer, signer, 32) == 0))
+			sum += u->u_bytes;
+	return sum;
+}
+
+/* Bytes of the unclaimed placeholders of repository (owner, d). */
+static uint64_t
+unclaimed_repo(const uint8_t owner[32], const char *d)
+{
+	struct unclaimed *u;
+	uint64_t	  sum = 0;
+
+	LIST_FOREACH(u, &unclaimed, u_entry)
+		if (!u->u_prs && memcmp(u->u_signer, owner, 32) == 0 &&
+		    strcmp(u->u_d, d) == 0)
 			sum += u->u_bytes;
 	return sum;
 }
@@ -427,6 +444,7 @@ unclaimed_add(struct relay_gitreq *gr)
 		snprintf(u->u_oid, sizeof(u->u_oid), "%s",
 		    gr->gr_cmds[i].pc_new);
 		snprintf(u->u_peer, sizeof(u->u_peer), "%s", gr->gr_peer);
+		u->u_prs = gr->gr_prs;
 		u->u_bytes = gr->gr_inbytes / n;
 		u->u_expires = relay_now_ms() +
 		    (int64_t)(cfg_scale_delay(&relayd->cfg, PURG_EXPIRY_S) *
@@ -437,13 +455,13 @@ unclaimed_add(struct relay_gitreq *gr)
 
 void
 relay_git_unclaimed_claim(const uint8_t signer[32], const char *d,
-    const char *ref)
+    const char *ref, int prs)
 {
 	struct unclaimed *u, *next;
 
 	for (u = LIST_FIRST(&unclaimed); u != NULL; u = next) {
 		next = LIST_NEXT(u, u_entry);
-		if (memcmp(u->u_signer, signer, 32) == 0 &&
+		if (u->u_prs == prs && memcmp(u->u_signer, signer, 32) == 0 &&
 		    strcmp(u->u_d, d) == 0 && strcmp(u->u_ref, ref) == 0)
 			unclaimed_free(u);
 	}
@@ -460,6 +478,11 @@ relay_git_unclaimed_sweep(void)
 		next = LIST_NEXT(u, u_entry);
 		if (u->u_expires > now)
 			continue;
+		if (!u->u_prs) {
+			/* The placeholder's own expiry removes it. */
+			unclaimed_free(u);
+			continue;
+		}
 		/* Never under a push: the next sweep. */
 		if (relay_repo_prs_path(u->u_signer, u->u_d, repo,
 			sizeof(repo)) == 0 &&
@@ -518,11 +541,13 @@ over_shared(struct relay_gitreq *gr)
 	LIST_FOREACH(o, &pushes, gr_push_entry) {
 		if (o == gr)
 			continue;
-		if (strcmp(o->gr_repo, gr->gr_repo) == 0)
+		if (strcmp(o->gr_repo, gr->gr_repo) == 0 &&
+		    (gr->gr_unclaimed || !o->gr_unclaimed))
 			repo += o->gr_inbytes;
 		if (same_signer(o, gr) && !o->gr_unclaimed)
 			signer += o->gr_inbytes;
-		if (gr->gr_unclaimed && o->gr_unclaimed) {
+		if (gr->gr_unclaimed && o->gr_unclaimed && gr->gr_prs &&
+		    o->gr_prs) {
 			all += o->gr_inbytes;
 			if (strcmp(o->gr_peer, gr->gr_peer) == 0)
 				peer += o->gr_inbytes;
@@ -1110,7 +1135,7 @@ child_done(pid_t pid, int status, int killed, void *arg)
 	/* A /prs/ push leaves no placeholder; what it satisfies is
 	 * mirrored into the PR's repositories, which releases it. */
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
-	    gr->gr_prs && gr->gr_unclaimed)
+	    gr->gr_unclaimed)
 		unclaimed_add(gr);
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
 	    gr->gr_prs)
@@ -1379,7 +1404,7 @@ push_quota(struct relay_gitreq *gr)
 {
 	enum push_limit which;
 	char		why[sizeof(gr->gr_why)];
-	uint64_t	room;
+	uint64_t	room, extra;
 
 	gr->gr_quota = UINT64_MAX;
 	gr->gr_room_signer = UINT64_MAX;
@@ -1391,6 +1416,24 @@ push_quota(struct relay_gitreq *gr)
 	}
 	room = relay_repo_push_room(gr->gr_repo, &which, why, sizeof(why),
 	    &gr->gr_room_repo);
+	/* Placeholders no PR event claims yet are not the owner's. */
+	if (!gr->gr_prs && !gr->gr_unclaimed &&
+	    gr->gr_room_repo != UINT64_MAX &&
+	    (extra = unclaimed_repo(gr->gr_owner, gr->gr_d)) > 0) {
+		gr->gr_room_repo += extra;
+		room = gr->gr_room_repo;
+		which = PUSH_LIMIT_REPO;
+		snprintf(why, sizeof(why), "the repository would pass %d bytes",
+		    relayd->cfg.max_repo_bytes);
+		if (relayd->cfg.max_push_bytes > 0 &&
+		    (uint64_t)relayd->cfg.max_push_bytes <= room) {
+			room = (uint64_t)relayd->cfg.max_push_bytes;
+			which = PUSH_LIMIT_PUSH;
+			snprintf(why, sizeof(why),
+			    "a push may send at most %d bytes here",
+			    relayd->cfg.max_push_bytes);
+		}
+	}
 	if (room < gr->gr_quota) {
 		gr->gr_quota = room;
 		gr->gr_limit = which;
@@ -1461,7 +1504,7 @@ decide_push(struct relay_gitreq *gr)
 		return;
 	}
 	gr->gr_may_delete = !po.po_deny_deletes;
-	gr->gr_unclaimed = gr->gr_prs ? po.po_unclaimed : 0;
+	gr->gr_unclaimed = po.po_unclaimed;
 	gr->gr_may_rewrite = !po.po_deny_nonff;
 	if (push_quota(gr) == 0 || gr->gr_inbytes > gr->gr_quota ||
 	    over_shared(gr)) {

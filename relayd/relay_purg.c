@@ -658,7 +658,7 @@ prs_event_arrived(const struct event *ev, const char *d, const char *c)
 	    relay_repo_read_refs(repo, NULL, &refs) == -1)
 		return;
 	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
-	relay_git_unclaimed_claim(ev->pubkey, d, ref);
+	relay_git_unclaimed_claim(ev->pubkey, d, ref, 1);
 	if ((cur = relay_refs_get(&refs, ref)) != NULL) {
 		if (strcmp(cur, c) == 0)
 			prs_mirror(ev, d, c);
@@ -891,6 +891,8 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	 * its wrong ref goes (reference brief 1.5, step 4). */
 	if (purg_placeholder_list_id(relayd->purg, ev->id, &ph, &nph) == 0) {
 		for (i = 0; i < nph; i++) {
+			relay_git_unclaimed_claim(ph[i].pp_owner, ph[i].pp_d,
+			    ref, 0);
 			if (strcmp(ph[i].pp_oid, c) != 0)
 				later_ref(LJ_DELETE, ph[i].pp_owner, ph[i].pp_d,
 				    ref, ph[i].pp_oid, NULL);

@@ -290,7 +290,7 @@ relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 			return 0;
 	for (i = 0; i < in->pi_ncmds && i < 64; i++) {
 		pc = &in->pi_cmds[i];
-		if (in->pi_prs && prefixed(pc->pc_ref, RELAY_REF_NOSTR) &&
+		if (prefixed(pc->pc_ref, RELAY_REF_NOSTR) &&
 		    !is_null(pc->pc_new) && tip_of(in, pc->pc_ref) == NULL)
 			out->po_unclaimed |= (uint64_t)1 << i;
 	}

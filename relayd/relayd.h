@@ -663,13 +663,14 @@ int  relay_git_pipe_callback(struct lws *, enum lws_callback_reasons, void *,
 /* Appends the git and purgatory counters to a relay_own_metrics() array. */
 void relay_git_metrics(cJSON *arr);
 /*
- * GRASP-06 git-first pushes (unclaimed /prs/ refs/nostr/<id>): a PR event
- * of signer claims ref of /prs/ repository d (its bytes become the
- * signer's); the sweep removes the refs nothing claimed in a
- * placeholder's life.
+ * Git-first pushes (refs/nostr/<id> no PR event claims yet): a PR event
+ * claims ref of repository d of signer (/prs/ when prs, else the
+ * owner's placeholder), whose bytes become the signer's (the owner's);
+ * the sweep removes the /prs/ refs nothing claimed in a placeholder's
+ * life (placeholders expire on their own).
  */
 void relay_git_unclaimed_claim(const uint8_t signer[32], const char *d,
-    const char *ref);
+    const char *ref, int prs);
 void relay_git_unclaimed_sweep(void);
 /* 1 if a push runs git receive-pack in the repository at repo, else 0. */
 int  relay_git_pushing(const char *repo);
@@ -855,8 +856,9 @@ struct pushauth_out {
 	int	 po_deny_nonff;	  /* or PR tip that authorises the push
 					 * deletes / rewrites a ref */
 	char	 po_reason[1024]; /* when refused */
-	/* GRASP-06 git-first: bit k set when command k (k < 64) writes a
-	 * /prs/ refs/nostr/<id> no PR event of the signer claims yet. */
+	/* Git first: bit k set when command k (k < 64) writes a
+	 * refs/nostr/<id> no PR event claims yet (a placeholder, or under
+	 * /prs/ no PR event of the path's signer). */
 	uint64_t po_unclaimed;
 };
 

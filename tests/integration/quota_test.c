@@ -347,7 +347,55 @@ test_unclaimed_prs_pushes_charged_to_the_address(void)
 	relayproc_free(rp);
 }
 
+/*
+ * Issue 39 item 4, the room: two anonymous placeholder pushes nearly fill
+ * a 3 MiB repository; the owner's signed push still fits, since data no
+ * PR event claims is not the owner's.  (Before: "repository too large".)
+ */
+static void
+test_placeholders_leave_the_owner_room(void)
+{
+	const char	 *env[] = { "NGIT_MAX_REPO_BYTES=3145728", NULL };
+	struct relayproc *rp;
+	struct wsc	 *ws;
+	uint8_t		  sk[32], pk[32];
+	char		  dir[512], pdir[512], url[512], oid[41], spec[120];
+	char		 *out = NULL;
+	int		  i;
+
+	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
+	snprintf(dir, sizeof(dir), "%s/home", relayproc_dir(rp));
+	T_ASSERT(gt_setup(dir) == 0);
+	owner_key(5, sk, pk);
+	gt_url(url, sizeof(url), relayproc_domain(rp), pk, "r");
+	snprintf(dir, sizeof(dir), "%s/work", relayproc_dir(rp));
+	T_ASSERT(client_host_repo(rp, sk, time(NULL), "r", NULL, dir) == 0);
+	for (i = 0; i < 2; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "ph%d", i);
+		T_ASSERT(
+		    fresh(rp, pdir, sizeof(pdir), name, 1400 * 1024, oid) == 0);
+		snprintf(spec, sizeof(spec), "HEAD:refs/nostr/%064d", 10 + i);
+		T_CHECK(gt_git(pdir, &out, "push", url, spec, NULL) == 0);
+		free(out);
+		out = NULL;
+	}
+	/* The owner: a state naming a new commit of 1 MiB, then its push. */
+	T_ASSERT(gt_commit_random(dir, "own.bin", 1024 * 1024, oid) == 0);
+	T_ASSERT((ws = client_ws(rp)) != NULL);
+	T_ASSERT(gt_state(ws, sk, time(NULL) + 1, "r", oid) == 0);
+	wsc_close(ws);
+	T_CHECK(gt_git(dir, &out, "push", url, "main", NULL) == 0);
+	printf("# owner's push: %s", out ? out : "\n");
+	free(out);
+	if (t_case_failed)
+		relayproc_dump_log(rp, 30);
+	relayproc_free(rp);
+}
+
 static const struct t_case cases[] = {
+	T_CASE(test_placeholders_leave_the_owner_room),
 	T_CASE(test_unclaimed_prs_pushes_charged_to_the_address),
 	T_CASE(test_concurrent_pushes_share_max_repo_bytes),
 	T_CASE(test_expired_placeholder_loses_ref_and_objects),

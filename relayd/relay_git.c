@@ -1796,7 +1796,11 @@ take_body(struct relay_gitreq *gr, struct lws *wsi)
 {
 	int fd;
 
-	if (gr->gr_psock != NULL || gr->gr_in_done || gr->gr_drain_over)
+	/* Not once an answer is under way: lws may be asked to write, which
+	 * it does not do while its reading is paused.  It drains the rest
+	 * itself (a chunked body past its 100 MiB: until the bounds). */
+	if (gr->gr_psock != NULL || gr->gr_in_done || gr->gr_drain_over ||
+	    gr->gr_discard || gr->gr_done)
 		return;
 	if ((fd = fcntl(lws_get_socket_fd(wsi), F_DUPFD_CLOEXEC, 0)) == -1) {
 		log_warn("git request for %s: dup", gr->gr_d);

@@ -14,6 +14,10 @@
  * its hosted pack deleted.  GRASPD_BIGPUSH_MIB lists the sizes (default
  * "99,101"; make soak runs "99,101,150,300").
  */
+#include <sys/socket.h>
+
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,7 +330,143 @@ test_default_limit_refuses_with_err(void)
 	T_CHECK(n == 0);
 }
 
+/* A connection to rp with the request head of a receive-pack POST. */
+static int
+raw_post(struct relayproc *rp, const char *npub, const char *d,
+    const char *framing)
+{
+	char head[1200];
+	int  fd;
+
+	if ((fd = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
+		 TMO)) < 0)
+		return -1;
+	/* Blocking: the body is sent whole, whatever relayd reads. */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	snprintf(head, sizeof(head),
+	    "POST /%s/%s.git/git-receive-pack HTTP/1.1\r\nHost: %s\r\n"
+	    "Content-Type: application/x-git-receive-pack-request\r\n"
+	    "%s\r\n",
+	    npub, d, relayproc_domain(rp), framing);
+	if (send(fd, head, strlen(head), MSG_NOSIGNAL) !=
+	    (ssize_t)strlen(head)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Sends n bytes of filler in 64 KiB pieces; -1 at the first failure. */
+static int
+send_filler(int fd, uint64_t n, char c)
+{
+	static char buf[64 * 1024];
+	size_t	    k;
+	ssize_t	    w;
+
+	memset(buf, c, sizeof(buf));
+	while (n > 0) {
+		k = n < sizeof(buf) ? (size_t)n : sizeof(buf);
+		if ((w = send(fd, buf, k, MSG_NOSIGNAL)) <= 0)
+			return -1;
+		n -= (uint64_t)w;
+	}
+	return 0;
+}
+
+/* What the server answers before it closes (at most ms), NUL-ended. */
+static char *
+answer(int fd, int ms)
+{
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	int64_t	      end = wsc_now_ms() + ms;
+	char	     *b = NULL, chunk[4096];
+	size_t	      len = 0;
+	ssize_t	      n;
+
+	while (wsc_now_ms() < end) {
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		if ((n = recv(fd, chunk, sizeof(chunk), 0)) <= 0)
+			break;
+		if ((b = realloc(b, len + (size_t)n + 1)) == NULL)
+			return NULL;
+		memcpy(b + len, chunk, (size_t)n);
+		len += (size_t)n;
+	}
+	if (b == NULL && (b = malloc(1)) == NULL)
+		return NULL;
+	b[len] = '\0';
+	return b;
+}
+
+/*
+ * Issue 38 item 8: a request refused early (here a malformed command
+ * section) while the client still sends 12 MiB: relayd reads and drops
+ * the rest, then answers, so the client reads the reason instead of a
+ * reset.  A body cut by broken chunked framing is counted as
+ * malformed_body, a client that leaves mid-body as client_gone.
+ */
+static void
+test_early_refusal_reaches_a_client_still_sending(void)
+{
+	uint8_t sk[32], pk[32];
+	char	npub[NIP19_KEY_BUFSZ], url[512], repo[768], clen[64];
+	char   *a = NULL, *out = NULL;
+	int	fd, sent;
+	double	n;
+
+	/* A repository to post to (its announcement is enough). */
+	owner_key(9, sk, pk);
+	nip19_encode("npub", pk, npub, sizeof(npub));
+	(void)push_new(rp_dflt, 9, "raw", sizes[0], tips[0], 0, &out, url,
+	    sizeof(url), repo, sizeof(repo));
+	free(out);
+	snprintf(clen, sizeof(clen), "Content-Length: %llu\r\n",
+	    12ULL * 1024 * 1024);
+	T_ASSERT((fd = raw_post(rp_dflt, npub, "raw", clen)) >= 0);
+	/* "zzzz" is no pkt-line length: refused at once. */
+	sent = send_filler(fd, 12ULL * 1024 * 1024, 'z') == 0;
+	a = answer(fd, 4 * TMO);
+	close(fd);
+	printf("# sent all: %d; answer: %.80s\n", sent, a ? a : "(none)");
+	T_CHECK(sent);
+	T_CHECK(
+	    a != NULL && strstr(a, "malformed receive-pack request") != NULL);
+	free(a);
+
+	/* Broken chunked framing: 400 and counted. */
+	T_ASSERT((fd = raw_post(rp_dflt, npub, "raw",
+		      "Transfer-Encoding: chunked\r\n")) >= 0);
+	T_CHECK(send(fd, "zz\r\n", 4, MSG_NOSIGNAL) == 4);
+	a = answer(fd, TMO);
+	close(fd);
+	T_CHECK(a != NULL && strstr(a, "400") != NULL);
+	free(a);
+	n = ctl_metric(rp_dflt,
+	    "graspd_git_requests_ended_early_total"
+	    "{role=\"relayd\",cause=\"malformed_body\"}");
+	T_CHECK(n >= 1);
+
+	/* A client that leaves mid-body: logged and counted. */
+	T_ASSERT((fd = raw_post(rp_dflt, npub, "raw", clen)) >= 0);
+	T_CHECK(send(fd, "0000", 4, MSG_NOSIGNAL) == 4);
+	T_CHECK(send_filler(fd, 256 * 1024, 'P') == 0);
+	usleep(200000);
+	close(fd);
+	for (sent = 0; sent < 50; sent++) {
+		n = ctl_metric(rp_dflt,
+		    "graspd_git_requests_ended_early_total"
+		    "{role=\"relayd\",cause=\"client_gone\"}");
+		if (n >= 1)
+			break;
+		usleep(100000);
+	}
+	T_CHECK(n >= 1);
+}
+
 static const struct t_case cases[] = {
+	T_CASE(test_early_refusal_reaches_a_client_still_sending),
 	T_CASE(test_pushes_land_whole_chunked),
 	T_CASE(test_pushes_land_whole_content_length),
 	T_CASE(test_default_limit_refuses_with_err),

@@ -10,6 +10,7 @@
  */
 #include <sys/socket.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +166,7 @@ test_concurrent_pushes_share_max_repo_bytes(void)
 	for (i = 0; i < NPUSH; i++) {
 		T_ASSERT((fd[i] = wsc_tcp_connect(relayproc_host(rp),
 			      relayproc_port(rp), TMO)) >= 0);
+		fcntl(fd[i], F_SETFL, fcntl(fd[i], F_GETFL) & ~O_NONBLOCK);
 		snprintf(head, sizeof(head),
 		    "POST /%s/q.git/git-receive-pack HTTP/1.1\r\n"
 		    "Host: %s\r\n"

@@ -282,6 +282,16 @@ static const struct cfg_key cfg_keys[] = {
 	    F(grasp06_max_bytes_per_signer), "524288000", 1, INT_MAX,
 	    "Most bytes one signer's /prs/ repositories may hold (GRASP-06)",
 	    R(RELAYD) },
+	{ "NGIT_GRASP06_UNCLAIMED_BYTES_PER_IP", CT_INT,
+	    F(grasp06_unclaimed_bytes_per_ip), "104857600", 1, INT_MAX,
+	    "Most bytes of /prs/ pushes no PR event has claimed yet that one "
+	    "address may have here (GRASP-06)",
+	    R(RELAYD) },
+	{ "NGIT_GRASP06_UNCLAIMED_BYTES", CT_INT,
+	    F(grasp06_unclaimed_bytes), "1073741824", 1, INT_MAX,
+	    "Most bytes of /prs/ pushes no PR event has claimed yet, from "
+	    "all addresses together (GRASP-06)",
+	    R(RELAYD) },
 };
 
 #define CFG_NKEYS     (sizeof(cfg_keys) / sizeof(cfg_keys[0]))

@@ -141,6 +141,8 @@ struct config {
 	int		grasp06_enable;
 	int		grasp06_max_bytes_per_ref;
 	int		grasp06_max_bytes_per_signer;
+	int		grasp06_unclaimed_bytes_per_ip;
+	int		grasp06_unclaimed_bytes;
 };
 
 /*

@@ -35,6 +35,7 @@ enum purg_stmt {
 	PS_PH_LIST_ID,
 	PS_PH_DELETE_ID,
 	PS_PH_SWEEP,
+	PS_PH_DUE,
 	PS_EXP_ADD,
 	PS_EXP_HAS,
 	PS_EXP_SWEEP,
@@ -94,6 +95,8 @@ static const char *const purg_sql[PS_NSTMT] = {
 	[PS_PH_DELETE_ID] = "DELETE FROM purgatory_placeholders WHERE id = ?1",
 	[PS_PH_SWEEP] = "DELETE FROM purgatory_placeholders"
 			" WHERE expires_at <= ?1",
+	[PS_PH_DUE] = "SELECT " PH_COLS " FROM purgatory_placeholders"
+		      " WHERE expires_at <= ?1",
 	[PS_EXP_ADD] = "INSERT OR REPLACE INTO purgatory_expired"
 		       " (id, expired_at) VALUES (?1, ?2)",
 	[PS_EXP_HAS] = "SELECT 1 FROM purgatory_expired WHERE id = ?1",
@@ -646,6 +649,27 @@ purg_placeholder_list_id(struct purg *p, const uint8_t id[32],
 	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
 	if (collect(p, PS_PH_LIST_ID, st, read_ph_v, sizeof(**out), &v, n) ==
 	    -1) {
+		purg_placeholder_free_list(v, *n);
+		*n = 0;
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int
+purg_placeholder_due(struct purg *p, int64_t now, struct purg_placeholder **out,
+    size_t *n)
+{
+	sqlite3_stmt *st;
+	void	     *v;
+
+	*out = NULL;
+	*n = 0;
+	if ((st = stmt(p, PS_PH_DUE)) == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, now);
+	if (collect(p, PS_PH_DUE, st, read_ph_v, sizeof(**out), &v, n) == -1) {
 		purg_placeholder_free_list(v, *n);
 		*n = 0;
 		return -1;

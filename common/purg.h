@@ -130,6 +130,9 @@ int purg_placeholder_put(struct purg *, const uint8_t id[32],
 int purg_placeholder_list_id(struct purg *, const uint8_t id[32],
     struct purg_placeholder **out, size_t *n);
 int purg_placeholder_delete_id(struct purg *, const uint8_t id[32]);
+/* The placeholders whose expires_at <= now (0, or -1 on error). */
+int purg_placeholder_due(struct purg *, int64_t now,
+    struct purg_placeholder **out, size_t *n);
 /* Drops the placeholders whose expires_at <= now; returns how many. */
 int purg_placeholder_sweep(struct purg *, int64_t now);
 

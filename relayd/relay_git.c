@@ -19,6 +19,11 @@
  * never deletes the branch HEAD names; the body it is fed stops at the
  * push's byte limits (max_push_bytes, max_repo_bytes, GRASP-06's quota),
  * past which git is stopped and the client gets "ERR <limit>: <why>".
+ * After its first bytes a body is read from the socket by relayd itself
+ * (take_body()): lws 4.1 cuts a body without a length at 100 MiB.  A body
+ * that ends early is logged, counted by cause (enum git_early) and
+ * answered with an ERR line; after a refusal the rest is read and dropped
+ * (bounded) so that the answer reaches a client still sending.
  * One address has at most max_git_requests_per_ip requests in progress
  * (relay_addr.c); more are answered HTTP 429.  After a successful push the
  * response ends only once the git data it brought has released what it
@@ -78,12 +83,19 @@ struct dechunk {
 	int	      dc_linelen; /* bytes of the trailer line */
 };
 
-/* One end of a pipe to the child, adopted into the loop. */
+/* What a gitpipe reads or writes. */
+enum gp_kind {
+	GP_IN,	 /* the child's stdin */
+	GP_OUT,	 /* the child's stdout */
+	GP_SOCK, /* the client's socket (a dup), for the request body */
+};
+
+/* One descriptor of a request, adopted into the loop. */
 struct gitpipe {
 	struct relay_gitreq *gp_req; /* NULL once the request ended */
 	struct lws	    *gp_wsi;
 	int		     gp_fd;
-	int		     gp_out; /* 1: the child's stdout */
+	enum gp_kind	     gp_kind;
 	int		     gp_paused;
 };
 
@@ -110,19 +122,43 @@ struct relay_gitreq {
 	int			 gr_over;     /* the quota stopped git */
 	char			 gr_why[160]; /* what the quota says */
 	LIST_ENTRY(relay_gitreq) gr_prs_entry; /* when gr_prs */
+	/* Shared limits, against the pushes in flight (pushes). */
+	uint64_t		 gr_room_repo;	    /* max_repo_bytes left */
+	uint64_t		 gr_room_signer;    /* GRASP-06 signer quota */
+	uint64_t		 gr_room_peer;	    /* unclaimed, per address */
+	uint64_t		 gr_room_unclaimed; /* unclaimed, all */
+	uint64_t		 gr_unclaimed;	    /* po_unclaimed */
+	char			 gr_peer[64];	    /* the client's address */
+	uint64_t		 gr_landed_repo;    /* landed since decided */
+	uint64_t		 gr_landed_signer;
+	int			 gr_inflight;
+	int			 gr_drop_incoming; /* at its end */
+	LIST_ENTRY(relay_gitreq) gr_push_entry;	   /* when gr_inflight */
 
 	/* The request body. */
-	int	       gr_chunked;
-	struct dechunk gr_dc;
-	int	       gr_gzip;
-	int	       gr_zinit;
-	z_stream       gr_z;
-	uint64_t       gr_inbytes; /* after inflating */
-	struct buf     gr_in;	   /* waiting for the child */
-	size_t	       gr_inoff;
-	int	       gr_in_done;
-	int	       gr_discard; /* the rest is dropped */
-	int	       gr_rx_paused;
+	int		       gr_chunked;
+	struct dechunk	       gr_dc;
+	int		       gr_gzip;
+	int		       gr_zinit;
+	int		       gr_zend; /* the gzip stream ended */
+	z_stream	       gr_z;
+	uint64_t	       gr_inbytes; /* after inflating */
+	struct buf	       gr_in;	   /* waiting for the child */
+	size_t		       gr_inoff;
+	int		       gr_in_done;
+	int		       gr_discard; /* the rest is dropped */
+	int		       gr_rx_paused;
+	int		       gr_has_clen;   /* a Content-Length came */
+	uint64_t	       gr_clen;	      /* its value */
+	uint64_t	       gr_raw;	      /* body bytes as sent */
+	uint64_t	       gr_drained;    /* dropped after a refusal */
+	int		       gr_drain_over; /* stop waiting for the rest */
+	int		       gr_early;      /* an early end was recorded */
+	struct gitpipe	      *gr_psock;      /* we read the body ourselves */
+	int		       gr_taken;      /* ...since take_body() */
+	int		       gr_given_back; /* lws reads the socket again */
+	lws_sorted_usec_list_t gr_drain_sul;  /* drain's time bound */
+	lws_sorted_usec_list_t gr_to_sul;     /* drops lws's body timeout */
 
 	/* A push: its ref updates, the decision. */
 	struct relay_push_cmd *gr_cmds;
@@ -156,14 +192,29 @@ struct relay_gitreq {
 };
 
 static void pump_in(struct relay_gitreq *);
+static void body_raw(struct relay_gitreq *, const unsigned char *, size_t);
+static void body_end(struct relay_gitreq *);
 static void refuse_push(struct relay_gitreq *, const char *, const char *);
 static void finish_error(struct relay_gitreq *, unsigned, const char *);
 
 static void
 want_write(struct relay_gitreq *gr)
 {
-	if (gr->gr_wsi != NULL)
-		lws_callback_on_writable(gr->gr_wsi);
+	if (gr->gr_wsi == NULL)
+		return;
+	if (gr->gr_taken && !gr->gr_given_back) {
+		/*
+		 * lws 4.1 serves no POLLOUT of a connection whose reading
+		 * is paused (it spins on it): the answer waits until the
+		 * body is in, or given up, and lws reads again.
+		 */
+		if (!gr->gr_in_done && !gr->gr_drain_over &&
+		    gr->gr_psock != NULL)
+			return;
+		gr->gr_given_back = 1;
+		lws_rx_flow_control(gr->gr_wsi, 1);
+	}
+	lws_callback_on_writable(gr->gr_wsi);
 }
 
 static size_t
@@ -176,6 +227,48 @@ static size_t
 in_pending(const struct relay_gitreq *gr)
 {
 	return gr->gr_in.b_len - gr->gr_inoff;
+}
+
+/*
+ * Pauses (allow 0) or resumes reading the request body from the client,
+ * wherever it is read from.
+ */
+static void
+rx_flow(struct relay_gitreq *gr, int allow)
+{
+	if (gr->gr_psock != NULL)
+		lws_rx_flow_control(gr->gr_psock->gp_wsi, allow);
+	else if (gr->gr_wsi != NULL)
+		lws_rx_flow_control(gr->gr_wsi, allow);
+}
+
+/*
+ * Records that the request's body will not reach git whole: logs why with
+ * the bytes seen, and counts the cause.  Once per request.
+ */
+static void early_end(struct relay_gitreq *, enum git_early, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+early_end(struct relay_gitreq *gr, enum git_early cause, const char *fmt, ...)
+{
+	static const char *const name[GIT_EARLY_COUNT] = { "client gone",
+		"limit", "request too large", "timeout", "malformed body",
+		"git exited", "body cut" };
+	char			 why[256];
+	va_list			 ap;
+
+	if (gr->gr_early)
+		return;
+	gr->gr_early = 1;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	relayd->stats.git_early[cause]++;
+	log_warnx("git %s for %s ended early (%s): %s; %llu body bytes "
+		  "read, %llu after decoding",
+	    svc_name[gr->gr_svc], gr->gr_d, name[cause], why,
+	    (unsigned long long)gr->gr_raw, (unsigned long long)gr->gr_inbytes);
 }
 
 /*
@@ -233,6 +326,270 @@ pipe_drop(struct gitpipe *gp)
 /* The /prs/ requests running, so that none loses its repository. */
 static LIST_HEAD(, relay_gitreq) prs_reqs = LIST_HEAD_INITIALIZER(prs_reqs);
 
+/*
+ * The pushes authorised and not yet ended: each one's bytes so far are
+ * reserved against the repository's max_repo_bytes and the signer's
+ * GRASP-06 quota of the others, which computed their room from the disk
+ * without them; once one lands, its bytes are charged to those still
+ * running (gr_landed_*), the disk they measured being older.
+ */
+static LIST_HEAD(, relay_gitreq) pushes = LIST_HEAD_INITIALIZER(pushes);
+
+static int
+same_signer(const struct relay_gitreq *a, const struct relay_gitreq *b)
+{
+	return a->gr_prs && b->gr_prs &&
+	    memcmp(a->gr_owner, b->gr_owner, sizeof(a->gr_owner)) == 0;
+}
+
+/* A push ends (landed: git took it) and leaves the list. */
+static void
+push_leave(struct relay_gitreq *gr, int landed)
+{
+	struct relay_gitreq *o;
+
+	if (!gr->gr_inflight)
+		return;
+	LIST_REMOVE(gr, gr_push_entry);
+	gr->gr_inflight = 0;
+	if (!landed)
+		return;
+	LIST_FOREACH(o, &pushes, gr_push_entry) {
+		if (strcmp(o->gr_repo, gr->gr_repo) == 0 &&
+		    (o->gr_unclaimed || !gr->gr_unclaimed))
+			o->gr_landed_repo += gr->gr_inbytes;
+		if (same_signer(o, gr))
+			o->gr_landed_signer += gr->gr_inbytes;
+	}
+}
+
+/*
+ * GRASP-06 git-first pushes: a /prs/ refs/nostr/<id> that no PR event of
+ * the path's signer claims yet is charged to the address that pushed it
+ * (grasp06_unclaimed_bytes_per_ip) and to all unclaimed data
+ * (grasp06_unclaimed_bytes), not to the signer; a PR event claims it
+ * (relay_git_unclaimed_claim()), else it goes when a placeholder would
+ * (relay_git_unclaimed_sweep()).  Kept in memory: after a restart what
+ * is on disk counts as the signer's again.
+ */
+struct unclaimed {
+	LIST_ENTRY(unclaimed) u_entry;
+	uint8_t		      u_signer[32];
+	char		     *u_d;
+	char		      u_ref[RELAY_REF_NOSTR_LEN + 65];
+	char		      u_oid[GIT_OID_HEX + 1];
+	char		      u_peer[64];
+	int	 u_prs; /* a /prs/ repository, else a placeholder */
+	uint64_t u_bytes;
+	int64_t	 u_expires; /* ms */
+};
+
+static LIST_HEAD(, unclaimed) unclaimed = LIST_HEAD_INITIALIZER(unclaimed);
+
+static void
+unclaimed_free(struct unclaimed *u)
+{
+	LIST_REMOVE(u, u_entry);
+	free(u->u_d);
+	free(u);
+}
+
+/* Unclaimed /prs/ bytes from peer (NULL: any) or of signer (NULL: any). */
+static uint64_t
+unclaimed_sum(const char *peer, const uint8_t *signer)
+{
+	struct unclaimed *u;
+	uint64_t	  sum = 0;
+
+	LIST_FOREACH(u, &unclaimed, u_entry)
+		if (u->u_prs &&
+		    (peer == NULL || strcmp(u->u_peer, peer) == 0) &&
+		    (signer == NULL || memcmp(u->u_signer, signer, 32) == 0))
+			sum += u->u_bytes;
+	return sum;
+}
+
+/* Bytes of the unclaimed placeholders of repository (owner, d). */
+static uint64_t
+unclaimed_repo(const uint8_t owner[32], const char *d)
+{
+	struct unclaimed *u;
+	uint64_t	  sum = 0;
+
+	LIST_FOREACH(u, &unclaimed, u_entry)
+		if (!u->u_prs && memcmp(u->u_signer, owner, 32) == 0 &&
+		    strcmp(u->u_d, d) == 0)
+			sum += u->u_bytes;
+	return sum;
+}
+
+/* A git-first /prs/ push landed: its unclaimed refs are remembered. */
+static void
+unclaimed_add(struct relay_gitreq *gr)
+{
+	struct unclaimed *u;
+	size_t		  i, n = 0;
+
+	for (i = 0; i < gr->gr_ncmds && i < 64; i++)
+		n += (gr->gr_unclaimed >> i) & 1;
+	for (i = 0; i < gr->gr_ncmds && i < 64; i++) {
+		if (!((gr->gr_unclaimed >> i) & 1))
+			continue;
+		if ((u = calloc(1, sizeof(*u))) == NULL ||
+		    (u->u_d = strdup(gr->gr_d)) == NULL)
+			fatal("unclaimed_add");
+		memcpy(u->u_signer, gr->gr_owner, 32);
+		snprintf(u->u_ref, sizeof(u->u_ref), "%s",
+		    gr->gr_cmds[i].pc_ref);
+		snprintf(u->u_oid, sizeof(u->u_oid), "%s",
+		    gr->gr_cmds[i].pc_new);
+		snprintf(u->u_peer, sizeof(u->u_peer), "%s", gr->gr_peer);
+		u->u_prs = gr->gr_prs;
+		u->u_bytes = gr->gr_inbytes / n;
+		u->u_expires = relay_now_ms() +
+		    (int64_t)(cfg_scale_delay(&relayd->cfg, PURG_EXPIRY_S) *
+			1000);
+		LIST_INSERT_HEAD(&unclaimed, u, u_entry);
+	}
+}
+
+void
+relay_git_unclaimed_claim(const uint8_t signer[32], const char *d,
+    const char *ref, int prs)
+{
+	struct unclaimed *u, *next;
+
+	for (u = LIST_FIRST(&unclaimed); u != NULL; u = next) {
+		next = LIST_NEXT(u, u_entry);
+		if (u->u_prs == prs && memcmp(u->u_signer, signer, 32) == 0 &&
+		    strcmp(u->u_d, d) == 0 && strcmp(u->u_ref, ref) == 0)
+			unclaimed_free(u);
+	}
+}
+
+void
+relay_git_unclaimed_sweep(void)
+{
+	struct unclaimed *u, *next;
+	char		  repo[PATH_MAX];
+	int64_t		  now = relay_now_ms();
+
+	for (u = LIST_FIRST(&unclaimed); u != NULL; u = next) {
+		next = LIST_NEXT(u, u_entry);
+		if (u->u_expires > now)
+			continue;
+		if (!u->u_prs) {
+			/* The placeholder's own expiry removes it. */
+			unclaimed_free(u);
+			continue;
+		}
+		/* Never under a push: the next sweep. */
+		if (relay_repo_prs_path(u->u_signer, u->u_d, repo,
+			sizeof(repo)) == 0 &&
+		    relay_git_pushing(repo))
+			continue;
+		log_info("/prs/ %s in %s: no PR event claimed it; removing it",
+		    u->u_ref, u->u_d);
+		relay_repo_prs_drop_ref(u->u_signer, u->u_d, u->u_ref,
+		    u->u_oid);
+		unclaimed_free(u);
+	}
+}
+
+int
+relay_git_pushing(const char *repo)
+{
+	struct relay_gitreq *o;
+
+	LIST_FOREACH(o, &pushes, gr_push_entry)
+		if (strcmp(o->gr_repo, repo) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Removes the quarantines killed pushes left in the request's repository,
+ * or leaves that to the last push still running there: git names them
+ * only by a random suffix, and a running one's is in use.
+ */
+static void
+drop_incoming(struct relay_gitreq *gr)
+{
+	struct relay_gitreq *o;
+
+	LIST_FOREACH(o, &pushes, gr_push_entry)
+		if (o != gr && strcmp(o->gr_repo, gr->gr_repo) == 0) {
+			o->gr_drop_incoming = 1;
+			return;
+		}
+	relay_repo_drop_incoming(gr->gr_repo);
+}
+
+/*
+ * 1 if the push's bytes with those reserved by the other pushes in flight
+ * (and landed since it was authorised) pass the repository's or the
+ * signer's room; gr_limit and gr_why then say which.
+ */
+static int
+over_shared(struct relay_gitreq *gr)
+{
+	struct relay_gitreq *o;
+	uint64_t	     repo = gr->gr_landed_repo;
+	uint64_t	     signer = gr->gr_landed_signer;
+	uint64_t	     peer = 0, all = 0;
+
+	LIST_FOREACH(o, &pushes, gr_push_entry) {
+		if (o == gr)
+			continue;
+		if (strcmp(o->gr_repo, gr->gr_repo) == 0 &&
+		    (gr->gr_unclaimed || !o->gr_unclaimed))
+			repo += o->gr_inbytes;
+		if (same_signer(o, gr) && !o->gr_unclaimed)
+			signer += o->gr_inbytes;
+		if (gr->gr_unclaimed && o->gr_unclaimed && gr->gr_prs &&
+		    o->gr_prs) {
+			all += o->gr_inbytes;
+			if (strcmp(o->gr_peer, gr->gr_peer) == 0)
+				peer += o->gr_inbytes;
+		}
+	}
+	if (gr->gr_unclaimed && gr->gr_inbytes + peer > gr->gr_room_peer) {
+		gr->gr_limit = PUSH_LIMIT_GRASP06;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "pushes from your address that no PR event claims yet "
+		    "would pass %d bytes here; publish the PR event first",
+		    relayd->cfg.grasp06_unclaimed_bytes_per_ip);
+		return 1;
+	}
+	if (gr->gr_unclaimed && gr->gr_inbytes + all > gr->gr_room_unclaimed) {
+		gr->gr_limit = PUSH_LIMIT_GRASP06;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "pushes that no PR event claims yet would pass %d bytes "
+		    "here; publish the PR event first",
+		    relayd->cfg.grasp06_unclaimed_bytes);
+		return 1;
+	}
+	if (gr->gr_room_repo != UINT64_MAX &&
+	    gr->gr_inbytes + repo > gr->gr_room_repo) {
+		gr->gr_limit = PUSH_LIMIT_REPO;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "the repository would pass %d bytes with the pushes in "
+		    "progress",
+		    relayd->cfg.max_repo_bytes);
+		return 1;
+	}
+	if (gr->gr_room_signer != UINT64_MAX &&
+	    gr->gr_inbytes + signer > gr->gr_room_signer) {
+		gr->gr_limit = PUSH_LIMIT_GRASP06;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "the signer's repositories here would pass %d bytes with "
+		    "the pushes in progress",
+		    relayd->cfg.grasp06_max_bytes_per_signer);
+		return 1;
+	}
+	return 0;
+}
+
 /* A /prs/ request ends: its repository goes if no ref was left in it. */
 static void
 prs_end(struct relay_gitreq *gr)
@@ -258,10 +615,16 @@ gitreq_free(struct relay_gitreq *gr)
 
 	lws_sul_cancel(&gr->gr_sul);
 	lws_sul_cancel(&gr->gr_pin_sul);
+	lws_sul_cancel(&gr->gr_drain_sul);
+	lws_sul_cancel(&gr->gr_to_sul);
+	if (!gr->gr_advertise && !gr->gr_in_done && !gr->gr_done)
+		early_end(gr, GIT_EARLY_CLIENT,
+		    "the connection closed before the body ended");
 	if (gr->gr_pid > 0 && !gr->gr_exited)
 		child_abandon(gr->gr_pid);
 	pipe_drop(gr->gr_pin);
 	pipe_drop(gr->gr_pout);
+	pipe_drop(gr->gr_psock);
 	if (gr->gr_wait != NULL)
 		gr->gr_wait->gw_req = NULL;
 	if (gr->gr_zinit)
@@ -272,9 +635,10 @@ gitreq_free(struct relay_gitreq *gr)
 	buf_free(&gr->gr_in);
 	buf_free(&gr->gr_out);
 	relay_addr_git_end(gr->gr_addr);
+	push_leave(gr, 0);
 	/* git killed mid-pack leaves its quarantine behind. */
-	if (gr->gr_over)
-		relay_repo_drop_incoming(gr->gr_repo);
+	if (gr->gr_over || gr->gr_drop_incoming)
+		drop_incoming(gr);
 	if (gr->gr_prs)
 		prs_end(gr);
 	free(gr->gr_d);
@@ -297,6 +661,21 @@ conn_timeout(lws_sorted_usec_list_t *sul)
 	    lws_container_of(sul, struct relay_gitreq, gr_sul);
 
 	log_warnx("git request for %s took too long; closing it", gr->gr_d);
+	if (!gr->gr_advertise && !gr->gr_in_done)
+		early_end(gr, GIT_EARLY_TIMEOUT,
+		    "the request passed its %d s deadline",
+		    RELAY_GIT_TIMEOUT_S + GIT_CONN_GRACE_S);
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise &&
+	    !gr->gr_hdr_sent && gr->gr_wsi != NULL) {
+		/* The client may still read: tell it why, briefly. */
+		refuse_push(gr, "timeout", "the push took too long");
+		gr->gr_drain_over = 1;
+		gr->gr_done = 1;
+		want_write(gr);
+		lws_set_timeout(gr->gr_wsi, PENDING_TIMEOUT_USER_OK,
+		    GIT_CONN_GRACE_S);
+		return;
+	}
 	if (gr->gr_pid > 0 && !gr->gr_exited) {
 		child_abandon(gr->gr_pid);
 		gr->gr_exited = 1;
@@ -344,6 +723,11 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 		return 0;
 	if (gr->gr_closing)
 		return -1;
+	/* A refusal waits for the rest of the body (bounded): a client
+	 * still sending would see a reset, not the answer. */
+	if (gr->gr_discard && !gr->gr_in_done && !gr->gr_drain_over &&
+	    !gr->gr_advertise)
+		return 0;
 	if (!gr->gr_hdr_sent) {
 		if (gr->gr_code == 0) {
 			/* Nothing from the child yet: status unknown. */
@@ -401,6 +785,7 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 static void
 stop_child(struct relay_gitreq *gr)
 {
+	push_leave(gr, 0);
 	if (gr->gr_pid > 0 && !gr->gr_exited) {
 		child_abandon(gr->gr_pid);
 		gr->gr_exited = 1;
@@ -410,6 +795,47 @@ stop_child(struct relay_gitreq *gr)
 	gr->gr_pin = NULL;
 	pipe_drop(gr->gr_pout);
 	gr->gr_pout = NULL;
+}
+
+static void
+drain_timeout(lws_sorted_usec_list_t *sul)
+{
+	struct relay_gitreq *gr =
+	    lws_container_of(sul, struct relay_gitreq, gr_drain_sul);
+
+	if (gr->gr_in_done)
+		return;
+	log_info("git %s for %s: stopped waiting for the rest of a refused "
+		 "body after %d s (%llu bytes dropped)",
+	    svc_name[gr->gr_svc], gr->gr_d, RELAY_GIT_DRAIN_S,
+	    (unsigned long long)gr->gr_drained);
+	gr->gr_drain_over = 1;
+	want_write(gr);
+}
+
+/*
+ * The rest of the request body is dropped: it is still read, up to
+ * RELAY_GIT_DRAIN_BYTES more bytes and RELAY_GIT_DRAIN_S seconds, so that
+ * the answer reaches a client that is still sending.
+ */
+static void
+drain_start(struct relay_gitreq *gr)
+{
+	int first = !gr->gr_discard;
+
+	gr->gr_discard = 1;
+	buf_reset(&gr->gr_in);
+	gr->gr_inoff = 0;
+	if (gr->gr_in_done || gr->gr_advertise)
+		return;
+	if (gr->gr_rx_paused) {
+		gr->gr_rx_paused = 0;
+		rx_flow(gr, 1);
+	}
+	if (first)
+		lws_sul_schedule(relayd->ctx, 0, &gr->gr_drain_sul,
+		    drain_timeout,
+		    (lws_usec_t)RELAY_GIT_DRAIN_S * LWS_US_PER_SEC);
 }
 
 /* Ends the request with an error response (before any header). */
@@ -427,7 +853,7 @@ finish_error(struct relay_gitreq *gr, unsigned code, const char *text)
 	gr->gr_outoff = 0;
 	buf_adds(&gr->gr_out, text);
 	gr->gr_done = 1;
-	gr->gr_discard = 1;
+	drain_start(gr);
 	stop_child(gr);
 	want_write(gr);
 }
@@ -509,19 +935,20 @@ pipe_write(struct relay_gitreq *gr, struct gitpipe *gp)
 		if (n < 0 && errno == EAGAIN)
 			break;
 		if (n <= 0) {
-			/* The child stopped reading: drop the rest. */
-			gr->gr_discard = 1;
-			buf_reset(&gr->gr_in);
-			gr->gr_inoff = 0;
+			/* The child stopped reading: drop the rest; its own
+			 * answer goes once the body is in. */
+			early_end(gr, GIT_EARLY_GIT,
+			    "git stopped reading its input (%s)",
+			    n < 0 ? strerror(errno) : "closed");
+			drain_start(gr);
 			return -1;
 		}
 		gr->gr_inoff += (size_t)n;
 	}
 	compact(&gr->gr_in, &gr->gr_inoff);
-	if (gr->gr_rx_paused && in_pending(gr) < RELAY_GIT_PIPE_BUF / 2 &&
-	    gr->gr_wsi != NULL) {
+	if (gr->gr_rx_paused && in_pending(gr) < RELAY_GIT_PIPE_BUF / 2) {
 		gr->gr_rx_paused = 0;
-		lws_rx_flow_control(gr->gr_wsi, 1);
+		rx_flow(gr, 1);
 	}
 	if (in_pending(gr) > 0) {
 		/*
@@ -534,6 +961,51 @@ pipe_write(struct relay_gitreq *gr, struct gitpipe *gp)
 	}
 	/* All written: end of input closes the child's stdin. */
 	return gr->gr_in_done ? -1 : 0;
+}
+
+/*
+ * The client's socket is readable (the body is ours to read, take_body()):
+ * the bytes go where lws would have handed them.
+ */
+static int
+sock_read(struct relay_gitreq *gr, struct gitpipe *gp)
+{
+	unsigned char buf[GIT_IO_CHUNK];
+	ssize_t	      n;
+
+	if (gr->gr_in_done) {
+		gr->gr_psock = NULL;
+		gp->gp_req = NULL;
+		return -1;
+	}
+	if (gr->gr_rx_paused) {
+		lws_rx_flow_control(gp->gp_wsi, 0);
+		return 0;
+	}
+	n = read(gp->gp_fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		/* Nobody is left to answer. */
+		early_end(gr, GIT_EARLY_CLIENT,
+		    "the client closed the connection mid-body (%s)",
+		    n < 0 ? strerror(errno) : "end of stream");
+		gr->gr_psock = NULL;
+		gp->gp_req = NULL;
+		stop_child(gr);
+		if (gr->gr_wsi != NULL)
+			lws_set_timeout(gr->gr_wsi, PENDING_TIMEOUT_USER_OK,
+			    LWS_TO_KILL_ASYNC);
+		return -1;
+	}
+	body_raw(gr, buf, (size_t)n);
+	if (gr->gr_in_done || gr->gr_drain_over) {
+		/* The rest, if any, is not ours to read. */
+		gr->gr_psock = NULL;
+		gp->gp_req = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -566,15 +1038,19 @@ relay_git_pipe_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	case LWS_CALLBACK_RAW_RX_FILE:
 		if (gr == NULL)
 			return -1;
-		return gp->gp_out ? pipe_read(gr, gp) : 0;
+		return gp->gp_kind == GP_OUT ? pipe_read(gr, gp) :
+		    gp->gp_kind == GP_SOCK   ? sock_read(gr, gp) :
+					       0;
 	case LWS_CALLBACK_RAW_WRITEABLE_FILE:
 		if (gr == NULL)
 			return -1;
-		return gp->gp_out ? 0 : pipe_write(gr, gp);
+		return gp->gp_kind == GP_IN ? pipe_write(gr, gp) : 0;
 	default:
 		/* Closed: by us, or the child ended its side. */
-		if (gr != NULL) {
-			if (gp->gp_out) {
+		if (gr != NULL && gp->gp_kind == GP_SOCK)
+			gr->gr_psock = NULL;
+		else if (gr != NULL) {
+			if (gp->gp_kind == GP_OUT) {
 				/*
 				 * lws closes on POLLHUP even while reading is
 				 * paused, with the pipe's last bytes unread:
@@ -594,7 +1070,7 @@ relay_git_pipe_callback(struct lws *wsi, enum lws_callback_reasons reason,
 }
 
 static struct gitpipe *
-adopt_pipe(struct relay_gitreq *gr, int fd, int out)
+adopt_pipe(struct relay_gitreq *gr, int fd, enum gp_kind kind)
 {
 	lws_sock_file_fd_type u;
 	struct gitpipe	     *gp;
@@ -616,7 +1092,7 @@ adopt_pipe(struct relay_gitreq *gr, int fd, int out)
 	gp->gp_req = gr;
 	gp->gp_wsi = wsi;
 	gp->gp_fd = fd;
-	gp->gp_out = out;
+	gp->gp_kind = kind;
 	lws_set_opaque_user_data(wsi, gp);
 	return gp;
 }
@@ -652,10 +1128,15 @@ child_done(pid_t pid, int status, int killed, void *arg)
 		log_info("git %s for %s ended with status %d",
 		    svc_name[gr->gr_svc], gr->gr_d, status);
 	/* A push may have filled the disk (or failed because it did). */
-	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise)
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise) {
 		relay_disk_recheck();
+		push_leave(gr, status == 0);
+	}
 	/* A /prs/ push leaves no placeholder; what it satisfies is
 	 * mirrored into the PR's repositories, which releases it. */
+	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
+	    gr->gr_unclaimed)
+		unclaimed_add(gr);
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise && status == 0 &&
 	    gr->gr_prs)
 		relay_purg_prs_pushed(gr->gr_owner, gr->gr_d, gr->gr_cmds,
@@ -740,8 +1221,9 @@ start_child(struct relay_gitreq *gr)
 		    "cannot run git\n");
 		return -1;
 	}
-	if ((gr->gr_pout = adopt_pipe(gr, out[0], 1)) == NULL ||
-	    (in[1] != -1 && (gr->gr_pin = adopt_pipe(gr, in[1], 0)) == NULL)) {
+	if ((gr->gr_pout = adopt_pipe(gr, out[0], GP_OUT)) == NULL ||
+	    (in[1] != -1 &&
+		(gr->gr_pin = adopt_pipe(gr, in[1], GP_IN)) == NULL)) {
 		if (gr->gr_pout == NULL && in[1] != -1)
 			close(in[1]);
 		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
@@ -770,10 +1252,9 @@ pump_in(struct relay_gitreq *gr)
 		return;
 	if (in_pending(gr) > 0 || gr->gr_in_done)
 		lws_callback_on_writable(gr->gr_pin->gp_wsi);
-	if (in_pending(gr) >= RELAY_GIT_PIPE_BUF && !gr->gr_rx_paused &&
-	    gr->gr_wsi != NULL) {
+	if (in_pending(gr) >= RELAY_GIT_PIPE_BUF && !gr->gr_rx_paused) {
 		gr->gr_rx_paused = 1;
-		lws_rx_flow_control(gr->gr_wsi, 0);
+		rx_flow(gr, 0);
 	}
 }
 
@@ -830,9 +1311,7 @@ refuse_push(struct relay_gitreq *gr, const char *what, const char *reason)
 		return;
 	}
 	stop_child(gr);
-	gr->gr_discard = 1;
-	buf_reset(&gr->gr_in);
-	gr->gr_inoff = 0;
+	drain_start(gr);
 	buf_reset(&gr->gr_out);
 	gr->gr_outoff = 0;
 	gr->gr_code = HTTP_STATUS_OK;
@@ -849,10 +1328,9 @@ refuse_push(struct relay_gitreq *gr, const char *what, const char *reason)
 		buf_free(&inner);
 	} else
 		pkt_line(&gr->gr_out, "ERR %s: %s\n", what, reason);
-	if (gr->gr_in_done) {
-		gr->gr_done = 1;
-		want_write(gr);
-	}
+	/* Written once the body is in (relay_git_writeable()). */
+	gr->gr_done = 1;
+	want_write(gr);
 }
 
 /*
@@ -873,6 +1351,29 @@ prs_quota(struct relay_gitreq *gr)
 	per_ref = refs * (uint64_t)relayd->cfg.grasp06_max_bytes_per_ref;
 	signer = (uint64_t)relayd->cfg.grasp06_max_bytes_per_signer;
 	used = relay_repo_prs_usage(gr->gr_owner);
+	/* What no PR event claims yet is the pushing addresses'. */
+	if (used != UINT64_MAX)
+		used -= unclaimed_sum(NULL, gr->gr_owner) < used ?
+		    unclaimed_sum(NULL, gr->gr_owner) :
+		    used;
+	if (gr->gr_unclaimed) {
+		uint64_t ip =
+		    (uint64_t)relayd->cfg.grasp06_unclaimed_bytes_per_ip;
+		uint64_t all = (uint64_t)relayd->cfg.grasp06_unclaimed_bytes;
+		uint64_t p = unclaimed_sum(gr->gr_peer, NULL);
+		uint64_t a = unclaimed_sum(NULL, NULL);
+
+		gr->gr_room_peer = p >= ip ? 0 : ip - p;
+		gr->gr_room_unclaimed = a >= all ? 0 : all - a;
+		gr->gr_room_signer = UINT64_MAX;
+		gr->gr_quota = per_ref;
+		snprintf(gr->gr_why, sizeof(gr->gr_why),
+		    "the push is larger than %llu bytes (%d per ref)",
+		    (unsigned long long)per_ref,
+		    relayd->cfg.grasp06_max_bytes_per_ref);
+		return gr->gr_quota;
+	}
+	gr->gr_room_signer = used >= signer ? 0 : signer - used;
 	if (used >= signer)
 		gr->gr_quota = 0;
 	else
@@ -903,14 +1404,36 @@ push_quota(struct relay_gitreq *gr)
 {
 	enum push_limit which;
 	char		why[sizeof(gr->gr_why)];
-	uint64_t	room;
+	uint64_t	room, extra;
 
 	gr->gr_quota = UINT64_MAX;
+	gr->gr_room_signer = UINT64_MAX;
+	gr->gr_room_peer = UINT64_MAX;
+	gr->gr_room_unclaimed = UINT64_MAX;
 	if (gr->gr_prs) {
 		prs_quota(gr);
 		gr->gr_limit = PUSH_LIMIT_GRASP06;
 	}
-	room = relay_repo_push_room(gr->gr_repo, &which, why, sizeof(why));
+	room = relay_repo_push_room(gr->gr_repo, &which, why, sizeof(why),
+	    &gr->gr_room_repo);
+	/* Placeholders no PR event claims yet are not the owner's. */
+	if (!gr->gr_prs && !gr->gr_unclaimed &&
+	    gr->gr_room_repo != UINT64_MAX &&
+	    (extra = unclaimed_repo(gr->gr_owner, gr->gr_d)) > 0) {
+		gr->gr_room_repo += extra;
+		room = gr->gr_room_repo;
+		which = PUSH_LIMIT_REPO;
+		snprintf(why, sizeof(why), "the repository would pass %d bytes",
+		    relayd->cfg.max_repo_bytes);
+		if (relayd->cfg.max_push_bytes > 0 &&
+		    (uint64_t)relayd->cfg.max_push_bytes <= room) {
+			room = (uint64_t)relayd->cfg.max_push_bytes;
+			which = PUSH_LIMIT_PUSH;
+			snprintf(why, sizeof(why),
+			    "a push may send at most %d bytes here",
+			    relayd->cfg.max_push_bytes);
+		}
+	}
 	if (room < gr->gr_quota) {
 		gr->gr_quota = room;
 		gr->gr_limit = which;
@@ -929,6 +1452,8 @@ refuse_over(struct relay_gitreq *gr)
 	log_info("push to %s%s %s: %s", gr->gr_prs ? "/prs/ " : "", gr->gr_d,
 	    gr->gr_over ? "stopped" : "refused", gr->gr_why);
 	relayd->stats.git_push_over[gr->gr_limit]++;
+	early_end(gr, GIT_EARLY_LIMIT, "%s: %s", what[gr->gr_limit],
+	    gr->gr_why);
 	refuse_push(gr, what[gr->gr_limit], gr->gr_why);
 }
 
@@ -979,8 +1504,10 @@ decide_push(struct relay_gitreq *gr)
 		return;
 	}
 	gr->gr_may_delete = !po.po_deny_deletes;
+	gr->gr_unclaimed = po.po_unclaimed;
 	gr->gr_may_rewrite = !po.po_deny_nonff;
-	if (push_quota(gr) == 0 || gr->gr_inbytes > gr->gr_quota) {
+	if (push_quota(gr) == 0 || gr->gr_inbytes > gr->gr_quota ||
+	    over_shared(gr)) {
 		refuse_over(gr);
 		return;
 	}
@@ -995,6 +1522,8 @@ decide_push(struct relay_gitreq *gr)
 		}
 		gr->gr_created = 1;
 	}
+	LIST_INSERT_HEAD(&pushes, gr, gr_push_entry);
+	gr->gr_inflight = 1;
 	start_child(gr);
 }
 
@@ -1002,17 +1531,26 @@ decide_push(struct relay_gitreq *gr)
 static void
 feed(struct relay_gitreq *gr, const void *data, size_t n)
 {
-	gr->gr_inbytes += n;
-	if (gr->gr_inbytes > RELAY_GIT_MAX_REQUEST && !gr->gr_done) {
-		finish_error(gr, HTTP_STATUS_REQ_ENTITY_TOO_LARGE,
-		    "request too large\n");
-		return;
-	}
 	if (gr->gr_discard)
 		return;
+	gr->gr_inbytes += n;
+	if (gr->gr_inbytes > RELAY_GIT_MAX_REQUEST) {
+		early_end(gr, GIT_EARLY_REQUEST, "the body passed %llu bytes",
+		    (unsigned long long)RELAY_GIT_MAX_REQUEST);
+		if (gr->gr_svc == SVC_RECEIVE && !gr->gr_hdr_sent)
+			refuse_push(gr, "request too large",
+			    "the request body is larger than this server "
+			    "takes");
+		else
+			finish_error(gr, HTTP_STATUS_REQ_ENTITY_TOO_LARGE,
+			    "request too large\n");
+		return;
+	}
 	/* A push stops at its byte limit, before git gets the byte past
 	 * it. */
-	if (gr->gr_decided && gr->gr_inbytes > gr->gr_quota) {
+	if (gr->gr_decided &&
+	    (gr->gr_inbytes > gr->gr_quota ||
+		(gr->gr_inflight && over_shared(gr)))) {
 		gr->gr_over = 1;
 		refuse_over(gr);
 		return;
@@ -1044,6 +1582,8 @@ inflate_feed(struct relay_gitreq *gr, const void *data, size_t n)
 		rc = inflate(&gr->gr_z, Z_NO_FLUSH);
 		if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
 			return -1;
+		if (rc == Z_STREAM_END)
+			gr->gr_zend = 1;
 		feed(gr, out, sizeof(out) - gr->gr_z.avail_out);
 		if (gr->gr_done)
 			return 0;
@@ -1055,7 +1595,7 @@ inflate_feed(struct relay_gitreq *gr, const void *data, size_t n)
 static int
 decoded(struct relay_gitreq *gr, const void *data, size_t n)
 {
-	if (n == 0)
+	if (n == 0 || gr->gr_discard)
 		return 0;
 	if (gr->gr_gzip)
 		return inflate_feed(gr, data, n);
@@ -1157,19 +1697,125 @@ body_end(struct relay_gitreq *gr)
 	if (gr->gr_in_done)
 		return;
 	gr->gr_in_done = 1;
+	lws_sul_cancel(&gr->gr_drain_sul);
+	if (gr->gr_gzip && !gr->gr_zend && !gr->gr_discard) {
+		/* git would take the inflated part as the whole. */
+		early_end(gr, GIT_EARLY_MALFORMED,
+		    "the gzip stream did not end");
+		if (gr->gr_svc == SVC_RECEIVE && !gr->gr_hdr_sent)
+			refuse_push(gr, "error",
+			    "the request body's gzip stream is incomplete");
+		else
+			finish_error(gr, HTTP_STATUS_BAD_REQUEST,
+			    "malformed request body\n");
+	}
 	if (gr->gr_zinit && !gr->gr_done) {
 		inflateEnd(&gr->gr_z);
 		gr->gr_zinit = 0;
 	}
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_decided && !gr->gr_done)
 		decide_push(gr);
-	if (gr->gr_discard && !gr->gr_done && gr->gr_code != 0) {
-		/* A refusal, now that the body is read. */
-		gr->gr_done = 1;
+	if (gr->gr_discard) {
+		/* A refusal (or git's own answer), now that the body is
+		 * read. */
 		want_write(gr);
 		return;
 	}
 	pump_in(gr);
+}
+
+/*
+ * Body bytes as the client sent them (chunked framing, gzip), from lws or
+ * from the socket: decodes them on toward git, or counts them while a
+ * refusal drains the rest.  Ends the body at its last byte.
+ */
+static void
+body_raw(struct relay_gitreq *gr, const unsigned char *p, size_t n)
+{
+	int r;
+
+	if (gr->gr_in_done || n == 0)
+		return;
+	gr->gr_raw += n;
+	if (gr->gr_discard) {
+		gr->gr_drained += n;
+		if (gr->gr_drained > RELAY_GIT_DRAIN_BYTES &&
+		    !gr->gr_drain_over) {
+			log_info("git %s for %s: stopped reading the rest of "
+				 "a refused body after %llu bytes",
+			    svc_name[gr->gr_svc], gr->gr_d,
+			    (unsigned long long)gr->gr_drained);
+			gr->gr_drain_over = 1;
+			want_write(gr);
+		}
+	}
+	if (gr->gr_chunked) {
+		if ((r = dechunk(gr, p, n)) == -1) {
+			early_end(gr, GIT_EARLY_MALFORMED,
+			    "malformed chunked framing");
+			/* Its end cannot be found: answer now. */
+			gr->gr_drain_over = 1;
+			finish_error(gr, HTTP_STATUS_BAD_REQUEST,
+			    "malformed request body\n");
+			return;
+		}
+		if (r == 1)
+			body_end(gr);
+		return;
+	}
+	if (decoded(gr, p, n) == -1) {
+		early_end(gr, GIT_EARLY_MALFORMED, "malformed gzip data");
+		finish_error(gr, HTTP_STATUS_BAD_REQUEST,
+		    "malformed request body\n");
+	}
+	if (gr->gr_has_clen && gr->gr_raw >= gr->gr_clen)
+		body_end(gr);
+}
+
+/* Drops lws's body timeout, set after each body callback it makes. */
+static void
+untimeout(lws_sorted_usec_list_t *sul)
+{
+	struct relay_gitreq *gr =
+	    lws_container_of(sul, struct relay_gitreq, gr_to_sul);
+
+	if (gr->gr_wsi != NULL)
+		lws_set_timeout(gr->gr_wsi, NO_PENDING_TIMEOUT, 0);
+}
+
+/*
+ * Reads the rest of the body from the socket ourselves, lws reading no
+ * more of it.  lws 4.1 takes a POST without a Content-Length (git's
+ * chunked pushes) as 100 MiB long and silently drops what follows; and it
+ * times a body out after timeout_secs without a read, which a paused read
+ * (git busy) can pass.  lws hands each read on whole in LRS_BODY, so the
+ * socket holds exactly the rest.
+ */
+static void
+take_body(struct relay_gitreq *gr, struct lws *wsi)
+{
+	int fd;
+
+	/* Not once an answer is under way: lws may be asked to write, which
+	 * it does not do while its reading is paused.  It drains the rest
+	 * itself (a chunked body past its 100 MiB: until the bounds). */
+	if (gr->gr_psock != NULL || gr->gr_in_done || gr->gr_drain_over ||
+	    gr->gr_discard || gr->gr_done)
+		return;
+	if ((fd = fcntl(lws_get_socket_fd(wsi), F_DUPFD_CLOEXEC, 0)) == -1) {
+		log_warn("git request for %s: dup", gr->gr_d);
+		return;
+	}
+	if ((gr->gr_psock = adopt_pipe(gr, fd, GP_SOCK)) == NULL) {
+		log_warnx("git request for %s: cannot watch its socket",
+		    gr->gr_d);
+		return;
+	}
+	gr->gr_taken = 1;
+	lws_rx_flow_control(wsi, 0);
+	if (gr->gr_rx_paused)
+		lws_rx_flow_control(gr->gr_psock->gp_wsi, 0);
+	lws_sul_schedule(relayd->ctx, 0, &gr->gr_to_sul, untimeout, 1);
 }
 
 int
@@ -1177,25 +1823,20 @@ relay_git_body(struct relay_conn *c, struct lws *wsi, const void *in,
     size_t len)
 {
 	struct relay_gitreq *gr = c->rc_git;
-	int		     r;
 
 	if (gr == NULL)
 		return -1;
-	if (gr->gr_in_done || (gr->gr_done && gr->gr_code != HTTP_STATUS_OK))
-		return 0;
-	if (gr->gr_chunked) {
-		if ((r = dechunk(gr, in, len)) == -1) {
-			finish_error(gr, HTTP_STATUS_BAD_REQUEST,
-			    "malformed request body\n");
-			return 0;
-		}
-		if (r == 1)
-			body_end(gr);
-		return 0;
+	if (gr->gr_given_back)
+		return 0; /* past the body, or past caring */
+	if (gr->gr_taken) {
+		/* lws read past take_body(): the order is lost. */
+		log_warnx("git request for %s: body bytes from lws after "
+			  "the socket was taken",
+		    gr->gr_d);
+		return -1;
 	}
-	if (decoded(gr, in, len) == -1)
-		finish_error(gr, HTTP_STATUS_BAD_REQUEST,
-		    "malformed request body\n");
+	body_raw(gr, in, len);
+	take_body(gr, wsi);
 	return 0;
 }
 
@@ -1207,6 +1848,21 @@ relay_git_body_done(struct relay_conn *c, struct lws *wsi)
 	(void)wsi;
 	if (gr == NULL)
 		return -1;
+	if (gr->gr_in_done || gr->gr_taken || gr->gr_done)
+		return 0;
+	if (gr->gr_chunked || (gr->gr_has_clen && gr->gr_raw < gr->gr_clen)) {
+		/* lws ends a body it drops the rest of: say so. */
+		early_end(gr, GIT_EARLY_CUT,
+		    "the HTTP layer ended the body early");
+		gr->gr_drain_over = 1;
+		if (gr->gr_svc == SVC_RECEIVE && !gr->gr_hdr_sent)
+			refuse_push(gr, "error",
+			    "the request body was cut short; try again");
+		else
+			finish_error(gr, HTTP_STATUS_BAD_REQUEST,
+			    "the request body was cut short\n");
+		return 0;
+	}
 	body_end(gr);
 	return 0;
 }
@@ -1335,6 +1991,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	gr->gr_head = method == LWSHUMETH_HEAD;
 	gr->gr_pid = -1;
 	gr->gr_t0 = relay_now_ms();
+	snprintf(gr->gr_peer, sizeof(gr->gr_peer), "%s", c->rc_peer);
 	memcpy(gr->gr_owner, owner, 32);
 	if (prs) {
 		struct stat sb;
@@ -1377,6 +2034,11 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0 &&
 	    strcasecmp(hdr, "chunked") == 0)
 		gr->gr_chunked = 1;
+	else if (lws_hdr_copy(wsi, hdr, sizeof(hdr),
+		     WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0) {
+		gr->gr_has_clen = 1;
+		gr->gr_clen = strtoull(hdr, NULL, 10);
+	}
 	c->rc_kind = CONN_HTTP;
 	c->rc_git = gr;
 	/* Our own deadline replaces lws's idle timeouts. */
@@ -1391,11 +2053,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		return 0;
 	}
 	/* A POST whose body is empty: no body callbacks will come. */
-	if (!gr->gr_chunked &&
-	    lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
-	    lws_hdr_copy(wsi, hdr, sizeof(hdr), WSI_TOKEN_HTTP_CONTENT_LENGTH) >
-		0 &&
-	    strtoull(hdr, NULL, 10) == 0)
+	if (gr->gr_has_clen && gr->gr_clen == 0)
 		body_end(gr);
 	return 0;
 }
@@ -1403,8 +2061,11 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 void
 relay_git_metrics(cJSON *arr)
 {
-	static const char *const  op[] = { "upload-pack", "receive-pack",
-		 "info-refs" };
+	static const char *const op[] = { "upload-pack", "receive-pack",
+		"info-refs" };
+	static const char *const early_label[GIT_EARLY_COUNT] = { "client_gone",
+		"limit", "request_too_large", "timeout", "malformed_body",
+		"git_exited", "body_cut" };
 	const struct relay_stats *st = &relayd->stats;
 	struct purg_counts	  pc;
 	char			  name[160];
@@ -1431,6 +2092,12 @@ relay_git_metrics(cJSON *arr)
 	    st->git_push_over[PUSH_LIMIT_REPO]);
 	METRIC("graspd_git_pushes_over_limit_total{limit=\"grasp06_quota\"}",
 	    st->git_push_over[PUSH_LIMIT_GRASP06]);
+	for (i = 0; i < GIT_EARLY_COUNT; i++) {
+		snprintf(name, sizeof(name),
+		    "graspd_git_requests_ended_early_total{cause=\"%s\"}",
+		    early_label[i]);
+		METRIC(name, st->git_early[i]);
+	}
 	METRIC("graspd_git_jobs_total{status=\"success\"}", st->git_jobs[1]);
 	METRIC("graspd_git_jobs_total{status=\"error\"}", st->git_jobs[0]);
 	METRIC("graspd_git_processes", child_count());

@@ -24,6 +24,7 @@ enum job_kind {
 	JOB_SET_REF,
 	JOB_DELETE_REF,
 	JOB_CALL,
+	JOB_PRUNE,
 };
 
 struct relay_job {
@@ -47,6 +48,7 @@ static TAILQ_HEAD(, relay_job) jobs = TAILQ_HEAD_INITIALIZER(jobs);
 static struct relay_job *job_running;
 
 static void job_next(void);
+static int  job_git(struct relay_job *, const char *, const char *const *, int);
 
 static struct relay_job *
 job_new(enum job_kind kind, const uint8_t owner[32], const char *d,
@@ -133,6 +135,58 @@ relay_job_delete_ref(const uint8_t owner[32], const char *d, const char *ref,
     const char *old)
 {
 	job_queue_ref(JOB_DELETE_REF, owner, d, ref, old, NULL, NULL);
+}
+
+void
+relay_job_prune(const uint8_t owner[32], const char *d)
+{
+	job_queue(job_new(JOB_PRUNE, owner, d, NULL));
+}
+
+/* A prune put off while a push runs in its repository. */
+struct prune_wait {
+	lws_sorted_usec_list_t pw_sul;
+	uint8_t		       pw_owner[32];
+	char		      *pw_d;
+};
+
+static void
+prune_retry(lws_sorted_usec_list_t *sul)
+{
+	struct prune_wait *pw =
+	    lws_container_of(sul, struct prune_wait, pw_sul);
+
+	relay_job_prune(pw->pw_owner, pw->pw_d);
+	free(pw->pw_d);
+	free(pw);
+}
+
+/*
+ * Drops the objects of repo that no ref reaches and that are older than a
+ * placeholder's life ("git gc --prune"): never while a push runs there
+ * (put off by RELAY_PRUNE_RETRY_S), and the age guards objects a push
+ * starting meanwhile brings.  1 if git runs, 0 if put off, -1.
+ */
+static int
+prune_step(struct relay_job *j, const char *repo)
+{
+	struct prune_wait *pw;
+	char		   prune[64];
+	const char	  *args[] = { "-c", "gc.auto=0", "gc", "--quiet", prune,
+		       NULL };
+
+	if (relay_git_pushing(repo)) {
+		if ((pw = calloc(1, sizeof(*pw))) == NULL ||
+		    (pw->pw_d = strdup(j->j_d)) == NULL)
+			fatal("prune_step");
+		memcpy(pw->pw_owner, j->j_owner, 32);
+		lws_sul_schedule(relayd->ctx, 0, &pw->pw_sul, prune_retry,
+		    (lws_usec_t)RELAY_PRUNE_RETRY_S * LWS_US_PER_SEC);
+		return 0;
+	}
+	snprintf(prune, sizeof(prune), "--prune=%lld.seconds.ago",
+	    (long long)cfg_scale_delay(&relayd->cfg, PURG_EXPIRY_S));
+	return job_git(j, repo, args, -1) == 0 ? 1 : -1;
 }
 
 void
@@ -429,6 +483,12 @@ job_step(struct relay_job *j)
 
 			j->j_step = 2;
 			return job_git(j, repo, args, -1) == 0 ? 1 : -1;
+		}
+		return 0;
+	case JOB_PRUNE:
+		if (j->j_step == 0) {
+			j->j_step = 1;
+			return prune_step(j, repo);
 		}
 		return 0;
 	case JOB_DELETE_REF:

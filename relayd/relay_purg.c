@@ -256,6 +256,59 @@ struct later_job {
 	struct event *lj_state;
 };
 
+/*
+ * Placeholders (refs/nostr/<id> pushed before the event <id>) whose time
+ * is up lose their ref, if it still names what was pushed, and the
+ * repository its objects that nothing else reaches (relay_job_prune()):
+ * no longer advertised, no longer counted toward max_repo_bytes.
+ */
+static struct purg_placeholder *expired_ph; /* sweep_run to sweep_done */
+static size_t			expired_nph;
+
+static void
+placeholders_expire(int64_t now)
+{
+	purg_placeholder_free_list(expired_ph, expired_nph);
+	expired_ph = NULL;
+	expired_nph = 0;
+	if (purg_placeholder_due(relayd->purg, now, &expired_ph,
+		&expired_nph) == -1) {
+		expired_ph = NULL;
+		expired_nph = 0;
+	}
+}
+
+/* After the sweep's commit: the expired placeholders' git side. */
+static void
+placeholders_expired(int committed)
+{
+	struct purg_placeholder *ph = expired_ph;
+	size_t			 i, j, n = expired_nph;
+	char			 ref[RELAY_REF_NOSTR_LEN + 65];
+
+	expired_ph = NULL;
+	expired_nph = 0;
+	for (i = 0; committed && i < n; i++) {
+		memcpy(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN);
+		hex_encode(ph[i].pp_id, 32, ref + RELAY_REF_NOSTR_LEN);
+		log_info("purgatory: placeholder %s in %s expired without "
+			 "its event; removing it",
+		    ref, ph[i].pp_d);
+		relay_job_delete_ref(ph[i].pp_owner, ph[i].pp_d, ref,
+		    ph[i].pp_oid);
+	}
+	/* One prune per repository, after its deletions. */
+	for (i = 0; committed && i < n; i++) {
+		for (j = 0; j < i; j++)
+			if (memcmp(ph[j].pp_owner, ph[i].pp_owner, 32) == 0 &&
+			    strcmp(ph[j].pp_d, ph[i].pp_d) == 0)
+				break;
+		if (j == i)
+			relay_job_prune(ph[i].pp_owner, ph[i].pp_d);
+	}
+	purg_placeholder_free_list(ph, n);
+}
+
 static void
 later_job_run(void *arg, int committed)
 {
@@ -605,6 +658,7 @@ prs_event_arrived(const struct event *ev, const char *d, const char *c)
 	    relay_repo_read_refs(repo, NULL, &refs) == -1)
 		return;
 	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
+	relay_git_unclaimed_claim(ev->pubkey, d, ref, 1);
 	if ((cur = relay_refs_get(&refs, ref)) != NULL) {
 		if (strcmp(cur, c) == 0)
 			prs_mirror(ev, d, c);
@@ -837,6 +891,8 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	 * its wrong ref goes (reference brief 1.5, step 4). */
 	if (purg_placeholder_list_id(relayd->purg, ev->id, &ph, &nph) == 0) {
 		for (i = 0; i < nph; i++) {
+			relay_git_unclaimed_claim(ph[i].pp_owner, ph[i].pp_d,
+			    ref, 0);
 			if (strcmp(ph[i].pp_oid, c) != 0)
 				later_ref(LJ_DELETE, ph[i].pp_owner, ph[i].pp_d,
 				    ref, ph[i].pp_oid, NULL);
@@ -1141,6 +1197,7 @@ sweep_run(void *arg)
 		}
 	}
 	purg_ev_free_list(ev, n);
+	placeholders_expire(now);
 	purg_placeholder_sweep(relayd->purg, now);
 	n = 0;
 	if (purg_ann_due(relayd->purg, now, &an, &n) == 0) {
@@ -1179,7 +1236,7 @@ static void
 sweep_done(void *arg, int committed)
 {
 	(void)arg;
-	(void)committed;
+	placeholders_expired(committed);
 	sweep_queued = 0;
 }
 
@@ -1189,6 +1246,7 @@ sweep_timer(lws_sorted_usec_list_t *sul)
 	int64_t next, now = time(NULL);
 
 	(void)sul;
+	relay_git_unclaimed_sweep();
 	if (!sweep_queued && purg_next_deadline(relayd->purg, &next) == 0 &&
 	    (next <= now ||
 		now - last_expired_sweep >=

@@ -288,6 +288,12 @@ relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 	for (i = 0; i < in->pi_ncmds; i++)
 		if (!check_cmd(in, i, out->po_reason, sizeof(out->po_reason)))
 			return 0;
+	for (i = 0; i < in->pi_ncmds && i < 64; i++) {
+		pc = &in->pi_cmds[i];
+		if (prefixed(pc->pc_ref, RELAY_REF_NOSTR) &&
+		    !is_null(pc->pc_new) && tip_of(in, pc->pc_ref) == NULL)
+			out->po_unclaimed |= (uint64_t)1 << i;
+	}
 	for (i = 0; i < in->pi_ncmds; i++) {
 		pc = &in->pi_cmds[i];
 		if (!branch_or_tag(pc->pc_ref))

@@ -601,7 +601,7 @@ relay_repo_prs_usage(const uint8_t signer[32])
  */
 uint64_t
 relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
-    size_t whylen)
+    size_t whylen, uint64_t *repo_room)
 {
 	uint64_t push = (uint64_t)relayd->cfg.max_push_bytes;
 	uint64_t cap = (uint64_t)relayd->cfg.max_repo_bytes;
@@ -609,6 +609,7 @@ relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
 	char	 dir[PATH_MAX];
 
 	*which = PUSH_LIMIT_PUSH;
+	*repo_room = UINT64_MAX;
 	why[0] = '\0';
 	if (push > 0) {
 		room = push;
@@ -624,6 +625,7 @@ relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
 	    errno != ENOENT)
 		log_warn("%s", dir);
 	usage_stop = UINT64_MAX;
+	*repo_room = usage_sum >= cap ? 0 : cap - usage_sum;
 	if (usage_sum >= cap) {
 		*which = PUSH_LIMIT_REPO;
 		snprintf(why, whylen,

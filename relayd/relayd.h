@@ -220,8 +220,17 @@
 #define RELAY_GIT_MAX_RESPONSE	(8ULL * 1024 * 1024 * 1024)
 /* Bytes held between the client and a git process before reading pauses. */
 #define RELAY_GIT_PIPE_BUF	(1024 * 1024)
+/*
+ * A refused request's body is still read (and dropped) so that the client,
+ * still sending, sees the answer instead of a reset: at most this many
+ * more bytes and seconds, then the answer goes and the connection closes.
+ */
+#define RELAY_GIT_DRAIN_BYTES	(1024ULL * 1024 * 1024)
+#define RELAY_GIT_DRAIN_S	30
 /* Largest command section of a receive-pack request (before the pack). */
 #define RELAY_GIT_MAX_COMMANDS	(4 * 1024 * 1024)
+/* How long a prune waits for the pushes in its repository to end. */
+#define RELAY_PRUNE_RETRY_S	5
 /* Git processes serving HTTP requests at once; more get 503. */
 #define RELAY_GIT_MAX_CHILDREN	32
 /*
@@ -369,6 +378,22 @@ enum push_limit {
 	PUSH_LIMIT_COUNT,
 };
 
+/*
+ * Why a git request's body did not reach git whole (relay_git.c): each is
+ * logged, counted (graspd_git_requests_ended_early_total{cause=...}) and,
+ * while the client still listens, answered with an ERR line naming it.
+ */
+enum git_early {
+	GIT_EARLY_CLIENT,    /* the connection closed mid-body */
+	GIT_EARLY_LIMIT,     /* a push byte limit (also git_push_over) */
+	GIT_EARLY_REQUEST,   /* RELAY_GIT_MAX_REQUEST */
+	GIT_EARLY_TIMEOUT,   /* the request's deadline */
+	GIT_EARLY_MALFORMED, /* chunked framing or gzip data broken */
+	GIT_EARLY_GIT,	     /* git stopped reading its input */
+	GIT_EARLY_CUT,	     /* the HTTP layer ended the body early */
+	GIT_EARLY_COUNT,
+};
+
 struct relay_stats {
 	uint64_t connections_total;
 	uint64_t connections_refused_ip;      /* over the per-IP cap */
@@ -388,6 +413,7 @@ struct relay_stats {
 	uint64_t git_push_auth[2];		  /* [allowed] */
 	uint64_t git_refused_ip;		  /* over the per-IP git cap */
 	uint64_t git_push_over[PUSH_LIMIT_COUNT]; /* refused */
+	uint64_t git_early[GIT_EARLY_COUNT];	  /* bodies cut short */
 	uint64_t git_jobs[2];			  /* [ok] */
 	struct relay_hist ok_latency;		  /* EVENT -> OK */
 	struct relay_hist req_eose;		  /* REQ -> EOSE */
@@ -742,6 +768,18 @@ int  relay_git_pipe_callback(struct lws *, enum lws_callback_reasons, void *,
      void *, size_t);
 /* Appends the git and purgatory counters to a relay_own_metrics() array. */
 void relay_git_metrics(cJSON *arr);
+/*
+ * Git-first pushes (refs/nostr/<id> no PR event claims yet): a PR event
+ * claims ref of repository d of signer (/prs/ when prs, else the
+ * owner's placeholder), whose bytes become the signer's (the owner's);
+ * the sweep removes the /prs/ refs nothing claimed in a placeholder's
+ * life (placeholders expire on their own).
+ */
+void relay_git_unclaimed_claim(const uint8_t signer[32], const char *d,
+    const char *ref, int prs);
+void relay_git_unclaimed_sweep(void);
+/* 1 if a push runs git receive-pack in the repository at repo, else 0. */
+int  relay_git_pushing(const char *repo);
 
 /* One ref update of a receive-pack request. */
 struct relay_push_cmd {
@@ -798,11 +836,12 @@ uint64_t    relay_repo_prs_usage(const uint8_t signer[32]);
  * The most request bytes a push to the repository at repo may send
  * under max_push_bytes and what max_repo_bytes leaves of it (the bytes
  * of the files under its objects/, walked now), UINT64_MAX when neither
- * is set; the limit that binds goes to *which and what it says to why.
- * Never exits.
+ * is set; the limit that binds goes to *which and what it says to why,
+ * and what max_repo_bytes alone leaves to *repo_room (UINT64_MAX when
+ * unset).  Never exits.
  */
 uint64_t    relay_repo_push_room(const char *repo, enum push_limit *which,
-       char *why, size_t whylen);
+       char *why, size_t whylen, uint64_t *repo_room);
 /* Repositories of owner here (<git_data_path>/<npub>/ *.git), or -1. */
 int	    relay_repo_count(const uint8_t owner[32]);
 /* Removes the quarantines a killed git receive-pack left in repo. */
@@ -871,6 +910,11 @@ void relay_job_delete_ref(const uint8_t owner[32], const char *d,
 void relay_job_set_ref_from(const uint8_t owner[32], const char *d,
     const char *ref, const char *oid, const char *src_path);
 void relay_job_call(void (*fn)(void *), void *arg);
+/*
+ * Queues a prune of (owner, d): objects no ref reaches, older than a
+ * placeholder's life, go (git gc --prune); put off while a push runs.
+ */
+void relay_job_prune(const uint8_t owner[32], const char *d);
 
 /* relay_pushauth.c */
 /* GRASP-01: the ref namespaces a push may write. */
@@ -912,12 +956,16 @@ struct pushauth_in {
 };
 
 struct pushauth_out {
-	int  po_allow;
-	int  po_state;	      /* index of the matching state, or -1 */
-	int  po_deny_deletes; /* git's walls: 1 unless the state */
-	int  po_deny_nonff;   /* or PR tip that authorises the push
+	int	 po_allow;
+	int	 po_state;	  /* index of the matching state, or -1 */
+	int	 po_deny_deletes; /* git's walls: 1 unless the state */
+	int	 po_deny_nonff;	  /* or PR tip that authorises the push
 					 * deletes / rewrites a ref */
-	char po_reason[1024]; /* when refused */
+	char	 po_reason[1024]; /* when refused */
+	/* Git first: bit k set when command k (k < 64) writes a
+	 * refs/nostr/<id> no PR event claims yet (a placeholder, or under
+	 * /prs/ no PR event of the path's signer). */
+	uint64_t po_unclaimed;
 };
 
 /*

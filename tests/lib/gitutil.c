@@ -46,6 +46,8 @@ gt_setup(const char *home)
 	return 0;
 }
 
+int gt_timeout_ms = GT_TIMEOUT_MS;
+
 static int
 run_argv(const char *dir, char **out, char *const argv[])
 {
@@ -54,7 +56,7 @@ run_argv(const char *dir, char **out, char *const argv[])
 	struct pollfd		   pfd;
 	char			   chunk[4096];
 	int			   p[2], st, rc = -1;
-	int64_t			   deadline = wsc_now_ms() + GT_TIMEOUT_MS;
+	int64_t			   deadline = wsc_now_ms() + gt_timeout_ms;
 	pid_t			   pid;
 	ssize_t			   n;
 
@@ -83,7 +85,7 @@ run_argv(const char *dir, char **out, char *const argv[])
 		if (left <= 0) {
 			kill(pid, SIGKILL);
 			printf("# git %s: killed after %d ms\n", argv[1],
-			    GT_TIMEOUT_MS);
+			    gt_timeout_ms);
 			break;
 		}
 		if (poll(&pfd, 1, (int)left) <= 0)

@@ -20,6 +20,8 @@ struct wsc;
 
 /* How long one git command may run in a test. */
 #define GT_TIMEOUT_MS 30000
+/* The bound gt_git() applies, GT_TIMEOUT_MS unless a test raises it. */
+extern int gt_timeout_ms;
 
 /*
  * Sets the environment of the test process for git: HOME=home (created),

@@ -14,6 +14,9 @@
 #    subscribing for 60 s (tests/integration/load_test with
 #    GRASPD_LOAD_*): OK latency p99, relayd's memory, dropped
 #    subscriptions (must be 0); then the connection limit's HTTP 503.
+#  - bigpush: pushes of 99, 101, 150 and 300 MiB into empty repositories,
+#    chunked and with a Content-Length (tests/integration/bigpush_test
+#    with GRASPD_BIGPUSH_MIB; make test runs 99 and 101 only).
 # The figures are printed at the end.  SOAK_KILLS, SOAK_POWERCUTS,
 # SOAK_NORMAL_CUTS, SOAK_CLIENTS, SOAK_SUBS, SOAK_SECS and SOAK_RATE
 # change the sizes; GRASPD_CRASH_SEED replays a kill schedule,
@@ -55,6 +58,9 @@ ulimit -n "$(ulimit -H -n)" 2>/dev/null
 GRASPD_LOAD_CLIENTS=${SOAK_CLIENTS:-2000} GRASPD_LOAD_SUBS=${SOAK_SUBS:-10} \
     GRASPD_LOAD_SECS=${SOAK_SECS:-60} GRASPD_LOAD_RATE=${SOAK_RATE:-50} \
     run load "$O/tests/integration/load_test"
+
+GRASPD_BIGPUSH_MIB=${SOAK_BIGPUSH_MIB:-99,101,150,300} \
+    run bigpush "$O/tests/integration/bigpush_test"
 
 echo "# === figures"
 grep -hE '^# (seed|kill -9 any role|kill -9 [a-z]+:|[0-9]+ publish attempts|after restart)' \

@@ -41,8 +41,8 @@ relay_send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg)
 {
 	wss_ok(&c->rc_out, id_hex, ok, msg);
 	if (!ok && msg != NULL &&
-	    strncmp(msg, RELAY_AUTH_REQUIRED, sizeof(RELAY_AUTH_REQUIRED) - 1) ==
-		0 &&
+	    strncmp(msg, RELAY_AUTH_REQUIRED,
+		sizeof(RELAY_AUTH_REQUIRED) - 1) == 0 &&
 	    c->rc_challenge[0] != '\0')
 		wss_send_msg(&c->rc_out, "AUTH", c->rc_challenge, NULL);
 }
@@ -200,12 +200,12 @@ count_known(const char *id, void *arg)
 static void
 handle_count(struct relay_conn *c, const struct json *msg)
 {
-	struct relay_req  req;
-	struct neg_items  it = { NULL, 0, 0 };
-	struct buf	  b = BUF_INIT;
-	char		  ans[RELAY_PROTO_ANSWER];
-	size_t		  i;
-	int		  more = 0, m, rc = 0;
+	struct relay_req req;
+	struct neg_items it = { NULL, 0, 0 };
+	struct buf	 b = BUF_INIT;
+	char		 ans[RELAY_PROTO_ANSWER];
+	size_t		 i;
+	int		 more = 0, m, rc = 0;
 
 	relayd->stats.msgs_in_other++;
 	switch (relay_proto_req(msg, 0, count_known, NULL, &req, ans,

@@ -109,6 +109,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "NGIT_RELAY_CONTACT", CT_STR, F(relay_contact), "", 0, 0,
 	    "NIP-11 contact of the operator (mailto: or https: URL, or npub)",
 	    R(RELAYD) },
+	{ "NGIT_RELAY_SOFTWARE", CT_STR, F(relay_software), "graspd", 0, 0,
+	    "NIP-11 software: the relay's program, a name or its project URL",
+	    R(RELAYD) },
 	{ "NGIT_RELAY_ICON", CT_WEBURL, F(relay_icon), "", 0, 0,
 	    "NIP-11 icon URL; empty means <public_url>/icon.png, served "
 	    "built in",

@@ -94,6 +94,7 @@ struct config {
 	char		     *relay_name;
 	char		     *relay_description;
 	char		     *relay_contact;
+	char		     *relay_software;
 	char		     *relay_icon;
 	/* NGIT_RELAY_OWNER_NSEC, or the key file once config_owner_key ran. */
 	int		      has_owner_sk;

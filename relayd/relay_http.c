@@ -86,7 +86,7 @@ relay_nip11_build(void)
 	cJSON		*doc, *lim, *arr;
 	char		*s, name[512];
 	const char	*cur;
-	static const int nips[] = { 1, 9, 11, 34, 40, 42, 70, 77 };
+	static const int nips[] = { 1, 9, 11, 34, 40, 42, 45, 70, 77 };
 	size_t		 i;
 
 	if ((doc = cJSON_CreateObject()) == NULL)
@@ -104,6 +104,9 @@ relay_nip11_build(void)
 	if (relayd->cfg.relay_contact != NULL)
 		cJSON_AddStringToObject(doc, "contact",
 		    relayd->cfg.relay_contact);
+	if (relayd->cfg.relay_software[0] != '\0')
+		cJSON_AddStringToObject(doc, "software",
+		    relayd->cfg.relay_software);
 	cJSON_AddStringToObject(doc, "version", RELAY_VERSION);
 	arr = cJSON_AddArrayToObject(doc, "supported_nips");
 	for (i = 0; i < sizeof(nips) / sizeof(nips[0]); i++)

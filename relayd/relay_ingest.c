@@ -336,7 +336,8 @@ check_signed_event(const struct pending *p, char *msg, size_t msglen)
 		return 0;
 	if (p->p_conn->rc_nauth == 0)
 		snprintf(msg, msglen,
-		    "auth-required: this event is marked "
+		    RELAY_AUTH_REQUIRED
+		    " this event is marked "
 		    "as protected: authenticate as its author first");
 	else
 		snprintf(msg, msglen,

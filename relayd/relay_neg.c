@@ -1,8 +1,9 @@
 /*
  * relay_neg.c: relayd's NIP-77 negentropy sync, the server side.
- * NEG-OPEN takes a filter and the client's first message: the set is
- * every stored event matching the filter (no limit, expired events left
- * out), and relayd answers with NEG-MSG; each NEG-MSG is answered the
+ * NEG-OPEN takes a filter (or, as NDK's sync sends it, an array of
+ * filters: their union) and the client's first message: the set is every
+ * stored event matching it (no limit, expired events left out), and
+ * relayd answers with NEG-MSG; each NEG-MSG is answered the
  * same way until the client stops; NEG-CLOSE frees the session.  Errors
  * go back as NEG-ERR with a NIP-01 prefix, after which the session is
  * gone.  The reconciliation itself is common/negentropy.c.
@@ -179,17 +180,68 @@ neg_answer(struct relay_conn *c, const char *subid, struct neg *ng,
 	return 0;
 }
 
+/*
+ * NEG-OPEN's filter: NIP-77's one object, or an array of 1 to
+ * RELAY_MAX_FILTERS objects (NDK's sync), parsed into *fp (filters_free()
+ * it).  Returns how many, or 0 after a NEG-ERR.
+ */
+static size_t
+neg_filters(struct relay_conn *c, const char *subid, const struct json *fj,
+    struct filter **fp)
+{
+	const struct json *e;
+	struct filter	  *f;
+	char		   err[256];
+	size_t		   n = 0;
+
+	*fp = NULL;
+	if (fj->type == JSON_OBJECT)
+		e = fj;
+	else if (fj->type == JSON_ARRAY && fj->n > 0 &&
+	    fj->n <= RELAY_MAX_FILTERS)
+		e = json_at(fj, 0);
+	else {
+		snprintf(err, sizeof(err),
+		    "invalid: a filter must be a JSON object, or an array "
+		    "of 1 to %d of them",
+		    RELAY_MAX_FILTERS);
+		send_err(c, subid, err);
+		return 0;
+	}
+	if ((f = calloc(fj->type == JSON_ARRAY ? fj->n : 1, sizeof(*f))) ==
+	    NULL)
+		fatal("neg_filters");
+	for (; e != NULL; e = fj->type == JSON_ARRAY ? e->next : NULL) {
+		if (e->type != JSON_OBJECT) {
+			send_err(c, subid,
+			    "invalid: a filter must be a JSON object");
+			break;
+		}
+		/* A filter that fails to parse is left empty, safe to free. */
+		if (filter_parse(e, &f[n++], err, sizeof(err)) == -1) {
+			send_err(c, subid, err);
+			break;
+		}
+	}
+	if (e != NULL) {
+		filters_free(f, n);
+		return 0;
+	}
+	*fp = f;
+	return n;
+}
+
 static void
 neg_open(struct relay_conn *c, const struct json *msg)
 {
 	const struct json *fj = json_at(msg, 2);
 	struct relay_neg  *n, *old;
 	struct neg_items   it = { NULL, 0, 0 };
-	struct filter	   f;
+	struct filter	  *f = NULL;
 	char		   subid[RELAY_MAX_SUBID + 1], err[256];
-	int		   more;
+	size_t		   nf = 0, i;
+	int		   more = 0, m;
 
-	memset(&f, 0, sizeof(f));
 	if (neg_subid(c, msg, "NEG-OPEN", subid) == -1)
 		return;
 	/* NIP-77: opening an id that is open replaces that session. */
@@ -198,7 +250,7 @@ neg_open(struct relay_conn *c, const struct json *msg)
 	if (msg->n != 4) {
 		send_err(c, subid,
 		    "invalid: NEG-OPEN takes a subscription "
-		    "id, one filter and a message");
+		    "id, a filter (or an array of filters) and a message");
 		return;
 	}
 	if (c->rc_nnegs >= RELAY_MAX_NEGS) {
@@ -209,18 +261,17 @@ neg_open(struct relay_conn *c, const struct json *msg)
 		send_err(c, subid, err);
 		return;
 	}
-	if (fj->type != JSON_OBJECT) {
-		send_err(c, subid, "invalid: a filter must be a JSON object");
+	if ((nf = neg_filters(c, subid, fj, &f)) == 0)
 		return;
-	}
-	if (filter_parse(fj, &f, err, sizeof(err)) == -1) {
-		send_err(c, subid, err);
-		return;
-	}
-	if (store_query_items(relayd->store, &f, (int64_t)time(NULL),
-		RELAY_NEG_MAX_ITEMS, neg_items_add, &it, &more) == -1) {
-		send_err(c, subid, "error: database query failed");
-		goto done;
+	/* The union: neg_server_new() drops what two filters both found. */
+	for (i = 0; i < nf && !more; i++) {
+		if (store_query_items(relayd->store, &f[i], (int64_t)time(NULL),
+			RELAY_NEG_MAX_ITEMS - it.ni_n, neg_items_add, &it,
+			&m) == -1) {
+			send_err(c, subid, "error: database query failed");
+			goto done;
+		}
+		more = m;
 	}
 	if (more) {
 		/* STRFRY's reason, with its limit as a 4th element. */
@@ -259,7 +310,7 @@ neg_open(struct relay_conn *c, const struct json *msg)
 		neg_touch(n);
 done:
 	free(it.ni_v);
-	filter_free(&f);
+	filters_free(f, nf);
 }
 
 static void

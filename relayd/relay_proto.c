@@ -54,6 +54,8 @@ relay_proto_message(const char *data, size_t len, struct json_doc **docp,
 		return RELAY_MSG_REQ;
 	if (verb->len == 5 && strcmp(verb->s, "CLOSE") == 0)
 		return RELAY_MSG_CLOSE;
+	if (verb->len == 5 && strcmp(verb->s, "COUNT") == 0)
+		return RELAY_MSG_COUNT;
 	if (verb->len == 4 && strcmp(verb->s, "AUTH") == 0) {
 		if (msg->n != 2 || json_at(msg, 1)->type != JSON_OBJECT)
 			snprintf(ans, anslen,
@@ -76,7 +78,8 @@ relay_req_free(struct relay_req *rq)
 }
 
 /*
- * A REQ (NIP-01): the subscription id, the number of filters, room for
+ * A REQ (NIP-01), or a COUNT (NIP-45, shaped alike: nsubs 0, as a COUNT
+ * holds no subscription): the subscription id, the number of filters, room for
  * one more subscription (the connection holds nsubs; known(id, arg) says
  * whether id is one of them, which a REQ replaces), then each filter.
  * Returns RELAY_ANS_NONE with rq filled (relay_req_free() it), or the
@@ -88,14 +91,16 @@ relay_proto_req(const struct json *msg, size_t nsubs,
     char *ans, size_t anslen)
 {
 	const struct json *sid = json_at(msg, 1), *fj;
+	const char	  *verb = json_at(msg, 0)->s; /* REQ or COUNT */
 	size_t		   i, nf;
 
 	memset(rq, 0, sizeof(*rq));
 	ans[0] = '\0';
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
 		snprintf(ans, anslen,
-		    "invalid: REQ needs a subscription id "
-		    "string");
+		    "invalid: %s needs a subscription id "
+		    "string",
+		    verb);
 		return RELAY_ANS_NOTICE;
 	}
 	rq->rq_closed_id = sid->s;
@@ -110,14 +115,15 @@ relay_proto_req(const struct json *msg, size_t nsubs,
 	rq->rq_closed_id = rq->rq_id;
 	nf = msg->n - 2;
 	if (nf == 0) {
-		snprintf(ans, anslen, "invalid: REQ needs at least one filter");
+		snprintf(ans, anslen, "invalid: %s needs at least one filter",
+		    verb);
 		return RELAY_ANS_CLOSED;
 	}
 	if (nf > RELAY_MAX_FILTERS) {
 		snprintf(ans, anslen,
 		    "invalid: too many filters (at most %d "
-		    "per REQ)",
-		    RELAY_MAX_FILTERS);
+		    "per %s)",
+		    RELAY_MAX_FILTERS, verb);
 		return RELAY_ANS_CLOSED;
 	}
 	if (nsubs >= RELAY_MAX_SUBS && !known(rq->rq_id, arg)) {

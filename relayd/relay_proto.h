@@ -41,15 +41,16 @@
 /* Ours: room for a NOTICE or CLOSED text of relay_proto.c. */
 #define RELAY_PROTO_ANSWER 256
 
-/* What a client message is, by its verb (NIP-01, NIP-42, NIP-77). */
+/* What a client message is, by its verb (NIP-01, 42, 45, 77). */
 enum relay_msg_type {
 	RELAY_MSG_BAD, /* not JSON, or not ["<verb>", ...] */
 	RELAY_MSG_EVENT,
 	RELAY_MSG_REQ,
 	RELAY_MSG_CLOSE,
 	RELAY_MSG_AUTH,
-	RELAY_MSG_NEG,	/* "NEG-*": relay_neg.c reads the rest */
-	RELAY_MSG_OTHER /* a verb relayd does not serve (COUNT...) */
+	RELAY_MSG_COUNT, /* NIP-45: shaped as a REQ */
+	RELAY_MSG_NEG,	 /* "NEG-*": relay_neg.c reads the rest */
+	RELAY_MSG_OTHER	 /* a verb relayd does not serve */
 };
 
 /* How a refused message is answered. */

@@ -1,6 +1,7 @@
 /*
  * relay_ws.c: relayd's NIP-01 websocket side: message dispatch (EVENT,
- * REQ, CLOSE, and NIP-42's AUTH, whose challenge goes out on connect),
+ * REQ, CLOSE, NIP-45's COUNT, and NIP-42's AUTH, whose challenge goes
+ * out on connect and again with every "auth-required:" answer),
  * subscriptions and their live fan-out, and each client's output queue.
  * Bad input gets a NOTICE, OK or CLOSED and never affects another
  * connection.  A REQ's stored events are produced as the client reads
@@ -18,6 +19,7 @@
 #include "event.h"
 #include "json.h"
 #include "log.h"
+#include "negentropy.h"
 #include "relayd.h"
 
 void
@@ -32,10 +34,21 @@ relay_send_notice(struct relay_conn *c, const char *msg)
 	wss_notice(&c->rc_out, msg);
 }
 
+/*
+ * An OK.  A refusal "auth-required:" comes with the connection's NIP-42
+ * challenge again (nips.md 1.8: a relay may send AUTH at any time), so
+ * that a client that missed the first, sent with the 101 response, can
+ * still answer it: nostr-sdk in Node.js does.
+ */
 void
 relay_send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg)
 {
 	wss_ok(&c->rc_out, id_hex, ok, msg);
+	if (!ok && msg != NULL &&
+	    strncmp(msg, RELAY_AUTH_REQUIRED,
+		sizeof(RELAY_AUTH_REQUIRED) - 1) == 0 &&
+	    c->rc_challenge[0] != '\0')
+		wss_send_msg(&c->rc_out, "AUTH", c->rc_challenge, NULL);
 }
 
 /* Frees s's live events held for after its EOSE. */
@@ -359,6 +372,66 @@ handle_close(struct relay_conn *c, const struct json *msg)
 		sub_remove(c, s);
 }
 
+/* relay_proto_req()'s question for a COUNT, which replaces nothing. */
+static int
+count_known(const char *id, void *arg)
+{
+	(void)id;
+	(void)arg;
+	return 0;
+}
+
+/*
+ * NIP-45: ["COUNT", id, filter...] with the REQ filter rules, answered
+ * ["COUNT", id, {"count": n}] at once.  The filters' matches are read as
+ * (created_at, id) pairs from the indexes, their union counted once each;
+ * past RELAY_COUNT_MAX pairs the answer says "approximate": true.
+ */
+static void
+handle_count(struct relay_conn *c, const struct json *msg)
+{
+	struct relay_req req;
+	struct neg_items it = { NULL, 0, 0 };
+	struct buf	 b = BUF_INIT;
+	char		 ans[RELAY_PROTO_ANSWER];
+	size_t		 i;
+	int		 more = 0, m, rc = 0;
+
+	relayd->stats.msgs_in_other++;
+	switch (relay_proto_req(msg, 0, count_known, NULL, &req, ans,
+	    sizeof(ans))) {
+	case RELAY_ANS_NOTICE:
+		relay_send_notice(c, ans);
+		return;
+	case RELAY_ANS_CLOSED:
+		wss_send_msg(&c->rc_out, "CLOSED", req.rq_closed_id, ans);
+		return;
+	case RELAY_ANS_NONE:
+		break;
+	}
+	for (i = 0; i < req.rq_nfilters && rc != -1 && !more; i++) {
+		rc = store_query_items(relayd->store, &req.rq_filters[i],
+		    (int64_t)time(NULL), RELAY_COUNT_MAX - it.ni_n,
+		    neg_items_add, &it, &m);
+		more = m;
+	}
+	if (rc == -1)
+		wss_send_msg(&c->rc_out, "CLOSED", req.rq_id,
+		    "error: database query failed");
+	else {
+		/* An event two filters match counts once. */
+		neg_items_sort(it.ni_v, &it.ni_n);
+		buf_adds(&b, "[\"COUNT\",");
+		buf_add_jstr(&b, req.rq_id, strlen(req.rq_id));
+		buf_printf(&b, ",{\"count\":%zu%s}]", it.ni_n,
+		    more ? ",\"approximate\":true" : "");
+		relay_send(c, b.b_data, b.b_len);
+		buf_free(&b);
+	}
+	free(it.ni_v);
+	relay_req_free(&req);
+}
+
 static void
 handle_message(struct relay_conn *c, const char *data, size_t len)
 {
@@ -381,6 +454,9 @@ handle_message(struct relay_conn *c, const char *data, size_t len)
 		break;
 	case RELAY_MSG_CLOSE:
 		handle_close(c, msg);
+		break;
+	case RELAY_MSG_COUNT:
+		handle_count(c, msg);
 		break;
 	case RELAY_MSG_AUTH:
 		relayd->stats.msgs_in_auth++;

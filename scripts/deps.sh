@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs the Debian packages graspd needs to build, run and test, and only
-# those that are missing.  Called by both README commands; safe to re-run.
+# those that are missing; with --test also the interop tests' npm packages
+# (tests/interop/install.sh: npm ci from package-lock.json when one is
+# missing).  Called by both README commands; safe to re-run.
 set -eu
 
 PKGS="build-essential pkg-config libevent-dev libsqlite3-dev sqlite3
@@ -39,4 +41,14 @@ if [ -n "$missing" ]; then
 	apt-get update -qq
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $missing
+fi
+
+# The interop tests' clients (nostr-tools, nostr-sdk, NDK, applesauce...)
+# from npm.  A failure here (no registry, a Node.js older than the
+# packages need) is the interop group's alone: it fails with the same
+# reason, and the other groups still run.
+if [ "${1:-}" = "--test" ]; then
+	top=$(cd "$(dirname "$0")/.." && pwd)
+	sh "$top/tests/interop/install.sh" ||
+	    echo "deps: the interop tests' npm packages are not installed" >&2
 fi

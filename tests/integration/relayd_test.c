@@ -237,7 +237,7 @@ test_nip11_document(void)
 	int		 status = 0;
 	char		*hdrs = NULL, *body = NULL, *v;
 	struct json_doc *doc;
-	struct json	*root, *g, *e;
+	struct json	*root, *g, *e, *sw;
 	int		 found = 0;
 
 	T_ASSERT(http_get(relayproc_host(rp), relayproc_port(rp), "/",
@@ -254,8 +254,13 @@ test_nip11_document(void)
 	T_ASSERT(root != NULL);
 	T_CHECK(json_get(root, "name") && json_get(root, "name")->len > 0);
 	T_CHECK(json_get(root, "description") != NULL);
-	/* No made-up project URL (graspd has no public one yet). */
-	T_CHECK(json_get(root, "software") == NULL);
+	/*
+	 * The program's name (relay_software's default), no made-up project
+	 * URL (graspd has no public one yet); grasp-audit requires the field.
+	 */
+	sw = json_get(root, "software");
+	T_CHECK(sw != NULL && sw->type == JSON_STRING &&
+	    strcmp(sw->s, "graspd") == 0);
 	T_CHECK(
 	    json_get(root, "version") && json_get(root, "version")->len > 0);
 	T_CHECK(

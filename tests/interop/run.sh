@@ -1,14 +1,18 @@
 #!/bin/sh
-# tests/interop/run.sh: the Node.js interop test of relayd (nostr-tools and
-# ws, pinned in package-lock.json).  Installs node_modules with `npm ci`
-# when missing, starts relayd with start_relay.sh, signs a few events with
+# tests/interop/run.sh: the Node.js interop tests of relayd, each with
+# real client libraries pinned in package-lock.json: nostr-tools and ws,
+# @rust-nostr/nostr-sdk (with fake-indexeddb for its database), NDK with
+# @nostr-dev-kit/sync, and applesauce-relay.  Installs node_modules with
+# install.sh (`npm ci` when a package of package.json is missing or at
+# another version), starts relayd with start_relay.sh, signs a few events with
 # graspd's C code for the test to verify (when the ingest tool is built),
-# runs `node --test relay_interop.mjs negentropy.mjs auth_interop.mjs
-# archive_interop.mjs` (TAP output; the second is NIP-77, the third NIP-42
-# and NIP-70, the fourth starts a graspd in GRASP-05 archive mode from
-# GRASPD_BIN, default bin/, bootstrapped from the relayd), stops relayd
-# and exits with node's status.  Fails at
-# once, with the reason, when relayd or node is missing.
+# runs `node --test` on relay_interop.mjs, negentropy.mjs (NIP-77),
+# auth_interop.mjs (NIP-42 and NIP-70), archive_interop.mjs (a graspd in
+# GRASP-05 archive mode from GRASPD_BIN, default bin/, bootstrapped from
+# the relayd), sdk_interop.mjs, ndk_interop.mjs and applesauce_interop.mjs
+# (TAP output), stops relayd and exits with node's status.  Fails at once,
+# with the reason, when relayd, node (20.19 or later, package.json's
+# engines) or a package is missing.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,20 +21,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/tests/lib/tproc_shell.sh"
 tproc_dirs
 
-for c in node npm; do
-	if ! command -v "$c" >/dev/null 2>&1; then
-		echo "interop: $c is not installed (sh scripts/deps.sh --test)" >&2
-		exit 1
-	fi
-done
-if [ ! -d "$here/node_modules/nostr-tools" ] ||
-    [ ! -d "$here/node_modules/ws" ]; then
-	if ! (cd "$here" && npm ci --no-audit --no-fund --loglevel=error \
-	    >/dev/null); then
-		echo "interop: npm ci failed in $here" >&2
-		exit 1
-	fi
-fi
+sh "$here/install.sh" || exit 1
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/graspd-interop.XXXXXX") || exit 1
 # shellcheck disable=SC2317  # called by the EXIT trap
@@ -59,8 +50,11 @@ case $GRASPD_BIN in /*) ;; *) GRASPD_BIN=$top/$GRASPD_BIN ;; esac
 export GRASPD_BIN
 
 cd "$here" || exit 1
-RELAY_URL=$url timeout -k 5 180 node --test --test-reporter=tap \
-    relay_interop.mjs negentropy.mjs auth_interop.mjs archive_interop.mjs
+# nostr-sdk's WebAssembly leaves timers of a minute behind after its
+# clients shut down: --test-force-exit ends each file when its tests have.
+RELAY_URL=$url timeout -k 5 180 node --test --test-force-exit \
+    --test-reporter=tap relay_interop.mjs negentropy.mjs auth_interop.mjs \
+    archive_interop.mjs sdk_interop.mjs ndk_interop.mjs applesauce_interop.mjs
 rc=$?
 if [ "$rc" -ne 0 ]; then
 	echo "# interop: node exited with $rc; last lines of the relayd log:"

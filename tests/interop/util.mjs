@@ -1,13 +1,14 @@
 // util.mjs: helpers shared by the interop tests: the git client, bounded
 // and isolated, a first commit and the state event announcing it, a raw
-// WebSocket relay connection with bounded waits, and a stored-events query
-// over nostr-tools' Relay.
+// WebSocket relay connection with bounded waits (and RawRelay, which
+// publishes and reads back over one), tagged events of fresh keys, and a
+// stored-events query over nostr-tools' Relay.
 
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { finalizeEvent } from 'nostr-tools/pure';
+import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
 
 // A git runner whose runs use home as HOME, no prompts, no system
 // configuration and a fixed author; each run is bounded to 30 s and
@@ -146,4 +147,77 @@ export class WsConn {
       check();
     });
   }
+}
+
+// A raw relay connection that publishes and reads back, for the tests of
+// other client libraries: what relayd stored, seen without them.
+export class RawRelay extends WsConn {
+  // relayd's OK for ev: { ok, message }.
+  async publish(ev) {
+    this.send(['EVENT', ev]);
+    const m = await this.next((m) => m[0] === 'OK' && m[1] === ev.id,
+      `OK for ${ev.id}`);
+    return { ok: m[2], message: m[3] };
+  }
+
+  // Publishes every event of events; each must be accepted.
+  async publishAll(events) {
+    for (const ev of events) {
+      const r = await this.publish(ev);
+      if (!r.ok) throw new Error(`event ${ev.id} refused: ${r.message}`);
+    }
+  }
+
+  // The stored events of a new subscription, up to EOSE (CLOSED throws).
+  async req(subid, ...filters) {
+    this.send(['REQ', subid, ...filters]);
+    const events = [];
+    for (;;) {
+      const m = await this.next((m) => m[1] === subid &&
+        ['EVENT', 'EOSE', 'CLOSED'].includes(m[0]), `EOSE of ${subid}`);
+      if (m[0] === 'EOSE') {
+        this.send(['CLOSE', subid]);
+        return events;
+      }
+      if (m[0] === 'CLOSED') throw new Error(`${subid} CLOSED: ${m[2]}`);
+      events.push(m[2]);
+    }
+  }
+
+  // The sorted ids of the stored events matching filters.
+  async ids(...filters) {
+    const subid = `ids-${Math.random().toString(36).slice(2, 10)}`;
+    return sortedIds((await this.req(subid, ...filters)).map((e) => e.id));
+  }
+
+  close() {
+    this.ws.terminate();
+  }
+}
+
+// ids, sorted (and without duplicates), for exact comparisons.
+export function sortedIds(ids) {
+  return [...new Set(ids)].sort();
+}
+
+// n signed kind 10317 events (user grasp lists: relayd's policy takes
+// them from anyone, and each author keeps one) by n fresh keys, tagged
+// ["t", tag] so that a filter selects one test's events; created_at steps
+// back a minute each from now.
+export function taggedEvents(tag, n) {
+  const now = Math.floor(Date.now() / 1000);
+  const events = [];
+  for (let i = 0; i < n; i++)
+    events.push(finalizeEvent({
+      kind: 10317,
+      created_at: now - 60 * i,
+      tags: [['t', tag], ['g', 'wss://grasp.example']],
+      content: '',
+    }, generateSecretKey()));
+  return events;
+}
+
+// A fresh lower-case tag for one test's events.
+export function freshTag(prefix) {
+  return `${prefix}-${Math.random().toString(36).slice(2, 10)}`;
 }

@@ -78,9 +78,10 @@ message_refusals(void)
 	    "invalid: AUTH takes exactly one event");
 	IS("[\"AUTH\"]", RELAY_MSG_AUTH,
 	    "invalid: AUTH takes exactly one event");
-	/* NIP-45 COUNT is not served: an unknown verb. */
-	IS("[\"COUNT\",\"a\",{}]", RELAY_MSG_OTHER,
-	    "error: unknown message type \"COUNT\"");
+	/* NIP-45 COUNT is shaped as a REQ; its refusals name it. */
+	IS("[\"COUNT\",\"a\",{}]", RELAY_MSG_COUNT, "");
+	IS("[\"COUNTS\",\"a\",{}]", RELAY_MSG_OTHER,
+	    "error: unknown message type \"COUNTS\"");
 	/* A verb with a NUL is not "EVENT". */
 	IS("[\"EVENT\\u0000\",{}]", RELAY_MSG_OTHER,
 	    "error: unknown message type \"EVENT\"");
@@ -150,6 +151,31 @@ req_accepts(void)
 	relay_req_free(&rq);
 	T_EQ_INT(req("[\"REQ\",\"b\",{}]", RELAY_MAX_SUBS - 1, &rq),
 	    RELAY_ANS_NONE);
+	relay_req_free(&rq);
+}
+
+/* A COUNT's refusals are a REQ's, named COUNT; it holds no slot. */
+static void
+count_refusals(void)
+{
+	struct relay_req rq;
+
+	T_EQ_INT(parse("[\"COUNT\",\"c\"]"), RELAY_MSG_COUNT);
+	T_EQ_INT(relay_proto_req(msg, 0, known_a, &known_calls, &rq, ans,
+		     sizeof(ans)),
+	    RELAY_ANS_CLOSED);
+	T_EQ_STR(ans, "invalid: COUNT needs at least one filter");
+	T_EQ_STR(rq.rq_closed_id, "c");
+	T_EQ_INT(parse("[\"COUNT\",5,{}]"), RELAY_MSG_COUNT);
+	T_EQ_INT(relay_proto_req(msg, 0, known_a, &known_calls, &rq, ans,
+		     sizeof(ans)),
+	    RELAY_ANS_NOTICE);
+	T_EQ_STR(ans, "invalid: COUNT needs a subscription id string");
+	T_EQ_INT(parse("[\"COUNT\",\"c\",{\"kinds\":[1]}]"), RELAY_MSG_COUNT);
+	T_EQ_INT(relay_proto_req(msg, 0, known_a, &known_calls, &rq, ans,
+		     sizeof(ans)),
+	    RELAY_ANS_NONE);
+	T_EQ_INT(rq.rq_nfilters, 1);
 	relay_req_free(&rq);
 }
 
@@ -409,6 +435,7 @@ static const struct t_case cases[] = {
 	T_CASE(message_refusals),
 	T_CASE(req_accepts),
 	T_CASE(req_refusals),
+	T_CASE(count_refusals),
 	T_CASE(close_msgs),
 	T_CASE(event_checks),
 	T_CASE(event_content_length),

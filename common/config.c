@@ -290,8 +290,8 @@ static const struct cfg_key cfg_keys[] = {
 	    "Most bytes of /prs/ pushes no PR event has claimed yet that one "
 	    "address may have here (GRASP-06)",
 	    R(RELAYD) },
-	{ "NGIT_GRASP06_UNCLAIMED_BYTES", CT_INT,
-	    F(grasp06_unclaimed_bytes), "1073741824", 1, INT_MAX,
+	{ "NGIT_GRASP06_UNCLAIMED_BYTES", CT_INT, F(grasp06_unclaimed_bytes),
+	    "1073741824", 1, INT_MAX,
 	    "Most bytes of /prs/ pushes no PR event has claimed yet, from "
 	    "all addresses together (GRASP-06)",
 	    R(RELAYD) },

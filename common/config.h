@@ -108,10 +108,13 @@ struct config {
 	int		      ws_pong_timeout;		    /* seconds */
 	int		      ws_frame_timeout;		    /* s; 0: none */
 	int		      ipv6_prefix;		    /* bits, 1..128 */
-	int		      max_repos_per_owner;	    /* 0: no limit */
-	int		      max_push_bytes;		    /* 0: no limit */
-	int		      max_repo_bytes;		    /* 0: no limit */
-	int		      min_free_disk_mb;		    /* 0: no floor */
+	/* Addresses and ranges, each valid for proxy_net_parse(). */
+	struct cfg_strs	      trusted_proxies;
+	int		      proxy_protocol;	   /* PROXY header first */
+	int		      max_repos_per_owner; /* 0: no limit */
+	int		      max_push_bytes;	   /* 0: no limit */
+	int		      max_repo_bytes;	   /* 0: no limit */
+	int		      min_free_disk_mb;	   /* 0: no floor */
 	enum log_level	      log_level;
 	int		      test;
 	int		      metrics_enabled;

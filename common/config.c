@@ -1557,6 +1557,47 @@ config_warn_env(void)
 	}
 }
 
+/* 1 if host (bind_host: no brackets) is a loopback address, else 0. */
+static int
+host_loopback(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr	a4;
+
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return strcasecmp(host, "localhost") == 0;
+}
+
+int
+config_warn_proxy(const struct config *cfg)
+{
+	if (cfg->trusted_proxies.n > 0)
+		return 0;
+	if (cfg->proxy_protocol) {
+		log_warnx("proxy_protocol is set but trusted_proxies is "
+			  "empty: every connection will be closed");
+		return 1;
+	}
+	if (cfg->max_connections_per_ip == 0 &&
+	    cfg->max_events_per_minute_per_ip == 0 &&
+	    cfg->max_git_requests_per_ip == 0 && cfg->max_pending_per_ip == 0)
+		return 0;
+	/* The shape of a deployment behind a TLS proxy on this host. */
+	if (cfg->bind_host == NULL || !host_loopback(cfg->bind_host) ||
+	    strncmp(cfg->public_url, "https://", 8) != 0)
+		return 0;
+	log_warnx("bind_address %s is loopback and public_url is https: "
+		  "behind a reverse proxy every client has the proxy's "
+		  "address, and the per-address limits count them all as "
+		  "one; set trusted_proxies to the proxy's address "
+		  "(graspd.conf(5) REVERSE PROXY)",
+	    cfg->bind_address);
+	return 1;
+}
+
 int
 config_key_info(size_t i, const char **name, const char **def,
     const char **help)

@@ -201,6 +201,16 @@ double cfg_period(const struct config *cfg, double secs);
 void config_warn_env(void);
 
 /*
+ * Logs a warning when the configuration looks like a relay behind a
+ * reverse proxy that relayd does not trust: per-address limits on,
+ * trusted_proxies empty, a loopback bind_address and an https
+ * public_url (every client would then have the proxy's address); or
+ * proxy_protocol set with trusted_proxies empty.  Returns 1 if it
+ * warned, else 0.  Never exits.
+ */
+int config_warn_proxy(const struct config *cfg);
+
+/*
  * Describes the i-th key of the table (0-based), in graspd.conf order:
  * its environment name, its default as the file writes it ("" when the
  * default is derived or absent) and its one-line help.  Pointers are to

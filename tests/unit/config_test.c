@@ -501,6 +501,52 @@ bad_values_name_the_key(void)
 }
 
 static void
+proxied_shape_without_trusted_proxies_warns(void)
+{
+	struct config c;
+
+	clear_env();
+	T_EQ_INT(load_text(&c,
+		     "bind_address = 127.0.0.1:7334\n"
+		     "public_url = https://git.example.org\n"),
+	    0);
+	T_EQ_INT(config_warn_proxy(&c), 1);
+	config_free(&c);
+	/* The proxy trusted: its clients are told apart. */
+	T_EQ_INT(load_text(&c,
+		     "bind_address = [::1]:7334\n"
+		     "public_url = https://git.example.org\n"
+		     "trusted_proxies = ::1\n"),
+	    0);
+	T_EQ_INT(config_warn_proxy(&c), 0);
+	config_free(&c);
+	/* Per-address limits off: nothing to count wrongly. */
+	T_EQ_INT(load_text(&c,
+		     "bind_address = 127.0.0.1:7334\n"
+		     "public_url = https://git.example.org\n"
+		     "max_connections_per_ip = 0\n"
+		     "max_events_per_minute_per_ip = 0\n"
+		     "max_git_requests_per_ip = 0\n"
+		     "max_pending_per_ip = 0\n"),
+	    0);
+	T_EQ_INT(config_warn_proxy(&c), 0);
+	config_free(&c);
+	/* Served directly: a public bind address, or plain http. */
+	T_EQ_INT(load_text(&c,
+		     "bind_address = 0.0.0.0:7334\n"
+		     "public_url = https://git.example.org\n"),
+	    0);
+	T_EQ_INT(config_warn_proxy(&c), 0);
+	config_free(&c);
+	T_EQ_INT(load_text(&c, "bind_address = 127.0.0.1:7334\n"), 0);
+	T_EQ_INT(config_warn_proxy(&c), 0);
+	config_free(&c);
+	T_EQ_INT(load_text(&c, "proxy_protocol = true\n"), 0);
+	T_EQ_INT(config_warn_proxy(&c), 1);
+	config_free(&c);
+}
+
+static void
 trusted_proxies_keep_each_range(void)
 {
 	struct config c;
@@ -1339,6 +1385,7 @@ static const struct t_case cases[] = {
 	T_CASE(missing_file_is_an_error),
 	T_CASE(bad_values_name_the_key),
 	T_CASE(trusted_proxies_keep_each_range),
+	T_CASE(proxied_shape_without_trusted_proxies_warns),
 	T_CASE(bad_file_value_names_line_and_key),
 	T_CASE(secret_key_never_appears_in_errors),
 	T_CASE(bind_address_forms),

@@ -835,6 +835,49 @@ v2_header(uint8_t out[28], const char *src)
 	return 28;
 }
 
+/*
+ * Caddy and HAProxy keep upstream connections open and send requests of
+ * several clients down one: each request's header counts, not the
+ * first's.  Two requests on one connection from the proxy, the second
+ * with a malformed header: that one is refused.
+ */
+static void
+test_kept_alive_connection_reads_each_requests_header(void)
+{
+	static const char two[] =
+	    "GET / HTTP/1.1\r\nHost: x\r\nAccept: application/nostr+json\r\n"
+	    "X-Forwarded-For: 127.0.0.11\r\n\r\n"
+	    "GET / HTTP/1.1\r\nHost: x\r\nAccept: application/nostr+json\r\n"
+	    "X-Forwarded-For: 127.0.0.11, bogus\r\nConnection: close\r\n\r\n";
+	struct buf    b = BUF_INIT;
+	struct pollfd pfd;
+	char	      part[4096], *first, *second;
+	ssize_t	      n;
+	int64_t	      until = wsc_now_ms() + TMO;
+	int	      fd;
+
+	T_ASSERT((fd = connect_from("127.0.0.1", relayproc_port(rx))) != -1);
+	T_ASSERT(write_all(fd, two, sizeof(two) - 1) == 0);
+	while (wsc_now_ms() < until) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 200) <= 0)
+			continue;
+		if ((n = read(fd, part, sizeof(part))) <= 0)
+			break;
+		buf_add(&b, part, (size_t)n);
+	}
+	close(fd);
+	buf_addc(&b, '\0');
+	first = strstr(b.b_data, "HTTP/1.1 ");
+	second = first != NULL ? strstr(first + 1, "HTTP/1.1 ") : NULL;
+	printf("# answers: %.12s, %.12s\n", first ? first : "none",
+	    second ? second : "none");
+	T_CHECK(first != NULL && strncmp(first, "HTTP/1.1 200", 12) == 0);
+	T_CHECK(second != NULL && strncmp(second, "HTTP/1.1 400", 12) == 0);
+	buf_free(&b);
+}
+
 static void
 test_proxy_protocol_v1_and_v2_headers_name_the_client(void)
 {
@@ -881,6 +924,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_git_clones_and_pushes_over_https),
 	T_CASE(test_proxy_protocol_through_nginx_stream),
 	T_CASE(test_forwarded_header_counts_only_from_a_trusted_proxy),
+	T_CASE(test_kept_alive_connection_reads_each_requests_header),
 	T_CASE(test_proxy_protocol_v1_and_v2_headers_name_the_client),
 };
 

@@ -436,7 +436,7 @@ setup(void)
 		NULL };
 	const char *pp_env[] = { "NGIT_TRUSTED_PROXIES=127.0.0.1",
 		"NGIT_PROXY_PROTOCOL=true", "NGIT_MAX_CONNECTIONS_PER_IP=1",
-		NULL };
+		"NGIT_HEADER_TIMEOUT=1", NULL };
 	const char *bin = nginx_bin();
 	char	    cmd[1024], home[300];
 	int	    i;
@@ -917,6 +917,34 @@ test_proxy_protocol_v1_and_v2_headers_name_the_client(void)
 	T_CHECK(wait_conns(rpp, 0) == 0);
 }
 
+/* A proxy that stops halfway through the header is closed in time. */
+static void
+test_partial_proxy_header_times_out(void)
+{
+	static const char part[] = "PROXY TCP4 127.0.0.5 127.0.0.1 4";
+	struct pollfd	  pfd;
+	char		  c;
+	int64_t		  t0 = wsc_now_ms(), ended = -1;
+	int		  fd;
+
+	T_ASSERT((fd = connect_from("127.0.0.1", relayproc_port(rpp))) != -1);
+	T_ASSERT(write_all(fd, part, sizeof(part) - 1) == 0);
+	while (wsc_now_ms() - t0 < 5000) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		if (read(fd, &c, 1) <= 0) {
+			ended = wsc_now_ms() - t0;
+			break;
+		}
+	}
+	close(fd);
+	printf("# closed after %lld ms (header_timeout 1 s)\n",
+	    (long long)ended);
+	T_CHECK(ended >= 0 && ended < 4000);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(test_wss_clients_publish_and_subscribe_through_nginx),
 	T_CASE(test_each_client_address_gets_its_own_budget),
@@ -926,6 +954,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_forwarded_header_counts_only_from_a_trusted_proxy),
 	T_CASE(test_kept_alive_connection_reads_each_requests_header),
 	T_CASE(test_proxy_protocol_v1_and_v2_headers_name_the_client),
+	T_CASE(test_partial_proxy_header_times_out),
 };
 
 T_MAIN_WITH(cases, setup, cleanup, T_IGN_SIGPIPE)

@@ -36,12 +36,11 @@
  */
 #include <sys/socket.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <errno.h>
 
 #include "log.h"
 #include "proxyhdr.h"
@@ -62,6 +61,7 @@ struct wire {
 	size_t			w_hlen;	  /* bytes in w_hdr */
 	size_t			w_hoff;	  /* bytes after it already given */
 	int			w_hdone;  /* w_hdr holds bytes for lws */
+	int			w_hbad;	  /* its PROXY header was malformed */
 };
 
 static struct wire	     *wires; /* by descriptor */
@@ -104,6 +104,10 @@ hdr_recv(struct wire *w, int fd, void *buf, size_t len, int flags)
 	size_t			used;
 	ssize_t			n;
 
+	if (w->w_hbad) {
+		errno = EPROTO;
+		return -1;
+	}
 	if (!w->w_hdone) {
 		n = recvfrom(fd, w->w_hdr + w->w_hlen,
 		    PROXY_HDR_MAX - w->w_hlen, flags, NULL, NULL);
@@ -118,6 +122,7 @@ hdr_recv(struct wire *w, int fd, void *buf, size_t len, int flags)
 		if (r == PROXY_HDR_BAD) {
 			relay_listen_bad_header(fd, why);
 			hdr_free(w);
+			w->w_hbad = 1;
 			errno = EPROTO;
 			return -1;
 		}
@@ -154,7 +159,7 @@ recv(int fd, void *buf, size_t len, int flags)
 	    !pthread_equal(pthread_self(), wire_thread) || fd < 0 ||
 	    (size_t)fd >= nwires || wires[fd].w_wsi == NULL)
 		return recvfrom(fd, buf, len, flags, NULL, NULL);
-	if (wires[fd].w_hdr != NULL)
+	if (wires[fd].w_hdr != NULL || wires[fd].w_hbad)
 		n = hdr_recv(&wires[fd], fd, buf, len, flags);
 	else
 		n = recvfrom(fd, buf, len, flags, NULL, NULL);

@@ -945,6 +945,49 @@ test_partial_proxy_header_times_out(void)
 	T_CHECK(ended >= 0 && ended < 4000);
 }
 
+/* graspd -n of the environment env; its output in out (caller frees). */
+static int
+check_config(const char *env, char **out)
+{
+	const char *bin = getenv("GRASPD_BIN");
+	struct buf  b = BUF_INIT;
+	char	    cmd[1024], line[512];
+	FILE	   *fp;
+	int	    st;
+
+	snprintf(cmd, sizeof(cmd),
+	    "env %s NGIT_RELAY_DATA_PATH=%s/relay-n %s/graspd -n 2>&1", env,
+	    tmp, bin ? bin : "bin");
+	buf_adds(&b, "");
+	if ((fp = popen(cmd, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), fp) != NULL)
+		buf_adds(&b, line);
+	st = pclose(fp);
+	*out = strdup(b.b_data);
+	buf_free(&b);
+	return st;
+}
+
+static void
+test_check_warns_of_a_proxy_it_does_not_trust(void)
+{
+	char *out = NULL;
+
+	/* The shape of the shipped deployment, trusted_proxies missing. */
+	T_CHECK(check_config("NGIT_BIND_ADDRESS=127.0.0.1:7334 "
+			     "NGIT_PUBLIC_URL=https://git.example.org",
+		    &out) == 0);
+	T_CHECK(out != NULL && strstr(out, "set trusted_proxies") != NULL);
+	free(out);
+	T_CHECK(check_config("NGIT_BIND_ADDRESS=127.0.0.1:7334 "
+			     "NGIT_PUBLIC_URL=https://git.example.org "
+			     "NGIT_TRUSTED_PROXIES=127.0.0.1",
+		    &out) == 0);
+	T_CHECK(out != NULL && strstr(out, "trusted_proxies") == NULL);
+	free(out);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(test_wss_clients_publish_and_subscribe_through_nginx),
 	T_CASE(test_each_client_address_gets_its_own_budget),
@@ -955,6 +998,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_kept_alive_connection_reads_each_requests_header),
 	T_CASE(test_proxy_protocol_v1_and_v2_headers_name_the_client),
 	T_CASE(test_partial_proxy_header_times_out),
+	T_CASE(test_check_warns_of_a_proxy_it_does_not_trust),
 };
 
 T_MAIN_WITH(cases, setup, cleanup, T_IGN_SIGPIPE)

@@ -270,13 +270,17 @@ subst(struct buf *b, const char *from, const char *to)
 	buf_free(&out);
 }
 
-/* The nginx binary, or NULL. */
+/* The nginx binary ($GRASPD_NGINX if set; "" is none), or NULL. */
 static const char *
 nginx_bin(void)
 {
 	static const char *const where[] = { "/usr/sbin/nginx",
 		"/usr/local/sbin/nginx", "/usr/bin/nginx" };
+	const char		*env = getenv("GRASPD_NGINX");
 	size_t			 i;
+
+	if (env != NULL)
+		return *env != '\0' && access(env, X_OK) == 0 ? env : NULL;
 
 	for (i = 0; i < sizeof(where) / sizeof(where[0]); i++)
 		if (access(where[i], X_OK) == 0)

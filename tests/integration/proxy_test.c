@@ -395,12 +395,14 @@ nginx_log_tail(void)
 static int
 nginx_start(const char *bin)
 {
-	char	conf[512], prefix[512];
+	char	conf[512], prefix[512], pidfile[512];
 	int64_t until;
 	int	fd;
 
 	snprintf(conf, sizeof(conf), "%s/nginx.conf", tmp);
 	snprintf(prefix, sizeof(prefix), "%s/", tmp);
+	snprintf(pidfile, sizeof(pidfile), "%s/nginx.pid", tmp);
+	unlink(pidfile);
 	if ((nginx_pid = fork()) == -1)
 		return -1;
 	if (nginx_pid == 0) {
@@ -412,8 +414,11 @@ nginx_start(const char *bin)
 		_exit(127);
 	}
 	for (until = wsc_now_ms() + NGINX_UP_MS; wsc_now_ms() < until;) {
-		if ((fd = wsc_tcp_connect("127.0.0.1", https_port, 500)) !=
-		    -1) {
+		/* nginx writes it once its sockets are bound: a port that
+		 * answers before is another program's. */
+		if (access(pidfile, F_OK) == 0 &&
+		    (fd = wsc_tcp_connect("127.0.0.1", https_port, 500)) !=
+			-1) {
 			close(fd);
 			if ((fd = wsc_tcp_connect("127.0.0.1", stream_port,
 				 500)) != -1) {
@@ -443,7 +448,7 @@ setup(void)
 		"NGIT_HEADER_TIMEOUT=1", NULL };
 	const char *bin = nginx_bin();
 	char	    cmd[1024], home[300];
-	int	    i;
+	int	    i, st;
 
 	if (tdir_make(tmp, sizeof(tmp), "proxy") == -1)
 		return 1;
@@ -467,11 +472,18 @@ setup(void)
 		printf("# SKIP openssl could not make a certificate\n");
 		return 0;
 	}
-	https_port = free_port();
-	stream_port = free_port();
-	if (https_port == stream_port || nginx_conf() == -1 ||
-	    nginx_start(bin) == -1)
-		return 1;
+	/* A port another test took meanwhile: again on others. */
+	for (i = 0;; i++) {
+		https_port = free_port();
+		stream_port = free_port();
+		if (https_port != stream_port && nginx_conf() == 0 &&
+		    nginx_start(bin) == 0)
+			break;
+		if (nginx_pid != -1)
+			relayproc_terminate(&nginx_pid, &st, 5000, "nginx");
+		if (i == 2)
+			return 1;
+	}
 	if ((tls = SSL_CTX_new(TLS_client_method())) == NULL)
 		return 1;
 	/* The test's own self-signed certificate. */

@@ -29,6 +29,7 @@
 #include "mem.h"
 #include "msg.h"
 #include "nip19.h"
+#include "proxyhdr.h"
 #include "relayurl.h"
 
 enum cfg_type {
@@ -42,6 +43,7 @@ enum cfg_type {
 	CT_URL,	    /* relay URL, wss:// assumed without a scheme */
 	CT_URLS,    /* list of relay URLs */
 	CT_DOMAINS, /* list of host[:port] */
+	CT_NETS,    /* list of addresses and address/prefix ranges */
 	CT_WEBURL,  /* http:// or https:// URL */
 	CT_WEBBASE, /* http:// or https:// host[:port], no path */
 	CT_INT,
@@ -205,6 +207,14 @@ static const struct cfg_key cfg_keys[] = {
 	{ "NGIT_IPV6_PREFIX", CT_INT, F(ipv6_prefix), "64", 1, 128,
 	    "Per-address limits count IPv6 clients by this prefix length; 128 "
 	    "is each address",
+	    R(RELAYD) },
+	{ "NGIT_TRUSTED_PROXIES", CT_NETS, F(trusted_proxies), "", 0, 0,
+	    "Reverse proxies whose X-Forwarded-For or PROXY header names the "
+	    "client: addresses or address/prefix, comma-separated",
+	    R(RELAYD) },
+	{ "NGIT_PROXY_PROTOCOL", CT_BOOL, F(proxy_protocol), "false", 0, 0,
+	    "Every connection starts with a PROXY v1 or v2 header from a "
+	    "trusted proxy",
 	    R(RELAYD) },
 	{ "NGIT_MAX_REPOS_PER_OWNER", CT_INT, F(max_repos_per_owner), "100", 0,
 	    1000000,
@@ -431,6 +441,7 @@ cfg_clear(struct config *cfg, const struct cfg_key *k)
 		break;
 	case CT_URLS:
 	case CT_DOMAINS:
+	case CT_NETS:
 		ss = FIELD(cfg, k, struct cfg_strs);
 		strv_clear(&ss->v, &ss->n);
 		break;
@@ -762,6 +773,24 @@ add_domain(void *arg, const char *item, char *why, size_t whylen)
 	return 0;
 }
 
+/* An address or address/prefix of trusted_proxies (proxyhdr.h). */
+static int
+add_net(void *arg, const char *item, char *why, size_t whylen)
+{
+	struct cfg_strs *ss = arg;
+	struct proxy_net net;
+	const char	*reason;
+
+	if (proxy_net_parse(item, &net, &reason) == -1) {
+		snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, item,
+		    reason);
+		return -1;
+	}
+	ss->v = xreallocarray(ss->v, ss->n + 1, sizeof(*ss->v));
+	ss->v[ss->n++] = xstrdup(item);
+	return 0;
+}
+
 static int
 parse_bool(const char *v, int *out)
 {
@@ -870,6 +899,7 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
 	case CT_KEYS:
 	case CT_URLS:
 	case CT_DOMAINS:
+	case CT_NETS:
 		s = xstrdup(v);
 		if (k->ck_type == CT_REPOS)
 			b = for_each_item(s, add_repo_rule, &rr, why, whylen);
@@ -877,6 +907,8 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
 			b = for_each_item(s, add_pubkey, &ks, why, whylen);
 		else if (k->ck_type == CT_DOMAINS)
 			b = for_each_item(s, add_domain, &ss, why, whylen);
+		else if (k->ck_type == CT_NETS)
+			b = for_each_item(s, add_net, &ss, why, whylen);
 		else
 			b = for_each_item(s, add_url, &ss, why, whylen);
 		free(s);
@@ -1322,6 +1354,7 @@ config_dump(const struct config *cfg, struct buf *b)
 			break;
 		case CT_URLS:
 		case CT_DOMAINS:
+		case CT_NETS:
 			ss = FIELD(cfg, k, const struct cfg_strs);
 			for (j = 0; j < ss->n; j++)
 				buf_printf(&v, "%s%s", j ? ", " : "", ss->v[j]);
@@ -1562,6 +1595,47 @@ config_warn_env(void)
 				  "ignored",
 			    name);
 	}
+}
+
+/* 1 if host (bind_host: no brackets) is a loopback address, else 0. */
+static int
+host_loopback(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr	a4;
+
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return strcasecmp(host, "localhost") == 0;
+}
+
+int
+config_warn_proxy(const struct config *cfg)
+{
+	if (cfg->trusted_proxies.n > 0)
+		return 0;
+	if (cfg->proxy_protocol) {
+		log_warnx("proxy_protocol is set but trusted_proxies is "
+			  "empty: every connection will be closed");
+		return 1;
+	}
+	if (cfg->max_connections_per_ip == 0 &&
+	    cfg->max_events_per_minute_per_ip == 0 &&
+	    cfg->max_git_requests_per_ip == 0 && cfg->max_pending_per_ip == 0)
+		return 0;
+	/* The shape of a deployment behind a TLS proxy on this host. */
+	if (cfg->bind_host == NULL || !host_loopback(cfg->bind_host) ||
+	    strncmp(cfg->public_url, "https://", 8) != 0)
+		return 0;
+	log_warnx("bind_address %s is loopback and public_url is https: "
+		  "behind a reverse proxy every client has the proxy's "
+		  "address, and the per-address limits count them all as "
+		  "one; set trusted_proxies to the proxy's address "
+		  "(graspd.conf(5) REVERSE PROXY)",
+	    cfg->bind_address);
+	return 1;
 }
 
 int

@@ -121,10 +121,13 @@ struct config {
 	int		      ws_pong_timeout;		    /* seconds */
 	int		      ws_frame_timeout;		    /* s; 0: none */
 	int		      ipv6_prefix;		    /* bits, 1..128 */
-	int		      max_repos_per_owner;	    /* 0: no limit */
-	int		      max_push_bytes;		    /* 0: no limit */
-	int		      max_repo_bytes;		    /* 0: no limit */
-	int		      min_free_disk_mb;		    /* 0: no floor */
+	/* Addresses and ranges, each valid for proxy_net_parse(). */
+	struct cfg_strs	      trusted_proxies;
+	int		      proxy_protocol;	   /* PROXY header first */
+	int		      max_repos_per_owner; /* 0: no limit */
+	int		      max_push_bytes;	   /* 0: no limit */
+	int		      max_repo_bytes;	   /* 0: no limit */
+	int		      min_free_disk_mb;	   /* 0: no floor */
 	enum cfg_durability   durability;
 	enum log_level	      log_level;
 	int		      test;
@@ -212,6 +215,16 @@ double cfg_period(const struct config *cfg, double secs);
  * ignores them; the supervisor calls this once at start.
  */
 void config_warn_env(void);
+
+/*
+ * Logs a warning when the configuration looks like a relay behind a
+ * reverse proxy that relayd does not trust: per-address limits on,
+ * trusted_proxies empty, a loopback bind_address and an https
+ * public_url (every client would then have the proxy's address); or
+ * proxy_protocol set with trusted_proxies empty.  Returns 1 if it
+ * warned, else 0.  Never exits.
+ */
+int config_warn_proxy(const struct config *cfg);
 
 /*
  * Describes the i-th key of the table (0-based), in graspd.conf order:

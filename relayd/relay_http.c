@@ -374,6 +374,12 @@ relay_own_metrics(void)
 	    "graspd_relay_connections_refused_total{reason=\"pending_per_ip\"}",
 	    (double)st->connections_refused_pending);
 	relay_metric(a,
+	    "graspd_relay_connections_refused_total{reason=\"proxy_header\"}",
+	    (double)st->connections_refused_proxy);
+	relay_metric(a,
+	    "graspd_relay_requests_refused_total{reason=\"x_forwarded_for\"}",
+	    (double)st->requests_refused_xff);
+	relay_metric(a,
 	    "graspd_relay_websockets_closed_total{reason=\"unmasked\"}",
 	    (double)st->ws_closed_unmasked);
 	relay_metric(a,

@@ -14,6 +14,17 @@
  * request headers is closed at once (relay_addr.c), before it can take
  * a header buffer of lws, and the rest are watched by relay_wire.c.
  *
+ * A connection from an address of trusted_proxies (a reverse proxy)
+ * speaks for a client the proxy names: in the PROXY header it starts
+ * with when proxy_protocol is set (relay_wire.c reads it), otherwise in
+ * each request's X-Forwarded-For (relay_proxy_forwarded()).  Its name
+ * and key below are then that client's, and so are every per-address
+ * limit, log line and metric that use them.  Such a connection is not
+ * counted against max_pending_per_ip: only the proxy's address is known
+ * at the accept, the proxy bounds its clients' header time itself, and
+ * counting it would let eight slow clients of the proxy lock everyone
+ * out; header_timeout still closes it if its headers do not come.
+ *
  * Beside them, the import socket: a unix socket in the run directory
  * where graspctl import connects (graspctl(8)).  Its connections are
  * served like any websocket, and marked as the operator's, which lets
@@ -32,20 +43,54 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "addrkey.h"
 #include "log.h"
 #include "msg.h"
+#include "proxyhdr.h"
 #include "relayd.h"
 
 /* Accepted per wake-up, so that a connection flood cannot starve clients. */
 #define LISTEN_ACCEPT_BURST 64
+/*
+ * Ours: the longest X-Forwarded-For read, all its headers joined; a
+ * chain of proxies writes some tens of bytes each.  lws's header buffer
+ * (4096 bytes by default) holds less anyway.
+ */
+#define LISTEN_XFF_MAX	    4096
 
 static int  listen_fd[RELAY_LISTEN_MAX];
 static int  nlisten;
 static char import_path[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
+static struct proxy_net *trusted; /* trusted_proxies */
+static size_t		 ntrusted;
+static int		 warned_untrusted_xff;
+static int		 warned_untrusted_proxy;
+
+/* Reads trusted_proxies, which config.c has checked. */
+static void
+trusted_init(void)
+{
+	const struct cfg_strs *ts = &relayd->cfg.trusted_proxies;
+	const char	      *why;
+	size_t		       i;
+
+	free(trusted);
+	trusted = NULL;
+	ntrusted = 0;
+	if (ts->n == 0)
+		return;
+	if ((trusted = calloc(ts->n, sizeof(*trusted))) == NULL)
+		fatal("trusted_init");
+	for (i = 0; i < ts->n; i++)
+		if (proxy_net_parse(ts->v[i], &trusted[ntrusted], &why) == 0)
+			ntrusted++;
+		else
+			fatalx("trusted_proxies: \"%s\" %s", ts->v[i], why);
+}
 
 /* "a.b.c.d:port" or "[v6]:port" of sa into out. */
 static void
@@ -105,6 +150,7 @@ relay_listen_open(const char *host, int port, char *err, size_t errlen)
 	char		serv[16], where[NI_MAXHOST + NI_MAXSERV + 4];
 	int		rc, fd;
 
+	trusted_init();
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -180,17 +226,34 @@ static void
 listen_adopt(int fd, const struct sockaddr *sa, socklen_t salen,
     int unix_listener)
 {
-	struct relay_addr *pending;
+	struct relay_addr *pending = NULL;
 	struct lws	  *wsi;
 	char		   key[ADDRKEY_LEN];
-	int		   one = 1;
+	int		   one = 1, from_proxy, proxy_header;
 
 	if (unix_listener)
 		snprintf(key, sizeof(key), "import");
 	else if (addrkey_of(sa, salen, relayd->cfg.ipv6_prefix, key,
 		     sizeof(key)) == -1)
 		snprintf(key, sizeof(key), "?");
-	if (!relay_addr_pending_begin(key, &pending)) {
+	from_proxy = !unix_listener && proxy_net_match(trusted, ntrusted, sa);
+	proxy_header = !unix_listener && relayd->cfg.proxy_protocol;
+	if (proxy_header && !from_proxy) {
+		relayd->stats.connections_refused_proxy++;
+		/* Once loud: a proxy missing from trusted_proxies. */
+		if (!warned_untrusted_proxy++)
+			log_warnx(
+			    "closing a connection from %s: proxy_protocol "
+			    "is set and %s is not in trusted_proxies",
+			    key, key);
+		else
+			log_debug("closing a connection from %s: not a "
+				  "trusted proxy",
+			    key);
+		close(fd);
+		return;
+	}
+	if (!from_proxy && !relay_addr_pending_begin(key, &pending)) {
 		relayd->stats.connections_refused_pending++;
 		log_debug("closing a connection from %s: %d sending headers "
 			  "from it",
@@ -207,7 +270,7 @@ listen_adopt(int fd, const struct sockaddr *sa, socklen_t salen,
 		relay_addr_pending_end(pending);
 		return;
 	}
-	relay_wire_accept(wsi, fd, pending);
+	relay_wire_accept(wsi, fd, pending, proxy_header);
 }
 
 int
@@ -324,8 +387,12 @@ relay_peer_name(struct lws *wsi, char *out, size_t len)
 		snprintf(out, len, "import");
 		return out;
 	}
-	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1 ||
-	    getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof(host), NULL,
+	if (relay_wire_client(wsi, &ss))
+		sslen = sizeof(ss);
+	else if (fd < 0 ||
+	    getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1)
+		return out;
+	if (getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof(host), NULL,
 		0, NI_NUMERICHOST) != 0)
 		return out;
 	/* An IPv4 client of "[::]" is shown as IPv4. */
@@ -349,9 +416,78 @@ relay_peer_key(struct lws *wsi, char *out, size_t len)
 		snprintf(out, len, "import");
 		return out;
 	}
-	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1 ||
-	    addrkey_of((struct sockaddr *)&ss, sslen, relayd->cfg.ipv6_prefix,
+	if (relay_wire_client(wsi, &ss))
+		sslen = sizeof(ss);
+	else if (fd < 0 ||
+	    getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1)
+		return out;
+	if (addrkey_of((struct sockaddr *)&ss, sslen, relayd->cfg.ipv6_prefix,
 		out, len) == -1)
 		out[0] = '\0';
 	return out;
+}
+
+void
+relay_listen_bad_header(int fd, const char *why)
+{
+	struct sockaddr_storage ss;
+	socklen_t		sslen = sizeof(ss);
+	char			key[ADDRKEY_LEN] = "?";
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sslen) == 0)
+		addrkey_of((struct sockaddr *)&ss, sslen,
+		    relayd->cfg.ipv6_prefix, key, sizeof(key));
+	relayd->stats.connections_refused_proxy++;
+	log_info("closing a connection from %s: %s", key, why);
+}
+
+int
+relay_proxy_forwarded(struct lws *wsi)
+{
+	struct sockaddr_storage ss;
+	socklen_t		sslen = sizeof(ss);
+	struct lws	       *nwsi = lws_get_network_wsi(wsi);
+	char			xff[LISTEN_XFF_MAX + 1], key[ADDRKEY_LEN];
+	int			fd, n, r;
+
+	fd = lws_get_socket_fd(nwsi);
+	/* The PROXY header named the client once for the connection. */
+	if (relayd->cfg.proxy_protocol || fd < 0 ||
+	    getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1 ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+		return 0;
+	n = lws_hdr_total_length(wsi, WSI_TOKEN_X_FORWARDED_FOR);
+	if (!proxy_net_match(trusted, ntrusted, (struct sockaddr *)&ss)) {
+		if (n > 0 && !warned_untrusted_xff++) {
+			addrkey_of((struct sockaddr *)&ss, sslen,
+			    relayd->cfg.ipv6_prefix, key, sizeof(key));
+			log_warnx("ignoring X-Forwarded-For from %s, which "
+				  "is not in trusted_proxies: if it is your "
+				  "proxy, per-address limits count all its "
+				  "clients as one (graspd.conf(5))",
+			    key);
+		}
+		return 0;
+	}
+	/* A kept-alive connection's earlier request named another. */
+	relay_wire_set_client(nwsi, NULL);
+	if (n <= 0)
+		return 0;
+	if (n > LISTEN_XFF_MAX ||
+	    lws_hdr_copy(wsi, xff, sizeof(xff), WSI_TOKEN_X_FORWARDED_FOR) < 0)
+		r = -1;
+	else
+		r = proxy_xff_client(xff, trusted, ntrusted, &ss);
+	if (r == -1) {
+		relayd->stats.requests_refused_xff++;
+		log_info("refusing a request from proxy %s: bad "
+			 "X-Forwarded-For header",
+		    relay_peer_key(wsi, key, sizeof(key)));
+		lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST,
+		    "bad X-Forwarded-For header");
+		return -1;
+	}
+	if (r == 1)
+		relay_wire_set_client(nwsi, &ss);
+	return 0;
 }

@@ -25,17 +25,25 @@
  *
  * The record also holds the connection's place among its address's
  * connections whose headers are not complete (relay_addr.c), given back
- * when its headers are complete or it closes.  Runs in relayd's loop; a
+ * when its headers are complete or it closes, and the client address a
+ * trusted proxy named for it (relay_listen.c).  On a proxy_protocol
+ * listener, recv() also reads the PROXY header the connection starts
+ * with, before lws sees a byte: the header goes into the record (at most
+ * PROXY_HDR_MAX bytes, read as they come, so a slow proxy costs no busy
+ * loop), and lws gets only what follows it; a malformed header reads as
+ * an error, which closes the connection.  Runs in relayd's loop; a
  * recv() on another thread is passed through untouched.
  */
 #include <sys/socket.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "proxyhdr.h"
 #include "relayd.h"
 #include "wswatch.h"
 
@@ -45,9 +53,15 @@
 #define WIRE_CLOSE_SECS 2
 
 struct wire {
-	struct lws	  *w_wsi;     /* NULL: a free record */
-	struct relay_addr *w_pending; /* its place until its headers end */
-	struct wswatch	   w_watch;
+	struct lws	       *w_wsi;	   /* NULL: a free record */
+	struct relay_addr      *w_pending; /* its place until its headers end */
+	struct wswatch		w_watch;
+	struct sockaddr_storage w_client; /* family 0: the TCP peer */
+	uint8_t		       *w_hdr;	  /* the PROXY header read so far */
+	size_t			w_hlen;	  /* bytes in w_hdr */
+	size_t			w_hoff;	  /* bytes after it already given */
+	int			w_hdone;  /* w_hdr holds bytes for lws */
+	int			w_hbad;	  /* its PROXY header was malformed */
 };
 
 static struct wire	     *wires; /* by descriptor */
@@ -67,6 +81,70 @@ wire_of(struct lws *wsi)
 	return &wires[fd];
 }
 
+static void
+hdr_free(struct wire *w)
+{
+	free(w->w_hdr);
+	w->w_hdr = NULL;
+	w->w_hlen = w->w_hoff = 0;
+	w->w_hdone = 0;
+}
+
+/*
+ * recv() of fd while its PROXY header is not all read, or the bytes
+ * read with it are not all given to lws.  Same contract as recv(2);
+ * -1 with EPROTO for a malformed header.
+ */
+static ssize_t
+hdr_recv(struct wire *w, int fd, void *buf, size_t len, int flags)
+{
+	struct sockaddr_storage ss;
+	enum proxy_hdr_result	r;
+	const char	       *why;
+	size_t			used;
+	ssize_t			n;
+
+	if (w->w_hbad) {
+		errno = EPROTO;
+		return -1;
+	}
+	if (!w->w_hdone) {
+		n = recvfrom(fd, w->w_hdr + w->w_hlen,
+		    PROXY_HDR_MAX - w->w_hlen, flags, NULL, NULL);
+		if (n <= 0)
+			return n;
+		w->w_hlen += (size_t)n;
+		r = proxy_hdr_parse(w->w_hdr, w->w_hlen, &ss, &used, &why);
+		if (r == PROXY_HDR_NEED) {
+			errno = EAGAIN;
+			return -1;
+		}
+		if (r == PROXY_HDR_BAD) {
+			relay_listen_bad_header(fd, why);
+			hdr_free(w);
+			w->w_hbad = 1;
+			errno = EPROTO;
+			return -1;
+		}
+		if (r == PROXY_HDR_ADDR)
+			w->w_client = ss;
+		w->w_hoff = used;
+		w->w_hdone = 1;
+	}
+	n = (ssize_t)(w->w_hlen - w->w_hoff);
+	if ((size_t)n > len)
+		n = (ssize_t)len;
+	memcpy(buf, w->w_hdr + w->w_hoff, (size_t)n);
+	w->w_hoff += (size_t)n;
+	if (w->w_hoff == w->w_hlen)
+		hdr_free(w);
+	if (n == 0) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return n;
+}
+
 /*
  * Where lws's reads come through (see the top of the file).  Same
  * contract as recv(2).
@@ -74,12 +152,18 @@ wire_of(struct lws *wsi)
 ssize_t
 recv(int fd, void *buf, size_t len, int flags)
 {
-	ssize_t n = recvfrom(fd, buf, len, flags, NULL, NULL);
+	ssize_t n;
 
 	/* The thread first: the table is the loop's alone. */
-	if (n <= 0 || (flags & MSG_PEEK) || !wire_ready ||
+	if ((flags & MSG_PEEK) || !wire_ready ||
 	    !pthread_equal(pthread_self(), wire_thread) || fd < 0 ||
 	    (size_t)fd >= nwires || wires[fd].w_wsi == NULL)
+		return recvfrom(fd, buf, len, flags, NULL, NULL);
+	if (wires[fd].w_hdr != NULL || wires[fd].w_hbad)
+		n = hdr_recv(&wires[fd], fd, buf, len, flags);
+	else
+		n = recvfrom(fd, buf, len, flags, NULL, NULL);
+	if (n <= 0)
 		return n;
 	if (wswatch_feed(&wires[fd].w_watch, buf, (size_t)n, relay_now_ms())) {
 		/* The sweep runs at the loop's next turn. */
@@ -151,7 +235,8 @@ relay_wire_init(void)
 }
 
 void
-relay_wire_accept(struct lws *wsi, int fd, struct relay_addr *pending)
+relay_wire_accept(struct lws *wsi, int fd, struct relay_addr *pending,
+    int proxy_header)
 {
 	struct wire *nw;
 	size_t	     n;
@@ -168,9 +253,12 @@ relay_wire_accept(struct lws *wsi, int fd, struct relay_addr *pending)
 	}
 	/* A record left by a connection lws never reported closed. */
 	relay_addr_pending_end(wires[fd].w_pending);
+	hdr_free(&wires[fd]);
 	memset(&wires[fd], 0, sizeof(wires[fd]));
 	wires[fd].w_wsi = wsi;
 	wires[fd].w_pending = pending;
+	if (proxy_header && (wires[fd].w_hdr = malloc(PROXY_HDR_MAX)) == NULL)
+		fatal("relay_wire_accept");
 	lws_set_opaque_user_data(wsi, (void *)(intptr_t)(fd + 1));
 }
 
@@ -223,14 +311,43 @@ relay_wire_destroy(struct lws *wsi)
 	if (w == NULL)
 		return;
 	relay_addr_pending_end(w->w_pending);
+	hdr_free(w);
 	memset(w, 0, sizeof(*w));
+}
+
+int
+relay_wire_client(struct lws *wsi, struct sockaddr_storage *ss)
+{
+	struct wire *w = wire_of(lws_get_network_wsi(wsi));
+
+	if (w == NULL || w->w_client.ss_family == 0)
+		return 0;
+	*ss = w->w_client;
+	return 1;
+}
+
+void
+relay_wire_set_client(struct lws *wsi, const struct sockaddr_storage *ss)
+{
+	struct wire *w = wire_of(lws_get_network_wsi(wsi));
+
+	if (w == NULL)
+		return;
+	if (ss != NULL)
+		w->w_client = *ss;
+	else
+		memset(&w->w_client, 0, sizeof(w->w_client));
 }
 
 void
 relay_wire_free(void)
 {
+	size_t n;
+
 	/* The context, and the sweep's timer with it, is gone already. */
 	wire_ready = 0;
+	for (n = 0; n < nwires; n++)
+		hdr_free(&wires[n]);
 	free(wires);
 	wires = NULL;
 	nwires = 0;

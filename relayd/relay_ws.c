@@ -565,12 +565,16 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		return 0;
 	case LWS_CALLBACK_FILTER_HTTP_CONNECTION:
 		relay_wire_headers_done(wsi);
+		if (relay_proxy_forwarded(wsi) == -1)
+			return 1;
 		break;
 	case LWS_CALLBACK_WSI_DESTROY:
 		relay_wire_destroy(wsi);
 		break;
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
 		relay_wire_headers_done(wsi);
+		if (relay_proxy_forwarded(wsi) == -1)
+			return 1;
 		if (relayd->nconns >= relayd->cfg.max_connections) {
 			log_info("refusing a websocket: %d connections open",
 			    relayd->nconns);

@@ -406,6 +406,8 @@ struct relay_stats {
 	uint64_t connections_total;
 	uint64_t connections_refused_ip;      /* over the per-IP cap */
 	uint64_t connections_refused_pending; /* max_pending_per_ip */
+	uint64_t connections_refused_proxy;   /* PROXY header */
+	uint64_t requests_refused_xff;	      /* bad X-Forwarded-For */
 	uint64_t ws_closed_unmasked;	      /* RFC 6455 5.1 */
 	uint64_t ws_closed_slow_frame;	      /* ws_frame_timeout */
 	uint64_t msgs_in_event, msgs_in_req, msgs_in_close, msgs_in_other;
@@ -504,16 +506,35 @@ const char *relay_peer_name(struct lws *, char *out, size_t len);
  * out (len bytes, ADDRKEY_LEN is enough; "" if unknown).  Returns out.
  */
 const char *relay_peer_key(struct lws *, char *out, size_t len);
+/*
+ * Takes the client address of wsi's request from its X-Forwarded-For
+ * when the TCP peer is in trusted_proxies (and proxy_protocol is off),
+ * for relay_peer_name() and relay_peer_key().  Returns 0, or -1 after
+ * answering 400 to a malformed header: the callback must return
+ * nonzero.  Never exits.
+ */
+int	    relay_proxy_forwarded(struct lws *wsi);
+/* Logs and counts a malformed PROXY header on the connection fd. */
+void	    relay_listen_bad_header(int fd, const char *why);
 /* relay_wire.c */
 /* Starts the frame-timeout sweep; after the context exists. */
 void	    relay_wire_init(void);
 /*
  * wsi, adopted from the accepted descriptor fd, is watched from now on;
  * pending is its place from relay_addr_pending_begin() (NULL: none),
- * given back when its headers are complete or it closes.  Uses wsi's
- * opaque user data.  Exits only if memory runs out.
+ * given back when its headers are complete or it closes; proxy_header:
+ * the connection starts with a PROXY header, read before lws reads.
+ * Uses wsi's opaque user data.  Exits only if memory runs out.
  */
-void relay_wire_accept(struct lws *wsi, int fd, struct relay_addr *pending);
+void relay_wire_accept(struct lws *wsi, int fd, struct relay_addr *pending,
+    int proxy_header);
+/*
+ * The client address a trusted proxy named for wsi's connection into
+ * *ss: 1, or 0 if there is none (the TCP peer is the client).
+ */
+int  relay_wire_client(struct lws *wsi, struct sockaddr_storage *ss);
+/* Sets (ss) or forgets (NULL) the client address of wsi's connection. */
+void relay_wire_set_client(struct lws *wsi, const struct sockaddr_storage *ss);
 /* wsi's request headers are complete: gives back its pending place. */
 void relay_wire_headers_done(struct lws *wsi);
 /* wsi is an established websocket: its frames are checked now. */

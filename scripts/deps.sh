@@ -14,6 +14,9 @@ if [ "${1:-}" = "--test" ]; then
 	# The browser case of tests/integration/web_test.c; fonts for its
 	# screenshots.
 	PKGS="$PKGS chromium fonts-dejavu-core"
+	# tests/integration/proxy_test.c: nginx (with its stream module for
+	# the PROXY protocol) in front of relayd, a certificate from openssl.
+	PKGS="$PKGS nginx libnginx-mod-stream openssl"
 	# Node.js may come from Debian (nodejs + npm) or from another packaging
 	# that bundles npm; ask for Debian's only when the commands are absent.
 	command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"

@@ -678,6 +678,7 @@ main(int argc, char *argv[])
 	if (nflag) {
 		/* What a start would warn about, -n says too. */
 		config_warn_env();
+		config_warn_proxy(&sv->sv_cfg);
 		if (sv_verbose) {
 			config_dump(&sv->sv_cfg, &b);
 			fputs(b.b_data, stdout);
@@ -704,6 +705,7 @@ main(int argc, char *argv[])
 		fatal("strdup");
 	unsetenv(SUP_NOTIFY_ENV);
 	config_warn_env();
+	config_warn_proxy(&sv->sv_cfg);
 	sv->sv_ready_timeout = SUP_READY_TIMEOUT;
 	if ((rt = getenv(SUP_READY_TIMEOUT_ENV)) != NULL && *rt != '\0') {
 		char  *ep;

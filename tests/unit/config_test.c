@@ -490,6 +490,81 @@ bad_values_name_the_key(void)
 	    "\"nope\" is not an npub or 64-digit lowercase hex public key");
 	env_error("NGIT_RELAY_OWNER_NSEC", "nsec1nope",
 	    "not a valid nsec or 64-digit hex secret key");
+	env_error("NGIT_TRUSTED_PROXIES", "127.0.0.1, proxy.example",
+	    "\"proxy.example\" is not an IP address or address/prefix");
+	env_error("NGIT_TRUSTED_PROXIES", "10.0.0.0/33",
+	    "\"10.0.0.0/33\" has a prefix length over 32");
+	env_error("NGIT_TRUSTED_PROXIES", "[::1]",
+	    "\"[::1]\" is not an IP address or address/prefix");
+	env_error("NGIT_PROXY_PROTOCOL", "v2",
+	    "\"v2\" is not a boolean (true/false, yes/no, 1/0)");
+}
+
+static void
+proxied_shape_without_trusted_proxies_warns(void)
+{
+	struct config c;
+
+	clear_env();
+	T_EQ_INT(load_text(&c,
+		     "bind_address = 127.0.0.1:7334\n"
+		     "public_url = https://git.example.org\n"),
+	    0);
+	T_EQ_INT(config_warn_proxy(&c), 1);
+	config_free(&c);
+	/* The proxy trusted: its clients are told apart. */
+	T_EQ_INT(load_text(&c,
+		     "bind_address = [::1]:7334\n"
+		     "public_url = https://git.example.org\n"
+		     "trusted_proxies = ::1\n"),
+	    0);
+	T_EQ_INT(config_warn_proxy(&c), 0);
+	config_free(&c);
+	/* Per-address limits off: nothing to count wrongly. */
+	T_EQ_INT(load_text(&c,
+		     "bind_address = 127.0.0.1:7334\n"
+		     "public_url = https://git.example.org\n"
+		     "max_connections_per_ip = 0\n"
+		     "max_events_per_minute_per_ip = 0\n"
+		     "max_git_requests_per_ip = 0\n"
+		     "max_pending_per_ip = 0\n"),
+	    0);
+	T_EQ_INT(config_warn_proxy(&c), 0);
+	config_free(&c);
+	/* Served directly: a public bind address, or plain http. */
+	T_EQ_INT(load_text(&c,
+		     "bind_address = 0.0.0.0:7334\n"
+		     "public_url = https://git.example.org\n"),
+	    0);
+	T_EQ_INT(config_warn_proxy(&c), 0);
+	config_free(&c);
+	T_EQ_INT(load_text(&c, "bind_address = 127.0.0.1:7334\n"), 0);
+	T_EQ_INT(config_warn_proxy(&c), 0);
+	config_free(&c);
+	T_EQ_INT(load_text(&c, "proxy_protocol = true\n"), 0);
+	T_EQ_INT(config_warn_proxy(&c), 1);
+	config_free(&c);
+}
+
+static void
+trusted_proxies_keep_each_range(void)
+{
+	struct config c;
+
+	clear_env();
+	T_EQ_INT(load_text(&c,
+		     "trusted_proxies = 127.0.0.1, 10.0.0.0/8 ,"
+		     "2001:db8::/32\nproxy_protocol = yes\n"),
+	    0);
+	T_EQ_INT(c.trusted_proxies.n, 3);
+	T_EQ_STR(c.trusted_proxies.v[1], "10.0.0.0/8");
+	T_EQ_STR(c.trusted_proxies.v[2], "2001:db8::/32");
+	T_EQ_INT(c.proxy_protocol, 1);
+	config_free(&c);
+	T_EQ_INT(load_text(&c, ""), 0);
+	T_EQ_INT(c.trusted_proxies.n, 0);
+	T_EQ_INT(c.proxy_protocol, 0);
+	config_free(&c);
 }
 
 static void
@@ -1072,7 +1147,7 @@ only_log_level_is_reloadable(void)
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strcmp(name, "NGIT_LOG_LEVEL") != 0)
 			T_EQ_INT(config_key_reloadable(name), 0);
-	T_EQ_INT(i, 56);
+	T_EQ_INT(i, 58);
 }
 
 static void
@@ -1145,7 +1220,7 @@ sample_file_lists_every_key(void)
 		nset++;
 	}
 	free(text);
-	T_EQ_INT(nset, 56);
+	T_EQ_INT(nset, 58);
 	dumps_as_defaults(load_text(&c, un.b_data), &c);
 	buf_free(&un);
 }
@@ -1309,6 +1384,8 @@ static const struct t_case cases[] = {
 	T_CASE(duplicate_key_is_an_error),
 	T_CASE(missing_file_is_an_error),
 	T_CASE(bad_values_name_the_key),
+	T_CASE(trusted_proxies_keep_each_range),
+	T_CASE(proxied_shape_without_trusted_proxies_warns),
 	T_CASE(bad_file_value_names_line_and_key),
 	T_CASE(secret_key_never_appears_in_errors),
 	T_CASE(bind_address_forms),

@@ -218,6 +218,28 @@ relay_state_refs(const struct event *state, struct relay_refs *refs,
 	*headp = w.head;
 }
 
+int
+relay_state_values_ok(const struct event *state)
+{
+	const struct event_tag *t;
+	uint32_t		i;
+	size_t			len;
+
+	for (i = 0; i < state->ntags; i++) {
+		t = &state->tags[i];
+		if (t->n < 2 ||
+		    (strncmp(t->v[0].s, "refs/heads/", 11) != 0 &&
+			strncmp(t->v[0].s, "refs/tags/", 10) != 0))
+			continue;
+		len = t->v[0].len;
+		if (len >= 3 && strcmp(t->v[0].s + len - 3, "^{}") == 0)
+			continue;
+		if (!pkt_is_oid(t->v[1].s, t->v[1].len))
+			return 0;
+	}
+	return 1;
+}
+
 static void
 desired_of(const struct event *state, struct desired *w)
 {

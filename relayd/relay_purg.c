@@ -644,28 +644,31 @@ prs_mirror(const struct event *ev, const char *d, const char *oid)
 
 /*
  * GRASP-06, the event after the push: the /prs/ ref of PR ev is mirrored
- * when it is the event's commit c, and deleted when it is not.
+ * when it is the event's commit c (1: the push is here, and its copy
+ * releases the event), and deleted when it is not (0).
  */
-static void
+static int
 prs_event_arrived(const struct event *ev, const char *d, const char *c)
 {
 	struct relay_refs refs;
 	const char	 *cur;
 	char		  repo[PATH_MAX], ref[80];
+	int		  here = 0;
 
 	if (!prs_named(ev, d) ||
 	    relay_repo_prs_path(ev->pubkey, d, repo, sizeof(repo)) == -1 ||
 	    relay_repo_read_refs(repo, NULL, &refs) == -1)
-		return;
+		return 0;
 	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
 	relay_git_unclaimed_claim(ev->pubkey, d, ref, 1);
 	if ((cur = relay_refs_get(&refs, ref)) != NULL) {
-		if (strcmp(cur, c) == 0)
+		if ((here = strcmp(cur, c) == 0))
 			prs_mirror(ev, d, c);
 		else
 			relay_repo_prs_drop_ref(ev->pubkey, d, ref, cur);
 	}
 	relay_refs_free(&refs);
+	return here;
 }
 
 /*
@@ -839,7 +842,8 @@ route_state(const struct event *ev, int remote, char *msg, size_t msglen)
 	}
 	extend_owners(&a, d, ev->pubkey);
 	relay_state_refs(ev, &want, &head);
-	if (relay_purg_find_source(&a, d, &want, src)) {
+	if (relay_state_values_ok(ev) &&
+	    relay_purg_find_source(&a, d, &want, src)) {
 		route = PURG_STORE;
 		goto done;
 	}
@@ -877,6 +881,7 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	struct relay_refs	 refs;
 	size_t			 nph = 0, n, i;
 	const char *const	 pfx[] = { ref, NULL };
+	int			 pushed;
 
 	if (c == NULL) {
 		snprintf(msg, msglen,
@@ -901,7 +906,7 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	}
 	purg_placeholder_free_list(ph, nph);
 
-	prs_event_arrived(ev, d, c);
+	pushed = prs_event_arrived(ev, d, c);
 	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
 	for (i = 0; i < n; i++) {
 		if (relay_repo_path(owners[i], d, repo, sizeof(repo)) == -1 ||
@@ -925,10 +930,17 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 		snprintf(msg, msglen, "error: database error");
 		return PURG_REFUSE;
 	}
-	snprintf(msg, msglen,
-	    "purgatory: PR event stored, waiting for git "
-	    "push with commit %s",
-	    c);
+	if (pushed)
+		snprintf(msg, msglen,
+		    "purgatory: PR event stored; its git push (commit %s) "
+		    "is already here, so it is released and served as soon "
+		    "as the commit is copied into the repository",
+		    c);
+	else
+		snprintf(msg, msglen,
+		    "purgatory: PR event stored, waiting for git "
+		    "push with commit %s",
+		    c);
 	return PURG_HELD;
 }
 

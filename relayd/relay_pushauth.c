@@ -316,9 +316,13 @@ relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 	}
 	if (other > noop) {
 		if (in->pi_nheld == 0) {
+			/* The reference's words first: clients (ngit) match
+			 * them to retry after publishing a state. */
 			snprintf(out->po_reason, sizeof(out->po_reason),
-			    "No "
-			    "state events in purgatory");
+			    "No state events in purgatory: no state event "
+			    "(kind 30618) lists these refs at these commits; "
+			    "publish one, signed by the owner or a "
+			    "maintainer, then push again");
 			return 0;
 		}
 		/* Newest first: the newest state that matches wins; a

@@ -107,7 +107,8 @@ relay_release_d(const char *d, const uint8_t *extra_owner, const char *extra_d)
 			    ev->pubkey);
 		relay_state_refs(ev, &want, &head);
 		free(head);
-		ok = ok && relay_purg_find_source(&a, d, &want, src);
+		ok = ok && relay_state_values_ok(ev) &&
+		    relay_purg_find_source(&a, d, &want, src);
 		relay_refs_free(&want);
 		policy_anns_free(&a);
 		if (!ok) {

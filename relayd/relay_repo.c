@@ -43,8 +43,13 @@ static const char repo_config[] = "[core]\n"
 				  "\trepositoryformatversion = 0\n"
 				  "\tfilemode = true\n"
 				  "\tbare = true\n";
-/* Most hosts and clients name the first branch main today. */
-static const char repo_head[] = "ref: refs/heads/main\n";
+/*
+ * What `git init --bare` writes with no init.defaultBranch (git 2.39 of
+ * Debian 12), as the reference ngit-grasp does (it runs git init --bare):
+ * a clone of the empty repository is then on git's own default branch.
+ * The first state event's HEAD (or relay_job.c's fallback) moves it.
+ */
+static const char repo_head[] = "ref: refs/heads/master\n";
 
 int
 relay_repo_path(const uint8_t owner[32], const char *d, char *out,

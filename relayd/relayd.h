@@ -922,6 +922,13 @@ int   relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
 void relay_state_refs(const struct event *state, struct relay_refs *out,
     char **head);
 /*
+ * 1 if every branch and tag of a state (names ending "^{}" aside) has an
+ * object id for value (40 hex digits, what pkt_is_oid() takes), else 0:
+ * a value such as "abc123" names nothing git can ever receive, so such a
+ * state counts as one whose data is absent (held, never released).
+ */
+int  relay_state_values_ok(const struct event *state);
+/*
  * Maintenance jobs, run one at a time in order.  align: make the
  * branches, tags and HEAD of (owner, d) those of the state event
  * (copying objects from src's repository when missing), then report new

@@ -413,6 +413,117 @@ test_state_held_until_push_then_both_served(void)
 	wsc_close(ws);
 }
 
+/*
+ * Issue 38, item 1: grasp-audit's owner fixture.  A new repository's HEAD
+ * is what `git init --bare` writes (refs/heads/master with no
+ * init.defaultBranch), so a clone of it is on master and `git branch
+ * main` after the first commit works; a state's HEAD then moves it.
+ */
+static void
+test_empty_repository_head_as_git_init(void)
+{
+	struct wsc   *ws = conn();
+	struct event *ann, *st;
+	char	      d[32], msg[256], url[512], clone[512], oid[41], *out;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	ann = announcement(90, d, 1, "");
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
+	url_of(90, d, url, sizeof(url));
+	workdir(clone, sizeof(clone));
+	out = NULL;
+	T_EQ_INT(gt_git(NULL, &out, "clone", "-q", url, clone, NULL), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(gt_git(clone, &out, "symbolic-ref", "HEAD", NULL), 0);
+	T_CHECK(out != NULL && strcmp(out, "refs/heads/master\n") == 0);
+	if (out != NULL && strcmp(out, "refs/heads/master\n") != 0)
+		printf("# clone is on %s", out);
+	free(out);
+	T_ASSERT(gt_commit(clone, "file.txt", "owner\n", "first", oid) == 0);
+	out = NULL;
+	T_EQ_INT(gt_git(clone, &out, "branch", "main", NULL), 0);
+	free(out);
+	/* The state names main HEAD; the push releases it and HEAD
+	 * follows. */
+	st = state(90, d, "main", "refs/heads/main", oid, NULL);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
+	out = NULL;
+	T_EQ_INT(push(clone, url, "main", &out), 0);
+	free(out);
+	T_EQ_INT(wait_served(ws, st->id_hex, TMO), 1);
+	T_CHECK(wait_advertised(90, d, "symref=HEAD:refs/heads/main", TMO));
+	event_destroy(ann);
+	event_destroy(st);
+	wsc_close(ws);
+}
+
+/*
+ * Issue 38, item 2 (grasp-audit's
+ * test_state_event_accepted_for_purgatory_announcement and
+ * test_state_event_served_after_git_push): a state whose values are not
+ * object ids ("abc123", or 64 hex digits in a SHA-1 repository) is held
+ * like one whose commits are absent, and no push releases it; the state
+ * that names the pushed commit is served.
+ */
+static void
+test_state_with_bad_values_held(void)
+{
+	struct wsc   *ws = conn();
+	struct event *ann, *bad, *bad64, *st;
+	char	      d[32], msg[256], dir[512], oid[41], url[512], *out;
+	char	      hex64[65];
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	ann = announcement(91, d, 1, "");
+	T_EQ_INT(nostr_publish_msg(ws, ann, TMO, msg, sizeof(msg)), 1);
+	bad = state(91, d, "main", "refs/heads/main", "abc123", NULL);
+	T_EQ_INT(nostr_publish_msg(ws, bad, TMO, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
+	T_EQ_INT(served(ws, bad->id_hex), 0);
+
+	T_ASSERT(local_repo(dir, sizeof(dir), "bad values\n", oid) == 0);
+	sleep(1);
+	st = state(91, d, "main", "refs/heads/main", oid, NULL);
+	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
+	url_of(91, d, url, sizeof(url));
+	out = NULL;
+	T_EQ_INT(push(dir, url, "main", &out), 0);
+	free(out);
+	T_EQ_INT(wait_served(ws, st->id_hex, TMO), 1);
+	T_EQ_INT(served(ws, ann->id_hex), 1);
+	/* The push released the good state only. */
+	T_EQ_INT(served(ws, bad->id_hex), 0);
+
+	/* Now the repository has its data: a state with every commit is
+	 * stored at once, one with a value that is no object id is held,
+	 * even beside a branch git has. */
+	memset(hex64, 'a', 64);
+	hex64[64] = '\0';
+	sleep(1);
+	bad64 = state(91, d, "main", "refs/heads/main", oid, "refs/heads/wide",
+	    hex64, NULL);
+	T_EQ_INT(nostr_publish_msg(ws, bad64, TMO, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
+	T_EQ_INT(served(ws, bad64->id_hex), 0);
+	event_destroy(bad);
+	event_destroy(bad64);
+	bad = state(91, d, "main", "refs/heads/main", oid, "refs/tags/v1", "v1",
+	    NULL);
+	T_EQ_INT(nostr_publish_msg(ws, bad, TMO, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, MSG_HELD);
+	T_EQ_INT(served(ws, bad->id_hex), 0);
+	event_destroy(ann);
+	event_destroy(bad);
+	event_destroy(st);
+	wsc_close(ws);
+}
+
 static void
 test_push_rejected_without_state(void)
 {
@@ -432,6 +543,12 @@ test_push_rejected_without_state(void)
 	    strstr(out,
 		"authorisation failed: No state events "
 		"in purgatory"));
+	/* It says what is missing and what to do (issue 38, item 8). */
+	T_CHECK(out &&
+	    strstr(out,
+		"no state event (kind 30618) lists these refs at these "
+		"commits; publish one, signed by the owner or a "
+		"maintainer, then push again"));
 	if (out && !strstr(out, "authorisation failed"))
 		printf("# git said: %s\n", out);
 	free(out);
@@ -2126,6 +2243,12 @@ test_grasp06_push_releases_and_mirrors(void)
 	free(out);
 	out = NULL;
 	T_EQ_INT(nostr_publish_msg(ws, pr2, TMO, msg, sizeof(msg)), 1);
+	/* The OK says the push is here and the event released, not that
+	 * it waits for a push (issue 38, item 8). */
+	if (strstr(msg, "is already here, so it is released") == NULL)
+		printf("# %s\n", msg);
+	T_CHECK(strstr(msg, "waiting for git push") == NULL &&
+	    strstr(msg, "is already here, so it is released") != NULL);
 	T_EQ_INT(wait_served(ws, pr2->id_hex, TMO), 1);
 	snprintf(needle, sizeof(needle), "%s refs/nostr/%s", c2, pr2->id_hex);
 	T_CHECK(wait_advertised(60, d, needle, TMO));
@@ -2370,6 +2493,8 @@ main(void)
 	RUN(test_new_announcement_ok_but_not_served);
 	RUN(test_git_endpoint_works_for_purgatory_repo);
 	RUN(test_state_held_until_push_then_both_served);
+	RUN(test_empty_repository_head_as_git_init);
+	RUN(test_state_with_bad_values_held);
 	RUN(test_push_rejected_without_state);
 	RUN(test_push_of_wrong_commit_rejected);
 	RUN(test_maintainer_and_recursive_maintainer_states_authorise);

@@ -116,7 +116,12 @@ test_deletion_needs_a_state_without_the_ref(void)
 	reset();
 	cmd(A, Z, "refs/heads/dev");
 	T_EQ_INT(decide(), 0);
-	T_EQ_STR(out.po_reason, "No state events in purgatory");
+	/* The reference's words first (ngit matches them), then what is
+	 * missing and what to do. */
+	T_EQ_STR(out.po_reason,
+	    "No state events in purgatory: no state event (kind 30618) "
+	    "lists these refs at these commits; publish one, signed by "
+	    "the owner or a maintainer, then push again");
 	state("refs/heads/main", A, "refs/heads/dev", A, "refs/tags/v1", B,
 	    NULL);
 	T_EQ_INT(decide(), 0);

@@ -240,6 +240,37 @@ relay_state_values_ok(const struct event *state)
 	return 1;
 }
 
+void
+relay_state_bad_refs(const struct event *state, struct relay_refs *refs)
+{
+	const struct event_tag *t;
+	char			v[GIT_OID_HEX + 1];
+	uint32_t		i;
+	size_t			len;
+
+	for (i = 0; i < state->ntags; i++) {
+		t = &state->tags[i];
+		if (t->n < 2 ||
+		    (strncmp(t->v[0].s, "refs/heads/", 11) != 0 &&
+			strncmp(t->v[0].s, "refs/tags/", 10) != 0))
+			continue;
+		len = t->v[0].len;
+		if ((len >= 3 && strcmp(t->v[0].s + len - 3, "^{}") == 0) ||
+		    pkt_is_oid(t->v[1].s, t->v[1].len) ||
+		    memchr(t->v[0].s, '\n', len) || memchr(t->v[0].s, ' ', len))
+			continue;
+		/* Padded with NULs: relay_refs_set() copies 40 bytes.  A
+		 * longer value is cut with "..." so that it stays no id. */
+		memset(v, 0, sizeof(v));
+		if (t->v[1].len > GIT_OID_HEX)
+			snprintf(v, sizeof(v), "%.*s...", GIT_OID_HEX - 3,
+			    t->v[1].s);
+		else
+			memcpy(v, t->v[1].s, t->v[1].len);
+		relay_refs_set(refs, t->v[0].s, v);
+	}
+}
+
 static void
 desired_of(const struct event *state, struct desired *w)
 {

@@ -131,7 +131,9 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
 		if (!policy_anns_authorised(&a, owner, held[i].pe_pubkey) ||
 		    (ev = relay_purg_parse(held[i].pe_json)) == NULL)
 			continue;
-		relay_state_refs(ev, &states[nstates++], &head);
+		relay_state_refs(ev, &states[nstates], &head);
+		/* A value that is no object id never matches a push. */
+		relay_state_bad_refs(ev, &states[nstates++]);
 		event_destroy(ev);
 		free(head);
 	}

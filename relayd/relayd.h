@@ -929,6 +929,13 @@ void relay_state_refs(const struct event *state, struct relay_refs *out,
  */
 int  relay_state_values_ok(const struct event *state);
 /*
+ * Adds to refs the branches and tags of a state whose value is not an
+ * object id, with that value (at most 40 bytes, a longer one cut with
+ * "..."), so that a push compared with it never matches and is told
+ * what the state says (relay_pushgate.c).
+ */
+void relay_state_bad_refs(const struct event *state, struct relay_refs *refs);
+/*
  * Maintenance jobs, run one at a time in order.  align: make the
  * branches, tags and HEAD of (owner, d) those of the state event
  * (copying objects from src's repository when missing), then report new

@@ -487,11 +487,13 @@ test_state_with_bad_values_held(void)
 	T_EQ_INT(served(ws, bad->id_hex), 0);
 
 	T_ASSERT(local_repo(dir, sizeof(dir), "bad values\n", oid) == 0);
+	/* No push matches it, and the refusal says what it names. */
+	url_of(91, d, url, sizeof(url));
+	T_CHECK(push_refused(dir, url, "main", "the state says abc123"));
 	sleep(1);
 	st = state(91, d, "main", "refs/heads/main", oid, NULL);
 	T_EQ_INT(nostr_publish_msg(ws, st, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, MSG_HELD);
-	url_of(91, d, url, sizeof(url));
 	out = NULL;
 	T_EQ_INT(push(dir, url, "main", &out), 0);
 	free(out);

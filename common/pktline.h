@@ -11,11 +11,13 @@
 #include <stddef.h>
 
 /* gitprotocol-common(5): a pkt-line is at most 65520 bytes, length included. */
-#define GIT_PKT_MAX 65520
+#define GIT_PKT_MAX	   65520
 /* gitprotocol-common(5): the length prefix, four hex digits. */
-#define GIT_PKT_LEN 4
+#define GIT_PKT_LEN	   4
 /* A SHA-1 object name in hex. */
-#define GIT_OID_HEX 40
+#define GIT_OID_HEX	   40
+/* A SHA-256 object name in hex (gitformat-pack(5), object-format). */
+#define GIT_OID_SHA256_HEX 64
 
 /* What pkt_command() found. */
 enum pkt_result {

@@ -182,6 +182,36 @@ policy_url_is_service(const struct policy *pl, const char *url, size_t len)
 	return url_names(url, len, pl->pl_host, pl->pl_port);
 }
 
+int
+policy_prs_clone(const struct policy *pl, const struct event *ev, const char *d)
+{
+	const struct event_tag *t;
+	char			npub[NIP19_KEY_BUFSZ], want[1400];
+	const char	       *v, *path;
+	uint32_t		i, k;
+
+	if (!pl->pl_cfg->grasp06_enable || d[0] == '\0' ||
+	    nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1 ||
+	    snprintf(want, sizeof(want), "/%s/%s/%s.git", POLICY_PRS_DIR, npub,
+		d) >= (int)sizeof(want))
+		return 0;
+	for (i = 0; i < ev->ntags; i++) {
+		t = &ev->tags[i];
+		if (t->n < 2 || strcmp(t->v[0].s, "clone") != 0)
+			continue;
+		for (k = 1; k < t->n; k++) {
+			v = t->v[k].s;
+			if ((path = strstr(v, "://")) == NULL ||
+			    (path = strchr(path + 3, '/')) == NULL)
+				continue;
+			if (strcmp(path, want) == 0 &&
+			    policy_url_is_service(pl, v, t->v[k].len))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 static const struct event_tag *
 find_tag(const struct event *ev, const char *name,
     const struct event_tag *after)
@@ -693,6 +723,40 @@ is_related(struct store *st, const struct event *ev)
 	}
 }
 
+/*
+ * GRASP-06's relaxation of the related-event rule: 1 if ev is a PR or PR
+ * update whose first "a 30617:<key>:<d>" tag's d is the identifier of
+ * the /prs/ path its clone tag names here (policy_prs_clone()).
+ */
+static int
+prs_relaxed(const struct policy *pl, const struct event *ev)
+{
+	const struct event_tag *t;
+	const char	       *dv;
+	char			d[256];
+	size_t			dvlen;
+	uint32_t		i, kind;
+	uint8_t			pk[32];
+
+	if (ev->kind != KIND_PR && ev->kind != KIND_PR_UPDATE)
+		return 0;
+	for (i = 0; i < ev->ntags; i++) {
+		t = &ev->tags[i];
+		if (t->n < 2 || strcmp(t->v[0].s, "a") != 0 ||
+		    strncmp(t->v[1].s, "30617:", 6) != 0)
+			continue;
+		/* The first such tag, as relayd files the PR under it. */
+		if (coord_parse(t->v[1].s, t->v[1].len, &kind, pk, &dv,
+			&dvlen) == -1 ||
+		    dvlen >= sizeof(d) || !policy_identifier_safe(dv, dvlen))
+			return 0;
+		memcpy(d, dv, dvlen);
+		d[dvlen] = '\0';
+		return policy_prs_clone(pl, ev, d);
+	}
+	return 0;
+}
+
 int
 policy_check(const struct policy *pl, struct store *st, const struct event *ev,
     char *msg, size_t msglen)
@@ -740,6 +804,10 @@ policy_check(const struct policy *pl, struct store *st, const struct event *ev,
 		snprintf(msg, msglen, "error: database query failed");
 		return -1;
 	}
+	/* GRASP-06: a PR whose clone tag is its signer's /prs/ repository
+	 * here needs no accepted repository; it waits for that push. */
+	if (r == 0 && prs_relaxed(pl, ev))
+		r = 1;
 	if (r == 0 && held_repo(pl, ev, msg, msglen))
 		return 0;
 	if (r == 0) {

@@ -102,6 +102,17 @@ int policy_check(const struct policy *, struct store *, const struct event *ev,
  */
 int policy_url_is_service(const struct policy *, const char *url, size_t len);
 
+/* GRASP-06's contributors' repositories: /<this>/<npub>/<d>.git. */
+#define POLICY_PRS_DIR "prs"
+
+/*
+ * GRASP-06: 1 if GRASP-06 is enabled and a clone tag of the PR (or PR
+ * update) ev names this service (policy_url_is_service()) with the path
+ * /prs/<npub of its signer>/<d>.git, nothing after it; else 0.
+ */
+int policy_prs_clone(const struct policy *, const struct event *ev,
+    const char *d);
+
 /*
  * GRASP-05: 1 if the announcement ann is hosted here only because archive
  * mode covers it (it does not list this service in both clone and relays

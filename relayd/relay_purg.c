@@ -98,13 +98,24 @@ pr_identifier(const struct event *ev, char *d, size_t dlen)
 	}
 }
 
-/* The tip commit of a PR or PR update, or NULL. */
+/*
+ * The tip commit of a PR or PR update, or NULL: a SHA-1 id, or a SHA-256
+ * one (git's sha256 object format; grasp-audit's GRASP-06 cases name
+ * one), which no repository here holds, so that it waits and expires.
+ */
 const char *
 relay_purg_pr_commit(const struct event *ev)
 {
 	const struct estr *c = event_tag_value(ev, "c");
 
-	return c != NULL && pkt_is_oid(c->s, c->len) ? c->s : NULL;
+	if (c == NULL)
+		return NULL;
+	if (pkt_is_oid(c->s, c->len))
+		return c->s;
+	return c->len == GIT_OID_SHA256_HEX &&
+		strspn(c->s, "0123456789abcdef") == c->len ?
+	    c->s :
+	    NULL;
 }
 
 struct event *
@@ -574,39 +585,30 @@ relay_purg_key(const uint8_t owner[32], const char *d)
 	return rk;
 }
 
-/*
- * GRASP-06: 1 if a clone tag of PR ev names this service (as the write
- * policy takes it: NGIT_DOMAIN or NGIT_PUBLIC_URL) with the path
- * /prs/<npub of its signer>/<d>.git, nothing after it.
- */
+/* GRASP-06: 1 if PR ev names its signer's /prs/ repository d here. */
 static int
 prs_named(const struct event *ev, const char *d)
 {
-	const struct event_tag *t;
-	char			npub[NIP19_KEY_BUFSZ], want[1400];
-	const char	       *v, *path;
-	uint32_t		i, k;
+	return policy_prs_clone(&relayd->policy, ev, d);
+}
 
-	if (!relayd->cfg.grasp06_enable || d[0] == '\0' ||
-	    nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
+int
+relay_purg_prs_holds(const struct event *ev, const char *d, const char *c)
+{
+	struct relay_refs refs;
+	const char	 *cur;
+	char		  repo[PATH_MAX], ref[80];
+	const char *const pfx[] = { ref, NULL };
+	int		  rc;
+
+	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
+	if (!prs_named(ev, d) ||
+	    relay_repo_prs_path(ev->pubkey, d, repo, sizeof(repo)) == -1 ||
+	    relay_repo_read_refs(repo, pfx, &refs) == -1)
 		return 0;
-	snprintf(want, sizeof(want), "/%s/%s/%s.git", RELAY_PRS_DIR, npub, d);
-	for (i = 0; i < ev->ntags; i++) {
-		t = &ev->tags[i];
-		if (t->n < 2 || strcmp(t->v[0].s, "clone") != 0)
-			continue;
-		for (k = 1; k < t->n; k++) {
-			v = t->v[k].s;
-			if ((path = strstr(v, "://")) == NULL ||
-			    (path = strchr(path + 3, '/')) == NULL)
-				continue;
-			if (strcmp(path, want) == 0 &&
-			    policy_url_is_service(&relayd->policy, v,
-				t->v[k].len))
-				return 1;
-		}
-	}
-	return 0;
+	rc = (cur = relay_refs_get(&refs, ref)) != NULL && strcmp(cur, c) == 0;
+	relay_refs_free(&refs);
+	return rc;
 }
 
 static void
@@ -920,13 +922,18 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	if (relay_purg_pr_source((const uint8_t(*)[32])owners, n, d, c, NULL,
 		NULL, src, src_d, sizeof(src_d)))
 		return PURG_STORE;
+	/* GRASP-06, no repository of it here: its /prs/ push is the data. */
+	if (n == 0 && relay_purg_prs_holds(ev, d, c))
+		return PURG_STORE;
 	if (remote && purg_expired_has(relayd->purg, ev->id) == 1) {
 		snprintf(msg, msglen, MSG_EXPIRED);
 		return PURG_REFUSE;
 	}
+	/* Only a SHA-1 id is hunted: no source here has another. */
 	want[0] = c;
 	if (purg_ev_put(relayd->purg, ev, d, remote, time(NULL),
-		relay_purg_later(PURG_EXPIRY_S), want, 1) == -1) {
+		relay_purg_later(PURG_EXPIRY_S), want,
+		pkt_is_oid(c, strlen(c)) ? 1 : 0) == -1) {
 		snprintf(msg, msglen, "error: database error");
 		return PURG_REFUSE;
 	}
@@ -1166,8 +1173,12 @@ relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
 			continue;
 		if (relay_purg_pr_by(ev, signer, d) && prs_named(ev, d) &&
 		    (c = relay_purg_pr_commit(ev)) != NULL &&
-		    strcmp(c, cmds[i].pc_new) == 0)
+		    strcmp(c, cmds[i].pc_new) == 0) {
 			prs_mirror(ev, d, c);
+			/* Held for want of any repository here (GRASP-06's
+			 * relaxation): the push itself releases it. */
+			relay_purg_git_arrived(signer, d);
+		}
 		event_destroy(ev);
 	}
 }

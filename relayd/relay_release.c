@@ -60,6 +60,12 @@ try_release_pr(const struct purg_ev *pe, const uint8_t *extra_owner,
 		return;
 	}
 	n = relay_purg_pr_owners(ev, pe->pe_d, owners, POLICY_MAX_MAINTAINERS);
+	/* GRASP-06: with no repository of it here, its /prs/ ref at c. */
+	if (n == 0 && relay_purg_prs_holds(ev, pe->pe_d, c)) {
+		if (release_one(ev))
+			purg_ev_delete(relayd->purg, pe->pe_id);
+		return;
+	}
 	if (!relay_purg_pr_source((const uint8_t(*)[32])owners, n, pe->pe_d, c,
 		extra_owner, extra_d, src, src_d, sizeof(src_d))) {
 		event_destroy(ev);

@@ -978,7 +978,7 @@ enum pushauth_ann {
 /* The known tip commit of the PR event a refs/nostr/<id> ref names. */
 struct pushauth_tip {
 	const char *pt_ref;		   /* refs/nostr/<id> */
-	char	    pt_c[GIT_OID_HEX + 8]; /* its c tag, or "(none)" */
+	char	    pt_c[GIT_OID_SHA256_HEX + 8]; /* c tag, or "(none)" */
 	int	    pt_foreign;		   /* /prs/: another signer's, or
 						 * another identifier's */
 };
@@ -1048,10 +1048,17 @@ void		relay_purg_stored(const struct event *ev);
  * GRASP-06: a /prs/ push by signer to d succeeded: each refs/nostr/<id>
  * of a known PR or PR update that names that path in its clone tag and
  * the pushed commit in its c tag is mirrored into the PR's repositories
- * here, whose new git data releases it.
+ * here, whose new git data releases it; one with no repository here
+ * (GRASP-06's relaxation) is released by the push itself.
  */
 void		relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
 	       const struct relay_push_cmd *, size_t			    n);
+/*
+ * GRASP-06: 1 if PR ev names its signer's /prs/ repository d here
+ * (policy_prs_clone()) and refs/nostr/<its id> there is at c; else 0.
+ */
+int		relay_purg_prs_holds(const struct event *ev, const char *d,
+	       const char *c);
 /* 2 if (owner, d) is served, 1 if held in purgatory, 0 if neither. */
 int		relay_purg_hosted(const uint8_t owner[32], const char *d);
 /*

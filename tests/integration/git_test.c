@@ -2397,6 +2397,211 @@ test_grasp06_mirror_needs_the_clone_tag_and_one_way(void)
 	wsc_close(ws);
 }
 
+/*
+ * GRASP-06's relaxation (issue 38 item 3), as grasp-audit's
+ * grasp06/event_acceptance.rs and prs_endpoint.rs build their PRs: a
+ * fresh owner key that announced nothing here, a tip named by a 64-hex
+ * id, and a clone tag naming the signer's /prs/ path on this service.
+ */
+#define pr_unannounced pr_cloned
+
+/* A 64-hex id (key n's), as grasp-audit makes its synthetic tips. */
+static void
+hex64(int n, char out[65])
+{
+	uint8_t sk[32];
+
+	key(n, sk, NULL, out);
+}
+
+static void
+test_grasp06_pr_accepted_when_clone_tag_names_prs_endpoint(void)
+{
+	struct wsc   *ws = conn();
+	struct event *pr;
+	char	      d[32], msg[512], c[65], purl[600], other[800], path[600];
+	char	      want[300];
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	hex64(72, c);
+	/* Owner 70 announced nothing here: the /prs/ clone tag suffices. */
+	prs_url(71, d, "", purl, sizeof(purl), path, sizeof(path));
+	pr = pr_unannounced(71, 70, d, c, purl);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
+	snprintf(want, sizeof(want),
+	    "purgatory: PR event stored, waiting for git push with commit %s",
+	    c);
+	T_EQ_STR(msg, want);
+	event_destroy(pr);
+	/* The public URL's host names this service too. */
+	next_d(d, sizeof(d));
+	prs_url(71, d, "", NULL, 0, path, sizeof(path));
+	snprintf(other, sizeof(other), "%s%s", G06_PUBLIC, path);
+	pr = pr_unannounced(71, 70, d, c, other);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
+	event_destroy(pr);
+	/* Not relaxed: another host, another signer's path, another
+	 * identifier than the 'a' tag's, or a path with more after it. */
+	next_d(d, sizeof(d));
+	prs_url(71, d, "", NULL, 0, path, sizeof(path));
+	snprintf(other, sizeof(other), "https://other-relay.example.invalid%s",
+	    path);
+	pr = pr_unannounced(71, 70, d, c, other);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 0);
+	T_EQ_STR(msg,
+	    "blocked: PR event must reference an accepted repository or "
+	    "accepted event");
+	event_destroy(pr);
+	prs_url(73, d, "", other, sizeof(other), NULL, 0);
+	pr = pr_unannounced(71, 70, d, c, other);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 0);
+	event_destroy(pr);
+	prs_url(71, "elsewhere", "", other, sizeof(other), NULL, 0);
+	pr = pr_unannounced(71, 70, d, c, other);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 0);
+	event_destroy(pr);
+	snprintf(other, sizeof(other), "%s/info/refs", purl);
+	pr = pr_unannounced(71, 70, d, c, other);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 0);
+	event_destroy(pr);
+	wsc_close(ws);
+}
+
+static void
+test_grasp06_pr_accepted_via_relaxation_is_held_in_purgatory(void)
+{
+	struct wsc   *ws = conn();
+	struct event *pr, *pr2;
+	char	      d[32], msg[512], c64[65], purl[600], dir[512], c[41];
+	char	      c2[41], spec[200], *out = NULL;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	hex64(76, c64);
+	prs_url(75, d, "", purl, sizeof(purl), NULL, 0);
+	pr = pr_unannounced(75, 74, d, c64, purl);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
+	usleep(300000);
+	T_EQ_INT(served(ws, pr->id_hex), 0);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, "duplicate: in purgatory");
+	event_destroy(pr);
+
+	/* Event first, then its push to /prs/: served. */
+	T_ASSERT(local_repo(dir, sizeof(dir), "relaxed\n", c) == 0);
+	pr = pr_unannounced(75, 74, d, c, purl);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
+	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
+	usleep(300000);
+	T_EQ_INT(served(ws, pr->id_hex), 0);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c, pr->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(wait_served(ws, pr->id_hex, TMO), 1);
+
+	/* Git first: the event finds its commit there and is stored. */
+	T_ASSERT(gt_commit(dir, "file.txt", "second\n", "second", c2) == 0);
+	pr2 = pr_unannounced(75, 74, d, c2, purl);
+	snprintf(spec, sizeof(spec), "%s:refs/nostr/%s", c2, pr2->id_hex);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	T_EQ_INT(nostr_publish_msg(ws, pr2, TMO, msg, sizeof(msg)), 1);
+	T_EQ_STR(msg, "");
+	T_EQ_INT(served(ws, pr2->id_hex), 1);
+	event_destroy(pr);
+	event_destroy(pr2);
+	wsc_close(ws);
+}
+
+/* 1 if ls-remote of url succeeds and lists nothing under ref. */
+static int
+ref_absent(const char *dir, const char *url, const char *ref)
+{
+	char *out = NULL;
+	int   ok;
+
+	ok = gt_git(dir, &out, "ls-remote", url, ref, NULL) == 0 &&
+	    out != NULL && out[0] == '\0';
+	if (!ok)
+		printf("# ls-remote %s %s: %s\n", url, ref,
+		    out ? out : "(failed)");
+	free(out);
+	return ok;
+}
+
+static void
+test_grasp06_commit_mismatch_deletes_ref_and_blocks_promotion(void)
+{
+	struct wsc   *ws = conn();
+	struct event *pr;
+	char	      d[32], msg[512], b[65], purl[600], dir[512], a[41];
+	char	      w[41], spec[200], ref[100], *out = NULL;
+
+	T_ASSERT(ws != NULL);
+	next_d(d, sizeof(d));
+	prs_url(78, d, "", purl, sizeof(purl), NULL, 0);
+	T_ASSERT(local_repo(dir, sizeof(dir), "commit A\n", a) == 0);
+	/* grasp-audit's case: the event names B, A is pushed. */
+	hex64(79, b);
+	pr = pr_unannounced(78, 77, d, b, purl);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
+	snprintf(ref, sizeof(ref), "refs/nostr/%s", pr->id_hex);
+	snprintf(spec, sizeof(spec), "%s:%s", a, ref);
+	(void)push(dir, purl, spec, &out);
+	free(out);
+	out = NULL;
+	usleep(500000);
+	T_CHECK(ref_absent(dir, purl, ref));
+	T_EQ_INT(served(ws, pr->id_hex), 0);
+	event_destroy(pr);
+
+	/* A SHA-1 tip git could have: refused as well. */
+	T_ASSERT(gt_commit(dir, "file.txt", "B\n", "B", w) == 0);
+	T_ASSERT(
+	    gt_git(dir, NULL, "reset", "-q", "--hard", "HEAD~1", NULL) == 0);
+	pr = pr_unannounced(78, 77, d, w, purl);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
+	snprintf(ref, sizeof(ref), "refs/nostr/%s", pr->id_hex);
+	snprintf(spec, sizeof(spec), "%s:%s", a, ref);
+	T_CHECK(push_refused(dir, purl, spec, "has tip commit"));
+	usleep(300000);
+	T_CHECK(ref_absent(dir, purl, ref));
+	T_EQ_INT(served(ws, pr->id_hex), 0);
+	event_destroy(pr);
+
+	/* Git first with A, then the event naming B: the ref goes, and
+	 * the event stays held. */
+	{
+		char	tags[1400], hex[65];
+		uint8_t sk[32];
+
+		/* Tags of its own: not the first event's id again. */
+		key(77, sk, NULL, hex);
+		snprintf(tags, sizeof(tags),
+		    "[[\"a\",\"30617:%s:%s\"],[\"c\",\"%s\"],"
+		    "[\"clone\",\"%s\"],[\"subject\",\"git first\"]]",
+		    hex, d, b, purl);
+		pr = signed_by(78, time(NULL), 1618, tags, "");
+	}
+	snprintf(ref, sizeof(ref), "refs/nostr/%s", pr->id_hex);
+	snprintf(spec, sizeof(spec), "%s:%s", a, ref);
+	T_EQ_INT(push(dir, purl, spec, &out), 0);
+	free(out);
+	out = NULL;
+	T_EQ_INT(gt_git(dir, &out, "ls-remote", purl, ref, NULL), 0);
+	T_CHECK(out != NULL && strstr(out, a) != NULL);
+	free(out);
+	T_EQ_INT(nostr_publish_msg(ws, pr, TMO, msg, sizeof(msg)), 1);
+	T_CHECK(strncmp(msg, "purgatory: PR event stored", 26) == 0);
+	usleep(500000);
+	T_CHECK(ref_absent(dir, purl, ref));
+	T_EQ_INT(served(ws, pr->id_hex), 0);
+	event_destroy(pr);
+	wsc_close(ws);
+}
+
 /* Runs fn against rp06. */
 static void
 on_grasp06(const char *name, void (*fn)(void), const char *only)
@@ -2434,6 +2639,15 @@ run_grasp06(const char *only)
 	    test_grasp06_only_refs_nostr_accepted, only);
 	on_grasp06("test_grasp06_known_pr_must_be_the_paths",
 	    test_grasp06_known_pr_must_be_the_paths, only);
+	on_grasp06("test_grasp06_pr_accepted_when_clone_tag_names_prs_endpoint",
+	    test_grasp06_pr_accepted_when_clone_tag_names_prs_endpoint, only);
+	on_grasp06(
+	    "test_grasp06_pr_accepted_via_relaxation_is_held_in_purgatory",
+	    test_grasp06_pr_accepted_via_relaxation_is_held_in_purgatory, only);
+	on_grasp06(
+	    "test_grasp06_commit_mismatch_deletes_ref_and_blocks_promotion",
+	    test_grasp06_commit_mismatch_deletes_ref_and_blocks_promotion,
+	    only);
 	on_grasp06("test_grasp06_push_releases_and_mirrors",
 	    test_grasp06_push_releases_and_mirrors, only);
 	on_grasp06("test_grasp06_clone_tag_by_public_url",

@@ -7,8 +7,9 @@
  * NGIT_ARCHIVE_ALL, NGIT_ARCHIVE_WHITELIST and NGIT_ARCHIVE_GRASP_SERVICES
  * take (POLICY_HOST, so that relayd hosts and syncs them), that the
  * blacklist still wins, and policy_archived(), which tells relayd that a
- * repository is archived rather than hosted.  The store is a fresh one
- * in a temporary directory.
+ * repository is archived rather than hosted; and GRASP-06's relaxation,
+ * which takes a PR whose clone tag is its signer's /prs/ path here.  The
+ * store is a fresh one in a temporary directory.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +334,99 @@ public_url_matches_behind_tls(void)
 	config_free(&c);
 }
 
+/*
+ * An event of kind by key n whose 'a' tags name identifier d (and d2
+ * after it, unless NULL) of an owner never announced, with tip c and
+ * one clone URL.
+ */
+static struct event *
+pr_of(int n, uint32_t kind, const char *clone, const char *d, const char *d2)
+{
+	uint8_t	      sk[32], pk[32];
+	char	      tags[2048], owner[65];
+	struct event *ev;
+
+	sk_of(90, sk);
+	event_pubkey_of(sk, pk);
+	hex_encode(pk, 32, owner);
+	if (d2 != NULL)
+		snprintf(tags, sizeof(tags),
+		    "[[\"a\",\"30617:%s:%s\"],[\"a\",\"30617:%s:%s\"],"
+		    "[\"c\",\"%040d\"],[\"clone\",\"%s\"]]",
+		    owner, d, owner, d2, 1, clone);
+	else
+		snprintf(tags, sizeof(tags),
+		    "[[\"a\",\"30617:%s:%s\"],[\"c\",\"%040d\"],"
+		    "[\"clone\",\"%s\"]]",
+		    owner, d, 1, clone);
+	sk_of(n, sk);
+	ev = event_new_signed(sk, time(NULL), kind, tags, "");
+	return ev;
+}
+
+/* GRASP-06: a clone tag at the signer's /prs/ path stands in for a
+ * repository announced here (issue 38 item 3). */
+static void
+grasp06_relaxes_prs_clone_of_the_signer(void)
+{
+	static const char *const on[] = { "NGIT_GRASP06_ENABLE=true",
+		"NGIT_PUBLIC_URL=https://git.example.org", NULL };
+	static const char *const refusal =
+	    "blocked: PR event must reference an accepted repository or "
+	    "accepted event";
+	struct {
+		uint32_t    kind;
+		int	    signer, path_of; /* keys */
+		const char *host, *d, *path_d, *d2, *tail;
+		int	    want;
+	} v[] = {
+		{ KIND_PR, 3, 3, "http://" DOMAIN, "x", "x", NULL, "", 1 },
+		{ KIND_PR_UPDATE, 3, 3, "http://" DOMAIN, "x", "x", NULL, "",
+		    1 },
+		{ KIND_PR, 3, 3, "https://git.example.org", "x", "x", NULL, "",
+		    1 },
+		{ KIND_PR, 3, 3, "https://GIT.example.org:443", "x", "x", NULL,
+		    "", 1 },
+		/* Another signer's path, host, port, identifier. */
+		{ KIND_PR, 3, 4, "http://" DOMAIN, "x", "x", NULL, "", 0 },
+		{ KIND_PR, 3, 3, "https://other.example", "x", "x", NULL, "",
+		    0 },
+		{ KIND_PR, 3, 3, "http://relay.example:7335", "x", "x", NULL,
+		    "", 0 },
+		{ KIND_PR, 3, 3, "http://" DOMAIN, "x", "y", NULL, "", 0 },
+		/* The first 'a' tag's identifier is the PR's. */
+		{ KIND_PR, 3, 3, "http://" DOMAIN, "y", "x", "x", "", 0 },
+		{ KIND_PR, 3, 3, "http://" DOMAIN, "x", "x", "y", "", 1 },
+		/* Nothing after the path. */
+		{ KIND_PR, 3, 3, "http://" DOMAIN, "x", "x", NULL, "/info/refs",
+		    0 },
+		/* Only PRs and PR updates. */
+		{ 1, 3, 3, "http://" DOMAIN, "x", "x", NULL, "", 0 },
+		{ KIND_ISSUE, 3, 3, "http://" DOMAIN, "x", "x", NULL, "", 0 },
+	};
+	struct event *ev;
+	char	      npub[NIP19_KEY_BUFSZ], url[512], msg[256];
+	size_t	      i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		npub_of(v[i].path_of, npub);
+		snprintf(url, sizeof(url), "%s/prs/%s/%s.git%s", v[i].host,
+		    npub, v[i].path_d, v[i].tail);
+		ev = pr_of(v[i].signer, v[i].kind, url, v[i].d, v[i].d2);
+		T_ASSERT(ev != NULL);
+		if (verdict(on, ev, NULL, msg, sizeof(msg)) != v[i].want) {
+			printf("# case %zu: %s\n", i, msg);
+			T_CHECK(0);
+		}
+		if (v[i].want == 0 && v[i].kind == KIND_PR)
+			T_EQ_STR(msg, refusal);
+		/* GRASP-06 off: never. */
+		T_EQ_INT(verdict(NULL, ev, NULL, msg, sizeof(msg)),
+		    POLICY_REFUSE);
+		event_destroy(ev);
+	}
+}
+
 static const struct t_case cases[] = {
 	T_CASE(domain_host_and_port_match_as_before),
 	T_CASE(public_url_matches_behind_tls),
@@ -342,6 +436,7 @@ static const struct t_case cases[] = {
 	T_CASE(archive_grasp_services_match_clone_host_and_port),
 	T_CASE(blacklist_beats_archive),
 	T_CASE(writable_archive_takes_listed_but_not_whitelisted),
+	T_CASE(grasp06_relaxes_prs_clone_of_the_signer),
 };
 
 T_MAIN_FIXTURE(cases, &tstore_fixture, &tsp, 0)

@@ -977,9 +977,9 @@ enum pushauth_ann {
 
 /* The known tip commit of the PR event a refs/nostr/<id> ref names. */
 struct pushauth_tip {
-	const char *pt_ref;		   /* refs/nostr/<id> */
+	const char *pt_ref;			  /* refs/nostr/<id> */
 	char	    pt_c[GIT_OID_SHA256_HEX + 8]; /* c tag, or "(none)" */
-	int	    pt_foreign;		   /* /prs/: another signer's, or
+	int	    pt_foreign;			  /* /prs/: another signer's, or
 						 * another identifier's */
 };
 
@@ -1057,10 +1057,9 @@ void		relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
  * GRASP-06: 1 if PR ev names its signer's /prs/ repository d here
  * (policy_prs_clone()) and refs/nostr/<its id> there is at c; else 0.
  */
-int		relay_purg_prs_holds(const struct event *ev, const char *d,
-	       const char *c);
+int relay_purg_prs_holds(const struct event *ev, const char *d, const char *c);
 /* 2 if (owner, d) is served, 1 if held in purgatory, 0 if neither. */
-int		relay_purg_hosted(const uint8_t owner[32], const char *d);
+int relay_purg_hosted(const uint8_t owner[32], const char *d);
 /*
  * The purgatory's shared pieces, for relay_release.c and relay_pushgate.c.
  * relay_purg_later: now plus a delay of the brief (scaled in test mode);
@@ -1071,8 +1070,8 @@ int		relay_purg_hosted(const uint8_t owner[32], const char *d);
  * (caller frees), or NULL; relay_purg_pr_by: 1 if PR ev is signer's for
  * identifier d.
  */
-int64_t		relay_purg_later(double secs);
-struct event   *relay_purg_parse(const char *json);
+int64_t	      relay_purg_later(double secs);
+struct event *relay_purg_parse(const char *json);
 int relay_purg_anns(const char *d, int with_held, struct policy_anns *a);
 const char   *relay_purg_pr_commit(const struct event *ev);
 struct event *relay_purg_pr_event(const uint8_t id[32]);

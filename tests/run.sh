@@ -22,7 +22,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 GRASPD_BIN=$(cd "$BIN" 2>/dev/null && pwd) || GRASPD_BIN="$top/$BIN"
 export GRASPD_BIN
-: "${GRASPD_VECTORS:=$top/../shared/vectors}"
+: "${GRASPD_VECTORS:=$top/tests/vectors}"
 export GRASPD_VECTORS
 
 usage() {

@@ -177,7 +177,7 @@ vector_events(const char *path)
 	int	    bad = 1;
 
 	snprintf(in, sizeof(in), "%s/events.jsonl",
-	    dir != NULL && *dir != '\0' ? dir : "../shared/vectors");
+	    dir != NULL && *dir != '\0' ? dir : "tests/vectors");
 	if ((f = fopen(in, "r")) == NULL || (o = fopen(path, "w")) == NULL) {
 		if (f != NULL)
 			fclose(f);

@@ -404,7 +404,7 @@ gd_refused_urls(struct buf *out, const char *prefix, const char *suffix)
 	int	    n = 0;
 
 	snprintf(path, sizeof(path), "%s/relay-urls.tsv",
-	    dir != NULL && *dir != '\0' ? dir : "../shared/vectors");
+	    dir != NULL && *dir != '\0' ? dir : "tests/vectors");
 	if ((f = fopen(path, "r")) == NULL)
 		return -1;
 	while (fgets(line, sizeof(line), f) != NULL) {

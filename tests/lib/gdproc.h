@@ -82,7 +82,7 @@ struct event *gd_host_repo(struct gdproc *, const uint8_t sk[32], const char *d,
     const char *extra_relays, const char *dir, char oid[41]);
 /*
  * Appends every URL the shared relay URL vectors refuse
- * ($GRASPD_VECTORS/relay-urls.tsv, default ../shared/vectors) as a JSON
+ * ($GRASPD_VECTORS/relay-urls.tsv, default tests/vectors) as a JSON
  * string, each as ",<prefix>\"url\"<suffix>".  Returns how many, or -1
  * if the file cannot be read.
  */

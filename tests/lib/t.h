@@ -261,13 +261,13 @@ t_slurp(const char *path, size_t *lenp)
 	return s;
 }
 
-/* Path of the shared test vectors (../shared/vectors beside the checkout). */
+/* Path of the test vectors (tests/vectors, copied from shared/vectors). */
 static inline const char *
 t_vectors_dir(void)
 {
 	const char *d = getenv("GRASPD_VECTORS");
 
-	return d ? d : "../shared/vectors";
+	return d ? d : "tests/vectors";
 }
 
 #endif

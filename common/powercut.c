@@ -21,6 +21,7 @@
 
 #include "log.h"
 #include "powercut.h"
+#include "vfsshim.h"
 
 struct pc_file {
 	sqlite3_file pf_base; /* our methods */
@@ -327,84 +328,6 @@ pc_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
 	return rc;
 }
 
-static int
-pc_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
-{
-	(void)vfs;
-	return pc_real->xAccess(pc_real, name, flags, out);
-}
-
-static int
-pc_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
-{
-	(void)vfs;
-	return pc_real->xFullPathname(pc_real, name, n, out);
-}
-
-static void *
-pc_dlopen(sqlite3_vfs *vfs, const char *name)
-{
-	(void)vfs;
-	return pc_real->xDlOpen(pc_real, name);
-}
-
-static void
-pc_dlerror(sqlite3_vfs *vfs, int n, char *out)
-{
-	(void)vfs;
-	pc_real->xDlError(pc_real, n, out);
-}
-
-static void (*pc_dlsym(sqlite3_vfs *vfs, void *h, const char *sym))(void)
-{
-	(void)vfs;
-	return pc_real->xDlSym(pc_real, h, sym);
-}
-
-static void
-pc_dlclose(sqlite3_vfs *vfs, void *h)
-{
-	(void)vfs;
-	pc_real->xDlClose(pc_real, h);
-}
-
-static int
-pc_randomness(sqlite3_vfs *vfs, int n, char *out)
-{
-	(void)vfs;
-	return pc_real->xRandomness(pc_real, n, out);
-}
-
-static int
-pc_sleep(sqlite3_vfs *vfs, int us)
-{
-	(void)vfs;
-	return pc_real->xSleep(pc_real, us);
-}
-
-static int
-pc_current_time(sqlite3_vfs *vfs, double *out)
-{
-	(void)vfs;
-	return pc_real->xCurrentTime(pc_real, out);
-}
-
-static int
-pc_get_last_error(sqlite3_vfs *vfs, int n, char *out)
-{
-	(void)vfs;
-	return pc_real->xGetLastError ?
-	    pc_real->xGetLastError(pc_real, n, out) :
-	    0;
-}
-
-static int
-pc_current_time_int64(sqlite3_vfs *vfs, sqlite3_int64 *out)
-{
-	(void)vfs;
-	return pc_real->xCurrentTimeInt64(pc_real, out);
-}
-
 /* 1 when the environment variable name holds a true boolean. */
 static int
 env_true(const char *name)
@@ -431,24 +354,10 @@ powercut_from_env(void)
 		fatal("powercut: %s", path);
 	if ((at = getenv(POWERCUT_ENV_AT)) != NULL)
 		pc_cut_at = strtoll(at, NULL, 10);
-	memset(&pc_vfs, 0, sizeof(pc_vfs));
-	pc_vfs.iVersion = 2;
-	pc_vfs.szOsFile = (int)sizeof(struct pc_file) + pc_real->szOsFile;
-	pc_vfs.mxPathname = pc_real->mxPathname;
-	pc_vfs.zName = POWERCUT_VFS;
+	vfs_shim_init(&pc_vfs, pc_real, POWERCUT_VFS,
+	    (int)sizeof(struct pc_file) + pc_real->szOsFile);
 	pc_vfs.xOpen = pc_open;
 	pc_vfs.xDelete = pc_delete;
-	pc_vfs.xAccess = pc_access;
-	pc_vfs.xFullPathname = pc_full_pathname;
-	pc_vfs.xDlOpen = pc_dlopen;
-	pc_vfs.xDlError = pc_dlerror;
-	pc_vfs.xDlSym = pc_dlsym;
-	pc_vfs.xDlClose = pc_dlclose;
-	pc_vfs.xRandomness = pc_randomness;
-	pc_vfs.xSleep = pc_sleep;
-	pc_vfs.xCurrentTime = pc_current_time;
-	pc_vfs.xGetLastError = pc_get_last_error;
-	pc_vfs.xCurrentTimeInt64 = pc_current_time_int64;
 	if (sqlite3_vfs_register(&pc_vfs, 1) != SQLITE_OK)
 		fatalx("powercut: cannot register the VFS");
 	log_warnx("power-cut test: recording the database's writes in %s%s",

@@ -15,6 +15,7 @@
 
 #include "db.h"
 #include "log.h"
+#include "vfsshim.h"
 #include "walbuf.h"
 
 /* SQLite's WAL format (its wal.c): the offset in a frame header
@@ -434,91 +435,6 @@ wb_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
 	return rc;
 }
 
-static int
-wb_delete(sqlite3_vfs *vfs, const char *name, int sync_dir)
-{
-	(void)vfs;
-	return wb_real->xDelete(wb_real, name, sync_dir);
-}
-
-static int
-wb_access(sqlite3_vfs *vfs, const char *name, int flags, int *out)
-{
-	(void)vfs;
-	return wb_real->xAccess(wb_real, name, flags, out);
-}
-
-static int
-wb_full_pathname(sqlite3_vfs *vfs, const char *name, int n, char *out)
-{
-	(void)vfs;
-	return wb_real->xFullPathname(wb_real, name, n, out);
-}
-
-static void *
-wb_dlopen(sqlite3_vfs *vfs, const char *name)
-{
-	(void)vfs;
-	return wb_real->xDlOpen(wb_real, name);
-}
-
-static void
-wb_dlerror(sqlite3_vfs *vfs, int n, char *out)
-{
-	(void)vfs;
-	wb_real->xDlError(wb_real, n, out);
-}
-
-static void (*wb_dlsym(sqlite3_vfs *vfs, void *h, const char *sym))(void)
-{
-	(void)vfs;
-	return wb_real->xDlSym(wb_real, h, sym);
-}
-
-static void
-wb_dlclose(sqlite3_vfs *vfs, void *h)
-{
-	(void)vfs;
-	wb_real->xDlClose(wb_real, h);
-}
-
-static int
-wb_randomness(sqlite3_vfs *vfs, int n, char *out)
-{
-	(void)vfs;
-	return wb_real->xRandomness(wb_real, n, out);
-}
-
-static int
-wb_sleep(sqlite3_vfs *vfs, int us)
-{
-	(void)vfs;
-	return wb_real->xSleep(wb_real, us);
-}
-
-static int
-wb_current_time(sqlite3_vfs *vfs, double *out)
-{
-	(void)vfs;
-	return wb_real->xCurrentTime(wb_real, out);
-}
-
-static int
-wb_get_last_error(sqlite3_vfs *vfs, int n, char *out)
-{
-	(void)vfs;
-	return wb_real->xGetLastError ?
-	    wb_real->xGetLastError(wb_real, n, out) :
-	    0;
-}
-
-static int
-wb_current_time_int64(sqlite3_vfs *vfs, sqlite3_int64 *out)
-{
-	(void)vfs;
-	return wb_real->xCurrentTimeInt64(wb_real, out);
-}
-
 /*
  * Registers the VFS under WALBUF_VFS, once.  Returns 0, or -1 when the
  * default VFS is missing or older than the version-2 interface we wrap.
@@ -533,24 +449,9 @@ walbuf_register(void)
 		wb_real = NULL;
 		return -1;
 	}
-	memset(&wb_vfs, 0, sizeof(wb_vfs));
-	wb_vfs.iVersion = 2;
-	wb_vfs.szOsFile = (int)sizeof(struct wb_file) + wb_real->szOsFile;
-	wb_vfs.mxPathname = wb_real->mxPathname;
-	wb_vfs.zName = WALBUF_VFS;
+	vfs_shim_init(&wb_vfs, wb_real, WALBUF_VFS,
+	    (int)sizeof(struct wb_file) + wb_real->szOsFile);
 	wb_vfs.xOpen = wb_open;
-	wb_vfs.xDelete = wb_delete;
-	wb_vfs.xAccess = wb_access;
-	wb_vfs.xFullPathname = wb_full_pathname;
-	wb_vfs.xDlOpen = wb_dlopen;
-	wb_vfs.xDlError = wb_dlerror;
-	wb_vfs.xDlSym = wb_dlsym;
-	wb_vfs.xDlClose = wb_dlclose;
-	wb_vfs.xRandomness = wb_randomness;
-	wb_vfs.xSleep = wb_sleep;
-	wb_vfs.xCurrentTime = wb_current_time;
-	wb_vfs.xGetLastError = wb_get_last_error;
-	wb_vfs.xCurrentTimeInt64 = wb_current_time_int64;
 	if (sqlite3_vfs_register(&wb_vfs, 0) != SQLITE_OK) {
 		wb_real = NULL;
 		return -1;

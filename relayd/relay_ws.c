@@ -294,25 +294,38 @@ sub_known(const char *id, void *arg)
 	return sub_find(arg, id) != NULL;
 }
 
+/*
+ * A REQ's or COUNT's id and filters into req (relay_proto_req()), or its
+ * refusal answered: 0, or -1 when answered.
+ */
+static int
+req_parse(struct relay_conn *c, const struct json *msg, size_t nsubs,
+    int (*known)(const char *, void *), struct relay_req *req)
+{
+	char ans[RELAY_PROTO_ANSWER];
+
+	switch (relay_proto_req(msg, nsubs, known, c, req, ans, sizeof(ans))) {
+	case RELAY_ANS_NOTICE:
+		relay_send_notice(c, ans);
+		return -1;
+	case RELAY_ANS_CLOSED:
+		wss_send_msg(&c->rc_out, "CLOSED", req->rq_closed_id, ans);
+		return -1;
+	case RELAY_ANS_NONE:
+		break;
+	}
+	return 0;
+}
+
 static void
 handle_req(struct relay_conn *c, const struct json *msg)
 {
 	struct relay_sub *s, *old;
 	struct relay_req  req;
-	char		  ans[RELAY_PROTO_ANSWER];
 
 	relayd->stats.msgs_in_req++;
-	switch (relay_proto_req(msg, (size_t)c->rc_nsubs, sub_known, c, &req,
-	    ans, sizeof(ans))) {
-	case RELAY_ANS_NOTICE:
-		relay_send_notice(c, ans);
+	if (req_parse(c, msg, (size_t)c->rc_nsubs, sub_known, &req) == -1)
 		return;
-	case RELAY_ANS_CLOSED:
-		wss_send_msg(&c->rc_out, "CLOSED", req.rq_closed_id, ans);
-		return;
-	case RELAY_ANS_NONE:
-		break;
-	}
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		fatal("handle_req");
 	s->rs_conn = c;
@@ -393,22 +406,12 @@ handle_count(struct relay_conn *c, const struct json *msg)
 	struct relay_req req;
 	struct neg_items it = { NULL, 0, 0 };
 	struct buf	 b = BUF_INIT;
-	char		 ans[RELAY_PROTO_ANSWER];
 	size_t		 i;
 	int		 more = 0, m, rc = 0;
 
 	relayd->stats.msgs_in_other++;
-	switch (relay_proto_req(msg, 0, count_known, NULL, &req, ans,
-	    sizeof(ans))) {
-	case RELAY_ANS_NOTICE:
-		relay_send_notice(c, ans);
+	if (req_parse(c, msg, 0, count_known, &req) == -1)
 		return;
-	case RELAY_ANS_CLOSED:
-		wss_send_msg(&c->rc_out, "CLOSED", req.rq_closed_id, ans);
-		return;
-	case RELAY_ANS_NONE:
-		break;
-	}
 	for (i = 0; i < req.rq_nfilters && rc != -1 && !more; i++) {
 		rc = store_query_items(relayd->store, &req.rq_filters[i],
 		    (int64_t)time(NULL), RELAY_COUNT_MAX - it.ni_n,

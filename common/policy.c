@@ -723,6 +723,31 @@ is_related(struct store *st, const struct event *ev)
 	}
 }
 
+void
+policy_pr_identifier(const struct event *ev, char *d, size_t dlen)
+{
+	const struct event_tag *t;
+	const char	       *dv;
+	size_t			dvlen;
+	uint32_t		i, kind;
+	uint8_t			pk[32];
+
+	d[0] = '\0';
+	for (i = 0; i < ev->ntags; i++) {
+		t = &ev->tags[i];
+		if (t->n < 2 || strcmp(t->v[0].s, "a") != 0 ||
+		    strncmp(t->v[1].s, "30617:", 6) != 0)
+			continue;
+		if (coord_parse(t->v[1].s, t->v[1].len, &kind, pk, &dv,
+			&dvlen) == 0 &&
+		    dvlen < dlen && policy_identifier_safe(dv, dvlen)) {
+			memcpy(d, dv, dvlen);
+			d[dvlen] = '\0';
+		}
+		return;
+	}
+}
+
 /*
  * GRASP-06's relaxation of the related-event rule: 1 if ev is a PR or PR
  * update whose first "a 30617:<key>:<d>" tag's d is the identifier of
@@ -731,30 +756,13 @@ is_related(struct store *st, const struct event *ev)
 static int
 prs_relaxed(const struct policy *pl, const struct event *ev)
 {
-	const struct event_tag *t;
-	const char	       *dv;
-	char			d[256];
-	size_t			dvlen;
-	uint32_t		i, kind;
-	uint8_t			pk[32];
+	char d[256];
 
 	if (ev->kind != KIND_PR && ev->kind != KIND_PR_UPDATE)
 		return 0;
-	for (i = 0; i < ev->ntags; i++) {
-		t = &ev->tags[i];
-		if (t->n < 2 || strcmp(t->v[0].s, "a") != 0 ||
-		    strncmp(t->v[1].s, "30617:", 6) != 0)
-			continue;
-		/* The first such tag, as relayd files the PR under it. */
-		if (coord_parse(t->v[1].s, t->v[1].len, &kind, pk, &dv,
-			&dvlen) == -1 ||
-		    dvlen >= sizeof(d) || !policy_identifier_safe(dv, dvlen))
-			return 0;
-		memcpy(d, dv, dvlen);
-		d[dvlen] = '\0';
-		return policy_prs_clone(pl, ev, d);
-	}
-	return 0;
+	/* The first such tag, as relayd files the PR under it. */
+	policy_pr_identifier(ev, d, sizeof(d));
+	return d[0] != '\0' && policy_prs_clone(pl, ev, d);
 }
 
 int

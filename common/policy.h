@@ -146,6 +146,12 @@ int policy_anns_authorised(const struct policy_anns *a, const uint8_t owner[32],
  * 1 if d is a safe repository identifier (reference brief 1.3): not
  * empty, not "." or "..", without '/', '\' or NUL.
  */
-int policy_identifier_safe(const char *d, size_t len);
+int  policy_identifier_safe(const char *d, size_t len);
+/*
+ * The identifier of a PR's (or any event's) first "a 30617:..." tag into
+ * d (dlen bytes), or "" when that tag is malformed, unsafe as a path, or
+ * absent: the repository relayd files the PR under.
+ */
+void policy_pr_identifier(const struct event *ev, char *d, size_t dlen);
 
 #endif

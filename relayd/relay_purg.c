@@ -72,32 +72,6 @@ event_identifier(const struct event *ev, char *d, size_t dlen)
 	return 0;
 }
 
-/* The identifier of a PR's first "a 30617:..." tag into d, or "". */
-static void
-pr_identifier(const struct event *ev, char *d, size_t dlen)
-{
-	const struct event_tag *t;
-	const char	       *dv;
-	size_t			dvlen;
-	uint32_t		i, kind;
-	uint8_t			pk[32];
-
-	d[0] = '\0';
-	for (i = 0; i < ev->ntags; i++) {
-		t = &ev->tags[i];
-		if (t->n < 2 || strcmp(t->v[0].s, "a") != 0 ||
-		    strncmp(t->v[1].s, "30617:", 6) != 0)
-			continue;
-		if (coord_parse(t->v[1].s, t->v[1].len, &kind, pk, &dv,
-			&dvlen) == 0 &&
-		    dvlen < dlen && policy_identifier_safe(dv, dvlen)) {
-			memcpy(d, dv, dvlen);
-			d[dvlen] = '\0';
-		}
-		return;
-	}
-}
-
 /*
  * The tip commit of a PR or PR update, or NULL: a SHA-1 id, or a SHA-256
  * one (git's sha256 object format; grasp-audit's GRASP-06 cases name
@@ -891,7 +865,7 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 		    "(tip commit)");
 		return PURG_REFUSE;
 	}
-	pr_identifier(ev, d, sizeof(d));
+	policy_pr_identifier(ev, d, sizeof(d));
 	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
 
 	/* A git-first placeholder with another commit is superseded, and
@@ -1090,7 +1064,7 @@ pr_stored(const struct event *ev, const uint8_t *extra_owner,
 
 	if (c == NULL)
 		return;
-	pr_identifier(ev, d, sizeof(d));
+	policy_pr_identifier(ev, d, sizeof(d));
 	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
 	if (!relay_purg_pr_source((const uint8_t(*)[32])owners, n, d, c,
 		extra_owner, extra_d, src, src_d, sizeof(src_d)))
@@ -1149,7 +1123,7 @@ relay_purg_pr_by(const struct event *ev, const uint8_t signer[32],
 {
 	char evd[256];
 
-	pr_identifier(ev, evd, sizeof(evd));
+	policy_pr_identifier(ev, evd, sizeof(evd));
 	return memcmp(ev->pubkey, signer, 32) == 0 && strcmp(evd, d) == 0;
 }
 

@@ -372,25 +372,41 @@ relay_listen_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	return 0;
 }
 
+/*
+ * The client address of wsi into ss: the one a trusted proxy named
+ * (relay_wire.c), else the socket's peer.  Returns 0; 1 for the import
+ * socket, with out set to "import"; -1 when there is none.
+ */
+static int
+peer_addr(struct lws *wsi, struct sockaddr_storage *ss, socklen_t *sslen,
+    char *out, size_t len)
+{
+	int fd;
+
+	out[0] = '\0';
+	*sslen = sizeof(*ss);
+	fd = lws_get_socket_fd(lws_get_network_wsi(wsi));
+	/* The import socket's clients share one name and key. */
+	if (sock_family(fd) == AF_UNIX) {
+		snprintf(out, len, "import");
+		return 1;
+	}
+	if (relay_wire_client(wsi, ss))
+		return 0;
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)ss, sslen) == -1)
+		return -1;
+	return 0;
+}
+
 const char *
 relay_peer_name(struct lws *wsi, char *out, size_t len)
 {
 	struct sockaddr_storage ss;
-	socklen_t		sslen = sizeof(ss);
+	socklen_t		sslen;
 	char			host[NI_MAXHOST];
 	const char	       *h = host;
-	int			fd;
 
-	out[0] = '\0';
-	fd = lws_get_socket_fd(lws_get_network_wsi(wsi));
-	if (sock_family(fd) == AF_UNIX) {
-		snprintf(out, len, "import");
-		return out;
-	}
-	if (relay_wire_client(wsi, &ss))
-		sslen = sizeof(ss);
-	else if (fd < 0 ||
-	    getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1)
+	if (peer_addr(wsi, &ss, &sslen, out, len) != 0)
 		return out;
 	if (getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof(host), NULL,
 		0, NI_NUMERICHOST) != 0)
@@ -406,20 +422,9 @@ const char *
 relay_peer_key(struct lws *wsi, char *out, size_t len)
 {
 	struct sockaddr_storage ss;
-	socklen_t		sslen = sizeof(ss);
-	int			fd;
+	socklen_t		sslen;
 
-	out[0] = '\0';
-	fd = lws_get_socket_fd(lws_get_network_wsi(wsi));
-	/* The import socket's clients share one key, as their name. */
-	if (sock_family(fd) == AF_UNIX) {
-		snprintf(out, len, "import");
-		return out;
-	}
-	if (relay_wire_client(wsi, &ss))
-		sslen = sizeof(ss);
-	else if (fd < 0 ||
-	    getpeername(fd, (struct sockaddr *)&ss, &sslen) == -1)
+	if (peer_addr(wsi, &ss, &sslen, out, len) != 0)
 		return out;
 	if (addrkey_of((struct sockaddr *)&ss, sslen, relayd->cfg.ipv6_prefix,
 		out, len) == -1)

@@ -108,10 +108,13 @@
 #define RELAY_AUTH_REQUIRED	   "auth-required:"
 /*
  * Ours: the most stored events one NIP-45 COUNT reads; past it the answer
- * is this figure with "approximate": true.  About 40 ms of index reads at
- * 20k events scaled up, so a COUNT never holds the loop for long.
+ * is this figure with "approximate": true.  A COUNT runs on the loop and
+ * any client may send many: 10,000 (created_at, id) index pairs are
+ * twenty times a REQ's 500-event limit in rows but carry no event JSON,
+ * so a COUNT flood costs the loop the order of what a REQ flood does
+ * (100,000 before, ten times that).
  */
-#define RELAY_COUNT_MAX		   100000
+#define RELAY_COUNT_MAX		   10000
 
 /* Ours: a commit with this many events means load: batch for longer. */
 #define RELAY_BATCH_BUSY	 8

@@ -40,6 +40,7 @@
 #include "filter.h"
 #include "json.h"
 #include "log.h"
+#include "nip01.h"
 #include "resolve.h"
 #include "role.h"
 
@@ -403,9 +404,9 @@ conn_notice_is_unsupported(const char *text, size_t len)
 int
 conn_reason_is_rate_limited(const char *msg, size_t len)
 {
-	size_t pl = strlen(CONN_RATE_LIMITED_PREFIX);
+	size_t pl = strlen(NIP01_RATE_LIMITED);
 
-	return len >= pl && memcmp(msg, CONN_RATE_LIMITED_PREFIX, pl) == 0;
+	return len >= pl && memcmp(msg, NIP01_RATE_LIMITED, pl) == 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1189,7 +1190,7 @@ conn_on_closed(struct conn *c, struct conn_req *r, const struct json *msg)
 	const char *t = msg != NULL && msg->type == JSON_STRING ? msg->s : "";
 	size_t	    tl = msg != NULL && msg->type == JSON_STRING ? msg->len : 0;
 	char	    why[CONN_REASON_MAX + 1];
-	size_t	    apl = strlen(CONN_AUTH_REQUIRED_PREFIX);
+	size_t	    apl = strlen(NIP01_AUTH_REQUIRED);
 
 	clean_text(why, t, tl);
 	/* The relay ended the subscription: no CLOSE from us. */
@@ -1203,7 +1204,7 @@ conn_on_closed(struct conn *c, struct conn_req *r, const struct json *msg)
 		conn_pump(c);
 		return;
 	}
-	if (tl >= apl && memcmp(t, CONN_AUTH_REQUIRED_PREFIX, apl) == 0 &&
+	if (tl >= apl && memcmp(t, NIP01_AUTH_REQUIRED, apl) == 0 &&
 	    !c->c_authed) {
 		snprintf(r->r_reason, sizeof(r->r_reason), "%s", why);
 		req_park(r, PARK_AUTH);
@@ -1287,7 +1288,7 @@ static void
 conn_on_negerr(struct conn *c, struct conn_req *r, const struct json *msg)
 {
 	char   why[CONN_REASON_MAX + 1];
-	size_t apl = strlen(CONN_AUTH_REQUIRED_PREFIX);
+	size_t apl = strlen(NIP01_AUTH_REQUIRED);
 	size_t bpl = strlen(CONN_NEG_BLOCKED_PREFIX);
 
 	clean_text(why, msg->s, msg->len);
@@ -1297,8 +1298,7 @@ conn_on_negerr(struct conn *c, struct conn_req *r, const struct json *msg)
 		req_finish(r, FETCH_RATE_LIMITED, why);
 		return;
 	}
-	if (msg->len >= apl &&
-	    memcmp(msg->s, CONN_AUTH_REQUIRED_PREFIX, apl) == 0 &&
+	if (msg->len >= apl && memcmp(msg->s, NIP01_AUTH_REQUIRED, apl) == 0 &&
 	    !c->c_authed) {
 		snprintf(r->r_reason, sizeof(r->r_reason), "%s", why);
 		req_park(r, PARK_AUTH);

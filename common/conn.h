@@ -63,36 +63,31 @@ struct event;
 /* A connect attempt times out after NGIT_SYNC_BASE_BACKOFF_SECS, scaled
  * (ngit-grasp-brief.md 3.7), but never sooner than this, ours: 5 s / 60
  * leaves too little for a handshake on a loaded test machine. */
-#define CONN_CONNECT_TIMEOUT_MIN  0.5
+#define CONN_CONNECT_TIMEOUT_MIN 0.5
 /* ngit-grasp-brief.md 3.10: a streak of failures this long marks the
  * relay dead ... */
-#define CONN_DEAD_AFTER		  (24.0 * 3600)
+#define CONN_DEAD_AFTER		 (24.0 * 3600)
 /* ... and a dead relay is tried again this much later. */
-#define CONN_DEAD_RETRY		  (24.0 * 3600)
+#define CONN_DEAD_RETRY		 (24.0 * 3600)
 /* Ours: a link up this long before it fails ends the failure streak,
  * like an answered request does (a handshake alone does not). */
-#define CONN_STABLE_SECS	  60.0
+#define CONN_STABLE_SECS	 60.0
 /* ngit-grasp-brief.md 3.9: cooldown after a rate-limit signal (a 60 s
  * window plus 5 s). */
-#define CONN_RATE_LIMIT_COOLDOWN  65.0
-/* ngit-grasp-brief.md 3.9: the prefix of a machine-readable rate-limit
- * answer in CLOSED and OK (NIP-01, nips.md 1.8). */
-#define CONN_RATE_LIMITED_PREFIX  "rate-limited:"
-/* nips.md 1.8 (NIP-42): CLOSED prefix of a REQ refused until we AUTH. */
-#define CONN_AUTH_REQUIRED_PREFIX "auth-required:"
+#define CONN_RATE_LIMIT_COOLDOWN 65.0
 /* nips.md 5.4 (NIP-77, strfry): the NIP-01 prefix of a NEG-ERR by which
  * a relay that speaks NIP-77 refuses this one set ("blocked: too many
  * query results"). */
-#define CONN_NEG_BLOCKED_PREFIX	  "blocked:"
+#define CONN_NEG_BLOCKED_PREFIX	 "blocked:"
 /* Ours: the longest AUTH challenge we sign (NIP-42 sets none; real
  * challenges are 16-64 characters). */
-#define CONN_AUTH_CHALLENGE_MAX	  1024
+#define CONN_AUTH_CHALLENGE_MAX	 1024
 /* GRASP-03 text and ngit-grasp-brief.md: fetch_events times out after
  * 30 s ... */
-#define CONN_FETCH_TIMEOUT	  30.0
+#define CONN_FETCH_TIMEOUT	 30.0
 /* ... and after 3 s under NGIT_TEST (design.md, "Test timing"; not the
  * 60-fold rule, which would leave 0.5 s). */
-#define CONN_FETCH_TIMEOUT_TEST	  3.0
+#define CONN_FETCH_TIMEOUT_TEST	 3.0
 /* Ours: minimum interval between two REQs (or NEG-OPENs) to one relay,
  * at first: at most 100 a second (GRASP-03 "per-relay request pacing"
  * names no figure; ngit-grasp paces not at all).  The ledger is the
@@ -100,42 +95,42 @@ struct event;
  * fewer than this leave anyway; pacing keeps tiny REQs from bursting.
  * At 20 a second, a 20,000-event repository took 5.4-5.6 s to pull from
  * a peer graspd, at 100 a second 3.7-3.8 s (tests/bench/pull.sh). */
-#define CONN_REQ_INTERVAL	  0.01
+#define CONN_REQ_INTERVAL	 0.01
 /* Ours: a relay that signals a rate limit gets, after its cooldown,
  * twice the interval it had (per connection, until the role lets the
  * connection go), up to this: a strict relay teaches us its pace. */
-#define CONN_REQ_INTERVAL_MAX	  1.0
+#define CONN_REQ_INTERVAL_MAX	 1.0
 /* ... and under NGIT_TEST (not the 60-fold rule, whose 0.8 ms cannot be
  * told from no pacing once writes coalesce). */
-#define CONN_REQ_INTERVAL_TEST	  0.005
+#define CONN_REQ_INTERVAL_TEST	 0.005
 /* Ours: concurrent subscriptions per relay, far below common relay caps
  * (strfry 200, rust-nostr relays 500: nips.md 1.10), so that stricter
  * public relays do not refuse us either. */
-#define CONN_MAX_SUBS		  10
+#define CONN_MAX_SUBS		 10
 /* Ours: of those, at most this many live ones, so that background work
  * always has a slot; a role packs more live filters into fewer REQs. */
-#define CONN_MAX_LIVE		  8
+#define CONN_MAX_LIVE		 8
 /* Ours: byte budget of one REQ message, the default of conn_pack_filters
  * and a hard cap for every REQ sent: well under strfry's 131072-byte
  * websocket payload limit (nips.md 1.10), and half the 64 KB that
  * ngit-grasp-brief.md 3.6 keeps every REQ below. */
-#define CONN_REQ_BUDGET		  (32u * 1024)
+#define CONN_REQ_BUDGET		 (32u * 1024)
 /* Ours: the longest subscription id we generate (NIP-01 allows 64). */
-#define CONN_SUBID_MAX		  20
+#define CONN_SUBID_MAX		 20
 /* Ours, like relayd's own message limit: the largest message a remote
  * relay may send; a larger one is a protocol failure and drops the
  * connection. */
-#define CONN_MAX_MESSAGE	  (1024u * 1024)
+#define CONN_MAX_MESSAGE	 (1024u * 1024)
 /* Ours: malformed messages tolerated on one connection before it is
  * dropped as a protocol failure. */
-#define CONN_MALFORMED_MAX	  16
+#define CONN_MALFORMED_MAX	 16
 /* Ours: pages of one pagination, a bound against a relay that invents
  * new events forever (500-event pages make this 500000 events). */
-#define CONN_PAGINATE_MAX_PAGES	  1000
+#define CONN_PAGINATE_MAX_PAGES	 1000
 /* Ours: websocket keepalive.  A ping after this much silence ... */
-#define CONN_PING_SECS		  60
+#define CONN_PING_SECS		 60
 /* ... and the connection is dropped after this much. */
-#define CONN_HANGUP_SECS	  120
+#define CONN_HANGUP_SECS	 120
 
 /* Ours: the frame size limit of our negentropy messages, the limit
  * nostr-tools' and strfry's sync clients use (negentropy.h). */

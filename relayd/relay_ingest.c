@@ -29,6 +29,7 @@
 #include "event.h"
 #include "json.h"
 #include "log.h"
+#include "nip01.h"
 #include "relayd.h"
 #include "walbuf.h"
 
@@ -336,7 +337,7 @@ check_signed_event(const struct pending *p, char *msg, size_t msglen)
 		return 0;
 	if (p->p_conn->rc_nauth == 0)
 		snprintf(msg, msglen,
-		    RELAY_AUTH_REQUIRED
+		    NIP01_AUTH_REQUIRED
 		    " this event is marked "
 		    "as protected: authenticate as its author first");
 	else

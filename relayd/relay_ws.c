@@ -19,6 +19,7 @@
 #include "event.h"
 #include "json.h"
 #include "log.h"
+#include "nip01.h"
 #include "negentropy.h"
 #include "relayd.h"
 
@@ -45,8 +46,8 @@ relay_send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg)
 {
 	wss_ok(&c->rc_out, id_hex, ok, msg);
 	if (!ok && msg != NULL &&
-	    strncmp(msg, RELAY_AUTH_REQUIRED,
-		sizeof(RELAY_AUTH_REQUIRED) - 1) == 0 &&
+	    strncmp(msg, NIP01_AUTH_REQUIRED,
+		sizeof(NIP01_AUTH_REQUIRED) - 1) == 0 &&
 	    c->rc_challenge[0] != '\0')
 		wss_send_msg(&c->rc_out, "AUTH", c->rc_challenge, NULL);
 }

@@ -104,8 +104,6 @@
 #define RELAY_AUTH_CHALLENGE_BYTES 16
 /* Ours: keys one connection may authenticate as (NIP-42 allows several). */
 #define RELAY_MAX_AUTH		   16
-/* nips.md 1.8 (NIP-42): the OK and CLOSED prefix of "authenticate first". */
-#define RELAY_AUTH_REQUIRED	   "auth-required:"
 /*
  * Ours: the most stored events one NIP-45 COUNT reads; past it the answer
  * is this figure with "approximate": true.  A COUNT runs on the loop and

@@ -29,19 +29,13 @@ struct pc_file {
 	/* The default VFS's file follows, szOsFile bytes. */
 };
 
-static sqlite3_vfs		pc_vfs;
-static sqlite3_vfs	       *pc_real;
-static const sqlite3_io_methods pc_methods;
-static pthread_mutex_t		pc_mu = PTHREAD_MUTEX_INITIALIZER;
-static int			pc_fd = -1;
-static uint32_t			pc_nfiles;
-static long long		pc_ops, pc_cut_at;
-
-static sqlite3_file *
-real(sqlite3_file *f)
-{
-	return (sqlite3_file *)((struct pc_file *)f + 1);
-}
+static sqlite3_vfs	  pc_vfs;
+static sqlite3_vfs	 *pc_real;
+static struct vfs_shim_io pc_io;
+static pthread_mutex_t	  pc_mu = PTHREAD_MUTEX_INITIALIZER;
+static int		  pc_fd = -1;
+static uint32_t		  pc_nfiles;
+static long long	  pc_ops, pc_cut_at;
 
 /* Appends n bytes to the log, whole. */
 static void
@@ -96,26 +90,11 @@ op_begin(void)
 }
 
 static int
-pc_close(sqlite3_file *f)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xClose(r);
-}
-
-static int
-pc_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xRead(r, p, n, off);
-}
-
-static int
 pc_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 {
 	struct pc_file *pf = (struct pc_file *)f;
-	sqlite3_file   *r = real(f);
+	/* Before pMethods is set, where vfs_shim_real() will find it. */
+	sqlite3_file   *r = (sqlite3_file *)(pf + 1);
 	int		rc;
 
 	if (pf->pf_id == 0)
@@ -131,7 +110,8 @@ static int
 pc_truncate(sqlite3_file *f, sqlite3_int64 size)
 {
 	struct pc_file *pf = (struct pc_file *)f;
-	sqlite3_file   *r = real(f);
+	/* Before pMethods is set, where vfs_shim_real() will find it. */
+	sqlite3_file   *r = (sqlite3_file *)(pf + 1);
 	int		rc;
 
 	if (pf->pf_id == 0)
@@ -158,138 +138,14 @@ pc_sync(sqlite3_file *f, int flags)
 	return SQLITE_OK;
 }
 
-static int
-pc_file_size(sqlite3_file *f, sqlite3_int64 *size)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xFileSize(r, size);
-}
-
-static int
-pc_lock(sqlite3_file *f, int lock)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xLock(r, lock);
-}
-
-static int
-pc_unlock(sqlite3_file *f, int lock)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xUnlock(r, lock);
-}
-
-static int
-pc_check_reserved_lock(sqlite3_file *f, int *out)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xCheckReservedLock(r, out);
-}
-
-static int
-pc_file_control(sqlite3_file *f, int op, void *arg)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xFileControl(r, op, arg);
-}
-
-static int
-pc_sector_size(sqlite3_file *f)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xSectorSize(r);
-}
-
-static int
-pc_device_characteristics(sqlite3_file *f)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xDeviceCharacteristics(r);
-}
-
-static int
-pc_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xShmMap(r, pg, pgsz, extend, pp);
-}
-
-static int
-pc_shm_lock(sqlite3_file *f, int offset, int n, int flags)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xShmLock(r, offset, n, flags);
-}
-
-static void
-pc_shm_barrier(sqlite3_file *f)
-{
-	sqlite3_file *r = real(f);
-
-	r->pMethods->xShmBarrier(r);
-}
-
-static int
-pc_shm_unmap(sqlite3_file *f, int del)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xShmUnmap(r, del);
-}
-
-static int
-pc_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xFetch(r, off, n, pp);
-}
-
-static int
-pc_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xUnfetch(r, off, p);
-}
-
-static const sqlite3_io_methods pc_methods = {
-	3,
-	pc_close,
-	pc_read,
-	pc_write,
-	pc_truncate,
-	pc_sync,
-	pc_file_size,
-	pc_lock,
-	pc_unlock,
-	pc_check_reserved_lock,
-	pc_file_control,
-	pc_sector_size,
-	pc_device_characteristics,
-	pc_shm_map,
-	pc_shm_lock,
-	pc_shm_barrier,
-	pc_shm_unmap,
-	pc_fetch,
-	pc_unfetch,
-};
 
 static int
 pc_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
     int *out_flags)
 {
 	struct pc_file *pf = (struct pc_file *)f;
-	sqlite3_file   *r = real(f);
+	/* Before pMethods is set, where vfs_shim_real() will find it. */
+	sqlite3_file   *r = (sqlite3_file *)(pf + 1);
 	sqlite3_int64	size = 0;
 	int		rc;
 
@@ -304,7 +160,7 @@ pc_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
 		r->pMethods->xClose(r);
 		return SQLITE_CANTOPEN;
 	}
-	pf->pf_base.pMethods = &pc_methods;
+	pf->pf_base.pMethods = &pc_io.si_m;
 	if (name == NULL)
 		return rc;
 	(void)r->pMethods->xFileSize(r, &size);
@@ -357,6 +213,10 @@ powercut_from_env(void)
 	vfs_shim_init(&pc_vfs, pc_real, POWERCUT_VFS,
 	    (int)sizeof(struct pc_file) + pc_real->szOsFile);
 	pc_vfs.xOpen = pc_open;
+	vfs_shim_io_init(&pc_io, sizeof(struct pc_file));
+	pc_io.si_m.xWrite = pc_write;
+	pc_io.si_m.xTruncate = pc_truncate;
+	pc_io.si_m.xSync = pc_sync;
 	pc_vfs.xDelete = pc_delete;
 	if (sqlite3_vfs_register(&pc_vfs, 1) != SQLITE_OK)
 		fatalx("powercut: cannot register the VFS");

@@ -40,17 +40,11 @@ struct wb_file {
 	/* The default VFS's file follows, szOsFile bytes. */
 };
 
-static sqlite3_vfs		wb_vfs;
-static sqlite3_vfs	       *wb_real;
-static const sqlite3_io_methods wb_methods;
-static struct wb_file	       *wb_mains; /* open main database files */
-static unsigned long long	wb_writes;
-
-static sqlite3_file *
-real(sqlite3_file *f)
-{
-	return (sqlite3_file *)((struct wb_file *)f + 1);
-}
+static sqlite3_vfs	  wb_vfs;
+static sqlite3_vfs	 *wb_real;
+static struct vfs_shim_io wb_io;
+static struct wb_file	 *wb_mains; /* open main database files */
+static unsigned long long wb_writes;
 
 unsigned long long
 walbuf_writes(void)
@@ -68,7 +62,7 @@ wb_flush(struct wb_file *w)
 
 	if (w == NULL || w->wf_len == 0)
 		return SQLITE_OK;
-	r = real(&w->wf_base);
+	r = vfs_shim_real(&w->wf_base);
 	for (done = 0; done < w->wf_len; done += n) {
 		n = w->wf_len - done;
 		if (n > WALBUF_CHUNK)
@@ -100,7 +94,7 @@ static int
 wb_close(sqlite3_file *f)
 {
 	struct wb_file *w = (struct wb_file *)f, **pp;
-	sqlite3_file   *r = real(f);
+	sqlite3_file   *r = vfs_shim_real(f);
 	int		rc, frc;
 
 	frc = wb_flush(w);
@@ -126,7 +120,7 @@ static int
 wb_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
 {
 	struct wb_file *w = (struct wb_file *)f;
-	sqlite3_file   *r = real(f);
+	sqlite3_file   *r = vfs_shim_real(f);
 	int		rc;
 
 	if (w->wf_len > 0 && off < w->wf_off + (sqlite3_int64)w->wf_len &&
@@ -147,7 +141,7 @@ static int
 wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 {
 	struct wb_file *w = (struct wb_file *)f;
-	sqlite3_file   *r = real(f);
+	sqlite3_file   *r = vfs_shim_real(f);
 	sqlite3_int64	end = w->wf_off + (sqlite3_int64)w->wf_len;
 	size_t		need;
 	char	       *nb;
@@ -211,7 +205,7 @@ wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 static int
 wb_truncate(sqlite3_file *f, sqlite3_int64 size)
 {
-	sqlite3_file *r = real(f);
+	sqlite3_file *r = vfs_shim_real(f);
 	int	      rc;
 
 	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
@@ -222,7 +216,7 @@ wb_truncate(sqlite3_file *f, sqlite3_int64 size)
 static int
 wb_sync(sqlite3_file *f, int flags)
 {
-	sqlite3_file *r = real(f);
+	sqlite3_file *r = vfs_shim_real(f);
 	int	      rc;
 
 	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
@@ -233,7 +227,7 @@ wb_sync(sqlite3_file *f, int flags)
 static int
 wb_file_size(sqlite3_file *f, sqlite3_int64 *size)
 {
-	sqlite3_file *r = real(f);
+	sqlite3_file *r = vfs_shim_real(f);
 	int	      rc;
 
 	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
@@ -246,7 +240,7 @@ static int
 wb_lock(sqlite3_file *f, int lock)
 {
 	struct wb_file *w = (struct wb_file *)f;
-	sqlite3_file   *r = real(f);
+	sqlite3_file   *r = vfs_shim_real(f);
 	int		rc;
 
 	if ((rc = wb_flush(w->wf_wal)) != SQLITE_OK)
@@ -258,7 +252,7 @@ static int
 wb_unlock(sqlite3_file *f, int lock)
 {
 	struct wb_file *w = (struct wb_file *)f;
-	sqlite3_file   *r = real(f);
+	sqlite3_file   *r = vfs_shim_real(f);
 	int		rc;
 
 	if ((rc = wb_flush(w->wf_wal)) != SQLITE_OK)
@@ -267,50 +261,10 @@ wb_unlock(sqlite3_file *f, int lock)
 }
 
 static int
-wb_check_reserved_lock(sqlite3_file *f, int *out)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xCheckReservedLock(r, out);
-}
-
-static int
-wb_file_control(sqlite3_file *f, int op, void *arg)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xFileControl(r, op, arg);
-}
-
-static int
-wb_sector_size(sqlite3_file *f)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xSectorSize(r);
-}
-
-static int
-wb_device_characteristics(sqlite3_file *f)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xDeviceCharacteristics(r);
-}
-
-static int
-wb_shm_map(sqlite3_file *f, int pg, int pgsz, int extend, void volatile **pp)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xShmMap(r, pg, pgsz, extend, pp);
-}
-
-static int
 wb_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 {
 	struct wb_file *w = (struct wb_file *)f;
-	sqlite3_file   *r = real(f);
+	sqlite3_file   *r = vfs_shim_real(f);
 	int		rc;
 
 	if ((rc = wb_flush(w->wf_wal)) != SQLITE_OK)
@@ -327,7 +281,7 @@ static void
 wb_shm_barrier(sqlite3_file *f)
 {
 	struct wb_file *w = (struct wb_file *)f;
-	sqlite3_file   *r = real(f);
+	sqlite3_file   *r = vfs_shim_real(f);
 
 	/*
 	 * A failure here has no way back to SQLite, and readers must never
@@ -340,51 +294,6 @@ wb_shm_barrier(sqlite3_file *f)
 	r->pMethods->xShmBarrier(r);
 }
 
-static int
-wb_shm_unmap(sqlite3_file *f, int del)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xShmUnmap(r, del);
-}
-
-static int
-wb_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **pp)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xFetch(r, off, n, pp);
-}
-
-static int
-wb_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
-{
-	sqlite3_file *r = real(f);
-
-	return r->pMethods->xUnfetch(r, off, p);
-}
-
-static const sqlite3_io_methods wb_methods = {
-	3,
-	wb_close,
-	wb_read,
-	wb_write,
-	wb_truncate,
-	wb_sync,
-	wb_file_size,
-	wb_lock,
-	wb_unlock,
-	wb_check_reserved_lock,
-	wb_file_control,
-	wb_sector_size,
-	wb_device_characteristics,
-	wb_shm_map,
-	wb_shm_lock,
-	wb_shm_barrier,
-	wb_shm_unmap,
-	wb_fetch,
-	wb_unfetch,
-};
 
 /* The main file whose WAL is `wal' ("<main>-wal"), if it is open here. */
 static struct wb_file *
@@ -407,7 +316,8 @@ wb_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
     int *out_flags)
 {
 	struct wb_file *w = (struct wb_file *)f;
-	sqlite3_file   *r = real(f);
+	/* Before pMethods is set, where vfs_shim_real() will find it. */
+	sqlite3_file   *r = (sqlite3_file *)(w + 1);
 	int		rc;
 
 	(void)vfs;
@@ -422,7 +332,7 @@ wb_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
 		r->pMethods->xClose(r);
 		return SQLITE_CANTOPEN;
 	}
-	w->wf_base.pMethods = &wb_methods;
+	w->wf_base.pMethods = &wb_io.si_m;
 	w->wf_name = name;
 	if (flags & SQLITE_OPEN_WAL) {
 		w->wf_is_wal = 1;
@@ -452,6 +362,17 @@ walbuf_register(void)
 	vfs_shim_init(&wb_vfs, wb_real, WALBUF_VFS,
 	    (int)sizeof(struct wb_file) + wb_real->szOsFile);
 	wb_vfs.xOpen = wb_open;
+	vfs_shim_io_init(&wb_io, sizeof(struct wb_file));
+	wb_io.si_m.xClose = wb_close;
+	wb_io.si_m.xRead = wb_read;
+	wb_io.si_m.xWrite = wb_write;
+	wb_io.si_m.xTruncate = wb_truncate;
+	wb_io.si_m.xSync = wb_sync;
+	wb_io.si_m.xFileSize = wb_file_size;
+	wb_io.si_m.xLock = wb_lock;
+	wb_io.si_m.xUnlock = wb_unlock;
+	wb_io.si_m.xShmLock = wb_shm_lock;
+	wb_io.si_m.xShmBarrier = wb_shm_barrier;
 	if (sqlite3_vfs_register(&wb_vfs, 0) != SQLITE_OK) {
 		wb_real = NULL;
 		return -1;

@@ -38,7 +38,8 @@ BUILT_ROLES := $(foreach r,$(ROLES),$(if $(wildcard $(r)/*.c),$(r)))
 PROGRAMS := $(BUILT_ROLES:%=$(BIN)/%) \
 	    $(if $(wildcard supervisor/*.c),$(BIN)/graspd $(BIN)/graspctl)
 
-.PHONY: all test check unit sanitize bench soak clean install deps format
+.PHONY: all test check unit lint sanitize bench soak clean install deps \
+	format
 all: $(PROGRAMS)
 
 $(O)/%.o: %.c
@@ -115,17 +116,20 @@ install: all
 	sed $(INSTALL_PATHS) etc/graspd.service > \
 	    $(DESTDIR)$(SYSTEMDUNITDIR)/graspd.service
 
-# The roles' user (PRIVILEGES in graspd(8)), made by a root install on
-# this machine (no DESTDIR) when it is missing.
-install: install-user
-install-user:
-	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && \
-	    ! getent passwd graspd >/dev/null; then \
-	    echo "useradd graspd"; \
-	    useradd --system --user-group --home-dir /var/lib/graspd --no-create-home \
-		--shell /usr/sbin/nologin graspd; \
-	fi
-.PHONY: install-user
+# make uninstall [PREFIX=] [DESTDIR=]: removes what install put in place,
+# except the configuration graspd.conf (the operator's, perhaps edited).
+# Neither creates nor removes the roles' user: the unit, the init script
+# and the package make it (PRIVILEGES in graspd(8)).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/graspd $(DESTDIR)$(PREFIX)/sbin/graspctl
+	rm -f $(ROLES:%=$(DESTDIR)$(LIBEXECDIR)/%)
+	-rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
+	for m in $(wildcard man/*.5 man/*.8); do \
+	    rm -f $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/$${m##*/}; \
+	done
+	rm -f $(DESTDIR)$(SYSCONFDIR)/graspd.conf.sample \
+	    $(DESTDIR)$(INITDIR)/graspd $(DESTDIR)$(SYSTEMDUNITDIR)/graspd.service
+.PHONY: uninstall
 
 # make deb: a Debian package (dpkg-deb, no network) in $(O)/deb/, built
 # for /usr by scripts/deb.sh; DEB_OUT, DEB_VERSION, DEB_MAINTAINER change
@@ -150,6 +154,9 @@ $(O)/tests/peer/peer: $(patsubst %.c,$(O)/%.o,$(wildcard tests/peer/*.c)) \
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 tests: $(UNIT_BIN) $(INTEG_BIN) $(BENCH_BIN) $(O)/tests/peer/peer
+# The test programs' objects are kept between builds, not deleted as
+# intermediate files, so that a change rebuilds only what it touches.
+.SECONDARY:
 
 test check: all tests
 	O=$(O) BIN=$(BIN) sh tests/run.sh
@@ -169,10 +176,15 @@ bench: all tests
 soak: all tests
 	O=$(O) BIN=$(BIN) sh tests/soak/run.sh
 
+# The repository's own checks (tests/lint/run.sh): format, manual pages,
+# scripts, the folders' file maps, install and uninstall.
+lint: all
+	BIN=$(BIN) sh tests/lint/run.sh
+
 deps:
 	sh scripts/deps.sh --test
 
-# The tree's C files through .clang-format (supervisor_test checks it).
+# The tree's C files through .clang-format (make lint checks it).
 format:
 	git ls-files -z '*.c' '*.h' | xargs -0 clang-format -i
 

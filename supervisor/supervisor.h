@@ -11,6 +11,14 @@
  *                stopping a role; applies sup_policy.c's decisions
  * sup_policy.c   the restart policy, pure: the caller passes the clock
  * sup_control.c  the control socket: graspctl's requests
+ * sup_priv.c     the privilege drop: roles exec'ed as NGIT_USER, the run
+ *                and data directories made theirs without following links
+ * sup_stats.c    the supervisor's figures, for graspctl stats and /metrics
+ *
+ * graspctl, the operator's command, lives here too (graspctl.h):
+ * graspctl.c     main, the control requests and their printing
+ * ctl_jsonl.c    export and import
+ * ctl_backup.c   backup
  */
 #ifndef GRASPD_SUPERVISOR_H
 #define GRASPD_SUPERVISOR_H

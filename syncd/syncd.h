@@ -15,9 +15,12 @@
  *               state machine per repository identifier, relayd told
  *               when objects came; held announcements fed to the
  *               inventory as StateOnly
- * sync_gitsrc.c its git source: the git children that check the
+ * sync_gitsrc.c the hunt's git source: the git children that check the
  *               repository and fetch from the vetted clone URLs
  *               (sync_git.h holds what the two share)
+ * sync_plus.c   GRASP-03 in ordinary coverage: root authors' inboxes
+ *               and fallback relays in the live subscriptions
+ *               (sync_plus.h)
  *
  * Everything fetched goes to relayd over the ingest channel; syncd never
  * writes the database.  Its state is rebuilt from the database at start.

@@ -1,10 +1,11 @@
 #!/bin/sh
 # Runs graspd's test suite: unit tests, integration tests (real processes
-# on loopback) and the Node.js interop test.  Every test program prints
+# on loopback), the Node.js interop test, the short fuzz runs and the
+# repository's own checks (tests/lint/run.sh).  Every test program prints
 # "ok - NAME" / "not ok - NAME" lines; this script adds them up and ends
 # with the line "N passed, N failed".
 #
-# Usage: tests/run.sh [-j N] [unit|integration|interop|fuzz]...
+# Usage: tests/run.sh [-j N] [unit|integration|interop|fuzz|lint]...
 #
 # Runs N programs at a time (default: TEST_JOBS, else the number of
 # cores), the longest first, so the last to end is a short one.  Each
@@ -26,7 +27,7 @@ export GRASPD_BIN
 export GRASPD_VECTORS
 
 usage() {
-	echo "usage: tests/run.sh [-j N] [unit|integration|interop|fuzz]..." >&2
+	echo "usage: tests/run.sh [-j N] [unit|integration|interop|fuzz|lint]..." >&2
 	exit 2
 }
 
@@ -65,7 +66,8 @@ unit/resolve_test 7
 integration/load_test 5
 integration/roles_test 5
 fuzz 53
-interop 20'
+interop 20
+lint 15'
 
 # est NAME: the expected seconds of a program (see times_table).
 est() {
@@ -97,10 +99,10 @@ stop() {
 trap 'rm -rf "$work"' EXIT
 trap 'stop; exit 130' INT TERM
 
-groups=${*:-unit integration interop fuzz}
+groups=${*:-unit integration interop fuzz lint}
 for g in $groups; do
 	case $g in
-	unit | integration | interop | fuzz) ;;
+	unit | integration | interop | fuzz | lint) ;;
 	*)
 		echo "unknown test group $g" >&2
 		exit 2
@@ -125,6 +127,10 @@ for g in $groups; do
 	fuzz)
 		[ -f tests/fuzz/run_short.sh ] &&
 		    echo "$(est fuzz) fuzz 600 sh tests/fuzz/run_short.sh"
+		;;
+	lint)
+		[ -f tests/lint/run.sh ] &&
+		    echo "$(est lint) lint 300 sh tests/lint/run.sh"
 		;;
 	esac
 done | sort -k1,1nr -k2,2 >"$work/list" || exit 2

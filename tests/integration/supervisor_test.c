@@ -6,8 +6,9 @@
  * every event relayd accepted survives relayd's own death, restart and
  * stop/start of one role, reload (SIGHUP and graspctl) with a broken and
  * a changed file, exit 78 and crash loops marked failed, the start-up
- * failures, daemon mode, sd_notify, graspd -n, and the lint of the man
- * pages and the init script.
+ * failures, daemon mode, sd_notify, graspd -n and the init script.  The
+ * checks of the repository itself (format, manual pages, install) are
+ * tests/lint/run.sh.
  *
  * graspd is started here with our own fork+exec (relayproc.c cannot pass
  * options, and graspd needs -d to stay in the foreground).  Every child
@@ -2049,177 +2050,6 @@ test_init_script_signals_only_graspd(void)
 	rm_tree(dir);
 }
 
-/* Runs a lint command; every line it prints must be allowed. */
-/*
- * make install into a DESTDIR (the programs already built in bindir:
- * "-o all"): a configuration that graspd -n accepts at
- * /etc/graspd/graspd.conf, kept on a second install; the unit and the
- * init script where systemd and init look, naming that file and the
- * installed programs; no page naming another configuration path.
- */
-static void
-test_make_install_puts_a_working_setup_in_place(void)
-{
-	char dest[PATH_MAX], path[PATH_MAX + 64], *out = NULL, *text;
-	int  rc;
-
-	T_ASSERT(make_tmpdir(dest, sizeof(dest)) == 0);
-#define INSTALL_CMD \
-	"make -s -C '%s' -o all BIN='%s' DESTDIR='%s' " \
-	"PREFIX=/usr/local install 2>&1"
-	rc = run(&out, INSTALL_CMD, topdir, bindir, dest);
-	if (rc != 0)
-		printf("# %s\n", out ? out : "");
-	T_EQ_INT(rc, 0);
-	free(out);
-	out = NULL;
-	/* The default configuration is there and starts. */
-	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf", dest);
-	T_CHECK(access(path, R_OK) == 0);
-	rc = run(&out,
-	    "env -u NGIT_RUN_PATH -u NGIT_BIND_ADDRESS "
-	    "'%s/usr/local/sbin/graspd' -n -f '%s' 2>&1",
-	    dest, path);
-	T_EQ_INT(rc, 0);
-	T_CHECK(out != NULL && strstr(out, "configuration OK") != NULL);
-	free(out);
-	out = NULL;
-	/* An operator's file survives the next install. */
-	T_ASSERT(write_file(path, "log_level = debug\n", 0644) == 0);
-	T_EQ_INT(run(NULL, INSTALL_CMD, topdir, bindir, dest), 0);
-	text = t_slurp(path, NULL);
-	T_CHECK(text != NULL && strcmp(text, "log_level = debug\n") == 0);
-	free(text);
-	snprintf(path, sizeof(path), "%s/etc/graspd/graspd.conf.sample", dest);
-	T_CHECK(access(path, R_OK) == 0);
-	/* The unit where systemd looks, on the installed paths. */
-	snprintf(path, sizeof(path),
-	    "%s/usr/local/lib/systemd/system/"
-	    "graspd.service",
-	    dest);
-	text = t_slurp(path, NULL);
-	T_CHECK(text != NULL &&
-	    strstr(text,
-		"ExecStart=/usr/local/sbin/"
-		"graspd -d -f /etc/graspd/graspd.conf\n") != NULL);
-	free(text);
-	/* The init script where init looks. */
-	snprintf(path, sizeof(path), "%s/etc/init.d/graspd", dest);
-	T_CHECK(access(path, X_OK) == 0);
-	text = t_slurp(path, NULL);
-	T_CHECK(text != NULL &&
-	    strstr(text,
-		"\nCONF=/etc/graspd/graspd.conf"
-		"\n") != NULL);
-	free(text);
-	/* One configuration path in the manual. */
-	T_EQ_INT(run(NULL,
-		     "grep -rl '/etc/graspd\\.conf' "
-		     "'%s/usr/local/share/man'",
-		     dest),
-	    1);
-	T_EQ_INT(run(NULL,
-		     "grep -q '/etc/graspd/graspd\\.conf' "
-		     "'%s/usr/local/share/man/man5/graspd.conf.5'",
-		     dest),
-	    0);
-#undef INSTALL_CMD
-	rm_tree(dest);
-}
-
-static void
-test_man_pages_and_init_script_lint_clean(void)
-{
-	char *out = NULL, *line, *save = NULL, name[64], page[PATH_MAX + 96];
-	int   rc, sec, bad = 0;
-
-	if (run(NULL, "command -v mandoc >/dev/null") != 0)
-		printf("# skip: mandoc not installed\n");
-	else {
-		rc = run(&out, "cd '%s' && mandoc -Tlint man/*.[1-9]", topdir);
-		for (line = strtok_r(out, "\n", &save); line != NULL;
-		     line = strtok_r(NULL, "\n", &save)) {
-			static const char xr[] = "referenced manual "
-						 "not found: Xr ";
-			char		 *x = strstr(line, xr);
-
-			/* The system's manual database, not our pages. */
-			if (strstr(line, "mandoc.db") != NULL)
-				continue;
-			/* Our own pages are not installed where it looks. */
-			if (x != NULL &&
-			    sscanf(x + strlen(xr), "%63s %d", name, &sec) ==
-				2) {
-				snprintf(page, sizeof(page), "%s/man/%s.%d",
-				    topdir, name, sec);
-				if (access(page, F_OK) == 0)
-					continue;
-			}
-			printf("# %s\n", line);
-			bad++;
-		}
-		T_EQ_INT(bad, 0);
-		T_CHECK(rc == 0 || rc == 1);
-		free(out);
-		T_CHECK(run(NULL,
-			    "test -f '%s/man/graspd.8' && test -f "
-			    "'%s/man/graspctl.8'",
-			    topdir, topdir) == 0);
-	}
-	if (run(NULL, "command -v shellcheck >/dev/null") != 0)
-		printf("# skip: shellcheck not installed\n");
-	else {
-		rc = run(&out, "shellcheck -s sh '%s/etc/graspd.init'", topdir);
-		if (rc != 0)
-			printf("# %s\n", out);
-		T_EQ_INT(rc, 0);
-		free(out);
-	}
-	T_EQ_INT(run(NULL, "sh -n '%s/etc/graspd.init'", topdir), 0);
-	out = NULL;
-	{
-		char path[PATH_MAX + 32];
-
-		snprintf(path, sizeof(path), "%s/etc/graspd.service", topdir);
-		out = t_slurp(path, NULL);
-	}
-	T_ASSERT(out != NULL);
-	T_CHECK(strstr(out, "\nType=notify\n") != NULL);
-	T_CHECK(strstr(out, "graspd -n") != NULL);
-	T_CHECK(strstr(out, "graspd -d") != NULL);
-	T_CHECK(
-	    strstr(out, "graspctl") != NULL && strstr(out, "reload") != NULL);
-	T_CHECK(strstr(out, "\nRestart=on-failure\n") != NULL);
-	free(out);
-}
-
-/*
- * style.md: .clang-format makes the layout mechanical.  Every C file git
- * tracks is as clang-format writes it (`make format` mends one that is
- * not); where the tree is not a git checkout, every .c and .h below it.
- */
-static void
-test_c_files_follow_clang_format(void)
-{
-	char *out = NULL;
-	int   rc;
-
-	if (run(NULL, "command -v clang-format >/dev/null") != 0) {
-		printf("# skip: clang-format not installed\n");
-		return;
-	}
-	rc = run(&out,
-	    "cd '%s' && { git ls-files '*.c' '*.h' 2>/dev/null || "
-	    "find . -name '*.[ch]'; } | xargs clang-format --dry-run "
-	    "--Werror 2>&1 | head -n 20",
-	    topdir);
-	T_EQ_INT(rc, 0);
-	if (out != NULL && out[0] != '\0')
-		printf("# not as .clang-format writes it:\n# %s\n", out);
-	T_CHECK(out != NULL && out[0] == '\0');
-	free(out);
-}
-
 static void
 absolute_dir(const char *in, char *out, size_t outlen)
 {
@@ -2270,9 +2100,6 @@ main(void)
 	T_RUN(test_taken_port_fails_at_once_with_its_cause);
 	T_RUN(test_daemon_mode_returns_once_ready);
 	T_RUN(test_init_script_signals_only_graspd);
-	T_RUN(test_make_install_puts_a_working_setup_in_place);
-	T_RUN(test_man_pages_and_init_script_lint_clean);
-	T_RUN(test_c_files_follow_clang_format);
 	cleanup_all();
 	return t_done();
 }

@@ -14,7 +14,4 @@ make -j2
 export NGIT_BIND_ADDRESS NGIT_RELAY_DATA_PATH NGIT_GIT_DATA_PATH NGIT_RUN_PATH
 mkdir -p "$NGIT_RELAY_DATA_PATH" "$NGIT_GIT_DATA_PATH" "$NGIT_RUN_PATH"
 echo "graspd: relay at ws://$NGIT_BIND_ADDRESS, data in $top/data"
-if [ -x bin/graspd ]; then
-	exec bin/graspd -d
-fi
-exec bin/relayd -d
+exec bin/graspd -d

@@ -3,7 +3,8 @@
 # interop test), builds everything and runs the whole test suite twice:
 # once as built for production, once under AddressSanitizer and
 # UndefinedBehaviorSanitizer.  The last line of output is the total,
-# "N passed, N failed".
+# "N passed, N failed".  With WERROR=1 (as .ci/run sets it) a compiler
+# warning fails the build.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -43,13 +44,15 @@ suite() {
 	total_fail=$((total_fail + f))
 }
 
-suite normal "" build bin
+WFLAGS=
+[ "${WERROR:-0}" = 1 ] && WFLAGS=-Werror
+suite normal "" build bin CFLAGS="-O2 -g $WFLAGS"
 # The fuzz group already runs the parsers under the sanitizers.
 ASAN_OPTIONS=detect_leaks=1
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS UBSAN_OPTIONS
 suite sanitize "unit integration interop" build/san build/san/bin \
-    CFLAGS="-O1 -g $SAN" LDFLAGS="$SAN"
+    CFLAGS="-O1 -g $SAN $WFLAGS" LDFLAGS="$SAN"
 
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ] && [ "$total_pass" -gt 0 ]

@@ -65,9 +65,8 @@ $(foreach r,$(BUILT_ROLES),$(eval $(call role_template,$(r))))
 # for the roles when they are not beside it, is compiled into graspd; the
 # stamp file rebuilds graspd.o when it changes (make install PREFIX=...).
 LIBEXECDIR ?= $(PREFIX)/libexec/graspd
-SUP_SRC	:= $(filter-out supervisor/graspctl.c supervisor/ctl_%.c,\
-	    $(wildcard supervisor/*.c))
-CTL_SRC	:= supervisor/graspctl.c $(wildcard supervisor/ctl_*.c)
+SUP_SRC	:= $(wildcard supervisor/*.c)
+CTL_SRC	:= $(wildcard graspctl/*.c)
 $(O)/supervisor/libexecdir.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(LIBEXECDIR)' | cmp -s - $@ || echo '$(LIBEXECDIR)' > $@

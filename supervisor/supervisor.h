@@ -14,11 +14,6 @@
  * sup_priv.c     the privilege drop: roles exec'ed as NGIT_USER, the run
  *                and data directories made theirs without following links
  * sup_stats.c    the supervisor's figures, for graspctl stats and /metrics
- *
- * graspctl, the operator's command, lives here too (graspctl.h):
- * graspctl.c     main, the control requests and their printing
- * ctl_jsonl.c    export and import
- * ctl_backup.c   backup
  */
 #ifndef GRASPD_SUPERVISOR_H
 #define GRASPD_SUPERVISOR_H

@@ -1,5 +1,5 @@
 /*
- * ctl_backup.c: graspctl backup DIR (graspctl(8)), an online copy of
+ * gctl_backup.c: graspctl backup DIR (graspctl(8)), an online copy of
  * graspd's data while it runs: DIR/relay/graspd.db, the relay key file
  * beside it, and DIR/git, the hosted repositories.
  *
@@ -329,7 +329,7 @@ done:
 }
 
 int
-ctl_backup(const struct ctl_where *w, int argc, char *argv[], int jflag)
+gctl_backup(const struct gctl_where *w, int argc, char *argv[], int jflag)
 {
 	const struct config *cfg = &w->cw_cfg;
 	struct copied	     keyc = { 0, 0 }, gitc = { 0, 0 };
@@ -339,10 +339,10 @@ ctl_backup(const struct ctl_where *w, int argc, char *argv[], int jflag)
 	const char	    *dir;
 
 	if (argc != 2)
-		return CTL_USAGE_EXIT;
+		return GCTL_USAGE_EXIT;
 	dir = argv[1];
 	/* The database first: a wrong -f or -r leaves no empty DIR behind. */
-	if (ctl_db_path(w, from, sizeof(from)) == -1)
+	if (gctl_db_path(w, from, sizeof(from)) == -1)
 		return 1;
 	if (empty_dir(dir) == -1)
 		return 1;

@@ -1,5 +1,5 @@
 /*
- * ctl_jsonl.c: graspctl export and import (graspctl(8)), events as JSON
+ * gctl_jsonl.c: graspctl export and import (graspctl(8)), events as JSON
  * lines, like strfry's export and import.
  *
  * export reads the store through a read-only connection inside one read
@@ -209,7 +209,7 @@ export_pass(sqlite3 *db, const char *sql, struct export *ex)
 }
 
 int
-ctl_db_path(const struct ctl_where *w, char *out, size_t len)
+gctl_db_path(const struct gctl_where *w, char *out, size_t len)
 {
 	struct stat st;
 
@@ -243,7 +243,7 @@ open_failed(const char *path, const char *err)
 }
 
 int
-ctl_export(const struct ctl_where *w, int argc, char *argv[])
+gctl_export(const struct gctl_where *w, int argc, char *argv[])
 {
 	struct export ex = { NULL, 0, 0, 0 };
 	struct filter	 f;
@@ -263,7 +263,7 @@ ctl_export(const struct ctl_where *w, int argc, char *argv[])
 		else if (ftext == NULL && argv[i][0] != '-')
 			ftext = argv[i];
 		else
-			return CTL_USAGE_EXIT;
+			return GCTL_USAGE_EXIT;
 	}
 	if (since != NULL) {
 		errno = 0;
@@ -273,7 +273,7 @@ ctl_export(const struct ctl_where *w, int argc, char *argv[])
 			    "graspctl: --since wants unix "
 			    "seconds, not \"%s\"\n",
 			    since);
-			return CTL_USAGE_EXIT;
+			return GCTL_USAGE_EXIT;
 		}
 	}
 	if (ftext != NULL) {
@@ -287,7 +287,7 @@ ctl_export(const struct ctl_where *w, int argc, char *argv[])
 				err);
 			json_free(doc);
 			filter_free(&f);
-			return CTL_USAGE_EXIT;
+			return GCTL_USAGE_EXIT;
 		}
 		json_free(doc);
 		have_f = 1;
@@ -299,7 +299,7 @@ ctl_export(const struct ctl_where *w, int argc, char *argv[])
 	}
 	if (have_f)
 		ex.ex_f = &f;
-	if (ctl_db_path(w, path, sizeof(path)) == -1)
+	if (gctl_db_path(w, path, sizeof(path)) == -1)
 		goto done;
 	if ((st = store_open(path, 1, err, sizeof(err))) == NULL) {
 		open_failed(path, err);
@@ -731,7 +731,7 @@ import_summary(const struct import *im, int jflag)
  * why on stderr.
  */
 static struct wsc *
-import_connect(const struct ctl_where *w, uid_t *uid)
+import_connect(const struct gctl_where *w, uid_t *uid)
 {
 	struct sockaddr_un sun;
 	struct ucred	   cred;
@@ -826,7 +826,7 @@ foreign_entry(const char *dir, uid_t uid, int depth, char *bad, size_t len,
  * saying what to chown.
  */
 static int
-git_tree_usable(const struct ctl_where *w, uid_t uid)
+git_tree_usable(const struct gctl_where *w, uid_t uid)
 {
 	const char    *git = w->cw_cfg.git_data_path;
 	struct stat    st;
@@ -858,7 +858,7 @@ git_tree_usable(const struct ctl_where *w, uid_t uid)
 }
 
 int
-ctl_import(const struct ctl_where *w, int argc, char *argv[], int jflag)
+gctl_import(const struct gctl_where *w, int argc, char *argv[], int jflag)
 {
 	struct import *im;
 	FILE	      *fp = stdin;
@@ -870,7 +870,7 @@ ctl_import(const struct ctl_where *w, int argc, char *argv[], int jflag)
 	int	       rc = 1;
 
 	if (argc > 2)
-		return CTL_USAGE_EXIT;
+		return GCTL_USAGE_EXIT;
 	if (argc == 2)
 		name = argv[1];
 	if (strcmp(name, "-") != 0 && (fp = fopen(name, "r")) == NULL) {
@@ -943,13 +943,13 @@ done:
 }
 
 int
-ctl_data(const struct ctl_where *w, int argc, char *argv[], int jflag)
+gctl_data(const struct gctl_where *w, int argc, char *argv[], int jflag)
 {
 	if (strcmp(argv[0], "export") == 0)
-		return ctl_export(w, argc, argv);
+		return gctl_export(w, argc, argv);
 	if (strcmp(argv[0], "import") == 0)
-		return ctl_import(w, argc, argv, jflag);
+		return gctl_import(w, argc, argv, jflag);
 	if (strcmp(argv[0], "backup") == 0)
-		return ctl_backup(w, argc, argv, jflag);
-	return CTL_USAGE_EXIT;
+		return gctl_backup(w, argc, argv, jflag);
+	return GCTL_USAGE_EXIT;
 }

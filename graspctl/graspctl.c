@@ -29,10 +29,10 @@
 #include "version.h"
 
 /* Ours: how long a process may take to answer. */
-#define CTL_TIMEOUT_MS	 3000
+#define GCTL_TIMEOUT_MS	  3000
 /* Ours: how long "graspctl stop" waits for graspd to exit (SUP_STOP_TIMEOUT
  * twice, relayd last, and some room). */
-#define CTL_STOP_WAIT_MS 20000
+#define GCTL_STOP_WAIT_MS 20000
 
 static int  jflag;
 static char run_path[PATH_MAX];
@@ -126,7 +126,7 @@ request(enum role proc, enum ctl_cmd c, const char *arg)
 	cJSON	   *req, *args, *reply = NULL;
 	struct stat st;
 	char	    ep[PATH_MAX + 16], *text, why[160];
-	int	    s, r, tmo = CTL_TIMEOUT_MS;
+	int	    s, r, tmo = GCTL_TIMEOUT_MS;
 
 	if (!ctl_cmd_answers(c, proc)) {
 		fprintf(stderr, "graspctl: %s has no \"%s\" command\n",
@@ -302,14 +302,14 @@ cmd_supervisor(enum ctl_cmd c, const char *role)
 	if (c == CTL_shutdown) {
 		/* Wait, so that "graspctl stop; graspd" works. */
 		pid = (pid_t)ctl_jnum(reply, "pid");
-		deadline = proc_now_ms() + CTL_STOP_WAIT_MS;
+		deadline = proc_now_ms() + GCTL_STOP_WAIT_MS;
 		while (proc_alive(pid) && proc_now_ms() < deadline)
 			sleep_ms(50);
 		if (proc_alive(pid)) {
 			fprintf(stderr,
 			    "graspctl: graspd (pid %ld) still "
 			    "runs %d s later\n",
-			    (long)pid, CTL_STOP_WAIT_MS / 1000);
+			    (long)pid, GCTL_STOP_WAIT_MS / 1000);
 			rc = 1;
 		} else if (!jflag)
 			printf("graspd stopped\n");
@@ -411,7 +411,7 @@ proc_from_name(const char *name)
 		    "graspctl: unknown process \"%s\" (graspd, "
 		    "relayd, syncd, discoveryd or historyd)\n",
 		    name);
-		exit(CTL_USAGE_EXIT);
+		exit(GCTL_USAGE_EXIT);
 	}
 	return p;
 }
@@ -537,14 +537,14 @@ running_paths(struct config *cfg)
 }
 
 /*
- * Where export, import and backup work (graspctl.h, struct ctl_where):
+ * Where export, import and backup work (graspctl.h, struct gctl_where):
  * -f's configuration; else -r's running relayd; else the environment's
  * NGIT_RELAY_DATA_PATH; else the relayd running in the run directory;
  * else the defaults.  Exits 1 when -f's file does not load, or -r names
  * a directory where no relayd answers.
  */
 static void
-data_where(const char *rflag, const char *file, struct ctl_where *w)
+data_where(const char *rflag, const char *file, struct gctl_where *w)
 {
 	const char *env = getenv("NGIT_RELAY_DATA_PATH");
 	char	    err[1024];
@@ -592,9 +592,9 @@ data_where(const char *rflag, const char *file, struct ctl_where *w)
 int
 main(int argc, char *argv[])
 {
-	struct ctl_where w;
-	const char	*rflag = NULL, *file = NULL, *cmd;
-	int		 ch;
+	struct gctl_where w;
+	const char	 *rflag = NULL, *file = NULL, *cmd;
+	int		  ch;
 
 	log_init("graspctl", 1);
 	while ((ch = getopt(argc, argv, "+f:hjr:V")) != -1) {
@@ -614,13 +614,13 @@ main(int argc, char *argv[])
 			printf("graspctl %s\n", GRASPD_VERSION);
 			exit(0);
 		default:
-			usage(CTL_USAGE_EXIT);
+			usage(GCTL_USAGE_EXIT);
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (argc < 1)
-		usage(CTL_USAGE_EXIT);
+		usage(GCTL_USAGE_EXIT);
 	find_run_path(rflag, file);
 	cmd = argv[0];
 
@@ -646,7 +646,7 @@ main(int argc, char *argv[])
 			    "graspctl: %s applies to a role; "
 			    "\"graspctl stop\" stops graspd\n",
 			    cmd);
-			return CTL_USAGE_EXIT;
+			return GCTL_USAGE_EXIT;
 		}
 		return cmd_supervisor(ctl_cmd_find(cmd), argv[1]);
 	case CTL_log:
@@ -658,7 +658,7 @@ main(int argc, char *argv[])
 			    "graspctl: log takes verbose or brief, not "
 			    "\"%.64s\"\n",
 			    argv[1]);
-			usage(CTL_USAGE_EXIT);
+			usage(GCTL_USAGE_EXIT);
 		}
 		return cmd_direct(CTL_log, argv[1], argc == 3 ? argv[2] : NULL);
 	case CTL_show:
@@ -677,10 +677,10 @@ main(int argc, char *argv[])
 	if (strcmp(cmd, "export") == 0 || strcmp(cmd, "import") == 0 ||
 	    strcmp(cmd, "backup") == 0) {
 		data_where(rflag, file, &w);
-		ch = ctl_data(&w, argc, argv, jflag);
+		ch = gctl_data(&w, argc, argv, jflag);
 		config_free(&w.cw_cfg);
-		if (ch == CTL_USAGE_EXIT)
-			usage(CTL_USAGE_EXIT);
+		if (ch == GCTL_USAGE_EXIT)
+			usage(GCTL_USAGE_EXIT);
 		return ch;
 	}
 	/* Name what was wrong before the whole usage. */
@@ -688,5 +688,5 @@ main(int argc, char *argv[])
 		fprintf(stderr, "graspctl: unknown command \"%.64s\"\n", cmd);
 	else
 		fprintf(stderr, "graspctl: %s: wrong arguments\n", cmd);
-	usage(CTL_USAGE_EXIT);
+	usage(GCTL_USAGE_EXIT);
 }

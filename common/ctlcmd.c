@@ -96,7 +96,7 @@ ctl_log_level(const char *arg, enum log_level configured, cJSON *reply,
 /* The reply to one received message m (NULL: malformed, why says so). */
 static cJSON *
 ctl_answer(const struct msg *m, const char *why, enum role self,
-    const ctl_fn fns[CTL_NCMDS], enum msg_type type, ctl_msg_fn fn, void *arg)
+    const ctl_fn fns[CTL_NCMDS], void *arg)
 {
 	cJSON	   *doc = NULL, *cmd, *args, *a, *reply;
 	const char *argv[CTL_MAX_ARGS + 1];
@@ -108,13 +108,6 @@ ctl_answer(const struct msg *m, const char *why, enum role self,
 		fatalx("control: out of memory");
 	if (m == NULL) {
 		snprintf(err, sizeof(err), "%s", why);
-		goto done;
-	}
-	if (fn != NULL && m->m_type == type) {
-		log_debug("control: %s", msg_type_name(type));
-		if (fn(arg, m, reply, err, sizeof(err)) == -1 && err[0] == '\0')
-			snprintf(err, sizeof(err), "%s failed",
-			    msg_type_name(type));
 		goto done;
 	}
 	if (m->m_type != MSG_CONTROL) {
@@ -186,13 +179,6 @@ int
 ctl_serve(int sock, enum role self, const ctl_fn fns[CTL_NCMDS], void *arg,
     int max)
 {
-	return ctl_serve_msg(sock, self, fns, MSG_CONTROL, NULL, arg, max);
-}
-
-int
-ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
-    enum msg_type type, ctl_msg_fn fn, void *arg, int max)
-{
 	struct msg m;
 	cJSON	  *reply;
 	char	   why[160], *text;
@@ -210,8 +196,7 @@ ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
 			break;
 		}
 		n++;
-		reply = ctl_answer(r == 1 ? &m : NULL, why, self, fns, type, fn,
-		    arg);
+		reply = ctl_answer(r == 1 ? &m : NULL, why, self, fns, arg);
 		msg_free(&m);
 		if ((text = cJSON_PrintUnformatted(reply)) == NULL)
 			fatalx("control: out of memory");

@@ -4,9 +4,8 @@
  * (sup_control.c), relayd (relay_chan.c) and the other roles (role.c).
  * graspctl.c takes the names from here too.
  *
- * A request is a CONTROL message {"cmd":"<name>","args":["...",...]}
- * (or a typed message a process serves with ctl_serve_msg()); the reply
- * one CONTROL_REPLY, {"ok":true,...} or {"ok":false,
+ * A request is a CONTROL message {"cmd":"<name>","args":["...",...]};
+ * the reply one CONTROL_REPLY, {"ok":true,...} or {"ok":false,
  * "error":"..."}.  Control sockets are written by clients, not siblings:
  * whatever arrives is answered and nothing a client sends ends the
  * process (msg_recv_client()).
@@ -91,19 +90,6 @@ int	    ctl_cmd_answers(enum ctl_cmd, enum role p);
  */
 int ctl_serve(int sock, enum role self, const ctl_fn fns[CTL_NCMDS], void *arg,
     int max);
-
-/*
- * A request of a message type of its own on a control socket (relayd's
- * MSG_GIT_DATA, msg.h): m has a valid header and the handler's type;
- * the handler decodes the payload, which a client may have sent
- * malformed, and answers like a ctl_fn (reply already says "ok":true;
- * -1 with err for {"ok":false,"error":err}).
- */
-typedef int (*ctl_msg_fn)(void *arg, const struct msg *m, cJSON *reply,
-    char *err, size_t errlen);
-/* ctl_serve() that also answers messages of type with fn(arg, ...). */
-int ctl_serve_msg(int sock, enum role self, const ctl_fn fns[CTL_NCMDS],
-    enum msg_type type, ctl_msg_fn fn, void *arg, int max);
 
 /*
  * The "log" command of every process: "verbose" is debug; "brief" is

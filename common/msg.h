@@ -38,7 +38,7 @@ struct buf;
 	X(CONTROL_REPLY, 4) /* process -> graspctl/supervisor */ \
 	X(STATS, 5)	    /* role -> relayd: counter snapshot */ \
 	X(PLUSMARK, 6)	    /* discoveryd -> relayd: fallback mark */ \
-	X(GIT_DATA, 7)	    /* syncd -> relayd control: git arrived */
+	X(GIT_DATA, 7)	    /* syncd -> relayd gitdata: git arrived */
 
 enum msg_type {
 #define MSG_ENUM(name, value) MSG_##name = value,
@@ -84,6 +84,7 @@ int	    role_from_name(const char *s);
 #define CHAN_INGEST   "ingest"
 #define CHAN_ACCEPTED "accepted"
 #define CHAN_STATS    "stats"
+#define CHAN_GITDATA  "gitdata"
 /* Each process binds its own control channel "control-<role>". */
 
 /*
@@ -212,12 +213,13 @@ int  msg_plusmark_decode(const struct msg *, uint8_t pubkey[32]);
 /*
  * GIT_DATA payload: syncd's git-data hunt fetched objects into relayd's
  * repository <owner>/<d>.git; relayd runs the release a push runs.  It
- * is a request on relayd's control socket (REQ/REP, the one channel with
- * an answer), answered by a CONTROL_REPLY {"ok":true} or {"ok":false,
- * "error":"..."}.  A control socket is written by clients as well as by
- * syncd, so msg_git_data_decode() refuses a malformed payload with a
- * reason and never exits.  Layout: the 32-byte owner key, one byte n,
- * then n bytes of d (no NUL, no terminator), exactly 33 + n bytes.
+ * is a request on the gitdata channel (syncd REQ, relayd REP: the one
+ * sibling channel with an answer), answered by a CONTROL_REPLY
+ * {"ok":true} or {"ok":false,"error":"..."} (an identifier that is not
+ * safe, or a repository that is gone).  Only syncd writes to it, so a
+ * malformed message there ends relayd, as on every sibling channel.
+ * Layout: the 32-byte owner key, one byte n, then n bytes of d (no NUL,
+ * no terminator), exactly 33 + n bytes.
  */
 /* Ours: <d>.git is one file name, at most NAME_MAX (255) bytes. */
 #define MSG_GIT_DATA_D_MAX 251
@@ -230,7 +232,8 @@ struct msg_git_data {
  * EINVAL) if d is empty or longer than MSG_GIT_DATA_D_MAX. */
 int msg_git_data_encode(uint8_t out[MSG_GIT_DATA_MAX], const uint8_t owner[32],
     const char *d);
-/* Fills mg from m; 0, or -1 with err saying why.  Never exits. */
+/* Fills mg from m; 0, or -1 with err saying why.  Never exits (the
+ * fuzz harness and the unit test call it; relayd exits on -1). */
 int msg_git_data_decode(const struct msg *, struct msg_git_data *mg, char *err,
     size_t errlen);
 

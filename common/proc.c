@@ -195,8 +195,6 @@ proc_control_open(struct proc *p, const ctl_fn fns[CTL_NCMDS], void *arg,
 {
 	p->p_ctl_fns = fns;
 	p->p_ctl_arg = arg;
-	p->p_ctl_msg_type = MSG_CONTROL;
-	p->p_ctl_msg_fn = NULL;
 	if (chan_control_endpoint(p->p_cfg->run_path, p->p_role, ep, eplen) ==
 	    -1)
 		fatalx("run path too long for the control channel");
@@ -205,18 +203,11 @@ proc_control_open(struct proc *p, const ctl_fn fns[CTL_NCMDS], void *arg,
 	return p->p_sock_control;
 }
 
-void
-proc_control_msg(struct proc *p, enum msg_type type, ctl_msg_fn fn)
-{
-	p->p_ctl_msg_type = type;
-	p->p_ctl_msg_fn = fn;
-}
-
 int
 proc_control_serve(struct proc *p, int max)
 {
-	return ctl_serve_msg(p->p_sock_control, p->p_role, p->p_ctl_fns,
-	    p->p_ctl_msg_type, p->p_ctl_msg_fn, p->p_ctl_arg, max);
+	return ctl_serve(p->p_sock_control, p->p_role, p->p_ctl_fns,
+	    p->p_ctl_arg, max);
 }
 
 void

@@ -39,8 +39,6 @@ struct proc {
 	int		    p_sock_control; /* REP, or -1 */
 	const ctl_fn	   *p_ctl_fns;	    /* the role's column */
 	void		   *p_ctl_arg;
-	enum msg_type	    p_ctl_msg_type; /* and a typed request */
-	ctl_msg_fn	    p_ctl_msg_fn;   /* of its own, or NULL */
 	volatile int	    p_stop;
 	int64_t		    p_started_ms; /* monotonic */
 };
@@ -86,14 +84,8 @@ int proc_control_open(struct proc *p, const ctl_fn fns[CTL_NCMDS], void *arg,
     char *ep, size_t eplen);
 
 /*
- * Has the control socket also answer requests of message type with fn
- * (with proc_control_open()'s arg), as ctl_serve_msg() does.
- */
-void proc_control_msg(struct proc *p, enum msg_type type, ctl_msg_fn fn);
-
-/*
  * Answers the requests waiting on the control socket, at most max (0:
- * no bound), with ctl_serve_msg().  Returns how many were answered; nothing
+ * no bound), with ctl_serve().  Returns how many were answered; nothing
  * a client sends ends the process.
  */
 int proc_control_serve(struct proc *p, int max);

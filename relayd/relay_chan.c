@@ -1,16 +1,20 @@
 /*
- * relay_chan.c: relayd's side of the nanomsg channels (design.md,
- * "Channels"): it binds ingest (PULL: events fetched by the other roles),
- * accepted (PUB: one notice per stored event; discoveryd's GRASP-03
- * fallback marks arrive on ingest too and are written in the same
- * batched transactions), stats (PULL: the other
- * roles' counters, served at /metrics) and its own control socket (REP,
- * for graspctl, the supervisor and syncd's GIT_DATA requests).  The
+ * relay_chan.c: relayd's side of the nanomsg channels
+ * (doc/architecture.md, "Channels and messages"): it binds ingest (PULL:
+ * events fetched by the other roles, and discoveryd's GRASP-03 fallback
+ * marks, written in the same batched transactions), accepted (PUB: one
+ * notice per stored event), stats (PULL: the other processes' counters,
+ * served at /metrics), gitdata (REP: syncd's GIT_DATA requests) and its
+ * own control socket (REP, for graspctl and the supervisor).  The
  * descriptors nanomsg exposes are adopted into the libwebsockets loop as
- * raw files.
+ * raw files, and one table, chans[], names each sibling channel's
+ * handler, relay_dispatch_<channel>.  A malformed message on a sibling
+ * channel ends relayd; the control socket, which clients write, answers
+ * anything.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stddef.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
 #include <nanomsg/pubsub.h>
@@ -35,9 +39,8 @@
 static cJSON  *role_stats[ROLE_COUNT];
 static int64_t role_stats_at[ROLE_COUNT]; /* relay_now_ms() */
 
-/* relayd's column of ctlcmd.h's list and its GIT_DATA handler, below. */
+/* relayd's column of ctlcmd.h's list, below. */
 static const ctl_fn relay_ctl_fns[CTL_NCMDS];
-static int relay_git_data(void *, const struct msg *, cJSON *, char *, size_t);
 
 static int
 open_bound(int proto, const char *name, char *ep, size_t eplen)
@@ -68,11 +71,12 @@ relay_chan_open(void)
 	relayd->sock_accepted =
 	    open_bound(NN_PUB, CHAN_ACCEPTED, ep, sizeof(ep));
 	relayd->sock_stats = open_bound(NN_PULL, CHAN_STATS, ep, sizeof(ep));
+	relayd->sock_gitdata = open_bound(NN_REP, CHAN_GITDATA, ep, sizeof(ep));
 	relayd->sock_control = proc_control_open(&relayd->proc, relay_ctl_fns,
 	    NULL, ep, sizeof(ep));
-	proc_control_msg(&relayd->proc, MSG_GIT_DATA, relay_git_data);
 	adopt(relayd->sock_ingest, "ingest");
 	adopt(relayd->sock_stats, "stats");
+	adopt(relayd->sock_gitdata, "gitdata");
 	adopt(relayd->sock_control, "control");
 }
 
@@ -84,6 +88,7 @@ relay_chan_close(void)
 	chan_close(relayd->sock_ingest);
 	chan_close(relayd->sock_accepted);
 	chan_close(relayd->sock_stats);
+	chan_close(relayd->sock_gitdata);
 	chan_close(relayd->sock_control);
 	for (i = 0; i < ROLE_COUNT; i++) {
 		cJSON_Delete(role_stats[i]);
@@ -153,7 +158,7 @@ plus_mark_done(void *arg, int committed)
 }
 
 static void
-dispatch_ingest(const struct msg *m)
+relay_dispatch_ingest(const struct msg *m)
 {
 	struct msg_ingest mi;
 	struct plus_mark *pm;
@@ -176,7 +181,7 @@ dispatch_ingest(const struct msg *m)
 }
 
 static void
-dispatch_stats(const struct msg *m)
+relay_dispatch_stats(const struct msg *m)
 {
 	cJSON *doc, *role;
 	int    r;
@@ -226,33 +231,56 @@ show_view(void)
 }
 
 /*
- * A GIT_DATA request (msg.h): syncd's git-data hunt fetched objects into
- * <owner>/<d>.git; run the release a successful push runs ("newly
- * available git data", reference brief 7).  It comes on the control
- * socket, which anything local may write (graspctl too): a malformed
- * payload is answered, never fatal, and the release only stores what
- * the git data on disk satisfies.
+ * A GIT_DATA request (msg.h) from syncd: its git-data hunt fetched
+ * objects into <owner>/<d>.git; run the release a successful push runs
+ * ("newly available git data", reference brief 7), which stores only what
+ * the git data on disk satisfies.  Only syncd writes this channel, so a
+ * malformed request is a bug (fatal); an identifier that is not safe or
+ * a repository removed meanwhile is answered.
  */
-static int
-relay_git_data(void *arg, const struct msg *m, cJSON *rep, char *err,
-    size_t errlen)
+static void
+relay_dispatch_gitdata(const struct msg *m)
 {
 	struct msg_git_data mg;
+	char		    err[160];
 	const char	   *e = NULL;
+	cJSON		   *rep;
+	char		   *text;
 
-	if (msg_git_data_decode(m, &mg, err, errlen) == -1)
-		return -1;
+	if (m->m_type != MSG_GIT_DATA)
+		fatalx("unexpected %s message on the gitdata channel",
+		    msg_type_name(m->m_type));
+	if (msg_git_data_decode(m, &mg, err, sizeof(err)) == -1)
+		fatalx("malformed GIT_DATA message from pid %u: %s", m->m_pid,
+		    err);
 	if (!policy_identifier_safe(mg.mg_d, strlen(mg.mg_d)))
 		e = "not a safe repository identifier";
 	else if (relay_purg_hosted(mg.mg_owner, mg.mg_d) == 0)
 		e = "no such repository";
-	if (e != NULL) {
-		snprintf(err, errlen, "%s", e);
-		return -1;
-	}
-	relay_purg_git_arrived(mg.mg_owner, mg.mg_d);
-	return 0;
+	else
+		relay_purg_git_arrived(mg.mg_owner, mg.mg_d);
+	if ((rep = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddBoolToObject(rep, "ok", e == NULL) == NULL ||
+	    (e != NULL && cJSON_AddStringToObject(rep, "error", e) == NULL) ||
+	    (text = cJSON_PrintUnformatted(rep)) == NULL)
+		fatalx("gitdata: out of memory");
+	cJSON_Delete(rep);
+	if (msg_send(relayd->sock_gitdata, MSG_CONTROL_REPLY, text,
+		strlen(text), NN_DONTWAIT) == -1)
+		log_warn("gitdata: reply");
+	free(text);
 }
+
+/* The sibling channels relayd reads: its socket in struct relayd, and
+ * the handler of a message that came on it. */
+static const struct {
+	size_t sock;
+	void (*dispatch)(const struct msg *);
+} chans[] = {
+	{ offsetof(struct relayd, sock_ingest), relay_dispatch_ingest },
+	{ offsetof(struct relayd, sock_stats), relay_dispatch_stats },
+	{ offsetof(struct relayd, sock_gitdata), relay_dispatch_gitdata },
+};
 
 static int
 relay_ctl_status(void *arg, int argc, const char **argv, cJSON *rep, char *err,
@@ -309,6 +337,7 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 {
 	intptr_t   tag;
 	int	   sock, n;
+	size_t	   c;
 	struct msg m;
 
 	if (reason != LWS_CALLBACK_RAW_RX_FILE)
@@ -321,6 +350,11 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		proc_control_serve(&relayd->proc, RELAY_CHAN_BATCH);
 		return 0;
 	}
+	for (c = 0; c < sizeof(chans) / sizeof(chans[0]); c++)
+		if (*(int *)((char *)relayd + chans[c].sock) == sock)
+			break;
+	if (c == sizeof(chans) / sizeof(chans[0]))
+		return 0;
 	for (n = 0; n < RELAY_CHAN_BATCH; n++) {
 		int r = msg_recv(sock, &m, NN_DONTWAIT);
 
@@ -330,10 +364,7 @@ relay_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 			log_warn("channel receive");
 			break;
 		}
-		if (sock == relayd->sock_ingest)
-			dispatch_ingest(&m);
-		else
-			dispatch_stats(&m);
+		chans[c].dispatch(&m);
 		msg_free(&m);
 	}
 	return 0;

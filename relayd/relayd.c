@@ -101,6 +101,7 @@ main(int argc, char *argv[])
 	proc_signals(&rd.proc, on_sigchld, SA_RESTART);
 	LIST_INIT(&rd.conns);
 	rd.sock_ingest = rd.sock_accepted = rd.sock_stats = -1;
+	rd.sock_gitdata = -1;
 	rd.sock_control = -1;
 	if (policy_init(&rd.policy, &rd.cfg, err, sizeof(err)) == -1) {
 		ready_config_fail("configuration: %s", err);

@@ -456,6 +456,7 @@ struct relayd {
 	int		   sock_ingest;	  /* nanomsg PULL */
 	int		   sock_accepted; /* nanomsg PUB */
 	int		   sock_stats;	  /* nanomsg PULL */
+	int		   sock_gitdata;  /* nanomsg REP, syncd's only */
 	int		   sock_control;  /* nanomsg REP */
 	time_t		   started;
 };

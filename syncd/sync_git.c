@@ -6,7 +6,7 @@
  * repository identifier d fetches the missing objects from the http(s)
  * clone URLs of the announcements with that d and of the held PRs into
  * the repository relayd created for d, then tells relayd (a GIT_DATA
- * request on its control socket, msg.h), which releases what the data
+ * request on the gitdata channel, msg.h), which releases what the data
  * satisfies exactly as after a push.
  *
  * This file is the hunt: one state machine per d (attempts, backoff,
@@ -828,8 +828,7 @@ sync_git_init(struct syncd *sd)
 	    0;
 	for (i = 0; i < n; i++)
 		sg->sg_selfp[sg->sg_nself++] = sg->sg_self[i];
-	if (chan_control_endpoint(cfg->run_path, ROLE_RELAYD, ep, sizeof(ep)) ==
-		-1 ||
+	if (chan_endpoint(cfg->run_path, CHAN_GITDATA, ep, sizeof(ep)) == -1 ||
 	    (sg->sg_sock = chan_open(NN_REQ, ep, 0)) == -1)
 		log_warn("git hunt: no notice socket to relayd; fetched data "
 			 "waits for the next push");

@@ -408,18 +408,22 @@ test_a_missing_object_does_not_block_the_others(void)
 	event_destroy(state);
 }
 
-/* 1 if relayd answers a GIT_DATA request of len bytes with ok (1) or
- * with an error containing why (0). */
+/* 1 if relayd answers a GIT_DATA request of len bytes on the gitdata
+ * channel (ctl != 0: on its control socket) with ok (1) or with an error
+ * containing why (0). */
 static int
-git_data_answer(const uint8_t *req, size_t len, int ok, const char *why)
+git_data_answer(int ctl, const uint8_t *req, size_t len, int ok,
+    const char *why)
 {
 	char   run[PATH_MAX];
 	cJSON *rep;
 	int    r;
 
 	snprintf(run, sizeof(run), "%s/run", relayproc_dir(b));
-	if ((rep = ctl_role_msg(run, ROLE_RELAYD, MSG_GIT_DATA, req, len,
-		 TMO)) == NULL)
+	rep = ctl ?
+	    ctl_role_msg(run, ROLE_RELAYD, MSG_GIT_DATA, req, len, TMO) :
+	    ctl_chan_msg(run, CHAN_GITDATA, MSG_GIT_DATA, req, len, TMO);
+	if (rep == NULL)
 		return 0;
 	r = cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")) == ok &&
 	    (ok || strstr(str(rep, "error"), why) != NULL);
@@ -429,16 +433,35 @@ git_data_answer(const uint8_t *req, size_t len, int ok, const char *why)
 	return r;
 }
 
-/* relayd's GIT_DATA request checks what it is given, and answers. */
+/* 1 if the first 64 KiB of p's log contain s. */
+static int
+log_has(struct relayproc *p, const char *s)
+{
+	char *text = t_slurp(relayproc_log_path(p), NULL);
+	int   r = text != NULL && strstr(text, s) != NULL;
+
+	free(text);
+	return r;
+}
+
+/*
+ * GIT_DATA has a channel of its own, which only syncd writes: relayd
+ * answers what it decides there (an unsafe identifier, a repository that
+ * is gone, a release) and, as on every sibling channel, exits on a
+ * malformed request, after which graspd starts it again.  The control
+ * socket, which any local client writes, refuses GIT_DATA with an answer.
+ */
 static void
 test_relayd_git_data_request(void)
 {
 	uint8_t sk[32], pk[32], req[MSG_GIT_DATA_MAX];
+	char	run[PATH_MAX];
 	cJSON  *rep;
-	int	n;
+	int	n, i, back = 0;
 
 	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
+	snprintf(run, sizeof(run), "%s/run", relayproc_dir(b));
 	/* The control command it used to be is gone. */
 	rep = control(b, ROLE_RELAYD,
 	    "{\"cmd\":\"git-data\",\"args\":"
@@ -448,20 +471,34 @@ test_relayd_git_data_request(void)
 	T_CHECK(strstr(str(rep, "error"), "unknown command") != NULL);
 	cJSON_Delete(rep);
 	T_ASSERT((n = msg_git_data_encode(req, pk, "hunted")) > 0);
-	T_CHECK(git_data_answer(req, 32, 0, "shorter"));
-	T_CHECK(git_data_answer(req, (size_t)n - 1, 0, "expected"));
-	req[34] = '\0';
-	T_CHECK(git_data_answer(req, (size_t)n, 0, "NUL"));
+	T_CHECK(git_data_answer(1, req, (size_t)n, 0, "unexpected GIT_DATA"));
+	T_CHECK(git_data_answer(1, req, 32, 0, "unexpected GIT_DATA"));
 	T_ASSERT((n = msg_git_data_encode(req, pk, "..")) > 0);
-	T_CHECK(git_data_answer(req, (size_t)n, 0, "not a safe"));
+	T_CHECK(git_data_answer(0, req, (size_t)n, 0, "not a safe"));
 	T_ASSERT((n = msg_git_data_encode(req, pk, "nope")) > 0);
-	T_CHECK(git_data_answer(req, (size_t)n, 0, "no such repository"));
+	T_CHECK(git_data_answer(0, req, (size_t)n, 0, "no such repository"));
 	T_ASSERT((n = msg_git_data_encode(req, pk, "hunted")) > 0);
-	T_CHECK(git_data_answer(req, (size_t)n, 1, NULL));
+	T_CHECK(git_data_answer(0, req, (size_t)n, 1, NULL));
 	/* relayd went on after the refusals. */
 	rep = control(b, ROLE_RELAYD, "{\"cmd\":\"status\"}");
 	T_CHECK(rep != NULL && cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok")));
 	cJSON_Delete(rep);
+	/* A malformed request from the sibling: no answer, relayd exits. */
+	T_CHECK(ctl_chan_msg(run, CHAN_GITDATA, MSG_GIT_DATA, req, 32, 2000) ==
+	    NULL);
+	for (i = 0; i < 50 && !log_has(b, "malformed GIT_DATA message"); i++)
+		usleep(100 * 1000);
+	T_CHECK(log_has(b, "malformed GIT_DATA message"));
+	/* graspd starts it again (backoff of at most a few seconds). */
+	for (i = 0; i < 150 && !back; i++) {
+		rep = control(b, ROLE_RELAYD, "{\"cmd\":\"status\"}");
+		back =
+		    rep != NULL && cJSON_IsTrue(cJSON_GetObjectItem(rep, "ok"));
+		cJSON_Delete(rep);
+		if (!back)
+			usleep(100 * 1000);
+	}
+	T_CHECK(back);
 }
 
 static void

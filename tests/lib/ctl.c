@@ -101,19 +101,28 @@ ctl_bool(const cJSON *o, const char *key)
 	return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
 }
 
+/* A REQ socket on endpoint ep with both timeouts; -1 if none. */
+static int
+ctl_req_sock(const char *ep, int tmo_ms)
+{
+	int s;
+
+	if ((s = chan_open(NN_REQ, ep, 0)) == -1)
+		return -1;
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo_ms, sizeof(tmo_ms));
+	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo_ms, sizeof(tmo_ms));
+	return s;
+}
+
 /* A REQ socket on role's control socket with both timeouts; -1 if none. */
 static int
 ctl_role_sock(const char *run, enum role role, int tmo_ms)
 {
 	char ep[PATH_MAX + 64];
-	int  s;
 
-	if (chan_control_endpoint(run, role, ep, sizeof(ep)) == -1 ||
-	    (s = chan_open(NN_REQ, ep, 0)) == -1)
+	if (chan_control_endpoint(run, role, ep, sizeof(ep)) == -1)
 		return -1;
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &tmo_ms, sizeof(tmo_ms));
-	nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDTIMEO, &tmo_ms, sizeof(tmo_ms));
-	return s;
+	return ctl_req_sock(ep, tmo_ms);
 }
 
 /* The parsed CONTROL_REPLY waiting on s, or NULL; closes s. */
@@ -148,6 +157,23 @@ ctl_role_msg(const char *run, enum role role, enum msg_type type,
 	int s;
 
 	if ((s = ctl_role_sock(run, role, tmo_ms)) == -1)
+		return NULL;
+	if (msg_send(s, type, payload, len, 0) == -1) {
+		chan_close(s);
+		return NULL;
+	}
+	return ctl_role_reply(s);
+}
+
+cJSON *
+ctl_chan_msg(const char *run, const char *chan, enum msg_type type,
+    const void *payload, size_t len, int tmo_ms)
+{
+	char ep[PATH_MAX + 64];
+	int  s;
+
+	if (chan_endpoint(run, chan, ep, sizeof(ep)) == -1 ||
+	    (s = ctl_req_sock(ep, tmo_ms)) == -1)
 		return NULL;
 	if (msg_send(s, type, payload, len, 0) == -1) {
 		chan_close(s);

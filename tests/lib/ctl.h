@@ -30,8 +30,15 @@ cJSON *ctl_json(struct relayproc *rp, const char *args);
  */
 cJSON *ctl_role(const char *run, enum role role, enum msg_type type,
     const char *payload, int tmo_ms);
-/* ctl_role() with a binary payload of len bytes (a GIT_DATA request). */
+/* ctl_role() with a binary payload of len bytes. */
 cJSON *ctl_role_msg(const char *run, enum role role, enum msg_type type,
+    const void *payload, size_t len, int tmo_ms);
+/*
+ * ctl_role_msg() on the sibling REQ/REP channel chan (CHAN_GITDATA,
+ * msg.h) instead of a control socket, as the sibling that uses it sends:
+ * the parsed MSG_CONTROL_REPLY, or NULL if none came within tmo_ms.
+ */
+cJSON *ctl_chan_msg(const char *run, const char *chan, enum msg_type type,
     const void *payload, size_t len, int tmo_ms);
 /*
  * ctl_role() with the whole message, header included, as n raw bytes

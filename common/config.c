@@ -812,6 +812,122 @@ parse_bool(const char *v, int *out)
 }
 
 /*
+ * cfg_set() for the list types (CT_REPOS, CT_KEYS, CT_URLS, CT_DOMAINS,
+ * CT_NETS): v is a comma- or blank-separated list, every item checked.
+ */
+static int
+cfg_set_list(struct config *cfg, const struct cfg_key *k, const char *v,
+    char *why, size_t whylen)
+{
+	struct cfg_repo_rules rr = { NULL, 0 };
+	struct cfg_keys	      ks = { NULL, 0 };
+	struct cfg_strs	      ss = { NULL, 0 };
+	char		     *s;
+	int		      b;
+
+	s = xstrdup(v);
+	if (k->ck_type == CT_REPOS)
+		b = for_each_item(s, add_repo_rule, &rr, why, whylen);
+	else if (k->ck_type == CT_KEYS)
+		b = for_each_item(s, add_pubkey, &ks, why, whylen);
+	else if (k->ck_type == CT_DOMAINS)
+		b = for_each_item(s, add_domain, &ss, why, whylen);
+	else if (k->ck_type == CT_NETS)
+		b = for_each_item(s, add_net, &ss, why, whylen);
+	else
+		b = for_each_item(s, add_url, &ss, why, whylen);
+	free(s);
+	if (b == -1) {
+		repo_rules_free(&rr);
+		free(ks.v);
+		strv_clear(&ss.v, &ss.n);
+		return -1;
+	}
+	cfg_clear(cfg, k);
+	if (k->ck_type == CT_REPOS)
+		*FIELD(cfg, k, struct cfg_repo_rules) = rr;
+	else if (k->ck_type == CT_KEYS)
+		*FIELD(cfg, k, struct cfg_keys) = ks;
+	else
+		*FIELD(cfg, k, struct cfg_strs) = ss;
+	return 0;
+}
+
+/*
+ * cfg_set() for the types held in an int or an enum (CT_INT, CT_BOOL,
+ * CT_OPTBOOL, CT_LOGLEVEL, CT_DURABILITY).
+ */
+static int
+cfg_set_number(struct config *cfg, const struct cfg_key *k, const char *v,
+    char *why, size_t whylen)
+{
+	const char *digits;
+	long	    n;
+	int	    b, lvl;
+
+	switch (k->ck_type) {
+	case CT_INT:
+		digits = v + (v[0] == '-');
+		if (*digits == '\0' ||
+		    strspn(digits, "0123456789") != strlen(digits)) {
+			snprintf(why, whylen, "\"%.*s\" is not a number",
+			    CFG_QUOTE_MAX, v);
+			return -1;
+		}
+		errno = 0;
+		n = strtol(v, NULL, 10);
+		if (errno == ERANGE || n < k->ck_min || n > k->ck_max) {
+			snprintf(why, whylen,
+			    "\"%.*s\" is out of range "
+			    "(%ld to %ld)",
+			    CFG_QUOTE_MAX, v, k->ck_min, k->ck_max);
+			return -1;
+		}
+		*FIELD(cfg, k, int) = (int)n;
+		return 0;
+	case CT_BOOL:
+	case CT_OPTBOOL:
+		if (parse_bool(v, &b) == -1) {
+			snprintf(why, whylen,
+			    "\"%.*s\" is not a boolean "
+			    "(true/false, yes/no, 1/0)",
+			    CFG_QUOTE_MAX, v);
+			return -1;
+		}
+		*FIELD(cfg, k, int) = b;
+		return 0;
+	case CT_LOGLEVEL:
+		if ((lvl = log_parse_level(v)) == -1) {
+			snprintf(why, whylen,
+			    "\"%.*s\" is not a log level "
+			    "(error, warn, info, debug)",
+			    CFG_QUOTE_MAX, v);
+			return -1;
+		}
+		*FIELD(cfg, k, enum log_level) = (enum log_level)lvl;
+		return 0;
+	case CT_DURABILITY:
+		if (strcasecmp(v, "full") == 0)
+			*FIELD(cfg, k, enum cfg_durability) =
+			    CFG_DURABILITY_FULL;
+		else if (strcasecmp(v, "normal") == 0)
+			*FIELD(cfg, k, enum cfg_durability) =
+			    CFG_DURABILITY_NORMAL;
+		else {
+			snprintf(why, whylen,
+			    "\"%.*s\" is not a durability (full, normal)",
+			    CFG_QUOTE_MAX, v);
+			return -1;
+		}
+		return 0;
+	default:
+		break;
+	}
+	snprintf(why, whylen, "internal error: bad key type");
+	return -1;
+}
+
+/*
  * Sets key k from the value v (already unquoted).  An empty v selects the
  * default.  The old value is replaced only on success.  Returns 0, or -1
  * with the reason (not naming the key) in why.
@@ -820,15 +936,10 @@ static int
 cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
     size_t whylen)
 {
-	struct cfg_repo_rules rr = { NULL, 0 };
-	struct cfg_keys	      ks = { NULL, 0 };
-	struct cfg_strs	      ss = { NULL, 0 };
-	const char	     *reason;
-	const char	     *digits;
-	char		     *s = NULL, *host = NULL;
-	uint8_t		      sk[32];
-	long		      n;
-	int		      b, port, lvl;
+	const char *reason;
+	char	   *s = NULL, *host = NULL;
+	uint8_t	    sk[32];
+	int	    port;
 
 	if (*v == '\0')
 		v = k->ck_def;
@@ -900,45 +1011,14 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
 	case CT_URLS:
 	case CT_DOMAINS:
 	case CT_NETS:
-		s = xstrdup(v);
-		if (k->ck_type == CT_REPOS)
-			b = for_each_item(s, add_repo_rule, &rr, why, whylen);
-		else if (k->ck_type == CT_KEYS)
-			b = for_each_item(s, add_pubkey, &ks, why, whylen);
-		else if (k->ck_type == CT_DOMAINS)
-			b = for_each_item(s, add_domain, &ss, why, whylen);
-		else if (k->ck_type == CT_NETS)
-			b = for_each_item(s, add_net, &ss, why, whylen);
-		else
-			b = for_each_item(s, add_url, &ss, why, whylen);
-		free(s);
-		if (b == -1) {
-			repo_rules_free(&rr);
-			free(ks.v);
-			strv_clear(&ss.v, &ss.n);
-			return -1;
-		}
-		cfg_clear(cfg, k);
-		if (k->ck_type == CT_REPOS)
-			*FIELD(cfg, k, struct cfg_repo_rules) = rr;
-		else if (k->ck_type == CT_KEYS)
-			*FIELD(cfg, k, struct cfg_keys) = ks;
-		else
-			*FIELD(cfg, k, struct cfg_strs) = ss;
-		return 0;
+		return cfg_set_list(cfg, k, v, why, whylen);
 	case CT_WEBURL:
 	case CT_WEBBASE:
-		if ((s = parse_web_url(v, k->ck_type == CT_WEBBASE, &reason)) ==
-		    NULL) {
-			snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, v,
-			    reason);
-			return -1;
-		}
-		cfg_clear(cfg, k);
-		*FIELD(cfg, k, char *) = s;
-		return 0;
 	case CT_URL:
-		if ((s = parse_relay_url(v, &reason)) == NULL) {
+		s = k->ck_type == CT_URL ?
+		    parse_relay_url(v, &reason) :
+		    parse_web_url(v, k->ck_type == CT_WEBBASE, &reason);
+		if (s == NULL) {
 			snprintf(why, whylen, "\"%.*s\" %s", CFG_QUOTE_MAX, v,
 			    reason);
 			return -1;
@@ -947,59 +1027,11 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
 		*FIELD(cfg, k, char *) = s;
 		return 0;
 	case CT_INT:
-		digits = v + (v[0] == '-');
-		if (*digits == '\0' ||
-		    strspn(digits, "0123456789") != strlen(digits)) {
-			snprintf(why, whylen, "\"%.*s\" is not a number",
-			    CFG_QUOTE_MAX, v);
-			return -1;
-		}
-		errno = 0;
-		n = strtol(v, NULL, 10);
-		if (errno == ERANGE || n < k->ck_min || n > k->ck_max) {
-			snprintf(why, whylen,
-			    "\"%.*s\" is out of range "
-			    "(%ld to %ld)",
-			    CFG_QUOTE_MAX, v, k->ck_min, k->ck_max);
-			return -1;
-		}
-		*FIELD(cfg, k, int) = (int)n;
-		return 0;
 	case CT_BOOL:
 	case CT_OPTBOOL:
-		if (parse_bool(v, &b) == -1) {
-			snprintf(why, whylen,
-			    "\"%.*s\" is not a boolean "
-			    "(true/false, yes/no, 1/0)",
-			    CFG_QUOTE_MAX, v);
-			return -1;
-		}
-		*FIELD(cfg, k, int) = b;
-		return 0;
 	case CT_LOGLEVEL:
-		if ((lvl = log_parse_level(v)) == -1) {
-			snprintf(why, whylen,
-			    "\"%.*s\" is not a log level "
-			    "(error, warn, info, debug)",
-			    CFG_QUOTE_MAX, v);
-			return -1;
-		}
-		*FIELD(cfg, k, enum log_level) = (enum log_level)lvl;
-		return 0;
 	case CT_DURABILITY:
-		if (strcasecmp(v, "full") == 0)
-			*FIELD(cfg, k, enum cfg_durability) =
-			    CFG_DURABILITY_FULL;
-		else if (strcasecmp(v, "normal") == 0)
-			*FIELD(cfg, k, enum cfg_durability) =
-			    CFG_DURABILITY_NORMAL;
-		else {
-			snprintf(why, whylen,
-			    "\"%.*s\" is not a durability (full, normal)",
-			    CFG_QUOTE_MAX, v);
-			return -1;
-		}
-		return 0;
+		return cfg_set_number(cfg, k, v, why, whylen);
 	}
 	snprintf(why, whylen, "internal error: bad key type");
 	return -1;

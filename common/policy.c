@@ -507,6 +507,78 @@ held_repo(const struct policy *pl, const struct event *ev, char *msg,
 	return 1;
 }
 
+/*
+ * The blacklist's verdict on an announcement of owner (npub) and d: 1
+ * with the "blocked:" reason in msg when a rule matches, else 0.
+ */
+static int
+announcement_blacklisted(const struct config *cfg, const struct event *ev,
+    const char *npub, const char *d, char *msg, size_t msglen)
+{
+	const struct cfg_repo_rule *r;
+	size_t			    i;
+
+	for (i = 0; i < cfg->repo_blacklist.n; i++) {
+		r = &cfg->repo_blacklist.v[i];
+		if (!rule_matches(r, 1, ev->pubkey, d))
+			continue;
+		if (r->has_pubkey && r->identifier == NULL)
+			snprintf(msg, msglen,
+			    "blocked: Repository owner %s "
+			    "is blacklisted",
+			    npub);
+		else if (r->has_pubkey)
+			snprintf(msg, msglen,
+			    "blocked: Repository %s/%s is "
+			    "blacklisted",
+			    npub, d);
+		else
+			snprintf(msg, msglen,
+			    "blocked: Repository identifier "
+			    "%s is blacklisted",
+			    d);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The maintainer exception: the owner or a recursive maintainer of an
+ * announcement with identifier d, stored or held in purgatory, is
+ * accepted as is.  POLICY_ACCEPT, POLICY_REFUSE, or POLICY_ERROR with
+ * msg set.
+ */
+static int
+announcement_by_maintainer(const struct policy *pl, struct store *st,
+    const struct event *ev, const struct estr *d, char *msg, size_t msglen)
+{
+	struct policy_anns a;
+	int		   rc = POLICY_REFUSE;
+	size_t		   i;
+
+	if (policy_anns_load(pl, st, d->s, d->len, 1, &a) == -1) {
+		policy_anns_free(&a);
+		snprintf(msg, msglen, "error: database query failed");
+		return POLICY_ERROR;
+	}
+	for (i = 0; i < a.n && rc == POLICY_REFUSE; i++) {
+		/*
+		 * The author's own held announcement does not count: a
+		 * newer one that no longer lists this service evicts it
+		 * (reference brief 1.3, checked before the exception).
+		 */
+		if (a.v[i].an_held &&
+		    memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0)
+			continue;
+		if (memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0 ||
+		    policy_anns_authorised(&a, a.v[i].an_ev->pubkey,
+			ev->pubkey))
+			rc = POLICY_ACCEPT;
+	}
+	policy_anns_free(&a);
+	return rc;
+}
+
 static int
 check_announcement(const struct policy *pl, struct store *st,
     const struct event *ev, char *msg, size_t msglen)
@@ -514,10 +586,8 @@ check_announcement(const struct policy *pl, struct store *st,
 	const struct config    *cfg = pl->pl_cfg;
 	const struct estr      *d = event_tag_value(ev, "d");
 	const struct event_tag *t;
-	struct policy_anns	a;
 	char			npub[NIP19_KEY_BUFSZ], relay[512];
 	int			nclone = 0, listed, rc, in_clone, in_relays;
-	size_t			i;
 
 	if (d == NULL) {
 		snprintf(msg, msglen,
@@ -541,28 +611,8 @@ check_announcement(const struct policy *pl, struct store *st,
 		return 0;
 	}
 	npub_of(ev->pubkey, npub, sizeof(npub));
-	for (i = 0; i < cfg->repo_blacklist.n; i++) {
-		const struct cfg_repo_rule *r = &cfg->repo_blacklist.v[i];
-
-		if (!rule_matches(r, 1, ev->pubkey, d->s))
-			continue;
-		if (r->has_pubkey && r->identifier == NULL)
-			snprintf(msg, msglen,
-			    "blocked: Repository owner %s "
-			    "is blacklisted",
-			    npub);
-		else if (r->has_pubkey)
-			snprintf(msg, msglen,
-			    "blocked: Repository %s/%s is "
-			    "blacklisted",
-			    npub, d->s);
-		else
-			snprintf(msg, msglen,
-			    "blocked: Repository identifier "
-			    "%s is blacklisted",
-			    d->s);
+	if (announcement_blacklisted(cfg, ev, npub, d->s, msg, msglen))
 		return 0;
-	}
 
 	in_clone = tag_lists_service(pl, ev, "clone");
 	in_relays = tag_lists_service(pl, ev, "relays");
@@ -592,33 +642,7 @@ check_announcement(const struct policy *pl, struct store *st,
 					      "'relays'",
 		    cfg->public_url, npub, d->s, relay);
 	}
-
-	/*
-	 * The maintainer exception: the owner or a recursive maintainer of
-	 * an announcement with this identifier, stored or held in
-	 * purgatory, is accepted as is.
-	 */
-	if (policy_anns_load(pl, st, d->s, d->len, 1, &a) == -1) {
-		policy_anns_free(&a);
-		snprintf(msg, msglen, "error: database query failed");
-		return POLICY_ERROR;
-	}
-	rc = POLICY_REFUSE;
-	for (i = 0; i < a.n && rc == POLICY_REFUSE; i++) {
-		/*
-		 * The author's own held announcement does not count: a
-		 * newer one that no longer lists this service evicts it
-		 * (reference brief 1.3, checked before the exception).
-		 */
-		if (a.v[i].an_held &&
-		    memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0)
-			continue;
-		if (memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0 ||
-		    policy_anns_authorised(&a, a.v[i].an_ev->pubkey,
-			ev->pubkey))
-			rc = POLICY_ACCEPT;
-	}
-	policy_anns_free(&a);
+	rc = announcement_by_maintainer(pl, st, ev, d, msg, msglen);
 	/* GRASP-05, after GRASP-01 and the maintainer exception. */
 	if (rc == POLICY_REFUSE && archive_covers(pl, ev, d->s))
 		rc = POLICY_HOST;

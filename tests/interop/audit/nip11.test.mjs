@@ -1,0 +1,42 @@
+// nip11.test.mjs: grasp-audit's GRASP-01 NIP-11 cases
+// (specs/grasp01/nip11_document.rs): the relay information document at
+// / for Accept: application/nostr+json, with the NIP-11 basics and the
+// GRASP-01 fields supported_grasps, repo_acceptance_criteria and curation.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startGraspd } from './_local.mjs';
+import { nip11Doc } from './grasp06_fixtures.mjs';
+
+let server;
+before(async () => { server = await startGraspd(); });
+after(async () => { await server?.stop(); });
+
+test('nip11_document_exists', async () => {
+  const doc = await nip11Doc(server.http);
+  for (const field of ['name', 'description', 'software', 'version'])
+    assert.ok(field in doc, `NIP-11 field ${field} missing`);
+});
+
+test('nip11_supported_grasps_field', async () => {
+  const { supported_grasps: grasps } = await nip11Doc(server.http);
+  assert.ok(Array.isArray(grasps), 'supported_grasps is not an array');
+  assert.ok(grasps.includes('GRASP-01'), `GRASP-01 not in ${grasps}`);
+  for (const g of grasps)
+    assert.match(g, /^GRASP-\d{2}$/, `malformed entry ${JSON.stringify(g)}`);
+});
+
+test('nip11_repo_acceptance_criteria_field', async () => {
+  const { repo_acceptance_criteria: c } = await nip11Doc(server.http);
+  assert.equal(typeof c, 'string', 'repo_acceptance_criteria not a string');
+  assert.ok(c.trim().length > 0, 'repo_acceptance_criteria is empty');
+});
+
+test('nip11_curation_field', async () => {
+  const doc = await nip11Doc(server.http);
+  // Absent (no curation beyond SPAM prevention) or a non-empty string.
+  if ('curation' in doc) {
+    assert.equal(typeof doc.curation, 'string', 'curation not a string');
+    assert.ok(doc.curation.trim().length > 0, 'curation is empty');
+  }
+});

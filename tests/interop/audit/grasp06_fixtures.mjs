@@ -73,3 +73,15 @@ export function workspace(git, parent, remote, msg = 'grasp-audit commit') {
   git(dir, 'commit', '-q', '-m', msg);
   return { dir, commit: git(dir, 'rev-parse', 'HEAD') };
 }
+
+// Polls check (async, truthy when done) every 100 ms for up to ms; its
+// last value.  The reference sleeps a fixed time instead; polling keeps
+// the cases quick and steady under load.
+export async function waitFor(check, ms = 5000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

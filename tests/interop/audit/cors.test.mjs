@@ -5,12 +5,11 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateSecretKey, getPublicKey } from 'nostr-tools/pure';
-import { npubEncode } from 'nostr-tools/nip19';
-import { startGraspd, validRepoSent } from './_local.mjs';
+import { newKeys, startGraspd, tagValue } from './fixtures.mjs';
+import { clientFor } from './grasp06_fixtures.mjs';
 
 let server;
-before(async () => { server = await startGraspd(); });
+before(async () => { server = await startGraspd({ name: 'cors' }); });
 after(async () => { await server?.stop(); });
 
 // A git service path of a repository nobody announced (and no npub).
@@ -39,16 +38,16 @@ function checkHeaders(res, where) {
 // GET of the relay root and of a git endpoint that does not exist, each
 // checked by check.
 async function onRootAndMissingRepo(check) {
-  const root = await fetch(`${server.http}/`);
+  const root = await fetch(`${server.httpUrl}/`);
   check(root, 'the root');
-  const missing = await fetch(`${server.http}${MISSING_REFS}`);
+  const missing = await fetch(`${server.httpUrl}${MISSING_REFS}`);
   // npub1test is no npub: graspd answers 400, where the reference's own
   // server says 404; the case wants the headers on an error either way.
   assert.ok(missing.status >= 400, `info/refs answered ${missing.status}`);
   check(missing, `a ${missing.status} of info/refs`);
   // And a real 404: a well-formed npub's repository nobody announced.
-  const npub = npubEncode(getPublicKey(generateSecretKey()));
-  const none = await fetch(`${server.http}/${npub}/nonexistent.git/info/refs` +
+  const { npub } = newKeys();
+  const none = await fetch(`${server.httpUrl}/${npub}/nonexistent.git/info/refs` +
     '?service=git-upload-pack');
   assert.equal(none.status, 404);
   check(none, 'a 404 of info/refs');
@@ -64,7 +63,7 @@ test('cors_options_preflight', async () => {
   for (const [path, method] of [['/', 'POST'],
     ['/npub1test/test.git/git-upload-pack', 'POST'],
     ['/npub1test/test.git/info/refs', 'GET']]) {
-    const res = await fetch(`${server.http}${path}`, {
+    const res = await fetch(`${server.httpUrl}${path}`, {
       method: 'OPTIONS',
       headers: {
         Origin: 'https://example.com',
@@ -80,9 +79,11 @@ test('cors_options_preflight', async () => {
 
 // grasp-audit's test_cors_on_real_repo: the same headers on info/refs of
 // an announced repository (ValidRepoSent: no git data yet).
-test('test_cors_on_real_repo', async () => {
-  const repo = await validRepoSent(server);
-  const res = await fetch(`${repo.cloneUrl}/info/refs?service=git-upload-pack`);
+test('test_cors_on_real_repo', async (t) => {
+  const c = await clientFor(t, server);
+  const repo = await c.validRepoSent();
+  const res = await fetch(`${c.cloneUrl(tagValue(repo, 'd'))}/info/refs` +
+    '?service=git-upload-pack');
   assert.equal(res.status, 200);
   checkOrigin(res, 'info/refs');
   checkMethods(res, 'info/refs');

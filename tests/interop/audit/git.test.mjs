@@ -7,44 +7,46 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { gitWith } from '../util.mjs';
-import { startGraspd, validRepoSent, validRepoServed } from './_local.mjs';
+import { startGraspd, tagValue } from './fixtures.mjs';
+import { clientFor } from './grasp06_fixtures.mjs';
 
 let server;
-let git;
-before(async () => {
-  server = await startGraspd();
-  git = gitWith(server.home);
-});
+before(async () => { server = await startGraspd({ name: 'git' }); });
 after(async () => { await server?.stop(); });
 
-// A new empty directory to clone into.
-const cloneDir = () => join(mkdtempSync(join(server.dir, 'clone-')), 'c');
+// A new directory path to clone into.
+const cloneDir = (c) => join(c.tempDir('clone'), 'repo');
 
-// The v0 upload-pack advertisement of repo (what a client without
+// The git URL of client c's announced repository repo.
+const urlOf = (c, repo) => c.cloneUrl(tagValue(repo, 'd'));
+
+// The v0 upload-pack advertisement of url (what a client without
 // Git-Protocol: version=2 reads).
-async function advertisement(repo) {
-  const res = await fetch(`${repo.cloneUrl}/info/refs?service=git-upload-pack`);
+async function advertisement(url) {
+  const res = await fetch(`${url}/info/refs?service=git-upload-pack`);
   assert.equal(res.status, 200, 'info/refs');
   return res.text();
 }
 
-test('test_basic_git_clone', async () => {
-  const repo = await validRepoSent(server);
-  const dir = cloneDir();
-  git(server.dir, 'clone', '-q', repo.cloneUrl, dir);
+test('test_basic_git_clone', async (t) => {
+  const c = await clientFor(t, server);
+  const dir = cloneDir(c);
+  c.git(c.work, 'clone', '-q', urlOf(c, await c.validRepoSent()), dir);
   assert.ok(existsSync(join(dir, '.git')), 'the clone has no .git');
 });
 
-test('test_clone_url_format', async () => {
-  const repo = await validRepoSent(server);
-  assert.equal(repo.cloneUrl, `${server.http}/${repo.npub}/${repo.id}.git`);
-  git(server.dir, 'ls-remote', repo.cloneUrl);
-  assert.throws(() => git(server.dir, 'clone', '-q',
-    `${server.http}/invalid/path`, cloneDir()),
-  'a clone of /invalid/path succeeded');
+test('test_clone_url_format', async (t) => {
+  const c = await clientFor(t, server);
+  const repo = await c.validRepoSent();
+  const url = urlOf(c, repo);
+  assert.equal(url,
+    `${server.httpUrl}/${c.keys.npub}/${tagValue(repo, 'd')}.git`);
+  c.git(c.work, 'ls-remote', url);
+  const bad = c.git.try(c.work, 'clone', '-q',
+    `${server.httpUrl}/invalid/path`, cloneDir(c));
+  assert.equal(bad.ok, false, 'a clone of /invalid/path succeeded');
 });
 
 // Divergence: the reference checks the advertisement of a repository
@@ -55,28 +57,32 @@ test('test_clone_url_format', async () => {
 // checked on it.  With no ref there is no oid to want either, so the
 // GRASP-01 rule is checked where it applies: a repository with data
 // (ValidRepoServed).
-test('test_sha1_capabilities_advertised', async () => {
-  const body = await advertisement(await validRepoServed(server));
+test('test_sha1_capabilities_advertised', async (t) => {
+  const c = await clientFor(t, server);
+  const body = await advertisement(urlOf(c, await c.validRepoServed()));
   assert.match(body, /allow-reachable-sha1-in-want/);
   assert.match(body, /allow-tip-sha1-in-want/);
 });
 
 // The same divergence as test_sha1_capabilities_advertised.
-test('test_filter_capability_advertised', async () => {
-  const body = await advertisement(await validRepoServed(server));
+test('test_filter_capability_advertised', async (t) => {
+  const c = await clientFor(t, server);
+  const body = await advertisement(urlOf(c, await c.validRepoServed()));
   assert.match(body, /\bfilter\b/);
 });
 
-test('test_filtered_clone_succeeds', async () => {
-  const repo = await validRepoSent(server);
-  const dir = cloneDir();
-  git(server.dir, 'clone', '-q', '--filter=blob:none', repo.cloneUrl, dir);
+test('test_filtered_clone_succeeds', async (t) => {
+  const c = await clientFor(t, server);
+  const dir = cloneDir(c);
+  c.git(c.work, 'clone', '-q', '--filter=blob:none',
+    urlOf(c, await c.validRepoSent()), dir);
   assert.ok(existsSync(join(dir, '.git')), 'the clone has no .git');
 });
 
-test('test_filtered_fetch_succeeds', async () => {
-  const repo = await validRepoSent(server);
-  const dir = cloneDir();
-  git(server.dir, 'clone', '-q', '--depth=1', repo.cloneUrl, dir);
-  git(dir, 'fetch', '-q', '--filter=tree:0', 'origin');
+test('test_filtered_fetch_succeeds', async (t) => {
+  const c = await clientFor(t, server);
+  const dir = cloneDir(c);
+  c.git(c.work, 'clone', '-q', '--depth=1',
+    urlOf(c, await c.validRepoSent()), dir);
+  c.git(dir, 'fetch', '-q', '--filter=tree:0', 'origin');
 });

@@ -7,56 +7,42 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { generateSecretKey, getPublicKey } from 'nostr-tools/pure';
-import { npubEncode } from 'nostr-tools/nip19';
-import { RawRelay } from '../util.mjs';
-import { startGraspd } from './_local.mjs';
-import { prEvent, prsUrl, randomHex64 } from './grasp06_fixtures.mjs';
+import { startGraspd, tagValue } from './fixtures.mjs';
+import { clientFor, prsUrl, randomHex64, unannouncedRepo } from
+  './grasp06_fixtures.mjs';
 
 let server;
-let relay;
 before(async () => {
-  server = await startGraspd({ NGIT_GRASP06_ENABLE: 'true' });
-  relay = await RawRelay.open(server.url, 5000);
+  server = await startGraspd({ name: 'g06acc',
+    env: { NGIT_GRASP06_ENABLE: 'true' } });
 });
-after(async () => {
-  relay?.close();
-  await server?.stop();
-});
+after(async () => { await server?.stop(); });
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// A PR of a fresh author for a coordinate nobody announced here, its
-// clone tag naming host's /prs/ path of the author and identifier.
-function orphanPr(host) {
-  const author = generateSecretKey();
-  const id = `audit-grasp06-${randomUUID()}`;
-  return prEvent(author, {
-    a: `30617:${randomHex64()}:${id}`,
-    c: randomHex64(),
-    clone: prsUrl(host, npubEncode(getPublicKey(author)), id),
-  });
+// A PR by c's PR author for a repository nobody announced, its clone tag
+// naming host's /prs/ path of the author and the repository's identifier.
+function orphanPr(c, host) {
+  const repo = unannouncedRepo();
+  const url = prsUrl(host, c.prAuthorKeys.npub, tagValue(repo, 'd'));
+  return c.prEvent(repo, randomHex64(), { tags: [['clone', url]] });
 }
 
-test('pr_event_accepted_when_clone_tag_names_prs_endpoint', async () => {
-  const r = await relay.publish(orphanPr(server.http));
-  assert.ok(r.ok, `the PR event was refused: ${r.message}`);
+test('pr_event_accepted_when_clone_tag_names_prs_endpoint', async (t) => {
+  const c = await clientFor(t, server);
+  await c.publishOk(orphanPr(c, server.httpUrl), 'the PR event');
 });
 
-test('pr_event_accepted_via_relaxation_is_held_in_purgatory', async () => {
-  const ev = orphanPr(server.http);
-  const r = await relay.publish(ev);
-  assert.ok(r.ok, `the PR event was refused: ${r.message}`);
-  await sleep(300);
-  assert.deepEqual(await relay.ids({ ids: [ev.id] }), [],
-    'the PR event was served before its git data');
+test('pr_event_accepted_via_relaxation_is_held_in_purgatory', async (t) => {
+  const c = await clientFor(t, server);
+  const r = await c.sendNotePurgatory(orphanPr(c, server.httpUrl),
+    'the PR event');
+  assert.ok(r.held, 'the PR event was served before its git data');
 });
 
 test('pr_event_rejected_when_clone_tag_does_not_name_prs_endpoint',
-  async () => {
+  async (t) => {
+    const c = await clientFor(t, server);
     // Same /prs/ path shape, on a host that is not this server.
-    const r = await relay.publish(
-      orphanPr('https://other-relay.example.invalid'));
+    const r = await c.publish(
+      orphanPr(c, 'https://other-relay.example.invalid'));
     assert.equal(r.ok, false, 'a PR naming another host\'s /prs/ was taken');
   });

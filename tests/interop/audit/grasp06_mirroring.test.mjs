@@ -4,106 +4,84 @@
 // (ValidRepoServed): a PR's refs/nostr/<id> pushed to its author's /prs/
 // path (before or after the PR event) releases the event and appears in
 // the announced repository; a PR ref pushed to the announced repository
-// does not appear under /prs/.
+// (PREvent2Served) does not appear under /prs/.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateSecretKey, getPublicKey } from 'nostr-tools/pure';
-import { npubEncode } from 'nostr-tools/nip19';
-import { RawRelay, gitWith } from '../util.mjs';
-import { startGraspd, validRepoServed } from './_local.mjs';
-import { prEvent, prsUrl, waitFor, workspace } from './grasp06_fixtures.mjs';
+import { deterministicCommit, startGraspd, tagValue, waitFor } from
+  './fixtures.mjs';
+import { clientFor, prsUrl, workspace } from './grasp06_fixtures.mjs';
 
 let server;
-let git;
-let relay;
 before(async () => {
-  server = await startGraspd({ NGIT_GRASP06_ENABLE: 'true' });
-  git = gitWith(server.home);
-  relay = await RawRelay.open(server.url, 5000);
+  server = await startGraspd({ name: 'g06mir',
+    env: { NGIT_GRASP06_ENABLE: 'true' } });
 });
-after(async () => {
-  relay?.close();
-  await server?.stop();
-});
+after(async () => { await server?.stop(); });
 
-const served = async (id) => (await relay.ids({ ids: [id] })).length === 1;
-
-// The announced repository, a PR author, the author's /prs/ URL for it, a
-// local commit to push there and the PR event naming it (not published).
-async function prSetup(msg) {
-  const repo = await validRepoServed(server);
-  const author = generateSecretKey();
-  const url = prsUrl(server.http, npubEncode(getPublicKey(author)), repo.id);
-  const ws = workspace(git, server.dir, url, msg);
-  const ev = prEvent(author, {
-    a: `30617:${repo.event.pubkey}:${repo.id}`,
-    c: ws.commit,
-    clone: url,
-    content: msg,
-  });
-  return { repo, url, ws, ev, ref: `refs/nostr/${ev.id}` };
+// c's served repository, its PR author's /prs/ URL for it, a local
+// commit to push there and the PR event naming it (not published).
+async function prSetup(c, msg) {
+  const repo = await c.validRepoServed();
+  const id = tagValue(repo, 'd');
+  const url = prsUrl(server.httpUrl, c.prAuthorKeys.npub, id);
+  const ws = workspace(c, url, msg);
+  const ev = c.prEvent(repo, ws.commit, { tags: [['clone', url]] });
+  return { cloneUrl: c.cloneUrl(id), url, ws, ev, ref: `refs/nostr/${ev.id}` };
 }
 
-// Fetches ref from the announced repository's URL into a new repository
-// and checks it is commit, object included.
-function assertMirrored(cloneUrl, ref, commit) {
-  const dir = mkdtempSync(join(server.dir, 'verify-'));
-  git(dir, 'init', '-q');
-  git(dir, 'fetch', '-q', cloneUrl, `${ref}:${ref}`);
-  git(dir, 'cat-file', '-e', commit);
-  assert.equal(git(dir, 'rev-parse', ref), commit);
+// Waits for ref at the announced repository (the mirror may trail the
+// release a little), then fetches it into a new repository: it must be
+// commit, object included.
+async function assertMirrored(c, cloneUrl, ref, commit) {
+  assert.ok(await waitFor(() =>
+    c.git(c.work, 'ls-remote', cloneUrl, ref) !== ''), `no ${ref} mirrored`);
+  const dir = join(c.tempDir('verify'), 'repo');
+  c.git(c.work, 'init', '-q', dir);
+  c.git(dir, 'fetch', '-q', cloneUrl, `${ref}:${ref}`);
+  c.git(dir, 'cat-file', '-e', commit);
+  assert.equal(c.git(dir, 'rev-parse', ref), commit);
 }
 
-// The mirror may trail the release a little: fetch until it is there.
-async function mirrored(cloneUrl, ref) {
-  return waitFor(() => git(server.dir, 'ls-remote', cloneUrl, ref) !== '');
-}
-
-test('prs_push_mirrors_to_announced_repo', async () => {
-  const s = await prSetup('PR via /prs/ mirrored to the announced repo');
-  const r = await relay.publish(s.ev);
-  assert.ok(r.ok, `the PR event was refused: ${r.message}`);
-  git(s.ws.dir, 'push', '-q', s.url, `HEAD:${s.ref}`);
-  assert.ok(await waitFor(() => served(s.ev.id)),
+test('prs_push_mirrors_to_announced_repo', async (t) => {
+  const c = await clientFor(t, server);
+  const s = await prSetup(c, 'PR via /prs/ mirrored to the announced repo');
+  await c.publishOk(s.ev, 'the PR event');
+  c.git(s.ws.dir, 'push', '-q', 'origin', `HEAD:${s.ref}`);
+  assert.ok(await c.servedWithin(s.ev.id),
     'the PR event was not released by its /prs/ push');
-  assert.ok(await mirrored(s.repo.cloneUrl, s.ref), 'no mirror');
-  assertMirrored(s.repo.cloneUrl, s.ref, s.ws.commit);
+  await assertMirrored(c, s.cloneUrl, s.ref, s.ws.commit);
 });
 
-test('prs_push_then_pr_event_promotes_and_mirrors', async () => {
-  const s = await prSetup('git-first PR via /prs/');
-  git(s.ws.dir, 'push', '-q', s.url, `HEAD:${s.ref}`);
-  const r = await relay.publish(s.ev);
-  assert.ok(r.ok, `the PR event was refused: ${r.message}`);
-  assert.ok(await waitFor(() => served(s.ev.id)),
+test('prs_push_then_pr_event_promotes_and_mirrors', async (t) => {
+  const c = await clientFor(t, server);
+  const s = await prSetup(c, 'git-first PR via /prs/');
+  c.git(s.ws.dir, 'push', '-q', 'origin', `HEAD:${s.ref}`);
+  await c.publishOk(s.ev, 'the PR event');
+  assert.ok(await c.servedWithin(s.ev.id),
     'the PR event, its /prs/ push first, was not served');
-  assert.ok(await mirrored(s.repo.cloneUrl, s.ref), 'no mirror');
-  assertMirrored(s.repo.cloneUrl, s.ref, s.ws.commit);
+  await assertMirrored(c, s.cloneUrl, s.ref, s.ws.commit);
 });
 
-// PREvent2Served: a PR with no clone tag, held in purgatory, released by
-// a push of its root commit to the announced repository's own URL.
-test('standard_push_does_not_mirror_to_prs', async () => {
-  const repo = await validRepoServed(server);
-  const author = generateSecretKey();
-  const ws = workspace(git, server.dir, repo.cloneUrl,
-    'PR test deterministic commit 2');
-  const ev = prEvent(author, {
-    a: `30617:${repo.event.pubkey}:${repo.id}`,
-    c: ws.commit,
-    content: 'Test PR 2',
-  });
-  const r = await relay.publish(ev);
-  assert.ok(r.ok, `the PR event was refused: ${r.message}`);
-  assert.equal(await served(ev.id), false, 'served before its git data');
+// PREvent2Served: a PR with no clone tag, tip the pr2 deterministic root
+// commit, held in purgatory and released by a push of that commit to the
+// announced repository's own URL.
+test('standard_push_does_not_mirror_to_prs', async (t) => {
+  const c = await clientFor(t, server);
+  const repo = await c.validRepoServed();
+  const id = tagValue(repo, 'd');
+  const dir = c.cloneRepo(id);
+  const commit = deterministicCommit(c.git, dir, 'pr2', { orphan: true });
+  const ev = c.prEvent(repo, commit);
+  const sent = await c.sendNotePurgatory(ev, 'PR event 2');
+  assert.ok(sent.held, 'PR event 2 was served before its git data');
   const ref = `refs/nostr/${ev.id}`;
-  git(ws.dir, 'push', '-q', repo.cloneUrl, `HEAD:${ref}`);
-  assert.ok(await waitFor(() => served(ev.id)),
-    'the PR event was not released by its push');
-  const url = prsUrl(server.http, npubEncode(getPublicKey(author)), repo.id);
-  assert.equal(git(server.dir, 'ls-remote', url, ref), '',
-    'the standard push appeared under /prs/');
+  c.git(dir, 'push', '-q', 'origin', `main:${ref}`);
+  assert.ok(await c.servedWithin(ev.id),
+    'PR event 2 was not released by its push');
+  const r = c.git.try(c.work, 'ls-remote',
+    prsUrl(server.httpUrl, c.prAuthorKeys.npub, id), ref);
+  assert.ok(r.ok, `ls-remote of /prs/ failed: ${r.stderr}`);
+  assert.equal(r.stdout, '', 'the standard push appeared under /prs/');
 });

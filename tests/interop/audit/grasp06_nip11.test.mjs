@@ -5,7 +5,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGraspd } from './_local.mjs';
+import { startGraspd } from './fixtures.mjs';
 import { advertisesGrasp, freshPrsUrl, nip11Doc } from
   './grasp06_fixtures.mjs';
 
@@ -13,12 +13,13 @@ let on;
 let off;
 before(async () => {
   [on, off] = await Promise.all([
-    startGraspd({ NGIT_GRASP06_ENABLE: 'true' }), startGraspd()]);
+    startGraspd({ name: 'g06on', env: { NGIT_GRASP06_ENABLE: 'true' } }),
+    startGraspd({ name: 'g06off' })]);
 });
 after(async () => { await Promise.all([on?.stop(), off?.stop()]); });
 
 test('nip11_advertises_grasp_06_when_enabled', async () => {
-  assert.ok(advertisesGrasp(await nip11Doc(on.http), 'GRASP-06'),
+  assert.ok(advertisesGrasp(await nip11Doc(on.httpUrl), 'GRASP-06'),
     'GRASP-06 enabled but not in supported_grasps');
 });
 
@@ -26,9 +27,9 @@ test('nip11_advertises_grasp_06_when_enabled', async () => {
 // GRASP-06, so it is run here on the graspd without it, where the gate
 // applies.
 test('prs_namespace_404_when_grasp06_not_advertised', async () => {
-  assert.equal(advertisesGrasp(await nip11Doc(off.http), 'GRASP-06'), false,
-    'GRASP-06 advertised though not enabled');
-  const res = await fetch(`${freshPrsUrl(off.http)}/info/refs` +
+  assert.equal(advertisesGrasp(await nip11Doc(off.httpUrl), 'GRASP-06'),
+    false, 'GRASP-06 advertised though not enabled');
+  const res = await fetch(`${freshPrsUrl(off.httpUrl)}/info/refs` +
     '?service=git-upload-pack');
   assert.equal(res.status, 404);
   await res.arrayBuffer();

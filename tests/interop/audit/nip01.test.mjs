@@ -1,80 +1,79 @@
 // nip01.test.mjs: grasp-audit's NIP-01 smoke cases
 // (specs/grasp01/nip01_smoke.rs) against a whole graspd: the WebSocket at
-// /, an accepted repository read back by id and by subscription, CLOSE,
-// and events refused for a wrong signature or a wrong id.  The events
-// of the refusal cases are ones graspd takes from anyone (kind 10317) so
-// that only the broken signature or id can be the reason.
+// /, an accepted repository (ValidRepoServed) read back by id and by
+// subscription, CLOSE, and events refused for a wrong signature or a
+// wrong id.  The events of the refusal cases are ones graspd takes from
+// anyone (kind 10317 grasp lists) so that only the broken signature or id
+// can be the reason.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGraspd, validRepoServed } from './_local.mjs';
-import { RawRelay, freshTag, taggedEvents } from '../util.mjs';
-import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
-
-const WAIT_MS = 5000;
+import { Conn, newKeys, randomId, signEvent, startGraspd } from
+  './fixtures.mjs';
+import { clientFor } from './grasp06_fixtures.mjs';
 
 let server;
-let relay;
-before(async () => {
-  server = await startGraspd();
-  relay = await RawRelay.open(server.url, WAIT_MS);
-});
-after(async () => {
-  relay?.close();
-  await server?.stop();
-});
+before(async () => { server = await startGraspd({ name: 'nip01' }); });
+after(async () => { await server?.stop(); });
+
+// A user grasp list (10317) of fresh keys tagged t.
+const graspList = (t) => signEvent(newKeys(), { kind: 10317,
+  tags: [['t', t], ['g', 'wss://grasp.example']] });
 
 test('websocket_connection', async () => {
-  const c = await RawRelay.open(server.url, WAIT_MS);
+  const c = await Conn.open(server.wsUrl);
   assert.equal(c.ws.readyState, c.ws.OPEN);
   c.close();
 });
 
-test('send_receive_event', async () => {
-  const repo = await validRepoServed(server);
-  const got = await relay.req('srv', { kinds: [30617], ids: [repo.event.id] });
-  assert.deepEqual(got.map((e) => e.id), [repo.event.id]);
+test('send_receive_event', async (t) => {
+  const c = await clientFor(t, server);
+  const repo = await c.validRepoServed();
+  const got = await c.query({ kinds: [30617], ids: [repo.id] });
+  assert.deepEqual(got.map((e) => e.id), [repo.id]);
 });
 
-test('create_subscription', async () => {
-  const repo = await validRepoServed(server);
-  const got = await relay.req('sub',
-    { kinds: [30617], authors: [repo.event.pubkey] });
-  assert.ok(got.some((e) => e.id === repo.event.id),
+test('create_subscription', async (t) => {
+  const c = await clientFor(t, server);
+  const repo = await c.validRepoServed();
+  const got = await c.query({ kinds: [30617], authors: [repo.pubkey] });
+  assert.ok(got.some((e) => e.id === repo.id),
     'the announcement is not among the subscription\'s events');
 });
 
 // The reference only opens a subscription here; this also checks that
 // after CLOSE a new matching event is not sent to it.
-test('close_subscription', async () => {
-  const tag = freshTag('close');
-  relay.send(['REQ', 'closing', { kinds: [10317], '#t': [tag] }]);
-  await relay.next((m) => m[0] === 'EOSE' && m[1] === 'closing', 'EOSE');
-  relay.send(['CLOSE', 'closing']);
-  const other = await RawRelay.open(server.url, WAIT_MS);
+test('close_subscription', async (t) => {
+  const c = await clientFor(t, server);
+  const tag = `close-${randomId()}`;
+  c.conn.send(['REQ', 'closing', { kinds: [10317], '#t': [tag] }]);
+  await c.conn.next((m) => m[0] === 'EOSE' && m[1] === 'closing', 'EOSE');
+  c.conn.send(['CLOSE', 'closing']);
+  const other = await Conn.open(server.wsUrl);
   try {
-    await other.publishAll(taggedEvents(tag, 1));
+    const r = await other.publish(graspList(tag));
+    assert.ok(r.ok, `the grasp list was refused: ${r.message}`);
   } finally {
     other.close();
   }
-  await assert.rejects(relay.next((m) => m[1] === 'closing' &&
-    m[0] === 'EVENT', 'an EVENT after CLOSE', 500), /no an EVENT/);
+  await assert.rejects(c.conn.next((m) => m[1] === 'closing' &&
+    m[0] === 'EVENT', 'EVENT after CLOSE', 500), /no EVENT after CLOSE/);
 });
 
-test('reject_invalid_signature', async () => {
-  const [ev] = taggedEvents(freshTag('badsig'), 1);
-  const wrong = finalizeEvent({ ...ev, tags: ev.tags }, generateSecretKey());
-  const bad = { ...ev, sig: wrong.sig };
-  const r = await relay.publish(bad);
+test('reject_invalid_signature', async (t) => {
+  const c = await clientFor(t, server);
+  const ev = graspList(`badsig-${randomId()}`);
+  const other = signEvent(newKeys(), { kind: ev.kind, tags: ev.tags });
+  const r = await c.publish({ ...ev, sig: other.sig });
   assert.equal(r.ok, false, 'an event with a wrong signature was accepted');
   assert.match(r.message, /^invalid:/);
-  assert.deepEqual(await relay.ids({ ids: [ev.id] }), []);
+  assert.equal(await c.served(ev.id), false);
 });
 
-test('reject_invalid_event_id', async () => {
-  const [ev] = taggedEvents(freshTag('badid'), 1);
-  const bad = { ...ev, id: '0'.repeat(64) };
-  const r = await relay.publish(bad);
+test('reject_invalid_event_id', async (t) => {
+  const c = await clientFor(t, server);
+  const ev = graspList(`badid-${randomId()}`);
+  const r = await c.publish({ ...ev, id: '0'.repeat(64) });
   assert.equal(r.ok, false, 'an event with a wrong id was accepted');
   assert.match(r.message, /^invalid:/);
 });

@@ -5,21 +5,21 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGraspd } from './_local.mjs';
+import { startGraspd } from './fixtures.mjs';
 import { nip11Doc } from './grasp06_fixtures.mjs';
 
 let server;
-before(async () => { server = await startGraspd(); });
+before(async () => { server = await startGraspd({ name: 'nip11' }); });
 after(async () => { await server?.stop(); });
 
 test('nip11_document_exists', async () => {
-  const doc = await nip11Doc(server.http);
+  const doc = await nip11Doc(server.httpUrl);
   for (const field of ['name', 'description', 'software', 'version'])
     assert.ok(field in doc, `NIP-11 field ${field} missing`);
 });
 
 test('nip11_supported_grasps_field', async () => {
-  const { supported_grasps: grasps } = await nip11Doc(server.http);
+  const { supported_grasps: grasps } = await nip11Doc(server.httpUrl);
   assert.ok(Array.isArray(grasps), 'supported_grasps is not an array');
   assert.ok(grasps.includes('GRASP-01'), `GRASP-01 not in ${grasps}`);
   for (const g of grasps)
@@ -27,13 +27,13 @@ test('nip11_supported_grasps_field', async () => {
 });
 
 test('nip11_repo_acceptance_criteria_field', async () => {
-  const { repo_acceptance_criteria: c } = await nip11Doc(server.http);
+  const { repo_acceptance_criteria: c } = await nip11Doc(server.httpUrl);
   assert.equal(typeof c, 'string', 'repo_acceptance_criteria not a string');
   assert.ok(c.trim().length > 0, 'repo_acceptance_criteria is empty');
 });
 
 test('nip11_curation_field', async () => {
-  const doc = await nip11Doc(server.http);
+  const doc = await nip11Doc(server.httpUrl);
   // Absent (no curation beyond SPAM prevention) or a non-empty string.
   if ('curation' in doc) {
     assert.equal(typeof doc.curation, 'string', 'curation not a string');

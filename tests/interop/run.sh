@@ -52,9 +52,10 @@ export GRASPD_BIN
 cd "$here" || exit 1
 # nostr-sdk's WebAssembly leaves timers of a minute behind after its
 # clients shut down: --test-force-exit ends each file when its tests have.
-RELAY_URL=$url timeout -k 5 180 node --test --test-force-exit \
+RELAY_URL=$url timeout -k 5 300 node --test --test-force-exit \
     --test-reporter=tap relay_interop.mjs negentropy.mjs auth_interop.mjs \
-    archive_interop.mjs sdk_interop.mjs ndk_interop.mjs applesauce_interop.mjs
+    archive_interop.mjs sdk_interop.mjs ndk_interop.mjs applesauce_interop.mjs \
+    audit/*.test.mjs
 rc=$?
 if [ "$rc" -ne 0 ]; then
 	echo "# interop: node exited with $rc; last lines of the relayd log:"

@@ -5,16 +5,15 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { newKeys, startGraspd, tagValue } from './fixtures.mjs';
-import { clientFor } from './grasp06_fixtures.mjs';
+import { newKeys, startGraspd } from './fixtures.mjs';
+import { clientFor, infoRefs, sentRepoUrl } from './grasp06_fixtures.mjs';
 
 let server;
 before(async () => { server = await startGraspd({ name: 'cors' }); });
 after(async () => { await server?.stop(); });
 
 // A git service path of a repository nobody announced (and no npub).
-const MISSING_REFS = '/npub1test/nonexistent.git/info/refs' +
-  '?service=git-upload-pack';
+const MISSING_REPO = '/npub1test/nonexistent.git';
 
 function checkOrigin(res, where) {
   assert.equal(res.headers.get('access-control-allow-origin'), '*',
@@ -40,15 +39,14 @@ function checkHeaders(res, where) {
 async function onRootAndMissingRepo(check) {
   const root = await fetch(`${server.httpUrl}/`);
   check(root, 'the root');
-  const missing = await fetch(`${server.httpUrl}${MISSING_REFS}`);
+  const missing = await infoRefs(`${server.httpUrl}${MISSING_REPO}`);
   // npub1test is no npub: graspd answers 400, where the reference's own
   // server says 404; the case wants the headers on an error either way.
   assert.ok(missing.status >= 400, `info/refs answered ${missing.status}`);
   check(missing, `a ${missing.status} of info/refs`);
   // And a real 404: a well-formed npub's repository nobody announced.
   const { npub } = newKeys();
-  const none = await fetch(`${server.httpUrl}/${npub}/nonexistent.git/info/refs` +
-    '?service=git-upload-pack');
+  const none = await infoRefs(`${server.httpUrl}/${npub}/nonexistent.git`);
   assert.equal(none.status, 404);
   check(none, 'a 404 of info/refs');
 }
@@ -81,9 +79,7 @@ test('cors_options_preflight', async () => {
 // an announced repository (ValidRepoSent: no git data yet).
 test('test_cors_on_real_repo', async (t) => {
   const c = await clientFor(t, server);
-  const repo = await c.validRepoSent();
-  const res = await fetch(`${c.cloneUrl(tagValue(repo, 'd'))}/info/refs` +
-    '?service=git-upload-pack');
+  const res = await infoRefs(await sentRepoUrl(c));
   assert.equal(res.status, 200);
   checkOrigin(res, 'info/refs');
   checkMethods(res, 'info/refs');

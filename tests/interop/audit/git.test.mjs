@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGraspd, tagValue } from './fixtures.mjs';
-import { clientFor } from './grasp06_fixtures.mjs';
+import { clientFor, infoRefs, sentRepoUrl } from './grasp06_fixtures.mjs';
 
 let server;
 before(async () => { server = await startGraspd({ name: 'git' }); });
@@ -25,7 +25,7 @@ const urlOf = (c, repo) => c.cloneUrl(tagValue(repo, 'd'));
 // The v0 upload-pack advertisement of url (what a client without
 // Git-Protocol: version=2 reads).
 async function advertisement(url) {
-  const res = await fetch(`${url}/info/refs?service=git-upload-pack`);
+  const res = await infoRefs(url);
   assert.equal(res.status, 200, 'info/refs');
   return res.text();
 }
@@ -33,7 +33,7 @@ async function advertisement(url) {
 test('test_basic_git_clone', async (t) => {
   const c = await clientFor(t, server);
   const dir = cloneDir(c);
-  c.git(c.work, 'clone', '-q', urlOf(c, await c.validRepoSent()), dir);
+  c.git(c.work, 'clone', '-q', await sentRepoUrl(c), dir);
   assert.ok(existsSync(join(dir, '.git')), 'the clone has no .git');
 });
 
@@ -75,7 +75,7 @@ test('test_filtered_clone_succeeds', async (t) => {
   const c = await clientFor(t, server);
   const dir = cloneDir(c);
   c.git(c.work, 'clone', '-q', '--filter=blob:none',
-    urlOf(c, await c.validRepoSent()), dir);
+    await sentRepoUrl(c), dir);
   assert.ok(existsSync(join(dir, '.git')), 'the clone has no .git');
 });
 
@@ -83,6 +83,6 @@ test('test_filtered_fetch_succeeds', async (t) => {
   const c = await clientFor(t, server);
   const dir = cloneDir(c);
   c.git(c.work, 'clone', '-q', '--depth=1',
-    urlOf(c, await c.validRepoSent()), dir);
+    await sentRepoUrl(c), dir);
   c.git(dir, 'fetch', '-q', '--filter=tree:0', 'origin');
 });

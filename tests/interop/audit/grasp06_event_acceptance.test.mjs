@@ -7,15 +7,12 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGraspd, tagValue } from './fixtures.mjs';
-import { clientFor, prsUrl, randomHex64, unannouncedRepo } from
-  './grasp06_fixtures.mjs';
+import { tagValue } from './fixtures.mjs';
+import { clientFor, prsUrl, randomHex64, startGrasp06, unannouncedRepo }
+  from './grasp06_fixtures.mjs';
 
 let server;
-before(async () => {
-  server = await startGraspd({ name: 'g06acc',
-    env: { NGIT_GRASP06_ENABLE: 'true' } });
-});
+before(async () => { server = await startGrasp06('g06acc'); });
 after(async () => { await server?.stop(); });
 
 // A PR by c's PR author for a repository nobody announced, its clone tag

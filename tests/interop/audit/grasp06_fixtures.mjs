@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { AuditClient, newKeys } from './fixtures.mjs';
+import { AuditClient, newKeys, startGraspd, tagValue } from './fixtures.mjs';
 
 // An AuditClient of fresh keys on server for test context t (its name
 // labels the repositories), closed when t ends.
@@ -17,6 +17,20 @@ export async function clientFor(t, server) {
   t.after(() => c.close());
   return c;
 }
+
+// A graspd of startGraspd with GRASP-06 enabled, named name.
+export const startGrasp06 = (name) =>
+  startGraspd({ name, env: { NGIT_GRASP06_ENABLE: 'true' } });
+
+// The git URL of client c's ValidRepoSent repository.
+export async function sentRepoUrl(c) {
+  return c.cloneUrl(tagValue(await c.validRepoSent(), 'd'));
+}
+
+// The answer to a GET of the upload-pack advertisement of git URL url
+// (protocol v0: no Git-Protocol header).
+export const infoRefs = (url) =>
+  fetch(`${url}/info/refs?service=git-upload-pack`);
 
 // The NIP-11 document served at httpUrl, parsed; throws unless it is a
 // 200.

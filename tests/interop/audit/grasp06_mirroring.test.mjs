@@ -9,15 +9,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { deterministicCommit, startGraspd, tagValue, waitFor } from
-  './fixtures.mjs';
-import { clientFor, prsUrl, workspace } from './grasp06_fixtures.mjs';
+import { deterministicCommit, tagValue, waitFor } from './fixtures.mjs';
+import { clientFor, prsUrl, startGrasp06, workspace } from
+  './grasp06_fixtures.mjs';
 
 let server;
-before(async () => {
-  server = await startGraspd({ name: 'g06mir',
-    env: { NGIT_GRASP06_ENABLE: 'true' } });
-});
+before(async () => { server = await startGrasp06('g06mir'); });
 after(async () => { await server?.stop(); });
 
 // c's served repository, its PR author's /prs/ URL for it, a local

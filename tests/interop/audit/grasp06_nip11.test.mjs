@@ -6,14 +6,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGraspd } from './fixtures.mjs';
-import { advertisesGrasp, freshPrsUrl, nip11Doc } from
+import { advertisesGrasp, freshPrsUrl, nip11Doc, startGrasp06 } from
   './grasp06_fixtures.mjs';
 
 let on;
 let off;
 before(async () => {
   [on, off] = await Promise.all([
-    startGraspd({ name: 'g06on', env: { NGIT_GRASP06_ENABLE: 'true' } }),
+    startGrasp06('g06on'),
     startGraspd({ name: 'g06off' })]);
 });
 after(async () => { await Promise.all([on?.stop(), off?.stop()]); });

@@ -8,15 +8,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { sleep, startGraspd, tagValue } from './fixtures.mjs';
-import { clientFor, freshPrsUrl, prsUrl, randomHex64, unannouncedRepo,
-  workspace } from './grasp06_fixtures.mjs';
+import { sleep, tagValue } from './fixtures.mjs';
+import { clientFor, freshPrsUrl, prsUrl, randomHex64, startGrasp06,
+  unannouncedRepo, workspace } from './grasp06_fixtures.mjs';
 
 let server;
-before(async () => {
-  server = await startGraspd({ name: 'g06prs',
-    env: { NGIT_GRASP06_ENABLE: 'true' } });
-});
+before(async () => { server = await startGrasp06('g06prs'); });
 after(async () => { await server?.stop(); });
 
 test('prs_fetch_unknown_path_serves_empty_repo', async (t) => {

@@ -6,8 +6,8 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGraspd, tagValue } from './fixtures.mjs';
-import { clientFor } from './grasp06_fixtures.mjs';
+import { startGraspd } from './fixtures.mjs';
+import { clientFor, infoRefs, sentRepoUrl } from './grasp06_fixtures.mjs';
 
 let server;
 before(async () => { server = await startGraspd({ name: 'repo' }); });
@@ -15,9 +15,7 @@ after(async () => { await server?.stop(); });
 
 test('test_bare_repo_created_on_announcement', async (t) => {
   const c = await clientFor(t, server);
-  const repo = await c.validRepoSent();
-  const res = await fetch(`${c.cloneUrl(tagValue(repo, 'd'))}/info/refs` +
-    '?service=git-upload-pack');
+  const res = await infoRefs(await sentRepoUrl(c));
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '',
     /application\/x-git-upload-pack-advertisement/);
@@ -26,8 +24,7 @@ test('test_bare_repo_created_on_announcement', async (t) => {
 
 test('test_webpage_served_for_existing_repo', async (t) => {
   const c = await clientFor(t, server);
-  const repo = await c.validRepoSent();
-  const res = await fetch(c.cloneUrl(tagValue(repo, 'd')));
+  const res = await fetch(await sentRepoUrl(c));
   assert.ok(res.ok, `the repository page answered ${res.status}`);
   assert.match(res.headers.get('content-type') ?? '', /text\/html/);
   await res.arrayBuffer();

@@ -20,6 +20,7 @@
 //   COMMIT_VARIANTS, deterministicCommit   reproducible commits
 //   tagValue, aTagOf, waitFor, sleep, randomId   small helpers
 //   auditSuite                 one graspd per file, one client per case
+//   PUSH_REFUSED               git's words for a push graspd refused
 //   uniqueCommit, infoRefsHead git helpers of the cases
 
 import { test, before, after } from 'node:test';
@@ -38,6 +39,10 @@ import { npubEncode } from 'nostr-tools/nip19';
 export const WAIT_MS = 5000;
 // How long a git command may run.
 export const GIT_TIMEOUT_MS = 30000;
+
+// What git prints when graspd refuses a push for want of authority
+// (relayd/relay_git.c: "ERR authorisation failed: <reason>").
+export const PUSH_REFUSED = /authori[sz]ation failed/i;
 
 // Unix time now, in seconds.
 export const now = () => Math.floor(Date.now() / 1000);

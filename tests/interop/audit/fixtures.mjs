@@ -19,7 +19,11 @@
 //   makeGit, gitConfigEnv      the bounded, isolated git runner
 //   COMMIT_VARIANTS, deterministicCommit   reproducible commits
 //   tagValue, aTagOf, waitFor, sleep, randomId   small helpers
+//   auditSuite                 one graspd per file, one client per case
+//   PUSH_REFUSED               git's words for a push graspd refused
+//   uniqueCommit, infoRefsHead git helpers of the cases
 
+import { test, before, after } from 'node:test';
 import { spawn, execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync,
   writeFileSync, closeSync } from 'node:fs';
@@ -35,6 +39,10 @@ import { npubEncode } from 'nostr-tools/nip19';
 export const WAIT_MS = 5000;
 // How long a git command may run.
 export const GIT_TIMEOUT_MS = 30000;
+
+// What git prints when graspd refuses a push for want of authority
+// (relayd/relay_git.c: "ERR authorisation failed: <reason>").
+export const PUSH_REFUSED = /authori[sz]ation failed/i;
 
 // Unix time now, in seconds.
 export const now = () => Math.floor(Date.now() / 1000);
@@ -188,10 +196,10 @@ export const COMMIT_VARIANTS = {
 
 // Commits COMMIT_VARIANTS[variant] in work tree dir (on whatever HEAD
 // is) and returns the commit id; with orphan, first starts a fresh
-// orphan branch named main (the old main is dropped), so the commit is a
-// root commit whose id depends on the variant only.
+// orphan branch named branch (default main; an old one is dropped), so
+// the commit is a root commit whose id depends on the variant only.
 export function deterministicCommit(git, dir, variant = 'owner',
-  { orphan = false } = {}) {
+  { orphan = false, branch = 'main' } = {}) {
   const v = COMMIT_VARIANTS[variant];
   if (!v) throw new Error(`no commit variant ${variant}`);
   const g = git.env({
@@ -206,10 +214,32 @@ export function deterministicCommit(git, dir, variant = 'owner',
   g(dir, 'add', 'test.txt');
   g(dir, 'commit', '-q', '-m', v.msg);
   if (orphan) {
-    g.try(dir, 'branch', '-D', 'main');
-    g(dir, 'branch', '-m', 'main');
+    g.try(dir, 'branch', '-D', branch);
+    g(dir, 'branch', '-m', branch);
   }
   return g(dir, 'rev-parse', 'HEAD');
+}
+
+// The reference's create_commit: a new file of a unique name holding
+// message, committed on top of dir's HEAD; returns the commit id.
+export function uniqueCommit(git, dir, message) {
+  const file = `test-${randomId(12)}.txt`;
+  writeFileSync(join(dir, file), message);
+  git(dir, 'add', file);
+  git(dir, 'commit', '-q', '-m', message);
+  return git(dir, 'rev-parse', 'HEAD');
+}
+
+// The symref HEAD names in the upload-pack advertisement of url (a
+// repository's git URL), e.g. "refs/heads/main", or null when none is
+// advertised; throws on an HTTP error.
+export async function infoRefsHead(url) {
+  const res = await fetch(`${url}/info/refs?service=git-upload-pack`,
+    { signal: AbortSignal.timeout(WAIT_MS) });
+  if (!res.ok) throw new Error(`info/refs of ${url}: HTTP ${res.status}`);
+  const body = await res.text();
+  const m = /symref=HEAD:(\S+)/.exec(body);
+  return m ? m[1].replace(/\0.*$/, '') : null;
 }
 
 // A graspd the tests started: its port, domain (127.0.0.1:port), wsUrl,
@@ -542,22 +572,24 @@ export class AuditClient {
 
   // A repository state (30618) by keys of repoId: refs maps ref names
   // (refs/heads/main) to values (commit ids), head is HEAD's target
-  // (default refs/heads/main, null for none); createdAt defaults to now.
+  // (default refs/heads/main, null for none) written "ref: <head>", or
+  // headRaw the HEAD tag's value as given; createdAt defaults to now.
   stateEvent(repoId, refs, { keys = this.keys, head = 'refs/heads/main',
-    createdAt = now(), tags = [] } = {}) {
+    headRaw = null, createdAt = now(), tags = [] } = {}) {
     const t = [['d', repoId]];
     for (const [ref, val] of Object.entries(refs)) t.push([ref, val]);
-    if (head) t.push(['HEAD', `ref: ${head}`]);
+    if (headRaw) t.push(['HEAD', headRaw]);
+    else if (head) t.push(['HEAD', `ref: ${head}`]);
     return signEvent(keys, { kind: 30618, tags: [...t, ...tags],
       created_at: createdAt });
   }
 
-  // An issue (1621) by keys (default the owner) on announcement repo.
+  // An issue (1621) by keys (default the owner) on announcement repo:
+  // its `a` and `subject` tags, then tags.
   issue(repo, title, content = 'Issue content for testing',
     { keys = this.keys, tags = [] } = {}) {
     return signEvent(keys, { kind: 1621,
-      tags: [['a', aTagOf(repo)], ['subject', title], ['p', repo.pubkey],
-        ...tags], content });
+      tags: [['a', aTagOf(repo)], ['subject', title], ...tags], content });
   }
 
   // A NIP-22 comment (1111) by keys (default the owner) on event ev, as
@@ -569,13 +601,14 @@ export class AuditClient {
         ['K', String(ev.kind)], ['p', ev.pubkey], ...tags], content });
   }
 
-  // A PR (1618) by the PR author of repository repo whose tip is commit
-  // (a `c` tag), one second in the past.
-  prEvent(repo, commit, { keys = this.prAuthorKeys, tags = [] } = {}) {
+  // A PR (1618) by keys (default the PR author) of repository repo
+  // whose tip is commit: its `a` and `c` tags, then tags; one second in
+  // the past.
+  prEvent(repo, commit, { keys = this.prAuthorKeys, tags = [],
+    content = 'Test PR for GRASP validation' } = {}) {
     return signEvent(keys, { kind: 1618,
-      tags: [['a', aTagOf(repo)], ['p', repo.pubkey], ['c', commit],
-        ['subject', 'Test PR'], ...tags],
-      content: 'Test PR for GRASP validation', created_at: now() - 1 });
+      tags: [['a', aTagOf(repo)], ['c', commit], ...tags],
+      content, created_at: now() - 1 });
   }
 
   // A fresh directory below this client's work directory.
@@ -791,4 +824,144 @@ export class AuditClient {
       return { event, commit, repo };
     });
   }
+
+  // PREventGenerated: a PR by the PR author on the served repository
+  // whose tip is the 'pr' deterministic commit; not published.
+  prEventGenerated() {
+    return this.cached('PREventGenerated', async () => {
+      const repo = await this.validRepoServed();
+      return this.prEvent(repo, this.variantCommit('pr'));
+    });
+  }
+
+  // PRWrongCommitPushedBeforeEvent: before the PR is published, a commit
+  // that is not its tip is pushed to refs/nostr/<PR id> of the owner's
+  // repository (which must accept it); resolves to the unpublished PR.
+  prWrongCommitPushedBeforeEvent() {
+    return this.cached('PRWrongCommitPushedBeforeEvent', async () => {
+      const pr = await this.prEventGenerated();
+      const repo = await this.validRepoServed();
+      const dir = this.cloneRepo(tagValue(repo, 'd'));
+      const wrong = uniqueCommit(this.git, dir,
+        'wrong commit - not the PR test commit');
+      if (wrong === tagValue(pr, 'c')) throw new Error('wrong == PR tip');
+      const p = this.git.try(dir, 'push', 'origin',
+        `HEAD:refs/nostr/${pr.id}`);
+      if (!p.ok)
+        throw new Error(`push to refs/nostr/${pr.id} refused: ${p.stderr}`);
+      return pr;
+    });
+  }
+
+  // PREventSentAfterWrongPush: the PR of PRWrongCommitPushedBeforeEvent
+  // published (OK true); resolves to it.
+  prEventSentAfterWrongPush() {
+    return this.cached('PREventSentAfterWrongPush', async () => {
+      const pr = await this.prWrongCommitPushedBeforeEvent();
+      await this.publishOk(pr, 'PR event');
+      return pr;
+    });
+  }
+
+  // PREvent2Generated: a second PR on the served repository, its tip the
+  // 'pr2' deterministic commit; not published.
+  prEvent2Generated() {
+    return this.cached('PREvent2Generated', async () => {
+      const repo = await this.validRepoServed();
+      return this.prEvent(repo, this.variantCommit('pr2'),
+        { content: 'Test PR 2 for GRASP validation' });
+    });
+  }
+
+  // PREvent2Sent: the second PR published; it must be answered OK and
+  // held (not served) since its tip is nowhere here.
+  prEvent2Sent() {
+    return this.cached('PREvent2Sent', async () => {
+      const pr = await this.prEvent2Generated();
+      const r = await this.sendNotePurgatory(pr, 'PR event 2');
+      if (!r.held) throw new Error('PR event 2 served at once');
+      return pr;
+    });
+  }
+
+  // PREvent2GitDataPushed: the second PR's tip (a root commit) pushed
+  // to refs/nostr/<PR id>, which must be accepted.
+  prEvent2GitDataPushed() {
+    return this.cached('PREvent2GitDataPushed', async () => {
+      const pr = await this.prEvent2Sent();
+      const repo = await this.validRepoServed();
+      const dir = this.cloneRepo(tagValue(repo, 'd'));
+      const tip = deterministicCommit(this.git, dir, 'pr2',
+        { orphan: true, branch: 'pr-branch' });
+      if (tip !== tagValue(pr, 'c')) throw new Error(`tip ${tip} differs`);
+      const p = this.git.try(dir, 'push', 'origin',
+        `pr-branch:refs/nostr/${pr.id}`);
+      if (!p.ok)
+        throw new Error(`push to refs/nostr/${pr.id} refused: ${p.stderr}`);
+      return pr;
+    });
+  }
+
+  // PREvent2Served: the second PR, served after its push.
+  prEvent2Served() {
+    return this.cached('PREvent2Served', async () => {
+      const pr = await this.prEvent2GitDataPushed();
+      if (!(await this.servedWithin(pr.id)))
+        throw new Error('PR event 2 not released after its push');
+      return pr;
+    });
+  }
+
+  // HeadSetToDevelopBranch: after RecursiveMaintainerStateDataPushed, a
+  // state by the maintainer (1 s in the past) whose only branch is
+  // develop, at the recursive maintainer's commit (already here), and
+  // HEAD "refs/heads/develop" (no "ref: " prefix); published OK.
+  headSetToDevelopBranch() {
+    return this.cached('HeadSetToDevelopBranch', async () => {
+      const r = await this.recursiveMaintainerStateDataPushed();
+      const repoId = tagValue(r.event, 'd');
+      const ev = this.stateEvent(repoId, { 'refs/heads/develop': r.commit },
+        { keys: this.maintainerKeys, headRaw: 'refs/heads/develop',
+          createdAt: now() - 1 });
+      await this.publishOk(ev, 'develop state');
+      return ev;
+    });
+  }
+}
+
+// One graspd for a test file and one AuditClient per case, the way the
+// reference runs each case with a client of its own.  Registers before
+// and after hooks; returns { server() (the Server), test(name, fn,
+// options) } where fn(client, server) is the case; a failing case shows
+// the last lines of graspd's log.  opts go to startGraspd; caseMs bounds
+// one case (default 60 s).
+export function auditSuite(opts = {}) {
+  let server = null;
+  before(async () => {
+    server = await startGraspd(opts);
+  });
+  after(async () => {
+    if (server) await server.stop();
+  });
+  const caseMs = opts.caseMs ?? 60000;
+  return {
+    server: () => server,
+    test(name, fn, options = {}) {
+      test(name, { timeout: caseMs, ...options }, async () => {
+        if (!server) throw new Error('graspd did not start');
+        const label = name.replace(/^test_/, '').slice(0, 40)
+          .replace(/[^a-z0-9]+/gi, '-');
+        const client = await AuditClient.create(server, label);
+        try {
+          await fn(client, server);
+        } catch (err) {
+          err.message += `\n# last lines of graspd's log:\n${
+            server.logTail(20).replace(/^/gm, '# ')}`;
+          throw err;
+        } finally {
+          client.close();
+        }
+      });
+    },
+  };
 }

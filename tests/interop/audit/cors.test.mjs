@@ -3,14 +3,11 @@
 // every answer, a 404 of the git service included, and 204 with the same
 // headers for OPTIONS on the relay root and the git endpoints.
 
-import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { newKeys, startGraspd } from './fixtures.mjs';
-import { clientFor, infoRefs, sentRepoUrl } from './grasp06_fixtures.mjs';
+import { auditSuite, newKeys } from './fixtures.mjs';
+import { infoRefs, sentRepoUrl } from './grasp06_fixtures.mjs';
 
-let server;
-before(async () => { server = await startGraspd({ name: 'cors' }); });
-after(async () => { await server?.stop(); });
+const suite = auditSuite({ name: 'audit-cors' });
 
 // A git service path of a repository nobody announced (and no npub).
 const MISSING_REPO = '/npub1test/nonexistent.git';
@@ -34,9 +31,9 @@ function checkHeaders(res, where) {
   assert.match(v, /content-type/i, `Content-Type missing on ${where}`);
 }
 
-// GET of the relay root and of a git endpoint that does not exist, each
+// GET of server's root and of git endpoints that do not exist, each
 // checked by check.
-async function onRootAndMissingRepo(check) {
+async function onRootAndMissingRepo(server, check) {
   const root = await fetch(`${server.httpUrl}/`);
   check(root, 'the root');
   const missing = await infoRefs(`${server.httpUrl}${MISSING_REPO}`);
@@ -51,13 +48,16 @@ async function onRootAndMissingRepo(check) {
   check(none, 'a 404 of info/refs');
 }
 
-test('cors_allow_origin', () => onRootAndMissingRepo(checkOrigin));
+suite.test('cors_allow_origin', (_, server) =>
+  onRootAndMissingRepo(server, checkOrigin));
 
-test('cors_allow_methods', () => onRootAndMissingRepo(checkMethods));
+suite.test('cors_allow_methods', (_, server) =>
+  onRootAndMissingRepo(server, checkMethods));
 
-test('cors_allow_headers', () => onRootAndMissingRepo(checkHeaders));
+suite.test('cors_allow_headers', (_, server) =>
+  onRootAndMissingRepo(server, checkHeaders));
 
-test('cors_options_preflight', async () => {
+suite.test('cors_options_preflight', async (_, server) => {
   for (const [path, method] of [['/', 'POST'],
     ['/npub1test/test.git/git-upload-pack', 'POST'],
     ['/npub1test/test.git/info/refs', 'GET']]) {
@@ -77,8 +77,7 @@ test('cors_options_preflight', async () => {
 
 // grasp-audit's test_cors_on_real_repo: the same headers on info/refs of
 // an announced repository (ValidRepoSent: no git data yet).
-test('test_cors_on_real_repo', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_cors_on_real_repo', async (c) => {
   const res = await infoRefs(await sentRepoUrl(c));
   assert.equal(res.status, 200);
   checkOrigin(res, 'info/refs');

@@ -5,16 +5,13 @@
 // the allow-*-sha1-in-want and filter capabilities of the upload-pack
 // advertisement, a --filter=blob:none clone and a --filter=tree:0 fetch.
 
-import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startGraspd, tagValue } from './fixtures.mjs';
-import { clientFor, infoRefs, sentRepoUrl } from './grasp06_fixtures.mjs';
+import { auditSuite, tagValue } from './fixtures.mjs';
+import { infoRefs, sentRepoUrl } from './grasp06_fixtures.mjs';
 
-let server;
-before(async () => { server = await startGraspd({ name: 'git' }); });
-after(async () => { await server?.stop(); });
+const suite = auditSuite({ name: 'audit-git' });
 
 // A new directory path to clone into.
 const cloneDir = (c) => join(c.tempDir('clone'), 'repo');
@@ -30,15 +27,13 @@ async function advertisement(url) {
   return res.text();
 }
 
-test('test_basic_git_clone', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_basic_git_clone', async (c) => {
   const dir = cloneDir(c);
   c.git(c.work, 'clone', '-q', await sentRepoUrl(c), dir);
   assert.ok(existsSync(join(dir, '.git')), 'the clone has no .git');
 });
 
-test('test_clone_url_format', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_clone_url_format', async (c, server) => {
   const repo = await c.validRepoSent();
   const url = urlOf(c, repo);
   assert.equal(url,
@@ -57,30 +52,26 @@ test('test_clone_url_format', async (t) => {
 // checked on it.  With no ref there is no oid to want either, so the
 // GRASP-01 rule is checked where it applies: a repository with data
 // (ValidRepoServed).
-test('test_sha1_capabilities_advertised', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_sha1_capabilities_advertised', async (c) => {
   const body = await advertisement(urlOf(c, await c.validRepoServed()));
   assert.match(body, /allow-reachable-sha1-in-want/);
   assert.match(body, /allow-tip-sha1-in-want/);
 });
 
 // The same divergence as test_sha1_capabilities_advertised.
-test('test_filter_capability_advertised', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_filter_capability_advertised', async (c) => {
   const body = await advertisement(urlOf(c, await c.validRepoServed()));
   assert.match(body, /\bfilter\b/);
 });
 
-test('test_filtered_clone_succeeds', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_filtered_clone_succeeds', async (c) => {
   const dir = cloneDir(c);
   c.git(c.work, 'clone', '-q', '--filter=blob:none',
     await sentRepoUrl(c), dir);
   assert.ok(existsSync(join(dir, '.git')), 'the clone has no .git');
 });
 
-test('test_filtered_fetch_succeeds', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_filtered_fetch_succeeds', async (c) => {
   const dir = cloneDir(c);
   c.git(c.work, 'clone', '-q', '--depth=1',
     await sentRepoUrl(c), dir);

@@ -5,15 +5,12 @@
 // /prs/<signer-npub>/<d>.git, and held in purgatory (not served) until
 // its git data comes; with a clone tag elsewhere it is refused.
 
-import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { tagValue } from './fixtures.mjs';
-import { clientFor, prsUrl, randomHex64, startGrasp06, unannouncedRepo }
-  from './grasp06_fixtures.mjs';
+import { auditSuite, tagValue } from './fixtures.mjs';
+import { GRASP06_ON, prsUrl, randomHex64, unannouncedRepo } from
+  './grasp06_fixtures.mjs';
 
-let server;
-before(async () => { server = await startGrasp06('g06acc'); });
-after(async () => { await server?.stop(); });
+const suite = auditSuite({ name: 'audit-g06acc', env: GRASP06_ON });
 
 // A PR by c's PR author for a repository nobody announced, its clone tag
 // naming host's /prs/ path of the author and the repository's identifier.
@@ -23,21 +20,20 @@ function orphanPr(c, host) {
   return c.prEvent(repo, randomHex64(), { tags: [['clone', url]] });
 }
 
-test('pr_event_accepted_when_clone_tag_names_prs_endpoint', async (t) => {
-  const c = await clientFor(t, server);
-  await c.publishOk(orphanPr(c, server.httpUrl), 'the PR event');
-});
+suite.test('pr_event_accepted_when_clone_tag_names_prs_endpoint',
+  async (c, server) => {
+    await c.publishOk(orphanPr(c, server.httpUrl), 'the PR event');
+  });
 
-test('pr_event_accepted_via_relaxation_is_held_in_purgatory', async (t) => {
-  const c = await clientFor(t, server);
-  const r = await c.sendNotePurgatory(orphanPr(c, server.httpUrl),
-    'the PR event');
-  assert.ok(r.held, 'the PR event was served before its git data');
-});
+suite.test('pr_event_accepted_via_relaxation_is_held_in_purgatory',
+  async (c, server) => {
+    const r = await c.sendNotePurgatory(orphanPr(c, server.httpUrl),
+      'the PR event');
+    assert.ok(r.held, 'the PR event was served before its git data');
+  });
 
-test('pr_event_rejected_when_clone_tag_does_not_name_prs_endpoint',
-  async (t) => {
-    const c = await clientFor(t, server);
+suite.test('pr_event_rejected_when_clone_tag_does_not_name_prs_endpoint',
+  async (c) => {
     // Same /prs/ path shape, on a host that is not this server.
     const r = await c.publish(
       orphanPr(c, 'https://other-relay.example.invalid'));

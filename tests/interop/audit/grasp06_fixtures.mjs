@@ -1,26 +1,18 @@
 // grasp06_fixtures.mjs: what grasp-audit's GRASP-06 cases build beyond
 // fixtures.mjs (the reference's specs/grasp06/fixtures.rs and the cases'
-// own helpers): the NIP-11 document and its supported_grasps, /prs/ URLs,
-// the coordinate of a repository nobody announced, and a local repository
-// of one commit to push from; and clientFor, the per-test AuditClient the
-// case files of this half share.
+// own helpers): the settings of a graspd with GRASP-06, the NIP-11
+// document and its supported_grasps, /prs/ URLs, the coordinate of a
+// repository nobody announced, and a local repository of one commit to
+// push from; and two helpers the GRASP-01 files of this half share
+// (infoRefs, sentRepoUrl).
 
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { AuditClient, newKeys, startGraspd, tagValue } from './fixtures.mjs';
+import { newKeys, tagValue } from './fixtures.mjs';
 
-// An AuditClient of fresh keys on server for test context t (its name
-// labels the repositories), closed when t ends.
-export async function clientFor(t, server) {
-  const c = await AuditClient.create(server, t.name);
-  t.after(() => c.close());
-  return c;
-}
-
-// A graspd of startGraspd with GRASP-06 enabled, named name.
-export const startGrasp06 = (name) =>
-  startGraspd({ name, env: { NGIT_GRASP06_ENABLE: 'true' } });
+// The graspd settings (auditSuite's env) that enable GRASP-06.
+export const GRASP06_ON = { NGIT_GRASP06_ENABLE: 'true' };
 
 // The git URL of client c's ValidRepoSent repository.
 export async function sentRepoUrl(c) {

@@ -6,23 +6,20 @@
 // the announced repository; a PR ref pushed to the announced repository
 // (PREvent2Served) does not appear under /prs/.
 
-import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { deterministicCommit, tagValue, waitFor } from './fixtures.mjs';
-import { clientFor, prsUrl, startGrasp06, workspace } from
-  './grasp06_fixtures.mjs';
+import { auditSuite, deterministicCommit, tagValue, waitFor } from
+  './fixtures.mjs';
+import { GRASP06_ON, prsUrl, workspace } from './grasp06_fixtures.mjs';
 
-let server;
-before(async () => { server = await startGrasp06('g06mir'); });
-after(async () => { await server?.stop(); });
+const suite = auditSuite({ name: 'audit-g06mir', env: GRASP06_ON });
 
 // c's served repository, its PR author's /prs/ URL for it, a local
 // commit to push there and the PR event naming it (not published).
 async function prSetup(c, msg) {
   const repo = await c.validRepoServed();
   const id = tagValue(repo, 'd');
-  const url = prsUrl(server.httpUrl, c.prAuthorKeys.npub, id);
+  const url = prsUrl(c.server.httpUrl, c.prAuthorKeys.npub, id);
   const ws = workspace(c, url, msg);
   const ev = c.prEvent(repo, ws.commit, { tags: [['clone', url]] });
   return { cloneUrl: c.cloneUrl(id), url, ws, ev, ref: `refs/nostr/${ev.id}` };
@@ -41,8 +38,7 @@ async function assertMirrored(c, cloneUrl, ref, commit) {
   assert.equal(c.git(dir, 'rev-parse', ref), commit);
 }
 
-test('prs_push_mirrors_to_announced_repo', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('prs_push_mirrors_to_announced_repo', async (c) => {
   const s = await prSetup(c, 'PR via /prs/ mirrored to the announced repo');
   await c.publishOk(s.ev, 'the PR event');
   c.git(s.ws.dir, 'push', '-q', 'origin', `HEAD:${s.ref}`);
@@ -51,8 +47,7 @@ test('prs_push_mirrors_to_announced_repo', async (t) => {
   await assertMirrored(c, s.cloneUrl, s.ref, s.ws.commit);
 });
 
-test('prs_push_then_pr_event_promotes_and_mirrors', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('prs_push_then_pr_event_promotes_and_mirrors', async (c) => {
   const s = await prSetup(c, 'git-first PR via /prs/');
   c.git(s.ws.dir, 'push', '-q', 'origin', `HEAD:${s.ref}`);
   await c.publishOk(s.ev, 'the PR event');
@@ -64,8 +59,7 @@ test('prs_push_then_pr_event_promotes_and_mirrors', async (t) => {
 // PREvent2Served: a PR with no clone tag, tip the pr2 deterministic root
 // commit, held in purgatory and released by a push of that commit to the
 // announced repository's own URL.
-test('standard_push_does_not_mirror_to_prs', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('standard_push_does_not_mirror_to_prs', async (c, server) => {
   const repo = await c.validRepoServed();
   const id = tagValue(repo, 'd');
   const dir = c.cloneRepo(id);

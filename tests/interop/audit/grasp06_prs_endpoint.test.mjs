@@ -5,26 +5,21 @@
 // any other ref (not with a 404), and a push whose commit is not the c
 // tag of its PR event leaves no ref and the event unserved.
 
-import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { sleep, tagValue } from './fixtures.mjs';
-import { clientFor, freshPrsUrl, prsUrl, randomHex64, startGrasp06,
-  unannouncedRepo, workspace } from './grasp06_fixtures.mjs';
+import { auditSuite, sleep, tagValue } from './fixtures.mjs';
+import { freshPrsUrl, GRASP06_ON, prsUrl, randomHex64, unannouncedRepo,
+  workspace } from './grasp06_fixtures.mjs';
 
-let server;
-before(async () => { server = await startGrasp06('g06prs'); });
-after(async () => { await server?.stop(); });
+const suite = auditSuite({ name: 'audit-g06prs', env: GRASP06_ON });
 
-test('prs_fetch_unknown_path_serves_empty_repo', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('prs_fetch_unknown_path_serves_empty_repo', async (c, server) => {
   const dir = join(c.tempDir('clone'), 'repo');
   c.git(c.work, 'clone', '-q', freshPrsUrl(server.httpUrl), dir);
   assert.equal(c.git(dir, 'for-each-ref'), '', 'the clone has refs');
 });
 
-test('prs_push_refs_nostr_event_id_accepted', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('prs_push_refs_nostr_event_id_accepted', async (c, server) => {
   const ws = workspace(c);
   const url = freshPrsUrl(server.httpUrl);
   const ref = `refs/nostr/${randomHex64()}`;
@@ -33,8 +28,7 @@ test('prs_push_refs_nostr_event_id_accepted', async (t) => {
   assert.match(c.git(c.work, 'ls-remote', url, ref), new RegExp(ws.commit));
 });
 
-test('prs_push_other_refs_rejected', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('prs_push_other_refs_rejected', async (c, server) => {
   const ws = workspace(c);
   for (const ref of ['refs/heads/main', 'refs/nostr/not-a-valid-event-id']) {
     const r = c.git.try(ws.dir, 'push', freshPrsUrl(server.httpUrl),
@@ -46,21 +40,21 @@ test('prs_push_other_refs_rejected', async (t) => {
   }
 });
 
-test('commit_mismatch_deletes_ref_and_blocks_promotion', async (t) => {
-  const c = await clientFor(t, server);
-  const repo = unannouncedRepo('audit-grasp06-mismatch');
-  const url = prsUrl(server.httpUrl, c.prAuthorKeys.npub,
-    tagValue(repo, 'd'));
-  const ws = workspace(c, url, 'commit A (the pushed one)');
-  // The c tag names commit B, which nobody has.
-  const ev = c.prEvent(repo, randomHex64(), { tags: [['clone', url]] });
-  await c.publishOk(ev, 'the PR event');
-  const ref = `refs/nostr/${ev.id}`;
-  // Refused at once or taken and deleted after: either is right.
-  c.git.try(ws.dir, 'push', 'origin', `HEAD:${ref}`);
-  await sleep(500);
-  assert.equal(c.git(c.work, 'ls-remote', url, ref), '',
-    'the ref of the mismatched commit is still there');
-  assert.equal(await c.served(ev.id), false,
-    'the PR event was served despite the mismatch');
-});
+suite.test('commit_mismatch_deletes_ref_and_blocks_promotion',
+  async (c, server) => {
+    const repo = unannouncedRepo('audit-grasp06-mismatch');
+    const url = prsUrl(server.httpUrl, c.prAuthorKeys.npub,
+      tagValue(repo, 'd'));
+    const ws = workspace(c, url, 'commit A (the pushed one)');
+    // The c tag names commit B, which nobody has.
+    const ev = c.prEvent(repo, randomHex64(), { tags: [['clone', url]] });
+    await c.publishOk(ev, 'the PR event');
+    const ref = `refs/nostr/${ev.id}`;
+    // Refused at once or taken and deleted after: either is right.
+    c.git.try(ws.dir, 'push', 'origin', `HEAD:${ref}`);
+    await sleep(500);
+    assert.equal(c.git(c.work, 'ls-remote', url, ref), '',
+      'the ref of the mismatched commit is still there');
+    assert.equal(await c.served(ev.id), false,
+      'the PR event was served despite the mismatch');
+  });

@@ -6,35 +6,29 @@
 // anyone (kind 10317 grasp lists) so that only the broken signature or id
 // can be the reason.
 
-import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Conn, newKeys, randomId, signEvent, startGraspd } from
+import { auditSuite, Conn, newKeys, randomId, signEvent } from
   './fixtures.mjs';
-import { clientFor } from './grasp06_fixtures.mjs';
 
-let server;
-before(async () => { server = await startGraspd({ name: 'nip01' }); });
-after(async () => { await server?.stop(); });
+const suite = auditSuite({ name: 'audit-nip01' });
 
 // A user grasp list (10317) of fresh keys tagged t.
 const graspList = (t) => signEvent(newKeys(), { kind: 10317,
   tags: [['t', t], ['g', 'wss://grasp.example']] });
 
-test('websocket_connection', async () => {
+suite.test('websocket_connection', async (_, server) => {
   const c = await Conn.open(server.wsUrl);
   assert.equal(c.ws.readyState, c.ws.OPEN);
   c.close();
 });
 
-test('send_receive_event', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('send_receive_event', async (c) => {
   const repo = await c.validRepoServed();
   const got = await c.query({ kinds: [30617], ids: [repo.id] });
   assert.deepEqual(got.map((e) => e.id), [repo.id]);
 });
 
-test('create_subscription', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('create_subscription', async (c) => {
   const repo = await c.validRepoServed();
   const got = await c.query({ kinds: [30617], authors: [repo.pubkey] });
   assert.ok(got.some((e) => e.id === repo.id),
@@ -43,8 +37,7 @@ test('create_subscription', async (t) => {
 
 // The reference only opens a subscription here; this also checks that
 // after CLOSE a new matching event is not sent to it.
-test('close_subscription', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('close_subscription', async (c, server) => {
   const tag = `close-${randomId()}`;
   c.conn.send(['REQ', 'closing', { kinds: [10317], '#t': [tag] }]);
   await c.conn.next((m) => m[0] === 'EOSE' && m[1] === 'closing', 'EOSE');
@@ -60,8 +53,7 @@ test('close_subscription', async (t) => {
     m[0] === 'EVENT', 'EVENT after CLOSE', 500), /no EVENT after CLOSE/);
 });
 
-test('reject_invalid_signature', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('reject_invalid_signature', async (c) => {
   const ev = graspList(`badsig-${randomId()}`);
   const other = signEvent(newKeys(), { kind: ev.kind, tags: ev.tags });
   const r = await c.publish({ ...ev, sig: other.sig });
@@ -70,8 +62,7 @@ test('reject_invalid_signature', async (t) => {
   assert.equal(await c.served(ev.id), false);
 });
 
-test('reject_invalid_event_id', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('reject_invalid_event_id', async (c) => {
   const ev = graspList(`badid-${randomId()}`);
   const r = await c.publish({ ...ev, id: '0'.repeat(64) });
   assert.equal(r.ok, false, 'an event with a wrong id was accepted');

@@ -4,17 +4,13 @@
 // by smart HTTP at once and a web page at its URL, and a repository
 // nobody announced gets a 404.
 
-import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startGraspd } from './fixtures.mjs';
-import { clientFor, infoRefs, sentRepoUrl } from './grasp06_fixtures.mjs';
+import { auditSuite } from './fixtures.mjs';
+import { infoRefs, sentRepoUrl } from './grasp06_fixtures.mjs';
 
-let server;
-before(async () => { server = await startGraspd({ name: 'repo' }); });
-after(async () => { await server?.stop(); });
+const suite = auditSuite({ name: 'audit-repo' });
 
-test('test_bare_repo_created_on_announcement', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_bare_repo_created_on_announcement', async (c) => {
   const res = await infoRefs(await sentRepoUrl(c));
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-type') ?? '',
@@ -22,16 +18,14 @@ test('test_bare_repo_created_on_announcement', async (t) => {
   await res.arrayBuffer();
 });
 
-test('test_webpage_served_for_existing_repo', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_webpage_served_for_existing_repo', async (c) => {
   const res = await fetch(await sentRepoUrl(c));
   assert.ok(res.ok, `the repository page answered ${res.status}`);
   assert.match(res.headers.get('content-type') ?? '', /text\/html/);
   await res.arrayBuffer();
 });
 
-test('test_404_for_nonexistent_repo', async (t) => {
-  const c = await clientFor(t, server);
+suite.test('test_404_for_nonexistent_repo', async (c) => {
   await c.validRepoSent();
   const res = await fetch(c.cloneUrl('nonexistent-repo-12345'));
   assert.equal(res.status, 404);

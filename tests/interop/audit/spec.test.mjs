@@ -27,7 +27,7 @@ const PORT_FILE = {
   nip01_smoke: 'nip01.test.mjs',
   nip11_document: 'nip11.test.mjs',
   purgatory: 'purgatory.test.mjs',
-  push_authorization: 'push.test.mjs',
+  push_authorization: 'push_auth.test.mjs',
   repository_creation: 'repo_creation.test.mjs',
   g06_event_acceptance: 'grasp06_event_acceptance.test.mjs',
   g06_mirroring: 'grasp06_mirroring.test.mjs',

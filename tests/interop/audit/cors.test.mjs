@@ -32,10 +32,18 @@ function checkHeaders(res, where) {
 }
 
 // GET of server's root and of git endpoints that do not exist, each
-// checked by check.
+// checked by check; beyond the reference, also the NIP-11 document and a
+// 405 (POST to the root): "all responses".
 async function onRootAndMissingRepo(server, check) {
   const root = await fetch(`${server.httpUrl}/`);
   check(root, 'the root');
+  const nip11 = await fetch(`${server.httpUrl}/`,
+    { headers: { Accept: 'application/nostr+json' } });
+  assert.equal(nip11.status, 200);
+  check(nip11, 'the NIP-11 document');
+  const post = await fetch(`${server.httpUrl}/`, { method: 'POST' });
+  assert.equal(post.status, 405);
+  check(post, 'a 405 of the root');
   const missing = await infoRefs(`${server.httpUrl}${MISSING_REPO}`);
   // npub1test is no npub: graspd answers 400, where the reference's own
   // server says 404; the case wants the headers on an error either way.
@@ -58,14 +66,19 @@ suite.test('cors_allow_headers', (_, server) =>
   onRootAndMissingRepo(server, checkHeaders));
 
 suite.test('cors_options_preflight', async (_, server) => {
-  for (const [path, method] of [['/', 'POST'],
+  // The reference's three, then (beyond it) the NIP-11 document's
+  // preflight, for its Accept header, and receive-pack's.
+  for (const [path, method, headers] of [['/', 'POST'],
     ['/npub1test/test.git/git-upload-pack', 'POST'],
-    ['/npub1test/test.git/info/refs', 'GET']]) {
+    ['/npub1test/test.git/info/refs', 'GET'],
+    ['/', 'GET', 'accept'],
+    ['/npub1test/test.git/git-receive-pack', 'POST', 'content-type']]) {
     const res = await fetch(`${server.httpUrl}${path}`, {
       method: 'OPTIONS',
       headers: {
         Origin: 'https://example.com',
         'Access-Control-Request-Method': method,
+        ...(headers ? { 'Access-Control-Request-Headers': headers } : {}),
       },
     });
     assert.equal(res.status, 204, `OPTIONS ${path}`);
@@ -76,12 +89,24 @@ suite.test('cors_options_preflight', async (_, server) => {
 });
 
 // grasp-audit's test_cors_on_real_repo: the same headers on info/refs of
-// an announced repository (ValidRepoSent: no git data yet).
+// an announced repository (ValidRepoSent: no git data yet); beyond the
+// reference, also on receive-pack's advertisement and an upload-pack
+// POST's answer.
 suite.test('test_cors_on_real_repo', async (c) => {
-  const res = await infoRefs(await sentRepoUrl(c));
-  assert.equal(res.status, 200);
-  checkOrigin(res, 'info/refs');
-  checkMethods(res, 'info/refs');
-  checkHeaders(res, 'info/refs');
-  await res.arrayBuffer();
+  const url = await sentRepoUrl(c);
+  for (const [what, res] of [
+    ['info/refs', await infoRefs(url)],
+    ['receive-pack info/refs',
+      await fetch(`${url}/info/refs?service=git-receive-pack`)],
+    ['an upload-pack POST', await fetch(`${url}/git-upload-pack`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-git-upload-pack-request' },
+      body: '0000',
+    })]]) {
+    assert.equal(res.status, 200, what);
+    checkOrigin(res, what);
+    checkMethods(res, what);
+    checkHeaders(res, what);
+    await res.arrayBuffer();
+  }
 });

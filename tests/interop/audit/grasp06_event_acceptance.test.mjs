@@ -6,7 +6,7 @@
 // its git data comes; with a clone tag elsewhere it is refused.
 
 import assert from 'node:assert/strict';
-import { auditSuite, tagValue } from './fixtures.mjs';
+import { auditSuite, sleep, tagValue } from './fixtures.mjs';
 import { GRASP06_ON, prsUrl, randomHex64, unannouncedRepo } from
   './grasp06_fixtures.mjs';
 
@@ -27,9 +27,13 @@ suite.test('pr_event_accepted_when_clone_tag_names_prs_endpoint',
 
 suite.test('pr_event_accepted_via_relaxation_is_held_in_purgatory',
   async (c, server) => {
-    const r = await c.sendNotePurgatory(orphanPr(c, server.httpUrl),
-      'the PR event');
-    assert.ok(r.held, 'the PR event was served before its git data');
+    const ev = orphanPr(c, server.httpUrl);
+    const r = await c.sendNotePurgatory(ev, 'the PR event');
+    assert.match(r.message, /^purgatory: /);
+    // Still unserved a moment later (the reference looks after 300 ms).
+    await sleep(300);
+    assert.ok(r.held && !(await c.served(ev.id)),
+      'the PR event was served before its git data');
   });
 
 suite.test('pr_event_rejected_when_clone_tag_does_not_name_prs_endpoint',

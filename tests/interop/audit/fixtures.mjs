@@ -287,6 +287,32 @@ export class Server {
   }
 }
 
+// The graspd processes started and not yet stopped.  Should this
+// process end before their stop() (a timeout, node --test-force-exit,
+// SIGTERM or SIGINT), they are sent SIGTERM so that none outlives it.
+const live = new Set();
+function endLive() {
+  for (const p of live) {
+    try {
+      p.kill('SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+  live.clear();
+}
+let hooked = false;
+function hookExit() {
+  if (hooked) return;
+  hooked = true;
+  process.once('exit', endLive);
+  for (const [sig, n] of [['SIGTERM', 15], ['SIGINT', 2]])
+    process.once(sig, () => {
+      endLive();
+      process.exit(128 + n);
+    });
+}
+
 // Starts graspd ($GRASPD_BIN/graspd, default bin/ of the checkout) on a
 // free loopback port, in a new temporary directory, with test timing
 // (NGIT_TEST: periodic work every 200 ms, the purgatory's 30 minutes
@@ -325,10 +351,13 @@ export async function startGraspd({ env = {}, name = 'audit' } = {}) {
     },
   });
   closeSync(log);
+  hookExit();
+  live.add(proc);
   const server = new Server(proc, port, dir, logPath);
   const origStop = server.stop.bind(server);
   server.stop = async () => {
     await origStop();
+    live.delete(proc);
     if (!process.env.GRASPD_KEEP_TMP)
       rmSync(dir, { recursive: true, force: true });
   };

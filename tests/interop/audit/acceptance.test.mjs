@@ -7,7 +7,7 @@
 // accepted event tags, and no others.
 
 import assert from 'node:assert/strict';
-import { auditSuite, aTagOf, signEvent, tagValue } from './fixtures.mjs';
+import { auditSuite, aTagOf, tagValue } from './fixtures.mjs';
 
 const suite = auditSuite({ name: 'audit-accept' });
 
@@ -79,7 +79,7 @@ suite.test('accept_issue_via_a_tag', async (c) => {
 
 suite.test('accept_comment_via_A_tag', async (c) => {
   const repo = await c.validRepoServed();
-  const ev = signEvent(c.keys, { kind: 1111, content: 'Comment on repo',
+  const ev = c.sign(c.keys, { kind: 1111, content: 'Comment on repo',
     tags: [['A', aTagOf(repo), '', 'root'], ['K', '30617'],
       ['p', repo.pubkey]] });
   await c.sendAccepted(ev, 'comment via A');
@@ -87,7 +87,7 @@ suite.test('accept_comment_via_A_tag', async (c) => {
 
 suite.test('accept_kind1_via_q_tag', async (c) => {
   const repo = await c.validRepoServed();
-  const ev = signEvent(c.keys, { kind: 1, content: 'Mentioning this repo',
+  const ev = c.sign(c.keys, { kind: 1, content: 'Mentioning this repo',
     tags: [['q', aTagOf(repo)]] });
   await c.sendAccepted(ev, 'kind 1 via q');
 });
@@ -112,10 +112,10 @@ suite.test('accept_comment_via_E_tag', async (c) => {
 
 suite.test('accept_kind1_via_e_tag', async (c) => {
   const repo = await c.validRepoServed();
-  const a = signEvent(c.keys, { kind: 1, content: 'Note A about repo',
+  const a = c.sign(c.keys, { kind: 1, content: 'Note A about repo',
     tags: [['q', aTagOf(repo)]] });
   await c.sendAccepted(a, 'kind 1 A quoting the repository');
-  const b = signEvent(c.keys, { kind: 1, content: 'Reply to Note A',
+  const b = c.sign(c.keys, { kind: 1, content: 'Reply to Note A',
     tags: [['e', a.id]] });
   await c.sendAccepted(b, 'kind 1 B replying to A');
 });
@@ -124,7 +124,7 @@ suite.test('accept_kind1_via_e_tag', async (c) => {
 
 suite.test('accept_kind1_referenced_in_issue', async (c) => {
   const repo = await c.validRepoServed();
-  const note = signEvent(c.keys, { kind: 1,
+  const note = c.sign(c.keys, { kind: 1,
     content: 'Note to be referenced' });
   const issue = c.issue(repo, 'Issue referencing kind1', 'issue content',
     { tags: [['q', note.id]] });
@@ -143,8 +143,8 @@ suite.test('accept_comment_referenced_in_comment', async (c) => {
 
 suite.test('accept_kind1_referenced_in_kind1', async (c) => {
   const repo = await c.validRepoServed();
-  const a = signEvent(c.keys, { kind: 1, content: 'Note A to be referenced' });
-  const b = signEvent(c.keys, { kind: 1, content: 'Note B mentioning Note A',
+  const a = c.sign(c.keys, { kind: 1, content: 'Note A to be referenced' });
+  const b = c.sign(c.keys, { kind: 1, content: 'Note B mentioning Note A',
     tags: [['q', aTagOf(repo)], ['e', a.id]] });
   await c.sendAccepted(b, 'kind 1 B naming unsent A');
   await c.sendAccepted(a, 'kind 1 A named by accepted B');
@@ -161,7 +161,7 @@ suite.test('reject_orphan_issue', async (c) => {
 });
 
 suite.test('reject_orphan_kind1', async (c) => {
-  const ev = signEvent(c.keys, { kind: 1, content: 'Just a random note' });
+  const ev = c.sign(c.keys, { kind: 1, content: 'Just a random note' });
   const r = await c.sendRejected(ev, 'kind 1 with no references');
   assert.equal(r.ok, false, `answered OK true: ${r.message}`);
 });
@@ -170,7 +170,7 @@ suite.test('reject_comment_quoting_other_repo', async (c) => {
   await c.validRepoServed();
   const repoB = c.announcement(c.newRepoId('unaccepted-repo-b'),
     { maintainers: [c.maintainerKeys.pk] });
-  const ev = signEvent(c.keys, { kind: 1111,
+  const ev = c.sign(c.keys, { kind: 1111,
     content: 'Comment on unaccepted repo',
     tags: [['A', aTagOf(repoB), '', 'root'], ['K', '30617'],
       ['p', repoB.pubkey]] });

@@ -13,7 +13,8 @@
 //
 // Exports (kept compatible: add, do not rename):
 //   startGraspd, Server        a graspd of our own, stopped by stop()
-//   AuditClient                keys, a relay connection, fixtures
+//   AuditClient                keys, a relay connection, fixtures; its
+//                              events carry the reference's audit tags
 //   Conn                       a raw relay connection (publish, query)
 //   newKeys, signEvent, now    keys and events
 //   makeGit, gitConfigEnv      the bounded, isolated git runner
@@ -286,6 +287,32 @@ export class Server {
   }
 }
 
+// The graspd processes started and not yet stopped.  Should this
+// process end before their stop() (a timeout, node --test-force-exit,
+// SIGTERM or SIGINT), they are sent SIGTERM so that none outlives it.
+const live = new Set();
+function endLive() {
+  for (const p of live) {
+    try {
+      p.kill('SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+  live.clear();
+}
+let hooked = false;
+function hookExit() {
+  if (hooked) return;
+  hooked = true;
+  process.once('exit', endLive);
+  for (const [sig, n] of [['SIGTERM', 15], ['SIGINT', 2]])
+    process.once(sig, () => {
+      endLive();
+      process.exit(128 + n);
+    });
+}
+
 // Starts graspd ($GRASPD_BIN/graspd, default bin/ of the checkout) on a
 // free loopback port, in a new temporary directory, with test timing
 // (NGIT_TEST: periodic work every 200 ms, the purgatory's 30 minutes
@@ -324,10 +351,13 @@ export async function startGraspd({ env = {}, name = 'audit' } = {}) {
     },
   });
   closeSync(log);
+  hookExit();
+  live.add(proc);
   const server = new Server(proc, port, dir, logPath);
   const origStop = server.stop.bind(server);
   server.stop = async () => {
     await origStop();
+    live.delete(proc);
     if (!process.env.GRASPD_KEEP_TMP)
       rmSync(dir, { recursive: true, force: true });
   };
@@ -460,10 +490,13 @@ export class Conn {
 // temporary directory (work) and a git runner (git) whose HOME is in it.
 // close() ends the connection and removes the directory.
 export class AuditClient {
-  constructor(server, conn, name) {
+  constructor(server, conn, name, { isolated = true } = {}) {
     this.server = server;
     this.conn = conn;
     this.name = name;
+    this.isolated = isolated;
+    this.runId = `${isolated ? 'isolated' : 'audit'}-${randomId()}`;
+    this.cleanupAfter = now() + 3600;
     this.keys = newKeys();
     this.maintainerKeys = newKeys();
     this.recursiveKeys = newKeys();
@@ -475,9 +508,26 @@ export class AuditClient {
   }
 
   // A client of fresh keys connected to server; name labels its
-  // repositories (the reference names them after the test).
-  static async create(server, name = 'audit') {
-    return new AuditClient(server, await Conn.open(server.wsUrl), name);
+  // repositories (the reference names them after the test).  An
+  // isolated client (the default) sees only its own run's events in
+  // query(); options.isolated false sees all.
+  static async create(server, name = 'audit', options = {}) {
+    return new AuditClient(server, await Conn.open(server.wsUrl), name,
+      options);
+  }
+
+  // The reference's audit tags, appended to every event a client signs:
+  // `t` tags marking audit events, this run, and when they may be
+  // cleaned up.
+  auditTags() {
+    return [['t', 'grasp-audit-test-event'], ['t', `audit-${this.runId}`],
+      ['t', `audit-cleanup-after-${this.cleanupAfter}`]];
+  }
+
+  // signEvent() of ev by keys with the audit tags appended.
+  sign(keys, ev) {
+    return signEvent(keys, { ...ev,
+      tags: [...(ev.tags || []), ...this.auditTags()] });
   }
 
   close() {
@@ -498,9 +548,12 @@ export class AuditClient {
     return r;
   }
 
-  // The stored events matching filters.
+  // The stored events matching filters; an isolated client asks only
+  // for its run's (a `#t` of the audit tags), as the reference's does.
   query(...filters) {
-    return this.conn.query(...filters);
+    if (!this.isolated) return this.conn.query(...filters);
+    const t = ['grasp-audit-test-event', `audit-${this.runId}`];
+    return this.conn.query(...filters.map((f) => ({ ...f, '#t': t })));
   }
 
   // Whether the relay serves the event of id now.
@@ -513,13 +566,18 @@ export class AuditClient {
     return !!(await waitFor(() => this.served(id), ms, 100));
   }
 
+  // Whether query() finds the event of id.
+  async found(id) {
+    return (await this.query({ ids: [id] })).length > 0;
+  }
+
   // The reference's send_and_verify_accepted: publishes ev, which must
-  // be answered OK true and then served; throws with the relay's words
-  // otherwise.
+  // be answered OK true and then found by query(); throws with the
+  // relay's words otherwise.
   async sendAccepted(ev, what = `event ${ev.id}`) {
     const r = await this.publish(ev);
     if (!r.ok) throw new Error(`${what}: refused: ${r.message}`);
-    if (!(await this.servedWithin(ev.id, 2000)))
+    if (!(await waitFor(() => this.found(ev.id), 2000, 100)))
       throw new Error(`${what}: answered OK (${r.message}) but not served`);
     return r;
   }
@@ -566,7 +624,7 @@ export class AuditClient {
     if (clone) t.push(['clone', ...clone]);
     if (relays) t.push(['relays', ...relays]);
     if (maintainers.length) t.push(['maintainers', ...maintainers]);
-    return signEvent(keys, { kind: 30617, tags: [...t, ...tags],
+    return this.sign(keys, { kind: 30617, tags: [...t, ...tags],
       content, created_at: createdAt });
   }
 
@@ -580,7 +638,7 @@ export class AuditClient {
     for (const [ref, val] of Object.entries(refs)) t.push([ref, val]);
     if (headRaw) t.push(['HEAD', headRaw]);
     else if (head) t.push(['HEAD', `ref: ${head}`]);
-    return signEvent(keys, { kind: 30618, tags: [...t, ...tags],
+    return this.sign(keys, { kind: 30618, tags: [...t, ...tags],
       created_at: createdAt });
   }
 
@@ -588,7 +646,7 @@ export class AuditClient {
   // its `a` and `subject` tags, then tags.
   issue(repo, title, content = 'Issue content for testing',
     { keys = this.keys, tags = [] } = {}) {
-    return signEvent(keys, { kind: 1621,
+    return this.sign(keys, { kind: 1621,
       tags: [['a', aTagOf(repo)], ['subject', title], ...tags], content });
   }
 
@@ -596,7 +654,7 @@ export class AuditClient {
   // its root.
   comment(ev, content = 'Test comment', { keys = this.keys, tags = [] } =
   {}) {
-    return signEvent(keys, { kind: 1111,
+    return this.sign(keys, { kind: 1111,
       tags: [['E', ev.id, '', 'root'], ['e', ev.id],
         ['K', String(ev.kind)], ['p', ev.pubkey], ...tags], content });
   }
@@ -606,7 +664,7 @@ export class AuditClient {
   // the past.
   prEvent(repo, commit, { keys = this.prAuthorKeys, tags = [],
     content = 'Test PR for GRASP validation' } = {}) {
-    return signEvent(keys, { kind: 1618,
+    return this.sign(keys, { kind: 1618,
       tags: [['a', aTagOf(repo)], ['c', commit], ...tags],
       content, created_at: now() - 1 });
   }
@@ -930,17 +988,27 @@ export class AuditClient {
 }
 
 // One graspd for a test file and one AuditClient per case, the way the
-// reference runs each case with a client of its own.  Registers before
-// and after hooks; returns { server() (the Server), test(name, fn,
-// options) } where fn(client, server) is the case; a failing case shows
-// the last lines of graspd's log.  opts go to startGraspd; caseMs bounds
-// one case (default 60 s).
+// reference runs each case with a client of its own (cargo test's
+// isolated mode).  With opts.shared, or GRASP_AUDIT_SHARED=1 in the
+// environment, one client serves every case of the file instead, its
+// fixtures built once and reused, the way the reference's command-line
+// audit runs its cases one after another.  Registers before and after
+// hooks; returns { server() (the Server), test(name, fn, options) }
+// where fn(client, server) is the case; a failing case shows the last
+// lines of graspd's log.  opts go to startGraspd; opts.caseMs bounds one
+// case (default 60 s).
 export function auditSuite(opts = {}) {
+  const shared = opts.shared ?? process.env.GRASP_AUDIT_SHARED === '1';
   let server = null;
+  let sharedClient = null;
   before(async () => {
     server = await startGraspd(opts);
+    if (shared)
+      sharedClient = await AuditClient.create(server, 'shared',
+        { isolated: false });
   });
   after(async () => {
+    if (sharedClient) sharedClient.close();
     if (server) await server.stop();
   });
   const caseMs = opts.caseMs ?? 60000;
@@ -951,7 +1019,8 @@ export function auditSuite(opts = {}) {
         if (!server) throw new Error('graspd did not start');
         const label = name.replace(/^test_/, '').slice(0, 40)
           .replace(/[^a-z0-9]+/gi, '-');
-        const client = await AuditClient.create(server, label);
+        const client = sharedClient ??
+          await AuditClient.create(server, label);
         try {
           await fn(client, server);
         } catch (err) {
@@ -959,7 +1028,7 @@ export function auditSuite(opts = {}) {
             server.logTail(20).replace(/^/gm, '# ')}`;
           throw err;
         } finally {
-          client.close();
+          if (!sharedClient) client.close();
         }
       });
     },

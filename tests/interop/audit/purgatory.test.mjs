@@ -7,7 +7,7 @@
 // the push it would have authorised is refused.
 
 import assert from 'node:assert/strict';
-import { auditSuite, newKeys, PUSH_REFUSED, signEvent, tagValue,
+import { auditSuite, newKeys, PUSH_REFUSED, tagValue,
   uniqueCommit, WAIT_MS } from './fixtures.mjs';
 
 const suite = auditSuite({ name: 'audit-purgatory' });
@@ -81,7 +81,7 @@ suite.test('deletion_by_event_id_removes_purgatory_state_event',
     const state = c.stateEvent(repoId, { 'refs/heads/main': commit });
     const r = await c.sendNotePurgatory(state, 'state of the new commit');
     assert.ok(r.held, 'state of an unpushed commit served at once');
-    const del = signEvent(c.keys, { kind: 5,
+    const del = c.sign(c.keys, { kind: 5,
       tags: [['e', state.id], ['k', '30618']] });
     await c.publishOk(del, 'deletion by id');
     const p = c.push(dir);
@@ -106,7 +106,7 @@ suite.test('deletion_by_coordinate_removes_purgatory_state_event',
       { keys: newMaintainer });
     const r = await c.sendNotePurgatory(state, 'new maintainer state');
     assert.ok(r.held, 'state of an unpushed commit served at once');
-    const del = signEvent(newMaintainer, { kind: 5,
+    const del = c.sign(newMaintainer, { kind: 5,
       tags: [['a', `30618:${newMaintainer.pk}:${repoId}`], ['k', '30618']] });
     await c.publishOk(del, 'deletion by coordinate');
     const p = c.push(dir);

@@ -8,7 +8,7 @@
 
 import assert from 'node:assert/strict';
 import { auditSuite, deterministicCommit, infoRefsHead, newKeys,
-  PUSH_REFUSED, signEvent, tagValue, uniqueCommit, waitFor } from
+  PUSH_REFUSED, tagValue, uniqueCommit, waitFor } from
   './fixtures.mjs';
 
 const suite = auditSuite({ name: 'audit-pushauth' });
@@ -153,7 +153,7 @@ suite.test('test_head_set_after_git_push_with_required_oids', async (c) => {
   const dir = c.cloneRepo(repoId);
   c.git(dir, 'checkout', '-q', '-b', 'develop1');
   const commit = uniqueCommit(c.git, dir, 'Unique develop1 commit');
-  const state = signEvent(c.keys, { kind: 30618, tags: [['d', repoId],
+  const state = c.sign(c.keys, { kind: 30618, tags: [['d', repoId],
     ['HEAD', 'refs/heads/develop1'], ['refs/heads/develop1', commit],
     ['refs/heads/develop', tagValue(develop, 'refs/heads/develop')]] });
   const r = await c.sendNotePurgatory(state, 'develop1 state');

@@ -9,10 +9,12 @@
 # runs `node --test` on relay_interop.mjs, negentropy.mjs (NIP-77),
 # auth_interop.mjs (NIP-42 and NIP-70), archive_interop.mjs (a graspd in
 # GRASP-05 archive mode from GRASPD_BIN, default bin/, bootstrapped from
-# the relayd), sdk_interop.mjs, ndk_interop.mjs and applesauce_interop.mjs
-# (TAP output), stops relayd and exits with node's status.  Fails at once,
-# with the reason, when relayd, node (20.19 or later, package.json's
-# engines) or a package is missing.
+# the relayd), sdk_interop.mjs, ndk_interop.mjs, applesauce_interop.mjs
+# and audit/*.test.mjs (the port of the reference's conformance suite,
+# grasp-audit; each file starts a whole graspd of its own from
+# GRASPD_BIN) (TAP output), stops relayd and exits with node's status.
+# Fails at once, with the reason, when relayd, node (20.19 or later,
+# package.json's engines) or a package is missing.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,9 +54,10 @@ export GRASPD_BIN
 cd "$here" || exit 1
 # nostr-sdk's WebAssembly leaves timers of a minute behind after its
 # clients shut down: --test-force-exit ends each file when its tests have.
-RELAY_URL=$url timeout -k 5 180 node --test --test-force-exit \
+RELAY_URL=$url timeout -k 5 300 node --test --test-force-exit \
     --test-reporter=tap relay_interop.mjs negentropy.mjs auth_interop.mjs \
-    archive_interop.mjs sdk_interop.mjs ndk_interop.mjs applesauce_interop.mjs
+    archive_interop.mjs sdk_interop.mjs ndk_interop.mjs applesauce_interop.mjs \
+    audit/*.test.mjs
 rc=$?
 if [ "$rc" -ne 0 ]; then
 	echo "# interop: node exited with $rc; last lines of the relayd log:"

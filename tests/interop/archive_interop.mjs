@@ -2,17 +2,15 @@
 // repository is announced on the relayd of tests/interop/run.sh
 // (RELAY_URL), listing that relay only, and released with a state event
 // and a git push.  A graspd in archive mode (NGIT_ARCHIVE_ALL), started
-// here on a free loopback port with RELAY_URL as its bootstrap relay,
-// must sync the announcement and state, hunt the git data and serve it,
-// refuse a push, and say GRASP-05 in NIP-11.  GRASPD_BIN (run.sh sets
-// it) holds graspd and its roles.  Every wait is bounded.
+// on a free loopback port by audit/fixtures.mjs's startGraspd with
+// RELAY_URL as its bootstrap relay, must sync the announcement and
+// state, hunt the git data and serve it, refuse a push, and say GRASP-05
+// in NIP-11.  GRASPD_BIN (run.sh sets it) holds graspd and its roles.
+// Every wait is bounded.
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync,
-  writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -21,6 +19,7 @@ import { generateSecretKey, getPublicKey, finalizeEvent } from
 import { npubEncode } from 'nostr-tools/nip19';
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
 import { firstCommit, gitWith, query, stateEvent } from './util.mjs';
+import { startGraspd } from './audit/fixtures.mjs';
 
 useWebSocketImplementation(WebSocket);
 
@@ -32,24 +31,13 @@ const REPO_ID = 'archived';
 
 const work = mkdtempSync(join(tmpdir(), 'graspd-archive-interop-'));
 let archive = null;
-after(() => {
-  if (archive && archive.exitCode === null) archive.kill('SIGTERM');
+after(async () => {
+  if (archive) await archive.stop();
   if (!process.env.GRASPD_KEEP_TMP)
     rmSync(work, { recursive: true, force: true });
 });
 
 const git = gitWith(work);
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -101,30 +89,15 @@ test('graspd in archive mode syncs, hunts and serves it read-only',
   { timeout: SYNC_MS * 2 }, async () => {
     assert.ok(announcement && state, 'the release test did not run');
     assert.ok(BIN, 'GRASPD_BIN is not set; run tests/interop/run.sh');
-    const port = await freePort();
-    const domain = `127.0.0.1:${port}`;
-    const dir = join(work, 'archive');
-    for (const d of ['relay', 'git', 'run'])
-      mkdirSync(join(dir, d), { recursive: true });
-    const log = openSync(join(dir, 'graspd.log'), 'w');
-    archive = spawn(join(BIN, 'graspd'), ['-d'], {
-      cwd: dir,
-      stdio: ['ignore', log, log],
-      env: {
-        PATH: process.env.PATH,
-        NGIT_BIND_ADDRESS: domain,
-        NGIT_DOMAIN: domain,
-        NGIT_RELAY_DATA_PATH: join(dir, 'relay'),
-        NGIT_GIT_DATA_PATH: join(dir, 'git'),
-        NGIT_RUN_PATH: join(dir, 'run'),
-        NGIT_TEST: '1',
-        NGIT_ARCHIVE_ALL: 'true',
-        NGIT_SYNC_BOOTSTRAP_RELAY_URL: RELAY_URL,
-        NGIT_SYNC_ALLOW_PRIVATE_TARGETS: 'true',
-      },
-    });
-    const tail = () => readFileSync(join(dir, 'graspd.log'), 'utf8')
-      .split('\n').slice(-20).join('\n');
+    archive = await startGraspd({ name: 'archive-interop', env: {
+      NGIT_ARCHIVE_ALL: 'true',
+      NGIT_SYNC_ENABLED: 'true',
+      NGIT_SYNC_PLUS_ENABLED: 'true',
+      NGIT_SYNC_BOOTSTRAP_RELAY_URL: RELAY_URL,
+      NGIT_SYNC_ALLOW_PRIVATE_TARGETS: 'true',
+    } });
+    const { domain } = archive;
+    const tail = () => archive.logTail(20);
     try {
       const relay = await connectWithin(`ws://${domain}`, 10000);
       try {

@@ -35,6 +35,7 @@ import WebSocket from 'ws';
 import { finalizeEvent, generateSecretKey, getPublicKey } from
   'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
+import { RawRelay } from '../util.mjs';
 
 // How long one relay answer (OK, EOSE) may take.
 export const WAIT_MS = 5000;
@@ -374,113 +375,28 @@ export async function startGraspd({ env = {}, name = 'audit' } = {}) {
   }
 }
 
-// One raw relay connection: parsed messages queued for waiters, every
-// wait bounded.
-export class Conn {
-  constructor(ws) {
-    this.ws = ws;
-    this.queue = [];
-    this.waiters = new Set();
-    this.closed = null;
-    ws.on('message', (data) => {
-      let msg;
-      try {
-        msg = JSON.parse(data.toString());
-      } catch {
-        return;
-      }
-      if (Array.isArray(msg)) {
-        this.queue.push(msg);
-        this.wake();
-      }
-    });
-    ws.on('close', (code) => {
-      this.closed = `connection closed (code ${code})`;
-      this.wake();
-    });
-    ws.on('error', (err) => {
-      this.closed = `connection error: ${err.message}`;
-      this.wake();
-    });
-  }
-
-  // A connection to url (a handshake of WAIT_MS at most).
-  static open(url) {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { handshakeTimeout: WAIT_MS });
-      ws.once('open', () => resolve(new Conn(ws)));
-      ws.once('error', (err) =>
-        reject(new Error(`cannot connect to ${url}: ${err.message}`)));
-    });
-  }
-
-  wake() {
-    for (const w of [...this.waiters]) w();
-  }
-
-  send(msg) {
-    this.ws.send(JSON.stringify(msg));
-  }
-
-  // The first queued message pred accepts (removed from the queue),
-  // waiting ms at most.
-  next(pred, what, ms = WAIT_MS) {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const i = this.queue.findIndex(pred);
-        if (i >= 0) {
-          done();
-          resolve(this.queue.splice(i, 1)[0]);
-        } else if (this.closed) {
-          done();
-          reject(new Error(`${this.closed} while waiting for ${what}`));
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`no ${what} within ${ms} ms`));
-      }, ms);
-      const done = () => {
-        clearTimeout(timer);
-        this.waiters.delete(check);
-      };
-      this.waiters.add(check);
-      check();
-    });
+// One raw relay connection (util.mjs's RawRelay: publish awaiting the
+// OK, req up to EOSE, every wait bounded by WAIT_MS by default).
+export class Conn extends RawRelay {
+  // A connection to url (a handshake of ms at most).
+  static open(url, ms = WAIT_MS) {
+    return super.open(url, ms);
   }
 
   // Sends ev and resolves to the relay's OK: { ok, message }.
   async publish(ev) {
-    this.send(['EVENT', ev]);
-    const m = await this.next((x) => x[0] === 'OK' && x[1] === ev.id,
-      `OK for ${ev.id}`);
-    return { ok: m[2] === true, message: String(m[3] ?? '') };
+    const r = await super.publish(ev);
+    return { ok: r.ok === true, message: String(r.message ?? '') };
   }
 
   // The stored events matching filters, up to EOSE (CLOSED throws).
-  async query(...filters) {
-    const sub = `q${randomId(10)}`;
-    this.send(['REQ', sub, ...filters]);
-    const events = [];
-    for (;;) {
-      const m = await this.next((x) => x[1] === sub &&
-        ['EVENT', 'EOSE', 'CLOSED'].includes(x[0]), `EOSE of ${sub}`);
-      if (m[0] === 'EOSE') {
-        this.send(['CLOSE', sub]);
-        return events;
-      }
-      if (m[0] === 'CLOSED') throw new Error(`${sub} CLOSED: ${m[2]}`);
-      events.push(m[2]);
-    }
+  query(...filters) {
+    return this.req(`q${randomId(10)}`, ...filters);
   }
 
   // Whether the relay serves the event of id now.
   async served(id) {
     return (await this.query({ ids: [id] })).length > 0;
-  }
-
-  close() {
-    this.ws.terminate();
   }
 }
 
@@ -699,6 +615,14 @@ export class AuditClient {
     return this.git.try(dir, 'push', '--force', 'origin', ...refspecs);
   }
 
+  // git push of src (default HEAD) of dir to refs/nostr/<id> on origin,
+  // with --force when force; { ok, stdout, stderr } (never throws).
+  pushNostrRef(dir, id, { src = 'HEAD', force = false } = {}) {
+    const args = ['push', 'origin', `${src}:refs/nostr/${id}`];
+    if (force) args.splice(1, 0, '--force');
+    return this.git.try(dir, ...args);
+  }
+
   // ---- fixtures (FixtureKind of the reference), cached per client ----
 
   async cached(key, build) {
@@ -751,15 +675,9 @@ export class AuditClient {
   ownerStateDataPushed() {
     return this.cached('OwnerStateDataPushed', async () => {
       const repo = await this.validRepoSent();
-      const { event, commit } = await this.ownerRepoStateSent();
-      const dir = this.cloneRepo(tagValue(repo, 'd'));
-      const got = deterministicCommit(this.git, dir, 'owner',
-        { orphan: true });
-      if (got !== commit) throw new Error(`commit ${got} != ${commit}`);
-      const p = this.push(dir);
-      if (!p.ok) throw new Error(`owner push refused: ${p.stderr}`);
-      if (!(await this.servedWithin(event.id)))
-        throw new Error('owner state not released after the push');
+      const { event } = await this.ownerRepoStateSent();
+      await this.pushVariantFor(tagValue(repo, 'd'), event, 'owner',
+        'owner');
       return event;
     });
   }
@@ -903,8 +821,7 @@ export class AuditClient {
       const wrong = uniqueCommit(this.git, dir,
         'wrong commit - not the PR test commit');
       if (wrong === tagValue(pr, 'c')) throw new Error('wrong == PR tip');
-      const p = this.git.try(dir, 'push', 'origin',
-        `HEAD:refs/nostr/${pr.id}`);
+      const p = this.pushNostrRef(dir, pr.id);
       if (!p.ok)
         throw new Error(`push to refs/nostr/${pr.id} refused: ${p.stderr}`);
       return pr;
@@ -952,8 +869,7 @@ export class AuditClient {
       const tip = deterministicCommit(this.git, dir, 'pr2',
         { orphan: true, branch: 'pr-branch' });
       if (tip !== tagValue(pr, 'c')) throw new Error(`tip ${tip} differs`);
-      const p = this.git.try(dir, 'push', 'origin',
-        `pr-branch:refs/nostr/${pr.id}`);
+      const p = this.pushNostrRef(dir, pr.id, { src: 'pr-branch' });
       if (!p.ok)
         throw new Error(`push to refs/nostr/${pr.id} refused: ${p.stderr}`);
       return pr;

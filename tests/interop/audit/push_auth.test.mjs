@@ -85,7 +85,7 @@ suite.test('test_push_to_nostr_ref_with_invalid_event_id_rejected',
     const repo = await c.validRepoSent();
     const dir = c.cloneRepo(tagValue(repo, 'd'));
     uniqueCommit(c.git, dir, 'Test commit for invalid refs/nostr push');
-    const p = c.git.try(dir, 'push', 'origin', 'HEAD:refs/nostr/123');
+    const p = c.pushNostrRef(dir, '123');
     assert.ok(!p.ok, 'push to refs/nostr/123 accepted');
     assert.match(p.stderr, PUSH_REFUSED);
     assert.match(p.stderr, /refs\/nostr\/123/);
@@ -115,8 +115,7 @@ suite.test(
     const repo = await c.validRepoServed();
     const dir = c.cloneRepo(tagValue(repo, 'd'));
     uniqueCommit(c.git, dir, 'wrong commit - not the PR test commit');
-    const p = c.git.try(dir, 'push', '--force', 'origin',
-      `HEAD:refs/nostr/${pr.id}`);
+    const p = c.pushNostrRef(dir, pr.id, { force: true });
     assert.ok(!p.ok, 'push of a commit that is not the PR tip accepted');
     assert.match(p.stderr, PUSH_REFUSED);
   });
@@ -131,8 +130,7 @@ suite.test(
     const tip = deterministicCommit(c.git, dir, 'pr', { orphan: true });
     assert.equal(tip, tagValue(pr, 'c'));
     assert.ok(!(await c.served(pr.id)), 'PR served before its tip came');
-    const p = c.git.try(dir, 'push', '--force', 'origin',
-      `HEAD:refs/nostr/${pr.id}`);
+    const p = c.pushNostrRef(dir, pr.id, { force: true });
     assert.ok(p.ok, `push of the PR tip refused: ${p.stderr}`);
     assert.ok(await c.servedWithin(pr.id), 'PR not served after its tip');
   });

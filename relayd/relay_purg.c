@@ -9,10 +9,11 @@
  * aligned by git jobs (relay_job.c, relay_purg_stored()).  Held events
  * expire after 30 minutes; an announcement first loses its repository
  * and lingers 24 hours more.  This file holds and routes: the decision
- * for each announcement, state, PR and deletion, the alignment after an
- * event is stored, GRASP-06's /prs/ mirror, the expiry sweep, and the
- * lookups that relay_release.c and relay_pushgate.c (a push's
- * authorisation) share.
+ * for each announcement, state, PR and deletion, and the lookups that
+ * relay_release.c and relay_pushgate.c (a push's authorisation) share.
+ * The alignment after an event is stored is relay_purg_align.c,
+ * GRASP-06's /prs/ mirror relay_purg_prs.c, the expiry sweep
+ * relay_purg_sweep.c; relay_purg.h holds what the four share.
  *
  * Everything that writes the database runs inside relayd's batched
  * transactions (relay_ingest.c): the decisions during an event's
@@ -35,6 +36,7 @@
 #include "log.h"
 #include "nip19.h"
 #include "purg.h"
+#include "relay_purg.h"
 #include "relayd.h"
 
 /* The client-visible words of the reference (brief 1.3-1.5, 7). */
@@ -45,12 +47,6 @@
 	"without git data"
 
 
-static lws_sorted_usec_list_t sweep_sul;
-static int		      sweep_queued;
-static int64_t		      last_expired_sweep;
-
-static void sweep_timer(lws_sorted_usec_list_t *);
-
 /* Now plus a delay of the brief, shortened in test mode. */
 int64_t
 relay_purg_later(double secs)
@@ -60,8 +56,8 @@ relay_purg_later(double secs)
 }
 
 /* The safe identifier of a 30617 or 30618 into d, or -1. */
-static int
-event_identifier(const struct event *ev, char *d, size_t dlen)
+int
+relay_purg_identifier(const struct event *ev, char *d, size_t dlen)
 {
 	const struct estr *t = event_tag_value(ev, "d");
 
@@ -111,11 +107,6 @@ relay_purg_anns(const char *d, int with_held, struct policy_anns *a)
 	return 0;
 }
 
-/* Stored events matching one filter, collected. */
-struct evlist {
-	struct event **v;
-	size_t	       n;
-};
 
 static int
 evlist_cb(const char *json, size_t len, int64_t seq, void *arg)
@@ -133,8 +124,8 @@ evlist_cb(const char *json, size_t len, int64_t seq, void *arg)
 	return 0;
 }
 
-static void
-evlist_free(struct evlist *l)
+void
+relay_purg_evlist_free(struct evlist *l)
 {
 	events_destroy(l->v, l->n);
 	memset(l, 0, sizeof(*l));
@@ -178,13 +169,13 @@ stored_event(const uint8_t id[32])
 		ev = l.v[0];
 		l.v[0] = NULL;
 	}
-	evlist_free(&l);
+	relay_purg_evlist_free(&l);
 	return ev;
 }
 
 /* The stored states (kind 30618) with identifier d. */
-static int
-stored_states(const char *d, struct evlist *out)
+int
+relay_purg_stored_states(const char *d, struct evlist *out)
 {
 	struct buf b = BUF_INIT;
 	int	   rc;
@@ -225,130 +216,6 @@ relay_purg_find_source(const struct policy_anns *a, const char *d,
 	return 0;
 }
 
-/* Git work that waits for the commit. */
-struct later_job {
-	enum {
-		LJ_ALIGN,
-		LJ_SET,
-		LJ_DELETE,
-		LJ_REMOVE
-	} lj_kind;
-	uint8_t	      lj_owner[32];
-	uint8_t	      lj_src[32];
-	char	     *lj_d;
-	char	     *lj_ref;
-	char	      lj_oid[GIT_OID_HEX + 1];
-	struct event *lj_state;
-};
-
-/*
- * Placeholders (refs/nostr/<id> pushed before the event <id>) whose time
- * is up lose their ref, if it still names what was pushed, and the
- * repository its objects that nothing else reaches (relay_job_prune()):
- * no longer advertised, no longer counted toward max_repo_bytes.
- */
-static struct purg_placeholder *expired_ph; /* sweep_run to sweep_done */
-static size_t			expired_nph;
-
-static void
-placeholders_expire(int64_t now)
-{
-	purg_placeholder_free_list(expired_ph, expired_nph);
-	expired_ph = NULL;
-	expired_nph = 0;
-	if (purg_placeholder_due(relayd->purg, now, &expired_ph,
-		&expired_nph) == -1) {
-		expired_ph = NULL;
-		expired_nph = 0;
-	}
-}
-
-/* After the sweep's commit: the expired placeholders' git side. */
-static void
-placeholders_expired(int committed)
-{
-	struct purg_placeholder *ph = expired_ph;
-	size_t			 i, j, n = expired_nph;
-	char			 ref[RELAY_REF_NOSTR_LEN + 65];
-
-	expired_ph = NULL;
-	expired_nph = 0;
-	for (i = 0; committed && i < n; i++) {
-		memcpy(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN);
-		hex_encode(ph[i].pp_id, 32, ref + RELAY_REF_NOSTR_LEN);
-		log_info("purgatory: placeholder %s in %s expired without "
-			 "its event; removing it",
-		    ref, ph[i].pp_d);
-		relay_job_delete_ref(ph[i].pp_owner, ph[i].pp_d, ref,
-		    ph[i].pp_oid);
-	}
-	/* One prune per repository, after its deletions. */
-	for (i = 0; committed && i < n; i++) {
-		for (j = 0; j < i; j++)
-			if (memcmp(ph[j].pp_owner, ph[i].pp_owner, 32) == 0 &&
-			    strcmp(ph[j].pp_d, ph[i].pp_d) == 0)
-				break;
-		if (j == i)
-			relay_job_prune(ph[i].pp_owner, ph[i].pp_d);
-	}
-	purg_placeholder_free_list(ph, n);
-}
-
-static void
-later_job_run(void *arg, int committed)
-{
-	struct later_job *lj = arg;
-
-	if (committed) {
-		switch (lj->lj_kind) {
-		case LJ_ALIGN:
-			relay_job_align(lj->lj_owner, lj->lj_d, lj->lj_state,
-			    lj->lj_src);
-			break;
-		case LJ_SET:
-			relay_job_set_ref(lj->lj_owner, lj->lj_d, lj->lj_ref,
-			    lj->lj_oid, lj->lj_src);
-			break;
-		case LJ_DELETE:
-			relay_job_delete_ref(lj->lj_owner, lj->lj_d, lj->lj_ref,
-			    lj->lj_oid);
-			break;
-		case LJ_REMOVE:
-			relay_repo_remove(lj->lj_owner, lj->lj_d);
-			break;
-		}
-	}
-	event_destroy(lj->lj_state);
-	free(lj->lj_d);
-	free(lj->lj_ref);
-	free(lj);
-}
-
-static struct later_job *
-later_job(int kind, const uint8_t owner[32], const char *d)
-{
-	struct later_job *lj;
-
-	if ((lj = calloc(1, sizeof(*lj))) == NULL ||
-	    (lj->lj_d = strdup(d)) == NULL)
-		fatal("later_job");
-	lj->lj_kind = kind;
-	memcpy(lj->lj_owner, owner, 32);
-	relay_ingest_defer(later_job_run, lj);
-	return lj;
-}
-
-static void
-later_ref(int kind, const uint8_t owner[32], const char *d, const char *ref,
-    const char *oid, const uint8_t *src)
-{
-	struct later_job *lj = later_job(kind, owner, d);
-
-	if ((lj->lj_ref = strdup(ref)) == NULL)
-		fatal("later_ref");
-	snprintf(lj->lj_oid, sizeof(lj->lj_oid), "%s", oid);
-	memcpy(lj->lj_src, src ? src : owner, 32);
-}
 
 /*
  * Removes the held announcement of (pubkey, d) and, after the commit, its
@@ -366,7 +233,7 @@ evict(const uint8_t pubkey[32], const char *d, const char *why)
 
 	if (purg_ann_delete(relayd->purg, pubkey, d) == -1)
 		return;
-	later_job(LJ_REMOVE, pubkey, d);
+	relay_purg_job(LJ_REMOVE, pubkey, d);
 	if (nip19_encode("npub", pubkey, npub, sizeof(npub)) == 0)
 		log_info("purgatory: evicted %s/%s: %s", npub, d, why);
 	if (relay_purg_anns(d, 1, &a) == -1)
@@ -384,71 +251,6 @@ evict(const uint8_t pubkey[32], const char *d, const char *why)
 	policy_anns_free(&a);
 }
 
-/*
- * 1 if no stored state by a member of owner's set is newer than ev (on
- * equal created_at the lower id wins, as NIP-01 has it).
- */
-static int
-newest_for(const struct policy_anns *a, const uint8_t owner[32],
-    const struct event *ev, const struct evlist *states)
-{
-	const struct event *s;
-	size_t		    i;
-
-	for (i = 0; i < states->n; i++) {
-		s = states->v[i];
-		if (memcmp(s->id, ev->id, 32) == 0 ||
-		    !policy_anns_authorised(a, owner, s->pubkey))
-			continue;
-		if (s->created_at > ev->created_at ||
-		    (s->created_at == ev->created_at &&
-			memcmp(s->id, ev->id, 32) < 0))
-			return 0;
-	}
-	return 1;
-}
-
-/*
- * A state was stored: after the commit, align the repository of every
- * owner that authorises its author and for which it is the newest state,
- * copying objects from a repository that holds them.
- */
-static void
-align_state(const struct event *ev, const char *d)
-{
-	struct policy_anns a;
-	struct relay_refs  want;
-	struct evlist	   states;
-	struct later_job  *lj;
-	char		  *head = NULL, err[64];
-	uint8_t		   src[32];
-	size_t		   i;
-
-	if (relay_purg_anns(d, 1, &a) == -1)
-		return;
-	relay_state_refs(ev, &want, &head);
-	if (!relay_purg_find_source(&a, d, &want, src) ||
-	    stored_states(d, &states) == -1)
-		goto done;
-	for (i = 0; i < a.n; i++) {
-		const uint8_t *owner = a.v[i].an_ev->pubkey;
-
-		if (!relay_repo_exists(owner, d) ||
-		    !policy_anns_authorised(&a, owner, ev->pubkey) ||
-		    !newest_for(&a, owner, ev, &states))
-			continue;
-		lj = later_job(LJ_ALIGN, owner, d);
-		memcpy(lj->lj_src, src, 32);
-		if ((lj->lj_state = event_parse(ev->json, ev->json_len, err,
-			 sizeof(err))) == NULL)
-			fatalx("align_state: %s", err);
-	}
-	evlist_free(&states);
-done:
-	relay_refs_free(&want);
-	free(head);
-	policy_anns_free(&a);
-}
 
 /*
  * The owners whose repositories a PR concerns (reference brief 1.5): those
@@ -519,133 +321,6 @@ relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
 	return 0;
 }
 
-/* After the commit: refs/nostr/<id> -> c in every owner's repository. */
-void
-relay_purg_pr_set_refs(const struct event *ev, const uint8_t (*owners)[32],
-    size_t n, const char *d, const uint8_t src[32], const char *src_d)
-{
-	char   ref[80];
-	size_t i;
-
-	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
-	for (i = 0; i < n; i++) {
-		if (!relay_repo_exists(owners[i], d))
-			continue;
-		/* Objects are copied from a repository of the same d. */
-		later_ref(LJ_SET, owners[i], d, ref, relay_purg_pr_commit(ev),
-		    strcmp(src_d, d) == 0 ? src : owners[i]);
-	}
-}
-
-void
-relay_purg_key_done(void *arg, int committed)
-{
-	struct relay_purg_key *rk = arg;
-
-	(void)committed;
-	free(rk->rk_d);
-	free(rk);
-}
-
-struct relay_purg_key *
-relay_purg_key(const uint8_t owner[32], const char *d)
-{
-	struct relay_purg_key *rk;
-
-	if ((rk = calloc(1, sizeof(*rk))) == NULL ||
-	    (rk->rk_d = strdup(d)) == NULL)
-		fatal("relay_purg_key");
-	memcpy(rk->rk_owner, owner, 32);
-	return rk;
-}
-
-/* GRASP-06: 1 if PR ev names its signer's /prs/ repository d here. */
-static int
-prs_named(const struct event *ev, const char *d)
-{
-	return policy_prs_clone(&relayd->policy, ev, d);
-}
-
-int
-relay_purg_prs_holds(const struct event *ev, const char *d, const char *c)
-{
-	struct relay_refs refs;
-	const char	 *cur;
-	char		  repo[PATH_MAX], ref[80];
-	const char *const pfx[] = { ref, NULL };
-	int		  rc;
-
-	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
-	if (!prs_named(ev, d) ||
-	    relay_repo_prs_path(ev->pubkey, d, repo, sizeof(repo)) == -1 ||
-	    relay_repo_read_refs(repo, pfx, &refs) == -1)
-		return 0;
-	rc = (cur = relay_refs_get(&refs, ref)) != NULL && strcmp(cur, c) == 0;
-	relay_refs_free(&refs);
-	return rc;
-}
-
-static void
-prs_arrived(void *arg)
-{
-	struct relay_purg_key *rk = arg;
-
-	relay_purg_git_arrived(rk->rk_owner, rk->rk_d);
-	relay_purg_key_done(rk, 1);
-}
-
-/*
- * GRASP-06: refs/nostr/<id> of PR ev at oid, from its signer's /prs/
- * repository d into the PR's repositories here (never the other way);
- * their new git data then releases what it satisfies.
- */
-static void
-prs_mirror(const struct event *ev, const char *d, const char *oid)
-{
-	uint8_t owners[POLICY_MAX_MAINTAINERS][32];
-	char	src[PATH_MAX], ref[80];
-	size_t	n, i;
-
-	if (relay_repo_prs_path(ev->pubkey, d, src, sizeof(src)) == -1)
-		return;
-	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
-	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
-	for (i = 0; i < n; i++) {
-		if (!relay_repo_exists(owners[i], d))
-			continue;
-		relay_job_set_ref_from(owners[i], d, ref, oid, src);
-		relay_job_call(prs_arrived, relay_purg_key(owners[i], d));
-	}
-}
-
-/*
- * GRASP-06, the event after the push: the /prs/ ref of PR ev is mirrored
- * when it is the event's commit c (1: the push is here, and its copy
- * releases the event), and deleted when it is not (0).
- */
-static int
-prs_event_arrived(const struct event *ev, const char *d, const char *c)
-{
-	struct relay_refs refs;
-	const char	 *cur;
-	char		  repo[PATH_MAX], ref[80];
-	int		  here = 0;
-
-	if (!prs_named(ev, d) ||
-	    relay_repo_prs_path(ev->pubkey, d, repo, sizeof(repo)) == -1 ||
-	    relay_repo_read_refs(repo, NULL, &refs) == -1)
-		return 0;
-	snprintf(ref, sizeof(ref), "refs/nostr/%s", ev->id_hex);
-	relay_git_unclaimed_claim(ev->pubkey, d, ref, 1);
-	if ((cur = relay_refs_get(&refs, ref)) != NULL) {
-		if ((here = strcmp(cur, c) == 0))
-			prs_mirror(ev, d, c);
-		else
-			relay_repo_prs_drop_ref(ev->pubkey, d, ref, cur);
-	}
-	relay_refs_free(&refs);
-	return here;
-}
 
 /*
  * 1 (with the OK message) if repository d of owner would be a new one
@@ -681,7 +356,7 @@ route_announcement(const struct event *ev, int verdict, int remote, char *msg,
 	if (verdict != POLICY_HOST) {
 		/* An older held version means the owner dropped this
 		 * service (reference brief 1.3). */
-		if (event_identifier(ev, d, sizeof(d)) == 0 &&
+		if (relay_purg_identifier(ev, d, sizeof(d)) == 0 &&
 		    purg_ann_get(relayd->purg, ev->pubkey, d, &held) == 1) {
 			if (held.pa_created_at < ev->created_at)
 				evict(ev->pubkey, d,
@@ -691,7 +366,7 @@ route_announcement(const struct event *ev, int verdict, int remote, char *msg,
 		}
 		return verdict == POLICY_ACCEPT ? PURG_STORE : PURG_REFUSE;
 	}
-	if (event_identifier(ev, d, sizeof(d)) == -1) {
+	if (relay_purg_identifier(ev, d, sizeof(d)) == -1) {
 		snprintf(msg, msglen, "invalid: Invalid identifier");
 		return PURG_REFUSE;
 	}
@@ -808,7 +483,7 @@ route_state(const struct event *ev, int remote, char *msg, size_t msglen)
 	size_t		   i;
 	enum purg_route	   route = PURG_REFUSE;
 
-	if (event_identifier(ev, d, sizeof(d)) == -1) {
+	if (relay_purg_identifier(ev, d, sizeof(d)) == -1) {
 		snprintf(msg, msglen, "invalid: Invalid identifier");
 		return PURG_REFUSE;
 	}
@@ -875,14 +550,14 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 			relay_git_unclaimed_claim(ph[i].pp_owner, ph[i].pp_d,
 			    ref, 0);
 			if (strcmp(ph[i].pp_oid, c) != 0)
-				later_ref(LJ_DELETE, ph[i].pp_owner, ph[i].pp_d,
-				    ref, ph[i].pp_oid, NULL);
+				relay_purg_job_ref(LJ_DELETE, ph[i].pp_owner,
+				    ph[i].pp_d, ref, ph[i].pp_oid, NULL);
 		}
 		purg_placeholder_delete_id(relayd->purg, ev->id);
 	}
 	purg_placeholder_free_list(ph, nph);
 
-	pushed = prs_event_arrived(ev, d, c);
+	pushed = relay_purg_prs_event_arrived(ev, d, c);
 	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
 	for (i = 0; i < n; i++) {
 		if (relay_repo_path(owners[i], d, repo, sizeof(repo)) == -1 ||
@@ -890,7 +565,8 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 			continue;
 		if ((cur = relay_refs_get(&refs, ref)) != NULL &&
 		    strcmp(cur, c) != 0)
-			later_ref(LJ_DELETE, owners[i], d, ref, cur, NULL);
+			relay_purg_job_ref(LJ_DELETE, owners[i], d, ref, cur,
+			    NULL);
 		relay_refs_free(&refs);
 	}
 	if (relay_purg_pr_source((const uint8_t(*)[32])owners, n, d, c, NULL,
@@ -1052,50 +728,6 @@ relay_purg_route(const struct event *ev, int verdict, int remote, char *msg,
 	return verdict == POLICY_ACCEPT ? PURG_STORE : PURG_REFUSE;
 }
 
-/* A PR was stored (or released): its ref in every owner's repository. */
-static void
-pr_stored(const struct event *ev, const uint8_t *extra_owner,
-    const char *extra_d)
-{
-	uint8_t	    owners[POLICY_MAX_MAINTAINERS][32], src[32];
-	char	    d[1024], src_d[1024];
-	const char *c = relay_purg_pr_commit(ev);
-	size_t	    n;
-
-	if (c == NULL)
-		return;
-	policy_pr_identifier(ev, d, sizeof(d));
-	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
-	if (!relay_purg_pr_source((const uint8_t(*)[32])owners, n, d, c,
-		extra_owner, extra_d, src, src_d, sizeof(src_d)))
-		return;
-	relay_purg_pr_set_refs(ev, (const uint8_t(*)[32])owners, n, d, src,
-	    src_d);
-}
-
-void
-relay_purg_stored(const struct event *ev)
-{
-	char d[1024];
-
-	switch (ev->kind) {
-	case KIND_REPO_ANNOUNCEMENT:
-		/* A new maintainer or repository may release held events. */
-		if (event_identifier(ev, d, sizeof(d)) == 0)
-			relay_release_d(d, NULL, NULL);
-		break;
-	case KIND_REPO_STATE:
-		if (event_identifier(ev, d, sizeof(d)) == 0)
-			align_state(ev, d);
-		break;
-	case KIND_PR:
-	case KIND_PR_UPDATE:
-		pr_stored(ev, NULL, NULL);
-		break;
-	default:
-		break;
-	}
-}
 
 /* The PR or PR update with that id, held or stored (caller frees), or NULL. */
 struct event *
@@ -1127,35 +759,6 @@ relay_purg_pr_by(const struct event *ev, const uint8_t signer[32],
 	return memcmp(ev->pubkey, signer, 32) == 0 && strcmp(evd, d) == 0;
 }
 
-void
-relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
-    const struct relay_push_cmd *cmds, size_t n)
-{
-	struct event *ev;
-	const char   *c;
-	uint8_t	      id[32];
-	size_t	      i;
-
-	for (i = 0; i < n; i++) {
-		const char *ref = cmds[i].pc_ref;
-
-		if (strncmp(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN) != 0 ||
-		    strcmp(cmds[i].pc_new, RELAY_NULL_OID) == 0 ||
-		    hex_decode(ref + RELAY_REF_NOSTR_LEN, 64, id, 32) == -1)
-			continue;
-		if ((ev = relay_purg_pr_event(id)) == NULL)
-			continue;
-		if (relay_purg_pr_by(ev, signer, d) && prs_named(ev, d) &&
-		    (c = relay_purg_pr_commit(ev)) != NULL &&
-		    strcmp(c, cmds[i].pc_new) == 0) {
-			prs_mirror(ev, d, c);
-			/* Held for want of any repository here (GRASP-06's
-			 * relaxation): the push itself releases it. */
-			relay_purg_git_arrived(signer, d);
-		}
-		event_destroy(ev);
-	}
-}
 
 int
 relay_purg_hosted(const uint8_t owner[32], const char *d)
@@ -1170,106 +773,4 @@ relay_purg_hosted(const uint8_t owner[32], const char *d)
 		return 1;
 	}
 	return 0;
-}
-
-static void
-sweep_run(void *arg)
-{
-	struct purg_ev	*ev = NULL;
-	struct purg_ann *an = NULL;
-	int64_t		 now = time(NULL);
-	size_t		 n = 0, i;
-	char		 hex[65];
-
-	(void)arg;
-	if (purg_ev_due(relayd->purg, now, &ev, &n) == 0) {
-		for (i = 0; i < n; i++) {
-			hex_encode(ev[i].pe_id, 32, hex);
-			log_info("purgatory: %s (kind %u) expired without its "
-				 "git data",
-			    hex, ev[i].pe_kind);
-			purg_ev_delete(relayd->purg, ev[i].pe_id);
-			purg_expired_add(relayd->purg, ev[i].pe_id, now);
-			relayd->stats.purg_expired++;
-		}
-	}
-	purg_ev_free_list(ev, n);
-	placeholders_expire(now);
-	purg_placeholder_sweep(relayd->purg, now);
-	n = 0;
-	if (purg_ann_due(relayd->purg, now, &an, &n) == 0) {
-		for (i = 0; i < n; i++) {
-			if (!an[i].pa_soft_expired) {
-				/* Phase two: no repository, the entry stays
-				 * (StateOnly) for a state to revive it. */
-				purg_ann_set_expiry(relayd->purg,
-				    an[i].pa_pubkey, an[i].pa_d,
-				    relay_purg_later(PURG_SOFT_EXPIRY_S), 1);
-				later_job(LJ_REMOVE, an[i].pa_pubkey,
-				    an[i].pa_d);
-				log_info("purgatory: repository %s without git "
-					 "data for 30 minutes; removed",
-				    an[i].pa_d);
-				continue;
-			}
-			purg_ann_delete(relayd->purg, an[i].pa_pubkey,
-			    an[i].pa_d);
-			purg_expired_add(relayd->purg, an[i].pa_id, now);
-			relayd->stats.purg_expired++;
-		}
-	}
-	purg_ann_free_list(an, n);
-	if (now - last_expired_sweep >=
-	    (int64_t)cfg_scale_delay(&relayd->cfg, PURG_EXPIRED_SWEEP_S)) {
-		purg_expired_sweep(relayd->purg,
-		    now -
-			(int64_t)cfg_scale_delay(&relayd->cfg,
-			    PURG_EXPIRED_KEEP_S));
-		last_expired_sweep = now;
-	}
-}
-
-static void
-sweep_done(void *arg, int committed)
-{
-	(void)arg;
-	placeholders_expired(committed);
-	sweep_queued = 0;
-}
-
-static void
-sweep_timer(lws_sorted_usec_list_t *sul)
-{
-	int64_t next, now = time(NULL);
-
-	(void)sul;
-	relay_git_unclaimed_sweep();
-	if (!sweep_queued && purg_next_deadline(relayd->purg, &next) == 0 &&
-	    (next <= now ||
-		now - last_expired_sweep >=
-		    (int64_t)cfg_scale_delay(&relayd->cfg,
-			PURG_EXPIRED_SWEEP_S))) {
-		sweep_queued = 1;
-		relay_ingest_task(sweep_run, sweep_done, NULL);
-	}
-	lws_sul_schedule(relayd->ctx, 0, &sweep_sul, sweep_timer,
-	    (lws_usec_t)(cfg_period(&relayd->cfg, PURG_SWEEP_S) * 1e6));
-}
-
-void
-relay_purg_init(void)
-{
-	relayd->purg = purg_open(relayd->store);
-	policy_set_purgatory(&relayd->policy, relayd->purg);
-	last_expired_sweep = time(NULL);
-	memset(&sweep_sul, 0, sizeof(sweep_sul));
-	lws_sul_schedule(relayd->ctx, 0, &sweep_sul, sweep_timer,
-	    (lws_usec_t)(cfg_period(&relayd->cfg, PURG_SWEEP_S) * 1e6));
-}
-
-void
-relay_purg_close(void)
-{
-	purg_close(relayd->purg);
-	relayd->purg = NULL;
 }

@@ -27,6 +27,13 @@
  *                and receive-pack children, the push glue
  * relay_purg.c   the GRASP-01 purgatory: events held until their git
  *                data arrives; routing of announcements, states, PRs
+ *                and deletions; the lookups the purgatory shares
+ *                (relay_purg.h: what its four files share)
+ * relay_purg_align.c refs aligned after an event is stored, git work
+ *                queued for after the commit
+ * relay_purg_prs.c GRASP-06: PRs held for their /prs/ push, the mirror
+ * relay_purg_sweep.c the expiry sweep: held events, announcements,
+ *                placeholders
  * relay_release.c release from the purgatory when git data arrives
  * relay_pushgate.c push authorisation: gathers what a push is decided on
  * relay_pushauth.c the push decision, a pure function of the ref updates
@@ -1030,7 +1037,7 @@ int relay_pushauth_decide(const struct pushauth_in *in,
 /* 1 if ref is a full ref name git's check-ref-format accepts, else 0. */
 int relay_pushauth_refname_ok(const char *ref);
 
-/* relay_purg.c */
+/* relay_purg.c and relay_purg_{align,prs,sweep}.c */
 enum purg_route {
 	PURG_STORE,  /* store it as usual */
 	PURG_HELD,   /* held in purgatory: OK true, not stored */

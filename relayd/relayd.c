@@ -80,38 +80,28 @@ dir_writable(const char *path)
 	return 0;
 }
 
-int
-main(int argc, char *argv[])
+/*
+ * What relayd checks and opens before its store: the policy's settings,
+ * the data paths, the repositories on disk, the listening sockets and the
+ * owner key (its public half into r->owner_hex).  A fault the operator
+ * must mend ends relayd with exit 78 (ready_config_fail()), which graspd
+ * does not retry.
+ */
+static void
+startup_checks(struct relayd *r)
 {
-	struct lws_context_creation_info info;
-	static struct relayd		 rd;
-	static lws_retry_bo_t		 idle_policy;
-	char				 err[512], dbpath[4096];
-	uint8_t				 sk[32], pk[32];
-	int				 pool;
+	char	err[512];
+	uint8_t sk[32], pk[32];
 
-	proc_start(&rd.proc, argc, argv, ROLE_RELAYD, &rd.cfg);
-	relayd = &rd;
-	/*
-	 * First, as the roles do: a SIGTERM during the start-up (once the
-	 * port listens, a test or an init system may send one) ends relayd
-	 * at its loop's first turn with status 0, rather than by the signal.
-	 * signal()'s SA_RESTART, which relayd's blocking calls rely on.
-	 */
-	proc_signals(&rd.proc, on_sigchld, SA_RESTART);
-	LIST_INIT(&rd.conns);
-	rd.sock_ingest = rd.sock_accepted = rd.sock_stats = -1;
-	rd.sock_gitdata = -1;
-	rd.sock_control = -1;
-	if (policy_init(&rd.policy, &rd.cfg, err, sizeof(err)) == -1) {
+	if (policy_init(&r->policy, &r->cfg, err, sizeof(err)) == -1) {
 		ready_config_fail("configuration: %s", err);
 	}
-	if (mkdir_p(rd.cfg.relay_data_path, 0755) == -1)
-		fatal("cannot create %s", rd.cfg.relay_data_path);
+	if (mkdir_p(r->cfg.relay_data_path, 0755) == -1)
+		fatal("cannot create %s", r->cfg.relay_data_path);
 	/* Found now, not at the first announcement's repository. */
-	if (mkdir_p(rd.cfg.git_data_path, 0755) == -1 ||
-	    dir_writable(rd.cfg.git_data_path) == -1)
-		ready_config_fail("git_data_path %s: %s", rd.cfg.git_data_path,
+	if (mkdir_p(r->cfg.git_data_path, 0755) == -1 ||
+	    dir_writable(r->cfg.git_data_path) == -1)
+		ready_config_fail("git_data_path %s: %s", r->cfg.git_data_path,
 		    strerror(errno));
 	/*
 	 * The start-up scan of the git data runs before the port listens:
@@ -120,10 +110,10 @@ main(int argc, char *argv[])
 	 */
 	relay_repo_init();
 	/* A taken port or a wrong address is the operator's to mend. */
-	if (relay_listen_open(rd.cfg.bind_host, rd.cfg.bind_port, err,
+	if (relay_listen_open(r->cfg.bind_host, r->cfg.bind_port, err,
 		sizeof(err)) == -1)
 		ready_config_fail("%s", err);
-	if (config_owner_key(&rd.cfg, sk, err, sizeof(err)) == -1) {
+	if (config_owner_key(&r->cfg, sk, err, sizeof(err)) == -1) {
 		ready_config_fail("configuration: %s", err);
 	}
 	if (event_pubkey_of(sk, pk) == -1) {
@@ -131,19 +121,21 @@ main(int argc, char *argv[])
 				  "invalid key");
 	}
 	explicit_bzero(sk, sizeof(sk));
-	hex_encode(pk, 32, rd.owner_hex);
+	hex_encode(pk, 32, r->owner_hex);
+}
 
-	proc_db_path(&rd.proc, dbpath, sizeof(dbpath));
-	if ((rd.store = store_open(dbpath, 0, err, sizeof(err))) == NULL)
-		fatalx("store %s: %s", dbpath, err);
-	if (relay_nip11_build() == -1)
-		fatalx("cannot build the NIP-11 document");
-	/* Checkpoints run beside the loop, in a commit only as a last
-	 * resort (relay_ckpt.c). */
-	if (relay_ckpt_init(dbpath) == 0)
-		store_set_autocheckpoint(rd.store, 2 * RELAY_CKPT_MAX_FRAMES);
-	relay_ingest_init();
-	relay_inv_init();
+/*
+ * The libwebsockets context of relayd: no listener of its own (relay_listen.c
+ * binds and adopts), header buffers, idle timeouts and keepalive from the
+ * configuration.  Exits if lws cannot create it.
+ */
+static struct lws_context *
+context_create(const struct config *cfg)
+{
+	struct lws_context_creation_info info;
+	static lws_retry_bo_t		 idle_policy;
+	struct lws_context		*ctx;
+	int				 pool;
 
 	proc_lws_log();
 	memset(&info, 0, sizeof(info));
@@ -161,31 +153,67 @@ main(int argc, char *argv[])
 	 * header_timeout counts from the accept (lws's "ah idle" timeout,
 	 * which more bytes do not extend).
 	 */
-	pool = rd.cfg.max_connections + RELAY_SPARE_FDS;
+	pool = cfg->max_connections + RELAY_SPARE_FDS;
 	info.max_http_header_pool =
 	    (unsigned short)(pool > UINT16_MAX ? UINT16_MAX : pool);
-	info.timeout_secs_ah_idle = (unsigned)rd.cfg.header_timeout;
+	info.timeout_secs_ah_idle = (unsigned)cfg->header_timeout;
 	info.timeout_secs = 30;
-	if (rd.cfg.ws_ping_interval > 0) {
+	if (cfg->ws_ping_interval > 0) {
 		/*
 		 * lws pings a websocket ws_ping_interval seconds after its
 		 * last pong (or its upgrade) and closes it ws_pong_timeout
 		 * later unless a pong came.
 		 */
 		idle_policy.secs_since_valid_ping =
-		    (uint16_t)rd.cfg.ws_ping_interval;
+		    (uint16_t)cfg->ws_ping_interval;
 		idle_policy.secs_since_valid_hangup =
-		    (uint16_t)(rd.cfg.ws_ping_interval +
-			rd.cfg.ws_pong_timeout);
+		    (uint16_t)(cfg->ws_ping_interval + cfg->ws_pong_timeout);
 		info.retry_and_idle_policy = &idle_policy;
 	}
 	info.ka_time = 60;
 	info.ka_probes = 3;
 	info.ka_interval = 10;
 	info.fd_limit_per_thread =
-	    (unsigned)rd.cfg.max_connections + RELAY_SPARE_FDS;
-	if ((rd.ctx = lws_create_context(&info)) == NULL)
+	    (unsigned)cfg->max_connections + RELAY_SPARE_FDS;
+	if ((ctx = lws_create_context(&info)) == NULL)
 		fatalx("cannot create the libwebsockets context");
+	return ctx;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static struct relayd rd;
+	char		     err[512], dbpath[4096];
+
+	proc_start(&rd.proc, argc, argv, ROLE_RELAYD, &rd.cfg);
+	relayd = &rd;
+	/*
+	 * First, as the roles do: a SIGTERM during the start-up (once the
+	 * port listens, a test or an init system may send one) ends relayd
+	 * at its loop's first turn with status 0, rather than by the signal.
+	 * signal()'s SA_RESTART, which relayd's blocking calls rely on.
+	 */
+	proc_signals(&rd.proc, on_sigchld, SA_RESTART);
+	LIST_INIT(&rd.conns);
+	rd.sock_ingest = rd.sock_accepted = rd.sock_stats = -1;
+	rd.sock_gitdata = -1;
+	rd.sock_control = -1;
+	startup_checks(&rd);
+
+	proc_db_path(&rd.proc, dbpath, sizeof(dbpath));
+	if ((rd.store = store_open(dbpath, 0, err, sizeof(err))) == NULL)
+		fatalx("store %s: %s", dbpath, err);
+	if (relay_nip11_build() == -1)
+		fatalx("cannot build the NIP-11 document");
+	/* Checkpoints run beside the loop, in a commit only as a last
+	 * resort (relay_ckpt.c). */
+	if (relay_ckpt_init(dbpath) == 0)
+		store_set_autocheckpoint(rd.store, 2 * RELAY_CKPT_MAX_FRAMES);
+	relay_ingest_init();
+	relay_inv_init();
+
+	rd.ctx = context_create(&rd.cfg);
 	rd.proc.p_lws = rd.ctx;
 	if ((rd.vhost = lws_get_vhost_by_name(rd.ctx, "default")) == NULL)
 		fatalx("no default vhost");

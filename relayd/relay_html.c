@@ -75,6 +75,13 @@
 	".st{font-size:12px;padding:1px 8px;border-radius:10px;color:#fff}" \
 	".s1630{background:#2e8b57}.s1631{background:#6a4fb3}" \
 	".s1632{background:#8b2e2e}.s1633{background:#7a878c}" \
+	".post{padding:10px 16px}.post .ph{color:#5b6a70;font-size:13.5px;" \
+	"border-bottom:1px solid #edf0ee;padding-bottom:6px;margin-bottom:" \
+	"6px}.who b{color:#1d2428;font-weight:600}.ago{color:#7a878c}" \
+	".post:target{border-color:#1f6f5c}.rx{margin:6px 0 0}" \
+	"pre.diff{white-space:pre-wrap;word-wrap:break-word;margin:0;" \
+	"max-height:none}ul.hist{list-style:none;padding:10px 16px}" \
+	"ul.hist li{padding:3px 0}" \
 	"pre.readme{white-space:pre-wrap;word-wrap:break-word;margin:0}" \
 	".md{overflow-wrap:anywhere}.md h1,.md h2{font-size:19px;border-" \
 	"bottom:1px solid #edf0ee;padding-bottom:4px}.md h1:first-child{" \
@@ -189,6 +196,81 @@ relay_html_date(struct buf *b, int64_t t)
 	    tm.tm_mday, month[tm.tm_mon], tm.tm_year + 1900);
 }
 
+void
+relay_html_time(struct buf *b, int64_t t, int64_t now)
+{
+	struct tm tm;
+	time_t	  tt = (time_t)t;
+	int64_t	  age = now - t;
+
+	if (t <= 0 || gmtime_r(&tt, &tm) == NULL) {
+		buf_adds(b, "&ndash;");
+		return;
+	}
+	buf_printf(b,
+	    "<time datetime=\"%04d-%02d-%02dT%02d:%02d:%02dZ\">%04d-%02d-%02d "
+	    "%02d:%02d UTC</time> <span class=\"ago\">(",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+	    tm.tm_sec, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min);
+	if (age < 0)
+		buf_adds(b, "in the future");
+	else if (age < 60)
+		buf_adds(b, "just now");
+	else if (age < 3600)
+		buf_printf(b, "%lld min ago", (long long)(age / 60));
+	else if (age < 2 * 86400)
+		buf_printf(b, "%lld h ago", (long long)(age / 3600));
+	else if (age < 60 * 86400)
+		buf_printf(b, "%lld days ago", (long long)(age / 86400));
+	else if (age < 730 * 86400)
+		buf_printf(b, "%lld months ago",
+		    (long long)(age / (30 * 86400)));
+	else
+		buf_printf(b, "%lld years ago",
+		    (long long)(age / (365 * 86400)));
+	buf_adds(b, ")</span>");
+}
+
+void
+relay_html_xml(struct buf *b, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *e = p + len;
+	size_t		     n, i;
+	uint32_t	     cp;
+
+	while (p < e) {
+		if (*p < 0x80) {
+			relay_web_escape(b, (const char *)p, 1);
+			p++;
+			continue;
+		}
+		/* UTF-8 as RFC 3629 has it, else U+FFFD: XML takes no other. */
+		n = (*p & 0xe0) == 0xc0 ? 2 :
+		    (*p & 0xf0) == 0xe0 ? 3 :
+		    (*p & 0xf8) == 0xf0 ? 4 :
+					  0;
+		cp = n == 2 ? *p & 0x1f : n == 3 ? *p & 0x0f : *p & 0x07;
+		for (i = 1; n && i < n; i++) {
+			if (p + i >= e || (p[i] & 0xc0) != 0x80) {
+				n = 0;
+				break;
+			}
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if (n == 0 || (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+		    (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe ||
+		    cp == 0xffff) {
+			buf_adds(b, "\xef\xbf\xbd");
+			p++;
+			continue;
+		}
+		buf_add(b, (const char *)p, n);
+		p += n;
+	}
+}
+
 /* The shortened npub people recognise: npub1abcd…wxyz. */
 void
 relay_html_npub(struct buf *b, const char *npub)
@@ -206,13 +288,28 @@ relay_html_npub(struct buf *b, const char *npub)
 void
 relay_html_open(struct buf *b, const char *title, const char *name)
 {
+	relay_html_open_feed(b, title, name, NULL);
+}
+
+void
+relay_html_open_feed(struct buf *b, const char *title, const char *name,
+    const char *feed)
+{
 	buf_adds(b,
 	    "<!DOCTYPE html>\n<html><head><meta charset="
 	    "\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,"
 	    "initial-scale=1\"><title>");
 	relay_html_esc(b, title);
+	buf_adds(b, "</title>");
+	if (feed != NULL) {
+		buf_adds(b,
+		    "<link rel=\"alternate\" type=\"application/atom+xml\" "
+		    "title=\"Atom feed\" href=\"");
+		relay_html_esc(b, feed);
+		buf_adds(b, "\">");
+	}
 	buf_adds(b,
-	    "</title><link rel=\"icon\" href=\"/favicon.ico\">"
+	    "<link rel=\"icon\" href=\"/favicon.ico\">"
 	    "<style>" CSS "</style></head>\n<body><header><div class=\"w\">"
 	    "<a href=\"/\"><img src=\"" CONFIG_ICON_PATH "\" alt=\"\"></a>"
 	    "<div><h1><a href=\"/\">");
@@ -246,8 +343,8 @@ relay_html_message(struct relay_conn *c, struct lws *wsi, unsigned status,
 	buf_printf(&b, "</h2><p>%s</p>\n", html);
 	relay_html_close(&b);
 	body = buf_release(&b, &len);
-	return relay_http_respond(c, wsi, status, "text/html; charset=utf-8",
-	    body, len);
+	return relay_http_page(c, wsi, status, "text/html; charset=utf-8", body,
+	    len, 0);
 }
 /* The kind 0 name of a profile event's JSON: name, else display_name. */
 char *

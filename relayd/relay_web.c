@@ -61,8 +61,9 @@ nip11_str(const cJSON *doc, const char *name)
  * returns how many.  With json, also as a JSON array of hex strings
  * there.
  */
-static size_t
-maintainers(const struct event *ann, uint8_t keys[][32], struct buf *json)
+size_t
+relay_web_maintainers(const struct event *ann, uint8_t keys[][32],
+    struct buf *json)
 {
 	const struct event_tag *t;
 	size_t			n = 1, i, j, k;
@@ -288,7 +289,7 @@ repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 	relay_html_npub(b, npub);
 	buf_adds(b, "</span></td><td class=\"n\">");
 	relay_html_date(b, sqlite3_column_int64(st, 2));
-	maintainers(ev, keys, &maint);
+	relay_web_maintainers(ev, keys, &maint);
 	open_counts(db, coord, maint.b_data, &issues, &prs);
 	buf_free(&maint);
 	buf_printf(b,
@@ -330,7 +331,8 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	desc = nip11_str(doc, "description");
 	contact = nip11_str(doc, "contact");
 	config_relay_url(&relayd->cfg, ws, sizeof(ws));
-	relay_html_open(&b, name ? name : "graspd", name ? name : "graspd");
+	relay_html_open_feed(&b, name ? name : "graspd", name ? name : "graspd",
+	    "/feed.atom");
 	if (desc && *desc) {
 		buf_adds(&b, "<p>");
 		relay_html_esc(&b, desc);
@@ -479,8 +481,8 @@ landing(struct relay_conn *c, struct lws *wsi)
 			if ((body = malloc(slot->wc_len)) == NULL)
 				fatal("landing");
 			memcpy(body, slot->wc_body, slot->wc_len);
-			return relay_http_respond(c, wsi, HTTP_STATUS_OK,
-			    "text/html; charset=utf-8", body, slot->wc_len);
+			return relay_http_page(c, wsi, HTTP_STATUS_OK,
+			    "text/html; charset=utf-8", body, slot->wc_len, 0);
 		}
 		if (slot->wc_at < oldest->wc_at)
 			oldest = slot;
@@ -506,8 +508,8 @@ landing(struct relay_conn *c, struct lws *wsi)
 	memcpy(oldest->wc_body, body, len);
 	oldest->wc_len = len;
 	oldest->wc_at = now;
-	return relay_http_respond(c, wsi, HTTP_STATUS_OK,
-	    "text/html; charset=utf-8", body, len);
+	return relay_http_page(c, wsi, HTTP_STATUS_OK,
+	    "text/html; charset=utf-8", body, len, 0);
 }
 
 /*
@@ -545,6 +547,8 @@ relay_web_request(struct relay_conn *c, struct lws *wsi, const char *uri,
 
 	if (urilen == 1 && uri[0] == '/')
 		return landing(c, wsi);
+	if (urilen == 10 && memcmp(uri, "/feed.atom", 10) == 0)
+		return relay_web_feed_landing(c, wsi);
 	if ((size_t)urilen == strlen(CONFIG_ICON_PATH) &&
 	    memcmp(uri, CONFIG_ICON_PATH, (size_t)urilen) == 0) {
 		if ((body = malloc(relay_icon_png_len)) == NULL)
@@ -559,6 +563,25 @@ relay_web_request(struct relay_conn *c, struct lws *wsi, const char *uri,
 		    "image/x-icon", body, len);
 	}
 	return RELAY_WEB_NOT_MINE;
+}
+
+int
+relay_web_not_found(struct relay_conn *c, struct lws *wsi, const char *uri,
+    int urilen)
+{
+	struct buf b = BUF_INIT;
+	int	   rc;
+
+	buf_adds(&b, "There is no page at <code>");
+	relay_web_escape(&b, uri,
+	    urilen > RELAY_WEB_DESC_MAX ? RELAY_WEB_DESC_MAX : (size_t)urilen);
+	buf_adds(&b,
+	    "</code> on this server. <a href=\"/\">See the repositories it "
+	    "hosts.</a>");
+	rc = relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND, "Not found",
+	    b.b_data);
+	buf_free(&b);
+	return rc;
 }
 
 /*
@@ -711,56 +734,15 @@ web_child_done(pid_t pid, int status, int killed, void *arg)
 	lws_callback_on_writable(wr->wr_wsi);
 }
 
-/* The status name of a kind 1630-1633, for people. */
-static const char *
-status_name(int kind)
-{
-	switch (kind) {
-	case KIND_STATUS_APPLIED:
-		return "merged";
-	case KIND_STATUS_CLOSED:
-		return "closed";
-	case KIND_STATUS_DRAFT:
-		return "draft";
-	default:
-		return "open";
-	}
-}
-
-/* A thread's title: its subject tag, else its content's Subject: line. */
-static void
-thread_title(struct buf *b, const struct event *ev)
-{
-	const char *s = relay_html_tag1(ev, "subject"), *p, *e;
-	size_t	    n;
-
-	if (s != NULL && *s) {
-		relay_web_escape(b, s, strnlen(s, RELAY_WEB_DESC_MAX));
-		return;
-	}
-	p = ev->content.s;
-	if ((s = strstr(p, "\nSubject: ")) != NULL)
-		p = s + 10;
-	else if (strncmp(p, "Subject: ", 9) == 0)
-		p += 9;
-	e = p + strcspn(p, "\n");
-	n = (size_t)(e - p);
-	if (n > RELAY_WEB_DESC_MAX)
-		n = RELAY_WEB_DESC_MAX;
-	if (n == 0)
-		buf_adds(b, "(untitled)");
-	else
-		relay_web_escape(b, p, n);
-}
-
 /* The recent issues, patches and PRs of coord, with their status. */
 static void
-threads(struct buf *b, sqlite3 *db, const char *coord, const char *maint)
+threads(struct buf *b, sqlite3 *db, const char *coord, const char *maint,
+    const char *base)
 {
 	sqlite3_stmt *st;
 	struct event *ev;
 	const char   *json;
-	char	      err[64], npub[NIP19_MAX_LEN + 1];
+	char	      err[64];
 	int	      status, n = 0;
 
 	buf_adds(b,
@@ -778,24 +760,20 @@ threads(struct buf *b, sqlite3 *db, const char *coord, const char *maint)
 			NULL)
 			continue;
 		status = row_status(st);
-		if (nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
-			npub[0] = '\0';
-		buf_adds(b, "<tr><td>");
-		thread_title(b, ev);
-		buf_printf(b,
-		    "</td><td>%s</td><td><span class=\"pk\" title="
-		    "\"%s\">",
+		buf_printf(b, "<tr><td><a href=\"%s/%s/%s\">", base,
+		    relay_web_thread_section(ev->kind), ev->id_hex);
+		relay_web_thread_title(b, ev);
+		buf_printf(b, "</a></td><td>%s</td><td>",
 		    ev->kind == KIND_ISSUE  ? "issue" :
 			ev->kind == KIND_PR ? "pull request" :
-					      "patch",
-		    npub);
-		relay_html_npub(b, npub);
-		buf_adds(b, "</span></td><td class=\"n\">");
+					      "patch");
+		relay_html_person(b, db, ev->pubkey);
+		buf_adds(b, "</td><td class=\"n\">");
 		relay_html_date(b, ev->created_at);
 		buf_printf(b,
 		    "</td><td class=\"n\"><span class=\"st s%d\">%s"
 		    "</span></td></tr>\n",
-		    status, status_name(status));
+		    status, relay_web_status_name(status));
 		event_destroy(ev);
 		n++;
 	}
@@ -920,7 +898,8 @@ static void
 repo_render(struct relay_webreq *wr)
 {
 	struct buf    b = BUF_INIT, nostr = BUF_INIT;
-	struct buf    maint = BUF_INIT, coord = BUF_INIT;
+	struct buf    maint = BUF_INIT, coord = BUF_INIT, base = BUF_INIT;
+	struct buf    feed = BUF_INIT;
 	struct event *ann, *state = NULL, *ev;
 	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
 	sqlite3	     *db;
@@ -932,7 +911,7 @@ repo_render(struct relay_webreq *wr)
 	ann = relay_html_addressed(db, KIND_REPO_ANNOUNCEMENT, wr->wr_owner,
 	    wr->wr_d);
 	if (ann != NULL)
-		nkeys = maintainers(ann, keys, &maint);
+		nkeys = relay_web_maintainers(ann, keys, &maint);
 	else {
 		memcpy(keys[0], wr->wr_owner, 32);
 		buf_adds(&maint, "[\"");
@@ -956,7 +935,11 @@ repo_render(struct relay_webreq *wr)
 		name = wr->wr_d;
 	snprintf(title, sizeof(title), "%s \xc2\xb7 %s", name,
 	    relayd->cfg.relay_name);
-	relay_html_open(&b, title, relayd->cfg.relay_name);
+	buf_printf(&base, "/%s/", wr->wr_npub);
+	relay_html_url(&base, wr->wr_d);
+	buf_adds(&base, ".git");
+	buf_printf(&feed, "%s/feed.atom", base.b_data);
+	relay_html_open_feed(&b, title, relayd->cfg.relay_name, feed.b_data);
 	buf_adds(&b,
 	    "<p><a href=\"/\">&larr; All repositories</a></p></div>"
 	    "</div></header>\n<div class=\"w\">\n");
@@ -994,7 +977,7 @@ repo_render(struct relay_webreq *wr)
 	buf_adds(&coord, "30617:");
 	buf_add_hex(&coord, wr->wr_owner, 32);
 	buf_printf(&coord, ":%s", wr->wr_d);
-	threads(&b, db, coord.b_data, maint.b_data);
+	threads(&b, db, coord.b_data, maint.b_data, base.b_data);
 	relay_html_db_disarm(db);
 	if ((text = slurp(wr->wr_readme, RELAY_WEB_README_MAX, &len)) != NULL) {
 		buf_adds(&b, "<h2>");
@@ -1021,6 +1004,8 @@ repo_render(struct relay_webreq *wr)
 	buf_free(&nostr);
 	buf_free(&maint);
 	buf_free(&coord);
+	buf_free(&base);
+	buf_free(&feed);
 	wr->wr_body = buf_release(&b, &wr->wr_len);
 }
 
@@ -1074,8 +1059,8 @@ relay_web_writeable(struct relay_conn *c, struct lws *wsi)
 	wr->wr_body = NULL;
 	c->rc_web = NULL;
 	relay_web_free(wr);
-	return relay_http_respond(c, wsi, HTTP_STATUS_OK,
-	    "text/html; charset=utf-8", body, len);
+	return relay_http_page(c, wsi, HTTP_STATUS_OK,
+	    "text/html; charset=utf-8", body, len, 0);
 }
 
 int

@@ -27,6 +27,9 @@
  * relay_pushauth.c the push decision, a pure function of the ref updates
  *                and what relay_pushgate.c gathered for them
  * relay_web.c    pages for people: /, /<npub>/<d>.git, the icon
+ * relay_web_thread.c the thread pages: an issue, patch or PR with its
+ *                replies, statuses, labels and reactions
+ * relay_web_feed.c Atom feeds of the server and of each repository
  * relay_html.c   what every page shares: escaping, dates, people, the
  *                page's head and foot, message pages, Markdown, the
  *                deadline of a page's store reads
@@ -289,9 +292,37 @@
 #define RELAY_WEB_REFS_MAX	  200
 #define RELAY_WEB_MAINTAINERS_MAX 32
 #define RELAY_WEB_RECENT_THREADS  20
+/*
+ * The Content-Security-Policy of every page: nothing runs, nothing loads
+ * but the page's own inline style and its icon, forms go to the page's
+ * origin, and no other site frames it.
+ */
+#define RELAY_WEB_CSP \
+	"default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; " \
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+/*
+ * Events naming a thread read for its page (replies, reactions,
+ * statuses, labels), replies shown on one page, and the page's HTML
+ * past which no more replies are added; a "more" link pages on.
+ */
+#define RELAY_WEB_THREAD_READ	 5000
+#define RELAY_WEB_REPLIES	 250
+#define RELAY_WEB_THREAD_BYTES	 (2 * 1024 * 1024)
+/* Bytes shown of a thread's body and of one reply. */
+#define RELAY_WEB_BODY_MAX	 (64 * 1024)
+#define RELAY_WEB_REPLY_MAX	 (16 * 1024)
+/* People whose kind 0 names one page reads; labels shown. */
+#define RELAY_WEB_PEOPLE	 256
+#define RELAY_WEB_LABELS_MAX	 32
+/* Distinct reactions shown under a post, and bytes of each. */
+#define RELAY_WEB_REACTION_KINDS 16
+#define RELAY_WEB_REACTION_MAX	 16
+/* Entries of an Atom feed, and bytes of an entry's text. */
+#define RELAY_WEB_FEED_ENTRIES	 50
+#define RELAY_WEB_FEED_TEXT	 2048
 /* Bytes shown of a description, and of a profile name. */
-#define RELAY_WEB_DESC_MAX	  300
-#define RELAY_WEB_NAME_MAX	  64
+#define RELAY_WEB_DESC_MAX	 300
+#define RELAY_WEB_NAME_MAX	 64
 
 /*
  * NIP-11 "version".  Its "software" is a URL of the project, and graspd
@@ -727,28 +758,41 @@ void relay_ingest_defer(void (*fn)(void *, int), void *arg);
 int  relay_ingest_in_txn(void);
 
 /* relay_http.c */
-int    relay_http_request(struct relay_conn *, struct lws *);
-int    relay_http_writeable(struct relay_conn *, struct lws *);
+int  relay_http_request(struct relay_conn *, struct lws *);
+int  relay_http_writeable(struct relay_conn *, struct lws *);
 /* Request body callbacks and the end of an HTTP transaction. */
-int    relay_http_body(struct relay_conn *, struct lws *, const void *, size_t);
-int    relay_http_body_done(struct relay_conn *, struct lws *);
-void   relay_http_closed(struct relay_conn *);
+int  relay_http_body(struct relay_conn *, struct lws *, const void *, size_t);
+int  relay_http_body_done(struct relay_conn *, struct lws *);
+void relay_http_closed(struct relay_conn *);
 /* Adds the CORS headers every response carries. 0 or 1 when out of room. */
-int    relay_http_add_cors(struct lws *, unsigned char **p, unsigned char *end);
+int  relay_http_add_cors(struct lws *, unsigned char **p, unsigned char *end);
+/*
+ * A page for people (HTML, an Atom feed): as relay_http_respond() with
+ * RELAY_WEB_CSP and, for a 200, an ETag (a hash of the body), Last-
+ * Modified (mtime, when > 0) and "Cache-Control: no-cache"; a request
+ * whose If-None-Match or If-Modified-Since match gets 304 without the
+ * body (freed).  The callback result.
+ */
+int  relay_http_page(struct relay_conn *, struct lws *, unsigned status,
+     const char *type, char *body, size_t len, int64_t mtime);
+/* Unix time t as an HTTP date into out; 0 or -1. */
+int  relay_http_date(int64_t t, char *out, size_t len);
+/* An HTTP date (IMF-fixdate only) as Unix time, or -1. */
+int64_t relay_http_date_parse(const char *s);
 /* A complete response whose body (owned by the connection now) follows. */
-int    relay_http_respond(struct relay_conn *, struct lws *, unsigned status,
-       const char *type, char *body, size_t len);
+int	relay_http_respond(struct relay_conn *, struct lws *, unsigned status,
+	const char *type, char *body, size_t len);
 /*
  * HTTP 429 (RELAY_HTTP_TOO_MANY) with "Retry-After: retry_s" and the
  * text/plain body text (copied).  Returns the callback result.
  */
-int    relay_http_too_many(struct relay_conn *, struct lws *, int retry_s,
-       const char *text);
-int    relay_nip11_build(void);
+int	relay_http_too_many(struct relay_conn *, struct lws *, int retry_s,
+	const char *text);
+int	relay_nip11_build(void);
 /* relayd's own counters as [["name{labels}",value],...]; caller frees. */
-cJSON *relay_own_metrics(void);
+cJSON  *relay_own_metrics(void);
 /* Appends ["name{labels}",v] to such an array. */
-void   relay_metric(cJSON *arr, const char *name, double v);
+void	relay_metric(cJSON *arr, const char *name, double v);
 
 /* relay_web.c */
 /*
@@ -764,6 +808,9 @@ int   relay_web_request(struct relay_conn *, struct lws *, const char *uri,
  * Never NULL (exits if memory runs out).
  */
 char *relay_web_landing_render(const char *q, long page, size_t *len);
+/* The styled 404 page saying that nothing is at uri (urilen bytes). */
+int   relay_web_not_found(struct relay_conn *, struct lws *, const char *uri,
+      int urilen);
 /* Appends len bytes of s to b, HTML-escaped (controls but \t \n dropped). */
 void  relay_web_escape(struct buf *b, const char *s, size_t len);
 /*
@@ -780,6 +827,42 @@ int   relay_web_writeable(struct relay_conn *, struct lws *);
 void  relay_web_close(struct relay_conn *);
 /* Frees a page request (its children are killed). */
 void  relay_web_free(struct relay_webreq *);
+
+/* relay_web_thread.c: the thread pages. */
+/*
+ * A page under a hosted repository, /<npub>/<d>.git<rest> (n bytes of
+ * rest, which is no git route): a thread (/issues/<id>, /patches/<id>,
+ * /prs/<id>), the feed (/feed.atom), or a styled 404.  The callback
+ * result.
+ */
+int relay_web_repo_sub(struct relay_conn *, struct lws *, const char *npub,
+    const uint8_t owner[32], const char *d, const char *rest, size_t n);
+/* The URL section of a thread kind ("issues"...), or NULL. */
+const char *relay_web_thread_section(uint32_t kind);
+/* The status name of a kind 1630-1633 ("open" for anything else). */
+const char *relay_web_status_name(int kind);
+/*
+ * A thread's subject as it is (not escaped, *len bytes, at most
+ * RELAY_WEB_DESC_MAX, in ev's strings): its subject tag or its content's
+ * Subject: line; *len is 0 if none.
+ */
+const char *relay_web_thread_subject(const struct event *ev, size_t *len);
+/* A thread's title, escaped: its subject tag or its Subject: line. */
+void	    relay_web_thread_title(struct buf *b, const struct event *ev);
+/*
+ * relay_web.c: the owner of announcement ann and the maintainers it
+ * lists into keys[] (owner first, at most RELAY_WEB_MAINTAINERS_MAX);
+ * returns how many.  With json, also as a JSON array of hex strings.
+ */
+size_t	    relay_web_maintainers(const struct event *ann, uint8_t keys[][32],
+	 struct buf *json);
+
+/* relay_web_feed.c: Atom feeds (RFC 4287). */
+/* The feed of the whole server at /feed.atom.  The callback result. */
+int relay_web_feed_landing(struct relay_conn *, struct lws *);
+/* The feed of a hosted repository at /<npub>/<d>.git/feed.atom. */
+int relay_web_feed_repo(struct relay_conn *, struct lws *, const char *npub,
+    const uint8_t owner[32], const char *d);
 
 /* relay_html.c: what every page shares. */
 /*
@@ -802,20 +885,34 @@ void	 relay_html_date(struct buf *b, int64_t t);
 /* The shortened npub people recognise: npub1abcd…wxyz. */
 void	 relay_html_npub(struct buf *b, const char *npub);
 /*
+ * Unix time t as people read it exactly, "2026-12-06 06:08 UTC", with
+ * its age relative to now ("3 h ago"); "&ndash;" if none.
+ */
+void	 relay_html_time(struct buf *b, int64_t t, int64_t now);
+/*
+ * len bytes of s escaped for XML 1.0 text and attributes: as
+ * relay_web_escape(), and any byte that is not valid UTF-8 (or U+FFFE,
+ * U+FFFF) as U+FFFD, so that a feed stays well-formed.
+ */
+void	 relay_html_xml(struct buf *b, const char *s, size_t len);
+/*
  * The page's head, its stylesheet and the header bar up to the server's
  * name (both escaped); the caller closes the header.
  */
 void	 relay_html_open(struct buf *b, const char *title, const char *name);
+/* relay_html_open() with a link to the Atom feed at feed (escaped). */
+void  relay_html_open_feed(struct buf *b, const char *title, const char *name,
+     const char *feed);
 /* The footer and the end of the page. */
-void	 relay_html_close(struct buf *b);
+void  relay_html_close(struct buf *b);
 /*
  * Answers a short page with status: title (escaped) and html (not
  * escaped: the caller's own markup).  The callback result.
  */
-int	 relay_html_message(struct relay_conn *, struct lws *, unsigned status,
-	 const char *title, const char *html);
+int   relay_html_message(struct relay_conn *, struct lws *, unsigned status,
+      const char *title, const char *html);
 /* The kind 0 name in a profile event's JSON, or NULL; caller frees. */
-char	*relay_html_profile_name(const char *json);
+char *relay_html_profile_name(const char *json);
 /* The first value of ev's tag name, or NULL. */
 const char   *relay_html_tag1(const struct event *ev, const char *name);
 /* The stored event (kind, pubkey, d), parsed, or NULL; caller destroys. */

@@ -27,6 +27,8 @@
  * relay_pushauth.c the push decision, a pure function of the ref updates
  *                and what relay_pushgate.c gathered for them
  * relay_web.c    pages for people: /, /<npub>/<d>.git, the icon
+ * relay_web_diff.c a diff as HTML (files, hunks, lines), a pure
+ *                function of its text (relay_web_diff.h)
  * relay_disk.c   the disk-space floor: events and pushes refused below it
  * relay_proto.c  the pure part of a client message: shape, REQ, CLOSE,
  *                an EVENT's or AUTH's own checks (relay_proto.h)
@@ -52,6 +54,7 @@
 #include "policy.h"
 #include "proc.h"
 #include "relay_proto.h"
+#include "relay_web_diff.h"
 #include "store.h"
 #include "version.h"
 #include "wsserve.h"

@@ -27,6 +27,9 @@
  * relay_pushauth.c the push decision, a pure function of the ref updates
  *                and what relay_pushgate.c gathered for them
  * relay_web.c    pages for people: /, /<npub>/<d>.git, the icon
+ * relay_html.c   what every page shares: escaping, dates, people, the
+ *                page's head and foot, message pages, Markdown, the
+ *                deadline of a page's store reads
  * relay_web_diff.c a diff as HTML (files, hunks, lines), a pure
  *                function of its text (relay_web_diff.h)
  * relay_disk.c   the disk-space floor: events and pushes refused below it
@@ -780,6 +783,54 @@ int   relay_web_writeable(struct relay_conn *, struct lws *);
 void  relay_web_close(struct relay_conn *);
 /* Frees a page request (its children are killed). */
 void  relay_web_free(struct relay_webreq *);
+
+/* relay_html.c: what every page shares. */
+/*
+ * Arms the deadline of a page's reads on relayd's connection, ms from
+ * now, and returns that connection; a read past it fails with
+ * SQLITE_INTERRUPT.  relay_html_db_disarm() ends it.
+ */
+sqlite3 *relay_html_db_arm(int ms);
+void	 relay_html_db_disarm(sqlite3 *);
+/* 1 if a read since the last relay_html_db_arm() ran over, else 0. */
+int	 relay_html_db_interrupted(void);
+/* s (NULL: nothing) HTML-escaped into b, as relay_web_escape(). */
+void	 relay_html_esc(struct buf *b, const char *s);
+/* s percent-encoded for a URL path segment or query value, into b. */
+void	 relay_html_url(struct buf *b, const char *s);
+/* 1 if u may be a link target (http, https, mailto), else 0. */
+int	 relay_html_href_ok(const char *u);
+/* The date of Unix time t as a <time> element ("&ndash;" if none). */
+void	 relay_html_date(struct buf *b, int64_t t);
+/* The shortened npub people recognise: npub1abcd…wxyz. */
+void	 relay_html_npub(struct buf *b, const char *npub);
+/*
+ * The page's head, its stylesheet and the header bar up to the server's
+ * name (both escaped); the caller closes the header.
+ */
+void	 relay_html_open(struct buf *b, const char *title, const char *name);
+/* The footer and the end of the page. */
+void	 relay_html_close(struct buf *b);
+/*
+ * Answers a short page with status: title (escaped) and html (not
+ * escaped: the caller's own markup).  The callback result.
+ */
+int	 relay_html_message(struct relay_conn *, struct lws *, unsigned status,
+	 const char *title, const char *html);
+/* The kind 0 name in a profile event's JSON, or NULL; caller frees. */
+char	*relay_html_profile_name(const char *json);
+/* The first value of ev's tag name, or NULL. */
+const char   *relay_html_tag1(const struct event *ev, const char *name);
+/* The stored event (kind, pubkey, d), parsed, or NULL; caller destroys. */
+struct event *relay_html_addressed(sqlite3 *db, uint32_t kind,
+    const uint8_t pk[32], const char *d);
+/* A person: kind 0 name where known, and the short npub. */
+void relay_html_person(struct buf *b, sqlite3 *db, const uint8_t pk[32]);
+/*
+ * Markdown (len bytes of md) as HTML into b through cmark, raw HTML and
+ * unsafe links dropped, images made links.  0, or -1 (b unchanged).
+ */
+int  relay_html_markdown(struct buf *b, const char *md, size_t len);
 /* relay_icon.c: the icon, a PNG. */
 extern const unsigned char relay_icon_png[];
 extern const size_t	   relay_icon_png_len;

@@ -33,6 +33,8 @@
  * relay_html.c   what every page shares: escaping, dates, people, the
  *                page's head and foot, message pages, Markdown, the
  *                deadline of a page's store reads
+ * relay_web_diff.c a diff as HTML (files, hunks, lines), a pure
+ *                function of its text (relay_web_diff.h)
  * relay_disk.c   the disk-space floor: events and pushes refused below it
  * relay_proto.c  the pure part of a client message: shape, REQ, CLOSE,
  *                an EVENT's or AUTH's own checks (relay_proto.h)
@@ -58,6 +60,7 @@
 #include "policy.h"
 #include "proc.h"
 #include "relay_proto.h"
+#include "relay_web_diff.h"
 #include "store.h"
 #include "version.h"
 #include "wsserve.h"

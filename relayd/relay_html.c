@@ -53,7 +53,7 @@
 	".card{background:#fff;border:1px solid #dde3e0;border-radius:8px;" \
 	"padding:14px 18px;margin:16px 0}" \
 	"dl{display:grid;grid-template-columns:max-content 1fr;gap:6px 18px;" \
-	"margin:0}dt{color:#5b6a70}dd{margin:0}" \
+	"margin:0}dt{color:#5b6a70}dd{margin:0;min-width:0}" \
 	"table{width:100%;border-collapse:collapse;background:#fff;" \
 	"border:1px solid #dde3e0;border-radius:8px;overflow:hidden}" \
 	"th,td{text-align:left;padding:9px 12px;border-bottom:1px solid " \

@@ -27,6 +27,7 @@
 #include "event.h"
 #include "log.h"
 #include "nip19.h"
+#include "relay_web_diff.h"
 #include "relayd.h"
 
 /* NIP-22: a comment; NIP-34's older reply kind; NIP-25; NIP-32. */
@@ -254,27 +255,41 @@ related(struct thread *t)
 	    " WHERE letter = 'e' AND value = ?1) AND kind IN (1, 7, 1111,"
 	    " 1617, 1619, 1622, 1630, 1631, 1632, 1633, 1985)"
 	    " ORDER BY created_at, seq LIMIT ?2";
+	/* Reactions to the replies that do not name the root themselves. */
+	static const char rx[] =
+	    "SELECT json FROM events WHERE kind = 7 AND seq IN ("
+	    " SELECT r.event FROM tags r WHERE r.letter = 'e' AND r.value IN ("
+	    "  SELECT e.id FROM events e WHERE e.kind IN (1, 1111, 1617, 1622)"
+	    "  AND e.seq IN (SELECT event FROM tags WHERE letter = 'e'"
+	    "  AND value = ?1)))"
+	    " AND seq NOT IN (SELECT event FROM tags WHERE letter = 'e'"
+	    " AND value = ?1) LIMIT ?2";
 	sqlite3_stmt *st;
 	struct event *ev;
 	const char   *json;
 	char	      err[64];
+	int	      q;
 
-	if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_blob(st, 1, t->root->id, 32, SQLITE_STATIC);
-	sqlite3_bind_int(st, 2, RELAY_WEB_THREAD_READ + 1);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (t->nev == RELAY_WEB_THREAD_READ) {
-			t->more = 1;
-			break;
+	for (q = 0; q < 2; q++) {
+		if (sqlite3_prepare_v2(t->db, q ? rx : sql, -1, &st, NULL) !=
+		    SQLITE_OK)
+			return;
+		sqlite3_bind_blob(st, 1, t->root->id, 32, SQLITE_STATIC);
+		sqlite3_bind_int(st, 2,
+		    RELAY_WEB_THREAD_READ + 1 - (int)t->nev);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			if (t->nev == RELAY_WEB_THREAD_READ) {
+				t->more = 1;
+				break;
+			}
+			json = (const char *)sqlite3_column_text(st, 0);
+			if (json != NULL &&
+			    (ev = event_parse(json, strlen(json), err,
+				 sizeof(err))) != NULL)
+				t->ev[t->nev++] = ev;
 		}
-		json = (const char *)sqlite3_column_text(st, 0);
-		if (json != NULL &&
-		    (ev = event_parse(json, strlen(json), err, sizeof(err))) !=
-			NULL)
-			t->ev[t->nev++] = ev;
+		sqlite3_finalize(st);
 	}
-	sqlite3_finalize(st);
 }
 
 /* The last "e" tag's id of ev (NIP-25: the reacted-to event), or -1. */
@@ -313,9 +328,9 @@ reactions(struct buf *b, const struct thread *t, const uint8_t id[32])
 			continue;
 		s = ev->content.s;
 		len = strnlen(s, RELAY_WEB_REACTION_MAX);
-		if (len == 0 || (len == 1 && *s == '+')) {
-			s = "\xf0\x9f\x91\x8d"; /* NIP-25: "+" is a like */
-			len = 4;
+		if (len == 0) {
+			s = "+"; /* NIP-25: empty is a like, as "+" */
+			len = 1;
 		}
 		for (k = 0; k < nseen; k++)
 			if (seen[k].len == len &&
@@ -358,17 +373,19 @@ body_md(struct buf *b, const struct estr *c, size_t max)
 	buf_adds(b, "</div>");
 }
 
-/* A patch's text: the diff renderer. */
+/*
+ * A patch's text through the diff renderer (relay_web_diff.c), its
+ * anchors prefixed by the event's so that a page's patches differ.
+ */
 static void
-body_patch(struct buf *b, const struct estr *c, size_t max)
+body_patch(struct buf *b, const struct event *ev)
 {
-	size_t len = c->len < max ? c->len : max;
+	char id[20];
 
-	buf_adds(b, "<pre class=\"diff\">");
-	relay_web_escape(b, c->s, len);
-	buf_adds(b, "</pre>");
-	if (len < c->len)
-		buf_adds(b, "<p class=\"d\">(cut: too long to show here)</p>");
+	snprintf(id, sizeof(id), "p%.12s", ev->id_hex);
+	buf_adds(b, "<div class=\"patch\">");
+	relay_web_diff(b, ev->content.s, ev->content.len, id, NULL);
+	buf_adds(b, "</div>");
 }
 
 /* The anchor of an event on the page: "e" and 16 hex digits. */
@@ -615,7 +632,7 @@ render(struct buf *b, struct thread *t, size_t sec, const char *repo_name,
 		buf_adds(b, "\">");
 		post_head(b, t, t->root, "wrote");
 		if (t->root->kind == KIND_PATCH)
-			body_patch(b, &t->root->content, RELAY_WEB_BODY_MAX);
+			body_patch(b, t->root);
 		else
 			body_md(b, &t->root->content, RELAY_WEB_BODY_MAX);
 		reactions(b, t, t->root->id);
@@ -644,7 +661,7 @@ render(struct buf *b, struct thread *t, size_t sec, const char *repo_name,
 			buf_adds(b, "<p><b>");
 			relay_web_thread_title(b, ev);
 			buf_adds(b, "</b></p>");
-			body_patch(b, &ev->content, RELAY_WEB_REPLY_MAX);
+			body_patch(b, ev);
 		} else if (ev->kind == KIND_PR_UPDATE) {
 			post_head(b, t, ev, "updated the tip");
 			buf_adds(b, "<p>New tip <code>");

@@ -487,7 +487,7 @@ thread_page_shows_replies_statuses_reactions(void)
 	T_CHECK(strstr(page, "s1632\">closed</span>") != NULL);
 	T_CHECK(strstr(page, "dup?") != NULL);
 	/* Two likes, and the owner's reaction escaped. */
-	T_CHECK(strstr(page, "\xf0\x9f\x91\x8d 2</span>") != NULL);
+	T_CHECK(strstr(page, "<span class=\"tag\">+ 2</span>") != NULL);
 	T_CHECK(strstr(page, "&lt;script&gt;alert(1) 1</span>") != NULL);
 	/* What other clients open it by. */
 	T_CHECK(strstr(page, "id=\"nevent\">nevent1") != NULL);

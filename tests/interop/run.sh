@@ -9,8 +9,9 @@
 # runs `node --test` on relay_interop.mjs, negentropy.mjs (NIP-77),
 # auth_interop.mjs (NIP-42 and NIP-70), archive_interop.mjs (a graspd in
 # GRASP-05 archive mode from GRASPD_BIN, default bin/, bootstrapped from
-# the relayd), sdk_interop.mjs, ndk_interop.mjs and applesauce_interop.mjs
-# (TAP output), stops relayd and exits with node's status.  Fails at once,
+# the relayd), sdk_interop.mjs, ndk_interop.mjs, applesauce_interop.mjs and
+# web_interop.mjs (the web front in headless Chromium, over a relayd of
+# its own from GRASPD_BIN) (TAP output), stops relayd and exits with node's status.  Fails at once,
 # with the reason, when relayd, node (20.19 or later, package.json's
 # engines) or a package is missing.
 set -u
@@ -54,7 +55,8 @@ cd "$here" || exit 1
 # clients shut down: --test-force-exit ends each file when its tests have.
 RELAY_URL=$url timeout -k 5 180 node --test --test-force-exit \
     --test-reporter=tap relay_interop.mjs negentropy.mjs auth_interop.mjs \
-    archive_interop.mjs sdk_interop.mjs ndk_interop.mjs applesauce_interop.mjs
+    archive_interop.mjs sdk_interop.mjs ndk_interop.mjs applesauce_interop.mjs \
+    web_interop.mjs
 rc=$?
 if [ "$rc" -ne 0 ]; then
 	echo "# interop: node exited with $rc; last lines of the relayd log:"

@@ -134,49 +134,10 @@ nip19_decode(const char *s, const char *hrp, uint8_t out[32])
 int
 nip19_encode(const char *hrp, const uint8_t in[32], char *out, size_t outlen)
 {
-	size_t	 hrplen, i, n = 0;
-	uint32_t chk, acc = 0;
-	uint8_t	 v;
-	int	 bits = 0;
-
-	hrplen = strlen(hrp);
-	if (hrplen == 0)
-		return -1;
-	for (i = 0; i < hrplen; i++)
-		if (hrp[i] < 33 || hrp[i] > 126 ||
-		    (hrp[i] >= 'A' && hrp[i] <= 'Z'))
-			return -1;
 	/* 32 bytes are 256 bits: 52 groups of 5, the last one padded. */
-	if (outlen < hrplen + 1 + 52 + BECH32_CHECKSUM_LEN + 1 ||
-	    hrplen + 1 + 52 + BECH32_CHECKSUM_LEN > NIP19_MAX_LEN)
+	if (strlen(hrp) + 1 + 52 + BECH32_CHECKSUM_LEN > NIP19_MAX_LEN)
 		return -1;
-
-	memcpy(out, hrp, hrplen);
-	n = hrplen;
-	out[n++] = '1';
-	chk = bech32_hrp_chk(hrp, hrplen);
-	for (i = 0; i < 32; i++) {
-		acc = (acc << 8) | in[i];
-		bits += 8;
-		while (bits >= 5) {
-			bits -= 5;
-			v = (acc >> bits) & 31;
-			chk = bech32_step(chk, v);
-			out[n++] = bech32_charset[v];
-		}
-	}
-	if (bits > 0) {
-		v = (acc << (5 - bits)) & 31;
-		chk = bech32_step(chk, v);
-		out[n++] = bech32_charset[v];
-	}
-	for (i = 0; i < BECH32_CHECKSUM_LEN; i++)
-		chk = bech32_step(chk, 0);
-	chk ^= 1;
-	for (i = 0; i < BECH32_CHECKSUM_LEN; i++)
-		out[n++] = bech32_charset[(chk >> (5 * (5 - i))) & 31];
-	out[n] = '\0';
-	return 0;
+	return nip19_encode_bytes(hrp, in, 32, out, outlen);
 }
 
 int

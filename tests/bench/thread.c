@@ -23,17 +23,15 @@
  * Prints "name value unit" lines (tests/bench/run.sh collects them).
  * Figures only: exits 0 unless something breaks.
  */
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "buf.h"
 #include "event.h"
 #include "log.h"
@@ -50,15 +48,6 @@
 /* Replies on one page: relayd.h's RELAY_WEB_REPLIES. */
 #define BENCH_THREAD_PAGE    250
 #define TMO		     30000
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Builds, hashes and stores one event; its id into id_hex (or NULL). */
 static void
@@ -136,43 +125,25 @@ generate(struct store *st, const char *owner, size_t nreplies,
 }
 
 /*
- * GETs path over a new connection until relayd closes it: the time in
- * ms from connect to the last byte (and the bytes into *len), or -1 if
- * the answer was not a 200 thread page.
+ * GETs path: the time in ms from connect to the last byte (and the
+ * answer's bytes into *len), or -1 if it was not a 200 thread page.
  */
 static double
 timed_get(struct relayproc *rp, const char *path, size_t *len)
 {
 	struct buf b = BUF_INIT;
-	char	   req[512], chunk[65536];
-	double	   t0 = now_ms(), t = -1;
-	ssize_t	   n;
-	int	   fd, fl;
+	double	   t;
 
-	if ((fd = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
-		 TMO)) == -1)
-		return -1;
-	if ((fl = fcntl(fd, F_GETFL)) != -1)
-		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO,
-	    &(struct timeval){ TMO / 1000, 0 }, sizeof(struct timeval));
-	snprintf(req, sizeof(req),
-	    "GET %s HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n",
-	    path);
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
-		goto done;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		buf_add(&b, chunk, (size_t)n);
-	t = now_ms() - t0;
-	buf_addc(&b, '\0');
-	*len = b.b_len - 1;
-	if (strncmp(b.b_data, "HTTP/1.1 200", 12) != 0 ||
-	    strstr(b.b_data, "class=\"card post reply\"") == NULL) {
-		fprintf(stderr, "thread: GET %s: %.200s\n", path, b.b_data);
+	t = bench_http_get(relayproc_host(rp), relayproc_port(rp), path, TMO,
+	    &b);
+	*len = b.b_len;
+	if (t >= 0 &&
+	    (b.b_data == NULL || strncmp(b.b_data, "HTTP/1.1 200", 12) != 0 ||
+		strstr(b.b_data, "class=\"card post reply\"") == NULL)) {
+		fprintf(stderr, "thread: GET %s: %.200s\n", path,
+		    b.b_data ? b.b_data : "");
 		t = -1;
 	}
-done:
-	close(fd);
 	buf_free(&b);
 	return t;
 }
@@ -193,14 +164,6 @@ proc_kb(pid_t pid, const char *field)
 			v = strtol(line + strlen(field), NULL, 10);
 	fclose(f);
 	return v;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 int
@@ -254,7 +217,7 @@ main(int argc, char *argv[])
 		fatalx("thread: no last page of replies");
 	rss1 = proc_kb(relayproc_pid(rp), "VmRSS:");
 	hwm = proc_kb(relayproc_pid(rp), "VmHWM:");
-	qsort(t, BENCH_THREAD_GETS, sizeof(t[0]), cmp_double);
+	qsort(t, BENCH_THREAD_GETS, sizeof(t[0]), bench_cmp_double);
 	printf("thread_replies %zu replies\n", nreplies);
 	printf("thread_page_ms %.2f ms\n", t[BENCH_THREAD_GETS / 2]);
 	printf("thread_page_max_ms %.2f ms\n", t[BENCH_THREAD_GETS - 1]);

@@ -12,7 +12,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync,
   writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -20,7 +19,8 @@ import { generateSecretKey, getPublicKey, finalizeEvent } from
   'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
-import { firstCommit, gitWith, query, stateEvent } from './util.mjs';
+import { firstCommit, freePort, gitWith, query, sleep, stateEvent }
+  from './util.mjs';
 
 useWebSocketImplementation(WebSocket);
 
@@ -39,19 +39,6 @@ after(() => {
 });
 
 const git = gitWith(work);
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function connectWithin(url, ms) {
   const end = Date.now() + ms;

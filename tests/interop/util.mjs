@@ -6,9 +6,24 @@
 
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
+
+// A loopback TCP port nobody listened on a moment ago.
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // A git runner whose runs use home as HOME, no prompts, no system
 // configuration and a fixed author; each run is bounded to 30 s and

@@ -21,14 +21,13 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync,
   writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { finalizeEvent, generateSecretKey, getPublicKey }
   from 'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
-import { gitWith, RawRelay } from './util.mjs';
+import { freePort, gitWith, RawRelay, sleep } from './util.mjs';
 
 const BIN = process.env.GRASPD_BIN;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -49,19 +48,6 @@ let chromium = null;
 let base = '';
 let domain = '';
 const pages = {};	// page type -> path
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function waitHttp(url, ms) {
   const end = Date.now() + ms;

@@ -176,8 +176,9 @@ relay_nip11_build(void)
  * relay_http_writeable().  Returns the callback result.
  */
 static int
-respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
-    const char *type, char *body, size_t len, int retry_s)
+respond_full(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len, int retry_s,
+    const char *const *hdrs)
 {
 	unsigned char *start = out + LWS_PRE, *p = start;
 	unsigned char *end = start + RELAY_HTTP_HEADERS_MAX - 1;
@@ -200,6 +201,12 @@ respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
 		(const unsigned char *)"retry-after:",
 		(const unsigned char *)secs, (int)strlen(secs), &p, end))
 		return 1;
+	for (; hdrs != NULL && hdrs[0] != NULL; hdrs += 2)
+		if (lws_add_http_header_by_name(wsi,
+			(const unsigned char *)hdrs[0],
+			(const unsigned char *)hdrs[1], (int)strlen(hdrs[1]),
+			&p, end))
+			return 1;
 	if (len > RELAY_HTTP_INLINE_MAX) {
 		if (lws_finalize_write_http_header(wsi, start, &p, end))
 			return 1;
@@ -217,6 +224,20 @@ respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
 		LWS_WRITE_HTTP_HEADERS) < 0)
 		return -1;
 	return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
+static int
+respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len, int retry_s)
+{
+	return respond_full(c, wsi, status, type, body, len, retry_s, NULL);
+}
+
+int
+relay_http_respond_hdrs(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len, const char *const *hdrs)
+{
+	return respond_full(c, wsi, status, type, body, len, 0, hdrs);
 }
 
 static int
@@ -277,6 +298,7 @@ relay_http_closed(struct relay_conn *c)
 {
 	relay_git_close(c);
 	relay_web_close(c);
+	relay_web_git_close(c);
 	free(c->rc_body);
 	c->rc_body = NULL;
 }
@@ -288,6 +310,8 @@ relay_http_writeable(struct relay_conn *c, struct lws *wsi)
 		return relay_git_writeable(c, wsi);
 	if (c->rc_web != NULL)
 		return relay_web_writeable(c, wsi);
+	if (c->rc_wgit != NULL)
+		return relay_web_git_writeable(c, wsi);
 	return wss_http_final(wsi, &c->rc_body, c->rc_bodylen);
 }
 
@@ -442,6 +466,7 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 	relayd->stats.http_requests++;
 	relay_git_close(c);
 	relay_web_close(c);
+	relay_web_git_close(c);
 	memset(c, 0, sizeof(*c));
 	method = lws_http_get_uri_and_method(wsi, &uri, &urilen);
 	if (method == LWSHUMETH_OPTIONS)

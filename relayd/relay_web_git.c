@@ -522,17 +522,67 @@ size_text(struct buf *b, unsigned long long n)
 		buf_printf(b, "%.1f MiB", (double)n / (1024 * 1024));
 }
 
-/* "git ls-tree -z -l" output as the table of a directory. */
+/* One entry of "git ls-tree -z [-l]" output. */
+struct tree_entry {
+	const char *te_mode, *te_type, *te_oid, *te_size, *te_name;
+};
+
+/*
+ * Takes the entry at *pp apart (in place) and moves *pp past it.  0, or
+ * -1 when none is left whole (git's output may be cut in one).
+ */
+static int
+tree_entry(char **pp, char *e, struct tree_entry *te)
+{
+	char *p = *pp, *nul, *tab, *sp;
+
+	for (;;) {
+		if (p >= e || (nul = memchr(p, '\0', (size_t)(e - p))) == NULL)
+			return -1;
+		*pp = nul + 1;
+		tab = memchr(p, '\t', (size_t)(nul - p));
+		te->te_mode = p;
+		if (tab != NULL && (sp = memchr(p, ' ', (size_t)(tab - p))) &&
+		    (*sp = '\0', te->te_type = sp + 1,
+			sp = memchr(sp + 1, ' ', (size_t)(tab - sp - 1))) &&
+		    tab - (sp + 1) >= GIT_OID_HEX) {
+			*sp = '\0';
+			te->te_oid = sp + 1;
+			te->te_size = sp + 1 + GIT_OID_HEX;
+			*tab = '\0';
+			te->te_name = tab + 1;
+			if (*te->te_size == ' ') {
+				*(char *)te->te_size = '\0';
+				te->te_size += 1 + strspn(te->te_size + 1, " ");
+			}
+			return 0;
+		}
+		p = nul + 1;
+	}
+}
+
+/* "git ls-tree -z [-l]" output as the table of a directory. */
 static void
 render_tree(struct relay_webgit *wg)
 {
-	struct buf b = BUF_INIT;
-	char	  *s, *p, *e, *tab, *name, *child;
-	char	   mode[16], type[16], oid[GIT_OID_HEX + 1], size[32];
-	size_t	   len, shown = 0, total = 0, pl = strlen(wg->wg_path);
-	int	   cut, dirs;
+	struct buf	   b = BUF_INIT;
+	struct tree_entry *te = NULL;
+	char		  *s, *p, *e;
+	size_t		   len, n = 0, cap = 0, shown = 0, i, pl;
+	int		   cut, dirs, dir;
 
 	s = output(wg, 1, &len, &cut);
+	pl = strlen(wg->wg_path);
+	for (p = s, e = s + len; s != NULL;) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			if ((te = reallocarray(te, cap, sizeof(*te))) == NULL)
+				fatal("render_tree");
+		}
+		if (tree_entry(&p, e, &te[n]) == -1)
+			break;
+		n++;
+	}
 	page_head(&b, wg, *wg->wg_path ? wg->wg_path : "Files");
 	crumbs(&b, wg);
 	buf_adds(&b, "<p class=\"d\">Commit ");
@@ -544,74 +594,66 @@ render_tree(struct relay_webgit *wg)
 		/* The parent directory. */
 		e = strrchr(wg->wg_path, '/');
 		buf_adds(&b, "<tr><td><a href=\"");
-		if ((child = strndup(wg->wg_path,
-			 e ? (size_t)(e - wg->wg_path) : 0)) == NULL)
-			fatal("render_tree");
 		relay_web_git_link(&b, wg->wg_npub, wg->wg_d, "tree",
-		    wg->wg_ref, child);
-		free(child);
+		    wg->wg_ref, NULL);
+		if (e != NULL) {
+			buf_addc(&b, '/');
+			*e = '\0';
+			url_path(&b, wg->wg_path);
+			*e = '/';
+		}
 		buf_adds(&b, "\">..</a></td><td></td><td></td></tr>\n");
 	}
 	/* Directories first, then the rest, each in git's order. */
 	for (dirs = 1; dirs >= 0; dirs--)
-		for (p = s, e = s + len; p != NULL && p < e;) {
-			name = memchr(p, '\0', (size_t)(e - p));
-			if (name == NULL)
-				break; /* cut in the middle of an entry */
-			tab = memchr(p, '\t', (size_t)(name - p));
-			if (tab == NULL ||
-			    sscanf(p, "%15s %15s %40s %31s", mode, type, oid,
-				size) != 4) {
-				p = name + 1;
-				continue;
-			}
-			child = tab + 1;
-			p = name + 1;
-			if ((strcmp(type, "tree") == 0) != dirs)
-				continue;
-			total++;
-			if (shown >= RELAY_WEB_TREE_MAX)
+		for (i = 0; i < n && shown < RELAY_WEB_TREE_MAX; i++) {
+			dir = strcmp(te[i].te_type, "tree") == 0;
+			if (dir != dirs)
 				continue;
 			shown++;
 			buf_adds(&b, "<tr><td>");
-			{
-				struct buf full = BUF_INIT;
-
+			if (strcmp(te[i].te_type, "commit") == 0) {
+				/* A submodule: its commit is elsewhere. */
+				relay_web_escape(&b, te[i].te_name,
+				    strlen(te[i].te_name));
+				buf_printf(&b,
+				    " <span class=\"pk\">submodule @ %.12s"
+				    "</span>",
+				    te[i].te_oid);
+			} else {
+				buf_adds(&b, "<a href=\"");
+				relay_web_git_link(&b, wg->wg_npub, wg->wg_d,
+				    dir ? "tree" : "blob", wg->wg_ref,
+				    wg->wg_path);
 				if (pl > 0)
-					buf_printf(&full, "%s/", wg->wg_path);
-				buf_adds(&full, child);
-				if (strcmp(type, "commit") == 0) {
-					/* A submodule: its commit is elsewhere. */
-					relay_web_escape(&b, child,
-					    strlen(child));
-					buf_printf(&b,
-					    " <span class=\"pk\">submodule "
-					    "@ %.12s</span>",
-					    oid);
-				} else
-					alink(&b, wg, dirs ? "tree" : "blob",
-					    wg->wg_ref, full.b_data, child,
-					    strlen(child));
-				if (dirs)
 					buf_addc(&b, '/');
-				buf_free(&full);
+				url_path(&b, te[i].te_name);
+				buf_adds(&b, "\">");
+				relay_web_escape(&b, te[i].te_name,
+				    strlen(te[i].te_name));
+				buf_adds(&b, dir ? "</a>/" : "</a>");
 			}
 			buf_adds(&b, "</td><td class=\"n\">");
-			if (!dirs && strcmp(type, "blob") == 0)
-				size_text(&b, strtoull(size, NULL, 10));
-			buf_printf(&b, "</td><td class=\"n pk\">%s</td></tr>\n",
-			    mode);
+			if (!dir && *te[i].te_size >= '0' &&
+			    *te[i].te_size <= '9')
+				size_text(&b,
+				    strtoull(te[i].te_size, NULL, 10));
+			buf_adds(&b, "</td><td class=\"n pk\">");
+			relay_web_escape(&b, te[i].te_mode,
+			    strnlen(te[i].te_mode, 8));
+			buf_adds(&b, "</td></tr>\n");
 		}
-	if (total == 0)
+	if (n == 0)
 		buf_adds(&b,
 		    "<tr><td colspan=\"3\" class=\"d\">An empty "
 		    "directory.</td></tr>\n");
 	buf_adds(&b, "</tbody></table>\n");
-	if (cut || total > shown)
+	if (cut || n > shown)
 		buf_printf(&b,
 		    "<p class=\"d\" id=\"cut\">The listing is cut here: %zu "
 		    "entries shown%s.</p>\n",
 		    shown, cut ? ", of a directory too large to list" : "");
+	free(te);
 	free(s);
 	finish(wg, &b);
 }
@@ -966,8 +1008,11 @@ wg_next(struct relay_webgit *wg)
 			}
 			if (strcmp(type, "tree") == 0) {
 				wg->wg_kind = WG_TREE;
+				/* Sizes cost a read of each object:
+				 * only for a directory of ordinary size. */
 				args[1] = "-z";
-				args[2] = "-l";
+				args[2] =
+				    size <= RELAY_WEB_TREE_SIZES ? "-l" : "-z";
 				args[3] = oid;
 				args[4] = NULL;
 				len = RELAY_WEB_GIT_OUT_MAX;

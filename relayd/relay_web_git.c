@@ -625,8 +625,7 @@ render_tree(struct relay_webgit *wg)
 				relay_web_git_link(&b, wg->wg_npub, wg->wg_d,
 				    dir ? "tree" : "blob", wg->wg_ref,
 				    wg->wg_path);
-				if (pl > 0)
-					buf_addc(&b, '/');
+				buf_addc(&b, '/');
 				url_path(&b, te[i].te_name);
 				buf_adds(&b, "\">");
 				relay_web_escape(&b, te[i].te_name,

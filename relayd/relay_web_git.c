@@ -88,6 +88,7 @@ struct relay_webgit {
 	size_t		   wg_cap[2];
 	/* The answer, once rendered. */
 	unsigned	   wg_code;
+	const char	  *wg_title; /* an error page's, static */
 	char		  *wg_type;
 	char		  *wg_disp; /* Content-Disposition, raw files */
 	char		  *wg_body;
@@ -152,7 +153,10 @@ relay_web_git_writeable(struct relay_conn *c, struct lws *wsi)
 	code = wg->wg_code;
 	wg->wg_body = NULL;
 	c->rc_wgit = NULL;
-	if (wg->wg_kind == WG_RAW && code == HTTP_STATUS_OK) {
+	if (wg->wg_title != NULL) {
+		rc = relay_html_message(c, wsi, code, wg->wg_title, body);
+		free(body);
+	} else if (wg->wg_kind == WG_RAW && code == HTTP_STATUS_OK) {
 		if (wg->wg_disp != NULL) {
 			raw_hdrs[4] = "content-disposition:";
 			raw_hdrs[5] = wg->wg_disp;
@@ -378,7 +382,10 @@ answer(struct relay_webgit *wg, unsigned code, char *body, size_t len)
 		lws_callback_on_writable(wg->wg_wsi);
 }
 
-/* A short page for an error: title, and text (escaped). */
+/*
+ * An error: title (static) and text (escaped), with links to the files
+ * and the repository, answered as relay_html_message() writes it.
+ */
 static void
 failure(struct relay_webgit *wg, unsigned code, const char *title,
     const char *text)
@@ -387,22 +394,14 @@ failure(struct relay_webgit *wg, unsigned code, const char *title,
 	char	  *body;
 	size_t	   len;
 
-	relay_html_open(&b, title, relayd->cfg.relay_name);
-	buf_adds(&b, "</div></div></header>\n<div class=\"w\"><h2>");
-	relay_html_esc(&b, title);
-	buf_adds(&b, "</h2><p>");
 	relay_html_esc(&b, text);
 	buf_adds(&b, "</p><p><a href=\"");
 	relay_web_git_link(&b, wg->wg_npub, wg->wg_d, "tree", "HEAD", NULL);
-	buf_adds(&b, "\">Files</a> &middot; <a href=\"");
-	/* The repository page. */
-	buf_printf(&b, "/%s/", wg->wg_npub);
+	buf_printf(&b, "\">Files</a> &middot; <a href=\"/%s/", wg->wg_npub);
 	url_path(&b, wg->wg_d);
-	buf_adds(&b, ".git\">The repository</a></p>\n");
-	relay_html_close(&b);
+	buf_adds(&b, ".git\">The repository</a>");
 	body = buf_release(&b, &len);
-	if (wg->wg_kind == WG_RAW)
-		wg->wg_kind = WG_TREE; /* the error is a page */
+	wg->wg_title = title;
 	answer(wg, code, body, len);
 }
 

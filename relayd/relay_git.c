@@ -1964,6 +1964,11 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 			    "method not allowed\n");
 		return relay_web_repo(c, wsi, npub, owner, d);
 	}
+	if (!prs &&
+	    (i = relay_web_git(c, wsi,
+		 method == LWSHUMETH_GET || method == LWSHUMETH_HEAD, npub,
+		 owner, d, rest, (size_t)(end - rest))) != RELAY_WEB_NOT_MINE)
+		return i;
 	if (end - rest == 10 && memcmp(rest, "/info/refs", 10) == 0) {
 		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
 			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,

@@ -26,12 +26,6 @@ static const struct {
 	    "Git-Protocol, Accept, Content-Encoding, X-Requested-With" },
 };
 
-/* A header of an answer beyond the common ones. */
-struct http_hdr {
-	const char *name; /* with its colon */
-	const char *value;
-};
-
 /* Where an answer is put together; one at a time, so one buffer. */
 static unsigned char
     out[LWS_PRE + RELAY_HTTP_HEADERS_MAX + RELAY_HTTP_INLINE_MAX];
@@ -182,14 +176,13 @@ relay_nip11_build(void)
  * relay_http_writeable().  Returns the callback result.
  */
 static int
-respond_with(struct relay_conn *c, struct lws *wsi, unsigned status,
+respond_full(struct relay_conn *c, struct lws *wsi, unsigned status,
     const char *type, char *body, size_t len, int retry_s,
-    const struct http_hdr *extra, size_t nextra)
+    const char *const *hdrs)
 {
 	unsigned char *start = out + LWS_PRE, *p = start;
 	unsigned char *end = start + RELAY_HTTP_HEADERS_MAX - 1;
 	char	       secs[16];
-	size_t	       i;
 
 	c->rc_kind = CONN_HTTP;
 	free(c->rc_body);
@@ -208,11 +201,11 @@ respond_with(struct relay_conn *c, struct lws *wsi, unsigned status,
 		(const unsigned char *)"retry-after:",
 		(const unsigned char *)secs, (int)strlen(secs), &p, end))
 		return 1;
-	for (i = 0; i < nextra; i++)
+	for (; hdrs != NULL && hdrs[0] != NULL; hdrs += 2)
 		if (lws_add_http_header_by_name(wsi,
-			(const unsigned char *)extra[i].name,
-			(const unsigned char *)extra[i].value,
-			(int)strlen(extra[i].value), &p, end))
+			(const unsigned char *)hdrs[0],
+			(const unsigned char *)hdrs[1], (int)strlen(hdrs[1]),
+			&p, end))
 			return 1;
 	if (len > RELAY_HTTP_INLINE_MAX) {
 		if (lws_finalize_write_http_header(wsi, start, &p, end))
@@ -237,7 +230,14 @@ static int
 respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
     const char *type, char *body, size_t len, int retry_s)
 {
-	return respond_with(c, wsi, status, type, body, len, retry_s, NULL, 0);
+	return respond_full(c, wsi, status, type, body, len, retry_s, NULL);
+}
+
+int
+relay_http_respond_hdrs(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len, const char *const *hdrs)
+{
+	return respond_full(c, wsi, status, type, body, len, 0, hdrs);
 }
 
 static int
@@ -317,33 +317,41 @@ int
 relay_http_page(struct relay_conn *c, struct lws *wsi, unsigned status,
     const char *type, char *body, size_t len, int64_t mtime)
 {
-	struct http_hdr hdr[6];
-	char		etag[24], date[40];
-	uint64_t	h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
-	size_t		i, n = 0;
+	const char *hdr[2 * 7 + 1];
+	char	    etag[24], date[40];
+	uint64_t    h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
+	size_t	    i, n = 0;
 
 	for (i = 0; i < len; i++)
 		h = (h ^ (unsigned char)body[i]) * 0x100000001b3ULL;
 	for (i = 0; type[i] != '\0'; i++)
 		h = (h ^ (unsigned char)type[i]) * 0x100000001b3ULL;
 	snprintf(etag, sizeof(etag), "\"%016llx\"", (unsigned long long)h);
-	hdr[n++] =
-	    (struct http_hdr){ "content-security-policy:", RELAY_WEB_CSP };
-	hdr[n++] = (struct http_hdr){ "x-content-type-options:", "nosniff" };
-	hdr[n++] = (struct http_hdr){ "referrer-policy:", "no-referrer" };
+	hdr[n++] = "content-security-policy:";
+	hdr[n++] = RELAY_WEB_CSP;
+	hdr[n++] = "x-content-type-options:";
+	hdr[n++] = "nosniff";
+	hdr[n++] = "referrer-policy:";
+	hdr[n++] = "no-referrer";
 	if (status == HTTP_STATUS_OK) {
-		hdr[n++] = (struct http_hdr){ "etag:", etag };
-		hdr[n++] = (struct http_hdr){ "cache-control:", "no-cache" };
+		hdr[n++] = "etag:";
+		hdr[n++] = etag;
+		hdr[n++] = "cache-control:";
+		hdr[n++] = "no-cache";
 		if (mtime > 0 &&
-		    relay_http_date(mtime, date, sizeof(date)) == 0)
-			hdr[n++] = (struct http_hdr){ "last-modified:", date };
+		    relay_http_date(mtime, date, sizeof(date)) == 0) {
+			hdr[n++] = "last-modified:";
+			hdr[n++] = date;
+		}
+		hdr[n] = NULL;
 		if (not_modified(wsi, etag, mtime)) {
 			free(body);
-			return respond_with(c, wsi, HTTP_STATUS_NOT_MODIFIED,
-			    NULL, NULL, 0, 0, hdr, n);
+			return respond_full(c, wsi, HTTP_STATUS_NOT_MODIFIED,
+			    NULL, NULL, 0, 0, hdr);
 		}
 	}
-	return respond_with(c, wsi, status, type, body, len, 0, hdr, n);
+	hdr[n] = NULL;
+	return respond_full(c, wsi, status, type, body, len, 0, hdr);
 }
 
 int
@@ -397,6 +405,7 @@ relay_http_closed(struct relay_conn *c)
 {
 	relay_git_close(c);
 	relay_web_close(c);
+	relay_web_git_close(c);
 	free(c->rc_body);
 	c->rc_body = NULL;
 }
@@ -408,6 +417,8 @@ relay_http_writeable(struct relay_conn *c, struct lws *wsi)
 		return relay_git_writeable(c, wsi);
 	if (c->rc_web != NULL)
 		return relay_web_writeable(c, wsi);
+	if (c->rc_wgit != NULL)
+		return relay_web_git_writeable(c, wsi);
 	return wss_http_final(wsi, &c->rc_body, c->rc_bodylen);
 }
 
@@ -562,6 +573,7 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 	relayd->stats.http_requests++;
 	relay_git_close(c);
 	relay_web_close(c);
+	relay_web_git_close(c);
 	memset(c, 0, sizeof(*c));
 	method = lws_http_get_uri_and_method(wsi, &uri, &urilen);
 	if (method == LWSHUMETH_OPTIONS)

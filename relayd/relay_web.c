@@ -812,7 +812,8 @@ clone_urls(struct buf *b, const struct relay_webreq *wr, struct buf *nostr)
 
 /* The refs of the state event, each with its commit id. */
 static void
-state_refs(struct buf *b, const struct event *state)
+state_refs(struct buf *b, const struct event *state,
+    const struct relay_webreq *wr)
 {
 	struct relay_refs refs = { NULL, 0, NULL };
 	char		 *head = NULL;
@@ -834,24 +835,34 @@ state_refs(struct buf *b, const struct event *state)
 			any = 1;
 			buf_printf(b, "<tr><td><span class=\"tag\">%s</span>",
 			    tags ? "tag" : "branch");
+			buf_adds(b, "<a href=\"");
+			relay_web_git_link(b, wr->wr_npub, wr->wr_d, "tree",
+			    name + (tags ? 10 : 11), NULL);
+			buf_adds(b, "\">");
 			relay_html_esc(b, name + (tags ? 10 : 11));
+			buf_adds(b, "</a>");
 			if (!tags && head != NULL && strcmp(head, name) == 0)
 				buf_adds(b, " <span class=\"pk\">HEAD</span>");
-			buf_printf(b, "</td><td><code>%s</code></td></tr>\n",
+			buf_adds(b, "</td><td><code><a href=\"");
+			relay_web_git_link(b, wr->wr_npub, wr->wr_d, "commit",
+			    refs.v[i].rf_oid, NULL);
+			buf_printf(b, "\">%s</a></code></td></tr>\n",
 			    refs.v[i].rf_oid);
 		}
 	if (!any)
 		buf_adds(b,
 		    "<tr><td colspan=\"2\" class=\"d\">No state event "
 		    "yet.</td></tr>\n");
-	buf_adds(b, "</tbody></table>\n");
+	buf_adds(b, "</tbody></table>\n<p><a id=\"files\" href=\"");
+	relay_web_git_link(b, wr->wr_npub, wr->wr_d, "tree", "HEAD", NULL);
+	buf_adds(b, "\">Browse the files</a></p>\n");
 	relay_refs_free(&refs);
 	free(head);
 }
 
 /* The latest commits of HEAD, from "git log" output. */
 static void
-commits(struct buf *b, FILE *out)
+commits(struct buf *b, FILE *out, const struct relay_webreq *wr)
 {
 	char  *s, *rec, *save, *f[4];
 	size_t len, i;
@@ -874,10 +885,11 @@ commits(struct buf *b, FILE *out)
 		}
 		if (f[3] == NULL || strlen(f[0]) != GIT_OID_HEX)
 			continue;
-		buf_printf(b,
-		    "<tr><td><code title=\"%s\">%.12s</code></td>"
-		    "<td>",
-		    f[0], f[0]);
+		buf_adds(b, "<tr><td><code><a href=\"");
+		relay_web_git_link(b, wr->wr_npub, wr->wr_d, "commit", f[0],
+		    NULL);
+		buf_printf(b, "\" title=\"%s\">%.12s</a></code></td><td>", f[0],
+		    f[0]);
 		relay_web_escape(b, f[3], strnlen(f[3], RELAY_WEB_DESC_MAX));
 		buf_adds(b, "</td><td>");
 		relay_web_escape(b, f[2], strnlen(f[2], RELAY_WEB_NAME_MAX));
@@ -972,8 +984,8 @@ repo_render(struct relay_webreq *wr)
 	    web);
 	relay_html_esc(&b, nostr.b_data);
 	buf_adds(&b, "\">Open in gitworkshop.dev</a></dd>\n</dl></div>\n");
-	state_refs(&b, state);
-	commits(&b, wr->wr_out[WR_LOG]);
+	state_refs(&b, state, wr);
+	commits(&b, wr->wr_out[WR_LOG], wr);
 	buf_adds(&coord, "30617:");
 	buf_add_hex(&coord, wr->wr_owner, 32);
 	buf_printf(&coord, ":%s", wr->wr_d);

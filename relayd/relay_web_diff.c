@@ -1,5 +1,6 @@
 /*
- * relay_web_diff.c: git diffs as HTML for relayd's pages (run in
+ * relay_web_diff.c: the pure part of relayd's git pages: the checks of a
+ * ref name and a path taken from a URL, and git diffs as HTML (run in
  * relayd's loop, on text a peer wrote: a patch event's content or git's
  * output for a pushed commit).  A single pass reads the text line by
  * line as a state machine (text, a file's header, a hunk, a binary
@@ -69,6 +70,63 @@ struct diff {
 	enum diff_state	  d_state;
 	const char	 *d_id;
 };
+
+int
+relay_web_ref_ok(const char *s, size_t n)
+{
+	const char *seg = s, *p, *e = s + n;
+
+	if (n == 0 || n > RELAY_WEB_REF_MAX || s[0] == '-' || s[0] == '/' ||
+	    s[n - 1] == '/' || s[n - 1] == '.' || (n == 1 && s[0] == '@'))
+		return 0;
+	for (p = s; p < e; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f ||
+		    strchr(" ~^:?*[\\", *p) != NULL)
+			return 0;
+		if (p + 1 < e &&
+		    ((p[0] == '.' && p[1] == '.') ||
+			(p[0] == '@' && p[1] == '{') ||
+			(p[0] == '/' && p[1] == '/')))
+			return 0;
+		if (p == seg && *p == '.')
+			return 0;
+		if (p + 1 == e || p[1] == '/') {
+			if (p + 1 - seg >= 5 && memcmp(p - 4, ".lock", 5) == 0)
+				return 0;
+			seg = p + 2;
+		}
+	}
+	return 1;
+}
+
+int
+relay_web_path_ok(const char *s, size_t n)
+{
+	const char *p, *e = s + n, *seg = s;
+
+	if (n > RELAY_WEB_PATH_MAX ||
+	    (n > 0 && (s[0] == '/' || s[n - 1] == '/')))
+		return 0;
+	for (p = s; p <= e; p++) {
+		if (p < e && *p != '/') {
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return 0;
+			continue;
+		}
+		if (n > 0 &&
+		    (p == seg || (p - seg == 1 && seg[0] == '.') ||
+			(p - seg == 2 && seg[0] == '.' && seg[1] == '.')))
+			return 0;
+		seg = p + 1;
+	}
+	return 1;
+}
+
+void
+relay_web_diff_style(struct buf *b)
+{
+	buf_adds(b, "<style>" DIFF_CSS "</style>\n");
+}
 
 int
 relay_web_is_binary(const char *s, size_t len)
@@ -465,7 +523,8 @@ relay_web_diff(struct buf *b, const char *text, size_t len, const char *id,
 	text_flush(&d);
 	table_close(&d);
 
-	buf_adds(b, "<div class=\"diff\"><style>" DIFF_CSS "</style>\n");
+	buf_adds(b, "<div class=\"diff\">");
+	relay_web_diff_style(b);
 	buf_add(b, d.d_pre.b_data, d.d_pre.b_len);
 	buf_printf(b,
 	    "<p class=\"dsum\">%zu file%s changed, <span class=\"ad\">+%zu"

@@ -1,7 +1,8 @@
 /*
- * relay_web_diff.h: the pure part of relayd's diff pages
- * (relay_web_diff.c): git format-patch or unified diff text rendered as
- * HTML, and text escaped for a code view.  No globals, no
+ * relay_web_diff.h: the pure part of relayd's git pages
+ * (relay_web_diff.c): the checks of a ref and a path from a URL, git
+ * format-patch or unified diff text rendered as HTML, and text escaped
+ * for a code view.  No globals, no
  * libwebsockets, no store: a function of its input, unit-tested alone
  * (tests/unit/webdiff_test.c).
  */
@@ -49,6 +50,27 @@ struct relay_diff_stat {
  */
 void relay_web_diff(struct buf *b, const char *text, size_t len, const char *id,
     struct relay_diff_stat *st);
+
+/* Ours: longest ref name and path taken from a URL, in bytes. */
+#define RELAY_WEB_REF_MAX  1024
+#define RELAY_WEB_PATH_MAX 4096
+
+/*
+ * 1 if the n bytes of s are a ref name git check-ref-format accepts (and
+ * do not start with '-'), at most RELAY_WEB_REF_MAX; else 0.
+ */
+int  relay_web_ref_ok(const char *s, size_t n);
+/*
+ * 1 if the n bytes of s are a path in a tree: "" or segments joined by
+ * '/', none empty, "." or "..", no control byte, at most
+ * RELAY_WEB_PATH_MAX; else 0.
+ */
+int  relay_web_path_ok(const char *s, size_t n);
+/*
+ * Appends the style element of the diff's classes (and of a code view in
+ * a <div class="diff">: td.ln for line numbers).
+ */
+void relay_web_diff_style(struct buf *b);
 
 /*
  * Appends len bytes of s to b for a code view: HTML-escaped, tabs and

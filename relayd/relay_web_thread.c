@@ -134,6 +134,7 @@ struct thread {
 	int64_t	      now;
 	const char   *npub; /* the owner's */
 	const char   *d;
+	const char   *base; /* /<npub>/<d>.git, URL-escaped */
 	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32]; /* owner first */
 	size_t	      nkeys;
 	struct event *root;
@@ -525,9 +526,19 @@ identifiers(struct buf *b, const struct thread *t, size_t sec)
 		naddr[0] = '\0';
 	buf_adds(b, "<div class=\"card\"><dl>\n");
 	if (t->root->kind == KIND_PR) {
+		/* Its commits and diff: the git pages (relay_web_git.c). */
+		buf_printf(b,
+		    "<dt>Changes</dt><dd><a id=\"prdiff\" href=\"%s/pr/%s/"
+		    "diff\">commits and diff</a></dd>\n",
+		    t->base, t->root->id_hex);
 		if ((c = relay_html_tag1(t->root, "c")) != NULL) {
 			buf_adds(b, "<dt>Tip</dt><dd><code id=\"tip\">");
-			relay_web_escape(b, c, strnlen(c, 64));
+			if (strlen(c) == 40 &&
+			    strspn(c, "0123456789abcdef") == 40)
+				buf_printf(b, "<a href=\"%s/commit/%s\">%s</a>",
+				    t->base, c, c);
+			else
+				relay_web_escape(b, c, strnlen(c, 64));
 			buf_adds(b, "</code>");
 			if ((br = relay_html_tag1(t->root, "branch-name")) !=
 			    NULL) {
@@ -592,10 +603,10 @@ render(struct buf *b, struct thread *t, size_t sec, const char *repo_name,
 	snprintf(title, sizeof(title), "%.*s \xc2\xb7 %s", (int)sn, sp,
 	    repo_name);
 	relay_html_open(b, title, relayd->cfg.relay_name);
-	buf_adds(b, "<p><a href=\"/\">All repositories</a> / <a href=\"/");
-	buf_printf(b, "%s/", t->npub);
-	relay_html_url(b, t->d);
-	buf_adds(b, ".git\" id=\"repo\">");
+	buf_printf(b,
+	    "<p><a href=\"/\">All repositories</a> / <a href=\"%s\" "
+	    "id=\"repo\">",
+	    t->base);
 	relay_html_esc(b, repo_name);
 	buf_adds(b, "</a></p></div></div></header>\n<div class=\"w\">\n");
 	buf_adds(b, "<h2 class=\"title\" id=\"subject\">");
@@ -704,7 +715,7 @@ thread_page(struct relay_conn *c, struct lws *wsi, const char *npub,
 {
 	struct thread *t;
 	struct event  *ann;
-	struct buf     b = BUF_INIT;
+	struct buf     b = BUF_INIT, base = BUF_INIT;
 	uint8_t	       id[32];
 	char	       s[NIP19_MAX_LEN + 1], pg[16], *body;
 	const char    *name, *v;
@@ -736,6 +747,10 @@ thread_page(struct relay_conn *c, struct lws *wsi, const char *npub,
 	t->now = (int64_t)time(NULL);
 	t->npub = npub;
 	t->d = d;
+	buf_printf(&base, "/%s/", npub);
+	relay_html_url(&base, d);
+	buf_adds(&base, ".git");
+	t->base = base.b_data;
 	ann = relay_html_addressed(t->db, KIND_REPO_ANNOUNCEMENT, owner, d);
 	if (ann != NULL)
 		t->nkeys = relay_web_maintainers(ann, t->keys, NULL);
@@ -749,10 +764,10 @@ thread_page(struct relay_conn *c, struct lws *wsi, const char *npub,
 		buf_printf(&b, "This repository has no %s with the id <code>",
 		    sections[sec].name);
 		buf_add_hex(&b, id, 32);
-		buf_adds(&b, "</code> on this server. <a href=\"/");
-		buf_printf(&b, "%s/", npub);
-		relay_html_url(&b, d);
-		buf_adds(&b, ".git\">See the repository.</a>");
+		buf_printf(&b,
+		    "</code> on this server. <a href=\"%s\">See the "
+		    "repository.</a>",
+		    t->base);
 		relay_html_db_disarm(t->db);
 		rc = relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND,
 		    "Not found", b.b_data);
@@ -767,6 +782,7 @@ thread_page(struct relay_conn *c, struct lws *wsi, const char *npub,
 	    body, len, mtime);
 done:
 	buf_free(&b);
+	buf_free(&base);
 	event_destroy(ann);
 	event_destroy(t->root);
 	for (i = 0; i < t->nev; i++)

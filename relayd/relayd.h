@@ -35,6 +35,8 @@
  *                deadline of a page's store reads
  * relay_web_diff.c a diff as HTML (files, hunks, lines), a pure
  *                function of its text (relay_web_diff.h)
+ * relay_web_git.c pages of a repository's git data: trees, files, raw
+ *                files, commits, a PR's commits and diff
  * relay_disk.c   the disk-space floor: events and pushes refused below it
  * relay_proto.c  the pure part of a client message: shape, REQ, CLOSE,
  *                an EVENT's or AUTH's own checks (relay_proto.h)
@@ -326,6 +328,24 @@
 /* Bytes shown of a description, and of a profile name. */
 #define RELAY_WEB_DESC_MAX	 300
 #define RELAY_WEB_NAME_MAX	 64
+/* The git pages (relay_web_git.c).  Ours. */
+/* Bytes of git output a page reads: a directory listing, a diff. */
+#define RELAY_WEB_GIT_OUT_MAX	 (4 * 1024 * 1024)
+/* Bytes of a file shown with line numbers, and its lines. */
+#define RELAY_WEB_BLOB_SHOW	 (1024 * 1024)
+#define RELAY_WEB_BLOB_LINES	 20000
+/* Largest file served raw (a larger one gets 403: clone it). */
+#define RELAY_WEB_RAW_MAX	 (16 * 1024 * 1024)
+/* Entries of a directory listed. */
+#define RELAY_WEB_TREE_MAX	 20000
+/*
+ * Bytes of a tree object (some 40 an entry) up to which its listing
+ * shows file sizes: git reads each object for them, 150 ms for 10,000
+ * loose ones, against 5 ms for the listing alone.
+ */
+#define RELAY_WEB_TREE_SIZES	 (64 * 1024)
+/* Commits of a pull request listed. */
+#define RELAY_WEB_PR_COMMITS	 "250"
 
 /*
  * NIP-11 "version".  Its "software" is a URL of the project, and graspd
@@ -336,6 +356,7 @@
 struct relay_conn;
 struct relay_neg;
 struct relay_webreq;
+struct relay_webgit;
 
 struct relay_sub {
 	LIST_ENTRY(relay_sub) rs_entry;
@@ -395,6 +416,8 @@ struct relay_conn {
 	struct relay_gitreq *rc_git;
 	/* HTTP: a repository page waiting for git (relay_web.c). */
 	struct relay_webreq *rc_web;
+	/* HTTP: a git page waiting for git (relay_web_git.c). */
+	struct relay_webgit *rc_wgit;
 	/* Websocket: the close status relay_wire.c gave it, 0 if none. */
 	int		     rc_close;
 	const char	    *rc_close_why; /* static */
@@ -786,16 +809,22 @@ int64_t relay_http_date_parse(const char *s);
 int	relay_http_respond(struct relay_conn *, struct lws *, unsigned status,
 	const char *type, char *body, size_t len);
 /*
+ * The same with more headers: hdrs holds names (with their colon) and
+ * values in turn, NULL-terminated; copied.
+ */
+int relay_http_respond_hdrs(struct relay_conn *, struct lws *, unsigned status,
+    const char *type, char *body, size_t len, const char *const *hdrs);
+/*
  * HTTP 429 (RELAY_HTTP_TOO_MANY) with "Retry-After: retry_s" and the
  * text/plain body text (copied).  Returns the callback result.
  */
-int	relay_http_too_many(struct relay_conn *, struct lws *, int retry_s,
-	const char *text);
-int	relay_nip11_build(void);
+int relay_http_too_many(struct relay_conn *, struct lws *, int retry_s,
+    const char *text);
+int relay_nip11_build(void);
 /* relayd's own counters as [["name{labels}",value],...]; caller frees. */
-cJSON  *relay_own_metrics(void);
+cJSON *relay_own_metrics(void);
 /* Appends ["name{labels}",v] to such an array. */
-void	relay_metric(cJSON *arr, const char *name, double v);
+void   relay_metric(cJSON *arr, const char *name, double v);
 
 /* relay_web.c */
 /*
@@ -928,6 +957,30 @@ void relay_html_person(struct buf *b, sqlite3 *db, const uint8_t pk[32]);
  * unsafe links dropped, images made links.  0, or -1 (b unchanged).
  */
 int  relay_html_markdown(struct buf *b, const char *md, size_t len);
+/* relay_web_git.c */
+/*
+ * Serves rest (n bytes after /<npub>/<d>.git of the repository (owner,
+ * d)) if it is a git page (/tree/, /blob/, /raw/, /commit/, /pr/): 405
+ * unless get (the method is GET or HEAD), 400
+ * or 404 at once when the address is bad or names nothing, else git runs
+ * as children and the page is written from a later writable callback
+ * (relay_web_git_writeable).  Returns the callback result, or
+ * RELAY_WEB_NOT_MINE.
+ */
+int  relay_web_git(struct relay_conn *, struct lws *, int get, const char *npub,
+     const uint8_t owner[32], const char *d, const char *rest, size_t n);
+/* Writes the page once rendered; the callback result. */
+int  relay_web_git_writeable(struct relay_conn *, struct lws *);
+/* The connection closes or takes a new request: its children are killed. */
+void relay_web_git_close(struct relay_conn *);
+/* Frees a git page request, killing its children. */
+void relay_web_git_free(struct relay_webgit *);
+/*
+ * Appends the path of a git page to b: /<npub>/<d>.git/<what>/<ref>[/
+ * <path>], each part percent-encoded but its slashes.
+ */
+void relay_web_git_link(struct buf *b, const char *npub, const char *d,
+    const char *what, const char *ref, const char *path);
 /* relay_icon.c: the icon, a PNG. */
 extern const unsigned char relay_icon_png[];
 extern const size_t	   relay_icon_png_len;

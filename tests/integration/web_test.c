@@ -791,9 +791,9 @@ repository_page_shows_clone_urls_refs_commits_readme(void)
 	T_CHECK(strstr(page, want) != NULL);
 	T_CHECK(strstr(page, "http://127.0.0.1") == NULL);
 	snprintf(want, sizeof(want),
-	    "main <span class=\"pk\">HEAD</span>"
-	    "</td><td><code>%s</code>",
-	    oid_plain);
+	    "main</a> <span class=\"pk\">HEAD</span>"
+	    "</td><td><code><a href=\"%s/commit/%s\">%s</a></code>",
+	    path, oid_plain, oid_plain);
 	T_CHECK(strstr(page, want) != NULL);
 	T_CHECK(strstr(page, "first commit") != NULL);
 	/* The README as Markdown: no raw HTML, nothing loaded from afar. */
@@ -812,7 +812,7 @@ repository_page_shows_clone_urls_refs_commits_readme(void)
 	T_EQ_INT(count(page, "s1630\">open"), 2);
 	T_EQ_INT(count(page, "s1632\">closed"), 1);
 	/* The maintainer's newer state. */
-	T_CHECK(strstr(page, "</span>next</td>") != NULL);
+	T_CHECK(strstr(page, "/tree/next\">next</a></td>") != NULL);
 	T_CHECK(strstr(page, "Alice Plain") != NULL);
 	/* The maintainer, by npub (no profile). */
 	npub_of(9, npub);

@@ -484,6 +484,9 @@ test('a crawl of every link from / answers 200', async () => {
   // Pages of every type were reached from /.
   for (const t of ['repository', 'issue', 'patch', 'pr', 'feed'])
     assert.ok(seen.has(base + pages[t]), `${t} not linked`);
+  // The PR page links its commits and diff (the git pages).
+  assert.ok(seen.has(base + pages.pr.replace('/prs/', '/pr/') + '/diff'),
+    'the PR diff is not linked');
   // Other hosts: checked for form, never fetched.
   for (const url of external) {
     const u = new URL(url);

@@ -347,7 +347,52 @@ code_escape_keeps_characters(void)
 	buf_free(&b);
 }
 
+/* What git check-ref-format accepts, and no leading '-'. */
+static void
+ref_names_follow_check_ref_format(void)
+{
+	static const char *const good[] = { "main", "feat/<b>x</b>", "v1.0",
+		"HEAD", "a-b", "a.b/c", "release/2024.1", "x@y" };
+	static const char *const bad[] = { "", "-x", "--output=x", "a..b",
+		"a/.b", ".a", "a/", "/a", "a//b", "a.lock", "a/b.lock/c",
+		"a@{0}", "@", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[",
+		"a\\b", "a\tb", "a\x7f", "a.", "main\n" };
+	size_t			 i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		T_CHECK(relay_web_ref_ok(good[i], strlen(good[i])));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (relay_web_ref_ok(bad[i], strlen(bad[i])))
+			t_fail_at(__FILE__, __LINE__, bad[i]);
+	T_CHECK(!relay_web_ref_ok("a\0b", 3));
+}
+
+/* A path in a tree: no way out of it, no control byte. */
+static void
+paths_stay_in_the_tree(void)
+{
+	static const char *const good[] = { "", "a", "src/main.c", "--output=x",
+		"-", "a b/c", "...", "a/..b", ".github/x", "<img src=x>" };
+	static const char *const bad[] = { "..", ".", "../x", "a/../b", "a/..",
+		"a/./b", "/etc/passwd", "a//b", "a/", "a\nb", "a\x1b", "./a" };
+	char			 big[RELAY_WEB_PATH_MAX + 2];
+	size_t			 i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!relay_web_path_ok(good[i], strlen(good[i])))
+			t_fail_at(__FILE__, __LINE__, good[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (relay_web_path_ok(bad[i], strlen(bad[i])))
+			t_fail_at(__FILE__, __LINE__, bad[i]);
+	T_CHECK(!relay_web_path_ok("a\0b", 3));
+	memset(big, 'a', sizeof(big));
+	T_CHECK(relay_web_path_ok(big, RELAY_WEB_PATH_MAX));
+	T_CHECK(!relay_web_path_ok(big, RELAY_WEB_PATH_MAX + 1));
+}
+
 static const struct t_case cases[] = {
+	T_CASE(ref_names_follow_check_ref_format),
+	T_CASE(paths_stay_in_the_tree),
 	T_CASE(format_patch_gives_files_hunks_and_numbers),
 	T_CASE(plain_unified_diff_and_renames),
 	T_CASE(markup_in_names_and_lines_is_escaped),

@@ -199,16 +199,23 @@ newer(const void *a, const void *b)
 					       memcmp(x->id, y->id, 32);
 }
 
-/* Reads the rows of st (one JSON column) into v, skipping duplicates. */
+/*
+ * Reads the rows of st (one JSON column) into v, skipping duplicates,
+ * until v holds cap or *bytes of JSON were read past
+ * RELAY_WEB_THREAD_READ_BYTES.
+ */
 static void
-collect(sqlite3_stmt *st, struct event **v, size_t *n, size_t cap)
+collect(sqlite3_stmt *st, struct event **v, size_t *n, size_t cap,
+    size_t *bytes)
 {
 	struct event *ev;
 	const char   *json;
 	char	      err[64];
 	size_t	      i;
 
-	while (*n < cap && sqlite3_step(st) == SQLITE_ROW) {
+	while (*n < cap && *bytes <= RELAY_WEB_THREAD_READ_BYTES &&
+	    sqlite3_step(st) == SQLITE_ROW) {
+		*bytes += (size_t)sqlite3_column_bytes(st, 0);
 		json = (const char *)sqlite3_column_text(st, 0);
 		if (json == NULL ||
 		    (ev = event_parse(json, strlen(json), err, sizeof(err))) ==
@@ -272,7 +279,7 @@ relay_web_feed_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	struct relay_refs refs;
 	const char	 *name, *sec, *target;
 	char		 *head, title[512];
-	size_t		  n = 0, nkeys, i, k;
+	size_t		  n = 0, nkeys, i, k, bytes = 0;
 	uint32_t	  kind;
 	int64_t		  updated;
 
@@ -295,7 +302,7 @@ relay_web_feed_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 			continue;
 		db_bind_tag_value(st, 1, coord.b_data, coord.b_len);
 		sqlite3_bind_int(st, 2, RELAY_WEB_FEED_ENTRIES);
-		collect(st, v, &n, (i + 1) * RELAY_WEB_FEED_ENTRIES);
+		collect(st, v, &n, (i + 1) * RELAY_WEB_FEED_ENTRIES, &bytes);
 		sqlite3_finalize(st);
 	}
 	/* Pushes: the newest state of each maintainer. */

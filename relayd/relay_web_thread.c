@@ -9,7 +9,8 @@
  *
  * Everything comes from the store, read through relayd's connection with
  * the pages' deadline (relay_html_db_arm()): the events naming the
- * thread by an "e" or "E" tag, at most RELAY_WEB_THREAD_READ of them;
+ * thread by an "e" or "E" tag, at most RELAY_WEB_THREAD_READ of them
+ * and RELAY_WEB_THREAD_READ_BYTES of their JSON;
  * at most RELAY_WEB_REPLIES replies and RELAY_WEB_THREAD_BYTES of HTML
  * are rendered, a "more" link pages on.  Peer text goes out escaped or
  * through cmark (relay_html.c).
@@ -140,7 +141,8 @@ struct thread {
 	struct event *root;
 	struct event *ev[RELAY_WEB_THREAD_READ]; /* naming the root */
 	size_t	      nev;
-	int	      more; /* more than RELAY_WEB_THREAD_READ */
+	size_t	      read; /* bytes of their JSON */
+	int	      more; /* more than RELAY_WEB_THREAD_READ{,_BYTES} */
 	struct who    who[RELAY_WEB_PEOPLE];
 	size_t	      nwho;
 };
@@ -279,10 +281,12 @@ related(struct thread *t)
 		sqlite3_bind_int(st, 2,
 		    RELAY_WEB_THREAD_READ + 1 - (int)t->nev);
 		while (sqlite3_step(st) == SQLITE_ROW) {
-			if (t->nev == RELAY_WEB_THREAD_READ) {
+			if (t->nev == RELAY_WEB_THREAD_READ ||
+			    t->read > RELAY_WEB_THREAD_READ_BYTES) {
 				t->more = 1;
 				break;
 			}
+			t->read += (size_t)sqlite3_column_bytes(st, 0);
 			json = (const char *)sqlite3_column_text(st, 0);
 			if (json != NULL &&
 			    (ev = event_parse(json, strlen(json), err,

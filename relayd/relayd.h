@@ -310,42 +310,47 @@
  * statuses, labels), replies shown on one page, and the page's HTML
  * past which no more replies are added; a "more" link pages on.
  */
-#define RELAY_WEB_THREAD_READ	 5000
-#define RELAY_WEB_REPLIES	 250
-#define RELAY_WEB_THREAD_BYTES	 (2 * 1024 * 1024)
+#define RELAY_WEB_THREAD_READ	    5000
+/*
+ * ... and bytes of their JSON read at most: 5,000 events of the largest
+ * size (NGIT_MAX_EVENT_SIZE, 512 KiB by default) would be 2.5 GB.
+ */
+#define RELAY_WEB_THREAD_READ_BYTES (16 * 1024 * 1024)
+#define RELAY_WEB_REPLIES	    250
+#define RELAY_WEB_THREAD_BYTES	    (2 * 1024 * 1024)
 /* Bytes shown of a thread's body and of one reply. */
-#define RELAY_WEB_BODY_MAX	 (64 * 1024)
-#define RELAY_WEB_REPLY_MAX	 (16 * 1024)
+#define RELAY_WEB_BODY_MAX	    (64 * 1024)
+#define RELAY_WEB_REPLY_MAX	    (16 * 1024)
 /* People whose kind 0 names one page reads; labels shown. */
-#define RELAY_WEB_PEOPLE	 256
-#define RELAY_WEB_LABELS_MAX	 32
+#define RELAY_WEB_PEOPLE	    256
+#define RELAY_WEB_LABELS_MAX	    32
 /* Distinct reactions shown under a post, and bytes of each. */
-#define RELAY_WEB_REACTION_KINDS 16
-#define RELAY_WEB_REACTION_MAX	 16
+#define RELAY_WEB_REACTION_KINDS    16
+#define RELAY_WEB_REACTION_MAX	    16
 /* Entries of an Atom feed, and bytes of an entry's text. */
-#define RELAY_WEB_FEED_ENTRIES	 50
-#define RELAY_WEB_FEED_TEXT	 2048
+#define RELAY_WEB_FEED_ENTRIES	    50
+#define RELAY_WEB_FEED_TEXT	    2048
 /* Bytes shown of a description, and of a profile name. */
-#define RELAY_WEB_DESC_MAX	 300
-#define RELAY_WEB_NAME_MAX	 64
+#define RELAY_WEB_DESC_MAX	    300
+#define RELAY_WEB_NAME_MAX	    64
 /* The git pages (relay_web_git.c).  Ours. */
 /* Bytes of git output a page reads: a directory listing, a diff. */
-#define RELAY_WEB_GIT_OUT_MAX	 (4 * 1024 * 1024)
+#define RELAY_WEB_GIT_OUT_MAX	    (4 * 1024 * 1024)
 /* Bytes of a file shown with line numbers, and its lines. */
-#define RELAY_WEB_BLOB_SHOW	 (1024 * 1024)
-#define RELAY_WEB_BLOB_LINES	 20000
+#define RELAY_WEB_BLOB_SHOW	    (1024 * 1024)
+#define RELAY_WEB_BLOB_LINES	    20000
 /* Largest file served raw (a larger one gets 403: clone it). */
-#define RELAY_WEB_RAW_MAX	 (16 * 1024 * 1024)
+#define RELAY_WEB_RAW_MAX	    (16 * 1024 * 1024)
 /* Entries of a directory listed. */
-#define RELAY_WEB_TREE_MAX	 20000
+#define RELAY_WEB_TREE_MAX	    20000
 /*
  * Bytes of a tree object (some 40 an entry) up to which its listing
  * shows file sizes: git reads each object for them, 150 ms for 10,000
  * loose ones, against 5 ms for the listing alone.
  */
-#define RELAY_WEB_TREE_SIZES	 (64 * 1024)
+#define RELAY_WEB_TREE_SIZES	    (64 * 1024)
 /* Commits of a pull request listed. */
-#define RELAY_WEB_PR_COMMITS	 "250"
+#define RELAY_WEB_PR_COMMITS	    "250"
 
 /*
  * NIP-11 "version".  Its "software" is a URL of the project, and graspd

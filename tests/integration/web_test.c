@@ -569,6 +569,42 @@ thread_page_pages_its_replies(void)
 	free(path);
 }
 
+/* Replies of the largest content the relay takes (relay_proto.h). */
+#define BIG_REPLY   (250 * 1000)
+#define BIG_REPLIES 70
+
+static void
+thread_page_reads_a_bounded_amount(void)
+{
+	struct wsc *ws = conn();
+	uint8_t	    sk[32], pk[32];
+	char	    tags[512], ohex[65], big[65], *text, *path, *page;
+	int	    i;
+
+	T_ASSERT(ws != NULL);
+	key(1, sk, pk);
+	hex_encode(pk, 32, ohex);
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"30617:%s:plain\"],[\"subject\",\"Big\"]]", ohex);
+	T_ASSERT(post(ws, 5, KIND_ISSUE, tags, "big replies", -900, big) == 0);
+	T_ASSERT((text = malloc(BIG_REPLY + 1)) != NULL);
+	memset(text, 'x', BIG_REPLY);
+	text[BIG_REPLY] = '\0';
+	/* 17.5 MB of replies: more than a page reads (16 MiB). */
+	for (i = 0; i < BIG_REPLIES; i++)
+		T_ASSERT(comment(ws, 6, big, big, text, -800 + i, NULL) == 0);
+	free(text);
+	wsc_close(ws);
+	path = thread_path("issues", big);
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	T_CHECK(strstr(page, "more events than a page reads") != NULL);
+	T_CHECK(count(page, "class=\"card post reply\"") < BIG_REPLIES);
+	T_CHECK(strstr(page, "(cut: too long to show here)") != NULL);
+	T_CHECK(strlen(page) < 3 * 1024 * 1024);
+	free(page);
+	free(path);
+}
+
 static void
 errors_are_styled_pages_that_say_what(void)
 {
@@ -1030,6 +1066,7 @@ static const struct t_case cases[] = {
 	T_CASE(thread_page_shows_replies_statuses_reactions),
 	T_CASE(thread_page_shows_labels_patches_prs),
 	T_CASE(thread_page_pages_its_replies),
+	T_CASE(thread_page_reads_a_bounded_amount),
 	T_CASE(errors_are_styled_pages_that_say_what),
 	T_CASE(conditional_gets_answer_304),
 	T_CASE(feeds_list_threads_statuses_and_pushes),

@@ -373,6 +373,8 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 		buf_adds(&b, "</dd>\n");
 	}
 	buf_adds(&b,
+	    "<dt>Follow</dt><dd><a id=\"feed\" href=\"/feed.atom\">Atom "
+	    "feed</a> of new repositories</dd>\n"
 	    "</dl></div>\n<h2>Repositories</h2>\n<form method=\"get\" "
 	    "action=\"/\"><input type=\"search\" name=\"q\" maxlength=\"");
 	buf_printf(&b,
@@ -983,7 +985,12 @@ repo_render(struct relay_webreq *wr)
 	buf_printf(&b, "<dt>Browse</dt><dd><a id=\"gitworkshop\" href=\"%s",
 	    web);
 	relay_html_esc(&b, nostr.b_data);
-	buf_adds(&b, "\">Open in gitworkshop.dev</a></dd>\n</dl></div>\n");
+	buf_adds(&b,
+	    "\">Open in gitworkshop.dev</a></dd>\n<dt>Follow</dt><dd>");
+	buf_printf(&b,
+	    "<a id=\"feed\" href=\"%s\">Atom feed</a></dd>\n"
+	    "</dl></div>\n",
+	    feed.b_data);
 	state_refs(&b, state, wr);
 	commits(&b, wr->wr_out[WR_LOG], wr);
 	buf_adds(&coord, "30617:");

@@ -41,6 +41,9 @@ const EVIL = '<script>alert("x")</script><img src=x onerror=alert(1)>' +
   '<a href="javascript:alert(2)">j</a><svg onload=alert(3)></svg>' +
   '[md](javascript:alert(4)) <iframe src="javascript:alert(5)"></iframe>';
 
+// Characters XML 1.0 does not allow, which the feeds must not carry.
+const CONTROLS = '\u0001\u0008\u001b\ufffe\uffff';
+
 const work = mkdtempSync(join(tmpdir(), 'graspd-web-interop-'));
 const git = gitWith(join(work, 'home'));
 let relayd = null;
@@ -162,7 +165,8 @@ async function fill() {
     // An attacker's issue; then everyone's profile (GRASP-03 takes
     // those of owners, maintainers and thread authors only).
     await relay.publishAll([
-      sign('evil', 1621, [a, ['subject', EVIL], ['t', EVIL]], EVIL),
+      sign('evil', 1621, [a, ['subject', EVIL + CONTROLS], ['t', EVIL]],
+        EVIL + CONTROLS),
       sign('owner', 0, [], JSON.stringify({ name: 'Olga Owner' })),
       sign('alice', 0, [], JSON.stringify({ name: 'Alice' })),
       sign('evil', 0, [], JSON.stringify({ name: EVIL, display_name: EVIL,
@@ -507,6 +511,9 @@ test('the feeds are well-formed Atom (Chromium\'s DOMParser)', async () => {
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type'), /^application\/atom\+xml/);
     const text = await res.text();
+    // No character XML 1.0 refuses (some parsers take them anyway).
+    assert.doesNotMatch(text, /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/,
+      `${path}: a character XML does not allow`);
     const r = await evaluate(`(() => {
       const ns = 'http://www.w3.org/2005/Atom';
       const doc = new DOMParser().parseFromString(${JSON.stringify(text)},

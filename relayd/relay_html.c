@@ -179,16 +179,25 @@ relay_html_href_ok(const char *u)
 		strncasecmp(u, "mailto:", 7) == 0);
 }
 
+/* Unix time t into *tm (UTC): 0, or -1 after writing "&ndash;" to b. */
+static int
+utc(struct buf *b, int64_t t, struct tm *tm)
+{
+	time_t tt = (time_t)t;
+
+	if (t > 0 && gmtime_r(&tt, tm) != NULL)
+		return 0;
+	buf_adds(b, "&ndash;");
+	return -1;
+}
+
 void
 relay_html_date(struct buf *b, int64_t t)
 {
 	struct tm tm;
-	time_t	  tt = (time_t)t;
 
-	if (t <= 0 || gmtime_r(&tt, &tm) == NULL) {
-		buf_adds(b, "&ndash;");
+	if (utc(b, t, &tm) == -1)
 		return;
-	}
 	buf_printf(b,
 	    "<time datetime=\"%04d-%02d-%02dT%02d:%02dZ\">%d %s %04d"
 	    "</time>",
@@ -200,13 +209,10 @@ void
 relay_html_time(struct buf *b, int64_t t, int64_t now)
 {
 	struct tm tm;
-	time_t	  tt = (time_t)t;
 	int64_t	  age = now - t;
 
-	if (t <= 0 || gmtime_r(&tt, &tm) == NULL) {
-		buf_adds(b, "&ndash;");
+	if (utc(b, t, &tm) == -1)
 		return;
-	}
 	buf_printf(b,
 	    "<time datetime=\"%04d-%02d-%02dT%02d:%02d:%02dZ\">%04d-%02d-%02d "
 	    "%02d:%02d UTC</time> <span class=\"ago\">(",

@@ -10,7 +10,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync,
+import { mkdtempSync, openSync, readFileSync, rmSync,
   writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,8 +19,8 @@ import { generateSecretKey, getPublicKey, finalizeEvent } from
   'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
-import { firstCommit, freePort, gitWith, query, sleep, stateEvent }
-  from './util.mjs';
+import { firstCommit, freePort, gitWith, query, roleEnv, sleep,
+  stateEvent } from './util.mjs';
 
 useWebSocketImplementation(WebSocket);
 
@@ -91,24 +91,16 @@ test('graspd in archive mode syncs, hunts and serves it read-only',
     const port = await freePort();
     const domain = `127.0.0.1:${port}`;
     const dir = join(work, 'archive');
-    for (const d of ['relay', 'git', 'run'])
-      mkdirSync(join(dir, d), { recursive: true });
+    const env = roleEnv(dir, domain, {
+      NGIT_ARCHIVE_ALL: 'true',
+      NGIT_SYNC_BOOTSTRAP_RELAY_URL: RELAY_URL,
+      NGIT_SYNC_ALLOW_PRIVATE_TARGETS: 'true',
+    });
     const log = openSync(join(dir, 'graspd.log'), 'w');
     archive = spawn(join(BIN, 'graspd'), ['-d'], {
       cwd: dir,
       stdio: ['ignore', log, log],
-      env: {
-        PATH: process.env.PATH,
-        NGIT_BIND_ADDRESS: domain,
-        NGIT_DOMAIN: domain,
-        NGIT_RELAY_DATA_PATH: join(dir, 'relay'),
-        NGIT_GIT_DATA_PATH: join(dir, 'git'),
-        NGIT_RUN_PATH: join(dir, 'run'),
-        NGIT_TEST: '1',
-        NGIT_ARCHIVE_ALL: 'true',
-        NGIT_SYNC_BOOTSTRAP_RELAY_URL: RELAY_URL,
-        NGIT_SYNC_ALLOW_PRIVATE_TARGETS: 'true',
-      },
+      env,
     });
     const tail = () => readFileSync(join(dir, 'graspd.log'), 'utf8')
       .split('\n').slice(-20).join('\n');

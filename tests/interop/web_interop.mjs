@@ -27,7 +27,7 @@ import WebSocket from 'ws';
 import { finalizeEvent, generateSecretKey, getPublicKey }
   from 'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
-import { freePort, gitWith, RawRelay, sleep } from './util.mjs';
+import { freePort, gitWith, RawRelay, roleEnv, sleep } from './util.mjs';
 
 const BIN = process.env.GRASPD_BIN;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -362,26 +362,18 @@ before(async () => {
   domain = `127.0.0.1:${port}`;
   base = `http://${domain}`;
   const dir = join(work, 'relayd');
-  for (const d of ['relay', 'git', 'run'])
-    mkdirSync(join(dir, d), { recursive: true });
+  mkdirSync(dir);
   const log = openSync(join(dir, 'relayd.log'), 'w');
   relayd = spawn(join(BIN, 'relayd'), [], {
     cwd: dir,
     stdio: ['ignore', log, log],
-    env: {
-      PATH: process.env.PATH,
-      NGIT_BIND_ADDRESS: domain,
-      NGIT_DOMAIN: domain,
-      NGIT_RELAY_DATA_PATH: join(dir, 'relay'),
-      NGIT_GIT_DATA_PATH: join(dir, 'git'),
-      NGIT_RUN_PATH: join(dir, 'run'),
-      NGIT_TEST: '1',
+    env: roleEnv(dir, domain, {
       NGIT_RELAY_NAME: 'graspd demo',
       NGIT_RELAY_DESCRIPTION: 'git repositories and their collaboration',
       NGIT_MAX_EVENTS_PER_MINUTE: '0',
       NGIT_MAX_CONNECTIONS_PER_IP: '0',
       NGIT_MAX_EVENTS_PER_MINUTE_PER_IP: '0',
-    },
+    }),
   });
   // Not /, whose page relayd would cache empty for a few seconds.
   await waitHttp(base + '/icon.png', WAIT_MS);

@@ -597,7 +597,9 @@ thread_page_reads_a_bounded_amount(void)
 	wsc_close(ws);
 	path = thread_path("issues", big);
 	T_ASSERT((page = get(path, 200, NULL)) != NULL);
-	T_CHECK(strstr(page, "more events than a page reads") != NULL);
+	/* The bound on bytes, or (under the sanitizers, slower) the time. */
+	T_CHECK(strstr(page, "more events than a page reads") != NULL ||
+	    strstr(page, "took too long to read") != NULL);
 	T_CHECK(count(page, "class=\"card post reply\"") < BIG_REPLIES);
 	T_CHECK(strstr(page, "(cut: too long to show here)") != NULL);
 	T_CHECK(strlen(page) < 3 * 1024 * 1024);

@@ -134,28 +134,34 @@ nip19_decode(const char *s, const char *hrp, uint8_t out[32])
 int
 nip19_encode(const char *hrp, const uint8_t in[32], char *out, size_t outlen)
 {
+	/* 32 bytes are 256 bits: 52 groups of 5, the last one padded. */
+	if (strlen(hrp) + 1 + 52 + BECH32_CHECKSUM_LEN > NIP19_MAX_LEN)
+		return -1;
+	return nip19_encode_bytes(hrp, in, 32, out, outlen);
+}
+
+int
+nip19_encode_bytes(const char *hrp, const uint8_t *in, size_t len, char *out,
+    size_t outlen)
+{
 	size_t	 hrplen, i, n = 0;
 	uint32_t chk, acc = 0;
 	uint8_t	 v;
 	int	 bits = 0;
 
 	hrplen = strlen(hrp);
-	if (hrplen == 0)
+	if (hrplen == 0 ||
+	    outlen < hrplen + 1 + (len * 8 + 4) / 5 + BECH32_CHECKSUM_LEN + 1)
 		return -1;
 	for (i = 0; i < hrplen; i++)
 		if (hrp[i] < 33 || hrp[i] > 126 ||
 		    (hrp[i] >= 'A' && hrp[i] <= 'Z'))
 			return -1;
-	/* 32 bytes are 256 bits: 52 groups of 5, the last one padded. */
-	if (outlen < hrplen + 1 + 52 + BECH32_CHECKSUM_LEN + 1 ||
-	    hrplen + 1 + 52 + BECH32_CHECKSUM_LEN > NIP19_MAX_LEN)
-		return -1;
-
 	memcpy(out, hrp, hrplen);
 	n = hrplen;
 	out[n++] = '1';
 	chk = bech32_hrp_chk(hrp, hrplen);
-	for (i = 0; i < 32; i++) {
+	for (i = 0; i < len; i++) {
 		acc = (acc << 8) | in[i];
 		bits += 8;
 		while (bits >= 5) {
@@ -177,6 +183,62 @@ nip19_encode(const char *hrp, const uint8_t in[32], char *out, size_t outlen)
 		out[n++] = bech32_charset[(chk >> (5 * (5 - i))) & 31];
 	out[n] = '\0';
 	return 0;
+}
+
+/* Appends the NIP-19 TLV (t, len bytes of v) at *n in p; -1 if no room. */
+static int
+tlv_add(uint8_t *p, size_t cap, size_t *n, uint8_t t, const void *v, size_t len)
+{
+	if (len > 255 || *n + 2 + len > cap)
+		return -1;
+	p[(*n)++] = t;
+	p[(*n)++] = (uint8_t)len;
+	memcpy(p + *n, v, len);
+	*n += len;
+	return 0;
+}
+
+/* The TLVs nostr-tools writes, in its order: kind, author, relay, special. */
+static int
+tlv_encode(const char *hrp, const void *special, size_t slen, const char *relay,
+    const uint8_t *author, long kind, char *out, size_t outlen)
+{
+	uint8_t p[NIP19_TLV_MAX], k[4];
+	size_t	n = 0;
+
+	if (kind >= 0) {
+		k[0] = (uint8_t)(kind >> 24);
+		k[1] = (uint8_t)(kind >> 16);
+		k[2] = (uint8_t)(kind >> 8);
+		k[3] = (uint8_t)kind;
+		if (tlv_add(p, sizeof(p), &n, NIP19_TLV_KIND, k, 4) == -1)
+			return -1;
+	}
+	if (author != NULL &&
+	    tlv_add(p, sizeof(p), &n, NIP19_TLV_AUTHOR, author, 32) == -1)
+		return -1;
+	if (relay != NULL && *relay != '\0' &&
+	    tlv_add(p, sizeof(p), &n, NIP19_TLV_RELAY, relay, strlen(relay)) ==
+		-1)
+		return -1;
+	if (tlv_add(p, sizeof(p), &n, NIP19_TLV_SPECIAL, special, slen) == -1)
+		return -1;
+	return nip19_encode_bytes(hrp, p, n, out, outlen);
+}
+
+int
+nip19_nevent(const uint8_t id[32], const char *relay, const uint8_t author[32],
+    long kind, char *out, size_t outlen)
+{
+	return tlv_encode("nevent", id, 32, relay, author, kind, out, outlen);
+}
+
+int
+nip19_naddr(long kind, const uint8_t pubkey[32], const char *d,
+    const char *relay, char *out, size_t outlen)
+{
+	return tlv_encode("naddr", d, strlen(d), relay, pubkey, kind, out,
+	    outlen);
 }
 
 static int

@@ -2,8 +2,8 @@
  * nip19.h: NIP-19 bech32 keys (npub, nsec) and the key spellings that
  * graspd accepts wherever an operator writes a key.
  *
- * Only 32-byte payloads are handled: npub and nsec, not the TLV forms
- * (nprofile, naddr, ...).  Bech32 is BIP-173 (not bech32m).  Used by
+ * Decoding handles 32-byte payloads only (npub, nsec, note); nevent and
+ * naddr are encoded (the web pages show them), not decoded.  Bech32 is BIP-173 (not bech32m).  Used by
  * common/config.c and by any role that prints or reads keys.
  */
 #ifndef GRASPD_NIP19_H
@@ -34,6 +34,40 @@ int nip19_decode(const char *s, const char *hrp, uint8_t out[32]);
  */
 int nip19_encode(const char *hrp, const uint8_t in[32], char *out,
     size_t outlen);
+
+/*
+ * NIP-19 TLV types of the shareable identifiers (nevent, naddr), and the
+ * most bytes graspd puts in one: the spec sets no limit beyond a TLV's
+ * 255-byte value.
+ */
+#define NIP19_TLV_SPECIAL 0
+#define NIP19_TLV_RELAY	  1
+#define NIP19_TLV_AUTHOR  2
+#define NIP19_TLV_KIND	  3
+#define NIP19_TLV_MAX	  600
+/* Ours: room for the bech32 form of NIP19_TLV_MAX bytes (8/5 of them). */
+#define NIP19_TLV_BUFSZ	  1000
+
+/*
+ * Writes the lowercase bech32 encoding of len bytes at in, with human
+ * readable part hrp, NUL-terminated, into out (outlen bytes).  Unlike
+ * nip19_encode(), any length: NIP-19's TLV forms exceed BIP-173's 90
+ * characters.  Returns 0, or -1 if hrp is bad or out too small.
+ */
+int nip19_encode_bytes(const char *hrp, const uint8_t *in, size_t len,
+    char *out, size_t outlen);
+
+/*
+ * NIP-19 nevent of the event id, with relay (NULL or "": none), author
+ * (NULL: none) and kind (-1: none), TLVs in nostr-tools' order, into out
+ * (NIP19_TLV_BUFSZ is enough).  0, or -1 if it does not fit.
+ */
+int nip19_nevent(const uint8_t id[32], const char *relay,
+    const uint8_t author[32], long kind, char *out, size_t outlen);
+
+/* NIP-19 naddr of (kind, pubkey, d) with relay (NULL: none); as above. */
+int nip19_naddr(long kind, const uint8_t pubkey[32], const char *d,
+    const char *relay, char *out, size_t outlen);
 
 /*
  * Parses a public key written as an npub or as 64 lowercase hex digits

@@ -1878,6 +1878,15 @@ simple(struct relay_conn *c, struct lws *wsi, unsigned code, const char *text)
 	    strlen(body));
 }
 
+/* 1 if the n bytes at rest, after /<npub>/<d>.git, are a git route. */
+static int
+git_path(const char *rest, size_t n)
+{
+	return (n >= 10 && memcmp(rest, "/info/refs", 10) == 0) ||
+	    (n >= 16 && memcmp(rest, "/git-upload-pack", 16) == 0) ||
+	    (n >= 17 && memcmp(rest, "/git-receive-pack", 17) == 0);
+}
+
 int
 relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
     const char *uri, int urilen)
@@ -1890,7 +1899,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	size_t		     n1, n2;
 	enum git_svc	     which = SVC_NONE;
 	unsigned	     bad = HTTP_STATUS_BAD_REQUEST;
-	int		     advertise = 0, i, prs = 0;
+	int		     advertise = 0, i, prs = 0, web;
 	struct relay_addr   *ga;
 
 	/* GRASP-06: /prs/<npub>/<id>.git[/...], only while enabled. */
@@ -1918,22 +1927,34 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	if (n2 <= 4 || memcmp(rest - 4, ".git", 4) != 0)
 		return prs ? simple(c, wsi, bad, "not found\n") :
 			     RELAY_GIT_NOT_MINE;
+	/* A page for people answers its errors as a page. */
+	web = !prs && !git_path(rest, (size_t)(end - rest));
 	if (n1 == 0 || n1 > NIP19_MAX_LEN)
-		return simple(c, wsi, bad,
-		    "invalid npub in the repository URL\n");
+		return web ?
+		    relay_html_message(c, wsi, bad, "Bad address",
+			"The first part of this address is not an "
+			"npub (a Nostr public key).") :
+		    simple(c, wsi, bad, "invalid npub in the repository URL\n");
 	memcpy(npub, uri + 1, n1);
 	npub[n1] = '\0';
 	if (nip19_decode(npub, "npub", owner) == -1)
-		return simple(c, wsi, bad,
-		    "invalid npub in the repository URL\n");
-	if (n2 - 4 >= sizeof(d))
-		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
-		    "no such repository\n");
-	memcpy(d, seg2, n2 - 4);
-	d[n2 - 4] = '\0';
-	if (!policy_identifier_safe(d, n2 - 4))
-		return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
-		    "no such repository\n");
+		return web ?
+		    relay_html_message(c, wsi, bad, "Bad address",
+			"The first part of this address is not an "
+			"npub (a Nostr public key).") :
+		    simple(c, wsi, bad, "invalid npub in the repository URL\n");
+	if (n2 - 4 < sizeof(d)) {
+		memcpy(d, seg2, n2 - 4);
+		d[n2 - 4] = '\0';
+	}
+	if (n2 - 4 >= sizeof(d) || !policy_identifier_safe(d, n2 - 4))
+		return web ? relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND,
+				 "No such repository",
+				 "This server hosts no repository at this "
+				 "address. <a href=\"/\">See the ones it "
+				 "hosts.</a>") :
+			     simple(c, wsi, HTTP_STATUS_NOT_FOUND,
+				 "no such repository\n");
 
 	if (prs && (rest == end || (end - rest == 1 && *rest == '/')))
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
@@ -1943,6 +1964,11 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 			    "method not allowed\n");
 		return relay_web_repo(c, wsi, npub, owner, d);
 	}
+	if (!prs &&
+	    (i = relay_web_git(c, wsi,
+		 method == LWSHUMETH_GET || method == LWSHUMETH_HEAD, npub,
+		 owner, d, rest, (size_t)(end - rest))) != RELAY_WEB_NOT_MINE)
+		return i;
 	if (end - rest == 10 && memcmp(rest, "/info/refs", 10) == 0) {
 		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
 			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
@@ -1964,7 +1990,13 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		which = SVC_UPLOAD;
 	else if (end - rest == 17 && memcmp(rest, "/git-receive-pack", 17) == 0)
 		which = SVC_RECEIVE;
-	else
+	else if (web) {
+		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
+			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+			    "method not allowed\n");
+		return relay_web_repo_sub(c, wsi, npub, owner, d, rest,
+		    (size_t)(end - rest));
+	} else
 		return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
 	if (!advertise && method != LWSHUMETH_POST)
 		return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,

@@ -176,8 +176,9 @@ relay_nip11_build(void)
  * relay_http_writeable().  Returns the callback result.
  */
 static int
-respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
-    const char *type, char *body, size_t len, int retry_s)
+respond_full(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len, int retry_s,
+    const char *const *hdrs)
 {
 	unsigned char *start = out + LWS_PRE, *p = start;
 	unsigned char *end = start + RELAY_HTTP_HEADERS_MAX - 1;
@@ -200,6 +201,12 @@ respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
 		(const unsigned char *)"retry-after:",
 		(const unsigned char *)secs, (int)strlen(secs), &p, end))
 		return 1;
+	for (; hdrs != NULL && hdrs[0] != NULL; hdrs += 2)
+		if (lws_add_http_header_by_name(wsi,
+			(const unsigned char *)hdrs[0],
+			(const unsigned char *)hdrs[1], (int)strlen(hdrs[1]),
+			&p, end))
+			return 1;
 	if (len > RELAY_HTTP_INLINE_MAX) {
 		if (lws_finalize_write_http_header(wsi, start, &p, end))
 			return 1;
@@ -220,10 +227,131 @@ respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
 }
 
 static int
+respond_retry(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len, int retry_s)
+{
+	return respond_full(c, wsi, status, type, body, len, retry_s, NULL);
+}
+
+int
+relay_http_respond_hdrs(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len, const char *const *hdrs)
+{
+	return respond_full(c, wsi, status, type, body, len, 0, hdrs);
+}
+
+static int
 respond(struct relay_conn *c, struct lws *wsi, unsigned status,
     const char *type, char *body, size_t len)
 {
 	return respond_retry(c, wsi, status, type, body, len, 0);
+}
+
+/* RFC 9110 5.6.7: an HTTP date, "Sun, 06 Nov 1994 08:49:37 GMT". */
+static const char *const wday[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri",
+	"Sat" };
+static const char *const mon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+
+int
+relay_http_date(int64_t t, char *out, size_t len)
+{
+	struct tm tm;
+	time_t	  tt = (time_t)t;
+
+	if (gmtime_r(&tt, &tm) == NULL)
+		return -1;
+	snprintf(out, len, "%s, %02d %s %04d %02d:%02d:%02d GMT",
+	    wday[tm.tm_wday], tm.tm_mday, mon[tm.tm_mon], tm.tm_year + 1900,
+	    tm.tm_hour, tm.tm_min, tm.tm_sec);
+	return 0;
+}
+
+int64_t
+relay_http_date_parse(const char *s)
+{
+	struct tm tm;
+	char	  m[4], z[4];
+	int	  i, n = 0;
+
+	memset(&tm, 0, sizeof(tm));
+	/* Only the preferred IMF-fixdate: the one graspd sends. */
+	if (strlen(s) < 29 || s[3] != ',' ||
+	    sscanf(s + 4, " %2d %3s %4d %2d:%2d:%2d %3s%n", &tm.tm_mday, m,
+		&tm.tm_year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, z, &n) != 7 ||
+	    strcmp(z, "GMT") != 0 || s[4 + n] != '\0')
+		return -1;
+	for (i = 0; i < 12 && strcmp(m, mon[i]) != 0; i++)
+		;
+	if (i == 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+	    tm.tm_min > 59 || tm.tm_sec > 60)
+		return -1;
+	tm.tm_mon = i;
+	tm.tm_year -= 1900;
+	return (int64_t)timegm(&tm);
+}
+
+/*
+ * 1 if the request's validators match: If-None-Match names etag (or
+ * "*"), or, without If-None-Match, If-Modified-Since is no earlier than
+ * mtime (RFC 9110 13.1.1, 13.1.3, 13.2.2).
+ */
+static int
+not_modified(struct lws *wsi, const char *etag, int64_t mtime)
+{
+	char	h[512];
+	int64_t since;
+
+	if (lws_hdr_copy(wsi, h, sizeof(h), WSI_TOKEN_HTTP_IF_NONE_MATCH) > 0) {
+		return strstr(h, etag) != NULL || strchr(h, '*') != NULL;
+	}
+	if (mtime <= 0 ||
+	    lws_hdr_copy(wsi, h, sizeof(h), WSI_TOKEN_HTTP_IF_MODIFIED_SINCE) <=
+		0)
+		return 0;
+	since = relay_http_date_parse(h);
+	return since >= 0 && since >= mtime;
+}
+
+int
+relay_http_page(struct relay_conn *c, struct lws *wsi, unsigned status,
+    const char *type, char *body, size_t len, int64_t mtime)
+{
+	const char *hdr[2 * 7 + 1];
+	char	    etag[24], date[40];
+	uint64_t    h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
+	size_t	    i, n = 0;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)body[i]) * 0x100000001b3ULL;
+	for (i = 0; type[i] != '\0'; i++)
+		h = (h ^ (unsigned char)type[i]) * 0x100000001b3ULL;
+	snprintf(etag, sizeof(etag), "\"%016llx\"", (unsigned long long)h);
+	hdr[n++] = "content-security-policy:";
+	hdr[n++] = RELAY_WEB_CSP;
+	hdr[n++] = "x-content-type-options:";
+	hdr[n++] = "nosniff";
+	hdr[n++] = "referrer-policy:";
+	hdr[n++] = "no-referrer";
+	if (status == HTTP_STATUS_OK) {
+		hdr[n++] = "etag:";
+		hdr[n++] = etag;
+		hdr[n++] = "cache-control:";
+		hdr[n++] = "no-cache";
+		if (mtime > 0 &&
+		    relay_http_date(mtime, date, sizeof(date)) == 0) {
+			hdr[n++] = "last-modified:";
+			hdr[n++] = date;
+		}
+		hdr[n] = NULL;
+		if (not_modified(wsi, etag, mtime)) {
+			free(body);
+			return respond_full(c, wsi, HTTP_STATUS_NOT_MODIFIED,
+			    NULL, NULL, 0, 0, hdr);
+		}
+	}
+	hdr[n] = NULL;
+	return respond_full(c, wsi, status, type, body, len, 0, hdr);
 }
 
 int
@@ -277,6 +405,7 @@ relay_http_closed(struct relay_conn *c)
 {
 	relay_git_close(c);
 	relay_web_close(c);
+	relay_web_git_close(c);
 	free(c->rc_body);
 	c->rc_body = NULL;
 }
@@ -288,6 +417,8 @@ relay_http_writeable(struct relay_conn *c, struct lws *wsi)
 		return relay_git_writeable(c, wsi);
 	if (c->rc_web != NULL)
 		return relay_web_writeable(c, wsi);
+	if (c->rc_wgit != NULL)
+		return relay_web_git_writeable(c, wsi);
 	return wss_http_final(wsi, &c->rc_body, c->rc_bodylen);
 }
 
@@ -442,6 +573,7 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 	relayd->stats.http_requests++;
 	relay_git_close(c);
 	relay_web_close(c);
+	relay_web_git_close(c);
 	memset(c, 0, sizeof(*c));
 	method = lws_http_get_uri_and_method(wsi, &uri, &urilen);
 	if (method == LWSHUMETH_OPTIONS)
@@ -465,8 +597,5 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 	}
 	if ((n = relay_web_request(c, wsi, uri, urilen)) != RELAY_WEB_NOT_MINE)
 		return n;
-	body = xstrdup("<!DOCTYPE html>\n<html><body><h1>404 Not Found"
-		       "</h1></body></html>\n",
-	    &len);
-	return respond(c, wsi, HTTP_STATUS_NOT_FOUND, "text/html", body, len);
+	return relay_web_not_found(c, wsi, uri, urilen);
 }

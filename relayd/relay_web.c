@@ -7,13 +7,12 @@
  * Pages are plain HTML with one small inline stylesheet, no script and
  * nothing loaded from elsewhere.  Everything that came from the network
  * (names, descriptions, identifiers, subjects, READMEs, commit messages)
- * is HTML-escaped on the way out; a Markdown README goes through cmark,
- * whose default drops raw HTML and unsafe link schemes, with images made
- * into links so that the page loads nothing from elsewhere.  The store is read through relayd's own
- * connection with a deadline (a progress handler interrupts a query that
- * runs over), and the landing page is cached for a few seconds.  git runs
- * as a child of relayd (relay_child_spawn) while the request waits, so
- * the loop never blocks on it.
+ * is HTML-escaped on the way out, and a Markdown README goes through
+ * cmark (relay_html.c holds what the pages share).  The store is read
+ * through relayd's own connection with a deadline, and the landing page
+ * is cached for a few seconds.  git runs as a child of relayd
+ * (relay_child_spawn) while the request waits, so the loop never blocks
+ * on it.
  */
 #include <sys/stat.h>
 
@@ -29,7 +28,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <cmark.h>
 
 #include "buf.h"
 #include "db.h"
@@ -37,65 +35,6 @@
 #include "log.h"
 #include "nip19.h"
 #include "relayd.h"
-
-#define CSS \
-	"body{margin:0;font:15px/1.5 system-ui,-apple-system,'Segoe UI'," \
-	"Roboto,sans-serif;color:#1d2428;background:#f6f7f5}" \
-	"a{color:#1f6f5c;text-decoration:none}a:hover{text-decoration:" \
-	"underline}" \
-	"header{background:#1f6f5c;color:#fff;padding:18px 0}" \
-	"header a{color:#fff}" \
-	".w{max-width:980px;margin:0 auto;padding:0 20px}" \
-	"header .w{display:flex;align-items:center;gap:14px}" \
-	"header img{width:40px;height:40px;background:#fff;border-radius:" \
-	"10px;padding:3px}" \
-	"h1{font-size:24px;margin:0;font-weight:600}" \
-	"h2{font-size:17px;margin:28px 0 10px}" \
-	"header p{margin:2px 0 0;opacity:.85}" \
-	"code,pre{font:13px/1.45 ui-monospace,'DejaVu Sans Mono',Menlo," \
-	"monospace}" \
-	"code{background:#e9eeec;padding:1px 5px;border-radius:4px;" \
-	"overflow-wrap:anywhere}" \
-	"h2.title{font-size:22px;margin:22px 0 4px}" \
-	"code.u{display:inline-block;max-width:100%;overflow-x:auto;" \
-	"white-space:nowrap;vertical-align:bottom}" \
-	".card{background:#fff;border:1px solid #dde3e0;border-radius:8px;" \
-	"padding:14px 18px;margin:16px 0}" \
-	"dl{display:grid;grid-template-columns:max-content 1fr;gap:6px 18px;" \
-	"margin:0}dt{color:#5b6a70}dd{margin:0}" \
-	"table{width:100%;border-collapse:collapse;background:#fff;" \
-	"border:1px solid #dde3e0;border-radius:8px;overflow:hidden}" \
-	"th,td{text-align:left;padding:9px 12px;border-bottom:1px solid " \
-	"#edf0ee;vertical-align:top}" \
-	"th{background:#eef2f0;font-size:13px;color:#4a585e;font-weight:" \
-	"600}" \
-	"td.n,th.n{text-align:right;white-space:nowrap}" \
-	".d{color:#5b6a70;font-size:13.5px}" \
-	".pk{color:#7a878c;font-size:12.5px}" \
-	"form{display:flex;gap:8px;margin:8px 0 14px}" \
-	"input[type=search]{flex:1;padding:8px 10px;border:1px solid " \
-	"#c6cfcb;border-radius:6px;font:inherit}" \
-	"button{padding:8px 16px;border:0;border-radius:6px;background:" \
-	"#1f6f5c;color:#fff;font:inherit;cursor:pointer}" \
-	".pg{display:flex;gap:14px;justify-content:space-between;margin:" \
-	"12px 0}" \
-	".tag{display:inline-block;font-size:12px;padding:0 7px;border-" \
-	"radius:10px;background:#e2ece8;color:#1f6f5c;margin-right:4px}" \
-	".st{font-size:12px;padding:1px 8px;border-radius:10px;color:#fff}" \
-	".s1630{background:#2e8b57}.s1631{background:#6a4fb3}" \
-	".s1632{background:#8b2e2e}.s1633{background:#7a878c}" \
-	"pre.readme{white-space:pre-wrap;word-wrap:break-word;margin:0}" \
-	".md{overflow-wrap:anywhere}.md h1,.md h2{font-size:19px;border-" \
-	"bottom:1px solid #edf0ee;padding-bottom:4px}.md h1:first-child{" \
-	"margin-top:4px}.md pre{background:#f2f5f3;padding:10px 12px;" \
-	"border-radius:6px;overflow-x:auto}.md pre code{background:none;" \
-	"padding:0}.md blockquote{margin:0;padding-left:12px;border-left:" \
-	"3px solid #dde3e0;color:#5b6a70}" \
-	"footer{color:#7a878c;font-size:13px;padding:24px 0 40px}"
-
-/* Months of the last-activity dates, as people read them. */
-static const char *const month[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-	"Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 
 /* The landing pages cached: the key is the query string. */
 struct web_cached {
@@ -106,161 +45,6 @@ struct web_cached {
 };
 static struct web_cached cache[RELAY_WEB_CACHE_SLOTS];
 
-/* A query's deadline, for the progress handler. */
-static int64_t query_deadline;
-static int     query_interrupted;
-
-static int
-progress(void *arg)
-{
-	(void)arg;
-	if (relay_now_ms() < query_deadline)
-		return 0;
-	query_interrupted = 1;
-	return 1;
-}
-
-/* Arms the deadline of the page's reads on relayd's connection. */
-static sqlite3 *
-db_arm(int ms)
-{
-	sqlite3 *db = store_sqlite(relayd->store);
-
-	query_deadline = relay_now_ms() + ms;
-	query_interrupted = 0;
-	sqlite3_progress_handler(db, RELAY_WEB_PROGRESS_OPS, progress, NULL);
-	return db;
-}
-
-static void
-db_disarm(sqlite3 *db)
-{
-	sqlite3_progress_handler(db, 0, NULL, NULL);
-}
-
-void
-relay_web_escape(struct buf *b, const char *s, size_t len)
-{
-	static const char	 special[] = "<>&\"'";
-	static const char *const entity[] = { "&lt;", "&gt;", "&amp;", "&quot;",
-		"&#39;" };
-	const char		*e = s + len, *p;
-
-	for (; s < e; s++) {
-		if ((p = memchr(special, *s, sizeof(special) - 1)) != NULL)
-			buf_adds(b, entity[p - special]);
-		else if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n')
-			buf_addc(b, *s);
-		/* NUL and other controls are dropped. */
-	}
-}
-
-static void
-esc(struct buf *b, const char *s)
-{
-	if (s != NULL)
-		relay_web_escape(b, s, strlen(s));
-}
-
-/* s percent-encoded for a URL path segment or query value. */
-static void
-url_esc(struct buf *b, const char *s)
-{
-	for (; *s; s++) {
-		if (isalnum((unsigned char)*s) || strchr("-._~", *s))
-			buf_addc(b, *s);
-		else
-			buf_printf(b, "%%%02X", (unsigned char)*s);
-	}
-}
-
-/* A link target only when it is http(s) or mailto; else NULL. */
-static int
-safe_href(const char *u)
-{
-	return u != NULL &&
-	    (strncasecmp(u, "https://", 8) == 0 ||
-		strncasecmp(u, "http://", 7) == 0 ||
-		strncasecmp(u, "mailto:", 7) == 0);
-}
-
-static void
-date(struct buf *b, int64_t t)
-{
-	struct tm tm;
-	time_t	  tt = (time_t)t;
-
-	if (t <= 0 || gmtime_r(&tt, &tm) == NULL) {
-		buf_adds(b, "&ndash;");
-		return;
-	}
-	buf_printf(b,
-	    "<time datetime=\"%04d-%02d-%02dT%02d:%02dZ\">%d %s %04d"
-	    "</time>",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-	    tm.tm_mday, month[tm.tm_mon], tm.tm_year + 1900);
-}
-
-/* The shortened npub people recognise: npub1abcd…wxyz. */
-static void
-short_npub(struct buf *b, const char *npub)
-{
-	size_t n = strlen(npub);
-
-	if (n <= 20) {
-		buf_adds(b, npub);
-		return;
-	}
-	buf_printf(b, "%.*s&hellip;%s", 12, npub, npub + n - 6);
-}
-
-/* The page's head and the header bar; title is escaped. */
-static void
-page_open(struct buf *b, const char *title, const char *name)
-{
-	buf_adds(b,
-	    "<!DOCTYPE html>\n<html><head><meta charset="
-	    "\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,"
-	    "initial-scale=1\"><title>");
-	esc(b, title);
-	buf_adds(b,
-	    "</title><link rel=\"icon\" href=\"/favicon.ico\">"
-	    "<style>" CSS "</style></head>\n<body><header><div class=\"w\">"
-	    "<a href=\"/\"><img src=\"" CONFIG_ICON_PATH "\" alt=\"\"></a>"
-	    "<div><h1><a href=\"/\">");
-	esc(b, name);
-	buf_adds(b, "</a></h1>");
-}
-
-static void
-page_close(struct buf *b)
-{
-	buf_printf(b,
-	    "<footer>graspd %s &middot; a GRASP server: a Nostr "
-	    "relay for git collaboration (NIP-34) with git hosting &middot; "
-	    "NIP-11 at this address with <code>Accept: " RELAY_NIP11_TYPE
-	    "</code></footer></div></body></html>\n",
-	    RELAY_VERSION);
-}
-
-/* A short page: title, and text (HTML, not escaped), with status. */
-static int
-message(struct relay_conn *c, struct lws *wsi, unsigned status,
-    const char *title, const char *html)
-{
-	struct buf b = BUF_INIT;
-	char	  *body;
-	size_t	   len;
-
-	page_open(&b, title, relayd->cfg.relay_name);
-	buf_adds(&b, "</div></div></header>\n<div class=\"w\"><h2>");
-	esc(&b, title);
-	buf_printf(&b, "</h2><p>%s</p>\n", html);
-	page_close(&b);
-	body = buf_release(&b, &len);
-	return relay_http_respond(c, wsi, status, "text/html; charset=utf-8",
-	    body, len);
-}
 
 /* A string member of the NIP-11 document, or NULL. */
 static const char *
@@ -271,39 +55,15 @@ nip11_str(const cJSON *doc, const char *name)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The kind 0 name of a profile event's JSON: name, else display_name. */
-static char *
-profile_name(const char *json)
-{
-	struct event *ev;
-	cJSON	     *c;
-	const cJSON  *v;
-	char	      err[64], *name = NULL;
-
-	if (json == NULL ||
-	    (ev = event_parse(json, strlen(json), err, sizeof(err))) == NULL)
-		return NULL;
-	if ((c = cJSON_ParseWithLength(ev->content.s, ev->content.len)) !=
-	    NULL) {
-		v = cJSON_GetObjectItemCaseSensitive(c, "display_name");
-		if (!cJSON_IsString(v) || v->valuestring[0] == '\0')
-			v = cJSON_GetObjectItemCaseSensitive(c, "name");
-		if (cJSON_IsString(v) && v->valuestring[0] != '\0')
-			name = strndup(v->valuestring, RELAY_WEB_NAME_MAX);
-		cJSON_Delete(c);
-	}
-	event_destroy(ev);
-	return name;
-}
-
 /*
  * The owner of announcement ann and the maintainers it lists: their
  * keys, at most RELAY_WEB_MAINTAINERS_MAX, into keys[] (the owner first);
  * returns how many.  With json, also as a JSON array of hex strings
  * there.
  */
-static size_t
-maintainers(const struct event *ann, uint8_t keys[][32], struct buf *json)
+size_t
+relay_web_maintainers(const struct event *ann, uint8_t keys[][32],
+    struct buf *json)
 {
 	const struct event_tag *t;
 	size_t			n = 1, i, j, k;
@@ -336,14 +96,6 @@ maintainers(const struct event *ann, uint8_t keys[][32], struct buf *json)
 }
 
 /* The first value of ev's tag name, or NULL. */
-static const char *
-tag1(const struct event *ev, const char *name)
-{
-	const struct estr *v = event_tag_value(ev, name);
-
-	return v ? v->s : NULL;
-}
-
 /*
  * The threads of the repository whose coordinate is coord, newest first,
  * at most limit: issues, PRs and root patches, as rows (kind, status kind
@@ -509,16 +261,16 @@ repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 		return;
 	if (nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
 		npub[0] = '\0';
-	name = tag1(ev, "name");
-	desc = tag1(ev, "description");
+	name = relay_html_tag1(ev, "name");
+	desc = relay_html_tag1(ev, "description");
 	buf_printf(b, "<tr><td><a class=\"repo\" href=\"/%s/", npub);
-	url_esc(b, d);
+	relay_html_url(b, d);
 	buf_adds(b, ".git\">");
-	esc(b, name && *name ? name : d);
+	relay_html_esc(b, name && *name ? name : d);
 	buf_adds(b, "</a>");
 	if (name && *name && strcmp(name, d) != 0) {
 		buf_adds(b, " <span class=\"pk\">");
-		esc(b, d);
+		relay_html_esc(b, d);
 		buf_adds(b, "</span>");
 	}
 	if (desc && *desc) {
@@ -527,17 +279,17 @@ repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 		buf_adds(b, "</div>");
 	}
 	buf_adds(b, "</td><td>");
-	who = profile_name((const char *)sqlite3_column_text(st, 3));
+	who = relay_html_profile_name((const char *)sqlite3_column_text(st, 3));
 	if (who != NULL) {
-		esc(b, who);
+		relay_html_esc(b, who);
 		buf_adds(b, "<br>");
 	}
 	free(who);
 	buf_printf(b, "<span class=\"pk\" title=\"%s\">", npub);
-	short_npub(b, npub);
+	relay_html_npub(b, npub);
 	buf_adds(b, "</span></td><td class=\"n\">");
-	date(b, sqlite3_column_int64(st, 2));
-	maintainers(ev, keys, &maint);
+	relay_html_date(b, sqlite3_column_int64(st, 2));
+	relay_web_maintainers(ev, keys, &maint);
 	open_counts(db, coord, maint.b_data, &issues, &prs);
 	buf_free(&maint);
 	buf_printf(b,
@@ -554,7 +306,7 @@ page_link(struct buf *b, const char *q, long page, const char *text)
 	buf_adds(b, "<a href=\"/?");
 	if (q && *q) {
 		buf_adds(b, "q=");
-		url_esc(b, q);
+		relay_html_url(b, q);
 		buf_adds(b, "&amp;");
 	}
 	buf_printf(b, "page=%ld\">%s</a>", page, text);
@@ -579,18 +331,19 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	desc = nip11_str(doc, "description");
 	contact = nip11_str(doc, "contact");
 	config_relay_url(&relayd->cfg, ws, sizeof(ws));
-	page_open(&b, name ? name : "graspd", name ? name : "graspd");
+	relay_html_open_feed(&b, name ? name : "graspd", name ? name : "graspd",
+	    "/feed.atom");
 	if (desc && *desc) {
 		buf_adds(&b, "<p>");
-		esc(&b, desc);
+		relay_html_esc(&b, desc);
 		buf_adds(&b, "</p>");
 	}
 	buf_adds(&b,
 	    "</div></div></header>\n<div class=\"w\">"
 	    "<div class=\"card\"><dl>\n<dt>Relay</dt><dd><code class=\"u\" id=\"relay\">");
-	esc(&b, ws);
+	relay_html_esc(&b, ws);
 	buf_adds(&b, "</code></dd>\n<dt>Git over HTTP</dt><dd><code>");
-	esc(&b, relayd->cfg.public_url);
+	relay_html_esc(&b, relayd->cfg.public_url);
 	buf_adds(&b,
 	    "/&lt;npub&gt;/&lt;identifier&gt;.git</code></dd>\n"
 	    "<dt>Supports</dt><dd>");
@@ -598,7 +351,7 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	cJSON_ArrayForEach(it, arr)
 		if (cJSON_IsString(it)) {
 			buf_adds(&b, "<span class=\"tag\">");
-			esc(&b, it->valuestring);
+			relay_html_esc(&b, it->valuestring);
 			buf_adds(&b, "</span>");
 		}
 	arr = cJSON_GetObjectItemCaseSensitive(doc, "supported_nips");
@@ -609,27 +362,29 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	buf_adds(&b, "</span></dd>\n");
 	if (contact && *contact) {
 		buf_adds(&b, "<dt>Contact</dt><dd>");
-		if (safe_href(contact)) {
+		if (relay_html_href_ok(contact)) {
 			buf_adds(&b, "<a href=\"");
-			esc(&b, contact);
+			relay_html_esc(&b, contact);
 			buf_adds(&b, "\">");
-			esc(&b, contact);
+			relay_html_esc(&b, contact);
 			buf_adds(&b, "</a>");
 		} else
-			esc(&b, contact);
+			relay_html_esc(&b, contact);
 		buf_adds(&b, "</dd>\n");
 	}
 	buf_adds(&b,
+	    "<dt>Follow</dt><dd><a id=\"feed\" href=\"/feed.atom\">Atom "
+	    "feed</a> of new repositories</dd>\n"
 	    "</dl></div>\n<h2>Repositories</h2>\n<form method=\"get\" "
 	    "action=\"/\"><input type=\"search\" name=\"q\" maxlength=\"");
 	buf_printf(&b,
 	    "%d\" placeholder=\"Search names and descriptions\" "
 	    "value=\"",
 	    RELAY_WEB_QUERY_MAX);
-	esc(&b, q);
+	relay_html_esc(&b, q);
 	buf_adds(&b, "\"><button type=\"submit\">Search</button></form>\n");
 
-	db = db_arm(RELAY_WEB_QUERY_MS);
+	db = relay_html_db_arm(RELAY_WEB_QUERY_MS);
 	if (q && *q)
 		pat = like_pattern(q);
 	if (sqlite3_prepare_v2(db, count_sql, -1, &st, NULL) == SQLITE_OK) {
@@ -655,18 +410,19 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 			repo_row(&b, db, st);
 			shown++;
 		}
-		if (rc != SQLITE_DONE && !query_interrupted)
+		if (rc != SQLITE_DONE && !relay_html_db_interrupted())
 			log_warnx("landing page: %s", sqlite3_errmsg(db));
 	}
 	sqlite3_finalize(st);
-	db_disarm(db);
+	relay_html_db_disarm(db);
 	if (shown == 0)
 		buf_printf(&b,
 		    "<tr><td colspan=\"5\" class=\"d\">%s</td></tr>\n",
-		    query_interrupted ? "The listing took too long; try again "
-					"or narrow the search." :
-			q && *q	      ? "No repository matches." :
-					"No repository is hosted yet.");
+		    relay_html_db_interrupted() ?
+			"The listing took too long; try again "
+			"or narrow the search." :
+			q && *q ? "No repository matches." :
+				  "No repository is hosted yet.");
 	buf_adds(&b, "</tbody></table>\n<div class=\"pg\"><span>");
 	if (page > 1)
 		page_link(&b, q, page - 1, "&larr; Newer");
@@ -679,7 +435,7 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 		    pages > 0 ? pages : 1);
 	} else
 		pages = page + (shown == RELAY_WEB_PAGE_SIZE);
-	if (query_interrupted)
+	if (relay_html_db_interrupted())
 		buf_adds(&b, " &middot; cut short");
 	buf_adds(&b, "</span><span>");
 	if (page < pages && page < RELAY_WEB_PAGE_MAX)
@@ -687,7 +443,7 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	buf_adds(&b, "</span></div>\n");
 	free(pat);
 	cJSON_Delete(doc);
-	page_close(&b);
+	relay_html_close(&b);
 	return buf_release(&b, lenp);
 }
 
@@ -727,8 +483,8 @@ landing(struct relay_conn *c, struct lws *wsi)
 			if ((body = malloc(slot->wc_len)) == NULL)
 				fatal("landing");
 			memcpy(body, slot->wc_body, slot->wc_len);
-			return relay_http_respond(c, wsi, HTTP_STATUS_OK,
-			    "text/html; charset=utf-8", body, slot->wc_len);
+			return relay_http_page(c, wsi, HTTP_STATUS_OK,
+			    "text/html; charset=utf-8", body, slot->wc_len, 0);
 		}
 		if (slot->wc_at < oldest->wc_at)
 			oldest = slot;
@@ -740,7 +496,8 @@ landing(struct relay_conn *c, struct lws *wsi)
 		budget_used = 0;
 	}
 	if (budget_used >= RELAY_WEB_BUDGET_MS)
-		return message(c, wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, "Busy",
+		return relay_html_message(c, wsi,
+		    HTTP_STATUS_SERVICE_UNAVAILABLE, "Busy",
 		    "This server is answering many searches; try again in a "
 		    "moment.");
 	body = relay_web_landing_render(q, page, &len);
@@ -753,8 +510,8 @@ landing(struct relay_conn *c, struct lws *wsi)
 	memcpy(oldest->wc_body, body, len);
 	oldest->wc_len = len;
 	oldest->wc_at = now;
-	return relay_http_respond(c, wsi, HTTP_STATUS_OK,
-	    "text/html; charset=utf-8", body, len);
+	return relay_http_page(c, wsi, HTTP_STATUS_OK,
+	    "text/html; charset=utf-8", body, len, 0);
 }
 
 /*
@@ -792,6 +549,8 @@ relay_web_request(struct relay_conn *c, struct lws *wsi, const char *uri,
 
 	if (urilen == 1 && uri[0] == '/')
 		return landing(c, wsi);
+	if (urilen == 10 && memcmp(uri, "/feed.atom", 10) == 0)
+		return relay_web_feed_landing(c, wsi);
 	if ((size_t)urilen == strlen(CONFIG_ICON_PATH) &&
 	    memcmp(uri, CONFIG_ICON_PATH, (size_t)urilen) == 0) {
 		if ((body = malloc(relay_icon_png_len)) == NULL)
@@ -806,6 +565,25 @@ relay_web_request(struct relay_conn *c, struct lws *wsi, const char *uri,
 		    "image/x-icon", body, len);
 	}
 	return RELAY_WEB_NOT_MINE;
+}
+
+int
+relay_web_not_found(struct relay_conn *c, struct lws *wsi, const char *uri,
+    int urilen)
+{
+	struct buf b = BUF_INIT;
+	int	   rc;
+
+	buf_adds(&b, "There is no page at <code>");
+	relay_web_escape(&b, uri,
+	    urilen > RELAY_WEB_DESC_MAX ? RELAY_WEB_DESC_MAX : (size_t)urilen);
+	buf_adds(&b,
+	    "</code> on this server. <a href=\"/\">See the repositories it "
+	    "hosts.</a>");
+	rc = relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND, "Not found",
+	    b.b_data);
+	buf_free(&b);
+	return rc;
 }
 
 /*
@@ -958,56 +736,15 @@ web_child_done(pid_t pid, int status, int killed, void *arg)
 	lws_callback_on_writable(wr->wr_wsi);
 }
 
-/* The status name of a kind 1630-1633, for people. */
-static const char *
-status_name(int kind)
-{
-	switch (kind) {
-	case KIND_STATUS_APPLIED:
-		return "merged";
-	case KIND_STATUS_CLOSED:
-		return "closed";
-	case KIND_STATUS_DRAFT:
-		return "draft";
-	default:
-		return "open";
-	}
-}
-
-/* A thread's title: its subject tag, else its content's Subject: line. */
-static void
-thread_title(struct buf *b, const struct event *ev)
-{
-	const char *s = tag1(ev, "subject"), *p, *e;
-	size_t	    n;
-
-	if (s != NULL && *s) {
-		relay_web_escape(b, s, strnlen(s, RELAY_WEB_DESC_MAX));
-		return;
-	}
-	p = ev->content.s;
-	if ((s = strstr(p, "\nSubject: ")) != NULL)
-		p = s + 10;
-	else if (strncmp(p, "Subject: ", 9) == 0)
-		p += 9;
-	e = p + strcspn(p, "\n");
-	n = (size_t)(e - p);
-	if (n > RELAY_WEB_DESC_MAX)
-		n = RELAY_WEB_DESC_MAX;
-	if (n == 0)
-		buf_adds(b, "(untitled)");
-	else
-		relay_web_escape(b, p, n);
-}
-
 /* The recent issues, patches and PRs of coord, with their status. */
 static void
-threads(struct buf *b, sqlite3 *db, const char *coord, const char *maint)
+threads(struct buf *b, sqlite3 *db, const char *coord, const char *maint,
+    const char *base)
 {
 	sqlite3_stmt *st;
 	struct event *ev;
 	const char   *json;
-	char	      err[64], npub[NIP19_MAX_LEN + 1];
+	char	      err[64];
 	int	      status, n = 0;
 
 	buf_adds(b,
@@ -1025,24 +762,20 @@ threads(struct buf *b, sqlite3 *db, const char *coord, const char *maint)
 			NULL)
 			continue;
 		status = row_status(st);
-		if (nip19_encode("npub", ev->pubkey, npub, sizeof(npub)) == -1)
-			npub[0] = '\0';
-		buf_adds(b, "<tr><td>");
-		thread_title(b, ev);
-		buf_printf(b,
-		    "</td><td>%s</td><td><span class=\"pk\" title="
-		    "\"%s\">",
+		buf_printf(b, "<tr><td><a href=\"%s/%s/%s\">", base,
+		    relay_web_thread_section(ev->kind), ev->id_hex);
+		relay_web_thread_title(b, ev);
+		buf_printf(b, "</a></td><td>%s</td><td>",
 		    ev->kind == KIND_ISSUE  ? "issue" :
 			ev->kind == KIND_PR ? "pull request" :
-					      "patch",
-		    npub);
-		short_npub(b, npub);
-		buf_adds(b, "</span></td><td class=\"n\">");
-		date(b, ev->created_at);
+					      "patch");
+		relay_html_person(b, db, ev->pubkey);
+		buf_adds(b, "</td><td class=\"n\">");
+		relay_html_date(b, ev->created_at);
 		buf_printf(b,
 		    "</td><td class=\"n\"><span class=\"st s%d\">%s"
 		    "</span></td></tr>\n",
-		    status, status_name(status));
+		    status, relay_web_status_name(status));
 		event_destroy(ev);
 		n++;
 	}
@@ -1055,52 +788,6 @@ done:
 	buf_adds(b, "</tbody></table>\n");
 }
 
-/* A stored event's JSON by (kind, pubkey, d), parsed, or NULL. */
-static struct event *
-addressed(sqlite3 *db, uint32_t kind, const uint8_t pk[32], const char *d)
-{
-	static const char sql[] = "SELECT json FROM events WHERE kind = ?1"
-				  " AND pubkey = ?2 AND d = ?3";
-	sqlite3_stmt	 *st;
-	struct event	 *ev = NULL;
-	const char	 *json;
-	char		  err[64];
-
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return NULL;
-	sqlite3_bind_int(st, 1, (int)kind);
-	sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, d, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW &&
-	    (json = (const char *)sqlite3_column_text(st, 0)) != NULL)
-		ev = event_parse(json, strlen(json), err, sizeof(err));
-	sqlite3_finalize(st);
-	return ev;
-}
-
-/* A person: kind 0 name where known, and the short npub. */
-static void
-person(struct buf *b, sqlite3 *db, const uint8_t pk[32])
-{
-	struct event *p = addressed(db, KIND_PROFILE, pk, "");
-	char	      npub[NIP19_MAX_LEN + 1], *name = NULL;
-
-	if (p != NULL) {
-		name = profile_name(p->json);
-		event_destroy(p);
-	}
-	if (nip19_encode("npub", pk, npub, sizeof(npub)) == -1)
-		npub[0] = '\0';
-	if (name != NULL) {
-		esc(b, name);
-		buf_adds(b, " ");
-	}
-	buf_printf(b, "<span class=\"pk\" title=\"%s\">", npub);
-	short_npub(b, npub);
-	buf_adds(b, "</span>");
-	free(name);
-}
-
 /* The clone URLs: the public https form and ngit's nostr:// form. */
 static void
 clone_urls(struct buf *b, const struct relay_webreq *wr, struct buf *nostr)
@@ -1111,23 +798,24 @@ clone_urls(struct buf *b, const struct relay_webreq *wr, struct buf *nostr)
 	buf_printf(nostr, "%s/", wr->wr_npub);
 	if (strncmp(pub, "https://", 8) == 0)
 		buf_printf(nostr, "%s/", pub + 8);
-	url_esc(nostr, wr->wr_d);
+	relay_html_url(nostr, wr->wr_d);
 	buf_adds(b,
 	    "<div class=\"card\"><dl>\n<dt>Clone</dt><dd><code "
 	    "class=\"u\" id=\"clone\">git clone ");
-	esc(b, pub);
+	relay_html_esc(b, pub);
 	buf_printf(b, "/%s/", wr->wr_npub);
-	url_esc(b, wr->wr_d);
+	relay_html_url(b, wr->wr_d);
 	buf_adds(b,
 	    ".git</code></dd>\n<dt>With ngit</dt><dd><code class=\"u\" id=\"nostr\">"
 	    "git clone nostr://");
-	esc(b, nostr->b_data);
+	relay_html_esc(b, nostr->b_data);
 	buf_adds(b, "</code></dd>\n");
 }
 
 /* The refs of the state event, each with its commit id. */
 static void
-state_refs(struct buf *b, const struct event *state)
+state_refs(struct buf *b, const struct event *state,
+    const struct relay_webreq *wr)
 {
 	struct relay_refs refs = { NULL, 0, NULL };
 	char		 *head = NULL;
@@ -1149,24 +837,34 @@ state_refs(struct buf *b, const struct event *state)
 			any = 1;
 			buf_printf(b, "<tr><td><span class=\"tag\">%s</span>",
 			    tags ? "tag" : "branch");
-			esc(b, name + (tags ? 10 : 11));
+			buf_adds(b, "<a href=\"");
+			relay_web_git_link(b, wr->wr_npub, wr->wr_d, "tree",
+			    name + (tags ? 10 : 11), NULL);
+			buf_adds(b, "\">");
+			relay_html_esc(b, name + (tags ? 10 : 11));
+			buf_adds(b, "</a>");
 			if (!tags && head != NULL && strcmp(head, name) == 0)
 				buf_adds(b, " <span class=\"pk\">HEAD</span>");
-			buf_printf(b, "</td><td><code>%s</code></td></tr>\n",
+			buf_adds(b, "</td><td><code><a href=\"");
+			relay_web_git_link(b, wr->wr_npub, wr->wr_d, "commit",
+			    refs.v[i].rf_oid, NULL);
+			buf_printf(b, "\">%s</a></code></td></tr>\n",
 			    refs.v[i].rf_oid);
 		}
 	if (!any)
 		buf_adds(b,
 		    "<tr><td colspan=\"2\" class=\"d\">No state event "
 		    "yet.</td></tr>\n");
-	buf_adds(b, "</tbody></table>\n");
+	buf_adds(b, "</tbody></table>\n<p><a id=\"files\" href=\"");
+	relay_web_git_link(b, wr->wr_npub, wr->wr_d, "tree", "HEAD", NULL);
+	buf_adds(b, "\">Browse the files</a></p>\n");
 	relay_refs_free(&refs);
 	free(head);
 }
 
 /* The latest commits of HEAD, from "git log" output. */
 static void
-commits(struct buf *b, FILE *out)
+commits(struct buf *b, FILE *out, const struct relay_webreq *wr)
 {
 	char  *s, *rec, *save, *f[4];
 	size_t len, i;
@@ -1189,15 +887,16 @@ commits(struct buf *b, FILE *out)
 		}
 		if (f[3] == NULL || strlen(f[0]) != GIT_OID_HEX)
 			continue;
-		buf_printf(b,
-		    "<tr><td><code title=\"%s\">%.12s</code></td>"
-		    "<td>",
-		    f[0], f[0]);
+		buf_adds(b, "<tr><td><code><a href=\"");
+		relay_web_git_link(b, wr->wr_npub, wr->wr_d, "commit", f[0],
+		    NULL);
+		buf_printf(b, "\" title=\"%s\">%.12s</a></code></td><td>", f[0],
+		    f[0]);
 		relay_web_escape(b, f[3], strnlen(f[3], RELAY_WEB_DESC_MAX));
 		buf_adds(b, "</td><td>");
 		relay_web_escape(b, f[2], strnlen(f[2], RELAY_WEB_NAME_MAX));
 		buf_adds(b, "</td><td class=\"n\">");
-		date(b, strtoll(f[1], NULL, 10));
+		relay_html_date(b, strtoll(f[1], NULL, 10));
 		buf_adds(b, "</td></tr>\n");
 		n++;
 	}
@@ -1209,61 +908,12 @@ commits(struct buf *b, FILE *out)
 	buf_adds(b, "</tbody></table>\n");
 }
 
-/*
- * Markdown (len bytes of md) as HTML into b through cmark, whose default
- * options drop raw HTML and javascript: and the like from links.  0, or
- * -1 (b unchanged).
- */
-static int
-markdown(struct buf *b, const char *md, size_t len)
-{
-	cmark_node *doc, *n, *link, *ch, **img = NULL;
-	cmark_iter *it;
-	char	   *html;
-	size_t	    nimg = 0, cap = 0, i;
-
-	if ((doc = cmark_parse_document(md, len, CMARK_OPT_DEFAULT)) == NULL)
-		return -1;
-	it = cmark_iter_new(doc);
-	while (cmark_iter_next(it) != CMARK_EVENT_DONE) {
-		n = cmark_iter_get_node(it);
-		if (cmark_node_get_type(n) != CMARK_NODE_IMAGE ||
-		    cmark_iter_get_event_type(it) != CMARK_EVENT_ENTER)
-			continue;
-		if (nimg == cap) {
-			cap = cap ? 2 * cap : 16;
-			if ((img = reallocarray(img, cap, sizeof(*img))) ==
-			    NULL)
-				fatal("markdown");
-		}
-		img[nimg++] = n;
-	}
-	cmark_iter_free(it);
-	/* An image would load from elsewhere: it becomes a link to it. */
-	for (i = 0; i < nimg; i++) {
-		if ((link = cmark_node_new(CMARK_NODE_LINK)) == NULL)
-			fatal("markdown");
-		cmark_node_set_url(link, cmark_node_get_url(img[i]));
-		while ((ch = cmark_node_first_child(img[i])) != NULL)
-			cmark_node_append_child(link, ch);
-		cmark_node_insert_before(img[i], link);
-		cmark_node_free(img[i]);
-	}
-	free(img);
-	html = cmark_render_html(doc, CMARK_OPT_DEFAULT);
-	cmark_node_free(doc);
-	if (html == NULL)
-		return -1;
-	buf_adds(b, html);
-	free(html);
-	return 0;
-}
-
 static void
 repo_render(struct relay_webreq *wr)
 {
 	struct buf    b = BUF_INIT, nostr = BUF_INIT;
-	struct buf    maint = BUF_INIT, coord = BUF_INIT;
+	struct buf    maint = BUF_INIT, coord = BUF_INIT, base = BUF_INIT;
+	struct buf    feed = BUF_INIT;
 	struct event *ann, *state = NULL, *ev;
 	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
 	sqlite3	     *db;
@@ -1271,10 +921,11 @@ repo_render(struct relay_webreq *wr)
 	char	     *text, title[512];
 	size_t	      len, i, n, nkeys;
 
-	db = db_arm(RELAY_WEB_QUERY_MS);
-	ann = addressed(db, KIND_REPO_ANNOUNCEMENT, wr->wr_owner, wr->wr_d);
+	db = relay_html_db_arm(RELAY_WEB_QUERY_MS);
+	ann = relay_html_addressed(db, KIND_REPO_ANNOUNCEMENT, wr->wr_owner,
+	    wr->wr_d);
 	if (ann != NULL)
-		nkeys = maintainers(ann, keys, &maint);
+		nkeys = relay_web_maintainers(ann, keys, &maint);
 	else {
 		memcpy(keys[0], wr->wr_owner, 32);
 		buf_adds(&maint, "[\"");
@@ -1284,7 +935,8 @@ repo_render(struct relay_webreq *wr)
 	}
 	/* The newest state of the owner and the maintainers it names. */
 	for (i = 0; i < nkeys; i++) {
-		ev = addressed(db, KIND_REPO_STATE, keys[i], wr->wr_d);
+		ev = relay_html_addressed(db, KIND_REPO_STATE, keys[i],
+		    wr->wr_d);
 		if (ev != NULL &&
 		    (state == NULL || ev->created_at > state->created_at)) {
 			event_destroy(state);
@@ -1292,18 +944,22 @@ repo_render(struct relay_webreq *wr)
 		} else
 			event_destroy(ev);
 	}
-	name = ann ? tag1(ann, "name") : NULL;
+	name = ann ? relay_html_tag1(ann, "name") : NULL;
 	if (name == NULL || *name == '\0')
 		name = wr->wr_d;
 	snprintf(title, sizeof(title), "%s \xc2\xb7 %s", name,
 	    relayd->cfg.relay_name);
-	page_open(&b, title, relayd->cfg.relay_name);
+	buf_printf(&base, "/%s/", wr->wr_npub);
+	relay_html_url(&base, wr->wr_d);
+	buf_adds(&base, ".git");
+	buf_printf(&feed, "%s/feed.atom", base.b_data);
+	relay_html_open_feed(&b, title, relayd->cfg.relay_name, feed.b_data);
 	buf_adds(&b,
 	    "<p><a href=\"/\">&larr; All repositories</a></p></div>"
 	    "</div></header>\n<div class=\"w\">\n");
-	desc = ann ? tag1(ann, "description") : NULL;
+	desc = ann ? relay_html_tag1(ann, "description") : NULL;
 	buf_adds(&b, "<h2 class=\"title\" id=\"name\">");
-	esc(&b, name);
+	relay_html_esc(&b, name);
 	buf_adds(&b, "</h2>\n");
 	if (desc && *desc) {
 		buf_adds(&b, "<p class=\"d\" id=\"description\">");
@@ -1317,38 +973,43 @@ repo_render(struct relay_webreq *wr)
 		    "is not served until its git data is pushed.</p>\n");
 	clone_urls(&b, wr, &nostr);
 	buf_adds(&b, "<dt>Owner</dt><dd>");
-	person(&b, db, wr->wr_owner);
+	relay_html_person(&b, db, wr->wr_owner);
 	buf_adds(&b, "</dd>\n");
 	for (i = 1; i < nkeys; i++) {
 		buf_adds(&b, i > 1 ? "<br>" : "<dt>Maintainers</dt><dd>");
-		person(&b, db, keys[i]);
+		relay_html_person(&b, db, keys[i]);
 	}
 	if (nkeys > 1)
 		buf_adds(&b, "</dd>\n");
 	web = "https://gitworkshop.dev/";
 	buf_printf(&b, "<dt>Browse</dt><dd><a id=\"gitworkshop\" href=\"%s",
 	    web);
-	esc(&b, nostr.b_data);
-	buf_adds(&b, "\">Open in gitworkshop.dev</a></dd>\n</dl></div>\n");
-	state_refs(&b, state);
-	commits(&b, wr->wr_out[WR_LOG]);
+	relay_html_esc(&b, nostr.b_data);
+	buf_adds(&b,
+	    "\">Open in gitworkshop.dev</a></dd>\n<dt>Follow</dt><dd>");
+	buf_printf(&b,
+	    "<a id=\"feed\" href=\"%s\">Atom feed</a></dd>\n"
+	    "</dl></div>\n",
+	    feed.b_data);
+	state_refs(&b, state, wr);
+	commits(&b, wr->wr_out[WR_LOG], wr);
 	buf_adds(&coord, "30617:");
 	buf_add_hex(&coord, wr->wr_owner, 32);
 	buf_printf(&coord, ":%s", wr->wr_d);
-	threads(&b, db, coord.b_data, maint.b_data);
-	db_disarm(db);
+	threads(&b, db, coord.b_data, maint.b_data, base.b_data);
+	relay_html_db_disarm(db);
 	if ((text = slurp(wr->wr_readme, RELAY_WEB_README_MAX, &len)) != NULL) {
 		buf_adds(&b, "<h2>");
-		esc(&b, wr->wr_readme_name);
+		relay_html_esc(&b, wr->wr_readme_name);
 		buf_adds(&b, "</h2>\n<div class=\"card md\" id=\"readme\">");
 		n = strlen(wr->wr_readme_name);
 		if (!(n > 3 &&
 			strcasecmp(wr->wr_readme_name + n - 3, ".md") == 0 &&
-			markdown(&b, text, len) == 0) &&
+			relay_html_markdown(&b, text, len) == 0) &&
 		    !(n > 9 &&
 			strcasecmp(wr->wr_readme_name + n - 9, ".markdown") ==
 			    0 &&
-			markdown(&b, text, len) == 0)) {
+			relay_html_markdown(&b, text, len) == 0)) {
 			buf_adds(&b, "<pre class=\"readme\">");
 			relay_web_escape(&b, text, len);
 			buf_adds(&b, "</pre>");
@@ -1356,12 +1017,14 @@ repo_render(struct relay_webreq *wr)
 		buf_adds(&b, "</div>\n");
 		free(text);
 	}
-	page_close(&b);
+	relay_html_close(&b);
 	event_destroy(ann);
 	event_destroy(state);
 	buf_free(&nostr);
 	buf_free(&maint);
 	buf_free(&coord);
+	buf_free(&base);
+	buf_free(&feed);
 	wr->wr_body = buf_release(&b, &wr->wr_len);
 }
 
@@ -1415,8 +1078,8 @@ relay_web_writeable(struct relay_conn *c, struct lws *wsi)
 	wr->wr_body = NULL;
 	c->rc_web = NULL;
 	relay_web_free(wr);
-	return relay_http_respond(c, wsi, HTTP_STATUS_OK,
-	    "text/html; charset=utf-8", body, len);
+	return relay_http_page(c, wsi, HTTP_STATUS_OK,
+	    "text/html; charset=utf-8", body, len, 0);
 }
 
 int
@@ -1434,7 +1097,7 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	int			 hosted = relay_purg_hosted(owner, d);
 
 	if (hosted == 0 || !relay_repo_exists(owner, d))
-		return message(c, wsi, HTTP_STATUS_NOT_FOUND,
+		return relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND,
 		    "No such repository",
 		    "This server hosts no repository at this address. <a href="
 		    "\"/\">See the ones it hosts.</a>");

@@ -25,7 +25,10 @@
 # Part three times the GRASP-03 inventory's start-up rebuild
 # (tests/bench/inventory.c) on 1.1 million generated events, part four
 # the rendering of the landing page for 10,000 repositories
-# (tests/bench/web.c).
+# (tests/bench/web.c) and of an issue's page with 1,000 replies, with
+# relayd's memory (tests/bench/thread.c); part five the git pages: a
+# commit page with a 5,000-line diff and a tree page of 10,000 entries,
+# with relayd's memory (tests/bench/webgit.c).
 # Prints one table, writes the same figures to $O/bench.json, stops
 # everything and removes the directory (kept when GRASPD_KEEP_TMP is set).
 # Figures only: it never passes or fails on time, only when something
@@ -35,8 +38,10 @@
 # published one at a time), BENCH_REQS (1000 round trips per query),
 # BENCH_SUBS (1000 fan-out subscribers), BENCH_BIG (1000000 stored events
 # for part two; 0 skips part two), BENCH_WEB_REPOS (10000 repositories
-# for part four).  BENCH_NO_PULL=1 skips pull.sh, BENCH_NO_INVENTORY=1
-# the inventory start-up benchmark, BENCH_NO_WEB=1 the web page one,
+# for part four), BENCH_THREAD_REPLIES (1000 replies for part four).
+# BENCH_NO_PULL=1 skips pull.sh, BENCH_NO_INVENTORY=1
+# the inventory start-up benchmark, BENCH_NO_WEB=1 the web page ones,
+# BENCH_NO_WEBGIT=1 the git pages one,
 # BENCH_NO_DURABILITY=1 the durability pair: after part one, two fresh
 # relayds, durability full then normal, take the same events (figures
 # durability_{full,normal}_{publish_rate,publish_ok_p99,serial_ok_p50,
@@ -60,7 +65,10 @@ cd "$top"
 tproc_dirs
 inventory=$O/tests/bench/inventory
 web=$O/tests/bench/web
-tproc_require bench "$relayd" "$graspd" "$ingest" "$inventory" "$web"
+thread=$O/tests/bench/thread
+webgit=$O/tests/bench/webgit
+tproc_require bench "$relayd" "$graspd" "$ingest" "$inventory" "$web" \
+    "$thread" "$webgit"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/graspd-bench.XXXXXX")
 pid=""
@@ -404,6 +412,27 @@ if [ -z "${BENCH_NO_WEB:-}" ]; then
 	    >"$tmp/web.out" 2>"$tmp/web.log" ||
 	    fail "web bench failed: $(tail -n 5 "$tmp/web.log")"
 	cat "$tmp/web.out" >>"$tmp/figures"
+fi
+
+# The page of an issue with BENCH_THREAD_REPLIES replies (issue 43: under
+# 50 ms for 1,000), and relayd's memory while it serves it.
+if [ -z "${BENCH_NO_WEB:-}" ]; then
+	echo "# bench: thread page of ${BENCH_THREAD_REPLIES:-1000} replies"
+	GRASPD_BIN=$BIN timeout 600 "$thread" \
+	    "${BENCH_THREAD_REPLIES:-1000}" >"$tmp/thread.out" \
+	    2>"$tmp/thread.log" ||
+	    fail "thread bench failed: $(tail -n 5 "$tmp/thread.log")"
+	cat "$tmp/thread.out" >>"$tmp/figures"
+fi
+
+# The git pages (issue 43: under 50 ms each): a commit page with a
+# 5,000-line diff, a tree page of 10,000 entries, relayd's memory.
+if [ -z "${BENCH_NO_WEBGIT:-}" ]; then
+	echo "# bench: git pages: a 5,000-line diff, a 10,000-entry tree"
+	GRASPD_BIN=$BIN timeout 600 "$webgit" >"$tmp/webgit.out" \
+	    2>"$tmp/webgit.log" ||
+	    fail "webgit bench failed: $(tail -n 5 "$tmp/webgit.log")"
+	cat "$tmp/webgit.out" >>"$tmp/figures"
 fi
 
 # Ingest as a fraction of the verification limit measured above.

@@ -26,16 +26,13 @@
  * loaded machine: the page is asked for again in the next second, and
  * the number of such answers is a figure (web_busy).
  */
-#include <sys/socket.h>
-#include <sys/time.h>
-
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "buf.h"
 #include "event.h"
 #include "log.h"
@@ -57,15 +54,6 @@ struct gen {
 	size_t	      intxn;
 	int64_t	      at;
 };
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Owner n's pubkey as hex (any 32 bytes do: nothing verifies them). */
 static void
@@ -153,38 +141,19 @@ static double
 timed_get(struct relayproc *rp, const char *path)
 {
 	struct buf b = BUF_INIT;
-	char	   req[512], chunk[65536];
-	double	   t0 = now_ms(), t = -1;
-	ssize_t	   n;
-	int	   fd, fl;
+	double	   t;
 
-	if ((fd = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
-		 TMO)) == -1)
-		return -1;
-	/* Blocking from here on; SO_RCVTIMEO bounds each read. */
-	if ((fl = fcntl(fd, F_GETFL)) != -1)
-		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO,
-	    &(struct timeval){ TMO / 1000, 0 }, sizeof(struct timeval));
-	snprintf(req, sizeof(req),
-	    "GET %s HTTP/1.1\r\nHost: bench\r\n"
-	    "Connection: close\r\n\r\n",
-	    path);
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
-		goto done;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		buf_add(&b, chunk, (size_t)n);
-	t = now_ms() - t0;
-	buf_addc(&b, '\0');
-	if (strncmp(b.b_data, "HTTP/1.1 503", 12) == 0)
+	t = bench_http_get(relayproc_host(rp), relayproc_port(rp), path, TMO,
+	    &b);
+	if (t < 0 || b.b_data == NULL)
+		t = -1;
+	else if (strncmp(b.b_data, "HTTP/1.1 503", 12) == 0)
 		t = -2;
 	else if (strncmp(b.b_data, "HTTP/1.1 200", 12) != 0 ||
 	    strstr(b.b_data, "class=\"repo\"") == NULL) {
 		fprintf(stderr, "web: GET %s: %.80s\n", path, b.b_data);
 		t = -1;
 	}
-done:
-	close(fd);
 	buf_free(&b);
 	return t;
 }
@@ -211,14 +180,6 @@ page_get(struct relayproc *rp, const char *path)
 	return t;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -242,10 +203,10 @@ main(int argc, char *argv[])
 	if ((g.st = store_open(path, 0, err, sizeof(err))) == NULL)
 		fatalx("web: %s", err);
 	g.at = (int64_t)time(NULL) - 10 * 86400;
-	t0 = now_ms();
+	t0 = bench_now_s();
 	generate(&g, nrepos, relayproc_domain(rp));
 	store_close(g.st);
-	printf("web_fill_seconds %.1f s\n", (now_ms() - t0) / 1e3);
+	printf("web_fill_seconds %.1f s\n", bench_now_s() - t0);
 	if (relayproc_restart(rp) != 0)
 		fatalx("web: relayd does not start on the store");
 	for (i = 0; i < BENCH_WEB_PAGES; i++) {
@@ -258,7 +219,7 @@ main(int argc, char *argv[])
 		fatalx("web: no cached landing page");
 	if ((search = page_get(rp, "/?q=number+42")) < 0)
 		fatalx("web: no search page");
-	qsort(t, BENCH_WEB_PAGES, sizeof(t[0]), cmp_double);
+	qsort(t, BENCH_WEB_PAGES, sizeof(t[0]), bench_cmp_double);
 	printf("web_repos %zu repositories\n", nrepos);
 	printf("web_landing_ms %.2f ms\n", t[BENCH_WEB_PAGES / 2]);
 	printf("web_landing_max_ms %.2f ms\n", t[BENCH_WEB_PAGES - 1]);

@@ -341,6 +341,410 @@ setup_more(void)
 	wsc_close(ws);
 }
 
+/* The thread ids of the thread cases. */
+static char reply1[65], labelled[65], patch_id[65], pr_id[65], busy[65];
+
+/* Publishes kind with tags and content by key n, created ahead s from now. */
+static int
+post(struct wsc *ws, int n, uint32_t kind, const char *tags,
+    const char *content, int ahead, char id[65])
+{
+	uint8_t	      sk[32], pk[32];
+	struct event *ev;
+	char	      m[256];
+
+	key(n, sk, pk);
+	if ((ev = event_new_signed(sk, time(NULL) + ahead, kind, tags,
+		 content)) == NULL)
+		return -1;
+	if (id != NULL)
+		memcpy(id, ev->id_hex, 65);
+	if (pub(ws, ev, m, sizeof(m)) != 1) {
+		printf("# kind %u refused: %s\n", kind, m);
+		return -1;
+	}
+	return 0;
+}
+
+/* A NIP-22 comment by key n on the root issue, answering parent. */
+static int
+comment(struct wsc *ws, int n, const char *root, const char *parent,
+    const char *content, int ahead, char id[65])
+{
+	char tags[512];
+
+	snprintf(tags, sizeof(tags),
+	    "[[\"E\",\"%s\"],[\"K\",\"1621\"],[\"e\",\"%s\"],"
+	    "[\"k\",\"%s\"]]",
+	    root, parent, strcmp(root, parent) == 0 ? "1621" : "1111");
+	return post(ws, n, 1111, tags, content, ahead, id);
+}
+
+static void
+setup_threads(void)
+{
+	struct wsc *ws = conn();
+	uint8_t	    sk[32], pk[32];
+	char	    tags[1024], ohex[65], id[65];
+	int	    i;
+
+	T_ASSERT(ws != NULL);
+	key(1, sk, pk);
+	hex_encode(pk, 32, ohex);
+	T_EQ_INT(comment(ws, 6, issue_open, issue_open,
+		     "First **reply** " EVIL " [x](javascript:alert(3)) "
+		     "<img src=x onerror=alert(4)>",
+		     61, reply1),
+	    0);
+	T_EQ_INT(comment(ws, 1, issue_open, reply1, "Thanks!", 62, NULL), 0);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\",\"\",\"root\"]]",
+	    issue_open);
+	T_EQ_INT(post(ws, 7, 1622, tags, "an old-style reply", 63, NULL), 0);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_open);
+	T_EQ_INT(post(ws, 6, 7, tags, "+", 64, NULL), 0);
+	T_EQ_INT(post(ws, 7, 7, tags, "+", 64, NULL), 0);
+	T_EQ_INT(post(ws, 1, 7, tags, EVIL, 64, NULL), 0);
+	/* Closed by a maintainer, reopened by its author. */
+	T_EQ_INT(post(ws, 9, KIND_STATUS_CLOSED, tags, "dup?", 65, NULL), 0);
+	T_EQ_INT(post(ws, 5, KIND_STATUS_OPEN, tags, "", 66, NULL), 0);
+	/* Labels, a patch and a pull request. */
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"30617:%s:plain\"],[\"subject\",\"Labelled\"],"
+	    "[\"t\",\"bug\"],[\"t\",\"%s\"]]",
+	    ohex, "<b>x</b>");
+	T_EQ_INT(post(ws, 5, KIND_ISSUE, tags, "body", 20, labelled), 0);
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"30617:%s:plain\"],[\"t\",\"root\"]]", ohex);
+	T_EQ_INT(post(ws, 5, KIND_PATCH, tags,
+		     "From 1234 Mon Sep 17 00:00:00 2001\n"
+		     "Subject: [PATCH] Fix <the> crash\n\n---\n"
+		     " a | 2 +-\n\ndiff --git a/a b/a\n--- a/a\n+++ b/a\n"
+		     "@@ -1 +1 @@\n-old\n+new <script>\n",
+		     10, patch_id),
+	    0);
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"30617:%s:plain\"],[\"subject\",\"Add a feature\"],"
+	    "[\"c\",\"%s\"],[\"clone\",\"https://" PUB "/x.git\"],"
+	    "[\"branch-name\",\"feature\"]]",
+	    ohex, oid_plain);
+	T_EQ_INT(post(ws, 5, KIND_PR, tags, "Please pull.", 5, pr_id), 0);
+	/* A busy thread: more replies than one page shows. */
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"30617:%s:plain\"],[\"subject\",\"Busy\"]]", ohex);
+	T_EQ_INT(post(ws, 5, KIND_ISSUE, tags, "many replies", 0, busy), 0);
+	for (i = 0; i < 255; i++) {
+		snprintf(tags, sizeof(tags), "reply number %d", i);
+		T_EQ_INT(comment(ws, 6, busy, busy, tags, -300 + i, id), 0);
+	}
+	wsc_close(ws);
+}
+
+/* GET path with extra headers: the status, headers and body. */
+static int
+get_h(const char *path, const char *extra, char **headers, char **body)
+{
+	int st = 0;
+
+	if (http_get(relayproc_host(rp), relayproc_port(rp), path, extra, TMO,
+		&st, headers, body) == -1)
+		return -1;
+	return st;
+}
+
+static char *
+thread_path(const char *section, const char *id)
+{
+	struct buf b = BUF_INIT;
+	char	  *base = repo_path(1, "plain");
+
+	buf_printf(&b, "%s/%s/%s", base, section, id);
+	free(base);
+	return buf_release(&b, NULL);
+}
+
+static void
+thread_page_shows_replies_statuses_reactions(void)
+{
+	char *path = thread_path("issues", issue_open), *page, *h = NULL;
+	char  want[256], *a, *b;
+
+	T_ASSERT((page = get(path, 200, &h)) != NULL);
+	T_CHECK(strstr(page, "Crash on start") != NULL);
+	T_CHECK(strstr(page, "First <strong>reply</strong>") != NULL);
+	T_CHECK(strstr(page, "Thanks!") != NULL);
+	T_CHECK(strstr(page, "an old-style reply") != NULL);
+	/* In thread order, the answer linking to what it answers. */
+	a = strstr(page, "First <strong>reply");
+	b = strstr(page, "Thanks!");
+	T_CHECK(a != NULL && b != NULL && a < b);
+	snprintf(want, sizeof(want), "href=\"#e%.16s\">in reply", reply1);
+	T_CHECK(strstr(page, want) != NULL);
+	/* Authors by kind 0 name, npub beside; exact time and age. */
+	T_CHECK(strstr(page, "<b>Alice Plain</b>") != NULL);
+	T_CHECK(strstr(page, " UTC</time> <span class=\"ago\">(") != NULL);
+	/* Closed by a maintainer, reopened by the author: open. */
+	T_CHECK(strstr(page, "id=\"status\">open") != NULL);
+	T_CHECK(strstr(page, "s1632\">closed</span>") != NULL);
+	T_CHECK(strstr(page, "dup?") != NULL);
+	/* Two likes, and the owner's reaction escaped. */
+	T_CHECK(strstr(page, "<span class=\"tag\">+ 2</span>") != NULL);
+	T_CHECK(strstr(page, "&lt;script&gt;alert(1) 1</span>") != NULL);
+	/* What other clients open it by. */
+	T_CHECK(strstr(page, "id=\"nevent\">nevent1") != NULL);
+	T_CHECK(strstr(page, "id=\"naddr\">naddr1") != NULL);
+	T_CHECK(strstr(page, "href=\"https://gitworkshop.dev/npub1") != NULL);
+	/* Peer text inert. */
+	T_CHECK(!has_script(page));
+	T_CHECK(strstr(page, "javascript:") == NULL);
+	T_CHECK(strstr(page, "<img src=x") == NULL);
+	T_CHECK(strstr(page, "onerror=alert") == NULL ||
+	    strstr(page, "&lt;img src=x onerror=alert(4)&gt;") != NULL);
+	a = http_header_value(h, "content-security-policy");
+	T_CHECK(a != NULL && strstr(a, "default-src 'none'") != NULL &&
+	    strstr(a, "script-src") == NULL);
+	free(a);
+	free(h);
+	free(page);
+	free(path);
+	/* The repository page links to it. */
+	path = repo_path(1, "plain");
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	snprintf(want, sizeof(want), "/plain.git/issues/%s\">Crash on start",
+	    issue_open);
+	T_CHECK(strstr(page, want) != NULL);
+	snprintf(want, sizeof(want), "/plain.git/patches/%s\">Fix &lt;the&gt;",
+	    patch_id);
+	T_CHECK(strstr(page, want) != NULL);
+	T_CHECK(strstr(page,
+		    "rel=\"alternate\" type=\"application/atom+xml\"") != NULL);
+	free(page);
+	free(path);
+}
+
+static void
+thread_page_shows_labels_patches_prs(void)
+{
+	char *path = thread_path("issues", labelled), *page;
+
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	T_CHECK(strstr(page, "<span class=\"tag\">bug</span>") != NULL);
+	T_CHECK(strstr(page, "&lt;b&gt;x&lt;/b&gt;") != NULL);
+	free(page);
+	free(path);
+	path = thread_path("patches", patch_id);
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	T_CHECK(strstr(page, "Fix &lt;the&gt; crash") != NULL);
+	T_CHECK(strstr(page, "+new &lt;script&gt;") != NULL);
+	T_CHECK(!has_script(page));
+	free(page);
+	free(path);
+	path = thread_path("prs", pr_id);
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	T_CHECK(strstr(page, "Add a feature") != NULL);
+	T_CHECK(strstr(page, oid_plain) != NULL);
+	T_CHECK(strstr(page, "feature") != NULL);
+	T_CHECK(strstr(page, "/prs/nevent1") != NULL);
+	free(page);
+	free(path);
+}
+
+static void
+thread_page_pages_its_replies(void)
+{
+	char *path = thread_path("issues", busy), *page, more[512];
+
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	T_EQ_INT(count(page, "class=\"card post reply\""), 250);
+	T_CHECK(strstr(page, "reply number 0<") != NULL);
+	T_CHECK(strstr(page, "reply number 250<") == NULL);
+	T_CHECK(strstr(page, "href=\"?page=2\">More replies") != NULL);
+	T_CHECK(strstr(page, "255 replies") != NULL);
+	free(page);
+	snprintf(more, sizeof(more), "%s?page=2", path);
+	T_ASSERT((page = get(more, 200, NULL)) != NULL);
+	T_EQ_INT(count(page, "class=\"card post reply\""), 5);
+	T_CHECK(strstr(page, "reply number 254<") != NULL);
+	T_CHECK(strstr(page, "href=\"?page=1\">&larr; Earlier") != NULL);
+	free(page);
+	free(path);
+}
+
+/* Replies of the largest content the relay takes (relay_proto.h). */
+#define BIG_REPLY   (250 * 1000)
+#define BIG_REPLIES 70
+
+static void
+thread_page_reads_a_bounded_amount(void)
+{
+	struct wsc *ws = conn();
+	uint8_t	    sk[32], pk[32];
+	char	    tags[512], ohex[65], big[65], *text, *path, *page;
+	int	    i;
+
+	T_ASSERT(ws != NULL);
+	key(1, sk, pk);
+	hex_encode(pk, 32, ohex);
+	snprintf(tags, sizeof(tags),
+	    "[[\"a\",\"30617:%s:plain\"],[\"subject\",\"Big\"]]", ohex);
+	T_ASSERT(post(ws, 5, KIND_ISSUE, tags, "big replies", -900, big) == 0);
+	T_ASSERT((text = malloc(BIG_REPLY + 1)) != NULL);
+	memset(text, 'x', BIG_REPLY);
+	text[BIG_REPLY] = '\0';
+	/* 17.5 MB of replies: more than a page reads (16 MiB). */
+	for (i = 0; i < BIG_REPLIES; i++)
+		T_ASSERT(comment(ws, 6, big, big, text, -800 + i, NULL) == 0);
+	free(text);
+	wsc_close(ws);
+	path = thread_path("issues", big);
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	/* The bound on bytes, or (under the sanitizers, slower) the time. */
+	T_CHECK(strstr(page, "more events than a page reads") != NULL ||
+	    strstr(page, "took too long to read") != NULL);
+	T_CHECK(count(page, "class=\"card post reply\"") < BIG_REPLIES);
+	T_CHECK(strstr(page, "(cut: too long to show here)") != NULL);
+	T_CHECK(strlen(page) < 3 * 1024 * 1024);
+	free(page);
+	free(path);
+}
+
+static void
+errors_are_styled_pages_that_say_what(void)
+{
+	char *path, *page = NULL, *h = NULL;
+	char  zeros[65];
+
+	path = thread_path("issues", "nothex");
+	T_EQ_INT(get_h(path, NULL, &h, &page), 400);
+	T_CHECK(page && strstr(page, "<style>") != NULL &&
+	    strstr(page, "not an event id") != NULL);
+	T_CHECK(h && strstr(h, "text/html") != NULL);
+	free(page);
+	free(h);
+	free(path);
+	memset(zeros, '0', 64);
+	zeros[64] = '\0';
+	path = thread_path("issues", zeros);
+	T_EQ_INT(get_h(path, NULL, NULL, &page), 404);
+	T_CHECK(page && strstr(page, "<style>") != NULL &&
+	    strstr(page, "no issue with the id <code>0000") != NULL);
+	free(page);
+	free(path);
+	/* A patch is not an issue. */
+	path = thread_path("issues", patch_id);
+	T_EQ_INT(get_h(path, NULL, NULL, &page), 404);
+	free(page);
+	free(path);
+	T_EQ_INT(get_h("/no/such<page>", NULL, NULL, &page), 404);
+	T_CHECK(page && strstr(page, "<style>") != NULL &&
+	    strstr(page, "<code>/no/such&lt;page&gt;</code>") != NULL);
+	free(page);
+	path = repo_path(1, "plain");
+	T_ASSERT((h = malloc(strlen(path) + 32)) != NULL);
+	sprintf(h, "%s/nothing", path);
+	T_EQ_INT(get_h(h, NULL, NULL, &page), 404);
+	T_CHECK(
+	    page && strstr(page, "no page at <code>/nothing</code>") != NULL);
+	free(page);
+	free(h);
+	free(path);
+	T_EQ_INT(get_h("/npub1bad/x.git", NULL, NULL, &page), 400);
+	T_CHECK(page && strstr(page, "<style>") != NULL &&
+	    strstr(page, "not an npub") != NULL);
+	free(page);
+	/* git's own routes keep their plain answers. */
+	T_EQ_INT(get_h("/npub1bad/x.git/info/refs?service=git-upload-pack",
+		     NULL, NULL, &page),
+	    400);
+	T_CHECK(page && strstr(page, "<style>") == NULL);
+	free(page);
+}
+
+static void
+conditional_gets_answer_304(void)
+{
+	char *path = thread_path("issues", issue_open), *page = NULL;
+	char *h = NULL, *etag, *lm, hdr[256];
+
+	T_EQ_INT(get_h(path, NULL, &h, &page), 200);
+	etag = http_header_value(h, "etag");
+	lm = http_header_value(h, "last-modified");
+	T_ASSERT(etag != NULL && lm != NULL);
+	free(page);
+	free(h);
+	page = h = NULL;
+	snprintf(hdr, sizeof(hdr), "If-None-Match: %s\r\n", etag);
+	T_EQ_INT(get_h(path, hdr, &h, &page), 304);
+	T_CHECK(page == NULL || *page == '\0');
+	free(page);
+	free(h);
+	page = NULL;
+	snprintf(hdr, sizeof(hdr), "If-None-Match: \"other\"\r\n");
+	T_EQ_INT(get_h(path, hdr, NULL, &page), 200);
+	free(page);
+	page = NULL;
+	snprintf(hdr, sizeof(hdr), "If-Modified-Since: %s\r\n", lm);
+	T_EQ_INT(get_h(path, hdr, NULL, &page), 304);
+	free(page);
+	page = NULL;
+	T_EQ_INT(get_h(path,
+		     "If-Modified-Since: Thu, 01 Jan 1970 00:00:01 GMT\r\n",
+		     NULL, &page),
+	    200);
+	free(page);
+	page = NULL;
+	/* The landing page and the repository page too. */
+	T_EQ_INT(get_h("/", NULL, &h, &page), 200);
+	free(etag);
+	etag = http_header_value(h, "etag");
+	free(h);
+	free(page);
+	page = NULL;
+	snprintf(hdr, sizeof(hdr), "If-None-Match: %s\r\n", etag);
+	T_EQ_INT(get_h("/", hdr, NULL, &page), 304);
+	free(page);
+	free(etag);
+	free(lm);
+	free(path);
+}
+
+static void
+feeds_list_threads_statuses_and_pushes(void)
+{
+	char *path = repo_path(1, "plain"), *feed, *page = NULL, *h = NULL;
+
+	T_ASSERT((feed = malloc(strlen(path) + 16)) != NULL);
+	sprintf(feed, "%s/feed.atom", path);
+	T_EQ_INT(get_h(feed, NULL, &h, &page), 200);
+	T_CHECK(h && strstr(h, "application/atom+xml") != NULL);
+	T_CHECK(page && strncmp(page, "<?xml version=\"1.0\"", 19) == 0);
+	T_CHECK(page &&
+	    strstr(page, "<feed xmlns=\"http://www.w3.org/2005/Atom\">"));
+	T_CHECK(page && strstr(page, "New issue: Crash on start") != NULL);
+	T_CHECK(
+	    page && strstr(page, "New patch: Fix &lt;the&gt; crash") != NULL);
+	T_CHECK(
+	    page && strstr(page, "New pull request: Add a feature") != NULL);
+	T_CHECK(page && strstr(page, "Status: closed") != NULL);
+	T_CHECK(page && strstr(page, "Pushed: ") != NULL);
+	T_CHECK(page &&
+	    strstr(page,
+		"<link rel=\"self\" type=\"application/"
+		"atom+xml\" href=\"https://" PUB) != NULL);
+	T_CHECK(page && !has_script(page));
+	T_EQ_INT(count(page, "<entry>"), count(page, "</entry>"));
+	T_CHECK(count(page, "<entry>") <= 50);
+	free(page);
+	free(h);
+	page = h = NULL;
+	T_EQ_INT(get_h("/feed.atom", NULL, &h, &page), 200);
+	T_CHECK(page && strstr(page, "Plain project (repository") != NULL);
+	T_CHECK(page && !has_script(page));
+	free(page);
+	free(h);
+	free(feed);
+	free(path);
+}
+
 static void
 landing_lists_repositories_newest_first(void)
 {
@@ -425,9 +829,9 @@ repository_page_shows_clone_urls_refs_commits_readme(void)
 	T_CHECK(strstr(page, want) != NULL);
 	T_CHECK(strstr(page, "http://127.0.0.1") == NULL);
 	snprintf(want, sizeof(want),
-	    "main <span class=\"pk\">HEAD</span>"
-	    "</td><td><code>%s</code>",
-	    oid_plain);
+	    "main</a> <span class=\"pk\">HEAD</span>"
+	    "</td><td><code><a href=\"%s/commit/%s\">%s</a></code>",
+	    path, oid_plain, oid_plain);
 	T_CHECK(strstr(page, want) != NULL);
 	T_CHECK(strstr(page, "first commit") != NULL);
 	/* The README as Markdown: no raw HTML, nothing loaded from afar. */
@@ -446,7 +850,7 @@ repository_page_shows_clone_urls_refs_commits_readme(void)
 	T_EQ_INT(count(page, "s1630\">open"), 2);
 	T_EQ_INT(count(page, "s1632\">closed"), 1);
 	/* The maintainer's newer state. */
-	T_CHECK(strstr(page, "</span>next</td>") != NULL);
+	T_CHECK(strstr(page, "/tree/next\">next</a></td>") != NULL);
 	T_CHECK(strstr(page, "Alice Plain") != NULL);
 	/* The maintainer, by npub (no profile). */
 	npub_of(9, npub);
@@ -660,6 +1064,14 @@ static const struct t_case cases[] = {
 	T_CASE(repository_page_shows_clone_urls_refs_commits_readme),
 	T_CASE(peer_text_is_escaped_everywhere),
 	T_CASE(icon_and_nip11),
+	T_CASE(setup_threads),
+	T_CASE(thread_page_shows_replies_statuses_reactions),
+	T_CASE(thread_page_shows_labels_patches_prs),
+	T_CASE(thread_page_pages_its_replies),
+	T_CASE(thread_page_reads_a_bounded_amount),
+	T_CASE(errors_are_styled_pages_that_say_what),
+	T_CASE(conditional_gets_answer_304),
+	T_CASE(feeds_list_threads_statuses_and_pushes),
 	T_CASE(browser_renders_the_pages),
 };
 

@@ -18,7 +18,7 @@ import { generateSecretKey, getPublicKey, finalizeEvent } from
   'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
 import { Relay, useWebSocketImplementation } from 'nostr-tools/relay';
-import { firstCommit, gitWith, query, stateEvent } from './util.mjs';
+import { firstCommit, gitWith, query, sleep, stateEvent } from './util.mjs';
 import { startGraspd } from './audit/fixtures.mjs';
 
 useWebSocketImplementation(WebSocket);
@@ -38,8 +38,6 @@ after(async () => {
 });
 
 const git = gitWith(work);
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function connectWithin(url, ms) {
   const end = Date.now() + ms;

@@ -9,12 +9,13 @@
 # runs `node --test` on relay_interop.mjs, negentropy.mjs (NIP-77),
 # auth_interop.mjs (NIP-42 and NIP-70), archive_interop.mjs (a graspd in
 # GRASP-05 archive mode from GRASPD_BIN, default bin/, bootstrapped from
-# the relayd), sdk_interop.mjs, ndk_interop.mjs, applesauce_interop.mjs
-# and audit/*.test.mjs (the port of the reference's conformance suite,
-# grasp-audit; each file starts a whole graspd of its own from
-# GRASPD_BIN) (TAP output), stops relayd and exits with node's status.
-# Fails at once, with the reason, when relayd, node (20.19 or later,
-# package.json's engines) or a package is missing.
+# the relayd), sdk_interop.mjs, ndk_interop.mjs, applesauce_interop.mjs,
+# web_interop.mjs (the web front in headless Chromium, over a relayd of
+# its own from GRASPD_BIN) and audit/*.test.mjs (the port of the
+# reference's conformance suite, grasp-audit; each file starts a whole
+# graspd of its own from GRASPD_BIN) (TAP output), stops relayd and exits
+# with node's status.  Fails at once, with the reason, when relayd, node
+# (20.19 or later, package.json's engines) or a package is missing.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,7 +58,7 @@ cd "$here" || exit 1
 RELAY_URL=$url timeout -k 5 300 node --test --test-force-exit \
     --test-reporter=tap relay_interop.mjs negentropy.mjs auth_interop.mjs \
     archive_interop.mjs sdk_interop.mjs ndk_interop.mjs applesauce_interop.mjs \
-    audit/*.test.mjs
+    web_interop.mjs audit/*.test.mjs
 rc=$?
 if [ "$rc" -ne 0 ]; then
 	echo "# interop: node exited with $rc; last lines of the relayd log:"

@@ -5,10 +5,43 @@
 // stored-events query over nostr-tools' Relay.
 
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure';
+
+// A loopback TCP port nobody listened on a moment ago.
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// The environment of a graspd or relayd of a test's own, listening on
+// domain (127.0.0.1:port) with its data, repositories and run directory
+// under dir (made here), and more (NGIT_* settings) added.
+export function roleEnv(dir, domain, more) {
+  for (const d of ['relay', 'git', 'run'])
+    mkdirSync(join(dir, d), { recursive: true });
+  return {
+    PATH: process.env.PATH,
+    NGIT_BIND_ADDRESS: domain,
+    NGIT_DOMAIN: domain,
+    NGIT_RELAY_DATA_PATH: join(dir, 'relay'),
+    NGIT_GIT_DATA_PATH: join(dir, 'git'),
+    NGIT_RUN_PATH: join(dir, 'run'),
+    NGIT_TEST: '1',
+    ...more,
+  };
+}
 
 // A git runner whose runs use home as HOME, no prompts, no system
 // configuration and a fixed author; each run is bounded to 30 s and

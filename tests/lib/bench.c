@@ -2,17 +2,22 @@
  * bench.c: the benchmarks' shared helpers (bench.h).
  */
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "buf.h"
+#include "wsclient.h"
 
 char *
 bench_opt(int argc, char **argv, const char *name)
@@ -67,4 +72,46 @@ bench_loopback_only(const char *prog, const char *host)
 		    prog, host);
 		exit(2);
 	}
+}
+
+double
+bench_http_get(const char *host, int port, const char *path, int timeout_ms,
+    struct buf *out)
+{
+	char	chunk[65536];
+	double	t0 = bench_now_s(), t = -1;
+	ssize_t n;
+	int	fd, fl;
+
+	buf_reset(out);
+	if ((fd = wsc_tcp_connect(host, port, timeout_ms)) == -1)
+		return -1;
+	/* Blocking from here on; SO_RCVTIMEO bounds each read. */
+	if ((fl = fcntl(fd, F_GETFL)) != -1)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO,
+	    &(struct timeval){ timeout_ms / 1000, (timeout_ms % 1000) * 1000 },
+	    sizeof(struct timeval));
+	buf_printf(out,
+	    "GET %s HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n",
+	    path);
+	if (write(fd, out->b_data, out->b_len) != (ssize_t)out->b_len)
+		goto done;
+	buf_reset(out);
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		buf_add(out, chunk, (size_t)n);
+	t = (bench_now_s() - t0) * 1e3;
+	buf_addc(out, '\0');
+	out->b_len--;
+done:
+	close(fd);
+	return t;
+}
+
+int
+bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
 }

@@ -15,4 +15,17 @@ double bench_now_s(void);
  */
 void   bench_loopback_only(const char *prog, const char *host);
 
+struct buf;
+
+/*
+ * GETs path from host:port over a new connection ("Connection: close")
+ * with reads bounded by timeout_ms, the whole answer (status line,
+ * headers, body) NUL-terminated into out.  Returns the milliseconds from
+ * connect to the last byte, or -1 if it could not connect or send.
+ */
+double bench_http_get(const char *host, int port, const char *path,
+    int timeout_ms, struct buf *out);
+/* qsort's comparison of two doubles, ascending. */
+int    bench_cmp_double(const void *a, const void *b);
+
 #endif

@@ -331,6 +331,35 @@ seckey_outside_the_group_is_refused(void)
 	parses_as_listed(KEY_GROUP);
 }
 
+/* nostr-tools 2's neventEncode and naddrEncode give the same strings. */
+static void
+nevent_and_naddr_match_nostr_tools(void)
+{
+	uint8_t id[32], pk[32];
+	char	out[NIP19_TLV_BUFSZ];
+
+	memset(id, 0xaa, 32);
+	memset(pk, 0xbb, 32);
+	T_EQ_INT(
+	    nip19_nevent(id, "wss://relay.example", pk, 1621, out, sizeof(out)),
+	    0);
+	T_EQ_STR(out,
+	    "nevent1qvzqqqqx25pzpwamhwamhwamhwamhwamhwamhwamhwamhwamhwamhwam"
+	    "hwamhwamqyfhwumn8ghj7un9d3shjtn90psk6urvv5qzp2424242424242424242"
+	    "42424242424242424242424242424242e8ruke");
+	T_EQ_INT(nip19_naddr(30617, pk, "my-repo", "wss://relay.example", out,
+		     sizeof(out)),
+	    0);
+	T_EQ_STR(out,
+	    "naddr1qvzqqqrhnypzpwamhwamhwamhwamhwamhwamhwamhwamhwamhwamhwamh"
+	    "wamhwamqyfhwumn8ghj7un9d3shjtn90psk6urvv5qqwmte94ex2ur0m0cxv4");
+	/* Too small a buffer, and a relay over a TLV's 255 bytes. */
+	T_EQ_INT(nip19_nevent(id, NULL, NULL, -1, out, 20), -1);
+	memset(out, 'r', 300);
+	out[300] = '\0';
+	T_EQ_INT(nip19_naddr(30617, pk, "d", out, out + 400, 500), -1);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(decode_npub_example),
 	T_CASE(decode_nsec_example),
@@ -345,6 +374,7 @@ static const struct t_case cases[] = {
 	T_CASE(pubkey_accepts_npub_and_lowercase_hex),
 	T_CASE(seckey_accepts_nsec_and_hex_of_either_case),
 	T_CASE(seckey_outside_the_group_is_refused),
+	T_CASE(nevent_and_naddr_match_nostr_tools),
 };
 
 T_MAIN(cases)

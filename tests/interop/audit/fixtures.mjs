@@ -28,14 +28,13 @@ import { test, before, after } from 'node:test';
 import { spawn, execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync,
   writeFileSync, closeSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { finalizeEvent, generateSecretKey, getPublicKey } from
   'nostr-tools/pure';
 import { npubEncode } from 'nostr-tools/nip19';
-import { RawRelay } from '../util.mjs';
+import { RawRelay, freePort, roleEnv, sleep } from '../util.mjs';
 
 // How long one relay answer (OK, EOSE) may take.
 export const WAIT_MS = 5000;
@@ -49,8 +48,8 @@ export const PUSH_REFUSED = /authori[sz]ation failed/i;
 // Unix time now, in seconds.
 export const now = () => Math.floor(Date.now() / 1000);
 
-// A promise resolved after ms.
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// A promise resolved after ms (util.mjs's).
+export { sleep };
 
 // A short random lower-case id, for repository identifiers and file names.
 export function randomId(n = 8) {
@@ -93,17 +92,6 @@ export function tagValue(ev, name) {
 // The NIP-33 address "30617:<pubkey>:<d>" of repository announcement ev.
 export function aTagOf(ev) {
   return `${ev.kind}:${ev.pubkey}:${tagValue(ev, 'd')}`;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function probe(port) {
@@ -326,22 +314,14 @@ export async function startGraspd({ env = {}, name = 'audit' } = {}) {
     new URL('../../../bin', import.meta.url).pathname;
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), `graspd-${name}-`));
-  for (const d of ['relay', 'git', 'run', 'home'])
-    mkdirSync(join(dir, d), { recursive: true });
+  mkdirSync(join(dir, 'home'), { recursive: true });
   const logPath = join(dir, 'graspd.log');
   const log = openSync(logPath, 'w');
   const domain = `127.0.0.1:${port}`;
   const proc = spawn(join(bin, 'graspd'), ['-d'], {
     cwd: dir,
     stdio: ['ignore', log, log],
-    env: {
-      PATH: process.env.PATH,
-      NGIT_BIND_ADDRESS: domain,
-      NGIT_DOMAIN: domain,
-      NGIT_RELAY_DATA_PATH: join(dir, 'relay'),
-      NGIT_GIT_DATA_PATH: join(dir, 'git'),
-      NGIT_RUN_PATH: join(dir, 'run'),
-      NGIT_TEST: '1',
+    env: roleEnv(dir, domain, {
       NGIT_SYNC_ENABLED: 'false',
       NGIT_SYNC_PLUS_ENABLED: 'false',
       NGIT_MAX_EVENTS_PER_MINUTE: '0',
@@ -349,7 +329,7 @@ export async function startGraspd({ env = {}, name = 'audit' } = {}) {
       NGIT_MAX_CONNECTIONS_PER_IP: '0',
       NGIT_MAX_GIT_REQUESTS_PER_IP: '0',
       ...env,
-    },
+    }),
   });
   closeSync(log);
   hookExit();

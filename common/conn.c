@@ -988,6 +988,7 @@ static void
 conn_pump(struct conn *c)
 {
 	struct conn_req *r;
+	struct timespec	 ts;
 	int64_t		 now = now_ms(), next, wait;
 	int		 slot;
 
@@ -1012,9 +1013,12 @@ conn_pump(struct conn *c)
 		return;
 	}
 	conn_budget_ready(c);
-	if (!conn_budget_take(&c->c_budget, c->c_interval, now, &slot, &wait)) {
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (!conn_budget_take(&c->c_budget, c->c_interval,
+		(int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000, &slot,
+		&wait)) {
 		conn_sched(c, &c->c_sul_pump, conn_sul_pump,
-		    (double)wait / 1000);
+		    (double)wait / 1e6);
 		return;
 	}
 	r = TAILQ_FIRST(&c->c_pending);

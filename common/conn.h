@@ -556,14 +556,15 @@ int	 conn_budget_open(struct conn_budget *b, const char *run_path,
 /* Closes the file; the kernel drops every slot and lock b held. */
 void	 conn_budget_close(struct conn_budget *);
 /*
- * Asks for one REQ now (at now, CLOCK_MONOTONIC ms): 1 when the relay's
- * last REQ from any role is interval seconds old or more and a slot is
- * free (a spare one of b first), with the slot in *slot (-1 for an empty
- * b) and the REQ's time recorded; else 0 with *wait_ms, how long to wait
- * before asking again.  Never blocks.
+ * Asks for one REQ now (at now, CLOCK_MONOTONIC microseconds, the clock
+ * every role shares): 1 when the relay's last REQ from any role is
+ * interval seconds old or more and a slot is free (a spare one of b
+ * first), with the slot in *slot (-1 for an empty b) and the REQ's time
+ * recorded; else 0 with *wait_us, how long to wait before asking again.
+ * Never blocks.
  */
 int	 conn_budget_take(struct conn_budget *b, double interval, int64_t now,
-	 int *slot, int64_t *wait_ms);
+	 int *slot, int64_t *wait_us);
 /* The request of slot ended and nothing goes to the relay about it
  * (the link is gone, or the relay ended it): the slot is free at once. */
 void	 conn_budget_give(struct conn_budget *, int slot);

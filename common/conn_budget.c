@@ -11,7 +11,7 @@
  * role that talks to the relay opens it once per connection.  A
  * subscription slot is a write lock (an open file description lock,
  * F_OFD_SETLK) on one of the bytes 1..CONN_MAX_SUBS; the time of the
- * last REQ any role sent (CLOCK_MONOTONIC milliseconds, the same clock
+ * last REQ any role sent (CLOCK_MONOTONIC microseconds, the same clock
  * in every process) is 8 bytes at offset 0, read and written under a
  * lock on byte 0.  No call waits for a lock: a busy ledger is "try again
  * later".  A role that exits, crashes or is killed closes the file and
@@ -112,26 +112,26 @@ conn_budget_close(struct conn_budget *b)
 
 int
 conn_budget_take(struct conn_budget *b, double interval, int64_t now, int *slot,
-    int64_t *wait_ms)
+    int64_t *wait_us)
 {
 	int64_t	 last = 0, next;
 	unsigned spare;
 	int	 i, got = -1;
 
 	*slot = -1;
-	*wait_ms = 0;
+	*wait_us = 0;
 	if (b->cb_fd == -1)
 		return 1; /* this role alone: its own ledger decides */
 	if (cb_lock(b->cb_fd, F_WRLCK, CB_MUTEX) == -1) {
-		*wait_ms = 1;
+		*wait_us = 1000;
 		return 0;
 	}
 	if (pread(b->cb_fd, &last, sizeof(last), 0) != (ssize_t)sizeof(last) ||
 	    last > now)
 		last = 0; /* a new ledger, or a broken sibling's time */
-	next = last + (int64_t)(interval * 1000);
+	next = last + (int64_t)(interval * 1e6);
 	if (last != 0 && now < next) {
-		*wait_ms = next - now;
+		*wait_us = next - now;
 		goto out;
 	}
 	spare = b->cb_held & ~b->cb_busy;
@@ -145,7 +145,7 @@ conn_budget_take(struct conn_budget *b, double interval, int64_t now, int *slot,
 			got = i;
 		}
 	if (got == -1) {
-		*wait_ms = (int64_t)(CONN_BUDGET_POLL * 1000);
+		*wait_us = (int64_t)(CONN_BUDGET_POLL * 1e6);
 		goto out;
 	}
 	/* A failed write leaves the slot bounding us; pacing is then only

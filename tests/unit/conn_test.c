@@ -494,17 +494,17 @@ budget_ledger_is_summed_over_roles(void)
 {
 	struct conn_budget a, b, other;
 	char		   dir[256];
-	int64_t		   now = 1000000, wait;
+	int64_t		   now = 1000000000, wait;
 	int		   i, slot, slots[CONN_MAX_SUBS];
 
 	T_ASSERT(two_roles(dir, sizeof(dir), &a, &b) == 0);
 	/* a takes all but one slot, b the last; then neither gets one. */
-	for (i = 0; i < CONN_MAX_SUBS - 1; i++, now += 10) {
+	for (i = 0; i < CONN_MAX_SUBS - 1; i++, now += 10000) {
 		T_EQ_INT(conn_budget_take(&a, 0.01, now, &slots[i], &wait), 1);
 		T_CHECK(slots[i] >= 0);
 	}
 	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 1);
-	now += 10;
+	now += 10000;
 	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 0);
 	T_CHECK(wait >= 1);
 	T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 0);
@@ -527,17 +527,17 @@ budget_paces_every_role_together(void)
 {
 	struct conn_budget a, b;
 	char		   dir[256];
-	int64_t		   now = 5000000, wait;
+	int64_t		   now = 5000000000, wait;
 	int		   slot;
 
 	T_ASSERT(two_roles(dir, sizeof(dir), &a, &b) == 0);
 	T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 1);
 	/* b's first REQ waits for a's interval. */
-	T_EQ_INT(conn_budget_take(&b, 0.01, now + 4, &slot, &wait), 0);
-	T_EQ_INT(wait, 6);
-	T_EQ_INT(conn_budget_take(&b, 0.01, now + 10, &slot, &wait), 1);
+	T_EQ_INT(conn_budget_take(&b, 0.01, now + 4000, &slot, &wait), 0);
+	T_EQ_INT(wait, 6000);
+	T_EQ_INT(conn_budget_take(&b, 0.01, now + 10000, &slot, &wait), 1);
 	/* A time in the future (a broken sibling) does not stall a role. */
-	T_EQ_INT(conn_budget_take(&a, 0.01, now - 1000, &slot, &wait), 1);
+	T_EQ_INT(conn_budget_take(&a, 0.01, now - 1000000, &slot, &wait), 1);
 	conn_budget_close(&a);
 	conn_budget_close(&b);
 	tdir_remove(dir);
@@ -548,11 +548,11 @@ budget_slot_of_a_close_waits_for_the_close(void)
 {
 	struct conn_budget a, b;
 	char		   dir[256];
-	int64_t		   now = 9000000, wait;
+	int64_t		   now = 9000000000, wait;
 	int		   i, slot, first = -1;
 
 	T_ASSERT(two_roles(dir, sizeof(dir), &a, &b) == 0);
-	for (i = 0; i < CONN_MAX_SUBS; i++, now += 10) {
+	for (i = 0; i < CONN_MAX_SUBS; i++, now += 10000) {
 		T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 1);
 		if (first == -1)
 			first = slot;
@@ -562,7 +562,7 @@ budget_slot_of_a_close_waits_for_the_close(void)
 	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 0);
 	T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 1);
 	T_EQ_INT(slot, first);
-	now += 10;
+	now += 10000;
 	/* Reused and ended again: the first CLOSE leaving frees nothing
 	 * while the second is still queued. */
 	conn_budget_closing(&a, first);
@@ -581,17 +581,17 @@ budget_of_a_dead_role_is_reclaimed(void)
 {
 	struct conn_budget a, b;
 	char		   dir[256];
-	int64_t		   now = 13000000, wait;
+	int64_t		   now = 13000000000, wait;
 	int		   i, slot;
 
 	T_ASSERT(two_roles(dir, sizeof(dir), &a, &b) == 0);
-	for (i = 0; i < CONN_MAX_SUBS; i++, now += 10)
+	for (i = 0; i < CONN_MAX_SUBS; i++, now += 10000)
 		T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 1);
 	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 0);
 	/* The role ends without giving anything back: its descriptor
 	 * closes, as at exit, and every slot is free. */
 	conn_budget_close(&a);
-	for (i = 0; i < CONN_MAX_SUBS; i++, now += 10)
+	for (i = 0; i < CONN_MAX_SUBS; i++, now += 10000)
 		T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 1);
 	/* Without a ledger file a role is bounded by its own ledger only. */
 	conn_budget_init(&a);

@@ -969,16 +969,16 @@ conn_budget_ready(struct conn *c)
 	if (c->c_budget_tried)
 		return;
 	c->c_budget_tried = 1;
+	/* Without a run directory (a lone manager: tests, benchmarks) or
+	 * a ledger file, our own ledger and pacing still bound us. */
 	if (m->m_cfg->run_path == NULL ||
-	    conn_budget_open(&c->c_budget, m->m_cfg->run_path, c->c_key) ==
-		-1) {
-		/* Our own ledger and pacing still bound this role. */
-		if (!m->m_no_budget_logged)
-			log_warn("conn %s: no budget shared with the other "
-				 "roles",
-			    c->c_key);
-		m->m_no_budget_logged = 1;
-	}
+	    conn_budget_open(&c->c_budget, m->m_cfg->run_path, c->c_key) == 0)
+		return;
+	if (!m->m_no_budget_logged)
+		log_warn("conn %s: no budget shared with the other roles in "
+			 "%s/%s",
+		    c->c_key, m->m_cfg->run_path, CONN_BUDGET_DIR);
+	m->m_no_budget_logged = 1;
 }
 
 /* Admits waiting requests as far as the link, cooldown, ledger and

@@ -76,22 +76,6 @@ ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 	return tuser_event(KEYS, who, at, kind, tags, c);
 }
 
-/* Publishes e on ws and destroys it; its OK flag, or -1. */
-static int
-publish_one(struct wsc *ws, struct event *e)
-{
-	char *msg = NULL;
-	int   ok = -1;
-
-	if (nostr_publish(ws, e, TMO, &ok, &msg) != 0)
-		ok = -1;
-	if (ok != 1)
-		printf("# %s: %s\n", e->id_hex, msg ? msg : "no answer");
-	free(msg);
-	event_destroy(e);
-	return ok;
-}
-
 /* role's connection to the peer in its `show` view, or NULL. */
 static cJSON *
 role_conn(enum role role, cJSON **viewp)
@@ -162,8 +146,7 @@ test_three_roles_share_one_budget(void)
 	char	    tags[1024], coord[NREPOS][200], purl[64], d[16];
 	const char *relays[2];
 	cJSON	   *log = NULL;
-	char	   *msg = NULL;
-	int	    i, k, on[3] = { 0, 0, 0 }, most, n, nconns, subs, ok;
+	int	    i, k, on[3] = { 0, 0, 0 }, most, n, nconns, subs;
 	int64_t	    end;
 
 	snprintf(purl, sizeof(purl), "ws://127.0.0.1:%d", relayproc_port(peer));
@@ -201,17 +184,16 @@ test_three_roles_share_one_budget(void)
 		    i);
 		root[i] = ev(WHO_ROOT + i, t0 + 10 + i, 1621, tags, "a root");
 		T_ASSERT(root[i] != NULL);
-		T_ASSERT(
-		    nostr_publish(ws, root[i], TMO, &ok, &msg) == 0 && ok == 1);
-		free(msg);
-		msg = NULL;
+		T_EQ_INT(
+		    nostr_publish_msg(ws, root[i], TMO, tags, sizeof(tags)), 1);
 	}
 	for (i = 0; i < NPART; i++) {
 		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]",
 		    root[i % NROOTS]->id_hex);
-		T_ASSERT(publish_one(ws,
-			     ev(WHO_PART + i, t0 + 100 + i, 1, tags,
-				 "a reply")) == 1);
+		T_EQ_INT(nostr_publish_take(ws,
+			     ev(WHO_PART + i, t0 + 100 + i, 1, tags, "a reply"),
+			     TMO, tags, sizeof(tags)),
+		    1);
 	}
 	wsc_close(ws);
 

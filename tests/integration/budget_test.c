@@ -143,7 +143,7 @@ static void
 test_three_roles_share_one_budget(void)
 {
 	struct wsc *ws;
-	char	    tags[1024], coord[NREPOS][200], purl[64], d[16];
+	char	    tags[1024], coord[NREPOS][200], purl[64], d[24];
 	const char *relays[2];
 	cJSON	   *log = NULL;
 	int	    i, k, on[3] = { 0, 0, 0 }, most, n, nconns, subs;

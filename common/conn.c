@@ -12,8 +12,10 @@
  *			for the next connection.
  * conn_pump() admits the head of c_pending when the link is up, no
  * cooldown runs, fewer than CONN_MAX_SUBS subscriptions are open and
- * CONN_REQ_INTERVAL has passed since the last REQ.  Messages leave
- * through c_out, one per writeable callback.
+ * CONN_REQ_INTERVAL has passed since the last REQ, and then only if the
+ * relay's budget shared with the other roles (conn_budget.c) lends it a
+ * subscription slot and has paced every role's REQs to that relay as
+ * well.  Messages leave through c_out, one per writeable callback.
  *
  * Everything that can call back into a role (done callbacks, the state
  * hook) is reached from the loop: from an lws callback or an lws_sul
@@ -95,6 +97,7 @@ struct conn_req {
 	enum req_where		r_where;
 	enum req_park		r_park;
 	char			r_subid[CONN_SUBID_MAX + 1];
+	int			r_slot; /* lent by c_budget while open, or -1 */
 	/* The filters of the REQ, comma-separated JSON objects. */
 	char		       *r_filters;
 	size_t			r_filters_len;
@@ -141,8 +144,9 @@ TAILQ_HEAD(conn_reqq, conn_req);
 /* One message waiting for a writeable callback. */
 struct conn_out {
 	TAILQ_ENTRY(conn_out) o_entry;
-	size_t		      o_len; /* payload bytes */
-	unsigned char	     *o_buf; /* LWS_PRE + payload */
+	size_t		      o_len;  /* payload bytes */
+	int		      o_slot; /* a CLOSE's budget slot, or -1 */
+	unsigned char	     *o_buf;  /* LWS_PRE + payload */
 };
 
 TAILQ_HEAD(conn_outq, conn_out);
@@ -184,6 +188,8 @@ struct conn {
 	uint64_t	       c_stray, c_bad_events, c_ingest_dropped;
 	uint64_t	       c_neg_sessions, c_neg_bytes;
 	int		       c_retire_queued;
+	struct conn_budget     c_budget;       /* shared with the roles */
+	int		       c_budget_tried; /* opened, or failed to */
 	lws_sorted_usec_list_t c_sul_connect;
 	lws_sorted_usec_list_t c_sul_retry;
 	lws_sorted_usec_list_t c_sul_pump;
@@ -203,6 +209,7 @@ struct conn_mgr {
 	struct relayurl_self	 m_self;
 	uint64_t		 m_next_sub;
 	int			 m_no_owner_key_logged;
+	int			 m_no_budget_logged;
 	/* Totals that outlive retired connections. */
 	uint64_t		 m_bytes_in, m_bytes_out, m_events;
 	uint64_t		 m_failures, m_malformed, m_rate_limits;
@@ -572,6 +579,8 @@ req_unlink(struct conn_req *r)
 	case RQ_OPEN:
 		TAILQ_REMOVE(&c->c_open, r, r_entry);
 		c->c_nopen--;
+		conn_budget_give(&c->c_budget, r->r_slot);
+		r->r_slot = -1;
 		break;
 	case RQ_PARKED:
 		TAILQ_REMOVE(&c->c_parked, r, r_entry);
@@ -628,50 +637,75 @@ req_park(struct conn_req *r, enum req_park why)
 	c->c_nparked++;
 }
 
-/* Queues a message for the relay; the link must be up. */
-static void
+/* Queues a message for the relay; the link must be up.  Returns the
+ * queued message, or NULL when the link is not up (nothing queued). */
+static struct conn_out *
 conn_send(struct conn *c, const char *text, size_t len)
 {
 	struct conn_out *o;
 
 	if (c->c_wsi == NULL || c->c_link != CONN_CONNECTED)
-		return;
+		return NULL;
 	if ((o = calloc(1, sizeof(*o))) == NULL ||
 	    (o->o_buf = malloc(LWS_PRE + len)) == NULL)
 		fatal("conn_send");
 	memcpy(o->o_buf + LWS_PRE, text, len);
 	o->o_len = len;
+	o->o_slot = -1;
 	TAILQ_INSERT_TAIL(&c->c_out, o, o_entry);
 	lws_callback_on_writable(c->c_wsi);
+	return o;
 }
 
+/* The message o left or was dropped: a CLOSE frees its budget slot. */
 static void
-conn_send_close(struct conn *c, struct conn_req *r)
+conn_out_free(struct conn *c, struct conn_out *o)
 {
-	char msg[64];
-	int  n;
+	if (o->o_slot != -1)
+		conn_budget_closed(&c->c_budget, o->o_slot);
+	free(o->o_buf);
+	free(o);
+}
+
+/* CLOSEs r, whose budget slot (or -1) goes back once the CLOSE left. */
+static void
+conn_send_close(struct conn *c, struct conn_req *r, int slot)
+{
+	struct conn_out *o;
+	char		 msg[64];
+	int		 n;
 
 	n = snprintf(msg, sizeof(msg), "[\"%s\",\"%s\"]",
 	    r->r_kind == REQ_NEG ? "NEG-CLOSE" : "CLOSE", r->r_subid);
 	if (r->r_kind == REQ_NEG && c->c_link == CONN_CONNECTED)
 		r->r_nst.ns_bytes_out += (size_t)n;
-	conn_send(c, msg, (size_t)n);
+	if ((o = conn_send(c, msg, (size_t)n)) == NULL || slot == -1) {
+		conn_budget_give(&c->c_budget, slot);
+		return;
+	}
+	o->o_slot = slot;
+	conn_budget_closing(&c->c_budget, slot);
 }
 
 /*
  * Takes r out of its list; if its subscription is open on a live link,
- * CLOSEs it.  The slot is free from here on: the CLOSE leaves before any
- * later REQ.
+ * CLOSEs it.  Our ledger's slot is free from here on: the CLOSE leaves
+ * before any later REQ of this connection.  The shared budget's slot is
+ * free for the other roles once the CLOSE has left.
  */
 static void
 req_close(struct conn_req *r)
 {
 	struct conn *c = r->r_conn;
-	int	     was_open = r->r_where == RQ_OPEN;
+	int	     was_open = r->r_where == RQ_OPEN, slot = -1;
 
+	if (was_open) {
+		slot = r->r_slot;
+		r->r_slot = -1;
+	}
 	req_unlink(r);
 	if (was_open)
-		conn_send_close(c, r);
+		conn_send_close(c, r, slot);
 	lws_sul_cancel(&r->r_sul);
 }
 
@@ -926,12 +960,37 @@ req_admit(struct conn_req *r)
 	}
 }
 
+/* Opens c's share of the relay's budget once (conn_budget.c). */
+static void
+conn_budget_ready(struct conn *c)
+{
+	struct conn_mgr *m = c->c_mgr;
+
+	if (c->c_budget_tried)
+		return;
+	c->c_budget_tried = 1;
+	/* Without a run directory (a lone manager: tests, benchmarks) or
+	 * a ledger file, our own ledger and pacing still bound us. */
+	if (m->m_cfg->run_path == NULL ||
+	    conn_budget_open(&c->c_budget, m->m_cfg->run_path, c->c_key) == 0)
+		return;
+	if (!m->m_no_budget_logged)
+		log_warn("conn %s: no budget shared with the other roles in "
+			 "%s/%s",
+		    c->c_key, m->m_cfg->run_path, CONN_BUDGET_DIR);
+	m->m_no_budget_logged = 1;
+}
+
 /* Admits waiting requests as far as the link, cooldown, ledger and
- * pacing allow; schedules itself for the next pacing slot. */
+ * pacing allow, ours and the relay's budget shared with the other
+ * roles; schedules itself for the next pacing slot. */
 static void
 conn_pump(struct conn *c)
 {
-	int64_t now = now_ms(), next;
+	struct conn_req *r;
+	struct timespec	 ts;
+	int64_t		 now = now_ms(), next, wait;
+	int		 slot;
 
 	if (c->c_cool_ms != 0 && now >= c->c_cool_ms) {
 		c->c_cool_ms = 0;
@@ -953,7 +1012,18 @@ conn_pump(struct conn *c)
 		    (double)(next - now) / 1000);
 		return;
 	}
-	req_admit(TAILQ_FIRST(&c->c_pending));
+	conn_budget_ready(c);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (!conn_budget_take(&c->c_budget, c->c_interval,
+		(int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000, &slot,
+		&wait)) {
+		conn_sched(c, &c->c_sul_pump, conn_sul_pump,
+		    (double)wait / 1e6);
+		return;
+	}
+	r = TAILQ_FIRST(&c->c_pending);
+	req_admit(r);
+	r->r_slot = slot;
 	if (!TAILQ_EMPTY(&c->c_pending) && c->c_nopen < CONN_MAX_SUBS)
 		conn_sched(c, &c->c_sul_pump, conn_sul_pump, c->c_interval);
 }
@@ -1479,8 +1549,7 @@ conn_clear_link(struct conn *c)
 
 	while ((o = TAILQ_FIRST(&c->c_out)) != NULL) {
 		TAILQ_REMOVE(&c->c_out, o, o_entry);
-		free(o->o_buf);
-		free(o);
+		conn_out_free(c, o);
 	}
 	buf_free(&c->c_rx);
 	c->c_malformed_now = 0;
@@ -1842,8 +1911,7 @@ conn_writeable(struct conn *c, struct lws *wsi)
 	n = lws_write(wsi, o->o_buf + LWS_PRE, o->o_len, LWS_WRITE_TEXT);
 	c->c_bytes_out += o->o_len;
 	c->c_mgr->m_bytes_out += o->o_len;
-	free(o->o_buf);
-	free(o);
+	conn_out_free(c, o);
 	if (n < 0) {
 		conn_lost(c, "write failed", DROP_FAILURE, 1);
 		return -1;
@@ -1952,6 +2020,7 @@ conn_free(struct conn *c)
 	lws_sul_cancel(&c->c_sul_retry);
 	lws_sul_cancel(&c->c_sul_pump);
 	lws_sul_cancel(&c->c_sul_retire);
+	conn_budget_close(&c->c_budget);
 	TAILQ_REMOVE(&c->c_mgr->m_conns, c, c_entry);
 	free(c);
 }
@@ -2025,6 +2094,7 @@ conn_get(struct conn_mgr *m, const char *key, unsigned flags, const char **why)
 	c->c_holds = 1;
 	c->c_link = c->c_reported = CONN_IDLE;
 	c->c_interval = conn_req_interval(m->m_cfg);
+	conn_budget_init(&c->c_budget);
 	TAILQ_INIT(&c->c_pending);
 	TAILQ_INIT(&c->c_open);
 	TAILQ_INIT(&c->c_parked);
@@ -2138,6 +2208,7 @@ req_new(struct conn *c, enum req_kind kind, int rank, double timeout,
 	r->r_conn = c;
 	r->r_kind = kind;
 	r->r_rank = rank;
+	r->r_slot = -1;
 	r->r_timeout =
 	    timeout > 0 ? timeout : conn_fetch_timeout(c->c_mgr->m_cfg);
 	if (cb != NULL)
@@ -2394,6 +2465,8 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 			cJSON_AddStringToObject(o, "reason", c->c_reason);
 		cJSON_AddNumberToObject(o, "holders", c->c_holds);
 		cJSON_AddNumberToObject(o, "subscriptions", c->c_nopen);
+		cJSON_AddNumberToObject(o, "budget_slots",
+		    conn_budget_held(&c->c_budget));
 		cJSON_AddNumberToObject(o, "live", c->c_nlive);
 		cJSON_AddNumberToObject(o, "queued", c->c_npending);
 		cJSON_AddNumberToObject(o, "parked", c->c_nparked);

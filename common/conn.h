@@ -19,7 +19,11 @@
  *     and a cooldown during which no new REQ leaves;
  *   - per-relay request pacing and a subscription ledger (a cap on
  *     concurrent subscriptions, live work admitted before background
- *     work, waiting requests in the relay's own queue);
+ *     work, waiting requests in the relay's own queue), both also summed
+ *     over the roles: a relay's budget is shared by syncd, discoveryd and
+ *     historyd through its ledger file in the run directory
+ *     (conn_budget.c; doc/architecture.md, "One budget per remote
+ *     relay");
  *   - a message size limit and strict parsing of everything the relay
  *     sends: nothing it sends can crash the role; malformed messages
  *     count against the relay and too many drop the connection; events
@@ -110,6 +114,14 @@ struct event;
 /* Ours: of those, at most this many live ones, so that background work
  * always has a slot; a role packs more live filters into fewer REQs. */
 #define CONN_MAX_LIVE		 8
+/* Ours: the folder of the per-relay budget files (conn_budget.c) under
+ * NGIT_RUN_PATH: the pacing and the ledger above are per relay key
+ * summed over the roles, not per role (GRASP-03: discovery draws "from
+ * the same pacer and subscription ledger as historic work"). */
+#define CONN_BUDGET_DIR		 "budget"
+/* Ours: a role whose relay has every ledger slot taken by the roles
+ * tries again this often (a sibling that frees one tells nobody). */
+#define CONN_BUDGET_POLL	 0.02
 /* Ours: byte budget of one REQ message, the default of conn_pack_filters
  * and a hard cap for every REQ sent: well under strfry's 131072-byte
  * websocket payload limit (nips.md 1.10), and half the 64 KB that
@@ -374,7 +386,8 @@ void		 conn_live_close(struct conn_req *live);
  * for AUTH or a reconnect), bytes_in, bytes_out, events, failures
  * (consecutive), failures_total, malformed (messages), rate_limits,
  * stray, bad_events, ingest_dropped, neg_sessions (reconciliations
- * ended), neg_bytes (their bytes both ways).
+ * ended), neg_bytes (their bytes both ways), budget_slots (slots of the
+ * relay's budget shared with the other roles that this one holds).
  */
 void conn_mgr_show(struct conn_mgr *, cJSON *arr);
 
@@ -516,5 +529,51 @@ void conn_filters_free(struct conn_filters *);
 
 /* The REQ bytes one filter costs: ["REQ","<CONN_SUBID_MAX>",filter]. */
 size_t conn_req_size(size_t filter_len);
+
+/* ------------------------------------------------------------------ */
+/* The per-relay budget shared by the roles (conn_budget.c; design in  */
+/* doc/architecture.md, "One budget per remote relay").               */
+
+/* One connection's share of a relay's budget: the relay's ledger file,
+ * and which slots this connection holds. */
+struct conn_budget {
+	int	      cb_fd;   /* -1: no shared ledger */
+	unsigned      cb_held; /* slots locked (bit i) */
+	unsigned      cb_busy; /* of those, lent to a request */
+	unsigned char cb_closing[CONN_MAX_SUBS]; /* CLOSEs not yet sent */
+};
+
+/* An empty budget (no file): conn_budget_take() always admits. */
+void	 conn_budget_init(struct conn_budget *);
+/*
+ * Opens the ledger of relay key under run_path/CONN_BUDGET_DIR (made
+ * 0700 if missing; the file 0600, never through a link).  Returns 0, or
+ * -1 with errno (b stays empty: the caller's own ledger still bounds
+ * it, the roles' sum does not).
+ */
+int	 conn_budget_open(struct conn_budget *b, const char *run_path,
+	 const char *key);
+/* Closes the file; the kernel drops every slot and lock b held. */
+void	 conn_budget_close(struct conn_budget *);
+/*
+ * Asks for one REQ now (at now, CLOCK_MONOTONIC microseconds, the clock
+ * every role shares): 1 when the relay's last REQ from any role is
+ * interval seconds old or more and a slot is free (a spare one of b
+ * first), with the slot in *slot (-1 for an empty b) and the REQ's time
+ * recorded; else 0 with *wait_us, how long to wait before asking again.
+ * Never blocks.
+ */
+int	 conn_budget_take(struct conn_budget *b, double interval, int64_t now,
+	 int *slot, int64_t *wait_us);
+/* The request of slot ended and nothing goes to the relay about it
+ * (the link is gone, or the relay ended it): the slot is free at once. */
+void	 conn_budget_give(struct conn_budget *, int slot);
+/* The request of slot ended with a CLOSE queued: b may reuse the slot,
+ * the other roles only after conn_budget_closed(). */
+void	 conn_budget_closing(struct conn_budget *, int slot);
+/* That CLOSE was written (or dropped with the link). */
+void	 conn_budget_closed(struct conn_budget *, int slot);
+/* Slots b holds (lent or spare), for `graspctl show`. */
+unsigned conn_budget_held(const struct conn_budget *);
 
 #endif

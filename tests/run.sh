@@ -57,6 +57,7 @@ integration/neg_sync_test 24
 integration/crash_test 17
 integration/conn_live_test 12
 integration/hunt_test 11
+integration/budget_test 11
 integration/discovery_test 10
 integration/dns_test 13
 integration/ssrf_test 9

@@ -143,6 +143,9 @@ struct peer {
 	uint64_t	      log_bytes_in;
 	uint64_t	      log_bytes_out;
 	int		      log_max_concurrent_subs;
+	/* Subscriptions open over every connection, and their most. */
+	int		      nsubs;
+	int		      log_max_total_subs;
 	/* A plain socket that accepts and never answers (connect timeouts). */
 	int		      hang_fd;
 	int		      hang_port;

@@ -24,8 +24,10 @@
  *                  "at_ms"}],"closes":[{"conn","sub","at_ms"}],
  *                  "negs":[{"conn","sub","filter","at_ms"}],
  *                  "events_received","stored","auth":[{"conn","pubkey"}],
- *                  "max_concurrent_subs","bytes_in","bytes_out",
- *                  "hang_port","config"}; at_ms is CLOCK_MONOTONIC, the
+ *                  "max_concurrent_subs" (on one connection),
+ *                  "max_total_subs" (over all of them),"bytes_in",
+ *                  "bytes_out","hang_port","config"}; at_ms is
+ *                  CLOCK_MONOTONIC, the
  *                  clock of wsc_now_ms(); bytes count websocket payloads
  *
  * Runs in peer, the scriptable relay of the integration tests.

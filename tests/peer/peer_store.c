@@ -245,6 +245,7 @@ peer_reset(void)
 	peer->log_events_received = 0;
 	peer->log_bytes_in = peer->log_bytes_out = 0;
 	peer->log_max_concurrent_subs = 0;
+	peer->log_max_total_subs = peer->nsubs;
 	peer_hang_release();
 }
 
@@ -269,6 +270,7 @@ peer_log_text(void)
 	cJSON_AddItemReferenceToObject(o, "auth", peer->log_auth);
 	cJSON_AddNumberToObject(o, "max_concurrent_subs",
 	    peer->log_max_concurrent_subs);
+	cJSON_AddNumberToObject(o, "max_total_subs", peer->log_max_total_subs);
 	cJSON_AddNumberToObject(o, "bytes_in", (double)peer->log_bytes_in);
 	cJSON_AddNumberToObject(o, "bytes_out", (double)peer->log_bytes_out);
 	cJSON_AddNumberToObject(o, "hang_port", peer->hang_port);

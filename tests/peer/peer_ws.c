@@ -108,6 +108,7 @@ sub_remove(struct peer_conn *c, struct peer_sub *s)
 {
 	LIST_REMOVE(s, ps_entry);
 	c->pc_nsubs--;
+	peer->nsubs--;
 	sub_free(s);
 }
 
@@ -336,6 +337,8 @@ handle_req(struct peer_conn *c, const struct json *msg)
 	LIST_INSERT_HEAD(&c->pc_subs, s, ps_entry);
 	if (++c->pc_nsubs > peer->log_max_concurrent_subs)
 		peer->log_max_concurrent_subs = c->pc_nsubs;
+	if (++peer->nsubs > peer->log_max_total_subs)
+		peer->log_max_total_subs = peer->nsubs;
 
 	rq.c = c;
 	rq.subid = s->ps_id;

@@ -3,7 +3,10 @@
  * its cap and the 24 h dead rule, the connect and fetch timeouts in
  * production and test mode, rate-limit detection in NOTICE text and in
  * CLOSED/OK prefixes, and filter byte packing (bounds, stability,
- * de-duplication, value caps, errors).  No network, no loop.
+ * de-duplication, value caps, errors), and the per-relay budget shared by
+ * the roles (conn_budget.c: two budgets on one relay stand for two roles,
+ * as their open file descriptions are told apart like processes).  No
+ * network, no loop.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "conn.h"
 #include "json.h"
 #include "t.h"
+#include "tdir.h"
 #include "tunit_row.h"
 
 static struct config
@@ -471,6 +475,132 @@ notice_of_an_unknown_command_reads_as_unsupported(void)
 	T_ASSERT(!conn_notice_is_unsupported("unknown", 6));
 }
 
+/* Two roles' budgets for one relay in a fresh run directory. */
+static int
+two_roles(char *dir, size_t len, struct conn_budget *a, struct conn_budget *b)
+{
+	conn_budget_init(a);
+	conn_budget_init(b);
+	if (tdir_make(dir, len, "conn_budget") == -1)
+		return -1;
+	if (conn_budget_open(a, dir, "wss://relay.example.com") == -1 ||
+	    conn_budget_open(b, dir, "wss://relay.example.com") == -1)
+		return -1;
+	return 0;
+}
+
+static void
+budget_ledger_is_summed_over_roles(void)
+{
+	struct conn_budget a, b, other;
+	char		   dir[256];
+	int64_t		   now = 1000000000, wait;
+	int		   i, slot, slots[CONN_MAX_SUBS];
+
+	T_ASSERT(two_roles(dir, sizeof(dir), &a, &b) == 0);
+	/* a takes all but one slot, b the last; then neither gets one. */
+	for (i = 0; i < CONN_MAX_SUBS - 1; i++, now += 10000) {
+		T_EQ_INT(conn_budget_take(&a, 0.01, now, &slots[i], &wait), 1);
+		T_CHECK(slots[i] >= 0);
+	}
+	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 1);
+	now += 10000;
+	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 0);
+	T_CHECK(wait >= 1);
+	T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 0);
+	T_EQ_INT(conn_budget_held(&a), CONN_MAX_SUBS - 1);
+	/* Another relay's ledger is its own. */
+	conn_budget_init(&other);
+	T_ASSERT(conn_budget_open(&other, dir, "wss://other.example.com") == 0);
+	T_EQ_INT(conn_budget_take(&other, 0.01, now, &slot, &wait), 1);
+	conn_budget_close(&other);
+	/* A slot given back is b's to take. */
+	conn_budget_give(&a, slots[0]);
+	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 1);
+	conn_budget_close(&a);
+	conn_budget_close(&b);
+	tdir_remove(dir);
+}
+
+static void
+budget_paces_every_role_together(void)
+{
+	struct conn_budget a, b;
+	char		   dir[256];
+	int64_t		   now = 5000000000, wait;
+	int		   slot;
+
+	T_ASSERT(two_roles(dir, sizeof(dir), &a, &b) == 0);
+	T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 1);
+	/* b's first REQ waits for a's interval. */
+	T_EQ_INT(conn_budget_take(&b, 0.01, now + 4000, &slot, &wait), 0);
+	T_EQ_INT(wait, 6000);
+	T_EQ_INT(conn_budget_take(&b, 0.01, now + 10000, &slot, &wait), 1);
+	/* A time in the future (a broken sibling) does not stall a role. */
+	T_EQ_INT(conn_budget_take(&a, 0.01, now - 1000000, &slot, &wait), 1);
+	conn_budget_close(&a);
+	conn_budget_close(&b);
+	tdir_remove(dir);
+}
+
+static void
+budget_slot_of_a_close_waits_for_the_close(void)
+{
+	struct conn_budget a, b;
+	char		   dir[256];
+	int64_t		   now = 9000000000, wait;
+	int		   i, slot, first = -1;
+
+	T_ASSERT(two_roles(dir, sizeof(dir), &a, &b) == 0);
+	for (i = 0; i < CONN_MAX_SUBS; i++, now += 10000) {
+		T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 1);
+		if (first == -1)
+			first = slot;
+	}
+	/* A CLOSE queued: a may reuse the slot, b may not. */
+	conn_budget_closing(&a, first);
+	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 0);
+	T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 1);
+	T_EQ_INT(slot, first);
+	now += 10000;
+	/* Reused and ended again: the first CLOSE leaving frees nothing
+	 * while the second is still queued. */
+	conn_budget_closing(&a, first);
+	conn_budget_closed(&a, first);
+	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 0);
+	conn_budget_closed(&a, first);
+	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 1);
+	T_EQ_INT(slot, first);
+	conn_budget_close(&a);
+	conn_budget_close(&b);
+	tdir_remove(dir);
+}
+
+static void
+budget_of_a_dead_role_is_reclaimed(void)
+{
+	struct conn_budget a, b;
+	char		   dir[256];
+	int64_t		   now = 13000000000, wait;
+	int		   i, slot;
+
+	T_ASSERT(two_roles(dir, sizeof(dir), &a, &b) == 0);
+	for (i = 0; i < CONN_MAX_SUBS; i++, now += 10000)
+		T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 1);
+	T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 0);
+	/* The role ends without giving anything back: its descriptor
+	 * closes, as at exit, and every slot is free. */
+	conn_budget_close(&a);
+	for (i = 0; i < CONN_MAX_SUBS; i++, now += 10000)
+		T_EQ_INT(conn_budget_take(&b, 0.01, now, &slot, &wait), 1);
+	/* Without a ledger file a role is bounded by its own ledger only. */
+	conn_budget_init(&a);
+	T_EQ_INT(conn_budget_take(&a, 0.01, now, &slot, &wait), 1);
+	T_EQ_INT(slot, -1);
+	conn_budget_close(&b);
+	tdir_remove(dir);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(backoff_doubles_from_base_to_the_cap),
 	T_CASE(backoff_respects_a_low_cap),
@@ -489,6 +619,10 @@ static const struct t_case cases[] = {
 	T_CASE(packing_appends_to_an_existing_list),
 	T_CASE(state_and_result_names),
 	T_CASE(notice_of_an_unknown_command_reads_as_unsupported),
+	T_CASE(budget_ledger_is_summed_over_roles),
+	T_CASE(budget_paces_every_role_together),
+	T_CASE(budget_slot_of_a_close_waits_for_the_close),
+	T_CASE(budget_of_a_dead_role_is_reclaimed),
 };
 
 T_MAIN(cases)

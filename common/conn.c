@@ -1398,136 +1398,200 @@ base_match_ignoring_until(const struct conn_req *r, const struct event *ev)
 }
 
 /*
- * One complete message from the relay.  Malformed ones count against
- * the relay; too many drop the link (the caller sees c_wsi change).
+ * The handlers of the messages a relay sends us, one per type, called
+ * with the whole message as a JSON array of at least one element (a1 to
+ * a3: its elements after the type, NULL where missing).  Each returns 1
+ * when the message is malformed, 0 otherwise (also when it is dropped,
+ * counted as stray or bad, or answers nothing we asked).
+ */
+struct conn_msg {
+	const struct json *root;
+	const struct json *a1, *a2, *a3;
+	size_t		   len; /* bytes of the message */
+};
+
+static int
+conn_msg_event(struct conn *c, const struct conn_msg *m)
+{
+	struct conn_req *r;
+	struct event	*ev;
+	char		 err[128];
+
+	if (m->root->n != 3 || m->a1->type != JSON_STRING ||
+	    m->a2->type != JSON_OBJECT)
+		return 1;
+	if ((r = conn_find_open(c, m->a1)) == NULL || r->r_kind == REQ_NEG) {
+		c->c_stray++;
+		c->c_mgr->m_stray++;
+		return 0;
+	}
+	/*
+	 * An event that does not parse or whose id is not its hash is
+	 * dropped and counted, but does not threaten the link: relays keep
+	 * events other implementations accepted.
+	 */
+	if ((ev = event_from_json(m->a2, err, sizeof(err))) == NULL ||
+	    !event_check_id(ev)) {
+		event_destroy(ev);
+		c->c_bad_events++;
+		c->c_mgr->m_bad_events++;
+		return 0;
+	}
+	/* Pagination moves until; the base filter must match. */
+	if (r->r_nmatch > 0 && !filter_match_any(r->r_match, r->r_nmatch, ev) &&
+	    !(r->r_kind == REQ_PAGINATE && base_match_ignoring_until(r, ev))) {
+		event_destroy(ev);
+		c->c_stray++;
+		c->c_mgr->m_stray++;
+		return 0;
+	}
+	conn_on_event(c, r, ev);
+	event_destroy(ev);
+	return 0;
+}
+
+static int
+conn_msg_eose(struct conn *c, const struct conn_msg *m)
+{
+	struct conn_req *r;
+
+	if (m->a1 == NULL || m->a1->type != JSON_STRING)
+		return 1;
+	if ((r = conn_find_open(c, m->a1)) != NULL)
+		conn_proven(c);
+	if (r != NULL && r->r_kind != REQ_LIVE && r->r_kind != REQ_NEG)
+		conn_on_eose(r);
+	return 0;
+}
+
+static int
+conn_msg_closed(struct conn *c, const struct conn_msg *m)
+{
+	struct conn_req *r;
+
+	if (m->a1 == NULL || m->a1->type != JSON_STRING ||
+	    (m->a2 != NULL && m->a2->type != JSON_STRING))
+		return 1;
+	if ((r = conn_find_open(c, m->a1)) != NULL)
+		conn_on_closed(c, r, m->a2);
+	return 0;
+}
+
+static int
+conn_msg_notice(struct conn *c, const struct conn_msg *m)
+{
+	char t[CONN_REASON_MAX + 1];
+
+	if (m->a1 == NULL || m->a1->type != JSON_STRING)
+		return 1;
+	clean_text(t, m->a1->s, m->a1->len);
+	log_debug("conn %s: NOTICE %s", c->c_key, t);
+	if (conn_notice_is_rate_limit(m->a1->s, m->a1->len))
+		conn_rate_limited(c, "NOTICE", m->a1->s, m->a1->len);
+	else if (conn_notice_is_unsupported(m->a1->s, m->a1->len))
+		conn_neg_unknown(c, t);
+	return 0;
+}
+
+/* NEG-MSG and NEG-ERR (NIP-77). */
+static int
+conn_msg_neg(struct conn *c, const struct conn_msg *m)
+{
+	const struct json *type = json_at(m->root, 0);
+	struct conn_req	  *r;
+
+	if (m->a1 == NULL || m->a1->type != JSON_STRING || m->a2 == NULL ||
+	    m->a2->type != JSON_STRING)
+		return 1;
+	if ((r = conn_find_open(c, m->a1)) == NULL || r->r_kind != REQ_NEG) {
+		c->c_stray++;
+		c->c_mgr->m_stray++;
+		return 0;
+	}
+	r->r_nst.ns_bytes_in += m->len;
+	conn_proven(c);
+	if (type->s[4] == 'M')
+		return conn_on_negmsg(c, r, m->a2) == -1;
+	conn_on_negerr(c, r, m->a2);
+	return 0;
+}
+
+static int
+conn_msg_ok(struct conn *c, const struct conn_msg *m)
+{
+	char t[CONN_REASON_MAX + 1];
+
+	if (m->root->n < 3 || m->a1->type != JSON_STRING ||
+	    (m->a2->type != JSON_TRUE && m->a2->type != JSON_FALSE) ||
+	    (m->a3 != NULL && m->a3->type != JSON_STRING))
+		return 1;
+	if (m->a2->type == JSON_FALSE && m->a3 != NULL &&
+	    conn_reason_is_rate_limited(m->a3->s, m->a3->len))
+		conn_rate_limited(c, "OK", m->a3->s, m->a3->len);
+	if (c->c_auth_id[0] != '\0' && m->a1->len == 64 &&
+	    memcmp(m->a1->s, c->c_auth_id, 64) == 0) {
+		c->c_auth_id[0] = '\0';
+		clean_text(t, m->a3 ? m->a3->s : "", m->a3 ? m->a3->len : 0);
+		conn_auth_result(c, m->a2->type == JSON_TRUE, t);
+	}
+	return 0;
+}
+
+static int
+conn_msg_auth(struct conn *c, const struct conn_msg *m)
+{
+	if (m->a1 == NULL || m->a1->type != JSON_STRING)
+		return 1;
+	conn_auth(c, m->a1->s, m->a1->len);
+	return 0;
+}
+
+/* What a relay may send us; other types (COUNT, ...) answer nothing we
+ * asked and are ignored. */
+static const struct {
+	const char *type;
+	int (*fn)(struct conn *, const struct conn_msg *);
+} conn_msgs[] = {
+	{ "EVENT", conn_msg_event },
+	{ "EOSE", conn_msg_eose },
+	{ "CLOSED", conn_msg_closed },
+	{ "NOTICE", conn_msg_notice },
+	{ "NEG-MSG", conn_msg_neg },
+	{ "NEG-ERR", conn_msg_neg },
+	{ "OK", conn_msg_ok },
+	{ "AUTH", conn_msg_auth },
+};
+
+/*
+ * One complete message from the relay, to its handler in conn_msgs[].
+ * Malformed ones count against the relay; too many drop the link (the
+ * caller sees c_wsi change).
  */
 static void
 conn_dispatch(struct conn *c, const char *text, size_t len)
 {
 	struct json_doc	  *doc = NULL;
-	const struct json *root, *type, *a1, *a2, *a3;
-	struct conn_req	  *r;
-	struct event	  *ev;
-	char		   err[128], t[CONN_REASON_MAX + 1];
+	const struct json *type;
+	struct conn_msg	   m;
+	char		   err[128];
+	size_t		   i;
 	int		   bad = 0;
 
-	root = json_parse(text, len, &doc, err, sizeof(err));
-	if (root == NULL || root->type != JSON_ARRAY || root->n < 1 ||
-	    (type = json_at(root, 0))->type != JSON_STRING) {
+	m.root = json_parse(text, len, &doc, err, sizeof(err));
+	if (m.root == NULL || m.root->type != JSON_ARRAY || m.root->n < 1 ||
+	    (type = json_at(m.root, 0))->type != JSON_STRING)
 		bad = 1;
-		goto done;
+	else {
+		m.a1 = json_at(m.root, 1);
+		m.a2 = json_at(m.root, 2);
+		m.a3 = json_at(m.root, 3);
+		m.len = len;
+		for (i = 0; i < sizeof(conn_msgs) / sizeof(conn_msgs[0]); i++)
+			if (strcmp(type->s, conn_msgs[i].type) == 0) {
+				bad = conn_msgs[i].fn(c, &m);
+				break;
+			}
 	}
-	a1 = json_at(root, 1);
-	a2 = json_at(root, 2);
-	a3 = json_at(root, 3);
-	if (strcmp(type->s, "EVENT") == 0) {
-		if (root->n != 3 || a1->type != JSON_STRING ||
-		    a2->type != JSON_OBJECT) {
-			bad = 1;
-			goto done;
-		}
-		if ((r = conn_find_open(c, a1)) == NULL ||
-		    r->r_kind == REQ_NEG) {
-			c->c_stray++;
-			c->c_mgr->m_stray++;
-			goto done;
-		}
-		/*
-		 * An event that does not parse or whose id is not its hash
-		 * is dropped and counted, but does not threaten the link:
-		 * relays keep events other implementations accepted.
-		 */
-		if ((ev = event_from_json(a2, err, sizeof(err))) == NULL ||
-		    !event_check_id(ev)) {
-			event_destroy(ev);
-			c->c_bad_events++;
-			c->c_mgr->m_bad_events++;
-			goto done;
-		}
-		/* Pagination moves until; the base filter must match. */
-		if (r->r_nmatch > 0 &&
-		    !filter_match_any(r->r_match, r->r_nmatch, ev) &&
-		    !(r->r_kind == REQ_PAGINATE &&
-			base_match_ignoring_until(r, ev))) {
-			event_destroy(ev);
-			c->c_stray++;
-			c->c_mgr->m_stray++;
-			goto done;
-		}
-		conn_on_event(c, r, ev);
-		event_destroy(ev);
-	} else if (strcmp(type->s, "EOSE") == 0) {
-		if (a1 == NULL || a1->type != JSON_STRING) {
-			bad = 1;
-			goto done;
-		}
-		if ((r = conn_find_open(c, a1)) != NULL)
-			conn_proven(c);
-		if (r != NULL && r->r_kind != REQ_LIVE && r->r_kind != REQ_NEG)
-			conn_on_eose(r);
-	} else if (strcmp(type->s, "CLOSED") == 0) {
-		if (a1 == NULL || a1->type != JSON_STRING ||
-		    (a2 != NULL && a2->type != JSON_STRING)) {
-			bad = 1;
-			goto done;
-		}
-		if ((r = conn_find_open(c, a1)) != NULL)
-			conn_on_closed(c, r, a2);
-	} else if (strcmp(type->s, "NOTICE") == 0) {
-		if (a1 == NULL || a1->type != JSON_STRING) {
-			bad = 1;
-			goto done;
-		}
-		clean_text(t, a1->s, a1->len);
-		log_debug("conn %s: NOTICE %s", c->c_key, t);
-		if (conn_notice_is_rate_limit(a1->s, a1->len))
-			conn_rate_limited(c, "NOTICE", a1->s, a1->len);
-		else if (conn_notice_is_unsupported(a1->s, a1->len))
-			conn_neg_unknown(c, t);
-	} else if (strcmp(type->s, "NEG-MSG") == 0 ||
-	    strcmp(type->s, "NEG-ERR") == 0) {
-		if (a1 == NULL || a1->type != JSON_STRING || a2 == NULL ||
-		    a2->type != JSON_STRING) {
-			bad = 1;
-			goto done;
-		}
-		if ((r = conn_find_open(c, a1)) == NULL ||
-		    r->r_kind != REQ_NEG) {
-			c->c_stray++;
-			c->c_mgr->m_stray++;
-			goto done;
-		}
-		r->r_nst.ns_bytes_in += len;
-		conn_proven(c);
-		if (type->s[4] == 'M')
-			bad = conn_on_negmsg(c, r, a2) == -1;
-		else
-			conn_on_negerr(c, r, a2);
-	} else if (strcmp(type->s, "OK") == 0) {
-		if (root->n < 3 || a1->type != JSON_STRING ||
-		    (a2->type != JSON_TRUE && a2->type != JSON_FALSE) ||
-		    (a3 != NULL && a3->type != JSON_STRING)) {
-			bad = 1;
-			goto done;
-		}
-		if (a2->type == JSON_FALSE && a3 != NULL &&
-		    conn_reason_is_rate_limited(a3->s, a3->len))
-			conn_rate_limited(c, "OK", a3->s, a3->len);
-		if (c->c_auth_id[0] != '\0' && a1->len == 64 &&
-		    memcmp(a1->s, c->c_auth_id, 64) == 0) {
-			c->c_auth_id[0] = '\0';
-			clean_text(t, a3 ? a3->s : "", a3 ? a3->len : 0);
-			conn_auth_result(c, a2->type == JSON_TRUE, t);
-		}
-	} else if (strcmp(type->s, "AUTH") == 0) {
-		if (a1 == NULL || a1->type != JSON_STRING) {
-			bad = 1;
-			goto done;
-		}
-		conn_auth(c, a1->s, a1->len);
-	}
-	/* Other types (COUNT, ...) answer nothing we asked. */
-done:
 	json_free(doc);
 	if (bad) {
 		conn_count_malformed(c);

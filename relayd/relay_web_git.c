@@ -94,6 +94,9 @@ struct relay_webgit {
 	char		  *wg_body;
 	size_t		   wg_len;
 	int		   wg_done;
+	/* Its place under max_git_requests_per_ip while git runs. */
+	struct relay_addr *wg_addr;
+	int		   wg_placed;
 };
 
 static void wg_child_done(pid_t, int, int, void *);
@@ -106,6 +109,8 @@ relay_web_git_free(struct relay_webgit *wg)
 
 	if (wg == NULL)
 		return;
+	if (wg->wg_placed)
+		relay_addr_git_end(wg->wg_addr);
 	for (i = 0; i < WG_CHILDREN; i++)
 		if (wg->wg_pid[i] != -1)
 			child_abandon(wg->wg_pid[i]);
@@ -378,6 +383,10 @@ answer(struct relay_webgit *wg, unsigned code, char *body, size_t len)
 	wg->wg_body = body;
 	wg->wg_len = len;
 	wg->wg_done = 1;
+	/* git is done: the place goes back before the page is sent. */
+	if (wg->wg_placed)
+		relay_addr_git_end(wg->wg_addr);
+	wg->wg_placed = 0;
 	if (wg->wg_conn != NULL)
 		lws_callback_on_writable(wg->wg_wsi);
 }
@@ -1147,6 +1156,7 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 	struct relay_webgit *wg;
 	struct relay_refs    r;
 	enum wg_kind	     kind;
+	struct relay_addr   *ga;
 	const char	    *why = NULL, *tip, *base;
 	char		     ref[80];
 	size_t		     i, k;
@@ -1171,6 +1181,11 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 		    "No such repository",
 		    "This server hosts no repository at this address. <a href="
 		    "\"/\">See the ones it hosts.</a>");
+	/* Its git children count as the address's git requests. */
+	if (!relay_addr_git_begin(wsi, &ga))
+		return relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
+		    "rate-limited: too many git requests from your address at "
+		    "once; try again shortly\n");
 	if ((wg = calloc(1, sizeof(*wg))) == NULL ||
 	    (wg->wg_d = strdup(d)) == NULL)
 		fatal("relay_web_git");
@@ -1179,6 +1194,8 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 	wg->wg_conn = c;
 	wg->wg_wsi = wsi;
 	wg->wg_kind = kind;
+	wg->wg_addr = ga;
+	wg->wg_placed = 1;
 	memcpy(wg->wg_owner, owner, 32);
 	snprintf(wg->wg_npub, sizeof(wg->wg_npub), "%s", npub);
 	relay_repo_path(owner, d, wg->wg_repo, sizeof(wg->wg_repo));

@@ -614,6 +614,50 @@ missing_objects_are_404(void)
 	}
 }
 
+/*
+ * Pages whose git runs count against max_git_requests_per_ip (8 by
+ * default): with 8 held by a hanging git, the next is 429; the places
+ * come back when their git is killed at the page's limit.
+ */
+static void
+git_pages_count_against_the_per_address_limit(void)
+{
+	char   path[1024], req_text[1200], *body = NULL;
+	int    fd[8], i, st;
+	FILE  *f;
+	size_t n;
+
+	T_ASSERT((f = fopen(slow_mark, "w")) != NULL);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/tree/main/src", base);
+	n = (size_t)snprintf(req_text, sizeof(req_text),
+	    "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	for (i = 0; i < 8; i++) {
+		fd[i] = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
+		    TMO);
+		T_ASSERT(fd[i] != -1);
+		T_ASSERT(write(fd[i], req_text, n) == (ssize_t)n);
+	}
+	relayproc_sleep_ms(500);
+	st = req("GET", path, NULL, &body, NULL);
+	T_EQ_INT(st, 429);
+	T_CHECK(body != NULL && strstr(body, "rate-limited") != NULL);
+	free(body);
+	for (i = 0; i < 8; i++)
+		close(fd[i]);
+	unlink(slow_mark);
+	/* libwebsockets reads no more of a connection waiting for its
+	 * answer: the places come back when git is killed, at 5 s. */
+	for (i = 0, st = 0; i < 20 && st != 200; i++) {
+		relayproc_sleep_ms(500);
+		body = NULL;
+		st = req("GET", path, NULL, &body, NULL);
+		free(body);
+	}
+	T_EQ_INT(st, 200);
+	T_CHECK(i <= 14);
+}
+
 static void
 slow_git_is_killed_at_the_limit(void)
 {
@@ -688,6 +732,7 @@ static const struct t_case cases[] = {
 	T_CASE(option_injection_is_refused),
 	T_CASE(path_traversal_is_refused),
 	T_CASE(missing_objects_are_404),
+	T_CASE(git_pages_count_against_the_per_address_limit),
 	T_CASE(slow_git_is_killed_at_the_limit),
 };
 

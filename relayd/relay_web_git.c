@@ -231,10 +231,8 @@ resolve(struct relay_webgit *wg, const struct relay_refs *r, const char *spec,
     size_t n, const char **why)
 {
 	char	    name[RELAY_WEB_REF_MAX + 16];
-	const char *oid = NULL, *p;
+	const char *oid = NULL, *p, *end;
 	size_t	    k, i;
-
-	const char *end;
 
 	if (memchr(spec, '\0', n) != NULL || n > RELAY_WEB_PATH_MAX) {
 		*why = "The address holds a byte a ref or a path cannot hold.";

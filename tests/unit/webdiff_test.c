@@ -334,6 +334,11 @@ empty_and_text_only_inputs(void)
 	h = render("just a note\n", 12, &st);
 	T_CHECK(strstr(h, "<pre class=\"dmsg\">just a note\n</pre>") != NULL);
 	free(h);
+	/* Blank lines alone (git show's before its diff) make no block. */
+	h = render("\n\ndiff --git a/x b/x\n", 20, &st);
+	T_CHECK(strstr(h, "<pre") == NULL);
+	T_EQ_INT(st.ds_files, 1);
+	free(h);
 }
 
 static void

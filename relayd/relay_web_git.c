@@ -324,6 +324,9 @@ wg_git(struct relay_webgit *wg, int slot, const char *const *args, FILE *in,
 	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", wg->wg_repo);
 	argv[n++] = "git";
 	argv[n++] = gitdir;
+	/* Names as they are (UTF-8), not as octal escapes in quotes. */
+	argv[n++] = "-c";
+	argv[n++] = "core.quotePath=false";
 	for (; *args != NULL && n < 23; args++)
 		argv[n++] = (char *)*args;
 	argv[n] = NULL;

@@ -207,6 +207,7 @@ setup_repository(void)
 	T_ASSERT(mkdir(strcat(strcpy(url, work), "/src"), 0755) == 0);
 	T_ASSERT(write_file(work, "src/main.c", MAIN0, strlen(MAIN0)) == 0);
 	T_ASSERT(write_file(work, FEVIL, EVIL "\n", strlen(EVIL) + 1) == 0);
+	T_ASSERT(write_file(work, "caf\xc3\xa9.txt", "x\n", 2) == 0);
 	T_ASSERT(
 	    write_file(work, "--output=pwned", "not an option\n", 14) == 0);
 	T_ASSERT(
@@ -415,6 +416,9 @@ commit_page_shows_message_parents_and_diff(void)
 	snprintf(want, sizeof(want), "/commit/%s", c1);
 	T_ASSERT((p = page(want, 200)) != NULL);
 	T_CHECK(strstr(p, "none (the first commit)") != NULL);
+	/* A UTF-8 name as it is, not quoted with octal escapes. */
+	T_CHECK(
+	    strstr(p, ">caf\xc3\xa9.txt</a> <span class=\"ad\">+1") != NULL);
 	T_CHECK(strstr(p, ">bin.dat</a> <span class=\"cut\">binary") != NULL);
 	T_CHECK(inert(p));
 	free(p);

@@ -383,6 +383,13 @@ raw_files_cannot_run(void)
 	T_EQ_INT(req("GET", path, NULL, &body, &len), 403);
 	T_CHECK(strstr(body, "clone the repository") != NULL);
 	free(body);
+	/* HEAD: the same headers, no body. */
+	snprintf(path, sizeof(path), "%s/raw/main/bin.dat", base);
+	T_EQ_INT(req("HEAD", path, &h, &body, &len), 200);
+	T_CHECK(hv(h, "content-disposition", v, sizeof(v)) == 0);
+	T_EQ_INT(len, 0);
+	free(h);
+	free(body);
 	snprintf(path, sizeof(path), "%s/raw/main/src", base);
 	T_EQ_INT(req("GET", path, NULL, &body, &len), 404);
 	free(body);

@@ -967,7 +967,10 @@ wg_next(struct relay_webgit *wg)
 		relay_web_git_free(wg);
 		return;
 	}
-	if (wg->wg_step > 0 && git_failed(wg, 1))
+	/* merge-base fails when there is no common history: said below. */
+	if (wg->wg_step > 0 &&
+	    !(wg->wg_kind == WG_PR && wg->wg_step == 1 && !wg->wg_killed) &&
+	    git_failed(wg, 1))
 		return;
 	switch (wg->wg_kind) {
 	case WG_TREE:

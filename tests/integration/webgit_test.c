@@ -464,6 +464,43 @@ pr_page_shows_commits_and_diff_against_main(void)
 	free(p);
 }
 
+/* A PR whose commits share no history with main: a 404 that says so. */
+static void
+pr_without_common_history_is_404(void)
+{
+	struct wsc   *ws = conn();
+	struct event *ev;
+	struct buf    b = BUF_INIT;
+	uint8_t	      sk[32], pk[32], opk[32];
+	char	      lone[41], hex[65], url[600], ref[120], *out = NULL, *p;
+
+	T_ASSERT(ws != NULL);
+	T_ASSERT(gt_git(work, NULL, "checkout", "-q", "--orphan", "lone",
+		     NULL) == 0);
+	T_ASSERT(commit_all("unrelated", lone) == 0);
+	key(1, sk, opk);
+	hex_encode(opk, 32, hex);
+	key(5, sk, pk);
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), base);
+	buf_printf(&b,
+	    "[[\"a\",\"30617:%s:code\"],[\"p\",\"%s\"],[\"c\",\"%s\"],"
+	    "[\"clone\",\"%s\"]]",
+	    hex, hex, lone, url);
+	ev = event_new_signed(sk, time(NULL), 1618, b.b_data, "unrelated");
+	buf_free(&b);
+	T_ASSERT(ev != NULL);
+	snprintf(ref, sizeof(ref), "HEAD:refs/nostr/%s", ev->id_hex);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, NULL, 0), 1);
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), base);
+	T_EQ_INT(gt_git(work, &out, "push", "-q", url, ref, NULL), 0);
+	free(out);
+	snprintf(url, sizeof(url), "/pr/%s/diff", ref + 16);
+	T_ASSERT((p = page(url, 404)) != NULL);
+	T_CHECK(strstr(p, "shares no commit") != NULL);
+	free(p);
+	wsc_close(ws);
+}
+
 static void
 repository_page_links_to_trees_and_commits(void)
 {
@@ -739,6 +776,7 @@ static const struct t_case cases[] = {
 	T_CASE(raw_files_cannot_run),
 	T_CASE(commit_page_shows_message_parents_and_diff),
 	T_CASE(pr_page_shows_commits_and_diff_against_main),
+	T_CASE(pr_without_common_history_is_404),
 	T_CASE(repository_page_links_to_trees_and_commits),
 	T_CASE(option_injection_is_refused),
 	T_CASE(path_traversal_is_refused),

@@ -200,7 +200,8 @@ static int
 room(struct diff *d)
 {
 	if (d->d_lines < RELAY_DIFF_LINES_MAX &&
-	    d->d_body.b_len < RELAY_DIFF_HTML_MAX &&
+	    d->d_pre.b_len + d->d_body.b_len + d->d_text.b_len <
+		RELAY_DIFF_HTML_MAX &&
 	    d->d_nfiles <= RELAY_DIFF_FILES_MAX)
 		return 1;
 	d->d_hidden++;

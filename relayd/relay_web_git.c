@@ -615,7 +615,9 @@ render_tree(struct relay_webgit *wg)
 	}
 	/* Directories first, then the rest, each in git's order. */
 	for (dirs = 1; dirs >= 0; dirs--)
-		for (i = 0; i < n && shown < RELAY_WEB_TREE_MAX; i++) {
+		for (i = 0; i < n && shown < RELAY_WEB_TREE_MAX &&
+		     b.b_len < RELAY_DIFF_HTML_MAX;
+		     i++) {
 			dir = strcmp(te[i].te_type, "tree") == 0;
 			if (dir != dirs)
 				continue;
@@ -813,7 +815,11 @@ render_commit(struct relay_webgit *wg)
 	buf_adds(&b, "</h2>\n");
 	if (*nl) {
 		buf_adds(&b, "<pre class=\"readme card\" id=\"message\">");
-		relay_web_code_escape(&b, nl + 1, strlen(nl + 1));
+		len = strlen(nl + 1);
+		relay_web_code_escape(&b, nl + 1,
+		    len < RELAY_WEB_MESSAGE_MAX ? len : RELAY_WEB_MESSAGE_MAX);
+		if (len > RELAY_WEB_MESSAGE_MAX)
+			buf_adds(&b, "\n<span class=\"pk\">(cut here)</span>");
 		buf_adds(&b, "</pre>\n");
 	}
 	buf_adds(&b,

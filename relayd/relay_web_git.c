@@ -24,12 +24,13 @@
  * command with the page's time limit; its output goes through "head -c"
  * into an unlinked temporary file, so that a command that writes more
  * than a page reads is cut there (and ends on SIGPIPE) instead of filling
- * the disk.  The page is rendered once the last child of the last step
- * is reaped and written from the connection's next writable callback.
+ * the disk.  While git runs the page holds a place of its address under
+ * max_git_requests_per_ip, as a clone does.  The page is rendered once
+ * the last child of the last step is reaped and written from the
+ * connection's next writable callback.
  */
 #include <sys/stat.h>
 
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -589,6 +589,32 @@ option_injection_is_refused(void)
 	T_CHECK(refused("/tree/main/a%0Ab") != 0);
 	/* A ref name no branch has. */
 	T_EQ_INT(refused("/tree/nosuch"), 404);
+	/* Long names: refused by relayd or by libwebsockets, never served. */
+	{
+		struct buf b = BUF_INIT;
+		char	  *body = NULL;
+		int	   st, i;
+
+		buf_printf(&b, "%s/tree/", base);
+		for (i = 0; i < 1100; i++)
+			buf_addc(&b, 'a');
+		st = req("GET", b.b_data, NULL, &body, NULL);
+		T_CHECK(st == 400 || st == 414 || st == 431 || st == -1);
+		free(body);
+		body = NULL;
+		buf_reset(&b);
+		buf_printf(&b, "%s/tree/main/", base);
+		for (i = 0; i < 1000; i++)
+			buf_adds(&b, "a/");
+		buf_adds(&b, "x");
+		st = req("GET", b.b_data, NULL, &body, NULL);
+		T_CHECK(st == 404 || st == 414 || st == 431 || st == -1);
+		free(body);
+		buf_free(&b);
+		body = NULL;
+		T_ASSERT((body = page("/tree/main", 200)) != NULL);
+		free(body);
+	}
 	/* A POST is not a page. */
 	{
 		char path[1024], *body = NULL;

@@ -23,7 +23,7 @@
 	"border:1px solid #dde3e0;border-radius:0 0 8px 8px}" \
 	".diff td{padding:0 8px;border:0;font:12.5px/1.5 ui-monospace," \
 	"'DejaVu Sans Mono',Menlo,monospace;white-space:pre-wrap;" \
-	"overflow-wrap:anywhere;vertical-align:top}" \
+	"overflow-wrap:anywhere;vertical-align:top;tab-size:4}" \
 	".diff td.ln{width:1%;color:#8a969b;text-align:right;white-space:" \
 	"nowrap;user-select:none;border-right:1px solid #edf0ee}" \
 	".diff tr.da td{background:#e6f6ea}.diff tr.dr td{background:" \
@@ -200,7 +200,8 @@ static int
 room(struct diff *d)
 {
 	if (d->d_lines < RELAY_DIFF_LINES_MAX &&
-	    d->d_body.b_len < RELAY_DIFF_HTML_MAX &&
+	    d->d_pre.b_len + d->d_body.b_len + d->d_text.b_len <
+		RELAY_DIFF_HTML_MAX &&
 	    d->d_nfiles <= RELAY_DIFF_FILES_MAX)
 		return 1;
 	d->d_hidden++;
@@ -214,8 +215,12 @@ text_flush(struct diff *d)
 {
 	struct buf *out = d->d_nfiles == 0 ? &d->d_pre : &d->d_body;
 
-	if (d->d_text.b_len == 0)
+	/* Blank lines alone (git show's before its diff) make no block. */
+	if (strspn(d->d_text.b_data ? d->d_text.b_data : "", "\n") ==
+	    d->d_text.b_len) {
+		buf_reset(&d->d_text);
 		return;
+	}
 	buf_adds(out, "<pre class=\"dmsg\">");
 	buf_add(out, d->d_text.b_data, d->d_text.b_len);
 	buf_adds(out, "</pre>\n");

@@ -24,12 +24,13 @@
  * command with the page's time limit; its output goes through "head -c"
  * into an unlinked temporary file, so that a command that writes more
  * than a page reads is cut there (and ends on SIGPIPE) instead of filling
- * the disk.  The page is rendered once the last child of the last step
- * is reaped and written from the connection's next writable callback.
+ * the disk.  While git runs the page holds a place of its address under
+ * max_git_requests_per_ip, as a clone does.  The page is rendered once
+ * the last child of the last step is reaped and written from the
+ * connection's next writable callback.
  */
 #include <sys/stat.h>
 
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,9 @@ struct relay_webgit {
 	char		  *wg_body;
 	size_t		   wg_len;
 	int		   wg_done;
+	/* Its place under max_git_requests_per_ip while git runs. */
+	struct relay_addr *wg_addr;
+	int		   wg_placed;
 };
 
 static void wg_child_done(pid_t, int, int, void *);
@@ -106,6 +110,8 @@ relay_web_git_free(struct relay_webgit *wg)
 
 	if (wg == NULL)
 		return;
+	if (wg->wg_placed)
+		relay_addr_git_end(wg->wg_addr);
 	for (i = 0; i < WG_CHILDREN; i++)
 		if (wg->wg_pid[i] != -1)
 			child_abandon(wg->wg_pid[i]);
@@ -226,10 +232,8 @@ resolve(struct relay_webgit *wg, const struct relay_refs *r, const char *spec,
     size_t n, const char **why)
 {
 	char	    name[RELAY_WEB_REF_MAX + 16];
-	const char *oid = NULL, *p;
+	const char *oid = NULL, *p, *end;
 	size_t	    k, i;
-
-	const char *end;
 
 	if (memchr(spec, '\0', n) != NULL || n > RELAY_WEB_PATH_MAX) {
 		*why = "The address holds a byte a ref or a path cannot hold.";
@@ -321,6 +325,9 @@ wg_git(struct relay_webgit *wg, int slot, const char *const *args, FILE *in,
 	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", wg->wg_repo);
 	argv[n++] = "git";
 	argv[n++] = gitdir;
+	/* Names as they are (UTF-8), not as octal escapes in quotes. */
+	argv[n++] = "-c";
+	argv[n++] = "core.quotePath=false";
 	for (; *args != NULL && n < 23; args++)
 		argv[n++] = (char *)*args;
 	argv[n] = NULL;
@@ -378,6 +385,10 @@ answer(struct relay_webgit *wg, unsigned code, char *body, size_t len)
 	wg->wg_body = body;
 	wg->wg_len = len;
 	wg->wg_done = 1;
+	/* git is done: the place goes back before the page is sent. */
+	if (wg->wg_placed)
+		relay_addr_git_end(wg->wg_addr);
+	wg->wg_placed = 0;
 	if (wg->wg_conn != NULL)
 		lws_callback_on_writable(wg->wg_wsi);
 }
@@ -605,7 +616,9 @@ render_tree(struct relay_webgit *wg)
 	}
 	/* Directories first, then the rest, each in git's order. */
 	for (dirs = 1; dirs >= 0; dirs--)
-		for (i = 0; i < n && shown < RELAY_WEB_TREE_MAX; i++) {
+		for (i = 0; i < n && shown < RELAY_WEB_TREE_MAX &&
+		     b.b_len < RELAY_DIFF_HTML_MAX;
+		     i++) {
 			dir = strcmp(te[i].te_type, "tree") == 0;
 			if (dir != dirs)
 				continue;
@@ -803,7 +816,11 @@ render_commit(struct relay_webgit *wg)
 	buf_adds(&b, "</h2>\n");
 	if (*nl) {
 		buf_adds(&b, "<pre class=\"readme card\" id=\"message\">");
-		relay_web_code_escape(&b, nl + 1, strlen(nl + 1));
+		len = strlen(nl + 1);
+		relay_web_code_escape(&b, nl + 1,
+		    len < RELAY_WEB_MESSAGE_MAX ? len : RELAY_WEB_MESSAGE_MAX);
+		if (len > RELAY_WEB_MESSAGE_MAX)
+			buf_adds(&b, "\n<span class=\"pk\">(cut here)</span>");
 		buf_adds(&b, "</pre>\n");
 	}
 	buf_adds(&b,
@@ -957,7 +974,10 @@ wg_next(struct relay_webgit *wg)
 		relay_web_git_free(wg);
 		return;
 	}
-	if (wg->wg_step > 0 && git_failed(wg, 1))
+	/* merge-base fails when there is no common history: said below. */
+	if (wg->wg_step > 0 &&
+	    !(wg->wg_kind == WG_PR && wg->wg_step == 1 && !wg->wg_killed) &&
+	    git_failed(wg, 1))
 		return;
 	switch (wg->wg_kind) {
 	case WG_TREE:
@@ -1147,6 +1167,7 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 	struct relay_webgit *wg;
 	struct relay_refs    r;
 	enum wg_kind	     kind;
+	struct relay_addr   *ga;
 	const char	    *why = NULL, *tip, *base;
 	char		     ref[80];
 	size_t		     i, k;
@@ -1171,6 +1192,11 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 		    "No such repository",
 		    "This server hosts no repository at this address. <a href="
 		    "\"/\">See the ones it hosts.</a>");
+	/* Its git children count as the address's git requests. */
+	if (!relay_addr_git_begin(wsi, &ga))
+		return relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
+		    "rate-limited: too many git requests from your address at "
+		    "once; try again shortly\n");
 	if ((wg = calloc(1, sizeof(*wg))) == NULL ||
 	    (wg->wg_d = strdup(d)) == NULL)
 		fatal("relay_web_git");
@@ -1179,6 +1205,8 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 	wg->wg_conn = c;
 	wg->wg_wsi = wsi;
 	wg->wg_kind = kind;
+	wg->wg_addr = ga;
+	wg->wg_placed = 1;
 	memcpy(wg->wg_owner, owner, 32);
 	snprintf(wg->wg_npub, sizeof(wg->wg_npub), "%s", npub);
 	relay_repo_path(owner, d, wg->wg_repo, sizeof(wg->wg_repo));

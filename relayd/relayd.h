@@ -353,6 +353,8 @@
 /* Bytes of a file shown with line numbers, and its lines. */
 #define RELAY_WEB_BLOB_SHOW	    (1024 * 1024)
 #define RELAY_WEB_BLOB_LINES	    20000
+/* Bytes of a commit message shown. */
+#define RELAY_WEB_MESSAGE_MAX	    (64 * 1024)
 /* Largest file served raw (a larger one gets 403: clone it). */
 #define RELAY_WEB_RAW_MAX	    (16 * 1024 * 1024)
 /* Entries of a directory listed. */

@@ -207,6 +207,7 @@ setup_repository(void)
 	T_ASSERT(mkdir(strcat(strcpy(url, work), "/src"), 0755) == 0);
 	T_ASSERT(write_file(work, "src/main.c", MAIN0, strlen(MAIN0)) == 0);
 	T_ASSERT(write_file(work, FEVIL, EVIL "\n", strlen(EVIL) + 1) == 0);
+	T_ASSERT(write_file(work, "caf\xc3\xa9.txt", "x\n", 2) == 0);
 	T_ASSERT(
 	    write_file(work, "--output=pwned", "not an option\n", 14) == 0);
 	T_ASSERT(
@@ -382,6 +383,13 @@ raw_files_cannot_run(void)
 	T_EQ_INT(req("GET", path, NULL, &body, &len), 403);
 	T_CHECK(strstr(body, "clone the repository") != NULL);
 	free(body);
+	/* HEAD: the same headers, no body. */
+	snprintf(path, sizeof(path), "%s/raw/main/bin.dat", base);
+	T_EQ_INT(req("HEAD", path, &h, &body, &len), 200);
+	T_CHECK(hv(h, "content-disposition", v, sizeof(v)) == 0);
+	T_EQ_INT(len, 0);
+	free(h);
+	free(body);
 	snprintf(path, sizeof(path), "%s/raw/main/src", base);
 	T_EQ_INT(req("GET", path, NULL, &body, &len), 404);
 	free(body);
@@ -415,6 +423,9 @@ commit_page_shows_message_parents_and_diff(void)
 	snprintf(want, sizeof(want), "/commit/%s", c1);
 	T_ASSERT((p = page(want, 200)) != NULL);
 	T_CHECK(strstr(p, "none (the first commit)") != NULL);
+	/* A UTF-8 name as it is, not quoted with octal escapes. */
+	T_CHECK(
+	    strstr(p, ">caf\xc3\xa9.txt</a> <span class=\"ad\">+1") != NULL);
 	T_CHECK(strstr(p, ">bin.dat</a> <span class=\"cut\">binary") != NULL);
 	T_CHECK(inert(p));
 	free(p);
@@ -451,6 +462,43 @@ pr_page_shows_commits_and_diff_against_main(void)
 	free(p);
 	T_ASSERT((p = page("/pr/--help", 400)) != NULL);
 	free(p);
+}
+
+/* A PR whose commits share no history with main: a 404 that says so. */
+static void
+pr_without_common_history_is_404(void)
+{
+	struct wsc   *ws = conn();
+	struct event *ev;
+	struct buf    b = BUF_INIT;
+	uint8_t	      sk[32], pk[32], opk[32];
+	char	      lone[41], hex[65], url[600], ref[120], *out = NULL, *p;
+
+	T_ASSERT(ws != NULL);
+	T_ASSERT(gt_git(work, NULL, "checkout", "-q", "--orphan", "lone",
+		     NULL) == 0);
+	T_ASSERT(commit_all("unrelated", lone) == 0);
+	key(1, sk, opk);
+	hex_encode(opk, 32, hex);
+	key(5, sk, pk);
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), base);
+	buf_printf(&b,
+	    "[[\"a\",\"30617:%s:code\"],[\"p\",\"%s\"],[\"c\",\"%s\"],"
+	    "[\"clone\",\"%s\"]]",
+	    hex, hex, lone, url);
+	ev = event_new_signed(sk, time(NULL), 1618, b.b_data, "unrelated");
+	buf_free(&b);
+	T_ASSERT(ev != NULL);
+	snprintf(ref, sizeof(ref), "HEAD:refs/nostr/%s", ev->id_hex);
+	T_EQ_INT(nostr_publish_take(ws, ev, TMO, NULL, 0), 1);
+	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), base);
+	T_EQ_INT(gt_git(work, &out, "push", "-q", url, ref, NULL), 0);
+	free(out);
+	snprintf(url, sizeof(url), "/pr/%s/diff", ref + 16);
+	T_ASSERT((p = page(url, 404)) != NULL);
+	T_CHECK(strstr(p, "shares no commit") != NULL);
+	free(p);
+	wsc_close(ws);
 }
 
 static void
@@ -541,6 +589,32 @@ option_injection_is_refused(void)
 	T_CHECK(refused("/tree/main/a%0Ab") != 0);
 	/* A ref name no branch has. */
 	T_EQ_INT(refused("/tree/nosuch"), 404);
+	/* Long names: refused by relayd or by libwebsockets, never served. */
+	{
+		struct buf b = BUF_INIT;
+		char	  *body = NULL;
+		int	   st, i;
+
+		buf_printf(&b, "%s/tree/", base);
+		for (i = 0; i < 1100; i++)
+			buf_addc(&b, 'a');
+		st = req("GET", b.b_data, NULL, &body, NULL);
+		T_CHECK(st == 400 || st == 414 || st == 431 || st == -1);
+		free(body);
+		body = NULL;
+		buf_reset(&b);
+		buf_printf(&b, "%s/tree/main/", base);
+		for (i = 0; i < 1000; i++)
+			buf_adds(&b, "a/");
+		buf_adds(&b, "x");
+		st = req("GET", b.b_data, NULL, &body, NULL);
+		T_CHECK(st == 404 || st == 414 || st == 431 || st == -1);
+		free(body);
+		buf_free(&b);
+		body = NULL;
+		T_ASSERT((body = page("/tree/main", 200)) != NULL);
+		free(body);
+	}
 	/* A POST is not a page. */
 	{
 		char path[1024], *body = NULL;
@@ -614,6 +688,50 @@ missing_objects_are_404(void)
 	}
 }
 
+/*
+ * Pages whose git runs count against max_git_requests_per_ip (8 by
+ * default): with 8 held by a hanging git, the next is 429; the places
+ * come back when their git is killed at the page's limit.
+ */
+static void
+git_pages_count_against_the_per_address_limit(void)
+{
+	char   path[1024], req_text[1200], *body = NULL;
+	int    fd[8], i, st;
+	FILE  *f;
+	size_t n;
+
+	T_ASSERT((f = fopen(slow_mark, "w")) != NULL);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/tree/main/src", base);
+	n = (size_t)snprintf(req_text, sizeof(req_text),
+	    "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	for (i = 0; i < 8; i++) {
+		fd[i] = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
+		    TMO);
+		T_ASSERT(fd[i] != -1);
+		T_ASSERT(write(fd[i], req_text, n) == (ssize_t)n);
+	}
+	relayproc_sleep_ms(500);
+	st = req("GET", path, NULL, &body, NULL);
+	T_EQ_INT(st, 429);
+	T_CHECK(body != NULL && strstr(body, "rate-limited") != NULL);
+	free(body);
+	for (i = 0; i < 8; i++)
+		close(fd[i]);
+	unlink(slow_mark);
+	/* libwebsockets reads no more of a connection waiting for its
+	 * answer: the places come back when git is killed, at 5 s. */
+	for (i = 0, st = 0; i < 20 && st != 200; i++) {
+		relayproc_sleep_ms(500);
+		body = NULL;
+		st = req("GET", path, NULL, &body, NULL);
+		free(body);
+	}
+	T_EQ_INT(st, 200);
+	T_CHECK(i <= 14);
+}
+
 static void
 slow_git_is_killed_at_the_limit(void)
 {
@@ -684,10 +802,12 @@ static const struct t_case cases[] = {
 	T_CASE(raw_files_cannot_run),
 	T_CASE(commit_page_shows_message_parents_and_diff),
 	T_CASE(pr_page_shows_commits_and_diff_against_main),
+	T_CASE(pr_without_common_history_is_404),
 	T_CASE(repository_page_links_to_trees_and_commits),
 	T_CASE(option_injection_is_refused),
 	T_CASE(path_traversal_is_refused),
 	T_CASE(missing_objects_are_404),
+	T_CASE(git_pages_count_against_the_per_address_limit),
 	T_CASE(slow_git_is_killed_at_the_limit),
 };
 

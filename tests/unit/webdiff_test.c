@@ -280,7 +280,7 @@ huge_lines_and_huge_diffs_are_cut_with_a_note(void)
 {
 	struct relay_diff_stat st;
 	struct buf	       t = BUF_INIT;
-	char		      *h, *big;
+	char		      *h, *big, line[RELAY_DIFF_LINE_MAX];
 	size_t		       i, n = 4 * 1024 * 1024;
 
 	/* One line of 4 MiB of '<': shown to RELAY_DIFF_LINE_MAX. */
@@ -308,6 +308,17 @@ huge_lines_and_huge_diffs_are_cut_with_a_note(void)
 	T_CHECK(count(h, "<tr") <= RELAY_DIFF_LINES_MAX);
 	T_CHECK(strstr(h, "The diff is cut here: ") != NULL);
 	free(h);
+	/* Text of markup alone, no file: bounded the same way. */
+	buf_reset(&t);
+	for (i = 0; i < 30000; i++) {
+		memset(line, '<', sizeof(line) - 1);
+		buf_add(&t, line, sizeof(line) - 1);
+		buf_addc(&t, '\n');
+	}
+	h = render(t.b_data, t.b_len, &st);
+	T_CHECK(strlen(h) < RELAY_DIFF_HTML_MAX + 8 * RELAY_DIFF_LINE_MAX);
+	T_EQ_INT(st.ds_cut, 1);
+	free(h);
 	/* Thousands of files: the list and the body stop at the cap. */
 	buf_reset(&t);
 	for (i = 0; i < 3 * RELAY_DIFF_FILES_MAX; i++)
@@ -333,6 +344,11 @@ empty_and_text_only_inputs(void)
 	free(h);
 	h = render("just a note\n", 12, &st);
 	T_CHECK(strstr(h, "<pre class=\"dmsg\">just a note\n</pre>") != NULL);
+	free(h);
+	/* Blank lines alone (git show's before its diff) make no block. */
+	h = render("\n\ndiff --git a/x b/x\n", 20, &st);
+	T_CHECK(strstr(h, "<pre") == NULL);
+	T_EQ_INT(st.ds_files, 1);
 	free(h);
 }
 

@@ -424,7 +424,7 @@ boot_progress(void)
 	if (relayd->rl_state == SUP_FAILED) {
 		snprintf(msg, sizeof(msg), "relayd failed: %s",
 		    relayd->rl_reason);
-		boot_done(strcmp(relayd->rl_last_exit, "exited 78") == 0 ?
+		boot_done(sup_policy_config_exit(relayd->rl_last_status) ?
 			CONFIG_EXIT :
 			1,
 		    msg);
@@ -434,12 +434,12 @@ boot_progress(void)
 		return;
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
-		if (r->rl_hold)
+		if (r->rl_state == SUP_HELD)
 			sup_role_start(r);
 	}
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
-		if (r->rl_want && r->rl_state != SUP_RUNNING)
+		if (sup_fsm_wanted(r->rl_state) && r->rl_state != SUP_RUNNING)
 			return;
 	}
 	boot_done(0, NULL);
@@ -457,7 +457,7 @@ progress_cb(evutil_socket_t fd, short what, void *arg)
 			    sv->sv_roles[i].rl_pid > 0)
 				others++;
 		if (others == 0 && relayd->rl_pid > 0 &&
-		    relayd->rl_state != SUP_STOPPING)
+		    !sup_fsm_terminating(relayd->rl_state))
 			sup_role_stop(relayd);
 		if (sup_roles_alive() == 0) {
 			log_info("every role stopped");
@@ -568,7 +568,7 @@ sup_reload(int *changed, char *err, size_t errlen)
 		log_info("reload: log_level applied to the running roles");
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
-		if (r->rl_hold)
+		if (r->rl_state == SUP_HELD)
 			continue;
 		restart = (roles & (1L << r->rl_id)) != 0;
 		if (!restart && log && r->rl_pid > 0) {
@@ -578,12 +578,12 @@ sup_reload(int *changed, char *err, size_t errlen)
 				kill(r->rl_pid, SIGHUP);
 				continue;
 			}
-			restart = r->rl_want;
+			restart = sup_fsm_wanted(r->rl_state);
 		}
 		if (!restart)
 			continue;
 		log_info("reload: restarting %s for the change", r->rl_name);
-		if (r->rl_want)
+		if (sup_fsm_wanted(r->rl_state))
 			sup_role_restart(r);
 		else if (r->rl_state == SUP_FAILED)
 			sup_role_start(r); /* the change may fix it */
@@ -759,11 +759,7 @@ main(int argc, char *argv[])
 		r = &sv->sv_roles[i];
 		if (r->rl_id == ROLE_RELAYD)
 			continue;
-		r->rl_want = 1;
-		r->rl_hold = 1;
-		r->rl_state = SUP_STARTING;
-		snprintf(r->rl_reason, sizeof(r->rl_reason),
-		    "waiting for relayd to be ready");
+		sup_role_hold(r);
 	}
 	sup_role_start(sup_role_get(ROLE_RELAYD));
 

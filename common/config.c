@@ -1653,6 +1653,112 @@ config_key_info(size_t i, const char **name, const char **def,
 	return 0;
 }
 
+/* 1 if a and b are different strings, NULL counting as "". */
+static int
+str_differs(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") != 0;
+}
+
+static int
+strs_differ(const struct cfg_strs *a, const struct cfg_strs *b)
+{
+	size_t i;
+
+	if (a->n != b->n)
+		return 1;
+	for (i = 0; i < a->n; i++)
+		if (strcmp(a->v[i], b->v[i]) != 0)
+			return 1;
+	return 0;
+}
+
+static int
+repos_differ(const struct cfg_repo_rules *a, const struct cfg_repo_rules *b)
+{
+	size_t i;
+
+	if (a->n != b->n)
+		return 1;
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].has_pubkey != b->v[i].has_pubkey ||
+		    (a->v[i].has_pubkey &&
+			memcmp(a->v[i].pubkey, b->v[i].pubkey, 32) != 0) ||
+		    str_differs(a->v[i].identifier, b->v[i].identifier))
+			return 1;
+	return 0;
+}
+
+static int
+keys_differ(const struct cfg_keys *a, const struct cfg_keys *b)
+{
+	return a->n != b->n ||
+	    (a->n > 0 && memcmp(a->v, b->v, a->n * sizeof(a->v[0])) != 0);
+}
+
+/*
+ * The owner key: the secret itself (which config_dump() never shows),
+ * or where it comes from: the key file read, or, with neither, the one
+ * in relay_data_path.
+ */
+static int
+seckey_differs(const struct config *a, const struct config *b)
+{
+	if (a->has_owner_sk != b->has_owner_sk ||
+	    memcmp(a->owner_sk, b->owner_sk, sizeof(a->owner_sk)) != 0 ||
+	    str_differs(a->owner_key_file, b->owner_key_file))
+		return 1;
+	return !a->has_owner_sk && a->owner_key_file == NULL &&
+	    str_differs(a->relay_data_path, b->relay_data_path);
+}
+
+int
+config_key_differs(const struct config *a, const struct config *b, size_t i)
+{
+	const struct cfg_key *k;
+
+	if (i >= CFG_NKEYS)
+		return -1;
+	k = &cfg_keys[i];
+	switch (k->ck_type) {
+	case CT_STR:
+	case CT_PATH:
+	case CT_DOMAIN:
+	case CT_URL:
+	case CT_WEBURL:
+	case CT_WEBBASE:
+		return str_differs(*FIELD(a, k, char *const),
+		    *FIELD(b, k, char *const));
+	case CT_BIND:
+		/* bind_host and bind_port are parsed from it. */
+		return str_differs(a->bind_address, b->bind_address);
+	case CT_SECKEY:
+		return seckey_differs(a, b);
+	case CT_REPOS:
+		return repos_differ(FIELD(a, k, const struct cfg_repo_rules),
+		    FIELD(b, k, const struct cfg_repo_rules));
+	case CT_KEYS:
+		return keys_differ(FIELD(a, k, const struct cfg_keys),
+		    FIELD(b, k, const struct cfg_keys));
+	case CT_URLS:
+	case CT_DOMAINS:
+	case CT_NETS:
+		return strs_differ(FIELD(a, k, const struct cfg_strs),
+		    FIELD(b, k, const struct cfg_strs));
+	case CT_INT:
+	case CT_BOOL:
+	case CT_OPTBOOL:
+		return *FIELD(a, k, const int) != *FIELD(b, k, const int);
+	case CT_LOGLEVEL:
+		return *FIELD(a, k, const enum log_level) !=
+		    *FIELD(b, k, const enum log_level);
+	case CT_DURABILITY:
+		return *FIELD(a, k, const enum cfg_durability) !=
+		    *FIELD(b, k, const enum cfg_durability);
+	}
+	return 1;
+}
+
 long
 config_key_roles(const char *name)
 {

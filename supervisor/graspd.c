@@ -475,44 +475,26 @@ apply_log_level(void)
 	log_setlevel(sv_verbose ? LOG_LVL_DEBUG : sv->sv_cfg.log_level);
 }
 
-/* 1 if the dump d holds the line of len bytes at l. */
-static int
-dump_has(const char *d, const char *l, size_t len)
-{
-	const char *e;
-
-	for (; *d; d = *e ? e + 1 : e) {
-		e = d + strcspn(d, "\n");
-		if ((size_t)(e - d) == len && memcmp(d, l, len) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 /*
- * The roles (1 << enum role) that the lines of dump a missing from dump b
- * must restart, and in *log whether log_level is among them.
+ * The roles (1 << enum role) that the keys changed from a to b must
+ * restart, walking the key table; *live is set when a changed key
+ * restarts none (log_level: applied live).
  */
 static long
-dump_roles(const char *a, const char *b, int *log)
+reload_roles(const struct config *a, const struct config *b, int *live)
 {
-	const char *l, *e;
-	char	    key[64];
-	size_t	    n, kl;
+	const char *name;
+	size_t	    i;
 	long	    roles = 0, r;
 
-	for (l = a; *l; l = *e ? e + 1 : e) {
-		e = l + strcspn(l, "\n");
-		n = (size_t)(e - l);
-		if (n == 0 || dump_has(b, l, n))
+	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++) {
+		if (config_key_differs(a, b, i) != 1)
 			continue;
-		kl = strcspn(l, " =");
-		snprintf(key, sizeof(key), "%.*s", (int)(kl < n ? kl : n), l);
-		if ((r = config_key_roles(key)) == -1)
+		if ((r = config_key_roles(name)) == -1)
 			r = -1L & ~1L; /* every role */
+		if (r == 0)
+			*live = 1;
 		roles |= r;
-		if (strcmp(key, "log_level") == 0)
-			*log = 1;
 	}
 	return roles;
 }
@@ -521,7 +503,6 @@ int
 sup_reload(int *changed, char *err, size_t errlen)
 {
 	struct config	 nc;
-	struct buf	 a = BUF_INIT, b = BUF_INIT;
 	struct sup_role *r;
 	long		 roles;
 	int		 i, log = 0, restart;
@@ -545,17 +526,8 @@ sup_reload(int *changed, char *err, size_t errlen)
 		log_warnx("reload: %s; keeping the running configuration", err);
 		return -1;
 	}
-	config_dump(&sv->sv_cfg, &a);
-	config_dump(&nc, &b);
-	roles = dump_roles(a.b_data, b.b_data, &log) |
-	    dump_roles(b.b_data, a.b_data, &log);
-	/* config_dump never shows the secret key: compare it apart. */
-	if (nc.has_owner_sk != sv->sv_cfg.has_owner_sk ||
-	    memcmp(nc.owner_sk, sv->sv_cfg.owner_sk, sizeof(nc.owner_sk)) != 0)
-		roles |= config_key_roles("NGIT_RELAY_OWNER_NSEC");
+	roles = reload_roles(&sv->sv_cfg, &nc, &log);
 	*changed = roles != 0 || log;
-	buf_free(&a);
-	buf_free(&b);
 	config_free(&sv->sv_cfg);
 	sv->sv_cfg = nc;
 	explicit_bzero(&nc, sizeof(nc));

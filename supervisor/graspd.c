@@ -593,23 +593,19 @@ warn_relative(const char *key, const char *path)
 		    path);
 }
 
-int
-main(int argc, char *argv[])
-{
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
-	struct event	*sigev[sizeof(sigs) / sizeof(sigs[0])];
-	struct sup_role *r;
-	struct buf	 b = BUF_INIT;
-	const char	*file = NULL, *ns, *rt;
-	char		 err[1024], real[PATH_MAX];
-	int		 ch, nflag = 0, fd;
-	size_t		 i;
+/* The signals graspd's loop handles (signal_cb()). */
+static const int sup_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+#define SUP_NSIGS (sizeof(sup_sigs) / sizeof(sup_sigs[0]))
 
-	/* Descriptors 0-2 must exist before anything else is opened. */
-	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd < 3)
-		;
-	if (fd > 2)
-		close(fd);
+/*
+ * The command line: -d into sv_store, -v into sv_verbose, -f's file in
+ * *file and -n in *nflag.  -h and -V print and exit; an error exits with
+ * SUP_USAGE_EXIT.
+ */
+static void
+parse_options(int argc, char *argv[], const char **file, int *nflag)
+{
+	int ch;
 
 	while ((ch = getopt(argc, argv, "df:hnvV")) != -1) {
 		switch (ch) {
@@ -617,10 +613,10 @@ main(int argc, char *argv[])
 			sv_store.sv_foreground = 1;
 			break;
 		case 'f':
-			file = optarg;
+			*file = optarg;
 			break;
 		case 'n':
-			nflag = 1;
+			*nflag = 1;
 			break;
 		case 'v':
 			sv_verbose = 1;
@@ -636,35 +632,59 @@ main(int argc, char *argv[])
 	}
 	if (optind != argc)
 		usage(SUP_USAGE_EXIT);
+}
 
-	sv = &sv_store;
-	sv->sv_ctl = -1;
-	sv->sv_pidfd = -1;
-	sv->sv_report_fd = -1;
-	log_init("graspd", 1);
-	if (config_load(&sv->sv_cfg, file, err, sizeof(err)) == -1) {
-		fprintf(stderr, "graspd: %s\n", err);
-		config_free(&sv->sv_cfg);
-		return CONFIG_EXIT;
+/* graspd -n: what a start would warn about, the dump with -v; exits 0. */
+static void __attribute__((noreturn)) check_only(void)
+{
+	struct buf b = BUF_INIT;
+
+	config_warn_env();
+	config_warn_proxy(&sv->sv_cfg);
+	if (sv_verbose) {
+		config_dump(&sv->sv_cfg, &b);
+		fputs(b.b_data, stdout);
+		buf_free(&b);
 	}
-	if (nflag) {
-		/* What a start would warn about, -n says too. */
-		config_warn_env();
-		config_warn_proxy(&sv->sv_cfg);
-		if (sv_verbose) {
-			config_dump(&sv->sv_cfg, &b);
-			fputs(b.b_data, stdout);
-			buf_free(&b);
-		}
-		fprintf(stderr, "configuration OK\n");
-		config_free(&sv->sv_cfg);
-		return 0;
-	}
+	fprintf(stderr, "configuration OK\n");
+	config_free(&sv->sv_cfg);
+	exit(0);
+}
+
+/* SUP_READY_TIMEOUT, or GRASPD_READY_TIMEOUT's seconds (tests). */
+static double
+ready_timeout(void)
+{
+	const char *rt = getenv(SUP_READY_TIMEOUT_ENV);
+	char	   *ep;
+	double	    secs;
+
+	if (rt == NULL || *rt == '\0')
+		return SUP_READY_TIMEOUT;
+	secs = strtod(rt, &ep);
+	if (*ep != '\0' || !(secs >= 0.1 && secs <= 3600))
+		fatalx("%s=%s: not a number of seconds from 0.1 to 3600",
+		    SUP_READY_TIMEOUT_ENV, rt);
+	return secs;
+}
+
+/*
+ * After the configuration loaded: its absolute path for the roles, the
+ * log level, where the roles are, NOTIFY_SOCKET kept for ourselves, the
+ * warnings, /dev/null; then becomes a daemon unless -d.  Exits
+ * CONFIG_EXIT when file cannot be resolved.
+ */
+static void
+prepare(const char *file)
+{
+	const char *ns;
+	char	    real[PATH_MAX];
+
 	if (file != NULL) {
 		if (realpath(file, real) == NULL) {
 			fprintf(stderr, "graspd: %s: %s\n", file,
 			    strerror(errno));
-			return CONFIG_EXIT;
+			exit(CONFIG_EXIT);
 		}
 		if ((sv->sv_conffile = strdup(real)) == NULL)
 			fatal("strdup");
@@ -678,17 +698,7 @@ main(int argc, char *argv[])
 	unsetenv(SUP_NOTIFY_ENV);
 	config_warn_env();
 	config_warn_proxy(&sv->sv_cfg);
-	sv->sv_ready_timeout = SUP_READY_TIMEOUT;
-	if ((rt = getenv(SUP_READY_TIMEOUT_ENV)) != NULL && *rt != '\0') {
-		char  *ep;
-		double secs = strtod(rt, &ep);
-
-		if (*ep != '\0' || !(secs >= 0.1 && secs <= 3600))
-			fatalx("%s=%s: not a number of seconds from 0.1 to "
-			       "3600",
-			    SUP_READY_TIMEOUT_ENV, rt);
-		sv->sv_ready_timeout = secs;
-	}
+	sv->sv_ready_timeout = ready_timeout();
 	if (sv->sv_cfg.test)
 		log_warnx("NGIT_TEST is set: test timing, not for production");
 	if ((sv->sv_devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
@@ -700,6 +710,18 @@ main(int argc, char *argv[])
 		daemon_start();
 		log_init("graspd", 0);
 	}
+}
+
+/*
+ * The run directory, the privilege drop, the pid file, the loop with its
+ * signals (sigev[SUP_NSIGS]), the role table and the control socket.  A
+ * failure ends graspd through startup_fail().
+ */
+static void
+open_all(struct event *sigev[])
+{
+	char   err[1024];
+	size_t i;
 
 	if (mkdir_p(sv->sv_cfg.run_path, 0755) == -1)
 		startup_fail(1, "cannot create run_path %s: %s",
@@ -710,16 +732,24 @@ main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 	if ((sv->sv_base = event_base_new()) == NULL)
 		startup_fail(1, "event_base_new failed");
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		sigev[i] = sup_event_new(sigs[i], EV_SIGNAL | EV_PERSIST,
+	for (i = 0; i < SUP_NSIGS; i++) {
+		sigev[i] = sup_event_new(sup_sigs[i], EV_SIGNAL | EV_PERSIST,
 		    signal_cb, NULL);
 		if (evsignal_add(sigev[i], NULL) == -1)
-			startup_fail(1, "cannot watch signal %d", sigs[i]);
+			startup_fail(1, "cannot watch signal %d", sup_sigs[i]);
 	}
 	sv->sv_progress_ev = sup_event_new(-1, 0, progress_cb, NULL);
 	sup_roles_init();
 	if (sup_control_open(err, sizeof(err)) == -1)
 		startup_fail(1, "control socket: %s", err);
+}
+
+/* Start-up: relayd now, the others held until it is ready. */
+static void
+boot_start(void)
+{
+	struct sup_role *r;
+	int		 i;
 
 	sv->sv_started = sup_now();
 	sv->sv_booting = 1;
@@ -729,21 +759,24 @@ main(int argc, char *argv[])
 	    sv->sv_libexec);
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
-		if (r->rl_id == ROLE_RELAYD)
-			continue;
-		sup_role_hold(r);
+		if (r->rl_id != ROLE_RELAYD)
+			sup_role_hold(r);
 	}
 	sup_role_start(sup_role_get(ROLE_RELAYD));
+}
 
-	event_base_dispatch(sv->sv_base);
+/* After the loop: tells a waiting parent, releases everything. */
+static void
+close_all(struct event *sigev[])
+{
+	size_t i;
 
 	log_info("exiting with status %d", sv->sv_exit);
 	report(sv->sv_exit ? sv->sv_exit : 1,
-	    "graspd exited during its "
-	    "start-up");
+	    "graspd exited during its start-up");
 	sup_control_close();
 	sup_roles_free();
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	for (i = 0; i < SUP_NSIGS; i++)
 		sup_event_free(sigev[i]);
 	sup_event_free(sv->sv_progress_ev);
 	sv->sv_progress_ev = NULL;
@@ -753,5 +786,41 @@ main(int argc, char *argv[])
 	config_free(&sv->sv_cfg);
 	free(sv->sv_conffile);
 	free(sv->sv_notify);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct event *sigev[SUP_NSIGS];
+	const char   *file = NULL;
+	char	      err[1024];
+	int	      nflag = 0, fd;
+
+	/* Descriptors 0-2 must exist before anything else is opened. */
+	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd < 3)
+		;
+	if (fd > 2)
+		close(fd);
+	parse_options(argc, argv, &file, &nflag);
+
+	sv = &sv_store;
+	sv->sv_ctl = -1;
+	sv->sv_pidfd = -1;
+	sv->sv_report_fd = -1;
+	log_init("graspd", 1);
+	if (config_load(&sv->sv_cfg, file, err, sizeof(err)) == -1) {
+		fprintf(stderr, "graspd: %s\n", err);
+		config_free(&sv->sv_cfg);
+		return CONFIG_EXIT;
+	}
+	if (nflag)
+		check_only();
+	prepare(file);
+	open_all(sigev);
+	boot_start();
+
+	event_base_dispatch(sv->sv_base);
+
+	close_all(sigev);
 	return sv->sv_exit;
 }

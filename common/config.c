@@ -1660,40 +1660,45 @@ str_differs(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") != 0;
 }
 
+/*
+ * 1 if two arrays of na and nb items of size bytes differ: in length, or
+ * in an item by differs(), in order.
+ */
 static int
-strs_differ(const struct cfg_strs *a, const struct cfg_strs *b)
+items_differ(const void *a, size_t na, const void *b, size_t nb, size_t size,
+    int (*differs)(const void *, const void *))
 {
 	size_t i;
 
-	if (a->n != b->n)
+	if (na != nb)
 		return 1;
-	for (i = 0; i < a->n; i++)
-		if (strcmp(a->v[i], b->v[i]) != 0)
+	for (i = 0; i < na; i++)
+		if (differs((const char *)a + i * size,
+			(const char *)b + i * size))
 			return 1;
 	return 0;
 }
 
 static int
-repos_differ(const struct cfg_repo_rules *a, const struct cfg_repo_rules *b)
+item_str_differs(const void *a, const void *b)
 {
-	size_t i;
-
-	if (a->n != b->n)
-		return 1;
-	for (i = 0; i < a->n; i++)
-		if (a->v[i].has_pubkey != b->v[i].has_pubkey ||
-		    (a->v[i].has_pubkey &&
-			memcmp(a->v[i].pubkey, b->v[i].pubkey, 32) != 0) ||
-		    str_differs(a->v[i].identifier, b->v[i].identifier))
-			return 1;
-	return 0;
+	return str_differs(*(char *const *)a, *(char *const *)b);
 }
 
 static int
-keys_differ(const struct cfg_keys *a, const struct cfg_keys *b)
+item_key_differs(const void *a, const void *b)
 {
-	return a->n != b->n ||
-	    (a->n > 0 && memcmp(a->v, b->v, a->n * sizeof(a->v[0])) != 0);
+	return memcmp(a, b, 32) != 0;
+}
+
+static int
+item_rule_differs(const void *a, const void *b)
+{
+	const struct cfg_repo_rule *ra = a, *rb = b;
+
+	return ra->has_pubkey != rb->has_pubkey ||
+	    (ra->has_pubkey && memcmp(ra->pubkey, rb->pubkey, 32) != 0) ||
+	    str_differs(ra->identifier, rb->identifier);
 }
 
 /*
@@ -1711,6 +1716,12 @@ seckey_differs(const struct config *a, const struct config *b)
 	return !a->has_owner_sk && a->owner_key_file == NULL &&
 	    str_differs(a->relay_data_path, b->relay_data_path);
 }
+
+/* The list fields (v, n) of key k, of type T, in a and b. */
+#define LIST_DIFFERS(T, fn) \
+	items_differ(FIELD(a, k, const T)->v, FIELD(a, k, const T)->n, \
+	    FIELD(b, k, const T)->v, FIELD(b, k, const T)->n, \
+	    sizeof(FIELD(a, k, const T)->v[0]), (fn))
 
 int
 config_key_differs(const struct config *a, const struct config *b, size_t i)
@@ -1735,16 +1746,13 @@ config_key_differs(const struct config *a, const struct config *b, size_t i)
 	case CT_SECKEY:
 		return seckey_differs(a, b);
 	case CT_REPOS:
-		return repos_differ(FIELD(a, k, const struct cfg_repo_rules),
-		    FIELD(b, k, const struct cfg_repo_rules));
+		return LIST_DIFFERS(struct cfg_repo_rules, item_rule_differs);
 	case CT_KEYS:
-		return keys_differ(FIELD(a, k, const struct cfg_keys),
-		    FIELD(b, k, const struct cfg_keys));
+		return LIST_DIFFERS(struct cfg_keys, item_key_differs);
 	case CT_URLS:
 	case CT_DOMAINS:
 	case CT_NETS:
-		return strs_differ(FIELD(a, k, const struct cfg_strs),
-		    FIELD(b, k, const struct cfg_strs));
+		return LIST_DIFFERS(struct cfg_strs, item_str_differs);
 	case CT_INT:
 	case CT_BOOL:
 	case CT_OPTBOOL:
@@ -1758,6 +1766,8 @@ config_key_differs(const struct config *a, const struct config *b, size_t i)
 	}
 	return 1;
 }
+
+#undef LIST_DIFFERS
 
 long
 config_key_roles(const char *name)

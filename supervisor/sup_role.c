@@ -2,10 +2,11 @@
  * sup_role.c: graspd's role table.  Starts each role by fork+exec with a
  * readiness pipe, reaps it, turns what happens into events of the life
  * cycle's table (sup_fsm.c) and applies its actions: fork+exec, signals,
- * timers.  The restart policy is sup_policy.c's: a role that was ready for a while restarts at once, a
- * role that died fast restarts after a doubling delay and is marked
- * failed after SUP_MAX_FAST_DEATHS such deaths in a row, and a role that
- * exits 78 (EX_CONFIG) is failed at once.  Runs in the supervisor only.
+ * timers.  The restart policy is sup_policy.c's: a role that was ready
+ * for a while restarts at once, a role that died fast restarts after a
+ * doubling delay and is marked failed after SUP_MAX_FAST_DEATHS such
+ * deaths in a row, and a role that exits 78 (EX_CONFIG) is failed at
+ * once.  Runs in the supervisor only.
  *
  * nanomsg is not fork-safe and graspd has nanomsg's threads, so a forked
  * child only moves descriptors, resets signals and execs: everything it
@@ -574,8 +575,10 @@ role_event(struct sup_role *r, enum sup_event ev)
 		return;
 	}
 	if (r->rl_state != from) {
-		log_debug("%s: %s: %s -> %s", r->rl_name, sup_event_name(ev),
-		    sup_state_name(from), sup_state_name(r->rl_state));
+		/* The number tells apart states shown alike. */
+		log_debug("%s: %s: %s (%d) -> %s (%d)", r->rl_name,
+		    sup_event_name(ev), sup_state_name(from), (int)from,
+		    sup_state_name(r->rl_state), (int)r->rl_state);
 		sup_progress();
 	}
 	role_apply(r, a);

@@ -325,7 +325,7 @@ const char     *sup_state_name(enum sup_state);
 const char     *sup_event_name(enum sup_event);
 /* 1 if a role in state s has a process. */
 int		sup_fsm_has_process(enum sup_state s);
-/* 1 if a role in state s is wanted up (rl_want before the table). */
+/* 1 if a role in state s is wanted up (kept running, restarted). */
 int		sup_fsm_wanted(enum sup_state s);
 /* 1 if a role in state s was sent SIGTERM and is waited for. */
 int		sup_fsm_terminating(enum sup_state s);

@@ -141,6 +141,9 @@ $(O)/tests/unit/%: $(O)/tests/unit/%.o $(TLIB_OBJ) $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 # The supervisor's restart policy, linked alone (no loop, no processes).
 $(O)/tests/unit/suppolicy_test: $(O)/supervisor/sup_policy.o
+# The role life cycle's table, with the policy whose verdicts it takes.
+$(O)/tests/unit/supfsm_test: $(O)/supervisor/sup_fsm.o \
+    $(O)/supervisor/sup_policy.o
 $(O)/tests/integration/%: $(O)/tests/integration/%.o $(TLIB_OBJ) \
     $(O)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -1685,6 +1685,122 @@ config_key_info(size_t i, const char **name, const char **def,
 	return 0;
 }
 
+/* 1 if a and b are different strings, NULL counting as "". */
+static int
+str_differs(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") != 0;
+}
+
+/*
+ * 1 if two arrays of na and nb items of size bytes differ: in length, or
+ * in an item by differs(), in order.
+ */
+static int
+items_differ(const void *a, size_t na, const void *b, size_t nb, size_t size,
+    int (*differs)(const void *, const void *))
+{
+	size_t i;
+
+	if (na != nb)
+		return 1;
+	for (i = 0; i < na; i++)
+		if (differs((const char *)a + i * size,
+			(const char *)b + i * size))
+			return 1;
+	return 0;
+}
+
+static int
+item_str_differs(const void *a, const void *b)
+{
+	return str_differs(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+item_key_differs(const void *a, const void *b)
+{
+	return memcmp(a, b, 32) != 0;
+}
+
+static int
+item_rule_differs(const void *a, const void *b)
+{
+	const struct cfg_repo_rule *ra = a, *rb = b;
+
+	return ra->has_pubkey != rb->has_pubkey ||
+	    (ra->has_pubkey && memcmp(ra->pubkey, rb->pubkey, 32) != 0) ||
+	    str_differs(ra->identifier, rb->identifier);
+}
+
+/*
+ * The owner key: the secret itself (which config_dump() never shows),
+ * or where it comes from: the key file read, or, with neither, the one
+ * in relay_data_path.
+ */
+static int
+seckey_differs(const struct config *a, const struct config *b)
+{
+	if (a->has_owner_sk != b->has_owner_sk ||
+	    memcmp(a->owner_sk, b->owner_sk, sizeof(a->owner_sk)) != 0 ||
+	    str_differs(a->owner_key_file, b->owner_key_file))
+		return 1;
+	return !a->has_owner_sk && a->owner_key_file == NULL &&
+	    str_differs(a->relay_data_path, b->relay_data_path);
+}
+
+/* The list fields (v, n) of key k, of type T, in a and b. */
+#define LIST_DIFFERS(T, fn) \
+	items_differ(FIELD(a, k, const T)->v, FIELD(a, k, const T)->n, \
+	    FIELD(b, k, const T)->v, FIELD(b, k, const T)->n, \
+	    sizeof(FIELD(a, k, const T)->v[0]), (fn))
+
+int
+config_key_differs(const struct config *a, const struct config *b, size_t i)
+{
+	const struct cfg_key *k;
+
+	if (i >= CFG_NKEYS)
+		return -1;
+	k = &cfg_keys[i];
+	switch (k->ck_type) {
+	case CT_STR:
+	case CT_PATH:
+	case CT_DOMAIN:
+	case CT_URL:
+	case CT_WEBURL:
+	case CT_WEBBASE:
+		return str_differs(*FIELD(a, k, char *const),
+		    *FIELD(b, k, char *const));
+	case CT_BIND:
+		/* bind_host and bind_port are parsed from it. */
+		return str_differs(a->bind_address, b->bind_address);
+	case CT_SECKEY:
+		return seckey_differs(a, b);
+	case CT_REPOS:
+		return LIST_DIFFERS(struct cfg_repo_rules, item_rule_differs);
+	case CT_KEYS:
+		return LIST_DIFFERS(struct cfg_keys, item_key_differs);
+	case CT_URLS:
+	case CT_DOMAINS:
+	case CT_NETS:
+		return LIST_DIFFERS(struct cfg_strs, item_str_differs);
+	case CT_INT:
+	case CT_BOOL:
+	case CT_OPTBOOL:
+		return *FIELD(a, k, const int) != *FIELD(b, k, const int);
+	case CT_LOGLEVEL:
+		return *FIELD(a, k, const enum log_level) !=
+		    *FIELD(b, k, const enum log_level);
+	case CT_DURABILITY:
+		return *FIELD(a, k, const enum cfg_durability) !=
+		    *FIELD(b, k, const enum cfg_durability);
+	}
+	return 1;
+}
+
+#undef LIST_DIFFERS
+
 long
 config_key_roles(const char *name)
 {

@@ -237,6 +237,16 @@ int config_key_info(size_t i, const char **name, const char **def,
     const char **help);
 
 /*
+ * Compares the i-th key of the table (config_key_info()'s order) in two
+ * loaded configurations: 1 if its effective values differ (derived
+ * defaults included; for the owner key, the secret or where it comes
+ * from), 0 if not, -1 when i is past the end.  Reload walks the table
+ * with it.  Never exits.
+ */
+int config_key_differs(const struct config *a, const struct config *b,
+    size_t i);
+
+/*
  * Returns 1 if a changed value of the key named name (either spelling)
  * takes effect on reload (config_key_roles() is 0: it restarts no role),
  * 0 if it needs a restart, -1 if no such key.

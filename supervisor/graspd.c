@@ -424,7 +424,7 @@ boot_progress(void)
 	if (relayd->rl_state == SUP_FAILED) {
 		snprintf(msg, sizeof(msg), "relayd failed: %s",
 		    relayd->rl_reason);
-		boot_done(strcmp(relayd->rl_last_exit, "exited 78") == 0 ?
+		boot_done(sup_policy_config_exit(relayd->rl_last_status) ?
 			CONFIG_EXIT :
 			1,
 		    msg);
@@ -434,12 +434,12 @@ boot_progress(void)
 		return;
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
-		if (r->rl_hold)
+		if (r->rl_state == SUP_HELD)
 			sup_role_start(r);
 	}
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
-		if (r->rl_want && r->rl_state != SUP_RUNNING)
+		if (sup_fsm_wanted(r->rl_state) && r->rl_state != SUP_RUNNING)
 			return;
 	}
 	boot_done(0, NULL);
@@ -457,7 +457,7 @@ progress_cb(evutil_socket_t fd, short what, void *arg)
 			    sv->sv_roles[i].rl_pid > 0)
 				others++;
 		if (others == 0 && relayd->rl_pid > 0 &&
-		    relayd->rl_state != SUP_STOPPING)
+		    !sup_fsm_terminating(relayd->rl_state))
 			sup_role_stop(relayd);
 		if (sup_roles_alive() == 0) {
 			log_info("every role stopped");
@@ -475,44 +475,26 @@ apply_log_level(void)
 	log_setlevel(sv_verbose ? LOG_LVL_DEBUG : sv->sv_cfg.log_level);
 }
 
-/* 1 if the dump d holds the line of len bytes at l. */
-static int
-dump_has(const char *d, const char *l, size_t len)
-{
-	const char *e;
-
-	for (; *d; d = *e ? e + 1 : e) {
-		e = d + strcspn(d, "\n");
-		if ((size_t)(e - d) == len && memcmp(d, l, len) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 /*
- * The roles (1 << enum role) that the lines of dump a missing from dump b
- * must restart, and in *log whether log_level is among them.
+ * The roles (1 << enum role) that the keys changed from a to b must
+ * restart, walking the key table; *live is set when a changed key
+ * restarts none (log_level: applied live).
  */
 static long
-dump_roles(const char *a, const char *b, int *log)
+reload_roles(const struct config *a, const struct config *b, int *live)
 {
-	const char *l, *e;
-	char	    key[64];
-	size_t	    n, kl;
+	const char *name;
+	size_t	    i;
 	long	    roles = 0, r;
 
-	for (l = a; *l; l = *e ? e + 1 : e) {
-		e = l + strcspn(l, "\n");
-		n = (size_t)(e - l);
-		if (n == 0 || dump_has(b, l, n))
+	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++) {
+		if (config_key_differs(a, b, i) != 1)
 			continue;
-		kl = strcspn(l, " =");
-		snprintf(key, sizeof(key), "%.*s", (int)(kl < n ? kl : n), l);
-		if ((r = config_key_roles(key)) == -1)
+		if ((r = config_key_roles(name)) == -1)
 			r = -1L & ~1L; /* every role */
+		if (r == 0)
+			*live = 1;
 		roles |= r;
-		if (strcmp(key, "log_level") == 0)
-			*log = 1;
 	}
 	return roles;
 }
@@ -521,7 +503,6 @@ int
 sup_reload(int *changed, char *err, size_t errlen)
 {
 	struct config	 nc;
-	struct buf	 a = BUF_INIT, b = BUF_INIT;
 	struct sup_role *r;
 	long		 roles;
 	int		 i, log = 0, restart;
@@ -545,17 +526,8 @@ sup_reload(int *changed, char *err, size_t errlen)
 		log_warnx("reload: %s; keeping the running configuration", err);
 		return -1;
 	}
-	config_dump(&sv->sv_cfg, &a);
-	config_dump(&nc, &b);
-	roles = dump_roles(a.b_data, b.b_data, &log) |
-	    dump_roles(b.b_data, a.b_data, &log);
-	/* config_dump never shows the secret key: compare it apart. */
-	if (nc.has_owner_sk != sv->sv_cfg.has_owner_sk ||
-	    memcmp(nc.owner_sk, sv->sv_cfg.owner_sk, sizeof(nc.owner_sk)) != 0)
-		roles |= config_key_roles("NGIT_RELAY_OWNER_NSEC");
+	roles = reload_roles(&sv->sv_cfg, &nc, &log);
 	*changed = roles != 0 || log;
-	buf_free(&a);
-	buf_free(&b);
 	config_free(&sv->sv_cfg);
 	sv->sv_cfg = nc;
 	explicit_bzero(&nc, sizeof(nc));
@@ -568,7 +540,7 @@ sup_reload(int *changed, char *err, size_t errlen)
 		log_info("reload: log_level applied to the running roles");
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
-		if (r->rl_hold)
+		if (r->rl_state == SUP_HELD)
 			continue;
 		restart = (roles & (1L << r->rl_id)) != 0;
 		if (!restart && log && r->rl_pid > 0) {
@@ -578,12 +550,12 @@ sup_reload(int *changed, char *err, size_t errlen)
 				kill(r->rl_pid, SIGHUP);
 				continue;
 			}
-			restart = r->rl_want;
+			restart = sup_fsm_wanted(r->rl_state);
 		}
 		if (!restart)
 			continue;
 		log_info("reload: restarting %s for the change", r->rl_name);
-		if (r->rl_want)
+		if (sup_fsm_wanted(r->rl_state))
 			sup_role_restart(r);
 		else if (r->rl_state == SUP_FAILED)
 			sup_role_start(r); /* the change may fix it */
@@ -621,23 +593,19 @@ warn_relative(const char *key, const char *path)
 		    path);
 }
 
-int
-main(int argc, char *argv[])
-{
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
-	struct event	*sigev[sizeof(sigs) / sizeof(sigs[0])];
-	struct sup_role *r;
-	struct buf	 b = BUF_INIT;
-	const char	*file = NULL, *ns, *rt;
-	char		 err[1024], real[PATH_MAX];
-	int		 ch, nflag = 0, fd;
-	size_t		 i;
+/* The signals graspd's loop handles (signal_cb()). */
+static const int sup_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+#define SUP_NSIGS (sizeof(sup_sigs) / sizeof(sup_sigs[0]))
 
-	/* Descriptors 0-2 must exist before anything else is opened. */
-	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd < 3)
-		;
-	if (fd > 2)
-		close(fd);
+/*
+ * The command line: -d into sv_store, -v into sv_verbose, -f's file in
+ * *file and -n in *nflag.  -h and -V print and exit; an error exits with
+ * SUP_USAGE_EXIT.
+ */
+static void
+parse_options(int argc, char *argv[], const char **file, int *nflag)
+{
+	int ch;
 
 	while ((ch = getopt(argc, argv, "df:hnvV")) != -1) {
 		switch (ch) {
@@ -645,10 +613,10 @@ main(int argc, char *argv[])
 			sv_store.sv_foreground = 1;
 			break;
 		case 'f':
-			file = optarg;
+			*file = optarg;
 			break;
 		case 'n':
-			nflag = 1;
+			*nflag = 1;
 			break;
 		case 'v':
 			sv_verbose = 1;
@@ -664,35 +632,59 @@ main(int argc, char *argv[])
 	}
 	if (optind != argc)
 		usage(SUP_USAGE_EXIT);
+}
 
-	sv = &sv_store;
-	sv->sv_ctl = -1;
-	sv->sv_pidfd = -1;
-	sv->sv_report_fd = -1;
-	log_init("graspd", 1);
-	if (config_load(&sv->sv_cfg, file, err, sizeof(err)) == -1) {
-		fprintf(stderr, "graspd: %s\n", err);
-		config_free(&sv->sv_cfg);
-		return CONFIG_EXIT;
+/* graspd -n: what a start would warn about, the dump with -v; exits 0. */
+static void __attribute__((noreturn)) check_only(void)
+{
+	struct buf b = BUF_INIT;
+
+	config_warn_env();
+	config_warn_proxy(&sv->sv_cfg);
+	if (sv_verbose) {
+		config_dump(&sv->sv_cfg, &b);
+		fputs(b.b_data, stdout);
+		buf_free(&b);
 	}
-	if (nflag) {
-		/* What a start would warn about, -n says too. */
-		config_warn_env();
-		config_warn_proxy(&sv->sv_cfg);
-		if (sv_verbose) {
-			config_dump(&sv->sv_cfg, &b);
-			fputs(b.b_data, stdout);
-			buf_free(&b);
-		}
-		fprintf(stderr, "configuration OK\n");
-		config_free(&sv->sv_cfg);
-		return 0;
-	}
+	fprintf(stderr, "configuration OK\n");
+	config_free(&sv->sv_cfg);
+	exit(0);
+}
+
+/* SUP_READY_TIMEOUT, or GRASPD_READY_TIMEOUT's seconds (tests). */
+static double
+ready_timeout(void)
+{
+	const char *rt = getenv(SUP_READY_TIMEOUT_ENV);
+	char	   *ep;
+	double	    secs;
+
+	if (rt == NULL || *rt == '\0')
+		return SUP_READY_TIMEOUT;
+	secs = strtod(rt, &ep);
+	if (*ep != '\0' || !(secs >= 0.1 && secs <= 3600))
+		fatalx("%s=%s: not a number of seconds from 0.1 to 3600",
+		    SUP_READY_TIMEOUT_ENV, rt);
+	return secs;
+}
+
+/*
+ * After the configuration loaded: its absolute path for the roles, the
+ * log level, where the roles are, NOTIFY_SOCKET kept for ourselves, the
+ * warnings, /dev/null; then becomes a daemon unless -d.  Exits
+ * CONFIG_EXIT when file cannot be resolved.
+ */
+static void
+prepare(const char *file)
+{
+	const char *ns;
+	char	    real[PATH_MAX];
+
 	if (file != NULL) {
 		if (realpath(file, real) == NULL) {
 			fprintf(stderr, "graspd: %s: %s\n", file,
 			    strerror(errno));
-			return CONFIG_EXIT;
+			exit(CONFIG_EXIT);
 		}
 		if ((sv->sv_conffile = strdup(real)) == NULL)
 			fatal("strdup");
@@ -706,17 +698,7 @@ main(int argc, char *argv[])
 	unsetenv(SUP_NOTIFY_ENV);
 	config_warn_env();
 	config_warn_proxy(&sv->sv_cfg);
-	sv->sv_ready_timeout = SUP_READY_TIMEOUT;
-	if ((rt = getenv(SUP_READY_TIMEOUT_ENV)) != NULL && *rt != '\0') {
-		char  *ep;
-		double secs = strtod(rt, &ep);
-
-		if (*ep != '\0' || !(secs >= 0.1 && secs <= 3600))
-			fatalx("%s=%s: not a number of seconds from 0.1 to "
-			       "3600",
-			    SUP_READY_TIMEOUT_ENV, rt);
-		sv->sv_ready_timeout = secs;
-	}
+	sv->sv_ready_timeout = ready_timeout();
 	if (sv->sv_cfg.test)
 		log_warnx("NGIT_TEST is set: test timing, not for production");
 	if ((sv->sv_devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
@@ -728,6 +710,18 @@ main(int argc, char *argv[])
 		daemon_start();
 		log_init("graspd", 0);
 	}
+}
+
+/*
+ * The run directory, the privilege drop, the pid file, the loop with its
+ * signals (sigev[SUP_NSIGS]), the role table and the control socket.  A
+ * failure ends graspd through startup_fail().
+ */
+static void
+open_all(struct event *sigev[])
+{
+	char   err[1024];
+	size_t i;
 
 	if (mkdir_p(sv->sv_cfg.run_path, 0755) == -1)
 		startup_fail(1, "cannot create run_path %s: %s",
@@ -738,16 +732,24 @@ main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 	if ((sv->sv_base = event_base_new()) == NULL)
 		startup_fail(1, "event_base_new failed");
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		sigev[i] = sup_event_new(sigs[i], EV_SIGNAL | EV_PERSIST,
+	for (i = 0; i < SUP_NSIGS; i++) {
+		sigev[i] = sup_event_new(sup_sigs[i], EV_SIGNAL | EV_PERSIST,
 		    signal_cb, NULL);
 		if (evsignal_add(sigev[i], NULL) == -1)
-			startup_fail(1, "cannot watch signal %d", sigs[i]);
+			startup_fail(1, "cannot watch signal %d", sup_sigs[i]);
 	}
 	sv->sv_progress_ev = sup_event_new(-1, 0, progress_cb, NULL);
 	sup_roles_init();
 	if (sup_control_open(err, sizeof(err)) == -1)
 		startup_fail(1, "control socket: %s", err);
+}
+
+/* Start-up: relayd now, the others held until it is ready. */
+static void
+boot_start(void)
+{
+	struct sup_role *r;
+	int		 i;
 
 	sv->sv_started = sup_now();
 	sv->sv_booting = 1;
@@ -757,25 +759,24 @@ main(int argc, char *argv[])
 	    sv->sv_libexec);
 	for (i = 0; i < SUP_NROLES; i++) {
 		r = &sv->sv_roles[i];
-		if (r->rl_id == ROLE_RELAYD)
-			continue;
-		r->rl_want = 1;
-		r->rl_hold = 1;
-		r->rl_state = SUP_STARTING;
-		snprintf(r->rl_reason, sizeof(r->rl_reason),
-		    "waiting for relayd to be ready");
+		if (r->rl_id != ROLE_RELAYD)
+			sup_role_hold(r);
 	}
 	sup_role_start(sup_role_get(ROLE_RELAYD));
+}
 
-	event_base_dispatch(sv->sv_base);
+/* After the loop: tells a waiting parent, releases everything. */
+static void
+close_all(struct event *sigev[])
+{
+	size_t i;
 
 	log_info("exiting with status %d", sv->sv_exit);
 	report(sv->sv_exit ? sv->sv_exit : 1,
-	    "graspd exited during its "
-	    "start-up");
+	    "graspd exited during its start-up");
 	sup_control_close();
 	sup_roles_free();
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	for (i = 0; i < SUP_NSIGS; i++)
 		sup_event_free(sigev[i]);
 	sup_event_free(sv->sv_progress_ev);
 	sv->sv_progress_ev = NULL;
@@ -785,5 +786,41 @@ main(int argc, char *argv[])
 	config_free(&sv->sv_cfg);
 	free(sv->sv_conffile);
 	free(sv->sv_notify);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct event *sigev[SUP_NSIGS];
+	const char   *file = NULL;
+	char	      err[1024];
+	int	      nflag = 0, fd;
+
+	/* Descriptors 0-2 must exist before anything else is opened. */
+	while ((fd = open("/dev/null", O_RDWR)) != -1 && fd < 3)
+		;
+	if (fd > 2)
+		close(fd);
+	parse_options(argc, argv, &file, &nflag);
+
+	sv = &sv_store;
+	sv->sv_ctl = -1;
+	sv->sv_pidfd = -1;
+	sv->sv_report_fd = -1;
+	log_init("graspd", 1);
+	if (config_load(&sv->sv_cfg, file, err, sizeof(err)) == -1) {
+		fprintf(stderr, "graspd: %s\n", err);
+		config_free(&sv->sv_cfg);
+		return CONFIG_EXIT;
+	}
+	if (nflag)
+		check_only();
+	prepare(file);
+	open_all(sigev);
+	boot_start();
+
+	event_base_dispatch(sv->sv_base);
+
+	close_all(sigev);
 	return sv->sv_exit;
 }

@@ -66,6 +66,7 @@ static cJSON *
 role_json(const struct sup_role *r)
 {
 	cJSON *o;
+	char   last[64];
 
 	if ((o = cJSON_CreateObject()) == NULL)
 		fatalx("control: out of memory");
@@ -77,8 +78,9 @@ role_json(const struct sup_role *r)
 	else
 		add(o, "pid", cJSON_CreateNull());
 	add_num(o, "uptime", (long)sup_role_uptime(r));
-	add_num(o, "restarts", r->rl_restarts);
-	add_str(o, "last_exit", r->rl_last_exit);
+	add_num(o, "restarts", sup_role_restarts(r));
+	sup_policy_exit_text(r->rl_last_status, last, sizeof(last));
+	add_str(o, "last_exit", last);
 	add_str(o, "reason", r->rl_reason);
 	return o;
 }

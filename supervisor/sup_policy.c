@@ -4,12 +4,36 @@
  * caller passes the clock and the role's history and applies the answer.
  * After s6-supervise (throttling, permafailon) and style.md's "Exit
  * status is policy": 1 is a crash, respawned with backoff; 78 (EX_CONFIG)
- * is permanent.  Runs in the supervisor only.
+ * is permanent.  Exit statuses stay waitpid(2)'s numbers; their text is
+ * made here only for display.  Runs in the supervisor only.
  */
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <stdio.h>
+
 #include "supervisor.h"
+
+int
+sup_policy_config_exit(int status)
+{
+	return status != -1 && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == CONFIG_EXIT;
+}
+
+void
+sup_policy_exit_text(int status, char *out, size_t outlen)
+{
+	if (status == -1)
+		snprintf(out, outlen, "%s", "");
+	else if (WIFEXITED(status))
+		snprintf(out, outlen, "exited %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(out, outlen, "killed by signal %d%s", WTERMSIG(status),
+		    WCOREDUMP(status) ? " (core dumped)" : "");
+	else
+		snprintf(out, outlen, "status 0x%x", (unsigned)status);
+}
 
 void
 sup_policy_exit(const struct sup_exit *e, double now, struct sup_decision *d)
@@ -33,8 +57,7 @@ sup_policy_exit(const struct sup_exit *e, double now, struct sup_decision *d)
 		d->sd_verdict = SUP_V_STOPPED;
 		return;
 	}
-	if (WIFEXITED(e->se_status) &&
-	    WEXITSTATUS(e->se_status) == CONFIG_EXIT) {
+	if (sup_policy_config_exit(e->se_status)) {
 		d->sd_verdict = SUP_V_FAIL_CONFIG;
 		return;
 	}

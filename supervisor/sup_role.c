@@ -1,10 +1,12 @@
 /*
  * sup_role.c: graspd's role table.  Starts each role by fork+exec with a
- * readiness pipe, reaps it, and applies the restart policy of
- * sup_policy.c: a role that was ready for a while restarts at once, a
- * role that died fast restarts after a doubling delay and is marked
- * failed after SUP_MAX_FAST_DEATHS such deaths in a row, and a role that
- * exits 78 (EX_CONFIG) is failed at once.  Runs in the supervisor only.
+ * readiness pipe, reaps it, turns what happens into events of the life
+ * cycle's table (sup_fsm.c) and applies its actions: fork+exec, signals,
+ * timers.  The restart policy is sup_policy.c's: a role that was ready
+ * for a while restarts at once, a role that died fast restarts after a
+ * doubling delay and is marked failed after SUP_MAX_FAST_DEATHS such
+ * deaths in a row, and a role that exits 78 (EX_CONFIG) is failed at
+ * once.  Runs in the supervisor only.
  *
  * nanomsg is not fork-safe and graspd has nanomsg's threads, so a forked
  * child only moves descriptors, resets signals and execs: everything it
@@ -30,25 +32,7 @@
 
 extern char **environ;
 
-static void role_spawn(struct sup_role *);
-static void role_term(struct sup_role *);
-
-static const char *const state_names[] = {
-	[SUP_STOPPED] = "stopped",
-	[SUP_STARTING] = "starting",
-	[SUP_RUNNING] = "running",
-	[SUP_BACKOFF] = "backoff",
-	[SUP_STOPPING] = "stopping",
-	[SUP_FAILED] = "failed",
-};
-
-const char *
-sup_state_name(enum sup_state s)
-{
-	if ((unsigned)s >= sizeof(state_names) / sizeof(state_names[0]))
-		return "unknown";
-	return state_names[s];
-}
+static void role_event(struct sup_role *, enum sup_event);
 
 struct sup_role *
 sup_role_get(enum role id)
@@ -111,21 +95,6 @@ role_reason(struct sup_role *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * Marks the role failed, for the reason role_reason() gave: it is not
- * started again until asked.
- */
-static void
-role_failed(struct sup_role *r)
-{
-	evtimer_del(r->rl_start_timer);
-	r->rl_state = SUP_FAILED;
-	r->rl_want = 0;
-	r->rl_hold = 0;
-	log_warnx("%s failed: %s", r->rl_name, r->rl_reason);
-	sup_progress();
-}
-
 static void
 role_close_ready(struct sup_role *r)
 {
@@ -137,31 +106,26 @@ role_close_ready(struct sup_role *r)
 	}
 }
 
+/* SUP_A_READY: the role wrote READY_MSG while starting. */
 static void
 role_ready(struct sup_role *r)
 {
-	if (r->rl_state != SUP_STARTING)
-		return;
 	evtimer_del(r->rl_ready_timer);
-	r->rl_state = SUP_RUNNING;
 	r->rl_ready = sup_now();
 	r->rl_reason[0] = '\0';
 	log_info("%s ready (pid %d, %.1f s after its start)", r->rl_name,
 	    (int)r->rl_pid, r->rl_ready - r->rl_started);
-	sup_progress();
 }
 
 /*
- * A progress line of a starting role: the readiness timeout starts again,
- * up to SUP_READY_MAX_TIMEOUTS timeouts after the start.
+ * SUP_A_EXTEND: a progress line of a starting role: the readiness timeout
+ * starts again, up to SUP_READY_MAX_TIMEOUTS timeouts after the start.
  */
 static void
 role_ready_extend(struct sup_role *r)
 {
 	double wait;
 
-	if (r->rl_state != SUP_STARTING)
-		return;
 	wait = sup_policy_ready_wait(r->rl_started, sup_now(),
 	    sv->sv_ready_timeout);
 	if (wait <= 0)
@@ -171,13 +135,33 @@ role_ready_extend(struct sup_role *r)
 	    r->rl_name, (int)r->rl_pid, sup_now() - r->rl_started);
 }
 
+/* Takes the complete lines of the readiness buffer: progress, ERROR=. */
+static void
+role_ready_lines(struct sup_role *r)
+{
+	char *nl;
+
+	while ((nl = strchr(r->rl_ready_buf, '\n')) != NULL) {
+		if (strncmp(r->rl_ready_buf, READY_EXTEND,
+			(size_t)(nl - r->rl_ready_buf) + 1) == 0)
+			role_event(r, SUP_EV_PROGRESS);
+		else if (strncmp(r->rl_ready_buf, READY_ERROR,
+			     sizeof(READY_ERROR) - 1) == 0)
+			snprintf(r->rl_error, sizeof(r->rl_error), "%.*s",
+			    (int)(nl - r->rl_ready_buf -
+				(sizeof(READY_ERROR) - 1)),
+			    r->rl_ready_buf + sizeof(READY_ERROR) - 1);
+		r->rl_ready_len -= (size_t)(nl + 1 - r->rl_ready_buf);
+		memmove(r->rl_ready_buf, nl + 1, r->rl_ready_len + 1);
+	}
+}
+
 static void
 role_ready_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct sup_role *r = arg;
 	size_t		 room = sizeof(r->rl_ready_buf) - 1 - r->rl_ready_len;
 	ssize_t		 n;
-	char		*nl;
 
 	if (room == 0) {
 		/* Not the protocol: stop listening, the timeout decides. */
@@ -193,37 +177,30 @@ role_ready_cb(evutil_socket_t fd, short what, void *arg)
 		r->rl_ready_len += (size_t)n;
 		r->rl_ready_buf[r->rl_ready_len] = '\0';
 		if (strstr(r->rl_ready_buf, READY_MSG) != NULL) {
-			role_ready(r);
+			role_event(r, SUP_EV_READY);
 			return;
 		}
 		/* Progress lines are taken, a partial line waits. */
-		while ((nl = strchr(r->rl_ready_buf, '\n')) != NULL) {
-			if (strncmp(r->rl_ready_buf, READY_EXTEND,
-				(size_t)(nl - r->rl_ready_buf) + 1) == 0)
-				role_ready_extend(r);
-			else if (strncmp(r->rl_ready_buf, READY_ERROR,
-				     sizeof(READY_ERROR) - 1) == 0)
-				snprintf(r->rl_error, sizeof(r->rl_error),
-				    "%.*s",
-				    (int)(nl - r->rl_ready_buf -
-					(sizeof(READY_ERROR) - 1)),
-				    r->rl_ready_buf + sizeof(READY_ERROR) - 1);
-			r->rl_ready_len -= (size_t)(nl + 1 - r->rl_ready_buf);
-			memmove(r->rl_ready_buf, nl + 1, r->rl_ready_len + 1);
-		}
+		role_ready_lines(r);
 		return;
 	}
 	/* End of file: the role closed it, or exited; SIGCHLD tells. */
 	role_close_ready(r);
 }
 
+/* SUP_A_TERM: SIGTERM now, SIGKILL after SUP_STOP_TIMEOUT. */
 static void
-role_ready_timeout_cb(evutil_socket_t fd, short what, void *arg)
+role_term(struct sup_role *r)
 {
-	struct sup_role *r = arg;
+	evtimer_del(r->rl_ready_timer);
+	kill(r->rl_pid, SIGTERM);
+	timer_in(r->rl_kill_timer, SUP_STOP_TIMEOUT);
+}
 
-	if (r->rl_pid <= 0 || r->rl_state != SUP_STARTING)
-		return;
+/* SUP_A_TIMEOUT: not ready in time; its exit will count as a death. */
+static void
+role_timeout(struct sup_role *r)
+{
 	log_warnx("%s (pid %d) not ready %.0f s after its start: stopping it",
 	    r->rl_name, (int)r->rl_pid, sup_now() - r->rl_started);
 	role_reason(r, "not ready %.0f s after its start",
@@ -231,13 +208,10 @@ role_ready_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	role_term(r);
 }
 
+/* SUP_A_KILL: still there SUP_STOP_TIMEOUT after SIGTERM. */
 static void
-role_kill_cb(evutil_socket_t fd, short what, void *arg)
+role_kill(struct sup_role *r)
 {
-	struct sup_role *r = arg;
-
-	if (r->rl_pid <= 0)
-		return;
 	log_warnx("%s (pid %d) still runs %.0f s after SIGTERM: SIGKILL",
 	    r->rl_name, (int)r->rl_pid, SUP_STOP_TIMEOUT);
 	/* Its process group: helpers it started go with it. */
@@ -246,13 +220,24 @@ role_kill_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
+role_ready_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	role_event(arg, SUP_EV_READY_TIMEOUT);
+}
+
+static void
+role_kill_cb(evutil_socket_t fd, short what, void *arg)
+{
+	role_event(arg, SUP_EV_KILL_TIMER);
+}
+
+static void
 role_start_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct sup_role *r = arg;
-
-	if (r->rl_pid > 0 || sv->sv_shutdown || !r->rl_want)
+	/* Shutdown stops every role first; this is a guard. */
+	if (sv->sv_shutdown)
 		return;
-	role_spawn(r);
+	role_event(arg, SUP_EV_START_TIMER);
 }
 
 void
@@ -271,6 +256,7 @@ sup_roles_init(void)
 		r->rl_state = SUP_STOPPED;
 		r->rl_pid = -1;
 		r->rl_ready_fd = -1;
+		r->rl_last_status = -1;
 		r->rl_start_timer = sup_event_new(-1, 0, role_start_cb, r);
 		r->rl_ready_timer =
 		    sup_event_new(-1, 0, role_ready_timeout_cb, r);
@@ -379,22 +365,15 @@ fail:
 	_exit(127);
 }
 
-/* Starts the role's process now.  Marks it failed if it cannot exec. */
+/*
+ * argv of a role: its name, -f and the configuration file, -d in the
+ * foreground.  argv has room for 6; the strings are static or sv's.
+ */
 static void
-role_spawn(struct sup_role *r)
+role_argv(struct sup_role *r, char *argv[6])
 {
-	char	path[PATH_MAX + 32], *argv[6], **envp;
-	int	readyp[2], errp[2], argc = 0, e, st;
-	ssize_t n;
-	pid_t	pid;
+	int argc = 0;
 
-	evtimer_del(r->rl_start_timer);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", sv->sv_libexec,
-		r->rl_name) >= sizeof(path)) {
-		role_reason(r, "libexec path too long: %s", sv->sv_libexec);
-		role_failed(r);
-		return;
-	}
 	argv[argc++] = (char *)r->rl_name;
 	if (sv->sv_conffile != NULL) {
 		argv[argc++] = "-f";
@@ -403,7 +382,70 @@ role_spawn(struct sup_role *r)
 	if (sv->sv_foreground)
 		argv[argc++] = "-d";
 	argv[argc] = NULL;
+}
 
+/*
+ * The child's exec: 0 once it ran, or -1 with the child reaped and the
+ * reason in the role's rl_reason.  Blocks until the exec: the child does
+ * nothing slow before it.
+ */
+static int
+role_exec_wait(struct sup_role *r, pid_t pid, int errfd, const char *path)
+{
+	ssize_t n;
+	int	e, st;
+
+	do
+		n = read(errfd, &e, sizeof(e));
+	while (n == -1 && errno == EINTR);
+	close(errfd);
+	if (n != (ssize_t)sizeof(e))
+		return 0;
+	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
+		;
+	role_reason(r, "cannot execute %s: %s", path, strerror(e));
+	return -1;
+}
+
+/* The spawned process pid: its readiness pipe is watched from now on. */
+static void
+role_watch(struct sup_role *r, pid_t pid, int readyfd)
+{
+	r->rl_starts++;
+	r->rl_pid = pid;
+	r->rl_reason[0] = '\0';
+	r->rl_ready_len = 0;
+	r->rl_ready_buf[0] = '\0';
+	r->rl_error[0] = '\0';
+	r->rl_ready_fd = readyfd;
+	if (fcntl(r->rl_ready_fd, F_SETFL, O_NONBLOCK) == -1)
+		fatal("fcntl");
+	r->rl_ready_ev = sup_event_new(r->rl_ready_fd, EV_READ | EV_PERSIST,
+	    role_ready_cb, r);
+	if (event_add(r->rl_ready_ev, NULL) == -1)
+		fatalx("cannot watch the readiness pipe of %s", r->rl_name);
+	log_info("%s started (pid %d)", r->rl_name, (int)pid);
+}
+
+/*
+ * SUP_A_SPAWN: starts the role's process now, then tells the table how
+ * it went: SPAWNED, FORK_FAILED (tried again later) or EXEC_FAILED.
+ */
+static void
+role_spawn(struct sup_role *r)
+{
+	char  path[PATH_MAX + 32], *argv[6], **envp;
+	int   readyp[2], errp[2];
+	pid_t pid;
+
+	evtimer_del(r->rl_start_timer);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", sv->sv_libexec,
+		r->rl_name) >= sizeof(path)) {
+		role_reason(r, "libexec path too long: %s", sv->sv_libexec);
+		role_event(r, SUP_EV_EXEC_FAILED);
+		return;
+	}
+	role_argv(r, argv);
 	if (pipe2(readyp, O_CLOEXEC) == -1)
 		fatal("pipe2");
 	if (pipe2(errp, O_CLOEXEC) == -1)
@@ -413,16 +455,14 @@ role_spawn(struct sup_role *r)
 	r->rl_ready = 0;
 	if ((pid = fork()) == -1) {
 		log_warn("%s: fork", r->rl_name);
+		role_reason(r, "fork: %s", strerror(errno));
 		close(readyp[0]);
 		close(readyp[1]);
 		close(errp[0]);
 		close(errp[1]);
 		free(envp);
 		/* Try again later, like any start that died fast. */
-		r->rl_fast_deaths++;
-		role_reason(r, "fork: %s", strerror(errno));
-		r->rl_state = SUP_BACKOFF;
-		timer_in(r->rl_start_timer, SUP_BACKOFF_MAX);
+		role_event(r, SUP_EV_FORK_FAILED);
 		return;
 	}
 	if (pid == 0)
@@ -433,133 +473,198 @@ role_spawn(struct sup_role *r)
 	free(envp);
 	close(readyp[1]);
 	close(errp[1]);
-	/* Blocks until the exec: the child does nothing slow before it. */
-	do
-		n = read(errp[0], &e, sizeof(e));
-	while (n == -1 && errno == EINTR);
-	close(errp[0]);
-	if (n == (ssize_t)sizeof(e)) {
+	if (role_exec_wait(r, pid, errp[0], path) == -1) {
 		close(readyp[0]);
-		while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
-			;
-		role_reason(r, "cannot execute %s: %s", path, strerror(e));
-		role_failed(r);
+		role_event(r, SUP_EV_EXEC_FAILED);
 		return;
 	}
-
-	if (r->rl_spawned)
-		r->rl_restarts++;
-	r->rl_spawned = 1;
-	r->rl_pid = pid;
-	r->rl_state = SUP_STARTING;
-	r->rl_reason[0] = '\0';
-	r->rl_ready_len = 0;
-	r->rl_ready_buf[0] = '\0';
-	r->rl_error[0] = '\0';
-	r->rl_ready_fd = readyp[0];
-	if (fcntl(r->rl_ready_fd, F_SETFL, O_NONBLOCK) == -1)
-		fatal("fcntl");
-	r->rl_ready_ev = sup_event_new(r->rl_ready_fd, EV_READ | EV_PERSIST,
-	    role_ready_cb, r);
-	if (event_add(r->rl_ready_ev, NULL) == -1)
-		fatalx("cannot watch the readiness pipe of %s", r->rl_name);
-	timer_in(r->rl_ready_timer, sv->sv_ready_timeout);
-	log_info("%s started (pid %d)", r->rl_name, (int)pid);
+	role_watch(r, pid, readyp[0]);
+	role_event(r, SUP_EV_SPAWNED);
 }
 
 /*
- * Starts the role after delay seconds, but never within SUP_START_GAP of
- * its last start.
+ * SUP_A_SCHEDULE: starts the role after rl_delay seconds, but never
+ * within SUP_START_GAP of its last start; no delay left is a start now.
  */
 static void
-role_schedule(struct sup_role *r, double delay)
+role_schedule(struct sup_role *r)
 {
-	delay = sup_policy_start_delay(r->rl_spawned, r->rl_started, sup_now(),
-	    delay);
+	double delay;
+
+	evtimer_del(r->rl_start_timer);
+	delay = sup_policy_start_delay(r->rl_starts > 0, r->rl_started,
+	    sup_now(), r->rl_delay);
 	if (delay <= 0) {
-		role_spawn(r);
+		role_event(r, SUP_EV_START_TIMER);
 		return;
 	}
-	r->rl_state = SUP_BACKOFF;
 	timer_in(r->rl_start_timer, delay);
 	sup_progress();
+}
+
+/* Applies action a of the table to r, which is in its new state. */
+static void
+role_apply(struct sup_role *r, enum sup_action a)
+{
+	switch (a) {
+	case SUP_A_ILLEGAL:
+	case SUP_A_NONE:
+		break;
+	case SUP_A_HOLD:
+		role_reason(r, "waiting for relayd to be ready");
+		break;
+	case SUP_A_START:
+		r->rl_reason[0] = '\0';
+		r->rl_delay = 0;
+		role_schedule(r);
+		break;
+	case SUP_A_SCHEDULE:
+		role_schedule(r);
+		break;
+	case SUP_A_SPAWN:
+		role_spawn(r);
+		break;
+	case SUP_A_WATCH:
+		timer_in(r->rl_ready_timer, sv->sv_ready_timeout);
+		break;
+	case SUP_A_RETRY:
+		r->rl_fast_deaths++;
+		timer_in(r->rl_start_timer, SUP_BACKOFF_MAX);
+		break;
+	case SUP_A_EXTEND:
+		role_ready_extend(r);
+		break;
+	case SUP_A_READY:
+		role_ready(r);
+		break;
+	case SUP_A_TERM:
+		role_term(r);
+		break;
+	case SUP_A_TIMEOUT:
+		role_timeout(r);
+		break;
+	case SUP_A_KILL:
+		role_kill(r);
+		break;
+	case SUP_A_CANCEL:
+		evtimer_del(r->rl_start_timer);
+		r->rl_reason[0] = '\0';
+		break;
+	case SUP_A_FAIL:
+		/* Not started again until asked, for rl_reason. */
+		evtimer_del(r->rl_start_timer);
+		log_warnx("%s failed: %s", r->rl_name, r->rl_reason);
+		break;
+	}
+}
+
+/*
+ * Event ev for role r: the table gives its next state and the action,
+ * applied here.  A refused event changes nothing but is logged: it means
+ * the mechanism and the table disagree.
+ */
+static void
+role_event(struct sup_role *r, enum sup_event ev)
+{
+	enum sup_state	from = r->rl_state;
+	enum sup_action a;
+
+	if ((a = sup_fsm_step(&r->rl_state, ev)) == SUP_A_ILLEGAL) {
+		log_warnx("%s: event %s refused in state %s (%d)", r->rl_name,
+		    sup_event_name(ev), sup_state_name(from), (int)from);
+		return;
+	}
+	if (r->rl_state != from) {
+		/* The number tells apart states shown alike. */
+		log_debug("%s: %s: %s (%d) -> %s (%d)", r->rl_name,
+		    sup_event_name(ev), sup_state_name(from), (int)from,
+		    sup_state_name(r->rl_state), (int)r->rl_state);
+		sup_progress();
+	}
+	role_apply(r, a);
+}
+
+unsigned
+sup_role_restarts(const struct sup_role *r)
+{
+	return r->rl_starts > 0 ? r->rl_starts - 1 : 0;
+}
+
+void
+sup_role_hold(struct sup_role *r)
+{
+	role_event(r, SUP_EV_HOLD);
 }
 
 void
 sup_role_start(struct sup_role *r)
 {
-	r->rl_want = 1;
-	r->rl_hold = 0;
 	r->rl_fast_deaths = 0;
-	if (r->rl_pid > 0) {
-		/* A stop in progress turns into a restart. */
-		if (r->rl_state == SUP_STOPPING)
-			r->rl_restart = 1;
-		return;
-	}
-	if (r->rl_state == SUP_BACKOFF)
-		evtimer_del(r->rl_start_timer);
-	r->rl_reason[0] = '\0';
-	role_schedule(r, 0);
-}
-
-/* SIGTERM now, SIGKILL after SUP_STOP_TIMEOUT. */
-static void
-role_term(struct sup_role *r)
-{
-	if (r->rl_state == SUP_STOPPING)
-		return;
-	evtimer_del(r->rl_ready_timer);
-	r->rl_state = SUP_STOPPING;
-	kill(r->rl_pid, SIGTERM);
-	timer_in(r->rl_kill_timer, SUP_STOP_TIMEOUT);
+	role_event(r, SUP_EV_START);
 }
 
 void
 sup_role_stop(struct sup_role *r)
 {
-	r->rl_want = 0;
-	r->rl_hold = 0;
-	r->rl_restart = 0;
-	evtimer_del(r->rl_start_timer);
-	if (r->rl_pid > 0) {
+	if (r->rl_pid > 0)
 		log_info("stopping %s (pid %d)", r->rl_name, (int)r->rl_pid);
-		role_term(r);
-		return;
-	}
-	if (r->rl_state != SUP_FAILED) {
-		r->rl_state = SUP_STOPPED;
-		r->rl_reason[0] = '\0';
-	}
+	role_event(r, SUP_EV_STOP);
 	sup_progress();
 }
 
 void
 sup_role_restart(struct sup_role *r)
 {
-	if (r->rl_pid <= 0) {
-		sup_role_start(r);
-		return;
-	}
-	r->rl_want = 1;
-	r->rl_hold = 0;
 	r->rl_fast_deaths = 0;
-	r->rl_restart = 1;
-	log_info("restarting %s (pid %d)", r->rl_name, (int)r->rl_pid);
-	role_term(r);
+	if (r->rl_pid > 0)
+		log_info("restarting %s (pid %d)", r->rl_name, (int)r->rl_pid);
+	role_event(r, SUP_EV_RESTART);
 }
 
-/* "exited 1", "killed by signal 9", as graspctl shows the last exit. */
+/*
+ * The reason an exit gives the role, and its delay before a respawn, for
+ * decision d of the policy on exit e; text describes the exit.
+ */
 static void
-describe_exit(int st, char *out, size_t outlen)
+role_exit_reason(struct sup_role *r, const struct sup_exit *e,
+    const struct sup_decision *d, const char *text)
 {
-	if (WIFEXITED(st))
-		snprintf(out, outlen, "exited %d", WEXITSTATUS(st));
-	else if (WIFSIGNALED(st))
-		snprintf(out, outlen, "killed by signal %d%s", WTERMSIG(st),
-		    WCOREDUMP(st) ? " (core dumped)" : "");
-	else
-		snprintf(out, outlen, "status 0x%x", (unsigned)st);
+	r->rl_delay = 0;
+	switch (d->sd_verdict) {
+	case SUP_V_SHUTDOWN:
+		break;
+	case SUP_V_STOPPED:
+		role_reason(r, "stopped on request");
+		break;
+	case SUP_V_RESTART:
+		r->rl_reason[0] = '\0';
+		break;
+	case SUP_V_FAIL_CONFIG:
+		if (r->rl_error[0] != '\0')
+			role_reason(r,
+			    "%s (exited %d, configuration error): not restarted",
+			    r->rl_error, CONFIG_EXIT);
+		else
+			role_reason(r,
+			    "exited %d (configuration error): not restarted",
+			    CONFIG_EXIT);
+		break;
+	case SUP_V_FAIL_FAST:
+		role_reason(r,
+		    "%u fast deaths in a row (last: %s): not restarted",
+		    d->sd_fast_deaths, text);
+		break;
+	case SUP_V_RESPAWN:
+		r->rl_delay = d->sd_delay;
+		if (d->sd_delay > 0) {
+			role_reason(r, "%s%s; restarting in %.0f s", text,
+			    e->se_ready > 0 ? "" : " before ready",
+			    d->sd_delay);
+			log_info("%s: restarting in %.0f s", r->rl_name,
+			    d->sd_delay);
+		}
+		break;
+	}
 }
 
 /* The restart policy, once the role's process has been reaped. */
@@ -569,8 +674,10 @@ role_exited(struct sup_role *r, int st)
 	double		    now = sup_now(), up = now - r->rl_started;
 	struct sup_exit	    e;
 	struct sup_decision d;
+	char		    text[64];
 
-	describe_exit(st, r->rl_last_exit, sizeof(r->rl_last_exit));
+	r->rl_last_status = st;
+	sup_policy_exit_text(st, text, sizeof(text));
 	/* A READY=1 written just before the exit still counts. */
 	if (r->rl_ready_fd != -1 && r->rl_state == SUP_STARTING)
 		role_ready_cb(r->rl_ready_fd, EV_READ, r);
@@ -578,12 +685,11 @@ role_exited(struct sup_role *r, int st)
 	evtimer_del(r->rl_ready_timer);
 	evtimer_del(r->rl_kill_timer);
 	/* Asked to stop (graspctl, reload, shutdown): no news. */
-	if (r->rl_state == SUP_STOPPING)
-		log_info("%s (pid %d) %s", r->rl_name, (int)r->rl_pid,
-		    r->rl_last_exit);
+	if (sup_fsm_terminating(r->rl_state))
+		log_info("%s (pid %d) %s", r->rl_name, (int)r->rl_pid, text);
 	else
 		log_warnx("%s (pid %d) %s after %.1f s", r->rl_name,
-		    (int)r->rl_pid, r->rl_last_exit, up);
+		    (int)r->rl_pid, text, up);
 	r->rl_pid = -1;
 
 	memset(&e, 0, sizeof(e));
@@ -591,57 +697,12 @@ role_exited(struct sup_role *r, int st)
 	e.se_started = r->rl_started;
 	e.se_ready = r->rl_ready;
 	e.se_fast_deaths = r->rl_fast_deaths;
-	e.se_want = r->rl_want;
-	e.se_restart = r->rl_restart;
 	e.se_shutdown = sv->sv_shutdown;
+	sup_fsm_exit_input(r->rl_state, &e);
 	sup_policy_exit(&e, now, &d);
-	r->rl_restart = 0;
 	r->rl_fast_deaths = d.sd_fast_deaths;
-	switch (d.sd_verdict) {
-	case SUP_V_SHUTDOWN:
-		r->rl_state = SUP_STOPPED;
-		sup_progress();
-		break;
-	case SUP_V_STOPPED:
-		r->rl_state = SUP_STOPPED;
-		role_reason(r, "stopped on request");
-		sup_progress();
-		break;
-	case SUP_V_RESTART:
-		r->rl_reason[0] = '\0';
-		role_schedule(r, 0);
-		break;
-	case SUP_V_FAIL_CONFIG:
-		if (r->rl_error[0] != '\0')
-			role_reason(r,
-			    "%s (exited %d, configuration error): "
-			    "not restarted",
-			    r->rl_error, CONFIG_EXIT);
-		else
-			role_reason(r,
-			    "exited %d (configuration error): not "
-			    "restarted",
-			    CONFIG_EXIT);
-		role_failed(r);
-		break;
-	case SUP_V_FAIL_FAST:
-		role_reason(r,
-		    "%u fast deaths in a row (last: %s): not "
-		    "restarted",
-		    d.sd_fast_deaths, r->rl_last_exit);
-		role_failed(r);
-		break;
-	case SUP_V_RESPAWN:
-		if (d.sd_delay > 0) {
-			role_reason(r, "%s%s; restarting in %.0f s",
-			    r->rl_last_exit,
-			    e.se_ready > 0 ? "" : " before ready", d.sd_delay);
-			log_info("%s: restarting in %.0f s", r->rl_name,
-			    d.sd_delay);
-		}
-		role_schedule(r, d.sd_delay);
-		break;
-	}
+	role_exit_reason(r, &e, &d, text);
+	role_event(r, sup_fsm_exit_event(d.sd_verdict));
 }
 
 void

@@ -50,7 +50,7 @@ sup_stats_metrics(cJSON *metrics)
 		metric(metrics, "graspd_role_failed", r->rl_name,
 		    r->rl_state == SUP_FAILED);
 		metric(metrics, "graspd_role_restarts_total", r->rl_name,
-		    r->rl_restarts);
+		    sup_role_restarts(r));
 	}
 }
 

@@ -9,6 +9,8 @@
  *                towards whoever started graspd (daemon parent, systemd)
  * sup_role.c     the role table: fork+exec, readiness pipes, reaping,
  *                stopping a role; applies sup_policy.c's decisions
+ * sup_fsm.c      the role life cycle, pure: one table of state x event
+ *                giving the next state and the action sup_role.c applies
  * sup_policy.c   the restart policy, pure: the caller passes the clock
  * sup_control.c  the control socket: graspctl's requests
  * sup_priv.c     the privilege drop: roles exec'ed as NGIT_USER, the run
@@ -77,38 +79,87 @@ struct event_base;
 /* The roles, in start order; relayd binds the channels the others use. */
 #define SUP_NROLES 4
 
+/*
+ * A role's life cycle, one state machine (sup_fsm.c), after s6-supervise's
+ * actions[state][event] table.  The state alone says whether the role has
+ * a process, whether it is wanted up and which timer runs; sup_fsm.c's
+ * table lists every legal transition.
+ */
 enum sup_state {
-	SUP_STOPPED = 0, /* not running and not wanted */
-	SUP_STARTING,	 /* started, not ready yet (or waiting) */
-	SUP_RUNNING,	 /* ready */
-	SUP_BACKOFF,	 /* died; a timer starts it again */
-	SUP_STOPPING,	 /* SIGTERM sent, waiting for the exit */
-	SUP_FAILED,	 /* not restarted until graspctl start */
+	SUP_STOPPED = 0, /* no process, not wanted */
+	SUP_HELD,	 /* wanted; start-up: waits for relayd ready */
+	SUP_BACKOFF,	 /* wanted, no process; the start timer runs */
+	SUP_STARTING,	 /* process, not ready; the readiness timer runs */
+	SUP_RUNNING,	 /* process, ready */
+	SUP_STOPPING,	 /* SIGTERM sent, not wanted; the kill timer runs */
+	SUP_RESTARTING,	 /* SIGTERM sent, started again at its exit */
+	SUP_TIMEDOUT,	 /* SIGTERM sent for the readiness timeout: its
+			  * exit counts as a death (sup_policy_exit()) */
+	SUP_FAILED,	 /* no process; not started until asked */
+	SUP_NSTATES
+};
+
+/* What happens to a role; sup_role.c turns each into sup_fsm_step(). */
+enum sup_event {
+	SUP_EV_HOLD = 0,      /* start-up: wait for relayd, then start */
+	SUP_EV_START,	      /* graspctl start, relayd ready, reload */
+	SUP_EV_STOP,	      /* graspctl stop, shutdown */
+	SUP_EV_RESTART,	      /* graspctl restart, reload */
+	SUP_EV_START_TIMER,   /* the start timer fired (or a delay of 0) */
+	SUP_EV_SPAWNED,	      /* fork+exec succeeded */
+	SUP_EV_FORK_FAILED,   /* fork(2) failed: retry later */
+	SUP_EV_EXEC_FAILED,   /* the binary cannot be executed */
+	SUP_EV_PROGRESS,      /* a READY_EXTEND line */
+	SUP_EV_READY,	      /* READY_MSG */
+	SUP_EV_READY_TIMEOUT, /* the readiness timer fired */
+	SUP_EV_KILL_TIMER,    /* the kill timer fired */
+	SUP_EV_EXIT_SHUTDOWN, /* exited; verdict SUP_V_SHUTDOWN */
+	SUP_EV_EXIT_STOPPED,  /* exited; verdict SUP_V_STOPPED */
+	SUP_EV_EXIT_RESTART,  /* exited; verdict SUP_V_RESTART */
+	SUP_EV_EXIT_RESPAWN,  /* exited; verdict SUP_V_RESPAWN */
+	SUP_EV_EXIT_FAILED,   /* exited; SUP_V_FAIL_CONFIG or _FAIL_FAST */
+	SUP_NEVENTS
+};
+
+/* What sup_role.c does on a transition (the table's second column). */
+enum sup_action {
+	SUP_A_ILLEGAL = 0, /* refused: the state stays, a warning is logged */
+	SUP_A_NONE,	   /* nothing beyond the new state */
+	SUP_A_HOLD,	   /* reason: waiting for relayd */
+	SUP_A_START,	   /* reason cleared, SUP_A_SCHEDULE with no delay */
+	SUP_A_SCHEDULE,	   /* start after rl_delay and the start gap */
+	SUP_A_SPAWN,	   /* fork+exec; then SPAWNED or a *_FAILED event */
+	SUP_A_WATCH,	   /* readiness timer armed */
+	SUP_A_RETRY,	   /* start timer armed for SUP_BACKOFF_MAX */
+	SUP_A_EXTEND,	   /* readiness timer armed again */
+	SUP_A_READY,	   /* readiness timer stopped, ready time noted */
+	SUP_A_TERM,	   /* SIGTERM, kill timer armed */
+	SUP_A_TIMEOUT,	   /* reason: not ready in time; SUP_A_TERM */
+	SUP_A_KILL,	   /* SIGKILL to its process group */
+	SUP_A_CANCEL,	   /* start timer stopped, reason cleared */
+	SUP_A_FAIL,	   /* start timer stopped, failure logged */
 };
 
 struct sup_role {
 	const char    *rl_name;
 	enum role      rl_id;
-	enum sup_state rl_state;
-	int	       rl_want;	       /* keep it running */
-	int	       rl_hold;	       /* start-up: waits for relayd ready */
-	int	       rl_restart;     /* the coming exit is a restart */
+	enum sup_state rl_state;       /* changed by sup_fsm_step() only */
 	pid_t	       rl_pid;	       /* -1 when no process */
 	double	       rl_started;     /* monotonic time of the last start */
 	double	       rl_ready;       /* ... of its readiness, 0 if none */
-	int	       rl_spawned;     /* started at least once */
-	unsigned       rl_restarts;    /* starts after the first */
+	double	       rl_delay;       /* SUP_A_SCHEDULE: seconds to wait */
+	unsigned       rl_starts;      /* processes started */
 	unsigned       rl_fast_deaths; /* in a row */
 	int	       rl_ready_fd;    /* our end of the readiness pipe */
 	char	       rl_ready_buf[READY_ERROR_MAX + 1];
 	char	       rl_error[READY_ERROR_MAX]; /* its ERROR= line */
 	size_t	       rl_ready_len;
 	struct event  *rl_ready_ev;
-	struct event  *rl_start_timer;	 /* backoff, start gap */
-	struct event  *rl_ready_timer;	 /* SUP_READY_TIMEOUT */
-	struct event  *rl_kill_timer;	 /* SUP_STOP_TIMEOUT */
-	char	       rl_last_exit[64]; /* "exited 1", "killed by ..." */
-	char	       rl_reason[256];	 /* why it is in its state */
+	struct event  *rl_start_timer; /* backoff, start gap */
+	struct event  *rl_ready_timer; /* SUP_READY_TIMEOUT */
+	struct event  *rl_kill_timer;  /* SUP_STOP_TIMEOUT */
+	int	       rl_last_status; /* waitpid(2)'s, -1 before an exit */
+	char	       rl_reason[256]; /* why it is in its state */
 };
 
 struct supervisor {
@@ -174,11 +225,17 @@ void		 sup_roles_free(void);
 /* The role called name, or NULL. */
 struct sup_role *sup_role_find(const char *name);
 struct sup_role *sup_role_get(enum role);
-/* "starting", "running", ... as graspctl shows them. */
-const char	*sup_state_name(enum sup_state);
+/* Starts after the first, as graspctl and /metrics show them. */
+unsigned	 sup_role_restarts(const struct sup_role *);
+/*
+ * Start-up: the role waits for relayd's readiness (SUP_HELD); the first
+ * sup_role_start() then starts it.
+ */
+void		 sup_role_hold(struct sup_role *);
 /*
  * Wants the role up: starts it now, or after the start gap.  Clears a
- * failed state and the fast-death count.  Nothing if it runs already.
+ * failed state and the fast-death count.  Nothing if it runs already; a
+ * stop in progress turns into a restart.
  */
 void		 sup_role_start(struct sup_role *);
 /* Wants the role down: SIGTERM, SIGKILL after SUP_STOP_TIMEOUT. */
@@ -209,8 +266,8 @@ struct sup_exit {
 	double	 se_started;	 /* its last start */
 	double	 se_ready;	 /* its readiness, 0 if never ready */
 	unsigned se_fast_deaths; /* fast deaths in a row before this */
-	int	 se_want;	 /* rl_want: keep it running */
-	int	 se_restart;	 /* rl_restart: this exit is a restart */
+	int	 se_want;	 /* keep it running (sup_fsm_wanted()) */
+	int	 se_restart;	 /* this exit is a restart (SUP_RESTARTING) */
 	int	 se_shutdown;	 /* graspd is shutting down */
 };
 
@@ -233,6 +290,13 @@ struct sup_decision {
  */
 void   sup_policy_exit(const struct sup_exit *, double now,
       struct sup_decision *);
+/* 1 if the waitpid(2) status is exit CONFIG_EXIT (never respawned). */
+int    sup_policy_config_exit(int status);
+/*
+ * The waitpid(2) status as graspctl shows a last exit: "exited 1",
+ * "killed by signal 9", "" for -1 (no exit yet), in out (outlen bytes).
+ */
+void   sup_policy_exit_text(int status, char *out, size_t outlen);
 /*
  * The delay before a start wanted after delay seconds: never within
  * SUP_START_GAP of the role's last start at started (s6), when it was
@@ -247,6 +311,31 @@ double sup_policy_start_delay(int spawned, double started, double now,
  * start), or 0 when none are left and the running timeout stands.
  */
 double sup_policy_ready_wait(double started, double now, double timeout);
+
+/* sup_fsm.c */
+/*
+ * The life cycle's table: event ev in state *s.  Sets *s to the next
+ * state and returns the action to apply, or returns SUP_A_ILLEGAL and
+ * leaves *s alone when the table refuses ev in *s.  Pure.
+ */
+enum sup_action sup_fsm_step(enum sup_state *s, enum sup_event ev);
+/* "starting", "running", ... as graspctl shows them ("unknown" if bad). */
+const char     *sup_state_name(enum sup_state);
+/* "start", "exit-respawn", ... for logs and tests ("unknown" if bad). */
+const char     *sup_event_name(enum sup_event);
+/* 1 if a role in state s has a process. */
+int		sup_fsm_has_process(enum sup_state s);
+/* 1 if a role in state s is wanted up (kept running, restarted). */
+int		sup_fsm_wanted(enum sup_state s);
+/* 1 if a role in state s was sent SIGTERM and is waited for. */
+int		sup_fsm_terminating(enum sup_state s);
+/* The exit event of a verdict of sup_policy_exit(). */
+enum sup_event	sup_fsm_exit_event(enum sup_verdict v);
+/*
+ * The restart policy's view of a role in state s at its exit: se_want
+ * and se_restart of struct sup_exit.
+ */
+void		sup_fsm_exit_input(enum sup_state s, struct sup_exit *e);
 
 /* sup_control.c */
 /*

@@ -1134,6 +1134,114 @@ reload_restarts_the_roles_graspd_conf_5_names(void)
 	free(text);
 }
 
+/* The n-th line of text (0-based) in out, "" past the end. */
+static void
+nth_line(const char *text, size_t n, char *out, size_t outlen)
+{
+	size_t len;
+
+	for (; n > 0 && *text != '\0'; n--)
+		text += strcspn(text, "\n") + (text[strcspn(text, "\n")] != 0);
+	len = strcspn(text, "\n");
+	snprintf(out, outlen, "%.*s", (int)len, text);
+}
+
+/*
+ * Reload compares two configurations key by key through the table
+ * (config_key_differs()): for a change of each type of key, the keys it
+ * finds changed are exactly those whose config_dump() line changed (the
+ * text diff reload used before), derived defaults included.
+ */
+static void
+key_differs_agrees_with_the_dump_lines(void)
+{
+	static const char *const changes[][2] = {
+		{ "", "relay_description = other\n" },
+		{ "", "git_data_path = /tmp/elsewhere\n" },
+		{ "", "domain = git.example.org\n" },
+		{ "", "bind_address = 127.0.0.1:9999\n" },
+		{ "", "relay_owner_nsec = " NSEC "\n" },
+		{ "", "repository_whitelist = " NPUB "/repo\n" },
+		{ "repository_whitelist = " NPUB "/repo\n",
+		    "repository_whitelist = " NPUB "/other\n" },
+		{ "", "event_blacklist = " NPUB "\n" },
+		{ "", "sync_bootstrap_relay_url = wss://r.example.org\n" },
+		{ "sync_plus_fallback_relays = wss://a.example, wss://b.example\n",
+		    "sync_plus_fallback_relays = wss://b.example, "
+		    "wss://a.example\n" },
+		{ "", "archive_grasp_services = git.example.org\n" },
+		{ "", "trusted_proxies = 10.0.0.0/8\n" },
+		{ "", "relay_icon = https://example.org/i.png\n" },
+		{ "", "public_url = https://git.example.org\n" },
+		{ "", "max_connections = 10\n" },
+		{ "", "archive_all = true\n" },
+		{ "archive_all = true\n",
+		    "archive_all = true\narchive_read_only = false\n" },
+		{ "", "log_level = debug\n" },
+		{ "", "durability = normal\n" },
+	};
+	struct config a, b;
+	const char   *name;
+	char	     *da, *db, la[512], lb[512], msg[600];
+	size_t	      c, i;
+	int	      any, want;
+
+	for (c = 0; c < sizeof(changes) / sizeof(changes[0]); c++) {
+		T_ASSERT(load_text(&a, changes[c][0]) == 0);
+		T_ASSERT(load_text(&b, changes[c][1]) == 0);
+		da = dump(&a);
+		db = dump(&b);
+		any = 0;
+		for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++) {
+			nth_line(da, i, la, sizeof(la));
+			nth_line(db, i, lb, sizeof(lb));
+			want = strcmp(la, lb) != 0;
+			T_EQ_INT(config_key_differs(&a, &a, i), 0);
+			if (config_key_differs(&a, &b, i) != want ||
+			    config_key_differs(&b, &a, i) != want) {
+				snprintf(msg, sizeof(msg), "%s: %s (%s)",
+				    changes[c][1], name,
+				    want ? "differs" : "same");
+				t_fail_at(__FILE__, __LINE__, msg);
+			}
+			any |= want;
+		}
+		T_CHECK(any);
+		T_EQ_INT(config_key_differs(&a, &b, i), -1);
+		free(da);
+		free(db);
+		config_free(&a);
+		config_free(&b);
+	}
+}
+
+/* Two secret keys dump alike ("set, redacted") but differ. */
+static void
+key_differs_sees_the_secret_key_the_dump_hides(void)
+{
+	struct config a, b;
+	const char   *name;
+	size_t	      i;
+	char	     *da, *db;
+
+	T_ASSERT(load_text(&a, "relay_owner_nsec = " NSEC "\n") == 0);
+	T_ASSERT(
+	    load_text(&b,
+		"relay_owner_nsec = "
+		"0101010101010101010101010101010101010101010101010101010101"
+		"010101\n") == 0);
+	da = dump(&a);
+	db = dump(&b);
+	T_CHECK(strcmp(da, db) == 0);
+	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
+		T_EQ_INT(config_key_differs(&a, &b, i),
+		    strcmp(name, "NGIT_RELAY_OWNER_NSEC") == 0);
+	free(da);
+	free(db);
+	config_free(&a);
+	config_free(&b);
+}
+
 static void
 only_log_level_is_reloadable(void)
 {
@@ -1404,6 +1512,8 @@ static const struct t_case cases[] = {
 	T_CASE(dump_redacts_secret_key),
 	T_CASE(dump_round_trips),
 	T_CASE(only_log_level_is_reloadable),
+	T_CASE(key_differs_agrees_with_the_dump_lines),
+	T_CASE(key_differs_sees_the_secret_key_the_dump_hides),
 	T_CASE(reload_restarts_the_roles_graspd_conf_5_names),
 	T_CASE(sample_file_yields_defaults),
 	T_CASE(sample_file_lists_every_key),

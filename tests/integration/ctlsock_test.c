@@ -3,11 +3,10 @@
  * (style.md, "the trust boundary decides"; issue 19).  graspctl and any
  * local program are clients of a control socket, not siblings: garbage,
  * a truncated or lying header, a well-formed message of the wrong type,
- * a request that is not JSON, an unknown command and a malformed
- * GIT_DATA request (relayd's typed request, msg.h) each get an
- * {"ok":false,"error":"..."} answer, and the process keeps its pid.
- * GIT_DATA is answered by relayd alone, and "git-data" is no longer a
- * control command anywhere.
+ * a request that is not JSON, an unknown command and a GIT_DATA request
+ * (syncd's, which has a channel of its own, msg.h) each get an
+ * {"ok":false,"error":"..."} answer, and the process keeps its pid;
+ * "git-data" is no longer a control command anywhere.
  * Also: "log brief" means the same thing in every process (graspctl(8):
  * the configured level, at most info).
  *
@@ -204,15 +203,13 @@ test_commands_of_another_process_are_refused(void)
 			TMO)));
 	T_ASSERT((n = msg_git_data_encode(req, owner, "repo")) > 0);
 	for (i = 0; i < NPROCS; i++) {
-		/* relayd's typed request, sent to graspd and the others;
-		 * relayd has no such repository. */
+		/* syncd's GIT_DATA has its own channel: every control
+		 * socket, relayd's included, refuses it. */
 		rep = ctl_role_msg(run, procs[i], MSG_GIT_DATA, req, (size_t)n,
 		    TMO);
 		T_CHECK(rep != NULL &&
 		    strstr(ctl_str(rep, "error"),
-			procs[i] == ROLE_RELAYD ?
-			    "no such repository" :
-			    "unexpected GIT_DATA message") != NULL);
+			"unexpected GIT_DATA message") != NULL);
 		T_CHECK(refused(procs[i], "GIT_DATA", rep));
 		/* No longer a control command, relayd's included. */
 		T_CHECK(refused(procs[i], "git-data",

@@ -1878,126 +1878,23 @@ simple(struct relay_conn *c, struct lws *wsi, unsigned code, const char *text)
 	    strlen(body));
 }
 
-/* 1 if the n bytes at rest, after /<npub>/<d>.git, are a git route. */
+/*
+ * Starts git service which for the repository rt names (advertise: the
+ * info/refs advertisement), once the method and the repository are
+ * right: the per-address limit, the request's state, its headers, the
+ * child for an upload-pack or an advertisement.
+ */
 static int
-git_path(const char *rest, size_t n)
-{
-	return (n >= 10 && memcmp(rest, "/info/refs", 10) == 0) ||
-	    (n >= 16 && memcmp(rest, "/git-upload-pack", 16) == 0) ||
-	    (n >= 17 && memcmp(rest, "/git-receive-pack", 17) == 0);
-}
-
-int
-relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
-    const char *uri, int urilen)
+git_begin(struct relay_conn *c, struct lws *wsi, int method,
+    const struct git_route *rt, enum git_svc which, int advertise)
 {
 	struct relay_gitreq *gr;
-	const char	    *seg2, *rest, *end, *sv;
-	char		     npub[NIP19_MAX_LEN + 1], d[1024], svc[64];
-	char		     hdr[128], path[PATH_MAX];
-	uint8_t		     owner[32];
-	size_t		     n1, n2;
-	enum git_svc	     which = SVC_NONE;
-	unsigned	     bad = HTTP_STATUS_BAD_REQUEST;
-	int		     advertise = 0, i, prs = 0, web;
 	struct relay_addr   *ga;
+	char		     hdr[128], path[PATH_MAX];
+	const uint8_t	    *owner = rt->rt_owner;
+	const char	    *d = rt->rt_d;
+	int		     prs = rt->rt_prs;
 
-	/* GRASP-06: /prs/<npub>/<id>.git[/...], only while enabled. */
-	if (urilen > 5 && memcmp(uri, "/prs/", 5) == 0) {
-		if (!relayd->cfg.grasp06_enable)
-			return simple(c, wsi, HTTP_STATUS_NOT_FOUND,
-			    "not found\n");
-		prs = 1;
-		bad = HTTP_STATUS_NOT_FOUND;
-		uri += 4;
-		urilen -= 4;
-	}
-	/* /<npub>/<id>.git[/...]: lws has percent-decoded the path. */
-	if (urilen < 2 || uri[0] != '/')
-		return RELAY_GIT_NOT_MINE;
-	end = uri + urilen;
-	if ((seg2 = memchr(uri + 1, '/', (size_t)(end - uri - 1))) == NULL)
-		return prs ? simple(c, wsi, bad, "not found\n") :
-			     RELAY_GIT_NOT_MINE;
-	n1 = (size_t)(seg2 - uri - 1);
-	seg2++;
-	if ((rest = memchr(seg2, '/', (size_t)(end - seg2))) == NULL)
-		rest = end;
-	n2 = (size_t)(rest - seg2);
-	if (n2 <= 4 || memcmp(rest - 4, ".git", 4) != 0)
-		return prs ? simple(c, wsi, bad, "not found\n") :
-			     RELAY_GIT_NOT_MINE;
-	/* A page for people answers its errors as a page. */
-	web = !prs && !git_path(rest, (size_t)(end - rest));
-	if (n1 == 0 || n1 > NIP19_MAX_LEN)
-		return web ?
-		    relay_html_message(c, wsi, bad, "Bad address",
-			"The first part of this address is not an "
-			"npub (a Nostr public key).") :
-		    simple(c, wsi, bad, "invalid npub in the repository URL\n");
-	memcpy(npub, uri + 1, n1);
-	npub[n1] = '\0';
-	if (nip19_decode(npub, "npub", owner) == -1)
-		return web ?
-		    relay_html_message(c, wsi, bad, "Bad address",
-			"The first part of this address is not an "
-			"npub (a Nostr public key).") :
-		    simple(c, wsi, bad, "invalid npub in the repository URL\n");
-	if (n2 - 4 < sizeof(d)) {
-		memcpy(d, seg2, n2 - 4);
-		d[n2 - 4] = '\0';
-	}
-	if (n2 - 4 >= sizeof(d) || !policy_identifier_safe(d, n2 - 4))
-		return web ? relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND,
-				 "No such repository",
-				 "This server hosts no repository at this "
-				 "address. <a href=\"/\">See the ones it "
-				 "hosts.</a>") :
-			     simple(c, wsi, HTTP_STATUS_NOT_FOUND,
-				 "no such repository\n");
-
-	if (prs && (rest == end || (end - rest == 1 && *rest == '/')))
-		return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
-	if (rest == end || (end - rest == 1 && *rest == '/')) {
-		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
-			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
-			    "method not allowed\n");
-		return relay_web_repo(c, wsi, npub, owner, d);
-	}
-	if (!prs &&
-	    (i = relay_web_git(c, wsi,
-		 method == LWSHUMETH_GET || method == LWSHUMETH_HEAD, npub,
-		 owner, d, rest, (size_t)(end - rest))) != RELAY_WEB_NOT_MINE)
-		return i;
-	if (end - rest == 10 && memcmp(rest, "/info/refs", 10) == 0) {
-		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
-			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
-			    "method not allowed\n");
-		/* The value, inside svc after "service=". */
-		if ((sv = lws_get_urlarg_by_name(wsi, "service=", svc,
-			 sizeof(svc))) == NULL)
-			return simple(c, wsi, HTTP_STATUS_FORBIDDEN,
-			    "only the smart HTTP protocol is served\n");
-		for (i = 0; i < 2; i++)
-			if (strcmp(sv, svc_name[i]) == 0)
-				which = (enum git_svc)i;
-		if (which == SVC_NONE)
-			return simple(c, wsi, HTTP_STATUS_FORBIDDEN,
-			    "unknown git service\n");
-		advertise = 1;
-	} else if (end - rest == 16 &&
-	    memcmp(rest, "/git-upload-pack", 16) == 0)
-		which = SVC_UPLOAD;
-	else if (end - rest == 17 && memcmp(rest, "/git-receive-pack", 17) == 0)
-		which = SVC_RECEIVE;
-	else if (web) {
-		if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD)
-			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
-			    "method not allowed\n");
-		return relay_web_repo_sub(c, wsi, npub, owner, d, rest,
-		    (size_t)(end - rest));
-	} else
-		return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
 	if (!advertise && method != LWSHUMETH_POST)
 		return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
 		    "method not allowed\n");
@@ -2014,7 +1911,7 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 		    "once; try again shortly\n");
 	if ((gr = calloc(1, sizeof(*gr))) == NULL ||
 	    (gr->gr_d = strdup(d)) == NULL)
-		fatal("relay_git_request");
+		fatal("git_begin");
 	gr->gr_addr = ga;
 	gr->gr_conn = c;
 	gr->gr_wsi = wsi;
@@ -2088,6 +1985,94 @@ relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
 	if (gr->gr_has_clen && gr->gr_clen == 0)
 		body_end(gr);
 	return 0;
+}
+
+/* An answer for people or for git, as the route's client expects. */
+static int
+route_error(struct relay_conn *c, struct lws *wsi, const struct git_route *rt)
+{
+	switch (rt->rt_kind) {
+	case GR_BAD_NPUB:
+		return rt->rt_web ?
+		    relay_html_message(c, wsi, rt->rt_status, "Bad address",
+			"The first part of this address is not an "
+			"npub (a Nostr public key).") :
+		    simple(c, wsi, rt->rt_status,
+			"invalid npub in the repository URL\n");
+	case GR_NO_REPO:
+		return rt->rt_web ?
+		    relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND,
+			"No such repository",
+			"This server hosts no repository at this "
+			"address. <a href=\"/\">See the ones it "
+			"hosts.</a>") :
+		    simple(c, wsi, HTTP_STATUS_NOT_FOUND,
+			"no such repository\n");
+	default:
+		return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
+	}
+}
+
+int
+relay_git_request(struct relay_conn *c, struct lws *wsi, int method,
+    const char *uri, int urilen)
+{
+	struct git_route rt;
+	const char	*sv;
+	char		 svc[64];
+	enum git_svc	 which = SVC_NONE;
+	int		 i, get;
+
+	get = method == LWSHUMETH_GET || method == LWSHUMETH_HEAD;
+	switch (relay_git_route(uri, (size_t)urilen, relayd->cfg.grasp06_enable,
+	    &rt)) {
+	case GR_NOT_MINE:
+		return RELAY_GIT_NOT_MINE;
+	case GR_NOT_FOUND:
+	case GR_BAD_NPUB:
+	case GR_NO_REPO:
+		return route_error(c, wsi, &rt);
+	case GR_REPO_PAGE:
+		if (!get)
+			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+			    "method not allowed\n");
+		return relay_web_repo(c, wsi, rt.rt_npub, rt.rt_owner, rt.rt_d);
+	case GR_SUB:
+		if (rt.rt_prs)
+			return route_error(c, wsi, &rt);
+		if ((i = relay_web_git(c, wsi, get, rt.rt_npub, rt.rt_owner,
+			 rt.rt_d, rt.rt_rest, rt.rt_restlen)) !=
+		    RELAY_WEB_NOT_MINE)
+			return i;
+		if (!rt.rt_web)
+			return route_error(c, wsi, &rt);
+		if (!get)
+			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+			    "method not allowed\n");
+		return relay_web_repo_sub(c, wsi, rt.rt_npub, rt.rt_owner,
+		    rt.rt_d, rt.rt_rest, rt.rt_restlen);
+	case GR_INFO_REFS:
+		if (!get)
+			return simple(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
+			    "method not allowed\n");
+		/* The value, inside svc after "service=". */
+		if ((sv = lws_get_urlarg_by_name(wsi, "service=", svc,
+			 sizeof(svc))) == NULL)
+			return simple(c, wsi, HTTP_STATUS_FORBIDDEN,
+			    "only the smart HTTP protocol is served\n");
+		for (i = 0; i < 2; i++)
+			if (strcmp(sv, svc_name[i]) == 0)
+				which = (enum git_svc)i;
+		if (which == SVC_NONE)
+			return simple(c, wsi, HTTP_STATUS_FORBIDDEN,
+			    "unknown git service\n");
+		return git_begin(c, wsi, method, &rt, which, 1);
+	case GR_UPLOAD:
+		return git_begin(c, wsi, method, &rt, SVC_UPLOAD, 0);
+	case GR_RECEIVE:
+		return git_begin(c, wsi, method, &rt, SVC_RECEIVE, 0);
+	}
+	return simple(c, wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
 }
 
 void

@@ -17,6 +17,7 @@
 #include "event.h"
 #include "filter.h"
 #include "json.h"
+#include "nip19.h"
 #include "policy.h"
 
 /*
@@ -82,5 +83,37 @@ int		    relay_proto_check_event(const struct event *ev, int64_t now,
 struct event *relay_proto_event(const struct json *evj, const char *challenge,
     const struct policy *pl, int64_t now, size_t max_size, char okid[65],
     char *msg, size_t msglen);
+
+/*
+ * Where a path on the relay port that names a repository goes
+ * (relay_route.c): relay_git_route() fills rt from the percent-decoded
+ * path uri (len bytes; grasp06: GRASP-06 is on) and returns its kind.
+ */
+enum git_route_kind {
+	GR_NOT_MINE,  /* not /<npub>/<d>.git[/...]: another handler's */
+	GR_NOT_FOUND, /* /prs/ with GRASP-06 off, or no repository there */
+	GR_BAD_NPUB,  /* the first segment is not an npub (rt_status) */
+	GR_NO_REPO,   /* the identifier is too long or not safe */
+	GR_REPO_PAGE, /* /<npub>/<d>.git[/]: the repository's page */
+	GR_INFO_REFS, /* .../info/refs: the advertisement */
+	GR_UPLOAD,    /* .../git-upload-pack */
+	GR_RECEIVE,   /* .../git-receive-pack */
+	GR_SUB,	      /* another path below the repository (rt_rest) */
+};
+
+struct git_route {
+	enum git_route_kind rt_kind;
+	int		    rt_prs;    /* under GRASP-06's /prs/ */
+	int		    rt_web;    /* a page: errors answered as pages */
+	unsigned	    rt_status; /* GR_BAD_NPUB: 400, 404 under /prs/ */
+	char		    rt_npub[NIP19_MAX_LEN + 1];
+	uint8_t		    rt_owner[32];
+	char		    rt_d[1024]; /* the identifier, NUL-terminated */
+	const char	   *rt_rest;	/* in uri, after <d>.git */
+	size_t		    rt_restlen;
+};
+
+enum git_route_kind relay_git_route(const char *uri, size_t len, int grasp06,
+    struct git_route *rt);
 
 #endif

@@ -22,6 +22,8 @@
  * relay_repo.c   repositories on disk: create, remove, refs, objects;
  *                the git child processes
  * relay_job.c    the queue of maintenance jobs that change refs
+ * relay_route.c  where a repository's path goes: git endpoints, GRASP-06's
+ *                /prs/, pages (pure, relay_proto.h)
  * relay_git.c    git smart HTTP on the relay port: routing, the request
  *                body (read by relayd, chunked or not), the upload-pack
  *                and receive-pack children, the push glue

@@ -666,8 +666,9 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 		    (double)r->hr_threads.hm_n);
 		cJSON_AddNumberToObject(o, "rotation_left",
 		    (double)r->hr_rot_left);
-		in = r->hr_due_ms > now ? (double)(r->hr_due_ms - now) / 1000 :
-					  0;
+		in = hist_relay_due(r) > now ?
+		    (double)(hist_relay_due(r) - now) / 1000 :
+		    0;
 		cJSON_AddNumberToObject(o, "next_due", (double)time(NULL) + in);
 		cJSON_AddNumberToObject(o, "next_due_in", in);
 		cJSON_AddStringToObject(o, "worker", hist_relay_state(r, now));
@@ -677,6 +678,8 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 		    (double)r->hr_groups_failed);
 		cJSON_AddNumberToObject(o, "rotations",
 		    (double)r->hr_rotations);
+		cJSON_AddNumberToObject(o, "failed_groups_due",
+		    (double)r->hr_failed.hm_n);
 		cJSON_AddStringToObject(o, "last",
 		    r->hr_last ? r->hr_last : "none");
 		cJSON_AddItemToArray(arr, o);

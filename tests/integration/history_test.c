@@ -116,6 +116,7 @@ ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 /* graspd: clients, control sockets, graspctl.                         */
 
 static cJSON *sync_view(struct relayproc *, int);
+static int    reqs_mention(struct relayproc *, int, const char *);
 
 static cJSON *
 hist_view(struct relayproc *p, int secs)
@@ -364,12 +365,20 @@ test_participant_history_mailboxes(void)
 		T_ASSERT((r = relay_in(v, ob[i])) != NULL);
 		T_CHECK(cJSON_IsString(
 		    cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"), 0)));
-		T_CHECK(ctl_num(r, "filters") >= 5);
+		/* "#e", "#E" and "#q": ids, no address in this thread. */
+		T_CHECK(ctl_num(r, "filters") >= 3);
 		T_CHECK(cJSON_GetObjectItem(r, "worker") != NULL);
 		T_CHECK(cJSON_GetObjectItem(r, "next_due") != NULL);
 	}
 	T_CHECK(relay_in(v, ob[4]) == NULL);
 	T_CHECK(ctl_num(v, "workers") <= 32);
+	/* GRASP-03: "A participant-only mailbox remains constrained to
+	 * its derived roots": the root and its descendants, never the
+	 * bare repository coordinate (every thread of the repository). */
+	for (i = 0; i < 4; i++) {
+		T_CHECK(reqs_mention(ob[i], 0, issue->id_hex));
+		T_CHECK(!reqs_mention(ob[i], 0, coord));
+	}
 	/* A complete rotation without a failed group is due again after
 	 * 24 h (24 min with NGIT_TEST). */
 	r = relay_in(v, ob[3]);
@@ -407,11 +416,13 @@ test_fallback_for_participant_without_list(void)
 	q1 = reply_by(WHO_OTHER, t0 + 51, "only on the fallback relay");
 	T_ASSERT(peerctl_seed(fb, &q1, 1) == 0);
 	T_EQ_INT(client_wait_id(b, q1, 30), 1);
-	/* syncd may cover the root author's root on the fallback relay
-	 * too: historyd's own probe is the filter only it sends, a "#q"
-	 * naming the coordinate and the participant's reply together. */
-	T_CHECK(
-	    wait_req_filter_with(fb, from, coord, q0->id_hex, NULL, 20) >= 0);
+	/* historyd's probe of the participant's root on the fallback
+	 * relay: the root and the participant's reply, not the bare
+	 * repository coordinate (GRASP-03: a participant-only mailbox
+	 * remains constrained to its derived roots). */
+	T_CHECK(wait_req_filter_with(fb, from, issue->id_hex, q0->id_hex, NULL,
+		    20) >= 0);
+	T_CHECK(!reqs_mention(fb, 0, coord));
 	event_destroy(q0);
 	event_destroy(q1);
 }
@@ -640,10 +651,11 @@ test_restart_keeps_fallback_ownership(void)
 	T_EQ_INT((int)r2, (int)roots);
 	T_EQ_INT((int)t2, (int)threads);
 	/* The cursor was not saved: historyd's first REQ on the fallback
-	 * relay (its connection is the one with its "#q" mixing the
-	 * coordinate and ids) is filter 0, the "#a" one. */
-	T_ASSERT(wait_req_filter_with(fb, from, coord, issue_c->id_hex, &hconn,
-		     20) >= 0);
+	 * relay (its connection is the one naming thread c and the
+	 * participant's reply in it, which only historyd covers there) is
+	 * filter 0, the "#e" one (no addresses in these threads). */
+	T_ASSERT(wait_req_filter_with(fb, from, issue_c->id_hex, fbreply,
+		     &hconn, 20) >= 0);
 	log = peerctl_log(fb);
 	T_ASSERT(log != NULL);
 	n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs"));
@@ -655,16 +667,17 @@ test_restart_keeps_fallback_ownership(void)
 	T_ASSERT(i < n);
 	f = cJSON_GetArrayItem(cJSON_GetObjectItem(rq, "filters"), 0);
 	/* Failed once in a sanitized run: say what came first instead. */
-	if (cJSON_GetObjectItemCaseSensitive(f, "#a") == NULL) {
+	if (cJSON_GetObjectItemCaseSensitive(f, "#e") == NULL) {
 		char *s = cJSON_PrintUnformatted(rq);
 
 		printf("# first REQ %d of %d on conn %d: %s\n", i, n, hconn,
 		    s ? s : "?");
 		free(s);
 	}
-	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#a") != NULL);
-	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#A") == NULL &&
-	    cJSON_GetObjectItemCaseSensitive(f, "#e") == NULL &&
+	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#e") != NULL);
+	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#a") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(f, "#A") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(f, "#E") == NULL &&
 	    cJSON_GetObjectItemCaseSensitive(f, "#q") == NULL);
 	cJSON_Delete(log);
 	T_ASSERT(peerctl_config(idx, "{\"drop_eose\":false}") == 0);
@@ -829,7 +842,7 @@ test_owner_read_inbox_public_only(void)
 	char	      tags[600], msg[256], oh[65], ocoord[200], pcoord[200];
 	char	      f[300];
 	cJSON	     *v = NULL, *r;
-	int	      before, i, ob0from, nroots, hconn = -1;
+	int	      before, i, ob0from, ob0priv, nroots, hconn = -1;
 
 	/* Not the owner's: another owner's repository with a root ... */
 	T_ASSERT(host_repo(b, WHO_OWNER2, "other", NULL) == 0);
@@ -910,15 +923,24 @@ test_owner_read_inbox_public_only(void)
 	T_EQ_INT(peer_log_num(own, "open"), 0);
 
 	/* Private mode: the same inbox is not a history relay. */
+	ob0priv = peerctl_nreqs(ob[0]);
 	relayproc_setenv(b, "NGIT_PRIVATE_MODE=true");
 	T_ASSERT(relayproc_restart(b) == 0);
 	v = hist_view(b, 10);
 	T_ASSERT(v != NULL);
 	T_EQ_INT(ctl_bool(v, "private_mode"), 1);
 	T_CHECK(relay_in(v, own) == NULL);
-	/* Participants' relays still are. */
+	/* Participants' relays still are, for their roots only: a
+	 * private instance never probes a peer's mailbox with the
+	 * repository coordinate (GRASP-03, deliberately excluded). */
 	T_CHECK(relay_in(v, fb) != NULL);
+	T_ASSERT((r = relay_in(v, ob[0])) != NULL);
+	T_CHECK(has_purpose(r, "participant"));
+	T_CHECK(!has_purpose(r, "repository"));
 	cJSON_Delete(v);
+	T_CHECK(wait_req_filter_with(ob[0], ob0priv, issue_c->id_hex, fbreply,
+		    NULL, 15) >= 0);
+	T_CHECK(!reqs_mention(ob[0], ob0priv, coord));
 	before = peerctl_nreqs(own);
 	st2 = ev(WHO_STATUS, t0 + 80, 1630, tags, "reopened");
 	T_ASSERT(peerctl_seed(own, &st2, 1) == 0);

@@ -7,8 +7,9 @@
  * maintainers of accepted Full repositories, authors of accepted roots
  * and their descendants) and starts a round for each author that is due:
  * the configured user indexes and the bootstrap relay for an author
- * without a stored relay list, the list's write/unmarked outboxes (at
- * most four, in tag order) for an author with one.  A newer stored list
+ * without a stored relay list (or with one that has no usable outbox),
+ * the list's write/unmarked outboxes (at most four, in tag order) for an
+ * author with one.  A newer stored list
  * adds its outboxes not yet asked in the round, until no unvisited
  * source remains.  A round ends when every source answered: an author
  * some successful query returned is refreshed after 24 hours, any other
@@ -140,7 +141,11 @@ start_round(struct discd *dd, struct disc_author *a)
 	dd->dd_rounds++;
 	if (a->da_has_list)
 		round_add_outboxes(dd, a);
-	else
+	/* A retained list without a usable outbox (none write/unmarked,
+	 * or none passing hygiene) names nowhere to ask: the author is
+	 * asked of the user-index set, as one without a list is. */
+	if (!a->da_has_list ||
+	    relaylist_get(&a->da_list, RELAYLIST_OUTBOX, 0) == NULL)
 		for (i = 0; i < dd->dd_nindex; i++)
 			round_add(dd, a, dd->dd_index[i]);
 	if (a->da_pending == 0)
@@ -525,8 +530,11 @@ disc_init(struct role_ctx *ctx)
 		 "a stored relay list; %zu index sources",
 	    dd->dd_neligible, lists, dd->dd_nindex);
 	if (dd->dd_nindex == 0)
-		log_info("no user index or bootstrap relay configured: authors "
-			 "without a stored relay list cannot be discovered");
+		log_warnx("GRASP-03 discovery has no source: authors without a "
+			  "stored relay list cannot be discovered; set "
+			  "NGIT_SYNC_PLUS_USER_INDEX_RELAYS (file key "
+			  "sync_plus_user_index_relays) to public profile "
+			  "indexes, see graspd.conf(5)");
 
 	dd->dd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &disc_hooks, dd);

@@ -350,13 +350,17 @@ test_participant_history_mailboxes(void)
 
 	T_EQ_INT(client_wait_id(b, r2, 30), 1);
 	/* The view: four participant relays, the fifth not among them;
-	 * the last one's rotation complete. */
+	 * their rotations complete. */
 	for (i = 0; i < 100; i++) {
 		cJSON_Delete(v);
 		v = hist_view(b, 5);
-		if (v != NULL && (r = relay_in(v, ob[3])) != NULL &&
-		    ctl_num(r, "rotations") >= 1 &&
-		    ctl_num(r, "rotation_left") == 0)
+		int done = 0, j;
+
+		for (j = 0; v != NULL && j < 4; j++)
+			done += (r = relay_in(v, ob[j])) != NULL &&
+			    ctl_num(r, "rotations") >= 1 &&
+			    ctl_num(r, "rotation_left") == 0;
+		if (done == 4)
 			break;
 		usleep(100000);
 	}
@@ -416,10 +420,10 @@ test_fallback_for_participant_without_list(void)
 	q1 = reply_by(WHO_OTHER, t0 + 51, "only on the fallback relay");
 	T_ASSERT(peerctl_seed(fb, &q1, 1) == 0);
 	T_EQ_INT(client_wait_id(b, q1, 30), 1);
-	/* historyd's probe of the participant's root on the fallback
-	 * relay: the root and the participant's reply, not the bare
-	 * repository coordinate (GRASP-03: a participant-only mailbox
-	 * remains constrained to its derived roots). */
+	/* The root and the participant's reply are asked on the fallback
+	 * relay (syncd may ask them too, for the root author), the bare
+	 * repository coordinate never (GRASP-03: a participant-only
+	 * mailbox remains constrained to its derived roots). */
 	T_CHECK(wait_req_filter_with(fb, from, issue->id_hex, q0->id_hex, NULL,
 		    20) >= 0);
 	T_CHECK(!reqs_mention(fb, 0, coord));
@@ -712,6 +716,145 @@ test_relay_list_takes_authors_off_fallback(void)
 	T_EQ_INT((int)m2, (int)marks - 2);
 	event_destroy(la);
 	event_destroy(lb);
+}
+
+/* A live subscription a peer saw: its connection and id. */
+struct live_sub {
+	int  ls_conn;
+	char ls_sub[64];
+};
+
+/* The live ("limit":0) REQs of p naming s, into out (at most max). */
+static int
+live_subs_naming(struct relayproc *p, const char *s, struct live_sub *out,
+    int max)
+{
+	cJSON *log = peerctl_log(p), *reqs, *rq, *sub;
+	char  *t;
+	int    n = 0;
+
+	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
+	cJSON_ArrayForEach(rq, reqs) {
+		if (n == max ||
+		    (t = cJSON_PrintUnformatted(
+			 cJSON_GetObjectItem(rq, "filters"))) == NULL)
+			continue;
+		sub = cJSON_GetObjectItem(rq, "sub");
+		if (strstr(t, s) != NULL && strstr(t, "\"limit\":0") != NULL &&
+		    cJSON_IsString(sub)) {
+			out[n].ls_conn = (int)ctl_num(rq, "conn");
+			snprintf(out[n].ls_sub, sizeof(out[n].ls_sub), "%s",
+			    sub->valuestring);
+			n++;
+		}
+		free(t);
+	}
+	cJSON_Delete(log);
+	return n;
+}
+
+/* The CLOSEs p logged after the first `from` of one of subs. */
+static int
+closes_of(struct relayproc *p, int from, const struct live_sub *subs, int n)
+{
+	cJSON *log = peerctl_log(p), *closes, *cl, *sub;
+	int    i = 0, hits = 0, j;
+
+	closes = log ? cJSON_GetObjectItem(log, "closes") : NULL;
+	cJSON_ArrayForEach(cl, closes) {
+		if (i++ < from)
+			continue;
+		sub = cJSON_GetObjectItem(cl, "sub");
+		for (j = 0; j < n; j++)
+			hits += cJSON_IsString(sub) &&
+			    (int)ctl_num(cl, "conn") == subs[j].ls_conn &&
+			    strcmp(sub->valuestring, subs[j].ls_sub) == 0;
+	}
+	cJSON_Delete(log);
+	return hits;
+}
+
+static int
+nclose_count(struct relayproc *p)
+{
+	cJSON *log = peerctl_log(p);
+	int    n = -1;
+
+	if (log != NULL)
+		n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "closes"));
+	cJSON_Delete(log);
+	return n;
+}
+
+/*
+ * GRASP-03: "Root-author inbox additions use ordinary coverage, while
+ * removal-only changes let existing shared live subscriptions drain
+ * naturally."  rin is the read inbox of two root authors; one of them
+ * drops it and adds no inbox: syncd's live subscriptions on rin, shared
+ * with the other author's roots, are neither closed nor sent again.  The
+ * next addition (a new root of the other author) repacks them without
+ * the dropped author's root.
+ */
+static void
+test_inbox_removal_drains_live(void)
+{
+	struct event   *lfa, *root;
+	char		msg[256];
+	cJSON	       *v = NULL, *r;
+	struct live_sub subs[16];
+	int		nsubs, from, cfrom, i, hit, draining = -1;
+
+	T_ASSERT(issue_a != NULL && issue_c != NULL);
+	/* Both roots live on rin, in syncd's subscriptions. */
+	for (i = 0; i < 100; i++) {
+		if (live_subs_naming(rin, issue_a->id_hex, subs, 16) > 0 &&
+		    live_subs_naming(rin, issue_c->id_hex, subs, 16) > 0)
+			break;
+		usleep(100000);
+	}
+	nsubs = live_subs_naming(rin, issue_a->id_hex, subs, 16);
+	T_ASSERT(nsubs > 0);
+	from = peerctl_nreqs(rin);
+	cfrom = nclose_count(rin);
+	/* WHO_FA's newer list names no relay at all: no inbox. */
+	lfa = ev(WHO_FA, time(NULL) + 1, 10002, "[]", "");
+	T_EQ_INT(client_publish(b, lfa, msg, sizeof(msg)), 1);
+	/* syncd took it: rin's live REQs now cover a root no longer
+	 * wanted there. */
+	for (i = 0; i < 100; i++) {
+		cJSON_Delete(v);
+		v = sync_view(b, 5);
+		r = v ? relay_in(v, rin) : NULL;
+		draining = r ? (int)ctl_num(r, "live_draining") : -1;
+		if (draining >= 1)
+			break;
+		usleep(100000);
+	}
+	cJSON_Delete(v);
+	T_CHECK(draining >= 1);
+	/* Absence: what a repack would have sent by now. */
+	sleep(1);
+	T_EQ_INT(closes_of(rin, cfrom, subs, nsubs), 0);
+	T_EQ_INT(req_filter_with(rin, from, "\"limit\":0", NULL, NULL), -1);
+	/* An addition repacks: a new root of WHO_ROOT, whose read inbox
+	 * rin still is, and no longer WHO_FA's. */
+	root = issue_on(coord, WHO_ROOT, t0 + 125, "n", "a new root");
+	T_EQ_INT(client_publish(b, root, msg, sizeof(msg)), 1);
+	hit = wait_req_filter_with(rin, from, root->id_hex, "\"limit\":0", NULL,
+	    10);
+	T_CHECK(hit >= 0);
+	if (hit >= 0) {
+		cJSON *log = peerctl_log(rin);
+		char  *t = cJSON_PrintUnformatted(
+		     cJSON_GetArrayItem(cJSON_GetObjectItem(log, "reqs"), hit));
+
+		T_CHECK(t != NULL && strstr(t, issue_c->id_hex) != NULL &&
+		    strstr(t, issue_a->id_hex) == NULL);
+		free(t);
+		cJSON_Delete(log);
+	}
+	event_destroy(lfa);
+	event_destroy(root);
 }
 
 /* A newer announcement of owner's d on p declaring maint_hex. */
@@ -1195,6 +1338,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_index_answer_puts_authors_on_fallback),
 	T_CASE(test_restart_keeps_fallback_ownership),
 	T_CASE(test_relay_list_takes_authors_off_fallback),
+	T_CASE(test_inbox_removal_drains_live),
 	T_CASE(test_no_mailboxes_without_thread_events),
 	T_CASE(test_owner_read_inbox_public_only),
 	T_CASE(test_metrics_fixed_cardinality_with_1000_authors),

@@ -452,7 +452,10 @@ pass_cb(lws_sorted_usec_list_t *sul)
 	(void)sul;
 	dd->dd_passes++;
 	dd->dd_dialled = 0;
-	if (dd->dd_pass++ % dd->dd_reconcile_every == 0)
+	if (disc_reconcile_due(&dd->dd_reconciled_ms, disc_now_ms(),
+		(int64_t)(cfg_period(&dd->dd_ctx->r_cfg,
+			      DISC_RECONCILE_PERIOD) *
+		    1000)))
 		reconcile(dd);
 	disc_dispatch(dd);
 	sync_marks(dd);
@@ -491,7 +494,6 @@ disc_init(struct role_ctx *ctx)
 {
 	struct discd	    *dd = &discd;
 	const struct config *cfg = &ctx->r_cfg;
-	double		     maint, rec;
 	size_t		     i, it, lists = 0;
 	void		    *v;
 
@@ -538,10 +540,7 @@ disc_init(struct role_ctx *ctx)
 
 	dd->dd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &disc_hooks, dd);
-	maint = cfg_period(cfg, DISC_MAINT_PERIOD);
-	rec = cfg_period(cfg, DISC_RECONCILE_PERIOD);
-	dd->dd_reconcile_every =
-	    rec > maint ? (unsigned)(rec / maint + 0.5) : 1;
+	dd->dd_reconciled_ms = -1;
 	dd->dd_started = 1;
 	/* The first pass runs from the loop, once the role is ready. */
 	lws_sul_schedule(ctx->r_lws, 0, &dd->dd_sul_pass, pass_cb, 1);

@@ -575,13 +575,49 @@ peer_open(struct relayproc *p)
 	return n;
 }
 
+/* The times of the websocket connections p opened after its first
+ * `from`, appended to at[] from *n on (at most max in all). */
+static void
+opens_after(struct relayproc *p, int from, double *at, int *n, int max)
+{
+	cJSON *log = peerctl_log(p), *o, *opens;
+	int    i = 0;
+
+	opens = log ? cJSON_GetObjectItem(log, "opens") : NULL;
+	cJSON_ArrayForEach(o, opens)
+		if (i++ >= from && *n < max)
+			at[(*n)++] = ctl_num(o, "at_ms");
+	cJSON_Delete(log);
+}
+
+static int
+nopens(struct relayproc *p)
+{
+	cJSON *log = peerctl_log(p);
+	int    n = -1;
+
+	if (log != NULL)
+		n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "opens"));
+	cJSON_Delete(log);
+	return n;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * GRASP-03: authors are asked of the user-index set until an accepted
  * list is retained, then of its write/unmarked outboxes.  A retained list
  * whose only write relay fails hygiene (and whose other relay is
  * read-only) names no outbox: its author is asked of the index, on the
  * normal cadence, instead of never again.  The index connection, which
- * only discovery holds, retires once that due work has drained.
+ * only discovery holds, retires once that due work has drained; the
+ * sources of the restarted discoveryd are dialled one per pass.
  */
 static void
 test_list_without_outbox_asked_at_index(void)
@@ -589,7 +625,8 @@ test_list_without_outbox_asked_at_index(void)
 	struct event *is, *list, *prof;
 	char	      msg[256], hex[65];
 	cJSON	     *v = NULL, *a = NULL;
-	int	      i;
+	double	      at[64];
+	int	      i, oidx, oob2, nat = 0, close = 0;
 
 	tuser_hex(KEYS, WHO_NOOUT, hex);
 	/* Discovery paused: the list is stored before any round. */
@@ -605,6 +642,12 @@ test_list_without_outbox_asked_at_index(void)
 	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
 	prof = ev(WHO_NOOUT, t0 - 50, 0, "[]", "{\"name\":\"no outbox\"}");
 	T_ASSERT(peerctl_seed(idx, &prof, 1) == 0);
+	/* Every eligible author is due again after the start: sources
+	 * for all of them, idx and ob2 (an outbox only discovery uses)
+	 * among them. */
+	oidx = nopens(idx);
+	oob2 = nopens(ob2);
+	T_ASSERT(oidx >= 0 && oob2 >= 0);
 	T_ASSERT(graspctl(b, "start discoveryd") == 0);
 	for (i = 0; i < 200 && asked(idx, hex, NULL, 0) == 0; i++)
 		usleep(100000);
@@ -632,6 +675,25 @@ test_list_without_outbox_asked_at_index(void)
 	for (i = 0; i < 150 && peer_open(idx) != 0; i++)
 		usleep(100000);
 	T_EQ_INT(peer_open(idx), 0);
+	/* GRASP-03: "At most one new discovery source is dialled per
+	 * maintenance pass" (200 ms with NGIT_TEST): no two of these
+	 * connections opened closer than that, less connect jitter. */
+	for (i = 0; i < 100 && (nopens(idx) <= oidx || nopens(ob2) <= oob2);
+	     i++)
+		usleep(100000);
+	opens_after(idx, oidx, at, &nat, 64);
+	opens_after(ob2, oob2, at, &nat, 64);
+	qsort(at, (size_t)nat, sizeof(at[0]), cmp_double);
+	printf(
+	    "# %d dials after the start (idx from %d, ob2 from %d: now %d, %d)\n",
+	    nat, oidx, oob2, nopens(idx), nopens(ob2));
+	T_CHECK(nat >= 2);
+	for (i = 1; i < nat; i++)
+		if (at[i] - at[i - 1] < 120) {
+			printf("# dials %.0f ms apart\n", at[i] - at[i - 1]);
+			close++;
+		}
+	T_EQ_INT(close, 0);
 	event_destroy(is);
 	event_destroy(list);
 	event_destroy(prof);

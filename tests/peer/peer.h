@@ -136,6 +136,7 @@ struct peer {
 	/* The log (GET /log); cleared by POST /reset. */
 	cJSON		     *log_reqs;
 	cJSON		     *log_closes;
+	cJSON		     *log_opens; /* websocket connections opened */
 	cJSON		     *log_auth;
 	cJSON		     *log_negs; /* NEG-OPENs */
 	uint64_t	      log_connections;

@@ -22,6 +22,7 @@
  *   GET  /events   the stored events as a JSON array, newest first
  *   GET  /log      {"connections","open","reqs":[{"conn","sub","filters",
  *                  "at_ms"}],"closes":[{"conn","sub","at_ms"}],
+ *                  "opens":[{"conn","at_ms"}] (websocket connections),
  *                  "negs":[{"conn","sub","filter","at_ms"}],
  *                  "events_received","stored","auth":[{"conn","pubkey"}],
  *                  "max_concurrent_subs","bytes_in","bytes_out",

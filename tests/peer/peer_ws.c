@@ -725,6 +725,7 @@ static void
 conn_open(struct peer_conn *c, struct lws *wsi)
 {
 	uint8_t raw[16];
+	cJSON  *e;
 
 	/* The session may have served HTTP before the upgrade. */
 	buf_free(&c->pc_body);
@@ -744,6 +745,9 @@ conn_open(struct peer_conn *c, struct lws *wsi)
 	LIST_INSERT_HEAD(&peer->conns, c, pc_entry);
 	peer->nconns++;
 	peer->log_connections++;
+	e = log_entry(c, 0, NULL);
+	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
+	peer_log_add(peer->log_opens, e);
 	log_debug("conn %llu: open", (unsigned long long)c->pc_serial);
 	if (peer->cfg.auth)
 		send_auth_challenge(c);

@@ -31,6 +31,11 @@
  *     inboxes or participant mailboxes, and historyd's exclusively
  *     history connection retires after its rotation; a failed group
  *     (no EOSE) makes the relay due after the 5 (test) s retry delay;
+ *     a group that always fails (CLOSED) is asked again alone every
+ *     5 (test) s while the groups that succeeded wait for the refresh;
+ *   - a root author dropping a shared read inbox leaves syncd's live
+ *     subscriptions there to drain (no CLOSE, no new REQ) until the
+ *     next addition repacks them;
  *   - a relay that is both a participant mailbox and an owner inbox is
  *     one view entry, its filters the union of both scopes, fetched on
  *     one connection;
@@ -88,6 +93,7 @@
 #define WHO_DEL	   80	/* a participant of a deleted root only */
 #define WHO_MAINT  81	/* a maintainer with no thread events */
 #define WHO_OWNER2 82	/* owner of another repository */
+#define WHO_RETRY  83	/* a participant whose mailbox fails a group */
 #define WHO_MOWNER 70	/* owner of the metrics test's repository */
 #define WHO_MANY   1000 /* the metrics test's participants, from */
 #define NMANY	   1000
@@ -857,6 +863,81 @@ test_inbox_removal_drains_live(void)
 	event_destroy(root);
 }
 
+/* How many REQs p logged after the first `from` name s. */
+static int
+reqs_naming(struct relayproc *p, int from, const char *s)
+{
+	cJSON *log = peerctl_log(p), *reqs, *rq;
+	char  *t;
+	int    i = 0, n = 0;
+
+	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
+	cJSON_ArrayForEach(rq, reqs) {
+		if (i++ < from ||
+		    (t = cJSON_PrintUnformatted(
+			 cJSON_GetObjectItem(rq, "filters"))) == NULL)
+			continue;
+		n += strstr(t, s) != NULL;
+		free(t);
+	}
+	cJSON_Delete(log);
+	return n;
+}
+
+/*
+ * GRASP-03: "a failed group advances the cursor after a five-minute
+ * delay and is retried on a later rotation"; "A successful complete
+ * rotation refreshes after 24 hours".  A participant's mailbox fails its
+ * "#E" group every time (CLOSED): that group alone is asked again every
+ * 5 (test) seconds; its "#e" and "#q" groups, which succeeded, wait for
+ * the 24 (test) minute refresh.
+ */
+static void
+test_failed_group_retries_alone(void)
+{
+	struct event *rep, *list;
+	char	      tags[300], msg[256];
+	cJSON	     *v = NULL, *r = NULL;
+	int	      from, i, iq, nE = 0;
+
+	T_ASSERT(peerctl_config(ob[1], "{\"closed_tag\":69}") == 0); /* 'E' */
+	from = peerctl_nreqs(ob[1]);
+	rep = reply_by(WHO_RETRY, t0 + 140, "my mailbox fails one group");
+	T_EQ_INT(client_publish(b, rep, msg, sizeof(msg)), 1);
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"]]",
+	    relayproc_bind_url(ob[1]));
+	list = ev(WHO_RETRY, t0 + 141, 10002, tags, "");
+	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
+	/* The first rotation ends with its "#q" group (the "#e" one may
+	 * take several pages, the "#E" one fails in between) ... */
+	iq = wait_req_filter_with(ob[1], from, "\"#q\"", NULL, NULL, 15);
+	T_ASSERT(iq >= 0);
+	/* ... then two retries, 5 (test) s apart: "#E" alone. */
+	for (i = 0; i < 200 && (nE = reqs_naming(ob[1], iq + 1, "\"#E\"")) < 2;
+	     i++)
+		usleep(100000);
+	T_CHECK(nE >= 2);
+	T_EQ_INT(reqs_naming(ob[1], iq + 1, "\"#e\""), 0);
+	T_EQ_INT(reqs_naming(ob[1], iq + 1, "\"#q\""), 0);
+	for (i = 0; i < 20; i++) {
+		cJSON_Delete(v);
+		if ((v = hist_view(b, 5)) != NULL &&
+		    (r = relay_in(v, ob[1])) != NULL &&
+		    ctl_num(r, "rotations") >= 1)
+			break;
+		usleep(100000);
+	}
+	T_ASSERT(v != NULL && r != NULL);
+	T_EQ_INT(ctl_num(r, "rotations"), 1);
+	T_EQ_INT(ctl_num(r, "failed_groups_due"), 1);
+	T_CHECK(ctl_num(r, "groups_failed") >= 3);
+	T_CHECK(ctl_num(r, "next_due_in") <= 5);
+	cJSON_Delete(v);
+	T_ASSERT(peerctl_config(ob[1], "{\"closed_tag\":0}") == 0);
+	event_destroy(rep);
+	event_destroy(list);
+}
+
 /* A newer announcement of owner's d on p declaring maint_hex. */
 static int
 reannounce(struct relayproc *p, int owner, const char *d, const char *maint_hex,
@@ -1339,6 +1420,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_restart_keeps_fallback_ownership),
 	T_CASE(test_relay_list_takes_authors_off_fallback),
 	T_CASE(test_inbox_removal_drains_live),
+	T_CASE(test_failed_group_retries_alone),
 	T_CASE(test_no_mailboxes_without_thread_events),
 	T_CASE(test_owner_read_inbox_public_only),
 	T_CASE(test_metrics_fixed_cardinality_with_1000_authors),

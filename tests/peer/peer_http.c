@@ -6,7 +6,9 @@
  *
  *   POST /config   a JSON object with any of the keys of struct
  *                  peer_config (integers: eose_delay_ms, max_results,
- *                  close_after_events, oversized_bytes, flood; booleans:
+ *                  close_after_events, oversized_bytes, flood,
+ *                  closed_tag: the code of an ASCII letter X, a REQ with
+ *                  a "#X" filter gets CLOSED "error: ..."; booleans:
  *                  drop_eose, closed_rate_limited, notice_rate_limit,
  *                  ok_rate_limited, garbage, forge, auth, refuse, hang,
  *                  verify, neg: NEG-OPEN is served, not a NOTICE).

@@ -115,6 +115,7 @@ static const struct {
 	K(drop_eose, CFG_BOOL, 1),
 	K(max_results, CFG_INT, 1000000),
 	K(closed_rate_limited, CFG_BOOL, 1),
+	K(closed_tag, CFG_INT, 127),
 	K(notice_rate_limit, CFG_BOOL, 1),
 	K(ok_rate_limited, CFG_BOOL, 1),
 	K(close_after_events, CFG_INT, 100000000),

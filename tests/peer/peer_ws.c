@@ -304,6 +304,17 @@ handle_req(struct peer_conn *c, const struct json *msg)
 		    "rate-limited: slow down");
 		return;
 	}
+	if (peer->cfg.closed_tag > 0) {
+		char tag[3] = { '#', (char)peer->cfg.closed_tag, '\0' };
+
+		for (fj = json_at(msg, 2); fj != NULL; fj = fj->next)
+			if (fj->type == JSON_OBJECT &&
+			    json_get(fj, tag) != NULL) {
+				wss_send_msg(&c->pc_out, "CLOSED", subid,
+				    "error: this peer fails such filters");
+				return;
+			}
+	}
 	nf = msg->n - 2;
 	if (nf == 0) {
 		wss_send_msg(&c->pc_out, "CLOSED", subid,

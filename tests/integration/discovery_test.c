@@ -564,17 +564,6 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 	T_CHECK(seen >= 1 && seen <= 4);
 }
 
-/* The number of p's websocket connections still open, or -1. */
-static int
-peer_open(struct relayproc *p)
-{
-	cJSON *log = peerctl_log(p);
-	int    n = log ? (int)ctl_num(log, "open") : -1;
-
-	cJSON_Delete(log);
-	return n;
-}
-
 /* The times of the websocket connections p opened after its first
  * `from`, appended to at[] from *n on (at most max in all). */
 static void
@@ -588,18 +577,6 @@ opens_after(struct relayproc *p, int from, double *at, int *n, int max)
 		if (i++ >= from && *n < max)
 			at[(*n)++] = ctl_num(o, "at_ms");
 	cJSON_Delete(log);
-}
-
-static int
-nopens(struct relayproc *p)
-{
-	cJSON *log = peerctl_log(p);
-	int    n = -1;
-
-	if (log != NULL)
-		n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "opens"));
-	cJSON_Delete(log);
-	return n;
 }
 
 static int
@@ -645,8 +622,8 @@ test_list_without_outbox_asked_at_index(void)
 	/* Every eligible author is due again after the start: sources
 	 * for all of them, idx and ob2 (an outbox only discovery uses)
 	 * among them. */
-	oidx = nopens(idx);
-	oob2 = nopens(ob2);
+	oidx = peerctl_log_count(idx, "opens");
+	oob2 = peerctl_log_count(ob2, "opens");
 	T_ASSERT(oidx >= 0 && oob2 >= 0);
 	T_ASSERT(graspctl(b, "start discoveryd") == 0);
 	for (i = 0; i < 200 && asked(idx, hex, NULL, 0) == 0; i++)
@@ -672,13 +649,15 @@ test_list_without_outbox_asked_at_index(void)
 	cJSON_Delete(v);
 	/* GRASP-03: "an exclusively discovery connection retires after
 	 * its currently due identity or mailbox work drains". */
-	for (i = 0; i < 150 && peer_open(idx) != 0; i++)
+	for (i = 0; i < 150 && peerctl_log_num(idx, "open") != 0; i++)
 		usleep(100000);
-	T_EQ_INT(peer_open(idx), 0);
+	T_EQ_INT(peerctl_log_num(idx, "open"), 0);
 	/* GRASP-03: "At most one new discovery source is dialled per
 	 * maintenance pass" (200 ms with NGIT_TEST): no two of these
 	 * connections opened closer than that, less connect jitter. */
-	for (i = 0; i < 100 && (nopens(idx) <= oidx || nopens(ob2) <= oob2);
+	for (i = 0; i < 100 &&
+	     (peerctl_log_count(idx, "opens") <= oidx ||
+		 peerctl_log_count(ob2, "opens") <= oob2);
 	     i++)
 		usleep(100000);
 	opens_after(idx, oidx, at, &nat, 64);
@@ -686,7 +665,8 @@ test_list_without_outbox_asked_at_index(void)
 	qsort(at, (size_t)nat, sizeof(at[0]), cmp_double);
 	printf(
 	    "# %d dials after the start (idx from %d, ob2 from %d: now %d, %d)\n",
-	    nat, oidx, oob2, nopens(idx), nopens(ob2));
+	    nat, oidx, oob2, peerctl_log_count(idx, "opens"),
+	    peerctl_log_count(ob2, "opens"));
 	T_CHECK(nat >= 2);
 	for (i = 1; i < nat; i++)
 		if (at[i] - at[i - 1] < 120) {
@@ -774,10 +754,9 @@ test_off_switch(void)
 	T_CHECK(cJSON_GetObjectItem(v, "authors") == NULL);
 	cJSON_Delete(v);
 	v = ctl_role_view(c, ROLE_HISTORYD, "history", 10);
-	T_ASSERT(v != NULL);
-	T_EQ_INT(ctl_bool(v, "grasp03_enabled"), 0);
-	T_EQ_INT(ctl_num(v, "workers"), 0);
-	T_CHECK(cJSON_GetObjectItem(v, "relays") == NULL);
+	T_CHECK(v != NULL && ctl_bool(v, "grasp03_enabled") == 0 &&
+	    ctl_num(v, "workers") == 0 &&
+	    cJSON_GetObjectItem(v, "relays") == NULL);
 	cJSON_Delete(v);
 	sleep(2);
 	T_EQ_INT(peerctl_nreqs(idx4), 0);

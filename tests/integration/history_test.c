@@ -159,18 +159,25 @@ relay_in(const cJSON *view, struct relayproc *p)
 }
 
 /*
- * The number key of p's log: "connections" (websocket connections
- * accepted) or "open" (still open ones); -1 if there is none.
+ * The historyd view once relay p's number key is at least min, within
+ * secs (else the last view, or NULL); *r p's entry in it, or NULL.
  */
-static int
-peer_log_num(struct relayproc *p, const char *key)
+static cJSON *
+relay_when(struct relayproc *p, const char *key, double min, int secs,
+    cJSON **r)
 {
-	cJSON *log = peerctl_log(p);
-	int    n;
+	cJSON *v = NULL;
+	int    i;
 
-	n = log ? (int)ctl_num(log, key) : -1;
-	cJSON_Delete(log);
-	return n;
+	for (i = 0; i < secs * 10; i++) {
+		cJSON_Delete(v);
+		if ((v = hist_view(b, 5)) != NULL &&
+		    (*r = relay_in(v, p)) != NULL && ctl_num(*r, key) >= min)
+			return v;
+		usleep(100000);
+	}
+	*r = v ? relay_in(v, p) : NULL;
+	return v;
 }
 
 /*
@@ -407,7 +414,7 @@ test_participant_history_mailboxes(void)
 	T_EQ_INT(client_count(b, "{\"kinds\":[1111],\"#E\":[\"x\"]}"), 0);
 	T_EQ_INT(client_has_id(b, r5), 0);
 	/* Never dialled, by historyd or anyone. */
-	T_EQ_INT(peer_log_num(ob[4], "connections"), 0);
+	T_EQ_INT(peerctl_log_num(ob[4], "connections"), 0);
 	event_destroy(r0);
 	event_destroy(r2);
 	event_destroy(r5);
@@ -780,18 +787,6 @@ closes_of(struct relayproc *p, int from, const struct live_sub *subs, int n)
 	return hits;
 }
 
-static int
-nclose_count(struct relayproc *p)
-{
-	cJSON *log = peerctl_log(p);
-	int    n = -1;
-
-	if (log != NULL)
-		n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "closes"));
-	cJSON_Delete(log);
-	return n;
-}
-
 /*
  * GRASP-03: "Root-author inbox additions use ordinary coverage, while
  * removal-only changes let existing shared live subscriptions drain
@@ -821,7 +816,7 @@ test_inbox_removal_drains_live(void)
 	nsubs = live_subs_naming(rin, issue_a->id_hex, subs, 16);
 	T_ASSERT(nsubs > 0);
 	from = peerctl_nreqs(rin);
-	cfrom = nclose_count(rin);
+	cfrom = peerctl_log_count(rin, "closes");
 	/* WHO_FA's newer list names no relay at all: no inbox. */
 	lfa = ev(WHO_FA, time(NULL) + 1, 10002, "[]", "");
 	T_EQ_INT(client_publish(b, lfa, msg, sizeof(msg)), 1);
@@ -919,14 +914,7 @@ test_failed_group_retries_alone(void)
 	T_CHECK(nE >= 2);
 	T_EQ_INT(reqs_naming(ob[1], iq + 1, "\"#e\""), 0);
 	T_EQ_INT(reqs_naming(ob[1], iq + 1, "\"#q\""), 0);
-	for (i = 0; i < 20; i++) {
-		cJSON_Delete(v);
-		if ((v = hist_view(b, 5)) != NULL &&
-		    (r = relay_in(v, ob[1])) != NULL &&
-		    ctl_num(r, "rotations") >= 1)
-			break;
-		usleep(100000);
-	}
+	v = relay_when(ob[1], "rotations", 1, 2, &r);
 	T_ASSERT(v != NULL && r != NULL);
 	T_EQ_INT(ctl_num(r, "rotations"), 1);
 	T_EQ_INT(ctl_num(r, "failed_groups_due"), 1);
@@ -992,7 +980,6 @@ test_no_mailboxes_without_thread_events(void)
 	struct event *is, *rep, *list, *del;
 	char	      tags[600], msg[256], h[65], f[200];
 	cJSON	     *v, *r;
-	int	      i;
 
 	is = issue_on(coord, WHO_ROOT2, t0 + 130, "d", "to be deleted");
 	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);
@@ -1006,16 +993,8 @@ test_no_mailboxes_without_thread_events(void)
 	    relayproc_bind_url(ob[2]));
 	list = ev(WHO_DEL, t0 + 132, 10002, tags, "");
 	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
-	v = NULL;
-	for (i = 0; i < 100; i++) {
-		cJSON_Delete(v);
-		if ((v = hist_view(b, 5)) != NULL &&
-		    (r = relay_in(v, ob[2])) != NULL &&
-		    ctl_num(r, "groups_failed") >= 1)
-			break;
-		usleep(100000);
-	}
-	T_ASSERT(v != NULL && (r = relay_in(v, ob[2])) != NULL);
+	v = relay_when(ob[2], "groups_failed", 1, 10, &r);
+	T_ASSERT(v != NULL && r != NULL);
 	T_CHECK(has_purpose(r, "participant"));
 	T_EQ_INT(ctl_num(r, "groups_failed"), 1);
 	T_EQ_STR(cJSON_GetObjectItem(r, "last")->valuestring, "failed");
@@ -1142,9 +1121,9 @@ test_owner_read_inbox_public_only(void)
 	cJSON_Delete(v);
 	/* ... and historyd's exclusively history connection to own
 	 * retired once its rotation was done. */
-	for (i = 0; i < 50 && peer_log_num(own, "open") != 0; i++)
+	for (i = 0; i < 50 && peerctl_log_num(own, "open") != 0; i++)
 		usleep(100000);
-	T_EQ_INT(peer_log_num(own, "open"), 0);
+	T_EQ_INT(peerctl_log_num(own, "open"), 0);
 
 	/* Private mode: the same inbox is not a history relay. */
 	ob0priv = peerctl_nreqs(ob[0]);

@@ -260,8 +260,9 @@ int
 hist_sched_pass(struct hist_sched *s, int64_t now)
 {
 	struct hist_relay *r, *best = NULL;
-	size_t		   it;
+	size_t		   it, i = 0;
 	void		  *v;
+	int		   retry;
 
 	s->hs_passes++;
 	if (s->hs_nactive >= s->hs_max_workers)
@@ -279,14 +280,22 @@ hist_sched_pass(struct hist_sched *s, int64_t now)
 	}
 	if (best == NULL)
 		return 0;
+	retry = best->hr_rot_left == 0 && best->hr_due_ms > now;
+	/* prune_failed() keeps the failed groups within the set; were one
+	 * not, nothing is left to retry. */
+	if (retry &&
+	    (i = next_failed(best, best->hr_retry_pos)) ==
+		best->hr_filters.cf_n) {
+		hmap_free(&best->hr_failed);
+		return 0;
+	}
 	best->hr_active = 1;
 	s->hs_nactive++;
 	s->hs_admitted++;
-	if (best->hr_rot_left == 0 && best->hr_due_ms > now) {
+	if (retry) {
 		/* Only the failed groups are due: each by itself. */
 		best->hr_retrying = 1;
-		start_group(s, best, next_failed(best, best->hr_retry_pos),
-		    now);
+		start_group(s, best, i, now);
 		return 1;
 	}
 	if (best->hr_rot_left == 0)

@@ -7,8 +7,9 @@
  * maintainers of accepted Full repositories, authors of accepted roots
  * and their descendants) and starts a round for each author that is due:
  * the configured user indexes and the bootstrap relay for an author
- * without a stored relay list, the list's write/unmarked outboxes (at
- * most four, in tag order) for an author with one.  A newer stored list
+ * without a stored relay list (or with one that has no usable outbox),
+ * the list's write/unmarked outboxes (at most four, in tag order) for an
+ * author with one.  A newer stored list
  * adds its outboxes not yet asked in the round, until no unvisited
  * source remains.  A round ends when every source answered: an author
  * some successful query returned is refreshed after 24 hours, any other
@@ -140,7 +141,11 @@ start_round(struct discd *dd, struct disc_author *a)
 	dd->dd_rounds++;
 	if (a->da_has_list)
 		round_add_outboxes(dd, a);
-	else
+	/* A retained list without a usable outbox (none write/unmarked,
+	 * or none passing hygiene) names nowhere to ask: the author is
+	 * asked of the user-index set, as one without a list is. */
+	if (!a->da_has_list ||
+	    relaylist_get(&a->da_list, RELAYLIST_OUTBOX, 0) == NULL)
 		for (i = 0; i < dd->dd_nindex; i++)
 			round_add(dd, a, dd->dd_index[i]);
 	if (a->da_pending == 0)
@@ -447,7 +452,10 @@ pass_cb(lws_sorted_usec_list_t *sul)
 	(void)sul;
 	dd->dd_passes++;
 	dd->dd_dialled = 0;
-	if (dd->dd_pass++ % dd->dd_reconcile_every == 0)
+	if (disc_reconcile_due(&dd->dd_reconciled_ms, disc_now_ms(),
+		(int64_t)(cfg_period(&dd->dd_ctx->r_cfg,
+			      DISC_RECONCILE_PERIOD) *
+		    1000)))
 		reconcile(dd);
 	disc_dispatch(dd);
 	sync_marks(dd);
@@ -486,7 +494,6 @@ disc_init(struct role_ctx *ctx)
 {
 	struct discd	    *dd = &discd;
 	const struct config *cfg = &ctx->r_cfg;
-	double		     maint, rec;
 	size_t		     i, it, lists = 0;
 	void		    *v;
 
@@ -525,15 +532,15 @@ disc_init(struct role_ctx *ctx)
 		 "a stored relay list; %zu index sources",
 	    dd->dd_neligible, lists, dd->dd_nindex);
 	if (dd->dd_nindex == 0)
-		log_info("no user index or bootstrap relay configured: authors "
-			 "without a stored relay list cannot be discovered");
+		log_warnx("GRASP-03 discovery has no source: authors without a "
+			  "stored relay list cannot be discovered; set "
+			  "NGIT_SYNC_PLUS_USER_INDEX_RELAYS (file key "
+			  "sync_plus_user_index_relays) to public profile "
+			  "indexes, see graspd.conf(5)");
 
 	dd->dd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &disc_hooks, dd);
-	maint = cfg_period(cfg, DISC_MAINT_PERIOD);
-	rec = cfg_period(cfg, DISC_RECONCILE_PERIOD);
-	dd->dd_reconcile_every =
-	    rec > maint ? (unsigned)(rec / maint + 0.5) : 1;
+	dd->dd_reconciled_ms = -1;
 	dd->dd_started = 1;
 	/* The first pass runs from the loop, once the role is ready. */
 	lws_sul_schedule(ctx->r_lws, 0, &dd->dd_sul_pass, pass_cb, 1);

@@ -11,6 +11,8 @@
  *                their due authors, the one batch in flight, admission
  *                of at most one new source per maintenance pass,
  *                retirement once drained
+ * disc_policy.c  pure decisions on a caller-supplied clock: when the
+ *                once-per-minute reconciliation runs
  *
  * Everything fetched goes to relayd over the ingest channel (relayd
  * checks it like any untrusted event); discoveryd never writes the
@@ -139,8 +141,7 @@ struct discd {
 	struct disc_batch     *dd_batch;   /* in flight, or NULL */
 	int		       dd_dialled; /* a new source this pass */
 	int		       dd_last_ingest_ok;
-	unsigned	       dd_pass;
-	unsigned	       dd_reconcile_every; /* passes */
+	int64_t		       dd_reconciled_ms; /* disc_now_ms(); -1 never */
 	lws_sorted_usec_list_t dd_sul_pass;
 	/* Counters since start. */
 	uint64_t	       dd_passes, dd_reconciles, dd_rounds;
@@ -170,6 +171,15 @@ void disc_source_free_all(struct discd *);
 /* 1 if key is one of the operator-configured index sources. */
 int  disc_is_index(const struct discd *, const char *key);
 void disc_source_show(struct discd *, cJSON *view);
+
+/* disc_policy.c */
+/*
+ * 1 if the reconciliation runs in the maintenance pass at now_ms: the
+ * first pass (*last_ms -1), then once per period_ms (GRASP-03: once a
+ * minute), on the period's grid while the passes keep up.  Updates
+ * *last_ms when it returns 1.
+ */
+int disc_reconcile_due(int64_t *last_ms, int64_t now_ms, int64_t period_ms);
 
 /* discoveryd.c */
 /*

@@ -10,9 +10,13 @@
  * at once"; "A successful group immediately starts that relay's next
  * group until the cycle completes; a failed group advances the cursor
  * but releases the worker for the five-minute retry delay"; "A
- * successful complete rotation refreshes after 24 hours".  Ours: a
- * rotation that had a failed group starts again after the retry delay
- * (its failed groups are "retried on a later rotation").
+ * successful complete rotation refreshes after 24 hours"; "a failed
+ * group advances the cursor after a five-minute delay and is retried on
+ * a later rotation".  A failed group is remembered by its filter text
+ * and, once the rotation is over, retried by itself after the retry
+ * delay (a retry pass of the failed groups only, again after the delay
+ * while it keeps failing); the groups that succeeded wait for the 24 h
+ * refresh.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +41,8 @@ relay_free(struct hist_relay *r)
 {
 	conn_filters_free(&r->hr_filters);
 	hmap_free(&r->hr_threads);
+	hmap_free(&r->hr_failed);
+	free(r->hr_group);
 	free(r->hr_key);
 	free(r);
 }
@@ -109,6 +115,42 @@ same_filters(const struct conn_filters *a, const struct conn_filters *b)
 	return 1;
 }
 
+/* The index of filter text in r's set, or r's size. */
+static size_t
+filter_index(const struct hist_relay *r, const char *text)
+{
+	size_t i;
+
+	for (i = 0; i < r->hr_filters.cf_n; i++)
+		if (strcmp(r->hr_filters.cf_v[i], text) == 0)
+			break;
+	return i;
+}
+
+/* Forgets failed groups that are no longer in r's filter set. */
+static void
+prune_failed(struct hist_relay *r)
+{
+	struct hmap now = HMAP_INIT;
+	const void *k;
+	size_t	    it, i, len;
+	int	    gone;
+
+	for (i = 0; i < r->hr_filters.cf_n; i++)
+		hmap_put(&now, r->hr_filters.cf_v[i],
+		    strlen(r->hr_filters.cf_v[i]), (void *)1);
+	do {
+		gone = 0;
+		for (it = 0; hmap_next(&r->hr_failed, &it, &k, &len, NULL);)
+			if (hmap_get(&now, k, len) == NULL) {
+				hmap_del(&r->hr_failed, k, len);
+				gone = 1;
+				break;
+			}
+	} while (gone);
+	hmap_free(&now);
+}
+
 void
 hist_sched_set_filters(struct hist_sched *s, struct hist_relay *r,
     struct conn_filters *f)
@@ -127,11 +169,14 @@ hist_sched_set_filters(struct hist_sched *s, struct hist_relay *r,
 	if (r->hr_filters.cf_n == 0) {
 		r->hr_cursor = 0;
 		r->hr_rot_left = 0;
+		r->hr_retry_pos = 0;
 	} else {
 		r->hr_cursor %= r->hr_filters.cf_n;
+		r->hr_retry_pos %= r->hr_filters.cf_n;
 		if (r->hr_rot_left > r->hr_filters.cf_n)
 			r->hr_rot_left = r->hr_filters.cf_n;
 	}
+	prune_failed(r);
 }
 
 void
@@ -163,20 +208,51 @@ void
 hist_sched_added(struct hist_sched *s, struct hist_relay *r)
 {
 	(void)s;
-	if (r->hr_active || r->hr_rot_left > 0)
+	if (r->hr_rot_left > 0)
 		r->hr_added = 1;
-	if (!r->hr_active)
+	/* Idle, waiting to go on, or retrying failed groups (a new
+	 * rotation follows the retry pass). */
+	if (!r->hr_active || r->hr_rot_left == 0)
 		r->hr_due_ms = 0;
 }
 
-/* Starts r's current group; a start that fails counts as a failed group
+int64_t
+hist_relay_due(const struct hist_relay *r)
+{
+	if (r->hr_rot_left == 0 && r->hr_failed.hm_n > 0 &&
+	    r->hr_retry_ms < r->hr_due_ms)
+		return r->hr_retry_ms;
+	return r->hr_due_ms;
+}
+
+/*
+ * The index of r's first failed group at or after from (wrapping), or
+ * r's size if none.
+ */
+static size_t
+next_failed(const struct hist_relay *r, size_t from)
+{
+	size_t i, n = r->hr_filters.cf_n, j;
+
+	for (i = 0; i < n; i++) {
+		j = (from + i) % n;
+		if (hmap_get(&r->hr_failed, r->hr_filters.cf_v[j],
+			strlen(r->hr_filters.cf_v[j])) != NULL)
+			return j;
+	}
+	return n;
+}
+
+/* Starts r's group i; a start that fails counts as a failed group
  * (which releases the worker, so this never loops). */
 static void
-start_group(struct hist_sched *s, struct hist_relay *r, int64_t now)
+start_group(struct hist_sched *s, struct hist_relay *r, size_t i, int64_t now)
 {
+	free(r->hr_group);
+	if ((r->hr_group = strdup(r->hr_filters.cf_v[i])) == NULL)
+		fatal("start_group");
 	r->hr_inflight = 1;
-	if (s->hs_ops->start(s->hs_arg, r, r->hr_filters.cf_v[r->hr_cursor]) ==
-	    -1)
+	if (s->hs_ops->start(s->hs_arg, r, r->hr_group) == -1)
 		hist_sched_done(s, r, 0, now);
 }
 
@@ -184,8 +260,9 @@ int
 hist_sched_pass(struct hist_sched *s, int64_t now)
 {
 	struct hist_relay *r, *best = NULL;
-	size_t		   it;
+	size_t		   it, i = 0;
 	void		  *v;
+	int		   retry;
 
 	s->hs_passes++;
 	if (s->hs_nactive >= s->hs_max_workers)
@@ -193,39 +270,80 @@ hist_sched_pass(struct hist_sched *s, int64_t now)
 	for (it = 0; hmap_next(&s->hs_relays, &it, NULL, NULL, &v);) {
 		r = v;
 		if (!r->hr_desired || r->hr_active || r->hr_inflight ||
-		    r->hr_due_ms > now)
+		    hist_relay_due(r) > now)
 			continue;
 		/* The longest due first; the key breaks ties. */
-		if (best == NULL || r->hr_due_ms < best->hr_due_ms ||
-		    (r->hr_due_ms == best->hr_due_ms &&
+		if (best == NULL || hist_relay_due(r) < hist_relay_due(best) ||
+		    (hist_relay_due(r) == hist_relay_due(best) &&
 			strcmp(r->hr_key, best->hr_key) < 0))
 			best = r;
 	}
 	if (best == NULL)
 		return 0;
+	retry = best->hr_rot_left == 0 && best->hr_due_ms > now;
+	/* prune_failed() keeps the failed groups within the set; were one
+	 * not, nothing is left to retry. */
+	if (retry &&
+	    (i = next_failed(best, best->hr_retry_pos)) ==
+		best->hr_filters.cf_n) {
+		hmap_free(&best->hr_failed);
+		return 0;
+	}
 	best->hr_active = 1;
 	s->hs_nactive++;
 	s->hs_admitted++;
-	if (best->hr_rot_left == 0) {
-		best->hr_rot_left = best->hr_filters.cf_n;
-		best->hr_rot_failed = 0;
+	if (retry) {
+		/* Only the failed groups are due: each by itself. */
+		best->hr_retrying = 1;
+		start_group(s, best, i, now);
+		return 1;
 	}
-	start_group(s, best, now);
+	if (best->hr_rot_left == 0)
+		best->hr_rot_left = best->hr_filters.cf_n;
+	start_group(s, best, best->hr_cursor, now);
 	return 1;
+}
+
+/* Ends r's retry pass after its group i (ok or not). */
+static void
+retry_done(struct hist_sched *s, struct hist_relay *r, size_t i, int ok,
+    int64_t now)
+{
+	size_t n = r->hr_filters.cf_n, next;
+
+	if (i < n)
+		r->hr_retry_pos = (i + 1) % n;
+	if (ok && (next = next_failed(r, r->hr_retry_pos)) < n) {
+		start_group(s, r, next, now);
+		return;
+	}
+	/* Every failed group retried, or one failed again: the rest wait
+	 * for the retry delay. */
+	r->hr_retrying = 0;
+	r->hr_retry_ms = now + s->hs_retry_ms;
+	release(s, r);
 }
 
 void
 hist_sched_done(struct hist_sched *s, struct hist_relay *r, int ok, int64_t now)
 {
+	char  *group = r->hr_group;
+	size_t i = group ? filter_index(r, group) : r->hr_filters.cf_n;
+
 	r->hr_inflight = 0;
 	r->hr_req = NULL;
+	r->hr_group = NULL;
 	r->hr_last = ok ? "ok" : "failed";
 	if (ok)
 		r->hr_groups_ok++;
-	else {
+	else
 		r->hr_groups_failed++;
-		r->hr_rot_failed = 1;
-	}
+	/* A group dropped from the set meanwhile is not remembered. */
+	if (group != NULL && ok)
+		hmap_del(&r->hr_failed, group, strlen(group));
+	else if (group != NULL && i < r->hr_filters.cf_n)
+		hmap_put(&r->hr_failed, group, strlen(group), (void *)1);
+	free(group);
 	if (!r->hr_desired) {
 		/* Removed while in flight: no further group. */
 		release(s, r);
@@ -233,19 +351,23 @@ hist_sched_done(struct hist_sched *s, struct hist_relay *r, int ok, int64_t now)
 		relay_free(r);
 		return;
 	}
+	if (r->hr_retrying) {
+		retry_done(s, r, i, ok, now);
+		return;
+	}
 	/* Ok or not, the cursor advances. */
 	r->hr_cursor = (r->hr_cursor + 1) % r->hr_filters.cf_n;
 	if (r->hr_rot_left > 0)
 		r->hr_rot_left--;
 	if (r->hr_rot_left == 0) {
-		/* A thread added mid-rotation (hist_sched_added()) makes a
-		 * clean rotation's successor due at once. */
+		/* A thread added mid-rotation (hist_sched_added()) makes
+		 * the successor due at once; failed groups are retried by
+		 * themselves after the retry delay. */
 		r->hr_rotations++;
-		r->hr_due_ms = now +
-		    (r->hr_rot_failed	? s->hs_retry_ms :
-			    r->hr_added ? 0 :
-					  s->hs_refresh_ms);
+		r->hr_due_ms = now + (r->hr_added ? 0 : s->hs_refresh_ms);
 		r->hr_added = 0;
+		r->hr_retry_ms = now + s->hs_retry_ms;
+		r->hr_retry_pos = r->hr_cursor;
 		release(s, r);
 		return;
 	}
@@ -254,7 +376,7 @@ hist_sched_done(struct hist_sched *s, struct hist_relay *r, int ok, int64_t now)
 		release(s, r);
 		return;
 	}
-	start_group(s, r, now);
+	start_group(s, r, r->hr_cursor, now);
 }
 
 const char *
@@ -264,7 +386,7 @@ hist_relay_state(const struct hist_relay *r, int64_t now)
 		return "in_flight";
 	if (r->hr_active)
 		return "active";
-	if (r->hr_desired && r->hr_due_ms <= now)
+	if (r->hr_desired && hist_relay_due(r) <= now)
 		return "waiting";
 	return "idle";
 }

@@ -6,8 +6,11 @@
  *   - each participant of an accepted root of a Full repository (its
  *     author or the author of a descendant) has its history mailboxes
  *     probed (RELAYLIST_HISTORY: at most four, write/unmarked first) for
- *     the roots it takes part in: the repository coordinate, the root
- *     id, the descendant ids and descendant address coordinates;
+ *     the roots it takes part in, and only those (GRASP-03: "A
+ *     participant-only mailbox remains constrained to its derived
+ *     roots"): the root id, the descendant ids and descendant address
+ *     coordinates, never the bare repository coordinate, which would
+ *     return every thread of the repository;
  *   - a non-root participant on fallback (marked by discoveryd after a
  *     successful user-index query found no accepted list, and no list
  *     stored since: plusmark.h) has those roots probed on the
@@ -182,14 +185,17 @@ root_live(const struct inv_root *rt)
 	    rt->rt_repo->ir_level == INV_FULL;
 }
 
-/* A participant's scope for root rt: coordinate, ids, addresses. */
+/*
+ * A participant's scope for root rt: its id, descendant ids and
+ * descendant addresses.  The repository coordinate is an owner's or
+ * maintainer's scope (scope_add_repo(), public instances only).
+ */
 static void
 scope_add_thread(const struct inventory *iv, struct hist_scope *sc,
     const struct inv_root *rt)
 {
 	size_t i;
 
-	set_add(&sc->sc_addrs, rt->rt_repo->ir_coord);
 	set_add_id(&sc->sc_ids, rt->rt_id);
 	hmap_put(&sc->sc_threads, rt->rt_id, 32, (void *)1);
 	for (i = 0; i < rt->rt_ndesc; i++)
@@ -666,8 +672,9 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 		    (double)r->hr_threads.hm_n);
 		cJSON_AddNumberToObject(o, "rotation_left",
 		    (double)r->hr_rot_left);
-		in = r->hr_due_ms > now ? (double)(r->hr_due_ms - now) / 1000 :
-					  0;
+		in = hist_relay_due(r) > now ?
+		    (double)(hist_relay_due(r) - now) / 1000 :
+		    0;
 		cJSON_AddNumberToObject(o, "next_due", (double)time(NULL) + in);
 		cJSON_AddNumberToObject(o, "next_due_in", in);
 		cJSON_AddStringToObject(o, "worker", hist_relay_state(r, now));
@@ -677,6 +684,8 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 		    (double)r->hr_groups_failed);
 		cJSON_AddNumberToObject(o, "rotations",
 		    (double)r->hr_rotations);
+		cJSON_AddNumberToObject(o, "failed_groups_due",
+		    (double)r->hr_failed.hm_n);
 		cJSON_AddStringToObject(o, "last",
 		    r->hr_last ? r->hr_last : "none");
 		cJSON_AddItemToArray(arr, o);

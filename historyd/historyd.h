@@ -12,8 +12,9 @@
  *               supplied clock): per-relay filter cursors, admission of
  *               at most one new due relay per maintenance pass, at most
  *               one group in flight per relay, at most HIST_MAX_WORKERS
- *               workers, 24 h refresh after a successful rotation, 5 min
- *               retry after a failed group
+ *               workers, 24 h refresh after a rotation, 5 min retry of
+ *               each failed group by itself (a retry pass of the failed
+ *               groups only; the successful ones wait for the refresh)
  *
  * Nothing is persisted: after a restart every relay's cursor starts from
  * its first filter (GRASP-03: "The in-memory group cursor is
@@ -50,19 +51,25 @@ struct hist_sched;
 
 /* One desired (or draining) history-probe relay. */
 struct hist_relay {
-	char		   *hr_key;	   /* canonical relay key, owned */
-	unsigned	    hr_purposes;   /* HIST_P_* */
-	int		    hr_trusted;	   /* operator-configured */
-	int		    hr_desired;	   /* still wanted by the inventory */
-	int		    hr_mark;	   /* reconciliation scratch */
-	struct conn_filters hr_filters;	   /* stable-sorted, byte-bounded */
-	size_t		    hr_cursor;	   /* next filter; never persisted */
-	size_t		    hr_rot_left;   /* groups left in this rotation */
-	int		    hr_rot_failed; /* a group of it failed */
-	int		    hr_added;	   /* a thread joined mid-rotation */
-	int64_t		    hr_due_ms;	   /* clock of the scheduler; 0: now */
-	int		    hr_active;	   /* holds a worker slot */
-	int		    hr_inflight;   /* a group is being fetched */
+	char		   *hr_key;	 /* canonical relay key, owned */
+	unsigned	    hr_purposes; /* HIST_P_* */
+	int		    hr_trusted;	 /* operator-configured */
+	int		    hr_desired;	 /* still wanted by the inventory */
+	int		    hr_mark;	 /* reconciliation scratch */
+	struct conn_filters hr_filters;	 /* stable-sorted, byte-bounded */
+	size_t		    hr_cursor;	 /* next filter; never persisted */
+	size_t		    hr_rot_left; /* groups left in this rotation */
+	int		    hr_added;	 /* a thread joined mid-rotation */
+	int64_t		    hr_due_ms;	 /* clock of the scheduler; 0: now */
+	/* Failed groups (filter text -> (void *)1), retried by themselves
+	 * from hr_retry_ms on, outside the rotation. */
+	struct hmap	    hr_failed;
+	int64_t		    hr_retry_ms;
+	size_t		    hr_retry_pos; /* where the next retry looks */
+	int		    hr_retrying;  /* the worker runs failed groups */
+	char		   *hr_group;	  /* the group in flight, owned */
+	int		    hr_active;	  /* holds a worker slot */
+	int		    hr_inflight;  /* a group is being fetched */
 	uint64_t	    hr_groups_ok, hr_groups_failed, hr_rotations;
 	const char	   *hr_last;	/* last group result, static */
 	struct hmap	    hr_threads; /* root ids, coordinates in scope */
@@ -125,6 +132,11 @@ int	    hist_sched_pass(struct hist_sched *, int64_t now_ms);
 /* The group in flight on r ended (ok: complete).  r may be freed. */
 void	    hist_sched_done(struct hist_sched *, struct hist_relay *r, int ok,
 	   int64_t now_ms);
+/*
+ * When r is due next: its rotation, or, between rotations, the retry of
+ * its failed groups if that comes first.
+ */
+int64_t	    hist_relay_due(const struct hist_relay *r);
 /* "idle", "waiting", "active", "in_flight". */
 const char *hist_relay_state(const struct hist_relay *r, int64_t now_ms);
 

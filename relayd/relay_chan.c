@@ -30,6 +30,7 @@
 #include "log.h"
 #include "msg.h"
 #include "plusmark.h"
+#include "role.h"
 #include "relayd.h"
 
 /* Ours: messages read from one channel per loop pass. */
@@ -180,6 +181,26 @@ relay_dispatch_ingest(const struct msg *m)
 	    mi.mi_jsonlen);
 }
 
+/*
+ * NIP-11 lists GRASP-03 only while syncd runs (relay_nip11_build()): the
+ * document is built again when the supervisor's snapshot says syncd was
+ * stopped on request, or started again.
+ */
+static void
+syncd_stopped_changed(void)
+{
+	static int was;
+	int	   now = relay_chan_role_stopped(ROLE_SYNCD);
+
+	if (now == was)
+		return;
+	was = now;
+	log_info("syncd %s: NIP-11 %s GRASP-03", now ? "stopped" : "running",
+	    now ? "drops" : "lists");
+	if (relay_nip11_build() == -1)
+		log_warnx("NIP-11 document not rebuilt");
+}
+
 static void
 relay_dispatch_stats(const struct msg *m)
 {
@@ -198,6 +219,8 @@ relay_dispatch_stats(const struct msg *m)
 	cJSON_Delete(role_stats[r]);
 	role_stats[r] = doc;
 	role_stats_at[r] = relay_now_ms();
+	if (r == ROLE_SUPERVISOR)
+		syncd_stopped_changed();
 }
 
 static cJSON *
@@ -377,4 +400,27 @@ relay_chan_role_stats(enum role r, int64_t *at)
 		return NULL;
 	*at = role_stats_at[r];
 	return role_stats[r];
+}
+
+int
+relay_chan_role_stopped(enum role r)
+{
+	const cJSON *rs = role_stats[ROLE_SUPERVISOR], *pair, *name, *val;
+	char	     key[128];
+	int64_t	     max_age;
+
+	max_age = (int64_t)(ROLE_STATS_EXPIRE_PERIODS * 1000 *
+	    (relayd->cfg.test ? ROLE_STATS_PERIOD_TEST : ROLE_STATS_PERIOD));
+	if (rs == NULL ||
+	    relay_now_ms() - role_stats_at[ROLE_SUPERVISOR] > max_age)
+		return 0;
+	snprintf(key, sizeof(key), "graspd_role_stopped{role=\"%s\"}",
+	    role_name(r));
+	cJSON_ArrayForEach(pair, cJSON_GetObjectItem(rs, "metrics")) {
+		name = cJSON_GetArrayItem(pair, 0);
+		val = cJSON_GetArrayItem(pair, 1);
+		if (cJSON_IsString(name) && strcmp(name->valuestring, key) == 0)
+			return cJSON_IsNumber(val) && val->valuedouble == 1;
+	}
+	return 0;
 }

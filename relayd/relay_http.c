@@ -113,10 +113,13 @@ relay_nip11_build(void)
 		cJSON_AddItemToArray(arr, cJSON_CreateNumber(nips[i]));
 	arr = cJSON_AddArrayToObject(doc, "supported_grasps");
 	cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-01"));
-	/* syncd runs GRASP-02; GRASP-03 is an overlay on it. */
+	/* syncd runs GRASP-02; GRASP-03 is an overlay on it, "effective
+	 * only while that manager is running": not while syncd is stopped
+	 * on request. */
 	if (relayd->cfg.sync_enabled)
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-02"));
-	if (relayd->cfg.sync_enabled && relayd->cfg.sync_plus_enabled)
+	if (relayd->cfg.sync_enabled && relayd->cfg.sync_plus_enabled &&
+	    !relay_chan_role_stopped(ROLE_SYNCD))
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-03"));
 	if (config_archiving(&relayd->cfg))
 		cJSON_AddItemToArray(arr, cJSON_CreateString("GRASP-05"));

@@ -30,6 +30,9 @@ static const struct {
 	{ "graspd_role_failed",
 	    "1 if the supervisor gave up on the role "
 	    "(failed state)" },
+	{ "graspd_role_stopped",
+	    "1 if the role is stopped on request "
+	    "(graspctl stop)" },
 	{ "graspd_role_restarts_total", "Starts of the role after its first" },
 	{ "graspd_role_ready",
 	    "1 if the role reported itself ready in its "

@@ -692,6 +692,11 @@ int relay_chan_callback(struct lws *, enum lws_callback_reasons, void *, void *,
  * of its arrival in *at; NULL if none came.
  */
 const cJSON *relay_chan_role_stats(enum role r, int64_t *at);
+/*
+ * 1 if the supervisor's last fresh stats snapshot says role r is stopped
+ * on request (`graspctl stop`), else 0 (also when there is none).
+ */
+int	     relay_chan_role_stopped(enum role r);
 
 /* relay_metrics.c */
 /* Counts one observation of ms milliseconds in h. */

@@ -49,6 +49,10 @@ sup_stats_metrics(cJSON *metrics)
 		    r->rl_state == SUP_RUNNING);
 		metric(metrics, "graspd_role_failed", r->rl_name,
 		    r->rl_state == SUP_FAILED);
+		/* relayd's NIP-11 reads it: GRASP-03 is effective only
+		 * while syncd runs. */
+		metric(metrics, "graspd_role_stopped", r->rl_name,
+		    r->rl_state == SUP_STOPPED);
 		metric(metrics, "graspd_role_restarts_total", r->rl_name,
 		    sup_role_restarts(r));
 	}

@@ -223,6 +223,7 @@ sync_relay_free(struct sync_relay *sr)
 	for (s = 0; s < SET_COUNT; s++) {
 		hmap_free(&sr->sr_want[s]);
 		hmap_free(&sr->sr_have[s]);
+		hmap_free(&sr->sr_live_cover[s]);
 	}
 	hmap_free(&sr->sr_delivered);
 	hmap_free(&sr->sr_asking);
@@ -678,7 +679,59 @@ live_close_replaced(struct sync_relay *sr, const int *keep)
 	}
 }
 
-/* Live: every wanted filter, packed into as few REQs as fit the cap. */
+/* Values live REQs cover that are no longer wanted. */
+static size_t
+live_draining(const struct sync_relay *sr)
+{
+	const void *k;
+	size_t	    it, len, n = 0;
+	int	    s;
+
+	for (s = 0; s < SET_COUNT; s++)
+		for (it = 0;
+		     hmap_next(&sr->sr_live_cover[s], &it, &k, &len, NULL);)
+			n += hmap_get(&sr->sr_want[s], k, len) == NULL;
+	return n;
+}
+
+/* 1 if every wanted value is one the live REQs were built from. */
+static int
+live_covers_want(const struct sync_relay *sr)
+{
+	const void *k;
+	size_t	    it, len;
+	int	    s;
+
+	for (s = 0; s < SET_COUNT; s++)
+		for (it = 0; hmap_next(&sr->sr_want[s], &it, &k, &len, NULL);)
+			if (hmap_get(&sr->sr_live_cover[s], k, len) == NULL)
+				return 0;
+	return 1;
+}
+
+/* Records the wanted sets as what the live REQs now cover. */
+static void
+live_cover_want(struct sync_relay *sr)
+{
+	const void *k;
+	size_t	    it, len;
+	int	    s;
+
+	for (s = 0; s < SET_COUNT; s++) {
+		hmap_free(&sr->sr_live_cover[s]);
+		for (it = 0; hmap_next(&sr->sr_want[s], &it, &k, &len, NULL);)
+			hmap_put(&sr->sr_live_cover[s], k, len, (void *)1);
+	}
+}
+
+/*
+ * Live: every wanted filter, packed into as few REQs as fit the cap.
+ * GRASP-03: "removal-only changes let existing shared live subscriptions
+ * drain naturally": when nothing was added since the live REQs were
+ * built (every one of them taken), they stay as they are, covering what
+ * is no longer wanted too, until an addition repacks them (or the relay
+ * stops being a target at all).
+ */
 static void
 refresh_live(struct sync_relay *sr)
 {
@@ -690,6 +743,8 @@ refresh_live(struct sync_relay *sr)
 	const char	  **vals;
 	int		    s, early, keep[CONN_MAX_LIVE];
 
+	if (sr->sr_live_whole && live_covers_want(sr))
+		return;
 	fl.cf_v = calloc(1, sizeof(char *));
 	if (fl.cf_v == NULL ||
 	    (fl.cf_v[0] = strdup("{\"kinds\":[30617,10317],"
@@ -734,6 +789,8 @@ refresh_live(struct sync_relay *sr)
 	buf_free(&cur);
 	conn_filters_free(&fl);
 
+	live_cover_want(sr);
+	sr->sr_live_whole = 1;
 	/* Keep the subscriptions whose REQ did not change. */
 	for (j = 0; j < sr->sr_nlive; j++)
 		keep[j] = 0;
@@ -778,6 +835,7 @@ refresh_live(struct sync_relay *sr)
 			log_warnx("%s: live subscription refused: %s",
 			    sr->sr_key, why ? why : "?");
 			free(reqs[i]);
+			sr->sr_live_whole = 0;
 			continue;
 		}
 		live[n] = lv;
@@ -1006,6 +1064,7 @@ sync_relay_show(struct sync_relay *sr, cJSON *o)
 	cJSON_AddNumberToObject(o, "thread_addresses",
 	    (double)sr->sr_want[SET_ADDRS].hm_n);
 	cJSON_AddNumberToObject(o, "live_subscriptions", (double)sr->sr_nlive);
+	cJSON_AddNumberToObject(o, "live_draining", (double)live_draining(sr));
 	cJSON_AddNumberToObject(o, "rotating_filters", (double)sr->sr_nrotate);
 	cJSON_AddNumberToObject(o, "historic_in_flight",
 	    (double)sr->sr_historic);

@@ -152,6 +152,11 @@ struct sync_relay {
 	struct conn_req *sr_live[CONN_MAX_LIVE];
 	char		*sr_live_text[CONN_MAX_LIVE];
 	size_t		 sr_nlive;
+	/* What the live REQs (and the rotation) were built from, and
+	 * whether every one of them was taken: a wanted set within it
+	 * keeps them (removal-only changes drain, GRASP-03). */
+	struct hmap	 sr_live_cover[SET_COUNT];
+	int		 sr_live_whole;
 	char	       **sr_rotate; /* filters that do not fit live */
 	size_t		 sr_nrotate;
 	int64_t		 sr_rotated_at;	     /* unix time of the last poll */
@@ -216,7 +221,10 @@ void sync_relay_want(struct sync_relay *, enum sync_set, const char *v);
 /* Wants rt's thread: its id, its descendants' ids and addresses. */
 void sync_relay_want_thread(struct sync_relay *, const struct inventory *,
     const struct inv_root *rt);
-/* Requests what is wanted and not yet fetched; refreshes live REQs. */
+/*
+ * Requests what is wanted and not yet fetched; refreshes live REQs when
+ * something was added (a removal only leaves them as they are).
+ */
 void sync_relay_update(struct sync_relay *);
 /* The connection's state changed (conn hook). */
 void sync_relay_state(struct sync_relay *, enum conn_state old,

@@ -7,8 +7,12 @@
  * author refused, fallback marking, the 24 h / 5 min cadence (NGIT_TEST
  * shrinks it to 24 min / 5 s), batches of at most 100 authors with one in
  * flight, a hostile list bounded to four relays per purpose, ownership
- * rebuilt from the database before any network request, and the off
- * switch.  NIP-11 advertises GRASP-02 and GRASP-03 as configured.
+ * rebuilt from the database before any network request, a retained list
+ * without a usable outbox asked at the index, an exclusively discovery
+ * connection retiring once drained, and the off switches (GRASP-03 off;
+ * GRASP-02 sync off, which turns the overlay off too).  NIP-11
+ * advertises GRASP-02 and GRASP-03 as configured, and GRASP-03 not while
+ * syncd is stopped on request.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +50,7 @@
 #define WHO_OWNER    1
 #define WHO_STRANGER 2
 #define WHO_MAINT    3
+#define WHO_NOOUT    4 /* a relay list without a usable outbox */
 #define WHO_HOSTILE  90
 #define WHO_AUTHOR0  100
 
@@ -559,6 +564,121 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 	T_CHECK(seen >= 1 && seen <= 4);
 }
 
+/* The times of the websocket connections p opened after its first
+ * `from`, appended to at[] from *n on (at most max in all). */
+static void
+opens_after(struct relayproc *p, int from, double *at, int *n, int max)
+{
+	cJSON *log = peerctl_log(p), *o, *opens;
+	int    i = 0;
+
+	opens = log ? cJSON_GetObjectItem(log, "opens") : NULL;
+	cJSON_ArrayForEach(o, opens)
+		if (i++ >= from && *n < max)
+			at[(*n)++] = ctl_num(o, "at_ms");
+	cJSON_Delete(log);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * GRASP-03: authors are asked of the user-index set until an accepted
+ * list is retained, then of its write/unmarked outboxes.  A retained list
+ * whose only write relay fails hygiene (and whose other relay is
+ * read-only) names no outbox: its author is asked of the index, on the
+ * normal cadence, instead of never again.  The index connection, which
+ * only discovery holds, retires once that due work has drained; the
+ * sources of the restarted discoveryd are dialled one per pass.
+ */
+static void
+test_list_without_outbox_asked_at_index(void)
+{
+	struct event *is, *list, *prof;
+	char	      msg[256], hex[65];
+	cJSON	     *v = NULL, *a = NULL;
+	double	      at[64];
+	int	      i, oidx, oob2, nat = 0, close = 0;
+
+	tuser_hex(KEYS, WHO_NOOUT, hex);
+	/* Discovery paused: the list is stored before any round. */
+	T_ASSERT(graspctl(b, "stop discoveryd") == 0);
+	for (i = 0; i < 50 && disc_answers(b); i++)
+		usleep(100000);
+	is = issue_by(WHO_NOOUT, "no outbox");
+	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);
+	list = ev(WHO_NOOUT, time(NULL), 10002,
+	    "[[\"r\",\"wss://inbox.example\",\"read\"],"
+	    "[\"r\",\"http://x.example\",\"write\"]]",
+	    "");
+	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
+	prof = ev(WHO_NOOUT, t0 - 50, 0, "[]", "{\"name\":\"no outbox\"}");
+	T_ASSERT(peerctl_seed(idx, &prof, 1) == 0);
+	/* Every eligible author is due again after the start: sources
+	 * for all of them, idx and ob2 (an outbox only discovery uses)
+	 * among them. */
+	oidx = peerctl_log_count(idx, "opens");
+	oob2 = peerctl_log_count(ob2, "opens");
+	T_ASSERT(oidx >= 0 && oob2 >= 0);
+	T_ASSERT(graspctl(b, "start discoveryd") == 0);
+	for (i = 0; i < 200 && asked(idx, hex, NULL, 0) == 0; i++)
+		usleep(100000);
+	T_CHECK(asked(idx, hex, NULL, 0) >= 1);
+	/* Found there: refreshed after 24 h (24 min with NGIT_TEST). */
+	for (i = 0; i < 100; i++) {
+		cJSON_Delete(v);
+		v = ctl_role_view(b, ROLE_DISCOVERYD, "discovery", 5);
+		if ((a = author_in(v, hex)) != NULL &&
+		    strcmp(cJSON_GetObjectItem(a, "last_result")->valuestring,
+			"found") == 0)
+			break;
+		usleep(100000);
+	}
+	T_ASSERT(a != NULL);
+	T_EQ_STR(cJSON_GetObjectItem(a, "last_result")->valuestring, "found");
+	T_CHECK(ctl_num(a, "next_refresh_in") > 600);
+	T_CHECK(cJSON_IsObject(cJSON_GetObjectItem(a, "relay_list")));
+	T_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(
+		     cJSON_GetObjectItem(a, "relay_list"), "outbox")),
+	    0);
+	cJSON_Delete(v);
+	/* GRASP-03: "an exclusively discovery connection retires after
+	 * its currently due identity or mailbox work drains". */
+	for (i = 0; i < 150 && peerctl_log_num(idx, "open") != 0; i++)
+		usleep(100000);
+	T_EQ_INT(peerctl_log_num(idx, "open"), 0);
+	/* GRASP-03: "At most one new discovery source is dialled per
+	 * maintenance pass" (200 ms with NGIT_TEST): no two of these
+	 * connections opened closer than that, less connect jitter. */
+	for (i = 0; i < 100 &&
+	     (peerctl_log_count(idx, "opens") <= oidx ||
+		 peerctl_log_count(ob2, "opens") <= oob2);
+	     i++)
+		usleep(100000);
+	opens_after(idx, oidx, at, &nat, 64);
+	opens_after(ob2, oob2, at, &nat, 64);
+	qsort(at, (size_t)nat, sizeof(at[0]), cmp_double);
+	printf(
+	    "# %d dials after the start (idx from %d, ob2 from %d: now %d, %d)\n",
+	    nat, oidx, oob2, peerctl_log_count(idx, "opens"),
+	    peerctl_log_count(ob2, "opens"));
+	T_CHECK(nat >= 2);
+	for (i = 1; i < nat; i++)
+		if (at[i] - at[i - 1] < 120) {
+			printf("# dials %.0f ms apart\n", at[i] - at[i - 1]);
+			close++;
+		}
+	T_EQ_INT(close, 0);
+	event_destroy(is);
+	event_destroy(list);
+	event_destroy(prof);
+}
+
 static void
 test_restart_rebuilds_ownership_before_network(void)
 {
@@ -573,7 +693,7 @@ test_restart_rebuilds_ownership_before_network(void)
 	usleep(300000);
 	v = ctl_role_view(b, ROLE_DISCOVERYD, "discovery", 10);
 	T_ASSERT(v != NULL);
-	T_EQ_INT(ctl_num(v, "eligible_authors"), 3 + NAUTHORS);
+	T_EQ_INT(ctl_num(v, "eligible_authors"), 4 + NAUTHORS);
 	tot = cJSON_GetObjectItem(v, "totals");
 	T_EQ_INT(ctl_num(tot, "batches_ok"), 0);
 	a = author_in(v, oh);
@@ -584,7 +704,7 @@ test_restart_rebuilds_ownership_before_network(void)
 		     cJSON_GetObjectItem(a, "relay_list"), "outbox")),
 	    2);
 	T_EQ_INT(ctl_bool(a, "profile"), 1);
-	T_CHECK(ctl_num(v, "authors_with_relay_list") == 2);
+	T_CHECK(ctl_num(v, "authors_with_relay_list") == 3);
 	/* The maintainer's fallback mark is in the database: it holds with
 	 * every index down. */
 	tuser_hex(KEYS, WHO_MAINT, mh);
@@ -616,6 +736,60 @@ test_off_switch(void)
 	cJSON_Delete(v);
 	sleep(2);
 	T_EQ_INT(peerctl_nreqs(idx4), 0);
+
+	/* GRASP-02 sync off, the overlay left on: GRASP-03 "is effective
+	 * only while that manager is running".  Neither discoveryd nor
+	 * historyd does anything, and NIP-11 lists neither GRASP. */
+	relayproc_setenv(c, "NGIT_SYNC_PLUS_ENABLED=true");
+	relayproc_setenv(c, "NGIT_SYNC_ENABLED=false");
+	T_ASSERT(relayproc_restart(c) == 0);
+	T_EQ_INT(nip11_has(c, "GRASP-01"), 1);
+	T_EQ_INT(nip11_has(c, "GRASP-02"), 0);
+	T_EQ_INT(nip11_has(c, "GRASP-03"), 0);
+	v = ctl_role_view(c, ROLE_DISCOVERYD, "discovery", 10);
+	T_ASSERT(v != NULL);
+	T_EQ_INT(ctl_bool(v, "grasp03_enabled"), 0);
+	T_CHECK(strstr(cJSON_GetObjectItem(v, "discovery")->valuestring,
+		    "NGIT_SYNC_ENABLED=false") != NULL);
+	T_CHECK(cJSON_GetObjectItem(v, "authors") == NULL);
+	cJSON_Delete(v);
+	v = ctl_role_view(c, ROLE_HISTORYD, "history", 10);
+	T_CHECK(v != NULL && ctl_bool(v, "grasp03_enabled") == 0 &&
+	    ctl_num(v, "workers") == 0 &&
+	    cJSON_GetObjectItem(v, "relays") == NULL);
+	cJSON_Delete(v);
+	sleep(2);
+	T_EQ_INT(peerctl_nreqs(idx4), 0);
+}
+
+/* 1 once nip11_has(p, grasp) is want, within secs. */
+static int
+nip11_becomes(struct relayproc *p, const char *grasp, int want, int secs)
+{
+	int i;
+
+	for (i = 0; i < secs * 10; i++) {
+		if (nip11_has(p, grasp) == want)
+			return 1;
+		usleep(100000);
+	}
+	return 0;
+}
+
+/*
+ * GRASP-03 "is effective only while that manager is running": while
+ * syncd is stopped by `graspctl stop syncd`, NIP-11 does not list
+ * GRASP-03; started again, it does.
+ */
+static void
+test_nip11_drops_grasp03_while_syncd_stopped(void)
+{
+	T_EQ_INT(nip11_has(b, "GRASP-03"), 1);
+	T_ASSERT(graspctl(b, "stop syncd") == 0);
+	T_CHECK(nip11_becomes(b, "GRASP-03", 0, 10));
+	T_EQ_INT(nip11_has(b, "GRASP-01"), 1);
+	T_ASSERT(graspctl(b, "start syncd") == 0);
+	T_CHECK(nip11_becomes(b, "GRASP-03", 1, 10));
 }
 
 static int
@@ -657,6 +831,8 @@ static const struct t_case cases[] = {
 	T_CASE(test_missing_author_retried_after_five_minutes_found_one_not),
 	T_CASE(test_batches_of_100_one_in_flight),
 	T_CASE(test_hostile_list_bounded_to_four_per_purpose),
+	T_CASE(test_list_without_outbox_asked_at_index),
+	T_CASE(test_nip11_drops_grasp03_while_syncd_stopped),
 	T_CASE(test_restart_rebuilds_ownership_before_network),
 	T_CASE(test_off_switch),
 };

@@ -31,6 +31,11 @@
  *     inboxes or participant mailboxes, and historyd's exclusively
  *     history connection retires after its rotation; a failed group
  *     (no EOSE) makes the relay due after the 5 (test) s retry delay;
+ *     a group that always fails (CLOSED) is asked again alone every
+ *     5 (test) s while the groups that succeeded wait for the refresh;
+ *   - a root author dropping a shared read inbox leaves syncd's live
+ *     subscriptions there to drain (no CLOSE, no new REQ) until the
+ *     next addition repacks them;
  *   - a relay that is both a participant mailbox and an owner inbox is
  *     one view entry, its filters the union of both scopes, fetched on
  *     one connection;
@@ -88,6 +93,7 @@
 #define WHO_DEL	   80	/* a participant of a deleted root only */
 #define WHO_MAINT  81	/* a maintainer with no thread events */
 #define WHO_OWNER2 82	/* owner of another repository */
+#define WHO_RETRY  83	/* a participant whose mailbox fails a group */
 #define WHO_MOWNER 70	/* owner of the metrics test's repository */
 #define WHO_MANY   1000 /* the metrics test's participants, from */
 #define NMANY	   1000
@@ -116,6 +122,7 @@ ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
 /* graspd: clients, control sockets, graspctl.                         */
 
 static cJSON *sync_view(struct relayproc *, int);
+static int    reqs_mention(struct relayproc *, int, const char *);
 
 static cJSON *
 hist_view(struct relayproc *p, int secs)
@@ -152,18 +159,25 @@ relay_in(const cJSON *view, struct relayproc *p)
 }
 
 /*
- * The number key of p's log: "connections" (websocket connections
- * accepted) or "open" (still open ones); -1 if there is none.
+ * The historyd view once relay p's number key is at least min, within
+ * secs (else the last view, or NULL); *r p's entry in it, or NULL.
  */
-static int
-peer_log_num(struct relayproc *p, const char *key)
+static cJSON *
+relay_when(struct relayproc *p, const char *key, double min, int secs,
+    cJSON **r)
 {
-	cJSON *log = peerctl_log(p);
-	int    n;
+	cJSON *v = NULL;
+	int    i;
 
-	n = log ? (int)ctl_num(log, key) : -1;
-	cJSON_Delete(log);
-	return n;
+	for (i = 0; i < secs * 10; i++) {
+		cJSON_Delete(v);
+		if ((v = hist_view(b, 5)) != NULL &&
+		    (*r = relay_in(v, p)) != NULL && ctl_num(*r, key) >= min)
+			return v;
+		usleep(100000);
+	}
+	*r = v ? relay_in(v, p) : NULL;
+	return v;
 }
 
 /*
@@ -349,13 +363,17 @@ test_participant_history_mailboxes(void)
 
 	T_EQ_INT(client_wait_id(b, r2, 30), 1);
 	/* The view: four participant relays, the fifth not among them;
-	 * the last one's rotation complete. */
+	 * their rotations complete. */
 	for (i = 0; i < 100; i++) {
 		cJSON_Delete(v);
 		v = hist_view(b, 5);
-		if (v != NULL && (r = relay_in(v, ob[3])) != NULL &&
-		    ctl_num(r, "rotations") >= 1 &&
-		    ctl_num(r, "rotation_left") == 0)
+		int done = 0, j;
+
+		for (j = 0; v != NULL && j < 4; j++)
+			done += (r = relay_in(v, ob[j])) != NULL &&
+			    ctl_num(r, "rotations") >= 1 &&
+			    ctl_num(r, "rotation_left") == 0;
+		if (done == 4)
 			break;
 		usleep(100000);
 	}
@@ -364,12 +382,20 @@ test_participant_history_mailboxes(void)
 		T_ASSERT((r = relay_in(v, ob[i])) != NULL);
 		T_CHECK(cJSON_IsString(
 		    cJSON_GetArrayItem(cJSON_GetObjectItem(r, "purpose"), 0)));
-		T_CHECK(ctl_num(r, "filters") >= 5);
+		/* "#e", "#E" and "#q": ids, no address in this thread. */
+		T_CHECK(ctl_num(r, "filters") >= 3);
 		T_CHECK(cJSON_GetObjectItem(r, "worker") != NULL);
 		T_CHECK(cJSON_GetObjectItem(r, "next_due") != NULL);
 	}
 	T_CHECK(relay_in(v, ob[4]) == NULL);
 	T_CHECK(ctl_num(v, "workers") <= 32);
+	/* GRASP-03: "A participant-only mailbox remains constrained to
+	 * its derived roots": the root and its descendants, never the
+	 * bare repository coordinate (every thread of the repository). */
+	for (i = 0; i < 4; i++) {
+		T_CHECK(reqs_mention(ob[i], 0, issue->id_hex));
+		T_CHECK(!reqs_mention(ob[i], 0, coord));
+	}
 	/* A complete rotation without a failed group is due again after
 	 * 24 h (24 min with NGIT_TEST). */
 	r = relay_in(v, ob[3]);
@@ -388,7 +414,7 @@ test_participant_history_mailboxes(void)
 	T_EQ_INT(client_count(b, "{\"kinds\":[1111],\"#E\":[\"x\"]}"), 0);
 	T_EQ_INT(client_has_id(b, r5), 0);
 	/* Never dialled, by historyd or anyone. */
-	T_EQ_INT(peer_log_num(ob[4], "connections"), 0);
+	T_EQ_INT(peerctl_log_num(ob[4], "connections"), 0);
 	event_destroy(r0);
 	event_destroy(r2);
 	event_destroy(r5);
@@ -407,11 +433,13 @@ test_fallback_for_participant_without_list(void)
 	q1 = reply_by(WHO_OTHER, t0 + 51, "only on the fallback relay");
 	T_ASSERT(peerctl_seed(fb, &q1, 1) == 0);
 	T_EQ_INT(client_wait_id(b, q1, 30), 1);
-	/* syncd may cover the root author's root on the fallback relay
-	 * too: historyd's own probe is the filter only it sends, a "#q"
-	 * naming the coordinate and the participant's reply together. */
-	T_CHECK(
-	    wait_req_filter_with(fb, from, coord, q0->id_hex, NULL, 20) >= 0);
+	/* The root and the participant's reply are asked on the fallback
+	 * relay (syncd may ask them too, for the root author), the bare
+	 * repository coordinate never (GRASP-03: a participant-only
+	 * mailbox remains constrained to its derived roots). */
+	T_CHECK(wait_req_filter_with(fb, from, issue->id_hex, q0->id_hex, NULL,
+		    20) >= 0);
+	T_CHECK(!reqs_mention(fb, 0, coord));
 	event_destroy(q0);
 	event_destroy(q1);
 }
@@ -640,10 +668,11 @@ test_restart_keeps_fallback_ownership(void)
 	T_EQ_INT((int)r2, (int)roots);
 	T_EQ_INT((int)t2, (int)threads);
 	/* The cursor was not saved: historyd's first REQ on the fallback
-	 * relay (its connection is the one with its "#q" mixing the
-	 * coordinate and ids) is filter 0, the "#a" one. */
-	T_ASSERT(wait_req_filter_with(fb, from, coord, issue_c->id_hex, &hconn,
-		     20) >= 0);
+	 * relay (its connection is the one naming thread c and the
+	 * participant's reply in it, which only historyd covers there) is
+	 * filter 0, the "#e" one (no addresses in these threads). */
+	T_ASSERT(wait_req_filter_with(fb, from, issue_c->id_hex, fbreply,
+		     &hconn, 20) >= 0);
 	log = peerctl_log(fb);
 	T_ASSERT(log != NULL);
 	n = cJSON_GetArraySize(cJSON_GetObjectItem(log, "reqs"));
@@ -655,16 +684,17 @@ test_restart_keeps_fallback_ownership(void)
 	T_ASSERT(i < n);
 	f = cJSON_GetArrayItem(cJSON_GetObjectItem(rq, "filters"), 0);
 	/* Failed once in a sanitized run: say what came first instead. */
-	if (cJSON_GetObjectItemCaseSensitive(f, "#a") == NULL) {
+	if (cJSON_GetObjectItemCaseSensitive(f, "#e") == NULL) {
 		char *s = cJSON_PrintUnformatted(rq);
 
 		printf("# first REQ %d of %d on conn %d: %s\n", i, n, hconn,
 		    s ? s : "?");
 		free(s);
 	}
-	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#a") != NULL);
-	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#A") == NULL &&
-	    cJSON_GetObjectItemCaseSensitive(f, "#e") == NULL &&
+	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#e") != NULL);
+	T_CHECK(cJSON_GetObjectItemCaseSensitive(f, "#a") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(f, "#A") == NULL &&
+	    cJSON_GetObjectItemCaseSensitive(f, "#E") == NULL &&
 	    cJSON_GetObjectItemCaseSensitive(f, "#q") == NULL);
 	cJSON_Delete(log);
 	T_ASSERT(peerctl_config(idx, "{\"drop_eose\":false}") == 0);
@@ -699,6 +729,201 @@ test_relay_list_takes_authors_off_fallback(void)
 	T_EQ_INT((int)m2, (int)marks - 2);
 	event_destroy(la);
 	event_destroy(lb);
+}
+
+/* A live subscription a peer saw: its connection and id. */
+struct live_sub {
+	int  ls_conn;
+	char ls_sub[64];
+};
+
+/* The live ("limit":0) REQs of p naming s, into out (at most max). */
+static int
+live_subs_naming(struct relayproc *p, const char *s, struct live_sub *out,
+    int max)
+{
+	cJSON *log = peerctl_log(p), *reqs, *rq, *sub;
+	char  *t;
+	int    n = 0;
+
+	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
+	cJSON_ArrayForEach(rq, reqs) {
+		if (n == max ||
+		    (t = cJSON_PrintUnformatted(
+			 cJSON_GetObjectItem(rq, "filters"))) == NULL)
+			continue;
+		sub = cJSON_GetObjectItem(rq, "sub");
+		if (strstr(t, s) != NULL && strstr(t, "\"limit\":0") != NULL &&
+		    cJSON_IsString(sub)) {
+			out[n].ls_conn = (int)ctl_num(rq, "conn");
+			snprintf(out[n].ls_sub, sizeof(out[n].ls_sub), "%s",
+			    sub->valuestring);
+			n++;
+		}
+		free(t);
+	}
+	cJSON_Delete(log);
+	return n;
+}
+
+/* The CLOSEs p logged after the first `from` of one of subs. */
+static int
+closes_of(struct relayproc *p, int from, const struct live_sub *subs, int n)
+{
+	cJSON *log = peerctl_log(p), *closes, *cl, *sub;
+	int    i = 0, hits = 0, j;
+
+	closes = log ? cJSON_GetObjectItem(log, "closes") : NULL;
+	cJSON_ArrayForEach(cl, closes) {
+		if (i++ < from)
+			continue;
+		sub = cJSON_GetObjectItem(cl, "sub");
+		for (j = 0; j < n; j++)
+			hits += cJSON_IsString(sub) &&
+			    (int)ctl_num(cl, "conn") == subs[j].ls_conn &&
+			    strcmp(sub->valuestring, subs[j].ls_sub) == 0;
+	}
+	cJSON_Delete(log);
+	return hits;
+}
+
+/*
+ * GRASP-03: "Root-author inbox additions use ordinary coverage, while
+ * removal-only changes let existing shared live subscriptions drain
+ * naturally."  rin is the read inbox of two root authors; one of them
+ * drops it and adds no inbox: syncd's live subscriptions on rin, shared
+ * with the other author's roots, are neither closed nor sent again.  The
+ * next addition (a new root of the other author) repacks them without
+ * the dropped author's root.
+ */
+static void
+test_inbox_removal_drains_live(void)
+{
+	struct event   *lfa, *root;
+	char		msg[256];
+	cJSON	       *v = NULL, *r;
+	struct live_sub subs[16];
+	int		nsubs, from, cfrom, i, hit, draining = -1;
+
+	T_ASSERT(issue_a != NULL && issue_c != NULL);
+	/* Both roots live on rin, in syncd's subscriptions. */
+	for (i = 0; i < 100; i++) {
+		if (live_subs_naming(rin, issue_a->id_hex, subs, 16) > 0 &&
+		    live_subs_naming(rin, issue_c->id_hex, subs, 16) > 0)
+			break;
+		usleep(100000);
+	}
+	nsubs = live_subs_naming(rin, issue_a->id_hex, subs, 16);
+	T_ASSERT(nsubs > 0);
+	from = peerctl_nreqs(rin);
+	cfrom = peerctl_log_count(rin, "closes");
+	/* WHO_FA's newer list names no relay at all: no inbox. */
+	lfa = ev(WHO_FA, time(NULL) + 1, 10002, "[]", "");
+	T_EQ_INT(client_publish(b, lfa, msg, sizeof(msg)), 1);
+	/* syncd took it: rin's live REQs now cover a root no longer
+	 * wanted there. */
+	for (i = 0; i < 100; i++) {
+		cJSON_Delete(v);
+		v = sync_view(b, 5);
+		r = v ? relay_in(v, rin) : NULL;
+		draining = r ? (int)ctl_num(r, "live_draining") : -1;
+		if (draining >= 1)
+			break;
+		usleep(100000);
+	}
+	cJSON_Delete(v);
+	T_CHECK(draining >= 1);
+	/* Absence: what a repack would have sent by now. */
+	sleep(1);
+	T_EQ_INT(closes_of(rin, cfrom, subs, nsubs), 0);
+	T_EQ_INT(req_filter_with(rin, from, "\"limit\":0", NULL, NULL), -1);
+	/* An addition repacks: a new root of WHO_ROOT, whose read inbox
+	 * rin still is, and no longer WHO_FA's. */
+	root = issue_on(coord, WHO_ROOT, t0 + 125, "n", "a new root");
+	T_EQ_INT(client_publish(b, root, msg, sizeof(msg)), 1);
+	hit = wait_req_filter_with(rin, from, root->id_hex, "\"limit\":0", NULL,
+	    10);
+	T_CHECK(hit >= 0);
+	if (hit >= 0) {
+		cJSON *log = peerctl_log(rin);
+		char  *t = cJSON_PrintUnformatted(
+		     cJSON_GetArrayItem(cJSON_GetObjectItem(log, "reqs"), hit));
+
+		T_CHECK(t != NULL && strstr(t, issue_c->id_hex) != NULL &&
+		    strstr(t, issue_a->id_hex) == NULL);
+		free(t);
+		cJSON_Delete(log);
+	}
+	event_destroy(lfa);
+	event_destroy(root);
+}
+
+/* How many REQs p logged after the first `from` name s. */
+static int
+reqs_naming(struct relayproc *p, int from, const char *s)
+{
+	cJSON *log = peerctl_log(p), *reqs, *rq;
+	char  *t;
+	int    i = 0, n = 0;
+
+	reqs = log ? cJSON_GetObjectItem(log, "reqs") : NULL;
+	cJSON_ArrayForEach(rq, reqs) {
+		if (i++ < from ||
+		    (t = cJSON_PrintUnformatted(
+			 cJSON_GetObjectItem(rq, "filters"))) == NULL)
+			continue;
+		n += strstr(t, s) != NULL;
+		free(t);
+	}
+	cJSON_Delete(log);
+	return n;
+}
+
+/*
+ * GRASP-03: "a failed group advances the cursor after a five-minute
+ * delay and is retried on a later rotation"; "A successful complete
+ * rotation refreshes after 24 hours".  A participant's mailbox fails its
+ * "#E" group every time (CLOSED): that group alone is asked again every
+ * 5 (test) seconds; its "#e" and "#q" groups, which succeeded, wait for
+ * the 24 (test) minute refresh.
+ */
+static void
+test_failed_group_retries_alone(void)
+{
+	struct event *rep, *list;
+	char	      tags[300], msg[256];
+	cJSON	     *v = NULL, *r = NULL;
+	int	      from, i, iq, nE = 0;
+
+	T_ASSERT(peerctl_config(ob[1], "{\"closed_tag\":69}") == 0); /* 'E' */
+	from = peerctl_nreqs(ob[1]);
+	rep = reply_by(WHO_RETRY, t0 + 140, "my mailbox fails one group");
+	T_EQ_INT(client_publish(b, rep, msg, sizeof(msg)), 1);
+	snprintf(tags, sizeof(tags), "[[\"r\",\"%s\",\"write\"]]",
+	    relayproc_bind_url(ob[1]));
+	list = ev(WHO_RETRY, t0 + 141, 10002, tags, "");
+	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
+	/* The first rotation ends with its "#q" group (the "#e" one may
+	 * take several pages, the "#E" one fails in between) ... */
+	iq = wait_req_filter_with(ob[1], from, "\"#q\"", NULL, NULL, 15);
+	T_ASSERT(iq >= 0);
+	/* ... then two retries, 5 (test) s apart: "#E" alone. */
+	for (i = 0; i < 200 && (nE = reqs_naming(ob[1], iq + 1, "\"#E\"")) < 2;
+	     i++)
+		usleep(100000);
+	T_CHECK(nE >= 2);
+	T_EQ_INT(reqs_naming(ob[1], iq + 1, "\"#e\""), 0);
+	T_EQ_INT(reqs_naming(ob[1], iq + 1, "\"#q\""), 0);
+	v = relay_when(ob[1], "rotations", 1, 2, &r);
+	T_ASSERT(v != NULL && r != NULL);
+	T_EQ_INT(ctl_num(r, "rotations"), 1);
+	T_EQ_INT(ctl_num(r, "failed_groups_due"), 1);
+	T_CHECK(ctl_num(r, "groups_failed") >= 3);
+	T_CHECK(ctl_num(r, "next_due_in") <= 5);
+	cJSON_Delete(v);
+	T_ASSERT(peerctl_config(ob[1], "{\"closed_tag\":0}") == 0);
+	event_destroy(rep);
+	event_destroy(list);
 }
 
 /* A newer announcement of owner's d on p declaring maint_hex. */
@@ -755,7 +980,6 @@ test_no_mailboxes_without_thread_events(void)
 	struct event *is, *rep, *list, *del;
 	char	      tags[600], msg[256], h[65], f[200];
 	cJSON	     *v, *r;
-	int	      i;
 
 	is = issue_on(coord, WHO_ROOT2, t0 + 130, "d", "to be deleted");
 	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);
@@ -769,16 +993,8 @@ test_no_mailboxes_without_thread_events(void)
 	    relayproc_bind_url(ob[2]));
 	list = ev(WHO_DEL, t0 + 132, 10002, tags, "");
 	T_EQ_INT(client_publish(b, list, msg, sizeof(msg)), 1);
-	v = NULL;
-	for (i = 0; i < 100; i++) {
-		cJSON_Delete(v);
-		if ((v = hist_view(b, 5)) != NULL &&
-		    (r = relay_in(v, ob[2])) != NULL &&
-		    ctl_num(r, "groups_failed") >= 1)
-			break;
-		usleep(100000);
-	}
-	T_ASSERT(v != NULL && (r = relay_in(v, ob[2])) != NULL);
+	v = relay_when(ob[2], "groups_failed", 1, 10, &r);
+	T_ASSERT(v != NULL && r != NULL);
 	T_CHECK(has_purpose(r, "participant"));
 	T_EQ_INT(ctl_num(r, "groups_failed"), 1);
 	T_EQ_STR(cJSON_GetObjectItem(r, "last")->valuestring, "failed");
@@ -829,7 +1045,7 @@ test_owner_read_inbox_public_only(void)
 	char	      tags[600], msg[256], oh[65], ocoord[200], pcoord[200];
 	char	      f[300];
 	cJSON	     *v = NULL, *r;
-	int	      before, i, ob0from, nroots, hconn = -1;
+	int	      before, i, ob0from, ob0priv, nroots, hconn = -1;
 
 	/* Not the owner's: another owner's repository with a root ... */
 	T_ASSERT(host_repo(b, WHO_OWNER2, "other", NULL) == 0);
@@ -905,20 +1121,29 @@ test_owner_read_inbox_public_only(void)
 	cJSON_Delete(v);
 	/* ... and historyd's exclusively history connection to own
 	 * retired once its rotation was done. */
-	for (i = 0; i < 50 && peer_log_num(own, "open") != 0; i++)
+	for (i = 0; i < 50 && peerctl_log_num(own, "open") != 0; i++)
 		usleep(100000);
-	T_EQ_INT(peer_log_num(own, "open"), 0);
+	T_EQ_INT(peerctl_log_num(own, "open"), 0);
 
 	/* Private mode: the same inbox is not a history relay. */
+	ob0priv = peerctl_nreqs(ob[0]);
 	relayproc_setenv(b, "NGIT_PRIVATE_MODE=true");
 	T_ASSERT(relayproc_restart(b) == 0);
 	v = hist_view(b, 10);
 	T_ASSERT(v != NULL);
 	T_EQ_INT(ctl_bool(v, "private_mode"), 1);
 	T_CHECK(relay_in(v, own) == NULL);
-	/* Participants' relays still are. */
+	/* Participants' relays still are, for their roots only: a
+	 * private instance never probes a peer's mailbox with the
+	 * repository coordinate (GRASP-03, deliberately excluded). */
 	T_CHECK(relay_in(v, fb) != NULL);
+	T_ASSERT((r = relay_in(v, ob[0])) != NULL);
+	T_CHECK(has_purpose(r, "participant"));
+	T_CHECK(!has_purpose(r, "repository"));
 	cJSON_Delete(v);
+	T_CHECK(wait_req_filter_with(ob[0], ob0priv, issue_c->id_hex, fbreply,
+		    NULL, 15) >= 0);
+	T_CHECK(!reqs_mention(ob[0], ob0priv, coord));
 	before = peerctl_nreqs(own);
 	st2 = ev(WHO_STATUS, t0 + 80, 1630, tags, "reopened");
 	T_ASSERT(peerctl_seed(own, &st2, 1) == 0);
@@ -1173,6 +1398,8 @@ static const struct t_case cases[] = {
 	T_CASE(test_index_answer_puts_authors_on_fallback),
 	T_CASE(test_restart_keeps_fallback_ownership),
 	T_CASE(test_relay_list_takes_authors_off_fallback),
+	T_CASE(test_inbox_removal_drains_live),
+	T_CASE(test_failed_group_retries_alone),
 	T_CASE(test_no_mailboxes_without_thread_events),
 	T_CASE(test_owner_read_inbox_public_only),
 	T_CASE(test_metrics_fixed_cardinality_with_1000_authors),

@@ -83,3 +83,27 @@ peerctl_nreqs(struct relayproc *p)
 	cJSON_Delete(log);
 	return n;
 }
+
+int
+peerctl_log_count(struct relayproc *p, const char *list)
+{
+	cJSON *log = peerctl_log(p);
+	int    n = -1;
+
+	if (log != NULL)
+		n = cJSON_GetArraySize(cJSON_GetObjectItem(log, list));
+	cJSON_Delete(log);
+	return n;
+}
+
+int
+peerctl_log_num(struct relayproc *p, const char *key)
+{
+	cJSON *log = peerctl_log(p), *v;
+	int    n = -1;
+
+	if (log != NULL && cJSON_IsNumber(v = cJSON_GetObjectItem(log, key)))
+		n = (int)v->valuedouble;
+	cJSON_Delete(log);
+	return n;
+}

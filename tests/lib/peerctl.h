@@ -35,5 +35,10 @@ char  *peerctl_log_text(struct relayproc *);
 cJSON *peerctl_log(struct relayproc *);
 /* How many REQs the log holds (0 if it cannot be read). */
 int    peerctl_nreqs(struct relayproc *);
+/* How many entries the log's list ("reqs", "closes", "opens", ...)
+ * holds, or -1 if the log cannot be read. */
+int    peerctl_log_count(struct relayproc *, const char *list);
+/* The log's number key ("connections", "open", ...), or -1. */
+int    peerctl_log_num(struct relayproc *, const char *key);
 
 #endif

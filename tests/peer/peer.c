@@ -213,6 +213,7 @@ main(int argc, char *argv[])
 	peer_reset();
 	cJSON_Delete(pr.log_reqs);
 	cJSON_Delete(pr.log_closes);
+	cJSON_Delete(pr.log_opens);
 	cJSON_Delete(pr.log_auth);
 	cJSON_Delete(pr.log_negs);
 	return 0;

@@ -58,6 +58,7 @@ struct peer_config {
 	int drop_eose;		 /* never send EOSE */
 	int max_results;	 /* stored events per REQ, 0 = all */
 	int closed_rate_limited; /* CLOSED rate-limited every REQ */
+	int closed_tag;		 /* CLOSED a REQ with a "#<this char>" */
 	int notice_rate_limit;	 /* a rate-limit NOTICE on every REQ */
 	int ok_rate_limited;	 /* OK false rate-limited every EVENT */
 	int close_after_events;	 /* drop a connection after N EVENTs */
@@ -136,6 +137,7 @@ struct peer {
 	/* The log (GET /log); cleared by POST /reset. */
 	cJSON		     *log_reqs;
 	cJSON		     *log_closes;
+	cJSON		     *log_opens; /* websocket connections opened */
 	cJSON		     *log_auth;
 	cJSON		     *log_negs; /* NEG-OPENs */
 	uint64_t	      log_connections;

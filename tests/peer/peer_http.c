@@ -6,7 +6,9 @@
  *
  *   POST /config   a JSON object with any of the keys of struct
  *                  peer_config (integers: eose_delay_ms, max_results,
- *                  close_after_events, oversized_bytes, flood; booleans:
+ *                  close_after_events, oversized_bytes, flood,
+ *                  closed_tag: the code of an ASCII letter X, a REQ with
+ *                  a "#X" filter gets CLOSED "error: ..."; booleans:
  *                  drop_eose, closed_rate_limited, notice_rate_limit,
  *                  ok_rate_limited, garbage, forge, auth, refuse, hang,
  *                  verify, neg: NEG-OPEN is served, not a NOTICE).
@@ -22,6 +24,7 @@
  *   GET  /events   the stored events as a JSON array, newest first
  *   GET  /log      {"connections","open","reqs":[{"conn","sub","filters",
  *                  "at_ms"}],"closes":[{"conn","sub","at_ms"}],
+ *                  "opens":[{"conn","at_ms"}] (websocket connections),
  *                  "negs":[{"conn","sub","filter","at_ms"}],
  *                  "events_received","stored","auth":[{"conn","pubkey"}],
  *                  "max_concurrent_subs" (on one connection),

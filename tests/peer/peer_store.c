@@ -115,6 +115,7 @@ static const struct {
 	K(drop_eose, CFG_BOOL, 1),
 	K(max_results, CFG_INT, 1000000),
 	K(closed_rate_limited, CFG_BOOL, 1),
+	K(closed_tag, CFG_INT, 127),
 	K(notice_rate_limit, CFG_BOOL, 1),
 	K(ok_rate_limited, CFG_BOOL, 1),
 	K(close_after_events, CFG_INT, 100000000),
@@ -235,11 +236,13 @@ peer_reset(void)
 	peer->nevents = peer->capevents = 0;
 	cJSON_Delete(peer->log_reqs);
 	cJSON_Delete(peer->log_closes);
+	cJSON_Delete(peer->log_opens);
 	cJSON_Delete(peer->log_auth);
 	cJSON_Delete(peer->log_negs);
 	peer->log_negs = new_array();
 	peer->log_reqs = new_array();
 	peer->log_closes = new_array();
+	peer->log_opens = new_array();
 	peer->log_auth = new_array();
 	peer->log_connections = 0;
 	peer->log_events_received = 0;
@@ -263,6 +266,7 @@ peer_log_text(void)
 	/* References: deleting o leaves the lists alone. */
 	cJSON_AddItemReferenceToObject(o, "reqs", peer->log_reqs);
 	cJSON_AddItemReferenceToObject(o, "closes", peer->log_closes);
+	cJSON_AddItemReferenceToObject(o, "opens", peer->log_opens);
 	cJSON_AddItemReferenceToObject(o, "negs", peer->log_negs);
 	cJSON_AddNumberToObject(o, "events_received",
 	    (double)peer->log_events_received);

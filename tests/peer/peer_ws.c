@@ -305,6 +305,17 @@ handle_req(struct peer_conn *c, const struct json *msg)
 		    "rate-limited: slow down");
 		return;
 	}
+	if (peer->cfg.closed_tag > 0) {
+		char tag[3] = { '#', (char)peer->cfg.closed_tag, '\0' };
+
+		for (fj = json_at(msg, 2); fj != NULL; fj = fj->next)
+			if (fj->type == JSON_OBJECT &&
+			    json_get(fj, tag) != NULL) {
+				wss_send_msg(&c->pc_out, "CLOSED", subid,
+				    "error: this peer fails such filters");
+				return;
+			}
+	}
 	nf = msg->n - 2;
 	if (nf == 0) {
 		wss_send_msg(&c->pc_out, "CLOSED", subid,
@@ -728,6 +739,7 @@ static void
 conn_open(struct peer_conn *c, struct lws *wsi)
 {
 	uint8_t raw[16];
+	cJSON  *e;
 
 	/* The session may have served HTTP before the upgrade. */
 	buf_free(&c->pc_body);
@@ -747,6 +759,9 @@ conn_open(struct peer_conn *c, struct lws *wsi)
 	LIST_INSERT_HEAD(&peer->conns, c, pc_entry);
 	peer->nconns++;
 	peer->log_connections++;
+	e = log_entry(c, 0, NULL);
+	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
+	peer_log_add(peer->log_opens, e);
 	log_debug("conn %llu: open", (unsigned long long)c->pc_serial);
 	if (peer->cfg.auth)
 		send_auth_challenge(c);

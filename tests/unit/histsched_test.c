@@ -3,7 +3,9 @@
  * (historyd/hist_sched.c, compiled in): at most one new due relay per
  * maintenance pass, never more than 32 workers, one group in flight per
  * relay draining its own cursor, 24 h refresh after a successful
- * rotation, 5 min retry after a failed group (the cursor advances), the
+ * rotation, 5 min retry after a failed group (the cursor advances), a
+ * group that keeps failing retried by itself while the others wait for
+ * the refresh, the
  * cursor kept modulo a changed filter set, the GRASP-03 numbers and
  * their NGIT_TEST scaling (24 min, 5 s) as historyd initialises them, a thread added in the middle
  * of a rotation making the next rotation due as soon as this one ends
@@ -135,11 +137,13 @@ cadence_with_test_timing(void)
 	T_EQ_INT(r->hr_due_ms, 100 + 5000);
 	T_EQ_INT(hist_sched_pass(&s, 5100), 1);
 	hist_sched_done(&s, r, 1, 5200);
-	T_EQ_INT(r->hr_due_ms, 5200 + 5000);
+	/* The failed group alone after 5 s, the rotation after 24 min. */
+	T_EQ_INT(hist_relay_due(r), 5200 + 5000);
+	T_EQ_INT(r->hr_due_ms, 5200 + 24 * 60 * 1000);
 	T_EQ_INT(hist_sched_pass(&s, 10200), 1);
 	hist_sched_done(&s, r, 1, 10300);
-	hist_sched_done(&s, r, 1, 10400);
-	T_EQ_INT(r->hr_due_ms, 10400 + 24 * 60 * 1000);
+	T_EQ_INT(s.hs_nactive, 0);
+	T_EQ_INT(hist_relay_due(r), 5200 + 24 * 60 * 1000);
 	hist_sched_free(&s);
 }
 
@@ -265,12 +269,106 @@ failed_group_advances_and_retries(void)
 	hist_sched_done(&s, r, 1, 400000);
 	T_EQ_STR(w.last, "{\"#e\":[\"2\"]}");
 	hist_sched_done(&s, r, 1, 400010);
-	/* A rotation with a failed group starts again after the retry
-	 * delay, from the failed group. */
+	/* The rotation is over; its failed group is due by itself after
+	 * the retry delay. */
 	T_EQ_INT(r->hr_rotations, 1);
-	T_EQ_INT(r->hr_due_ms, 400010 + RETRY);
+	T_EQ_INT(hist_relay_due(r), 400010 + RETRY);
 	T_EQ_INT(hist_sched_pass(&s, 400010 + RETRY), 1);
 	T_EQ_STR(w.last, "{\"#e\":[\"0\"]}");
+	hist_sched_free(&s);
+}
+
+/*
+ * GRASP-03: "a failed group advances the cursor after a five-minute
+ * delay and is retried on a later rotation"; "A successful complete
+ * rotation refreshes after 24 hours".  A group that always fails is
+ * retried by itself every five minutes: the groups that succeeded are
+ * not fetched again before the 24 h refresh.
+ */
+static void
+failed_group_retries_alone(void)
+{
+	struct hist_sched  s;
+	struct hist_relay *r;
+	int64_t		   end, t;
+	int		   i, starts;
+
+	r = swept_with_one_relay(&s, 3);
+	T_EQ_INT(hist_sched_pass(&s, 0), 1);
+	hist_sched_done(&s, r, 1, 10); /* group 0 ok */
+	hist_sched_done(&s, r, 0, 20); /* group 1 fails */
+	T_EQ_INT(s.hs_nactive, 0);
+	T_EQ_INT(hist_sched_pass(&s, 20 + RETRY), 1);
+	T_EQ_STR(w.last, "{\"#e\":[\"2\"]}");
+	end = 30 + RETRY;
+	hist_sched_done(&s, r, 1, end); /* group 2 ok: rotation over */
+	T_EQ_INT(r->hr_rotations, 1);
+	T_EQ_INT(r->hr_failed.hm_n, 1);
+	T_EQ_INT(hist_relay_due(r), end + RETRY);
+	T_EQ_STR(hist_relay_state(r, end + RETRY - 1), "idle");
+	/* Ten retries: each starts group 1 only, and one group only. */
+	for (i = 0, t = end; i < 10; i++) {
+		starts = w.starts;
+		T_EQ_INT(hist_sched_pass(&s, t + RETRY - 1), 0);
+		T_EQ_INT(hist_sched_pass(&s, t + RETRY), 1);
+		T_EQ_STR(w.last, "{\"#e\":[\"1\"]}");
+		t += RETRY + 100;
+		hist_sched_done(&s, r, 0, t);
+		T_EQ_INT(w.starts, starts + 1);
+		T_EQ_INT(s.hs_nactive, 0);
+		T_EQ_INT(r->hr_rotations, 1);
+		T_EQ_INT(hist_relay_due(r), t + RETRY);
+	}
+	/* It succeeds at last: nothing is due before the refresh. */
+	T_EQ_INT(hist_sched_pass(&s, t + RETRY), 1);
+	hist_sched_done(&s, r, 1, t + RETRY + 1);
+	T_EQ_INT(r->hr_failed.hm_n, 0);
+	T_EQ_INT(hist_relay_due(r), end + REFRESH);
+	T_EQ_INT(hist_sched_pass(&s, end + REFRESH - 1), 0);
+	/* The refresh is a whole rotation again, from group 0. */
+	T_EQ_INT(hist_sched_pass(&s, end + REFRESH), 1);
+	T_EQ_STR(w.last, "{\"#e\":[\"0\"]}");
+	hist_sched_done(&s, r, 1, end + REFRESH + 1);
+	T_EQ_STR(w.last, "{\"#e\":[\"1\"]}");
+	hist_sched_free(&s);
+}
+
+/*
+ * Two failed groups are retried in one pass while they succeed; one that
+ * fails again waits alone, and a failed group the inventory dropped is
+ * forgotten.
+ */
+static void
+failed_groups_retry_pass(void)
+{
+	struct hist_sched  s;
+	struct hist_relay *r;
+
+	r = swept_with_one_relay(&s, 4);
+	T_EQ_INT(hist_sched_pass(&s, 0), 1);
+	hist_sched_done(&s, r, 0, 1); /* group 0 fails */
+	T_EQ_INT(hist_sched_pass(&s, 1 + RETRY), 1);
+	hist_sched_done(&s, r, 1, 2 + RETRY); /* 1 ok */
+	hist_sched_done(&s, r, 0, 3 + RETRY); /* 2 fails */
+	T_EQ_INT(hist_sched_pass(&s, 3 + 2 * RETRY), 1);
+	hist_sched_done(&s, r, 1, 4 + 2 * RETRY); /* 3 ok: over */
+	T_EQ_INT(r->hr_failed.hm_n, 2);
+	/* The retry pass: 0 (ok), then 2 at once (fails again). */
+	T_EQ_INT(hist_sched_pass(&s, 4 + 3 * RETRY), 1);
+	T_EQ_STR(w.last, "{\"#e\":[\"0\"]}");
+	hist_sched_done(&s, r, 1, 5 + 3 * RETRY);
+	T_EQ_STR(w.last, "{\"#e\":[\"2\"]}");
+	T_EQ_INT(s.hs_nactive, 1);
+	hist_sched_done(&s, r, 0, 6 + 3 * RETRY);
+	T_EQ_INT(s.hs_nactive, 0);
+	T_EQ_INT(r->hr_failed.hm_n, 1);
+	T_EQ_INT(hist_relay_due(r), 6 + 4 * RETRY);
+	/* Its group leaves the inventory: nothing to retry. */
+	hist_sched_unmark(&s);
+	want(&s, "ws://a.example", 2, "e");
+	hist_sched_sweep(&s);
+	T_EQ_INT(r->hr_failed.hm_n, 0);
+	T_EQ_INT(hist_sched_pass(&s, 6 + 4 * RETRY), 0);
 	hist_sched_free(&s);
 }
 
@@ -449,6 +547,8 @@ static const struct t_case cases[] = {
 	T_CASE(dead_relay_holds_only_its_slot),
 	T_CASE(successful_groups_drain_then_refresh),
 	T_CASE(failed_group_advances_and_retries),
+	T_CASE(failed_group_retries_alone),
+	T_CASE(failed_groups_retry_pass),
 	T_CASE(start_refused_counts_as_failure),
 	T_CASE(cursor_modulo_new_filter_set),
 	T_CASE(thread_added_mid_rotation),

@@ -42,6 +42,16 @@
 # durability_{full,normal}_{publish_rate,publish_ok_p99,serial_ok_p50,
 # serial_ok_p99} and durability_full_normal_ratio;
 # BENCH_DURABILITY_ORDER="normal full" runs them the other way round).
+# Part five (tests/bench/scale.c, issue #44 item 5): syncd with
+# BENCH_SCALE_REPOS (10000) hosted repositories listing BENCH_SCALE_PEERS
+# (100) remote relays (test peers) in all, BENCH_SCALE_PER_REPO (3) each:
+# its connections, the subscriptions open per relay, its memory, the time
+# from the start to every live subscription open and the cost of adding
+# one repository; skipped with BENCH_NO_SCALE=1.  Part six
+# (tests/bench/fed.c, item 6): three graspd serving one repository with
+# production timing, BENCH_FED_N (20) times the time from OK on one to
+# served by the other two, for an issue and for a state + push
+# (p50/p99/max); skipped with BENCH_NO_FED=1.
 set -eu
 
 EVENTS=${BENCH_EVENTS:-20000}
@@ -60,7 +70,11 @@ cd "$top"
 tproc_dirs
 inventory=$O/tests/bench/inventory
 web=$O/tests/bench/web
-tproc_require bench "$relayd" "$graspd" "$ingest" "$inventory" "$web"
+scale=$O/tests/bench/scale
+fed=$O/tests/bench/fed
+peer=$O/tests/peer/peer
+tproc_require bench "$relayd" "$graspd" "$ingest" "$inventory" "$web" \
+    "$scale" "$fed" "$peer"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/graspd-bench.XXXXXX")
 pid=""
@@ -404,6 +418,26 @@ if [ -z "${BENCH_NO_WEB:-}" ]; then
 	    >"$tmp/web.out" 2>"$tmp/web.log" ||
 	    fail "web bench failed: $(tail -n 5 "$tmp/web.log")"
 	cat "$tmp/web.out" >>"$tmp/figures"
+fi
+
+# syncd with many repositories and many remote relays (issue #44 item 5).
+if [ -z "${BENCH_NO_SCALE:-}" ]; then
+	echo "# bench: syncd with ${BENCH_SCALE_REPOS:-10000} repositories" \
+	    "and ${BENCH_SCALE_PEERS:-100} remote relays"
+	GRASPD_BIN=$BIN GRASPD_PEER=$peer timeout 600 "$scale" \
+	    >"$tmp/scale.out" 2>"$tmp/scale.log" ||
+	    fail "scale bench failed: $(tail -n 5 "$tmp/scale.log")"
+	cat "$tmp/scale.out" >>"$tmp/figures"
+fi
+
+# Federation latency between three graspd (issue #44 item 6).
+if [ -z "${BENCH_NO_FED:-}" ]; then
+	echo "# bench: federation latency, three graspd," \
+	    "${BENCH_FED_N:-20} rounds"
+	GRASPD_BIN=$BIN timeout 600 "$fed" >"$tmp/fed.out" \
+	    2>"$tmp/fed.log" ||
+	    fail "fed bench failed: $(tail -n 5 "$tmp/fed.log")"
+	cat "$tmp/fed.out" >>"$tmp/figures"
 fi
 
 # Ingest as a fraction of the verification limit measured above.

@@ -38,6 +38,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench.h"
 #include "buf.h"
 #include "ctl.h"
 #include "event.h"
@@ -71,6 +72,13 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Milliseconds on the monotonic clock, with their fractions. */
+static double
+now_ms(void)
+{
+	return bench_now_s() * 1e3;
+}
+
 /* The nearest-rank percentile p of v[0..n), sorted. */
 static double
 pct(const double *v, int n, double p)
@@ -89,10 +97,10 @@ report(const char *name, double *both, double *first, int n)
 {
 	qsort(both, (size_t)n, sizeof(*both), cmp_double);
 	qsort(first, (size_t)n, sizeof(*first), cmp_double);
-	printf("fed_%s_p50_ms %.1f ms\n", name, pct(both, n, 0.5));
-	printf("fed_%s_p99_ms %.1f ms\n", name, pct(both, n, 0.99));
-	printf("fed_%s_max_ms %.1f ms\n", name, both[n - 1]);
-	printf("fed_%s_first_p50_ms %.1f ms\n", name, pct(first, n, 0.5));
+	printf("fed_%s_p50_ms %.2f ms\n", name, pct(both, n, 0.5));
+	printf("fed_%s_p99_ms %.2f ms\n", name, pct(both, n, 0.99));
+	printf("fed_%s_max_ms %.2f ms\n", name, both[n - 1]);
+	printf("fed_%s_first_p50_ms %.2f ms\n", name, pct(first, n, 0.5));
 }
 
 /* Takes what sub[i] holds now; 1 if a message contained needle. */
@@ -116,11 +124,11 @@ drain(int i, const char *needle)
 
 /*
  * Waits until the subscriptions of the two servers other than origin
- * deliver a message containing needle; their arrival times (wsc_now_ms())
+ * deliver a message containing needle; their arrival times (now_ms())
  * in at[].  Calls seen(i) as each arrives, when not NULL.
  */
 static void
-wait_others(int origin, const char *needle, int64_t at[3],
+wait_others(int origin, const char *needle, double at[3],
     void (*seen)(int, const char *), const char *arg)
 {
 	struct pollfd pf[3];
@@ -140,7 +148,7 @@ wait_others(int origin, const char *needle, int64_t at[3],
 			if (!drain(i, i == origin ? NULL : needle) ||
 			    at[i] != 0)
 				continue;
-			at[i] = wsc_now_ms();
+			at[i] = now_ms();
 			left--;
 			if (seen != NULL)
 				seen(i, arg);
@@ -152,11 +160,11 @@ wait_others(int origin, const char *needle, int64_t at[3],
 }
 
 /* The earliest and the latest of t[] but t[origin]. */
-static int64_t
-first_of(const int64_t t[3], int origin)
+static double
+first_of(const double t[3], int origin)
 {
-	int64_t m = INT64_MAX;
-	int	i;
+	double m = 1e300;
+	int    i;
 
 	for (i = 0; i < 3; i++)
 		if (i != origin && t[i] < m)
@@ -164,11 +172,11 @@ first_of(const int64_t t[3], int origin)
 	return m;
 }
 
-static int64_t
-last_of(const int64_t t[3], int origin)
+static double
+last_of(const double t[3], int origin)
 {
-	int64_t m = 0;
-	int	i;
+	double m = 0;
+	int    i;
 
 	for (i = 0; i < 3; i++)
 		if (i != origin && t[i] > m)
@@ -177,7 +185,7 @@ last_of(const int64_t t[3], int origin)
 }
 
 static uint8_t sk[32];
-static int64_t ls_at[3];
+static double  ls_at[3];
 
 /* git ls-remote on server i until main is oid; the time into ls_at[i]. */
 static void
@@ -195,7 +203,7 @@ ls_until(int i, const char *oid)
 			NULL) == 0 &&
 		    out != NULL && strncmp(out, oid, 40) == 0) {
 			free(out);
-			ls_at[i] = wsc_now_ms();
+			ls_at[i] = now_ms();
 			return;
 		}
 		free(out);
@@ -248,7 +256,8 @@ main(int argc, char *argv[])
 	char		   home[PATH_MAX], dir[PATH_MAX], url[512], oid[41];
 	char	pkhex[65], coord[128], needle[128], filter[512], *out;
 	double *ev_both, *ev_first, *push_both, *push_first;
-	int64_t at[3], t0, last_at = 0, now;
+	double	at[3], now;
+	int64_t t0, last_at = 0, at_s;
 	int	n, i, k, o;
 
 	log_init("fed", 1);
@@ -348,10 +357,10 @@ main(int argc, char *argv[])
 			fatalx("fed: cannot sign an issue");
 		if (nostr_publish(pub[o], ev, 10000, &okv, NULL) == -1 || !okv)
 			fatalx("fed: issue refused by %s", domain[o]);
-		now = wsc_now_ms();
+		now = now_ms();
 		wait_others(o, ev->id_hex, at, NULL, NULL);
-		ev_first[k] = (double)(first_of(at, o) - now);
-		ev_both[k] = (double)(last_of(at, o) - now);
+		ev_first[k] = first_of(at, o) - now;
+		ev_both[k] = last_of(at, o) - now;
 		event_destroy(ev);
 	}
 
@@ -364,8 +373,8 @@ main(int argc, char *argv[])
 		if (gt_commit(dir, file, file, file, oid) == -1)
 			fatalx("fed: commit failed");
 		/* States are replaceable: each newer than the last. */
-		now = (int64_t)time(NULL);
-		last_at = now > last_at ? now : last_at + 1;
+		at_s = (int64_t)time(NULL);
+		last_at = at_s > last_at ? at_s : last_at + 1;
 		if (gt_state(pub[o], sk, last_at, FED_D, oid) == -1)
 			fatalx("fed: state refused by %s", domain[o]);
 		gt_url(url, sizeof(url), domain[o], pk, FED_D);
@@ -374,12 +383,12 @@ main(int argc, char *argv[])
 			fatalx("fed: push to %s failed: %s", domain[o],
 			    out ? out : "");
 		free(out);
-		now = wsc_now_ms();
+		now = now_ms();
 		snprintf(needle, sizeof(needle), "\"%s\"", oid);
 		ls_at[0] = ls_at[1] = ls_at[2] = 0;
 		wait_others(o, needle, at, ls_until, oid);
-		push_first[k] = (double)(first_of(ls_at, o) - now);
-		push_both[k] = (double)(last_of(ls_at, o) - now);
+		push_first[k] = first_of(ls_at, o) - now;
+		push_both[k] = last_of(ls_at, o) - now;
 	}
 	printf("fed_rounds %d rounds\n", n);
 	report("event", ev_both, ev_first, n);

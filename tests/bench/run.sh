@@ -410,34 +410,37 @@ if [ -z "${BENCH_NO_INVENTORY:-}" ]; then
 	cat "$tmp/inventory.out" >>"$tmp/figures"
 fi
 
+# part NAME PROGRAM [ARG...]: a benchmark program that starts the servers
+# it needs itself (from $BIN, test peers from $peer); its figures are
+# added, its stderr kept in $tmp/NAME.log.
+part() {
+	_name=$1
+	shift
+	GRASPD_BIN=$BIN GRASPD_PEER=$peer timeout 600 "$@" \
+	    >"$tmp/$_name.out" 2>"$tmp/$_name.log" ||
+	    fail "$_name bench failed: $(tail -n 5 "$tmp/$_name.log")"
+	cat "$tmp/$_name.out" >>"$tmp/figures"
+}
+
 # The landing page rendered for BENCH_WEB_REPOS repositories (issue #18:
 # under 50 ms for 10,000), relayd alone on a store made for it.
 if [ -z "${BENCH_NO_WEB:-}" ]; then
 	echo "# bench: landing page for ${BENCH_WEB_REPOS:-10000} repositories"
-	GRASPD_BIN=$BIN timeout 600 "$web" "${BENCH_WEB_REPOS:-10000}" \
-	    >"$tmp/web.out" 2>"$tmp/web.log" ||
-	    fail "web bench failed: $(tail -n 5 "$tmp/web.log")"
-	cat "$tmp/web.out" >>"$tmp/figures"
+	part web "$web" "${BENCH_WEB_REPOS:-10000}"
 fi
 
 # syncd with many repositories and many remote relays (issue #44 item 5).
 if [ -z "${BENCH_NO_SCALE:-}" ]; then
 	echo "# bench: syncd with ${BENCH_SCALE_REPOS:-10000} repositories" \
 	    "and ${BENCH_SCALE_PEERS:-100} remote relays"
-	GRASPD_BIN=$BIN GRASPD_PEER=$peer timeout 600 "$scale" \
-	    >"$tmp/scale.out" 2>"$tmp/scale.log" ||
-	    fail "scale bench failed: $(tail -n 5 "$tmp/scale.log")"
-	cat "$tmp/scale.out" >>"$tmp/figures"
+	part scale "$scale"
 fi
 
 # Federation latency between three graspd (issue #44 item 6).
 if [ -z "${BENCH_NO_FED:-}" ]; then
 	echo "# bench: federation latency, three graspd," \
 	    "${BENCH_FED_N:-20} rounds"
-	GRASPD_BIN=$BIN timeout 600 "$fed" >"$tmp/fed.out" \
-	    2>"$tmp/fed.log" ||
-	    fail "fed bench failed: $(tail -n 5 "$tmp/fed.log")"
-	cat "$tmp/fed.out" >>"$tmp/figures"
+	part fed "$fed"
 fi
 
 # Ingest as a fraction of the verification limit measured above.

@@ -47,6 +47,16 @@
 # durability_{full,normal}_{publish_rate,publish_ok_p99,serial_ok_p50,
 # serial_ok_p99} and durability_full_normal_ratio;
 # BENCH_DURABILITY_ORDER="normal full" runs them the other way round).
+# Part five (tests/bench/scale.c, issue #44 item 5): syncd with
+# BENCH_SCALE_REPOS (10000) hosted repositories listing BENCH_SCALE_PEERS
+# (100) remote relays (test peers) in all, BENCH_SCALE_PER_REPO (3) each:
+# its connections, the subscriptions open per relay, its memory, the time
+# from the start to every live subscription open and the cost of adding
+# one repository; skipped with BENCH_NO_SCALE=1.  Part six
+# (tests/bench/fed.c, item 6): three graspd serving one repository with
+# production timing, BENCH_FED_N (20) times the time from OK on one to
+# served by the other two, for an issue and for a state + push
+# (p50/p99/max); skipped with BENCH_NO_FED=1.
 set -eu
 
 EVENTS=${BENCH_EVENTS:-20000}
@@ -67,8 +77,11 @@ inventory=$O/tests/bench/inventory
 web=$O/tests/bench/web
 thread=$O/tests/bench/thread
 webgit=$O/tests/bench/webgit
+scale=$O/tests/bench/scale
+fed=$O/tests/bench/fed
+peer=$O/tests/peer/peer
 tproc_require bench "$relayd" "$graspd" "$ingest" "$inventory" "$web" \
-    "$thread" "$webgit"
+    "$thread" "$webgit" "$scale" "$fed" "$peer"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/graspd-bench.XXXXXX")
 pid=""
@@ -404,35 +417,51 @@ if [ -z "${BENCH_NO_INVENTORY:-}" ]; then
 	cat "$tmp/inventory.out" >>"$tmp/figures"
 fi
 
+# part NAME PROGRAM [ARG...]: a benchmark program that starts the servers
+# it needs itself (from $BIN, test peers from $peer); its figures are
+# added, its stderr kept in $tmp/NAME.log.
+part() {
+	_name=$1
+	shift
+	GRASPD_BIN=$BIN GRASPD_PEER=$peer timeout 600 "$@" \
+	    >"$tmp/$_name.out" 2>"$tmp/$_name.log" ||
+	    fail "$_name bench failed: $(tail -n 5 "$tmp/$_name.log")"
+	cat "$tmp/$_name.out" >>"$tmp/figures"
+}
+
 # The landing page rendered for BENCH_WEB_REPOS repositories (issue #18:
 # under 50 ms for 10,000), relayd alone on a store made for it.
 if [ -z "${BENCH_NO_WEB:-}" ]; then
 	echo "# bench: landing page for ${BENCH_WEB_REPOS:-10000} repositories"
-	GRASPD_BIN=$BIN timeout 600 "$web" "${BENCH_WEB_REPOS:-10000}" \
-	    >"$tmp/web.out" 2>"$tmp/web.log" ||
-	    fail "web bench failed: $(tail -n 5 "$tmp/web.log")"
-	cat "$tmp/web.out" >>"$tmp/figures"
+	part web "$web" "${BENCH_WEB_REPOS:-10000}"
+fi
+
+# syncd with many repositories and many remote relays (issue #44 item 5).
+if [ -z "${BENCH_NO_SCALE:-}" ]; then
+	echo "# bench: syncd with ${BENCH_SCALE_REPOS:-10000} repositories" \
+	    "and ${BENCH_SCALE_PEERS:-100} remote relays"
+	part scale "$scale"
+fi
+
+# Federation latency between three graspd (issue #44 item 6).
+if [ -z "${BENCH_NO_FED:-}" ]; then
+	echo "# bench: federation latency, three graspd," \
+	    "${BENCH_FED_N:-20} rounds"
+	part fed "$fed"
 fi
 
 # The page of an issue with BENCH_THREAD_REPLIES replies (issue 43: under
 # 50 ms for 1,000), and relayd's memory while it serves it.
 if [ -z "${BENCH_NO_WEB:-}" ]; then
 	echo "# bench: thread page of ${BENCH_THREAD_REPLIES:-1000} replies"
-	GRASPD_BIN=$BIN timeout 600 "$thread" \
-	    "${BENCH_THREAD_REPLIES:-1000}" >"$tmp/thread.out" \
-	    2>"$tmp/thread.log" ||
-	    fail "thread bench failed: $(tail -n 5 "$tmp/thread.log")"
-	cat "$tmp/thread.out" >>"$tmp/figures"
+	part thread "$thread" "${BENCH_THREAD_REPLIES:-1000}"
 fi
 
 # The git pages (issue 43: under 50 ms each): a commit page with a
 # 5,000-line diff, a tree page of 10,000 entries, relayd's memory.
 if [ -z "${BENCH_NO_WEBGIT:-}" ]; then
 	echo "# bench: git pages: a 5,000-line diff, a 10,000-entry tree"
-	GRASPD_BIN=$BIN timeout 600 "$webgit" >"$tmp/webgit.out" \
-	    2>"$tmp/webgit.log" ||
-	    fail "webgit bench failed: $(tail -n 5 "$tmp/webgit.log")"
-	cat "$tmp/webgit.out" >>"$tmp/figures"
+	part webgit "$webgit"
 fi
 
 # Ingest as a fraction of the verification limit measured above.

@@ -810,6 +810,53 @@ test_log_records_reqs_closes_and_concurrency(void)
 	wsc_close(w2);
 }
 
+/* GET /stats: the subscriptions open now, the live ones (every filter
+ * limit 0) and when the newest of those opened, and the counts. */
+static void
+test_stats_counts_open_and_live_subscriptions(void)
+{
+	struct wsc *w;
+	char	  **got = NULL, *body = NULL;
+	size_t	    n = 0;
+	int	    status = 0;
+	int64_t	    t0, t1;
+	cJSON	   *st = NULL;
+
+	T_EQ_INT(reset(), 200);
+	T_ASSERT((w = conn()) != NULL);
+	t0 = wsc_now_ms();
+	T_CHECK(
+	    nostr_req(w, "hist", "{\"kinds\":[1]}", TMO, &got, &n, NULL) == 0);
+	nostr_events_free(got);
+	got = NULL;
+	T_CHECK(nostr_req(w, "live",
+		    "[{\"kinds\":[1],\"limit\":0},{\"#a\":[\"x\"],"
+		    "\"limit\":0}]",
+		    TMO, &got, &n, NULL) == 0);
+	nostr_events_free(got);
+	got = NULL;
+	t1 = wsc_now_ms();
+	T_CHECK(nostr_close_sub(w, "hist") == 0);
+	/* Answered after the CLOSE before it was handled. */
+	T_CHECK(nostr_req(w, "mixed", "[{\"limit\":0},{\"kinds\":[1]}]", TMO,
+		    &got, &n, NULL) == 0);
+	nostr_events_free(got);
+	T_CHECK(http_get(relayproc_host(rp), relayproc_port(rp), "/stats", NULL,
+		    TMO, &status, NULL, &body) == 0);
+	T_EQ_INT(status, 200);
+	T_ASSERT(body != NULL && (st = cJSON_Parse(body)) != NULL);
+	T_CHECK(ctl_num(st, "connections") == 1 && ctl_num(st, "open") == 1);
+	T_CHECK(ctl_num(st, "subs") == 2);
+	T_CHECK(ctl_num(st, "live") == 1);
+	T_CHECK(ctl_num(st, "live_last_ms") >= (double)t0 &&
+	    ctl_num(st, "live_last_ms") <= (double)t1);
+	T_CHECK(ctl_num(st, "reqs") == 3 && ctl_num(st, "negs") == 0);
+	T_CHECK(ctl_num(st, "last_ms") >= ctl_num(st, "live_last_ms"));
+	cJSON_Delete(st);
+	free(body);
+	wsc_close(w);
+}
+
 static void
 test_oversized_client_message_gets_notice(void)
 {
@@ -958,6 +1005,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_refuse_answers_upgrades_503),
 	T_CASE(test_hang_never_completes_handshake),
 	T_CASE(test_log_records_reqs_closes_and_concurrency),
+	T_CASE(test_stats_counts_open_and_live_subscriptions),
 	T_CASE(test_oversized_client_message_gets_notice),
 	T_CASE(test_reset_clears_store_log_and_config),
 	T_CASE(test_seeding_reports_bad_lines),

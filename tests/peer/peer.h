@@ -89,7 +89,9 @@ struct peer_sub {
 	char		       ps_id[PEER_MAX_SUBID + 1];
 	struct filter	      *ps_filters;
 	size_t		       ps_nfilters;
-	lws_sorted_usec_list_t ps_sul; /* delayed EOSE */
+	lws_sorted_usec_list_t ps_sul;	 /* delayed EOSE */
+	int64_t		       ps_at_ms; /* opened (proc_now_ms()) */
+	int		       ps_live;	 /* every filter has limit 0 */
 };
 
 enum peer_conn_kind {
@@ -141,6 +143,9 @@ struct peer {
 	cJSON		     *log_auth;
 	cJSON		     *log_negs; /* NEG-OPENs */
 	uint64_t	      log_connections;
+	uint64_t	      log_nreqs;   /* REQs, also past PEER_MAX_LOG */
+	uint64_t	      log_nnegs;   /* NEG-OPENs, the same */
+	int64_t		      log_last_ms; /* the last REQ or NEG-OPEN */
 	uint64_t	      log_events_received;
 	uint64_t	      log_bytes_in;
 	uint64_t	      log_bytes_out;
@@ -209,6 +214,8 @@ int    peer_config_apply(const cJSON *obj, char *err, size_t errlen);
 cJSON *peer_config_json(void);
 /* The GET /log document; caller frees the text. */
 char  *peer_log_text(void);
+/* The GET /stats document (counts only, cheap to poll); caller frees. */
+char  *peer_stats_text(void);
 /* Appends to a log list unless it holds PEER_MAX_LOG entries already. */
 void   peer_log_add(cJSON *list, cJSON *item);
 

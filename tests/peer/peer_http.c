@@ -32,6 +32,12 @@
  *                  "bytes_out","hang_port","config"}; at_ms is
  *                  CLOCK_MONOTONIC, the
  *                  clock of wsc_now_ms(); bytes count websocket payloads
+ *   GET  /stats    counts only, cheap to poll with many peers:
+ *                  {"connections","open","subs" (open now),"live" (open
+ *                  subscriptions whose every filter has limit 0),
+ *                  "live_last_ms" (when the newest of those was opened),
+ *                  "reqs","negs" (received, past the log's cap too),
+ *                  "last_ms" (the last REQ or NEG-OPEN),"bytes_in"}
  *
  * Runs in peer, the scriptable relay of the integration tests.
  */
@@ -294,6 +300,11 @@ http_request(struct peer_conn *c, struct lws *wsi)
 		return respond(c, wsi, HTTP_STATUS_OK, "application/json", body,
 		    strlen(body));
 	}
+	if (urilen == 6 && memcmp(uri, "/stats", 6) == 0) {
+		body = peer_stats_text();
+		return respond(c, wsi, HTTP_STATUS_OK, "application/json", body,
+		    strlen(body));
+	}
 	if (urilen == 7 && memcmp(uri, "/events", 7) == 0) {
 		body = events_text(&len);
 		return respond(c, wsi, HTTP_STATUS_OK, "application/json", body,
@@ -305,7 +316,8 @@ http_request(struct peer_conn *c, struct lws *wsi)
 		buf_adds(&b,
 		    PEER_NAME
 		    ": a scriptable Nostr relay for tests; "
-		    "POST /config, /reset, /events; GET /log, /events\n");
+		    "POST /config, /reset, /events; GET /log, /stats, "
+		    "/events\n");
 		body = buf_release(&b, &len);
 		return respond(c, wsi, HTTP_STATUS_OK, "text/plain", body, len);
 	}

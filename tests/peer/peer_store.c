@@ -245,6 +245,8 @@ peer_reset(void)
 	peer->log_opens = new_array();
 	peer->log_auth = new_array();
 	peer->log_connections = 0;
+	peer->log_nreqs = peer->log_nnegs = 0;
+	peer->log_last_ms = 0;
 	peer->log_events_received = 0;
 	peer->log_bytes_in = peer->log_bytes_out = 0;
 	peer->log_max_concurrent_subs = 0;
@@ -283,4 +285,34 @@ peer_log_text(void)
 		fatal("peer_log_text");
 	cJSON_Delete(o);
 	return s;
+}
+
+char *
+peer_stats_text(void)
+{
+	struct peer_conn *c;
+	struct peer_sub	 *s;
+	struct buf	  b = BUF_INIT;
+	int64_t		  live_last = 0;
+	size_t		  subs = 0, live = 0;
+
+	LIST_FOREACH(c, &peer->conns, pc_entry) {
+		LIST_FOREACH(s, &c->pc_subs, ps_entry) {
+			subs++;
+			if (!s->ps_live)
+				continue;
+			live++;
+			if (s->ps_at_ms > live_last)
+				live_last = s->ps_at_ms;
+		}
+	}
+	buf_printf(&b,
+	    "{\"connections\":%llu,\"open\":%d,\"subs\":%zu,"
+	    "\"live\":%zu,\"live_last_ms\":%lld,\"reqs\":%llu,"
+	    "\"negs\":%llu,\"last_ms\":%lld,\"bytes_in\":%llu}",
+	    (unsigned long long)peer->log_connections, peer->nconns, subs, live,
+	    (long long)live_last, (unsigned long long)peer->log_nreqs,
+	    (unsigned long long)peer->log_nnegs, (long long)peer->log_last_ms,
+	    (unsigned long long)peer->log_bytes_in);
+	return buf_release(&b, NULL);
 }

@@ -204,7 +204,9 @@ log_req(struct peer_conn *c, const struct json *msg)
 	fl = cJSON_AddArrayToObject(e, "filters");
 	for (f = json_at(msg, 2); f != NULL; f = f->next)
 		cJSON_AddItemToArray(fl, to_cjson(f));
-	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
+	peer->log_last_ms = proc_now_ms();
+	peer->log_nreqs++;
+	cJSON_AddNumberToObject(e, "at_ms", (double)peer->log_last_ms);
 	peer_log_add(peer->log_reqs, e);
 }
 
@@ -326,6 +328,8 @@ handle_req(struct peer_conn *c, const struct json *msg)
 	    (s->ps_filters = calloc(nf, sizeof(struct filter))) == NULL)
 		fatal("handle_req");
 	s->ps_conn = c;
+	s->ps_at_ms = proc_now_ms();
+	s->ps_live = 1;
 	memcpy(s->ps_id, subid, sizeof(subid));
 	for (i = 0, fj = json_at(msg, 2); fj != NULL; fj = fj->next, i++) {
 		s->ps_nfilters = i + 1;
@@ -341,6 +345,8 @@ handle_req(struct peer_conn *c, const struct json *msg)
 			sub_free(s);
 			return;
 		}
+		s->ps_live &= s->ps_filters[i].f_has_limit &&
+		    s->ps_filters[i].f_limit == 0;
 	}
 	/* A REQ with a known id replaces that subscription (NIP-01). */
 	if ((old = sub_find(c, subid)) != NULL)
@@ -574,7 +580,9 @@ handle_neg_open(struct peer_conn *c, const struct json *msg)
 	e = log_entry(c, 1, sid);
 	cJSON_AddItemToObject(e, "filter",
 	    fj != NULL ? to_cjson(fj) : cJSON_CreateNull());
-	cJSON_AddNumberToObject(e, "at_ms", (double)proc_now_ms());
+	peer->log_last_ms = proc_now_ms();
+	peer->log_nnegs++;
+	cJSON_AddNumberToObject(e, "at_ms", (double)peer->log_last_ms);
 	peer_log_add(peer->log_negs, e);
 	if (!peer->cfg.neg) {
 		wss_notice(&c->pc_out,

@@ -357,12 +357,19 @@ id_node_get(struct inventory *iv, const uint8_t id[32], uint64_t h, int depth,
 struct inventory *
 inv_new(const struct config *cfg)
 {
+	return inv_new_parts(cfg, INV_ALL);
+}
+
+struct inventory *
+inv_new_parts(const struct config *cfg, unsigned parts)
+{
 	struct inventory *iv;
 	char		  self[4][RELAYURL_MAX + 1];
 	int		  n, i;
 
 	if ((iv = calloc(1, sizeof(*iv))) == NULL)
 		fatal("inv_new");
+	iv->iv_parts = parts;
 	iv->iv_urlflags =
 	    cfg && cfg->sync_allow_private_targets ? RELAYURL_ALLOW_PRIVATE : 0;
 	n = cfg && cfg->domain ? relayurl_self_keys(cfg->domain, self, 4) : 0;
@@ -953,7 +960,8 @@ add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 	iv->iv_roots[iv->iv_nroots++] = rt;
 	nd = id_node_get(iv, ev->id, k->ik_hid, 0, &num);
 	node_add_root(nd, rt);
-	author_add_root(iv, ev->pubkey, k->ik_hpk, rt);
+	if (iv->iv_parts & INV_AUTHORS)
+		author_add_root(iv, ev->pubkey, k->ik_hpk, rt);
 	if ((r = hmap_get(&iv->iv_repos, a->s, a->len)) != NULL)
 		repo_attach_root(r, rt);
 	else
@@ -1056,9 +1064,13 @@ add_descendant(struct inventory *iv, const struct event *ev,
 			node_add_root(addr_node_get(iv, addr, depth), rt);
 			root_add_addr(rt, addr);
 		}
-		nd->nd_author =
-		    author_add_root(iv, ev->pubkey, keys->ik_hpk, rt)->au_num +
-		    1;
+		/* Without participants nd_author stays 0: no NIP-09
+		 * deletion of a descendant has anything to take out. */
+		if (iv->iv_parts & INV_AUTHORS)
+			nd->nd_author =
+			    author_add_root(iv, ev->pubkey, keys->ik_hpk, rt)
+				->au_num +
+			    1;
 		added = 1;
 	}
 	if (added)
@@ -1326,10 +1338,13 @@ inv_author_next(const struct inventory *iv, size_t *it)
 int
 inv_eligible(const struct inventory *iv, const uint8_t pk[32])
 {
-	const struct inv_author *a = inv_author(iv, pk);
+	const struct inv_author *a;
 	const struct inv_repo	*r;
 	size_t			 i, it = 0;
 
+	if (!(iv->iv_parts & INV_AUTHORS))
+		fatalx("inv_eligible: an inventory without participants");
+	a = inv_author(iv, pk);
 	if (a) {
 		for (i = 0; i < a->au_nroots; i++) {
 			const struct inv_root *rt = a->au_roots[i];
@@ -1371,6 +1386,8 @@ inv_eligible_each(const struct inventory *iv,
 	const struct inv_repo	*r;
 	size_t			 it, i, n;
 
+	if (!(iv->iv_parts & INV_AUTHORS))
+		fatalx("inv_eligible_each: an inventory without participants");
 	for (it = 0; (r = inv_repo_next(iv, &it)) != NULL;) {
 		if (r->ir_level != INV_FULL)
 			continue;

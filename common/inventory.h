@@ -10,8 +10,9 @@
  *
  * Every role builds its own copy at start by feeding the stored events in
  * seq order (inv_rebuild()), then keeps it current from the accepted
- * feed.  Nothing here is persisted; nothing here trusts an event the store
- * did not accept.
+ * feed; a role that never asks about participants builds none
+ * (inv_new_parts()).  Nothing here is persisted; nothing here trusts an
+ * event the store did not accept.
  */
 #ifndef GRASPD_INVENTORY_H
 #define GRASPD_INVENTORY_H
@@ -34,6 +35,15 @@ struct store;
 /* Ours: an author's roots searched one by one up to this many; beyond,
  * through a set (an author in thousands of threads made it quadratic). */
 #define INV_AUTHOR_SCAN	    64
+
+/*
+ * The parts of an inventory a role builds (inv_new_parts()).  Every
+ * copy has the repositories, roots and descendants; INV_AUTHORS adds the
+ * participants (each author's threads), which inv_author(),
+ * inv_author_next(), inv_eligible() and inv_eligible_each() read.
+ */
+#define INV_AUTHORS 0x1
+#define INV_ALL	    INV_AUTHORS
 
 /* ngit-grasp brief 1.7: Full (served) or StateOnly (in purgatory). */
 enum inv_level {
@@ -124,6 +134,7 @@ struct inventory {
 	unsigned	  iv_urlflags; /* relayurl flags for repo relays */
 	char (*iv_self)[256];	       /* our own relay keys */
 	int	 iv_nself;
+	unsigned iv_parts;	/* INV_* */
 	uint64_t iv_generation; /* bumped on every change */
 };
 
@@ -133,6 +144,12 @@ struct inventory {
  * allocation failure.
  */
 struct inventory *inv_new(const struct config *cfg);
+/*
+ * The same with only the parts INV_* that parts names: a copy without
+ * INV_AUTHORS keeps no participant (inv_author() finds none, and
+ * inv_eligible() and inv_eligible_each() exit as a caller's bug).
+ */
+struct inventory *inv_new_parts(const struct config *cfg, unsigned parts);
 void		  inv_free(struct inventory *);
 
 /*

@@ -20,26 +20,43 @@
 
 /*
  * What an id or address leads to: the roots it descends from.  Almost
- * every node has one root, kept inline.  A rebuild makes one node per
+ * every node has one root, kept inline; the others, of the few nodes
+ * with more, are in iv_more (node_root()).  A rebuild makes one node per
  * stored descendant, so nodes, like authors, are records in chunks freed
  * with the inventory (one allocation each would dominate start-up), known
- * by number: chunk number << INV_REC_SHIFT, plus the place in it.
+ * by number: chunk number << rc_shift, plus the place in it.  Every
+ * role's copy holds one per descendant: 48 bytes, not 64.
  */
 struct inv_node {
-	uint8_t		  nd_id[32]; /* the event's id; zero for an address */
-	int		  nd_depth;  /* 0 for a root itself */
-	uint32_t	  nd_n;
+	uint8_t		 nd_id[32]; /* the event's id; zero for an address */
+	struct inv_root *nd_first;  /* root 0 */
 	/* A descendant's author (its number plus one; 0 for an address,
 	 * or once the author deleted it), for NIP-09 deletions. */
-	uint32_t	  nd_author;
-	uint32_t	  nd_cap;   /* of nd_more */
-	struct inv_root	 *nd_first; /* root 0 */
-	struct inv_root **nd_more;  /* roots 1 .. nd_n - 1 */
+	uint32_t	 nd_author;
+	uint16_t	 nd_n;
+	uint8_t		 nd_depth; /* 0 for a root itself */
 };
 
-/* Ours: 1 << INV_REC_SHIFT records per chunk (2 MiB of nodes). */
-#define INV_REC_SHIFT 15
-#define INV_REC_CHUNK ((size_t)1 << INV_REC_SHIFT)
+/* INV_NODE_SHIFT makes chunks of whole huge pages of these. */
+_Static_assert(sizeof(struct inv_node) == 48, "a node is 48 bytes");
+
+/* A node's roots 1 .. nd_n - 1 (iv_more), room for twice as many. */
+struct inv_more {
+	struct inv_root **mo_roots;
+	size_t		  mo_cap;
+};
+
+/* Ours: the most roots one node keeps (nd_n's bits; an address
+ * descends from each root any of its versions named). */
+#define INV_NODE_ROOTS UINT16_MAX
+
+/*
+ * Ours: 1 << INV_REC_SHIFT records per chunk (2.5 MiB of authors); nodes
+ * 1 << INV_NODE_SHIFT, 6 MiB, three whole huge pages (a chunk of 1.5 MiB
+ * would take a huge page of 2).
+ */
+#define INV_REC_SHIFT  15
+#define INV_NODE_SHIFT 17
 
 /*
  * Event ids find their nodes, and pubkeys their authors, through an
@@ -58,16 +75,21 @@ struct inv_node {
 typedef const uint8_t *inv_key_fn(const struct inventory *, size_t num);
 
 static struct inv_root *
-node_root(const struct inv_node *nd, size_t i)
+node_root(const struct inventory *iv, const struct inv_node *nd, size_t i)
 {
-	return i == 0 ? nd->nd_first : nd->nd_more[i - 1];
+	const struct inv_more *mo;
+
+	if (i == 0)
+		return nd->nd_first;
+	mo = hmap_get(&iv->iv_more, &nd, sizeof(nd));
+	return mo->mo_roots[i - 1];
 }
 
 static void *
 rec_at(const struct inv_recs *rc, size_t size, size_t num)
 {
-	return rc->rc_chunks[num >> INV_REC_SHIFT] +
-	    (num & (INV_REC_CHUNK - 1)) * size;
+	return rc->rc_chunks[num >> rc->rc_shift] +
+	    (num & (((size_t)1 << rc->rc_shift) - 1)) * size;
 }
 
 static struct inv_node *
@@ -191,13 +213,13 @@ rec_new(struct inv_recs *rc, size_t size, size_t *num)
 
 	if (rc->rc_n >= UINT32_MAX - 1)
 		fatalx("inventory: too many records");
-	if (rc->rc_n == rc->rc_nchunks * INV_REC_CHUNK) {
+	if (rc->rc_n == rc->rc_nchunks << rc->rc_shift) {
 		GROW(rc->rc_chunks, rc->rc_nchunks, rc->rc_capchunks);
 		/* The first one is paged in as it fills: small stores keep
 		 * small inventories. */
 		rc->rc_chunks[rc->rc_nchunks] = rc->rc_nchunks == 0 ?
-		    malloc(size << INV_REC_SHIFT) :
-		    big_alloc(size << INV_REC_SHIFT);
+		    malloc(size << rc->rc_shift) :
+		    big_alloc(size << rc->rc_shift);
 		if (rc->rc_chunks[rc->rc_nchunks++] == NULL)
 			fatal("inventory");
 	}
@@ -344,11 +366,11 @@ id_node_get(struct inventory *iv, const uint8_t id[32], uint64_t h, int depth,
 		*num = SLOT_NUM(*s);
 		nd = node_at(iv, *num);
 		if (depth < nd->nd_depth)
-			nd->nd_depth = depth;
+			nd->nd_depth = (uint8_t)depth;
 		return nd;
 	}
 	nd = rec_new(&iv->iv_nodes, sizeof(*nd), num);
-	nd->nd_depth = depth;
+	nd->nd_depth = (uint8_t)depth;
 	memcpy(nd->nd_id, id, 32);
 	ix_fill(&iv->iv_ids, s, h, *num);
 	return nd;
@@ -370,6 +392,8 @@ inv_new_parts(const struct config *cfg, unsigned parts)
 	if ((iv = calloc(1, sizeof(*iv))) == NULL)
 		fatal("inv_new");
 	iv->iv_parts = parts;
+	iv->iv_nodes.rc_shift = INV_NODE_SHIFT;
+	iv->iv_authors.rc_shift = INV_REC_SHIFT;
 	iv->iv_urlflags =
 	    cfg && cfg->sync_allow_private_targets ? RELAYURL_ALLOW_PRIVATE : 0;
 	n = cfg && cfg->domain ? relayurl_self_keys(cfg->domain, self, 4) : 0;
@@ -420,8 +444,11 @@ inv_free(struct inventory *iv)
 	for (it = 0; hmap_next(&iv->iv_coords, &it, NULL, NULL, &v);)
 		free(v);
 	hmap_free(&iv->iv_coords);
-	for (it = 0; it < iv->iv_nodes.rc_n; it++)
-		free(node_at(iv, it)->nd_more);
+	for (it = 0; hmap_next(&iv->iv_more, &it, NULL, NULL, &v);) {
+		free(((struct inv_more *)v)->mo_roots);
+		free(v);
+	}
+	hmap_free(&iv->iv_more);
 	for (it = 0; it < iv->iv_authors.rc_n; it++) {
 		free(author_at(iv, it)->au_roots);
 		free(author_at(iv, it)->au_set);
@@ -623,28 +650,37 @@ addr_node_get(struct inventory *iv, const char *addr, int depth)
 
 	if (nd == NULL) {
 		nd = rec_new(&iv->iv_nodes, sizeof(*nd), &num);
-		nd->nd_depth = depth;
+		nd->nd_depth = (uint8_t)depth;
 		hmap_put(&iv->iv_addrs, addr, strlen(addr), nd);
 	} else if (depth < nd->nd_depth)
-		nd->nd_depth = depth;
+		nd->nd_depth = (uint8_t)depth;
 	return nd;
 }
 
 static int
-node_add_root(struct inv_node *nd, struct inv_root *rt)
+node_add_root(struct inventory *iv, struct inv_node *nd, struct inv_root *rt)
 {
-	size_t i;
+	struct inv_more *mo = NULL;
+	size_t		 i, more;
 
+	if (nd->nd_n > 1)
+		mo = hmap_get(&iv->iv_more, &nd, sizeof(nd));
 	for (i = 0; i < nd->nd_n; i++)
-		if (node_root(nd, i) == rt)
+		if ((i == 0 ? nd->nd_first : mo->mo_roots[i - 1]) == rt)
 			return 0;
+	if (nd->nd_n == INV_NODE_ROOTS)
+		return 0;
 	if (nd->nd_n == 0)
 		nd->nd_first = rt;
 	else {
-		size_t more = nd->nd_n - 1;
-
-		GROW(nd->nd_more, more, nd->nd_cap);
-		nd->nd_more[more] = rt;
+		if (mo == NULL) {
+			if ((mo = calloc(1, sizeof(*mo))) == NULL)
+				fatal("inventory");
+			hmap_put(&iv->iv_more, &nd, sizeof(nd), mo);
+		}
+		more = nd->nd_n - 1;
+		GROW(mo->mo_roots, more, mo->mo_cap);
+		mo->mo_roots[more] = rt;
 	}
 	nd->nd_n++;
 	return 1;
@@ -959,7 +995,7 @@ add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 	GROW(iv->iv_roots, iv->iv_nroots, iv->iv_caproots);
 	iv->iv_roots[iv->iv_nroots++] = rt;
 	nd = id_node_get(iv, ev->id, k->ik_hid, 0, &num);
-	node_add_root(nd, rt);
+	node_add_root(iv, nd, rt);
 	if (iv->iv_parts & INV_AUTHORS)
 		author_add_root(iv, ev->pubkey, k->ik_hpk, rt);
 	if ((r = hmap_get(&iv->iv_repos, a->s, a->len)) != NULL)
@@ -1034,7 +1070,7 @@ add_descendant(struct inventory *iv, const struct event *ev,
 		if (p->nd_depth + 1 < depth)
 			depth = p->nd_depth + 1;
 		for (i = 0; i < p->nd_n; i++) {
-			struct inv_root *prt = node_root(p, i);
+			struct inv_root *prt = node_root(iv, p, i);
 
 			for (k = 0; k < nroots; k++)
 				if (roots[k] == prt)
@@ -1057,11 +1093,11 @@ add_descendant(struct inventory *iv, const struct event *ev,
 		if (rt->rt_ndesc >= INV_MAX_DESCENDANTS)
 			continue;
 		nd = id_node_get(iv, ev->id, keys->ik_hid, depth, &num);
-		if (!node_add_root(nd, rt))
+		if (!node_add_root(iv, nd, rt))
 			continue;
 		root_add_desc(rt, num);
 		if (addr[0]) {
-			node_add_root(addr_node_get(iv, addr, depth), rt);
+			node_add_root(iv, addr_node_get(iv, addr, depth), rt);
 			root_add_addr(rt, addr);
 		}
 		/* Without participants nd_author stays 0: no NIP-09
@@ -1130,8 +1166,8 @@ delete_descendant(struct inventory *iv, struct inv_node *nd,
 	nd->nd_author = 0;
 	a = author_at(iv, num - 1);
 	for (i = 0; i < nd->nd_n; i++)
-		if (!author_in_thread(iv, num, node_root(nd, i)))
-			author_remove_root(a, node_root(nd, i));
+		if (!author_in_thread(iv, num, node_root(iv, nd, i)))
+			author_remove_root(a, node_root(iv, nd, i));
 	iv->iv_generation++;
 }
 

@@ -65,10 +65,11 @@ struct inv_index {
 };
 
 struct inv_recs {
-	char **rc_chunks;
-	size_t rc_nchunks;
-	size_t rc_capchunks;
-	size_t rc_n; /* records made */
+	char   **rc_chunks;
+	size_t	 rc_nchunks;
+	size_t	 rc_capchunks;
+	size_t	 rc_n;	   /* records made */
+	unsigned rc_shift; /* 1 << rc_shift records a chunk */
 };
 
 struct inv_repo {
@@ -128,6 +129,7 @@ struct inventory {
 	struct inv_index  iv_ids;      /* event id -> node number */
 	struct hmap	  iv_addrs;    /* address -> struct inv_node */
 	struct inv_recs	  iv_nodes;    /* struct inv_node */
+	struct hmap	  iv_more;     /* node address -> its other roots */
 	struct inv_index  iv_pubkeys;  /* pubkey -> author number */
 	struct inv_recs	  iv_authors;  /* struct inv_author */
 	struct hmap	  iv_pending;  /* coord -> struct inv_pending */

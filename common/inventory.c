@@ -570,13 +570,14 @@ author_get(struct inventory *iv, const uint8_t pk[32], uint64_t h)
 static int
 author_set_put(struct inv_author *a, struct inv_root *rt)
 {
-	size_t mask = a->au_setcap - 1, i;
+	size_t	 mask = a->au_setcap - 1, i;
+	uint32_t key = rt->rt_num + 1;
 
-	i = (size_t)(((uintptr_t)rt >> 4) * 0x9e3779b97f4a7c15ULL) & mask;
-	for (; a->au_set[i] != NULL; i = (i + 1) & mask)
-		if (a->au_set[i] == rt)
+	i = (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+	for (; a->au_set[i] != 0; i = (i + 1) & mask)
+		if (a->au_set[i] == key)
 			return 0;
-	a->au_set[i] = rt;
+	a->au_set[i] = key;
 	return 1;
 }
 
@@ -993,6 +994,9 @@ add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 	rt->rt_kind = ev->kind;
 	rt->rt_coord = coord_copy(iv, a);
 	GROW(iv->iv_roots, iv->iv_nroots, iv->iv_caproots);
+	if (iv->iv_nroots >= UINT32_MAX - 1)
+		fatalx("inventory: too many roots");
+	rt->rt_num = (uint32_t)iv->iv_nroots;
 	iv->iv_roots[iv->iv_nroots++] = rt;
 	nd = id_node_get(iv, ev->id, k->ik_hid, 0, &num);
 	node_add_root(iv, nd, rt);

@@ -93,6 +93,7 @@ struct inv_root {
 	uint8_t		 rt_author[32];
 	uint32_t	 rt_kind;
 	int		 rt_deleted;
+	uint32_t	 rt_num;   /* its place in iv_roots */
 	struct inv_repo *rt_repo;  /* NULL while its repo is unknown */
 	const char	*rt_coord; /* the repository it names (one
 					   copy per coordinate, the
@@ -114,8 +115,9 @@ struct inv_author {
 	size_t		  au_nroots;
 	size_t		  au_caproots;
 	/* Beyond INV_AUTHOR_SCAN roots: the same roots in an open-addressed
-	 * set (NULL slots empty), so that adding one stays O(1). */
-	struct inv_root **au_set;
+	 * set of their rt_num plus one (0 slots empty), so that adding one
+	 * stays O(1). */
+	uint32_t	 *au_set;
 	size_t		  au_setcap;
 };
 

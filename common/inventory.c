@@ -37,10 +37,11 @@ struct inv_node {
 	uint8_t		 nd_depth; /* 0 for a root itself */
 };
 
-/* INV_NODE_SHIFT makes chunks of whole huge pages of these. */
+/* Chunks of these are whole huge pages (INV_NODE_SHIFT, INV_REC_SHIFT). */
 _Static_assert(sizeof(struct inv_node) == 48, "a node is 48 bytes");
+_Static_assert(sizeof(struct inv_root) == 128, "a root is 128 bytes");
 
-/* A node's roots 1 .. nd_n - 1 (iv_more), room for twice as many. */
+/* A node's roots 1 .. nd_n - 1 (iv_more), grown by doubling. */
 struct inv_more {
 	struct inv_root **mo_roots;
 	size_t		  mo_cap;
@@ -51,7 +52,8 @@ struct inv_more {
 #define INV_NODE_ROOTS UINT16_MAX
 
 /*
- * Ours: 1 << INV_REC_SHIFT records per chunk (2.5 MiB of authors); nodes
+ * Ours: 1 << INV_REC_SHIFT records per chunk (2.5 MiB of authors, 4 MiB
+ * of roots); nodes
  * 1 << INV_NODE_SHIFT, 6 MiB, three whole huge pages (a chunk of 1.5 MiB
  * would take a huge page of 2).
  */
@@ -393,6 +395,7 @@ inv_new_parts(const struct config *cfg, unsigned parts)
 		fatal("inv_new");
 	iv->iv_parts = parts;
 	iv->iv_nodes.rc_shift = INV_NODE_SHIFT;
+	iv->iv_rootrecs.rc_shift = INV_REC_SHIFT;
 	iv->iv_authors.rc_shift = INV_REC_SHIFT;
 	iv->iv_urlflags =
 	    cfg && cfg->sync_allow_private_targets ? RELAYURL_ALLOW_PRIVATE : 0;
@@ -425,7 +428,6 @@ root_free(struct inv_root *rt)
 {
 	strv_free(rt->rt_addrs, rt->rt_naddrs);
 	free(rt->rt_desc);
-	free(rt);
 }
 
 void
@@ -441,6 +443,7 @@ inv_free(struct inventory *iv)
 	for (it = 0; it < iv->iv_nroots; it++)
 		root_free(iv->iv_roots[it]);
 	free(iv->iv_roots);
+	recs_free(&iv->iv_rootrecs);
 	for (it = 0; hmap_next(&iv->iv_coords, &it, NULL, NULL, &v);)
 		free(v);
 	hmap_free(&iv->iv_coords);
@@ -987,16 +990,15 @@ add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 			a = &ev->tags[i].v[1];
 	if (a == NULL || root_find(iv, ev->id, k->ik_hid) != NULL)
 		return;
-	if ((rt = calloc(1, sizeof(*rt))) == NULL)
-		fatal("inventory");
+	/* Roots are never freed before the inventory: records, with no
+	 * allocation of their own. */
+	rt = rec_new(&iv->iv_rootrecs, sizeof(*rt), &num);
+	rt->rt_num = (uint32_t)num;
 	memcpy(rt->rt_id, ev->id, 32);
 	memcpy(rt->rt_author, ev->pubkey, 32);
 	rt->rt_kind = ev->kind;
 	rt->rt_coord = coord_copy(iv, a);
 	GROW(iv->iv_roots, iv->iv_nroots, iv->iv_caproots);
-	if (iv->iv_nroots >= UINT32_MAX - 1)
-		fatalx("inventory: too many roots");
-	rt->rt_num = (uint32_t)iv->iv_nroots;
 	iv->iv_roots[iv->iv_nroots++] = rt;
 	nd = id_node_get(iv, ev->id, k->ik_hid, 0, &num);
 	node_add_root(iv, nd, rt);

@@ -88,23 +88,25 @@ struct inv_repo {
 	size_t		  ir_caproots;
 };
 
+/* A record of iv_rootrecs: 128 bytes, one per root in every copy. */
 struct inv_root {
 	uint8_t		 rt_id[32];
 	uint8_t		 rt_author[32];
 	uint32_t	 rt_kind;
 	int		 rt_deleted;
-	uint32_t	 rt_num;   /* its place in iv_roots */
+	uint32_t	 rt_num;   /* its record number, its place in
+					   iv_roots */
 	struct inv_repo *rt_repo;  /* NULL while its repo is unknown */
 	const char	*rt_coord; /* the repository it names (one
 					   copy per coordinate, the
 					   inventory's) */
 	uint32_t	*rt_desc;  /* descendants, by node number:
 					   inv_desc_id() gives each id */
-	size_t		 rt_ndesc;
-	size_t		 rt_capdesc;
+	uint32_t	 rt_ndesc; /* at most INV_MAX_DESCENDANTS */
+	uint32_t	 rt_capdesc;
 	char	       **rt_addrs; /* descendant address coordinates */
-	size_t		 rt_naddrs;
-	size_t		 rt_capaddrs;
+	uint32_t	 rt_naddrs;
+	uint32_t	 rt_capaddrs;
 };
 
 /* The roots one author's events occur in (GRASP-03 participants). */
@@ -130,6 +132,7 @@ struct inventory {
 	struct hmap	  iv_coords;   /* coordinate -> its one copy */
 	struct inv_index  iv_ids;      /* event id -> node number */
 	struct hmap	  iv_addrs;    /* address -> struct inv_node */
+	struct inv_recs	  iv_rootrecs; /* struct inv_root */
 	struct inv_recs	  iv_nodes;    /* struct inv_node */
 	struct hmap	  iv_more;     /* node address -> its other roots */
 	struct inv_index  iv_pubkeys;  /* pubkey -> author number */

@@ -170,9 +170,13 @@ struct inv_pending {
 		} \
 	} while (0)
 #define GROW(arr, n, cap) GROW_FROM(arr, n, cap, 4)
-/* Ours: a thread's descendants and an author's roots start with room for
- * this many (a rebuild spent its time in realloc() from 4). */
+/* Ours: an author's roots start with room for this many (a rebuild spent
+ * its time in realloc() from 4). */
 #define INV_FIRST_ROOM	  16
+/* Ours: but a thread's descendants from 4: most threads have a few, and
+ * every copy keeps a list for each thread (64 bytes for 16 held 1 to 3
+ * on the 'ingest fill' stores). */
+#define INV_FIRST_DESC	  4
 
 static char *
 xstrndup(const char *s, size_t n)
@@ -1014,7 +1018,7 @@ add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 static void
 root_add_desc(struct inv_root *rt, size_t num)
 {
-	GROW_FROM(rt->rt_desc, rt->rt_ndesc, rt->rt_capdesc, INV_FIRST_ROOM);
+	GROW_FROM(rt->rt_desc, rt->rt_ndesc, rt->rt_capdesc, INV_FIRST_DESC);
 	rt->rt_desc[rt->rt_ndesc++] = (uint32_t)num;
 }
 

@@ -1,7 +1,8 @@
 /*
  * inventory.c: the repositories, roots, descendants and participants
- * derived from accepted events (see inventory.h).  Built by every role
- * from the store at start and kept current from the accepted feed.
+ * derived from accepted events (see inventory.h).  Built by relayd, syncd
+ * and historyd from the store at start and kept current as events are
+ * accepted.
  */
 #include <sys/mman.h>
 #include <sys/types.h>

@@ -8,10 +8,12 @@
  * through event-id and address references.  From that: the eligible
  * identity authors and each participant's threads.
  *
- * Every role builds its own copy at start by feeding the stored events in
- * seq order (inv_rebuild()), then keeps it current from the accepted
- * feed; a role that never asks about participants builds none
- * (inv_new_parts()).  Nothing here is persisted; nothing here trusts an
+ * relayd, syncd and historyd each build their own copy at start by
+ * feeding the stored events in seq order (inv_rebuild()), then keep it
+ * current (relayd in its write transactions, the others from the
+ * accepted feed); syncd, which never asks about participants, builds
+ * none (inv_new_parts()).  discoveryd reads the eligible authors relayd
+ * keeps in the database (eligible.h) instead.  Nothing here is persisted; nothing here trusts an
  * event the store did not accept.
  */
 #ifndef GRASPD_INVENTORY_H

@@ -234,6 +234,21 @@ static const char *const db_migrations[] = {
 	"  name <> lower(name), event FROM tags;"
 	"DROP TABLE tags;"
 	"ALTER TABLE tags_v5 RENAME TO tags;",
+
+	/*
+	 * 6: GRASP-03 eligible identity authors (eligible.h), kept by
+	 * relayd from its inventory so that discoveryd reads them instead
+	 * of building an inventory of its own; a generation bumped by every
+	 * change so readers notice cheaply.  relayd fills it at start.
+	 */
+	"CREATE TABLE eligible_authors ("
+	"  pubkey BLOB PRIMARY KEY"
+	") WITHOUT ROWID;"
+	"CREATE TABLE eligible_generation ("
+	"  id INTEGER PRIMARY KEY CHECK (id = 1),"
+	"  generation INTEGER NOT NULL"
+	");"
+	"INSERT INTO eligible_generation VALUES (1, 0);",
 };
 
 #define DB_NMIGRATIONS ((int)(sizeof(db_migrations) / sizeof(db_migrations[0])))

@@ -1,7 +1,8 @@
 /*
  * inventory.c: the repositories, roots, descendants and participants
- * derived from accepted events (see inventory.h).  Built by every role
- * from the store at start and kept current from the accepted feed.
+ * derived from accepted events (see inventory.h).  Built by relayd, syncd
+ * and historyd from the store at start and kept current as events are
+ * accepted.
  */
 #include <sys/mman.h>
 #include <sys/types.h>
@@ -20,26 +21,45 @@
 
 /*
  * What an id or address leads to: the roots it descends from.  Almost
- * every node has one root, kept inline.  A rebuild makes one node per
+ * every node has one root, kept inline; the others, of the few nodes
+ * with more, are in iv_more (node_root()).  A rebuild makes one node per
  * stored descendant, so nodes, like authors, are records in chunks freed
  * with the inventory (one allocation each would dominate start-up), known
- * by number: chunk number << INV_REC_SHIFT, plus the place in it.
+ * by number: chunk number << rc_shift, plus the place in it.  Every
+ * role's copy holds one per descendant: 48 bytes, not 64.
  */
 struct inv_node {
-	uint8_t		  nd_id[32]; /* the event's id; zero for an address */
-	int		  nd_depth;  /* 0 for a root itself */
-	uint32_t	  nd_n;
+	uint8_t		 nd_id[32]; /* the event's id; zero for an address */
+	struct inv_root *nd_first;  /* root 0 */
 	/* A descendant's author (its number plus one; 0 for an address,
 	 * or once the author deleted it), for NIP-09 deletions. */
-	uint32_t	  nd_author;
-	uint32_t	  nd_cap;   /* of nd_more */
-	struct inv_root	 *nd_first; /* root 0 */
-	struct inv_root **nd_more;  /* roots 1 .. nd_n - 1 */
+	uint32_t	 nd_author;
+	uint16_t	 nd_n;
+	uint8_t		 nd_depth; /* 0 for a root itself */
 };
 
-/* Ours: 1 << INV_REC_SHIFT records per chunk (2 MiB of nodes). */
-#define INV_REC_SHIFT 15
-#define INV_REC_CHUNK ((size_t)1 << INV_REC_SHIFT)
+/* Chunks of these are whole huge pages (INV_NODE_SHIFT, INV_REC_SHIFT). */
+_Static_assert(sizeof(struct inv_node) == 48, "a node is 48 bytes");
+_Static_assert(sizeof(struct inv_root) == 128, "a root is 128 bytes");
+
+/* A node's roots 1 .. nd_n - 1 (iv_more), grown by doubling. */
+struct inv_more {
+	struct inv_root **mo_roots;
+	size_t		  mo_cap;
+};
+
+/* Ours: the most roots one node keeps (nd_n's bits; an address
+ * descends from each root any of its versions named). */
+#define INV_NODE_ROOTS UINT16_MAX
+
+/*
+ * Ours: 1 << INV_REC_SHIFT records per chunk (2.5 MiB of authors, 4 MiB
+ * of roots); nodes
+ * 1 << INV_NODE_SHIFT, 6 MiB, three whole huge pages (a chunk of 1.5 MiB
+ * would take a huge page of 2).
+ */
+#define INV_REC_SHIFT  15
+#define INV_NODE_SHIFT 17
 
 /*
  * Event ids find their nodes, and pubkeys their authors, through an
@@ -58,16 +78,21 @@ struct inv_node {
 typedef const uint8_t *inv_key_fn(const struct inventory *, size_t num);
 
 static struct inv_root *
-node_root(const struct inv_node *nd, size_t i)
+node_root(const struct inventory *iv, const struct inv_node *nd, size_t i)
 {
-	return i == 0 ? nd->nd_first : nd->nd_more[i - 1];
+	const struct inv_more *mo;
+
+	if (i == 0)
+		return nd->nd_first;
+	mo = hmap_get(&iv->iv_more, &nd, sizeof(nd));
+	return mo->mo_roots[i - 1];
 }
 
 static void *
 rec_at(const struct inv_recs *rc, size_t size, size_t num)
 {
-	return rc->rc_chunks[num >> INV_REC_SHIFT] +
-	    (num & (INV_REC_CHUNK - 1)) * size;
+	return rc->rc_chunks[num >> rc->rc_shift] +
+	    (num & (((size_t)1 << rc->rc_shift) - 1)) * size;
 }
 
 static struct inv_node *
@@ -146,9 +171,13 @@ struct inv_pending {
 		} \
 	} while (0)
 #define GROW(arr, n, cap) GROW_FROM(arr, n, cap, 4)
-/* Ours: a thread's descendants and an author's roots start with room for
- * this many (a rebuild spent its time in realloc() from 4). */
+/* Ours: an author's roots start with room for this many (a rebuild spent
+ * its time in realloc() from 4). */
 #define INV_FIRST_ROOM	  16
+/* Ours: but a thread's descendants from 4: most threads have a few, and
+ * every copy keeps a list for each thread (64 bytes for 16 held 1 to 3
+ * on the 'ingest fill' stores). */
+#define INV_FIRST_DESC	  4
 
 static char *
 xstrndup(const char *s, size_t n)
@@ -191,13 +220,13 @@ rec_new(struct inv_recs *rc, size_t size, size_t *num)
 
 	if (rc->rc_n >= UINT32_MAX - 1)
 		fatalx("inventory: too many records");
-	if (rc->rc_n == rc->rc_nchunks * INV_REC_CHUNK) {
+	if (rc->rc_n == rc->rc_nchunks << rc->rc_shift) {
 		GROW(rc->rc_chunks, rc->rc_nchunks, rc->rc_capchunks);
 		/* The first one is paged in as it fills: small stores keep
 		 * small inventories. */
 		rc->rc_chunks[rc->rc_nchunks] = rc->rc_nchunks == 0 ?
-		    malloc(size << INV_REC_SHIFT) :
-		    big_alloc(size << INV_REC_SHIFT);
+		    malloc(size << rc->rc_shift) :
+		    big_alloc(size << rc->rc_shift);
 		if (rc->rc_chunks[rc->rc_nchunks++] == NULL)
 			fatal("inventory");
 	}
@@ -344,11 +373,11 @@ id_node_get(struct inventory *iv, const uint8_t id[32], uint64_t h, int depth,
 		*num = SLOT_NUM(*s);
 		nd = node_at(iv, *num);
 		if (depth < nd->nd_depth)
-			nd->nd_depth = depth;
+			nd->nd_depth = (uint8_t)depth;
 		return nd;
 	}
 	nd = rec_new(&iv->iv_nodes, sizeof(*nd), num);
-	nd->nd_depth = depth;
+	nd->nd_depth = (uint8_t)depth;
 	memcpy(nd->nd_id, id, 32);
 	ix_fill(&iv->iv_ids, s, h, *num);
 	return nd;
@@ -357,12 +386,22 @@ id_node_get(struct inventory *iv, const uint8_t id[32], uint64_t h, int depth,
 struct inventory *
 inv_new(const struct config *cfg)
 {
+	return inv_new_parts(cfg, INV_ALL);
+}
+
+struct inventory *
+inv_new_parts(const struct config *cfg, unsigned parts)
+{
 	struct inventory *iv;
 	char		  self[4][RELAYURL_MAX + 1];
 	int		  n, i;
 
 	if ((iv = calloc(1, sizeof(*iv))) == NULL)
 		fatal("inv_new");
+	iv->iv_parts = parts;
+	iv->iv_nodes.rc_shift = INV_NODE_SHIFT;
+	iv->iv_rootrecs.rc_shift = INV_REC_SHIFT;
+	iv->iv_authors.rc_shift = INV_REC_SHIFT;
 	iv->iv_urlflags =
 	    cfg && cfg->sync_allow_private_targets ? RELAYURL_ALLOW_PRIVATE : 0;
 	n = cfg && cfg->domain ? relayurl_self_keys(cfg->domain, self, 4) : 0;
@@ -394,7 +433,6 @@ root_free(struct inv_root *rt)
 {
 	strv_free(rt->rt_addrs, rt->rt_naddrs);
 	free(rt->rt_desc);
-	free(rt);
 }
 
 void
@@ -410,11 +448,15 @@ inv_free(struct inventory *iv)
 	for (it = 0; it < iv->iv_nroots; it++)
 		root_free(iv->iv_roots[it]);
 	free(iv->iv_roots);
+	recs_free(&iv->iv_rootrecs);
 	for (it = 0; hmap_next(&iv->iv_coords, &it, NULL, NULL, &v);)
 		free(v);
 	hmap_free(&iv->iv_coords);
-	for (it = 0; it < iv->iv_nodes.rc_n; it++)
-		free(node_at(iv, it)->nd_more);
+	for (it = 0; hmap_next(&iv->iv_more, &it, NULL, NULL, &v);) {
+		free(((struct inv_more *)v)->mo_roots);
+		free(v);
+	}
+	hmap_free(&iv->iv_more);
 	for (it = 0; it < iv->iv_authors.rc_n; it++) {
 		free(author_at(iv, it)->au_roots);
 		free(author_at(iv, it)->au_set);
@@ -536,13 +578,14 @@ author_get(struct inventory *iv, const uint8_t pk[32], uint64_t h)
 static int
 author_set_put(struct inv_author *a, struct inv_root *rt)
 {
-	size_t mask = a->au_setcap - 1, i;
+	size_t	 mask = a->au_setcap - 1, i;
+	uint32_t key = rt->rt_num + 1;
 
-	i = (size_t)(((uintptr_t)rt >> 4) * 0x9e3779b97f4a7c15ULL) & mask;
-	for (; a->au_set[i] != NULL; i = (i + 1) & mask)
-		if (a->au_set[i] == rt)
+	i = (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+	for (; a->au_set[i] != 0; i = (i + 1) & mask)
+		if (a->au_set[i] == key)
 			return 0;
-	a->au_set[i] = rt;
+	a->au_set[i] = key;
 	return 1;
 }
 
@@ -616,28 +659,37 @@ addr_node_get(struct inventory *iv, const char *addr, int depth)
 
 	if (nd == NULL) {
 		nd = rec_new(&iv->iv_nodes, sizeof(*nd), &num);
-		nd->nd_depth = depth;
+		nd->nd_depth = (uint8_t)depth;
 		hmap_put(&iv->iv_addrs, addr, strlen(addr), nd);
 	} else if (depth < nd->nd_depth)
-		nd->nd_depth = depth;
+		nd->nd_depth = (uint8_t)depth;
 	return nd;
 }
 
 static int
-node_add_root(struct inv_node *nd, struct inv_root *rt)
+node_add_root(struct inventory *iv, struct inv_node *nd, struct inv_root *rt)
 {
-	size_t i;
+	struct inv_more *mo = NULL;
+	size_t		 i, more;
 
+	if (nd->nd_n > 1)
+		mo = hmap_get(&iv->iv_more, &nd, sizeof(nd));
 	for (i = 0; i < nd->nd_n; i++)
-		if (node_root(nd, i) == rt)
+		if ((i == 0 ? nd->nd_first : mo->mo_roots[i - 1]) == rt)
 			return 0;
+	if (nd->nd_n == INV_NODE_ROOTS)
+		return 0;
 	if (nd->nd_n == 0)
 		nd->nd_first = rt;
 	else {
-		size_t more = nd->nd_n - 1;
-
-		GROW(nd->nd_more, more, nd->nd_cap);
-		nd->nd_more[more] = rt;
+		if (mo == NULL) {
+			if ((mo = calloc(1, sizeof(*mo))) == NULL)
+				fatal("inventory");
+			hmap_put(&iv->iv_more, &nd, sizeof(nd), mo);
+		}
+		more = nd->nd_n - 1;
+		GROW(mo->mo_roots, more, mo->mo_cap);
+		mo->mo_roots[more] = rt;
 	}
 	nd->nd_n++;
 	return 1;
@@ -943,8 +995,10 @@ add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 			a = &ev->tags[i].v[1];
 	if (a == NULL || root_find(iv, ev->id, k->ik_hid) != NULL)
 		return;
-	if ((rt = calloc(1, sizeof(*rt))) == NULL)
-		fatal("inventory");
+	/* Roots are never freed before the inventory: records, with no
+	 * allocation of their own. */
+	rt = rec_new(&iv->iv_rootrecs, sizeof(*rt), &num);
+	rt->rt_num = (uint32_t)num;
 	memcpy(rt->rt_id, ev->id, 32);
 	memcpy(rt->rt_author, ev->pubkey, 32);
 	rt->rt_kind = ev->kind;
@@ -952,8 +1006,9 @@ add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 	GROW(iv->iv_roots, iv->iv_nroots, iv->iv_caproots);
 	iv->iv_roots[iv->iv_nroots++] = rt;
 	nd = id_node_get(iv, ev->id, k->ik_hid, 0, &num);
-	node_add_root(nd, rt);
-	author_add_root(iv, ev->pubkey, k->ik_hpk, rt);
+	node_add_root(iv, nd, rt);
+	if (iv->iv_parts & INV_AUTHORS)
+		author_add_root(iv, ev->pubkey, k->ik_hpk, rt);
 	if ((r = hmap_get(&iv->iv_repos, a->s, a->len)) != NULL)
 		repo_attach_root(r, rt);
 	else
@@ -964,7 +1019,7 @@ add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 static void
 root_add_desc(struct inv_root *rt, size_t num)
 {
-	GROW_FROM(rt->rt_desc, rt->rt_ndesc, rt->rt_capdesc, INV_FIRST_ROOM);
+	GROW_FROM(rt->rt_desc, rt->rt_ndesc, rt->rt_capdesc, INV_FIRST_DESC);
 	rt->rt_desc[rt->rt_ndesc++] = (uint32_t)num;
 }
 
@@ -1026,7 +1081,7 @@ add_descendant(struct inventory *iv, const struct event *ev,
 		if (p->nd_depth + 1 < depth)
 			depth = p->nd_depth + 1;
 		for (i = 0; i < p->nd_n; i++) {
-			struct inv_root *prt = node_root(p, i);
+			struct inv_root *prt = node_root(iv, p, i);
 
 			for (k = 0; k < nroots; k++)
 				if (roots[k] == prt)
@@ -1049,16 +1104,20 @@ add_descendant(struct inventory *iv, const struct event *ev,
 		if (rt->rt_ndesc >= INV_MAX_DESCENDANTS)
 			continue;
 		nd = id_node_get(iv, ev->id, keys->ik_hid, depth, &num);
-		if (!node_add_root(nd, rt))
+		if (!node_add_root(iv, nd, rt))
 			continue;
 		root_add_desc(rt, num);
 		if (addr[0]) {
-			node_add_root(addr_node_get(iv, addr, depth), rt);
+			node_add_root(iv, addr_node_get(iv, addr, depth), rt);
 			root_add_addr(rt, addr);
 		}
-		nd->nd_author =
-		    author_add_root(iv, ev->pubkey, keys->ik_hpk, rt)->au_num +
-		    1;
+		/* Without participants nd_author stays 0: no NIP-09
+		 * deletion of a descendant has anything to take out. */
+		if (iv->iv_parts & INV_AUTHORS)
+			nd->nd_author =
+			    author_add_root(iv, ev->pubkey, keys->ik_hpk, rt)
+				->au_num +
+			    1;
 		added = 1;
 	}
 	if (added)
@@ -1118,8 +1177,8 @@ delete_descendant(struct inventory *iv, struct inv_node *nd,
 	nd->nd_author = 0;
 	a = author_at(iv, num - 1);
 	for (i = 0; i < nd->nd_n; i++)
-		if (!author_in_thread(iv, num, node_root(nd, i)))
-			author_remove_root(a, node_root(nd, i));
+		if (!author_in_thread(iv, num, node_root(iv, nd, i)))
+			author_remove_root(a, node_root(iv, nd, i));
 	iv->iv_generation++;
 }
 
@@ -1326,10 +1385,13 @@ inv_author_next(const struct inventory *iv, size_t *it)
 int
 inv_eligible(const struct inventory *iv, const uint8_t pk[32])
 {
-	const struct inv_author *a = inv_author(iv, pk);
+	const struct inv_author *a;
 	const struct inv_repo	*r;
 	size_t			 i, it = 0;
 
+	if (!(iv->iv_parts & INV_AUTHORS))
+		fatalx("inv_eligible: an inventory without participants");
+	a = inv_author(iv, pk);
 	if (a) {
 		for (i = 0; i < a->au_nroots; i++) {
 			const struct inv_root *rt = a->au_roots[i];
@@ -1371,6 +1433,8 @@ inv_eligible_each(const struct inventory *iv,
 	const struct inv_repo	*r;
 	size_t			 it, i, n;
 
+	if (!(iv->iv_parts & INV_AUTHORS))
+		fatalx("inv_eligible_each: an inventory without participants");
 	for (it = 0; (r = inv_repo_next(iv, &it)) != NULL;) {
 		if (r->ir_level != INV_FULL)
 			continue;

@@ -8,10 +8,13 @@
  * through event-id and address references.  From that: the eligible
  * identity authors and each participant's threads.
  *
- * Every role builds its own copy at start by feeding the stored events in
- * seq order (inv_rebuild()), then keeps it current from the accepted
- * feed.  Nothing here is persisted; nothing here trusts an event the store
- * did not accept.
+ * relayd, syncd and historyd each build their own copy at start by
+ * feeding the stored events in seq order (inv_rebuild()), then keep it
+ * current (relayd in its write transactions, the others from the
+ * accepted feed); syncd, which never asks about participants, builds
+ * none (inv_new_parts()).  discoveryd reads the eligible authors relayd
+ * keeps in the database (eligible.h) instead.  Nothing here is persisted; nothing here trusts an
+ * event the store did not accept.
  */
 #ifndef GRASPD_INVENTORY_H
 #define GRASPD_INVENTORY_H
@@ -35,6 +38,15 @@ struct store;
  * through a set (an author in thousands of threads made it quadratic). */
 #define INV_AUTHOR_SCAN	    64
 
+/*
+ * The parts of an inventory a role builds (inv_new_parts()).  Every
+ * copy has the repositories, roots and descendants; INV_AUTHORS adds the
+ * participants (each author's threads), which inv_author(),
+ * inv_author_next(), inv_eligible() and inv_eligible_each() read.
+ */
+#define INV_AUTHORS 0x1
+#define INV_ALL	    INV_AUTHORS
+
 /* ngit-grasp brief 1.7: Full (served) or StateOnly (in purgatory). */
 enum inv_level {
 	INV_STATE_ONLY = 1,
@@ -55,10 +67,11 @@ struct inv_index {
 };
 
 struct inv_recs {
-	char **rc_chunks;
-	size_t rc_nchunks;
-	size_t rc_capchunks;
-	size_t rc_n; /* records made */
+	char   **rc_chunks;
+	size_t	 rc_nchunks;
+	size_t	 rc_capchunks;
+	size_t	 rc_n;	   /* records made */
+	unsigned rc_shift; /* 1 << rc_shift records a chunk */
 };
 
 struct inv_repo {
@@ -77,22 +90,25 @@ struct inv_repo {
 	size_t		  ir_caproots;
 };
 
+/* A record of iv_rootrecs: 128 bytes, one per root in every copy. */
 struct inv_root {
 	uint8_t		 rt_id[32];
 	uint8_t		 rt_author[32];
 	uint32_t	 rt_kind;
 	int		 rt_deleted;
+	uint32_t	 rt_num;   /* its record number, its place in
+					   iv_roots */
 	struct inv_repo *rt_repo;  /* NULL while its repo is unknown */
 	const char	*rt_coord; /* the repository it names (one
 					   copy per coordinate, the
 					   inventory's) */
 	uint32_t	*rt_desc;  /* descendants, by node number:
 					   inv_desc_id() gives each id */
-	size_t		 rt_ndesc;
-	size_t		 rt_capdesc;
+	uint32_t	 rt_ndesc; /* at most INV_MAX_DESCENDANTS */
+	uint32_t	 rt_capdesc;
 	char	       **rt_addrs; /* descendant address coordinates */
-	size_t		 rt_naddrs;
-	size_t		 rt_capaddrs;
+	uint32_t	 rt_naddrs;
+	uint32_t	 rt_capaddrs;
 };
 
 /* The roots one author's events occur in (GRASP-03 participants). */
@@ -103,8 +119,9 @@ struct inv_author {
 	size_t		  au_nroots;
 	size_t		  au_caproots;
 	/* Beyond INV_AUTHOR_SCAN roots: the same roots in an open-addressed
-	 * set (NULL slots empty), so that adding one stays O(1). */
-	struct inv_root **au_set;
+	 * set of their rt_num plus one (0 slots empty), so that adding one
+	 * stays O(1). */
+	uint32_t	 *au_set;
 	size_t		  au_setcap;
 };
 
@@ -117,13 +134,16 @@ struct inventory {
 	struct hmap	  iv_coords;   /* coordinate -> its one copy */
 	struct inv_index  iv_ids;      /* event id -> node number */
 	struct hmap	  iv_addrs;    /* address -> struct inv_node */
+	struct inv_recs	  iv_rootrecs; /* struct inv_root */
 	struct inv_recs	  iv_nodes;    /* struct inv_node */
+	struct hmap	  iv_more;     /* node address -> its other roots */
 	struct inv_index  iv_pubkeys;  /* pubkey -> author number */
 	struct inv_recs	  iv_authors;  /* struct inv_author */
 	struct hmap	  iv_pending;  /* coord -> struct inv_pending */
 	unsigned	  iv_urlflags; /* relayurl flags for repo relays */
 	char (*iv_self)[256];	       /* our own relay keys */
 	int	 iv_nself;
+	unsigned iv_parts;	/* INV_* */
 	uint64_t iv_generation; /* bumped on every change */
 };
 
@@ -133,6 +153,12 @@ struct inventory {
  * allocation failure.
  */
 struct inventory *inv_new(const struct config *cfg);
+/*
+ * The same with only the parts INV_* that parts names: a copy without
+ * INV_AUTHORS keeps no participant (inv_author() finds none, and
+ * inv_eligible() and inv_eligible_each() exit as a caller's bug).
+ */
+struct inventory *inv_new_parts(const struct config *cfg, unsigned parts);
 void		  inv_free(struct inventory *);
 
 /*

@@ -1,11 +1,12 @@
 /*
  * discoveryd.c: main of discoveryd, the GRASP-03 identity discovery role
- * (see discoveryd.h).  It rebuilds the repository inventory and every
+ * (see discoveryd.h).  It reads the eligible identity authors and every
  * stored kind 10002 from the database before any network request, then
- * follows the accepted feed.  A once-per-minute reconciliation derives
- * the eligible identity authors from the inventory (owners and declared
+ * follows the accepted feed.  A once-per-minute reconciliation reads the
+ * eligible identity authors again when they changed (owners and declared
  * maintainers of accepted Full repositories, authors of accepted roots
- * and their descendants) and starts a round for each author that is due:
+ * and their descendants: relayd keeps that set in the database from its
+ * inventory, eligible.h) and starts a round for each author that is due:
  * the configured user indexes and the bootstrap relay for an author
  * without a stored relay list (or with one that has no usable outbox),
  * the list's write/unmarked outboxes (at most four, in tag order) for an
@@ -32,6 +33,7 @@
 #include <time.h>
 
 #include "discoveryd.h"
+#include "eligible.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -290,7 +292,7 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	take_event(arg, ev);
 }
 
-/* The stored kinds take_event() reads at start; inv_rebuild() the rest. */
+/* The stored kinds take_event() reads at start. */
 static const uint32_t take_kinds[] = { KIND_PROFILE, KIND_RELAY_LIST,
 	KIND_DELETION };
 
@@ -300,17 +302,20 @@ mark_eligible(void *arg, const uint8_t pk[32])
 	author_get(arg, pk)->da_mark = 1;
 }
 
-/* The eligible authors from the inventory; others leave their rounds. */
+/* The eligible authors relayd keeps; others leave their rounds. */
 static void
 update_eligible(struct discd *dd)
 {
 	struct disc_author *a, **gone = NULL;
 	size_t		    it, n = 0, ngone = 0, i;
+	int64_t		    gen;
 	void		   *v;
 
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);)
 		((struct disc_author *)v)->da_mark = 0;
-	inv_eligible_each(dd->dd_inv, mark_eligible, dd);
+	if (eligible_each(store_sqlite(dd->dd_ctx->r_store), mark_eligible, dd,
+		&gen) == -1)
+		return; /* logged; the next reconciliation reads again */
 	if ((gone = calloc(dd->dd_authors.hm_n + 1, sizeof(*gone))) == NULL)
 		fatal("update_eligible");
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
@@ -331,8 +336,8 @@ update_eligible(struct discd *dd)
 	}
 	free(gone);
 	dd->dd_neligible = n;
-	dd->dd_inv_gen = dd->dd_inv->iv_generation;
-	dd->dd_inv_seen = 1;
+	dd->dd_elig_gen = gen;
+	dd->dd_elig_seen = 1;
 }
 
 /* 1 if a's last completed round calls for the fallback mark (see the
@@ -428,13 +433,16 @@ static void
 reconcile(struct discd *dd)
 {
 	struct disc_author *a;
-	int64_t		    now = disc_now_ms();
+	int64_t		    now = disc_now_ms(), gen;
 	size_t		    it;
 	void		   *v;
 
 	dd->dd_reconciles++;
 	load_marks(dd);
-	if (!dd->dd_inv_seen || dd->dd_inv->iv_generation != dd->dd_inv_gen)
+	if (!dd->dd_elig_seen ||
+	    eligible_generation(store_sqlite(dd->dd_ctx->r_store), &gen) ==
+		-1 ||
+	    gen != dd->dd_elig_gen)
 		update_eligible(dd);
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
 		a = v;
@@ -517,9 +525,7 @@ disc_init(struct role_ctx *ctx)
 		    cfg->sync_bootstrap_relay_url, "bootstrap relay");
 
 	/* Ownership from the database, before any network request. */
-	dd->dd_inv = inv_new(cfg);
-	if (inv_rebuild(dd->dd_inv, ctx->r_store, ctx->r_start_seq) == -1 ||
-	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
+	if (feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
 		sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored,
 		dd) == -1)
 		return -1;
@@ -553,10 +559,8 @@ disc_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 	struct discd *dd = ctx->r_data;
 
 	(void)seq;
-	if (dd->dd_enabled) {
-		inv_add(dd->dd_inv, ev);
+	if (dd->dd_enabled)
 		take_event(dd, ev);
-	}
 }
 
 static void
@@ -771,7 +775,6 @@ disc_fini(struct role_ctx *ctx)
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);)
 		author_free(v);
 	hmap_free(&dd->dd_authors);
-	inv_free(dd->dd_inv);
 	strv_free(dd->dd_index, dd->dd_nindex);
 }
 

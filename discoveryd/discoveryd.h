@@ -17,9 +17,11 @@
  * Everything fetched goes to relayd over the ingest channel (relayd
  * checks it like any untrusted event); discoveryd never writes the
  * database.  So do its GRASP-03 fallback marks (PLUSMARK messages), which
- * relayd persists for syncd and historyd (plusmark.h).  Its state is
- * rebuilt from the database at start and nothing else of it is
- * persisted: after a restart every eligible author is due.
+ * relayd persists for syncd and historyd (plusmark.h).  It keeps no
+ * repository inventory: the eligible authors are the set relayd keeps in
+ * the database (eligible.h).  Its state is rebuilt from the database at
+ * start and nothing else of it is persisted: after a restart every
+ * eligible author is due.
  */
 #ifndef GRASPD_DISCOVERYD_H
 #define GRASPD_DISCOVERYD_H
@@ -29,7 +31,6 @@
 
 #include "conn.h"
 #include "hmap.h"
-#include "inventory.h"
 #include "relaylist.h"
 #include "role.h"
 
@@ -126,10 +127,9 @@ struct disc_batch {
 struct discd {
 	struct role_ctx	      *dd_ctx;
 	int		       dd_enabled;
-	int		       dd_started; /* init done: changes start work */
-	struct inventory      *dd_inv;
-	uint64_t	       dd_inv_gen;
-	int		       dd_inv_seen;
+	int		       dd_started;  /* init done: changes start work */
+	int64_t		       dd_elig_gen; /* eligible.h's, last read */
+	int		       dd_elig_seen;
 	struct hmap	       dd_authors; /* pubkey -> struct disc_author */
 	size_t		       dd_neligible;
 	unsigned	       dd_urlflags; /* for peers' relay lists */

@@ -791,6 +791,7 @@ relay_ingest_flush_now(void)
 			decide(p);
 			relayd->stats.committed_events++;
 		}
+		relay_inv_flush();
 		in_txn = 0;
 		committed = store_commit(relayd->store) == 0;
 		relayd->stats.commits++;

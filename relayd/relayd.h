@@ -18,7 +18,8 @@
  *                count of connections still sending headers
  * relay_neg.c    NIP-77 negentropy sync: NEG-OPEN, NEG-MSG, NEG-CLOSE
  * relay_inv.c    the repository inventory behind GRASP-03's identity
- *                policy (who may store kind 0 and 10002)
+ *                policy (who may store kind 0 and 10002), and the
+ *                eligible authors it writes for discoveryd
  * relay_repo.c   repositories on disk: create, remove, refs, objects;
  *                the git child processes
  * relay_job.c    the queue of maintenance jobs that change refs
@@ -782,6 +783,12 @@ void relay_disk_metrics(cJSON *arr);
 void relay_inv_init(void);
 /* Inside a transaction: ev was stored (accepted or released). */
 void relay_inv_add(const struct event *ev);
+/*
+ * Inside a transaction, after its last relay_inv_add(): writes what the
+ * database's eligible set (common/eligible.h) still lacks.  Never exits;
+ * a database error is logged and the whole set is compared next time.
+ */
+void relay_inv_flush(void);
 /* After a transaction failed to commit: back to what the store holds. */
 void relay_inv_rebuild(void);
 void relay_inv_free(void);

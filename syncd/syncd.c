@@ -280,7 +280,8 @@ sync_init(struct role_ctx *ctx)
 
 	sd->sd_ctx = ctx;
 	ctx->r_data = sd;
-	sd->sd_inv = inv_new(&ctx->r_cfg);
+	/* syncd reads repositories and threads, never participants. */
+	sd->sd_inv = inv_new_parts(&ctx->r_cfg, 0);
 	sync_plus_init(sd);
 	if ((n = inv_rebuild(sd->sd_inv, ctx->r_store, ctx->r_start_seq)) ==
 		-1 ||

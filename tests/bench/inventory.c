@@ -306,8 +306,14 @@ main(int argc, char **argv)
 		if ((fd = open(path, O_RDONLY)) == -1 || fsync(fd) == -1)
 			fatal("inventory: fsync %s", path);
 		close(fd);
-	} else
+	} else {
+		/* Kept by an older build: migrated to this one's schema, as
+		 * relayd would, before the read-only connection needs it. */
+		if ((g.st = store_open(path, 0, err, sizeof(err))) == NULL)
+			fatalx("inventory: %s", err);
+		store_close(g.st);
 		g.stored = BENCH_REPOS + nroots + ndesc;
+	}
 	t_gen = now_s() - t;
 
 	memset(&cfg, 0, sizeof(cfg));

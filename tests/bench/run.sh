@@ -20,7 +20,7 @@
 # BENCH_BIG events straight into its database, runs the same queries on
 # that store with relayd alone (its start-up time and memory too), then
 # starts the full graspd on it and reads the memory of all processes
-# again; then removes the store's copy and syncs, so that the kernel's
+# again (mem_big_*); then removes the store's copy and syncs, so that the kernel's
 # writeback does not run beside the timed phases after it.
 # Part three times the GRASP-03 inventory's start-up rebuild
 # (tests/bench/inventory.c) on 1.1 million generated events, part four
@@ -271,17 +271,21 @@ start_graspd() {
 	    fail "graspd is not listening on port $2 after 120 s"
 }
 
-# mem: the resident, proportional and private kB of each of graspd's
-# processes (named by their command) and the sums, as figures
-# mem_TAG_PROCESS_{rss,pss,private} and mem_TAG_total_*.
+# mem: the resident, proportional, private and anonymous kB of each of
+# graspd's processes (named by their command) and the sums, as figures
+# mem_TAG_PROCESS_{rss,pss,private,anon} and mem_TAG_total_* (anonymous:
+# the heap and other memory no file backs, which the kernel cannot drop;
+# issue 44's bound is on its total).
 mem() {
 	tree | while read -r p; do
 		n=$(cat "/proc/$p/comm" 2>/dev/null) || continue
 		awk -v n="$n" -v t="$1" '
 		    $1 == "Rss:" { r = $2 } $1 == "Pss:" { s = $2 }
 		    $1 ~ /^Private_(Clean|Dirty):$/ { v += $2 }
+		    $1 == "Anonymous:" { a = $2 }
 		    END { printf "mem_%s_%s_rss %d kB\nmem_%s_%s_pss %d kB\n" \
-		    "mem_%s_%s_private %d kB\n", t, n, r, t, n, s, t, n, v }' \
+		    "mem_%s_%s_private %d kB\nmem_%s_%s_anon %d kB\n", \
+		    t, n, r, t, n, s, t, n, v, t, n, a }' \
 		    "/proc/$p/smaps_rollup" 2>/dev/null
 	done | awk '{ print; split($1, f, "_"); k = f[length(f)]
 	    sum[k] += $2 } END { for (k in sum) printf "mem_'"$1"'_total_%s" \
@@ -392,6 +396,7 @@ if [ "$BIG" -gt 0 ]; then
 	if [ -n "$pid" ] && settle; then
 		echo "rss_idle_big $(rss) kB" >>"$tmp/figures"
 		echo "pss_idle_big $(pss) kB" >>"$tmp/figures"
+		mem big >>"$tmp/figures"
 		stop_relay
 	else
 		stop_relay

@@ -27,8 +27,11 @@
 #include "buf.h"
 #include "client.h"
 #include "ctl.h"
+#include "db.h"
+#include "eligible.h"
 #include "event.h"
 #include "gitutil.h"
+#include "hmap.h"
 #include "msg.h"
 #include "nip19.h"
 #include "nostr.h"
@@ -53,6 +56,7 @@
 #define WHO_NOOUT    4 /* a relay list without a usable outbox */
 #define WHO_HOSTILE  90
 #define WHO_AUTHOR0  100
+#define WHO_LEAVER   (WHO_AUTHOR0 + NAUTHORS + 1)
 
 static struct relayproc *idx, *ob2, *ob3, *idx4, *b, *c;
 static char		 tmpdir[256];
@@ -715,6 +719,73 @@ test_restart_rebuilds_ownership_before_network(void)
 }
 
 static void
+put_key(void *arg, const uint8_t pk[32])
+{
+	hmap_put(arg, pk, 32, (void *)1);
+}
+
+/* 1 if pk is in the eligible set relayd keeps (eligible.h), 0 if not, -1
+ * if the database cannot be read; the generation in *gen. */
+static int
+eligible_has(const uint8_t pk[32], int64_t *gen)
+{
+	struct hmap set = HMAP_INIT;
+	char	    path[600], err[256];
+	sqlite3	   *db;
+	int	    n;
+
+	snprintf(path, sizeof(path), "%s/relay/graspd.db", relayproc_dir(b));
+	if (db_open(path, DB_READONLY, &db, err, sizeof(err)) == -1) {
+		printf("# %s\n", err);
+		return -1;
+	}
+	n = eligible_each(db, put_key, &set, gen);
+	db_close(db);
+	if (n != -1)
+		n = hmap_get(&set, pk, 32) != NULL;
+	hmap_free(&set);
+	return n;
+}
+
+/*
+ * discoveryd builds no inventory: relayd keeps the eligible authors in
+ * the database from its own, in the transaction of the event that
+ * changes them.  An author whose one issue is accepted joins the set; the
+ * author's NIP-09 deletion of it takes the author out again, and
+ * discoveryd, restarted, counts what the set holds.
+ */
+static void
+test_relayd_keeps_the_eligible_set_for_discoveryd(void)
+{
+	struct event *is, *del;
+	char	      tags[200], msg[256], hex[65];
+	uint8_t	      pk[32];
+	int64_t	      g0, g1, g2;
+	cJSON	     *v;
+
+	tuser_hex(KEYS, WHO_LEAVER, hex);
+	T_ASSERT(hex_decode(hex, 64, pk, 32) == 0);
+	T_EQ_INT(eligible_has(pk, &g0), 0);
+	is = issue_by(WHO_LEAVER, "one issue");
+	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);
+	T_EQ_INT(eligible_has(pk, &g1), 1);
+	T_CHECK(g1 > g0);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", is->id_hex);
+	del = ev(WHO_LEAVER, t0 + 20, 5, tags, "");
+	T_EQ_INT(client_publish(b, del, msg, sizeof(msg)), 1);
+	T_EQ_INT(eligible_has(pk, &g2), 0);
+	T_CHECK(g2 > g1);
+	T_ASSERT(graspctl(b, "restart discoveryd") == 0);
+	usleep(300000);
+	v = ctl_role_view(b, ROLE_DISCOVERYD, "discovery", 10);
+	T_ASSERT(v != NULL);
+	T_EQ_INT(ctl_num(v, "eligible_authors"), 3 + NAUTHORS);
+	cJSON_Delete(v);
+	event_destroy(is);
+	event_destroy(del);
+}
+
+static void
 test_off_switch(void)
 {
 	const char *keys[] = { "NGIT_SYNC_PLUS_USER_INDEX_RELAYS" };
@@ -834,6 +905,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_list_without_outbox_asked_at_index),
 	T_CASE(test_nip11_drops_grasp03_while_syncd_stopped),
 	T_CASE(test_restart_rebuilds_ownership_before_network),
+	T_CASE(test_relayd_keeps_the_eligible_set_for_discoveryd),
 	T_CASE(test_off_switch),
 };
 

@@ -861,16 +861,13 @@ count_each(void *arg, const uint8_t pk[32])
 	hmap_put(m, pk, 32, (void *)1);
 }
 
-/* Every repository, root, descendant, author and eligibility alike. */
+/* Every repository, root and descendant alike. */
 static void
-compare(const struct inventory *a, const struct inventory *b)
+compare_threads(const struct inventory *a, const struct inventory *b)
 {
-	struct inv_repo	  *ra, *rb;
-	struct inv_root	  *ta, *tb;
-	struct inv_author *aa, *ab;
-	struct hmap	   ea = HMAP_INIT, eb = HMAP_INIT;
-	const void	  *key;
-	size_t		   it;
+	struct inv_repo *ra, *rb;
+	struct inv_root *ta, *tb;
+	size_t		 it;
 
 	T_EQ_INT(a->iv_repos.hm_n, b->iv_repos.hm_n);
 	for (it = 0; (ra = inv_repo_next(a, &it)) != NULL;) {
@@ -902,6 +899,23 @@ compare(const struct inventory *a, const struct inventory *b)
 		T_CHECK(tunit_strv_same(ta->rt_addrs, ta->rt_naddrs,
 		    tb->rt_addrs, tb->rt_naddrs));
 	}
+	T_EQ_INT(a->iv_ids.ix_n, b->iv_ids.ix_n);
+	T_EQ_INT(a->iv_nodes.rc_n, b->iv_nodes.rc_n);
+	T_EQ_INT(a->iv_addrs.hm_n, b->iv_addrs.hm_n);
+	T_EQ_INT(a->iv_pending.hm_n, b->iv_pending.hm_n);
+	T_EQ_INT(a->iv_generation, b->iv_generation);
+}
+
+/* Every repository, root, descendant, author and eligibility alike. */
+static void
+compare(const struct inventory *a, const struct inventory *b)
+{
+	struct inv_author *aa, *ab;
+	struct hmap	   ea = HMAP_INIT, eb = HMAP_INIT;
+	const void	  *key;
+	size_t		   it;
+
+	compare_threads(a, b);
 	T_EQ_INT(a->iv_authors.rc_n, b->iv_authors.rc_n);
 	for (it = 0; (aa = inv_author_next(a, &it)) != NULL;) {
 		T_ASSERT((ab = inv_author(b, aa->au_pubkey)) != NULL);
@@ -916,12 +930,7 @@ compare(const struct inventory *a, const struct inventory *b)
 		T_CHECK(hmap_get(&eb, key, 32) != NULL);
 	hmap_free(&ea);
 	hmap_free(&eb);
-	T_EQ_INT(a->iv_ids.ix_n, b->iv_ids.ix_n);
-	T_EQ_INT(a->iv_nodes.rc_n, b->iv_nodes.rc_n);
 	T_EQ_INT(a->iv_pubkeys.ix_n, b->iv_pubkeys.ix_n);
-	T_EQ_INT(a->iv_addrs.hm_n, b->iv_addrs.hm_n);
-	T_EQ_INT(a->iv_pending.hm_n, b->iv_pending.hm_n);
-	T_EQ_INT(a->iv_generation, b->iv_generation);
 }
 
 static void
@@ -980,6 +989,35 @@ test_rebuild_matches_feeding_every_event(void)
 	(void)deep;
 	inv_free(old);
 	inv_free(bulk);
+	free(pl);
+}
+
+/*
+ * syncd's copy (inv_new_parts() without INV_AUTHORS): the same
+ * repositories, roots and descendants as a whole copy, deletions
+ * included, and no participant.
+ */
+static void
+test_a_copy_without_participants_keeps_every_thread(void)
+{
+	struct pool	 *pl = calloc(1, sizeof(*pl));
+	struct inventory *all = inv_new(&cfg), *part = inv_new_parts(&cfg, 0);
+	char		  q_only[65] = "";
+	int64_t		  last = 0;
+	size_t		  it = 0;
+
+	T_ASSERT(pl != NULL);
+	/* The rebuild case's store, or the same made now (run alone). */
+	T_ASSERT(store_last_seq(st, &last) == 0);
+	if (last == 0)
+		fill_store(pl, q_only, &last);
+	T_EQ_INT(inv_rebuild(part, st, last), inv_rebuild(all, st, last));
+	T_CHECK(all->iv_authors.rc_n > 0);
+	compare_threads(all, part);
+	T_EQ_INT(part->iv_authors.rc_n, 0);
+	T_CHECK(inv_author_next(part, &it) == NULL);
+	inv_free(all);
+	inv_free(part);
 	free(pl);
 }
 
@@ -1244,6 +1282,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_provenance_through_quotes_and_address_tags),
 	T_CASE(test_maintainers_of_full_repositories_only_and_each_author_once),
 	T_CASE(test_rebuild_matches_feeding_every_event),
+	T_CASE(test_a_copy_without_participants_keeps_every_thread),
 	T_CASE(test_scans_give_what_parsing_gives),
 	T_CASE(test_scan_ahead_hints_each_event_first),
 };

@@ -1524,10 +1524,12 @@ tag_values_keep_their_case_and_their_digits(void)
 
 /*
  * Takes a store of this schema back to schema 3: schema step 1's indexes
- * and tags, as schemas 1 to 3 hold them.
+ * and tags, as schemas 1 to 3 hold them, and no step 6 tables.
  */
 static const char schema_3_sql[] =
     "BEGIN;"
+    "DROP TABLE eligible_authors;"
+    "DROP TABLE eligible_generation;"
     "DROP INDEX events_pubkey;"
     "CREATE INDEX events_pubkey ON events(pubkey, created_at);"
     "CREATE INDEX events_pubkey_kind"

@@ -314,6 +314,13 @@
 #define RELAY_WEB_MAINTAINERS_MAX 32
 #define RELAY_WEB_RECENT_THREADS  20
 /*
+ * The text of the 429 a page whose git children would pass
+ * max_git_requests_per_ip answers, as a clone's says it.
+ */
+#define RELAY_WEB_GIT_TOO_MANY \
+	"rate-limited: too many git requests from your address at once; " \
+	"try again shortly\n"
+/*
  * The Content-Security-Policy of every page: nothing runs, nothing loads
  * but the page's own inline style and its icon, forms go to the page's
  * origin, and no other site frames it.

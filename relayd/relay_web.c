@@ -275,7 +275,8 @@ repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 	}
 	if (desc && *desc) {
 		buf_adds(b, "<div class=\"d\">");
-		relay_web_escape(b, desc, strnlen(desc, RELAY_WEB_DESC_MAX));
+		relay_web_escape(b, desc,
+		    relay_html_cut(desc, RELAY_WEB_DESC_MAX));
 		buf_adds(b, "</div>");
 	}
 	buf_adds(b, "</td><td>");
@@ -643,6 +644,9 @@ struct relay_webreq {
 	char		   wr_readme_name[32];
 	char		  *wr_body; /* the page, when rendered */
 	size_t		   wr_len;
+	/* Its place under max_git_requests_per_ip while git runs. */
+	struct relay_addr *wr_addr;
+	int		   wr_placed;
 };
 
 /* The files a README may be in, by preference. */
@@ -764,6 +768,10 @@ web_child_done(pid_t pid, int status, int killed, void *arg)
 	}
 	if (wr->wr_pid[WR_LOG] != -1 || wr->wr_pid[WR_CHECK] != -1)
 		return;
+	/* git is done: the place goes back before the page is sent. */
+	if (wr->wr_placed)
+		relay_addr_git_end(wr->wr_addr);
+	wr->wr_placed = 0;
 	if (wr->wr_conn == NULL) {
 		/* The client left; nobody waits for the page. */
 		relay_web_free(wr);
@@ -929,9 +937,11 @@ commits(struct buf *b, FILE *out, const struct relay_webreq *wr)
 		    NULL);
 		buf_printf(b, "\" title=\"%s\">%.12s</a></code></td><td>", f[0],
 		    f[0]);
-		relay_web_escape(b, f[3], strnlen(f[3], RELAY_WEB_DESC_MAX));
+		relay_web_escape(b, f[3],
+		    relay_html_cut(f[3], RELAY_WEB_DESC_MAX));
 		buf_adds(b, "</td><td>");
-		relay_web_escape(b, f[2], strnlen(f[2], RELAY_WEB_NAME_MAX));
+		relay_web_escape(b, f[2],
+		    relay_html_cut(f[2], RELAY_WEB_NAME_MAX));
 		buf_adds(b, "</td><td class=\"n\">");
 		relay_html_date(b, strtoll(f[1], NULL, 10));
 		buf_adds(b, "</td></tr>\n");
@@ -1075,7 +1085,7 @@ repo_render(struct relay_webreq *wr)
 	if (desc && *desc) {
 		buf_adds(&b, "<p class=\"d\" id=\"description\">");
 		relay_web_escape(&b, desc,
-		    strnlen(desc, 4 * RELAY_WEB_DESC_MAX));
+		    relay_html_cut(desc, 4 * RELAY_WEB_DESC_MAX));
 		buf_adds(&b, "</p>\n");
 	}
 	if (wr->wr_hosted == 1)
@@ -1110,6 +1120,8 @@ relay_web_free(struct relay_webreq *wr)
 
 	if (wr == NULL)
 		return;
+	if (wr->wr_placed)
+		relay_addr_git_end(wr->wr_addr);
 	for (i = 0; i < 2; i++) {
 		if (wr->wr_pid[i] != -1)
 			child_abandon(wr->wr_pid[i]);
@@ -1167,6 +1179,7 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	static const char *const check_args[] = { "cat-file", "--batch-check",
 		NULL };
 	struct relay_webreq	*wr;
+	struct relay_addr	*ga;
 	FILE			*in;
 	size_t			 i;
 	int			 hosted = relay_purg_hosted(owner, d);
@@ -1176,9 +1189,15 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 		    "No such repository",
 		    "This server hosts no repository at this address. <a href="
 		    "\"/\">See the ones it hosts.</a>");
+	/* Its git children count as the address's git requests. */
+	if (!relay_addr_git_begin(wsi, &ga))
+		return relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
+		    RELAY_WEB_GIT_TOO_MANY);
 	if ((wr = calloc(1, sizeof(*wr))) == NULL ||
 	    (wr->wr_d = strdup(d)) == NULL)
 		fatal("relay_web_repo");
+	wr->wr_addr = ga;
+	wr->wr_placed = 1;
 	wr->wr_conn = c;
 	wr->wr_wsi = wsi;
 	wr->wr_hosted = hosted;

@@ -49,12 +49,6 @@
 /* RFC 9110 15.6.5: git ran over its time. */
 #define HTTP_GATEWAY_TIMEOUT 504
 
-/* The pages for people run nothing and load nothing from elsewhere. */
-static const char *const html_hdrs[] = { "content-security-policy:",
-	"default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
-	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-	"x-content-type-options:", "nosniff", NULL };
-
 enum wg_kind {
 	WG_TREE,
 	WG_RAW,
@@ -170,8 +164,8 @@ relay_web_git_writeable(struct relay_conn *c, struct lws *wsi)
 		rc = relay_http_respond_hdrs(c, wsi, code, wg->wg_type, body,
 		    len, raw_hdrs);
 	} else
-		rc = relay_http_respond_hdrs(c, wsi, code,
-		    "text/html; charset=utf-8", body, len, html_hdrs);
+		rc = relay_http_page(c, wsi, code, "text/html; charset=utf-8",
+		    body, len, 0);
 	relay_web_git_free(wg);
 	return rc;
 }
@@ -775,10 +769,11 @@ enum {
 static void
 who_when(struct buf *b, const char *name, const char *email, const char *at)
 {
-	relay_web_escape(b, name, strnlen(name, RELAY_WEB_NAME_MAX));
+	relay_web_escape(b, name, relay_html_cut(name, RELAY_WEB_NAME_MAX));
 	if (email != NULL && *email) {
 		buf_adds(b, " <span class=\"pk\">&lt;");
-		relay_web_escape(b, email, strnlen(email, RELAY_WEB_NAME_MAX));
+		relay_web_escape(b, email,
+		    relay_html_cut(email, RELAY_WEB_NAME_MAX));
 		buf_adds(b, "&gt;</span>");
 	}
 	buf_adds(b, " &middot; ");
@@ -905,9 +900,11 @@ render_pr(struct relay_webgit *wg)
 		buf_adds(&b, "<tr><td><code>");
 		alink(&b, wg, "commit", f[0], NULL, f[0], 12);
 		buf_adds(&b, "</code></td><td>");
-		relay_web_escape(&b, f[3], strnlen(f[3], RELAY_WEB_DESC_MAX));
+		relay_web_escape(&b, f[3],
+		    relay_html_cut(f[3], RELAY_WEB_DESC_MAX));
 		buf_adds(&b, "</td><td>");
-		relay_web_escape(&b, f[1], strnlen(f[1], RELAY_WEB_NAME_MAX));
+		relay_web_escape(&b, f[1],
+		    relay_html_cut(f[1], RELAY_WEB_NAME_MAX));
 		buf_adds(&b, "</td><td class=\"n\">");
 		relay_html_date(&b, strtoll(f[2], NULL, 10));
 		buf_adds(&b, "</td></tr>\n");

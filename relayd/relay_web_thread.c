@@ -93,7 +93,7 @@ relay_web_thread_subject(const struct event *ev, size_t *lenp)
 	const char *s = relay_html_tag1(ev, "subject"), *p;
 
 	if (s != NULL && *s) {
-		*lenp = strnlen(s, RELAY_WEB_DESC_MAX);
+		*lenp = relay_html_cut(s, RELAY_WEB_DESC_MAX);
 		return s;
 	}
 	p = ev->content.s;
@@ -332,7 +332,7 @@ reactions(struct buf *b, const struct thread *t, const uint8_t id[32])
 		    memcmp(to, id, 32) != 0)
 			continue;
 		s = ev->content.s;
-		len = strnlen(s, RELAY_WEB_REACTION_MAX);
+		len = relay_html_cut(s, RELAY_WEB_REACTION_MAX);
 		if (len == 0) {
 			s = "+"; /* NIP-25: empty is a like, as "+" */
 			len = 1;
@@ -456,7 +456,7 @@ labels(struct buf *b, const struct thread *t)
 			buf_adds(b, n++ ? "" : "<p id=\"labels\">");
 			buf_adds(b, "<span class=\"tag\">");
 			relay_web_escape(b, g->v[1].s,
-			    strnlen(g->v[1].s, RELAY_WEB_NAME_MAX));
+			    relay_html_cut(g->v[1].s, RELAY_WEB_NAME_MAX));
 			buf_adds(b, "</span>");
 		}
 	}
@@ -502,7 +502,7 @@ statuses(struct buf *b, struct thread *t)
 		if (ev->content.len > 0) {
 			buf_adds(b, "<div class=\"d\">");
 			relay_web_escape(b, ev->content.s,
-			    strnlen(ev->content.s, RELAY_WEB_DESC_MAX));
+			    relay_html_cut(ev->content.s, RELAY_WEB_DESC_MAX));
 			buf_adds(b, "</div>");
 		}
 		buf_adds(b, "</li>\n");
@@ -548,7 +548,7 @@ identifiers(struct buf *b, const struct thread *t, size_t sec)
 			    NULL) {
 				buf_adds(b, " on <code>");
 				relay_web_escape(b, br,
-				    strnlen(br, RELAY_WEB_NAME_MAX));
+				    relay_html_cut(br, RELAY_WEB_NAME_MAX));
 				buf_adds(b, "</code>");
 			}
 			buf_adds(b, "</dd>\n");
@@ -560,7 +560,7 @@ identifiers(struct buf *b, const struct thread *t, size_t sec)
 				    "<dt>Fetch from</dt><dd><code "
 				    "class=\"u\">");
 				relay_web_escape(b, t->root->tags[i].v[1].s,
-				    strnlen(t->root->tags[i].v[1].s,
+				    relay_html_cut(t->root->tags[i].v[1].s,
 					RELAY_WEB_DESC_MAX));
 				buf_adds(b, "</code></dd>\n");
 				break;

@@ -942,6 +942,12 @@ sqlite3 *relay_html_db_arm(int ms);
 void	 relay_html_db_disarm(sqlite3 *);
 /* 1 if a read since the last relay_html_db_arm() ran over, else 0. */
 int	 relay_html_db_interrupted(void);
+/*
+ * The length of s cut at max bytes, or less so that the cut does not
+ * split a UTF-8 character: a profile name, a reaction, a description
+ * shown in part.  s is NUL-terminated.
+ */
+size_t	 relay_html_cut(const char *s, size_t max);
 /* s (NULL: nothing) HTML-escaped into b, as relay_web_escape(). */
 void	 relay_html_esc(struct buf *b, const char *s);
 /* s percent-encoded for a URL path segment or query value, into b. */

@@ -688,50 +688,6 @@ missing_objects_are_404(void)
 	}
 }
 
-/*
- * Pages whose git runs count against max_git_requests_per_ip (8 by
- * default): with 8 held by a hanging git, the next is 429; the places
- * come back when their git is killed at the page's limit.
- */
-static void
-git_pages_count_against_the_per_address_limit(void)
-{
-	char   path[1024], req_text[1200], *body = NULL;
-	int    fd[8], i, st;
-	FILE  *f;
-	size_t n;
-
-	T_ASSERT((f = fopen(slow_mark, "w")) != NULL);
-	fclose(f);
-	snprintf(path, sizeof(path), "%s/tree/main/src", base);
-	n = (size_t)snprintf(req_text, sizeof(req_text),
-	    "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
-	for (i = 0; i < 8; i++) {
-		fd[i] = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
-		    TMO);
-		T_ASSERT(fd[i] != -1);
-		T_ASSERT(write(fd[i], req_text, n) == (ssize_t)n);
-	}
-	relayproc_sleep_ms(500);
-	st = req("GET", path, NULL, &body, NULL);
-	T_EQ_INT(st, 429);
-	T_CHECK(body != NULL && strstr(body, "rate-limited") != NULL);
-	free(body);
-	for (i = 0; i < 8; i++)
-		close(fd[i]);
-	unlink(slow_mark);
-	/* libwebsockets reads no more of a connection waiting for its
-	 * answer: the places come back when git is killed, at 5 s. */
-	for (i = 0, st = 0; i < 20 && st != 200; i++) {
-		relayproc_sleep_ms(500);
-		body = NULL;
-		st = req("GET", path, NULL, &body, NULL);
-		free(body);
-	}
-	T_EQ_INT(st, 200);
-	T_CHECK(i <= 14);
-}
-
 /* The address's git places held by 8 page requests, then the 9th. */
 static int
 ninth_request(const char *rest, char **bodyp)
@@ -758,33 +714,55 @@ ninth_request(const char *rest, char **bodyp)
 }
 
 /*
- * The repository page runs git (its log, its README) as the other git
- * pages do, and counts under max_git_requests_per_ip with them: with 8
- * repository pages waiting on a hanging "git log", the 9th is 429, and
- * the places come back when git is killed at the page's limit.
+ * With the marker file (a hanging git) at mark, the 9th request of rest
+ * from one address is 429; once the marker is gone the places come back
+ * when git is killed at the page's limit (5 s): libwebsockets reads no
+ * more of a connection waiting for its answer.
  */
 static void
-repository_page_counts_against_the_per_address_limit(void)
+limit_holds(const char *mark, const char *rest)
 {
-	char *body = NULL;
+	char  path[1024], *body = NULL;
 	FILE *f;
 	int   i, st;
 
-	T_ASSERT((f = fopen(slow_log_mark, "w")) != NULL);
+	T_ASSERT((f = fopen(mark, "w")) != NULL);
 	fclose(f);
-	st = ninth_request("", &body);
-	unlink(slow_log_mark);
+	st = ninth_request(rest, &body);
+	unlink(mark);
 	T_EQ_INT(st, 429);
 	T_CHECK(body != NULL && strstr(body, "rate-limited") != NULL);
 	free(body);
+	snprintf(path, sizeof(path), "%s%s", base, rest);
 	for (i = 0, st = 0; i < 20 && st != 200; i++) {
 		relayproc_sleep_ms(500);
 		body = NULL;
-		st = req("GET", base, NULL, &body, NULL);
+		st = req("GET", path, NULL, &body, NULL);
 		free(body);
 	}
 	T_EQ_INT(st, 200);
 	T_CHECK(i <= 14);
+}
+
+/*
+ * Pages whose git runs count against max_git_requests_per_ip (8 by
+ * default): with 8 held by a hanging git, the next is 429.
+ */
+static void
+git_pages_count_against_the_per_address_limit(void)
+{
+	limit_holds(slow_mark, "/tree/main/src");
+}
+
+/*
+ * The repository page runs git (its log, its README) as the other git
+ * pages do, and counts under max_git_requests_per_ip with them: with 8
+ * repository pages waiting on a hanging "git log", the 9th is 429.
+ */
+static void
+repository_page_counts_against_the_per_address_limit(void)
+{
+	limit_holds(slow_log_mark, "");
 }
 
 /* /tree with no ref (and /tree/) is the tree at HEAD, not a 404. */

@@ -5,10 +5,13 @@
  * contacted) takes announcements that list only the public URL, lists the
  * repositories pushed to it on /, shows a repository's clone URLs, refs,
  * commits, README and threads at /<npub>/<d>.git, escapes every text a
- * peer supplied, and serves its icon.  Last, headless Chromium (Debian's
- * chromium) loads / and a repository page: their DOM must list the
- * repositories, show the public clone URL and hold no script element, and
- * its screenshots are saved in the test's directory (and copied to
+ * peer supplied, and serves its icon.  HEAD gets every page's headers and
+ * no body on a connection kept alive, and a kind 0 name or a reaction
+ * cut at its limit keeps its UTF-8 characters whole.  Last, headless
+ * Chromium (Debian's chromium) loads / and a repository page: their DOM
+ * must list the repositories, show the public clone URL and hold no
+ * script element, and its screenshots are saved in the test's directory
+ * (and copied to
  * $GRASPD_SCREENSHOT_DIR when set, for the README).  Without chromium the
  * browser case fails with the reason.
  */

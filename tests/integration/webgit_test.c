@@ -14,7 +14,10 @@
  * injection and path traversal (../, %2e%2e, absolute, . segments) must
  * answer 400 or 404 and never another file, missing objects 404, and a
  * git that hangs (a wrapper found first in relayd's PATH, slowed by a
- * marker file) must be killed at the page's limit with a 504.
+ * marker file) must be killed at the page's limit with a 504.  The git
+ * pages and the repository page (a git that hangs in "log") count under
+ * max_git_requests_per_ip, /tree with no ref is the tree at HEAD, and
+ * every HTML page, errors included, carries the CSP and nosniff.
  */
 #define _GNU_SOURCE /* memmem */
 #include <sys/stat.h>

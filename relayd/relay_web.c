@@ -628,7 +628,9 @@ relay_web_not_found(struct relay_conn *c, struct lws *wsi, const char *uri,
  * The repository page.  Its git output (the log of HEAD, the README's
  * size and then its text) comes from children writing into unlinked
  * temporary files; the page is rendered once the last one is reaped and
- * written from the connection's next writable callback.
+ * written from the connection's next writable callback.  While git runs
+ * the page holds a place of its address under max_git_requests_per_ip,
+ * as the git pages (relay_web_git.c) do.
  */
 struct relay_webreq {
 	struct relay_conn *wr_conn; /* NULL once it closed */

@@ -150,6 +150,18 @@ relay_web_escape(struct buf *b, const char *s, size_t len)
 	}
 }
 
+size_t
+relay_html_cut(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+
+	/* A cut inside a character goes back to before its first byte. */
+	if (s[n] != '\0')
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	return n;
+}
+
 void
 relay_html_esc(struct buf *b, const char *s)
 {
@@ -370,7 +382,8 @@ relay_html_profile_name(const char *json)
 		if (!cJSON_IsString(v) || v->valuestring[0] == '\0')
 			v = cJSON_GetObjectItemCaseSensitive(c, "name");
 		if (cJSON_IsString(v) && v->valuestring[0] != '\0')
-			name = strndup(v->valuestring, RELAY_WEB_NAME_MAX);
+			name = strndup(v->valuestring,
+			    relay_html_cut(v->valuestring, RELAY_WEB_NAME_MAX));
 		cJSON_Delete(c);
 	}
 	event_destroy(ev);

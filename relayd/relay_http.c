@@ -173,10 +173,18 @@ relay_nip11_build(void)
 	return 0;
 }
 
+/* 1 if wsi's request is a HEAD. */
+static int
+is_head(struct lws *wsi)
+{
+	return lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0;
+}
+
 /*
  * Writes the status line and headers, with "Retry-After: retry_s" when
  * retry_s > 0; the body (which the connection now owns) follows in
- * relay_http_writeable().  Returns the callback result.
+ * relay_http_writeable(), except after a HEAD, which gets the headers
+ * alone (RFC 9110 9.3.2).  Returns the callback result.
  */
 static int
 respond_full(struct relay_conn *c, struct lws *wsi, unsigned status,
@@ -210,6 +218,12 @@ respond_full(struct relay_conn *c, struct lws *wsi, unsigned status,
 			(const unsigned char *)hdrs[1], (int)strlen(hdrs[1]),
 			&p, end))
 			return 1;
+	if (is_head(wsi)) {
+		/* Content-Length says what a GET would carry. */
+		free(c->rc_body);
+		c->rc_body = NULL;
+		c->rc_bodylen = len = 0;
+	}
 	if (len > RELAY_HTTP_INLINE_MAX) {
 		if (lws_finalize_write_http_header(wsi, start, &p, end))
 			return 1;
@@ -454,7 +468,7 @@ respond_nip11(struct relay_conn *c, struct lws *wsi)
 	if (lws_add_http_header_status(wsi, HTTP_STATUS_OK, &p, end))
 		return 1;
 	if (p - start < 5 || memcmp(start, "HTTP/", 5) != 0 ||
-	    nip11_tail_len > (size_t)(end - p)) {
+	    nip11_tail_len > (size_t)(end - p) || is_head(wsi)) {
 		body = xstrdup(relayd->nip11, &len);
 		return respond(c, wsi, HTTP_STATUS_OK, RELAY_NIP11_TYPE, body,
 		    len);
@@ -585,7 +599,7 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 	if ((n = relay_git_request(c, wsi, method, uri, urilen)) !=
 	    RELAY_GIT_NOT_MINE)
 		return n;
-	if (method != LWSHUMETH_GET) {
+	if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD) {
 		body = xstrdup("method not allowed\n", &len);
 		return respond(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
 		    "text/plain", body, len);

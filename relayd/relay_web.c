@@ -275,7 +275,8 @@ repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 	}
 	if (desc && *desc) {
 		buf_adds(b, "<div class=\"d\">");
-		relay_web_escape(b, desc, strnlen(desc, RELAY_WEB_DESC_MAX));
+		relay_web_escape(b, desc,
+		    relay_html_cut(desc, RELAY_WEB_DESC_MAX));
 		buf_adds(b, "</div>");
 	}
 	buf_adds(b, "</td><td>");
@@ -312,77 +313,123 @@ page_link(struct buf *b, const char *q, long page, const char *text)
 	buf_printf(b, "page=%ld\">%s</a>", page, text);
 }
 
-char *
-relay_web_landing_render(const char *q, long page, size_t *lenp)
+/*
+ * The landing page's head and its card: the server's name, description,
+ * relay URL, GRASPs and NIPs and contact from the NIP-11 document, then
+ * the search form holding q.
+ */
+static void
+landing_about(struct buf *b, const char *q)
 {
-	struct buf    b = BUF_INIT;
-	sqlite3	     *db;
-	sqlite3_stmt *st = NULL;
-	cJSON	     *doc;
-	const cJSON  *arr, *it;
-	const char   *name, *desc, *contact;
-	char	      ws[512], *pat = NULL;
-	int64_t	      total = -1;
-	long	      pages, shown = 0;
-	int	      rc;
+	cJSON	    *doc;
+	const cJSON *arr, *it;
+	const char  *name, *desc, *contact;
+	char	     ws[512];
 
 	doc = cJSON_ParseWithLength(relayd->nip11, relayd->nip11_len);
 	name = nip11_str(doc, "name");
 	desc = nip11_str(doc, "description");
 	contact = nip11_str(doc, "contact");
 	config_relay_url(&relayd->cfg, ws, sizeof(ws));
-	relay_html_open_feed(&b, name ? name : "graspd", name ? name : "graspd",
+	relay_html_open_feed(b, name ? name : "graspd", name ? name : "graspd",
 	    "/feed.atom");
 	if (desc && *desc) {
-		buf_adds(&b, "<p>");
-		relay_html_esc(&b, desc);
-		buf_adds(&b, "</p>");
+		buf_adds(b, "<p>");
+		relay_html_esc(b, desc);
+		buf_adds(b, "</p>");
 	}
-	buf_adds(&b,
+	buf_adds(b,
 	    "</div></div></header>\n<div class=\"w\">"
 	    "<div class=\"card\"><dl>\n<dt>Relay</dt><dd><code class=\"u\" id=\"relay\">");
-	relay_html_esc(&b, ws);
-	buf_adds(&b, "</code></dd>\n<dt>Git over HTTP</dt><dd><code>");
-	relay_html_esc(&b, relayd->cfg.public_url);
-	buf_adds(&b,
+	relay_html_esc(b, ws);
+	buf_adds(b, "</code></dd>\n<dt>Git over HTTP</dt><dd><code>");
+	relay_html_esc(b, relayd->cfg.public_url);
+	buf_adds(b,
 	    "/&lt;npub&gt;/&lt;identifier&gt;.git</code></dd>\n"
 	    "<dt>Supports</dt><dd>");
 	arr = cJSON_GetObjectItemCaseSensitive(doc, "supported_grasps");
 	cJSON_ArrayForEach(it, arr)
 		if (cJSON_IsString(it)) {
-			buf_adds(&b, "<span class=\"tag\">");
-			relay_html_esc(&b, it->valuestring);
-			buf_adds(&b, "</span>");
+			buf_adds(b, "<span class=\"tag\">");
+			relay_html_esc(b, it->valuestring);
+			buf_adds(b, "</span>");
 		}
 	arr = cJSON_GetObjectItemCaseSensitive(doc, "supported_nips");
-	buf_adds(&b, " <span class=\"pk\">NIPs");
+	buf_adds(b, " <span class=\"pk\">NIPs");
 	cJSON_ArrayForEach(it, arr)
 		if (cJSON_IsNumber(it))
-			buf_printf(&b, " %d", it->valueint);
-	buf_adds(&b, "</span></dd>\n");
+			buf_printf(b, " %d", it->valueint);
+	buf_adds(b, "</span></dd>\n");
 	if (contact && *contact) {
-		buf_adds(&b, "<dt>Contact</dt><dd>");
+		buf_adds(b, "<dt>Contact</dt><dd>");
 		if (relay_html_href_ok(contact)) {
-			buf_adds(&b, "<a href=\"");
-			relay_html_esc(&b, contact);
-			buf_adds(&b, "\">");
-			relay_html_esc(&b, contact);
-			buf_adds(&b, "</a>");
+			buf_adds(b, "<a href=\"");
+			relay_html_esc(b, contact);
+			buf_adds(b, "\">");
+			relay_html_esc(b, contact);
+			buf_adds(b, "</a>");
 		} else
-			relay_html_esc(&b, contact);
-		buf_adds(&b, "</dd>\n");
+			relay_html_esc(b, contact);
+		buf_adds(b, "</dd>\n");
 	}
-	buf_adds(&b,
+	buf_adds(b,
 	    "<dt>Follow</dt><dd><a id=\"feed\" href=\"/feed.atom\">Atom "
 	    "feed</a> of new repositories</dd>\n"
 	    "</dl></div>\n<h2>Repositories</h2>\n<form method=\"get\" "
 	    "action=\"/\"><input type=\"search\" name=\"q\" maxlength=\"");
-	buf_printf(&b,
+	buf_printf(b,
 	    "%d\" placeholder=\"Search names and descriptions\" "
 	    "value=\"",
 	    RELAY_WEB_QUERY_MAX);
-	relay_html_esc(&b, q);
-	buf_adds(&b, "\"><button type=\"submit\">Search</button></form>\n");
+	relay_html_esc(b, q);
+	buf_adds(b, "\"><button type=\"submit\">Search</button></form>\n");
+	cJSON_Delete(doc);
+}
+
+/*
+ * The landing page's pagination line: page of the repositories matching
+ * q, total of them (-1: not counted), shown on this page.
+ */
+static void
+landing_pager(struct buf *b, const char *q, long page, int64_t total,
+    long shown)
+{
+	long pages;
+
+	buf_adds(b, "</tbody></table>\n<div class=\"pg\"><span>");
+	if (page > 1)
+		page_link(b, q, page - 1, "&larr; Newer");
+	buf_adds(b, "</span><span class=\"pk\">");
+	if (total >= 0) {
+		pages = (long)((total + RELAY_WEB_PAGE_SIZE - 1) /
+		    RELAY_WEB_PAGE_SIZE);
+		buf_printf(b, "%lld repositor%s &middot; page %ld of %ld",
+		    (long long)total, total == 1 ? "y" : "ies", page,
+		    pages > 0 ? pages : 1);
+	} else
+		pages = page + (shown == RELAY_WEB_PAGE_SIZE);
+	if (relay_html_db_interrupted())
+		buf_adds(b, " &middot; cut short");
+	buf_adds(b, "</span><span>");
+	if (page < pages && page < RELAY_WEB_PAGE_MAX)
+		page_link(b, q, page + 1, "Older &rarr;");
+	buf_adds(b, "</span></div>\n");
+}
+
+/*
+ * The table of the hosted repositories matching q (NULL or "": all), at
+ * page, with its pagination, read from the store within the page's
+ * deadline.
+ */
+static void
+landing_repos(struct buf *b, const char *q, long page)
+{
+	sqlite3	     *db;
+	sqlite3_stmt *st = NULL;
+	char	     *pat = NULL;
+	int64_t	      total = -1;
+	long	      shown = 0;
+	int	      rc;
 
 	db = relay_html_db_arm(RELAY_WEB_QUERY_MS);
 	if (q && *q)
@@ -395,7 +442,7 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	buf_adds(&b,
+	buf_adds(b,
 	    "<table id=\"repos\"><thead><tr><th>Repository</th>"
 	    "<th>Owner</th><th class=\"n\">Last activity</th><th class=\"n\">"
 	    "Open issues</th><th class=\"n\">Open PRs</th></tr></thead>"
@@ -407,7 +454,7 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 		sqlite3_bind_int64(st, 3,
 		    (int64_t)(page - 1) * RELAY_WEB_PAGE_SIZE);
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			repo_row(&b, db, st);
+			repo_row(b, db, st);
 			shown++;
 		}
 		if (rc != SQLITE_DONE && !relay_html_db_interrupted())
@@ -416,33 +463,24 @@ relay_web_landing_render(const char *q, long page, size_t *lenp)
 	sqlite3_finalize(st);
 	relay_html_db_disarm(db);
 	if (shown == 0)
-		buf_printf(&b,
+		buf_printf(b,
 		    "<tr><td colspan=\"5\" class=\"d\">%s</td></tr>\n",
 		    relay_html_db_interrupted() ?
 			"The listing took too long; try again "
 			"or narrow the search." :
 			q && *q ? "No repository matches." :
 				  "No repository is hosted yet.");
-	buf_adds(&b, "</tbody></table>\n<div class=\"pg\"><span>");
-	if (page > 1)
-		page_link(&b, q, page - 1, "&larr; Newer");
-	buf_adds(&b, "</span><span class=\"pk\">");
-	if (total >= 0) {
-		pages = (long)((total + RELAY_WEB_PAGE_SIZE - 1) /
-		    RELAY_WEB_PAGE_SIZE);
-		buf_printf(&b, "%lld repositor%s &middot; page %ld of %ld",
-		    (long long)total, total == 1 ? "y" : "ies", page,
-		    pages > 0 ? pages : 1);
-	} else
-		pages = page + (shown == RELAY_WEB_PAGE_SIZE);
-	if (relay_html_db_interrupted())
-		buf_adds(&b, " &middot; cut short");
-	buf_adds(&b, "</span><span>");
-	if (page < pages && page < RELAY_WEB_PAGE_MAX)
-		page_link(&b, q, page + 1, "Older &rarr;");
-	buf_adds(&b, "</span></div>\n");
+	landing_pager(b, q, page, total, shown);
 	free(pat);
-	cJSON_Delete(doc);
+}
+
+char *
+relay_web_landing_render(const char *q, long page, size_t *lenp)
+{
+	struct buf b = BUF_INIT;
+
+	landing_about(&b, q);
+	landing_repos(&b, q, page);
 	relay_html_close(&b);
 	return buf_release(&b, lenp);
 }
@@ -590,7 +628,9 @@ relay_web_not_found(struct relay_conn *c, struct lws *wsi, const char *uri,
  * The repository page.  Its git output (the log of HEAD, the README's
  * size and then its text) comes from children writing into unlinked
  * temporary files; the page is rendered once the last one is reaped and
- * written from the connection's next writable callback.
+ * written from the connection's next writable callback.  While git runs
+ * the page holds a place of its address under max_git_requests_per_ip,
+ * as the git pages (relay_web_git.c) do.
  */
 struct relay_webreq {
 	struct relay_conn *wr_conn; /* NULL once it closed */
@@ -606,6 +646,9 @@ struct relay_webreq {
 	char		   wr_readme_name[32];
 	char		  *wr_body; /* the page, when rendered */
 	size_t		   wr_len;
+	/* Its place under max_git_requests_per_ip while git runs. */
+	struct relay_addr *wr_addr;
+	int		   wr_placed;
 };
 
 /* The files a README may be in, by preference. */
@@ -727,6 +770,10 @@ web_child_done(pid_t pid, int status, int killed, void *arg)
 	}
 	if (wr->wr_pid[WR_LOG] != -1 || wr->wr_pid[WR_CHECK] != -1)
 		return;
+	/* git is done: the place goes back before the page is sent. */
+	if (wr->wr_placed)
+		relay_addr_git_end(wr->wr_addr);
+	wr->wr_placed = 0;
 	if (wr->wr_conn == NULL) {
 		/* The client left; nobody waits for the page. */
 		relay_web_free(wr);
@@ -892,9 +939,11 @@ commits(struct buf *b, FILE *out, const struct relay_webreq *wr)
 		    NULL);
 		buf_printf(b, "\" title=\"%s\">%.12s</a></code></td><td>", f[0],
 		    f[0]);
-		relay_web_escape(b, f[3], strnlen(f[3], RELAY_WEB_DESC_MAX));
+		relay_web_escape(b, f[3],
+		    relay_html_cut(f[3], RELAY_WEB_DESC_MAX));
 		buf_adds(b, "</td><td>");
-		relay_web_escape(b, f[2], strnlen(f[2], RELAY_WEB_NAME_MAX));
+		relay_web_escape(b, f[2],
+		    relay_html_cut(f[2], RELAY_WEB_NAME_MAX));
 		buf_adds(b, "</td><td class=\"n\">");
 		relay_html_date(b, strtoll(f[1], NULL, 10));
 		buf_adds(b, "</td></tr>\n");
@@ -908,32 +957,30 @@ commits(struct buf *b, FILE *out, const struct relay_webreq *wr)
 	buf_adds(b, "</tbody></table>\n");
 }
 
-static void
-repo_render(struct relay_webreq *wr)
+/*
+ * The repository's announcement (*annp, NULL when none is stored) and
+ * its newest state (*statep) by the owner or a maintainer the
+ * announcement names: their keys into keys[] and their JSON array into
+ * maint.  Returns how many keys.
+ */
+static size_t
+repo_events(sqlite3 *db, const struct relay_webreq *wr, struct event **annp,
+    struct event **statep, uint8_t keys[][32], struct buf *maint)
 {
-	struct buf    b = BUF_INIT, nostr = BUF_INIT;
-	struct buf    maint = BUF_INIT, coord = BUF_INIT, base = BUF_INIT;
-	struct buf    feed = BUF_INIT;
 	struct event *ann, *state = NULL, *ev;
-	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
-	sqlite3	     *db;
-	const char   *name, *desc, *web;
-	char	     *text, title[512];
-	size_t	      len, i, n, nkeys;
+	size_t	      i, nkeys;
 
-	db = relay_html_db_arm(RELAY_WEB_QUERY_MS);
 	ann = relay_html_addressed(db, KIND_REPO_ANNOUNCEMENT, wr->wr_owner,
 	    wr->wr_d);
 	if (ann != NULL)
-		nkeys = relay_web_maintainers(ann, keys, &maint);
+		nkeys = relay_web_maintainers(ann, keys, maint);
 	else {
 		memcpy(keys[0], wr->wr_owner, 32);
-		buf_adds(&maint, "[\"");
-		buf_add_hex(&maint, wr->wr_owner, 32);
-		buf_adds(&maint, "\"]");
+		buf_adds(maint, "[\"");
+		buf_add_hex(maint, wr->wr_owner, 32);
+		buf_adds(maint, "\"]");
 		nkeys = 1;
 	}
-	/* The newest state of the owner and the maintainers it names. */
 	for (i = 0; i < nkeys; i++) {
 		ev = relay_html_addressed(db, KIND_REPO_STATE, keys[i],
 		    wr->wr_d);
@@ -944,6 +991,82 @@ repo_render(struct relay_webreq *wr)
 		} else
 			event_destroy(ev);
 	}
+	*annp = ann;
+	*statep = state;
+	return nkeys;
+}
+
+/*
+ * The card's people and links after the clone URLs: the owner, the
+ * maintainers (keys[1..nkeys-1]), gitworkshop.dev at nostr (ngit's
+ * address) and the feed.
+ */
+static void
+repo_people(struct buf *b, sqlite3 *db, const struct relay_webreq *wr,
+    uint8_t keys[][32], size_t nkeys, const char *nostr, const char *feed)
+{
+	size_t i;
+
+	buf_adds(b, "<dt>Owner</dt><dd>");
+	relay_html_person(b, db, wr->wr_owner);
+	buf_adds(b, "</dd>\n");
+	for (i = 1; i < nkeys; i++) {
+		buf_adds(b, i > 1 ? "<br>" : "<dt>Maintainers</dt><dd>");
+		relay_html_person(b, db, keys[i]);
+	}
+	if (nkeys > 1)
+		buf_adds(b, "</dd>\n");
+	buf_printf(b, "<dt>Browse</dt><dd><a id=\"gitworkshop\" href=\"%s",
+	    "https://gitworkshop.dev/");
+	relay_html_esc(b, nostr);
+	buf_adds(b, "\">Open in gitworkshop.dev</a></dd>\n<dt>Follow</dt><dd>");
+	buf_printf(b,
+	    "<a id=\"feed\" href=\"%s\">Atom feed</a></dd>\n"
+	    "</dl></div>\n",
+	    feed);
+}
+
+/* The README git found: Markdown through cmark, else as text. */
+static void
+repo_readme(struct buf *b, const struct relay_webreq *wr)
+{
+	char  *text;
+	size_t len, n;
+
+	if ((text = slurp(wr->wr_readme, RELAY_WEB_README_MAX, &len)) == NULL)
+		return;
+	buf_adds(b, "<h2>");
+	relay_html_esc(b, wr->wr_readme_name);
+	buf_adds(b, "</h2>\n<div class=\"card md\" id=\"readme\">");
+	n = strlen(wr->wr_readme_name);
+	if (!(n > 3 && strcasecmp(wr->wr_readme_name + n - 3, ".md") == 0 &&
+		relay_html_markdown(b, text, len) == 0) &&
+	    !(n > 9 &&
+		strcasecmp(wr->wr_readme_name + n - 9, ".markdown") == 0 &&
+		relay_html_markdown(b, text, len) == 0)) {
+		buf_adds(b, "<pre class=\"readme\">");
+		relay_web_escape(b, text, len);
+		buf_adds(b, "</pre>");
+	}
+	buf_adds(b, "</div>\n");
+	free(text);
+}
+
+static void
+repo_render(struct relay_webreq *wr)
+{
+	struct buf    b = BUF_INIT, nostr = BUF_INIT;
+	struct buf    maint = BUF_INIT, coord = BUF_INIT, base = BUF_INIT;
+	struct buf    feed = BUF_INIT;
+	struct event *ann, *state;
+	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
+	sqlite3	     *db;
+	const char   *name, *desc;
+	char	      title[512];
+	size_t	      nkeys;
+
+	db = relay_html_db_arm(RELAY_WEB_QUERY_MS);
+	nkeys = repo_events(db, wr, &ann, &state, keys, &maint);
 	name = ann ? relay_html_tag1(ann, "name") : NULL;
 	if (name == NULL || *name == '\0')
 		name = wr->wr_d;
@@ -964,7 +1087,7 @@ repo_render(struct relay_webreq *wr)
 	if (desc && *desc) {
 		buf_adds(&b, "<p class=\"d\" id=\"description\">");
 		relay_web_escape(&b, desc,
-		    strnlen(desc, 4 * RELAY_WEB_DESC_MAX));
+		    relay_html_cut(desc, 4 * RELAY_WEB_DESC_MAX));
 		buf_adds(&b, "</p>\n");
 	}
 	if (wr->wr_hosted == 1)
@@ -972,25 +1095,7 @@ repo_render(struct relay_webreq *wr)
 		    "<p class=\"card\">In purgatory: its announcement "
 		    "is not served until its git data is pushed.</p>\n");
 	clone_urls(&b, wr, &nostr);
-	buf_adds(&b, "<dt>Owner</dt><dd>");
-	relay_html_person(&b, db, wr->wr_owner);
-	buf_adds(&b, "</dd>\n");
-	for (i = 1; i < nkeys; i++) {
-		buf_adds(&b, i > 1 ? "<br>" : "<dt>Maintainers</dt><dd>");
-		relay_html_person(&b, db, keys[i]);
-	}
-	if (nkeys > 1)
-		buf_adds(&b, "</dd>\n");
-	web = "https://gitworkshop.dev/";
-	buf_printf(&b, "<dt>Browse</dt><dd><a id=\"gitworkshop\" href=\"%s",
-	    web);
-	relay_html_esc(&b, nostr.b_data);
-	buf_adds(&b,
-	    "\">Open in gitworkshop.dev</a></dd>\n<dt>Follow</dt><dd>");
-	buf_printf(&b,
-	    "<a id=\"feed\" href=\"%s\">Atom feed</a></dd>\n"
-	    "</dl></div>\n",
-	    feed.b_data);
+	repo_people(&b, db, wr, keys, nkeys, nostr.b_data, feed.b_data);
 	state_refs(&b, state, wr);
 	commits(&b, wr->wr_out[WR_LOG], wr);
 	buf_adds(&coord, "30617:");
@@ -998,25 +1103,7 @@ repo_render(struct relay_webreq *wr)
 	buf_printf(&coord, ":%s", wr->wr_d);
 	threads(&b, db, coord.b_data, maint.b_data, base.b_data);
 	relay_html_db_disarm(db);
-	if ((text = slurp(wr->wr_readme, RELAY_WEB_README_MAX, &len)) != NULL) {
-		buf_adds(&b, "<h2>");
-		relay_html_esc(&b, wr->wr_readme_name);
-		buf_adds(&b, "</h2>\n<div class=\"card md\" id=\"readme\">");
-		n = strlen(wr->wr_readme_name);
-		if (!(n > 3 &&
-			strcasecmp(wr->wr_readme_name + n - 3, ".md") == 0 &&
-			relay_html_markdown(&b, text, len) == 0) &&
-		    !(n > 9 &&
-			strcasecmp(wr->wr_readme_name + n - 9, ".markdown") ==
-			    0 &&
-			relay_html_markdown(&b, text, len) == 0)) {
-			buf_adds(&b, "<pre class=\"readme\">");
-			relay_web_escape(&b, text, len);
-			buf_adds(&b, "</pre>");
-		}
-		buf_adds(&b, "</div>\n");
-		free(text);
-	}
+	repo_readme(&b, wr);
 	relay_html_close(&b);
 	event_destroy(ann);
 	event_destroy(state);
@@ -1035,6 +1122,8 @@ relay_web_free(struct relay_webreq *wr)
 
 	if (wr == NULL)
 		return;
+	if (wr->wr_placed)
+		relay_addr_git_end(wr->wr_addr);
 	for (i = 0; i < 2; i++) {
 		if (wr->wr_pid[i] != -1)
 			child_abandon(wr->wr_pid[i]);
@@ -1092,6 +1181,7 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	static const char *const check_args[] = { "cat-file", "--batch-check",
 		NULL };
 	struct relay_webreq	*wr;
+	struct relay_addr	*ga;
 	FILE			*in;
 	size_t			 i;
 	int			 hosted = relay_purg_hosted(owner, d);
@@ -1101,9 +1191,15 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 		    "No such repository",
 		    "This server hosts no repository at this address. <a href="
 		    "\"/\">See the ones it hosts.</a>");
+	/* Its git children count as the address's git requests. */
+	if (!relay_addr_git_begin(wsi, &ga))
+		return relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
+		    RELAY_WEB_GIT_TOO_MANY);
 	if ((wr = calloc(1, sizeof(*wr))) == NULL ||
 	    (wr->wr_d = strdup(d)) == NULL)
 		fatal("relay_web_repo");
+	wr->wr_addr = ga;
+	wr->wr_placed = 1;
 	wr->wr_conn = c;
 	wr->wr_wsi = wsi;
 	wr->wr_hosted = hosted;

@@ -249,9 +249,18 @@ kind_of(sqlite3 *db, const char *hex)
 	return k;
 }
 
-int
-relay_web_feed_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
-    const uint8_t owner[32], const char *d)
+/* The events a repository's feed reads: two queries, then the states. */
+#define FEED_EVENTS_MAX (3 * RELAY_WEB_FEED_ENTRIES + RELAY_WEB_MAINTAINERS_MAX)
+
+/*
+ * The events of the repository's feed into v (room for
+ * FEED_EVENTS_MAX), newest first: its threads and statuses, and the
+ * newest state of the owner and of each maintainer its announcement
+ * (*annp, owned by the caller; NULL when none) names.  Returns how many.
+ */
+static size_t
+feed_events(sqlite3 *db, const uint8_t owner[32], const char *d,
+    struct event **v, struct event **annp)
 {
 	/* Threads and statuses tagging the repository ... */
 	static const char tagged[] =
@@ -269,19 +278,11 @@ relay_web_feed_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	    "  ORDER BY t.created_at DESC LIMIT ?2)"
 	    " AND s.kind BETWEEN 1630 AND 1633"
 	    " ORDER BY st.created_at DESC LIMIT ?2";
-	struct buf    b = BUF_INIT, t = BUF_INIT, path = BUF_INIT;
-	struct buf    coord = BUF_INIT, base = BUF_INIT;
-	struct event *ann, *ev,
-	    *v[3 * RELAY_WEB_FEED_ENTRIES + RELAY_WEB_MAINTAINERS_MAX];
-	uint8_t		  keys[RELAY_WEB_MAINTAINERS_MAX][32];
-	sqlite3		 *db = relay_html_db_arm(RELAY_WEB_QUERY_MS);
-	sqlite3_stmt	 *st;
-	struct relay_refs refs;
-	const char	 *name, *sec, *target;
-	char		 *head, title[512];
-	size_t		  n = 0, nkeys, i, k, bytes = 0;
-	uint32_t	  kind;
-	int64_t		  updated;
+	struct buf    coord = BUF_INIT;
+	struct event *ann, *ev;
+	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
+	sqlite3_stmt *st;
+	size_t	      n = 0, nkeys, i, k, bytes = 0;
 
 	ann = relay_html_addressed(db, KIND_REPO_ANNOUNCEMENT, owner, d);
 	if (ann != NULL)
@@ -293,9 +294,6 @@ relay_web_feed_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	buf_adds(&coord, "30617:");
 	buf_add_hex(&coord, owner, 32);
 	buf_printf(&coord, ":%s", d);
-	buf_printf(&base, "/%s/", npub);
-	relay_html_url(&base, d);
-	buf_adds(&base, ".git");
 	for (i = 0; i < 2; i++) {
 		if (sqlite3_prepare_v2(db, i ? named : tagged, -1, &st, NULL) !=
 		    SQLITE_OK)
@@ -311,6 +309,81 @@ relay_web_feed_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 			 d)) != NULL)
 			v[n++] = ev;
 	qsort(v, n, sizeof(v[0]), newer);
+	buf_free(&coord);
+	*annp = ann;
+	return n;
+}
+
+/*
+ * The feed entry of ev (a thread, a state or a status) of the
+ * repository whose page is at base.
+ */
+static void
+feed_item(struct buf *b, sqlite3 *db, const struct event *ev, const char *base)
+{
+	struct buf	  t = BUF_INIT, path = BUF_INIT, text = BUF_INIT;
+	struct relay_refs refs;
+	const char	 *sec, *target;
+	char		 *head;
+	size_t		  k;
+	uint32_t	  kind;
+
+	buf_adds(&path, base);
+	if ((sec = relay_web_thread_section(ev->kind)) != NULL) {
+		/* A thread: its title, its page, its text. */
+		buf_printf(&t, "New %s: ",
+		    ev->kind == KIND_ISSUE  ? "issue" :
+			ev->kind == KIND_PR ? "pull request" :
+					      "patch");
+		target = relay_web_thread_subject(ev, &k);
+		relay_html_xml(&t, target, k);
+		buf_printf(&path, "/%s/%s", sec, ev->id_hex);
+		entry(b, db, t.b_data, ev, path.b_data, ev->content.s,
+		    ev->content.len);
+	} else if (ev->kind == KIND_REPO_STATE) {
+		buf_adds(&t, "Pushed: the branches and tags changed");
+		memset(&refs, 0, sizeof(refs));
+		head = NULL;
+		relay_state_refs(ev, &refs, &head);
+		for (k = 0; k < refs.n && k < RELAY_WEB_REFS_MAX; k++)
+			buf_printf(&text, "%s %s\n", refs.v[k].rf_name,
+			    refs.v[k].rf_oid);
+		entry(b, db, t.b_data, ev, path.b_data,
+		    text.b_data ? text.b_data : "", text.b_len);
+		relay_refs_free(&refs);
+		free(head);
+	} else {
+		/* A status: what it made of which thread. */
+		target = relay_html_tag1(ev, "e");
+		kind = kind_of(db, target);
+		buf_printf(&t, "Status: %s",
+		    relay_web_status_name((int)ev->kind));
+		if ((sec = relay_web_thread_section(kind)) != NULL)
+			buf_printf(&path, "/%s/%s", sec, target);
+		entry(b, db, t.b_data, ev, path.b_data, ev->content.s,
+		    ev->content.len);
+	}
+	buf_free(&t);
+	buf_free(&path);
+	buf_free(&text);
+}
+
+int
+relay_web_feed_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
+    const uint8_t owner[32], const char *d)
+{
+	struct buf    b = BUF_INIT, base = BUF_INIT;
+	struct event *ann, *v[FEED_EVENTS_MAX];
+	sqlite3	     *db = relay_html_db_arm(RELAY_WEB_QUERY_MS);
+	const char   *name;
+	char	      title[512];
+	size_t	      n, i;
+	int64_t	      updated;
+
+	n = feed_events(db, owner, d, v, &ann);
+	buf_printf(&base, "/%s/", npub);
+	relay_html_url(&base, d);
+	buf_adds(&base, ".git");
 	name = ann ? relay_html_tag1(ann, "name") : NULL;
 	snprintf(title, sizeof(title), "%s \xc2\xb7 %s",
 	    name && *name ? name : d, relayd->cfg.relay_name);
@@ -318,55 +391,12 @@ relay_web_feed_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	feed_open(&b, title, base.b_data,
 	    updated ? updated : (int64_t)time(NULL));
 	for (i = 0; i < n; i++) {
-		ev = v[i];
-		if (i >= RELAY_WEB_FEED_ENTRIES)
-			goto next;
-		buf_reset(&t);
-		buf_reset(&path);
-		buf_adds(&path, base.b_data);
-		if ((sec = relay_web_thread_section(ev->kind)) != NULL) {
-			/* A thread: its title, its page, its text. */
-			buf_printf(&t, "New %s: ",
-			    ev->kind == KIND_ISSUE  ? "issue" :
-				ev->kind == KIND_PR ? "pull request" :
-						      "patch");
-			target = relay_web_thread_subject(ev, &k);
-			relay_html_xml(&t, target, k);
-			buf_printf(&path, "/%s/%s", sec, ev->id_hex);
-			entry(&b, db, t.b_data, ev, path.b_data, ev->content.s,
-			    ev->content.len);
-		} else if (ev->kind == KIND_REPO_STATE) {
-			buf_adds(&t, "Pushed: the branches and tags changed");
-			memset(&refs, 0, sizeof(refs));
-			head = NULL;
-			relay_state_refs(ev, &refs, &head);
-			buf_reset(&coord);
-			for (k = 0; k < refs.n && k < RELAY_WEB_REFS_MAX; k++)
-				buf_printf(&coord, "%s %s\n", refs.v[k].rf_name,
-				    refs.v[k].rf_oid);
-			entry(&b, db, t.b_data, ev, path.b_data,
-			    coord.b_data ? coord.b_data : "", coord.b_len);
-			relay_refs_free(&refs);
-			free(head);
-		} else {
-			/* A status: what it made of which thread. */
-			target = relay_html_tag1(ev, "e");
-			kind = kind_of(db, target);
-			buf_printf(&t, "Status: %s",
-			    relay_web_status_name((int)ev->kind));
-			if ((sec = relay_web_thread_section(kind)) != NULL)
-				buf_printf(&path, "/%s/%s", sec, target);
-			entry(&b, db, t.b_data, ev, path.b_data, ev->content.s,
-			    ev->content.len);
-		}
-	next:
-		event_destroy(ev);
+		if (i < RELAY_WEB_FEED_ENTRIES)
+			feed_item(&b, db, v[i], base.b_data);
+		event_destroy(v[i]);
 	}
 	relay_html_db_disarm(db);
 	event_destroy(ann);
-	buf_free(&t);
-	buf_free(&path);
-	buf_free(&coord);
 	buf_free(&base);
 	return feed_send(c, wsi, &b, updated);
 }

@@ -49,12 +49,6 @@
 /* RFC 9110 15.6.5: git ran over its time. */
 #define HTTP_GATEWAY_TIMEOUT 504
 
-/* The pages for people run nothing and load nothing from elsewhere. */
-static const char *const html_hdrs[] = { "content-security-policy:",
-	"default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
-	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-	"x-content-type-options:", "nosniff", NULL };
-
 enum wg_kind {
 	WG_TREE,
 	WG_RAW,
@@ -170,8 +164,8 @@ relay_web_git_writeable(struct relay_conn *c, struct lws *wsi)
 		rc = relay_http_respond_hdrs(c, wsi, code, wg->wg_type, body,
 		    len, raw_hdrs);
 	} else
-		rc = relay_http_respond_hdrs(c, wsi, code,
-		    "text/html; charset=utf-8", body, len, html_hdrs);
+		rc = relay_http_page(c, wsi, code, "text/html; charset=utf-8",
+		    body, len, 0);
 	relay_web_git_free(wg);
 	return rc;
 }
@@ -775,10 +769,11 @@ enum {
 static void
 who_when(struct buf *b, const char *name, const char *email, const char *at)
 {
-	relay_web_escape(b, name, strnlen(name, RELAY_WEB_NAME_MAX));
+	relay_web_escape(b, name, relay_html_cut(name, RELAY_WEB_NAME_MAX));
 	if (email != NULL && *email) {
 		buf_adds(b, " <span class=\"pk\">&lt;");
-		relay_web_escape(b, email, strnlen(email, RELAY_WEB_NAME_MAX));
+		relay_web_escape(b, email,
+		    relay_html_cut(email, RELAY_WEB_NAME_MAX));
 		buf_adds(b, "&gt;</span>");
 	}
 	buf_adds(b, " &middot; ");
@@ -905,9 +900,11 @@ render_pr(struct relay_webgit *wg)
 		buf_adds(&b, "<tr><td><code>");
 		alink(&b, wg, "commit", f[0], NULL, f[0], 12);
 		buf_adds(&b, "</code></td><td>");
-		relay_web_escape(&b, f[3], strnlen(f[3], RELAY_WEB_DESC_MAX));
+		relay_web_escape(&b, f[3],
+		    relay_html_cut(f[3], RELAY_WEB_DESC_MAX));
 		buf_adds(&b, "</td><td>");
-		relay_web_escape(&b, f[1], strnlen(f[1], RELAY_WEB_NAME_MAX));
+		relay_web_escape(&b, f[1],
+		    relay_html_cut(f[1], RELAY_WEB_NAME_MAX));
 		buf_adds(&b, "</td><td class=\"n\">");
 		relay_html_date(&b, strtoll(f[2], NULL, 10));
 		buf_adds(&b, "</td></tr>\n");
@@ -956,17 +953,160 @@ check_line(struct relay_webgit *wg, int n, char oid[GIT_OID_HEX + 1],
 	return rc;
 }
 
+/*
+ * A tree or file page's first step: what the path is at the commit
+ * ("git cat-file --batch-check" of the commit and of <commit>:<path>).
+ * 0 when git runs, or -1 (it cannot).
+ */
+static int
+path_check(struct relay_webgit *wg)
+{
+	const char *args[] = { "cat-file", "--batch-check", NULL };
+	FILE	   *in;
+	int	    rc;
+
+	if ((in = tmpfile()) == NULL)
+		return -1;
+	fprintf(in, "%s^{commit}\n%s^{commit}:%s\n", wg->wg_oid, wg->wg_oid,
+	    wg->wg_path);
+	fflush(in);
+	rewind(in);
+	rc = wg_git(wg, 1, args, in, 64 * 1024);
+	fclose(in);
+	return rc;
+}
+
+/*
+ * A tree or file page's second step: from path_check()'s answer, the
+ * directory listed ("git ls-tree") or the file read ("git cat-file
+ * blob"), or the failure that answers the page.  0 when git runs or the
+ * page is answered, or -1 (git cannot run).
+ */
+static int
+path_read(struct relay_webgit *wg)
+{
+	char		   oid[GIT_OID_HEX + 1], type[16];
+	const char	  *args[8];
+	unsigned long long size = 0;
+	size_t		   len;
+
+	if (check_line(wg, 0, oid, type, &size) == -1 ||
+	    strcmp(type, "commit") != 0) {
+		failure(wg, HTTP_STATUS_NOT_FOUND, "Not found",
+		    "No commit of this repository has this name.");
+		return 0;
+	}
+	memcpy(wg->wg_oid, oid, sizeof(oid));
+	if (check_line(wg, 1, oid, type, &size) == -1) {
+		failure(wg, HTTP_STATUS_NOT_FOUND, "Not found",
+		    "There is no such file or directory at this commit.");
+		return 0;
+	}
+	fclose(wg->wg_out[1]);
+	wg->wg_out[1] = NULL;
+	args[0] = strcmp(type, "tree") == 0 ? "ls-tree" : "cat-file";
+	if (wg->wg_kind == WG_RAW && strcmp(type, "blob") != 0) {
+		failure(wg, HTTP_STATUS_NOT_FOUND, "Not a file",
+		    "Only files have raw contents.");
+		return 0;
+	}
+	if (strcmp(type, "tree") == 0) {
+		wg->wg_kind = WG_TREE;
+		/* Sizes cost a read of each object: only for a directory
+		 * of ordinary size. */
+		args[1] = "-z";
+		args[2] = size <= RELAY_WEB_TREE_SIZES ? "-l" : "-z";
+		args[3] = oid;
+		args[4] = NULL;
+		len = RELAY_WEB_GIT_OUT_MAX;
+	} else if (strcmp(type, "blob") == 0) {
+		if (wg->wg_kind == WG_RAW && size > RELAY_WEB_RAW_MAX) {
+			failure(wg, HTTP_STATUS_FORBIDDEN, "Too large",
+			    "This file is larger than this server sends over "
+			    "the web; clone the repository.");
+			return 0;
+		}
+		args[1] = "blob";
+		args[2] = oid;
+		args[3] = NULL;
+		len = wg->wg_kind == WG_RAW ? RELAY_WEB_RAW_MAX :
+					      RELAY_WEB_BLOB_SHOW;
+	} else {
+		failure(wg, HTTP_STATUS_NOT_FOUND, "Not found",
+		    "There is no file or directory here.");
+		return 0;
+	}
+	wg->wg_size = size;
+	if (wg_git(wg, 1, args, NULL, len) == -1)
+		return -1;
+	if (strcmp(type, "blob") == 0 && wg->wg_kind == WG_TREE)
+		wg->wg_step = 10; /* a file */
+	return 0;
+}
+
+/* A commit page's one step: "git show" of the commit.  0 or -1. */
+static int
+commit_show(struct relay_webgit *wg)
+{
+	char	    spec[GIT_OID_HEX + 16];
+	const char *args[] = { "show", "--no-color", "--no-ext-diff",
+		"--no-textconv", "-M", "--diff-merges=first-parent",
+		"--format=%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ct%x00%B%x00",
+		"-p", spec, "--", NULL };
+
+	snprintf(spec, sizeof(spec), "%s^{commit}", wg->wg_oid);
+	return wg_git(wg, 1, args, NULL, RELAY_WEB_GIT_OUT_MAX);
+}
+
+/* A PR page's first step: the merge base of its tip and the base. */
+static int
+pr_merge_base(struct relay_webgit *wg)
+{
+	const char *args[] = { "merge-base", wg->wg_base, wg->wg_oid, NULL };
+
+	return wg_git(wg, 1, args, NULL, 4096);
+}
+
+/*
+ * A PR page's second step: from the merge base, the PR's commits ("git
+ * log") and its diff, or the failure when there is no common history.
+ * 0 when git runs or the page is answered, or -1.
+ */
+static int
+pr_log_diff(struct relay_webgit *wg)
+{
+	char	    range[2 * GIT_OID_HEX + 3], *s;
+	const char *log_args[] = { "log", "--no-color", "-n",
+		RELAY_WEB_PR_COMMITS, "--format=%H%x1f%an%x1f%at%x1f%s%x1e",
+		range, "--", NULL };
+	const char *diff_args[] = { "diff", "--no-color", "--no-ext-diff",
+		"--no-textconv", "-M", wg->wg_mb, wg->wg_oid, "--", NULL };
+	size_t	    len;
+	int	    cut;
+
+	s = output(wg, 1, &len, &cut);
+	if (s == NULL || len < GIT_OID_HEX || !pkt_is_oid(s, GIT_OID_HEX)) {
+		free(s);
+		failure(wg, HTTP_STATUS_NOT_FOUND, "No common history",
+		    "This pull request shares no commit with the default "
+		    "branch.");
+		return 0;
+	}
+	memcpy(wg->wg_mb, s, GIT_OID_HEX);
+	free(s);
+	fclose(wg->wg_out[1]);
+	wg->wg_out[1] = NULL;
+	snprintf(range, sizeof(range), "%s..%s", wg->wg_mb, wg->wg_oid);
+	if (wg_git(wg, 0, log_args, NULL, RELAY_WEB_LOG_MAX) == -1)
+		return -1;
+	return wg_git(wg, 1, diff_args, NULL, RELAY_WEB_GIT_OUT_MAX);
+}
+
 /* The step after the last: what wg_kind and wg_step say comes next. */
 static void
 wg_next(struct relay_webgit *wg)
 {
-	char		   oid[GIT_OID_HEX + 1], type[16], spec[PATH_MAX + 64];
-	char		   range[2 * GIT_OID_HEX + 3], *s;
-	const char	  *args[16];
-	unsigned long long size = 0;
-	size_t		   len;
-	FILE		  *in;
-	int		   cut, rc = 0;
+	int rc = -1;
 
 	if (wg->wg_done)
 		return;
@@ -982,181 +1122,52 @@ wg_next(struct relay_webgit *wg)
 	switch (wg->wg_kind) {
 	case WG_TREE:
 	case WG_RAW:
-		if (wg->wg_step == 0) {
-			/* What the path is, at the commit. */
-			if ((in = tmpfile()) == NULL)
-				break;
-			fprintf(in, "%s^{commit}\n%s^{commit}:%s\n", wg->wg_oid,
-			    wg->wg_oid, wg->wg_path);
-			fflush(in);
-			rewind(in);
-			args[0] = "cat-file";
-			args[1] = "--batch-check";
-			args[2] = NULL;
-			rc = wg_git(wg, 1, args, in, 64 * 1024);
-			fclose(in);
-			if (rc == 0)
-				return;
-			break;
+		if (wg->wg_step == 0)
+			rc = path_check(wg);
+		else if (wg->wg_step == 1)
+			rc = path_read(wg);
+		else {
+			if (wg->wg_kind == WG_RAW)
+				render_raw(wg);
+			else if (wg->wg_step == 11)
+				render_blob(wg, wg->wg_size);
+			else
+				render_tree(wg);
+			rc = 0;
 		}
-		if (wg->wg_step == 1) {
-			if (check_line(wg, 0, oid, type, &size) == -1 ||
-			    strcmp(type, "commit") != 0) {
-				failure(wg, HTTP_STATUS_NOT_FOUND, "Not found",
-				    "No commit of this repository has this "
-				    "name.");
-				return;
-			}
-			memcpy(wg->wg_oid, oid, sizeof(oid));
-			if (check_line(wg, 1, oid, type, &size) == -1) {
-				failure(wg, HTTP_STATUS_NOT_FOUND, "Not found",
-				    "There is no such file or directory at this "
-				    "commit.");
-				return;
-			}
-			fclose(wg->wg_out[1]);
-			wg->wg_out[1] = NULL;
-			args[0] =
-			    strcmp(type, "tree") == 0 ? "ls-tree" : "cat-file";
-			if (wg->wg_kind == WG_RAW &&
-			    strcmp(type, "blob") != 0) {
-				failure(wg, HTTP_STATUS_NOT_FOUND, "Not a file",
-				    "Only files have raw contents.");
-				return;
-			}
-			if (strcmp(type, "tree") == 0) {
-				wg->wg_kind = WG_TREE;
-				/* Sizes cost a read of each object:
-				 * only for a directory of ordinary size. */
-				args[1] = "-z";
-				args[2] =
-				    size <= RELAY_WEB_TREE_SIZES ? "-l" : "-z";
-				args[3] = oid;
-				args[4] = NULL;
-				len = RELAY_WEB_GIT_OUT_MAX;
-			} else if (strcmp(type, "blob") == 0) {
-				if (wg->wg_kind == WG_RAW &&
-				    size > RELAY_WEB_RAW_MAX) {
-					failure(wg, HTTP_STATUS_FORBIDDEN,
-					    "Too large",
-					    "This file is larger than this "
-					    "server sends over the web; "
-					    "clone the repository.");
-					return;
-				}
-				args[1] = "blob";
-				args[2] = oid;
-				args[3] = NULL;
-				len = wg->wg_kind == WG_RAW ?
-				    RELAY_WEB_RAW_MAX :
-				    RELAY_WEB_BLOB_SHOW;
-			} else {
-				failure(wg, HTTP_STATUS_NOT_FOUND, "Not found",
-				    "There is no file or directory here.");
-				return;
-			}
-			wg->wg_size = size;
-			if (wg_git(wg, 1, args, NULL, len) == 0) {
-				if (strcmp(type, "blob") == 0 &&
-				    wg->wg_kind == WG_TREE)
-					wg->wg_step = 10; /* a file */
-				return;
-			}
-			break;
-		}
-		if (wg->wg_kind == WG_RAW)
-			render_raw(wg);
-		else if (wg->wg_step == 11)
-			render_blob(wg, wg->wg_size);
-		else
-			render_tree(wg);
-		return;
+		break;
 	case WG_COMMIT:
-		if (wg->wg_step == 0) {
-			snprintf(spec, sizeof(spec), "%s^{commit}", wg->wg_oid);
-			args[0] = "show";
-			args[1] = "--no-color";
-			args[2] = "--no-ext-diff";
-			args[3] = "--no-textconv";
-			args[4] = "-M";
-			args[5] = "--diff-merges=first-parent";
-			args[6] =
-			    "--format=%H%x00%P%x00%an%x00%ae%x00%at%x00%cn"
-			    "%x00%ct%x00%B%x00";
-			args[7] = "-p";
-			args[8] = spec;
-			args[9] = "--";
-			args[10] = NULL;
-			if (wg_git(wg, 1, args, NULL, RELAY_WEB_GIT_OUT_MAX) ==
-			    0)
-				return;
-			break;
+		if (wg->wg_step == 0)
+			rc = commit_show(wg);
+		else {
+			render_commit(wg);
+			rc = 0;
 		}
-		render_commit(wg);
-		return;
+		break;
 	case WG_PR:
-		if (wg->wg_step == 0) {
-			args[0] = "merge-base";
-			args[1] = wg->wg_base;
-			args[2] = wg->wg_oid;
-			args[3] = NULL;
-			if (wg_git(wg, 1, args, NULL, 4096) == 0)
-				return;
-			break;
+		if (wg->wg_step == 0)
+			rc = pr_merge_base(wg);
+		else if (wg->wg_step == 1)
+			rc = pr_log_diff(wg);
+		else {
+			if (!git_failed(wg, 0))
+				render_pr(wg);
+			rc = 0;
 		}
-		if (wg->wg_step == 1) {
-			s = output(wg, 1, &len, &cut);
-			if (s == NULL || len < GIT_OID_HEX ||
-			    !pkt_is_oid(s, GIT_OID_HEX)) {
-				free(s);
-				failure(wg, HTTP_STATUS_NOT_FOUND,
-				    "No common history",
-				    "This pull request shares no commit with "
-				    "the default branch.");
-				return;
-			}
-			memcpy(wg->wg_mb, s, GIT_OID_HEX);
-			free(s);
-			fclose(wg->wg_out[1]);
-			wg->wg_out[1] = NULL;
-			snprintf(range, sizeof(range), "%s..%s", wg->wg_mb,
-			    wg->wg_oid);
-			args[0] = "log";
-			args[1] = "--no-color";
-			args[2] = "-n";
-			args[3] = RELAY_WEB_PR_COMMITS;
-			args[4] = "--format=%H%x1f%an%x1f%at%x1f%s%x1e";
-			args[5] = range;
-			args[6] = "--";
-			args[7] = NULL;
-			if (wg_git(wg, 0, args, NULL, RELAY_WEB_LOG_MAX) == -1)
-				break;
-			args[0] = "diff";
-			args[1] = "--no-color";
-			args[2] = "--no-ext-diff";
-			args[3] = "--no-textconv";
-			args[4] = "-M";
-			args[5] = wg->wg_mb;
-			args[6] = wg->wg_oid;
-			args[7] = "--";
-			args[8] = NULL;
-			if (wg_git(wg, 1, args, NULL, RELAY_WEB_GIT_OUT_MAX) ==
-			    0)
-				return;
-			break;
-		}
-		if (git_failed(wg, 0))
-			return;
-		render_pr(wg);
-		return;
+		break;
 	}
-	failure(wg, HTTP_STATUS_INTERNAL_SERVER_ERROR, "Cannot run git",
-	    "This server could not run git for this page.");
+	if (rc == -1)
+		failure(wg, HTTP_STATUS_INTERNAL_SERVER_ERROR, "Cannot run git",
+		    "This server could not run git for this page.");
 }
 
-int
-relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
-    const uint8_t owner[32], const char *d, const char *rest, size_t n)
+/*
+ * The page kind of rest (n bytes after /<npub>/<d>.git), with *skip set
+ * to the length of its prefix, or -1 (not a git page).  "/tree" alone
+ * is the tree at HEAD.
+ */
+static int
+route(const char *rest, size_t n, size_t *skip)
 {
 	static const struct {
 		const char  *prefix;
@@ -1164,25 +1175,84 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 	} routes[] = { { "/tree/", WG_TREE }, { "/blob/", WG_TREE },
 		{ "/raw/", WG_RAW }, { "/commit/", WG_COMMIT },
 		{ "/pr/", WG_PR } };
-	struct relay_webgit *wg;
-	struct relay_refs    r;
-	enum wg_kind	     kind;
-	struct relay_addr   *ga;
-	const char	    *why = NULL, *tip, *base;
-	char		     ref[80];
-	size_t		     i, k;
-	unsigned	     code = 0;
+	size_t i, k;
 
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		k = strlen(routes[i].prefix);
-		if (n >= k && memcmp(rest, routes[i].prefix, k) == 0)
-			break;
+		if (n >= k && memcmp(rest, routes[i].prefix, k) == 0) {
+			*skip = k;
+			return (int)routes[i].kind;
+		}
 	}
-	if (i == sizeof(routes) / sizeof(routes[0]))
+	return -1;
+}
+
+/*
+ * A PR page's spec (rest, n bytes: "<event id>[/diff]") against the
+ * repository's refs r: its tip (refs/nostr/<id>) into wg_oid and the
+ * default branch into wg_base and wg_base_name.  0, or the HTTP status
+ * to answer with *why (static text) set.
+ */
+static unsigned
+pr_resolve(struct relay_webgit *wg, const struct relay_refs *r,
+    const char *rest, size_t n, const char **why)
+{
+	const char *tip, *base;
+	char	    ref[80];
+
+	if (!(n == 64 || (n == 69 && memcmp(rest + 64, "/diff", 5) == 0)) ||
+	    strspn(rest, "0123456789abcdef") < 64) {
+		*why = "A pull request is named by its event id: 64 "
+		       "lowercase hex digits.";
+		return HTTP_STATUS_BAD_REQUEST;
+	}
+	memcpy(wg->wg_pr, rest, 64);
+	wg->wg_pr[64] = '\0';
+	snprintf(ref, sizeof(ref), "refs/nostr/%s", wg->wg_pr);
+	tip = relay_refs_get(r, ref);
+	base = r->head ? relay_refs_get(r, r->head) : NULL;
+	if (tip == NULL) {
+		*why = "This repository holds no commits for this pull "
+		       "request (no refs/nostr/<id>).";
+		return HTTP_STATUS_NOT_FOUND;
+	}
+	if (base == NULL) {
+		*why = "This repository has no default branch to compare "
+		       "with.";
+		return HTTP_STATUS_NOT_FOUND;
+	}
+	snprintf(wg->wg_oid, sizeof(wg->wg_oid), "%s", tip);
+	snprintf(wg->wg_base, sizeof(wg->wg_base), "%s", base);
+	wg->wg_base_name = strdup(
+	    r->head + (strncmp(r->head, "refs/heads/", 11) == 0 ? 11 : 0));
+	if (wg->wg_base_name == NULL)
+		fatal("relay_web_git");
+	return 0;
+}
+
+int
+relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
+    const uint8_t owner[32], const char *d, const char *rest, size_t n)
+{
+	struct relay_webgit *wg;
+	struct relay_refs    r;
+	struct relay_addr   *ga;
+	const char	    *why = NULL;
+	size_t		     i, k = 0;
+	unsigned	     code = 0;
+	int		     kind;
+
+	if ((n == 5 || n == 6) && memcmp(rest, "/tree/", n) == 0) {
+		/* The tree at HEAD, as the repository page's link has it. */
+		kind = WG_TREE;
+		rest = "HEAD";
+		n = 4;
+	} else if ((kind = route(rest, n, &k)) == -1)
 		return RELAY_WEB_NOT_MINE;
-	kind = routes[i].kind;
-	rest += k;
-	n -= k;
+	else {
+		rest += k;
+		n -= k;
+	}
 	if (!get)
 		return relay_html_message(c, wsi,
 		    HTTP_STATUS_METHOD_NOT_ALLOWED, "Method not allowed",
@@ -1195,8 +1265,7 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 	/* Its git children count as the address's git requests. */
 	if (!relay_addr_git_begin(wsi, &ga))
 		return relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
-		    "rate-limited: too many git requests from your address at "
-		    "once; try again shortly\n");
+		    RELAY_WEB_GIT_TOO_MANY);
 	if ((wg = calloc(1, sizeof(*wg))) == NULL ||
 	    (wg->wg_d = strdup(d)) == NULL)
 		fatal("relay_web_git");
@@ -1204,7 +1273,7 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 		wg->wg_pid[i] = -1;
 	wg->wg_conn = c;
 	wg->wg_wsi = wsi;
-	wg->wg_kind = kind;
+	wg->wg_kind = (enum wg_kind)kind;
 	wg->wg_addr = ga;
 	wg->wg_placed = 1;
 	memcpy(wg->wg_owner, owner, 32);
@@ -1217,44 +1286,9 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 		    "This repository has no git data yet.");
 		return 0;
 	}
-	if (wg->wg_kind == WG_PR) {
-		/* <event id>[/diff] */
-		if (!(n == 64 ||
-			(n == 69 && memcmp(rest + 64, "/diff", 5) == 0)) ||
-		    strspn(rest, "0123456789abcdef") < 64) {
-			code = HTTP_STATUS_BAD_REQUEST;
-			why = "A pull request is named by its event id: 64 "
-			      "lowercase hex digits.";
-		} else {
-			memcpy(wg->wg_pr, rest, 64);
-			wg->wg_pr[64] = '\0';
-			snprintf(ref, sizeof(ref), "refs/nostr/%s", wg->wg_pr);
-			tip = relay_refs_get(&r, ref);
-			base = r.head ? relay_refs_get(&r, r.head) : NULL;
-			if (tip == NULL) {
-				code = HTTP_STATUS_NOT_FOUND;
-				why =
-				    "This repository holds no commits for this "
-				    "pull request (no refs/nostr/<id>).";
-			} else if (base == NULL) {
-				code = HTTP_STATUS_NOT_FOUND;
-				why =
-				    "This repository has no default branch to "
-				    "compare with.";
-			} else {
-				snprintf(wg->wg_oid, sizeof(wg->wg_oid), "%s",
-				    tip);
-				snprintf(wg->wg_base, sizeof(wg->wg_base), "%s",
-				    base);
-				wg->wg_base_name = strdup(r.head +
-				    (strncmp(r.head, "refs/heads/", 11) == 0 ?
-					    11 :
-					    0));
-				if (wg->wg_base_name == NULL)
-					fatal("relay_web_git");
-			}
-		}
-	} else {
+	if (wg->wg_kind == WG_PR)
+		code = pr_resolve(wg, &r, rest, n, &why);
+	else {
 		code = resolve(wg, &r, rest, n, &why);
 		if (code == 0 && wg->wg_kind == WG_COMMIT && *wg->wg_path) {
 			code = HTTP_STATUS_NOT_FOUND;

@@ -93,7 +93,7 @@ relay_web_thread_subject(const struct event *ev, size_t *lenp)
 	const char *s = relay_html_tag1(ev, "subject"), *p;
 
 	if (s != NULL && *s) {
-		*lenp = strnlen(s, RELAY_WEB_DESC_MAX);
+		*lenp = relay_html_cut(s, RELAY_WEB_DESC_MAX);
 		return s;
 	}
 	p = ev->content.s;
@@ -332,7 +332,7 @@ reactions(struct buf *b, const struct thread *t, const uint8_t id[32])
 		    memcmp(to, id, 32) != 0)
 			continue;
 		s = ev->content.s;
-		len = strnlen(s, RELAY_WEB_REACTION_MAX);
+		len = relay_html_cut(s, RELAY_WEB_REACTION_MAX);
 		if (len == 0) {
 			s = "+"; /* NIP-25: empty is a like, as "+" */
 			len = 1;
@@ -456,7 +456,7 @@ labels(struct buf *b, const struct thread *t)
 			buf_adds(b, n++ ? "" : "<p id=\"labels\">");
 			buf_adds(b, "<span class=\"tag\">");
 			relay_web_escape(b, g->v[1].s,
-			    strnlen(g->v[1].s, RELAY_WEB_NAME_MAX));
+			    relay_html_cut(g->v[1].s, RELAY_WEB_NAME_MAX));
 			buf_adds(b, "</span>");
 		}
 	}
@@ -502,7 +502,7 @@ statuses(struct buf *b, struct thread *t)
 		if (ev->content.len > 0) {
 			buf_adds(b, "<div class=\"d\">");
 			relay_web_escape(b, ev->content.s,
-			    strnlen(ev->content.s, RELAY_WEB_DESC_MAX));
+			    relay_html_cut(ev->content.s, RELAY_WEB_DESC_MAX));
 			buf_adds(b, "</div>");
 		}
 		buf_adds(b, "</li>\n");
@@ -548,7 +548,7 @@ identifiers(struct buf *b, const struct thread *t, size_t sec)
 			    NULL) {
 				buf_adds(b, " on <code>");
 				relay_web_escape(b, br,
-				    strnlen(br, RELAY_WEB_NAME_MAX));
+				    relay_html_cut(br, RELAY_WEB_NAME_MAX));
 				buf_adds(b, "</code>");
 			}
 			buf_adds(b, "</dd>\n");
@@ -560,7 +560,7 @@ identifiers(struct buf *b, const struct thread *t, size_t sec)
 				    "<dt>Fetch from</dt><dd><code "
 				    "class=\"u\">");
 				relay_web_escape(b, t->root->tags[i].v[1].s,
-				    strnlen(t->root->tags[i].v[1].s,
+				    relay_html_cut(t->root->tags[i].v[1].s,
 					RELAY_WEB_DESC_MAX));
 				buf_adds(b, "</code></dd>\n");
 				break;
@@ -589,105 +589,102 @@ more_link(struct buf *b, long n, const char *text)
 	buf_printf(b, "<a href=\"?page=%ld\">%s</a>", n, text);
 }
 
+/* 1 if ev is a reply the page lists (and counts). */
+static int
+is_reply(const struct event *ev)
+{
+	return ev->kind == KIND_COMMENT || ev->kind == KIND_REPLY ||
+	    ev->kind == KIND_NOTE || ev->kind == KIND_PATCH ||
+	    ev->kind == KIND_PR_UPDATE;
+}
+
 /*
- * The page of the thread root (found, of the repository) into b: page
- * is 1-based; returns the newest time the page shows.
+ * The head of the thread's page below its subject: the current status,
+ * who opened it and when, its replies counted, labels and identifiers,
+ * the root post, then the status history.
  */
-static int64_t
-render(struct buf *b, struct thread *t, size_t sec, const char *repo_name,
-    long page)
+static void
+root_post(struct buf *b, struct thread *t, size_t sec, size_t replies)
+{
+	struct buf hist = BUF_INIT;
+	int	   status;
+
+	/* Statuses go below, but the current one heads the page. */
+	status = statuses(&hist, t);
+	buf_printf(b,
+	    "<p class=\"d\"><span class=\"st s%d\" id=\"status\">%s"
+	    "</span> %s opened by ",
+	    status, relay_web_status_name(status), kind_name(t->root->kind));
+	who(b, t, t->root->pubkey);
+	buf_adds(b, " ");
+	relay_html_time(b, t->root->created_at, t->now);
+	buf_printf(b, " &middot; %zu repl%s%s</p>\n", replies,
+	    replies == 1 ? "y" : "ies", t->more ? " or more" : "");
+	labels(b, t);
+	identifiers(b, t, sec);
+	buf_adds(b, "<div class=\"card post\" id=\"");
+	anchor(b, t->root->id);
+	buf_adds(b, "\">");
+	post_head(b, t, t->root, "wrote");
+	if (t->root->kind == KIND_PATCH)
+		body_patch(b, t->root);
+	else
+		body_md(b, &t->root->content, RELAY_WEB_BODY_MAX);
+	reactions(b, t, t->root->id);
+	buf_adds(b, "</div>\n");
+	buf_add(b, hist.b_data, hist.b_len);
+	buf_free(&hist);
+}
+
+/* One reply's post: a patch, a PR's new tip or a comment. */
+static void
+reply_post(struct buf *b, struct thread *t, const struct event *ev)
+{
+	buf_adds(b, "<div class=\"card post reply\" id=\"");
+	anchor(b, ev->id);
+	buf_adds(b, "\">");
+	if (ev->kind == KIND_PATCH) {
+		post_head(b, t, ev, "sent a patch");
+		buf_adds(b, "<p><b>");
+		relay_web_thread_title(b, ev);
+		buf_adds(b, "</b></p>");
+		body_patch(b, ev);
+	} else if (ev->kind == KIND_PR_UPDATE) {
+		post_head(b, t, ev, "updated the tip");
+		buf_adds(b, "<p>New tip <code>");
+		relay_html_esc(b, relay_html_tag1(ev, "c"));
+		buf_adds(b, "</code></p>");
+	} else {
+		post_head(b, t, ev, "replied");
+		body_md(b, &ev->content, RELAY_WEB_REPLY_MAX);
+	}
+	reactions(b, t, ev->id);
+	buf_adds(b, "</div>\n");
+}
+
+/*
+ * The replies of page (1-based), at most RELAY_WEB_REPLIES and until the
+ * page passes RELAY_WEB_THREAD_BYTES, with the links to the pages
+ * before and after.
+ */
+static void
+replies_page(struct buf *b, struct thread *t, long page)
 {
 	const struct event *ev;
-	size_t		    i, first, shown = 0, replies = 0, sn;
-	int64_t		    mtime = t->root->created_at;
-	int		    status;
-	const char	   *sp = relay_web_thread_subject(t->root, &sn);
-	char		    title[1024];
+	size_t		    i, first, shown = 0, replies = 0;
 
-	snprintf(title, sizeof(title), "%.*s \xc2\xb7 %s", (int)sn, sp,
-	    repo_name);
-	relay_html_open(b, title, relayd->cfg.relay_name);
-	buf_printf(b,
-	    "<p><a href=\"/\">All repositories</a> / <a href=\"%s\" "
-	    "id=\"repo\">",
-	    t->base);
-	relay_html_esc(b, repo_name);
-	buf_adds(b, "</a></p></div></div></header>\n<div class=\"w\">\n");
-	buf_adds(b, "<h2 class=\"title\" id=\"subject\">");
-	relay_web_thread_title(b, t->root);
-	buf_adds(b, "</h2>\n");
-	for (i = 0; i < t->nev; i++) {
-		ev = t->ev[i];
-		if (ev->created_at > mtime)
-			mtime = ev->created_at;
-		if (ev->kind == KIND_COMMENT || ev->kind == KIND_REPLY ||
-		    ev->kind == KIND_NOTE || ev->kind == KIND_PATCH ||
-		    ev->kind == KIND_PR_UPDATE)
-			replies++;
-	}
-	/* Statuses go below, but the current one heads the page. */
-	{
-		struct buf hist = BUF_INIT;
-
-		status = statuses(&hist, t);
-		buf_printf(b,
-		    "<p class=\"d\"><span class=\"st s%d\" id=\"status\">%s"
-		    "</span> %s opened by ",
-		    status, relay_web_status_name(status),
-		    kind_name(t->root->kind));
-		who(b, t, t->root->pubkey);
-		buf_adds(b, " ");
-		relay_html_time(b, t->root->created_at, t->now);
-		buf_printf(b, " &middot; %zu repl%s%s</p>\n", replies,
-		    replies == 1 ? "y" : "ies", t->more ? " or more" : "");
-		labels(b, t);
-		identifiers(b, t, sec);
-		buf_adds(b, "<div class=\"card post\" id=\"");
-		anchor(b, t->root->id);
-		buf_adds(b, "\">");
-		post_head(b, t, t->root, "wrote");
-		if (t->root->kind == KIND_PATCH)
-			body_patch(b, t->root);
-		else
-			body_md(b, &t->root->content, RELAY_WEB_BODY_MAX);
-		reactions(b, t, t->root->id);
-		buf_adds(b, "</div>\n");
-		buf_add(b, hist.b_data, hist.b_len);
-		buf_free(&hist);
-	}
 	buf_printf(b, "<h2>Replies</h2>\n<div id=\"replies\">\n");
 	first = (size_t)(page - 1) * RELAY_WEB_REPLIES;
-	for (i = 0, replies = 0; i < t->nev; i++) {
+	for (i = 0; i < t->nev; i++) {
 		ev = t->ev[i];
-		if (ev->kind != KIND_COMMENT && ev->kind != KIND_REPLY &&
-		    ev->kind != KIND_NOTE && ev->kind != KIND_PATCH &&
-		    ev->kind != KIND_PR_UPDATE)
+		if (!is_reply(ev))
 			continue;
 		if (replies++ < first)
 			continue;
 		if (shown == RELAY_WEB_REPLIES ||
 		    b->b_len > RELAY_WEB_THREAD_BYTES)
 			break;
-		buf_adds(b, "<div class=\"card post reply\" id=\"");
-		anchor(b, ev->id);
-		buf_adds(b, "\">");
-		if (ev->kind == KIND_PATCH) {
-			post_head(b, t, ev, "sent a patch");
-			buf_adds(b, "<p><b>");
-			relay_web_thread_title(b, ev);
-			buf_adds(b, "</b></p>");
-			body_patch(b, ev);
-		} else if (ev->kind == KIND_PR_UPDATE) {
-			post_head(b, t, ev, "updated the tip");
-			buf_adds(b, "<p>New tip <code>");
-			relay_html_esc(b, relay_html_tag1(ev, "c"));
-			buf_adds(b, "</code></p>");
-		} else {
-			post_head(b, t, ev, "replied");
-			body_md(b, &ev->content, RELAY_WEB_REPLY_MAX);
-		}
-		reactions(b, t, ev->id);
-		buf_adds(b, "</div>\n");
+		reply_post(b, t, ev);
 		shown++;
 	}
 	if (shown == 0)
@@ -703,6 +700,41 @@ render(struct buf *b, struct thread *t, size_t sec, const char *repo_name,
 		    "<span class=\"pk\">The thread has more events "
 		    "than a page reads.</span>");
 	buf_adds(b, "</span></div>\n");
+}
+
+/*
+ * The page of the thread root (found, of the repository) into b: page
+ * is 1-based; returns the newest time the page shows.
+ */
+static int64_t
+render(struct buf *b, struct thread *t, size_t sec, const char *repo_name,
+    long page)
+{
+	size_t	    i, replies = 0, sn;
+	int64_t	    mtime = t->root->created_at;
+	const char *sp = relay_web_thread_subject(t->root, &sn);
+	char	    title[1024];
+
+	snprintf(title, sizeof(title), "%.*s \xc2\xb7 %s", (int)sn, sp,
+	    repo_name);
+	relay_html_open(b, title, relayd->cfg.relay_name);
+	buf_printf(b,
+	    "<p><a href=\"/\">All repositories</a> / <a href=\"%s\" "
+	    "id=\"repo\">",
+	    t->base);
+	relay_html_esc(b, repo_name);
+	buf_adds(b, "</a></p></div></div></header>\n<div class=\"w\">\n");
+	buf_adds(b, "<h2 class=\"title\" id=\"subject\">");
+	relay_web_thread_title(b, t->root);
+	buf_adds(b, "</h2>\n");
+	for (i = 0; i < t->nev; i++) {
+		if (t->ev[i]->created_at > mtime)
+			mtime = t->ev[i]->created_at;
+		if (is_reply(t->ev[i]))
+			replies++;
+	}
+	root_post(b, t, sec, replies);
+	replies_page(b, t, page);
 	if (relay_html_db_interrupted())
 		buf_adds(b,
 		    "<p class=\"d\">The thread took too long to read: "

@@ -315,6 +315,13 @@
 #define RELAY_WEB_MAINTAINERS_MAX 32
 #define RELAY_WEB_RECENT_THREADS  20
 /*
+ * The text of the 429 a page whose git children would pass
+ * max_git_requests_per_ip answers, as a clone's says it.
+ */
+#define RELAY_WEB_GIT_TOO_MANY \
+	"rate-limited: too many git requests from your address at once; " \
+	"try again shortly\n"
+/*
  * The Content-Security-Policy of every page: nothing runs, nothing loads
  * but the page's own inline style and its icon, forms go to the page's
  * origin, and no other site frames it.
@@ -942,6 +949,12 @@ sqlite3 *relay_html_db_arm(int ms);
 void	 relay_html_db_disarm(sqlite3 *);
 /* 1 if a read since the last relay_html_db_arm() ran over, else 0. */
 int	 relay_html_db_interrupted(void);
+/*
+ * The length of s cut at max bytes, or less so that the cut does not
+ * split a UTF-8 character: a profile name, a reaction, a description
+ * shown in part.  s is NUL-terminated.
+ */
+size_t	 relay_html_cut(const char *s, size_t max);
 /* s (NULL: nothing) HTML-escaped into b, as relay_web_escape(). */
 void	 relay_html_esc(struct buf *b, const char *s);
 /* s percent-encoded for a URL path segment or query value, into b. */

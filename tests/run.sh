@@ -62,8 +62,8 @@ integration/discovery_test 10
 integration/dns_test 13
 integration/ssrf_test 9
 integration/hostile_test 8
-integration/web_test 15
-integration/webgit_test 14
+integration/web_test 22
+integration/webgit_test 20
 integration/powercut_test 8
 unit/resolve_test 7
 integration/load_test 5

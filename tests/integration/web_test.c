@@ -5,16 +5,21 @@
  * contacted) takes announcements that list only the public URL, lists the
  * repositories pushed to it on /, shows a repository's clone URLs, refs,
  * commits, README and threads at /<npub>/<d>.git, escapes every text a
- * peer supplied, and serves its icon.  Last, headless Chromium (Debian's
- * chromium) loads / and a repository page: their DOM must list the
- * repositories, show the public clone URL and hold no script element, and
- * its screenshots are saved in the test's directory (and copied to
+ * peer supplied, and serves its icon.  HEAD gets every page's headers and
+ * no body on a connection kept alive, and a kind 0 name or a reaction
+ * cut at its limit keeps its UTF-8 characters whole.  Last, headless
+ * Chromium (Debian's chromium) loads / and a repository page: their DOM
+ * must list the repositories, show the public clone URL and hold no
+ * script element, and its screenshots are saved in the test's directory
+ * (and copied to
  * $GRASPD_SCREENSHOT_DIR when set, for the README).  Without chromium the
  * browser case fails with the reason.
  */
+#define _GNU_SOURCE /* memmem */
 #include <sys/wait.h>
 
 #include <ctype.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -917,6 +922,142 @@ icon_and_nip11(void)
 }
 
 /*
+ * Reads what fd sends within ms into b (appended); stops at EOF, or once
+ * b holds stop (when not NULL).  Returns the bytes read.
+ */
+static size_t
+read_for(int fd, struct buf *b, int ms, const char *stop)
+{
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	char	      chunk[4096];
+	size_t	      n0 = b->b_len;
+	ssize_t	      r;
+	int64_t	      end = t_now_ms() + ms;
+
+	while (t_now_ms() < end && poll(&pfd, 1, (int)(end - t_now_ms())) > 0) {
+		if ((r = read(fd, chunk, sizeof(chunk))) <= 0)
+			break;
+		buf_add(b, chunk, (size_t)r);
+		if (stop != NULL &&
+		    memmem(b->b_data, b->b_len, stop, strlen(stop)) != NULL)
+			break;
+	}
+	return b->b_len - n0;
+}
+
+/*
+ * HEAD path on a kept-alive connection: the status (0 on failure), the
+ * bytes that came after the headers within a second into *extra, and
+ * whether a GET on the same connection is answered after it (*alive).
+ */
+static int
+head_raw(const char *path, size_t *extra, int *alive)
+{
+	struct buf  b = BUF_INIT;
+	char	    req[2048];
+	const char *e;
+	int	    fd, st = 0;
+	size_t	    n;
+
+	*extra = 0;
+	*alive = 0;
+	if ((fd = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
+		 TMO)) == -1)
+		return 0;
+	n = (size_t)snprintf(req, sizeof(req),
+	    "HEAD %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	if (write(fd, req, n) != (ssize_t)n)
+		goto done;
+	/* The headers, then a second for anything that follows them. */
+	read_for(fd, &b, TMO, "\r\n\r\n");
+	e = b.b_data ? memmem(b.b_data, b.b_len, "\r\n\r\n", 4) : NULL;
+	if (e == NULL || sscanf(b.b_data, "HTTP/1.1 %d", &st) != 1)
+		goto done;
+	n = (size_t)(e + 4 - b.b_data);
+	read_for(fd, &b, 1000, NULL);
+	*extra = b.b_len - n;
+	buf_reset(&b);
+	n = (size_t)snprintf(req, sizeof(req),
+	    "GET /icon.png HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	if (write(fd, req, n) == (ssize_t)n && read_for(fd, &b, TMO, NULL) > 0)
+		*alive = strncmp(b.b_data, "HTTP/1.1 200", 12) == 0;
+done:
+	close(fd);
+	buf_free(&b);
+	return st;
+}
+
+/*
+ * RFC 9110 9.3.2: a HEAD gets the headers a GET would and no body, on
+ * every page for people (the landing page, a repository, its tree, a
+ * thread, the feeds, a 404), and the connection goes on serving.
+ */
+static void
+head_requests_get_headers_only(void)
+{
+	char  *repo = repo_path(1, "plain"), *thread;
+	char   paths[6][1024];
+	size_t i, extra;
+	int    alive;
+
+	thread = thread_path("issues", issue_open);
+	snprintf(paths[0], sizeof(paths[0]), "/");
+	snprintf(paths[1], sizeof(paths[1]), "%s", thread);
+	snprintf(paths[2], sizeof(paths[2]), "%s/feed.atom", repo);
+	snprintf(paths[3], sizeof(paths[3]), "/feed.atom");
+	snprintf(paths[4], sizeof(paths[4]), "%s", repo);
+	snprintf(paths[5], sizeof(paths[5]), "%s/tree/main", repo);
+	for (i = 0; i < 6; i++) {
+		T_EQ_INT(head_raw(paths[i], &extra, &alive), 200);
+		if (extra != 0)
+			printf("# HEAD %s: %zu bytes of body\n", paths[i],
+			    extra);
+		T_CHECK(extra == 0);
+		T_CHECK(alive);
+	}
+	T_EQ_INT(head_raw("/no/such/page", &extra, &alive), 404);
+	T_CHECK(extra == 0);
+	free(repo);
+	free(thread);
+}
+
+/* The 63 bytes before a two-byte character cut at 64, and 15 before 16. */
+#define NAME63	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define REACT15 "xxxxxxxxxxxxxxx"
+
+/*
+ * A profile name cut at RELAY_WEB_NAME_MAX (64) bytes and a reaction cut
+ * at RELAY_WEB_REACTION_MAX (16) whose last character straddles the cut
+ * lose that character whole: no lone lead byte reaches the page.
+ */
+static void
+cuts_keep_utf8_characters_whole(void)
+{
+	struct wsc *ws = conn();
+	uint8_t	    sk[32], pk[32];
+	char	    tags[256], *path, *page, *p;
+
+	T_ASSERT(ws != NULL);
+	key(6, sk, pk);
+	T_EQ_INT(pub(ws,
+		     event_new_signed(sk, time(NULL), 0, "[]",
+			 "{\"name\":\"" NAME63 "\xc3\xa9z\"}"),
+		     NULL, 0),
+	    1);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue_open);
+	T_EQ_INT(post(ws, 7, 7, tags, REACT15 "\xc3\xa9", 64, NULL), 0);
+	wsc_close(ws);
+	path = thread_path("issues", issue_open);
+	T_ASSERT((page = get(path, 200, NULL)) != NULL);
+	T_ASSERT((p = strstr(page, NAME63)) != NULL);
+	T_CHECK((unsigned char)p[63] < 0x80);
+	T_ASSERT((p = strstr(page, REACT15)) != NULL);
+	T_CHECK((unsigned char)p[15] < 0x80);
+	free(page);
+	free(path);
+}
+
+/*
  * Runs chromium headless on url with one more flag (--dump-dom or
  * --screenshot=...) in a window 1100 pixels wide and height high, its
  * standard output into out (NULL: /dev/null), bounded by timeout(1).  Returns its exit status or -1.
@@ -1072,6 +1213,8 @@ static const struct t_case cases[] = {
 	T_CASE(errors_are_styled_pages_that_say_what),
 	T_CASE(conditional_gets_answer_304),
 	T_CASE(feeds_list_threads_statuses_and_pushes),
+	T_CASE(head_requests_get_headers_only),
+	T_CASE(cuts_keep_utf8_characters_whole),
 	T_CASE(browser_renders_the_pages),
 };
 

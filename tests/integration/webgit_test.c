@@ -14,7 +14,10 @@
  * injection and path traversal (../, %2e%2e, absolute, . segments) must
  * answer 400 or 404 and never another file, missing objects 404, and a
  * git that hangs (a wrapper found first in relayd's PATH, slowed by a
- * marker file) must be killed at the page's limit with a 504.
+ * marker file) must be killed at the page's limit with a 504.  The git
+ * pages and the repository page (a git that hangs in "log") count under
+ * max_git_requests_per_ip, /tree with no ref is the tree at HEAD, and
+ * every HTML page, errors included, carries the CSP and nosniff.
  */
 #define _GNU_SOURCE /* memmem */
 #include <sys/stat.h>
@@ -50,9 +53,9 @@
 #define HUGE  (17 * 1024 * 1024)
 
 static struct relayproc *rp;
-static char		 tmp[256], work[300], slow_mark[300];
-static char		 c1[41], c2[41], c3[41], pr_id[65];
-static char		 base[256]; /* /<npub>/code.git */
+static char tmp[256], work[300], slow_mark[300], slow_log_mark[300];
+static char c1[41], c2[41], c3[41], pr_id[65];
+static char base[256]; /* /<npub>/code.git */
 
 static void
 key(int n, uint8_t sk[32], uint8_t pk[32])
@@ -688,40 +691,52 @@ missing_objects_are_404(void)
 	}
 }
 
-/*
- * Pages whose git runs count against max_git_requests_per_ip (8 by
- * default): with 8 held by a hanging git, the next is 429; the places
- * come back when their git is killed at the page's limit.
- */
-static void
-git_pages_count_against_the_per_address_limit(void)
+/* The address's git places held by 8 page requests, then the 9th. */
+static int
+ninth_request(const char *rest, char **bodyp)
 {
-	char   path[1024], req_text[1200], *body = NULL;
-	int    fd[8], i, st;
-	FILE  *f;
+	char   path[1024], req_text[1200];
+	int    fd[8], i, st = 0;
 	size_t n;
 
-	T_ASSERT((f = fopen(slow_mark, "w")) != NULL);
-	fclose(f);
-	snprintf(path, sizeof(path), "%s/tree/main/src", base);
+	snprintf(path, sizeof(path), "%s%s", base, rest);
 	n = (size_t)snprintf(req_text, sizeof(req_text),
 	    "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
 	for (i = 0; i < 8; i++) {
 		fd[i] = wsc_tcp_connect(relayproc_host(rp), relayproc_port(rp),
 		    TMO);
-		T_ASSERT(fd[i] != -1);
-		T_ASSERT(write(fd[i], req_text, n) == (ssize_t)n);
+		if (fd[i] == -1 || write(fd[i], req_text, n) != (ssize_t)n)
+			printf("# request %d not sent\n", i);
 	}
 	relayproc_sleep_ms(500);
-	st = req("GET", path, NULL, &body, NULL);
+	st = req("GET", path, NULL, bodyp, NULL);
+	for (i = 0; i < 8; i++)
+		if (fd[i] != -1)
+			close(fd[i]);
+	return st;
+}
+
+/*
+ * With the marker file (a hanging git) at mark, the 9th request of rest
+ * from one address is 429; once the marker is gone the places come back
+ * when git is killed at the page's limit (5 s): libwebsockets reads no
+ * more of a connection waiting for its answer.
+ */
+static void
+limit_holds(const char *mark, const char *rest)
+{
+	char  path[1024], *body = NULL;
+	FILE *f;
+	int   i, st;
+
+	T_ASSERT((f = fopen(mark, "w")) != NULL);
+	fclose(f);
+	st = ninth_request(rest, &body);
+	unlink(mark);
 	T_EQ_INT(st, 429);
 	T_CHECK(body != NULL && strstr(body, "rate-limited") != NULL);
 	free(body);
-	for (i = 0; i < 8; i++)
-		close(fd[i]);
-	unlink(slow_mark);
-	/* libwebsockets reads no more of a connection waiting for its
-	 * answer: the places come back when git is killed, at 5 s. */
+	snprintf(path, sizeof(path), "%s%s", base, rest);
 	for (i = 0, st = 0; i < 20 && st != 200; i++) {
 		relayproc_sleep_ms(500);
 		body = NULL;
@@ -730,6 +745,77 @@ git_pages_count_against_the_per_address_limit(void)
 	}
 	T_EQ_INT(st, 200);
 	T_CHECK(i <= 14);
+}
+
+/*
+ * Pages whose git runs count against max_git_requests_per_ip (8 by
+ * default): with 8 held by a hanging git, the next is 429.
+ */
+static void
+git_pages_count_against_the_per_address_limit(void)
+{
+	limit_holds(slow_mark, "/tree/main/src");
+}
+
+/*
+ * The repository page runs git (its log, its README) as the other git
+ * pages do, and counts under max_git_requests_per_ip with them: with 8
+ * repository pages waiting on a hanging "git log", the 9th is 429.
+ */
+static void
+repository_page_counts_against_the_per_address_limit(void)
+{
+	limit_holds(slow_log_mark, "");
+}
+
+/* /tree with no ref (and /tree/) is the tree at HEAD, not a 404. */
+static void
+tree_without_a_ref_is_the_tree_at_head(void)
+{
+	char *p;
+
+	T_ASSERT((p = page("/tree", 200)) != NULL);
+	T_CHECK(strstr(p, "<span class=\"tag\">HEAD</span>") != NULL);
+	T_CHECK(strstr(p, "/tree/HEAD/src\"") != NULL);
+	free(p);
+	T_ASSERT((p = page("/tree/", 200)) != NULL);
+	T_CHECK(strstr(p, "/tree/HEAD/src\"") != NULL);
+	free(p);
+}
+
+/*
+ * Every HTML page, an error or not, carries the policy that runs
+ * nothing (RELAY_WEB_CSP) and nosniff: a tree, a 400, a 404, a 405.
+ */
+static void
+every_html_page_carries_the_policy(void)
+{
+	static const struct {
+		const char *method, *rest;
+		int	    status;
+	} pages[] = { { "GET", "/tree/main", 200 }, { "GET", "/tree/-x", 400 },
+		{ "GET", "/blob/main/nosuch", 404 },
+		{ "POST", "/tree/main", 405 }, { "GET", "/commit/main", 200 } };
+	char   path[1024], v[512], *h, *body;
+	size_t i, len;
+
+	for (i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		h = body = NULL;
+		snprintf(path, sizeof(path), "%s%s", base, pages[i].rest);
+		T_EQ_INT(req(pages[i].method, path, &h, &body, &len),
+		    pages[i].status);
+		T_CHECK(h != NULL &&
+		    hv(h, "content-security-policy", v, sizeof(v)) == 0 &&
+		    strcmp(v,
+			"default-src 'none'; style-src 'unsafe-inline'; "
+			"img-src 'self'; form-action 'self'; base-uri "
+			"'none'; frame-ancestors 'none'") == 0);
+		T_CHECK(h != NULL &&
+		    hv(h, "x-content-type-options", v, sizeof(v)) == 0 &&
+		    strcmp(v, "nosniff") == 0);
+		free(h);
+		free(body);
+	}
 }
 
 static void
@@ -767,17 +853,19 @@ webgit_setup(void)
 	snprintf(home, sizeof(home), "%s/home", tmp);
 	if (gt_setup(home) == -1)
 		return 2;
-	/* A git that hangs in ls-tree while the marker file exists. */
+	/* A git that hangs in ls-tree, or in log, while its marker exists. */
 	snprintf(bin, sizeof(bin), "%s/bin", tmp);
 	snprintf(git, sizeof(git), "%s/git", bin);
 	snprintf(slow_mark, sizeof(slow_mark), "%s/slow", tmp);
+	snprintf(slow_log_mark, sizeof(slow_log_mark), "%s/slowlog", tmp);
 	if (mkdir(bin, 0755) == -1 || (f = fopen(git, "w")) == NULL)
 		return 2;
 	fprintf(f,
 	    "#!/bin/sh\nfor a; do\n\tif [ \"$a\" = ls-tree ] && "
-	    "[ -e '%s' ]; then exec sleep 60; fi\ndone\n"
-	    "exec /usr/bin/git \"$@\"\n",
-	    slow_mark);
+	    "[ -e '%s' ]; then exec sleep 60; fi\n"
+	    "\tif [ \"$a\" = log ] && [ -e '%s' ]; then exec sleep 60; fi\n"
+	    "done\nexec /usr/bin/git \"$@\"\n",
+	    slow_mark, slow_log_mark);
 	if (fclose(f) != 0 || chmod(git, 0755) == -1)
 		return 2;
 	snprintf(path, sizeof(path), "%s",
@@ -808,6 +896,9 @@ static const struct t_case cases[] = {
 	T_CASE(path_traversal_is_refused),
 	T_CASE(missing_objects_are_404),
 	T_CASE(git_pages_count_against_the_per_address_limit),
+	T_CASE(repository_page_counts_against_the_per_address_limit),
+	T_CASE(tree_without_a_ref_is_the_tree_at_head),
+	T_CASE(every_html_page_carries_the_policy),
 	T_CASE(slow_git_is_killed_at_the_limit),
 };
 

@@ -314,16 +314,6 @@ static const struct cfg_key cfg_keys[] = {
 
 #define FIELD(cfg, k, T) ((T *)(void *)((char *)(cfg) + (k)->ck_off))
 
-static void *
-xreallocarray(void *p, size_t n, size_t size)
-{
-	if (size && n > SIZE_MAX / size)
-		fatalx("config: array too large");
-	if ((p = realloc(p, n * size > 0 ? n * size : 1)) == NULL)
-		fatal("config");
-	return p;
-}
-
 /* The file spelling of a key: lower case, without "NGIT_". */
 static void
 cfg_file_name(const struct cfg_key *k, char *out, size_t outlen)

@@ -11,6 +11,7 @@
 #include "filter.h"
 #include "json.h"
 #include "log.h"
+#include "mem.h"
 
 /* Bits for the members a filter may carry once. */
 #define SEEN_IDS     0x01
@@ -19,18 +20,6 @@
 #define SEEN_SINCE   0x08
 #define SEEN_UNTIL   0x10
 #define SEEN_LIMIT   0x20
-
-static void *xcalloc(size_t, size_t);
-
-static void *
-xcalloc(size_t n, size_t size)
-{
-	void *p;
-
-	if ((p = calloc(n ? n : 1, size)) == NULL)
-		fatal("calloc");
-	return p;
-}
 
 /*
  * Copies a member name into out for an error message: printable ASCII

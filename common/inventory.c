@@ -179,16 +179,6 @@ struct inv_pending {
  * on the 'ingest fill' stores). */
 #define INV_FIRST_DESC	  4
 
-static char *
-xstrndup(const char *s, size_t n)
-{
-	char *d = strndup(s, n);
-
-	if (d == NULL)
-		fatal("inventory");
-	return d;
-}
-
 /* Ours: a huge page (x86-64, arm64 with 4 KiB pages). */
 #define INV_HUGE ((size_t)2 << 20)
 

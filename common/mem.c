@@ -1,11 +1,42 @@
 /*
  * mem.c: allocation helpers every process uses (see mem.h).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "mem.h"
+
+void *
+xmalloc(size_t n)
+{
+	void *p;
+
+	if ((p = malloc(n ? n : 1)) == NULL)
+		fatal("malloc");
+	return p;
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void *p;
+
+	if ((p = calloc(n ? n : 1, size ? size : 1)) == NULL)
+		fatal("calloc");
+	return p;
+}
+
+void *
+xreallocarray(void *p, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		fatalx("reallocarray: %zu * %zu bytes overflow", n, size);
+	if ((p = realloc(p, n * size > 0 ? n * size : 1)) == NULL)
+		fatal("realloc");
+	return p;
+}
 
 char *
 xstrdup(const char *s)
@@ -14,6 +45,16 @@ xstrdup(const char *s)
 
 	if ((p = strdup(s)) == NULL)
 		fatal("strdup");
+	return p;
+}
+
+char *
+xstrndup(const char *s, size_t n)
+{
+	char *p;
+
+	if ((p = strndup(s, n)) == NULL)
+		fatal("strndup");
 	return p;
 }
 

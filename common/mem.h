@@ -7,8 +7,17 @@
 
 #include <stddef.h>
 
-/* A copy of s, which the caller frees.  Exits (fatal) when out of memory. */
+/*
+ * malloc, calloc, reallocarray, strdup and strndup that never return
+ * NULL: out of memory, they exit (fatal).  A size of 0 allocates one
+ * byte, so that the result is never NULL either; xreallocarray() exits
+ * when n * size overflows.  The caller frees what they return.
+ */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xreallocarray(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
 
 /*
  * Frees the n strings of v (NULL entries are fine) and then v itself, an

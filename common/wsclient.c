@@ -32,6 +32,7 @@
 #include "buf.h"
 #include "digest.h"
 #include "log.h"
+#include "mem.h"
 #include "proc.h"
 #include "wsclient.h"
 
@@ -74,16 +75,6 @@ remaining_ms(int64_t deadline)
 	if (left > 0x7fffffff)
 		return 0x7fffffff;
 	return (int)left;
-}
-
-static void *
-xmalloc(size_t n)
-{
-	void *p;
-
-	if ((p = malloc(n ? n : 1)) == NULL)
-		fatal("wsclient: malloc");
-	return p;
 }
 
 /* Host header value: IPv6 literals go in brackets. */

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "mem.h"
 #include "relayd.h"
 
 /* GRASP-01 (reference brief 2.5): CORS on every response. */
@@ -439,13 +440,12 @@ relay_http_writeable(struct relay_conn *c, struct lws *wsi)
 	return wss_http_final(wsi, &c->rc_body, c->rc_bodylen);
 }
 
+/* A copy of s (mem.h's xstrdup()), its length in *len. */
 static char *
-xstrdup(const char *s, size_t *len)
+dup_len(const char *s, size_t *len)
 {
-	char *d = strdup(s);
+	char *d = xstrdup(s);
 
-	if (d == NULL)
-		fatal("strdup");
 	*len = strlen(d);
 	return d;
 }
@@ -469,7 +469,7 @@ respond_nip11(struct relay_conn *c, struct lws *wsi)
 		return 1;
 	if (p - start < 5 || memcmp(start, "HTTP/", 5) != 0 ||
 	    nip11_tail_len > (size_t)(end - p) || is_head(wsi)) {
-		body = xstrdup(relayd->nip11, &len);
+		body = dup_len(relayd->nip11, &len);
 		return respond(c, wsi, HTTP_STATUS_OK, RELAY_NIP11_TYPE, body,
 		    len);
 	}
@@ -600,7 +600,7 @@ relay_http_request(struct relay_conn *c, struct lws *wsi)
 	    RELAY_GIT_NOT_MINE)
 		return n;
 	if (method != LWSHUMETH_GET && method != LWSHUMETH_HEAD) {
-		body = xstrdup("method not allowed\n", &len);
+		body = dup_len("method not allowed\n", &len);
 		return respond(c, wsi, HTTP_STATUS_METHOD_NOT_ALLOWED,
 		    "text/plain", body, len);
 	}

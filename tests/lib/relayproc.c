@@ -28,6 +28,7 @@
 #include "buf.h"
 #include "json.h"
 #include "log.h"
+#include "mem.h"
 #include "relayproc.h"
 #include "tdir.h"
 #include "tfix.h"
@@ -54,16 +55,6 @@ struct relayproc {
 	pid_t  rp_pid;	  /* -1 when not running */
 	int    rp_status; /* of the last exit */
 };
-
-static char *
-xstrdup(const char *s)
-{
-	char *p;
-
-	if ((p = strdup(s)) == NULL)
-		fatal("relayproc: strdup");
-	return p;
-}
 
 /* Length of the KEY part of "KEY=VALUE" (the whole string if no '='). */
 static size_t

@@ -99,7 +99,8 @@ start_graspd() {
 	# shellcheck disable=SC2086  # TPROC_NO_LIMITS is a list
 	tproc_spawn "$_d" "$_p" "$_d/graspd.log" $TPROC_NO_LIMITS \
 	    NGIT_MAX_PUSH_BYTES=0 NGIT_MAX_REPO_BYTES=0 \
-	    NGIT_MAX_GIT_REQUESTS_PER_IP=0 "$@" "$graspd" -d
+	    NGIT_MAX_GIT_REQUESTS_PER_IP=0 NGIT_MAX_PENDING_PER_IP=0 "$@" \
+	    "$graspd" -d
 	gpid=$!
 	"$O/tests/bench/ingest" waitport 127.0.0.1 "$_p" 120000 ||
 	    fail "graspd is not listening on port $_p after 120 s"
@@ -285,7 +286,7 @@ if [ "$PUSHES" -gt 0 ]; then
 	timeout 120 "$gs" pushes 127.0.0.1 "$mport" many "$tmp/work" 1 \
 	    >/dev/null || fail "the push after the restart failed"
 	timeout 900 "$gs" metric 127.0.0.1 "$mport" \
-	    'graspd_git_maintenance_total{status="success"}' 1 890000 \
+	    'graspd_git_maintenance_total{role="relayd",status="success"}' 1 890000 \
 	    >/dev/null || fail "maintenance did not run"
 	echo "maint_run_s $(($(date +%s) - t0)) s" >>"$tmp/figures"
 	clones after

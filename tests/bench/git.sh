@@ -239,7 +239,7 @@ END {
 cat "$tmp/med" >>"$tmp/figures"
 awk '{ split($1, f, "_"); k = f[1] "_" f[3] "_" f[4]
     s = f[2]; if (f[5] != "") k = k "_" f[5]; x[s, k] = $2; ks[k] = 1 }
-    END { for (k in ks) if (x["nginx", k] > 0) {
+    END { for (k in ks) if (x["nginx", k] > 0 && x["graspd", k] > 0) {
     r = x["graspd", k] / x["nginx", k]
     printf "ratio_graspd_nginx_%s %.3f ratio\n", k, r } }' \
     "$tmp/figures" | sort >"$tmp/ratios"
@@ -274,8 +274,8 @@ if [ "$PUSHES" -gt 0 ]; then
 		rm -rf "$tmp/mc"
 		echo "maint_packs_$1 $(find "$mrepo/objects/pack" \
 		    -name '*.pack' | wc -l) packs" >>"$tmp/figures"
-		echo "maint_loose_$1 $(find "$mrepo/objects" -path '*/pack' \
-		    -prune -o -type f -name '[0-9a-f]*' -print | wc -l)" \
+		echo "maint_loose_$1 $(find "$mrepo/objects" -type f \
+		    -path "$mrepo/objects/[0-9a-f][0-9a-f]/*" | wc -l)" \
 		    "objects" >>"$tmp/figures"
 	}
 	clones before

@@ -307,10 +307,52 @@ tree_scan(struct tree *t, const pid_t *roots, int nroots)
  */
 struct ledger {
 	pid_t		   l_pid[BENCH_GIT_MAXPROCS];
+	char		   l_comm[BENCH_GIT_MAXPROCS][16];
 	unsigned long long l_first[BENCH_GIT_MAXPROCS];
 	unsigned long long l_last[BENCH_GIT_MAXPROCS];
 	int		   l_n;
 };
+
+/* The process's name, letters and digits only ("githttpbacken"). */
+static void
+proc_comm(pid_t pid, char out[16])
+{
+	char  path[64], line[64];
+	int   i, k = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	out[0] = '\0';
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	if (fgets(line, sizeof(line), f) != NULL)
+		for (i = 0; line[i] != '\0' && k < 15; i++)
+			if ((line[i] >= 'a' && line[i] <= 'z') ||
+			    (line[i] >= '0' && line[i] <= '9'))
+				out[k++] = line[i];
+	out[k] = '\0';
+	fclose(f);
+}
+
+/* Prints NAME_proc_COMM_cpu_s for each process name in l. */
+static void
+ledger_print(const struct ledger *l, const char *name, long hz)
+{
+	unsigned long long sum;
+	int		   i, j, seen;
+
+	for (i = 0; i < l->l_n; i++) {
+		for (seen = 0, j = 0; j < i && !seen; j++)
+			seen = strcmp(l->l_comm[j], l->l_comm[i]) == 0;
+		if (seen || l->l_comm[i][0] == '\0')
+			continue;
+		for (sum = 0, j = i; j < l->l_n; j++)
+			if (strcmp(l->l_comm[j], l->l_comm[i]) == 0)
+				sum += l->l_last[j] - l->l_first[j];
+		printf("%s_proc_%s_cpu_s %.2f s\n", name, l->l_comm[i],
+		    (double)sum / (double)hz);
+	}
+}
 
 static void
 ledger_sample(struct ledger *l, const struct tree *t, int at_start)
@@ -329,6 +371,7 @@ ledger_sample(struct ledger *l, const struct tree *t, int at_start)
 				continue;
 			l->l_pid[j] = t->p[i];
 			l->l_first[j] = at_start ? tk : 0;
+			proc_comm(t->p[i], l->l_comm[j]);
 			l->l_n++;
 		}
 		l->l_last[j] = tk;
@@ -470,6 +513,7 @@ cmd_load(int argc, char **argv)
 	printf("%s_p99_s %.3f s\n", argv[1], took[(int)((n - 1) * 0.99 + 0.5)]);
 	printf("%s_cpu_s %.2f s\n", argv[1],
 	    (double)ledger_ticks(&cpu) / (double)hz);
+	ledger_print(&cpu, argv[1], hz);
 	printf("%s_peak_pss_mb %.1f MB\n", argv[1], (double)peak / 1024);
 	return 0;
 }

@@ -46,6 +46,7 @@
 #include "log.h"
 #include "nip19.h"
 #include "nostr.h"
+#include "tunit_rng.h"
 #include "wsclient.h"
 
 /* Commits the fetch clients lack (the "last 100 commits"). */
@@ -69,17 +70,6 @@ static void __attribute__((noreturn)) usage(void)
 	    "       gitserve load NAME N PIDS -- ARGV...\n"
 	    "       gitserve metric HOST PORT NAME MIN MS\n");
 	exit(2);
-}
-
-/* splitmix64: a fixed sequence for a fixed seed. */
-static uint64_t
-next_rand(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
 }
 
 static int
@@ -114,7 +104,7 @@ cmd_gen(int argc, char **argv)
 		return 1;
 	for (i = 0; i < n; i++) {
 		for (k = 0; k < (len + 7) / 8; k++)
-			block[k] = next_rand(&seed);
+			block[k] = tunit_rng_next(&seed);
 		fprintf(f, "blob\nmark :1\ndata %llu\n",
 		    (unsigned long long)len);
 		fwrite(block, 1, len, f);

@@ -22,7 +22,8 @@
 # per client, the CPU the server's processes and their children took
 # (from /proc: utime+stime+cutime+cstime), and the peak PSS of the server's
 # process tree sampled every 50 ms; the median over the rounds and
-# graspd's ratio to nginx.
+# graspd's ratio to nginx.  BENCH_GIT_NO_CLONES=1 leaves the clones out
+# (more rounds of fetches in the same time).
 #
 # Then maintenance: a graspd with git maintenance off takes
 # BENCH_GIT_PUSHES (1000) small pushes into one repository; the time of a
@@ -215,9 +216,11 @@ run() {
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
 	if [ $((r % 2)) -eq 1 ]; then a=graspd b=nginx; else a=nginx b=graspd; fi
-	echo "# bench: round $r: $CLIENTS clones, $a first"
-	run clone "$a" "$r"
-	run clone "$b" "$r"
+	if [ -z "${BENCH_GIT_NO_CLONES:-}" ]; then
+		echo "# bench: round $r: $CLIENTS clones, $a first"
+		run clone "$a" "$r"
+		run clone "$b" "$r"
+	fi
 	echo "# bench: round $r: $CLIENTS fetches of $COMMITS-100..$COMMITS," \
 	    "$b first"
 	run fetch "$b" "$r"

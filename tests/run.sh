@@ -51,7 +51,7 @@ esac
 times_table='
 integration/supervisor_test 40
 integration/git_test 37
-integration/maint_test 15
+integration/maint_test 40
 integration/history_test 33
 integration/sync_recovery_test 33
 integration/neg_sync_test 24

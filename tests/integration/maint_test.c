@@ -50,9 +50,7 @@ setup(void)
 		"NGIT_GIT_MAINTENANCE_PUSHES=4", NULL };
 	char	    home[300];
 
-	snprintf(tmp, sizeof(tmp), "%s/maint.XXXXXX",
-	    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(tmp) == NULL)
+	if (tdir_make(tmp, sizeof(tmp), "maint") == -1)
 		return 1;
 	snprintf(home, sizeof(home), "%s/home", tmp);
 	if (gt_setup(home) == -1)

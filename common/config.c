@@ -186,6 +186,21 @@ static const struct cfg_key cfg_keys[] = {
 	    "Most git smart HTTP requests served at once to one IP address; 0 "
 	    "is no limit",
 	    R(RELAYD) },
+	/*
+	 * Each push of 100 objects or more leaves a pack (receive-pack's
+	 * unpackLimit): 50 is git's own gc.autoPackLimit, the pack count
+	 * at which "git gc --auto" repacks.
+	 */
+	{ "NGIT_GIT_MAINTENANCE_PUSHES", CT_INT, F(git_maintenance_pushes),
+	    "50", 0, 1000000,
+	    "Repack a hosted repository in the background after this many "
+	    "pushes; 0 is never",
+	    R(RELAYD) },
+	{ "NGIT_GIT_MAINTENANCE_HOURS", CT_INT, F(git_maintenance_hours), "24",
+	    0, 8760,
+	    "Repack a hosted repository this many hours after a push not yet "
+	    "repacked; 0 is never",
+	    R(RELAYD) },
 	{ "NGIT_MAX_PENDING_PER_IP", CT_INT, F(max_pending_per_ip), "8", 0,
 	    1048576,
 	    "Most connections from one IP address still sending their request "

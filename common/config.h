@@ -115,6 +115,8 @@ struct config {
 	int		      max_event_size;		    /* JSON bytes */
 	int		      max_read_stall_secs;	    /* REQ unread */
 	int		      max_git_requests_per_ip;	    /* 0: no limit */
+	int		      git_maintenance_pushes;	    /* 0: never */
+	int		      git_maintenance_hours;	    /* 0: never */
 	int		      max_pending_per_ip;	    /* 0: no limit */
 	int		      header_timeout;		    /* seconds */
 	int		      ws_ping_interval;		    /* s; 0: never */

@@ -1150,6 +1150,8 @@ child_done(pid_t pid, int status, int killed, void *arg)
 		gr->gr_wait = gw;
 		relay_purg_pushed(gr->gr_owner, gr->gr_d, gr->gr_cmds,
 		    gr->gr_ncmds, release_done, gw);
+		if (gr->gr_ncmds > 0) /* not git's empty probe */
+			relay_job_pushed(gr->gr_owner, gr->gr_d);
 	}
 	want_write(gr);
 }

@@ -576,6 +576,7 @@ relay_own_metrics(void)
 	relay_metric(a, "graspd_relay_http_requests_total",
 	    (double)st->http_requests);
 	relay_git_metrics(a);
+	relay_job_metrics(a);
 	relay_disk_metrics(a);
 	return a;
 }

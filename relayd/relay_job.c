@@ -1,7 +1,10 @@
 /*
  * relay_job.c: relayd's queue of maintenance jobs that change refs: copy
  * objects between repositories with a local "git fetch", "git
- * update-ref", HEAD.  Jobs run one at a time, in order, so the changes to
+ * update-ref", HEAD; and the jobs that keep a repository's objects in
+ * shape: the prune of what placeholders left, and the background
+ * maintenance that repacks a repository after enough pushes (counted
+ * here) or hours.  Jobs run one at a time, in order, so the changes to
  * one repository never race each other; their git processes are
  * relay_repo.c's children.
  */
@@ -49,6 +52,7 @@ static struct relay_job *job_running;
 
 static void job_next(void);
 static int  job_git(struct relay_job *, const char *, const char *const *, int);
+static void maint_child_done(pid_t, int, int, void *);
 
 static struct relay_job *
 job_new(enum job_kind kind, const uint8_t owner[32], const char *d,
@@ -144,21 +148,42 @@ relay_job_prune(const uint8_t owner[32], const char *d)
 }
 
 /* A prune put off while a push runs in its repository. */
-struct prune_wait {
-	lws_sorted_usec_list_t pw_sul;
-	uint8_t		       pw_owner[32];
-	char		      *pw_d;
+struct job_wait {
+	lws_sorted_usec_list_t jw_sul;
+	enum job_kind	       jw_kind;
+	uint8_t		       jw_owner[32];
+	char		      *jw_d;
 };
 
 static void
-prune_retry(lws_sorted_usec_list_t *sul)
+job_retry(lws_sorted_usec_list_t *sul)
 {
-	struct prune_wait *pw =
-	    lws_container_of(sul, struct prune_wait, pw_sul);
+	struct job_wait *jw = lws_container_of(sul, struct job_wait, jw_sul);
 
-	relay_job_prune(pw->pw_owner, pw->pw_d);
-	free(pw->pw_d);
-	free(pw);
+	job_queue(job_new(jw->jw_kind, jw->jw_owner, jw->jw_d, NULL));
+	free(jw->jw_d);
+	free(jw);
+}
+
+/*
+ * Puts j off by RELAY_PRUNE_RETRY_S when a push runs in repo, to be
+ * queued again then.  1 if put off, else 0.
+ */
+static int
+job_defer(struct relay_job *j, const char *repo)
+{
+	struct job_wait *jw;
+
+	if (!relay_git_pushing(repo))
+		return 0;
+	if ((jw = calloc(1, sizeof(*jw))) == NULL ||
+	    (jw->jw_d = strdup(j->j_d)) == NULL)
+		fatal("job_defer");
+	jw->jw_kind = j->j_kind;
+	memcpy(jw->jw_owner, j->j_owner, 32);
+	lws_sul_schedule(relayd->ctx, 0, &jw->jw_sul, job_retry,
+	    (lws_usec_t)RELAY_PRUNE_RETRY_S * LWS_US_PER_SEC);
+	return 1;
 }
 
 /*
@@ -170,23 +195,324 @@ prune_retry(lws_sorted_usec_list_t *sul)
 static int
 prune_step(struct relay_job *j, const char *repo)
 {
-	struct prune_wait *pw;
-	char		   prune[64];
-	const char	  *args[] = { "-c", "gc.auto=0", "gc", "--quiet", prune,
-		       NULL };
+	char	    prune[64];
+	const char *args[] = { "-c", "gc.auto=0", "gc", "--quiet", prune,
+		NULL };
 
-	if (relay_git_pushing(repo)) {
-		if ((pw = calloc(1, sizeof(*pw))) == NULL ||
-		    (pw->pw_d = strdup(j->j_d)) == NULL)
-			fatal("prune_step");
-		memcpy(pw->pw_owner, j->j_owner, 32);
-		lws_sul_schedule(relayd->ctx, 0, &pw->pw_sul, prune_retry,
-		    (lws_usec_t)RELAY_PRUNE_RETRY_S * LWS_US_PER_SEC);
+	if (job_defer(j, repo))
 		return 0;
-	}
 	snprintf(prune, sizeof(prune), "--prune=%lld.seconds.ago",
 	    (long long)cfg_scale_delay(&relayd->cfg, PURG_EXPIRY_S));
 	return job_git(j, repo, args, -1) == 0 ? 1 : -1;
+}
+
+/*
+ * Background maintenance.  The repositories pushed to since their last
+ * maintenance, each with its count of pushes and the time of the first;
+ * kept in memory (after a restart the count starts over).  One repository
+ * is maintained at a time, beside the job queue rather than in it: every
+ * push's answer waits for a JOB_CALL behind the queue
+ * (relay_purg_pushed()), and a repack queued there held the answers of
+ * pushes to every repository for as long as it ran.  It starts only when
+ * no push runs in the repository and no job on it is queued or runs; a
+ * job or a push that comes while it runs goes ahead beside it, as git's
+ * own "gc --auto" after a receive-pack runs beside the next push: git
+ * repack deletes only the packs it read and keeps what they held, and
+ * ref updates take their own locks.
+ */
+struct maint {
+	LIST_ENTRY(maint) m_entry;
+	uint8_t		  m_owner[32];
+	char		 *m_d;
+	int		  m_pushes;
+	int64_t		  m_since; /* ms */
+	int		  m_due;   /* waits for its turn */
+};
+
+static LIST_HEAD(, maint) maints = LIST_HEAD_INITIALIZER(maints);
+static int		      nmaints, ndue;
+static struct maint	     *maint_cur; /* the one running */
+static int		      maint_stepno;
+static int64_t		      maint_t0; /* ms */
+static lws_sorted_usec_list_t maint_sul, maint_retry_sul;
+static int		      maint_sul_on, maint_retry_on;
+
+static void maint_kick(void);
+
+static struct maint *
+maint_find(const uint8_t owner[32], const char *d)
+{
+	struct maint *m;
+
+	LIST_FOREACH(m, &maints, m_entry)
+		if (memcmp(m->m_owner, owner, 32) == 0 &&
+		    strcmp(m->m_d, d) == 0)
+			return m;
+	return NULL;
+}
+
+static void
+maint_due(struct maint *m)
+{
+	if (m->m_due || m == maint_cur)
+		return;
+	m->m_due = 1;
+	ndue++;
+}
+
+static void
+maint_free(struct maint *m)
+{
+	if (m->m_due)
+		ndue--;
+	LIST_REMOVE(m, m_entry);
+	nmaints--;
+	free(m->m_d);
+	free(m);
+}
+
+/* 1 if a job on (owner, d) is queued or runs. */
+static int
+job_on(const uint8_t owner[32], const char *d)
+{
+	struct relay_job *j;
+
+	if (job_running != NULL && job_running->j_d != NULL &&
+	    memcmp(job_running->j_owner, owner, 32) == 0 &&
+	    strcmp(job_running->j_d, d) == 0)
+		return 1;
+	TAILQ_FOREACH(j, &jobs, j_entry)
+		if (j->j_d != NULL && memcmp(j->j_owner, owner, 32) == 0 &&
+		    strcmp(j->j_d, d) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+maint_scan(lws_sorted_usec_list_t *sul)
+{
+	struct maint *m;
+	double	      due = (double)relayd->cfg.git_maintenance_hours * 3600;
+
+	(void)sul;
+	maint_sul_on = 0;
+	if (due == 0 || LIST_EMPTY(&maints))
+		return;
+	due = cfg_scale_delay(&relayd->cfg, due) * 1000;
+	LIST_FOREACH(m, &maints, m_entry)
+		if (m->m_pushes > 0 &&
+		    (double)(relay_now_ms() - m->m_since) >= due)
+			maint_due(m);
+	maint_kick();
+	maint_sul_on = 1;
+	lws_sul_schedule(relayd->ctx, 0, &maint_sul, maint_scan,
+	    (lws_usec_t)cfg_period(&relayd->cfg, RELAY_MAINT_SCAN_S) *
+		LWS_US_PER_SEC);
+}
+
+static void
+maint_retry(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
+	maint_retry_on = 0;
+	maint_kick();
+}
+
+void
+relay_job_pushed(const uint8_t owner[32], const char *d)
+{
+	struct maint *m;
+
+	if (relayd->cfg.git_maintenance_pushes == 0 &&
+	    relayd->cfg.git_maintenance_hours == 0)
+		return;
+	if ((m = maint_find(owner, d)) == NULL) {
+		if (nmaints >= RELAY_MAINT_MAX_TRACKED)
+			return;
+		if ((m = calloc(1, sizeof(*m))) == NULL ||
+		    (m->m_d = strdup(d)) == NULL)
+			fatal("relay_job_pushed");
+		memcpy(m->m_owner, owner, 32);
+		LIST_INSERT_HEAD(&maints, m, m_entry);
+		nmaints++;
+	}
+	if (m->m_pushes++ == 0)
+		m->m_since = relay_now_ms();
+	if (relayd->cfg.git_maintenance_pushes > 0 &&
+	    m->m_pushes >= relayd->cfg.git_maintenance_pushes)
+		maint_due(m);
+	if (!maint_sul_on && relayd->cfg.git_maintenance_hours > 0) {
+		maint_sul_on = 1;
+		lws_sul_schedule(relayd->ctx, 0, &maint_sul, maint_scan,
+		    (lws_usec_t)cfg_period(&relayd->cfg, RELAY_MAINT_SCAN_S) *
+			LWS_US_PER_SEC);
+	}
+	maint_kick();
+}
+
+/* The running maintenance ended, its git done (ok) or failed. */
+static void
+maint_finish(int ok)
+{
+	struct maint *m = maint_cur;
+	double	      secs = (double)(relay_now_ms() - maint_t0) / 1000;
+
+	maint_cur = NULL;
+	relayd->stats.git_maint[ok ? 1 : 0]++;
+	relayd->stats.git_maint_running = 0;
+	relayd->stats.git_maint_seconds += secs;
+	log_info("git maintenance of %s %s in %.1f s", m->m_d,
+	    ok ? "done" : "failed", secs);
+	/* Pushes that landed meanwhile count toward the next one. */
+	if (m->m_pushes == 0)
+		maint_free(m);
+	else if (relayd->cfg.git_maintenance_pushes > 0 &&
+	    m->m_pushes >= relayd->cfg.git_maintenance_pushes)
+		maint_due(m);
+	maint_kick();
+}
+
+/*
+ * Runs "nice -n RELAY_MAINT_NICE git --git-dir=repo args..." as the
+ * running maintenance's git, with RELAY_MAINT_TIMEOUT_S.  0 or -1.
+ */
+static int
+maint_git(const char *repo, const char *const *args)
+{
+	char  *argv[32], gitdir[PATH_MAX + 16];
+	size_t n = 0, i;
+
+	snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", repo);
+	argv[n++] = "nice";
+	argv[n++] = "-n";
+	argv[n++] = RELAY_MAINT_NICE;
+	argv[n++] = "git";
+	argv[n++] = gitdir;
+	for (i = 0; args[i] != NULL && n < 31; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	return relay_child_spawn(argv, -1, -1, NULL, RELAY_MAINT_TIMEOUT_S,
+		   maint_child_done, NULL) == -1 ?
+	    -1 :
+	    0;
+}
+
+/*
+ * The steps of a maintenance: all objects into one pack with a
+ * reachability bitmap (what upload-pack counts a clone with), nothing
+ * dropped (--keep-unreachable: the prune decides what goes, by age),
+ * then the commit-graph.  Under RELAY_MAINT_NICE with
+ * RELAY_MAINT_THREADS.  Not "git pack-refs": relayd reads refs itself,
+ * packed-refs then the loose ones, and a pack-refs between the two reads
+ * would hide a ref from a push's authorisation.  Not "git gc": it
+ * prunes.  0 if git runs, 1 when done, -1.
+ */
+static int
+maint_next_step(void)
+{
+	static const char *const repack[] = { "-c", RELAY_MAINT_THREADS, "-c",
+		"gc.auto=0", "repack", "-a", "-d", "-q", "--keep-unreachable",
+		"--write-bitmap-index", NULL };
+	static const char *const graph[] = { "-c", "gc.auto=0", "commit-graph",
+		"write", "--reachable", "--no-progress", NULL };
+	char			 repo[PATH_MAX];
+
+	if (relay_repo_path(maint_cur->m_owner, maint_cur->m_d, repo,
+		sizeof(repo)) == -1 ||
+	    !relay_repo_exists(maint_cur->m_owner, maint_cur->m_d))
+		return 1; /* gone meanwhile */
+	switch (maint_stepno++) {
+	case 0:
+		return maint_git(repo, repack);
+	case 1:
+		return maint_git(repo, graph);
+	default:
+		return 1;
+	}
+}
+
+static void
+maint_child_done(pid_t pid, int status, int killed, void *arg)
+{
+	int rc;
+
+	(void)pid;
+	(void)killed;
+	(void)arg;
+	if (status != 0) {
+		maint_finish(0);
+		return;
+	}
+	if ((rc = maint_next_step()) != 0)
+		maint_finish(rc == 1);
+}
+
+/*
+ * Starts the maintenance of a due repository when none runs, skipping
+ * those with a push running or a job queued (tried again
+ * RELAY_PRUNE_RETRY_S later).
+ */
+static void
+maint_kick(void)
+{
+	struct maint *m, *next;
+	char	      repo[PATH_MAX];
+	int	      waiting = 0, rc;
+
+	if (maint_cur != NULL || ndue == 0)
+		return;
+	for (m = LIST_FIRST(&maints); m != NULL; m = next) {
+		next = LIST_NEXT(m, m_entry);
+		if (!m->m_due)
+			continue;
+		if (relay_repo_path(m->m_owner, m->m_d, repo, sizeof(repo)) ==
+			-1 ||
+		    !relay_repo_exists(m->m_owner, m->m_d)) {
+			maint_free(m);
+			continue;
+		}
+		if (relay_git_pushing(repo) || job_on(m->m_owner, m->m_d)) {
+			waiting = 1;
+			continue;
+		}
+		m->m_due = 0;
+		ndue--;
+		m->m_pushes = 0;
+		maint_cur = m;
+		maint_stepno = 0;
+		maint_t0 = relay_now_ms();
+		relayd->stats.git_maint_running = 1;
+		if ((rc = maint_next_step()) != 0)
+			maint_finish(rc == 1);
+		return;
+	}
+	if (waiting) {
+		relayd->stats.git_maint_deferred++;
+		if (!maint_retry_on) {
+			maint_retry_on = 1;
+			lws_sul_schedule(relayd->ctx, 0, &maint_retry_sul,
+			    maint_retry,
+			    (lws_usec_t)RELAY_PRUNE_RETRY_S * LWS_US_PER_SEC);
+		}
+	}
+}
+
+void
+relay_job_metrics(cJSON *arr)
+{
+	const struct relay_stats *st = &relayd->stats;
+
+	relay_metric(arr, "graspd_git_maintenance_total{status=\"success\"}",
+	    (double)st->git_maint[1]);
+	relay_metric(arr, "graspd_git_maintenance_total{status=\"error\"}",
+	    (double)st->git_maint[0]);
+	relay_metric(arr, "graspd_git_maintenance_deferred_total",
+	    (double)st->git_maint_deferred);
+	relay_metric(arr, "graspd_git_maintenance_running",
+	    st->git_maint_running);
+	relay_metric(arr, "graspd_git_maintenance_seconds_total",
+	    st->git_maint_seconds);
+	relay_metric(arr, "graspd_git_maintenance_waiting", ndue);
 }
 
 void
@@ -544,6 +870,7 @@ job_step(struct relay_job *j)
 			return prune_step(j, repo);
 		}
 		return 0;
+
 	case JOB_DELETE_REF:
 		if (j->j_step == 0) {
 			const char *args[] = { "update-ref", "-d", j->j_ref,
@@ -596,6 +923,9 @@ job_next(void)
 		job_running = NULL;
 		job_finish(j, rc == 0);
 	}
+	/* A maintenance may have waited for the queue. */
+	if (job_running == NULL)
+		maint_kick();
 }
 
 static void

@@ -45,6 +45,16 @@ static const struct {
 	{ "graspd_git_request_duration_seconds",
 	    "From a git smart HTTP "
 	    "request to the end of its git process, by operation" },
+	{ "graspd_git_maintenance_total",
+	    "Background repacks of hosted repositories, by result" },
+	{ "graspd_git_maintenance_deferred_total",
+	    "Background repacks put off because a push ran in the repository" },
+	{ "graspd_git_maintenance_running",
+	    "1 while a background repack runs" },
+	{ "graspd_git_maintenance_seconds_total",
+	    "Seconds background repacks took, all together" },
+	{ "graspd_git_maintenance_waiting",
+	    "Repositories with pushes not yet repacked" },
 	{ "graspd_relay_events_total", "Client events by result" },
 	{ "graspd_relay_events_stored", "Events in the database" },
 };

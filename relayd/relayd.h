@@ -22,7 +22,8 @@
  *                eligible authors it writes for discoveryd
  * relay_repo.c   repositories on disk: create, remove, refs, objects;
  *                the git child processes
- * relay_job.c    the queue of maintenance jobs that change refs
+ * relay_job.c    the queue of maintenance jobs that change refs; the
+ *                background repack of hosted repositories
  * relay_route.c  where a repository's path goes: git endpoints, GRASP-06's
  *                /prs/, pages (pure, relay_proto.h)
  * relay_git.c    git smart HTTP on the relay port: routing, the request
@@ -268,6 +269,33 @@
 #define RELAY_GIT_MAX_COMMANDS	(4 * 1024 * 1024)
 /* How long a prune waits for the pushes in its repository to end. */
 #define RELAY_PRUNE_RETRY_S	5
+/*
+ * Background maintenance of a hosted repository (relay_job.c, after
+ * git_maintenance_pushes pushes or git_maintenance_hours): git repack -a
+ * -d --keep-unreachable --write-bitmap-index, then git commit-graph
+ * write --reachable; one repository at a time, started only when no push
+ * runs there and no job on it waits (else tried RELAY_PRUNE_RETRY_S
+ * later).  Ours: nice(1)'s niceness, so that git requests come first ...
+ */
+#define RELAY_MAINT_NICE	"10"
+/* ... and pack.threads, so that it takes one core of the host at most ... */
+#define RELAY_MAINT_THREADS	"pack.threads=1"
+/*
+ * ... and how long one of its git processes may run: the repack of the
+ * git benchmark's 100 MiB, 10,000-commit repository (one pack, reused)
+ * took 5 s on the loaded 2-core machine, that of 1,000 small pushes'
+ * 3,000 loose objects under 2 s, so an hour is a repository of many
+ * gigabytes; past it git is killed (the old packs stay whole) and the
+ * next pushes try again.
+ */
+#define RELAY_MAINT_TIMEOUT_S	3600
+/* Ours: how often the repositories waiting for their hours are looked
+ * at (NGIT_TEST: cfg_period()'s bound). */
+#define RELAY_MAINT_SCAN_S	600
+/* Ours: repositories with pushes not yet maintained that relayd keeps
+ * count of (about 100 bytes each); past it a new one waits until some
+ * are maintained. */
+#define RELAY_MAINT_MAX_TRACKED 65536
 /* Git processes serving HTTP requests at once; more get 503. */
 #define RELAY_GIT_MAX_CHILDREN	32
 /*
@@ -517,6 +545,10 @@ struct relay_stats {
 	uint64_t git_push_over[PUSH_LIMIT_COUNT]; /* refused */
 	uint64_t git_early[GIT_EARLY_COUNT];	  /* bodies cut short */
 	uint64_t git_jobs[2];			  /* [ok] */
+	uint64_t git_maint[2];			  /* [ok] */
+	uint64_t git_maint_deferred;		  /* a push was running */
+	int	 git_maint_running;		  /* 0 or 1 */
+	double	 git_maint_seconds;		  /* all runs together */
 	struct relay_hist ok_latency;		  /* EVENT -> OK */
 	struct relay_hist req_eose;		  /* REQ -> EOSE */
 	struct relay_hist git_duration[3];	  /* as git_requests */
@@ -1212,6 +1244,14 @@ void relay_job_call(void (*fn)(void *), void *arg);
  * placeholder's life, go (git gc --prune); put off while a push runs.
  */
 void relay_job_prune(const uint8_t owner[32], const char *d);
+/*
+ * A push landed in (owner, d): counts it toward the repository's
+ * background maintenance, queued (as a job) once git_maintenance_pushes
+ * have landed, or git_maintenance_hours after the first of them.
+ */
+void relay_job_pushed(const uint8_t owner[32], const char *d);
+/* Appends the maintenance figures to the /metrics samples in arr. */
+void relay_job_metrics(cJSON *arr);
 
 /* relay_pushauth.c */
 /* GRASP-01: the ref namespaces a push may write. */

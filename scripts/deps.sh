@@ -22,9 +22,10 @@ if [ "${1:-}" = "--test" ]; then
 	command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"
 	command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 fi
-# make bench only: wrk loads NIP-11 over HTTP (tests/bench/run.sh).
+# make bench only: wrk loads NIP-11 over HTTP (tests/bench/run.sh); nginx,
+# fcgiwrap and curl serve and probe git beside graspd (tests/bench/git.sh).
 if [ "${1:-}" = "--bench" ]; then
-	PKGS="$PKGS wrk"
+	PKGS="$PKGS wrk nginx fcgiwrap curl"
 fi
 
 missing=""

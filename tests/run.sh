@@ -52,6 +52,7 @@ times_table='
 integration/supervisor_test 40
 integration/git_test 37
 integration/history_test 50
+integration/maint_test 40
 integration/sync_recovery_test 33
 integration/neg_sync_test 24
 integration/crash_test 17

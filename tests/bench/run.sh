@@ -46,7 +46,9 @@
 # relayds, durability full then normal, take the same events (figures
 # durability_{full,normal}_{publish_rate,publish_ok_p99,serial_ok_p50,
 # serial_ok_p99} and durability_full_normal_ratio;
-# BENCH_DURABILITY_ORDER="normal full" runs them the other way round).
+# BENCH_DURABILITY_ORDER="normal full" runs them the other way round),
+# BENCH_NO_GIT=1 the git serving benchmark (tests/bench/git.sh: graspd
+# beside nginx + git-http-backend, and git maintenance's effect).
 # Part five (tests/bench/scale.c, issue #44 item 5): syncd with
 # BENCH_SCALE_REPOS (10000) hosted repositories listing BENCH_SCALE_PEERS
 # (100) remote relays (test peers) in all, BENCH_SCALE_PER_REPO (3) each:
@@ -489,5 +491,8 @@ $2 ~ /^[0-9.]+$/ {
 END { printf "\n  }\n}\n" }' "$tmp/figures" >"$O/bench.json"
 echo "# bench: figures written to $O/bench.json"
 
-# The sync pull benchmark adds its figures to the same file.
+# The sync pull benchmark adds its figures to the same file, then the git
+# serving one.
 [ -n "${BENCH_NO_PULL:-}" ] || O=$O BIN=$BIN sh "$top/tests/bench/pull.sh"
+[ -n "${BENCH_NO_GIT:-}" ] ||
+    O=$O BIN=$BIN timeout 1500 sh "$top/tests/bench/git.sh"

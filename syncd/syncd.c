@@ -37,7 +37,10 @@ sync_ingest(void *arg, const char *relay_key, const char *json, size_t len)
 	sd->sd_events++;
 	if ((sr = hmap_get(&sd->sd_relays, relay_key, strlen(relay_key))))
 		sr->sr_events++;
-	return role_ingest(sd->sd_ctx, relay_key, json, len);
+	if (role_ingest(sd->sd_ctx, relay_key, json, len) == -1)
+		return -1;
+	sync_git_ingested(sd, relay_key, json, len);
+	return 0;
 }
 
 static void

@@ -87,11 +87,23 @@
  * The git-data hunt (sync_git.c, sync_gitsrc.c).  Delays are scaled by
  * NGIT_TEST (cfg_scale_delay), the loop period by cfg_period.
  */
-/* Reference brief 3.15: the hunt loop runs every second. */
-#define SYNC_GIT_TICK		   1.0
-/* Reference brief 3.15: first attempt after a user-submitted event ... */
+/* Ours: the purgatory tables are scanned this often, a safety net:
+ * held events syncd itself sent are looked for at once, and each hunt
+ * has a timer for when it is due (the reference's loop ran every 1 s,
+ * brief 3.15, which put 0 to 1 s before every synced fetch). */
+#define SYNC_GIT_TICK		   5.0
+/* Ours: after syncd sends relayd a state, PR or PR update, the tables
+ * are scanned every SYNC_GIT_POLL until it is held, or this long. */
+#define SYNC_GIT_WATCH		   2.0
+/* Ours: at most this many such events are watched at once (a historic
+ * fetch sends thousands; the periodic scan finds the rest). */
+#define SYNC_GIT_WATCH_MAX	   256
+/* Reference brief 3.15: first attempt after a user-submitted event, so
+ * that the user's own push comes first ... */
 #define SYNC_GIT_DELAY_USER	   180.0
-/* ... and after a synced one. */
+/* ... and after a synced one (not waited for when it came from a relay
+ * that is one of the clone URLs' servers: GRASP-01 has it serve the
+ * event only once it holds the git data). */
 #define SYNC_GIT_DELAY_SYNCED	   0.5
 /* Reference brief 3.15: an incomplete attempt waits 20 s, doubling ... */
 #define SYNC_GIT_BACKOFF_FIRST	   20.0
@@ -121,6 +133,9 @@
 /* Ours: running git processes and relayd's answers are polled this
  * often while there are any. */
 #define SYNC_GIT_POLL		   0.1
+/* Ours: ended git children are reaped this often while any runs, so
+ * that a clone URL's failed fetch hands over to the next one at once. */
+#define SYNC_GIT_REAP		   0.02
 /* Ours: how long relayd may take to answer a GIT_DATA notice.  It
  * answers after the release, which runs git on the repository: 1 s was
  * too short under the sanitizers (relayd released, syncd had given up),
@@ -262,6 +277,13 @@ void sync_git_fini(struct syncd *);
 /* The "git_hunting" array and counters of `graspctl show syncd`. */
 void sync_git_show(struct syncd *, cJSON *view);
 void sync_git_stats(struct syncd *, cJSON *metrics);
+/*
+ * syncd sent relayd an event (json, len bytes) from relay_key: if it is
+ * a state, PR or PR update, the hunt looks for it in purgatory at once
+ * and remembers where it came from.  Never blocks.
+ */
+void sync_git_ingested(struct syncd *, const char *relay_key, const char *json,
+    size_t len);
 
 /* syncd.c */
 double sync_delay(const struct syncd *, double secs);

@@ -195,10 +195,8 @@ live_close_all(struct sync_relay *sr)
 {
 	size_t i;
 
-	for (i = 0; i < sr->sr_nlive; i++) {
+	for (i = 0; i < sr->sr_nlive; i++)
 		conn_live_close(sr->sr_live[i]);
-		free(sr->sr_live_text[i]);
-	}
 	sr->sr_nlive = 0;
 }
 
@@ -673,9 +671,7 @@ live_close_replaced(struct sync_relay *sr, const int *keep)
 		if (keep[j] || sr->sr_live[j] == NULL)
 			continue;
 		conn_live_close(sr->sr_live[j]);
-		free(sr->sr_live_text[j]);
 		sr->sr_live[j] = NULL;
-		sr->sr_live_text[j] = NULL;
 	}
 }
 
@@ -783,7 +779,8 @@ static void
 refresh_live(struct sync_relay *sr)
 {
 	struct conn_filters rq = { NULL, 0 };
-	char		   *text[CONN_MAX_LIVE];
+	uint8_t		    sum[CONN_MAX_LIVE][DIGEST_SHA256_LEN];
+	uint8_t		    nsum[CONN_MAX_LIVE][DIGEST_SHA256_LEN];
 	struct conn_req	   *live[CONN_MAX_LIVE];
 	size_t		    i, j, n, nold, nnew;
 	int		    early, keep[CONN_MAX_LIVE];
@@ -793,13 +790,16 @@ refresh_live(struct sync_relay *sr)
 	live_group(sr, &rq);
 	live_cover_want(sr);
 	sr->sr_live_whole = 1;
-	/* Keep the subscriptions whose REQ did not change. */
+	/* Keep the subscriptions whose REQ did not change (known by the
+	 * digest of its text: conn holds the text, and its parsed form). */
 	for (j = 0; j < sr->sr_nlive; j++)
 		keep[j] = 0;
 	for (i = 0; i < rq.cf_n; i++) {
+		digest_sha256(rq.cf_v[i], strlen(rq.cf_v[i]), sum[i]);
 		for (j = 0; j < sr->sr_nlive; j++) {
 			if (!keep[j] &&
-			    strcmp(rq.cf_v[i], sr->sr_live_text[j]) == 0) {
+			    memcmp(sum[i], sr->sr_live_sum[j],
+				DIGEST_SHA256_LEN) == 0) {
 				keep[j] = 1;
 				free(rq.cf_v[i]);
 				rq.cf_v[i] = NULL;
@@ -810,7 +810,8 @@ refresh_live(struct sync_relay *sr)
 	for (j = 0, n = 0, nold = 0; j < sr->sr_nlive; j++) {
 		if (keep[j]) {
 			live[n] = sr->sr_live[j];
-			text[n++] = sr->sr_live_text[j];
+			memcpy(nsum[n++], sr->sr_live_sum[j],
+			    DIGEST_SHA256_LEN);
 		} else
 			nold++;
 	}
@@ -840,14 +841,13 @@ refresh_live(struct sync_relay *sr)
 			continue;
 		}
 		live[n] = lv;
-		text[n++] = rq.cf_v[i];
-		rq.cf_v[i] = NULL;
+		memcpy(nsum[n++], sum[i], DIGEST_SHA256_LEN);
 	}
 	conn_filters_free(&rq);
 	if (!early)
 		live_close_replaced(sr, keep);
 	memcpy(sr->sr_live, live, n * sizeof(live[0]));
-	memcpy(sr->sr_live_text, text, n * sizeof(text[0]));
+	memcpy(sr->sr_live_sum, nsum, n * sizeof(nsum[0]));
 	sr->sr_nlive = n;
 	if (sr->sr_nrotate > 0) {
 		log_info("%s: %zu filters over the live cap are polled every "

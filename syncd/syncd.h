@@ -33,6 +33,7 @@
 #include <sys/queue.h>
 
 #include "conn.h"
+#include "digest.h"
 #include "hmap.h"
 #include "inventory.h"
 #include "role.h"
@@ -57,6 +58,12 @@
  * events of the last fetch are stored), and no sooner than twice this
  * after the last rebuild (both 200 ms under NGIT_TEST: cfg_period()). */
 #define SYNC_BATCH_QUIET       0.25
+/* Ours: freed heap is handed back to the kernel (malloc_trim) after a
+ * rebuild of the targets or the end of the historic requests, at most
+ * this often: glibc keeps the start's peak otherwise (at 10,000
+ * repositories 304 MB resident where 134 MB were in use; a trim of a
+ * heap that size takes milliseconds). */
+#define SYNC_TRIM_INTERVAL     5.0
 /* Ours: a failed historic fetch is tried again after this long. */
 #define SYNC_RETRY	       60.0
 /* Ours: needed ids asked in one REQ after a reconciliation: below the
@@ -165,7 +172,8 @@ struct sync_relay {
 	struct hmap	 sr_have[SET_COUNT]; /* historic requested */
 	int		 sr_l1_have;
 	struct conn_req *sr_live[CONN_MAX_LIVE];
-	char		*sr_live_text[CONN_MAX_LIVE];
+	/* The digest of each one's filters text (conn keeps the text). */
+	uint8_t		 sr_live_sum[CONN_MAX_LIVE][DIGEST_SHA256_LEN];
 	size_t		 sr_nlive;
 	/* What the live REQs (and the rotation) were built from, and
 	 * whether every one of them was taken: a wanted set within it
@@ -219,6 +227,10 @@ struct syncd {
 	lws_usec_t	       sd_window_moved;	 /* sd_window_at last moved */
 	lws_usec_t	       sd_reconciled_at; /* the last rebuild */
 	lws_sorted_usec_list_t sd_sul_window;
+	int		       sd_trim_armed;
+	lws_usec_t	       sd_trimmed_at;
+	lws_sorted_usec_list_t sd_sul_trim;
+	uint64_t	       sd_trims;   /* malloc_trim() calls */
 	uint64_t	       sd_events;  /* events sent to relayd */
 	uint64_t	       sd_scanned; /* stored events read at start */
 	uint64_t	       sd_announcements; /* 30617 events taken */

@@ -1,7 +1,8 @@
 /*
  * conn_pack.c: splitting a set of ids, authors or tag values into the
- * fewest filters whose REQs each stay under a byte budget (see conn.h),
- * for every role that subscribes on a remote relay.  Pure: no I/O, no
+ * fewest filters whose REQs each stay under a byte budget, and grouping
+ * filters into few REQs under the same budget (see conn.h), for every
+ * role that subscribes on a remote relay.  Pure: no I/O, no
  * state; allocation failure is fatal.
  */
 #include <ctype.h>

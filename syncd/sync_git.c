@@ -906,7 +906,7 @@ arm_due(struct sync_git *sg)
 	    child_count() >= SYNC_GIT_MAX_CHILDREN)
 		due = now + (int64_t)(SYNC_GIT_POLL * 1000);
 	lws_sul_schedule(sg->sg_sd->sd_ctx->r_lws, 0, &sg->sg_sul_due, due_cb,
-	    (lws_usec_t)(due > now ? due - now : 0) * 1000);
+	    due > now ? (lws_usec_t)(due - now) * 1000 : 1);
 }
 
 static void

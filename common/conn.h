@@ -530,6 +530,22 @@ void conn_filters_free(struct conn_filters *);
 /* The REQ bytes one filter costs: ["REQ","<CONN_SUBID_MAX>",filter]. */
 size_t conn_req_size(size_t filter_len);
 
+/*
+ * Groups filters (n JSON object texts, each fitting a REQ alone, as
+ * conn_pack_filters() makes them) into at most max JSON arrays
+ * "[f,f,...]", each array's REQ within budget (conn_req_size() of the
+ * array's text), by first-fit decreasing: the longest filter first, each
+ * into the first array with room, a new array when none has room and
+ * fewer than max exist.  Ties keep the given order, so the same filters
+ * always make the same arrays.  Appends the arrays to reqs (which starts
+ * as {NULL, 0}; free with conn_filters_free()).  The indices of the
+ * filters that found no room go to over (the caller's, room for n), in
+ * the given order; returns their count.  Pure; allocation failure is
+ * fatal.
+ */
+size_t conn_group_filters(const char *const filters[], size_t n, size_t budget,
+    size_t max, struct conn_filters *reqs, size_t *over);
+
 /* ------------------------------------------------------------------ */
 /* The per-relay budget shared by the roles (conn_budget.c; design in  */
 /* doc/architecture.md, "One budget per remote relay").               */

@@ -1,10 +1,12 @@
 /*
  * conn_pack.c: splitting a set of ids, authors or tag values into the
- * fewest filters whose REQs each stay under a byte budget (see conn.h),
- * for every role that subscribes on a remote relay.  Pure: no I/O, no
+ * fewest filters whose REQs each stay under a byte budget, and grouping
+ * filters into few REQs under the same budget (see conn.h), for every
+ * role that subscribes on a remote relay.  Pure: no I/O, no
  * state; allocation failure is fatal.
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,4 +135,74 @@ done:
 	buf_free(&v);
 	json_free(doc);
 	return rc;
+}
+
+/* The order of first-fit decreasing: longer first, then as given. */
+struct group_item {
+	size_t gi_len;
+	size_t gi_i;
+};
+
+static int
+cmp_group_item(const void *a, const void *b)
+{
+	const struct group_item *x = a, *y = b;
+
+	if (x->gi_len != y->gi_len)
+		return x->gi_len > y->gi_len ? -1 : 1;
+	return x->gi_i < y->gi_i ? -1 : x->gi_i > y->gi_i;
+}
+
+size_t
+conn_group_filters(const char *const filters[], size_t n, size_t budget,
+    size_t max, struct conn_filters *reqs, size_t *over)
+{
+	struct group_item *it;
+	struct buf	  *bins;
+	size_t		  *bin_of, nbins = 0, nover = 0, i, k, len, need;
+
+	if (n == 0)
+		return 0;
+	if ((it = calloc(n, sizeof(*it))) == NULL ||
+	    (bins = calloc(n, sizeof(*bins))) == NULL ||
+	    (bin_of = calloc(n, sizeof(*bin_of))) == NULL)
+		fatal("conn_group_filters");
+	for (i = 0; i < n; i++) {
+		it[i].gi_len = strlen(filters[i]);
+		it[i].gi_i = i;
+		bin_of[i] = SIZE_MAX;
+	}
+	qsort(it, n, sizeof(*it), cmp_group_item);
+	for (i = 0; i < n; i++) {
+		len = it[i].gi_len;
+		for (k = 0; k < nbins; k++) {
+			/* Its comma, and the closing bracket. */
+			need = bins[k].b_len + 1 + len + 1;
+			if (conn_req_size(need) <= budget)
+				break;
+		}
+		if (k == nbins) {
+			if (nbins == max)
+				continue;
+			nbins++; /* calloc made it an empty buf */
+		}
+		buf_addc(&bins[k], bins[k].b_len == 0 ? '[' : ',');
+		buf_add(&bins[k], filters[it[i].gi_i], len);
+		bin_of[it[i].gi_i] = k;
+	}
+	for (i = 0; i < n; i++)
+		if (bin_of[i] == SIZE_MAX)
+			over[nover++] = i;
+	reqs->cf_v =
+	    reallocarray(reqs->cf_v, reqs->cf_n + nbins, sizeof(*reqs->cf_v));
+	if (reqs->cf_v == NULL)
+		fatal("conn_group_filters");
+	for (k = 0; k < nbins; k++) {
+		buf_addc(&bins[k], ']');
+		reqs->cf_v[reqs->cf_n++] = buf_release(&bins[k], NULL);
+	}
+	free(bins);
+	free(bin_of);
+	free(it);
+	return nover;
 }

@@ -69,6 +69,9 @@ struct git_notice {
 	char		       *gn_d;
 };
 
+static void arm_due(struct sync_git *);
+static void tick_arm(struct sync_git *, double secs);
+
 const struct config *
 sync_git_cfg(const struct sync_git *sg)
 {
@@ -206,16 +209,30 @@ hunt_free(struct sync_git *sg, struct git_hunt *h)
 	hmap_del(&sg->sg_hunts, h->gh_d, strlen(h->gh_d));
 	attempt_clear(h);
 	buf_free(&h->gh_errtail);
+	free(h->gh_source);
 	free(h->gh_d);
 	free(h);
 }
 
-/* A new held event for h: attempts start over, maybe sooner. */
+/*
+ * A new held event for h: attempts start over, maybe sooner.  One syncd
+ * sent (source, the relay it came from) is due at once: start_attempt()
+ * waits out SYNC_GIT_DELAY_SYNCED unless that relay is a clone URL's.
+ */
 static void
-hunt_new_event(struct sync_git *sg, struct git_hunt *h, int remote)
+hunt_new_event(struct sync_git *sg, struct git_hunt *h, int remote,
+    const char *source)
 {
-	int64_t due = role_now_ms() +
+	int64_t now = role_now_ms(),
+		due = now +
 	    delay_ms(sg, remote ? SYNC_GIT_DELAY_SYNCED : SYNC_GIT_DELAY_USER);
+
+	if (remote && source != NULL) {
+		free(h->gh_source);
+		h->gh_source = xstrdup(source);
+		h->gh_source_till = due;
+		due = now;
+	}
 
 	h->gh_attempts = 0;
 	if (h->gh_step != HS_IDLE)
@@ -281,6 +298,7 @@ sync_git_finish(struct sync_git *sg, struct git_hunt *h)
 	if (h->gh_error[0])
 		log_debug("git hunt %s: attempt %d incomplete: %s", h->gh_d,
 		    h->gh_attempts, h->gh_error);
+	arm_due(sg);
 }
 
 /* Notices to relayd. */
@@ -477,6 +495,35 @@ domains_prune(struct sync_git *sg)
 /* Attempts. */
 
 /*
+ * Moves the clone URL of the server h's last held event came from (the
+ * relay at the same host and port) to the front: it has the data.
+ * Returns 0, or -1 when no URL is its and SYNC_GIT_DELAY_SYNCED since
+ * the event has not passed yet.
+ */
+static int
+source_first(struct sync_git *sg, struct git_hunt *h)
+{
+	struct relayurl ru;
+	struct git_url	u;
+	size_t		i;
+
+	(void)sg;
+	if (h->gh_source == NULL || relayurl_parse(h->gh_source, &ru) == -1)
+		return 0;
+	for (i = 0; i < h->gh_nurls; i++)
+		if (h->gh_urls[i].gu_url != NULL &&
+		    strcasecmp(h->gh_urls[i].gu_ru.ru_authority,
+			ru.ru_authority) == 0)
+			break;
+	if (i == h->gh_nurls)
+		return role_now_ms() < h->gh_source_till ? -1 : 0;
+	u = h->gh_urls[i];
+	memmove(&h->gh_urls[1], &h->gh_urls[0], i * sizeof(u));
+	h->gh_urls[0] = u;
+	return 0;
+}
+
+/*
  * Starts an attempt for h: the objects its held events wait for, the
  * repository to fetch into (the first of the stored, then the held
  * announcements with d whose repository exists), the candidate URLs
@@ -556,6 +603,17 @@ start_attempt(struct sync_git *sg, struct git_hunt *h)
 		for (k = 0; k < ge->ge_nclone; k++)
 			sync_gitsrc_url_add(sg, h, ge->ge_clone[k]);
 	h->gh_nurls_last = h->gh_nurls;
+	if (source_first(sg, h) == -1) {
+		/* Not from a clone URL's server: the pusher's push may
+		 * still be on its way (SYNC_GIT_DELAY_SYNCED). */
+		attempt_clear(h);
+		sg->sg_attempts--;
+		h->gh_next_ms = h->gh_source_till;
+		purg_ann_free_list(held, nheld);
+		sync_gitsrc_sources_free(&so);
+		arm_due(sg);
+		return;
+	}
 	if (sync_gitsrc_check(sg, h) == 0) {
 		purg_ann_free_list(held, nheld);
 		sync_gitsrc_sources_free(&so);
@@ -568,6 +626,28 @@ done:
 }
 
 /* The scan of the purgatory tables. */
+
+static void
+watch_drop(struct sync_git *sg, const uint8_t id[32])
+{
+	char *key = hmap_get(&sg->sg_watch, id, 32);
+
+	if (key == NULL)
+		return;
+	hmap_del(&sg->sg_watch, id, 32);
+	free(key);
+}
+
+static void
+watch_clear(struct sync_git *sg)
+{
+	size_t it;
+	void  *v;
+
+	for (it = 0; hmap_next(&sg->sg_watch, &it, NULL, NULL, &v);)
+		free(v);
+	hmap_free(&sg->sg_watch);
+}
 
 /*
  * Held announcements not seen before go to the inventory as StateOnly
@@ -646,7 +726,9 @@ scan_held_events(struct sync_git *sg)
 				LIST_INSERT_HEAD(&h->gh_events, ge, ge_entry);
 				h->gh_nevents++;
 				hmap_put(&sg->sg_events, ge->ge_id, 32, ge);
-				hunt_new_event(sg, h, pe->pe_remote);
+				hunt_new_event(sg, h, pe->pe_remote,
+				    hmap_get(&sg->sg_watch, ge->ge_id, 32));
+				watch_drop(sg, ge->ge_id);
 			}
 			ge->ge_seen = sg->sg_gen;
 			ge->ge_hunt->gh_seen = sg->sg_gen;
@@ -786,10 +868,53 @@ sync_git_arm_poll(struct sync_git *sg)
 }
 
 static void
+due_cb(lws_sorted_usec_list_t *sul)
+{
+	struct sync_git *sg =
+	    lws_container_of(sul, struct sync_git, sg_sul_due);
+
+	run_hunts(sg);
+	notices_run(sg);
+	sync_git_arm_poll(sg);
+	arm_due(sg);
+}
+
+/* Arms the timer for the first idle hunt that is due (if any). */
+static void
+arm_due(struct sync_git *sg)
+{
+	struct git_hunt *h;
+	int64_t		 due = INT64_MAX, now;
+	size_t		 it;
+	void		*v;
+
+	if (!sg->sg_running)
+		return;
+	for (it = 0; hmap_next(&sg->sg_hunts, &it, NULL, NULL, &v);) {
+		h = v;
+		if (h->gh_step == HS_IDLE && h->gh_nevents > 0 &&
+		    h->gh_next_ms < due)
+			due = h->gh_next_ms;
+	}
+	if (due == INT64_MAX) {
+		lws_sul_cancel(&sg->sg_sul_due);
+		return;
+	}
+	now = role_now_ms();
+	/* A hunt waiting for a git slot is retried by the poll. */
+	if (due < now + (int64_t)(SYNC_GIT_POLL * 1000) &&
+	    child_count() >= SYNC_GIT_MAX_CHILDREN)
+		due = now + (int64_t)(SYNC_GIT_POLL * 1000);
+	lws_sul_schedule(sg->sg_sd->sd_ctx->r_lws, 0, &sg->sg_sul_due, due_cb,
+	    due > now ? (lws_usec_t)(due - now) * 1000 : 1);
+}
+
+static void
 tick_cb(lws_sorted_usec_list_t *sul)
 {
 	struct sync_git *sg =
 	    lws_container_of(sul, struct sync_git, sg_sul_tick);
+	double next = cfg_period(sync_git_cfg(sg), SYNC_GIT_TICK);
 
 	sg->sg_gen++;
 	feed_held_announcements(sg);
@@ -798,8 +923,73 @@ tick_cb(lws_sorted_usec_list_t *sul)
 	domains_prune(sg);
 	notices_run(sg);
 	sync_git_arm_poll(sg);
+	arm_due(sg);
+	/* Watched events not held yet: look again soon, for a while. */
+	if (sg->sg_watch.hm_n > 0 && role_now_ms() < sg->sg_watch_till &&
+	    SYNC_GIT_POLL < next)
+		next = SYNC_GIT_POLL;
+	else if (role_now_ms() >= sg->sg_watch_till)
+		watch_clear(sg);
+	tick_arm(sg, next);
+}
+
+static void
+tick_arm(struct sync_git *sg, double secs)
+{
+	sg->sg_tick_at = role_now_ms() + (int64_t)(secs * 1000);
 	lws_sul_schedule(sg->sg_sd->sd_ctx->r_lws, 0, &sg->sg_sul_tick, tick_cb,
-	    (lws_usec_t)(cfg_period(sync_git_cfg(sg), SYNC_GIT_TICK) * 1e6));
+	    (lws_usec_t)(secs * 1e6));
+}
+
+/* The first "kind" member's value in an event's JSON text, or 0. */
+static uint32_t
+json_kind(const char *json, size_t len)
+{
+	const char *p = json, *end = json + len;
+	uint32_t    k = 0;
+
+	while ((p = memmem(p, (size_t)(end - p), "\"kind\"", 6)) != NULL) {
+		p += 6;
+		while (p < end &&
+		    (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
+			*p == ':'))
+			p++;
+		if (p < end && *p >= '0' && *p <= '9') {
+			while (p < end && *p >= '0' && *p <= '9' && k < 100000)
+				k = k * 10 + (uint32_t)(*p++ - '0');
+			return k;
+		}
+	}
+	return 0;
+}
+
+void
+sync_git_ingested(struct syncd *sd, const char *relay_key, const char *json,
+    size_t len)
+{
+	struct sync_git *sg = sd->sd_git;
+	struct event	*ev;
+	uint32_t	 kind;
+	char		 err[64];
+
+	if (sg == NULL || !sg->sg_running || relay_key == NULL)
+		return;
+	kind = json_kind(json, len);
+	if (kind != KIND_REPO_STATE && kind != KIND_PR &&
+	    kind != KIND_PR_UPDATE && kind != KIND_REPO_ANNOUNCEMENT)
+		return;
+	if (sg->sg_watch.hm_n >= SYNC_GIT_WATCH_MAX)
+		return;
+	if ((ev = event_parse(json, len, err, sizeof(err))) == NULL)
+		return;
+	if (hmap_get(&sg->sg_watch, ev->id, 32) == NULL)
+		hmap_put(&sg->sg_watch, ev->id, 32, xstrdup(relay_key));
+	event_destroy(ev);
+	sg->sg_watch_till = role_now_ms() +
+	    (int64_t)(cfg_scale_delay(sync_git_cfg(sg), SYNC_GIT_WATCH) * 1000);
+	/* relayd holds it after its batch: look in a moment. */
+	if (sg->sg_tick_at > role_now_ms() + (int64_t)(SYNC_GIT_POLL * 1000))
+		tick_arm(sg, SYNC_GIT_POLL / 2);
 }
 
 /* The role hooks. */
@@ -832,10 +1022,9 @@ sync_git_init(struct syncd *sd)
 	    (sg->sg_sock = chan_open(NN_REQ, ep, 0)) == -1)
 		log_warn("git hunt: no notice socket to relayd; fetched data "
 			 "waits for the next push");
-	child_init(sd->sd_ctx->r_lws, (int64_t)(SYNC_GIT_POLL * 1000));
+	child_init(sd->sd_ctx->r_lws, (int64_t)(SYNC_GIT_REAP * 1000));
 	sg->sg_running = 1;
-	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sg->sg_sul_tick, tick_cb,
-	    (lws_usec_t)(cfg_period(cfg, SYNC_GIT_TICK) * 1e6));
+	tick_arm(sg, cfg_period(cfg, SYNC_GIT_TICK));
 }
 
 void
@@ -851,7 +1040,9 @@ sync_git_fini(struct syncd *sd)
 		return;
 	sg->sg_running = 0;
 	lws_sul_cancel(&sg->sg_sul_tick);
+	lws_sul_cancel(&sg->sg_sul_due);
 	lws_sul_cancel(&sg->sg_sul_poll);
+	watch_clear(sg);
 	/* syncd's only children are the hunts'. */
 	child_kill_all();
 	v = hunts_array(sg, &n);

@@ -68,6 +68,8 @@ struct git_hunt {
 	size_t		   gh_nurls_last;
 	char		   gh_error[200];
 	int		   gh_notified;
+	char		  *gh_source;	   /* relay a held event came from */
+	int64_t		   gh_source_till; /* ms: SYNC_GIT_DELAY_SYNCED */
 	int		   gh_has_owner;
 	uint8_t		   gh_owner[32];
 	/* The attempt in progress. */
@@ -113,7 +115,11 @@ struct sync_git {
 	int		       sg_notice_sent; /* the head is out */
 	int64_t		       sg_notice_at;   /* ms */
 	int		       sg_poll_armed;
-	lws_sorted_usec_list_t sg_sul_tick;
+	lws_sorted_usec_list_t sg_sul_tick;   /* the scan */
+	lws_sorted_usec_list_t sg_sul_due;    /* the next hunt due */
+	struct hmap	       sg_watch;      /* id -> relay key (ingested) */
+	int64_t		       sg_watch_till; /* ms: scan fast until */
+	int64_t		       sg_tick_at;    /* ms: the next scan */
 	lws_sorted_usec_list_t sg_sul_poll;
 	uint64_t	       sg_attempts;
 	uint64_t	       sg_fetch_ok, sg_fetch_failed, sg_fetch_timeout;

@@ -195,10 +195,8 @@ live_close_all(struct sync_relay *sr)
 {
 	size_t i;
 
-	for (i = 0; i < sr->sr_nlive; i++) {
+	for (i = 0; i < sr->sr_nlive; i++)
 		conn_live_close(sr->sr_live[i]);
-		free(sr->sr_live_text[i]);
-	}
 	sr->sr_nlive = 0;
 }
 
@@ -673,9 +671,7 @@ live_close_replaced(struct sync_relay *sr, const int *keep)
 		if (keep[j] || sr->sr_live[j] == NULL)
 			continue;
 		conn_live_close(sr->sr_live[j]);
-		free(sr->sr_live_text[j]);
 		sr->sr_live[j] = NULL;
-		sr->sr_live_text[j] = NULL;
 	}
 }
 
@@ -732,75 +728,81 @@ live_cover_want(struct sync_relay *sr)
  * is no longer wanted too, until an addition repacks them (or the relay
  * stops being a target at all).
  */
+/*
+ * Every wanted filter with "limit":0, grouped into at most CONN_MAX_LIVE
+ * REQ arrays (appended to reqs); what does not fit is kept, without
+ * "limit":0, in the rotation, polled every SYNC_ROTATE_PERIOD instead.
+ */
 static void
-refresh_live(struct sync_relay *sr)
+live_group(struct sync_relay *sr, struct conn_filters *reqs)
 {
 	struct conn_filters fl = { NULL, 0 };
-	char		   *reqs[CONN_MAX_LIVE], *text[CONN_MAX_LIVE];
-	struct conn_req	   *live[CONN_MAX_LIVE];
-	size_t		    nreq = 0, i, j, n, nold, nnew;
-	struct buf	    cur = BUF_INIT;
 	const char	  **vals;
-	int		    s, early, keep[CONN_MAX_LIVE];
+	size_t		   *over, nover, i, n;
+	int		    s;
 
-	if (sr->sr_live_whole && live_covers_want(sr))
-		return;
 	fl.cf_v = calloc(1, sizeof(char *));
 	if (fl.cf_v == NULL ||
 	    (fl.cf_v[0] = strdup("{\"kinds\":[30617,10317],"
 				 "\"limit\":0}")) == NULL)
-		fatal("refresh_live");
+		fatal("live_group");
 	fl.cf_n = 1;
 	for (s = 0; s < SET_COUNT; s++) {
 		vals = set_values(&sr->sr_want[s], &n);
 		pack_set(sr, s, vals, n, 1, 0, &fl);
 		free(vals);
 	}
+	if ((over = calloc(fl.cf_n, sizeof(*over))) == NULL)
+		fatal("live_group");
+	nover = conn_group_filters((const char *const *)fl.cf_v, fl.cf_n,
+	    CONN_REQ_BUDGET, CONN_MAX_LIVE, reqs, over);
 	strv_clear(&sr->sr_rotate, &sr->sr_nrotate);
-	/* Greedy grouping of the filters into REQ arrays. */
-	for (i = 0; i < fl.cf_n; i++) {
-		size_t add = strlen(fl.cf_v[i]) + 1;
-
-		if (cur.b_len > 0 &&
-		    conn_req_size(cur.b_len + add + 1) > CONN_REQ_BUDGET) {
-			buf_addc(&cur, ']');
-			reqs[nreq++] = buf_release(&cur, NULL);
-		}
-		if (nreq == CONN_MAX_LIVE) {
-			/* No room live: poll it on the rotation instead. */
-			char **nr = reallocarray(sr->sr_rotate,
-			    sr->sr_nrotate + 1, sizeof(char *));
-
-			if (nr == NULL)
-				fatal("refresh_live");
-			sr->sr_rotate = nr;
-			/* Without "limit":0: it is a historic poll. */
-			sr->sr_rotate[sr->sr_nrotate++] =
-			    strip_limit0(fl.cf_v[i]);
-			continue;
-		}
-		buf_addc(&cur, cur.b_len == 0 ? '[' : ',');
-		buf_adds(&cur, fl.cf_v[i]);
-	}
-	if (cur.b_len > 0 && nreq < CONN_MAX_LIVE) {
-		buf_addc(&cur, ']');
-		reqs[nreq++] = buf_release(&cur, NULL);
-	}
-	buf_free(&cur);
+	if (nover > 0 &&
+	    (sr->sr_rotate = calloc(nover, sizeof(char *))) == NULL)
+		fatal("live_group");
+	for (i = 0; i < nover; i++)
+		sr->sr_rotate[sr->sr_nrotate++] =
+		    strip_limit0(fl.cf_v[over[i]]);
+	free(over);
 	conn_filters_free(&fl);
+}
 
+/*
+ * Live: every wanted filter, packed into as few REQs as fit the cap.
+ * GRASP-03: "removal-only changes let existing shared live subscriptions
+ * drain naturally": when nothing was added since the live REQs were
+ * built (every one of them taken), they stay as they are, covering what
+ * is no longer wanted too, until an addition repacks them (or the relay
+ * stops being a target at all).
+ */
+static void
+refresh_live(struct sync_relay *sr)
+{
+	struct conn_filters rq = { NULL, 0 };
+	uint8_t		    sum[CONN_MAX_LIVE][DIGEST_SHA256_LEN];
+	uint8_t		    nsum[CONN_MAX_LIVE][DIGEST_SHA256_LEN];
+	struct conn_req	   *live[CONN_MAX_LIVE];
+	size_t		    i, j, n, nold, nnew;
+	int		    early, keep[CONN_MAX_LIVE];
+
+	if (sr->sr_live_whole && live_covers_want(sr))
+		return;
+	live_group(sr, &rq);
 	live_cover_want(sr);
 	sr->sr_live_whole = 1;
-	/* Keep the subscriptions whose REQ did not change. */
+	/* Keep the subscriptions whose REQ did not change (known by the
+	 * digest of its text: conn holds the text, and its parsed form). */
 	for (j = 0; j < sr->sr_nlive; j++)
 		keep[j] = 0;
-	for (i = 0; i < nreq; i++) {
+	for (i = 0; i < rq.cf_n; i++) {
+		digest_sha256(rq.cf_v[i], strlen(rq.cf_v[i]), sum[i]);
 		for (j = 0; j < sr->sr_nlive; j++) {
 			if (!keep[j] &&
-			    strcmp(reqs[i], sr->sr_live_text[j]) == 0) {
+			    memcmp(sum[i], sr->sr_live_sum[j],
+				DIGEST_SHA256_LEN) == 0) {
 				keep[j] = 1;
-				free(reqs[i]);
-				reqs[i] = NULL;
+				free(rq.cf_v[i]);
+				rq.cf_v[i] = NULL;
 				break;
 			}
 		}
@@ -808,12 +810,13 @@ refresh_live(struct sync_relay *sr)
 	for (j = 0, n = 0, nold = 0; j < sr->sr_nlive; j++) {
 		if (keep[j]) {
 			live[n] = sr->sr_live[j];
-			text[n++] = sr->sr_live_text[j];
+			memcpy(nsum[n++], sr->sr_live_sum[j],
+			    DIGEST_SHA256_LEN);
 		} else
 			nold++;
 	}
-	for (i = 0, nnew = 0; i < nreq; i++)
-		nnew += reqs[i] != NULL;
+	for (i = 0, nnew = 0; i < rq.cf_n; i++)
+		nnew += rq.cf_v[i] != NULL;
 	/*
 	 * Replacements are asked before what they replace is closed, so
 	 * that the relay is not left without them, unless the cap wants
@@ -825,26 +828,26 @@ refresh_live(struct sync_relay *sr)
 		note_gap(sr);
 	if (early)
 		live_close_replaced(sr, keep);
-	for (i = 0; i < nreq; i++) {
+	for (i = 0; i < rq.cf_n; i++) {
 		const char	*why = NULL;
 		struct conn_req *lv;
 
-		if (reqs[i] == NULL)
+		if (rq.cf_v[i] == NULL)
 			continue;
-		if ((lv = conn_live(sr->sr_conn, reqs[i], &why)) == NULL) {
+		if ((lv = conn_live(sr->sr_conn, rq.cf_v[i], &why)) == NULL) {
 			log_warnx("%s: live subscription refused: %s",
 			    sr->sr_key, why ? why : "?");
-			free(reqs[i]);
 			sr->sr_live_whole = 0;
 			continue;
 		}
 		live[n] = lv;
-		text[n++] = reqs[i];
+		memcpy(nsum[n++], sum[i], DIGEST_SHA256_LEN);
 	}
+	conn_filters_free(&rq);
 	if (!early)
 		live_close_replaced(sr, keep);
 	memcpy(sr->sr_live, live, n * sizeof(live[0]));
-	memcpy(sr->sr_live_text, text, n * sizeof(text[0]));
+	memcpy(sr->sr_live_sum, nsum, n * sizeof(nsum[0]));
 	sr->sr_nlive = n;
 	if (sr->sr_nrotate > 0) {
 		log_info("%s: %zu filters over the live cap are polled every "

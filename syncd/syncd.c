@@ -5,6 +5,7 @@
  * targets of every remote relay are derived from it and each relay
  * fetches what is new (sync_relay.c).
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,10 @@ sync_ingest(void *arg, const char *relay_key, const char *json, size_t len)
 	sd->sd_events++;
 	if ((sr = hmap_get(&sd->sd_relays, relay_key, strlen(relay_key))))
 		sr->sr_events++;
-	return role_ingest(sd->sd_ctx, relay_key, json, len);
+	if (role_ingest(sd->sd_ctx, relay_key, json, len) == -1)
+		return -1;
+	sync_git_ingested(sd, relay_key, json, len);
+	return 0;
 }
 
 static void
@@ -147,6 +151,40 @@ reconcile(struct syncd *sd)
 }
 
 static void
+trim_cb(lws_sorted_usec_list_t *sul)
+{
+	struct syncd *sd = &syncd;
+	lws_usec_t    t0 = lws_now_usecs();
+
+	(void)sul;
+	sd->sd_trim_armed = 0;
+	sd->sd_trimmed_at = t0;
+	/* glibc keeps the heap a rebuild or the start's requests freed. */
+	malloc_trim(0);
+	sd->sd_trims++;
+	log_debug("malloc_trim took %.1f ms",
+	    (double)(lws_now_usecs() - t0) / 1000);
+}
+
+/*
+ * Gives freed heap back to the kernel soon: after a rebuild of the
+ * targets and when no historic request is left, at most once every
+ * SYNC_TRIM_INTERVAL.
+ */
+static void
+trim_soon(struct syncd *sd)
+{
+	lws_usec_t now = lws_now_usecs(), at;
+
+	if (sd->sd_trim_armed)
+		return;
+	sd->sd_trim_armed = 1;
+	at = sd->sd_trimmed_at + (lws_usec_t)(SYNC_TRIM_INTERVAL * 1e6);
+	lws_sul_schedule(sd->sd_ctx->r_lws, 0, &sd->sd_sul_trim, trim_cb,
+	    at > now ? at - now : 1);
+}
+
+static void
 window_cb(lws_sorted_usec_list_t *sul)
 {
 	struct syncd *sd = &syncd;
@@ -156,6 +194,7 @@ window_cb(lws_sorted_usec_list_t *sul)
 	if (sd->sd_ctx->r_cfg.sync_enabled) {
 		sd->sd_reconciled_at = lws_now_usecs();
 		reconcile(sd);
+		trim_soon(sd);
 	}
 }
 
@@ -235,7 +274,10 @@ sync_historic_idle(struct syncd *sd)
 {
 	lws_usec_t now = lws_now_usecs(), at;
 
-	if (!sd->sd_window_armed || historic_busy(sd))
+	if (historic_busy(sd))
+		return;
+	trim_soon(sd);
+	if (!sd->sd_window_armed)
 		return;
 	/* The window started no later than now; end it as if it had. */
 	if ((at = window_end(sd, now, now)) >= sd->sd_window_at)
@@ -305,8 +347,10 @@ sync_init(struct role_ctx *ctx)
 				      "disabled (NGIT_SYNC_ENABLED=false)",
 	    sd->sd_bootstrap ? ", bootstrap " : "",
 	    sd->sd_bootstrap ? sd->sd_bootstrap : "");
-	if (ctx->r_cfg.sync_enabled)
+	if (ctx->r_cfg.sync_enabled) {
 		reconcile(sd);
+		trim_soon(sd);
+	}
 	sync_git_init(sd);
 	return 0;
 }
@@ -457,6 +501,7 @@ sync_fini(struct role_ctx *ctx)
 	void	     *v;
 
 	lws_sul_cancel(&sd->sd_sul_window);
+	lws_sul_cancel(&sd->sd_sul_trim);
 	sync_git_fini(sd);
 	sync_plus_fini();
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);)

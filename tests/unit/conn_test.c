@@ -421,6 +421,124 @@ packing_refuses_what_cannot_fit_and_bad_arguments(void)
 	conn_filters_free(&f);
 }
 
+/* Appends set's filters as syncd does: one per field, "limit":0. */
+static void
+live_set(const char *base, const char *const *fields, const char **v, size_t n,
+    struct conn_filters *fl)
+{
+	for (; *fields; fields++)
+		T_ASSERT(conn_pack_filters(base, *fields, v, n, CONN_REQ_BUDGET,
+			     0, fl, NULL) > 0);
+}
+
+/*
+ * The scale bench's relay (doc/performance.md, 2026-12-06): 300
+ * repositories and 600 issues make, in syncd's order, the
+ * announcements' filter, 300 #d, 300 coordinates in #a, #A and #q, and
+ * 600 ids in #e, #E and #q, each a full REQ and a 7.5 KB tail.  Grouped
+ * in that order they needed 9 REQs, one over CONN_MAX_LIVE; first-fit
+ * decreasing puts the tails beside the coordinates.
+ */
+static void
+grouping_fits_the_scale_relay_under_the_live_cap(void)
+{
+	static const char *const d[] = { "d", NULL },
+				 *aq[] = { "a", "A", "q", NULL },
+				 *eq[] = { "e", "E", "q", NULL };
+	struct conn_filters fl = { NULL, 0 }, rq = { NULL, 0 };
+	char		    ids[600][65], names[300][16], coords[300][96];
+	const char	   *vi[600], *vn[300], *vc[300];
+	size_t		    i, k, over[64], total = 0, nf;
+	char		   *p;
+
+	for (i = 0; i < 600; i++) {
+		for (k = 0; k < 64; k++)
+			ids[i][k] =
+			    "0123456789abcdef"[(i * 7 + k * 13 + i / 16 * k) %
+				16];
+		snprintf(ids[i], 9, "%08zx", i); /* distinct */
+		ids[i][8] = 'f';
+		ids[i][64] = '\0';
+		vi[i] = ids[i];
+	}
+	for (i = 0; i < 300; i++) {
+		snprintf(names[i], sizeof(names[i]), "repo-%05zu", i);
+		snprintf(coords[i], sizeof(coords[i]), "30617:%s:%s", ids[i],
+		    names[i]);
+		vn[i] = names[i];
+		vc[i] = coords[i];
+	}
+	fl.cf_v = calloc(1, sizeof(char *));
+	T_ASSERT(fl.cf_v != NULL);
+	fl.cf_v[fl.cf_n++] = strdup("{\"kinds\":[30617,10317],\"limit\":0}");
+	live_set("{\"kinds\":[30617,30618],\"limit\":0}", d, vn, 300, &fl);
+	live_set("{\"limit\":0}", aq, vc, 300, &fl);
+	live_set("{\"limit\":0}", eq, vi, 600, &fl);
+	nf = fl.cf_n;
+	T_EQ_INT(nf, 11);
+	T_ASSERT(nf <= sizeof(over) / sizeof(over[0]));
+	T_EQ_INT(conn_group_filters((const char *const *)fl.cf_v, nf,
+		     CONN_REQ_BUDGET, CONN_MAX_LIVE, &rq, over),
+	    0);
+	T_ASSERT(rq.cf_n <= 7);
+	for (i = 0; i < rq.cf_n; i++) {
+		T_ASSERT(conn_req_size(strlen(rq.cf_v[i])) <= CONN_REQ_BUDGET);
+		T_ASSERT(rq.cf_v[i][0] == '[');
+		total += strlen(rq.cf_v[i]) - 2;
+	}
+	/* Every filter once: the arrays hold their bytes and commas. */
+	for (i = 0; i < nf; i++) {
+		for (k = 0; k < rq.cf_n; k++)
+			if ((p = strstr(rq.cf_v[k], fl.cf_v[i])) != NULL)
+				break;
+		T_ASSERT(k < rq.cf_n);
+		total -= strlen(fl.cf_v[i]);
+	}
+	T_EQ_INT(total, nf - rq.cf_n);
+	conn_filters_free(&fl);
+	conn_filters_free(&rq);
+}
+
+/* The same filters make the same arrays; beyond max what does not fit
+ * is reported by index, in order, and small filters still fill gaps. */
+static void
+grouping_is_stable_and_reports_what_is_over(void)
+{
+	char		   *f[6], *g;
+	struct conn_filters a = { NULL, 0 }, b = { NULL, 0 };
+	size_t		    i, over[6], nover;
+	size_t		    len[6] = { 20000, 100, 20000, 20000, 15000, 100 };
+
+	for (i = 0; i < 6; i++) {
+		T_ASSERT((f[i] = malloc(len[i] + 1)) != NULL);
+		memset(f[i], 'x', len[i]);
+		f[i][0] = '{';
+		f[i][len[i] - 1] = '}';
+		f[i][len[i]] = '\0';
+	}
+	nover = conn_group_filters((const char *const *)f, 6, CONN_REQ_BUDGET,
+	    2, &a, over);
+	/* Two arrays: 20000 + 100 + 100 ... and one 20000; 15000 fits
+	 * nowhere, nor does the third 20000. */
+	T_EQ_INT(a.cf_n, 2);
+	T_EQ_INT(nover, 2);
+	T_EQ_INT(over[0], 3);
+	T_EQ_INT(over[1], 4);
+	T_EQ_INT(conn_group_filters((const char *const *)f, 6, CONN_REQ_BUDGET,
+		     2, &b, over),
+	    2);
+	for (i = 0; i < 2; i++)
+		T_ASSERT(strcmp(a.cf_v[i], b.cf_v[i]) == 0);
+	g = a.cf_v[0];
+	T_ASSERT(strlen(g) == 20000 + 100 + 100 + 4);
+	T_EQ_INT(conn_group_filters(NULL, 0, CONN_REQ_BUDGET, 2, &b, over), 0);
+	T_EQ_INT(b.cf_n, 2);
+	conn_filters_free(&a);
+	conn_filters_free(&b);
+	for (i = 0; i < 6; i++)
+		free(f[i]);
+}
+
 static void
 packing_appends_to_an_existing_list(void)
 {
@@ -617,6 +735,8 @@ static const struct t_case cases[] = {
 	T_CASE(packing_escapes_values_and_keeps_base_members),
 	T_CASE(packing_refuses_what_cannot_fit_and_bad_arguments),
 	T_CASE(packing_appends_to_an_existing_list),
+	T_CASE(grouping_fits_the_scale_relay_under_the_live_cap),
+	T_CASE(grouping_is_stable_and_reports_what_is_over),
 	T_CASE(state_and_result_names),
 	T_CASE(notice_of_an_unknown_command_reads_as_unsupported),
 	T_CASE(budget_ledger_is_summed_over_roles),

@@ -18,9 +18,7 @@ auth_check_event(const struct event *ev, const char *challenge,
 
 	if (ev->kind != AUTH_KIND) {
 		snprintf(msg, msglen,
-		    "invalid: an AUTH event must be of "
-		    "kind %d",
-		    AUTH_KIND);
+		    "invalid: an AUTH event must be of kind %d", AUTH_KIND);
 		return -1;
 	}
 	if (event_check_id_msg(ev, msg, msglen) == -1)
@@ -28,23 +26,20 @@ auth_check_event(const struct event *ev, const char *challenge,
 	if (ev->created_at < now - AUTH_WINDOW_S ||
 	    ev->created_at > now + AUTH_WINDOW_S) {
 		snprintf(msg, msglen,
-		    "invalid: an AUTH event's created_at "
-		    "must be within %d minutes of now",
+		    "invalid: an AUTH event's created_at must be within %d minutes of now",
 		    AUTH_WINDOW_S / 60);
 		return -1;
 	}
 	if ((v = event_tag_value(ev, "challenge")) == NULL ||
 	    v->len != strlen(challenge) || memcmp(v->s, challenge, v->len)) {
 		snprintf(msg, msglen,
-		    "invalid: the challenge tag does not "
-		    "match this connection's challenge");
+		    "invalid: the challenge tag does not match this connection's challenge");
 		return -1;
 	}
 	if ((v = event_tag_value(ev, "relay")) == NULL ||
 	    !policy_url_is_service(pl, v->s, v->len)) {
 		snprintf(msg, msglen,
-		    "invalid: the relay tag does not name "
-		    "this relay");
+		    "invalid: the relay tag does not name this relay");
 		return -1;
 	}
 	return 0;

@@ -224,8 +224,7 @@ child_reap(void)
 			continue;
 		}
 		if (!ch->c_killed && now >= ch->c_deadline) {
-			log_warnx("%s process %ld overran its time; killing "
-				  "it",
+			log_warnx("%s process %ld overran its time; killing it",
 			    ch->c_what, (long)ch->c_pid);
 			kill(ch->c_pid, SIGKILL);
 			ch->c_killed = 1;

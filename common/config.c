@@ -727,8 +727,7 @@ add_pubkey(void *arg, const char *item, char *why, size_t whylen)
 
 	if (key_parse_pubkey(item, pk) == -1) {
 		snprintf(why, whylen,
-		    "\"%.*s\" is not an npub or 64-digit "
-		    "lowercase hex public key",
+		    "\"%.*s\" is not an npub or 64-digit lowercase hex public key",
 		    CFG_QUOTE_MAX, item);
 		return -1;
 	}
@@ -883,8 +882,7 @@ cfg_set_number(struct config *cfg, const struct cfg_key *k, const char *v,
 		n = strtol(v, NULL, 10);
 		if (errno == ERANGE || n < k->ck_min || n > k->ck_max) {
 			snprintf(why, whylen,
-			    "\"%.*s\" is out of range "
-			    "(%ld to %ld)",
+			    "\"%.*s\" is out of range (%ld to %ld)",
 			    CFG_QUOTE_MAX, v, k->ck_min, k->ck_max);
 			return -1;
 		}
@@ -894,8 +892,7 @@ cfg_set_number(struct config *cfg, const struct cfg_key *k, const char *v,
 	case CT_OPTBOOL:
 		if (parse_bool(v, &b) == -1) {
 			snprintf(why, whylen,
-			    "\"%.*s\" is not a boolean "
-			    "(true/false, yes/no, 1/0)",
+			    "\"%.*s\" is not a boolean (true/false, yes/no, 1/0)",
 			    CFG_QUOTE_MAX, v);
 			return -1;
 		}
@@ -904,8 +901,7 @@ cfg_set_number(struct config *cfg, const struct cfg_key *k, const char *v,
 	case CT_LOGLEVEL:
 		if ((lvl = log_parse_level(v)) == -1) {
 			snprintf(why, whylen,
-			    "\"%.*s\" is not a log level "
-			    "(error, warn, info, debug)",
+			    "\"%.*s\" is not a log level (error, warn, info, debug)",
 			    CFG_QUOTE_MAX, v);
 			return -1;
 		}
@@ -965,9 +961,8 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
 	case CT_PATH:
 		if (v[0] != '/' || has_ctrl(v)) {
 			snprintf(why, whylen,
-			    "\"%.*s\" is not an absolute "
-			    "path",
-			    CFG_QUOTE_MAX, v);
+			    "\"%.*s\" is not an absolute path", CFG_QUOTE_MAX,
+			    v);
 			return -1;
 		}
 		cfg_clear(cfg, k);
@@ -1002,8 +997,7 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
 		/* Never quote a secret back, not even a wrong one. */
 		if (key_parse_seckey(v, sk) == -1) {
 			snprintf(why, whylen,
-			    "not a valid nsec or 64-digit "
-			    "hex secret key");
+			    "not a valid nsec or 64-digit hex secret key");
 			return -1;
 		}
 		cfg_clear(cfg, k);
@@ -1127,9 +1121,8 @@ cfg_read_file(struct config *cfg, const char *file, char *err, size_t errlen)
 		}
 		if (seen[k - cfg_keys]) {
 			snprintf(err, errlen,
-			    "%s:%d: %s: already set on line "
-			    "%d",
-			    file, lineno, key, seen[k - cfg_keys]);
+			    "%s:%d: %s: already set on line %d", file, lineno,
+			    key, seen[k - cfg_keys]);
 			goto done;
 		}
 		seen[k - cfg_keys] = lineno;
@@ -1168,32 +1161,24 @@ archive_finish(struct config *cfg, char *err, size_t errlen)
 
 	if (cfg->archive_grasp_services.n > 0 && cfg->archive_all) {
 		snprintf(err, errlen,
-		    "NGIT_ARCHIVE_GRASP_SERVICES: cannot be "
-		    "combined with NGIT_ARCHIVE_ALL=true (one archive mode at "
-		    "a time)");
+		    "NGIT_ARCHIVE_GRASP_SERVICES: cannot be combined with NGIT_ARCHIVE_ALL=true (one archive mode at a time)");
 		return -1;
 	}
 	if (cfg->archive_grasp_services.n > 0 && cfg->archive_whitelist.n > 0) {
 		snprintf(err, errlen,
-		    "NGIT_ARCHIVE_GRASP_SERVICES: cannot be "
-		    "combined with NGIT_ARCHIVE_WHITELIST (one archive mode at "
-		    "a time)");
+		    "NGIT_ARCHIVE_GRASP_SERVICES: cannot be combined with NGIT_ARCHIVE_WHITELIST (one archive mode at a time)");
 		return -1;
 	}
 	if (cfg->archive_read_only == 1 && !on) {
 		snprintf(err, errlen,
-		    "NGIT_ARCHIVE_READ_ONLY: true needs "
-		    "NGIT_ARCHIVE_ALL, NGIT_ARCHIVE_WHITELIST or "
-		    "NGIT_ARCHIVE_GRASP_SERVICES");
+		    "NGIT_ARCHIVE_READ_ONLY: true needs NGIT_ARCHIVE_ALL, NGIT_ARCHIVE_WHITELIST or NGIT_ARCHIVE_GRASP_SERVICES");
 		return -1;
 	}
 	if (cfg->archive_read_only == -1)
 		cfg->archive_read_only = on;
 	if (cfg->archive_read_only && cfg->repo_whitelist.n > 0) {
 		snprintf(err, errlen,
-		    "NGIT_REPOSITORY_WHITELIST: cannot be "
-		    "used with a read-only archive (NGIT_ARCHIVE_READ_ONLY); "
-		    "use NGIT_ARCHIVE_WHITELIST, or set NGIT_ARCHIVE_READ_ONLY="
+		    "NGIT_REPOSITORY_WHITELIST: cannot be used with a read-only archive (NGIT_ARCHIVE_READ_ONLY); use NGIT_ARCHIVE_WHITELIST, or set NGIT_ARCHIVE_READ_ONLY="
 		    "false");
 		return -1;
 	}
@@ -1238,8 +1223,7 @@ cfg_finish(struct config *cfg, char *err, size_t errlen)
 		return -1;
 	if (cfg->sync_max_backoff_secs < cfg->sync_base_backoff_secs) {
 		snprintf(err, errlen,
-		    "NGIT_SYNC_MAX_BACKOFF_SECS: %d is less "
-		    "than NGIT_SYNC_BASE_BACKOFF_SECS (%d)",
+		    "NGIT_SYNC_MAX_BACKOFF_SECS: %d is less than NGIT_SYNC_BASE_BACKOFF_SECS (%d)",
 		    cfg->sync_max_backoff_secs, cfg->sync_base_backoff_secs);
 		return -1;
 	}
@@ -1628,8 +1612,8 @@ config_warn_env(void)
 		memcpy(name, *e, n);
 		name[n] = '\0';
 		if (cfg_lookup(name) == NULL)
-			log_warnx("environment: %s is not a graspd setting; "
-				  "ignored",
+			log_warnx(
+			    "environment: %s is not a graspd setting; ignored",
 			    name);
 	}
 }
@@ -1654,8 +1638,8 @@ config_warn_proxy(const struct config *cfg)
 	if (cfg->trusted_proxies.n > 0)
 		return 0;
 	if (cfg->proxy_protocol) {
-		log_warnx("proxy_protocol is set but trusted_proxies is "
-			  "empty: every connection will be closed");
+		log_warnx(
+		    "proxy_protocol is set but trusted_proxies is empty: every connection will be closed");
 		return 1;
 	}
 	if (cfg->max_connections_per_ip == 0 &&
@@ -1666,11 +1650,8 @@ config_warn_proxy(const struct config *cfg)
 	if (cfg->bind_host == NULL || !host_loopback(cfg->bind_host) ||
 	    strncmp(cfg->public_url, "https://", 8) != 0)
 		return 0;
-	log_warnx("bind_address %s is loopback and public_url is https: "
-		  "behind a reverse proxy every client has the proxy's "
-		  "address, and the per-address limits count them all as "
-		  "one; set trusted_proxies to the proxy's address "
-		  "(graspd.conf(5) REVERSE PROXY)",
+	log_warnx(
+	    "bind_address %s is loopback and public_url is https: behind a reverse proxy every client has the proxy's address, and the per-address limits count them all as one; set trusted_proxies to the proxy's address (graspd.conf(5) REVERSE PROXY)",
 	    cfg->bind_address);
 	return 1;
 }

@@ -753,8 +753,8 @@ neg_finish(struct conn_req *r, enum conn_fetch_result res, const char *why)
 	m->m_neg_bytes_out += r->r_nst.ns_bytes_out;
 	c->c_neg_sessions++;
 	c->c_neg_bytes += r->r_nst.ns_bytes_in + r->r_nst.ns_bytes_out;
-	log_debug("conn %s: negentropy %s after %u round(s), %llu+%llu "
-		  "bytes, have %zu, need %zu: %s",
+	log_debug(
+	    "conn %s: negentropy %s after %u round(s), %llu+%llu bytes, have %zu, need %zu: %s",
 	    c->c_key, conn_neg_result_name(nr), r->r_nst.ns_rounds,
 	    (unsigned long long)r->r_nst.ns_bytes_out,
 	    (unsigned long long)r->r_nst.ns_bytes_in, r->r_nst.ns_have->il_n,
@@ -783,8 +783,7 @@ req_finish(struct conn_req *r, enum conn_fetch_result res, const char *reason)
 		neg_finish(r, res, why);
 	else {
 		m->m_results[res]++;
-		log_debug("conn %s: %s %s after %u page(s), %llu event(s): "
-			  "%s",
+		log_debug("conn %s: %s %s after %u page(s), %llu event(s): %s",
 		    c->c_key,
 		    r->r_kind == REQ_PAGINATE ? "pagination" : "fetch",
 		    conn_fetch_result_name(res), r->r_st.cs_pages,
@@ -975,8 +974,8 @@ conn_budget_ready(struct conn *c)
 	    conn_budget_open(&c->c_budget, m->m_cfg->run_path, c->c_key) == 0)
 		return;
 	if (!m->m_no_budget_logged)
-		log_warn("conn %s: no budget shared with the other roles in "
-			 "%s/%s",
+		log_warn(
+		    "conn %s: no budget shared with the other roles in %s/%s",
 		    c->c_key, m->m_cfg->run_path, CONN_BUDGET_DIR);
 	m->m_no_budget_logged = 1;
 }
@@ -1061,8 +1060,8 @@ conn_rate_limited(struct conn *c, const char *what, const char *text,
 	c->c_cool_ms = now_ms() + (int64_t)(cool * 1000);
 	if ((c->c_interval *= 2) > cfg_scale_delay(cfg, CONN_REQ_INTERVAL_MAX))
 		c->c_interval = cfg_scale_delay(cfg, CONN_REQ_INTERVAL_MAX);
-	log_info("conn %s: rate limited (%s \"%s\"), no new request for "
-		 "%.1f s, then one every %.0f ms",
+	log_info(
+	    "conn %s: rate limited (%s \"%s\"), no new request for %.1f s, then one every %.0f ms",
 	    c->c_key, what, t, cool, c->c_interval * 1000);
 	conn_sched(c, &c->c_sul_pump, conn_sul_pump, cool);
 	conn_report(c);
@@ -1088,8 +1087,8 @@ conn_auth(struct conn *c, const char *challenge, size_t len)
 	}
 	if (config_owner_key(m->m_cfg, sk, err, sizeof(err)) == -1) {
 		if (!m->m_no_owner_key_logged++)
-			log_warnx("conn: cannot answer AUTH, no relay owner "
-				  "key: %s",
+			log_warnx(
+			    "conn: cannot answer AUTH, no relay owner key: %s",
 			    err);
 		return;
 	}
@@ -2482,8 +2481,7 @@ conn_mgr_new(struct lws_context *context, struct lws_vhost *vhost,
 	if (cfg->domain == NULL ||
 	    relayurl_self_init(&m->m_self, cfg->domain) == -1)
 		log_warnx(
-		    "conn: NGIT_DOMAIN \"%s\" gives no relay key; only "
-		    "the checks on addresses keep us from dialling ourselves",
+		    "conn: NGIT_DOMAIN \"%s\" gives no relay key; only the checks on addresses keep us from dialling ourselves",
 		    cfg->domain ? cfg->domain : "");
 	return m;
 }

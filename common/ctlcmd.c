@@ -121,8 +121,7 @@ ctl_answer(const struct msg *m, const char *why, enum role self,
 	    NULL;
 	if (!cJSON_IsString(cmd)) {
 		snprintf(err, sizeof(err),
-		    "request must be a JSON object "
-		    "with a \"cmd\" string");
+		    "request must be a JSON object with a \"cmd\" string");
 		goto done;
 	}
 	args = cJSON_GetObjectItemCaseSensitive(doc, "args");
@@ -133,8 +132,7 @@ ctl_answer(const struct msg *m, const char *why, enum role self,
 	cJSON_ArrayForEach(a, args) {
 		if (!cJSON_IsString(a) || argc == CTL_MAX_ARGS) {
 			snprintf(err, sizeof(err),
-			    "\"args\" must be at most "
-			    "%d strings",
+			    "\"args\" must be at most %d strings",
 			    CTL_MAX_ARGS);
 			goto done;
 		}
@@ -153,9 +151,8 @@ ctl_answer(const struct msg *m, const char *why, enum role self,
 	}
 	if (argc < ctl_cmds[c].lo || argc > ctl_cmds[c].hi) {
 		snprintf(err, sizeof(err),
-		    "%s takes %d to %d arguments, not "
-		    "%d",
-		    ctl_cmds[c].name, ctl_cmds[c].lo, ctl_cmds[c].hi, argc);
+		    "%s takes %d to %d arguments, not %d", ctl_cmds[c].name,
+		    ctl_cmds[c].lo, ctl_cmds[c].hi, argc);
 		goto done;
 	}
 	log_debug("control: %s", ctl_cmds[c].name);

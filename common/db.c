@@ -382,8 +382,7 @@ db_migrate(sqlite3 *db, char *err, size_t errlen)
 		goto fail;
 	if (version > DB_NMIGRATIONS) {
 		snprintf(err, errlen,
-		    "database schema version %lld is newer "
-		    "than this program's %d",
+		    "database schema version %lld is newer than this program's %d",
 		    version, DB_NMIGRATIONS);
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;
@@ -463,9 +462,8 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 		sqlite3_finalize(st);
 		if (strcmp(mode, "wal") != 0 && strcmp(path, ":memory:") != 0) {
 			snprintf(err, errlen,
-			    "%s: cannot enable WAL "
-			    "(journal mode %s)",
-			    path, mode);
+			    "%s: cannot enable WAL (journal mode %s)", path,
+			    mode);
 			goto fail;
 		}
 	}
@@ -493,8 +491,7 @@ db_open(const char *path, int flags, sqlite3 **out, char *err, size_t errlen)
 			goto sqlfail;
 		if (version != DB_NMIGRATIONS) {
 			snprintf(err, errlen,
-			    "%s: schema version %lld, this "
-			    "program needs %d",
+			    "%s: schema version %lld, this program needs %d",
 			    path, version, DB_NMIGRATIONS);
 			goto fail;
 		}

@@ -220,9 +220,8 @@ get_hex(const struct json *obj, const char *key, uint8_t *out, size_t n,
 	}
 	if (v->type != JSON_STRING || hex_decode(v->s, v->len, out, n) == -1) {
 		snprintf(err, errlen,
-		    "invalid: %s must be %zu lowercase hex "
-		    "characters",
-		    key, n * 2);
+		    "invalid: %s must be %zu lowercase hex characters", key,
+		    n * 2);
 		return -1;
 	}
 	return 0;
@@ -249,16 +248,14 @@ event_from_json(const struct json *obj, char *err, size_t errlen)
 	if (kind == NULL || kind->type != JSON_NUMBER || !kind->is_int ||
 	    kind->i < 0 || kind->i > EVENT_KIND_MAX) {
 		snprintf(err, errlen,
-		    "invalid: kind must be an integer "
-		    "between 0 and %d",
+		    "invalid: kind must be an integer between 0 and %d",
 		    EVENT_KIND_MAX);
 		return NULL;
 	}
 	if (created == NULL || created->type != JSON_NUMBER ||
 	    !created->is_int || created->i < 0) {
 		snprintf(err, errlen,
-		    "invalid: created_at must be a "
-		    "non-negative integer");
+		    "invalid: created_at must be a non-negative integer");
 		return NULL;
 	}
 	if (content == NULL || content->type != JSON_STRING) {
@@ -272,15 +269,13 @@ event_from_json(const struct json *obj, char *err, size_t errlen)
 	for (t = tags->child; t; t = t->next) {
 		if (t->type != JSON_ARRAY || t->n == 0) {
 			snprintf(err, errlen,
-			    "invalid: each tag must be a "
-			    "non-empty array of strings");
+			    "invalid: each tag must be a non-empty array of strings");
 			return NULL;
 		}
 		for (e = t->child; e; e = e->next) {
 			if (e->type != JSON_STRING) {
 				snprintf(err, errlen,
-				    "invalid: tag elements "
-				    "must be strings");
+				    "invalid: tag elements must be strings");
 				return NULL;
 			}
 			nstr++;

@@ -541,8 +541,8 @@ feed_scan_kinds(struct store *store, int64_t after, int64_t upto,
 		    (size_t)sqlite3_column_bytes(get, 0), err, sizeof(err));
 		sqlite3_reset(get);
 		if (ev == NULL) {
-			log_warnx("feed: stored event seq %lld does not parse "
-				  "(%s), skipped",
+			log_warnx(
+			    "feed: stored event seq %lld does not parse (%s), skipped",
 			    (long long)v[i], err);
 			continue;
 		}

@@ -146,8 +146,7 @@ parse_hex32_list(const struct json *m, const char *what, uint8_t (**outp)[32],
 		if (v->type != JSON_STRING ||
 		    hex_decode(v->s, v->len, out[n], 32) == -1) {
 			snprintf(err, errlen,
-			    "invalid: %s must be "
-			    "64-character lowercase hex strings",
+			    "invalid: %s must be 64-character lowercase hex strings",
 			    what);
 			free(out);
 			return -1;
@@ -172,8 +171,7 @@ parse_kinds(const struct json *m, struct filter *f, char *err, size_t errlen)
 		if (v->type != JSON_NUMBER || !v->is_int || v->i < 0 ||
 		    v->i > EVENT_KIND_MAX) {
 			snprintf(err, errlen,
-			    "invalid: kinds must be integers "
-			    "from 0 to %d",
+			    "invalid: kinds must be integers from 0 to %d",
 			    EVENT_KIND_MAX);
 			return -1;
 		}
@@ -199,15 +197,12 @@ parse_tag(const struct json *m, struct filter_tag *t, char *err, size_t errlen)
 	for (v = m->child; v != NULL; v = v->next) {
 		if (v->type != JSON_STRING) {
 			snprintf(err, errlen,
-			    "invalid: %s values must be "
-			    "strings",
-			    what);
+			    "invalid: %s values must be strings", what);
 			return -1;
 		}
 		if (hex && hex_decode(v->s, v->len, scratch, 32) == -1) {
 			snprintf(err, errlen,
-			    "invalid: %s values must be "
-			    "64-character lowercase hex",
+			    "invalid: %s values must be 64-character lowercase hex",
 			    what);
 			return -1;
 		}
@@ -241,9 +236,7 @@ parse_nonneg(const struct json *m, const char *what, int64_t *out, int *has,
 {
 	if (m->type != JSON_NUMBER || !m->is_int || m->i < 0) {
 		snprintf(err, errlen,
-		    "invalid: %s must be a non-negative "
-		    "integer",
-		    what);
+		    "invalid: %s must be a non-negative integer", what);
 		return -1;
 	}
 	*out = m->i;
@@ -295,16 +288,13 @@ filter_parse(const struct json *obj, struct filter *out, char *err,
 		if (bit == 0 && m->keylen >= 1 && m->key[0] == '#') {
 			if (m->keylen != 2 || !is_letter(m->key[1])) {
 				snprintf(err, errlen,
-				    "unsupported: unindexed "
-				    "tag filter %s",
+				    "unsupported: unindexed tag filter %s",
 				    key);
 				goto fail;
 			}
 			if (letters & letter_bit(m->key[1])) {
 				snprintf(err, errlen,
-				    "invalid: duplicate "
-				    "filter item %s",
-				    key);
+				    "invalid: duplicate filter item %s", key);
 				goto fail;
 			}
 			letters |= letter_bit(m->key[1]);
@@ -315,16 +305,12 @@ filter_parse(const struct json *obj, struct filter *out, char *err,
 		}
 		if (bit == 0) {
 			snprintf(err, errlen,
-			    "unsupported: unrecognised "
-			    "filter item %s",
-			    key);
+			    "unsupported: unrecognised filter item %s", key);
 			goto fail;
 		}
 		if (seen & bit) {
 			snprintf(err, errlen,
-			    "invalid: duplicate filter item "
-			    "%s",
-			    key);
+			    "invalid: duplicate filter item %s", key);
 			goto fail;
 		}
 		seen |= bit;

@@ -182,9 +182,7 @@ msg_check(const void *buf, size_t n, struct msg *m, char *err, size_t errlen)
 	memset(m, 0, sizeof(*m));
 	if (n < sizeof(h)) {
 		snprintf(err, errlen,
-		    "malformed message: %zu bytes, shorter "
-		    "than a header",
-		    n);
+		    "malformed message: %zu bytes, shorter than a header", n);
 		return -1;
 	}
 	memcpy(&h, buf, sizeof(h));
@@ -195,9 +193,8 @@ msg_check(const void *buf, size_t n, struct msg *m, char *err, size_t errlen)
 	}
 	if (h.mh_version != MSG_VERSION) {
 		snprintf(err, errlen,
-		    "malformed message: version %u, "
-		    "expected %u",
-		    h.mh_version, MSG_VERSION);
+		    "malformed message: version %u, expected %u", h.mh_version,
+		    MSG_VERSION);
 		return -1;
 	}
 	if (!msg_type_known(h.mh_type)) {
@@ -207,8 +204,7 @@ msg_check(const void *buf, size_t n, struct msg *m, char *err, size_t errlen)
 	}
 	if (h.mh_len != n - sizeof(h) || h.mh_len > MSG_MAX_PAYLOAD) {
 		snprintf(err, errlen,
-		    "malformed %s message: length %u, %zu "
-		    "bytes follow",
+		    "malformed %s message: length %u, %zu bytes follow",
 		    msg_type_name(h.mh_type), h.mh_len, n - sizeof(h));
 		return -1;
 	}
@@ -356,30 +352,26 @@ msg_git_data_decode(const struct msg *m, struct msg_git_data *mg, char *err,
 	}
 	if (m->m_len < 33) {
 		snprintf(err, errlen,
-		    "malformed GIT_DATA message: %zu bytes, "
-		    "shorter than an owner and a length",
+		    "malformed GIT_DATA message: %zu bytes, shorter than an owner and a length",
 		    m->m_len);
 		return -1;
 	}
 	n = m->m_data[32];
 	if (n == 0 || n > MSG_GIT_DATA_D_MAX) {
 		snprintf(err, errlen,
-		    "malformed GIT_DATA message: identifier "
-		    "length %zu, not 1 to %d",
+		    "malformed GIT_DATA message: identifier length %zu, not 1 to %d",
 		    n, MSG_GIT_DATA_D_MAX);
 		return -1;
 	}
 	if (m->m_len != 33 + n) {
 		snprintf(err, errlen,
-		    "malformed GIT_DATA message: %zu bytes, "
-		    "expected %zu",
+		    "malformed GIT_DATA message: %zu bytes, expected %zu",
 		    m->m_len, 33 + n);
 		return -1;
 	}
 	if (memchr(m->m_data + 33, '\0', n) != NULL) {
 		snprintf(err, errlen,
-		    "malformed GIT_DATA message: NUL in the "
-		    "identifier");
+		    "malformed GIT_DATA message: NUL in the identifier");
 		return -1;
 	}
 	memcpy(mg->mg_owner, m->m_data, 32);

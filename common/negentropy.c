@@ -485,16 +485,13 @@ reconcile(struct neg *ng, const uint8_t *msg, size_t len, struct buf *full,
 	}
 	if (*p < NEG_VERSION_MIN || *p > NEG_VERSION_MAX) {
 		snprintf(err, errlen,
-		    "invalid negentropy protocol version "
-		    "byte 0x%02x",
-		    *p);
+		    "invalid negentropy protocol version byte 0x%02x", *p);
 		goto done;
 	}
 	if (*p != NEG_PROTOCOL_V1) {
 		if (ng->ng_client) {
 			snprintf(err, errlen,
-			    "unsupported negentropy "
-			    "protocol version %d",
+			    "unsupported negentropy protocol version %d",
 			    *p - NEG_VERSION_MIN);
 			goto done;
 		}
@@ -519,8 +516,7 @@ reconcile(struct neg *ng, const uint8_t *msg, size_t len, struct buf *full,
 		case NEG_MODE_FINGERPRINT:
 			if ((size_t)(end - p) < NEG_FINGERPRINT_SIZE) {
 				snprintf(err, errlen,
-				    "truncated negentropy "
-				    "fingerprint");
+				    "truncated negentropy fingerprint");
 				goto done;
 			}
 			neg_fingerprint(ng->ng_items + lower, upper - lower,
@@ -541,8 +537,7 @@ reconcile(struct neg *ng, const uint8_t *msg, size_t len, struct buf *full,
 			if (neg_varint_get(&p, end, &count) == -1 ||
 			    count > (uint64_t)(end - p) / NEG_ID_SIZE) {
 				snprintf(err, errlen,
-				    "truncated negentropy "
-				    "id list");
+				    "truncated negentropy id list");
 				goto done;
 			}
 			ids = p;
@@ -551,8 +546,7 @@ reconcile(struct neg *ng, const uint8_t *msg, size_t len, struct buf *full,
 				if (client_idlist(ng, lower, upper, ids,
 					count) == -1) {
 					snprintf(err, errlen,
-					    "more than %d "
-					    "differing ids",
+					    "more than %d differing ids",
 					    NEG_MAX_ITEMS);
 					goto done;
 				}
@@ -619,8 +613,7 @@ reconcile_hex(struct neg *ng, const char *hex, size_t hexlen, struct buf *out,
 
 	if ((msg = unhex(hex, hexlen, &len)) == NULL) {
 		snprintf(err, errlen,
-		    "negentropy message is not lowercase "
-		    "hex");
+		    "negentropy message is not lowercase hex");
 		return -1;
 	}
 	buf_addc(&full, (char)NEG_PROTOCOL_V1);
@@ -644,8 +637,7 @@ neg_server_reconcile(struct neg *ng, const char *hex, size_t hexlen,
 
 	if (ng->ng_client) {
 		snprintf(err, errlen,
-		    "a negentropy client answers with "
-		    "neg_client_reconcile");
+		    "a negentropy client answers with neg_client_reconcile");
 		return -1;
 	}
 	return reconcile_hex(ng, hex, hexlen, out, &len, err, errlen);

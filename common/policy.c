@@ -114,8 +114,7 @@ policy_init(struct policy *pl, const struct config *cfg, char *err,
 	    split_hostport(dom, strcspn(dom, "/"), pl->pl_pub_host,
 		sizeof(pl->pl_pub_host), &n1) == -1) {
 		snprintf(err, errlen,
-		    "NGIT_PUBLIC_URL: \"%s\" is not "
-		    "http[s]://host[:port]",
+		    "NGIT_PUBLIC_URL: \"%s\" is not http[s]://host[:port]",
 		    cfg->public_url);
 		return -1;
 	}
@@ -500,9 +499,7 @@ held_repo(const struct policy *pl, const struct event *ev, char *msg,
 		return 0;
 	npub_of(pk, npub, sizeof(npub));
 	snprintf(msg, msglen,
-	    "blocked: repository %s/%s is announced but its "
-	    "git data has not been pushed yet: push to %s/%s/%s.git, then "
-	    "send this event again",
+	    "blocked: repository %s/%s is announced but its git data has not been pushed yet: push to %s/%s/%s.git, then send this event again",
 	    npub, d, pl->pl_cfg->public_url, npub, d);
 	return 1;
 }
@@ -524,18 +521,15 @@ announcement_blacklisted(const struct config *cfg, const struct event *ev,
 			continue;
 		if (r->has_pubkey && r->identifier == NULL)
 			snprintf(msg, msglen,
-			    "blocked: Repository owner %s "
-			    "is blacklisted",
+			    "blocked: Repository owner %s is blacklisted",
 			    npub);
 		else if (r->has_pubkey)
 			snprintf(msg, msglen,
-			    "blocked: Repository %s/%s is "
-			    "blacklisted",
-			    npub, d);
+			    "blocked: Repository %s/%s is blacklisted", npub,
+			    d);
 		else
 			snprintf(msg, msglen,
-			    "blocked: Repository identifier "
-			    "%s is blacklisted",
+			    "blocked: Repository identifier %s is blacklisted",
 			    d);
 		return 1;
 	}
@@ -591,23 +585,19 @@ check_announcement(const struct policy *pl, struct store *st,
 
 	if (d == NULL) {
 		snprintf(msg, msglen,
-		    "invalid: missing required 'd' tag "
-		    "(identifier)");
+		    "invalid: missing required 'd' tag (identifier)");
 		return 0;
 	}
 	if (!policy_identifier_safe(d->s, d->len)) {
 		snprintf(msg, msglen,
-		    "invalid: Invalid identifier: must be "
-		    "non-empty, not '.' or '..', without '/' or '\\'");
+		    "invalid: Invalid identifier: must be non-empty, not '.' or '..', without '/' or '\\'");
 		return 0;
 	}
 	for (t = NULL; (t = find_tag(ev, "clone", t)) != NULL;)
 		nclone++;
 	if (nclone > 1) {
 		snprintf(msg, msglen,
-		    "invalid: Invalid announcement: multiple "
-		    "clone tags found. correct format is single clone tag with "
-		    "multiple values");
+		    "invalid: Invalid announcement: multiple clone tags found. correct format is single clone tag with multiple values");
 		return 0;
 	}
 	npub_of(ev->pubkey, npub, sizeof(npub));
@@ -624,18 +614,14 @@ check_announcement(const struct policy *pl, struct store *st,
 		return POLICY_HOST;
 	if (listed)
 		snprintf(msg, msglen,
-		    "blocked: Announcement lists service but "
-		    "does not match repository whitelist. Repository %s/%s not "
-		    "in whitelist",
+		    "blocked: Announcement lists service but does not match repository whitelist. Repository %s/%s not in whitelist",
 		    npub, d->s);
 	else {
 		/* Say which domain is expected, and where it is missing;
 		 * the examples are the URLs people are shown. */
 		config_relay_url(cfg, relay, sizeof(relay));
 		snprintf(msg, msglen,
-		    "blocked: Announcement must list service "
-		    "in both 'clone' and 'relays' tags: this service is %s, "
-		    "missing from %s (e.g. clone %s/%s/%s.git, relays %s)",
+		    "blocked: Announcement must list service in both 'clone' and 'relays' tags: this service is %s, missing from %s (e.g. clone %s/%s/%s.git, relays %s)",
 		    cfg->domain,
 		    !in_clone && !in_relays ? "both" :
 			!in_clone	    ? "'clone'" :
@@ -660,8 +646,7 @@ check_state(const struct policy *pl, struct store *st, const struct event *ev,
 
 	if (d == NULL) {
 		snprintf(msg, msglen,
-		    "invalid: missing required 'd' tag "
-		    "(identifier)");
+		    "invalid: missing required 'd' tag (identifier)");
 		return 0;
 	}
 	/* Announcements held in purgatory count (reference brief 1.4). */
@@ -673,8 +658,7 @@ check_state(const struct policy *pl, struct store *st, const struct event *ev,
 	if (a.n == 0) {
 		policy_anns_free(&a);
 		snprintf(msg, msglen,
-		    "invalid: no announcement exists for "
-		    "this repository");
+		    "invalid: no announcement exists for this repository");
 		return POLICY_REFUSE;
 	}
 	for (i = 0; i < a.n && rc == POLICY_REFUSE; i++)
@@ -684,8 +668,7 @@ check_state(const struct policy *pl, struct store *st, const struct event *ev,
 	policy_anns_free(&a);
 	if (rc == 0)
 		snprintf(msg, msglen,
-		    "invalid: author not authorized for this "
-		    "repository");
+		    "invalid: author not authorized for this repository");
 	return rc;
 }
 
@@ -803,9 +786,7 @@ policy_check(const struct policy *pl, struct store *st, const struct event *ev,
 		if (memcmp(cfg->event_blacklist.v[i], ev->pubkey, 32) == 0) {
 			npub_of(ev->pubkey, npub, sizeof(npub));
 			snprintf(msg, msglen,
-			    "blocked: Event author %s is "
-			    "blacklisted",
-			    npub);
+			    "blocked: Event author %s is blacklisted", npub);
 			return 0;
 		}
 	}
@@ -824,9 +805,7 @@ policy_check(const struct policy *pl, struct store *st, const struct event *ev,
 		if (pl->pl_inv != NULL && inv_eligible(pl->pl_inv, ev->pubkey))
 			return 1;
 		snprintf(msg, msglen,
-		    "blocked: profiles and relay lists are "
-		    "accepted only from owners and maintainers of hosted "
-		    "repositories and authors of their accepted threads");
+		    "blocked: profiles and relay lists are accepted only from owners and maintainers of hosted repositories and authors of their accepted threads");
 		return 0;
 	default:
 		break;
@@ -845,19 +824,16 @@ policy_check(const struct policy *pl, struct store *st, const struct event *ev,
 	if (r == 0) {
 		if (ev->kind == KIND_PR || ev->kind == KIND_PR_UPDATE)
 			snprintf(msg, msglen,
-			    "blocked: PR event must reference "
-			    "an accepted repository or accepted event");
+			    "blocked: PR event must reference an accepted repository or accepted event");
 		else
 			snprintf(msg, msglen,
-			    "blocked: event must reference an "
-			    "accepted repository or accepted event");
+			    "blocked: event must reference an accepted repository or accepted event");
 		return 0;
 	}
 	if ((ev->kind == KIND_PR || ev->kind == KIND_PR_UPDATE) &&
 	    event_tag_value(ev, "c") == NULL) {
 		snprintf(msg, msglen,
-		    "invalid: PR event has no 'c' tag (tip "
-		    "commit)");
+		    "invalid: PR event has no 'c' tag (tip commit)");
 		return 0;
 	}
 	return 1;

@@ -215,8 +215,8 @@ proc_db_path(const struct proc *p, char *out, size_t outlen)
 {
 	if (snprintf(out, outlen, "%s/graspd.db", p->p_cfg->relay_data_path) >=
 	    (int)outlen)
-		ready_config_fail("configuration: NGIT_RELAY_DATA_PATH is too "
-				  "long");
+		ready_config_fail(
+		    "configuration: NGIT_RELAY_DATA_PATH is too long");
 }
 
 void

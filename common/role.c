@@ -325,9 +325,8 @@ role_open_store(struct role_ctx *ctx)
 	ctx->r_db_attempts++;
 	if (stat(ctx->r_dbpath, &sb) == -1) {
 		snprintf(why, sizeof(why),
-		    "database %s: %s (relayd creates "
-		    "it)",
-		    ctx->r_dbpath, strerror(errno));
+		    "database %s: %s (relayd creates it)", ctx->r_dbpath,
+		    strerror(errno));
 		goto wait;
 	}
 	if ((s = store_open(ctx->r_dbpath, 1, err, sizeof(err))) == NULL) {
@@ -337,9 +336,7 @@ role_open_store(struct role_ctx *ctx)
 	if (store_last_seq(s, &start) == -1) {
 		store_close(s);
 		snprintf(why, sizeof(why),
-		    "database %s: cannot read the last "
-		    "seq",
-		    ctx->r_dbpath);
+		    "database %s: cannot read the last seq", ctx->r_dbpath);
 		goto wait;
 	}
 	ctx->r_store = s;

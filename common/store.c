@@ -238,8 +238,8 @@ store_commit(struct store *s)
 {
 	if (s->s_failed) {
 		/* A put failed half-way: none of the transaction stays. */
-		log_warnx("store: a put failed inside the transaction; "
-			  "rolling it back");
+		log_warnx(
+		    "store: a put failed inside the transaction; rolling it back");
 		s->s_failed = 0;
 		exec_stmt(s, ST_ROLLBACK);
 		return -1;
@@ -394,8 +394,8 @@ delete_seq(struct store *s, int64_t seq)
 		r = each_tag_row(s, ST_DELETE_TAG, ev, seq);
 		event_destroy(ev);
 	} else {
-		log_warnx("store: stored event %lld does not parse (%s); "
-			  "scanning the tags for its rows",
+		log_warnx(
+		    "store: stored event %lld does not parse (%s); scanning the tags for its rows",
 		    (long long)seq, err);
 		if ((st = stmt(s, ST_DELETE_TAGS_SCAN)) == NULL)
 			return -1;

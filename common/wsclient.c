@@ -674,9 +674,8 @@ peer_closed(struct wsc *w, const uint8_t *p, size_t n)
 {
 	w->ws_close_code = n >= 2 ? (p[0] << 8 | p[1]) : 1005;
 	snprintf(w->ws_err, sizeof(w->ws_err),
-	    "closed by the server "
-	    "(code %d%s%.*s)",
-	    w->ws_close_code, n > 2 ? ": " : "", n > 2 ? (int)(n - 2) : 0,
+	    "closed by the server (code %d%s%.*s)", w->ws_close_code,
+	    n > 2 ? ": " : "", n > 2 ? (int)(n - 2) : 0,
 	    n > 2 ? (const char *)p + 2 : "");
 	if (!w->ws_close_sent)
 		send_frame(w, WS_OP_CLOSE, 1, p, n >= 2 ? 2 : 0, 100);

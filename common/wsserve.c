@@ -235,9 +235,7 @@ wss_rx_frame(struct wss_rx *rx, struct lws *wsi, const void *in, size_t len,
 		return 0;
 	if (rx->wr_oversized) {
 		snprintf(notice, sizeof(notice),
-		    "invalid: message too large "
-		    "(at most %zu bytes)",
-		    max);
+		    "invalid: message too large (at most %zu bytes)", max);
 		wss_notice(q, notice);
 		rx->wr_oversized = 0;
 		return 0;

@@ -152,8 +152,8 @@ batch_done(void *arg, struct conn_req *req, enum conn_fetch_result res,
 		log_debug("%s: identities of %zu authors: %llu events",
 		    s->ds_key, b->db_n, (unsigned long long)b->db_events);
 	else
-		log_info("%s: identity query for %zu authors failed (%s%s%s); "
-			 "retrying later",
+		log_info(
+		    "%s: identity query for %zu authors failed (%s%s%s); retrying later",
 		    s->ds_key, b->db_n, conn_fetch_result_name(res),
 		    reason ? ": " : "", reason ? reason : "");
 	batch_answer(dd, b, ok);

@@ -534,15 +534,12 @@ disc_init(struct role_ctx *ctx)
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);)
 		lists += ((struct disc_author *)v)->da_has_list &&
 		    ((struct disc_author *)v)->da_eligible;
-	log_info("from the database: %zu eligible identity authors, %zu with "
-		 "a stored relay list; %zu index sources",
+	log_info(
+	    "from the database: %zu eligible identity authors, %zu with a stored relay list; %zu index sources",
 	    dd->dd_neligible, lists, dd->dd_nindex);
 	if (dd->dd_nindex == 0)
-		log_warnx("GRASP-03 discovery has no source: authors without a "
-			  "stored relay list cannot be discovered; set "
-			  "NGIT_SYNC_PLUS_USER_INDEX_RELAYS (file key "
-			  "sync_plus_user_index_relays) to public profile "
-			  "indexes, see graspd.conf(5)");
+		log_warnx(
+		    "GRASP-03 discovery has no source: authors without a stored relay list cannot be discovered; set NGIT_SYNC_PLUS_USER_INDEX_RELAYS (file key sync_plus_user_index_relays) to public profile indexes, see graspd.conf(5)");
 
 	dd->dd_conns = conn_mgr_new(ctx->r_lws, ctx->r_vhost, &ctx->r_cfg,
 	    &disc_hooks, dd);

@@ -81,8 +81,7 @@ open_failed(const char *from)
 {
 	if (errno == ELOOP || errno == EINVAL || errno == ENOTDIR)
 		fprintf(stderr,
-		    "graspctl: %s: changed into a link or a special file "
-		    "while copying: not followed\n",
+		    "graspctl: %s: changed into a link or a special file while copying: not followed\n",
 		    from);
 	else
 		fprintf(stderr, "graspctl: %s: %s\n", from, strerror(errno));
@@ -239,8 +238,7 @@ copy_tree_at(int fd, const char *from, const char *to, struct copied *c)
 				 sizeof(link) - 1)) == -1 &&
 			    errno == EINVAL) {
 				fprintf(stderr,
-				    "graspctl: %s: changed from a link while "
-				    "copying: not copied\n",
+				    "graspctl: %s: changed from a link while copying: not copied\n",
 				    src);
 				goto done;
 			}
@@ -385,8 +383,8 @@ gctl_backup(const struct gctl_where *w, int argc, char *argv[], int jflag)
 		free(text);
 		cJSON_Delete(o);
 	} else
-		printf("%s/relay/graspd.db: the database\n%s%s/git: %lld "
-		       "files, %lld bytes\n",
+		printf(
+		    "%s/relay/graspd.db: the database\n%s%s/git: %lld files, %lld bytes\n",
 		    dir, keyc.cp_files > 0 ? "the relay key file\n" : "", dir,
 		    gitc.cp_files, gitc.cp_bytes);
 	return 0;

@@ -222,9 +222,7 @@ gctl_db_path(const struct gctl_where *w, char *out, size_t len)
 		return 0;
 	if (errno == ENOENT)
 		fprintf(stderr,
-		    "graspctl: no database at %s (%s): name graspd's "
-		    "configuration with -f FILE, or the run directory of "
-		    "the running graspd with -r DIR\n",
+		    "graspctl: no database at %s (%s): name graspd's configuration with -f FILE, or the run directory of the running graspd with -r DIR\n",
 		    out, w->cw_from);
 	else
 		fprintf(stderr, "graspctl: %s: %s (%s)\n", out, strerror(errno),
@@ -270,8 +268,7 @@ gctl_export(const struct gctl_where *w, int argc, char *argv[])
 		t = strtoll(since, &end, 10);
 		if (errno != 0 || end == since || *end != '\0' || t < 0) {
 			fprintf(stderr,
-			    "graspctl: --since wants unix "
-			    "seconds, not \"%s\"\n",
+			    "graspctl: --since wants unix seconds, not \"%s\"\n",
 			    since);
 			return GCTL_USAGE_EXIT;
 		}
@@ -545,8 +542,7 @@ wait_answers(struct import *im, int drain)
 				oldest = im->im_win[i].if_sent;
 		if (wsc_now_ms() - oldest > IMPORT_ANSWER_MS) {
 			fprintf(stderr,
-			    "graspctl: relayd did not answer an "
-			    "EVENT within %d s\n",
+			    "graspctl: relayd did not answer an EVENT within %d s\n",
 			    IMPORT_ANSWER_MS / 1000);
 			return -1;
 		}
@@ -558,8 +554,7 @@ wait_answers(struct import *im, int drain)
 			break;
 		if (wsc_is_closed(im->im_ws)) {
 			fprintf(stderr,
-			    "graspctl: relayd closed the "
-			    "connection: %s\n",
+			    "graspctl: relayd closed the connection: %s\n",
 			    wsc_error(im->im_ws));
 			return -1;
 		}
@@ -569,8 +564,7 @@ wait_answers(struct import *im, int drain)
 		    wsc_read_available(im->im_ws) == -1 &&
 		    !wsc_is_closed(im->im_ws)) {
 			fprintf(stderr,
-			    "graspctl: connection to relayd "
-			    "lost\n");
+			    "graspctl: connection to relayd lost\n");
 			return -1;
 		}
 		progress(im, 0);
@@ -750,9 +744,7 @@ import_connect(const struct gctl_where *w, uid_t *uid)
 		fatal("socket");
 	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		fprintf(stderr,
-		    "graspctl: cannot reach relayd at %s: %s (is graspd "
-		    "running? -r names its run directory, -f its "
-		    "configuration)\n",
+		    "graspctl: cannot reach relayd at %s: %s (is graspd running? -r names its run directory, -f its configuration)\n",
 		    sun.sun_path, strerror(errno));
 		close(fd);
 		return NULL;
@@ -764,8 +756,7 @@ import_connect(const struct gctl_where *w, uid_t *uid)
 	if ((ws = wsc_handshake(fd, "localhost", w->cw_cfg.bind_port, "/", NULL,
 		 IMPORT_CONNECT_MS, NULL)) == NULL)
 		fprintf(stderr,
-		    "graspctl: relayd at %s refused the "
-		    "websocket\n",
+		    "graspctl: relayd at %s refused the websocket\n",
 		    sun.sun_path);
 	return ws;
 }
@@ -849,10 +840,7 @@ git_tree_usable(const struct gctl_where *w, uid_t uid)
 	else
 		snprintf(name, sizeof(name), "%u", (unsigned)uid);
 	fprintf(stderr,
-	    "graspctl: %s belongs to %s, but relayd runs as %s and cannot "
-	    "write there, so the events of its repositories would be "
-	    "refused or held; nothing imported: run chown -R %s: %s and "
-	    "import again\n",
+	    "graspctl: %s belongs to %s, but relayd runs as %s and cannot write there, so the events of its repositories would be refused or held; nothing imported: run chown -R %s: %s and import again\n",
 	    bad, whose, who, name, git);
 	return -1;
 }
@@ -898,9 +886,7 @@ gctl_import(const struct gctl_where *w, int argc, char *argv[], int jflag)
 			goto done;
 		if (send_line(im, line, (size_t)n) == -1) {
 			line = NULL;
-			fprintf(stderr,
-			    "graspctl: cannot send to relayd: "
-			    "%s\n",
+			fprintf(stderr, "graspctl: cannot send to relayd: %s\n",
 			    wsc_error(im->im_ws));
 			goto done;
 		}

@@ -46,23 +46,18 @@ static void __attribute__((noreturn)) usage(int status)
 	fprintf(status ? stderr : stdout,
 	    "usage: graspctl [-hjV] [-f file] [-r dir] command [argument]\n"
 	    "commands:\n"
-	    "  status                     every role: state, pid, uptime, "
-	    "restarts\n"
+	    "  status                     every role: state, pid, uptime, restarts\n"
 	    "  start|stop|restart role    one role, through graspd\n"
 	    "  stop                       stop graspd and every role\n"
 	    "  reload                     re-read the configuration\n"
-	    "  log verbose|brief [proc]   log level of one or every "
-	    "process\n"
+	    "  log verbose|brief [proc]   log level of one or every process\n"
 	    "  show proc                  what a process is doing\n"
 	    "  stats [proc]               counters of one or every process\n"
 	    "  export [--since T] [filter] stored events as JSON lines\n"
 	    "  import [file]              publish JSON lines through relayd\n"
 	    "  backup dir                 copy the database and git data\n"
-	    "roles: relayd syncd discoveryd historyd; proc: a role or "
-	    "graspd\n"
-	    "options: -f the configuration (for run_path and the data "
-	    "paths), -h this help,\n  -j JSON, -r the run directory (of a "
-	    "running graspd), -V the version\n");
+	    "roles: relayd syncd discoveryd historyd; proc: a role or graspd\n"
+	    "options: -f the configuration (for run_path and the data paths), -h this help,\n  -j JSON, -r the run directory (of a running graspd), -V the version\n");
 	exit(status);
 }
 
@@ -139,8 +134,7 @@ request(enum role proc, enum ctl_cmd c, const char *arg)
 	}
 	if (stat(ep + strlen("ipc://"), &st) == -1) {
 		fprintf(stderr,
-		    "graspctl: %s is not running (no socket at "
-		    "%s)\n",
+		    "graspctl: %s is not running (no socket at %s)\n",
 		    role_name(proc), ep + strlen("ipc://"));
 		return NULL;
 	}
@@ -307,8 +301,7 @@ cmd_supervisor(enum ctl_cmd c, const char *role)
 			sleep_ms(50);
 		if (proc_alive(pid)) {
 			fprintf(stderr,
-			    "graspctl: graspd (pid %ld) still "
-			    "runs %d s later\n",
+			    "graspctl: graspd (pid %ld) still runs %d s later\n",
 			    (long)pid, GCTL_STOP_WAIT_MS / 1000);
 			rc = 1;
 		} else if (!jflag)
@@ -408,8 +401,7 @@ proc_from_name(const char *name)
 
 	if (p == -1 || p == ROLE_GRASPCTL) {
 		fprintf(stderr,
-		    "graspctl: unknown process \"%s\" (graspd, "
-		    "relayd, syncd, discoveryd or historyd)\n",
+		    "graspctl: unknown process \"%s\" (graspd, relayd, syncd, discoveryd or historyd)\n",
 		    name);
 		exit(GCTL_USAGE_EXIT);
 	}
@@ -529,8 +521,7 @@ running_paths(struct config *cfg)
 		rc = 1;
 	} else
 		fprintf(stderr,
-		    "graspctl: relayd in %s does not say where its data "
-		    "is (an older relayd?): name the configuration with -f\n",
+		    "graspctl: relayd in %s does not say where its data is (an older relayd?): name the configuration with -f\n",
 		    run_path);
 	cJSON_Delete(reply);
 	return rc;
@@ -564,9 +555,7 @@ data_where(const char *rflag, const char *file, struct gctl_where *w)
 	if (rflag != NULL) {
 		if (!running_paths(&w->cw_cfg)) {
 			fprintf(stderr,
-			    "graspctl: no relayd answers in %s: start "
-			    "graspd, or name its configuration with -f "
-			    "FILE\n",
+			    "graspctl: no relayd answers in %s: start graspd, or name its configuration with -f FILE\n",
 			    run_path);
 			config_free(&w->cw_cfg);
 			exit(1);
@@ -643,8 +632,7 @@ main(int argc, char *argv[])
 			break;
 		if (proc_from_name(argv[1]) == ROLE_SUPERVISOR) {
 			fprintf(stderr,
-			    "graspctl: %s applies to a role; "
-			    "\"graspctl stop\" stops graspd\n",
+			    "graspctl: %s applies to a role; \"graspctl stop\" stops graspd\n",
 			    cmd);
 			return GCTL_USAGE_EXIT;
 		}
@@ -655,8 +643,7 @@ main(int argc, char *argv[])
 		if (strcmp(argv[1], "verbose") != 0 &&
 		    strcmp(argv[1], "brief") != 0) {
 			fprintf(stderr,
-			    "graspctl: log takes verbose or brief, not "
-			    "\"%.64s\"\n",
+			    "graspctl: log takes verbose or brief, not \"%.64s\"\n",
 			    argv[1]);
 			usage(GCTL_USAGE_EXIT);
 		}

@@ -557,8 +557,8 @@ hist_init(struct role_ctx *ctx)
 	/* Fallback ownership from the database, before any request. */
 	load_marks(hd, 1);
 	reconcile(hd);
-	log_info("%s instance: %zu eligible authors, %zu history-probe relays "
-		 "from the database; %zu fallback relays",
+	log_info(
+	    "%s instance: %zu eligible authors, %zu history-probe relays from the database; %zu fallback relays",
 	    hd->hd_public ? "public" : "private", hd->hd_neligible,
 	    hd->hd_sched.hs_relays.hm_n, hd->hd_nfallback);
 	lws_sul_schedule(ctx->r_lws, 0, &hd->hd_sul_pass, pass_cb, 1);

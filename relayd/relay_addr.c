@@ -142,8 +142,8 @@ relay_addr_git_begin(struct lws *wsi, struct relay_addr **ap)
 	a = addr_get(relay_peer_key(wsi, peer, sizeof(peer)));
 	if (a->ra_git >= cap) {
 		relayd->stats.git_refused_ip++;
-		log_info("refusing a git request from %s: %d in progress from "
-			 "it",
+		log_info(
+		    "refusing a git request from %s: %d in progress from it",
 		    peer, a->ra_git);
 		return 0;
 	}

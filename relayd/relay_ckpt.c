@@ -135,8 +135,8 @@ truncate_wal(void)
 	/* The loop flushes what it held (relay_ws.c). */
 	lws_cancel_service(relayd->ctx);
 	if (rc == SQLITE_OK) {
-		log_debug("checkpoint: WAL file of %lld MB truncated after a "
-			  "burst, commits held %lld ms",
+		log_debug(
+		    "checkpoint: WAL file of %lld MB truncated after a burst, commits held %lld ms",
 		    (long long)(st.st_size >> 20), (long long)t0);
 		return 0;
 	}
@@ -355,15 +355,15 @@ relay_ckpt_hold(int frames)
 		goto done;
 	if (!held) {
 		if (!ck_caught)
-			log_warnx("checkpoint: the WAL was not copied in %d "
-				  "ms; committing anyway (%d frames)",
+			log_warnx(
+			    "checkpoint: the WAL was not copied in %d ms; committing anyway (%d frames)",
 			    RELAY_CKPT_HOLD_MAX_MS, frames);
 		ck_hold = ck_hold_wanted = 0;
 		ck_nholds++;
 		if (ck_held_ms != 0)
 			ck_hold_sum += now - ck_held_ms;
-		log_debug("checkpoint: commits held %lld ms, %lld ms after the "
-			  "limit (%lld holds, %lld ms held in all)",
+		log_debug(
+		    "checkpoint: commits held %lld ms, %lld ms after the limit (%lld holds, %lld ms held in all)",
 		    (long long)(ck_held_ms ? now - ck_held_ms : 0),
 		    (long long)(now - ck_hold_ms), (long long)ck_nholds,
 		    (long long)ck_hold_sum);

@@ -69,15 +69,13 @@ refresh(void)
 	}
 	if (low && !disk.low)
 		log_warnx(
-		    "low on disk space: the %s file system has %llu MiB "
-		    "free, under the floor of %d MiB; refusing new events and "
-		    "pushes",
+		    "low on disk space: the %s file system has %llu MiB free, under the floor of %d MiB; refusing new events and pushes",
 		    disk_name[which],
 		    (unsigned long long)(disk.avail[which] >> 20),
 		    relayd->cfg.min_free_disk_mb);
 	else if (!low && disk.low)
-		log_info("disk space is back above %d MiB; accepting events "
-			 "and pushes again",
+		log_info(
+		    "disk space is back above %d MiB; accepting events and pushes again",
 		    relayd->cfg.min_free_disk_mb);
 	disk.low = low;
 }

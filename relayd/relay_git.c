@@ -265,8 +265,8 @@ early_end(struct relay_gitreq *gr, enum git_early cause, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	relayd->stats.git_early[cause]++;
-	log_warnx("git %s for %s ended early (%s): %s; %llu body bytes "
-		  "read, %llu after decoding",
+	log_warnx(
+	    "git %s for %s ended early (%s): %s; %llu body bytes read, %llu after decoding",
 	    svc_name[gr->gr_svc], gr->gr_d, name[cause], why,
 	    (unsigned long long)gr->gr_raw, (unsigned long long)gr->gr_inbytes);
 }
@@ -556,16 +556,14 @@ over_shared(struct relay_gitreq *gr)
 	if (gr->gr_unclaimed && gr->gr_inbytes + peer > gr->gr_room_peer) {
 		gr->gr_limit = PUSH_LIMIT_GRASP06;
 		snprintf(gr->gr_why, sizeof(gr->gr_why),
-		    "pushes from your address that no PR event claims yet "
-		    "would pass %d bytes here; publish the PR event first",
+		    "pushes from your address that no PR event claims yet would pass %d bytes here; publish the PR event first",
 		    relayd->cfg.grasp06_unclaimed_bytes_per_ip);
 		return 1;
 	}
 	if (gr->gr_unclaimed && gr->gr_inbytes + all > gr->gr_room_unclaimed) {
 		gr->gr_limit = PUSH_LIMIT_GRASP06;
 		snprintf(gr->gr_why, sizeof(gr->gr_why),
-		    "pushes that no PR event claims yet would pass %d bytes "
-		    "here; publish the PR event first",
+		    "pushes that no PR event claims yet would pass %d bytes here; publish the PR event first",
 		    relayd->cfg.grasp06_unclaimed_bytes);
 		return 1;
 	}
@@ -573,8 +571,7 @@ over_shared(struct relay_gitreq *gr)
 	    gr->gr_inbytes + repo > gr->gr_room_repo) {
 		gr->gr_limit = PUSH_LIMIT_REPO;
 		snprintf(gr->gr_why, sizeof(gr->gr_why),
-		    "the repository would pass %d bytes with the pushes in "
-		    "progress",
+		    "the repository would pass %d bytes with the pushes in progress",
 		    relayd->cfg.max_repo_bytes);
 		return 1;
 	}
@@ -582,8 +579,7 @@ over_shared(struct relay_gitreq *gr)
 	    gr->gr_inbytes + signer > gr->gr_room_signer) {
 		gr->gr_limit = PUSH_LIMIT_GRASP06;
 		snprintf(gr->gr_why, sizeof(gr->gr_why),
-		    "the signer's repositories here would pass %d bytes with "
-		    "the pushes in progress",
+		    "the signer's repositories here would pass %d bytes with the pushes in progress",
 		    relayd->cfg.grasp06_max_bytes_per_signer);
 		return 1;
 	}
@@ -805,8 +801,8 @@ drain_timeout(lws_sorted_usec_list_t *sul)
 
 	if (gr->gr_in_done)
 		return;
-	log_info("git %s for %s: stopped waiting for the rest of a refused "
-		 "body after %d s (%llu bytes dropped)",
+	log_info(
+	    "git %s for %s: stopped waiting for the rest of a refused body after %d s (%llu bytes dropped)",
 	    svc_name[gr->gr_svc], gr->gr_d, RELAY_GIT_DRAIN_S,
 	    (unsigned long long)gr->gr_drained);
 	gr->gr_drain_over = 1;
@@ -1383,14 +1379,12 @@ prs_quota(struct relay_gitreq *gr)
 		    signer - used < per_ref ? signer - used : per_ref;
 	if (gr->gr_quota == per_ref)
 		snprintf(gr->gr_why, sizeof(gr->gr_why),
-		    "the push is larger "
-		    "than %llu bytes (%d per ref)",
+		    "the push is larger than %llu bytes (%d per ref)",
 		    (unsigned long long)per_ref,
 		    relayd->cfg.grasp06_max_bytes_per_ref);
 	else
 		snprintf(gr->gr_why, sizeof(gr->gr_why),
-		    "the signer's "
-		    "repositories here would pass %d bytes (%llu used)",
+		    "the signer's repositories here would pass %d bytes (%llu used)",
 		    relayd->cfg.grasp06_max_bytes_per_signer,
 		    (unsigned long long)used);
 	return gr->gr_quota;
@@ -1743,8 +1737,8 @@ body_raw(struct relay_gitreq *gr, const unsigned char *p, size_t n)
 		gr->gr_drained += n;
 		if (gr->gr_drained > RELAY_GIT_DRAIN_BYTES &&
 		    !gr->gr_drain_over) {
-			log_info("git %s for %s: stopped reading the rest of "
-				 "a refused body after %llu bytes",
+			log_info(
+			    "git %s for %s: stopped reading the rest of a refused body after %llu bytes",
 			    svc_name[gr->gr_svc], gr->gr_d,
 			    (unsigned long long)gr->gr_drained);
 			gr->gr_drain_over = 1;
@@ -1832,8 +1826,8 @@ relay_git_body(struct relay_conn *c, struct lws *wsi, const void *in,
 		return 0; /* past the body, or past caring */
 	if (gr->gr_taken) {
 		/* lws read past take_body(): the order is lost. */
-		log_warnx("git request for %s: body bytes from lws after "
-			  "the socket was taken",
+		log_warnx(
+		    "git request for %s: body bytes from lws after the socket was taken",
 		    gr->gr_d);
 		return -1;
 	}
@@ -1909,8 +1903,7 @@ git_begin(struct relay_conn *c, struct lws *wsi, int method,
 
 	if (!relay_addr_git_begin(wsi, &ga))
 		return relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
-		    "rate-limited: too many git requests from your address at "
-		    "once; try again shortly\n");
+		    "rate-limited: too many git requests from your address at once; try again shortly\n");
 	if ((gr = calloc(1, sizeof(*gr))) == NULL ||
 	    (gr->gr_d = strdup(d)) == NULL)
 		fatal("git_begin");
@@ -1997,17 +1990,14 @@ route_error(struct relay_conn *c, struct lws *wsi, const struct git_route *rt)
 	case GR_BAD_NPUB:
 		return rt->rt_web ?
 		    relay_html_message(c, wsi, rt->rt_status, "Bad address",
-			"The first part of this address is not an "
-			"npub (a Nostr public key).") :
+			"The first part of this address is not an npub (a Nostr public key).") :
 		    simple(c, wsi, rt->rt_status,
 			"invalid npub in the repository URL\n");
 	case GR_NO_REPO:
 		return rt->rt_web ?
 		    relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND,
 			"No such repository",
-			"This server hosts no repository at this "
-			"address. <a href=\"/\">See the ones it "
-			"hosts.</a>") :
+			"This server hosts no repository at this address. <a href=\"/\">See the ones it hosts.</a>") :
 		    simple(c, wsi, HTTP_STATUS_NOT_FOUND,
 			"no such repository\n");
 	default:

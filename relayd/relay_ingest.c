@@ -160,8 +160,8 @@ relay_ingest_init(void)
 	if (relayd->cfg.durability == CFG_DURABILITY_NORMAL) {
 		if (db_set_durability(store_sqlite(relayd->store), 0) == -1)
 			fatalx("cannot set the database's durability");
-		log_info("durability normal: a power cut may lose the last "
-			 "acknowledged events and pushes");
+		log_info(
+		    "durability normal: a power cut may lose the last acknowledged events and pushes");
 	}
 	/* Signals are the loop's: the thread runs with all of them blocked. */
 	sigfillset(&all);
@@ -338,13 +338,10 @@ check_signed_event(const struct pending *p, char *msg, size_t msglen)
 	if (p->p_conn->rc_nauth == 0)
 		snprintf(msg, msglen,
 		    NIP01_AUTH_REQUIRED
-		    " this event is marked "
-		    "as protected: authenticate as its author first");
+		    " this event is marked as protected: authenticate as its author first");
 	else
 		snprintf(msg, msglen,
-		    "restricted: this event is marked as "
-		    "protected and may be published only by its author, who "
-		    "has not authenticated on this connection");
+		    "restricted: this event is marked as protected and may be published only by its author, who has not authenticated on this connection");
 	return -1;
 }
 

@@ -243,20 +243,19 @@ listen_adopt(int fd, const struct sockaddr *sa, socklen_t salen,
 		/* Once loud: a proxy missing from trusted_proxies. */
 		if (!warned_untrusted_proxy++)
 			log_warnx(
-			    "closing a connection from %s: proxy_protocol "
-			    "is set and %s is not in trusted_proxies",
+			    "closing a connection from %s: proxy_protocol is set and %s is not in trusted_proxies",
 			    key, key);
 		else
-			log_debug("closing a connection from %s: not a "
-				  "trusted proxy",
+			log_debug(
+			    "closing a connection from %s: not a trusted proxy",
 			    key);
 		close(fd);
 		return;
 	}
 	if (!from_proxy && !relay_addr_pending_begin(key, &pending)) {
 		relayd->stats.connections_refused_pending++;
-		log_debug("closing a connection from %s: %d sending headers "
-			  "from it",
+		log_debug(
+		    "closing a connection from %s: %d sending headers from it",
 		    key, relayd->cfg.max_pending_per_ip);
 		close(fd);
 		return;
@@ -285,8 +284,8 @@ relay_listen_import(const char *run_path)
 	sun.sun_family = AF_UNIX;
 	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s",
 		run_path, CHAN_IMPORT_SOCKET) >= sizeof(sun.sun_path)) {
-		log_warnx("%s/%s: name too long for a unix socket: graspctl "
-			  "import cannot reach relayd",
+		log_warnx(
+		    "%s/%s: name too long for a unix socket: graspctl import cannot reach relayd",
 		    run_path, CHAN_IMPORT_SOCKET);
 		return -1;
 	}
@@ -466,10 +465,8 @@ relay_proxy_forwarded(struct lws *wsi)
 		if (n > 0 && !warned_untrusted_xff++) {
 			addrkey_of((struct sockaddr *)&ss, sslen,
 			    relayd->cfg.ipv6_prefix, key, sizeof(key));
-			log_warnx("ignoring X-Forwarded-For from %s, which "
-				  "is not in trusted_proxies: if it is your "
-				  "proxy, per-address limits count all its "
-				  "clients as one (graspd.conf(5))",
+			log_warnx(
+			    "ignoring X-Forwarded-For from %s, which is not in trusted_proxies: if it is your proxy, per-address limits count all its clients as one (graspd.conf(5))",
 			    key);
 		}
 		return 0;
@@ -485,8 +482,8 @@ relay_proxy_forwarded(struct lws *wsi)
 		r = proxy_xff_client(xff, trusted, ntrusted, &ss);
 	if (r == -1) {
 		relayd->stats.requests_refused_xff++;
-		log_info("refusing a request from proxy %s: bad "
-			 "X-Forwarded-For header",
+		log_info(
+		    "refusing a request from proxy %s: bad X-Forwarded-For header",
 		    relay_peer_key(wsi, key, sizeof(key)));
 		lws_return_http_status(wsi, HTTP_STATUS_BAD_REQUEST,
 		    "bad X-Forwarded-For header");

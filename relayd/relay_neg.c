@@ -91,9 +91,7 @@ neg_idle(lws_sorted_usec_list_t *sul)
 	char		   reason[96];
 
 	snprintf(reason, sizeof(reason),
-	    "closed: negentropy session idle "
-	    "for %.0f s",
-	    relay_neg_idle());
+	    "closed: negentropy session idle for %.0f s", relay_neg_idle());
 	send_err(c, n->rn_id, reason);
 	neg_remove(c, n);
 }
@@ -135,9 +133,7 @@ neg_subid(struct relay_conn *c, const struct json *msg, const char *verb,
 
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
 		snprintf(notice, sizeof(notice),
-		    "invalid: %s needs a "
-		    "subscription id string",
-		    verb);
+		    "invalid: %s needs a subscription id string", verb);
 		relay_send_notice(c, notice);
 		return -1;
 	}
@@ -202,8 +198,7 @@ neg_filters(struct relay_conn *c, const char *subid, const struct json *fj,
 		e = json_at(fj, 0);
 	else {
 		snprintf(err, sizeof(err),
-		    "invalid: a filter must be a JSON object, or an array "
-		    "of 1 to %d of them",
+		    "invalid: a filter must be a JSON object, or an array of 1 to %d of them",
 		    RELAY_MAX_FILTERS);
 		send_err(c, subid, err);
 		return 0;
@@ -255,8 +250,7 @@ neg_open(struct relay_conn *c, const struct json *msg)
 	}
 	if (c->rc_nnegs >= RELAY_MAX_NEGS) {
 		snprintf(err, sizeof(err),
-		    "blocked: too many negentropy "
-		    "sessions (at most %d per connection)",
+		    "blocked: too many negentropy sessions (at most %d per connection)",
 		    RELAY_MAX_NEGS);
 		send_err(c, subid, err);
 		return;
@@ -365,9 +359,7 @@ relay_neg_message(struct relay_conn *c, const struct json *msg)
 		neg_close(c, msg);
 	else {
 		snprintf(notice, sizeof(notice),
-		    "error: unknown message type "
-		    "\"%.40s\"",
-		    verb);
+		    "error: unknown message type \"%.40s\"", verb);
 		relay_send_notice(c, notice);
 	}
 }

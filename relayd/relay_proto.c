@@ -39,15 +39,13 @@ relay_proto_message(const char *data, size_t len, struct json_doc **docp,
 	if (msg->type != JSON_ARRAY || verb == NULL ||
 	    verb->type != JSON_STRING) {
 		snprintf(ans, anslen,
-		    "invalid: a message must be a JSON array "
-		    "starting with a string");
+		    "invalid: a message must be a JSON array starting with a string");
 		return RELAY_MSG_BAD;
 	}
 	if (verb->len == 5 && strcmp(verb->s, "EVENT") == 0) {
 		if (msg->n != 2)
 			snprintf(ans, anslen,
-			    "invalid: EVENT takes exactly "
-			    "one event");
+			    "invalid: EVENT takes exactly one event");
 		return RELAY_MSG_EVENT;
 	}
 	if (verb->len == 3 && strcmp(verb->s, "REQ") == 0)
@@ -59,8 +57,7 @@ relay_proto_message(const char *data, size_t len, struct json_doc **docp,
 	if (verb->len == 4 && strcmp(verb->s, "AUTH") == 0) {
 		if (msg->n != 2 || json_at(msg, 1)->type != JSON_OBJECT)
 			snprintf(ans, anslen,
-			    "invalid: AUTH takes exactly one "
-			    "event");
+			    "invalid: AUTH takes exactly one event");
 		return RELAY_MSG_AUTH;
 	}
 	if (strncmp(verb->s, "NEG-", 4) == 0)
@@ -98,16 +95,13 @@ relay_proto_req(const struct json *msg, size_t nsubs,
 	ans[0] = '\0';
 	if (sid == NULL || sid->type != JSON_STRING || sid->len == 0) {
 		snprintf(ans, anslen,
-		    "invalid: %s needs a subscription id "
-		    "string",
-		    verb);
+		    "invalid: %s needs a subscription id string", verb);
 		return RELAY_ANS_NOTICE;
 	}
 	rq->rq_closed_id = sid->s;
 	if (sid->len > RELAY_MAX_SUBID || memchr(sid->s, '\0', sid->len)) {
 		snprintf(ans, anslen,
-		    "invalid: subscription id longer than "
-		    "%d characters",
+		    "invalid: subscription id longer than %d characters",
 		    RELAY_MAX_SUBID);
 		return RELAY_ANS_CLOSED;
 	}
@@ -121,15 +115,13 @@ relay_proto_req(const struct json *msg, size_t nsubs,
 	}
 	if (nf > RELAY_MAX_FILTERS) {
 		snprintf(ans, anslen,
-		    "invalid: too many filters (at most %d "
-		    "per %s)",
+		    "invalid: too many filters (at most %d per %s)",
 		    RELAY_MAX_FILTERS, verb);
 		return RELAY_ANS_CLOSED;
 	}
 	if (nsubs >= RELAY_MAX_SUBS && !known(rq->rq_id, arg)) {
 		snprintf(ans, anslen,
-		    "blocked: too many subscriptions (at "
-		    "most %d per connection)",
+		    "blocked: too many subscriptions (at most %d per connection)",
 		    RELAY_MAX_SUBS);
 		return RELAY_ANS_CLOSED;
 	}
@@ -139,8 +131,7 @@ relay_proto_req(const struct json *msg, size_t nsubs,
 		rq->rq_nfilters = i + 1;
 		if (fj->type != JSON_OBJECT) {
 			snprintf(ans, anslen,
-			    "invalid: a filter must be a "
-			    "JSON object");
+			    "invalid: a filter must be a JSON object");
 			relay_req_free(rq);
 			return RELAY_ANS_CLOSED;
 		}
@@ -167,8 +158,7 @@ relay_proto_close(const struct json *msg, const char **idp, char *ans,
 	ans[0] = '\0';
 	if (sid == NULL || sid->type != JSON_STRING) {
 		snprintf(ans, anslen,
-		    "invalid: CLOSE needs a subscription id "
-		    "string");
+		    "invalid: CLOSE needs a subscription id string");
 		return RELAY_ANS_NOTICE;
 	}
 	if (sid->len == strlen(sid->s))
@@ -224,15 +214,13 @@ relay_proto_check_event(const struct event *ev, int64_t now, size_t max_size,
 	}
 	if (utf8_chars(ev->content.s, ev->content.len) > RELAY_MAX_CONTENT) {
 		snprintf(msg, msglen,
-		    "invalid: content too long (at most %d "
-		    "characters)",
+		    "invalid: content too long (at most %d characters)",
 		    RELAY_MAX_CONTENT);
 		return -1;
 	}
 	if (ev->created_at > now + RELAY_CREATED_AT_AHEAD) {
 		snprintf(msg, msglen,
-		    "invalid: created_at is more than %d "
-		    "seconds in the future",
+		    "invalid: created_at is more than %d seconds in the future",
 		    RELAY_CREATED_AT_AHEAD);
 		return -1;
 	}

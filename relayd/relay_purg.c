@@ -336,8 +336,7 @@ owner_full(const uint8_t owner[32], const char *d, char *msg, size_t msglen)
 	    (n = relay_repo_count(owner)) < cap)
 		return 0;
 	snprintf(msg, msglen,
-	    "blocked: this service hosts at most %d "
-	    "repositories per owner, and this key has %d",
+	    "blocked: this service hosts at most %d repositories per owner, and this key has %d",
 	    cap, n);
 	return 1;
 }
@@ -386,8 +385,7 @@ route_announcement(const struct event *ev, int verdict, int remote, char *msg,
 		/* A replacement: served at once, in its own repository. */
 		if (relay_repo_create(ev->pubkey, d) == -1) {
 			snprintf(msg, msglen,
-			    "error: cannot create the "
-			    "repository");
+			    "error: cannot create the repository");
 			return PURG_REFUSE;
 		}
 		return PURG_STORE;
@@ -403,8 +401,7 @@ route_announcement(const struct event *ev, int verdict, int remote, char *msg,
 		purg_ann_clear(&held);
 		if (r) {
 			snprintf(msg, msglen,
-			    "invalid: a newer version of "
-			    "this announcement is in purgatory");
+			    "invalid: a newer version of this announcement is in purgatory");
 			return PURG_REFUSE;
 		}
 	} else if (remote && purg_expired_has(relayd->purg, ev->id) == 1) {
@@ -462,8 +459,8 @@ extend_owners(const struct policy_anns *a, const char *d, const uint8_t who[32])
 				purg_ann_clear(&held);
 				continue;
 			}
-			log_info("purgatory: repository %s revived by a state "
-				 "event",
+			log_info(
+			    "purgatory: repository %s revived by a state event",
 			    d);
 		}
 		purg_ann_set_expiry(relayd->purg, owner, d,
@@ -536,8 +533,7 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 
 	if (c == NULL) {
 		snprintf(msg, msglen,
-		    "invalid: PR event has no valid 'c' tag "
-		    "(tip commit)");
+		    "invalid: PR event has no valid 'c' tag (tip commit)");
 		return PURG_REFUSE;
 	}
 	policy_pr_identifier(ev, d, sizeof(d));
@@ -589,14 +585,11 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 	}
 	if (pushed)
 		snprintf(msg, msglen,
-		    "purgatory: PR event stored; its git push (commit %s) "
-		    "is already here, so it is released and served as soon "
-		    "as the commit is copied into the repository",
+		    "purgatory: PR event stored; its git push (commit %s) is already here, so it is released and served as soon as the commit is copied into the repository",
 		    c);
 	else
 		snprintf(msg, msglen,
-		    "purgatory: PR event stored, waiting for git "
-		    "push with commit %s",
+		    "purgatory: PR event stored, waiting for git push with commit %s",
 		    c);
 	return PURG_HELD;
 }
@@ -685,8 +678,8 @@ relay_purg_held(const struct event *ev, char *msg, size_t msglen)
 		/* Sent again: the owner still wants it; wait longer. */
 		if (pa.pa_soft_expired &&
 		    relay_repo_create(pa.pa_pubkey, pa.pa_d) == 0)
-			log_info("purgatory: repository %s revived: its "
-				 "announcement came again",
+			log_info(
+			    "purgatory: repository %s revived: its announcement came again",
 			    pa.pa_d);
 		if (!pa.pa_soft_expired ||
 		    relay_repo_exists(pa.pa_pubkey, pa.pa_d))

@@ -61,8 +61,8 @@ placeholders_expired(int committed)
 	for (i = 0; committed && i < n; i++) {
 		memcpy(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN);
 		hex_encode(ph[i].pp_id, 32, ref + RELAY_REF_NOSTR_LEN);
-		log_info("purgatory: placeholder %s in %s expired without "
-			 "its event; removing it",
+		log_info(
+		    "purgatory: placeholder %s in %s expired without its event; removing it",
 		    ref, ph[i].pp_d);
 		relay_job_delete_ref(ph[i].pp_owner, ph[i].pp_d, ref,
 		    ph[i].pp_oid);
@@ -93,8 +93,8 @@ sweep_run(void *arg)
 	if (purg_ev_due(relayd->purg, now, &ev, &n) == 0) {
 		for (i = 0; i < n; i++) {
 			hex_encode(ev[i].pe_id, 32, hex);
-			log_info("purgatory: %s (kind %u) expired without its "
-				 "git data",
+			log_info(
+			    "purgatory: %s (kind %u) expired without its git data",
 			    hex, ev[i].pe_kind);
 			purg_ev_delete(relayd->purg, ev[i].pe_id);
 			purg_expired_add(relayd->purg, ev[i].pe_id, now);
@@ -115,8 +115,8 @@ sweep_run(void *arg)
 				    relay_purg_later(PURG_SOFT_EXPIRY_S), 1);
 				relay_purg_job(LJ_REMOVE, an[i].pa_pubkey,
 				    an[i].pa_d);
-				log_info("purgatory: repository %s without git "
-					 "data for 30 minutes; removed",
+				log_info(
+				    "purgatory: repository %s without git data for 30 minutes; removed",
 				    an[i].pa_d);
 				continue;
 			}

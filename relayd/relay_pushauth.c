@@ -121,9 +121,8 @@ state_diff(const struct pushauth_in *in, const struct relay_refs *want,
 		}
 		if (strcmp(o, have) != 0) {
 			snprintf(why, whylen,
-			    "%s would be %.7s, the state "
-			    "says %.7s",
-			    name, have, o);
+			    "%s would be %.7s, the state says %.7s", name, have,
+			    o);
 			return;
 		}
 	}
@@ -138,9 +137,8 @@ state_diff(const struct pushauth_in *in, const struct relay_refs *want,
 		}
 		if (strcmp(o, pc->pc_new) != 0) {
 			snprintf(why, whylen,
-			    "%s would be %.7s, the state "
-			    "says %.7s",
-			    pc->pc_ref, pc->pc_new, o);
+			    "%s would be %.7s, the state says %.7s", pc->pc_ref,
+			    pc->pc_new, o);
 			return;
 		}
 	}
@@ -150,8 +148,7 @@ state_diff(const struct pushauth_in *in, const struct relay_refs *want,
 		if (pc != NULL ? is_null(pc->pc_new) :
 				 refs_lookup(in->pi_cur, name) == NULL) {
 			snprintf(why, whylen,
-			    "the state lists %s, which the "
-			    "push leaves out",
+			    "the state lists %s, which the push leaves out",
 			    name);
 			return;
 		}
@@ -183,15 +180,13 @@ check_cmd(const struct pushauth_in *in, size_t k, char *reason,
 
 	if (in->pi_prs && !nostr) {
 		snprintf(reason, reasonlen,
-		    "Ref validation failed: %s: only "
-		    "refs/nostr/<event id> is accepted under /prs/",
+		    "Ref validation failed: %s: only refs/nostr/<event id> is accepted under /prs/",
 		    ref);
 		return 0;
 	}
 	if (!nostr && !branch_or_tag(ref)) {
 		snprintf(reason, reasonlen,
-		    "Ref validation failed: %s is not "
-		    "a branch, a tag or refs/nostr/<event id>",
+		    "Ref validation failed: %s is not a branch, a tag or refs/nostr/<event id>",
 		    ref);
 		return 0;
 	}
@@ -200,74 +195,61 @@ check_cmd(const struct pushauth_in *in, size_t k, char *reason,
 	    (strlen(ref) != RELAY_REF_NOSTR_LEN + 64 ||
 		strspn(ref + RELAY_REF_NOSTR_LEN, "0123456789abcdef") != 64)) {
 		snprintf(reason, reasonlen,
-		    "Invalid event ID format in ref: "
-		    "%s",
-		    ref);
+		    "Invalid event ID format in ref: %s", ref);
 		return 0;
 	}
 	if (!relay_pushauth_refname_ok(ref)) {
 		snprintf(reason, reasonlen,
-		    "Ref validation failed: %s is not "
-		    "a valid ref name",
-		    ref);
+		    "Ref validation failed: %s is not a valid ref name", ref);
 		return 0;
 	}
 	for (i = 0; i < k; i++)
 		if (strcmp(in->pi_cmds[i].pc_ref, ref) == 0) {
 			snprintf(reason, reasonlen,
-			    "Ref validation failed: "
-			    "%s is updated more than once",
+			    "Ref validation failed: %s is updated more than once",
 			    ref);
 			return 0;
 		}
 	if (is_null(pc->pc_old) && is_null(pc->pc_new)) {
 		snprintf(reason, reasonlen,
-		    "Ref validation failed: %s: old "
-		    "and new are both the null id",
+		    "Ref validation failed: %s: old and new are both the null id",
 		    ref);
 		return 0;
 	}
 	cur = refs_lookup(in->pi_cur, ref);
 	if (cur == NULL && !is_null(pc->pc_old)) {
 		snprintf(reason, reasonlen,
-		    "Ref validation failed: %s does "
-		    "not exist, the push expects %.7s",
+		    "Ref validation failed: %s does not exist, the push expects %.7s",
 		    ref, pc->pc_old);
 		return 0;
 	}
 	if (cur != NULL && strcmp(cur, pc->pc_old) != 0) {
 		snprintf(reason, reasonlen,
-		    "Ref validation failed: %s is at "
-		    "%.7s, the push expects %.7s",
+		    "Ref validation failed: %s is at %.7s, the push expects %.7s",
 		    ref, cur, is_null(pc->pc_old) ? "nothing" : pc->pc_old);
 		return 0;
 	}
 	if (nostr && is_null(pc->pc_new)) {
 		snprintf(reason, reasonlen,
-		    "Ref validation failed: %s cannot "
-		    "be deleted",
-		    ref);
+		    "Ref validation failed: %s cannot be deleted", ref);
 		return 0;
 	}
 	if (nostr && in->pi_prs && tip != NULL && tip->pt_foreign) {
 		snprintf(reason, reasonlen,
-		    "PR event %s is not by this "
-		    "path's signer for this identifier",
+		    "PR event %s is not by this path's signer for this identifier",
 		    ref + RELAY_REF_NOSTR_LEN);
 		return 0;
 	}
 	if (nostr && tip != NULL && strcmp(tip->pt_c, pc->pc_new) != 0) {
 		snprintf(reason, reasonlen,
-		    "PR event %s has tip commit %s, "
-		    "not the pushed %s",
+		    "PR event %s has tip commit %s, not the pushed %s",
 		    ref + RELAY_REF_NOSTR_LEN, tip->pt_c, pc->pc_new);
 		return 0;
 	}
 	if (!nostr && is_null(pc->pc_new) && in->pi_cur->head != NULL &&
 	    strcmp(in->pi_cur->head, ref) == 0) {
 		snprintf(reason, reasonlen,
-		    "Ref validation failed: %s is "
-		    "HEAD and cannot be deleted",
+		    "Ref validation failed: %s is HEAD and cannot be deleted",
 		    ref);
 		return 0;
 	}
@@ -305,12 +287,10 @@ relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 	if (other > 0 && in->pi_ann != PUSHAUTH_ANN_OWNER) {
 		if (in->pi_ann == PUSHAUTH_ANN_NONE)
 			snprintf(out->po_reason, sizeof(out->po_reason),
-			    "No "
-			    "repository announcement found");
+			    "No repository announcement found");
 		else
 			snprintf(out->po_reason, sizeof(out->po_reason),
-			    "No "
-			    "repository announcement found for owner %s",
+			    "No repository announcement found for owner %s",
 			    in->pi_owner_hex);
 		return 0;
 	}
@@ -319,10 +299,7 @@ relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 			/* The reference's words first: clients (ngit) match
 			 * them to retry after publishing a state. */
 			snprintf(out->po_reason, sizeof(out->po_reason),
-			    "No state events in purgatory: no state event "
-			    "(kind 30618) lists these refs at these commits; "
-			    "publish one, signed by the owner or a "
-			    "maintainer, then push again");
+			    "No state events in purgatory: no state event (kind 30618) lists these refs at these commits; publish one, signed by the owner or a maintainer, then push again");
 			return 0;
 		}
 		/* Newest first: the newest state that matches wins; a
@@ -337,17 +314,13 @@ relay_pushauth_decide(const struct pushauth_in *in, struct pushauth_out *out)
 		}
 		if (in->pi_nstates == 0) {
 			snprintf(out->po_reason, sizeof(out->po_reason),
-			    "%zu "
-			    "state event(s) in purgatory but none from "
-			    "authorized publishers",
+			    "%zu state event(s) in purgatory but none from authorized publishers",
 			    in->pi_nheld);
 			return 0;
 		}
 		if (out->po_state == -1) {
 			snprintf(out->po_reason, sizeof(out->po_reason),
-			    "%zu "
-			    "state event(s) in purgatory from authorized "
-			    "publisher(s) but doesn't match push (%s)",
+			    "%zu state event(s) in purgatory from authorized publisher(s) but doesn't match push (%s)",
 			    in->pi_nstates, why);
 			return 0;
 		}

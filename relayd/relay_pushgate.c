@@ -77,9 +77,7 @@ archived_read_only(const uint8_t owner[32], const char *d, char *reason,
 	policy_anns_free(&a);
 	if (rc)
 		snprintf(reason, reasonlen,
-		    "this repository is archived here "
-		    "read-only (GRASP-05); push to the servers its "
-		    "announcement lists");
+		    "this repository is archived here read-only (GRASP-05); push to the servers its announcement lists");
 	return rc;
 }
 

@@ -144,8 +144,8 @@ release_repo(const uint8_t owner[32], const char *d)
 			 * unblocks through relay_purg_stored(). */
 			if (purg_ann_delete(relayd->purg, owner, d) == 0 &&
 			    !release_one(ev))
-				log_warnx("purgatory: cannot store an "
-					  "announcement for %s",
+				log_warnx(
+				    "purgatory: cannot store an announcement for %s",
 				    d);
 			purg_ann_clear(&pa);
 			relay_release_d(d, NULL, NULL);

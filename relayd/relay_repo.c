@@ -634,8 +634,7 @@ relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
 	if (usage_sum >= cap) {
 		*which = PUSH_LIMIT_REPO;
 		snprintf(why, whylen,
-		    "the repository is full: it holds %s%llu "
-		    "bytes, and %llu is the most here",
+		    "the repository is full: it holds %s%llu bytes, and %llu is the most here",
 		    usage_sum > cap ? "over " : "", (unsigned long long)cap,
 		    (unsigned long long)cap);
 		return 0;
@@ -644,8 +643,7 @@ relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
 		room = cap - usage_sum;
 		*which = PUSH_LIMIT_REPO;
 		snprintf(why, whylen,
-		    "the repository would pass %llu bytes "
-		    "(%llu used)",
+		    "the repository would pass %llu bytes (%llu used)",
 		    (unsigned long long)cap, (unsigned long long)usage_sum);
 	}
 	return room;

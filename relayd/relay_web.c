@@ -536,8 +536,7 @@ landing(struct relay_conn *c, struct lws *wsi)
 	if (budget_used >= RELAY_WEB_BUDGET_MS)
 		return relay_html_message(c, wsi,
 		    HTTP_STATUS_SERVICE_UNAVAILABLE, "Busy",
-		    "This server is answering many searches; try again in a "
-		    "moment.");
+		    "This server is answering many searches; try again in a moment.");
 	body = relay_web_landing_render(q, page, &len);
 	budget_used += relay_now_ms() - now;
 	free(oldest->wc_key);

@@ -769,8 +769,7 @@ thread_page(struct relay_conn *c, struct lws *wsi, const char *npub,
 	    nip19_decode(s, "note", id) == -1)
 		return relay_html_message(c, wsi, HTTP_STATUS_BAD_REQUEST,
 		    "Bad address",
-		    "The last part of this address is not an event id (64 "
-		    "hex digits or a note1 identifier).");
+		    "The last part of this address is not an event id (64 hex digits or a note1 identifier).");
 	if ((v = lws_get_urlarg_by_name(wsi, "page=", pg, sizeof(pg))) !=
 	    NULL) {
 		page = strtol(v, NULL, 10);

@@ -117,8 +117,8 @@ startup_checks(struct relayd *r)
 		ready_config_fail("configuration: %s", err);
 	}
 	if (event_pubkey_of(sk, pk) == -1) {
-		ready_config_fail("configuration: NGIT_RELAY_OWNER_NSEC: "
-				  "invalid key");
+		ready_config_fail(
+		    "configuration: NGIT_RELAY_OWNER_NSEC: invalid key");
 	}
 	explicit_bzero(sk, sizeof(sk));
 	hex_encode(pk, 32, r->owner_hex);

@@ -206,8 +206,8 @@ pidfile_open(void)
 	if (fd == -1 || !pidfile_ours(fd)) {
 		/* The pid file of a graspd running as another user, or
 		 * something the roles' user put in its place. */
-		log_warnx("%s: not a file of graspd's (a link, or another "
-			  "user's file): replaced",
+		log_warnx(
+		    "%s: not a file of graspd's (a link, or another user's file): replaced",
 		    sv->sv_pidfile);
 		if (fd != -1)
 			close(fd);
@@ -293,8 +293,7 @@ daemon_wait(int fd, pid_t child)
 		return status;
 	}
 	fprintf(stderr,
-	    "graspd: the daemon exited during start-up; see the "
-	    "system log\n");
+	    "graspd: the daemon exited during start-up; see the system log\n");
 	return 1;
 }
 
@@ -519,8 +518,7 @@ sup_reload(int *changed, char *err, size_t errlen)
 	}
 	if (strcmp(nc.run_path, sv->sv_cfg.run_path) != 0) {
 		snprintf(err, errlen,
-		    "run_path changed from %s to %s: "
-		    "restart graspd to move it",
+		    "run_path changed from %s to %s: restart graspd to move it",
 		    sv->sv_cfg.run_path, nc.run_path);
 		config_free(&nc);
 		log_warnx("reload: %s; keeping the running configuration", err);

@@ -56,8 +56,7 @@ arg_role(const char *name, char *err, size_t errlen)
 
 	if ((r = sup_role_find(name)) == NULL)
 		snprintf(err, errlen,
-		    "unknown role \"%s\" (relayd, syncd, "
-		    "discoveryd or historyd)",
+		    "unknown role \"%s\" (relayd, syncd, discoveryd or historyd)",
 		    name);
 	return r;
 }
@@ -276,8 +275,8 @@ sup_control_open(char *err, size_t errlen)
 	snprintf(ctl_path, sizeof(ctl_path), "%s", ep + strlen("ipc://"));
 	if (lstat(ctl_path, &st) == -1 || !S_ISSOCK(st.st_mode) ||
 	    st.st_uid != sup_priv_uid())
-		log_warnx("control socket %s: not the socket of uid %u that "
-			  "graspd bound",
+		log_warnx(
+		    "control socket %s: not the socket of uid %u that graspd bound",
 		    ctl_path, (unsigned)sup_priv_uid());
 	if ((fd = chan_rcvfd(sv->sv_ctl)) == -1) {
 		snprintf(err, errlen, "NN_RCVFD: %s", nn_strerror(nn_errno()));

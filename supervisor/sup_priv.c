@@ -110,9 +110,7 @@ own_dir(const char *key, const char *dir, int private, char *err, size_t errlen)
 		if (realpath(dir, real) == NULL)
 			snprintf(real, sizeof(real), "%s", dir);
 		snprintf(err, errlen,
-		    "%s %s is a symbolic link to %s, a directory of %s, "
-		    "mode %04o, that graspd does not change: run chown %s%s: "
-		    "%s%s%s",
+		    "%s %s is a symbolic link to %s, a directory of %s, mode %04o, that graspd does not change: run chown %s%s: %s%s%s",
 		    key, dir, real, who, (unsigned)(st.st_mode & 07777),
 		    private ? "" : "-R ", sv->sv_cfg.user, real,
 		    private ? " && chmod 0700 " : "", private ? real : "");
@@ -329,8 +327,7 @@ scan_verdict(char *line, char *err, size_t errlen)
 	    (path[rl] == '\0' || path[rl] == '/');
 	if (e == EROFS) {
 		snprintf(err, errlen,
-		    "%s %s: %s is on a read-only file system: the roles "
-		    "(user %s) must write there",
+		    "%s %s: %s is on a read-only file system: the roles (user %s) must write there",
 		    key, root, path, user);
 		return -1;
 	}
@@ -344,9 +341,7 @@ scan_verdict(char *line, char *err, size_t errlen)
 	owner_name(st.st_uid, who, sizeof(who));
 	if (!inside) {
 		snprintf(err, errlen,
-		    "%s %s: the roles' user %s cannot reach it: %s "
-		    "belongs to %s, mode %04o, and %s may not search it: run "
-		    "chmod o+x %s, or move %s",
+		    "%s %s: the roles' user %s cannot reach it: %s belongs to %s, mode %04o, and %s may not search it: run chmod o+x %s, or move %s",
 		    key, root, user, path, who, (unsigned)(st.st_mode & 07777),
 		    user, path, key);
 		return -1;
@@ -355,8 +350,7 @@ scan_verdict(char *line, char *err, size_t errlen)
 	if (realpath(root, real) == NULL)
 		snprintf(real, sizeof(real), "%s", root);
 	snprintf(err, errlen,
-	    "%s %s: %s belongs to %s, mode %04o, and the roles' user %s "
-	    "cannot %s it: run chown -R %s: %s",
+	    "%s %s: %s belongs to %s, mode %04o, and the roles' user %s cannot %s it: run chown -R %s: %s",
 	    key, root, path, who, (unsigned)(st.st_mode & 07777), user,
 	    strcmp(line, "reach") == 0 ? "search" : "write", user, real);
 	return -1;
@@ -436,8 +430,8 @@ sup_priv_init(char *err, size_t errlen)
 	errno = 0;
 	if ((pw = getpwnam(user)) == NULL) {
 		if (strcmp(user, PRIV_DEFAULT_USER) == 0) {
-			log_warnx("user %s does not exist: every role runs "
-				  "as root (create it, or set NGIT_USER=root)",
+			log_warnx(
+			    "user %s does not exist: every role runs as root (create it, or set NGIT_USER=root)",
 			    user);
 			return 0;
 		}
@@ -462,8 +456,7 @@ sup_priv_init(char *err, size_t errlen)
 		if (stat(path, &st) == 0 && st.st_uid != priv_uid) {
 			owner_name(st.st_uid, who, sizeof(who));
 			snprintf(err, errlen,
-			    "relay_data_path %s: %s belongs to %s, not to "
-			    "%s: run chown -R %s: %s %s",
+			    "relay_data_path %s: %s belongs to %s, not to %s: run chown -R %s: %s %s",
 			    sv->sv_cfg.relay_data_path, path, who, user, user,
 			    sv->sv_cfg.relay_data_path,
 			    sv->sv_cfg.git_data_path);

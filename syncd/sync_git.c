@@ -367,8 +367,8 @@ notices_run(struct sync_git *sg)
 		if (!sg->sg_notice_sent) {
 			if ((n = msg_git_data_encode(req, gn->gn_owner,
 				 gn->gn_d)) == -1) {
-				log_warnx("git-data notice for %s: identifier "
-					  "too long",
+				log_warnx(
+				    "git-data notice for %s: identifier too long",
 				    gn->gn_d);
 				notice_pop(sg, 0);
 				continue;
@@ -387,8 +387,7 @@ notices_run(struct sync_git *sg)
 			}
 			if (now - sg->sg_notice_at < tmo)
 				return;
-			log_warnx("git-data notice for %s: relayd is not "
-				  "there",
+			log_warnx("git-data notice for %s: relayd is not there",
 			    gn->gn_d);
 			notice_pop(sg, 0);
 			continue;
@@ -396,8 +395,8 @@ notices_run(struct sync_git *sg)
 		if ((r = msg_recv(sg->sg_sock, &m, NN_DONTWAIT)) == 0) {
 			if (now - sg->sg_notice_at < tmo)
 				return;
-			log_warnx("git-data notice for %s: no answer from "
-				  "relayd",
+			log_warnx(
+			    "git-data notice for %s: no answer from relayd",
 			    gn->gn_d);
 			notice_pop(sg, 0);
 			continue;
@@ -1020,8 +1019,8 @@ sync_git_init(struct syncd *sd)
 		sg->sg_selfp[sg->sg_nself++] = sg->sg_self[i];
 	if (chan_endpoint(cfg->run_path, CHAN_GITDATA, ep, sizeof(ep)) == -1 ||
 	    (sg->sg_sock = chan_open(NN_REQ, ep, 0)) == -1)
-		log_warn("git hunt: no notice socket to relayd; fetched data "
-			 "waits for the next push");
+		log_warn(
+		    "git hunt: no notice socket to relayd; fetched data waits for the next push");
 	child_init(sd->sd_ctx->r_lws, (int64_t)(SYNC_GIT_REAP * 1000));
 	sg->sg_running = 1;
 	tick_arm(sg, cfg_period(cfg, SYNC_GIT_TICK));

@@ -305,8 +305,8 @@ hreq_end(struct sync_hreq *hr, int ok, const char *what, const char *reason)
 	if (sr->sr_historic == 0 && ok && sr->sr_failed == 0 &&
 	    sr->sr_l1_have) {
 		if (sr->sr_synced_at == 0)
-			log_info("%s: historic sync complete (%llu events "
-				 "delivered)",
+			log_info(
+			    "%s: historic sync complete (%llu events delivered)",
 			    sr->sr_key, (unsigned long long)sr->sr_events);
 		sr->sr_synced_at = now_unix();
 	}
@@ -497,8 +497,8 @@ hreq_neg_done(void *arg, struct conn_req *req, enum conn_neg_result res,
 		}
 		break;
 	case NEGR_FAILED:
-		log_info("%s: negentropy failed (%s): paginated REQ for this "
-			 "filter",
+		log_info(
+		    "%s: negentropy failed (%s): paginated REQ for this filter",
 		    sr->sr_key, reason);
 		sr->sr_neg_fallbacks++;
 		hreq_paginate(hr);
@@ -850,8 +850,8 @@ refresh_live(struct sync_relay *sr)
 	memcpy(sr->sr_live_sum, nsum, n * sizeof(nsum[0]));
 	sr->sr_nlive = n;
 	if (sr->sr_nrotate > 0) {
-		log_info("%s: %zu filters over the live cap are polled every "
-			 "%.0f s",
+		log_info(
+		    "%s: %zu filters over the live cap are polled every %.0f s",
 		    sr->sr_key, sr->sr_nrotate,
 		    sync_delay(sr->sr_sd, SYNC_ROTATE_PERIOD));
 		if (sr->sr_rotated_at == 0)

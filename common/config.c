@@ -723,7 +723,7 @@ static int
 add_pubkey(void *arg, const char *item, char *why, size_t whylen)
 {
 	struct cfg_keys *ks = arg;
-	uint8_t		 pk[32];
+	uint8_t		 pk[PUBKEY_LEN];
 
 	if (key_parse_pubkey(item, pk) == -1) {
 		snprintf(why, whylen,
@@ -939,7 +939,7 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
 {
 	const char *reason;
 	char	   *s = NULL, *host = NULL;
-	uint8_t	    sk[32];
+	uint8_t	    sk[SECKEY_LEN];
 	int	    port;
 
 	if (*v == '\0')
@@ -1300,7 +1300,7 @@ dump_value(struct buf *b, const char *v)
 }
 
 static void
-dump_npub(struct buf *b, const uint8_t pk[32])
+dump_npub(struct buf *b, const uint8_t pk[PUBKEY_LEN])
 {
 	char s[NIP19_KEY_BUFSZ];
 
@@ -1409,7 +1409,8 @@ config_dump(const struct config *cfg, struct buf *b)
 
 /* Reads a key file; 1 if it does not exist. */
 static int
-owner_key_read(const char *path, uint8_t sk[32], char *err, size_t errlen)
+owner_key_read(const char *path, uint8_t sk[SECKEY_LEN], char *err,
+    size_t errlen)
 {
 	struct stat st;
 	char	    text[256], *s;
@@ -1456,7 +1457,8 @@ done:
 
 /* Writes a fresh key to path, atomically; 1 if path appeared meanwhile. */
 static int
-owner_key_create(const char *path, uint8_t sk[32], char *err, size_t errlen)
+owner_key_create(const char *path, uint8_t sk[SECKEY_LEN], char *err,
+    size_t errlen)
 {
 	char	tmp[PATH_MAX], text[NIP19_KEY_BUFSZ + 1];
 	size_t	got, len;
@@ -1523,7 +1525,8 @@ done:
 }
 
 int
-config_owner_key(struct config *cfg, uint8_t sk[32], char *err, size_t errlen)
+config_owner_key(struct config *cfg, uint8_t sk[SECKEY_LEN], char *err,
+    size_t errlen)
 {
 	char  *path;
 	size_t n;

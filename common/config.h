@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "nip01.h"
 
 struct buf;
 
@@ -42,7 +43,7 @@ struct buf;
  */
 struct cfg_repo_rule {
 	int	has_pubkey;
-	uint8_t pubkey[32];
+	uint8_t pubkey[PUBKEY_LEN];
 	char   *identifier;
 };
 
@@ -98,7 +99,7 @@ struct config {
 	char		     *relay_icon;
 	/* NGIT_RELAY_OWNER_NSEC, or the key file once config_owner_key ran. */
 	int		      has_owner_sk;
-	uint8_t		      owner_sk[32];
+	uint8_t		      owner_sk[SECKEY_LEN];
 	char		     *owner_key_file; /* the key file, once used */
 	struct cfg_repo_rules repo_whitelist; /* NGIT_REPOSITORY_WHITELIST */
 	struct cfg_repo_rules repo_blacklist; /* NGIT_REPOSITORY_BLACKLIST */
@@ -183,7 +184,7 @@ void config_dump(const struct config *cfg, struct buf *b);
  * reads the key the other wrote.  The relay data directory must exist.
  * Caches the key in cfg.  Returns 0, or -1 with a message in err.
  */
-int config_owner_key(struct config *cfg, uint8_t sk[32], char *err,
+int config_owner_key(struct config *cfg, uint8_t sk[SECKEY_LEN], char *err,
     size_t errlen);
 
 /*

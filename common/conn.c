@@ -77,7 +77,7 @@ enum req_park {
 
 /* One id seen in a fetch or pagination, with its created_at. */
 struct seen {
-	uint8_t s_id[32];
+	uint8_t s_id[EVENT_ID_LEN];
 	int64_t s_at;
 	int	s_used;
 };
@@ -182,7 +182,7 @@ struct conn {
 	unsigned	       c_malformed_now; /* this link */
 	int		       c_auth_sent;
 	int		       c_authed;
-	char		       c_auth_id[65];
+	char		       c_auth_id[EVENT_ID_HEX_LEN + 1];
 	uint64_t	       c_bytes_in, c_bytes_out, c_events;
 	uint64_t	       c_failures_total, c_malformed, c_rate_limits;
 	uint64_t	       c_stray, c_bad_events, c_ingest_dropped;
@@ -420,7 +420,7 @@ conn_reason_is_rate_limited(const char *msg, size_t len)
 /* Id sets                                                             */
 
 static uint64_t
-id_hash(const uint8_t id[32])
+id_hash(const uint8_t id[EVENT_ID_LEN])
 {
 	uint64_t h;
 
@@ -429,7 +429,7 @@ id_hash(const uint8_t id[32])
 }
 
 static struct seen *
-idset_slot(struct seen *v, size_t cap, const uint8_t id[32])
+idset_slot(struct seen *v, size_t cap, const uint8_t id[EVENT_ID_LEN])
 {
 	size_t i = (size_t)id_hash(id) & (cap - 1);
 
@@ -439,7 +439,7 @@ idset_slot(struct seen *v, size_t cap, const uint8_t id[32])
 }
 
 static int
-idset_has(const struct idset *s, const uint8_t id[32])
+idset_has(const struct idset *s, const uint8_t id[EVENT_ID_LEN])
 {
 	return s->is_cap > 0 && idset_slot(s->is_v, s->is_cap, id)->s_used;
 }
@@ -467,7 +467,7 @@ idset_rebuild(struct idset *s, size_t cap, int64_t max_at)
 }
 
 static void
-idset_add(struct idset *s, const uint8_t id[32], int64_t at)
+idset_add(struct idset *s, const uint8_t id[EVENT_ID_LEN], int64_t at)
 {
 	struct seen *slot;
 
@@ -1074,7 +1074,7 @@ conn_auth(struct conn *c, const char *challenge, size_t len)
 	struct conn_mgr *m = c->c_mgr;
 	struct buf	 tags = BUF_INIT, msg = BUF_INIT;
 	struct event	*ev;
-	uint8_t		 sk[32];
+	uint8_t		 sk[SECKEY_LEN];
 	char		 err[256];
 
 	if (c->c_auth_sent)

@@ -6,11 +6,12 @@
 
 #include "eligible.h"
 #include "keyset.h"
+#include "nip01.h"
 
 #define GEN_SQL "SELECT generation FROM eligible_generation WHERE id = 1"
 
 int
-eligible_put(struct sqlite3 *db, const uint8_t pubkey[32], int set)
+eligible_put(struct sqlite3 *db, const uint8_t pubkey[PUBKEY_LEN], int set)
 {
 	return keyset_write(db, "eligible",
 	    set ?

@@ -18,6 +18,8 @@
 
 #include <stdint.h>
 
+#include "nip01.h"
+
 struct sqlite3;
 
 /*
@@ -25,7 +27,7 @@ struct sqlite3;
  * if it already was so; the generation is not bumped (eligible_bump()
  * once after a run of changes).  Works inside or outside a transaction.
  */
-int eligible_put(struct sqlite3 *, const uint8_t pubkey[32], int set);
+int eligible_put(struct sqlite3 *, const uint8_t pubkey[PUBKEY_LEN], int set);
 
 /* Bumps the generation: readers read the set again. */
 int eligible_bump(struct sqlite3 *);
@@ -39,6 +41,7 @@ int eligible_generation(struct sqlite3 *, int64_t *out);
  * one read transaction (or the caller's).  Returns the number of pubkeys.
  */
 int eligible_each(struct sqlite3 *,
-    void (*cb)(void *arg, const uint8_t pubkey[32]), void *arg, int64_t *gen);
+    void (*cb)(void *arg, const uint8_t pubkey[PUBKEY_LEN]), void *arg,
+    int64_t *gen);
 
 #endif

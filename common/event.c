@@ -341,7 +341,7 @@ event_parse(const char *buf, size_t len, char *err, size_t errlen)
 int
 event_check_id(const struct event *ev)
 {
-	uint8_t id[32];
+	uint8_t id[EVENT_ID_LEN];
 
 	event_compute_id(ev, id);
 	return memcmp(id, ev->id, 32) == 0;
@@ -398,7 +398,7 @@ keypair_pubkey(const secp256k1_keypair *kp, uint8_t out[32])
 }
 
 int
-event_pubkey_of(const uint8_t seckey[32], uint8_t out[32])
+event_pubkey_of(const uint8_t seckey[SECKEY_LEN], uint8_t out[32])
 {
 	secp256k1_keypair kp;
 
@@ -408,8 +408,8 @@ event_pubkey_of(const uint8_t seckey[32], uint8_t out[32])
 }
 
 struct event *
-event_new_signed(const uint8_t seckey[32], int64_t created_at, uint32_t kind,
-    const char *tags_json, const char *content)
+event_new_signed(const uint8_t seckey[SECKEY_LEN], int64_t created_at,
+    uint32_t kind, const char *tags_json, const char *content)
 {
 	secp256k1_keypair kp;
 	struct buf	  b = BUF_INIT;
@@ -490,8 +490,8 @@ event_expiration(const struct event *ev)
 }
 
 int
-coord_parse(const char *c, size_t len, uint32_t *kind, uint8_t pubkey[32],
-    const char **d, size_t *dlen)
+coord_parse(const char *c, size_t len, uint32_t *kind,
+    uint8_t pubkey[PUBKEY_LEN], const char **d, size_t *dlen)
 {
 	const char *c1, *c2, *end = c + len;
 	uint32_t    k = 0;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nip01.h"
+
 struct json;
 
 /* NIP-01: kind is an integer in 0..65535. */
@@ -44,11 +46,11 @@ struct event_tag {
 };
 
 struct event {
-	uint8_t		  id[32];
-	uint8_t		  pubkey[32];
-	uint8_t		  sig[64];
-	char		  id_hex[65];
-	char		  pubkey_hex[65];
+	uint8_t		  id[EVENT_ID_LEN];
+	uint8_t		  pubkey[PUBKEY_LEN];
+	uint8_t		  sig[EVENT_SIG_LEN];
+	char		  id_hex[EVENT_ID_HEX_LEN + 1];
+	char		  pubkey_hex[PUBKEY_HEX_LEN + 1];
 	int64_t		  created_at;
 	uint32_t	  kind;
 	uint32_t	  ntags;
@@ -120,10 +122,11 @@ void events_destroy(struct event **v, size_t n);
  * tags do not parse or the key is invalid.  Used for NIP-42 AUTH and by
  * tests and benchmarks.
  */
-struct event *event_new_signed(const uint8_t seckey[32], int64_t created_at,
-    uint32_t kind, const char *tags_json, const char *content);
+struct event *event_new_signed(const uint8_t seckey[SECKEY_LEN],
+    int64_t created_at, uint32_t kind, const char *tags_json,
+    const char *content);
 /* Derives the x-only public key of seckey; 0 on success. */
-int	      event_pubkey_of(const uint8_t seckey[32], uint8_t out[32]);
+int event_pubkey_of(const uint8_t seckey[SECKEY_LEN], uint8_t out[32]);
 
 /* Value (element 1) of the first tag named name, or NULL. */
 const struct estr *event_tag_value(const struct event *, const char *name);
@@ -142,6 +145,6 @@ void hex_encode(const uint8_t *in, size_t n, char *out);
  * 64 lowercase hex, else -1.
  */
 int coord_parse(const char *coord, size_t len, uint32_t *kind,
-    uint8_t pubkey[32], const char **d, size_t *dlen);
+    uint8_t pubkey[PUBKEY_LEN], const char **d, size_t *dlen);
 
 #endif

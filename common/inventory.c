@@ -29,8 +29,8 @@
  * role's copy holds one per descendant: 48 bytes, not 64.
  */
 struct inv_node {
-	uint8_t		 nd_id[32]; /* the event's id; zero for an address */
-	struct inv_root *nd_first;  /* root 0 */
+	uint8_t nd_id[EVENT_ID_LEN]; /* the event's id; zero for an address */
+	struct inv_root *nd_first;   /* root 0 */
 	/* A descendant's author (its number plus one; 0 for an address,
 	 * or once the author deleted it), for NIP-09 deletions. */
 	uint32_t	 nd_author;
@@ -340,7 +340,8 @@ ix_fill(struct inv_index *ix, uint64_t *s, uint64_t h, size_t num)
 
 /* id's node (h is id's hash), or NULL. */
 static struct inv_node *
-id_node_h(const struct inventory *iv, const uint8_t id[32], uint64_t h)
+id_node_h(const struct inventory *iv, const uint8_t id[EVENT_ID_LEN],
+    uint64_t h)
 {
 	ssize_t num = ix_find(iv, &iv->iv_ids, node_key, id, h);
 
@@ -352,8 +353,8 @@ id_node_h(const struct inventory *iv, const uint8_t id[32], uint64_t h)
  * deeper.  Its number in *num.
  */
 static struct inv_node *
-id_node_get(struct inventory *iv, const uint8_t id[32], uint64_t h, int depth,
-    size_t *num)
+id_node_get(struct inventory *iv, const uint8_t id[EVENT_ID_LEN], uint64_t h,
+    int depth, size_t *num)
 {
 	struct inv_node *nd;
 	uint64_t	*s;
@@ -548,7 +549,7 @@ inv_announcement_relays(const struct inventory *iv, const struct event *ev,
 
 /* pk's author (h is pk's hash), made if new. */
 static struct inv_author *
-author_get(struct inventory *iv, const uint8_t pk[32], uint64_t h)
+author_get(struct inventory *iv, const uint8_t pk[PUBKEY_LEN], uint64_t h)
 {
 	struct inv_author *a;
 	uint64_t	  *s;
@@ -599,7 +600,7 @@ author_set_grow(struct inv_author *a)
 
 /* Adds rt to pk's roots (h is pk's hash); returns pk's author. */
 static struct inv_author *
-author_add_root(struct inventory *iv, const uint8_t pk[32], uint64_t h,
+author_add_root(struct inventory *iv, const uint8_t pk[PUBKEY_LEN], uint64_t h,
     struct inv_root *rt)
 {
 	struct inv_author *a = author_get(iv, pk, h);
@@ -848,7 +849,7 @@ keys_descs(struct inv_keys *k)
  */
 static int
 parent_id(const struct inv_keys *k, uint32_t t, const struct estr *v,
-    uint8_t id[32], uint64_t *h)
+    uint8_t id[EVENT_ID_LEN], uint64_t *h)
 {
 	uint32_t i;
 
@@ -948,7 +949,8 @@ node_own_root(const struct inv_node *nd)
 
 /* The root of id (hash h), or NULL. */
 static struct inv_root *
-root_find(const struct inventory *iv, const uint8_t id[32], uint64_t h)
+root_find(const struct inventory *iv, const uint8_t id[EVENT_ID_LEN],
+    uint64_t h)
 {
 	const struct inv_node *nd = id_node_h(iv, id, h);
 
@@ -1037,7 +1039,7 @@ add_descendant(struct inventory *iv, const struct event *ev,
 	size_t		   nroots = 0, i, k, num;
 	int		   depth = INV_MAX_DEPTH + 1, added = 0;
 	uint32_t	   t;
-	uint8_t		   id[32];
+	uint8_t		   id[EVENT_ID_LEN];
 	uint64_t	   h;
 	char		   addr[64 + 16 + 1024];
 	enum kind_class	   kc = event_kind_class(ev->kind);
@@ -1154,7 +1156,7 @@ author_in_thread(const struct inventory *iv, uint32_t num,
  */
 static void
 delete_descendant(struct inventory *iv, struct inv_node *nd,
-    const uint8_t pk[32])
+    const uint8_t pk[PUBKEY_LEN])
 {
 	struct inv_author *a;
 	uint32_t	   num;
@@ -1177,7 +1179,7 @@ static void
 apply_deletion(struct inventory *iv, const struct event *ev)
 {
 	uint32_t	 t, kind;
-	uint8_t		 id[32], pk[32];
+	uint8_t		 id[EVENT_ID_LEN], pk[PUBKEY_LEN];
 	struct inv_node *nd;
 	struct inv_root *rt;
 	struct inv_repo *r;
@@ -1340,7 +1342,7 @@ inv_repo_next(const struct inventory *iv, size_t *it)
 }
 
 struct inv_root *
-inv_root(const struct inventory *iv, const uint8_t id[32])
+inv_root(const struct inventory *iv, const uint8_t id[EVENT_ID_LEN])
 {
 	return root_find(iv, id, hmap_hash(id, 32));
 }
@@ -1358,7 +1360,7 @@ inv_desc_id(const struct inventory *iv, const struct inv_root *rt, size_t i)
 }
 
 struct inv_author *
-inv_author(const struct inventory *iv, const uint8_t pubkey[32])
+inv_author(const struct inventory *iv, const uint8_t pubkey[PUBKEY_LEN])
 {
 	ssize_t num = ix_find(iv, &iv->iv_pubkeys, author_key, pubkey,
 	    hmap_hash(pubkey, 32));
@@ -1373,7 +1375,7 @@ inv_author_next(const struct inventory *iv, size_t *it)
 }
 
 int
-inv_eligible(const struct inventory *iv, const uint8_t pk[32])
+inv_eligible(const struct inventory *iv, const uint8_t pk[PUBKEY_LEN])
 {
 	const struct inv_author *a;
 	const struct inv_repo	*r;
@@ -1405,7 +1407,7 @@ inv_eligible(const struct inventory *iv, const uint8_t pk[32])
 
 /* Adds pk to the set once; calls cb the first time. */
 static void
-each_once(struct hmap *set, const uint8_t	 pk[32],
+each_once(struct hmap *set, const uint8_t	 pk[PUBKEY_LEN],
     void (*cb)(void *, const uint8_t[32]), void *arg)
 {
 	if (hmap_get(set, pk, 32) != NULL)
@@ -1416,7 +1418,7 @@ each_once(struct hmap *set, const uint8_t	 pk[32],
 
 size_t
 inv_eligible_each(const struct inventory *iv,
-    void (*cb)(void *arg, const uint8_t pubkey[32]), void *arg)
+    void (*cb)(void *arg, const uint8_t pubkey[PUBKEY_LEN]), void *arg)
 {
 	struct hmap		 set = HMAP_INIT;
 	const struct inv_author *a;

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "hmap.h"
+#include "nip01.h"
 
 struct config;
 struct event;
@@ -76,7 +77,7 @@ struct inv_recs {
 
 struct inv_repo {
 	char	      *ir_coord; /* "30617:<owner hex>:<d>" */
-	uint8_t	       ir_owner[32];
+	uint8_t	       ir_owner[PUBKEY_LEN];
 	char	      *ir_d;
 	int64_t	       ir_created_at;
 	enum inv_level ir_level;
@@ -92,8 +93,8 @@ struct inv_repo {
 
 /* A record of iv_rootrecs: 128 bytes, one per root in every copy. */
 struct inv_root {
-	uint8_t		 rt_id[32];
-	uint8_t		 rt_author[32];
+	uint8_t		 rt_id[EVENT_ID_LEN];
+	uint8_t		 rt_author[PUBKEY_LEN];
 	uint32_t	 rt_kind;
 	int		 rt_deleted;
 	uint32_t	 rt_num;   /* its record number, its place in
@@ -113,7 +114,7 @@ struct inv_root {
 
 /* The roots one author's events occur in (GRASP-03 participants). */
 struct inv_author {
-	uint8_t		  au_pubkey[32];
+	uint8_t		  au_pubkey[PUBKEY_LEN];
 	uint32_t	  au_num; /* its record number */
 	struct inv_root **au_roots;
 	size_t		  au_nroots;
@@ -189,14 +190,15 @@ void inv_add_stateonly(struct inventory *, const struct event *);
 struct inv_repo *inv_repo(const struct inventory *, const char *coord);
 /* Iterates repositories: for (it = 0; (r = inv_repo_next(iv, &it)); ) */
 struct inv_repo *inv_repo_next(const struct inventory *, size_t *it);
-struct inv_root *inv_root(const struct inventory *, const uint8_t id[32]);
+struct inv_root *inv_root(const struct inventory *,
+    const uint8_t id[EVENT_ID_LEN]);
 /* Iterates roots: for (it = 0; (rt = inv_root_next(iv, &it)); ) */
 struct inv_root *inv_root_next(const struct inventory *, size_t *it);
 /* The id of rt's descendant i (i < rt->rt_ndesc). */
 const uint8_t	*inv_desc_id(const struct inventory *, const struct inv_root *,
       size_t i);
 struct inv_author *inv_author(const struct inventory *,
-    const uint8_t pubkey[32]);
+    const uint8_t pubkey[PUBKEY_LEN]);
 struct inv_author *inv_author_next(const struct inventory *, size_t *it);
 
 /*
@@ -204,7 +206,7 @@ struct inv_author *inv_author_next(const struct inventory *, size_t *it);
  * declared maintainer of an accepted Full repository, or the author of
  * an accepted root of a Full repository or of one of its descendants.
  */
-int inv_eligible(const struct inventory *, const uint8_t pubkey[32]);
+int inv_eligible(const struct inventory *, const uint8_t pubkey[PUBKEY_LEN]);
 
 /*
  * Calls cb once for every eligible identity author (as inv_eligible()
@@ -212,7 +214,7 @@ int inv_eligible(const struct inventory *, const uint8_t pubkey[32]);
  * cb must not change the inventory.  Returns the number of authors.
  */
 size_t inv_eligible_each(const struct inventory *,
-    void (*cb)(void *arg, const uint8_t pubkey[32]), void *arg);
+    void (*cb)(void *arg, const uint8_t pubkey[PUBKEY_LEN]), void *arg);
 
 /*
  * Adds the relay part of an announcement's "relays" values and http(s)

@@ -8,6 +8,7 @@
 
 #include "keyset.h"
 #include "log.h"
+#include "nip01.h"
 
 static int
 fail(sqlite3 *db, const char *what, const char *step, sqlite3_stmt *st)
@@ -19,7 +20,7 @@ fail(sqlite3 *db, const char *what, const char *step, sqlite3_stmt *st)
 
 int
 keyset_write(sqlite3 *db, const char *what, const char *sql,
-    const uint8_t key[32], int64_t now)
+    const uint8_t key[PUBKEY_LEN], int64_t now)
 {
 	sqlite3_stmt *st = NULL;
 

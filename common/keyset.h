@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "nip01.h"
+
 struct sqlite3;
 
 /*
@@ -20,7 +22,7 @@ struct sqlite3;
  * not NULL) and now to ?2 (if sql has it).  Returns the rows it changed.
  */
 int keyset_write(struct sqlite3 *, const char *what, const char *sql,
-    const uint8_t key[32], int64_t now);
+    const uint8_t key[PUBKEY_LEN], int64_t now);
 
 /* The one integer sql selects, in *out. */
 int keyset_generation(struct sqlite3 *, const char *what, const char *sql,
@@ -32,7 +34,7 @@ int keyset_generation(struct sqlite3 *, const char *what, const char *sql,
  * one read transaction (or the caller's).  Returns the number of keys.
  */
 int keyset_each(struct sqlite3 *, const char *what, const char *gen_sql,
-    const char *keys_sql, void (*cb)(void *arg, const uint8_t key[32]),
+    const char *keys_sql, void (*cb)(void *arg, const uint8_t key[PUBKEY_LEN]),
     void *arg, int64_t *gen);
 
 #endif

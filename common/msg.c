@@ -304,15 +304,15 @@ msg_ingest_decode(const struct msg *m, struct msg_ingest *mi)
 }
 
 void
-msg_plusmark_encode(uint8_t out[MSG_PLUSMARK_LEN], const uint8_t pubkey[32],
-    int set)
+msg_plusmark_encode(uint8_t out[MSG_PLUSMARK_LEN],
+    const uint8_t pubkey[PUBKEY_LEN], int set)
 {
 	memcpy(out, pubkey, 32);
 	out[32] = set ? 1 : 0;
 }
 
 int
-msg_plusmark_decode(const struct msg *m, uint8_t pubkey[32])
+msg_plusmark_decode(const struct msg *m, uint8_t pubkey[PUBKEY_LEN])
 {
 	if (m->m_type != MSG_PLUSMARK || m->m_len != MSG_PLUSMARK_LEN)
 		fatalx("malformed PLUSMARK message: %zu bytes, expected %u",
@@ -324,8 +324,8 @@ msg_plusmark_decode(const struct msg *m, uint8_t pubkey[32])
 }
 
 int
-msg_git_data_encode(uint8_t out[MSG_GIT_DATA_MAX], const uint8_t owner[32],
-    const char *d)
+msg_git_data_encode(uint8_t out[MSG_GIT_DATA_MAX],
+    const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	size_t n = strlen(d);
 

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nip01.h"
+
 struct buf;
 
 #define MSG_MAGIC	0x47525350u /* "GRSP" */
@@ -169,8 +171,8 @@ struct msg_accepted {
 	int64_t	 ma_seq;
 	uint32_t ma_kind;
 	uint32_t ma_pad;
-	uint8_t	 ma_id[32];
-	uint8_t	 ma_pubkey[32];
+	uint8_t	 ma_id[EVENT_ID_LEN];
+	uint8_t	 ma_pubkey[PUBKEY_LEN];
 };
 /* Ours: notices in one ACCEPTED message (80 bytes each). */
 #define MSG_ACCEPTED_MAX 1024
@@ -206,9 +208,9 @@ void msg_ingest_decode(const struct msg *, struct msg_ingest *);
  */
 #define MSG_PLUSMARK_LEN 33
 void msg_plusmark_encode(uint8_t out[MSG_PLUSMARK_LEN],
-    const uint8_t pubkey[32], int set);
+    const uint8_t pubkey[PUBKEY_LEN], int set);
 /* Fills pubkey; returns the mark (1 set, 0 clear). */
-int  msg_plusmark_decode(const struct msg *, uint8_t pubkey[32]);
+int  msg_plusmark_decode(const struct msg *, uint8_t pubkey[PUBKEY_LEN]);
 
 /*
  * GIT_DATA payload: syncd's git-data hunt fetched objects into relayd's
@@ -225,13 +227,13 @@ int  msg_plusmark_decode(const struct msg *, uint8_t pubkey[32]);
 #define MSG_GIT_DATA_D_MAX 251
 #define MSG_GIT_DATA_MAX   (33 + MSG_GIT_DATA_D_MAX)
 struct msg_git_data {
-	uint8_t mg_owner[32];
+	uint8_t mg_owner[PUBKEY_LEN];
 	char	mg_d[MSG_GIT_DATA_D_MAX + 1]; /* NUL-terminated */
 };
 /* The payload for owner and d into out; its length, or -1 (errno
  * EINVAL) if d is empty or longer than MSG_GIT_DATA_D_MAX. */
-int msg_git_data_encode(uint8_t out[MSG_GIT_DATA_MAX], const uint8_t owner[32],
-    const char *d);
+int msg_git_data_encode(uint8_t out[MSG_GIT_DATA_MAX],
+    const uint8_t owner[PUBKEY_LEN], const char *d);
 /* Fills mg from m; 0, or -1 with err saying why.  Never exits (the
  * fuzz harness and the unit test call it; relayd exits on -1). */
 int msg_git_data_decode(const struct msg *, struct msg_git_data *mg, char *err,

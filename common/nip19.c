@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "nip01.h"
 #include "nip19.h"
 
 /* BIP-173: the data alphabet, and the checksum length in characters. */
@@ -227,14 +228,14 @@ tlv_encode(const char *hrp, const void *special, size_t slen, const char *relay,
 }
 
 int
-nip19_nevent(const uint8_t id[32], const char *relay, const uint8_t author[32],
-    long kind, char *out, size_t outlen)
+nip19_nevent(const uint8_t id[EVENT_ID_LEN], const char *relay,
+    const uint8_t author[PUBKEY_LEN], long kind, char *out, size_t outlen)
 {
 	return tlv_encode("nevent", id, 32, relay, author, kind, out, outlen);
 }
 
 int
-nip19_naddr(long kind, const uint8_t pubkey[32], const char *d,
+nip19_naddr(long kind, const uint8_t pubkey[PUBKEY_LEN], const char *d,
     const char *relay, char *out, size_t outlen)
 {
 	return tlv_encode("naddr", d, strlen(d), relay, pubkey, kind, out,
@@ -280,7 +281,7 @@ key_parse_pubkey(const char *s, uint8_t out[32])
 }
 
 int
-key_seckey_valid(const uint8_t sk[32])
+key_seckey_valid(const uint8_t sk[SECKEY_LEN])
 {
 	uint8_t any = 0;
 	int	i;

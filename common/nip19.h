@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nip01.h"
+
 /* BIP-173: a bech32 string is at most 90 characters. */
 #define NIP19_MAX_LEN	90
 /* "npub1" or "nsec1", 52 data characters, 6 checksum characters, NUL. */
@@ -62,11 +64,11 @@ int nip19_encode_bytes(const char *hrp, const uint8_t *in, size_t len,
  * (NULL: none) and kind (-1: none), TLVs in nostr-tools' order, into out
  * (NIP19_TLV_BUFSZ is enough).  0, or -1 if it does not fit.
  */
-int nip19_nevent(const uint8_t id[32], const char *relay,
-    const uint8_t author[32], long kind, char *out, size_t outlen);
+int nip19_nevent(const uint8_t id[EVENT_ID_LEN], const char *relay,
+    const uint8_t author[PUBKEY_LEN], long kind, char *out, size_t outlen);
 
 /* NIP-19 naddr of (kind, pubkey, d) with relay (NULL: none); as above. */
-int nip19_naddr(long kind, const uint8_t pubkey[32], const char *d,
+int nip19_naddr(long kind, const uint8_t pubkey[PUBKEY_LEN], const char *d,
     const char *relay, char *out, size_t outlen);
 
 /*
@@ -83,6 +85,6 @@ int key_parse_pubkey(const char *s, uint8_t out[32]);
 int key_parse_seckey(const char *s, uint8_t out[32]);
 
 /* Returns 1 if the 32 bytes are a valid secp256k1 secret key, else 0. */
-int key_seckey_valid(const uint8_t sk[32]);
+int key_seckey_valid(const uint8_t sk[SECKEY_LEN]);
 
 #endif

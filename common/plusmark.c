@@ -5,12 +5,14 @@
  */
 #include "hmap.h"
 #include "keyset.h"
+#include "nip01.h"
 #include "plusmark.h"
 
 #define GEN_SQL "SELECT generation FROM plus_mark_generation WHERE id = 1"
 
 int
-plusmark_set(struct sqlite3 *db, const uint8_t pubkey[32], int set, int64_t now)
+plusmark_set(struct sqlite3 *db, const uint8_t pubkey[PUBKEY_LEN], int set,
+    int64_t now)
 {
 	int n;
 
@@ -36,7 +38,7 @@ plusmark_generation(struct sqlite3 *db, int64_t *out)
 }
 
 static void
-put_key(void *arg, const uint8_t key[32])
+put_key(void *arg, const uint8_t key[PUBKEY_LEN])
 {
 	hmap_put(arg, key, 32, (void *)1);
 }

@@ -26,6 +26,8 @@
 
 #include <stdint.h>
 
+#include "nip01.h"
+
 struct hmap;
 struct sqlite3;
 
@@ -39,7 +41,7 @@ struct sqlite3;
  * was so.  Works inside or outside a transaction (relayd runs it inside
  * its batched one).
  */
-int plusmark_set(struct sqlite3 *, const uint8_t pubkey[32], int set,
+int plusmark_set(struct sqlite3 *, const uint8_t pubkey[PUBKEY_LEN], int set,
     int64_t now);
 
 /* The current generation in *out. */

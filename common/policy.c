@@ -249,8 +249,8 @@ policy_identifier_safe(const char *d, size_t len)
 }
 
 static int
-rule_matches(const struct cfg_repo_rule *r, size_t n, const uint8_t pk[32],
-    const char *d)
+rule_matches(const struct cfg_repo_rule *r, size_t n,
+    const uint8_t pk[PUBKEY_LEN], const char *d)
 {
 	size_t i;
 
@@ -355,7 +355,7 @@ policy_anns_free(struct policy_anns *a)
 }
 
 const struct policy_ann *
-policy_anns_by(const struct policy_anns *a, const uint8_t pk[32])
+policy_anns_by(const struct policy_anns *a, const uint8_t pk[PUBKEY_LEN])
 {
 	size_t i;
 
@@ -366,15 +366,15 @@ policy_anns_by(const struct policy_anns *a, const uint8_t pk[32])
 }
 
 int
-policy_anns_authorised(const struct policy_anns *a, const uint8_t owner[32],
-    const uint8_t who[32])
+policy_anns_authorised(const struct policy_anns *a,
+    const uint8_t owner[PUBKEY_LEN], const uint8_t who[PUBKEY_LEN])
 {
 	uint8_t			 set[POLICY_MAX_MAINTAINERS][32];
 	size_t			 n = 0, i, k;
 	const struct policy_ann *ann;
 	const struct event_tag	*t;
 	uint32_t		 j;
-	uint8_t			 pk[32];
+	uint8_t			 pk[PUBKEY_LEN];
 
 	memcpy(set[n++], owner, 32);
 	for (i = 0; i < n; i++) {
@@ -451,7 +451,7 @@ policy_archived(const struct policy *pl, const struct event *ann)
 }
 
 static void
-npub_of(const uint8_t pk[32], char *out, size_t outlen)
+npub_of(const uint8_t pk[PUBKEY_LEN], char *out, size_t outlen)
 {
 	if (nip19_encode("npub", pk, out, outlen) == -1)
 		hex_encode(pk, 32, out);
@@ -468,7 +468,7 @@ held_repo(const struct policy *pl, const struct event *ev, char *msg,
 	const struct event_tag *t = NULL;
 	struct purg_ann	       *held;
 	size_t			nheld, i;
-	uint8_t			pk[32];
+	uint8_t			pk[PUBKEY_LEN];
 	char			npub[NIP19_KEY_BUFSZ], d[256], pfx[16];
 	int			found = 0, pl_len;
 
@@ -681,7 +681,7 @@ static int
 is_related(struct store *st, const struct event *ev)
 {
 	uint32_t    i, kind;
-	uint8_t	    pk[32], id[32];
+	uint8_t	    pk[PUBKEY_LEN], id[EVENT_ID_LEN];
 	const char *d;
 	size_t	    dlen;
 	char	    dbuf[1024], coord[1200];
@@ -737,7 +737,7 @@ policy_pr_identifier(const struct event *ev, char *d, size_t dlen)
 	const char	       *dv;
 	size_t			dvlen;
 	uint32_t		i, kind;
-	uint8_t			pk[32];
+	uint8_t			pk[PUBKEY_LEN];
 
 	d[0] = '\0';
 	for (i = 0; i < ev->ntags; i++) {

@@ -133,14 +133,14 @@ int  policy_anns_load(const struct policy *, struct store *, const char *d,
 void policy_anns_free(struct policy_anns *);
 /* The announcement by pubkey among a, or NULL. */
 const struct policy_ann *policy_anns_by(const struct policy_anns *a,
-    const uint8_t						  pubkey[32]);
+    const uint8_t pubkey[PUBKEY_LEN]);
 /*
  * 1 if who is in owner's recursive maintainer set over a (reference brief
  * 1.8): the owner, the keys of the owner's first "maintainers" tag, theirs
  * when they have an announcement in a, and so on; else 0.
  */
-int policy_anns_authorised(const struct policy_anns *a, const uint8_t owner[32],
-    const uint8_t who[32]);
+int			 policy_anns_authorised(const struct policy_anns *a,
+			 const uint8_t owner[PUBKEY_LEN], const uint8_t who[PUBKEY_LEN]);
 
 /*
  * 1 if d is a safe repository identifier (reference brief 1.3): not

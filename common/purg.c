@@ -434,7 +434,7 @@ purg_ann_put(struct purg *p, const struct event *ev, const char *d,
 }
 
 int
-purg_ann_get(struct purg *p, const uint8_t pubkey[32], const char *d,
+purg_ann_get(struct purg *p, const uint8_t pubkey[PUBKEY_LEN], const char *d,
     struct purg_ann *out)
 {
 	sqlite3_stmt *st;
@@ -447,7 +447,8 @@ purg_ann_get(struct purg *p, const uint8_t pubkey[32], const char *d,
 }
 
 int
-purg_ann_by_id(struct purg *p, const uint8_t id[32], struct purg_ann *out)
+purg_ann_by_id(struct purg *p, const uint8_t id[EVENT_ID_LEN],
+    struct purg_ann *out)
 {
 	sqlite3_stmt *st;
 
@@ -471,7 +472,7 @@ purg_ann_list_d(struct purg *p, const char *d, struct purg_ann **out, size_t *n)
 }
 
 int
-purg_ann_delete(struct purg *p, const uint8_t pubkey[32], const char *d)
+purg_ann_delete(struct purg *p, const uint8_t pubkey[PUBKEY_LEN], const char *d)
 {
 	sqlite3_stmt *st;
 
@@ -483,8 +484,8 @@ purg_ann_delete(struct purg *p, const uint8_t pubkey[32], const char *d)
 }
 
 int
-purg_ann_set_expiry(struct purg *p, const uint8_t pubkey[32], const char *d,
-    int64_t expires_at, int soft_expired)
+purg_ann_set_expiry(struct purg *p, const uint8_t pubkey[PUBKEY_LEN],
+    const char *d, int64_t expires_at, int soft_expired)
 {
 	sqlite3_stmt *st;
 
@@ -542,7 +543,7 @@ purg_ev_put(struct purg *p, const struct event *ev, const char *d, int remote,
 }
 
 int
-purg_ev_get(struct purg *p, const uint8_t id[32], struct purg_ev *out)
+purg_ev_get(struct purg *p, const uint8_t id[EVENT_ID_LEN], struct purg_ev *out)
 {
 	sqlite3_stmt *st;
 
@@ -584,7 +585,7 @@ purg_ev_list_kind(struct purg *p, uint32_t kind, struct purg_ev **out,
 }
 
 int
-purg_ev_delete(struct purg *p, const uint8_t id[32])
+purg_ev_delete(struct purg *p, const uint8_t id[EVENT_ID_LEN])
 {
 	sqlite3_stmt *st;
 
@@ -620,8 +621,9 @@ purg_ev_due(struct purg *p, int64_t now, struct purg_ev **out, size_t *n)
 }
 
 int
-purg_placeholder_put(struct purg *p, const uint8_t id[32],
-    const uint8_t owner[32], const char *d, const char *oid, int64_t expires_at)
+purg_placeholder_put(struct purg *p, const uint8_t id[EVENT_ID_LEN],
+    const uint8_t owner[PUBKEY_LEN], const char *d, const char *oid,
+    int64_t expires_at)
 {
 	sqlite3_stmt *st;
 
@@ -636,7 +638,7 @@ purg_placeholder_put(struct purg *p, const uint8_t id[32],
 }
 
 int
-purg_placeholder_list_id(struct purg *p, const uint8_t id[32],
+purg_placeholder_list_id(struct purg *p, const uint8_t id[EVENT_ID_LEN],
     struct purg_placeholder **out, size_t *n)
 {
 	sqlite3_stmt *st;
@@ -679,7 +681,7 @@ purg_placeholder_due(struct purg *p, int64_t now, struct purg_placeholder **out,
 }
 
 int
-purg_placeholder_delete_id(struct purg *p, const uint8_t id[32])
+purg_placeholder_delete_id(struct purg *p, const uint8_t id[EVENT_ID_LEN])
 {
 	sqlite3_stmt *st;
 
@@ -703,7 +705,7 @@ purg_placeholder_sweep(struct purg *p, int64_t now)
 }
 
 int
-purg_expired_add(struct purg *p, const uint8_t id[32], int64_t at)
+purg_expired_add(struct purg *p, const uint8_t id[EVENT_ID_LEN], int64_t at)
 {
 	sqlite3_stmt *st;
 
@@ -715,7 +717,7 @@ purg_expired_add(struct purg *p, const uint8_t id[32], int64_t at)
 }
 
 int
-purg_expired_has(struct purg *p, const uint8_t id[32])
+purg_expired_has(struct purg *p, const uint8_t id[EVENT_ID_LEN])
 {
 	sqlite3_stmt *st;
 	int	      rc;

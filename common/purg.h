@@ -27,8 +27,8 @@ struct purg;
 
 /* A held announcement. */
 struct purg_ann {
-	uint8_t pa_pubkey[32];
-	uint8_t pa_id[32];
+	uint8_t pa_pubkey[PUBKEY_LEN];
+	uint8_t pa_id[EVENT_ID_LEN];
 	char   *pa_d;
 	char   *pa_json;
 	char   *pa_relays; /* JSON array of relay URLs */
@@ -39,8 +39,8 @@ struct purg_ann {
 
 /* A held state, PR or PR update event. */
 struct purg_ev {
-	uint8_t	 pe_id[32];
-	uint8_t	 pe_pubkey[32];
+	uint8_t	 pe_id[EVENT_ID_LEN];
+	uint8_t	 pe_pubkey[PUBKEY_LEN];
 	uint32_t pe_kind;
 	int64_t	 pe_created_at;
 	char	*pe_d;
@@ -51,8 +51,8 @@ struct purg_ev {
 
 /* A refs/nostr/<id> push that came before the event <id>. */
 struct purg_placeholder {
-	uint8_t pp_id[32];
-	uint8_t pp_owner[32];
+	uint8_t pp_id[EVENT_ID_LEN];
+	uint8_t pp_owner[PUBKEY_LEN];
 	char   *pp_d;
 	char	pp_oid[41];
 	int64_t pp_expires_at;
@@ -93,14 +93,16 @@ void purg_placeholder_free_list(struct purg_placeholder *, size_t n);
  */
 int purg_ann_put(struct purg *, const struct event *ev, const char *d,
     const char *relays_json, int64_t now, int64_t expires_at);
-int purg_ann_get(struct purg *, const uint8_t pubkey[32], const char *d,
+int purg_ann_get(struct purg *, const uint8_t pubkey[PUBKEY_LEN], const char *d,
     struct purg_ann *out);
-int purg_ann_by_id(struct purg *, const uint8_t id[32], struct purg_ann *out);
+int purg_ann_by_id(struct purg *, const uint8_t id[EVENT_ID_LEN],
+    struct purg_ann *out);
 int purg_ann_list_d(struct purg *, const char *d, struct purg_ann **out,
     size_t *n);
-int purg_ann_delete(struct purg *, const uint8_t pubkey[32], const char *d);
-int purg_ann_set_expiry(struct purg *, const uint8_t pubkey[32], const char *d,
-    int64_t expires_at, int soft_expired);
+int purg_ann_delete(struct purg *, const uint8_t pubkey[PUBKEY_LEN],
+    const char *d);
+int purg_ann_set_expiry(struct purg *, const uint8_t pubkey[PUBKEY_LEN],
+    const char *d, int64_t expires_at, int soft_expired);
 /* Entries whose expires_at <= now, in a new array. */
 int purg_ann_due(struct purg *, int64_t now, struct purg_ann **out, size_t *n);
 
@@ -114,22 +116,23 @@ int purg_ann_due(struct purg *, int64_t now, struct purg_ann **out, size_t *n);
 int purg_ev_put(struct purg *, const struct event *ev, const char *d,
     int remote, int64_t now, int64_t expires_at, const char *const *wants,
     size_t nwants);
-int purg_ev_get(struct purg *, const uint8_t id[32], struct purg_ev *out);
+int purg_ev_get(struct purg *, const uint8_t id[EVENT_ID_LEN],
+    struct purg_ev *out);
 int purg_ev_list_d(struct purg *, const char *d, uint32_t kind,
     struct purg_ev **out, size_t *n);
 int purg_ev_list_kind(struct purg *, uint32_t kind, struct purg_ev **out,
     size_t *n);
-int purg_ev_delete(struct purg *, const uint8_t id[32]);
+int purg_ev_delete(struct purg *, const uint8_t id[EVENT_ID_LEN]);
 int purg_ev_extend_d(struct purg *, const char *d, int64_t expires_at);
 int purg_ev_due(struct purg *, int64_t now, struct purg_ev **out, size_t *n);
 
 /* Placeholders: put replaces the (id, owner, d) entry. */
-int purg_placeholder_put(struct purg *, const uint8_t id[32],
-    const uint8_t owner[32], const char *d, const char *oid,
+int purg_placeholder_put(struct purg *, const uint8_t id[EVENT_ID_LEN],
+    const uint8_t owner[PUBKEY_LEN], const char *d, const char *oid,
     int64_t expires_at);
-int purg_placeholder_list_id(struct purg *, const uint8_t id[32],
+int purg_placeholder_list_id(struct purg *, const uint8_t id[EVENT_ID_LEN],
     struct purg_placeholder **out, size_t *n);
-int purg_placeholder_delete_id(struct purg *, const uint8_t id[32]);
+int purg_placeholder_delete_id(struct purg *, const uint8_t id[EVENT_ID_LEN]);
 /* The placeholders whose expires_at <= now (0, or -1 on error). */
 int purg_placeholder_due(struct purg *, int64_t now,
     struct purg_placeholder **out, size_t *n);
@@ -137,8 +140,8 @@ int purg_placeholder_due(struct purg *, int64_t now,
 int purg_placeholder_sweep(struct purg *, int64_t now);
 
 /* Expired ids: add records (or refreshes) one; has returns 1 or 0. */
-int purg_expired_add(struct purg *, const uint8_t id[32], int64_t at);
-int purg_expired_has(struct purg *, const uint8_t id[32]);
+int purg_expired_add(struct purg *, const uint8_t id[EVENT_ID_LEN], int64_t at);
+int purg_expired_has(struct purg *, const uint8_t id[EVENT_ID_LEN]);
 /* Forgets ids that expired at or before before; returns how many. */
 int purg_expired_sweep(struct purg *, int64_t before);
 

@@ -57,8 +57,8 @@ struct qbuild {
 	/* A resumed query: after (qb_at, qb_id) and up to seq qb_seq. */
 	const struct store_cursor *qb_cur;
 	int			   qb_at, qb_id, qb_seq;
-	uint8_t			   qb_pos_id[32]; /* bound: cur moves */
-	int qb_csort; /* ids: sorted and cut by deliver_sorted() */
+	uint8_t qb_pos_id[EVENT_ID_LEN]; /* bound: cur moves */
+	int	qb_csort; /* ids: sorted and cut by deliver_sorted() */
 };
 
 /* 1 if events of kind are kept under a d value (store_event_d(),

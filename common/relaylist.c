@@ -178,11 +178,11 @@ relaylist_purpose_name(enum relaylist_purpose p)
 }
 
 int
-relaylist_deleted_by(const struct event *ev, const uint8_t list_id[32],
-    int64_t list_at)
+relaylist_deleted_by(const struct event *ev,
+    const uint8_t list_id[EVENT_ID_LEN], int64_t list_at)
 {
 	char	 addr[80], hex[65];
-	uint8_t	 id[32];
+	uint8_t	 id[EVENT_ID_LEN];
 	uint32_t t;
 
 	hex_encode(ev->pubkey, 32, hex);

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nip01.h"
+
 struct event;
 
 /*
@@ -96,8 +98,8 @@ void relaylist_clear(struct relaylist *);
  * list_id of created_at list_at (NIP-09: by id, or by its address with a
  * created_at not older); else 0.  The caller checks the author.
  */
-int  relaylist_deleted_by(const struct event *ev, const uint8_t list_id[32],
-     int64_t list_at);
+int  relaylist_deleted_by(const struct event *ev,
+     const uint8_t list_id[EVENT_ID_LEN], int64_t list_at);
 
 /*
  * The i-th relay (canonical key, owned by the list) of purpose p, or NULL

@@ -317,8 +317,8 @@ store_kind_has_d(uint32_t kind)
 
 /* Looks up a stored event by id: 1 and its seq, pubkey, kind; 0; -1. */
 static int
-get_by_id(struct store *s, const uint8_t id[32], int64_t *seq,
-    uint8_t pubkey[32], uint32_t *kind)
+get_by_id(struct store *s, const uint8_t id[EVENT_ID_LEN], int64_t *seq,
+    uint8_t pubkey[PUBKEY_LEN], uint32_t *kind)
 {
 	sqlite3_stmt *st;
 	int	      r;
@@ -409,7 +409,8 @@ delete_seq(struct store *s, int64_t seq)
 }
 
 static int
-mark_deleted(struct store *s, const uint8_t id[32], const uint8_t pk[32])
+mark_deleted(struct store *s, const uint8_t id[EVENT_ID_LEN],
+    const uint8_t pk[PUBKEY_LEN])
 {
 	sqlite3_stmt *st;
 
@@ -426,8 +427,8 @@ mark_deleted(struct store *s, const uint8_t id[32], const uint8_t pk[32])
  * malformed.
  */
 static int
-parse_coordinate(const struct estr *a, uint32_t *kind, uint8_t pubkey[32],
-    const char **d, size_t *dlen)
+parse_coordinate(const struct estr *a, uint32_t *kind,
+    uint8_t pubkey[PUBKEY_LEN], const char **d, size_t *dlen)
 {
 	const char *p = a->s, *end = a->s + a->len, *c;
 	uint32_t    k = 0;
@@ -457,7 +458,7 @@ static enum store_result
 apply_deletion(struct store *s, const struct event *ev)
 {
 	sqlite3_stmt *st;
-	uint8_t	      id[32], pk[32];
+	uint8_t	      id[EVENT_ID_LEN], pk[PUBKEY_LEN];
 	uint32_t      i, kind;
 	int64_t	      seq;
 	const char   *d;
@@ -741,7 +742,7 @@ store_result_ok(enum store_result r)
 }
 
 int
-store_has_id(struct store *s, const uint8_t id[32])
+store_has_id(struct store *s, const uint8_t id[EVENT_ID_LEN])
 {
 	sqlite3_stmt *st;
 	int	      r;
@@ -776,8 +777,8 @@ store_has_ids(struct store *s, const uint8_t (*ids)[32], size_t n, int *out)
 }
 
 int
-store_is_deleted(struct store *s, const uint8_t id[32],
-    const uint8_t pubkey[32])
+store_is_deleted(struct store *s, const uint8_t id[EVENT_ID_LEN],
+    const uint8_t pubkey[PUBKEY_LEN])
 {
 	sqlite3_stmt *st;
 	int	      r;
@@ -793,8 +794,8 @@ store_is_deleted(struct store *s, const uint8_t id[32],
 }
 
 int
-store_has_address(struct store *s, uint32_t kind, const uint8_t pubkey[32],
-    const char *d)
+store_has_address(struct store *s, uint32_t kind,
+    const uint8_t pubkey[PUBKEY_LEN], const char *d)
 {
 	sqlite3_stmt *st;
 	int	      r;
@@ -961,7 +962,7 @@ deliver_rows(struct store *s, sqlite3_stmt *st, struct seqset *seen,
 struct heldrow {
 	int64_t hr_seq;
 	int64_t hr_created_at;
-	uint8_t hr_id[32];
+	uint8_t hr_id[EVENT_ID_LEN];
 	size_t	hr_off; /* its JSON in the held text */
 	size_t	hr_len;
 };
@@ -1218,7 +1219,8 @@ store_query(struct store *s, const struct filter *f, size_t n, size_t max_limit,
 
 int
 store_query_items(struct store *s, const struct filter *f, int64_t now,
-    size_t max, int (*cb)(int64_t created_at, const uint8_t id[32], void *arg),
+    size_t max,
+    int (*cb)(int64_t created_at, const uint8_t id[EVENT_ID_LEN], void *arg),
     void *arg, int *more)
 {
 	struct qbuild qb;
@@ -1264,8 +1266,8 @@ store_query_items(struct store *s, const struct filter *f, int64_t now,
 }
 
 int
-store_address_deleted(struct store *s, uint32_t kind, const uint8_t pubkey[32],
-    const char *d, int64_t created_at)
+store_address_deleted(struct store *s, uint32_t kind,
+    const uint8_t pubkey[PUBKEY_LEN], const char *d, int64_t created_at)
 {
 	sqlite3_stmt *st;
 	int64_t	      at;

@@ -107,7 +107,7 @@ const char *store_result_message(enum store_result);
 int	    store_result_ok(enum store_result);
 
 /* 1 if an event with that id is stored, 0 if not, -1 on error. */
-int store_has_id(struct store *, const uint8_t id[32]);
+int store_has_id(struct store *, const uint8_t id[EVENT_ID_LEN]);
 /*
  * store_has_id() for each of the n ids, its answer in out[i], all in one
  * read transaction (or in the caller's): outside a transaction each
@@ -120,14 +120,14 @@ int store_has_ids(struct store *, const uint8_t (*ids)[32], size_t n, int *out);
  * 1 if a NIP-09 deletion by pubkey recorded that id as deleted (pubkey
  * NULL: by anyone), 0 if not, -1 on error.
  */
-int store_is_deleted(struct store *, const uint8_t id[32],
-    const uint8_t pubkey[32]);
+int store_is_deleted(struct store *, const uint8_t id[EVENT_ID_LEN],
+    const uint8_t pubkey[PUBKEY_LEN]);
 /*
  * 1 if an event of that kind by that author with that d value ("" for a
  * replaceable kind) is stored, 0 if not, -1 on error.  d is NUL-terminated.
  */
-int store_has_address(struct store *, uint32_t kind, const uint8_t pubkey[32],
-    const char *d);
+int store_has_address(struct store *, uint32_t kind,
+    const uint8_t pubkey[PUBKEY_LEN], const char *d);
 /*
  * 1 if some stored event has a tag whose one-letter name is one of the
  * letters in names (e.g. "aAq") and whose first value is exactly value,
@@ -165,7 +165,7 @@ struct store_cursor {
 	size_t	sc_rows;
 	int	sc_has_pos;
 	int64_t sc_created_at;
-	uint8_t sc_id[32];
+	uint8_t sc_id[EVENT_ID_LEN];
 	int64_t sc_max_seq; /* -1 until the first pause */
 	int64_t sc_now;	    /* NIP-40 expiration is judged at this time */
 	int	sc_done;    /* every filter has been run to its end */
@@ -209,7 +209,8 @@ int store_query_page(struct store *, const struct filter *f, size_t n,
  * the number delivered, or -1 on a database error.
  */
 int store_query_items(struct store *, const struct filter *f, int64_t now,
-    size_t max, int (*cb)(int64_t created_at, const uint8_t id[32], void *arg),
+    size_t max,
+    int (*cb)(int64_t created_at, const uint8_t id[EVENT_ID_LEN], void *arg),
     void *arg, int *more);
 
 /* Number of stored events, or -1 on error. */
@@ -233,7 +234,7 @@ int	store_since_seq(struct store *, int64_t after, size_t max,
  * error.  d is NUL-terminated.
  */
 int store_address_deleted(struct store *, uint32_t kind,
-    const uint8_t pubkey[32], const char *d, int64_t created_at);
+    const uint8_t pubkey[PUBKEY_LEN], const char *d, int64_t created_at);
 
 /*
  * The store's SQLite connection, for the modules that own other tables of

@@ -70,7 +70,7 @@ delay_ms(const struct discd *dd, double secs)
 }
 
 static struct disc_author *
-author_get(struct discd *dd, const uint8_t pk[32])
+author_get(struct discd *dd, const uint8_t pk[PUBKEY_LEN])
 {
 	struct disc_author *a = hmap_get(&dd->dd_authors, pk, 32);
 
@@ -297,7 +297,7 @@ static const uint32_t take_kinds[] = { KIND_PROFILE, KIND_RELAY_LIST,
 	KIND_DELETION };
 
 static void
-mark_eligible(void *arg, const uint8_t pk[32])
+mark_eligible(void *arg, const uint8_t pk[PUBKEY_LEN])
 {
 	author_get(arg, pk)->da_mark = 1;
 }

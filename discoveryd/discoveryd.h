@@ -65,14 +65,14 @@ struct disc_source;
 
 /* What discoveryd knows about one author. */
 struct disc_author {
-	uint8_t		 da_pk[32];
+	uint8_t		 da_pk[PUBKEY_LEN];
 	char		 da_hex[65];
 	int		 da_eligible;
 	int		 da_mark; /* seen by this eligibility pass */
 	/* The stored kind 10002, as the feed delivered it. */
 	int		 da_has_list;
 	int64_t		 da_list_at; /* its created_at */
-	uint8_t		 da_list_id[32];
+	uint8_t		 da_list_id[EVENT_ID_LEN];
 	struct relaylist da_list;
 	int		 da_has_profile; /* a kind 0 is stored */
 	/* The discovery round (every source asked once). */

@@ -326,7 +326,7 @@ done:
 
 /* One EVENT sent and not yet answered. */
 struct inflight {
-	char	if_id[65]; /* "" when the slot is free */
+	char	if_id[EVENT_ID_HEX_LEN + 1]; /* "" when the slot is free */
 	char   *if_line;
 	size_t	if_len;
 	int64_t if_sent; /* ms */

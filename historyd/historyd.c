@@ -49,7 +49,7 @@
 /* One author's stored relay list. */
 struct hist_list {
 	int64_t		 hl_at;
-	uint8_t		 hl_id[32];
+	uint8_t		 hl_id[EVENT_ID_LEN];
 	struct relaylist hl_list;
 };
 
@@ -170,7 +170,7 @@ set_add(struct hmap *set, const char *s)
 }
 
 static void
-set_add_id(struct hmap *set, const uint8_t id[32])
+set_add_id(struct hmap *set, const uint8_t id[EVENT_ID_LEN])
 {
 	char hex[65];
 
@@ -253,7 +253,7 @@ participant(struct histd *hd, struct hmap *scopes, const struct inv_author *au)
 }
 
 static void
-repo_member(struct histd *hd, struct hmap *scopes, const uint8_t pk[32],
+repo_member(struct histd *hd, struct hmap *scopes, const uint8_t pk[PUBKEY_LEN],
     const struct inv_repo *r)
 {
 	const struct hist_list *l = hmap_get(&hd->hd_lists, pk, 32);
@@ -355,7 +355,7 @@ take_threads(struct hist_sched *s, struct hist_relay *hr, struct hist_scope *sc)
 }
 
 static void
-count_eligible(void *arg, const uint8_t pk[32])
+count_eligible(void *arg, const uint8_t pk[PUBKEY_LEN])
 {
 	(void)pk;
 	(*(size_t *)arg)++;

@@ -132,7 +132,7 @@ relay_chan_send(void)
 
 /* A GRASP-03 fallback mark from discoveryd (plusmark.h). */
 struct plus_mark {
-	uint8_t pm_pubkey[32];
+	uint8_t pm_pubkey[PUBKEY_LEN];
 	int	pm_set;
 };
 

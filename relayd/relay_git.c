@@ -110,7 +110,7 @@ struct relay_gitreq {
 	enum git_svc		 gr_svc;
 	int			 gr_advertise; /* info/refs */
 	int			 gr_head;      /* a HEAD request */
-	uint8_t			 gr_owner[32];
+	uint8_t			 gr_owner[PUBKEY_LEN];
 	char			*gr_d;
 	char			 gr_repo[PATH_MAX];
 	char			 gr_proto[160]; /* GIT_PROTOCOL=... or "" */
@@ -374,7 +374,7 @@ push_leave(struct relay_gitreq *gr, int landed)
  */
 struct unclaimed {
 	LIST_ENTRY(unclaimed) u_entry;
-	uint8_t		      u_signer[32];
+	uint8_t		      u_signer[PUBKEY_LEN];
 	char		     *u_d;
 	char		      u_ref[RELAY_REF_NOSTR_LEN + 65];
 	char		      u_oid[GIT_OID_HEX + 1];
@@ -411,7 +411,7 @@ unclaimed_sum(const char *peer, const uint8_t *signer)
 
 /* Bytes of the unclaimed placeholders of repository (owner, d). */
 static uint64_t
-unclaimed_repo(const uint8_t owner[32], const char *d)
+unclaimed_repo(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct unclaimed *u;
 	uint64_t	  sum = 0;
@@ -454,7 +454,7 @@ unclaimed_add(struct relay_gitreq *gr)
 }
 
 void
-relay_git_unclaimed_claim(const uint8_t signer[32], const char *d,
+relay_git_unclaimed_claim(const uint8_t signer[PUBKEY_LEN], const char *d,
     const char *ref, int prs)
 {
 	struct unclaimed *u, *next;

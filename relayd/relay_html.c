@@ -400,7 +400,7 @@ relay_html_tag1(const struct event *ev, const char *name)
 
 /* A stored event's JSON by (kind, pubkey, d), parsed, or NULL. */
 struct event *
-relay_html_addressed(sqlite3 *db, uint32_t kind, const uint8_t pk[32],
+relay_html_addressed(sqlite3 *db, uint32_t kind, const uint8_t pk[PUBKEY_LEN],
     const char *d)
 {
 	static const char sql[] = "SELECT json FROM events WHERE kind = ?1"
@@ -424,7 +424,7 @@ relay_html_addressed(sqlite3 *db, uint32_t kind, const uint8_t pk[32],
 
 /* A person: kind 0 name where known, and the short npub. */
 void
-relay_html_person(struct buf *b, sqlite3 *db, const uint8_t pk[32])
+relay_html_person(struct buf *b, sqlite3 *db, const uint8_t pk[PUBKEY_LEN])
 {
 	struct event *p = relay_html_addressed(db, KIND_PROFILE, pk, "");
 	char	      npub[NIP19_MAX_LEN + 1], *name = NULL;

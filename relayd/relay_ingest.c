@@ -296,7 +296,7 @@ relay_ingest_forget(struct relay_conn *c)
 
 /* 1 if the connection authenticated as pubkey (NIP-42). */
 static int
-conn_authed_as(const struct relay_conn *c, const uint8_t pubkey[32])
+conn_authed_as(const struct relay_conn *c, const uint8_t pubkey[PUBKEY_LEN])
 {
 	int i;
 
@@ -411,7 +411,7 @@ client_submit(struct relay_conn *c, const struct json *evj, int auth)
 	struct event   *ev;
 	struct pending *p;
 	const char     *limited = NULL;
-	char		id[65], msg[512];
+	char		id[EVENT_ID_HEX_LEN + 1], msg[512];
 	int64_t		t0 = relay_now_ms();
 
 	if (!rate_ok(c))

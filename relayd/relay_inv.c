@@ -39,7 +39,7 @@ static struct {
 } elig = { HMAP_INIT, 1, 1, 0 };
 
 static void
-put_key(void *arg, const uint8_t pk[32])
+put_key(void *arg, const uint8_t pk[PUBKEY_LEN])
 {
 	hmap_put(arg, pk, 32, (void *)1);
 }

@@ -33,7 +33,7 @@ enum job_kind {
 struct relay_job {
 	TAILQ_ENTRY(relay_job) j_entry;
 	enum job_kind	       j_kind;
-	uint8_t		       j_owner[32];
+	uint8_t		       j_owner[PUBKEY_LEN];
 	uint8_t		       j_src[32];
 	int		       j_has_src;
 	char		      *j_d;
@@ -55,7 +55,7 @@ static int  job_git(struct relay_job *, const char *, const char *const *, int);
 static void maint_child_done(pid_t, int, int, void *);
 
 static struct relay_job *
-job_new(enum job_kind kind, const uint8_t owner[32], const char *d,
+job_new(enum job_kind kind, const uint8_t owner[PUBKEY_LEN], const char *d,
     const uint8_t src[32])
 {
 	struct relay_job *j;
@@ -93,7 +93,7 @@ job_queue(struct relay_job *j)
 }
 
 void
-relay_job_align(const uint8_t owner[32], const char *d,
+relay_job_align(const uint8_t owner[PUBKEY_LEN], const char *d,
     const struct event *state, const uint8_t src[32])
 {
 	struct relay_job *j = job_new(JOB_ALIGN, owner, d, src);
@@ -107,8 +107,8 @@ relay_job_align(const uint8_t owner[32], const char *d,
 
 /* Queues a job of kind on ref with oid (the new or the expected value). */
 static void
-job_queue_ref(enum job_kind kind, const uint8_t owner[32], const char *d,
-    const char *ref, const char *oid, const uint8_t src[32],
+job_queue_ref(enum job_kind kind, const uint8_t owner[PUBKEY_LEN],
+    const char *d, const char *ref, const char *oid, const uint8_t src[32],
     const char *src_path)
 {
 	struct relay_job *j = job_new(kind, owner, d, src);
@@ -121,28 +121,28 @@ job_queue_ref(enum job_kind kind, const uint8_t owner[32], const char *d,
 }
 
 void
-relay_job_set_ref(const uint8_t owner[32], const char *d, const char *ref,
-    const char *oid, const uint8_t src[32])
+relay_job_set_ref(const uint8_t owner[PUBKEY_LEN], const char *d,
+    const char *ref, const char *oid, const uint8_t src[32])
 {
 	job_queue_ref(JOB_SET_REF, owner, d, ref, oid, src, NULL);
 }
 
 void
-relay_job_set_ref_from(const uint8_t owner[32], const char *d, const char *ref,
-    const char *oid, const char *src_path)
+relay_job_set_ref_from(const uint8_t owner[PUBKEY_LEN], const char *d,
+    const char *ref, const char *oid, const char *src_path)
 {
 	job_queue_ref(JOB_SET_REF, owner, d, ref, oid, NULL, src_path);
 }
 
 void
-relay_job_delete_ref(const uint8_t owner[32], const char *d, const char *ref,
-    const char *old)
+relay_job_delete_ref(const uint8_t owner[PUBKEY_LEN], const char *d,
+    const char *ref, const char *old)
 {
 	job_queue_ref(JOB_DELETE_REF, owner, d, ref, old, NULL, NULL);
 }
 
 void
-relay_job_prune(const uint8_t owner[32], const char *d)
+relay_job_prune(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	job_queue(job_new(JOB_PRUNE, owner, d, NULL));
 }
@@ -151,7 +151,7 @@ relay_job_prune(const uint8_t owner[32], const char *d)
 struct job_wait {
 	lws_sorted_usec_list_t jw_sul;
 	enum job_kind	       jw_kind;
-	uint8_t		       jw_owner[32];
+	uint8_t		       jw_owner[PUBKEY_LEN];
 	char		      *jw_d;
 };
 
@@ -222,7 +222,7 @@ prune_step(struct relay_job *j, const char *repo)
  */
 struct maint {
 	LIST_ENTRY(maint) m_entry;
-	uint8_t		  m_owner[32];
+	uint8_t		  m_owner[PUBKEY_LEN];
 	char		 *m_d;
 	int		  m_pushes;
 	int64_t		  m_since; /* ms */
@@ -240,7 +240,7 @@ static int		      maint_sul_on, maint_retry_on;
 static void maint_kick(void);
 
 static struct maint *
-maint_find(const uint8_t owner[32], const char *d)
+maint_find(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct maint *m;
 
@@ -273,7 +273,7 @@ maint_free(struct maint *m)
 
 /* 1 if a job on (owner, d) is queued or runs. */
 static int
-job_on(const uint8_t owner[32], const char *d)
+job_on(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct relay_job *j;
 
@@ -319,7 +319,7 @@ maint_retry(lws_sorted_usec_list_t *sul)
 }
 
 void
-relay_job_pushed(const uint8_t owner[32], const char *d)
+relay_job_pushed(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct maint *m;
 

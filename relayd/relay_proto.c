@@ -171,7 +171,7 @@ relay_proto_close(const struct json *msg, const char **idp, char *ans,
  * that is a 64-character string (as sent), else "".
  */
 void
-relay_proto_okid(const struct json *evj, char okid[65])
+relay_proto_okid(const struct json *evj, char okid[EVENT_ID_HEX_LEN + 1])
 {
 	const struct json *idj = json_get(evj, "id");
 
@@ -235,8 +235,8 @@ relay_proto_check_event(const struct event *ev, int64_t now, size_t max_size,
  */
 struct event *
 relay_proto_event(const struct json *evj, const char *challenge,
-    const struct policy *pl, int64_t now, size_t max_size, char okid[65],
-    char *msg, size_t msglen)
+    const struct policy *pl, int64_t now, size_t max_size,
+    char okid[EVENT_ID_HEX_LEN + 1], char *msg, size_t msglen)
 {
 	struct event *ev;
 	int	      rc;

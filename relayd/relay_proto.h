@@ -77,12 +77,12 @@ enum relay_answer   relay_proto_req(const struct json *msg, size_t nsubs,
 void		    relay_req_free(struct relay_req *);
 enum relay_answer   relay_proto_close(const struct json *msg, const char **idp,
       char *ans, size_t anslen);
-void		    relay_proto_okid(const struct json *evj, char okid[65]);
-int		    relay_proto_check_event(const struct event *ev, int64_t now,
-		    size_t max_size, char *msg, size_t msglen);
+void relay_proto_okid(const struct json *evj, char okid[EVENT_ID_HEX_LEN + 1]);
+int  relay_proto_check_event(const struct event *ev, int64_t now,
+     size_t max_size, char *msg, size_t msglen);
 struct event *relay_proto_event(const struct json *evj, const char *challenge,
-    const struct policy *pl, int64_t now, size_t max_size, char okid[65],
-    char *msg, size_t msglen);
+    const struct policy *pl, int64_t now, size_t max_size,
+    char okid[EVENT_ID_HEX_LEN + 1], char *msg, size_t msglen);
 
 /*
  * Where a path on the relay port that names a repository goes
@@ -107,7 +107,7 @@ struct git_route {
 	int		    rt_web;    /* a page: errors answered as pages */
 	unsigned	    rt_status; /* GR_BAD_NPUB: 400, 404 under /prs/ */
 	char		    rt_npub[NIP19_MAX_LEN + 1];
-	uint8_t		    rt_owner[32];
+	uint8_t		    rt_owner[PUBKEY_LEN];
 	char		    rt_d[1024]; /* the identifier, NUL-terminated */
 	const char	   *rt_rest;	/* in uri, after <d>.git */
 	size_t		    rt_restlen;

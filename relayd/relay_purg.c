@@ -157,7 +157,7 @@ query(const char *filter_json, struct evlist *out)
 
 /* The stored event with that id, or NULL. */
 static struct event *
-stored_event(const uint8_t id[32])
+stored_event(const uint8_t id[EVENT_ID_LEN])
 {
 	struct evlist l;
 	struct event *ev = NULL;
@@ -223,7 +223,7 @@ relay_purg_find_source(const struct policy_anns *a, const char *d,
  * authorises.
  */
 static void
-evict(const uint8_t pubkey[32], const char *d, const char *why)
+evict(const uint8_t pubkey[PUBKEY_LEN], const char *d, const char *why)
 {
 	struct policy_anns a;
 	struct purg_ev	  *held = NULL;
@@ -266,7 +266,7 @@ relay_purg_pr_owners(const struct event *ev, const char *d,
 	const char	       *dv;
 	size_t			n = 0, i, dvlen;
 	uint32_t		j, kind;
-	uint8_t			pk[32];
+	uint8_t			pk[PUBKEY_LEN];
 	int			ok;
 
 	if (d[0] == '\0' || relay_purg_anns(d, 0, &a) == -1)
@@ -328,7 +328,8 @@ relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
  * replaced) is never refused.
  */
 static int
-owner_full(const uint8_t owner[32], const char *d, char *msg, size_t msglen)
+owner_full(const uint8_t owner[PUBKEY_LEN], const char *d, char *msg,
+    size_t msglen)
 {
 	int cap = relayd->cfg.max_repos_per_owner, n;
 
@@ -442,7 +443,8 @@ route_announcement(const struct event *ev, int verdict, int remote, char *msg,
 
 /* Extends (and revives) the held announcements that authorise who. */
 static void
-extend_owners(const struct policy_anns *a, const char *d, const uint8_t who[32])
+extend_owners(const struct policy_anns *a, const char *d,
+    const uint8_t who[PUBKEY_LEN])
 {
 	struct purg_ann held;
 	size_t		i;
@@ -605,7 +607,7 @@ apply_deletion(const struct event *del)
 	char			d[1024];
 	size_t			dvlen, n = 0, k;
 	uint32_t		i, kind;
-	uint8_t			id[32], pk[32];
+	uint8_t			id[EVENT_ID_LEN], pk[PUBKEY_LEN];
 
 	for (i = 0; i < del->ntags; i++) {
 		t = &del->tags[i];
@@ -724,7 +726,7 @@ relay_purg_route(const struct event *ev, int verdict, int remote, char *msg,
 
 /* The PR or PR update with that id, held or stored (caller frees), or NULL. */
 struct event *
-relay_purg_pr_event(const uint8_t id[32])
+relay_purg_pr_event(const uint8_t id[EVENT_ID_LEN])
 {
 	struct purg_ev pe;
 	struct event  *ev = NULL;
@@ -743,7 +745,7 @@ relay_purg_pr_event(const uint8_t id[32])
 
 /* 1 if PR ev is signer's, for identifier d (GRASP-06 /prs/ paths). */
 int
-relay_purg_pr_by(const struct event *ev, const uint8_t signer[32],
+relay_purg_pr_by(const struct event *ev, const uint8_t signer[PUBKEY_LEN],
     const char *d)
 {
 	char evd[256];
@@ -754,7 +756,7 @@ relay_purg_pr_by(const struct event *ev, const uint8_t signer[32],
 
 
 int
-relay_purg_hosted(const uint8_t owner[32], const char *d)
+relay_purg_hosted(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct purg_ann pa;
 

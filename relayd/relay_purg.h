@@ -26,7 +26,7 @@ struct later_job {
 		LJ_DELETE,
 		LJ_REMOVE
 	} lj_kind;
-	uint8_t	      lj_owner[32];
+	uint8_t	      lj_owner[PUBKEY_LEN];
 	uint8_t	      lj_src[32];
 	char	     *lj_d;
 	char	     *lj_ref;
@@ -44,17 +44,17 @@ void relay_purg_evlist_free(struct evlist *l);
  * (relay_purg_align.c); relay_purg_job_ref() for a ref set to or deleted
  * at oid, from src's repository (NULL: the owner's).
  */
-struct later_job *relay_purg_job(int kind, const uint8_t owner[32],
+struct later_job *relay_purg_job(int kind, const uint8_t owner[PUBKEY_LEN],
     const char *d);
-void relay_purg_job_ref(int kind, const uint8_t owner[32], const char *d,
-    const char *ref, const char *oid, const uint8_t *src);
+void		  relay_purg_job_ref(int kind, const uint8_t owner[PUBKEY_LEN],
+		 const char *d, const char *ref, const char *oid, const uint8_t *src);
 /*
  * GRASP-06, the event after the push: the /prs/ ref of PR ev is mirrored
  * when it is the event's commit c (1: the push is here, and its copy
  * releases the event), and deleted when it is not (0)
  * (relay_purg_prs.c).
  */
-int  relay_purg_prs_event_arrived(const struct event *ev, const char *d,
-     const char *c);
+int relay_purg_prs_event_arrived(const struct event *ev, const char *d,
+    const char *c);
 
 #endif

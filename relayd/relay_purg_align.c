@@ -51,7 +51,7 @@ later_job_run(void *arg, int committed)
 }
 
 struct later_job *
-relay_purg_job(int kind, const uint8_t owner[32], const char *d)
+relay_purg_job(int kind, const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct later_job *lj;
 
@@ -65,7 +65,7 @@ relay_purg_job(int kind, const uint8_t owner[32], const char *d)
 }
 
 void
-relay_purg_job_ref(int kind, const uint8_t owner[32], const char *d,
+relay_purg_job_ref(int kind, const uint8_t owner[PUBKEY_LEN], const char *d,
     const char *ref, const char *oid, const uint8_t *src)
 {
 	struct later_job *lj = relay_purg_job(kind, owner, d);
@@ -82,7 +82,7 @@ relay_purg_job_ref(int kind, const uint8_t owner[32], const char *d,
  * equal created_at the lower id wins, as NIP-01 has it).
  */
 static int
-newest_for(const struct policy_anns *a, const uint8_t owner[32],
+newest_for(const struct policy_anns *a, const uint8_t owner[PUBKEY_LEN],
     const struct event *ev, const struct evlist *states)
 {
 	const struct event *s;
@@ -174,7 +174,7 @@ relay_purg_key_done(void *arg, int committed)
 }
 
 struct relay_purg_key *
-relay_purg_key(const uint8_t owner[32], const char *d)
+relay_purg_key(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct relay_purg_key *rk;
 

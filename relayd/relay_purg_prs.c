@@ -110,12 +110,12 @@ relay_purg_prs_event_arrived(const struct event *ev, const char *d,
 
 
 void
-relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
+relay_purg_prs_pushed(const uint8_t signer[PUBKEY_LEN], const char *d,
     const struct relay_push_cmd *cmds, size_t n)
 {
 	struct event *ev;
 	const char   *c;
-	uint8_t	      id[32];
+	uint8_t	      id[EVENT_ID_LEN];
 	size_t	      i;
 
 	for (i = 0; i < n; i++) {

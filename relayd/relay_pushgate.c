@@ -40,8 +40,8 @@ extend_run(void *arg)
  * signer for identifier d.  1 if known, else 0.
  */
 static int
-known_pr_commit(const uint8_t id[32], const uint8_t *signer, const char *d,
-    struct pushauth_tip *t)
+known_pr_commit(const uint8_t id[EVENT_ID_LEN], const uint8_t *signer,
+    const char *d, struct pushauth_tip *t)
 {
 	struct event *ev;
 	const char   *tip;
@@ -61,7 +61,7 @@ known_pr_commit(const uint8_t id[32], const uint8_t *signer, const char *d,
  * archive is read-only, 0 if not, -1 on a store error.
  */
 static int
-archived_read_only(const uint8_t owner[32], const char *d, char *reason,
+archived_read_only(const uint8_t owner[PUBKEY_LEN], const char *d, char *reason,
     size_t reasonlen)
 {
 	struct policy_anns	 a;
@@ -82,8 +82,9 @@ archived_read_only(const uint8_t owner[32], const char *d, char *reason,
 }
 
 int
-relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
-    const struct relay_push_cmd *cmds, size_t n, struct pushauth_out *out)
+relay_purg_authorise_push(const uint8_t owner[PUBKEY_LEN], const char *d,
+    int prs, const struct relay_push_cmd *cmds, size_t n,
+    struct pushauth_out *out)
 {
 	struct pushauth_in   in;
 	struct policy_anns   a;
@@ -92,7 +93,7 @@ relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
 	struct relay_refs    cur, *states = NULL;
 	struct event	    *ev;
 	char		     repo[PATH_MAX], hex[65], *head;
-	uint8_t		     id[32];
+	uint8_t		     id[EVENT_ID_LEN];
 	size_t		     i, nheld = 0, nstates = 0, ntips = 0;
 	int		     rc = -1;
 

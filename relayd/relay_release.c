@@ -129,7 +129,7 @@ relay_release_d(const char *d, const uint8_t *extra_owner, const char *extra_d)
 
 /* "Newly available git data" in (owner, d) (reference brief 7). */
 static void
-release_repo(const uint8_t owner[32], const char *d)
+release_repo(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct purg_ann pa;
 	struct event   *ev;
@@ -158,7 +158,7 @@ release_repo(const uint8_t owner[32], const char *d)
 
 /* A push, as the release task sees it. */
 struct pushed {
-	uint8_t		       pu_owner[32];
+	uint8_t		       pu_owner[PUBKEY_LEN];
 	char		      *pu_d;
 	struct relay_push_cmd *pu_cmds;
 	size_t		       pu_n;
@@ -187,7 +187,7 @@ pushed_run(void *arg)
 	struct purg_ev		 pe;
 	const char		*cur;
 	char			 repo[PATH_MAX];
-	uint8_t			 id[32];
+	uint8_t			 id[EVENT_ID_LEN];
 	size_t			 i;
 	int			 r;
 
@@ -233,7 +233,7 @@ pushed_done(void *arg, int committed)
 }
 
 void
-relay_purg_pushed(const uint8_t owner[32], const char *d,
+relay_purg_pushed(const uint8_t owner[PUBKEY_LEN], const char *d,
     const struct relay_push_cmd *cmds, size_t n, void (*done)(void *),
     void *arg)
 {
@@ -267,7 +267,7 @@ arrived_run(void *arg)
 }
 
 void
-relay_purg_git_arrived(const uint8_t owner[32], const char *d)
+relay_purg_git_arrived(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	relay_ingest_task(arrived_run, relay_purg_key_done,
 	    relay_purg_key(owner, d));

@@ -52,7 +52,7 @@ static const char repo_config[] = "[core]\n"
 static const char repo_head[] = "ref: refs/heads/master\n";
 
 int
-relay_repo_path(const uint8_t owner[32], const char *d, char *out,
+relay_repo_path(const uint8_t owner[PUBKEY_LEN], const char *d, char *out,
     size_t outlen)
 {
 	char npub[NIP19_KEY_BUFSZ];
@@ -66,7 +66,7 @@ relay_repo_path(const uint8_t owner[32], const char *d, char *out,
 }
 
 int
-relay_repo_exists(const uint8_t owner[32], const char *d)
+relay_repo_exists(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	char	    path[PATH_MAX];
 	struct stat sb;
@@ -129,7 +129,7 @@ rm_tree(const char *path)
 
 /* op(path) on the repository of (owner, d) once d is safe, else -1. */
 static int
-at_repo(const uint8_t owner[32], const char *d, int (*op)(const char *))
+at_repo(const uint8_t owner[PUBKEY_LEN], const char *d, int (*op)(const char *))
 {
 	char path[PATH_MAX];
 
@@ -140,7 +140,7 @@ at_repo(const uint8_t owner[32], const char *d, int (*op)(const char *))
 }
 
 int
-relay_repo_create(const uint8_t owner[32], const char *d)
+relay_repo_create(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	return at_repo(owner, d, create_at);
 }
@@ -216,7 +216,7 @@ fail:
 }
 
 int
-relay_repo_remove(const uint8_t owner[32], const char *d)
+relay_repo_remove(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	return at_repo(owner, d, remove_at);
 }
@@ -509,7 +509,7 @@ relay_repo_has_refs(const char *repo)
 /* GRASP-06: contributors' repositories under prs/. */
 
 int
-relay_repo_prs_path(const uint8_t signer[32], const char *d, char *out,
+relay_repo_prs_path(const uint8_t signer[PUBKEY_LEN], const char *d, char *out,
     size_t outlen)
 {
 	char hex[65];
@@ -524,7 +524,7 @@ relay_repo_prs_path(const uint8_t signer[32], const char *d, char *out,
 }
 
 int
-relay_repo_prs_create(const uint8_t signer[32], const char *d)
+relay_repo_prs_create(const uint8_t signer[PUBKEY_LEN], const char *d)
 {
 	char path[PATH_MAX];
 
@@ -580,7 +580,7 @@ usage_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 }
 
 uint64_t
-relay_repo_prs_usage(const uint8_t signer[32])
+relay_repo_prs_usage(const uint8_t signer[PUBKEY_LEN])
 {
 	char dir[PATH_MAX], hex[65];
 
@@ -650,7 +650,7 @@ relay_repo_push_room(const char *repo, enum push_limit *which, char *why,
 }
 
 int
-relay_repo_count(const uint8_t owner[32])
+relay_repo_count(const uint8_t owner[PUBKEY_LEN])
 {
 	char	       npub[NIP19_KEY_BUFSZ], dir[PATH_MAX];
 	DIR	      *dp;
@@ -819,7 +819,7 @@ relay_child_spawn(char *const argv[], int fd_in, int fd_out,
 }
 
 int
-relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
+relay_repo_prs_drop_ref(const uint8_t signer[PUBKEY_LEN], const char *d,
     const char *ref, const char *oid)
 {
 	struct relay_refs r;

@@ -634,7 +634,7 @@ relay_web_not_found(struct relay_conn *c, struct lws *wsi, const char *uri,
 struct relay_webreq {
 	struct relay_conn *wr_conn; /* NULL once it closed */
 	struct lws	  *wr_wsi;
-	uint8_t		   wr_owner[32];
+	uint8_t		   wr_owner[PUBKEY_LEN];
 	char		   wr_npub[NIP19_MAX_LEN + 1];
 	char		  *wr_d;
 	char		   wr_repo[4096];
@@ -1172,7 +1172,7 @@ relay_web_writeable(struct relay_conn *c, struct lws *wsi)
 
 int
 relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
-    const uint8_t owner[32], const char *d)
+    const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	static const char *const log_args[] = { "log", "-n", RELAY_WEB_COMMITS,
 		"--no-color", "--format=%H%x1f%ct%x1f%an%x1f%s%x1e", "HEAD",

@@ -78,7 +78,7 @@ feed_open(struct buf *b, const char *title, const char *path, int64_t updated)
 
 /* An entry's author: the kind 0 name, else the npub. */
 static void
-author(struct buf *b, sqlite3 *db, const uint8_t pk[32])
+author(struct buf *b, sqlite3 *db, const uint8_t pk[PUBKEY_LEN])
 {
 	struct event *p = relay_html_addressed(db, KIND_PROFILE, pk, "");
 	char	     *name = p ? relay_html_profile_name(p->json) : NULL;
@@ -235,7 +235,7 @@ static uint32_t
 kind_of(sqlite3 *db, const char *hex)
 {
 	sqlite3_stmt *st;
-	uint8_t	      id[32];
+	uint8_t	      id[EVENT_ID_LEN];
 	uint32_t      k = 0;
 
 	if (hex == NULL || strlen(hex) != 64 || hex_decode(hex, 64, id, 32) ||
@@ -259,7 +259,7 @@ kind_of(sqlite3 *db, const char *hex)
  * (*annp, owned by the caller; NULL when none) names.  Returns how many.
  */
 static size_t
-feed_events(sqlite3 *db, const uint8_t owner[32], const char *d,
+feed_events(sqlite3 *db, const uint8_t owner[PUBKEY_LEN], const char *d,
     struct event **v, struct event **annp)
 {
 	/* Threads and statuses tagging the repository ... */
@@ -370,7 +370,7 @@ feed_item(struct buf *b, sqlite3 *db, const struct event *ev, const char *base)
 
 int
 relay_web_feed_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
-    const uint8_t owner[32], const char *d)
+    const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct buf    b = BUF_INIT, base = BUF_INIT;
 	struct event *ann, *v[FEED_EVENTS_MAX];

@@ -61,7 +61,7 @@ struct relay_webgit {
 	struct lws	  *wg_wsi;
 	enum wg_kind	   wg_kind;
 	int		   wg_step;
-	uint8_t		   wg_owner[32];
+	uint8_t		   wg_owner[PUBKEY_LEN];
 	char		   wg_npub[NIP19_MAX_LEN + 1];
 	char		  *wg_d;
 	char		   wg_repo[PATH_MAX];
@@ -1232,7 +1232,7 @@ pr_resolve(struct relay_webgit *wg, const struct relay_refs *r,
 
 int
 relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
-    const uint8_t owner[32], const char *d, const char *rest, size_t n)
+    const uint8_t owner[PUBKEY_LEN], const char *d, const char *rest, size_t n)
 {
 	struct relay_webgit *wg;
 	struct relay_refs    r;

@@ -125,7 +125,7 @@ relay_web_thread_title(struct buf *b, const struct event *ev)
 
 /* The people of one page, their kind 0 names read once. */
 struct who {
-	uint8_t pk[32];
+	uint8_t pk[PUBKEY_LEN];
 	char   *name; /* NULL: none */
 };
 
@@ -149,7 +149,7 @@ struct thread {
 
 /* name, the kind 0 name of pk, from the page's list or the store. */
 static const char *
-who_name(struct thread *t, const uint8_t pk[32])
+who_name(struct thread *t, const uint8_t pk[PUBKEY_LEN])
 {
 	struct event *p;
 	size_t	      i;
@@ -172,7 +172,7 @@ who_name(struct thread *t, const uint8_t pk[32])
 
 /* A person: kind 0 name where known, with the npub beside. */
 static void
-who(struct buf *b, struct thread *t, const uint8_t pk[32])
+who(struct buf *b, struct thread *t, const uint8_t pk[PUBKEY_LEN])
 {
 	const char *name = who_name(t, pk);
 	char	    npub[NIP19_MAX_LEN + 1];
@@ -192,7 +192,7 @@ who(struct buf *b, struct thread *t, const uint8_t pk[32])
 
 /* 1 if pk is the owner or a maintainer the announcement lists. */
 static int
-is_maintainer(const struct thread *t, const uint8_t pk[32])
+is_maintainer(const struct thread *t, const uint8_t pk[PUBKEY_LEN])
 {
 	size_t i;
 
@@ -227,7 +227,7 @@ of_repository(const struct thread *t, const struct event *ev)
 
 /* The stored event whose id is id, parsed, or NULL. */
 static struct event *
-by_id(sqlite3 *db, const uint8_t id[32])
+by_id(sqlite3 *db, const uint8_t id[EVENT_ID_LEN])
 {
 	sqlite3_stmt *st;
 	struct event *ev = NULL;
@@ -299,7 +299,7 @@ related(struct thread *t)
 
 /* The last "e" tag's id of ev (NIP-25: the reacted-to event), or -1. */
 static int
-last_e(const struct event *ev, uint8_t id[32])
+last_e(const struct event *ev, uint8_t id[EVENT_ID_LEN])
 {
 	size_t i;
 
@@ -314,7 +314,7 @@ last_e(const struct event *ev, uint8_t id[32])
 
 /* The reactions to the event id, counted by content, as a line. */
 static void
-reactions(struct buf *b, const struct thread *t, const uint8_t id[32])
+reactions(struct buf *b, const struct thread *t, const uint8_t id[EVENT_ID_LEN])
 {
 	struct {
 		const char *s;
@@ -395,7 +395,7 @@ body_patch(struct buf *b, const struct event *ev)
 
 /* The anchor of an event on the page: "e" and 16 hex digits. */
 static void
-anchor(struct buf *b, const uint8_t id[32])
+anchor(struct buf *b, const uint8_t id[EVENT_ID_LEN])
 {
 	buf_addc(b, 'e');
 	buf_add_hex(b, id, 8);
@@ -746,13 +746,13 @@ render(struct buf *b, struct thread *t, size_t sec, const char *repo_name,
 /* The thread page of the id at /<npub>/<d>.git/<section>/<id>. */
 static int
 thread_page(struct relay_conn *c, struct lws *wsi, const char *npub,
-    const uint8_t owner[32], const char *d, size_t sec, const char *idstr,
-    size_t idlen)
+    const uint8_t owner[PUBKEY_LEN], const char *d, size_t sec,
+    const char *idstr, size_t idlen)
 {
 	struct thread *t;
 	struct event  *ann;
 	struct buf     b = BUF_INIT, base = BUF_INIT;
-	uint8_t	       id[32];
+	uint8_t	       id[EVENT_ID_LEN];
 	char	       s[NIP19_MAX_LEN + 1], pg[16], *body;
 	const char    *name, *v;
 	long	       page = 1;
@@ -830,7 +830,7 @@ done:
 
 int
 relay_web_repo_sub(struct relay_conn *c, struct lws *wsi, const char *npub,
-    const uint8_t owner[32], const char *d, const char *rest, size_t n)
+    const uint8_t owner[PUBKEY_LEN], const char *d, const char *rest, size_t n)
 {
 	struct buf  b = BUF_INIT;
 	const char *p;

@@ -91,7 +91,7 @@ static void
 startup_checks(struct relayd *r)
 {
 	char	err[512];
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 
 	if (policy_init(&r->policy, &r->cfg, err, sizeof(err)) == -1) {
 		ready_config_fail("configuration: %s", err);

@@ -566,7 +566,7 @@ struct relayd {
 	int		   nconns;
 	uint64_t	   next_serial;
 	struct relay_stats stats;
-	char		   owner_hex[65];
+	char		   owner_hex[PUBKEY_HEX_LEN + 1];
 	char		  *nip11; /* cached document */
 	size_t		   nip11_len;
 	int		   sock_ingest;	  /* nanomsg PULL */
@@ -927,7 +927,7 @@ void  relay_web_escape(struct buf *b, const char *s, size_t len);
  * callback result.
  */
 int   relay_web_repo(struct relay_conn *, struct lws *, const char *npub,
-      const uint8_t owner[32], const char *d);
+      const uint8_t owner[PUBKEY_LEN], const char *d);
 /* Writes the page once rendered; the callback result. */
 int   relay_web_writeable(struct relay_conn *, struct lws *);
 /* The connection closes or takes a new request: forget its page. */
@@ -943,7 +943,7 @@ void  relay_web_free(struct relay_webreq *);
  * result.
  */
 int relay_web_repo_sub(struct relay_conn *, struct lws *, const char *npub,
-    const uint8_t owner[32], const char *d, const char *rest, size_t n);
+    const uint8_t owner[PUBKEY_LEN], const char *d, const char *rest, size_t n);
 /* The URL section of a thread kind ("issues"...), or NULL. */
 const char *relay_web_thread_section(uint32_t kind);
 /* The status name of a kind 1630-1633 ("open" for anything else). */
@@ -969,7 +969,7 @@ size_t	    relay_web_maintainers(const struct event *ann, uint8_t keys[][32],
 int relay_web_feed_landing(struct relay_conn *, struct lws *);
 /* The feed of a hosted repository at /<npub>/<d>.git/feed.atom. */
 int relay_web_feed_repo(struct relay_conn *, struct lws *, const char *npub,
-    const uint8_t owner[32], const char *d);
+    const uint8_t owner[PUBKEY_LEN], const char *d);
 
 /* relay_html.c: what every page shares. */
 /*
@@ -1030,14 +1030,15 @@ char *relay_html_profile_name(const char *json);
 const char   *relay_html_tag1(const struct event *ev, const char *name);
 /* The stored event (kind, pubkey, d), parsed, or NULL; caller destroys. */
 struct event *relay_html_addressed(sqlite3 *db, uint32_t kind,
-    const uint8_t pk[32], const char *d);
+    const uint8_t pk[PUBKEY_LEN], const char *d);
 /* A person: kind 0 name where known, and the short npub. */
-void relay_html_person(struct buf *b, sqlite3 *db, const uint8_t pk[32]);
+void	      relay_html_person(struct buf *b, sqlite3 *db,
+	     const uint8_t pk[PUBKEY_LEN]);
 /*
  * Markdown (len bytes of md) as HTML into b through cmark, raw HTML and
  * unsafe links dropped, images made links.  0, or -1 (b unchanged).
  */
-int  relay_html_markdown(struct buf *b, const char *md, size_t len);
+int	      relay_html_markdown(struct buf *b, const char *md, size_t len);
 /* relay_web_git.c */
 /*
  * Serves rest (n bytes after /<npub>/<d>.git of the repository (owner,
@@ -1049,7 +1050,7 @@ int  relay_html_markdown(struct buf *b, const char *md, size_t len);
  * RELAY_WEB_NOT_MINE.
  */
 int  relay_web_git(struct relay_conn *, struct lws *, int get, const char *npub,
-     const uint8_t owner[32], const char *d, const char *rest, size_t n);
+     const uint8_t owner[PUBKEY_LEN], const char *d, const char *rest, size_t n);
 /* Writes the page once rendered; the callback result. */
 int  relay_web_git_writeable(struct relay_conn *, struct lws *);
 /* The connection closes or takes a new request: its children are killed. */
@@ -1090,7 +1091,7 @@ void relay_git_metrics(cJSON *arr);
  * the sweep removes the /prs/ refs nothing claimed in a placeholder's
  * life (placeholders expire on their own).
  */
-void relay_git_unclaimed_claim(const uint8_t signer[32], const char *d,
+void relay_git_unclaimed_claim(const uint8_t signer[PUBKEY_LEN], const char *d,
     const char *ref, int prs);
 void relay_git_unclaimed_sweep(void);
 /* 1 if a push runs git receive-pack in the repository at repo, else 0. */
@@ -1120,24 +1121,24 @@ void relay_repo_init(void);
 /* Once the loop exists: the table of git children (common/child.c). */
 void relay_children_init(void);
 /* <git_data_path>/<npub>/<d>.git into out.  0, or -1 if too long. */
-int  relay_repo_path(const uint8_t owner[32], const char *d, char *out,
+int  relay_repo_path(const uint8_t owner[PUBKEY_LEN], const char *d, char *out,
      size_t outlen);
 /* 1 if the repository directory exists, else 0. */
-int  relay_repo_exists(const uint8_t owner[32], const char *d);
+int  relay_repo_exists(const uint8_t owner[PUBKEY_LEN], const char *d);
 /*
  * Creates the bare repository of (owner, d) if it is missing, in C and
  * atomically (a complete directory is renamed into place).  0 or -1.
  */
-int  relay_repo_create(const uint8_t owner[32], const char *d);
+int  relay_repo_create(const uint8_t owner[PUBKEY_LEN], const char *d);
 /* Removes the repository of (owner, d); 0, or -1 after logging. */
-int  relay_repo_remove(const uint8_t owner[32], const char *d);
+int  relay_repo_remove(const uint8_t owner[PUBKEY_LEN], const char *d);
 /* GRASP-06: contributors' repositories, <git_data_path>/prs/<hex>/<d>.git. */
 #define RELAY_PRS_DIR "prs"
 /* The /prs/ path of (signer, d) into out.  0, or -1 if too long or unsafe. */
-int relay_repo_prs_path(const uint8_t signer[32], const char *d, char *out,
-    size_t outlen);
+int relay_repo_prs_path(const uint8_t signer[PUBKEY_LEN], const char *d,
+    char *out, size_t outlen);
 /* Creates the /prs/ repository of (signer, d) if missing.  0 or -1. */
-int relay_repo_prs_create(const uint8_t signer[32], const char *d);
+int relay_repo_prs_create(const uint8_t signer[PUBKEY_LEN], const char *d);
 /*
  * Removes the /prs/ repository at path (and its signer's directory once
  * empty) if it holds no ref.  1 removed, 0 kept, -1 after logging.
@@ -1146,7 +1147,7 @@ int relay_repo_prs_prune(const char *path);
 /* The empty repository served for /prs/ repositories not created yet. */
 const char *relay_repo_prs_empty(void);
 /* Bytes of files under signer's /prs/ directory (UINT64_MAX on error). */
-uint64_t    relay_repo_prs_usage(const uint8_t signer[32]);
+uint64_t    relay_repo_prs_usage(const uint8_t signer[PUBKEY_LEN]);
 /*
  * The most request bytes a push to the repository at repo may send
  * under max_push_bytes and what max_repo_bytes leaves of it (the bytes
@@ -1158,7 +1159,7 @@ uint64_t    relay_repo_prs_usage(const uint8_t signer[32]);
 uint64_t    relay_repo_push_room(const char *repo, enum push_limit *which,
        char *why, size_t whylen, uint64_t *repo_room);
 /* Repositories of owner here (<git_data_path>/<npub>/ *.git), or -1. */
-int	    relay_repo_count(const uint8_t owner[32]);
+int	    relay_repo_count(const uint8_t owner[PUBKEY_LEN]);
 /* Removes the quarantines a killed git receive-pack left in repo. */
 void	    relay_repo_drop_incoming(const char *repo);
 /* 1 if repo holds object oid (loose or in a pack), 0 if not. */
@@ -1196,7 +1197,7 @@ pid_t relay_child_spawn(char *const argv[], int fd_in, int fd_out,
  * Deletes ref from signer's /prs/ repository d if it names oid (and the
  * repository once refless).  1 if deleted, else 0.
  */
-int   relay_repo_prs_drop_ref(const uint8_t signer[32], const char *d,
+int   relay_repo_prs_drop_ref(const uint8_t signer[PUBKEY_LEN], const char *d,
       const char *ref, const char *oid);
 
 /* relay_job.c */
@@ -1229,27 +1230,27 @@ void relay_state_bad_refs(const struct event *state, struct relay_refs *refs);
  * it still names old).  call: fn(arg) once every job queued before it is
  * done.
  */
-void relay_job_align(const uint8_t owner[32], const char *d,
+void relay_job_align(const uint8_t owner[PUBKEY_LEN], const char *d,
     const struct event *state, const uint8_t src[32]);
-void relay_job_set_ref(const uint8_t owner[32], const char *d, const char *ref,
-    const char *oid, const uint8_t src[32]);
-void relay_job_delete_ref(const uint8_t owner[32], const char *d,
+void relay_job_set_ref(const uint8_t owner[PUBKEY_LEN], const char *d,
+    const char *ref, const char *oid, const uint8_t src[32]);
+void relay_job_delete_ref(const uint8_t owner[PUBKEY_LEN], const char *d,
     const char *ref, const char *old);
 /* relay_job_set_ref() copying objects from the repository at src_path. */
-void relay_job_set_ref_from(const uint8_t owner[32], const char *d,
+void relay_job_set_ref_from(const uint8_t owner[PUBKEY_LEN], const char *d,
     const char *ref, const char *oid, const char *src_path);
 void relay_job_call(void (*fn)(void *), void *arg);
 /*
  * Queues a prune of (owner, d): objects no ref reaches, older than a
  * placeholder's life, go (git gc --prune); put off while a push runs.
  */
-void relay_job_prune(const uint8_t owner[32], const char *d);
+void relay_job_prune(const uint8_t owner[PUBKEY_LEN], const char *d);
 /*
  * A push landed in (owner, d): counts it toward the repository's
  * background maintenance, queued (as a job) once git_maintenance_pushes
  * have landed, or git_maintenance_hours after the first of them.
  */
-void relay_job_pushed(const uint8_t owner[32], const char *d);
+void relay_job_pushed(const uint8_t owner[PUBKEY_LEN], const char *d);
 /* Appends the maintenance figures to the /metrics samples in arr. */
 void relay_job_metrics(cJSON *arr);
 
@@ -1345,15 +1346,15 @@ void		relay_purg_stored(const struct event *ev);
  * here, whose new git data releases it; one with no repository here
  * (GRASP-06's relaxation) is released by the push itself.
  */
-void		relay_purg_prs_pushed(const uint8_t signer[32], const char *d,
-	       const struct relay_push_cmd *, size_t			    n);
+void relay_purg_prs_pushed(const uint8_t signer[PUBKEY_LEN], const char *d,
+    const struct relay_push_cmd *, size_t				 n);
 /*
  * GRASP-06: 1 if PR ev names its signer's /prs/ repository d here
  * (policy_prs_clone()) and refs/nostr/<its id> there is at c; else 0.
  */
-int relay_purg_prs_holds(const struct event *ev, const char *d, const char *c);
+int  relay_purg_prs_holds(const struct event *ev, const char *d, const char *c);
 /* 2 if (owner, d) is served, 1 if held in purgatory, 0 if neither. */
-int relay_purg_hosted(const uint8_t owner[32], const char *d);
+int  relay_purg_hosted(const uint8_t owner[PUBKEY_LEN], const char *d);
 /*
  * The purgatory's shared pieces, for relay_release.c and relay_pushgate.c.
  * relay_purg_later: now plus a delay of the brief (scaled in test mode);
@@ -1368,15 +1369,15 @@ int64_t	      relay_purg_later(double secs);
 struct event *relay_purg_parse(const char *json);
 int relay_purg_anns(const char *d, int with_held, struct policy_anns *a);
 const char   *relay_purg_pr_commit(const struct event *ev);
-struct event *relay_purg_pr_event(const uint8_t id[32]);
-int	      relay_purg_pr_by(const struct event *ev, const uint8_t signer[32],
-	      const char *d);
+struct event *relay_purg_pr_event(const uint8_t id[EVENT_ID_LEN]);
+int relay_purg_pr_by(const struct event *ev, const uint8_t signer[PUBKEY_LEN],
+    const char *d);
 /* The owner among a whose repository holds every object of want. */
-int	      relay_purg_find_source(const struct policy_anns *a, const char *d,
-	      const struct relay_refs *want, uint8_t src[32]);
+int relay_purg_find_source(const struct policy_anns *a, const char *d,
+    const struct relay_refs *want, uint8_t src[32]);
 /* The owners whose repositories PR ev concerns, at most max. */
-size_t	      relay_purg_pr_owners(const struct event *ev, const char *d,
-	   uint8_t (*owners)[32], size_t			       max);
+size_t relay_purg_pr_owners(const struct event *ev, const char *d,
+    uint8_t (*owners)[32], size_t				max);
 /* A repository holding commit c among owners (or extra_*); 1 if found. */
 int  relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
      const char *c, const uint8_t *extra_owner, const char *extra_d,
@@ -1386,10 +1387,11 @@ void relay_purg_pr_set_refs(const struct event *ev, const uint8_t (*owners)[32],
     size_t n, const char *d, const uint8_t src[32], const char *src_d);
 /* A repository, as a queued task sees it (relay_ingest_task()). */
 struct relay_purg_key {
-	uint8_t rk_owner[32];
+	uint8_t rk_owner[PUBKEY_LEN];
 	char   *rk_d;
 };
-struct relay_purg_key *relay_purg_key(const uint8_t owner[32], const char *d);
+struct relay_purg_key *relay_purg_key(const uint8_t owner[PUBKEY_LEN],
+    const char					   *d);
 void		       relay_purg_key_done(void *arg, int committed);
 
 /* relay_release.c */
@@ -1398,10 +1400,10 @@ void		       relay_purg_key_done(void *arg, int committed);
  * releases what the new git data satisfies; done(arg) runs once that is
  * committed and the refs it implies are aligned.
  */
-void relay_purg_pushed(const uint8_t owner[32], const char *d,
+void relay_purg_pushed(const uint8_t owner[PUBKEY_LEN], const char *d,
     const struct relay_push_cmd *, size_t n, void (*done)(void *), void *arg);
 /* Git data landed in (owner, d) by a job: release what it satisfies. */
-void relay_purg_git_arrived(const uint8_t owner[32], const char *d);
+void relay_purg_git_arrived(const uint8_t owner[PUBKEY_LEN], const char *d);
 /*
  * Releases what git data present for identifier d now satisfies
  * (extra_owner/extra_d: a repository the data was just pushed to).
@@ -1419,7 +1421,7 @@ void relay_release_d(const char *d, const uint8_t *extra_owner,
  * refused with the reason (after "authorisation failed: ") in
  * out->po_reason; -1 on error.
  */
-int relay_purg_authorise_push(const uint8_t owner[32], const char *d, int prs,
-    const struct relay_push_cmd *, size_t n, struct pushauth_out *out);
+int relay_purg_authorise_push(const uint8_t owner[PUBKEY_LEN], const char *d,
+    int prs, const struct relay_push_cmd *, size_t n, struct pushauth_out *out);
 
 #endif

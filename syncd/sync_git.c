@@ -53,7 +53,7 @@
 /* One held event and what it waits for. */
 struct git_ev {
 	LIST_ENTRY(git_ev) ge_entry; /* in its hunt */
-	uint8_t		   ge_id[32];
+	uint8_t		   ge_id[EVENT_ID_LEN];
 	struct git_hunt	  *ge_hunt;
 	char		 **ge_oids;
 	size_t		   ge_noids;
@@ -65,7 +65,7 @@ struct git_ev {
 /* A GIT_DATA notice (msg.h) waiting for relayd. */
 struct git_notice {
 	TAILQ_ENTRY(git_notice) gn_entry;
-	uint8_t			gn_owner[32];
+	uint8_t			gn_owner[PUBKEY_LEN];
 	char		       *gn_d;
 };
 
@@ -627,7 +627,7 @@ done:
 /* The scan of the purgatory tables. */
 
 static void
-watch_drop(struct sync_git *sg, const uint8_t id[32])
+watch_drop(struct sync_git *sg, const uint8_t id[EVENT_ID_LEN])
 {
 	char *key = hmap_get(&sg->sg_watch, id, 32);
 

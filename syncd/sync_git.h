@@ -71,7 +71,7 @@ struct git_hunt {
 	char		  *gh_source;	   /* relay a held event came from */
 	int64_t		   gh_source_till; /* ms: SYNC_GIT_DELAY_SYNCED */
 	int		   gh_has_owner;
-	uint8_t		   gh_owner[32];
+	uint8_t		   gh_owner[PUBKEY_LEN];
 	/* The attempt in progress. */
 	char		  *gh_repo;
 	struct git_want	  *gh_wants;
@@ -172,7 +172,7 @@ int  sync_gitsrc_sources_stored(struct sync_git *, const char *d,
      struct git_sources *);
 void sync_gitsrc_sources_free(struct git_sources *);
 void sync_gitsrc_url_add(struct sync_git *, struct git_hunt *, const char *raw);
-int  sync_gitsrc_repo_of(struct sync_git *, const uint8_t owner[32],
+int  sync_gitsrc_repo_of(struct sync_git *, const uint8_t owner[PUBKEY_LEN],
      const char *d, char *out, size_t outlen);
 
 #endif

@@ -749,8 +749,8 @@ sync_gitsrc_url_add(struct sync_git *sg, struct git_hunt *h, const char *raw)
 
 /* <git_data_path>/<npub>/<d>.git into out if that directory exists. */
 int
-sync_gitsrc_repo_of(struct sync_git *sg, const uint8_t owner[32], const char *d,
-    char *out, size_t outlen)
+sync_gitsrc_repo_of(struct sync_git *sg, const uint8_t owner[PUBKEY_LEN],
+    const char *d, char *out, size_t outlen)
 {
 	char	    npub[NIP19_KEY_BUFSZ];
 	struct stat sb;

@@ -100,7 +100,7 @@ sync_neg_unsupported(struct syncd *sd, const char *key, const char *why)
 }
 
 void
-sync_neg_delivered(struct sync_relay *sr, const uint8_t id[32])
+sync_neg_delivered(struct sync_relay *sr, const uint8_t id[EVENT_ID_LEN])
 {
 	/* A bound on memory: forgetting only costs a second fetch. */
 	if (sr->sr_delivered.hm_n >= SYNC_NEG_DELIVERED_MAX)
@@ -109,7 +109,8 @@ sync_neg_delivered(struct sync_relay *sr, const uint8_t id[32])
 }
 
 int
-sync_neg_was_delivered(const struct sync_relay *sr, const uint8_t id[32])
+sync_neg_was_delivered(const struct sync_relay *sr,
+    const uint8_t				id[EVENT_ID_LEN])
 {
 	return hmap_get(&sr->sr_delivered, id, 32) != NULL;
 }

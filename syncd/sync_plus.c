@@ -23,7 +23,7 @@
 
 struct plus_list {
 	int64_t		 pl_at;
-	uint8_t		 pl_id[32];
+	uint8_t		 pl_id[EVENT_ID_LEN];
 	struct relaylist pl_list;
 };
 

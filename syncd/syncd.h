@@ -276,8 +276,9 @@ int  sync_neg_allowed(const struct syncd *, const char *key);
 /* Remembers (in memory) that relay key does not speak NIP-77. */
 void sync_neg_unsupported(struct syncd *, const char *key, const char *why);
 /* Notes an id the relay delivered / asks whether it did. */
-void sync_neg_delivered(struct sync_relay *, const uint8_t id[32]);
-int  sync_neg_was_delivered(const struct sync_relay *, const uint8_t id[32]);
+void sync_neg_delivered(struct sync_relay *, const uint8_t id[EVENT_ID_LEN]);
+int  sync_neg_was_delivered(const struct sync_relay *,
+     const uint8_t id[EVENT_ID_LEN]);
 /* Frees the remembered relays. */
 void sync_neg_fini(struct syncd *);
 

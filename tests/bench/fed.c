@@ -184,14 +184,14 @@ last_of(const double t[3], int origin)
 	return m;
 }
 
-static uint8_t sk[32];
+static uint8_t sk[SECKEY_LEN];
 static double  ls_at[3];
 
 /* git ls-remote on server i until main is oid; the time into ls_at[i]. */
 static void
 ls_until(int i, const char *oid)
 {
-	uint8_t pk[32];
+	uint8_t pk[PUBKEY_LEN];
 	char	url[512], *out;
 	int64_t start = wsc_now_ms();
 
@@ -252,9 +252,10 @@ main(int argc, char *argv[])
 	struct buf	   t = BUF_INIT;
 	struct event	  *ann, *ev;
 	struct wsc	  *pub[3];
-	uint8_t		   pk[32];
+	uint8_t		   pk[PUBKEY_LEN];
 	char		   home[PATH_MAX], dir[PATH_MAX], url[512], oid[41];
-	char	pkhex[65], coord[128], needle[128], filter[512], *out;
+	char pkhex[PUBKEY_HEX_LEN + 1], coord[128], needle[128], filter[512],
+	    *out;
 	double *ev_both, *ev_first, *push_both, *push_first;
 	double	at[3], now;
 	int64_t t0, last_at = 0, at_s;

@@ -127,7 +127,7 @@ cmd_gen(int argc, char **argv)
 }
 
 static void
-owner_key(uint8_t sk[32], uint8_t pk[32])
+owner_key(uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
 	memset(sk, 0x44, 32);
 	if (event_pubkey_of(sk, pk) == -1)
@@ -151,7 +151,7 @@ cmd_announce(int argc, char **argv)
 	struct buf    t = BUF_INIT;
 	struct event *ann;
 	struct wsc   *ws;
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	      domain[300], url[600], msg[256];
 	int	      port;
 
@@ -184,7 +184,7 @@ static int
 cmd_pushes(int argc, char **argv)
 {
 	struct wsc *ws;
-	uint8_t	    sk[32], pk[32];
+	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	    domain[300], url[600], oid[41], body[64], *out = NULL;
 	long	    n, i;
 	int	    port;

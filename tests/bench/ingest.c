@@ -180,7 +180,7 @@ percentile(double *v, size_t n, double q)
 
 /* A secret key derived from a label: sha256 until it is a valid key. */
 static void
-derive_key(const char *label, unsigned n, uint8_t sk[32])
+derive_key(const char *label, unsigned n, uint8_t sk[SECKEY_LEN])
 {
 	char s[128];
 
@@ -243,8 +243,8 @@ sink_close(struct sink *k, const char *name)
 
 struct issue {
 	size_t line;
-	char   id[65];
-	char   author[65];
+	char   id[EVENT_ID_HEX_LEN + 1];
+	char   author[PUBKEY_HEX_LEN + 1];
 };
 
 /* gen, and fill (fill 1): the same events into a store. */
@@ -256,8 +256,8 @@ cmd_gen(int argc, char **argv, int fill)
 	struct buf    tags = BUF_INIT, url = BUF_INIT, content = BUF_INIT;
 	struct event *ev;
 	struct issue *issues;
-	uint8_t	      owner_sk[32], owner_pk[32], (*sks)[32];
-	char	      owner_hex[65], npub[NIP19_KEY_BUFSZ];
+	uint8_t	      owner_sk[SECKEY_LEN], owner_pk[PUBKEY_LEN], (*sks)[32];
+	char	      owner_hex[PUBKEY_HEX_LEN + 1], npub[NIP19_KEY_BUFSZ];
 	char(*pks)[65];
 	size_t	    n, i, nauth, nissues = 0, eligible = 0, ncomments = 0;
 	size_t	    first = 1;
@@ -297,7 +297,7 @@ cmd_gen(int argc, char **argv, int fill)
 	if (sks == NULL || pks == NULL || issues == NULL)
 		fatal("ingest gen: calloc");
 	for (i = 0; i < nauth; i++) {
-		uint8_t pk[32];
+		uint8_t pk[PUBKEY_LEN];
 
 		derive_key("author", (unsigned)i, sks[i]);
 		if (event_pubkey_of(sks[i], pk) == -1)
@@ -524,7 +524,7 @@ count_ok(struct okcount *c, int ok, const char *msg)
 static double
 publish_one(struct wsc *w, const char *line, struct okcount *c, int stall_ms)
 {
-	char   id[65], *msg = NULL;
+	char   id[EVENT_ID_HEX_LEN + 1], *msg = NULL;
 	double t0;
 	int    ok = 0;
 
@@ -1257,7 +1257,7 @@ cmd_fanout(int argc, char **argv)
 	struct event	   *ev = NULL;
 	struct buf	    tags = BUF_INIT;
 	const char	   *host, *coord, *v;
-	uint8_t		    sk[32];
+	uint8_t		    sk[SECKEY_LEN];
 	size_t		    nsub, nev, i, e, left, *got = NULL;
 	double		   *all = NULL, *each = NULL, t0, t;
 	char		   *text;

@@ -141,7 +141,7 @@ put(struct gen *g, size_t author, uint32_t kind, const char *tags,
 {
 	struct event	 *ev;
 	enum store_result r;
-	char		  pk[65];
+	char		  pk[PUBKEY_HEX_LEN + 1];
 
 	author_hex(author, pk);
 	ev = tstore_unsigned_event(pk, g->at++, kind, tags, content);
@@ -164,9 +164,11 @@ put(struct gen *g, size_t author, uint32_t kind, const char *tags,
 static void
 generate(struct gen *g, size_t nroots, size_t ndesc)
 {
-	char   coord[BENCH_REPOS][100], tags[1024], owner[65], m[2][65];
-	char   root[65], parent[65], id[65];
-	size_t i, j, per, extra, d = 0, a;
+	char coord[BENCH_REPOS][100], tags[1024], owner[PUBKEY_HEX_LEN + 1],
+	    m[2][65];
+	char root[EVENT_ID_HEX_LEN + 1], parent[EVENT_ID_HEX_LEN + 1],
+	    id[EVENT_ID_HEX_LEN + 1];
+	size_t		      i, j, per, extra, d = 0, a;
 	static const uint32_t root_kinds[3] = { 1617, 1618, 1621 };
 
 	for (i = 0; i < BENCH_REPOS; i++) {
@@ -232,7 +234,7 @@ noop(void *arg, int64_t seq, const struct event *ev)
 }
 
 static void
-count_eligible(void *arg, const uint8_t pk[32])
+count_eligible(void *arg, const uint8_t pk[PUBKEY_LEN])
 {
 	(void)pk;
 	(*(size_t *)arg)++;

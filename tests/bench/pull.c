@@ -124,7 +124,7 @@ cmd_announce(int argc, char **argv)
 	struct event *old = NULL, *ev = NULL;
 	char	     *ann = NULL, *state = NULL, *dl = NULL, *d, *sp;
 	char	      npub[NIP19_KEY_BUFSZ], *doms[PULL_MAX_DOMAINS];
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	size_t	      nd = 0, i;
 	FILE	     *f;
 	int	      rc = 1;

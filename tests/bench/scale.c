@@ -130,7 +130,7 @@ generate(const char *path, const char *domain, int nrepos, int per_repo,
 {
 	struct store *st;
 	struct buf    t = BUF_INIT;
-	char	      pk[65], err[256];
+	char	      pk[PUBKEY_HEX_LEN + 1], err[256];
 	size_t	      intxn = 0;
 	int64_t	      at = (int64_t)time(NULL) - 10 * 86400;
 	int	      i, k;
@@ -161,7 +161,7 @@ generate(const char *path, const char *domain, int nrepos, int per_repo,
 		put(st, &intxn, pk, 30618, at + i, t.b_data, NULL);
 	}
 	for (i = 0; i < nrepos * issues; i++) {
-		char owner[65];
+		char owner[PUBKEY_HEX_LEN + 1];
 
 		tstore_fake_pubkey(0x5c, (uint32_t)(i % nrepos), owner);
 		tstore_fake_pubkey(0x6d, (uint32_t)(i % 997), pk);
@@ -429,7 +429,7 @@ main(int argc, char *argv[])
 	struct gdproc	  *g;
 	struct buf	   extra = BUF_INIT;
 	struct event	  *ann;
-	uint8_t		   sk[32], pk[32];
+	uint8_t		   sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		   domain[64], home[PATH_MAX], oid[41], coord[128];
 	char		   hex[65];
 	long		  *v, sp, tracked, rot;

@@ -67,9 +67,10 @@ put(struct store *st, const char *pk, uint32_t kind, int64_t at,
 /* The thread of nreplies; the issue's id into issue. */
 static void
 generate(struct store *st, const char *owner, size_t nreplies,
-    const char *domain, char issue[65])
+    const char *domain, char issue[EVENT_ID_HEX_LEN + 1])
 {
-	char	tags[1024], pk[65], prev[65], id[65], text[1024];
+	char tags[1024], pk[PUBKEY_HEX_LEN + 1], prev[65],
+	    id[EVENT_ID_HEX_LEN + 1], text[1024];
 	int64_t at = (int64_t)time(NULL) - 10 * 86400;
 	size_t	i;
 
@@ -173,9 +174,10 @@ main(int argc, char *argv[])
 	struct relayproc  *rp;
 	struct store	  *st;
 	double		   t[BENCH_THREAD_GETS], last;
-	char	path[1024], err[256], owner[65], npub[NIP19_KEY_BUFSZ];
-	char	issue[65], page[700];
-	uint8_t opk[32];
+	char		   path[1024], err[256], owner[PUBKEY_HEX_LEN + 1],
+	    npub[NIP19_KEY_BUFSZ];
+	char	issue[EVENT_ID_HEX_LEN + 1], page[700];
+	uint8_t opk[PUBKEY_LEN];
 	size_t	nreplies = BENCH_THREAD_REPLIES, i, len = 0, lastlen;
 	long	rss0, rss1, hwm;
 

@@ -87,7 +87,8 @@ put(struct gen *g, const char *pk, uint32_t kind, int64_t at, const char *tags,
 static void
 generate(struct gen *g, size_t nrepos, const char *domain)
 {
-	char   tags[1024], pk[65], id[65], owner[65];
+	char tags[1024], pk[PUBKEY_HEX_LEN + 1], id[EVENT_ID_HEX_LEN + 1],
+	    owner[PUBKEY_HEX_LEN + 1];
 	size_t i;
 
 	for (i = 0; i < nrepos; i++) {

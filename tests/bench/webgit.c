@@ -162,7 +162,7 @@ main(void)
 	static const char *env[] = { "NGIT_SYNC_ENABLED=false", NULL };
 	struct wsc	  *ws;
 	struct buf	   b = BUF_INIT, html = BUF_INIT;
-	uint8_t		   sk[32], pk[32];
+	uint8_t		   sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		   npub[NIP19_MAX_LEN + 1], url[600], path[1024];
 	char		   c2[41], c3[41], home[300], *patch = NULL;
 	double		   t[2], v[BENCH_WEBGIT_RUNS], t0;

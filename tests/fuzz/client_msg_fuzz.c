@@ -88,7 +88,7 @@ submit(struct session *ss, const struct json *evj, int auth)
 {
 	const struct json *idj = json_get(evj, "id");
 	struct event	  *ev;
-	char		   okid[65], m[512];
+	char		   okid[EVENT_ID_HEX_LEN + 1], m[512];
 	size_t		   i;
 
 	/* The OK of a refused event echoes a 64-byte "id" string as is. */

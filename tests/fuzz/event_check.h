@@ -55,7 +55,7 @@ static inline void
 fuzz_check_event(const struct event *ev)
 {
 	struct event *ev2;
-	uint8_t	      id[32], id2[32];
+	uint8_t	      id[EVENT_ID_LEN], id2[32];
 	char	      hex[129], err[256];
 	uint32_t      i, j;
 

@@ -90,7 +90,7 @@ payload(const struct msg *m)
 		/* msg_plusmark_decode()'s conditions (it exits otherwise);
 		 * what it takes, msg_plusmark_encode() rebuilds. */
 		if (m->m_len == MSG_PLUSMARK_LEN && m->m_data[32] <= 1) {
-			uint8_t pk[32], b[MSG_PLUSMARK_LEN];
+			uint8_t pk[PUBKEY_LEN], b[MSG_PLUSMARK_LEN];
 			int	set = msg_plusmark_decode(m, pk);
 
 			FUZZ_ASSERT(set == m->m_data[32]);

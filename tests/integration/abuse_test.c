@@ -74,7 +74,7 @@ static int
 publish(struct wsc *ws, int n, char **msg)
 {
 	struct event *e;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	int	      ok = 0, rc;
 
 	memset(sk, 0x2d, sizeof(sk));
@@ -132,7 +132,7 @@ test_events_per_ip_shared_by_connections(void)
 
 /* The secret key of test owner n. */
 static void
-owner_key(int n, uint8_t sk[32], uint8_t pk[32])
+owner_key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
 	memset(sk, 0x4e, 32);
 	sk[31] = (uint8_t)n;
@@ -141,8 +141,8 @@ owner_key(int n, uint8_t sk[32], uint8_t pk[32])
 
 /* Publishes the announcement of d by sk at at: 1/0 for OK true/false. */
 static int
-announce(struct relayproc *rp, const uint8_t sk[32], int64_t at, const char *d,
-    char *msg, size_t msglen)
+announce(struct relayproc *rp, const uint8_t sk[SECKEY_LEN], int64_t at,
+    const char *d, char *msg, size_t msglen)
 {
 	struct event *ann = client_announcement(rp, sk, at, d, NULL);
 	int	      ok;
@@ -255,7 +255,7 @@ test_git_requests_per_ip_capped(void)
 {
 	const char	 *env[] = { "NGIT_MAX_GIT_REQUESTS_PER_IP=3", NULL };
 	struct relayproc *rp;
-	uint8_t		  sk[32], pk[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		  npub[NIP19_KEY_BUFSZ], path[256], msg[256], url[300];
 	char		  junk[HOLD_BODY], *retry = NULL, *body = NULL;
 	int		  fd[PER_IP], i, status;
@@ -333,7 +333,7 @@ test_repos_per_owner_capped(void)
 	const char	 *env[] = { "NGIT_MAX_REPOS_PER_OWNER=2", NULL };
 	struct relayproc *rp;
 	struct wsc	 *ws;
-	uint8_t		  sk[32], pk[32], sk2[32], pk2[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN], sk2[32], pk2[32];
 	char		  msg[256], dir[512], npub[NIP19_KEY_BUFSZ], path[256];
 	int64_t		  t = time(NULL);
 
@@ -480,7 +480,7 @@ test_push_bytes_capped(void)
 		      "NGIT_MAX_REPO_BYTES=5242880", NULL };
 	struct relayproc *rp;
 	struct wsc	 *ws = NULL;
-	uint8_t		  sk[32], pk[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		  msg[256], dir[512], repo[768], url[512];
 	char		  npub[NIP19_KEY_BUFSZ], oid0[41], oid[41];
 	char		 *out = NULL;

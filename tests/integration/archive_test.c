@@ -32,7 +32,7 @@
 
 static struct relayproc *a;
 static char		 tmpdir[256];
-static uint8_t		 sk[32], pk[32];
+static uint8_t		 sk[SECKEY_LEN], pk[PUBKEY_LEN];
 static struct event	*ann, *state;
 static char		 oid[41];
 

@@ -26,7 +26,7 @@
 static struct relayproc *rp;
 
 static void
-key(int n, uint8_t sk[32])
+key(int n, uint8_t sk[SECKEY_LEN])
 {
 	memset(sk, 0, 32);
 	sk[31] = (uint8_t)n;
@@ -36,7 +36,7 @@ key(int n, uint8_t sk[32])
 static struct event *
 signed_by(int n, int64_t created_at, uint32_t kind, const char *tags)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 
 	key(n, sk);
 	return event_new_signed(sk, created_at, kind, tags, "");

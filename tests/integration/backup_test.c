@@ -44,7 +44,7 @@ static struct tdir_prog tp = { tmpdir, sizeof(tmpdir), "graspd-backup" };
 static int		ndirs;
 
 static void
-sk_of(int n, uint8_t sk[32])
+sk_of(int n, uint8_t sk[SECKEY_LEN])
 {
 	memset(sk, 0x5b, 32);
 	sk[31] = (uint8_t)n;
@@ -86,7 +86,7 @@ serve(struct gdproc *g, int owner, const char *d, char oid[41],
     struct event **annp)
 {
 	struct event *ann;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	char	      dir[600];
 	int64_t	      end;
 	int	      rc = 0;
@@ -111,7 +111,7 @@ serve(struct gdproc *g, int owner, const char *d, char oid[41],
 static struct event *
 signed_by(int n, uint32_t kind, const char *tags, const char *content)
 {
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	struct event *e;
 
 	sk_of(n, sk);
@@ -222,15 +222,15 @@ test_export_import_gives_the_same_events(void)
 	struct gdproc *a = NULL, *b = NULL;
 	struct event  *ann = NULL, *ev[12];
 	struct buf     t = BUF_INIT;
-	char	       oid[41], coord[200], pkhex[65], domain[64];
-	char	       env0[800];
-	char	       env1[100], args[2000], path_a[700], path_b[700];
-	char	       path_v[700], dir[700], *out = NULL, *la = NULL;
-	char	      *lb = NULL;
-	const char    *benv[] = { env0, env1, NULL };
-	uint8_t	       sk[32], pk[32];
-	cJSON	      *sum = NULL, *reasons;
-	int	       i, nev = 0, nlines, nbad;
+	char	    oid[41], coord[200], pkhex[PUBKEY_HEX_LEN + 1], domain[64];
+	char	    env0[800];
+	char	    env1[100], args[2000], path_a[700], path_b[700];
+	char	    path_v[700], dir[700], *out = NULL, *la = NULL;
+	char	   *lb = NULL;
+	const char *benv[] = { env0, env1, NULL };
+	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
+	cJSON	   *sum = NULL, *reasons;
+	int	    i, nev = 0, nlines, nbad;
 
 	memset(ev, 0, sizeof(ev));
 	T_ASSERT((a = gd_start(NULL)) != NULL);
@@ -400,12 +400,12 @@ test_backup_under_load_holds_every_acknowledged_event(void)
 	struct gdproc	  *g = NULL;
 	struct store	  *st = NULL;
 	pthread_t	   th;
-	uint8_t		   sk[32], pk[32], id[32];
-	char		   oid[41], pkhex[65], npub[NIP19_KEY_BUFSZ];
-	char		   dir[700], args[800], path[900], err[256];
-	char		   rev[41], *out = NULL;
-	int64_t		   end;
-	int		   before = 0, after, i, missing = 0, started = 0;
+	uint8_t		   sk[SECKEY_LEN], pk[PUBKEY_LEN], id[EVENT_ID_LEN];
+	char	oid[41], pkhex[PUBKEY_HEX_LEN + 1], npub[NIP19_KEY_BUFSZ];
+	char	dir[700], args[800], path[900], err[256];
+	char	rev[41], *out = NULL;
+	int64_t end;
+	int	before = 0, after, i, missing = 0, started = 0;
 
 	memset(&ld, 0, sizeof(ld));
 	pthread_mutex_init(&ld.ld_mu, NULL);

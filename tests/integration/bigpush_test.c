@@ -51,7 +51,7 @@ static struct relayproc *rp_open; /* limits off */
 static struct relayproc *rp_dflt; /* default limits */
 
 static void
-owner_key(int n, uint8_t sk[32], uint8_t pk[32])
+owner_key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
 	memset(sk, 0x46, 32);
 	sk[31] = (uint8_t)n;
@@ -182,7 +182,7 @@ static int
 push_new(struct relayproc *rp, int n, const char *d, int size, const char *oid,
     int clen, char **out, char *url, size_t urllen, char *repo, size_t repolen)
 {
-	uint8_t	    sk[32], pk[32];
+	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	    msg[256], npub[NIP19_KEY_BUFSZ], refspec[64];
 	struct wsc *ws;
 	int64_t	    t0;
@@ -410,7 +410,7 @@ answer(int fd, int ms)
 static void
 test_early_refusal_reaches_a_client_still_sending(void)
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	npub[NIP19_KEY_BUFSZ], url[512], repo[768], clen[64];
 	char   *a = NULL, *out = NULL;
 	int	fd, sent;

@@ -55,7 +55,7 @@ open_chan(int proto, const char *name)
 static struct event *
 ev10317(int n, const char *g)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 	char	tags[128];
 
 	memset(sk, 0x22, 32);
@@ -135,7 +135,7 @@ test_ingest_uses_the_client_pipeline(void)
 	int	      s = open_chan(NN_PUSH, CHAN_INGEST);
 	struct event *good, *forged, *unrelated;
 	struct buf    b = BUF_INIT;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	char	     *j;
 
 	T_ASSERT(s >= 0);
@@ -299,7 +299,7 @@ test_control_answers(void)
 	}
 }
 
-static const uint8_t mark_pk[32] = { 0x7e, 0x57, 0x01 };
+static const uint8_t mark_pk[PUBKEY_LEN] = { 0x7e, 0x57, 0x01 };
 
 /* The marks in relayd's database: their number, and *gen, *has (mark_pk
  * marked); -1 if the database cannot be read. */

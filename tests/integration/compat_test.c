@@ -170,7 +170,7 @@ test_count_refusals_and_no_subscription_slot(void)
 	static const char req[] = "[\"REQ\",\"r3\",{}]";
 	struct wsc	 *ws = conn();
 	struct buf	  b = BUF_INIT;
-	char		  id[32], *s, **evs;
+	char		  id[EVENT_ID_LEN], *s, **evs;
 	int		  i, rc;
 
 	T_ASSERT(ws != NULL);
@@ -416,7 +416,7 @@ test_auth_required_sends_the_challenge_again(void)
 	struct wsc		*ws = conn();
 	struct event		*prot, *other, *au;
 	char			 first[128], again[128], tags[512], *s;
-	uint8_t			 sk[32];
+	uint8_t			 sk[SECKEY_LEN];
 	int			 i;
 
 	T_ASSERT(ws != NULL);

@@ -355,7 +355,7 @@ req_at(const cJSON *log, int i)
 static struct event *
 mkev(int n, int64_t created_at, uint32_t kind, const char *tags)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 	char	content[32];
 
 	memset(sk, 0, sizeof(sk));
@@ -1152,8 +1152,8 @@ auth_is_answered_with_the_owner_key(void)
 	struct conn_fetch_cb cb = fcb(&f);
 	struct conn	    *c;
 	cJSON		    *log, *a;
-	uint8_t		     sk[32], pk[32];
-	char		     pkhex[65];
+	uint8_t		     sk[SECKEY_LEN], pk[PUBKEY_LEN];
+	char		     pkhex[PUBKEY_HEX_LEN + 1];
 
 	T_EQ_INT(peer_reset(), 200);
 	evs[0] = mkev(700, 1700000500, 1, NULL);

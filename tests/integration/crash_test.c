@@ -115,7 +115,7 @@ publish_loop(void *arg)
 	struct acked	 *a = p->p_acked;
 	struct wsc	 *ws = NULL;
 	struct event	 *ev;
-	uint8_t		  sk[32];
+	uint8_t		  sk[SECKEY_LEN];
 	uint32_t	  seq;
 	int		  ok;
 
@@ -422,7 +422,7 @@ test_power_cut_during_commits_keeps_every_acked_event(void)
 static int
 crash_setup(void)
 {
-	uint8_t	      sk[32] = { 1 };
+	uint8_t	      sk[SECKEY_LEN] = { 1 };
 	struct event *ev;
 	const char   *s = getenv("GRASPD_CRASH_SEED");
 

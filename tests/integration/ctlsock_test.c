@@ -189,7 +189,7 @@ test_bad_requests_are_answered_and_nobody_exits(void)
 static void
 test_commands_of_another_process_are_refused(void)
 {
-	uint8_t owner[32], req[MSG_GIT_DATA_MAX];
+	uint8_t owner[PUBKEY_LEN], req[MSG_GIT_DATA_MAX];
 	cJSON  *rep;
 	size_t	i;
 	int	n;

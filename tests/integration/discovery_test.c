@@ -719,7 +719,7 @@ test_restart_rebuilds_ownership_before_network(void)
 }
 
 static void
-put_key(void *arg, const uint8_t pk[32])
+put_key(void *arg, const uint8_t pk[PUBKEY_LEN])
 {
 	hmap_put(arg, pk, 32, (void *)1);
 }
@@ -728,7 +728,7 @@ put_key(void *arg, const uint8_t pk[32])
  * if the database cannot be read; the generation in *gen and the size of
  * the set in *np (when not NULL). */
 static int
-eligible_has(const uint8_t pk[32], int64_t *gen, int *np)
+eligible_has(const uint8_t pk[PUBKEY_LEN], int64_t *gen, int *np)
 {
 	struct hmap set = HMAP_INIT;
 	char	    path[600], err[256];
@@ -762,7 +762,7 @@ test_relayd_keeps_the_eligible_set_for_discoveryd(void)
 {
 	struct event *is, *del;
 	char	      tags[200], msg[256], hex[65];
-	uint8_t	      pk[32];
+	uint8_t	      pk[PUBKEY_LEN];
 	int64_t	      g0, g1, g2;
 	int	      n;
 	cJSON	     *v;

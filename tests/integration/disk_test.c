@@ -202,7 +202,7 @@ start_on_tmpfs(const char *name, const char *size, const char *floor_mb,
     const char *d)
 {
 	struct relayproc *rp;
-	uint8_t		  sk[32];
+	uint8_t		  sk[SECKEY_LEN];
 	char		  env[3][400], work[400];
 	const char	 *envp[4];
 
@@ -286,7 +286,7 @@ push_more(const char *name, const char *d, struct relayproc *rp, int state,
     char **out)
 {
 	struct event *ev;
-	uint8_t	      pk[32], sk[32];
+	uint8_t	      pk[PUBKEY_LEN], sk[SECKEY_LEN];
 	char	      work[400], url[600], oid[41], tags[300], msg[256];
 	int	      ok;
 
@@ -438,7 +438,7 @@ static void
 test_push_that_fills_the_disk_changes_no_ref(void)
 {
 	struct relayproc *rp;
-	uint8_t		  sk[32], pk[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		  work[400], path[600], url[600], oid[41];
 	char		  tags[300], msg[256], before[41] = "", *out = NULL;
 	char		  cmd[800], *p, *nl;

@@ -67,7 +67,7 @@ test_slow_dns_does_not_stall_syncd(void)
 	struct event	  *ann = NULL, *iss_fast = NULL, *iss_slow = NULL;
 	cJSON		  *rep;
 	char		   relays[256], tags[256], dir[600], run[PATH_MAX];
-	uint8_t		   sk[32];
+	uint8_t		   sk[SECKEY_LEN];
 	const char *env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", NULL };
 	int64_t	    t0, t, fast_at = -1, slow_at = -1, worst = 0, dt;
 	int	    asks = 0, answered_before = -1;
@@ -224,7 +224,7 @@ test_slow_clone_host_does_not_stall_the_hunt(void)
 	char		  env1[200], slowdom[64], dir[600], run[PATH_MAX];
 	char		  f[200], err[64], oid[41], **evs = NULL;
 	const char	 *envb[3], *dom[3], *urls[2];
-	uint8_t		  sk[32];
+	uint8_t		  sk[SECKEY_LEN];
 	size_t		  n = 0;
 	int		  ok = 0;
 	int64_t		  t0, worst;

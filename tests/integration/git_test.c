@@ -47,9 +47,9 @@ static int		 seq_dir;
 #define KEY0 0x33
 
 static void
-key(int n, uint8_t sk[32], uint8_t pk[32], char hex[65])
+key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN], char hex[65])
 {
-	uint8_t p[32];
+	uint8_t p[PUBKEY_LEN];
 
 	tint_key(KEY0, n, sk);
 	event_pubkey_of(sk, p);
@@ -124,7 +124,7 @@ wait_served(struct wsc *ws, const char *id, int ms)
 static struct event *
 announcement(int n, const char *d, int listed, const char *extra)
 {
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	      url[512];
 	struct buf    b = BUF_INIT;
 	struct event *ev;
@@ -173,7 +173,7 @@ state(int n, const char *d, const char *head, ...)
 static void
 url_of(int n, const char *d, char *out, size_t len)
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 
 	key(n, sk, pk, NULL);
 	gt_url(out, len, dom(), pk, d);
@@ -182,7 +182,7 @@ url_of(int n, const char *d, char *out, size_t len)
 static void
 path_of(int n, const char *d, const char *rest, char *out, size_t len)
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	npub[NIP19_KEY_BUFSZ];
 
 	key(n, sk, pk, NULL);
@@ -229,7 +229,7 @@ serve_repo(struct wsc *ws, int n, const char *d, const char *extra, char *dir,
     size_t dirlen, char oid[41], struct event **annp)
 {
 	struct event *ann = announcement(n, d, 1, extra);
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	char	      msg[256];
 	int	      rc = -1;
 
@@ -314,7 +314,7 @@ test_new_announcement_ok_but_not_served(void)
 	struct wsc   *ws = conn();
 	struct event *ann, *issue;
 	char	      d[32], msg[512], tags[256], want[128];
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -610,7 +610,7 @@ test_maintainer_and_recursive_maintainer_states_authorise(void)
 	struct event *ann, *mann, *st;
 	char	      d[32], msg[256], dir[512], oid[41], url[512];
 	char	      m[200], hexm[65], hexr[65], *out = NULL;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 
 	T_ASSERT(ws != NULL);
 	/* Owner 10 names maintainer 11; 11 names 12 (recursive). */
@@ -723,7 +723,7 @@ test_deletion_by_coordinate_removes_maintainers_held_state(void)
 	struct event *ann, *st, *del;
 	char	      d[32], msg[256], dir[512], oid[41], url[512];
 	char	      tags[300], hexm[65], m[120], *out = NULL;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 
 	T_ASSERT(ws != NULL);
 	key(17, sk, NULL, hexm);
@@ -752,7 +752,7 @@ test_deletion_by_coordinate_removes_maintainers_held_state(void)
 static struct event *
 pr_cloned(int n, int owner, const char *d, const char *c, const char *clone)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 	char	hex[65], tags[1400];
 
 	key(owner, sk, NULL, hex);
@@ -1259,7 +1259,7 @@ test_newer_unlisted_announcement_evicts_the_held_one(void)
 	struct event *ann, *unlisted, *half;
 	char	      d[32], msg[512], path[512], want[160], url[512];
 	char	      tags[1024], *body = NULL;
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	int	      status = 0;
 
 	T_ASSERT(ws != NULL);
@@ -1511,7 +1511,7 @@ shapes_setup(void)
 	struct wsc   *ws;
 	struct event *ann = NULL, *st = NULL;
 	char	      msg[256], url[512], spec[200], revs[100], *out = NULL;
-	uint8_t	      id[32];
+	uint8_t	      id[EVENT_ID_LEN];
 	size_t	      i;
 	int	      rc = -1;
 
@@ -1869,7 +1869,7 @@ static void
 prs_url(int n, const char *d, const char *rest, char *url, size_t ulen,
     char *path, size_t plen)
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	npub[NIP19_KEY_BUFSZ];
 
 	key(n, sk, pk, NULL);
@@ -1884,7 +1884,7 @@ prs_url(int n, const char *d, const char *rest, char *url, size_t ulen,
 static void
 prs_dir(int n, const char *d, char *out, size_t len)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 	char	hex[65];
 
 	key(n, sk, NULL, hex);
@@ -1992,7 +1992,7 @@ static void
 test_grasp06_only_refs_nostr_accepted(void)
 {
 	char	d[32], dir[512], pdir[512], oid[41], url[600], ref[120];
-	char	id[65], *out = NULL, *adv = NULL;
+	char	id[EVENT_ID_HEX_LEN + 1], *out = NULL, *adv = NULL;
 	uint8_t raw[32];
 	size_t	i;
 
@@ -2258,7 +2258,7 @@ test_grasp06_push_releases_and_mirrors(void)
 	/* A PR update (kind 1619) to the first, event first. */
 	T_ASSERT(gt_commit(dir, "file.txt", "update\n", "update", c2) == 0);
 	{
-		uint8_t	      sk[32];
+		uint8_t	      sk[SECKEY_LEN];
 		char	      hex[65], tags[1600];
 		struct event *up;
 
@@ -2409,7 +2409,7 @@ test_grasp06_mirror_needs_the_clone_tag_and_one_way(void)
 static void
 hex64(int n, char out[65])
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 
 	key(n, sk, NULL, out);
 }
@@ -2575,7 +2575,7 @@ test_grasp06_commit_mismatch_deletes_ref_and_blocks_promotion(void)
 	 * the event stays held. */
 	{
 		char	tags[1400], hex[65];
-		uint8_t sk[32];
+		uint8_t sk[SECKEY_LEN];
 
 		/* Tags of its own: not the first event's id again. */
 		key(77, sk, NULL, hex);

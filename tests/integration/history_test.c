@@ -931,7 +931,7 @@ static int
 reannounce(struct relayproc *p, int owner, const char *d, const char *maint_hex,
     int64_t at)
 {
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	      npub[NIP19_KEY_BUFSZ], tags[1024], msg[256];
 	struct event *ann;
 	int	      ok;

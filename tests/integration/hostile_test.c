@@ -347,7 +347,7 @@ nfds(long pid)
 static struct event *
 issue(int author, const char *coord, const char *content)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 	char	tags[256];
 
 	tuser_sk(KEYS, author, sk);
@@ -366,12 +366,13 @@ test_hostile_relays_confined(void)
 	struct event *ann = NULL, *first = NULL, *forged = NULL, *live = NULL,
 		     *rl = NULL;
 	struct wsc *ws = NULL;
-	uint8_t	    sk[32], pk[32];
-	char	    domain[64], url[512], coord[200], pkhex[65], dir[600];
-	char	    states[GD_NROLES][16];
-	long	    before[GD_NROLES], after[GD_NROLES], rss0[GD_NROLES];
-	long	    rss;
-	int	    i, fds, nvec;
+	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
+	char	    domain[64], url[512], coord[200], pkhex[PUBKEY_HEX_LEN + 1],
+	    dir[600];
+	char states[GD_NROLES][16];
+	long before[GD_NROLES], after[GD_NROLES], rss0[GD_NROLES];
+	long rss;
+	int  i, fds, nvec;
 
 	T_ASSERT(raw_start(&drip, RAW_DRIP) == 0);
 	T_ASSERT(raw_start(&mid, RAW_MIDFRAME) == 0);

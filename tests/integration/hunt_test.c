@@ -199,8 +199,8 @@ print_hunt(struct relayproc *p, const char *d)
  * that did not work.
  */
 static void
-release_on_a(struct wsc *ws, const uint8_t sk[32], const char *d, char oid[41],
-    struct event **state)
+release_on_a(struct wsc *ws, const uint8_t sk[SECKEY_LEN], const char *d,
+    char oid[41], struct event **state)
 {
 	char dir[512], f[200];
 
@@ -272,7 +272,7 @@ test_synced_state_is_hunted_and_released(void)
 	struct event	 *ann = NULL, *state = NULL;
 	struct wsc	 *ws = NULL;
 	struct relayproc *ab[2];
-	uint8_t		  sk[32], pk[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		  dir[512], url[512], oid[41], got[41];
 	char		 *msg = NULL;
 	cJSON		 *root = NULL;
@@ -357,7 +357,7 @@ test_a_silent_server_costs_only_its_own_fetch(void)
 	struct event	 *ann = NULL, *state = NULL;
 	struct wsc	 *wa = NULL, *wb = NULL;
 	struct relayproc *ab[2];
-	uint8_t		  sk[32], pk[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		  dir[512], url[512], oid[41], f[200], *msg = NULL;
 	char		 *out = NULL;
 	cJSON		 *root = NULL;
@@ -414,7 +414,7 @@ test_a_missing_object_does_not_block_the_others(void)
 	struct event	 *ann = NULL, *ghost = NULL, *state = NULL;
 	struct wsc	 *wa = NULL, *wb = NULL;
 	struct relayproc *ab[2];
-	uint8_t		  sk[32];
+	uint8_t		  sk[SECKEY_LEN];
 	char		  tags[512], f[512], oid[41], *msg = NULL;
 	const char	 *fake = "0123456789abcdef0123456789abcdef01234567";
 	cJSON		 *root = NULL;
@@ -519,7 +519,7 @@ log_has(struct relayproc *p, const char *s)
 static void
 test_relayd_git_data_request(void)
 {
-	uint8_t sk[32], pk[32], req[MSG_GIT_DATA_MAX];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN], req[MSG_GIT_DATA_MAX];
 	char	run[PATH_MAX];
 	cJSON  *rep;
 	int	n, i, back = 0;
@@ -572,7 +572,7 @@ test_private_clone_urls_are_refused_never_dialled(void)
 	struct event	 *ann = NULL, *state = NULL;
 	struct wsc	 *ws = NULL;
 	struct relayproc *ac[2];
-	uint8_t		  sk[32];
+	uint8_t		  sk[SECKEY_LEN];
 	char		  tags[512], dir[512], oid[41], *msg = NULL;
 	cJSON		 *root = NULL;
 	const cJSON	 *view = NULL, *h = NULL, *tot;

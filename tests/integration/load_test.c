@@ -72,7 +72,7 @@ struct client {
 	struct wsc *c_ws;
 	struct sub *c_subs;
 	long	    c_pending; /* seq of the event awaiting OK, or -1 */
-	char	    c_id[65];
+	char	    c_id[EVENT_ID_HEX_LEN + 1];
 	int64_t	    c_sent_at;
 	int	    c_lost;
 	int	    c_challenged; /* NIP-42 AUTH challenges seen */
@@ -231,7 +231,7 @@ publish(struct load *L, struct client *c, long seq)
 {
 	struct event *ev;
 	struct buf    b = BUF_INIT;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	char	      tags[64], content[32];
 	int	      rc;
 
@@ -508,9 +508,9 @@ static int
 send_wal_event(struct wsc *ws, long i, struct buf *b)
 {
 	struct event *ev;
-	uint8_t	      sk[32] = { 0x57, (uint8_t)(i >> 16), (uint8_t)(i >> 8),
-		      (uint8_t)i };
-	char	      content[32];
+	uint8_t sk[SECKEY_LEN] = { 0x57, (uint8_t)(i >> 16), (uint8_t)(i >> 8),
+		(uint8_t)i };
+	char	content[32];
 
 	/* A key an event: kind 10317 is replaceable. */
 	snprintf(content, sizeof(content), "wal %ld", i);

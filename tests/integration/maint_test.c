@@ -94,7 +94,7 @@ count_files(const char *dir, const char *suffix)
 
 /* Commits PUSH_BYTES random bytes in work, publishes the state, pushes. */
 static int
-push_one(struct wsc *ws, const uint8_t sk[32], const char *url,
+push_one(struct wsc *ws, const uint8_t sk[SECKEY_LEN], const char *url,
     const char *work, int n, int64_t at, char oid[41])
 {
 	char file[32], *out = NULL;
@@ -120,7 +120,7 @@ push_one(struct wsc *ws, const uint8_t sk[32], const char *url,
 static void
 test_maintenance_after_pushes_beside_clone_and_push(void)
 {
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	      url[512], repo[768], pack[800], work[300], clone[300];
 	char	      oid[41], tip[41], msg[256], *out = NULL;
 	struct event *ann;

@@ -276,7 +276,7 @@ static int
 release_repo(struct relayproc *a, int owner, const char *d)
 {
 	struct wsc *ws;
-	uint8_t	    sk[32];
+	uint8_t	    sk[SECKEY_LEN];
 	char	    dir[512];
 	int	    rc = -1;
 
@@ -833,7 +833,7 @@ needed_ids_are_packed_and_refused_ones_not_refetched(void)
 	struct buf	   body = BUF_INIT;
 	const char	  *purl;
 	char		   tags[300];
-	uint8_t		   sk[32];
+	uint8_t		   sk[SECKEY_LEN];
 	int64_t		   deadline;
 	size_t		   i;
 

@@ -55,7 +55,7 @@ reset(void)
 }
 
 static void
-seckey(int n, uint8_t sk[32])
+seckey(int n, uint8_t sk[SECKEY_LEN])
 {
 	memset(sk, 0, 32);
 	sk[0] = 0x22;
@@ -66,7 +66,7 @@ static struct event *
 signed_ev(int n, int64_t created_at, uint32_t kind, const char *tags,
     const char *content)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 
 	seckey(n, sk);
 	return event_new_signed(sk, created_at, kind, tags, content);
@@ -183,9 +183,9 @@ test_seeded_events_newest_first_with_limit_since_until(void)
 {
 	struct event *evs[6];
 	struct wsc   *w = NULL;
-	char	    **got = NULL, id[65], lowid[65], highid[65];
-	size_t	      n = 0, i;
-	int	      rc;
+	char **got = NULL, id[EVENT_ID_HEX_LEN + 1], lowid[65], highid[65];
+	size_t n = 0, i;
+	int    rc;
 
 	T_EQ_INT(reset(), 200);
 	for (i = 0; i < 5; i++)
@@ -640,7 +640,7 @@ test_auth_challenge_then_req_works(void)
 	struct wsc   *w;
 	struct event *bad = NULL, *good = NULL;
 	char	     *m = NULL, ch[128], **got = NULL, *why = NULL;
-	char	      pk[65];
+	char	      pk[PUBKEY_HEX_LEN + 1];
 	size_t	      n = 0;
 	cJSON	     *log, *a;
 

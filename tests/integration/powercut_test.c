@@ -79,7 +79,7 @@ publish_loop(void *arg)
 	struct load  *l = arg;
 	struct wsc   *ws;
 	struct event *ev;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	unsigned      k;
 	int	      ok;
 
@@ -438,7 +438,7 @@ push_sees_fsync(const char *durability, char *seen, size_t seenlen)
 	const char *const env[] = { e_dur, NULL };
 	struct relayproc *rp;
 	struct wsc	 *ws = NULL;
-	uint8_t		  sk[32] = { 0x77 }, pk[32];
+	uint8_t		  sk[SECKEY_LEN] = { 0x77 }, pk[PUBKEY_LEN];
 	char		  npub[100], *text;
 	FILE		 *f;
 	int		  rc = -1;
@@ -515,7 +515,7 @@ a_push_is_synced_by_git_unless_normal(void)
 static int
 powercut_setup(void)
 {
-	uint8_t	      sk[32] = { 1 };
+	uint8_t	      sk[SECKEY_LEN] = { 1 };
 	struct event *ev;
 	const char   *s = getenv("GRASPD_POWERCUT_SEED");
 

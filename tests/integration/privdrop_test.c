@@ -120,7 +120,7 @@ test_roles_run_as_the_user(void)
 	char	       states[GD_NROLES][16], run[600], path[900];
 	char	       url[512], domain[64];
 	long	       pids[GD_NROLES], ruid, euid;
-	uint8_t	       sk[32], pk[32];
+	uint8_t	       sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	uid_t	       uid;
 	gid_t	       gid;
 	int	       i, nsock = 0;

@@ -692,7 +692,7 @@ test_nip11_and_pages_load_through_nginx(void)
 static void
 test_git_clones_and_pushes_over_https(void)
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	work[400], clone[400], url[512], npub[NIP19_KEY_BUFSZ], oid[41],
 	    *out = NULL;
 	struct wsc *ws;

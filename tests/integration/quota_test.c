@@ -35,7 +35,7 @@
 #define ZERO  "0000000000000000000000000000000000000000"
 
 static void
-owner_key(int n, uint8_t sk[32], uint8_t pk[32])
+owner_key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
 	memset(sk, 0x51, 32);
 	sk[31] = (uint8_t)n;
@@ -113,7 +113,7 @@ test_concurrent_pushes_share_max_repo_bytes(void)
 		      NULL };
 	struct relayproc *rp;
 	struct buf	  body[NPUSH], resp[NPUSH];
-	uint8_t		  sk[32], pk[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char   dir[512], base[41], oid[NPUSH][41], npub[NIP19_KEY_BUFSZ];
 	char   name[32], revs[256], head[1200], url[512];
 	char   repo[700], *out = NULL, *pack;
@@ -221,7 +221,7 @@ static void
 test_expired_placeholder_loses_ref_and_objects(void)
 {
 	struct relayproc *rp;
-	uint8_t		  sk[32], pk[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		  dir[512], repo[700], url[512], oid[41], spec[120];
 	char		  npub[NIP19_KEY_BUFSZ], *out = NULL;
 	int64_t		  end;
@@ -284,7 +284,7 @@ static int
 prs_push(struct relayproc *rp, const char *dir, int n, const char *d, int id,
     char **out)
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	npub[NIP19_KEY_BUFSZ], url[600], spec[120];
 
 	owner_key(n, sk, pk);
@@ -311,7 +311,7 @@ test_unclaimed_prs_pushes_charged_to_the_address(void)
 		      "NGIT_GRASP06_MAX_BYTES_PER_SIGNER=150000",
 		      "NGIT_GRASP06_UNCLAIMED_BYTES_PER_IP=250000", NULL };
 	struct relayproc *rp;
-	uint8_t		  sk[32], pk[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		  dir[512], oid[41], pdir[700], hex[65], *out = NULL;
 	int64_t		  end;
 
@@ -360,7 +360,7 @@ test_placeholders_leave_the_owner_room(void)
 	const char	 *env[] = { "NGIT_MAX_REPO_BYTES=3145728", NULL };
 	struct relayproc *rp;
 	struct wsc	 *ws;
-	uint8_t		  sk[32], pk[32];
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		  dir[512], pdir[512], url[512], oid[41], spec[120];
 	char		 *out = NULL;
 	int		  i;

@@ -44,9 +44,10 @@ static int		 seq_dir;
 #define KEY0 0x11
 
 static void
-key(int n, uint8_t sk[32], char pkhex[65], char npub[NIP19_KEY_BUFSZ])
+key(int n, uint8_t sk[SECKEY_LEN], char pkhex[PUBKEY_HEX_LEN + 1],
+    char npub[NIP19_KEY_BUFSZ])
 {
-	uint8_t pk[32];
+	uint8_t pk[PUBKEY_LEN];
 
 	tint_key(KEY0, n, sk);
 	event_pubkey_of(sk, pk);
@@ -96,7 +97,7 @@ static struct event *
 announcement(int n, const char *d, int list_clone, int list_relays,
     const char *maint)
 {
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	char	      npub[NIP19_KEY_BUFSZ];
 	struct buf    b = BUF_INIT;
 	struct event *ev;
@@ -126,7 +127,7 @@ announcement(int n, const char *d, int list_clone, int list_relays,
 static void
 repo_coord(int n, const char *d, char *out, size_t outlen)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 	char	hex[65];
 
 	key(n, sk, hex, NULL);
@@ -154,7 +155,7 @@ next_d(char *d, size_t len)
 static int
 serve(struct wsc *ws, int n, const struct event *ann, const char *d)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 	char	msg[256], dir[512], f[128], **evs = NULL;
 	size_t	k = 0;
 	int	i;
@@ -352,7 +353,7 @@ test_announcement_must_list_service_in_clone_and_relays(void)
 	struct wsc   *ws = conn(rp);
 	struct event *ev;
 	char	      d[32], msg[256], npub[NIP19_KEY_BUFSZ], tags[512];
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -399,7 +400,7 @@ test_recursive_maintainers_announcements_accepted(void)
 	struct wsc   *ws = conn(rp);
 	struct event *ev;
 	char	      d[32], msg[256], m[128], hexb[65], hexc[65];
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -514,7 +515,7 @@ test_unrelated_events_refused(void)
 	struct wsc   *ws = conn(rp);
 	struct event *ev;
 	char	      tags[256], msg[256], hex[65];
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 
 	T_ASSERT(ws != NULL);
 	key(30, sk, hex, NULL);
@@ -574,7 +575,7 @@ test_identity_events_only_from_eligible_authors(void)
 	struct buf    frames = BUF_INIT;
 	char	      d[32], coord[128], tags[512], msg[256], m51[65];
 	char	      id[80];
-	uint8_t	      sk[32], mask[4] = { 1, 2, 3, 4 };
+	uint8_t	      sk[SECKEY_LEN], mask[4] = { 1, 2, 3, 4 };
 	char	     *em;
 	int	      i, ok_late = -1, ok_prof = -1, ok;
 
@@ -1148,7 +1149,7 @@ test_blacklists_and_whitelist(void)
 	struct relayproc *r, *saved = rp;
 	struct wsc	 *ws;
 	struct event	 *ev;
-	uint8_t		  sk[32];
+	uint8_t		  sk[SECKEY_LEN];
 
 	key(100, sk, NULL, npub_a);
 	key(101, sk, NULL, npub_b);

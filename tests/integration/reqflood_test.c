@@ -67,7 +67,7 @@ flood_issue(int i)
 {
 	struct buf    b = BUF_INIT;
 	struct event *e;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	char	     *pad;
 
 	if ((pad = malloc(PAD_BYTES + 1)) == NULL)
@@ -130,7 +130,7 @@ setup(void)
 
 /* The id of an event's JSON, into id (65 bytes); 0 or -1. */
 static int
-event_id(const char *json, size_t len, char id[65])
+event_id(const char *json, size_t len, char id[EVENT_ID_HEX_LEN + 1])
 {
 	struct event *e;
 	char	      msg[128];
@@ -172,7 +172,7 @@ read_answer(struct wsc *ws, int pause_ms, int want_after, int first_only,
 	struct json_doc	  *doc;
 	const struct json *m, *v;
 	int64_t		   end = wsc_now_ms() + READ_TMO;
-	char		  *text, err[128], id[65];
+	char		  *text, err[128], id[EVENT_ID_HEX_LEN + 1];
 	size_t		   len;
 
 	while (wsc_now_ms() < end && !(s->eose && (!want_after || s->after)) &&
@@ -293,7 +293,7 @@ test_slow_reader_gets_everything_then_live(void)
 
 	/* Newer than every stored one: a single query would not have it. */
 	{
-		uint8_t sk[32];
+		uint8_t sk[SECKEY_LEN];
 		char	tags[256];
 
 		tuser_sk(KEYS, AUTHOR + 1, sk);
@@ -489,7 +489,7 @@ test_event_size_bound_and_nip11(void)
 	struct event	  *e;
 	struct buf	   b = BUF_INIT;
 	char		   msg[256], want[128], pad[4200];
-	uint8_t		   sk[32];
+	uint8_t		   sk[SECKEY_LEN];
 	size_t		   fixed;
 
 	T_ASSERT((r2 = relayproc_start("relayd", env)) != NULL);

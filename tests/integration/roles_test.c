@@ -317,9 +317,9 @@ view_num_becomes(const struct fixture *f, enum role role, const char *name,
 }
 
 static void
-make_key(int n, uint8_t sk[32], char pkhex[65])
+make_key(int n, uint8_t sk[SECKEY_LEN], char pkhex[PUBKEY_HEX_LEN + 1])
 {
-	uint8_t pk[32];
+	uint8_t pk[PUBKEY_LEN];
 
 	memset(sk, 0x5a, 32);
 	sk[31] = (uint8_t)n;
@@ -329,7 +329,8 @@ make_key(int n, uint8_t sk[32], char pkhex[65])
 
 /* Stores an event as relayd would and announces it (notice != 0). */
 static int64_t
-fx_put(const uint8_t sk[32], uint32_t kind, const char *tags, int notice)
+fx_put(const uint8_t sk[SECKEY_LEN], uint32_t kind, const char *tags,
+    int notice)
 {
 	static int	    n;
 	struct event	   *ev;
@@ -356,7 +357,7 @@ fx_put(const uint8_t sk[32], uint32_t kind, const char *tags, int notice)
 }
 
 static int64_t
-fx_announce(const uint8_t sk[32], const char *d, int notice)
+fx_announce(const uint8_t sk[SECKEY_LEN], const char *d, int notice)
 {
 	char tags[256];
 
@@ -366,8 +367,8 @@ fx_announce(const uint8_t sk[32], const char *d, int notice)
 }
 
 static int64_t
-fx_root(const uint8_t sk[32], uint32_t kind, const char *pk, const char *d,
-    int notice)
+fx_root(const uint8_t sk[SECKEY_LEN], uint32_t kind, const char *pk,
+    const char *d, int notice)
 {
 	char tags[256];
 
@@ -905,11 +906,11 @@ test_role_started_before_the_database_waits_for_relayd(void)
 
 /* Publishes an announcement relayd's GRASP-01 policy accepts. */
 static int
-relay_announce(struct wsc *ws, const uint8_t sk[32], const char *d)
+relay_announce(struct wsc *ws, const uint8_t sk[SECKEY_LEN], const char *d)
 {
 	struct event *ev;
 	struct buf    b = BUF_INIT;
-	uint8_t	      pk[32];
+	uint8_t	      pk[PUBKEY_LEN];
 	char	      npub[NIP19_KEY_BUFSZ];
 	int	      ok = -1;
 

@@ -139,7 +139,7 @@ announcement(struct gdproc *g, int n, int64_t at, const char *d,
 {
 	struct buf    t = BUF_INIT;
 	struct event *e;
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	      domain[64], url[512];
 
 	tuser_sk(FILL, n, sk);
@@ -163,7 +163,7 @@ static int
 publish_authed(struct gdproc *g, int n, const struct event *e)
 {
 	struct wsc *ws;
-	uint8_t	    sk[32];
+	uint8_t	    sk[SECKEY_LEN];
 	char	    url[128], *msg = NULL;
 	int	    ok = 0, rc;
 
@@ -411,7 +411,7 @@ test_export_import_round_trip(void)
 	struct event  *ann = NULL, *ev[16];
 	struct wsc    *ws = NULL;
 	struct buf     t = BUF_INIT;
-	uint8_t	       sk[32];
+	uint8_t	       sk[SECKEY_LEN];
 	char	       oid[41], coord[200], domain[64];
 	char	       path[700], shuf[700], dir1[700], dir2[700], wdir[600];
 	char	       args[1600], *ids = NULL;

@@ -210,7 +210,7 @@ announce_and_release(struct gdproc *g, int owner, const char *d,
     const char *relays)
 {
 	struct event *e;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	char	      dir[600];
 
 	tuser_sk(KEYS, owner, sk);
@@ -228,7 +228,7 @@ test_hygiene_vectors_and_loopback_never_dialled(void)
 	struct gdproc  *g = NULL;
 	struct buf	relays = BUF_INIT, r = BUF_INIT;
 	struct event   *e = NULL;
-	uint8_t		sk[32];
+	uint8_t		sk[SECKEY_LEN];
 	const char     *p;
 	int		nvec = 0, seen;
 	double		refused;

@@ -924,7 +924,7 @@ static int
 publish_one(struct pubs *p)
 {
 	struct event *ev;
-	uint8_t	      sk[32];
+	uint8_t	      sk[SECKEY_LEN];
 	int	      ok = -1;
 
 	if (p->ws == NULL &&

@@ -171,7 +171,7 @@ release_dir(struct relayproc *rp, int owner, const char *d, char *dir,
     size_t dirlen, char oid[41])
 {
 	struct wsc *ws;
-	uint8_t	    sk[32];
+	uint8_t	    sk[SECKEY_LEN];
 	int	    rc;
 
 	tuser_sk(KEYS, owner, sk);
@@ -894,7 +894,7 @@ push_same(struct relayproc *rp, int owner, const char *d, const char *dir,
 {
 	struct event *st;
 	char	      tags[300], url[512], *out = NULL;
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	int	      rc;
 
 	snprintf(tags, sizeof(tags),

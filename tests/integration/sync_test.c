@@ -35,7 +35,7 @@
 static struct relayproc *peer, *b;
 static char		 peer_url[128];
 static char		 coord[200];
-static uint8_t		 owner_sk[32];
+static uint8_t		 owner_sk[SECKEY_LEN];
 static char		 tmpdir[256];
 
 static struct event *
@@ -51,7 +51,7 @@ test_bootstrap_announcement_is_released_and_history_synced(void)
 	struct event *all[6];
 	struct wsc   *ws;
 	char	      npub[NIP19_KEY_BUFSZ], tags[1024], f[800], dir[512];
-	uint8_t	      pk[32];
+	uint8_t	      pk[PUBKEY_LEN];
 	int	      i, n;
 	int64_t	      t = time(NULL) - 3600;
 

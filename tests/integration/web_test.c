@@ -51,7 +51,7 @@ static char		 oid_plain[41], oid_evil[41];
 static char		 issue_open[65];
 
 static void
-key(int n, uint8_t sk[32], uint8_t pk[32])
+key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
 	memset(sk, 0, 32);
 	sk[0] = 0x5e;
@@ -62,7 +62,7 @@ key(int n, uint8_t sk[32], uint8_t pk[32])
 static void
 npub_of(int n, char out[NIP19_MAX_LEN + 1])
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 
 	key(n, sk, pk);
 	nip19_encode("npub", pk, out, NIP19_MAX_LEN + 1);
@@ -100,7 +100,7 @@ announcement(int n, const char *d, const char *name, const char *desc)
 {
 	struct buf    b = BUF_INIT;
 	struct event *ev;
-	uint8_t	      sk[32], pk[32], msk[32], mpk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN], msk[32], mpk[32];
 	char	      npub[NIP19_MAX_LEN + 1], mhex[65];
 
 	key(n, sk, pk);
@@ -134,7 +134,7 @@ release(struct wsc *ws, int n, const char *d, const char *name,
     const char *desc, const char *readme, const char *msg, char oid[41])
 {
 	struct buf url = BUF_INIT;
-	uint8_t	   sk[32], pk[32];
+	uint8_t	   sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	   dir[512], npub[NIP19_MAX_LEN + 1], m[256], *out = NULL;
 	int	   rc = -1;
 
@@ -170,12 +170,12 @@ done:
  */
 static int
 issue(struct wsc *ws, int n, int o, const char *d, const char *subject,
-    int ahead, char id[65])
+    int ahead, char id[EVENT_ID_HEX_LEN + 1])
 {
 	struct buf    b = BUF_INIT;
 	struct event *ev;
-	uint8_t	      sk[32], pk[32], osk[32], opk[32];
-	char	      ohex[65];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN], osk[32], opk[PUBKEY_LEN];
+	char	      ohex[PUBKEY_HEX_LEN + 1];
 	int	      ok;
 
 	key(n, sk, pk);
@@ -200,7 +200,7 @@ issue(struct wsc *ws, int n, int o, const char *d, const char *subject,
 static int
 status(struct wsc *ws, int o, const char *id, uint32_t kind)
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	tags[128];
 
 	key(o, sk, pk);
@@ -269,7 +269,7 @@ announcement_listing_public_url_is_accepted(void)
 	struct wsc   *ws = conn();
 	struct event *ev;
 	char	      m[256];
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	int	      rc;
 
 	T_ASSERT(ws != NULL);
@@ -297,7 +297,7 @@ static void
 setup_more(void)
 {
 	struct wsc *ws = conn();
-	uint8_t	    sk[32], pk[32];
+	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	    closed[65], content[512], oid[41];
 
 	T_ASSERT(ws != NULL);
@@ -347,14 +347,15 @@ setup_more(void)
 }
 
 /* The thread ids of the thread cases. */
-static char reply1[65], labelled[65], patch_id[65], pr_id[65], busy[65];
+static char reply1[65], labelled[65], patch_id[EVENT_ID_HEX_LEN + 1],
+    pr_id[EVENT_ID_HEX_LEN + 1], busy[65];
 
 /* Publishes kind with tags and content by key n, created ahead s from now. */
 static int
 post(struct wsc *ws, int n, uint32_t kind, const char *tags,
-    const char *content, int ahead, char id[65])
+    const char *content, int ahead, char id[EVENT_ID_HEX_LEN + 1])
 {
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	struct event *ev;
 	char	      m[256];
 
@@ -374,7 +375,7 @@ post(struct wsc *ws, int n, uint32_t kind, const char *tags,
 /* A NIP-22 comment by key n on the root issue, answering parent. */
 static int
 comment(struct wsc *ws, int n, const char *root, const char *parent,
-    const char *content, int ahead, char id[65])
+    const char *content, int ahead, char id[EVENT_ID_HEX_LEN + 1])
 {
 	char tags[512];
 
@@ -389,9 +390,9 @@ static void
 setup_threads(void)
 {
 	struct wsc *ws = conn();
-	uint8_t	    sk[32], pk[32];
-	char	    tags[1024], ohex[65], id[65];
-	int	    i;
+	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
+	char tags[1024], ohex[PUBKEY_HEX_LEN + 1], id[EVENT_ID_HEX_LEN + 1];
+	int  i;
 
 	T_ASSERT(ws != NULL);
 	key(1, sk, pk);
@@ -582,9 +583,9 @@ static void
 thread_page_reads_a_bounded_amount(void)
 {
 	struct wsc *ws = conn();
-	uint8_t	    sk[32], pk[32];
-	char	    tags[512], ohex[65], big[65], *text, *path, *page;
-	int	    i;
+	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
+	char tags[512], ohex[PUBKEY_HEX_LEN + 1], big[65], *text, *path, *page;
+	int  i;
 
 	T_ASSERT(ws != NULL);
 	key(1, sk, pk);
@@ -1034,7 +1035,7 @@ static void
 cuts_keep_utf8_characters_whole(void)
 {
 	struct wsc *ws = conn();
-	uint8_t	    sk[32], pk[32];
+	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	    tags[256], *path, *page, *p;
 
 	T_ASSERT(ws != NULL);

@@ -54,11 +54,11 @@
 
 static struct relayproc *rp;
 static char tmp[256], work[300], slow_mark[300], slow_log_mark[300];
-static char c1[41], c2[41], c3[41], pr_id[65];
+static char c1[41], c2[41], c3[41], pr_id[EVENT_ID_HEX_LEN + 1];
 static char base[256]; /* /<npub>/code.git */
 
 static void
-key(int n, uint8_t sk[32], uint8_t pk[32])
+key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
 	memset(sk, 0, 32);
 	sk[0] = 0x6b;
@@ -161,7 +161,7 @@ static int
 state(struct wsc *ws)
 {
 	struct buf b = BUF_INIT;
-	uint8_t	   sk[32], pk[32];
+	uint8_t	   sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	int	   rc;
 
 	key(1, sk, pk);
@@ -183,7 +183,7 @@ setup_repository(void)
 	struct wsc   *ws = conn();
 	struct event *ev;
 	struct buf    b = BUF_INIT;
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	      npub[NIP19_MAX_LEN + 1], hex[65], url[600], ref[120];
 	char	     *big, *out = NULL;
 	size_t	      i;
@@ -474,7 +474,7 @@ pr_without_common_history_is_404(void)
 	struct wsc   *ws = conn();
 	struct event *ev;
 	struct buf    b = BUF_INIT;
-	uint8_t	      sk[32], pk[32], opk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN], opk[PUBKEY_LEN];
 	char	      lone[41], hex[65], url[600], ref[120], *out = NULL, *p;
 
 	T_ASSERT(ws != NULL);

@@ -83,10 +83,10 @@ client_wait_id(struct relayproc *p, const struct event *e, int secs)
 }
 
 struct event *
-client_announcement(struct relayproc *p, const uint8_t sk[32], int64_t at,
-    const char *d, const char *maint_hex)
+client_announcement(struct relayproc *p, const uint8_t sk[SECKEY_LEN],
+    int64_t at, const char *d, const char *maint_hex)
 {
-	uint8_t pk[32];
+	uint8_t pk[PUBKEY_LEN];
 	char	npub[NIP19_KEY_BUFSZ], tags[1024];
 
 	event_pubkey_of(sk, pk);
@@ -101,7 +101,7 @@ client_announcement(struct relayproc *p, const uint8_t sk[32], int64_t at,
 }
 
 int
-client_host_repo(struct relayproc *p, const uint8_t sk[32], int64_t at,
+client_host_repo(struct relayproc *p, const uint8_t sk[SECKEY_LEN], int64_t at,
     const char *d, const char *maint_hex, const char *dir)
 {
 	char	      msg[256];

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nip01.h"
+
 /* How long connecting, and each answer, may take. */
 #define CLIENT_TIMEOUT_MS 5000
 
@@ -46,8 +48,9 @@ int	    client_wait_id(struct relayproc *, const struct event *e, int secs);
  * relay, and maint_hex as its maintainer when not NULL; the caller
  * destroys it.  NULL on failure.
  */
-struct event *client_announcement(struct relayproc *, const uint8_t sk[32],
-    int64_t at, const char *d, const char *maint_hex);
+struct event *client_announcement(struct relayproc *,
+    const uint8_t sk[SECKEY_LEN], int64_t at, const char *d,
+    const char *maint_hex);
 /*
  * Publishes the repository announcement of d by the key sk, created at
  * at, naming the relay as clone ("http://DOMAIN/npub/d.git") and relay
@@ -56,8 +59,8 @@ struct event *client_announcement(struct relayproc *, const uint8_t sk[32],
  * waits until the relay returns the announcement.  Returns 0 once it
  * does, -1 otherwise (a refusal's message printed as a "# " line).
  */
-int client_host_repo(struct relayproc *, const uint8_t sk[32], int64_t at,
-    const char *d, const char *maint_hex, const char *dir);
+int	      client_host_repo(struct relayproc *, const uint8_t sk[SECKEY_LEN],
+	      int64_t at, const char *d, const char *maint_hex, const char *dir);
 
 struct buf;
 /*

@@ -360,13 +360,13 @@ gd_has_event(struct gdproc *g, const char *id_hex)
 }
 
 struct event *
-gd_host_repo(struct gdproc *g, const uint8_t sk[32], const char *d,
+gd_host_repo(struct gdproc *g, const uint8_t sk[SECKEY_LEN], const char *d,
     const char *extra_relays, const char *dir, char oid[41])
 {
 	struct buf    t = BUF_INIT;
 	struct event *ann;
 	struct wsc   *ws;
-	uint8_t	      pk[32];
+	uint8_t	      pk[PUBKEY_LEN];
 	char	      domain[64], url[512];
 	int	      rc;
 

@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "nip01.h"
+
 /* The roles graspd supervises, in status order. */
 #define GD_NROLES    4
 /* How long graspd may take to have every role running. */
@@ -78,8 +80,8 @@ int	      gd_has_event(struct gdproc *, const char *id_hex);
  * announcement (the caller destroys it), or NULL when a step failed (the
  * reason printed as a "# " line).
  */
-struct event *gd_host_repo(struct gdproc *, const uint8_t sk[32], const char *d,
-    const char *extra_relays, const char *dir, char oid[41]);
+struct event *gd_host_repo(struct gdproc *, const uint8_t sk[SECKEY_LEN],
+    const char *d, const char *extra_relays, const char *dir, char oid[41]);
 /*
  * Appends every URL the shared relay URL vectors refuse
  * ($GRASPD_VECTORS/relay-urls.tsv, default tests/vectors) as a JSON

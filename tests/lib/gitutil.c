@@ -203,8 +203,8 @@ gt_no_quarantine(const char *repo)
 }
 
 void
-gt_url(char *out, size_t outlen, const char *domain, const uint8_t pk[32],
-    const char *d)
+gt_url(char *out, size_t outlen, const char *domain,
+    const uint8_t pk[PUBKEY_LEN], const char *d)
 {
 	char npub[NIP19_KEY_BUFSZ];
 
@@ -213,8 +213,8 @@ gt_url(char *out, size_t outlen, const char *domain, const uint8_t pk[32],
 }
 
 int
-gt_state(struct wsc *ws, const uint8_t sk[32], int64_t at, const char *d,
-    const char *oid)
+gt_state(struct wsc *ws, const uint8_t sk[SECKEY_LEN], int64_t at,
+    const char *d, const char *oid)
 {
 	struct buf    tags = BUF_INIT;
 	struct event *ev;
@@ -239,10 +239,10 @@ gt_state(struct wsc *ws, const uint8_t sk[32], int64_t at, const char *d,
 }
 
 int
-gt_release(struct wsc *ws, const uint8_t sk[32], const char *domain,
+gt_release(struct wsc *ws, const uint8_t sk[SECKEY_LEN], const char *domain,
     const char *d, const char *dir, char oid_out[41])
 {
-	uint8_t pk[32];
+	uint8_t pk[PUBKEY_LEN];
 	char	oid[41], url[1024], *out = NULL;
 	int	rc = -1;
 

@@ -65,16 +65,16 @@ int gt_commit_random(const char *dir, const char *file, size_t size,
 int gt_no_quarantine(const char *repo);
 
 /* http://<domain>/<npub of pk>/<d>.git into out. */
-void gt_url(char *out, size_t outlen, const char *domain, const uint8_t pk[32],
-    const char *d);
+void gt_url(char *out, size_t outlen, const char *domain,
+    const uint8_t pk[PUBKEY_LEN], const char *d);
 
 /*
  * Publishes over ws the state event (kind 30618) by sk for d created at
  * at, naming oid as refs/heads/main and HEAD.  0 once the relay accepted
  * it (held or stored), else -1 (its answer printed as a "#" line).
  */
-int gt_state(struct wsc *ws, const uint8_t sk[32], int64_t at, const char *d,
-    const char *oid);
+int gt_state(struct wsc *ws, const uint8_t sk[SECKEY_LEN], int64_t at,
+    const char *d, const char *oid);
 /*
  * Makes the repository (pubkey of sk, d) served: commits a file in a new
  * repository at dir, publishes over ws a state event by sk naming the
@@ -83,7 +83,7 @@ int gt_state(struct wsc *ws, const uint8_t sk[32], int64_t at, const char *d,
  * to oid when not NULL.  Returns 0 when the state was accepted and the
  * push succeeded, -1 otherwise (a reason is printed as a "#" line).
  */
-int gt_release(struct wsc *ws, const uint8_t sk[32], const char *domain,
+int gt_release(struct wsc *ws, const uint8_t sk[SECKEY_LEN], const char *domain,
     const char *d, const char *dir, char oid[41]);
 
 #endif

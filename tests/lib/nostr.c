@@ -148,7 +148,7 @@ nostr_auth_json(struct wsc *w, const char *event_json, const char *id_hex,
 }
 
 int
-nostr_auth(struct wsc *w, const uint8_t sk[32], const char *relay_url,
+nostr_auth(struct wsc *w, const uint8_t sk[SECKEY_LEN], const char *relay_url,
     int timeout_ms)
 {
 	struct json_doc *doc = NULL;

@@ -57,8 +57,8 @@ int  nostr_auth_json(struct wsc *, const char *event_json, const char *id_hex,
  * signed by sk naming relay_url, and waits for its OK.  Returns 0 once
  * the relay accepted it, -1 otherwise.
  */
-int  nostr_auth(struct wsc *, const uint8_t sk[32], const char *relay_url,
-     int timeout_ms);
+int  nostr_auth(struct wsc *, const uint8_t sk[SECKEY_LEN],
+     const char *relay_url, int timeout_ms);
 /*
  * Sends ["REQ",subid,<filters>] where filters_json is one filter object
  * or a JSON array of filter objects, and collects the events of subid

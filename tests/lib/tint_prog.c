@@ -84,7 +84,7 @@ int
 tint_host_repo(struct relayproc *p, uint8_t fill, int owner, int64_t at,
     const char *d, const char *maint_hex, const char *dir)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 	char	work[512];
 
 	tuser_sk(fill, owner, sk);
@@ -99,7 +99,7 @@ tint_announcement(uint8_t fill, int owner, int64_t at, const char *d,
 {
 	struct buf    t = BUF_INIT;
 	struct event *e;
-	uint8_t	      sk[32], pk[32];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char	      url[512];
 	size_t	      i;
 
@@ -123,7 +123,7 @@ tint_announcement(uint8_t fill, int owner, int64_t at, const char *d,
 }
 
 void
-tint_key(uint8_t b0, int n, uint8_t sk[32])
+tint_key(uint8_t b0, int n, uint8_t sk[SECKEY_LEN])
 {
 	memset(sk, 0, 32);
 	sk[0] = b0;
@@ -134,7 +134,7 @@ struct event *
 tint_signed(uint8_t b0, int n, int64_t at, uint32_t kind, const char *tags,
     const char *content)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 
 	tint_key(b0, n, sk);
 	return event_new_signed(sk, at, kind, tags, content);

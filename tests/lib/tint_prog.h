@@ -70,7 +70,7 @@ struct event *tint_announcement(uint8_t fill, int owner, int64_t at,
  * 31, n (the user).  tint_signed() is an event signed by it
  * (event_new_signed(); the caller destroys it, NULL on failure).
  */
-void	      tint_key(uint8_t b0, int n, uint8_t sk[32]);
+void	      tint_key(uint8_t b0, int n, uint8_t sk[SECKEY_LEN]);
 struct event *tint_signed(uint8_t b0, int n, int64_t at, uint32_t kind,
     const char *tags, const char *content);
 /*

@@ -47,7 +47,7 @@ const struct t_fixture tstore_fixture = { tstore_fixture_open,
 void
 tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65])
 {
-	uint8_t pk[32];
+	uint8_t pk[PUBKEY_LEN];
 
 	memset(pk, fill, sizeof(pk));
 	pk[28] = (uint8_t)(n >> 24);

@@ -8,7 +8,7 @@
 #include "tuser.h"
 
 void
-tuser_sk(uint8_t fill, int n, uint8_t sk[32])
+tuser_sk(uint8_t fill, int n, uint8_t sk[SECKEY_LEN])
 {
 	memset(sk, fill, 32);
 	if (n > 0xff)
@@ -19,7 +19,7 @@ tuser_sk(uint8_t fill, int n, uint8_t sk[32])
 void
 tuser_hex(uint8_t fill, int n, char out[65])
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 
 	tuser_sk(fill, n, sk);
 	event_pubkey_of(sk, pk);
@@ -30,7 +30,7 @@ struct event *
 tuser_event(uint8_t fill, int n, int64_t at, uint32_t kind, const char *tags,
     const char *content)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 
 	tuser_sk(fill, n, sk);
 	return event_new_signed(sk, at, kind, tags, content);

@@ -13,7 +13,7 @@
 struct event;
 
 /* User n's secret key (n from 0 to 65535). */
-void	      tuser_sk(uint8_t fill, int n, uint8_t sk[32]);
+void	      tuser_sk(uint8_t fill, int n, uint8_t sk[SECKEY_LEN]);
 /* User n's public key in hex. */
 void	      tuser_hex(uint8_t fill, int n, char out[65]);
 /*

@@ -158,7 +158,7 @@ struct peer {
 	int		      hang_port;
 	int		      hang_conns[PEER_MAX_HANG];
 	size_t		      nhang;
-	uint8_t		      junk_sk[32]; /* signs flood events */
+	uint8_t		      junk_sk[SECKEY_LEN]; /* signs flood events */
 	uint64_t	      junk_seq;
 	volatile sig_atomic_t stop;
 };

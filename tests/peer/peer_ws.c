@@ -430,7 +430,7 @@ static void
 handle_event(struct peer_conn *c, const struct json *msg)
 {
 	struct event *ev;
-	char	      id[65];
+	char	      id[EVENT_ID_HEX_LEN + 1];
 	int	      r;
 
 	peer->log_events_received++;

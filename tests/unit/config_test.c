@@ -754,7 +754,7 @@ static void
 event_blacklist_takes_npub_and_hex(void)
 {
 	struct config c;
-	uint8_t	      pk[32];
+	uint8_t	      pk[PUBKEY_LEN];
 
 	clear_env();
 	setenv("NGIT_EVENT_BLACKLIST", " " NPUB "," NPUB_HEX ",", 1);
@@ -771,7 +771,7 @@ static void
 whitelist_entry_forms(void)
 {
 	struct config c;
-	uint8_t	      pk[32];
+	uint8_t	      pk[PUBKEY_LEN];
 
 	clear_env();
 	T_ASSERT(key_parse_pubkey(NPUB_HEX, pk) == 0);
@@ -869,7 +869,7 @@ static void
 owner_key_from_config_wins(void)
 {
 	struct config c;
-	uint8_t	      sk[32], want[32];
+	uint8_t	      sk[SECKEY_LEN], want[32];
 	char	      path[sizeof(tdir) + 64];
 
 	clear_env();
@@ -946,7 +946,7 @@ owner_key_file_bad_contents_is_an_error(void)
 {
 	struct config c;
 	FILE	     *fp;
-	uint8_t	      sk[32], want[32];
+	uint8_t	      sk[SECKEY_LEN], want[32];
 	char	      path[sizeof(tdir) + 64];
 
 	clear_env();

@@ -30,7 +30,7 @@ test_vectors_from_nostr_tools(void)
 		struct json_doc *doc;
 		struct json	*root, *valid, *name, *evj;
 		struct event	*ev, copy;
-		uint8_t		 id[32];
+		uint8_t		 id[EVENT_ID_LEN];
 		int		 ok;
 
 		if (n <= 1)
@@ -135,7 +135,7 @@ static void
 test_signed_event_verifies(void)
 {
 	struct event *ev, *again;
-	uint8_t	      pk[32];
+	uint8_t	      pk[PUBKEY_LEN];
 	char	      err[256], *p;
 
 	ev = event_new_signed(sk1, 1700000000, 1621,
@@ -280,7 +280,7 @@ test_coordinates_split_at_the_first_two_colons(void)
 	const char *pk = "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558"
 			 "472c4eb9aaaefa459d";
 	char	    c[256];
-	uint8_t	    key[32], want[32];
+	uint8_t	    key[PUBKEY_LEN], want[32];
 	uint32_t    kind = 0;
 	const char *d = NULL;
 	size_t	    dlen = 99;

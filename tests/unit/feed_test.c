@@ -28,7 +28,7 @@
 #include "tdir.h"
 #include "tunit_child.h"
 
-static const uint8_t sk[32] = { [0 ... 31] = 0x42 };
+static const uint8_t sk[SECKEY_LEN] = { [0 ... 31] = 0x42 };
 
 static char	     tmpdir[64];
 static struct config cfg;      /* only run_path is used */

@@ -13,7 +13,7 @@
 #include "t.h"
 
 static char    npub[NIP19_MAX_LEN + 1];
-static uint8_t owner[32];
+static uint8_t owner[PUBKEY_LEN];
 
 /* relay_git_route() on the path fmt (with %s: the npub), GRASP-06 on. */
 static enum git_route_kind

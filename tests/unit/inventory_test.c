@@ -41,7 +41,7 @@ ev(int who, int64_t at, uint32_t kind, const char *tags)
 static void
 hexof(int who, char out[65])
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 
 	tuser_sk(KEYS, who, sk);
 	event_pubkey_of(sk, pk);
@@ -139,7 +139,7 @@ test_threads_carry_root_provenance_and_participants(void)
 	struct inv_root	  *rt;
 	struct inv_author *a;
 	char		   c[200];
-	uint8_t		   sk[32], pk[32];
+	uint8_t		   sk[SECKEY_LEN], pk[PUBKEY_LEN];
 
 	announce(iv, "r", c, sizeof(c));
 	issue = add(iv, 3, 101, 1621, "[[\"a\",\"%s\"]]", c);
@@ -191,7 +191,7 @@ test_a_prolific_author_lists_each_thread_once(void)
 	struct inventory  *iv = inv_new(&cfg);
 	struct inv_author *a;
 	struct event	  *issue, *reply;
-	uint8_t		   pk[32];
+	uint8_t		   pk[PUBKEY_LEN];
 	char		   c[200], tags[512];
 	size_t		   i, j, dup = 0;
 	int		   n, k;
@@ -467,7 +467,7 @@ test_provenance_through_quotes_and_address_tags(void)
 }
 
 static void
-collect(void *arg, const uint8_t pk[32])
+collect(void *arg, const uint8_t pk[PUBKEY_LEN])
 {
 	struct hmap *m = arg;
 
@@ -477,9 +477,9 @@ collect(void *arg, const uint8_t pk[32])
 }
 
 static int
-pk_of(int who, uint8_t pk[32])
+pk_of(int who, uint8_t pk[PUBKEY_LEN])
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 
 	tuser_sk(KEYS, who, sk);
 	return event_pubkey_of(sk, pk);
@@ -492,7 +492,7 @@ test_maintainers_of_full_repositories_only_and_each_author_once(void)
 	struct hmap	  got = HMAP_INIT;
 	struct event	 *held, *root, *stray;
 	char		  c[200], tags[512], m2[65], m3[65];
-	uint8_t		  pk[32];
+	uint8_t		  pk[PUBKEY_LEN];
 
 	hexof(2, m2);
 	hexof(3, m3);
@@ -559,7 +559,7 @@ rnd(uint32_t n)
 static void
 pk_hex(int n, char out[65])
 {
-	uint8_t pk[32];
+	uint8_t pk[PUBKEY_LEN];
 
 	memset(pk, 0x5c, sizeof(pk));
 	pk[31] = (uint8_t)n;
@@ -573,7 +573,7 @@ pk_hex(int n, char out[65])
 static struct event *
 mk(int who, int64_t at, uint32_t kind, const char *tags, const char *content)
 {
-	char pk[65];
+	char pk[PUBKEY_HEX_LEN + 1];
 
 	pk_hex(who, pk);
 	return tstore_unsigned_event(pk, at, kind, tags, content);
@@ -619,12 +619,13 @@ any_id(const struct pool *pl)
 static void
 fill_store(struct pool *pl, char q_only[65], int64_t *last)
 {
-	char	      tags[2048], c[8][200], pk[65], m1[65], m2[65], id[65];
-	char	      root[65], parent[65], late[65];
-	struct event *held;
-	int64_t	      at = 1700000000;
-	size_t	      i, j, r;
-	uint32_t      k;
+	char tags[2048], c[8][200], pk[PUBKEY_HEX_LEN + 1], m1[65], m2[65],
+	    id[EVENT_ID_HEX_LEN + 1];
+	char root[EVENT_ID_HEX_LEN + 1], parent[EVENT_ID_HEX_LEN + 1], late[65];
+	struct event	     *held;
+	int64_t		      at = 1700000000;
+	size_t		      i, j, r;
+	uint32_t	      k;
 	static const uint32_t root_kinds[3] = { 1617, 1618, 1621 };
 
 	T_ASSERT(store_begin(st) == 0);
@@ -854,7 +855,7 @@ same_roots(struct inv_root **a, struct inv_root **b, size_t n)
 }
 
 static void
-count_each(void *arg, const uint8_t pk[32])
+count_each(void *arg, const uint8_t pk[PUBKEY_LEN])
 {
 	struct hmap *m = arg;
 
@@ -940,11 +941,11 @@ test_rebuild_matches_feeding_every_event(void)
 	struct inventory *old = inv_new(&cfg), *bulk = inv_new(&cfg);
 	struct inv_root	 *rt;
 	struct event	 *so;
-	char		  q_only[65] = "", c[200], c3[200], pk[65];
-	uint8_t		  q[32];
-	size_t		  it, capped = 0, deep = 0, addrs = 0, pend;
-	int64_t		  last = 0;
-	int		  n, found = 0;
+	char	q_only[65] = "", c[200], c3[200], pk[PUBKEY_HEX_LEN + 1];
+	uint8_t q[32];
+	size_t	it, capped = 0, deep = 0, addrs = 0, pend;
+	int64_t last = 0;
+	int	n, found = 0;
 
 	T_ASSERT(pl != NULL);
 	fill_store(pl, q_only, &last);

@@ -205,7 +205,7 @@ child_broken(const char *dir, const char *how)
 	struct msg	  m;
 	struct msg_ingest mi;
 	unsigned char	  frame[sizeof(h) + MSG_PLUSMARK_LEN];
-	uint8_t		  pk[32];
+	uint8_t		  pk[PUBKEY_LEN];
 	size_t		  len = sizeof(h) + 8;
 	int		  tx, rx;
 
@@ -345,7 +345,7 @@ test_accepted_count_takes_whole_notices_only(void)
 static void
 test_plusmark_codec_round_trips(void)
 {
-	uint8_t	   pk[32], got[32], buf[MSG_PLUSMARK_LEN];
+	uint8_t	   pk[PUBKEY_LEN], got[32], buf[MSG_PLUSMARK_LEN];
 	struct msg m;
 	int	   tx, rx, set;
 
@@ -369,7 +369,7 @@ test_plusmark_codec_round_trips(void)
 static void
 test_git_data_codec_round_trips(void)
 {
-	uint8_t		    owner[32], buf[MSG_GIT_DATA_MAX];
+	uint8_t		    owner[PUBKEY_LEN], buf[MSG_GIT_DATA_MAX];
 	char		    longest[MSG_GIT_DATA_D_MAX + 2];
 	const char	   *ds[] = { "x", "my-repo.v2", longest };
 	struct msg_git_data mg;
@@ -432,7 +432,7 @@ git_data_refused(enum msg_type type, const uint8_t *p, size_t len,
 static void
 test_bad_git_data_payload_is_refused(void)
 {
-	uint8_t		    owner[32], good[MSG_GIT_DATA_MAX];
+	uint8_t		    owner[PUBKEY_LEN], good[MSG_GIT_DATA_MAX];
 	uint8_t		    raw[MSG_GIT_DATA_MAX + 8];
 	struct msg_git_data mg;
 	struct msg	    m;

@@ -36,7 +36,7 @@ rng(void)
 }
 
 static void
-rand_id(uint8_t id[32])
+rand_id(uint8_t id[EVENT_ID_LEN])
 {
 	uint64_t v;
 	int	 i;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "nip01.h"
 #include "nip19.h"
 #include "t.h"
 
@@ -335,7 +336,7 @@ seckey_outside_the_group_is_refused(void)
 static void
 nevent_and_naddr_match_nostr_tools(void)
 {
-	uint8_t id[32], pk[32];
+	uint8_t id[EVENT_ID_LEN], pk[PUBKEY_LEN];
 	char	out[NIP19_TLV_BUFSZ];
 
 	memset(id, 0xaa, 32);

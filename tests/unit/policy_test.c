@@ -32,7 +32,7 @@ static struct store	 *st;
 static struct tstore_prog tsp = { { tdir, sizeof(tdir), "policy_test" }, &st };
 
 static void
-sk_of(int n, uint8_t sk[32])
+sk_of(int n, uint8_t sk[SECKEY_LEN])
 {
 	memset(sk, 0x33, 32);
 	sk[31] = (uint8_t)n;
@@ -42,7 +42,7 @@ sk_of(int n, uint8_t sk[32])
 static struct event *
 ann(int n, const char *d, const char *clone, const char *relay)
 {
-	uint8_t sk[32];
+	uint8_t sk[SECKEY_LEN];
 	char	tags[1024];
 
 	sk_of(n, sk);
@@ -57,7 +57,7 @@ ann(int n, const char *d, const char *clone, const char *relay)
 static void
 npub_of(int n, char out[NIP19_KEY_BUFSZ])
 {
-	uint8_t sk[32], pk[32];
+	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 
 	sk_of(n, sk);
 	event_pubkey_of(sk, pk);
@@ -342,8 +342,8 @@ public_url_matches_behind_tls(void)
 static struct event *
 pr_of(int n, uint32_t kind, const char *clone, const char *d, const char *d2)
 {
-	uint8_t	      sk[32], pk[32];
-	char	      tags[2048], owner[65];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
+	char	      tags[2048], owner[PUBKEY_HEX_LEN + 1];
 	struct event *ev;
 
 	sk_of(90, sk);

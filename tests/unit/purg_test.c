@@ -198,7 +198,7 @@ placeholders_expired_deadline_and_counts(void)
 	struct purg_placeholder *ph = NULL;
 	struct purg_counts	 c;
 	struct event		*a;
-	uint8_t			 id[32], owner[32];
+	uint8_t			 id[EVENT_ID_LEN], owner[PUBKEY_LEN];
 	int64_t			 next;
 	size_t			 n = 0;
 
@@ -237,8 +237,8 @@ placeholders_expired_deadline_and_counts(void)
 }
 
 static int
-level_of(struct store *s, const char *d, const uint8_t pk[32], char *out,
-    size_t outlen)
+level_of(struct store *s, const char *d, const uint8_t pk[PUBKEY_LEN],
+    char *out, size_t outlen)
 {
 	sqlite3_stmt *q;
 	int	      rc = 0;

@@ -18,7 +18,7 @@
 #include "relayurl.h"
 #include "t.h"
 
-static uint8_t sk[32];
+static uint8_t sk[SECKEY_LEN];
 
 static int
 relaylist_setup(void)
@@ -385,8 +385,8 @@ test_deletion_by_id_or_address(void)
 		{ "[[\"p\",\"%a\"],[\"e\",\"%s\"]]", 1700000000, 1 },
 	};
 	struct event *list = list_of("[[\"r\",\"wss://a.example\"]]"), *del;
-	char	      id[65], author[65], tags[400];
-	size_t	      i, j, k;
+	char   id[EVENT_ID_HEX_LEN + 1], author[PUBKEY_HEX_LEN + 1], tags[400];
+	size_t i, j, k;
 
 	T_ASSERT(list != NULL);
 	hex_encode(list->id, 32, id);

@@ -21,9 +21,9 @@
 	"0123456789012345678901234567890123456789" \
 	"012345678901234567890123"
 
-static const uint8_t sk[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
-	15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
-	32 };
+static const uint8_t sk[SECKEY_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+	13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30,
+	31, 32 };
 
 static struct json_doc	 *doc;
 static const struct json *msg;
@@ -245,7 +245,8 @@ close_msgs(void)
  */
 static struct event *
 check(const char *json, const char *from, const char *to, const char *challenge,
-    const struct policy *pl, char okid[65], char *m, size_t mlen)
+    const struct policy *pl, char okid[EVENT_ID_HEX_LEN + 1], char *m,
+    size_t mlen)
 {
 	char	    s[8192];
 	const char *p;
@@ -268,7 +269,7 @@ static void
 event_checks(void)
 {
 	struct event *ev, *got;
-	char	      okid[65], m[512], tags[40000];
+	char	      okid[EVENT_ID_HEX_LEN + 1], m[512], tags[40000];
 	size_t	      i, n;
 
 	T_ASSERT((ev = event_new_signed(sk, NOW, 1, "[[\"t\",\"x\"]]",
@@ -390,7 +391,7 @@ auth_events(void)
 	static struct config cfg = { .domain = "relay.example" };
 	struct policy	     pl;
 	struct event	    *ev, *got;
-	char		     okid[65], m[512];
+	char		     okid[EVENT_ID_HEX_LEN + 1], m[512];
 
 	T_ASSERT(policy_init(&pl, &cfg, m, sizeof(m)) == 0);
 	T_ASSERT(

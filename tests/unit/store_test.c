@@ -1366,7 +1366,7 @@ struct items {
 };
 
 static int
-collect_item(int64_t created_at, const uint8_t id[32], void *arg)
+collect_item(int64_t created_at, const uint8_t id[EVENT_ID_LEN], void *arg)
 {
 	struct items *it = arg;
 

@@ -1,6 +1,9 @@
 /*
  * conn.c: outbound connections to remote relays (see conn.h), run by
- * syncd, discoveryd and historyd on their libwebsockets loop.
+ * syncd, discoveryd and historyd on their libwebsockets loop: requests,
+ * admission, rate limits, AUTH, connections and the manager.  The
+ * messages a relay sends are conn_msg.c's, the link conn_link.c's;
+ * conn_int.h holds what the three share.
  *
  * A connection (struct conn) is a relay key, a link state machine and
  * three request lists:
@@ -38,6 +41,7 @@
 #include "buf.h"
 #include "config.h"
 #include "conn.h"
+#include "conn_int.h"
 #include "event.h"
 #include "filter.h"
 #include "json.h"
@@ -46,208 +50,15 @@
 #include "resolve.h"
 #include "role.h"
 
-/* Ours: an rx buffer grown past this is released after its message. */
-#define CONN_RX_KEEP	(64u * 1024)
-/* Ours: bytes of a relay's text (CLOSED, NOTICE) we keep or log. */
-#define CONN_REASON_MAX 200
-
-enum req_kind {
-	REQ_FETCH,
-	REQ_PAGINATE,
-	REQ_LIVE,
-	REQ_NEG, /* a NIP-77 reconciliation */
-};
-
-enum req_where {
-	RQ_NONE,
-	RQ_PENDING,
-	RQ_OPEN,
-	RQ_PARKED,
-	RQ_ENDING, /* in c_ending, about to be finished */
-};
-
-/* Why a request is parked. */
-enum req_park {
-	PARK_AUTH = 1,	/* CLOSED auth-required, AUTH may fix it */
-	PARK_RECONNECT, /* live: wait for the next connection */
-};
-
-/* Admission rank: live subscriptions before any fetch. */
-#define RANK_LIVE (-1)
-
-/* One id seen in a fetch or pagination, with its created_at. */
-struct seen {
-	uint8_t s_id[EVENT_ID_LEN];
-	int64_t s_at;
-	int	s_used;
-};
-
-/* Open-addressed set of ids (checked ids are SHA-256: uniform). */
-struct idset {
-	struct seen *is_v;
-	size_t	     is_cap; /* 0 or a power of two */
-	size_t	     is_n;
-};
-
-struct conn_req {
-	TAILQ_ENTRY(conn_req)	r_entry;
-	struct conn	       *r_conn;
-	enum req_kind		r_kind;
-	int			r_rank; /* RANK_LIVE or a prio */
-	enum req_where		r_where;
-	enum req_park		r_park;
-	char			r_subid[CONN_SUBID_MAX + 1];
-	int			r_slot; /* lent by c_budget while open, or -1 */
-	/* The filters of the REQ, comma-separated JSON objects. */
-	char		       *r_filters;
-	size_t			r_filters_len;
-	/* The same, parsed: what a delivered event must match (none if
-	 * our own parser refuses a filter the relay may take). */
-	struct filter	       *r_match;
-	size_t			r_nmatch;
-	/* Pagination: the base filter and the current page's bounds. */
-	struct json_doc	       *r_doc;
-	const struct json      *r_base;
-	int			r_has_until;
-	int64_t			r_until;
-	int			r_has_since;
-	int64_t			r_since;
-	uint64_t		r_page_inrange; /* events <= until */
-	uint64_t		r_page_new;
-	int64_t			r_page_min;
-	struct idset		r_seen;
-	struct conn_fetch_stats r_st;
-	double			r_timeout;
-	struct conn_fetch_cb	r_cb;
-	/* A result decided before the REQ went out, given by r_sul. */
-	int			r_fail_pending;
-	enum conn_fetch_result	r_fail_res;
-	char			r_reason[CONN_REASON_MAX + 1];
-	int			r_in_cb;
-	int			r_cancelled;
-	lws_sorted_usec_list_t	r_sul;
-	/* Negentropy: our set (kept to start again after AUTH), the
-	 * session of the current NEG-OPEN, and a result decided by the
-	 * relay's answer (else mapped from the fetch result). */
-	struct neg_item	       *r_items;
-	size_t			r_nitems;
-	struct neg	       *r_neg;
-	int			r_neg_fresh; /* r_neg not initiated yet */
-	struct conn_neg_stats	r_nst;
-	struct conn_neg_cb	r_ncb;
-	int			r_neg_decided;
-	enum conn_neg_result	r_neg_res;
-};
-
-TAILQ_HEAD(conn_reqq, conn_req);
-
-/* One message waiting for a writeable callback. */
-struct conn_out {
-	TAILQ_ENTRY(conn_out) o_entry;
-	size_t		      o_len;  /* payload bytes */
-	int		      o_slot; /* a CLOSE's budget slot, or -1 */
-	unsigned char	     *o_buf;  /* LWS_PRE + payload */
-};
-
-TAILQ_HEAD(conn_outq, conn_out);
-
-struct conn {
-	TAILQ_ENTRY(conn)      c_entry;
-	struct conn_mgr	      *c_mgr;
-	char		       c_key[RELAYURL_MAX + 1];
-	struct relayurl	       c_url;
-	unsigned	       c_flags;
-	unsigned	       c_holds;
-	enum conn_state	       c_link;	   /* never RATE_LIMITED */
-	enum conn_state	       c_reported; /* as the hook last saw it */
-	struct lws	      *c_wsi;
-	int		       c_dialing;
-	uint64_t	       c_resolve;     /* lookup in flight, or 0 */
-	int64_t		       c_retry_ms;    /* BACKOFF, DEAD, REFUSED */
-	int64_t		       c_cool_ms;     /* end of cooldown, or 0 */
-	int64_t		       c_last_req_ms; /* 0: none yet */
-	double		       c_interval;    /* pacing, seconds */
-	int64_t		       c_streak_ms;   /* first failure, or 0 */
-	unsigned	       c_failures;    /* consecutive, until the
-						   relay answers in full */
-	int64_t		       c_up_ms;	      /* link up since, or 0 */
-	char		       c_reason[CONN_REASON_MAX + 1];
-	struct conn_reqq       c_pending;
-	struct conn_reqq       c_open;
-	struct conn_reqq       c_parked;
-	struct conn_reqq       c_ending;
-	unsigned	       c_npending, c_nopen, c_nparked, c_nlive;
-	struct conn_outq       c_out;
-	struct buf	       c_rx;
-	unsigned	       c_malformed_now; /* this link */
-	int		       c_auth_sent;
-	int		       c_authed;
-	char		       c_auth_id[EVENT_ID_HEX_LEN + 1];
-	uint64_t	       c_bytes_in, c_bytes_out, c_events;
-	uint64_t	       c_failures_total, c_malformed, c_rate_limits;
-	uint64_t	       c_stray, c_bad_events, c_ingest_dropped;
-	uint64_t	       c_neg_sessions, c_neg_bytes;
-	int		       c_retire_queued;
-	struct conn_budget     c_budget;       /* shared with the roles */
-	int		       c_budget_tried; /* opened, or failed to */
-	lws_sorted_usec_list_t c_sul_connect;
-	lws_sorted_usec_list_t c_sul_retry;
-	lws_sorted_usec_list_t c_sul_pump;
-	lws_sorted_usec_list_t c_sul_retire;
-};
-
-TAILQ_HEAD(conn_list, conn);
-
-struct conn_mgr {
-	struct lws_context	*m_lws;
-	struct lws_vhost	*m_vhost;
-	int			 m_tls_ready; /* m_vhost has a client SSL */
-	struct config		*m_cfg;
-	const struct conn_hooks *m_hooks;
-	void			*m_arg;
-	struct conn_list	 m_conns;
-	struct relayurl_self	 m_self;
-	uint64_t		 m_next_sub;
-	int			 m_no_owner_key_logged;
-	int			 m_no_budget_logged;
-	/* Totals that outlive retired connections. */
-	uint64_t		 m_bytes_in, m_bytes_out, m_events;
-	uint64_t		 m_failures, m_malformed, m_rate_limits;
-	uint64_t		 m_stray, m_bad_events, m_ingest_dropped;
-	uint64_t		 m_results[FETCH_RATE_LIMITED + 1];
-	uint64_t		 m_neg_results[NEGR_RATE_LIMITED + 1];
-	uint64_t		 m_neg_rounds, m_neg_bytes_in, m_neg_bytes_out;
-};
-
-/* Ours: websocket keepalive of every connection (see conn.h). */
-static const lws_retry_bo_t conn_keepalive = {
-	.secs_since_valid_ping = CONN_PING_SECS,
-	.secs_since_valid_hangup = CONN_HANGUP_SECS,
-};
-
 const struct lws_protocols conn_lws_protocol = CONN_LWS_PROTOCOL;
 
-enum drop_mode {
-	DROP_FAILURE, /* counts against the relay, backoff */
-	DROP_REFUSED, /* the target was refused at connect */
-};
-
-static void conn_pump(struct conn *);
-static void conn_maybe_retire(struct conn *);
-static void conn_lost(struct conn *, const char *, enum drop_mode, int);
-static void conn_sched(struct conn *, lws_sorted_usec_list_t *, sul_cb_t,
-    double);
-static void req_sul(lws_sorted_usec_list_t *);
 static void conn_sul_pump(lws_sorted_usec_list_t *);
-static void conn_sul_retry(lws_sorted_usec_list_t *);
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                       */
 
-static void conn_proven(struct conn *);
-
-static int64_t
-now_ms(void)
+int64_t
+conn_now_ms(void)
 {
 	struct timespec ts;
 
@@ -260,8 +71,8 @@ now_ms(void)
  * CONN_REASON_MAX + 1), control bytes replaced, so that it can be logged
  * and shown.
  */
-static void
-clean_text(char *dst, const char *src, size_t len)
+void
+conn_clean_text(char *dst, const char *src, size_t len)
 {
 	size_t i, n = len > CONN_REASON_MAX ? CONN_REASON_MAX : len;
 
@@ -438,8 +249,8 @@ idset_slot(struct seen *v, size_t cap, const uint8_t id[EVENT_ID_LEN])
 	return &v[i];
 }
 
-static int
-idset_has(const struct idset *s, const uint8_t id[EVENT_ID_LEN])
+int
+conn_idset_has(const struct idset *s, const uint8_t id[EVENT_ID_LEN])
 {
 	return s->is_cap > 0 && idset_slot(s->is_v, s->is_cap, id)->s_used;
 }
@@ -466,8 +277,8 @@ idset_rebuild(struct idset *s, size_t cap, int64_t max_at)
 	s->is_n = n;
 }
 
-static void
-idset_add(struct idset *s, const uint8_t id[EVENT_ID_LEN], int64_t at)
+void
+conn_idset_add(struct idset *s, const uint8_t id[EVENT_ID_LEN], int64_t at)
 {
 	struct seen *slot;
 
@@ -483,8 +294,8 @@ idset_add(struct idset *s, const uint8_t id[EVENT_ID_LEN], int64_t at)
 }
 
 /* Forgets the ids newer than max_at: they cannot come back. */
-static void
-idset_prune(struct idset *s, int64_t max_at)
+void
+conn_idset_prune(struct idset *s, int64_t max_at)
 {
 	size_t cap = 64;
 
@@ -507,7 +318,7 @@ idset_free(struct idset *s)
 enum conn_state
 conn_state(const struct conn *c)
 {
-	if (c->c_cool_ms != 0 && now_ms() < c->c_cool_ms)
+	if (c->c_cool_ms != 0 && conn_now_ms() < c->c_cool_ms)
 		return CONN_RATE_LIMITED;
 	return c->c_link;
 }
@@ -519,7 +330,7 @@ conn_key(const struct conn *c)
 }
 
 /* Tells the role's hook if the reported state changed. */
-static void
+void
 conn_report(struct conn *c)
 {
 	enum conn_state	 old = c->c_reported, cur = conn_state(c);
@@ -532,7 +343,7 @@ conn_report(struct conn *c)
 		m->m_hooks->state(m->m_arg, c, old, cur);
 }
 
-static void
+void
 conn_sched(struct conn *c, lws_sorted_usec_list_t *sul, sul_cb_t cb,
     double secs)
 {
@@ -542,21 +353,21 @@ conn_sched(struct conn *c, lws_sorted_usec_list_t *sul, sul_cb_t cb,
 	    (lws_usec_t)(secs * LWS_US_PER_SEC));
 }
 
-static int
+int
 conn_cooling(struct conn *c)
 {
-	return c->c_cool_ms != 0 && now_ms() < c->c_cool_ms;
+	return c->c_cool_ms != 0 && conn_now_ms() < c->c_cool_ms;
 }
 
 /* A link or a request needs the relay: live subscriptions, requests. */
-static int
+int
 conn_needed(const struct conn *c)
 {
 	return c->c_nlive > 0 || c->c_npending > 0 || c->c_nopen > 0 ||
 	    c->c_nparked > 0;
 }
 
-static void
+void
 conn_count_malformed(struct conn *c)
 {
 	c->c_malformed++;
@@ -566,8 +377,8 @@ conn_count_malformed(struct conn *c)
 /* ------------------------------------------------------------------ */
 /* Requests                                                            */
 
-static void
-req_unlink(struct conn_req *r)
+void
+conn_req_unlink(struct conn_req *r)
 {
 	struct conn *c = r->r_conn;
 
@@ -595,8 +406,8 @@ req_unlink(struct conn_req *r)
 	r->r_where = RQ_NONE;
 }
 
-static void
-req_free(struct conn_req *r)
+void
+conn_req_free(struct conn_req *r)
 {
 	lws_sul_cancel(&r->r_sul);
 	filters_free(r->r_match, r->r_nmatch);
@@ -609,8 +420,8 @@ req_free(struct conn_req *r)
 }
 
 /* Inserts r into c_pending behind every request of its rank or lower. */
-static void
-req_enqueue(struct conn_req *r)
+void
+conn_req_enqueue(struct conn_req *r)
 {
 	struct conn	*c = r->r_conn;
 	struct conn_req *p;
@@ -626,8 +437,8 @@ req_enqueue(struct conn_req *r)
 	c->c_npending++;
 }
 
-static void
-req_park(struct conn_req *r, enum req_park why)
+void
+conn_req_park(struct conn_req *r, enum conn_req_park why)
 {
 	struct conn *c = r->r_conn;
 
@@ -639,7 +450,7 @@ req_park(struct conn_req *r, enum req_park why)
 
 /* Queues a message for the relay; the link must be up.  Returns the
  * queued message, or NULL when the link is not up (nothing queued). */
-static struct conn_out *
+struct conn_out *
 conn_send(struct conn *c, const char *text, size_t len)
 {
 	struct conn_out *o;
@@ -658,7 +469,7 @@ conn_send(struct conn *c, const char *text, size_t len)
 }
 
 /* The message o left or was dropped: a CLOSE frees its budget slot. */
-static void
+void
 conn_out_free(struct conn *c, struct conn_out *o)
 {
 	if (o->o_slot != -1)
@@ -693,8 +504,8 @@ conn_send_close(struct conn *c, struct conn_req *r, int slot)
  * before any later REQ of this connection.  The shared budget's slot is
  * free for the other roles once the CLOSE has left.
  */
-static void
-req_close(struct conn_req *r)
+void
+conn_req_close(struct conn_req *r)
 {
 	struct conn *c = r->r_conn;
 	int	     was_open = r->r_where == RQ_OPEN, slot = -1;
@@ -703,7 +514,7 @@ req_close(struct conn_req *r)
 		slot = r->r_slot;
 		r->r_slot = -1;
 	}
-	req_unlink(r);
+	conn_req_unlink(r);
 	if (was_open)
 		conn_send_close(c, r, slot);
 	lws_sul_cancel(&r->r_sul);
@@ -770,14 +581,15 @@ neg_finish(struct conn_req *r, enum conn_fetch_result res, const char *why)
  * Ends a fetch, pagination or reconciliation: CLOSE (NEG-CLOSE) if open,
  * done callback, free.  The caller must not touch r afterwards.
  */
-static void
-req_finish(struct conn_req *r, enum conn_fetch_result res, const char *reason)
+void
+conn_req_finish(struct conn_req *r, enum conn_fetch_result res,
+    const char *reason)
 {
 	struct conn	*c = r->r_conn;
 	struct conn_mgr *m = c->c_mgr;
 	char		 why[CONN_REASON_MAX + 1];
 
-	req_close(r);
+	conn_req_close(r);
 	snprintf(why, sizeof(why), "%s", reason ? reason : "");
 	if (r->r_kind == REQ_NEG)
 		neg_finish(r, res, why);
@@ -794,19 +606,19 @@ req_finish(struct conn_req *r, enum conn_fetch_result res, const char *reason)
 		r->r_cb.done(r->r_cb.arg, r, res, why, &r->r_st);
 		r->r_in_cb--;
 	}
-	req_free(r);
+	conn_req_free(r);
 	conn_pump(c);
 	conn_maybe_retire(c);
 }
 
-static void
-req_sul(lws_sorted_usec_list_t *sul)
+void
+conn_req_sul(lws_sorted_usec_list_t *sul)
 {
 	struct conn_req *r = lws_container_of(sul, struct conn_req, r_sul);
 
 	if (r->r_fail_pending) {
 		r->r_fail_pending = 0;
-		req_finish(r, r->r_fail_res, r->r_reason);
+		conn_req_finish(r, r->r_fail_res, r->r_reason);
 		return;
 	}
 	if (r->r_where == RQ_PARKED) {
@@ -815,10 +627,10 @@ req_sul(lws_sorted_usec_list_t *sul)
 			r->r_neg_decided = 1;
 			r->r_neg_res = NEGR_FAILED;
 		}
-		req_finish(r, FETCH_CLOSED, r->r_reason);
+		conn_req_finish(r, FETCH_CLOSED, r->r_reason);
 		return;
 	}
-	req_finish(r, FETCH_TIMEOUT,
+	conn_req_finish(r, FETCH_TIMEOUT,
 	    r->r_kind == REQ_NEG ? "no negentropy answer before the timeout" :
 				   "no EOSE before the timeout");
 }
@@ -831,14 +643,14 @@ req_fail_soon(struct conn_req *r, enum conn_fetch_result res,
 	r->r_fail_pending = 1;
 	r->r_fail_res = res;
 	snprintf(r->r_reason, sizeof(r->r_reason), "%s", reason);
-	conn_sched(r->r_conn, &r->r_sul, req_sul, 0);
+	conn_sched(r->r_conn, &r->r_sul, conn_req_sul, 0);
 }
 
 /*
  * Finishes every request in c_ending with res and reason (NULL: each
  * request's own r_reason).  A done callback may cancel one still there.
  */
-static void
+void
 conn_end_stranded(struct conn *c, enum conn_fetch_result res,
     const char *reason)
 {
@@ -846,15 +658,15 @@ conn_end_stranded(struct conn *c, enum conn_fetch_result res,
 	char		 why[CONN_REASON_MAX + 1];
 
 	while ((r = TAILQ_FIRST(&c->c_ending)) != NULL) {
-		req_unlink(r);
+		conn_req_unlink(r);
 		snprintf(why, sizeof(why), "%s", reason ? reason : r->r_reason);
-		req_finish(r, res, why);
+		conn_req_finish(r, res, why);
 	}
 }
 
 /* The filter of r's next page into r_filters. */
-static void
-req_build_page(struct conn_req *r)
+void
+conn_req_build_page(struct conn_req *r)
 {
 	struct buf b = BUF_INIT;
 
@@ -920,7 +732,7 @@ req_admit(struct conn_req *r)
 	struct conn *c = r->r_conn;
 	struct buf   b = BUF_INIT, hex = BUF_INIT;
 
-	req_unlink(r);
+	conn_req_unlink(r);
 	snprintf(r->r_subid, sizeof(r->r_subid), "%c%llx",
 	    r->r_kind == REQ_LIVE      ? 'l' :
 		r->r_kind == REQ_FETCH ? 'f' :
@@ -950,12 +762,12 @@ req_admit(struct conn_req *r)
 	TAILQ_INSERT_TAIL(&c->c_open, r, r_entry);
 	r->r_where = RQ_OPEN;
 	c->c_nopen++;
-	c->c_last_req_ms = now_ms();
+	c->c_last_req_ms = conn_now_ms();
 	if (r->r_kind != REQ_LIVE) {
 		r->r_st.cs_pages++;
 		r->r_page_inrange = r->r_page_new = 0;
 		r->r_page_min = INT64_MAX;
-		conn_sched(c, &r->r_sul, req_sul, r->r_timeout);
+		conn_sched(c, &r->r_sul, conn_req_sul, r->r_timeout);
 	}
 }
 
@@ -983,12 +795,12 @@ conn_budget_ready(struct conn *c)
 /* Admits waiting requests as far as the link, cooldown, ledger and
  * pacing allow, ours and the relay's budget shared with the other
  * roles; schedules itself for the next pacing slot. */
-static void
+void
 conn_pump(struct conn *c)
 {
 	struct conn_req *r;
 	struct timespec	 ts;
-	int64_t		 now = now_ms(), next, wait;
+	int64_t		 now = conn_now_ms(), next, wait;
 	int		 slot;
 
 	if (c->c_cool_ms != 0 && now >= c->c_cool_ms) {
@@ -1046,7 +858,7 @@ conn_kick(struct conn *c)
 /* ------------------------------------------------------------------ */
 /* Rate limits, AUTH                                                   */
 
-static void
+void
 conn_rate_limited(struct conn *c, const char *what, const char *text,
     size_t len)
 {
@@ -1054,10 +866,10 @@ conn_rate_limited(struct conn *c, const char *what, const char *text,
 	double	       cool = cfg_scale_delay(cfg, CONN_RATE_LIMIT_COOLDOWN);
 	char	       t[CONN_REASON_MAX + 1];
 
-	clean_text(t, text, len);
+	conn_clean_text(t, text, len);
 	c->c_rate_limits++;
 	c->c_mgr->m_rate_limits++;
-	c->c_cool_ms = now_ms() + (int64_t)(cool * 1000);
+	c->c_cool_ms = conn_now_ms() + (int64_t)(cool * 1000);
 	if ((c->c_interval *= 2) > cfg_scale_delay(cfg, CONN_REQ_INTERVAL_MAX))
 		c->c_interval = cfg_scale_delay(cfg, CONN_REQ_INTERVAL_MAX);
 	log_info(
@@ -1068,7 +880,7 @@ conn_rate_limited(struct conn *c, const char *what, const char *text,
 }
 
 /* Answers ["AUTH",challenge] with a kind 22242 event (NIP-42). */
-static void
+void
 conn_auth(struct conn *c, const char *challenge, size_t len)
 {
 	struct conn_mgr *m = c->c_mgr;
@@ -1116,7 +928,7 @@ conn_auth(struct conn *c, const char *challenge, size_t len)
 }
 
 /* AUTH accepted or refused: requests parked for it go on or end. */
-static void
+void
 conn_auth_result(struct conn *c, int ok, const char *msg)
 {
 	struct conn_req *r;
@@ -1129,11 +941,11 @@ conn_auth_result(struct conn *c, int ok, const char *msg)
 		next = TAILQ_NEXT(r, r_entry);
 		if (r->r_park != PARK_AUTH)
 			continue;
-		req_unlink(r);
+		conn_req_unlink(r);
 		if (ok)
-			req_enqueue(r);
+			conn_req_enqueue(r);
 		else if (r->r_kind == REQ_LIVE)
-			req_park(r, PARK_RECONNECT);
+			conn_req_park(r, PARK_RECONNECT);
 		else {
 			TAILQ_INSERT_TAIL(&c->c_ending, r, r_entry);
 			r->r_where = RQ_ENDING;
@@ -1141,924 +953,6 @@ conn_auth_result(struct conn *c, int ok, const char *msg)
 	}
 	conn_end_stranded(c, FETCH_CLOSED, NULL);
 	conn_pump(c);
-}
-
-/* ------------------------------------------------------------------ */
-/* Messages from the relay                                             */
-
-static int
-conn_ingest(struct conn *c, const struct event *ev)
-{
-	struct conn_mgr *m = c->c_mgr;
-
-	if (m->m_hooks->ingest(m->m_arg, c->c_key, ev->json, ev->json_len) ==
-	    -1) {
-		c->c_ingest_dropped++;
-		m->m_ingest_dropped++;
-		return -1;
-	}
-	return 0;
-}
-
-static struct conn_req *
-conn_find_open(struct conn *c, const struct json *subid)
-{
-	struct conn_req *r;
-
-	if (subid == NULL || subid->type != JSON_STRING)
-		return NULL;
-	TAILQ_FOREACH(r, &c->c_open, r_entry)
-		if (strlen(r->r_subid) == subid->len &&
-		    memcmp(r->r_subid, subid->s, subid->len) == 0)
-			return r;
-	return NULL;
-}
-
-static void
-conn_on_event(struct conn *c, struct conn_req *r, const struct event *ev)
-{
-	int in_range;
-
-	c->c_events++;
-	c->c_mgr->m_events++;
-	if (r->r_kind == REQ_LIVE) {
-		if (conn_ingest(c, ev) == -1 &&
-		    c->c_mgr->m_hooks->live_dropped != NULL)
-			c->c_mgr->m_hooks->live_dropped(c->c_mgr->m_arg, c,
-			    ev->created_at);
-		return;
-	}
-	r->r_st.cs_events++;
-	in_range = !r->r_has_until || ev->created_at <= r->r_until;
-	if (in_range) {
-		r->r_page_inrange++;
-		if (ev->created_at < r->r_page_min)
-			r->r_page_min = ev->created_at;
-	}
-	if (idset_has(&r->r_seen, ev->id))
-		return;
-	idset_add(&r->r_seen, ev->id, ev->created_at);
-	r->r_st.cs_new++;
-	if (in_range)
-		r->r_page_new++;
-	if (r->r_st.cs_oldest < 0 || ev->created_at < r->r_st.cs_oldest)
-		r->r_st.cs_oldest = ev->created_at;
-	if (conn_ingest(c, ev) == -1) {
-		r->r_st.cs_dropped++;
-		return;
-	}
-	if (r->r_cb.event != NULL) {
-		r->r_in_cb++;
-		r->r_cb.event(r->r_cb.arg, r, ev);
-		r->r_in_cb--;
-		if (r->r_cancelled) {
-			req_free(r);
-			conn_pump(c);
-			conn_maybe_retire(c);
-		}
-	}
-}
-
-/* EOSE of a fetch or a page: finish, or queue the next page. */
-static void
-conn_on_eose(struct conn_req *r)
-{
-	struct conn *c = r->r_conn;
-
-	if (r->r_kind == REQ_FETCH ||
-	    r->r_st.cs_pages >= CONN_PAGINATE_MAX_PAGES) {
-		req_finish(r, FETCH_EOSE, "");
-		return;
-	}
-	if (r->r_page_new > 0) {
-		r->r_until = r->r_page_min;
-	} else if (r->r_page_inrange > 0 && r->r_has_until &&
-	    r->r_page_min == r->r_until && r->r_until > 0) {
-		/* Stuck on one second: the relay caps below the events
-		 * of that second.  Step past it once. */
-		r->r_until--;
-	} else {
-		req_finish(r, FETCH_EOSE, "");
-		return;
-	}
-	r->r_has_until = 1;
-	if (r->r_has_since && r->r_until < r->r_since) {
-		req_finish(r, FETCH_EOSE, "");
-		return;
-	}
-	idset_prune(&r->r_seen, r->r_until);
-	req_close(r);
-	req_build_page(r);
-	req_enqueue(r);
-	conn_pump(c);
-}
-
-static void
-conn_on_closed(struct conn *c, struct conn_req *r, const struct json *msg)
-{
-	const char *t = msg != NULL && msg->type == JSON_STRING ? msg->s : "";
-	size_t	    tl = msg != NULL && msg->type == JSON_STRING ? msg->len : 0;
-	char	    why[CONN_REASON_MAX + 1];
-	size_t	    apl = strlen(NIP01_AUTH_REQUIRED);
-
-	clean_text(why, t, tl);
-	/* The relay ended the subscription: no CLOSE from us. */
-	req_unlink(r);
-	if (conn_reason_is_rate_limited(t, tl)) {
-		conn_rate_limited(c, "CLOSED", t, tl);
-		if (r->r_kind == REQ_LIVE)
-			req_enqueue(r);
-		else
-			req_finish(r, FETCH_RATE_LIMITED, why);
-		conn_pump(c);
-		return;
-	}
-	if (tl >= apl && memcmp(t, NIP01_AUTH_REQUIRED, apl) == 0 &&
-	    !c->c_authed) {
-		snprintf(r->r_reason, sizeof(r->r_reason), "%s", why);
-		req_park(r, PARK_AUTH);
-		conn_pump(c);
-		return;
-	}
-	if (r->r_kind == REQ_LIVE) {
-		log_info("conn %s: live subscription closed by the relay: %s",
-		    c->c_key, why);
-		req_park(r, PARK_RECONNECT);
-		conn_pump(c);
-		return;
-	}
-	req_finish(r, FETCH_CLOSED, why);
-}
-
-/*
- * A NOTICE refusing an unknown command: the oldest reconciliation still
- * waiting for its first answer was refused (NOTICEs name no
- * subscription; a relay answers in order).
- */
-static void
-conn_neg_unknown(struct conn *c, const char *text)
-{
-	struct conn_req *r;
-
-	TAILQ_FOREACH(r, &c->c_open, r_entry)
-		if (r->r_kind == REQ_NEG && r->r_nst.ns_rounds == 0)
-			break;
-	if (r == NULL)
-		return;
-	/* Never opened on the relay: no NEG-CLOSE. */
-	req_unlink(r);
-	r->r_neg_decided = 1;
-	r->r_neg_res = NEGR_UNSUPPORTED;
-	req_finish(r, FETCH_CLOSED, text);
-}
-
-/*
- * A NEG-MSG for r: reconcile, answer or finish.  Returns 0, or -1 if the
- * message is malformed (r then ends FAILED).
- */
-static int
-conn_on_negmsg(struct conn *c, struct conn_req *r, const struct json *hex)
-{
-	struct buf out = BUF_INIT, b = BUF_INIT;
-	char	   err[160];
-	int	   rc;
-
-	r->r_nst.ns_rounds++;
-	rc = neg_client_reconcile(r->r_neg, hex->s, hex->len, &out, err,
-	    sizeof(err));
-	if (rc == -1) {
-		buf_free(&out);
-		r->r_neg_decided = 1;
-		r->r_neg_res = NEGR_FAILED;
-		req_finish(r, FETCH_CLOSED, err);
-		return -1;
-	}
-	if (rc == 0) {
-		buf_free(&out);
-		req_finish(r, FETCH_EOSE, "");
-		return 0;
-	}
-	buf_adds(&b, "[\"NEG-MSG\",\"");
-	buf_adds(&b, r->r_subid);
-	buf_adds(&b, "\",\"");
-	buf_add(&b, out.b_data, out.b_len);
-	buf_adds(&b, "\"]");
-	r->r_nst.ns_bytes_out += b.b_len;
-	conn_send(c, b.b_data, b.b_len);
-	buf_free(&b);
-	buf_free(&out);
-	/* The timeout bounds each answer. */
-	conn_sched(c, &r->r_sul, req_sul, r->r_timeout);
-	return 0;
-}
-
-/* A NEG-ERR for r: the relay closed the session. */
-static void
-conn_on_negerr(struct conn *c, struct conn_req *r, const struct json *msg)
-{
-	char   why[CONN_REASON_MAX + 1];
-	size_t apl = strlen(NIP01_AUTH_REQUIRED);
-	size_t bpl = strlen(CONN_NEG_BLOCKED_PREFIX);
-
-	clean_text(why, msg->s, msg->len);
-	req_unlink(r);
-	if (conn_reason_is_rate_limited(msg->s, msg->len)) {
-		conn_rate_limited(c, "NEG-ERR", msg->s, msg->len);
-		req_finish(r, FETCH_RATE_LIMITED, why);
-		return;
-	}
-	if (msg->len >= apl && memcmp(msg->s, NIP01_AUTH_REQUIRED, apl) == 0 &&
-	    !c->c_authed) {
-		snprintf(r->r_reason, sizeof(r->r_reason), "%s", why);
-		req_park(r, PARK_AUTH);
-		conn_pump(c);
-		return;
-	}
-	r->r_neg_decided = 1;
-	r->r_neg_res = r->r_nst.ns_rounds == 0 &&
-		!(msg->len >= bpl &&
-		    memcmp(msg->s, CONN_NEG_BLOCKED_PREFIX, bpl) == 0) ?
-	    NEGR_UNSUPPORTED :
-	    NEGR_FAILED;
-	req_finish(r, FETCH_CLOSED, why);
-}
-
-/*
- * 1 if ev matches r's base filter apart from its "until" (a later page
- * asks below it, an earlier one above).
- */
-static int
-base_match_ignoring_until(const struct conn_req *r, const struct event *ev)
-{
-	struct filter f = r->r_match[0];
-
-	f.f_has_until = 0;
-	return filter_match(&f, ev);
-}
-
-/*
- * The handlers of the messages a relay sends us, one per type, called
- * with the whole message as a JSON array of at least one element (a1 to
- * a3: its elements after the type, NULL where missing).  Each returns 1
- * when the message is malformed, 0 otherwise (also when it is dropped,
- * counted as stray or bad, or answers nothing we asked).
- */
-struct conn_msg {
-	const struct json *root;
-	const struct json *a1, *a2, *a3;
-	size_t		   len; /* bytes of the message */
-};
-
-static int
-conn_msg_event(struct conn *c, const struct conn_msg *m)
-{
-	struct conn_req *r;
-	struct event	*ev;
-	char		 err[128];
-
-	if (m->root->n != 3 || m->a1->type != JSON_STRING ||
-	    m->a2->type != JSON_OBJECT)
-		return 1;
-	if ((r = conn_find_open(c, m->a1)) == NULL || r->r_kind == REQ_NEG) {
-		c->c_stray++;
-		c->c_mgr->m_stray++;
-		return 0;
-	}
-	/*
-	 * An event that does not parse or whose id is not its hash is
-	 * dropped and counted, but does not threaten the link: relays keep
-	 * events other implementations accepted.
-	 */
-	if ((ev = event_from_json(m->a2, err, sizeof(err))) == NULL ||
-	    !event_check_id(ev)) {
-		event_destroy(ev);
-		c->c_bad_events++;
-		c->c_mgr->m_bad_events++;
-		return 0;
-	}
-	/* Pagination moves until; the base filter must match. */
-	if (r->r_nmatch > 0 && !filter_match_any(r->r_match, r->r_nmatch, ev) &&
-	    !(r->r_kind == REQ_PAGINATE && base_match_ignoring_until(r, ev))) {
-		event_destroy(ev);
-		c->c_stray++;
-		c->c_mgr->m_stray++;
-		return 0;
-	}
-	conn_on_event(c, r, ev);
-	event_destroy(ev);
-	return 0;
-}
-
-static int
-conn_msg_eose(struct conn *c, const struct conn_msg *m)
-{
-	struct conn_req *r;
-
-	if (m->a1 == NULL || m->a1->type != JSON_STRING)
-		return 1;
-	if ((r = conn_find_open(c, m->a1)) != NULL)
-		conn_proven(c);
-	if (r != NULL && r->r_kind != REQ_LIVE && r->r_kind != REQ_NEG)
-		conn_on_eose(r);
-	return 0;
-}
-
-static int
-conn_msg_closed(struct conn *c, const struct conn_msg *m)
-{
-	struct conn_req *r;
-
-	if (m->a1 == NULL || m->a1->type != JSON_STRING ||
-	    (m->a2 != NULL && m->a2->type != JSON_STRING))
-		return 1;
-	if ((r = conn_find_open(c, m->a1)) != NULL)
-		conn_on_closed(c, r, m->a2);
-	return 0;
-}
-
-static int
-conn_msg_notice(struct conn *c, const struct conn_msg *m)
-{
-	char t[CONN_REASON_MAX + 1];
-
-	if (m->a1 == NULL || m->a1->type != JSON_STRING)
-		return 1;
-	clean_text(t, m->a1->s, m->a1->len);
-	log_debug("conn %s: NOTICE %s", c->c_key, t);
-	if (conn_notice_is_rate_limit(m->a1->s, m->a1->len))
-		conn_rate_limited(c, "NOTICE", m->a1->s, m->a1->len);
-	else if (conn_notice_is_unsupported(m->a1->s, m->a1->len))
-		conn_neg_unknown(c, t);
-	return 0;
-}
-
-/* NEG-MSG and NEG-ERR (NIP-77). */
-static int
-conn_msg_neg(struct conn *c, const struct conn_msg *m)
-{
-	const struct json *type = json_at(m->root, 0);
-	struct conn_req	  *r;
-
-	if (m->a1 == NULL || m->a1->type != JSON_STRING || m->a2 == NULL ||
-	    m->a2->type != JSON_STRING)
-		return 1;
-	if ((r = conn_find_open(c, m->a1)) == NULL || r->r_kind != REQ_NEG) {
-		c->c_stray++;
-		c->c_mgr->m_stray++;
-		return 0;
-	}
-	r->r_nst.ns_bytes_in += m->len;
-	conn_proven(c);
-	if (type->s[4] == 'M')
-		return conn_on_negmsg(c, r, m->a2) == -1;
-	conn_on_negerr(c, r, m->a2);
-	return 0;
-}
-
-static int
-conn_msg_ok(struct conn *c, const struct conn_msg *m)
-{
-	char t[CONN_REASON_MAX + 1];
-
-	if (m->root->n < 3 || m->a1->type != JSON_STRING ||
-	    (m->a2->type != JSON_TRUE && m->a2->type != JSON_FALSE) ||
-	    (m->a3 != NULL && m->a3->type != JSON_STRING))
-		return 1;
-	if (m->a2->type == JSON_FALSE && m->a3 != NULL &&
-	    conn_reason_is_rate_limited(m->a3->s, m->a3->len))
-		conn_rate_limited(c, "OK", m->a3->s, m->a3->len);
-	if (c->c_auth_id[0] != '\0' && m->a1->len == 64 &&
-	    memcmp(m->a1->s, c->c_auth_id, 64) == 0) {
-		c->c_auth_id[0] = '\0';
-		clean_text(t, m->a3 ? m->a3->s : "", m->a3 ? m->a3->len : 0);
-		conn_auth_result(c, m->a2->type == JSON_TRUE, t);
-	}
-	return 0;
-}
-
-static int
-conn_msg_auth(struct conn *c, const struct conn_msg *m)
-{
-	if (m->a1 == NULL || m->a1->type != JSON_STRING)
-		return 1;
-	conn_auth(c, m->a1->s, m->a1->len);
-	return 0;
-}
-
-/* What a relay may send us; other types (COUNT, ...) answer nothing we
- * asked and are ignored. */
-static const struct {
-	const char *type;
-	int (*fn)(struct conn *, const struct conn_msg *);
-} conn_msgs[] = {
-	{ "EVENT", conn_msg_event },
-	{ "EOSE", conn_msg_eose },
-	{ "CLOSED", conn_msg_closed },
-	{ "NOTICE", conn_msg_notice },
-	{ "NEG-MSG", conn_msg_neg },
-	{ "NEG-ERR", conn_msg_neg },
-	{ "OK", conn_msg_ok },
-	{ "AUTH", conn_msg_auth },
-};
-
-/*
- * One complete message from the relay, to its handler in conn_msgs[].
- * Malformed ones count against the relay; too many drop the link (the
- * caller sees c_wsi change).
- */
-static void
-conn_dispatch(struct conn *c, const char *text, size_t len)
-{
-	struct json_doc	  *doc = NULL;
-	const struct json *type;
-	struct conn_msg	   m;
-	char		   err[128];
-	size_t		   i;
-	int		   bad = 0;
-
-	m.root = json_parse(text, len, &doc, err, sizeof(err));
-	if (m.root == NULL || m.root->type != JSON_ARRAY || m.root->n < 1 ||
-	    (type = json_at(m.root, 0))->type != JSON_STRING)
-		bad = 1;
-	else {
-		m.a1 = json_at(m.root, 1);
-		m.a2 = json_at(m.root, 2);
-		m.a3 = json_at(m.root, 3);
-		m.len = len;
-		for (i = 0; i < sizeof(conn_msgs) / sizeof(conn_msgs[0]); i++)
-			if (strcmp(type->s, conn_msgs[i].type) == 0) {
-				bad = conn_msgs[i].fn(c, &m);
-				break;
-			}
-	}
-	json_free(doc);
-	if (bad) {
-		conn_count_malformed(c);
-		log_debug("conn %s: malformed message (%zu bytes)", c->c_key,
-		    len);
-		if (++c->c_malformed_now > CONN_MALFORMED_MAX && c->c_wsi)
-			conn_lost(c, "protocol: too many malformed messages",
-			    DROP_FAILURE, 1);
-	}
-}
-
-/* ------------------------------------------------------------------ */
-/* The link                                                            */
-
-static void
-conn_clear_link(struct conn *c)
-{
-	struct conn_out *o;
-
-	while ((o = TAILQ_FIRST(&c->c_out)) != NULL) {
-		TAILQ_REMOVE(&c->c_out, o, o_entry);
-		conn_out_free(c, o);
-	}
-	buf_free(&c->c_rx);
-	c->c_malformed_now = 0;
-	c->c_auth_sent = c->c_authed = 0;
-	c->c_auth_id[0] = '\0';
-	c->c_last_req_ms = 0;
-	lws_sul_cancel(&c->c_sul_connect);
-	resolve_cancel(c->c_resolve);
-	c->c_resolve = 0;
-}
-
-/* Forgets the wsi; kills it unless its own callback will (in_cb). */
-static void
-conn_detach(struct conn *c, int in_cb)
-{
-	struct lws *wsi = c->c_wsi;
-
-	c->c_wsi = NULL;
-	c->c_dialing = 0;
-	if (wsi == NULL)
-		return;
-	lws_set_opaque_user_data(wsi, NULL);
-	if (!in_cb)
-		lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK,
-		    LWS_TO_KILL_ASYNC);
-}
-
-/*
- * The link ended or never came up.
- * Fetches end with FETCH_DISCONNECTED; live subscriptions are parked
- * for the next link.  in_cb: we run in a callback of c's wsi, which
- * closes it (by returning -1, or because it is closing anyway).
- */
-static void
-conn_lost(struct conn *c, const char *why, enum drop_mode mode, int in_cb)
-{
-	struct config	 *cfg = c->c_mgr->m_cfg;
-	struct conn_reqq  live = TAILQ_HEAD_INITIALIZER(live);
-	struct conn_reqq *lists[] = { &c->c_open, &c->c_pending, &c->c_parked };
-	struct conn_req	 *r;
-	char		  reason[CONN_REASON_MAX + 1];
-	int64_t		  now = now_ms(), retry, up_ms;
-	double		  delay;
-	size_t		  i;
-	int		  dead = 0;
-
-	snprintf(reason, sizeof(reason), "%s", why);
-	conn_detach(c, in_cb);
-	conn_clear_link(c);
-	for (i = 0; i < 3; i++) {
-		while ((r = TAILQ_FIRST(lists[i])) != NULL) {
-			req_unlink(r);
-			if (r->r_kind == REQ_LIVE)
-				TAILQ_INSERT_TAIL(&live, r, r_entry);
-			else {
-				lws_sul_cancel(&r->r_sul);
-				TAILQ_INSERT_TAIL(&c->c_ending, r, r_entry);
-				r->r_where = RQ_ENDING;
-			}
-		}
-	}
-	while ((r = TAILQ_FIRST(&live)) != NULL) {
-		TAILQ_REMOVE(&live, r, r_entry);
-		req_park(r, PARK_RECONNECT);
-	}
-
-	up_ms = c->c_up_ms;
-	c->c_up_ms = 0;
-	switch (mode) {
-	case DROP_REFUSED:
-		c->c_failures_total++;
-		c->c_mgr->m_failures++;
-		delay = cfg_scale_delay(cfg, CONN_DEAD_RETRY);
-		c->c_link = CONN_REFUSED;
-		c->c_retry_ms = now + (int64_t)(delay * 1000);
-		snprintf(c->c_reason, sizeof(c->c_reason), "%s", reason);
-		log_info("conn %s: refused: %s", c->c_key, reason);
-		conn_sched(c, &c->c_sul_retry, conn_sul_retry, delay);
-		break;
-	case DROP_FAILURE:
-		/* A link that stayed up a while was working. */
-		if (up_ms != 0 &&
-		    now - up_ms >=
-			(int64_t)(cfg_scale_delay(cfg, CONN_STABLE_SECS) *
-			    1000))
-			conn_proven(c);
-		c->c_failures++;
-		c->c_failures_total++;
-		c->c_mgr->m_failures++;
-		if (c->c_streak_ms == 0)
-			c->c_streak_ms = now;
-		delay = conn_backoff_delay(cfg, c->c_failures,
-		    (double)(now - c->c_streak_ms) / 1000, &dead);
-		retry = now + (int64_t)(delay * 1000);
-		/* A later cooldown keeps the relay waiting longer. */
-		if (c->c_cool_ms != 0 && c->c_cool_ms > retry)
-			retry = c->c_cool_ms;
-		c->c_retry_ms = retry;
-		c->c_link = dead ? CONN_DEAD : CONN_BACKOFF;
-		snprintf(c->c_reason, sizeof(c->c_reason), "%s", reason);
-		log_info("conn %s: %s; failure %u, %s, next try in %.3f s",
-		    c->c_key, reason, c->c_failures, dead ? "dead" : "backoff",
-		    (double)(retry - now) / 1000);
-		conn_sched(c, &c->c_sul_retry, conn_sul_retry,
-		    (double)(retry - now) / 1000);
-		break;
-	}
-	conn_report(c);
-
-	/* Fetches end after the state is set, so a done callback sees it. */
-	conn_end_stranded(c, FETCH_DISCONNECTED, reason);
-	conn_maybe_retire(c);
-}
-
-/* The relay answered a request in full (EOSE, NEG-MSG, NEG-ERR) or kept
- * the link up for CONN_STABLE_SECS: its failure streak is over. */
-static void
-conn_proven(struct conn *c)
-{
-	c->c_failures = 0;
-	c->c_streak_ms = 0;
-}
-
-static void
-conn_sul_connect(lws_sorted_usec_list_t *sul)
-{
-	struct conn *c = lws_container_of(sul, struct conn, c_sul_connect);
-
-	if (c->c_link == CONN_CONNECTING)
-		conn_lost(c, "connect timeout", DROP_FAILURE, 0);
-}
-
-/*
- * Starts OpenSSL and gives the manager's vhost its client TLS context
- * (the system CA store) before the first wss:// dial, not at start: the
- * library's configuration and tables cost 1.7 MB in each role and the
- * context over 2 MB more, and a role with no wss:// target never needs
- * them.  So the libwebsockets context is made without
- * LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT (role.c), which leaves
- * libwebsockets' SSL ex-data slots at index 0, OpenSSL's application-data
- * slot, which nothing else in a role uses.
- */
-static int
-conn_tls_ready(struct conn_mgr *m)
-{
-	struct lws_context_creation_info info;
-
-	if (m->m_tls_ready)
-		return 0;
-	if (OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS, NULL) != 1)
-		return -1;
-	memset(&info, 0, sizeof(info));
-	/* Without it, lws_init_vhost_client_ssl() makes no TLS context. */
-	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-	if (lws_init_vhost_client_ssl(&info, m->m_vhost) != 0)
-		return -1;
-	m->m_tls_ready = 1;
-	return 0;
-}
-
-/*
- * The second step of a dial: the lookup's answer (rc and why as
- * relayurl_resolve_checked() gives them, the vetted address in ss) is in;
- * starts the client connection to that address.
- */
-static void
-conn_connect(struct conn *c, int rc, const struct sockaddr_storage *ss,
-    socklen_t sl, const char *why)
-{
-	struct conn_mgr		      *m = c->c_mgr;
-	struct lws_client_connect_info info;
-	char			       addr[NI_MAXHOST];
-	char			       w[CONN_REASON_MAX + 1];
-	struct lws		      *wsi;
-
-	if (rc == -1) {
-		conn_lost(c, why ? why : "target refused", DROP_REFUSED, 0);
-		return;
-	}
-	if (rc != 0) {
-		snprintf(w, sizeof(w), "dns: %s", why ? why : "no address");
-		conn_lost(c, w, DROP_FAILURE, 0);
-		return;
-	}
-	if (getnameinfo((const struct sockaddr *)ss, sl, addr, sizeof(addr),
-		NULL, 0, NI_NUMERICHOST) != 0) {
-		conn_lost(c, "cannot print the resolved address", DROP_FAILURE,
-		    0);
-		return;
-	}
-
-	if (c->c_url.ru_tls && conn_tls_ready(m) == -1) {
-		conn_lost(c, "no client TLS context", DROP_FAILURE, 0);
-		return;
-	}
-
-	memset(&info, 0, sizeof(info));
-	info.context = m->m_lws;
-	info.vhost = m->m_vhost;
-	/* The vetted address, never the name again (DNS rebinding). */
-	info.address = addr;
-	info.port = c->c_url.ru_port;
-	info.ssl_connection = LCCSCF_HTTP_NO_FOLLOW_REDIRECT |
-	    (c->c_url.ru_tls ? LCCSCF_USE_SSL : 0);
-	info.path = c->c_url.ru_target;
-	/* The Host header; lws takes SNI and the certificate name from it. */
-	info.host = c->c_url.ru_authority;
-	info.origin = c->c_url.ru_authority;
-	info.ietf_version_or_minus_one = -1;
-	info.local_protocol_name = CONN_PROTOCOL_NAME;
-	info.alpn = "http/1.1";
-	info.opaque_user_data = c;
-	info.retry_and_idle_policy = &conn_keepalive;
-
-	c->c_link = CONN_CONNECTING;
-	conn_report(c);
-	log_debug("conn %s: connecting to %s port %d", c->c_key, addr,
-	    info.port);
-	c->c_dialing = 1;
-	wsi = lws_client_connect_via_info(&info);
-	c->c_dialing = 0;
-	if (c->c_link != CONN_CONNECTING)
-		return; /* failed inside, already handled */
-	if (wsi == NULL) {
-		conn_lost(c, "cannot start the connection", DROP_FAILURE, 0);
-		return;
-	}
-	c->c_wsi = wsi;
-	conn_sched(c, &c->c_sul_connect, conn_sul_connect,
-	    conn_connect_timeout(m->m_cfg));
-}
-
-/* A name's lookup answered (from resolve_poll(), on the loop). */
-static void
-conn_resolved(void *arg, int rc, const struct sockaddr_storage *ss,
-    socklen_t sl, const char *why)
-{
-	struct conn *c = arg;
-
-	c->c_resolve = 0;
-	if (c->c_link != CONN_RESOLVING)
-		return;
-	conn_connect(c, rc, ss, sl, why);
-}
-
-/*
- * The first step of a dial: an IP literal is vetted at once; a name's
- * lookup starts on a resolver thread (resolve.h) and conn_resolved()
- * goes on when it answers, so a slow name server never holds the loop.
- * Runs from a timer, never inside a role's call.
- */
-static void
-conn_dial(struct conn *c)
-{
-	struct conn_mgr	       *m = c->c_mgr;
-	struct sockaddr_storage ss;
-	socklen_t		sl = sizeof(ss);
-	unsigned		flags = 0;
-	const char	       *why = NULL;
-	int			rc;
-
-	if (m->m_cfg->sync_allow_private_targets)
-		flags |= RELAYURL_ALLOW_PRIVATE;
-	if (c->c_flags & CONN_TRUSTED)
-		flags |= RELAYURL_TRUSTED;
-	c->c_link = CONN_RESOLVING;
-	conn_report(c);
-	if (c->c_url.ru_family != AF_UNSPEC) {
-		rc = relayurl_resolve_checked(c->c_key, flags, &ss, &sl, &why);
-		conn_connect(c, rc, &ss, sl, why);
-		return;
-	}
-	resolve_cancel(c->c_resolve);
-	c->c_resolve = resolve_start(m->m_lws, c->c_key, flags, RESOLVE_TIMEOUT,
-	    conn_resolved, c, &why);
-	if (c->c_resolve == 0)
-		conn_connect(c, -2, NULL, 0, why);
-}
-
-static void
-conn_sul_retry(lws_sorted_usec_list_t *sul)
-{
-	struct conn *c = lws_container_of(sul, struct conn, c_sul_retry);
-
-	switch (c->c_link) {
-	case CONN_BACKOFF:
-	case CONN_DEAD:
-	case CONN_REFUSED:
-		if (conn_cooling(c)) {
-			conn_sched(c, &c->c_sul_retry, conn_sul_retry,
-			    (double)(c->c_cool_ms - now_ms()) / 1000);
-			return;
-		}
-		c->c_link = CONN_IDLE;
-		/* FALLTHROUGH */
-	case CONN_IDLE:
-		if (conn_needed(c))
-			conn_dial(c);
-		else {
-			conn_report(c);
-			conn_maybe_retire(c);
-		}
-		break;
-	default:
-		break;
-	}
-}
-
-static void
-conn_established(struct conn *c)
-{
-	struct conn_req *r, *next;
-
-	lws_sul_cancel(&c->c_sul_connect);
-	c->c_link = CONN_CONNECTED;
-	/* A handshake alone does not end a failure streak: a relay that
-	 * accepts and then drops mid-frame would be redialled at the base
-	 * backoff for ever.  conn_proven() ends it. */
-	c->c_up_ms = now_ms();
-	c->c_reason[0] = '\0';
-	c->c_malformed_now = 0;
-	log_info("conn %s: connected", c->c_key);
-	/* Live subscriptions again, ahead of everything (a fetch parked
-	 * with its failure due keeps it). */
-	for (r = TAILQ_FIRST(&c->c_parked); r != NULL; r = next) {
-		next = TAILQ_NEXT(r, r_entry);
-		if (r->r_fail_pending)
-			continue;
-		req_unlink(r);
-		req_enqueue(r);
-	}
-	conn_report(c);
-	conn_pump(c);
-}
-
-/* The conn a callback is about, or NULL if the wsi is not ours (any
- * more). */
-static struct conn *
-conn_of(struct lws *wsi)
-{
-	struct conn *c = lws_get_opaque_user_data(wsi);
-
-	if (c == NULL)
-		return NULL;
-	if (c->c_wsi == NULL && c->c_dialing)
-		c->c_wsi = wsi;
-	return c->c_wsi == wsi ? c : NULL;
-}
-
-static int
-conn_writeable(struct conn *c, struct lws *wsi)
-{
-	struct conn_out *o;
-	int		 n;
-
-	if ((o = TAILQ_FIRST(&c->c_out)) == NULL)
-		return 0;
-	TAILQ_REMOVE(&c->c_out, o, o_entry);
-	n = lws_write(wsi, o->o_buf + LWS_PRE, o->o_len, LWS_WRITE_TEXT);
-	c->c_bytes_out += o->o_len;
-	c->c_mgr->m_bytes_out += o->o_len;
-	conn_out_free(c, o);
-	if (n < 0) {
-		conn_lost(c, "write failed", DROP_FAILURE, 1);
-		return -1;
-	}
-	if (!TAILQ_EMPTY(&c->c_out))
-		lws_callback_on_writable(wsi);
-	return 0;
-}
-
-static int
-conn_receive(struct conn *c, struct lws *wsi, const void *in, size_t len)
-{
-	c->c_bytes_in += len;
-	c->c_mgr->m_bytes_in += len;
-	if (c->c_rx.b_len + len > CONN_MAX_MESSAGE) {
-		conn_count_malformed(c);
-		conn_lost(c, "protocol: message over the size limit",
-		    DROP_FAILURE, 1);
-		return -1;
-	}
-	buf_add(&c->c_rx, in, len);
-	if (!lws_is_final_fragment(wsi))
-		return 0;
-	if (lws_frame_is_binary(wsi)) {
-		conn_count_malformed(c);
-		if (++c->c_malformed_now > CONN_MALFORMED_MAX) {
-			conn_lost(c, "protocol: too many malformed messages",
-			    DROP_FAILURE, 1);
-			return -1;
-		}
-	} else
-		conn_dispatch(c, c->c_rx.b_data, c->c_rx.b_len);
-	if (c->c_wsi != wsi)
-		return -1; /* dropped while dispatching */
-	if (c->c_rx.b_cap > CONN_RX_KEEP)
-		buf_free(&c->c_rx);
-	else
-		buf_reset(&c->c_rx);
-	return 0;
-}
-
-int
-conn_lws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
-    void *in, size_t len)
-{
-	struct conn *c;
-	char	     why[CONN_REASON_MAX + 1];
-
-	switch (reason) {
-	case LWS_CALLBACK_CLIENT_ESTABLISHED:
-		if ((c = conn_of(wsi)) == NULL)
-			return -1;
-		conn_established(c);
-		return c->c_wsi == wsi ? 0 : -1;
-	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-		if ((c = conn_of(wsi)) == NULL)
-			return 0;
-		snprintf(why, sizeof(why), "connect: %.*s",
-		    in ? (int)strnlen(in, 150) : 5,
-		    in ? (const char *)in : "error");
-		conn_lost(c, why, DROP_FAILURE, 1);
-		return 0;
-	case LWS_CALLBACK_CLIENT_RECEIVE:
-		if ((c = conn_of(wsi)) == NULL)
-			return -1;
-		return conn_receive(c, wsi, in, len);
-	case LWS_CALLBACK_CLIENT_WRITEABLE:
-		if ((c = conn_of(wsi)) == NULL)
-			return -1;
-		return conn_writeable(c, wsi);
-	case LWS_CALLBACK_CLIENT_CLOSED:
-	case LWS_CALLBACK_WSI_DESTROY:
-		if ((c = conn_of(wsi)) == NULL)
-			return 0;
-		conn_lost(c, "closed by the relay", DROP_FAILURE, 1);
-		return 0;
-	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-		/* A lookup thread woke the loop (any loop that serves this
-		 * protocol; proc_run polls too). */
-		resolve_poll();
-		return 0;
-	default:
-		return 0;
-	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -2076,8 +970,8 @@ conn_free(struct conn *c)
 	conn_clear_link(c);
 	for (i = 0; i < 4; i++)
 		while ((r = TAILQ_FIRST(lists[i])) != NULL) {
-			req_unlink(r);
-			req_free(r);
+			conn_req_unlink(r);
+			conn_req_free(r);
 		}
 	lws_sul_cancel(&c->c_sul_connect);
 	lws_sul_cancel(&c->c_sul_retry);
@@ -2116,7 +1010,7 @@ conn_sul_retire(lws_sorted_usec_list_t *sul)
 	conn_free(c);
 }
 
-static void
+void
 conn_maybe_retire(struct conn *c)
 {
 	if (c->c_retire_queued || !conn_idle_out(c))
@@ -2296,11 +1190,11 @@ req_start(struct conn_req *r)
 		snprintf(why, sizeof(why), "%s until the next try: %.150s",
 		    conn_state_name(c->c_link), c->c_reason);
 		/* Parked so that conn_needed() holds c until it ends. */
-		req_park(r, PARK_RECONNECT);
+		conn_req_park(r, PARK_RECONNECT);
 		req_fail_soon(r, FETCH_DISCONNECTED, why);
 		return;
 	default:
-		req_enqueue(r);
+		conn_req_enqueue(r);
 		conn_kick(c);
 	}
 }
@@ -2315,7 +1209,7 @@ conn_fetch(struct conn *c, const char *filter_json, enum conn_prio prio,
 	r = req_new(c, REQ_FETCH, (int)prio, timeout, cb);
 	if (req_set_filters(r, filter_json, 0, 0, &why) == -1) {
 		log_warnx("conn %s: fetch refused: %s", c->c_key, why);
-		req_free(r);
+		conn_req_free(r);
 		return NULL;
 	}
 	req_start(r);
@@ -2355,7 +1249,7 @@ conn_paginate(struct conn *c, const char *filter_json, enum conn_prio prio,
 	return r;
 fail:
 	log_warnx("conn %s: pagination refused: %s", c->c_key, why);
-	req_free(r);
+	conn_req_free(r);
 	return NULL;
 }
 
@@ -2393,7 +1287,7 @@ conn_neg(struct conn *c, const char *filter_json, const struct neg_item *items,
 	return r;
 fail:
 	log_warnx("conn %s: negentropy refused: %s", c->c_key, why);
-	req_free(r);
+	conn_req_free(r);
 	return NULL;
 }
 
@@ -2406,11 +1300,11 @@ conn_fetch_cancel(struct conn_req *r)
 		fatalx("conn_fetch_cancel: %s: a live subscription", c->c_key);
 	if (r->r_cancelled)
 		return;
-	req_close(r);
+	conn_req_close(r);
 	r->r_cancelled = 1;
 	if (r->r_in_cb)
 		return; /* freed when its callback returns */
-	req_free(r);
+	conn_req_free(r);
 	conn_pump(c);
 	conn_maybe_retire(c);
 }
@@ -2429,7 +1323,7 @@ conn_live(struct conn *c, const char *filters_json, const char **why)
 	}
 	r = req_new(c, REQ_LIVE, RANK_LIVE, 0, NULL);
 	if (req_set_filters(r, filters_json, 1, 0, why) == -1) {
-		req_free(r);
+		conn_req_free(r);
 		return NULL;
 	}
 	c->c_nlive++;
@@ -2437,10 +1331,10 @@ conn_live(struct conn *c, const char *filters_json, const char **why)
 	case CONN_BACKOFF:
 	case CONN_DEAD:
 	case CONN_REFUSED:
-		req_park(r, PARK_RECONNECT);
+		conn_req_park(r, PARK_RECONNECT);
 		break;
 	default:
-		req_enqueue(r);
+		conn_req_enqueue(r);
 		conn_kick(c);
 	}
 	return r;
@@ -2454,9 +1348,9 @@ conn_live_close(struct conn_req *r)
 	if (r->r_kind != REQ_LIVE)
 		fatalx("conn_live_close: %s: not a live subscription",
 		    c->c_key);
-	req_close(r);
+	conn_req_close(r);
 	c->c_nlive--;
-	req_free(r);
+	conn_req_free(r);
 	conn_pump(c);
 	conn_maybe_retire(c);
 }
@@ -2504,7 +1398,7 @@ conn_mgr_show(struct conn_mgr *m, cJSON *arr)
 	struct conn    *c;
 	cJSON	       *o;
 	enum conn_state s;
-	int64_t		now = now_ms(), until = 0;
+	int64_t		now = conn_now_ms(), until = 0;
 
 	TAILQ_FOREACH(c, &m->m_conns, c_entry) {
 		if ((o = cJSON_CreateObject()) == NULL ||

@@ -1,7 +1,10 @@
 /*
  * conn.h: outbound connections to remote relays, the one way syncd,
  * discoveryd and historyd talk to another relay (design.md, "Outbound
- * connections").
+ * connections").  Built from conn.c (requests, admission, connections,
+ * the manager), conn_msg.c (what a relay sends), conn_link.c (the link),
+ * conn_budget.c (the budget shared by the roles) and conn_pack.c (filters
+ * packed into REQs); conn_int.h is what those files share.
  *
  * A role makes one connection manager on its libwebsockets loop and asks
  * it for connections by canonical relay key (relayurl.h).  Inside a role a

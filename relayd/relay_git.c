@@ -20,7 +20,8 @@
  * push's byte limits (max_push_bytes, max_repo_bytes, GRASP-06's quota),
  * past which git is stopped and the client gets "ERR <limit>: <why>".
  * After its first bytes a body is read from the socket by relayd itself
- * (take_body()): lws 4.1 cuts a body without a length at 100 MiB.  A body
+ * (take_body(), relay_git_body.c): lws 4.1 cuts a body without a length
+ * at 100 MiB.  A body
  * that ends early is logged, counted by cause (enum git_early) and
  * answered with an ERR line; after a refusal the rest is read and dropped
  * (bounded) so that the answer reaches a client still sending.
@@ -48,157 +49,11 @@
 #include "log.h"
 #include "nip19.h"
 #include "purg.h"
+#include "relay_git.h"
 #include "relayd.h"
 
-/* Bytes moved per write to the client, per read from a pipe. */
-#define GIT_IO_CHUNK	 (64 * 1024)
-/* Ours: beyond the child's own deadline, the connection's. */
-#define GIT_CONN_GRACE_S 30
-
-enum git_svc {
-	SVC_UPLOAD = 0,
-	SVC_RECEIVE = 1,
-	SVC_NONE = 2,
-};
-
-static const char *const svc_name[] = { "git-upload-pack", "git-receive-pack" };
-
-/* Chunked transfer coding of a request body (RFC 9112 7.1). */
-enum dc_state {
-	DC_SIZE,
-	DC_EXT,
-	DC_SIZE_LF,
-	DC_DATA,
-	DC_DATA_CR,
-	DC_DATA_LF,
-	DC_TRAILER,
-	DC_TRAILER_LF,
-	DC_DONE,
-};
-
-struct dechunk {
-	enum dc_state dc_state;
-	uint64_t      dc_left;
-	int	      dc_digits;
-	int	      dc_linelen; /* bytes of the trailer line */
-};
-
-/* What a gitpipe reads or writes. */
-enum gp_kind {
-	GP_IN,	 /* the child's stdin */
-	GP_OUT,	 /* the child's stdout */
-	GP_SOCK, /* the client's socket (a dup), for the request body */
-};
-
-/* One descriptor of a request, adopted into the loop. */
-struct gitpipe {
-	struct relay_gitreq *gp_req; /* NULL once the request ended */
-	struct lws	    *gp_wsi;
-	int		     gp_fd;
-	enum gp_kind	     gp_kind;
-	int		     gp_paused;
-};
-
-/* Outlives the request: a release may end after the client left. */
-struct gitwait {
-	struct relay_gitreq *gw_req;
-};
-
-struct relay_gitreq {
-	struct relay_conn	*gr_conn;
-	struct lws		*gr_wsi;
-	enum git_svc		 gr_svc;
-	int			 gr_advertise; /* info/refs */
-	int			 gr_head;      /* a HEAD request */
-	uint8_t			 gr_owner[PUBKEY_LEN];
-	char			*gr_d;
-	char			 gr_repo[PATH_MAX];
-	char			 gr_proto[160]; /* GIT_PROTOCOL=... or "" */
-	int			 gr_prs;      /* GRASP-06 /prs/<npub>/<d>.git */
-	int			 gr_created;  /* a /prs/ push made the repo */
-	struct relay_addr	*gr_addr;     /* its place in the per-IP cap */
-	uint64_t		 gr_quota;    /* a push's most body bytes */
-	enum push_limit		 gr_limit;    /* which limit that is */
-	int			 gr_over;     /* the quota stopped git */
-	char			 gr_why[160]; /* what the quota says */
-	LIST_ENTRY(relay_gitreq) gr_prs_entry; /* when gr_prs */
-	/* Shared limits, against the pushes in flight (pushes). */
-	uint64_t		 gr_room_repo;	    /* max_repo_bytes left */
-	uint64_t		 gr_room_signer;    /* GRASP-06 signer quota */
-	uint64_t		 gr_room_peer;	    /* unclaimed, per address */
-	uint64_t		 gr_room_unclaimed; /* unclaimed, all */
-	uint64_t		 gr_unclaimed;	    /* po_unclaimed */
-	char			 gr_peer[64];	    /* the client's address */
-	uint64_t		 gr_landed_repo;    /* landed since decided */
-	uint64_t		 gr_landed_signer;
-	int			 gr_inflight;
-	int			 gr_drop_incoming; /* at its end */
-	LIST_ENTRY(relay_gitreq) gr_push_entry;	   /* when gr_inflight */
-
-	/* The request body. */
-	int		       gr_chunked;
-	struct dechunk	       gr_dc;
-	int		       gr_gzip;
-	int		       gr_zinit;
-	int		       gr_zend; /* the gzip stream ended */
-	z_stream	       gr_z;
-	uint64_t	       gr_inbytes; /* after inflating */
-	struct buf	       gr_in;	   /* waiting for the child */
-	size_t		       gr_inoff;
-	int		       gr_in_done;
-	int		       gr_discard; /* the rest is dropped */
-	int		       gr_rx_paused;
-	int		       gr_has_clen;   /* a Content-Length came */
-	uint64_t	       gr_clen;	      /* its value */
-	uint64_t	       gr_raw;	      /* body bytes as sent */
-	uint64_t	       gr_drained;    /* dropped after a refusal */
-	int		       gr_drain_over; /* stop waiting for the rest */
-	int		       gr_early;      /* an early end was recorded */
-	struct gitpipe	      *gr_psock;      /* we read the body ourselves */
-	int		       gr_taken;      /* ...since take_body() */
-	int		       gr_given_back; /* lws reads the socket again */
-	lws_sorted_usec_list_t gr_drain_sul;  /* drain's time bound */
-	lws_sorted_usec_list_t gr_to_sul;     /* drops lws's body timeout */
-
-	/* A push: its ref updates, the decision. */
-	struct relay_push_cmd *gr_cmds;
-	size_t		       gr_ncmds;
-	size_t		       gr_cmdoff; /* parsed so far */
-	int		       gr_decided;
-	int		       gr_sideband;    /* the client asked for it */
-	int		       gr_may_delete;  /* git's walls down, as the */
-	int		       gr_may_rewrite; /* push decision says */
-
-	/* The child. */
-	pid_t		gr_pid;
-	int64_t		gr_t0; /* request arrival, ms */
-	int		gr_exited;
-	int		gr_status;
-	struct gitpipe *gr_pin, *gr_pout;
-	struct gitwait *gr_wait; /* a release in progress */
-
-	/* The response. */
-	unsigned	       gr_code; /* 0 until decided */
-	const char	      *gr_type;
-	int		       gr_hdr_sent;
-	struct buf	       gr_out;
-	size_t		       gr_outoff;
-	int		       gr_out_eof;
-	uint64_t	       gr_outbytes;
-	int		       gr_done;	   /* no more output will come */
-	int		       gr_closing; /* all written: close */
-	lws_sorted_usec_list_t gr_sul;	   /* the request's deadline */
-	lws_sorted_usec_list_t gr_pin_sul; /* re-arms stdin POLLOUT */
-};
-
-static void pump_in(struct relay_gitreq *);
-static void body_raw(struct relay_gitreq *, const unsigned char *, size_t);
-static void body_end(struct relay_gitreq *);
-static void refuse_push(struct relay_gitreq *, const char *, const char *);
-static void finish_error(struct relay_gitreq *, unsigned, const char *);
-
-static void
-want_write(struct relay_gitreq *gr)
+void
+relay_git_want_write(struct relay_gitreq *gr)
 {
 	if (gr->gr_wsi == NULL)
 		return;
@@ -242,15 +97,9 @@ rx_flow(struct relay_gitreq *gr, int allow)
 		lws_rx_flow_control(gr->gr_wsi, allow);
 }
 
-/*
- * Records that the request's body will not reach git whole: logs why with
- * the bytes seen, and counts the cause.  Once per request.
- */
-static void early_end(struct relay_gitreq *, enum git_early, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-early_end(struct relay_gitreq *gr, enum git_early cause, const char *fmt, ...)
+void
+relay_git_early_end(struct relay_gitreq *gr, enum git_early cause,
+    const char *fmt, ...)
 {
 	static const char *const name[GIT_EARLY_COUNT] = { "client gone",
 		"limit", "request too large", "timeout", "malformed body",
@@ -530,8 +379,8 @@ drop_incoming(struct relay_gitreq *gr)
  * (and landed since it was authorised) pass the repository's or the
  * signer's room; gr_limit and gr_why then say which.
  */
-static int
-over_shared(struct relay_gitreq *gr)
+int
+relay_git_over_shared(struct relay_gitreq *gr)
 {
 	struct relay_gitreq *o;
 	uint64_t	     repo = gr->gr_landed_repo;
@@ -614,7 +463,7 @@ gitreq_free(struct relay_gitreq *gr)
 	lws_sul_cancel(&gr->gr_drain_sul);
 	lws_sul_cancel(&gr->gr_to_sul);
 	if (!gr->gr_advertise && !gr->gr_in_done && !gr->gr_done)
-		early_end(gr, GIT_EARLY_CLIENT,
+		relay_git_early_end(gr, GIT_EARLY_CLIENT,
 		    "the connection closed before the body ended");
 	if (gr->gr_pid > 0 && !gr->gr_exited)
 		child_abandon(gr->gr_pid);
@@ -658,16 +507,16 @@ conn_timeout(lws_sorted_usec_list_t *sul)
 
 	log_warnx("git request for %s took too long; closing it", gr->gr_d);
 	if (!gr->gr_advertise && !gr->gr_in_done)
-		early_end(gr, GIT_EARLY_TIMEOUT,
+		relay_git_early_end(gr, GIT_EARLY_TIMEOUT,
 		    "the request passed its %d s deadline",
 		    RELAY_GIT_TIMEOUT_S + GIT_CONN_GRACE_S);
 	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_advertise &&
 	    !gr->gr_hdr_sent && gr->gr_wsi != NULL) {
 		/* The client may still read: tell it why, briefly. */
-		refuse_push(gr, "timeout", "the push took too long");
+		relay_git_refuse_push(gr, "timeout", "the push took too long");
 		gr->gr_drain_over = 1;
 		gr->gr_done = 1;
-		want_write(gr);
+		relay_git_want_write(gr);
 		lws_set_timeout(gr->gr_wsi, PENDING_TIMEOUT_USER_OK,
 		    GIT_CONN_GRACE_S);
 		return;
@@ -731,7 +580,7 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 			    !(gr->gr_out_eof && gr->gr_exited))
 				return 0;
 			if (out_pending(gr) == 0 && gr->gr_status != 0) {
-				finish_error(gr,
+				relay_git_finish_error(gr,
 				    HTTP_STATUS_INTERNAL_SERVER_ERROR,
 				    "git failed\n");
 			} else
@@ -741,7 +590,7 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 			return -1;
 		if (gr->gr_head)
 			gr->gr_closing = 1;
-		want_write(gr);
+		relay_git_want_write(gr);
 		return 0;
 	}
 	n = out_pending(gr);
@@ -764,7 +613,7 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 		/* No length was sent: the end of the body is the close,
 		 * once lws has sent what it may have buffered. */
 		gr->gr_closing = 1;
-		want_write(gr);
+		relay_git_want_write(gr);
 		return 0;
 	}
 	if (gr->gr_pout != NULL && gr->gr_pout->gp_paused &&
@@ -773,7 +622,7 @@ relay_git_writeable(struct relay_conn *c, struct lws *wsi)
 		lws_rx_flow_control(gr->gr_pout->gp_wsi, 1);
 	}
 	if (out_pending(gr) > 0)
-		want_write(gr);
+		relay_git_want_write(gr);
 	return 0;
 }
 
@@ -806,7 +655,7 @@ drain_timeout(lws_sorted_usec_list_t *sul)
 	    svc_name[gr->gr_svc], gr->gr_d, RELAY_GIT_DRAIN_S,
 	    (unsigned long long)gr->gr_drained);
 	gr->gr_drain_over = 1;
-	want_write(gr);
+	relay_git_want_write(gr);
 }
 
 /*
@@ -835,12 +684,12 @@ drain_start(struct relay_gitreq *gr)
 }
 
 /* Ends the request with an error response (before any header). */
-static void
-finish_error(struct relay_gitreq *gr, unsigned code, const char *text)
+void
+relay_git_finish_error(struct relay_gitreq *gr, unsigned code, const char *text)
 {
 	if (gr->gr_hdr_sent) {
 		gr->gr_done = 1;
-		want_write(gr);
+		relay_git_want_write(gr);
 		return;
 	}
 	gr->gr_code = code;
@@ -851,7 +700,7 @@ finish_error(struct relay_gitreq *gr, unsigned code, const char *text)
 	gr->gr_done = 1;
 	drain_start(gr);
 	stop_child(gr);
-	want_write(gr);
+	relay_git_want_write(gr);
 }
 
 /* The child's stdout is readable. */
@@ -875,19 +724,19 @@ pipe_read(struct relay_gitreq *gr, struct gitpipe *gp)
 		return 0;
 	if (n <= 0) {
 		gr->gr_out_eof = 1;
-		want_write(gr);
+		relay_git_want_write(gr);
 		return -1;
 	}
 	gr->gr_outbytes += (uint64_t)n;
 	if (gr->gr_outbytes > RELAY_GIT_MAX_RESPONSE) {
 		log_warnx("git response for %s is too large; stopping it",
 		    gr->gr_d);
-		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		relay_git_finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 		    "response too large\n");
 		return -1;
 	}
 	buf_add(&gr->gr_out, buf, (size_t)n);
-	want_write(gr);
+	relay_git_want_write(gr);
 	return 0;
 }
 
@@ -933,7 +782,7 @@ pipe_write(struct relay_gitreq *gr, struct gitpipe *gp)
 		if (n <= 0) {
 			/* The child stopped reading: drop the rest; its own
 			 * answer goes once the body is in. */
-			early_end(gr, GIT_EARLY_GIT,
+			relay_git_early_end(gr, GIT_EARLY_GIT,
 			    "git stopped reading its input (%s)",
 			    n < 0 ? strerror(errno) : "closed");
 			drain_start(gr);
@@ -983,7 +832,7 @@ sock_read(struct relay_gitreq *gr, struct gitpipe *gp)
 		return 0;
 	if (n <= 0) {
 		/* Nobody is left to answer. */
-		early_end(gr, GIT_EARLY_CLIENT,
+		relay_git_early_end(gr, GIT_EARLY_CLIENT,
 		    "the client closed the connection mid-body (%s)",
 		    n < 0 ? strerror(errno) : "end of stream");
 		gr->gr_psock = NULL;
@@ -994,7 +843,7 @@ sock_read(struct relay_gitreq *gr, struct gitpipe *gp)
 			    LWS_TO_KILL_ASYNC);
 		return -1;
 	}
-	body_raw(gr, buf, (size_t)n);
+	relay_git_body_raw(gr, buf, (size_t)n);
 	if (gr->gr_in_done || gr->gr_drain_over) {
 		/* The rest, if any, is not ours to read. */
 		gr->gr_psock = NULL;
@@ -1057,7 +906,7 @@ relay_git_pipe_callback(struct lws *wsi, enum lws_callback_reasons reason,
 				gr->gr_out_eof = 1;
 			} else
 				gr->gr_pin = NULL;
-			want_write(gr);
+			relay_git_want_write(gr);
 		}
 		lws_set_opaque_user_data(wsi, NULL);
 		free(gp);
@@ -1065,8 +914,8 @@ relay_git_pipe_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	}
 }
 
-static struct gitpipe *
-adopt_pipe(struct relay_gitreq *gr, int fd, enum gp_kind kind)
+struct gitpipe *
+relay_git_adopt_pipe(struct relay_gitreq *gr, int fd, enum gp_kind kind)
 {
 	lws_sock_file_fd_type u;
 	struct gitpipe	     *gp;
@@ -1084,7 +933,7 @@ adopt_pipe(struct relay_gitreq *gr, int fd, enum gp_kind kind)
 		return NULL;
 	}
 	if ((gp = calloc(1, sizeof(*gp))) == NULL)
-		fatal("adopt_pipe");
+		fatal("relay_git_adopt_pipe");
 	gp->gp_req = gr;
 	gp->gp_wsi = wsi;
 	gp->gp_fd = fd;
@@ -1101,7 +950,7 @@ release_done(void *arg)
 
 	if (gr != NULL) {
 		gr->gr_wait = NULL;
-		want_write(gr);
+		relay_git_want_write(gr);
 	}
 	free(gw);
 }
@@ -1149,7 +998,7 @@ child_done(pid_t pid, int status, int killed, void *arg)
 		if (gr->gr_ncmds > 0) /* not git's empty probe */
 			relay_job_pushed(gr->gr_owner, gr->gr_d);
 	}
-	want_write(gr);
+	relay_git_want_write(gr);
 }
 
 /* Starts git for the request.  0, or -1 after answering an error. */
@@ -1161,7 +1010,7 @@ start_child(struct relay_gitreq *gr)
 	int	    in[2] = { -1, -1 }, out[2] = { -1, -1 }, n = 0;
 
 	if (child_count() >= RELAY_GIT_MAX_CHILDREN) {
-		finish_error(gr, HTTP_STATUS_SERVICE_UNAVAILABLE,
+		relay_git_finish_error(gr, HTTP_STATUS_SERVICE_UNAVAILABLE,
 		    "too many git operations; try again\n");
 		return -1;
 	}
@@ -1172,7 +1021,7 @@ start_child(struct relay_gitreq *gr)
 			close(in[0]);
 			close(in[1]);
 		}
-		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		relay_git_finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 		    "cannot run git\n");
 		return -1;
 	}
@@ -1215,16 +1064,17 @@ start_child(struct relay_gitreq *gr)
 		if (in[1] != -1)
 			close(in[1]);
 		close(out[0]);
-		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		relay_git_finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 		    "cannot run git\n");
 		return -1;
 	}
-	if ((gr->gr_pout = adopt_pipe(gr, out[0], GP_OUT)) == NULL ||
+	if ((gr->gr_pout = relay_git_adopt_pipe(gr, out[0], GP_OUT)) == NULL ||
 	    (in[1] != -1 &&
-		(gr->gr_pin = adopt_pipe(gr, in[1], GP_IN)) == NULL)) {
+		(gr->gr_pin = relay_git_adopt_pipe(gr, in[1], GP_IN)) ==
+		    NULL)) {
 		if (gr->gr_pout == NULL && in[1] != -1)
 			close(in[1]);
-		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		relay_git_finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 		    "cannot run git\n");
 		return -1;
 	}
@@ -1238,13 +1088,13 @@ start_child(struct relay_gitreq *gr)
 		pkt_line(&gr->gr_out, "# service=%s\n", svc_name[gr->gr_svc]);
 		buf_adds(&gr->gr_out, "0000");
 	}
-	pump_in(gr);
+	relay_git_pump_in(gr);
 	return 0;
 }
 
 /* Moves buffered request bytes toward the child. */
-static void
-pump_in(struct relay_gitreq *gr)
+void
+relay_git_pump_in(struct relay_gitreq *gr)
 {
 	if (gr->gr_pin == NULL)
 		return;
@@ -1301,11 +1151,12 @@ parse_commands(struct relay_gitreq *gr, char *err, size_t errlen)
  * answer follows the rest of the body, read and dropped, so that the
  * client sees it; if git's answer has begun, the connection just ends.
  */
-static void
-refuse_push(struct relay_gitreq *gr, const char *what, const char *reason)
+void
+relay_git_refuse_push(struct relay_gitreq *gr, const char *what,
+    const char *reason)
 {
 	if (gr->gr_hdr_sent) {
-		finish_error(gr, HTTP_STATUS_OK, "");
+		relay_git_finish_error(gr, HTTP_STATUS_OK, "");
 		return;
 	}
 	stop_child(gr);
@@ -1328,7 +1179,7 @@ refuse_push(struct relay_gitreq *gr, const char *what, const char *reason)
 		pkt_line(&gr->gr_out, "ERR %s: %s\n", what, reason);
 	/* Written once the body is in (relay_git_writeable()). */
 	gr->gr_done = 1;
-	want_write(gr);
+	relay_git_want_write(gr);
 }
 
 /*
@@ -1439,8 +1290,8 @@ push_quota(struct relay_gitreq *gr)
 }
 
 /* Refuses a push over gr_quota with "ERR <limit>: <why>". */
-static void
-refuse_over(struct relay_gitreq *gr)
+void
+relay_git_refuse_over(struct relay_gitreq *gr)
 {
 	static const char *const what[PUSH_LIMIT_COUNT] = { "push too large",
 		"repository too large", "quota exceeded" };
@@ -1448,14 +1299,14 @@ refuse_over(struct relay_gitreq *gr)
 	log_info("push to %s%s %s: %s", gr->gr_prs ? "/prs/ " : "", gr->gr_d,
 	    gr->gr_over ? "stopped" : "refused", gr->gr_why);
 	relayd->stats.git_push_over[gr->gr_limit]++;
-	early_end(gr, GIT_EARLY_LIMIT, "%s: %s", what[gr->gr_limit],
+	relay_git_early_end(gr, GIT_EARLY_LIMIT, "%s: %s", what[gr->gr_limit],
 	    gr->gr_why);
-	refuse_push(gr, what[gr->gr_limit], gr->gr_why);
+	relay_git_refuse_push(gr, what[gr->gr_limit], gr->gr_why);
 }
 
 /* Authorises a push once its commands are in; starts git or refuses. */
-static void
-decide_push(struct relay_gitreq *gr)
+void
+relay_git_decide_push(struct relay_gitreq *gr)
 {
 	struct pushauth_out po;
 	char		    err[256];
@@ -1466,7 +1317,8 @@ decide_push(struct relay_gitreq *gr)
 	r = parse_commands(gr, err, sizeof(err));
 	if (r == 0 && !gr->gr_in_done) {
 		if (gr->gr_in.b_len > RELAY_GIT_MAX_COMMANDS)
-			finish_error(gr, HTTP_STATUS_REQ_ENTITY_TOO_LARGE,
+			relay_git_finish_error(gr,
+			    HTTP_STATUS_REQ_ENTITY_TOO_LARGE,
 			    "too many ref updates\n");
 		return;
 	}
@@ -1475,7 +1327,7 @@ decide_push(struct relay_gitreq *gr)
 		if (r == 0)
 			snprintf(err, sizeof(err), "the request ended early");
 		log_info("push to %s: malformed request: %s", gr->gr_d, err);
-		finish_error(gr, HTTP_STATUS_BAD_REQUEST,
+		relay_git_finish_error(gr, HTTP_STATUS_BAD_REQUEST,
 		    "malformed "
 		    "receive-pack request\n");
 		return;
@@ -1483,28 +1335,28 @@ decide_push(struct relay_gitreq *gr)
 	if (relay_disk_low()) {
 		relay_disk_refused(1);
 		log_info("push to %s refused: low on disk space", gr->gr_d);
-		refuse_push(gr, "error", RELAY_DISK_PUSH_MSG);
+		relay_git_refuse_push(gr, "error", RELAY_DISK_PUSH_MSG);
 		return;
 	}
 	r = relay_purg_authorise_push(gr->gr_owner, gr->gr_d, gr->gr_prs,
 	    gr->gr_cmds, gr->gr_ncmds, &po);
 	if (r == -1) {
-		finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+		relay_git_finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
 		    "cannot authorise the push\n");
 		return;
 	}
 	relayd->stats.git_push_auth[r]++;
 	if (r == 0) {
 		log_info("push to %s refused: %s", gr->gr_d, po.po_reason);
-		refuse_push(gr, "authorisation failed", po.po_reason);
+		relay_git_refuse_push(gr, "authorisation failed", po.po_reason);
 		return;
 	}
 	gr->gr_may_delete = !po.po_deny_deletes;
 	gr->gr_unclaimed = po.po_unclaimed;
 	gr->gr_may_rewrite = !po.po_deny_nonff;
 	if (push_quota(gr) == 0 || gr->gr_inbytes > gr->gr_quota ||
-	    over_shared(gr)) {
-		refuse_over(gr);
+	    relay_git_over_shared(gr)) {
+		relay_git_refuse_over(gr);
 		return;
 	}
 	if (gr->gr_prs && strcmp(gr->gr_repo, relay_repo_prs_empty()) == 0) {
@@ -1512,7 +1364,8 @@ decide_push(struct relay_gitreq *gr)
 		if (relay_repo_prs_create(gr->gr_owner, gr->gr_d) == -1 ||
 		    relay_repo_prs_path(gr->gr_owner, gr->gr_d, gr->gr_repo,
 			sizeof(gr->gr_repo)) == -1) {
-			finish_error(gr, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+			relay_git_finish_error(gr,
+			    HTTP_STATUS_INTERNAL_SERVER_ERROR,
 			    "cannot create the repository\n");
 			return;
 		}
@@ -1521,346 +1374,6 @@ decide_push(struct relay_gitreq *gr)
 	LIST_INSERT_HEAD(&pushes, gr, gr_push_entry);
 	gr->gr_inflight = 1;
 	start_child(gr);
-}
-
-/* Request bytes after de-chunking and inflating. */
-static void
-feed(struct relay_gitreq *gr, const void *data, size_t n)
-{
-	if (gr->gr_discard)
-		return;
-	gr->gr_inbytes += n;
-	if (gr->gr_inbytes > RELAY_GIT_MAX_REQUEST) {
-		early_end(gr, GIT_EARLY_REQUEST, "the body passed %llu bytes",
-		    (unsigned long long)RELAY_GIT_MAX_REQUEST);
-		if (gr->gr_svc == SVC_RECEIVE && !gr->gr_hdr_sent)
-			refuse_push(gr, "request too large",
-			    "the request body is larger than this server "
-			    "takes");
-		else
-			finish_error(gr, HTTP_STATUS_REQ_ENTITY_TOO_LARGE,
-			    "request too large\n");
-		return;
-	}
-	/* A push stops at its byte limit, before git gets the byte past
-	 * it. */
-	if (gr->gr_decided &&
-	    (gr->gr_inbytes > gr->gr_quota ||
-		(gr->gr_inflight && over_shared(gr)))) {
-		gr->gr_over = 1;
-		refuse_over(gr);
-		return;
-	}
-	buf_add(&gr->gr_in, data, n);
-	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_decided)
-		decide_push(gr);
-	pump_in(gr);
-}
-
-/* Inflates gzip request bytes into feed(). */
-static int
-inflate_feed(struct relay_gitreq *gr, const void *data, size_t n)
-{
-	unsigned char out[GIT_IO_CHUNK];
-	int	      rc;
-
-	if (!gr->gr_zinit) {
-		memset(&gr->gr_z, 0, sizeof(gr->gr_z));
-		if (inflateInit2(&gr->gr_z, 16 + MAX_WBITS) != Z_OK)
-			return -1;
-		gr->gr_zinit = 1;
-	}
-	gr->gr_z.next_in = (unsigned char *)(uintptr_t)data;
-	gr->gr_z.avail_in = (unsigned)n;
-	do {
-		gr->gr_z.next_out = out;
-		gr->gr_z.avail_out = sizeof(out);
-		rc = inflate(&gr->gr_z, Z_NO_FLUSH);
-		if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
-			return -1;
-		if (rc == Z_STREAM_END)
-			gr->gr_zend = 1;
-		feed(gr, out, sizeof(out) - gr->gr_z.avail_out);
-		if (gr->gr_done)
-			return 0;
-	} while (gr->gr_z.avail_out == 0 ||
-	    (gr->gr_z.avail_in > 0 && rc != Z_STREAM_END));
-	return 0;
-}
-
-static int
-decoded(struct relay_gitreq *gr, const void *data, size_t n)
-{
-	if (n == 0 || gr->gr_discard)
-		return 0;
-	if (gr->gr_gzip)
-		return inflate_feed(gr, data, n);
-	feed(gr, data, n);
-	return 0;
-}
-
-/*
- * Removes the chunked framing, handing the data on.  1 when the last
- * chunk and its trailers were seen, 0 for more, -1 if malformed.
- */
-static int
-dechunk(struct relay_gitreq *gr, const unsigned char *p, size_t n)
-{
-	struct dechunk *dc = &gr->gr_dc;
-	size_t		i = 0, take;
-	int		v;
-
-	while (i < n) {
-		switch (dc->dc_state) {
-		case DC_SIZE:
-			if ((v = pkt_hexval(p[i])) >= 0) {
-				if (++dc->dc_digits > 15)
-					return -1;
-				dc->dc_left = dc->dc_left * 16 + (uint64_t)v;
-			} else if (dc->dc_digits == 0)
-				return -1;
-			else if (p[i] == '\r')
-				dc->dc_state = DC_SIZE_LF;
-			else if (p[i] == ';' || p[i] == ' ' || p[i] == '\t')
-				dc->dc_state = DC_EXT;
-			else
-				return -1;
-			i++;
-			break;
-		case DC_EXT:
-			if (p[i++] == '\r')
-				dc->dc_state = DC_SIZE_LF;
-			break;
-		case DC_SIZE_LF:
-			if (p[i++] != '\n')
-				return -1;
-			dc->dc_digits = 0;
-			if (dc->dc_left == 0) {
-				dc->dc_state = DC_TRAILER;
-				dc->dc_linelen = 0;
-			} else
-				dc->dc_state = DC_DATA;
-			break;
-		case DC_DATA:
-			take = n - i;
-			if (take > dc->dc_left)
-				take = (size_t)dc->dc_left;
-			if (decoded(gr, p + i, take) == -1)
-				return -1;
-			i += take;
-			dc->dc_left -= take;
-			if (dc->dc_left == 0)
-				dc->dc_state = DC_DATA_CR;
-			break;
-		case DC_DATA_CR:
-			if (p[i++] != '\r')
-				return -1;
-			dc->dc_state = DC_DATA_LF;
-			break;
-		case DC_DATA_LF:
-			if (p[i++] != '\n')
-				return -1;
-			dc->dc_state = DC_SIZE;
-			break;
-		case DC_TRAILER:
-			if (p[i] == '\r') {
-				dc->dc_state = DC_TRAILER_LF;
-			} else
-				dc->dc_linelen++;
-			i++;
-			break;
-		case DC_TRAILER_LF:
-			if (p[i++] != '\n')
-				return -1;
-			if (dc->dc_linelen == 0) {
-				dc->dc_state = DC_DONE;
-				return 1;
-			}
-			dc->dc_linelen = 0;
-			dc->dc_state = DC_TRAILER;
-			break;
-		case DC_DONE:
-			return 1;
-		}
-	}
-	return dc->dc_state == DC_DONE;
-}
-
-/* The whole request body is in. */
-static void
-body_end(struct relay_gitreq *gr)
-{
-	if (gr->gr_in_done)
-		return;
-	gr->gr_in_done = 1;
-	lws_sul_cancel(&gr->gr_drain_sul);
-	if (gr->gr_gzip && !gr->gr_zend && !gr->gr_discard) {
-		/* git would take the inflated part as the whole. */
-		early_end(gr, GIT_EARLY_MALFORMED,
-		    "the gzip stream did not end");
-		if (gr->gr_svc == SVC_RECEIVE && !gr->gr_hdr_sent)
-			refuse_push(gr, "error",
-			    "the request body's gzip stream is incomplete");
-		else
-			finish_error(gr, HTTP_STATUS_BAD_REQUEST,
-			    "malformed request body\n");
-	}
-	if (gr->gr_zinit && !gr->gr_done) {
-		inflateEnd(&gr->gr_z);
-		gr->gr_zinit = 0;
-	}
-	if (gr->gr_svc == SVC_RECEIVE && !gr->gr_decided && !gr->gr_done)
-		decide_push(gr);
-	if (gr->gr_discard) {
-		/* A refusal (or git's own answer), now that the body is
-		 * read. */
-		want_write(gr);
-		return;
-	}
-	pump_in(gr);
-}
-
-/*
- * Body bytes as the client sent them (chunked framing, gzip), from lws or
- * from the socket: decodes them on toward git, or counts them while a
- * refusal drains the rest.  Ends the body at its last byte.
- */
-static void
-body_raw(struct relay_gitreq *gr, const unsigned char *p, size_t n)
-{
-	int r;
-
-	if (gr->gr_in_done || n == 0)
-		return;
-	gr->gr_raw += n;
-	if (gr->gr_discard) {
-		gr->gr_drained += n;
-		if (gr->gr_drained > RELAY_GIT_DRAIN_BYTES &&
-		    !gr->gr_drain_over) {
-			log_info(
-			    "git %s for %s: stopped reading the rest of a refused body after %llu bytes",
-			    svc_name[gr->gr_svc], gr->gr_d,
-			    (unsigned long long)gr->gr_drained);
-			gr->gr_drain_over = 1;
-			want_write(gr);
-		}
-	}
-	if (gr->gr_chunked) {
-		if ((r = dechunk(gr, p, n)) == -1) {
-			early_end(gr, GIT_EARLY_MALFORMED,
-			    "malformed chunked framing");
-			/* Its end cannot be found: answer now. */
-			gr->gr_drain_over = 1;
-			finish_error(gr, HTTP_STATUS_BAD_REQUEST,
-			    "malformed request body\n");
-			return;
-		}
-		if (r == 1)
-			body_end(gr);
-		return;
-	}
-	if (decoded(gr, p, n) == -1) {
-		early_end(gr, GIT_EARLY_MALFORMED, "malformed gzip data");
-		finish_error(gr, HTTP_STATUS_BAD_REQUEST,
-		    "malformed request body\n");
-	}
-	if (gr->gr_has_clen && gr->gr_raw >= gr->gr_clen)
-		body_end(gr);
-}
-
-/* Drops lws's body timeout, set after each body callback it makes. */
-static void
-untimeout(lws_sorted_usec_list_t *sul)
-{
-	struct relay_gitreq *gr =
-	    lws_container_of(sul, struct relay_gitreq, gr_to_sul);
-
-	if (gr->gr_wsi != NULL)
-		lws_set_timeout(gr->gr_wsi, NO_PENDING_TIMEOUT, 0);
-}
-
-/*
- * Reads the rest of the body from the socket ourselves, lws reading no
- * more of it.  lws 4.1 takes a POST without a Content-Length (git's
- * chunked pushes) as 100 MiB long and silently drops what follows; and it
- * times a body out after timeout_secs without a read, which a paused read
- * (git busy) can pass.  lws hands each read on whole in LRS_BODY, so the
- * socket holds exactly the rest.
- */
-static void
-take_body(struct relay_gitreq *gr, struct lws *wsi)
-{
-	int fd;
-
-	/* Not once an answer is under way: lws may be asked to write, which
-	 * it does not do while its reading is paused.  It drains the rest
-	 * itself (a chunked body past its 100 MiB: until the bounds). */
-	if (gr->gr_psock != NULL || gr->gr_in_done || gr->gr_drain_over ||
-	    gr->gr_discard || gr->gr_done)
-		return;
-	if ((fd = fcntl(lws_get_socket_fd(wsi), F_DUPFD_CLOEXEC, 0)) == -1) {
-		log_warn("git request for %s: dup", gr->gr_d);
-		return;
-	}
-	if ((gr->gr_psock = adopt_pipe(gr, fd, GP_SOCK)) == NULL) {
-		log_warnx("git request for %s: cannot watch its socket",
-		    gr->gr_d);
-		return;
-	}
-	gr->gr_taken = 1;
-	lws_rx_flow_control(wsi, 0);
-	if (gr->gr_rx_paused)
-		lws_rx_flow_control(gr->gr_psock->gp_wsi, 0);
-	lws_sul_schedule(relayd->ctx, 0, &gr->gr_to_sul, untimeout, 1);
-}
-
-int
-relay_git_body(struct relay_conn *c, struct lws *wsi, const void *in,
-    size_t len)
-{
-	struct relay_gitreq *gr = c->rc_git;
-
-	if (gr == NULL)
-		return -1;
-	if (gr->gr_given_back)
-		return 0; /* past the body, or past caring */
-	if (gr->gr_taken) {
-		/* lws read past take_body(): the order is lost. */
-		log_warnx(
-		    "git request for %s: body bytes from lws after the socket was taken",
-		    gr->gr_d);
-		return -1;
-	}
-	body_raw(gr, in, len);
-	take_body(gr, wsi);
-	return 0;
-}
-
-int
-relay_git_body_done(struct relay_conn *c, struct lws *wsi)
-{
-	struct relay_gitreq *gr = c->rc_git;
-
-	(void)wsi;
-	if (gr == NULL)
-		return -1;
-	if (gr->gr_in_done || gr->gr_taken || gr->gr_done)
-		return 0;
-	if (gr->gr_chunked || (gr->gr_has_clen && gr->gr_raw < gr->gr_clen)) {
-		/* lws ends a body it drops the rest of: say so. */
-		early_end(gr, GIT_EARLY_CUT,
-		    "the HTTP layer ended the body early");
-		gr->gr_drain_over = 1;
-		if (gr->gr_svc == SVC_RECEIVE && !gr->gr_hdr_sent)
-			refuse_push(gr, "error",
-			    "the request body was cut short; try again");
-		else
-			finish_error(gr, HTTP_STATUS_BAD_REQUEST,
-			    "the request body was cut short\n");
-		return 0;
-	}
-	body_end(gr);
-	return 0;
 }
 
 static int
@@ -1921,7 +1434,7 @@ git_begin(struct relay_conn *c, struct lws *wsi, int method,
 		struct stat sb;
 
 		/* Until its first push a /prs/ path reads as an empty
-		 * repository; the push creates it (decide_push()). */
+		 * repository; the push creates it (relay_git_decide_push()). */
 		snprintf(gr->gr_repo, sizeof(gr->gr_repo), "%s",
 		    stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) ?
 			path :
@@ -1978,7 +1491,7 @@ git_begin(struct relay_conn *c, struct lws *wsi, int method,
 	}
 	/* A POST whose body is empty: no body callbacks will come. */
 	if (gr->gr_has_clen && gr->gr_clen == 0)
-		body_end(gr);
+		relay_git_body_end(gr);
 	return 0;
 }
 

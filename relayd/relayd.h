@@ -26,9 +26,12 @@
  *                background repack of hosted repositories
  * relay_route.c  where a repository's path goes: git endpoints, GRASP-06's
  *                /prs/, pages (pure, relay_proto.h)
- * relay_git.c    git smart HTTP on the relay port: routing, the request
- *                body (read by relayd, chunked or not), the upload-pack
- *                and receive-pack children, the push glue
+ * relay_git.c    git smart HTTP on the relay port: the request, the
+ *                upload-pack and receive-pack children and their pipes,
+ *                the push decision and quotas (relay_git.h: what the
+ *                git files share)
+ * relay_git_body.c the request body: read by relayd, de-chunked,
+ *                inflated, fed to git
  * relay_purg.c   the GRASP-01 purgatory: events held until their git
  *                data arrives; routing of announcements, states, PRs
  *                and deletions; the lookups the purgatory shares

@@ -813,7 +813,10 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 	}
 	T_CHECK(n >= nreq + 2);
 	/* syncd saw all of it: garbage, unasked and forged events, links
-	 * dropped. */
+	 * dropped.  Whether a genuine event of the hostile relay came
+	 * through between its garbage is up to the interleaving (its
+	 * garbage may end every link before an answer): printed, not
+	 * required; the honest relay's events are. */
 	deadline = wsc_now_ms() + 20000;
 	for (seen = 0, last = 0; !seen && !last;) {
 		/* The last look comes after the deadline, and says why. */
@@ -821,7 +824,7 @@ hostile_relay_does_not_stop_honest_sync_or_relayd(void)
 		show = ctl_json(b, "show syncd");
 		c = ctl_by_relay(ctl_view_list(show, "connections"), hurl);
 		seen = c != NULL && ctl_num(c, "malformed") >= 1 &&
-		    ctl_num(c, "stray") >= 1 && ctl_num(c, "events") >= 1 &&
+		    ctl_num(c, "stray") >= 1 &&
 		    ctl_num(c, "failures_total") >= 1;
 		if (seen || last)
 			printf("# hostile relay: %.0f malformed, %.0f unasked, "

@@ -34,8 +34,10 @@ suite.test('prs_push_other_refs_rejected', async (c, server) => {
     const r = c.git.try(ws.dir, 'push', freshPrsUrl(server.httpUrl),
       `HEAD:${ref}`);
     assert.equal(r.ok, false, `push of ${ref} to /prs/ accepted`);
-    // Refused by graspd's checks, not because /prs/ is missing.
-    assert.doesNotMatch(r.stderr.toLowerCase(), /not found|404/,
+    // Refused by graspd's checks, not because /prs/ is missing.  The
+    // URLs git quotes are left out: a port such as 40431 holds "404".
+    const said = r.stderr.replace(/https?:\/\/\S+/g, '<url>').toLowerCase();
+    assert.doesNotMatch(said, /not found|\b404\b/,
       `push of ${ref} failed as if /prs/ did not exist: ${r.stderr}`);
   }
 });

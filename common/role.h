@@ -158,6 +158,7 @@ void role_metric(cJSON *metrics, const char *name, double value);
  * role_metric(metrics, metric, value) when metrics is set.  A role lists
  * such counters once, in one function that its show and its stats call
  * with the other argument NULL.  Exits (fatalx) when out of memory.
+ * counter.h's tables are the newer form of the same (type and help too).
  */
 void role_counter(cJSON *view, cJSON *metrics, const char *name,
     const char *metric, uint64_t value);

@@ -27,11 +27,13 @@
  * a mark whose message was lost).
  */
 #include <nanomsg/nn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "counter.h"
 #include "discoveryd.h"
 #include "eligible.h"
 #include "event.h"
@@ -610,10 +612,54 @@ show_author(const struct discd *dd, const struct disc_author *a, int64_t now,
 	cJSON_AddBoolToObject(o, "fallback", on_fallback(a));
 }
 
-/* Counts for the view and the metrics. */
+/* Counts of the eligible authors, for the view and the metrics. */
 struct disc_counts {
-	size_t with_list, fallback, due, in_round;
+	uint64_t eligible, with_list, fallback, due, in_round;
 };
+
+/* Each once (counter.h), for `graspctl show discoveryd` and the metrics. */
+#define DC(f) offsetof(struct disc_counts, f)
+static const struct counter disc_author_counters[] = {
+	{ "eligible_authors", "graspd_discoveryd_eligible_authors", GAUGE, NULL,
+	    DC(eligible) },
+	{ "authors_with_relay_list",
+	    "graspd_discoveryd_authors_with_relay_list", GAUGE, NULL,
+	    DC(with_list) },
+	{ "fallback_authors", "graspd_discoveryd_fallback_authors", GAUGE, NULL,
+	    DC(fallback) },
+	{ "authors_due", "graspd_discoveryd_authors_due", GAUGE, NULL,
+	    DC(due) },
+	{ "authors_in_round", "graspd_discoveryd_authors_in_round", GAUGE, NULL,
+	    DC(in_round) },
+};
+#undef DC
+
+/* The totals, likewise: show lists them under "totals". */
+#define DD(f) offsetof(struct discd, f)
+static const struct counter disc_total_counters[] = {
+	{ "rounds", "graspd_discoveryd_rounds_total", COUNTER, NULL,
+	    DD(dd_rounds) },
+	{ "batches_ok", "graspd_discoveryd_batches_total{result=\"ok\"}",
+	    COUNTER, NULL, DD(dd_batches_ok) },
+	{ "batches_failed",
+	    "graspd_discoveryd_batches_total{result=\"failed\"}", COUNTER, NULL,
+	    DD(dd_batches_failed) },
+	{ "sources_dialled", "graspd_discoveryd_sources_dialled_total", COUNTER,
+	    NULL, DD(dd_dials) },
+	{ "authors_found", "graspd_discoveryd_authors_found_total", COUNTER,
+	    NULL, DD(dd_found) },
+	{ "authors_missing", "graspd_discoveryd_authors_missing_total", COUNTER,
+	    NULL, DD(dd_missing) },
+	{ "events", "graspd_discoveryd_events_total", COUNTER, NULL,
+	    DD(dd_events) },
+	{ "forged", "graspd_discoveryd_forged_events_total", COUNTER, NULL,
+	    DD(dd_forged) },
+	{ "ingest_dropped", NULL, COUNTER, NULL, DD(dd_ingest_dropped) },
+	{ "reconciles", NULL, COUNTER, NULL, DD(dd_reconciles) },
+	{ "fallback_marks_sent", NULL, COUNTER, NULL, DD(dd_marks_sent) },
+	{ "fallback_marks_unsent", NULL, COUNTER, NULL, DD(dd_marks_unsent) },
+};
+#undef DD
 
 static void
 count(const struct discd *dd, struct disc_counts *c)
@@ -624,6 +670,7 @@ count(const struct discd *dd, struct disc_counts *c)
 	void			 *v;
 
 	memset(c, 0, sizeof(*c));
+	c->eligible = dd->dd_neligible;
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
 		a = v;
 		if (!a->da_eligible)
@@ -635,57 +682,12 @@ count(const struct discd *dd, struct disc_counts *c)
 	}
 }
 
-/*
- * The authors' counts, each named once for `graspctl show discoveryd`
- * (into view) and for the metrics (role_counter()).
- */
-static void
-disc_authors(const struct discd *dd, cJSON *view, cJSON *metrics)
-{
-	struct disc_counts c;
-
-	count(dd, &c);
-	role_counter(view, metrics, "eligible_authors",
-	    "graspd_discoveryd_eligible_authors", dd->dd_neligible);
-	role_counter(view, metrics, "authors_with_relay_list",
-	    "graspd_discoveryd_authors_with_relay_list", c.with_list);
-	role_counter(view, metrics, "fallback_authors",
-	    "graspd_discoveryd_fallback_authors", c.fallback);
-	role_counter(view, metrics, "authors_due",
-	    "graspd_discoveryd_authors_due", c.due);
-	role_counter(view, metrics, "authors_in_round",
-	    "graspd_discoveryd_authors_in_round", c.in_round);
-}
-
-/* The totals show and the metrics share, likewise. */
-static void
-disc_totals(const struct discd *dd, cJSON *tot, cJSON *metrics)
-{
-	role_counter(tot, metrics, "rounds", "graspd_discoveryd_rounds_total",
-	    dd->dd_rounds);
-	role_counter(tot, metrics, "batches_ok",
-	    "graspd_discoveryd_batches_total{result=\"ok\"}",
-	    dd->dd_batches_ok);
-	role_counter(tot, metrics, "batches_failed",
-	    "graspd_discoveryd_batches_total{result=\"failed\"}",
-	    dd->dd_batches_failed);
-	role_counter(tot, metrics, "sources_dialled",
-	    "graspd_discoveryd_sources_dialled_total", dd->dd_dials);
-	role_counter(tot, metrics, "authors_found",
-	    "graspd_discoveryd_authors_found_total", dd->dd_found);
-	role_counter(tot, metrics, "authors_missing",
-	    "graspd_discoveryd_authors_missing_total", dd->dd_missing);
-	role_counter(tot, metrics, "events", "graspd_discoveryd_events_total",
-	    dd->dd_events);
-	role_counter(tot, metrics, "forged",
-	    "graspd_discoveryd_forged_events_total", dd->dd_forged);
-}
-
 static void
 disc_show(struct role_ctx *ctx, cJSON *view)
 {
 	struct discd	    *dd = ctx->r_data;
 	const struct config *cfg = &ctx->r_cfg;
+	struct disc_counts   c;
 	cJSON		    *arr, *o;
 	int64_t		     now = disc_now_ms();
 	size_t		     it, i, listed = 0;
@@ -711,7 +713,9 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 	arr = cJSON_AddArrayToObject(view, "index_sources");
 	for (i = 0; i < dd->dd_nindex; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(dd->dd_index[i]));
-	disc_authors(dd, view, NULL);
+	count(dd, &c);
+	counters_show(view, disc_author_counters,
+	    COUNTERS_N(disc_author_counters), &c);
 	disc_source_show(dd, view);
 	arr = cJSON_AddArrayToObject(view, "authors");
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
@@ -728,14 +732,8 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddBoolToObject(view, "authors_truncated",
 	    listed > DISC_VIEW_MAX_AUTHORS);
 	o = cJSON_AddObjectToObject(view, "totals");
-	disc_totals(dd, o, NULL);
-	cJSON_AddNumberToObject(o, "ingest_dropped",
-	    (double)dd->dd_ingest_dropped);
-	cJSON_AddNumberToObject(o, "reconciles", (double)dd->dd_reconciles);
-	cJSON_AddNumberToObject(o, "fallback_marks_sent",
-	    (double)dd->dd_marks_sent);
-	cJSON_AddNumberToObject(o, "fallback_marks_unsent",
-	    (double)dd->dd_marks_unsent);
+	counters_show(o, disc_total_counters, COUNTERS_N(disc_total_counters),
+	    dd);
 	conn_mgr_show(dd->dd_conns,
 	    cJSON_AddArrayToObject(view, "connections"));
 }
@@ -743,17 +741,21 @@ disc_show(struct role_ctx *ctx, cJSON *view)
 static void
 disc_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	struct discd *dd = ctx->r_data;
+	struct discd	  *dd = ctx->r_data;
+	struct disc_counts c;
 
 	role_metric(metrics, "graspd_discoveryd_enabled", dd->dd_enabled);
 	if (!dd->dd_enabled)
 		return;
-	disc_authors(dd, NULL, metrics);
+	count(dd, &c);
+	counters_metrics(metrics, disc_author_counters,
+	    COUNTERS_N(disc_author_counters), &c, NULL);
 	role_metric(metrics, "graspd_discoveryd_sources",
 	    (double)dd->dd_sources.hm_n);
 	role_metric(metrics, "graspd_discoveryd_batches_in_flight",
 	    dd->dd_batch != NULL);
-	disc_totals(dd, NULL, metrics);
+	counters_metrics(metrics, disc_total_counters,
+	    COUNTERS_N(disc_total_counters), dd, NULL);
 	conn_mgr_stats(dd->dd_conns, metrics);
 }
 

@@ -228,7 +228,6 @@ show_view(void)
 {
 	cJSON		  *view = cJSON_CreateObject(), *arr, *o;
 	struct relay_conn *c;
-	int		   nsubs = 0;
 
 	arr = cJSON_AddArrayToObject(view, "connections");
 	LIST_FOREACH(c, &relayd->conns, rc_entry) {
@@ -238,12 +237,8 @@ show_view(void)
 		cJSON_AddNumberToObject(o, "queued_bytes",
 		    (double)c->rc_out.wq_bytes);
 		cJSON_AddItemToArray(arr, o);
-		nsubs += c->rc_nsubs;
 	}
-	cJSON_AddNumberToObject(view, "connections_open", relayd->nconns);
-	cJSON_AddNumberToObject(view, "subscriptions_open", nsubs);
-	cJSON_AddNumberToObject(view, "events_stored",
-	    (double)store_count(relayd->store));
+	relay_show_counters(view);
 	cJSON_AddStringToObject(view, "listen", relayd->cfg.bind_address);
 	/* Where graspctl export, import and backup find the data (-r). */
 	cJSON_AddStringToObject(view, "relay_data_path",

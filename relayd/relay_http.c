@@ -6,11 +6,13 @@
  * carries the CORS headers GRASP-01 requires.
  */
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "counter.h"
 #include "log.h"
 #include "mem.h"
 #include "relayd.h"
@@ -502,63 +504,106 @@ relay_metric(cJSON *arr, const char *name, double v)
 	cJSON_AddItemToArray(arr, m);
 }
 
+/* relayd's figures, each once (counter.h), in the order /metrics lists
+ * their families. */
+#define ST(f)	    offsetof(struct relay_stats, f)
+#define EVENTS_HELP "Client events by result"
+static const struct counter relay_counters[] = {
+	{ NULL, "graspd_relay_uptime_seconds", GAUGE, NULL, ST(uptime) },
+	{ "connections_open", "graspd_relay_connections_active", GAUGE, NULL,
+	    ST(connections_open) },
+	{ "subscriptions_open", NULL, GAUGE, NULL, ST(subscriptions_open) },
+	{ NULL, "graspd_relay_connections_total", COUNTER, NULL,
+	    ST(connections_total) },
+	{ NULL, "graspd_relay_connections_refused_total{reason=\"per_ip\"}",
+	    COUNTER, NULL, ST(connections_refused_ip) },
+	{ NULL,
+	    "graspd_relay_connections_refused_total{reason=\"pending_per_ip\"}",
+	    COUNTER, NULL, ST(connections_refused_pending) },
+	{ NULL,
+	    "graspd_relay_connections_refused_total{reason=\"proxy_header\"}",
+	    COUNTER, NULL, ST(connections_refused_proxy) },
+	{ NULL,
+	    "graspd_relay_requests_refused_total{reason=\"x_forwarded_for\"}",
+	    COUNTER, NULL, ST(requests_refused_xff) },
+	{ NULL, "graspd_relay_websockets_closed_total{reason=\"unmasked\"}",
+	    COUNTER, NULL, ST(ws_closed_unmasked) },
+	{ NULL,
+	    "graspd_relay_websockets_closed_total{reason=\"frame_timeout\"}",
+	    COUNTER, NULL, ST(ws_closed_slow_frame) },
+	{ NULL, "graspd_relay_messages_received_total{type=\"EVENT\"}", COUNTER,
+	    NULL, ST(msgs_in_event) },
+	{ NULL, "graspd_relay_messages_received_total{type=\"REQ\"}", COUNTER,
+	    NULL, ST(msgs_in_req) },
+	{ NULL, "graspd_relay_messages_received_total{type=\"CLOSE\"}", COUNTER,
+	    NULL, ST(msgs_in_close) },
+	{ NULL, "graspd_relay_messages_received_total{type=\"NEG\"}", COUNTER,
+	    NULL, ST(msgs_in_neg) },
+	{ NULL, "graspd_relay_messages_received_total{type=\"AUTH\"}", COUNTER,
+	    NULL, ST(msgs_in_auth) },
+	{ NULL, "graspd_relay_messages_received_total{type=\"other\"}", COUNTER,
+	    NULL, ST(msgs_in_other) },
+	{ NULL, "graspd_relay_auth_total{result=\"accepted\"}", COUNTER, NULL,
+	    ST(auth[1]) },
+	{ NULL, "graspd_relay_auth_total{result=\"refused\"}", COUNTER, NULL,
+	    ST(auth[0]) },
+	{ NULL, "graspd_relay_events_total{result=\"accepted\"}", COUNTER,
+	    EVENTS_HELP, ST(events_accepted) },
+	{ NULL, "graspd_relay_events_total{result=\"duplicate\"}", COUNTER,
+	    EVENTS_HELP, ST(events_duplicate) },
+	{ NULL, "graspd_relay_events_total{result=\"refused\"}", COUNTER,
+	    EVENTS_HELP, ST(events_refused) },
+	{ NULL, "graspd_relay_events_total{result=\"invalid\"}", COUNTER,
+	    EVENTS_HELP, ST(events_invalid) },
+	{ NULL, "graspd_relay_events_total{result=\"ephemeral\"}", COUNTER,
+	    EVENTS_HELP, ST(events_ephemeral) },
+	{ "events_stored", "graspd_relay_events_stored", GAUGE,
+	    "Events in the database", ST(events_stored) },
+	{ NULL, "graspd_relay_commits_total", COUNTER, NULL, ST(commits) },
+	{ NULL, "graspd_relay_committed_events_total", COUNTER, NULL,
+	    ST(committed_events) },
+	{ NULL, "graspd_relay_http_requests_total", COUNTER, NULL,
+	    ST(http_requests) },
+};
+#undef EVENTS_HELP
+#undef ST
+
+/* The gauges of relayd->stats as they are now. */
+static struct relay_stats *
+stats_now(void)
+{
+	struct relay_stats *st = &relayd->stats;
+	struct relay_conn  *c;
+
+	st->uptime = (uint64_t)(time(NULL) - relayd->started);
+	st->connections_open = (uint64_t)relayd->nconns;
+	st->subscriptions_open = 0;
+	LIST_FOREACH(c, &relayd->conns, rc_entry)
+		st->subscriptions_open += (uint64_t)c->rc_nsubs;
+	st->events_stored = (uint64_t)store_count(relayd->store);
+	return st;
+}
+
+void
+relay_show_counters(cJSON *view)
+{
+	counters_show(view, relay_counters, COUNTERS_N(relay_counters),
+	    stats_now());
+}
+
 cJSON *
 relay_own_metrics(void)
 {
-	const struct relay_stats *st = &relayd->stats;
+	const struct relay_stats *st = stats_now();
 	cJSON			 *a = cJSON_CreateArray();
 	char			  name[128];
 	unsigned		  r;
 
-	relay_metric(a, "graspd_relay_uptime_seconds",
-	    (double)(time(NULL) - relayd->started));
-	relay_metric(a, "graspd_relay_connections_active", relayd->nconns);
-	relay_metric(a, "graspd_relay_connections_total",
-	    (double)st->connections_total);
-	relay_metric(a,
-	    "graspd_relay_connections_refused_total{reason=\"per_ip\"}",
-	    (double)st->connections_refused_ip);
-	relay_metric(a,
-	    "graspd_relay_connections_refused_total{reason=\"pending_per_ip\"}",
-	    (double)st->connections_refused_pending);
-	relay_metric(a,
-	    "graspd_relay_connections_refused_total{reason=\"proxy_header\"}",
-	    (double)st->connections_refused_proxy);
-	relay_metric(a,
-	    "graspd_relay_requests_refused_total{reason=\"x_forwarded_for\"}",
-	    (double)st->requests_refused_xff);
-	relay_metric(a,
-	    "graspd_relay_websockets_closed_total{reason=\"unmasked\"}",
-	    (double)st->ws_closed_unmasked);
-	relay_metric(a,
-	    "graspd_relay_websockets_closed_total{reason=\"frame_timeout\"}",
-	    (double)st->ws_closed_slow_frame);
-	relay_metric(a, "graspd_relay_messages_received_total{type=\"EVENT\"}",
-	    (double)st->msgs_in_event);
-	relay_metric(a, "graspd_relay_messages_received_total{type=\"REQ\"}",
-	    (double)st->msgs_in_req);
-	relay_metric(a, "graspd_relay_messages_received_total{type=\"CLOSE\"}",
-	    (double)st->msgs_in_close);
-	relay_metric(a, "graspd_relay_messages_received_total{type=\"NEG\"}",
-	    (double)st->msgs_in_neg);
-	relay_metric(a, "graspd_relay_messages_received_total{type=\"AUTH\"}",
-	    (double)st->msgs_in_auth);
-	relay_metric(a, "graspd_relay_auth_total{result=\"accepted\"}",
-	    (double)st->auth[1]);
-	relay_metric(a, "graspd_relay_auth_total{result=\"refused\"}",
-	    (double)st->auth[0]);
-	relay_metric(a, "graspd_relay_messages_received_total{type=\"other\"}",
-	    (double)st->msgs_in_other);
-	relay_metric(a, "graspd_relay_events_total{result=\"accepted\"}",
-	    (double)st->events_accepted);
-	relay_metric(a, "graspd_relay_events_total{result=\"duplicate\"}",
-	    (double)st->events_duplicate);
-	relay_metric(a, "graspd_relay_events_total{result=\"refused\"}",
-	    (double)st->events_refused);
-	relay_metric(a, "graspd_relay_events_total{result=\"invalid\"}",
-	    (double)st->events_invalid);
-	relay_metric(a, "graspd_relay_events_total{result=\"ephemeral\"}",
-	    (double)st->events_ephemeral);
+	if (a == NULL)
+		fatalx("relay_own_metrics: out of memory");
+	counters_metrics(a, relay_counters, COUNTERS_N(relay_counters), st,
+	    NULL);
+	/* By origin, only those that ingested. */
 	for (r = 0; r < ROLE_COUNT; r++) {
 		if (st->ingested[r] == 0)
 			continue;
@@ -568,13 +613,6 @@ relay_own_metrics(void)
 		    role_name(r));
 		relay_metric(a, name, (double)st->ingested[r]);
 	}
-	relay_metric(a, "graspd_relay_events_stored",
-	    (double)store_count(relayd->store));
-	relay_metric(a, "graspd_relay_commits_total", (double)st->commits);
-	relay_metric(a, "graspd_relay_committed_events_total",
-	    (double)st->committed_events);
-	relay_metric(a, "graspd_relay_http_requests_total",
-	    (double)st->http_requests);
 	relay_git_metrics(a);
 	relay_job_metrics(a);
 	relay_disk_metrics(a);

@@ -19,21 +19,13 @@
 static const double hist_le[RELAY_HIST_BUCKETS] = { 0.001, 0.005, 0.01, 0.025,
 	0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
 
-/* Families whose meaning a derived help would not say. */
+/* Families whose meaning a derived help would not say, for samples
+ * that bring no help of their own (counters_metrics() rows do). */
 static const struct {
 	const char *name;
 	const char *help;
 } helps[] = {
 	{ "graspd_build_info", "graspd's version, value 1" },
-	{ "graspd_uptime_seconds", "Seconds the supervisor has run" },
-	{ "graspd_role_up", "1 if the supervisor has the role running" },
-	{ "graspd_role_failed",
-	    "1 if the supervisor gave up on the role "
-	    "(failed state)" },
-	{ "graspd_role_stopped",
-	    "1 if the role is stopped on request "
-	    "(graspctl stop)" },
-	{ "graspd_role_restarts_total", "Starts of the role after its first" },
 	{ "graspd_role_ready",
 	    "1 if the role reported itself ready in its "
 	    "last stats snapshot, 0 when none came for three periods" },
@@ -55,8 +47,6 @@ static const struct {
 	    "Seconds background repacks took, all together" },
 	{ "graspd_git_maintenance_waiting",
 	    "Repositories with pushes not yet repacked" },
-	{ "graspd_relay_events_total", "Client events by result" },
-	{ "graspd_relay_events_stored", "Events in the database" },
 };
 
 void
@@ -79,20 +69,24 @@ family_len(const char *name)
 	return strcspn(name, "{");
 }
 
-/* "# HELP" and "# TYPE" of the family of len bytes at name. */
+/*
+ * "# HELP" and "# TYPE" of the family of len bytes at name; help NULL:
+ * from helps[], or else made from the name.
+ */
 static void
-family_head(struct buf *b, const char *name, size_t len, const char *type)
+family_head(struct buf *b, const char *name, size_t len, const char *type,
+    const char *help)
 {
 	const char *p, *role_end;
 	size_t	    i;
 
 	buf_printf(b, "# HELP %.*s ", (int)len, name);
-	for (i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
+	for (i = 0; help == NULL && i < sizeof(helps) / sizeof(helps[0]); i++)
 		if (strlen(helps[i].name) == len &&
 		    memcmp(helps[i].name, name, len) == 0)
-			break;
-	if (i < sizeof(helps) / sizeof(helps[0]))
-		buf_adds(b, helps[i].help);
+			help = helps[i].help;
+	if (help != NULL)
+		buf_adds(b, help);
 	else {
 		/* graspd_syncd_git_fetches_total: "syncd git fetches". */
 		p = name + (strncmp(name, "graspd_", 7) == 0 ? 7 : 0);
@@ -178,10 +172,28 @@ stale_ready_samples(struct buf *b, const struct sample_src *src, int n,
 		    r == ROLE_GRASPCTL || has_source(src, n, role_name(r)))
 			continue;
 		if (head)
-			family_head(b, "graspd_role_ready", 17, "gauge");
+			family_head(b, "graspd_role_ready", 17, "gauge", NULL);
 		head = 0;
 		sample(b, "graspd_role_ready", role_name(r), 0);
 	}
+}
+
+/*
+ * The TYPE of the sample m, whose family is fl bytes long: its own
+ * (counters_metrics()), or by the name: a family ending in "_total" is a
+ * counter.
+ */
+static const char *
+sample_type(const cJSON *m, size_t fl)
+{
+	const char *name = cJSON_GetArrayItem(m, 0)->valuestring;
+	const char *type = cJSON_GetStringValue(cJSON_GetArrayItem(m, 2));
+
+	if (type != NULL &&
+	    (strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0))
+		return type;
+	return fl > 6 && strncmp(name + fl - 6, "_total", 6) == 0 ? "counter" :
+								    "gauge";
 }
 
 /*
@@ -219,12 +231,8 @@ write_samples(struct buf *b, const struct sample_src *src, int n)
 				}
 			if (seen)
 				continue;
-			family_head(b, nm->valuestring, fl,
-			    fl > 6 &&
-				    strncmp(nm->valuestring + fl - 6, "_total",
-					6) == 0 ?
-				"counter" :
-				"gauge");
+			family_head(b, nm->valuestring, fl, sample_type(m, fl),
+			    cJSON_GetStringValue(cJSON_GetArrayItem(m, 3)));
 			for (j = i; j < n; j++)
 				cJSON_ArrayForEach(m2, src[j].ss_metrics) {
 					nm2 = cJSON_GetArrayItem(m2, 0);
@@ -260,7 +268,7 @@ write_hist(struct buf *b, const char *family, const char *label,
 	int	    i;
 
 	if (head)
-		family_head(b, family, strlen(family), "histogram");
+		family_head(b, family, strlen(family), "histogram", NULL);
 	for (i = 0; i < RELAY_HIST_BUCKETS; i++)
 		buf_printf(b, "%s_bucket{role=\"relayd\",%s%sle=\"%g\"} %llu\n",
 		    family, label, sep, hist_le[i],
@@ -286,7 +294,7 @@ relay_metrics_text(size_t *len)
 	int			  n, i;
 
 	n = gather(src, own, relay_now_ms());
-	family_head(&b, "graspd_build_info", 17, "gauge");
+	family_head(&b, "graspd_build_info", 17, "gauge", NULL);
 	buf_printf(&b, "graspd_build_info{version=\"%s\"} 1\n", GRASPD_VERSION);
 	write_samples(&b, src, n);
 	cJSON_Delete(own);

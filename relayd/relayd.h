@@ -526,6 +526,8 @@ enum git_early {
 };
 
 struct relay_stats {
+	/* Gauges, read when asked (relay_own_metrics(), relay_show_counters()) */
+	uint64_t uptime, connections_open, subscriptions_open, events_stored;
 	uint64_t connections_total;
 	uint64_t connections_refused_ip;      /* over the per-IP cap */
 	uint64_t connections_refused_pending; /* max_pending_per_ip */
@@ -899,8 +901,16 @@ int relay_http_respond_hdrs(struct relay_conn *, struct lws *, unsigned status,
 int relay_http_too_many(struct relay_conn *, struct lws *, int retry_s,
     const char *text);
 int relay_nip11_build(void);
-/* relayd's own counters as [["name{labels}",value],...]; caller frees. */
+/*
+ * relayd's own counters as [["name{labels}",value,...],...] (counter.h);
+ * the caller frees.  Exits (fatalx) when out of memory.
+ */
 cJSON *relay_own_metrics(void);
+/*
+ * Adds the figures of relay_own_metrics() that `graspctl show relayd`
+ * lists to view.  Exits (fatalx) when out of memory.
+ */
+void   relay_show_counters(cJSON *view);
 /* Appends ["name{labels}",v] to such an array. */
 void   relay_metric(cJSON *arr, const char *name, double v);
 

@@ -76,8 +76,7 @@ role_json(const struct sup_role *r)
 		add_num(o, "pid", r->rl_pid);
 	else
 		add(o, "pid", cJSON_CreateNull());
-	add_num(o, "uptime", (long)sup_role_uptime(r));
-	add_num(o, "restarts", sup_role_restarts(r));
+	sup_stats_role_show(r, o);
 	sup_policy_exit_text(r->rl_last_status, last, sizeof(last));
 	add_str(o, "last_exit", last);
 	add_str(o, "reason", r->rl_reason);
@@ -92,7 +91,7 @@ ctl_status(void *arg, int argc, const char **argv, cJSON *reply, char *err,
 	int    i;
 
 	add_num(reply, "pid", getpid());
-	add_num(reply, "uptime", (long)(sup_now() - sv->sv_started));
+	sup_stats_show(reply);
 	roles = add(reply, "roles", cJSON_CreateArray());
 	for (i = 0; i < SUP_NROLES; i++)
 		if (!cJSON_AddItemToArray(roles, role_json(&sv->sv_roles[i])))
@@ -112,7 +111,7 @@ ctl_show(void *arg, int argc, const char **argv, cJSON *reply, char *err,
 
 	view = add(reply, "view", cJSON_CreateObject());
 	add_num(view, "pid", getpid());
-	add_num(view, "uptime", (long)(sup_now() - sv->sv_started));
+	sup_stats_show(view);
 	add_str(view, "configuration",
 	    sv->sv_conffile ? sv->sv_conffile : "defaults and environment");
 	add_str(view, "run_path", sv->sv_cfg.run_path);

@@ -9,11 +9,13 @@
 #include <event2/event.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "counter.h"
 #include "log.h"
 #include "msg.h"
 #include "role.h"
@@ -22,39 +24,97 @@
 static int	     stats_sock = -1; /* nanomsg PUSH */
 static struct event *stats_ev;
 
-/* role_metric() with the label role="role" when role is not NULL. */
-static void
-metric(cJSON *metrics, const char *name, const char *role, double v)
-{
-	char key[128];
+/* The supervisor's figures and a role's, as they are now. */
+struct sup_figures {
+	uint64_t uptime;
+};
+struct sup_role_figures {
+	uint64_t uptime, up, failed, stopped, restarts;
+};
 
-	if (role != NULL)
-		snprintf(key, sizeof(key), "%s{role=\"%s\"}", name, role);
-	else
-		snprintf(key, sizeof(key), "%s", name);
-	role_metric(metrics, key, v);
+/* Each figure once (counter.h): `graspctl show graspd` and status, and
+ * the metrics. */
+static const struct counter sup_counters[] = {
+	{ "uptime", "graspd_uptime_seconds", GAUGE,
+	    "Seconds the supervisor has run",
+	    offsetof(struct sup_figures, uptime) },
+};
+
+/* A role's: its samples carry the label role="name". */
+#define RF(f) offsetof(struct sup_role_figures, f)
+static const struct counter sup_role_counters[] = {
+	{ "uptime", NULL, GAUGE, NULL, RF(uptime) },
+	{ NULL, "graspd_role_up", GAUGE,
+	    "1 if the supervisor has the role running", RF(up) },
+	{ NULL, "graspd_role_failed", GAUGE,
+	    "1 if the supervisor gave up on the role (failed state)",
+	    RF(failed) },
+	/* relayd's NIP-11 reads it: GRASP-03 is effective only while
+	 * syncd runs. */
+	{ NULL, "graspd_role_stopped", GAUGE,
+	    "1 if the role is stopped on request (graspctl stop)",
+	    RF(stopped) },
+	{ "restarts", "graspd_role_restarts_total", COUNTER,
+	    "Starts of the role after its first", RF(restarts) },
+};
+#undef RF
+
+static void
+figures(struct sup_figures *f)
+{
+	double up = sup_now() - sv->sv_started;
+
+	f->uptime = up > 0 ? (uint64_t)up : 0;
+}
+
+static void
+role_figures(const struct sup_role *r, struct sup_role_figures *f)
+{
+	double up = sup_role_uptime(r);
+
+	f->uptime = up > 0 ? (uint64_t)up : 0;
+	f->up = r->rl_state == SUP_RUNNING;
+	f->failed = r->rl_state == SUP_FAILED;
+	f->stopped = r->rl_state == SUP_STOPPED;
+	f->restarts = sup_role_restarts(r);
+}
+
+void
+sup_stats_show(cJSON *obj)
+{
+	struct sup_figures f;
+
+	figures(&f);
+	counters_show(obj, sup_counters, COUNTERS_N(sup_counters), &f);
+}
+
+void
+sup_stats_role_show(const struct sup_role *r, cJSON *obj)
+{
+	struct sup_role_figures f;
+
+	role_figures(r, &f);
+	counters_show(obj, sup_role_counters, COUNTERS_N(sup_role_counters),
+	    &f);
 }
 
 void
 sup_stats_metrics(cJSON *metrics)
 {
-	const struct sup_role *r;
-	int		       i;
+	struct sup_figures	f;
+	struct sup_role_figures rf;
+	char			label[64];
+	int			i;
 
-	metric(metrics, "graspd_uptime_seconds", NULL,
-	    (long)(sup_now() - sv->sv_started));
+	figures(&f);
+	counters_metrics(metrics, sup_counters, COUNTERS_N(sup_counters), &f,
+	    NULL);
 	for (i = 0; i < SUP_NROLES; i++) {
-		r = &sv->sv_roles[i];
-		metric(metrics, "graspd_role_up", r->rl_name,
-		    r->rl_state == SUP_RUNNING);
-		metric(metrics, "graspd_role_failed", r->rl_name,
-		    r->rl_state == SUP_FAILED);
-		/* relayd's NIP-11 reads it: GRASP-03 is effective only
-		 * while syncd runs. */
-		metric(metrics, "graspd_role_stopped", r->rl_name,
-		    r->rl_state == SUP_STOPPED);
-		metric(metrics, "graspd_role_restarts_total", r->rl_name,
-		    sup_role_restarts(r));
+		role_figures(&sv->sv_roles[i], &rf);
+		snprintf(label, sizeof(label), "role=\"%s\"",
+		    sv->sv_roles[i].rl_name);
+		counters_metrics(metrics, sup_role_counters,
+		    COUNTERS_N(sup_role_counters), &rf, label);
 	}
 }
 

@@ -348,8 +348,15 @@ int  sup_control_open(char *err, size_t errlen);
 void sup_control_close(void);
 
 /* sup_stats.c */
-/* Appends the supervisor's [name, value] samples to the array metrics. */
+/*
+ * Appends the supervisor's samples (counter.h) to the array metrics.
+ * Exits (fatalx) when out of memory.
+ */
 void	    sup_stats_metrics(cJSON *metrics);
+/* Adds the supervisor's figures that show and status list to obj. */
+void	    sup_stats_show(cJSON *obj);
+/* Adds the figures of role r that status lists to obj. */
+void	    sup_stats_role_show(const struct sup_role *r, cJSON *obj);
 /*
  * Connects the stats push to relayd's stats channel and sends a snapshot
  * now and every ROLE_STATS_PERIOD.  0, or -1 with the reason in err.

@@ -632,22 +632,20 @@ relay_web_not_found(struct relay_conn *c, struct lws *wsi, const char *uri,
  * as the git pages (relay_web_git.c) do.
  */
 struct relay_webreq {
-	struct relay_conn *wr_conn; /* NULL once it closed */
-	struct lws	  *wr_wsi;
-	uint8_t		   wr_owner[PUBKEY_LEN];
-	char		   wr_npub[NIP19_MAX_LEN + 1];
-	char		  *wr_d;
-	char		   wr_repo[4096];
-	int		   wr_hosted; /* relay_purg_hosted() */
-	pid_t		   wr_pid[2]; /* running children, or -1 */
-	FILE		  *wr_out[2]; /* their output */
-	FILE		  *wr_readme; /* the README's text */
-	char		   wr_readme_name[32];
-	char		  *wr_body; /* the page, when rendered */
-	size_t		   wr_len;
-	/* Its place under max_git_requests_per_ip while git runs. */
-	struct relay_addr *wr_addr;
-	int		   wr_placed;
+	struct relay_conn     *wr_conn; /* NULL once it closed */
+	struct lws	      *wr_wsi;
+	uint8_t		       wr_owner[PUBKEY_LEN];
+	char		       wr_npub[NIP19_MAX_LEN + 1];
+	char		      *wr_d;
+	char		       wr_repo[4096];
+	int		       wr_hosted; /* relay_purg_hosted() */
+	pid_t		       wr_pid[2]; /* running children, or -1 */
+	FILE		      *wr_out[2]; /* their output */
+	FILE		      *wr_readme; /* the README's text */
+	char		       wr_readme_name[32];
+	char		      *wr_body; /* the page, when rendered */
+	size_t		       wr_len;
+	struct relay_web_place wr_place;
 };
 
 /* The files a README may be in, by preference. */
@@ -770,9 +768,7 @@ web_child_done(pid_t pid, int status, int killed, void *arg)
 	if (wr->wr_pid[WR_LOG] != -1 || wr->wr_pid[WR_CHECK] != -1)
 		return;
 	/* git is done: the place goes back before the page is sent. */
-	if (wr->wr_placed)
-		relay_addr_git_end(wr->wr_addr);
-	wr->wr_placed = 0;
+	relay_web_place_give(&wr->wr_place);
 	if (wr->wr_conn == NULL) {
 		/* The client left; nobody waits for the page. */
 		relay_web_free(wr);
@@ -1121,8 +1117,7 @@ relay_web_free(struct relay_webreq *wr)
 
 	if (wr == NULL)
 		return;
-	if (wr->wr_placed)
-		relay_addr_git_end(wr->wr_addr);
+	relay_web_place_give(&wr->wr_place);
 	for (i = 0; i < 2; i++) {
 		if (wr->wr_pid[i] != -1)
 			child_abandon(wr->wr_pid[i]);
@@ -1134,6 +1129,38 @@ relay_web_free(struct relay_webreq *wr)
 	free(wr->wr_d);
 	free(wr->wr_body);
 	free(wr);
+}
+
+int
+relay_web_place_take(struct relay_conn *c, struct lws *wsi, int hosted,
+    const uint8_t owner[PUBKEY_LEN], const char *d, struct relay_web_place *wp,
+    int *rc)
+{
+	wp->wp_addr = NULL;
+	wp->wp_placed = 0;
+	if (hosted == 0 || !relay_repo_exists(owner, d)) {
+		*rc = relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND,
+		    "No such repository",
+		    "This server hosts no repository at this address. <a href="
+		    "\"/\">See the ones it hosts.</a>");
+		return 0;
+	}
+	/* Its git children count as the address's git requests. */
+	if (!relay_addr_git_begin(wsi, &wp->wp_addr)) {
+		*rc = relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
+		    RELAY_WEB_GIT_TOO_MANY);
+		return 0;
+	}
+	wp->wp_placed = 1;
+	return 1;
+}
+
+void
+relay_web_place_give(struct relay_web_place *wp)
+{
+	if (wp->wp_placed)
+		relay_addr_git_end(wp->wp_addr);
+	wp->wp_placed = 0;
 }
 
 void
@@ -1180,25 +1207,17 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	static const char *const check_args[] = { "cat-file", "--batch-check",
 		NULL };
 	struct relay_webreq	*wr;
-	struct relay_addr	*ga;
+	struct relay_web_place	 place;
 	FILE			*in;
 	size_t			 i;
-	int			 hosted = relay_purg_hosted(owner, d);
+	int			 hosted = relay_purg_hosted(owner, d), rc;
 
-	if (hosted == 0 || !relay_repo_exists(owner, d))
-		return relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND,
-		    "No such repository",
-		    "This server hosts no repository at this address. <a href="
-		    "\"/\">See the ones it hosts.</a>");
-	/* Its git children count as the address's git requests. */
-	if (!relay_addr_git_begin(wsi, &ga))
-		return relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
-		    RELAY_WEB_GIT_TOO_MANY);
+	if (!relay_web_place_take(c, wsi, hosted, owner, d, &place, &rc))
+		return rc;
 	if ((wr = calloc(1, sizeof(*wr))) == NULL ||
 	    (wr->wr_d = strdup(d)) == NULL)
 		fatal("relay_web_repo");
-	wr->wr_addr = ga;
-	wr->wr_placed = 1;
+	wr->wr_place = place;
 	wr->wr_conn = c;
 	wr->wr_wsi = wsi;
 	wr->wr_hosted = hosted;

@@ -57,41 +57,39 @@ enum wg_kind {
 };
 
 struct relay_webgit {
-	struct relay_conn *wg_conn;
-	struct lws	  *wg_wsi;
-	enum wg_kind	   wg_kind;
-	int		   wg_step;
-	uint8_t		   wg_owner[PUBKEY_LEN];
-	char		   wg_npub[NIP19_MAX_LEN + 1];
-	char		  *wg_d;
-	char		   wg_repo[PATH_MAX];
-	char		  *wg_ref;		    /* as the URL names it */
-	char		  *wg_path;		    /* "" at the top */
-	char		   wg_oid[GIT_OID_HEX + 1]; /* wg_ref's object */
+	struct relay_conn     *wg_conn;
+	struct lws	      *wg_wsi;
+	enum wg_kind	       wg_kind;
+	int		       wg_step;
+	uint8_t		       wg_owner[PUBKEY_LEN];
+	char		       wg_npub[NIP19_MAX_LEN + 1];
+	char		      *wg_d;
+	char		       wg_repo[PATH_MAX];
+	char		      *wg_ref;	/* as the URL names it */
+	char		      *wg_path; /* "" at the top */
+	char		       wg_oid[GIT_OID_HEX + 1]; /* wg_ref's object */
 	/* A PR: its event id, the default branch and the merge base. */
-	char		   wg_pr[65];
-	char		  *wg_base_name;
-	char		   wg_base[GIT_OID_HEX + 1];
-	char		   wg_mb[GIT_OID_HEX + 1];
-	unsigned long long wg_size; /* a file's */
+	char		       wg_pr[65];
+	char		      *wg_base_name;
+	char		       wg_base[GIT_OID_HEX + 1];
+	char		       wg_mb[GIT_OID_HEX + 1];
+	unsigned long long     wg_size; /* a file's */
 	/* The children of the step running, and what they did. */
-	pid_t		   wg_pid[WG_CHILDREN];
-	int		   wg_is_git[WG_CHILDREN];
-	int		   wg_git_status[2]; /* per output slot */
-	int		   wg_killed;
-	FILE		  *wg_out[2];
-	size_t		   wg_cap[2];
+	pid_t		       wg_pid[WG_CHILDREN];
+	int		       wg_is_git[WG_CHILDREN];
+	int		       wg_git_status[2]; /* per output slot */
+	int		       wg_killed;
+	FILE		      *wg_out[2];
+	size_t		       wg_cap[2];
 	/* The answer, once rendered. */
-	unsigned	   wg_code;
-	const char	  *wg_title; /* an error page's, static */
-	char		  *wg_type;
-	char		  *wg_disp; /* Content-Disposition, raw files */
-	char		  *wg_body;
-	size_t		   wg_len;
-	int		   wg_done;
-	/* Its place under max_git_requests_per_ip while git runs. */
-	struct relay_addr *wg_addr;
-	int		   wg_placed;
+	unsigned	       wg_code;
+	const char	      *wg_title; /* an error page's, static */
+	char		      *wg_type;
+	char		      *wg_disp; /* Content-Disposition, raw files */
+	char		      *wg_body;
+	size_t		       wg_len;
+	int		       wg_done;
+	struct relay_web_place wg_place;
 };
 
 static void wg_child_done(pid_t, int, int, void *);
@@ -104,8 +102,7 @@ relay_web_git_free(struct relay_webgit *wg)
 
 	if (wg == NULL)
 		return;
-	if (wg->wg_placed)
-		relay_addr_git_end(wg->wg_addr);
+	relay_web_place_give(&wg->wg_place);
 	for (i = 0; i < WG_CHILDREN; i++)
 		if (wg->wg_pid[i] != -1)
 			child_abandon(wg->wg_pid[i]);
@@ -380,9 +377,7 @@ answer(struct relay_webgit *wg, unsigned code, char *body, size_t len)
 	wg->wg_len = len;
 	wg->wg_done = 1;
 	/* git is done: the place goes back before the page is sent. */
-	if (wg->wg_placed)
-		relay_addr_git_end(wg->wg_addr);
-	wg->wg_placed = 0;
+	relay_web_place_give(&wg->wg_place);
 	if (wg->wg_conn != NULL)
 		lws_callback_on_writable(wg->wg_wsi);
 }
@@ -1234,13 +1229,13 @@ int
 relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
     const uint8_t owner[PUBKEY_LEN], const char *d, const char *rest, size_t n)
 {
-	struct relay_webgit *wg;
-	struct relay_refs    r;
-	struct relay_addr   *ga;
-	const char	    *why = NULL;
-	size_t		     i, k = 0;
-	unsigned	     code = 0;
-	int		     kind;
+	struct relay_webgit   *wg;
+	struct relay_refs      r;
+	struct relay_web_place place;
+	const char	      *why = NULL;
+	size_t		       i, k = 0;
+	unsigned	       code = 0;
+	int		       kind, rc;
 
 	if ((n == 5 || n == 6) && memcmp(rest, "/tree/", n) == 0) {
 		/* The tree at HEAD, as the repository page's link has it. */
@@ -1257,15 +1252,9 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 		return relay_html_message(c, wsi,
 		    HTTP_STATUS_METHOD_NOT_ALLOWED, "Method not allowed",
 		    "These pages answer GET and HEAD.");
-	if (relay_purg_hosted(owner, d) == 0 || !relay_repo_exists(owner, d))
-		return relay_html_message(c, wsi, HTTP_STATUS_NOT_FOUND,
-		    "No such repository",
-		    "This server hosts no repository at this address. <a href="
-		    "\"/\">See the ones it hosts.</a>");
-	/* Its git children count as the address's git requests. */
-	if (!relay_addr_git_begin(wsi, &ga))
-		return relay_http_too_many(c, wsi, RELAY_GIT_RETRY_AFTER_S,
-		    RELAY_WEB_GIT_TOO_MANY);
+	if (!relay_web_place_take(c, wsi, relay_purg_hosted(owner, d), owner, d,
+		&place, &rc))
+		return rc;
 	if ((wg = calloc(1, sizeof(*wg))) == NULL ||
 	    (wg->wg_d = strdup(d)) == NULL)
 		fatal("relay_web_git");
@@ -1274,8 +1263,7 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 	wg->wg_conn = c;
 	wg->wg_wsi = wsi;
 	wg->wg_kind = (enum wg_kind)kind;
-	wg->wg_addr = ga;
-	wg->wg_placed = 1;
+	wg->wg_place = place;
 	memcpy(wg->wg_owner, owner, 32);
 	snprintf(wg->wg_npub, sizeof(wg->wg_npub), "%s", npub);
 	relay_repo_path(owner, d, wg->wg_repo, sizeof(wg->wg_repo));

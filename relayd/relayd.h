@@ -947,6 +947,28 @@ int   relay_web_writeable(struct relay_conn *, struct lws *);
 void  relay_web_close(struct relay_conn *);
 /* Frees a page request (its children are killed). */
 void  relay_web_free(struct relay_webreq *);
+/*
+ * A page that runs git (the repository page, relay_web_git.c's pages)
+ * holds a place of its address under max_git_requests_per_ip while git
+ * runs, as a clone does.
+ */
+struct relay_web_place {
+	struct relay_addr *wp_addr;
+	int		   wp_placed;
+};
+/*
+ * Takes the place for a page of the repository (owner, d), hosted as
+ * relay_purg_hosted() says: 1 with the place in *wp; 0 after answering
+ * 404 (not hosted, or no repository on disk) or 429 (the address has
+ * max_git_requests_per_ip in progress), the callback result in *rc.
+ * Exits only if memory runs out.
+ */
+int  relay_web_place_take(struct relay_conn *, struct lws *, int hosted,
+     const uint8_t owner[PUBKEY_LEN], const char *d, struct relay_web_place *wp,
+     int *rc);
+/* Gives the place back when git is done or the page goes; again is a
+ * no-op.  Never exits. */
+void relay_web_place_give(struct relay_web_place *);
 
 /* relay_web_thread.c: the thread pages. */
 /*

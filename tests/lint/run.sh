@@ -11,6 +11,9 @@
 #   filemap   every .c of a program's folder is named in the file map at
 #             the top of that folder's header, and every name in a map is
 #             a file
+#   funclen   no function of the programs (tests/ aside) passes
+#             FUNC_MAX lines from its "{" to its "}" at column 0, but
+#             the parsers named in FUNC_LONG
 #   install   make install into a DESTDIR gives a setup graspd accepts,
 #             keeps an operator's file, creates no user; make uninstall
 #             removes what it put there and nothing else
@@ -131,6 +134,37 @@ check_filemap() {
 	verdict filemap "$tmp/filemap"
 }
 
+# Ours (issue 42): a function a newcomer reads on two screens.  The
+# parsers stay whole: each is one state machine over its input.
+FUNC_MAX=100
+FUNC_LONG='common/relayurl.c:canon common/filter.c:filter_parse
+common/json.c:parse_string common/negentropy.c:reconcile
+common/wsclient.c:http_request'
+
+# The C files of the programs: git's list, or a find where the tree is
+# not a checkout.
+program_c_files() {
+	{ git ls-files '*.c' 2>/dev/null ||
+	    find . -path ./build -prune -o -name '*.c' -print; } |
+	    sed 's|^\./||' | grep -v '^tests/'
+}
+
+check_funclen() {
+	# shellcheck disable=SC2016 # awk's own $0, not the shell's
+	program_c_files | xargs awk -v max="$FUNC_MAX" -v long="$FUNC_LONG" '
+	BEGIN { n = split(long, l, /[ \n]+/); for (i = 1; i <= n; i++) ok[l[i]] = 1 }
+	FNR == 1 { inb = 0 }
+	/^[A-Za-z_][A-Za-z0-9_]*\(/ && !inb { name = $0; sub(/\(.*/, "", name) }
+	/^\{/ && !inb { inb = 1; start = FNR; next }
+	/^\}/ && inb {
+		inb = 0
+		if (FNR - start + 1 > max && !((FILENAME ":" name) in ok))
+			printf "%s: %s is %d lines (at most %d)\n", FILENAME,
+			    name, FNR - start + 1, max
+	}' >"$tmp/funclen"
+	verdict funclen "$tmp/funclen"
+}
+
 check_install() {
 	dest=$tmp/dest
 	: >"$tmp/install"
@@ -198,5 +232,6 @@ check_format
 check_man
 check_scripts
 check_filemap
+check_funclen
 check_install
 [ "$failed" -eq 0 ]

@@ -732,7 +732,7 @@ add_pubkey(void *arg, const char *item, char *why, size_t whylen)
 		return -1;
 	}
 	ks->v = xreallocarray(ks->v, ks->n + 1, sizeof(*ks->v));
-	memcpy(ks->v[ks->n++], pk, 32);
+	memcpy(ks->v[ks->n++], pk, PUBKEY_LEN);
 	return 0;
 }
 
@@ -1001,7 +1001,7 @@ cfg_set(struct config *cfg, const struct cfg_key *k, const char *v, char *why,
 			return -1;
 		}
 		cfg_clear(cfg, k);
-		memcpy(cfg->owner_sk, sk, 32);
+		memcpy(cfg->owner_sk, sk, SECKEY_LEN);
 		explicit_bzero(sk, sizeof(sk));
 		cfg->has_owner_sk = 1;
 		return 0;
@@ -1466,8 +1466,9 @@ owner_key_create(const char *path, uint8_t sk[SECKEY_LEN], char *err,
 	int	fd = -1, rc = -1;
 
 	do {
-		for (got = 0; got < 32; got += (size_t)n)
-			if ((n = getrandom(sk + got, 32 - got, 0)) == -1) {
+		for (got = 0; got < SECKEY_LEN; got += (size_t)n)
+			if ((n = getrandom(sk + got, SECKEY_LEN - got, 0)) ==
+			    -1) {
 				if (errno != EINTR) {
 					snprintf(err, errlen, "getrandom: %s",
 					    strerror(errno));
@@ -1520,7 +1521,7 @@ done:
 	unlink(tmp);
 	explicit_bzero(text, sizeof(text));
 	if (rc != 0)
-		explicit_bzero(sk, 32);
+		explicit_bzero(sk, SECKEY_LEN);
 	return rc;
 }
 
@@ -1533,7 +1534,7 @@ config_owner_key(struct config *cfg, uint8_t sk[SECKEY_LEN], char *err,
 	int    r;
 
 	if (cfg->has_owner_sk) {
-		memcpy(sk, cfg->owner_sk, 32);
+		memcpy(sk, cfg->owner_sk, SECKEY_LEN);
 		return 0;
 	}
 	n = strlen(cfg->relay_data_path) + 1 + sizeof(CONFIG_OWNER_KEY_FILE);
@@ -1550,7 +1551,7 @@ config_owner_key(struct config *cfg, uint8_t sk[SECKEY_LEN], char *err,
 		free(path);
 		return -1;
 	}
-	memcpy(cfg->owner_sk, sk, 32);
+	memcpy(cfg->owner_sk, sk, SECKEY_LEN);
 	cfg->has_owner_sk = 1;
 	free(cfg->owner_key_file);
 	cfg->owner_key_file = path;
@@ -1709,7 +1710,7 @@ item_str_differs(const void *a, const void *b)
 static int
 item_key_differs(const void *a, const void *b)
 {
-	return memcmp(a, b, 32) != 0;
+	return memcmp(a, b, PUBKEY_LEN) != 0;
 }
 
 static int
@@ -1718,7 +1719,8 @@ item_rule_differs(const void *a, const void *b)
 	const struct cfg_repo_rule *ra = a, *rb = b;
 
 	return ra->has_pubkey != rb->has_pubkey ||
-	    (ra->has_pubkey && memcmp(ra->pubkey, rb->pubkey, 32) != 0) ||
+	    (ra->has_pubkey &&
+		memcmp(ra->pubkey, rb->pubkey, PUBKEY_LEN) != 0) ||
 	    str_differs(ra->identifier, rb->identifier);
 }
 

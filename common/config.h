@@ -65,7 +65,7 @@ struct cfg_repo_rules {
 };
 
 struct cfg_keys {
-	uint8_t (*v)[32];
+	uint8_t (*v)[PUBKEY_LEN];
 	size_t n;
 };
 

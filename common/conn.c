@@ -244,7 +244,7 @@ idset_slot(struct seen *v, size_t cap, const uint8_t id[EVENT_ID_LEN])
 {
 	size_t i = (size_t)id_hash(id) & (cap - 1);
 
-	while (v[i].s_used && memcmp(v[i].s_id, id, 32) != 0)
+	while (v[i].s_used && memcmp(v[i].s_id, id, EVENT_ID_LEN) != 0)
 		i = (i + 1) & (cap - 1);
 	return &v[i];
 }
@@ -287,7 +287,7 @@ conn_idset_add(struct idset *s, const uint8_t id[EVENT_ID_LEN], int64_t at)
 	slot = idset_slot(s->is_v, s->is_cap, id);
 	if (slot->s_used)
 		return;
-	memcpy(slot->s_id, id, 32);
+	memcpy(slot->s_id, id, EVENT_ID_LEN);
 	slot->s_at = at;
 	slot->s_used = 1;
 	s->is_n++;

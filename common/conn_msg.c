@@ -413,8 +413,8 @@ conn_msg_ok(struct conn *c, const struct conn_msg *m)
 	if (m->a2->type == JSON_FALSE && m->a3 != NULL &&
 	    conn_reason_is_rate_limited(m->a3->s, m->a3->len))
 		conn_rate_limited(c, "OK", m->a3->s, m->a3->len);
-	if (c->c_auth_id[0] != '\0' && m->a1->len == 64 &&
-	    memcmp(m->a1->s, c->c_auth_id, 64) == 0) {
+	if (c->c_auth_id[0] != '\0' && m->a1->len == EVENT_ID_HEX_LEN &&
+	    memcmp(m->a1->s, c->c_auth_id, EVENT_ID_HEX_LEN) == 0) {
 		c->c_auth_id[0] = '\0';
 		conn_clean_text(t, m->a3 ? m->a3->s : "",
 		    m->a3 ? m->a3->len : 0);

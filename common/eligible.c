@@ -38,7 +38,7 @@ eligible_generation(struct sqlite3 *db, int64_t *out)
 }
 
 int
-eligible_each(struct sqlite3 *db, void (*cb)(void *, const uint8_t[32]),
+eligible_each(struct sqlite3 *db, void (*cb)(void *, const uint8_t[PUBKEY_LEN]),
     void *arg, int64_t *gen)
 {
 	return keyset_each(db, "eligible", GEN_SQL,

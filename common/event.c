@@ -146,13 +146,13 @@ add_tags(struct buf *b, const struct event *ev)
  * and content are the same bytes and are hashed where they are.
  */
 void
-event_compute_id(const struct event *ev, uint8_t out[32])
+event_compute_id(const struct event *ev, uint8_t out[EVENT_ID_LEN])
 {
 	struct buf   b = BUF_INIT;
 	struct iovec v[5];
 
 	buf_adds(&b, "[0,\"");
-	buf_add_hex(&b, ev->pubkey, 32);
+	buf_add_hex(&b, ev->pubkey, PUBKEY_LEN);
 	buf_adds(&b, "\",");
 	buf_add_int(&b, ev->created_at);
 	buf_addc(&b, ',');
@@ -186,9 +186,9 @@ event_serialize(struct event *ev)
 
 	buf_reserve(&b, ev->content.len + 256);
 	buf_adds(&b, "{\"id\":\"");
-	buf_add_hex(&b, ev->id, 32);
+	buf_add_hex(&b, ev->id, EVENT_ID_LEN);
 	buf_adds(&b, "\",\"pubkey\":\"");
-	buf_add_hex(&b, ev->pubkey, 32);
+	buf_add_hex(&b, ev->pubkey, PUBKEY_LEN);
 	buf_adds(&b, "\",\"created_at\":");
 	buf_add_int(&b, ev->created_at);
 	buf_adds(&b, ",\"kind\":");
@@ -202,7 +202,7 @@ event_serialize(struct event *ev)
 	buf_add_jstr(&b, ev->content.s, ev->content.len);
 	ev->json_content_len = b.b_len - ev->json_content;
 	buf_adds(&b, ",\"sig\":\"");
-	buf_add_hex(&b, ev->sig, 64);
+	buf_add_hex(&b, ev->sig, EVENT_SIG_LEN);
 	buf_adds(&b, "\"}");
 	free(ev->json);
 	ev->json = buf_release(&b, &ev->json_len);
@@ -292,14 +292,14 @@ event_from_json(const struct json *obj, char *err, size_t errlen)
 	strs = (struct estr *)(ev->tags + tags->n);
 	pool = (char *)(strs + nstr);
 
-	if (get_hex(obj, "id", ev->id, 32, err, errlen) == -1 ||
-	    get_hex(obj, "pubkey", ev->pubkey, 32, err, errlen) == -1 ||
-	    get_hex(obj, "sig", ev->sig, 64, err, errlen) == -1) {
+	if (get_hex(obj, "id", ev->id, EVENT_ID_LEN, err, errlen) == -1 ||
+	    get_hex(obj, "pubkey", ev->pubkey, PUBKEY_LEN, err, errlen) == -1 ||
+	    get_hex(obj, "sig", ev->sig, EVENT_SIG_LEN, err, errlen) == -1) {
 		free(ev);
 		return NULL;
 	}
-	hex_encode(ev->id, 32, ev->id_hex);
-	hex_encode(ev->pubkey, 32, ev->pubkey_hex);
+	hex_encode(ev->id, EVENT_ID_LEN, ev->id_hex);
+	hex_encode(ev->pubkey, PUBKEY_LEN, ev->pubkey_hex);
 	ev->kind = (uint32_t)kind->i;
 	ev->created_at = created->i;
 	ev->ntags = (uint32_t)tags->n;
@@ -344,7 +344,7 @@ event_check_id(const struct event *ev)
 	uint8_t id[EVENT_ID_LEN];
 
 	event_compute_id(ev, id);
-	return memcmp(id, ev->id, 32) == 0;
+	return memcmp(id, ev->id, EVENT_ID_LEN) == 0;
 }
 
 int
@@ -387,7 +387,7 @@ events_destroy(struct event **v, size_t n)
 
 /* The x-only public key of a keypair into out; 0 or -1. */
 static int
-keypair_pubkey(const secp256k1_keypair *kp, uint8_t out[32])
+keypair_pubkey(const secp256k1_keypair *kp, uint8_t out[PUBKEY_LEN])
 {
 	secp256k1_xonly_pubkey pk;
 
@@ -398,7 +398,7 @@ keypair_pubkey(const secp256k1_keypair *kp, uint8_t out[32])
 }
 
 int
-event_pubkey_of(const uint8_t seckey[SECKEY_LEN], uint8_t out[32])
+event_pubkey_of(const uint8_t seckey[SECKEY_LEN], uint8_t out[PUBKEY_LEN])
 {
 	secp256k1_keypair kp;
 
@@ -414,7 +414,7 @@ event_new_signed(const uint8_t seckey[SECKEY_LEN], int64_t created_at,
 	secp256k1_keypair kp;
 	struct buf	  b = BUF_INIT;
 	struct event	 *ev = NULL;
-	uint8_t		  pub[32], aux[32];
+	uint8_t		  pub[PUBKEY_LEN], aux[32];
 	char		  err[128];
 
 	/* One point multiplication for the key pair, one for the sign. */
@@ -422,10 +422,10 @@ event_new_signed(const uint8_t seckey[SECKEY_LEN], int64_t created_at,
 	    keypair_pubkey(&kp, pub) == -1)
 		return NULL;
 	buf_adds(&b, "{\"id\":\"");
-	for (int i = 0; i < 64; i++)
+	for (int i = 0; i < EVENT_ID_HEX_LEN; i++)
 		buf_addc(&b, '0');
 	buf_adds(&b, "\",\"pubkey\":\"");
-	buf_add_hex(&b, pub, 32);
+	buf_add_hex(&b, pub, PUBKEY_LEN);
 	buf_printf(&b,
 	    "\",\"created_at\":%lld,\"kind\":%u,\"tags\":%s,"
 	    "\"content\":",
@@ -440,7 +440,7 @@ event_new_signed(const uint8_t seckey[SECKEY_LEN], int64_t created_at,
 	if (ev == NULL)
 		return NULL;
 	event_compute_id(ev, ev->id);
-	hex_encode(ev->id, 32, ev->id_hex);
+	hex_encode(ev->id, EVENT_ID_LEN, ev->id_hex);
 	if (getrandom(aux, sizeof(aux), 0) != sizeof(aux))
 		memset(aux, 0, sizeof(aux));
 	if (!secp256k1_schnorrsig_sign32(secp(), ev->sig, ev->id, &kp, aux)) {
@@ -509,7 +509,7 @@ coord_parse(const char *c, size_t len, uint32_t *kind,
 	c2 = c1 + 1 + 64;
 	if (c2 > end || (c2 < end && *c2 != ':'))
 		return -1;
-	if (hex_decode(c1 + 1, 64, pubkey, 32) == -1)
+	if (hex_decode(c1 + 1, PUBKEY_HEX_LEN, pubkey, PUBKEY_LEN) == -1)
 		return -1;
 	*kind = k;
 	if (c2 == end) {

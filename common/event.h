@@ -99,7 +99,7 @@ struct event *event_parse(const char *buf, size_t len, char *err,
  * module wrote it (the same bytes as the fields'), else as the fields
  * hold them.
  */
-void	      event_compute_id(const struct event *, uint8_t out[32]);
+void	      event_compute_id(const struct event *, uint8_t out[EVENT_ID_LEN]);
 /* 1 if ev->id is the hash event_compute_id() makes, else 0. */
 int	      event_check_id(const struct event *);
 /*
@@ -126,7 +126,7 @@ struct event *event_new_signed(const uint8_t seckey[SECKEY_LEN],
     int64_t created_at, uint32_t kind, const char *tags_json,
     const char *content);
 /* Derives the x-only public key of seckey; 0 on success. */
-int event_pubkey_of(const uint8_t seckey[SECKEY_LEN], uint8_t out[32]);
+int event_pubkey_of(const uint8_t seckey[SECKEY_LEN], uint8_t out[PUBKEY_LEN]);
 
 /* Value (element 1) of the first tag named name, or NULL. */
 const struct estr *event_tag_value(const struct event *, const char *name);

@@ -426,10 +426,11 @@ filter_match(const struct filter *f, const struct event *ev)
 		cmpu32) == NULL)
 		return 0;
 	if (f->f_has_authors &&
-	    bsearch(ev->pubkey, f->f_authors, f->f_nauthors, 32, cmp32) == NULL)
+	    bsearch(ev->pubkey, f->f_authors, f->f_nauthors, PUBKEY_LEN,
+		cmp32) == NULL)
 		return 0;
 	if (f->f_has_ids &&
-	    bsearch(ev->id, f->f_ids, f->f_nids, 32, cmp32) == NULL)
+	    bsearch(ev->id, f->f_ids, f->f_nids, EVENT_ID_LEN, cmp32) == NULL)
 		return 0;
 	for (i = 0; i < f->f_ntags; i++)
 		if (!tag_cond_match(&f->f_tags[i], ev))

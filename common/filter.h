@@ -33,10 +33,10 @@ struct filter_tag {
 };
 
 struct filter {
-	uint8_t (*f_ids)[32]; /* sorted, unique */
+	uint8_t (*f_ids)[EVENT_ID_LEN]; /* sorted, unique */
 	size_t f_nids;
 	int    f_has_ids;
-	uint8_t (*f_authors)[32]; /* sorted, unique */
+	uint8_t (*f_authors)[PUBKEY_LEN]; /* sorted, unique */
 	size_t		   f_nauthors;
 	int		   f_has_authors;
 	uint32_t	  *f_kinds; /* sorted, unique */

@@ -27,7 +27,8 @@ keyset_write(sqlite3 *db, const char *what, const char *sql,
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return fail(db, what, "prepare", st);
 	if (key != NULL &&
-	    sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC) != SQLITE_OK)
+	    sqlite3_bind_blob(st, 1, key, PUBKEY_LEN, SQLITE_STATIC) !=
+		SQLITE_OK)
 		return fail(db, what, "bind", st);
 	if (sqlite3_bind_parameter_count(st) >= 2 &&
 	    sqlite3_bind_int64(st, 2, now) != SQLITE_OK)
@@ -54,8 +55,8 @@ keyset_generation(sqlite3 *db, const char *what, const char *sql, int64_t *out)
 
 int
 keyset_each(sqlite3 *db, const char *what, const char *gen_sql,
-    const char *keys_sql, void (*cb)(void *, const uint8_t[32]), void *arg,
-    int64_t *gen)
+    const char *keys_sql, void (*cb)(void *, const uint8_t[PUBKEY_LEN]),
+    void *arg, int64_t *gen)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t	      g;
@@ -71,7 +72,7 @@ keyset_each(sqlite3 *db, const char *what, const char *gen_sql,
 		goto out;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (sqlite3_column_bytes(st, 0) != 32)
+		if (sqlite3_column_bytes(st, 0) != PUBKEY_LEN)
 			continue;
 		cb(arg, sqlite3_column_blob(st, 0));
 		n++;

@@ -307,8 +307,8 @@ void
 msg_plusmark_encode(uint8_t out[MSG_PLUSMARK_LEN],
     const uint8_t pubkey[PUBKEY_LEN], int set)
 {
-	memcpy(out, pubkey, 32);
-	out[32] = set ? 1 : 0;
+	memcpy(out, pubkey, PUBKEY_LEN);
+	out[PUBKEY_LEN] = set ? 1 : 0;
 }
 
 int
@@ -317,10 +317,11 @@ msg_plusmark_decode(const struct msg *m, uint8_t pubkey[PUBKEY_LEN])
 	if (m->m_type != MSG_PLUSMARK || m->m_len != MSG_PLUSMARK_LEN)
 		fatalx("malformed PLUSMARK message: %zu bytes, expected %u",
 		    m->m_len, MSG_PLUSMARK_LEN);
-	if (m->m_data[32] > 1)
-		fatalx("malformed PLUSMARK message: mark %u", m->m_data[32]);
-	memcpy(pubkey, m->m_data, 32);
-	return m->m_data[32];
+	if (m->m_data[PUBKEY_LEN] > 1)
+		fatalx("malformed PLUSMARK message: mark %u",
+		    m->m_data[PUBKEY_LEN]);
+	memcpy(pubkey, m->m_data, PUBKEY_LEN);
+	return m->m_data[PUBKEY_LEN];
 }
 
 int
@@ -333,10 +334,10 @@ msg_git_data_encode(uint8_t out[MSG_GIT_DATA_MAX],
 		errno = EINVAL;
 		return -1;
 	}
-	memcpy(out, owner, 32);
-	out[32] = (uint8_t)n;
-	memcpy(out + 33, d, n);
-	return (int)(33 + n);
+	memcpy(out, owner, PUBKEY_LEN);
+	out[PUBKEY_LEN] = (uint8_t)n;
+	memcpy(out + MSG_GIT_DATA_HEAD, d, n);
+	return (int)(MSG_GIT_DATA_HEAD + n);
 }
 
 int
@@ -350,32 +351,32 @@ msg_git_data_decode(const struct msg *m, struct msg_git_data *mg, char *err,
 		    msg_type_name(m->m_type));
 		return -1;
 	}
-	if (m->m_len < 33) {
+	if (m->m_len < MSG_GIT_DATA_HEAD) {
 		snprintf(err, errlen,
 		    "malformed GIT_DATA message: %zu bytes, shorter than an owner and a length",
 		    m->m_len);
 		return -1;
 	}
-	n = m->m_data[32];
+	n = m->m_data[PUBKEY_LEN];
 	if (n == 0 || n > MSG_GIT_DATA_D_MAX) {
 		snprintf(err, errlen,
 		    "malformed GIT_DATA message: identifier length %zu, not 1 to %d",
 		    n, MSG_GIT_DATA_D_MAX);
 		return -1;
 	}
-	if (m->m_len != 33 + n) {
+	if (m->m_len != MSG_GIT_DATA_HEAD + n) {
 		snprintf(err, errlen,
 		    "malformed GIT_DATA message: %zu bytes, expected %zu",
-		    m->m_len, 33 + n);
+		    m->m_len, MSG_GIT_DATA_HEAD + n);
 		return -1;
 	}
-	if (memchr(m->m_data + 33, '\0', n) != NULL) {
+	if (memchr(m->m_data + MSG_GIT_DATA_HEAD, '\0', n) != NULL) {
 		snprintf(err, errlen,
 		    "malformed GIT_DATA message: NUL in the identifier");
 		return -1;
 	}
-	memcpy(mg->mg_owner, m->m_data, 32);
-	memcpy(mg->mg_d, m->m_data + 33, n);
+	memcpy(mg->mg_owner, m->m_data, PUBKEY_LEN);
+	memcpy(mg->mg_d, m->m_data + MSG_GIT_DATA_HEAD, n);
 	mg->mg_d[n] = '\0';
 	return 0;
 }

@@ -206,7 +206,7 @@ void msg_ingest_decode(const struct msg *, struct msg_ingest *);
  * and one byte, 1 (set) or 0 (clear); msg_plusmark_decode() ends the
  * process on anything else.
  */
-#define MSG_PLUSMARK_LEN 33
+#define MSG_PLUSMARK_LEN (PUBKEY_LEN + 1)
 void msg_plusmark_encode(uint8_t out[MSG_PLUSMARK_LEN],
     const uint8_t pubkey[PUBKEY_LEN], int set);
 /* Fills pubkey; returns the mark (1 set, 0 clear). */
@@ -225,7 +225,9 @@ int  msg_plusmark_decode(const struct msg *, uint8_t pubkey[PUBKEY_LEN]);
  */
 /* Ours: <d>.git is one file name, at most NAME_MAX (255) bytes. */
 #define MSG_GIT_DATA_D_MAX 251
-#define MSG_GIT_DATA_MAX   (33 + MSG_GIT_DATA_D_MAX)
+/* The owner key and the byte n before d. */
+#define MSG_GIT_DATA_HEAD  (PUBKEY_LEN + 1)
+#define MSG_GIT_DATA_MAX   (MSG_GIT_DATA_HEAD + MSG_GIT_DATA_D_MAX)
 struct msg_git_data {
 	uint8_t mg_owner[PUBKEY_LEN];
 	char	mg_d[MSG_GIT_DATA_D_MAX + 1]; /* NUL-terminated */

@@ -216,7 +216,8 @@ tlv_encode(const char *hrp, const void *special, size_t slen, const char *relay,
 			return -1;
 	}
 	if (author != NULL &&
-	    tlv_add(p, sizeof(p), &n, NIP19_TLV_AUTHOR, author, 32) == -1)
+	    tlv_add(p, sizeof(p), &n, NIP19_TLV_AUTHOR, author, PUBKEY_LEN) ==
+		-1)
 		return -1;
 	if (relay != NULL && *relay != '\0' &&
 	    tlv_add(p, sizeof(p), &n, NIP19_TLV_RELAY, relay, strlen(relay)) ==
@@ -231,7 +232,8 @@ int
 nip19_nevent(const uint8_t id[EVENT_ID_LEN], const char *relay,
     const uint8_t author[PUBKEY_LEN], long kind, char *out, size_t outlen)
 {
-	return tlv_encode("nevent", id, 32, relay, author, kind, out, outlen);
+	return tlv_encode("nevent", id, EVENT_ID_LEN, relay, author, kind, out,
+	    outlen);
 }
 
 int
@@ -273,7 +275,7 @@ hex32(const char *s, uint8_t out[32], int allow_upper)
 }
 
 int
-key_parse_pubkey(const char *s, uint8_t out[32])
+key_parse_pubkey(const char *s, uint8_t out[PUBKEY_LEN])
 {
 	if (hex32(s, out, 0) == 0)
 		return 0;
@@ -298,7 +300,7 @@ key_seckey_valid(const uint8_t sk[SECKEY_LEN])
 }
 
 int
-key_parse_seckey(const char *s, uint8_t out[32])
+key_parse_seckey(const char *s, uint8_t out[SECKEY_LEN])
 {
 	if ((hex32(s, out, 1) == 0 || nip19_decode(s, "nsec", out) == 0) &&
 	    key_seckey_valid(out))

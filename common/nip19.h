@@ -75,14 +75,14 @@ int nip19_naddr(long kind, const uint8_t pubkey[PUBKEY_LEN], const char *d,
  * Parses a public key written as an npub or as 64 lowercase hex digits
  * (the Nostr wire form).  Returns 0, or -1 if s is neither.
  */
-int key_parse_pubkey(const char *s, uint8_t out[32]);
+int key_parse_pubkey(const char *s, uint8_t out[PUBKEY_LEN]);
 
 /*
  * Parses a secret key written as an nsec or as 64 hex digits (either
  * case).  The key must also be a valid secp256k1 secret key: not zero and
  * below the group order.  Returns 0, or -1 (out is then zeroed).
  */
-int key_parse_seckey(const char *s, uint8_t out[32]);
+int key_parse_seckey(const char *s, uint8_t out[SECKEY_LEN]);
 
 /* Returns 1 if the 32 bytes are a valid secp256k1 secret key, else 0. */
 int key_seckey_valid(const uint8_t sk[SECKEY_LEN]);

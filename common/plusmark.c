@@ -40,7 +40,7 @@ plusmark_generation(struct sqlite3 *db, int64_t *out)
 static void
 put_key(void *arg, const uint8_t key[PUBKEY_LEN])
 {
-	hmap_put(arg, key, 32, (void *)1);
+	hmap_put(arg, key, PUBKEY_LEN, (void *)1);
 }
 
 int

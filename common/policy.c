@@ -255,7 +255,7 @@ rule_matches(const struct cfg_repo_rule *r, size_t n,
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (r[i].has_pubkey && memcmp(r[i].pubkey, pk, 32) != 0)
+		if (r[i].has_pubkey && memcmp(r[i].pubkey, pk, PUBKEY_LEN) != 0)
 			continue;
 		if (r[i].identifier && strcmp(r[i].identifier, d) != 0)
 			continue;
@@ -360,7 +360,7 @@ policy_anns_by(const struct policy_anns *a, const uint8_t pk[PUBKEY_LEN])
 	size_t i;
 
 	for (i = 0; i < a->n; i++)
-		if (memcmp(a->v[i].an_ev->pubkey, pk, 32) == 0)
+		if (memcmp(a->v[i].an_ev->pubkey, pk, PUBKEY_LEN) == 0)
 			return &a->v[i];
 	return NULL;
 }
@@ -369,29 +369,30 @@ int
 policy_anns_authorised(const struct policy_anns *a,
     const uint8_t owner[PUBKEY_LEN], const uint8_t who[PUBKEY_LEN])
 {
-	uint8_t			 set[POLICY_MAX_MAINTAINERS][32];
+	uint8_t			 set[POLICY_MAX_MAINTAINERS][PUBKEY_LEN];
 	size_t			 n = 0, i, k;
 	const struct policy_ann *ann;
 	const struct event_tag	*t;
 	uint32_t		 j;
 	uint8_t			 pk[PUBKEY_LEN];
 
-	memcpy(set[n++], owner, 32);
+	memcpy(set[n++], owner, PUBKEY_LEN);
 	for (i = 0; i < n; i++) {
-		if (memcmp(set[i], who, 32) == 0)
+		if (memcmp(set[i], who, PUBKEY_LEN) == 0)
 			return 1;
 		if ((ann = policy_anns_by(a, set[i])) == NULL)
 			continue;
 		if ((t = find_tag(ann->an_ev, "maintainers", NULL)) == NULL)
 			continue;
 		for (j = 1; j < t->n && n < POLICY_MAX_MAINTAINERS; j++) {
-			if (hex_decode(t->v[j].s, t->v[j].len, pk, 32) == -1)
+			if (hex_decode(t->v[j].s, t->v[j].len, pk,
+				PUBKEY_LEN) == -1)
 				continue;
 			for (k = 0; k < n; k++)
-				if (memcmp(set[k], pk, 32) == 0)
+				if (memcmp(set[k], pk, PUBKEY_LEN) == 0)
 					break;
 			if (k == n)
-				memcpy(set[n++], pk, 32);
+				memcpy(set[n++], pk, PUBKEY_LEN);
 		}
 	}
 	return 0;
@@ -454,7 +455,7 @@ static void
 npub_of(const uint8_t pk[PUBKEY_LEN], char *out, size_t outlen)
 {
 	if (nip19_encode("npub", pk, out, outlen) == -1)
-		hex_encode(pk, 32, out);
+		hex_encode(pk, PUBKEY_LEN, out);
 }
 
 /*
@@ -482,7 +483,8 @@ held_repo(const struct policy *pl, const struct event *ev, char *msg,
 		if (v == NULL || v->len <= (size_t)pl_len + 65 ||
 		    strncmp(v->s, pfx, (size_t)pl_len) != 0 ||
 		    v->s[pl_len + 64] != ':' ||
-		    hex_decode(v->s + pl_len, 64, pk, 32) == -1 ||
+		    hex_decode(v->s + pl_len, PUBKEY_HEX_LEN, pk, PUBKEY_LEN) ==
+			-1 ||
 		    snprintf(d, sizeof(d), "%s", v->s + pl_len + 65) >=
 			(int)sizeof(d) ||
 		    memchr(v->s, '\0', v->len) != NULL)
@@ -492,7 +494,7 @@ held_repo(const struct policy *pl, const struct event *ev, char *msg,
 		if (purg_ann_list_d(pl->pl_purg, d, &held, &nheld) == -1)
 			continue;
 		for (i = 0; i < nheld && !found; i++)
-			found = memcmp(held[i].pa_pubkey, pk, 32) == 0;
+			found = memcmp(held[i].pa_pubkey, pk, PUBKEY_LEN) == 0;
 		purg_ann_free_list(held, nheld);
 	}
 	if (!found)
@@ -562,9 +564,9 @@ announcement_by_maintainer(const struct policy *pl, struct store *st,
 		 * (reference brief 1.3, checked before the exception).
 		 */
 		if (a.v[i].an_held &&
-		    memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0)
+		    memcmp(a.v[i].an_ev->pubkey, ev->pubkey, PUBKEY_LEN) == 0)
 			continue;
-		if (memcmp(a.v[i].an_ev->pubkey, ev->pubkey, 32) == 0 ||
+		if (memcmp(a.v[i].an_ev->pubkey, ev->pubkey, PUBKEY_LEN) == 0 ||
 		    policy_anns_authorised(&a, a.v[i].an_ev->pubkey,
 			ev->pubkey))
 			rc = POLICY_ACCEPT;
@@ -704,7 +706,7 @@ is_related(struct store *st, const struct event *ev)
 			memcpy(dbuf, d, dlen);
 			dbuf[dlen] = '\0';
 			r = store_has_address(st, kind, pk, dbuf);
-		} else if (hex_decode(v->s, v->len, id, 32) == 0) {
+		} else if (hex_decode(v->s, v->len, id, EVENT_ID_LEN) == 0) {
 			r = store_has_id(st, id);
 		} else
 			continue;
@@ -783,7 +785,8 @@ policy_check(const struct policy *pl, struct store *st, const struct event *ev,
 
 	msg[0] = '\0';
 	for (i = 0; i < cfg->event_blacklist.n; i++) {
-		if (memcmp(cfg->event_blacklist.v[i], ev->pubkey, 32) == 0) {
+		if (memcmp(cfg->event_blacklist.v[i], ev->pubkey, PUBKEY_LEN) ==
+		    0) {
 			npub_of(ev->pubkey, npub, sizeof(npub));
 			snprintf(msg, msglen,
 			    "blocked: Event author %s is blacklisted", npub);

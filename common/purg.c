@@ -422,9 +422,9 @@ purg_ann_put(struct purg *p, const struct event *ev, const char *d,
 
 	if ((st = stmt(p, PS_ANN_PUT)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, ev->pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, ev->pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, d, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 3, ev->id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 3, ev->id, EVENT_ID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, ev->created_at);
 	sqlite3_bind_text(st, 5, ev->json, (int)ev->json_len, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, relays_json, -1, SQLITE_STATIC);
@@ -441,7 +441,7 @@ purg_ann_get(struct purg *p, const uint8_t pubkey[PUBKEY_LEN], const char *d,
 
 	if ((st = stmt(p, PS_ANN_GET)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, d, -1, SQLITE_STATIC);
 	return get_one(p, PS_ANN_GET, st, read_ann_v, out);
 }
@@ -454,7 +454,7 @@ purg_ann_by_id(struct purg *p, const uint8_t id[EVENT_ID_LEN],
 
 	if ((st = stmt(p, PS_ANN_BY_ID)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	return get_one(p, PS_ANN_BY_ID, st, read_ann_v, out);
 }
 
@@ -478,7 +478,7 @@ purg_ann_delete(struct purg *p, const uint8_t pubkey[PUBKEY_LEN], const char *d)
 
 	if ((st = stmt(p, PS_ANN_DELETE)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, d, -1, SQLITE_STATIC);
 	return run(p, PS_ANN_DELETE, st);
 }
@@ -491,7 +491,7 @@ purg_ann_set_expiry(struct purg *p, const uint8_t pubkey[PUBKEY_LEN],
 
 	if ((st = stmt(p, PS_ANN_SET_EXPIRY)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, d, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, expires_at);
 	sqlite3_bind_int(st, 4, soft_expired != 0);
@@ -520,8 +520,8 @@ purg_ev_put(struct purg *p, const struct event *ev, const char *d, int remote,
 
 	if ((st = stmt(p, PS_EV_PUT)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, ev->id, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 2, ev->pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, ev->id, EVENT_ID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, ev->pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, ev->kind);
 	sqlite3_bind_int64(st, 4, ev->created_at);
 	sqlite3_bind_text(st, 5, d, -1, SQLITE_STATIC);
@@ -534,7 +534,7 @@ purg_ev_put(struct purg *p, const struct event *ev, const char *d, int remote,
 	for (i = 0; i < nwants; i++) {
 		if ((st = stmt(p, PS_WANT_PUT)) == NULL)
 			return -1;
-		sqlite3_bind_blob(st, 1, ev->id, 32, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 1, ev->id, EVENT_ID_LEN, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, wants[i], -1, SQLITE_STATIC);
 		if (run(p, PS_WANT_PUT, st) == -1)
 			return -1;
@@ -549,7 +549,7 @@ purg_ev_get(struct purg *p, const uint8_t id[EVENT_ID_LEN], struct purg_ev *out)
 
 	if ((st = stmt(p, PS_EV_GET)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	return get_one(p, PS_EV_GET, st, read_ev_v, out);
 }
 
@@ -591,7 +591,7 @@ purg_ev_delete(struct purg *p, const uint8_t id[EVENT_ID_LEN])
 
 	if ((st = stmt(p, PS_EV_DELETE)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	return run(p, PS_EV_DELETE, st);
 }
 
@@ -629,8 +629,8 @@ purg_placeholder_put(struct purg *p, const uint8_t id[EVENT_ID_LEN],
 
 	if ((st = stmt(p, PS_PH_PUT)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 2, owner, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, owner, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, d, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, oid, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, expires_at);
@@ -648,7 +648,7 @@ purg_placeholder_list_id(struct purg *p, const uint8_t id[EVENT_ID_LEN],
 	*n = 0;
 	if ((st = stmt(p, PS_PH_LIST_ID)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	if (collect(p, PS_PH_LIST_ID, st, read_ph_v, sizeof(**out), &v, n) ==
 	    -1) {
 		purg_placeholder_free_list(v, *n);
@@ -687,7 +687,7 @@ purg_placeholder_delete_id(struct purg *p, const uint8_t id[EVENT_ID_LEN])
 
 	if ((st = stmt(p, PS_PH_DELETE_ID)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	return run(p, PS_PH_DELETE_ID, st);
 }
 
@@ -711,7 +711,7 @@ purg_expired_add(struct purg *p, const uint8_t id[EVENT_ID_LEN], int64_t at)
 
 	if ((st = stmt(p, PS_EXP_ADD)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, at);
 	return run(p, PS_EXP_ADD, st);
 }
@@ -724,7 +724,7 @@ purg_expired_has(struct purg *p, const uint8_t id[EVENT_ID_LEN])
 
 	if ((st = stmt(p, PS_EXP_HAS)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc == SQLITE_ROW)

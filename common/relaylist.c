@@ -181,11 +181,11 @@ int
 relaylist_deleted_by(const struct event *ev,
     const uint8_t list_id[EVENT_ID_LEN], int64_t list_at)
 {
-	char	 addr[80], hex[65];
+	char	 addr[80], hex[PUBKEY_HEX_LEN + 1];
 	uint8_t	 id[EVENT_ID_LEN];
 	uint32_t t;
 
-	hex_encode(ev->pubkey, 32, hex);
+	hex_encode(ev->pubkey, PUBKEY_LEN, hex);
 	snprintf(addr, sizeof(addr), "%u:%s:", KIND_RELAY_LIST, hex);
 	for (t = 0; t < ev->ntags; t++) {
 		const struct event_tag *tg = &ev->tags[t];
@@ -193,8 +193,9 @@ relaylist_deleted_by(const struct event *ev,
 		if (tg->n < 2)
 			continue;
 		if (strcmp(tg->v[0].s, "e") == 0 &&
-		    hex_decode(tg->v[1].s, tg->v[1].len, id, 32) == 0 &&
-		    memcmp(id, list_id, 32) == 0)
+		    hex_decode(tg->v[1].s, tg->v[1].len, id, EVENT_ID_LEN) ==
+			0 &&
+		    memcmp(id, list_id, EVENT_ID_LEN) == 0)
 			return 1;
 		if (strcmp(tg->v[0].s, "a") == 0 &&
 		    tg->v[1].len == strlen(addr) &&

@@ -325,14 +325,14 @@ get_by_id(struct store *s, const uint8_t id[EVENT_ID_LEN], int64_t *seq,
 
 	if ((st = stmt(s, ST_GET_BY_ID)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	if ((r = step_row(s, st)) != 1)
 		return r;
 	*seq = sqlite3_column_int64(st, 0);
-	if (sqlite3_column_bytes(st, 1) == 32)
-		memcpy(pubkey, sqlite3_column_blob(st, 1), 32);
+	if (sqlite3_column_bytes(st, 1) == PUBKEY_LEN)
+		memcpy(pubkey, sqlite3_column_blob(st, 1), PUBKEY_LEN);
 	else
-		memset(pubkey, 0, 32);
+		memset(pubkey, 0, PUBKEY_LEN);
 	*kind = (uint32_t)sqlite3_column_int64(st, 2);
 	sqlite3_reset(st);
 	return 1;
@@ -416,8 +416,8 @@ mark_deleted(struct store *s, const uint8_t id[EVENT_ID_LEN],
 
 	if ((st = stmt(s, ST_MARK_DELETED)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, pk, PUBKEY_LEN, SQLITE_STATIC);
 	return step_row(s, st) == 0 ? 0 : -1;
 }
 
@@ -441,7 +441,8 @@ parse_coordinate(const struct estr *a, uint32_t *kind,
 	if (c == p || c == end || k > EVENT_KIND_MAX)
 		return -1;
 	p = c + 1;
-	if (end - p < 65 || p[64] != ':' || hex_decode(p, 64, pubkey, 32) == -1)
+	if (end - p < PUBKEY_HEX_LEN + 1 || p[PUBKEY_HEX_LEN] != ':' ||
+	    hex_decode(p, PUBKEY_HEX_LEN, pubkey, PUBKEY_LEN) == -1)
 		return -1;
 	*kind = k;
 	*d = p + 65;
@@ -474,12 +475,13 @@ apply_deletion(struct store *s, const struct event *ev)
 				continue;
 			if (t->v[0].s[0] == 'e') {
 				if (hex_decode(t->v[1].s, t->v[1].len, id,
-					32) == -1)
+					EVENT_ID_LEN) == -1)
 					continue;
 				r = get_by_id(s, id, &seq, pk, &kind);
 				if (r == -1)
 					return STORE_ERROR;
-				if (r == 1 && memcmp(pk, ev->pubkey, 32) != 0)
+				if (r == 1 &&
+				    memcmp(pk, ev->pubkey, PUBKEY_LEN) != 0)
 					return STORE_INVALID_DELETION;
 				if (pass == 0)
 					continue;
@@ -494,7 +496,7 @@ apply_deletion(struct store *s, const struct event *ev)
 				if (parse_coordinate(&t->v[1], &kind, pk, &d,
 					&dlen) == -1)
 					continue;
-				if (memcmp(pk, ev->pubkey, 32) != 0)
+				if (memcmp(pk, ev->pubkey, PUBKEY_LEN) != 0)
 					return STORE_INVALID_DELETION;
 				if (pass == 0)
 					continue;
@@ -504,7 +506,8 @@ apply_deletion(struct store *s, const struct event *ev)
 				    NULL)
 					return STORE_ERROR;
 				sqlite3_bind_int64(st, 1, kind);
-				sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
+				sqlite3_bind_blob(st, 2, pk, PUBKEY_LEN,
+				    SQLITE_STATIC);
 				sqlite3_bind_text(st, 3, d, (int)dlen,
 				    SQLITE_STATIC);
 				sqlite3_bind_int64(st, 4, ev->created_at);
@@ -514,7 +517,8 @@ apply_deletion(struct store *s, const struct event *ev)
 				if ((st = stmt(s, ST_GET_ADDR)) == NULL)
 					return STORE_ERROR;
 				sqlite3_bind_int64(st, 1, kind);
-				sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
+				sqlite3_bind_blob(st, 2, pk, PUBKEY_LEN,
+				    SQLITE_STATIC);
 				sqlite3_bind_text(st, 3, d, (int)dlen,
 				    SQLITE_STATIC);
 				if ((r = step_row(s, st)) == -1)
@@ -549,7 +553,7 @@ apply_replacement(struct store *s, const struct event *ev, const char *d,
 	if ((st = stmt(s, ST_ADDR_DELETED)) == NULL)
 		return STORE_ERROR;
 	sqlite3_bind_int64(st, 1, ev->kind);
-	sqlite3_bind_blob(st, 2, ev->pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, ev->pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, d, (int)dlen, SQLITE_STATIC);
 	if ((r = step_row(s, st)) == -1)
 		return STORE_ERROR;
@@ -563,7 +567,7 @@ apply_replacement(struct store *s, const struct event *ev, const char *d,
 	if ((st = stmt(s, ST_GET_ADDR)) == NULL)
 		return STORE_ERROR;
 	sqlite3_bind_int64(st, 1, ev->kind);
-	sqlite3_bind_blob(st, 2, ev->pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, ev->pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, d, (int)dlen, SQLITE_STATIC);
 	if ((r = step_row(s, st)) == -1)
 		return STORE_ERROR;
@@ -574,8 +578,8 @@ apply_replacement(struct store *s, const struct event *ev, const char *d,
 	/* NIP-01: newer created_at wins; on a tie the lower id stays. */
 	older = created_at > ev->created_at ||
 	    (created_at == ev->created_at &&
-		sqlite3_column_bytes(st, 2) == 32 &&
-		memcmp(sqlite3_column_blob(st, 2), ev->id, 32) < 0);
+		sqlite3_column_bytes(st, 2) == EVENT_ID_LEN &&
+		memcmp(sqlite3_column_blob(st, 2), ev->id, EVENT_ID_LEN) < 0);
 	sqlite3_reset(st);
 	if (older)
 		return STORE_REPLACED;
@@ -591,8 +595,8 @@ insert_event(struct store *s, const struct event *ev, const char *d,
 
 	if ((st = stmt(s, ST_INSERT)) == NULL)
 		return STORE_ERROR;
-	sqlite3_bind_blob(st, 1, ev->id, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 2, ev->pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, ev->id, EVENT_ID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, ev->pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, ev->created_at);
 	sqlite3_bind_int64(st, 4, ev->kind);
 	if (d != NULL)
@@ -635,8 +639,8 @@ put_locked(struct store *s, const struct event *ev, int unseen,
 	if (!unseen && ev->kind != KIND_DELETION) {
 		if ((st = stmt(s, ST_IS_DELETED)) == NULL)
 			return STORE_ERROR;
-		sqlite3_bind_blob(st, 1, ev->id, 32, SQLITE_STATIC);
-		sqlite3_bind_blob(st, 2, ev->pubkey, 32, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 1, ev->id, EVENT_ID_LEN, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 2, ev->pubkey, PUBKEY_LEN, SQLITE_STATIC);
 		if ((found = step_row(s, st)) == -1)
 			return STORE_ERROR;
 		if (found) {
@@ -749,14 +753,15 @@ store_has_id(struct store *s, const uint8_t id[EVENT_ID_LEN])
 
 	if ((st = stmt(s, ST_HAS_ID)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	if ((r = step_row(s, st)) == 1)
 		sqlite3_reset(st);
 	return r;
 }
 
 int
-store_has_ids(struct store *s, const uint8_t (*ids)[32], size_t n, int *out)
+store_has_ids(struct store *s, const uint8_t (*ids)[EVENT_ID_LEN], size_t n,
+    int *out)
 {
 	size_t i;
 	int    own = sqlite3_get_autocommit(s->s_db), rc = 0;
@@ -785,9 +790,9 @@ store_is_deleted(struct store *s, const uint8_t id[EVENT_ID_LEN],
 
 	if ((st = stmt(s, pubkey ? ST_IS_DELETED : ST_IS_DELETED_ANY)) == NULL)
 		return -1;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	if (pubkey != NULL)
-		sqlite3_bind_blob(st, 2, pubkey, 32, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 2, pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	if ((r = step_row(s, st)) == 1)
 		sqlite3_reset(st);
 	return r;
@@ -803,7 +808,7 @@ store_has_address(struct store *s, uint32_t kind,
 	if ((st = stmt(s, ST_HAS_ADDR)) == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, kind);
-	sqlite3_bind_blob(st, 2, pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, d, -1, SQLITE_STATIC);
 	if ((r = step_row(s, st)) == 1)
 		sqlite3_reset(st);
@@ -975,7 +980,7 @@ cmp_heldrow(const void *a, const void *b)
 
 	if (x->hr_created_at != y->hr_created_at)
 		return x->hr_created_at > y->hr_created_at ? -1 : 1;
-	return memcmp(x->hr_id, y->hr_id, 32);
+	return memcmp(x->hr_id, y->hr_id, EVENT_ID_LEN);
 }
 
 /*
@@ -996,7 +1001,7 @@ deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
 	memset(&text, 0, sizeof(text));
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		json = sqlite3_column_text(st, 1);
-		if (json == NULL || sqlite3_column_bytes(st, 3) != 32)
+		if (json == NULL || sqlite3_column_bytes(st, 3) != EVENT_ID_LEN)
 			continue;
 		if (nv == cap) {
 			cap = cap ? cap * 2 : 16;
@@ -1005,7 +1010,7 @@ deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
 		}
 		v[nv].hr_seq = sqlite3_column_int64(st, 0);
 		v[nv].hr_created_at = sqlite3_column_int64(st, 2);
-		memcpy(v[nv].hr_id, sqlite3_column_blob(st, 3), 32);
+		memcpy(v[nv].hr_id, sqlite3_column_blob(st, 3), EVENT_ID_LEN);
 		v[nv].hr_off = text.b_len;
 		v[nv].hr_len = (size_t)sqlite3_column_bytes(st, 1);
 		buf_add(&text, json, v[nv].hr_len);
@@ -1249,7 +1254,7 @@ store_query_items(struct store *s, const struct filter *f, int64_t now,
 			*more = 1;
 			break;
 		}
-		if (sqlite3_column_bytes(st, 3) != 32)
+		if (sqlite3_column_bytes(st, 3) != EVENT_ID_LEN)
 			continue;
 		n++;
 		if (cb(sqlite3_column_int64(st, 2), sqlite3_column_blob(st, 3),
@@ -1276,7 +1281,7 @@ store_address_deleted(struct store *s, uint32_t kind,
 	if ((st = stmt(s, ST_ADDR_DELETED)) == NULL)
 		return -1;
 	sqlite3_bind_int64(st, 1, kind);
-	sqlite3_bind_blob(st, 2, pubkey, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, pubkey, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, d, -1, SQLITE_STATIC);
 	if ((r = step_row(s, st)) != 1)
 		return r;

@@ -115,7 +115,8 @@ int store_has_id(struct store *, const uint8_t id[EVENT_ID_LEN]);
  * most of a lookup's cost.  Returns 0, or -1 on an error (logged; out
  * is then set only up to the id that failed, which holds -1).
  */
-int store_has_ids(struct store *, const uint8_t (*ids)[32], size_t n, int *out);
+int store_has_ids(struct store *, const uint8_t (*ids)[EVENT_ID_LEN], size_t n,
+    int *out);
 /*
  * 1 if a NIP-09 deletion by pubkey recorded that id as deleted (pubkey
  * NULL: by anyone), 0 if not, -1 on error.

@@ -49,7 +49,7 @@ disc_source_add(struct discd *dd, const char *key, struct disc_author *a)
 {
 	struct disc_source *s = source_get(dd, key);
 
-	hmap_put(&s->ds_pending, a->da_pk, 32, a);
+	hmap_put(&s->ds_pending, a->da_pk, PUBKEY_LEN, a);
 }
 
 /* Drops s: its connection is released (it retires unless shared). */
@@ -75,7 +75,7 @@ disc_source_forget(struct discd *dd, struct disc_author *a)
 
 	for (it = 0; hmap_next(&dd->dd_sources, &it, NULL, NULL, &v);) {
 		s = v;
-		hmap_del(&s->ds_pending, a->da_pk, 32);
+		hmap_del(&s->ds_pending, a->da_pk, PUBKEY_LEN);
 	}
 }
 
@@ -94,7 +94,7 @@ batch_event(void *arg, struct conn_req *req, const struct event *ev)
 	void		  *v;
 
 	(void)req;
-	if ((v = hmap_get(&b->db_index, ev->pubkey, 32)) == NULL ||
+	if ((v = hmap_get(&b->db_index, ev->pubkey, PUBKEY_LEN)) == NULL ||
 	    (ev->kind != KIND_PROFILE && ev->kind != KIND_RELAY_LIST))
 		return;
 	b->db_events++;
@@ -120,7 +120,8 @@ batch_answer(struct discd *dd, struct disc_batch *b, int ok)
 	size_t		    i;
 
 	for (i = 0; i < b->db_n; i++) {
-		if ((a = hmap_get(&dd->dd_authors, b->db_pk[i], 32)) == NULL)
+		if ((a = hmap_get(&dd->dd_authors, b->db_pk[i], PUBKEY_LEN)) ==
+		    NULL)
 			continue;
 		disc_author_answer(dd, a, b->db_round[i], ok, b->db_got[i],
 		    b->db_src->ds_index);
@@ -197,11 +198,12 @@ send_batch(struct discd *dd, struct disc_source *s)
 	if (n > DISC_BATCH_AUTHORS)
 		n = DISC_BATCH_AUTHORS;
 	for (i = 0; i < n; i++) {
-		if (hex_decode(vals[i], 64, b->db_pk[i], 32) == -1)
+		if (hex_decode(vals[i], PUBKEY_HEX_LEN, b->db_pk[i],
+			PUBKEY_LEN) == -1)
 			fatalx("disc_batch: bad author key");
-		a = hmap_del(&s->ds_pending, b->db_pk[i], 32);
+		a = hmap_del(&s->ds_pending, b->db_pk[i], PUBKEY_LEN);
 		b->db_round[i] = a->da_round;
-		hmap_put(&b->db_index, b->db_pk[i], 32,
+		hmap_put(&b->db_index, b->db_pk[i], PUBKEY_LEN,
 		    (void *)(uintptr_t)(i + 1));
 	}
 	b->db_n = n;

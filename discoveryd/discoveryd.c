@@ -74,14 +74,14 @@ delay_ms(const struct discd *dd, double secs)
 static struct disc_author *
 author_get(struct discd *dd, const uint8_t pk[PUBKEY_LEN])
 {
-	struct disc_author *a = hmap_get(&dd->dd_authors, pk, 32);
+	struct disc_author *a = hmap_get(&dd->dd_authors, pk, PUBKEY_LEN);
 
 	if (a == NULL) {
 		if ((a = calloc(1, sizeof(*a))) == NULL)
 			fatal("disc_author");
-		memcpy(a->da_pk, pk, 32);
-		hex_encode(pk, 32, a->da_hex);
-		hmap_put(&dd->dd_authors, pk, 32, a);
+		memcpy(a->da_pk, pk, PUBKEY_LEN);
+		hex_encode(pk, PUBKEY_LEN, a->da_hex);
+		hmap_put(&dd->dd_authors, pk, PUBKEY_LEN, a);
 	}
 	return a;
 }
@@ -240,7 +240,8 @@ follow_outboxes(struct discd *dd, struct disc_author *a)
 static void
 take_deletion(struct discd *dd, const struct event *ev)
 {
-	struct disc_author *a = hmap_get(&dd->dd_authors, ev->pubkey, 32);
+	struct disc_author *a =
+	    hmap_get(&dd->dd_authors, ev->pubkey, PUBKEY_LEN);
 
 	if (a == NULL || !a->da_has_list ||
 	    !relaylist_deleted_by(ev, a->da_list_id, a->da_list_at))
@@ -269,14 +270,14 @@ take_event(struct discd *dd, const struct event *ev)
 		if (a->da_has_list &&
 		    (ev->created_at < a->da_list_at ||
 			(ev->created_at == a->da_list_at &&
-			    memcmp(ev->id, a->da_list_id, 32) >= 0)))
+			    memcmp(ev->id, a->da_list_id, EVENT_ID_LEN) >= 0)))
 			break;
 		relaylist_clear(&a->da_list);
 		relaylist_parse(ev, dd->dd_urlflags, dd->dd_self.rs_v,
 		    dd->dd_self.rs_n, &a->da_list);
 		a->da_has_list = 1;
 		a->da_list_at = ev->created_at;
-		memcpy(a->da_list_id, ev->id, 32);
+		memcpy(a->da_list_id, ev->id, EVENT_ID_LEN);
 		follow_outboxes(dd, a);
 		break;
 	case KIND_DELETION:
@@ -333,7 +334,7 @@ update_eligible(struct discd *dd)
 			gone[ngone++] = a;
 	}
 	for (i = 0; i < ngone; i++) {
-		hmap_del(&dd->dd_authors, gone[i]->da_pk, 32);
+		hmap_del(&dd->dd_authors, gone[i]->da_pk, PUBKEY_LEN);
 		author_free(gone[i]);
 	}
 	free(gone);
@@ -383,7 +384,7 @@ load_marks(struct discd *dd)
 	for (it = 0; hmap_next(&dd->dd_authors, &it, NULL, NULL, &v);) {
 		struct disc_author *a = v;
 
-		a->da_marked = hmap_get(&set, a->da_pk, 32) != NULL;
+		a->da_marked = hmap_get(&set, a->da_pk, PUBKEY_LEN) != NULL;
 	}
 	for (it = 0; hmap_next(&set, &it, &k, NULL, NULL);)
 		author_get(dd, k)->da_marked = 1;

@@ -66,7 +66,7 @@ struct disc_source;
 /* What discoveryd knows about one author. */
 struct disc_author {
 	uint8_t		 da_pk[PUBKEY_LEN];
-	char		 da_hex[65];
+	char		 da_hex[PUBKEY_HEX_LEN + 1];
 	int		 da_eligible;
 	int		 da_mark; /* seen by this eligibility pass */
 	/* The stored kind 10002, as the feed delivered it. */
@@ -113,7 +113,7 @@ struct disc_batch {
 	struct disc_source *db_src;
 	struct conn_req	   *db_req;
 	size_t		    db_n;
-	uint8_t		    db_pk[DISC_BATCH_AUTHORS][32];
+	uint8_t		    db_pk[DISC_BATCH_AUTHORS][PUBKEY_LEN];
 	uint64_t	    db_round[DISC_BATCH_AUTHORS];
 	uint8_t		    db_got[DISC_BATCH_AUTHORS]; /* DISC_GOT_* */
 	struct hmap	    db_index; /* pubkey -> index + 1 */

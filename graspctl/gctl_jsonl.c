@@ -415,7 +415,7 @@ send_line(struct import *im, char *line, size_t len)
 
 	if ((j = json_parse(line, len, &doc, err, sizeof(err))) == NULL ||
 	    j->type != JSON_OBJECT || (id = json_get(j, "id")) == NULL ||
-	    id->type != JSON_STRING || id->len != 64) {
+	    id->type != JSON_STRING || id->len != EVENT_ID_HEX_LEN) {
 		/* relayd could not name it in an OK: refused here. */
 		json_free(doc);
 		count_refusal(im, "invalid: not an event with an id");
@@ -425,8 +425,8 @@ send_line(struct import *im, char *line, size_t len)
 	for (i = 0; i < IMPORT_WINDOW && im->im_win[i].if_id[0] != '\0'; i++)
 		;
 	s = &im->im_win[i];
-	memcpy(s->if_id, id->s, 64);
-	s->if_id[64] = '\0';
+	memcpy(s->if_id, id->s, EVENT_ID_HEX_LEN);
+	s->if_id[EVENT_ID_HEX_LEN] = '\0';
 	json_free(doc);
 	if ((msg = malloc(len + 16)) == NULL)
 		fatal("malloc");

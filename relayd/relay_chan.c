@@ -112,8 +112,8 @@ relay_chan_publish(int64_t seq, const struct event *ev)
 	memset(ma, 0, sizeof(*ma));
 	ma->ma_seq = seq;
 	ma->ma_kind = ev->kind;
-	memcpy(ma->ma_id, ev->id, 32);
-	memcpy(ma->ma_pubkey, ev->pubkey, 32);
+	memcpy(ma->ma_id, ev->id, EVENT_ID_LEN);
+	memcpy(ma->ma_pubkey, ev->pubkey, PUBKEY_LEN);
 }
 
 void
@@ -141,11 +141,11 @@ plus_mark_run(void *arg)
 {
 	struct plus_mark *pm = arg;
 
-	char hex[65];
+	char hex[PUBKEY_HEX_LEN + 1];
 
 	if (plusmark_set(store_sqlite(relayd->store), pm->pm_pubkey, pm->pm_set,
 		time(NULL)) == 1) {
-		hex_encode(pm->pm_pubkey, 32, hex);
+		hex_encode(pm->pm_pubkey, PUBKEY_LEN, hex);
 		log_debug("%s: fallback mark %s", hex,
 		    pm->pm_set ? "set" : "cleared");
 	}

@@ -253,7 +253,8 @@ unclaimed_sum(const char *peer, const uint8_t *signer)
 	LIST_FOREACH(u, &unclaimed, u_entry)
 		if (u->u_prs &&
 		    (peer == NULL || strcmp(u->u_peer, peer) == 0) &&
-		    (signer == NULL || memcmp(u->u_signer, signer, 32) == 0))
+		    (signer == NULL ||
+			memcmp(u->u_signer, signer, PUBKEY_LEN) == 0))
 			sum += u->u_bytes;
 	return sum;
 }
@@ -266,7 +267,7 @@ unclaimed_repo(const uint8_t owner[PUBKEY_LEN], const char *d)
 	uint64_t	  sum = 0;
 
 	LIST_FOREACH(u, &unclaimed, u_entry)
-		if (!u->u_prs && memcmp(u->u_signer, owner, 32) == 0 &&
+		if (!u->u_prs && memcmp(u->u_signer, owner, PUBKEY_LEN) == 0 &&
 		    strcmp(u->u_d, d) == 0)
 			sum += u->u_bytes;
 	return sum;
@@ -287,7 +288,7 @@ unclaimed_add(struct relay_gitreq *gr)
 		if ((u = calloc(1, sizeof(*u))) == NULL ||
 		    (u->u_d = strdup(gr->gr_d)) == NULL)
 			fatal("unclaimed_add");
-		memcpy(u->u_signer, gr->gr_owner, 32);
+		memcpy(u->u_signer, gr->gr_owner, PUBKEY_LEN);
 		snprintf(u->u_ref, sizeof(u->u_ref), "%s",
 		    gr->gr_cmds[i].pc_ref);
 		snprintf(u->u_oid, sizeof(u->u_oid), "%s",
@@ -310,7 +311,8 @@ relay_git_unclaimed_claim(const uint8_t signer[PUBKEY_LEN], const char *d,
 
 	for (u = LIST_FIRST(&unclaimed); u != NULL; u = next) {
 		next = LIST_NEXT(u, u_entry);
-		if (u->u_prs == prs && memcmp(u->u_signer, signer, 32) == 0 &&
+		if (u->u_prs == prs &&
+		    memcmp(u->u_signer, signer, PUBKEY_LEN) == 0 &&
 		    strcmp(u->u_d, d) == 0 && strcmp(u->u_ref, ref) == 0)
 			unclaimed_free(u);
 	}
@@ -1429,7 +1431,7 @@ git_begin(struct relay_conn *c, struct lws *wsi, int method,
 	gr->gr_pid = -1;
 	gr->gr_t0 = relay_now_ms();
 	snprintf(gr->gr_peer, sizeof(gr->gr_peer), "%s", c->rc_peer);
-	memcpy(gr->gr_owner, owner, 32);
+	memcpy(gr->gr_owner, owner, PUBKEY_LEN);
 	if (prs) {
 		struct stat sb;
 

@@ -413,7 +413,7 @@ relay_html_addressed(sqlite3 *db, uint32_t kind, const uint8_t pk[PUBKEY_LEN],
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return NULL;
 	sqlite3_bind_int(st, 1, (int)kind);
-	sqlite3_bind_blob(st, 2, pk, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, pk, PUBKEY_LEN, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, d, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW &&
 	    (json = (const char *)sqlite3_column_text(st, 0)) != NULL)

@@ -218,7 +218,7 @@ send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg,
 static void
 admit(void)
 {
-	static uint8_t(*ids)[32];
+	static uint8_t(*ids)[EVENT_ID_LEN];
 	static int     *have;
 	static size_t	cap;
 	struct pending *p;
@@ -234,11 +234,11 @@ admit(void)
 	}
 	STAILQ_FOREACH(p, &arrived, p_entry)
 		if (p->p_check)
-			memcpy(ids[k++], p->p_ev->id, 32);
+			memcpy(ids[k++], p->p_ev->id, EVENT_ID_LEN);
 	/* On an error each is checked: the batch looks again anyway. */
 	if (n > 0 &&
-	    store_has_ids(relayd->store, (const uint8_t(*)[32])ids, n, have) ==
-		-1)
+	    store_has_ids(relayd->store, (const uint8_t(*)[EVENT_ID_LEN])ids, n,
+		have) == -1)
 		memset(have, 0, n * sizeof(*have));
 	for (k = 0; (p = STAILQ_FIRST(&arrived)) != NULL;) {
 		STAILQ_REMOVE_HEAD(&arrived, p_entry);
@@ -301,7 +301,7 @@ conn_authed_as(const struct relay_conn *c, const uint8_t pubkey[PUBKEY_LEN])
 	int i;
 
 	for (i = 0; i < c->rc_nauth; i++)
-		if (memcmp(c->rc_auth[i], pubkey, 32) == 0)
+		if (memcmp(c->rc_auth[i], pubkey, PUBKEY_LEN) == 0)
 			return 1;
 	return 0;
 }
@@ -477,7 +477,8 @@ auth_verified(struct pending *p, int ok)
 		msg = "invalid: bad signature";
 	else if (!conn_authed_as(c, p->p_ev->pubkey)) {
 		if (c->rc_nauth < RELAY_MAX_AUTH)
-			memcpy(c->rc_auth[c->rc_nauth++], p->p_ev->pubkey, 32);
+			memcpy(c->rc_auth[c->rc_nauth++], p->p_ev->pubkey,
+			    PUBKEY_LEN);
 		else {
 			ok = 0;
 			msg = "blocked: too many authenticated keys on this "

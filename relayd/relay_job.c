@@ -34,7 +34,7 @@ struct relay_job {
 	TAILQ_ENTRY(relay_job) j_entry;
 	enum job_kind	       j_kind;
 	uint8_t		       j_owner[PUBKEY_LEN];
-	uint8_t		       j_src[32];
+	uint8_t		       j_src[PUBKEY_LEN];
 	int		       j_has_src;
 	char		      *j_d;
 	struct event	      *j_state;	   /* JOB_ALIGN */
@@ -56,7 +56,7 @@ static void maint_child_done(pid_t, int, int, void *);
 
 static struct relay_job *
 job_new(enum job_kind kind, const uint8_t owner[PUBKEY_LEN], const char *d,
-    const uint8_t src[32])
+    const uint8_t src[PUBKEY_LEN])
 {
 	struct relay_job *j;
 
@@ -64,9 +64,9 @@ job_new(enum job_kind kind, const uint8_t owner[PUBKEY_LEN], const char *d,
 		fatal("job_new");
 	j->j_kind = kind;
 	if (owner)
-		memcpy(j->j_owner, owner, 32);
+		memcpy(j->j_owner, owner, PUBKEY_LEN);
 	if (src) {
-		memcpy(j->j_src, src, 32);
+		memcpy(j->j_src, src, PUBKEY_LEN);
 		j->j_has_src = 1;
 	}
 	if (d && (j->j_d = strdup(d)) == NULL)
@@ -94,7 +94,7 @@ job_queue(struct relay_job *j)
 
 void
 relay_job_align(const uint8_t owner[PUBKEY_LEN], const char *d,
-    const struct event *state, const uint8_t src[32])
+    const struct event *state, const uint8_t src[PUBKEY_LEN])
 {
 	struct relay_job *j = job_new(JOB_ALIGN, owner, d, src);
 	char		  err[64];
@@ -108,8 +108,8 @@ relay_job_align(const uint8_t owner[PUBKEY_LEN], const char *d,
 /* Queues a job of kind on ref with oid (the new or the expected value). */
 static void
 job_queue_ref(enum job_kind kind, const uint8_t owner[PUBKEY_LEN],
-    const char *d, const char *ref, const char *oid, const uint8_t src[32],
-    const char *src_path)
+    const char *d, const char *ref, const char *oid,
+    const uint8_t src[PUBKEY_LEN], const char *src_path)
 {
 	struct relay_job *j = job_new(kind, owner, d, src);
 
@@ -122,7 +122,7 @@ job_queue_ref(enum job_kind kind, const uint8_t owner[PUBKEY_LEN],
 
 void
 relay_job_set_ref(const uint8_t owner[PUBKEY_LEN], const char *d,
-    const char *ref, const char *oid, const uint8_t src[32])
+    const char *ref, const char *oid, const uint8_t src[PUBKEY_LEN])
 {
 	job_queue_ref(JOB_SET_REF, owner, d, ref, oid, src, NULL);
 }
@@ -180,7 +180,7 @@ job_defer(struct relay_job *j, const char *repo)
 	    (jw->jw_d = strdup(j->j_d)) == NULL)
 		fatal("job_defer");
 	jw->jw_kind = j->j_kind;
-	memcpy(jw->jw_owner, j->j_owner, 32);
+	memcpy(jw->jw_owner, j->j_owner, PUBKEY_LEN);
 	lws_sul_schedule(relayd->ctx, 0, &jw->jw_sul, job_retry,
 	    (lws_usec_t)RELAY_PRUNE_RETRY_S * LWS_US_PER_SEC);
 	return 1;
@@ -245,7 +245,7 @@ maint_find(const uint8_t owner[PUBKEY_LEN], const char *d)
 	struct maint *m;
 
 	LIST_FOREACH(m, &maints, m_entry)
-		if (memcmp(m->m_owner, owner, 32) == 0 &&
+		if (memcmp(m->m_owner, owner, PUBKEY_LEN) == 0 &&
 		    strcmp(m->m_d, d) == 0)
 			return m;
 	return NULL;
@@ -278,11 +278,12 @@ job_on(const uint8_t owner[PUBKEY_LEN], const char *d)
 	struct relay_job *j;
 
 	if (job_running != NULL && job_running->j_d != NULL &&
-	    memcmp(job_running->j_owner, owner, 32) == 0 &&
+	    memcmp(job_running->j_owner, owner, PUBKEY_LEN) == 0 &&
 	    strcmp(job_running->j_d, d) == 0)
 		return 1;
 	TAILQ_FOREACH(j, &jobs, j_entry)
-		if (j->j_d != NULL && memcmp(j->j_owner, owner, 32) == 0 &&
+		if (j->j_d != NULL &&
+		    memcmp(j->j_owner, owner, PUBKEY_LEN) == 0 &&
 		    strcmp(j->j_d, d) == 0)
 			return 1;
 	return 0;
@@ -332,7 +333,7 @@ relay_job_pushed(const uint8_t owner[PUBKEY_LEN], const char *d)
 		if ((m = calloc(1, sizeof(*m))) == NULL ||
 		    (m->m_d = strdup(d)) == NULL)
 			fatal("relay_job_pushed");
-		memcpy(m->m_owner, owner, 32);
+		memcpy(m->m_owner, owner, PUBKEY_LEN);
 		LIST_INSERT_HEAD(&maints, m, m_entry);
 		nmaints++;
 	}
@@ -680,7 +681,8 @@ job_fetch(struct relay_job *j, const char *repo, const char *const *want,
 		return 0;
 	if (j->j_src_path != NULL)
 		snprintf(src, sizeof(src), "%s", j->j_src_path);
-	else if (!j->j_has_src || memcmp(j->j_src, j->j_owner, 32) == 0 ||
+	else if (!j->j_has_src ||
+	    memcmp(j->j_src, j->j_owner, PUBKEY_LEN) == 0 ||
 	    relay_repo_path(j->j_src, j->j_d, src, sizeof(src)) == -1)
 		return -1;
 	/* The source is ours and local: any object in it may be asked. */

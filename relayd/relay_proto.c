@@ -176,8 +176,8 @@ relay_proto_okid(const struct json *evj, char okid[EVENT_ID_HEX_LEN + 1])
 	const struct json *idj = json_get(evj, "id");
 
 	okid[0] = '\0';
-	if (idj && idj->type == JSON_STRING && idj->len == 64)
-		memcpy(okid, idj->s, 65);
+	if (idj && idj->type == JSON_STRING && idj->len == EVENT_ID_HEX_LEN)
+		memcpy(okid, idj->s, EVENT_ID_HEX_LEN + 1);
 }
 
 /* Unicode characters of a valid UTF-8 string. */
@@ -244,7 +244,7 @@ relay_proto_event(const struct json *evj, const char *challenge,
 	relay_proto_okid(evj, okid);
 	if ((ev = event_from_json(evj, msg, msglen)) == NULL)
 		return NULL;
-	memcpy(okid, ev->id_hex, 65);
+	memcpy(okid, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	if (challenge != NULL)
 		rc = auth_check_event(ev, challenge, pl, now, msg, msglen);
 	else

@@ -161,9 +161,9 @@ stored_event(const uint8_t id[EVENT_ID_LEN])
 {
 	struct evlist l;
 	struct event *ev = NULL;
-	char	      hex[65], f[128];
+	char	      hex[EVENT_ID_HEX_LEN + 1], f[128];
 
-	hex_encode(id, 32, hex);
+	hex_encode(id, EVENT_ID_LEN, hex);
 	snprintf(f, sizeof(f), "{\"ids\":[\"%s\"]}", hex);
 	if (query(f, &l) == 0 && l.n > 0) {
 		ev = l.v[0];
@@ -194,7 +194,7 @@ relay_purg_stored_states(const char *d, struct evlist *out)
  */
 int
 relay_purg_find_source(const struct policy_anns *a, const char *d,
-    const struct relay_refs *want, uint8_t src[32])
+    const struct relay_refs *want, uint8_t src[PUBKEY_LEN])
 {
 	char   repo[PATH_MAX];
 	size_t i, k;
@@ -209,7 +209,7 @@ relay_purg_find_source(const struct policy_anns *a, const char *d,
 			if (!relay_repo_has_object(repo, want->v[k].rf_oid))
 				break;
 		if (k == want->n) {
-			memcpy(src, owner, 32);
+			memcpy(src, owner, PUBKEY_LEN);
 			return 1;
 		}
 	}
@@ -259,7 +259,7 @@ evict(const uint8_t pubkey[PUBKEY_LEN], const char *d, const char *why)
  */
 size_t
 relay_purg_pr_owners(const struct event *ev, const char *d,
-    uint8_t (*owners)[32], size_t			 max)
+    uint8_t (*owners)[PUBKEY_LEN], size_t		 max)
 {
 	struct policy_anns	a;
 	const struct event_tag *t;
@@ -284,7 +284,7 @@ relay_purg_pr_owners(const struct event *ev, const char *d,
 			ok = policy_anns_authorised(&a, owner, pk);
 		}
 		if (ok)
-			memcpy(owners[n++], owner, 32);
+			memcpy(owners[n++], owner, PUBKEY_LEN);
 	}
 	policy_anns_free(&a);
 	return n;
@@ -296,9 +296,9 @@ relay_purg_pr_owners(const struct event *ev, const char *d,
  * Fills src/src_d; 1 if found.
  */
 int
-relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
-    const char *c, const uint8_t *extra_owner, const char *extra_d,
-    uint8_t src[32], char *src_d, size_t src_dlen)
+relay_purg_pr_source(const uint8_t (*owners)[PUBKEY_LEN], size_t n,
+    const char *d, const char *c, const uint8_t *extra_owner,
+    const char *extra_d, uint8_t src[PUBKEY_LEN], char *src_d, size_t src_dlen)
 {
 	char   repo[PATH_MAX];
 	size_t i;
@@ -306,7 +306,7 @@ relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
 	for (i = 0; i < n; i++) {
 		if (relay_repo_path(owners[i], d, repo, sizeof(repo)) == 0 &&
 		    relay_repo_has_object(repo, c)) {
-			memcpy(src, owners[i], 32);
+			memcpy(src, owners[i], PUBKEY_LEN);
 			snprintf(src_d, src_dlen, "%s", d);
 			return 1;
 		}
@@ -314,7 +314,7 @@ relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
 	if (extra_owner != NULL &&
 	    relay_repo_path(extra_owner, extra_d, repo, sizeof(repo)) == 0 &&
 	    relay_repo_has_object(repo, c)) {
-		memcpy(src, extra_owner, 32);
+		memcpy(src, extra_owner, PUBKEY_LEN);
 		snprintf(src_d, src_dlen, "%s", extra_d);
 		return 1;
 	}
@@ -398,7 +398,7 @@ route_announcement(const struct event *ev, int verdict, int remote, char *msg,
 	if (r == 1) {
 		r = held.pa_created_at > ev->created_at ||
 		    (held.pa_created_at == ev->created_at &&
-			memcmp(held.pa_id, ev->id, 32) < 0);
+			memcmp(held.pa_id, ev->id, EVENT_ID_LEN) < 0);
 		purg_ann_clear(&held);
 		if (r) {
 			snprintf(msg, msglen,
@@ -478,7 +478,7 @@ route_state(const struct event *ev, int remote, char *msg, size_t msglen)
 	struct relay_refs  want;
 	const char	 **oids = NULL;
 	char		   d[1024], *head = NULL;
-	uint8_t		   src[32];
+	uint8_t		   src[PUBKEY_LEN];
 	size_t		   i;
 	enum purg_route	   route = PURG_REFUSE;
 
@@ -524,14 +524,14 @@ static enum purg_route
 route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 {
 	struct purg_placeholder *ph = NULL;
-	uint8_t			 owners[POLICY_MAX_MAINTAINERS][32], src[32];
-	char			 d[1024], ref[80], repo[PATH_MAX];
-	char			 src_d[1024];
-	const char		*c = relay_purg_pr_commit(ev), *cur, *want[1];
-	struct relay_refs	 refs;
-	size_t			 nph = 0, n, i;
-	const char *const	 pfx[] = { ref, NULL };
-	int			 pushed;
+	uint8_t	    owners[POLICY_MAX_MAINTAINERS][PUBKEY_LEN], src[PUBKEY_LEN];
+	char	    d[1024], ref[80], repo[PATH_MAX];
+	char	    src_d[1024];
+	const char *c = relay_purg_pr_commit(ev), *cur, *want[1];
+	struct relay_refs refs;
+	size_t		  nph = 0, n, i;
+	const char *const pfx[] = { ref, NULL };
+	int		  pushed;
 
 	if (c == NULL) {
 		snprintf(msg, msglen,
@@ -567,8 +567,8 @@ route_pr(const struct event *ev, int remote, char *msg, size_t msglen)
 			    NULL);
 		relay_refs_free(&refs);
 	}
-	if (relay_purg_pr_source((const uint8_t(*)[32])owners, n, d, c, NULL,
-		NULL, src, src_d, sizeof(src_d)))
+	if (relay_purg_pr_source((const uint8_t(*)[PUBKEY_LEN])owners, n, d, c,
+		NULL, NULL, src, src_d, sizeof(src_d)))
 		return PURG_STORE;
 	/* GRASP-06, no repository of it here: its /prs/ push is the data. */
 	if (n == 0 && relay_purg_prs_holds(ev, d, c))
@@ -614,14 +614,17 @@ apply_deletion(const struct event *del)
 		if (t->n < 2)
 			continue;
 		if (strcmp(t->v[0].s, "e") == 0) {
-			if (hex_decode(t->v[1].s, t->v[1].len, id, 32) == -1)
+			if (hex_decode(t->v[1].s, t->v[1].len, id,
+				EVENT_ID_LEN) == -1)
 				continue;
 			if (purg_ev_get(relayd->purg, id, &pe) == 1) {
-				if (memcmp(pe.pe_pubkey, del->pubkey, 32) == 0)
+				if (memcmp(pe.pe_pubkey, del->pubkey,
+					PUBKEY_LEN) == 0)
 					purg_ev_delete(relayd->purg, id);
 				purg_ev_clear(&pe);
 			} else if (purg_ann_by_id(relayd->purg, id, &pa) == 1) {
-				if (memcmp(pa.pa_pubkey, del->pubkey, 32) == 0)
+				if (memcmp(pa.pa_pubkey, del->pubkey,
+					PUBKEY_LEN) == 0)
 					evict(pa.pa_pubkey, pa.pa_d,
 					    "deleted by its author");
 				purg_ann_clear(&pa);
@@ -631,8 +634,8 @@ apply_deletion(const struct event *del)
 		if (strcmp(t->v[0].s, "a") != 0 ||
 		    coord_parse(t->v[1].s, t->v[1].len, &kind, pk, &dv,
 			&dvlen) == -1 ||
-		    memcmp(pk, del->pubkey, 32) != 0 || dvlen >= sizeof(d) ||
-		    !policy_identifier_safe(dv, dvlen))
+		    memcmp(pk, del->pubkey, PUBKEY_LEN) != 0 ||
+		    dvlen >= sizeof(d) || !policy_identifier_safe(dv, dvlen))
 			continue;
 		memcpy(d, dv, dvlen);
 		d[dvlen] = '\0';
@@ -646,8 +649,8 @@ apply_deletion(const struct event *del)
 			if (purg_ev_list_d(relayd->purg, d, KIND_REPO_STATE,
 				&held, &n) == 0)
 				for (k = 0; k < n; k++)
-					if (memcmp(held[k].pe_pubkey, pk, 32) ==
-						0 &&
+					if (memcmp(held[k].pe_pubkey, pk,
+						PUBKEY_LEN) == 0 &&
 					    held[k].pe_created_at <=
 						del->created_at)
 						purg_ev_delete(relayd->purg,
@@ -751,7 +754,8 @@ relay_purg_pr_by(const struct event *ev, const uint8_t signer[PUBKEY_LEN],
 	char evd[256];
 
 	policy_pr_identifier(ev, evd, sizeof(evd));
-	return memcmp(ev->pubkey, signer, 32) == 0 && strcmp(evd, d) == 0;
+	return memcmp(ev->pubkey, signer, PUBKEY_LEN) == 0 &&
+	    strcmp(evd, d) == 0;
 }
 
 

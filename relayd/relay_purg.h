@@ -27,7 +27,7 @@ struct later_job {
 		LJ_REMOVE
 	} lj_kind;
 	uint8_t	      lj_owner[PUBKEY_LEN];
-	uint8_t	      lj_src[32];
+	uint8_t	      lj_src[PUBKEY_LEN];
 	char	     *lj_d;
 	char	     *lj_ref;
 	char	      lj_oid[GIT_OID_HEX + 1];

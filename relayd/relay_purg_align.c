@@ -59,7 +59,7 @@ relay_purg_job(int kind, const uint8_t owner[PUBKEY_LEN], const char *d)
 	    (lj->lj_d = strdup(d)) == NULL)
 		fatal("relay_purg_job");
 	lj->lj_kind = kind;
-	memcpy(lj->lj_owner, owner, 32);
+	memcpy(lj->lj_owner, owner, PUBKEY_LEN);
 	relay_ingest_defer(later_job_run, lj);
 	return lj;
 }
@@ -73,7 +73,7 @@ relay_purg_job_ref(int kind, const uint8_t owner[PUBKEY_LEN], const char *d,
 	if ((lj->lj_ref = strdup(ref)) == NULL)
 		fatal("relay_purg_job_ref");
 	snprintf(lj->lj_oid, sizeof(lj->lj_oid), "%s", oid);
-	memcpy(lj->lj_src, src ? src : owner, 32);
+	memcpy(lj->lj_src, src ? src : owner, PUBKEY_LEN);
 }
 
 
@@ -90,12 +90,12 @@ newest_for(const struct policy_anns *a, const uint8_t owner[PUBKEY_LEN],
 
 	for (i = 0; i < states->n; i++) {
 		s = states->v[i];
-		if (memcmp(s->id, ev->id, 32) == 0 ||
+		if (memcmp(s->id, ev->id, EVENT_ID_LEN) == 0 ||
 		    !policy_anns_authorised(a, owner, s->pubkey))
 			continue;
 		if (s->created_at > ev->created_at ||
 		    (s->created_at == ev->created_at &&
-			memcmp(s->id, ev->id, 32) < 0))
+			memcmp(s->id, ev->id, EVENT_ID_LEN) < 0))
 			return 0;
 	}
 	return 1;
@@ -114,7 +114,7 @@ align_state(const struct event *ev, const char *d)
 	struct evlist	   states;
 	struct later_job  *lj;
 	char		  *head = NULL, err[64];
-	uint8_t		   src[32];
+	uint8_t		   src[PUBKEY_LEN];
 	size_t		   i;
 
 	if (relay_purg_anns(d, 1, &a) == -1)
@@ -131,7 +131,7 @@ align_state(const struct event *ev, const char *d)
 		    !newest_for(&a, owner, ev, &states))
 			continue;
 		lj = relay_purg_job(LJ_ALIGN, owner, d);
-		memcpy(lj->lj_src, src, 32);
+		memcpy(lj->lj_src, src, PUBKEY_LEN);
 		if ((lj->lj_state = event_parse(ev->json, ev->json_len, err,
 			 sizeof(err))) == NULL)
 			fatalx("align_state: %s", err);
@@ -146,8 +146,9 @@ done:
 
 /* After the commit: refs/nostr/<id> -> c in every owner's repository. */
 void
-relay_purg_pr_set_refs(const struct event *ev, const uint8_t (*owners)[32],
-    size_t n, const char *d, const uint8_t src[32], const char *src_d)
+relay_purg_pr_set_refs(const struct event *ev,
+    const uint8_t (*owners)[PUBKEY_LEN], size_t n, const char *d,
+    const uint8_t src[PUBKEY_LEN], const char *src_d)
 {
 	char   ref[80];
 	size_t i;
@@ -181,7 +182,7 @@ relay_purg_key(const uint8_t owner[PUBKEY_LEN], const char *d)
 	if ((rk = calloc(1, sizeof(*rk))) == NULL ||
 	    (rk->rk_d = strdup(d)) == NULL)
 		fatal("relay_purg_key");
-	memcpy(rk->rk_owner, owner, 32);
+	memcpy(rk->rk_owner, owner, PUBKEY_LEN);
 	return rk;
 }
 
@@ -191,7 +192,7 @@ static void
 pr_stored(const struct event *ev, const uint8_t *extra_owner,
     const char *extra_d)
 {
-	uint8_t	    owners[POLICY_MAX_MAINTAINERS][32], src[32];
+	uint8_t	    owners[POLICY_MAX_MAINTAINERS][PUBKEY_LEN], src[PUBKEY_LEN];
 	char	    d[1024], src_d[1024];
 	const char *c = relay_purg_pr_commit(ev);
 	size_t	    n;
@@ -200,11 +201,11 @@ pr_stored(const struct event *ev, const uint8_t *extra_owner,
 		return;
 	policy_pr_identifier(ev, d, sizeof(d));
 	n = relay_purg_pr_owners(ev, d, owners, POLICY_MAX_MAINTAINERS);
-	if (!relay_purg_pr_source((const uint8_t(*)[32])owners, n, d, c,
+	if (!relay_purg_pr_source((const uint8_t(*)[PUBKEY_LEN])owners, n, d, c,
 		extra_owner, extra_d, src, src_d, sizeof(src_d)))
 		return;
-	relay_purg_pr_set_refs(ev, (const uint8_t(*)[32])owners, n, d, src,
-	    src_d);
+	relay_purg_pr_set_refs(ev, (const uint8_t(*)[PUBKEY_LEN])owners, n, d,
+	    src, src_d);
 }
 
 void

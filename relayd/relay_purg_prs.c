@@ -62,7 +62,7 @@ prs_arrived(void *arg)
 static void
 prs_mirror(const struct event *ev, const char *d, const char *oid)
 {
-	uint8_t owners[POLICY_MAX_MAINTAINERS][32];
+	uint8_t owners[POLICY_MAX_MAINTAINERS][PUBKEY_LEN];
 	char	src[PATH_MAX], ref[80];
 	size_t	n, i;
 
@@ -123,7 +123,8 @@ relay_purg_prs_pushed(const uint8_t signer[PUBKEY_LEN], const char *d,
 
 		if (strncmp(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN) != 0 ||
 		    strcmp(cmds[i].pc_new, RELAY_NULL_OID) == 0 ||
-		    hex_decode(ref + RELAY_REF_NOSTR_LEN, 64, id, 32) == -1)
+		    hex_decode(ref + RELAY_REF_NOSTR_LEN, EVENT_ID_HEX_LEN, id,
+			EVENT_ID_LEN) == -1)
 			continue;
 		if ((ev = relay_purg_pr_event(id)) == NULL)
 			continue;

@@ -60,7 +60,8 @@ placeholders_expired(int committed)
 	expired_nph = 0;
 	for (i = 0; committed && i < n; i++) {
 		memcpy(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN);
-		hex_encode(ph[i].pp_id, 32, ref + RELAY_REF_NOSTR_LEN);
+		hex_encode(ph[i].pp_id, EVENT_ID_LEN,
+		    ref + RELAY_REF_NOSTR_LEN);
 		log_info(
 		    "purgatory: placeholder %s in %s expired without its event; removing it",
 		    ref, ph[i].pp_d);
@@ -70,7 +71,8 @@ placeholders_expired(int committed)
 	/* One prune per repository, after its deletions. */
 	for (i = 0; committed && i < n; i++) {
 		for (j = 0; j < i; j++)
-			if (memcmp(ph[j].pp_owner, ph[i].pp_owner, 32) == 0 &&
+			if (memcmp(ph[j].pp_owner, ph[i].pp_owner,
+				PUBKEY_LEN) == 0 &&
 			    strcmp(ph[j].pp_d, ph[i].pp_d) == 0)
 				break;
 		if (j == i)
@@ -87,12 +89,12 @@ sweep_run(void *arg)
 	struct purg_ann *an = NULL;
 	int64_t		 now = time(NULL);
 	size_t		 n = 0, i;
-	char		 hex[65];
+	char		 hex[EVENT_ID_HEX_LEN + 1];
 
 	(void)arg;
 	if (purg_ev_due(relayd->purg, now, &ev, &n) == 0) {
 		for (i = 0; i < n; i++) {
-			hex_encode(ev[i].pe_id, 32, hex);
+			hex_encode(ev[i].pe_id, EVENT_ID_LEN, hex);
 			log_info(
 			    "purgatory: %s (kind %u) expired without its git data",
 			    hex, ev[i].pe_kind);

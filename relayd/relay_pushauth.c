@@ -192,8 +192,9 @@ check_cmd(const struct pushauth_in *in, size_t k, char *reason,
 	}
 	/* NIP-01 writes ids in lowercase hex: one spelling per event. */
 	if (nostr &&
-	    (strlen(ref) != RELAY_REF_NOSTR_LEN + 64 ||
-		strspn(ref + RELAY_REF_NOSTR_LEN, "0123456789abcdef") != 64)) {
+	    (strlen(ref) != RELAY_REF_NOSTR_LEN + EVENT_ID_HEX_LEN ||
+		strspn(ref + RELAY_REF_NOSTR_LEN, "0123456789abcdef") !=
+		    EVENT_ID_HEX_LEN)) {
 		snprintf(reason, reasonlen,
 		    "Invalid event ID format in ref: %s", ref);
 		return 0;

@@ -92,7 +92,7 @@ relay_purg_authorise_push(const uint8_t owner[PUBKEY_LEN], const char *d,
 	struct pushauth_tip *tips = NULL;
 	struct relay_refs    cur, *states = NULL;
 	struct event	    *ev;
-	char		     repo[PATH_MAX], hex[65], *head;
+	char		     repo[PATH_MAX], hex[EVENT_ID_HEX_LEN + 1], *head;
 	uint8_t		     id[EVENT_ID_LEN];
 	size_t		     i, nheld = 0, nstates = 0, ntips = 0;
 	int		     rc = -1;
@@ -140,12 +140,13 @@ relay_purg_authorise_push(const uint8_t owner[PUBKEY_LEN], const char *d,
 		const char *ref = cmds[i].pc_ref;
 
 		if (strncmp(ref, RELAY_REF_NOSTR, RELAY_REF_NOSTR_LEN) == 0 &&
-		    strlen(ref + RELAY_REF_NOSTR_LEN) == 64 &&
-		    hex_decode(ref + RELAY_REF_NOSTR_LEN, 64, id, 32) == 0 &&
+		    strlen(ref + RELAY_REF_NOSTR_LEN) == EVENT_ID_HEX_LEN &&
+		    hex_decode(ref + RELAY_REF_NOSTR_LEN, EVENT_ID_HEX_LEN, id,
+			EVENT_ID_LEN) == 0 &&
 		    known_pr_commit(id, prs ? owner : NULL, d, &tips[ntips]))
 			tips[ntips++].pt_ref = ref;
 	}
-	hex_encode(owner, 32, hex);
+	hex_encode(owner, PUBKEY_LEN, hex);
 	in.pi_cmds = cmds;
 	in.pi_ncmds = n;
 	in.pi_cur = &cur;

@@ -48,9 +48,9 @@ static void
 try_release_pr(const struct purg_ev *pe, const uint8_t *extra_owner,
     const char *extra_d)
 {
-	uint8_t	      owners[POLICY_MAX_MAINTAINERS][32], src[32];
-	char	      src_d[1024];
-	const char   *c;
+	uint8_t	    owners[POLICY_MAX_MAINTAINERS][PUBKEY_LEN], src[PUBKEY_LEN];
+	char	    src_d[1024];
+	const char *c;
 	struct event *ev;
 	size_t	      n;
 
@@ -66,15 +66,15 @@ try_release_pr(const struct purg_ev *pe, const uint8_t *extra_owner,
 			purg_ev_delete(relayd->purg, pe->pe_id);
 		return;
 	}
-	if (!relay_purg_pr_source((const uint8_t(*)[32])owners, n, pe->pe_d, c,
-		extra_owner, extra_d, src, src_d, sizeof(src_d))) {
+	if (!relay_purg_pr_source((const uint8_t(*)[PUBKEY_LEN])owners, n,
+		pe->pe_d, c, extra_owner, extra_d, src, src_d, sizeof(src_d))) {
 		event_destroy(ev);
 		return;
 	}
 	/* The pushed repository is a source of the copy too. */
 	if (extra_owner != NULL)
-		relay_purg_pr_set_refs(ev, (const uint8_t(*)[32])owners, n,
-		    pe->pe_d, src, src_d);
+		relay_purg_pr_set_refs(ev, (const uint8_t(*)[PUBKEY_LEN])owners,
+		    n, pe->pe_d, src, src_d);
 	if (release_one(ev))
 		purg_ev_delete(relayd->purg, pe->pe_id);
 }
@@ -91,7 +91,7 @@ relay_release_d(const char *d, const uint8_t *extra_owner, const char *extra_d)
 	struct relay_refs  want;
 	struct event	  *ev;
 	char		  *head;
-	uint8_t		   src[32];
+	uint8_t		   src[PUBKEY_LEN];
 	size_t		   n = 0, i, k;
 	int		   ok;
 
@@ -200,7 +200,7 @@ pushed_run(void *arg)
 		if (strncmp(pc->pc_ref, "refs/nostr/", 11) != 0 ||
 		    strcmp(pc->pc_new, RELAY_NULL_OID) == 0 ||
 		    hex_decode(pc->pc_ref + 11, strlen(pc->pc_ref + 11), id,
-			32) == -1)
+			EVENT_ID_LEN) == -1)
 			continue;
 		/* Only what receive-pack really wrote. */
 		if ((cur = relay_refs_get(&refs, pc->pc_ref)) == NULL ||
@@ -244,7 +244,7 @@ relay_purg_pushed(const uint8_t owner[PUBKEY_LEN], const char *d,
 	    (pu->pu_d = strdup(d)) == NULL ||
 	    (pu->pu_cmds = calloc(n + 1, sizeof(*cmds))) == NULL)
 		fatal("relay_purg_pushed");
-	memcpy(pu->pu_owner, owner, 32);
+	memcpy(pu->pu_owner, owner, PUBKEY_LEN);
 	for (i = 0; i < n; i++) {
 		pu->pu_cmds[i] = cmds[i];
 		if ((pu->pu_cmds[i].pc_ref = strdup(cmds[i].pc_ref)) == NULL)

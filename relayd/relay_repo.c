@@ -512,12 +512,12 @@ int
 relay_repo_prs_path(const uint8_t signer[PUBKEY_LEN], const char *d, char *out,
     size_t outlen)
 {
-	char hex[65];
+	char hex[PUBKEY_HEX_LEN + 1];
 	int  n;
 
 	if (!policy_identifier_safe(d, strlen(d)))
 		return -1;
-	hex_encode(signer, 32, hex);
+	hex_encode(signer, PUBKEY_LEN, hex);
 	n = snprintf(out, outlen, "%s/%s/%s/%s.git", relayd->cfg.git_data_path,
 	    RELAY_PRS_DIR, hex, d);
 	return n < 0 || (size_t)n >= outlen ? -1 : 0;
@@ -582,9 +582,9 @@ usage_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 uint64_t
 relay_repo_prs_usage(const uint8_t signer[PUBKEY_LEN])
 {
-	char dir[PATH_MAX], hex[65];
+	char dir[PATH_MAX], hex[PUBKEY_HEX_LEN + 1];
 
-	hex_encode(signer, 32, hex);
+	hex_encode(signer, PUBKEY_LEN, hex);
 	if (snprintf(dir, sizeof(dir), "%s/%s/%s", relayd->cfg.git_data_path,
 		RELAY_PRS_DIR, hex) >= (int)sizeof(dir))
 		return UINT64_MAX;
@@ -726,7 +726,8 @@ prs_init(void)
 	if ((top = opendir(dir)) == NULL)
 		fatal("cannot read %s", dir);
 	while ((e = readdir(top)) != NULL) {
-		if (e->d_name[0] == '.' || strlen(e->d_name) != 64 ||
+		if (e->d_name[0] == '.' ||
+		    strlen(e->d_name) != PUBKEY_HEX_LEN ||
 		    snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >=
 			(int)sizeof(sub) ||
 		    (in = opendir(sub)) == NULL)

@@ -62,22 +62,24 @@ nip11_str(const cJSON *doc, const char *name)
  * there.
  */
 size_t
-relay_web_maintainers(const struct event *ann, uint8_t keys[][32],
+relay_web_maintainers(const struct event *ann, uint8_t keys[][PUBKEY_LEN],
     struct buf *json)
 {
 	const struct event_tag *t;
 	size_t			n = 1, i, j, k;
 
-	memcpy(keys[0], ann->pubkey, 32);
+	memcpy(keys[0], ann->pubkey, PUBKEY_LEN);
 	for (i = 0; i < ann->ntags; i++) {
 		t = &ann->tags[i];
 		if (strcmp(t->v[0].s, "maintainers") != 0)
 			continue;
 		for (j = 1; j < t->n && n < RELAY_WEB_MAINTAINERS_MAX; j++) {
-			if (t->v[j].len != 64 ||
-			    hex_decode(t->v[j].s, 64, keys[n], 32) == -1)
+			if (t->v[j].len != PUBKEY_HEX_LEN ||
+			    hex_decode(t->v[j].s, PUBKEY_HEX_LEN, keys[n],
+				PUBKEY_LEN) == -1)
 				continue;
-			for (k = 0; k < n && memcmp(keys[k], keys[n], 32); k++)
+			for (k = 0;
+			     k < n && memcmp(keys[k], keys[n], PUBKEY_LEN); k++)
 				;
 			if (k == n)
 				n++;
@@ -87,7 +89,7 @@ relay_web_maintainers(const struct event *ann, uint8_t keys[][32],
 		buf_addc(json, '[');
 		for (i = 0; i < n; i++) {
 			buf_adds(json, i ? ",\"" : "\"");
-			buf_add_hex(json, keys[i], 32);
+			buf_add_hex(json, keys[i], PUBKEY_LEN);
 			buf_addc(json, '"');
 		}
 		buf_addc(json, ']');
@@ -252,7 +254,7 @@ repo_row(struct buf *b, sqlite3 *db, sqlite3_stmt *st)
 	char	      err[64], npub[NIP19_MAX_LEN + 1], *who;
 	const char   *d, *name, *desc;
 	int	      issues, prs;
-	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
+	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][PUBKEY_LEN];
 	struct buf    maint = BUF_INIT;
 
 	if (json == NULL ||
@@ -960,7 +962,7 @@ commits(struct buf *b, FILE *out, const struct relay_webreq *wr)
  */
 static size_t
 repo_events(sqlite3 *db, const struct relay_webreq *wr, struct event **annp,
-    struct event **statep, uint8_t keys[][32], struct buf *maint)
+    struct event **statep, uint8_t keys[][PUBKEY_LEN], struct buf *maint)
 {
 	struct event *ann, *state = NULL, *ev;
 	size_t	      i, nkeys;
@@ -970,9 +972,9 @@ repo_events(sqlite3 *db, const struct relay_webreq *wr, struct event **annp,
 	if (ann != NULL)
 		nkeys = relay_web_maintainers(ann, keys, maint);
 	else {
-		memcpy(keys[0], wr->wr_owner, 32);
+		memcpy(keys[0], wr->wr_owner, PUBKEY_LEN);
 		buf_adds(maint, "[\"");
-		buf_add_hex(maint, wr->wr_owner, 32);
+		buf_add_hex(maint, wr->wr_owner, PUBKEY_LEN);
 		buf_adds(maint, "\"]");
 		nkeys = 1;
 	}
@@ -998,7 +1000,8 @@ repo_events(sqlite3 *db, const struct relay_webreq *wr, struct event **annp,
  */
 static void
 repo_people(struct buf *b, sqlite3 *db, const struct relay_webreq *wr,
-    uint8_t keys[][32], size_t nkeys, const char *nostr, const char *feed)
+    uint8_t keys[][PUBKEY_LEN], size_t nkeys, const char *nostr,
+    const char *feed)
 {
 	size_t i;
 
@@ -1054,7 +1057,7 @@ repo_render(struct relay_webreq *wr)
 	struct buf    maint = BUF_INIT, coord = BUF_INIT, base = BUF_INIT;
 	struct buf    feed = BUF_INIT;
 	struct event *ann, *state;
-	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
+	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][PUBKEY_LEN];
 	sqlite3	     *db;
 	const char   *name, *desc;
 	char	      title[512];
@@ -1094,7 +1097,7 @@ repo_render(struct relay_webreq *wr)
 	state_refs(&b, state, wr);
 	commits(&b, wr->wr_out[WR_LOG], wr);
 	buf_adds(&coord, "30617:");
-	buf_add_hex(&coord, wr->wr_owner, 32);
+	buf_add_hex(&coord, wr->wr_owner, PUBKEY_LEN);
 	buf_printf(&coord, ":%s", wr->wr_d);
 	threads(&b, db, coord.b_data, maint.b_data, base.b_data);
 	relay_html_db_disarm(db);
@@ -1222,7 +1225,7 @@ relay_web_repo(struct relay_conn *c, struct lws *wsi, const char *npub,
 	wr->wr_wsi = wsi;
 	wr->wr_hosted = hosted;
 	wr->wr_pid[0] = wr->wr_pid[1] = -1;
-	memcpy(wr->wr_owner, owner, 32);
+	memcpy(wr->wr_owner, owner, PUBKEY_LEN);
 	snprintf(wr->wr_npub, sizeof(wr->wr_npub), "%s", npub);
 	relay_repo_path(owner, d, wr->wr_repo, sizeof(wr->wr_repo));
 	c->rc_kind = CONN_HTTP;

@@ -196,7 +196,7 @@ newer(const void *a, const void *b)
 
 	return x->created_at < y->created_at ? 1 :
 	    x->created_at > y->created_at    ? -1 :
-					       memcmp(x->id, y->id, 32);
+					       memcmp(x->id, y->id, EVENT_ID_LEN);
 }
 
 /*
@@ -221,7 +221,8 @@ collect(sqlite3_stmt *st, struct event **v, size_t *n, size_t cap,
 		    (ev = event_parse(json, strlen(json), err, sizeof(err))) ==
 			NULL)
 			continue;
-		for (i = 0; i < *n && memcmp(v[i]->id, ev->id, 32) != 0; i++)
+		for (i = 0;
+		     i < *n && memcmp(v[i]->id, ev->id, EVENT_ID_LEN) != 0; i++)
 			;
 		if (i < *n)
 			event_destroy(ev);
@@ -238,11 +239,12 @@ kind_of(sqlite3 *db, const char *hex)
 	uint8_t	      id[EVENT_ID_LEN];
 	uint32_t      k = 0;
 
-	if (hex == NULL || strlen(hex) != 64 || hex_decode(hex, 64, id, 32) ||
+	if (hex == NULL || strlen(hex) != EVENT_ID_HEX_LEN ||
+	    hex_decode(hex, EVENT_ID_HEX_LEN, id, EVENT_ID_LEN) ||
 	    sqlite3_prepare_v2(db, "SELECT kind FROM events WHERE id = ?1", -1,
 		&st, NULL) != SQLITE_OK)
 		return 0;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		k = (uint32_t)sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
@@ -280,7 +282,7 @@ feed_events(sqlite3 *db, const uint8_t owner[PUBKEY_LEN], const char *d,
 	    " ORDER BY st.created_at DESC LIMIT ?2";
 	struct buf    coord = BUF_INIT;
 	struct event *ann, *ev;
-	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32];
+	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][PUBKEY_LEN];
 	sqlite3_stmt *st;
 	size_t	      n = 0, nkeys, i, k, bytes = 0;
 
@@ -288,11 +290,11 @@ feed_events(sqlite3 *db, const uint8_t owner[PUBKEY_LEN], const char *d,
 	if (ann != NULL)
 		nkeys = relay_web_maintainers(ann, keys, NULL);
 	else {
-		memcpy(keys[0], owner, 32);
+		memcpy(keys[0], owner, PUBKEY_LEN);
 		nkeys = 1;
 	}
 	buf_adds(&coord, "30617:");
-	buf_add_hex(&coord, owner, 32);
+	buf_add_hex(&coord, owner, PUBKEY_LEN);
 	buf_printf(&coord, ":%s", d);
 	for (i = 0; i < 2; i++) {
 		if (sqlite3_prepare_v2(db, i ? named : tagged, -1, &st, NULL) !=

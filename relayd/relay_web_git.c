@@ -69,7 +69,7 @@ struct relay_webgit {
 	char		      *wg_path; /* "" at the top */
 	char		       wg_oid[GIT_OID_HEX + 1]; /* wg_ref's object */
 	/* A PR: its event id, the default branch and the merge base. */
-	char		       wg_pr[65];
+	char		       wg_pr[EVENT_ID_HEX_LEN + 1];
 	char		      *wg_base_name;
 	char		       wg_base[GIT_OID_HEX + 1];
 	char		       wg_mb[GIT_OID_HEX + 1];
@@ -1195,14 +1195,16 @@ pr_resolve(struct relay_webgit *wg, const struct relay_refs *r,
 	const char *tip, *base;
 	char	    ref[80];
 
-	if (!(n == 64 || (n == 69 && memcmp(rest + 64, "/diff", 5) == 0)) ||
+	if (!(n == EVENT_ID_HEX_LEN ||
+		(n == EVENT_ID_HEX_LEN + 5 &&
+		    memcmp(rest + EVENT_ID_HEX_LEN, "/diff", 5) == 0)) ||
 	    strspn(rest, "0123456789abcdef") < 64) {
 		*why = "A pull request is named by its event id: 64 "
 		       "lowercase hex digits.";
 		return HTTP_STATUS_BAD_REQUEST;
 	}
-	memcpy(wg->wg_pr, rest, 64);
-	wg->wg_pr[64] = '\0';
+	memcpy(wg->wg_pr, rest, EVENT_ID_HEX_LEN);
+	wg->wg_pr[EVENT_ID_HEX_LEN] = '\0';
 	snprintf(ref, sizeof(ref), "refs/nostr/%s", wg->wg_pr);
 	tip = relay_refs_get(r, ref);
 	base = r->head ? relay_refs_get(r, r->head) : NULL;
@@ -1264,7 +1266,7 @@ relay_web_git(struct relay_conn *c, struct lws *wsi, int get, const char *npub,
 	wg->wg_wsi = wsi;
 	wg->wg_kind = (enum wg_kind)kind;
 	wg->wg_place = place;
-	memcpy(wg->wg_owner, owner, 32);
+	memcpy(wg->wg_owner, owner, PUBKEY_LEN);
 	snprintf(wg->wg_npub, sizeof(wg->wg_npub), "%s", npub);
 	relay_repo_path(owner, d, wg->wg_repo, sizeof(wg->wg_repo));
 	c->rc_kind = CONN_HTTP;

@@ -131,13 +131,13 @@ struct who {
 
 /* What one page is made of. */
 struct thread {
-	sqlite3	     *db;
-	int64_t	      now;
-	const char   *npub; /* the owner's */
-	const char   *d;
-	const char   *base; /* /<npub>/<d>.git, URL-escaped */
-	uint8_t	      keys[RELAY_WEB_MAINTAINERS_MAX][32]; /* owner first */
-	size_t	      nkeys;
+	sqlite3	   *db;
+	int64_t	    now;
+	const char *npub; /* the owner's */
+	const char *d;
+	const char *base; /* /<npub>/<d>.git, URL-escaped */
+	uint8_t keys[RELAY_WEB_MAINTAINERS_MAX][PUBKEY_LEN]; /* owner first */
+	size_t	nkeys;
 	struct event *root;
 	struct event *ev[RELAY_WEB_THREAD_READ]; /* naming the root */
 	size_t	      nev;
@@ -155,7 +155,7 @@ who_name(struct thread *t, const uint8_t pk[PUBKEY_LEN])
 	size_t	      i;
 
 	for (i = 0; i < t->nwho; i++)
-		if (memcmp(t->who[i].pk, pk, 32) == 0)
+		if (memcmp(t->who[i].pk, pk, PUBKEY_LEN) == 0)
 			return t->who[i].name;
 	p = relay_html_addressed(t->db, KIND_PROFILE, pk, "");
 	if (t->nwho == RELAY_WEB_PEOPLE) {
@@ -164,7 +164,7 @@ who_name(struct thread *t, const uint8_t pk[PUBKEY_LEN])
 		event_destroy(p);
 		return NULL;
 	}
-	memcpy(t->who[t->nwho].pk, pk, 32);
+	memcpy(t->who[t->nwho].pk, pk, PUBKEY_LEN);
 	t->who[t->nwho].name = p ? relay_html_profile_name(p->json) : NULL;
 	event_destroy(p);
 	return t->who[t->nwho++].name;
@@ -197,7 +197,7 @@ is_maintainer(const struct thread *t, const uint8_t pk[PUBKEY_LEN])
 	size_t i;
 
 	for (i = 0; i < t->nkeys; i++)
-		if (memcmp(t->keys[i], pk, 32) == 0)
+		if (memcmp(t->keys[i], pk, PUBKEY_LEN) == 0)
 			return 1;
 	return 0;
 }
@@ -216,7 +216,7 @@ of_repository(const struct thread *t, const struct event *ev)
 			continue;
 		for (k = 0; k < t->nkeys; k++) {
 			snprintf(want, sizeof(want), "30617:");
-			hex_encode(t->keys[k], 32, want + 6);
+			hex_encode(t->keys[k], PUBKEY_LEN, want + 6);
 			snprintf(want + 70, sizeof(want) - 70, ":%s", t->d);
 			if (strcmp(g->v[1].s, want) == 0)
 				return 1;
@@ -237,7 +237,7 @@ by_id(sqlite3 *db, const uint8_t id[EVENT_ID_LEN])
 	if (sqlite3_prepare_v2(db, "SELECT json FROM events WHERE id = ?1", -1,
 		&st, NULL) != SQLITE_OK)
 		return NULL;
-	sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW &&
 	    (json = (const char *)sqlite3_column_text(st, 0)) != NULL)
 		ev = event_parse(json, strlen(json), err, sizeof(err));
@@ -277,7 +277,8 @@ related(struct thread *t)
 		if (sqlite3_prepare_v2(t->db, q ? rx : sql, -1, &st, NULL) !=
 		    SQLITE_OK)
 			return;
-		sqlite3_bind_blob(st, 1, t->root->id, 32, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 1, t->root->id, EVENT_ID_LEN,
+		    SQLITE_STATIC);
 		sqlite3_bind_int(st, 2,
 		    RELAY_WEB_THREAD_READ + 1 - (int)t->nev);
 		while (sqlite3_step(st) == SQLITE_ROW) {
@@ -306,8 +307,9 @@ last_e(const struct event *ev, uint8_t id[EVENT_ID_LEN])
 	for (i = ev->ntags; i-- > 0;)
 		if (ev->tags[i].n >= 2 &&
 		    strcmp(ev->tags[i].v[0].s, "e") == 0 &&
-		    ev->tags[i].v[1].len == 64 &&
-		    hex_decode(ev->tags[i].v[1].s, 64, id, 32) == 0)
+		    ev->tags[i].v[1].len == EVENT_ID_HEX_LEN &&
+		    hex_decode(ev->tags[i].v[1].s, EVENT_ID_HEX_LEN, id,
+			EVENT_ID_LEN) == 0)
 			return 0;
 	return -1;
 }
@@ -322,14 +324,14 @@ reactions(struct buf *b, const struct thread *t, const uint8_t id[EVENT_ID_LEN])
 		int	    n;
 	} seen[RELAY_WEB_REACTION_KINDS];
 	const struct event *ev;
-	uint8_t		    to[32];
+	uint8_t		    to[EVENT_ID_LEN];
 	const char	   *s;
 	size_t		    i, k, nseen = 0, len;
 
 	for (i = 0; i < t->nev; i++) {
 		ev = t->ev[i];
 		if (ev->kind != KIND_REACTION || last_e(ev, to) == -1 ||
-		    memcmp(to, id, 32) != 0)
+		    memcmp(to, id, EVENT_ID_LEN) != 0)
 			continue;
 		s = ev->content.s;
 		len = relay_html_cut(s, RELAY_WEB_REACTION_MAX);
@@ -417,7 +419,7 @@ post_head(struct buf *b, struct thread *t, const struct event *ev,
 	buf_adds(b, "\">#</a>");
 	/* NIP-22: "e" is the parent; NIP-10's reply marker the same. */
 	parent = relay_html_tag1(ev, "e");
-	if (parent != NULL && strlen(parent) == 64 &&
+	if (parent != NULL && strlen(parent) == EVENT_ID_HEX_LEN &&
 	    strcasecmp(parent, t->root->id_hex) != 0) {
 		buf_adds(b, " <a class=\"pk\" href=\"#e");
 		relay_web_escape(b, parent, 16);
@@ -441,7 +443,8 @@ labels(struct buf *b, const struct thread *t)
 		if (e > 0 &&
 		    (ev->kind != KIND_LABEL ||
 			!(is_maintainer(t, ev->pubkey) ||
-			    memcmp(ev->pubkey, t->root->pubkey, 32) == 0)))
+			    memcmp(ev->pubkey, t->root->pubkey, PUBKEY_LEN) ==
+				0)))
 			continue;
 		for (i = 0; i < ev->ntags && n < RELAY_WEB_LABELS_MAX; i++) {
 			g = &ev->tags[i];
@@ -481,7 +484,7 @@ statuses(struct buf *b, struct thread *t)
 		if (ev->kind < KIND_STATUS_OPEN || ev->kind > KIND_STATUS_DRAFT)
 			continue;
 		counts = is_maintainer(t, ev->pubkey) ||
-		    memcmp(ev->pubkey, t->root->pubkey, 32) == 0;
+		    memcmp(ev->pubkey, t->root->pubkey, PUBKEY_LEN) == 0;
 		if (counts)
 			cur = (int)ev->kind;
 		if (!any++)
@@ -765,7 +768,8 @@ thread_page(struct relay_conn *c, struct lws *wsi, const char *npub,
 		memcpy(s, idstr, idlen);
 		s[idlen] = '\0';
 	}
-	if (!(idlen == 64 && hex_decode(idstr, 64, id, 32) == 0) &&
+	if (!(idlen == EVENT_ID_HEX_LEN &&
+		hex_decode(idstr, EVENT_ID_HEX_LEN, id, EVENT_ID_LEN) == 0) &&
 	    nip19_decode(s, "note", id) == -1)
 		return relay_html_message(c, wsi, HTTP_STATUS_BAD_REQUEST,
 		    "Bad address",
@@ -790,7 +794,7 @@ thread_page(struct relay_conn *c, struct lws *wsi, const char *npub,
 	if (ann != NULL)
 		t->nkeys = relay_web_maintainers(ann, t->keys, NULL);
 	else {
-		memcpy(t->keys[0], owner, 32);
+		memcpy(t->keys[0], owner, PUBKEY_LEN);
 		t->nkeys = 1;
 	}
 	t->root = by_id(t->db, id);
@@ -798,7 +802,7 @@ thread_page(struct relay_conn *c, struct lws *wsi, const char *npub,
 	    !of_repository(t, t->root)) {
 		buf_printf(&b, "This repository has no %s with the id <code>",
 		    sections[sec].name);
-		buf_add_hex(&b, id, 32);
+		buf_add_hex(&b, id, EVENT_ID_LEN);
 		buf_printf(&b,
 		    "</code> on this server. <a href=\"%s\">See the "
 		    "repository.</a>",

@@ -121,7 +121,7 @@ startup_checks(struct relayd *r)
 		    "configuration: NGIT_RELAY_OWNER_NSEC: invalid key");
 	}
 	explicit_bzero(sk, sizeof(sk));
-	hex_encode(pk, 32, r->owner_hex);
+	hex_encode(pk, PUBKEY_LEN, r->owner_hex);
 }
 
 /*

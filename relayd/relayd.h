@@ -468,7 +468,7 @@ struct relay_conn {
 	int		     rc_import;
 	/* NIP-42: the challenge sent on connect, the keys it proved. */
 	char		     rc_challenge[2 * RELAY_AUTH_CHALLENGE_BYTES + 1];
-	uint8_t		     rc_auth[RELAY_MAX_AUTH][32];
+	uint8_t		     rc_auth[RELAY_MAX_AUTH][PUBKEY_LEN];
 	int		     rc_nauth;
 	struct relay_addr   *rc_addr; /* its address's limits */
 	/* HTTP: the response body waiting for a writable callback. */
@@ -996,8 +996,8 @@ void	    relay_web_thread_title(struct buf *b, const struct event *ev);
  * lists into keys[] (owner first, at most RELAY_WEB_MAINTAINERS_MAX);
  * returns how many.  With json, also as a JSON array of hex strings.
  */
-size_t	    relay_web_maintainers(const struct event *ann, uint8_t keys[][32],
-	 struct buf *json);
+size_t	    relay_web_maintainers(const struct event *ann,
+	 uint8_t keys[][PUBKEY_LEN], struct buf *json);
 
 /* relay_web_feed.c: Atom feeds (RFC 4287). */
 /* The feed of the whole server at /feed.atom.  The callback result. */
@@ -1266,9 +1266,9 @@ void relay_state_bad_refs(const struct event *state, struct relay_refs *refs);
  * done.
  */
 void relay_job_align(const uint8_t owner[PUBKEY_LEN], const char *d,
-    const struct event *state, const uint8_t src[32]);
+    const struct event *state, const uint8_t src[PUBKEY_LEN]);
 void relay_job_set_ref(const uint8_t owner[PUBKEY_LEN], const char *d,
-    const char *ref, const char *oid, const uint8_t src[32]);
+    const char *ref, const char *oid, const uint8_t src[PUBKEY_LEN]);
 void relay_job_delete_ref(const uint8_t owner[PUBKEY_LEN], const char *d,
     const char *ref, const char *old);
 /* relay_job_set_ref() copying objects from the repository at src_path. */
@@ -1409,17 +1409,18 @@ int relay_purg_pr_by(const struct event *ev, const uint8_t signer[PUBKEY_LEN],
     const char *d);
 /* The owner among a whose repository holds every object of want. */
 int relay_purg_find_source(const struct policy_anns *a, const char *d,
-    const struct relay_refs *want, uint8_t src[32]);
+    const struct relay_refs *want, uint8_t src[PUBKEY_LEN]);
 /* The owners whose repositories PR ev concerns, at most max. */
 size_t relay_purg_pr_owners(const struct event *ev, const char *d,
-    uint8_t (*owners)[32], size_t				max);
+    uint8_t (*owners)[PUBKEY_LEN], size_t			max);
 /* A repository holding commit c among owners (or extra_*); 1 if found. */
-int  relay_purg_pr_source(const uint8_t (*owners)[32], size_t n, const char *d,
-     const char *c, const uint8_t *extra_owner, const char *extra_d,
-     uint8_t src[32], char *src_d, size_t src_dlen);
+int    relay_purg_pr_source(const uint8_t (*owners)[PUBKEY_LEN], size_t n,
+       const char *d, const char *c, const uint8_t *extra_owner,
+       const char *extra_d, uint8_t src[PUBKEY_LEN], char *src_d, size_t src_dlen);
 /* After the commit: refs/nostr/<id> of PR ev in every owner's repository. */
-void relay_purg_pr_set_refs(const struct event *ev, const uint8_t (*owners)[32],
-    size_t n, const char *d, const uint8_t src[32], const char *src_d);
+void   relay_purg_pr_set_refs(const struct event *ev,
+      const uint8_t (*owners)[PUBKEY_LEN], size_t n, const char *d,
+      const uint8_t src[PUBKEY_LEN], const char *src_d);
 /* A repository, as a queued task sees it (relay_ingest_task()). */
 struct relay_purg_key {
 	uint8_t rk_owner[PUBKEY_LEN];

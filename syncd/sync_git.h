@@ -131,7 +131,7 @@ struct sync_git {
 
 /* Owners with identifier d, and the clone URLs they list. */
 struct git_sources {
-	uint8_t (*so_owners)[32];
+	uint8_t (*so_owners)[PUBKEY_LEN];
 	size_t so_nowners;
 	char **so_urls;
 	size_t so_nurls;

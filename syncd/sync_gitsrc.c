@@ -627,7 +627,7 @@ sync_gitsrc_sources_add(struct git_sources *so, const struct event *ev,
 		if ((so->so_owners = reallocarray(so->so_owners,
 			 so->so_nowners + 1, 32)) == NULL)
 			fatal("sync_git: sources_add");
-		memcpy(so->so_owners[so->so_nowners++], ev->pubkey, 32);
+		memcpy(so->so_owners[so->so_nowners++], ev->pubkey, PUBKEY_LEN);
 	}
 	for (i = 0; i < ev->ntags; i++) {
 		t = &ev->tags[i];

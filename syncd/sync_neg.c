@@ -105,14 +105,14 @@ sync_neg_delivered(struct sync_relay *sr, const uint8_t id[EVENT_ID_LEN])
 	/* A bound on memory: forgetting only costs a second fetch. */
 	if (sr->sr_delivered.hm_n >= SYNC_NEG_DELIVERED_MAX)
 		hmap_free(&sr->sr_delivered);
-	hmap_put(&sr->sr_delivered, id, 32, (void *)1);
+	hmap_put(&sr->sr_delivered, id, EVENT_ID_LEN, (void *)1);
 }
 
 int
 sync_neg_was_delivered(const struct sync_relay *sr,
     const uint8_t				id[EVENT_ID_LEN])
 {
-	return hmap_get(&sr->sr_delivered, id, 32) != NULL;
+	return hmap_get(&sr->sr_delivered, id, EVENT_ID_LEN) != NULL;
 }
 
 void

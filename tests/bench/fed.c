@@ -288,7 +288,7 @@ main(int argc, char *argv[])
 	for (i = 0; i < 32; i++)
 		sk[i] = (uint8_t)(0x41 + i);
 	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, pkhex);
+	hex_encode(pk, PUBKEY_LEN, pkhex);
 	snprintf(coord, sizeof(coord), "30617:%s:%s", pkhex, FED_D);
 	buf_printf(&t, "[[\"d\",\"%s\"],[\"name\",\"%s\"],[\"clone\"", FED_D,
 	    FED_D);

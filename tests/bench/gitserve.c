@@ -129,7 +129,7 @@ cmd_gen(int argc, char **argv)
 static void
 owner_key(uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
-	memset(sk, 0x44, 32);
+	memset(sk, 0x44, SECKEY_LEN);
 	if (event_pubkey_of(sk, pk) == -1)
 		fatalx("gitserve: cannot derive the owner's key");
 }

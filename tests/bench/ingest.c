@@ -256,9 +256,9 @@ cmd_gen(int argc, char **argv, int fill)
 	struct buf    tags = BUF_INIT, url = BUF_INIT, content = BUF_INIT;
 	struct event *ev;
 	struct issue *issues;
-	uint8_t	      owner_sk[SECKEY_LEN], owner_pk[PUBKEY_LEN], (*sks)[32];
-	char	      owner_hex[PUBKEY_HEX_LEN + 1], npub[NIP19_KEY_BUFSZ];
-	char(*pks)[65];
+	uint8_t owner_sk[SECKEY_LEN], owner_pk[PUBKEY_LEN], (*sks)[SECKEY_LEN];
+	char	owner_hex[PUBKEY_HEX_LEN + 1], npub[NIP19_KEY_BUFSZ];
+	char(*pks)[PUBKEY_HEX_LEN + 1];
 	size_t	    n, i, nauth, nissues = 0, eligible = 0, ncomments = 0;
 	size_t	    first = 1;
 	int64_t	    now, created;
@@ -289,7 +289,7 @@ cmd_gen(int argc, char **argv, int fill)
 	if (event_pubkey_of(owner_sk, owner_pk) == -1 ||
 	    nip19_encode("npub", owner_pk, npub, sizeof(npub)) == -1)
 		fatalx("ingest gen: cannot derive the owner's keys");
-	hex_encode(owner_pk, 32, owner_hex);
+	hex_encode(owner_pk, PUBKEY_LEN, owner_hex);
 
 	sks = calloc(nauth, sizeof(*sks));
 	pks = calloc(nauth, sizeof(*pks));
@@ -302,7 +302,7 @@ cmd_gen(int argc, char **argv, int fill)
 		derive_key("author", (unsigned)i, sks[i]);
 		if (event_pubkey_of(sks[i], pk) == -1)
 			fatalx("ingest gen: cannot derive author %zu", i);
-		hex_encode(pk, 32, pks[i]);
+		hex_encode(pk, PUBKEY_LEN, pks[i]);
 	}
 	memset(&sk, 0, sizeof(sk));
 	if (!fill && (sk.f = fopen(file, "w")) == NULL)
@@ -388,8 +388,10 @@ cmd_gen(int argc, char **argv, int fill)
 			if (ev == NULL)
 				fatalx("ingest gen: cannot sign issue %zu", i);
 			issues[nissues].line = i;
-			memcpy(issues[nissues].id, ev->id_hex, 65);
-			memcpy(issues[nissues].author, pks[a], 65);
+			memcpy(issues[nissues].id, ev->id_hex,
+			    EVENT_ID_HEX_LEN + 1);
+			memcpy(issues[nissues].author, pks[a],
+			    PUBKEY_HEX_LEN + 1);
 			nissues++;
 		} else {
 			k = spread(i * 7 + 1, eligible);
@@ -477,7 +479,7 @@ read_lines(const char *file, struct lines *ls)
 
 /* The "id" of an event JSON line into out; 0 or -1. */
 static int
-line_id(const char *line, char out[65])
+line_id(const char *line, char out[EVENT_ID_HEX_LEN + 1])
 {
 	struct json_doc *doc = NULL;
 	struct json	*root, *id;
@@ -486,9 +488,9 @@ line_id(const char *line, char out[65])
 
 	root = json_parse(line, strlen(line), &doc, err, sizeof(err));
 	if (root != NULL && (id = json_get(root, "id")) != NULL &&
-	    id->type == JSON_STRING && id->len == 64) {
-		memcpy(out, id->s, 64);
-		out[64] = '\0';
+	    id->type == JSON_STRING && id->len == EVENT_ID_HEX_LEN) {
+		memcpy(out, id->s, EVENT_ID_HEX_LEN);
+		out[EVENT_ID_HEX_LEN] = '\0';
 		rc = 0;
 	}
 	json_free(doc);
@@ -548,9 +550,9 @@ publish_one(struct wsc *w, const char *line, struct okcount *c, int stall_ms)
  * an open-addressing table of line numbers keyed by the id.
  */
 struct oktimes {
-	char (*id)[65]; /* per line */
-	double *sent;	/* per line, 0 until sent */
-	size_t *slot;	/* line + 1, or 0 */
+	char (*id)[EVENT_ID_HEX_LEN + 1]; /* per line */
+	double *sent;			  /* per line, 0 until sent */
+	size_t *slot;			  /* line + 1, or 0 */
 	size_t	mask;
 	double *lat; /* EVENT -> OK, ms */
 	size_t	nlat;
@@ -605,7 +607,7 @@ ok_seen(struct oktimes *t, const char *id, size_t len)
 		return;
 	for (h = ok_hash(id, t->mask); (l = t->slot[h]) != 0;
 	     h = (h + 1) & t->mask)
-		if (memcmp(t->id[l - 1], id, 64) == 0) {
+		if (memcmp(t->id[l - 1], id, EVENT_ID_HEX_LEN) == 0) {
 			if (t->sent[l - 1] > 0) {
 				t->lat[t->nlat++] =
 				    (bench_now_s() - t->sent[l - 1]) * 1000;

@@ -129,7 +129,7 @@ rss_kib(void)
 
 /* Author n's pubkey (any 32 bytes do: nothing verifies them here). */
 static void
-author_hex(size_t n, char out[65])
+author_hex(size_t n, char out[PUBKEY_HEX_LEN + 1])
 {
 	tstore_fake_pubkey(0xb5, (uint32_t)n, out);
 }
@@ -157,7 +157,7 @@ put(struct gen *g, size_t author, uint32_t kind, const char *tags,
 	}
 	g->stored++;
 	if (id_hex != NULL)
-		memcpy(id_hex, ev->id_hex, 65);
+		memcpy(id_hex, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	event_destroy(ev);
 }
 

@@ -148,7 +148,7 @@ cmd_announce(int argc, char **argv)
 	if (read_head(file, &ann, &state, &rest) == -1 ||
 	    (old = parse_line(ann)) == NULL)
 		goto done;
-	if (memcmp(old->pubkey, pk, 32) != 0 || old->kind != 30617) {
+	if (memcmp(old->pubkey, pk, PUBKEY_LEN) != 0 || old->kind != 30617) {
 		fprintf(stderr,
 		    "pull: the first line of %s is no announcement "
 		    "by that owner\n",

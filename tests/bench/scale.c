@@ -119,7 +119,7 @@ put(struct store *st, size_t *intxn, const char *pk, uint32_t kind, int64_t at,
 		*intxn = 0;
 	}
 	if (id_hex != NULL)
-		memcpy(id_hex, ev->id_hex, 65);
+		memcpy(id_hex, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	event_destroy(ev);
 }
 
@@ -519,7 +519,7 @@ main(int argc, char *argv[])
 	for (i = 0; i < 32; i++)
 		sk[i] = (uint8_t)(0x31 + i);
 	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, hex);
+	hex_encode(pk, PUBKEY_LEN, hex);
 	snprintf(coord, sizeof(coord), "30617:%s:%s", hex, SCALE_NEW_D);
 	for (k = 0; k < 3; k++)
 		buf_printf(&extra, ",\"%s\"", relayproc_url(peers[k]));

@@ -60,7 +60,7 @@ put(struct store *st, const char *pk, uint32_t kind, int64_t at,
 	if ((r = store_put(st, ev, NULL)) != STORE_OK)
 		fatalx("thread: event not stored: %s", store_result_message(r));
 	if (id_hex != NULL)
-		memcpy(id_hex, ev->id_hex, 65);
+		memcpy(id_hex, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	event_destroy(ev);
 }
 
@@ -69,7 +69,7 @@ static void
 generate(struct store *st, const char *owner, size_t nreplies,
     const char *domain, char issue[EVENT_ID_HEX_LEN + 1])
 {
-	char tags[1024], pk[PUBKEY_HEX_LEN + 1], prev[65],
+	char tags[1024], pk[PUBKEY_HEX_LEN + 1], prev[EVENT_ID_HEX_LEN + 1],
 	    id[EVENT_ID_HEX_LEN + 1], text[1024];
 	int64_t at = (int64_t)time(NULL) - 10 * 86400;
 	size_t	i;
@@ -97,7 +97,7 @@ generate(struct store *st, const char *owner, size_t nreplies,
 	    owner);
 	put(st, owner, 1621, at + 1, tags,
 	    "It **crashes**.\\n\\n```\\nsegfault\\n```\\n", issue);
-	memcpy(prev, issue, 65);
+	memcpy(prev, issue, EVENT_ID_HEX_LEN + 1);
 	for (i = 0; i < nreplies; i++) {
 		tstore_fake_pubkey(0x5a, (uint32_t)(i % BENCH_THREAD_PEOPLE),
 		    pk);
@@ -115,7 +115,7 @@ generate(struct store *st, const char *owner, size_t nreplies,
 			snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", id);
 			put(st, owner, 7, at + 3 + (int64_t)i, tags, "+", NULL);
 		}
-		memcpy(prev, id, 65);
+		memcpy(prev, id, EVENT_ID_HEX_LEN + 1);
 	}
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", issue);
 	put(st, owner, 7, at + 2, tags, "+", NULL);
@@ -197,7 +197,7 @@ main(int argc, char *argv[])
 	generate(st, owner, nreplies, relayproc_domain(rp), issue);
 	store_close(st);
 	/* The page asks only that the repository's directory exist. */
-	if (hex_decode(owner, 64, opk, 32) == -1 ||
+	if (hex_decode(owner, PUBKEY_HEX_LEN, opk, PUBKEY_LEN) == -1 ||
 	    nip19_encode("npub", opk, npub, sizeof(npub)) == -1)
 		fatalx("thread: no npub");
 	snprintf(path, sizeof(path), "%s/git/%s", relayproc_dir(rp), npub);

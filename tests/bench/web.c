@@ -57,7 +57,7 @@ struct gen {
 
 /* Owner n's pubkey as hex (any 32 bytes do: nothing verifies them). */
 static void
-owner_hex(size_t n, char out[65])
+owner_hex(size_t n, char out[PUBKEY_HEX_LEN + 1])
 {
 	tstore_fake_pubkey(0x7c, (uint32_t)n, out);
 }
@@ -80,7 +80,7 @@ put(struct gen *g, const char *pk, uint32_t kind, int64_t at, const char *tags,
 		g->intxn = 0;
 	}
 	if (id_hex != NULL)
-		memcpy(id_hex, ev->id_hex, 65);
+		memcpy(id_hex, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	event_destroy(ev);
 }
 

@@ -182,7 +182,7 @@ main(void)
 	if ((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
 		 TMO)) == NULL)
 		fatalx("webgit: no websocket");
-	memset(sk, 0, 32);
+	memset(sk, 0, SECKEY_LEN);
 	sk[0] = 0x7b;
 	sk[31] = 1;
 	event_pubkey_of(sk, pk);

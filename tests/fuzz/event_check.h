@@ -18,13 +18,13 @@
 
 /* The NIP-01 id of ev, computed with fuzz_jstr() instead of buf.c. */
 static inline void
-fuzz_event_id(const struct event *ev, uint8_t out[32])
+fuzz_event_id(const struct event *ev, uint8_t out[EVENT_ID_LEN])
 {
 	struct buf b = BUF_INIT;
 	char	   hex[65];
 	uint32_t   i, j;
 
-	hex_encode(ev->pubkey, 32, hex);
+	hex_encode(ev->pubkey, PUBKEY_LEN, hex);
 	buf_printf(&b, "[0,\"%s\",%lld,%u,[", hex, (long long)ev->created_at,
 	    ev->kind);
 	for (i = 0; i < ev->ntags; i++) {
@@ -55,14 +55,14 @@ static inline void
 fuzz_check_event(const struct event *ev)
 {
 	struct event *ev2;
-	uint8_t	      id[EVENT_ID_LEN], id2[32];
+	uint8_t	      id[EVENT_ID_LEN], id2[EVENT_ID_LEN];
 	char	      hex[129], err[256];
 	uint32_t      i, j;
 
 	FUZZ_ASSERT(ev->kind <= EVENT_KIND_MAX && ev->created_at >= 0);
-	hex_encode(ev->id, 32, hex);
+	hex_encode(ev->id, EVENT_ID_LEN, hex);
 	FUZZ_ASSERT(strcmp(hex, ev->id_hex) == 0);
-	hex_encode(ev->pubkey, 32, hex);
+	hex_encode(ev->pubkey, PUBKEY_LEN, hex);
 	FUZZ_ASSERT(strcmp(hex, ev->pubkey_hex) == 0);
 	FUZZ_ASSERT(fuzz_utf8_ok(ev->content.s, ev->content.len));
 	FUZZ_ASSERT(ev->content.s[ev->content.len] == '\0');
@@ -79,8 +79,9 @@ fuzz_check_event(const struct event *ev)
 
 	event_compute_id(ev, id);
 	fuzz_event_id(ev, id2);
-	FUZZ_ASSERT(memcmp(id, id2, 32) == 0);
-	FUZZ_ASSERT(event_check_id(ev) == (memcmp(id, ev->id, 32) == 0));
+	FUZZ_ASSERT(memcmp(id, id2, EVENT_ID_LEN) == 0);
+	FUZZ_ASSERT(
+	    event_check_id(ev) == (memcmp(id, ev->id, EVENT_ID_LEN) == 0));
 
 	ev2 = event_parse(ev->json, ev->json_len, err, sizeof(err));
 	if (ev2 == NULL) {
@@ -91,9 +92,9 @@ fuzz_check_event(const struct event *ev)
 	}
 	FUZZ_ASSERT(ev2->json_len == ev->json_len &&
 	    memcmp(ev2->json, ev->json, ev->json_len) == 0);
-	FUZZ_ASSERT(memcmp(ev2->id, ev->id, 32) == 0);
-	FUZZ_ASSERT(memcmp(ev2->pubkey, ev->pubkey, 32) == 0);
-	FUZZ_ASSERT(memcmp(ev2->sig, ev->sig, 64) == 0);
+	FUZZ_ASSERT(memcmp(ev2->id, ev->id, EVENT_ID_LEN) == 0);
+	FUZZ_ASSERT(memcmp(ev2->pubkey, ev->pubkey, PUBKEY_LEN) == 0);
+	FUZZ_ASSERT(memcmp(ev2->sig, ev->sig, EVENT_SIG_LEN) == 0);
 	FUZZ_ASSERT(ev2->kind == ev->kind && ev2->created_at == ev->created_at);
 	FUZZ_ASSERT(ev2->ntags == ev->ntags);
 	for (i = 0; i < ev->ntags; i++) {
@@ -103,7 +104,7 @@ fuzz_check_event(const struct event *ev)
 	}
 	fuzz_same_estr(&ev->content, &ev2->content);
 	event_compute_id(ev2, id2);
-	FUZZ_ASSERT(memcmp(id, id2, 32) == 0);
+	FUZZ_ASSERT(memcmp(id, id2, EVENT_ID_LEN) == 0);
 
 	/* The accessors relayd and the store use. */
 	(void)event_kind_class(ev->kind);
@@ -112,7 +113,7 @@ fuzz_check_event(const struct event *ev)
 	(void)event_tag_value(ev, "a");
 
 	/* Only an event whose id holds gets the (costly) signature check. */
-	if (memcmp(id, ev->id, 32) == 0)
+	if (memcmp(id, ev->id, EVENT_ID_LEN) == 0)
 		(void)event_check_sig(ev);
 	event_destroy(ev2);
 }

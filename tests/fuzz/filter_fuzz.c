@@ -84,9 +84,11 @@ ref_match(const struct json *fj, const struct event *ev)
 		}
 		for (v = m->child; v && !any; v = v->next) {
 			if (strcmp(m->key, "ids") == 0)
-				any = memcmp(v->s, ev->id_hex, 64) == 0;
+				any = memcmp(v->s, ev->id_hex,
+					  EVENT_ID_HEX_LEN) == 0;
 			else if (strcmp(m->key, "authors") == 0)
-				any = memcmp(v->s, ev->pubkey_hex, 64) == 0;
+				any = memcmp(v->s, ev->pubkey_hex,
+					  PUBKEY_HEX_LEN) == 0;
 			else if (strcmp(m->key, "kinds") == 0)
 				any = v->i == (int64_t)ev->kind;
 			else
@@ -120,10 +122,11 @@ check_filter(const struct filter *f)
 	    f->f_nauthors <= FILTER_MAX_VALUES &&
 	    f->f_nkinds <= FILTER_MAX_VALUES);
 	for (i = 1; i < f->f_nids; i++)
-		FUZZ_ASSERT(memcmp(f->f_ids[i - 1], f->f_ids[i], 32) < 0);
-	for (i = 1; i < f->f_nauthors; i++)
 		FUZZ_ASSERT(
-		    memcmp(f->f_authors[i - 1], f->f_authors[i], 32) < 0);
+		    memcmp(f->f_ids[i - 1], f->f_ids[i], EVENT_ID_LEN) < 0);
+	for (i = 1; i < f->f_nauthors; i++)
+		FUZZ_ASSERT(memcmp(f->f_authors[i - 1], f->f_authors[i],
+				PUBKEY_LEN) < 0);
 	for (i = 1; i < f->f_nkinds; i++)
 		FUZZ_ASSERT(f->f_kinds[i - 1] < f->f_kinds[i]);
 	for (i = 0; i < f->f_nkinds; i++)

@@ -89,11 +89,12 @@ payload(const struct msg *m)
 	case MSG_PLUSMARK:
 		/* msg_plusmark_decode()'s conditions (it exits otherwise);
 		 * what it takes, msg_plusmark_encode() rebuilds. */
-		if (m->m_len == MSG_PLUSMARK_LEN && m->m_data[32] <= 1) {
+		if (m->m_len == MSG_PLUSMARK_LEN &&
+		    m->m_data[PUBKEY_LEN] <= 1) {
 			uint8_t pk[PUBKEY_LEN], b[MSG_PLUSMARK_LEN];
 			int	set = msg_plusmark_decode(m, pk);
 
-			FUZZ_ASSERT(set == m->m_data[32]);
+			FUZZ_ASSERT(set == m->m_data[PUBKEY_LEN]);
 			msg_plusmark_encode(b, pk, set);
 			FUZZ_ASSERT(memcmp(b, m->m_data, sizeof(b)) == 0);
 		}

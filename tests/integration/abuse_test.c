@@ -134,7 +134,7 @@ test_events_per_ip_shared_by_connections(void)
 static void
 owner_key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
-	memset(sk, 0x4e, 32);
+	memset(sk, 0x4e, SECKEY_LEN);
 	sk[31] = (uint8_t)n;
 	event_pubkey_of(sk, pk);
 }
@@ -333,9 +333,10 @@ test_repos_per_owner_capped(void)
 	const char	 *env[] = { "NGIT_MAX_REPOS_PER_OWNER=2", NULL };
 	struct relayproc *rp;
 	struct wsc	 *ws;
-	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN], sk2[32], pk2[32];
-	char		  msg[256], dir[512], npub[NIP19_KEY_BUFSZ], path[256];
-	int64_t		  t = time(NULL);
+	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN], sk2[SECKEY_LEN],
+	    pk2[PUBKEY_LEN];
+	char	msg[256], dir[512], npub[NIP19_KEY_BUFSZ], path[256];
+	int64_t t = time(NULL);
 
 	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
 	snprintf(dir, sizeof(dir), "%s/home", relayproc_dir(rp));

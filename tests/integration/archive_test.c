@@ -190,7 +190,7 @@ archive_setup(void)
 		return 1;
 	}
 	/* The repository on A; its announcement names A only. */
-	memset(sk, 0x5a, 32);
+	memset(sk, 0x5a, SECKEY_LEN);
 	event_pubkey_of(sk, pk);
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	snprintf(tags, sizeof(tags),

@@ -28,7 +28,7 @@ static struct relayproc *rp;
 static void
 key(int n, uint8_t sk[SECKEY_LEN])
 {
-	memset(sk, 0, 32);
+	memset(sk, 0, SECKEY_LEN);
 	sk[31] = (uint8_t)n;
 	sk[0] = 0x42;
 }

@@ -46,7 +46,7 @@ static int		ndirs;
 static void
 sk_of(int n, uint8_t sk[SECKEY_LEN])
 {
-	memset(sk, 0x5b, 32);
+	memset(sk, 0x5b, SECKEY_LEN);
 	sk[31] = (uint8_t)n;
 }
 
@@ -238,7 +238,7 @@ test_export_import_gives_the_same_events(void)
 		goto done;
 	sk_of(1, sk);
 	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, pkhex);
+	hex_encode(pk, PUBKEY_LEN, pkhex);
 	snprintf(coord, sizeof(coord), "30617:%s:moved", pkhex);
 
 	/* Threads, a profile, grasp lists and a deletion. */
@@ -350,7 +350,7 @@ done:
 struct load {
 	struct gdproc  *ld_g;
 	char		ld_coord[200];
-	char		ld_ids[LOAD_MAX][65];
+	char		ld_ids[LOAD_MAX][EVENT_ID_HEX_LEN + 1];
 	int		ld_acked;
 	int		ld_stop;
 	pthread_mutex_t ld_mu;
@@ -382,7 +382,8 @@ load_run(void *arg)
 		ok = 0;
 		if (nostr_publish(ws, e, 10000, &ok, &msg) == 0 && ok) {
 			pthread_mutex_lock(&ld->ld_mu);
-			memcpy(ld->ld_ids[ld->ld_acked++], e->id_hex, 65);
+			memcpy(ld->ld_ids[ld->ld_acked++], e->id_hex,
+			    EVENT_ID_HEX_LEN + 1);
 			pthread_mutex_unlock(&ld->ld_mu);
 		}
 		free(msg);
@@ -414,7 +415,7 @@ test_backup_under_load_holds_every_acknowledged_event(void)
 		goto done;
 	sk_of(1, sk);
 	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, pkhex);
+	hex_encode(pk, PUBKEY_LEN, pkhex);
 	snprintf(ld.ld_coord, sizeof(ld.ld_coord), "30617:%s:loaded", pkhex);
 	ld.ld_g = g;
 	T_ASSERT(pthread_create(&th, NULL, load_run, &ld) == 0);
@@ -444,7 +445,7 @@ test_backup_under_load_holds_every_acknowledged_event(void)
 	snprintf(path, sizeof(path), "%s/relay/graspd.db", dir);
 	T_ASSERT((st = store_open(path, 1, err, sizeof(err))) != NULL);
 	for (i = 0; i < before; i++) {
-		hex_decode(ld.ld_ids[i], 64, id, 32);
+		hex_decode(ld.ld_ids[i], EVENT_ID_HEX_LEN, id, EVENT_ID_LEN);
 		if (store_has_id(st, id) != 1)
 			missing++;
 	}

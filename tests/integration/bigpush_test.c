@@ -53,7 +53,7 @@ static struct relayproc *rp_dflt; /* default limits */
 static void
 owner_key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
-	memset(sk, 0x46, 32);
+	memset(sk, 0x46, SECKEY_LEN);
 	sk[31] = (uint8_t)n;
 	event_pubkey_of(sk, pk);
 }

@@ -158,7 +158,7 @@ test_three_roles_share_one_budget(void)
 	relays[1] = purl;
 	for (k = 0; k < NREPOS; k++) {
 		struct event *ann;
-		char	      oh[65];
+		char	      oh[PUBKEY_HEX_LEN + 1];
 
 		snprintf(d, sizeof(d), "budget%d", k);
 		T_ASSERT(tint_host_repo(b, KEYS, WHO_OWNER, t0, d, NULL,

@@ -58,7 +58,7 @@ ev10317(int n, const char *g)
 	uint8_t sk[SECKEY_LEN];
 	char	tags[128];
 
-	memset(sk, 0x22, 32);
+	memset(sk, 0x22, SECKEY_LEN);
 	sk[31] = (uint8_t)n;
 	snprintf(tags, sizeof(tags), "[[\"g\",\"%s\"]]", g);
 	return event_new_signed(sk, time(NULL), 10317, tags, "");
@@ -142,12 +142,12 @@ test_ingest_uses_the_client_pipeline(void)
 	good = ev10317(1, "ws://good.example");
 	forged = ev10317(2, "ws://forged.example");
 	forged->sig[3] ^= 0x40;
-	memset(sk, 0x33, 32);
+	memset(sk, 0x33, SECKEY_LEN);
 	unrelated = event_new_signed(sk, time(NULL), 1, "[]", "orphan");
 	T_ASSERT(good && forged && unrelated);
 	/* Re-serialize the forged one with its broken signature. */
 	j = strdup(forged->json);
-	hex_encode(forged->sig, 64, strstr(j, "\"sig\":\"") + 7);
+	hex_encode(forged->sig, EVENT_SIG_LEN, strstr(j, "\"sig\":\"") + 7);
 	j[strlen(j)] = '"'; /* hex_encode's NUL replaced the quote */
 
 	msg_ingest_encode(&b, ROLE_SYNCD, "wss://peer.example", good->json,
@@ -212,7 +212,7 @@ test_accepted_feed_announces_stored_events(void)
 		T_CHECK(n > 0);
 		for (j = 0; j < n; j++) {
 			memcpy(&ma, m.m_data + j * sizeof(ma), sizeof(ma));
-			if (memcmp(ma.ma_id, ev->id, 32) == 0) {
+			if (memcmp(ma.ma_id, ev->id, EVENT_ID_LEN) == 0) {
 				found = 1;
 				T_CHECK(ma.ma_seq > 0);
 				T_EQ_INT(ma.ma_kind, 10317);
@@ -317,7 +317,7 @@ marks_read(int64_t *gen, int *has)
 		return -1;
 	}
 	n = plusmark_load(db, &set, gen);
-	*has = hmap_get(&set, mark_pk, 32) != NULL;
+	*has = hmap_get(&set, mark_pk, PUBKEY_LEN) != NULL;
 	hmap_free(&set);
 	db_close(db);
 	return n;

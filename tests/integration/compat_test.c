@@ -281,7 +281,8 @@ same_ids(const struct neg_idlist *list, struct event *const *evs, size_t n)
 		return 0;
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < list->il_n; j++)
-			if (memcmp(list->il_ids[j], evs[i]->id, 32) == 0)
+			if (memcmp(list->il_ids[j], evs[i]->id, EVENT_ID_LEN) ==
+			    0)
 				break;
 		if (j == list->il_n)
 			return 0;
@@ -316,9 +317,9 @@ test_neg_open_filter_array_is_their_union(void)
 		abort();
 	for (i = 0; i < 2; i++) {
 		items[i].ni_ts = (uint64_t)client_only[i]->created_at;
-		memcpy(items[i].ni_id, client_only[i]->id, 32);
+		memcpy(items[i].ni_id, client_only[i]->id, EVENT_ID_LEN);
 		items[2 + i].ni_ts = (uint64_t)shared[i]->created_at;
-		memcpy(items[2 + i].ni_id, shared[i]->id, 32);
+		memcpy(items[2 + i].ni_id, shared[i]->id, EVENT_ID_LEN);
 	}
 	/* The second filter also names events the first one matches. */
 	tuser_hex(KEYS, 23, a[0]);

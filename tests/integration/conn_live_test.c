@@ -597,17 +597,17 @@ pagination_steps_past_a_second_fuller_than_the_cap(void)
 
 /* 64 hex digits from n. */
 static void
-fake_id(unsigned n, char out[65])
+fake_id(unsigned n, char out[EVENT_ID_HEX_LEN + 1])
 {
-	uint8_t	 b[32];
+	uint8_t	 b[EVENT_ID_LEN];
 	unsigned x = n;
 	int	 i;
 
-	for (i = 0; i < 32; i++) {
+	for (i = 0; i < EVENT_ID_LEN; i++) {
 		x = x * 1103515245u + 12345u;
 		b[i] = (uint8_t)(x >> 16);
 	}
-	hex_encode(b, 32, out);
+	hex_encode(b, EVENT_ID_LEN, out);
 }
 
 static void
@@ -616,7 +616,7 @@ packed_filters_stay_under_the_budget_on_the_wire(void)
 	enum {
 		NIDS = 1500
 	};
-	static char	     ids[NIDS][65];
+	static char	     ids[NIDS][EVENT_ID_HEX_LEN + 1];
 	const char	    *vals[NIDS];
 	struct conn_filters  pf = { NULL, 0 };
 	struct fres	     f[8];
@@ -1169,9 +1169,9 @@ auth_is_answered_with_the_owner_key(void)
 	T_EQ_INT(f.st.cs_new, 2);
 	T_EQ_INT(ningested, 2);
 
-	T_ASSERT(hex_decode(OWNER_HEX, 64, sk, 32) == 0);
+	T_ASSERT(hex_decode(OWNER_HEX, 64, sk, SECKEY_LEN) == 0);
 	T_ASSERT(event_pubkey_of(sk, pk) == 0);
-	hex_encode(pk, 32, pkhex);
+	hex_encode(pk, PUBKEY_LEN, pkhex);
 	log = peerctl_log(rp);
 	T_ASSERT(log != NULL);
 	a = cJSON_GetObjectItem(log, "auth");

@@ -79,7 +79,7 @@ struct acked {
 	pthread_mutex_t a_mu;
 	int		a_port;
 	volatile int	a_stop;
-	char (*a_ids)[65];
+	char (*a_ids)[EVENT_ID_HEX_LEN + 1];
 	size_t	 a_n, a_cap;
 	unsigned a_tries, a_errors;
 };
@@ -100,7 +100,7 @@ acked_add(struct acked *a, const char *id)
 			 a->a_cap * sizeof(*a->a_ids))) == NULL)
 			abort();
 	}
-	memcpy(a->a_ids[a->a_n++], id, 65);
+	memcpy(a->a_ids[a->a_n++], id, EVENT_ID_HEX_LEN + 1);
 	pthread_mutex_unlock(&a->a_mu);
 }
 

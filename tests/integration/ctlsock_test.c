@@ -160,17 +160,20 @@ test_bad_requests_are_answered_and_nobody_exits(void)
 		 * them; the others refuse the type). */
 		memset(raw, 0x11, sizeof(raw));
 		T_CHECK(refused(p, "GIT_DATA truncated",
-		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, 32, TMO)));
-		raw[32] = 4;
+		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, PUBKEY_LEN, TMO)));
+		raw[PUBKEY_LEN] = 4;
 		T_CHECK(refused(p, "GIT_DATA over-long",
-		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, 33 + 5, TMO)));
-		raw[32] = 0;
+		    ctl_role_msg(run, p, MSG_GIT_DATA, raw,
+			MSG_GIT_DATA_HEAD + 5, TMO)));
+		raw[PUBKEY_LEN] = 0;
 		T_CHECK(refused(p, "GIT_DATA empty d",
-		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, 33, TMO)));
-		raw[32] = 3;
-		raw[34] = '\0';
+		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, MSG_GIT_DATA_HEAD,
+			TMO)));
+		raw[PUBKEY_LEN] = 3;
+		raw[MSG_GIT_DATA_HEAD + 1] = '\0';
 		T_CHECK(refused(p, "GIT_DATA NUL in d",
-		    ctl_role_msg(run, p, MSG_GIT_DATA, raw, 33 + 3, TMO)));
+		    ctl_role_msg(run, p, MSG_GIT_DATA, raw,
+			MSG_GIT_DATA_HEAD + 3, TMO)));
 		T_CHECK(answers_status(p, before[i]));
 	}
 	/* Let a role that was going to die on one of them do so. */

@@ -244,9 +244,10 @@ static void
 test_index_then_outboxes_bring_the_newest_identity(void)
 {
 	struct event *xprof, *is, *mine[3];
-	char	      tags[512], f[300], oh[65], mh[65], xh[65], msg[256];
-	cJSON	     *v = NULL, *a, *ob;
-	int	      i;
+	char tags[512], f[300], oh[PUBKEY_HEX_LEN + 1], mh[PUBKEY_HEX_LEN + 1],
+	    xh[PUBKEY_HEX_LEN + 1], msg[256];
+	cJSON *v = NULL, *a, *ob;
+	int    i;
 
 	tuser_hex(KEYS, WHO_OWNER, oh);
 	tuser_hex(KEYS, WHO_MAINT, mh);
@@ -365,7 +366,7 @@ test_identity_events_only_from_eligible_authors(void)
 static void
 test_missing_author_retried_after_five_minutes_found_one_not(void)
 {
-	char   mh[65], oh[65];
+	char   mh[PUBKEY_HEX_LEN + 1], oh[PUBKEY_HEX_LEN + 1];
 	double at[8];
 	int    n = 0, i;
 
@@ -393,7 +394,7 @@ test_batches_of_100_one_in_flight(void)
 	struct relayproc *peers[3] = { idx, ob2, ob3 };
 	cJSON		 *logs[3] = { NULL, NULL, NULL };
 	struct wsc	 *ws;
-	char		  hex[65], msg[256], *f;
+	char		  hex[PUBKEY_HEX_LEN + 1], msg[256], *f;
 	struct buf	  fb = BUF_INIT;
 	size_t		  nq[3], i, j, k, p, covered;
 	int		  from[3], ok, overlap = 0, over100 = 0, nidx = 0;
@@ -492,8 +493,8 @@ test_hostile_list_bounded_to_four_per_purpose(void)
 {
 	struct event *e;
 	struct buf    tags = BUF_INIT;
-	char	      hh[65], msg[256], line[200], *logtxt = NULL;
-	cJSON	     *v = NULL, *a = NULL, *rl;
+	char	    hh[PUBKEY_HEX_LEN + 1], msg[256], line[200], *logtxt = NULL;
+	cJSON	   *v = NULL, *a = NULL, *rl;
 	const char *purposes[] = { "inbox", "outbox", "history", "repo_inbox" };
 	int	    base = relayproc_port(idx) + 20000, i, seen = 0;
 	size_t	    len = 0, p;
@@ -604,7 +605,7 @@ static void
 test_list_without_outbox_asked_at_index(void)
 {
 	struct event *is, *list, *prof;
-	char	      msg[256], hex[65];
+	char	      msg[256], hex[PUBKEY_HEX_LEN + 1];
 	cJSON	     *v = NULL, *a = NULL;
 	double	      at[64];
 	int	      i, oidx, oob2, nat = 0, close = 0;
@@ -686,7 +687,7 @@ test_list_without_outbox_asked_at_index(void)
 static void
 test_restart_rebuilds_ownership_before_network(void)
 {
-	char   oh[65], mh[65];
+	char   oh[PUBKEY_HEX_LEN + 1], mh[PUBKEY_HEX_LEN + 1];
 	cJSON *v, *a, *tot;
 
 	tuser_hex(KEYS, WHO_OWNER, oh);
@@ -721,7 +722,7 @@ test_restart_rebuilds_ownership_before_network(void)
 static void
 put_key(void *arg, const uint8_t pk[PUBKEY_LEN])
 {
-	hmap_put(arg, pk, 32, (void *)1);
+	hmap_put(arg, pk, PUBKEY_LEN, (void *)1);
 }
 
 /* 1 if pk is in the eligible set relayd keeps (eligible.h), 0 if not, -1
@@ -745,7 +746,7 @@ eligible_has(const uint8_t pk[PUBKEY_LEN], int64_t *gen, int *np)
 	if (np != NULL)
 		*np = n;
 	if (n != -1)
-		n = hmap_get(&set, pk, 32) != NULL;
+		n = hmap_get(&set, pk, PUBKEY_LEN) != NULL;
 	hmap_free(&set);
 	return n;
 }
@@ -761,14 +762,14 @@ static void
 test_relayd_keeps_the_eligible_set_for_discoveryd(void)
 {
 	struct event *is, *del;
-	char	      tags[200], msg[256], hex[65];
+	char	      tags[200], msg[256], hex[PUBKEY_HEX_LEN + 1];
 	uint8_t	      pk[PUBKEY_LEN];
 	int64_t	      g0, g1, g2;
 	int	      n;
 	cJSON	     *v;
 
 	tuser_hex(KEYS, WHO_LEAVER, hex);
-	T_ASSERT(hex_decode(hex, 64, pk, 32) == 0);
+	T_ASSERT(hex_decode(hex, PUBKEY_HEX_LEN, pk, PUBKEY_LEN) == 0);
 	T_EQ_INT(eligible_has(pk, &g0, NULL), 0);
 	is = issue_by(WHO_LEAVER, "one issue");
 	T_EQ_INT(client_publish(b, is, msg, sizeof(msg)), 1);

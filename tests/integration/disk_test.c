@@ -49,7 +49,7 @@ static char *big;      /* BIG bytes of content */
 static int   seq_n;
 
 struct acked {
-	char (*ids)[65];
+	char (*ids)[EVENT_ID_HEX_LEN + 1];
 	size_t n;
 };
 
@@ -138,7 +138,7 @@ fill_until_refused(struct wsc *ws, const char *d, int pause_ms, struct acked *a,
 	for (i = 0; i < MAX_EVENTS; i++) {
 		if ((ev = issue(d)) == NULL)
 			return -1;
-		memcpy(a->ids[a->n], ev->id_hex, 65);
+		memcpy(a->ids[a->n], ev->id_hex, EVENT_ID_HEX_LEN + 1);
 		ok = nostr_publish_take(ws, ev, TMO, msg, msglen);
 		if (ok == -1)
 			return -1;

@@ -47,16 +47,17 @@ static int		 seq_dir;
 #define KEY0 0x33
 
 static void
-key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN], char hex[65])
+key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN],
+    char hex[PUBKEY_HEX_LEN + 1])
 {
 	uint8_t p[PUBKEY_LEN];
 
 	tint_key(KEY0, n, sk);
 	event_pubkey_of(sk, p);
 	if (pk)
-		memcpy(pk, p, 32);
+		memcpy(pk, p, PUBKEY_LEN);
 	if (hex)
-		hex_encode(p, 32, hex);
+		hex_encode(p, PUBKEY_LEN, hex);
 }
 
 static const char *
@@ -609,8 +610,9 @@ test_maintainer_and_recursive_maintainer_states_authorise(void)
 	struct wsc   *ws = conn();
 	struct event *ann, *mann, *st;
 	char	      d[32], msg[256], dir[512], oid[41], url[512];
-	char	      m[200], hexm[65], hexr[65], *out = NULL;
-	uint8_t	      sk[SECKEY_LEN];
+	char m[200], hexm[PUBKEY_HEX_LEN + 1], hexr[PUBKEY_HEX_LEN + 1],
+	    *out = NULL;
+	uint8_t sk[SECKEY_LEN];
 
 	T_ASSERT(ws != NULL);
 	/* Owner 10 names maintainer 11; 11 names 12 (recursive). */
@@ -722,7 +724,7 @@ test_deletion_by_coordinate_removes_maintainers_held_state(void)
 	struct wsc   *ws = conn();
 	struct event *ann, *st, *del;
 	char	      d[32], msg[256], dir[512], oid[41], url[512];
-	char	      tags[300], hexm[65], m[120], *out = NULL;
+	char	      tags[300], hexm[PUBKEY_HEX_LEN + 1], m[120], *out = NULL;
 	uint8_t	      sk[SECKEY_LEN];
 
 	T_ASSERT(ws != NULL);
@@ -753,7 +755,7 @@ static struct event *
 pr_cloned(int n, int owner, const char *d, const char *c, const char *clone)
 {
 	uint8_t sk[SECKEY_LEN];
-	char	hex[65], tags[1400];
+	char	hex[PUBKEY_HEX_LEN + 1], tags[1400];
 
 	key(owner, sk, NULL, hex);
 	snprintf(tags, sizeof(tags),
@@ -1535,10 +1537,10 @@ shapes_setup(void)
 	for (i = 0; i < 32; i++)
 		id[i] = (uint8_t)(0xa0 + i);
 	memcpy(sh.nostr, "refs/nostr/", 11);
-	hex_encode(id, 32, sh.nostr + 11);
+	hex_encode(id, EVENT_ID_LEN, sh.nostr + 11);
 	id[0] = 0x5f;
 	memcpy(sh.fresh, "refs/nostr/", 11);
-	hex_encode(id, 32, sh.fresh + 11);
+	hex_encode(id, EVENT_ID_LEN, sh.fresh + 11);
 	url_of(SH_KEY, sh.d, url, sizeof(url));
 	snprintf(spec, sizeof(spec), "HEAD:%s", sh.nostr);
 	if (push(sh.dir, url, spec, &out) != 0) {
@@ -1885,7 +1887,7 @@ static void
 prs_dir(int n, const char *d, char *out, size_t len)
 {
 	uint8_t sk[SECKEY_LEN];
-	char	hex[65];
+	char	hex[PUBKEY_HEX_LEN + 1];
 
 	key(n, sk, NULL, hex);
 	snprintf(out, len, "%s/git/prs/%s/%s.git", relayproc_dir(rp), hex, d);
@@ -1993,7 +1995,7 @@ test_grasp06_only_refs_nostr_accepted(void)
 {
 	char	d[32], dir[512], pdir[512], oid[41], url[600], ref[120];
 	char	id[EVENT_ID_HEX_LEN + 1], *out = NULL, *adv = NULL;
-	uint8_t raw[32];
+	uint8_t raw[EVENT_ID_LEN];
 	size_t	i;
 
 	next_d(d, sizeof(d));
@@ -2006,9 +2008,9 @@ test_grasp06_only_refs_nostr_accepted(void)
 	    "only refs/nostr/<event id> is accepted under /prs/"));
 	T_CHECK(push_refused(dir, url, "HEAD:refs/tags/v1", NULL));
 	T_CHECK(!is_dir(pdir));
-	for (i = 0; i < 32; i++)
+	for (i = 0; i < EVENT_ID_LEN; i++)
 		raw[i] = (uint8_t)(0x60 + i);
-	hex_encode(raw, 32, id);
+	hex_encode(raw, EVENT_ID_LEN, id);
 	snprintf(ref, sizeof(ref), "HEAD:refs/nostr/%s", id);
 	T_EQ_INT(push(dir, url, ref, &out), 0);
 	free(out);
@@ -2117,13 +2119,13 @@ test_grasp06_repository_without_refs_removed(void)
 static void
 nostr_spec(const char *src, int seed, char *out, size_t len)
 {
-	uint8_t raw[32];
-	char	hex[65];
+	uint8_t raw[EVENT_ID_LEN];
+	char	hex[EVENT_ID_HEX_LEN + 1];
 	size_t	i;
 
-	for (i = 0; i < 32; i++)
+	for (i = 0; i < EVENT_ID_LEN; i++)
 		raw[i] = (uint8_t)(seed + i);
-	hex_encode(raw, 32, hex);
+	hex_encode(raw, EVENT_ID_LEN, hex);
 	snprintf(out, len, "%s:refs/nostr/%s", src, hex);
 }
 
@@ -2259,7 +2261,7 @@ test_grasp06_push_releases_and_mirrors(void)
 	T_ASSERT(gt_commit(dir, "file.txt", "update\n", "update", c2) == 0);
 	{
 		uint8_t	      sk[SECKEY_LEN];
-		char	      hex[65], tags[1600];
+		char	      hex[PUBKEY_HEX_LEN + 1], tags[1600];
 		struct event *up;
 
 		key(60, sk, NULL, hex);
@@ -2574,7 +2576,7 @@ test_grasp06_commit_mismatch_deletes_ref_and_blocks_promotion(void)
 	/* Git first with A, then the event naming B: the ref goes, and
 	 * the event stays held. */
 	{
-		char	tags[1400], hex[65];
+		char	tags[1400], hex[PUBKEY_HEX_LEN + 1];
 		uint8_t sk[SECKEY_LEN];
 
 		/* Tags of its own: not the first event's id again. */

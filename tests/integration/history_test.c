@@ -106,7 +106,7 @@ static char		 tmpdir[256];
 static char		 coord[200];
 static int64_t		 t0;
 static struct event	*issue, *issue_a, *issue_c;
-static char		 fbreply[65]; /* WHO_FB's reply in thread c */
+static char fbreply[EVENT_ID_HEX_LEN + 1]; /* WHO_FB's reply in thread c */
 
 static struct event *
 ev(int who, int64_t at, uint32_t kind, const char *tags, const char *c)
@@ -332,7 +332,7 @@ static void
 test_participant_history_mailboxes(void)
 {
 	struct event *r0, *r2, *r5, *list;
-	char	      tags[1024], oh[65], msg[256], noslash[64];
+	char	      tags[1024], oh[PUBKEY_HEX_LEN + 1], msg[256], noslash[64];
 	cJSON	     *v = NULL, *r;
 	int	      i;
 
@@ -507,7 +507,7 @@ static void
 test_list_deletion_changes_mailboxes_at_once(void)
 {
 	struct event *del;
-	char	      tags[300], ph[65], msg[256];
+	char	      tags[300], ph[PUBKEY_HEX_LEN + 1], msg[256];
 	cJSON	     *v = NULL;
 	int	      i;
 
@@ -978,7 +978,7 @@ static void
 test_no_mailboxes_without_thread_events(void)
 {
 	struct event *is, *rep, *list, *del;
-	char	      tags[600], msg[256], h[65], f[200];
+	char	      tags[600], msg[256], h[PUBKEY_HEX_LEN + 1], f[200];
 	cJSON	     *v, *r;
 
 	is = issue_on(coord, WHO_ROOT2, t0 + 130, "d", "to be deleted");
@@ -1042,10 +1042,11 @@ static void
 test_owner_read_inbox_public_only(void)
 {
 	struct event *list, *st, *st2, *ann, *oroot;
-	char	      tags[600], msg[256], oh[65], ocoord[200], pcoord[200];
-	char	      f[300];
-	cJSON	     *v = NULL, *r;
-	int	      before, i, ob0from, ob0priv, nroots, hconn = -1;
+	char	      tags[600], msg[256], oh[PUBKEY_HEX_LEN + 1], ocoord[200],
+	    pcoord[200];
+	char   f[300];
+	cJSON *v = NULL, *r;
+	int    before, i, ob0from, ob0priv, nroots, hconn = -1;
 
 	/* Not the owner's: another owner's repository with a root ... */
 	T_ASSERT(host_repo(b, WHO_OWNER2, "other", NULL) == 0);
@@ -1257,9 +1258,10 @@ test_metrics_fixed_cardinality_with_1000_authors(void)
 	struct relayproc *m;
 	struct event	 *root;
 	struct wsc	 *ws = NULL;
-	char		  tags[600], oh[65], mc[200], *one = NULL, *many = NULL;
-	char		 *msg = NULL;
-	int		  i, ok, bad1 = 0, badn = 0, dead;
+	char tags[600], oh[PUBKEY_HEX_LEN + 1], mc[200], *one = NULL,
+							 *many = NULL;
+	char	   *msg = NULL;
+	int	    i, ok, bad1 = 0, badn = 0, dead;
 	const char *env[] = { "NGIT_SYNC_ALLOW_PRIVATE_TARGETS=true", NULL };
 
 	T_ASSERT((m = relayproc_start("graspd", env)) != NULL);

@@ -386,7 +386,7 @@ test_hostile_relays_confined(void)
 
 	tuser_sk(KEYS, 1, sk);
 	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, pkhex);
+	hex_encode(pk, PUBKEY_LEN, pkhex);
 	snprintf(domain, sizeof(domain), "127.0.0.1:%d", gd_port(g));
 	snprintf(coord, sizeof(coord), "30617:%s:besieged", pkhex);
 	first = issue(2, coord, "honest issue");

@@ -248,7 +248,7 @@ publish(struct load *L, struct client *c, long seq)
 	    NULL)
 		abort();
 	buf_printf(&b, "[\"EVENT\",%s]", ev->json);
-	memcpy(c->c_id, ev->id_hex, 65);
+	memcpy(c->c_id, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	c->c_pending = seq;
 	c->c_sent_at = wsc_now_ms();
 	rc = wsc_send_text(c->c_ws, b.b_data, b.b_len);

@@ -57,7 +57,7 @@ reset(void)
 static void
 seckey(int n, uint8_t sk[SECKEY_LEN])
 {
-	memset(sk, 0, 32);
+	memset(sk, 0, SECKEY_LEN);
 	sk[0] = 0x22;
 	sk[31] = (uint8_t)n;
 }
@@ -74,7 +74,7 @@ signed_ev(int n, int64_t created_at, uint32_t kind, const char *tags,
 
 /* The "id" of one event's JSON text, into out. */
 static int
-id_of(const char *evjson, char out[65])
+id_of(const char *evjson, char out[EVENT_ID_HEX_LEN + 1])
 {
 	struct event *ev;
 	char	      err[128];
@@ -82,7 +82,7 @@ id_of(const char *evjson, char out[65])
 	if ((ev = event_parse(evjson, strlen(evjson), err, sizeof(err))) ==
 	    NULL)
 		return -1;
-	memcpy(out, ev->id_hex, 65);
+	memcpy(out, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	event_destroy(ev);
 	return 0;
 }
@@ -183,7 +183,8 @@ test_seeded_events_newest_first_with_limit_since_until(void)
 {
 	struct event *evs[6];
 	struct wsc   *w = NULL;
-	char **got = NULL, id[EVENT_ID_HEX_LEN + 1], lowid[65], highid[65];
+	char	    **got = NULL, id[EVENT_ID_HEX_LEN + 1],
+	     lowid[EVENT_ID_HEX_LEN + 1], highid[EVENT_ID_HEX_LEN + 1];
 	size_t n = 0, i;
 	int    rc;
 
@@ -194,11 +195,11 @@ test_seeded_events_newest_first_with_limit_since_until(void)
 	evs[5] = signed_ev(2, 1004, 1, NULL, "tie");
 	T_EQ_INT(peerctl_seed(rp, evs, 6), 0);
 	if (strcmp(evs[4]->id_hex, evs[5]->id_hex) < 0) {
-		memcpy(lowid, evs[4]->id_hex, 65);
-		memcpy(highid, evs[5]->id_hex, 65);
+		memcpy(lowid, evs[4]->id_hex, EVENT_ID_HEX_LEN + 1);
+		memcpy(highid, evs[5]->id_hex, EVENT_ID_HEX_LEN + 1);
 	} else {
-		memcpy(lowid, evs[5]->id_hex, 65);
-		memcpy(highid, evs[4]->id_hex, 65);
+		memcpy(lowid, evs[5]->id_hex, EVENT_ID_HEX_LEN + 1);
+		memcpy(highid, evs[4]->id_hex, EVENT_ID_HEX_LEN + 1);
 	}
 	w = conn();
 	if (w == NULL)

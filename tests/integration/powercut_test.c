@@ -68,7 +68,7 @@ struct load {
 	int		l_port;
 	unsigned	l_max;	/* events to publish in all */
 	unsigned	l_sent; /* events handed out */
-	uint8_t (*l_ids)[32];
+	uint8_t (*l_ids)[EVENT_ID_LEN];
 	size_t	 l_n, l_cap;
 	unsigned l_salt;
 };
@@ -113,7 +113,7 @@ publish_loop(void *arg)
 					 l->l_cap * sizeof(*l->l_ids))) == NULL)
 					abort();
 			}
-			memcpy(l->l_ids[l->l_n++], ev->id, 32);
+			memcpy(l->l_ids[l->l_n++], ev->id, EVENT_ID_LEN);
 			pthread_mutex_unlock(&l->l_mu);
 		}
 		event_destroy(ev);
@@ -195,7 +195,8 @@ check_db(const char *dir, const struct load *l, size_t *lost)
 	}
 	*lost = 0;
 	for (i = 0; i < l->l_n; i++) {
-		sqlite3_bind_blob(st, 1, l->l_ids[i], 32, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 1, l->l_ids[i], EVENT_ID_LEN,
+		    SQLITE_STATIC);
 		if (sqlite3_step(st) != SQLITE_ROW)
 			++*lost;
 		sqlite3_reset(st);

@@ -178,8 +178,8 @@ test_roles_run_as_the_user(void)
 
 	/* relayd writes as the user: an event, a new bare repository. */
 	T_CHECK(gd_publish(g,
-		    e = event_new_signed((uint8_t[32]){ 7 }, time(NULL), 10317,
-			"[[\"g\",\"wss://example.org\"]]", "")) == 0);
+		    e = event_new_signed((uint8_t[SECKEY_LEN]){ 7 }, time(NULL),
+			10317, "[[\"g\",\"wss://example.org\"]]", "")) == 0);
 	event_destroy(e);
 	memset(sk, 0x3c, sizeof(sk));
 	event_pubkey_of(sk, pk);

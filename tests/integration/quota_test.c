@@ -37,7 +37,7 @@
 static void
 owner_key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
-	memset(sk, 0x51, 32);
+	memset(sk, 0x51, SECKEY_LEN);
 	sk[31] = (uint8_t)n;
 	event_pubkey_of(sk, pk);
 }
@@ -312,14 +312,14 @@ test_unclaimed_prs_pushes_charged_to_the_address(void)
 		      "NGIT_GRASP06_UNCLAIMED_BYTES_PER_IP=250000", NULL };
 	struct relayproc *rp;
 	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
-	char		  dir[512], oid[41], pdir[700], hex[65], *out = NULL;
-	int64_t		  end;
+	char dir[512], oid[41], pdir[700], hex[PUBKEY_HEX_LEN + 1], *out = NULL;
+	int64_t end;
 
 	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
 	snprintf(dir, sizeof(dir), "%s/home", relayproc_dir(rp));
 	T_ASSERT(gt_setup(dir) == 0);
 	owner_key(3, sk, pk);
-	hex_encode(pk, 32, hex);
+	hex_encode(pk, PUBKEY_LEN, hex);
 	snprintf(pdir, sizeof(pdir), "%s/git/prs/%s/a.git", relayproc_dir(rp),
 	    hex);
 	/* 120 kB into the victim's path, then 100 kB more: past the

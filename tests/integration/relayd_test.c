@@ -52,7 +52,7 @@ key(int n, uint8_t sk[SECKEY_LEN], char pkhex[PUBKEY_HEX_LEN + 1],
 	tint_key(KEY0, n, sk);
 	event_pubkey_of(sk, pk);
 	if (pkhex)
-		hex_encode(pk, 32, pkhex);
+		hex_encode(pk, PUBKEY_LEN, pkhex);
 	if (npub)
 		nip19_encode("npub", pk, npub, NIP19_KEY_BUFSZ);
 }
@@ -128,7 +128,7 @@ static void
 repo_coord(int n, const char *d, char *out, size_t outlen)
 {
 	uint8_t sk[SECKEY_LEN];
-	char	hex[65];
+	char	hex[PUBKEY_HEX_LEN + 1];
 
 	key(n, sk, hex, NULL);
 	snprintf(out, outlen, "30617:%s:%s", hex, d);
@@ -399,8 +399,9 @@ test_recursive_maintainers_announcements_accepted(void)
 {
 	struct wsc   *ws = conn(rp);
 	struct event *ev;
-	char	      d[32], msg[256], m[128], hexb[65], hexc[65];
-	uint8_t	      sk[SECKEY_LEN];
+	char	      d[32], msg[256], m[128], hexb[PUBKEY_HEX_LEN + 1],
+	    hexc[PUBKEY_HEX_LEN + 1];
+	uint8_t sk[SECKEY_LEN];
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -514,7 +515,7 @@ test_unrelated_events_refused(void)
 {
 	struct wsc   *ws = conn(rp);
 	struct event *ev;
-	char	      tags[256], msg[256], hex[65];
+	char	      tags[256], msg[256], hex[PUBKEY_HEX_LEN + 1];
 	uint8_t	      sk[SECKEY_LEN];
 
 	T_ASSERT(ws != NULL);
@@ -573,11 +574,11 @@ test_identity_events_only_from_eligible_authors(void)
 	struct wsc   *ws = conn(rp);
 	struct event *ann, *issue, *reply, *late, *prof, *ev;
 	struct buf    frames = BUF_INIT;
-	char	      d[32], coord[128], tags[512], msg[256], m51[65];
-	char	      id[80];
-	uint8_t	      sk[SECKEY_LEN], mask[4] = { 1, 2, 3, 4 };
-	char	     *em;
-	int	      i, ok_late = -1, ok_prof = -1, ok;
+	char	d[32], coord[128], tags[512], msg[256], m51[PUBKEY_HEX_LEN + 1];
+	char	id[80];
+	uint8_t sk[SECKEY_LEN], mask[4] = { 1, 2, 3, 4 };
+	char   *em;
+	int	i, ok_late = -1, ok_prof = -1, ok;
 
 	T_ASSERT(ws != NULL);
 	next_d(d, sizeof(d));
@@ -685,7 +686,7 @@ test_replaceable_keeps_newest_and_lowest_id_on_tie(void)
 		lo = signed_by(41, t + 10, 10317, tg, "");
 		snprintf(tg, sizeof(tg), "[[\"g\",\"ws://%dx.example\"]]", i);
 		hi = signed_by(41, t + 10, 10317, tg, "");
-		if (memcmp(lo->id, hi->id, 32) > 0) {
+		if (memcmp(lo->id, hi->id, EVENT_ID_LEN) > 0) {
 			struct event *x = lo;
 			lo = hi;
 			hi = x;
@@ -866,7 +867,7 @@ test_invalid_events_get_clear_ok(void)
 	{
 		struct buf b = BUF_INIT;
 		buf_printf(&b, "%s\"content\":\"x\",\"sig\":\"", j);
-		buf_add_hex(&b, ev->sig, 64);
+		buf_add_hex(&b, ev->sig, EVENT_SIG_LEN);
 		buf_adds(&b, "\"}");
 		T_ASSERT(nostr_publish_json(ws, b.b_data, ev->id_hex, TMO, &ok,
 			     &m) == 0);
@@ -883,7 +884,7 @@ test_invalid_events_get_clear_ok(void)
 		struct buf b = BUF_INIT;
 		char	  *s = strdup(ev->json);
 		char	  *sigp = strstr(s, "\"sig\":\"") + 7;
-		hex_encode(ev->sig, 64, sigp);
+		hex_encode(ev->sig, EVENT_SIG_LEN, sigp);
 		sigp[128] = '"';
 		T_ASSERT(
 		    nostr_publish_json(ws, s, ev->id_hex, TMO, &ok, &m) == 0);

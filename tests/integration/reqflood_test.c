@@ -56,7 +56,7 @@
 
 static struct relayproc *rp;
 static char		 coord[160], tmp[512];
-static char		 ids[NFLOOD][65];
+static char		 ids[NFLOOD][EVENT_ID_HEX_LEN + 1];
 static int64_t		 t0;
 /* Events on coord: the flood, and the late issue once published. */
 static int		 nstored = NFLOOD;
@@ -115,7 +115,7 @@ setup(void)
 	for (i = 0; i < NFLOOD; i++) {
 		if ((e = flood_issue(i)) == NULL)
 			abort();
-		memcpy(ids[i], e->id_hex, 65);
+		memcpy(ids[i], e->id_hex, EVENT_ID_HEX_LEN + 1);
 		if (nostr_publish_take(ws, e, 30000, msg, sizeof(msg)) != 1) {
 			printf("# issue %d: %s\n", i, msg);
 			break;
@@ -137,7 +137,7 @@ event_id(const char *json, size_t len, char id[EVENT_ID_HEX_LEN + 1])
 
 	if ((e = event_parse(json, len, msg, sizeof(msg))) == NULL)
 		return -1;
-	memcpy(id, e->id_hex, 65);
+	memcpy(id, e->id_hex, EVENT_ID_HEX_LEN + 1);
 	event_destroy(e);
 	return 0;
 }
@@ -148,7 +148,7 @@ event_id(const char *json, size_t len, char id[EVENT_ID_HEX_LEN + 1])
  */
 struct seen {
 	int  before, after, eose, closed;
-	char first_after[65];
+	char first_after[EVENT_ID_HEX_LEN + 1];
 	int  in_order; /* before-EOSE ids are ids[NFLOOD-1] .. ids[0] */
 };
 
@@ -203,7 +203,8 @@ read_answer(struct wsc *ws, int pause_ms, int want_after, int first_only,
 			free(ev);
 			if (s->eose) {
 				if (s->after++ == 0)
-					memcpy(s->first_after, id, 65);
+					memcpy(s->first_after, id,
+					    EVENT_ID_HEX_LEN + 1);
 			} else {
 				if (s->before >= NFLOOD ||
 				    strcmp(id, ids[NFLOOD - 1 - s->before]) !=

@@ -72,8 +72,8 @@ struct fixture {
 
 static struct fixture fx; /* the shared fixture */
 static struct rolep   sy; /* syncd on fx */
-static uint8_t	      sk_a[32], sk_b[32];
-static char	      pk_a[65], pk_b[65];
+static uint8_t	      sk_a[SECKEY_LEN], sk_b[SECKEY_LEN];
+static char	      pk_a[PUBKEY_HEX_LEN + 1], pk_b[PUBKEY_HEX_LEN + 1];
 
 static int
 fixture_dirs(struct fixture *f)
@@ -321,10 +321,10 @@ make_key(int n, uint8_t sk[SECKEY_LEN], char pkhex[PUBKEY_HEX_LEN + 1])
 {
 	uint8_t pk[PUBKEY_LEN];
 
-	memset(sk, 0x5a, 32);
+	memset(sk, 0x5a, SECKEY_LEN);
 	sk[31] = (uint8_t)n;
 	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, pkhex);
+	hex_encode(pk, PUBKEY_LEN, pkhex);
 }
 
 /* Stores an event as relayd would and announces it (notice != 0). */
@@ -348,8 +348,8 @@ fx_put(const uint8_t sk[SECKEY_LEN], uint32_t kind, const char *tags,
 		memset(&ma, 0, sizeof(ma));
 		ma.ma_seq = seq;
 		ma.ma_kind = kind;
-		memcpy(ma.ma_id, ev->id, 32);
-		memcpy(ma.ma_pubkey, ev->pubkey, 32);
+		memcpy(ma.ma_id, ev->id, EVENT_ID_LEN);
+		memcpy(ma.ma_pubkey, ev->pubkey, PUBKEY_LEN);
 		msg_send(fx.pub, MSG_ACCEPTED, &ma, sizeof(ma), NN_DONTWAIT);
 	}
 	event_destroy(ev);

@@ -914,7 +914,7 @@ test_roles_get_their_arguments_and_readiness_fd(void)
 struct pubs {
 	struct wsc *ws;
 	int	    seq;
-	char	    ids[512][65];
+	char	    ids[512][EVENT_ID_HEX_LEN + 1];
 	int	    nids;
 	int	    tries, oks, errors;
 };

@@ -518,7 +518,7 @@ maintainer_announcement_is_fetched_again_after_the_owners(void)
 	struct relayproc *hosts[] = { b };
 	const char	 *relays[] = { relayproc_url(peer) };
 	struct event	 *mann, *oann;
-	char		  mhex[65], f[300];
+	char		  mhex[PUBKEY_HEX_LEN + 1], f[300];
 
 	/* The maintainer's names neither B nor its clone: refused on B,
 	 * which sees it live on the peer (layer 1). */
@@ -864,7 +864,7 @@ static char *
 id_set(struct relayproc *rp, const char *filters, int *n)
 {
 	struct buf set = BUF_INIT;
-	char	 **evl, (*ids)[65];
+	char	 **evl, (*ids)[EVENT_ID_HEX_LEN + 1];
 	size_t	   k, i;
 
 	*n = -1;

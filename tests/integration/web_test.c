@@ -48,12 +48,12 @@
 static struct relayproc *rp;
 static char		 tmp[256];
 static char		 oid_plain[41], oid_evil[41];
-static char		 issue_open[65];
+static char		 issue_open[EVENT_ID_HEX_LEN + 1];
 
 static void
 key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
-	memset(sk, 0, 32);
+	memset(sk, 0, SECKEY_LEN);
 	sk[0] = 0x5e;
 	sk[31] = (uint8_t)n;
 	event_pubkey_of(sk, pk);
@@ -100,12 +100,13 @@ announcement(int n, const char *d, const char *name, const char *desc)
 {
 	struct buf    b = BUF_INIT;
 	struct event *ev;
-	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN], msk[32], mpk[32];
-	char	      npub[NIP19_MAX_LEN + 1], mhex[65];
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN], msk[SECKEY_LEN],
+	    mpk[PUBKEY_LEN];
+	char npub[NIP19_MAX_LEN + 1], mhex[PUBKEY_HEX_LEN + 1];
 
 	key(n, sk, pk);
 	key(9, msk, mpk);
-	hex_encode(mpk, 32, mhex);
+	hex_encode(mpk, PUBKEY_LEN, mhex);
 	npub_of(n, npub);
 	buf_adds(&b, "[[\"d\",");
 	buf_add_jstr(&b, d, strlen(d));
@@ -174,13 +175,14 @@ issue(struct wsc *ws, int n, int o, const char *d, const char *subject,
 {
 	struct buf    b = BUF_INIT;
 	struct event *ev;
-	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN], osk[32], opk[PUBKEY_LEN];
-	char	      ohex[PUBKEY_HEX_LEN + 1];
-	int	      ok;
+	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN], osk[SECKEY_LEN],
+	    opk[PUBKEY_LEN];
+	char ohex[PUBKEY_HEX_LEN + 1];
+	int  ok;
 
 	key(n, sk, pk);
 	key(o, osk, opk);
-	hex_encode(opk, 32, ohex);
+	hex_encode(opk, PUBKEY_LEN, ohex);
 	buf_printf(&b, "[[\"a\",\"30617:%s:", ohex);
 	buf_add(&b, d, strlen(d));
 	buf_adds(&b, "\"],[\"subject\",");
@@ -191,7 +193,7 @@ issue(struct wsc *ws, int n, int o, const char *d, const char *subject,
 	buf_free(&b);
 	if (ev == NULL)
 		return -1;
-	memcpy(id, ev->id_hex, 65);
+	memcpy(id, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	ok = pub(ws, ev, NULL, 0);
 	return ok == 1 ? 0 : -1;
 }
@@ -298,7 +300,7 @@ setup_more(void)
 {
 	struct wsc *ws = conn();
 	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
-	char	    closed[65], content[512], oid[41];
+	char	    closed[EVENT_ID_HEX_LEN + 1], content[512], oid[41];
 
 	T_ASSERT(ws != NULL);
 	setenv("GIT_AUTHOR_NAME", "<script>z</script>", 1);
@@ -347,8 +349,9 @@ setup_more(void)
 }
 
 /* The thread ids of the thread cases. */
-static char reply1[65], labelled[65], patch_id[EVENT_ID_HEX_LEN + 1],
-    pr_id[EVENT_ID_HEX_LEN + 1], busy[65];
+static char reply1[EVENT_ID_HEX_LEN + 1], labelled[EVENT_ID_HEX_LEN + 1],
+    patch_id[EVENT_ID_HEX_LEN + 1], pr_id[EVENT_ID_HEX_LEN + 1],
+    busy[EVENT_ID_HEX_LEN + 1];
 
 /* Publishes kind with tags and content by key n, created ahead s from now. */
 static int
@@ -364,7 +367,7 @@ post(struct wsc *ws, int n, uint32_t kind, const char *tags,
 		 content)) == NULL)
 		return -1;
 	if (id != NULL)
-		memcpy(id, ev->id_hex, 65);
+		memcpy(id, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	if (pub(ws, ev, m, sizeof(m)) != 1) {
 		printf("# kind %u refused: %s\n", kind, m);
 		return -1;
@@ -396,7 +399,7 @@ setup_threads(void)
 
 	T_ASSERT(ws != NULL);
 	key(1, sk, pk);
-	hex_encode(pk, 32, ohex);
+	hex_encode(pk, PUBKEY_LEN, ohex);
 	T_EQ_INT(comment(ws, 6, issue_open, issue_open,
 		     "First **reply** " EVIL " [x](javascript:alert(3)) "
 		     "<img src=x onerror=alert(4)>",
@@ -584,12 +587,13 @@ thread_page_reads_a_bounded_amount(void)
 {
 	struct wsc *ws = conn();
 	uint8_t	    sk[SECKEY_LEN], pk[PUBKEY_LEN];
-	char tags[512], ohex[PUBKEY_HEX_LEN + 1], big[65], *text, *path, *page;
-	int  i;
+	char tags[512], ohex[PUBKEY_HEX_LEN + 1], big[EVENT_ID_HEX_LEN + 1],
+	    *text, *path, *page;
+	int i;
 
 	T_ASSERT(ws != NULL);
 	key(1, sk, pk);
-	hex_encode(pk, 32, ohex);
+	hex_encode(pk, PUBKEY_LEN, ohex);
 	snprintf(tags, sizeof(tags),
 	    "[[\"a\",\"30617:%s:plain\"],[\"subject\",\"Big\"]]", ohex);
 	T_ASSERT(post(ws, 5, KIND_ISSUE, tags, "big replies", -900, big) == 0);
@@ -617,7 +621,7 @@ static void
 errors_are_styled_pages_that_say_what(void)
 {
 	char *path, *page = NULL, *h = NULL;
-	char  zeros[65];
+	char  zeros[EVENT_ID_HEX_LEN + 1];
 
 	path = thread_path("issues", "nothex");
 	T_EQ_INT(get_h(path, NULL, &h, &page), 400);
@@ -627,8 +631,8 @@ errors_are_styled_pages_that_say_what(void)
 	free(page);
 	free(h);
 	free(path);
-	memset(zeros, '0', 64);
-	zeros[64] = '\0';
+	memset(zeros, '0', EVENT_ID_HEX_LEN);
+	zeros[EVENT_ID_HEX_LEN] = '\0';
 	path = thread_path("issues", zeros);
 	T_EQ_INT(get_h(path, NULL, NULL, &page), 404);
 	T_CHECK(page && strstr(page, "<style>") != NULL &&

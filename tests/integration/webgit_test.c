@@ -60,7 +60,7 @@ static char base[256]; /* /<npub>/code.git */
 static void
 key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
 {
-	memset(sk, 0, 32);
+	memset(sk, 0, SECKEY_LEN);
 	sk[0] = 0x6b;
 	sk[31] = (uint8_t)n;
 	event_pubkey_of(sk, pk);
@@ -184,13 +184,14 @@ setup_repository(void)
 	struct event *ev;
 	struct buf    b = BUF_INIT;
 	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN];
-	char	      npub[NIP19_MAX_LEN + 1], hex[65], url[600], ref[120];
-	char	     *big, *out = NULL;
-	size_t	      i;
+	char npub[NIP19_MAX_LEN + 1], hex[PUBKEY_HEX_LEN + 1], url[600],
+	    ref[120];
+	char  *big, *out = NULL;
+	size_t i;
 
 	T_ASSERT(ws != NULL);
 	key(1, sk, pk);
-	hex_encode(pk, 32, hex);
+	hex_encode(pk, PUBKEY_LEN, hex);
 	nip19_encode("npub", pk, npub, sizeof(npub));
 	snprintf(base, sizeof(base), "/%s/code.git", npub);
 	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), base);
@@ -251,7 +252,7 @@ setup_repository(void)
 	ev = event_new_signed(sk, time(NULL), 1618, b.b_data, "please pull");
 	buf_free(&b);
 	T_ASSERT(ev != NULL);
-	memcpy(pr_id, ev->id_hex, 65);
+	memcpy(pr_id, ev->id_hex, EVENT_ID_HEX_LEN + 1);
 	T_EQ_INT(nostr_publish_take(ws, ev, TMO, NULL, 0), 1);
 	snprintf(ref, sizeof(ref), "HEAD:refs/nostr/%s", pr_id);
 	T_EQ_INT(gt_git(work, &out, "push", "-q", url, ref, NULL), 0);
@@ -475,14 +476,15 @@ pr_without_common_history_is_404(void)
 	struct event *ev;
 	struct buf    b = BUF_INIT;
 	uint8_t	      sk[SECKEY_LEN], pk[PUBKEY_LEN], opk[PUBKEY_LEN];
-	char	      lone[41], hex[65], url[600], ref[120], *out = NULL, *p;
+	char lone[41], hex[PUBKEY_HEX_LEN + 1], url[600], ref[120], *out = NULL,
+								    *p;
 
 	T_ASSERT(ws != NULL);
 	T_ASSERT(gt_git(work, NULL, "checkout", "-q", "--orphan", "lone",
 		     NULL) == 0);
 	T_ASSERT(commit_all("unrelated", lone) == 0);
 	key(1, sk, opk);
-	hex_encode(opk, 32, hex);
+	hex_encode(opk, PUBKEY_LEN, hex);
 	key(5, sk, pk);
 	snprintf(url, sizeof(url), "http://%s%s", relayproc_domain(rp), base);
 	buf_printf(&b,

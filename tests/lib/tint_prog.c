@@ -125,7 +125,7 @@ tint_announcement(uint8_t fill, int owner, int64_t at, const char *d,
 void
 tint_key(uint8_t b0, int n, uint8_t sk[SECKEY_LEN])
 {
-	memset(sk, 0, 32);
+	memset(sk, 0, SECKEY_LEN);
 	sk[0] = b0;
 	sk[31] = (uint8_t)n;
 }

@@ -45,7 +45,7 @@ const struct t_fixture tstore_fixture = { tstore_fixture_open,
 	tstore_fixture_close };
 
 void
-tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65])
+tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[PUBKEY_HEX_LEN + 1])
 {
 	uint8_t pk[PUBKEY_LEN];
 
@@ -74,9 +74,9 @@ tstore_unsigned_event(const char *pk, int64_t at, uint32_t kind,
 	buf_free(&b);
 	/* The real id, patched into the stored text ({"id":"<hex>"...). */
 	event_compute_id(ev, ev->id);
-	hex_encode(ev->id, 32, ev->id_hex);
+	hex_encode(ev->id, EVENT_ID_LEN, ev->id_hex);
 	if (ev->json_len < 71 || memcmp(ev->json, "{\"id\":\"", 7) != 0)
 		fatalx("tstore: unexpected canonical form");
-	memcpy(ev->json + 7, ev->id_hex, 64);
+	memcpy(ev->json + 7, ev->id_hex, EVENT_ID_HEX_LEN);
 	return ev;
 }

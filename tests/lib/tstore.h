@@ -33,7 +33,7 @@ extern const struct t_fixture tstore_fixture;
  * series: 32 bytes of fill, n big-endian in the last four.  For stores
  * whose events nothing verifies; distinct n give distinct keys.
  */
-void tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[65]);
+void tstore_fake_pubkey(uint8_t fill, uint32_t n, char out[PUBKEY_HEX_LEN + 1]);
 
 /*
  * An event by the pubkey pk (hex) with a zero signature and its real id,

@@ -10,20 +10,20 @@
 void
 tuser_sk(uint8_t fill, int n, uint8_t sk[SECKEY_LEN])
 {
-	memset(sk, fill, 32);
+	memset(sk, fill, SECKEY_LEN);
 	if (n > 0xff)
 		sk[30] = (uint8_t)(n >> 8);
 	sk[31] = (uint8_t)n;
 }
 
 void
-tuser_hex(uint8_t fill, int n, char out[65])
+tuser_hex(uint8_t fill, int n, char out[PUBKEY_HEX_LEN + 1])
 {
 	uint8_t sk[SECKEY_LEN], pk[PUBKEY_LEN];
 
 	tuser_sk(fill, n, sk);
 	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, out);
+	hex_encode(pk, PUBKEY_LEN, out);
 }
 
 struct event *
@@ -39,7 +39,7 @@ tuser_event(uint8_t fill, int n, int64_t at, uint32_t kind, const char *tags,
 void
 tuser_coord(uint8_t fill, int n, const char *d, char *out, size_t outlen)
 {
-	char hex[65];
+	char hex[PUBKEY_HEX_LEN + 1];
 
 	tuser_hex(fill, n, hex);
 	snprintf(out, outlen, "30617:%s:%s", hex, d);

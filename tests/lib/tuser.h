@@ -15,7 +15,7 @@ struct event;
 /* User n's secret key (n from 0 to 65535). */
 void	      tuser_sk(uint8_t fill, int n, uint8_t sk[SECKEY_LEN]);
 /* User n's public key in hex. */
-void	      tuser_hex(uint8_t fill, int n, char out[65]);
+void	      tuser_hex(uint8_t fill, int n, char out[PUBKEY_HEX_LEN + 1]);
 /*
  * An event by user n (event_new_signed(): tags is a JSON array or NULL);
  * the caller destroys it.  NULL if it could not be made.

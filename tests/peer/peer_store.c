@@ -18,7 +18,7 @@ newer(const struct event *a, const struct event *b)
 {
 	if (a->created_at != b->created_at)
 		return a->created_at > b->created_at;
-	return memcmp(a->id, b->id, 32) < 0;
+	return memcmp(a->id, b->id, EVENT_ID_LEN) < 0;
 }
 
 int
@@ -28,7 +28,7 @@ peer_store_add(struct event *ev)
 	size_t	       i, lo, hi, mid;
 
 	for (i = 0; i < peer->nevents; i++) {
-		if (memcmp(peer->events[i]->id, ev->id, 32) == 0) {
+		if (memcmp(peer->events[i]->id, ev->id, EVENT_ID_LEN) == 0) {
 			event_destroy(ev);
 			return 0;
 		}

@@ -761,8 +761,8 @@ event_blacklist_takes_npub_and_hex(void)
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
 	T_EQ_INT(c.event_blacklist.n, 2);
 	T_ASSERT(key_parse_pubkey(NPUB_HEX, pk) == 0);
-	T_CHECK(memcmp(c.event_blacklist.v[0], pk, 32) == 0);
-	T_CHECK(memcmp(c.event_blacklist.v[1], pk, 32) == 0);
+	T_CHECK(memcmp(c.event_blacklist.v[0], pk, PUBKEY_LEN) == 0);
+	T_CHECK(memcmp(c.event_blacklist.v[1], pk, PUBKEY_LEN) == 0);
 	config_free(&c);
 	clear_env();
 }
@@ -781,10 +781,10 @@ whitelist_entry_forms(void)
 		     "repository_blacklist = spam\n") == 0);
 	T_EQ_INT(c.repo_whitelist.n, 3);
 	T_EQ_INT(c.repo_whitelist.v[0].has_pubkey, 1);
-	T_CHECK(memcmp(c.repo_whitelist.v[0].pubkey, pk, 32) == 0);
+	T_CHECK(memcmp(c.repo_whitelist.v[0].pubkey, pk, PUBKEY_LEN) == 0);
 	T_CHECK(c.repo_whitelist.v[0].identifier == NULL);
 	T_EQ_INT(c.repo_whitelist.v[1].has_pubkey, 1);
-	T_CHECK(memcmp(c.repo_whitelist.v[1].pubkey, pk, 32) == 0);
+	T_CHECK(memcmp(c.repo_whitelist.v[1].pubkey, pk, PUBKEY_LEN) == 0);
 	T_EQ_STR(c.repo_whitelist.v[1].identifier, "ngit");
 	T_EQ_INT(c.repo_whitelist.v[2].has_pubkey, 0);
 	T_EQ_STR(c.repo_whitelist.v[2].identifier, "grasp-tools");
@@ -869,7 +869,7 @@ static void
 owner_key_from_config_wins(void)
 {
 	struct config c;
-	uint8_t	      sk[SECKEY_LEN], want[32];
+	uint8_t	      sk[SECKEY_LEN], want[SECKEY_LEN];
 	char	      path[sizeof(tdir) + 64];
 
 	clear_env();
@@ -879,7 +879,7 @@ owner_key_from_config_wins(void)
 	T_EQ_INT(c.has_owner_sk, 1);
 	T_ASSERT(config_owner_key(&c, sk, err, sizeof(err)) == 0);
 	T_ASSERT(key_parse_seckey(NSEC, want) == 0);
-	T_CHECK(memcmp(sk, want, 32) == 0);
+	T_CHECK(memcmp(sk, want, SECKEY_LEN) == 0);
 	snprintf(path, sizeof(path), "%s/%s", tdir, CONFIG_OWNER_KEY_FILE);
 	T_CHECK(access(path, F_OK) == -1);
 	config_free(&c);
@@ -891,7 +891,7 @@ owner_key_file_created_0600_and_stable(void)
 {
 	struct config c;
 	struct stat   st;
-	uint8_t	      sk1[32], sk2[32], fsk[32];
+	uint8_t	      sk1[SECKEY_LEN], sk2[SECKEY_LEN], fsk[SECKEY_LEN];
 	char	      path[sizeof(tdir) + 64], *text, *d;
 
 	clear_env();
@@ -903,7 +903,7 @@ owner_key_file_created_0600_and_stable(void)
 	T_ASSERT(config_owner_key(&c, sk1, err, sizeof(err)) == 0);
 	T_EQ_INT(c.has_owner_sk, 1);
 	T_EQ_STR(c.owner_key_file, path);
-	T_CHECK(memcmp(c.owner_sk, sk1, 32) == 0);
+	T_CHECK(memcmp(c.owner_sk, sk1, SECKEY_LEN) == 0);
 	/* The dump says where the key lives, never what it is. */
 	d = dump(&c);
 	T_CHECK(strstr(d, "relay_owner_nsec = # key from ") != NULL);
@@ -921,12 +921,12 @@ owner_key_file_created_0600_and_stable(void)
 	text[strcspn(text, "\n")] = '\0';
 	T_CHECK(key_parse_seckey(text, fsk) == 0);
 	free(text);
-	T_CHECK(memcmp(fsk, sk1, 32) == 0);
+	T_CHECK(memcmp(fsk, sk1, SECKEY_LEN) == 0);
 
 	/* A second start reads the same key. */
 	T_ASSERT(config_load(&c, NULL, err, sizeof(err)) == 0);
 	T_ASSERT(config_owner_key(&c, sk2, err, sizeof(err)) == 0);
-	T_CHECK(memcmp(sk1, sk2, 32) == 0);
+	T_CHECK(memcmp(sk1, sk2, SECKEY_LEN) == 0);
 	config_free(&c);
 	T_ASSERT(stat(path, &st) == 0);
 	T_EQ_INT(st.st_mode & 07777, 0600);
@@ -946,7 +946,7 @@ owner_key_file_bad_contents_is_an_error(void)
 {
 	struct config c;
 	FILE	     *fp;
-	uint8_t	      sk[SECKEY_LEN], want[32];
+	uint8_t	      sk[SECKEY_LEN], want[SECKEY_LEN];
 	char	      path[sizeof(tdir) + 64];
 
 	clear_env();
@@ -969,7 +969,7 @@ owner_key_file_bad_contents_is_an_error(void)
 	fclose(fp);
 	T_ASSERT(config_owner_key(&c, sk, err, sizeof(err)) == 0);
 	T_ASSERT(key_parse_seckey(NSEC, want) == 0);
-	T_CHECK(memcmp(sk, want, 32) == 0);
+	T_CHECK(memcmp(sk, want, SECKEY_LEN) == 0);
 	config_free(&c);
 	unlink(path);
 	/* A missing data directory is reported, not created. */

@@ -446,10 +446,10 @@ grouping_fits_the_scale_relay_under_the_live_cap(void)
 				 *aq[] = { "a", "A", "q", NULL },
 				 *eq[] = { "e", "E", "q", NULL };
 	struct conn_filters fl = { NULL, 0 }, rq = { NULL, 0 };
-	char		    ids[600][65], names[300][16], coords[300][96];
-	const char	   *vi[600], *vn[300], *vc[300];
-	size_t		    i, k, over[64], total = 0, nf;
-	char		   *p;
+	char ids[600][EVENT_ID_HEX_LEN + 1], names[300][16], coords[300][96];
+	const char *vi[600], *vn[300], *vc[300];
+	size_t	    i, k, over[64], total = 0, nf;
+	char	   *p;
 
 	for (i = 0; i < 600; i++) {
 		for (k = 0; k < 64; k++)

@@ -10,9 +10,9 @@
 #include "json.h"
 #include "t.h"
 
-static const uint8_t sk1[32] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
-	15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
-	32 };
+static const uint8_t sk1[SECKEY_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+	13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30,
+	31, 32 };
 
 /* Every vector: valid ones parse, verify and re-serialize to the same
  * canonical id; invalid ones fail somewhere in parse/id/sig. */
@@ -64,7 +64,7 @@ test_vectors_from_nostr_tools(void)
 				copy = *ev;
 				copy.json_tags_len = 0;
 				event_compute_id(&copy, id);
-				T_CHECK(memcmp(id, ev->id, 32) == 0);
+				T_CHECK(memcmp(id, ev->id, EVENT_ID_LEN) == 0);
 			}
 		} else {
 			ninvalid++;
@@ -144,7 +144,7 @@ test_signed_event_verifies(void)
 	T_CHECK(event_check_id(ev));
 	T_CHECK(event_check_sig(ev));
 	T_ASSERT(event_pubkey_of(sk1, pk) == 0);
-	T_CHECK(memcmp(pk, ev->pubkey, 32) == 0);
+	T_CHECK(memcmp(pk, ev->pubkey, PUBKEY_LEN) == 0);
 	/* The text changed on the way: the id is the stored text's. */
 	T_ASSERT((p = strstr(ev->json, "body")) != NULL);
 	*p = 'B';
@@ -280,16 +280,16 @@ test_coordinates_split_at_the_first_two_colons(void)
 	const char *pk = "3bf0c63fcb93463407af97a5e5ee64fa883d107ef9e558"
 			 "472c4eb9aaaefa459d";
 	char	    c[256];
-	uint8_t	    key[PUBKEY_LEN], want[32];
+	uint8_t	    key[PUBKEY_LEN], want[PUBKEY_LEN];
 	uint32_t    kind = 0;
 	const char *d = NULL;
 	size_t	    dlen = 99;
 
-	T_ASSERT(hex_decode(pk, 64, want, 32) == 0);
+	T_ASSERT(hex_decode(pk, PUBKEY_HEX_LEN, want, PUBKEY_LEN) == 0);
 	snprintf(c, sizeof(c), "30617:%s:my:repo", pk);
 	T_EQ_INT(coord_parse(c, strlen(c), &kind, key, &d, &dlen), 0);
 	T_EQ_INT((int)kind, 30617);
-	T_CHECK(memcmp(key, want, 32) == 0);
+	T_CHECK(memcmp(key, want, PUBKEY_LEN) == 0);
 	T_CHECK(dlen == 7 && memcmp(d, "my:repo", 7) == 0);
 	/* "kind:pubkey" as a forward reference has an empty d. */
 	snprintf(c, sizeof(c), "30617:%s", pk);

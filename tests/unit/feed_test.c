@@ -41,7 +41,7 @@ static int	     counter;  /* makes events distinct */
 struct got {
 	size_t	n;
 	int64_t seq[2048];
-	uint8_t id[2048][32];
+	uint8_t id[2048][EVENT_ID_LEN];
 	int	queried_ok; /* the callback could use the store */
 };
 
@@ -52,7 +52,7 @@ collect(void *arg, int64_t seq, const struct event *ev)
 
 	if (g->n < 2048) {
 		g->seq[g->n] = seq;
-		memcpy(g->id[g->n], ev->id, 32);
+		memcpy(g->id[g->n], ev->id, EVENT_ID_LEN);
 	}
 	g->n++;
 	if (store_has_id(rd, ev->id) == 1)
@@ -61,7 +61,7 @@ collect(void *arg, int64_t seq, const struct event *ev)
 
 /* Stores a new kind 1 event; returns its seq (its id into id_out). */
 static int64_t
-put(uint8_t id_out[32])
+put(uint8_t id_out[EVENT_ID_LEN])
 {
 	struct event *ev;
 	char	      content[32];
@@ -74,7 +74,7 @@ put(uint8_t id_out[32])
 	if (store_put(wr, ev, &seq) != STORE_OK)
 		seq = -1;
 	if (id_out != NULL)
-		memcpy(id_out, ev->id, 32);
+		memcpy(id_out, ev->id, EVENT_ID_LEN);
 	event_destroy(ev);
 	return seq;
 }
@@ -172,7 +172,7 @@ test_notices_deliver_in_seq_order(void)
 {
 	struct feed f;
 	struct got *g;
-	uint8_t	    ids[5][32];
+	uint8_t	    ids[5][EVENT_ID_LEN];
 	int64_t	    start = last_seq(), seqs[5];
 	int	    i, order[5] = { 2, 0, 4, 1, 3 };
 
@@ -188,7 +188,7 @@ test_notices_deliver_in_seq_order(void)
 	T_EQ_INT(g->n, 5);
 	for (i = 0; i < 5; i++) {
 		T_EQ_INT(g->seq[i], seqs[i]);
-		T_CHECK(memcmp(g->id[i], ids[i], 32) == 0);
+		T_CHECK(memcmp(g->id[i], ids[i], EVENT_ID_LEN) == 0);
 	}
 	T_EQ_INT(g->queried_ok, 5);
 	T_EQ_INT(feed_last_seq(&f), seqs[4]);
@@ -271,7 +271,7 @@ test_one_message_carries_a_commits_notices(void)
 	T_EQ_INT(g->n, 3);
 	for (i = 0; i < 3; i++) {
 		T_EQ_INT(g->seq[i], ma[i].ma_seq);
-		T_CHECK(memcmp(g->id[i], ma[i].ma_id, 32) == 0);
+		T_CHECK(memcmp(g->id[i], ma[i].ma_id, EVENT_ID_LEN) == 0);
 	}
 	T_EQ_INT(feed_stats(&f)->fs_notices - notices, 3);
 	T_EQ_INT(feed_stats(&f)->fs_gaps - gaps, 0);

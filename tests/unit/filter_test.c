@@ -11,8 +11,8 @@
 #include "json.h"
 #include "t.h"
 
-static const uint8_t sk1[32] = { [0 ... 31] = 0x11 };
-static const uint8_t sk2[32] = { [0 ... 31] = 0x22 };
+static const uint8_t sk1[SECKEY_LEN] = { [0 ... 31] = 0x11 };
+static const uint8_t sk2[SECKEY_LEN] = { [0 ... 31] = 0x22 };
 
 #define HEX_A \
 	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \

@@ -41,7 +41,7 @@ git_endpoints_and_the_repository(void)
 	T_EQ_INT(route(1, &rt, "/%s/repo.git/info/refs"), GR_INFO_REFS);
 	T_EQ_STR(rt.rt_d, "repo");
 	T_EQ_STR(rt.rt_npub, npub);
-	T_CHECK(memcmp(rt.rt_owner, owner, 32) == 0);
+	T_CHECK(memcmp(rt.rt_owner, owner, PUBKEY_LEN) == 0);
 	T_CHECK(!rt.rt_prs && !rt.rt_web);
 	T_EQ_INT(route(1, &rt, "/%s/repo.git/git-upload-pack"), GR_UPLOAD);
 	T_EQ_INT(route(1, &rt, "/%s/repo.git/git-receive-pack"), GR_RECEIVE);

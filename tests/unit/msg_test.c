@@ -345,7 +345,7 @@ test_accepted_count_takes_whole_notices_only(void)
 static void
 test_plusmark_codec_round_trips(void)
 {
-	uint8_t	   pk[PUBKEY_LEN], got[32], buf[MSG_PLUSMARK_LEN];
+	uint8_t	   pk[PUBKEY_LEN], got[PUBKEY_LEN], buf[MSG_PLUSMARK_LEN];
 	struct msg m;
 	int	   tx, rx, set;
 
@@ -359,7 +359,7 @@ test_plusmark_codec_round_trips(void)
 		T_EQ_INT(m.m_type, MSG_PLUSMARK);
 		memset(got, 0, sizeof(got));
 		T_EQ_INT(msg_plusmark_decode(&m, got), set);
-		T_CHECK(memcmp(got, pk, 32) == 0);
+		T_CHECK(memcmp(got, pk, PUBKEY_LEN) == 0);
 		msg_free(&m);
 	}
 	chan_close(tx);
@@ -393,7 +393,7 @@ test_git_data_codec_round_trips(void)
 		err[0] = '\0';
 		T_EQ_INT(msg_git_data_decode(&m, &mg, err, sizeof(err)), 0);
 		T_EQ_STR(err, "");
-		T_CHECK(memcmp(mg.mg_owner, owner, 32) == 0);
+		T_CHECK(memcmp(mg.mg_owner, owner, PUBKEY_LEN) == 0);
 		T_EQ_STR(mg.mg_d, ds[i]);
 		msg_free(&m);
 	}
@@ -459,16 +459,16 @@ test_bad_git_data_payload_is_refused(void)
 	memcpy(raw, good, 37);
 	raw[34] = '\0';
 	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 37, "NUL"));
-	raw[32] = 0;
+	raw[PUBKEY_LEN] = 0;
 	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33, "length 0"));
 	memset(raw + 33, 'd', sizeof(raw) - 33);
-	raw[32] = MSG_GIT_DATA_D_MAX + 1;
+	raw[PUBKEY_LEN] = MSG_GIT_DATA_D_MAX + 1;
 	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33 + MSG_GIT_DATA_D_MAX + 1,
 	    "length 252"));
-	raw[32] = 0xff;
+	raw[PUBKEY_LEN] = 0xff;
 	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, 33 + 0xff, "length 255"));
 	/* The longest d passes at its exact length only. */
-	raw[32] = MSG_GIT_DATA_D_MAX;
+	raw[PUBKEY_LEN] = MSG_GIT_DATA_D_MAX;
 	T_CHECK(git_data_refused(MSG_GIT_DATA, raw, MSG_GIT_DATA_MAX + 1,
 	    "expected 284"));
 	memset(&m, 0, sizeof(m));

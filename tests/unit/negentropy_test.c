@@ -128,7 +128,7 @@ vector_items(const struct json *set, int explicit, size_t *n)
 			abort();
 		items[*n].ni_ts = (uint64_t)json_at(e, 0)->i;
 		if (hex_decode(json_at(e, 1)->s, json_at(e, 1)->len,
-			items[*n].ni_id, 32) == -1)
+			items[*n].ni_id, EVENT_ID_LEN) == -1)
 			abort();
 		(*n)++;
 	}
@@ -138,36 +138,36 @@ vector_items(const struct json *set, int explicit, size_t *n)
 static int
 id_cmp(const void *a, const void *b)
 {
-	return memcmp(a, b, 32);
+	return memcmp(a, b, EVENT_ID_LEN);
 }
 
 static int
 id_cmp_item(const void *a, const void *b)
 {
 	return memcmp(((const struct neg_item *)a)->ni_id,
-	    ((const struct neg_item *)b)->ni_id, 32);
+	    ((const struct neg_item *)b)->ni_id, EVENT_ID_LEN);
 }
 
 /* Sorted, unique copy of ids [from, n) of l, in hex, joined by ','. */
 static char *
 ids_text(const struct neg_idlist *l, size_t from)
 {
-	uint8_t(*v)[32];
+	uint8_t(*v)[EVENT_ID_LEN];
 	struct buf b = BUF_INIT;
 	size_t	   i, n = l->il_n - from;
 
-	if ((v = malloc(n * 32 + 1)) == NULL)
+	if ((v = malloc(n * EVENT_ID_LEN + 1)) == NULL)
 		abort();
 	if (n > 0)
-		memcpy(v, l->il_ids + from, n * 32);
+		memcpy(v, l->il_ids + from, n * EVENT_ID_LEN);
 	qsort(v, n, 32, id_cmp);
 	buf_adds(&b, "");
 	for (i = 0; i < n; i++) {
-		if (i > 0 && memcmp(v[i - 1], v[i], 32) == 0)
+		if (i > 0 && memcmp(v[i - 1], v[i], EVENT_ID_LEN) == 0)
 			continue;
 		if (b.b_len)
 			buf_addc(&b, ',');
-		buf_add_hex(&b, v[i], 32);
+		buf_add_hex(&b, v[i], EVENT_ID_LEN);
 	}
 	free(v);
 	return buf_release(&b, NULL);
@@ -285,7 +285,7 @@ test_bounds_round_trip_with_delta_timestamps_and_prefixes(void)
 			continue;
 		T_ASSERT(got.nb_ts == in[i].nb_ts);
 		T_ASSERT(got.nb_len == in[i].nb_len);
-		T_ASSERT(memcmp(got.nb_id, in[i].nb_id, 32) == 0);
+		T_ASSERT(memcmp(got.nb_id, in[i].nb_id, EVENT_ID_LEN) == 0);
 	}
 	T_ASSERT(p == end);
 
@@ -531,11 +531,12 @@ sync_sets(const struct shape *sh, size_t frame)
 	/* The lists are sorted: compare with the sorted differences. */
 	qsort(all + sh->common, sh->only_client, sizeof(*all), id_cmp_item);
 	for (i = 0; i < sh->only_client; i++)
-		if (memcmp(have->il_ids[i], all[sh->common + i].ni_id, 32))
+		if (memcmp(have->il_ids[i], all[sh->common + i].ni_id,
+			EVENT_ID_LEN))
 			goto done;
 	qsort(all + nc, sh->only_server, sizeof(*all), id_cmp_item);
 	for (i = 0; i < sh->only_server; i++)
-		if (memcmp(need->il_ids[i], all[nc + i].ni_id, 32))
+		if (memcmp(need->il_ids[i], all[nc + i].ni_id, EVENT_ID_LEN))
 			goto done;
 	ok = 1;
 done:

@@ -339,8 +339,8 @@ nevent_and_naddr_match_nostr_tools(void)
 	uint8_t id[EVENT_ID_LEN], pk[PUBKEY_LEN];
 	char	out[NIP19_TLV_BUFSZ];
 
-	memset(id, 0xaa, 32);
-	memset(pk, 0xbb, 32);
+	memset(id, 0xaa, EVENT_ID_LEN);
+	memset(pk, 0xbb, PUBKEY_LEN);
 	T_EQ_INT(
 	    nip19_nevent(id, "wss://relay.example", pk, 1621, out, sizeof(out)),
 	    0);

@@ -34,7 +34,7 @@ static struct tstore_prog tsp = { { tdir, sizeof(tdir), "policy_test" }, &st };
 static void
 sk_of(int n, uint8_t sk[SECKEY_LEN])
 {
-	memset(sk, 0x33, 32);
+	memset(sk, 0x33, SECKEY_LEN);
 	sk[31] = (uint8_t)n;
 }
 
@@ -348,7 +348,7 @@ pr_of(int n, uint32_t kind, const char *clone, const char *d, const char *d2)
 
 	sk_of(90, sk);
 	event_pubkey_of(sk, pk);
-	hex_encode(pk, 32, owner);
+	hex_encode(pk, PUBKEY_LEN, owner);
 	if (d2 != NULL)
 		snprintf(tags, sizeof(tags),
 		    "[[\"a\",\"30617:%s:%s\"],[\"a\",\"30617:%s:%s\"],"

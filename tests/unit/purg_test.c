@@ -20,8 +20,8 @@
 #include "t.h"
 #include "tdir.h"
 
-static const uint8_t sk1[32] = { [0 ... 31] = 0x11 };
-static const uint8_t sk2[32] = { [0 ... 31] = 0x22 };
+static const uint8_t sk1[SECKEY_LEN] = { [0 ... 31] = 0x11 };
+static const uint8_t sk2[SECKEY_LEN] = { [0 ... 31] = 0x22 };
 
 static char		tmpdir[64];
 static struct tdir_prog tp = { tmpdir, sizeof(tmpdir), "purg_test" };
@@ -103,7 +103,7 @@ announcements_put_get_replace_expire(void)
 	    purg_ann_put(p, a1, "repo", "[\"wss://a.example\"]", 1000, 2800),
 	    0);
 	T_EQ_INT(purg_ann_get(p, a1->pubkey, "repo", &pa), 1);
-	T_CHECK(memcmp(pa.pa_id, a1->id, 32) == 0);
+	T_CHECK(memcmp(pa.pa_id, a1->id, EVENT_ID_LEN) == 0);
 	T_EQ_STR(pa.pa_relays, "[\"wss://a.example\"]");
 	T_EQ_INT(pa.pa_expires_at, 2800);
 	T_EQ_INT(pa.pa_soft_expired, 0);
@@ -122,7 +122,7 @@ announcements_put_get_replace_expire(void)
 	/* Due at 2900: a2 only; soft expiry moves it to phase two. */
 	T_EQ_INT(purg_ann_due(p, 2900, &list, &n), 0);
 	T_EQ_INT(n, 1);
-	T_CHECK(memcmp(list[0].pa_id, a2->id, 32) == 0);
+	T_CHECK(memcmp(list[0].pa_id, a2->id, EVENT_ID_LEN) == 0);
 	purg_ann_free_list(list, n);
 	T_EQ_INT(purg_ann_set_expiry(p, a2->pubkey, "repo", 90000, 1), 0);
 	T_EQ_INT(purg_ann_get(p, a2->pubkey, "repo", &pa), 1);
@@ -179,7 +179,7 @@ events_wants_order_extend_and_due(void)
 	T_EQ_INT(purg_ev_extend_d(p, "r", 5000), 0);
 	T_EQ_INT(purg_ev_due(p, 2500, &list, &n), 0);
 	T_EQ_INT(n, 1);
-	T_CHECK(memcmp(list[0].pe_id, pr->id, 32) == 0);
+	T_CHECK(memcmp(list[0].pe_id, pr->id, EVENT_ID_LEN) == 0);
 	purg_ev_free_list(list, n);
 	/* Deleting an event drops what it wanted. */
 	T_EQ_INT(purg_ev_delete(p, st1->id), 0);
@@ -205,8 +205,8 @@ placeholders_expired_deadline_and_counts(void)
 	T_ASSERT((p = fresh_purg(&s)) != NULL);
 	T_EQ_INT(purg_next_deadline(p, &next), 0);
 	T_CHECK(next == INT64_MAX);
-	memset(id, 0xab, 32);
-	memset(owner, 0xcd, 32);
+	memset(id, 0xab, EVENT_ID_LEN);
+	memset(owner, 0xcd, PUBKEY_LEN);
 	T_EQ_INT(purg_placeholder_put(p, id, owner, "r",
 		     "0123456789abcdef0123456789abcdef01234567", 700),
 	    0);
@@ -250,7 +250,7 @@ level_of(struct store *s, const char *d, const uint8_t pk[PUBKEY_LEN],
 		-1, &q, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_text(q, 1, d, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(q, 2, pk, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(q, 2, pk, PUBKEY_LEN, SQLITE_STATIC);
 	while (sqlite3_step(q) == SQLITE_ROW) {
 		snprintf(out, outlen, "%s", sqlite3_column_text(q, 0));
 		rc++;

@@ -389,8 +389,8 @@ test_deletion_by_id_or_address(void)
 	size_t i, j, k;
 
 	T_ASSERT(list != NULL);
-	hex_encode(list->id, 32, id);
-	hex_encode(list->pubkey, 32, author);
+	hex_encode(list->id, EVENT_ID_LEN, id);
+	hex_encode(list->pubkey, PUBKEY_LEN, author);
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		for (j = k = 0;
 		     rows[i].tags[j] != '\0' && k + 65 < sizeof(tags); j++) {

@@ -26,9 +26,9 @@
 #include "mem.h"
 #include "tunit_strv.h"
 
-static const uint8_t sk1[32] = { [0 ... 31] = 0x11 };
-static const uint8_t sk2[32] = { [0 ... 31] = 0x22 };
-static const uint8_t sk3[32] = { [0 ... 31] = 0x33 };
+static const uint8_t sk1[SECKEY_LEN] = { [0 ... 31] = 0x11 };
+static const uint8_t sk2[SECKEY_LEN] = { [0 ... 31] = 0x22 };
+static const uint8_t sk3[SECKEY_LEN] = { [0 ... 31] = 0x33 };
 
 #define NOW	 1000000
 #define FLEN	 12288 /* room for one filter's text */
@@ -254,18 +254,20 @@ has_ids_answers_in_order_in_one_read(void)
 	struct event *a = ev_new(sk1, 100, 1, NULL, "a");
 	struct event *b = ev_new(sk1, 101, 1, NULL, "b");
 	struct event *c = ev_new(sk1, 102, 1, NULL, "c");
-	uint8_t	      ids[4][32];
+	uint8_t	      ids[4][EVENT_ID_LEN];
 	int	      have[4] = { 7, 7, 7, 7 };
 
 	T_ASSERT(s != NULL);
 	T_CHECK(store_put(s, b, NULL) == STORE_OK);
-	memcpy(ids[0], a->id, 32);
-	memcpy(ids[1], b->id, 32);
-	memcpy(ids[2], c->id, 32);
-	memcpy(ids[3], b->id, 32);
-	T_EQ_INT(store_has_ids(s, (const uint8_t(*)[32])ids, 0, have), 0);
+	memcpy(ids[0], a->id, EVENT_ID_LEN);
+	memcpy(ids[1], b->id, EVENT_ID_LEN);
+	memcpy(ids[2], c->id, EVENT_ID_LEN);
+	memcpy(ids[3], b->id, EVENT_ID_LEN);
+	T_EQ_INT(store_has_ids(s, (const uint8_t(*)[EVENT_ID_LEN])ids, 0, have),
+	    0);
 	T_EQ_INT(have[0], 7);
-	T_EQ_INT(store_has_ids(s, (const uint8_t(*)[32])ids, 4, have), 0);
+	T_EQ_INT(store_has_ids(s, (const uint8_t(*)[EVENT_ID_LEN])ids, 4, have),
+	    0);
 	T_EQ_INT(have[0], 0);
 	T_EQ_INT(have[1], 1);
 	T_EQ_INT(have[2], 0);
@@ -273,7 +275,8 @@ has_ids_answers_in_order_in_one_read(void)
 	T_CHECK(sqlite3_get_autocommit(store_sqlite(s)) != 0);
 	T_CHECK(store_begin(s) == 0);
 	T_CHECK(store_put(s, c, NULL) == STORE_OK);
-	T_EQ_INT(store_has_ids(s, (const uint8_t(*)[32])ids, 3, have), 0);
+	T_EQ_INT(store_has_ids(s, (const uint8_t(*)[EVENT_ID_LEN])ids, 3, have),
+	    0);
 	T_EQ_INT(have[2], 1);
 	/* Still the caller's transaction, and it commits. */
 	T_CHECK(sqlite3_get_autocommit(store_sqlite(s)) == 0);
@@ -337,7 +340,7 @@ replaceable_tie_keeps_lower_id_in_both_orders(void)
 	struct event *lo, *hi;
 	struct store *s;
 
-	if (memcmp(x->id, y->id, 32) < 0)
+	if (memcmp(x->id, y->id, EVENT_ID_LEN) < 0)
 		lo = x, hi = y;
 	else
 		lo = y, hi = x;
@@ -665,7 +668,8 @@ ordering_newest_first_ties_by_lowest_id(void)
 		for (j = i + 1; j < 8; j++)
 			if (exp[j]->created_at > exp[i]->created_at ||
 			    (exp[j]->created_at == exp[i]->created_at &&
-				memcmp(exp[j]->id, exp[i]->id, 32) < 0)) {
+				memcmp(exp[j]->id, exp[i]->id, EVENT_ID_LEN) <
+				    0)) {
 				tmp = exp[i];
 				exp[i] = exp[j];
 				exp[j] = tmp;
@@ -758,7 +762,7 @@ cmp_newest(const void *x, const void *y)
 
 	if (a->created_at != b->created_at)
 		return a->created_at > b->created_at ? -1 : 1;
-	return memcmp(a->id, b->id, 32);
+	return memcmp(a->id, b->id, EVENT_ID_LEN);
 }
 
 /*
@@ -816,7 +820,7 @@ paused_query_ignores_changes_meanwhile(void)
 	struct filter	    f;
 	struct store_cursor cur;
 	struct coll	    c = { 0 };
-	uint8_t		    pk1[32];
+	uint8_t		    pk1[PUBKEY_LEN];
 	size_t		    i;
 
 	T_ASSERT(s != NULL);
@@ -862,8 +866,8 @@ paused_query_ignores_changes_meanwhile(void)
 	c.stop_after = 3;
 	T_EQ_INT(store_query_page(s, &f, 1, 500, 500, &cur, collect, &c), 3);
 	event_pubkey_of(sk1, pk1);
-	del = deletion(memcmp(ev[3]->pubkey, pk1, 32) == 0 ? sk1 : sk2, NOW + 1,
-	    ev[3]->id_hex, NULL, NULL);
+	del = deletion(memcmp(ev[3]->pubkey, pk1, PUBKEY_LEN) == 0 ? sk1 : sk2,
+	    NOW + 1, ev[3]->id_hex, NULL, NULL);
 	T_ASSERT(store_put(s, del, NULL) == STORE_OK);
 	c.stop_after = 0;
 	T_EQ_INT(store_query_page(s, &f, 1, 500, 500, &cur, collect, &c), 7);
@@ -894,18 +898,18 @@ query_results_equal_filter_match(void)
 	const uint8_t	     *keys[] = { sk1, sk2, sk3 };
 	struct store	     *s = fresh();
 	struct event	     *ev[NEV], *exp[NEV];
-	char		      pk[3][65], tags[1024], content[32];
-	static char	      filters[40][FLEN];
-	struct filter	      f[40];
-	struct coll	      c = { 0 };
-	int64_t		      now = 1050;
-	size_t		      i, j, nf = 0, nexp, len;
-	uint8_t		      pkb[32];
+	char	      pk[3][PUBKEY_HEX_LEN + 1], tags[1024], content[32];
+	static char   filters[40][FLEN];
+	struct filter f[40];
+	struct coll   c = { 0 };
+	int64_t	      now = 1050;
+	size_t	      i, j, nf = 0, nexp, len;
+	uint8_t	      pkb[PUBKEY_LEN];
 
 	T_ASSERT(s != NULL);
 	for (i = 0; i < 3; i++) {
 		T_ASSERT(event_pubkey_of(keys[i], pkb) == 0);
-		hex_encode(pkb, 32, pk[i]);
+		hex_encode(pkb, PUBKEY_LEN, pk[i]);
 	}
 	for (i = 0; i < NEV; i++) {
 		uint32_t kind = kinds[rng(6)];
@@ -1362,7 +1366,7 @@ result_messages_follow_nip01_prefixes(void)
 struct items {
 	size_t	n;
 	int64_t ts[64];
-	uint8_t id[64][32];
+	uint8_t id[64][EVENT_ID_LEN];
 };
 
 static int
@@ -1373,7 +1377,7 @@ collect_item(int64_t created_at, const uint8_t id[EVENT_ID_LEN], void *arg)
 	if (it->n == 64)
 		return 1;
 	it->ts[it->n] = created_at;
-	memcpy(it->id[it->n++], id, 32);
+	memcpy(it->id[it->n++], id, EVENT_ID_LEN);
 	return 0;
 }
 
@@ -1408,7 +1412,7 @@ query_items_ascending_without_limit_or_expired(void)
 	for (i = 1; i < it.n; i++)
 		T_CHECK(it.ts[i - 1] < it.ts[i] ||
 		    (it.ts[i - 1] == it.ts[i] &&
-			memcmp(it.id[i - 1], it.id[i], 32) < 0));
+			memcmp(it.id[i - 1], it.id[i], EVENT_ID_LEN) < 0));
 	T_CHECK(it.ts[0] == 197 && it.ts[11] == 200);
 	/* Before its expiration the expiring event is part of the set. */
 	memset(&it, 0, sizeof(it));
@@ -1486,7 +1490,7 @@ tag_values_keep_their_case_and_their_digits(void)
 	struct store *s = fresh();
 	struct event *root = ev_new(sk2, 100, 1, NULL, "root");
 	struct event *cmt = NULL, *del = NULL;
-	char	      tags[512], q[256], upper[65];
+	char	      tags[512], q[256], upper[EVENT_ID_HEX_LEN + 1];
 
 	T_ASSERT(s != NULL);
 	upper_hex(root->id_hex, upper);
@@ -1625,7 +1629,7 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	struct event *keep = ev_new(sk3, 130, 1, "[[\"t\",\"x\"]]", "k");
 	struct event *cmt = NULL, *del = NULL;
 	sqlite3	     *db;
-	char	      path[128], coord[128], q[512], upper[65];
+	char path[128], coord[128], q[512], upper[EVENT_ID_HEX_LEN + 1];
 
 	T_ASSERT(s != NULL && prof && prof2 && note && ann && keep);
 	/* A NIP-22 comment on keep, and a value of uppercase hex digits. */

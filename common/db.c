@@ -249,6 +249,56 @@ static const char *const db_migrations[] = {
 	"  generation INTEGER NOT NULL"
 	");"
 	"INSERT INTO eligible_generation VALUES (1, 0);",
+
+	/*
+	 * 7: the GRASP-03 inventory (invdb.h), kept by relayd in the
+	 * transaction of each event it stores so that no role builds a copy
+	 * in memory; empty and not built until relayd feeds it the stored
+	 * events once (invdb_build()).
+	 */
+	"CREATE TABLE inv_repos ("
+	"  coord TEXT PRIMARY KEY,"
+	"  owner BLOB NOT NULL,"
+	"  d TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  level INTEGER NOT NULL,"
+	"  relays TEXT NOT NULL,"
+	"  refused INTEGER NOT NULL,"
+	"  maintainers BLOB NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE TABLE inv_roots ("
+	"  num INTEGER PRIMARY KEY,"
+	"  id BLOB NOT NULL UNIQUE,"
+	"  author BLOB NOT NULL,"
+	"  kind INTEGER NOT NULL,"
+	"  coord TEXT NOT NULL,"
+	"  deleted INTEGER NOT NULL,"
+	"  ndesc INTEGER NOT NULL"
+	");"
+	"CREATE INDEX inv_roots_coord ON inv_roots (coord);"
+	"CREATE TABLE inv_nodes ("
+	"  id BLOB NOT NULL,"
+	"  root INTEGER NOT NULL,"
+	"  depth INTEGER NOT NULL,"
+	"  author BLOB,"
+	"  PRIMARY KEY (id, root)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX inv_nodes_root ON inv_nodes (root);"
+	"CREATE INDEX inv_nodes_author ON inv_nodes (author, root)"
+	"  WHERE author IS NOT NULL;"
+	"CREATE TABLE inv_addrs ("
+	"  addr TEXT NOT NULL,"
+	"  root INTEGER NOT NULL,"
+	"  depth INTEGER NOT NULL,"
+	"  PRIMARY KEY (addr, root)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX inv_addrs_root ON inv_addrs (root);"
+	"CREATE TABLE inv_state ("
+	"  id INTEGER PRIMARY KEY CHECK (id = 1),"
+	"  generation INTEGER NOT NULL,"
+	"  built INTEGER NOT NULL"
+	");"
+	"INSERT INTO inv_state VALUES (1, 0, 0);",
 };
 
 #define DB_NMIGRATIONS ((int)(sizeof(db_migrations) / sizeof(db_migrations[0])))

@@ -85,7 +85,7 @@ static int		      flush_scheduled;
  * loop's poll set, not on a lws timer: lws 4.1 polls with the time to its
  * next timer floored to whole milliseconds, so the last millisecond
  * before a timer is a poll(0) spin; with one 1 ms wait per commit that
- * was 3.4 empty polls per event and 11% of the loop's CPU
+ * was 3.4 to 5.3 empty polls per event and 11% of the loop's CPU
  * (doc/performance.md).  -1 until relay_ingest_timer_init().
  */
 static int		      batch_tfd = -1;

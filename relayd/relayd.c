@@ -38,6 +38,10 @@ static struct lws_protocols protocols[] = { {
 	    .callback = relay_git_pipe_callback,
 	},
 	{
+	    .name = "batch",
+	    .callback = relay_ingest_timer_callback,
+	},
+	{
 	    .name = "listen",
 	    .callback = relay_listen_callback,
 	},
@@ -218,6 +222,7 @@ main(int argc, char *argv[])
 	if ((rd.vhost = lws_get_vhost_by_name(rd.ctx, "default")) == NULL)
 		fatalx("no default vhost");
 	relay_wire_init();
+	relay_ingest_timer_init();
 	relay_listen_start();
 	relay_children_init();
 	if (mkdir_p(rd.cfg.run_path, 0755) == -1)

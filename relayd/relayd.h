@@ -767,6 +767,11 @@ void relay_ingest_auth(struct relay_conn *, const struct json *evj);
 /* Drops references to a closing connection from pending work. */
 void relay_ingest_forget(struct relay_conn *);
 void relay_ingest_init(void);
+/* The batch wait's timerfd, adopted into the loop once the vhost exists;
+ * its raw-file protocol "batch" calls the callback. */
+void relay_ingest_timer_init(void);
+int relay_ingest_timer_callback(struct lws *, enum lws_callback_reasons, void *,
+    void *, size_t);
 void relay_ingest_verified(void);
 /* After the checkpoint thread woke the loop: flushes what a hold kept. */
 void relay_ingest_resume(void);

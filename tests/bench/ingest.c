@@ -693,21 +693,45 @@ probes_read(const char *file, struct probes *pr)
 		fatalx("ingest: %s has no probe filter", file);
 }
 
-/* Round trips of one phase of the probes, overall and per filter. */
+/*
+ * Round trips of one phase of the probes, overall and per filter (fk[i]
+ * is the filter of lat[i]).
+ */
 struct probephase {
-	double *lat;
-	size_t	n;
-	double	max[BENCH_PROBE_FILTERS];
+	double	      *lat;
+	unsigned char *fk;
+	size_t	       n;
+	double	       max[BENCH_PROBE_FILTERS];
 };
 
+/*
+ * Prints the phase's figures: per filter its p50 and p99 (before the
+ * overall ones, whose sort loses which filter each round trip was), then
+ * the overall p50, p99 and max and each filter's max.
+ */
 static void
 probe_print(const char *phase, struct probephase *ph, const struct probes *pr)
 {
-	size_t i;
+	double *v;
+	size_t	i, j, m;
 
 	printf("req_%s_reqs %zu reqs\n", phase, ph->n);
 	if (ph->n == 0)
 		return;
+	if ((v = calloc(ph->n, sizeof(*v))) == NULL)
+		fatal("ingest: calloc");
+	for (i = 0; i < pr->n; i++) {
+		for (j = m = 0; j < ph->n; j++)
+			if (ph->fk[j] == i)
+				v[m++] = ph->lat[j];
+		if (m == 0)
+			continue;
+		printf("req_%s_p50_%s %.3f ms\n", phase, pr->name[i],
+		    percentile(v, m, 0.50));
+		printf("req_%s_p99_%s %.3f ms\n", phase, pr->name[i],
+		    percentile(v, m, 0.99));
+	}
+	free(v);
 	printf("req_%s_p50 %.3f ms\n", phase, percentile(ph->lat, ph->n, 0.50));
 	printf("req_%s_p99 %.3f ms\n", phase, percentile(ph->lat, ph->n, 0.99));
 	printf("req_%s_max %.3f ms\n", phase, ph->lat[ph->n - 1]);
@@ -737,7 +761,9 @@ static void __attribute__((noreturn)) probe_child(const char *host, int port,
 
 	memset(ph, 0, sizeof(ph));
 	if ((ph[0].lat = calloc(BENCH_PROBE_MAX, sizeof(double))) == NULL ||
-	    (ph[1].lat = calloc(BENCH_PROBE_MAX, sizeof(double))) == NULL)
+	    (ph[1].lat = calloc(BENCH_PROBE_MAX, sizeof(double))) == NULL ||
+	    (ph[0].fk = calloc(BENCH_PROBE_MAX, 1)) == NULL ||
+	    (ph[1].fk = calloc(BENCH_PROBE_MAX, 1)) == NULL)
 		fatal("ingest: calloc");
 	if ((w = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) == NULL ||
 	    write(readyfd, &c, 1) != 1)
@@ -767,8 +793,10 @@ static void __attribute__((noreturn)) probe_child(const char *host, int port,
 		snprintf(close, sizeof(close), "[\"CLOSE\",\"%s\"]", subid);
 		if (wsc_send_text(w, close, strlen(close)) == -1)
 			goto done;
-		if (cur->n < BENCH_PROBE_MAX)
+		if (cur->n < BENCH_PROBE_MAX) {
+			cur->fk[cur->n] = (unsigned char)k;
 			cur->lat[cur->n++] = t;
+		}
 		if (t > cur->max[k])
 			cur->max[k] = t;
 	}

@@ -1,24 +1,30 @@
 /*
- * syncd.c: main of syncd, the GRASP-02 sync role (see syncd.h): the
- * inventory of hosted repositories, rebuilt from the database at start and
- * followed on the accepted feed; after each batch window the wanted
- * targets of every remote relay are derived from it and each relay
- * fetches what is new (sync_relay.c).
+ * syncd.c: main of syncd, the GRASP-02 sync role (see syncd.h).  The
+ * accepted feed says when the inventory's tables (invdb.h, kept by
+ * relayd) changed; after each batch window the wanted targets of every
+ * remote relay are derived from them, in one read transaction, and each
+ * relay fetches what is new (sync_relay.c).
  */
 #include <malloc.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "event.h"
 #include "feed.h"
+#include "invdb.h"
 #include "log.h"
 #include "policy.h"
+#include "mem.h"
 #include "relayurl.h"
+#include "store.h"
 #include "sync_plus.h"
 #include "syncd.h"
 
 static struct syncd syncd;
+
+static void arm_window(struct syncd *);
 
 static const struct lws_protocols sync_protocols[] = { CONN_LWS_PROTOCOL,
 	{ NULL, NULL, 0, 0, 0, NULL, 0 } };
@@ -93,42 +99,217 @@ relay_mark(struct syncd *sd, const char *key, int boot)
 	return sr;
 }
 
+/* A repository of the tables as reconcile() copies it. */
+struct sync_repo {
+	char  *rp_coord;
+	char  *rp_d;
+	char **rp_relays;
+	size_t rp_nrelays;
+};
+
+struct sync_repos {
+	struct sync_repo *v;
+	size_t		  n, cap;
+};
+
+/* A live root of one repository, copied out of invdb_repo_roots(). */
+struct sync_root {
+	int64_t num;
+	uint8_t id[EVENT_ID_LEN];
+	uint8_t author[PUBKEY_LEN];
+};
+
+struct sync_roots {
+	struct sync_root *v;
+	size_t		  n, cap;
+};
+
+static void
+repo_take(void *arg, const struct invdb_repo *r)
+{
+	struct sync_repos *a = arg;
+	struct sync_repo  *rp;
+	size_t		   i;
+
+	if (a->n == a->cap &&
+	    (a->v = reallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 64,
+		 sizeof(*a->v))) == NULL)
+		fatal("reconcile");
+	rp = &a->v[a->n++];
+	memset(rp, 0, sizeof(*rp));
+	rp->rp_coord = xstrdup(r->ir_coord);
+	rp->rp_d = xstrdup(r->ir_d);
+	for (i = 0; i < r->ir_nrelays; i++)
+		strv_add(&rp->rp_relays, &rp->rp_nrelays, r->ir_relays[i]);
+}
+
+static void
+repos_free(struct sync_repos *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++) {
+		free(a->v[i].rp_coord);
+		free(a->v[i].rp_d);
+		strv_free(a->v[i].rp_relays, a->v[i].rp_nrelays);
+	}
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+static void
+root_take(void *arg, const struct invdb_root *rt)
+{
+	struct sync_roots *a = arg;
+
+	if (a->n == a->cap &&
+	    (a->v = reallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 64,
+		 sizeof(*a->v))) == NULL)
+		fatal("reconcile");
+	a->v[a->n].num = rt->rt_num;
+	memcpy(a->v[a->n].id, rt->rt_id, EVENT_ID_LEN);
+	memcpy(a->v[a->n].author, rt->rt_author, PUBKEY_LEN);
+	a->n++;
+}
+
+static void
+thread_id(void *arg, const uint8_t id[EVENT_ID_LEN])
+{
+	struct sync_thread *th = arg;
+
+	if (th->st_nids == th->st_capids &&
+	    (th->st_ids = reallocarray(th->st_ids,
+		 th->st_capids = th->st_capids ? 2 * th->st_capids : 64,
+		 sizeof(*th->st_ids))) == NULL)
+		fatal("reconcile");
+	hex_encode(id, EVENT_ID_LEN, th->st_ids[th->st_nids++]);
+}
+
+static void
+thread_addr(void *arg, const char *addr)
+{
+	struct sync_thread *th = arg;
+
+	strv_add(&th->st_addrs, &th->st_naddrs, addr);
+}
+
+/* Reads root rt's thread into th (emptied first). */
+static int
+thread_read(struct sqlite3 *db, const struct sync_root *rt,
+    struct sync_thread *th)
+{
+	hex_encode(rt->id, EVENT_ID_LEN, th->st_root);
+	th->st_nids = 0;
+	strv_clear(&th->st_addrs, &th->st_naddrs);
+	return invdb_thread(db, rt->num, thread_id, thread_addr, th);
+}
+
 /*
- * Derives every relay's wanted targets from the inventory (reference
- * brief 3.1, with GRASP-03's descendants), drops relays that have none,
- * and lets each relay fetch what is new.
+ * The wanted targets of the repositories and roots in the tables, and of
+ * the held StateOnly repositories they do not have, read in the caller's
+ * read transaction.  Returns -1 on a database error.
+ */
+static int
+reconcile_read(struct syncd *sd, struct sqlite3 *db)
+{
+	struct sync_repos  repos = { 0 };
+	struct sync_roots  roots = { 0 };
+	struct sync_thread th;
+	struct sync_relay *srs[INV_MAX_REPO_RELAYS];
+	struct hmap	   full = HMAP_INIT;
+	struct inv_repo	  *r;
+	size_t		   it, i, j, k, nsr;
+	int		   rc = -1;
+
+	memset(&th, 0, sizeof(th));
+	if (invdb_generation(db, &sd->sd_inv_gen) == -1 ||
+	    invdb_repos(db, repo_take, &repos) == -1)
+		goto done;
+	sync_plus_begin();
+	for (i = 0; i < repos.n; i++) {
+		const struct sync_repo *rp = &repos.v[i];
+
+		hmap_put(&full, rp->rp_coord, strlen(rp->rp_coord), (void *)1);
+		for (nsr = 0, j = 0;
+		     j < rp->rp_nrelays && nsr < INV_MAX_REPO_RELAYS; j++) {
+			if ((srs[nsr] = relay_mark(sd, rp->rp_relays[j], 0)) ==
+			    NULL)
+				continue;
+			sync_relay_want(srs[nsr], SET_D, rp->rp_d);
+			sync_relay_want(srs[nsr], SET_REPOS, rp->rp_coord);
+			nsr++;
+		}
+		roots.n = 0;
+		if (invdb_repo_roots(db, rp->rp_coord, root_take, &roots) == -1)
+			goto done;
+		/* Each thread is read once, for every relay that wants it:
+		 * the repository's, and its root author's (sync_plus.c). */
+		for (j = 0; j < roots.n; j++) {
+			if (nsr == 0 && !sync_plus_covers(roots.v[j].author))
+				continue;
+			if (thread_read(db, &roots.v[j], &th) == -1)
+				goto done;
+			for (k = 0; k < nsr; k++)
+				sync_relay_want_thread(srs[k], &th);
+			sync_plus_root(sd, relay_mark, roots.v[j].author, &th);
+		}
+	}
+	/* Held announcements: the states of d (reference brief 3.13), for
+	 * a repository the tables do not hold as Full. */
+	for (it = 0; (r = inv_repo_next(sd->sd_held, &it)) != NULL;) {
+		if (hmap_get(&full, r->ir_coord, strlen(r->ir_coord)) != NULL)
+			continue;
+		for (j = 0; j < r->ir_nrelays; j++)
+			if ((srs[0] = relay_mark(sd, r->ir_relays[j], 0)) !=
+			    NULL)
+				sync_relay_want(srs[0], SET_D, r->ir_d);
+	}
+	rc = 0;
+done:
+	sync_plus_end();
+	hmap_free(&full);
+	repos_free(&repos);
+	free(roots.v);
+	free(th.st_ids);
+	strv_free(th.st_addrs, th.st_naddrs);
+	return rc;
+}
+
+/*
+ * Derives every relay's wanted targets from the inventory's tables
+ * (reference brief 3.1, with GRASP-03's descendants), all read in one
+ * read transaction so that they come from one snapshot; drops relays
+ * that have none, and lets each relay fetch what is new.  On a database
+ * error nothing is dropped or asked, and the window is armed again.
  */
 static void
 reconcile(struct syncd *sd)
 {
-	struct inv_repo	  *r;
+	struct sqlite3	  *db = store_sqlite(sd->sd_ctx->r_store);
 	struct sync_relay *sr;
-	size_t		   it, i, j;
+	size_t		   it;
 	void		  *v;
 	const void	  *key;
 	size_t		   keylen;
+	int		   intx, rc;
 
 	sd->sd_reconciles++;
-	sd->sd_inv_gen = sd->sd_inv->iv_generation;
+	sd->sd_held_gen = sd->sd_held->iv_generation;
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);)
 		((struct sync_relay *)v)->sr_marked = 0;
 	if (sd->sd_bootstrap)
 		relay_mark(sd, sd->sd_bootstrap, 1);
-	for (it = 0; (r = inv_repo_next(sd->sd_inv, &it)) != NULL;) {
-		for (i = 0; i < r->ir_nrelays; i++) {
-			if ((sr = relay_mark(sd, r->ir_relays[i], 0)) == NULL)
-				continue;
-			sync_relay_want(sr, SET_D, r->ir_d);
-			if (r->ir_level != INV_FULL)
-				continue;
-			sync_relay_want(sr, SET_REPOS, r->ir_coord);
-			for (j = 0; j < r->ir_nroots; j++)
-				sync_relay_want_thread(sr, sd->sd_inv,
-				    r->ir_roots[j]);
-		}
+	intx = sqlite3_get_autocommit(db) &&
+	    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+	rc = reconcile_read(sd, db);
+	if (intx)
+		sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	if (rc == -1) {
+		log_warnx("inventory not read; trying again");
+		sd->sd_inv_gen = -1;
+		arm_window(sd);
+		return;
 	}
-	/* GRASP-03: root authors' inboxes and fallback relays. */
-	sync_plus_reconcile(sd, relay_mark);
 	/* A relay without targets is closed (reference brief 8.5). */
 	for (;;) {
 		int removed = 0;
@@ -294,8 +475,115 @@ sync_reconcile_soon(struct syncd *sd)
 void
 sync_inventory_changed(struct syncd *sd)
 {
-	if (sd->sd_inv->iv_generation != sd->sd_inv_gen)
+	if (sd->sd_held->iv_generation != sd->sd_held_gen)
 		arm_window(sd);
+}
+
+/* What repo_scan() finds. */
+struct repo_totals {
+	const struct inventory *held;
+	size_t			n, refused;
+	struct hmap		held_full; /* held coordinates in the tables */
+};
+
+static void
+repo_count(void *arg, const struct invdb_repo *r)
+{
+	struct repo_totals *t = arg;
+	struct inv_repo	   *h;
+
+	t->n++;
+	t->refused += r->ir_refused;
+	if ((h = inv_repo(t->held, r->ir_coord)) != NULL) {
+		hmap_put(&t->held_full, r->ir_coord, strlen(r->ir_coord),
+		    (void *)1);
+		/* Counted with the held ones; this one is Full. */
+		t->refused -= h->ir_refused;
+	}
+}
+
+/*
+ * The repositories, Full (the tables) and held StateOnly (not in the
+ * tables), counted in t (whose held_full the caller frees).  Returns -1
+ * on a database error (logged).
+ */
+static int
+repo_scan(struct syncd *sd, struct sqlite3 *db, struct repo_totals *t)
+{
+	struct inv_repo *h;
+	size_t		 it;
+	int		 rc;
+
+	memset(t, 0, sizeof(*t));
+	t->held = sd->sd_held;
+	for (it = 0; (h = inv_repo_next(sd->sd_held, &it)) != NULL;)
+		t->refused += h->ir_refused;
+	rc = invdb_repos(db, repo_count, t);
+	t->n += sd->sd_held->iv_repos.hm_n - t->held_full.hm_n;
+	return rc;
+}
+
+/* The number of repositories (repo_scan()) in *n. */
+static int
+repo_number(struct syncd *sd, size_t *n)
+{
+	struct sqlite3	  *db = store_sqlite(sd->sd_ctx->r_store);
+	struct repo_totals t;
+	int		   rc;
+
+	if (sd->sd_held->iv_repos.hm_n == 0)
+		return invdb_nrepos(db, n);
+	rc = repo_scan(sd, db, &t);
+	hmap_free(&t.held_full);
+	*n = t.n;
+	return rc;
+}
+
+static void
+root_count(void *arg, const struct invdb_root *rt)
+{
+	size_t *bykind = arg;
+
+	bykind[rt->rt_kind == KIND_PATCH ? 0 :
+		rt->rt_kind == KIND_PR	 ? 1 :
+					   2]++;
+}
+
+/*
+ * Live roots attached to a repository, by kind, and those waiting (a
+ * root naming a held StateOnly repository is attached to it), from one
+ * snapshot.  Returns the number attached.
+ */
+static size_t
+count_roots(struct syncd *sd, size_t bykind[3], size_t *unlinked)
+{
+	struct sqlite3	  *db = store_sqlite(sd->sd_ctx->r_store);
+	struct repo_totals t;
+	struct inv_repo	  *h;
+	size_t		   it, held[3] = { 0, 0, 0 }, nheld;
+	int		   intx;
+
+	bykind[0] = bykind[1] = bykind[2] = 0;
+	*unlinked = 0;
+	memset(&t, 0, sizeof(t));
+	intx = sqlite3_get_autocommit(db) &&
+	    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+	if (invdb_count_roots(db, bykind, unlinked) == 0 &&
+	    (sd->sd_held->iv_repos.hm_n == 0 || repo_scan(sd, db, &t) == 0)) {
+		for (it = 0; (h = inv_repo_next(sd->sd_held, &it)) != NULL;)
+			if (hmap_get(&t.held_full, h->ir_coord,
+				strlen(h->ir_coord)) == NULL)
+				invdb_repo_roots(db, h->ir_coord, root_count,
+				    held);
+		for (it = 0; it < 3; it++)
+			bykind[it] += held[it];
+		nheld = held[0] + held[1] + held[2];
+		*unlinked -= nheld < *unlinked ? nheld : *unlinked;
+	}
+	if (intx)
+		sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	hmap_free(&t.held_full);
+	return bykind[0] + bykind[1] + bykind[2];
 }
 
 static void
@@ -307,7 +595,8 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	sync_plus_take(ev);
 }
 
-/* The stored kinds take_stored() reads at start; inv_rebuild() the rest. */
+/* The stored kinds take_stored() reads at start; the rest is in the
+ * inventory's tables (invdb.h). */
 static const uint32_t take_kinds[] = { KIND_REPO_ANNOUNCEMENT, KIND_RELAY_LIST,
 	KIND_DELETION };
 
@@ -318,15 +607,16 @@ sync_init(struct role_ctx *ctx)
 	char	      key[RELAYURL_MAX + 1];
 	const char   *why;
 	const char   *boot = ctx->r_cfg.sync_bootstrap_relay_url;
-	int	      n;
+	int64_t	      n;
+	size_t	      nrepos = 0;
 
 	sd->sd_ctx = ctx;
 	ctx->r_data = sd;
-	/* syncd reads repositories and threads, never participants. */
-	sd->sd_inv = inv_new_parts(&ctx->r_cfg, 0);
+	/* Only held StateOnly announcements: the rest is in the tables. */
+	sd->sd_held = inv_new_parts(&ctx->r_cfg, 0);
+	sd->sd_inv_gen = -1;
 	sync_plus_init(sd);
-	if ((n = inv_rebuild(sd->sd_inv, ctx->r_store, ctx->r_start_seq)) ==
-		-1 ||
+	if ((n = store_count(ctx->r_store)) == -1 ||
 	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
 		sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored,
 		sd) == -1)
@@ -341,8 +631,9 @@ sync_init(struct role_ctx *ctx)
 		else if ((sd->sd_bootstrap = strdup(key)) == NULL)
 			fatal("strdup");
 	}
-	log_info("inventory from the database: %zu repositories; sync %s%s%s",
-	    sd->sd_inv->iv_repos.hm_n,
+	repo_number(sd, &nrepos);
+	log_info("inventory in the database: %zu repositories; sync %s%s%s",
+	    nrepos,
 	    ctx->r_cfg.sync_enabled ? "enabled" :
 				      "disabled (NGIT_SYNC_ENABLED=false)",
 	    sd->sd_bootstrap ? ", bootstrap " : "",
@@ -359,36 +650,20 @@ static void
 sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 {
 	struct syncd *sd = ctx->r_data;
+	int64_t	      gen;
+	int	      changed;
 
+	(void)seq;
 	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
-	inv_add(sd->sd_inv, ev);
 	/* A newer relay list changes a root author's inboxes at once. */
-	if (sync_plus_take(ev) || sd->sd_inv->iv_generation != sd->sd_inv_gen)
+	changed = sync_plus_take(ev);
+	/* relayd changed the tables in the transaction that stored ev,
+	 * committed before the feed told us: one row says whether. */
+	if (!changed && ctx->r_cfg.sync_enabled &&
+	    invdb_generation(store_sqlite(ctx->r_store), &gen) == 0)
+		changed = gen != sd->sd_inv_gen;
+	if (changed)
 		arm_window(sd);
-}
-
-/* Live roots attached to a repository, by kind, and those waiting. */
-static size_t
-count_roots(const struct syncd *sd, size_t bykind[3], size_t *unlinked)
-{
-	struct inv_root *rt;
-	size_t		 it, n = 0;
-
-	bykind[0] = bykind[1] = bykind[2] = 0;
-	*unlinked = 0;
-	for (it = 0; (rt = inv_root_next(sd->sd_inv, &it)) != NULL;) {
-		if (rt->rt_deleted)
-			continue;
-		if (rt->rt_repo == NULL) {
-			(*unlinked)++;
-			continue;
-		}
-		bykind[rt->rt_kind == KIND_PATCH ? 0 :
-			rt->rt_kind == KIND_PR	 ? 1 :
-						   2]++;
-		n++;
-	}
-	return n;
 }
 
 static void
@@ -396,15 +671,15 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 {
 	struct syncd *sd = ctx->r_data;
 	cJSON	     *arr, *roots;
-	size_t	      it, unlinked = 0, bykind[3] = { 0, 0, 0 };
+	size_t	      it, unlinked = 0, bykind[3] = { 0, 0, 0 }, nrepos = 0;
 	void	     *v;
 
 	count_roots(sd, bykind, &unlinked);
+	repo_number(sd, &nrepos);
 	cJSON_AddBoolToObject(view, "sync_enabled", ctx->r_cfg.sync_enabled);
 	cJSON_AddStringToObject(view, "bootstrap",
 	    sd->sd_bootstrap ? sd->sd_bootstrap : "");
-	cJSON_AddNumberToObject(view, "repositories",
-	    (double)sd->sd_inv->iv_repos.hm_n);
+	cJSON_AddNumberToObject(view, "repositories", (double)nrepos);
 	roots = cJSON_AddObjectToObject(view, "roots");
 	cJSON_AddNumberToObject(roots, "1617", (double)bykind[0]);
 	cJSON_AddNumberToObject(roots, "1618", (double)bykind[1]);
@@ -434,12 +709,12 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 static void
 sync_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	struct syncd *sd = ctx->r_data;
-	size_t	      it, synced = 0, bykind[3], unlinked, neg = 0;
-	size_t	      refused = 0;
-	uint64_t      rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
-	uint64_t      sessions = 0, fallbacks = 0;
-	void	     *v;
+	struct syncd	  *sd = ctx->r_data;
+	size_t		   it, synced = 0, bykind[3], unlinked, neg = 0;
+	struct repo_totals t;
+	uint64_t rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
+	uint64_t sessions = 0, fallbacks = 0;
+	void	*v;
 
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);) {
 		struct sync_relay *sr = v;
@@ -454,15 +729,14 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 		need += sr->sr_neg_need;
 		have += sr->sr_neg_have;
 	}
-	for (it = 0; hmap_next(&sd->sd_inv->iv_repos, &it, NULL, NULL, &v);)
-		refused += ((struct inv_repo *)v)->ir_refused;
+	repo_scan(sd, store_sqlite(ctx->r_store), &t);
+	hmap_free(&t.held_full);
 	role_metric(metrics, "graspd_syncd_enabled", ctx->r_cfg.sync_enabled);
 	/* Relay URLs of accepted announcements that target hygiene
 	 * refused: never dialled, and counted here. */
 	role_metric(metrics, "graspd_syncd_repo_relays_refused",
-	    (double)refused);
-	role_metric(metrics, "graspd_syncd_repositories",
-	    (double)sd->sd_inv->iv_repos.hm_n);
+	    (double)t.refused);
+	role_metric(metrics, "graspd_syncd_repositories", (double)t.n);
 	role_metric(metrics, "graspd_syncd_roots",
 	    (double)count_roots(sd, bykind, &unlinked));
 	role_metric(metrics, "graspd_syncd_relays_tracked",
@@ -509,7 +783,7 @@ sync_fini(struct role_ctx *ctx)
 	hmap_free(&sd->sd_relays);
 	sync_neg_fini(sd);
 	conn_mgr_free(sd->sd_conns);
-	inv_free(sd->sd_inv);
+	inv_free(sd->sd_held);
 	free(sd->sd_bootstrap);
 }
 

@@ -37,7 +37,6 @@
  * change relayd made without a notice (its first build of the tables)
  * is seen too.
  */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,7 +263,7 @@ thread_addr(void *arg, const char *addr)
  * and frees roots.  Returns -1 on a database error.
  */
 static int
-threads_read(struct sqlite3 *db, struct hmap *roots)
+threads_read(struct store *st, struct hmap *roots)
 {
 	struct hist_root *ro;
 	size_t		  it;
@@ -274,7 +273,7 @@ threads_read(struct sqlite3 *db, struct hmap *roots)
 	for (it = 0; hmap_next(roots, &it, NULL, NULL, &v);) {
 		ro = v;
 		if (rc == 0 &&
-		    invdb_thread(db, ro->ro_num, thread_id, thread_addr, ro) ==
+		    invdb_thread(st, ro->ro_num, thread_id, thread_addr, ro) ==
 			-1)
 			rc = -1;
 		free(ro->ro_scopes);
@@ -312,7 +311,7 @@ root_take(void *arg, const struct invdb_root *rt)
  * author with neither adds nothing.  Returns -1 on a database error.
  */
 static int
-participant(struct histd *hd, struct sqlite3 *db, struct hmap *scopes,
+participant(struct histd *hd, struct store *st, struct hmap *scopes,
     struct hmap *roots, const uint8_t pk[PUBKEY_LEN], struct hist_roots *rs)
 {
 	const struct hist_list *l = hmap_get(&hd->hd_lists, pk, 32);
@@ -323,7 +322,7 @@ participant(struct histd *hd, struct sqlite3 *db, struct hmap *scopes,
 	    (hd->hd_nfallback == 0 || hmap_get(&hd->hd_marks, pk, 32) == NULL))
 		return 0;
 	rs->n = 0;
-	if (invdb_author_roots(db, pk, root_take, rs) == -1)
+	if (invdb_author_roots(st, pk, root_take, rs) == -1)
 		return -1;
 	for (i = 0; i < rs->n; i++) {
 		const struct invdb_root *rt = &rs->v[i];
@@ -461,18 +460,18 @@ repo_member(struct histd *hd, struct hmap *scopes, const uint8_t pk[PUBKEY_LEN],
  * every Full repository.  Returns -1 on a database error.
  */
 static int
-repo_members(struct histd *hd, struct sqlite3 *db, struct hmap *scopes)
+repo_members(struct histd *hd, struct store *st, struct hmap *scopes)
 {
 	struct hist_repos repos = { hd, NULL, 0, 0 };
 	size_t		  i, j;
 	int		  rc = -1;
 
-	if (invdb_repos(db, repo_take, &repos) == -1)
+	if (invdb_repos(st, repo_take, &repos) == -1)
 		goto done;
 	for (i = 0; i < repos.n; i++) {
 		struct hist_repo *rp = &repos.v[i];
 
-		if (invdb_repo_roots(db, rp->rp_coord, repo_root, rp) == -1)
+		if (invdb_repo_roots(st, rp->rp_coord, repo_root, rp) == -1)
 			goto done;
 		repo_member(hd, scopes, rp->rp_owner, rp);
 		for (j = 0; j < rp->rp_nmaint; j++)
@@ -595,7 +594,7 @@ scopes_free(struct hmap *scopes)
  * thread they need is read once.  Returns -1 on a database error.
  */
 static int
-scopes_read(struct histd *hd, struct sqlite3 *db, struct hmap *scopes)
+scopes_read(struct histd *hd, struct store *st, struct hmap *scopes)
 {
 	struct hmap	  roots = HMAP_INIT;
 	struct hist_roots rs = { NULL, 0, 0 };
@@ -603,26 +602,26 @@ scopes_read(struct histd *hd, struct sqlite3 *db, struct hmap *scopes)
 	size_t		  it, n = 0;
 	int		  rc = -1;
 
-	if (invdb_generation(db, &hd->hd_inv_gen) == -1)
+	if (invdb_generation(st, &hd->hd_inv_gen) == -1)
 		goto done;
 	for (it = 0; hmap_next(&hd->hd_lists, &it, &k, NULL, NULL);)
-		if (participant(hd, db, scopes, &roots, k, &rs) == -1)
+		if (participant(hd, st, scopes, &roots, k, &rs) == -1)
 			goto done;
 	for (it = 0; hmap_next(&hd->hd_marks, &it, &k, NULL, NULL);)
 		if (hmap_get(&hd->hd_lists, k, 32) == NULL &&
-		    participant(hd, db, scopes, &roots, k, &rs) == -1)
+		    participant(hd, st, scopes, &roots, k, &rs) == -1)
 			goto done;
-	if (threads_read(db, &roots) == -1)
+	if (threads_read(st, &roots) == -1)
 		goto done;
-	if (hd->hd_public && repo_members(hd, db, scopes) == -1)
+	if (hd->hd_public && repo_members(hd, st, scopes) == -1)
 		goto done;
 	/* relayd keeps the eligible authors too (eligible.h). */
-	if (eligible_each(db, count_eligible, &n, NULL) == -1)
+	if (eligible_each(store_sqlite(st), count_eligible, &n, NULL) == -1)
 		goto done;
 	hd->hd_neligible = n;
 	rc = 0;
 done:
-	threads_read(db, &roots);
+	threads_read(st, &roots);
 	free(rs.v);
 	return rc;
 }
@@ -636,21 +635,20 @@ done:
 static void
 reconcile(struct histd *hd)
 {
-	struct sqlite3	   *db = store_sqlite(hd->hd_ctx->r_store);
+	struct store	   *st = hd->hd_ctx->r_store;
 	struct hmap	    scopes = HMAP_INIT;
 	struct hist_relay  *hr;
 	struct conn_filters f;
 	const void	   *k;
 	size_t		    it, klen;
 	void		   *v;
-	int		    intx, rc;
+	int		    opened, rc = -1;
 
 	hd->hd_reconciles++;
-	intx = sqlite3_get_autocommit(db) &&
-	    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
-	rc = scopes_read(hd, db, &scopes);
-	if (intx)
-		sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	if ((opened = invdb_read_begin(st)) != -1) {
+		rc = scopes_read(hd, st, &scopes);
+		invdb_read_end(st, opened);
+	}
 	if (rc == -1) {
 		log_warnx("inventory not read; trying again");
 		scopes_free(&scopes);
@@ -769,8 +767,7 @@ pass_cb(lws_sorted_usec_list_t *sul)
 	load_marks(hd, 0);
 	/* relayd's tables changed: one row says whether (and it moves
 	 * however the change came, notice or not). */
-	if (!hd->hd_dirty &&
-	    invdb_generation(store_sqlite(hd->hd_ctx->r_store), &gen) == 0 &&
+	if (!hd->hd_dirty && invdb_generation(hd->hd_ctx->r_store, &gen) == 0 &&
 	    gen != hd->hd_inv_gen)
 		hd->hd_dirty = 1;
 	if (hd->hd_dirty)

@@ -6,7 +6,6 @@
  * relay fetches what is new (sync_relay.c).
  */
 #include <malloc.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,13 +194,13 @@ thread_addr(void *arg, const char *addr)
 
 /* Reads root rt's thread into th (emptied first). */
 static int
-thread_read(struct sqlite3 *db, const struct sync_root *rt,
+thread_read(struct store *st, const struct sync_root *rt,
     struct sync_thread *th)
 {
 	hex_encode(rt->id, EVENT_ID_LEN, th->st_root);
 	th->st_nids = 0;
 	strv_clear(&th->st_addrs, &th->st_naddrs);
-	return invdb_thread(db, rt->num, thread_id, thread_addr, th);
+	return invdb_thread(st, rt->num, thread_id, thread_addr, th);
 }
 
 /*
@@ -210,7 +209,7 @@ thread_read(struct sqlite3 *db, const struct sync_root *rt,
  * read transaction.  Returns -1 on a database error.
  */
 static int
-reconcile_read(struct syncd *sd, struct sqlite3 *db)
+reconcile_read(struct syncd *sd, struct store *st)
 {
 	struct sync_repos  repos = { 0 };
 	struct sync_roots  roots = { 0 };
@@ -222,8 +221,8 @@ reconcile_read(struct syncd *sd, struct sqlite3 *db)
 	int		   rc = -1;
 
 	memset(&th, 0, sizeof(th));
-	if (invdb_generation(db, &sd->sd_inv_gen) == -1 ||
-	    invdb_repos(db, repo_take, &repos) == -1)
+	if (invdb_generation(st, &sd->sd_inv_gen) == -1 ||
+	    invdb_repos(st, repo_take, &repos) == -1)
 		goto done;
 	sync_plus_begin();
 	for (i = 0; i < repos.n; i++) {
@@ -240,14 +239,14 @@ reconcile_read(struct syncd *sd, struct sqlite3 *db)
 			nsr++;
 		}
 		roots.n = 0;
-		if (invdb_repo_roots(db, rp->rp_coord, root_take, &roots) == -1)
+		if (invdb_repo_roots(st, rp->rp_coord, root_take, &roots) == -1)
 			goto done;
 		/* Each thread is read once, for every relay that wants it:
 		 * the repository's, and its root author's (sync_plus.c). */
 		for (j = 0; j < roots.n; j++) {
 			if (nsr == 0 && !sync_plus_covers(roots.v[j].author))
 				continue;
-			if (thread_read(db, &roots.v[j], &th) == -1)
+			if (thread_read(st, &roots.v[j], &th) == -1)
 				goto done;
 			for (k = 0; k < nsr; k++)
 				sync_relay_want_thread(srs[k], &th);
@@ -285,13 +284,13 @@ done:
 static void
 reconcile(struct syncd *sd)
 {
-	struct sqlite3	  *db = store_sqlite(sd->sd_ctx->r_store);
+	struct store	  *st = sd->sd_ctx->r_store;
 	struct sync_relay *sr;
 	size_t		   it;
 	void		  *v;
 	const void	  *key;
 	size_t		   keylen;
-	int		   intx, rc;
+	int		   opened, rc = -1;
 
 	sd->sd_reconciles++;
 	sd->sd_held_gen = sd->sd_held->iv_generation;
@@ -299,11 +298,10 @@ reconcile(struct syncd *sd)
 		((struct sync_relay *)v)->sr_marked = 0;
 	if (sd->sd_bootstrap)
 		relay_mark(sd, sd->sd_bootstrap, 1);
-	intx = sqlite3_get_autocommit(db) &&
-	    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
-	rc = reconcile_read(sd, db);
-	if (intx)
-		sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	if ((opened = invdb_read_begin(st)) != -1) {
+		rc = reconcile_read(sd, st);
+		invdb_read_end(st, opened);
+	}
 	if (rc == -1) {
 		log_warnx("inventory not read; trying again");
 		sd->sd_inv_gen = -1;
@@ -508,7 +506,7 @@ repo_count(void *arg, const struct invdb_repo *r)
  * on a database error (logged).
  */
 static int
-repo_scan(struct syncd *sd, struct sqlite3 *db, struct repo_totals *t)
+repo_scan(struct syncd *sd, struct store *st, struct repo_totals *t)
 {
 	struct inv_repo *h;
 	size_t		 it;
@@ -518,7 +516,7 @@ repo_scan(struct syncd *sd, struct sqlite3 *db, struct repo_totals *t)
 	t->held = sd->sd_held;
 	for (it = 0; (h = inv_repo_next(sd->sd_held, &it)) != NULL;)
 		t->refused += h->ir_refused;
-	rc = invdb_repos(db, repo_count, t);
+	rc = invdb_repos(st, repo_count, t);
 	t->n += sd->sd_held->iv_repos.hm_n - t->held_full.hm_n;
 	return rc;
 }
@@ -527,13 +525,13 @@ repo_scan(struct syncd *sd, struct sqlite3 *db, struct repo_totals *t)
 static int
 repo_number(struct syncd *sd, size_t *n)
 {
-	struct sqlite3	  *db = store_sqlite(sd->sd_ctx->r_store);
+	struct store	  *st = sd->sd_ctx->r_store;
 	struct repo_totals t;
 	int		   rc;
 
 	if (sd->sd_held->iv_repos.hm_n == 0)
-		return invdb_nrepos(db, n);
-	rc = repo_scan(sd, db, &t);
+		return invdb_nrepos(st, n);
+	rc = repo_scan(sd, st, &t);
 	hmap_free(&t.held_full);
 	*n = t.n;
 	return rc;
@@ -557,31 +555,29 @@ root_count(void *arg, const struct invdb_root *rt)
 static size_t
 count_roots(struct syncd *sd, size_t bykind[3], size_t *unlinked)
 {
-	struct sqlite3	  *db = store_sqlite(sd->sd_ctx->r_store);
+	struct store	  *st = sd->sd_ctx->r_store;
 	struct repo_totals t;
 	struct inv_repo	  *h;
 	size_t		   it, held[3] = { 0, 0, 0 }, nheld;
-	int		   intx;
+	int		   opened;
 
 	bykind[0] = bykind[1] = bykind[2] = 0;
 	*unlinked = 0;
 	memset(&t, 0, sizeof(t));
-	intx = sqlite3_get_autocommit(db) &&
-	    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
-	if (invdb_count_roots(db, bykind, unlinked) == 0 &&
-	    (sd->sd_held->iv_repos.hm_n == 0 || repo_scan(sd, db, &t) == 0)) {
+	opened = invdb_read_begin(st);
+	if (invdb_count_roots(st, bykind, unlinked) == 0 &&
+	    (sd->sd_held->iv_repos.hm_n == 0 || repo_scan(sd, st, &t) == 0)) {
 		for (it = 0; (h = inv_repo_next(sd->sd_held, &it)) != NULL;)
 			if (hmap_get(&t.held_full, h->ir_coord,
 				strlen(h->ir_coord)) == NULL)
-				invdb_repo_roots(db, h->ir_coord, root_count,
+				invdb_repo_roots(st, h->ir_coord, root_count,
 				    held);
 		for (it = 0; it < 3; it++)
 			bykind[it] += held[it];
 		nheld = held[0] + held[1] + held[2];
 		*unlinked -= nheld < *unlinked ? nheld : *unlinked;
 	}
-	if (intx)
-		sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	invdb_read_end(st, opened);
 	hmap_free(&t.held_full);
 	return bykind[0] + bykind[1] + bykind[2];
 }
@@ -660,7 +656,7 @@ sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 	/* relayd changed the tables in the transaction that stored ev,
 	 * committed before the feed told us: one row says whether. */
 	if (!changed && ctx->r_cfg.sync_enabled &&
-	    invdb_generation(store_sqlite(ctx->r_store), &gen) == 0)
+	    invdb_generation(ctx->r_store, &gen) == 0)
 		changed = gen != sd->sd_inv_gen;
 	if (changed)
 		arm_window(sd);
@@ -729,7 +725,7 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 		need += sr->sr_neg_need;
 		have += sr->sr_neg_have;
 	}
-	repo_scan(sd, store_sqlite(ctx->r_store), &t);
+	repo_scan(sd, ctx->r_store, &t);
 	hmap_free(&t.held_full);
 	role_metric(metrics, "graspd_syncd_enabled", ctx->r_cfg.sync_enabled);
 	/* Relay URLs of accepted announcements that target hygiene

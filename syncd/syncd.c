@@ -121,6 +121,7 @@ struct sync_root {
 struct sync_roots {
 	struct sync_root *v;
 	size_t		  n, cap;
+	int		  all; /* or only those sync_plus_covers() */
 };
 
 static void
@@ -161,6 +162,10 @@ root_take(void *arg, const struct invdb_root *rt)
 {
 	struct sync_roots *a = arg;
 
+	/* A repository without relays wants only its covered roots: the
+	 * others are not even copied. */
+	if (!a->all && !sync_plus_covers(rt->rt_author))
+		return;
 	if (a->n == a->cap &&
 	    (a->v = reallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 64,
 		 sizeof(*a->v))) == NULL)
@@ -239,13 +244,12 @@ reconcile_read(struct syncd *sd, struct store *st)
 			nsr++;
 		}
 		roots.n = 0;
+		roots.all = nsr > 0;
 		if (invdb_repo_roots(st, rp->rp_coord, root_take, &roots) == -1)
 			goto done;
 		/* Each thread is read once, for every relay that wants it:
 		 * the repository's, and its root author's (sync_plus.c). */
 		for (j = 0; j < roots.n; j++) {
-			if (nsr == 0 && !sync_plus_covers(roots.v[j].author))
-				continue;
 			if (thread_read(st, &roots.v[j], &th) == -1)
 				goto done;
 			for (k = 0; k < nsr; k++)

@@ -56,18 +56,21 @@ struct store;
 struct invdb;
 
 /*
- * A writer on db (relayd's read-write connection); cfg gives what
+ * A writer on st (relayd's read-write store); cfg gives what
  * inv_announcement_relays() needs (our own relay keys, private targets).
- * Statements are prepared on first use and kept.
+ * Statements are prepared on first use and kept until invdb_free(),
+ * which must come before store_close().
  */
-struct invdb *invdb_new(struct sqlite3 *db, const struct config *cfg);
+struct invdb *invdb_new(struct store *st, const struct config *cfg);
 void	      invdb_free(struct invdb *);
 
 /* What invdb_add() changed (flags). */
 #define INVDB_CHANGED 0x1 /* anything: the generation moves */
-#define INVDB_WIDE    0x2 /* a repository or a root's liveness: anyone's
+#define INVDB_WIDE \
+	0x2 /* a repository or a root's liveness: anyone's
 			   * eligibility may have changed */
-#define INVDB_ROOTED  0x4 /* ev became a root or a descendant: its author
+#define INVDB_ROOTED \
+	0x4 /* ev became a root or a descendant: its author
 			   * may have become eligible */
 
 /*
@@ -94,57 +97,64 @@ void invdb_discard(struct invdb *);
  * 1 if the tables were built from the whole store, 0 if not (a database
  * older than them, until invdb_build() ends).
  */
-int invdb_built(struct sqlite3 *);
+int invdb_built(struct store *);
 
 /*
- * Empties the tables and feeds every event of st in seq order, then
- * marks them built, in one transaction of st (which must be the writer's
- * connection, not in a transaction).  Returns the number of events fed.
+ * Empties the tables and feeds every stored event in seq order, then
+ * marks them built, in one transaction of the writer's store (not in a
+ * transaction).  Returns the number of events fed.
  */
-int invdb_build(struct invdb *, struct store *st);
+int invdb_build(struct invdb *);
 
 /* ------------------------------------------------------------------ */
-/* Readers (any connection; a read transaction of the caller's keeps  */
-/* several calls on one snapshot).                                     */
+/* Readers (any store; statements are kept in the store's cache).      */
+
+/*
+ * Opens a read transaction on st unless one is open, so that the calls
+ * up to invdb_read_end() read one snapshot; invdb_read_end() ends only
+ * the one invdb_read_begin() opened (0 when it opened none).
+ */
+int  invdb_read_begin(struct store *st);
+void invdb_read_end(struct store *st, int opened);
 
 /* The generation, bumped by every transaction that changed the tables. */
-int invdb_generation(struct sqlite3 *, int64_t *out);
+int invdb_generation(struct store *, int64_t *out);
 
 /* A repository as a reader gets it; valid during the callback. */
 struct invdb_repo {
-	const char     *ir_coord; /* "30617:<owner hex>:<d>" */
-	const char     *ir_d;
-	uint8_t		ir_owner[PUBKEY_LEN];
-	int64_t		ir_created_at;
-	enum inv_level	ir_level;
-	char	      **ir_relays; /* canonical keys */
-	size_t		ir_nrelays;
-	size_t		ir_refused;
+	const char    *ir_coord; /* "30617:<owner hex>:<d>" */
+	const char    *ir_d;
+	uint8_t	       ir_owner[PUBKEY_LEN];
+	int64_t	       ir_created_at;
+	enum inv_level ir_level;
+	char	     **ir_relays; /* canonical keys */
+	size_t	       ir_nrelays;
+	size_t	       ir_refused;
 	const uint8_t (*ir_maint)[PUBKEY_LEN];
 	size_t ir_nmaint;
 };
 
 /* A root as a reader gets it; valid during the callback. */
 struct invdb_root {
-	int64_t	    rt_num;
-	uint8_t	    rt_id[EVENT_ID_LEN];
-	uint8_t	    rt_author[PUBKEY_LEN];
-	uint32_t    rt_kind;
-	int	    rt_deleted;
-	const char *rt_coord;
+	int64_t	       rt_num;
+	uint8_t	       rt_id[EVENT_ID_LEN];
+	uint8_t	       rt_author[PUBKEY_LEN];
+	uint32_t       rt_kind;
+	int	       rt_deleted;
+	const char    *rt_coord;
 	/* Its repository's level, 0 while it has none. */
 	enum inv_level rt_level;
 };
 
 /* Calls cb for every repository, in coordinate order. */
-int invdb_repos(struct sqlite3 *,
+int invdb_repos(struct store *,
     void (*cb)(void *arg, const struct invdb_repo *), void *arg);
 
 /* The number of repositories in *n. */
-int invdb_nrepos(struct sqlite3 *, size_t *n);
+int invdb_nrepos(struct store *, size_t *n);
 
 /* Calls cb for every live (not deleted) root naming coord, by num. */
-int invdb_repo_roots(struct sqlite3 *, const char *coord,
+int invdb_repo_roots(struct store *, const char		   *coord,
     void (*cb)(void *arg, const struct invdb_root *), void *arg);
 
 /*
@@ -152,7 +162,7 @@ int invdb_repo_roots(struct sqlite3 *, const char *coord,
  * root's own id) and addr_cb for every descendant address coordinate;
  * either may be NULL.
  */
-int invdb_thread(struct sqlite3 *, int64_t num,
+int invdb_thread(struct store *, int64_t num,
     void (*id_cb)(void *arg, const uint8_t id[EVENT_ID_LEN]),
     void (*addr_cb)(void *arg, const char *addr), void *arg);
 
@@ -161,26 +171,26 @@ int invdb_thread(struct sqlite3 *, int64_t num,
  * the author of one of its descendants), deleted or not, attached or
  * not, by num.
  */
-int invdb_author_roots(struct sqlite3 *, const uint8_t pubkey[PUBKEY_LEN],
+int invdb_author_roots(struct store *, const uint8_t	    pubkey[PUBKEY_LEN],
     void (*cb)(void *arg, const struct invdb_root *), void *arg);
 
 /*
  * Live roots attached to a repository by kind (patch, PR, other) in
  * bykind, and the live roots waiting for theirs in *unlinked.
  */
-int invdb_count_roots(struct sqlite3 *, size_t bykind[3], size_t *unlinked);
+int invdb_count_roots(struct store *, size_t bykind[3], size_t *unlinked);
 
 /*
  * 1 if pubkey is an eligible identity author (inv_eligible()'s rule over
  * the tables), 0 if not.
  */
-int invdb_eligible(struct sqlite3 *, const uint8_t pubkey[PUBKEY_LEN]);
+int invdb_eligible(struct store *, const uint8_t pubkey[PUBKEY_LEN]);
 
 /*
  * Calls cb once for every eligible identity author, in no particular
  * order (inv_eligible_each()'s rule).  Returns the number of authors.
  */
-int invdb_eligible_each(struct sqlite3 *,
+int invdb_eligible_each(struct store *,
     void (*cb)(void *arg, const uint8_t pubkey[PUBKEY_LEN]), void *arg);
 
 #endif

@@ -19,7 +19,6 @@
 #include "config.h"
 #include "event.h"
 #include "filter.h"
-#include "inventory.h"
 #include "json.h"
 #include "nip19.h"
 #include "policy.h"
@@ -271,9 +270,11 @@ policy_set_purgatory(struct policy *pl, struct purg *p)
 }
 
 void
-policy_set_inventory(struct policy *pl, const struct inventory *iv)
+policy_set_eligible(struct policy *pl,
+    int (*fn)(void *, const uint8_t[PUBKEY_LEN]), void *arg)
 {
-	pl->pl_inv = iv;
+	pl->pl_eligible = fn;
+	pl->pl_eligible_arg = arg;
 }
 
 static int
@@ -802,8 +803,15 @@ policy_check(const struct policy *pl, struct store *st, const struct event *ev,
 	case KIND_PROFILE:
 	case KIND_RELAY_LIST:
 		/* GRASP-03: identity storage for eligible authors only. */
-		if (pl->pl_inv != NULL && inv_eligible(pl->pl_inv, ev->pubkey))
+		r = pl->pl_eligible != NULL ?
+		    pl->pl_eligible(pl->pl_eligible_arg, ev->pubkey) :
+		    0;
+		if (r == 1)
 			return 1;
+		if (r == -1) {
+			snprintf(msg, msglen, "error: database query failed");
+			return POLICY_ERROR;
+		}
 		snprintf(msg, msglen,
 		    "blocked: profiles and relay lists are accepted only from owners and maintainers of hosted repositories and authors of their accepted threads");
 		return 0;

@@ -17,7 +17,6 @@
 
 struct config;
 struct event;
-struct inventory;
 struct purg;
 struct store;
 
@@ -37,14 +36,16 @@ struct store;
 #define POLICY_HOST   2
 
 struct policy {
-	const struct config    *pl_cfg;
-	char			pl_host[256];	  /* NGIT_DOMAIN host, lower */
-	int			pl_port;	  /* its port, 0 when none */
-	char			pl_pub_host[256]; /* NGIT_PUBLIC_URL host */
-	int			pl_pub_port;	  /* its port or scheme's */
-	struct purg	       *pl_purg; /* held announcements, or NULL */
-	/* GRASP-03 eligible identity authors, or NULL (none). */
-	const struct inventory *pl_inv;
+	const struct config *pl_cfg;
+	char		     pl_host[256];     /* NGIT_DOMAIN host, lower */
+	int		     pl_port;	       /* its port, 0 when none */
+	char		     pl_pub_host[256]; /* NGIT_PUBLIC_URL host */
+	int		     pl_pub_port;      /* its port or scheme's */
+	struct purg	    *pl_purg;	       /* held announcements, or NULL */
+	/* GRASP-03 eligible identity authors: 1 if pk is one, 0 if not,
+	 * -1 on an error; NULL: nobody is. */
+	int (*pl_eligible)(void *arg, const uint8_t pk[PUBKEY_LEN]);
+	void *pl_eligible_arg;
 };
 
 /* One announcement of a repository identifier, stored or held. */
@@ -75,13 +76,14 @@ int policy_init(struct policy *, const struct config *cfg, char *err,
 void policy_set_purgatory(struct policy *, struct purg *p);
 
 /*
- * Lets the policy see the repository inventory (iv outlives the policy;
- * NULL: none): kind 0 and kind 10002 are accepted only from its eligible
- * identity authors (GRASP-03; inv_eligible()).  The caller keeps iv
- * current with every event it stores, so that an author made eligible
- * earlier in the same write transaction counts.
+ * Lets the policy ask who is an eligible identity author (GRASP-03; fn
+ * NULL: nobody): kind 0 and kind 10002 are accepted only from them.  fn
+ * must answer for the events stored so far, those of the current write
+ * transaction included, so that an author made eligible earlier in the
+ * same transaction counts.
  */
-void policy_set_inventory(struct policy *, const struct inventory *iv);
+void policy_set_eligible(struct policy *,
+    int (*fn)(void *arg, const uint8_t pk[PUBKEY_LEN]), void *arg);
 
 /*
  * Decides about ev.  Returns POLICY_ACCEPT, POLICY_HOST (a kind 30617 that

@@ -1093,6 +1093,18 @@ query_stmt(struct store *s, const char *sql)
 	return victim->qs_stmt;
 }
 
+sqlite3_stmt *
+store_cached(struct store *s, const char *sql)
+{
+	sqlite3_stmt *st = query_stmt(s, sql);
+
+	if (st != NULL) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
+	return st;
+}
+
 /* The number of events filter f may deliver. */
 static size_t
 filter_limit(const struct filter *f, size_t max_limit, size_t default_limit)

@@ -19,6 +19,7 @@ struct event;
 struct filter;
 struct store;
 struct sqlite3;
+struct sqlite3_stmt;
 
 /* ngit-grasp brief 2.1: limit per filter when a REQ filter has none. */
 #define STORE_DEFAULT_LIMIT 500
@@ -240,7 +241,15 @@ int store_address_deleted(struct store *, uint32_t kind,
  * The store's SQLite connection, for the modules that own other tables of
  * the same database (purg.c).  Owned by the store; do not close it.
  */
-struct sqlite3 *store_sqlite(struct store *);
+struct sqlite3	    *store_sqlite(struct store *);
+/*
+ * The prepared statement of sql (a constant text) from the store's cache
+ * of statements (the one REQ query shapes use), prepared and kept if new,
+ * reset with its bindings cleared; NULL after logging.  It stays valid
+ * while fewer than the cache's size of other texts are asked for: a
+ * caller may nest a few, never keep one.
+ */
+struct sqlite3_stmt *store_cached(struct store *, const char *sql);
 
 /*
  * Purgatory (GRASP-01; schema step 2 in db.c, accessed through purg.h).

@@ -788,9 +788,9 @@ relay_ingest_flush_now(void)
 			decide(p);
 			relayd->stats.committed_events++;
 		}
-		relay_inv_flush();
 		in_txn = 0;
-		committed = store_commit(relayd->store) == 0;
+		committed =
+		    relay_inv_flush() == 0 && store_commit(relayd->store) == 0;
 		relayd->stats.commits++;
 		relay_ckpt_kick(store_wal_frames(relayd->store));
 		/* Moved on by every commit: it runs once they pause. */
@@ -804,7 +804,7 @@ relay_ingest_flush_now(void)
 			log_warnx("commit failed; refusing a batch");
 			relay_disk_recheck();
 			store_rollback(relayd->store);
-			relay_inv_rebuild();
+			relay_inv_rollback();
 		}
 	} else
 		log_warnx("cannot begin a transaction");

@@ -821,18 +821,24 @@ void relay_disk_refused(int push);
 void relay_disk_metrics(cJSON *arr);
 
 /* relay_inv.c */
-/* Builds the inventory from the store and gives it to the policy. */
+/*
+ * Opens the inventory's tables (building them from the store once, on a
+ * database without them) and gives the policy its eligibility question.
+ */
 void relay_inv_init(void);
 /* Inside a transaction: ev was stored (accepted or released). */
 void relay_inv_add(const struct event *ev);
 /*
- * Inside a transaction, after its last relay_inv_add(): writes what the
- * database's eligible set (common/eligible.h) still lacks.  Never exits;
- * a database error is logged and the whole set is compared next time.
+ * Inside a transaction, after its last relay_inv_add(): bumps the
+ * tables' generation and writes what the database's eligible set
+ * (common/eligible.h) still lacks.  -1 if a relay_inv_add() of this
+ * transaction failed: it must be rolled back (relay_inv_rollback()).
+ * An error of the eligible set alone is logged, and the whole set is
+ * compared next time.
  */
-void relay_inv_flush(void);
-/* After a transaction failed to commit: back to what the store holds. */
-void relay_inv_rebuild(void);
+int  relay_inv_flush(void);
+/* After a transaction was rolled back, or failed to commit. */
+void relay_inv_rollback(void);
 void relay_inv_free(void);
 
 /* relay_neg.c */

@@ -22,8 +22,12 @@
  *     before inv_rebuild();
  *   - scan_tags: the same read as the inventory reads it (feed_scan_tags()
  *     with a callback that does nothing);
- *   - rebuild: inv_rebuild(), what relayd, syncd, discoveryd and historyd
- *     each do at start;
+ *   - rebuild: inv_rebuild(), what relayd, syncd and historyd each did
+ *     at start before the inventory moved into the database;
+ *   - tables: invdb_build() on a read-write connection, what the first
+ *     relayd of a version with the tables (schema step 7) does once on
+ *     an older database, with the memory it kept and the database's
+ *     growth; then what a start costs now (invdb_built(): one row);
  * each as wall time and as the process's CPU time;
  * and reads the resident memory (VmRSS of /proc/self/status) before and
  * after the rebuild.  With BENCH_INV_DB set to a file name the database
@@ -33,6 +37,8 @@
  * lines (tests/bench/run.sh collects them).  Figures only: exits 0 unless
  * something breaks.
  */
+#include <sys/stat.h>
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +53,7 @@
 #include "event.h"
 #include "feed.h"
 #include "inventory.h"
+#include "invdb.h"
 #include "log.h"
 #include "store.h"
 #include "tstore.h"
@@ -254,6 +261,22 @@ arg(int argc, char **argv, int i, size_t dflt)
 	return (size_t)v;
 }
 
+/* The size of the database file and its WAL, in MiB. */
+static double
+file_mib(const char *path)
+{
+	char	    wal[320];
+	struct stat sb;
+	double	    n = 0;
+
+	if (stat(path, &sb) == 0)
+		n += (double)sb.st_size;
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (stat(wal, &sb) == 0)
+		n += (double)sb.st_size;
+	return n / (1024 * 1024);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -267,10 +290,13 @@ main(int argc, char **argv)
 	size_t		  nroots, ndesc, it, roots = 0, desc = 0;
 	size_t		  eligible = 0;
 	uint64_t	  scanned = 0, scanned_tags = 0;
-	struct phase	  scan, tags, rebuild;
+	struct phase	  scan, tags, rebuild, tables;
 	double		  t, t_gen;
 	int		  fed, fd;
 	long		  rss0, rss1;
+	struct invdb	 *w;
+	size_t		  eligible_t;
+	double		  size0;
 
 	log_init("inventory", 1);
 	nroots = arg(argc, argv, 1, 100000);
@@ -369,6 +395,38 @@ main(int argc, char **argv)
 
 	inv_free(iv);
 	store_close(st);
+
+	/* The tables relayd keeps instead (invdb.h): built once, by the
+	 * first relayd of this version on an older database. */
+	if ((st = store_open(path, 0, err, sizeof(err))) == NULL)
+		fatalx("inventory: %s", err);
+	size0 = file_mib(path);
+	w = invdb_new(st, &cfg);
+	rss0 = rss_kib();
+	phase_start(&tables);
+	if ((fed = invdb_build(w)) == -1)
+		fatalx("inventory: building the tables failed");
+	phase_stop(&tables);
+	rss1 = rss_kib();
+	eligible_t = 0;
+	if (invdb_eligible_each(st, count_eligible, &eligible_t) == -1 ||
+	    (uint64_t)fed != g.stored || eligible_t != eligible)
+		fatalx("inventory: the tables hold %zu eligible authors from "
+		       "%d events; the inventory %zu from %llu",
+		    eligible_t, fed, eligible, (unsigned long long)g.stored);
+	invdb_free(w);
+	/* What a start costs now: one row. */
+	phase_start(&scan);
+	if (invdb_built(st) != 1)
+		fatalx("inventory: the tables are not marked built");
+	phase_stop(&scan);
+	store_close(st);
+	printf("inventory_tables_build_s %.2f s\n", tables.ph_wall);
+	printf("inventory_tables_build_cpu_s %.2f s\n", tables.ph_cpu);
+	printf("inventory_tables_start_ms %.3f ms\n", scan.ph_wall * 1e3);
+	printf("inventory_tables_rss_mib %.1f MiB\n",
+	    (double)(rss1 - rss0) / 1024);
+	printf("inventory_tables_disk_mib %.1f MiB\n", file_mib(path) - size0);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (dir[0] != '\0' && system(cmd) != 0)
 		log_warnx("inventory: could not remove %s", dir);

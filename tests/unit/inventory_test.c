@@ -12,11 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "buf.h"
 #include "config.h"
 #include "event.h"
 #include "feed.h"
+#include "hmap.h"
 #include "inventory.h"
+#include "invdb.h"
 #include "log.h"
 #include "store.h"
 #include "t.h"
@@ -993,6 +997,276 @@ test_rebuild_matches_feeding_every_event(void)
 	free(pl);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* The tables (invdb.h) against the inventory they replace.            */
+
+/* The one integer sql selects from the test's store. */
+static int64_t
+sql_count(const char *sql)
+{
+	sqlite3_stmt *q;
+	int64_t	      v = -1;
+
+	if (sqlite3_prepare_v2(store_sqlite(st), sql, -1, &q, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+/* A set of 32-byte keys or of strings, filled by the readers' callbacks. */
+static void
+set_key(void *arg, const uint8_t key[32])
+{
+	hmap_put(arg, key, 32, (void *)1);
+}
+
+static void
+set_str(void *arg, const char *s)
+{
+	hmap_put(arg, s, strlen(s), (void *)1);
+}
+
+static void
+set_root(void *arg, const struct invdb_root *rt)
+{
+	hmap_put(arg, rt->rt_id, 32, (void *)1);
+}
+
+static int
+same_set(const struct hmap *a, const struct hmap *b)
+{
+	const void *k;
+	size_t	    it, len;
+
+	if (a->hm_n != b->hm_n)
+		return 0;
+	for (it = 0; hmap_next(a, &it, &k, &len, NULL);)
+		if (hmap_get(b, k, len) == NULL)
+			return 0;
+	return 1;
+}
+
+struct repo_seen {
+	const struct inventory *rs_iv;
+	size_t			rs_n;
+};
+
+static void
+check_repo(void *arg, const struct invdb_repo *r)
+{
+	struct repo_seen *rs = arg;
+	struct inv_repo	 *m = inv_repo(rs->rs_iv, r->ir_coord);
+	struct hmap	  a = HMAP_INIT, b = HMAP_INIT;
+	size_t		  i;
+
+	rs->rs_n++;
+	T_ASSERT(m != NULL);
+	T_CHECK(memcmp(m->ir_owner, r->ir_owner, 32) == 0);
+	T_EQ_STR(m->ir_d, r->ir_d);
+	T_EQ_INT(m->ir_created_at, r->ir_created_at);
+	T_EQ_INT(m->ir_level, r->ir_level);
+	T_EQ_INT(m->ir_refused, r->ir_refused);
+	T_CHECK(tunit_strv_same(m->ir_relays, m->ir_nrelays, r->ir_relays,
+	    r->ir_nrelays));
+	T_ASSERT(m->ir_nmaint == r->ir_nmaint);
+	T_CHECK(m->ir_nmaint == 0 ||
+	    memcmp(m->ir_maint, r->ir_maint, m->ir_nmaint * 32) == 0);
+	for (i = 0; i < m->ir_nroots; i++)
+		set_key(&a, m->ir_roots[i]->rt_id);
+	T_ASSERT(invdb_repo_roots(st, r->ir_coord, set_root, &b) == 0);
+	T_CHECK(same_set(&a, &b));
+	hmap_free(&a);
+	hmap_free(&b);
+}
+
+/* Every repository, root, thread, participant and eligibility alike. */
+static void
+compare_tables(const struct inventory *iv)
+{
+	struct repo_seen   rs = { iv, 0 };
+	struct inv_root	  *rt;
+	struct inv_author *au;
+	sqlite3_stmt	  *q;
+	struct hmap	   a, b;
+	size_t		   it, i, nroots = 0, bykind[3], unlinked, authors = 0;
+	size_t		   mk_[3] = { 0, 0, 0 }, mu = 0;
+	int64_t		   num;
+
+	T_ASSERT(invdb_repos(st, check_repo, &rs) == 0);
+	T_EQ_INT(rs.rs_n, iv->iv_repos.hm_n);
+	T_ASSERT(sqlite3_prepare_v2(store_sqlite(st),
+		     "SELECT num, author, kind, deleted, coord, ndesc"
+		     " FROM inv_roots WHERE id = ?1",
+		     -1, &q, NULL) == SQLITE_OK);
+	for (it = 0; (rt = inv_root_next(iv, &it)) != NULL; nroots++) {
+		sqlite3_reset(q);
+		sqlite3_bind_blob(q, 1, rt->rt_id, 32, SQLITE_STATIC);
+		T_ASSERT(sqlite3_step(q) == SQLITE_ROW);
+		num = sqlite3_column_int64(q, 0);
+		T_CHECK(
+		    memcmp(sqlite3_column_blob(q, 1), rt->rt_author, 32) == 0);
+		T_EQ_INT(sqlite3_column_int64(q, 2), rt->rt_kind);
+		T_EQ_INT(sqlite3_column_int(q, 3), rt->rt_deleted);
+		T_EQ_STR((const char *)sqlite3_column_text(q, 4), rt->rt_coord);
+		T_EQ_INT(sqlite3_column_int64(q, 5), rt->rt_ndesc);
+		if (!rt->rt_deleted) {
+			if (rt->rt_repo == NULL)
+				mu++;
+			else
+				mk_[rt->rt_kind == 1617	    ? 0 :
+					rt->rt_kind == 1618 ? 1 :
+							      2]++;
+		}
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		for (i = 0; i < rt->rt_ndesc; i++)
+			set_key(&a, inv_desc_id(iv, rt, i));
+		T_ASSERT(invdb_thread(st, num, set_key, NULL, &b) == 0);
+		T_CHECK(same_set(&a, &b));
+		hmap_free(&a);
+		hmap_free(&b);
+		for (i = 0; i < rt->rt_naddrs; i++)
+			set_str(&a, rt->rt_addrs[i]);
+		T_ASSERT(invdb_thread(st, num, NULL, set_str, &b) == 0);
+		T_CHECK(same_set(&a, &b));
+		hmap_free(&a);
+		hmap_free(&b);
+	}
+	sqlite3_finalize(q);
+	T_EQ_INT(nroots, iv->iv_nroots);
+	T_ASSERT(invdb_count_roots(st, bykind, &unlinked) == 0);
+	T_EQ_INT(bykind[0], mk_[0]);
+	T_EQ_INT(bykind[1], mk_[1]);
+	T_EQ_INT(bykind[2], mk_[2]);
+	T_EQ_INT(unlinked, mu);
+	for (it = 0; (au = inv_author_next(iv, &it)) != NULL;) {
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		for (i = 0; i < au->au_nroots; i++)
+			set_key(&a, au->au_roots[i]->rt_id);
+		authors += au->au_nroots > 0;
+		T_ASSERT(
+		    invdb_author_roots(st, au->au_pubkey, set_root, &b) == 0);
+		T_CHECK(same_set(&a, &b));
+		hmap_free(&a);
+		hmap_free(&b);
+		T_EQ_INT(invdb_eligible(st, au->au_pubkey),
+		    inv_eligible(iv, au->au_pubkey));
+	}
+	T_EQ_INT(sql_count("SELECT count(DISTINCT author) FROM inv_nodes"),
+	    authors);
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	inv_eligible_each(iv, set_key, &a);
+	T_EQ_INT(invdb_eligible_each(st, set_key, &b), a.hm_n);
+	T_CHECK(same_set(&a, &b));
+	hmap_free(&a);
+	hmap_free(&b);
+}
+
+/* Adds e's id to the pool (a store filled by another case). */
+static void
+pool_take(void *arg, int64_t seq, const struct event *e)
+{
+	struct pool *pl = arg;
+
+	(void)seq;
+	if (pl->n < 4096)
+		memcpy(pl->ids[pl->n++], e->id_hex, 65);
+}
+
+/*
+ * The tables built from a store hold what an inventory fed the same
+ * events holds; so do both after more events, deletions of every kind
+ * among them, fed to both one transaction at a time as relayd does.
+ */
+static void
+test_tables_hold_what_the_inventory_holds(void)
+{
+	struct pool	 *pl = calloc(1, sizeof(*pl));
+	struct inventory *iv = inv_new(&cfg);
+	struct invdb	 *w = invdb_new(st, &cfg);
+	struct event	 *e;
+	char		  q_only[65] = "", tags[512], c[200];
+	int64_t		  last = 0, gen0, gen1, at = 1800000000;
+	size_t		  i;
+	int		  n;
+
+	T_ASSERT(pl != NULL);
+	/* The rebuild case's store, or the same made now (run alone). */
+	T_ASSERT(store_last_seq(st, &last) == 0);
+	if (last == 0)
+		fill_store(pl, q_only, &last);
+	else
+		T_ASSERT(feed_scan(st, 0, last, pool_take, pl, NULL) > 0);
+	n = feed_scan(st, 0, last, take, iv, NULL);
+	T_EQ_INT(invdb_built(st), 0);
+	T_EQ_INT(invdb_build(w), n);
+	T_EQ_INT(invdb_built(st), 1);
+	compare_tables(iv);
+
+	/* Live: each author deletes what it may or may not; repositories
+	 * go and come back; roots wait and attach. */
+	T_ASSERT(invdb_generation(st, &gen0) == 0);
+	for (i = 0; i < 400; i++) {
+		T_ASSERT(store_begin(st) == 0);
+		switch (rnd(5)) {
+		case 0:
+			snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]",
+			    any_id(pl));
+			e = mk((int)rnd(30), at++, 5, tags, "");
+			break;
+		case 1:
+			pk_hex((int)rnd(8), tags + 400);
+			snprintf(c, sizeof(c), "30617:%s:repo%u", tags + 400,
+			    rnd(8));
+			snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"]]", c);
+			e = mk((int)rnd(8), at++, rnd(2) ? 5 : 1621, tags, "");
+			break;
+		case 2:
+			snprintf(tags, sizeof(tags), "[[\"d\",\"repo%u\"]]",
+			    rnd(8));
+			/* Some older than the version held. */
+			e = mk((int)rnd(8), rnd(3) ? at++ : 1600000000 + at % 7,
+			    30617, tags, "");
+			break;
+		default:
+			snprintf(tags, sizeof(tags),
+			    "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", any_id(pl),
+			    any_id(pl));
+			e = mk((int)rnd(40), at++, 1111, tags, "");
+			break;
+		}
+		inv_add(iv, e);
+		T_ASSERT(invdb_add(w, e) != -1);
+		if (pl->n < 4096)
+			memcpy(pl->ids[pl->n++], e->id_hex, 65);
+		event_destroy(e);
+		T_ASSERT(invdb_flush(w) == 0);
+		T_ASSERT(store_commit(st) == 0);
+	}
+	T_ASSERT(invdb_generation(st, &gen1) == 0);
+	T_CHECK(gen1 > gen0);
+	compare_tables(iv);
+
+	/* A rolled-back transaction leaves nothing. */
+	T_ASSERT(store_begin(st) == 0);
+	snprintf(tags, sizeof(tags), "[[\"d\",\"%s\"]]", "gone");
+	e = mk(1, at++, 30617, tags, "");
+	T_ASSERT(invdb_add(w, e) > 0);
+	event_destroy(e);
+	T_ASSERT(store_rollback(st) == 0);
+	invdb_discard(w);
+	compare_tables(iv);
+	invdb_free(w);
+	inv_free(iv);
+	free(pl);
+}
+
 /*
  * syncd's copy (inv_new_parts() without INV_AUTHORS): the same
  * repositories, roots and descendants as a whole copy, deletions
@@ -1283,6 +1557,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_provenance_through_quotes_and_address_tags),
 	T_CASE(test_maintainers_of_full_repositories_only_and_each_author_once),
 	T_CASE(test_rebuild_matches_feeding_every_event),
+	T_CASE(test_tables_hold_what_the_inventory_holds),
 	T_CASE(test_a_copy_without_participants_keeps_every_thread),
 	T_CASE(test_scans_give_what_parsing_gives),
 	T_CASE(test_scan_ahead_hints_each_event_first),

@@ -1528,6 +1528,11 @@ tag_values_keep_their_case_and_their_digits(void)
  */
 static const char schema_3_sql[] =
     "BEGIN;"
+    "DROP TABLE inv_repos;"
+    "DROP TABLE inv_roots;"
+    "DROP TABLE inv_nodes;"
+    "DROP TABLE inv_addrs;"
+    "DROP TABLE inv_state;"
     "DROP TABLE eligible_authors;"
     "DROP TABLE eligible_generation;"
     "DROP INDEX events_pubkey;"

@@ -1,0 +1,1104 @@
+/*
+ * invdb.c: the GRASP-03 inventory in graspd's database (see invdb.h).
+ * The writer does what inventory.c's inv_add() does, step for step, with
+ * rows in place of records: the comments name the inventory.c function
+ * each part follows.
+ */
+#include <malloc.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "config.h"
+#include "db.h"
+#include "event.h"
+#include "feed.h"
+#include "hmap.h"
+#include "invdb.h"
+#include "log.h"
+#include "mem.h"
+#include "store.h"
+
+/* The writer's statements, prepared once (invdb_sql[]). */
+enum invdb_stmt {
+	W_REPO_GET,
+	W_REPO_PUT,
+	W_REPO_DEL,
+	W_ROOT_GET,
+	W_ROOT_PUT,
+	W_ROOT_DELETE,
+	W_ROOT_NDESC,
+	W_NODE_PARENT,
+	W_NODE_PUT,
+	W_NODE_UNAUTHOR,
+	W_ADDR_PARENT,
+	W_ADDR_DEPTH,
+	W_ADDR_PUT,
+	W_ADDR_LOWER,
+	W_BUMP,
+	W_COUNT
+};
+
+static const char *const invdb_sql[W_COUNT] = {
+	[W_REPO_GET] = "SELECT created_at FROM inv_repos WHERE coord = ?1",
+	[W_REPO_PUT] = "INSERT OR REPLACE INTO inv_repos (coord, owner, d,"
+		       " created_at, level, relays, refused, maintainers)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[W_REPO_DEL] = "DELETE FROM inv_repos WHERE coord = ?1"
+		       " AND created_at <= ?2",
+	[W_ROOT_GET] =
+	    "SELECT num, author, deleted FROM inv_roots WHERE id = ?1",
+	[W_ROOT_PUT] =
+	    "INSERT INTO inv_roots (id, author, kind, coord, deleted,"
+	    " ndesc) VALUES (?1, ?2, ?3, ?4, 0, 0)",
+	[W_ROOT_DELETE] = "UPDATE inv_roots SET deleted = 1 WHERE num = ?1",
+	[W_ROOT_NDESC] =
+	    "UPDATE inv_roots SET ndesc = ndesc + 1 WHERE num = ?1",
+	[W_NODE_PARENT] = "SELECT n.root, n.depth, r.deleted, r.ndesc, r.id"
+			  " FROM inv_nodes n JOIN inv_roots r ON r.num = n.root"
+			  " WHERE n.id = ?1",
+	[W_NODE_PUT] =
+	    "INSERT OR IGNORE INTO inv_nodes (id, root, depth, author)"
+	    " VALUES (?1, ?2, ?3, ?4)",
+	[W_NODE_UNAUTHOR] = "UPDATE inv_nodes SET author = NULL"
+			    " WHERE id = ?1 AND author = ?2",
+	[W_ADDR_PARENT] = "SELECT a.root, a.depth, r.deleted, r.ndesc, r.id"
+			  " FROM inv_addrs a JOIN inv_roots r ON r.num = a.root"
+			  " WHERE a.addr = ?1",
+	[W_ADDR_DEPTH] = "SELECT min(depth) FROM inv_addrs WHERE addr = ?1",
+	[W_ADDR_PUT] = "INSERT OR IGNORE INTO inv_addrs (addr, root, depth)"
+		       " VALUES (?1, ?2, ?3)",
+	[W_ADDR_LOWER] = "UPDATE inv_addrs SET depth = ?2"
+			 " WHERE addr = ?1 AND depth > ?2",
+	[W_BUMP] = "UPDATE inv_state SET generation = generation + 1"
+		   " WHERE id = 1",
+};
+
+struct invdb {
+	struct store	 *w_store;
+	sqlite3		 *w_db;
+	sqlite3_stmt	 *w_stmt[W_COUNT];
+	/* An empty inventory: inv_announcement_relays() reads its own
+	 * relay keys and target flags. */
+	struct inventory *w_cfg;
+	int		  w_changed; /* since the last invdb_flush() */
+};
+
+/*
+ * Ours: the page cache of the one transaction that builds the tables
+ * from a whole store, in KiB; DB_CACHE_KIB again after it.  The rows go
+ * into three indexes in id, root and author order at once: with relayd's
+ * everyday cache most inserts spilled a page (measured in
+ * tests/bench/inventory.c).
+ */
+#define INVDB_BUILD_CACHE_KIB 65536
+
+/* Ours: the roots one event is followed into (inventory.c's roots[]). */
+#define INVDB_EV_ROOTS 64
+/* Ours: parent values remembered as having led to a node (found[]). */
+#define INVDB_FOUND    8
+
+/* A root an event descends from, as add_descendant() collects them. */
+struct invdb_parent_root {
+	int64_t pr_num;
+	uint8_t pr_id[EVENT_ID_LEN];
+	int64_t pr_ndesc;
+};
+
+struct invdb *
+invdb_new(struct store *st, const struct config *cfg)
+{
+	struct invdb *w = xcalloc(1, sizeof(*w));
+
+	w->w_store = st;
+	w->w_db = store_sqlite(st);
+	w->w_cfg = inv_new_parts(cfg, 0);
+	return w;
+}
+
+void
+invdb_free(struct invdb *w)
+{
+	int i;
+
+	if (w == NULL)
+		return;
+	for (i = 0; i < W_COUNT; i++)
+		sqlite3_finalize(w->w_stmt[i]);
+	inv_free(w->w_cfg);
+	free(w);
+}
+
+static int
+werr(struct invdb *w, const char *what)
+{
+	log_warnx("inventory tables: %s: %s", what, sqlite3_errmsg(w->w_db));
+	return -1;
+}
+
+/* Statement which, reset and unbound; NULL after logging. */
+static sqlite3_stmt *
+wstmt(struct invdb *w, enum invdb_stmt which)
+{
+	sqlite3_stmt *st = w->w_stmt[which];
+
+	if (st == NULL) {
+		if (sqlite3_prepare_v3(w->w_db, invdb_sql[which], -1,
+			SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+			werr(w, invdb_sql[which]);
+			return NULL;
+		}
+		w->w_stmt[which] = st;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return st;
+}
+
+/* Steps st, a statement without rows: the rows it changed, or -1. */
+static int
+wdone(struct invdb *w, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return werr(w, sqlite3_sql(st));
+	return sqlite3_changes(w->w_db);
+}
+
+/* add_announcement(): a Full repository, unless an older version. */
+static int
+add_announcement(struct invdb *w, const struct event *ev)
+{
+	const struct estr      *d = event_tag_value(ev, "d");
+	const struct event_tag *mt = NULL;
+	char	      coord[64 + 16 + 1024], *relays[INV_MAX_REPO_RELAYS];
+	struct buf    rl = BUF_INIT;
+	uint8_t	     *maint = NULL;
+	size_t	      n, i, nmaint = 0, refused = 0;
+	uint32_t      k;
+	sqlite3_stmt *st;
+	int	      rc;
+
+	if (d == NULL || d->len == 0 || d->len > 1000)
+		return 0;
+	snprintf(coord, sizeof(coord), "30617:%s:%s", ev->pubkey_hex, d->s);
+	if ((st = wstmt(w, W_REPO_GET)) == NULL ||
+	    sqlite3_bind_text(st, 1, coord, -1, SQLITE_STATIC) != SQLITE_OK)
+		return werr(w, "bind");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && ev->created_at < sqlite3_column_int64(st, 0)) {
+		/* Older announcements change nothing. */
+		sqlite3_reset(st);
+		return 0;
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return werr(w, "repository");
+	n = inv_announcement_relays(w->w_cfg, ev, relays, INV_MAX_REPO_RELAYS,
+	    &refused);
+	for (i = 0; i < n; i++) {
+		buf_printf(&rl, "%s%s", i ? "\n" : "", relays[i]);
+		free(relays[i]);
+	}
+	/* The first "maintainers" tag (reference brief 1.3). */
+	for (k = 0; k < ev->ntags && mt == NULL; k++)
+		if (strcmp(ev->tags[k].v[0].s, "maintainers") == 0)
+			mt = &ev->tags[k];
+	if (mt != NULL && mt->n > 1) {
+		maint = xreallocarray(NULL, mt->n - 1, PUBKEY_LEN);
+		for (k = 1; k < mt->n; k++)
+			if (hex_decode(mt->v[k].s, mt->v[k].len,
+				maint + nmaint * PUBKEY_LEN, PUBKEY_LEN) == 0)
+				nmaint++;
+	}
+	rc = -1;
+	if ((st = wstmt(w, W_REPO_PUT)) == NULL)
+		goto out;
+	if (sqlite3_bind_text(st, 1, coord, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_blob(st, 2, ev->pubkey, PUBKEY_LEN, SQLITE_STATIC) !=
+		SQLITE_OK ||
+	    sqlite3_bind_text(st, 3, d->s, (int)d->len, SQLITE_STATIC) !=
+		SQLITE_OK ||
+	    sqlite3_bind_int64(st, 4, ev->created_at) != SQLITE_OK ||
+	    sqlite3_bind_int(st, 5, INV_FULL) != SQLITE_OK ||
+	    sqlite3_bind_text(st, 6, rl.b_len ? rl.b_data : "", (int)rl.b_len,
+		SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 7, (int64_t)refused) != SQLITE_OK ||
+	    sqlite3_bind_blob(st, 8, maint ? (void *)maint : (void *)"",
+		(int)(nmaint * PUBKEY_LEN), SQLITE_STATIC) != SQLITE_OK) {
+		werr(w, "bind");
+		goto out;
+	}
+	if (wdone(w, st) == -1)
+		goto out;
+	rc = INVDB_CHANGED | INVDB_WIDE;
+out:
+	buf_free(&rl);
+	free(maint);
+	return rc;
+}
+
+/* The root whose id is id: its num, author and deletion; 0 if none. */
+static int
+root_get(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int64_t *num,
+    uint8_t author[PUBKEY_LEN], int *deleted)
+{
+	sqlite3_stmt *st;
+	int	      rc;
+
+	if ((st = wstmt(w, W_ROOT_GET)) == NULL ||
+	    sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC) !=
+		SQLITE_OK)
+		return werr(w, "bind");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*num = sqlite3_column_int64(st, 0);
+		if (author != NULL && sqlite3_column_bytes(st, 1) == PUBKEY_LEN)
+			memcpy(author, sqlite3_column_blob(st, 1), PUBKEY_LEN);
+		*deleted = sqlite3_column_int(st, 2);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return werr(w, "root");
+	return rc == SQLITE_ROW;
+}
+
+/* Adds a row (id or address) of node key for root num. */
+static int
+node_put(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int64_t root,
+    int depth, const uint8_t author[PUBKEY_LEN])
+{
+	sqlite3_stmt *st;
+
+	if ((st = wstmt(w, W_NODE_PUT)) == NULL ||
+	    sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC) !=
+		SQLITE_OK ||
+	    sqlite3_bind_int64(st, 2, root) != SQLITE_OK ||
+	    sqlite3_bind_int(st, 3, depth) != SQLITE_OK ||
+	    sqlite3_bind_blob(st, 4, author, PUBKEY_LEN, SQLITE_STATIC) !=
+		SQLITE_OK)
+		return werr(w, "bind");
+	return wdone(w, st);
+}
+
+/*
+ * add_root(): ev, a patch, PR or issue naming a repository ("a" of kind
+ * 30617), becomes a root.  *is_root is set if ev is (now) one.
+ */
+static int
+add_root(struct invdb *w, const struct event *ev, int *is_root)
+{
+	const struct estr *a = NULL;
+	sqlite3_stmt	  *st;
+	int64_t		   num;
+	int		   deleted, rc;
+	uint32_t	   i;
+
+	for (i = 0; i < ev->ntags && a == NULL; i++)
+		if (ev->tags[i].n >= 2 &&
+		    strcmp(ev->tags[i].v[0].s, "a") == 0 &&
+		    strncmp(ev->tags[i].v[1].s, "30617:", 6) == 0)
+			a = &ev->tags[i].v[1];
+	if (a == NULL)
+		return 0;
+	if ((rc = root_get(w, ev->id, &num, NULL, &deleted)) != 0) {
+		*is_root = rc == 1;
+		return rc == 1 ? 0 : -1;
+	}
+	if ((st = wstmt(w, W_ROOT_PUT)) == NULL ||
+	    sqlite3_bind_blob(st, 1, ev->id, EVENT_ID_LEN, SQLITE_STATIC) !=
+		SQLITE_OK ||
+	    sqlite3_bind_blob(st, 2, ev->pubkey, PUBKEY_LEN, SQLITE_STATIC) !=
+		SQLITE_OK ||
+	    sqlite3_bind_int64(st, 3, ev->kind) != SQLITE_OK ||
+	    sqlite3_bind_text(st, 4, a->s, (int)a->len, SQLITE_STATIC) !=
+		SQLITE_OK)
+		return werr(w, "bind");
+	if (wdone(w, st) == -1)
+		return -1;
+	num = sqlite3_last_insert_rowid(w->w_db);
+	/* The root's own node, depth 0: its author takes part. */
+	if (node_put(w, ev->id, num, 0, ev->pubkey) == -1)
+		return -1;
+	*is_root = 1;
+	return INVDB_CHANGED | INVDB_ROOTED;
+}
+
+/*
+ * The roots, depth and liveness a parent (an id, or an address if addr
+ * is not NULL) leads to, added to roots[*nroots] (deduplicated, live
+ * ones, at most INVDB_EV_ROOTS); *depth lowered to its depth plus one.
+ * Returns 1 if the parent is a node within the depth bound, 0 if not,
+ * -1 on a database error.
+ */
+static int
+parent_roots(struct invdb *w, const uint8_t *id, const struct estr *addr,
+    struct invdb_parent_root *roots, size_t *nroots, int *depth)
+{
+	sqlite3_stmt *st;
+	size_t	      k;
+	int	      rc, found = 0, pd;
+
+	if (addr != NULL) {
+		if ((st = wstmt(w, W_ADDR_PARENT)) == NULL ||
+		    sqlite3_bind_text(st, 1, addr->s, (int)addr->len,
+			SQLITE_STATIC) != SQLITE_OK)
+			return werr(w, "bind");
+	} else if ((st = wstmt(w, W_NODE_PARENT)) == NULL ||
+	    sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC) !=
+		SQLITE_OK)
+		return werr(w, "bind");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t num = sqlite3_column_int64(st, 0);
+
+		pd = sqlite3_column_int(st, 1);
+		if (pd >= INV_MAX_DEPTH) {
+			/* Every row of a node has the node's depth. */
+			found = 0;
+			break;
+		}
+		if (!found && pd + 1 < *depth)
+			*depth = pd + 1;
+		found = 1;
+		if (sqlite3_column_int(st, 2) ||
+		    sqlite3_column_bytes(st, 4) != EVENT_ID_LEN)
+			continue;
+		for (k = 0; k < *nroots; k++)
+			if (roots[k].pr_num == num)
+				break;
+		if (k < *nroots || *nroots == INVDB_EV_ROOTS)
+			continue;
+		roots[k].pr_num = num;
+		roots[k].pr_ndesc = sqlite3_column_int64(st, 3);
+		memcpy(roots[k].pr_id, sqlite3_column_blob(st, 4),
+		    EVENT_ID_LEN);
+		(*nroots)++;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		sqlite3_reset(st);
+		return werr(w, "parent");
+	}
+	sqlite3_reset(st);
+	return found;
+}
+
+/* addr_node_get() and node_add_root() for address addr and root. */
+static int
+addr_put(struct invdb *w, const char *addr, int64_t root, int depth)
+{
+	sqlite3_stmt *st;
+	int	      rc;
+
+	if ((st = wstmt(w, W_ADDR_DEPTH)) == NULL ||
+	    sqlite3_bind_text(st, 1, addr, -1, SQLITE_STATIC) != SQLITE_OK)
+		return werr(w, "bind");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL &&
+	    sqlite3_column_int(st, 0) < depth)
+		depth = sqlite3_column_int(st, 0);
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW)
+		return werr(w, "address depth");
+	if ((st = wstmt(w, W_ADDR_PUT)) == NULL ||
+	    sqlite3_bind_text(st, 1, addr, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 2, root) != SQLITE_OK ||
+	    sqlite3_bind_int(st, 3, depth) != SQLITE_OK)
+		return werr(w, "bind");
+	if (wdone(w, st) == -1)
+		return -1;
+	if ((st = wstmt(w, W_ADDR_LOWER)) == NULL ||
+	    sqlite3_bind_text(st, 1, addr, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_int(st, 2, depth) != SQLITE_OK)
+		return werr(w, "bind");
+	return wdone(w, st) == -1 ? -1 : 0;
+}
+
+/* A tag naming a parent by id (NIP-10 e, NIP-22 E, NIP-18 q). */
+static int
+id_parent_tag(const struct event_tag *tg)
+{
+	return tg->n >= 2 && tg->v[0].len == 1 &&
+	    (tg->v[0].s[0] == 'e' || tg->v[0].s[0] == 'E' ||
+		tg->v[0].s[0] == 'q');
+}
+
+/* A tag naming a parent by address (NIP-01 a, NIP-22 A, NIP-18 q). */
+static int
+addr_parent_tag(const struct event_tag *tg)
+{
+	return tg->n >= 2 && tg->v[0].len == 1 &&
+	    (tg->v[0].s[0] == 'a' || tg->v[0].s[0] == 'A' ||
+		tg->v[0].s[0] == 'q');
+}
+
+/*
+ * The live roots ev's parents (e/E/q ids, a/A/q addresses already known
+ * as nodes) descend from, in roots, and the depth ev's node takes.
+ */
+static int
+collect_roots(struct invdb *w, const struct event *ev,
+    struct invdb_parent_root *roots, size_t *nroots, int *depth)
+{
+	const struct estr *found[INVDB_FOUND];
+	size_t		   nfound = 0, f;
+	uint8_t		   id[EVENT_ID_LEN];
+	uint32_t	   t;
+	int		   rc;
+
+	for (t = 0; t < ev->ntags; t++) {
+		const struct event_tag *tg = &ev->tags[t];
+		const struct estr      *v = &tg->v[1];
+
+		if (!id_parent_tag(tg) && !addr_parent_tag(tg))
+			continue;
+		/* A value that already led to a node adds nothing again
+		 * (NIP-22 names a top-level comment's root twice, E and e). */
+		for (f = 0; f < nfound; f++)
+			if (found[f]->len == v->len &&
+			    memcmp(found[f]->s, v->s, v->len) == 0)
+				break;
+		if (f < nfound)
+			continue;
+		if (id_parent_tag(tg) &&
+		    hex_decode(v->s, v->len, id, EVENT_ID_LEN) == 0)
+			rc = parent_roots(w, id, NULL, roots, nroots, depth);
+		else if (addr_parent_tag(tg) && memchr(v->s, ':', v->len))
+			rc = parent_roots(w, NULL, v, roots, nroots, depth);
+		else
+			continue;
+		if (rc == -1)
+			return -1;
+		if (rc == 1 && nfound < INVDB_FOUND)
+			found[nfound++] = v;
+	}
+	return 0;
+}
+
+/*
+ * add_descendant(): ev becomes a descendant of the roots its parents
+ * descend from, within the bounds.  is_root: ev is a root itself (its
+ * node keeps depth 0).
+ */
+static int
+add_descendant(struct invdb *w, const struct event *ev, int is_root)
+{
+	struct invdb_parent_root roots[INVDB_EV_ROOTS];
+	size_t			 nroots = 0, k;
+	int			 depth = INV_MAX_DEPTH + 1, n, changed = 0;
+	enum kind_class		 kc = event_kind_class(ev->kind);
+	char			 addr[64 + 16 + 1024];
+	sqlite3_stmt		*st;
+
+	if (collect_roots(w, ev, roots, &nroots, &depth) == -1)
+		return -1;
+	if (nroots == 0)
+		return 0;
+	if (is_root)
+		depth = 0;
+	addr[0] = '\0';
+	if (kc == KIND_ADDRESSABLE || kc == KIND_REPLACEABLE)
+		snprintf(addr, sizeof(addr), "%u:%s:%s", ev->kind,
+		    ev->pubkey_hex, kc == KIND_ADDRESSABLE ? event_d(ev) : "");
+	for (k = 0; k < nroots; k++) {
+		if (memcmp(roots[k].pr_id, ev->id, EVENT_ID_LEN) == 0 ||
+		    roots[k].pr_ndesc >= INV_MAX_DESCENDANTS)
+			continue;
+		if ((n = node_put(w, ev->id, roots[k].pr_num, depth,
+			 ev->pubkey)) == -1)
+			return -1;
+		if (n == 0)
+			continue;
+		if ((st = wstmt(w, W_ROOT_NDESC)) == NULL ||
+		    sqlite3_bind_int64(st, 1, roots[k].pr_num) != SQLITE_OK)
+			return werr(w, "bind");
+		if (wdone(w, st) == -1)
+			return -1;
+		if (addr[0] && addr_put(w, addr, roots[k].pr_num, depth) == -1)
+			return -1;
+		changed = INVDB_CHANGED | INVDB_ROOTED;
+	}
+	return changed;
+}
+
+/* delete_descendant() and the root part of apply_deletion() for id. */
+static int
+delete_id(struct invdb *w, const struct event *ev,
+    const uint8_t id[EVENT_ID_LEN])
+{
+	uint8_t	      author[PUBKEY_LEN];
+	sqlite3_stmt *st;
+	int64_t	      num;
+	int	      deleted, rc, n;
+
+	if ((rc = root_get(w, id, &num, author, &deleted)) == -1)
+		return -1;
+	if (rc == 1) {
+		if (deleted || memcmp(author, ev->pubkey, PUBKEY_LEN) != 0)
+			return 0;
+		if ((st = wstmt(w, W_ROOT_DELETE)) == NULL ||
+		    sqlite3_bind_int64(st, 1, num) != SQLITE_OK)
+			return werr(w, "bind");
+		return wdone(w, st) == -1 ? -1 : INVDB_CHANGED | INVDB_WIDE;
+	}
+	/* NIP-09: its author withdraws a descendant: the thread keeps it,
+	 * but no longer counts them as taking part through it. */
+	if ((st = wstmt(w, W_NODE_UNAUTHOR)) == NULL ||
+	    sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC) !=
+		SQLITE_OK ||
+	    sqlite3_bind_blob(st, 2, ev->pubkey, PUBKEY_LEN, SQLITE_STATIC) !=
+		SQLITE_OK)
+		return werr(w, "bind");
+	if ((n = wdone(w, st)) == -1)
+		return -1;
+	return n > 0 ? INVDB_CHANGED | INVDB_WIDE : 0;
+}
+
+/* apply_deletion(): NIP-09 by the author of a root, descendant or repo. */
+static int
+apply_deletion(struct invdb *w, const struct event *ev)
+{
+	uint8_t	      id[EVENT_ID_LEN], pk[PUBKEY_LEN];
+	const char   *d;
+	size_t	      dlen;
+	uint32_t      t, kind;
+	sqlite3_stmt *st;
+	int	      rc, n, changed = 0;
+
+	for (t = 0; t < ev->ntags; t++) {
+		const struct event_tag *tg = &ev->tags[t];
+
+		if (tg->n < 2)
+			continue;
+		if (strcmp(tg->v[0].s, "e") == 0) {
+			if (hex_decode(tg->v[1].s, tg->v[1].len, id,
+				EVENT_ID_LEN) == -1)
+				continue;
+			if ((rc = delete_id(w, ev, id)) == -1)
+				return -1;
+			changed |= rc;
+		} else if (strcmp(tg->v[0].s, "a") == 0 &&
+		    coord_parse(tg->v[1].s, tg->v[1].len, &kind, pk, &d,
+			&dlen) == 0 &&
+		    kind == KIND_REPO_ANNOUNCEMENT &&
+		    memcmp(pk, ev->pubkey, PUBKEY_LEN) == 0) {
+			/* NIP-09: versions up to the deletion's time only;
+			 * a newer announcement stays (so does the store). */
+			if ((st = wstmt(w, W_REPO_DEL)) == NULL ||
+			    sqlite3_bind_text(st, 1, tg->v[1].s,
+				(int)tg->v[1].len,
+				SQLITE_STATIC) != SQLITE_OK ||
+			    sqlite3_bind_int64(st, 2, ev->created_at) !=
+				SQLITE_OK)
+				return werr(w, "bind");
+			if ((n = wdone(w, st)) == -1)
+				return -1;
+			if (n > 0)
+				changed |= INVDB_CHANGED | INVDB_WIDE;
+		}
+	}
+	return changed;
+}
+
+int
+invdb_add(struct invdb *w, const struct event *ev)
+{
+	int rc = 0, d, is_root = 0;
+
+	switch (ev->kind) {
+	case KIND_REPO_ANNOUNCEMENT:
+		rc = add_announcement(w, ev);
+		break;
+	case KIND_DELETION:
+		rc = apply_deletion(w, ev);
+		break;
+	case KIND_PATCH:
+	case KIND_PR:
+	case KIND_ISSUE:
+		rc = add_root(w, ev, &is_root);
+		/* Roots may also answer another thread (patch revisions
+		 * do). */
+		if (rc != -1 && (d = add_descendant(w, ev, is_root)) != 0)
+			rc = d == -1 ? -1 : rc | d;
+		break;
+	default:
+		rc = add_descendant(w, ev, 0);
+		break;
+	}
+	if (rc > 0)
+		w->w_changed = 1;
+	return rc;
+}
+
+int
+invdb_flush(struct invdb *w)
+{
+	sqlite3_stmt *st;
+
+	if (!w->w_changed)
+		return 0;
+	if ((st = wstmt(w, W_BUMP)) == NULL || wdone(w, st) != 1)
+		return -1;
+	w->w_changed = 0;
+	return 0;
+}
+
+void
+invdb_discard(struct invdb *w)
+{
+	w->w_changed = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Building from the store.                                            */
+
+struct build {
+	struct invdb *b_w;
+	int	      b_failed;
+};
+
+static void
+build_take(void *arg, int64_t seq, const struct event *ev)
+{
+	struct build *b = arg;
+
+	(void)seq;
+	if (!b->b_failed && invdb_add(b->b_w, ev) == -1)
+		b->b_failed = 1;
+}
+
+/* Sets the page cache to kib KiB, giving back what it no longer needs. */
+static int
+set_cache(struct invdb *w, int kib)
+{
+	char sql[64];
+
+	snprintf(sql, sizeof(sql), "PRAGMA cache_size = -%d", kib);
+	if (sqlite3_exec(w->w_db, sql, NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_db_release_memory(w->w_db) != SQLITE_OK)
+		return werr(w, "cache size");
+	/* The build's pages, freed, go back to the kernel. */
+	malloc_trim(0);
+	return 0;
+}
+
+int
+invdb_build(struct invdb *w)
+{
+	struct build b = { w, 0 };
+	int64_t	     last;
+	int	     n;
+
+	if (set_cache(w, INVDB_BUILD_CACHE_KIB) == -1 ||
+	    store_begin(w->w_store) == -1)
+		return -1;
+	if (sqlite3_exec(w->w_db,
+		"DELETE FROM inv_repos; DELETE FROM inv_roots;"
+		" DELETE FROM inv_nodes; DELETE FROM inv_addrs;",
+		NULL, NULL, NULL) != SQLITE_OK) {
+		werr(w, "empty");
+		goto fail;
+	}
+	if (store_last_seq(w->w_store, &last) == -1 ||
+	    (n = feed_scan_tags(w->w_store, 0, last, build_take, &b, NULL)) ==
+		-1 ||
+	    b.b_failed)
+		goto fail;
+	w->w_changed = 1;
+	if (invdb_flush(w) == -1 ||
+	    sqlite3_exec(w->w_db, "UPDATE inv_state SET built = 1 WHERE id = 1",
+		NULL, NULL, NULL) != SQLITE_OK) {
+		werr(w, "built");
+		goto fail;
+	}
+	if (store_commit(w->w_store) == -1)
+		goto fail;
+	return set_cache(w, DB_CACHE_KIB) == -1 ? -1 : n;
+fail:
+	store_rollback(w->w_store);
+	invdb_discard(w);
+	set_cache(w, DB_CACHE_KIB);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Readers.                                                            */
+
+static int
+rerr(struct store *st, const char *what)
+{
+	log_warnx("inventory tables: %s: %s", what,
+	    sqlite3_errmsg(store_sqlite(st)));
+	return -1;
+}
+
+/* The one integer sql selects, in *out. */
+static int
+read_int(struct store *s, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *st;
+	int	      rc;
+
+	if ((st = store_cached(s, sql)) == NULL)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW ? 0 : rerr(s, sql);
+}
+
+int
+invdb_built(struct store *s)
+{
+	int64_t built;
+
+	if (read_int(s, "SELECT built FROM inv_state WHERE id = 1", &built) ==
+	    -1)
+		return -1;
+	return built != 0;
+}
+
+int
+invdb_read_begin(struct store *s)
+{
+	sqlite3 *db = store_sqlite(s);
+
+	if (!sqlite3_get_autocommit(db))
+		return 0;
+	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return rerr(s, "begin");
+	return 1;
+}
+
+void
+invdb_read_end(struct store *s, int opened)
+{
+	if (opened == 1 &&
+	    sqlite3_exec(store_sqlite(s), "COMMIT", NULL, NULL, NULL) !=
+		SQLITE_OK)
+		rerr(s, "commit");
+}
+
+int
+invdb_generation(struct store *s, int64_t *out)
+{
+	return read_int(s, "SELECT generation FROM inv_state WHERE id = 1",
+	    out);
+}
+
+int
+invdb_nrepos(struct store *s, size_t *n)
+{
+	int64_t v;
+
+	if (read_int(s, "SELECT count(*) FROM inv_repos", &v) == -1)
+		return -1;
+	*n = (size_t)v;
+	return 0;
+}
+
+/* Splits a relays column into r's list (freed by the caller). */
+static void
+split_relays(const char *s, struct invdb_repo *r)
+{
+	const char *p, *nl;
+
+	r->ir_relays = NULL;
+	r->ir_nrelays = 0;
+	for (p = s; *p != '\0'; p = *nl ? nl + 1 : nl) {
+		if ((nl = strchr(p, '\n')) == NULL)
+			nl = p + strlen(p);
+		r->ir_relays = xreallocarray(r->ir_relays, r->ir_nrelays + 1,
+		    sizeof(*r->ir_relays));
+		r->ir_relays[r->ir_nrelays++] = xstrndup(p, (size_t)(nl - p));
+	}
+}
+
+int
+invdb_repos(struct store *s, void (*cb)(void *, const struct invdb_repo *),
+    void		 *arg)
+{
+	static const char sql[] =
+	    "SELECT coord, owner, d, created_at, level, relays, refused,"
+	    " maintainers FROM inv_repos ORDER BY coord";
+	sqlite3_stmt	 *st;
+	struct invdb_repo r;
+	size_t		  i;
+	int		  rc;
+
+	if ((st = store_cached(s, sql)) == NULL)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_bytes(st, 1) != PUBKEY_LEN)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.ir_coord = (const char *)sqlite3_column_text(st, 0);
+		memcpy(r.ir_owner, sqlite3_column_blob(st, 1), PUBKEY_LEN);
+		r.ir_d = (const char *)sqlite3_column_text(st, 2);
+		r.ir_created_at = sqlite3_column_int64(st, 3);
+		r.ir_level = (enum inv_level)sqlite3_column_int(st, 4);
+		split_relays((const char *)sqlite3_column_text(st, 5), &r);
+		r.ir_refused = (size_t)sqlite3_column_int64(st, 6);
+		r.ir_maint = sqlite3_column_blob(st, 7);
+		r.ir_nmaint = (size_t)sqlite3_column_bytes(st, 7) / PUBKEY_LEN;
+		cb(arg, &r);
+		for (i = 0; i < r.ir_nrelays; i++)
+			free(r.ir_relays[i]);
+		free(r.ir_relays);
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : rerr(s, "repositories");
+}
+
+/* Columns of the root readers' SELECTs (ROOT_COLS), into rt. */
+#define ROOT_COLS "r.num, r.id, r.author, r.kind, r.deleted, r.coord, p.level"
+
+static int
+root_row(sqlite3_stmt *st, struct invdb_root *rt)
+{
+	if (sqlite3_column_bytes(st, 1) != EVENT_ID_LEN ||
+	    sqlite3_column_bytes(st, 2) != PUBKEY_LEN)
+		return -1;
+	rt->rt_num = sqlite3_column_int64(st, 0);
+	memcpy(rt->rt_id, sqlite3_column_blob(st, 1), EVENT_ID_LEN);
+	memcpy(rt->rt_author, sqlite3_column_blob(st, 2), PUBKEY_LEN);
+	rt->rt_kind = (uint32_t)sqlite3_column_int64(st, 3);
+	rt->rt_deleted = sqlite3_column_int(st, 4);
+	rt->rt_coord = (const char *)sqlite3_column_text(st, 5);
+	rt->rt_level = sqlite3_column_type(st, 6) == SQLITE_NULL ?
+	    0 :
+	    (enum inv_level)sqlite3_column_int(st, 6);
+	return 0;
+}
+
+/* Steps st (bound), calling cb for each root row. */
+static int
+each_root(struct store *s, sqlite3_stmt			*st,
+    void (*cb)(void *, const struct invdb_root *), void *arg)
+{
+	struct invdb_root rt;
+	int		  rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (root_row(st, &rt) == 0)
+			cb(arg, &rt);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : rerr(s, "roots");
+}
+
+int
+invdb_repo_roots(struct store *s, const char		*coord,
+    void (*cb)(void *, const struct invdb_root *), void *arg)
+{
+	static const char sql[] =
+	    "SELECT " ROOT_COLS " FROM inv_roots r"
+	    " LEFT JOIN inv_repos p ON p.coord = r.coord"
+	    " WHERE r.coord = ?1 AND r.deleted = 0 ORDER BY r.num";
+	sqlite3_stmt *st;
+
+	if ((st = store_cached(s, sql)) == NULL)
+		return -1;
+	if (sqlite3_bind_text(st, 1, coord, -1, SQLITE_STATIC) != SQLITE_OK)
+		return rerr(s, "bind");
+	return each_root(s, st, cb, arg);
+}
+
+int
+invdb_author_roots(struct store *s, const uint8_t	 pubkey[PUBKEY_LEN],
+    void (*cb)(void *, const struct invdb_root *), void *arg)
+{
+	static const char sql[] =
+	    "SELECT " ROOT_COLS " FROM inv_roots r"
+	    " LEFT JOIN inv_repos p ON p.coord = r.coord"
+	    " WHERE r.num IN (SELECT root FROM inv_nodes WHERE author = ?1)"
+	    " ORDER BY r.num";
+	sqlite3_stmt *st;
+
+	if ((st = store_cached(s, sql)) == NULL)
+		return -1;
+	if (sqlite3_bind_blob(st, 1, pubkey, PUBKEY_LEN, SQLITE_STATIC) !=
+	    SQLITE_OK)
+		return rerr(s, "bind");
+	return each_root(s, st, cb, arg);
+}
+
+int
+invdb_thread(struct store *s, int64_t num,
+    void (*id_cb)(void *, const uint8_t[EVENT_ID_LEN]),
+    void (*addr_cb)(void *, const char *), void *arg)
+{
+	static const char ids[] =
+	    "SELECT n.id FROM inv_nodes n WHERE n.root = ?1"
+	    " AND n.id <> (SELECT id FROM inv_roots WHERE num = ?1)";
+	static const char addrs[] =
+	    "SELECT addr FROM inv_addrs WHERE root = ?1";
+	sqlite3_stmt *st;
+	int	      rc;
+
+	if (id_cb != NULL) {
+		if ((st = store_cached(s, ids)) == NULL)
+			return -1;
+		if (sqlite3_bind_int64(st, 1, num) != SQLITE_OK)
+			return rerr(s, "bind");
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			if (sqlite3_column_bytes(st, 0) == EVENT_ID_LEN)
+				id_cb(arg, sqlite3_column_blob(st, 0));
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			return rerr(s, "thread");
+	}
+	if (addr_cb != NULL) {
+		if ((st = store_cached(s, addrs)) == NULL)
+			return -1;
+		if (sqlite3_bind_int64(st, 1, num) != SQLITE_OK)
+			return rerr(s, "bind");
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			addr_cb(arg, (const char *)sqlite3_column_text(st, 0));
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			return rerr(s, "thread");
+	}
+	return 0;
+}
+
+int
+invdb_count_roots(struct store *s, size_t bykind[3], size_t *unlinked)
+{
+	static const char sql[] =
+	    "SELECT r.kind, p.coord IS NOT NULL, count(*) FROM inv_roots r"
+	    " LEFT JOIN inv_repos p ON p.coord = r.coord"
+	    " WHERE r.deleted = 0 GROUP BY 1, 2";
+	sqlite3_stmt *st;
+	int	      rc;
+
+	bykind[0] = bykind[1] = bykind[2] = 0;
+	*unlinked = 0;
+	if ((st = store_cached(s, sql)) == NULL)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t kind = sqlite3_column_int64(st, 0);
+		size_t	n = (size_t)sqlite3_column_int64(st, 2);
+
+		if (!sqlite3_column_int(st, 1))
+			*unlinked += n;
+		else
+			bykind[kind == KIND_PATCH ? 0 :
+				kind == KIND_PR	  ? 1 :
+						    2] += n;
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : rerr(s, "count roots");
+}
+
+/* 1 if pk owns or maintains a Full repository, 0 if not. */
+static int
+member(struct store *s, const uint8_t pk[PUBKEY_LEN])
+{
+	static const char sql[] =
+	    "SELECT owner, maintainers FROM inv_repos WHERE level = 2";
+	sqlite3_stmt  *st;
+	const uint8_t *m;
+	size_t	       i, n;
+	int	       rc, found = 0;
+
+	if ((st = store_cached(s, sql)) == NULL)
+		return -1;
+	while (!found && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_bytes(st, 0) == PUBKEY_LEN &&
+		    memcmp(sqlite3_column_blob(st, 0), pk, PUBKEY_LEN) == 0)
+			found = 1;
+		m = sqlite3_column_blob(st, 1);
+		n = (size_t)sqlite3_column_bytes(st, 1) / PUBKEY_LEN;
+		for (i = 0; i < n && !found; i++)
+			found = memcmp(m + i * PUBKEY_LEN, pk, PUBKEY_LEN) == 0;
+	}
+	sqlite3_reset(st);
+	if (!found && rc != SQLITE_DONE)
+		return rerr(s, "members");
+	return found;
+}
+
+int
+invdb_eligible(struct store *s, const uint8_t pk[PUBKEY_LEN])
+{
+	static const char sql[] =
+	    "SELECT 1 FROM inv_nodes n JOIN inv_roots r ON r.num = n.root"
+	    " JOIN inv_repos p ON p.coord = r.coord"
+	    " WHERE n.author = ?1 AND r.deleted = 0 AND p.level = 2 LIMIT 1";
+	sqlite3_stmt *st;
+	int	      rc;
+
+	if ((st = store_cached(s, sql)) == NULL)
+		return -1;
+	if (sqlite3_bind_blob(st, 1, pk, PUBKEY_LEN, SQLITE_STATIC) !=
+	    SQLITE_OK)
+		return rerr(s, "bind");
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc != SQLITE_DONE)
+		return rerr(s, "eligible");
+	return member(s, pk);
+}
+
+int
+invdb_eligible_each(struct store *s,
+    void (*cb)(void *, const uint8_t[PUBKEY_LEN]), void *arg)
+{
+	static const char sql[] =
+	    "SELECT owner FROM inv_repos WHERE level = 2"
+	    " UNION SELECT n.author FROM inv_nodes n"
+	    " JOIN inv_roots r ON r.num = n.root"
+	    " JOIN inv_repos p ON p.coord = r.coord"
+	    " WHERE n.author IS NOT NULL AND r.deleted = 0 AND p.level = 2";
+	static const char msql[] =
+	    "SELECT maintainers FROM inv_repos WHERE level = 2";
+	struct hmap    seen = HMAP_INIT;
+	sqlite3_stmt  *st;
+	const uint8_t *m;
+	size_t	       i, n;
+	int	       rc, count = -1;
+
+	if ((st = store_cached(s, sql)) == NULL)
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (sqlite3_column_bytes(st, 0) == PUBKEY_LEN &&
+		    hmap_get(&seen, sqlite3_column_blob(st, 0), PUBKEY_LEN) ==
+			NULL) {
+			hmap_put(&seen, sqlite3_column_blob(st, 0), PUBKEY_LEN,
+			    (void *)1);
+			cb(arg, sqlite3_column_blob(st, 0));
+		}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		rerr(s, "eligible");
+		goto out;
+	}
+	if ((st = store_cached(s, msql)) == NULL)
+		goto out;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		m = sqlite3_column_blob(st, 0);
+		n = (size_t)sqlite3_column_bytes(st, 0) / PUBKEY_LEN;
+		for (i = 0; i < n; i++)
+			if (hmap_get(&seen, m + i * PUBKEY_LEN, PUBKEY_LEN) ==
+			    NULL) {
+				hmap_put(&seen, m + i * PUBKEY_LEN, PUBKEY_LEN,
+				    (void *)1);
+				cb(arg, m + i * PUBKEY_LEN);
+			}
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		rerr(s, "maintainers");
+		goto out;
+	}
+	count = (int)seen.hm_n;
+out:
+	hmap_free(&seen);
+	return count;
+}

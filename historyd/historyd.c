@@ -228,11 +228,10 @@ scope_add_thread(struct hmap *roots, struct hist_scope *sc,
 	for (i = 0; i < ro->ro_n; i++)
 		if (ro->ro_scopes[i] == sc)
 			return;
-	if (ro->ro_n == ro->ro_cap &&
-	    (ro->ro_scopes = reallocarray(ro->ro_scopes,
-		 ro->ro_cap = ro->ro_cap ? 2 * ro->ro_cap : 4,
-		 sizeof(*ro->ro_scopes))) == NULL)
-		fatal("scope_add_thread");
+	if (ro->ro_n == ro->ro_cap)
+		ro->ro_scopes = xreallocarray(ro->ro_scopes,
+		    ro->ro_cap = ro->ro_cap ? 2 * ro->ro_cap : 4,
+		    sizeof(*ro->ro_scopes));
 	ro->ro_scopes[ro->ro_n++] = sc;
 }
 
@@ -294,10 +293,9 @@ root_take(void *arg, const struct invdb_root *rt)
 {
 	struct hist_roots *a = arg;
 
-	if (a->n == a->cap &&
-	    (a->v = reallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 16,
-		 sizeof(*a->v))) == NULL)
-		fatal("root_take");
+	if (a->n == a->cap)
+		a->v = xreallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 16,
+		    sizeof(*a->v));
 	a->v[a->n] = *rt;
 	/* Not kept past the call, and not needed. */
 	a->v[a->n].rt_coord = NULL;
@@ -379,10 +377,9 @@ repo_take(void *arg, const struct invdb_repo *r)
 		listed = hmap_get(&a->hd->hd_lists, r->ir_maint[i], 32) != NULL;
 	if (!listed || r->ir_level != INV_FULL)
 		return;
-	if (a->n == a->cap &&
-	    (a->v = reallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 16,
-		 sizeof(*a->v))) == NULL)
-		fatal("repo_take");
+	if (a->n == a->cap)
+		a->v = xreallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 16,
+		    sizeof(*a->v));
 	rp = &a->v[a->n++];
 	memset(rp, 0, sizeof(*rp));
 	rp->rp_coord = xstrdup(r->ir_coord);
@@ -402,9 +399,8 @@ repo_root(void *arg, const struct invdb_root *rt)
 
 	if (rt->rt_deleted)
 		return;
-	if ((rp->rp_roots = reallocarray(rp->rp_roots, rp->rp_nroots + 1,
-		 EVENT_ID_LEN)) == NULL)
-		fatal("repo_root");
+	rp->rp_roots =
+	    xreallocarray(rp->rp_roots, rp->rp_nroots + 1, EVENT_ID_LEN);
 	memcpy(rp->rp_roots[rp->rp_nroots++], rt->rt_id, EVENT_ID_LEN);
 }
 

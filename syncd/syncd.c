@@ -131,10 +131,9 @@ repo_take(void *arg, const struct invdb_repo *r)
 	struct sync_repo  *rp;
 	size_t		   i;
 
-	if (a->n == a->cap &&
-	    (a->v = reallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 64,
-		 sizeof(*a->v))) == NULL)
-		fatal("reconcile");
+	if (a->n == a->cap)
+		a->v = xreallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 64,
+		    sizeof(*a->v));
 	rp = &a->v[a->n++];
 	memset(rp, 0, sizeof(*rp));
 	rp->rp_coord = xstrdup(r->ir_coord);
@@ -166,10 +165,9 @@ root_take(void *arg, const struct invdb_root *rt)
 	 * others are not even copied. */
 	if (!a->all && !sync_plus_covers(rt->rt_author))
 		return;
-	if (a->n == a->cap &&
-	    (a->v = reallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 64,
-		 sizeof(*a->v))) == NULL)
-		fatal("reconcile");
+	if (a->n == a->cap)
+		a->v = xreallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 64,
+		    sizeof(*a->v));
 	a->v[a->n].num = rt->rt_num;
 	memcpy(a->v[a->n].id, rt->rt_id, EVENT_ID_LEN);
 	memcpy(a->v[a->n].author, rt->rt_author, PUBKEY_LEN);
@@ -181,11 +179,10 @@ thread_id(void *arg, const uint8_t id[EVENT_ID_LEN])
 {
 	struct sync_thread *th = arg;
 
-	if (th->st_nids == th->st_capids &&
-	    (th->st_ids = reallocarray(th->st_ids,
-		 th->st_capids = th->st_capids ? 2 * th->st_capids : 64,
-		 sizeof(*th->st_ids))) == NULL)
-		fatal("reconcile");
+	if (th->st_nids == th->st_capids)
+		th->st_ids = xreallocarray(th->st_ids,
+		    th->st_capids = th->st_capids ? 2 * th->st_capids : 64,
+		    sizeof(*th->st_ids));
 	hex_encode(id, EVENT_ID_LEN, th->st_ids[th->st_nids++]);
 }
 

@@ -522,22 +522,6 @@ repo_scan(struct syncd *sd, struct store *st, struct repo_totals *t)
 	return rc;
 }
 
-/* The number of repositories (repo_scan()) in *n. */
-static int
-repo_number(struct syncd *sd, size_t *n)
-{
-	struct store	  *st = sd->sd_ctx->r_store;
-	struct repo_totals t;
-	int		   rc;
-
-	if (sd->sd_held->iv_repos.hm_n == 0)
-		return invdb_nrepos(st, n);
-	rc = repo_scan(sd, st, &t);
-	hmap_free(&t.held_full);
-	*n = t.n;
-	return rc;
-}
-
 static void
 root_count(void *arg, const struct invdb_root *rt)
 {
@@ -549,38 +533,52 @@ root_count(void *arg, const struct invdb_root *rt)
 }
 
 /*
- * Live roots attached to a repository, by kind, and those waiting (a
- * root naming a held StateOnly repository is attached to it), from one
- * snapshot.  Returns the number attached.
+ * The totals of the view and the metrics (struct sync_totals), read in
+ * one snapshot, again only when the tables' or the held repositories'
+ * generation moved: they cost a pass over every repository and root.
+ * Returns them, as last read if a read fails (logged).
  */
-static size_t
-count_roots(struct syncd *sd, size_t bykind[3], size_t *unlinked)
+static const struct sync_totals *
+totals(struct syncd *sd)
 {
-	struct store	  *st = sd->sd_ctx->r_store;
-	struct repo_totals t;
-	struct inv_repo	  *h;
-	size_t		   it, held[3] = { 0, 0, 0 }, nheld;
-	int		   opened;
+	struct sync_totals *c = &sd->sd_totals;
+	struct store	   *st = sd->sd_ctx->r_store;
+	struct repo_totals  t;
+	struct inv_repo	   *h;
+	size_t		    it, held[3] = { 0, 0, 0 }, nheld, bykind[3];
+	size_t		    unlinked;
+	int64_t		    gen;
+	int		    opened;
 
-	bykind[0] = bykind[1] = bykind[2] = 0;
-	*unlinked = 0;
+	if ((opened = invdb_read_begin(st)) == -1)
+		return c;
 	memset(&t, 0, sizeof(t));
-	opened = invdb_read_begin(st);
-	if (invdb_count_roots(st, bykind, unlinked) == 0 &&
-	    (sd->sd_held->iv_repos.hm_n == 0 || repo_scan(sd, st, &t) == 0)) {
-		for (it = 0; (h = inv_repo_next(sd->sd_held, &it)) != NULL;)
-			if (hmap_get(&t.held_full, h->ir_coord,
-				strlen(h->ir_coord)) == NULL)
-				invdb_repo_roots(st, h->ir_coord, root_count,
-				    held);
-		for (it = 0; it < 3; it++)
-			bykind[it] += held[it];
-		nheld = held[0] + held[1] + held[2];
-		*unlinked -= nheld < *unlinked ? nheld : *unlinked;
-	}
+	if (invdb_generation(st, &gen) == -1 ||
+	    (c->tt_valid && gen == c->tt_gen &&
+		sd->sd_held->iv_generation == c->tt_held_gen))
+		goto done;
+	if (invdb_count_roots(st, bykind, &unlinked) == -1 ||
+	    repo_scan(sd, st, &t) == -1)
+		goto done;
+	/* A root naming a held StateOnly repository is attached to it. */
+	for (it = 0; (h = inv_repo_next(sd->sd_held, &it)) != NULL;)
+		if (hmap_get(&t.held_full, h->ir_coord, strlen(h->ir_coord)) ==
+			NULL &&
+		    invdb_repo_roots(st, h->ir_coord, root_count, held) == -1)
+			goto done;
+	nheld = held[0] + held[1] + held[2];
+	for (it = 0; it < 3; it++)
+		c->tt_bykind[it] = bykind[it] + held[it];
+	c->tt_unlinked = unlinked - (nheld < unlinked ? nheld : unlinked);
+	c->tt_nrepos = t.n;
+	c->tt_refused = t.refused;
+	c->tt_gen = gen;
+	c->tt_held_gen = sd->sd_held->iv_generation;
+	c->tt_valid = 1;
+done:
 	invdb_read_end(st, opened);
 	hmap_free(&t.held_full);
-	return bykind[0] + bykind[1] + bykind[2];
+	return c;
 }
 
 static void
@@ -605,7 +603,6 @@ sync_init(struct role_ctx *ctx)
 	const char   *why;
 	const char   *boot = ctx->r_cfg.sync_bootstrap_relay_url;
 	int64_t	      n;
-	size_t	      nrepos = 0;
 
 	sd->sd_ctx = ctx;
 	ctx->r_data = sd;
@@ -628,9 +625,8 @@ sync_init(struct role_ctx *ctx)
 		else if ((sd->sd_bootstrap = strdup(key)) == NULL)
 			fatal("strdup");
 	}
-	repo_number(sd, &nrepos);
 	log_info("inventory in the database: %zu repositories; sync %s%s%s",
-	    nrepos,
+	    totals(sd)->tt_nrepos,
 	    ctx->r_cfg.sync_enabled ? "enabled" :
 				      "disabled (NGIT_SYNC_ENABLED=false)",
 	    sd->sd_bootstrap ? ", bootstrap " : "",
@@ -666,23 +662,21 @@ sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 static void
 sync_show(struct role_ctx *ctx, cJSON *view)
 {
-	struct syncd *sd = ctx->r_data;
-	cJSON	     *arr, *roots;
-	size_t	      it, unlinked = 0, bykind[3] = { 0, 0, 0 }, nrepos = 0;
-	void	     *v;
-
-	count_roots(sd, bykind, &unlinked);
-	repo_number(sd, &nrepos);
+	struct syncd		 *sd = ctx->r_data;
+	const struct sync_totals *t = totals(sd);
+	cJSON			 *arr, *roots;
+	size_t			  it;
+	void			 *v;
 	cJSON_AddBoolToObject(view, "sync_enabled", ctx->r_cfg.sync_enabled);
 	cJSON_AddStringToObject(view, "bootstrap",
 	    sd->sd_bootstrap ? sd->sd_bootstrap : "");
-	cJSON_AddNumberToObject(view, "repositories", (double)nrepos);
+	cJSON_AddNumberToObject(view, "repositories", (double)t->tt_nrepos);
 	roots = cJSON_AddObjectToObject(view, "roots");
-	cJSON_AddNumberToObject(roots, "1617", (double)bykind[0]);
-	cJSON_AddNumberToObject(roots, "1618", (double)bykind[1]);
-	cJSON_AddNumberToObject(roots, "1621", (double)bykind[2]);
+	cJSON_AddNumberToObject(roots, "1617", (double)t->tt_bykind[0]);
+	cJSON_AddNumberToObject(roots, "1618", (double)t->tt_bykind[1]);
+	cJSON_AddNumberToObject(roots, "1621", (double)t->tt_bykind[2]);
 	cJSON_AddNumberToObject(view, "root_kind_events_unlinked",
-	    (double)unlinked);
+	    (double)t->tt_unlinked);
 	cJSON_AddNumberToObject(view, "announcement_events",
 	    (double)sd->sd_announcements);
 	cJSON_AddNumberToObject(view, "scanned_at_start",
@@ -706,9 +700,9 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 static void
 sync_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	struct syncd	  *sd = ctx->r_data;
-	size_t		   it, synced = 0, bykind[3], unlinked, neg = 0;
-	struct repo_totals t;
+	struct syncd		 *sd = ctx->r_data;
+	const struct sync_totals *t = totals(sd);
+	size_t			  it, synced = 0, neg = 0;
 	uint64_t rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
 	uint64_t sessions = 0, fallbacks = 0;
 	void	*v;
@@ -726,16 +720,14 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 		need += sr->sr_neg_need;
 		have += sr->sr_neg_have;
 	}
-	repo_scan(sd, ctx->r_store, &t);
-	hmap_free(&t.held_full);
 	role_metric(metrics, "graspd_syncd_enabled", ctx->r_cfg.sync_enabled);
 	/* Relay URLs of accepted announcements that target hygiene
 	 * refused: never dialled, and counted here. */
 	role_metric(metrics, "graspd_syncd_repo_relays_refused",
-	    (double)t.refused);
-	role_metric(metrics, "graspd_syncd_repositories", (double)t.n);
+	    (double)t->tt_refused);
+	role_metric(metrics, "graspd_syncd_repositories", (double)t->tt_nrepos);
 	role_metric(metrics, "graspd_syncd_roots",
-	    (double)count_roots(sd, bykind, &unlinked));
+	    (double)(t->tt_bykind[0] + t->tt_bykind[1] + t->tt_bykind[2]));
 	role_metric(metrics, "graspd_syncd_relays_tracked",
 	    (double)sd->sd_relays.hm_n);
 	role_metric(metrics, "graspd_syncd_relays_historic_synced",

@@ -235,6 +235,17 @@ struct sync_thread {
 	size_t st_naddrs;
 };
 
+/* The totals of the view and the metrics, and what they were read at. */
+struct sync_totals {
+	size_t	 tt_nrepos;    /* Full and held StateOnly */
+	size_t	 tt_refused;   /* relay URLs target hygiene refused */
+	size_t	 tt_bykind[3]; /* live attached roots: 1617, 1618, other */
+	size_t	 tt_unlinked;  /* live roots waiting for their repository */
+	int64_t	 tt_gen;       /* the tables' generation */
+	uint64_t tt_held_gen;  /* sd_held's */
+	int	 tt_valid;
+};
+
 struct syncd {
 	struct role_ctx	      *sd_ctx;
 	/* Purgatory's StateOnly announcements (sync_git.c), the only
@@ -261,6 +272,7 @@ struct syncd {
 	uint64_t	       sd_reconciles;
 	struct hmap	       sd_no_neg; /* keys without NIP-77 */
 	struct sync_git	      *sd_git;	  /* the git-data hunt */
+	struct sync_totals     sd_totals; /* syncd.c's totals() */
 };
 
 /* sync_relay.c */

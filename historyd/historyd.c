@@ -258,8 +258,8 @@ thread_addr(void *arg, const char *addr)
 }
 
 /*
- * Reads the thread of every root in roots once into each of its scopes,
- * and frees roots.  Returns -1 on a database error.
+ * Reads the thread of every root in roots once into each of its scopes
+ * (st not NULL), and frees roots.  Returns -1 on a database error.
  */
 static int
 threads_read(struct store *st, struct hmap *roots)
@@ -271,7 +271,7 @@ threads_read(struct store *st, struct hmap *roots)
 
 	for (it = 0; hmap_next(roots, &it, NULL, NULL, &v);) {
 		ro = v;
-		if (rc == 0 &&
+		if (st != NULL && rc == 0 &&
 		    invdb_thread(st, ro->ro_num, thread_id, thread_addr, ro) ==
 			-1)
 			rc = -1;
@@ -617,7 +617,7 @@ scopes_read(struct histd *hd, struct store *st, struct hmap *scopes)
 	hd->hd_neligible = n;
 	rc = 0;
 done:
-	threads_read(st, &roots);
+	threads_read(NULL, &roots);
 	free(rs.v);
 	return rc;
 }

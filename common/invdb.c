@@ -84,6 +84,8 @@ struct invdb {
 	 * relay keys and target flags. */
 	struct inventory *w_cfg;
 	int		  w_changed; /* since the last invdb_flush() */
+	/* What of the configuration the tables depend on (conf_mark()). */
+	int64_t		  w_conf;
 };
 
 /*
@@ -107,6 +109,37 @@ struct invdb_parent_root {
 	int64_t pr_ndesc;
 };
 
+/* FNV-1a 64's offset basis and prime (draft-eastlake-fnv, section 5). */
+#define INVDB_FNV_BASIS 14695981039346656037ULL
+#define INVDB_FNV_PRIME 1099511628211ULL
+
+/*
+ * The mark inv_state.built holds for tables built with iv's relay keys
+ * and target flags, the configuration the repositories' relays depend on
+ * (inv_announcement_relays() leaves our own relay out, and private
+ * targets unless allowed): FNV-1a 64 of both, above 1 (1 was any
+ * configuration's, 0 is unbuilt).  A database built by another instance
+ * or under another NGIT_DOMAIN has another, and is built again.
+ */
+static int64_t
+conf_mark(const struct inventory *iv)
+{
+	char	 flags[32];
+	uint64_t h = INVDB_FNV_BASIS;
+	int	 i;
+	size_t	 k;
+
+	snprintf(flags, sizeof(flags), "%u", iv->iv_urlflags);
+	for (k = 0; flags[k] != '\0'; k++)
+		h = (h ^ (uint8_t)flags[k]) * INVDB_FNV_PRIME;
+	for (i = 0; i < iv->iv_nself; i++) {
+		h = (h ^ '\n') * INVDB_FNV_PRIME;
+		for (k = 0; iv->iv_self[i][k] != '\0'; k++)
+			h = (h ^ (uint8_t)iv->iv_self[i][k]) * INVDB_FNV_PRIME;
+	}
+	return (int64_t)((h >> 2) | (1ULL << 61));
+}
+
 struct invdb *
 invdb_new(struct store *st, const struct config *cfg)
 {
@@ -115,6 +148,7 @@ invdb_new(struct store *st, const struct config *cfg)
 	w->w_store = st;
 	w->w_db = store_sqlite(st);
 	w->w_cfg = inv_new_parts(cfg, 0);
+	w->w_conf = conf_mark(w->w_cfg);
 	return w;
 }
 
@@ -691,6 +725,7 @@ invdb_build(struct invdb *w)
 	struct build b = { w, 0 };
 	int64_t	     last;
 	int	     n;
+	char	     sql[80];
 
 	if (set_cache(w, INVDB_BUILD_CACHE_KIB) == -1 ||
 	    store_begin(w->w_store) == -1)
@@ -708,9 +743,11 @@ invdb_build(struct invdb *w)
 	    b.b_failed)
 		goto fail;
 	w->w_changed = 1;
+	snprintf(sql, sizeof(sql),
+	    "UPDATE inv_state SET built = %lld WHERE id = 1",
+	    (long long)w->w_conf);
 	if (invdb_flush(w) == -1 ||
-	    sqlite3_exec(w->w_db, "UPDATE inv_state SET built = 1 WHERE id = 1",
-		NULL, NULL, NULL) != SQLITE_OK) {
+	    sqlite3_exec(w->w_db, sql, NULL, NULL, NULL) != SQLITE_OK) {
 		werr(w, "built");
 		goto fail;
 	}
@@ -760,6 +797,17 @@ invdb_built(struct store *s)
 	    -1)
 		return -1;
 	return built != 0;
+}
+
+int
+invdb_built_for(struct invdb *w)
+{
+	int64_t built;
+
+	if (read_int(w->w_store, "SELECT built FROM inv_state WHERE id = 1",
+		&built) == -1)
+		return -1;
+	return built == w->w_conf;
 }
 
 int

@@ -875,8 +875,12 @@ build_rows(struct build *b)
 	sqlite3_stmt *st;
 	size_t	      i;
 
-	qsort(b->b_nodes, b->b_nnodes, sizeof(*b->b_nodes), node_cmp);
-	qsort(b->b_addrs, b->b_naddrs, sizeof(*b->b_addrs), addr_cmp);
+	/* qsort() of NULL is undefined even for no element (an empty
+	 * store): UBSan stops relayd there. */
+	if (b->b_nnodes > 0)
+		qsort(b->b_nodes, b->b_nnodes, sizeof(*b->b_nodes), node_cmp);
+	if (b->b_naddrs > 0)
+		qsort(b->b_addrs, b->b_naddrs, sizeof(*b->b_addrs), addr_cmp);
 	for (i = 0; i < b->b_nnodes; i++) {
 		const struct build_node *n = &b->b_nodes[i];
 

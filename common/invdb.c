@@ -19,6 +19,7 @@
 #include "invdb.h"
 #include "log.h"
 #include "mem.h"
+#include "ready.h"
 #include "store.h"
 
 /* The writer's statements, prepared once (invdb_sql[]). */
@@ -77,13 +78,16 @@ static const char *const invdb_sql[W_COUNT] = {
 };
 
 struct invdb {
-	struct store	 *w_store;
-	sqlite3		 *w_db;
-	sqlite3_stmt	 *w_stmt[W_COUNT];
+	struct store	    *w_store;
+	sqlite3		    *w_db;
+	sqlite3_stmt	    *w_stmt[W_COUNT];
 	/* An empty inventory: inv_announcement_relays() reads its own
 	 * relay keys and target flags. */
-	struct inventory *w_cfg;
-	int		  w_changed; /* since the last invdb_flush() */
+	struct inventory    *w_cfg;
+	const struct config *w_config;	/* outlives the writer */
+	int		     w_changed; /* since the last invdb_flush() */
+	/* What of the configuration the tables depend on (conf_mark()). */
+	int64_t		     w_conf;
 };
 
 /*
@@ -107,6 +111,37 @@ struct invdb_parent_root {
 	int64_t pr_ndesc;
 };
 
+/* FNV-1a 64's offset basis and prime (draft-eastlake-fnv, section 5). */
+#define INVDB_FNV_BASIS 14695981039346656037ULL
+#define INVDB_FNV_PRIME 1099511628211ULL
+
+/*
+ * The mark inv_state.built holds for tables built with iv's relay keys
+ * and target flags, the configuration the repositories' relays depend on
+ * (inv_announcement_relays() leaves our own relay out, and private
+ * targets unless allowed): FNV-1a 64 of both, above 1 (1 was any
+ * configuration's, 0 is unbuilt).  A database built by another instance
+ * or under another NGIT_DOMAIN has another, and is built again.
+ */
+static int64_t
+conf_mark(const struct inventory *iv)
+{
+	char	 flags[32];
+	uint64_t h = INVDB_FNV_BASIS;
+	int	 i;
+	size_t	 k;
+
+	snprintf(flags, sizeof(flags), "%u", iv->iv_urlflags);
+	for (k = 0; flags[k] != '\0'; k++)
+		h = (h ^ (uint8_t)flags[k]) * INVDB_FNV_PRIME;
+	for (i = 0; i < iv->iv_nself; i++) {
+		h = (h ^ '\n') * INVDB_FNV_PRIME;
+		for (k = 0; iv->iv_self[i][k] != '\0'; k++)
+			h = (h ^ (uint8_t)iv->iv_self[i][k]) * INVDB_FNV_PRIME;
+	}
+	return (int64_t)((h >> 2) | (1ULL << 61));
+}
+
 struct invdb *
 invdb_new(struct store *st, const struct config *cfg)
 {
@@ -115,6 +150,8 @@ invdb_new(struct store *st, const struct config *cfg)
 	w->w_store = st;
 	w->w_db = store_sqlite(st);
 	w->w_cfg = inv_new_parts(cfg, 0);
+	w->w_config = cfg;
+	w->w_conf = conf_mark(w->w_cfg);
 	return w;
 }
 
@@ -655,19 +692,121 @@ invdb_discard(struct invdb *w)
 /* ------------------------------------------------------------------ */
 /* Building from the store.                                            */
 
+/*
+ * The tables are built from an inventory made in memory the way the
+ * roles made theirs at start (inv_rebuild(): about a second for a
+ * million events), its rows written in the order of each table's key,
+ * the indexes made after them: fed one event at a time through
+ * invdb_add(), the three indexes' pages were inserted into at random and
+ * a million events took minutes.
+ */
+struct build_node {
+	uint8_t	 bn_id[EVENT_ID_LEN];
+	uint8_t	 bn_author[PUBKEY_LEN];
+	uint32_t bn_root; /* inv_roots.num */
+	uint8_t	 bn_depth;
+	uint8_t	 bn_has_author;
+};
+
+struct build_addr {
+	char	*ba_addr;
+	uint32_t ba_root;
+	uint8_t	 ba_depth;
+};
+
 struct build {
-	struct invdb *b_w;
-	int	      b_failed;
+	struct invdb	  *b_w;
+	struct build_node *b_nodes;
+	size_t		   b_nnodes, b_capnodes;
+	struct build_addr *b_addrs;
+	size_t		   b_naddrs, b_capaddrs;
+	int		   b_failed;
 };
 
 static void
-build_take(void *arg, int64_t seq, const struct event *ev)
+build_root(void *arg, const struct inv_root *rt)
 {
+	static const char sql[] =
+	    "INSERT INTO inv_roots (num, id, author, kind, coord, deleted,"
+	    " ndesc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 	struct build *b = arg;
+	sqlite3_stmt *st;
 
-	(void)seq;
-	if (!b->b_failed && invdb_add(b->b_w, ev) == -1)
+	if (b->b_failed)
+		return;
+	if ((st = store_cached(b->b_w->w_store, sql)) == NULL ||
+	    sqlite3_bind_int64(st, 1, (int64_t)rt->rt_num + 1) != SQLITE_OK ||
+	    sqlite3_bind_blob(st, 2, rt->rt_id, EVENT_ID_LEN, SQLITE_STATIC) !=
+		SQLITE_OK ||
+	    sqlite3_bind_blob(st, 3, rt->rt_author, PUBKEY_LEN,
+		SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 4, rt->rt_kind) != SQLITE_OK ||
+	    sqlite3_bind_text(st, 5, rt->rt_coord, -1, SQLITE_STATIC) !=
+		SQLITE_OK ||
+	    sqlite3_bind_int(st, 6, rt->rt_deleted) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 7, rt->rt_ndesc) != SQLITE_OK ||
+	    wdone(b->b_w, st) == -1)
 		b->b_failed = 1;
+}
+
+static void
+build_node(void *arg, const uint8_t id[EVENT_ID_LEN], uint32_t root,
+    unsigned depth, const uint8_t *author)
+{
+	struct build	  *b = arg;
+	struct build_node *n;
+
+	if (b->b_nnodes == b->b_capnodes) {
+		b->b_capnodes = b->b_capnodes ? b->b_capnodes * 2 : 1024;
+		b->b_nodes = xreallocarray(b->b_nodes, b->b_capnodes,
+		    sizeof(*b->b_nodes));
+	}
+	n = &b->b_nodes[b->b_nnodes++];
+	memcpy(n->bn_id, id, EVENT_ID_LEN);
+	n->bn_root = root + 1;
+	n->bn_depth = (uint8_t)depth;
+	n->bn_has_author = author != NULL;
+	if (author != NULL)
+		memcpy(n->bn_author, author, PUBKEY_LEN);
+}
+
+static void
+build_addr(void *arg, const char *addr, uint32_t root, unsigned depth)
+{
+	struct build	  *b = arg;
+	struct build_addr *a;
+
+	if (b->b_naddrs == b->b_capaddrs) {
+		b->b_capaddrs = b->b_capaddrs ? b->b_capaddrs * 2 : 64;
+		b->b_addrs = xreallocarray(b->b_addrs, b->b_capaddrs,
+		    sizeof(*b->b_addrs));
+	}
+	a = &b->b_addrs[b->b_naddrs++];
+	a->ba_addr = xstrdup(addr);
+	a->ba_root = root + 1;
+	a->ba_depth = (uint8_t)depth;
+}
+
+static int
+node_cmp(const void *x, const void *y)
+{
+	const struct build_node *a = x, *b = y;
+	int			 c = memcmp(a->bn_id, b->bn_id, EVENT_ID_LEN);
+
+	if (c != 0)
+		return c;
+	return (a->bn_root > b->bn_root) - (a->bn_root < b->bn_root);
+}
+
+static int
+addr_cmp(const void *x, const void *y)
+{
+	const struct build_addr *a = x, *b = y;
+	int			 c = strcmp(a->ba_addr, b->ba_addr);
+
+	if (c != 0)
+		return c;
+	return (a->ba_root > b->ba_root) - (a->ba_root < b->ba_root);
 }
 
 /* Sets the page cache to kib KiB, giving back what it no longer needs. */
@@ -685,12 +824,150 @@ set_cache(struct invdb *w, int kib)
 	return 0;
 }
 
+/* Writes iv's repositories. */
+static int
+build_repos(struct invdb *w, const struct inventory *iv)
+{
+	struct inv_repo *r;
+	struct buf	 rl = BUF_INIT;
+	sqlite3_stmt	*st;
+	size_t		 it, i;
+	int		 rc = 0;
+
+	for (it = 0; rc == 0 && (r = inv_repo_next(iv, &it)) != NULL;) {
+		buf_reset(&rl);
+		for (i = 0; i < r->ir_nrelays; i++)
+			buf_printf(&rl, "%s%s", i ? "\n" : "", r->ir_relays[i]);
+		if ((st = wstmt(w, W_REPO_PUT)) == NULL ||
+		    sqlite3_bind_text(st, 1, r->ir_coord, -1, SQLITE_STATIC) !=
+			SQLITE_OK ||
+		    sqlite3_bind_blob(st, 2, r->ir_owner, PUBKEY_LEN,
+			SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_bind_text(st, 3, r->ir_d, -1, SQLITE_STATIC) !=
+			SQLITE_OK ||
+		    sqlite3_bind_int64(st, 4, r->ir_created_at) != SQLITE_OK ||
+		    sqlite3_bind_int(st, 5, r->ir_level) != SQLITE_OK ||
+		    sqlite3_bind_text(st, 6, rl.b_len ? rl.b_data : "",
+			(int)rl.b_len, SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_bind_int64(st, 7, (int64_t)r->ir_refused) !=
+			SQLITE_OK ||
+		    sqlite3_bind_blob(st, 8,
+			r->ir_nmaint ? (const void *)r->ir_maint : "",
+			(int)(r->ir_nmaint * PUBKEY_LEN),
+			SQLITE_STATIC) != SQLITE_OK ||
+		    wdone(w, st) == -1)
+			rc = -1;
+	}
+	buf_free(&rl);
+	return rc;
+}
+
+/* Writes the collected node and address rows in key order. */
+static int
+build_rows(struct build *b)
+{
+	static const char nsql[] =
+	    "INSERT INTO inv_nodes (id, root, depth, author)"
+	    " VALUES (?1, ?2, ?3, ?4)";
+	static const char asql[] =
+	    "INSERT INTO inv_addrs (addr, root, depth) VALUES (?1, ?2, ?3)";
+	struct store *s = b->b_w->w_store;
+	sqlite3_stmt *st;
+	size_t	      i;
+
+	/* qsort() of NULL is undefined even for no element (an empty
+	 * store): UBSan stops relayd there. */
+	if (b->b_nnodes > 0)
+		qsort(b->b_nodes, b->b_nnodes, sizeof(*b->b_nodes), node_cmp);
+	if (b->b_naddrs > 0)
+		qsort(b->b_addrs, b->b_naddrs, sizeof(*b->b_addrs), addr_cmp);
+	for (i = 0; i < b->b_nnodes; i++) {
+		const struct build_node *n = &b->b_nodes[i];
+
+		if ((st = store_cached(s, nsql)) == NULL ||
+		    sqlite3_bind_blob(st, 1, n->bn_id, EVENT_ID_LEN,
+			SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_bind_int64(st, 2, n->bn_root) != SQLITE_OK ||
+		    sqlite3_bind_int(st, 3, n->bn_depth) != SQLITE_OK ||
+		    (n->bn_has_author &&
+			sqlite3_bind_blob(st, 4, n->bn_author, PUBKEY_LEN,
+			    SQLITE_STATIC) != SQLITE_OK) ||
+		    wdone(b->b_w, st) == -1)
+			return -1;
+		if ((i & 1023) == 0)
+			ready_progress();
+	}
+	for (i = 0; i < b->b_naddrs; i++) {
+		const struct build_addr *a = &b->b_addrs[i];
+
+		if ((st = store_cached(s, asql)) == NULL ||
+		    sqlite3_bind_text(st, 1, a->ba_addr, -1, SQLITE_STATIC) !=
+			SQLITE_OK ||
+		    sqlite3_bind_int64(st, 2, a->ba_root) != SQLITE_OK ||
+		    sqlite3_bind_int(st, 3, a->ba_depth) != SQLITE_OK ||
+		    wdone(b->b_w, st) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The tables' secondary indexes, dropped for the build and made again
+ * after it from their own SQL (sqlite_master), so that they are defined
+ * once, in the schema (db.c).
+ */
+static int
+indexes(struct invdb *w, struct buf *saved, int drop)
+{
+	static const char sql[] =
+	    "SELECT name, sql FROM sqlite_master WHERE type = 'index'"
+	    " AND tbl_name IN ('inv_nodes', 'inv_addrs') AND sql IS NOT NULL";
+	sqlite3_stmt *st;
+	char	     *p, *next, buf[128], name[64];
+	int	      rc;
+
+	if (!drop) {
+		for (p = saved->b_data; p != NULL && *p != '\0'; p = next) {
+			if ((next = strchr(p, '\n')) != NULL)
+				*next++ = '\0';
+			if (sqlite3_exec(w->w_db, p, NULL, NULL, NULL) !=
+			    SQLITE_OK)
+				return werr(w, "make index");
+		}
+		return 0;
+	}
+	buf_reset(saved);
+	if (sqlite3_prepare_v2(w->w_db, sql, -1, &st, NULL) != SQLITE_OK)
+		return werr(w, "indexes");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		buf_printf(saved, "%s\n", sqlite3_column_text(st, 1));
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return werr(w, "indexes");
+	/* The names, to drop them: "CREATE INDEX name ON ...". */
+	for (p = saved->b_data; p != NULL && *p != '\0';) {
+		if (sscanf(p, "CREATE INDEX %63s", name) != 1)
+			return werr(w, "index sql");
+		snprintf(buf, sizeof(buf), "DROP INDEX %s", name);
+		if (sqlite3_exec(w->w_db, buf, NULL, NULL, NULL) != SQLITE_OK)
+			return werr(w, "drop index");
+		if ((p = strchr(p, '\n')) != NULL)
+			p++;
+	}
+	return 0;
+}
+
 int
 invdb_build(struct invdb *w)
 {
-	struct build b = { w, 0 };
-	int64_t	     last;
-	int	     n;
+	const struct inv_rows cb = { build_root, build_node, build_addr };
+	struct build	      b = { .b_w = w };
+	struct inventory     *iv = NULL;
+	struct buf	      saved = BUF_INIT;
+	int64_t		      last;
+	int		      n = -1;
+	size_t		      i;
+	char		      sql[80];
 
 	if (set_cache(w, INVDB_BUILD_CACHE_KIB) == -1 ||
 	    store_begin(w->w_store) == -1)
@@ -702,26 +979,44 @@ invdb_build(struct invdb *w)
 		werr(w, "empty");
 		goto fail;
 	}
+	iv = inv_new(w->w_config);
 	if (store_last_seq(w->w_store, &last) == -1 ||
-	    (n = feed_scan_tags(w->w_store, 0, last, build_take, &b, NULL)) ==
-		-1 ||
-	    b.b_failed)
+	    (n = inv_rebuild(iv, w->w_store, last)) == -1)
+		goto fail;
+	if (build_repos(w, iv) == -1)
+		goto fail;
+	inv_each_row(iv, &cb, &b);
+	inv_free(iv);
+	iv = NULL;
+	if (b.b_failed || indexes(w, &saved, 1) == -1 || build_rows(&b) == -1 ||
+	    indexes(w, &saved, 0) == -1)
 		goto fail;
 	w->w_changed = 1;
+	snprintf(sql, sizeof(sql),
+	    "UPDATE inv_state SET built = %lld WHERE id = 1",
+	    (long long)w->w_conf);
 	if (invdb_flush(w) == -1 ||
-	    sqlite3_exec(w->w_db, "UPDATE inv_state SET built = 1 WHERE id = 1",
-		NULL, NULL, NULL) != SQLITE_OK) {
+	    sqlite3_exec(w->w_db, sql, NULL, NULL, NULL) != SQLITE_OK) {
 		werr(w, "built");
 		goto fail;
 	}
 	if (store_commit(w->w_store) == -1)
 		goto fail;
-	return set_cache(w, DB_CACHE_KIB) == -1 ? -1 : n;
+	goto done;
 fail:
+	n = -1;
 	store_rollback(w->w_store);
 	invdb_discard(w);
-	set_cache(w, DB_CACHE_KIB);
-	return -1;
+done:
+	inv_free(iv);
+	for (i = 0; i < b.b_naddrs; i++)
+		free(b.b_addrs[i].ba_addr);
+	free(b.b_addrs);
+	free(b.b_nodes);
+	buf_free(&saved);
+	if (set_cache(w, DB_CACHE_KIB) == -1)
+		n = -1;
+	return n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -760,6 +1055,17 @@ invdb_built(struct store *s)
 	    -1)
 		return -1;
 	return built != 0;
+}
+
+int
+invdb_built_for(struct invdb *w)
+{
+	int64_t built;
+
+	if (read_int(w->w_store, "SELECT built FROM inv_state WHERE id = 1",
+		&built) == -1)
+		return -1;
+	return built == w->w_conf;
 }
 
 int
@@ -968,10 +1274,16 @@ invdb_thread(struct store *s, int64_t num,
 int
 invdb_count_roots(struct store *s, size_t bykind[3], size_t *unlinked)
 {
+	/* One pass, no GROUP BY: its sorter held every root's row, memory
+	 * the role's malloc kept (1.8 MB of syncd's at 15,000 roots).
+	 * 1617 and 1618 are KIND_PATCH and KIND_PR. */
 	static const char sql[] =
-	    "SELECT r.kind, p.coord IS NOT NULL, count(*) FROM inv_roots r"
-	    " LEFT JOIN inv_repos p ON p.coord = r.coord"
-	    " WHERE r.deleted = 0 GROUP BY 1, 2";
+	    "SELECT total(p.coord IS NULL),"
+	    " total(p.coord IS NOT NULL AND r.kind = 1617),"
+	    " total(p.coord IS NOT NULL AND r.kind = 1618),"
+	    " total(p.coord IS NOT NULL AND r.kind NOT IN (1617, 1618))"
+	    " FROM inv_roots r LEFT JOIN inv_repos p ON p.coord = r.coord"
+	    " WHERE r.deleted = 0";
 	sqlite3_stmt *st;
 	int	      rc;
 
@@ -979,16 +1291,12 @@ invdb_count_roots(struct store *s, size_t bykind[3], size_t *unlinked)
 	*unlinked = 0;
 	if ((st = store_cached(s, sql)) == NULL)
 		return -1;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t kind = sqlite3_column_int64(st, 0);
-		size_t	n = (size_t)sqlite3_column_int64(st, 2);
-
-		if (!sqlite3_column_int(st, 1))
-			*unlinked += n;
-		else
-			bykind[kind == KIND_PATCH ? 0 :
-				kind == KIND_PR	  ? 1 :
-						    2] += n;
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*unlinked = (size_t)sqlite3_column_int64(st, 0);
+		bykind[0] = (size_t)sqlite3_column_int64(st, 1);
+		bykind[1] = (size_t)sqlite3_column_int64(st, 2);
+		bykind[2] = (size_t)sqlite3_column_int64(st, 3);
+		rc = sqlite3_step(st);
 	}
 	sqlite3_reset(st);
 	return rc == SQLITE_DONE ? 0 : rerr(s, "count roots");

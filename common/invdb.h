@@ -100,8 +100,16 @@ void invdb_discard(struct invdb *);
 int invdb_built(struct store *);
 
 /*
+ * 1 if the tables were built with the configuration of this writer's
+ * (our own relay keys, NGIT_SYNC_ALLOW_PRIVATE_TARGETS: what a
+ * repository's relays depend on), 0 if not: unbuilt, or built by
+ * another instance (a copied database) or under another NGIT_DOMAIN.
+ */
+int invdb_built_for(struct invdb *);
+
+/*
  * Empties the tables and feeds every stored event in seq order, then
- * marks them built, in one transaction of the writer's store (not in a
+ * marks them built with this writer's configuration, in one transaction of the writer's store (not in a
  * transaction).  Returns the number of events fed.
  */
 int invdb_build(struct invdb *);

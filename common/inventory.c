@@ -1449,3 +1449,33 @@ inv_eligible_each(const struct inventory *iv,
 	hmap_free(&set);
 	return n;
 }
+
+void
+inv_each_row(const struct inventory *iv, const struct inv_rows *cb, void *arg)
+{
+	const struct inv_root *rt;
+	const struct inv_node *nd;
+	size_t		       it, i;
+
+	if (!(iv->iv_parts & INV_AUTHORS))
+		fatalx("inv_each_row: an inventory without participants");
+	for (it = 0; (rt = inv_root_next(iv, &it)) != NULL;) {
+		cb->ir_root(arg, rt);
+		nd = id_node_h(iv, rt->rt_id, hmap_hash(rt->rt_id, 32));
+		cb->ir_node(arg, rt->rt_id, rt->rt_num, nd ? nd->nd_depth : 0,
+		    rt->rt_author);
+		for (i = 0; i < rt->rt_ndesc; i++) {
+			nd = node_at(iv, rt->rt_desc[i]);
+			cb->ir_node(arg, nd->nd_id, rt->rt_num, nd->nd_depth,
+			    nd->nd_author ?
+				author_at(iv, nd->nd_author - 1)->au_pubkey :
+				NULL);
+		}
+		for (i = 0; i < rt->rt_naddrs; i++) {
+			nd = hmap_get(&iv->iv_addrs, rt->rt_addrs[i],
+			    strlen(rt->rt_addrs[i]));
+			cb->ir_addr(arg, rt->rt_addrs[i], rt->rt_num,
+			    nd ? nd->nd_depth : 0);
+		}
+	}
+}

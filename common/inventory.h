@@ -217,6 +217,24 @@ size_t inv_eligible_each(const struct inventory *,
     void (*cb)(void *arg, const uint8_t pubkey[PUBKEY_LEN]), void *arg);
 
 /*
+ * The inventory as rows of invdb.h's tables, for building them in one
+ * pass (invdb_build()): root for every root in arrival order (its row
+ * number there is rt_num plus one); node for every id and root it
+ * descends from, a root's own id (depth 0) included, with the node's
+ * depth and the event's author (NULL once the author deleted it; a
+ * root's own author for its own node); addr for every descendant address
+ * and root with the address's depth.  Needs INV_AUTHORS.
+ */
+struct inv_rows {
+	void (*ir_root)(void *arg, const struct inv_root *rt);
+	void (*ir_node)(void *arg, const uint8_t id[EVENT_ID_LEN],
+	    uint32_t root, unsigned depth, const uint8_t *author);
+	void (*ir_addr)(void *arg, const char *addr, uint32_t root,
+	    unsigned depth);
+};
+void inv_each_row(const struct inventory *, const struct inv_rows *, void *arg);
+
+/*
  * Adds the relay part of an announcement's "relays" values and http(s)
  * "clone" URLs to out (canonical keys, deduplicated, hygiene-checked,
  * ourselves excluded).  If refused is not NULL, *refused is set to the

@@ -1,8 +1,13 @@
 /*
  * historyd.c: main of historyd, the GRASP-03 history-only mailbox probe
- * role (see historyd.h).  It rebuilds the repository inventory and every
- * stored kind 10002 from the database, then follows the accepted feed.
- * Whenever either changed, the desired probe relays are derived again:
+ * role (see historyd.h).  It rebuilds every stored kind 10002 from the
+ * database, then follows the accepted feed; the repository inventory it
+ * reads from the tables relayd keeps (invdb.h), and the eligible authors
+ * from theirs (eligible.h), and holds no copy.  Whenever the lists, the
+ * fallback marks or the tables' generation changed, the desired probe
+ * relays are derived again, from one read transaction, looking up only
+ * the authors with a relay list or a fallback mark (an author with
+ * neither adds nothing) and reading each thread once:
  *   - each participant of an accepted root of a Full repository (its
  *     author or the author of a descendant) has its history mailboxes
  *     probed (RELAYLIST_HISTORY: at most four, write/unmarked first) for
@@ -27,16 +32,20 @@
  *
  * The fallback marks are read from the database at init, before the
  * first reconciliation, and again on any maintenance pass that finds
- * their generation moved.
+ * their generation moved; so is the tables' generation (invdb.h), read
+ * on every maintenance pass rather than per accepted event, so that a
+ * change relayd made without a notice (its first build of the tables)
+ * is seen too.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "eligible.h"
 #include "event.h"
 #include "historyd.h"
-#include "inventory.h"
+#include "invdb.h"
 #include "log.h"
 #include "mem.h"
 #include "plusmark.h"
@@ -66,8 +75,7 @@ struct histd {
 	struct role_ctx	      *hd_ctx;
 	int		       hd_enabled;
 	int		       hd_public;
-	struct inventory      *hd_inv;
-	uint64_t	       hd_inv_gen;
+	int64_t		       hd_inv_gen; /* invdb generation reconciled */
 	int		       hd_dirty;
 	struct hmap	       hd_lists; /* pubkey -> struct hist_list */
 	unsigned	       hd_urlflags;
@@ -136,7 +144,8 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	take_event(arg, ev);
 }
 
-/* The stored kinds take_event() reads at start; inv_rebuild() the rest. */
+/* The stored kinds take_event() reads at start; the rest is in the
+ * inventory's tables (invdb.h) and the eligible authors' (eligible.h). */
 static const uint32_t take_kinds[] = { KIND_RELAY_LIST, KIND_DELETION };
 
 /* ------------------------------------------------------------------ */
@@ -178,57 +187,143 @@ set_add_id(struct hmap *set, const uint8_t id[EVENT_ID_LEN])
 	set_add(set, hex);
 }
 
+/* GRASP-03: a root of an accepted Full repository, not deleted. */
 static int
-root_live(const struct inv_root *rt)
+root_live(const struct invdb_root *rt)
 {
-	return !rt->rt_deleted && rt->rt_repo != NULL &&
-	    rt->rt_repo->ir_level == INV_FULL;
+	return !rt->rt_deleted && rt->rt_level == INV_FULL;
 }
 
 /*
- * A participant's scope for root rt: its id, descendant ids and
- * descendant addresses.  The repository coordinate is an owner's or
- * maintainer's scope (scope_add_repo(), public instances only).
+ * A live root some scopes take part in, and those scopes: its thread is
+ * read once per reconciliation (thread_read()), for all of them.
+ */
+struct hist_root {
+	int64_t		    ro_num;
+	struct hist_scope **ro_scopes;
+	size_t		    ro_n, ro_cap;
+};
+
+/*
+ * A participant's scope for root rt: its id now, its descendant ids and
+ * descendant addresses when the thread is read (roots: num -> struct
+ * hist_root).  The repository coordinate is an owner's or maintainer's
+ * scope (scope_add_repo(), public instances only).
  */
 static void
-scope_add_thread(const struct inventory *iv, struct hist_scope *sc,
-    const struct inv_root *rt)
+scope_add_thread(struct hmap *roots, struct hist_scope *sc,
+    const struct invdb_root *rt)
 {
-	size_t i;
+	struct hist_root *ro;
+	size_t		  i;
 
 	set_add_id(&sc->sc_ids, rt->rt_id);
 	hmap_put(&sc->sc_threads, rt->rt_id, 32, (void *)1);
-	for (i = 0; i < rt->rt_ndesc; i++)
-		set_add_id(&sc->sc_ids, inv_desc_id(iv, rt, i));
-	for (i = 0; i < rt->rt_naddrs; i++)
-		set_add(&sc->sc_addrs, rt->rt_addrs[i]);
-}
-
-/* An owner's or maintainer's scope: the repository and its roots. */
-static void
-scope_add_repo(struct hist_scope *sc, const struct inv_repo *r)
-{
-	size_t i;
-
-	set_add(&sc->sc_addrs, r->ir_coord);
-	hmap_put(&sc->sc_threads, r->ir_coord, strlen(r->ir_coord), (void *)1);
-	for (i = 0; i < r->ir_nroots; i++)
-		if (!r->ir_roots[i]->rt_deleted) {
-			set_add_id(&sc->sc_ids, r->ir_roots[i]->rt_id);
-			hmap_put(&sc->sc_threads, r->ir_roots[i]->rt_id, 32,
-			    (void *)1);
-		}
+	if ((ro = hmap_get(roots, &rt->rt_num, sizeof(rt->rt_num))) == NULL) {
+		if ((ro = calloc(1, sizeof(*ro))) == NULL)
+			fatal("scope_add_thread");
+		ro->ro_num = rt->rt_num;
+		hmap_put(roots, &ro->ro_num, sizeof(ro->ro_num), ro);
+	}
+	for (i = 0; i < ro->ro_n; i++)
+		if (ro->ro_scopes[i] == sc)
+			return;
+	if (ro->ro_n == ro->ro_cap)
+		ro->ro_scopes = xreallocarray(ro->ro_scopes,
+		    ro->ro_cap = ro->ro_cap ? 2 * ro->ro_cap : 4,
+		    sizeof(*ro->ro_scopes));
+	ro->ro_scopes[ro->ro_n++] = sc;
 }
 
 static void
-participant(struct histd *hd, struct hmap *scopes, const struct inv_author *au)
+thread_id(void *arg, const uint8_t id[EVENT_ID_LEN])
 {
-	const struct hist_list *l = hmap_get(&hd->hd_lists, au->au_pubkey, 32);
+	const struct hist_root *ro = arg;
+	char			hex[2 * EVENT_ID_LEN + 1];
+	size_t			i;
+
+	hex_encode(id, EVENT_ID_LEN, hex);
+	for (i = 0; i < ro->ro_n; i++)
+		set_add(&ro->ro_scopes[i]->sc_ids, hex);
+}
+
+static void
+thread_addr(void *arg, const char *addr)
+{
+	const struct hist_root *ro = arg;
+	size_t			i;
+
+	for (i = 0; i < ro->ro_n; i++)
+		set_add(&ro->ro_scopes[i]->sc_addrs, addr);
+}
+
+/*
+ * Reads the thread of every root in roots once into each of its scopes
+ * (st not NULL), and frees roots.  Returns -1 on a database error.
+ */
+static int
+threads_read(struct store *st, struct hmap *roots)
+{
+	struct hist_root *ro;
+	size_t		  it;
+	void		 *v;
+	int		  rc = 0;
+
+	for (it = 0; hmap_next(roots, &it, NULL, NULL, &v);) {
+		ro = v;
+		if (st != NULL && rc == 0 &&
+		    invdb_thread(st, ro->ro_num, thread_id, thread_addr, ro) ==
+			-1)
+			rc = -1;
+		free(ro->ro_scopes);
+		free(ro);
+	}
+	hmap_free(roots);
+	return rc;
+}
+
+/* The roots of one author as invdb_author_roots() gives them. */
+struct hist_roots {
+	struct invdb_root *v;
+	size_t		   n, cap;
+};
+
+static void
+root_take(void *arg, const struct invdb_root *rt)
+{
+	struct hist_roots *a = arg;
+
+	if (a->n == a->cap)
+		a->v = xreallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 16,
+		    sizeof(*a->v));
+	a->v[a->n] = *rt;
+	/* Not kept past the call, and not needed. */
+	a->v[a->n].rt_coord = NULL;
+	a->n++;
+}
+
+/*
+ * The scopes author pk's participation gives: its history mailboxes for
+ * the live roots it takes part in, or, without a list but with a
+ * fallback mark, the fallback relays for those it did not start.  An
+ * author with neither adds nothing.  Returns -1 on a database error.
+ */
+static int
+participant(struct histd *hd, struct store *st, struct hmap *scopes,
+    struct hmap *roots, const uint8_t pk[PUBKEY_LEN], struct hist_roots *rs)
+{
+	const struct hist_list *l = hmap_get(&hd->hd_lists, pk, 32);
 	const char	       *key;
 	size_t			i, j;
 
-	for (i = 0; i < au->au_nroots; i++) {
-		const struct inv_root *rt = au->au_roots[i];
+	if (l == NULL &&
+	    (hd->hd_nfallback == 0 || hmap_get(&hd->hd_marks, pk, 32) == NULL))
+		return 0;
+	rs->n = 0;
+	if (invdb_author_roots(st, pk, root_take, rs) == -1)
+		return -1;
+	for (i = 0; i < rs->n; i++) {
+		const struct invdb_root *rt = &rs->v[i];
 
 		if (!root_live(rt))
 			continue;
@@ -236,25 +331,112 @@ participant(struct histd *hd, struct hmap *scopes, const struct inv_author *au)
 			for (j = 0; (key = relaylist_get(&l->hl_list,
 					 RELAYLIST_HISTORY, j)) != NULL;
 			     j++)
-				scope_add_thread(hd->hd_inv,
+				scope_add_thread(roots,
 				    scope_get(scopes, key, HIST_P_PARTICIPANT,
 					0),
 				    rt);
-		else if (memcmp(rt->rt_author, au->au_pubkey, 32) != 0 &&
-		    hmap_get(&hd->hd_marks, au->au_pubkey, 32) != NULL)
+		else if (memcmp(rt->rt_author, pk, 32) != 0)
 			/* A root author's fallback is syncd's ordinary
 			 * coverage; here only non-root participants. */
 			for (j = 0; j < hd->hd_nfallback; j++)
-				scope_add_thread(hd->hd_inv,
+				scope_add_thread(roots,
 				    scope_get(scopes, hd->hd_fallback[j],
 					HIST_P_FALLBACK, 1),
 				    rt);
+	}
+	return 0;
+}
+
+/* A repository one of whose owner and maintainers has a relay list. */
+struct hist_repo {
+	char   *rp_coord;
+	uint8_t rp_owner[PUBKEY_LEN];
+	uint8_t (*rp_maint)[PUBKEY_LEN];
+	size_t rp_nmaint;
+	/* Its live roots' ids, filled by repo_root(). */
+	uint8_t (*rp_roots)[EVENT_ID_LEN];
+	size_t rp_nroots;
+};
+
+struct hist_repos {
+	const struct histd *hd;
+	struct hist_repo   *v;
+	size_t		    n, cap;
+};
+
+static void
+repo_take(void *arg, const struct invdb_repo *r)
+{
+	struct hist_repos *a = arg;
+	struct hist_repo  *rp;
+	size_t		   i;
+	int		   listed;
+
+	listed = hmap_get(&a->hd->hd_lists, r->ir_owner, 32) != NULL;
+	for (i = 0; i < r->ir_nmaint && !listed; i++)
+		listed = hmap_get(&a->hd->hd_lists, r->ir_maint[i], 32) != NULL;
+	if (!listed || r->ir_level != INV_FULL)
+		return;
+	if (a->n == a->cap)
+		a->v = xreallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 16,
+		    sizeof(*a->v));
+	rp = &a->v[a->n++];
+	memset(rp, 0, sizeof(*rp));
+	rp->rp_coord = xstrdup(r->ir_coord);
+	memcpy(rp->rp_owner, r->ir_owner, PUBKEY_LEN);
+	if (r->ir_nmaint > 0) {
+		if ((rp->rp_maint = calloc(r->ir_nmaint, PUBKEY_LEN)) == NULL)
+			fatal("repo_take");
+		memcpy(rp->rp_maint, r->ir_maint, r->ir_nmaint * PUBKEY_LEN);
+		rp->rp_nmaint = r->ir_nmaint;
+	}
+}
+
+static void
+repo_root(void *arg, const struct invdb_root *rt)
+{
+	struct hist_repo *rp = arg;
+
+	if (rt->rt_deleted)
+		return;
+	rp->rp_roots =
+	    xreallocarray(rp->rp_roots, rp->rp_nroots + 1, EVENT_ID_LEN);
+	memcpy(rp->rp_roots[rp->rp_nroots++], rt->rt_id, EVENT_ID_LEN);
+}
+
+static void
+repos_free(struct hist_repos *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++) {
+		free(a->v[i].rp_coord);
+		free(a->v[i].rp_maint);
+		free(a->v[i].rp_roots);
+	}
+	free(a->v);
+	a->v = NULL;
+	a->n = a->cap = 0;
+}
+
+/* An owner's or maintainer's scope: the repository and its roots. */
+static void
+scope_add_repo(struct hist_scope *sc, const struct hist_repo *rp)
+{
+	size_t i;
+
+	set_add(&sc->sc_addrs, rp->rp_coord);
+	hmap_put(&sc->sc_threads, rp->rp_coord, strlen(rp->rp_coord),
+	    (void *)1);
+	for (i = 0; i < rp->rp_nroots; i++) {
+		set_add_id(&sc->sc_ids, rp->rp_roots[i]);
+		hmap_put(&sc->sc_threads, rp->rp_roots[i], 32, (void *)1);
 	}
 }
 
 static void
 repo_member(struct histd *hd, struct hmap *scopes, const uint8_t pk[PUBKEY_LEN],
-    const struct inv_repo *r)
+    const struct hist_repo *rp)
 {
 	const struct hist_list *l = hmap_get(&hd->hd_lists, pk, 32);
 	const char	       *key;
@@ -265,7 +447,36 @@ repo_member(struct histd *hd, struct hmap *scopes, const uint8_t pk[PUBKEY_LEN],
 	for (j = 0; (key = relaylist_get(&l->hl_list, RELAYLIST_REPO_INBOX,
 			 j)) != NULL;
 	     j++)
-		scope_add_repo(scope_get(scopes, key, HIST_P_REPOSITORY, 0), r);
+		scope_add_repo(scope_get(scopes, key, HIST_P_REPOSITORY, 0),
+		    rp);
+}
+
+/*
+ * On a public instance, the scopes of the owners and maintainers of
+ * every Full repository.  Returns -1 on a database error.
+ */
+static int
+repo_members(struct histd *hd, struct store *st, struct hmap *scopes)
+{
+	struct hist_repos repos = { hd, NULL, 0, 0 };
+	size_t		  i, j;
+	int		  rc = -1;
+
+	if (invdb_repos(st, repo_take, &repos) == -1)
+		goto done;
+	for (i = 0; i < repos.n; i++) {
+		struct hist_repo *rp = &repos.v[i];
+
+		if (invdb_repo_roots(st, rp->rp_coord, repo_root, rp) == -1)
+			goto done;
+		repo_member(hd, scopes, rp->rp_owner, rp);
+		for (j = 0; j < rp->rp_nmaint; j++)
+			repo_member(hd, scopes, rp->rp_maint[j], rp);
+	}
+	rc = 0;
+done:
+	repos_free(&repos);
+	return rc;
 }
 
 static size_t
@@ -362,28 +573,84 @@ count_eligible(void *arg, const uint8_t pk[PUBKEY_LEN])
 }
 
 static void
+scopes_free(struct hmap *scopes)
+{
+	size_t it;
+	void  *v;
+
+	for (it = 0; hmap_next(scopes, &it, NULL, NULL, &v);)
+		scope_free(v);
+	hmap_free(scopes);
+}
+
+/*
+ * The scopes of every desired relay, from the tables in the caller's
+ * read transaction: only the authors that can have one are looked up
+ * (those with a relay list, and those with a fallback mark), then every
+ * thread they need is read once.  Returns -1 on a database error.
+ */
+static int
+scopes_read(struct histd *hd, struct store *st, struct hmap *scopes)
+{
+	struct hmap	  roots = HMAP_INIT;
+	struct hist_roots rs = { NULL, 0, 0 };
+	const void	 *k;
+	size_t		  it, n = 0;
+	int		  rc = -1;
+
+	if (invdb_generation(st, &hd->hd_inv_gen) == -1)
+		goto done;
+	for (it = 0; hmap_next(&hd->hd_lists, &it, &k, NULL, NULL);)
+		if (participant(hd, st, scopes, &roots, k, &rs) == -1)
+			goto done;
+	for (it = 0; hmap_next(&hd->hd_marks, &it, &k, NULL, NULL);)
+		if (hmap_get(&hd->hd_lists, k, 32) == NULL &&
+		    participant(hd, st, scopes, &roots, k, &rs) == -1)
+			goto done;
+	if (threads_read(st, &roots) == -1)
+		goto done;
+	if (hd->hd_public && repo_members(hd, st, scopes) == -1)
+		goto done;
+	/* relayd keeps the eligible authors too (eligible.h). */
+	if (eligible_each(store_sqlite(st), count_eligible, &n, NULL) == -1)
+		goto done;
+	hd->hd_neligible = n;
+	rc = 0;
+done:
+	threads_read(NULL, &roots);
+	free(rs.v);
+	return rc;
+}
+
+/*
+ * Derives the desired probe relays and their scopes again, from one
+ * snapshot of the tables (one read transaction on the read-only
+ * connection).  On a database error nothing changes and the next
+ * maintenance pass tries again.
+ */
+static void
 reconcile(struct histd *hd)
 {
-	struct hmap	    scopes = { 0 };
-	struct inv_author  *au;
-	struct inv_repo	   *r;
+	struct store	   *st = hd->hd_ctx->r_store;
+	struct hmap	    scopes = HMAP_INIT;
 	struct hist_relay  *hr;
 	struct conn_filters f;
 	const void	   *k;
-	size_t		    it, i, n = 0, klen;
+	size_t		    it, klen;
 	void		   *v;
+	int		    opened, rc = -1;
 
 	hd->hd_reconciles++;
-	for (it = 0; (au = inv_author_next(hd->hd_inv, &it)) != NULL;)
-		participant(hd, &scopes, au);
-	if (hd->hd_public)
-		for (it = 0; (r = inv_repo_next(hd->hd_inv, &it)) != NULL;) {
-			if (r->ir_level != INV_FULL)
-				continue;
-			repo_member(hd, &scopes, r->ir_owner, r);
-			for (i = 0; i < r->ir_nmaint; i++)
-				repo_member(hd, &scopes, r->ir_maint[i], r);
-		}
+	if ((opened = invdb_read_begin(st)) != -1) {
+		rc = scopes_read(hd, st, &scopes);
+		invdb_read_end(st, opened);
+	}
+	if (rc == -1) {
+		log_warnx("inventory not read; trying again");
+		scopes_free(&scopes);
+		hd->hd_inv_gen = -1;
+		return;
+	}
 	hist_sched_unmark(&hd->hd_sched);
 	for (it = 0; hmap_next(&scopes, &it, &k, &klen, &v);) {
 		struct hist_scope *sc = v;
@@ -403,9 +670,6 @@ reconcile(struct histd *hd)
 	}
 	hmap_free(&scopes);
 	hist_sched_sweep(&hd->hd_sched);
-	inv_eligible_each(hd->hd_inv, count_eligible, &n);
-	hd->hd_neligible = n;
-	hd->hd_inv_gen = hd->hd_inv->iv_generation;
 	hd->hd_dirty = 0;
 }
 
@@ -493,10 +757,16 @@ pass_cb(lws_sorted_usec_list_t *sul)
 {
 	struct histd *hd = &histd;
 	double	      secs = cfg_period(&hd->hd_ctx->r_cfg, HIST_MAINT_PERIOD);
+	int64_t	      gen;
 
 	(void)sul;
 	load_marks(hd, 0);
-	if (hd->hd_dirty || hd->hd_inv->iv_generation != hd->hd_inv_gen)
+	/* relayd's tables changed: one row says whether (and it moves
+	 * however the change came, notice or not). */
+	if (!hd->hd_dirty && invdb_generation(hd->hd_ctx->r_store, &gen) == 0 &&
+	    gen != hd->hd_inv_gen)
+		hd->hd_dirty = 1;
+	if (hd->hd_dirty)
 		reconcile(hd);
 	hist_sched_pass(&hd->hd_sched, role_now_ms());
 	lws_sul_schedule(hd->hd_ctx->r_lws, 0, &hd->hd_sul_pass, pass_cb,
@@ -544,9 +814,8 @@ hist_init(struct role_ctx *ctx)
 	for (i = 0; i < cfg->sync_plus_fallback_relays.n; i++)
 		relayurl_add_trusted(&hd->hd_fallback, &hd->hd_nfallback,
 		    cfg->sync_plus_fallback_relays.v[i], "fallback relay");
-	hd->hd_inv = inv_new(cfg);
-	if (inv_rebuild(hd->hd_inv, ctx->r_store, ctx->r_start_seq) == -1 ||
-	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
+	hd->hd_inv_gen = -1;
+	if (feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
 		sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored,
 		hd) == -1)
 		return -1;
@@ -571,10 +840,8 @@ hist_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 	struct histd *hd = ctx->r_data;
 
 	(void)seq;
-	if (hd->hd_enabled) {
-		inv_add(hd->hd_inv, ev);
+	if (hd->hd_enabled)
 		take_event(hd, ev);
-	}
 }
 
 struct hist_counts {
@@ -751,7 +1018,6 @@ hist_fini(struct role_ctx *ctx)
 	}
 	hmap_free(&hd->hd_lists);
 	hmap_free(&hd->hd_marks);
-	inv_free(hd->hd_inv);
 	strv_free(hd->hd_fallback, hd->hd_nfallback);
 }
 

@@ -2,8 +2,9 @@
  * historyd.h: private header of historyd, graspd's GRASP-03 history-only
  * mailbox probe role.
  *
- * historyd.c    main, the role hooks, the inventory and the retained
- *               relay lists, the desired probe relays and their scopes
+ * historyd.c    main, the role hooks, the retained relay lists, the
+ *               desired probe relays and their scopes read from the
+ *               inventory's tables (invdb.h) in one read transaction
  *               (participant mailboxes, owner/maintainer repository
  *               inboxes on public instances, fallback relays), filter
  *               construction, the workers on the connection manager, the
@@ -15,6 +16,10 @@
  *               workers, 24 h refresh after a rotation, 5 min retry of
  *               each failed group by itself (a retry pass of the failed
  *               groups only; the successful ones wait for the refresh)
+ *
+ * historyd holds no inventory: what it knows of repositories, roots,
+ * threads and eligible authors it reads from the tables relayd keeps
+ * (invdb.h, eligible.h) at each reconciliation.
  *
  * Nothing is persisted: after a restart every relay's cursor starts from
  * its first filter (GRASP-03: "The in-memory group cursor is

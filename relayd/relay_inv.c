@@ -137,11 +137,17 @@ relay_inv_init(void)
 	int		n;
 
 	idb = invdb_new(relayd->store, &relayd->cfg);
-	if ((n = invdb_built(relayd->store)) == -1)
+	if ((n = invdb_built_for(idb)) == -1)
 		fatalx("cannot read the repository inventory's tables");
 	if (n == 0) {
+		/* A repository's relays leave out our own relay: tables built
+		 * by another instance (a copied database, a restored backup)
+		 * or under another NGIT_DOMAIN are not ours. */
 		log_info("building the repository inventory's tables from "
-			 "the stored events (once)");
+			 "the stored events (%s)",
+		    invdb_built(relayd->store) == 1 ?
+			"built for another domain or target setting" :
+			"once");
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if ((n = invdb_build(idb)) == -1)
 			fatalx("cannot build the repository inventory's "

@@ -17,8 +17,9 @@
  * reaped from the loop and killed past its deadline, so a hostile git
  * server can only fail its own fetch.
  *
- * The same scan feeds held announcements to the inventory as StateOnly
- * repositories (reference brief 3.13), so that their state events, and
+ * The same scan feeds held announcements to syncd's small inventory of
+ * StateOnly repositories (reference brief 3.13; sd_held, since the
+ * inventory's tables hold only accepted ones), so that their state events, and
  * with them the git data, can be synced at all.
  */
 #define _GNU_SOURCE
@@ -649,9 +650,9 @@ watch_clear(struct sync_git *sg)
 }
 
 /*
- * Held announcements not seen before go to the inventory as StateOnly
+ * Held announcements not seen before go to sd_held as StateOnly
  * repositories (reference brief 3.13): syncd then asks their relays for
- * the states of d, which the hunt needs.  The inventory never drops one.
+ * the states of d, which the hunt needs.  sd_held never drops one.
  */
 static void
 feed_held_announcements(struct sync_git *sg)
@@ -673,7 +674,7 @@ feed_held_announcements(struct sync_git *sg)
 		if (hmap_get(&sg->sg_anns, v[i].pa_id, 32) == NULL &&
 		    (ev = event_parse(v[i].pa_json, strlen(v[i].pa_json), err,
 			 sizeof(err))) != NULL) {
-			inv_add_stateonly(sd->sd_inv, ev);
+			inv_add_stateonly(sd->sd_held, ev);
 			event_destroy(ev);
 		}
 		hmap_put(&sg->sg_anns, v[i].pa_id, 32, gen);

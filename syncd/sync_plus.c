@@ -1,10 +1,10 @@
 /*
  * sync_plus.c: root-author inboxes and fallback relays in syncd's
  * ordinary coverage (see sync_plus.h).  State is static: one syncd per
- * process.  Rebuilt from the database at start like the inventory
- * (take_stored feeds the stored relay lists and deletions; the fallback
- * marks are read before the first reconciliation), never persisted by
- * syncd.
+ * process.  Rebuilt from the database at start (take_stored feeds the
+ * stored relay lists and deletions; the fallback marks are read before
+ * the first reconciliation), never persisted by syncd; the roots come
+ * from reconcile(), which reads them from the inventory's tables.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +39,9 @@ static struct {
 	int64_t		       mark_gen;
 	lws_sorted_usec_list_t sul_marks;
 	struct syncd	      *sd;
-	/* Of the last reconciliation. */
+	/* Of the last reconciliation, and the relays it marked so far. */
 	size_t		       roots_inbox, roots_fallback, relays;
+	struct hmap	       seen; /* key -> struct sync_relay */
 } plus;
 
 /* Polls the marks' generation; a change rebuilds desired ownership. */
@@ -119,64 +120,71 @@ sync_plus_take(const struct event *ev)
 }
 
 void
-sync_plus_reconcile(struct syncd *sd,
-    struct sync_relay *(*mark)(struct syncd *, const char *, int))
+sync_plus_begin(void)
+{
+	plus.roots_inbox = plus.roots_fallback = 0;
+	hmap_free(&plus.seen);
+}
+
+int
+sync_plus_covers(const uint8_t author[PUBKEY_LEN])
+{
+	if (!plus.enabled)
+		return 0;
+	if (hmap_get(&plus.lists, author, 32) != NULL)
+		return 1;
+	/* GRASP-03: marked after a successful index query found no
+	 * accepted list (and none stored since). */
+	return plus.nfallback > 0 && hmap_get(&plus.marks, author, 32) != NULL;
+}
+
+void
+sync_plus_root(struct syncd *sd,
+    struct sync_relay *(*mark)(struct syncd *, const char *, int),
+    const uint8_t author[PUBKEY_LEN], const struct sync_thread *th)
 {
 	const struct plus_list *l;
-	struct inv_repo	       *r;
 	struct sync_relay      *sr;
 	struct conn	       *c;
-	struct hmap		seen = { 0 };
 	const char	       *key;
-	size_t			it, j, i;
+	size_t			i;
 
-	plus.roots_inbox = plus.roots_fallback = 0;
 	if (!plus.enabled)
 		return;
-	for (it = 0; (r = inv_repo_next(sd->sd_inv, &it)) != NULL;) {
-		if (r->ir_level != INV_FULL)
-			continue;
-		for (j = 0; j < r->ir_nroots; j++) {
-			const struct inv_root *rt = r->ir_roots[j];
-
-			if (rt->rt_deleted)
-				continue;
-			l = hmap_get(&plus.lists, rt->rt_author, 32);
-			if (l != NULL) {
-				plus.roots_inbox++;
-				for (i = 0; (key = relaylist_get(&l->pl_list,
-						 RELAYLIST_INBOX, i)) != NULL;
-				     i++)
-					if ((sr = mark(sd, key, 0)) != NULL) {
-						sync_relay_want_thread(sr,
-						    sd->sd_inv, rt);
-						hmap_put(&seen, key,
-						    strlen(key), sr);
-					}
-				continue;
+	if ((l = hmap_get(&plus.lists, author, 32)) != NULL) {
+		plus.roots_inbox++;
+		for (i = 0; (key = relaylist_get(&l->pl_list, RELAYLIST_INBOX,
+				 i)) != NULL;
+		     i++)
+			if ((sr = mark(sd, key, 0)) != NULL) {
+				sync_relay_want_thread(sr, th);
+				hmap_put(&plus.seen, key, strlen(key), sr);
 			}
-			/* GRASP-03: marked after a successful index query
-			 * found no accepted list (and none stored since). */
-			if (hmap_get(&plus.marks, rt->rt_author, 32) == NULL)
-				continue;
-			if (plus.nfallback > 0)
-				plus.roots_fallback++;
-			for (i = 0; i < plus.nfallback; i++) {
-				key = plus.fallback[i];
-				if ((sr = mark(sd, key, 0)) == NULL)
-					continue;
-				/* Operator input: the connection is made
-				 * trusted (sticky in conn.c). */
-				if ((c = conn_get(sd->sd_conns, key,
-					 CONN_TRUSTED, NULL)) != NULL)
-					conn_release(c);
-				sync_relay_want_thread(sr, sd->sd_inv, rt);
-				hmap_put(&seen, key, strlen(key), sr);
-			}
-		}
+		return;
 	}
-	plus.relays = seen.hm_n;
-	hmap_free(&seen);
+	if (hmap_get(&plus.marks, author, 32) == NULL)
+		return;
+	if (plus.nfallback > 0)
+		plus.roots_fallback++;
+	for (i = 0; i < plus.nfallback; i++) {
+		key = plus.fallback[i];
+		if ((sr = mark(sd, key, 0)) == NULL)
+			continue;
+		/* Operator input: the connection is made trusted (sticky in
+		 * conn.c). */
+		if ((c = conn_get(sd->sd_conns, key, CONN_TRUSTED, NULL)) !=
+		    NULL)
+			conn_release(c);
+		sync_relay_want_thread(sr, th);
+		hmap_put(&plus.seen, key, strlen(key), sr);
+	}
+}
+
+void
+sync_plus_end(void)
+{
+	plus.relays = plus.seen.hm_n;
+	hmap_free(&plus.seen);
 }
 
 void
@@ -208,6 +216,7 @@ sync_plus_fini(void)
 	}
 	hmap_free(&plus.lists);
 	hmap_free(&plus.marks);
+	hmap_free(&plus.seen);
 	if (plus.sd != NULL)
 		lws_sul_cancel(&plus.sul_marks);
 	plus.sd = NULL;

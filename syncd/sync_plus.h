@@ -17,10 +17,14 @@
 #define GRASPD_SYNC_PLUS_H
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "nip01.h"
 
 struct event;
 struct syncd;
 struct sync_relay;
+struct sync_thread;
 
 /* Reads the configuration (a no-op when NGIT_SYNC_PLUS_ENABLED=false). */
 void sync_plus_init(struct syncd *);
@@ -28,11 +32,23 @@ void sync_plus_init(struct syncd *);
  * changed (a newer kind 10002), else 0. */
 int  sync_plus_take(const struct event *);
 /*
- * Inside reconcile(): marks every root author's inbox (or fallback
- * relay) with mark() and adds the root's ids and addresses to it.
+ * Inside reconcile(): sync_plus_begin() before the live roots of Full
+ * repositories, sync_plus_root() for each root sync_plus_covers() (or
+ * any other), and sync_plus_end() after them.
  */
-void sync_plus_reconcile(struct syncd *,
-    struct sync_relay *(*mark)(struct syncd *, const char *key, int boot));
+void sync_plus_begin(void);
+/* 1 if a root of author's is covered here: the author has a stored
+ * relay list, or a fallback mark and there are fallback relays. */
+int  sync_plus_covers(const uint8_t author[PUBKEY_LEN]);
+/*
+ * Marks the root author's inboxes (or the fallback relays, if it is
+ * marked) with mark() and adds the root's thread th to each.
+ */
+void sync_plus_root(struct syncd *,
+    struct sync_relay *(*mark)(struct syncd *, const char *key, int boot),
+    const uint8_t author[PUBKEY_LEN], const struct sync_thread *th);
+/* Counts what the roots since sync_plus_begin() marked, for the view. */
+void sync_plus_end(void);
 void sync_plus_show(cJSON *view);
 void sync_plus_fini(void);
 

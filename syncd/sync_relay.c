@@ -1,6 +1,6 @@
 /*
  * sync_relay.c: syncd's work on one remote relay (see syncd.h).  The
- * relay's wanted targets are recomputed from the inventory; what is
+ * relay's wanted targets are recomputed from the inventory's tables; what is
  * wanted and not yet fetched is requested as byte-packed, paginated
  * historic filters (a diff, never a re-send of everything), and the whole
  * wanted set is covered by live subscriptions packed under the
@@ -248,20 +248,15 @@ sync_relay_want(struct sync_relay *sr, enum sync_set set, const char *v)
 }
 
 void
-sync_relay_want_thread(struct sync_relay *sr, const struct inventory *iv,
-    const struct inv_root *rt)
+sync_relay_want_thread(struct sync_relay *sr, const struct sync_thread *th)
 {
-	char   hex[65];
 	size_t k;
 
-	hex_encode(rt->rt_id, 32, hex);
-	sync_relay_want(sr, SET_IDS, hex);
-	for (k = 0; k < rt->rt_ndesc; k++) {
-		hex_encode(inv_desc_id(iv, rt, k), 32, hex);
-		sync_relay_want(sr, SET_IDS, hex);
-	}
-	for (k = 0; k < rt->rt_naddrs; k++)
-		sync_relay_want(sr, SET_ADDRS, rt->rt_addrs[k]);
+	sync_relay_want(sr, SET_IDS, th->st_root);
+	for (k = 0; k < th->st_nids; k++)
+		sync_relay_want(sr, SET_IDS, th->st_ids[k]);
+	for (k = 0; k < th->st_naddrs; k++)
+		sync_relay_want(sr, SET_ADDRS, th->st_addrs[k]);
 }
 
 /*

@@ -1,9 +1,9 @@
 /*
- * syncd.c: main of syncd, the GRASP-02 sync role (see syncd.h): the
- * inventory of hosted repositories, rebuilt from the database at start and
- * followed on the accepted feed; after each batch window the wanted
- * targets of every remote relay are derived from it and each relay
- * fetches what is new (sync_relay.c).
+ * syncd.c: main of syncd, the GRASP-02 sync role (see syncd.h).  The
+ * accepted feed says when the inventory's tables (invdb.h, kept by
+ * relayd) changed; after each batch window the wanted targets of every
+ * remote relay are derived from them, in one read transaction, and each
+ * relay fetches what is new (sync_relay.c).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -12,13 +12,18 @@
 
 #include "event.h"
 #include "feed.h"
+#include "invdb.h"
 #include "log.h"
 #include "policy.h"
+#include "mem.h"
 #include "relayurl.h"
+#include "store.h"
 #include "sync_plus.h"
 #include "syncd.h"
 
 static struct syncd syncd;
+
+static void arm_window(struct syncd *);
 
 static const struct lws_protocols sync_protocols[] = { CONN_LWS_PROTOCOL,
 	{ NULL, NULL, 0, 0, 0, NULL, 0 } };
@@ -93,42 +98,217 @@ relay_mark(struct syncd *sd, const char *key, int boot)
 	return sr;
 }
 
+/* A repository of the tables as reconcile() copies it. */
+struct sync_repo {
+	char  *rp_coord;
+	char  *rp_d;
+	char **rp_relays;
+	size_t rp_nrelays;
+};
+
+struct sync_repos {
+	struct sync_repo *v;
+	size_t		  n, cap;
+};
+
+/* A live root of one repository, copied out of invdb_repo_roots(). */
+struct sync_root {
+	int64_t num;
+	uint8_t id[EVENT_ID_LEN];
+	uint8_t author[PUBKEY_LEN];
+};
+
+struct sync_roots {
+	struct sync_root *v;
+	size_t		  n, cap;
+	int		  all; /* or only those sync_plus_covers() */
+};
+
+static void
+repo_take(void *arg, const struct invdb_repo *r)
+{
+	struct sync_repos *a = arg;
+	struct sync_repo  *rp;
+	size_t		   i;
+
+	if (a->n == a->cap)
+		a->v = xreallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 64,
+		    sizeof(*a->v));
+	rp = &a->v[a->n++];
+	memset(rp, 0, sizeof(*rp));
+	rp->rp_coord = xstrdup(r->ir_coord);
+	rp->rp_d = xstrdup(r->ir_d);
+	for (i = 0; i < r->ir_nrelays; i++)
+		strv_add(&rp->rp_relays, &rp->rp_nrelays, r->ir_relays[i]);
+}
+
+static void
+repos_free(struct sync_repos *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++) {
+		free(a->v[i].rp_coord);
+		free(a->v[i].rp_d);
+		strv_free(a->v[i].rp_relays, a->v[i].rp_nrelays);
+	}
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+static void
+root_take(void *arg, const struct invdb_root *rt)
+{
+	struct sync_roots *a = arg;
+
+	/* A repository without relays wants only its covered roots: the
+	 * others are not even copied. */
+	if (!a->all && !sync_plus_covers(rt->rt_author))
+		return;
+	if (a->n == a->cap)
+		a->v = xreallocarray(a->v, a->cap = a->cap ? 2 * a->cap : 64,
+		    sizeof(*a->v));
+	a->v[a->n].num = rt->rt_num;
+	memcpy(a->v[a->n].id, rt->rt_id, EVENT_ID_LEN);
+	memcpy(a->v[a->n].author, rt->rt_author, PUBKEY_LEN);
+	a->n++;
+}
+
+static void
+thread_id(void *arg, const uint8_t id[EVENT_ID_LEN])
+{
+	struct sync_thread *th = arg;
+
+	if (th->st_nids == th->st_capids)
+		th->st_ids = xreallocarray(th->st_ids,
+		    th->st_capids = th->st_capids ? 2 * th->st_capids : 64,
+		    sizeof(*th->st_ids));
+	hex_encode(id, EVENT_ID_LEN, th->st_ids[th->st_nids++]);
+}
+
+static void
+thread_addr(void *arg, const char *addr)
+{
+	struct sync_thread *th = arg;
+
+	strv_add(&th->st_addrs, &th->st_naddrs, addr);
+}
+
+/* Reads root rt's thread into th (emptied first). */
+static int
+thread_read(struct store *st, const struct sync_root *rt,
+    struct sync_thread *th)
+{
+	hex_encode(rt->id, EVENT_ID_LEN, th->st_root);
+	th->st_nids = 0;
+	strv_clear(&th->st_addrs, &th->st_naddrs);
+	return invdb_thread(st, rt->num, thread_id, thread_addr, th);
+}
+
 /*
- * Derives every relay's wanted targets from the inventory (reference
- * brief 3.1, with GRASP-03's descendants), drops relays that have none,
- * and lets each relay fetch what is new.
+ * The wanted targets of the repositories and roots in the tables, and of
+ * the held StateOnly repositories they do not have, read in the caller's
+ * read transaction.  Returns -1 on a database error.
+ */
+static int
+reconcile_read(struct syncd *sd, struct store *st)
+{
+	struct sync_repos  repos = { 0 };
+	struct sync_roots  roots = { 0 };
+	struct sync_thread th;
+	struct sync_relay *srs[INV_MAX_REPO_RELAYS];
+	struct hmap	   full = HMAP_INIT;
+	struct inv_repo	  *r;
+	size_t		   it, i, j, k, nsr;
+	int		   rc = -1;
+
+	memset(&th, 0, sizeof(th));
+	if (invdb_generation(st, &sd->sd_inv_gen) == -1 ||
+	    invdb_repos(st, repo_take, &repos) == -1)
+		goto done;
+	sync_plus_begin();
+	for (i = 0; i < repos.n; i++) {
+		const struct sync_repo *rp = &repos.v[i];
+
+		hmap_put(&full, rp->rp_coord, strlen(rp->rp_coord), (void *)1);
+		for (nsr = 0, j = 0;
+		     j < rp->rp_nrelays && nsr < INV_MAX_REPO_RELAYS; j++) {
+			if ((srs[nsr] = relay_mark(sd, rp->rp_relays[j], 0)) ==
+			    NULL)
+				continue;
+			sync_relay_want(srs[nsr], SET_D, rp->rp_d);
+			sync_relay_want(srs[nsr], SET_REPOS, rp->rp_coord);
+			nsr++;
+		}
+		roots.n = 0;
+		roots.all = nsr > 0;
+		if (invdb_repo_roots(st, rp->rp_coord, root_take, &roots) == -1)
+			goto done;
+		/* Each thread is read once, for every relay that wants it:
+		 * the repository's, and its root author's (sync_plus.c). */
+		for (j = 0; j < roots.n; j++) {
+			if (thread_read(st, &roots.v[j], &th) == -1)
+				goto done;
+			for (k = 0; k < nsr; k++)
+				sync_relay_want_thread(srs[k], &th);
+			sync_plus_root(sd, relay_mark, roots.v[j].author, &th);
+		}
+	}
+	/* Held announcements: the states of d (reference brief 3.13), for
+	 * a repository the tables do not hold as Full. */
+	for (it = 0; (r = inv_repo_next(sd->sd_held, &it)) != NULL;) {
+		if (hmap_get(&full, r->ir_coord, strlen(r->ir_coord)) != NULL)
+			continue;
+		for (j = 0; j < r->ir_nrelays; j++)
+			if ((srs[0] = relay_mark(sd, r->ir_relays[j], 0)) !=
+			    NULL)
+				sync_relay_want(srs[0], SET_D, r->ir_d);
+	}
+	rc = 0;
+done:
+	sync_plus_end();
+	hmap_free(&full);
+	repos_free(&repos);
+	free(roots.v);
+	free(th.st_ids);
+	strv_free(th.st_addrs, th.st_naddrs);
+	return rc;
+}
+
+/*
+ * Derives every relay's wanted targets from the inventory's tables
+ * (reference brief 3.1, with GRASP-03's descendants), all read in one
+ * read transaction so that they come from one snapshot; drops relays
+ * that have none, and lets each relay fetch what is new.  On a database
+ * error nothing is dropped or asked, and the window is armed again.
  */
 static void
 reconcile(struct syncd *sd)
 {
-	struct inv_repo	  *r;
+	struct store	  *st = sd->sd_ctx->r_store;
 	struct sync_relay *sr;
-	size_t		   it, i, j;
+	size_t		   it;
 	void		  *v;
 	const void	  *key;
 	size_t		   keylen;
+	int		   opened, rc = -1;
 
 	sd->sd_reconciles++;
-	sd->sd_inv_gen = sd->sd_inv->iv_generation;
+	sd->sd_held_gen = sd->sd_held->iv_generation;
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);)
 		((struct sync_relay *)v)->sr_marked = 0;
 	if (sd->sd_bootstrap)
 		relay_mark(sd, sd->sd_bootstrap, 1);
-	for (it = 0; (r = inv_repo_next(sd->sd_inv, &it)) != NULL;) {
-		for (i = 0; i < r->ir_nrelays; i++) {
-			if ((sr = relay_mark(sd, r->ir_relays[i], 0)) == NULL)
-				continue;
-			sync_relay_want(sr, SET_D, r->ir_d);
-			if (r->ir_level != INV_FULL)
-				continue;
-			sync_relay_want(sr, SET_REPOS, r->ir_coord);
-			for (j = 0; j < r->ir_nroots; j++)
-				sync_relay_want_thread(sr, sd->sd_inv,
-				    r->ir_roots[j]);
-		}
+	if ((opened = invdb_read_begin(st)) != -1) {
+		rc = reconcile_read(sd, st);
+		invdb_read_end(st, opened);
 	}
-	/* GRASP-03: root authors' inboxes and fallback relays. */
-	sync_plus_reconcile(sd, relay_mark);
+	if (rc == -1) {
+		log_warnx("inventory not read; trying again");
+		sd->sd_inv_gen = -1;
+		arm_window(sd);
+		return;
+	}
 	/* A relay without targets is closed (reference brief 8.5). */
 	for (;;) {
 		int removed = 0;
@@ -294,8 +474,111 @@ sync_reconcile_soon(struct syncd *sd)
 void
 sync_inventory_changed(struct syncd *sd)
 {
-	if (sd->sd_inv->iv_generation != sd->sd_inv_gen)
+	if (sd->sd_held->iv_generation != sd->sd_held_gen)
 		arm_window(sd);
+}
+
+/* What repo_scan() finds. */
+struct repo_totals {
+	const struct inventory *held;
+	size_t			n, refused;
+	struct hmap		held_full; /* held coordinates in the tables */
+};
+
+static void
+repo_count(void *arg, const struct invdb_repo *r)
+{
+	struct repo_totals *t = arg;
+	struct inv_repo	   *h;
+
+	t->n++;
+	t->refused += r->ir_refused;
+	if ((h = inv_repo(t->held, r->ir_coord)) != NULL) {
+		hmap_put(&t->held_full, r->ir_coord, strlen(r->ir_coord),
+		    (void *)1);
+		/* Counted with the held ones; this one is Full. */
+		t->refused -= h->ir_refused;
+	}
+}
+
+/*
+ * The repositories, Full (the tables) and held StateOnly (not in the
+ * tables), counted in t (whose held_full the caller frees).  Returns -1
+ * on a database error (logged).
+ */
+static int
+repo_scan(struct syncd *sd, struct store *st, struct repo_totals *t)
+{
+	struct inv_repo *h;
+	size_t		 it;
+	int		 rc;
+
+	memset(t, 0, sizeof(*t));
+	t->held = sd->sd_held;
+	for (it = 0; (h = inv_repo_next(sd->sd_held, &it)) != NULL;)
+		t->refused += h->ir_refused;
+	rc = invdb_repos(st, repo_count, t);
+	t->n += sd->sd_held->iv_repos.hm_n - t->held_full.hm_n;
+	return rc;
+}
+
+static void
+root_count(void *arg, const struct invdb_root *rt)
+{
+	size_t *bykind = arg;
+
+	bykind[rt->rt_kind == KIND_PATCH ? 0 :
+		rt->rt_kind == KIND_PR	 ? 1 :
+					   2]++;
+}
+
+/*
+ * The totals of the view and the metrics (struct sync_totals), read in
+ * one snapshot, again only when the tables' or the held repositories'
+ * generation moved: they cost a pass over every repository and root.
+ * Returns them, as last read if a read fails (logged).
+ */
+static const struct sync_totals *
+totals(struct syncd *sd)
+{
+	struct sync_totals *c = &sd->sd_totals;
+	struct store	   *st = sd->sd_ctx->r_store;
+	struct repo_totals  t;
+	struct inv_repo	   *h;
+	size_t		    it, held[3] = { 0, 0, 0 }, nheld, bykind[3];
+	size_t		    unlinked;
+	int64_t		    gen;
+	int		    opened;
+
+	if ((opened = invdb_read_begin(st)) == -1)
+		return c;
+	memset(&t, 0, sizeof(t));
+	if (invdb_generation(st, &gen) == -1 ||
+	    (c->tt_valid && gen == c->tt_gen &&
+		sd->sd_held->iv_generation == c->tt_held_gen))
+		goto done;
+	if (invdb_count_roots(st, bykind, &unlinked) == -1 ||
+	    repo_scan(sd, st, &t) == -1)
+		goto done;
+	/* A root naming a held StateOnly repository is attached to it. */
+	for (it = 0; (h = inv_repo_next(sd->sd_held, &it)) != NULL;)
+		if (hmap_get(&t.held_full, h->ir_coord, strlen(h->ir_coord)) ==
+			NULL &&
+		    invdb_repo_roots(st, h->ir_coord, root_count, held) == -1)
+			goto done;
+	nheld = held[0] + held[1] + held[2];
+	for (it = 0; it < 3; it++)
+		c->tt_bykind[it] = bykind[it] + held[it];
+	c->tt_unlinked = unlinked - (nheld < unlinked ? nheld : unlinked);
+	c->tt_nrepos = t.n;
+	c->tt_refused = t.refused;
+	c->tt_gen = gen;
+	c->tt_held_gen = sd->sd_held->iv_generation;
+	c->tt_valid = 1;
+done:
+	invdb_read_end(st, opened);
+	hmap_free(&t.held_full);
+	return c;
 }
 
 static void
@@ -307,7 +590,8 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	sync_plus_take(ev);
 }
 
-/* The stored kinds take_stored() reads at start; inv_rebuild() the rest. */
+/* The stored kinds take_stored() reads at start; the rest is in the
+ * inventory's tables (invdb.h). */
 static const uint32_t take_kinds[] = { KIND_REPO_ANNOUNCEMENT, KIND_RELAY_LIST,
 	KIND_DELETION };
 
@@ -318,15 +602,15 @@ sync_init(struct role_ctx *ctx)
 	char	      key[RELAYURL_MAX + 1];
 	const char   *why;
 	const char   *boot = ctx->r_cfg.sync_bootstrap_relay_url;
-	int	      n;
+	int64_t	      n;
 
 	sd->sd_ctx = ctx;
 	ctx->r_data = sd;
-	/* syncd reads repositories and threads, never participants. */
-	sd->sd_inv = inv_new_parts(&ctx->r_cfg, 0);
+	/* Only held StateOnly announcements: the rest is in the tables. */
+	sd->sd_held = inv_new_parts(&ctx->r_cfg, 0);
+	sd->sd_inv_gen = -1;
 	sync_plus_init(sd);
-	if ((n = inv_rebuild(sd->sd_inv, ctx->r_store, ctx->r_start_seq)) ==
-		-1 ||
+	if ((n = store_count(ctx->r_store)) == -1 ||
 	    feed_scan_kinds(ctx->r_store, 0, ctx->r_start_seq, take_kinds,
 		sizeof(take_kinds) / sizeof(take_kinds[0]), take_stored,
 		sd) == -1)
@@ -341,8 +625,8 @@ sync_init(struct role_ctx *ctx)
 		else if ((sd->sd_bootstrap = strdup(key)) == NULL)
 			fatal("strdup");
 	}
-	log_info("inventory from the database: %zu repositories; sync %s%s%s",
-	    sd->sd_inv->iv_repos.hm_n,
+	log_info("inventory in the database: %zu repositories; sync %s%s%s",
+	    totals(sd)->tt_nrepos,
 	    ctx->r_cfg.sync_enabled ? "enabled" :
 				      "disabled (NGIT_SYNC_ENABLED=false)",
 	    sd->sd_bootstrap ? ", bootstrap " : "",
@@ -359,58 +643,40 @@ static void
 sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 {
 	struct syncd *sd = ctx->r_data;
+	int64_t	      gen;
+	int	      changed;
 
+	(void)seq;
 	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
-	inv_add(sd->sd_inv, ev);
 	/* A newer relay list changes a root author's inboxes at once. */
-	if (sync_plus_take(ev) || sd->sd_inv->iv_generation != sd->sd_inv_gen)
+	changed = sync_plus_take(ev);
+	/* relayd changed the tables in the transaction that stored ev,
+	 * committed before the feed told us: one row says whether. */
+	if (!changed && ctx->r_cfg.sync_enabled &&
+	    invdb_generation(ctx->r_store, &gen) == 0)
+		changed = gen != sd->sd_inv_gen;
+	if (changed)
 		arm_window(sd);
-}
-
-/* Live roots attached to a repository, by kind, and those waiting. */
-static size_t
-count_roots(const struct syncd *sd, size_t bykind[3], size_t *unlinked)
-{
-	struct inv_root *rt;
-	size_t		 it, n = 0;
-
-	bykind[0] = bykind[1] = bykind[2] = 0;
-	*unlinked = 0;
-	for (it = 0; (rt = inv_root_next(sd->sd_inv, &it)) != NULL;) {
-		if (rt->rt_deleted)
-			continue;
-		if (rt->rt_repo == NULL) {
-			(*unlinked)++;
-			continue;
-		}
-		bykind[rt->rt_kind == KIND_PATCH ? 0 :
-			rt->rt_kind == KIND_PR	 ? 1 :
-						   2]++;
-		n++;
-	}
-	return n;
 }
 
 static void
 sync_show(struct role_ctx *ctx, cJSON *view)
 {
-	struct syncd *sd = ctx->r_data;
-	cJSON	     *arr, *roots;
-	size_t	      it, unlinked = 0, bykind[3] = { 0, 0, 0 };
-	void	     *v;
-
-	count_roots(sd, bykind, &unlinked);
+	struct syncd		 *sd = ctx->r_data;
+	const struct sync_totals *t = totals(sd);
+	cJSON			 *arr, *roots;
+	size_t			  it;
+	void			 *v;
 	cJSON_AddBoolToObject(view, "sync_enabled", ctx->r_cfg.sync_enabled);
 	cJSON_AddStringToObject(view, "bootstrap",
 	    sd->sd_bootstrap ? sd->sd_bootstrap : "");
-	cJSON_AddNumberToObject(view, "repositories",
-	    (double)sd->sd_inv->iv_repos.hm_n);
+	cJSON_AddNumberToObject(view, "repositories", (double)t->tt_nrepos);
 	roots = cJSON_AddObjectToObject(view, "roots");
-	cJSON_AddNumberToObject(roots, "1617", (double)bykind[0]);
-	cJSON_AddNumberToObject(roots, "1618", (double)bykind[1]);
-	cJSON_AddNumberToObject(roots, "1621", (double)bykind[2]);
+	cJSON_AddNumberToObject(roots, "1617", (double)t->tt_bykind[0]);
+	cJSON_AddNumberToObject(roots, "1618", (double)t->tt_bykind[1]);
+	cJSON_AddNumberToObject(roots, "1621", (double)t->tt_bykind[2]);
 	cJSON_AddNumberToObject(view, "root_kind_events_unlinked",
-	    (double)unlinked);
+	    (double)t->tt_unlinked);
 	cJSON_AddNumberToObject(view, "announcement_events",
 	    (double)sd->sd_announcements);
 	cJSON_AddNumberToObject(view, "scanned_at_start",
@@ -434,12 +700,12 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 static void
 sync_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	struct syncd *sd = ctx->r_data;
-	size_t	      it, synced = 0, bykind[3], unlinked, neg = 0;
-	size_t	      refused = 0;
-	uint64_t      rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
-	uint64_t      sessions = 0, fallbacks = 0;
-	void	     *v;
+	struct syncd		 *sd = ctx->r_data;
+	const struct sync_totals *t = totals(sd);
+	size_t			  it, synced = 0, neg = 0;
+	uint64_t rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
+	uint64_t sessions = 0, fallbacks = 0;
+	void	*v;
 
 	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);) {
 		struct sync_relay *sr = v;
@@ -454,17 +720,14 @@ sync_stats(struct role_ctx *ctx, cJSON *metrics)
 		need += sr->sr_neg_need;
 		have += sr->sr_neg_have;
 	}
-	for (it = 0; hmap_next(&sd->sd_inv->iv_repos, &it, NULL, NULL, &v);)
-		refused += ((struct inv_repo *)v)->ir_refused;
 	role_metric(metrics, "graspd_syncd_enabled", ctx->r_cfg.sync_enabled);
 	/* Relay URLs of accepted announcements that target hygiene
 	 * refused: never dialled, and counted here. */
 	role_metric(metrics, "graspd_syncd_repo_relays_refused",
-	    (double)refused);
-	role_metric(metrics, "graspd_syncd_repositories",
-	    (double)sd->sd_inv->iv_repos.hm_n);
+	    (double)t->tt_refused);
+	role_metric(metrics, "graspd_syncd_repositories", (double)t->tt_nrepos);
 	role_metric(metrics, "graspd_syncd_roots",
-	    (double)count_roots(sd, bykind, &unlinked));
+	    (double)(t->tt_bykind[0] + t->tt_bykind[1] + t->tt_bykind[2]));
 	role_metric(metrics, "graspd_syncd_relays_tracked",
 	    (double)sd->sd_relays.hm_n);
 	role_metric(metrics, "graspd_syncd_relays_historic_synced",
@@ -509,7 +772,7 @@ sync_fini(struct role_ctx *ctx)
 	hmap_free(&sd->sd_relays);
 	sync_neg_fini(sd);
 	conn_mgr_free(sd->sd_conns);
-	inv_free(sd->sd_inv);
+	inv_free(sd->sd_held);
 	free(sd->sd_bootstrap);
 }
 

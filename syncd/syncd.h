@@ -4,7 +4,9 @@
  * relays each accepted announcement names, everything about the
  * repository: history first (paginated), then live.
  *
- * syncd.c       main, the role hooks, the inventory and the batch window
+ * syncd.c       main, the role hooks, the batch window, and the
+ *               reconciliation that reads the inventory's tables
+ *               (invdb.h) in one read transaction
  * sync_relay.c  one remote relay: wanted and fetched targets, historic
  *               requests (NIP-77 negentropy then the needed ids, or
  *               pagination), live subscriptions, catch-up after outages,
@@ -13,8 +15,8 @@
  *               that do not speak NIP-77, the ids each relay delivered
  * sync_git.c    the git-data hunt for events held in purgatory: one
  *               state machine per repository identifier, relayd told
- *               when objects came; held announcements fed to the
- *               inventory as StateOnly
+ *               when objects came; held announcements fed to syncd's
+ *               small inventory of StateOnly repositories
  * sync_gitsrc.c the hunt's git source: the git children that check the
  *               repository and fetch from the vetted clone URLs
  *               (sync_git.h holds what the two share)
@@ -23,7 +25,13 @@
  *               (sync_plus.h)
  *
  * Everything fetched goes to relayd over the ingest channel; syncd never
- * writes the database.  Its state is rebuilt from the database at start.
+ * writes the database.  What it knows of repositories, roots and threads
+ * it reads from the inventory's tables relayd keeps (invdb.h), one read
+ * transaction per reconciliation, so that nothing it holds grows with
+ * the store but the wanted targets themselves; only purgatory's StateOnly
+ * announcements, which the tables do not hold, stay in a small inventory
+ * of its own.  The rest of its state is rebuilt from the database at
+ * start.
  */
 #ifndef GRASPD_SYNCD_H
 #define GRASPD_SYNCD_H
@@ -214,13 +222,40 @@ struct sync_relay {
 	lws_sorted_usec_list_t sr_sul_gap;
 };
 
+/*
+ * One root's thread as reconcile() reads it once (invdb_thread()) for
+ * every relay that wants it: the root's id and its descendants' ids in
+ * hex, and the descendants' address coordinates.  Reused root to root.
+ */
+struct sync_thread {
+	char st_root[2 * EVENT_ID_LEN + 1];
+	char (*st_ids)[2 * EVENT_ID_LEN + 1];
+	size_t st_nids, st_capids;
+	char **st_addrs;
+	size_t st_naddrs;
+};
+
+/* The totals of the view and the metrics, and what they were read at. */
+struct sync_totals {
+	size_t	 tt_nrepos;    /* Full and held StateOnly */
+	size_t	 tt_refused;   /* relay URLs target hygiene refused */
+	size_t	 tt_bykind[3]; /* live attached roots: 1617, 1618, other */
+	size_t	 tt_unlinked;  /* live roots waiting for their repository */
+	int64_t	 tt_gen;       /* the tables' generation */
+	uint64_t tt_held_gen;  /* sd_held's */
+	int	 tt_valid;
+};
+
 struct syncd {
 	struct role_ctx	      *sd_ctx;
-	struct inventory      *sd_inv;
+	/* Purgatory's StateOnly announcements (sync_git.c), the only
+	 * repositories the tables do not hold: inv_add_stateonly() only. */
+	struct inventory      *sd_held;
+	uint64_t	       sd_held_gen; /* its generation reconciled */
+	int64_t		       sd_inv_gen;  /* invdb generation reconciled */
 	struct conn_mgr	      *sd_conns;
 	struct hmap	       sd_relays;    /* key -> struct sync_relay */
 	char		      *sd_bootstrap; /* canonical key, or NULL */
-	uint64_t	       sd_inv_gen;   /* inventory generation seen */
 	int		       sd_window_armed;
 	lws_usec_t	       sd_window_at;	 /* when it fires */
 	lws_usec_t	       sd_window_start;	 /* the first change */
@@ -230,13 +265,14 @@ struct syncd {
 	int		       sd_trim_armed;
 	lws_usec_t	       sd_trimmed_at;
 	lws_sorted_usec_list_t sd_sul_trim;
-	uint64_t	       sd_trims;   /* malloc_trim() calls */
-	uint64_t	       sd_events;  /* events sent to relayd */
-	uint64_t	       sd_scanned; /* stored events read at start */
+	uint64_t	       sd_trims;	 /* malloc_trim() calls */
+	uint64_t	       sd_events;	 /* events sent to relayd */
+	uint64_t	       sd_scanned;	 /* stored events at start */
 	uint64_t	       sd_announcements; /* 30617 events taken */
 	uint64_t	       sd_reconciles;
 	struct hmap	       sd_no_neg; /* keys without NIP-77 */
 	struct sync_git	      *sd_git;	  /* the git-data hunt */
+	struct sync_totals     sd_totals; /* syncd.c's totals() */
 };
 
 /* sync_relay.c */
@@ -245,9 +281,8 @@ void		   sync_relay_free(struct sync_relay *);
 /* Clears the wanted sets before a new round of sync_relay_want(). */
 void		   sync_relay_clear_want(struct sync_relay *);
 void sync_relay_want(struct sync_relay *, enum sync_set, const char *v);
-/* Wants rt's thread: its id, its descendants' ids and addresses. */
-void sync_relay_want_thread(struct sync_relay *, const struct inventory *,
-    const struct inv_root *rt);
+/* Wants a root's thread: its id, its descendants' ids and addresses. */
+void sync_relay_want_thread(struct sync_relay *, const struct sync_thread *);
 /*
  * Requests what is wanted and not yet fetched; refreshes live REQs when
  * something was added (a removal only leaves them as they are).
@@ -300,8 +335,8 @@ void sync_git_ingested(struct syncd *, const char *relay_key, const char *json,
 
 /* syncd.c */
 double sync_delay(const struct syncd *, double secs);
-/* The inventory changed outside the feed: rebuild targets after the
- * batch window. */
+/* The held StateOnly repositories (sd_held) changed: rebuild targets
+ * after the batch window. */
 void   sync_inventory_changed(struct syncd *);
 /* Derives the targets again after the batch window (GRASP-03 marks). */
 void   sync_reconcile_soon(struct syncd *);

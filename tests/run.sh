@@ -69,6 +69,7 @@ integration/powercut_test 8
 unit/resolve_test 7
 integration/load_test 5
 integration/roles_test 5
+integration/invmem_test 16
 fuzz 53
 interop 20
 lint 15'

@@ -7,7 +7,8 @@
  * signals and exit statuses.
  *
  * Most cases play relayd's part themselves (a store written through
- * store_put(), a PUB socket on "accepted", a PULL on "stats") so that
+ * store_put() with the inventory's tables through invdb_add(), a PUB
+ * socket on "accepted", a PULL on "stats") so that
  * they pin the roles down alone; the last ones run the real relayd.
  * Roles are started by fork+exec with nothing else in the child, like
  * the supervisor does (nanomsg is not fork-safe).
@@ -27,6 +28,7 @@
 #include <nanomsg/reqrep.h>
 #include <poll.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +36,12 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "config.h"
 #include "ctl.h"
 #include "ctlcmd.h"
 #include "event.h"
 #include "gitutil.h"
+#include "invdb.h"
 #include "log.h"
 #include "msg.h"
 #include "nip19.h"
@@ -66,6 +70,7 @@ struct fixture {
 	char	      dir[PATH_MAX];
 	char	      run[PATH_MAX + 8];
 	struct store *store; /* relayd's part: writes */
+	struct invdb *inv;   /* ... and the inventory's tables */
 	int	      pub;   /* relayd's part: accepted PUB */
 	int	      stats; /* relayd's part: stats PULL */
 };
@@ -100,6 +105,9 @@ fixture_free(struct fixture *f)
 {
 	chan_close(f->pub);
 	chan_close(f->stats);
+	if (f->inv != NULL)
+		invdb_free(f->inv);
+	f->inv = NULL;
 	store_close(f->store);
 	tdir_remove(f->dir);
 	f->dir[0] = '\0';
@@ -327,6 +335,30 @@ make_key(int n, uint8_t sk[SECKEY_LEN], char pkhex[PUBKEY_HEX_LEN + 1])
 	hex_encode(pk, PUBKEY_LEN, pkhex);
 }
 
+/*
+ * relayd's part of storing ev: the inventory's tables (invdb.h), which
+ * syncd and historyd read, in a write transaction of their own.
+ */
+static int
+fx_invdb(const struct event *ev)
+{
+	static struct config cfg; /* no domain: every relay is a target */
+	struct sqlite3	    *db = store_sqlite(fx.store);
+
+	if (fx.inv == NULL && (fx.inv = invdb_new(fx.store, &cfg)) == NULL)
+		return -1;
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return -1;
+	if (invdb_add(fx.inv, ev) == -1 || invdb_flush(fx.inv) == -1) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		invdb_discard(fx.inv);
+		return -1;
+	}
+	if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		return -1;
+	return 0;
+}
+
 /* Stores an event as relayd would and announces it (notice != 0). */
 static int64_t
 fx_put(const uint8_t sk[SECKEY_LEN], uint32_t kind, const char *tags,
@@ -342,7 +374,7 @@ fx_put(const uint8_t sk[SECKEY_LEN], uint32_t kind, const char *tags,
 	if ((ev = event_new_signed(sk, time(NULL), kind, tags, content)) ==
 	    NULL)
 		return -1;
-	if (store_put(fx.store, ev, &seq) != STORE_OK)
+	if (store_put(fx.store, ev, &seq) != STORE_OK || fx_invdb(ev) == -1)
 		seq = -1;
 	if (seq > 0 && notice) {
 		memset(&ma, 0, sizeof(ma));
@@ -525,12 +557,19 @@ static void
 test_syncd_polls_the_database_when_a_notice_is_lost(void)
 {
 	cJSON  *rep;
-	int64_t seq;
+	int64_t seq, deadline;
 
 	T_ASSERT(sy.pid != -1);
 	T_ASSERT((seq = fx_announce(sk_a, "gamma", 0)) > 0);
 	T_EQ_INT(view_num_becomes(&fx, ROLE_SYNCD, "repositories", 3), 3);
-	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"status\"}");
+	/* The view counts from the tables (invdb.h), which have it at once;
+	 * the feed's poll (ROLE_FEED_POLL_PERIOD) delivers it after. */
+	for (deadline = wsc_now_ms() + TMO;; relayproc_sleep_ms(50)) {
+		rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"status\"}");
+		if (ctl_num(rep, "feed_seq") == seq || wsc_now_ms() >= deadline)
+			break;
+		cJSON_Delete(rep);
+	}
 	T_EQ_INT(ctl_num(rep, "feed_seq"), seq);
 	cJSON_Delete(rep);
 }

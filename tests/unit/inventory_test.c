@@ -1249,6 +1249,26 @@ test_tables_hold_what_the_inventory_holds(void)
 		T_ASSERT(invdb_flush(w) == 0);
 		T_ASSERT(store_commit(st) == 0);
 	}
+	/* Chains from nodes of every depth reach the bound where the
+	 * inventory's do: the built depths are the inventory's. */
+	for (i = 0; i < 8 * (INV_MAX_DEPTH + 2); i++) {
+		char parent[65];
+
+		memcpy(parent,
+		    i % (INV_MAX_DEPTH + 2) == 0 ? any_id(pl) :
+						   pl->ids[pl->n - 1],
+		    65);
+		T_ASSERT(store_begin(st) == 0);
+		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", parent);
+		e = mk((int)rnd(40), at++, 1111, tags, "");
+		inv_add(iv, e);
+		T_ASSERT(invdb_add(w, e) != -1);
+		if (pl->n < 4096)
+			memcpy(pl->ids[pl->n++], e->id_hex, 65);
+		event_destroy(e);
+		T_ASSERT(invdb_flush(w) == 0);
+		T_ASSERT(store_commit(st) == 0);
+	}
 	T_ASSERT(invdb_generation(st, &gen1) == 0);
 	T_CHECK(gen1 > gen0);
 	compare_tables(iv);

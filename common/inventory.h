@@ -8,13 +8,14 @@
  * through event-id and address references.  From that: the eligible
  * identity authors and each participant's threads.
  *
- * relayd, syncd and historyd each build their own copy at start by
- * feeding the stored events in seq order (inv_rebuild()), then keep it
- * current (relayd in its write transactions, the others from the
- * accepted feed); syncd, which never asks about participants, builds
- * none (inv_new_parts()).  discoveryd reads the eligible authors relayd
- * keeps in the database (eligible.h) instead.  Nothing here is persisted; nothing here trusts an
- * event the store did not accept.
+ * No role keeps one: relayd keeps the same model in the database's
+ * tables (invdb.h), which syncd and historyd read.  What is left here is
+ * the model itself, used where it is made in memory: relayd's one-time
+ * build of those tables (inv_rebuild(), inv_each_row()), syncd's small
+ * copy of purgatory's held announcements (inv_add_stateonly()), an
+ * announcement's relays (inv_announcement_relays()), and the tests,
+ * which compare the tables with it.  Nothing here is persisted; nothing
+ * here trusts an event the store did not accept.
  */
 #ifndef GRASPD_INVENTORY_H
 #define GRASPD_INVENTORY_H

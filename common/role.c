@@ -67,17 +67,6 @@ role_metric(cJSON *metrics, const char *name, double value)
 		fatalx("role_metric: out of memory");
 }
 
-void
-role_counter(cJSON *view, cJSON *metrics, const char *name, const char *metric,
-    uint64_t value)
-{
-	if (view != NULL &&
-	    cJSON_AddNumberToObject(view, name, (double)value) == NULL)
-		fatalx("role_counter: out of memory");
-	if (metrics != NULL)
-		role_metric(metrics, metric, (double)value);
-}
-
 int
 role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
     size_t len)

@@ -152,17 +152,6 @@ int role_ingest(struct role_ctx *ctx, const char *relay_url, const char *json,
  */
 void role_metric(cJSON *metrics, const char *name, double value);
 
-/*
- * One counter that `graspctl show` lists under name and the metrics under
- * metric: adds name:value to the object view when view is set, and
- * role_metric(metrics, metric, value) when metrics is set.  A role lists
- * such counters once, in one function that its show and its stats call
- * with the other argument NULL.  Exits (fatalx) when out of memory.
- * counter.h's tables are the newer form of the same (type and help too).
- */
-void role_counter(cJSON *view, cJSON *metrics, const char *name,
-    const char *metric, uint64_t value);
-
 /* Seconds since the process started. */
 int64_t role_uptime(const struct role_ctx *ctx);
 

@@ -37,11 +37,13 @@
  * change relayd made without a notice (its first build of the tables)
  * is seen too.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "counter.h"
 #include "eligible.h"
 #include "event.h"
 #include "historyd.h"
@@ -844,9 +846,51 @@ hist_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 		take_event(hd, ev);
 }
 
+/* Counts of the history state, for the view and the metrics. */
 struct hist_counts {
-	size_t relays, cursors, active, inflight;
+	uint64_t eligible, relays, cursors, active, inflight;
+	uint64_t max_workers, fallback, marks;
 };
+
+/*
+ * Each once (counter.h), for `graspctl show historyd` and the metrics;
+ * the workers are two samples, the GRASP-03 retained state's and their
+ * own gauge.
+ */
+#define HC(f) offsetof(struct hist_counts, f)
+static const struct counter hist_counters[] = {
+	/* GRASP-03: the fixed-cardinality retained-state metric. */
+	{ "eligible_authors",
+	    "graspd_historyd_retained{state=\"eligible_authors\"}", GAUGE, NULL,
+	    HC(eligible) },
+	{ "desired_relays",
+	    "graspd_historyd_retained{state=\"desired_relays\"}", GAUGE, NULL,
+	    HC(relays) },
+	{ "cursors", "graspd_historyd_retained{state=\"cursors\"}", GAUGE, NULL,
+	    HC(cursors) },
+	{ "workers", "graspd_historyd_retained{state=\"workers\"}", GAUGE, NULL,
+	    HC(active) },
+	{ NULL, "graspd_historyd_workers", GAUGE, NULL, HC(active) },
+	{ "max_workers", NULL, GAUGE, NULL, HC(max_workers) },
+	{ "fallback_relays", NULL, GAUGE, NULL, HC(fallback) },
+	{ "fallback_marks", NULL, GAUGE, NULL, HC(marks) },
+};
+#undef HC
+
+/* The totals, likewise: show lists them under "totals". */
+#define HD(f) offsetof(struct histd, f)
+static const struct counter hist_total_counters[] = {
+	{ "admitted", NULL, COUNTER, NULL, HD(hd_sched.hs_admitted) },
+	{ "groups_ok", "graspd_historyd_groups_total{result=\"ok\"}", COUNTER,
+	    NULL, HD(hd_groups_ok) },
+	{ "groups_failed", "graspd_historyd_groups_total{result=\"failed\"}",
+	    COUNTER, NULL, HD(hd_groups_failed) },
+	{ "events", "graspd_historyd_events_total", COUNTER, NULL,
+	    HD(hd_events) },
+	{ "ingest_dropped", NULL, COUNTER, NULL, HD(hd_ingest_dropped) },
+	{ "reconciles", NULL, COUNTER, NULL, HD(hd_reconciles) },
+};
+#undef HD
 
 static void
 count(const struct histd *hd, struct hist_counts *c)
@@ -856,6 +900,10 @@ count(const struct histd *hd, struct hist_counts *c)
 	void			*v;
 
 	memset(c, 0, sizeof(*c));
+	c->eligible = hd->hd_neligible;
+	c->max_workers = HIST_MAX_WORKERS;
+	c->fallback = hd->hd_nfallback;
+	c->marks = hd->hd_marks.hm_n;
 	for (it = 0; hmap_next(&hd->hd_sched.hs_relays, &it, NULL, NULL, &v);) {
 		r = v;
 		c->relays += r->hr_desired;
@@ -863,22 +911,6 @@ count(const struct histd *hd, struct hist_counts *c)
 		c->active += r->hr_active;
 		c->inflight += r->hr_inflight;
 	}
-}
-
-/*
- * The totals `graspctl show historyd` (into tot) and the metrics share,
- * each named once (role_counter()).
- */
-static void
-hist_totals(const struct histd *hd, cJSON *tot, cJSON *metrics)
-{
-	role_counter(tot, metrics, "groups_ok",
-	    "graspd_historyd_groups_total{result=\"ok\"}", hd->hd_groups_ok);
-	role_counter(tot, metrics, "groups_failed",
-	    "graspd_historyd_groups_total{result=\"failed\"}",
-	    hd->hd_groups_failed);
-	role_counter(tot, metrics, "events", "graspd_historyd_events_total",
-	    hd->hd_events);
 }
 
 static void
@@ -903,16 +935,7 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 	}
 	cJSON_AddStringToObject(view, "history", "on");
 	count(hd, &c);
-	cJSON_AddNumberToObject(view, "eligible_authors",
-	    (double)hd->hd_neligible);
-	cJSON_AddNumberToObject(view, "desired_relays", (double)c.relays);
-	cJSON_AddNumberToObject(view, "cursors", (double)c.cursors);
-	cJSON_AddNumberToObject(view, "workers", (double)c.active);
-	cJSON_AddNumberToObject(view, "max_workers", HIST_MAX_WORKERS);
-	cJSON_AddNumberToObject(view, "fallback_relays",
-	    (double)hd->hd_nfallback);
-	cJSON_AddNumberToObject(view, "fallback_marks",
-	    (double)hd->hd_marks.hm_n);
+	counters_show(view, hist_counters, COUNTERS_N(hist_counters), &c);
 	arr = cJSON_AddArrayToObject(view, "relays");
 	for (it = 0; hmap_next(&hd->hd_sched.hs_relays, &it, NULL, NULL, &v);) {
 		const struct hist_relay *r = v;
@@ -960,12 +983,8 @@ hist_show(struct role_ctx *ctx, cJSON *view)
 	cJSON_AddBoolToObject(view, "relays_truncated",
 	    listed > HIST_VIEW_MAX_RELAYS);
 	o = cJSON_AddObjectToObject(view, "totals");
-	cJSON_AddNumberToObject(o, "admitted",
-	    (double)hd->hd_sched.hs_admitted);
-	hist_totals(hd, o, NULL);
-	cJSON_AddNumberToObject(o, "ingest_dropped",
-	    (double)hd->hd_ingest_dropped);
-	cJSON_AddNumberToObject(o, "reconciles", (double)hd->hd_reconciles);
+	counters_show(o, hist_total_counters, COUNTERS_N(hist_total_counters),
+	    hd);
 	conn_mgr_show(hd->hd_conns,
 	    cJSON_AddArrayToObject(view, "connections"));
 }
@@ -982,19 +1001,10 @@ hist_stats(struct role_ctx *ctx, cJSON *metrics)
 		return;
 	}
 	count(hd, &c);
-	/* GRASP-03: the fixed-cardinality retained-state metric. */
-	role_metric(metrics,
-	    "graspd_historyd_retained{state=\"eligible_authors\"}",
-	    (double)hd->hd_neligible);
-	role_metric(metrics,
-	    "graspd_historyd_retained{state=\"desired_relays\"}",
-	    (double)c.relays);
-	role_metric(metrics, "graspd_historyd_retained{state=\"cursors\"}",
-	    (double)c.cursors);
-	role_metric(metrics, "graspd_historyd_retained{state=\"workers\"}",
-	    (double)c.active);
-	role_metric(metrics, "graspd_historyd_workers", (double)c.active);
-	hist_totals(hd, NULL, metrics);
+	counters_metrics(metrics, hist_counters, COUNTERS_N(hist_counters), &c,
+	    NULL);
+	counters_metrics(metrics, hist_total_counters,
+	    COUNTERS_N(hist_total_counters), hd, NULL);
 	conn_mgr_stats(hd->hd_conns, metrics);
 }
 

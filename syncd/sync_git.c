@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@
 
 #include "buf.h"
 #include "child.h"
+#include "counter.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -1089,35 +1091,31 @@ step_name(const struct git_hunt *h)
 	}
 }
 
-/*
- * The hunt's counters, each named once for `graspctl show syncd` (into
- * tot) and for the metrics.
- */
-static void
-git_counters(const struct sync_git *sg, cJSON *tot, cJSON *metrics)
-{
-	role_counter(tot, metrics, "attempts",
-	    "graspd_syncd_git_attempts_total", sg->sg_attempts);
-	role_counter(tot, metrics, "fetches_ok",
-	    "graspd_syncd_git_fetches_total{result=\"ok\"}", sg->sg_fetch_ok);
-	role_counter(tot, metrics, "fetches_failed",
-	    "graspd_syncd_git_fetches_total{result=\"failed\"}",
-	    sg->sg_fetch_failed);
-	role_counter(tot, metrics, "fetches_timed_out",
-	    "graspd_syncd_git_fetches_total{result=\"timeout\"}",
-	    sg->sg_fetch_timeout);
-	role_counter(tot, metrics, "objects_fetched",
-	    "graspd_syncd_git_objects_fetched_total", sg->sg_objects);
-	role_counter(tot, metrics, "urls_refused",
-	    "graspd_syncd_git_urls_refused_total", sg->sg_refused);
-	role_counter(tot, metrics, "notices_ok",
-	    "graspd_syncd_git_notices_total{result=\"ok\"}", sg->sg_notice_ok);
-	role_counter(tot, metrics, "notices_failed",
-	    "graspd_syncd_git_notices_total{result=\"failed\"}",
-	    sg->sg_notice_failed);
-	role_counter(tot, metrics, "events_released",
-	    "graspd_syncd_git_events_released_total", sg->sg_released);
-}
+/* The hunt's counters, each once (counter.h), for `graspctl show syncd`
+ * (under "git_hunt") and the metrics. */
+#define SG(f) offsetof(struct sync_git, f)
+static const struct counter git_counters[] = {
+	{ "attempts", "graspd_syncd_git_attempts_total", COUNTER, NULL,
+	    SG(sg_attempts) },
+	{ "fetches_ok", "graspd_syncd_git_fetches_total{result=\"ok\"}",
+	    COUNTER, NULL, SG(sg_fetch_ok) },
+	{ "fetches_failed", "graspd_syncd_git_fetches_total{result=\"failed\"}",
+	    COUNTER, NULL, SG(sg_fetch_failed) },
+	{ "fetches_timed_out",
+	    "graspd_syncd_git_fetches_total{result=\"timeout\"}", COUNTER, NULL,
+	    SG(sg_fetch_timeout) },
+	{ "objects_fetched", "graspd_syncd_git_objects_fetched_total", COUNTER,
+	    NULL, SG(sg_objects) },
+	{ "urls_refused", "graspd_syncd_git_urls_refused_total", COUNTER, NULL,
+	    SG(sg_refused) },
+	{ "notices_ok", "graspd_syncd_git_notices_total{result=\"ok\"}",
+	    COUNTER, NULL, SG(sg_notice_ok) },
+	{ "notices_failed", "graspd_syncd_git_notices_total{result=\"failed\"}",
+	    COUNTER, NULL, SG(sg_notice_failed) },
+	{ "events_released", "graspd_syncd_git_events_released_total", COUNTER,
+	    NULL, SG(sg_released) },
+};
+#undef SG
 
 void
 sync_git_show(struct syncd *sd, cJSON *view)
@@ -1157,7 +1155,7 @@ sync_git_show(struct syncd *sd, cJSON *view)
 		cJSON_AddStringToObject(o, "last_error", h->gh_error);
 		cJSON_AddItemToArray(arr, o);
 	}
-	git_counters(sg, tot, NULL);
+	counters_show(tot, git_counters, COUNTERS_N(git_counters), sg);
 	cJSON_AddNumberToObject(tot, "git_processes", child_count());
 }
 
@@ -1170,5 +1168,6 @@ sync_git_stats(struct syncd *sd, cJSON *metrics)
 		return;
 	role_metric(metrics, "graspd_syncd_git_hunts",
 	    (double)sg->sg_hunts.hm_n);
-	git_counters(sg, NULL, metrics);
+	counters_metrics(metrics, git_counters, COUNTERS_N(git_counters), sg,
+	    NULL);
 }

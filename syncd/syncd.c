@@ -6,10 +6,12 @@
  * relay fetches what is new (sync_relay.c).
  */
 #include <malloc.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "counter.h"
 #include "event.h"
 #include "feed.h"
 #include "invdb.h"
@@ -659,29 +661,116 @@ sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 		arm_window(sd);
 }
 
+/* syncd's figures, for the view and the metrics. */
+struct sync_counts {
+	uint64_t refused, repos, roots, bykind[3], unlinked, announcements;
+	uint64_t scanned;
+	uint64_t relays, synced, events, reconciles, neg, req;
+	/* NIP-77, summed over the relays tracked now. */
+	uint64_t sessions, fallbacks, rounds, bytes, fbytes, need, have;
+};
+
+/*
+ * Each once (counter.h), for `graspctl show syncd` and the metrics: show
+ * puts its "roots" object, by kind, between the first table and the last.
+ */
+#define SC(f) offsetof(struct sync_counts, f)
+static const struct counter sync_repo_counters[] = {
+	/* Relay URLs of accepted announcements that target hygiene
+	 * refused: never dialled, and counted here. */
+	{ NULL, "graspd_syncd_repo_relays_refused", GAUGE, NULL, SC(refused) },
+	{ "repositories", "graspd_syncd_repositories", GAUGE, NULL, SC(repos) },
+	{ NULL, "graspd_syncd_roots", GAUGE, NULL, SC(roots) },
+};
+
+static const struct counter sync_root_counters[] = {
+	{ "1617", NULL, GAUGE, NULL, SC(bykind[0]) },
+	{ "1618", NULL, GAUGE, NULL, SC(bykind[1]) },
+	{ "1621", NULL, GAUGE, NULL, SC(bykind[2]) },
+};
+
+static const struct counter sync_counters[] = {
+	{ "root_kind_events_unlinked", NULL, GAUGE, NULL, SC(unlinked) },
+	{ "announcement_events", NULL, COUNTER, NULL, SC(announcements) },
+	{ "scanned_at_start", NULL, GAUGE, NULL, SC(scanned) },
+	{ NULL, "graspd_syncd_relays_tracked", GAUGE, NULL, SC(relays) },
+	{ NULL, "graspd_syncd_relays_historic_synced", GAUGE, NULL,
+	    SC(synced) },
+	{ "events_synced", "graspd_syncd_events_synced_total", COUNTER, NULL,
+	    SC(events) },
+	{ NULL, "graspd_syncd_reconciles_total", COUNTER, NULL,
+	    SC(reconciles) },
+	{ NULL, "graspd_syncd_relays_mode{mode=\"negentropy\"}", GAUGE, NULL,
+	    SC(neg) },
+	{ NULL, "graspd_syncd_relays_mode{mode=\"req\"}", GAUGE, NULL,
+	    SC(req) },
+	{ NULL, "graspd_syncd_negentropy_sessions", GAUGE, NULL, SC(sessions) },
+	{ NULL, "graspd_syncd_negentropy_fallbacks", GAUGE, NULL,
+	    SC(fallbacks) },
+	{ NULL, "graspd_syncd_negentropy_rounds", GAUGE, NULL, SC(rounds) },
+	{ NULL, "graspd_syncd_negentropy_bytes", GAUGE, NULL, SC(bytes) },
+	{ NULL, "graspd_syncd_negentropy_fetch_bytes", GAUGE, NULL,
+	    SC(fbytes) },
+	{ NULL, "graspd_syncd_negentropy_ids_needed", GAUGE, NULL, SC(need) },
+	{ NULL, "graspd_syncd_negentropy_ids_have", GAUGE, NULL, SC(have) },
+};
+#undef SC
+
+static void
+count(struct syncd *sd, struct sync_counts *c)
+{
+	const struct sync_totals *t = totals(sd);
+	const struct sync_relay	 *sr;
+	size_t			  it;
+	void			 *v;
+
+	memset(c, 0, sizeof(*c));
+	c->refused = t->tt_refused;
+	c->repos = t->tt_nrepos;
+	for (it = 0; it < sizeof(t->tt_bykind) / sizeof(t->tt_bykind[0]);
+	     it++) {
+		c->bykind[it] = t->tt_bykind[it];
+		c->roots += t->tt_bykind[it];
+	}
+	c->unlinked = t->tt_unlinked;
+	c->announcements = sd->sd_announcements;
+	c->scanned = sd->sd_scanned;
+	c->relays = sd->sd_relays.hm_n;
+	c->events = sd->sd_events;
+	c->reconciles = sd->sd_reconciles;
+	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);) {
+		sr = v;
+		c->synced += sr->sr_synced_at != 0;
+		c->neg += sync_neg_allowed(sd, sr->sr_key);
+		c->sessions += sr->sr_neg_sessions;
+		c->fallbacks += sr->sr_neg_fallbacks;
+		c->rounds += sr->sr_neg_rounds;
+		c->bytes += sr->sr_neg_bytes;
+		c->fbytes += sr->sr_neg_fetch_bytes;
+		c->need += sr->sr_neg_need;
+		c->have += sr->sr_neg_have;
+	}
+	c->req = c->relays - c->neg;
+}
+
 static void
 sync_show(struct role_ctx *ctx, cJSON *view)
 {
-	struct syncd		 *sd = ctx->r_data;
-	const struct sync_totals *t = totals(sd);
-	cJSON			 *arr, *roots;
-	size_t			  it;
-	void			 *v;
+	struct syncd	  *sd = ctx->r_data;
+	struct sync_counts c;
+	cJSON		  *arr;
+	size_t		   it;
+	void		  *v;
+
+	count(sd, &c);
 	cJSON_AddBoolToObject(view, "sync_enabled", ctx->r_cfg.sync_enabled);
 	cJSON_AddStringToObject(view, "bootstrap",
 	    sd->sd_bootstrap ? sd->sd_bootstrap : "");
-	cJSON_AddNumberToObject(view, "repositories", (double)t->tt_nrepos);
-	roots = cJSON_AddObjectToObject(view, "roots");
-	cJSON_AddNumberToObject(roots, "1617", (double)t->tt_bykind[0]);
-	cJSON_AddNumberToObject(roots, "1618", (double)t->tt_bykind[1]);
-	cJSON_AddNumberToObject(roots, "1621", (double)t->tt_bykind[2]);
-	cJSON_AddNumberToObject(view, "root_kind_events_unlinked",
-	    (double)t->tt_unlinked);
-	cJSON_AddNumberToObject(view, "announcement_events",
-	    (double)sd->sd_announcements);
-	cJSON_AddNumberToObject(view, "scanned_at_start",
-	    (double)sd->sd_scanned);
-	cJSON_AddNumberToObject(view, "events_synced", (double)sd->sd_events);
+	counters_show(view, sync_repo_counters, COUNTERS_N(sync_repo_counters),
+	    &c);
+	counters_show(cJSON_AddObjectToObject(view, "roots"),
+	    sync_root_counters, COUNTERS_N(sync_root_counters), &c);
+	counters_show(view, sync_counters, COUNTERS_N(sync_counters), &c);
 	cJSON_AddBoolToObject(view, "negentropy",
 	    !ctx->r_cfg.sync_disable_negentropy);
 	arr = cJSON_AddArrayToObject(view, "relays");
@@ -700,58 +789,15 @@ sync_show(struct role_ctx *ctx, cJSON *view)
 static void
 sync_stats(struct role_ctx *ctx, cJSON *metrics)
 {
-	struct syncd		 *sd = ctx->r_data;
-	const struct sync_totals *t = totals(sd);
-	size_t			  it, synced = 0, neg = 0;
-	uint64_t rounds = 0, bytes = 0, fbytes = 0, need = 0, have = 0;
-	uint64_t sessions = 0, fallbacks = 0;
-	void	*v;
+	struct syncd	  *sd = ctx->r_data;
+	struct sync_counts c;
 
-	for (it = 0; hmap_next(&sd->sd_relays, &it, NULL, NULL, &v);) {
-		struct sync_relay *sr = v;
-
-		synced += sr->sr_synced_at != 0;
-		neg += sync_neg_allowed(sd, sr->sr_key);
-		sessions += sr->sr_neg_sessions;
-		fallbacks += sr->sr_neg_fallbacks;
-		rounds += sr->sr_neg_rounds;
-		bytes += sr->sr_neg_bytes;
-		fbytes += sr->sr_neg_fetch_bytes;
-		need += sr->sr_neg_need;
-		have += sr->sr_neg_have;
-	}
+	count(sd, &c);
 	role_metric(metrics, "graspd_syncd_enabled", ctx->r_cfg.sync_enabled);
-	/* Relay URLs of accepted announcements that target hygiene
-	 * refused: never dialled, and counted here. */
-	role_metric(metrics, "graspd_syncd_repo_relays_refused",
-	    (double)t->tt_refused);
-	role_metric(metrics, "graspd_syncd_repositories", (double)t->tt_nrepos);
-	role_metric(metrics, "graspd_syncd_roots",
-	    (double)(t->tt_bykind[0] + t->tt_bykind[1] + t->tt_bykind[2]));
-	role_metric(metrics, "graspd_syncd_relays_tracked",
-	    (double)sd->sd_relays.hm_n);
-	role_metric(metrics, "graspd_syncd_relays_historic_synced",
-	    (double)synced);
-	role_metric(metrics, "graspd_syncd_events_synced_total",
-	    (double)sd->sd_events);
-	role_metric(metrics, "graspd_syncd_reconciles_total",
-	    (double)sd->sd_reconciles);
-	/* NIP-77, summed over the relays tracked now. */
-	role_metric(metrics, "graspd_syncd_relays_mode{mode=\"negentropy\"}",
-	    (double)neg);
-	role_metric(metrics, "graspd_syncd_relays_mode{mode=\"req\"}",
-	    (double)(sd->sd_relays.hm_n - neg));
-	role_metric(metrics, "graspd_syncd_negentropy_sessions",
-	    (double)sessions);
-	role_metric(metrics, "graspd_syncd_negentropy_fallbacks",
-	    (double)fallbacks);
-	role_metric(metrics, "graspd_syncd_negentropy_rounds", (double)rounds);
-	role_metric(metrics, "graspd_syncd_negentropy_bytes", (double)bytes);
-	role_metric(metrics, "graspd_syncd_negentropy_fetch_bytes",
-	    (double)fbytes);
-	role_metric(metrics, "graspd_syncd_negentropy_ids_needed",
-	    (double)need);
-	role_metric(metrics, "graspd_syncd_negentropy_ids_have", (double)have);
+	counters_metrics(metrics, sync_repo_counters,
+	    COUNTERS_N(sync_repo_counters), &c, NULL);
+	counters_metrics(metrics, sync_counters, COUNTERS_N(sync_counters), &c,
+	    NULL);
 	conn_mgr_stats(sd->sd_conns, metrics);
 	sync_git_stats(sd, metrics);
 }

@@ -1069,6 +1069,16 @@ invdb_built_for(struct invdb *w)
 }
 
 int
+invdb_mark_stale(struct store *s)
+{
+	if (sqlite3_exec(store_sqlite(s),
+		"UPDATE inv_state SET built = 0 WHERE id = 1", NULL, NULL,
+		NULL) != SQLITE_OK)
+		return rerr(s, "mark stale");
+	return 0;
+}
+
+int
 invdb_read_begin(struct store *s)
 {
 	sqlite3 *db = store_sqlite(s);

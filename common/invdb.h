@@ -108,6 +108,13 @@ int invdb_built(struct store *);
 int invdb_built_for(struct invdb *);
 
 /*
+ * Marks the tables as not built, so that the next relayd builds them
+ * again: for a program that stored events behind relayd's back (make
+ * bench's store fills write through store.c directly).
+ */
+int invdb_mark_stale(struct store *);
+
+/*
  * Empties the tables and feeds every stored event in seq order, then
  * marks them built with this writer's configuration, in one transaction of the writer's store (not in a
  * transaction).  Returns the number of events fed.

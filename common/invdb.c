@@ -454,24 +454,6 @@ addr_put(struct invdb *w, const char *addr, int64_t root, int depth)
 	return wdone(w, st) == -1 ? -1 : 0;
 }
 
-/* A tag naming a parent by id (NIP-10 e, NIP-22 E, NIP-18 q). */
-static int
-id_parent_tag(const struct event_tag *tg)
-{
-	return tg->n >= 2 && tg->v[0].len == 1 &&
-	    (tg->v[0].s[0] == 'e' || tg->v[0].s[0] == 'E' ||
-		tg->v[0].s[0] == 'q');
-}
-
-/* A tag naming a parent by address (NIP-01 a, NIP-22 A, NIP-18 q). */
-static int
-addr_parent_tag(const struct event_tag *tg)
-{
-	return tg->n >= 2 && tg->v[0].len == 1 &&
-	    (tg->v[0].s[0] == 'a' || tg->v[0].s[0] == 'A' ||
-		tg->v[0].s[0] == 'q');
-}
-
 /*
  * The live roots ev's parents (e/E/q ids, a/A/q addresses already known
  * as nodes) descend from, in roots, and the depth ev's node takes.
@@ -490,7 +472,7 @@ collect_roots(struct invdb *w, const struct event *ev,
 		const struct event_tag *tg = &ev->tags[t];
 		const struct estr      *v = &tg->v[1];
 
-		if (!id_parent_tag(tg) && !addr_parent_tag(tg))
+		if (!inv_id_parent_tag(tg) && !inv_addr_parent_tag(tg))
 			continue;
 		/* A value that already led to a node adds nothing again
 		 * (NIP-22 names a top-level comment's root twice, E and e). */
@@ -500,10 +482,10 @@ collect_roots(struct invdb *w, const struct event *ev,
 				break;
 		if (f < nfound)
 			continue;
-		if (id_parent_tag(tg) &&
+		if (inv_id_parent_tag(tg) &&
 		    hex_decode(v->s, v->len, id, EVENT_ID_LEN) == 0)
 			rc = parent_roots(w, id, NULL, roots, nroots, depth);
-		else if (addr_parent_tag(tg) && memchr(v->s, ':', v->len))
+		else if (inv_addr_parent_tag(tg) && memchr(v->s, ':', v->len))
 			rc = parent_roots(w, NULL, v, roots, nroots, depth);
 		else
 			continue;

@@ -728,18 +728,16 @@ pending_add(struct inventory *iv, struct inv_root *rt)
 	pd->pd_roots[pd->pd_n++] = rt;
 }
 
-/* A tag naming a parent by id (NIP-10 e, NIP-22 E, NIP-18 q). */
-static int
-id_parent_tag(const struct event_tag *tg)
+int
+inv_id_parent_tag(const struct event_tag *tg)
 {
 	return tg->n >= 2 && tg->v[0].len == 1 &&
 	    (tg->v[0].s[0] == 'e' || tg->v[0].s[0] == 'E' ||
 		tg->v[0].s[0] == 'q');
 }
 
-/* A tag naming a parent by address (NIP-01 a, NIP-22 A, NIP-18 q). */
-static int
-addr_parent_tag(const struct event_tag *tg)
+int
+inv_addr_parent_tag(const struct event_tag *tg)
 {
 	return tg->n >= 2 && tg->v[0].len == 1 &&
 	    (tg->v[0].s[0] == 'a' || tg->v[0].s[0] == 'A' ||
@@ -770,7 +768,7 @@ keys_make(const struct inventory *iv, const struct event *ev,
 		const struct event_tag *tg = &ev->tags[t];
 		uint8_t		       *id = k->ik_ids[k->ik_nids];
 
-		if (!id_parent_tag(tg))
+		if (!inv_id_parent_tag(tg))
 			continue;
 		/* NIP-22 names a top-level comment's root twice (E, e). */
 		for (i = 0; i < k->ik_nids; i++)
@@ -1051,7 +1049,7 @@ add_descendant(struct inventory *iv, const struct event *ev,
 		const struct event_tag *tg = &ev->tags[t];
 		struct inv_node	       *p = NULL;
 
-		if (!id_parent_tag(tg) && !addr_parent_tag(tg))
+		if (!inv_id_parent_tag(tg) && !inv_addr_parent_tag(tg))
 			continue;
 		/* A value that already led to a node adds nothing again
 		 * (NIP-22 names a top-level comment's root twice, E and e). */
@@ -1060,10 +1058,10 @@ add_descendant(struct inventory *iv, const struct event *ev,
 				break;
 		if (f < nfound)
 			continue;
-		if (id_parent_tag(tg) &&
+		if (inv_id_parent_tag(tg) &&
 		    parent_id(keys, t, &tg->v[1], id, &h) == 0)
 			p = id_node_h(iv, id, h);
-		else if (addr_parent_tag(tg) &&
+		else if (inv_addr_parent_tag(tg) &&
 		    memchr(tg->v[1].s, ':', tg->v[1].len))
 			p = hmap_get(&iv->iv_addrs, tg->v[1].s, tg->v[1].len);
 		if (p == NULL || p->nd_depth >= INV_MAX_DEPTH)

@@ -217,6 +217,12 @@ int inv_eligible(const struct inventory *, const uint8_t pubkey[PUBKEY_LEN]);
 size_t inv_eligible_each(const struct inventory *,
     void (*cb)(void *arg, const uint8_t pubkey[PUBKEY_LEN]), void *arg);
 
+struct event_tag;
+/* 1 if tag names a parent by id (NIP-10 e, NIP-22 E, NIP-18 q). */
+int inv_id_parent_tag(const struct event_tag *tag);
+/* 1 if tag names a parent by address (NIP-01 a, NIP-22 A, NIP-18 q). */
+int inv_addr_parent_tag(const struct event_tag *tag);
+
 /*
  * The inventory as rows of invdb.h's tables, for building them in one
  * pass (invdb_build()): root for every root in arrival order (its row

@@ -1180,6 +1180,24 @@ pool_take(void *arg, int64_t seq, const struct event *e)
 }
 
 /*
+ * Feeds e to the inventory and, in a transaction of its own as relayd
+ * does, to the tables; puts its id in the pool and frees it.
+ */
+static void
+feed_both(struct inventory *iv, struct invdb *w, struct pool *pl,
+    struct event *e)
+{
+	T_ASSERT(store_begin(st) == 0);
+	inv_add(iv, e);
+	T_ASSERT(invdb_add(w, e) != -1);
+	if (pl->n < 4096)
+		memcpy(pl->ids[pl->n++], e->id_hex, 65);
+	event_destroy(e);
+	T_ASSERT(invdb_flush(w) == 0);
+	T_ASSERT(store_commit(st) == 0);
+}
+
+/*
  * The tables built from a store hold what an inventory fed the same
  * events holds; so do both after more events, deletions of every kind
  * among them, fed to both one transaction at a time as relayd does.
@@ -1213,7 +1231,6 @@ test_tables_hold_what_the_inventory_holds(void)
 	 * go and come back; roots wait and attach. */
 	T_ASSERT(invdb_generation(st, &gen0) == 0);
 	for (i = 0; i < 400; i++) {
-		T_ASSERT(store_begin(st) == 0);
 		switch (rnd(5)) {
 		case 0:
 			snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]",
@@ -1241,13 +1258,7 @@ test_tables_hold_what_the_inventory_holds(void)
 			e = mk((int)rnd(40), at++, 1111, tags, "");
 			break;
 		}
-		inv_add(iv, e);
-		T_ASSERT(invdb_add(w, e) != -1);
-		if (pl->n < 4096)
-			memcpy(pl->ids[pl->n++], e->id_hex, 65);
-		event_destroy(e);
-		T_ASSERT(invdb_flush(w) == 0);
-		T_ASSERT(store_commit(st) == 0);
+		feed_both(iv, w, pl, e);
 	}
 	/* Chains from nodes of every depth reach the bound where the
 	 * inventory's do: the built depths are the inventory's. */
@@ -1258,16 +1269,9 @@ test_tables_hold_what_the_inventory_holds(void)
 		    i % (INV_MAX_DEPTH + 2) == 0 ? any_id(pl) :
 						   pl->ids[pl->n - 1],
 		    65);
-		T_ASSERT(store_begin(st) == 0);
 		snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", parent);
 		e = mk((int)rnd(40), at++, 1111, tags, "");
-		inv_add(iv, e);
-		T_ASSERT(invdb_add(w, e) != -1);
-		if (pl->n < 4096)
-			memcpy(pl->ids[pl->n++], e->id_hex, 65);
-		event_destroy(e);
-		T_ASSERT(invdb_flush(w) == 0);
-		T_ASSERT(store_commit(st) == 0);
+		feed_both(iv, w, pl, e);
 	}
 	T_ASSERT(invdb_generation(st, &gen1) == 0);
 	T_CHECK(gen1 > gen0);

@@ -52,8 +52,8 @@ static const char *const invdb_sql[W_COUNT] = {
 	[W_ROOT_GET] =
 	    "SELECT num, author, deleted FROM inv_roots WHERE id = ?1",
 	[W_ROOT_PUT] =
-	    "INSERT INTO inv_roots (id, author, kind, coord, deleted,"
-	    " ndesc) VALUES (?1, ?2, ?3, ?4, 0, 0)",
+	    "INSERT OR IGNORE INTO inv_roots (id, author, kind, coord,"
+	    " deleted, ndesc) VALUES (?1, ?2, ?3, ?4, 0, 0)",
 	[W_ROOT_DELETE] = "UPDATE inv_roots SET deleted = 1 WHERE num = ?1",
 	[W_ROOT_NDESC] =
 	    "UPDATE inv_roots SET ndesc = ndesc + 1 WHERE num = ?1",
@@ -99,10 +99,6 @@ struct invdb {
  */
 #define INVDB_BUILD_CACHE_KIB 65536
 
-/* Ours: the roots one event is followed into (inventory.c's roots[]). */
-#define INVDB_EV_ROOTS 64
-/* Ours: parent values remembered as having led to a node (found[]). */
-#define INVDB_FOUND    8
 
 /* A root an event descends from, as add_descendant() collects them. */
 struct invdb_parent_root {
@@ -212,7 +208,7 @@ add_announcement(struct invdb *w, const struct event *ev)
 {
 	const struct estr      *d = event_tag_value(ev, "d");
 	const struct event_tag *mt = NULL;
-	char	      coord[64 + 16 + 1024], *relays[INV_MAX_REPO_RELAYS];
+	char	      coord[INV_COORD_MAX], *relays[INV_MAX_REPO_RELAYS];
 	struct buf    rl = BUF_INIT;
 	uint8_t	     *maint = NULL;
 	size_t	      n, i, nmaint = 0, refused = 0;
@@ -329,23 +325,13 @@ node_put(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int64_t root,
 static int
 add_root(struct invdb *w, const struct event *ev, int *is_root)
 {
-	const struct estr *a = NULL;
+	const struct estr *a;
 	sqlite3_stmt	  *st;
 	int64_t		   num;
-	int		   deleted, rc;
-	uint32_t	   i;
+	int		   n;
 
-	for (i = 0; i < ev->ntags && a == NULL; i++)
-		if (ev->tags[i].n >= 2 &&
-		    strcmp(ev->tags[i].v[0].s, "a") == 0 &&
-		    strncmp(ev->tags[i].v[1].s, "30617:", 6) == 0)
-			a = &ev->tags[i].v[1];
-	if (a == NULL)
+	if ((a = inv_root_repo(ev)) == NULL)
 		return 0;
-	if ((rc = root_get(w, ev->id, &num, NULL, &deleted)) != 0) {
-		*is_root = rc == 1;
-		return rc == 1 ? 0 : -1;
-	}
 	if ((st = wstmt(w, W_ROOT_PUT)) == NULL ||
 	    sqlite3_bind_blob(st, 1, ev->id, EVENT_ID_LEN, SQLITE_STATIC) !=
 		SQLITE_OK ||
@@ -355,8 +341,11 @@ add_root(struct invdb *w, const struct event *ev, int *is_root)
 	    sqlite3_bind_text(st, 4, a->s, (int)a->len, SQLITE_STATIC) !=
 		SQLITE_OK)
 		return werr(w, "bind");
-	if (wdone(w, st) == -1)
-		return -1;
+	/* A root already (the same event fed again): nothing new. */
+	if ((n = wdone(w, st)) <= 0) {
+		*is_root = n == 0;
+		return n;
+	}
 	num = sqlite3_last_insert_rowid(w->w_db);
 	/* The root's own node, depth 0: its author takes part. */
 	if (node_put(w, ev->id, num, 0, ev->pubkey) == -1)
@@ -368,7 +357,7 @@ add_root(struct invdb *w, const struct event *ev, int *is_root)
 /*
  * The roots, depth and liveness a parent (an id, or an address if addr
  * is not NULL) leads to, added to roots[*nroots] (deduplicated, live
- * ones, at most INVDB_EV_ROOTS); *depth lowered to its depth plus one.
+ * ones, at most INV_EV_ROOTS); *depth lowered to its depth plus one.
  * Returns 1 if the parent is a node within the depth bound, 0 if not,
  * -1 on a database error.
  */
@@ -407,7 +396,7 @@ parent_roots(struct invdb *w, const uint8_t *id, const struct estr *addr,
 		for (k = 0; k < *nroots; k++)
 			if (roots[k].pr_num == num)
 				break;
-		if (k < *nroots || *nroots == INVDB_EV_ROOTS)
+		if (k < *nroots || *nroots == INV_EV_ROOTS)
 			continue;
 		roots[k].pr_num = num;
 		roots[k].pr_ndesc = sqlite3_column_int64(st, 3);
@@ -462,7 +451,7 @@ static int
 collect_roots(struct invdb *w, const struct event *ev,
     struct invdb_parent_root *roots, size_t *nroots, int *depth)
 {
-	const struct estr *found[INVDB_FOUND];
+	const struct estr *found[INV_EV_FOUND];
 	size_t		   nfound = 0, f;
 	uint8_t		   id[EVENT_ID_LEN];
 	uint32_t	   t;
@@ -491,7 +480,7 @@ collect_roots(struct invdb *w, const struct event *ev,
 			continue;
 		if (rc == -1)
 			return -1;
-		if (rc == 1 && nfound < INVDB_FOUND)
+		if (rc == 1 && nfound < INV_EV_FOUND)
 			found[nfound++] = v;
 	}
 	return 0;
@@ -505,11 +494,10 @@ collect_roots(struct invdb *w, const struct event *ev,
 static int
 add_descendant(struct invdb *w, const struct event *ev, int is_root)
 {
-	struct invdb_parent_root roots[INVDB_EV_ROOTS];
+	struct invdb_parent_root roots[INV_EV_ROOTS];
 	size_t			 nroots = 0, k;
 	int			 depth = INV_MAX_DEPTH + 1, n, changed = 0;
-	enum kind_class		 kc = event_kind_class(ev->kind);
-	char			 addr[64 + 16 + 1024];
+	char			 addr[INV_COORD_MAX];
 	sqlite3_stmt		*st;
 
 	if (collect_roots(w, ev, roots, &nroots, &depth) == -1)
@@ -518,10 +506,7 @@ add_descendant(struct invdb *w, const struct event *ev, int is_root)
 		return 0;
 	if (is_root)
 		depth = 0;
-	addr[0] = '\0';
-	if (kc == KIND_ADDRESSABLE || kc == KIND_REPLACEABLE)
-		snprintf(addr, sizeof(addr), "%u:%s:%s", ev->kind,
-		    ev->pubkey_hex, kc == KIND_ADDRESSABLE ? event_d(ev) : "");
+	inv_event_addr(ev, addr, sizeof(addr));
 	for (k = 0; k < nroots; k++) {
 		if (memcmp(roots[k].pr_id, ev->id, EVENT_ID_LEN) == 0 ||
 		    roots[k].pr_ndesc >= INV_MAX_DESCENDANTS)

@@ -728,6 +728,30 @@ pending_add(struct inventory *iv, struct inv_root *rt)
 	pd->pd_roots[pd->pd_n++] = rt;
 }
 
+const struct estr *
+inv_root_repo(const struct event *ev)
+{
+	uint32_t i;
+
+	for (i = 0; i < ev->ntags; i++)
+		if (ev->tags[i].n >= 2 &&
+		    strcmp(ev->tags[i].v[0].s, "a") == 0 &&
+		    strncmp(ev->tags[i].v[1].s, "30617:", 6) == 0)
+			return &ev->tags[i].v[1];
+	return NULL;
+}
+
+void
+inv_event_addr(const struct event *ev, char *out, size_t len)
+{
+	enum kind_class kc = event_kind_class(ev->kind);
+
+	out[0] = '\0';
+	if (kc == KIND_ADDRESSABLE || kc == KIND_REPLACEABLE)
+		snprintf(out, len, "%u:%s:%s", ev->kind, ev->pubkey_hex,
+		    kc == KIND_ADDRESSABLE ? event_d(ev) : "");
+}
+
 int
 inv_id_parent_tag(const struct event_tag *tg)
 {
@@ -870,7 +894,7 @@ add_announcement(struct inventory *iv, const struct event *ev,
 	struct inv_repo	   *r;
 	struct inv_pending *pd;
 	const struct estr  *d = event_tag_value(ev, "d");
-	char		    coord[64 + 16 + 1024], *relays[INV_MAX_REPO_RELAYS];
+	char		    coord[INV_COORD_MAX], *relays[INV_MAX_REPO_RELAYS];
 	const struct event_tag *mt = NULL;
 	size_t			i, n;
 	uint32_t		k;
@@ -971,19 +995,14 @@ coord_copy(struct inventory *iv, const struct estr *c)
 static void
 add_root(struct inventory *iv, const struct event *ev, const struct inv_keys *k)
 {
-	const struct estr *a = NULL;
+	const struct estr *a;
 	struct inv_root	  *rt;
 	struct inv_repo	  *r;
 	struct inv_node	  *nd;
 	size_t		   num;
-	uint32_t	   i;
 
-	for (i = 0; i < ev->ntags && a == NULL; i++)
-		if (ev->tags[i].n >= 2 &&
-		    strcmp(ev->tags[i].v[0].s, "a") == 0 &&
-		    strncmp(ev->tags[i].v[1].s, "30617:", 6) == 0)
-			a = &ev->tags[i].v[1];
-	if (a == NULL || root_find(iv, ev->id, k->ik_hid) != NULL)
+	if ((a = inv_root_repo(ev)) == NULL ||
+	    root_find(iv, ev->id, k->ik_hid) != NULL)
 		return;
 	/* Roots are never freed before the inventory: records, with no
 	 * allocation of their own. */
@@ -1033,16 +1052,15 @@ static void
 add_descendant(struct inventory *iv, const struct event *ev,
     const struct inv_keys *keys)
 {
-	struct inv_root	  *roots[64];
+	struct inv_root	  *roots[INV_EV_ROOTS];
 	size_t		   nroots = 0, i, k, num;
 	int		   depth = INV_MAX_DEPTH + 1, added = 0;
 	uint32_t	   t;
 	uint8_t		   id[EVENT_ID_LEN];
 	uint64_t	   h;
-	char		   addr[64 + 16 + 1024];
-	enum kind_class	   kc = event_kind_class(ev->kind);
+	char		   addr[INV_COORD_MAX];
 	struct inv_node	  *nd;
-	const struct estr *found[8];
+	const struct estr *found[INV_EV_FOUND];
 	size_t		   nfound = 0, f;
 
 	for (t = 0; t < ev->ntags; t++) {
@@ -1066,7 +1084,7 @@ add_descendant(struct inventory *iv, const struct event *ev,
 			p = hmap_get(&iv->iv_addrs, tg->v[1].s, tg->v[1].len);
 		if (p == NULL || p->nd_depth >= INV_MAX_DEPTH)
 			continue;
-		if (nfound < 8)
+		if (nfound < INV_EV_FOUND)
 			found[nfound++] = &tg->v[1];
 		if (p->nd_depth + 1 < depth)
 			depth = p->nd_depth + 1;
@@ -1076,16 +1094,14 @@ add_descendant(struct inventory *iv, const struct event *ev,
 			for (k = 0; k < nroots; k++)
 				if (roots[k] == prt)
 					break;
-			if (k == nroots && nroots < 64 && !prt->rt_deleted)
+			if (k == nroots && nroots < INV_EV_ROOTS &&
+			    !prt->rt_deleted)
 				roots[nroots++] = prt;
 		}
 	}
 	if (nroots == 0)
 		return;
-	addr[0] = '\0';
-	if (kc == KIND_ADDRESSABLE || kc == KIND_REPLACEABLE)
-		snprintf(addr, sizeof(addr), "%u:%s:%s", ev->kind,
-		    ev->pubkey_hex, kc == KIND_ADDRESSABLE ? event_d(ev) : "");
+	inv_event_addr(ev, addr, sizeof(addr));
 	for (k = 0; k < nroots; k++) {
 		struct inv_root *rt = roots[k];
 

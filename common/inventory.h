@@ -36,6 +36,13 @@ struct store;
 #define INV_MAX_DESCENDANTS 10000
 /* Ours: relays kept per repository from its relays and clone tags. */
 #define INV_MAX_REPO_RELAYS 32
+/* Ours: the roots one event is followed into, at most. */
+#define INV_EV_ROOTS	    64
+/* Ours: parent values remembered as having led to a node, per event. */
+#define INV_EV_FOUND	    8
+/* Ours: room for a coordinate: kind, 64 hex digits, a d of at most 1,000
+ * bytes (longer ones are refused) and the separators. */
+#define INV_COORD_MAX	    (64 + 16 + 1024)
 /* Ours: an author's roots searched one by one up to this many; beyond,
  * through a set (an author in thousands of threads made it quadratic). */
 #define INV_AUTHOR_SCAN	    64
@@ -218,10 +225,21 @@ size_t inv_eligible_each(const struct inventory *,
     void (*cb)(void *arg, const uint8_t pubkey[PUBKEY_LEN]), void *arg);
 
 struct event_tag;
+struct estr;
+/*
+ * The repository a patch, PR or issue names: its first "a" value of kind
+ * 30617 (NIP-34), or NULL.
+ */
+const struct estr *inv_root_repo(const struct event *);
+/*
+ * ev's own address coordinate in out ("kind:pubkey:d", NIP-01) if it is
+ * addressable or replaceable (d empty), else "" in out.
+ */
+void		   inv_event_addr(const struct event *, char *out, size_t len);
 /* 1 if tag names a parent by id (NIP-10 e, NIP-22 E, NIP-18 q). */
-int inv_id_parent_tag(const struct event_tag *tag);
+int		   inv_id_parent_tag(const struct event_tag *tag);
 /* 1 if tag names a parent by address (NIP-01 a, NIP-22 A, NIP-18 q). */
-int inv_addr_parent_tag(const struct event_tag *tag);
+int		   inv_addr_parent_tag(const struct event_tag *tag);
 
 /*
  * The inventory as rows of invdb.h's tables, for building them in one

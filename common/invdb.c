@@ -15,6 +15,7 @@
 #include "db.h"
 #include "event.h"
 #include "feed.h"
+#include "fnv.h"
 #include "hmap.h"
 #include "invdb.h"
 #include "log.h"
@@ -107,10 +108,6 @@ struct invdb_parent_root {
 	int64_t pr_ndesc;
 };
 
-/* FNV-1a 64's offset basis and prime (draft-eastlake-fnv, section 5). */
-#define INVDB_FNV_BASIS 14695981039346656037ULL
-#define INVDB_FNV_PRIME 1099511628211ULL
-
 /*
  * The mark inv_state.built holds for tables built with iv's relay keys
  * and target flags, the configuration the repositories' relays depend on
@@ -123,17 +120,14 @@ static int64_t
 conf_mark(const struct inventory *iv)
 {
 	char	 flags[32];
-	uint64_t h = INVDB_FNV_BASIS;
+	uint64_t h = FNV1A64_BASIS;
 	int	 i;
-	size_t	 k;
 
 	snprintf(flags, sizeof(flags), "%u", iv->iv_urlflags);
-	for (k = 0; flags[k] != '\0'; k++)
-		h = (h ^ (uint8_t)flags[k]) * INVDB_FNV_PRIME;
+	h = fnv1a64(h, flags, strlen(flags));
 	for (i = 0; i < iv->iv_nself; i++) {
-		h = (h ^ '\n') * INVDB_FNV_PRIME;
-		for (k = 0; iv->iv_self[i][k] != '\0'; k++)
-			h = (h ^ (uint8_t)iv->iv_self[i][k]) * INVDB_FNV_PRIME;
+		h = fnv1a64(h, "\n", 1);
+		h = fnv1a64(h, iv->iv_self[i], strlen(iv->iv_self[i]));
 	}
 	return (int64_t)((h >> 2) | (1ULL << 61));
 }

@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "db.h"
 #include "event.h"
+#include "fnv.h"
 #include "filter.h"
 #include "log.h"
 #include "qbuild.h"
@@ -1146,11 +1147,7 @@ store_since_seq(struct store *s, int64_t after, size_t max, store_row_cb *cb,
 static uint64_t
 hash_text(const char *p)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *p != '\0'; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-	return h;
+	return fnv1a64(FNV1A64_BASIS, p, strlen(p));
 }
 
 /* The prepared statement for this SQL text, from the cache or new. */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fnv.h"
 #include "counter.h"
 #include "log.h"
 #include "mem.h"
@@ -339,13 +340,10 @@ relay_http_page(struct relay_conn *c, struct lws *wsi, unsigned status,
 {
 	const char *hdr[2 * 7 + 1];
 	char	    etag[24], date[40];
-	uint64_t    h = 0xcbf29ce484222325ULL; /* FNV-1a 64 */
-	size_t	    i, n = 0;
+	uint64_t    h;
+	size_t	    n = 0;
 
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)body[i]) * 0x100000001b3ULL;
-	for (i = 0; type[i] != '\0'; i++)
-		h = (h ^ (unsigned char)type[i]) * 0x100000001b3ULL;
+	h = fnv1a64(fnv1a64(FNV1A64_BASIS, body, len), type, strlen(type));
 	snprintf(etag, sizeof(etag), "\"%016llx\"", (unsigned long long)h);
 	hdr[n++] = "content-security-policy:";
 	hdr[n++] = RELAY_WEB_CSP;

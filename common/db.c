@@ -254,7 +254,8 @@ static const char *const db_migrations[] = {
 	 * 7: the GRASP-03 inventory (invdb.h), kept by relayd in the
 	 * transaction of each event it stores so that no role builds a copy
 	 * in memory; empty and not built until relayd feeds it the stored
-	 * events once (invdb_build()).
+	 * events once (invdb_build()); seq is the last event the tables
+	 * saw, so events stored behind relayd's back are noticed.
 	 */
 	"CREATE TABLE inv_repos ("
 	"  coord TEXT PRIMARY KEY,"
@@ -296,9 +297,10 @@ static const char *const db_migrations[] = {
 	"CREATE TABLE inv_state ("
 	"  id INTEGER PRIMARY KEY CHECK (id = 1),"
 	"  generation INTEGER NOT NULL,"
-	"  built INTEGER NOT NULL"
+	"  built INTEGER NOT NULL,"
+	"  seq INTEGER NOT NULL"
 	");"
-	"INSERT INTO inv_state VALUES (1, 0, 0);",
+	"INSERT INTO inv_state VALUES (1, 0, 0, 0);",
 };
 
 #define DB_NMIGRATIONS ((int)(sizeof(db_migrations) / sizeof(db_migrations[0])))

@@ -74,7 +74,10 @@ static const char *const invdb_sql[W_COUNT] = {
 		       " VALUES (?1, ?2, ?3)",
 	[W_ADDR_LOWER] = "UPDATE inv_addrs SET depth = ?2"
 			 " WHERE addr = ?1 AND depth > ?2",
-	[W_BUMP] = "UPDATE inv_state SET generation = generation + 1"
+	/* The events' seq is AUTOINCREMENT: a seq above this one is an
+	 * event the tables never saw. */
+	[W_BUMP] = "UPDATE inv_state SET generation = generation + ?1,"
+		   " seq = max(seq, coalesce((SELECT max(seq) FROM events), 0))"
 		   " WHERE id = 1",
 };
 
@@ -636,9 +639,9 @@ invdb_flush(struct invdb *w)
 {
 	sqlite3_stmt *st;
 
-	if (!w->w_changed)
-		return 0;
-	if ((st = wstmt(w, W_BUMP)) == NULL || wdone(w, st) != 1)
+	if ((st = wstmt(w, W_BUMP)) == NULL ||
+	    sqlite3_bind_int(st, 1, w->w_changed != 0) != SQLITE_OK ||
+	    wdone(w, st) != 1)
 		return -1;
 	w->w_changed = 0;
 	return 0;
@@ -1021,22 +1024,20 @@ invdb_built(struct store *s)
 int
 invdb_built_for(struct invdb *w)
 {
-	int64_t built;
+	static const char sql[] =
+	    "SELECT built = ?1 AND seq >= coalesce((SELECT max(seq) FROM"
+	    " events), 0) FROM inv_state WHERE id = 1";
+	sqlite3_stmt *st;
+	int	      rc, built = 0;
 
-	if (read_int(w->w_store, "SELECT built FROM inv_state WHERE id = 1",
-		&built) == -1)
+	if ((st = store_cached(w->w_store, sql)) == NULL)
 		return -1;
-	return built == w->w_conf;
-}
-
-int
-invdb_mark_stale(struct store *s)
-{
-	if (sqlite3_exec(store_sqlite(s),
-		"UPDATE inv_state SET built = 0 WHERE id = 1", NULL, NULL,
-		NULL) != SQLITE_OK)
-		return rerr(s, "mark stale");
-	return 0;
+	if (sqlite3_bind_int64(st, 1, w->w_conf) != SQLITE_OK)
+		return rerr(w->w_store, "bind");
+	if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		built = sqlite3_column_int(st, 0);
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW ? built : rerr(w->w_store, "built");
 }
 
 int

@@ -83,7 +83,8 @@ int invdb_add(struct invdb *, const struct event *ev);
 
 /*
  * Ends a transaction's run of invdb_add(): bumps the generation once if
- * anything changed since the last call.  Inside the transaction.
+ * anything changed since the last call, and records the last stored
+ * event as seen.  Inside every transaction that stores events.
  */
 int invdb_flush(struct invdb *);
 
@@ -102,17 +103,12 @@ int invdb_built(struct store *);
 /*
  * 1 if the tables were built with the configuration of this writer's
  * (our own relay keys, NGIT_SYNC_ALLOW_PRIVATE_TARGETS: what a
- * repository's relays depend on), 0 if not: unbuilt, or built by
- * another instance (a copied database) or under another NGIT_DOMAIN.
+ * repository's relays depend on) and saw every stored event, 0 if not:
+ * unbuilt, built by another instance (a copied database) or under
+ * another NGIT_DOMAIN, or events were stored behind relayd's back (a
+ * program writing through store.c, as make bench's fills do).
  */
 int invdb_built_for(struct invdb *);
-
-/*
- * Marks the tables as not built, so that the next relayd builds them
- * again: for a program that stored events behind relayd's back (make
- * bench's store fills write through store.c directly).
- */
-int invdb_mark_stale(struct store *);
 
 /*
  * Empties the tables and feeds every stored event in seq order, then

@@ -75,7 +75,6 @@
 #include "buf.h"
 #include "event.h"
 #include "gitutil.h"
-#include "invdb.h"
 #include "json.h"
 #include "log.h"
 #include "nip19.h"
@@ -238,9 +237,6 @@ sink_close(struct sink *k, const char *name)
 	if (k->st != NULL) {
 		if (k->intxn > 0 && store_commit(k->st) == -1)
 			fatalx("ingest fill: commit failed");
-		/* Written behind relayd's back: it builds its tables. */
-		if (invdb_mark_stale(k->st) == -1)
-			fatalx("ingest fill: cannot mark the inventory");
 		store_close(k->st);
 	}
 }

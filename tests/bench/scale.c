@@ -55,7 +55,6 @@
 #include "event.h"
 #include "gdproc.h"
 #include "gitutil.h"
-#include "invdb.h"
 #include "log.h"
 #include "peerctl.h"
 #include "relayproc.h"
@@ -174,9 +173,6 @@ generate(const char *path, const char *domain, int nrepos, int per_repo,
 	}
 	if (intxn > 0 && store_commit(st) == -1)
 		fatalx("scale: commit failed");
-	/* Written behind relayd's back: it builds its tables again. */
-	if (invdb_mark_stale(st) == -1)
-		fatalx("scale: cannot mark the inventory's tables");
 	store_close(st);
 	buf_free(&t);
 }

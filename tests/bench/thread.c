@@ -34,7 +34,6 @@
 #include "bench.h"
 #include "buf.h"
 #include "event.h"
-#include "invdb.h"
 #include "log.h"
 #include "nip19.h"
 #include "relayproc.h"
@@ -196,9 +195,6 @@ main(int argc, char *argv[])
 		fatalx("thread: %s", err);
 	tstore_fake_pubkey(0x7c, 1, owner);
 	generate(st, owner, nreplies, relayproc_domain(rp), issue);
-	/* Written behind relayd's back: it builds its tables again. */
-	if (invdb_mark_stale(st) == -1)
-		fatalx("thread: cannot mark the inventory's tables");
 	store_close(st);
 	/* The page asks only that the repository's directory exist. */
 	if (hex_decode(owner, PUBKEY_HEX_LEN, opk, PUBKEY_LEN) == -1 ||

@@ -35,7 +35,6 @@
 #include "bench.h"
 #include "buf.h"
 #include "event.h"
-#include "invdb.h"
 #include "log.h"
 #include "relayproc.h"
 #include "store.h"
@@ -207,9 +206,6 @@ main(int argc, char *argv[])
 	g.at = (int64_t)time(NULL) - 10 * 86400;
 	t0 = bench_now_s();
 	generate(&g, nrepos, relayproc_domain(rp));
-	/* Written behind relayd's back: it builds its tables again. */
-	if (invdb_mark_stale(g.st) == -1)
-		fatalx("web: cannot mark the inventory's tables");
 	store_close(g.st);
 	printf("web_fill_seconds %.1f s\n", bench_now_s() - t0);
 	if (relayproc_restart(rp) != 0)

@@ -1226,6 +1226,18 @@ test_tables_hold_what_the_inventory_holds(void)
 	T_EQ_INT(invdb_build(w), n);
 	T_EQ_INT(invdb_built(st), 1);
 	compare_tables(iv);
+	/* Built for this configuration and every stored event; an event
+	 * stored behind the writer's back (relayd stopped) makes them
+	 * stale, and relayd would build them again. */
+	T_EQ_INT(invdb_built_for(w), 1);
+	T_ASSERT(store_begin(st) == 0);
+	T_EQ_INT(put(mk(3, at++, 1, "[]", "behind its back"), NULL), STORE_OK);
+	T_ASSERT(store_commit(st) == 0);
+	T_EQ_INT(invdb_built_for(w), 0);
+	T_ASSERT(store_begin(st) == 0);
+	T_ASSERT(invdb_flush(w) == 0);
+	T_ASSERT(store_commit(st) == 0);
+	T_EQ_INT(invdb_built_for(w), 1);
 
 	/* Live: each author deletes what it may or may not; repositories
 	 * go and come back; roots wait and attach. */

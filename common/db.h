@@ -14,7 +14,9 @@
  * a transaction committed is on stable storage, and one sync serves every
  * event of a batch.  db_set_durability() turns that down to NORMAL (the
  * WAL synced only by checkpoints: a power cut may lose the last commits,
- * never the database's integrity).  Checkpoints sync the WAL before they
+ * never the database's integrity).  relayd runs its writer under NORMAL
+ * and syncs the WAL itself after each commit, on a thread, before it
+ * answers the batch (relayd/relay_sync.c).  Checkpoints sync the WAL before they
  * copy it and the database file before the WAL may start over, under
  * either setting.
  */

@@ -90,6 +90,19 @@ walbuf_trim(void)
 	}
 }
 
+sqlite3_file *
+walbuf_wal_real(sqlite3 *db)
+{
+	sqlite3_file *f = NULL;
+
+	if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER,
+		&f) != SQLITE_OK ||
+	    f == NULL || f->pMethods != &wb_io.si_m ||
+	    !((struct wb_file *)f)->wf_is_wal)
+		return NULL;
+	return vfs_shim_real(f);
+}
+
 static int
 wb_close(sqlite3_file *f)
 {

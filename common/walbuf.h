@@ -18,10 +18,15 @@
  * its commit loses nothing.  Durability against power loss is SQLite's
  * synchronous setting: under FULL (the writer's, db.h) SQLite syncs the
  * WAL at the end of each commit, and the buffer goes out on that sync,
- * before the real one.
+ * before the real one.  relayd itself commits under NORMAL and syncs the
+ * WAL on a thread of its own (walbuf_wal_real(), relayd/relay_sync.c):
+ * the buffer is empty once a commit returned, so that sync needs none of
+ * this file's state.
  */
 #ifndef GRASPD_WALBUF_H
 #define GRASPD_WALBUF_H
+
+#include <sqlite3.h>
 
 /* The name to pass to sqlite3_open_v2() once walbuf_register() ran. */
 #define WALBUF_VFS "graspd-walbuf"
@@ -37,6 +42,15 @@ int walbuf_register(void);
  * again.  For a writer going idle.
  */
 void walbuf_trim(void);
+
+/*
+ * The file of the VFS under this one behind db's open WAL (db opened on
+ * WALBUF_VFS, in WAL mode, after its first transaction), or NULL.  Its
+ * xSync may be called from another thread while db goes on: it is the
+ * default VFS's, which syncs the file descriptor and shares nothing with
+ * our buffer.  Valid until db is closed.
+ */
+sqlite3_file *walbuf_wal_real(sqlite3 *db);
 
 /* Write calls the buffered WAL files passed to the file system so far. */
 unsigned long long walbuf_writes(void);

@@ -113,7 +113,7 @@ progress(void *arg)
 sqlite3 *
 relay_html_db_arm(int ms)
 {
-	sqlite3 *db = store_sqlite(relayd->store);
+	sqlite3 *db = store_sqlite(relayd->rstore);
 
 	query_deadline = relay_now_ms() + ms;
 	query_interrupted = 0;

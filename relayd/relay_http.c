@@ -578,7 +578,7 @@ stats_now(void)
 	st->subscriptions_open = 0;
 	LIST_FOREACH(c, &relayd->conns, rc_entry)
 		st->subscriptions_open += (uint64_t)c->rc_nsubs;
-	st->events_stored = (uint64_t)store_count(relayd->store);
+	st->events_stored = (uint64_t)store_count(relay_reader());
 	return st;
 }
 

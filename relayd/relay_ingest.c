@@ -4,11 +4,14 @@
  * thread of its own, in arrival order) -> expiry ->
  * (batch) duplicate and deletion checks -> write policy ->
  * purgatory (relay_purg.c: hold until git data arrives, or store) ->
- * store -> commit -> OK -> fan-out.  Events that arrive in one turn of the
- * loop are committed in one transaction, and OK is sent only after the
- * commit, so an acknowledged event is never lost: the commit syncs the
- * WAL (durability full, db.h), one sync for the whole batch, so not even
- * to a power cut; with durability normal, not to a killed process.  Other
+ * store -> commit -> sync -> OK -> fan-out.  The events verified while
+ * a batch runs are decided in the next one, in one transaction, a few at
+ * a time (batch_step()) so that the loop answers REQs in between; OK is
+ * sent only after the commit, so an acknowledged event is never lost:
+ * with durability full (db.h) only once the sync thread synced the WAL
+ * (relay_sync.c), one sync for the whole batch, so not even to a power
+ * cut; with durability normal, not to a killed process.  While a batch
+ * waits for its sync the next one is decided.  Other
  * writers of the database (purgatory releases after a push, the expiry
  * sweep) queue tasks that run inside the same batched transactions, and
  * the events a task stores are fanned out and published after the commit
@@ -58,6 +61,8 @@ struct pending {
 	void *p_arg;
 };
 
+STAILQ_HEAD(pending_list, pending);
+
 /* Work for after the commit of the open transaction. */
 struct deferred {
 	STAILQ_ENTRY(deferred) df_entry;
@@ -74,6 +79,32 @@ struct deferred {
 static STAILQ_HEAD(, pending)  arrived = STAILQ_HEAD_INITIALIZER(arrived);
 static STAILQ_HEAD(, pending)  pending = STAILQ_HEAD_INITIALIZER(pending);
 static STAILQ_HEAD(, deferred) deferred = STAILQ_HEAD_INITIALIZER(deferred);
+
+/*
+ * A committed batch waiting for its sync (relay_sync.c): its answers,
+ * fan-out and completions, in the order of the commits.
+ */
+struct unsynced {
+	STAILQ_ENTRY(unsynced) us_entry;
+	uint64_t	       us_gen; /* the sync that makes it durable */
+	int		       us_committed;
+	struct pending_list    us_items;
+	STAILQ_HEAD(, deferred) us_deferred;
+};
+static STAILQ_HEAD(, unsynced) unsynced = STAILQ_HEAD_INITIALIZER(unsynced);
+/*
+ * The open batch: one write transaction, decided RELAY_BATCH_STEP_US at
+ * a time (batch_step()), so that the loop reads and answers clients
+ * between the steps; its answers go out after its commit.  What
+ * arrives meanwhile waits in `pending' for the next batch.  in_txn is
+ * set only while a step runs: code outside a step reads the last commit
+ * (relay_reader()).
+ */
+static STAILQ_HEAD(, pending)  batch_todo = STAILQ_HEAD_INITIALIZER(batch_todo);
+static STAILQ_HEAD(, pending)  batch_decided =
+    STAILQ_HEAD_INITIALIZER(batch_decided);
+static int		      batch_open;
+static lws_sorted_usec_list_t step_sul;
 static int		      in_txn;
 static int		      stopping; /* the last flush: no hold */
 static int		      held;	/* commits held for a checkpoint */
@@ -116,6 +147,8 @@ static lws_sorted_usec_list_t admit_sul; /* runs admit() */
 static int		      admit_scheduled;
 
 static void flush_cb(lws_sorted_usec_list_t *);
+static void answer_after_sync(struct pending_list *);
+static void step_cb(lws_sorted_usec_list_t *);
 static void hold_cb(lws_sorted_usec_list_t *);
 
 static void *
@@ -164,17 +197,25 @@ relay_ingest_init(void)
 	memset(&wal_sul, 0, sizeof(wal_sul));
 	memset(&admit_sul, 0, sizeof(admit_sul));
 	memset(&hold_sul, 0, sizeof(hold_sul));
+	memset(&step_sul, 0, sizeof(step_sul));
 	/*
 	 * OK true is sent after the commit of its batch (flush_now()); with
 	 * durability full (db_open()'s default) that commit syncs the WAL,
 	 * once for the whole batch, so the OK means stable storage.
 	 */
-	if (relayd->cfg.durability == CFG_DURABILITY_NORMAL) {
-		if (db_set_durability(store_sqlite(relayd->store), 0) == -1)
-			fatalx("cannot set the database's durability");
+	/*
+	 * With durability full the sync thread syncs the WAL after each
+	 * commit (relay_sync.c), so SQLite syncs nothing in it; where the
+	 * thread cannot (a writer not on walbuf's VFS), SQLite's commit
+	 * keeps syncing.
+	 */
+	if (relayd->cfg.durability == CFG_DURABILITY_NORMAL)
 		log_info(
 		    "durability normal: a power cut may lose the last acknowledged events and pushes");
-	}
+	if ((relayd->cfg.durability == CFG_DURABILITY_NORMAL ||
+		relay_sync_init() == 0) &&
+	    db_set_durability(store_sqlite(relayd->store), 0) == -1)
+		fatalx("cannot set the database's durability");
 	/* Signals are the loop's: the thread runs with all of them blocked. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -218,23 +259,24 @@ send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg,
 
 /*
  * The events that arrived in one turn of the loop, in their order: those
- * stored already (committed: a batch is decided and committed within one
- * callback) are answered without a signature check, which costs more
- * than the lookup (a second fetch of an event, a client sending to every
- * relay it knows); the rest go to the signature thread, woken once for
- * all of them.  The lookups share one read transaction: one each took
- * and released the WAL read lock, 6 of a lookup's 7 us.  Copies still in
- * the pipeline are caught by decide().  Runs from a 0 us timer, after
+ * stored already (in the last commit, read on relayd->rstore: never a
+ * batch still open) are answered without a signature check, which costs
+ * more than the lookup (a second fetch of an event, a client sending to
+ * every relay it knows), once that commit is synced; the rest go to the
+ * signature thread, woken once for all of them.  The lookups share one
+ * read transaction: one each took and released the WAL read lock, 6 of a
+ * lookup's 7 us.  Copies still in the pipeline are caught by decide().  Runs from a 0 us timer, after
  * the service pass that parsed them and before the loop polls again.
  */
 static void
 admit(void)
 {
 	static uint8_t(*ids)[EVENT_ID_LEN];
-	static int     *have;
-	static size_t	cap;
-	struct pending *p;
-	size_t		n = 0, k = 0;
+	static int	   *have;
+	static size_t	    cap;
+	struct pending	   *p;
+	size_t		    n = 0, k = 0;
+	struct pending_list dups;
 
 	STAILQ_FOREACH(p, &arrived, p_entry)
 		n += p->p_check;
@@ -249,9 +291,10 @@ admit(void)
 			memcpy(ids[k++], p->p_ev->id, EVENT_ID_LEN);
 	/* On an error each is checked: the batch looks again anyway. */
 	if (n > 0 &&
-	    store_has_ids(relayd->store, (const uint8_t(*)[EVENT_ID_LEN])ids, n,
-		have) == -1)
+	    store_has_ids(relayd->rstore, (const uint8_t(*)[EVENT_ID_LEN])ids,
+		n, have) == -1)
 		memset(have, 0, n * sizeof(*have));
+	STAILQ_INIT(&dups);
 	for (k = 0; (p = STAILQ_FIRST(&arrived)) != NULL;) {
 		STAILQ_REMOVE_HEAD(&arrived, p_entry);
 		if (!p->p_check || have[k++] != 1) {
@@ -259,13 +302,14 @@ admit(void)
 			continue;
 		}
 		relayd->stats.events_duplicate++;
-		if (p->p_conn != NULL)
-			send_ok(p->p_conn, p->p_ev->id_hex, 1,
-			    "duplicate: already have this event", p->p_t0);
-		event_destroy(p->p_ev);
-		free(p->p_url);
-		free(p);
+		p->p_ok = 1;
+		snprintf(p->p_msg, sizeof(p->p_msg),
+		    "duplicate: already have this event");
+		STAILQ_INSERT_TAIL(&dups, p, p_entry);
 	}
+	/* The copy they found may be committed but not yet synced. */
+	if (!STAILQ_EMPTY(&dups))
+		answer_after_sync(&dups);
 	pthread_mutex_lock(&vmu);
 	pthread_cond_signal(&vwork);
 	pthread_mutex_unlock(&vmu);
@@ -293,7 +337,8 @@ arrive(struct pending *p)
 void
 relay_ingest_forget(struct relay_conn *c)
 {
-	struct pending *p;
+	struct pending	*p;
+	struct unsynced *u;
 
 	STAILQ_FOREACH(p, &arrived, p_entry)
 		if (p->p_conn == c)
@@ -304,6 +349,16 @@ relay_ingest_forget(struct relay_conn *c)
 	STAILQ_FOREACH(p, &verifying, p_entry)
 		if (p->p_conn == c)
 			p->p_conn = NULL;
+	STAILQ_FOREACH(p, &batch_todo, p_entry)
+		if (p->p_conn == c)
+			p->p_conn = NULL;
+	STAILQ_FOREACH(p, &batch_decided, p_entry)
+		if (p->p_conn == c)
+			p->p_conn = NULL;
+	STAILQ_FOREACH(u, &unsynced, us_entry)
+		STAILQ_FOREACH(p, &u->us_items, p_entry)
+			if (p->p_conn == c)
+				p->p_conn = NULL;
 }
 
 /* 1 if the connection authenticated as pubkey (NIP-42). */
@@ -716,6 +771,12 @@ relay_ingest_in_txn(void)
 	return in_txn;
 }
 
+struct store *
+relay_reader(void)
+{
+	return in_txn ? relayd->store : relayd->rstore;
+}
+
 /* Decides one pending event inside the open transaction. */
 static void
 decide(struct pending *p)
@@ -782,12 +843,13 @@ decide(struct pending *p)
 
 /* After the commit (or its failure): released events and hooks. */
 static void
-run_deferred(int committed)
+run_deferred(struct unsynced *u)
 {
 	struct deferred *df;
+	int		 committed = u->us_committed;
 
-	while ((df = STAILQ_FIRST(&deferred)) != NULL) {
-		STAILQ_REMOVE_HEAD(&deferred, df_entry);
+	while ((df = STAILQ_FIRST(&u->us_deferred)) != NULL) {
+		STAILQ_REMOVE_HEAD(&u->us_deferred, df_entry);
 		if (df->df_ev != NULL && committed) {
 			relayd->stats.events_accepted++;
 			relay_fanout(df->df_ev);
@@ -800,72 +862,21 @@ run_deferred(int committed)
 	}
 }
 
-void
-relay_ingest_flush_now(void)
+/*
+ * Sends the answers of a batch whose commit was tried (committed: it
+ * held, and is on stable storage), fans out and publishes what it
+ * stored, then runs the tasks' completions.
+ */
+static void
+batch_answer(struct unsynced *u)
 {
-	STAILQ_HEAD(, pending) batch, tasks;
 	struct pending *p;
-	int		committed;
+	STAILQ_HEAD(, pending) tasks;
+	int committed = u->us_committed;
 
-	/* What the signature thread finished meanwhile joins this commit. */
-	relay_ingest_verified();
-	flush_scheduled = 0;
-	if (STAILQ_EMPTY(&pending))
-		return;
-	/*
-	 * The checkpoint thread wakes the loop when the WAL is copied
-	 * (relay_ingest_resume()); meanwhile nothing reschedules a flush
-	 * but new work.
-	 */
-	if (!stopping && relay_ckpt_hold(store_wal_frames(relayd->store))) {
-		/* If the thread never gets there, the hold ends by time. */
-		if (!held)
-			lws_sul_schedule(relayd->ctx, 0, &hold_sul, hold_cb,
-			    (RELAY_CKPT_HOLD_MAX_MS + 1) * LWS_US_PER_MS);
-		held = 1;
-		return;
-	}
-	STAILQ_INIT(&batch);
 	STAILQ_INIT(&tasks);
-	STAILQ_CONCAT(&batch, &pending);
-	last_batch = 0;
-	STAILQ_FOREACH(p, &batch, p_entry)
-		last_batch++;
-
-	committed = store_begin(relayd->store) == 0;
-	if (committed) {
-		in_txn = 1;
-		STAILQ_FOREACH(p, &batch, p_entry) {
-			if (p->p_run != NULL) {
-				p->p_run(p->p_arg);
-				continue;
-			}
-			decide(p);
-			relayd->stats.committed_events++;
-		}
-		in_txn = 0;
-		committed =
-		    relay_inv_flush() == 0 && store_commit(relayd->store) == 0;
-		relayd->stats.commits++;
-		relay_ckpt_kick(store_wal_frames(relayd->store));
-		/* Moved on by every commit: it runs once they pause. */
-		lws_sul_schedule(relayd->ctx, 0, &trim_sul, trim_cb,
-		    RELAY_TRIM_IDLE_US);
-		lws_sul_schedule(relayd->ctx, 0, &wal_sul, wal_cb,
-		    (lws_usec_t)(cfg_scale_delay(&relayd->cfg,
-				     RELAY_CKPT_QUIET_S) *
-			LWS_US_PER_SEC));
-		if (!committed) {
-			log_warnx("commit failed; refusing a batch");
-			relay_disk_recheck();
-			store_rollback(relayd->store);
-			relay_inv_rollback();
-		}
-	} else
-		log_warnx("cannot begin a transaction");
-
-	while ((p = STAILQ_FIRST(&batch)) != NULL) {
-		STAILQ_REMOVE_HEAD(&batch, p_entry);
+	while ((p = STAILQ_FIRST(&u->us_items)) != NULL) {
+		STAILQ_REMOVE_HEAD(&u->us_items, p_entry);
 		if (p->p_run != NULL) {
 			STAILQ_INSERT_TAIL(&tasks, p, p_entry);
 			continue;
@@ -891,7 +902,7 @@ relay_ingest_flush_now(void)
 		free(p->p_url);
 		free(p);
 	}
-	run_deferred(committed);
+	run_deferred(u);
 	relay_chan_send();
 	/* Task completions last: they see every event of the batch out. */
 	for (p = STAILQ_FIRST(&tasks); p != NULL; p = STAILQ_FIRST(&tasks)) {
@@ -900,6 +911,189 @@ relay_ingest_flush_now(void)
 			p->p_done(p->p_arg, committed);
 		free(p);
 	}
+}
+
+void
+relay_ingest_synced(void)
+{
+	struct unsynced *u;
+	uint64_t	 done;
+
+	if (STAILQ_EMPTY(&unsynced))
+		return;
+	done = stopping ? relay_sync_wait() : relay_sync_done();
+	while ((u = STAILQ_FIRST(&unsynced)) != NULL && u->us_gen <= done) {
+		STAILQ_REMOVE_HEAD(&unsynced, us_entry);
+		batch_answer(u);
+		free(u);
+	}
+}
+
+/*
+ * Answers decided items (no task, nothing to fan out) once every commit
+ * so far is synced: now if it is.
+ */
+static void
+answer_after_sync(struct pending_list *items)
+{
+	struct unsynced *u;
+
+	if ((u = calloc(1, sizeof(*u))) == NULL)
+		fatal("answer_after_sync");
+	u->us_committed = 1;
+	u->us_gen = relay_sync_asked();
+	STAILQ_INIT(&u->us_items);
+	STAILQ_INIT(&u->us_deferred);
+	STAILQ_CONCAT(&u->us_items, items);
+	STAILQ_INSERT_TAIL(&unsynced, u, us_entry);
+	relay_ingest_synced();
+}
+
+/*
+ * The open batch's decided items and deferred work, moved to the queue
+ * of batches waiting for their sync: a commit that held asks for one; a
+ * failed one waits for the syncs before it, so that answers keep the
+ * order of the commits.
+ */
+static void
+batch_queue(int committed)
+{
+	struct unsynced *u;
+
+	if ((u = calloc(1, sizeof(*u))) == NULL)
+		fatal("batch_queue");
+	u->us_committed = committed;
+	u->us_gen = committed ? relay_sync_ask() : relay_sync_asked();
+	STAILQ_INIT(&u->us_items);
+	STAILQ_INIT(&u->us_deferred);
+	STAILQ_CONCAT(&u->us_items, &batch_decided);
+	STAILQ_CONCAT(&u->us_deferred, &deferred);
+	STAILQ_INSERT_TAIL(&unsynced, u, us_entry);
+	relay_ingest_synced();
+}
+
+/* Commits the open batch once all of it was decided, and queues it. */
+static void
+batch_commit(void)
+{
+	int committed;
+
+	committed = relay_inv_flush() == 0 && store_commit(relayd->store) == 0;
+	relayd->stats.commits++;
+	relay_ckpt_kick(store_wal_frames(relayd->store));
+	/* Moved on by every commit: it runs once they pause. */
+	lws_sul_schedule(relayd->ctx, 0, &trim_sul, trim_cb,
+	    RELAY_TRIM_IDLE_US);
+	lws_sul_schedule(relayd->ctx, 0, &wal_sul, wal_cb,
+	    (lws_usec_t)(cfg_scale_delay(&relayd->cfg, RELAY_CKPT_QUIET_S) *
+		LWS_US_PER_SEC));
+	if (!committed) {
+		log_warnx("commit failed; refusing a batch");
+		relay_disk_recheck();
+		store_rollback(relayd->store);
+		relay_inv_rollback();
+	}
+	batch_open = 0;
+	batch_queue(committed);
+	/* What came meanwhile is the next batch. */
+	if (!STAILQ_EMPTY(&pending))
+		schedule_flush();
+}
+
+/* A monotonic clock in microseconds, for the batch's steps. */
+static int64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * Decides items of the open batch, in their order, inside its
+ * transaction, for at most budget_us (at least one item); commits it
+ * when none is left.
+ */
+static void
+batch_step(int64_t budget_us)
+{
+	struct pending *p;
+	int64_t		end = now_us() + budget_us;
+
+	in_txn = 1;
+	while ((p = STAILQ_FIRST(&batch_todo)) != NULL) {
+		STAILQ_REMOVE_HEAD(&batch_todo, p_entry);
+		if (p->p_run != NULL)
+			p->p_run(p->p_arg);
+		else {
+			decide(p);
+			relayd->stats.committed_events++;
+		}
+		STAILQ_INSERT_TAIL(&batch_decided, p, p_entry);
+		if (budget_us != INT64_MAX && now_us() >= end)
+			break;
+	}
+	in_txn = 0;
+	if (STAILQ_EMPTY(&batch_todo))
+		batch_commit();
+	else
+		lws_sul_schedule(relayd->ctx, 0, &step_sul, step_cb, 0);
+}
+
+static void
+step_cb(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
+	if (batch_open)
+		batch_step(RELAY_BATCH_STEP_US);
+}
+
+void
+relay_ingest_flush_now(void)
+{
+	struct pending *p;
+
+	/* What the signature thread finished meanwhile joins this commit. */
+	relay_ingest_verified();
+	flush_scheduled = 0;
+	if (batch_open) {
+		/* step_cb() carries it on; the last flush ends it now. */
+		if (!stopping)
+			return;
+		batch_step(INT64_MAX);
+	}
+	if (STAILQ_EMPTY(&pending)) {
+		/* The last flush also waits for the last sync. */
+		if (stopping)
+			relay_ingest_synced();
+		return;
+	}
+	/*
+	 * The checkpoint thread wakes the loop when the WAL is copied
+	 * (relay_ingest_resume()); meanwhile nothing reschedules a flush
+	 * but new work.
+	 */
+	if (!stopping && relay_ckpt_hold(store_wal_frames(relayd->store))) {
+		/* If the thread never gets there, the hold ends by time. */
+		if (!held)
+			lws_sul_schedule(relayd->ctx, 0, &hold_sul, hold_cb,
+			    (RELAY_CKPT_HOLD_MAX_MS + 1) * LWS_US_PER_MS);
+		held = 1;
+		return;
+	}
+	STAILQ_CONCAT(&batch_todo, &pending);
+	last_batch = 0;
+	STAILQ_FOREACH(p, &batch_todo, p_entry)
+		last_batch++;
+	if (store_begin(relayd->store) == -1) {
+		log_warnx("cannot begin a transaction");
+		STAILQ_CONCAT(&batch_decided, &batch_todo);
+		batch_queue(0);
+		return;
+	}
+	batch_open = 1;
+	batch_step(stopping ? INT64_MAX : RELAY_BATCH_STEP_US);
 }
 
 static void

@@ -259,9 +259,9 @@ neg_open(struct relay_conn *c, const struct json *msg)
 		return;
 	/* The union: neg_server_new() drops what two filters both found. */
 	for (i = 0; i < nf && !more; i++) {
-		if (store_query_items(relayd->store, &f[i], (int64_t)time(NULL),
-			RELAY_NEG_MAX_ITEMS - it.ni_n, neg_items_add, &it,
-			&m) == -1) {
+		if (store_query_items(relay_reader(), &f[i],
+			(int64_t)time(NULL), RELAY_NEG_MAX_ITEMS - it.ni_n,
+			neg_items_add, &it, &m) == -1) {
 			send_err(c, subid, "error: database query failed");
 			goto done;
 		}

@@ -99,7 +99,7 @@ relay_purg_parse(const char *json)
 int
 relay_purg_anns(const char *d, int with_held, struct policy_anns *a)
 {
-	if (policy_anns_load(&relayd->policy, relayd->store, d, strlen(d),
+	if (policy_anns_load(&relayd->policy, relay_reader(), d, strlen(d),
 		with_held, a) == -1) {
 		policy_anns_free(a);
 		return -1;
@@ -146,7 +146,7 @@ query(const char *filter_json, struct evlist *out)
 		 sizeof(err))) == NULL)
 		return -1;
 	if (filter_parse(root, &f, err, sizeof(err)) == 0) {
-		if (store_query(relayd->store, &f, 1, POLICY_MAX_MAINTAINERS,
+		if (store_query(relay_reader(), &f, 1, POLICY_MAX_MAINTAINERS,
 			POLICY_MAX_MAINTAINERS, 0, evlist_cb, out) >= 0)
 			rc = 0;
 		filter_free(&f);
@@ -764,7 +764,7 @@ relay_purg_hosted(const uint8_t owner[PUBKEY_LEN], const char *d)
 {
 	struct purg_ann pa;
 
-	if (store_has_address(relayd->store, KIND_REPO_ANNOUNCEMENT, owner,
+	if (store_has_address(relay_reader(), KIND_REPO_ANNOUNCEMENT, owner,
 		d) == 1)
 		return 2;
 	if (purg_ann_get(relayd->purg, owner, d, &pa) == 1) {

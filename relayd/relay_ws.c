@@ -219,7 +219,7 @@ sub_pump(struct relay_conn *c, struct relay_sub *s, size_t budget)
 	rq.subid = s->rs_id;
 	rq.budget = budget;
 	memset(&rq.b, 0, sizeof(rq.b));
-	if (store_query_page(relayd->store, s->rs_filters, s->rs_nfilters,
+	if (store_query_page(relay_reader(), s->rs_filters, s->rs_nfilters,
 		STORE_MAX_LIMIT, STORE_DEFAULT_LIMIT, &s->rs_cur, req_event_cb,
 		&rq) == -1) {
 		buf_free(&rq.b);
@@ -353,7 +353,7 @@ handle_req(struct relay_conn *c, const struct json *msg)
 		sub_pump(c, s, RELAY_REQ_TURN_BYTES);
 		return;
 	}
-	if (store_cursor_fix(relayd->store, &s->rs_cur) == -1) {
+	if (store_cursor_fix(relay_reader(), &s->rs_cur) == -1) {
 		wss_send_msg(&c->rc_out, "CLOSED", s->rs_id,
 		    "error: database query failed");
 		sub_remove(c, s);
@@ -414,7 +414,7 @@ handle_count(struct relay_conn *c, const struct json *msg)
 	if (req_parse(c, msg, 0, count_known, &req) == -1)
 		return;
 	for (i = 0; i < req.rq_nfilters && rc != -1 && !more; i++) {
-		rc = store_query_items(relayd->store, &req.rq_filters[i],
+		rc = store_query_items(relay_reader(), &req.rq_filters[i],
 		    (int64_t)time(NULL), RELAY_COUNT_MAX - it.ni_n,
 		    neg_items_add, &it, &m);
 		more = m;
@@ -563,6 +563,8 @@ relay_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		 * checkpoint thread copied the WAL (relay_ckpt.c). */
 		relay_ingest_verified();
 		relay_ingest_resume();
+		/* Or the sync thread made commits durable (relay_sync.c). */
+		relay_ingest_synced();
 		/* Or relay_wire.c saw an unmasked frame. */
 		if (relay_wire_dirty())
 			relay_wire_sweep();

@@ -208,6 +208,8 @@ main(int argc, char *argv[])
 	proc_db_path(&rd.proc, dbpath, sizeof(dbpath));
 	if ((rd.store = store_open(dbpath, 0, err, sizeof(err))) == NULL)
 		fatalx("store %s: %s", dbpath, err);
+	if ((rd.rstore = store_open(dbpath, 1, err, sizeof(err))) == NULL)
+		fatalx("store %s: %s", dbpath, err);
 	if (relay_nip11_build() == -1)
 		fatalx("cannot build the NIP-11 document");
 	/* Checkpoints run beside the loop, in a commit only as a last
@@ -240,6 +242,7 @@ main(int argc, char *argv[])
 	log_info("stopping");
 	relay_ingest_stop();
 	relay_ingest_flush_now();
+	relay_sync_stop();
 	relay_listen_unlink();
 	lws_context_destroy(rd.ctx);
 	rd.ctx = rd.proc.p_lws = NULL;
@@ -250,6 +253,7 @@ main(int argc, char *argv[])
 	relay_inv_free();
 	relay_wire_free();
 	relay_addr_free();
+	store_close(rd.rstore);
 	store_close(rd.store);
 	free(rd.nip11);
 	config_free(&rd.cfg);

@@ -5,9 +5,10 @@
  * relayd.c       main, options, the libwebsockets loop, signals
  * relay_ws.c     NIP-01 messages: EVENT, REQ, CLOSE, AUTH (NIP-42);
  *                subscriptions; output
- * relay_ingest.c the event pipeline: checks, policy, batched commit, OK,
- *                fan-out
+ * relay_ingest.c the event pipeline: checks, policy, batched commit in
+ *                steps, OK once synced, fan-out
  * relay_ckpt.c   WAL checkpoints on a thread and connection of their own
+ * relay_sync.c   the WAL synced after each commit on a thread of its own
  * relay_http.c   NIP-11, the landing page, /metrics, CORS, OPTIONS
  * relay_metrics.c /metrics: relayd's counters and histograms, the roles'
  *                last stats, the supervisor's figures
@@ -152,6 +153,11 @@
  * beat 0, 0.5 and 3 ms in the ingest benchmark, by 10 to 20%). */
 #define RELAY_BATCH_WAIT_US	 1000
 /*
+ * Ours: how long one step of an open batch decides its items before the
+ * loop reads and answers clients again (relay_ingest.c).
+ */
+#define RELAY_BATCH_STEP_US	 50
+/*
  * Ours: events, and bytes of their JSON, waiting for the signature
  * thread; beyond either the loop waits for the thread (back-pressure)
  * instead of queueing more.
@@ -165,6 +171,10 @@
  */
 #define RELAY_SIG_THREAD	 "relayd-sig"
 #define RELAY_CKPT_THREAD	 "relayd-ckpt"
+#define RELAY_SYNC_THREAD	 "relayd-sync"
+/* Ours, test timing only (read under NGIT_TEST): milliseconds the sync
+ * thread waits before each sync, so that a test sees batches waiting. */
+#define RELAY_SYNC_DELAY_ENV	 "GRASPD_SYNC_DELAY_MS"
 /*
  * Ours: WAL pages (4 KiB) worth a checkpoint.  A checkpoint copies each
  * changed page once, so fewer, larger ones cost less: 10,000 gave 19.3k
@@ -560,11 +570,12 @@ struct relay_stats {
 };
 
 struct relayd {
-	struct config	    cfg;
-	struct proc	    proc; /* the skeleton (proc.h) */
-	struct policy	    policy;
-	struct store	   *store;
-	struct purg	   *purg;
+	struct config cfg;
+	struct proc   proc; /* the skeleton (proc.h) */
+	struct policy policy;
+	struct store *store;  /* the writer's: batches (relay_ingest.c) */
+	struct store *rstore; /* reads of the last commit (relay_reader()) */
+	struct purg  *purg;
 	struct lws_context *ctx;
 	struct lws_vhost   *vhost;
 	LIST_HEAD(, relay_conn) conns;
@@ -777,6 +788,21 @@ void relay_ingest_verified(void);
 void relay_ingest_resume(void);
 void relay_ingest_stop(void);
 void relay_ingest_flush_now(void);
+/* Answers the committed batches whose sync is done (relay_sync.c). */
+void relay_ingest_synced(void);
+
+/* relay_sync.c: the WAL synced off the loop (durability full) */
+/* Starts the thread: 0, or -1 when the writer has no WAL file for it. */
+int	 relay_sync_init(void);
+/* Asks for a sync of every commit so far: its generation. */
+uint64_t relay_sync_ask(void);
+/* The last generation asked for. */
+uint64_t relay_sync_asked(void);
+/* The last generation synced (0 without the thread: nothing to wait for);
+ * relay_sync_wait() waits for every one asked.  Fatal once a sync failed. */
+uint64_t relay_sync_done(void);
+uint64_t relay_sync_wait(void);
+void	 relay_sync_stop(void);
 
 /* relay_ckpt.c */
 /*
@@ -861,18 +887,21 @@ double relay_neg_idle(void);
  * it, then done(arg, committed) after the commit (committed 1) or its
  * failure (0).  done may be NULL.
  */
-void relay_ingest_task(void (*fn)(void *), void (*done)(void *, int),
-    void *arg);
+void	      relay_ingest_task(void (*fn)(void *), void (*done)(void *, int),
+	     void *arg);
 /*
  * Inside a transaction: ev (ownership taken) was stored with seq by a
  * side effect (a purgatory release); it is fanned out and published on
  * the accepted feed after the commit, dropped if the commit fails.
  */
-void relay_ingest_released(struct event *ev, int64_t seq);
+void	      relay_ingest_released(struct event *ev, int64_t seq);
 /* Inside a transaction: fn(arg, committed) runs after the commit. */
-void relay_ingest_defer(void (*fn)(void *, int), void *arg);
+void	      relay_ingest_defer(void (*fn)(void *, int), void *arg);
 /* 1 while a batched transaction is open. */
-int  relay_ingest_in_txn(void);
+int	      relay_ingest_in_txn(void);
+/* The store to read: the batch's inside one of its steps, else the last
+ * commit's (relayd->rstore), never a batch still open. */
+struct store *relay_reader(void);
 
 /* relay_http.c */
 int  relay_http_request(struct relay_conn *, struct lws *);

@@ -560,6 +560,10 @@ static const struct counter relay_counters[] = {
 	{ NULL, "graspd_relay_commits_total", COUNTER, NULL, ST(commits) },
 	{ NULL, "graspd_relay_committed_events_total", COUNTER, NULL,
 	    ST(committed_events) },
+	{ NULL, "graspd_relay_sync_waits_total", COUNTER,
+	    "Batches that waited for the sync of those before them "
+	    "(a slow disk)",
+	    ST(sync_waits) },
 	{ NULL, "graspd_relay_http_requests_total", COUNTER, NULL,
 	    ST(http_requests) },
 };

@@ -76,9 +76,10 @@ struct deferred {
  * Events parsed in this turn of the loop, in arrival order, waiting for
  * admit(): the stored-copy lookups of a turn share one read transaction.
  */
-static STAILQ_HEAD(, pending)  arrived = STAILQ_HEAD_INITIALIZER(arrived);
-static STAILQ_HEAD(, pending)  pending = STAILQ_HEAD_INITIALIZER(pending);
-static STAILQ_HEAD(, deferred) deferred = STAILQ_HEAD_INITIALIZER(deferred);
+static STAILQ_HEAD(, pending) arrived = STAILQ_HEAD_INITIALIZER(arrived);
+static STAILQ_HEAD(, pending) pending = STAILQ_HEAD_INITIALIZER(pending);
+STAILQ_HEAD(deferred_list, deferred);
+static struct deferred_list deferred = STAILQ_HEAD_INITIALIZER(deferred);
 
 /*
  * A committed batch waiting for its sync (relay_sync.c): its answers,
@@ -89,9 +90,11 @@ struct unsynced {
 	uint64_t	       us_gen; /* the sync that makes it durable */
 	int		       us_committed;
 	struct pending_list    us_items;
-	STAILQ_HEAD(, deferred) us_deferred;
+	struct deferred_list   us_deferred;
+	size_t		       us_n, us_bytes; /* items, their JSON */
 };
 static STAILQ_HEAD(, unsynced) unsynced = STAILQ_HEAD_INITIALIZER(unsynced);
+static size_t		   unsynced_n, unsynced_bytes; /* of them all */
 /*
  * The open batch: one write transaction, decided RELAY_BATCH_STEP_US at
  * a time (batch_step()), so that the loop reads and answers clients
@@ -100,8 +103,8 @@ static STAILQ_HEAD(, unsynced) unsynced = STAILQ_HEAD_INITIALIZER(unsynced);
  * set only while a step runs: code outside a step reads the last commit
  * (relay_reader()).
  */
-static STAILQ_HEAD(, pending)  batch_todo = STAILQ_HEAD_INITIALIZER(batch_todo);
-static STAILQ_HEAD(, pending)  batch_decided =
+static struct pending_list batch_todo = STAILQ_HEAD_INITIALIZER(batch_todo);
+static struct pending_list batch_decided =
     STAILQ_HEAD_INITIALIZER(batch_decided);
 static int		      batch_open;
 static lws_sorted_usec_list_t step_sul;
@@ -924,9 +927,41 @@ relay_ingest_synced(void)
 	done = stopping ? relay_sync_wait() : relay_sync_done();
 	while ((u = STAILQ_FIRST(&unsynced)) != NULL && u->us_gen <= done) {
 		STAILQ_REMOVE_HEAD(&unsynced, us_entry);
+		unsynced_n -= u->us_n;
+		unsynced_bytes -= u->us_bytes;
 		batch_answer(u);
 		free(u);
 	}
+}
+
+/*
+ * Queues items and deferred work (emptied) to be answered once sync gen
+ * is done, after what is queued already; answers what it can now.
+ */
+static void
+unsynced_push(int committed, uint64_t gen, struct pending_list *items,
+    struct deferred_list *dfs)
+{
+	struct unsynced *u;
+	struct pending	*p;
+
+	if ((u = calloc(1, sizeof(*u))) == NULL)
+		fatal("unsynced_push");
+	u->us_committed = committed;
+	u->us_gen = gen;
+	STAILQ_INIT(&u->us_items);
+	STAILQ_INIT(&u->us_deferred);
+	STAILQ_CONCAT(&u->us_items, items);
+	if (dfs != NULL)
+		STAILQ_CONCAT(&u->us_deferred, dfs);
+	STAILQ_FOREACH(p, &u->us_items, p_entry) {
+		u->us_n++;
+		u->us_bytes += p->p_ev != NULL ? p->p_ev->json_len : 0;
+	}
+	unsynced_n += u->us_n;
+	unsynced_bytes += u->us_bytes;
+	STAILQ_INSERT_TAIL(&unsynced, u, us_entry);
+	relay_ingest_synced();
 }
 
 /*
@@ -936,17 +971,7 @@ relay_ingest_synced(void)
 static void
 answer_after_sync(struct pending_list *items)
 {
-	struct unsynced *u;
-
-	if ((u = calloc(1, sizeof(*u))) == NULL)
-		fatal("answer_after_sync");
-	u->us_committed = 1;
-	u->us_gen = relay_sync_asked();
-	STAILQ_INIT(&u->us_items);
-	STAILQ_INIT(&u->us_deferred);
-	STAILQ_CONCAT(&u->us_items, items);
-	STAILQ_INSERT_TAIL(&unsynced, u, us_entry);
-	relay_ingest_synced();
+	unsynced_push(1, relay_sync_asked(), items, NULL);
 }
 
 /*
@@ -958,18 +983,9 @@ answer_after_sync(struct pending_list *items)
 static void
 batch_queue(int committed)
 {
-	struct unsynced *u;
-
-	if ((u = calloc(1, sizeof(*u))) == NULL)
-		fatal("batch_queue");
-	u->us_committed = committed;
-	u->us_gen = committed ? relay_sync_ask() : relay_sync_asked();
-	STAILQ_INIT(&u->us_items);
-	STAILQ_INIT(&u->us_deferred);
-	STAILQ_CONCAT(&u->us_items, &batch_decided);
-	STAILQ_CONCAT(&u->us_deferred, &deferred);
-	STAILQ_INSERT_TAIL(&unsynced, u, us_entry);
-	relay_ingest_synced();
+	unsynced_push(committed,
+	    committed ? relay_sync_ask() : relay_sync_asked(), &batch_decided,
+	    &deferred);
 }
 
 /* Commits the open batch once all of it was decided, and queues it. */
@@ -1081,6 +1097,18 @@ relay_ingest_flush_now(void)
 			    (RELAY_CKPT_HOLD_MAX_MS + 1) * LWS_US_PER_MS);
 		held = 1;
 		return;
+	}
+	/*
+	 * A slow disk: past RELAY_UNSYNCED_MAX items or _BYTES of events
+	 * waiting for their sync, the loop waits for it, as it waited
+	 * inside each commit before, so that clients queue in their
+	 * sockets, not in relayd's memory.
+	 */
+	if (unsynced_n >= RELAY_UNSYNCED_MAX ||
+	    unsynced_bytes >= RELAY_UNSYNCED_MAX_BYTES) {
+		relayd->stats.sync_waits++;
+		relay_sync_wait();
+		relay_ingest_synced();
 	}
 	STAILQ_CONCAT(&batch_todo, &pending);
 	last_batch = 0;

@@ -158,6 +158,13 @@
  */
 #define RELAY_BATCH_STEP_US	 50
 /*
+ * Ours: committed items (events, tasks) waiting for their sync beyond
+ * which the loop waits for the sync before the next batch (a slow disk;
+ * as many as the signature thread's queue holds).
+ */
+#define RELAY_UNSYNCED_MAX	 RELAY_VERIFY_QUEUE
+#define RELAY_UNSYNCED_MAX_BYTES RELAY_VERIFY_QUEUE_BYTES
+/*
  * Ours: events, and bytes of their JSON, waiting for the signature
  * thread; beyond either the loop waits for the thread (back-pressure)
  * instead of queueing more.
@@ -552,6 +559,7 @@ struct relay_stats {
 	uint64_t events_invalid, events_ephemeral;
 	uint64_t http_requests;
 	uint64_t commits, committed_events;
+	uint64_t sync_waits; /* the loop waited for a sync (a slow disk) */
 	uint64_t ingested[ROLE_COUNT]; /* by origin role */
 	uint64_t purg_held, purg_released, purg_expired;
 	uint64_t git_requests[3][2];		  /* [service][ok] */

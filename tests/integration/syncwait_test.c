@@ -7,7 +7,10 @@
  * answered before it, a duplicate of an event waiting for its sync is
  * not acknowledged before that sync, and a client that goes away while
  * its events wait costs nothing (run under the sanitizers, a use after
- * free would end relayd).  The power-cut test checks what the sync
+ * free would end relayd).  A client that sends without waiting for its
+ * OKs while syncs are slow makes the loop wait for a sync once more than
+ * RELAY_UNSYNCED_MAX_BYTES (32 MiB) of events wait, so that the rest of
+ * its flood waits in its socket, not in relayd's memory.  The power-cut test checks what the sync
  * promises: every acknowledged event survives.
  */
 #include <stdio.h>
@@ -16,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "client.h"
+#include "ctl.h"
 #include "event.h"
 #include "nostr.h"
 #include "relayproc.h"
@@ -40,21 +45,34 @@
 static struct relayproc *rp;
 static char		 coord[160], tmp[512];
 
-/* An issue of the hosted repository, its content made unique by n. */
+/* An issue of the hosted repository, its content made unique by n and
+ * padded to pad bytes. */
 static struct event *
-issue(int n)
+issue_pad(int n, size_t pad)
 {
 	uint8_t	      sk[SECKEY_LEN];
-	char	      tags[256], content[64];
+	char	      tags[256];
+	struct buf    content = BUF_INIT;
 	struct event *e;
 
 	snprintf(tags, sizeof(tags), "[[\"a\",\"%s\"],[\"subject\",\"w%d\"]]",
 	    coord, n);
-	snprintf(content, sizeof(content), "waiting for a sync, %d", n);
+	buf_printf(&content, "waiting for a sync, %d", n);
+	while (content.b_len < pad)
+		buf_addc(&content, 'x');
+	buf_addc(&content, '\0');
 	tuser_sk(KEYS, AUTHOR, sk);
-	if ((e = event_new_signed(sk, time(NULL), 1621, tags, content)) == NULL)
+	if ((e = event_new_signed(sk, time(NULL), 1621, tags,
+		 content.b_data)) == NULL)
 		abort();
+	buf_free(&content);
 	return e;
+}
+
+static struct event *
+issue(int n)
+{
+	return issue_pad(n, 0);
 }
 
 /* Sends e's EVENT without waiting for its OK; 0 or -1. */
@@ -195,11 +213,55 @@ test_client_gone_while_its_event_waits(void)
 	wsc_close(a);
 }
 
+/*
+ * A flood of FLOOD_N events of FLOOD_PAD bytes (48 MB) sent at once
+ * while each sync takes DELAY_MS: the loop waits for a sync at least
+ * once, and every event is stored and acknowledged in the end.
+ */
+#define FLOOD_N	  1500
+#define WAITS	  "graspd_relay_sync_waits_total{role=\"relayd\"}"
+#define FLOOD_PAD (32 * 1024)
+static void
+test_flood_during_slow_syncs_waits_in_its_socket(void)
+{
+	struct wsc   *a;
+	struct event *e;
+	char	      id[EVENT_ID_HEX_LEN + 1], msg[512], *m;
+	double	      waits0, waits;
+	int	      i, oks = 0;
+
+	waits0 = ctl_metric(rp, WAITS);
+	T_ASSERT((a = client_ws(rp)) != NULL);
+	for (i = 0; i < FLOOD_N; i++) {
+		e = issue_pad(1000 + i, FLOOD_PAD);
+		if (i == FLOOD_N - 1)
+			memcpy(id, e->id_hex, sizeof(id));
+		T_ASSERT(send_event(a, e) == 0);
+		event_destroy(e);
+	}
+	/* Every OK, true; the last one's text is the one kept. */
+	for (i = 0; i < FLOOD_N; i++) {
+		if ((m = nostr_wait_msg(a, "OK", 20 * TMO)) == NULL)
+			break;
+		oks += strstr(m, "\",true,") != NULL;
+		snprintf(msg, sizeof(msg), "%s", m);
+		free(m);
+	}
+	waits = ctl_metric(rp, WAITS);
+	printf("# %d OKs true of %d; the loop waited for a sync %.0f times\n",
+	    oks, FLOOD_N, waits - waits0);
+	T_EQ_INT(oks, FLOOD_N);
+	T_CHECK(strstr(msg, id) != NULL);
+	T_CHECK(waits - waits0 >= 1);
+	wsc_close(a);
+}
+
 static int
 setup(void)
 {
 	/* RELAY_SYNC_DELAY_ENV (relayd.h) */
-	const char *env[] = { "GRASPD_SYNC_DELAY_MS=" DELAY, NULL };
+	const char *env[] = { "GRASPD_SYNC_DELAY_MS=" DELAY,
+		"NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0", NULL };
 
 	if (tdir_make(tmp, sizeof(tmp), "syncwait") == -1 ||
 	    (rp = relayproc_start("relayd", env)) == NULL)
@@ -226,6 +288,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_ok_waits_for_its_sync_a_req_does_not),
 	T_CASE(test_duplicate_waits_for_the_sync_of_its_copy),
 	T_CASE(test_client_gone_while_its_event_waits),
+	T_CASE(test_flood_during_slow_syncs_waits_in_its_socket),
 };
 
 T_MAIN_WITH(cases, setup, cleanup, T_IGN_SIGPIPE)

@@ -3,10 +3,12 @@
  * configuration, signals and the service loop, run by relayd, syncd,
  * discoveryd and historyd.
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
 #include <fcntl.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/reqrep.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,4 +251,20 @@ proc_status(const struct proc *p, int ready, cJSON *rep)
 	cJSON_AddNumberToObject(rep, "pid", (double)getpid());
 	cJSON_AddNumberToObject(rep, "uptime", (double)proc_uptime(p));
 	cJSON_AddBoolToObject(rep, "ready", ready);
+}
+
+int
+proc_thread(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+    void *arg, const char *name)
+{
+	sigset_t all, old;
+	int	 rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(t, attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0 && name != NULL)
+		pthread_setname_np(*t, name);
+	return rc;
 }

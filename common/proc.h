@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 #include <libwebsockets.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <stddef.h>
@@ -116,6 +117,14 @@ int64_t proc_uptime(const struct proc *p);
 
 /* Monotonic milliseconds. */
 int64_t proc_now_ms(void);
+
+/*
+ * Starts fn(arg) on a thread (attr may be NULL) with every signal blocked,
+ * since signals are the loop's, and names it name when not NULL (at most
+ * 15 characters).  0, or pthread_create()'s error.
+ */
+int proc_thread(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+    void *arg, const char *name);
 
 /*
  * 1 while process pid exists and is not a zombie (read from Linux's

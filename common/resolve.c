@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "proc.h"
 #include "relayurl.h"
 #include "resolve.h"
 
@@ -142,16 +143,12 @@ rs_spawn(void)
 {
 	pthread_attr_t attr;
 	pthread_t      t;
-	sigset_t       all, old;
 	int	       rc;
 
 	if (pthread_attr_init(&attr) != 0)
 		return -1;
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t, &attr, rs_worker, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = proc_thread(&t, &attr, rs_worker, NULL, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc != 0)
 		return -1;

@@ -223,8 +223,7 @@ ckpt_main(void *arg)
 int
 relay_ckpt_init(const char *path)
 {
-	sigset_t all, old;
-	int	 rc;
+	int rc;
 
 	/*
 	 * The default VFS, not walbuf's: this connection only reads the
@@ -257,16 +256,12 @@ relay_ckpt_init(const char *path)
 		goto fail;
 	}
 	sqlite3_busy_timeout(ck_db, DB_BUSY_TIMEOUT_MS);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&ck_thread, NULL, ckpt_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
+	if ((rc = proc_thread(&ck_thread, NULL, ckpt_main, NULL,
+		 RELAY_CKPT_THREAD)) != 0) {
 		log_warnx("cannot start the checkpoint thread: %s",
 		    strerror(rc));
 		goto fail;
 	}
-	pthread_setname_np(ck_thread, RELAY_CKPT_THREAD);
 	ck_started = 1;
 	return 0;
 fail:

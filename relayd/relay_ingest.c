@@ -192,8 +192,7 @@ verify_main(void *arg)
 void
 relay_ingest_init(void)
 {
-	sigset_t all, old;
-	int	 rc;
+	int rc;
 
 	memset(&flush_sul, 0, sizeof(flush_sul));
 	memset(&trim_sul, 0, sizeof(trim_sul));
@@ -219,14 +218,9 @@ relay_ingest_init(void)
 		relay_sync_init() == 0) &&
 	    db_set_durability(store_sqlite(relayd->store), 0) == -1)
 		fatalx("cannot set the database's durability");
-	/* Signals are the loop's: the thread runs with all of them blocked. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&vthread, NULL, verify_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
+	if ((rc = proc_thread(&vthread, NULL, verify_main, NULL,
+		 RELAY_SIG_THREAD)) != 0)
 		fatalx("cannot start the signature thread: %s", strerror(rc));
-	pthread_setname_np(vthread, RELAY_SIG_THREAD);
 	vstarted = 1;
 }
 

@@ -23,9 +23,7 @@
  * for them could be a lie; the supervisor starts relayd again, and what
  * SQLite recovers from the WAL is what clients may have to send again.
  */
-#define _GNU_SOURCE /* pthread_setname_np */
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +86,6 @@ sync_main(void *arg)
 int
 relay_sync_init(void)
 {
-	sigset_t    all, old;
 	const char *v;
 	int	    rc;
 
@@ -98,13 +95,9 @@ relay_sync_init(void)
 	if (config_test_mode(&relayd->cfg) &&
 	    (v = getenv(RELAY_SYNC_DELAY_ENV)) != NULL)
 		sy_delay_ms = atoi(v);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&sy_thread, NULL, sync_main, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
+	if ((rc = proc_thread(&sy_thread, NULL, sync_main, NULL,
+		 RELAY_SYNC_THREAD)) != 0)
 		fatalx("cannot start the sync thread: %s", strerror(rc));
-	pthread_setname_np(sy_thread, RELAY_SYNC_THREAD);
 	sy_started = 1;
 	return 0;
 }

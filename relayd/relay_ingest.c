@@ -76,8 +76,8 @@ struct deferred {
  * Events parsed in this turn of the loop, in arrival order, waiting for
  * admit(): the stored-copy lookups of a turn share one read transaction.
  */
-static STAILQ_HEAD(, pending) arrived = STAILQ_HEAD_INITIALIZER(arrived);
-static STAILQ_HEAD(, pending) pending = STAILQ_HEAD_INITIALIZER(pending);
+static struct pending_list arrived = STAILQ_HEAD_INITIALIZER(arrived);
+static struct pending_list pending = STAILQ_HEAD_INITIALIZER(pending);
 STAILQ_HEAD(deferred_list, deferred);
 static struct deferred_list deferred = STAILQ_HEAD_INITIALIZER(deferred);
 
@@ -135,7 +135,7 @@ static lws_sorted_usec_list_t trim_sul, wal_sul;
  * One thread keeps the order: an event and its deletion are decided in
  * the order they came.
  */
-static STAILQ_HEAD(, pending) verifying = STAILQ_HEAD_INITIALIZER(verifying);
+static struct pending_list    verifying = STAILQ_HEAD_INITIALIZER(verifying);
 static pthread_t	      vthread;
 static int		      vstarted;
 static pthread_mutex_t	      vmu = PTHREAD_MUTEX_INITIALIZER;
@@ -331,31 +331,29 @@ arrive(struct pending *p)
 	}
 }
 
+/* The items of l from connection c answer no one any more. */
+static void
+forget_in(struct pending_list *l, const struct relay_conn *c)
+{
+	struct pending *p;
+
+	STAILQ_FOREACH(p, l, p_entry)
+		if (p->p_conn == c)
+			p->p_conn = NULL;
+}
+
 void
 relay_ingest_forget(struct relay_conn *c)
 {
-	struct pending	*p;
 	struct unsynced *u;
 
-	STAILQ_FOREACH(p, &arrived, p_entry)
-		if (p->p_conn == c)
-			p->p_conn = NULL;
-	STAILQ_FOREACH(p, &pending, p_entry)
-		if (p->p_conn == c)
-			p->p_conn = NULL;
-	STAILQ_FOREACH(p, &verifying, p_entry)
-		if (p->p_conn == c)
-			p->p_conn = NULL;
-	STAILQ_FOREACH(p, &batch_todo, p_entry)
-		if (p->p_conn == c)
-			p->p_conn = NULL;
-	STAILQ_FOREACH(p, &batch_decided, p_entry)
-		if (p->p_conn == c)
-			p->p_conn = NULL;
+	forget_in(&arrived, c);
+	forget_in(&pending, c);
+	forget_in(&verifying, c);
+	forget_in(&batch_todo, c);
+	forget_in(&batch_decided, c);
 	STAILQ_FOREACH(u, &unsynced, us_entry)
-		STAILQ_FOREACH(p, &u->us_items, p_entry)
-			if (p->p_conn == c)
-				p->p_conn = NULL;
+		forget_in(&u->us_items, c);
 }
 
 /* 1 if the connection authenticated as pubkey (NIP-42). */

@@ -107,6 +107,8 @@ static struct pending_list batch_todo = STAILQ_HEAD_INITIALIZER(batch_todo);
 static struct pending_list batch_decided =
     STAILQ_HEAD_INITIALIZER(batch_decided);
 static int		      batch_open;
+static int		      step_yield;   /* relay_ingest_yield() */
+static int		      step_yielded; /* the last step_cb() did */
 static lws_sorted_usec_list_t step_sul;
 static int		      in_txn;
 static int		      stopping; /* the last flush: no hold */
@@ -1053,8 +1055,28 @@ static void
 step_cb(lws_sorted_usec_list_t *sul)
 {
 	(void)sul;
-	if (batch_open)
-		batch_step(RELAY_BATCH_STEP_US);
+	if (!batch_open)
+		return;
+	/*
+	 * A REQ or COUNT was answered since the last step: the loop
+	 * writes the answer first, once in a row, so that readers cannot
+	 * hold the batch.  1 us, not 0, so
+	 * that lws polls before it runs this again.
+	 */
+	if (step_yield && !step_yielded) {
+		step_yield = 0;
+		step_yielded = 1;
+		lws_sul_schedule(relayd->ctx, 0, &step_sul, step_cb, 1);
+		return;
+	}
+	step_yield = step_yielded = 0;
+	batch_step(RELAY_BATCH_STEP_US);
+}
+
+void
+relay_ingest_yield(void)
+{
+	step_yield = batch_open;
 }
 
 void

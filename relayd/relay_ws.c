@@ -455,12 +455,15 @@ handle_message(struct relay_conn *c, const char *data, size_t len)
 		break;
 	case RELAY_MSG_REQ:
 		handle_req(c, msg);
+		/* Its answer goes out before the open batch's next step. */
+		relay_ingest_yield();
 		break;
 	case RELAY_MSG_CLOSE:
 		handle_close(c, msg);
 		break;
 	case RELAY_MSG_COUNT:
 		handle_count(c, msg);
+		relay_ingest_yield();
 		break;
 	case RELAY_MSG_AUTH:
 		relayd->stats.msgs_in_auth++;

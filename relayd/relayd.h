@@ -796,6 +796,9 @@ void relay_ingest_verified(void);
 void relay_ingest_resume(void);
 void relay_ingest_stop(void);
 void relay_ingest_flush_now(void);
+/* A REQ or COUNT was answered: the open batch's next step waits for the
+ * loop to write the answer. */
+void relay_ingest_yield(void);
 /* Answers the committed batches whose sync is done (relay_sync.c). */
 void relay_ingest_synced(void);
 

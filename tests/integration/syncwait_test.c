@@ -214,11 +214,11 @@ test_client_gone_while_its_event_waits(void)
 }
 
 /*
- * A flood of FLOOD_N events of FLOOD_PAD bytes (48 MB) sent at once
+ * A flood of FLOOD_N events of FLOOD_PAD bytes (64 MB) sent at once
  * while each sync takes DELAY_MS: the loop waits for a sync at least
  * once, and every event is stored and acknowledged in the end.
  */
-#define FLOOD_N	  1500
+#define FLOOD_N	  2000
 #define WAITS	  "graspd_relay_sync_waits_total{role=\"relayd\"}"
 #define FLOOD_PAD (32 * 1024)
 static void

@@ -762,12 +762,6 @@ relay_ingest_defer(void (*fn)(void *, int), void *arg)
 	df->df_arg = arg;
 }
 
-int
-relay_ingest_in_txn(void)
-{
-	return in_txn;
-}
-
 struct store *
 relay_reader(void)
 {

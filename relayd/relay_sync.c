@@ -93,7 +93,7 @@ relay_sync_init(void)
 	if ((sy_wal = walbuf_wal_real(store_sqlite(relayd->store))) == NULL)
 		return -1;
 	if (config_test_mode(&relayd->cfg) &&
-	    (v = getenv(RELAY_SYNC_DELAY_ENV)) != NULL)
+	    (v = getenv(CONFIG_TEST_SYNC_DELAY_ENV)) != NULL)
 		sy_delay_ms = atoi(v);
 	if ((rc = proc_thread(&sy_thread, NULL, sync_main, NULL,
 		 RELAY_SYNC_THREAD)) != 0)

@@ -179,9 +179,6 @@
 #define RELAY_SIG_THREAD	 "relayd-sig"
 #define RELAY_CKPT_THREAD	 "relayd-ckpt"
 #define RELAY_SYNC_THREAD	 "relayd-sync"
-/* Ours, test timing only (read under NGIT_TEST): milliseconds the sync
- * thread waits before each sync, so that a test sees batches waiting. */
-#define RELAY_SYNC_DELAY_ENV	 "GRASPD_SYNC_DELAY_MS"
 /*
  * Ours: WAL pages (4 KiB) worth a checkpoint.  A checkpoint copies each
  * changed page once, so fewer, larger ones cost less: 10,000 gave 19.3k
@@ -908,8 +905,6 @@ void	      relay_ingest_task(void (*fn)(void *), void (*done)(void *, int),
 void	      relay_ingest_released(struct event *ev, int64_t seq);
 /* Inside a transaction: fn(arg, committed) runs after the commit. */
 void	      relay_ingest_defer(void (*fn)(void *, int), void *arg);
-/* 1 while a batched transaction is open. */
-int	      relay_ingest_in_txn(void);
 /* The store to read: the batch's inside one of its steps, else the last
  * commit's (relayd->rstore), never a batch still open. */
 struct store *relay_reader(void);

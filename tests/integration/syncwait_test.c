@@ -21,6 +21,7 @@
 
 #include "buf.h"
 #include "client.h"
+#include "config.h"
 #include "ctl.h"
 #include "event.h"
 #include "nostr.h"
@@ -259,8 +260,7 @@ test_flood_during_slow_syncs_waits_in_its_socket(void)
 static int
 setup(void)
 {
-	/* RELAY_SYNC_DELAY_ENV (relayd.h) */
-	const char *env[] = { "GRASPD_SYNC_DELAY_MS=" DELAY,
+	const char *env[] = { CONFIG_TEST_SYNC_DELAY_ENV "=" DELAY,
 		"NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0", NULL };
 
 	if (tdir_make(tmp, sizeof(tmp), "syncwait") == -1 ||

@@ -15,7 +15,7 @@
  *	purgatory until git data arrives (GRASP-01), and the push of that
  *	commit releases it.
  *   ingest publish HOST PORT FILE [--conns 4] [--inflight 50] [--serial N]
- *       [--stall-ms MS] [--push DIR] [--probes FILE]
+ *       [--stall-ms MS] [--push DIR] [--probes FILE [--probe-gap-us US]]
  *	publishes the first line alone (the announcement; with --push, the
  *	second too, the state, then pushes DIR's main branch to the
  *	repository and waits until the announcement is served), then all lines
@@ -23,8 +23,12 @@
  *	flight on each (timing each EVENT -> OK), then the last N one at a
  *	time to measure OK latency.  With --probes, a FILE of "NAME FILTER"
  *	lines, a child process on its own connection issues REQs of those
- *	filters in turn, one after another, while the load runs and for
- *	BENCH_AFTER_MS after its last OK, and times each REQ -> EOSE.
+ *	filters in turn, one every US microseconds (BENCH_PROBE_GAP_US; 0:
+ *	each as soon as the last one's EOSE came) while the load runs and
+ *	for BENCH_AFTER_MS after its last OK, and times each REQ -> EOSE
+ *	from the time it was due.  A fixed pace gives every relay the same
+ *	queries to answer: back to back, a relay that answers faster is
+ *	asked more during its load, and its max is taken over more of them.
  *   ingest fill N DB --domain HOST:PORT [--authors K]
  *	the same events as gen (without the state event), stored straight
  *	into the graspd database DB through common/store.c in large
@@ -107,6 +111,12 @@
 /* Probe round trips kept per phase; probe filters. */
 #define BENCH_PROBE_MAX	     200000
 #define BENCH_PROBE_FILTERS  16
+/*
+ * The probes' pace: 500 REQs a second, which strfry answered during its
+ * own load back to back (600-800 a second on the 2-core machine of
+ * doc/performance.md), so that neither relay falls behind the schedule.
+ */
+#define BENCH_PROBE_GAP_US   "2000"
 /* Pause between two fan-out events, so that each is timed alone. */
 #define BENCH_FANOUT_GAP_US  20000
 
@@ -119,7 +129,7 @@ static void __attribute__((noreturn)) usage(void)
 	    "[--repo-owner-seckey HEX] [--authors K] [--git-dir DIR]\n"
 	    "       ingest publish HOST PORT FILE [--conns C] [--inflight I] "
 	    "[--serial N] [--stall-ms MS] [--push DIR]\n"
-	    "           [--probes FILE]\n"
+	    "           [--probes FILE [--probe-gap-us US]]\n"
 	    "       ingest fill N DB --domain HOST:PORT [--authors K]\n"
 	    "       ingest verify FILE [--seconds S]\n"
 	    "       ingest req HOST PORT --filter JSON [--n N] "
@@ -748,13 +758,13 @@ probe_print(const char *phase, struct probephase *ph, const struct probes *pr)
  * failed a REQ.
  */
 static void __attribute__((noreturn)) probe_child(const char *host, int port,
-    const struct probes *pr, int readyfd, int stopfd)
+    const struct probes *pr, long gap_us, int readyfd, int stopfd)
 {
 	struct probephase ph[2], *cur = &ph[0];
 	struct pollfd	  pfd;
 	struct wsc	 *w;
 	char		  subid[32], close[64], c = 'r';
-	double		  t0, t, stop_at = 0;
+	double		  t0, t, stop_at = 0, due, now;
 	size_t		  i, k;
 	long		  r;
 	int		  rc = 1;
@@ -768,19 +778,32 @@ static void __attribute__((noreturn)) probe_child(const char *host, int port,
 	if ((w = wsc_connect(host, port, "/", BENCH_CONNECT_MS)) == NULL ||
 	    write(readyfd, &c, 1) != 1)
 		_exit(1);
+	due = bench_now_s();
 	for (i = 0;; i++) {
 		pfd.fd = stopfd;
 		pfd.events = POLLIN;
 		if (cur == &ph[0] && poll(&pfd, 1, 0) == 1) {
 			cur = &ph[1];
-			stop_at = bench_now_s();
+			stop_at = due = bench_now_s();
 		}
 		if (cur == &ph[1] &&
 		    (bench_now_s() - stop_at) * 1000 > BENCH_AFTER_MS)
 			break;
 		k = i % pr->n;
 		snprintf(subid, sizeof(subid), "probe-%zu", i);
-		t0 = bench_now_s();
+		/*
+		 * A REQ that is late because the one before it took long is
+		 * timed from when it was due, so that the wait counts (no
+		 * coordinated omission); one on time from when it is sent,
+		 * so that the client's own sleep does not.
+		 */
+		t0 = now = bench_now_s();
+		if (gap_us > 0 && now < due) {
+			usleep((useconds_t)((due - now) * 1e6));
+			t0 = bench_now_s();
+		} else if (gap_us > 0)
+			t0 = due;
+		due += (double)gap_us / 1e6;
 		r = req_round(w, subid, pr->filter[k], 1);
 		t = (bench_now_s() - t0) * 1000;
 		if (r < 0) {
@@ -812,7 +835,8 @@ done:
 /* Starts the probe child; its pid, with the write end of its stop pipe
  * in *stopfd. */
 static pid_t
-probe_start(const char *host, int port, const struct probes *pr, int *stopfd)
+probe_start(const char *host, int port, const struct probes *pr, long gap_us,
+    int *stopfd)
 {
 	int   ready[2], stop[2];
 	pid_t pid;
@@ -826,7 +850,7 @@ probe_start(const char *host, int port, const struct probes *pr, int *stopfd)
 	if (pid == 0) {
 		close(ready[0]);
 		close(stop[1]);
-		probe_child(host, port, pr, ready[1], stop[0]);
+		probe_child(host, port, pr, gap_us, ready[1], stop[0]);
 	}
 	close(ready[1]);
 	close(stop[0]);
@@ -928,6 +952,7 @@ cmd_publish(int argc, char **argv)
 	double	       t0, t1, last_ok, *lat;
 	long	       got;
 	int	       port, stall_ms = BENCH_TIMEOUT_MS, rc = 1, stopfd = -1;
+	long	       gap_us;
 	pid_t	       probe = -1;
 
 	if (argc < 4)
@@ -944,6 +969,8 @@ cmd_publish(int argc, char **argv)
 	pushdir = bench_opt(argc, argv, "--push");
 	if ((probes = bench_opt(argc, argv, "--probes")) != NULL)
 		probes_read(probes, &pr);
+	v = bench_opt(argc, argv, "--probe-gap-us");
+	gap_us = num_arg(v ? v : BENCH_PROBE_GAP_US, 0, 1000000);
 	head = pushdir ? 2 : 1;
 	read_lines(argv[3], &ls);
 	if (ls.n < head + serial) {
@@ -980,8 +1007,10 @@ cmd_publish(int argc, char **argv)
 		goto done;
 	printf("announce_ok_true %zu events\n", ac.ok_true);
 
-	if (probes != NULL)
-		probe = probe_start(host, port, &pr, &stopfd);
+	if (probes != NULL) {
+		printf("req_gap %ld us\n", gap_us);
+		probe = probe_start(host, port, &pr, gap_us, &stopfd);
+	}
 	next = head;
 	end = ls.n - serial;
 	done = 0;

@@ -131,8 +131,9 @@ echo "# bench: single-core signature verification rate"
 "$ingest" verify "$tmp/events.jsonl" >>"$tmp/figures" ||
     fail "ingest verify failed"
 
-# The four query shapes, issued one after another on a fifth connection
-# during the parallel publishing and for 3 s after its last OK.
+# The four query shapes, issued in turn on a fifth connection, one every
+# 2 ms (ingest.c, BENCH_PROBE_GAP_US), during the parallel publishing and
+# for 3 s after its last OK.
 cat >"$tmp/probes" <<EOF
 a {"#a":["30617:$owner:bench"],"limit":100}
 authors {"authors":["$author"],"limit":100}

@@ -23,6 +23,12 @@
 #include "ready.h"
 #include "store.h"
 
+/*
+ * A root's number of descendants: the place of its last node (schema
+ * step 8), one seek to the end of its run in inv_nodes_root.
+ */
+#define NDESC(root) "(SELECT max(x.n) FROM inv_nodes x WHERE x.root = " root ")"
+
 /* The writer's statements, prepared once (invdb_sql[]). */
 enum invdb_stmt {
 	W_REPO_GET,
@@ -31,7 +37,6 @@ enum invdb_stmt {
 	W_ROOT_GET,
 	W_ROOT_PUT,
 	W_ROOT_DELETE,
-	W_ROOT_NDESC,
 	W_NODE_PARENT,
 	W_NODE_PUT,
 	W_NODE_UNAUTHOR,
@@ -54,19 +59,19 @@ static const char *const invdb_sql[W_COUNT] = {
 	    "SELECT num, author, deleted FROM inv_roots WHERE id = ?1",
 	[W_ROOT_PUT] =
 	    "INSERT OR IGNORE INTO inv_roots (id, author, kind, coord,"
-	    " deleted, ndesc) VALUES (?1, ?2, ?3, ?4, 0, 0)",
+	    " deleted) VALUES (?1, ?2, ?3, ?4, 0)",
 	[W_ROOT_DELETE] = "UPDATE inv_roots SET deleted = 1 WHERE num = ?1",
-	[W_ROOT_NDESC] =
-	    "UPDATE inv_roots SET ndesc = ndesc + 1 WHERE num = ?1",
-	[W_NODE_PARENT] = "SELECT n.root, n.depth, r.deleted, r.ndesc, r.id"
+	[W_NODE_PARENT] = "SELECT n.root, n.depth, r.deleted, " NDESC("n.root")
+			  ", r.id"
 			  " FROM inv_nodes n JOIN inv_roots r ON r.num = n.root"
 			  " WHERE n.id = ?1",
 	[W_NODE_PUT] =
-	    "INSERT OR IGNORE INTO inv_nodes (id, root, depth, author)"
-	    " VALUES (?1, ?2, ?3, ?4)",
+	    "INSERT OR IGNORE INTO inv_nodes (id, root, n, depth, author)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5)",
 	[W_NODE_UNAUTHOR] = "UPDATE inv_nodes SET author = NULL"
 			    " WHERE id = ?1 AND author = ?2",
-	[W_ADDR_PARENT] = "SELECT a.root, a.depth, r.deleted, r.ndesc, r.id"
+	[W_ADDR_PARENT] = "SELECT a.root, a.depth, r.deleted, " NDESC("a.root")
+			  ", r.id"
 			  " FROM inv_addrs a JOIN inv_roots r ON r.num = a.root"
 			  " WHERE a.addr = ?1",
 	[W_ADDR_DEPTH] = "SELECT min(depth) FROM inv_addrs WHERE addr = ?1",
@@ -297,10 +302,14 @@ root_get(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int64_t *num,
 	return rc == SQLITE_ROW;
 }
 
-/* Adds a row (id or address) of node key for root num. */
+/*
+ * Adds the node of id for root num at place n (0 for the root's own,
+ * else its number of descendants so far plus one): 1, or 0 if it was
+ * there.
+ */
 static int
 node_put(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int64_t root,
-    int depth, const uint8_t author[PUBKEY_LEN])
+    int64_t n, int depth, const uint8_t author[PUBKEY_LEN])
 {
 	sqlite3_stmt *st;
 
@@ -308,8 +317,9 @@ node_put(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int64_t root,
 	    sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC) !=
 		SQLITE_OK ||
 	    sqlite3_bind_int64(st, 2, root) != SQLITE_OK ||
-	    sqlite3_bind_int(st, 3, depth) != SQLITE_OK ||
-	    sqlite3_bind_blob(st, 4, author, PUBKEY_LEN, SQLITE_STATIC) !=
+	    sqlite3_bind_int64(st, 3, n) != SQLITE_OK ||
+	    sqlite3_bind_int(st, 4, depth) != SQLITE_OK ||
+	    sqlite3_bind_blob(st, 5, author, PUBKEY_LEN, SQLITE_STATIC) !=
 		SQLITE_OK)
 		return werr(w, "bind");
 	return wdone(w, st);
@@ -345,7 +355,7 @@ add_root(struct invdb *w, const struct event *ev, int *is_root)
 	}
 	num = sqlite3_last_insert_rowid(w->w_db);
 	/* The root's own node, depth 0: its author takes part. */
-	if (node_put(w, ev->id, num, 0, ev->pubkey) == -1)
+	if (node_put(w, ev->id, num, 0, 0, ev->pubkey) == -1)
 		return -1;
 	*is_root = 1;
 	return INVDB_CHANGED | INVDB_ROOTED;
@@ -495,7 +505,6 @@ add_descendant(struct invdb *w, const struct event *ev, int is_root)
 	size_t			 nroots = 0, k;
 	int			 depth = INV_MAX_DEPTH + 1, n, changed = 0;
 	char			 addr[INV_COORD_MAX];
-	sqlite3_stmt		*st;
 
 	if (collect_roots(w, ev, roots, &nroots, &depth) == -1)
 		return -1;
@@ -508,16 +517,11 @@ add_descendant(struct invdb *w, const struct event *ev, int is_root)
 		if (memcmp(roots[k].pr_id, ev->id, EVENT_ID_LEN) == 0 ||
 		    roots[k].pr_ndesc >= INV_MAX_DESCENDANTS)
 			continue;
-		if ((n = node_put(w, ev->id, roots[k].pr_num, depth,
-			 ev->pubkey)) == -1)
+		if ((n = node_put(w, ev->id, roots[k].pr_num,
+			 roots[k].pr_ndesc + 1, depth, ev->pubkey)) == -1)
 			return -1;
 		if (n == 0)
 			continue;
-		if ((st = wstmt(w, W_ROOT_NDESC)) == NULL ||
-		    sqlite3_bind_int64(st, 1, roots[k].pr_num) != SQLITE_OK)
-			return werr(w, "bind");
-		if (wdone(w, st) == -1)
-			return -1;
 		if (addr[0] && addr_put(w, addr, roots[k].pr_num, depth) == -1)
 			return -1;
 		changed = INVDB_CHANGED | INVDB_ROOTED;
@@ -667,7 +671,8 @@ invdb_discard(struct invdb *w)
 struct build_node {
 	uint8_t	 bn_id[EVENT_ID_LEN];
 	uint8_t	 bn_author[PUBKEY_LEN];
-	uint32_t bn_root; /* inv_roots.num */
+	uint32_t bn_root;  /* inv_roots.num */
+	uint32_t bn_place; /* inv_nodes.n */
 	uint8_t	 bn_depth;
 	uint8_t	 bn_has_author;
 };
@@ -691,8 +696,8 @@ static void
 build_root(void *arg, const struct inv_root *rt)
 {
 	static const char sql[] =
-	    "INSERT INTO inv_roots (num, id, author, kind, coord, deleted,"
-	    " ndesc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+	    "INSERT INTO inv_roots (num, id, author, kind, coord, deleted)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 	struct build *b = arg;
 	sqlite3_stmt *st;
 
@@ -708,14 +713,13 @@ build_root(void *arg, const struct inv_root *rt)
 	    sqlite3_bind_text(st, 5, rt->rt_coord, -1, SQLITE_STATIC) !=
 		SQLITE_OK ||
 	    sqlite3_bind_int(st, 6, rt->rt_deleted) != SQLITE_OK ||
-	    sqlite3_bind_int64(st, 7, rt->rt_ndesc) != SQLITE_OK ||
 	    wdone(b->b_w, st) == -1)
 		b->b_failed = 1;
 }
 
 static void
 build_node(void *arg, const uint8_t id[EVENT_ID_LEN], uint32_t root,
-    unsigned depth, const uint8_t *author)
+    uint32_t place, unsigned depth, const uint8_t *author)
 {
 	struct build	  *b = arg;
 	struct build_node *n;
@@ -728,6 +732,7 @@ build_node(void *arg, const uint8_t id[EVENT_ID_LEN], uint32_t root,
 	n = &b->b_nodes[b->b_nnodes++];
 	memcpy(n->bn_id, id, EVENT_ID_LEN);
 	n->bn_root = root + 1;
+	n->bn_place = place;
 	n->bn_depth = (uint8_t)depth;
 	n->bn_has_author = author != NULL;
 	if (author != NULL)
@@ -831,8 +836,8 @@ static int
 build_rows(struct build *b)
 {
 	static const char nsql[] =
-	    "INSERT INTO inv_nodes (id, root, depth, author)"
-	    " VALUES (?1, ?2, ?3, ?4)";
+	    "INSERT INTO inv_nodes (id, root, n, depth, author)"
+	    " VALUES (?1, ?2, ?3, ?4, ?5)";
 	static const char asql[] =
 	    "INSERT INTO inv_addrs (addr, root, depth) VALUES (?1, ?2, ?3)";
 	struct store *s = b->b_w->w_store;
@@ -852,9 +857,10 @@ build_rows(struct build *b)
 		    sqlite3_bind_blob(st, 1, n->bn_id, EVENT_ID_LEN,
 			SQLITE_STATIC) != SQLITE_OK ||
 		    sqlite3_bind_int64(st, 2, n->bn_root) != SQLITE_OK ||
-		    sqlite3_bind_int(st, 3, n->bn_depth) != SQLITE_OK ||
+		    sqlite3_bind_int64(st, 3, n->bn_place) != SQLITE_OK ||
+		    sqlite3_bind_int(st, 4, n->bn_depth) != SQLITE_OK ||
 		    (n->bn_has_author &&
-			sqlite3_bind_blob(st, 4, n->bn_author, PUBKEY_LEN,
+			sqlite3_bind_blob(st, 5, n->bn_author, PUBKEY_LEN,
 			    SQLITE_STATIC) != SQLITE_OK) ||
 		    wdone(b->b_w, st) == -1)
 			return -1;

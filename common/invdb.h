@@ -20,12 +20,14 @@
  *		the number hygiene refused, declared maintainers;
  *   inv_roots	every root (1617, 1618, 1621 naming a repository), in
  *		arrival order (num), with its author, kind, the coordinate
- *		it names, whether its author deleted it, and its number of
- *		descendants (at most INV_MAX_DESCENDANTS);
+ *		it names and whether its author deleted it;
  *   inv_nodes	one row per event id and root it descends from (a root's
- *		own id included, depth 0), with the node's depth and the
- *		event's author (NULL once the author deleted it): a
- *		participant is an author with a row;
+ *		own id included, depth 0), with its place n in the root (0
+ *		the root's own, then 1, 2, ... in arrival: the largest is
+ *		the root's number of descendants, at most
+ *		INV_MAX_DESCENDANTS), the node's depth and the event's author
+ *		(NULL once the author deleted it): a participant is an
+ *		author with a row;
  *   inv_addrs	one row per address coordinate of an addressable or
  *		replaceable descendant and root.
  *

@@ -1476,11 +1476,12 @@ inv_each_row(const struct inventory *iv, const struct inv_rows *cb, void *arg)
 	for (it = 0; (rt = inv_root_next(iv, &it)) != NULL;) {
 		cb->ir_root(arg, rt);
 		nd = id_node_h(iv, rt->rt_id, hmap_hash(rt->rt_id, 32));
-		cb->ir_node(arg, rt->rt_id, rt->rt_num, nd ? nd->nd_depth : 0,
-		    rt->rt_author);
+		cb->ir_node(arg, rt->rt_id, rt->rt_num, 0,
+		    nd ? nd->nd_depth : 0, rt->rt_author);
 		for (i = 0; i < rt->rt_ndesc; i++) {
 			nd = node_at(iv, rt->rt_desc[i]);
-			cb->ir_node(arg, nd->nd_id, rt->rt_num, nd->nd_depth,
+			cb->ir_node(arg, nd->nd_id, rt->rt_num, (uint32_t)i + 1,
+			    nd->nd_depth,
 			    nd->nd_author ?
 				author_at(iv, nd->nd_author - 1)->au_pubkey :
 				NULL);

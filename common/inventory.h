@@ -245,7 +245,8 @@ int		   inv_addr_parent_tag(const struct event_tag *tag);
  * The inventory as rows of invdb.h's tables, for building them in one
  * pass (invdb_build()): root for every root in arrival order (its row
  * number there is rt_num plus one); node for every id and root it
- * descends from, a root's own id (depth 0) included, with the node's
+ * descends from, a root's own id (depth 0, place 0) included, with its
+ * place among the root's descendants (1 for rt_desc[0]), the node's
  * depth and the event's author (NULL once the author deleted it; a
  * root's own author for its own node); addr for every descendant address
  * and root with the address's depth.  Needs INV_AUTHORS.
@@ -253,7 +254,8 @@ int		   inv_addr_parent_tag(const struct event_tag *tag);
 struct inv_rows {
 	void (*ir_root)(void *arg, const struct inv_root *rt);
 	void (*ir_node)(void *arg, const uint8_t id[EVENT_ID_LEN],
-	    uint32_t root, unsigned depth, const uint8_t *author);
+	    uint32_t root, uint32_t place, unsigned depth,
+	    const uint8_t *author);
 	void (*ir_addr)(void *arg, const char *addr, uint32_t root,
 	    unsigned depth);
 };

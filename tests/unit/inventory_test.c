@@ -1099,7 +1099,8 @@ compare_tables(const struct inventory *iv)
 	T_ASSERT(invdb_repos(st, check_repo, &rs) == 0);
 	T_EQ_INT(rs.rs_n, iv->iv_repos.hm_n);
 	T_ASSERT(sqlite3_prepare_v2(store_sqlite(st),
-		     "SELECT num, author, kind, deleted, coord, ndesc"
+		     "SELECT num, author, kind, deleted, coord,"
+		     " (SELECT max(n) FROM inv_nodes WHERE root = num)"
 		     " FROM inv_roots WHERE id = ?1",
 		     -1, &q, NULL) == SQLITE_OK);
 	for (it = 0; (rt = inv_root_next(iv, &it)) != NULL; nroots++) {

@@ -132,7 +132,7 @@ echo "# bench: single-core signature verification rate"
     fail "ingest verify failed"
 
 # The four query shapes, issued in turn on a fifth connection, one every
-# 2 ms (ingest.c, BENCH_PROBE_GAP_US), during the parallel publishing and
+# 5 ms (ingest.c, BENCH_PROBE_GAP_US), during the parallel publishing and
 # for 3 s after its last OK.
 cat >"$tmp/probes" <<EOF
 a {"#a":["30617:$owner:bench"],"limit":100}

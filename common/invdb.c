@@ -24,10 +24,10 @@
 #include "store.h"
 
 /*
- * A root's number of descendants: the place of its last node (schema
- * step 8), one seek to the end of its run in inv_nodes_root.
+ * The number of descendants of root r: the place of its last node
+ * (schema step 8), one seek to the end of its run in inv_nodes_root.
  */
-#define NDESC(root) "(SELECT max(x.n) FROM inv_nodes x WHERE x.root = " root ")"
+#define NDESC "(SELECT max(x.n) FROM inv_nodes x WHERE x.root = r.num)"
 
 /* The writer's statements, prepared once (invdb_sql[]). */
 enum invdb_stmt {
@@ -61,8 +61,7 @@ static const char *const invdb_sql[W_COUNT] = {
 	    "INSERT OR IGNORE INTO inv_roots (id, author, kind, coord,"
 	    " deleted) VALUES (?1, ?2, ?3, ?4, 0)",
 	[W_ROOT_DELETE] = "UPDATE inv_roots SET deleted = 1 WHERE num = ?1",
-	[W_NODE_PARENT] = "SELECT n.root, n.depth, r.deleted, " NDESC("n.root")
-			  ", r.id"
+	[W_NODE_PARENT] = "SELECT n.root, n.depth, r.deleted, " NDESC ", r.id"
 			  " FROM inv_nodes n JOIN inv_roots r ON r.num = n.root"
 			  " WHERE n.id = ?1",
 	[W_NODE_PUT] =
@@ -70,8 +69,7 @@ static const char *const invdb_sql[W_COUNT] = {
 	    " VALUES (?1, ?2, ?3, ?4, ?5)",
 	[W_NODE_UNAUTHOR] = "UPDATE inv_nodes SET author = NULL"
 			    " WHERE id = ?1 AND author = ?2",
-	[W_ADDR_PARENT] = "SELECT a.root, a.depth, r.deleted, " NDESC("a.root")
-			  ", r.id"
+	[W_ADDR_PARENT] = "SELECT a.root, a.depth, r.deleted, " NDESC ", r.id"
 			  " FROM inv_addrs a JOIN inv_roots r ON r.num = a.root"
 			  " WHERE a.addr = ?1",
 	[W_ADDR_DEPTH] = "SELECT min(depth) FROM inv_addrs WHERE addr = ?1",

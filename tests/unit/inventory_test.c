@@ -28,6 +28,7 @@
 #include "tunit_rng.h"
 #include "mem.h"
 #include "tunit_strv.h"
+#include "db.h"
 #include "tstore.h"
 #include "tuser.h"
 
@@ -1098,11 +1099,16 @@ compare_tables(const struct inventory *iv)
 
 	T_ASSERT(invdb_repos(st, check_repo, &rs) == 0);
 	T_EQ_INT(rs.rs_n, iv->iv_repos.hm_n);
-	T_ASSERT(sqlite3_prepare_v2(store_sqlite(st),
-		     "SELECT num, author, kind, deleted, coord,"
-		     " (SELECT max(n) FROM inv_nodes WHERE root = num)"
-		     " FROM inv_roots WHERE id = ?1",
-		     -1, &q, NULL) == SQLITE_OK);
+	T_ASSERT(
+	    sqlite3_prepare_v2(store_sqlite(st),
+		"SELECT num, author, kind, deleted, coord,"
+		" (SELECT max(n) FROM inv_nodes WHERE root = num),"
+		/* Places 0 to the count, each once, the root's own 0. */
+		" (SELECT count(*) = max(n) + 1 AND count(DISTINCT n) ="
+		"  count(*) AND min(n) = 0 FROM inv_nodes WHERE root = num),"
+		" (SELECT n FROM inv_nodes WHERE root = num AND id = ?1)"
+		" FROM inv_roots WHERE id = ?1",
+		-1, &q, NULL) == SQLITE_OK);
 	for (it = 0; (rt = inv_root_next(iv, &it)) != NULL; nroots++) {
 		sqlite3_reset(q);
 		sqlite3_bind_blob(q, 1, rt->rt_id, 32, SQLITE_STATIC);
@@ -1114,6 +1120,9 @@ compare_tables(const struct inventory *iv)
 		T_EQ_INT(sqlite3_column_int(q, 3), rt->rt_deleted);
 		T_EQ_STR((const char *)sqlite3_column_text(q, 4), rt->rt_coord);
 		T_EQ_INT(sqlite3_column_int64(q, 5), rt->rt_ndesc);
+		T_EQ_INT(sqlite3_column_int(q, 6), 1);
+		T_CHECK(sqlite3_column_type(q, 7) == SQLITE_INTEGER &&
+		    sqlite3_column_int(q, 7) == 0);
 		if (!rt->rt_deleted) {
 			if (rt->rt_repo == NULL)
 				mu++;
@@ -1302,6 +1311,140 @@ test_tables_hold_what_the_inventory_holds(void)
 	invdb_free(w);
 	inv_free(iv);
 	free(pl);
+}
+
+/* The places of root num's nodes, in order, comma-separated. */
+static void
+places(struct store *s, char *out, size_t len)
+{
+	sqlite3_stmt *q;
+
+	out[0] = '\0';
+	T_ASSERT(sqlite3_prepare_v2(store_sqlite(s),
+		     "SELECT group_concat(n) FROM (SELECT n FROM inv_nodes"
+		     " WHERE root = 1 ORDER BY n)",
+		     -1, &q, NULL) == SQLITE_OK);
+	if (sqlite3_step(q) == SQLITE_ROW &&
+	    sqlite3_column_type(q, 0) != SQLITE_NULL)
+		snprintf(out, len, "%s", sqlite3_column_text(q, 0));
+	sqlite3_finalize(q);
+}
+
+/* The integer sql selects on s. */
+static int64_t
+int_of(struct store *s, const char *sql)
+{
+	sqlite3_stmt *q;
+	int64_t	      v = -1;
+
+	if (sqlite3_prepare_v2(store_sqlite(s), sql, -1, &q, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(q) == SQLITE_ROW)
+		v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+/* Stores a NIP-22 comment on root, fed to w in its own transaction. */
+static void
+comment_live(struct store *s, struct invdb *w, const char *root, int64_t at)
+{
+	char	      tags[200];
+	struct event *e;
+
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
+	    root);
+	e = mk(5, at, 1111, tags, "live");
+	T_ASSERT(store_begin(s) == 0);
+	T_ASSERT(store_put(s, e, NULL) == STORE_OK);
+	T_ASSERT(invdb_add(w, e) > 0);
+	T_ASSERT(invdb_flush(w) == 0);
+	T_ASSERT(store_commit(s) == 0);
+	event_destroy(e);
+}
+
+/*
+ * Schema step 8 (db.c): tables built under step 7 (a descendant count in
+ * inv_roots, no place in inv_nodes) open empty and unbuilt, as relayd
+ * finds an older database, and relayd builds them again; built or live,
+ * a root's own node has place 0 and its descendants 1, 2, ...
+ */
+static void
+test_step_7_tables_are_built_again(void)
+{
+	static const char step7[] =
+	    "BEGIN;"
+	    "DROP TABLE inv_nodes;"
+	    "DROP TABLE inv_roots;"
+	    "CREATE TABLE inv_roots (num INTEGER PRIMARY KEY,"
+	    "  id BLOB NOT NULL UNIQUE, author BLOB NOT NULL,"
+	    "  kind INTEGER NOT NULL, coord TEXT NOT NULL,"
+	    "  deleted INTEGER NOT NULL, ndesc INTEGER NOT NULL);"
+	    "CREATE INDEX inv_roots_coord ON inv_roots (coord);"
+	    "CREATE TABLE inv_nodes (id BLOB NOT NULL, root INTEGER NOT NULL,"
+	    "  depth INTEGER NOT NULL, author BLOB,"
+	    "  PRIMARY KEY (id, root)) WITHOUT ROWID;"
+	    "CREATE INDEX inv_nodes_root ON inv_nodes (root);"
+	    "CREATE INDEX inv_nodes_author ON inv_nodes (author, root)"
+	    "  WHERE author IS NOT NULL;"
+	    "INSERT INTO inv_roots VALUES (1, x'00', x'00', 1621, 'c', 0, 3);"
+	    "INSERT INTO inv_nodes VALUES (x'00', 1, 0, x'00');"
+	    "PRAGMA user_version = 7;"
+	    "COMMIT;";
+	char	      path[128], err[256], owner[65], tags[300], root[65];
+	char	      got[64];
+	struct store *s;
+	struct invdb *w;
+	struct event *e;
+	sqlite3	     *db;
+	int64_t	      at = 1700000000;
+	int	      i;
+
+	snprintf(path, sizeof(path), "%s/step7.db", tmpdir);
+	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
+	pk_hex(1, owner);
+	e = mk(1, at++, 30617, "[[\"d\",\"repo\"]]", "");
+	T_ASSERT(store_put(s, e, NULL) == STORE_OK);
+	event_destroy(e);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:repo\"]]", owner);
+	e = mk(2, at++, 1621, tags, "issue");
+	memcpy(root, e->id_hex, sizeof(root));
+	T_ASSERT(store_put(s, e, NULL) == STORE_OK);
+	event_destroy(e);
+	w = invdb_new(s, &cfg);
+	T_EQ_INT(invdb_build(w), 2);
+	for (i = 0; i < 3; i++)
+		comment_live(s, w, root, at++);
+	places(s, got, sizeof(got));
+	T_EQ_STR(got, "0,1,2,3");
+	invdb_free(w);
+	store_close(s);
+
+	/* Back to step 7, built, as relayd before step 8 left it. */
+	T_ASSERT(sqlite3_open(path, &db) == SQLITE_OK);
+	T_ASSERT(sqlite3_exec(db, step7, NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+
+	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
+	T_EQ_INT(int_of(s, "PRAGMA user_version"), db_schema_version());
+	T_EQ_INT(invdb_built(s), 0);
+	T_EQ_INT(int_of(s,
+		     "SELECT (SELECT count(*) FROM inv_nodes) +"
+		     " (SELECT count(*) FROM inv_roots) +"
+		     " (SELECT count(*) FROM inv_repos)"),
+	    0);
+	w = invdb_new(s, &cfg);
+	T_EQ_INT(invdb_built_for(w), 0);
+	T_EQ_INT(invdb_build(w), 5);
+	T_EQ_INT(invdb_built_for(w), 1);
+	places(s, got, sizeof(got));
+	T_EQ_STR(got, "0,1,2,3");
+	/* A live descendant takes the next place. */
+	comment_live(s, w, root, at++);
+	places(s, got, sizeof(got));
+	T_EQ_STR(got, "0,1,2,3,4");
+	invdb_free(w);
+	store_close(s);
 }
 
 /*
@@ -1595,6 +1738,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_maintainers_of_full_repositories_only_and_each_author_once),
 	T_CASE(test_rebuild_matches_feeding_every_event),
 	T_CASE(test_tables_hold_what_the_inventory_holds),
+	T_CASE(test_step_7_tables_are_built_again),
 	T_CASE(test_a_copy_without_participants_keeps_every_thread),
 	T_CASE(test_scans_give_what_parsing_gives),
 	T_CASE(test_scan_ahead_hints_each_event_first),

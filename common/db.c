@@ -303,14 +303,18 @@ static const char *const db_migrations[] = {
 	"INSERT INTO inv_state VALUES (1, 0, 0, 0);",
 
 	/*
-	 * 8: a root's number of descendants is no longer a column of its
-	 * row, updated by every descendant: each node has its place n in
-	 * its root (0 the root's own node, then 1, 2, ... in arrival), and
-	 * the count is the largest n, read from inv_nodes_root, whose leaf
-	 * the new node goes into anyway.  A descendant of a random thread
-	 * dirtied one leaf of inv_roots besides (0.4-0.7 WAL frames per
-	 * event, doc/performance.md).  The tables are emptied and marked
-	 * unbuilt: relayd builds them again at its next start.
+	 * 8: fewer random index leaves per descendant (doc/performance.md).
+	 * A node is keyed by its event's seq, so that new nodes go to the
+	 * end of inv_nodes instead of a random leaf of an id key; its id is
+	 * the event's, found through events.id, and the ids of node events
+	 * that left the store (a NIP-09 deletion, a newer version) stay in
+	 * inv_gone, written by a trigger whatever deleted them.  A root's
+	 * number of descendants is no longer a column updated by each of
+	 * them: each node has its place n in its root (0 the root's own,
+	 * then 1, 2, ... in arrival) and the count is the largest n, read
+	 * from inv_nodes_root, whose leaf the new node goes into anyway.
+	 * The tables are emptied and marked unbuilt: relayd builds them
+	 * again at its next start.
 	 */
 	"DROP TABLE inv_nodes;"
 	"DROP TABLE inv_roots;"
@@ -324,16 +328,23 @@ static const char *const db_migrations[] = {
 	");"
 	"CREATE INDEX inv_roots_coord ON inv_roots (coord);"
 	"CREATE TABLE inv_nodes ("
-	"  id BLOB NOT NULL,"
+	"  seq INTEGER NOT NULL,"
 	"  root INTEGER NOT NULL,"
 	"  n INTEGER NOT NULL,"
 	"  depth INTEGER NOT NULL,"
 	"  author BLOB,"
-	"  PRIMARY KEY (id, root)"
+	"  PRIMARY KEY (seq, root)"
 	") WITHOUT ROWID;"
 	"CREATE INDEX inv_nodes_root ON inv_nodes (root, n);"
 	"CREATE INDEX inv_nodes_author ON inv_nodes (author, root)"
 	"  WHERE author IS NOT NULL;"
+	"CREATE TABLE inv_gone ("
+	"  seq INTEGER PRIMARY KEY,"
+	"  id BLOB NOT NULL UNIQUE"
+	");"
+	"CREATE TRIGGER inv_nodes_gone AFTER DELETE ON events"
+	"  WHEN EXISTS (SELECT 1 FROM inv_nodes WHERE seq = old.seq)"
+	"  BEGIN INSERT OR IGNORE INTO inv_gone VALUES (old.seq, old.id); END;"
 	"DELETE FROM inv_repos;"
 	"DELETE FROM inv_addrs;"
 	"UPDATE inv_state SET built = 0, seq = 0 WHERE id = 1;",

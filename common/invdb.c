@@ -28,6 +28,13 @@
  * (schema step 8), one seek to the end of its run in inv_nodes_root.
  */
 #define NDESC "(SELECT max(x.n) FROM inv_nodes x WHERE x.root = r.num)"
+/*
+ * The seq of the node event whose id is ?1: stored, or gone from the
+ * store since it became a node (inv_gone); NULL if neither.
+ */
+#define SEQ_OF_ID \
+	"coalesce((SELECT seq FROM events WHERE id = ?1)," \
+	" (SELECT seq FROM inv_gone WHERE id = ?1))"
 
 /* The writer's statements, prepared once (invdb_sql[]). */
 enum invdb_stmt {
@@ -63,12 +70,12 @@ static const char *const invdb_sql[W_COUNT] = {
 	[W_ROOT_DELETE] = "UPDATE inv_roots SET deleted = 1 WHERE num = ?1",
 	[W_NODE_PARENT] = "SELECT n.root, n.depth, r.deleted, " NDESC ", r.id"
 			  " FROM inv_nodes n JOIN inv_roots r ON r.num = n.root"
-			  " WHERE n.id = ?1",
+			  " WHERE n.seq = " SEQ_OF_ID,
 	[W_NODE_PUT] =
-	    "INSERT OR IGNORE INTO inv_nodes (id, root, n, depth, author)"
+	    "INSERT OR IGNORE INTO inv_nodes (seq, root, n, depth, author)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5)",
 	[W_NODE_UNAUTHOR] = "UPDATE inv_nodes SET author = NULL"
-			    " WHERE id = ?1 AND author = ?2",
+			    " WHERE seq = " SEQ_OF_ID " AND author = ?2",
 	[W_ADDR_PARENT] = "SELECT a.root, a.depth, r.deleted, " NDESC ", r.id"
 			  " FROM inv_addrs a JOIN inv_roots r ON r.num = a.root"
 			  " WHERE a.addr = ?1",
@@ -301,19 +308,18 @@ root_get(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int64_t *num,
 }
 
 /*
- * Adds the node of id for root num at place n (0 for the root's own,
- * else its number of descendants so far plus one): 1, or 0 if it was
- * there.
+ * Adds the node of the event stored as seq for root num at place n (0
+ * for the root's own, else its number of descendants so far plus one):
+ * 1, or 0 if it was there.
  */
 static int
-node_put(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int64_t root,
-    int64_t n, int depth, const uint8_t author[PUBKEY_LEN])
+node_put(struct invdb *w, int64_t seq, int64_t root, int64_t n, int depth,
+    const uint8_t author[PUBKEY_LEN])
 {
 	sqlite3_stmt *st;
 
 	if ((st = wstmt(w, W_NODE_PUT)) == NULL ||
-	    sqlite3_bind_blob(st, 1, id, EVENT_ID_LEN, SQLITE_STATIC) !=
-		SQLITE_OK ||
+	    sqlite3_bind_int64(st, 1, seq) != SQLITE_OK ||
 	    sqlite3_bind_int64(st, 2, root) != SQLITE_OK ||
 	    sqlite3_bind_int64(st, 3, n) != SQLITE_OK ||
 	    sqlite3_bind_int(st, 4, depth) != SQLITE_OK ||
@@ -328,7 +334,7 @@ node_put(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int64_t root,
  * 30617), becomes a root.  *is_root is set if ev is (now) one.
  */
 static int
-add_root(struct invdb *w, const struct event *ev, int *is_root)
+add_root(struct invdb *w, const struct event *ev, int64_t seq, int *is_root)
 {
 	const struct estr *a;
 	sqlite3_stmt	  *st;
@@ -353,7 +359,7 @@ add_root(struct invdb *w, const struct event *ev, int *is_root)
 	}
 	num = sqlite3_last_insert_rowid(w->w_db);
 	/* The root's own node, depth 0: its author takes part. */
-	if (node_put(w, ev->id, num, 0, 0, ev->pubkey) == -1)
+	if (node_put(w, seq, num, 0, 0, ev->pubkey) == -1)
 		return -1;
 	*is_root = 1;
 	return INVDB_CHANGED | INVDB_ROOTED;
@@ -497,7 +503,8 @@ collect_roots(struct invdb *w, const struct event *ev,
  * node keeps depth 0).
  */
 static int
-add_descendant(struct invdb *w, const struct event *ev, int is_root)
+add_descendant(struct invdb *w, const struct event *ev, int64_t seq,
+    int is_root)
 {
 	struct invdb_parent_root roots[INV_EV_ROOTS];
 	size_t			 nroots = 0, k;
@@ -515,7 +522,7 @@ add_descendant(struct invdb *w, const struct event *ev, int is_root)
 		if (memcmp(roots[k].pr_id, ev->id, EVENT_ID_LEN) == 0 ||
 		    roots[k].pr_ndesc >= INV_MAX_DESCENDANTS)
 			continue;
-		if ((n = node_put(w, ev->id, roots[k].pr_num,
+		if ((n = node_put(w, seq, roots[k].pr_num,
 			 roots[k].pr_ndesc + 1, depth, ev->pubkey)) == -1)
 			return -1;
 		if (n == 0)
@@ -607,7 +614,7 @@ apply_deletion(struct invdb *w, const struct event *ev)
 }
 
 int
-invdb_add(struct invdb *w, const struct event *ev)
+invdb_add(struct invdb *w, const struct event *ev, int64_t seq)
 {
 	int rc = 0, d, is_root = 0;
 
@@ -621,14 +628,14 @@ invdb_add(struct invdb *w, const struct event *ev)
 	case KIND_PATCH:
 	case KIND_PR:
 	case KIND_ISSUE:
-		rc = add_root(w, ev, &is_root);
+		rc = add_root(w, ev, seq, &is_root);
 		/* Roots may also answer another thread (patch revisions
 		 * do). */
-		if (rc != -1 && (d = add_descendant(w, ev, is_root)) != 0)
+		if (rc != -1 && (d = add_descendant(w, ev, seq, is_root)) != 0)
 			rc = d == -1 ? -1 : rc | d;
 		break;
 	default:
-		rc = add_descendant(w, ev, 0);
+		rc = add_descendant(w, ev, seq, 0);
 		break;
 	}
 	if (rc > 0)
@@ -669,6 +676,7 @@ invdb_discard(struct invdb *w)
 struct build_node {
 	uint8_t	 bn_id[EVENT_ID_LEN];
 	uint8_t	 bn_author[PUBKEY_LEN];
+	int64_t	 bn_seq;   /* events.seq, from bn_id */
 	uint32_t bn_root;  /* inv_roots.num */
 	uint32_t bn_place; /* inv_nodes.n */
 	uint8_t	 bn_depth;
@@ -758,11 +766,50 @@ static int
 node_cmp(const void *x, const void *y)
 {
 	const struct build_node *a = x, *b = y;
-	int			 c = memcmp(a->bn_id, b->bn_id, EVENT_ID_LEN);
 
-	if (c != 0)
-		return c;
+	if (a->bn_seq != b->bn_seq)
+		return (a->bn_seq > b->bn_seq) - (a->bn_seq < b->bn_seq);
 	return (a->bn_root > b->bn_root) - (a->bn_root < b->bn_root);
+}
+
+/*
+ * The seq of every node's event, from its id.  The inventory was fed the
+ * stored events, so each has one; one that has not (a program deleting
+ * beside the build's transaction cannot: it holds the write lock) is
+ * left out, and the count of those is logged.
+ */
+static int
+build_seqs(struct build *b)
+{
+	static const char sql[] = "SELECT seq FROM events WHERE id = ?1";
+	struct store	 *s = b->b_w->w_store;
+	sqlite3_stmt	 *st;
+	size_t		  i, kept = 0;
+	int		  rc;
+
+	for (i = 0; i < b->b_nnodes; i++) {
+		struct build_node *n = &b->b_nodes[i];
+
+		if ((st = store_cached(s, sql)) == NULL ||
+		    sqlite3_bind_blob(st, 1, n->bn_id, EVENT_ID_LEN,
+			SQLITE_STATIC) != SQLITE_OK)
+			return -1;
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			n->bn_seq = sqlite3_column_int64(st, 0);
+			b->b_nodes[kept++] = *n;
+		}
+		sqlite3_reset(st);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			return werr(b->b_w, "node seq");
+		if ((i & 1023) == 0)
+			ready_progress();
+	}
+	if (kept < b->b_nnodes)
+		log_warnx("inventory tables: %zu nodes without a stored event",
+		    b->b_nnodes - kept);
+	b->b_nnodes = kept;
+	return 0;
 }
 
 static int
@@ -834,7 +881,7 @@ static int
 build_rows(struct build *b)
 {
 	static const char nsql[] =
-	    "INSERT INTO inv_nodes (id, root, n, depth, author)"
+	    "INSERT INTO inv_nodes (seq, root, n, depth, author)"
 	    " VALUES (?1, ?2, ?3, ?4, ?5)";
 	static const char asql[] =
 	    "INSERT INTO inv_addrs (addr, root, depth) VALUES (?1, ?2, ?3)";
@@ -842,6 +889,8 @@ build_rows(struct build *b)
 	sqlite3_stmt *st;
 	size_t	      i;
 
+	if (build_seqs(b) == -1)
+		return -1;
 	/* qsort() of NULL is undefined even for no element (an empty
 	 * store): UBSan stops relayd there. */
 	if (b->b_nnodes > 0)
@@ -852,8 +901,7 @@ build_rows(struct build *b)
 		const struct build_node *n = &b->b_nodes[i];
 
 		if ((st = store_cached(s, nsql)) == NULL ||
-		    sqlite3_bind_blob(st, 1, n->bn_id, EVENT_ID_LEN,
-			SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_bind_int64(st, 1, n->bn_seq) != SQLITE_OK ||
 		    sqlite3_bind_int64(st, 2, n->bn_root) != SQLITE_OK ||
 		    sqlite3_bind_int64(st, 3, n->bn_place) != SQLITE_OK ||
 		    sqlite3_bind_int(st, 4, n->bn_depth) != SQLITE_OK ||
@@ -942,7 +990,8 @@ invdb_build(struct invdb *w)
 		return -1;
 	if (sqlite3_exec(w->w_db,
 		"DELETE FROM inv_repos; DELETE FROM inv_roots;"
-		" DELETE FROM inv_nodes; DELETE FROM inv_addrs;",
+		" DELETE FROM inv_nodes; DELETE FROM inv_addrs;"
+		" DELETE FROM inv_gone;",
 		NULL, NULL, NULL) != SQLITE_OK) {
 		werr(w, "empty");
 		goto fail;
@@ -1213,9 +1262,11 @@ invdb_thread(struct store *s, int64_t num,
     void (*id_cb)(void *, const uint8_t[EVENT_ID_LEN]),
     void (*addr_cb)(void *, const char *), void *arg)
 {
-	static const char ids[] =
-	    "SELECT n.id FROM inv_nodes n WHERE n.root = ?1"
-	    " AND n.id <> (SELECT id FROM inv_roots WHERE num = ?1)";
+	/* Place 0 is the root's own node. */
+	static const char ids[] = "SELECT coalesce(e.id, g.id) FROM inv_nodes n"
+				  " LEFT JOIN events e ON e.seq = n.seq"
+				  " LEFT JOIN inv_gone g ON g.seq = n.seq"
+				  " WHERE n.root = ?1 AND n.n > 0";
 	static const char addrs[] =
 	    "SELECT addr FROM inv_addrs WHERE root = ?1";
 	sqlite3_stmt *st;

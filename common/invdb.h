@@ -21,13 +21,16 @@
  *   inv_roots	every root (1617, 1618, 1621 naming a repository), in
  *		arrival order (num), with its author, kind, the coordinate
  *		it names and whether its author deleted it;
- *   inv_nodes	one row per event id and root it descends from (a root's
- *		own id included, depth 0), with its place n in the root (0
- *		the root's own, then 1, 2, ... in arrival: the largest is
- *		the root's number of descendants, at most
- *		INV_MAX_DESCENDANTS), the node's depth and the event's author
- *		(NULL once the author deleted it): a participant is an
- *		author with a row;
+ *   inv_nodes	one row per event and root it descends from (a root's
+ *		own event included, depth 0), keyed by the event's seq (its
+ *		id is events.id, or inv_gone's once the event left the
+ *		store), with its place n in the root (0 the root's own, then
+ *		1, 2, ... in arrival: the largest is the root's number of
+ *		descendants, at most INV_MAX_DESCENDANTS), the node's depth
+ *		and the event's author (NULL once the author deleted it): a
+ *		participant is an author with a row;
+ *   inv_gone	the seq and id of every node event deleted from the store
+ *		(a trigger on events, schema step 8);
  *   inv_addrs	one row per address coordinate of an addressable or
  *		replaceable descendant and root.
  *
@@ -76,12 +79,12 @@ void	      invdb_free(struct invdb *);
 			   * may have become eligible */
 
 /*
- * Feeds one stored event, in seq order, inside the caller's write
+ * Feeds one stored event (seq: its events.seq), in seq order, inside the caller's write
  * transaction: what inv_add() does, in the tables.  Returns the INVDB_*
  * flags of what changed (0 for nothing), or -1 on a database error, after
  * which the transaction must be rolled back.
  */
-int invdb_add(struct invdb *, const struct event *ev);
+int invdb_add(struct invdb *, const struct event *ev, int64_t seq);
 
 /*
  * Ends a transaction's run of invdb_add(): bumps the generation once if

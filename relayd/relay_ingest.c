@@ -749,7 +749,7 @@ relay_ingest_released(struct event *ev, int64_t seq)
 
 	df->df_ev = ev;
 	df->df_seq = seq;
-	relay_inv_add(ev);
+	relay_inv_add(ev, seq);
 	relayd->stats.purg_released++;
 }
 
@@ -825,7 +825,7 @@ decide(struct pending *p)
 		p->p_fanout = 1;
 		p->p_seq = seq;
 		p->p_msg[0] = '\0';
-		relay_inv_add(ev);
+		relay_inv_add(ev, seq);
 		relay_purg_stored(ev);
 	} else
 		snprintf(p->p_msg, sizeof(p->p_msg), "%s",

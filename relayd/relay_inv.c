@@ -171,12 +171,12 @@ relay_inv_init(void)
 }
 
 void
-relay_inv_add(const struct event *ev)
+relay_inv_add(const struct event *ev, int64_t seq)
 {
 	struct sqlite3 *db;
 	int		rc, n;
 
-	if ((rc = invdb_add(idb, ev)) == -1) {
+	if ((rc = invdb_add(idb, ev, seq)) == -1) {
 		failed = 1;
 		return;
 	}

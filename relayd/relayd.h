@@ -867,8 +867,8 @@ void relay_disk_metrics(cJSON *arr);
  * database without them) and gives the policy its eligibility question.
  */
 void relay_inv_init(void);
-/* Inside a transaction: ev was stored (accepted or released). */
-void relay_inv_add(const struct event *ev);
+/* Inside a transaction: ev was stored as seq (accepted or released). */
+void relay_inv_add(const struct event *ev, int64_t seq);
 /*
  * Inside a transaction, after its last relay_inv_add(): bumps the
  * tables' generation and writes what the database's eligible set

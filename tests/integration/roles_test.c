@@ -340,7 +340,7 @@ make_key(int n, uint8_t sk[SECKEY_LEN], char pkhex[PUBKEY_HEX_LEN + 1])
  * syncd and historyd read, in a write transaction of their own.
  */
 static int
-fx_invdb(const struct event *ev)
+fx_invdb(const struct event *ev, int64_t seq)
 {
 	static struct config cfg; /* no domain: every relay is a target */
 	struct sqlite3	    *db = store_sqlite(fx.store);
@@ -349,7 +349,7 @@ fx_invdb(const struct event *ev)
 		return -1;
 	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return -1;
-	if (invdb_add(fx.inv, ev) == -1 || invdb_flush(fx.inv) == -1) {
+	if (invdb_add(fx.inv, ev, seq) == -1 || invdb_flush(fx.inv) == -1) {
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		invdb_discard(fx.inv);
 		return -1;
@@ -374,7 +374,8 @@ fx_put(const uint8_t sk[SECKEY_LEN], uint32_t kind, const char *tags,
 	if ((ev = event_new_signed(sk, time(NULL), kind, tags, content)) ==
 	    NULL)
 		return -1;
-	if (store_put(fx.store, ev, &seq) != STORE_OK || fx_invdb(ev) == -1)
+	if (store_put(fx.store, ev, &seq) != STORE_OK ||
+	    fx_invdb(ev, seq) == -1)
 		seq = -1;
 	if (seq > 0 && notice) {
 		memset(&ma, 0, sizeof(ma));

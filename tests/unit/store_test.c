@@ -1533,6 +1533,8 @@ tag_values_keep_their_case_and_their_digits(void)
 static const char schema_3_sql[] =
     "BEGIN;"
     "DROP TABLE inv_repos;"
+    "DROP TRIGGER inv_nodes_gone;"
+    "DROP TABLE inv_gone;"
     "DROP TABLE inv_roots;"
     "DROP TABLE inv_nodes;"
     "DROP TABLE inv_addrs;"

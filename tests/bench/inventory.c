@@ -66,6 +66,8 @@
 #define BENCH_CHAIN	  8
 /* Ours: events per write transaction while generating. */
 #define BENCH_TXN	  20000
+/* Authors whose roots and eligibility the reader figures time. */
+#define BENCH_READS	  1000
 
 struct gen {
 	struct store *st;
@@ -247,6 +249,50 @@ count_eligible(void *arg, const uint8_t pk[PUBKEY_LEN])
 	(*(size_t *)arg)++;
 }
 
+/* Counts the roots of an author (invdb_author_roots()). */
+static void
+count_root(void *arg, const struct invdb_root *rt)
+{
+	(void)rt;
+	(*(size_t *)arg)++;
+}
+
+/*
+ * What the roles ask the tables per author, timed over BENCH_READS
+ * authors spread over all of them: historyd's roots of an author and
+ * relayd's eligibility question.  Prints the mean of each in us; fails
+ * if an author takes part in no root (each wrote descendants).
+ */
+static void
+time_reads(struct store *st, size_t nauthors)
+{
+	char	hex[PUBKEY_HEX_LEN + 1];
+	uint8_t pk[PUBKEY_LEN];
+	size_t	i, n, roots = 0;
+	double	t_roots = 0, t_elig = 0, t;
+	int	e;
+
+	n = nauthors < BENCH_READS ? nauthors : BENCH_READS;
+	for (i = 0; i < n; i++) {
+		author_hex(i * (nauthors / n), hex);
+		if (hex_decode(hex, PUBKEY_HEX_LEN, pk, PUBKEY_LEN) == -1)
+			fatalx("inventory: bad author key");
+		t = now_s();
+		if (invdb_author_roots(st, pk, count_root, &roots) == -1)
+			fatalx("inventory: author roots failed");
+		t_roots += now_s() - t;
+		t = now_s();
+		if ((e = invdb_eligible(st, pk)) == -1)
+			fatalx("inventory: eligibility failed");
+		t_elig += now_s() - t;
+	}
+	if (roots < n)
+		fatalx("inventory: %zu authors take part in %zu roots", n,
+		    roots);
+	printf("inventory_author_roots_us %.1f us\n", t_roots / n * 1e6);
+	printf("inventory_eligible_us %.1f us\n", t_elig / n * 1e6);
+}
+
 static size_t
 arg(int argc, char **argv, int i, size_t dflt)
 {
@@ -290,7 +336,7 @@ main(int argc, char **argv)
 	size_t		  nroots, ndesc, it, roots = 0, desc = 0;
 	size_t		  eligible = 0;
 	uint64_t	  scanned = 0, scanned_tags = 0;
-	struct phase	  scan, tags, rebuild, tables;
+	struct phase	  scan, tags, rebuild, tables, each;
 	double		  t, t_gen;
 	int		  fed, fd;
 	long		  rss0, rss1;
@@ -409,11 +455,14 @@ main(int argc, char **argv)
 	phase_stop(&tables);
 	rss1 = rss_kib();
 	eligible_t = 0;
+	phase_start(&each);
 	if (invdb_eligible_each(st, count_eligible, &eligible_t) == -1 ||
 	    (uint64_t)fed != g.stored || eligible_t != eligible)
 		fatalx("inventory: the tables hold %zu eligible authors from "
 		       "%d events; the inventory %zu from %llu",
 		    eligible_t, fed, eligible, (unsigned long long)g.stored);
+	phase_stop(&each);
+	time_reads(st, g.nauthors);
 	invdb_free(w);
 	/* What a start costs now: one row. */
 	phase_start(&scan);
@@ -427,6 +476,7 @@ main(int argc, char **argv)
 	printf("inventory_tables_rss_mib %.1f MiB\n",
 	    (double)(rss1 - rss0) / 1024);
 	printf("inventory_tables_disk_mib %.1f MiB\n", file_mib(path) - size0);
+	printf("inventory_eligible_each_s %.2f s\n", each.ph_wall);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (dir[0] != '\0' && system(cmd) != 0)
 		log_warnx("inventory: could not remove %s", dir);

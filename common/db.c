@@ -308,7 +308,9 @@ static const char *const db_migrations[] = {
 	 * end of inv_nodes instead of a random leaf of an id key; its id is
 	 * the event's, found through events.id, and the ids of node events
 	 * that left the store (a NIP-09 deletion, a newer version) stay in
-	 * inv_gone, written by a trigger whatever deleted them.  A root's
+	 * inv_gone, written by a trigger whatever deleted them.  An author's
+	 * nodes are found the same way, through events_pubkey and inv_gone's
+	 * pubkey, instead of an index of their own.  A root's
 	 * number of descendants is no longer a column updated by each of
 	 * them: each node has its place n in its root (0 the root's own,
 	 * then 1, 2, ... in arrival) and the count is the largest n, read
@@ -336,15 +338,16 @@ static const char *const db_migrations[] = {
 	"  PRIMARY KEY (seq, root)"
 	") WITHOUT ROWID;"
 	"CREATE INDEX inv_nodes_root ON inv_nodes (root, n);"
-	"CREATE INDEX inv_nodes_author ON inv_nodes (author, root)"
-	"  WHERE author IS NOT NULL;"
 	"CREATE TABLE inv_gone ("
 	"  seq INTEGER PRIMARY KEY,"
-	"  id BLOB NOT NULL UNIQUE"
+	"  id BLOB NOT NULL UNIQUE,"
+	"  pubkey BLOB NOT NULL"
 	");"
+	"CREATE INDEX inv_gone_pubkey ON inv_gone (pubkey);"
 	"CREATE TRIGGER inv_nodes_gone AFTER DELETE ON events"
 	"  WHEN EXISTS (SELECT 1 FROM inv_nodes WHERE seq = old.seq)"
-	"  BEGIN INSERT OR IGNORE INTO inv_gone VALUES (old.seq, old.id); END;"
+	"  BEGIN INSERT OR IGNORE INTO inv_gone"
+	"    VALUES (old.seq, old.id, old.pubkey); END;"
 	"DELETE FROM inv_repos;"
 	"DELETE FROM inv_addrs;"
 	"UPDATE inv_state SET built = 0, seq = 0 WHERE id = 1;",

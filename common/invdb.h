@@ -29,8 +29,9 @@
  *		descendants, at most INV_MAX_DESCENDANTS), the node's depth
  *		and the event's author (NULL once the author deleted it): a
  *		participant is an author with a row;
- *   inv_gone	the seq and id of every node event deleted from the store
- *		(a trigger on events, schema step 8);
+ *   inv_gone	the seq, id and author of every node event deleted from
+ *		the store (a trigger on events, schema step 8); an author's
+ *		nodes are found through events_pubkey and inv_gone's pubkey;
  *   inv_addrs	one row per address coordinate of an addressable or
  *		replaceable descendant and root.
  *

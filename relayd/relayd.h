@@ -149,9 +149,14 @@
 
 /* Ours: a commit with this many events means load: batch for longer. */
 #define RELAY_BATCH_BUSY	 8
-/* Ours: how long a loaded relay gathers events for one commit (1 ms
- * beat 0, 0.5 and 3 ms in the ingest benchmark, by 10 to 20%). */
-#define RELAY_BATCH_WAIT_US	 1000
+/*
+ * Ours: how long a loaded relay gathers events for one commit.  1 ms beat
+ * 0, 0.5 and 3 ms by 10 to 20% while the loop synced inside each commit;
+ * with the sync on its own thread and fewer pages a commit, 0.5 ms beat
+ * 1 ms by 2% at 20,000 events (six A B pairs) and 6% at 200,000 (three),
+ * doc/performance.md.
+ */
+#define RELAY_BATCH_WAIT_US	 500
 /*
  * Ours: how long one step of an open batch decides its items before the
  * loop reads and answers clients again (relay_ingest.c).

@@ -1040,14 +1040,14 @@ done:
 /* Readers.                                                            */
 
 /*
- * col of the nodes of author ?1 that still count (author not NULL): its
- * stored events through events_pubkey, and those gone from the store
- * through inv_gone (schema step 8: no index of nodes by author).
+ * The roots of the nodes of author ?1 that still count (author not
+ * NULL): its stored events through events_pubkey, and those gone from the
+ * store through inv_gone (schema step 8: no index of nodes by author).
  */
-#define AUTHOR_NODES(col) \
-	"SELECT " col " FROM events e JOIN inv_nodes n ON n.seq = e.seq" \
+#define AUTHOR_ROOTS \
+	"SELECT n.root FROM events e JOIN inv_nodes n ON n.seq = e.seq" \
 	" WHERE e.pubkey = ?1 AND n.author IS NOT NULL" \
-	" UNION ALL SELECT " col " FROM inv_gone g" \
+	" UNION ALL SELECT n.root FROM inv_gone g" \
 	" JOIN inv_nodes n ON n.seq = g.seq" \
 	" WHERE g.pubkey = ?1 AND n.author IS NOT NULL"
 
@@ -1257,8 +1257,7 @@ invdb_author_roots(struct store *s, const uint8_t	 pubkey[PUBKEY_LEN],
 	static const char sql[] =
 	    "SELECT " ROOT_COLS " FROM inv_roots r"
 	    " LEFT JOIN inv_repos p ON p.coord = r.coord"
-	    " WHERE r.num IN (" AUTHOR_NODES("n.root") ")"
-						       " ORDER BY r.num";
+	    " WHERE r.num IN (" AUTHOR_ROOTS ") ORDER BY r.num";
 	sqlite3_stmt *st;
 
 	if ((st = store_cached(s, sql)) == NULL)
@@ -1374,9 +1373,8 @@ invdb_eligible(struct store *s, const uint8_t pk[PUBKEY_LEN])
 {
 	static const char sql[] =
 	    "SELECT 1 FROM inv_roots r JOIN inv_repos p ON p.coord = r.coord"
-	    " WHERE r.num IN (" AUTHOR_NODES(
-		"n.root") ")"
-			  " AND r.deleted = 0 AND p.level = 2 LIMIT 1";
+	    " WHERE r.num IN (" AUTHOR_ROOTS ")"
+	    " AND r.deleted = 0 AND p.level = 2 LIMIT 1";
 	sqlite3_stmt *st;
 	int	      rc;
 

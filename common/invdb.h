@@ -80,10 +80,10 @@ void	      invdb_free(struct invdb *);
 			   * may have become eligible */
 
 /*
- * Feeds one stored event (seq: its events.seq), in seq order, inside the caller's write
- * transaction: what inv_add() does, in the tables.  Returns the INVDB_*
- * flags of what changed (0 for nothing), or -1 on a database error, after
- * which the transaction must be rolled back.
+ * Feeds one stored event (seq: its events.seq), in seq order, inside the
+ * caller's write transaction: what inv_add() does, in the tables.
+ * Returns the INVDB_* flags of what changed (0 for nothing), or -1 on a
+ * database error, after which the transaction must be rolled back.
  */
 int invdb_add(struct invdb *, const struct event *ev, int64_t seq);
 

@@ -1054,8 +1054,8 @@ step_cb(lws_sorted_usec_list_t *sul)
 	/*
 	 * A REQ or COUNT was answered since the last step: the loop
 	 * writes the answer first, once in a row, so that readers cannot
-	 * hold the batch.  1 us, not 0, so
-	 * that lws polls before it runs this again.
+	 * hold the batch.  1 us, not 0, so that lws polls before it runs
+	 * this again.
 	 */
 	if (step_yield && !step_yielded) {
 		step_yield = 0;

@@ -366,6 +366,65 @@ event_check_sig(const struct event *ev)
 	return secp256k1_schnorrsig_verify(secp(), ev->sig, ev->id, 32, &pk);
 }
 
+struct keyslot {
+	uint8_t		       ks_x[PUBKEY_LEN];
+	secp256k1_xonly_pubkey ks_pk;
+	int		       ks_used;
+};
+
+_Static_assert(EVENT_KEYCACHE_WAYS == 2, "the way used last is one bit");
+
+struct event_keycache {
+	struct keyslot kc_set[EVENT_KEYCACHE_SETS][EVENT_KEYCACHE_WAYS];
+	uint8_t	       kc_last[EVENT_KEYCACHE_SETS]; /* way used last */
+};
+
+struct event_keycache *
+event_keycache_new(void)
+{
+	struct event_keycache *kc;
+
+	if ((kc = calloc(1, sizeof(*kc))) == NULL)
+		fatal("event_keycache_new");
+	return kc;
+}
+
+void
+event_keycache_free(struct event_keycache *kc)
+{
+	free(kc);
+}
+
+int
+event_check_sig_cached(const struct event *ev, struct event_keycache *kc)
+{
+	struct keyslot *set, *ks;
+	size_t		s, w;
+
+	/* A key is a point's x: its bytes are as good as a hash. */
+	s = ((size_t)ev->pubkey[0] << 8 | ev->pubkey[1]) % EVENT_KEYCACHE_SETS;
+	set = kc->kc_set[s];
+	for (w = 0; w < EVENT_KEYCACHE_WAYS; w++)
+		if (set[w].ks_used &&
+		    memcmp(set[w].ks_x, ev->pubkey, PUBKEY_LEN) == 0)
+			break;
+	if (w == EVENT_KEYCACHE_WAYS) {
+		/* Two ways: the one not used last. */
+		w = (size_t)!kc->kc_last[s];
+		ks = &set[w];
+		if (!secp256k1_xonly_pubkey_parse(secp(), &ks->ks_pk,
+			ev->pubkey)) {
+			ks->ks_used = 0;
+			return 0;
+		}
+		memcpy(ks->ks_x, ev->pubkey, PUBKEY_LEN);
+		ks->ks_used = 1;
+	}
+	kc->kc_last[s] = (uint8_t)w;
+	return secp256k1_schnorrsig_verify(secp(), ev->sig, ev->id, 32,
+	    &set[w].ks_pk);
+}
+
 void
 event_destroy(struct event *ev)
 {

@@ -159,8 +159,9 @@ static void hold_cb(lws_sorted_usec_list_t *);
 static void *
 verify_main(void *arg)
 {
-	struct pending *p;
-	int		ok, wake;
+	struct event_keycache *kc = event_keycache_new();
+	struct pending	      *p;
+	int		       ok, wake;
 
 	(void)arg;
 	pthread_mutex_lock(&vmu);
@@ -171,7 +172,7 @@ verify_main(void *arg)
 			break;
 		p = vring[vhead];
 		pthread_mutex_unlock(&vmu);
-		ok = event_check_sig(p->p_ev);
+		ok = event_check_sig_cached(p->p_ev, kc);
 		pthread_mutex_lock(&vmu);
 		p->p_sig = ok;
 		vhead = (vhead + 1) % RELAY_VERIFY_QUEUE;
@@ -188,6 +189,7 @@ verify_main(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&vmu);
+	event_keycache_free(kc);
 	return NULL;
 }
 

@@ -19,10 +19,11 @@ static const uint8_t sk1[SECKEY_LEN] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
 static void
 test_vectors_from_nostr_tools(void)
 {
-	char	path[512], *line = NULL, err[256];
-	size_t	cap = 0, nvalid = 0, ninvalid = 0;
-	ssize_t n;
-	FILE   *f;
+	struct event_keycache *kc = event_keycache_new();
+	char		       path[512], *line = NULL, err[256];
+	size_t		       cap = 0, nvalid = 0, ninvalid = 0;
+	ssize_t		       n;
+	FILE		      *f;
 
 	snprintf(path, sizeof(path), "%s/events.jsonl", t_vectors_dir());
 	T_ASSERT((f = fopen(path, "r")) != NULL);
@@ -42,6 +43,13 @@ test_vectors_from_nostr_tools(void)
 		evj = json_get(root, "event");
 		ev = event_from_json(evj, err, sizeof(err));
 		ok = ev != NULL && event_check_id(ev) && event_check_sig(ev);
+		/* The key cache answers as the check does, cold or warm. */
+		if (ev != NULL) {
+			T_EQ_INT(event_check_sig_cached(ev, kc),
+			    event_check_sig(ev));
+			T_EQ_INT(event_check_sig_cached(ev, kc),
+			    event_check_sig(ev));
+		}
 		if (valid->type == JSON_TRUE) {
 			nvalid++;
 			if (!ok) {
@@ -82,6 +90,7 @@ test_vectors_from_nostr_tools(void)
 	}
 	free(line);
 	fclose(f);
+	event_keycache_free(kc);
 	T_CHECK(nvalid >= 30);
 	T_CHECK(ninvalid >= 15);
 }
@@ -158,6 +167,76 @@ test_signed_event_verifies(void)
 	ev->content.s[0] = 'B';
 	T_CHECK(!event_check_id(ev));
 	event_destroy(ev);
+}
+
+/* The set event_check_sig_cached() keeps a key in (event.c). */
+static size_t
+keyset_of(const uint8_t pk[PUBKEY_LEN])
+{
+	return ((size_t)pk[0] << 8 | pk[1]) % EVENT_KEYCACHE_SETS;
+}
+
+/*
+ * Three authors whose keys share one set of the cache, one more than it
+ * holds: each one's events verify however the others pushed it out, a
+ * signature by a key it holds is still checked, and a key that does not
+ * parse is refused and takes no place.
+ */
+static void
+test_key_cache_set_overflows(void)
+{
+	struct event_keycache *kc = event_keycache_new();
+	static size_t	       count[EVENT_KEYCACHE_SETS];
+	static uint8_t	       sks[4096][SECKEY_LEN];
+	uint8_t		       pk[PUBKEY_LEN];
+	struct event	      *ev[3], *bad;
+	size_t		       i, j, set = 0, found = 0, pick[3];
+	int		       round;
+
+	/* Derived keys until one set holds three (a few hundred keys). */
+	for (i = 0; i < 4096 && found == 0; i++) {
+		memset(sks[i], 0, SECKEY_LEN);
+		sks[i][0] = 1;
+		sks[i][30] = (uint8_t)(i >> 8);
+		sks[i][31] = (uint8_t)i;
+		T_ASSERT(event_pubkey_of(sks[i], pk) == 0);
+		if (++count[keyset_of(pk)] == 3) {
+			set = keyset_of(pk);
+			found = 1;
+		}
+	}
+	T_ASSERT(found);
+	for (j = 0, found = 0; j < i && found < 3; j++) {
+		T_ASSERT(event_pubkey_of(sks[j], pk) == 0);
+		if (keyset_of(pk) == set)
+			pick[found++] = j;
+	}
+	T_ASSERT(found == 3);
+	for (j = 0; j < 3; j++)
+		T_ASSERT((ev[j] = event_new_signed(sks[pick[j]], 1700000000, 1,
+			      "[]", "x")) != NULL);
+	/* A, B, C, A, B, C...: with two ways each is a miss, and each hit. */
+	for (round = 0; round < 3; round++)
+		for (j = 0; j < 3; j++)
+			T_CHECK(event_check_sig_cached(ev[j], kc));
+	T_CHECK(event_check_sig_cached(ev[2], kc));
+	T_CHECK(event_check_sig_cached(ev[2], kc));
+	/* B's key held, A's signature under it: refused. */
+	T_ASSERT((bad = event_new_signed(sks[pick[1]], 1700000000, 1, "[]",
+		      "x")) != NULL);
+	memcpy(bad->sig, ev[0]->sig, sizeof(bad->sig));
+	T_CHECK(event_check_sig_cached(ev[1], kc));
+	T_CHECK(!event_check_sig_cached(bad, kc));
+	T_CHECK(!event_check_sig(bad));
+	/* An x that is no point's (0 is not on the curve) takes no way. */
+	memset(bad->pubkey, 0, PUBKEY_LEN);
+	T_CHECK(!event_check_sig_cached(bad, kc));
+	for (j = 0; j < 3; j++)
+		T_CHECK(event_check_sig_cached(ev[j], kc));
+	event_destroy(bad);
+	for (j = 0; j < 3; j++)
+		event_destroy(ev[j]);
+	event_keycache_free(kc);
 }
 
 static void
@@ -313,6 +392,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_vectors_from_nostr_tools),
 	T_CASE(test_canonical_escaping_of_controls_and_del),
 	T_CASE(test_signed_event_verifies),
+	T_CASE(test_key_cache_set_overflows),
 	T_CASE(test_strict_field_types_are_refused),
 	T_CASE(test_tag_helpers),
 	T_CASE(test_hex_is_lowercase_and_exact),

@@ -265,6 +265,9 @@ struct feed_batch {
 	size_t	fb_cap;
 };
 
+/* fb_off of a row feed_only_kinds() leaves out. */
+#define FEED_SKIPPED SIZE_MAX
+
 static int
 batch_add(const char *json, size_t len, int64_t seq, void *arg)
 {
@@ -273,6 +276,13 @@ batch_add(const char *json, size_t len, int64_t seq, void *arg)
 
 	if (b->fb_n == FEED_BATCH)
 		return 1;
+	if (json == NULL) {
+		/* A kind the feed does not want: passed, not read. */
+		b->fb_seq[b->fb_n] = seq;
+		b->fb_off[b->fb_n] = FEED_SKIPPED;
+		b->fb_len[b->fb_n++] = 0;
+		return 0;
+	}
 	if (b->fb_cap - b->fb_used < len + 1) {
 		for (cap = b->fb_cap ? b->fb_cap : 65536;
 		     cap - b->fb_used < len + 1; cap *= 2)
@@ -321,8 +331,13 @@ scan(struct store *store, int64_t after, int64_t upto, int whole, feed_cb *cb,
 	while (!done) {
 		b->fb_n = b->fb_used = 0;
 		b->fb_full = 0;
-		if ((r = store_since_seq(store, *last, FEED_BATCH, batch_add,
-			 b)) == -1) {
+		if (f != NULL && f->f_nkinds > 0)
+			r = store_since_seq_kinds(store, *last, FEED_BATCH,
+			    f->f_kinds, f->f_nkinds, batch_add, b);
+		else
+			r = store_since_seq(store, *last, FEED_BATCH, batch_add,
+			    b);
+		if (r == -1) {
 			n = -1;
 			break;
 		}
@@ -334,17 +349,20 @@ scan(struct store *store, int64_t after, int64_t upto, int whole, feed_cb *cb,
 				done = 1;
 				break;
 			}
+			if (f != NULL && b->fb_seq[i] > f->f_notice_max)
+				f->f_stats.fs_unnoticed++;
+			if (b->fb_off[i] == FEED_SKIPPED) {
+				*last = b->fb_seq[i];
+				continue;
+			}
 			if ((ev = row_event(&view, b->fb_seq[i],
 				 b->fb_pool + b->fb_off[i], b->fb_len[i], whole,
 				 &parsed)) == NULL) {
 				if (f != NULL)
 					f->f_stats.fs_unreadable++;
 			} else {
-				if (f != NULL) {
+				if (f != NULL)
 					f->f_stats.fs_events++;
-					if (b->fb_seq[i] > f->f_notice_max)
-						f->f_stats.fs_unnoticed++;
-				}
 				cb(arg, b->fb_seq[i], ev);
 				event_destroy(parsed);
 				n++;
@@ -584,6 +602,15 @@ feed_open(struct feed *f, const struct config *cfg, struct store *store,
 		return -1;
 	}
 	return 0;
+}
+
+void
+feed_only_kinds(struct feed *f, const uint32_t *kinds, size_t nkinds)
+{
+	if (nkinds > FEED_MAX_KINDS)
+		fatalx("feed_only_kinds: %zu kinds", nkinds);
+	f->f_kinds = kinds;
+	f->f_nkinds = nkinds;
 }
 
 int

@@ -55,7 +55,9 @@ struct feed {
 	int64_t		  f_notice_max; /* highest seq noticed */
 	feed_cb		 *f_cb;
 	void		 *f_arg;
-	int		  f_busy; /* inside a catch-up */
+	int		  f_busy;  /* inside a catch-up */
+	const uint32_t	 *f_kinds; /* feed_only_kinds(), or NULL: all */
+	size_t		  f_nkinds;
 	struct feed_stats f_stats;
 };
 
@@ -72,6 +74,15 @@ struct feed {
  */
 int feed_open(struct feed *f, const struct config *cfg, struct store *store,
     int64_t start_seq, feed_cb *cb, void *arg);
+
+/*
+ * From now on delivers only the events of the nkinds kinds listed (at
+ * most FEED_MAX_KINDS; kinds borrowed, kept as long as the feed): the
+ * feed still moves past the others, in order, without reading their
+ * text.  Under ingest each role wants a few kinds of hundreds of events
+ * a commit, and copying and reading the rest was most of its CPU.
+ */
+void feed_only_kinds(struct feed *f, const uint32_t *kinds, size_t nkinds);
 
 /* The descriptor that polls readable while a notice waits, or -1. */
 int feed_fd(const struct feed *f);

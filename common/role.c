@@ -209,6 +209,21 @@ role_ctl_stop(void *arg, int argc, const char **argv, cJSON *rep, char *err,
 /* The roles' column of ctlcmd.h's list. */
 static const ctl_fn role_ctl_fns[CTL_NCMDS] = { CTL_CMD_LIST(CTL_COL_ROLE) };
 
+/* feed_drain() (notice set) or feed_poll(), then ops->caught_up(). */
+static void
+role_feed_read(struct role_ctx *ctx, int notice)
+{
+	int64_t before = feed_last_seq(&ctx->r_feed);
+
+	if (notice)
+		feed_drain(&ctx->r_feed);
+	else
+		feed_poll(&ctx->r_feed);
+	if (feed_last_seq(&ctx->r_feed) != before &&
+	    ctx->r_ops->caught_up != NULL)
+		ctx->r_ops->caught_up(ctx);
+}
+
 static int
 role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
     void *user, void *in, size_t len)
@@ -223,7 +238,7 @@ role_chan_callback(struct lws *wsi, enum lws_callback_reasons reason,
 		    (uint64_t)proc_control_serve(&ctx->r_proc, 0);
 		break;
 	case RCHAN_FEED:
-		feed_drain(&ctx->r_feed);
+		role_feed_read(ctx, 1);
 		break;
 	}
 	return 0;
@@ -264,7 +279,7 @@ role_sul_poll(lws_sorted_usec_list_t *sul)
 	struct role_ctx *ctx =
 	    lws_container_of(sul, struct role_ctx, r_sul_poll);
 
-	feed_poll(&ctx->r_feed);
+	role_feed_read(ctx, 0);
 	role_sched(ctx, sul, role_sul_poll,
 	    cfg_period(&ctx->r_cfg, ROLE_FEED_POLL_PERIOD));
 }
@@ -337,6 +352,9 @@ role_open_store(struct role_ctx *ctx)
 		ctx) == -1)
 		fatal("cannot connect to the accepted channel");
 	ctx->r_feed_open = 1;
+	if (ctx->r_ops->nkinds > 0)
+		feed_only_kinds(&ctx->r_feed, ctx->r_ops->kinds,
+		    ctx->r_ops->nkinds);
 	role_adopt(ctx, feed_fd(&ctx->r_feed), RCHAN_FEED, "accepted");
 	ctx->r_ready = 1;
 	ctx->r_waiting[0] = '\0';
@@ -344,7 +362,7 @@ role_open_store(struct role_ctx *ctx)
 	    (long long)start);
 	ready_notify();
 	/* Whatever was stored while init ran is delivered now. */
-	feed_poll(&ctx->r_feed);
+	role_feed_read(ctx, 0);
 	role_sched(ctx, &ctx->r_sul_poll, role_sul_poll,
 	    cfg_period(&ctx->r_cfg, ROLE_FEED_POLL_PERIOD));
 	return 0;

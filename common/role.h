@@ -70,9 +70,21 @@ struct role_ops {
 	 * ctx->r_data.  Returns 0, or -1 to end the process with status 1.
 	 */
 	int (*init)(struct role_ctx *ctx);
-	/* One newly stored event, in seq order; ev valid during the call. */
+	/*
+	 * One newly stored event, in seq order; ev valid during the call.
+	 * With kinds set, only the events of those kinds (at most
+	 * FEED_MAX_KINDS of them; feed_only_kinds()) come here.
+	 */
 	void (*accepted)(struct role_ctx *ctx, int64_t seq,
 	    const struct event *ev);
+	const uint32_t *kinds;
+	size_t		nkinds;
+	/*
+	 * NULL, or called once the feed has read past newly stored events,
+	 * after accepted() for those of its kinds: for what the role checks
+	 * once per commit rather than once per event.
+	 */
+	void (*caught_up)(struct role_ctx *ctx);
 	/* Adds the role's members to the object of `graspctl show`. */
 	void (*show)(struct role_ctx *ctx, cJSON *view);
 	/* Appends the role's metrics with role_metric(). */
@@ -120,6 +132,9 @@ struct role_ctx {
 	uint64_t	       r_control_requests;
 	lws_sorted_usec_list_t r_sul_db;
 	lws_sorted_usec_list_t r_sul_poll;
+	lws_sorted_usec_list_t r_sul_gap; /* the next read for notices */
+	int		       r_gap_armed;
+	int64_t		       r_feed_read_ms; /* the last read */
 	lws_sorted_usec_list_t r_sul_stats;
 	lws_sorted_usec_list_t r_sul_stop;
 };

@@ -1144,6 +1144,31 @@ store_since_seq(struct store *s, int64_t after, size_t max, store_row_cb *cb,
 	return deliver_rows(s, st, NULL, NULL, cb, arg, &stopped);
 }
 
+int
+store_since_seq_kinds(struct store *s, int64_t after, size_t max,
+    const uint32_t *kinds, size_t nkinds, store_row_cb *cb, void *arg)
+{
+	struct buf    sql = BUF_INIT;
+	sqlite3_stmt *st;
+	size_t	      i;
+	int	      stopped = 0;
+
+	/* The kinds are the caller's constants: one text, cached. */
+	buf_adds(&sql, "SELECT seq, CASE WHEN kind IN (");
+	for (i = 0; i < nkinds; i++)
+		buf_printf(&sql, "%s%u", i > 0 ? "," : "", kinds[i]);
+	buf_adds(&sql,
+	    ") THEN json END FROM events WHERE seq > ?1"
+	    " ORDER BY seq LIMIT ?2");
+	st = store_cached(s, sql.b_data);
+	buf_free(&sql);
+	if (st == NULL)
+		return -1;
+	sqlite3_bind_int64(st, 1, after);
+	sqlite3_bind_int64(st, 2, max > INT64_MAX ? INT64_MAX : (int64_t)max);
+	return deliver_rows(s, st, NULL, NULL, cb, arg, &stopped);
+}
+
 static uint64_t
 hash_text(const char *p)
 {

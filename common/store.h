@@ -229,6 +229,15 @@ int	store_last_seq(struct store *, int64_t *out);
  */
 int	store_since_seq(struct store *, int64_t after, size_t max,
 	int (*cb)(const char *json, size_t len, int64_t seq, void *arg), void *arg);
+/*
+ * store_since_seq() where only the events of the nkinds kinds listed
+ * are wanted: every row still reaches cb, in seq order, but one of
+ * another kind comes with json NULL and len 0, its text not read, so
+ * that the caller moves past it.  Returns the rows delivered, or -1.
+ */
+int	store_since_seq_kinds(struct store *, int64_t after, size_t max,
+	const uint32_t *kinds, size_t nkinds,
+	int (*cb)(const char *json, size_t len, int64_t seq, void *arg), void *arg);
 
 /*
  * 1 if a NIP-09 "a" deletion by pubkey covers (kind, d) at created_at, so

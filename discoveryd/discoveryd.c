@@ -295,7 +295,7 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	take_event(arg, ev);
 }
 
-/* The stored kinds take_event() reads at start. */
+/* The kinds take_event() reads, stored at start and then from the feed. */
 static const uint32_t take_kinds[] = { KIND_PROFILE, KIND_RELAY_LIST,
 	KIND_DELETION };
 
@@ -781,6 +781,8 @@ disc_fini(struct role_ctx *ctx)
 static const struct role_ops disc_ops = {
 	.init = disc_init,
 	.accepted = disc_accepted,
+	.kinds = take_kinds,
+	.nkinds = sizeof(take_kinds) / sizeof(take_kinds[0]),
 	.show = disc_show,
 	.stats = disc_stats,
 	.fini = disc_fini,

@@ -146,8 +146,9 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	take_event(arg, ev);
 }
 
-/* The stored kinds take_event() reads at start; the rest is in the
- * inventory's tables (invdb.h) and the eligible authors' (eligible.h). */
+/* The kinds take_event() reads, stored at start and then from the feed;
+ * the rest is in the inventory's tables (invdb.h) and the eligible
+ * authors' (eligible.h). */
 static const uint32_t take_kinds[] = { KIND_RELAY_LIST, KIND_DELETION };
 
 /* ------------------------------------------------------------------ */
@@ -1034,6 +1035,8 @@ hist_fini(struct role_ctx *ctx)
 static const struct role_ops hist_ops = {
 	.init = hist_init,
 	.accepted = hist_accepted,
+	.kinds = take_kinds,
+	.nkinds = sizeof(take_kinds) / sizeof(take_kinds[0]),
 	.show = hist_show,
 	.stats = hist_stats,
 	.fini = hist_fini,

@@ -592,8 +592,8 @@ take_stored(void *arg, int64_t seq, const struct event *ev)
 	sync_plus_take(ev);
 }
 
-/* The stored kinds take_stored() reads at start; the rest is in the
- * inventory's tables (invdb.h). */
+/* The kinds take_stored() and sync_accepted() read, stored at start and
+ * then from the feed; the rest is in the inventory's tables (invdb.h). */
 static const uint32_t take_kinds[] = { KIND_REPO_ANNOUNCEMENT, KIND_RELAY_LIST,
 	KIND_DELETION };
 
@@ -645,19 +645,27 @@ static void
 sync_accepted(struct role_ctx *ctx, int64_t seq, const struct event *ev)
 {
 	struct syncd *sd = ctx->r_data;
-	int64_t	      gen;
-	int	      changed;
 
 	(void)seq;
 	sd->sd_announcements += ev->kind == KIND_REPO_ANNOUNCEMENT;
 	/* A newer relay list changes a root author's inboxes at once. */
-	changed = sync_plus_take(ev);
-	/* relayd changed the tables in the transaction that stored ev,
-	 * committed before the feed told us: one row says whether. */
-	if (!changed && ctx->r_cfg.sync_enabled &&
-	    invdb_generation(ctx->r_store, &gen) == 0)
-		changed = gen != sd->sd_inv_gen;
-	if (changed)
+	if (sync_plus_take(ev))
+		arm_window(sd);
+}
+
+/*
+ * relayd changed the inventory's tables in the transactions that stored
+ * the events the feed just read past, whatever their kinds, committed
+ * before it told us: one row says whether.
+ */
+static void
+sync_caught_up(struct role_ctx *ctx)
+{
+	struct syncd *sd = ctx->r_data;
+	int64_t	      gen;
+
+	if (ctx->r_cfg.sync_enabled &&
+	    invdb_generation(ctx->r_store, &gen) == 0 && gen != sd->sd_inv_gen)
 		arm_window(sd);
 }
 
@@ -825,6 +833,9 @@ sync_fini(struct role_ctx *ctx)
 static const struct role_ops sync_ops = {
 	.init = sync_init,
 	.accepted = sync_accepted,
+	.kinds = take_kinds,
+	.nkinds = sizeof(take_kinds) / sizeof(take_kinds[0]),
+	.caught_up = sync_caught_up,
 	.show = sync_show,
 	.stats = sync_stats,
 	.fini = sync_fini,

@@ -628,15 +628,20 @@ test_log_verbose_and_brief(void)
 	cJSON *rep;
 	FILE  *fp;
 	char   line[1024];
-	int    debug_lines = 0;
+	int    debug_lines = 0, kind1_lines = 0;
 
 	T_ASSERT(sy.pid != -1);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"log\",\"args\":[\"verbose\"]}");
 	T_EQ_INT(ctl_bool(rep, "ok"), 1);
 	T_EQ_STR(jstr(rep, "level"), "debug");
 	cJSON_Delete(rep);
-	/* At debug level every feed delivery is logged. */
+	/*
+	 * At debug level every event the feed hands over is logged: syncd's
+	 * takes only its kinds (feed_only_kinds()), a relay list, not a
+	 * note.
+	 */
 	T_ASSERT(fx_put(sk_a, 1, NULL, 1) > 0);
+	T_ASSERT(fx_put(sk_a, 10002, NULL, 1) > 0);
 	relayproc_sleep_ms(400);
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"log\",\"args\":[\"brief\"]}");
 	T_EQ_INT(ctl_bool(rep, "ok"), 1);
@@ -644,10 +649,13 @@ test_log_verbose_and_brief(void)
 	cJSON_Delete(rep);
 	T_ASSERT((fp = fopen(sy.log, "r")) != NULL);
 	while (fgets(line, sizeof(line), fp) != NULL)
-		if (strstr(line, "syncd: feed: seq ") != NULL)
-			debug_lines++;
+		if (strstr(line, "syncd: feed: seq ") != NULL) {
+			debug_lines += strstr(line, " kind 10002 ") != NULL;
+			kind1_lines += strstr(line, " kind 1 ") != NULL;
+		}
 	fclose(fp);
 	T_CHECK(debug_lines >= 1);
+	T_EQ_INT(kind1_lines, 0);
 
 	rep = ctl(&fx, ROLE_SYNCD, "{\"cmd\":\"log\",\"args\":[\"loud\"]}");
 	T_EQ_INT(ctl_bool(rep, "ok"), 0);

@@ -59,16 +59,16 @@ collect(void *arg, int64_t seq, const struct event *ev)
 		g->queried_ok++;
 }
 
-/* Stores a new kind 1 event; returns its seq (its id into id_out). */
+/* Stores a new event of kind; returns its seq (its id into id_out). */
 static int64_t
-put(uint8_t id_out[EVENT_ID_LEN])
+put_kind(uint32_t kind, uint8_t id_out[EVENT_ID_LEN])
 {
 	struct event *ev;
 	char	      content[32];
 	int64_t	      seq = -1;
 
 	snprintf(content, sizeof(content), "event %d", ++counter);
-	ev = event_new_signed(sk, 1700000000 + counter, 1, NULL, content);
+	ev = event_new_signed(sk, 1700000000 + counter, kind, NULL, content);
 	if (ev == NULL)
 		return -1;
 	if (store_put(wr, ev, &seq) != STORE_OK)
@@ -77,6 +77,13 @@ put(uint8_t id_out[EVENT_ID_LEN])
 		memcpy(id_out, ev->id, EVENT_ID_LEN);
 	event_destroy(ev);
 	return seq;
+}
+
+/* Stores a new kind 1 event; returns its seq (its id into id_out). */
+static int64_t
+put(uint8_t id_out[EVENT_ID_LEN])
+{
+	return put_kind(1, id_out);
 }
 
 static void
@@ -577,6 +584,45 @@ feed_cleanup(void)
 	tdir_remove(tmpdir);
 }
 
+/*
+ * A feed of two kinds hands over only theirs, in seq order, and still
+ * moves past the rest: across more than a batch of them, and to the
+ * last row when that one is of another kind.
+ */
+static void
+test_only_kinds_passes_the_rest(void)
+{
+	static const uint32_t kinds[] = { 7, 1111 };
+	struct feed	      f;
+	struct got	     *g;
+	int64_t		      want[4], last = 0;
+	size_t		      i, n = 0;
+
+	T_ASSERT((g = subscribe(&f, last_seq(), 0)) != NULL);
+	feed_only_kinds(&f, kinds, 2);
+	T_ASSERT((want[n++] = put_kind(7, NULL)) > 0);
+	for (i = 0; i < FEED_BATCH + 10; i++)
+		T_ASSERT(put_kind(1, NULL) > 0);
+	T_ASSERT((want[n++] = put_kind(1111, NULL)) > 0);
+	T_ASSERT(put_kind(1, NULL) > 0);
+	T_ASSERT((want[n++] = put_kind(7, NULL)) > 0);
+	T_ASSERT((last = put_kind(1, NULL)) > 0);
+	T_EQ_INT(feed_poll(&f), 3);
+	T_EQ_INT(g->n, 3);
+	for (i = 0; i < 3; i++)
+		T_EQ_INT(g->seq[i], want[i]);
+	T_EQ_INT(g->queried_ok, 3);
+	T_EQ_INT(feed_last_seq(&f), last);
+	T_EQ_INT(feed_stats(&f)->fs_events, 3);
+	T_EQ_INT(feed_stats(&f)->fs_unnoticed, FEED_BATCH + 15);
+	/* Nothing read twice; what comes next is handed over. */
+	T_EQ_INT(feed_poll(&f), 0);
+	T_ASSERT((want[n++] = put_kind(1111, NULL)) > 0);
+	T_EQ_INT(feed_poll(&f), 1);
+	T_EQ_INT(g->seq[3], want[3]);
+	unsubscribe(&f, g);
+}
+
 static const struct t_case cases[] = {
 	T_CASE(test_notices_deliver_in_seq_order),
 	T_CASE(test_lost_notice_is_recovered_by_poll),
@@ -587,6 +633,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_catch_up_cut_by_bytes_still_delivers_all),
 	T_CASE(test_live_feed_reads_plain_rows_in_place_and_escaped_in_full),
 	T_CASE(test_scan_delivers_exactly_the_range),
+	T_CASE(test_only_kinds_passes_the_rest),
 	T_CASE(test_non_accepted_message_ends_the_process),
 	T_CASE(test_short_accepted_message_ends_the_process),
 	T_CASE(test_ragged_or_oversized_accepted_message_ends_the_process),

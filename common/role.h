@@ -132,9 +132,6 @@ struct role_ctx {
 	uint64_t	       r_control_requests;
 	lws_sorted_usec_list_t r_sul_db;
 	lws_sorted_usec_list_t r_sul_poll;
-	lws_sorted_usec_list_t r_sul_gap; /* the next read for notices */
-	int		       r_gap_armed;
-	int64_t		       r_feed_read_ms; /* the last read */
 	lws_sorted_usec_list_t r_sul_stats;
 	lws_sorted_usec_list_t r_sul_stop;
 };

@@ -97,9 +97,35 @@ relay_chan_close(void)
 	}
 }
 
-/* The notices of the commit being published, sent by relay_chan_send(). */
-static struct msg_accepted notices[MSG_ACCEPTED_MAX];
-static size_t		   nnotices;
+/* The notices of the commits being published, sent by send_notices(). */
+static struct msg_accepted    notices[MSG_ACCEPTED_MAX];
+static size_t		      nnotices;
+static int64_t		      notices_sent_ms; /* the last message */
+static lws_sorted_usec_list_t notice_sul;
+static int		      notice_timer;
+
+static void
+send_notices(void)
+{
+	notices_sent_ms = relay_now_ms();
+	if (nnotices == 0)
+		return;
+	/* A PUB socket drops rather than blocks; the feed's readers catch
+	 * up from the database. */
+	if (msg_send(relayd->sock_accepted, MSG_ACCEPTED, notices,
+		nnotices * sizeof(notices[0]), NN_DONTWAIT) == -1 &&
+	    errno != EAGAIN)
+		log_warn("publishing %zu accepted notices", nnotices);
+	nnotices = 0;
+}
+
+static void
+notice_cb(lws_sorted_usec_list_t *sul)
+{
+	(void)sul;
+	notice_timer = 0;
+	send_notices();
+}
 
 void
 relay_chan_publish(int64_t seq, const struct event *ev)
@@ -107,7 +133,7 @@ relay_chan_publish(int64_t seq, const struct event *ev)
 	struct msg_accepted *ma;
 
 	if (nnotices == MSG_ACCEPTED_MAX)
-		relay_chan_send();
+		send_notices();
 	ma = &notices[nnotices++];
 	memset(ma, 0, sizeof(*ma));
 	ma->ma_seq = seq;
@@ -119,15 +145,18 @@ relay_chan_publish(int64_t seq, const struct event *ev)
 void
 relay_chan_send(void)
 {
-	if (nnotices == 0)
+	int64_t wait;
+
+	if (nnotices == 0 || notice_timer)
 		return;
-	/* A PUB socket drops rather than blocks; the feed's readers catch
-	 * up from the database. */
-	if (msg_send(relayd->sock_accepted, MSG_ACCEPTED, notices,
-		nnotices * sizeof(notices[0]), NN_DONTWAIT) == -1 &&
-	    errno != EAGAIN)
-		log_warn("publishing %zu accepted notices", nnotices);
-	nnotices = 0;
+	wait = notices_sent_ms + RELAY_NOTICE_GAP_MS - relay_now_ms();
+	if (wait <= 0) {
+		send_notices();
+		return;
+	}
+	notice_timer = 1;
+	lws_sul_schedule(relayd->ctx, 0, &notice_sul, notice_cb,
+	    wait * LWS_US_PER_MS);
 }
 
 /* A GRASP-03 fallback mark from discoveryd (plusmark.h). */

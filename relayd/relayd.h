@@ -163,6 +163,15 @@
  */
 #define RELAY_BATCH_STEP_US	 50
 /*
+ * Ours: the ACCEPTED notices of the commits of this long go out in one
+ * message (relay_chan_send()).  Under ingest relayd commits hundreds of
+ * times a second, and each message woke every role twice (nanomsg's
+ * thread, then the loop) for a read of the store: 1.5-2 us an event of
+ * the three roles' CPU (doc/performance.md).  What the roles do with new
+ * events is timed in seconds.
+ */
+#define RELAY_NOTICE_GAP_MS	 50
+/*
  * Ours: committed items (events, tasks) waiting for their sync beyond
  * which the loop waits for the sync before the next batch (a slow disk;
  * as many as the signature thread's queue holds).
@@ -749,6 +758,10 @@ void relay_chan_close(void);
  * publishes, in one message (sent at once when MSG_ACCEPTED_MAX wait).
  */
 void relay_chan_publish(int64_t seq, const struct event *);
+/*
+ * Publishes the notices added, or once RELAY_NOTICE_GAP_MS have passed
+ * since the last message, on a timer, with those of the commits between.
+ */
 void relay_chan_send(void);
 int relay_chan_callback(struct lws *, enum lws_callback_reasons, void *, void *,
     size_t);

@@ -377,6 +377,7 @@ _Static_assert(EVENT_KEYCACHE_WAYS == 2, "the way used last is one bit");
 struct event_keycache {
 	struct keyslot kc_set[EVENT_KEYCACHE_SETS][EVENT_KEYCACHE_WAYS];
 	uint8_t	       kc_last[EVENT_KEYCACHE_SETS]; /* way used last */
+	uint64_t       kc_parses;
 };
 
 struct event_keycache *
@@ -389,6 +390,12 @@ event_keycache_new(void)
 	return kc;
 }
 
+uint64_t
+event_keycache_parses(const struct event_keycache *kc)
+{
+	return kc->kc_parses;
+}
+
 void
 event_keycache_free(struct event_keycache *kc)
 {
@@ -398,8 +405,9 @@ event_keycache_free(struct event_keycache *kc)
 int
 event_check_sig_cached(const struct event *ev, struct event_keycache *kc)
 {
-	struct keyslot *set, *ks;
-	size_t		s, w;
+	secp256k1_xonly_pubkey pk;
+	struct keyslot	      *set;
+	size_t		       s, w;
 
 	/* A key is a point's x: its bytes are as good as a hash. */
 	s = ((size_t)ev->pubkey[0] << 8 | ev->pubkey[1]) % EVENT_KEYCACHE_SETS;
@@ -409,16 +417,15 @@ event_check_sig_cached(const struct event *ev, struct event_keycache *kc)
 		    memcmp(set[w].ks_x, ev->pubkey, PUBKEY_LEN) == 0)
 			break;
 	if (w == EVENT_KEYCACHE_WAYS) {
+		/* A key that is no point's takes no way from a good one. */
+		kc->kc_parses++;
+		if (!secp256k1_xonly_pubkey_parse(secp(), &pk, ev->pubkey))
+			return 0;
 		/* Two ways: the one not used last. */
 		w = (size_t)!kc->kc_last[s];
-		ks = &set[w];
-		if (!secp256k1_xonly_pubkey_parse(secp(), &ks->ks_pk,
-			ev->pubkey)) {
-			ks->ks_used = 0;
-			return 0;
-		}
-		memcpy(ks->ks_x, ev->pubkey, PUBKEY_LEN);
-		ks->ks_used = 1;
+		set[w].ks_pk = pk;
+		memcpy(set[w].ks_x, ev->pubkey, PUBKEY_LEN);
+		set[w].ks_used = 1;
 	}
 	kc->kc_last[s] = (uint8_t)w;
 	return secp256k1_schnorrsig_verify(secp(), ev->sig, ev->id, 32,

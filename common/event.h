@@ -126,13 +126,15 @@ struct event_keycache;
 struct event_keycache *event_keycache_new(void);
 void		       event_keycache_free(struct event_keycache *);
 /* event_check_sig(), parsing ev's key only when kc does not hold it. */
-int  event_check_sig_cached(const struct event *, struct event_keycache *kc);
-void event_destroy(struct event *);
+int event_check_sig_cached(const struct event *, struct event_keycache *kc);
+/* The keys kc had to parse so far: its misses. */
+uint64_t event_keycache_parses(const struct event_keycache *kc);
+void	 event_destroy(struct event *);
 /*
  * event_destroy() on each of the n events of v, then frees v, an array
  * the caller owned.  v may be NULL when n is 0.  Never exits.
  */
-void events_destroy(struct event **v, size_t n);
+void	 events_destroy(struct event **v, size_t n);
 
 /*
  * Creates and signs an event with the secret key; tags_json is a JSON

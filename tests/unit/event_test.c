@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <secp256k1.h>
+#include <secp256k1_extrakeys.h>
+
 #include "event.h"
 #include "json.h"
 #include "t.h"
@@ -219,8 +222,10 @@ test_key_cache_set_overflows(void)
 	for (round = 0; round < 3; round++)
 		for (j = 0; j < 3; j++)
 			T_CHECK(event_check_sig_cached(ev[j], kc));
+	T_EQ_INT(event_keycache_parses(kc), 9);
 	T_CHECK(event_check_sig_cached(ev[2], kc));
 	T_CHECK(event_check_sig_cached(ev[2], kc));
+	T_EQ_INT(event_keycache_parses(kc), 9);
 	/* B's key held, A's signature under it: refused. */
 	T_ASSERT((bad = event_new_signed(sks[pick[1]], 1700000000, 1, "[]",
 		      "x")) != NULL);
@@ -236,6 +241,74 @@ test_key_cache_set_overflows(void)
 	event_destroy(bad);
 	for (j = 0; j < 3; j++)
 		event_destroy(ev[j]);
+	event_keycache_free(kc);
+}
+
+/*
+ * A hostile client's events under keys that are no point's, all in the
+ * set two honest authors' keys sit in: each is refused and parsed, and
+ * the honest keys stay kept (no parse for their next events).
+ */
+static void
+test_key_cache_keeps_keys_past_bad_ones(void)
+{
+	struct event_keycache *kc = event_keycache_new();
+	secp256k1_context     *ctx =
+	    secp256k1_context_create(SECP256K1_CONTEXT_NONE);
+	secp256k1_xonly_pubkey pt;
+	static size_t	       count[EVENT_KEYCACHE_SETS];
+	static uint8_t	       sks[4096][SECKEY_LEN];
+	uint8_t		       pk[PUBKEY_LEN];
+	struct event	      *ev[2], *bad;
+	size_t		       i, j, set = 0, found = 0, pick[2], nbad = 0;
+	uint64_t	       parses;
+
+	T_ASSERT(ctx != NULL);
+	for (i = 0; i < 4096 && found == 0; i++) {
+		memset(sks[i], 0, SECKEY_LEN);
+		sks[i][0] = 2;
+		sks[i][30] = (uint8_t)(i >> 8);
+		sks[i][31] = (uint8_t)i;
+		T_ASSERT(event_pubkey_of(sks[i], pk) == 0);
+		if (++count[keyset_of(pk)] == 2) {
+			set = keyset_of(pk);
+			found = 1;
+		}
+	}
+	T_ASSERT(found);
+	for (j = 0, found = 0; j < i && found < 2; j++) {
+		T_ASSERT(event_pubkey_of(sks[j], pk) == 0);
+		if (keyset_of(pk) == set)
+			pick[found++] = j;
+	}
+	for (j = 0; j < 2; j++) {
+		T_ASSERT((ev[j] = event_new_signed(sks[pick[j]], 1700000000, 1,
+			      "[]", "x")) != NULL);
+		T_CHECK(event_check_sig_cached(ev[j], kc));
+	}
+	T_EQ_INT(event_keycache_parses(kc), 2);
+	T_ASSERT((bad = event_new_signed(sks[pick[0]], 1700000000, 1, "[]",
+		      "x")) != NULL);
+	/* Keys of that set that are no point's x: about half of them. */
+	for (i = 0; i < 64; i++) {
+		memcpy(bad->pubkey, ev[0]->pubkey, PUBKEY_LEN);
+		bad->pubkey[31] ^= (uint8_t)(i + 1);
+		if (secp256k1_xonly_pubkey_parse(ctx, &pt, bad->pubkey))
+			continue;
+		T_EQ_INT(keyset_of(bad->pubkey), set);
+		T_CHECK(!event_check_sig_cached(bad, kc));
+		nbad++;
+	}
+	T_CHECK(nbad >= 8);
+	T_EQ_INT(event_keycache_parses(kc), 2 + nbad);
+	parses = event_keycache_parses(kc);
+	for (j = 0; j < 2; j++)
+		T_CHECK(event_check_sig_cached(ev[j], kc));
+	T_EQ_INT(event_keycache_parses(kc), parses);
+	event_destroy(bad);
+	for (j = 0; j < 2; j++)
+		event_destroy(ev[j]);
+	secp256k1_context_destroy(ctx);
 	event_keycache_free(kc);
 }
 
@@ -393,6 +466,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_canonical_escaping_of_controls_and_del),
 	T_CASE(test_signed_event_verifies),
 	T_CASE(test_key_cache_set_overflows),
+	T_CASE(test_key_cache_keeps_keys_past_bad_ones),
 	T_CASE(test_strict_field_types_are_refused),
 	T_CASE(test_tag_helpers),
 	T_CASE(test_hex_is_lowercase_and_exact),

@@ -39,9 +39,11 @@ struct feed_stats {
 	uint64_t fs_notices;	/* ACCEPTED notices received */
 	uint64_t fs_gaps;	/* notices whose seq skipped past the
 					   one after the previous notice */
-	uint64_t fs_unnoticed;	/* events read before any notice
-					   named them (a notice lost, late,
-					   or sent before we connected) */
+	uint64_t fs_unnoticed;	/* events read, or passed by
+					   feed_only_kinds(), before any
+					   notice named them (a notice lost,
+					   late, or sent before we
+					   connected) */
 	uint64_t fs_events;	/* events delivered */
 	uint64_t fs_unreadable; /* stored rows that did not parse
 					   (skipped, logged) */
@@ -151,7 +153,7 @@ int feed_scan_tags(struct store *store, int64_t after, int64_t upto,
 int feed_scan_ahead(struct store *store, int64_t after, int64_t upto,
     feed_cb *hint, feed_cb *cb, void *arg, int64_t *last_out);
 
-/* Ours: kinds feed_scan_kinds() takes at most. */
+/* Ours: kinds feed_scan_kinds() and feed_only_kinds() take at most. */
 #define FEED_MAX_KINDS 8
 
 /*

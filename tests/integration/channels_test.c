@@ -226,6 +226,53 @@ test_accepted_feed_announces_stored_events(void)
 	chan_close(sub);
 }
 
+/*
+ * A burst's notices: those relayd holds for RELAY_NOTICE_GAP_MS after
+ * the last message still go out, on its timer, with no commit after
+ * them.
+ */
+static void
+test_accepted_notices_of_a_burst_all_go_out(void)
+{
+	int	      sub = open_chan(NN_SUB, CHAN_ACCEPTED);
+	struct wsc   *ws;
+	struct event *ev[5];
+	struct msg    m;
+	int	      ok = 0, seen[5] = { 0 }, nseen = 0, i;
+
+	T_ASSERT(sub >= 0);
+	usleep(200000); /* let the subscription reach relayd */
+	ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/", TMO);
+	T_ASSERT(ws != NULL);
+	for (i = 0; i < 5; i++) {
+		ev[i] = ev10317(40 + i, "ws://burst.example");
+		T_ASSERT(ev[i] != NULL);
+		T_ASSERT(nostr_publish(ws, ev[i], TMO, &ok, NULL) == 0 && ok);
+	}
+	while (nseen < 5 && msg_recv(sub, &m, 0) == 1) {
+		struct msg_accepted ma;
+		size_t		    j, n = msg_accepted_count(&m);
+
+		T_EQ_INT(m.m_type, MSG_ACCEPTED);
+		for (j = 0; j < n; j++) {
+			memcpy(&ma, m.m_data + j * sizeof(ma), sizeof(ma));
+			for (i = 0; i < 5; i++)
+				if (!seen[i] &&
+				    memcmp(ma.ma_id, ev[i]->id, EVENT_ID_LEN) ==
+					0) {
+					seen[i] = 1;
+					nseen++;
+				}
+		}
+		msg_free(&m);
+	}
+	T_EQ_INT(nseen, 5);
+	for (i = 0; i < 5; i++)
+		event_destroy(ev[i]);
+	wsc_close(ws);
+	chan_close(sub);
+}
+
 static void
 test_stats_of_roles_reach_metrics(void)
 {
@@ -417,6 +464,7 @@ test_malformed_sibling_message_ends_relayd(void)
 static const struct t_case cases[] = {
 	T_CASE(test_ingest_uses_the_client_pipeline),
 	T_CASE(test_accepted_feed_announces_stored_events),
+	T_CASE(test_accepted_notices_of_a_burst_all_go_out),
 	T_CASE(test_stats_of_roles_reach_metrics),
 	T_CASE(test_control_answers),
 	T_CASE(test_plus_marks_are_persisted),

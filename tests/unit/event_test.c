@@ -180,6 +180,41 @@ keyset_of(const uint8_t pk[PUBKEY_LEN])
 }
 
 /*
+ * Derives keys (their first byte tag) until want of them share one set of
+ * the cache; their secret keys into sk, the set into *set.  0, or -1.
+ */
+static int
+keys_in_one_set(uint8_t tag, size_t want, uint8_t sk[][SECKEY_LEN], size_t *set)
+{
+	static size_t count[EVENT_KEYCACHE_SETS];
+	uint8_t	      cand[SECKEY_LEN], pk[PUBKEY_LEN];
+	size_t	      i, found = 0, n;
+
+	memset(count, 0, sizeof(count));
+	for (n = 0; n < 2; n++)
+		for (i = 0; i < 4096; i++) {
+			memset(cand, 0, SECKEY_LEN);
+			cand[0] = tag;
+			cand[30] = (uint8_t)(i >> 8);
+			cand[31] = (uint8_t)i;
+			if (event_pubkey_of(cand, pk) == -1)
+				return -1;
+			if (n == 0) {
+				/* First pass: which set fills first. */
+				if (++count[keyset_of(pk)] == want) {
+					*set = keyset_of(pk);
+					break;
+				}
+			} else if (keyset_of(pk) == *set) {
+				memcpy(sk[found++], cand, SECKEY_LEN);
+				if (found == want)
+					return 0;
+			}
+		}
+	return -1;
+}
+
+/*
  * Three authors whose keys share one set of the cache, one more than it
  * holds: each one's events verify however the others pushed it out, a
  * signature by a key it holds is still checked, and a key that does not
@@ -189,35 +224,15 @@ static void
 test_key_cache_set_overflows(void)
 {
 	struct event_keycache *kc = event_keycache_new();
-	static size_t	       count[EVENT_KEYCACHE_SETS];
-	static uint8_t	       sks[4096][SECKEY_LEN];
-	uint8_t		       pk[PUBKEY_LEN];
+	uint8_t		       sks[3][SECKEY_LEN];
 	struct event	      *ev[3], *bad;
-	size_t		       i, j, set = 0, found = 0, pick[3];
+	size_t		       j, set;
 	int		       round;
 
-	/* Derived keys until one set holds three (a few hundred keys). */
-	for (i = 0; i < 4096 && found == 0; i++) {
-		memset(sks[i], 0, SECKEY_LEN);
-		sks[i][0] = 1;
-		sks[i][30] = (uint8_t)(i >> 8);
-		sks[i][31] = (uint8_t)i;
-		T_ASSERT(event_pubkey_of(sks[i], pk) == 0);
-		if (++count[keyset_of(pk)] == 3) {
-			set = keyset_of(pk);
-			found = 1;
-		}
-	}
-	T_ASSERT(found);
-	for (j = 0, found = 0; j < i && found < 3; j++) {
-		T_ASSERT(event_pubkey_of(sks[j], pk) == 0);
-		if (keyset_of(pk) == set)
-			pick[found++] = j;
-	}
-	T_ASSERT(found == 3);
+	T_ASSERT(keys_in_one_set(1, 3, sks, &set) == 0);
 	for (j = 0; j < 3; j++)
-		T_ASSERT((ev[j] = event_new_signed(sks[pick[j]], 1700000000, 1,
-			      "[]", "x")) != NULL);
+		T_ASSERT((ev[j] = event_new_signed(sks[j], 1700000000, 1, "[]",
+			      "x")) != NULL);
 	/* A, B, C, A, B, C...: with two ways each is a miss, and each hit. */
 	for (round = 0; round < 3; round++)
 		for (j = 0; j < 3; j++)
@@ -227,8 +242,8 @@ test_key_cache_set_overflows(void)
 	T_CHECK(event_check_sig_cached(ev[2], kc));
 	T_EQ_INT(event_keycache_parses(kc), 9);
 	/* B's key held, A's signature under it: refused. */
-	T_ASSERT((bad = event_new_signed(sks[pick[1]], 1700000000, 1, "[]",
-		      "x")) != NULL);
+	T_ASSERT(
+	    (bad = event_new_signed(sks[1], 1700000000, 1, "[]", "x")) != NULL);
 	memcpy(bad->sig, ev[0]->sig, sizeof(bad->sig));
 	T_CHECK(event_check_sig_cached(ev[1], kc));
 	T_CHECK(!event_check_sig_cached(bad, kc));
@@ -256,39 +271,21 @@ test_key_cache_keeps_keys_past_bad_ones(void)
 	secp256k1_context     *ctx =
 	    secp256k1_context_create(SECP256K1_CONTEXT_NONE);
 	secp256k1_xonly_pubkey pt;
-	static size_t	       count[EVENT_KEYCACHE_SETS];
-	static uint8_t	       sks[4096][SECKEY_LEN];
-	uint8_t		       pk[PUBKEY_LEN];
+	uint8_t		       sks[2][SECKEY_LEN];
 	struct event	      *ev[2], *bad;
-	size_t		       i, j, set = 0, found = 0, pick[2], nbad = 0;
+	size_t		       i, j, set, nbad = 0;
 	uint64_t	       parses;
 
 	T_ASSERT(ctx != NULL);
-	for (i = 0; i < 4096 && found == 0; i++) {
-		memset(sks[i], 0, SECKEY_LEN);
-		sks[i][0] = 2;
-		sks[i][30] = (uint8_t)(i >> 8);
-		sks[i][31] = (uint8_t)i;
-		T_ASSERT(event_pubkey_of(sks[i], pk) == 0);
-		if (++count[keyset_of(pk)] == 2) {
-			set = keyset_of(pk);
-			found = 1;
-		}
-	}
-	T_ASSERT(found);
-	for (j = 0, found = 0; j < i && found < 2; j++) {
-		T_ASSERT(event_pubkey_of(sks[j], pk) == 0);
-		if (keyset_of(pk) == set)
-			pick[found++] = j;
-	}
+	T_ASSERT(keys_in_one_set(2, 2, sks, &set) == 0);
 	for (j = 0; j < 2; j++) {
-		T_ASSERT((ev[j] = event_new_signed(sks[pick[j]], 1700000000, 1,
-			      "[]", "x")) != NULL);
+		T_ASSERT((ev[j] = event_new_signed(sks[j], 1700000000, 1, "[]",
+			      "x")) != NULL);
 		T_CHECK(event_check_sig_cached(ev[j], kc));
 	}
 	T_EQ_INT(event_keycache_parses(kc), 2);
-	T_ASSERT((bad = event_new_signed(sks[pick[0]], 1700000000, 1, "[]",
-		      "x")) != NULL);
+	T_ASSERT(
+	    (bad = event_new_signed(sks[0], 1700000000, 1, "[]", "x")) != NULL);
 	/* Keys of that set that are no point's x: about half of them. */
 	for (i = 0; i < 64; i++) {
 		memcpy(bad->pubkey, ev[0]->pubkey, PUBKEY_LEN);

@@ -248,6 +248,11 @@ static const struct cfg_key cfg_keys[] = {
 	    "Refuse events and pushes while a data file system has fewer MiB "
 	    "free; 0 is no floor",
 	    R(RELAYD) },
+	{ "NGIT_WAL_ROOM_MB", CT_INT, F(wal_room_mb), "640", 0, 1048576,
+	    "MiB of disk the database's WAL file keeps written out between "
+	    "bursts of events, filled while commits pause; 0 grows it as "
+	    "commits need",
+	    R(RELAYD) },
 	{ "NGIT_DURABILITY", CT_DURABILITY, F(durability), "full", 0, 0,
 	    "full: an OK'd event is on stable storage; normal: a power cut "
 	    "may lose the last ones",

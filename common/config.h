@@ -135,6 +135,7 @@ struct config {
 	int		      max_push_bytes;	   /* 0: no limit */
 	int		      max_repo_bytes;	   /* 0: no limit */
 	int		      min_free_disk_mb;	   /* 0: no floor */
+	int		      wal_room_mb;	   /* 0: none kept */
 	enum cfg_durability   durability;
 	enum log_level	      log_level;
 	int		      test;

@@ -51,8 +51,9 @@
  * 10.2-10.9k with 10,000.
  */
 #define DB_WAL_AUTOCHECKPOINT 40000
-/* SQLite's WAL format (its wal.c): each frame is a page after a header
- * of this many bytes. */
+/* SQLite's WAL format (its wal.c): the file's header, then frames,
+ * each a page after a header of DB_WAL_FRAME_HDR bytes. */
+#define DB_WAL_HDR	      32
 #define DB_WAL_FRAME_HDR      24
 
 /*

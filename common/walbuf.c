@@ -8,8 +8,14 @@
  * Single-threaded like its users: relayd's connection is opened with
  * SQLITE_OPEN_NOMUTEX and used from its loop only.
  */
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -45,11 +51,45 @@ static sqlite3_vfs	 *wb_real;
 static struct vfs_shim_io wb_io;
 static struct wb_file	 *wb_mains; /* open main database files */
 static unsigned long long wb_writes;
+/*
+ * walbuf_fill()'s zeros and the writer's WAL writes meet here: the range
+ * a fill is writing, the writer's write under way, and whether a fill
+ * waits for that write.  Each waits only for an overlap.
+ */
+static pthread_mutex_t	  wb_fill_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	  wb_fill_cond = PTHREAD_COND_INITIALIZER;
+static sqlite3_int64	  wb_fill_from, wb_fill_to; /* [from, to) */
+static sqlite3_int64	  wb_write_to;		    /* end of the write, or 0 */
+static int		  wb_fill_waits;
 
 unsigned long long
 walbuf_writes(void)
 {
 	return wb_writes;
+}
+
+/*
+ * Writes n bytes at off into a WAL file, once no fill covers any of them
+ * (walbuf_fill()).
+ */
+static int
+wal_write(sqlite3_file *r, const void *p, int n, sqlite3_int64 off)
+{
+	int rc;
+
+	pthread_mutex_lock(&wb_fill_mu);
+	while (off < wb_fill_to && off + n > wb_fill_from)
+		pthread_cond_wait(&wb_fill_cond, &wb_fill_mu);
+	wb_write_to = off + n;
+	pthread_mutex_unlock(&wb_fill_mu);
+	wb_writes++;
+	rc = r->pMethods->xWrite(r, p, n, off);
+	pthread_mutex_lock(&wb_fill_mu);
+	wb_write_to = 0;
+	if (wb_fill_waits)
+		pthread_cond_broadcast(&wb_fill_cond);
+	pthread_mutex_unlock(&wb_fill_mu);
+	return rc;
 }
 
 /* Hands a WAL's pending frames to the file system. */
@@ -67,13 +107,67 @@ wb_flush(struct wb_file *w)
 		n = w->wf_len - done;
 		if (n > WALBUF_CHUNK)
 			n = WALBUF_CHUNK;
-		wb_writes++;
-		if ((rc = r->pMethods->xWrite(r, w->wf_buf + done, (int)n,
+		if ((rc = wal_write(r, w->wf_buf + done, (int)n,
 			 w->wf_off + (sqlite3_int64)done)) != SQLITE_OK)
 			break;
 	}
 	w->wf_len = 0;
 	return rc;
+}
+
+long long
+walbuf_fill(int fd, long long to)
+{
+	static const char zeros[64 * 1024];
+	struct iovec	  iov[WALBUF_FILL_CHUNK / sizeof(zeros)];
+	struct stat	  st;
+	long long	  from, end;
+	size_t		  i, left;
+	ssize_t		  n;
+	int		  err = 0;
+
+	for (i = 0; i < sizeof(iov) / sizeof(iov[0]); i++) {
+		iov[i].iov_base = (void *)zeros;
+		iov[i].iov_len = sizeof(zeros);
+	}
+	pthread_mutex_lock(&wb_fill_mu);
+	for (;;) {
+		err = 0;
+		/* A write past the end goes first: the fill starts after it. */
+		while (fstat(fd, &st) == 0 && wb_write_to > st.st_size) {
+			wb_fill_waits++;
+			pthread_cond_wait(&wb_fill_cond, &wb_fill_mu);
+			wb_fill_waits--;
+		}
+		if (fstat(fd, &st) == -1) {
+			err = errno;
+			break;
+		}
+		if ((from = st.st_size) >= to)
+			break;
+		end = to - from > WALBUF_FILL_CHUNK ? from + WALBUF_FILL_CHUNK :
+						      to;
+		wb_fill_from = from;
+		wb_fill_to = end;
+		pthread_mutex_unlock(&wb_fill_mu);
+		left = (size_t)(end - from);
+		i = (left + sizeof(zeros) - 1) / sizeof(zeros);
+		iov[i - 1].iov_len = left - sizeof(zeros) * (i - 1);
+		n = pwritev(fd, iov, (int)i, from);
+		err = n == -1 ? errno : n == 0 ? EIO : 0;
+		iov[i - 1].iov_len = sizeof(zeros);
+		pthread_mutex_lock(&wb_fill_mu);
+		wb_fill_from = wb_fill_to = 0;
+		pthread_cond_broadcast(&wb_fill_cond);
+		if (err != 0 && err != EINTR)
+			break;
+	}
+	pthread_mutex_unlock(&wb_fill_mu);
+	if (err != 0) {
+		errno = err;
+		return -1;
+	}
+	return (long long)st.st_size;
 }
 
 void
@@ -174,10 +268,8 @@ wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 		if ((rc = wb_flush(w)) != SQLITE_OK)
 			return rc;
 	}
-	if ((size_t)n > WALBUF_MAX) {
-		wb_writes++;
-		return r->pMethods->xWrite(r, p, n, off);
-	}
+	if ((size_t)n > WALBUF_MAX)
+		return wal_write(r, p, n, off);
 	if (w->wf_len == 0)
 		w->wf_off = off;
 	need = w->wf_len + (size_t)n;
@@ -192,8 +284,7 @@ wb_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 off)
 			/* No memory for gathering: write through. */
 			if ((rc = wb_flush(w)) != SQLITE_OK)
 				return rc;
-			wb_writes++;
-			return r->pMethods->xWrite(r, p, n, off);
+			return wal_write(r, p, n, off);
 		}
 		w->wf_buf = nb;
 		w->wf_cap = cap;
@@ -223,7 +314,13 @@ wb_truncate(sqlite3_file *f, sqlite3_int64 size)
 
 	if ((rc = wb_flush((struct wb_file *)f)) != SQLITE_OK)
 		return rc;
-	return r->pMethods->xTruncate(r, size);
+	/* Not under a fill, which would write past the new end. */
+	pthread_mutex_lock(&wb_fill_mu);
+	while (wb_fill_to > wb_fill_from)
+		pthread_cond_wait(&wb_fill_cond, &wb_fill_mu);
+	rc = r->pMethods->xTruncate(r, size);
+	pthread_mutex_unlock(&wb_fill_mu);
+	return rc;
 }
 
 static int

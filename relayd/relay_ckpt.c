@@ -36,22 +36,41 @@
  * and the loop holds its commits meanwhile as it does for a hold, rather
  * than wait for the lock with every client.  It does not wait for
  * readers: while one still reads an older snapshot it tries again later.
+ *
+ * A WAL file that grows costs the writer: each new block is allocated as
+ * its frame is written, and each sync then commits the file system's
+ * journal too.  So the thread writes the file out ahead of time, with
+ * zeros, to the room wal_room_mb asks (at most RELAY_CKPT_MAX_FRAMES):
+ * RELAY_WAL_FILL_STEP at a time, each synced, and only once no commit
+ * came for RELAY_WAL_FILL_QUIET_US, at relayd's start and after a
+ * truncation.  Zeros written beside a burst's commits cost the thread
+ * more than they saved the loop (kept 16,384 frames ahead of the
+ * writer's: 7-12% fewer events a second); written before it,
+ * the 20,000-event load took 5-11% more, the loop 2-4 us less an event.
+ * The zeros go only past the file's end, kept apart from the writer's
+ * frames by walbuf_fill(); the room stops where the file system would
+ * keep less than twice min_free_disk_mb.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <sqlite3.h>
 
 #include "db.h"
 #include "log.h"
 #include "relayd.h"
+#include "walbuf.h"
 
 static pthread_t       ck_thread;
 static int	       ck_started;
@@ -71,6 +90,10 @@ static int	       ck_caught_frames; /* of a WAL this long */
 static sqlite3	      *ck_db;		 /* the thread's alone */
 static char	       ck_wal[PATH_MAX]; /* the WAL file's path */
 static long long       ck_frame_bytes;	 /* a WAL frame's size */
+static long long       ck_room;		 /* bytes the WAL file keeps */
+static int	       ck_fill_want;	 /* the room is not whole */
+static unsigned	       ck_fill_seen;	 /* ck_commits when last looked */
+static unsigned	       ck_commits;	 /* the loop's, read atomically */
 /* The loop's alone: */
 static int	       ck_idle_seen; /* ck_idle_job may still be on */
 static int	       ck_last;	   /* WAL frames when the last pass was asked */
@@ -97,6 +120,84 @@ wait_us(long us)
 }
 
 /*
+ * The thread's step of the WAL's room (relay_ckpt_init()): the next
+ * RELAY_WAL_FILL_STEP of zeros past the file's end, synced, so that
+ * their blocks and the file's size are on disk before the writer's
+ * frames come over them: its syncs then write pages, not the file
+ * system's journal.  1 once the room is whole or cannot grow (a full
+ * disk, an error: said once), else 0.  Not under ck_mu.
+ */
+static int
+fill_step(void)
+{
+	struct statvfs sv;
+	struct stat    st;
+	long long      to, size = -1, floor;
+	int	       fd;
+
+	/* Opened each time: SQLite makes the file anew after a close. */
+	if ((fd = open(ck_wal, O_WRONLY | O_CLOEXEC)) == -1 ||
+	    fstat(fd, &st) == -1)
+		goto fail;
+	if (st.st_size >= ck_room) {
+		close(fd);
+		return 1;
+	}
+	to = st.st_size + RELAY_WAL_FILL_STEP < ck_room ?
+	    st.st_size + RELAY_WAL_FILL_STEP :
+	    ck_room;
+	/* The room never takes what events and pushes need. */
+	floor = 2 * ((long long)relayd->cfg.min_free_disk_mb << 20);
+	if (fstatvfs(fd, &sv) == 0 &&
+	    (long long)sv.f_bavail * (long long)sv.f_frsize -
+		    (to - st.st_size) <
+		floor) {
+		log_info("WAL file kept at %lld MiB: the disk has little more "
+			 "than twice min_free_disk_mb free",
+		    (long long)(st.st_size >> 20));
+		close(fd);
+		return 1;
+	}
+	if ((size = walbuf_fill(fd, to)) == -1 || fdatasync(fd) == -1)
+		goto fail;
+	close(fd);
+	if (size < ck_room)
+		return 0;
+	log_debug("checkpoint: the WAL file keeps %lld MiB written",
+	    size >> 20);
+	return 1;
+fail:
+	log_warnx("checkpoint: cannot write the WAL file's room %s: %s", ck_wal,
+	    strerror(errno));
+	if (fd != -1)
+		close(fd);
+	return 1;
+}
+
+/*
+ * Under ck_mu: a step of the room once no commit came for
+ * RELAY_WAL_FILL_QUIET_US, so that zeros never compete with a burst's
+ * own frames (filling beside them cost the loop more than it saved).
+ */
+static void
+fill_room(void)
+{
+	unsigned c = __atomic_load_n(&ck_commits, __ATOMIC_RELAXED);
+	int	 done;
+
+	if (c != ck_fill_seen) {
+		ck_fill_seen = c;
+		wait_us(RELAY_WAL_FILL_QUIET_US);
+		return;
+	}
+	pthread_mutex_unlock(&ck_mu);
+	done = fill_step();
+	pthread_mutex_lock(&ck_mu);
+	if (done)
+		ck_fill_want = 0;
+}
+
+/*
  * The thread's part of relay_ckpt_idle(), not under ck_mu.  1 when a
  * commit or a reader was in the way, so that trying later may do.
  */
@@ -108,7 +209,8 @@ truncate_wal(void)
 	int	    rc, busy, nlog = -1, nckpt = -1;
 
 	if (stat(ck_wal, &st) == -1 ||
-	    st.st_size <= RELAY_CKPT_KEEP_FRAMES * ck_frame_bytes)
+	    st.st_size <= RELAY_CKPT_KEEP_FRAMES * ck_frame_bytes ||
+	    st.st_size <= ck_room)
 		return 0;
 	/* Copy first without the writer's lock, which TRUNCATE takes. */
 	rc = sqlite3_wal_checkpoint_v2(ck_db, NULL, SQLITE_CHECKPOINT_PASSIVE,
@@ -138,6 +240,10 @@ truncate_wal(void)
 		log_debug(
 		    "checkpoint: WAL file of %lld MB truncated after a burst, commits held %lld ms",
 		    (long long)(st.st_size >> 20), (long long)t0);
+		/* The room again, for the next burst. */
+		pthread_mutex_lock(&ck_mu);
+		ck_fill_want = ck_room > 0;
+		pthread_mutex_unlock(&ck_mu);
 		return 0;
 	}
 out:
@@ -160,7 +266,7 @@ ckpt_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&ck_mu);
 	for (;;) {
-		while (!ck_want && !ck_idle && !ck_stop)
+		while (!ck_want && !ck_idle && !ck_fill_want && !ck_stop)
 			pthread_cond_wait(&ck_cond, &ck_mu);
 		if (ck_stop)
 			break;
@@ -175,6 +281,10 @@ ckpt_main(void *arg)
 				ck_idle = !ck_want;
 			}
 			ck_idle_job = ck_idle;
+			continue;
+		}
+		if (!ck_want) {
+			fill_room();
 			continue;
 		}
 		ck_want = 0;
@@ -223,7 +333,8 @@ ckpt_main(void *arg)
 int
 relay_ckpt_init(const char *path)
 {
-	int rc;
+	long long room;
+	int	  rc;
 
 	/*
 	 * The default VFS, not walbuf's: this connection only reads the
@@ -242,6 +353,12 @@ relay_ckpt_init(const char *path)
 		goto fail;
 	}
 	ck_frame_bytes += DB_WAL_FRAME_HDR;
+	room = (long long)relayd->cfg.wal_room_mb << 20;
+	if (room > (long long)RELAY_CKPT_MAX_FRAMES * ck_frame_bytes)
+		room = (long long)RELAY_CKPT_MAX_FRAMES * ck_frame_bytes;
+	ck_room =
+	    room > 0 ? DB_WAL_HDR + room / ck_frame_bytes * ck_frame_bytes : 0;
+	ck_fill_want = ck_room > 0;
 	/*
 	 * It never writes a page of its own, so it needs no cache.  A
 	 * checkpoint syncs with its connection's setting: the WAL before it
@@ -290,6 +407,8 @@ relay_ckpt_kick(int frames)
 	}
 	if (frames < ck_last)
 		ck_last = 0; /* the WAL started over */
+	/* Only the loop writes it; the thread reads it for a pause. */
+	__atomic_store_n(&ck_commits, ck_commits + 1, __ATOMIC_RELAXED);
 	if (!ck_started || frames < RELAY_CKPT_MIN_FRAMES ||
 	    (frames - ck_last < RELAY_CKPT_STEP_FRAMES &&
 		frames < RELAY_CKPT_MAX_FRAMES - RELAY_CKPT_NEAR_FRAMES))

@@ -230,11 +230,12 @@
 #define RELAY_CKPT_MAX_FRAMES	 (16 * RELAY_CKPT_MIN_FRAMES)
 /*
  * Ours: once no commit came for RELAY_CKPT_QUIET_S (NGIT_TEST shrinks it
- * 60-fold, to 5 s), a WAL file larger than RELAY_CKPT_KEEP_FRAMES is
- * copied and truncated to nothing by the checkpoint thread, so that a
- * burst's WAL does not keep its disk space.  A steady pace stays below
- * that size: there passes catch up and the WAL starts over at
- * RELAY_CKPT_MIN_FRAMES and a step or so.  Freeing 450-570 MB took
+ * 60-fold, to 5 s), a WAL file larger than RELAY_CKPT_KEEP_FRAMES and
+ * than the room (wal_room_mb) is copied and truncated to nothing by the
+ * checkpoint thread, so that a burst's WAL does not keep more disk space;
+ * then the room is written again.  Under a steady pace the passes catch
+ * up and the WAL starts over at RELAY_CKPT_MIN_FRAMES and a step or so.
+ * Freeing 450-570 MB took
  * 190-250 ms on this machine (ext4 mounted with discard), with commits
  * held, and the REQs of those moments took up to 17-31 ms instead of 4-8
  * (the ingest benchmark's probes, when it ran 1 s after the burst, three
@@ -243,6 +244,13 @@
  */
 #define RELAY_CKPT_QUIET_S	 300
 #define RELAY_CKPT_KEEP_FRAMES	 (2 * RELAY_CKPT_MIN_FRAMES)
+/*
+ * Ours: the WAL file's room (wal_room_mb, relay_ckpt_init()) is written
+ * this many bytes at a time, each synced, once no commit came for
+ * RELAY_WAL_FILL_QUIET_US.
+ */
+#define RELAY_WAL_FILL_STEP	 (4LL * 1024 * 1024)
+#define RELAY_WAL_FILL_QUIET_US	 100000
 /*
  * Ours: how often the thread tries that truncation, RELAY_TRIM_IDLE_US
  * apart, while a reader's older snapshot is in the way; the next quiet
@@ -835,11 +843,13 @@ void	 relay_sync_stop(void);
 /* relay_ckpt.c */
 /*
  * Opens a second connection to the database at path and starts the
- * thread that checkpoints the WAL with it.  0, or -1 after logging (then
- * the store goes on checkpointing inside its commits).  Does not exit.
+ * thread that checkpoints the WAL with it and writes the WAL file's room
+ * (wal_room_mb) while commits pause.  0, or -1 after logging (then the
+ * store goes on checkpointing inside its commits).  Does not exit.
  */
 int  relay_ckpt_init(const char *path);
-/* After a commit that left frames in the WAL: checkpoint soon if many. */
+/* After each commit, with the frames it left in the WAL: checkpoint soon
+ * if many; the room waits for a pause in these calls. */
 void relay_ckpt_kick(int frames);
 /*
  * Before a commit, with the WAL's size after the last one: 1 while the
@@ -851,7 +861,8 @@ void relay_ckpt_kick(int frames);
 int  relay_ckpt_hold(int frames);
 /*
  * No commit for RELAY_CKPT_QUIET_S: the thread truncates a WAL file left
- * larger than RELAY_CKPT_KEEP_FRAMES once it could copy all of it.
+ * larger than RELAY_CKPT_KEEP_FRAMES and the room once it could copy all
+ * of it, then writes the room again.
  */
 void relay_ckpt_idle(void);
 /* Waits for a running checkpoint and closes the connection; safe twice. */

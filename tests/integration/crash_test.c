@@ -16,12 +16,17 @@
  *    database passes PRAGMA integrity_check and holds every acknowledged
  *    event.  GRASPD_CRASH_CUTS times (default 2; 1 under the
  *    sanitizers; "make soak" asks for 5).
+ *  - the same cut once relayd has written its WAL file's room
+ *    (wal_room_mb) while nothing committed: the commits that went over
+ *    those zeros are all there after it.
  *
  * The seed is GRASPD_CRASH_SEED or the clock; it is printed first, so a
  * failing schedule can be replayed.
  */
+#include <sys/stat.h>
 #include <sys/types.h>
 
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -32,6 +37,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "db.h"
 #include "event.h"
 #include "gdproc.h"
 #include "nostr.h"
@@ -49,6 +55,10 @@
 #define COMEBACK_MS	 15000
 /* Publisher threads (concurrent commits). */
 #define NPUB		 3
+/* The room of the WAL case (MiB), and how long relayd may take to write
+ * it once started. */
+#define ROOM_MB		 24
+#define ROOM_MS		 20000
 /* Ids of a REQ in one verification query. */
 #define IDS_PER_REQ	 200
 
@@ -419,6 +429,64 @@ test_power_cut_during_commits_keeps_every_acked_event(void)
 	gd_free(g);
 }
 
+static long long
+file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+/*
+ * relayd writes its WAL file's room while no commit comes, to the byte:
+ * the header and as many whole frames as fit.  A power cut in the
+ * middle of the commits that go over those zeros keeps every
+ * acknowledged event, and the database whole.
+ */
+static void
+test_power_cut_over_the_wal_room_keeps_every_acked_event(void)
+{
+	static const char *const env[] = { "NGIT_WAL_ROOM_MB=24", NULL };
+	struct publisher	 ps[NPUB];
+	struct acked		 a;
+	struct gdproc		*g;
+	char			 wal[PATH_MAX + 48];
+	long long		 room, size = -1;
+	int64_t			 end;
+	long			 found;
+	int			 ms;
+
+	room = DB_WAL_HDR +
+	    ((long long)ROOM_MB << 20) / (4096 + DB_WAL_FRAME_HDR) *
+		(4096 + DB_WAL_FRAME_HDR);
+	memset(&a, 0, sizeof(a));
+	pthread_mutex_init(&a.a_mu, NULL);
+	g = gd_start(env);
+	T_ASSERT(g != NULL);
+	a.a_port = gd_port(g);
+	snprintf(wal, sizeof(wal), "%s-wal", gd_db_path(g));
+	for (end = wsc_now_ms() + ROOM_MS;
+	     (size = file_size(wal)) < room && wsc_now_ms() < end;)
+		nap(50);
+	printf("# the WAL file holds %lld bytes of a %lld-byte room\n", size,
+	    room);
+	T_CHECK(size == room);
+	publishers_start(ps, &a);
+	ms = 700 + (int)(rng() % 800);
+	nap(ms);
+	gd_kill_group(g);
+	publishers_stop(ps, &a);
+	T_ASSERT(gd_restart(g) == 0);
+	T_CHECK(integrity_ok(gd_db_path(g)));
+	found = count_stored(gd_port(g), &a);
+	printf("# cut after %d ms over the room: %ld of %zu stored\n", ms,
+	    found, a.a_n);
+	T_CHECK(a.a_n > 0 && found == (long)a.a_n);
+	free(a.a_ids);
+	pthread_mutex_destroy(&a.a_mu);
+	gd_free(g);
+}
+
 static int
 crash_setup(void)
 {
@@ -443,6 +511,7 @@ crash_setup(void)
 static const struct t_case cases[] = {
 	T_CASE(test_kill9_roles_at_random_moments_nothing_acked_lost),
 	T_CASE(test_power_cut_during_commits_keeps_every_acked_event),
+	T_CASE(test_power_cut_over_the_wal_room_keeps_every_acked_event),
 };
 
 T_MAIN_WITH(cases, crash_setup, NULL, T_IGN_SIGPIPE)

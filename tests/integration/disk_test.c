@@ -5,7 +5,8 @@
  * a restart, and once a filler file goes events are accepted again
  * without a restart.  With no floor SQLite itself runs out of room
  * (SQLITE_FULL at commit): no event gets OK true unless stored, relayd
- * keeps running and accepts again once space is freed.
+ * keeps running and accepts again once space is freed.  The WAL file's
+ * room (wal_room_mb) stops short of twice the floor.
  *
  * Mounting needs root (CAP_SYS_ADMIN); without it each case prints
  * "ok - NAME # SKIP reason", as privdrop_test.c does.  The mounts are
@@ -13,6 +14,7 @@
  */
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -195,16 +197,17 @@ accepted_within(struct relayproc *rp, const char *d, int ms, char *msg,
 
 /*
  * Mounts a tmpfs of size at tmp/mnt-<name> and starts relayd on it with
- * the floor floor_mb, user 1's repository d hosted.  NULL on failure.
+ * the floor floor_mb and the WAL room room_mb (NULL: the tests' own),
+ * user 1's repository d hosted.  NULL on failure.
  */
 static struct relayproc *
 start_on_tmpfs(const char *name, const char *size, const char *floor_mb,
-    const char *d)
+    const char *room_mb, const char *d)
 {
 	struct relayproc *rp;
 	uint8_t		  sk[SECKEY_LEN];
-	char		  env[3][400], work[400];
-	const char	 *envp[4];
+	char		  env[4][400], work[400];
+	const char	 *envp[5];
 
 	snprintf(mnt, sizeof(mnt), "%s/mnt-%s", tmp, name);
 	if (mount_tmpfs(mnt, size) == -1) {
@@ -215,10 +218,13 @@ start_on_tmpfs(const char *name, const char *size, const char *floor_mb,
 	snprintf(env[0], sizeof(env[0]), "NGIT_RELAY_DATA_PATH=%s/relay", mnt);
 	snprintf(env[1], sizeof(env[1]), "NGIT_GIT_DATA_PATH=%s/git", mnt);
 	snprintf(env[2], sizeof(env[2]), "NGIT_MIN_FREE_DISK_MB=%s", floor_mb);
+	snprintf(env[3], sizeof(env[3]), "%s",
+	    room_mb != NULL ? room_mb : TPROC_WAL_ROOM);
 	envp[0] = env[0];
 	envp[1] = env[1];
 	envp[2] = env[2];
-	envp[3] = NULL;
+	envp[3] = env[3];
+	envp[4] = NULL;
 	if ((rp = relayproc_start("relayd", envp)) == NULL)
 		return NULL;
 	tuser_sk(FILL, 1, sk);
@@ -250,7 +256,8 @@ fill_start(struct fill_run *fr, const char *name, const char *size,
     const char *floor_mb, int filler_mib)
 {
 	memset(fr, 0, sizeof(*fr));
-	if ((fr->fr_rp = start_on_tmpfs(name, size, floor_mb, name)) == NULL) {
+	if ((fr->fr_rp = start_on_tmpfs(name, size, floor_mb, NULL, name)) ==
+	    NULL) {
 		T_CHECK(!"relayd on a tmpfs");
 		return -1;
 	}
@@ -434,6 +441,56 @@ noise(const char *path, int mib)
 	return fclose(f) == EOF ? -1 : rc;
 }
 
+/*
+ * The WAL file's room (wal_room_mb) never takes what the floor keeps for
+ * events: relayd writes it only while the file system keeps twice the
+ * floor, says where it stopped, and accepts events after it.
+ */
+static void
+test_wal_room_stops_short_of_the_floor(void)
+{
+	struct relayproc *rp;
+	struct statvfs	  sv;
+	struct stat	  sb;
+	struct event	 *ev;
+	char		  wal[400], msg[256], *log = NULL;
+	long long	  size = -1, avail = -1;
+	int64_t		  end;
+
+	/* 48 MiB, a 10 MiB floor: a 64 MiB room stops at about 20 free. */
+	rp = start_on_tmpfs("room", "48m", "10", "NGIT_WAL_ROOM_MB=64", "room");
+	if (rp == NULL) {
+		T_CHECK(!"relayd on a tmpfs");
+		goto done;
+	}
+	snprintf(wal, sizeof(wal), "%s/relay/graspd.db-wal", mnt);
+	for (end = wsc_now_ms() + RECOVER_MS; wsc_now_ms() < end;
+	     relayproc_sleep_ms(100)) {
+		free(log);
+		log = t_slurp(relayproc_log_path(rp), NULL);
+		if (log != NULL && strstr(log, "WAL file kept at") != NULL)
+			break;
+	}
+	T_CHECK(log != NULL && strstr(log, "WAL file kept at") != NULL);
+	if (stat(wal, &sb) == 0)
+		size = (long long)sb.st_size;
+	if (statvfs(mnt, &sv) == 0)
+		avail = (long long)sv.f_bavail * (long long)sv.f_frsize;
+	printf("# a WAL file of %lld MiB, %lld MiB left free\n", size >> 20,
+	    avail >> 20);
+	T_CHECK(size >= 8LL << 20 && size < 64LL << 20);
+	T_CHECK(avail >= 20LL << 20);
+	ev = issue("room");
+	T_CHECK(ev != NULL && client_publish(rp, ev, msg, sizeof(msg)) == 1);
+	event_destroy(ev);
+done:
+	if (t_case_failed && rp != NULL)
+		relayproc_dump_log(rp, 30);
+	free(log);
+	relayproc_free(rp);
+	unmount_all();
+}
+
 static void
 test_push_that_fills_the_disk_changes_no_ref(void)
 {
@@ -446,7 +503,7 @@ test_push_that_fills_the_disk_changes_no_ref(void)
 	int		  rc;
 
 	/* No floor: git itself meets the full file system. */
-	if ((rp = start_on_tmpfs("pack", "12m", "0", "pack")) == NULL) {
+	if ((rp = start_on_tmpfs("pack", "12m", "0", NULL, "pack")) == NULL) {
 		T_CHECK(!"relayd on a tmpfs");
 		goto done;
 	}
@@ -507,6 +564,7 @@ main(void)
 		"test_floor_refuses_events_and_pushes_then_recovers",
 		"test_full_disk_never_acknowledges_an_unstored_event",
 		"test_push_that_fills_the_disk_changes_no_ref",
+		"test_wal_room_stops_short_of_the_floor",
 	};
 	char   probe[300], home[300];
 	size_t i;
@@ -538,6 +596,7 @@ main(void)
 	T_RUN(test_floor_refuses_events_and_pushes_then_recovers);
 	T_RUN(test_full_disk_never_acknowledges_an_unstored_event);
 	T_RUN(test_push_that_fills_the_disk_changes_no_ref);
+	T_RUN(test_wal_room_stops_short_of_the_floor);
 	free(big);
 	tdir_remove(tmp);
 	return t_done();

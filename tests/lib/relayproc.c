@@ -596,6 +596,7 @@ relayproc_start(const char *program, const char *const extra_env[])
 		relayproc_setenv(rp, "NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
 		/* Roles as the test's own user, whatever users the host has. */
 		relayproc_setenv(rp, "NGIT_USER=root");
+		relayproc_setenv(rp, TPROC_WAL_ROOM);
 		for (i = 0; extra_env != NULL && extra_env[i] != NULL; i++) {
 			relayproc_setenv(rp, extra_env[i]);
 			if (strncmp(extra_env[i], "NGIT_BIND_ADDRESS=", 18) ==
@@ -847,6 +848,7 @@ relayproc_graspd_env(int port, const char *dir, const char *libexec,
 	GD_ENV("NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0");
 	/* Roles as the test's own user, unless extra_env says. */
 	GD_ENV("NGIT_USER=root");
+	GD_ENV(TPROC_WAL_ROOM);
 	GD_ENV("GRASPD_LIBEXEC=%s", libexec);
 #undef GD_ENV
 }

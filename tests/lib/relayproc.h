@@ -19,6 +19,12 @@
 /* How long relayproc_stop() waits after SIGTERM before SIGKILL. */
 #define RELAYPROC_STOP_TIMEOUT_MS  5000
 
+/*
+ * The WAL file's room of a test's relayd (wal_room_mb): one fill step, so
+ * that every test runs the fill without each writing 640 MiB of zeros.
+ */
+#define TPROC_WAL_ROOM "NGIT_WAL_ROOM_MB=4"
+
 struct relayproc;
 struct wsc;
 
@@ -30,6 +36,7 @@ struct wsc;
  *   NGIT_BIND_ADDRESS=127.0.0.1:PORT  NGIT_DOMAIN=127.0.0.1:PORT
  *   NGIT_RELAY_DATA_PATH=DIR/relay    NGIT_GIT_DATA_PATH=DIR/git
  *   NGIT_RUN_PATH=DIR/run  NGIT_TEST=1  NGIT_MAX_EVENTS_PER_MINUTE=0
+ *   TPROC_WAL_ROOM
  * then extra_env ("KEY=VALUE" strings, NULL-terminated, may be NULL),
  * which overrides any of them.  Waits until the bind address accepts TCP
  * connections; if the program exits first saying its port was taken,

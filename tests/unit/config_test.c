@@ -1255,7 +1255,7 @@ only_log_level_is_reloadable(void)
 	for (i = 0; config_key_info(i, &name, NULL, NULL) == 0; i++)
 		if (strcmp(name, "NGIT_LOG_LEVEL") != 0)
 			T_EQ_INT(config_key_reloadable(name), 0);
-	T_EQ_INT(i, 60);
+	T_EQ_INT(i, 61);
 }
 
 static void
@@ -1328,7 +1328,7 @@ sample_file_lists_every_key(void)
 		nset++;
 	}
 	free(text);
-	T_EQ_INT(nset, 60);
+	T_EQ_INT(nset, 61);
 	dumps_as_defaults(load_text(&c, un.b_data), &c);
 	buf_free(&un);
 }

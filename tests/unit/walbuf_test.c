@@ -4,9 +4,14 @@
  * few writes; readers on other connections see every commit at once; a
  * writer killed right after its commits loses none; transactions larger
  * than the buffer, rollbacks and WAL restarts after checkpoints keep the
- * database whole.
+ * database whole.  Zeros written past the WAL's end by another thread
+ * (walbuf_fill(), relayd's room for the next burst) never land on a
+ * frame, and a WAL read back after them holds every commit.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,12 +319,159 @@ rollbacks_and_wal_restarts_keep_it_whole(void)
 	}
 }
 
+/* The database at path and its WAL as a power cut would leave them: copied
+ * while the writer is open, opened by a connection that recovers the WAL
+ * from the file alone.  Its rows, or -1. */
+static long long
+count_of_copy(const char *path)
+{
+	static const char *const sfx[] = { "", "-wal" };
+	sqlite3			*db;
+	char			 from[256], to[256], buf[65536];
+	long long		 n;
+	ssize_t			 r;
+	int			 i, in, out, ok = 1;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(from, sizeof(from), "%s%s", path, sfx[i]);
+		snprintf(to, sizeof(to), "%s.copy%s", path, sfx[i]);
+		if ((in = open(from, O_RDONLY)) == -1)
+			return -1;
+		if ((out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644)) ==
+		    -1) {
+			close(in);
+			return -1;
+		}
+		while ((r = read(in, buf, sizeof(buf))) > 0)
+			if (write(out, buf, (size_t)r) != r)
+				ok = 0;
+		close(in);
+		close(out);
+		if (r != 0 || !ok)
+			return -1;
+	}
+	snprintf(to, sizeof(to), "%s.copy", path);
+	if (sqlite3_open_v2(to, &db, SQLITE_OPEN_READWRITE, NULL) !=
+	    SQLITE_OK) {
+		sqlite3_close(db);
+		return -1;
+	}
+	n = integrity_ok(db) ? count(db) : -1;
+	sqlite3_close(db);
+	return n;
+}
+
+struct filler {
+	char wal[256];
+	int  stop; /* atomic */
+	long calls, grew;
+};
+
+/* Fills a few frames past the WAL's end each time the writer's frames
+ * went past the last fill: right where its next frames go. */
+static void *
+filler_main(void *arg)
+{
+	struct filler *f = arg;
+	struct stat    sb;
+	long long      size, last = -1;
+	int	       fd;
+
+	if ((fd = open(f->wal, O_WRONLY)) == -1)
+		return NULL;
+	while (!__atomic_load_n(&f->stop, __ATOMIC_RELAXED)) {
+		if (fstat(fd, &sb) == -1)
+			break;
+		if (sb.st_size == last) {
+			sched_yield();
+			continue;
+		}
+		if ((size = walbuf_fill(fd, sb.st_size + 3 * (4096 + 24))) ==
+		    -1)
+			break;
+		f->calls++;
+		f->grew += size > sb.st_size;
+		last = size;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void
+fills_beside_commits_keep_every_frame(void)
+{
+	struct filler f = { .stop = 0 };
+	pthread_t     th;
+	sqlite3	     *db, *rd;
+	char	      path[128];
+	int	      round, i, ok = 1;
+
+	T_ASSERT((db = fresh_with_reader(path, sizeof(path), &rd)) != NULL);
+	snprintf(f.wal, sizeof(f.wal), "%s-wal", path);
+	T_ASSERT(pthread_create(&th, NULL, filler_main, &f) == 0);
+	for (round = 0; round < 20 && ok; round++) {
+		for (i = 0; i < 30 && ok; i++)
+			ok = insert(db, 4, 300, 1) == 0;
+		/* The WAL starts over from nothing: fills meet its header. */
+		if (round % 4 == 1 && round < 16)
+			ok = ok &&
+			    sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)",
+				NULL, NULL, NULL) == SQLITE_OK;
+	}
+	__atomic_store_n(&f.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	printf("# %ld fills, %ld of them past a frame just written\n", f.calls,
+	    f.grew);
+	T_CHECK(ok);
+	T_CHECK(f.grew > 100);
+	T_CHECK(count(rd) == 20 * 30 * 4);
+	/* Recovery reads every frame written since the last truncation. */
+	T_CHECK(count_of_copy(path) == 20 * 30 * 4);
+	T_CHECK(whole_then_closed(db, rd));
+}
+
+static void
+a_fill_writes_zeros_past_the_end_only(void)
+{
+	sqlite3	 *db, *rd;
+	char	  path[128], wal[160], page[4096], zero[4096] = { 0 };
+	long long size0;
+	int	  fd;
+
+	T_ASSERT((db = fresh_with_reader(path, sizeof(path), &rd)) != NULL);
+	T_CHECK(insert(db, 200, 300, 1) == 0);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	size0 = wal_size(path);
+	T_ASSERT(size0 > 0 && (fd = open(wal, O_RDWR)) != -1);
+	/* Short of the end: nothing. */
+	T_CHECK(walbuf_fill(fd, size0 - 100) == size0);
+	T_CHECK(wal_size(path) == size0);
+	/* Past it: zeros, more than a chunk of them. */
+	T_CHECK(walbuf_fill(fd, size0 + WALBUF_FILL_CHUNK + 4100) ==
+	    size0 + WALBUF_FILL_CHUNK + 4100);
+	T_CHECK(wal_size(path) == size0 + WALBUF_FILL_CHUNK + 4100);
+	T_CHECK(pread(fd, page, sizeof(page), size0) == sizeof(page) &&
+	    memcmp(page, zero, sizeof(page)) == 0);
+	T_CHECK(pread(fd, page, sizeof(page), size0 + WALBUF_FILL_CHUNK) ==
+		(ssize_t)sizeof(page) &&
+	    memcmp(page, zero, sizeof(page)) == 0);
+	close(fd);
+	T_CHECK(count_of_copy(path) == 200);
+	/* The writer goes on over the zeros. */
+	T_CHECK(insert(db, 100, 300, 1) == 0);
+	T_CHECK(count(rd) == 300);
+	T_CHECK(count_of_copy(path) == 300);
+	T_CHECK(whole_then_closed(db, rd));
+}
+
 static const struct t_case cases[] = {
 	T_CASE(a_commit_goes_out_in_few_writes),
 	T_CASE(readers_see_each_commit_at_once),
 	T_CASE(a_killed_writer_keeps_every_commit),
 	T_CASE(a_transaction_larger_than_the_buffer),
 	T_CASE(rollbacks_and_wal_restarts_keep_it_whole),
+	T_CASE(fills_beside_commits_keep_every_frame),
+	T_CASE(a_fill_writes_zeros_past_the_end_only),
 };
 
 T_MAIN_ALL(cases, walbuf_setup, NULL, &tdir_log_fixture, &tp, 0)

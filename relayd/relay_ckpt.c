@@ -49,7 +49,7 @@
  * the 20,000-event load took 5-11% more, the loop 2-4 us less an event.
  * The zeros go only past the file's end, kept apart from the writer's
  * frames by walbuf_fill(); the room stops where the file system would
- * keep less than twice min_free_disk_mb.
+ * keep less than twice min_free_disk_mb, or than RELAY_WAL_ROOM_SPARE_MB.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
@@ -148,13 +148,15 @@ fill_step(void)
 	    ck_room;
 	/* The room never takes what events and pushes need. */
 	floor = 2 * ((long long)relayd->cfg.min_free_disk_mb << 20);
+	if (floor < ((long long)RELAY_WAL_ROOM_SPARE_MB << 20))
+		floor = (long long)RELAY_WAL_ROOM_SPARE_MB << 20;
 	if (fstatvfs(fd, &sv) == 0 &&
 	    (long long)sv.f_bavail * (long long)sv.f_frsize -
 		    (to - st.st_size) <
 		floor) {
-		log_info("WAL file kept at %lld MiB: the disk has little more "
-			 "than twice min_free_disk_mb free",
-		    (long long)(st.st_size >> 20));
+		log_info("WAL file kept at %lld MiB: the disk keeps twice "
+			 "min_free_disk_mb (or %d MiB) free",
+		    (long long)(st.st_size >> 20), RELAY_WAL_ROOM_SPARE_MB);
 		close(fd);
 		return 1;
 	}

@@ -252,6 +252,12 @@
 #define RELAY_WAL_FILL_STEP	 (4LL * 1024 * 1024)
 #define RELAY_WAL_FILL_QUIET_US	 100000
 /*
+ * Ours: the room leaves at least twice min_free_disk_mb free, and at
+ * least this many MiB when that floor is 0 or small, so that it never
+ * takes the room of the database file's own growth.
+ */
+#define RELAY_WAL_ROOM_SPARE_MB	 64
+/*
  * Ours: how often the thread tries that truncation, RELAY_TRIM_IDLE_US
  * apart, while a reader's older snapshot is in the way; the next quiet
  * period tries again.

@@ -442,24 +442,25 @@ noise(const char *path, int mib)
 }
 
 /*
- * The WAL file's room (wal_room_mb) never takes what the floor keeps for
- * events: relayd writes it only while the file system keeps twice the
- * floor, says where it stopped, and accepts events after it.
+ * relayd on a tmpfs of size (start_on_tmpfs(), repository name) with the
+ * floor floor_mb and a WAL room of
+ * room_mb MiB, which it must stop short of, with keep_mb MiB left free:
+ * it says where it stopped and accepts events after it.
  */
 static void
-test_wal_room_stops_short_of_the_floor(void)
+room_stops_at(const char *name, const char *size, const char *floor_mb,
+    int room_mb, int keep_mb)
 {
 	struct relayproc *rp;
 	struct statvfs	  sv;
 	struct stat	  sb;
 	struct event	 *ev;
-	char		  wal[400], msg[256], *log = NULL;
-	long long	  size = -1, avail = -1;
+	char		  wal[400], msg[256], room[64], *log = NULL;
+	long long	  wsize = -1, avail = -1;
 	int64_t		  end;
 
-	/* 48 MiB, a 10 MiB floor: a 64 MiB room stops at about 20 free. */
-	rp = start_on_tmpfs("room", "48m", "10", "NGIT_WAL_ROOM_MB=64", "room");
-	if (rp == NULL) {
+	snprintf(room, sizeof(room), "NGIT_WAL_ROOM_MB=%d", room_mb);
+	if ((rp = start_on_tmpfs(name, size, floor_mb, room, name)) == NULL) {
 		T_CHECK(!"relayd on a tmpfs");
 		goto done;
 	}
@@ -473,14 +474,16 @@ test_wal_room_stops_short_of_the_floor(void)
 	}
 	T_CHECK(log != NULL && strstr(log, "WAL file kept at") != NULL);
 	if (stat(wal, &sb) == 0)
-		size = (long long)sb.st_size;
+		wsize = (long long)sb.st_size;
 	if (statvfs(mnt, &sv) == 0)
 		avail = (long long)sv.f_bavail * (long long)sv.f_frsize;
-	printf("# a WAL file of %lld MiB, %lld MiB left free\n", size >> 20,
-	    avail >> 20);
-	T_CHECK(size >= 8LL << 20 && size < 64LL << 20);
-	T_CHECK(avail >= 20LL << 20);
-	ev = issue("room");
+	printf("# %s, floor %s MiB: a WAL file of %lld MiB, %lld MiB free\n",
+	    size, floor_mb, wsize >> 20, avail >> 20);
+	/* Most of what was free beyond keep_mb went to the room. */
+	T_CHECK(wsize >= 16LL << 20 && wsize < (long long)room_mb << 20);
+	T_CHECK(avail >= (long long)keep_mb << 20 &&
+	    avail < ((long long)keep_mb + 12) << 20);
+	ev = issue(name);
 	T_CHECK(ev != NULL && client_publish(rp, ev, msg, sizeof(msg)) == 1);
 	event_destroy(ev);
 done:
@@ -489,6 +492,18 @@ done:
 	free(log);
 	relayproc_free(rp);
 	unmount_all();
+}
+
+/*
+ * The WAL file's room (wal_room_mb) never takes what the floor keeps for
+ * events: relayd writes it only while the file system keeps twice the
+ * floor, and 64 MiB (RELAY_WAL_ROOM_SPARE_MB) with no floor.
+ */
+static void
+test_wal_room_stops_short_of_the_floor(void)
+{
+	room_stops_at("room", "128m", "40", 120, 80);
+	room_stops_at("room0", "100m", "0", 120, 64);
 }
 
 static void

@@ -135,10 +135,17 @@ fill_step(void)
 	long long      to, size = -1, floor;
 	int	       fd;
 
-	/* Opened each time: SQLite makes the file anew after a close. */
-	if ((fd = open(ck_wal, O_WRONLY | O_CLOEXEC)) == -1 ||
+	/*
+	 * Opened each time: SQLite makes the file anew after a close.  Only
+	 * the file itself, never what a link there would point to.
+	 */
+	if ((fd = open(ck_wal, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
 	    fstat(fd, &st) == -1)
 		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
 	if (st.st_size >= ck_room) {
 		close(fd);
 		return 1;

@@ -46,7 +46,7 @@
  * truncation.  Zeros written beside a burst's commits cost the thread
  * more than they saved the loop (kept 16,384 frames ahead of the
  * writer's: 7-12% fewer events a second); written before it,
- * the 20,000-event load took 5-11% more, the loop 2-4 us less an event.
+ * the 20,000-event load took 4.6-11% more, the loop 2-4 us less an event.
  * The zeros go only past the file's end, kept apart from the writer's
  * frames by walbuf_fill(); the room stops where the file system would
  * keep less than twice min_free_disk_mb, or than RELAY_WAL_ROOM_SPARE_MB.

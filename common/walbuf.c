@@ -6,7 +6,9 @@
  * file opened beside it, so that the barrier and lock calls SQLite makes
  * on the main file before publishing a commit empty that WAL's buffer.
  * Single-threaded like its users: relayd's connection is opened with
- * SQLITE_OPEN_NOMUTEX and used from its loop only.
+ * SQLITE_OPEN_NOMUTEX and used from its loop only.  The one exception is
+ * walbuf_fill(), called from another thread: it meets the writer's WAL
+ * writes under wb_fill_mu, and touches nothing else here.
  */
 #include <sys/stat.h>
 #include <sys/uio.h>

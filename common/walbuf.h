@@ -59,8 +59,8 @@ sqlite3_file *walbuf_wal_real(sqlite3 *db);
  * Writes zeros past the end of the WAL file open as fd (this process's
  * writer's, opened apart by another thread) until it is `to' bytes long,
  * so that the writer's later frames go over blocks the file system has
- * already allocated: appending a fresh block costs the writer's thread
- * several times writing over one.  Zeros are never a valid WAL frame,
+ * already allocated: appending a fresh block cost the writer's thread
+ * about twice what writing over one does (doc/performance.md).  Zeros are never a valid WAL frame,
  * and SQLite reads a WAL only as far as its last valid frame, as it does
  * over the stale frames a WAL that started over leaves behind.  Only
  * bytes past the file's end are written, and never bytes a write of the

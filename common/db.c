@@ -361,6 +361,21 @@ db_schema_version(void)
 	return DB_NMIGRATIONS;
 }
 
+int
+db_rewrite_version(sqlite3 *db)
+{
+	char sql[96];
+
+	snprintf(sql, sizeof(sql),
+	    "BEGIN IMMEDIATE; PRAGMA user_version = %d; COMMIT",
+	    DB_NMIGRATIONS);
+	if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	if (!sqlite3_get_autocommit(db))
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
+}
+
 /* Creates every missing directory above path's last component. */
 static int
 mkdir_parents(const char *path, char *err, size_t errlen)

@@ -84,6 +84,12 @@ long long db_page_size(sqlite3 *db);
 
 /* The schema version a read-write db_open() leaves behind. */
 int db_schema_version(void);
+/*
+ * Writes the schema version again, unchanged: the smallest write
+ * transaction, for a writer that needs one (relayd makes its WAL start
+ * over with it before it keeps the file at a stop).  0 or -1.
+ */
+int db_rewrite_version(sqlite3 *db);
 
 /*
  * The key of a tag row (schema step 5 in db.c): the tag's name as its

@@ -254,6 +254,7 @@ main(int argc, char *argv[])
 	relay_wire_free();
 	relay_addr_free();
 	store_close(rd.rstore);
+	relay_ckpt_keep_room(store_sqlite(rd.store));
 	store_close(rd.store);
 	free(rd.nip11);
 	config_free(&rd.cfg);

@@ -258,6 +258,13 @@
  */
 #define RELAY_WAL_ROOM_SPARE_MB	 64
 /*
+ * Ours: how long relayd's stop waits for readers of the WAL before it
+ * keeps the room (relay_ckpt_keep_room()), and the most frames the WAL
+ * may hold then: the one write that made it start over.
+ */
+#define RELAY_ROOM_CLOSE_WAIT_MS 200
+#define RELAY_ROOM_CLOSE_FRAMES	 4
+/*
  * Ours: how often the thread tries that truncation, RELAY_TRIM_IDLE_US
  * apart, while a reader's older snapshot is in the way; the next quiet
  * period tries again.
@@ -873,6 +880,15 @@ int  relay_ckpt_hold(int frames);
 void relay_ckpt_idle(void);
 /* Waits for a running checkpoint and closes the connection; safe twice. */
 void relay_ckpt_stop(void);
+/*
+ * Right before the writer connection db closes, the thread stopped and
+ * the other connections of relayd closed: keeps the WAL file and its room
+ * for the next start (SQLite's persistent-WAL mode) once the WAL started
+ * over at its head, so that the next open reads back a frame or two, not
+ * every frame of the file.  When readers keep the WAL busy longer than
+ * RELAY_ROOM_CLOSE_WAIT_MS, the close removes the file as before.
+ */
+void relay_ckpt_keep_room(sqlite3 *db);
 
 /* relay_disk.c */
 /* Ours: free space is looked up at most this often (ms), and after a

@@ -10,7 +10,8 @@
  * (median, p99, max), relayd's resident memory (now and peak), messages
  * delivered.  A second case: a websocket request beyond max_connections
  * is answered with HTTP 503.  A third: the WAL stays near relayd's
- * checkpoint threshold under a long ingest.
+ * checkpoint threshold under a long ingest.  A fourth: a clean stop keeps
+ * the WAL file's room for the next start.
  *
  * The size comes from the environment, so "make soak" runs the same
  * program big: GRASPD_LOAD_CLIENTS (default 200; 100 under the
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "client.h"
 #include "db.h"
 #include "event.h"
 #include "relayproc.h"
@@ -614,6 +616,93 @@ done:
 	relayproc_free(rp);
 }
 
+/* The room of the stop case (wal_room_mb), its events, and how long
+ * relayd may take to write the room. */
+#define ROOM_MB	    16
+#define ROOM_EVENTS 300
+#define ROOM_MS	    10000
+
+/* How many times needle is in relayd's log. */
+static int
+log_count(struct relayproc *rp, const char *needle)
+{
+	char *log = t_slurp(relayproc_log_path(rp), NULL), *p;
+	int   n = 0;
+
+	for (p = log; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/*
+ * A clean stop keeps the WAL file and the room relayd wrote in it
+ * (wal_room_mb): the WAL starts over at its head first, so the next
+ * start reads back a frame or two, finds the room whole and writes none
+ * of it again, and every event acknowledged before the stop is there.
+ */
+static void
+test_clean_stop_keeps_the_wal_room(void)
+{
+	/* ROOM_MB, and the log line that says the room is whole. */
+	static const char *const env[] = { "NGIT_WAL_ROOM_MB=16",
+		"NGIT_LOG_LEVEL=debug", NULL };
+	struct relayproc	*rp;
+	struct wsc		*ws = NULL;
+	struct buf		 b = BUF_INIT;
+	char			 path[1024], *m;
+	long long		 room, size = -1;
+	int64_t			 end;
+	long			 i, acked = 0;
+
+	room = DB_WAL_HDR +
+	    ((long long)ROOM_MB << 20) / (WAL_PAGE + DB_WAL_FRAME_HDR) *
+		(WAL_PAGE + DB_WAL_FRAME_HDR);
+	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
+	snprintf(path, sizeof(path), "%s/relay/graspd.db-wal",
+	    relayproc_dir(rp));
+	/* Said once the room is written and synced. */
+	for (end = wsc_now_ms() + ROOM_MS;
+	     log_count(rp, "the WAL file keeps") == 0 && wsc_now_ms() < end;)
+		relayproc_sleep_ms(50);
+	size = wal_frames(path);
+	T_CHECK(log_count(rp, "the WAL file keeps") == 1 && size >= 0 &&
+	    size * (WAL_PAGE + DB_WAL_FRAME_HDR) + DB_WAL_HDR == room);
+	T_CHECK((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
+		     5000)) != NULL);
+	for (i = 0; ws != NULL && i < ROOM_EVENTS; i++) {
+		T_ASSERT(send_wal_event(ws, 900000 + i, &b) == 0);
+		/* Its OK, past any other message. */
+		while ((m = wsc_recv(ws, 5000, NULL)) != NULL &&
+		    strncmp(m, "[\"OK\",", 6) != 0)
+			free(m);
+		if (m == NULL)
+			break;
+		acked += strstr(m, "\",true,") != NULL;
+		free(m);
+	}
+	T_CHECK(acked == ROOM_EVENTS);
+	if (ws != NULL)
+		wsc_close(ws);
+	T_CHECK(relayproc_stop(rp) == 0);
+	T_CHECK(log_count(rp, "kept for the next start") == 1);
+	size = wal_frames(path);
+	printf("# %ld of %d events acknowledged; %lld frames after the stop\n",
+	    acked, ROOM_EVENTS, size);
+	T_CHECK(size >= 0 &&
+	    size * (WAL_PAGE + DB_WAL_FRAME_HDR) + DB_WAL_HDR >= room);
+	/* Started again: the room is whole, the events all there. */
+	T_ASSERT(relayproc_restart(rp) == 0);
+	T_CHECK(client_wait_count(rp, "{\"kinds\":[10317],\"#t\":[\"wal\"]}",
+		    ROOM_EVENTS, 10) == ROOM_EVENTS);
+	relayproc_sleep_ms(500);
+	T_CHECK(log_count(rp, "the WAL file keeps") == 1);
+	printf("# a WAL file of %ld frames kept across the restart\n",
+	    wal_frames(path));
+	buf_free(&b);
+	relayproc_free(rp);
+}
+
 static int
 load_setup(void)
 {
@@ -631,6 +720,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_many_clients_no_dropped_subscription),
 	T_CASE(test_beyond_max_connections_http_503),
 	T_CASE(test_wal_bounded_under_ingest),
+	T_CASE(test_clean_stop_keeps_the_wal_room),
 };
 
 T_MAIN_WITH(cases, load_setup, NULL, T_IGN_SIGPIPE)

@@ -376,6 +376,14 @@ db_rewrite_version(sqlite3 *db)
 	return -1;
 }
 
+long long
+db_wal_room(long long bytes, long long page)
+{
+	long long frame = page + DB_WAL_FRAME_HDR;
+
+	return DB_WAL_HDR + bytes / frame * frame;
+}
+
 /* Creates every missing directory above path's last component. */
 static int
 mkdir_parents(const char *path, char *err, size_t errlen)

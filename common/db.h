@@ -83,13 +83,19 @@ void db_close(sqlite3 *);
 long long db_page_size(sqlite3 *db);
 
 /* The schema version a read-write db_open() leaves behind. */
-int db_schema_version(void);
+int	  db_schema_version(void);
 /*
  * Writes the schema version again, unchanged: the smallest write
  * transaction, for a writer that needs one (relayd makes its WAL start
  * over with it before it keeps the file at a stop).  0 or -1.
  */
-int db_rewrite_version(sqlite3 *db);
+int	  db_rewrite_version(sqlite3 *db);
+/*
+ * The size of a WAL file (its header and whole frames of page-byte pages)
+ * that holds as many frames as bytes has room for: what relayd writes
+ * for a room of bytes (wal_room_mb).
+ */
+long long db_wal_room(long long bytes, long long page);
 
 /*
  * The key of a tag row (schema step 5 in db.c): the tag's name as its

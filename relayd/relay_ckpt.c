@@ -68,7 +68,6 @@
 #include <unistd.h>
 
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 
 #include <sqlite3.h>
 
@@ -135,10 +134,10 @@ wait_us(long us)
 static int
 fill_step(void)
 {
-	struct statvfs sv;
-	struct stat    st;
-	long long      to, size = -1, floor;
-	int	       fd;
+	struct stat st;
+	uint64_t    avail;
+	long long   to, size = -1, floor;
+	int	    fd;
 
 	/*
 	 * Opened each time: SQLite makes the file anew after a close.  Only
@@ -162,10 +161,8 @@ fill_step(void)
 	floor = 2 * ((long long)relayd->cfg.min_free_disk_mb << 20);
 	if (floor < ((long long)RELAY_WAL_ROOM_SPARE_MB << 20))
 		floor = (long long)RELAY_WAL_ROOM_SPARE_MB << 20;
-	if (fstatvfs(fd, &sv) == 0 &&
-	    (long long)sv.f_bavail * (long long)sv.f_frsize -
-		    (to - st.st_size) <
-		floor) {
+	if (relay_disk_avail(ck_wal, &avail) == 0 &&
+	    (long long)avail - (to - st.st_size) < floor) {
 		log_info("WAL file kept at %lld MiB: the disk keeps twice "
 			 "min_free_disk_mb (or %d MiB) free",
 		    (long long)(st.st_size >> 20), RELAY_WAL_ROOM_SPARE_MB);
@@ -371,7 +368,7 @@ relay_ckpt_init(const char *path)
 	if (room > (long long)RELAY_CKPT_MAX_FRAMES * ck_frame_bytes)
 		room = (long long)RELAY_CKPT_MAX_FRAMES * ck_frame_bytes;
 	ck_room =
-	    room > 0 ? DB_WAL_HDR + room / ck_frame_bytes * ck_frame_bytes : 0;
+	    room > 0 ? db_wal_room(room, ck_frame_bytes - DB_WAL_FRAME_HDR) : 0;
 	ck_fill_want = ck_room > 0;
 	/*
 	 * It never writes a page of its own, so it needs no cache.  A

@@ -34,9 +34,8 @@ static struct {
 	uint64_t refused[2];	/* [0] events, [1] pushes */
 } disk;
 
-/* Bytes available to relayd's user on the file system of path. */
-static int
-avail_bytes(const char *path, uint64_t *out)
+int
+relay_disk_avail(const char *path, uint64_t *out)
 {
 	struct statvfs sv;
 
@@ -57,7 +56,7 @@ refresh(void)
 	disk.at = relay_now_ms();
 	disk.checked = 1;
 	for (i = 0; i < DISK_N; i++) {
-		if (avail_bytes(path[i], &disk.avail[i]) == -1) {
+		if (relay_disk_avail(path[i], &disk.avail[i]) == -1) {
 			/* Unknown is not low: the writes themselves tell. */
 			log_debug("statvfs %s: %s", path[i], strerror(errno));
 			continue;

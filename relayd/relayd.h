@@ -907,6 +907,11 @@ void relay_ckpt_keep_room(sqlite3 *db);
  * entering and leaving the low state.  Never exits.
  */
 int  relay_disk_low(void);
+/*
+ * Bytes available to relayd's user on the file system of path (statvfs,
+ * not cached; from any thread).  0, or -1 with errno.
+ */
+int  relay_disk_avail(const char *path, uint64_t *out);
 /* A write failed (commit, push): the next relay_disk_low() looks again. */
 void relay_disk_recheck(void);
 /* Counts a refusal for the metrics: push 0 an event, 1 a push. */

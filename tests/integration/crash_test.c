@@ -456,9 +456,7 @@ test_power_cut_over_the_wal_room_keeps_every_acked_event(void)
 	long			 found;
 	int			 ms;
 
-	room = DB_WAL_HDR +
-	    ((long long)ROOM_MB << 20) / (4096 + DB_WAL_FRAME_HDR) *
-		(4096 + DB_WAL_FRAME_HDR);
+	room = db_wal_room((long long)ROOM_MB << 20, 4096);
 	memset(&a, 0, sizeof(a));
 	pthread_mutex_init(&a.a_mu, NULL);
 	g = gd_start(env);

@@ -455,7 +455,7 @@ room_stops_at(const char *name, const char *size, const char *floor_mb,
 	struct statvfs	  sv;
 	struct stat	  sb;
 	struct event	 *ev;
-	char		  wal[400], msg[256], room[64], *log = NULL;
+	char		  wal[400], msg[256], room[64];
 	long long	  wsize = -1, avail = -1;
 	int64_t		  end;
 
@@ -465,14 +465,11 @@ room_stops_at(const char *name, const char *size, const char *floor_mb,
 		goto done;
 	}
 	snprintf(wal, sizeof(wal), "%s/relay/graspd.db-wal", mnt);
-	for (end = wsc_now_ms() + RECOVER_MS; wsc_now_ms() < end;
-	     relayproc_sleep_ms(100)) {
-		free(log);
-		log = t_slurp(relayproc_log_path(rp), NULL);
-		if (log != NULL && strstr(log, "WAL file kept at") != NULL)
-			break;
-	}
-	T_CHECK(log != NULL && strstr(log, "WAL file kept at") != NULL);
+	for (end = wsc_now_ms() + RECOVER_MS;
+	     relayproc_log_count(rp, "WAL file kept at") == 0 &&
+	     wsc_now_ms() < end;)
+		relayproc_sleep_ms(100);
+	T_CHECK(relayproc_log_count(rp, "WAL file kept at") == 1);
 	if (stat(wal, &sb) == 0)
 		wsize = (long long)sb.st_size;
 	if (statvfs(mnt, &sv) == 0)
@@ -489,7 +486,6 @@ room_stops_at(const char *name, const char *size, const char *floor_mb,
 done:
 	if (t_case_failed && rp != NULL)
 		relayproc_dump_log(rp, 30);
-	free(log);
 	relayproc_free(rp);
 	unmount_all();
 }

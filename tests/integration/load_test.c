@@ -622,19 +622,6 @@ done:
 #define ROOM_EVENTS 300
 #define ROOM_MS	    10000
 
-/* How many times needle is in relayd's log. */
-static int
-log_count(struct relayproc *rp, const char *needle)
-{
-	char *log = t_slurp(relayproc_log_path(rp), NULL), *p;
-	int   n = 0;
-
-	for (p = log; p != NULL && (p = strstr(p, needle)) != NULL; p++)
-		n++;
-	free(log);
-	return n;
-}
-
 /*
  * A clean stop keeps the WAL file and the room relayd wrote in it
  * (wal_room_mb): the WAL starts over at its head first, so the next
@@ -655,18 +642,18 @@ test_clean_stop_keeps_the_wal_room(void)
 	int64_t			 end;
 	long			 i, acked = 0;
 
-	room = DB_WAL_HDR +
-	    ((long long)ROOM_MB << 20) / (WAL_PAGE + DB_WAL_FRAME_HDR) *
-		(WAL_PAGE + DB_WAL_FRAME_HDR);
+	room = db_wal_room((long long)ROOM_MB << 20, WAL_PAGE);
 	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
 	snprintf(path, sizeof(path), "%s/relay/graspd.db-wal",
 	    relayproc_dir(rp));
 	/* Said once the room is written and synced. */
 	for (end = wsc_now_ms() + ROOM_MS;
-	     log_count(rp, "the WAL file keeps") == 0 && wsc_now_ms() < end;)
+	     relayproc_log_count(rp, "the WAL file keeps") == 0 &&
+	     wsc_now_ms() < end;)
 		relayproc_sleep_ms(50);
 	size = wal_frames(path);
-	T_CHECK(log_count(rp, "the WAL file keeps") == 1 && size >= 0 &&
+	T_CHECK(relayproc_log_count(rp, "the WAL file keeps") == 1 &&
+	    size >= 0 &&
 	    size * (WAL_PAGE + DB_WAL_FRAME_HDR) + DB_WAL_HDR == room);
 	T_CHECK((ws = wsc_connect(relayproc_host(rp), relayproc_port(rp), "/",
 		     5000)) != NULL);
@@ -685,7 +672,7 @@ test_clean_stop_keeps_the_wal_room(void)
 	if (ws != NULL)
 		wsc_close(ws);
 	T_CHECK(relayproc_stop(rp) == 0);
-	T_CHECK(log_count(rp, "kept for the next start") == 1);
+	T_CHECK(relayproc_log_count(rp, "kept for the next start") == 1);
 	size = wal_frames(path);
 	printf("# %ld of %d events acknowledged; %lld frames after the stop\n",
 	    acked, ROOM_EVENTS, size);
@@ -696,7 +683,7 @@ test_clean_stop_keeps_the_wal_room(void)
 	T_CHECK(client_wait_count(rp, "{\"kinds\":[10317],\"#t\":[\"wal\"]}",
 		    ROOM_EVENTS, 10) == ROOM_EVENTS);
 	relayproc_sleep_ms(500);
-	T_CHECK(log_count(rp, "the WAL file keeps") == 1);
+	T_CHECK(relayproc_log_count(rp, "the WAL file keeps") == 1);
 	printf("# a WAL file of %ld frames kept across the restart\n",
 	    wal_frames(path));
 	buf_free(&b);

@@ -50,9 +50,8 @@ start() {
 	port=$(free_port) || exit 1
 	domain=127.0.0.1:$port
 	# shellcheck disable=SC2086  # TPROC_NO_LIMITS is a list
-	# A WAL room of one fill step, as relayproc.h's TPROC_WAL_ROOM.
 	tproc_spawn "$dir" "$port" "$dir/relayd.log" NGIT_TEST=1 \
-	    NGIT_WAL_ROOM_MB=4 $TPROC_NO_LIMITS "$relayd" || exit 1
+	    "$TPROC_WAL_ROOM" $TPROC_NO_LIMITS "$relayd" || exit 1
 	echo $! >"$dir/relayd.pid"
 	n=0
 	while [ "$n" -lt 100 ]; do

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "mem.h"
 #include "relayproc.h"
+#include "t.h"
 #include "tdir.h"
 #include "tfix.h"
 #include "wsclient.h"
@@ -751,6 +752,18 @@ const char *
 relayproc_log_path(const struct relayproc *rp)
 {
 	return rp->rp_log;
+}
+
+int
+relayproc_log_count(const struct relayproc *rp, const char *needle)
+{
+	char *log = t_slurp(rp->rp_log, NULL), *p;
+	int   n = 0;
+
+	for (p = log; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(log);
+	return n;
 }
 
 pid_t

@@ -22,6 +22,7 @@
 /*
  * The WAL file's room of a test's relayd (wal_room_mb): one fill step, so
  * that every test runs the fill without each writing 640 MiB of zeros.
+ * tproc_shell.sh says the same for the shell's relays.
  */
 #define TPROC_WAL_ROOM "NGIT_WAL_ROOM_MB=4"
 
@@ -120,6 +121,8 @@ int	    relayproc_port(const struct relayproc *);
 const char *relayproc_host(const struct relayproc *);
 const char *relayproc_dir(const struct relayproc *);
 const char *relayproc_log_path(const struct relayproc *);
+/* How many times needle is in the program's log so far (every start). */
+int	    relayproc_log_count(const struct relayproc *, const char *needle);
 /* Pid of the running program, or -1. */
 pid_t	    relayproc_pid(const struct relayproc *);
 

@@ -13,6 +13,9 @@
 # shellcheck disable=SC2034  # used by the scripts that source this
 TPROC_NO_LIMITS="NGIT_MAX_EVENTS_PER_MINUTE=0 NGIT_MAX_CONNECTIONS_PER_IP=0 \
 NGIT_MAX_EVENTS_PER_MINUTE_PER_IP=0"
+# A test relay's WAL room: one fill step (relayproc.h's TPROC_WAL_ROOM).
+# shellcheck disable=SC2034  # used by the scripts that source this
+TPROC_WAL_ROOM="NGIT_WAL_ROOM_MB=4"
 
 # tproc_dirs: O (default build) and BIN (default bin) made absolute,
 # relative to $top, and the programs the scripts run from them: ingest

@@ -20,6 +20,7 @@
 #include "event.h"
 #include "fnv.h"
 #include "filter.h"
+#include "idhint.h"
 #include "log.h"
 #include "qbuild.h"
 #include "store.h"
@@ -58,6 +59,7 @@ enum store_stmt {
 	ST_COUNT,
 	ST_LAST_SEQ,
 	ST_SINCE_SEQ,
+	ST_IDS_AFTER,
 	ST_NSTMT,
 };
 
@@ -105,6 +107,9 @@ static const char *const store_sql[ST_NSTMT] = {
 	[ST_LAST_SEQ] = "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
 	[ST_SINCE_SEQ] = "SELECT seq, json FROM events WHERE seq > ?1"
 			 " ORDER BY seq LIMIT ?2",
+	/* The id index alone, in its order (covering: no events row). */
+	[ST_IDS_AFTER] = "SELECT id FROM events WHERE id > ?1"
+			 " ORDER BY id LIMIT ?2",
 };
 
 struct store_qslot {
@@ -124,6 +129,7 @@ struct store {
 	int		   s_autockpt;	 /* frames; 0: never */
 	int		   s_failed;	 /* a put of the open transaction
 						   failed: it must not commit */
+	struct idhint	  *s_idhint;	 /* told each id inserted */
 };
 
 typedef int store_row_cb(const char *, size_t, int64_t, void *);
@@ -698,6 +704,9 @@ insert_event(struct store *s, const struct event *ev, const char *d,
 	sqlite3_bind_text(st, 7, ev->json, (int)ev->json_len, SQLITE_STATIC);
 	if (step_row(s, st) != 0)
 		return STORE_ERROR;
+	/* Before the commit: a rollback leaves a false "maybe", harmless. */
+	if (s->s_idhint != NULL)
+		idhint_add(s->s_idhint, ev->id);
 	seq = sqlite3_last_insert_rowid(s->s_db);
 	if (insert_tag_rows(s, ev, seq) == -1)
 		return STORE_ERROR;
@@ -957,6 +966,42 @@ store_last_seq(struct store *s, int64_t *out)
 		sqlite3_reset(st);
 	}
 	return 0;
+}
+
+void
+store_set_idhint(struct store *s, struct idhint *h)
+{
+	s->s_idhint = h;
+}
+
+int
+store_ids_after(struct store *s, uint8_t after[EVENT_ID_LEN], size_t *afterlen,
+    size_t max, void (*cb)(const uint8_t *, void *), void *arg)
+{
+	sqlite3_stmt *st;
+	const void   *id;
+	int	      r, n = 0;
+
+	if ((st = stmt(s, ST_IDS_AFTER)) == NULL)
+		return -1;
+	sqlite3_bind_blob(st, 1, after, (int)*afterlen, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sqlite3_column_bytes(st, 0) != EVENT_ID_LEN ||
+		    (id = sqlite3_column_blob(st, 0)) == NULL)
+			continue;
+		cb(id, arg);
+		memcpy(after, id, EVENT_ID_LEN);
+		*afterlen = EVENT_ID_LEN;
+		n++;
+	}
+	if (r != SQLITE_DONE) {
+		store_sqlerr(s, "ids");
+		sqlite3_reset(st);
+		return -1;
+	}
+	sqlite3_reset(st);
+	return n;
 }
 
 /* The seqs a multi-filter query has delivered. */

@@ -17,6 +17,7 @@
 
 struct event;
 struct filter;
+struct idhint;
 struct store;
 struct sqlite3;
 struct sqlite3_stmt;
@@ -222,6 +223,20 @@ int64_t store_count(struct store *);
  * event has since been removed, into *out.  Returns 0, or -1 on error.
  */
 int	store_last_seq(struct store *, int64_t *out);
+/*
+ * From now on each event this store inserts has its id added to h
+ * (idhint.h), NULL to stop; h outlives the store or the next call.
+ */
+void	store_set_idhint(struct store *, struct idhint *h);
+/*
+ * Passes cb the ids of at most max stored events whose id sorts after
+ * after (its first *afterlen bytes: 0 for the first id of all), in id
+ * order, in one read transaction of their own; leaves the last one in
+ * after.  Returns how many, 0 at the end, or -1 on a database error.
+ */
+int	store_ids_after(struct store *, uint8_t after[EVENT_ID_LEN],
+	size_t *afterlen, size_t max, void (*cb)(const uint8_t *, void *),
+	void *arg);
 /*
  * Delivers the stored events with seq > after in seq order, at most max
  * of them, through cb as in store_query() (expired events included).

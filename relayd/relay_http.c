@@ -506,6 +506,9 @@ relay_metric(cJSON *arr, const char *name, double v)
  * their families. */
 #define ST(f)	    offsetof(struct relay_stats, f)
 #define EVENTS_HELP "Client events by result"
+#define ARRIVAL_HELP \
+	"Arriving events checked for a stored copy before their " \
+	"signature: looked up, or new by the filter of stored ids"
 static const struct counter relay_counters[] = {
 	{ NULL, "graspd_relay_uptime_seconds", GAUGE, NULL, ST(uptime) },
 	{ "connections_open", "graspd_relay_connections_active", GAUGE, NULL,
@@ -557,6 +560,10 @@ static const struct counter relay_counters[] = {
 	    EVENTS_HELP, ST(events_ephemeral) },
 	{ "events_stored", "graspd_relay_events_stored", GAUGE,
 	    "Events in the database", ST(events_stored) },
+	{ NULL, "graspd_relay_arrival_lookups_total{answer=\"database\"}",
+	    COUNTER, ARRIVAL_HELP, ST(arrivals_looked_up) },
+	{ NULL, "graspd_relay_arrival_lookups_total{answer=\"filter\"}",
+	    COUNTER, ARRIVAL_HELP, ST(arrivals_new_by_hint) },
 	{ NULL, "graspd_relay_commits_total", COUNTER, NULL, ST(commits) },
 	{ NULL, "graspd_relay_committed_events_total", COUNTER, NULL,
 	    ST(committed_events) },
@@ -568,6 +575,7 @@ static const struct counter relay_counters[] = {
 	    ST(http_requests) },
 };
 #undef EVENTS_HELP
+#undef ARRIVAL_HELP
 #undef ST
 
 /* The gauges of relayd->stats as they are now. */

@@ -279,8 +279,15 @@ admit(void)
 	size_t		    n = 0, k = 0;
 	struct pending_list dups;
 
-	STAILQ_FOREACH(p, &arrived, p_entry)
+	STAILQ_FOREACH(p, &arrived, p_entry) {
+		/* Certainly new (relay_ids.c): nothing to look up. */
+		if (p->p_check && !relay_ids_maybe(p->p_ev->id)) {
+			p->p_check = 0;
+			relayd->stats.arrivals_new_by_hint++;
+		}
 		n += p->p_check;
+	}
+	relayd->stats.arrivals_looked_up += n;
 	if (n > cap) {
 		cap = n * 2;
 		if ((ids = reallocarray(ids, cap, sizeof(*ids))) == NULL ||

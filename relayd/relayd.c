@@ -217,6 +217,7 @@ main(int argc, char *argv[])
 	if (relay_ckpt_init(dbpath) == 0)
 		store_set_autocheckpoint(rd.store, 2 * RELAY_CKPT_MAX_FRAMES);
 	relay_ingest_init();
+	relay_ids_init(dbpath);
 	relay_inv_init();
 
 	rd.ctx = context_create(&rd.cfg);
@@ -242,6 +243,7 @@ main(int argc, char *argv[])
 	log_info("stopping");
 	relay_ingest_stop();
 	relay_ingest_flush_now();
+	relay_ids_stop();
 	relay_sync_stop();
 	relay_listen_unlink();
 	lws_context_destroy(rd.ctx);

@@ -9,6 +9,7 @@
  *                steps, OK once synced, fan-out
  * relay_ckpt.c   WAL checkpoints on a thread and connection of their own
  * relay_sync.c   the WAL synced after each commit on a thread of its own
+ * relay_ids.c    the ids certainly not stored: arrivals skip their lookup
  * relay_http.c   NIP-11, the landing page, /metrics, CORS, OPTIONS
  * relay_metrics.c /metrics: relayd's counters and histograms, the roles'
  *                last stats, the supervisor's figures
@@ -193,6 +194,19 @@
 #define RELAY_SIG_THREAD	 "relayd-sig"
 #define RELAY_CKPT_THREAD	 "relayd-ckpt"
 #define RELAY_SYNC_THREAD	 "relayd-sync"
+#define RELAY_IDS_THREAD	 "relayd-ids"
+/*
+ * Ours: the filter of stored ids (relay_ids.c) is sized at start for
+ * twice the events the store ever held, at least RELAY_IDS_MIN of them
+ * and in at most RELAY_IDS_MAX_BYTES (10 bits an id: 1.25 MB a million
+ * ids, 16 MiB hold 13 million); past its size it answers "maybe" more
+ * often, never wrongly.  The thread that fills it reads RELAY_IDS_CHUNK
+ * ids a read transaction, so that no long one keeps the WAL from its
+ * checkpoints.
+ */
+#define RELAY_IDS_MIN		 (1024 * 1024)
+#define RELAY_IDS_MAX_BYTES	 (16 * 1024 * 1024)
+#define RELAY_IDS_CHUNK		 20000
 /*
  * Ours: WAL pages (4 KiB) worth a checkpoint.  A checkpoint copies each
  * changed page once, so fewer, larger ones cost less: 10,000 gave 19.3k
@@ -590,6 +604,9 @@ struct relay_stats {
 	uint64_t msgs_in_neg, msgs_in_auth;
 	uint64_t auth[2]; /* [accepted] */
 	uint64_t events_accepted, events_duplicate, events_refused;
+	/* Arrivals looked up before their signature check, and those the
+	 * filter of stored ids (relay_ids.c) called new without one. */
+	uint64_t arrivals_looked_up, arrivals_new_by_hint;
 	uint64_t events_invalid, events_ephemeral;
 	uint64_t http_requests;
 	uint64_t commits, committed_events;
@@ -852,6 +869,23 @@ uint64_t relay_sync_asked(void);
 uint64_t relay_sync_done(void);
 uint64_t relay_sync_wait(void);
 void	 relay_sync_stop(void);
+
+/* relay_ids.c */
+/*
+ * Sizes the filter of stored ids, has the writer's store add each id it
+ * inserts, and starts the thread that adds those already stored (a
+ * connection of its own to the database at path).  Without the memory
+ * or the thread, every arrival is looked up as before.  Does not exit.
+ */
+void relay_ids_init(const char *path);
+/* 0 if no stored event has this id, 1 if one may have. */
+int  relay_ids_maybe(const uint8_t id[EVENT_ID_LEN]);
+/*
+ * Stops the thread and frees the filter, which the writer's store stops
+ * feeding: once no more events arrive, before that store closes.  Safe
+ * twice.
+ */
+void relay_ids_stop(void);
 
 /* relay_ckpt.c */
 /*

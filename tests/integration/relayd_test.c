@@ -746,6 +746,34 @@ test_deletion_by_author_only_and_final(void)
 }
 
 /*
+ * Publishes stored ev again with one digit of its signature changed: 1
+ * when relayd answers it as the copy it is (OK true, "duplicate:"),
+ * which it can only do before checking the signature, else 0.
+ */
+static int
+broken_copy_is_duplicate(struct wsc *ws, const struct event *ev)
+{
+	char *s, *sigp, *m = NULL;
+	int   ok = -1, r;
+
+	if ((s = strdup(ev->json)) == NULL ||
+	    (sigp = strstr(s, "\"sig\":\"")) == NULL) {
+		free(s);
+		return 0;
+	}
+	sigp += 7;
+	sigp[0] = sigp[0] == '0' ? '1' : '0';
+	r = nostr_publish_json(ws, s, ev->id_hex, TMO, &ok, &m) == 0 &&
+	    ok == 1 && m != NULL &&
+	    strcmp(m, "duplicate: already have this event") == 0;
+	if (!r)
+		printf("# the broken copy: OK %d \"%s\"\n", ok, m ? m : "");
+	free(m);
+	free(s);
+	return r;
+}
+
+/*
  * A stored event sent again is answered "duplicate:" with OK true, and
  * is not checked a second time: a copy whose signature was broken on the
  * way is the same event (its id is), so it gets the same answer.  A
@@ -772,15 +800,7 @@ test_duplicate_answered_before_signature_check(void)
 	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
 	T_EQ_STR(msg, "duplicate: already have this event");
 
-	s = strdup(issue->json);
-	sigp = strstr(s, "\"sig\":\"") + 7;
-	sigp[0] = sigp[0] == '0' ? '1' : '0';
-	m = NULL;
-	T_ASSERT(nostr_publish_json(ws, s, issue->id_hex, TMO, &ok, &m) == 0);
-	T_EQ_INT(ok, 1);
-	T_CHECK(m && strcmp(m, "duplicate: already have this event") == 0);
-	free(m);
-	free(s);
+	T_CHECK(broken_copy_is_duplicate(ws, issue));
 	/* Another content under the stored id is no copy: its id is
 	 * checked before the lookup. */
 	s = strdup(issue->json);
@@ -798,6 +818,54 @@ test_duplicate_answered_before_signature_check(void)
 	    ctl_metric(rp,
 		"graspd_relay_events_total{role=\"relayd\",result=\"duplicate\"}") ==
 	    dup0 + 2);
+	event_destroy(ann);
+	event_destroy(issue);
+	wsc_close(ws);
+}
+
+#define ARRIVALS_FILTERED \
+	"graspd_relay_arrival_lookups_total{role=\"relayd\",answer=\"filter\"}"
+#define ARRIVALS_LOOKED_UP \
+	"graspd_relay_arrival_lookups_total{role=\"relayd\",answer=\"database\"}"
+
+/*
+ * The filter that spares a new arrival its lookup (relay_ids.c) learns
+ * the stored ids again at each start: after a restart, once it calls new
+ * events new, an event stored before the restart is still found before
+ * its signature is checked (a broken signature is answered
+ * "duplicate:", not "invalid:"), and /metrics counts both answers.
+ */
+static void
+test_stored_ids_filter_refilled_at_start(void)
+{
+	struct wsc   *ws = conn(rp);
+	struct event *ann, *issue, *ev;
+	char	      d[32], coord[128], msg[256], c[64];
+	double	      filtered0, looked0;
+	int	      i;
+
+	T_ASSERT(ws != NULL);
+	T_ASSERT((ann = served_repo(ws, 55, d, sizeof(d), coord,
+		      sizeof(coord))) != NULL);
+	issue = tagged(56, 1621, "a", coord, "stored before the restart");
+	T_EQ_INT(nostr_publish_msg(ws, issue, TMO, msg, sizeof(msg)), 1);
+	wsc_close(ws);
+	T_ASSERT(relayproc_stop(rp) == 0);
+	T_ASSERT(relayproc_restart(rp) == 0);
+	T_ASSERT((ws = conn(rp)) != NULL);
+	filtered0 = ctl_metric(rp, ARRIVALS_FILTERED);
+	/* Until the thread read the store every arrival is looked up. */
+	for (i = 0; i < 50 && ctl_metric(rp, ARRIVALS_FILTERED) == filtered0;
+	     i++) {
+		snprintf(c, sizeof(c), "after the restart, %d", i);
+		ev = tagged(56, 1621, "a", coord, c);
+		T_EQ_INT(nostr_publish_msg(ws, ev, TMO, msg, sizeof(msg)), 1);
+		event_destroy(ev);
+	}
+	T_CHECK(ctl_metric(rp, ARRIVALS_FILTERED) > filtered0);
+	looked0 = ctl_metric(rp, ARRIVALS_LOOKED_UP);
+	T_CHECK(broken_copy_is_duplicate(ws, issue));
+	T_CHECK(ctl_metric(rp, ARRIVALS_LOOKED_UP) == looked0 + 1);
 	event_destroy(ann);
 	event_destroy(issue);
 	wsc_close(ws);
@@ -1264,6 +1332,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_replaceable_keeps_newest_and_lowest_id_on_tie),
 	T_CASE(test_deletion_by_author_only_and_final),
 	T_CASE(test_duplicate_answered_before_signature_check),
+	T_CASE(test_stored_ids_filter_refilled_at_start),
 	T_CASE(test_req_limit_order_and_live_delivery),
 	T_CASE(test_invalid_events_get_clear_ok),
 	T_CASE(test_expiring_event_hidden_after_expiry),

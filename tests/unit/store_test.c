@@ -16,6 +16,7 @@
 #include "db.h"
 #include "event.h"
 #include "filter.h"
+#include "idhint.h"
 #include "json.h"
 #include "log.h"
 #include "ready.h"
@@ -239,6 +240,74 @@ put_stores_once_then_reports_duplicate(void)
 	T_CHECK(seq2 == 0);
 	T_CHECK(store_count(s) == 1);
 	event_destroy(ev);
+	store_close(s);
+}
+
+/* store_ids_after()'s callback: appends the id to an array of 40. */
+struct idlist {
+	uint8_t ids[40][EVENT_ID_LEN];
+	int	n;
+};
+
+static void
+idlist_add(const uint8_t *id, void *arg)
+{
+	struct idlist *l = arg;
+
+	if (l->n < 40)
+		memcpy(l->ids[l->n], id, EVENT_ID_LEN);
+	l->n++;
+}
+
+/*
+ * The ids come out in chunks, each after the last of the one before, in
+ * id order, each stored id once, rolled back ones never; an id filter
+ * set on the store learns each id it inserts.
+ */
+static void
+ids_come_in_chunks_and_reach_the_filter(void)
+{
+	struct store *s = fresh();
+	struct idhint h;
+	struct idlist l = { .n = 0 };
+	struct event *ev[30], *gone;
+	uint8_t	      after[EVENT_ID_LEN];
+	size_t	      afterlen = 0;
+	int	      i, j, r, found;
+
+	T_ASSERT(s != NULL);
+	T_ASSERT(idhint_init(&h, 1000, 1 << 20) == 0);
+	store_set_idhint(s, &h);
+	for (i = 0; i < 30; i++) {
+		ev[i] = ev_new(sk1, 100 + i, 1, "[]", "chunk");
+		T_CHECK(store_put(s, ev[i], NULL) == STORE_OK);
+	}
+	/* A rolled-back insert leaves a "maybe", never a stored id. */
+	gone = ev_new(sk2, 100, 1, "[]", "rolled back");
+	T_CHECK(store_begin(s) == 0);
+	T_CHECK(store_put_new(s, gone, NULL) == STORE_OK);
+	T_CHECK(store_rollback(s) == 0);
+	while (
+	    (r = store_ids_after(s, after, &afterlen, 7, idlist_add, &l)) > 0)
+		T_CHECK(r <= 7);
+	T_EQ_INT(r, 0);
+	T_EQ_INT(l.n, 30);
+	for (i = 1; i < l.n && i < 40; i++)
+		T_CHECK(memcmp(l.ids[i - 1], l.ids[i], EVENT_ID_LEN) < 0);
+	for (i = 0; i < 30; i++) {
+		for (j = found = 0; j < l.n && j < 40; j++)
+			found += memcmp(l.ids[j], ev[i]->id, EVENT_ID_LEN) == 0;
+		T_EQ_INT(found, 1);
+	}
+	idhint_set_ready(&h);
+	for (i = 0; i < 30; i++)
+		T_EQ_INT(idhint_maybe(&h, ev[i]->id), 1);
+	T_EQ_INT(idhint_maybe(&h, gone->id), 1);
+	store_set_idhint(s, NULL);
+	for (i = 0; i < 30; i++)
+		event_destroy(ev[i]);
+	event_destroy(gone);
+	idhint_free(&h);
 	store_close(s);
 }
 
@@ -1769,6 +1838,7 @@ schema_3_database_migrates_and_keeps_its_events(void)
 static const struct t_case cases[] = {
 	T_CASE(db_open_creates_parents_sets_pragmas_and_migrates_once),
 	T_CASE(put_stores_once_then_reports_duplicate),
+	T_CASE(ids_come_in_chunks_and_reach_the_filter),
 	T_CASE(has_ids_answers_in_order_in_one_read),
 	T_CASE(put_refuses_ephemeral_kinds),
 	T_CASE(replaceable_newer_wins_older_refused),

@@ -58,7 +58,9 @@
 # (tests/bench/fed.c, item 6): three graspd serving one repository with
 # production timing, BENCH_FED_N (20) times the time from OK on one to
 # served by the other two, for an issue and for a state + push
-# (p50/p99/max); skipped with BENCH_NO_FED=1.
+# (p50/p99/max); skipped with BENCH_NO_FED=1.  With STRFRY naming a
+# strfry binary, the last part is graspd and strfry side by side
+# (tests/bench/strfry.sh, whose header says what it runs).
 set -eu
 
 EVENTS=${BENCH_EVENTS:-20000}
@@ -508,3 +510,6 @@ echo "# bench: figures written to $O/bench.json"
 [ -n "${BENCH_NO_PULL:-}" ] || O=$O BIN=$BIN sh "$top/tests/bench/pull.sh"
 [ -n "${BENCH_NO_GIT:-}" ] ||
     O=$O BIN=$BIN timeout 1500 sh "$top/tests/bench/git.sh"
+# Beside strfry, when it is there: about 6 minutes on 2 cores.
+[ -z "${STRFRY:-}" ] ||
+    O=$O BIN=$BIN timeout 3600 sh "$top/tests/bench/strfry.sh"

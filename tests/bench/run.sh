@@ -136,12 +136,7 @@ echo "# bench: single-core signature verification rate"
 # The four query shapes, issued in turn on a fifth connection, one every
 # 5 ms (ingest.c, BENCH_PROBE_GAP_US), during the parallel publishing and
 # for 3 s after its last OK.
-cat >"$tmp/probes" <<EOF
-a {"#a":["30617:$owner:bench"],"limit":100}
-authors {"authors":["$author"],"limit":100}
-ids {"ids":["$ids"]}
-kt {"kinds":[1621],"#t":["bench"],"limit":100}
-EOF
+tproc_probes "$tmp/gen.out" "$tmp/probes"
 echo "# bench: publishing $EVENTS events (4 x 50 in flight, REQs beside" \
     "them), then $SERIAL one at a time"
 timeout 900 "$ingest" publish 127.0.0.1 "$port" "$tmp/events.jsonl" \
@@ -214,9 +209,7 @@ fi
 
 # tree: the process $pid and its children (graspd's roles), one a line.
 tree() {
-	echo "$pid"
-	cat "/proc/$pid/task/"*/children 2>/dev/null | tr ' ' '\n' |
-	    grep -v '^$' || true
+	tproc_tree "$pid"
 }
 
 # rss: resident kB of $pid and its children (graspd's roles), to stdout.
@@ -237,26 +230,7 @@ pss() {
 # (at most 300 s), so that their start-up work (each rebuilds its state
 # from the store) is done; the roles' periodic passes may go on.
 settle() {
-	last=-1
-	still=0
-	n=0
-	while [ "$n" -lt 300 ]; do
-		cpu=$(tree | while read -r p; do
-			cat "/proc/$p/stat" 2>/dev/null; done |
-		    awk '{ t += $14 + $15; n++ } END { print n " " t + 0 }')
-		procs=${cpu% *}
-		ticks=${cpu#* }
-		if [ "$procs" -eq 5 ] && [ "$last" -ge 0 ] &&
-		    [ $((ticks - last)) -le 2 ]; then
-			still=$((still + 1))
-			[ "$still" -lt 2 ] || return 0
-		else
-			still=0
-		fi
-		last=$ticks
-		sleep 1
-		n=$((n + 1))
-	done
+	tproc_settle "$pid" 5 300 && return 0
 	echo "bench: graspd and four roles not settled after 300 s" >&2
 	return 1
 }

@@ -61,93 +61,65 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The server's process and its children, one pid a line.
-tree() {
-	echo "$pid"
-	cat "/proc/$pid/task/"*/children 2>/dev/null | tr ' ' '\n' |
-	    grep -v '^$' || true
-}
-
-# Waits until the tree used at most 2 clock ticks a second twice in a
-# row, SETTLE_S seconds at most.
-settle() {
-	_last=-1 _still=0 _k=0
-	while [ "$_k" -lt "$SETTLE_S" ]; do
-		_t=$(tree | while read -r _p; do
-			cat "/proc/$_p/stat" 2>/dev/null
-		done | awk '{ t += $14 + $15 } END { print t + 0 }')
-		if [ "$_last" -ge 0 ] && [ $((_t - _last)) -le 2 ]; then
-			_still=$((_still + 1))
-			[ "$_still" -lt 2 ] || return 0
-		else
-			_still=0
-		fi
-		_last=$_t
-		sleep 1
-		_k=$((_k + 1))
-	done
-}
-
-# mem_rss, mem_pss (all the tree's processes) and procs lines.
+# mem_rss, mem_pss (all the server's processes) and procs lines.
 mem() {
-	tree | while read -r _p; do
+	tproc_tree "$pid" | while read -r _p; do
 		cat "/proc/$_p/smaps_rollup" 2>/dev/null
 	done | awk '$1 == "Rss:" { r += $2 } $1 == "Pss:" { s += $2 }
 	    END { printf "mem_rss %.1f MB\nmem_pss %.1f MB\n", r / 1024,
 	    s / 1024 }'
-	tree | wc -l | awk '{ print "procs", $1, "n" }'
+	tproc_tree "$pid" | wc -l | awk '{ print "procs", $1, "n" }'
+}
+
+# measure PORT WAIT_MS LOG STORE OUT PUBLISH_ARG...: once the server
+# ($pid) listens on PORT (WAIT_MS at most; else its LOG's end), the load
+# and the probes, then, once it is quiet, its memory and the size of
+# STORE, all into OUT; then stops it.
+measure() {
+	_port=$1 _log=$3 _store=$4 _out=$5
+	"$ingest" waitport 127.0.0.1 "$_port" "$2" || {
+		tail "$_log" >&2
+		exit 1
+	}
+	shift 5
+	tproc_settle "$pid" 0 "$SETTLE_S" || true
+	timeout "$LOAD_S" "$ingest" publish 127.0.0.1 "$_port" "$@" \
+	    --conns 4 --inflight 50 >"$_out"
+	tproc_settle "$pid" 0 "$SETTLE_S" || true
+	mem >>"$_out"
+	du -sm "$_store" | awk '{ print "disk", $1, "MB" }' >>"$_out"
+	tproc_stop strfry.sh server "$pid" 30
+	pid=""
 }
 
 # run_strfry DIR EVENTS PROBES OUT
 run_strfry() {
-	_d=$1
-	mkdir -p "$_d/db"
+	mkdir -p "$1/db"
 	_sp=$("$ingest" freeport)
-	sed -e "s#^db = .*#db = \"$_d/db/\"#" \
+	sed -e "s#^db = .*#db = \"$1/db/\"#" \
 	    -e "s#^    port = [0-9]*#    port = $_sp#" \
 	    -e 's#nofiles = [0-9]*#nofiles = 0#' \
 	    -e '/^    auth {/,/^    }/s#enabled = true#enabled = false#' \
-	    "$STRFRY_CONF" >"$_d/strfry.conf"
-	grep -q "port = $_sp" "$_d/strfry.conf" || {
+	    "$STRFRY_CONF" >"$1/strfry.conf"
+	grep -q "port = $_sp" "$1/strfry.conf" || {
 		echo "strfry.sh: $STRFRY_CONF has no port line to change" >&2
 		exit 1
 	}
-	(cd "$_d" && exec "$STRFRY" --config="$_d/strfry.conf" relay \
-	    >"$_d/log" 2>&1) &
+	(cd "$1" && exec "$STRFRY" --config="$1/strfry.conf" relay \
+	    >"$1/log" 2>&1) &
 	pid=$!
-	"$ingest" waitport 127.0.0.1 "$_sp" 20000 || {
-		tail "$_d/log" >&2
-		exit 1
-	}
-	timeout "$LOAD_S" "$ingest" publish 127.0.0.1 "$_sp" "$2" --conns 4 \
-	    --inflight 50 --probes "$3" >"$4"
-	settle
-	mem >>"$4"
-	du -sm "$_d/db" | awk '{ print "disk", $1, "MB" }' >>"$4"
-	tproc_stop strfry.sh strfry "$pid" 20
-	pid=""
-	rm -rf "$_d"
+	measure "$_sp" 20000 "$1/log" "$1/db" "$4" "$2" --probes "$3"
+	rm -rf "$1"
 }
 
 # run_graspd DIR PORT EVENTS PROBES SRC OUT
 run_graspd() {
-	_d=$1
 	# shellcheck disable=SC2086  # TPROC_NO_LIMITS is several words
-	tproc_spawn "$_d" "$2" "$_d/graspd.log" $TPROC_NO_LIMITS "$graspd" -d
+	tproc_spawn "$1" "$2" "$1/graspd.log" $TPROC_NO_LIMITS "$graspd" -d
 	pid=$!
-	"$ingest" waitport 127.0.0.1 "$2" 120000 || {
-		tail "$_d/graspd.log" >&2
-		exit 1
-	}
-	settle
-	timeout "$LOAD_S" "$ingest" publish 127.0.0.1 "$2" "$3" --conns 4 \
-	    --inflight 50 --push "$5" --probes "$4" >"$6"
-	settle
-	mem >>"$6"
-	du -sm "$_d/relay" | awk '{ print "disk", $1, "MB" }' >>"$6"
-	tproc_stop strfry.sh graspd "$pid" 30
-	pid=""
-	rm -rf "$_d"
+	measure "$2" 120000 "$1/graspd.log" "$1/relay" "$6" "$3" --push "$5" \
+	    --probes "$4"
+	rm -rf "$1"
 }
 
 # The figures of the table, in its order.
@@ -197,16 +169,7 @@ for size in $SIZES; do
 	    --domain "127.0.0.1:$gp" --git-dir "$tmp/src" >"$tmp/gen.out"
 	# Line 2 is the state: strfry has no git to push its commit to.
 	sed 2d "$tmp/ev.jsonl" >"$tmp/ev-strfry.jsonl"
-	owner=$(awk '$1 == "gen_owner" { print $2 }' "$tmp/gen.out")
-	author=$(awk '$1 == "gen_sample_author" { print $2 }' "$tmp/gen.out")
-	ids=$(awk '$1 == "gen_sample_ids" { gsub(",", "\",\"", $2); print $2 }' \
-	    "$tmp/gen.out")
-	cat >"$tmp/probes" <<EOF
-a {"#a":["30617:$owner:bench"],"limit":100}
-authors {"authors":["$author"],"limit":100}
-ids {"ids":["$ids"]}
-kt {"kinds":[1621],"#t":["bench"],"limit":100}
-EOF
+	tproc_probes "$tmp/gen.out" "$tmp/probes"
 	"$ingest" verify "$tmp/ev.jsonl" >"$tmp/verify-$size"
 	n=$BIG_PAIRS
 	[ "$first" = 0 ] || n=$PAIRS

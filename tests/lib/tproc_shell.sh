@@ -105,3 +105,54 @@ tproc_rmtmp() {
 		rm -rf "$2"
 	fi
 }
+
+# tproc_tree PID: PID and its children, one a line (a graspd and its roles).
+tproc_tree() {
+	echo "$1"
+	cat "/proc/$1/task/"*/children 2>/dev/null | tr ' ' '\n' |
+	    grep -v '^$' || true
+}
+
+# tproc_settle PID PROCS SECONDS: waits until PID's tree has PROCS
+# processes (0: any number) that together used at most 2 clock ticks (20
+# ms) of CPU a second for two seconds in a row; 1 if that took longer
+# than SECONDS.
+tproc_settle() {
+	_last=-1
+	_still=0
+	_k=0
+	while [ "$_k" -lt "$3" ]; do
+		_cpu=$(tproc_tree "$1" | while read -r _p; do
+			cat "/proc/$_p/stat" 2>/dev/null
+		done | awk '{ t += $14 + $15; n++ } END { print n + 0 " " t + 0 }')
+		_procs=${_cpu% *}
+		_ticks=${_cpu#* }
+		if { [ "$2" -eq 0 ] || [ "$_procs" -eq "$2" ]; } &&
+		    [ "$_last" -ge 0 ] && [ $((_ticks - _last)) -le 2 ]; then
+			_still=$((_still + 1))
+			[ "$_still" -lt 2 ] || return 0
+		else
+			_still=0
+		fi
+		_last=$_ticks
+		sleep 1
+		_k=$((_k + 1))
+	done
+	return 1
+}
+
+# tproc_probes GEN_OUT FILE: the four REQ probes of the ingest benchmarks
+# (#a, authors, ids, kinds+#t) into FILE, from what `ingest gen` printed
+# (GEN_OUT): ingest's --probes takes them in turn, one every 5 ms.
+tproc_probes() {
+	_owner=$(awk '$1 == "gen_owner" { print $2 }' "$1")
+	_author=$(awk '$1 == "gen_sample_author" { print $2 }' "$1")
+	_ids=$(awk '$1 == "gen_sample_ids" { gsub(",", "\",\"", $2)
+	    print $2 }' "$1")
+	cat >"$2" <<EOF
+a {"#a":["30617:$_owner:bench"],"limit":100}
+authors {"authors":["$_author"],"limit":100}
+ids {"ids":["$_ids"]}
+kt {"kinds":[1621],"#t":["bench"],"limit":100}
+EOF
+}

@@ -59,6 +59,8 @@ struct qbuild {
 	int			   qb_at, qb_id, qb_seq;
 	uint8_t qb_pos_id[EVENT_ID_LEN]; /* bound: cur moves */
 	int	qb_csort; /* ids: sorted and cut by deliver_sorted() */
+	int	qb_ctie;  /* one arm in created_at order: ties by id and the
+			     limit in C (deliver_sorted()) */
 };
 
 /* 1 if events of kind are kept under a d value (store_event_d(),

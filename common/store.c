@@ -1117,18 +1117,103 @@ cmp_heldrow(const void *a, const void *b)
 }
 
 /*
- * deliver_rows() for a query without ORDER BY and LIMIT (qb_csort): holds
- * every row, sorts them in NIP-01 order and delivers the first limit.
+ * Holds st's current row (columns seq, json, created_at, id; json its
+ * text) at the end of *v, its text appended to text.
+ */
+static void
+hold_row(struct heldrow **v, size_t *nv, size_t *cap, struct buf *text,
+    sqlite3_stmt *st, const unsigned char *json)
+{
+	struct heldrow *h;
+
+	if (*nv == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		if ((*v = reallocarray(*v, *cap, sizeof(**v))) == NULL)
+			fatal("hold_row");
+	}
+	h = &(*v)[(*nv)++];
+	h->hr_seq = sqlite3_column_int64(st, 0);
+	h->hr_created_at = sqlite3_column_int64(st, 2);
+	memcpy(h->hr_id, sqlite3_column_blob(st, 3), EVENT_ID_LEN);
+	h->hr_off = text->b_len;
+	h->hr_len = (size_t)sqlite3_column_bytes(st, 1);
+	buf_add(text, json, h->hr_len);
+}
+
+/*
+ * Delivers held rows in NIP-01 order (newest first, then the lowest id),
+ * at most left of them, counting each in *used (those seen already too,
+ * as a LIMIT would).  Returns the rows delivered.
  */
 static int
-deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
+deliver_held(struct heldrow *v, size_t nv, const struct buf *text, size_t left,
+    struct seqset *seen, struct store_cursor *cur, store_row_cb *cb, void *arg,
+    int *stopped, size_t *used)
+{
+	size_t i;
+	int    n = 0;
+
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), cmp_heldrow);
+	for (i = 0; i < nv && i < left; i++) {
+		(*used)++;
+		cursor_step(cur, v[i].hr_created_at, v[i].hr_id,
+		    sizeof(v[i].hr_id));
+		if (seen != NULL && !seqset_add(seen, v[i].hr_seq))
+			continue;
+		n++;
+		if (cb(text->b_data + v[i].hr_off, v[i].hr_len, v[i].hr_seq,
+			arg) != 0) {
+			*stopped = 1;
+			break;
+		}
+	}
+	return n;
+}
+
+
+/* Rows held beyond the limit before they are cut to it (cut_ties()). */
+#define STORE_TIES_SLACK 64
+
+/*
+ * Keeps the first keep held rows in NIP-01 order (of a run of one
+ * created_at: the lowest ids), and only their text: memory stays bounded
+ * by the limit, as SQLite's sorter bounded it.
+ */
+static void
+cut_ties(struct heldrow *v, size_t *nv, struct buf *text, size_t keep)
+{
+	struct buf kept;
+	size_t	   i;
+
+	qsort(v, *nv, sizeof(*v), cmp_heldrow);
+	memset(&kept, 0, sizeof(kept));
+	for (i = 0; i < keep && i < *nv; i++) {
+		buf_add(&kept, text->b_data + v[i].hr_off, v[i].hr_len);
+		v[i].hr_off = kept.b_len - v[i].hr_len;
+	}
+	*nv = i;
+	buf_free(text);
+	*text = kept;
+}
+
+/*
+ * deliver_rows() for a query without a LIMIT, whose rows store.c orders:
+ * an ids query's few rows in any order (runs 0: all held, then sorted), or
+ * one index scan in created_at order alone (runs 1, qb_ctie: the rows of
+ * one created_at held and delivered by id once a row of another, or the
+ * end, shows the run complete; one row past the limit read at most).
+ * Either way the first limit rows in NIP-01 order.
+ */
+static int
+deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit, int runs,
     struct seqset *seen, struct store_cursor *cur, store_row_cb *cb, void *arg,
     int *stopped)
 {
 	struct heldrow	    *v = NULL;
 	const unsigned char *json;
 	struct buf	     text;
-	size_t		     nv = 0, cap = 0, i;
+	size_t		     nv = 0, cap = 0, used = 0;
 	int		     rc, n = 0;
 
 	memset(&text, 0, sizeof(text));
@@ -1136,42 +1221,29 @@ deliver_sorted(struct store *s, sqlite3_stmt *st, size_t limit,
 		json = sqlite3_column_text(st, 1);
 		if (json == NULL || sqlite3_column_bytes(st, 3) != EVENT_ID_LEN)
 			continue;
-		if (nv == cap) {
-			cap = cap ? cap * 2 : 16;
-			if ((v = reallocarray(v, cap, sizeof(*v))) == NULL)
-				fatal("deliver_sorted");
+		if (runs && nv > 0 &&
+		    sqlite3_column_int64(st, 2) != v[0].hr_created_at) {
+			n += deliver_held(v, nv, &text, limit - used, seen, cur,
+			    cb, arg, stopped, &used);
+			nv = 0;
+			text.b_len = 0;
+			if (*stopped || used >= limit)
+				break;
 		}
-		v[nv].hr_seq = sqlite3_column_int64(st, 0);
-		v[nv].hr_created_at = sqlite3_column_int64(st, 2);
-		memcpy(v[nv].hr_id, sqlite3_column_blob(st, 3), EVENT_ID_LEN);
-		v[nv].hr_off = text.b_len;
-		v[nv].hr_len = (size_t)sqlite3_column_bytes(st, 1);
-		buf_add(&text, json, v[nv].hr_len);
-		nv++;
+		hold_row(&v, &nv, &cap, &text, st, json);
+		if (nv >= limit - used + STORE_TIES_SLACK)
+			cut_ties(v, &nv, &text, limit - used);
 	}
+	if (rc == SQLITE_DONE && nv > 0)
+		n += deliver_held(v, nv, &text, limit - used, seen, cur, cb,
+		    arg, stopped, &used);
 	sqlite3_reset(st);
-	if (rc != SQLITE_DONE) {
-		store_sqlerr(s, "query");
-		n = -1;
-		goto done;
-	}
-	if (nv > 1)
-		qsort(v, nv, sizeof(*v), cmp_heldrow);
-	for (i = 0; i < nv && i < limit; i++) {
-		cursor_step(cur, v[i].hr_created_at, v[i].hr_id,
-		    sizeof(v[i].hr_id));
-		if (seen != NULL && !seqset_add(seen, v[i].hr_seq))
-			continue;
-		n++;
-		if (cb(text.b_data + v[i].hr_off, v[i].hr_len, v[i].hr_seq,
-			arg) != 0) {
-			*stopped = 1;
-			break;
-		}
-	}
-done:
 	buf_free(&text);
 	free(v);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		store_sqlerr(s, "query");
+		return -1;
+	}
 	return n;
 }
 
@@ -1358,9 +1430,11 @@ store_query_page(struct store *s, const struct filter *f, size_t n,
 		free(qb.qb_tags);
 		if (st == NULL)
 			return -1;
-		r = qb.qb_csort ?
-		    deliver_sorted(s, st, left, seen, cur, cb, arg, &stopped) :
-		    deliver_rows(s, st, seen, cur, cb, arg, &stopped);
+		if (qb.qb_csort || qb.qb_ctie)
+			r = deliver_sorted(s, st, left, qb.qb_ctie, seen, cur,
+			    cb, arg, &stopped);
+		else
+			r = deliver_rows(s, st, seen, cur, cb, arg, &stopped);
 		sqlite3_clear_bindings(st);
 		if (r == -1)
 			return -1;

@@ -876,6 +876,67 @@ coll_same(const struct coll *a, const struct coll *b)
 	return 1;
 }
 
+#define TIES_RUN    100 /* events at one time, more than a limit */
+#define TIES_SPREAD 40	/* older ones, one a time */
+
+/*
+ * One tag value, one author or one kind is read in its index's time
+ * order with ties and the limit left to store.c (qb_ctie): a run of
+ * equal times longer than the limit and its slack still gives the lowest
+ * ids first, at every limit, whole or paused after every 3 events.
+ */
+static void
+long_tie_runs_keep_nip01_order_at_any_limit(void)
+{
+	static const size_t	 limits[] = { 1, 7, TIES_RUN - 1, TIES_RUN + 5,
+		     500 };
+	static const char *const shapes[] = { "\"#t\":[\"y\"]",
+		"\"authors\":[\"%s\"]", "\"kinds\":[1]" };
+	struct store		*s = fresh();
+	struct event		*ev[TIES_RUN + TIES_SPREAD];
+	struct filter		 f;
+	struct coll		 c = { 0 }, p = { 0 };
+	char			 pk[PUBKEY_LEN * 2 + 1], shape[128], text[256];
+	size_t			 i, k, l, n = TIES_RUN + TIES_SPREAD, want;
+	uint8_t			 pkb[PUBKEY_LEN];
+
+	T_ASSERT(s != NULL);
+	for (i = 0; i < n; i++) {
+		char content[16];
+
+		snprintf(content, sizeof(content), "tie %zu", i);
+		ev[i] =
+		    ev_new(sk1, i < TIES_RUN ? NOW - 5 : NOW - 100 - (int64_t)i,
+			1, "[[\"t\",\"y\"]]", content);
+		T_ASSERT(store_put(s, ev[i], NULL) == STORE_OK);
+	}
+	qsort(ev, n, sizeof(ev[0]), cmp_newest);
+	event_pubkey_of(sk1, pkb);
+	for (i = 0; i < PUBKEY_LEN; i++)
+		snprintf(pk + 2 * i, 3, "%02x", pkb[i]);
+	for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		snprintf(shape, sizeof(shape), shapes[k], pk);
+		for (l = 0; l < sizeof(limits) / sizeof(limits[0]); l++) {
+			want = limits[l] < n ? limits[l] : n;
+			snprintf(text, sizeof(text), "{%s,\"limit\":%zu}",
+			    shape, limits[l]);
+			T_CHECK(
+			    query1(s, text, 500, 500, NOW, &c) == (int)want);
+			T_CHECK(coll_is(&c, ev, want));
+			T_ASSERT(parse_filter(text, &f) == 0);
+			T_CHECK(
+			    paged(s, &f, 1, 500, 500, NOW, 3, &p) == (int)want);
+			T_CHECK(coll_same(&c, &p));
+			filter_free(&f);
+			coll_free(&c);
+			coll_free(&p);
+		}
+	}
+	for (i = 0; i < n; i++)
+		event_destroy(ev[i]);
+	store_close(s);
+}
+
 /*
  * A paused query goes on after its last event, created_at ties broken by
  * id, and keeps its limit; events stored meanwhile are left out (newer
@@ -1856,6 +1917,7 @@ static const struct t_case cases[] = {
 	T_CASE(query_dedupes_across_filters_and_stops_on_request),
 	T_CASE(query_results_equal_filter_match),
 	T_CASE(paused_query_ignores_changes_meanwhile),
+	T_CASE(long_tie_runs_keep_nip01_order_at_any_limit),
 	T_CASE(since_seq_reads_feed_in_order),
 	T_CASE(tag_exists_checks_first_values_of_named_letters),
 	T_CASE(transactions_batch_and_roll_back),

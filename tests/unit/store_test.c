@@ -880,10 +880,11 @@ coll_same(const struct coll *a, const struct coll *b)
 #define TIES_SPREAD 40	/* older ones, one a time */
 
 /*
- * One tag value, one author or one kind is read in its index's time
- * order with ties and the limit left to store.c (qb_ctie): a run of
- * equal times longer than the limit and its slack still gives the lowest
- * ids first, at every limit, whole or paused after every 3 events.
+ * One tag value, one author, one kind or one author's kind is read in
+ * its index's time order with ties and the limit left to store.c
+ * (qb_ctie): a run of equal times longer than the limit and its slack
+ * still gives the lowest ids first, at every limit, whole or paused after
+ * every 3 events.
  */
 static void
 long_tie_runs_keep_nip01_order_at_any_limit(void)
@@ -891,7 +892,8 @@ long_tie_runs_keep_nip01_order_at_any_limit(void)
 	static const size_t	 limits[] = { 1, 7, TIES_RUN - 1, TIES_RUN + 5,
 		     500 };
 	static const char *const shapes[] = { "\"#t\":[\"y\"]",
-		"\"authors\":[\"%s\"]", "\"kinds\":[1]" };
+		"\"authors\":[\"%s\"]", "\"kinds\":[1]",
+		"\"authors\":[\"%s\"],\"kinds\":[1]" };
 	struct store		*s = fresh();
 	struct event		*ev[TIES_RUN + TIES_SPREAD];
 	struct filter		 f;
@@ -915,7 +917,7 @@ long_tie_runs_keep_nip01_order_at_any_limit(void)
 	for (i = 0; i < PUBKEY_LEN; i++)
 		snprintf(pk + 2 * i, 3, "%02x", pkb[i]);
 	for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
-		snprintf(shape, sizeof(shape), shapes[k], pk);
+		snprintf(shape, sizeof(shape), shapes[k], pk, pk);
 		for (l = 0; l < sizeof(limits) / sizeof(limits[0]); l++) {
 			want = limits[l] < n ? limits[l] : n;
 			snprintf(text, sizeof(text), "{%s,\"limit\":%zu}",

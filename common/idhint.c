@@ -29,7 +29,6 @@ idhint_init(struct idhint *h, size_t capacity, size_t max_bytes)
 	if ((h->ih_words = calloc(nbits / 64, sizeof(uint64_t))) == NULL)
 		return -1;
 	h->ih_nbits = nbits;
-	h->ih_bytes = (size_t)(nbits / 8);
 	return 0;
 }
 

@@ -34,8 +34,7 @@
 
 struct idhint {
 	uint64_t *ih_words;
-	uint64_t  ih_nbits;
-	size_t	  ih_bytes;
+	uint64_t  ih_nbits; /* a multiple of 64 */
 	int	  ih_ready;
 };
 

@@ -190,11 +190,12 @@ qb_plan(struct qbuild *qb, const struct filter *f, int64_t now, int64_t limit)
 	qb->qb_csort = f->f_has_ids && !qb->qb_items;
 	/*
 	 * One arm of a tag value, an author or a kind, or of an author and
-	 * a kind kept without a d value, scans its index newest first.  NIP-01's tie order (the lowest id first) is not the
-	 * index's, and SQLite kept that order with a temporary b-tree of
-	 * every row it read, each event's text copied in and out (8% of
-	 * relayd's REQ time after a 200,000-event load): the rare ties are
-	 * ordered, and the limit applied, in C instead.
+	 * a kind kept without a d value, scans its index newest first.
+	 * NIP-01's tie order (the lowest id first) is not the index's, and
+	 * SQLite kept that order with a temporary b-tree of every row it
+	 * read, each event's text copied in and out (8% of relayd's REQ time
+	 * after a 200,000-event load): the rare ties are ordered, and the
+	 * limit applied, in C instead.
 	 */
 	qb->qb_ctie = !qb->qb_items && !qb->qb_csort &&
 	    ((qb->qb_drive == QD_TAG && f->f_tags[qb->qb_dtag].ft_n == 1) ||

@@ -26,7 +26,7 @@
 #include "store.h"
 
 /* Ours: how many query shapes stay prepared. */
-#define STORE_QCACHE   64
+#define STORE_QCACHE	 64
 /*
  * Ours: tag rows one INSERT carries at most (insert_tag_rows()).  An
  * event's rows go in one statement instead of one each: a statement's
@@ -34,7 +34,13 @@
  * of its row.  Eight covers the 3 to 6 rows of the events relays see
  * most (issues, comments, statuses).
  */
-#define STORE_TAG_ROWS 8
+#define STORE_TAG_ROWS	 8
+/*
+ * Ours: rows of one created_at held beyond a query's limit before they
+ * are cut to it (cut_ties()), so that a long run of equal times costs a
+ * sort every 64 rows, not every row, and memory stays near the limit.
+ */
+#define STORE_TIES_SLACK 64
 enum store_stmt {
 	ST_BEGIN,
 	ST_BEGIN_READ,
@@ -1171,9 +1177,6 @@ deliver_held(struct heldrow *v, size_t nv, const struct buf *text, size_t left,
 	return n;
 }
 
-
-/* Rows held beyond the limit before they are cut to it (cut_ties()). */
-#define STORE_TIES_SLACK 64
 
 /*
  * Keeps the first keep held rows in NIP-01 order (of a run of one

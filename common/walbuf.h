@@ -60,13 +60,14 @@ sqlite3_file *walbuf_wal_real(sqlite3 *db);
  * writer's, opened apart by another thread) until it is `to' bytes long,
  * so that the writer's later frames go over blocks the file system has
  * already allocated: appending a fresh block cost the writer's thread
- * about twice what writing over one does (doc/performance.md).  Zeros are never a valid WAL frame,
- * and SQLite reads a WAL only as far as its last valid frame, as it does
- * over the stale frames a WAL that started over leaves behind.  Only
- * bytes past the file's end are written, and never bytes a write of the
- * writer is putting there: a fill waits for a write past the end, and
- * a write (or truncation) waits for the WALBUF_FILL_CHUNK under way in
- * its range.  Returns the file's size, or -1 with errno.
+ * about twice what writing over one does (doc/performance.md).  Zeros
+ * are never a valid WAL frame, and SQLite reads a WAL only as far as its
+ * last valid frame, as it does over the stale frames a WAL that started
+ * over leaves behind.  Only bytes past the file's end are written, and
+ * never bytes a write of the writer is putting there: a fill waits for a
+ * write past the end, and a write (or truncation) waits for the
+ * WALBUF_FILL_CHUNK under way in its range.  Returns the file's size, or
+ * -1 with errno.
  */
 long long walbuf_fill(int fd, long long to);
 

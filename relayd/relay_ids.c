@@ -41,7 +41,7 @@ add_cb(const uint8_t *id, void *arg)
 static void *
 ids_main(void *arg)
 {
-	uint8_t	 after[EVENT_ID_LEN];
+	uint8_t	 after[EVENT_ID_LEN] = { 0 };
 	size_t	 afterlen = 0;
 	int64_t	 t0 = relay_now_ms();
 	uint64_t n = 0;
@@ -60,7 +60,7 @@ ids_main(void *arg)
 			log_debug("ids: %llu stored ids in %lld ms (%zu KiB)",
 			    (unsigned long long)n,
 			    (long long)(relay_now_ms() - t0),
-			    ids.ih_bytes / 1024);
+			    (size_t)(ids.ih_nbits / 8 / 1024));
 			return NULL;
 		}
 		n += (uint64_t)r;
@@ -83,16 +83,17 @@ relay_ids_init(const char *path)
 		log_warnx("ids: no memory for the filter of stored ids");
 		return;
 	}
-	store_set_idhint(relayd->store, &ids);
 	if ((ids_store = store_open(path, 1, err, sizeof(err))) == NULL) {
 		log_warnx("ids: %s: %s", path, err);
+		idhint_free(&ids);
 		return;
 	}
+	/* Before the thread's first read: no insert falls between. */
+	store_set_idhint(relayd->store, &ids);
 	if ((rc = proc_thread(&ids_thread, NULL, ids_main, NULL,
 		 RELAY_IDS_THREAD)) != 0) {
 		log_warnx("ids: cannot start the thread: %s", strerror(rc));
-		store_close(ids_store);
-		ids_store = NULL;
+		relay_ids_stop();
 		return;
 	}
 	ids_started = 1;

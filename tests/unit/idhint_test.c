@@ -48,7 +48,7 @@ never_no_for_an_added_id_and_rarely_maybe_for_others(void)
 	int	      missed = 0, maybe = 0;
 
 	T_ASSERT(idhint_init(&h, FILL, 1 << 20) == 0);
-	T_CHECK(h.ih_bytes >= FILL * IDHINT_BITS_PER_ID / 8);
+	T_CHECK(h.ih_nbits >= FILL * IDHINT_BITS_PER_ID);
 	for (i = 0; i < FILL; i++) {
 		id_of(i, id);
 		idhint_add(&h, id);
@@ -79,7 +79,7 @@ memory_cap_and_none_at_all(void)
 	int	      missed = 0;
 
 	T_ASSERT(idhint_init(&h, 1000000, 4096) == 0);
-	T_EQ_INT(h.ih_bytes, 4096);
+	T_EQ_INT(h.ih_nbits / 8, 4096);
 	for (i = 0; i < 5000; i++) {
 		id_of(i, id);
 		idhint_add(&h, id);

@@ -98,16 +98,25 @@ int	  db_rewrite_version(sqlite3 *db);
 long long db_wal_room(long long bytes, long long page);
 
 /*
- * The key of a tag row (schema step 5 in db.c): the tag's name as its
- * lowercase letter and an uppercase flag, and its value as 32 bytes when
- * it is 64 lowercase hex digits (an event id or a public key), else as
- * the text itself.  Every statement that binds a tag row's letter, flag
- * or value goes through these, so that a filter's value finds the rows.
+ * The key of a tag row (schema steps 5 and 9 in db.c): the tag's name as
+ * its lowercase letter, and its value as 32 bytes when it is 64 lowercase
+ * hex digits (an event id or a public key), else as the text itself; the
+ * row's cases column says under which forms of the letter the event has
+ * that value, DB_TAG_LOWER, DB_TAG_UPPER or both.  Every statement that
+ * binds a tag row's letter, case or value goes through these, so that a
+ * filter's value finds the rows.
  */
+#define DB_TAG_LOWER	 1
+#define DB_TAG_UPPER	 2
+/* The two as SQL text, for statements written out whole. */
+#define DB_TAG_LOWER_SQL DB_XSTR(DB_TAG_LOWER)
+#define DB_TAG_UPPER_SQL DB_XSTR(DB_TAG_UPPER)
+#define DB_XSTR(x)	 DB_STR(x)
+#define DB_STR(x)	 #x
 /* The lowercase form of the letter name as a one-byte string. */
 const char *db_tag_letter(char name);
-/* 1 when name is an uppercase letter, else 0. */
-int	    db_tag_upper(char name);
+/* DB_TAG_UPPER when name is an uppercase letter, else DB_TAG_LOWER. */
+int	    db_tag_case(char name);
 /* Binds value (len bytes) to parameter i of st as its tag-row form. */
 void db_bind_tag_value(sqlite3_stmt *st, int i, const char *value, size_t len);
 

@@ -158,7 +158,7 @@ qb_plan(struct qbuild *qb, const struct filter *f, int64_t now, int64_t limit)
 		char c = f->f_tags[i].ft_name;
 		int  name = qb_add(qb, QB_TEXT, db_tag_letter(c), 1, 0);
 
-		qb_add(qb, QB_INT, NULL, 0, db_tag_upper(c));
+		qb_add(qb, QB_INT, NULL, 0, db_tag_case(c));
 		if (i == 0)
 			qb->qb_names = name;
 	}
@@ -224,11 +224,11 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 		buf_printf(b,
 		    "SELECT e.seq, %s, t.created_at, e.id"
 		    " FROM tags t CROSS JOIN events e ON e.seq = t.event"
-		    " WHERE t.letter = ?%d AND t.upper = ?%d AND t.value = ?%d",
+		    " WHERE t.letter = ?%d AND t.value = ?%d AND t.cases & ?%d",
 		    qb->qb_items ? "NULL" : "e.json",
 		    qb->qb_names + 2 * (int)qb->qb_dtag,
-		    qb->qb_names + 2 * (int)qb->qb_dtag + 1,
-		    qb->qb_tags[qb->qb_dtag].ql_first + (int)a);
+		    qb->qb_tags[qb->qb_dtag].ql_first + (int)a,
+		    qb->qb_names + 2 * (int)qb->qb_dtag + 1);
 		when = "t.created_at";
 		plus = "";
 	} else {
@@ -292,7 +292,7 @@ qb_select(struct qbuild *qb, const struct filter *f, size_t a, size_t k)
 			continue;
 		buf_printf(b,
 		    " AND e.seq IN (SELECT event FROM tags"
-		    " WHERE letter = ?%d AND upper = ?%d AND value IN ",
+		    " WHERE letter = ?%d AND cases & ?%d AND value IN ",
 		    qb->qb_names + 2 * (int)i, qb->qb_names + 2 * (int)i + 1);
 		qb_list_sql(qb, qb->qb_tags[i]);
 		buf_addc(b, ')');

@@ -26,7 +26,7 @@
 #include "store.h"
 
 /* Ours: how many query shapes stay prepared. */
-#define STORE_QCACHE	 64
+#define STORE_QCACHE   64
 /*
  * Ours: tag rows one INSERT carries at most (insert_tag_rows()).  An
  * event's rows go in one statement instead of one each: a statement's
@@ -34,7 +34,15 @@
  * of its row.  Eight covers the 3 to 6 rows of the events relays see
  * most (issues, comments, statuses).
  */
-#define STORE_TAG_ROWS	 8
+#define STORE_TAG_ROWS 8
+/*
+ * How a tag row meets the row of its key already there (db.c, step 9):
+ * the same value under the other case of the name, or again under the
+ * same one, adds its case to the row's.
+ */
+#define TAG_UPSERT \
+	" ON CONFLICT (letter, value, created_at, event)" \
+	" DO UPDATE SET cases = cases | excluded.cases"
 /*
  * Ours: rows of one created_at held beyond a query's limit before they
  * are cut to it (cut_ties()), so that a long run of equal times costs a
@@ -91,12 +99,15 @@ static const char *const store_sql[ST_NSTMT] = {
 	[ST_INSERT] = "INSERT INTO events"
 		      " (id, pubkey, created_at, kind, d, expiration, json)"
 		      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-	/* OR IGNORE: a tag repeated within one event is indexed once. */
-	[ST_INSERT_TAG] = "INSERT OR IGNORE INTO tags"
-			  " (letter, upper, value, created_at, event)"
-			  " VALUES (?1, ?2, ?3, ?4, ?5)",
-	/* The whole key: tags has no index by event (db.c, step 4). */
-	[ST_DELETE_TAG] = "DELETE FROM tags WHERE letter = ?1 AND upper = ?2"
+	/* A value under both cases of a name, or twice, is one row. */
+	[ST_INSERT_TAG] = "INSERT INTO tags"
+			  " (letter, cases, value, created_at, event)"
+			  " VALUES (?1, ?2, ?3, ?4, ?5)" TAG_UPSERT,
+	/*
+	 * The whole key: tags has no index by event (db.c, step 4).  ?2,
+	 * the case, is bound and unused: the row goes whatever its cases.
+	 */
+	[ST_DELETE_TAG] = "DELETE FROM tags WHERE letter = ?1"
 			  " AND value = ?3 AND created_at = ?4 AND event = ?5",
 	/* Only for a stored JSON that no longer parses: a full scan. */
 	[ST_DELETE_TAGS_SCAN] = "DELETE FROM tags WHERE event = ?1",
@@ -107,8 +118,8 @@ static const char *const store_sql[ST_NSTMT] = {
 	    " (kind, pubkey, d, created_at) VALUES (?1, ?2, ?3, ?4)"
 	    " ON CONFLICT (kind, pubkey, d) DO UPDATE"
 	    " SET created_at = max(created_at, excluded.created_at)",
-	[ST_TAG_EXISTS] = "SELECT 1 FROM tags WHERE letter = ?1 AND upper = ?2"
-			  " AND value = ?3 LIMIT 1",
+	[ST_TAG_EXISTS] = "SELECT 1 FROM tags WHERE letter = ?1"
+			  " AND value = ?3 AND cases & ?2 LIMIT 1",
 	[ST_COUNT] = "SELECT count(*) FROM events",
 	[ST_LAST_SEQ] = "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
 	[ST_SINCE_SEQ] = "SELECT seq, json FROM events WHERE seq > ?1"
@@ -374,14 +385,26 @@ is_tag_row(const struct event_tag *t)
 	return t->n >= 2 && t->v[0].len == 1 && is_letter(t->v[0].s[0]);
 }
 
-/* Binds the row of t at parameters base + 1 to base + 5 of st. */
+/* Whether tag rows a and b have one key: a letter, in either case, and a value. */
+static int
+same_tag_row(const struct event_tag *a, const struct event_tag *b)
+{
+	return db_tag_letter(a->v[0].s[0]) == db_tag_letter(b->v[0].s[0]) &&
+	    a->v[1].len == b->v[1].len &&
+	    memcmp(a->v[1].s, b->v[1].s, a->v[1].len) == 0;
+}
+
+/*
+ * Binds the row of t, holding the cases given, at parameters base + 1 to
+ * base + 5 of st.
+ */
 static void
-bind_tag_row(sqlite3_stmt *st, int base, const struct event_tag *t,
+bind_tag_row(sqlite3_stmt *st, int base, const struct event_tag *t, int cases,
     int64_t created_at, int64_t seq)
 {
 	sqlite3_bind_text(st, base + 1, db_tag_letter(t->v[0].s[0]), 1,
 	    SQLITE_STATIC);
-	sqlite3_bind_int(st, base + 2, db_tag_upper(t->v[0].s[0]));
+	sqlite3_bind_int(st, base + 2, cases);
 	db_bind_tag_value(st, base + 3, t->v[1].s, t->v[1].len);
 	sqlite3_bind_int64(st, base + 4, created_at);
 	sqlite3_bind_int64(st, base + 5, seq);
@@ -402,7 +425,8 @@ delete_tag_rows(struct store *s, const struct event *ev, int64_t seq)
 	for (i = 0; i < ev->ntags; i++) {
 		if (!is_tag_row(&ev->tags[i]))
 			continue;
-		bind_tag_row(st, 0, &ev->tags[i], ev->created_at, seq);
+		bind_tag_row(st, 0, &ev->tags[i],
+		    db_tag_case(ev->tags[i].v[0].s[0]), ev->created_at, seq);
 		if (step_row(s, st) != 0)
 			return -1;
 	}
@@ -425,10 +449,11 @@ tag_insert_stmt(struct store *s, size_t k)
 	if (*slot != NULL)
 		return *slot;
 	buf_adds(&sql,
-	    "INSERT OR IGNORE INTO tags"
-	    " (letter, upper, value, created_at, event) VALUES");
+	    "INSERT INTO tags"
+	    " (letter, cases, value, created_at, event) VALUES");
 	for (i = 0; i < k; i++)
 		buf_adds(&sql, i == 0 ? " (?,?,?,?,?)" : ", (?,?,?,?,?)");
+	buf_adds(&sql, TAG_UPSERT);
 	buf_addc(&sql, '\0');
 	rc = sqlite3_prepare_v3(s->s_db, sql.b_data, -1,
 	    SQLITE_PREPARE_PERSISTENT, &st, NULL);
@@ -442,27 +467,42 @@ tag_insert_stmt(struct store *s, size_t k)
 
 /*
  * Inserts the tag rows of ev stored as seq, STORE_TAG_ROWS a statement
- * (OR IGNORE: a row repeated within one event, in one statement or
- * not, is indexed once).  0, or -1 after logging.
+ * (TAG_UPSERT: a value repeated within one event, in one statement or
+ * not, under one case of its name or both, is one row).  0, or -1 after
+ * logging.
  */
 static int
 insert_tag_rows(struct store *s, const struct event *ev, int64_t seq)
 {
-	const struct event_tag *rows[STORE_TAG_ROWS];
+	const struct event_tag *rows[STORE_TAG_ROWS], *t;
 	sqlite3_stmt	       *st;
 	size_t			n = 0, j;
 	uint32_t		i;
+	int			cases[STORE_TAG_ROWS];
 
 	for (i = 0; i <= ev->ntags; i++) {
-		if (i < ev->ntags && is_tag_row(&ev->tags[i]))
-			rows[n++] = &ev->tags[i];
+		t = i < ev->ntags ? &ev->tags[i] : NULL;
+		if (t != NULL && is_tag_row(t)) {
+			/*
+			 * The other case of a row of this statement joins
+			 * it: the conflict TAG_UPSERT would meet costs a
+			 * B-tree search of its own.
+			 */
+			for (j = 0; j < n && !same_tag_row(rows[j], t); j++)
+				;
+			if (j == n) {
+				rows[n] = t;
+				cases[n++] = 0;
+			}
+			cases[j] |= db_tag_case(t->v[0].s[0]);
+		}
 		if (n == 0 || (n < STORE_TAG_ROWS && i < ev->ntags))
 			continue;
 		if ((st = tag_insert_stmt(s, n)) == NULL)
 			return -1;
 		for (j = 0; j < n; j++)
-			bind_tag_row(st, (int)j * 5, rows[j], ev->created_at,
-			    seq);
+			bind_tag_row(st, (int)j * 5, rows[j], cases[j],
+			    ev->created_at, seq);
 		if (step_row(s, st) != 0)
 			return -1;
 		n = 0;
@@ -933,7 +973,7 @@ store_tag_exists(struct store *s, const char *names, const char *value)
 		if (!is_letter(*c))
 			continue;
 		sqlite3_bind_text(st, 1, db_tag_letter(*c), 1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 2, db_tag_upper(*c));
+		sqlite3_bind_int(st, 2, db_tag_case(*c));
 		if ((r = step_row(s, st)) != 0) {
 			if (r == 1)
 				sqlite3_reset(st);

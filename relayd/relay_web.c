@@ -115,14 +115,17 @@ threads_prepare(sqlite3 *db, const char *coord, const char *maint, int limit)
 	static const char sql[] =
 	    "SELECT e.kind, (SELECT s.kind FROM tags st"
 	    "  JOIN events s ON s.seq = st.event"
-	    "  WHERE st.letter = 'e' AND st.upper = 0 AND st.value = e.id"
+	    "  WHERE st.letter = 'e' AND st.cases & " DB_TAG_LOWER_SQL
+	    " AND st.value = e.id"
 	    "  AND s.kind BETWEEN ?2 AND ?3 AND (s.pubkey = e.pubkey OR"
 	    "  lower(hex(s.pubkey)) IN (SELECT value FROM json_each(?8)))"
 	    "  ORDER BY st.created_at DESC LIMIT 1), e.json"
 	    " FROM tags t JOIN events e ON e.seq = t.event"
-	    " WHERE t.letter = 'a' AND t.upper = 0 AND t.value = ?1 AND"
+	    " WHERE t.letter = 'a' AND t.cases & " DB_TAG_LOWER_SQL
+	    " AND t.value = ?1 AND"
 	    "  (e.kind IN (?4, ?5) OR (e.kind = ?6 AND EXISTS (SELECT 1"
-	    "  FROM tags r WHERE r.letter = 't' AND r.upper = 0 AND"
+	    "  FROM tags r WHERE r.letter = 't' AND r.cases & " DB_TAG_LOWER_SQL
+	    " AND"
 	    "  r.value = 'root' AND r.created_at ="
 	    "  e.created_at AND r.event = e.seq)))"
 	    " ORDER BY t.created_at DESC LIMIT ?7";
@@ -201,7 +204,7 @@ static const char repos_sql[] =
     "  AND p.d = '')"
     " FROM (SELECT e.seq AS seq, max(e.created_at,"
     "  ifnull((SELECT max(t.created_at) FROM tags t WHERE t.letter = 'a'"
-    "   AND t.upper = 0"
+    "   AND t.cases & " DB_TAG_LOWER_SQL
     "   AND t.value = '30617:' || lower(hex(e.pubkey)) || ':' || e.d), 0),"
     "  ifnull((SELECT s.created_at FROM events s WHERE s.kind = 30618"
     "   AND s.pubkey = e.pubkey AND s.d = e.d), 0)) AS act" REPOS_FROM

@@ -267,15 +267,18 @@ feed_events(sqlite3 *db, const uint8_t owner[PUBKEY_LEN], const char *d,
 	/* Threads and statuses tagging the repository ... */
 	static const char tagged[] =
 	    "SELECT e.json FROM tags t JOIN events e ON e.seq = t.event"
-	    " WHERE t.letter = 'a' AND t.upper = 0 AND t.value = ?1"
+	    " WHERE t.letter = 'a' AND t.cases & " DB_TAG_LOWER_SQL
+	    " AND t.value = ?1"
 	    " AND e.kind IN (1617, 1618, 1621, 1630, 1631, 1632, 1633)"
 	    " ORDER BY t.created_at DESC LIMIT ?2";
 	/* ... and statuses naming one of its recent threads only by id. */
 	static const char named[] =
 	    "SELECT s.json FROM tags st JOIN events s ON s.seq = st.event"
-	    " WHERE st.letter = 'e' AND st.upper = 0 AND st.value IN ("
+	    " WHERE st.letter = 'e' AND st.cases & " DB_TAG_LOWER_SQL
+	    " AND st.value IN ("
 	    "  SELECT e.id FROM tags t JOIN events e ON e.seq = t.event"
-	    "  WHERE t.letter = 'a' AND t.upper = 0 AND t.value = ?1"
+	    "  WHERE t.letter = 'a' AND t.cases & " DB_TAG_LOWER_SQL
+	    " AND t.value = ?1"
 	    "  AND e.kind IN (1617, 1618, 1621)"
 	    "  ORDER BY t.created_at DESC LIMIT ?2)"
 	    " AND s.kind BETWEEN 1630 AND 1633"

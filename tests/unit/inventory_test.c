@@ -1398,6 +1398,17 @@ test_step_7_tables_are_built_again(void)
 	    "  WHERE author IS NOT NULL;"
 	    "INSERT INTO inv_roots VALUES (1, x'00', x'00', 1621, 'c', 0, 3);"
 	    "INSERT INTO inv_nodes VALUES (x'00', 1, 0, x'00');"
+	    /* Step 9 undone: the case in the key. */
+	    "CREATE TABLE tags_v5 (letter TEXT NOT NULL,"
+	    "  value BLOB NOT NULL, created_at INTEGER NOT NULL,"
+	    "  upper INTEGER NOT NULL, event INTEGER NOT NULL,"
+	    "  PRIMARY KEY (letter, value, created_at, upper, event))"
+	    "  WITHOUT ROWID;"
+	    "INSERT INTO tags_v5 SELECT letter, value, created_at, 0, event"
+	    "  FROM tags WHERE cases & 1 UNION ALL SELECT letter, value,"
+	    "  created_at, 1, event FROM tags WHERE cases & 2;"
+	    "DROP TABLE tags;"
+	    "ALTER TABLE tags_v5 RENAME TO tags;"
 	    "PRAGMA user_version = 7;"
 	    "COMMIT;";
 	char	      path[128], err[256], owner[65], tags[300], root[65];

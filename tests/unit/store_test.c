@@ -1659,6 +1659,82 @@ tag_values_keep_their_case_and_their_digits(void)
 }
 
 /*
+ * Schema step 9: a value under both cases of a name, or twice under one,
+ * is one tag row that holds the cases it came with; a filter for one case
+ * finds only the events that have it, alone or beside the other name's
+ * filter, and a deletion takes the row whatever its cases.
+ */
+static void
+one_tag_row_holds_both_cases_of_a_name(void)
+{
+	struct store *s = fresh();
+	struct event *root = ev_new(sk2, 100, 1, NULL, "root");
+	struct event *both = NULL, *upper = NULL, *lower = NULL, *del = NULL;
+	struct event *split = NULL;
+	char	      tags[1024], q[256];
+
+	T_ASSERT(s != NULL);
+	snprintf(tags, sizeof(tags),
+	    "[[\"E\",\"%s\"],[\"e\",\"%s\"],[\"e\",\"%s\"]]", root->id_hex,
+	    root->id_hex, root->id_hex);
+	both = ev_new(sk1, 110, 1111, tags, "both");
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"]]", root->id_hex);
+	upper = ev_new(sk1, 120, 1111, tags, "upper");
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", root->id_hex);
+	lower = ev_new(sk1, 130, 1, tags, "lower");
+	T_CHECK(store_put(s, root, NULL) == STORE_OK);
+	T_CHECK(store_put(s, both, NULL) == STORE_OK);
+	T_CHECK(store_put(s, upper, NULL) == STORE_OK);
+	T_CHECK(store_put(s, lower, NULL) == STORE_OK);
+	T_CHECK(sql_int(store_sqlite(s),
+		    "SELECT count(*) FROM tags WHERE letter = 'e'") == 3);
+	T_CHECK(sql_int(store_sqlite(s),
+		    "SELECT sum(cases * (created_at - 100))"
+		    " FROM tags WHERE letter = 'e'") ==
+	    (DB_TAG_LOWER | DB_TAG_UPPER) * 10 + DB_TAG_UPPER * 20 +
+		DB_TAG_LOWER * 30);
+	T_CHECK(count_tag(s, 'e', root->id_hex) == 2);
+	T_CHECK(count_tag(s, 'E', root->id_hex) == 2);
+	/* E and e in two statements of rows (STORE_TAG_ROWS apart). */
+	snprintf(tags, sizeof(tags),
+	    "[[\"E\",\"%s\"],[\"t\",\"1\"],[\"t\",\"2\"],[\"t\",\"3\"],"
+	    "[\"t\",\"4\"],[\"t\",\"5\"],[\"t\",\"6\"],[\"t\",\"7\"],"
+	    "[\"t\",\"8\"],[\"t\",\"9\"],[\"e\",\"%s\"]]",
+	    root->id_hex, root->id_hex);
+	T_ASSERT((split = ev_new(sk3, 140, 1111, tags, "split")) != NULL);
+	T_CHECK(store_put(s, split, NULL) == STORE_OK);
+	T_CHECK(sql_int(store_sqlite(s),
+		    "SELECT cases FROM tags WHERE letter = 'e'"
+		    " AND created_at = 140") == (DB_TAG_LOWER | DB_TAG_UPPER));
+	T_CHECK(sql_int(store_sqlite(s),
+		    "SELECT count(*) FROM tags WHERE created_at = 140") == 10);
+	T_CHECK(count_tag(s, 'e', root->id_hex) == 3);
+	T_CHECK(count_tag(s, 'E', root->id_hex) == 3);
+	T_CHECK(store_put(s, split, NULL) == STORE_DUPLICATE);
+	snprintf(q, sizeof(q), "{\"#e\":[\"%s\"],\"#E\":[\"%s\"]}",
+	    root->id_hex, root->id_hex);
+	T_CHECK(count_of(s, q) == 2);
+	snprintf(q, sizeof(q), "{\"kinds\":[1],\"#E\":[\"%s\"]}", root->id_hex);
+	T_CHECK(count_of(s, q) == 0);
+	T_CHECK(store_tag_exists(s, "E", root->id_hex) == 1);
+
+	T_ASSERT((del = deletion(sk1, 200, both->id_hex, upper->id_hex,
+		      NULL)) != NULL);
+	T_CHECK(store_put(s, del, NULL) == STORE_OK);
+	T_CHECK(count_tag(s, 'E', root->id_hex) == 1);
+	T_CHECK(count_tag(s, 'e', root->id_hex) == 2);
+	/* lower's row, split's ten, and the deletion's k and two e rows. */
+	T_CHECK(sql_int(store_sqlite(s), "SELECT count(*) FROM tags") == 14);
+	store_close(s);
+	event_destroy(split);
+	event_destroy(del);
+	event_destroy(lower);
+	event_destroy(upper);
+	event_destroy(both);
+	event_destroy(root);
+}
+
+/*
  * Takes a store of this schema back to schema 3: schema step 1's indexes
  * and tags, as schemas 1 to 3 hold them, and no step 6 tables.
  */
@@ -1684,10 +1760,12 @@ static const char schema_3_sql[] =
     "  event INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,"
     "  PRIMARY KEY (name, value, created_at, event)"
     ") WITHOUT ROWID;"
-    "INSERT INTO tags_v1 SELECT"
-    "  CASE upper WHEN 1 THEN upper(letter) ELSE letter END,"
+    "INSERT INTO tags_v1 SELECT letter,"
     "  CASE typeof(value) WHEN 'blob' THEN lower(hex(value))"
-    "  ELSE value END, created_at, event FROM tags;"
+    "  ELSE value END, created_at, event FROM tags WHERE cases & 1"
+    " UNION ALL SELECT upper(letter),"
+    "  CASE typeof(value) WHEN 'blob' THEN lower(hex(value))"
+    "  ELSE value END, created_at, event FROM tags WHERE cases & 2;"
     "DROP TABLE tags;"
     "ALTER TABLE tags_v1 RENAME TO tags;"
     "CREATE INDEX tags_event ON tags(event);"
@@ -1719,8 +1797,8 @@ migration_reports_progress(void)
 	T_ASSERT(sqlite3_exec(db,
 		     "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1"
 		     " FROM c WHERE i < 300000) INSERT INTO tags"
-		     " (letter, value, created_at, upper, event)"
-		     " SELECT 'e', printf('v%07d', i), i, 0, i FROM c",
+		     " (letter, value, created_at, cases, event)"
+		     " SELECT 'e', printf('v%07d', i), i, 1, i FROM c",
 		     NULL, NULL, NULL) == SQLITE_OK);
 	T_ASSERT(sqlite3_exec(db, schema_3_sql, NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
@@ -1748,11 +1826,11 @@ migration_reports_progress(void)
 }
 
 /*
- * Schema steps 4 and 5 (db.c): a database of schema 3 (tags_event, a
+ * Schema steps 4, 5 and 9 (db.c): a database of schema 3 (tags_event, a
  * foreign key that cascaded deletions to the tag rows, and tag rows keyed
  * by name and hex text) opens, migrates and keeps every event and tag
- * row; afterwards replacing and deleting events still removes exactly
- * their tag rows.
+ * row, a value under both cases of a name in one row; afterwards
+ * replacing and deleting events still removes exactly their tag rows.
  */
 static void
 schema_3_database_migrates_and_keeps_its_events(void)
@@ -1821,26 +1899,26 @@ schema_3_database_migrates_and_keeps_its_events(void)
 		    "SELECT count(*) FROM pragma_integrity_check"
 		    " WHERE integrity_check = 'ok'") == 1);
 	T_CHECK(store_count(s) == 5);
-	/* t old, t x, p ab, t y, d repo, t x, t x; E e P p x. */
-	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 12);
+	/* t old, t x, p ab, t y, d repo, t x, t x; Ee Pp x. */
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 10);
 	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 3);
 	/*
-	 * Step 5: the case after the time, so that E and e rows of one
-	 * value sit side by side, and ids and keys as their 32 bytes; a
-	 * value of uppercase digits stays text and is found as written.
+	 * Step 5: ids and keys as their 32 bytes; a value of uppercase
+	 * digits stays text and is found as written.  Step 9: the case out
+	 * of the key, E and e of one value one row with both cases.
 	 */
 	T_CHECK(sql_int(db,
 		    "SELECT group_concat(name) = 'letter,value,created_at,"
-		    "upper,event' FROM (SELECT name FROM"
+		    "event' FROM (SELECT name FROM"
 		    " pragma_index_info('sqlite_autoindex_tags_1')"
 		    " ORDER BY seqno)") == 1);
 	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM tags WHERE typeof(value) = 'blob'"
-		    " AND length(value) = 32") == 4);
+		    " AND length(value) = 32") == 2);
 	T_CHECK(sql_int(db,
-		    "SELECT count(*) FROM tags WHERE letter = 'e'"
+		    "SELECT group_concat(cases) FROM tags WHERE letter = 'e'"
 		    " AND value = (SELECT id FROM events WHERE kind = 1"
-		    " AND created_at = 130)") == 2);
+		    " AND created_at = 130)") == 3);
 	T_CHECK(count_tag(s, 'e', keep->id_hex) == 1);
 	snprintf(q, sizeof(q), "{\"#E\":[\"%s\"],\"#p\":[\"%s\"]}",
 	    keep->id_hex, keep->pubkey_hex);
@@ -1877,8 +1955,8 @@ schema_3_database_migrates_and_keeps_its_events(void)
 	T_ASSERT((del = deletion(sk2, 300, NULL, NULL, coord)) != NULL);
 	T_CHECK(store_put(s, del, NULL) == STORE_OK);
 	T_CHECK(store_has_id(s, ann->id) == 0);
-	/* Left: t new, t x of keep, cmt's five, the deletions' k e, k a. */
-	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 11);
+	/* Left: t new, t x of keep, cmt's three, the deletions' k e, k a. */
+	T_CHECK(sql_int(db, "SELECT count(*) FROM tags") == 9);
 	T_CHECK(sql_int(db,
 		    "SELECT count(*) FROM tags t WHERE NOT EXISTS"
 		    " (SELECT 1 FROM events e WHERE e.seq = t.event)") == 0);
@@ -1929,6 +2007,7 @@ static const struct t_case cases[] = {
 	T_CASE(result_messages_follow_nip01_prefixes),
 	T_CASE(query_items_ascending_without_limit_or_expired),
 	T_CASE(tag_values_keep_their_case_and_their_digits),
+	T_CASE(one_tag_row_holds_both_cases_of_a_name),
 	T_CASE(migration_reports_progress),
 	T_CASE(schema_3_database_migrates_and_keeps_its_events),
 };

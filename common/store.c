@@ -385,7 +385,10 @@ is_tag_row(const struct event_tag *t)
 	return t->n >= 2 && t->v[0].len == 1 && is_letter(t->v[0].s[0]);
 }
 
-/* Whether tag rows a and b have one key: a letter, in either case, and a value. */
+/*
+ * Whether tag rows a and b have one key: their letter, in either case, and
+ * their value.
+ */
 static int
 same_tag_row(const struct event_tag *a, const struct event_tag *b)
 {

@@ -20,6 +20,13 @@ struct buf {
 		NULL, 0, 0 \
 	}
 
+/*
+ * A macro's value as a string literal, for text put together when the
+ * program is compiled: "longer than " BUF_XSTR(RELAYURL_MAX) " bytes".
+ */
+#define BUF_XSTR(x) BUF_STR_(x)
+#define BUF_STR_(x) #x
+
 /* Makes room for n more bytes (plus a NUL). */
 void buf_reserve(struct buf *, size_t n);
 void buf_add(struct buf *, const void *, size_t);

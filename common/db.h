@@ -27,6 +27,8 @@
 
 #include <sqlite3.h>
 
+#include "buf.h"
+
 /* db_open() flags. */
 #define DB_READONLY 0x01
 
@@ -109,10 +111,8 @@ long long db_wal_room(long long bytes, long long page);
 #define DB_TAG_LOWER	 1
 #define DB_TAG_UPPER	 2
 /* The two as SQL text, for statements written out whole. */
-#define DB_TAG_LOWER_SQL DB_XSTR(DB_TAG_LOWER)
-#define DB_TAG_UPPER_SQL DB_XSTR(DB_TAG_UPPER)
-#define DB_XSTR(x)	 DB_STR(x)
-#define DB_STR(x)	 #x
+#define DB_TAG_LOWER_SQL BUF_XSTR(DB_TAG_LOWER)
+#define DB_TAG_UPPER_SQL BUF_XSTR(DB_TAG_UPPER)
 /* The lowercase form of the letter name as a one-byte string. */
 const char *db_tag_letter(char name);
 /* DB_TAG_UPPER when name is an uppercase letter, else DB_TAG_LOWER. */

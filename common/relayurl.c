@@ -19,13 +19,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
 #include "log.h"
 #include "mem.h"
 #include "relayurl.h"
-
-/* Puts a limit from relayurl.h into a refusal reason. */
-#define RU_STR(x)  #x
-#define RU_XSTR(x) RU_STR(x)
 
 /* Both flags lift the private-target refusals; see relayurl.h. */
 #define RELAYURL_ANY_ADDR (RELAYURL_TRUSTED | RELAYURL_ALLOW_PRIVATE)
@@ -322,7 +319,7 @@ canon_name(const char *s, size_t n, unsigned flags, struct kbuf *k,
 		return -1;
 	}
 	if (n > RELAYURL_HOST_MAX) {
-		*why = "rule 10: host name longer than " RU_XSTR(
+		*why = "rule 10: host name longer than " BUF_XSTR(
 		    RELAYURL_HOST_MAX) " bytes";
 		return -1;
 	}
@@ -336,7 +333,7 @@ canon_name(const char *s, size_t n, unsigned flags, struct kbuf *k,
 				return -1;
 			}
 			if (i - lab > RELAYURL_LABEL_MAX) {
-				*why = "rule 10: label longer than " RU_XSTR(
+				*why = "rule 10: label longer than " BUF_XSTR(
 				    RELAYURL_LABEL_MAX) " bytes";
 				return -1;
 			}
@@ -423,14 +420,14 @@ parse_port(const char *s, size_t n, int *port, const char **why)
 		}
 		v = v * 10 + (s[i] - '0');
 		if (v > RELAYURL_PORT_MAX) {
-			*why = "rule 15: port out of range 1-" RU_XSTR(
+			*why = "rule 15: port out of range 1-" BUF_XSTR(
 			    RELAYURL_PORT_MAX);
 			return -1;
 		}
 	}
 	if (v == 0) {
 		*why =
-		    "rule 15: port out of range 1-" RU_XSTR(RELAYURL_PORT_MAX);
+		    "rule 15: port out of range 1-" BUF_XSTR(RELAYURL_PORT_MAX);
 		return -1;
 	}
 	*port = (int)v;
@@ -575,7 +572,7 @@ canon(const char *in, size_t len, unsigned flags, struct kbuf *k,
 		e--;
 	n = (size_t)(e - s);
 	if (n > RELAYURL_MAX) {
-		*why = "rule 1: longer than " RU_XSTR(RELAYURL_MAX) " bytes";
+		*why = "rule 1: longer than " BUF_XSTR(RELAYURL_MAX) " bytes";
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
@@ -691,7 +688,7 @@ canon(const char *in, size_t len, unsigned flags, struct kbuf *k,
 	}
 	if (k->k_over) {
 		*why =
-		    "rule 1: key longer than " RU_XSTR(RELAYURL_MAX) " bytes";
+		    "rule 1: key longer than " BUF_XSTR(RELAYURL_MAX) " bytes";
 		return -1;
 	}
 	return 0;

@@ -1405,8 +1405,9 @@ test_step_7_tables_are_built_again(void)
 	    "  PRIMARY KEY (letter, value, created_at, upper, event))"
 	    "  WITHOUT ROWID;"
 	    "INSERT INTO tags_v5 SELECT letter, value, created_at, 0, event"
-	    "  FROM tags WHERE cases & 1 UNION ALL SELECT letter, value,"
-	    "  created_at, 1, event FROM tags WHERE cases & 2;"
+	    "  FROM tags WHERE cases & " DB_TAG_LOWER_SQL
+	    " UNION ALL SELECT letter, value, created_at, 1, event"
+	    "  FROM tags WHERE cases & " DB_TAG_UPPER_SQL ";"
 	    "DROP TABLE tags;"
 	    "ALTER TABLE tags_v5 RENAME TO tags;"
 	    "PRAGMA user_version = 7;"

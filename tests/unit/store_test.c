@@ -1735,6 +1735,40 @@ one_tag_row_holds_both_cases_of_a_name(void)
 }
 
 /*
+ * A hostile event naming 300 values under T, then the same 300 under t,
+ * then again under T: no pair shares a statement of rows, so each later
+ * row meets its key through the upsert; the store keeps one row a value
+ * with both cases, and a filter for either case finds the event.
+ */
+static void
+many_values_under_both_cases_far_apart(void)
+{
+	struct store *s = fresh();
+	struct buf    tags = BUF_INIT;
+	struct event *ev;
+	int	      pass, k;
+
+	T_ASSERT(s != NULL);
+	buf_addc(&tags, '[');
+	for (pass = 0; pass < 3; pass++)
+		for (k = 0; k < 300; k++)
+			buf_printf(&tags, "%s[\"%c\",\"v%d\"]",
+			    pass + k == 0 ? "" : ",", pass == 1 ? 't' : 'T', k);
+	buf_addc(&tags, ']');
+	T_ASSERT((ev = ev_new(sk1, 100, 1111, tags.b_data, "many")) != NULL);
+	T_CHECK(store_put(s, ev, NULL) == STORE_OK);
+	T_CHECK(sql_int(store_sqlite(s), "SELECT count(*) FROM tags") == 300);
+	T_CHECK(sql_int(store_sqlite(s),
+		    "SELECT count(*) FROM tags WHERE cases = " DB_TAG_LOWER_SQL
+		    " | " DB_TAG_UPPER_SQL) == 300);
+	T_CHECK(count_tag(s, 't', "v299") == 1);
+	T_CHECK(count_tag(s, 'T', "v0") == 1);
+	store_close(s);
+	event_destroy(ev);
+	buf_free(&tags);
+}
+
+/*
  * Takes a store of this schema back to schema 3: schema step 1's indexes
  * and tags, as schemas 1 to 3 hold them, and no step 6 tables.
  */
@@ -1762,10 +1796,11 @@ static const char schema_3_sql[] =
     ") WITHOUT ROWID;"
     "INSERT INTO tags_v1 SELECT letter,"
     "  CASE typeof(value) WHEN 'blob' THEN lower(hex(value))"
-    "  ELSE value END, created_at, event FROM tags WHERE cases & 1"
-    " UNION ALL SELECT upper(letter),"
+    "  ELSE value END, created_at, event FROM tags"
+    " WHERE cases & " DB_TAG_LOWER_SQL " UNION ALL SELECT upper(letter),"
     "  CASE typeof(value) WHEN 'blob' THEN lower(hex(value))"
-    "  ELSE value END, created_at, event FROM tags WHERE cases & 2;"
+    "  ELSE value END, created_at, event FROM tags"
+    " WHERE cases & " DB_TAG_UPPER_SQL ";"
     "DROP TABLE tags;"
     "ALTER TABLE tags_v1 RENAME TO tags;"
     "CREATE INDEX tags_event ON tags(event);"
@@ -2008,6 +2043,7 @@ static const struct t_case cases[] = {
 	T_CASE(query_items_ascending_without_limit_or_expired),
 	T_CASE(tag_values_keep_their_case_and_their_digits),
 	T_CASE(one_tag_row_holds_both_cases_of_a_name),
+	T_CASE(many_values_under_both_cases_far_apart),
 	T_CASE(migration_reports_progress),
 	T_CASE(schema_3_database_migrates_and_keeps_its_events),
 };

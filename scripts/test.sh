@@ -12,7 +12,8 @@ sh scripts/deps.sh --test || exit 1
 
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+notok=$(mktemp)
+trap 'rm -f "$log" "$notok"' EXIT
 total_pass=0
 total_fail=0
 
@@ -26,17 +27,19 @@ suite() {
 	shift 4
 	echo "# === $label suite"
 	if ! make -j2 O="$o" BIN="$bin" "$@" all tests; then
-		echo "not ok - build_$label: make failed"
+		echo "not ok - build_$label: make failed" | tee -a "$notok"
 		total_fail=$((total_fail + 1))
 		return
 	fi
 	# shellcheck disable=SC2086
 	RUN_LABEL=$label O=$o BIN=$bin sh tests/run.sh $groups | tee "$log"
+	# What failed is printed again at the end, where a log's tail shows it.
+	grep -E '^(not ok|# failed:)' "$log" | sed "s/^/# $label: /" >>"$notok"
 	line=$(grep "^# $label: " "$log" | tail -n 1)
 	p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed/\1/p')
 	f=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed/\2/p')
 	if [ -z "$p" ]; then
-		echo "not ok - suite_$label: no summary"
+		echo "not ok - suite_$label: no summary" | tee -a "$notok"
 		p=0
 		f=1
 	fi
@@ -54,5 +57,6 @@ export ASAN_OPTIONS UBSAN_OPTIONS
 suite sanitize "unit integration interop" build/san build/san/bin \
     CFLAGS="-O1 -g $SAN $WFLAGS" LDFLAGS="$SAN"
 
+cat "$notok"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ] && [ "$total_pass" -gt 0 ]

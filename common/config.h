@@ -32,13 +32,17 @@ struct buf;
 #define CONFIG_ICON_PATH "/icon.png"
 
 /* Design, "Test timing": NGIT_TEST shortens delays 60-fold ... */
-#define CONFIG_TEST_DELAY_DIVISOR  60.0
+#define CONFIG_TEST_DELAY_DIVISOR   60.0
 /* ... and runs periodic work at least every 200 ms. */
-#define CONFIG_TEST_PERIOD_MAX	   0.2
+#define CONFIG_TEST_PERIOD_MAX	    0.2
 /* Ours, test timing only (read under NGIT_TEST): milliseconds relayd's
  * sync thread waits before each sync, so that a test sees batches
  * waiting for it (relayd/relay_sync.c). */
-#define CONFIG_TEST_SYNC_DELAY_ENV "GRASPD_SYNC_DELAY_MS"
+#define CONFIG_TEST_SYNC_DELAY_ENV  "GRASPD_SYNC_DELAY_MS"
+/* Ours, test timing only (read under NGIT_TEST): seconds relayd's
+ * purgatory expiry (PURG_EXPIRY_S) lasts instead of its 60th, so that a
+ * test of what expiry does need not wait 30 s for it. */
+#define CONFIG_TEST_PURG_EXPIRY_ENV "GRASPD_PURG_EXPIRY_S"
 
 /*
  * One repository whitelist or blacklist entry, written "npub",

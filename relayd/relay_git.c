@@ -297,8 +297,7 @@ unclaimed_add(struct relay_gitreq *gr)
 		u->u_prs = gr->gr_prs;
 		u->u_bytes = gr->gr_inbytes / n;
 		u->u_expires = relay_now_ms() +
-		    (int64_t)(cfg_scale_delay(&relayd->cfg, PURG_EXPIRY_S) *
-			1000);
+		    (int64_t)(relay_purg_delay(PURG_EXPIRY_S) * 1000);
 		LIST_INSERT_HEAD(&unclaimed, u, u_entry);
 	}
 }

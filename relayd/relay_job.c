@@ -202,7 +202,7 @@ prune_step(struct relay_job *j, const char *repo)
 	if (job_defer(j, repo))
 		return 0;
 	snprintf(prune, sizeof(prune), "--prune=%lld.seconds.ago",
-	    (long long)cfg_scale_delay(&relayd->cfg, PURG_EXPIRY_S));
+	    (long long)relay_purg_delay(PURG_EXPIRY_S));
 	return job_git(j, repo, args, -1) == 0 ? 1 : -1;
 }
 

@@ -47,12 +47,29 @@
 	"without git data"
 
 
-/* Now plus a delay of the brief, shortened in test mode. */
+/* A test's PURG_EXPIRY_S in seconds (CONFIG_TEST_PURG_EXPIRY_ENV), or 0. */
+static double test_expiry_s = -1;
+
+double
+relay_purg_delay(double secs)
+{
+	const char *v;
+
+	if (test_expiry_s < 0) {
+		test_expiry_s = 0;
+		if (config_test_mode(&relayd->cfg) &&
+		    (v = getenv(CONFIG_TEST_PURG_EXPIRY_ENV)) != NULL)
+			test_expiry_s = atof(v);
+	}
+	if (secs == PURG_EXPIRY_S && test_expiry_s > 0)
+		return test_expiry_s;
+	return cfg_scale_delay(&relayd->cfg, secs);
+}
+
 int64_t
 relay_purg_later(double secs)
 {
-	return (int64_t)time(NULL) +
-	    (int64_t)(cfg_scale_delay(&relayd->cfg, secs) + 0.5);
+	return (int64_t)time(NULL) + (int64_t)(relay_purg_delay(secs) + 0.5);
 }
 
 /* The safe identifier of a 30617 or 30618 into d, or -1. */

@@ -1530,7 +1530,9 @@ int  relay_purg_prs_holds(const struct event *ev, const char *d, const char *c);
 int  relay_purg_hosted(const uint8_t owner[PUBKEY_LEN], const char *d);
 /*
  * The purgatory's shared pieces, for relay_release.c and relay_pushgate.c.
- * relay_purg_later: now plus a delay of the brief (scaled in test mode);
+ * relay_purg_delay: a delay of the brief in seconds (scaled in test mode,
+ * PURG_EXPIRY_S as CONFIG_TEST_PURG_EXPIRY_ENV says if set); relay_purg_later:
+ * now plus that delay;
  * relay_purg_parse: an event from stored JSON, or NULL; relay_purg_anns:
  * the announcements of d (with_held: the held ones too), -1 on error;
  * relay_purg_pr_commit: the tip commit of a PR or PR update, or NULL;
@@ -1538,6 +1540,7 @@ int  relay_purg_hosted(const uint8_t owner[PUBKEY_LEN], const char *d);
  * (caller frees), or NULL; relay_purg_pr_by: 1 if PR ev is signer's for
  * identifier d.
  */
+double	      relay_purg_delay(double secs);
 int64_t	      relay_purg_later(double secs);
 struct event *relay_purg_parse(const char *json);
 int relay_purg_anns(const char *d, int with_held, struct policy_anns *a);

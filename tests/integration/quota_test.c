@@ -20,6 +20,7 @@
 
 #include "buf.h"
 #include "client.h"
+#include "config.h"
 #include "event.h"
 #include "gitutil.h"
 #include "nip19.h"
@@ -28,11 +29,18 @@
 #include "tdir.h"
 #include "wsclient.h"
 
-#define TMO   5000
-#define NPUSH 4
-#define LIMIT (2 * 1024 * 1024) /* max_repo_bytes */
-#define BLOB  (800 * 1024)	/* each push: two fit, three do not */
-#define ZERO  "0000000000000000000000000000000000000000"
+#define TMO	   5000
+#define NPUSH	   4
+#define LIMIT	   (2 * 1024 * 1024) /* max_repo_bytes */
+#define BLOB	   (800 * 1024)	     /* each push: two fit, three do not */
+#define ZERO	   "0000000000000000000000000000000000000000"
+/*
+ * Seconds a placeholder lasts in the relayds of the expiry cases (30 by
+ * NGIT_TEST's scale): long enough for a push and its checks on a loaded
+ * machine, short enough not to sleep through the suite.
+ */
+#define EXPIRY_S   "12"
+#define EXPIRY_ENV CONFIG_TEST_PURG_EXPIRY_ENV "=" EXPIRY_S
 
 static void
 owner_key(int n, uint8_t sk[SECKEY_LEN], uint8_t pk[PUBKEY_LEN])
@@ -213,13 +221,14 @@ test_concurrent_pushes_share_max_repo_bytes(void)
 
 /*
  * Issue 39 item 4: an anonymous refs/nostr/<id> push whose event never
- * comes loses, when its placeholder expires (30 s under NGIT_TEST), its
+ * comes loses, when its placeholder expires (EXPIRY_S here), its
  * ref (no longer advertised) and its objects (no longer counted toward
  * max_repo_bytes).  Before, only the database row went.
  */
 static void
 test_expired_placeholder_loses_ref_and_objects(void)
 {
+	const char	 *env[] = { EXPIRY_ENV, NULL };
 	struct relayproc *rp;
 	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char		  dir[512], repo[700], url[512], oid[41], spec[120];
@@ -227,7 +236,7 @@ test_expired_placeholder_loses_ref_and_objects(void)
 	int64_t		  end;
 	int		  ref_gone = 0, obj_gone = 0;
 
-	T_ASSERT((rp = relayproc_start("relayd", NULL)) != NULL);
+	T_ASSERT((rp = relayproc_start("relayd", env)) != NULL);
 	snprintf(dir, sizeof(dir), "%s/home", relayproc_dir(rp));
 	T_ASSERT(gt_setup(dir) == 0);
 	owner_key(2, sk, pk);
@@ -309,7 +318,8 @@ test_unclaimed_prs_pushes_charged_to_the_address(void)
 	const char	 *env[] = { "NGIT_GRASP06_ENABLE=true",
 		      "NGIT_GRASP06_MAX_BYTES_PER_REF=1000000",
 		      "NGIT_GRASP06_MAX_BYTES_PER_SIGNER=150000",
-		      "NGIT_GRASP06_UNCLAIMED_BYTES_PER_IP=250000", NULL };
+		      "NGIT_GRASP06_UNCLAIMED_BYTES_PER_IP=250000", EXPIRY_ENV,
+		      NULL };
 	struct relayproc *rp;
 	uint8_t		  sk[SECKEY_LEN], pk[PUBKEY_LEN];
 	char dir[512], oid[41], pdir[700], hex[PUBKEY_HEX_LEN + 1], *out = NULL;
@@ -338,7 +348,7 @@ test_unclaimed_prs_pushes_charged_to_the_address(void)
 		"yet would pass 250000 bytes") != NULL);
 	printf("# %s", out ? out : "\n");
 	free(out);
-	/* Unclaimed, they go as a placeholder would (30 s here). */
+	/* Unclaimed, they go as a placeholder would (EXPIRY_S here). */
 	T_CHECK(access(pdir, F_OK) == 0);
 	for (end = wsc_now_ms() + 90000;
 	     access(pdir, F_OK) == 0 && wsc_now_ms() < end;)

@@ -11,8 +11,8 @@
  *    within a bound, and every event answered OK true is stored
  *    afterwards.  The times from kill to running again are printed
  *    (min/median/p95/max, and how many took over 2 s).
- *  - power cut: graspd's whole process group is killed in the middle of
- *    commits (seeded delay), started again on the same store: the
+ *  - power cut: graspd and every role are killed with SIGKILL at once in
+ *    the middle of commits (seeded delay), started again on the same store: the
  *    database passes PRAGMA integrity_check and holds every acknowledged
  *    event.  GRASPD_CRASH_CUTS times (default 2; 1 under the
  *    sanitizers; "make soak" asks for 5).
@@ -411,7 +411,7 @@ test_power_cut_during_commits_keeps_every_acked_event(void)
 		publishers_start(ps, &a);
 		ms = 700 + (int)(rng() % 1500);
 		nap(ms);
-		gd_kill_group(g);
+		gd_power_cut(g);
 		publishers_stop(ps, &a);
 		printf("# power cut %d after %d ms of publishing: %zu "
 		       "acknowledged so far\n",
@@ -472,7 +472,7 @@ test_power_cut_over_the_wal_room_keeps_every_acked_event(void)
 	publishers_start(ps, &a);
 	ms = 700 + (int)(rng() % 800);
 	nap(ms);
-	gd_kill_group(g);
+	gd_power_cut(g);
 	publishers_stop(ps, &a);
 	T_ASSERT(gd_restart(g) == 0);
 	T_CHECK(integrity_ok(gd_db_path(g)));

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -35,6 +36,11 @@ const char *const gd_roles[GD_NROLES] = { "relayd", "syncd", "discoveryd",
 #define GD_MAX_ENV     32
 /* How many ports gd_start() tries when one was taken. */
 #define GD_START_TRIES 3
+/* Processes read from /proc, and kept of graspd's tree, at most. */
+#define GD_PROC_MAX    65536
+#define GD_TREE_MAX    256
+/* How long the killed roles may take to be gone. */
+#define GD_GONE_MS     20000
 
 struct gdproc {
 	pid_t g_pid;
@@ -208,14 +214,121 @@ gd_restart(struct gdproc *g)
 	return 0;
 }
 
+/*
+ * The processes of the tree under root, root first, at most cap of them
+ * (the roles lead process groups of their own, outside graspd's).
+ */
+static size_t
+proc_tree(pid_t root, pid_t *tree, size_t cap)
+{
+	static pid_t   pid[GD_PROC_MAX], ppid[GD_PROC_MAX];
+	struct dirent *de;
+	DIR	      *d;
+	FILE	      *f;
+	char	       path[300], line[512], *p;
+	size_t	       n = 0, k = 0, i, j;
+	long	       pp;
+
+	if ((d = opendir("/proc")) != NULL) {
+		while ((de = readdir(d)) != NULL && n < GD_PROC_MAX) {
+			if (de->d_name[0] < '1' || de->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/stat",
+			    de->d_name);
+			if ((f = fopen(path, "r")) == NULL)
+				continue;
+			/* "pid (comm) state ppid ...": comm may hold ")". */
+			if (fgets(line, sizeof(line), f) != NULL &&
+			    (p = strrchr(line, ')')) != NULL &&
+			    sscanf(p + 1, " %*c %ld", &pp) == 1) {
+				pid[n] = (pid_t)atol(de->d_name);
+				ppid[n++] = (pid_t)pp;
+			}
+			fclose(f);
+		}
+		closedir(d);
+	}
+	if (cap > 0)
+		tree[k++] = root;
+	for (i = 0; i < k; i++)
+		for (j = 0; j < n && k < cap; j++)
+			if (ppid[j] == tree[i])
+				tree[k++] = pid[j];
+	return k;
+}
+
+/* 1 while pid runs (a zombie has closed everything it held), else 0. */
+static int
+proc_alive(pid_t pid)
+{
+	char  path[64], line[512], *p;
+	FILE *f;
+	int   alive = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	if (fgets(line, sizeof(line), f) != NULL &&
+	    (p = strrchr(line, ')')) != NULL)
+		alive = p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	fclose(f);
+	return alive;
+}
+
+/* Waits until none of tree[1..n) runs, for at most GD_GONE_MS. */
+static void
+tree_gone(const pid_t *tree, size_t n)
+{
+	int64_t deadline = wsc_now_ms() + GD_GONE_MS;
+	size_t	i = 1;
+
+	while (i < n && wsc_now_ms() < deadline) {
+		if (!proc_alive(tree[i]))
+			i++;
+		else
+			nap(20);
+	}
+	if (i < n)
+		fprintf(stderr, "# pid %ld still runs after %d ms\n",
+		    (long)tree[i], GD_GONE_MS);
+}
+
 void
 gd_kill_group(struct gdproc *g)
 {
+	pid_t  tree[GD_TREE_MAX];
+	size_t n;
+
 	if (g->g_pid == -1)
 		return;
+	n = proc_tree(g->g_pid, tree, GD_TREE_MAX);
 	kill(-g->g_pid, SIGKILL);
 	waitpid(g->g_pid, NULL, 0);
 	g->g_pid = -1;
+	/* The roles follow graspd (SIGTERM); a restart waits for them, or
+	 * relayd's port and store would still be the old relayd's. */
+	tree_gone(tree, n);
+}
+
+void
+gd_power_cut(struct gdproc *g)
+{
+	pid_t  tree[GD_TREE_MAX];
+	size_t n, i;
+
+	if (g->g_pid == -1)
+		return;
+	/* Stopped, graspd starts no role again while they die. */
+	kill(g->g_pid, SIGSTOP);
+	n = proc_tree(g->g_pid, tree, GD_TREE_MAX);
+	for (i = n; i-- > 1;) {
+		kill(-tree[i], SIGKILL);
+		kill(tree[i], SIGKILL);
+	}
+	kill(-g->g_pid, SIGKILL);
+	waitpid(g->g_pid, NULL, 0);
+	g->g_pid = -1;
+	tree_gone(tree, n);
 }
 
 void

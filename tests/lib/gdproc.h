@@ -3,7 +3,7 @@
  * reliability tests (crash, load, hostile): started with -d in a process
  * group of its own, on a free loopback port, in a temporary directory
  * that survives a restart, so a test can kill -9 one role or the whole
- * group and start it again on the same store.
+ * of it and start it again on the same store.
  *
  * Role states and pids come from "graspctl -j status".  Every child dies
  * with the test (PR_SET_PDEATHSIG; the roles die with graspd).
@@ -40,11 +40,22 @@ extern const char *const gd_roles[GD_NROLES];
 struct gdproc *gd_start(const char *const extra_env[]);
 /*
  * Starts graspd again on the same directory and port after it has gone
- * (gd_kill_group()), and waits as gd_start() does.  0 or -1.
+ * (gd_kill_group(), gd_power_cut()), and waits as gd_start() does.  0 or
+ * -1.
  */
 int	       gd_restart(struct gdproc *);
-/* SIGKILL to graspd's whole process group; waits for graspd's exit. */
+/*
+ * SIGKILL to graspd's process group; waits for graspd's exit and for its
+ * roles, which follow it (SIGTERM, PR_SET_PDEATHSIG) and stop as they
+ * would on a SIGTERM.
+ */
 void	       gd_kill_group(struct gdproc *);
+/*
+ * A power cut: graspd, every role and their children killed with SIGKILL
+ * at once (graspd stopped first, so that it starts nothing again); waits
+ * until they are gone.
+ */
+void	       gd_power_cut(struct gdproc *);
 /* SIGTERM, a bounded wait, SIGKILL; removes the directory; frees. */
 void	       gd_free(struct gdproc *);
 

@@ -29,7 +29,7 @@
 /* Pushes that trigger maintenance here (git_maintenance_pushes). */
 #define MAINT_PUSHES 4
 /* Random bytes per pushed commit: a repack of some seconds. */
-#define PUSH_BYTES   (16 * 1024 * 1024)
+#define PUSH_BYTES   (8 * 1024 * 1024)
 /* How long the maintenance may take on a loaded machine. */
 #define MAINT_MS     (5 * 60 * 1000)
 

@@ -52,6 +52,8 @@ enum invdb_stmt {
 	W_ADDR_PUT,
 	W_ADDR_LOWER,
 	W_BUMP,
+	W_ROOT_BY_NUM,
+	W_MAX_SEQ,
 	W_COUNT
 };
 
@@ -89,6 +91,40 @@ static const char *const invdb_sql[W_COUNT] = {
 	[W_BUMP] = "UPDATE inv_state SET generation = generation + ?1,"
 		   " seq = max(seq, coalesce((SELECT max(seq) FROM events), 0))"
 		   " WHERE id = 1",
+	[W_ROOT_BY_NUM] = "SELECT r.deleted, " NDESC ", r.id FROM inv_roots r"
+			  " WHERE r.num = ?1",
+	[W_MAX_SEQ] = "SELECT coalesce(max(seq), 0) FROM inv_nodes",
+};
+
+/*
+ * Ours: the writer's bounded memory of the nodes and roots it wrote or
+ * read lately, so that a reply's parent costs no search of the store
+ * (four random pages at 200,000 events: the parent's seq by id, its
+ * node, its root, the root's last place).  Each table is direct-mapped,
+ * by id and by number; a slot wanted by another is overwritten.  Rows
+ * of inv_nodes are never removed but by invdb_build(), and a node's rows
+ * are all written by the invdb_add() that makes it, so an entry stays
+ * true until a rollback or a build, which empty both tables
+ * (invdb_discard()); an event added again forgets its entry first (a
+ * new seq may have other rows, or none).
+ */
+#define INVDB_NODE_SLOTS 32768 /* 64 bytes each */
+#define INVDB_ROOT_SLOTS 8192  /* 56 bytes each */
+/* The roots a cached node may descend from; a node of more is not kept. */
+#define INVDB_NODE_ROOTS 3
+
+struct node_slot {
+	uint8_t ns_id[EVENT_ID_LEN];
+	int32_t ns_depth;
+	int32_t ns_nroots; /* 0: an empty slot */
+	int64_t ns_roots[INVDB_NODE_ROOTS];
+};
+
+struct root_slot {
+	int64_t rs_num; /* 0: an empty slot (num starts at 1) */
+	int64_t rs_ndesc;
+	int32_t rs_deleted;
+	uint8_t rs_id[EVENT_ID_LEN];
 };
 
 struct invdb {
@@ -102,6 +138,15 @@ struct invdb {
 	int		     w_changed; /* since the last invdb_flush() */
 	/* What of the configuration the tables depend on (conf_mark()). */
 	int64_t		     w_conf;
+	struct node_slot    *w_nodes; /* INVDB_NODE_SLOTS */
+	struct root_slot    *w_roots; /* INVDB_ROOT_SLOTS */
+	/* The rows the invdb_add() under way wrote for its event. */
+	int64_t		     w_new[INVDB_NODE_ROOTS];
+	int		     w_nnew;   /* -1: rows it cannot all name */
+	int		     w_newdep; /* their depth */
+	/* The largest seq with node rows, -1 until read: a larger one has
+	 * none but what its invdb_add() writes. */
+	int64_t		     w_max_seq;
 };
 
 /*
@@ -155,6 +200,9 @@ invdb_new(struct store *st, const struct config *cfg)
 	w->w_cfg = inv_new_parts(cfg, 0);
 	w->w_config = cfg;
 	w->w_conf = conf_mark(w->w_cfg);
+	w->w_nodes = xcalloc(INVDB_NODE_SLOTS, sizeof(*w->w_nodes));
+	w->w_roots = xcalloc(INVDB_ROOT_SLOTS, sizeof(*w->w_roots));
+	w->w_max_seq = -1;
 	return w;
 }
 
@@ -168,7 +216,110 @@ invdb_free(struct invdb *w)
 	for (i = 0; i < W_COUNT; i++)
 		sqlite3_finalize(w->w_stmt[i]);
 	inv_free(w->w_cfg);
+	free(w->w_nodes);
+	free(w->w_roots);
 	free(w);
+}
+
+static struct node_slot *
+node_slot(struct invdb *w, const uint8_t id[EVENT_ID_LEN])
+{
+	uint32_t h;
+
+	memcpy(&h, id, sizeof(h)); /* an id is a hash already */
+	return &w->w_nodes[h & (INVDB_NODE_SLOTS - 1)];
+}
+
+/* The cached node of id, or NULL. */
+static const struct node_slot *
+node_cached(struct invdb *w, const uint8_t id[EVENT_ID_LEN])
+{
+	struct node_slot *ns = node_slot(w, id);
+
+	if (ns->ns_nroots == 0 || memcmp(ns->ns_id, id, EVENT_ID_LEN) != 0)
+		return NULL;
+	return ns;
+}
+
+static void
+node_forget(struct invdb *w, const uint8_t id[EVENT_ID_LEN])
+{
+	struct node_slot *ns = node_slot(w, id);
+
+	if (memcmp(ns->ns_id, id, EVENT_ID_LEN) == 0)
+		ns->ns_nroots = 0;
+}
+
+/*
+ * Keeps the node of id: depth, and all n of its roots (n > 0), in
+ * ascending order as the store gives them (its key is seq, root).
+ */
+static void
+node_keep(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int depth,
+    const int64_t *roots, int n)
+{
+	struct node_slot *ns = node_slot(w, id);
+	int64_t		  t;
+	int		  i, j;
+
+	if (n <= 0 || n > INVDB_NODE_ROOTS)
+		return;
+	memcpy(ns->ns_id, id, EVENT_ID_LEN);
+	ns->ns_depth = depth;
+	ns->ns_nroots = n;
+	memcpy(ns->ns_roots, roots, (size_t)n * sizeof(*roots));
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && ns->ns_roots[j - 1] > ns->ns_roots[j];
+		     j--) {
+			t = ns->ns_roots[j];
+			ns->ns_roots[j] = ns->ns_roots[j - 1];
+			ns->ns_roots[j - 1] = t;
+		}
+}
+
+/* Forgets every node and root (a rollback, a build). */
+static void
+cache_clear(struct invdb *w)
+{
+	w->w_max_seq = -1;
+	memset(w->w_nodes, 0, INVDB_NODE_SLOTS * sizeof(*w->w_nodes));
+	memset(w->w_roots, 0, INVDB_ROOT_SLOTS * sizeof(*w->w_roots));
+}
+
+static void
+root_keep(struct invdb *w, int64_t num, int64_t ndesc, int deleted,
+    const uint8_t id[EVENT_ID_LEN])
+{
+	struct root_slot *rs = &w->w_roots[num & (INVDB_ROOT_SLOTS - 1)];
+
+	rs->rs_num = num;
+	rs->rs_ndesc = ndesc;
+	rs->rs_deleted = deleted;
+	memcpy(rs->rs_id, id, EVENT_ID_LEN);
+}
+
+/* The cached root num, or NULL. */
+static struct root_slot *
+root_cached(struct invdb *w, int64_t num)
+{
+	struct root_slot *rs = &w->w_roots[num & (INVDB_ROOT_SLOTS - 1)];
+
+	return rs->rs_num == num ? rs : NULL;
+}
+
+/* Notes a node row the invdb_add() under way wrote (put 1) or met (0). */
+static void
+node_written(struct invdb *w, int64_t root, int depth, int put)
+{
+	if (w->w_nnew < 0)
+		return;
+	if (put != 1 || w->w_nnew == INVDB_NODE_ROOTS ||
+	    (w->w_nnew > 0 && w->w_newdep != depth)) {
+		w->w_nnew = -1;
+		return;
+	}
+	w->w_newdep = depth;
+	w->w_new[w->w_nnew++] = root;
 }
 
 static int
@@ -359,10 +510,77 @@ add_root(struct invdb *w, const struct event *ev, int64_t seq, int *is_root)
 	}
 	num = sqlite3_last_insert_rowid(w->w_db);
 	/* The root's own node, depth 0: its author takes part. */
-	if (node_put(w, seq, num, 0, 0, ev->pubkey) == -1)
+	if ((n = node_put(w, seq, num, 0, 0, ev->pubkey)) == -1)
 		return -1;
+	node_written(w, num, 0, n);
+	root_keep(w, num, 0, 0, ev->id);
 	*is_root = 1;
 	return INVDB_CHANGED | INVDB_ROOTED;
+}
+
+/*
+ * Root num's liveness, descendants and id into *out, from the cache or
+ * the store: 1, 0 if there is no such root, -1 on a database error.
+ */
+static int
+root_info(struct invdb *w, int64_t num, struct root_slot *out)
+{
+	struct root_slot *rs;
+	sqlite3_stmt	 *st;
+	int		  rc;
+
+	if ((rs = root_cached(w, num)) != NULL) {
+		*out = *rs;
+		return 1;
+	}
+	if ((st = wstmt(w, W_ROOT_BY_NUM)) == NULL ||
+	    sqlite3_bind_int64(st, 1, num) != SQLITE_OK)
+		return werr(w, "bind");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 2) == EVENT_ID_LEN)
+		root_keep(w, num, sqlite3_column_int64(st, 1),
+		    sqlite3_column_int(st, 0), sqlite3_column_blob(st, 2));
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return werr(w, "root by number");
+	if ((rs = root_cached(w, num)) == NULL)
+		return 0;
+	*out = *rs;
+	return 1;
+}
+
+/* parent_roots() for a node the writer knows: the same answer. */
+static int
+cached_parent_roots(struct invdb *w, const struct node_slot *ns,
+    struct invdb_parent_root *roots, size_t *nroots, int *depth)
+{
+	struct root_slot r;
+	size_t		 k;
+	int		 i, rc, found = 0;
+
+	for (i = 0; i < ns->ns_nroots; i++) {
+		if ((rc = root_info(w, ns->ns_roots[i], &r)) == -1)
+			return -1;
+		if (rc == 0)
+			continue;
+		if (ns->ns_depth >= INV_MAX_DEPTH)
+			return 0;
+		if (!found && ns->ns_depth + 1 < *depth)
+			*depth = ns->ns_depth + 1;
+		found = 1;
+		if (r.rs_deleted)
+			continue;
+		for (k = 0; k < *nroots; k++)
+			if (roots[k].pr_num == r.rs_num)
+				break;
+		if (k < *nroots || *nroots == INV_EV_ROOTS)
+			continue;
+		roots[k].pr_num = r.rs_num;
+		roots[k].pr_ndesc = r.rs_ndesc;
+		memcpy(roots[k].pr_id, r.rs_id, EVENT_ID_LEN);
+		(*nroots)++;
+	}
+	return found;
 }
 
 /*
@@ -376,10 +594,14 @@ static int
 parent_roots(struct invdb *w, const uint8_t *id, const struct estr *addr,
     struct invdb_parent_root *roots, size_t *nroots, int *depth)
 {
-	sqlite3_stmt *st;
-	size_t	      k;
-	int	      rc, found = 0, pd;
+	const struct node_slot *ns;
+	sqlite3_stmt	       *st;
+	size_t			k;
+	int64_t			seen[INVDB_NODE_ROOTS];
+	int			rc, found = 0, pd = 0, nseen = 0;
 
+	if (addr == NULL && (ns = node_cached(w, id)) != NULL)
+		return cached_parent_roots(w, ns, roots, nroots, depth);
 	if (addr != NULL) {
 		if ((st = wstmt(w, W_ADDR_PARENT)) == NULL ||
 		    sqlite3_bind_text(st, 1, addr->s, (int)addr->len,
@@ -401,8 +623,17 @@ parent_roots(struct invdb *w, const uint8_t *id, const struct estr *addr,
 		if (!found && pd + 1 < *depth)
 			*depth = pd + 1;
 		found = 1;
-		if (sqlite3_column_int(st, 2) ||
-		    sqlite3_column_bytes(st, 4) != EVENT_ID_LEN)
+		if (sqlite3_column_bytes(st, 4) != EVENT_ID_LEN) {
+			nseen = -1;
+			continue;
+		}
+		root_keep(w, num, sqlite3_column_int64(st, 3),
+		    sqlite3_column_int(st, 2), sqlite3_column_blob(st, 4));
+		if (nseen >= 0 && nseen < INVDB_NODE_ROOTS)
+			seen[nseen++] = num;
+		else
+			nseen = -1;
+		if (sqlite3_column_int(st, 2))
 			continue;
 		for (k = 0; k < *nroots; k++)
 			if (roots[k].pr_num == num)
@@ -420,6 +651,9 @@ parent_roots(struct invdb *w, const uint8_t *id, const struct estr *addr,
 		return werr(w, "parent");
 	}
 	sqlite3_reset(st);
+	/* Every row of the node was read: it is known from now on. */
+	if (addr == NULL && found && nseen > 0)
+		node_keep(w, id, pd, seen, nseen);
 	return found;
 }
 
@@ -525,8 +759,12 @@ add_descendant(struct invdb *w, const struct event *ev, int64_t seq,
 		if ((n = node_put(w, seq, roots[k].pr_num,
 			 roots[k].pr_ndesc + 1, depth, ev->pubkey)) == -1)
 			return -1;
+		node_written(w, roots[k].pr_num, depth, n);
 		if (n == 0)
 			continue;
+		/* A live root (collect_roots() skips the deleted). */
+		root_keep(w, roots[k].pr_num, roots[k].pr_ndesc + 1, 0,
+		    roots[k].pr_id);
 		if (addr[0] && addr_put(w, addr, roots[k].pr_num, depth) == -1)
 			return -1;
 		changed = INVDB_CHANGED | INVDB_ROOTED;
@@ -552,7 +790,11 @@ delete_id(struct invdb *w, const struct event *ev,
 		if ((st = wstmt(w, W_ROOT_DELETE)) == NULL ||
 		    sqlite3_bind_int64(st, 1, num) != SQLITE_OK)
 			return werr(w, "bind");
-		return wdone(w, st) == -1 ? -1 : INVDB_CHANGED | INVDB_WIDE;
+		if (wdone(w, st) == -1)
+			return -1;
+		if (root_cached(w, num) != NULL)
+			root_cached(w, num)->rs_deleted = 1;
+		return INVDB_CHANGED | INVDB_WIDE;
 	}
 	/* NIP-09: its author withdraws a descendant: the thread keeps it,
 	 * but no longer counts them as taking part through it. */
@@ -618,6 +860,22 @@ invdb_add(struct invdb *w, const struct event *ev, int64_t seq)
 {
 	int rc = 0, d, is_root = 0;
 
+	/* Fed again, the event may have a new seq with other rows, or none;
+	 * a seq that may have rows already is not kept (w_nnew -1). */
+	node_forget(w, ev->id);
+	w->w_nnew = 0;
+	if (w->w_max_seq < 0) {
+		sqlite3_stmt *st = wstmt(w, W_MAX_SEQ);
+
+		if (st != NULL && sqlite3_step(st) == SQLITE_ROW)
+			w->w_max_seq = sqlite3_column_int64(st, 0);
+		if (st != NULL)
+			sqlite3_reset(st);
+	}
+	if (w->w_max_seq < 0 || seq <= w->w_max_seq)
+		w->w_nnew = -1;
+	else
+		w->w_max_seq = seq;
 	switch (ev->kind) {
 	case KIND_REPO_ANNOUNCEMENT:
 		rc = add_announcement(w, ev);
@@ -640,6 +898,8 @@ invdb_add(struct invdb *w, const struct event *ev, int64_t seq)
 	}
 	if (rc > 0)
 		w->w_changed = 1;
+	if (rc != -1 && w->w_nnew > 0)
+		node_keep(w, ev->id, w->w_newdep, w->w_new, w->w_nnew);
 	return rc;
 }
 
@@ -660,6 +920,7 @@ void
 invdb_discard(struct invdb *w)
 {
 	w->w_changed = 0;
+	cache_clear(w);
 }
 
 /* ------------------------------------------------------------------ */
@@ -985,6 +1246,7 @@ invdb_build(struct invdb *w)
 	size_t		      i;
 	char		      sql[80];
 
+	cache_clear(w);
 	if (set_cache(w, INVDB_BUILD_CACHE_KIB) == -1 ||
 	    store_begin(w->w_store) == -1)
 		return -1;

@@ -1468,6 +1468,117 @@ test_step_7_tables_are_built_again(void)
 	store_close(s);
 }
 
+/* Nodes of root 1 whose event has the id id_hex. */
+static int
+nodes_of(struct store *s, const char *id_hex)
+{
+	char sql[300];
+
+	snprintf(sql, sizeof(sql),
+	    "SELECT count(*) FROM inv_nodes n JOIN events e ON e.seq = n.seq"
+	    " WHERE n.root = 1 AND e.id = x'%s'",
+	    id_hex);
+	return int_of(s, sql);
+}
+
+/*
+ * The writer remembers the nodes and roots it wrote (invdb.c): what it
+ * writes from that memory is what it would write from the tables.  A
+ * rolled-back comment takes no place; a deleted root takes no new
+ * descendant, nor does a reply to a comment on it; a second writer on
+ * the same tables (relayd started again) gives the next place.
+ */
+static void
+test_writer_memory_follows_rollbacks_and_deletions(void)
+{
+	char	      path[128], err[256], owner[65], tags[300], root[65];
+	char	      got[64], first[65];
+	struct store *s;
+	struct invdb *w;
+	struct event *e;
+	int64_t	      at = 1700000000, seq;
+	int	      i;
+
+	snprintf(path, sizeof(path), "%s/memory.db", tmpdir);
+	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
+	w = invdb_new(s, &cfg);
+	T_EQ_INT(invdb_build(w), 0);
+	pk_hex(1, owner);
+	T_ASSERT(store_begin(s) == 0);
+	e = mk(1, at++, 30617, "[[\"d\",\"repo\"]]", "");
+	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
+	T_ASSERT(invdb_add(w, e, seq) > 0);
+	event_destroy(e);
+	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:repo\"]]", owner);
+	e = mk(2, at++, 1621, tags, "issue");
+	memcpy(root, e->id_hex, sizeof(root));
+	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
+	T_ASSERT(invdb_add(w, e, seq) > 0);
+	event_destroy(e);
+	T_ASSERT(invdb_flush(w) == 0);
+	T_ASSERT(store_commit(s) == 0);
+	for (i = 0; i < 3; i++)
+		comment_live(s, w, root, at++);
+	places(s, got, sizeof(got));
+	T_EQ_STR(got, "0,1,2,3");
+
+	/* Rolled back: the next comment takes place 4, not 5. */
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
+	    root);
+	T_ASSERT(store_begin(s) == 0);
+	e = mk(6, at++, 1111, tags, "rolled back");
+	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
+	T_ASSERT(invdb_add(w, e, seq) > 0);
+	event_destroy(e);
+	T_ASSERT(store_rollback(s) == 0);
+	invdb_discard(w);
+	comment_live(s, w, root, at++);
+	places(s, got, sizeof(got));
+	T_EQ_STR(got, "0,1,2,3,4");
+
+	/* A reply to the last comment, whose node the writer wrote. */
+	T_ASSERT(store_begin(s) == 0);
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
+	    root);
+	e = mk(7, at++, 1111, tags, "comment");
+	memcpy(first, e->id_hex, sizeof(first));
+	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
+	T_ASSERT(invdb_add(w, e, seq) > 0);
+	event_destroy(e);
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
+	    first);
+	e = mk(8, at++, 1111, tags, "reply");
+	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
+	T_ASSERT(invdb_add(w, e, seq) > 0);
+	T_EQ_INT(nodes_of(s, e->id_hex), 1);
+	event_destroy(e);
+	T_ASSERT(invdb_flush(w) == 0);
+	T_ASSERT(store_commit(s) == 0);
+	places(s, got, sizeof(got));
+	T_EQ_STR(got, "0,1,2,3,4,5,6");
+
+	/* Its author deletes the root: no comment nor reply attaches. */
+	T_ASSERT(store_begin(s) == 0);
+	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", root);
+	e = mk(2, at++, 5, tags, "");
+	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
+	T_ASSERT(invdb_add(w, e, seq) > 0);
+	event_destroy(e);
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
+	    first);
+	e = mk(9, at++, 1111, tags, "after the deletion");
+	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
+	T_EQ_INT(invdb_add(w, e, seq), 0);
+	T_EQ_INT(nodes_of(s, e->id_hex), 0);
+	event_destroy(e);
+	T_ASSERT(invdb_flush(w) == 0);
+	T_ASSERT(store_commit(s) == 0);
+	places(s, got, sizeof(got));
+	T_EQ_STR(got, "0,1,2,3,4,5,6");
+	invdb_free(w);
+	store_close(s);
+}
+
 /*
  * syncd's copy (inv_new_parts() without INV_AUTHORS): the same
  * repositories, roots and descendants as a whole copy, deletions
@@ -1760,6 +1871,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_rebuild_matches_feeding_every_event),
 	T_CASE(test_tables_hold_what_the_inventory_holds),
 	T_CASE(test_step_7_tables_are_built_again),
+	T_CASE(test_writer_memory_follows_rollbacks_and_deletions),
 	T_CASE(test_a_copy_without_participants_keeps_every_thread),
 	T_CASE(test_scans_give_what_parsing_gives),
 	T_CASE(test_scan_ahead_hints_each_event_first),

@@ -558,13 +558,14 @@ cached_parent_roots(struct invdb *w, const struct node_slot *ns,
 	size_t		 k;
 	int		 i, rc, found = 0;
 
+	/* Every row of a node has the node's depth. */
+	if (ns->ns_depth >= INV_MAX_DEPTH)
+		return 0;
 	for (i = 0; i < ns->ns_nroots; i++) {
 		if ((rc = root_info(w, ns->ns_roots[i], &r)) == -1)
 			return -1;
 		if (rc == 0)
 			continue;
-		if (ns->ns_depth >= INV_MAX_DEPTH)
-			return 0;
 		if (!found && ns->ns_depth + 1 < *depth)
 			*depth = ns->ns_depth + 1;
 		found = 1;
@@ -777,10 +778,11 @@ static int
 delete_id(struct invdb *w, const struct event *ev,
     const uint8_t id[EVENT_ID_LEN])
 {
-	uint8_t	      author[PUBKEY_LEN];
-	sqlite3_stmt *st;
-	int64_t	      num;
-	int	      deleted, rc, n;
+	uint8_t		  author[PUBKEY_LEN];
+	struct root_slot *rs;
+	sqlite3_stmt	 *st;
+	int64_t		  num;
+	int		  deleted, rc, n;
 
 	if ((rc = root_get(w, id, &num, author, &deleted)) == -1)
 		return -1;
@@ -792,8 +794,8 @@ delete_id(struct invdb *w, const struct event *ev,
 			return werr(w, "bind");
 		if (wdone(w, st) == -1)
 			return -1;
-		if (root_cached(w, num) != NULL)
-			root_cached(w, num)->rs_deleted = 1;
+		if ((rs = root_cached(w, num)) != NULL)
+			rs->rs_deleted = 1;
 		return INVDB_CHANGED | INVDB_WIDE;
 	}
 	/* NIP-09: its author withdraws a descendant: the thread keeps it,

@@ -293,21 +293,28 @@ tree_gone(const pid_t *tree, size_t n)
 		    (long)tree[i], GD_GONE_MS);
 }
 
-void
-gd_kill_group(struct gdproc *g)
+/*
+ * SIGKILL to graspd's group, then waits for graspd and for the rest of
+ * tree[0..n): a restart waits for them, or relayd's port and store would
+ * still be the old relayd's.
+ */
+static void
+kill_and_wait(struct gdproc *g, const pid_t *tree, size_t n)
 {
-	pid_t  tree[GD_TREE_MAX];
-	size_t n;
-
-	if (g->g_pid == -1)
-		return;
-	n = proc_tree(g->g_pid, tree, GD_TREE_MAX);
 	kill(-g->g_pid, SIGKILL);
 	waitpid(g->g_pid, NULL, 0);
 	g->g_pid = -1;
-	/* The roles follow graspd (SIGTERM); a restart waits for them, or
-	 * relayd's port and store would still be the old relayd's. */
 	tree_gone(tree, n);
+}
+
+void
+gd_kill_group(struct gdproc *g)
+{
+	pid_t tree[GD_TREE_MAX];
+
+	/* The roles follow graspd (SIGTERM). */
+	if (g->g_pid != -1)
+		kill_and_wait(g, tree, proc_tree(g->g_pid, tree, GD_TREE_MAX));
 }
 
 void
@@ -325,10 +332,7 @@ gd_power_cut(struct gdproc *g)
 		kill(-tree[i], SIGKILL);
 		kill(tree[i], SIGKILL);
 	}
-	kill(-g->g_pid, SIGKILL);
-	waitpid(g->g_pid, NULL, 0);
-	g->g_pid = -1;
-	tree_gone(tree, n);
+	kill_and_wait(g, tree, n);
 }
 
 void

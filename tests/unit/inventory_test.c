@@ -1482,6 +1482,40 @@ nodes_of(struct store *s, const char *id_hex)
 }
 
 /*
+ * Stores e in the open transaction and feeds it to w: invdb_add()'s
+ * answer, or -2 if the store refused it.  The id into id_hex if not
+ * NULL, the count of its nodes under root 1 into *nodes if not NULL;
+ * e is destroyed.
+ */
+static int
+put_fed(struct store *s, struct invdb *w, struct event *e, char *id_hex,
+    int *nodes)
+{
+	int64_t seq;
+	int	rc = -2;
+
+	if (store_put(s, e, &seq) == STORE_OK)
+		rc = invdb_add(w, e, seq);
+	if (id_hex != NULL)
+		memcpy(id_hex, e->id_hex, 65);
+	if (nodes != NULL)
+		*nodes = nodes_of(s, e->id_hex);
+	event_destroy(e);
+	return rc;
+}
+
+/* A NIP-22 comment by key n in thread root, answering parent. */
+static struct event *
+comment(int n, int64_t at, const char *root, const char *parent)
+{
+	char tags[300];
+
+	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
+	    parent);
+	return mk(n, at, 1111, tags, "comment");
+}
+
+/*
  * The writer remembers the nodes and roots it wrote (invdb.c): what it
  * writes from that memory is what it would write from the tables.  A
  * rolled-back comment takes no place; a deleted root takes no new
@@ -1495,9 +1529,8 @@ test_writer_memory_follows_rollbacks_and_deletions(void)
 	char	      got[64], first[65];
 	struct store *s;
 	struct invdb *w;
-	struct event *e;
-	int64_t	      at = 1700000000, seq;
-	int	      i;
+	int64_t	      at = 1700000000;
+	int	      i, nodes = -1;
 
 	snprintf(path, sizeof(path), "%s/memory.db", tmpdir);
 	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
@@ -1505,16 +1538,11 @@ test_writer_memory_follows_rollbacks_and_deletions(void)
 	T_EQ_INT(invdb_build(w), 0);
 	pk_hex(1, owner);
 	T_ASSERT(store_begin(s) == 0);
-	e = mk(1, at++, 30617, "[[\"d\",\"repo\"]]", "");
-	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
-	T_ASSERT(invdb_add(w, e, seq) > 0);
-	event_destroy(e);
+	T_ASSERT(put_fed(s, w, mk(1, at++, 30617, "[[\"d\",\"repo\"]]", ""),
+		     NULL, NULL) > 0);
 	snprintf(tags, sizeof(tags), "[[\"a\",\"30617:%s:repo\"]]", owner);
-	e = mk(2, at++, 1621, tags, "issue");
-	memcpy(root, e->id_hex, sizeof(root));
-	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
-	T_ASSERT(invdb_add(w, e, seq) > 0);
-	event_destroy(e);
+	T_ASSERT(
+	    put_fed(s, w, mk(2, at++, 1621, tags, "issue"), root, NULL) > 0);
 	T_ASSERT(invdb_flush(w) == 0);
 	T_ASSERT(store_commit(s) == 0);
 	for (i = 0; i < 3; i++)
@@ -1523,13 +1551,8 @@ test_writer_memory_follows_rollbacks_and_deletions(void)
 	T_EQ_STR(got, "0,1,2,3");
 
 	/* Rolled back: the next comment takes place 4, not 5. */
-	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
-	    root);
 	T_ASSERT(store_begin(s) == 0);
-	e = mk(6, at++, 1111, tags, "rolled back");
-	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
-	T_ASSERT(invdb_add(w, e, seq) > 0);
-	event_destroy(e);
+	T_ASSERT(put_fed(s, w, comment(6, at++, root, root), NULL, NULL) > 0);
 	T_ASSERT(store_rollback(s) == 0);
 	invdb_discard(w);
 	comment_live(s, w, root, at++);
@@ -1538,43 +1561,33 @@ test_writer_memory_follows_rollbacks_and_deletions(void)
 
 	/* A reply to the last comment, whose node the writer wrote. */
 	T_ASSERT(store_begin(s) == 0);
-	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
-	    root);
-	e = mk(7, at++, 1111, tags, "comment");
-	memcpy(first, e->id_hex, sizeof(first));
-	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
-	T_ASSERT(invdb_add(w, e, seq) > 0);
-	event_destroy(e);
-	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
-	    first);
-	e = mk(8, at++, 1111, tags, "reply");
-	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
-	T_ASSERT(invdb_add(w, e, seq) > 0);
-	T_EQ_INT(nodes_of(s, e->id_hex), 1);
-	event_destroy(e);
+	T_ASSERT(put_fed(s, w, comment(7, at++, root, root), first, NULL) > 0);
+	T_ASSERT(
+	    put_fed(s, w, comment(8, at++, root, first), NULL, &nodes) > 0);
+	T_EQ_INT(nodes, 1);
 	T_ASSERT(invdb_flush(w) == 0);
 	T_ASSERT(store_commit(s) == 0);
 	places(s, got, sizeof(got));
 	T_EQ_STR(got, "0,1,2,3,4,5,6");
 
+	/* A second writer, as relayd started again, remembers nothing. */
+	invdb_free(w);
+	w = invdb_new(s, &cfg);
+	T_EQ_INT(invdb_built_for(w), 1);
+	comment_live(s, w, root, at++);
+	places(s, got, sizeof(got));
+	T_EQ_STR(got, "0,1,2,3,4,5,6,7");
+
 	/* Its author deletes the root: no comment nor reply attaches. */
 	T_ASSERT(store_begin(s) == 0);
 	snprintf(tags, sizeof(tags), "[[\"e\",\"%s\"]]", root);
-	e = mk(2, at++, 5, tags, "");
-	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
-	T_ASSERT(invdb_add(w, e, seq) > 0);
-	event_destroy(e);
-	snprintf(tags, sizeof(tags), "[[\"E\",\"%s\"],[\"e\",\"%s\"]]", root,
-	    first);
-	e = mk(9, at++, 1111, tags, "after the deletion");
-	T_ASSERT(store_put(s, e, &seq) == STORE_OK);
-	T_EQ_INT(invdb_add(w, e, seq), 0);
-	T_EQ_INT(nodes_of(s, e->id_hex), 0);
-	event_destroy(e);
+	T_ASSERT(put_fed(s, w, mk(2, at++, 5, tags, ""), NULL, NULL) > 0);
+	T_EQ_INT(put_fed(s, w, comment(9, at++, root, first), NULL, &nodes), 0);
+	T_EQ_INT(nodes, 0);
 	T_ASSERT(invdb_flush(w) == 0);
 	T_ASSERT(store_commit(s) == 0);
 	places(s, got, sizeof(got));
-	T_EQ_STR(got, "0,1,2,3,4,5,6");
+	T_EQ_STR(got, "0,1,2,3,4,5,6,7");
 	invdb_free(w);
 	store_close(s);
 }

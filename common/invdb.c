@@ -106,10 +106,14 @@ static const char *const invdb_sql[W_COUNT] = {
  * are all written by the invdb_add() that makes it, so an entry stays
  * true until a rollback or a build, which empty both tables
  * (invdb_discard()); an event added again forgets its entry first (a
- * new seq may have other rows, or none).
+ * new seq may have other rows, or none).  A root's node is not
+ * overwritten by a descendant's: every NIP-22 comment names its thread's
+ * root (E), while a comment is the parent of its direct replies only.
+ * The roots' table holds as many as the nodes' (slots by number: the
+ * latest roots each have theirs).
  */
 #define INVDB_NODE_SLOTS 32768 /* 64 bytes each */
-#define INVDB_ROOT_SLOTS 8192  /* 56 bytes each */
+#define INVDB_ROOT_SLOTS 32768 /* 56 bytes each */
 /* The roots a cached node may descend from; a node of more is not kept. */
 #define INVDB_NODE_ROOTS 3
 
@@ -252,7 +256,8 @@ node_forget(struct invdb *w, const uint8_t id[EVENT_ID_LEN])
 
 /*
  * Keeps the node of id: depth, and all n of its roots (n > 0), in
- * ascending order as the store gives them (its key is seq, root).
+ * ascending order as the store gives them (its key is seq, root); a
+ * descendant leaves a slot that holds a root as it is.
  */
 static void
 node_keep(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int depth,
@@ -263,6 +268,9 @@ node_keep(struct invdb *w, const uint8_t id[EVENT_ID_LEN], int depth,
 	int		  i, j;
 
 	if (n <= 0 || n > INVDB_NODE_ROOTS)
+		return;
+	if (depth > 0 && ns->ns_nroots > 0 && ns->ns_depth == 0 &&
+	    memcmp(ns->ns_id, id, EVENT_ID_LEN) != 0)
 		return;
 	memcpy(ns->ns_id, id, EVENT_ID_LEN);
 	ns->ns_depth = depth;

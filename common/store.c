@@ -735,6 +735,7 @@ insert_event(struct store *s, const struct event *ev, const char *d,
 {
 	sqlite3_stmt *st;
 	int64_t	      seq, exp;
+	int	      rc;
 
 	if ((st = stmt(s, ST_INSERT)) == NULL)
 		return STORE_ERROR;
@@ -751,8 +752,17 @@ insert_event(struct store *s, const struct event *ev, const char *d,
 	else
 		sqlite3_bind_null(st, 6);
 	sqlite3_bind_text(st, 7, ev->json, (int)ev->json_len, SQLITE_STATIC);
-	if (step_row(s, st) != 0)
+	sqlite3_step(st);
+	if ((rc = sqlite3_reset(st)) != SQLITE_OK) {
+		store_sqlerr(s, sqlite3_sql(st));
+		/* A copy the caller took for new (relayd's filter of stored
+		 * ids cannot know of one another process wrote): the
+		 * statement failed alone, the transaction goes on. */
+		if (rc == SQLITE_CONSTRAINT_UNIQUE &&
+		    store_has_id(s, ev->id) == 1)
+			return STORE_DUPLICATE;
 		return STORE_ERROR;
+	}
 	/* Before the commit: a rollback leaves a false "maybe", harmless. */
 	if (s->s_idhint != NULL)
 		idhint_add(s->s_idhint, ev->id);

@@ -10,10 +10,12 @@
  * 38-45 an event (doc/performance.md).  The filter is filled twice over:
  * the writer's store adds each id it inserts from the start on, and a
  * thread adds the ids already stored, a chunk of the id index at a
- * time; only once that thread is done does the filter answer "no".  An
- * id stored behind relayd's back after the thread passed it is called
- * new: its signature is checked, and the writer's own lookup in
- * decide() finds it, with the answer it would have had.
+ * time; only once that thread is done does the filter answer "no".
+ * decide() asks the filter again, in the write transaction, before its
+ * own lookup: an id it calls new there is inserted without one.  An id
+ * stored behind relayd's back after the thread passed it is called new:
+ * its signature is checked, and the insert's unique id finds it
+ * (store.c answers a duplicate, and the batch goes on).
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <pthread.h>

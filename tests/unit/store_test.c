@@ -1393,6 +1393,31 @@ put_new_has_the_effects_of_put_inside_a_transaction(void)
 }
 
 /*
+ * store_put_new() of an event stored already (relayd took its id for new:
+ * another process wrote it) answers a duplicate, and the transaction goes
+ * on: the events put beside it are committed.
+ */
+static void
+put_new_of_a_stored_copy_is_a_duplicate(void)
+{
+	struct store *s = fresh();
+	struct event *a = ev_new(sk1, 100, 1, "[[\"t\",\"x\"]]", "a");
+	struct event *b = ev_new(sk1, 101, 1, NULL, "b");
+
+	T_ASSERT(s != NULL);
+	T_CHECK(store_put(s, a, NULL) == STORE_OK);
+	T_CHECK(store_begin(s) == 0);
+	T_CHECK(store_put_new(s, a, NULL) == STORE_DUPLICATE);
+	T_CHECK(store_put_new(s, b, NULL) == STORE_OK);
+	T_CHECK(store_commit(s) == 0);
+	T_CHECK(store_count(s) == 2);
+	T_CHECK(count_of(s, "{\"#t\":[\"x\"]}") == 1);
+	event_destroy(a);
+	event_destroy(b);
+	store_close(s);
+}
+
+/*
  * A put that fails after its first write (here a trigger refuses one of
  * its tag rows) leaves no partial event behind: outside a transaction its
  * own is rolled back; inside one the whole transaction is, at commit.
@@ -2037,6 +2062,7 @@ static const struct t_case cases[] = {
 	T_CASE(tag_exists_checks_first_values_of_named_letters),
 	T_CASE(transactions_batch_and_roll_back),
 	T_CASE(put_new_has_the_effects_of_put_inside_a_transaction),
+	T_CASE(put_new_of_a_stored_copy_is_a_duplicate),
 	T_CASE(a_failed_put_never_commits_half_an_event),
 	T_CASE(readonly_store_reads_what_writer_committed),
 	T_CASE(result_messages_follow_nip01_prefixes),

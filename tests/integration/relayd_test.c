@@ -823,6 +823,58 @@ test_duplicate_answered_before_signature_check(void)
 	wsc_close(ws);
 }
 
+/*
+ * Copies of one new event racing: sent on two connections without
+ * waiting, so that they arrive in one turn, all pass the filter of
+ * stored ids as new and are decided in one batch.  One is stored, each
+ * other copy is answered "duplicate:" with OK true, and /metrics counts
+ * them as duplicates.
+ */
+static void
+test_racing_copies_stored_once(void)
+{
+	struct wsc   *ws[2] = { conn(rp), conn(rp) };
+	struct event *ann, *issue;
+	char	      d[32], coord[128], *msg, *frame;
+	const int     copies[2] = { 3, 2 };
+	double	      dup0;
+	int	      i, k, stored = 0, dups = 0;
+
+	T_ASSERT(ws[0] != NULL && ws[1] != NULL);
+	T_ASSERT((ann = served_repo(ws[0], 57, d, sizeof(d), coord,
+		      sizeof(coord))) != NULL);
+	issue = tagged(58, 1621, "a", coord, "racing copies");
+	T_ASSERT((frame = nostr_event_msg(issue)) != NULL);
+	dup0 = ctl_metric(rp,
+	    "graspd_relay_events_total{role=\"relayd\",result=\"duplicate\"}");
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < copies[k]; i++)
+			T_ASSERT(
+			    wsc_send_text(ws[k], frame, strlen(frame)) == 0);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < copies[k]; i++) {
+			msg = nostr_wait_msg(ws[k], "OK", TMO);
+			T_ASSERT(msg != NULL && strstr(msg, issue->id_hex));
+			stored += strstr(msg, ",true,\"\"]") != NULL;
+			dups += strstr(msg,
+				    ",true,\"duplicate: already have "
+				    "this event\"]") != NULL;
+			free(msg);
+		}
+	T_EQ_INT(stored, 1);
+	T_EQ_INT(dups, 4);
+	T_EQ_INT(has_id(ws[0], issue->id_hex), 1);
+	T_CHECK(
+	    ctl_metric(rp,
+		"graspd_relay_events_total{role=\"relayd\",result=\"duplicate\"}") ==
+	    dup0 + 4);
+	free(frame);
+	event_destroy(ann);
+	event_destroy(issue);
+	wsc_close(ws[0]);
+	wsc_close(ws[1]);
+}
+
 #define ARRIVALS_FILTERED \
 	"graspd_relay_arrival_lookups_total{role=\"relayd\",answer=\"filter\"}"
 #define ARRIVALS_LOOKED_UP \
@@ -1332,6 +1384,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_replaceable_keeps_newest_and_lowest_id_on_tie),
 	T_CASE(test_deletion_by_author_only_and_final),
 	T_CASE(test_duplicate_answered_before_signature_check),
+	T_CASE(test_racing_copies_stored_once),
 	T_CASE(test_stored_ids_filter_refilled_at_start),
 	T_CASE(test_req_limit_order_and_live_delivery),
 	T_CASE(test_invalid_events_get_clear_ok),

@@ -23,6 +23,7 @@
 #include "gdproc.h"
 #include "gitutil.h"
 #include "nostr.h"
+#include "proc.h" /* proc_alive(): a zombie counts as gone */
 #include "relayproc.h"
 #include "tdir.h"
 #include "wsclient.h"
@@ -255,24 +256,6 @@ proc_tree(pid_t root, pid_t *tree, size_t cap)
 			if (ppid[j] == tree[i])
 				tree[k++] = pid[j];
 	return k;
-}
-
-/* 1 while pid runs (a zombie has closed everything it held), else 0. */
-static int
-proc_alive(pid_t pid)
-{
-	char  path[64], line[512], *p;
-	FILE *f;
-	int   alive = 0;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return 0;
-	if (fgets(line, sizeof(line), f) != NULL &&
-	    (p = strrchr(line, ')')) != NULL)
-		alive = p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-	fclose(f);
-	return alive;
 }
 
 /* Waits until none of tree[1..n) runs, for at most GD_GONE_MS. */

@@ -22,8 +22,9 @@
 # empty store in a temporary directory on loopback: 4 connections with 50
 # EVENTs in flight, the REQ probes (#a, authors, ids, kinds+#t, one at a
 # time 5 ms apart) during the load and for 3 s after it, then the memory
-# (RSS, PSS) of all its processes once they are quiet and the store's
-# size.  graspd also takes the state's commit by git push, as part one of
+# (RSS, PSS) of all its processes once they are quiet, the store's size,
+# and each probe's REQ -> EOSE p50 and p99 at rest (BENCH_SBS_REST_N, 1000,
+# back to back).  graspd also takes the state's commit by git push, as part one of
 # run.sh does; strfry gets the same events without the state, so both
 # store the same number.  The verification rate is measured again after
 # each pair.
@@ -42,6 +43,7 @@ STRFRY=${STRFRY:?set STRFRY to a strfry binary}
 STRFRY_CONF=${STRFRY_CONF:-$(dirname "$STRFRY")/strfry.conf}
 PAIRS=${BENCH_SBS_PAIRS:-2}
 BIG_PAIRS=${BENCH_SBS_BIG_PAIRS:-1}
+REST_N=${BENCH_SBS_REST_N:-1000}
 SIZES=${BENCH_SBS_SIZES:-"20000 200000"}
 # Seconds a quiet process tree may take to settle, and a load to end.
 SETTLE_S=60
@@ -73,8 +75,8 @@ mem() {
 
 # measure PORT WAIT_MS LOG STORE OUT PUBLISH_ARG...: once the server
 # ($pid) listens on PORT (WAIT_MS at most; else its LOG's end), the load
-# and the probes, then, once it is quiet, its memory and the size of
-# STORE, all into OUT; then stops it.
+# and the probes, then, once it is quiet, its memory, the size of STORE
+# and the probes at rest, all into OUT; then stops it.
 measure() {
 	_port=$1 _log=$3 _store=$4 _out=$5
 	"$ingest" waitport 127.0.0.1 "$_port" "$2" || {
@@ -86,8 +88,17 @@ measure() {
 	timeout "$LOAD_S" "$ingest" publish 127.0.0.1 "$_port" "$@" \
 	    --conns 4 --inflight 50 >"$_out"
 	tproc_settle "$pid" 0 "$SETTLE_S" || true
-	mem >>"$_out"
-	du -sm "$_store" | awk '{ print "disk", $1, "MB" }' >>"$_out"
+	{
+		mem
+		du -sm "$_store" | awk '{ print "disk", $1, "MB" }'
+		# At rest: each probe's REQ back to back on a connection of
+		# its own, the floor the paced probes above sit on.
+		while read -r _name _filter; do
+			timeout 120 "$ingest" req 127.0.0.1 "$_port" \
+			    --filter "$_filter" --n "$REST_N" \
+			    --name "rest_$_name" | grep '_p[0-9]* '
+		done <"$tmp/probes"
+	} >>"$_out"
 	tproc_stop strfry.sh server "$pid" 30
 	pid=""
 }
@@ -132,6 +143,8 @@ req_during_max_kt req_after_reqs req_after_p50_a req_after_p99_a
 req_after_max_a req_after_p50_authors req_after_p99_authors
 req_after_max_authors req_after_p50_ids req_after_p99_ids
 req_after_max_ids req_after_p50_kt req_after_p99_kt req_after_max_kt
+req_rest_a_p50 req_rest_a_p99 req_rest_authors_p50 req_rest_authors_p99
+req_rest_ids_p50 req_rest_ids_p99 req_rest_kt_p50 req_rest_kt_p99
 mem_rss mem_pss procs disk"
 
 # table SIZE: each figure's values per pair, strfry's then graspd's, and

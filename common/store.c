@@ -151,10 +151,17 @@ struct store {
 
 typedef int store_row_cb(const char *, size_t, int64_t, void *);
 
+/* Logs an SQL error: what ran, and SQLite's message for it. */
+static void
+store_sqlerr_msg(const char *what, const char *msg)
+{
+	log_warnx("store: %s: %s", what, msg);
+}
+
 static void
 store_sqlerr(struct store *s, const char *what)
 {
-	log_warnx("store: %s: %s", what, sqlite3_errmsg(s->s_db));
+	store_sqlerr_msg(what, sqlite3_errmsg(s->s_db));
 }
 
 /* The cached statement, reset and ready to bind; NULL after logging. */
@@ -754,13 +761,17 @@ insert_event(struct store *s, const struct event *ev, const char *d,
 	sqlite3_bind_text(st, 7, ev->json, (int)ev->json_len, SQLITE_STATIC);
 	sqlite3_step(st);
 	if ((rc = sqlite3_reset(st)) != SQLITE_OK) {
-		store_sqlerr(s, sqlite3_sql(st));
+		char why[256];
+
+		/* Before the lookup below replaces it. */
+		snprintf(why, sizeof(why), "%s", sqlite3_errmsg(s->s_db));
 		/* A copy the caller took for new (relayd's filter of stored
-		 * ids cannot know of one another process wrote): the
-		 * statement failed alone, the transaction goes on. */
+		 * ids cannot know of one another process wrote) is no error:
+		 * the statement failed alone, the transaction goes on. */
 		if (rc == SQLITE_CONSTRAINT_UNIQUE &&
 		    store_has_id(s, ev->id) == 1)
 			return STORE_DUPLICATE;
+		store_sqlerr_msg(sqlite3_sql(st), why);
 		return STORE_ERROR;
 	}
 	/* Before the commit: a rollback leaves a false "maybe", harmless. */

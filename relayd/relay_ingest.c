@@ -838,9 +838,12 @@ decide(struct pending *p)
 		p->p_msg[0] = '\0';
 		relay_inv_add(ev, seq);
 		relay_purg_stored(ev);
-	} else
+	} else {
+		/* A copy stored behind relayd's back, found by the insert. */
+		relayd->stats.events_duplicate += r == STORE_DUPLICATE;
 		snprintf(p->p_msg, sizeof(p->p_msg), "%s",
 		    store_result_message(r));
+	}
 }
 
 /* After the commit (or its failure): released events and hooks. */

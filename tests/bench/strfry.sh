@@ -24,10 +24,10 @@
 # time 5 ms apart) during the load and for 3 s after it, then the memory
 # (RSS, PSS) of all its processes once they are quiet, the store's size,
 # and each probe's REQ -> EOSE p50 and p99 at rest (BENCH_SBS_REST_N, 1000,
-# back to back).  graspd also takes the state's commit by git push, as part one of
-# run.sh does; strfry gets the same events without the state, so both
-# store the same number.  The verification rate is measured again after
-# each pair.
+# back to back).  graspd also takes the state's commit by git push, as
+# part one of run.sh does; strfry gets the same events without the state,
+# so both store the same number.  The verification rate is measured again
+# after each pair.
 #
 # Prints per size a table of each figure's values per pair and the ratio
 # of graspd's mean to strfry's, and graspd's mean rate over the mean

@@ -22,6 +22,7 @@
 #include "nip19.h"
 #include "nostr.h"
 #include "relayproc.h"
+#include "store.h"
 #include "t.h"
 #include "tdir.h"
 #include "tint_prog.h"
@@ -875,6 +876,66 @@ test_racing_copies_stored_once(void)
 	wsc_close(ws[1]);
 }
 
+/*
+ * A copy another process stored behind relayd's back, after the filter
+ * of stored ids was filled: the filter calls it new at arrival and again
+ * in the batch, so its insert meets the stored id.  It is answered
+ * "duplicate:" with OK true and counted as one, no database error is
+ * logged for it, and a new event of the same batch is stored.
+ */
+static void
+test_copy_stored_behind_relayds_back_is_duplicate(void)
+{
+	struct wsc   *ws = conn(rp);
+	struct event *ann, *copy, *fresh;
+	struct store *s;
+	char	      d[32], coord[128], path[600], err[256], *frame, *msg;
+	double	      dup0;
+	int	      errs0, ok_copy = 0, ok_fresh = 0, i;
+
+	T_ASSERT(ws != NULL);
+	T_ASSERT((ann = served_repo(ws, 63, d, sizeof(d), coord,
+		      sizeof(coord))) != NULL);
+	copy = tagged(64, 1621, "a", coord, "stored behind relayd's back");
+	fresh = tagged(64, 1621, "a", coord, "new beside it");
+	snprintf(path, sizeof(path), "%s/relay/graspd.db", relayproc_dir(rp));
+	T_ASSERT((s = store_open(path, 0, err, sizeof(err))) != NULL);
+	T_ASSERT(store_put(s, copy, NULL) == STORE_OK);
+	store_close(s);
+	dup0 = ctl_metric(rp,
+	    "graspd_relay_events_total{role=\"relayd\",result=\"duplicate\"}");
+	errs0 = relayproc_log_count(rp, "UNIQUE constraint failed");
+	/* Both without waiting: one batch. */
+	T_ASSERT((frame = nostr_event_msg(copy)) != NULL);
+	T_ASSERT(wsc_send_text(ws, frame, strlen(frame)) == 0);
+	free(frame);
+	T_ASSERT((frame = nostr_event_msg(fresh)) != NULL);
+	T_ASSERT(wsc_send_text(ws, frame, strlen(frame)) == 0);
+	free(frame);
+	for (i = 0; i < 2; i++) {
+		T_ASSERT((msg = nostr_wait_msg(ws, "OK", TMO)) != NULL);
+		if (strstr(msg, copy->id_hex) != NULL)
+			ok_copy = strstr(msg,
+				      ",true,\"duplicate: already "
+				      "have this event\"]") != NULL;
+		else if (strstr(msg, fresh->id_hex) != NULL)
+			ok_fresh = strstr(msg, ",true,\"\"]") != NULL;
+		free(msg);
+	}
+	T_CHECK(ok_copy);
+	T_CHECK(ok_fresh);
+	T_EQ_INT(has_id(ws, copy->id_hex), 1);
+	T_EQ_INT(has_id(ws, fresh->id_hex), 1);
+	T_CHECK(ctl_metric(rp,
+		    "graspd_relay_events_total{role=\"relayd\","
+		    "result=\"duplicate\"}") == dup0 + 1);
+	T_EQ_INT(relayproc_log_count(rp, "UNIQUE constraint failed"), errs0);
+	event_destroy(ann);
+	event_destroy(copy);
+	event_destroy(fresh);
+	wsc_close(ws);
+}
+
 #define ARRIVALS_FILTERED \
 	"graspd_relay_arrival_lookups_total{role=\"relayd\",answer=\"filter\"}"
 #define ARRIVALS_LOOKED_UP \
@@ -1385,6 +1446,7 @@ static const struct t_case cases[] = {
 	T_CASE(test_deletion_by_author_only_and_final),
 	T_CASE(test_duplicate_answered_before_signature_check),
 	T_CASE(test_racing_copies_stored_once),
+	T_CASE(test_copy_stored_behind_relayds_back_is_duplicate),
 	T_CASE(test_stored_ids_filter_refilled_at_start),
 	T_CASE(test_req_limit_order_and_live_delivery),
 	T_CASE(test_invalid_events_get_clear_ok),

@@ -258,6 +258,15 @@ send_ok(struct relay_conn *c, const char *id_hex, int ok, const char *msg,
 	relay_hist_observe(&relayd->stats.ok_latency, relay_now_ms() - t0);
 }
 
+/* p's answer for the store's result r; a duplicate is counted here. */
+static void
+pending_result(struct pending *p, enum store_result r)
+{
+	p->p_ok = store_result_ok(r);
+	snprintf(p->p_msg, sizeof(p->p_msg), "%s", store_result_message(r));
+	relayd->stats.events_duplicate += r == STORE_DUPLICATE;
+}
+
 /*
  * The events that arrived in one turn of the loop, in their order: those
  * stored already (in the last commit, read on relayd->rstore: never a
@@ -309,10 +318,7 @@ admit(void)
 			verify_submit(p);
 			continue;
 		}
-		relayd->stats.events_duplicate++;
-		p->p_ok = 1;
-		snprintf(p->p_msg, sizeof(p->p_msg),
-		    "duplicate: already have this event");
+		pending_result(p, STORE_DUPLICATE);
 		STAILQ_INSERT_TAIL(&dups, p, p_entry);
 	}
 	/* The copy they found may be committed but not yet synced. */
@@ -790,18 +796,11 @@ decide(struct pending *p)
 	/* An id the filter of stored ids calls new needs no lookup: the
 	 * writer adds each id it inserts before its commit (relay_ids.c). */
 	if (relay_ids_maybe(ev->id) && (rc = store_has_id(st, ev->id)) != 0) {
-		p->p_ok = rc == 1;
-		snprintf(p->p_msg, sizeof(p->p_msg),
-		    rc == 1 ? "duplicate: already have this event" :
-			      "error: database error");
-		relayd->stats.events_duplicate += rc == 1;
+		pending_result(p, rc == 1 ? STORE_DUPLICATE : STORE_ERROR);
 		return;
 	}
 	if ((rc = store_is_deleted(st, ev->id, ev->pubkey)) != 0) {
-		p->p_ok = 0;
-		snprintf(p->p_msg, sizeof(p->p_msg),
-		    rc == 1 ? "blocked: this event is deleted" :
-			      "error: database error");
+		pending_result(p, rc == 1 ? STORE_DELETED : STORE_ERROR);
 		return;
 	}
 	if (relay_purg_held(ev, p->p_msg, sizeof(p->p_msg))) {
@@ -829,20 +828,16 @@ decide(struct pending *p)
 		relayd->stats.events_ephemeral++;
 		return;
 	}
-	/* Its id is neither stored nor deleted: checked above. */
+	/* Its id is neither stored nor deleted: checked above.  A duplicate
+	 * here is a copy another process stored after the filter of stored
+	 * ids was filled, found by the insert. */
 	r = store_put_new(st, ev, &seq);
-	p->p_ok = store_result_ok(r);
+	pending_result(p, r);
 	if (r == STORE_OK) {
 		p->p_fanout = 1;
 		p->p_seq = seq;
-		p->p_msg[0] = '\0';
 		relay_inv_add(ev, seq);
 		relay_purg_stored(ev);
-	} else {
-		/* A copy stored behind relayd's back, found by the insert. */
-		relayd->stats.events_duplicate += r == STORE_DUPLICATE;
-		snprintf(p->p_msg, sizeof(p->p_msg), "%s",
-		    store_result_message(r));
 	}
 }
 
@@ -890,8 +885,9 @@ batch_answer(struct unsynced *u)
 			p->p_ok = 0;
 			p->p_fanout = 0;
 			snprintf(p->p_msg, sizeof(p->p_msg), "%s",
-			    relay_disk_low() ? RELAY_DISK_MSG :
-					       "error: database error");
+			    relay_disk_low() ?
+				RELAY_DISK_MSG :
+				store_result_message(STORE_ERROR));
 		}
 		if (p->p_ok && p->p_fanout &&
 		    event_kind_class(p->p_ev->kind) != KIND_EPHEMERAL)
